@@ -1,0 +1,101 @@
+"""The `ironlaw` command. Each verb lives in its own module and registers itself on ``app``.
+
+Errors: an IronlawError (bad input) prints one line on stderr and exits 2 — with
+``--format json`` it also prints ``{"error": …}`` on stdout. Anything else is a bug: exit 1
+with a short message; ``--debug`` shows the traceback.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from ..errors import IronlawError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help.\n\n"
+                       "T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per operator.")
+hardware_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The hardware catalog.")
+workloads_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Built-in workloads and spec prefixes.")
+app.add_typer(hardware_app, name="hardware")
+app.add_typer(workloads_app, name="workloads")
+
+FORMATS = ("text", "json", "md")
+
+
+def check_format(fmt: str, allowed=FORMATS) -> str:
+    if fmt not in allowed:
+        raise IronlawError(f"--format must be one of {', '.join(allowed)}, got '{fmt}'")
+    return fmt
+
+
+def emit_json(doc) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, (np.floating, np.integer, np.bool_)):
+            return o.item()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def console():
+    from rich.console import Console
+    return Console(highlight=False, soft_wrap=False)
+
+
+# register the verbs (each module adds its commands to ``app``)
+from . import analyze, hardware, workloads, contract  # noqa: E402,F401
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, a in enumerate(argv):
+        if a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json":
+            return True
+        if a == "--format=json":
+            return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> None:
+    import click
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    as_json = _wants_json(argv)
+
+    def fail(msg: str, code: int) -> None:
+        msg = " ".join(str(msg).split())
+        if as_json:
+            sys.stdout.write(json.dumps({"error": msg, "exit_code": code}) + "\n")
+        sys.stderr.write(f"ironlaw: error: {msg}\n")
+        raise SystemExit(code)
+
+    try:
+        app(args=argv, prog_name="ironlaw", standalone_mode=False)
+    except IronlawError as e:
+        fail(str(e), 2)
+    except click.exceptions.Exit as e:
+        raise SystemExit(e.exit_code)
+    except click.exceptions.Abort:
+        fail("interrupted", 130)
+    except click.ClickException as e:       # usage errors: unknown option, missing argument …
+        fail(e.format_message(), 2)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except BrokenPipeError:
+        raise SystemExit(0)
+    except SystemExit:
+        raise
+    except Exception as e:  # a bug in ironlaw
+        if debug:
+            raise
+        fail(f"internal error: {e.__class__.__name__}: {e} (run again with --debug for the traceback)", 1)

@@ -1,0 +1,52 @@
+"""`ironlaw analyze SPEC --on HW`: the per-operator Iron Law table of one workload."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from . import app, check_format, emit_json
+
+
+def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
+                          dtype: Optional[str], serial: bool, **options):
+    from .. import hardware, law, workloads
+    from ..errors import IronlawError
+
+    hw = hardware.get(on)
+    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
+                            device="cuda" if hw.kind == "gpu" else "cpu", options=options)
+    graph = workloads.resolve(req)
+    est = law.predict(graph, hw, "serial" if serial else "overlap")
+    if not bool(est.placement.fits):
+        fp = est.footprint()
+        from ..units import fmt
+        total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
+        raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt(fp['total_bytes'], 'B')} "
+                           f"exceeds all memory tiers together ({fmt(total, 'B')})")
+    return est
+
+
+@app.command()
+def analyze(
+    spec: str = typer.Argument(..., help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, gemm:M,N,K …"),
+    on: str = typer.Option("h100", "--on", help="hardware: a catalog name, a .toml file, or 'local' (newest probe profile)"),
+    batch: int = typer.Option(1, "--batch", help="batch size (sequences, images, samples)"),
+    seq: Optional[int] = typer.Option(None, "--seq", help="sequence length; for decode, the context length already in the KV cache"),
+    phase: Optional[str] = typer.Option(None, "--phase", help="infer | prefill | decode | train (default: the workload's own)"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 (default: the workload's own)"),
+    serial: bool = typer.Option(False, "--serial/--overlap", help="compose data, compute and latency serially (sum) or overlapped (max + latency)"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    top: int = typer.Option(10, "--top", help="rows in the top-ops table (text/md)"),
+):
+    """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
+    check_format(fmt)
+    est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+    if fmt == "json":
+        emit_json(est.to_dict())
+    elif fmt == "md":
+        from ..report.markdown import render
+        print(render(est, top=top))
+    else:
+        from ..report.text import render
+        render(est, top=top)

@@ -1,0 +1,72 @@
+"""`ironlaw hardware list|show`."""
+from __future__ import annotations
+
+import typer
+
+from . import check_format, console, emit_json, hardware_app
+
+
+@hardware_app.command("list")
+def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
+    """All devices in the catalog, with their headline numbers."""
+    from .. import hardware
+    from ..units import fmt as f
+
+    check_format(fmt, ("text", "json"))
+    devices = hardware.catalog()
+    if fmt == "json":
+        emit_json({"schema": "ironlaw.hardware-list/1", "devices": [d.to_dict() for d in devices]})
+        return
+    from rich.table import Table
+    t = Table(title="hardware catalog (dense peaks; `ironlaw hardware show NAME` for sources)")
+    for c in ("name", "device", "bf16 peak", "fp32 peak", "device memory", "bandwidth", "TDP"):
+        t.add_column(c, justify="left" if c in ("name", "device") else "right")
+    for d in devices:
+        dev = d.memory[d.device_tier]
+        t.add_row(d.name, d.title,
+                  f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
+                  f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
+                  f(dev.capacity_bytes, "B"), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
+    console().print(t)
+
+
+@hardware_app.command("show")
+def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or a .toml file"),
+         fmt: str = typer.Option("text", "--format", help="text | json")):
+    """Every number of one device, with its source."""
+    from .. import hardware
+    from ..units import fmt as f, fmt_time
+
+    check_format(fmt, ("text", "json"))
+    d = hardware.get(name)
+    if fmt == "json":
+        emit_json(d.to_dict())
+        return
+    from rich.table import Table
+    c = console()
+    c.print(f"[bold]{d.name}[/bold] — {d.title} ({d.kind})  [dim]{d.path}[/dim]")
+    t = Table(title="compute (dense)", show_lines=False)
+    for col in ("dtype", "peak", "source"):
+        t.add_column(col)
+    for dt, v in d.peak_flops.items():
+        t.add_row(dt, f(v, "FLOP/s"), d.sources[f"compute.{dt}"])
+    t.add_row("vector", f(d.vector_flops, "FLOP/s"), d.sources["vector"])
+    c.print(t)
+    t = Table(title="memory tiers (fastest first)")
+    for col in ("tier", "role", "capacity", "bandwidth", "source"):
+        t.add_column(col)
+    for m in d.memory:
+        t.add_row(m.name, m.role, f(m.capacity_bytes, "B"), f(m.bw_Bps, "B/s"), m.source)
+    c.print(t)
+    c.print(f"per-op latency: {fmt_time(d.op_latency_s)} — {d.sources['latency']}")
+    if d.links:
+        t = Table(title="links")
+        for col in ("link", "kind", "bandwidth", "latency", "source"):
+            t.add_column(col)
+        for l in d.links:
+            t.add_row(l.name, l.kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
+        c.print(t)
+    eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
+    c.print(f"efficiency: {eff} — {d.sources['efficiency']}")
+    if d.tdp_w:
+        c.print(f"TDP: {d.tdp_w:g} W — {d.sources['power']}")

@@ -1,0 +1,25 @@
+"""`ironlaw workloads list`."""
+from __future__ import annotations
+
+import typer
+
+from . import check_format, console, emit_json, workloads_app
+
+
+@workloads_app.command("list")
+def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
+    """Built-in workloads and the spec prefixes that build others."""
+    from .. import workloads
+
+    check_format(fmt, ("text", "json"))
+    rows = workloads.catalog()
+    if fmt == "json":
+        emit_json({"schema": "ironlaw.workloads-list/1", "workloads": rows})
+        return
+    from rich.table import Table
+    t = Table(title="workloads")
+    for col in ("name", "family", "phases", "description"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["name"], r["family"], ", ".join(r["phases"]), r["description"])
+    console().print(t)

@@ -1,0 +1,31 @@
+"""One exception type for every user-facing failure.
+
+The CLI prints ``IronlawError`` as a single line on stderr and exits 2; anything else is a bug
+(exit 1). Messages name the input, the problem and, where possible, the fix.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class IronlawError(Exception):
+    """A problem with the user's input (names, files, sizes, dtypes, capacity)."""
+
+
+def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
+    """' (did you mean: a, b?)' for the nearest names, or '' when nothing is close."""
+    choices = list(choices)
+    close = difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.5)
+    if not close:
+        close = [c for c in choices if name.lower() in c or c in name.lower()][:n]
+    return f" (did you mean: {', '.join(close)}?)" if close else ""
+
+
+def unknown(what: str, name: str, choices: Iterable[str]) -> IronlawError:
+    choices = sorted(choices)
+    hint = suggest(name, choices)
+    if not hint:
+        shown = ", ".join(choices[:12]) + (", …" if len(choices) > 12 else "")
+        hint = f"; known: {shown}"
+    return IronlawError(f"unknown {what} '{name}'{hint}")

@@ -1,0 +1,122 @@
+"""The workload graph: a flat list of operators, each with its work, its traffic and its dtype.
+
+Every quantity may be a plain float or a numpy array over configurations (a sweep over batch
+sizes builds one graph whose columns are arrays). ``count`` repeats an op (identical transformer
+layers are one row with count = n_layers); captured graphs use count 1.
+
+Traffic is split by *storage class* (what the bytes are), so that capacity placement can charge
+each class at the bandwidth of the tier it lives in:
+    weights, gradients, optimizer, activations, kv_cache, tables
+``footprint`` holds the resident bytes of each class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+from .errors import IronlawError, unknown
+
+Num = Union[float, np.ndarray]
+
+KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "pool",
+         "reduction", "collective", "copy")
+MATRIX_KINDS = ("matmul", "conv", "attention")          # run on the matrix unit (tensor cores, AMX…)
+CLASSES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "tables")
+PHASES = ("infer", "prefill", "decode", "train")
+DTYPE_BYTES = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
+               "int4": 0.5, "fp4": 0.5}
+
+
+def dtype_bytes(dtype: str) -> float:
+    if dtype not in DTYPE_BYTES:
+        raise unknown("dtype", dtype, DTYPE_BYTES)
+    return DTYPE_BYTES[dtype]
+
+
+@dataclass
+class Op:
+    name: str
+    kind: str
+    flops: Num = 0.0
+    bytes: dict[str, Num] = field(default_factory=dict)   # storage class -> bytes read + written
+    dtype: str = "bf16"
+    count: int = 1
+    module: str = ""
+    shapes: str = ""
+    bytes_written: Num = 0.0          # informational: the part of ``bytes`` that is written
+    network_bytes: Num = 0.0          # bytes a collective puts on a link (see the network issue)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise unknown(f"op kind of '{self.name}'", self.kind, KINDS)
+        for c in self.bytes:
+            if c not in CLASSES:
+                raise unknown(f"storage class of '{self.name}'", c, CLASSES)
+
+    @property
+    def total_bytes(self) -> Num:
+        return sum(self.bytes.values(), 0.0)
+
+
+@dataclass
+class Graph:
+    name: str
+    phase: str
+    dtype: str
+    ops: list[Op]
+    footprint: dict[str, Num] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)          # batch, seq, params, model_flops, tokens, spec …
+    uncounted_ops: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for c in self.footprint:
+            if c not in CLASSES:
+                raise unknown("footprint class", c, CLASSES)
+
+    def columns(self) -> "Columns":
+        return Columns.of(self)
+
+    @property
+    def flops(self) -> Num:
+        return sum((op.flops * op.count for op in self.ops), 0.0)
+
+    @property
+    def bytes(self) -> Num:
+        return sum((op.total_bytes * op.count for op in self.ops), 0.0)
+
+
+@dataclass
+class Columns:
+    """The graph as arrays: one row per op, trailing axes = configurations."""
+    flops: np.ndarray                 # (n_ops, *cfg)
+    bytes: dict[str, np.ndarray]      # class -> (n_ops, *cfg)
+    network_bytes: np.ndarray         # (n_ops, *cfg)
+    count: np.ndarray                 # (n_ops, 1…)
+    kind_idx: np.ndarray              # (n_ops,) index into KINDS
+    dtypes: list[str]
+    cfg_shape: tuple
+
+    @staticmethod
+    def of(g: Graph) -> "Columns":
+        if not g.ops:
+            raise IronlawError(f"workload '{g.name}' has no operators")
+        values = [op.flops for op in g.ops] + [v for op in g.ops for v in op.bytes.values()]
+        values += [v for v in g.footprint.values()]
+        cfg_shape = np.broadcast_shapes(*[np.shape(v) for v in values])
+        n = len(g.ops)
+
+        def stack(get) -> np.ndarray:
+            out = np.empty((n, *cfg_shape))
+            for i, op in enumerate(g.ops):
+                out[i] = get(op)
+            return out
+
+        by_class = {c: stack(lambda op, c=c: op.bytes.get(c, 0.0)) for c in CLASSES
+                    if any(c in op.bytes for op in g.ops)}
+        count = np.array([op.count for op in g.ops], dtype=float).reshape((n,) + (1,) * len(cfg_shape))
+        return Columns(flops=stack(lambda op: op.flops), bytes=by_class,
+                       network_bytes=stack(lambda op: op.network_bytes), count=count,
+                       kind_idx=np.array([KINDS.index(op.kind) for op in g.ops]),
+                       dtypes=[op.dtype for op in g.ops], cfg_shape=cfg_shape)

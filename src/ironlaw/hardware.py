@@ -1,0 +1,366 @@
+"""Hardware descriptions: the catalog's TOML files and measured profiles, in one format.
+
+A device is a set of sourced numbers: peak FLOP/s per dtype, memory tiers from fastest to
+slowest, a fixed per-op latency, links, power and default efficiencies. Every table that holds a
+number also holds a ``source`` ("datasheet: …", "measured …", "derived: …", "estimate: …").
+A dtype the device lacks is an error, never a fallback.
+
+File format (``schema = "ironlaw.hardware/1"``)::
+
+    name = "h100"                      # lowercase, hyphens
+    title = "NVIDIA H100 SXM5 80 GB"
+    kind = "gpu"                       # gpu | cpu | tpu | soc
+    aliases = ["h100-sxm"]             # optional
+    [compute.bf16]                     # one table per dtype the device has (dense rate)
+    peak_flops = "989.4 TFLOP/s"       # number in SI, or a string with units
+    source = "datasheet: …"
+    [vector]                           # the non-matrix unit: elementwise, norms, softmax
+    peak_flops = "67 TFLOP/s"
+    source = "…"
+    [[memory]]                         # fastest first
+    name = "hbm3"
+    role = "device"                    # cache | device | host | storage
+    capacity_bytes = "80 GB"
+    bw_Bps = "3.35 TB/s"
+    latency_s = "600 ns"               # optional access latency
+    source = "…"
+    [latency]
+    op_s = "4 us"                      # fixed cost per op: kernel launch / dispatch
+    source = "…"
+    [[links]]                          # optional
+    name = "nvlink4"; kind = "nvlink"; bw_Bps = "450 GB/s"; latency_s = "2 us"; source = "…"
+    [power]                            # optional
+    tdp_w = 700
+    source = "…"
+    [efficiency]                       # fractions of peak reached by real kernels
+    matmul = 0.7                       # keys: op kinds (see graph.KINDS), 'other', 'memory'
+    memory = 0.8
+    source = "estimate: …"
+    [features]                         # optional
+    sparsity_2_4 = true
+    source = "…"
+
+Profiles written by ``ironlaw probe`` use the same format plus ``[probe]`` and ``[calibration]``
+tables (see ``ironlaw.profile``).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import units
+from .errors import IronlawError, unknown
+
+SCHEMA = "ironlaw.hardware/1"
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+KINDS = ("gpu", "cpu", "tpu", "soc")
+ROLES = ("cache", "device", "host", "storage")
+LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "ici", "xgmi", "nvlink-c2c")
+SOURCE_PREFIXES = ("datasheet:", "measured", "derived:", "estimate:", "paper:", "vendor:")
+CATALOG_DIR = Path(__file__).with_name("catalog")
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    role: str
+    capacity_bytes: float
+    bw_Bps: float
+    source: str
+    latency_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    kind: str
+    bw_Bps: float
+    latency_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    title: str
+    kind: str
+    peak_flops: dict[str, float]          # dtype -> dense FLOP/s of the matrix unit
+    vector_flops: float                   # non-matrix unit FLOP/s
+    memory: tuple[Tier, ...]              # fastest first
+    op_latency_s: float
+    efficiency: dict[str, float]          # op kind | 'other' | 'memory' -> fraction
+    sources: dict[str, str]               # table path -> source text
+    links: tuple[Link, ...] = ()
+    tdp_w: float | None = None
+    features: dict[str, bool] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    path: str = ""
+    extra: dict = field(default_factory=dict)   # [probe], [calibration] of measured profiles
+
+    def peak(self, dtype: str) -> float:
+        """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it."""
+        if dtype not in self.peak_flops:
+            have = ", ".join(d for d in DTYPES if d in self.peak_flops)
+            raise IronlawError(f"{self.name} has no {dtype} compute (it has: {have}); choose one with --dtype")
+        return self.peak_flops[dtype]
+
+    def eta(self, kind: str) -> float:
+        return self.efficiency.get(kind, self.efficiency["other"])
+
+    @property
+    def device_tier(self) -> int:
+        """Index of the main memory of the device (HBM / DRAM / unified)."""
+        for i, t in enumerate(self.memory):
+            if t.role == "device":
+                return i
+        raise IronlawError(f"{self.name}: no memory tier with role 'device'")
+
+    def tier(self, name: str) -> Tier:
+        for t in self.memory:
+            if t.name == name:
+                return t
+        raise unknown(f"memory tier of {self.name}", name, [t.name for t in self.memory])
+
+    def link(self, kind: str) -> Link:
+        for link in self.links:
+            if link.kind == kind or link.name == kind:
+                return link
+        raise unknown(f"link of {self.name}", kind, [l.name for l in self.links])
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "title": self.title,
+            "kind": self.kind,
+            "aliases": list(self.aliases),
+            "compute": {d: {"peak_flops": self.peak_flops[d], "source": self.sources[f"compute.{d}"]}
+                        for d in DTYPES if d in self.peak_flops},
+            "vector": {"peak_flops": self.vector_flops, "source": self.sources["vector"]},
+            "memory": [{"name": t.name, "role": t.role, "capacity_bytes": t.capacity_bytes, "bw_Bps": t.bw_Bps,
+                        "latency_s": t.latency_s, "source": t.source} for t in self.memory],
+            "latency_s": self.op_latency_s,
+            "latency_source": self.sources["latency"],
+            "links": [{"name": l.name, "kind": l.kind, "bw_Bps": l.bw_Bps, "latency_s": l.latency_s,
+                       "source": l.source} for l in self.links],
+            "tdp_w": self.tdp_w,
+            "efficiency": dict(self.efficiency),
+            "efficiency_source": self.sources["efficiency"],
+            "features": dict(self.features),
+            "path": self.path,
+        }
+
+
+# ---------------------------------------------------------------- reading and checking files
+
+def _toml_loads(text: str) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def read_toml(path: Path, what: str = "TOML file") -> dict:
+    p = Path(path)
+    if p.is_dir():
+        raise IronlawError(f"{p}: is a directory, expected a {what}")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IronlawError(f"{p}: no such {what}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise IronlawError(f"{p}: cannot read {what}: {e.__class__.__name__}") from None
+    try:
+        return _toml_loads(text)
+    except Exception as e:  # tomllib.TOMLDecodeError
+        raise IronlawError(f"{p}: malformed TOML: {e}") from None
+
+
+class _Table:
+    """A TOML table read under strict rules: unknown keys and missing keys are errors."""
+
+    def __init__(self, data: object, where: str, allowed: tuple[str, ...]):
+        if not isinstance(data, dict):
+            raise IronlawError(f"{where}: expected a table, got {type(data).__name__}")
+        extra = sorted(set(data) - set(allowed))
+        if extra:
+            raise IronlawError(f"{where}: unknown field '{extra[0]}'" + _hint(extra[0], allowed))
+        self.data, self.where = data, where
+
+    def get(self, key: str, default=None):
+        return self.data.get(key, default)
+
+    def req(self, key: str):
+        if key not in self.data:
+            raise IronlawError(f"{self.where}: missing required field '{key}'")
+        return self.data[key]
+
+    def text(self, key: str, required: bool = True) -> str:
+        v = self.req(key) if required else self.data.get(key, "")
+        if not isinstance(v, str) or (required and not v.strip()):
+            raise IronlawError(f"{self.where}.{key}: expected a non-empty string")
+        return v
+
+    def qty(self, key: str, unit: str, required: bool = True, upper: float = math.inf) -> float | None:
+        if key not in self.data and not required:
+            return None
+        x = units.parse(self.req(key), unit, f"{self.where}.{key}")
+        return units.positive(x, f"{self.where}.{key}", upper)
+
+    def source(self) -> str:
+        s = self.text("source")
+        if not s.startswith(SOURCE_PREFIXES):
+            raise IronlawError(f"{self.where}.source: must start with one of {', '.join(SOURCE_PREFIXES)}; got {s[:40]!r}")
+        return s
+
+
+def _hint(key: str, allowed) -> str:
+    from .errors import suggest
+    return suggest(key, allowed)
+
+
+def parse_hardware(data: dict, where: str) -> Hardware:
+    top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
+                               "latency", "links", "power", "efficiency", "features", "probe", "calibration"))
+    if top.req("schema") != SCHEMA:
+        raise IronlawError(f"{where}: schema must be '{SCHEMA}', got {top.get('schema')!r}")
+    name = top.text("name")
+    if name != name.lower() or " " in name or "_" in name:
+        raise IronlawError(f"{where}.name: '{name}' must be lowercase with hyphens")
+    kind = top.text("kind")
+    if kind not in KINDS:
+        raise unknown(f"hardware kind in {where}", kind, KINDS)
+    aliases = top.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise IronlawError(f"{where}.aliases: expected a list of strings")
+    sources: dict[str, str] = {}
+
+    compute = top.req("compute")
+    if not isinstance(compute, dict) or not compute:
+        raise IronlawError(f"{where}.compute: expected at least one [compute.<dtype>] table")
+    peaks = {}
+    for dtype, tbl in compute.items():
+        if dtype not in DTYPES:
+            raise unknown(f"dtype in {where}.compute", dtype, DTYPES)
+        t = _Table(tbl, f"{where}.compute.{dtype}", ("peak_flops", "source"))
+        peaks[dtype] = t.qty("peak_flops", "flops", upper=1e19)
+        sources[f"compute.{dtype}"] = t.source()
+
+    v = _Table(top.req("vector"), f"{where}.vector", ("peak_flops", "source"))
+    vector = v.qty("peak_flops", "flops", upper=1e19)
+    sources["vector"] = v.source()
+
+    mem = top.req("memory")
+    if not isinstance(mem, list) or not mem:
+        raise IronlawError(f"{where}.memory: expected at least one [[memory]] tier")
+    tiers = []
+    for i, tbl in enumerate(mem):
+        t = _Table(tbl, f"{where}.memory[{i}]", ("name", "role", "capacity_bytes", "bw_Bps", "latency_s", "source"))
+        role = t.text("role")
+        if role not in ROLES:
+            raise unknown(f"memory role in {where}.memory[{i}]", role, ROLES)
+        tiers.append(Tier(t.text("name"), role, t.qty("capacity_bytes", "bytes", upper=1e18),
+                          t.qty("bw_Bps", "Bps", upper=1e16), t.source(), t.qty("latency_s", "s", False, upper=1.0)))
+    _check_tiers(tiers, where)
+
+    lat = _Table(top.req("latency"), f"{where}.latency", ("op_s", "source"))
+    op_latency = lat.qty("op_s", "s", upper=1.0)
+    sources["latency"] = lat.source()
+
+    links = []
+    for i, tbl in enumerate(top.get("links", [])):
+        t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "source"))
+        lk = t.text("kind")
+        if lk not in LINK_KINDS:
+            raise unknown(f"link kind in {where}.links[{i}]", lk, LINK_KINDS)
+        links.append(Link(t.text("name"), lk, t.qty("bw_Bps", "Bps", upper=1e16), t.qty("latency_s", "s", upper=1.0),
+                          t.source()))
+
+    tdp = None
+    if "power" in top.data:
+        p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source"))
+        tdp = p.qty("tdp_w", "W", upper=1e6)
+        sources["power"] = p.source()
+
+    from .graph import KINDS as OP_KINDS
+    e = _Table(top.req("efficiency"), f"{where}.efficiency", OP_KINDS + ("other", "memory", "source"))
+    eff = {}
+    for k, x in e.data.items():
+        if k == "source":
+            continue
+        eff[k] = units.positive(units.parse(x, "1", f"{where}.efficiency.{k}"), f"{where}.efficiency.{k}", 1.0 + 1e-9)
+    for req in ("other", "memory"):
+        if req not in eff:
+            raise IronlawError(f"{where}.efficiency: missing required field '{req}'")
+    sources["efficiency"] = e.source()
+
+    feats = {}
+    if "features" in top.data:
+        f = _Table(top.get("features"), f"{where}.features", ("sparsity_2_4", "source"))
+        for k, x in f.data.items():
+            if k != "source":
+                if not isinstance(x, bool):
+                    raise IronlawError(f"{where}.features.{k}: expected true or false")
+                feats[k] = x
+        sources["features"] = f.source()
+
+    extra = {k: data[k] for k in ("probe", "calibration") if k in data}
+    return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
+                    memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
+                    links=tuple(links), tdp_w=tdp, features=feats, aliases=tuple(aliases), path=where, extra=extra)
+
+
+def _check_tiers(tiers: list[Tier], where: str) -> None:
+    names = [t.name for t in tiers]
+    if len(set(names)) != len(names):
+        raise IronlawError(f"{where}.memory: tier names must be unique, got {names}")
+    if sum(t.role == "device" for t in tiers) != 1:
+        raise IronlawError(f"{where}.memory: exactly one tier must have role 'device'")
+    order = [ROLES.index(t.role) for t in tiers]
+    if order != sorted(order):
+        raise IronlawError(f"{where}.memory: tiers must run fastest to slowest (cache, device, host, storage)")
+    for a, b in zip(tiers, tiers[1:]):
+        if b.bw_Bps > a.bw_Bps:
+            raise IronlawError(f"{where}.memory: tier '{b.name}' is faster than '{a.name}' above it; list fastest first")
+        if b.capacity_bytes < a.capacity_bytes:
+            raise IronlawError(f"{where}.memory: tier '{a.name}' is larger than the slower '{b.name}' below it")
+
+
+def load_file(path: str | os.PathLike) -> Hardware:
+    p = Path(path)
+    return parse_hardware(read_toml(p, "hardware TOML file"), str(p))
+
+
+def _catalog_files() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.toml"))}
+
+
+def catalog() -> list[Hardware]:
+    return [load_file(p) for p in _catalog_files().values()]
+
+
+def names() -> list[str]:
+    return list(_catalog_files())
+
+
+def get(spec: str) -> Hardware:
+    """Resolve ``spec``: a catalog name or alias, ``local`` (newest probe profile), or a .toml path."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise IronlawError("hardware: empty name; see `ironlaw hardware list`")
+    if spec.endswith(".toml") or os.sep in spec:
+        return load_file(spec)
+    if spec == "local":
+        from . import profile
+        return load_file(profile.newest())
+    files = _catalog_files()
+    key = spec.lower()
+    if key in files:
+        return load_file(files[key])
+    for hw in catalog():
+        if key in hw.aliases:
+            return hw
+    raise unknown("hardware", spec, list(files) + ["local"])

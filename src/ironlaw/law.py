@@ -1,0 +1,89 @@
+"""The Iron Law, per operator: T = D_vol/BW + O/(R_peak·η) + L_lat, composed over the ops.
+
+For each op:
+    data_s    = Σ over storage classes and tiers of bytes / (tier bandwidth · η_mem)
+    compute_s = flops / (peak of the op's unit and dtype · η)
+    latency_s = fixed per-op cost (kernel launch / dispatch)
+    overlap:  time = max(data_s, compute_s) + latency_s      (the critical path of one op)
+    serial:   time = data_s + compute_s + latency_s
+The workload's time is the sum over the op sequence. The resource that owns the largest share of
+that time is the bottleneck, unless the footprint does not fit the device memory: then capacity
+binds and the estimate names the tier the footprint spills to.
+
+Everything is array math over (ops × configurations), so a sweep is one call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import capacity, efficiency
+from .errors import IronlawError
+from .graph import CLASSES, MATRIX_KINDS, KINDS, Graph
+from .hardware import Hardware
+
+COMPOSITIONS = ("overlap", "serial")
+# activations that the previous op just produced are read from the last cache level when the op's
+# activation traffic fits in this fraction of it (see design notes: relu_/add_ read from cache)
+CACHE_RESIDENT_FRACTION = 0.5
+
+
+def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
+    from .estimate import Estimate
+
+    if composition not in COMPOSITIONS:
+        raise IronlawError(f"composition must be one of {', '.join(COMPOSITIONS)}, got '{composition}'")
+    cols = graph.columns()
+    cfg = cols.cfg_shape
+    n_ops, n_tiers = len(graph.ops), len(hw.memory)
+    placement = capacity.place(graph.footprint, hw, cfg)
+
+    # ---- data term: every storage class at the bandwidth of the tiers it occupies
+    eta_mem = efficiency.memory_eta(hw, cols)
+    bw = np.array([t.bw_Bps for t in hw.memory]).reshape((n_tiers, 1) + (1,) * len(cfg))
+    cache = [i for i, t in enumerate(hw.memory) if t.role == "cache"]
+    traffic = np.zeros((n_tiers, n_ops, *cfg))
+    for cls, b in cols.bytes.items():
+        frac = placement.fraction(cls)                        # (n_tiers, *cfg)
+        unplaced = frac.sum(axis=0) == 0                      # traffic of a class with no footprint
+        frac[hw.device_tier] = np.where(unplaced, 1.0, frac[hw.device_tier])   # lives in device memory
+        share = frac[:, None] * b[None]                       # (n_tiers, n_ops, *cfg)
+        if cls == "activations" and cache:
+            llc = cache[-1]
+            hot = b <= CACHE_RESIDENT_FRACTION * hw.memory[llc].capacity_bytes
+            moved = np.where(hot[None], share, 0.0).sum(axis=0)
+            share = np.where(hot[None], 0.0, share)
+            share[llc] += moved
+        traffic += share
+    data_tier_s = traffic / (bw * eta_mem[None])
+    data_s = data_tier_s.sum(axis=0)
+
+    # ---- compute term: matrix ops on the matrix unit at their dtype, the rest on the vector unit
+    peak = np.empty(n_ops)
+    for i, (k, dt) in enumerate(zip(cols.kind_idx, cols.dtypes)):
+        if KINDS[k] in MATRIX_KINDS:
+            if np.any(cols.flops[i] > 0):
+                peak[i] = hw.peak(dt)
+            else:
+                peak[i] = np.inf
+        else:
+            peak[i] = hw.vector_flops
+    peak = peak.reshape((n_ops,) + (1,) * len(cfg))
+    compute_s = cols.flops / (peak * efficiency.compute_eta(hw, cols))
+
+    # ---- fixed latency and (single device) network
+    latency_s = np.broadcast_to(efficiency.op_latency(hw, cols), data_s.shape)
+    network_s = np.zeros_like(data_s)
+    if np.any(cols.network_bytes > 0):
+        raise IronlawError("collective ops need a multi-device topology (see `ironlaw analyze --gpus`)")
+
+    if composition == "overlap":
+        op_time = np.maximum(data_s, compute_s) + latency_s + network_s
+    else:
+        op_time = data_s + compute_s + latency_s + network_s
+
+    return Estimate(graph=graph, hw=hw, composition=composition, cols=cols, placement=placement, traffic_bytes=traffic,
+                    data_tier_s=data_tier_s, data_s=data_s, compute_s=compute_s, latency_s=latency_s,
+                    network_s=network_s, op_time_s=op_time)
+
+
+__all__ = ["predict", "COMPOSITIONS", "CLASSES"]

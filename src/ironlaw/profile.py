@@ -1,0 +1,1 @@
+"""Profiles measured by `ironlaw probe` (being written)."""

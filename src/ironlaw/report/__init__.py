@@ -1,0 +1,6 @@
+"""Renderers of an Estimate: text (rich), Markdown; JSON is ``Estimate.to_dict``."""
+
+
+def _console():
+    from rich.console import Console
+    return Console(highlight=False)

@@ -1,0 +1,28 @@
+"""The Markdown report (for issues, PRs, notebooks)."""
+from __future__ import annotations
+
+from ..units import fmt, fmt_time
+from .text import headline
+
+
+def render(est, top: int = 10) -> str:
+    b = est.bottleneck()
+    lines = [f"### {headline(est)}", "", f"**Why:** {b['why']}", "", "| term | time |", "|---|---:|"]
+    for k, label in (("data_s", "data D_vol/BW"), ("compute_s", "compute O/(R·η)"), ("latency_s", "latency L_lat"),
+                     ("network_s", "network")):
+        lines.append(f"| {label} | {fmt_time(est.term(k))} |")
+    lines.append(f"| **critical path ({est.composition})** | **{fmt_time(est.time_s)}** |")
+    lines += ["", f"Top {top} ops:", "",
+              "| op | kind | × | FLOPs | bytes | tier | data | compute | latency | time | bound |",
+              "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    for r in est.top_ops(top):
+        lines.append(f"| {r['name']} | {r['kind']} | {r['count']} | {fmt(r['flops'], '')} | {fmt(r['bytes'], 'B')} | "
+                     f"{r['tier'] or '—'} | {fmt_time(r['data_s'])} | {fmt_time(r['compute_s'])} | "
+                     f"{fmt_time(r['latency_s'])} | {fmt_time(r['time_s'])} | {r['bound']} |")
+    fp = est.footprint()
+    lines += ["", f"Footprint {fmt(fp['total_bytes'], 'B')}:", "", "| tier | capacity | holds |", "|---|---:|---|"]
+    for t in fp["tiers"]:
+        if t["role"] != "cache":
+            holds = ", ".join(f"{k} {fmt(v, 'B')}" for k, v in t["holds"].items()) or "—"
+            lines.append(f"| {t['name']} | {fmt(t['capacity_bytes'], 'B')} | {holds} |")
+    return "\n".join(lines)

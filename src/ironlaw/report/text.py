@@ -1,0 +1,56 @@
+"""The terminal report: summary sentence, three terms, bottleneck, top ops, footprint."""
+from __future__ import annotations
+
+from ..units import fmt, fmt_time
+
+
+def headline(est) -> str:
+    g, b = est.graph, est.bottleneck()
+    tier = f" ({b['tier']})" if b["tier"] else ""
+    meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
+    return (f"{g.name} · {g.phase} · {g.dtype}{' · ' + meta if meta else ''} on {est.hw.name}: "
+            f"{fmt_time(est.time_s)} ({est.composition}) — {b['resource']}{tier}-bound")
+
+
+def render(est, top: int = 10, console=None) -> None:
+    from rich.table import Table
+    from . import _console
+    c = console or _console()
+    b = est.bottleneck()
+    c.print(f"[bold]{headline(est)}[/bold]")
+    c.print(f"why: {b['why']}")
+    t = Table(title="Iron Law terms (sum over ops)")
+    for col in ("term", "time", "share of summed terms"):
+        t.add_column(col, justify="right" if col != "term" else "left")
+    terms = {k: est.term(k) for k in ("data_s", "compute_s", "latency_s", "network_s")}
+    s = sum(terms.values()) or 1.0
+    labels = {"data_s": "data  D_vol/BW", "compute_s": "compute  O/(R·η)", "latency_s": "latency  L_lat",
+              "network_s": "network"}
+    for k, v in terms.items():
+        t.add_row(labels[k], fmt_time(v), f"{100 * v / s:.0f}%")
+    t.add_row("[bold]critical path[/bold]", f"[bold]{fmt_time(est.time_s)}[/bold]", est.composition)
+    c.print(t)
+    tot = est.to_dict(top=0)["totals"]
+    c.print(f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
+            f"{tot['op_invocations']} op invocations ({tot['ops']} distinct rows)")
+    if est.graph.uncounted_ops:
+        c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
+                + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
+    t = Table(title=f"top {top} ops by time")
+    for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
+        t.add_column(col, justify="left" if col in ("op", "kind", "tier", "bound") else "right")
+    for r in est.top_ops(top):
+        t.add_row(r["name"][:48], r["kind"], str(r["count"]), fmt(r["flops"], ""), fmt(r["bytes"], "B"),
+                  r["tier"] or "—", fmt_time(r["data_s"]), fmt_time(r["compute_s"]), fmt_time(r["latency_s"]),
+                  fmt_time(r["time_s"]), r["bound"])
+    c.print(t)
+    fp = est.footprint()
+    t = Table(title=f"footprint {fmt(fp['total_bytes'], 'B')} against the memory tiers")
+    for col in ("tier", "role", "capacity", "holds"):
+        t.add_column(col)
+    for tier in fp["tiers"]:
+        if tier["role"] == "cache":
+            continue
+        holds = ", ".join(f"{k} {fmt(v, 'B')}" for k, v in tier["holds"].items()) or "—"
+        t.add_row(tier["name"], tier["role"], fmt(tier["capacity_bytes"], "B"), holds)
+    c.print(t)

@@ -1,0 +1,96 @@
+"""Parse quantities with units at the input edge, format them at the output edge.
+
+Inside ironlaw every quantity is a plain float in SI units whose name carries the unit
+(``time_s``, ``bw_Bps``, ``capacity_bytes``, ``peak_flops``). Decimal prefixes are powers of
+1000, binary prefixes (KiB, MiB, GiB, TiB) powers of 1024.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import IronlawError
+
+_DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+# unit family -> accepted base spellings
+_BASES = {
+    "bytes": ("B", "bytes", "byte"),
+    "Bps": ("B/s", "Bps"),
+    "flops": ("FLOP/s", "FLOPS", "flops", "OP/s", "OPS"),
+    "W": ("W",),
+    "bps": ("b/s", "bps"),
+}
+_NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+def parse(value: object, unit: str, what: str = "value") -> float:
+    """Parse ``value`` (a number in SI units, or a string such as '3.35 TB/s') into a float.
+
+    ``unit`` is one of: bytes, Bps, flops, s, W, bps, 1 (dimensionless).
+    Raises IronlawError for malformed text, a wrong unit, or a non-finite number.
+    """
+    if isinstance(value, bool):
+        raise IronlawError(f"{what}: expected a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        m = _NUM.match(value)
+        if not m:
+            raise IronlawError(f"{what}: cannot read {value!r} as a quantity in {unit}")
+        x = float(m.group(1)) * _scale(m.group(2), unit, what, value)
+    else:
+        raise IronlawError(f"{what}: expected a number or a string with units, got {type(value).__name__}")
+    if not math.isfinite(x):
+        raise IronlawError(f"{what}: {value!r} is not a finite number")
+    return x
+
+
+def _scale(suffix: str, unit: str, what: str, raw: str) -> float:
+    if suffix == "":
+        return 1.0
+    if unit == "s":
+        if suffix in _TIME:
+            return _TIME[suffix]
+    elif unit == "1":
+        pass
+    else:
+        for base in _BASES.get(unit, ()):
+            if suffix.endswith(base):
+                prefix = suffix[: -len(base)].strip()
+                if prefix in _BIN:
+                    return _BIN[prefix]
+                if prefix in _DEC:
+                    return _DEC[prefix]
+    raise IronlawError(f"{what}: unit '{suffix}' in {raw!r} is not a unit of {unit}")
+
+
+def positive(x: float, what: str, upper: float = math.inf) -> float:
+    """Check 0 < x < upper (finite); return x."""
+    if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < upper):
+        bound = "" if upper == math.inf else f" and below {upper:g}"
+        raise IronlawError(f"{what} must be a positive finite number{bound}, got {x!r}")
+    return float(x)
+
+
+def fmt(x: float, unit: str, digits: int = 3) -> str:
+    """Format an SI float with a decimal prefix: fmt(3.35e12, 'B/s') -> '3.35 TB/s'."""
+    if unit == "s":
+        return fmt_time(x, digits)
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g} {unit}"
+    for p, s in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= s:
+            return f"{x / s:.{digits}g} {p}{unit}"
+    return f"{x:.{digits}g} {unit}"
+
+
+def fmt_time(t: float, digits: int = 3) -> str:
+    if t == 0 or not math.isfinite(t):
+        return f"{t:g} s"
+    for s, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(t) >= s:
+            return f"{t / s:.{digits}g} {name}"
+    return f"{t / 1e-9:.{digits}g} ns"

@@ -1,0 +1,124 @@
+"""Workload specs -> Graphs.
+
+A spec is a built-in name (``llama3-8b``, ``resnet50`` …) or ``prefix:argument``
+(``hf:config.json``, ``gemm:M,N,K``, ``py:file.py:factory`` …). Builders are small functions
+filed in two registries; adding a workload touches nothing else.
+"""
+from __future__ import annotations
+
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import IronlawError, unknown
+from ..graph import PHASES, Graph, Num
+
+MAX_BATCH = 1 << 24
+MAX_SEQ = 1 << 22
+
+
+@dataclass
+class Request:
+    """What the user asked for; builders read what they need."""
+    spec: str
+    phase: str | None = None          # None: the builder's default
+    batch: Num = 1
+    seq: Num | None = None            # None: the builder's default
+    dtype: str | None = None          # None: the builder's default
+    device: str = "cpu"               # fake-tensor device for capture ('cpu' | 'cuda' | 'meta')
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Builtin:
+    name: str
+    description: str
+    build: Callable[[Request], Graph]
+    phases: tuple[str, ...]
+    family: str
+
+
+BUILTINS: dict[str, Builtin] = {}
+PREFIXES: dict[str, tuple[str, Callable[[str, Request], Graph]]] = {}
+
+
+def builtin(name: str, description: str, phases: tuple[str, ...], family: str):
+    def deco(fn):
+        BUILTINS[name] = Builtin(name, description, fn, phases, family)
+        return fn
+    return deco
+
+
+def prefix(name: str, usage: str):
+    def deco(fn):
+        PREFIXES[name] = (usage, fn)
+        return fn
+    return deco
+
+
+def _load_all() -> None:
+    # importing the modules files their builders in the registries
+    from . import micro, transformer, resnet, dlrm  # noqa: F401
+    try:
+        from . import external  # noqa: F401  (py:, torchvision:, timm:, onnx: — need torch)
+    except ImportError:
+        pass
+
+
+def check_size(value: Num, what: str, upper: int) -> Num:
+    a = np.asarray(value)
+    if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.floor(a)):
+        raise IronlawError(f"--{what} must be a positive whole number, got {value!r}")
+    if np.any(a > upper):
+        raise IronlawError(f"--{what} {value!r} is absurd (limit {upper:,})")
+    return value
+
+
+def check_phase(req: Request, phases: tuple[str, ...], default: str, what: str) -> str:
+    phase = req.phase or default
+    if phase not in PHASES:
+        raise unknown("phase", phase, PHASES)
+    if phase not in phases:
+        raise IronlawError(f"{what} has no phase '{phase}'; it supports: {', '.join(phases)}")
+    return phase
+
+
+def resolve(req: Request) -> Graph:
+    """Build the Graph a spec names."""
+    _load_all()
+    spec = req.spec.strip() if isinstance(req.spec, str) else ""
+    if not spec:
+        raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
+    check_size(req.batch, "batch", MAX_BATCH)
+    if req.seq is not None:
+        check_size(req.seq, "seq", MAX_SEQ)
+    if req.phase is not None and req.phase not in PHASES:
+        raise unknown("phase", req.phase, PHASES)
+    if req.dtype is not None:
+        from ..graph import DTYPE_BYTES
+        if req.dtype not in DTYPE_BYTES:
+            raise unknown("dtype", req.dtype, DTYPE_BYTES)
+    key = spec.lower()
+    if key in BUILTINS:
+        g = BUILTINS[key].build(req)
+    elif ":" in spec:
+        head, arg = spec.split(":", 1)
+        if head.lower() not in PREFIXES:
+            raise unknown("workload prefix", head + ":", [p + ":" for p in PREFIXES])
+        g = PREFIXES[head.lower()][1](arg, req)
+    else:
+        raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in PREFIXES])
+    g.meta.setdefault("spec", spec)
+    return g
+
+
+def catalog() -> list[dict]:
+    _load_all()
+    rows = [{"name": b.name, "family": b.family, "phases": list(b.phases), "description": b.description}
+            for b in BUILTINS.values()]
+    rows += [{"name": p + ":", "family": "spec", "phases": [], "description": usage} for p, (usage, _) in PREFIXES.items()]
+    return rows
+
+
