@@ -1,0 +1,36 @@
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from ironlaw import units
+from ironlaw.errors import IronlawError
+
+
+@pytest.mark.parametrize("text,unit,expected", [
+    ("3.35 TB/s", "Bps", 3.35e12), ("80 GB", "bytes", 80e9), ("80 GiB", "bytes", 80 * 2**30),
+    ("989.4 TFLOP/s", "flops", 989.4e12), ("5 us", "s", 5e-6), ("600 ns", "s", 6e-7), ("1.5ms", "s", 1.5e-3),
+    ("32 MiB", "bytes", 32 * 2**20), (700, "W", 700.0), ("2e3", "bytes", 2000.0),
+])
+def test_parse_known_quantities(text, unit, expected):
+    assert units.parse(text, unit) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad,unit", [("3.35 TB", "Bps"), ("fast", "Bps"), ("nan", "bytes"), ("inf GB", "bytes"),
+                                      (float("nan"), "s"), (True, "s"), ([1], "s"), ("5 parsecs", "s")])
+def test_parse_rejects(bad, unit):
+    with pytest.raises(IronlawError):
+        units.parse(bad, unit)
+
+
+@given(st.floats(min_value=1e-9, max_value=1e18, allow_nan=False, allow_infinity=False))
+def test_format_parse_round_trip(x):
+    # formatting with 12 significant digits and parsing back recovers the value
+    s = units.fmt(x, "B", digits=12)
+    assert math.isclose(units.parse(s, "bytes"), x, rel_tol=1e-9)
+
+
+@given(st.floats(min_value=1e-12, max_value=1e4, allow_nan=False))
+def test_time_round_trip(t):
+    s = units.fmt_time(t, digits=12).replace("µs", "us")
+    assert math.isclose(units.parse(s, "s"), t, rel_tol=1e-9)
