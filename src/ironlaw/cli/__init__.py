@@ -64,9 +64,12 @@ def _wants_json(argv: list[str]) -> bool:
     return False
 
 
-def main(argv: list[str] | None = None) -> None:
-    import click
+def _is_usage_error(e: Exception) -> bool:
+    # typer may vendor click; match the class by name rather than importing click
+    return any(c.__name__ == "ClickException" for c in type(e).__mro__) and hasattr(e, "format_message")
 
+
+def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
@@ -83,19 +86,19 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="ironlaw", standalone_mode=False)
     except IronlawError as e:
         fail(str(e), 2)
-    except click.exceptions.Exit as e:
-        raise SystemExit(e.exit_code)
-    except click.exceptions.Abort:
+    except typer.Exit as e:
+        raise SystemExit(getattr(e, "exit_code", 0))
+    except typer.Abort:
         fail("interrupted", 130)
-    except click.ClickException as e:       # usage errors: unknown option, missing argument …
-        fail(e.format_message(), 2)
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except BrokenPipeError:
         raise SystemExit(0)
     except SystemExit:
         raise
-    except Exception as e:  # a bug in ironlaw
-        if debug:
+    except Exception as e:
+        if _is_usage_error(e):            # click/typer usage errors: unknown option, bad value …
+            fail(e.format_message(), 2)
+        if debug:                         # a bug in ironlaw
             raise
         fail(f"internal error: {e.__class__.__name__}: {e} (run again with --debug for the traceback)", 1)

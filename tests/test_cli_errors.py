@@ -1,0 +1,108 @@
+"""Bad input through the real CLI: one clear line on stderr, exit 2, no traceback, nothing written.
+
+Each case: (argv, keyword expected in the message). Files the cases need are made in tmp_path and
+referred to as {tmp}.
+"""
+import json
+import os
+
+import pytest
+
+from conftest import run_cli
+
+GOOD_TOML = (__import__("pathlib").Path(__import__("ironlaw.hardware", fromlist=["x"]).CATALOG_DIR) / "h100.toml").read_text()
+
+CASES = [
+    # names
+    (["analyze", "gemm:64,64,64", "--on", "h10"], "did you mean: h100"),
+    (["analyze", "gemm:64,64,64", "--on", "tpu-v9"], "unknown hardware"),
+    (["analyze", "resnet5O", "--on", "h100"], "unknown workload"),
+    (["analyze", "gem:64,64,64", "--on", "h100"], "unknown workload prefix"),
+    (["analyze", "", "--on", "h100"], "empty"),
+    (["analyze", "gemm:64,64,64", "--on", ""], "empty"),
+    (["hardware", "show", "a1000"], "unknown hardware"),
+    # sizes
+    (["analyze", "gemm:64,64", "--on", "h100"], "M,N,K"),
+    (["analyze", "gemm:64,x,64", "--on", "h100"], "whole numbers"),
+    (["analyze", "gemm:0,64,64", "--on", "h100"], "positive"),
+    (["analyze", "gemm:-5,64,64", "--on", "h100"], "positive"),
+    (["analyze", "gemm:99999999999,64,64", "--on", "h100"], "absurd"),
+    (["analyze", "gemv:64", "--on", "h100"], "M,K"),
+    (["analyze", "gemm:64,64,64", "--batch", "0"], "batch"),
+    (["analyze", "gemm:64,64,64", "--batch", "-3"], "batch"),
+    (["analyze", "gemm:64,64,64", "--batch", "1000000000000"], "absurd"),
+    (["analyze", "gemm:64,64,64", "--batch", "nan"], "batch"),
+    (["analyze", "gemm:64,64,64", "--batch", "two"], "batch"),
+    (["analyze", "gemm:64,64,64", "--seq", "0"], "seq"),
+    # dtypes and phases
+    (["analyze", "gemm:64,64,64", "--dtype", "fp9"], "unknown dtype"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/nofp8.toml", "--dtype", "fp8"], "no fp8"),
+    (["analyze", "gemm:64,64,64", "--phase", "decoding"], "unknown phase"),
+    (["analyze", "gemm:64,64,64", "--phase", "train"], "no phase"),
+    # options
+    (["analyze", "gemm:64,64,64", "--format", "yaml"], "--format"),
+    (["analyze", "gemm:64,64,64", "--frobnicate"], "no such option"),
+    (["hardware", "list", "--format", "md"], "--format"),
+    # hardware files
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/missing.toml"], "no such"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/dir.toml"], "directory"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/garbage.toml"], "TOML"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/truncated.toml"], "TOML"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/unknown_field.toml"], "unknown field"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/negative.toml"], "positive"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/nan.toml"], "finite"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/nosource.toml"], "source"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/badunit.toml"], "unit"),
+    (["analyze", "gemm:64,64,64", "--on", "{tmp}/inverted.toml"], "larger"),
+    (["hardware", "show", "{tmp}/garbage.toml"], "TOML"),
+]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "dir.toml").mkdir()
+    (tmp_path / "garbage.toml").write_bytes(os.urandom(64) + b"\x00[[[")
+    (tmp_path / "truncated.toml").write_text(GOOD_TOML[: len(GOOD_TOML) // 3] + '\n[compute.bf16\n')
+    (tmp_path / "unknown_field.toml").write_text(GOOD_TOML.replace('kind = "gpu"', 'kind = "gpu"\ncolour = "green"'))
+    (tmp_path / "negative.toml").write_text(GOOD_TOML.replace('bw_Bps = "3.35 TB/s"', 'bw_Bps = -3.35e12'))
+    (tmp_path / "nan.toml").write_text(GOOD_TOML.replace('bw_Bps = "3.35 TB/s"', 'bw_Bps = nan'))
+    (tmp_path / "badunit.toml").write_text(GOOD_TOML.replace('bw_Bps = "3.35 TB/s"', 'bw_Bps = "3.35 TB"'))
+    (tmp_path / "inverted.toml").write_text(GOOD_TOML.replace('capacity_bytes = "3.84 TB"', 'capacity_bytes = "3.84 GB"'))
+    lines = GOOD_TOML.split("\n")
+    i = lines.index("[compute.fp8]")
+    (tmp_path / "nofp8.toml").write_text("\n".join(lines[:i] + lines[i + 3:]))
+    (tmp_path / "nosource.toml").write_text(GOOD_TOML.replace(
+        'source = "datasheet: NVIDIA H100 Tensor Core GPU datasheet, SXM5, GPU memory 80 GB, bandwidth 3.35 TB/s"', ""))
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv,keyword", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_one_line_exit_2(files, argv, keyword):
+    argv = [a.replace("{tmp}", str(files)) for a in argv]
+    before = sorted(os.listdir(files))
+    r = run_cli(*argv, cwd=str(files))
+    assert r.rc == 2, (r.rc, r.out, r.err)
+    lines = [l for l in r.err.splitlines() if l.strip()]
+    assert len(lines) == 1, r.err
+    assert "Traceback" not in r.err + r.out
+    assert keyword.lower() in lines[0].lower(), lines[0]
+    assert sorted(os.listdir(files)) == before          # nothing written
+
+
+@pytest.mark.parametrize("argv", [["analyze", "gemm:64,64,64", "--on", "h10", "--format", "json"],
+                                  ["analyze", "gemm:0,1,1", "--format=json"],
+                                  ["hardware", "show", "nope", "--format", "json"]])
+def test_json_errors_are_json_on_stdout(argv):
+    r = run_cli(*argv)
+    assert r.rc == 2
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 2 and doc["error"]
+
+
+def test_json_output_is_valid_json_alone_on_stdout():
+    r = run_cli("analyze", "gemm:1024,1024,1024", "--on", "h100", "--format", "json")
+    assert r.rc == 0
+    doc = r.json()
+    assert doc["schema"] == "ironlaw.estimate/1"
+    # an outside check: 2·M·N·K FLOPs for a GEMM
+    assert doc["totals"]["flops"] == 2 * 1024**3
