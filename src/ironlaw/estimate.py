@@ -111,7 +111,8 @@ class Estimate:
             has_data = float(self.data_s[i]) > 0
             out.append({
                 "name": op.name, "kind": op.kind, "module": op.module, "count": int(n), "dtype": op.dtype,
-                "flops": float(self.cols.flops[i]) * n,
+                "flops": (float(self.cols.flops[i]) + (0.0 if self.cols.vector_flops is None
+                                                       else float(self.cols.vector_flops[i]))) * n,
                 "bytes": float(sum(b[i] for b in self.cols.bytes.values())) * n if self.cols.bytes else 0.0,
                 "tier": tiers[int(tier_idx[i])] if has_data else None,
                 "data_s": float(self.data_s[i]) * n, "compute_s": float(self.compute_s[i]) * n,

@@ -47,6 +47,11 @@ class Op:
     shapes: str = ""
     bytes_written: Num = 0.0          # informational: the part of ``bytes`` that is written
     network_bytes: Num = 0.0          # bytes a collective puts on a link (see the network issue)
+    # what-if transforms (ironlaw.whatif) use these; builders may leave them at their defaults
+    vector_flops: Num = 0.0           # FLOPs of this op's kernel run on the vector unit (fused epilogues,
+                                      # dequantization, sparse kernels); counted in Graph.flops
+    eta_scale: Num = 1.0              # multiplies the op's compute efficiency (irregular access: sparse kernels)
+    attrs: dict = field(default_factory=dict)   # facts a transform records (weight dtype, density, format …)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -80,7 +85,7 @@ class Graph:
 
     @property
     def flops(self) -> Num:
-        return sum((op.flops * op.count for op in self.ops), 0.0)
+        return sum(((op.flops + op.vector_flops) * op.count for op in self.ops), 0.0)
 
     @property
     def bytes(self) -> Num:
@@ -90,19 +95,22 @@ class Graph:
 @dataclass
 class Columns:
     """The graph as arrays: one row per op, trailing axes = configurations."""
-    flops: np.ndarray                 # (n_ops, *cfg)
+    flops: np.ndarray                 # (n_ops, *cfg) on the op's own unit (matrix unit for MATRIX_KINDS)
     bytes: dict[str, np.ndarray]      # class -> (n_ops, *cfg)
     network_bytes: np.ndarray         # (n_ops, *cfg)
     count: np.ndarray                 # (n_ops, 1…)
     kind_idx: np.ndarray              # (n_ops,) index into KINDS
     dtypes: list[str]
     cfg_shape: tuple
+    vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
+    eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
 
     @staticmethod
     def of(g: Graph) -> "Columns":
         if not g.ops:
             raise IronlawError(f"workload '{g.name}' has no operators")
         values = [op.flops for op in g.ops] + [v for op in g.ops for v in op.bytes.values()]
+        values += [op.vector_flops for op in g.ops] + [op.eta_scale for op in g.ops]
         values += [v for v in g.footprint.values()]
         cfg_shape = np.broadcast_shapes(*[np.shape(v) for v in values])
         n = len(g.ops)
@@ -119,4 +127,8 @@ class Columns:
         return Columns(flops=stack(lambda op: op.flops), bytes=by_class,
                        network_bytes=stack(lambda op: op.network_bytes), count=count,
                        kind_idx=np.array([KINDS.index(op.kind) for op in g.ops]),
-                       dtypes=[op.dtype for op in g.ops], cfg_shape=cfg_shape)
+                       dtypes=[op.dtype for op in g.ops], cfg_shape=cfg_shape,
+                       vector_flops=stack(lambda op: op.vector_flops)
+                       if any(np.any(np.asarray(op.vector_flops) != 0) for op in g.ops) else None,
+                       eta_scale=stack(lambda op: op.eta_scale)
+                       if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None)

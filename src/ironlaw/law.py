@@ -68,7 +68,13 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
         else:
             peak[i] = hw.vector_flops
     peak = peak.reshape((n_ops,) + (1,) * len(cfg))
-    compute_s = cols.flops / (peak * efficiency.compute_eta(hw, cols))
+    eta = efficiency.compute_eta(hw, cols)
+    if cols.eta_scale is not None:                             # what-if: irregular access (sparse kernels)
+        eta = eta * cols.eta_scale
+    compute_s = cols.flops / (peak * eta)
+    if cols.vector_flops is not None:                          # what-if: vector work inside the op's kernel
+        compute_s = compute_s + cols.vector_flops / (hw.vector_flops * hw.eta("elementwise")
+                                                     * (1.0 if cols.eta_scale is None else cols.eta_scale))
 
     # ---- fixed latency and (single device) network
     latency_s = np.broadcast_to(efficiency.op_latency(hw, cols), data_s.shape)
