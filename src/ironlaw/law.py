@@ -76,11 +76,13 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
         compute_s = compute_s + cols.vector_flops / (hw.vector_flops * hw.eta("elementwise")
                                                      * (1.0 if cols.eta_scale is None else cols.eta_scale))
 
-    # ---- fixed latency and (single device) network
+    # ---- fixed latency and network: a collective's α (launch + hops) is latency, its β is network
     latency_s = np.broadcast_to(efficiency.op_latency(hw, cols), data_s.shape)
     network_s = np.zeros_like(data_s)
     if np.any(cols.network_bytes > 0):
-        raise IronlawError("collective ops need a multi-device topology (see `ironlaw analyze --gpus`)")
+        from .network.collectives import op_terms
+        alpha_s, network_s = op_terms(graph, hw, cols)
+        latency_s = np.where(cols.network_bytes > 0, alpha_s, latency_s)
 
     if composition == "overlap":
         op_time = np.maximum(data_s, compute_s) + latency_s + network_s

@@ -60,7 +60,7 @@ def prefix(name: str, usage: str):
 
 def _load_all() -> None:
     # importing the modules files their builders in the registries
-    from . import micro, transformer, resnet, dlrm  # noqa: F401
+    from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
     try:
         from . import external  # noqa: F401  (py:, torchvision:, timm:, onnx: — need torch)
     except ImportError:

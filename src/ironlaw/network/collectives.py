@@ -1,0 +1,105 @@
+"""Collectives under the alpha-beta model: T = α + β, α = launch + hops × hop latency, β = bytes on the
+bottleneck link / (η · link bandwidth).
+
+``nbytes`` is the message size as NCCL counts it (what nccl-tests call "size"):
+    allreduce        the buffer every rank reduces (in = out = nbytes)
+    allgather        the gathered output (each rank contributes nbytes / p)
+    reducescatter    the input each rank holds (each rank keeps nbytes / p)
+    alltoall         what each rank sends in total (nbytes / p to every rank)
+    sendrecv         what one rank sends to one peer
+For ``p`` ranks on ``m`` nodes (``q = p / m`` per node), a ring's bandwidth is that of its slowest
+stretch: ``min(η·B_intra, η·B_nic·nics_per_node)`` — one ring per network port (NCCL "channels"),
+the node's ports in parallel. Steps inside a node pay the intra-node hop latency, steps that cross
+nodes the inter-node one (the structure of NCCL's own tuning model, src/graph/tuning.cc):
+    ring all-reduce   α = launch + 2(p−m)·h_intra + 2(m−1)·h_inter     β = 2(p−1)/p · n / B_ring
+    tree all-reduce   α = launch + 2((q−1)·h_intra + ⌈log2 m⌉·h_inter)  β = 2n / B_ring
+    allreduce (auto)  the faster of the two, as NCCL's tuner picks
+    all-gather, reduce-scatter (ring)  α = launch + (p−m)·h_intra + (m−1)·h_inter   β = (p−1)/p · n / B_ring
+    all-to-all        α = launch + h_max     β = max(n(q−1)/p / B_intra, q·n(p−q)/p / (B_nic·nics))
+    send/recv         α = launch + h          β = n / B_link   (the inter-node link when the pair spans nodes)
+"""
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from ..errors import IronlawError, unknown
+from . import calibration
+from .topology import Topology, build
+
+COLLECTIVES = {
+    "allreduce": "collective", "allreduce-ring": "collective", "allreduce-tree": "collective",
+    "allgather": "collective", "reducescatter": "collective", "alltoall": "p2p", "sendrecv": "p2p",
+}
+
+
+def _bandwidths(topo: Topology, fam: str, cal) -> tuple[float, float]:
+    """(intra-node bandwidth per device, inter-node bandwidth per node), inf where unused."""
+    b_in = cal.efficiency(fam, topo.intra.kind) * topo.intra.bw_Bps if topo.intra else math.inf
+    b_out = (cal.efficiency(fam, topo.inter.kind) * topo.inter.bw_Bps * topo.nics_per_node
+             if topo.inter else math.inf)
+    return b_in, b_out
+
+
+def collective_time(name: str, nbytes, topo: Topology, cal=None):
+    """(alpha_s, beta_s) of one collective over all devices of ``topo``; ``nbytes`` may be an array."""
+    if name not in COLLECTIVES:
+        raise unknown("collective", name, COLLECTIVES)
+    cal = cal or calibration.for_hardware(topo.hw)
+    n = np.asarray(nbytes, dtype=float)
+    if np.any(n < 0) or not np.all(np.isfinite(n)):
+        raise IronlawError(f"{name}: message size must be a finite number of bytes ≥ 0, got {nbytes!r}")
+    p, m, q = topo.gpus, topo.nodes, topo.gpus_per_node
+    if p == 1:
+        if name != "sendrecv":
+            z = np.zeros_like(n)
+            return z, z
+        raise IronlawError("sendrecv needs two devices: use --gpus 2 (add --nodes 2 for a pair across nodes)")
+    fam = COLLECTIVES[name]
+    launch = cal.launch_s[fam]
+    h_in = cal.hop(topo.intra) if topo.intra else 0.0
+    h_out = cal.hop(topo.inter) if topo.inter else 0.0
+    b_in, b_out = _bandwidths(topo, fam, cal)
+    b_ring = min(b_in, b_out)
+
+    if name == "sendrecv":
+        if m > 1:
+            link = topo.inter
+            return np.full_like(n, launch + h_out), n / (cal.efficiency(fam, link.kind) * link.bw_Bps)
+        return np.full_like(n, launch + h_in), n / b_in
+    if name in ("allgather", "reducescatter"):
+        a = launch + (p - m) * h_in + (m - 1) * h_out
+        return np.full_like(n, a), (p - 1) / p * n / b_ring
+    if name == "alltoall":
+        a = launch + max(h_in, h_out)
+        t_in = n * (q - 1) / p / b_in if q > 1 else 0.0 * n
+        t_out = q * n * (p - q) / p / b_out if m > 1 else 0.0 * n
+        return np.full_like(n, a), np.maximum(t_in, t_out)
+    ring = (launch + 2 * (p - m) * h_in + 2 * (m - 1) * h_out, 2 * (p - 1) / p * n / b_ring)
+    tree = (launch + 2 * ((q - 1) * h_in + math.ceil(math.log2(m)) * h_out), 2 * n / b_ring)
+    if name == "allreduce-ring":
+        return np.full_like(n, ring[0]), ring[1]
+    if name == "allreduce-tree":
+        return np.full_like(n, tree[0]), tree[1]
+    use_ring = ring[0] + ring[1] <= tree[0] + tree[1]
+    return np.where(use_ring, ring[0], tree[0]), np.where(use_ring, ring[1], tree[1])
+
+
+def op_terms(graph, hw, cols):
+    """(latency_s, network_s) arrays (n_ops, *cfg) for the ops of ``graph`` that put bytes on a link.
+
+    Used by ``ironlaw.law``: α goes to the op's latency term, β to its network term. An op with network
+    bytes but no known collective, or a group the hardware cannot form, is an error, never a zero.
+    """
+    lat = np.zeros(cols.network_bytes.shape)
+    net = np.zeros(cols.network_bytes.shape)
+    for i, op in enumerate(graph.ops):
+        if not np.any(cols.network_bytes[i] > 0):
+            continue
+        if op.collective not in COLLECTIVES:
+            raise IronlawError(f"op '{op.name}' puts bytes on the network but names no collective "
+                               f"(one of {', '.join(COLLECTIVES)})")
+        ranks, nodes = op.group
+        a, b = collective_time(op.collective, cols.network_bytes[i], build(hw, int(ranks), int(nodes)))
+        lat[i], net[i] = a, b
+    return lat, net

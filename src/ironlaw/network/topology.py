@@ -1,0 +1,76 @@
+"""A topology: ``gpus`` devices on ``nodes`` nodes, one link kind inside a node, one between nodes.
+
+The links come from the hardware catalog (``[[links]]`` of the device): inside a node the fastest
+device-to-device fabric the device has (NVLink, xGMI, ICI, else PCIe); between nodes InfiniBand or
+Ethernet. Bandwidths are per direction per device, as the catalog states them. Between nodes each
+node has ``nics_per_node`` network ports of the catalog's bandwidth (rail-optimised clusters such as
+DGX have one per device, the default).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import IronlawError
+from ..hardware import Hardware, Link
+
+INTRA_KINDS = ("nvlink", "xgmi", "ici", "nvlink-c2c", "pcie")     # preference order inside a node
+INTER_KINDS = ("infiniband", "ethernet")                           # preference order between nodes
+MAX_DEVICES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Topology:
+    hw: Hardware
+    gpus: int
+    nodes: int
+    intra: Link | None          # None when a node holds one device
+    inter: Link | None          # None on one node
+    nics_per_node: int
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+    def describe(self) -> str:
+        parts = [f"{self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node} {self.hw.name}"]
+        if self.intra:
+            parts.append(f"{self.intra.name} inside a node")
+        if self.inter:
+            parts.append(f"{self.nics_per_node} × {self.inter.name} per node between nodes")
+        return ", ".join(parts)
+
+
+def _pick(hw: Hardware, kinds: tuple[str, ...]) -> Link | None:
+    for k in kinds:
+        for link in hw.links:
+            if link.kind == k:
+                return link
+    return None
+
+
+def check_count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
+        raise IronlawError(f"{what} must be a positive whole number, got {value!r}")
+    if value > MAX_DEVICES:
+        raise IronlawError(f"{what} {value!r} is absurd (limit {MAX_DEVICES:,})")
+    return int(value)
+
+
+def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None) -> Topology:
+    """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes."""
+    gpus, nodes = check_count(gpus, "--gpus"), check_count(nodes, "--nodes")
+    if nodes > gpus:
+        raise IronlawError(f"--nodes {nodes} exceeds --gpus {gpus}: every node needs at least one device")
+    if gpus % nodes:
+        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
+    per_node = gpus // nodes
+    intra = _pick(hw, INTRA_KINDS) if per_node > 1 else None
+    if per_node > 1 and intra is None:
+        raise IronlawError(f"{hw.name} lists no device-to-device link ({', '.join(INTRA_KINDS)}) in its [[links]]; "
+                           f"use --gpus {nodes} (one device per node) or a hardware file that has one")
+    inter = _pick(hw, INTER_KINDS) if nodes > 1 else None
+    if nodes > 1 and inter is None:
+        raise IronlawError(f"{hw.name} lists no network link ({', '.join(INTER_KINDS)}) in its [[links]]; "
+                           f"use --nodes 1 or a hardware file with an infiniband/ethernet link")
+    nics = per_node if nics_per_node is None else check_count(nics_per_node, "nics per node")
+    return Topology(hw, gpus, nodes, intra, inter, nics)
