@@ -12,6 +12,8 @@ path that ``meta`` falls back to). On real tensors (``real=True``) each op is al
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -257,7 +259,7 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     grad_ctx = _null() if train else torch.no_grad()
     leaves = [v for k, v in state.items() if k in params and v.requires_grad]
     try:
-        with outer, grad_ctx, tracker, rec:
+        with outer, grad_ctx, tracker, unpacked_sequences(), rec:
             out = torch.func.functional_call(module, state, tuple(args), kwargs)
             if train:
                 value = (loss or _default_loss)(out)
@@ -298,6 +300,27 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     return Capture(rec.records, n_params, footprint, str(dev), notes)
 
 
+@contextlib.contextmanager
+def unpacked_sequences():
+    """Tell transformers that inputs hold one unpadded sequence per row (they do, here).
+
+    With no attention mask and no cache, transformers looks at the position ids to detect packed
+    sequences; on fake tensors it cannot read them and builds a full attention mask that a real
+    run with the same inputs skips. Used for fake and real runs alike so that both record the
+    same ops.
+    """
+    mu = sys.modules.get("transformers.masking_utils")
+    if mu is None or not hasattr(mu, "find_packed_sequence_indices"):
+        yield
+        return
+    orig = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = orig
+
+
 def record(module, args, kwargs=None, *, real: bool, phase: str = "infer", device: str = "cpu") -> list[OpRecord]:
     """Op records of one run of ``module(*args, **kwargs)``.
 
@@ -309,7 +332,6 @@ def record(module, args, kwargs=None, *, real: bool, phase: str = "infer", devic
 
 
 def _null():
-    import contextlib
     return contextlib.nullcontext()
 
 
