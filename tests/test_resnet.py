@@ -128,7 +128,7 @@ def test_resnet50_train_b256_compute_term_is_6_macs_per_image_over_peak():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "issue 2 asks for 'compute'; the per-op law says bandwidth (HBM): BN/ReLU/add move ~107 GB per step "
+    "issue 2 asks for 'compute'; the per-op law says bandwidth (HBM): BN/ReLU/add move ~87 GB per step "
     "and the 1x1 convs of layers 1-2 have 51-102 FLOP/B, below the H100 ridge (~220 FLOP/B at the catalog's "
     "eta). Even with BN/ReLU fused into the convs the 1x1 convs keep it bandwidth-bound. See the report."))
 def test_resnet50_train_b256_on_h100_is_compute_bound_as_issue_2_asks():

@@ -13,8 +13,13 @@ Op conventions (one row per op; identical blocks of a stage share a row with ``c
   (5 FLOPs/element: sum, sum of squares, normalize, scale, shift).
 - relu / residual add: elementwise, 1 FLOP/element; max-pool k² comparisons per output element;
   average pool one add per input element.
-- train = forward + backward (``common.backward``) + one AdamW step; saved activations for the
-  backward = every forward op's output (what autograd keeps, before in-place reuse) plus the image.
+- train = forward + backward (``common.backward``: 2× FLOPs and 2× activation traffic) + one AdamW
+  step, with the activation traffic of three backward kernels set from what autograd runs: ReLU
+  (threshold_backward reads grad and output, writes grad: 3 accesses for the forward's 2 → 1.5×),
+  residual add (AddBackward passes the gradient through; the one kernel is the gradient sum where the
+  block input forks: 3 accesses → 1×), training BN (reads x and dy for the reductions, again to form
+  dx, writes dx: 5 accesses for the forward's 3 → 5/3×). Saved activations for the backward = every
+  forward op's output (what autograd keeps, before in-place reuse) plus the image.
 """
 from __future__ import annotations
 
@@ -57,6 +62,7 @@ class _Net:
     params: int = 0
     macs_per_image: int = 0
     saved_elems_per_image: int = 0      # outputs autograd keeps for the backward
+    bwd_act_scale: dict = field(default_factory=dict)   # op name -> backward/forward activation traffic
     live: list = field(default_factory=list)   # activation bytes of each op (for the inference peak)
 
     @property
@@ -89,15 +95,18 @@ class _Net:
                          inputs=2 if self.train else 1, count=count, kind="norm",
                          weight_bytes=4 * c * self.b, module=name.rsplit(".", 1)[0])
         self._add(op, c * h * h, count)
+        self.bwd_act_scale[name] = 5.0 / 3.0 if self.train else 2.0
 
     def relu(self, name: str, c: int, h: int, count: int = 1) -> None:
         op = elementwise(name, self.batch * c * h * h, self.dtype, count=count, module=name.rsplit(".", 1)[0])
         self._add(op, c * h * h, count)
+        self.bwd_act_scale[name] = 1.5
 
     def add(self, name: str, c: int, h: int, count: int = 1) -> None:
         op = elementwise(name, self.batch * c * h * h, self.dtype, inputs=2, count=count,
                          module=name.rsplit(".", 1)[0])
         self._add(op, c * h * h, count)
+        self.bwd_act_scale[name] = 1.0
 
     def maxpool(self, name: str, c: int, h: int, k: int = 3, s: int = 2, p: int = 1) -> int:
         ho = _out(h, k, s, p)
@@ -197,7 +206,12 @@ def build(arch: str, req: Request) -> Graph:
     fwd_flops = sum((op.flops * op.count for op in net.ops), 0.0)
     image_bytes = req.batch * 3 * image * image * b
     if train:
-        ops = net.ops + backward(net.ops) + [optimizer_step(net.params, dtype)]
+        bwd = backward(net.ops)
+        for op in bwd:
+            scale = net.bwd_act_scale.get(op.name[:-len(".backward")])
+            if scale is not None:
+                op.bytes["activations"] = op.bytes["activations"] * (scale / 2.0)
+        ops = net.ops + bwd + [optimizer_step(net.params, dtype)]
         saved = req.batch * net.saved_elems_per_image * b + image_bytes
         footprint = training_footprint(net.params, dtype, saved)
         model_flops = 3.0 * fwd_flops
