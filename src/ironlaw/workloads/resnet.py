@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
-from . import Request, builtin, check_phase, check_size
+from . import Request, builtin, check_phase
 from .common import backward, elementwise, linear, optimizer_step, training_footprint
 
 # name -> (block kind, blocks per stage)
@@ -184,9 +184,9 @@ def forward(arch: str, batch: Num, dtype: str, image: int, train: bool) -> _Net:
 
 def _image(req: Request, name: str) -> int:
     image = req.options.get("image", DEFAULT_IMAGE)
-    if isinstance(image, bool) or not isinstance(image, (int, np.integer)):
-        raise IronlawError(f"{name}: option image must be one whole number of pixels (square input), got {image!r}")
-    check_size(image, "image", MAX_IMAGE)
+    if isinstance(image, bool) or not isinstance(image, (int, np.integer)) or not 0 < image <= MAX_IMAGE:
+        raise IronlawError(f"{name}: option image must be one whole number of pixels from 1 to {MAX_IMAGE} "
+                           f"(the side of a square input), got {image!r}")
     return int(image)
 
 
