@@ -134,6 +134,26 @@ class Estimate:
                 a[k] += r[k]
         return dict(sorted(agg.items(), key=lambda kv: -kv[1]["time_s"]))
 
+    def to_frame(self):
+        """The per-op table as a pandas DataFrame: one row per op, the columns of ``rows()`` (totals over
+        each op's count; the time columns sum to ``term(...)`` and ``time_s``). pandas is imported here only."""
+        if self.cols.cfg_shape != ():
+            raise ValueError("to_frame() describes one configuration; index a sweep first")
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Estimate.to_frame() needs pandas (pip install pandas)") from None
+        rows = self.rows()
+        df = pd.DataFrame(rows, columns=list(rows[0]))
+        df.attrs.update({"workload": self.graph.name, "hardware": self.hw.name, "composition": self.composition,
+                         "time_s": float(self.total_s)})
+        return df
+
+    def _repr_html_(self) -> str:
+        """Rich display in Jupyter: summary, terms, roofline and the slowest ops (ironlaw.report.html)."""
+        from .report.html import fragment
+        return fragment(self)
+
     # ------------------------------------------------------------------ footprint
     def footprint(self) -> dict:
         fp = {k: float(v) for k, v in self.graph.footprint.items() if float(v) > 0}

@@ -1,0 +1,176 @@
+"""Documents the HTML report can show beside an estimate, read strictly.
+
+``--validate FILE.json`` — predicted vs measured, as ``ironlaw validate --format json`` writes it::
+
+    {"schema": "ironlaw.validate/1",
+     "workload": "resnet50" | {"name": "resnet50", …},      # optional; must match the report's workload
+     "hardware": "local"    | {"name": "…", …},             # optional, shown
+     "total":   {"predicted_s": 0.0601, "measured_s": 0.0624, "spread_s": 0.0011},
+     "by_kind": {"conv": {"predicted_s": …, "measured_s": …, "spread_s": …}, …}}
+
+  ``spread_s`` (the measured spread in seconds: IQR or standard deviation, as validate reports it) is
+  optional. Times are finite and ≥ 0; a measured time is > 0. Other fields are ignored.
+
+``--compare FILE.json`` — an ``ironlaw.compare/1`` document (``ironlaw compare --format json``):
+  ``before``/``after`` estimate documents, ``speedup`` = before time / after time, ``bottleneck_before``,
+  ``bottleneck_after``, ``shortens_critical_path`` (bool), ``verdict``.
+
+Anything else — another schema, a missing or mistyped field, NaN, a speedup that disagrees with the two
+times, a document about another workload — is an IronlawError naming the file and the field.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..errors import IronlawError
+
+VALIDATE_SCHEMA = "ironlaw.validate/1"
+COMPARE_SCHEMA = "ironlaw.compare/1"
+ESTIMATE_SCHEMA = "ironlaw.estimate/1"
+MAX_BYTES = 64 << 20
+
+
+def read_json(path, what: str) -> dict:
+    p = Path(path)
+    if p.is_dir():
+        raise IronlawError(f"{p}: is a directory, expected a {what} JSON file")
+    try:
+        if p.stat().st_size > MAX_BYTES:
+            raise IronlawError(f"{p}: larger than {MAX_BYTES >> 20} MB; not a {what} JSON file")
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IronlawError(f"{p}: no such {what} JSON file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise IronlawError(f"{p}: cannot read {what} JSON file: {e.__class__.__name__}") from None
+
+    def no_constants(name):
+        raise IronlawError(f"{p}: {name} is not a number; {what} JSON must hold finite numbers")
+    try:
+        doc = json.loads(text, parse_constant=no_constants)
+    except json.JSONDecodeError as e:
+        raise IronlawError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    if not isinstance(doc, dict):
+        raise IronlawError(f"{p}: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _field(d: dict, key: str, where: str, types, what: str):
+    if not isinstance(d, dict):
+        raise IronlawError(f"{where}: expected an object")
+    if key not in d:
+        raise IronlawError(f"{where}: missing required field '{key}'")
+    v, ts = d[key], (types if isinstance(types, tuple) else (types,))
+    if not isinstance(v, ts) or (isinstance(v, bool) and bool not in ts):
+        raise IronlawError(f"{where}.{key}: expected {what}, got {type(v).__name__}")
+    return v
+
+
+def _seconds(d: dict, key: str, where: str, required: bool = True, positive: bool = False) -> float | None:
+    if not required and key not in d:
+        return None
+    v = _field(d, key, where, (int, float), "a number of seconds")
+    v = float(v)
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise IronlawError(f"{where}.{key}: must be a finite number {'> 0' if positive else '≥ 0'}, got {v!r}")
+    return v
+
+
+def _name_of(v, where: str) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict) and isinstance(v.get("name"), str):
+        return v["name"]
+    raise IronlawError(f"{where}: expected a name or an object with a 'name'")
+
+
+def _check_workload(doc_name: str | None, est, where: str) -> None:
+    if doc_name is not None and est is not None:
+        ok = {est.graph.name, str(est.graph.meta.get("spec", est.graph.name))}
+        if doc_name not in ok:
+            raise IronlawError(f"{where}: is about workload '{doc_name}', but the report is about "
+                               f"'{est.graph.name}'; give the file for the same workload")
+
+
+def _timing(row, where: str) -> dict:
+    if not isinstance(row, dict):
+        raise IronlawError(f"{where}: expected an object with predicted_s and measured_s")
+    return {"predicted_s": _seconds(row, "predicted_s", where), "measured_s": _seconds(row, "measured_s", where, positive=True),
+            "spread_s": _seconds(row, "spread_s", where, required=False)}
+
+
+def load_validation(path, est=None) -> dict:
+    """{'workload', 'hardware', 'total': {…}, 'by_kind': {kind: {predicted_s, measured_s, spread_s}}, 'path'}."""
+    doc = read_json(path, "validate")
+    w = str(path)
+    if doc.get("schema") != VALIDATE_SCHEMA:
+        raise IronlawError(f"{w}: schema must be '{VALIDATE_SCHEMA}' (from `ironlaw validate --format json`), "
+                           f"got {doc.get('schema')!r}")
+    workload = _name_of(doc.get("workload"), f"{w}.workload")
+    _check_workload(workload, est, w)
+    by = _field(doc, "by_kind", w, dict, "an object of op kind → {predicted_s, measured_s}")
+    if not by:
+        raise IronlawError(f"{w}.by_kind: empty; expected at least one op kind")
+    kinds = {}
+    for k, row in by.items():
+        if not k.strip():
+            raise IronlawError(f"{w}.by_kind: an op kind name is empty")
+        kinds[k] = _timing(row, f"{w}.by_kind.{k}")
+    return {"workload": workload, "hardware": _name_of(doc.get("hardware"), f"{w}.hardware"),
+            "total": _timing(_field(doc, "total", w, dict, "an object"), f"{w}.total"), "by_kind": kinds, "path": w}
+
+
+def _estimate_doc(d, where: str) -> dict:
+    if not isinstance(d, dict):
+        raise IronlawError(f"{where}: expected an estimate document (object)")
+    if d.get("schema") != ESTIMATE_SCHEMA:
+        raise IronlawError(f"{where}.schema: must be '{ESTIMATE_SCHEMA}', got {d.get('schema')!r}")
+    _seconds(d, "time_s", where, positive=True)
+    terms = _field(d, "terms", where, dict, "an object of terms")
+    for k in ("data_s", "compute_s", "latency_s"):
+        _seconds(terms, k, f"{where}.terms")
+    _name_of(_field(d, "workload", where, dict, "an object"), f"{where}.workload")
+    _name_of(_field(d, "hardware", where, dict, "an object"), f"{where}.hardware")
+    return d
+
+
+def _bottleneck(v, where: str) -> str:
+    if isinstance(v, str) and v.strip():
+        return v
+    if isinstance(v, dict) and isinstance(v.get("resource"), str):
+        return v["resource"] + (f":{v['tier']}" if isinstance(v.get("tier"), str) else "")
+    raise IronlawError(f"{where}: expected a bottleneck label or an object with a 'resource'")
+
+
+def load_compare(path, est=None) -> dict:
+    doc = read_json(path, "compare")
+    return check_compare(doc, str(path), est)
+
+
+def check_compare(doc: dict, where: str, est=None) -> dict:
+    """Check an ``ironlaw.compare/1`` document (from a file or from ironlaw.whatif) and return it normalised."""
+    w = where
+    if doc.get("schema") != COMPARE_SCHEMA:
+        raise IronlawError(f"{w}: schema must be '{COMPARE_SCHEMA}' (from `ironlaw compare --format json`), "
+                           f"got {doc.get('schema')!r}")
+    before = _estimate_doc(_field(doc, "before", w, dict, "an estimate document"), f"{w}.before")
+    after = _estimate_doc(_field(doc, "after", w, dict, "an estimate document"), f"{w}.after")
+    speedup = _seconds(doc, "speedup", w, positive=True)
+    implied = before["time_s"] / after["time_s"]
+    if not math.isclose(speedup, implied, rel_tol=1e-6):
+        raise IronlawError(f"{w}.speedup: {speedup:g} disagrees with before.time_s / after.time_s = {implied:g}")
+    shortens = _field(doc, "shortens_critical_path", w, bool, "true or false")
+    verdict = _field(doc, "verdict", w, str, "a sentence")
+    _check_workload(before["workload"]["name"], est, f"{w}.before")
+    if est is not None and before["hardware"]["name"] != est.hw.name:
+        raise IronlawError(f"{w}.before: is on hardware '{before['hardware']['name']}', but the report is on "
+                           f"'{est.hw.name}'; give --on {before['hardware']['name']} or the matching file")
+    return {"before": before, "after": after, "speedup": speedup, "shortens_critical_path": shortens,
+            "verdict": verdict, "bottleneck_before": _bottleneck(_field(doc, "bottleneck_before", w, (str, dict), "a label"),
+                                                                 f"{w}.bottleneck_before"),
+            "bottleneck_after": _bottleneck(_field(doc, "bottleneck_after", w, (str, dict), "a label"),
+                                            f"{w}.bottleneck_after"),
+            "what_if": doc.get("what_if") if isinstance(doc.get("what_if"), (str, list)) else None, "path": w}
