@@ -305,20 +305,22 @@ def whatif(cmp: dict) -> str:
             continue
         ch = f"{100 * (y - x) / x:+.1f}%" if x > 0 else "new"
         rows.append(f'<tr><td class="l">{label}</td>{_num(x, fmt_time(x))}{_num(y, fmt_time(y))}<td>{ch}</td></tr>')
-    rows.append(f'<tr><td class="l"><b>critical path</b></td>{_num(b["time_s"], fmt_time(b["time_s"]))}'
-                f'{_num(a["time_s"], fmt_time(a["time_s"]))}<td>{100 * (a["time_s"] - b["time_s"]) / b["time_s"]:+.1f}%</td></tr>')
+    tb, ta = cmp["time_before_s"], cmp["time_after_s"]
+    rows.append(f'<tr><td class="l"><b>critical path</b></td>{_num(tb, fmt_time(tb))}'
+                f'{_num(ta, fmt_time(ta))}<td>{100 * (ta - tb) / tb:+.1f}%</td></tr>')
     rows.append(f'<tr><td class="l">bottleneck</td><td>{_e(cmp["bottleneck_before"])}</td>'
                 f'<td>{_e(cmp["bottleneck_after"])}</td><td></td></tr>')
     label = cmp.get("what_if")
     label = ", ".join(label) if isinstance(label, list) else (label or "")
     hw_b, hw_a = b["hardware"]["name"], a["hardware"]["name"]
     cls = "good" if cmp["shortens_critical_path"] else "bad"
+    src = ("Computed by ironlaw.whatif in this run." if cmp["path"] == "--what-if" else f"From {cmp['path']}.")
     return (f'<section id="whatif"><h2>What if{": " + _e(label) if label else ""}</h2>'
             f'<p class="{cls}" id="verdict">{_e(cmp["verdict"])}</p>'
             f'<p>speed-up ×{cmp["speedup"]:.3g} ({"shortens" if cmp["shortens_critical_path"] else "does not shorten"} '
             f'the critical path){_e(f"; hardware {hw_b} → {hw_a}" if hw_a != hw_b else "")}.</p>'
             + _table(["", "before", "after", "change"], rows, tid="whatif-table", left=(0,))
-            + f'<p class="note">From {_e(cmp["path"])}.</p></section>')
+            + f'<p class="note">{_e(src)}</p></section>')
 
 
 def validation(v: dict, est) -> str:

@@ -12,8 +12,10 @@
   optional. Times are finite and ≥ 0; a measured time is > 0. Other fields are ignored.
 
 ``--compare FILE.json`` — an ``ironlaw.compare/1`` document (``ironlaw compare --format json``):
-  ``before``/``after`` estimate documents, ``speedup`` = before time / after time, ``bottleneck_before``,
-  ``bottleneck_after``, ``shortens_critical_path`` (bool), ``verdict``.
+  ``before``/``after`` estimate documents, ``speedup`` = before time / after time (``time_before_s`` /
+  ``time_after_s``, the scheduled critical paths, when present; else the estimates' ``time_s``),
+  ``bottleneck_before``, ``bottleneck_after``, ``shortens_critical_path`` (bool, agreeing with the speedup),
+  ``verdict``.
 
 Anything else — another schema, a missing or mistyped field, NaN, a speedup that disagrees with the two
 times, a document about another workload — is an IronlawError naming the file and the field.
@@ -159,16 +161,23 @@ def check_compare(doc: dict, where: str, est=None) -> dict:
     before = _estimate_doc(_field(doc, "before", w, dict, "an estimate document"), f"{w}.before")
     after = _estimate_doc(_field(doc, "after", w, dict, "an estimate document"), f"{w}.after")
     speedup = _seconds(doc, "speedup", w, positive=True)
-    implied = before["time_s"] / after["time_s"]
-    if not math.isclose(speedup, implied, rel_tol=1e-6):
-        raise IronlawError(f"{w}.speedup: {speedup:g} disagrees with before.time_s / after.time_s = {implied:g}")
+    # the critical-path times: scheduled ones when the document has them, else the estimates' own
+    if "time_before_s" in doc or "time_after_s" in doc:
+        t_b, t_a = _seconds(doc, "time_before_s", w, positive=True), _seconds(doc, "time_after_s", w, positive=True)
+        ratio = "time_before_s / time_after_s"
+    else:
+        t_b, t_a, ratio = before["time_s"], after["time_s"], "before.time_s / after.time_s"
+    if not math.isclose(speedup, t_b / t_a, rel_tol=1e-6):
+        raise IronlawError(f"{w}.speedup: {speedup:g} disagrees with {ratio} = {t_b / t_a:g}")
     shortens = _field(doc, "shortens_critical_path", w, bool, "true or false")
+    if (shortens and speedup <= 1.0) or (not shortens and speedup > 1.0 + 1e-6):
+        raise IronlawError(f"{w}.shortens_critical_path: {str(shortens).lower()} contradicts speedup {speedup:g}")
     verdict = _field(doc, "verdict", w, str, "a sentence")
     _check_workload(before["workload"]["name"], est, f"{w}.before")
     if est is not None and before["hardware"]["name"] != est.hw.name:
         raise IronlawError(f"{w}.before: is on hardware '{before['hardware']['name']}', but the report is on "
                            f"'{est.hw.name}'; give --on {before['hardware']['name']} or the matching file")
-    return {"before": before, "after": after, "speedup": speedup, "shortens_critical_path": shortens,
+    return {"before": before, "after": after, "speedup": speedup, "time_before_s": t_b, "time_after_s": t_a, "shortens_critical_path": shortens,
             "verdict": verdict, "bottleneck_before": _bottleneck(_field(doc, "bottleneck_before", w, (str, dict), "a label"),
                                                                  f"{w}.bottleneck_before"),
             "bottleneck_after": _bottleneck(_field(doc, "bottleneck_after", w, (str, dict), "a label"),

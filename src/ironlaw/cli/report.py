@@ -1,0 +1,58 @@
+"""`ironlaw report SPEC --on HW --html out.html`: one self-contained HTML file a person would rather read."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from . import app
+
+
+@app.command()
+def report(
+    spec: str = typer.Argument(..., help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, gemm:M,N,K …"),
+    html: str = typer.Option(..., "--html", help="write the report to this file (self-contained: no network fetches)"),
+    on: str = typer.Option("h100", "--on", help="hardware: a catalog name, a .toml file, or 'local' (newest probe profile)"),
+    batch: int = typer.Option(1, "--batch", help="batch size (sequences, images, samples)"),
+    seq: Optional[int] = typer.Option(None, "--seq", help="sequence length; for decode, the context length already in the KV cache"),
+    phase: Optional[str] = typer.Option(None, "--phase", help="infer | prefill | decode | train (default: the workload's own)"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 (default: the workload's own)"),
+    serial: bool = typer.Option(False, "--serial/--overlap", help="compose the terms serially (sum) or overlapped (max + latency)"),
+    what_if: List[str] = typer.Option([], "--what-if", "-w", help="add a before/after section for these transforms "
+                                      "(as `ironlaw compare --what-if`)"),
+    vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="with the what-if section: predict 'after' on this device"),
+    compare_file: Optional[str] = typer.Option(None, "--compare", help="add a before/after section from a saved "
+                                               "`ironlaw compare --format json` file (schema ironlaw.compare/1)"),
+    validate_file: Optional[str] = typer.Option(None, "--validate", help="add predicted vs measured from a "
+                                                "`ironlaw validate --format json` file (schema ironlaw.validate/1)"),
+    top: int = typer.Option(200, "--top", help="rows in the ops table (the roofline always shows every op)"),
+):
+    """Write an HTML report: summary, terms, roofline of every op, sortable ops, footprint, what-if, validation."""
+    from ..errors import IronlawError
+    from ..report import html as page
+    from ..report import inputs
+    from ..units import fmt, fmt_time
+    from .analyze import estimate_from_options
+
+    out = page.check_output(html)                      # fail before any work
+    if top < 1:
+        raise IronlawError(f"--top must be at least 1, got {top}")
+    if compare_file and (what_if or vs_hardware):
+        raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
+    est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+    cmp_doc = None
+    if compare_file:
+        cmp_doc = inputs.load_compare(compare_file, est)
+    elif what_if or vs_hardware:
+        try:
+            from ..whatif.compare import compare as run
+        except ImportError:
+            raise IronlawError("--what-if is not available in this build (ironlaw.whatif is missing); "
+                               "use --compare FILE.json") from None
+        cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
+    val_doc = inputs.load_validation(validate_file, est) if validate_file else None
+    text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top)
+    page.write(out, text)
+    b = est.bottleneck()
+    typer.echo(f"wrote {out} ({fmt(len(text.encode()), 'B')}): {est.graph.name} on {est.hw.name}, "
+               f"{fmt_time(est.time_s)}, {b['resource']}{' (' + b['tier'] + ')' if b['tier'] else ''}-bound")
