@@ -74,16 +74,21 @@ def test_training_flops_kaplan_with_context_term(name, s):
     assert float(g.flops) == pytest.approx(c, rel=0.03)
 
 
-def test_prefill_attention_equals_sum_of_decode_steps():
-    """A causal prefill of s tokens does the attention work of s decode steps at contexts 0..s-1."""
-    a, s = T.builtin_arch("llama3-8b"), 300
+@pytest.mark.parametrize("window", [None, 64])
+def test_prefill_attention_equals_sum_of_decode_steps(window):
+    """A causal prefill of s tokens does the attention work of s decode steps at contexts 0..s-1
+    (with a sliding window too: each query sees at most ``window`` keys)."""
+    from dataclasses import replace
+    a, s = replace(T.builtin_arch("llama3-8b"), sliding_window=window), 300
     pre = T.build(a, Request("x", phase="prefill", batch=3, seq=s), "x")
     dec = T.build(a, Request("x", phase="decode", batch=3, seq=np.arange(s)), "x")
-    assert float(np.sum(op(dec, "attention").flops)) == pytest.approx(float(op(pre, "attention").flops), rel=1e-12)
-    # and what the decode steps read from the cache is what the prefill wrote, token-pairs-wise
+    for col in ("flops", "vector_flops"):
+        assert float(np.sum(getattr(op(dec, "attention"), col))) == \
+            pytest.approx(float(getattr(op(pre, "attention"), col)), rel=1e-12)
+    # what the decode steps read from the cache: every earlier token (within the window), once per step
     kv_tok = 2 * 8 * 128 * 2
     read = np.sum(op(dec, "attention").bytes["kv_cache"]) - 3 * s * kv_tok       # minus the appended tokens
-    assert read == pytest.approx(3 * kv_tok * s * (s - 1) / 2)
+    assert read == pytest.approx(3 * kv_tok * sum(min(c, (window or s) - 1) for c in range(s)))
 
 
 def test_decode_flops_are_2N_per_token():
@@ -125,6 +130,7 @@ def test_training_footprint_classes():
     assert g.uncounted_ops.get("dropout", 0) > 0           # listed, not silently dropped
     # FlashAttention backward: 2.5× its forward FLOPs
     assert op(g, "attention", True).flops == pytest.approx(2.5 * op(g, "attention").flops)
+    assert op(g, "attention", True).vector_flops == pytest.approx(2 * op(g, "attention").vector_flops)
 
 
 # ---------------------------------------------------------------------- against torch's own counter
@@ -139,6 +145,40 @@ def test_params_match_transformers_modules(name):
     with torch.device("meta"):
         m = (transformers.AutoModel if name.startswith("bert") else transformers.AutoModelForCausalLM).from_config(c)
     assert sum(p.numel() for p in m.parameters()) == T.builtin_arch(name).params()
+
+
+SYNTHETIC = {   # small configs exercising every switch the parser reads; transformers' modules are the oracle
+    "mistral_window": {"model_type": "mistral", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 3,
+                       "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "sliding_window": 128,
+                       "max_position_embeddings": 4096},
+    "qwen2_tied_qkv_bias": {"model_type": "qwen2", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+                            "tie_word_embeddings": True},
+    "llama_bias_head_dim": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                            "num_attention_heads": 4, "head_dim": 96, "attention_bias": True, "mlp_bias": True,
+                            "vocab_size": 1000},
+    "mixtral_4x2": {"model_type": "mixtral", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 500, "num_local_experts": 4,
+                    "num_experts_per_tok": 2},
+    "gpt2_n_inner": {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 4, "n_positions": 256,
+                     "vocab_size": 50257, "n_inner": 300},
+    "bert_3_types": {"model_type": "bert", "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "intermediate_size": 300, "vocab_size": 500, "max_position_embeddings": 128, "type_vocab_size": 3},
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", list(SYNTHETIC))
+def test_synthetic_configs_match_transformers(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = dict(SYNTHETIC[name])
+    g = build(f"hf:{_write(tmp_path, cfg)}", phase="train" if "bert" in name else "decode", seq=64)
+    mt = cfg.pop("model_type")
+    c = transformers.AutoConfig.for_model(mt, **cfg)
+    with torch.device("meta"):
+        m = (transformers.AutoModel if mt == "bert" else transformers.AutoModelForCausalLM).from_config(c)
+    assert sum(p.numel() for p in m.parameters()) == g.meta["params"]
 
 
 @pytest.mark.torch
@@ -163,7 +203,7 @@ def test_flops_match_torch_flop_counter(name, s):
     mm = sum(o.flops * o.count for o in g.ops if o.kind == "matmul")
     assert mm == pytest.approx(counts.get("aten.addmm", 0) + counts.get("aten.mm", 0), rel=1e-3)   # bias adds
     attn = op(g, "attention")
-    attn_mm = attn.flops * attn.count * 4 * a.head_dim / (4 * a.head_dim + T.SOFTMAX_FLOPS)
+    attn_mm = attn.flops * attn.count                 # the softmax is in vector_flops
     full = counts["aten.bmm"]                        # the math path on meta computes the full square
     assert attn_mm == pytest.approx(full if a.encoder else full * (s + 1) / (2 * s), rel=1e-9)
 
@@ -205,6 +245,7 @@ def test_vectorized_build_equals_loop(spec, phase):
         c1 = g1.columns()
         assert [o.name for o in g1.ops] == [o.name for o in gv.ops]
         np.testing.assert_allclose(cv.flops[:, j], c1.flops, rtol=1e-12)
+        np.testing.assert_allclose(cv.vector_flops[:, j], c1.vector_flops, rtol=1e-12)
         for cls, col in c1.bytes.items():
             np.testing.assert_allclose(cv.bytes[cls][:, j], col, rtol=1e-12)
         for cls, v in g1.footprint.items():

@@ -15,13 +15,15 @@ vidur's per-op profile of Llama-3-8B so measured and predicted rows join: fused 
 fused gate+up = mlp_up_proj):
 - matmuls: 2·T·k·n FLOPs (+T·n for a bias); read input and weights, write output (``common.linear``).
 - attention (kind "attention"), FlashAttention-style: 4·d_head·n_heads FLOPs per (query, key) pair for
-  QKᵀ and PV, plus SOFTMAX_FLOPS per score; the score matrix is never written: it reads Q, K, V and
+  QKᵀ and PV on the matrix unit, plus SOFTMAX_FLOPS per score as ``vector_flops`` (the fused softmax
+  runs on the vector unit); the score matrix is never written: it reads Q, K, V and
   writes O. Causal decoders count only the pairs a causal kernel computes, s·(s+1)/2 per sequence
   (the same convention as Kaplan et al. 2020's C_fwd = 2N + 2·n_layer·n_ctx·d_attn); a sliding window
   caps keys per query; encoders count the full s². Decode reads the KV cache as class "kv_cache";
   prefill writes it there.
 - backward: ``common.backward`` (2× forward FLOPs) except attention, whose FlashAttention backward runs
-  five matmuls to the forward's two (2.5×), and embeddings (a scatter-add of T·h per table).
+  five matmuls to the forward's two (2.5×) and the softmax twice, and embeddings (a scatter-add of
+  T·h per table).
 - non-matmul ops count FLOPs per element; a transcendental (exp, tanh, erf) counts as
   TRANSCENDENTAL_FLOPS (GPUs run it on special-function units; a CPU as a polynomial of a few FMAs).
 - dropout (GPT-2/BERT training) has no formula here and is listed in ``uncounted_ops``.
@@ -106,13 +108,14 @@ def _embedding(a: Arch, sh: _Shape, dt: str) -> Op:
 def _attention(a: Arch, sh: _Shape, dt: str, count: int) -> Op:
     by = dtype_bytes(dt)
     t = sh.tokens
-    flops = sh.pairs * a.heads * (4.0 * a.head_dim + SOFTMAX_FLOPS)
+    flops = sh.pairs * a.heads * 4.0 * a.head_dim                           # QKᵀ and PV on the matrix unit
     b = {"activations": t * (2 * a.q_dim + 2 * a.kv_dim) * by}           # read Q, K, V of new tokens; write O
     kv_tokens = sh.kv_read + sh.kv_write
     if np.any(np.asarray(kv_tokens) > 0):
         b["kv_cache"] = 2.0 * a.kv_dim * kv_tokens * by
     kind = "full" if a.encoder else ("causal" if a.sliding_window is None else f"window {a.sliding_window}")
     return Op("attention", "attention", flops=flops, bytes=b, dtype=dt, count=count, module="attn",
+              vector_flops=sh.pairs * a.heads * SOFTMAX_FLOPS,               # the fused softmax
               shapes=f"{kind}, {a.heads} heads / {a.kv_heads} kv x {a.head_dim}",
               bytes_written=t * a.q_dim * by + 2.0 * a.kv_dim * sh.kv_write * by)
 
@@ -231,13 +234,15 @@ def build(a: Arch, req: Request, name: str) -> Graph:
     sh = _Shape(a, phase, b, s)
     fwd = forward_ops(a, sh, dt)
     params, active = a.params(), a.params(active=True)
-    fwd_flops = sum((op.flops * op.count for op in fwd), 0.0)
+    fwd_flops = sum(((op.flops + op.vector_flops) * op.count for op in fwd), 0.0)
     ops, uncounted = fwd, {}
     if phase == "train":
         bwd = backward(fwd)
+        op_by_name = {op.name: op for op in fwd}
         for op in bwd:
-            if op.kind == "attention":
-                op.flops = op.flops * 1.25                           # 2.5× forward (5 matmuls vs 2)
+            if op.kind == "attention":                               # FlashAttention backward: 5 matmuls vs 2,
+                fw = op_by_name[op.name[:-len(".backward")]]         # and the softmax recomputed and differentiated
+                op.flops, op.vector_flops = 2.5 * fw.flops, 2.0 * fw.vector_flops
             elif op.kind == "embedding":
                 op.flops = sh.tokens * a.hidden * (1 + (a.positions == "learned") + (a.type_vocab > 0))
         ops = fwd + bwd + [optimizer_step(params, dt)]
@@ -266,9 +271,9 @@ def builtin_arch(name: str) -> Arch:
 
 
 def _register(name: str, description: str) -> None:
-    family = "encoder" if name.startswith("bert") else "decoder"
+    encoder = name.startswith("bert")
 
-    @builtin(name, description, ENCODER_PHASES if family == "encoder" else DECODER_PHASES, f"transformer-{family}")
+    @builtin(name, description, ENCODER_PHASES if encoder else DECODER_PHASES, "encoder" if encoder else "llm")
     def _build(req: Request) -> Graph:
         return build(builtin_arch(name), req, name)
 
@@ -277,8 +282,8 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config: llama, mistral, qwen2, mixtral, gpt2, bert "
-              "built analytically; other architectures (or --capture) traced with torch+transformers")
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, gpt2, bert "
+              "analytic; others captured with torch)")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:
