@@ -58,13 +58,27 @@ def prefix(name: str, usage: str):
     return deco
 
 
+# prefixes whose builders import torch: their module is imported only when such a spec is asked for,
+# so that built-in workloads answer without torch (usage strings shown by `ironlaw workloads list`)
+TORCH_PREFIXES = {
+    "py": "py:path/file.py:factory — your own torch model: factory() returns (module, args[, kwargs])",
+    "torchvision": "torchvision:NAME — a torchvision model (when torchvision imports), no weights",
+    "timm": "timm:NAME — a timm model (when timm imports), no weights",
+    "onnx": "onnx:file.onnx — an ONNX graph (optional format)",
+}
+
+
 def _load_all() -> None:
     # importing the modules files their builders in the registries
     from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
+
+
+def _load_torch_prefixes() -> None:
     try:
-        from . import external  # noqa: F401  (py:, torchvision:, timm:, onnx: — need torch)
-    except ImportError:
-        pass
+        from . import external  # noqa: F401
+    except ImportError as e:
+        raise IronlawError(f"this spec needs PyTorch to capture the model ({e}); "
+                           "install it with `pip install torch==2.13.0`") from None
 
 
 def check_size(value: Num, what: str, upper: int) -> Num:
@@ -105,11 +119,15 @@ def resolve(req: Request) -> Graph:
         g = BUILTINS[key].build(req)
     elif ":" in spec:
         head, arg = spec.split(":", 1)
+        if head.lower() not in PREFIXES and head.lower() in TORCH_PREFIXES:
+            _load_torch_prefixes()
+            if head.lower() not in PREFIXES:
+                raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
         if head.lower() not in PREFIXES:
-            raise unknown("workload prefix", head + ":", [p + ":" for p in PREFIXES])
+            raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
         g = PREFIXES[head.lower()][1](arg, req)
     else:
-        raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in PREFIXES])
+        raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
     g.meta.setdefault("spec", spec)
     return g
 
@@ -118,7 +136,8 @@ def catalog() -> list[dict]:
     _load_all()
     rows = [{"name": b.name, "family": b.family, "phases": list(b.phases), "description": b.description}
             for b in BUILTINS.values()]
-    rows += [{"name": p + ":", "family": "spec", "phases": [], "description": usage} for p, (usage, _) in PREFIXES.items()]
+    usages = {p: u for p, (u, _) in PREFIXES.items()} | {p: u for p, u in TORCH_PREFIXES.items() if p not in PREFIXES}
+    rows += [{"name": p + ":", "family": "spec", "phases": [], "description": u} for p, u in usages.items()]
     return rows
 
 
