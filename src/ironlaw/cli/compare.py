@@ -1,0 +1,94 @@
+"""`ironlaw compare SPEC --on HW --what-if "…" [--vs-hardware HW2]`: before / after, side by side."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from . import app, check_format, console, emit_json
+
+
+@app.command()
+def compare(
+    spec: str = typer.Argument(..., help="workload: a built-in name, hf:config.json, gemm:M,N,K …"),
+    on: str = typer.Option("h100", "--on", help="hardware of the 'before' case"),
+    what_if: List[str] = typer.Option([], "--what-if", "-w",
+                                      help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"quant=int8,target=weights\", "
+                                           "\"fusion=elementwise\", \"flash-attention\", \"batch=64\", \"recompute=full\", "
+                                           "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
+    vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),
+    batch: int = typer.Option(1, "--batch"),
+    seq: Optional[int] = typer.Option(None, "--seq"),
+    phase: Optional[str] = typer.Option(None, "--phase"),
+    dtype: Optional[str] = typer.Option(None, "--dtype"),
+    serial: bool = typer.Option(False, "--serial/--overlap"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    top: int = typer.Option(6, "--top", help="ops shown on the critical path (text/md)"),
+):
+    """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
+    from ..whatif.compare import compare as run
+    from .analyze import estimate_from_options
+
+    check_format(fmt)
+    if not what_if and not vs_hardware:
+        from ..errors import IronlawError
+        from ..whatif import names
+        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
+    before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+    c = run(before, what_if, vs_hardware)
+    if fmt == "json":
+        emit_json(c.to_dict())
+    elif fmt == "md":
+        print(markdown(c, top))
+    else:
+        text(c, top)
+
+
+def _rows(c):
+    from ..units import fmt as f, fmt_time
+    rows = []
+    labels = {"data_s": "data  D_vol/BW", "compute_s": "compute  O/(R·η)", "latency_s": "latency  L_lat",
+              "network_s": "network"}
+    for k, lab in labels.items():
+        b, a = float(c.before.term(k)), float(c.after.term(k))
+        if b == 0 and a == 0:
+            continue
+        rows.append((lab, fmt_time(b), fmt_time(a), _ratio(b, a)))
+    for k, (b, a) in c.volumes().items():
+        unit = {"D_vol": "B", "O": "FLOP", "launches": ""}[k]
+        rows.append((k, f(b, unit).strip(), f(a, unit).strip(), _ratio(b, a)))
+    rows.append(("critical path", fmt_time(c.cp_before.time_s), fmt_time(c.cp_after.time_s),
+                 _ratio(c.cp_before.time_s, c.cp_after.time_s)))
+    from ..whatif.compare import label
+    rows.append(("bottleneck", label(c.before), label(c.after), ""))
+    return rows
+
+
+def _ratio(b: float, a: float) -> str:
+    return f"×{a / b:.3g}" if b > 0 else "—"
+
+
+def text(c, top: int) -> None:
+    from rich.table import Table
+    con = console()
+    g = c.before.graph
+    meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
+    con.print(f"[bold]{g.name} · {g.phase} · {g.dtype}{' · ' + meta if meta else ''}: "
+              f"{'; '.join(c.steps)}[/bold]")
+    con.print(f"verdict: {c.verdict()}")
+    t = Table(title=f"before ({c.before.hw.name}) vs after ({c.after.hw.name})")
+    for col in ("", "before", "after", "after/before"):
+        t.add_column(col, justify="left" if col == "" else "right")
+    for r in _rows(c):
+        t.add_row(*r)
+    con.print(t)
+    con.print("[bold]before[/bold] " + c.cp_before.text(top))
+    con.print("[bold]after[/bold]  " + c.cp_after.text(top))
+
+
+def markdown(c, top: int) -> str:
+    lines = [f"### {c.before.graph.name}: {'; '.join(c.steps)}", "", f"**Verdict:** {c.verdict()}", "",
+             f"| | before ({c.before.hw.name}) | after ({c.after.hw.name}) | after/before |", "|---|---:|---:|---:|"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in _rows(c)]
+    lines += ["", "```", "before " + c.cp_before.text(top), "after  " + c.cp_after.text(top), "```"]
+    return "\n".join(lines)

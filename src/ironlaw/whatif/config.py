@@ -1,0 +1,96 @@
+"""What-ifs on the configuration: batch, seq, the device, scheduling, and the parallel-degree hook.
+
+batch= / seq=   rebuild the workload from its spec at the new size (they run before other steps)
+hardware=       predict the same graph on another device (catalog name, alias or .toml file)
+prefetch[=k]    copies of data that lives beyond device memory (spilled weights, tables) may start
+                k ops ahead on the copy stream (see ironlaw.critical_path); default k = 1
+overlap-comm    gradient collectives run on the network stream, overlapped with the rest of
+                the backward pass; only the optimizer step waits for them (ironlaw.critical_path)
+tp= / dp= / pp= tensor, data, pipeline parallel degree: the distributed model (issue 6) fills this
+                in by defining ``ironlaw.parallel.whatif_parallel(graph, hw, tp=1, dp=1, pp=1)
+                -> Graph``; until it exists these steps raise IronlawError ("needs the distributed
+                model") rather than guess.
+"""
+from __future__ import annotations
+
+from ..errors import IronlawError
+from ..graph import Graph
+from . import Flag, Number, Text, transform
+
+PARALLEL_HOOK = "ironlaw.parallel.whatif_parallel"
+
+
+def _rebuild(g: Graph, hw, **change) -> Graph:
+    from .. import workloads
+    spec = g.meta.get("spec")
+    if not spec:
+        raise IronlawError(f"what-if {', '.join(change)}: '{g.name}' was not built from a spec; cannot rebuild it")
+    for k in change:
+        if k not in g.meta:
+            raise IronlawError(f"what-if {k}=: workload '{g.name}' has no {k} to change")
+    req = workloads.Request(spec, phase=g.phase, batch=change.get("batch", g.meta.get("batch", 1)),
+                            seq=change.get("seq", g.meta.get("seq")), dtype=g.dtype,
+                            device="cuda" if hw.kind == "gpu" else "cpu", options=dict(g.meta.get("options", {})))
+    new = workloads.resolve(req)
+    if "whatif" in g.meta:                     # earlier rebuild steps (the rebuild stage runs first)
+        new.meta["whatif"] = list(g.meta["whatif"])
+    return new
+
+
+@transform("batch", main="size", params={"size": Number(1, 1 << 24, integer=True)}, stage="rebuild",
+           help="batch=N: the same workload at another batch size")
+def batch(g: Graph, hw, size: int) -> Graph:
+    return _rebuild(g, hw, batch=size)
+
+
+@transform("seq", main="length", aliases=("seq_len", "context"), params={"length": Number(1, 1 << 22, integer=True)},
+           stage="rebuild", help="seq=N: the same workload at another sequence / context length")
+def seq(g: Graph, hw, length: int) -> Graph:
+    return _rebuild(g, hw, seq=length)
+
+
+@transform("hardware", main="name", aliases=("hw", "device", "on"), params={"name": Text()}, stage="hardware",
+           help="hardware=NAME: predict the same graph on another device")
+def hardware(g: Graph, hw, name: str):
+    from .. import hardware as hwmod
+    return hwmod.get(name)                      # the 'hardware' stage returns a Hardware, not a Graph
+
+
+@transform("prefetch", main="depth", params={"depth": Number(1, 64, integer=True)}, defaults={"depth": 1},
+           help="prefetch[=k]: copies of spilled data start k ops ahead on the copy stream")
+def prefetch(g: Graph, hw, depth: int = 1) -> Graph:
+    return Graph(g.name, g.phase, g.dtype, list(g.ops), footprint=dict(g.footprint),
+                 meta=dict(g.meta, schedule={**g.meta.get("schedule", {}), "prefetch_depth": depth}),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+@transform("overlap-comm", main="on", aliases=("overlap",), params={"on": Flag()}, defaults={"on": True},
+           help="overlap-comm: gradient all-reduce overlapped with the backward pass")
+def overlap_comm(g: Graph, hw, on: bool = True) -> Graph:
+    if g.phase != "train":
+        raise IronlawError(f"overlap-comm overlaps gradient collectives with the backward pass; "
+                           f"'{g.name}' is phase '{g.phase}', not train")
+    return Graph(g.name, g.phase, g.dtype, list(g.ops), footprint=dict(g.footprint),
+                 meta=dict(g.meta, schedule={**g.meta.get("schedule", {}), "overlap_comm": True}),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def _parallel(g: Graph, hw, **degrees) -> Graph:
+    try:
+        from ..parallel import whatif_parallel         # provided by the distributed model (issue 6)
+    except ImportError:
+        what = ", ".join(f"{k}={v}" for k, v in degrees.items())
+        raise IronlawError(f"what-if {what} needs the distributed model ({PARALLEL_HOOK}), which is not in "
+                           f"this build; use `ironlaw analyze --gpus` when it lands") from None
+    return whatif_parallel(g, hw, **degrees)
+
+
+for _name, _what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline")):
+    def _make(name=_name):
+        def fn(g: Graph, hw, degree: int) -> Graph:
+            return _parallel(g, hw, **{name: degree})
+        fn.__name__ = name
+        return fn
+
+    transform(_name, main="degree", params={"degree": Number(1, 1 << 16, integer=True)},
+              help=f"{_name}=N: {_what} parallel degree (needs the distributed model, issue 6)")(_make())

@@ -1,0 +1,165 @@
+"""Operator fusion: ``fusion=elementwise``, ``flash-attention`` and its inverse ``eager-attention``.
+
+fusion=elementwise: each elementwise op joins the op just before it (its producer, same
+``count``) as an epilogue: its launch latency vanishes, the intermediate tensor is neither
+written nor read back, its FLOPs run on the vector unit inside the producer's kernel
+(``Op.vector_flops``). Inputs that do not come from the producer (the residual of an add) are
+still read. Ops that touch optimizer state (the AdamW step) are not fused; the footprint is
+unchanged.
+
+flash-attention: a materialized-score chain (QKᵀ matmul → scale/mask/softmax → ·V matmul, as
+captured from eager PyTorch, or made by eager-attention) becomes one attention kernel that never
+writes the score matrix: Q, K, V read, O written, softmax FLOPs on the vector unit, masks
+applied in-kernel. The analytic transformer builders are FlashAttention-style already; then the
+transform changes nothing and says so in ``meta['notes']``.
+
+eager-attention: the opposite, for forward attention ops of the analytic builders: QKᵀ writes
+the scores, softmax reads and writes them, ·V reads them (4 score-matrix passes, three kernels).
+Score elements = FLOPs / (4·head_dim + SOFTMAX_FLOPS), from the builder's FLOP convention.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IronlawError
+from ..graph import Graph, Op, dtype_bytes
+from . import Choice, Flag, copy_op, has, is_backward, transform
+
+CONSUMER_CLASSES = {"activations", "weights", "gradients"}
+NOT_PRODUCERS = ("collective", "copy")
+
+
+@transform("fusion", main="scope", aliases=("fuse",), params={"scope": Choice(("elementwise",))},
+           help="fusion=elementwise: elementwise chains become epilogues of their producer")
+def fusion(g: Graph, hw, scope: str = "elementwise") -> Graph:
+    out: list[Op] = []
+    fused = 0
+    for op in g.ops:
+        prod = out[-1] if out else None
+        if (op.kind == "elementwise" and prod is not None and prod.count == op.count
+                and prod.kind not in NOT_PRODUCERS and "optimizer" not in prod.bytes
+                and set(op.bytes) <= CONSUMER_CLASSES and not has(op.network_bytes)):
+            out[-1] = _merge(prod, op)
+            fused += 1
+        else:
+            out.append(op)
+    meta = dict(g.meta)
+    if not fused:
+        meta["notes"] = list(meta.get("notes", [])) + ["fusion: no elementwise op follows a producer it could join"]
+    return Graph(g.name, g.phase, g.dtype, out, footprint=dict(g.footprint), meta=meta,
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def _merge(prod: Op, op: Op) -> Op:
+    p = copy_op(prod, name=f"{prod.name}+{op.name}")
+    act, written = op.bytes.get("activations", 0.0), op.bytes_written
+    p_written = prod.bytes_written
+    extra_in = np.maximum(act - written - p_written, 0.0)          # inputs not produced by ``prod``
+    p.bytes["activations"] = p.bytes.get("activations", 0.0) - p_written + written + extra_in
+    for cls in ("weights", "gradients"):
+        if cls in op.bytes:
+            p.bytes[cls] = p.bytes.get(cls, 0.0) + op.bytes[cls]
+    p.bytes_written = written
+    p.vector_flops = p.vector_flops + op.flops + op.vector_flops
+    p.attrs["fused"] = list(prod.attrs.get("fused", [])) + [op.name]
+    return p
+
+
+# ---------------------------------------------------------------- attention
+@transform("flash-attention", main="on", aliases=("flash",), params={"on": Flag()}, defaults={"on": True},
+           help="flash-attention: never write the attention score matrix")
+def flash_attention(g: Graph, hw, on: bool = True) -> Graph:
+    if not any(op.kind == "attention" or op.kind == "softmax" for op in g.ops):
+        raise IronlawError(f"flash-attention: '{g.name}' has no attention")
+    ops, i, changed = list(g.ops), 0, 0
+    out: list[Op] = []
+    while i < len(ops):
+        j = _chain_end(ops, i)
+        if j is None:
+            out.append(ops[i])
+            i += 1
+            continue
+        out.append(_flash(ops[i:j + 1]))
+        changed += 1
+        i = j + 1
+    meta = dict(g.meta)
+    if not changed:
+        meta["notes"] = list(meta.get("notes", [])) + [
+            "flash-attention: no materialized score matrix found (attention is already FlashAttention-style)"]
+    fp = dict(g.footprint)
+    return Graph(g.name, g.phase, g.dtype, out, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
+
+
+def _weightless_matrix(op: Op) -> bool:
+    return op.kind in ("matmul", "attention") and not has(op.bytes.get("weights", 0.0)) and has(op.flops)
+
+
+def _chain_end(ops: list[Op], i: int) -> int | None:
+    """Index of the ·V op when ops[i] starts QKᵀ → (elementwise)* softmax (elementwise)* → ·V."""
+    if not _weightless_matrix(ops[i]):
+        return None
+    seen_softmax = False
+    for j in range(i + 1, len(ops)):
+        op = ops[j]
+        if op.count != ops[i].count:
+            return None
+        if op.kind == "softmax":
+            seen_softmax = True
+        elif op.kind == "elementwise":
+            continue
+        elif _weightless_matrix(op) and seen_softmax:
+            return j
+        else:
+            return None
+    return None
+
+
+def _flash(chain: list[Op]) -> Op:
+    qk, av, mid = chain[0], chain[-1], chain[1:-1]
+    score = qk.bytes_written                                  # the score matrix QKᵀ wrote
+    act = (qk.bytes.get("activations", 0.0) - score) + np.maximum(av.bytes.get("activations", 0.0) - score, 0.0)
+    op = copy_op(qk, name="flash_attention", kind="attention", flops=qk.flops + av.flops,
+                 vector_flops=qk.vector_flops + av.vector_flops + sum(m.flops + m.vector_flops for m in mid),
+                 bytes_written=av.bytes_written)
+    op.bytes = {"activations": act}
+    for o in chain:
+        for cls, b in o.bytes.items():
+            if cls != "activations":
+                op.bytes[cls] = op.bytes.get(cls, 0.0) + b
+    op.attrs["fused"] = [o.name for o in chain]
+    return op
+
+
+@transform("eager-attention", main="on", aliases=("eager",), params={"on": Flag()}, defaults={"on": True},
+           help="eager-attention: materialize the score matrix (QKᵀ, softmax, ·V as three kernels)")
+def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
+    from ..workloads.transformer import SOFTMAX_FLOPS
+    hd = g.meta.get("head_dim")
+    if not hd:
+        raise IronlawError(f"eager-attention: '{g.name}' does not record head_dim; only the analytic transformers do")
+    out, n = [], 0
+    for op in g.ops:
+        if op.kind != "attention" or is_backward(op):
+            out.append(op)
+            continue
+        b = dtype_bytes(op.dtype)
+        scores = op.flops / (4.0 * hd + SOFTMAX_FLOPS)         # (query, key) pairs × heads
+        s_b = scores * b
+        act = op.bytes.get("activations", 0.0)
+        o_b = op.bytes_written
+        qk = copy_op(op, name=op.name + ".qk", kind="matmul", flops=scores * 2.0 * hd,
+                     bytes_written=s_b)
+        qk.bytes["activations"] = act - o_b + s_b
+        sm = Op(op.name + ".softmax", "softmax", flops=scores * SOFTMAX_FLOPS, bytes={"activations": 2.0 * s_b},
+                dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b)
+        av = Op(op.name + ".av", "matmul", flops=scores * 2.0 * hd, bytes={"activations": s_b + o_b},
+                dtype=op.dtype, count=op.count, module=op.module, bytes_written=o_b)
+        if "kv_cache" in op.bytes:                            # K read by QKᵀ, V by ·V
+            qk.bytes["kv_cache"] = 0.5 * op.bytes["kv_cache"]
+            av.bytes["kv_cache"] = 0.5 * op.bytes["kv_cache"]
+        out += [qk, sm, av]
+        n += 1
+    if not n:
+        raise IronlawError(f"eager-attention: '{g.name}' has no forward attention op")
+    return Graph(g.name, g.phase, g.dtype, out, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
