@@ -17,6 +17,9 @@ def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], ph
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
+    from .. import parallel
+    if parallel.requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
+        graph = parallel.shard_inference(graph, hw, options)
     est = law.predict(graph, hw, "serial" if serial else "overlap")
     if not bool(est.placement.fits):
         fp = est.footprint()
@@ -38,10 +41,28 @@ def analyze(
     serial: bool = typer.Option(False, "--serial/--overlap", help="compose data, compute and latency serially (sum) or overlapped (max + latency)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(10, "--top", help="rows in the top-ops table (text/md)"),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="devices in all (collectives, parallel training)"),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes the devices are spread over (default 1)"),
+    tp: Optional[int] = typer.Option(None, "--tp", help="tensor-parallel degree"),
+    pp: Optional[int] = typer.Option(None, "--pp", help="pipeline-parallel degree"),
+    dp: Optional[int] = typer.Option(None, "--dp", help="data-parallel degree (default: gpus / (tp·pp))"),
+    ep: Optional[int] = typer.Option(None, "--ep", help="expert-parallel degree (divides dp)"),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", help="sequences per optimizer step"),
+    micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="sequences per micro-batch (sets --batch)"),
+    interleave: Optional[int] = typer.Option(None, "--interleave", help="virtual pipeline stages per device"),
+    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="split norms/residuals over TP too"),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
+    zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
-    est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+    opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep, global_batch=global_batch,
+                                  micro_batch=micro_batch, interleave=interleave, recompute=recompute, zero=zero,
+                                  sequence_parallel=sequence_parallel or None).items() if v is not None}
+    if opts and phase == "train":
+        from ._parallel import analyze_train_step
+        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts)
+    est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, **opts)
     if fmt == "json":
         emit_json(est.to_dict())
     elif fmt == "md":

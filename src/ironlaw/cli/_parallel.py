@@ -1,0 +1,62 @@
+"""`ironlaw analyze SPEC --phase train --gpus N --tp … --pp … --dp …`: one training step on many devices."""
+from __future__ import annotations
+
+
+def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
+    from .. import hardware, parallel, workloads
+    from ..units import fmt as f, fmt_time
+    from . import console, emit_json
+
+    hw = hardware.get(on)
+    mb = opts.get("micro_batch", 1)
+    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=mb, seq=seq, dtype=dtype,
+                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
+    plan = parallel.make_plan(opts, graph)
+    step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
+    if fmt == "json":
+        emit_json(step.to_dict())
+        return
+    b, p = step.breakdown, plan
+    lines = [f"{graph.name} · train · {graph.dtype} · {step.topology}",
+             f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''} × dp {p.dp}"
+             f"{f' (ep {p.ep})' if p.ep > 1 else ''}; global batch {p.global_batch} = {b['microbatches']} micro-batches "
+             f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}"
+             f"{'; sequence parallel' if p.sequence_parallel else ''}",
+             f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
+             f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
+             f"{f(hw.peak(graph.dtype), 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
+    if fmt == "md":
+        print("\n\n".join(lines))
+    else:
+        c = console()
+        for line in lines:
+            c.print(line)
+    rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
+            ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),
+            ("pipeline send/recv", b["pipeline_p2p_s"]), ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
+            ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
+            ("ZeRO parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
+            ("step", b["step_s"])]
+    mem = step.memory
+    mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]
+    if fmt == "md":
+        print("\n| part | time |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_time(v)} |" for k, v in rows))
+        print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {f(v, 'B')} |" for k, v in mrows))
+    else:
+        from rich.table import Table
+        t = Table(title="one training step")
+        t.add_column("part")
+        t.add_column("time", justify="right")
+        for k, v in rows:
+            t.add_row(k, fmt_time(v))
+        c.print(t)
+        t = Table(title=f"memory per device (of {f(hw.memory[hw.device_tier].capacity_bytes, 'B')})")
+        t.add_column("class")
+        t.add_column("bytes", justify="right")
+        for k, v in mrows:
+            t.add_row(k, f(v, "B"))
+        c.print(t)
+        for n in step.notes:
+            c.print(f"note: {n}")
+        from ..report.text import render
+        render(step.per_microbatch, top=top, console=c)
