@@ -5,7 +5,6 @@ The CLI prints ``IronlawError`` as a single line on stderr and exits 2; anything
 """
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 
@@ -15,6 +14,8 @@ class IronlawError(Exception):
 
 def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
     """' (did you mean: a, b?)' for the nearest names, or '' when nothing is close."""
+    import difflib
+
     choices = list(choices)
     close = difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.5)
     if not close:
