@@ -283,6 +283,9 @@ def test_hf_bad_fields(tmp_path, mutate, needle):
     with pytest.raises(IronlawError, match=needle) as e:
         build(f"hf:{p}")
     assert str(p) in str(e.value)
+    with pytest.raises(IronlawError, match=needle) as e:
+        build(f"hf:{tmp_path}")                                          # the model directory: name its file
+    assert str(p) in str(e.value)
 
 
 def test_hf_bad_files(tmp_path):

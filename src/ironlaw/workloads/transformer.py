@@ -291,8 +291,10 @@ def hf(arg: str, req: Request) -> Graph:
     if req.options.get("capture"):
         return _capture(path, req, "capture requested")
     cfg = hfconfig.load_json(path)
+    file = Path(path).expanduser()
+    file = file / "config.json" if file.is_dir() else file
     try:
-        arch = hfconfig.parse(cfg, path, Path(path).stem if Path(path).stem != "config" else None)
+        arch = hfconfig.parse(cfg, str(file), file.stem if file.stem != "config" else None)
     except hfconfig.Unsupported as e:
         return _capture(path, req, f"architecture '{e}' has no analytic builder")
     return build(arch, req, f"hf:{path}")
