@@ -6,9 +6,10 @@ convolution, CUDA attention …) reuse torch's own ``flop_registry`` so their FL
 ``FlopCounterMode`` exactly; everything else is counted here.
 
 Conventions
-- FLOPs are floating-point operations (a multiply-accumulate is 2), as in torch's registry. Like
-  torch, attention counts the full score matrix (causal masking is not subtracted) and ``addmm``
-  does not count the bias add.
+- FLOPs are floating-point operations (a multiply-accumulate is 2), as in torch's registry; like
+  torch, ``addmm`` does not count the bias add. Attention counts QKᵀ and PV over the query-key
+  pairs the kernel computes: all of them (= torch's count), or the lower triangle when the call
+  says ``is_causal`` (flash kernels skip the masked blocks; torch's count ignores this).
 - Elementwise ops count the arithmetic steps of their textbook definition per output element, an
   elementary function (exp, log, tanh, erf, sqrt, sin …) counting as one step: ``sigmoid`` =
   1/(1+exp(-x)) = 4, ``silu`` = 5, ``gelu`` = 5 (erf form) or 9 (tanh form). Norms count 8 per
@@ -121,8 +122,47 @@ for _p in TORCH_FLOPS:
     KIND[_p] = ("conv" if "conv" in _name else "attention" if "attention" in _name else "matmul")
 
 
-@formula(*_packets("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_attention_math_for_mps"),
-         kind="attention")
+# Attention kernels: torch's count (QKᵀ and PV over every query-key pair) times the fraction of
+# pairs a causal kernel computes. Flash kernels skip the blocks above the diagonal, so with
+# ``is_causal`` a query i sees keys 0..i (upper-left alignment): Σ min(i+1, s_k) pairs. Without
+# ``is_causal`` this equals torch's FlopCounterMode exactly.
+ATTENTION_KERNELS = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                     "_scaled_dot_product_flash_attention_for_cpu_backward",
+                     "_scaled_dot_product_flash_attention_backward",
+                     "_scaled_dot_product_efficient_attention_backward",
+                     "_scaled_dot_product_cudnn_attention_backward")
+# op packet name -> position of ``is_causal`` among the positional arguments (from the schema)
+IS_CAUSAL_AT = {n: [a.name for a in getattr(aten, n).default._schema.arguments].index("is_causal")
+                for n in ATTENTION_KERNELS if hasattr(aten, n)}
+
+
+def causal_fraction(s_q: int, s_k: int) -> float:
+    if s_q <= 0 or s_k <= 0:
+        return 1.0
+    m = min(s_q, s_k)
+    pairs = m * (m + 1) / 2 + (s_q - m) * s_k
+    return pairs / (s_q * s_k)
+
+
+def is_causal(packet_name: str, args, kwargs) -> bool:
+    if "is_causal" in kwargs:
+        return bool(kwargs["is_causal"])
+    pos = IS_CAUSAL_AT.get(packet_name)
+    return pos is not None and len(args) > pos and args[pos] is True
+
+
+def _attention_formula(packet_name: str, full: Callable, q_at: int):
+    def f(args, kwargs, out):
+        flops = full(args, kwargs, out)
+        if is_causal(packet_name, args, kwargs):
+            q, k = args[q_at], args[q_at + 1]
+            flops *= causal_fraction(q.shape[-2], k.shape[-2])
+        return flops
+    return f
+
+
+@formula(*_packets("_scaled_dot_product_flash_attention_for_cpu"), kind="attention")
 def cpu_attention(args, kwargs, out):
     q, k, v = args[:3]
     return float(sdpa_flop_count(q.shape, k.shape, v.shape))
@@ -132,6 +172,12 @@ def cpu_attention(args, kwargs, out):
 def cpu_attention_backward(args, kwargs, out):
     grad_out, q, k, v = args[:4]
     return float(sdpa_backward_flop_count(grad_out.shape, q.shape, k.shape, v.shape))
+
+
+for _name, _pos in IS_CAUSAL_AT.items():
+    if hasattr(aten, _name) and getattr(aten, _name) in FLOPS:
+        FLOPS[getattr(aten, _name)] = _attention_formula(_name, FLOPS[getattr(aten, _name)],
+                                                         1 if _name.endswith("backward") else 0)
 
 
 # ---------------------------------------------------------------- elementwise

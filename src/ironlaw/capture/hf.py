@@ -3,7 +3,8 @@
 ``build('path/config.json', req)`` reads the config, builds the model with ``from_config`` on
 ``meta`` (nothing allocated, no download: ``HF_HUB_OFFLINE=1``), and records one step on fake
 tensors of the target device:
-    prefill / infer   input_ids [batch, seq], no cache
+    prefill           input_ids [batch, seq]; K,V kept in the cache; logits of the last token only
+    infer             input_ids [batch, seq], no cache, logits of every token
     decode            one new token per sequence against a static KV cache holding ``seq`` tokens
     train             forward with labels (the model's own loss), backward and one AdamW step
 """
@@ -122,10 +123,18 @@ def build(path: str, req):
                    "past_key_values": cache, "use_cache": True}
         kwargs = {"input_ids": torch.zeros(batch, 1, dtype=torch.long, device="meta"),
                   "past_key_values": cache, "use_cache": True}
+        if _accepts(model, "logits_to_keep"):
+            prefill["logits_to_keep"] = kwargs["logits_to_keep"] = 1
         meta["tokens"] = batch
     else:
         ids = torch.zeros(batch, seq, dtype=torch.long, device="meta")
-        kwargs = {"input_ids": ids, "use_cache": False} if causal else {"input_ids": ids}
+        kwargs = {"input_ids": ids}
+        if causal:
+            # prefill keeps K,V in a cache and computes logits for the last token only (as generate()
+            # does); infer and train score every token without a cache
+            kwargs["use_cache"] = phase == "prefill"
+            if phase == "prefill" and _accepts(model, "logits_to_keep"):
+                kwargs["logits_to_keep"] = 1
         if phase == "train":
             kwargs["labels"] = ids
         meta["tokens"] = batch * seq
@@ -133,6 +142,14 @@ def build(path: str, req):
                            device=device, prefill_kwargs=prefill, fake_mode=fake_mode)
     name = f"hf:{Path(path).parent.name if Path(path).name == 'config.json' else Path(path).stem}"
     return to_graph(cap, name, phase, dtype, meta)
+
+
+def _accepts(model, name: str) -> bool:
+    import inspect
+    try:
+        return name in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _image_size(cfg) -> int:

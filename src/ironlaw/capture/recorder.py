@@ -89,6 +89,7 @@ class Recorder(TorchDispatchMode):
         self.phase = "forward"
         self.keep: list = []          # storages held so that their keys are never reused (fake only)
         self.live_bytes = 0.0
+        self.tracked: dict[int, float] = {}    # storage key -> bytes counted as live activations
         self.peak_live_bytes = 0.0
 
     def module_path(self) -> str:
@@ -155,6 +156,7 @@ class Recorder(TorchDispatchMode):
                 self.kv_keys.add(k)
             else:
                 self._track_live(t)
+                self.tracked[k] = self.tracked.get(k, 0.0) + float(t.numel() * t.element_size())
 
     def _track_live(self, t: torch.Tensor) -> None:
         nbytes = float(t.numel() * t.element_size())
@@ -261,6 +263,7 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     try:
         with outer, grad_ctx, tracker, unpacked_sequences(), rec:
             out = torch.func.functional_call(module, state, tuple(args), kwargs)
+            produced_kv = _cache_tensors({"past_key_values": getattr(out, "past_key_values", None)})
             if train:
                 value = (loss or _default_loss)(out)
                 value.backward()
@@ -281,10 +284,16 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
 
     classes = {k: "weights" for k in rec.weight_keys}
     classes.update({k: "kv_cache" for k in rec.kv_keys})
+    # a cache the step returns (prefill): the ops that wrote its tensors wrote the KV cache
+    cache_tensors = _cache_tensors(kwargs) + formulas.tensors(kv_cache) + produced_kv
+    cache_unique = {storage_key(t): t for t in cache_tensors}
+    classes.update({k: "kv_cache" for k in cache_unique})
     footprint = {"weights": float(weight_bytes), "activations": rec.peak_live_bytes}
-    if kv_keys:
-        footprint["kv_cache"] = float(sum(t.numel() * t.element_size()
-                                          for t in formulas.tensors(kv_cache) + _cache_tensors(kwargs)))
+    if cache_unique:
+        kv_bytes = float(sum(t.untyped_storage().nbytes() for t in cache_unique.values()))
+        footprint["kv_cache"] = kv_bytes
+        counted = sum(rec.tracked.get(k, 0.0) for k in cache_unique)   # cache written during the step
+        footprint["activations"] = max(0.0, rec.peak_live_bytes - counted)
     if train:
         for g in grads:
             classes[storage_key(g)] = "gradients"

@@ -53,16 +53,26 @@ def analyze(
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="split norms/residuals over TP too"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
     opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep, global_batch=global_batch,
                                   micro_batch=micro_batch, interleave=interleave, recompute=recompute, zero=zero,
                                   sequence_parallel=sequence_parallel or None).items() if v is not None}
+    if plot:
+        from ..plot import check_path
+        check_path(plot)                     # fail before the analysis, not after it
     if opts and phase == "train":
+        if plot:
+            from ..errors import IronlawError
+            raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         from ._parallel import analyze_train_step
         return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts)
     est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, **opts)
+    if plot:
+        from ..plot import save
+        save(est, plot)
     if fmt == "json":
         emit_json(est.to_dict())
     elif fmt == "md":
