@@ -30,6 +30,26 @@ def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], ph
     return est
 
 
+def parse_opts(items: list[str]) -> dict:
+    """--opt KEY=VALUE pairs; values that read as numbers become numbers."""
+    from ..errors import IronlawError
+
+    out: dict = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise IronlawError(f"--opt expects KEY=VALUE, got '{item}'")
+        v: object = value.strip()
+        for conv in (int, float):
+            try:
+                v = conv(value)
+                break
+            except ValueError:
+                pass
+        out[key.strip()] = v
+    return out
+
+
 @app.command()
 def analyze(
     spec: str = typer.Argument(..., help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, gemm:M,N,K …"),
@@ -54,12 +74,17 @@ def analyze(
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
+    capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
+    opt: list[str] = typer.Option([], "--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288, table_optimizer=sgd"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
     opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep, global_batch=global_batch,
                                   micro_batch=micro_batch, interleave=interleave, recompute=recompute, zero=zero,
                                   sequence_parallel=sequence_parallel or None).items() if v is not None}
+    opts.update(parse_opts(opt))
+    if capture:
+        opts["capture"] = True
     if plot:
         from ..plot import check_path
         check_path(plot)                     # fail before the analysis, not after it

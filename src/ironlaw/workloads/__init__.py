@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import IronlawError, unknown
+from ..errors import IronlawError, suggest, unknown
 from ..graph import PHASES, Graph, Num
 
 MAX_BATCH = 1 << 24
@@ -38,24 +38,41 @@ class Builtin:
     build: Callable[[Request], Graph]
     phases: tuple[str, ...]
     family: str
+    options: tuple[str, ...] = ()
+
+
+# options read by the run around the builder (parallelism, capture), valid for every spec
+RUN_OPTIONS = ("capture", "gpus", "nodes", "tp", "pp", "dp", "ep", "global_batch", "micro_batch", "interleave",
+               "recompute", "zero", "sequence_parallel")
 
 
 BUILTINS: dict[str, Builtin] = {}
 PREFIXES: dict[str, tuple[str, Callable[[str, Request], Graph]]] = {}
+PREFIX_OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
-def builtin(name: str, description: str, phases: tuple[str, ...], family: str):
+def builtin(name: str, description: str, phases: tuple[str, ...], family: str, options: tuple[str, ...] = ()):
+    """File a built-in workload; ``options`` are the builder options (``--opt KEY=VALUE``) it reads."""
     def deco(fn):
-        BUILTINS[name] = Builtin(name, description, fn, phases, family)
+        BUILTINS[name] = Builtin(name, description, fn, phases, family, tuple(options))
         return fn
     return deco
 
 
-def prefix(name: str, usage: str):
+def prefix(name: str, usage: str, options: tuple[str, ...] = ()):
+    """File a spec prefix (``name:argument``); ``options`` as for :func:`builtin`."""
     def deco(fn):
         PREFIXES[name] = (usage, fn)
+        PREFIX_OPTIONS[name] = tuple(options)
         return fn
     return deco
+
+
+def _check_options(req: Request, what: str, accepted: tuple[str, ...]) -> None:
+    extra = sorted(set(req.options) - set(RUN_OPTIONS) - set(accepted))
+    if extra:
+        takes = f"it takes: {', '.join(accepted)}" if accepted else "it takes no builder options"
+        raise IronlawError(f"{what}: unknown option '{extra[0]}'{suggest(extra[0], accepted)}; {takes}")
 
 
 # prefixes whose builders import torch: their module is imported only when such a spec is asked for,
@@ -116,6 +133,7 @@ def resolve(req: Request) -> Graph:
             raise unknown("dtype", req.dtype, DTYPE_BYTES)
     key = spec.lower()
     if key in BUILTINS:
+        _check_options(req, key, BUILTINS[key].options)
         g = BUILTINS[key].build(req)
     elif ":" in spec:
         head, arg = spec.split(":", 1)
@@ -125,6 +143,7 @@ def resolve(req: Request) -> Graph:
                 raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
         if head.lower() not in PREFIXES:
             raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
+        _check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
     else:
         raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])

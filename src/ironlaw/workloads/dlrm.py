@@ -189,9 +189,6 @@ def build(cfg: DLRMConfig, req: Request) -> Graph:
     if req.seq is not None:
         raise IronlawError(f"{name}: --seq does not apply to DLRM (a sample is one row of 13 dense and "
                            f"{cfg.features} sparse features); drop it")
-    extra = sorted(set(req.options) - {"table_dtype", "table_optimizer"})
-    if extra:
-        raise unknown(f"option of {name}", extra[0], ["table_dtype", "table_optimizer"])
     phase = check_phase(req, PHASES, "infer", name)
     dtype = req.dtype or cfg.dtype
     table_dtype = req.options.get("table_dtype", "fp32")
@@ -249,7 +246,8 @@ def _s(x: Num) -> str:
 
 
 def _register(cfg: DLRMConfig) -> None:
-    @builtin(cfg.name, cfg.description + " (options: table_dtype, table_optimizer)", PHASES, "recsys")
+    @builtin(cfg.name, cfg.description + " (options: table_dtype, table_optimizer)", PHASES, "recsys",
+             options=("table_dtype", "table_optimizer"))
     def _build(req: Request, cfg=cfg) -> Graph:
         return build(cfg, req)
 

@@ -165,7 +165,7 @@ def _image_input(req: Request, size: int):
     return torch.randn(int(req.batch), 3, size, size)
 
 
-@prefix("torchvision", "torchvision:NAME — a torchvision model (when torchvision imports), no weights")
+@prefix("torchvision", "torchvision:NAME — a torchvision model (when torchvision imports), no weights", options=("image_size",))
 def torchvision_spec(arg: str, req: Request) -> Graph:
     what = f"torchvision:{arg}"
     tv = _import_optional("torchvision", what)
@@ -180,7 +180,7 @@ def torchvision_spec(arg: str, req: Request) -> Graph:
     return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
 
 
-@prefix("timm", "timm:NAME — a timm model (when timm imports), no weights")
+@prefix("timm", "timm:NAME — a timm model (when timm imports), no weights", options=("image_size",))
 def timm_spec(arg: str, req: Request) -> Graph:
     what = f"timm:{arg}"
     timm = _import_optional("timm", what)

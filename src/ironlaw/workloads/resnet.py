@@ -194,9 +194,6 @@ def build(arch: str, req: Request) -> Graph:
     if req.seq is not None:
         raise IronlawError(f"{arch}: --seq does not apply to a CNN; drop it (the input size is the option "
                            f"image={DEFAULT_IMAGE}, e.g. ironlaw.analyze('{arch}', image=288))")
-    unknown_opts = sorted(set(req.options) - {"image"})
-    if unknown_opts:
-        raise IronlawError(f"{arch}: unknown option '{unknown_opts[0]}'; the only option is image (pixels)")
     phase = check_phase(req, PHASES, "infer", arch)
     image = _image(req, arch)
     dtype = req.dtype or "bf16"
@@ -238,7 +235,7 @@ def _register(arch: str) -> None:
     depth = arch[len("resnet"):]
 
     @builtin(arch, f"ResNet-{depth} (torchvision v1.5, {kind} blocks {'-'.join(map(str, blocks))}), "
-                   f"image {DEFAULT_IMAGE} (option image=N)", PHASES, "cnn")
+                   f"image {DEFAULT_IMAGE} (option image=N)", PHASES, "cnn", options=("image",))
     def _build(req: Request, arch=arch) -> Graph:
         return build(arch, req)
 
