@@ -1,1 +1,111 @@
-"""`ironlaw sweep SPEC --on HW1,HW2 --batch 1,2,4,…,1024`: placeholder while sweep is written."""
+"""`ironlaw sweep SPEC --on HW1,HW2 --batch 1,2,4,...,1024 [--seq …]`: time, throughput, bottleneck, ridge."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from . import app, check_format, console, emit_json
+
+
+@app.command()
+def sweep(
+    spec: str = typer.Argument(..., help="workload: a built-in name, hf:config.json, gemm:M,N,K …"),
+    on: str = typer.Option("h100", "--on", help="hardware, comma-separated: h100,b200"),
+    batch: str = typer.Option("1,2,4,...,1024", "--batch", help="batch sizes: 1,2,4,...,1024 or 8,16,24,...,128 or 1,8,64"),
+    seq: Optional[str] = typer.Option(None, "--seq", help="sequence / context lengths, same syntax"),
+    phase: Optional[str] = typer.Option(None, "--phase"),
+    dtype: Optional[str] = typer.Option(None, "--dtype"),
+    what_if: List[str] = typer.Option([], "--what-if", "-w", help="apply transforms to every point"),
+    serial: bool = typer.Option(False, "--serial/--overlap"),
+    fmt: str = typer.Option("text", "--format", help="text | json | csv"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
+):
+    """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
+    from .. import sweep as sw
+    from ..errors import IronlawError
+
+    check_format(fmt, ("text", "json", "csv"))
+    hws = [h.strip() for h in on.split(",")]
+    if not all(hws):
+        raise IronlawError(f"--on '{on}': empty hardware name in the list")
+    if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
+        raise IronlawError(f"--plot {plot}: give a file ending in .png, .svg or .pdf")
+    res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap")
+    if plot:
+        write_plot(res, plot)
+    if fmt == "json":
+        emit_json(res.to_dict())
+    elif fmt == "csv":
+        import csv
+        import sys
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["hardware", "batch", "seq", "time_s", "throughput", "throughput_unit", "bottleneck"])
+        for r in res.rows():
+            w.writerow([r["hardware"], r["batch"], "" if r["seq"] is None else r["seq"],
+                        "" if r["time_s"] is None else f"{r['time_s']:.6g}", f"{r['throughput']:.6g}",
+                        res.throughput_unit, r["bottleneck"]])
+    else:
+        text(res)
+
+
+def text(res) -> None:
+    from rich.table import Table
+    from ..units import fmt as f, fmt_time
+    con = console()
+    con.print(f"[bold]{res.spec} · {res.phase} · {res.dtype}: {res.points} points[/bold]")
+    t = Table()
+    cols = ["hardware", "batch"] + (["seq"] if res.seq is not None else []) + ["time", res.throughput_unit, "bottleneck"]
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("hardware", "bottleneck") else "right")
+    for r in res.rows():
+        row = [r["hardware"], str(r["batch"])] + ([str(r["seq"])] if res.seq is not None else [])
+        row += [fmt_time(r["time_s"]) if r["time_s"] is not None else "does not fit",
+                f(r["throughput"], "").strip(), r["bottleneck"]]
+        t.add_row(*row)
+    con.print(t)
+    if not res.ridges:
+        con.print("ridge point: the bound does not flip in this range")
+    for rp in res.ridges:
+        s = f" at seq {rp['seq']}" if rp["seq"] is not None else ""
+        con.print(f"ridge point on {rp['hardware']}{s}: {rp['from']} → {rp['to']} at batch {rp['batch']} "
+                  f"(between {rp['batch_before']} and {rp['batch_after']} on the grid)")
+
+
+def write_plot(res, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    seqs = [None] if res.seq is None else list(res.seq)
+    markers = {}
+    for h, hw in enumerate(res.hardware):
+        for j, s in enumerate(seqs):
+            y = res.throughput[h, :, j]
+            lab = hw + ("" if s is None else f", seq {int(s)}")
+            line, = ax.plot(res.batch, y, label=lab)
+            for k, b in enumerate(np.unique(res.bottleneck[h, :, j])):
+                sel = res.bottleneck[h, :, j] == b
+                m = markers.setdefault(b, "osD^vx*+"[len(markers) % 8])
+                ax.scatter(res.batch[sel], y[sel], marker=m, color=line.get_color(), s=18)
+    for rp in res.ridges:
+        ax.axvline(rp["batch"], ls=":", lw=1, color="gray")
+        ax.annotate(f"{rp['to']}", (rp["batch"], ax.get_ylim()[1]), fontsize=7, rotation=90, va="top")
+    for b, m in markers.items():
+        ax.scatter([], [], marker=m, color="black", label=b, s=18)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch")
+    ax.set_ylabel(res.throughput_unit)
+    ax.set_title(f"{res.spec} · {res.phase} · {res.dtype}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        from ..errors import IronlawError
+        raise IronlawError(f"--plot {path}: cannot write: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)

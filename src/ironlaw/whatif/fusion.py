@@ -15,7 +15,8 @@ transform changes nothing and says so in ``meta['notes']``.
 
 eager-attention: the opposite, for forward attention ops of the analytic builders: QKᵀ writes
 the scores, softmax reads and writes them, ·V reads them (4 score-matrix passes, three kernels).
-Score elements = FLOPs / (4·head_dim + SOFTMAX_FLOPS), from the builder's FLOP convention.
+Score elements = matrix FLOPs / (4·head_dim), from the builder's FLOP convention (QKᵀ and ·V on the
+matrix unit, the fused softmax as ``vector_flops``).
 """
 from __future__ import annotations
 
@@ -143,14 +144,16 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
             out.append(op)
             continue
         b = dtype_bytes(op.dtype)
-        scores = op.flops / (4.0 * hd + SOFTMAX_FLOPS)         # (query, key) pairs × heads
+        fused_softmax = has(op.vector_flops)                  # the builder files softmax as vector FLOPs
+        scores = op.flops / (4.0 * hd + (0.0 if fused_softmax else SOFTMAX_FLOPS))   # (query, key) pairs × heads
+        sm_flops = op.vector_flops if fused_softmax else scores * SOFTMAX_FLOPS
         s_b = scores * b
         act = op.bytes.get("activations", 0.0)
         o_b = op.bytes_written
-        qk = copy_op(op, name=op.name + ".qk", kind="matmul", flops=scores * 2.0 * hd,
+        qk = copy_op(op, name=op.name + ".qk", kind="matmul", flops=scores * 2.0 * hd, vector_flops=0.0,
                      bytes_written=s_b)
         qk.bytes["activations"] = act - o_b + s_b
-        sm = Op(op.name + ".softmax", "softmax", flops=scores * SOFTMAX_FLOPS, bytes={"activations": 2.0 * s_b},
+        sm = Op(op.name + ".softmax", "softmax", flops=sm_flops, bytes={"activations": 2.0 * s_b},
                 dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b)
         av = Op(op.name + ".av", "matmul", flops=scores * 2.0 * hd, bytes={"activations": s_b + o_b},
                 dtype=op.dtype, count=op.count, module=op.module, bytes_written=o_b)
