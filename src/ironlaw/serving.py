@@ -14,6 +14,10 @@ context averages ``prompt + output/2``. Two ways to admit the next request's pro
     tokens/s = concurrency · output / cycle;  ITL = cycle / steps.
 Mixture-of-experts decode reads the experts the batch touches (the transformer builder counts them).
 
+Launch cost: serving engines replay each step as one captured graph (CUDA graphs in vLLM, TensorRT-LLM
+and llama.cpp; one Metal command buffer per step in llama.cpp), so a step pays the device's fixed per-op
+latency once, not once per op as eager PyTorch does (``captured=False`` restores the per-op charge).
+
 Capacity: device memory − weights − runtime reserve (``RESERVE_FRACTION`` of memory, as vLLM's default
 ``gpu_memory_utilization = 0.9`` leaves, plus the prefill working set) is the KV budget. With paging each
 sequence holds ⌈(prompt + output)/page⌉ pages of ``page_tokens``; without it, a contiguous slot of
@@ -111,6 +115,15 @@ def _mixed(decode: Graph, chunk: Graph) -> Graph:
 
 
 # ---------------------------------------------------------------------- the estimate
+def _predict(g: Graph, hw, composition: str, captured: bool):
+    """law.predict of one engine step; with ``captured`` the per-op latency is paid once per step."""
+    from dataclasses import replace
+    from . import law
+    if not captured:
+        return law.predict(g, hw, composition), 0.0
+    return law.predict(g, replace(hw, op_latency_s=0.0), composition), hw.op_latency_s
+
+
 def _check_tokens(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 or x > MAX_TOKENS:
         raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
@@ -121,8 +134,8 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
              dtype: str | None = None, kv_dtype: str | None = None, page_tokens: int = PAGE_TOKENS,
              max_seq: int | None = None, chunk: int | None = None, tp: int = 1,
              weight_bytes: float | None = None, reserve_fraction: float = RESERVE_FRACTION,
-             composition: str = "overlap") -> ServeEstimate:
-    from . import hardware, law, parallel, workloads
+             composition: str = "overlap", captured: bool = True) -> ServeEstimate:
+    from . import hardware, parallel, workloads
     from .units import fmt
 
     hw = hardware.get(hw) if isinstance(hw, str) else hw
@@ -181,15 +194,16 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                            f"({fmt(kv_tok, 'B')}/token in {kv_dt}); lower --concurrency, use --kv-dtype fp8, or --tp")
 
     # ---- time
-    e_pre, e_dec = law.predict(pre, hw, composition), law.predict(dec, hw, composition)
-    t_pre, t_dec = float(e_pre.time_s), float(e_dec.time_s)
+    (e_pre, l_pre), (e_dec, l_dec) = _predict(pre, hw, composition, captured), _predict(dec, hw, composition, captured)
+    t_pre, t_dec = float(e_pre.time_s) + l_pre, float(e_dec.time_s) + l_dec
     if chunk is None:
         steps = output
         cycle = output * t_dec + concurrency * t_pre
         ttft = t_pre + t_dec
     else:
         ch = graph("prefill", 1, min(chunk, prompt))
-        t_mix = float(law.predict(_mixed(dec, ch), hw, composition).time_s)
+        e_mix, l_mix = _predict(_mixed(dec, ch), hw, composition, captured)
+        t_mix = float(e_mix.time_s) + l_mix
         n_mixed = math.ceil(concurrency * prompt / chunk)
         steps = max(output, n_mixed)
         cycle = n_mixed * t_mix + (steps - n_mixed) * t_dec
@@ -200,7 +214,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
 
 def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -> tuple[float, object]:
     """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg)."""
-    from . import hardware, law, workloads
+    from . import hardware, workloads
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     g = workloads.resolve(workloads.Request(spec, phase="decode", batch=batch, seq=max(context, 1),
                                             dtype=kw.get("dtype")))
@@ -208,5 +222,5 @@ def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -
         g = with_kv_dtype(g, kw["kv_dtype"])
     if kw.get("weight_bytes") is not None:
         g = with_weight_bytes(g, kw["weight_bytes"])
-    est = law.predict(g, hw, kw.get("composition", "overlap"))
-    return batch / float(est.time_s), est
+    est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))
+    return batch / (float(est.time_s) + launch), est

@@ -1,0 +1,98 @@
+"""Serving estimates against llama.cpp's published benches (GB10, M2 Ultra) and capacity invariants.
+
+Reference: ../shared/reference/llm_decode/ (ggml-org/llama.cpp benches, MIT). Qwen2.5-Coder-7B Q8_0
+(7.54 GiB file, block scales included) is built from tests/data/qwen2.5-7b-config.json; the file size is
+the weight bytes (Q8_0 = 8.5 bits per weight), the KV cache is fp16 (llama.cpp's default).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ironlaw import serving
+from ironlaw.errors import IronlawError
+
+QWEN = "hf:" + str(Path(__file__).parent / "data" / "qwen2.5-7b-config.json")
+GIB = 2.0**30
+SIZE = 7.54 * GIB
+# llamacpp_official_benches.csv: (hardware, context already cached, measured tg tokens/s, compute dtype)
+DECODE = [("gb10", 0, 29.30, "int8"), ("gb10", 4096, 28.27, "int8"), ("gb10", 8192, 27.42, "int8"),
+          ("gb10", 16384, 25.93, "int8"), ("gb10", 32768, 22.70, "int8"),
+          ("apple-m2-ultra", 0, 79.68, "fp16"), ("apple-m2-ultra", 4096, 74.70, "fp16")]
+# llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv: PP 512, TG 32, B -> S_TG tokens/s
+BATCHED = [(1, 29.24), (2, 54.46), (4, 104.33), (8, 195.67), (16, 335.01), (32, 593.27)]
+
+
+@pytest.mark.parametrize("hw,ctx,measured,dt", DECODE)
+def test_llamacpp_decode_tokens_per_s(hw, ctx, measured, dt):
+    # tg32 generates 32 tokens after ctx cached ones: the mean context is ctx + 16
+    rate, est = serving.decode_tokens_per_s(QWEN, hw, 1, ctx + 16, dtype=dt, kv_dtype="fp16", weight_bytes=SIZE)
+    assert est.bottleneck()["resource"] == "bandwidth"
+    assert rate == pytest.approx(measured, rel=0.15)
+
+
+def test_gb10_batched_decode_shape():
+    """Throughput rises with the batch (weights read once per step), per-sequence rate falls, compute binds later."""
+    pred = [serving.decode_tokens_per_s(QWEN, "gb10", b, 512 + 16, dtype="int8", kv_dtype="fp16",
+                                        weight_bytes=SIZE)[0] for b, _ in BATCHED]
+    meas = [m for _, m in BATCHED]
+    assert all(y > x for x, y in zip(pred, pred[1:])) and all(y > x for x, y in zip(meas, meas[1:]))
+    assert all(p2 / b2 <= p1 / b1 + 1e-9 for (b1, _), (b2, _), p1, p2 in zip(BATCHED, BATCHED[1:], pred, pred[1:]))
+    assert pred[0] == pytest.approx(meas[0], rel=0.15)
+    assert pred[3] == pytest.approx(meas[3], rel=0.25)          # B = 8
+    # with a short context (little KV to read per sequence) the batch amortises weights until compute binds
+    big = [serving.decode_tokens_per_s(QWEN, "gb10", b, 16, dtype="int8", kv_dtype="fp16",
+                                       weight_bytes=SIZE) for b in (1024, 2048)]
+    assert big[1][1].bottleneck()["resource"] == "compute"
+    assert big[1][0] / big[0][0] < 1.2                           # throughput flattens once compute binds
+
+
+def test_serve_numbers_and_kv_dtype():
+    e = serving.estimate("llama3-8b", "h100", 1024, 256, 32)
+    assert e.tokens_per_s == pytest.approx(32 * 256 / (256 * e.itl_s), rel=1e-9)
+    assert e.ttft_s > e.prefill_s > 0
+    # decode at batch 32 is bandwidth-bound: weights (16 GB) + KV (32 × 1152 tokens × 128 KiB) per step
+    step_bytes = 16.06e9 + 32 * 1152 * 131072
+    assert e.decode_step_s == pytest.approx(step_bytes / (3.35e12 * 0.8), rel=0.2)
+    fp8 = serving.estimate("llama3-8b", "h100", 1024, 256, 32, kv_dtype="fp8")
+    assert fp8.capacity["kv_bytes_per_token"] == pytest.approx(e.capacity["kv_bytes_per_token"] / 2)
+    assert fp8.capacity["max_concurrency"] >= 2 * e.capacity["max_concurrency"] - 1
+    assert fp8.decode_step_s < e.decode_step_s
+
+
+def test_capacity_paging_and_errors():
+    e = serving.estimate("llama3-8b", "h100", 1000, 30, 1, page_tokens=16)
+    assert e.capacity["tokens_reserved_per_sequence"] == 1040            # ⌈1030 / 16⌉ · 16
+    with pytest.raises(IronlawError, match="exceeds the KV-cache capacity"):
+        serving.estimate("llama3-8b", "h100", 1024, 256, 100000)
+    with pytest.raises(IronlawError, match="does not fit"):
+        serving.estimate("llama3-70b", "h100", 1024, 256, 1)
+    ok = serving.estimate("llama3-70b", "h100", 1024, 256, 1, tp=4)        # sharded, it fits
+    assert ok.capacity["weights_bytes"] == pytest.approx(70.55e9 * 2 / 4, rel=0.01)
+    with pytest.raises(IronlawError, match="--tp 3 does not divide"):
+        serving.estimate("llama3-70b", "h100", 1024, 256, 1, tp=3)
+
+
+def test_chunked_prefill_and_moe():
+    plain = serving.estimate("llama3-8b", "h100", 4096, 256, 16)
+    chunked = serving.estimate("llama3-8b", "h100", 4096, 256, 16, chunk=512)
+    assert chunked.chunk == 512 and chunked.tokens_per_s > 0
+    # no long stalls: chunked ITL is one mixed step, below the unchunked stall of a whole prefill
+    assert chunked.itl_s < plain.decode_step_s + plain.prefill_s
+    moe = serving.estimate("mixtral-8x7b", "h100", 512, 128, 1, tp=2)
+    dense_bytes = moe.capacity["weights_bytes"]
+    # batch 1 decode reads 2 of 8 experts: far less than all weights per step
+    assert moe.decode_step_s < dense_bytes / (3.35e12 * 0.8)
+
+
+def test_cli_serve(cli):
+    r = cli("serve", "llama3-8b", "--on", "h100", "--prompt", "1024", "--output", "256", "--concurrency", "32",
+            "--format", "json")
+    assert r.rc == 0, r.err
+    d = r.json()
+    assert d["schema"] == "ironlaw.serve/1" and d["tokens_per_s"] > 0 and d["ttft_s"] > 0
+    r = cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "100000")
+    assert r.rc == 2 and "KV-cache capacity" in r.err and r.err.count("\n") == 1
+    r = cli("serve", "resnet50", "--on", "h100")
+    assert r.rc == 2
