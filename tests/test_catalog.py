@@ -1,8 +1,12 @@
 """The hardware catalog checked against outside numbers and physical invariants, and through the CLI.
 
-Oracle: tests/data/datasheet_specs.csv, a verbatim copy of ../shared/reference/hardware/datasheet_specs.csv
-(vendor datasheets; its header lines carry the sources). Every value the csv gives must agree with the
-catalog within 2 %, except the deliberate disagreements listed in DISAGREE with their reasons.
+Oracles: tests/data/datasheet_specs.csv, a verbatim copy of ../shared/reference/hardware/datasheet_specs.csv
+(vendor datasheets; its header lines carry the sources): every value it gives must agree with the catalog
+within 2 %, except the deliberate disagreements listed in DISAGREE with their reasons. And
+tests/data/gpu_memory_reported.csv: device memory as drivers report it on real parts.
+
+Units: a vendor "GB" of DRAM or HBM is binary (80 GB of HBM = 5 stacks x 16 GiB; nvidia-smi shows 81,559 MiB
+on an H100 80 GB, more than 80e9 bytes), so memory capacities are compared in GiB; storage stays decimal.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from ironlaw import hardware
 from ironlaw.errors import IronlawError
 
 CSV = Path(__file__).parent / "data" / "datasheet_specs.csv"
+REPORTED = Path(__file__).parent / "data" / "gpu_memory_reported.csv"
 TOL = 0.02
 
 REQUIRED = ("a100", "a100-40gb", "h100", "h100-pcie", "h200", "b200", "mi300x", "mi250x", "tpu-v4", "tpu-v5e",
@@ -46,7 +51,6 @@ SKIPPED_ROWS = {
     "Apple M3 (10-core GPU)": "the catalog carries the M3 Max (40-core GPU, 400 GB/s), not the base M3",
 }
 
-GIB_IN_GB = 2**30 / 1e9
 # (csv row, column) -> (the value the catalog holds, in the csv's unit; None = deliberately absent, reason)
 DISAGREE = {
     ("NVIDIA B200 (HGX 1000 W)", "fp32_vector_TFLOPS"):
@@ -54,11 +58,6 @@ DISAGREE = {
                "technical brief via a secondary page"),
     ("Google TPU v4", "TDP_W"):
         (192.0, "the csv cell is Google's measured min/mean/max 90/170/192 W; the catalog keeps the maximum"),
-    ("Google TPU v5e", "mem_GB"):
-        (16 * GIB_IN_GB, "Google's v5e spec table gives HBM capacity 16 GiB per chip; the csv's '16' is the short "
-                         "table's rounding"),
-    ("Google TPU v5p", "mem_GB"):
-        (95 * GIB_IN_GB, "Google's v5p spec table gives HBM capacity 95 GiB per chip"),
     ("NVIDIA Jetson AGX Orin 64GB", "int8_TOPS"):
         (85.0, "the csv's 275 is the sparse total of GPU (170) and two DLAs (105); the catalog keeps the GPU's "
                "dense rate, 170 / 2, because PyTorch runs on the GPU only"),
@@ -90,7 +89,7 @@ def _rows() -> list[dict]:
 
 def cell(text: str) -> float | None:
     """The number a csv cell states, in the column's unit: '-' -> None; '~42.5 …' -> 42.5; 'a-b' -> b (the top
-    of a range); 'up to 4 TB' -> 4000 (GB); '32 GiB' -> 34.36 (GB); text without a leading number -> None."""
+    of a range); 'up to 4 TB' -> 4096 (memory GB are GiB); text without a leading number -> None."""
     t = text.strip()
     if t in ("", "-"):
         return None
@@ -102,11 +101,11 @@ def cell(text: str) -> float | None:
     if not m:
         return None
     x = float(m.group(2) or m.group(1))
-    return x * {"TB": 1000.0, "GiB": GIB_IN_GB}.get(m.group(3), 1.0)
+    return x * (1024.0 if m.group(3) == "TB" else 1.0)
 
 
 def _catalog_value(hw: hardware.Hardware, column: str) -> float | None:
-    """The catalog's number for a csv column, in the csv's unit (TFLOPS, TOPS, GB, GB/s, W)."""
+    """The catalog's number for a csv column, in the csv's unit (TFLOPS, TOPS, GiB, GB/s, W)."""
     dev = hw.memory[hw.device_tier]
     if column == "fp32_vector_TFLOPS":
         return hw.vector_flops / 1e12
@@ -114,7 +113,7 @@ def _catalog_value(hw: hardware.Hardware, column: str) -> float | None:
         d = COMPUTE_COLUMNS[column]
         return hw.peak_flops[d] / 1e12 if d in hw.peak_flops else None
     if column == "mem_GB":
-        return dev.capacity_bytes / 1e9
+        return dev.capacity_bytes / 2**30
     if column == "mem_BW_GBps":
         return dev.bw_Bps / 1e9
     if column == "TDP_W":
@@ -161,9 +160,9 @@ def test_aliases_do_not_collide_and_resolve():
 
 
 @pytest.mark.parametrize("name,title_words,capacity_bytes,bw_Bps", [
-    ("h100", ("H100", "SXM"), 80e9, 3.35e12),
-    ("a100", ("A100", "SXM"), 80e9, 2.039e12),
-    ("h200", ("H200", "SXM"), 141e9, 4.8e12),
+    ("h100", ("H100", "SXM"), 80 * 2**30, 3.35e12),
+    ("a100", ("A100", "SXM"), 80 * 2**30, 2.039e12),
+    ("h200", ("H200", "SXM"), 141 * 2**30, 4.8e12),
 ])
 def test_headline_names_are_the_sxm_parts(name, title_words, capacity_bytes, bw_Bps):
     hw = hardware.get(name)
@@ -329,14 +328,25 @@ def test_machine_balance_tiers_latency_power_are_physical():
 
 
 def test_device_tier_is_the_datasheet_memory():
-    # the three headline parts against the vendor numbers, independent of the csv copy
-    expect = {"a100": 80e9, "a100-40gb": 40e9, "a100-pcie": 80e9, "h100": 80e9, "h100-pcie": 80e9, "h200": 141e9,
-              "b200": 180e9, "mi300x": 192e9, "mi250x": 128e9, "l4": 24e9, "t4": 16e9, "rtx-4090": 24e9,
-              "tpu-v4": 32 * 2**30, "jetson-agx-orin": 64e9, "apple-m2-ultra": 192e9, "apple-m3-max": 128e9,
-              "gb10": 128e9}
-    for name, cap in expect.items():
+    # vendor memory sizes (GB read as GiB), independent of the csv copy
+    gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 80, "h100-pcie": 80, "h200": 141, "b200": 180,
+           "mi300x": 192, "mi250x": 128, "l4": 24, "t4": 16, "rtx-4090": 24, "tpu-v4": 32, "tpu-v5e": 16,
+           "tpu-v5p": 95, "jetson-agx-orin": 64, "apple-m2": 24, "apple-m2-ultra": 192, "apple-m3-max": 128,
+           "gb10": 128}
+    for name, g in gib.items():
         hw = hardware.get(name)
-        assert hw.memory[hw.device_tier].capacity_bytes == pytest.approx(cap, rel=1e-9), name
+        assert hw.memory[hw.device_tier].capacity_bytes == g * 2**30, name
+
+
+def test_device_memory_is_at_least_what_drivers_report():
+    lines = [ln for ln in REPORTED.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    assert len(rows) >= 4
+    for r in rows:
+        hw = hardware.get(r["catalog_name"])
+        cap, seen = hw.memory[hw.device_tier].capacity_bytes, float(r["reported_bytes"])
+        # the driver hands out a little less than the physical memory, never more
+        assert seen <= cap <= seen * 1.05, f"{hw.name}: catalog {cap:.4g} B, driver reports {seen:.4g} B"
 
 
 def test_structured_sparsity_flag_follows_the_architecture():
@@ -390,7 +400,7 @@ def test_cli_hardware_show_a100_json(cli):
         assert {"name", "capacity_bytes", "bw_Bps", "latency_s"} <= set(m)
         assert all(isinstance(m[k], float) and math.isfinite(m[k]) and m[k] > 0
                    for k in ("capacity_bytes", "bw_Bps", "latency_s"))
-    assert mem[1]["capacity_bytes"] == pytest.approx(80e9) and mem[1]["bw_Bps"] == pytest.approx(2.039e12)
+    assert mem[1]["capacity_bytes"] == 80 * 2**30 and mem[1]["bw_Bps"] == pytest.approx(2.039e12)
 
 
 def test_cli_hardware_show_text_and_unknown_name(cli):
