@@ -8,7 +8,8 @@
                 2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism)
     train_step  the step on the slowest pipeline stage: m micro-batches of forward+backward, the pipeline
                 bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv, the
-                data-parallel gradient reduction (overlapped with the backward), the optimizer step;
+                data-parallel gradient reduction (overlapped with the backward of the last micro-batch on
+                ``ironlaw.critical_path``'s network stream), the optimizer step;
                 memory per device; model FLOPs, hardware FLOPs, MFU = model FLOPs / (step time × peak × gpus)
 
 Ranks are laid out as Megatron does: TP fastest, then DP, then PP; a group of ranks spaced ``stride``
@@ -228,21 +229,43 @@ def shard_inference(g: Graph, hw, options: dict) -> Graph:
     return tp_shard(g, plan.tp, plan.sequence_parallel, group(1, plan.tp, topo.gpus_per_node))
 
 
-# ---------------------------------------------------------------------- placeholders for the critical path
+# ---------------------------------------------------------------------- gradient sync on the critical path
 def exposed_after_overlap(comm_s: float, window_s: float, last_bucket_s: float) -> float:
-    """Gradient communication left on the critical path when it overlaps a backward of ``window_s``.
-
-    Uses ``ironlaw.critical_path`` when it provides ``exposed_comm``; otherwise this placeholder: the
-    reduction of every bucket but the last hides under the backward, the last bucket never does.
-    """
-    try:
-        from . import critical_path
-        fn = getattr(critical_path, "exposed_comm", None)
-    except ImportError:
-        fn = None
-    if fn is not None:
-        return float(fn(comm_s, window_s, last_bucket_s))
+    """Placeholder overlap (used for ZeRO-3 parameter gathers, and for graphs ``critical_path`` cannot
+    schedule): every bucket but the last hides under ``window_s`` of compute, the last never does."""
     return max(comm_s - window_s, min(last_bucket_s, comm_s))
+
+
+def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple[int, int], composition: str) -> tuple[float, float]:
+    """(total, exposed) seconds of the data-parallel gradient reduction of the last micro-batch.
+
+    Scheduled by ``ironlaw.critical_path``: one collective per layer is issued on the network stream as soon
+    as that layer's backward finishes (DDP/Megatron gradient buckets) and overlaps the backward of the layers
+    below; the gradients outside the layers (embeddings, head) follow the last backward op; the optimizer and
+    the end of the step wait for all of them. TP collectives stay blocking (they are not marked grad_sync).
+    """
+    from . import critical_path, law
+    L = max(op.count for op in sg.ops)
+    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and op.count == L]
+    if not layer_bwd:
+        return 0.0, 0.0
+    layer_grads = sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) for i in layer_bwd)
+    other = sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
+                if op.name.endswith(".backward") and i not in layer_bwd)
+    ops = list(sg.ops)
+    sync = [Op(f"dp.grad.{kind}.layer", "collective", network_bytes=layer_grads, dtype=sg.dtype, count=L,
+               module="dp", collective=kind, group=grp, attrs={"grad_sync": True})]
+    ops.insert(max(layer_bwd) + 1, sync[0])
+    if other > 0:
+        ops.append(Op(f"dp.grad.{kind}.rest", "collective", network_bytes=other, dtype=sg.dtype, module="dp",
+                      collective=kind, group=grp, attrs={"grad_sync": True}))
+    # phase "infer": only the ops marked grad_sync may overlap; TP collectives in the backward stay blocking
+    g = Graph(sg.name, "infer", sg.dtype, ops, footprint=dict(sg.footprint), meta=dict(sg.meta))
+    est = law.predict(g, hw, composition)
+    comm = sum(r["time_s"] for r in est.rows() if r["name"].startswith("dp.grad."))
+    blocking = critical_path.from_estimate(est, overlap_comm=False).time_s
+    overlapped = critical_path.from_estimate(est, overlap_comm=True).time_s
+    return comm, max(overlapped - (blocking - comm), 0.0)
 
 
 # ---------------------------------------------------------------------- the training step
@@ -401,16 +424,18 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     if plan.dp > 1:
         grad_bytes = p_dev * by
         kind = "allreduce" if plan.zero < 2 else "reducescatter"
-        a, b = collective_time(kind, grad_bytes, build_topology(hw, *dp_grp))
-        dp_s = float(a + b)
+        slow = stages[[float(e.time_s) for e in ests].index(t_mb)] if len(stages) > 1 else stages[0]
+        sg = tp_shard(Graph(g.name, "train", g.dtype, slow, footprint=est.graph.footprint, meta=dict(g.meta)),
+                      plan.tp, plan.sequence_parallel, tp_grp, plan.ep, ep_grp)
+        dp_s, exposed = grad_sync_exposed(sg, hw, kind, dp_grp, composition)
         a1, b1 = collective_time(kind, min(GRAD_BUCKET_BYTES, grad_bytes), build_topology(hw, *dp_grp))
-        exposed = exposed_after_overlap(dp_s, t_mb * 2.0 / 3.0, float(a1 + b1))
         if plan.zero >= 2:                 # updated parameter shards gathered back after the step
             a, b = collective_time("allgather", grad_bytes, build_topology(hw, *dp_grp))
             zero3_s += float(a + b) if plan.zero == 2 else 0.0
         if plan.zero == 3:                 # parameters gathered before forward and backward, prefetched
             a, b = collective_time("allgather", grad_bytes, build_topology(hw, *dp_grp))
             zero3_s += 2.0 * m * exposed_after_overlap(float(a + b), t_mb, float(a1 + b1))
+            notes.append("ZeRO-3 parameter gathers: placeholder overlap (all but the last bucket hidden)")
     opt_params = p_dev / (plan.dp if plan.zero >= 1 else 1)
     og = Graph("optimizer", "train", g.dtype, [optimizer_step(opt_params, g.dtype)],
                footprint={"optimizer": 12.0 * opt_params})
