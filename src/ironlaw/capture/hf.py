@@ -119,10 +119,11 @@ def build(path: str, req):
         fake_mode = recorder.make_fake_mode()
         with fake_mode:
             cache = StaticCache(config=cfg, max_cache_len=seq + 1)
-        prefill = {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"),
-                   "past_key_values": cache, "use_cache": True}
-        kwargs = {"input_ids": torch.zeros(batch, 1, dtype=torch.long, device="meta"),
-                  "past_key_values": cache, "use_cache": True}
+        key = "cache" if _accepts(model, "cache") else "past_key_values"      # renamed in transformers 5.x
+        prefill = {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"), key: cache,
+                   "use_cache": True}
+        kwargs = {"input_ids": torch.zeros(batch, 1, dtype=torch.long, device="meta"), key: cache,
+                  "use_cache": True}
         if _accepts(model, "logits_to_keep"):
             prefill["logits_to_keep"] = kwargs["logits_to_keep"] = 1
         meta["tokens"] = batch

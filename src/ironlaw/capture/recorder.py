@@ -263,7 +263,8 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     try:
         with outer, grad_ctx, tracker, unpacked_sequences(), rec:
             out = torch.func.functional_call(module, state, tuple(args), kwargs)
-            produced_kv = _cache_tensors({"past_key_values": getattr(out, "past_key_values", None)})
+            produced_kv = _cache_tensors({"cache": getattr(out, "cache", None)
+                                          or getattr(out, "past_key_values", None)})
             if train:
                 value = (loss or _default_loss)(out)
                 value.backward()
@@ -363,7 +364,7 @@ def _unique(d: dict) -> dict:
 
 
 def _cache_tensors(kwargs) -> list:
-    cache = kwargs.get("past_key_values")
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))
     if cache is None:
         return []
     found = []

@@ -146,6 +146,8 @@ def _check_return(out, what: str):
               "(module, args, kwargs); captured op by op on fake tensors (takes batch=, seq= if it wants them)")
 def py_spec(arg: str, req: Request) -> Graph:
     what = f"py:{arg}"
+    _one_config(req)
+    _phase(req, what)
     fn = load_factory(arg)
     (module, args, kwargs), kw, notes = call_factory(fn, req, what)
     return capture_graph(what, module, args, kwargs, req, {**kw, "factory": arg}, notes)
@@ -168,6 +170,8 @@ def _image_input(req: Request, size: int):
 @prefix("torchvision", "torchvision:NAME — a torchvision model (when torchvision imports), no weights", options=("image_size",))
 def torchvision_spec(arg: str, req: Request) -> Graph:
     what = f"torchvision:{arg}"
+    _one_config(req)
+    _phase(req, what)
     tv = _import_optional("torchvision", what)
     names = tv.models.list_models()
     if arg not in names:
@@ -183,6 +187,8 @@ def torchvision_spec(arg: str, req: Request) -> Graph:
 @prefix("timm", "timm:NAME — a timm model (when timm imports), no weights", options=("image_size",))
 def timm_spec(arg: str, req: Request) -> Graph:
     what = f"timm:{arg}"
+    _one_config(req)
+    _phase(req, what)
     timm = _import_optional("timm", what)
     if arg not in timm.list_models():
         from ..errors import unknown

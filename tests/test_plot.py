@@ -1,0 +1,71 @@
+"""The roofline plot: files by suffix, written atomically, bad paths refused before any work."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import ironlaw  # noqa: E402
+from ironlaw import IronlawError, plot  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def est():
+    return ironlaw.analyze("gpt2", on="h100", seq=128)
+
+
+def test_svg_and_png_by_suffix(est, tmp_path):
+    svg, png = tmp_path / "r.svg", tmp_path / "r.png"
+    plot.save(est, svg)
+    plot.save(est, png)
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()[:2000]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []     # no temp file left
+
+
+def test_roofline_draws_roofs_ops_and_the_workload(est):
+    fig = plot.roofline(est)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("hbm3" in s for s in labels) and any("bf16" in s for s in labels) and "workload" in labels
+    # each memory tier is a roof: y = bandwidth × intensity below the compute roof
+    hbm = [line for line in ax.get_lines() if line.get_label().startswith("hbm3")][0]
+    x, y = hbm.get_data()
+    assert y[0] == pytest.approx(3.35e12 * x[0])
+    assert fig.axes[0].get_xscale() == "log"
+    bars = plot.terms_by_kind(est)
+    assert bars.axes[0].get_legend() is not None
+
+
+def test_bad_paths(est, tmp_path):
+    with pytest.raises(IronlawError, match=r"\.svg or \.png"):
+        plot.save(est, tmp_path / "r.pdf")
+    with pytest.raises(IronlawError, match="does not exist"):
+        plot.save(est, tmp_path / "missing" / "r.svg")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user that can write anywhere")
+        with pytest.raises(IronlawError, match="not writable"):
+            plot.save(est, ro / "r.svg")
+    finally:
+        os.chmod(ro, 0o700)
+
+
+def test_a_sweep_is_refused():
+    import numpy as np
+    est = ironlaw.analyze("gpt2", on="h100", seq=np.array([128, 256]))
+    with pytest.raises(IronlawError, match="one configuration"):
+        plot.figure(est)
+
+
+def test_cli_plot(cli, tmp_path):
+    out = tmp_path / "gemm.svg"
+    r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(out))
+    assert r.rc == 0 and out.stat().st_size > 1000
+    r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(tmp_path / "nope" / "x.png"))
+    assert r.rc == 2 and r.err.count("\n") == 1 and "--plot" in r.err
