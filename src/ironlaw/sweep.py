@@ -7,7 +7,7 @@ the batch at which Llama-3-8B decode on an H100 turns compute-bound); it is refi
 whole batch by evaluating the integers between the two grid points that straddle the flip.
 
 Times are the law's op-by-op composition (``Estimate.total_s``); a configuration that does not
-fit anywhere has time inf, throughput 0 and label 'capacity:nowhere'.
+fit anywhere has time inf (None in rows), throughput 0 and a 'capacity:…' label.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def parse_list(text: str, what: str, upper: int = 1 << 24) -> np.ndarray:
                 raise IronlawError(f"--{what} '{text}': '...' needs two values before it and one after "
                                    f"(e.g. 1,2,4,...,1024 or 128,256,...,2048)")
             last = _int(parts[i + 1], text, what)
-            vals += _extend(vals[-2], vals[-1], last, text, what)
+            vals += _extend(vals[-3:], last, text, what)
             i += 2
             continue
         vals.append(_int(p, text, what))
@@ -56,10 +56,16 @@ def _int(p: str, text: str, what: str) -> int:
     return int(p)
 
 
-def _extend(a: int, b: int, last: int, text: str, what: str) -> list[int]:
+def _extend(head: list[int], last: int, text: str, what: str) -> list[int]:
+    """Continue ``head`` up to ``last``: geometric when three values share a ratio (1,2,4,…),
+    else arithmetic from the last two (8,16,…)."""
+    a, b = head[-2], head[-1]
     if last < b or b <= a:
         raise IronlawError(f"--{what} '{text}': '...' needs increasing values ({a}, {b}, … {last})")
-    if a > 0 and b % a == 0 and b // a > 1:                       # geometric: 1,2,4,… or 1,10,100,…
+    geometric = len(head) == 3 and head[0] > 0 and a % head[0] == 0 and b % a == 0 and a // head[0] == b // a > 1
+    if len(head) == 3 and not geometric and a - head[0] != b - a:
+        raise IronlawError(f"--{what} '{text}': {head[0]}, {a}, {b} is neither arithmetic nor geometric")
+    if geometric:                                                 # 1,2,4,… or 1,10,100,…
         r, out, x = b // a, [], b * (b // a)
         while x <= last:
             out.append(x)
