@@ -106,6 +106,7 @@ class Columns:
     cfg_shape: tuple
     vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
+    names: list[str] | None = None           # op names (calibration may refine an op class by name)
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -133,4 +134,5 @@ class Columns:
                        vector_flops=stack(lambda op: op.vector_flops)
                        if any(np.any(np.asarray(op.vector_flops) != 0) for op in g.ops) else None,
                        eta_scale=stack(lambda op: op.eta_scale)
-                       if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None)
+                       if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None,
+                       names=[op.name for op in g.ops])
