@@ -112,7 +112,10 @@ def test_repr_html_is_a_self_contained_fragment(resnet):
     import re
     ids1 = set(re.findall(r'id="([^"]+)"', h))
     ids2 = set(re.findall(r'id="([^"]+)"', h2))
-    assert not {i for i in ids1 & ids2 if i.startswith(("roof", "roofline"))}
+    assert ids1 and not ids1 & ids2
+    assert h.count('class="op"') == len([r for r in resnet.rows() if r["flops"] > 0 and r["bytes"] > 0])
+    for ref in re.findall(r'(?:url\(#|href="#)([^)"]+)', h):       # every internal reference resolves
+        assert ref in ids1, ref
 
 
 def test_core_import_does_not_pull_pandas_or_matplotlib():

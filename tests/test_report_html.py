@@ -40,6 +40,12 @@ def resnet():
     return _est()
 
 
+@pytest.fixture
+def fast(monkeypatch):
+    """Draw the roofline with svg.roofline (milliseconds) where a test looks at other sections."""
+    monkeypatch.setattr(page, "MPL_MAX_OPS", 0)
+
+
 def _compare_doc(est_before, est_after, **override):
     before, after = est_before, est_after
     b, a = before.to_dict(), after.to_dict()
@@ -76,7 +82,8 @@ def test_self_contained_and_small_for_resnet50(tmp_path):
         low = text.lower()
         assert "http://" not in low and "https://" not in low and "//cdn" not in low
         assert "@import" not in low
-        assert not re.search(r"\b(src|href)\s*=", low), "no attribute may point at another resource"
+        refs = re.findall(r"\b(?:src|href)\s*=\s*[\"']?([^\"'\s>]*)", low)
+        assert all(u.startswith("#") for u in refs), "no attribute may point outside the page"
         assert all(u.startswith("#") for u in re.findall(r"url\(\s*['\"]?([^)'\"]*)", low))
         for i in SECTION_IDS:
             assert f'id="{i}"' in text, i
@@ -84,7 +91,7 @@ def test_self_contained_and_small_for_resnet50(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name != "r50.html"], "temporary files left behind"
 
 
-def test_summary_states_time_resource_and_why(resnet):
+def test_summary_states_time_resource_and_why(fast, resnet):
     text = page.render(resnet)
     b = resnet.bottleneck()
     summary = text[text.index('id="summary"'):text.index('id="terms"')]
@@ -100,7 +107,8 @@ def test_roofline_has_every_op_and_no_point_above_the_roofs():
     assert len(pts) + len(skipped) == len(est.graph.ops)
     assert [r["name"] for r in skipped] == ["embedding"]            # a gather: bytes but no FLOPs
     text = page.render(est)
-    assert text.count('<circle class="op"') == len(pts)
+    assert text.count('class="op"') == len(pts)
+    assert "drawn by ironlaw.plot (matplotlib)" in text or "matplotlib is not installed" in text
     assert "embedding (no FLOPs)" in text[text.index('id="roofline-skipped"'):]
     hw = est.hw
     top_bw = max(t.bw_Bps for t in hw.memory)
@@ -114,7 +122,26 @@ def test_roofline_has_every_op_and_no_point_above_the_roofs():
     assert 0.5 * gemm["ai"] * hw.tier("hbm3").bw_Bps <= gemm["rate"] <= gemm["ai"] * hw.tier("hbm3").bw_Bps
 
 
-def test_ops_table_is_sorted_by_time_and_limited_by_top(resnet):
+@pytest.mark.parametrize("why", ["many ops", "no labels", "no matplotlib"])
+def test_roofline_without_matplotlib_still_has_every_op(monkeypatch, why):
+    from ironlaw.report import mplsvg
+    if why == "many ops":
+        monkeypatch.setattr(page, "MPL_MAX_OPS", 5)
+    elif why == "no labels":
+        monkeypatch.setattr(mplsvg, "roofline", lambda est, **kw: None)
+    else:
+        def no_mpl(est, **kw):
+            raise ImportError("No module named 'matplotlib'")
+        monkeypatch.setattr(mplsvg, "roofline", no_mpl)
+    est = _est("gpt2", phase="prefill", seq=128)
+    pts, _ = svg.roofline_points(est)
+    text = page.render(est)
+    assert text.count('<circle class="op"') == len(pts) > 5
+    assert "drawn by ironlaw.report.svg (" in text
+    assert "http://" not in text.lower()
+
+
+def test_ops_table_is_sorted_by_time_and_limited_by_top(fast, resnet):
     text = page.render(resnet, top=20)
     table = text[text.index('id="ops-table"'):]
     table = table[:table.index("</table>")]
@@ -125,7 +152,7 @@ def test_ops_table_is_sorted_by_time_and_limited_by_top(resnet):
     assert times[0] == pytest.approx(max(r["time_s"] for r in resnet.rows()), rel=1e-5)
 
 
-def test_validation_section_shows_errors(resnet, tmp_path):
+def test_validation_section_shows_errors(fast, resnet, tmp_path):
     v = inputs.load_validation(_write(tmp_path, "v.json", VALIDATION), resnet)
     text = page.render(resnet, validation_doc=v)
     sec = text[text.index('id="validation"'):text.index('id="sources"')]
@@ -135,7 +162,7 @@ def test_validation_section_shows_errors(resnet, tmp_path):
     assert "Measured on local; the estimate above is for h100" in sec
 
 
-def test_whatif_section_from_a_compare_file(resnet, tmp_path):
+def test_whatif_section_from_a_compare_file(fast, resnet, tmp_path):
     after = _est(hw="h200")
     c = inputs.load_compare(_write(tmp_path, "c.json", _compare_doc(resnet, after)), resnet)
     text = page.render(resnet, compare=c)
@@ -350,7 +377,7 @@ def test_report_opens_in_chromium_without_errors(chromium, tmp_path):
 
 
 @pytest.mark.parametrize("key,order", [("flops", "asc"), ("bytes", "desc"), ("name", "asc")])
-def test_ops_table_sorts_in_the_browser(chromium, tmp_path, key, order):
+def test_ops_table_sorts_in_the_browser(fast, chromium, tmp_path, key, order):
     out = page.write(tmp_path / "r.html", page.render(_est("gpt2", phase="prefill", seq=128)))
     dom, console, _ = _browse(chromium, tmp_path, out.as_uri() + f"#sort={key}:{order}", size=(800, 600))
     assert console == []

@@ -19,6 +19,7 @@ from ..units import fmt, fmt_time
 from . import svg
 from .text import headline
 
+MPL_MAX_OPS = 400          # above this, ironlaw.plot's one-scatter-per-op figure takes > 5 s: draw svg.roofline
 TERMS = (("data_s", "data", "D_vol / BW"), ("compute_s", "compute", "O / (R_peak · η)"),
          ("latency_s", "latency", "L_lat"), ("network_s", "network", "bytes on links / link BW"))
 
@@ -188,7 +189,7 @@ def terms(est) -> str:
             + "</section>")
 
 
-def roofline(est, uid: str = "") -> str:
+def roofline(est) -> str:
     pts, skipped = svg.roofline_points(est)
     note = ""
     if skipped:
@@ -196,11 +197,24 @@ def roofline(est, uid: str = "") -> str:
         more = f" and {len(skipped) - 8} more" if len(skipped) > 8 else ""
         note = (f'<p class="note" id="roofline-skipped">{len(skipped)} op(s) cannot sit on log axes and are not '
                 f'plotted: {_e(names)}{more}; they are in the table below.</p>')
-    return (f'<section id="roofline{uid}"><h2>Roofline: every op</h2>'
-            f'<p class="note">Roofs are the device\'s peaks (η = 1) for the dtypes the ops use; each point is an op '
-            f'at its arithmetic intensity and the FLOP/s it achieves in its predicted time (latency included). '
-            f'Point area ∝ the op\'s share of the time; hover for details. {len(pts)} ops plotted.</p>'
-            + svg.roofline(est, uid=uid) + note + "</section>")
+    picture, drawn = None, "ironlaw.report.svg"
+    if len(pts) > MPL_MAX_OPS:
+        drawn += f" (ironlaw.plot draws one scatter per op: too slow for {len(pts)} ops)"
+    else:
+        try:
+            from . import mplsvg
+            picture, drawn = mplsvg.roofline(est), "ironlaw.plot (matplotlib)"
+            if picture is None:
+                drawn = "ironlaw.report.svg (ironlaw.plot's figure could not be labelled op by op)"
+        except ImportError:
+            drawn += " (matplotlib is not installed)"
+    if picture is None:
+        picture = svg.roofline(est)
+    return (f'<section id="roofline"><h2>Roofline: every op</h2>'
+            f'<p class="note">Roofs are the device\'s peaks (η = 1); each point is an op at its arithmetic '
+            f'intensity and the FLOP/s it achieves in its predicted time (latency included). Point area ∝ the '
+            f'op\'s share of the time; hover a point for details. {len(pts)} ops plotted; drawn by {drawn}.</p>'
+            + picture + note + "</section>")
 
 
 OPS_HEAD = [("name", "op"), ("kind", "kind"), ("count", "×"), ("flops", "FLOPs"), ("bytes", "bytes"),
@@ -380,14 +394,15 @@ _uid = [0]
 
 
 def fragment(est, top: int = 10) -> str:
-    """A compact report for notebooks: summary, terms, roofline, top ops (no script: notebooks may strip it)."""
+    """A compact report for notebooks: summary, terms, roofline, top ops (no script: notebooks may strip it).
+    Element ids get a suffix unique to this display, so several estimates can share one notebook."""
     if est.cols.cfg_shape != ():
         return (f'<div class="ironlaw-report"><p>ironlaw estimate of {_e(est.graph.name)} on {_e(est.hw.name)} over '
                 f'{_e(est.cols.cfg_shape)} configurations; index one configuration to see its report.</p></div>')
     _uid[0] += 1
-    uid = f"-{os.getpid()}-{_uid[0]}"
-    return (f"<style>{CSS}</style><div class=\"ironlaw-report\">" + summary(est) + terms(est) + roofline(est, uid)
-            + '<section><h2>Slowest ops</h2>' + ops_table(est, top, sortable=False, tid="") + "</section></div>")
+    body = (summary(est) + terms(est) + roofline(est) + '<section><h2>Slowest ops</h2>'
+            + ops_table(est, top, sortable=False, tid="") + "</section>")
+    return f"<style>{CSS}</style><div class=\"ironlaw-report\">" + svg.suffix_ids(body, f"-{os.getpid()}-{_uid[0]}") + "</div>"
 
 
 # ---------------------------------------------------------------------------------------- writing

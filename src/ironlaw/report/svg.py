@@ -6,6 +6,7 @@ any kind. Every shape a reader may ask about carries a ``<title>`` (a hover tool
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 
 from ..units import fmt, fmt_time
@@ -53,9 +54,8 @@ def roofs(est) -> tuple[list[tuple[str, float, str]], list[tuple[str, float, str
     return comp, bw
 
 
-def roofline(est, width: int = 860, height: int = 460, uid: str = "") -> str:
-    """The roofline: the device's roofs (η = 1) and every op at (intensity, FLOPs / its predicted time).
-    ``uid`` keeps element ids unique when several pictures share one page (notebooks)."""
+def roofline(est, width: int = 860, height: int = 460) -> str:
+    """The roofline: the device's roofs (η = 1) and every op at (intensity, FLOPs / its predicted time)."""
     pts, _ = roofline_points(est)
     comp, bw = roofs(est)
     top_peak = max(p for _, p, _ in comp)
@@ -72,7 +72,7 @@ def roofline(est, width: int = 860, height: int = 460, uid: str = "") -> str:
     def Y(v: float) -> float:
         return mt + ph * (1 - (math.log10(v) - y0) / (y1 - y0))
 
-    out = [f'<svg id="roofline-svg{uid}" class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+    out = [f'<svg id="roofline-svg" class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
            f'role="img" aria-label="roofline: arithmetic intensity against achieved FLOP/s, one point per op">',
            f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="plot-bg"/>']
     for k in range(x0, x1 + 1):                                   # grid and tick labels
@@ -87,8 +87,8 @@ def roofline(est, width: int = 860, height: int = 460, uid: str = "") -> str:
                f'arithmetic intensity (FLOP per byte moved)</text>')
     out.append(f'<text x="14" y="{mt + ph / 2}" class="axis" text-anchor="middle" '
                f'transform="rotate(-90 14 {mt + ph / 2})">achieved FLOP/s</text>')
-    out.append(f'<clipPath id="roof-clip{uid}"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}"/></clipPath>'
-               f'<g clip-path="url(#roof-clip{uid})">')
+    out.append(f'<clipPath id="roof-clip"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}"/></clipPath>'
+               f'<g clip-path="url(#roof-clip)">')
     xl, xr = 10.0 ** x0, 10.0 ** x1
     for i, (name, b, src) in enumerate(bw):                      # bandwidth roofs: rate = bw · intensity
         ridge = top_peak / b
@@ -131,6 +131,16 @@ def roofline(est, width: int = 860, height: int = 460, uid: str = "") -> str:
                    f'<text x="{lx + 22}" y="{y}" class="tick">{b}-bound</text>')
     out.append('</svg>')
     return "".join(out)
+
+
+def suffix_ids(text: str, uid: str) -> str:
+    """Append ``uid`` to every id in ``text`` and to every reference to one (``url(#…)``, ``href="#…"``),
+    so that several reports can share one page (notebooks) without colliding."""
+    if not uid:
+        return text
+    text = re.sub(r'(?<=\sid=")([^"]+)"', lambda m: f'{m.group(1)}{uid}"', text)
+    text = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{m.group(1)}{uid})", text)
+    return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{m.group(1)}{uid}"', text)
 
 
 def share_bar(parts: list[tuple[str, float, str, str]], width: int = 860, height: int = 26, sid: str = "") -> str:
