@@ -98,15 +98,15 @@ def test_native_int8_compute_needs_the_device_dtype():
 
 
 def test_parallel_degree_is_a_documented_hook():
-    g = gemv()
-    try:
-        import ironlaw.parallel as par
-        has_hook = hasattr(par, "whatif_parallel")
-    except ImportError:
-        has_hook = False
-    if not has_hook:
+    import ironlaw.parallel as par
+    if not hasattr(par, "whatif_parallel"):
         with pytest.raises(IronlawError, match="needs the distributed model"):
-            whatif.apply(g, device(), ["tp=2"])
+            whatif.apply(gemv(), device(), ["dp=2"])
+    # tensor-parallel inference: the per-device graph, with its all-reduces on the network stream
+    c = compare(builtin("llama3-70b", phase="decode", batch=1, seq=1024), ["tp=8"])
+    assert c.shortens_critical_path and c.after.term("network_s") > 0
+    assert "network" in {s.stream for s in c.cp_after.path}
+    assert c.cp_after.time_s == pytest.approx(float(c.after.total_s), rel=1e-9)
 
 
 # ---------------------------------------------------------------- transforms, by hand

@@ -73,7 +73,8 @@ class CriticalPath:
     @property
     def hidden_s(self) -> float:
         """Work the cross-op schedule hides, relative to the law's op-by-op sum."""
-        return self.law_s - self.time_s
+        h = self.law_s - self.time_s
+        return 0.0 if abs(h) <= 1e-9 * max(self.law_s, 1e-300) else h
 
     def on_path_s(self) -> dict[str, float]:
         out = {s: 0.0 for s in STREAMS}
@@ -263,7 +264,8 @@ def _walk(nodes: list[_Node], idx: int | None) -> list[Segment]:
             out.append(Segment(n.task.name, "memory", c_start, c_end, n.task.repeat))
             ref = c_pred
             continue
-        out.append(Segment(n.task.name, n.stream, n.start, n.end, n.task.repeat))
+        start = n.copy[1] if (n.pred == ("copy", i) and n.copy) else n.start   # after the copy it waited on
+        out.append(Segment(n.task.name, n.stream, min(start, n.end), n.end, n.task.repeat))
         ref = n.pred
     out.reverse()
     return out

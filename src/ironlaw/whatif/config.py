@@ -6,10 +6,11 @@ prefetch[=k]    copies of data that lives beyond device memory (spilled weights,
                 k ops ahead on the copy stream (see ironlaw.critical_path); default k = 1
 overlap-comm    gradient collectives run on the network stream, overlapped with the rest of
                 the backward pass; only the optimizer step waits for them (ironlaw.critical_path)
-tp= / dp= / pp= tensor, data, pipeline parallel degree: the distributed model (issue 6) fills this
-                in by defining ``ironlaw.parallel.whatif_parallel(graph, hw, tp=1, dp=1, pp=1)
-                -> Graph``; until it exists these steps raise IronlawError ("needs the distributed
-                model") rather than guess.
+tp= / dp= / pp= tensor, data, pipeline parallel degree. The distributed model (issue 6) fills this
+                in by defining ``ironlaw.parallel.whatif_parallel(graph, hw, **degrees) -> Graph``
+                (degrees: tp, dp, pp). Until it exists, tp=N on an inference graph uses
+                ``parallel.shard_inference`` (the per-device graph with its TP collectives); every
+                other case raises IronlawError ("needs the distributed model") rather than guess.
 """
 from __future__ import annotations
 
@@ -76,13 +77,15 @@ def overlap_comm(g: Graph, hw, on: bool = True) -> Graph:
 
 
 def _parallel(g: Graph, hw, **degrees) -> Graph:
-    try:
-        from ..parallel import whatif_parallel         # provided by the distributed model (issue 6)
-    except ImportError:
-        what = ", ".join(f"{k}={v}" for k, v in degrees.items())
-        raise IronlawError(f"what-if {what} needs the distributed model ({PARALLEL_HOOK}), which is not in "
-                           f"this build; use `ironlaw analyze --gpus` when it lands") from None
-    return whatif_parallel(g, hw, **degrees)
+    from .. import parallel
+    fn = getattr(parallel, "whatif_parallel", None)           # the distributed model's own hook (issue 6)
+    if fn is not None:
+        return fn(g, hw, **degrees)
+    if set(degrees) == {"tp"} and g.phase != "train":         # tensor-parallel inference: its per-device graph
+        return parallel.shard_inference(g, hw, {"tp": degrees["tp"], "gpus": degrees["tp"]})
+    what = ", ".join(f"{k}={v}" for k, v in degrees.items())
+    raise IronlawError(f"what-if {what} needs the distributed model's hook ({PARALLEL_HOOK}), which is not in "
+                       f"this build; for training on many devices use `ironlaw analyze --gpus N --tp/--pp/--dp`")
 
 
 for _name, _what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline")):
