@@ -24,17 +24,18 @@ def compare(
     serial: bool = typer.Option(False, "--serial/--overlap"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(6, "--top", help="ops shown on the critical path (text/md)"),
+    opt: List[str] = typer.Option([], "--opt", help="builder option KEY=VALUE (repeatable), as for `ironlaw analyze`"),
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
     from ..whatif.compare import compare as run
-    from .analyze import estimate_from_options
+    from .analyze import estimate_from_options, parse_opts
 
     check_format(fmt)
     if not what_if and not vs_hardware:
         from ..errors import IronlawError
         from ..whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
-    before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+    before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial, **parse_opts(opt))
     c = run(before, what_if, vs_hardware)
     if fmt == "json":
         emit_json(c.to_dict())

@@ -87,17 +87,18 @@ class Comparison:
         sched = self.cp_after.hidden_s - max(self.cp_before.hidden_s, 0.0)
         if sched > TOL * self.cp_before.time_s:
             parts.append(f"overlap across ops hides {fmt_time(sched)}")
-        elif self.after.graph.meta.get("schedule") and sched <= TOL * self.cp_before.time_s:
-            parts.append("the overlap hides almost nothing: the stream it would hide behind is already busy")
+        notes = list(self.after.graph.meta.get("notes", []))
+        if self.after.graph.meta.get("schedule") and sched <= TOL * self.cp_before.time_s and not notes:
+            parts.append("the overlap hides almost nothing: no other stream has idle time to hide it behind")
         if _sparse_on_vector(self.after):
             parts.append("sparse kernels run on the vector unit, not the tensor cores")
-        for note in self.after.graph.meta.get("notes", []):
-            parts.append(note)
         if not parts:
-            return "the terms barely change"
-        if len(parts) == 2:
-            return " while ".join(parts)
-        return ", ".join(parts)
+            text = "the terms barely change"
+        elif len(parts) == 2:
+            text = " while ".join(parts)
+        else:
+            text = ", ".join(parts)
+        return "; ".join([text] + notes)
 
     def to_dict(self) -> dict:
         bd, ad = self.before.to_dict(), self.after.to_dict()

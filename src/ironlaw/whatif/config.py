@@ -71,8 +71,12 @@ def overlap_comm(g: Graph, hw, on: bool = True) -> Graph:
     if g.phase != "train":
         raise IronlawError(f"overlap-comm overlaps gradient collectives with the backward pass; "
                            f"'{g.name}' is phase '{g.phase}', not train")
-    return Graph(g.name, g.phase, g.dtype, list(g.ops), footprint=dict(g.footprint),
-                 meta=dict(g.meta, schedule={**g.meta.get("schedule", {}), "overlap_comm": True}),
+    meta = dict(g.meta, schedule={**g.meta.get("schedule", {}), "overlap_comm": True})
+    if not any(op.kind == "collective" for op in g.ops):
+        meta["notes"] = list(meta.get("notes", [])) + [
+            "overlap-comm: this single-device graph has no gradient collectives to overlap "
+            "(see `ironlaw analyze --gpus N --dp N`)"]
+    return Graph(g.name, g.phase, g.dtype, list(g.ops), footprint=dict(g.footprint), meta=meta,
                  uncounted_ops=dict(g.uncounted_ops))
 
 
