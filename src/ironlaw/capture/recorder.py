@@ -212,6 +212,17 @@ def to_fake(mode, x, device: torch.device):
     return x
 
 
+def to_meta(x):
+    if isinstance(x, torch.Tensor):
+        m = x.detach().to("meta")
+        return m.requires_grad_(True) if x.requires_grad and x.is_leaf else m
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_meta(y) for y in x)
+    if isinstance(x, dict):
+        return {k: to_meta(v) for k, v in x.items()}
+    return x
+
+
 # ---------------------------------------------------------------- the run
 def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False, phase: str = "infer",
             device: str = "cpu", kv_cache=None, loss=None, prefill_kwargs=None, fake_mode=None) -> Capture:
@@ -232,6 +243,18 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     if real:
         fake_mode = None
         state = {**params, **buffers}
+    elif dev.type == "meta":
+        # structure only, fastest (no FakeTensorMode, no torch._dynamo import); kernels that depend on
+        # the device are not chosen: SDPA runs its math path (the full score matrix)
+        fake_mode = None
+        state = {k: to_meta(v) for k, v in {**params, **buffers}.items()}
+        for k, v in state.items():
+            if k in params:
+                v.requires_grad_(train and params[k].requires_grad)
+        args, kwargs = to_meta(tuple(args)), to_meta(kwargs)
+        kv_cache = to_meta(kv_cache) if kv_cache is not None else None
+        prefill_kwargs = to_meta(prefill_kwargs) if prefill_kwargs is not None else None
+        notes.append("captured on meta: device-specific kernels (fused attention) are not chosen")
     else:
         fake_mode = fake_mode or make_fake_mode()
         state = {k: to_fake(fake_mode, v, dev) for k, v in {**params, **buffers}.items()}
