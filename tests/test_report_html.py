@@ -57,11 +57,16 @@ def _compare_doc(est_before, est_after, **override):
     return doc
 
 
-VALIDATION = {"schema": "ironlaw.validate/1", "workload": "resnet50", "hardware": "local",
-              "total": {"predicted_s": 0.054, "measured_s": 0.060, "spread_s": 0.0012},
-              "by_kind": {"conv": {"predicted_s": 0.036, "measured_s": 0.040, "spread_s": 0.001},
-                          "elementwise": {"predicted_s": 0.009, "measured_s": 0.006},
-                          "norm": {"predicted_s": 0.009, "measured_s": 0.014}}}
+# the shape `ironlaw validate --format json` writes (ironlaw.validate/1; extra fields are ignored by the report)
+VALIDATION = {"schema": "ironlaw.validate/1",
+              "workload": {"name": "resnet50", "spec": "resnet50", "phase": "infer", "batch": 1},
+              "hardware": {"name": "local", "calibrated": True},
+              "total": {"predicted_s": 0.054, "measured_s": 0.060, "spread_s": 0.0012, "error": -0.1},
+              "by_kind": {"conv": {"ops": 53, "predicted_s": 0.036, "measured_s": 0.040, "spread_s": 0.001},
+                          "elementwise": {"ops": 33, "predicted_s": 0.009, "measured_s": 0.006, "spread_s": None},
+                          "norm": {"ops": 53, "predicted_s": 0.009, "measured_s": 0.014},
+                          "framework": {"ops": 0, "predicted_s": 0.0002, "measured_s": 0.0, "error": None}},
+              "ops": [], "score": {"ops_within_25pct_time_share": 0.62, "n_ops": 139}}
 
 
 def _write(tmp_path, name, doc):
@@ -160,6 +165,9 @@ def test_validation_section_shows_errors(fast, resnet, tmp_path):
     assert "+50.0%" in sec          # elementwise: (0.009 - 0.006) / 0.006
     assert "-35.7%" in sec          # norm: (0.009 - 0.014) / 0.014
     assert "Measured on local; the estimate above is for h100" in sec
+    assert "62% of the measured op time" in sec
+    framework = re.search(r"<tr><td class=\"l\">framework</td>(.*?)</tr>", sec).group(1)
+    assert framework.endswith("<td>—</td>")                      # no error % against a zero measurement
 
 
 def test_whatif_section_from_a_compare_file(fast, resnet, tmp_path):
@@ -188,14 +196,18 @@ def _bad(doc_changes=None, drop=None, kind_changes=None):
     (_bad(drop=["by_kind"]), "missing required field 'by_kind'"),
     (_bad({"by_kind": {}}), "by_kind: empty"),
     (_bad({"by_kind": []}), "by_kind: expected an object"),
-    (_bad(kind_changes={"measured_s": 0}), "by_kind.conv.measured_s: must be a finite number > 0"),
+    (_bad({"total": {"predicted_s": 1.0, "measured_s": 0}}), "total.measured_s: must be a finite number > 0"),
+    (_bad(kind_changes={"measured_s": -0.5}), "by_kind.conv.measured_s: must be a finite number ≥ 0"),
+    (_bad({"score": {"ops_within_25pct_time_share": 62}}), "between 0 and 1"),
     (_bad(kind_changes={"predicted_s": -1.0}), "by_kind.conv.predicted_s: must be a finite number ≥ 0"),
     (_bad(kind_changes={"predicted_s": "12 ms"}), "by_kind.conv.predicted_s: expected a number"),
     (_bad(kind_changes={"predicted_s": True}), "by_kind.conv.predicted_s: expected a number"),
-    (_bad(kind_changes={"spread_s": None}), "by_kind.conv.spread_s: expected a number"),
+    (_bad(kind_changes={"spread_s": "1 ms"}), "by_kind.conv.spread_s: expected a number"),
     (_bad({"by_kind": {"conv": 0.1}}), "by_kind.conv: expected an object"),
     (_bad(drop=["total"]), "missing required field 'total'"),
     (_bad({"workload": "gpt2"}), "is about workload 'gpt2'"),
+    (_bad({"workload": {"name": "gpt2", "spec": "gpt2"}}), "is about workload 'gpt2'"),
+    (_bad({"workload": {"spec": "resnet50"}}), "expected a name or an object with a 'name'"),
     ('{"schema": "ironlaw.validate/1", "total": {"predicted_s": NaN}}', "NaN is not a number"),
     ('{"schema": "ironlaw.validate/1", "total": ', "malformed JSON"),
     ("[1, 2]", "expected a JSON object"),

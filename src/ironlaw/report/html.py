@@ -339,12 +339,14 @@ def whatif(cmp: dict) -> str:
 
 def validation(v: dict, est) -> str:
     def row(name, t):
-        err = (t["predicted_s"] - t["measured_s"]) / t["measured_s"]
-        cls = "good" if abs(err) <= 0.25 else "bad"
         spread = "—" if t["spread_s"] is None else fmt_time(t["spread_s"])
+        if t["measured_s"] > 0:
+            err = (t["predicted_s"] - t["measured_s"]) / t["measured_s"]
+            cell = f'<td class="{"good" if abs(err) <= 0.25 else "bad"}" data-v="{err:.6g}">{100 * err:+.1f}%</td>'
+        else:
+            cell = "<td>—</td>"
         return (f'<tr><td class="l">{_e(name)}</td>{_num(t["predicted_s"], fmt_time(t["predicted_s"]))}'
-                f'{_num(t["measured_s"], fmt_time(t["measured_s"]))}<td>{_e(spread)}</td>'
-                f'<td class="{cls}" data-v="{err:.6g}">{100 * err:+.1f}%</td></tr>')
+                f'{_num(t["measured_s"], fmt_time(t["measured_s"]))}<td>{_e(spread)}</td>{cell}</tr>')
     kinds = sorted(v["by_kind"].items(), key=lambda kv: -kv[1]["measured_s"])
     rows = [row(k, t) for k, t in kinds]
     rows.append(row("total", v["total"]).replace('<td class="l">total</td>', '<td class="l"><b>total</b></td>'))
@@ -353,7 +355,10 @@ def validation(v: dict, est) -> str:
             (f" Measured on {hw}." if hw else ""))
     return (f'<section id="validation"><h2>Predicted vs measured</h2>'
             f'<p class="note">From {_e(v["path"])}.{_e(note)} Error = (predicted − measured) / measured; '
-            f'within ±25% in green.</p>' + svg.paired_bars(kinds)
+            f'within ±25% in green.</p>'
+            + (f'<p id="validation-score">{100 * v["score"]:.0f}% of the measured op time is in ops predicted '
+               f'within ±25%.</p>' if v.get("score") is not None else "")
+            + svg.paired_bars(kinds)
             + _table(["op kind", "predicted", "measured", "spread", "error"], rows, tid="validation-table",
                      sortable=False, left=(0,)) + "</section>")
 

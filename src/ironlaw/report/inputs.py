@@ -3,13 +3,14 @@
 ``--validate FILE.json`` — predicted vs measured, as ``ironlaw validate --format json`` writes it::
 
     {"schema": "ironlaw.validate/1",
-     "workload": "resnet50" | {"name": "resnet50", …},      # optional; must match the report's workload
+     "workload": "resnet50" | {"name": "resnet50", "spec": …}, # optional; must match the report's workload
      "hardware": "local"    | {"name": "…", …},             # optional, shown
      "total":   {"predicted_s": 0.0601, "measured_s": 0.0624, "spread_s": 0.0011},
      "by_kind": {"conv": {"predicted_s": …, "measured_s": …, "spread_s": …}, …}}
 
   ``spread_s`` (the measured spread in seconds: IQR or standard deviation, as validate reports it) is
-  optional. Times are finite and ≥ 0; a measured time is > 0. Other fields are ignored.
+  optional (or null). Times are finite and ≥ 0; the total's measured time is > 0. ``score`` (optional):
+  ``{"ops_within_25pct_time_share": 0…1}``. Other fields (``ops``, ``case`` …) are ignored here.
 
 ``--compare FILE.json`` — an ``ironlaw.compare/1`` document (``ironlaw compare --format json``):
   ``before``/``after`` estimate documents, ``speedup`` = before time / after time (``time_before_s`` /
@@ -89,19 +90,21 @@ def _name_of(v, where: str) -> str | None:
     raise IronlawError(f"{where}: expected a name or an object with a 'name'")
 
 
-def _check_workload(doc_name: str | None, est, where: str) -> None:
+def _check_workload(doc_name: str | None, est, where: str, also: str | None = None) -> None:
     if doc_name is not None and est is not None:
         ok = {est.graph.name, str(est.graph.meta.get("spec", est.graph.name))}
-        if doc_name not in ok:
+        if doc_name not in ok and also not in ok:
             raise IronlawError(f"{where}: is about workload '{doc_name}', but the report is about "
                                f"'{est.graph.name}'; give the file for the same workload")
 
 
-def _timing(row, where: str) -> dict:
+def _timing(row, where: str, positive: bool = True) -> dict:
     if not isinstance(row, dict):
         raise IronlawError(f"{where}: expected an object with predicted_s and measured_s")
-    return {"predicted_s": _seconds(row, "predicted_s", where), "measured_s": _seconds(row, "measured_s", where, positive=True),
-            "spread_s": _seconds(row, "spread_s", where, required=False)}
+    spread = row.get("spread_s")
+    return {"predicted_s": _seconds(row, "predicted_s", where),
+            "measured_s": _seconds(row, "measured_s", where, positive=positive),
+            "spread_s": None if spread is None else _seconds(row, "spread_s", where)}
 
 
 def load_validation(path, est=None) -> dict:
@@ -112,7 +115,8 @@ def load_validation(path, est=None) -> dict:
         raise IronlawError(f"{w}: schema must be '{VALIDATE_SCHEMA}' (from `ironlaw validate --format json`), "
                            f"got {doc.get('schema')!r}")
     workload = _name_of(doc.get("workload"), f"{w}.workload")
-    _check_workload(workload, est, w)
+    spec = doc["workload"].get("spec") if isinstance(doc.get("workload"), dict) else None
+    _check_workload(workload, est, w, spec if isinstance(spec, str) else None)
     by = _field(doc, "by_kind", w, dict, "an object of op kind → {predicted_s, measured_s}")
     if not by:
         raise IronlawError(f"{w}.by_kind: empty; expected at least one op kind")
@@ -120,9 +124,17 @@ def load_validation(path, est=None) -> dict:
     for k, row in by.items():
         if not k.strip():
             raise IronlawError(f"{w}.by_kind: an op kind name is empty")
-        kinds[k] = _timing(row, f"{w}.by_kind.{k}")
+        kinds[k] = _timing(row, f"{w}.by_kind.{k}", positive=False)    # a kind may measure 0 (framework)
+    score = None
+    if "score" in doc:
+        sc = _field(doc, "score", w, dict, "an object")
+        share = _field(sc, "ops_within_25pct_time_share", f"{w}.score", (int, float), "a fraction")
+        if not (math.isfinite(share) and 0.0 <= share <= 1.0):
+            raise IronlawError(f"{w}.score.ops_within_25pct_time_share: must be between 0 and 1, got {share!r}")
+        score = float(share)
     return {"workload": workload, "hardware": _name_of(doc.get("hardware"), f"{w}.hardware"),
-            "total": _timing(_field(doc, "total", w, dict, "an object"), f"{w}.total"), "by_kind": kinds, "path": w}
+            "total": _timing(_field(doc, "total", w, dict, "an object"), f"{w}.total"), "by_kind": kinds,
+            "score": score, "path": w}
 
 
 def _estimate_doc(d, where: str) -> dict:

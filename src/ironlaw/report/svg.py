@@ -185,7 +185,7 @@ def paired_bars(rows: list[tuple[str, dict]], width: int = 860, row_h: int = 30)
     if not rows:
         return ""
     top = max(max(t["predicted_s"], t["measured_s"]) for _, t in rows) or 1.0
-    ml, mr = 110, 90
+    ml, mr = 110, 150
     pw = width - ml - mr
     h = row_h * len(rows) + 24
     out = [f'<svg id="validation-svg" class="chart" viewBox="0 0 {width} {h}" width="{width}" height="{h}" '
