@@ -251,6 +251,15 @@ def test_compare_file_must_match_the_report(resnet, tmp_path):
         inputs.load_compare(_write(tmp_path, "c.json", doc), _est(hw="h200"))
     with pytest.raises(IronlawError, match="is about workload 'resnet50'"):
         inputs.load_compare(_write(tmp_path, "c.json", doc), _est("gemm:64,64,64"))
+    with pytest.raises(IronlawError, match=r"before.workload.batch: is 1, but the report is for batch 8"):
+        inputs.load_compare(_write(tmp_path, "c.json", doc), _est(batch=8))
+    with pytest.raises(IronlawError, match=r"before.workload.phase: is 'infer', but the report is for phase 'train'"):
+        inputs.load_compare(_write(tmp_path, "c.json", doc), _est(phase="train"))
+
+
+def test_validation_file_must_be_the_same_case(tmp_path):
+    with pytest.raises(IronlawError, match=r"workload.batch: is 1, but the report is for batch 4"):
+        inputs.load_validation(_write(tmp_path, "v.json", VALIDATION), _est(batch=4))
 
 
 # ------------------------------------------------------------------------------------ bad output paths
@@ -427,3 +436,10 @@ def test_whatif_in_process(tmp_path):
     assert "quant=int8" in sec and "Computed by ironlaw.whatif in this run" in sec
     r = run_cli("report", "llama3-8b", "--html", str(out), "--what-if", "quant=int8", "--compare", str(out))
     assert r.rc == 2 and "not both" in r.err
+    # a document written by `ironlaw compare --format json` is accepted as it is
+    r = run_cli("compare", "llama3-8b", "--phase", "decode", "--what-if", "quant=int8", "--format", "json")
+    assert r.rc == 0, r.err
+    saved = _write(tmp_path, "c.json", r.out)
+    r = run_cli("report", "llama3-8b", "--phase", "decode", "--html", str(out), "--compare", str(saved))
+    assert r.rc == 0, r.err
+    assert f"From {saved}" in out.read_text()

@@ -98,6 +98,25 @@ def _check_workload(doc_name: str | None, est, where: str, also: str | None = No
                                f"'{est.graph.name}'; give the file for the same workload")
 
 
+def _check_case(w, est, where: str, keys=("phase", "batch", "seq", "dtype")) -> None:
+    """The document's workload must be the report's case: same phase, batch, sequence length (and dtype)."""
+    if est is None or not isinstance(w, dict):
+        return
+    g = est.graph
+    mine = {"phase": g.phase, "dtype": g.dtype, **{k: g.meta[k] for k in ("batch", "seq") if k in g.meta}}
+    for k in keys:
+        if k in w and k in mine and w[k] != _plain(mine[k]):
+            raise IronlawError(f"{where}.workload.{k}: is {w[k]!r}, but the report is for {k} {_plain(mine[k])!r}; "
+                               f"give the report the same --{k} or use the matching file")
+
+
+def _plain(v):
+    try:
+        return v.item()          # numpy scalars
+    except AttributeError:
+        return v
+
+
 def _timing(row, where: str, positive: bool = True) -> dict:
     if not isinstance(row, dict):
         raise IronlawError(f"{where}: expected an object with predicted_s and measured_s")
@@ -117,6 +136,7 @@ def load_validation(path, est=None) -> dict:
     workload = _name_of(doc.get("workload"), f"{w}.workload")
     spec = doc["workload"].get("spec") if isinstance(doc.get("workload"), dict) else None
     _check_workload(workload, est, w, spec if isinstance(spec, str) else None)
+    _check_case(doc.get("workload"), est, w, keys=("phase", "batch", "seq"))    # validate measures fp32
     by = _field(doc, "by_kind", w, dict, "an object of op kind → {predicted_s, measured_s}")
     if not by:
         raise IronlawError(f"{w}.by_kind: empty; expected at least one op kind")
@@ -186,6 +206,7 @@ def check_compare(doc: dict, where: str, est=None) -> dict:
         raise IronlawError(f"{w}.shortens_critical_path: {str(shortens).lower()} contradicts speedup {speedup:g}")
     verdict = _field(doc, "verdict", w, str, "a sentence")
     _check_workload(before["workload"]["name"], est, f"{w}.before")
+    _check_case(before["workload"], est, f"{w}.before")
     if est is not None and before["hardware"]["name"] != est.hw.name:
         raise IronlawError(f"{w}.before: is on hardware '{before['hardware']['name']}', but the report is on "
                            f"'{est.hw.name}'; give --on {before['hardware']['name']} or the matching file")
