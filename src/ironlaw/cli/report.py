@@ -39,19 +39,24 @@ def report(
         raise IronlawError(f"--top must be at least 1, got {top}")
     if compare_file and (what_if or vs_hardware):
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
-    est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
-    cmp_doc = None
-    if compare_file:
-        cmp_doc = inputs.load_compare(compare_file, est)
-    elif what_if or vs_hardware:
-        try:
-            from ..whatif.compare import compare as run
-        except ImportError:
-            raise IronlawError("--what-if is not available in this build (ironlaw.whatif is missing); "
-                               "use --compare FILE.json") from None
-        cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
-    val_doc = inputs.load_validation(validate_file, est) if validate_file else None
-    text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top)
+    from .. import progress
+    with progress.task(f"report of {spec}", total=3) as step:
+        est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+        step(description="what-if and validation")
+        cmp_doc = None
+        if compare_file:
+            cmp_doc = inputs.load_compare(compare_file, est)
+        elif what_if or vs_hardware:
+            try:
+                from ..whatif.compare import compare as run
+            except ImportError:
+                raise IronlawError("--what-if is not available in this build (ironlaw.whatif is missing); "
+                                   "use --compare FILE.json") from None
+            cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
+        val_doc = inputs.load_validation(validate_file, est) if validate_file else None
+        step(description="drawing the report")
+        text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top)
+        step()
     page.write(out, text)
     b = est.bottleneck()
     typer.echo(f"wrote {out} ({fmt(len(text.encode()), 'B')}): {est.graph.name} on {est.hw.name}, "
