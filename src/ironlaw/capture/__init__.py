@@ -5,7 +5,8 @@
     hf.build(path, req) -> Graph                  a transformers config, no weights, no network
 
 Modules: ``recorder`` (the TorchDispatchMode), ``formulas`` (FLOP/byte formulas per aten op),
-``graph`` (records -> ironlaw.graph.Graph), ``hf`` (transformers configs).
+``graph`` (records -> ironlaw.graph.Graph), ``hf`` (transformers configs), ``join`` (records with
+torch.profiler events), ``onnx`` (ONNX files, an optional format without torch kernels).
 """
 from __future__ import annotations
 

@@ -200,6 +200,16 @@ def timm_spec(arg: str, req: Request) -> Graph:
     return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
 
 
+# ---------------------------------------------------------------- onnx
+@prefix("onnx", "onnx:file.onnx — an ONNX model (optional format): one op per node, FLOPs from inferred shapes")
+def onnx_spec(arg: str, req: Request) -> Graph:
+    _one_config(req)
+    if (req.phase or "infer") != "infer":
+        raise IronlawError(f"onnx:{arg}: an ONNX file is an inference graph; it has no phase '{req.phase}'")
+    from ..capture import onnx as onnx_capture
+    return onnx_capture.build(arg, req)
+
+
 def _one_line(e: Exception) -> str:
     s = str(e).strip().splitlines()
     return f"{e.__class__.__name__}: {s[0][:240]}" if s else e.__class__.__name__
