@@ -95,7 +95,23 @@ def test_cli_sweep_csv_json_and_plot(cli, tmp_path):
     (["--on", "h1000"], "did you mean"),
     (["--format", "xml"], "--format must be one of"),
     (["--plot", "out.txt"], ".png, .svg or .pdf"),
+    (["--what-if", "batch=64"], "conflicts with the sweep's own"),
+    (["--what-if", "sparsity=2"], "sparsity must be in [0, 1)"),
 ])
 def test_cli_sweep_bad_input_exit_2(cli, args, needle):
     r = cli("sweep", "llama3-8b", *args)
     assert r.rc == 2 and needle in r.err and r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("steps", [["quant=int8"], ["sparsity=0.9,format=bitmap"], ["fusion=elementwise"],
+                                   ["eager-attention"], ["quant=fp8,target=all"]])
+def test_what_ifs_are_array_math_too(steps):
+    """A transformed sweep equals transforming each point on its own."""
+    from ironlaw import law, whatif, workloads
+    res = sweep.run("llama3-8b", "h100", [1, 64, 512], [128, 4096], phase="decode", whatif=steps)
+    hw = hardware.get("h100")
+    for i, b in enumerate([1, 64, 512]):
+        for j, s in enumerate([128, 4096]):
+            g = workloads.resolve(workloads.Request("llama3-8b", phase="decode", batch=b, seq=s, device="cuda"))
+            g2, hw2 = whatif.apply(g, hw, steps)
+            assert res.time_s[0, i, j] == pytest.approx(float(law.predict(g2, hw2).total_s), rel=1e-12)

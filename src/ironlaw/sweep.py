@@ -132,6 +132,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     n = len(hws) * b.size * (1 if s is None else s.size)
     if n > MAX_POINTS:
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
+    whatif = _check_whatif(whatif)
     times, thr, labs, ridges = [], [], [], []
     unit, g_phase, g_dtype = "samples/s", phase, dtype
     for hw in hws:
@@ -148,6 +149,19 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
                  np.stack(labs), ridges)
+
+
+def _check_whatif(steps) -> list:
+    """Parse once; the sweep owns batch, seq and the device, so those what-ifs are refused."""
+    if not steps:
+        return []
+    from . import whatif as wi
+    parsed = [p for s in steps for p in (wi.parse(s) if isinstance(s, str) else [s])]
+    for p in parsed:
+        if p.transform.stage != "graph":
+            raise IronlawError(f"sweep: what-if '{p.text}' conflicts with the sweep's own --batch/--seq/--on; "
+                               f"put those values in the sweep lists instead")
+    return parsed
 
 
 def _vector(x, what: str) -> np.ndarray:
