@@ -309,6 +309,12 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         sources["features"] = f.source()
 
     extra = {k: data[k] for k in ("probe", "calibration") if k in data}
+    if "probe" in extra:                      # measured profiles: refuse hand-edited nonsense by field
+        from .profile import check_probe
+        check_probe(extra["probe"], f"{where}.probe")
+    if "calibration" in extra:
+        from .calibrate import check
+        check(extra["calibration"], f"{where}.calibration")
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
                     links=tuple(links), tdp_w=tdp, features=feats, aliases=tuple(aliases), path=where, extra=extra)

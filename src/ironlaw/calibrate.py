@@ -1,0 +1,513 @@
+"""Calibration: efficiency per op class and shape, bandwidth per reuse pattern, per-op overhead.
+
+A profile (or catalog file) may carry a ``[calibration]`` table; ``ironlaw.efficiency`` then asks
+the three functions below instead of the flat ``[efficiency]`` defaults::
+
+    [calibration]
+    schema = "ironlaw.calibration/1"
+    source = "measured by probe on … | derived: fitted to …"
+    fitted = ["probe:gemm fp32 (12 shapes)", …]      # what the numbers were fitted on
+    held_out = ["…"]                                  # what was kept aside to report on
+    [calibration.matmul.fp32]    # GEMM η(M,N,K) = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)
+    eta_max = 0.92
+    m_half = 4.0
+    nk_half = 60.0
+    [calibration.compute]        # η of other kinds on their unit (fraction of its peak)
+    elementwise = 0.35
+    [calibration.memory]         # fraction of a tier's bandwidth reached, by reuse pattern
+    streamed = 0.6               # weights, tables, kv_cache, optimizer, gradients (read once per pass)
+    produced = 0.9               # activations (just produced by the op before)
+    [calibration.memory.kind]    # per op kind, replacing the pattern value
+    norm = 0.4
+    [calibration.latency_s]      # fixed seconds per invocation, per op kind; 'default' for the rest
+    default = 2.5e-6
+
+GEMM shapes: M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the
+activation bytes (the model is symmetric in N and K, so their order does not matter). A matmul
+with no weight bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3).
+
+Fitting (``fit``) takes observations — an op and its measured time — from the probe, from
+``ironlaw validate`` or from published measurements, and returns the table. The fitted model is
+the law itself: time = max(data_s / η_mem, compute_s / η) + latency, with data_s and compute_s
+from ``law.predict`` at η = 1, so what is fitted is exactly what later predictions use. Keep fitting
+and reporting apart: ``report`` scores any observations (held out or not) through ``law.predict``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .errors import IronlawError, unknown
+from .graph import CLASSES, DTYPE_BYTES, KINDS, MATRIX_KINDS, Columns, Graph, Op
+
+SCHEMA = "ironlaw.calibration/1"
+STREAMED = tuple(c for c in CLASSES if c != "activations")
+MAX_MEMORY_ETA = 1.5      # >1 allowed: data that stays in a cache level the tiers do not list
+MAX_LATENCY_S = 1.0
+# fitting bounds: a parameter that runs to the edge says the data cannot pin it, not that it is 0 or ∞
+ETA_MIN = 1e-4
+LAT_BOUNDS = (1e-8, MAX_LATENCY_S)
+HALF_BOUNDS = (1e-2, 1e6)
+MIN_ROWS_FOR_LATENCY = 3        # fewer observations of a kind: keep the device's per-op latency
+
+
+# ---------------------------------------------------------------- the model (used by efficiency.py)
+
+def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc)."""
+    b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
+    f = cols.flops
+    w = cols.bytes.get("weights", np.zeros_like(f)) / b
+    a = cols.bytes.get("activations", np.zeros_like(f)) / b
+    cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(w > 0, f / (2.0 * w), cube)
+        s = np.where(m > 0, a / m, 0.0)                       # K + N
+        disc = s * s - 4.0 * w
+        root = np.sqrt(np.maximum(disc, 0.0))
+        k = np.where(disc > 0, (s + root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+        n = np.where(disc > 0, (s - root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+    k = np.where(w > 0, k, cube)
+    n = np.where(w > 0, np.maximum(n, 1.0), cube)
+    return np.maximum(m, 1.0), n, np.maximum(k, 1.0)
+
+
+def gemm_eta(p: dict, m, n, k):
+    s = lambda x, h: x / (x + h)  # noqa: E731
+    return p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+
+
+def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
+    """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise."""
+    out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in cal.get("compute", {}).items():
+        out[kinds == kind] = value
+    gemm = cal.get("matmul", {})
+    if gemm:
+        dts = np.array(cols.dtypes)
+        rows = (kinds == "matmul") & np.isin(dts, list(gemm))
+        if rows.any():
+            m, n, k = gemm_dims(cols)
+            for dt, p in gemm.items():
+                r = rows & (dts == dt)
+                if r.any():
+                    out[r] = gemm_eta(p, m[r], n[r], k[r])
+    out = _shape_eta(cal, cols, out)
+    return _by_name(cal, cols, out, "compute")
+
+
+def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
+    """η of the data term per op: per kind where calibrated, else the byte-weighted reuse patterns."""
+    mem = cal.get("memory", {})
+    out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
+    if "streamed" in mem or "produced" in mem:
+        streamed = mem.get("streamed", out)
+        produced = mem.get("produced", out)
+        zero = np.zeros(cols.flops.shape)
+        act = cols.bytes.get("activations", zero)
+        other = sum((cols.bytes[c] for c in STREAMED if c in cols.bytes), zero)
+        total = act + other
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(total > 0, total / (act / produced + other / streamed), out)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in mem.get("kind", {}).items():
+        out[kinds == kind] = value
+    return _by_name(cal, cols, out, "memory")
+
+
+def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
+    table = cal.get("latency_s", {})
+    out = np.array(lat, dtype=float, copy=True)
+    if "default" in table:
+        out[...] = table["default"]
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in table.items():
+        if kind != "default":
+            out[kinds == kind] = value
+    out = _by_name(cal, cols, out, "latency_s")
+    return out + float(cal.get("framework_s", 0.0))
+
+
+# ---- fitted from validate runs (``ironlaw.fit``), additive to the tables above:
+#   [calibration.conv.<dtype>], [calibration.attention.<dtype>]  the GEMM shape model (same fields as
+#        [calibration.matmul.<dtype>]) for convolutions and attention kernels (M, N, K from gemm_dims)
+#   [calibration.op."aten::tanh"]  per op name: compute / memory / latency_s, over the per-kind values
+#        (the op class: a transcendental or a pooling kernel is not the average elementwise op)
+#   framework_s  seconds per op spent between ops (the model's Python, module calls, views), added to
+#        every op's latency: what a real run costs end to end beyond the sum of its kernels
+SHAPE_KINDS = ("conv", "attention")
+OP_FIELDS = ("compute", "memory", "latency_s")
+
+
+def _names(cols: Columns) -> np.ndarray:
+    names = getattr(cols, "names", None)
+    return np.array(names if names is not None else [""] * len(cols.kind_idx), dtype=object)
+
+
+def _shape_eta(cal: dict, cols: Columns, out: np.ndarray) -> np.ndarray:
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in SHAPE_KINDS:
+        for dt, p in cal.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if r.any():
+                dims = dims or gemm_dims(cols)
+                m, n, k = dims
+                out[r] = gemm_eta(p, m[r], n[r], k[r])
+    return out
+
+
+def _by_name(cal: dict, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
+    table = cal.get("op", {})
+    if table:
+        names = _names(cols)
+        for name, p in table.items():
+            if field in p:
+                out[names == name] = p[field]
+    return out
+
+
+def _check_fit_tables(cal: dict, where: str) -> None:
+    for kind in SHAPE_KINDS:
+        for dt in _table(cal, kind, where):
+            if dt not in DTYPE_BYTES:
+                raise unknown(f"dtype in {where}.{kind}", dt, DTYPE_BYTES)
+            w = f"{where}.{kind}.{dt}"
+            p = _table(cal[kind], dt, f"{where}.{kind}")
+            for key in p:
+                if key not in ("eta_max", "m_half", "nk_half"):
+                    raise unknown(f"field in {w}", key, ("eta_max", "m_half", "nk_half"))
+            _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
+            _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+    for name in _table(cal, "op", where):
+        w = f"{where}.op.{name}"
+        p = _table(cal["op"], name, f"{where}.op")
+        if not p:
+            raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
+        for key in p:
+            if key not in OP_FIELDS:
+                raise unknown(f"field in {w}", key, OP_FIELDS)
+        _num(p, "compute", w, 1.0 + 1e-9)
+        _num(p, "memory", w, MAX_MEMORY_ETA)
+        _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+    if "framework_s" in cal:
+        _num(cal, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
+
+
+# ---------------------------------------------------------------- checking a hand-edited table
+
+def check(cal: object, where: str) -> dict:
+    """Refuse a [calibration] table that is not what this module writes, naming the field."""
+    if not isinstance(cal, dict):
+        raise IronlawError(f"{where}: expected a table")
+    allowed = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
+               "conv", "attention", "op", "framework_s")
+    for key in cal:
+        if key not in allowed:
+            raise unknown(f"field in {where}", key, allowed)
+    if cal.get("schema") != SCHEMA:
+        raise IronlawError(f"{where}.schema: must be '{SCHEMA}', got {cal.get('schema')!r}")
+    src = cal.get("source")
+    if not isinstance(src, str) or not src.startswith(("measured", "derived:")):
+        raise IronlawError(f"{where}.source: must start with 'measured' or 'derived:' and say what was fitted")
+    for key in ("fitted", "held_out"):
+        v = cal.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise IronlawError(f"{where}.{key}: expected a list of strings")
+    if not cal.get("fitted"):
+        raise IronlawError(f"{where}.fitted: must list what the calibration was fitted on")
+    for dt, p in _table(cal, "matmul", where).items():
+        if dt not in DTYPE_BYTES:
+            raise unknown(f"dtype in {where}.matmul", dt, DTYPE_BYTES)
+        w = f"{where}.matmul.{dt}"
+        p = _table(cal["matmul"], dt, f"{where}.matmul")
+        for key in p:
+            if key not in ("eta_max", "m_half", "nk_half"):
+                raise unknown(f"field in {w}", key, ("eta_max", "m_half", "nk_half"))
+        _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
+        _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
+        _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+    comp = _table(cal, "compute", where)
+    for kind in comp:
+        if kind not in KINDS:
+            raise unknown(f"op kind in {where}.compute", kind, KINDS)
+        _num(comp, kind, f"{where}.compute", 1.0 + 1e-9)
+    mem = _table(cal, "memory", where)
+    for key in mem:
+        if key not in ("streamed", "produced", "kind"):
+            raise unknown(f"field in {where}.memory", key, ("streamed", "produced", "kind"))
+        if key != "kind":
+            _num(mem, key, f"{where}.memory", MAX_MEMORY_ETA)
+    mk = _table(mem, "kind", f"{where}.memory")
+    for kind in mk:
+        if kind not in KINDS:
+            raise unknown(f"op kind in {where}.memory.kind", kind, KINDS)
+        _num(mk, kind, f"{where}.memory.kind", MAX_MEMORY_ETA)
+    lat = _table(cal, "latency_s", where)
+    for kind in lat:
+        if kind not in KINDS + ("default",):
+            raise unknown(f"op kind in {where}.latency_s", kind, KINDS + ("default",))
+        _num(lat, kind, f"{where}.latency_s", MAX_LATENCY_S)
+    _check_fit_tables(cal, where)
+    return cal
+
+
+def _table(parent: dict, key: str, where: str) -> dict:
+    v = parent.get(key, {})
+    if not isinstance(v, dict):
+        raise IronlawError(f"{where}.{key}: expected a table")
+    return v
+
+
+def _num(t: dict, key: str, where: str, upper: float, required: bool = False, zero_ok: bool = False) -> None:
+    if key not in t:
+        if required:
+            raise IronlawError(f"{where}: missing required field '{key}'")
+        return
+    x = t[key]
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and \
+        (x >= 0 if zero_ok else x > 0) and x <= upper
+    if not ok:
+        lo = ">= 0" if zero_ok else "> 0"
+        raise IronlawError(f"{where}.{key}: must be a number {lo} and at most {upper:g}, got {x!r}")
+
+
+# ---------------------------------------------------------------- fitting and reporting
+
+@dataclass
+class Observation:
+    """One measured op: what ran (an ironlaw Op) and its median time per invocation."""
+    op: Op
+    time_s: float
+    dataset: str            # where it came from: 'probe:gemm', 'validate:resnet50 b1', 'vidur llama2-7b' …
+    cv: float | None = None
+    offset_s: float = 0.0   # time the measurement adds outside the op (a host-side timing harness)
+
+
+def neutral(hw):
+    """``hw`` with η = 1, no per-op latency and no calibration: the law's raw data and compute terms."""
+    eff = {k: 1.0 for k in KINDS + ("other", "memory")}
+    return replace(hw, efficiency=eff, op_latency_s=0.0, extra={})
+
+
+def _terms(hw, obs: list[Observation]):
+    from . import law
+    if not obs:
+        raise IronlawError("calibration: no observations to fit or score")
+    g = Graph("calibration", "infer", obs[0].op.dtype, [o.op for o in obs])
+    est = law.predict(g, neutral(hw))
+    return est.cols, np.asarray(est.data_s, float).reshape(-1), np.asarray(est.compute_s, float).reshape(-1)
+
+
+def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.ndarray:
+    n = len(d0)
+    base_c = np.array([hw.eta(k) for k in KINDS])[cols.kind_idx]
+    base_m = np.full(n, hw.efficiency["memory"])
+    ec = compute_eta(cal, cols, base_c).reshape(-1)
+    em = memory_eta(cal, cols, base_m).reshape(-1)
+    lat = op_latency(cal, cols, np.full(n, hw.op_latency_s)).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)) + lat
+
+
+def fit(hw, observations: list[Observation], source: str, held_out: list[str] = (), start: dict | None = None) -> dict:
+    """Fit a [calibration] table to ``observations`` (all of them are 'fitted'; keep held-out ones out).
+
+    Groups are fitted one after another: each non-GEMM kind (compute η, memory η, latency), then
+    GEMMs per dtype (η shape model, streamed-weights η, latency). Each dataset counts equally.
+    """
+    obs = [o for o in observations if o.time_s > 0 and math.isfinite(o.time_s)]
+    cols, d0, c0 = _terms(hw, obs)
+    meas = np.array([o.time_s for o in obs])
+    offset = np.array([o.offset_s for o in obs])
+    datasets = np.array([o.dataset for o in obs])
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    cal = {"schema": SCHEMA, "source": source, "fitted": sorted(set(datasets.tolist())), "held_out": list(held_out),
+           "compute": {}, "memory": {"kind": {}}, "latency_s": {}, "matmul": {}}
+    if start:
+        for key in ("compute", "latency_s", "matmul"):
+            cal[key].update(start.get(key, {}))
+        cal["memory"].update({k: v for k, v in start.get("memory", {}).items() if k != "kind"})
+        cal["memory"]["kind"].update(start.get("memory", {}).get("kind", {}))
+
+    def loss_of(rows: np.ndarray):
+        w = np.zeros(len(obs))
+        for ds in set(datasets[rows].tolist()):
+            sel = rows & (datasets == ds)
+            w[sel] = 1.0 / sel.sum()
+        sub, d, c, m, off, ww = _subset(cols, rows), d0[rows], c0[rows], meas[rows], offset[rows], w[rows]
+
+        def loss(cal_: dict) -> float:
+            t = _times(cal_, hw, sub, d, c) + off
+            return float(np.sum(ww * np.abs(np.log(t / m))) / np.sum(ww))
+        return loss
+
+    lat_default = hw.op_latency_s
+    # ---- non-GEMM kinds first (their memory η also sets 'produced' for GEMM activations)
+    for kind in [k for k in KINDS if k != "matmul" and (kinds == k).any()]:
+        rows = kinds == kind
+        has_c, has_d = bool((c0[rows] > 0).any()), bool((d0[rows] > 0).any())
+        free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY
+        x0 = [math.log(0.5), math.log(0.5), math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
+
+        def apply(x, c=cal, kind=kind, free_lat=free_lat):
+            c = _copy(c)
+            if has_c:
+                c["compute"][kind] = _clip(math.exp(x[0]), ETA_MIN, 1.0)
+            if has_d:
+                c["memory"]["kind"][kind] = _clip(math.exp(x[1]), ETA_MIN, MAX_MEMORY_ETA)
+            c["latency_s"][kind] = _clip(math.exp(x[2]), *LAT_BOUNDS) if free_lat else lat_default
+            return c
+        loss = loss_of(rows)
+        # two starts: memory-bound (η_compute idle) and compute-bound (a slow vector kernel)
+        starts = [x0] + ([[math.log(0.03)] + x0[1:]] if has_c else [])
+        x = min((_minimize(lambda x: loss(apply(x)), s) for s in starts), key=lambda x: loss(apply(x)))
+        cal = apply(x)
+        _drop_inactive(cal, hw, cols, d0, c0, rows, kind)
+    mk = cal["memory"]["kind"]
+    produced = mk.get("copy", mk.get("elementwise"))
+    if produced is not None:
+        cal["memory"]["produced"] = produced
+    # ---- GEMMs per dtype
+    gemm_dts = sorted(set(dts[kinds == "matmul"].tolist()), key=lambda d: -int(((kinds == "matmul") & (dts == d)).sum()))
+    for dt in gemm_dts:             # the dtype with the most shapes first: it also fits 'streamed'
+        rows = (kinds == "matmul") & (dts == dt)
+        free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY
+        p0 = cal["matmul"].get(dt, {"eta_max": 0.8, "m_half": 8.0, "nk_half": 64.0})
+        x0 = [math.log(p0["eta_max"]), math.log(max(p0["m_half"], 1.0)), math.log(max(p0["nk_half"], 1.0)),
+              math.log(cal["memory"].get("streamed", 0.7)),
+              math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
+        fit_streamed = dt == gemm_dts[0]
+
+        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed):
+            c = _copy(c)
+            c["matmul"][dt] = {"eta_max": _clip(math.exp(x[0]), ETA_MIN, 1.0),
+                               "m_half": _clip(math.exp(x[1]), *HALF_BOUNDS),
+                               "nk_half": _clip(math.exp(x[2]), *HALF_BOUNDS)}
+            if fit_streamed:
+                c["memory"]["streamed"] = _clip(math.exp(x[3]), ETA_MIN, MAX_MEMORY_ETA)
+            if free_lat:
+                c["latency_s"]["matmul"] = _clip(math.exp(x[4]), *LAT_BOUNDS)
+            return c
+        loss = loss_of(rows)
+        x = _minimize(lambda x: loss(apply(x)), x0)
+        cal = apply(x)
+    fitted_lat = [v for k, v in cal["latency_s"].items() if k != "default"]
+    if fitted_lat and "default" not in cal["latency_s"]:         # kinds never observed: the typical op
+        cal["latency_s"]["default"] = float(np.median(fitted_lat))
+    cal["matmul"] = {dt: {k: _round(v) for k, v in p.items()} for dt, p in cal["matmul"].items()}
+    for key in ("compute", "latency_s"):
+        cal[key] = {k: _round(v) for k, v in cal[key].items()}
+    cal["memory"] = {k: (_round(v) if k != "kind" else {kk: _round(vv) for kk, vv in v.items()})
+                     for k, v in cal["memory"].items()}
+    for key in ("matmul", "compute", "latency_s"):
+        if not cal[key]:
+            del cal[key]
+    if not cal["memory"]["kind"]:
+        del cal["memory"]["kind"]
+    if not cal["memory"]:
+        del cal["memory"]
+    return check(cal, "calibration (fitted)")
+
+
+def _drop_inactive(cal, hw, cols, d0, c0, rows, kind) -> None:
+    """Keep a fitted η only where it binds for some observation; an idle parameter means nothing."""
+    base_c = np.array([hw.eta(k) for k in KINDS])[cols.kind_idx]
+    ec = compute_eta(cal, cols, base_c).reshape(-1)
+    em = memory_eta(cal, cols, np.full(len(d0), hw.efficiency["memory"])).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        comp_binds = (c0 / ec > d0 / em)[rows]
+    if kind in cal["compute"] and comp_binds.sum() < 2:
+        del cal["compute"][kind]
+    if kind in cal["memory"]["kind"] and (~comp_binds).sum() < 2:
+        del cal["memory"]["kind"][kind]
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return min(max(x, lo), hi)
+
+
+def _subset(cols: Columns, rows: np.ndarray) -> Columns:
+    return replace(cols, flops=cols.flops[rows], bytes={k: v[rows] for k, v in cols.bytes.items()},
+                   network_bytes=cols.network_bytes[rows], count=cols.count[rows], kind_idx=cols.kind_idx[rows],
+                   dtypes=[d for d, r in zip(cols.dtypes, rows) if r],
+                   vector_flops=None if cols.vector_flops is None else cols.vector_flops[rows],
+                   eta_scale=None if cols.eta_scale is None else cols.eta_scale[rows])
+
+
+def _copy(c: dict) -> dict:
+    return {k: (_copy(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v)) for k, v in c.items()}
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def _minimize(f, x0, rounds: int = 2, iters: int = 300) -> np.ndarray:
+    """Nelder–Mead with restarts (no scipy needed); small problems, a few parameters."""
+    x = np.asarray(x0, float)
+    for _ in range(rounds):
+        n = len(x)
+        simplex = [x] + [x + 0.3 * np.eye(n)[i] for i in range(n)]
+        vals = [f(s) for s in simplex]
+        for _ in range(iters):
+            order = np.argsort(vals)
+            simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
+            if abs(vals[-1] - vals[0]) < 1e-10:
+                break
+            c = np.mean(simplex[:-1], axis=0)
+            xr = c + (c - simplex[-1])
+            fr = f(xr)
+            if fr < vals[0]:
+                xe = c + 2.0 * (c - simplex[-1])
+                fe = f(xe)
+                simplex[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
+            elif fr < vals[-2]:
+                simplex[-1], vals[-1] = xr, fr
+            else:
+                xc = c + 0.5 * (simplex[-1] - c)
+                fc = f(xc)
+                if fc < vals[-1]:
+                    simplex[-1], vals[-1] = xc, fc
+                else:
+                    simplex = [simplex[0]] + [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex[1:]]
+                    vals = [vals[0]] + [f(s) for s in simplex[1:]]
+        x = simplex[int(np.argmin(vals))]
+    return x
+
+
+def predicted_s(hw, observations: list[Observation]) -> np.ndarray:
+    """Predicted seconds per observation, through ``law.predict`` (the path every prediction takes)."""
+    from . import law
+    g = Graph("calibration-report", "infer", observations[0].op.dtype, [o.op for o in observations])
+    return np.asarray(law.predict(g, hw).op_time_s, float).reshape(-1)
+
+
+def report(hw, observations: list[Observation]) -> dict[str, dict]:
+    """Per dataset: n, median and 90th-percentile absolute relative error of ``hw``'s predictions."""
+    pred = predicted_s(hw, observations) + np.array([o.offset_s for o in observations])
+    meas = np.array([o.time_s for o in observations])
+    err = np.abs(pred / meas - 1.0)
+    fitted = set(hw.extra.get("calibration", {}).get("fitted", []))
+    out = {}
+    for ds in dict.fromkeys(o.dataset for o in observations):
+        sel = np.array([o.dataset == ds for o in observations])
+        out[ds] = {"n": int(sel.sum()), "median_abs_err": float(np.median(err[sel])),
+                   "p90_abs_err": float(np.percentile(err[sel], 90)), "fitted": ds in fitted}
+    return out
+
+
+def with_calibration(hw, cal: dict):
+    """``hw`` using ``cal`` for every prediction."""
+    return replace(hw, extra={**hw.extra, "calibration": check(cal, "calibration")})
+
+
+def without_calibration(hw):
+    """``hw`` with its [calibration] table removed (the flat [efficiency] defaults)."""
+    return replace(hw, extra={k: v for k, v in hw.extra.items() if k != "calibration"})

@@ -1,0 +1,170 @@
+"""`ironlaw probe`: micro-benchmarks that measure this machine, one small module per family.
+
+    dispatch   per-op framework latency (tiny ops)
+    gemm       GEMM rate per dtype across a shape grid, and the 1-thread vs n-thread check
+    memory     bandwidth per level (L2, last cache, DRAM / HBM): fit t = overhead + bytes/BW
+    vector     elementwise and transcendental throughput
+    reduce     reductions, norms, softmax, pooling
+    cuda       kernel-launch latency and host↔device bandwidth (CUDA events; only with a GPU)
+    published  observations from published GPU measurements (not run here; see its docstring)
+
+``run`` measures and returns the raw ``[probe]`` table (rows with median time and spread);
+``ironlaw.probe.build`` turns it into a profile (peaks, tiers, latency, calibration). Any row whose
+spread stays above the limit after re-measuring makes ``run`` refuse, naming the worst rows.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import socket
+import time
+from typing import Callable
+
+from ..errors import IronlawError
+from .timing import Budget
+
+Progress = Callable[[int, int, str], None]        # (done, total, label)
+MIN_SPEEDUP_2_THREADS = 1.3
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[str, str, Callable[[], dict]]]:
+    """(family, label, thunk) for every measurement, in the order they run."""
+    from . import cuda, dispatch, gemm, memory, reduce, vector
+    steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
+             for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
+    dtypes = ("fp32", "bf16", "fp16", "fp64")
+    for dt in dtypes:
+        for m, n, k in gemm.shapes(dt, quick):
+            steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
+                          lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
+    if device == "cpu":
+        for level, sizes in memory.levels(threads, quick).items():
+            for nb in sizes:
+                steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
+                              lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
+    else:
+        for level, sizes in gpu_levels(quick).items():
+            for nb in sizes:
+                steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
+                              lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
+    for op, n in vector.cases(quick):
+        steps.append(("vector", f"{op} {n} elements", lambda op=op, n=n: vector.measure(op, n, budget, device)))
+    for name, scale in reduce.cases(quick):
+        steps.append(("reduce", f"{name} ×{scale}", lambda name=name, s=scale: reduce.measure(name, s, budget, device)))
+    if device == "cuda":
+        steps.append(("cuda", "kernel launch", lambda: cuda.launch(budget)))
+        for d in ("h2d", "d2h"):
+            for nb in cuda.SIZES[: 2 if quick else 3]:
+                steps.append(("cuda", f"{d} {nb >> 20} MiB", lambda d=d, nb=nb: cuda.copy(d, nb, budget)))
+    return steps
+
+
+def gpu_levels(quick: bool) -> dict[str, list[float]]:
+    import torch
+    props = torch.cuda.get_device_properties(0)
+    l2 = float(getattr(props, "L2_cache_size", 0) or 0)
+    out = {}
+    if l2:
+        out["l2"] = [l2 * f for f in ((0.2, 0.4) if quick else (0.15, 0.25, 0.35, 0.45))]
+    out["hbm"] = [float(s) for s in ((1 << 28, 1 << 29) if quick else (1 << 28, 1 << 29, 1 << 30))]
+    return out
+
+
+def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, progress: Progress | None = None,
+        device: str | None = None) -> dict:
+    """Measure; return the [probe] table. Raises IronlawError when results stay too noisy to save."""
+    try:
+        import torch
+    except ImportError:
+        raise IronlawError("ironlaw probe needs PyTorch; install it with `pip install torch==2.13.0`") from None
+    from . import cuda
+    if not 0 < max_cv < 1:
+        raise IronlawError(f"--max-cv must be between 0 and 1, got {max_cv}")
+    device = device or ("cuda" if cuda.available() else "cpu")
+    have = torch.get_num_threads()
+    threads = threads or have
+    if threads < 1 or threads > 4096:
+        raise IronlawError(f"--threads must be a positive number of threads, got {threads}")
+    torch.set_num_threads(threads)
+    budget = Budget(repeat_s=0.012 if quick else 0.03, repeats=3 if quick else 5, max_cv=max_cv,
+                    retries=1 if quick else 2)
+    t0 = time.perf_counter()
+    now = _dt.datetime.now().astimezone()
+    steps = plan(quick, device, threads, budget)
+    total = len(steps) + (1 if device == "cpu" and threads > 1 else 0)
+    rows: dict[str, list[dict]] = {}
+    done = 0
+    for family, label, thunk in steps:
+        if progress:
+            progress(done, total, label)
+        rows.setdefault(family, []).append(thunk())
+        done += 1
+    checks = {}
+    if device == "cpu" and threads > 1:
+        if progress:
+            progress(done, total, f"1 vs {threads} threads")
+        checks = thread_check(threads, budget, quick)
+        done += 1
+    if progress:
+        progress(done, total, "done")
+    torch.set_num_threads(have)
+    noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"]]
+    if noisy:
+        noisy.sort(key=lambda x: -x[0])
+        shown = "; ".join(f"{_label(fam, r)} spread {cv:.0%}" for cv, fam, r in noisy[:3])
+        raise IronlawError(f"probe: {len(noisy)} measurement(s) stayed too noisy after re-measuring (limit "
+                           f"{max_cv:.0%}): {shown}; nothing saved — rerun on a quieter machine or raise --max-cv")
+    if checks and checks["speedup"] < MIN_SPEEDUP_2_THREADS:
+        raise IronlawError(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
+                           f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×): another process is using the cores; nothing saved "
+                           f"— rerun when the machine is idle or pass --threads 1")
+    clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
+    for fam in ("gemm", "memory", "vector"):
+        for r in clean.get(fam, []):
+            r["threads"] = threads
+    if device == "cuda":
+        dev = torch.cuda.get_device_name(0)
+    else:
+        dev = _cpu_model()
+    probe = {"date": now.isoformat(timespec="seconds"), "stamp": now.strftime("%Y%m%d-%H%M%S"),
+             "host": socket.gethostname(), "cpu": _cpu_model(), "device": dev, "torch": torch.__version__,
+             "threads": threads, "quick": quick, "duration_s": round(time.perf_counter() - t0, 2), "max_cv": max_cv,
+             **clean}
+    if checks:
+        probe["checks"] = checks
+    return probe
+
+
+def thread_check(threads: int, budget: Budget, quick: bool) -> dict:
+    """fp32 GEMM at 1 thread and at ``threads``: more threads must be clearly faster."""
+    import torch
+    from . import gemm
+    shape = (512, 512, 512) if quick else (1024, 1024, 1024)
+    out = {}
+    for attempt in range(2):
+        torch.set_num_threads(1)
+        one = gemm.measure("fp32", *shape, budget)["flops_per_s"]
+        torch.set_num_threads(threads)
+        many = gemm.measure("fp32", *shape, budget)["flops_per_s"]
+        out = {"shape": list(shape), "one_thread_flops_per_s": one, "threads_flops_per_s": many, "speedup": many / one}
+        if out["speedup"] >= MIN_SPEEDUP_2_THREADS:
+            break
+    return out
+
+
+def _label(fam: str, r: dict) -> str:
+    if fam == "gemm":
+        return f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}"
+    if fam == "memory":
+        return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
+    return f"{fam} {r.get('op') or r.get('what')}"

@@ -1,0 +1,169 @@
+"""From the probe's rows to a hardware profile: peaks, tiers, latency, efficiency, calibration.
+
+Every number gets the source "measured by probe on <date> (<host>, torch <v>, <n> threads): …".
+A dtype without a fast path keeps its measured peak and says so (it is not dropped, nor replaced
+by another dtype's rate). ``observations`` turns the rows into calibration observations (also
+usable together with ``ironlaw validate``'s per-op measurements: ``calibrate.fit(hw, probe + run)``).
+"""
+from __future__ import annotations
+
+import statistics
+
+from ..calibrate import Observation
+from ..errors import IronlawError
+from ..graph import Op, dtype_bytes
+from . import memory as memory_probe
+
+NO_FAST_PATH = 0.1        # a dtype below this fraction of the best dtype's peak has no fast path
+
+
+def source(probe: dict, what: str) -> str:
+    return (f"measured by probe on {probe['date']} ({probe['host']}, torch {probe['torch']}, "
+            f"{probe['threads']} threads): {what}")
+
+
+def _peaks(probe: dict) -> dict:
+    by_dt: dict[str, dict] = {}
+    for r in probe.get("gemm", []):
+        if r["dtype"] not in by_dt or r["flops_per_s"] > by_dt[r["dtype"]]["flops_per_s"]:
+            by_dt[r["dtype"]] = r
+    if not by_dt:
+        raise IronlawError("probe: no GEMM measured; cannot write a profile")
+    best = max(r["flops_per_s"] for r in by_dt.values())
+    out = {}
+    for dt, r in by_dt.items():
+        n = sum(1 for x in probe["gemm"] if x["dtype"] == dt)
+        what = (f"best of {n} GEMM shapes, {r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s "
+                f"(spread {r['cv']:.1%})")
+        if r["flops_per_s"] < NO_FAST_PATH * best:
+            what += f"; NO FAST PATH: {r['flops_per_s'] / best:.1%} of the best dtype on this device"
+        out[dt] = {"peak_flops": r["flops_per_s"], "source": source(probe, what)}
+    return out
+
+
+def _vector(probe: dict) -> dict:
+    rows = probe.get("vector", [])
+    if not rows:
+        raise IronlawError("probe: no elementwise op measured; cannot write a profile")
+    r = max(rows, key=lambda r: r["elems_per_s"] * r["flops_per_elem"])
+    rate = r["elems_per_s"] * r["flops_per_elem"]
+    return {"peak_flops": rate, "source": source(probe, f"fastest elementwise op, {r['op']} on {r['elems']} "
+                                                        f"{r['dtype']} elements ({r['flops_per_elem']:g} FLOP per element)")}
+
+
+def _tiers(probe: dict, kind: str) -> tuple[list[dict], dict]:
+    rows = probe.get("memory", [])
+    caches = memory_probe.cpu_caches() if kind == "cpu" else {}
+    levels = list(dict.fromkeys(r["level"] for r in rows))
+    tiers, fits = [], {}
+    for level in levels:
+        lr = [r for r in rows if r["level"] == level]
+        bw, overhead = memory_probe.fit(lr)
+        fits[level] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(lr)}
+        device = level in ("dram", "hbm")
+        if device:
+            cap = _device_capacity(kind)
+        elif level == "l2" and kind == "cpu":
+            cap = caches.get("l2", max(r["bytes"] for r in lr)) * probe["threads"]
+        else:
+            cap = caches.get(level, _gpu_l2() if kind == "gpu" else max(r["bytes"] for r in lr) * 2)
+        what = (f"copy bandwidth (read + written bytes), fit t = overhead + bytes/BW over {len(lr)} working sets "
+                f"{min(r['bytes'] for r in lr) / 2**20:.1f}–{max(r['bytes'] for r in lr) / 2**20:.0f} MiB; "
+                f"overhead {overhead * 1e6:.1f} µs")
+        tiers.append({"name": level, "role": "device" if device else "cache", "capacity_bytes": cap, "bw_Bps": bw,
+                      "source": source(probe, what + ("; capacity from the OS" if cap else ""))})
+    for a, b in zip(tiers, tiers[1:]):
+        if b["bw_Bps"] > a["bw_Bps"]:
+            raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({b['bw_Bps'] / 1e9:.0f} vs "
+                               f"{a['bw_Bps'] / 1e9:.0f} GB/s) — the machine was too noisy; nothing saved, run again")
+    if kind == "gpu":
+        h2d = [r for r in probe.get("cuda", []) if r["what"] == "h2d"]
+        if len(h2d) >= 2:
+            bw, overhead = memory_probe.fit([{"level": "h2d", **r} for r in h2d])
+            fits["h2d"] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(h2d)}
+            tiers.append({"name": "host-dram", "role": "host", "capacity_bytes": memory_probe.dram_bytes(),
+                          "bw_Bps": bw, "source": source(probe, "pinned host→device copies, fit t = overhead + "
+                                                                "bytes/BW (CUDA events)")})
+    return tiers, fits
+
+
+def _device_capacity(kind: str) -> float:
+    if kind == "gpu":
+        import torch
+        return float(torch.cuda.get_device_properties(0).total_memory)
+    return memory_probe.dram_bytes()
+
+
+def _gpu_l2() -> float:
+    import torch
+    return float(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0) or 1.0
+
+
+def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
+    """Calibration observations from the probe's rows (L2-only copies left out: the law's cache is the last level)."""
+    out = []
+    for r in probe.get("gemm", []):
+        m, n, k, b = r["m"], r["n"], r["k"], dtype_bytes(r["dtype"])
+        op = Op(f"gemm {r['dtype']} {m}x{n}x{k}", "matmul", flops=2.0 * m * n * k,
+                bytes={"activations": (m * k + m * n) * b, "weights": k * n * b}, dtype=r["dtype"])
+        out.append(Observation(op, r["time_s"], f"{dataset}:gemm", r["cv"]))
+    for r in probe.get("memory", []):
+        if r["level"] == "l2":
+            continue
+        op = Op(f"copy {r['bytes']:.0f} B", "copy", bytes={"activations": r["bytes"]}, dtype="fp32")
+        out.append(Observation(op, r["time_s"], f"{dataset}:memory", r["cv"]))
+    for r in probe.get("vector", []):
+        b = dtype_bytes(r["dtype"])
+        inputs = 2 if r["op"] in ("add", "mul") else 1
+        op = Op(f"{r['op']} {r['elems']}", "elementwise", flops=r["flops_per_elem"] * r["elems"],
+                bytes={"activations": (inputs + 1) * r["elems"] * b}, dtype=r["dtype"])
+        out.append(Observation(op, r["time_s"], f"{dataset}:vector", r["cv"]))
+    for r in probe.get("reduce", []):
+        op = Op(f"{r['op']} {r['elems']}", r["kind"], flops=r["flops_per_elem"] * r["elems"],
+                bytes={"activations": r["bytes"]}, dtype=r["dtype"])
+        out.append(Observation(op, r["time_s"], f"{dataset}:reduce", r["cv"]))
+    for r in probe.get("dispatch", []):
+        if r["op"] == "linear":
+            op = Op("linear 1x8x8", "matmul", flops=128.0, bytes={"activations": 64.0, "weights": 256.0}, dtype="fp32")
+        else:
+            op = Op(f"{r['op']} 8", "elementwise", flops=8.0, bytes={"activations": 64.0}, dtype="fp32")
+        out.append(Observation(op, r["time_s"], f"{dataset}:dispatch", r["cv"]))
+    return out
+
+
+def profile(probe: dict, calibrate_fit: bool = True) -> dict:
+    """The profile document (catalog TOML format) for the measured rows in ``probe``."""
+    from .. import calibrate
+    from ..hardware import SCHEMA, parse_hardware
+    kind = "gpu" if probe.get("cuda") else "cpu"
+    tiers, fits = _tiers(probe, kind)
+    disp = [r["time_s"] for r in probe.get("dispatch", [])]
+    if not disp:
+        raise IronlawError("probe: no dispatch latency measured; cannot write a profile")
+    lat = statistics.median(disp)
+    what_lat = f"median of {len(disp)} tiny ops ({', '.join(r['op'] for r in probe['dispatch'])})"
+    launch = [r for r in probe.get("cuda", []) if r["what"] == "launch"]
+    if launch:
+        what_lat += f"; CUDA kernel launch alone {launch[0]['time_s'] * 1e6:.1f} µs (device time)"
+    compute = _peaks(probe)
+    fp = compute.get("fp32") or next(iter(compute.values()))
+    gemm_eta = [r["flops_per_s"] / fp["peak_flops"] for r in probe["gemm"] if r["dtype"] == ("fp32" if "fp32" in
+                                                                                              compute else r["dtype"])]
+    doc = {
+        "schema": SCHEMA, "name": "local", "kind": kind,
+        "title": f"{probe['device']} on {probe['host']} ({probe['threads']} threads), probed {probe['date'][:10]}",
+        "compute": compute, "vector": _vector(probe), "memory": tiers,
+        "latency": {"op_s": lat, "source": source(probe, what_lat)},
+        "efficiency": {"matmul": round(min(statistics.median(gemm_eta), 1.0), 4), "other": 1.0, "memory": 1.0,
+                       "source": source(probe, "matmul: median over the fp32 GEMM grid of rate / peak; other and "
+                                               "memory: 1 (the peaks and tiers above are themselves measured); the "
+                                               "[calibration] table refines them per op class and shape")},
+        "probe": {**probe, "fits": fits},
+    }
+    if calibrate_fit:
+        hw = parse_hardware(doc, "probe")
+        obs = observations(probe)
+        cal = calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows "
+                                                           "(gemm, memory, vector, reduce, dispatch)"))
+        doc["calibration"] = cal
+    return doc

@@ -1,0 +1,83 @@
+"""Memory bandwidth per level of the hierarchy: fit t = overhead + bytes / BW across sizes.
+
+Timing one small copy from Python measures call overhead, not bandwidth; a line through several
+working-set sizes that all sit in the same level separates the two. Bytes = read + written (a copy
+of S bytes moves 2·S). Levels come from the OS (sysfs on Linux): L2 per core × threads, the last
+cache level, DRAM. On CUDA: the device's HBM/GDDR, and the L2 (from device properties).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import IronlawError
+from .timing import Budget, stable
+
+MiB = 1 << 20
+
+
+def cpu_caches() -> dict[str, float]:
+    """{'l2': bytes per core, 'l3': bytes} from sysfs; empty where the OS does not say."""
+    out = {}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for idx in sorted(base.glob("index*")) if base.is_dir() else []:
+        try:
+            level = int((idx / "level").read_text())
+            typ = (idx / "type").read_text().strip()
+            size = (idx / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if typ == "Instruction" or level < 2:
+            continue
+        mult = {"K": 1024, "M": MiB, "G": 1 << 30}.get(size[-1], 1)
+        out[f"l{level}"] = float(int(size.rstrip("KMG")) * mult)
+    return out
+
+
+def dram_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        raise IronlawError("probe: cannot read the size of main memory from the OS") from None
+
+
+def levels(threads: int, quick: bool) -> dict[str, list[float]]:
+    """Copy working sets (src + dst bytes) per level, each well inside the level and above the one before."""
+    caches = cpu_caches()
+    out = {}
+    if "l2" in caches:
+        agg = caches["l2"] * threads
+        out["l2"] = [agg * f for f in ((0.2, 0.35, 0.5) if quick else (0.15, 0.25, 0.35, 0.5))]
+    if "l3" in caches:
+        c = caches["l3"]
+        out["l3"] = [c * f for f in ((0.15, 0.3, 0.45) if quick else (0.12, 0.2, 0.3, 0.4, 0.5))]
+    lo = max(64 * MiB, 4 * caches.get("l3", 0.0))
+    out["dram"] = [lo * f for f in ((1, 2) if quick else (1, 2, 4))]
+    return out
+
+
+def measure(level: str, nbytes: float, budget: Budget, device: str = "cpu") -> dict:
+    """Copy nbytes/2 bytes of fp32 into an equal buffer; report read + written bytes."""
+    import torch
+    n = max(1024, int(nbytes / 8))
+    src = torch.randn(n, device=device)
+    dst = torch.empty_like(src)
+    st = stable(lambda: dst.copy_(src), budget, device)
+    moved = 8.0 * n
+    return {"level": level, "bytes": moved, "time_s": st.time_s, "cv": st.cv, "_ok": st.ok, "_tries": st.tries}
+
+
+def fit(rows: list[dict]) -> tuple[float, float]:
+    """Least-squares t = overhead + bytes/BW; returns (bw_Bps, overhead_s)."""
+    xs = [r["bytes"] for r in rows]
+    ys = [r["time_s"] for r in rows]
+    n = len(xs)
+    if n < 2:
+        raise IronlawError("probe: a bandwidth fit needs at least two working-set sizes")
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    if slope <= 0:
+        level = rows[0]["level"]
+        raise IronlawError(f"probe: {level} copy time did not grow with size (machine too noisy); run again")
+    return 1.0 / slope, max(my - slope * mx, 0.0)

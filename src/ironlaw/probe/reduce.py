@@ -1,0 +1,48 @@
+"""Reductions, norms, softmax and pooling: ops whose cost is neither a GEMM nor a plain stream.
+
+(On this kind of CPU ``max_pool2d_with_indices`` ran 18× slower than a bandwidth roofline said.)
+FLOPs follow the capture's conventions: sum 1 per input element, softmax 5, norms 8, pooling one
+compare per window element of each output.
+"""
+from __future__ import annotations
+
+from .timing import Budget, stable
+
+# name -> (kind, shape at scale 1); a case runs at two sizes (the batch dimension × 1 and × 8)
+CASES = {
+    "sum": ("reduction", (256, 1024)),
+    "softmax": ("softmax", (256, 1024)),
+    "layer_norm": ("norm", (256, 1024)),
+    "max_pool2d": ("pool", (1, 64, 56, 56)),
+    "avg_pool2d": ("pool", (1, 64, 56, 56)),
+}
+QUICK = ("softmax", "layer_norm", "max_pool2d")
+
+
+def cases(quick: bool) -> list[tuple[str, int]]:
+    return [(c, s) for c in (QUICK if quick else CASES) for s in ((8,) if quick else (1, 8))]
+
+
+def measure(name: str, scale: int, budget: Budget, device: str = "cpu", dtype: str = "fp32") -> dict:
+    import torch
+    import torch.nn.functional as F
+    kind, shape = CASES[name]
+    shape = (shape[0] * scale,) + shape[1:]
+    x = torch.randn(*shape, device=device)
+    n_in = x.numel()
+    if name == "sum":
+        fn, flops, out_elems = (lambda: x.sum(dim=-1)), 1.0 * n_in, shape[0]
+    elif name == "softmax":
+        fn, flops, out_elems = (lambda: torch.softmax(x, dim=-1)), 5.0 * n_in, n_in
+    elif name == "layer_norm":
+        w = torch.ones(shape[-1], device=device)
+        b = torch.zeros(shape[-1], device=device)
+        fn, flops, out_elems = (lambda: F.layer_norm(x, (shape[-1],), w, b)), 8.0 * n_in, n_in
+    else:
+        pool = F.max_pool2d if name == "max_pool2d" else F.avg_pool2d
+        fn = lambda: pool(x, 3, 2, 1)  # noqa: E731
+        out_elems = shape[0] * shape[1] * (shape[2] // 2) * (shape[3] // 2)
+        flops = 9.0 * out_elems
+    st = stable(fn, budget, device)
+    return {"op": name, "kind": kind, "elems": n_in, "dtype": dtype, "time_s": st.time_s, "cv": st.cv,
+            "flops_per_elem": flops / n_in, "bytes": 4.0 * (n_in + out_elems), "_ok": st.ok, "_tries": st.tries}

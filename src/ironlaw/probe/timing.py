@@ -1,0 +1,79 @@
+"""Timing: repeats, median and spread, re-measuring what is too noisy.
+
+``measure(fn)`` runs ``fn`` in an inner loop long enough to swamp the timer, repeats that, and
+returns the median seconds per call and the spread (coefficient of variation, stdev / median).
+``stable(fn)`` re-measures while the spread is above the limit and keeps the calmest attempt,
+flagging it ``ok=False`` when none was calm enough; the probe then refuses to save.
+On CUDA the inner loop is timed with CUDA events (device time, after a synchronize).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Stat:
+    time_s: float        # median seconds per call
+    cv: float            # stdev / median over repeats
+    repeats: int
+    tries: int = 1
+    ok: bool = True
+
+
+@dataclass
+class Budget:
+    """How hard to measure: seconds per repeat, repeats, spread limit, extra tries."""
+    repeat_s: float = 0.03
+    repeats: int = 5
+    max_cv: float = 0.15
+    retries: int = 2
+
+
+def _timer(device: str) -> Callable[[Callable[[], object], int], float]:
+    if device == "cuda":
+        import torch
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def run(fn, inner: int) -> float:
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(inner):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1e-3
+        return run
+
+    def run(fn, inner: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        return time.perf_counter() - t0
+    return run
+
+
+def measure(fn: Callable[[], object], budget: Budget, device: str = "cpu") -> Stat:
+    run = _timer(device)
+    fn()                                   # warm-up: allocation, code paths, caches
+    once = max(run(fn, 1), 1e-7)
+    inner = max(1, min(100_000, int(budget.repeat_s / once)))
+    samples = [run(fn, inner) / inner for _ in range(budget.repeats)]
+    med = statistics.median(samples)
+    cv = statistics.pstdev(samples) / med if med > 0 else 0.0
+    return Stat(med, cv, budget.repeats)
+
+
+def stable(fn: Callable[[], object], budget: Budget, device: str = "cpu") -> Stat:
+    best = measure(fn, budget, device)
+    tries = 1
+    while best.cv > budget.max_cv and tries <= budget.retries:
+        again = measure(fn, budget, device)
+        tries += 1
+        if again.cv < best.cv:
+            best = again
+    best.tries = tries
+    best.ok = best.cv <= budget.max_cv
+    return best
