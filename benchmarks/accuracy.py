@@ -1,0 +1,163 @@
+"""Accuracy of ironlaw on this CPU: run real models, fit the calibration on some, report on the others.
+
+    python benchmarks/accuracy.py [--on local|FILE.toml] [--threads N] [--stat median|min]
+                                  [--out out/accuracy] [--from out/accuracy] [--save] [--only NAME]
+
+For each case: `ironlaw validate` (real model, random weights, warm-up, repeats; end to end and per op).
+Then the calibration is fitted on the FIT cases only and every case is predicted again with it. The
+HELD-OUT cases were never looked at by the fit; their numbers are the ones the goals apply to:
+    end to end: median |error| ≤ 8%, 90th percentile ≤ 20%
+    per op:     ≥ 80% of measured op time in ops predicted within ±25% (mean over held-out cases)
+Also printed, from the same run: the naive per-op roofline of the design notes (max(FLOPs/R, bytes/BW) +
+L with the profile's flat numbers) and the law with the profile's own numbers before calibration.
+--from DIR re-fits and re-scores saved measurements without running anything; --save writes the
+fitted [calibration] into the profile (atomic). The machine may be shared: spread (CV) is printed per
+case; --stat min compares the fastest run instead of the median (both sides use the same statistic).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _table import print_table  # noqa: E402
+
+HERE = Path(__file__).parent
+BERT = f"hf:{HERE / 'configs' / 'bert-small.json'}"
+# (spec, batch, seq, phase, repeats, role) — roles fixed before any result was seen; each family is
+# fitted at one size and held out at another, in both directions
+CASES = [
+    ("resnet18", 1, None, None, 5, "fit"),
+    ("resnet18", 8, None, None, 3, "held"),
+    ("resnet50", 1, None, None, 5, "held"),
+    ("resnet50", 8, None, None, 3, "fit"),
+    ("mlp", 1, None, None, 7, "held"),
+    ("mlp", 8, None, None, 7, "fit"),
+    (BERT, 1, 128, None, 5, "fit"),
+    (BERT, 8, 128, None, 3, "held"),
+    ("gpt2", 1, 128, "prefill", 3, "fit"),
+    ("gpt2", 8, 64, "prefill", 3, "held"),
+    ("gpt2", 1, 128, "decode", 5, "held"),
+    ("gpt2", 8, 128, "decode", 5, "fit"),
+]
+GOALS = {"median_abs_err": 0.08, "p90_abs_err": 0.20, "within_25pct_share": 0.80}
+BUDGET_S = 8.0
+
+
+def file_name(spec: str, batch: int, seq, phase) -> str:
+    base = spec.split("/")[-1].replace(".json", "").replace(":", "-")
+    return f"{base}-{phase or 'infer'}-b{batch}" + (f"-s{seq}" if seq else "") + ".json"
+
+
+def measure(args, hw) -> dict[str, dict]:
+    from ironlaw import validate
+    from ironlaw.calibrate import without_calibration
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    docs = {}
+    for spec, batch, seq, phase, repeats, role in CASES:
+        name = file_name(spec, batch, seq, phase)
+        if args.only and args.only not in name:
+            continue
+        t0 = time.perf_counter()
+        doc = validate.run(spec, batch=batch, seq=seq, phase=phase, hw=without_calibration(hw), repeats=repeats,
+                           threads=args.threads, budget_s=BUDGET_S, stat=args.stat)
+        (out / name).write_text(json.dumps(doc), encoding="utf-8")
+        s = doc["spread"]
+        print(f"measured {name:<36} {1e3 * s['median_s']:9.2f} ms median (CV {100 * s['cv']:4.1f}%, "
+              f"min {1e3 * s['min_s']:.2f} ms) in {time.perf_counter() - t0:5.1f} s", flush=True)
+        docs[name] = doc
+    return docs
+
+
+def load(path: str) -> dict[str, dict]:
+    docs = {}
+    for spec, batch, seq, phase, _, _ in CASES:
+        p = Path(path) / file_name(spec, batch, seq, phase)
+        if p.is_file():
+            docs[p.name] = json.loads(p.read_text(encoding="utf-8"))
+    if not docs:
+        sys.exit(f"no saved measurements in {path}")
+    return docs
+
+
+def summarize(rows: list[dict]) -> dict:
+    err = np.array([abs(r["error"]) for r in rows])
+    return {"n": len(rows), "median_abs_err": float(np.median(err)), "p90_abs_err": float(np.percentile(err, 90)),
+            "within_25pct_share": float(np.mean([r["within_25pct_share"] for r in rows])),
+            "naive_ratio": [1 + r["naive_error"] for r in rows],
+            "naive_median_abs_err": float(np.median([abs(r["naive_error"]) for r in rows])),
+            "uncal_median_abs_err": float(np.median([abs(r["uncalibrated_error"]) for r in rows]))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--on", default="local")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: the profile's)")
+    ap.add_argument("--stat", default="median", choices=("median", "min"))
+    ap.add_argument("--out", default="out/accuracy")
+    ap.add_argument("--from", dest="src", default=None, help="re-fit saved measurements from this folder")
+    ap.add_argument("--only", default=None, help="measure only cases whose file name contains this")
+    ap.add_argument("--save", action="store_true", help="write the fitted [calibration] into the profile")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from ironlaw import calibrate, fit, hardware
+    hw = hardware.get(args.on)
+    print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
+    docs = load(args.src) if args.src else measure(args, hw)
+    role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
+    fit_docs = [d for n, d in docs.items() if role[n] == "fit"]
+    held_docs = [d for n, d in docs.items() if role[n] == "held"]
+    t0 = time.perf_counter()
+    cal = fit.fit(hw, fit_docs, held_out=held_docs, stat=args.stat)
+    print(f"fitted on {len(fit_docs)} cases in {time.perf_counter() - t0:.1f} s: "
+          f"{len(cal.get('op', {}))} op classes, framework {1e6 * cal['framework_s']:.1f} µs/op")
+    hw_cal = calibrate.with_calibration(hw, cal)
+
+    groups = {}
+    for title, group in (("FITTED (the calibration saw these)", fit_docs), ("HELD OUT (never fitted)", held_docs)):
+        rows = fit.score(hw_cal, group, args.stat)
+        groups[title] = rows
+        print(f"\n{title}")
+        print(f"{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'error':>7} {'naive':>7} "
+              f"{'uncal.':>7} {'ops ±25%':>9}")
+        for r in rows:
+            print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
+                  f"{100 * r['error']:+6.1f}% {100 * r['naive_error']:+6.1f}% {100 * r['uncalibrated_error']:+6.1f}% "
+                  f"{100 * r['within_25pct_share']:8.0f}%")
+        if rows:
+            s = summarize(rows)
+            print(f"  median |error| {100 * s['median_abs_err']:.1f}%, p90 {100 * s['p90_abs_err']:.1f}%, ops within ±25%: "
+                  f"{100 * s['within_25pct_share']:.0f}% of measured op time; naive roofline pred/meas "
+                  f"{min(s['naive_ratio']):.2f}–{max(s['naive_ratio']):.2f} (median |error| "
+                  f"{100 * s['naive_median_abs_err']:.0f}%), uncalibrated profile median |error| "
+                  f"{100 * s['uncal_median_abs_err']:.0f}%")
+    held = groups["HELD OUT (never fitted)"]
+    misses = 0
+    if held:
+        s = summarize(held)
+        misses = print_table([
+            ("held-out end to end: median |error|", f"{100 * s['median_abs_err']:.1f}%", "≤ 8%",
+             s["median_abs_err"] <= GOALS["median_abs_err"]),
+            ("held-out end to end: 90th percentile", f"{100 * s['p90_abs_err']:.1f}%", "≤ 20%",
+             s["p90_abs_err"] <= GOALS["p90_abs_err"]),
+            ("held-out per op: time within ±25%", f"{100 * s['within_25pct_share']:.0f}%", "≥ 80%",
+             s["within_25pct_share"] >= GOALS["within_25pct_share"]),
+        ], "accuracy goals (held-out cases only)")
+    if args.save:
+        path = fit.save(hw.path, cal)
+        print(f"\nsaved the calibration into {path}")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "calibration.json").write_text(json.dumps(cal, indent=1), encoding="utf-8")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""`ironlaw validate SPEC`: run the real model here, predict it with the profile, compare."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from . import app, check_format, emit_json
+
+
+@app.command()
+def validate(
+    spec: str = typer.Argument(..., help="model to run: py:file.py:factory, hf:config.json, or a built-in with a torch "
+                                         "equivalent (resnet18/34/50/101/152, mlp, gpt2, bert-base …)"),
+    batch: int = typer.Option(1, "--batch", help="batch size"),
+    seq: Optional[int] = typer.Option(None, "--seq", help="tokens per sequence; for decode, the context already in the KV cache"),
+    phase: Optional[str] = typer.Option(None, "--phase", help="infer | prefill | decode (decode: one token against a KV cache)"),
+    on: str = typer.Option("local", "--on", help="profile to predict with: 'local' (newest probe profile) or a .toml file"),
+    repeats: int = typer.Option(5, "--repeats", help="timed end-to-end runs (median and spread are reported)"),
+    warmup: int = typer.Option(2, "--warmup", help="untimed runs first"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch threads (default: the profile's probe threads)"),
+    fmt: str = typer.Option("text", "--format", help="text | json"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the JSON document to this file"),
+    top: int = typer.Option(10, "--top", help="per-op rows shown (text)"),
+):
+    """Measure the model end to end and per op, predict it with the profile, show both with the error."""
+    check_format(fmt, ("text", "json"))
+    from .. import validate as v
+    from ..errors import IronlawError
+    if out is not None and not out.endswith(".json"):
+        raise IronlawError(f"--out {out}: give a .json file name")
+    doc = v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup, threads=threads)
+    if out:
+        write_json(out, doc)
+    if fmt == "json":
+        emit_json(doc)
+    else:
+        render(doc, top=top)
+
+
+def write_json(path: str, doc: dict) -> None:
+    """Atomic: a temporary file in the same folder, then a rename."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import IronlawError
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise IronlawError(f"--out {path}: folder {p.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:+.0f}%"
+
+
+def render(doc: dict, top: int = 10, console=None) -> None:
+    from rich.table import Table
+
+    from ..units import fmt_time
+    from . import console as make_console
+    c = console or make_console()
+    w, hw, t, s = doc["workload"], doc["hardware"], doc["total"], doc["spread"]
+    shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)
+    cal = "calibrated" if hw["calibrated"] else "not calibrated"
+    c.print(f"[bold]{w['name']} · {w['phase']} · {shape} on {hw['name']}[/bold] ({cal}; "
+            f"{doc['case']['threads']} threads, {doc['case']['repeats']} runs)")
+    c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
+            f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "
+            f"({_pct(t['error'])}) · naive roofline {fmt_time(t['naive_s'])} ({_pct(t['naive_error'])})")
+    tb = Table(title="predicted vs measured, by op kind")
+    for col in ("kind", "ops", "predicted", "measured", "spread (IQR)", "error"):
+        tb.add_column(col, justify="left" if col == "kind" else "right")
+    for k, r in doc["by_kind"].items():
+        tb.add_row(k, str(r["ops"]) if r["ops"] else "—", fmt_time(r["predicted_s"]), fmt_time(r["measured_s"]),
+                   fmt_time(r["spread_s"]), _pct(r["error"]))
+    tb.add_row("[bold]total[/bold]", str(t["ops"]), f"[bold]{fmt_time(t['predicted_s'])}[/bold]",
+               f"[bold]{fmt_time(t['measured_s'])}[/bold]", fmt_time(t["spread_s"]), f"[bold]{_pct(t['error'])}[/bold]")
+    c.print(tb)
+    sc = doc["score"]
+    c.print(f"per op: {100 * sc['ops_within_25pct_time_share']:.0f}% of measured op time is in ops predicted within "
+            f"±25%; {100 * sc['ops_within_2x_count_share']:.0f}% of ops within 2×")
+    if top > 0:
+        to = Table(title=f"top {top} ops by measured time")
+        for col in ("#", "op", "kind", "shapes", "predicted", "measured", "CV", "error", "bound"):
+            to.add_column(col, justify="left" if col in ("op", "kind", "shapes", "bound") else "right")
+        for r in sorted(doc["ops"], key=lambda r: -r["measured_s"])[:top]:
+            to.add_row(str(r["index"]), r["name"][:40], r["kind"], r["shapes"][:34], fmt_time(r["predicted_s"]),
+                       fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
+        c.print(to)
+    if hw["calibrated"]:
+        c.print(f"calibration fitted on: {', '.join(hw['fitted']) or '—'}; held out: {', '.join(hw['held_out']) or '—'}")
+    if s["cv"] > 0.1:
+        c.print(f"[yellow]the measurement is noisy (CV {100 * s['cv']:.0f}%): the machine is busy; rerun when quiet[/yellow]")

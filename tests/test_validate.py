@@ -1,0 +1,164 @@
+"""ironlaw validate and ironlaw.fit: real runs join predicted rows one to one, documents are valid,
+big models are refused before anything is allocated, nonsense profiles are refused by field, and the
+fit recovers efficiencies it was given."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ironlaw import hardware
+from ironlaw.errors import IronlawError
+
+DATA = Path(__file__).parent / "data"
+TINY = f"py:{DATA / 'validate_models.py'}:tiny"
+HUGE = f"py:{DATA / 'validate_models.py'}:huge"
+PROFILE = DATA / "validate-cpu.toml"
+
+
+@pytest.fixture(scope="module")
+def tiny_doc():
+    pytest.importorskip("torch")
+    from ironlaw import validate
+    return validate.run(TINY, batch=2, hw=hardware.load_file(PROFILE), repeats=3, warmup=1, threads=1)
+
+
+def test_tiny_model_joins_one_to_one(tiny_doc):
+    from ironlaw.capture import recorder
+    from ironlaw.validate import models
+
+    r = models.resolve(TINY, 2, None, None)
+    step = r.real()
+    real = [rec for rec in recorder.capture(step.module, step.args, step.kwargs, real=True).records if not rec.no_work]
+    rows = tiny_doc["ops"]
+    # every op that runs a kernel has exactly one row, same index, same name
+    assert [(x["index"], x["name"]) for x in rows] == [(rec.index, rec.name) for rec in real]
+    assert len({x["index"] for x in rows}) == len(rows)
+    assert {x["name"] for x in rows} >= {"aten::addmm", "aten::gelu"}
+    assert all(x["measured_s"] > 0 and x["predicted_s"] > 0 for x in rows)
+    # kind rows sum the op rows (the framework row is end to end minus the ops)
+    kinds = {k: v for k, v in tiny_doc["by_kind"].items() if k != "framework"}
+    assert math.isclose(sum(v["measured_s"] for v in kinds.values()), tiny_doc["total"]["ops_measured_s"], rel_tol=1e-9)
+    assert sum(v["ops"] for v in kinds.values()) == len(rows)
+    # two 2x64x128 and 2x128x16 GEMMs: FLOPs are 2·M·N·K, not MACs
+    mm = sorted(x["flops"] for x in rows if x["name"] == "aten::addmm")
+    assert mm == [2 * 2 * 128 * 16, 2 * 2 * 64 * 128]
+    s = tiny_doc["spread"]
+    assert s["min_s"] <= s["median_s"] <= s["max_s"] and len(s["samples_s"]) == tiny_doc["case"]["repeats"]
+
+
+def test_json_document_is_valid_and_the_report_reads_it(tiny_doc, tmp_path, capsys):
+    pytest.importorskip("torch")
+    from ironlaw.cli import main
+    from ironlaw.report.inputs import load_validation
+
+    out = tmp_path / "v.json"
+    main(["validate", TINY, "--on", str(PROFILE), "--repeats", "2", "--warmup", "1", "--threads", "1",
+          "--format", "json", "--out", str(out)])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "ironlaw.validate/1"
+    for key in ("workload", "hardware", "case", "total", "spread", "by_kind", "ops", "score"):
+        assert key in doc
+    assert json.loads(out.read_text())["schema"] == "ironlaw.validate/1"
+    v = load_validation(out)                      # the HTML report's strict reader accepts it
+    assert v["total"]["measured_s"] == doc["total"]["measured_s"]
+    json.dumps(tiny_doc, allow_nan=False)         # finite numbers only
+
+
+def test_model_that_does_not_fit_is_refused_before_allocating():
+    pytest.importorskip("torch")
+    from ironlaw import validate
+    # huge() raises if it is ever built outside meta, so reaching the real build would fail differently
+    with pytest.raises(IronlawError, match="nothing was allocated"):
+        validate.run(HUGE, hw=hardware.load_file(PROFILE), repeats=1, threads=1)
+
+
+@pytest.mark.parametrize("table, field", [
+    ("framework_s = -1.0", "framework_s"),
+    ('[calibration.op."aten::tanh"]\ncompute = "fast"', "compute"),
+    ('[calibration.op."aten::tanh"]\nspeed = 0.5', "speed"),
+    ("[calibration.conv.fp32]\neta_max = 3.0\nm_half = 1.0\nnk_half = 1.0", "eta_max"),
+    ("[calibration.conv.fp33]\neta_max = 0.5\nm_half = 1.0\nnk_half = 1.0", "fp33"),
+])
+def test_nonsense_calibration_is_refused_naming_the_field(tmp_path, table, field, capsys):
+    head = ('\n[calibration]\nschema = "ironlaw.calibration/1"\nsource = "measured: by hand"\n'
+            'fitted = ["validate:x"]\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text(PROFILE.read_text() + head + table + "\n")
+    with pytest.raises(IronlawError, match=field):
+        hardware.load_file(bad)
+    from ironlaw.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["validate", TINY, "--on", str(bad)])
+    assert e.value.code == 2 and field in capsys.readouterr().err
+
+
+def _synthetic_cases():
+    """Cases whose op times come from a known law: GEMM η(M,N,K), tanh at a known compute η (its own op
+    class), GELU at the elementwise kind's memory η, a fixed latency, and a known framework share per op."""
+    from ironlaw import calibrate
+    from ironlaw.graph import Graph, Op
+    hw = hardware.load_file(PROFILE)
+    truth = {"schema": calibrate.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
+             "matmul": {"fp32": {"eta_max": 0.8, "m_half": 6.0, "nk_half": 48.0}},
+             "memory": {"streamed": 0.6, "produced": 0.9, "kind": {"elementwise": 0.5}},
+             "latency_s": {"default": 4e-6},
+             "compute": {"elementwise": 1.0}, "op": {"aten::tanh": {"compute": 0.01}}, "framework_s": 12e-6}
+    true_hw = calibrate.with_calibration(hw, truth)
+    rng = np.random.default_rng(0)
+    cases = []
+    for c in range(4):
+        ops = []
+        for _ in range(30):
+            m, n, k = (int(x) for x in rng.choice([1, 4, 16, 64, 256, 1024], 3))
+            ops.append(Op("aten::mm", "matmul", flops=2.0 * m * n * k, dtype="fp32",
+                          bytes={"weights": 4.0 * n * k, "activations": 4.0 * (m * k + m * n)}))
+            e = float(rng.choice([1e4, 1e5, 1e6, 4e6]))
+            ops.append(Op("aten::tanh", "elementwise", flops=e, bytes={"activations": 8.0 * e}, dtype="fp32"))
+            ops.append(Op("aten::gelu", "elementwise", flops=5.0 * e, bytes={"activations": 8.0 * e}, dtype="fp32"))
+        g = Graph(f"synthetic{c}", "infer", "fp32", ops)
+        from ironlaw import law
+        t = np.asarray(law.predict(g, true_hw).op_time_s, float) - truth["framework_s"]
+        rows = [{"index": i, "name": op.name, "kind": op.kind, "dtype": op.dtype, "count": 1, "flops": op.flops,
+                 "bytes": op.bytes, "median_s": float(ti), "min_s": float(ti), "measured_cv": 0.0, "spread_s": 0.0}
+                for i, (op, ti) in enumerate(zip(ops, t))]
+        e2e = float(t.sum()) + truth["framework_s"] * len(ops)
+        cases.append({"workload": {"name": f"synthetic{c}", "phase": "infer", "batch": 1}, "ops": rows,
+                      "spread": {"median_s": e2e, "min_s": e2e, "spread_s": 0.0, "cv": 0.0},
+                      "total": {"views": 0}})
+    return hw, truth, cases
+
+
+def test_fit_recovers_known_efficiencies_and_overhead():
+    from ironlaw import calibrate, fit
+    hw, truth, cases = _synthetic_cases()
+    cal = fit.fit(hw, cases[:3], held_out=cases[3:])
+    assert cal["fitted"] == [f"validate:synthetic{i} infer b1" for i in range(3)]
+    assert cal["held_out"] == ["validate:synthetic3 infer b1"]
+    assert cal["framework_s"] == pytest.approx(truth["framework_s"], rel=0.05)
+    # the efficiencies the fitted table gives, against the ones the data were made with
+    from ironlaw.graph import Graph, Op
+    probe = Graph("probe", "infer", "fp32", [
+        Op("aten::tanh", "elementwise", flops=1e6, bytes={"activations": 8e6}, dtype="fp32"),
+        Op("aten::gelu", "elementwise", flops=5e6, bytes={"activations": 8e6}, dtype="fp32"),
+        Op("aten::mm", "matmul", flops=2.0 * 1024 ** 3, dtype="fp32",
+           bytes={"weights": 4.0 * 1024 ** 2, "activations": 8.0 * 1024 ** 2})]).columns()
+    base = np.ones(3)
+    got, want = calibrate.compute_eta(cal, probe, base), calibrate.compute_eta(truth, probe, base)
+    assert got[0] == pytest.approx(0.01, rel=0.05)                 # tanh, its own class
+    assert got[2] == pytest.approx(want[2], rel=0.05)              # a large GEMM
+    mem_got, mem_want = calibrate.memory_eta(cal, probe, base), calibrate.memory_eta(truth, probe, base)
+    assert mem_got[1] == pytest.approx(mem_want[1], rel=0.05)      # GELU streams at the kind's memory η
+    # and the held-out case, never fitted, is predicted as the truth predicts it
+    rows = fit.score(calibrate.with_calibration(hw, cal), cases[3:])
+    assert abs(rows[0]["error"]) < 0.05
+
+
+def test_a_case_cannot_be_both_fitted_and_held_out():
+    from ironlaw import fit
+    hw, _, cases = _synthetic_cases()
+    with pytest.raises(IronlawError, match="both fitted and held out"):
+        fit.fit(hw, cases[:2], held_out=cases[1:2])
