@@ -96,6 +96,18 @@ def test_self_contained_and_small_for_resnet50(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name != "r50.html"], "temporary files left behind"
 
 
+@pytest.mark.torch
+def test_captured_resnet50_training_report_is_small():
+    """Per aten op (forward + backward, 354 rows): every op on the roofline, the file still ≤ 2 MB."""
+    pytest.importorskip("torch")
+    root = Path(__file__).resolve().parents[1]
+    est = _est(f"py:{root / 'examples' / 'resnet.py'}:resnet50", phase="train", batch=8)
+    text = page.render(est)
+    pts, _ = svg.roofline_points(est)
+    assert len(est.graph.ops) > 300 and text.count('class="op"') == len(pts)
+    assert len(text.encode()) <= MAX_BYTES and "http://" not in text.lower() and "https://" not in text.lower()
+
+
 def test_summary_states_time_resource_and_why(fast, resnet):
     text = page.render(resnet)
     b = resnet.bottleneck()

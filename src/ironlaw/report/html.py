@@ -19,7 +19,7 @@ from ..units import fmt, fmt_time
 from . import svg
 from .text import headline
 
-MPL_MAX_OPS = 400          # above this, ironlaw.plot's one-scatter-per-op figure takes > 5 s: draw svg.roofline
+MPL_MAX_OPS = 250          # above this, ironlaw.plot (one scatter call per op) takes seconds: draw svg.roofline
 TERMS = (("data_s", "data", "D_vol / BW"), ("compute_s", "compute", "O / (R_peak · η)"),
          ("latency_s", "latency", "L_lat"), ("network_s", "network", "bytes on links / link BW"))
 
