@@ -90,12 +90,12 @@ def dumps_table(doc: dict, prefix: str = "") -> str:
         if isinstance(v, dict):
             body = dumps_table(v, path + ".")
             own = any(not (x is None or isinstance(x, dict) or _is_table_list(x)) for x in v.values())
-            lines += (["", f"[{path}]"] if own or not v else []) + ([body] if body else [])
+            lines += (["", f"[{path}]"] if own or not v else [""]) + ([body] if body else [])
         elif _is_table_list(v):
             for row in v:
                 body = dumps_table(row, path + ".")
                 lines += ["", f"[[{path}]]"] + ([body] if body else [])
-    return "\n".join(ln for ln in lines).strip("\n")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
 
 
 def write_atomic(path: Path, text: str) -> Path:

@@ -68,7 +68,7 @@ def _tiers(probe: dict, kind: str) -> tuple[list[dict], dict]:
         else:
             cap = caches.get(level, _gpu_l2() if kind == "gpu" else max(r["bytes"] for r in lr) * 2)
         what = (f"copy bandwidth (read + written bytes), fit t = overhead + bytes/BW over {len(lr)} working sets "
-                f"{min(r['bytes'] for r in lr) / 2**20:.1f}–{max(r['bytes'] for r in lr) / 2**20:.0f} MiB; "
+                f"{min(r['bytes'] for r in lr) / 2**20:.1f}–{max(r['bytes'] for r in lr) / 2**20:.1f} MiB; "
                 f"overhead {overhead * 1e6:.1f} µs")
         tiers.append({"name": level, "role": "device" if device else "cache", "capacity_bytes": cap, "bw_Bps": bw,
                       "source": source(probe, what + ("; capacity from the OS" if cap else ""))})

@@ -1,0 +1,82 @@
+"""`ironlaw probe`: measure this machine and save a hardware profile (`--on local` uses the newest)."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from . import app, check_format, console, emit_json
+
+
+@app.command()
+def probe(
+    out: Optional[str] = typer.Option(None, "--out", help="profile file to write (default: a new file in "
+                                                         "$IRONLAW_HOME/profiles, which `--on local` reads)"),
+    quick: bool = typer.Option(False, "--quick", help="a smaller grid and fewer repeats (about 15 s)"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="threads to measure with (default: torch's)"),
+    max_cv: float = typer.Option(0.15, "--max-cv", help="largest spread (stdev/median) a measurement may keep"),
+    fmt: str = typer.Option("text", "--format", help="text | json"),
+):
+    """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
+    reductions, dispatch latency; launch latency and host↔device copies on CUDA), fit the calibration,
+    and save it all as a profile in the catalog's format."""
+    from .. import probe as probe_mod
+    from .. import profile
+    from ..probe import build
+
+    check_format(fmt, ("text", "json"))
+    show_bar = fmt == "text" and sys.stdout.isatty()
+    if show_bar:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        with Progress(TextColumn("[bold]probe[/bold] {task.description:<32}"), BarColumn(),
+                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), transient=True) as bar:
+            task = bar.add_task("starting", total=None)
+
+            def tick(done: int, total: int, label: str) -> None:
+                bar.update(task, completed=done, total=total, description=label)
+            rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick)
+    else:
+        rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv)
+    doc = build.profile(rows)
+    path = profile.save(doc, out)
+    if fmt == "json":
+        emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "profile": doc})
+        return
+    _render(doc, str(path))
+
+
+def _render(doc: dict, path: str) -> None:
+    from rich.table import Table
+    from ..units import fmt, fmt_time
+
+    c = console()
+    p = doc["probe"]
+    c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''})")
+    t = Table(title="GEMM peak per dtype (best shape)")
+    for col in ("dtype", "peak", "note"):
+        t.add_column(col)
+    for dt, v in doc["compute"].items():
+        note = "NO FAST PATH" if "NO FAST PATH" in v["source"] else ""
+        t.add_row(dt, fmt(v["peak_flops"], "FLOP/s"), note)
+    t.add_row("vector", fmt(doc["vector"]["peak_flops"], "FLOP/s"), "fastest elementwise op")
+    c.print(t)
+    t = Table(title="memory levels: t = overhead + bytes/BW")
+    for col in ("level", "role", "capacity", "bandwidth", "overhead"):
+        t.add_column(col)
+    for m in doc["memory"]:
+        o = p["fits"].get(m["name"], {}).get("overhead_s")
+        t.add_row(m["name"], m["role"], fmt(m["capacity_bytes"], "B"), fmt(m["bw_Bps"], "B/s"),
+                  fmt_time(o) if o is not None else "—")
+    c.print(t)
+    c.print(f"per-op dispatch latency: {fmt_time(doc['latency']['op_s'])}")
+    chk = p.get("checks")
+    if chk:
+        c.print(f"{p['threads']} threads vs 1 on an fp32 GEMM: {chk['speedup']:.2f}×")
+    spread = max(r["cv"] for fam in ("gemm", "memory", "vector", "reduce", "dispatch") for r in p.get(fam, []))
+    c.print(f"largest spread kept: {spread:.1%} (limit {p['max_cv']:.0%})")
+    cal = doc.get("calibration")
+    if cal:
+        g = ", ".join(f"{dt} η_max {v['eta_max']:.2f}" for dt, v in cal.get("matmul", {}).items())
+        c.print(f"calibration: {g}; fitted on {', '.join(cal['fitted'])}")
+    c.print(f"saved [bold]{path}[/bold]  (use it with `--on local` or `--on {path}`)")
