@@ -52,7 +52,7 @@ def console():
 
 
 # register the verbs (each module adds its commands to ``app``)
-from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate  # noqa: E402,F401
+from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, probe  # noqa: E402,F401
 
 
 def _wants_json(argv: list[str]) -> bool:
