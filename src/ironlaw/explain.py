@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .units import fmt, fmt_time
+from .units import fmt, fmt_size, fmt_time
 
 
 def labels(est) -> np.ndarray:
@@ -29,7 +29,7 @@ def why(est) -> dict:
         fp = est.footprint()
         if not fp["fits"]:
             return {"resource": "capacity", "tier": None,
-                    "why": f"the footprint ({fmt(fp['total_bytes'], 'B')}) does not fit in all memory tiers of {hw.name} together"}
+                    "why": f"the footprint ({fmt_size(fp['total_bytes'])}) does not fit in all memory tiers of {hw.name} together"}
         spill_t = hw.memory[int(est.placement.spill_tier)]
         moved = {k: float(v[hw.device_tier + 1:].sum()) for k, v in est.placement.bytes.items()
                  if float(v[hw.device_tier + 1:].sum()) > 0}
@@ -37,8 +37,8 @@ def why(est) -> dict:
         beyond = [i for i in range(hw.device_tier + 1, len(hw.memory))]
         t_spill = float(sum((est.data_tier_s[i] * est.cols.count).sum() for i in beyond))
         return {"resource": "capacity", "tier": spill_t.name,
-                "why": f"{fmt(fp['total_bytes'], 'B')} footprint exceeds {dev.name} ({fmt(dev.capacity_bytes, 'B')}): "
-                       f"{fmt(float(est.placement.spilled_bytes), 'B')} of {what} spill to {spill_t.name} "
+                "why": f"{fmt_size(fp['total_bytes'])} footprint exceeds {dev.name} ({fmt_size(dev.capacity_bytes)}): "
+                       f"{fmt_size(float(est.placement.spilled_bytes))} of {what} spill to {spill_t.name} "
                        f"({fmt(spill_t.bw_Bps, 'B/s')}), where their traffic takes {fmt_time(t_spill)} "
                        f"({100 * t_spill / total:.0f}% of the time)"}
     if res == "compute":

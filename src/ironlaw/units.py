@@ -94,3 +94,13 @@ def fmt_time(t: float, digits: int = 3) -> str:
         if abs(t) >= s:
             return f"{t / s:.{digits}g} {name}"
     return f"{t / 1e-9:.{digits}g} ns"
+
+
+def fmt_size(x: float, digits: int = 3) -> str:
+    """Format a memory size with binary prefixes (capacities are sold in GiB): 85899345920 -> '80 GiB'."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g} B"
+    for p, s in (("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10)):
+        if abs(x) >= s:
+            return f"{x / s:.{digits}g} {p}B"
+    return f"{x:.{digits}g} B"

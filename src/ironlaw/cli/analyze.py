@@ -23,10 +23,10 @@ def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], ph
     est = law.predict(graph, hw, "serial" if serial else "overlap")
     if not bool(est.placement.fits):
         fp = est.footprint()
-        from ..units import fmt
+        from ..units import fmt_size
         total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
-        raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt(fp['total_bytes'], 'B')} "
-                           f"exceeds all memory tiers together ({fmt(total, 'B')})")
+        raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt_size(fp['total_bytes'])} "
+                           f"exceeds all memory tiers together ({fmt_size(total)})")
     return est
 
 

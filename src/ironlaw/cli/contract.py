@@ -17,7 +17,7 @@ def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml
              fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Which resource each of three classic workloads saturates first on one device."""
     from .. import hardware, law, workloads
-    from ..units import fmt as f, fmt_time
+    from ..units import fmt as f, fmt_size, fmt_time
 
     check_format(fmt)
     hw = hardware.get(on)
@@ -38,7 +38,7 @@ def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml
         dev = hw.memory[hw.device_tier]
         rows.append([title, f"batch {kw['batch']}" + (f", ctx {kw['seq']}" if kw.get("seq") else ""),
                      fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")), fmt_time(e.term("latency_s")),
-                     fmt_time(e.time_s), f"{f(fp['total_bytes'], 'B')} / {f(dev.capacity_bytes, 'B')}",
+                     fmt_time(e.time_s), f"{fmt_size(fp['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
                      b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]])
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     if fmt == "md":

@@ -10,7 +10,7 @@ from . import check_format, console, emit_json, hardware_app
 def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
     """All devices in the catalog, with their headline numbers."""
     from .. import hardware
-    from ..units import fmt as f
+    from ..units import fmt as f, fmt_size
 
     check_format(fmt, ("text", "json"))
     devices = hardware.catalog()
@@ -26,7 +26,7 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
         t.add_row(d.name, d.title,
                   f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
                   f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
-                  f(dev.capacity_bytes, "B"), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
+                  fmt_size(dev.capacity_bytes), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
     console().print(t)
 
 
@@ -35,7 +35,7 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
          fmt: str = typer.Option("text", "--format", help="text | json")):
     """Every number of one device, with its source."""
     from .. import hardware
-    from ..units import fmt as f, fmt_time
+    from ..units import fmt as f, fmt_size, fmt_time
 
     check_format(fmt, ("text", "json"))
     d = hardware.get(name)
@@ -56,7 +56,7 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
         t.add_column(col)
     for m in d.memory:
-        t.add_row(m.name, m.role, f(m.capacity_bytes, "B"), f(m.bw_Bps, "B/s"), m.source)
+        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), m.source)
     c.print(t)
     c.print(f"per-op latency: {fmt_time(d.op_latency_s)} — {d.sources['latency']}")
     if d.links:

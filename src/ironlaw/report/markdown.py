@@ -1,7 +1,7 @@
 """The Markdown report (for issues, PRs, notebooks)."""
 from __future__ import annotations
 
-from ..units import fmt, fmt_time
+from ..units import fmt, fmt_size, fmt_time
 from .text import headline
 
 
@@ -20,9 +20,9 @@ def render(est, top: int = 10) -> str:
                      f"{r['tier'] or '—'} | {fmt_time(r['data_s'])} | {fmt_time(r['compute_s'])} | "
                      f"{fmt_time(r['latency_s'])} | {fmt_time(r['time_s'])} | {r['bound']} |")
     fp = est.footprint()
-    lines += ["", f"Footprint {fmt(fp['total_bytes'], 'B')}:", "", "| tier | capacity | holds |", "|---|---:|---|"]
+    lines += ["", f"Footprint {fmt_size(fp['total_bytes'])}:", "", "| tier | capacity | holds |", "|---|---:|---|"]
     for t in fp["tiers"]:
         if t["role"] != "cache":
-            holds = ", ".join(f"{k} {fmt(v, 'B')}" for k, v in t["holds"].items()) or "—"
-            lines.append(f"| {t['name']} | {fmt(t['capacity_bytes'], 'B')} | {holds} |")
+            holds = ", ".join(f"{k} {fmt_size(v)}" for k, v in t["holds"].items()) or "—"
+            lines.append(f"| {t['name']} | {fmt_size(t['capacity_bytes'])} | {holds} |")
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """The terminal report: summary sentence, three terms, bottleneck, top ops, footprint."""
 from __future__ import annotations
 
-from ..units import fmt, fmt_time
+from ..units import fmt, fmt_size, fmt_time
 
 
 def headline(est) -> str:
@@ -45,12 +45,12 @@ def render(est, top: int = 10, console=None) -> None:
                   fmt_time(r["time_s"]), r["bound"])
     c.print(t)
     fp = est.footprint()
-    t = Table(title=f"footprint {fmt(fp['total_bytes'], 'B')} against the memory tiers")
+    t = Table(title=f"footprint {fmt_size(fp['total_bytes'])} against the memory tiers")
     for col in ("tier", "role", "capacity", "holds"):
         t.add_column(col)
     for tier in fp["tiers"]:
         if tier["role"] == "cache":
             continue
-        holds = ", ".join(f"{k} {fmt(v, 'B')}" for k, v in tier["holds"].items()) or "—"
-        t.add_row(tier["name"], tier["role"], fmt(tier["capacity_bytes"], "B"), holds)
+        holds = ", ".join(f"{k} {fmt_size(v)}" for k, v in tier["holds"].items()) or "—"
+        t.add_row(tier["name"], tier["role"], fmt_size(tier["capacity_bytes"]), holds)
     c.print(t)
