@@ -54,11 +54,11 @@ def _bound_colour(hw, bound_label: str) -> str:
     return BOUND_COLOURS.get(bound_label, "#495057")
 
 
-def _points(est):
+def _points(est, rows):
     """(plotted, left_out): per op row with intensity, achieved rate, time and bound label."""
     idx = est.op_bound_idx
     pts, left = [], 0
-    for i, r in enumerate(est.rows()):
+    for i, r in enumerate(rows):
         res, tier = est.resources[int(idx[i])]
         label = res if tier is None else f"{res}:{tier}"
         if r["flops"] > 0 and r["bytes"] > 0 and r["time_s"] > 0:
@@ -75,9 +75,10 @@ def roofline(est, ax=None):
     fig = ax.figure if ax is not None else Figure(figsize=(8, 5.5))
     ax = ax if ax is not None else fig.add_subplot(1, 1, 1)
     hw = est.hw
-    pts, left = _points(est)
+    rows = est.rows()
+    pts, left = _points(est, rows)
     total_flops = float(est.graph.flops)
-    total_bytes = float(sum(r["bytes"] for r in est.rows()))
+    total_bytes = float(sum(r["bytes"] for r in rows))
     total_s = float(est.total_s)
     ais = [p[0] for p in pts] + ([total_flops / total_bytes] if total_bytes > 0 and total_flops > 0 else [])
     peaks = dict(hw.peak_flops)
@@ -98,15 +99,16 @@ def roofline(est, ax=None):
     ax.axhline(hw.vector_flops, color="#868e96", lw=1.0, ls=(0, (1, 2)),
                label=f"vector {hw.vector_flops / 1e12:,.3g} TFLOP/s")
 
-    # ops: area ∝ share of the time
+    # ops: area ∝ share of the time; one scatter per bound (hundreds of ops stay fast)
     if pts:
         tmax = max(p[2] for p in pts)
-        seen = set()
-        for ai, rate, t, label, r in sorted(pts, key=lambda p: -p[2]):
-            colour = _bound_colour(hw, label)
-            ax.scatter([ai], [rate], s=12 + 400 * t / tmax, color=colour, alpha=0.6, edgecolors="white",
-                       linewidths=0.5, label=f"op bound: {label}" if label not in seen else None, zorder=3)
-            seen.add(label)
+        groups: dict[str, list] = {}
+        for p in sorted(pts, key=lambda p: -p[2]):
+            groups.setdefault(p[3], []).append(p)
+        for label, ps in groups.items():
+            ax.scatter([p[0] for p in ps], [p[1] for p in ps], s=[12 + 400 * p[2] / tmax for p in ps],
+                       color=_bound_colour(hw, label), alpha=0.6, edgecolors="white", linewidths=0.5,
+                       label=f"op bound: {label}", zorder=3)
     if total_bytes > 0 and total_flops > 0 and total_s > 0 and math.isfinite(total_s):
         ax.scatter([total_flops / total_bytes], [total_flops / total_s], marker="*", s=320, color="#ffd43b",
                    edgecolors="#212529", linewidths=1.0, zorder=4, label="workload")
