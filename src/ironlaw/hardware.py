@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -341,6 +342,9 @@ def load_file(path: str | os.PathLike) -> Hardware:
     return parse_hardware(read_toml(p, "hardware TOML file"), str(p))
 
 
+_ALIASES = re.compile(r"^aliases\s*=\s*\[(.*?)\]", re.M | re.S)
+
+
 def _catalog_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.toml"))}
 
@@ -366,7 +370,10 @@ def get(spec: str) -> Hardware:
     key = spec.lower()
     if key in files:
         return load_file(files[key])
-    for hw in catalog():
-        if key in hw.aliases:
-            return hw
+    for stem, path in files.items():          # aliases: a cheap scan, then one full parse
+        m = _ALIASES.search(path.read_text(encoding="utf-8"))
+        if m and f'"{key}"' in m.group(1):
+            hw = load_file(path)
+            if key in hw.aliases:
+                return hw
     raise unknown("hardware", spec, list(files) + ["local"])
