@@ -21,8 +21,9 @@ SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[Healt
 H100 = hardware.get("h100")
 A100 = hardware.get("a100")
 
-pos = st.floats(min_value=0.0, max_value=1e13, allow_nan=False, allow_infinity=False)
-big = st.floats(min_value=0.0, max_value=1e15, allow_nan=False, allow_infinity=False)
+# FLOP and byte counts are whole numbers: 0, or at least 1 (sub-1 floats are not a workload)
+pos = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=1e13))
+big = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=1e15))
 
 
 @st.composite

@@ -71,7 +71,9 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
     eta = efficiency.compute_eta(hw, cols)
     if cols.eta_scale is not None:                             # what-if: irregular access (sparse kernels)
         eta = eta * cols.eta_scale
-    compute_s = cols.flops / (peak * eta)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        compute_s = cols.flops / (peak * eta)
+    compute_s = np.where(cols.flops > 0, compute_s, 0.0)       # no FLOPs, no compute time (whatever η says)
     if cols.vector_flops is not None:                          # what-if: vector work inside the op's kernel
         compute_s = compute_s + cols.vector_flops / (hw.vector_flops * hw.eta("elementwise")
                                                      * (1.0 if cols.eta_scale is None else cols.eta_scale))
