@@ -7,10 +7,8 @@ console messages, --log-net-log for every request the page makes. Each check has
 /usr/bin/chromium is absent those tests skip and say why.
 """
 import json
-import math
 import os
 import re
-import shutil
 import struct
 import subprocess
 import warnings
