@@ -6,15 +6,16 @@
 
 What is fitted, on the FIT cases only (held-out cases are named in the table, never looked at):
 1. per op kind: compute η, memory η, fixed latency; GEMMs per dtype: η(M, N, K) and the bandwidth
-   reached by streamed weights (``calibrate.fit``, the probe's fitter, on every measured op);
+   reached by streamed weights (the model of ``ironlaw.calibrate``);
 2. convolutions and attention kernels: the same shape model η(M, N, K) (``[calibration.conv.fp32]`` …);
 3. op classes: an op name whose ops carry a visible share of the measured time gets its own compute
    η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``) when that fits its
    ops clearly better than its kind's values — transcendentals and pooling are not average elementwise ops;
 4. the framework's share: seconds per op between ops (end to end minus the sum of the measured ops,
    over the number of ops), ``framework_s``.
-Every step minimises the time-weighted mean |log(predicted / measured)| over the ops it touches, each
-case weighing the same, and keeps a new parameter only where it improves that loss.
+Every step minimises the mean |log(predicted / measured)| over the ops it touches, weighted by √(measured
+time), each case weighing the same (Nelder–Mead from the best points of a small grid); a shape model or an
+op class is kept only where it clearly improves that loss.
 """
 from __future__ import annotations
 
@@ -55,42 +56,17 @@ def observations(cases: list[dict], stat: str = "median") -> list[calibrate.Obse
 
 
 def framework_gap(cases: list[dict], stat: str = "median") -> float:
-    """Seconds per op between ops: Σ (end to end − Σ measured ops) / Σ ops over ``cases``, ≥ 0."""
-    gap, n = 0.0, 0
+    """Seconds per op spent between ops: per case, end to end minus the sum of its measured ops (paired run
+    by run when the document has it), over its number of ops; the median over ``cases``, ≥ 0."""
+    per_op = []
     for c in cases:
-        e2e = c["spread"]["min_s"] if stat == "min" else c["spread"]["median_s"]
-        ops = sum(float(r["min_s"] if stat == "min" else r["median_s"]) for r in c["ops"])
-        gap += e2e - ops
-        n += len(c["ops"])
-    return max(gap / n, 0.0) if n else 0.0
-
-
-class _Problem:
-    """The law's raw terms (η = 1, no latency) of every observation, and a weighted log loss."""
-
-    def __init__(self, hw, obs: list[calibrate.Observation]):
-        self.hw = calibrate.without_calibration(hw)
-        self.cols, self.d0, self.c0 = calibrate._terms(self.hw, obs)
-        self.meas = np.array([o.time_s for o in obs])
-        self.ds = ds = np.array([o.dataset for o in obs], dtype=object)
-        self.w = np.zeros(len(obs))
-        for d in set(ds.tolist()):                        # each case weighs the same; within it, by time
-            sel = ds == d
-            self.w[sel] = self.meas[sel] / self.meas[sel].sum()
-        self.kinds = np.array(KINDS)[self.cols.kind_idx]
-        self.names = np.array([o.op.name for o in obs], dtype=object)
-        self.dtypes = np.array(self.cols.dtypes)
-
-    def times(self, cal: dict) -> np.ndarray:
-        """Per-op kernel times (measured op times hold no framework share: it is spent between ops)."""
-        return calibrate._times({k: v for k, v in cal.items() if k != "framework_s"}, self.hw, self.cols,
-                                self.d0, self.c0)
-
-    def loss(self, cal: dict, rows: np.ndarray) -> float:
-        if not rows.any():
-            return 0.0
-        t = self.times(cal)[rows]
-        return float(np.sum(self.w[rows] * np.abs(np.log(t / self.meas[rows]))) / np.sum(self.w[rows]))
+        t = c.get("total", {})
+        gap = t.get("framework_paired_s")
+        if gap is None:
+            e2e = c["spread"]["min_s"] if stat == "min" else c["spread"]["median_s"]
+            gap = e2e - sum(float(r["min_s"] if stat == "min" else r["median_s"]) for r in c["ops"])
+        per_op.append(gap / max(len(c["ops"]), 1))
+    return max(float(np.median(per_op)), 0.0) if per_op else 0.0
 
 
 def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", source: str | None = None) -> dict:
@@ -105,33 +81,120 @@ def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", 
     obs = observations(cases, stat)
     source = source or (f"measured: fitted by ironlaw.fit to {len(cases)} validate runs ({stat} times) on "
                         f"{hw.name}: " + "; ".join(names))
-    cal = calibrate.fit(calibrate.without_calibration(hw), obs, source, held_out=[f"validate:{h}" for h in held])
+    cal = {"schema": calibrate.SCHEMA, "source": source, "fitted": sorted(f"validate:{n}" for n in names),
+           "held_out": [f"validate:{h}" for h in held]}
     prob = _Problem(hw, obs)
-    for kind in ("conv", "attention"):
-        cal = _fit_shape(prob, cal, kind)
+    cal = _fit_kinds(prob, cal)
     cal = _fit_classes(prob, cal)
     cal["framework_s"] = float(f"{framework_gap(cases, stat):.4g}")
     return calibrate.check(cal, "calibration (fitted)")
 
 
-def _fit_shape(prob: _Problem, cal: dict, kind: str) -> dict:
-    for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
-        rows = (prob.kinds == kind) & (prob.dtypes == dt)
-        if rows.sum() < 4:
-            continue
-        base = prob.loss(cal, rows)
-        eta0 = cal.get("compute", {}).get(kind, prob.hw.eta(kind))
+class _Problem:
+    """The law's raw terms (η = 1, no latency) of some observations, and a weighted log loss."""
 
-        def apply(x, c=cal, dt=dt):
-            c = calibrate._copy(c)
-            c.setdefault(kind, {})[dt] = {"eta_max": min(math.exp(x[0]), 1.0), "m_half": math.exp(x[1]),
-                                          "nk_half": math.exp(x[2])}
-            return c
-        x = calibrate._minimize(lambda x: prob.loss(apply(x), rows), [math.log(min(eta0 * 1.2, 1.0)), 0.0, 3.0])
-        new = apply(x)
-        if prob.loss(new, rows) < base * (1 - SHAPE_MIN_GAIN):
-            new[kind][dt] = {k: float(f"{v:.4g}") for k, v in new[kind][dt].items()}
-            cal = new
+    def __init__(self, hw, obs: list[calibrate.Observation]):
+        self.obs = obs
+        self.hw = calibrate.without_calibration(hw)
+        self.cols, self.d0, self.c0 = calibrate._terms(self.hw, obs)
+        self.meas = np.array([o.time_s for o in obs])
+        self.ds = ds = np.array([o.dataset for o in obs], dtype=object)
+        self.w = np.zeros(len(obs))
+        for d in set(ds.tolist()):            # each case weighs the same; within it, by √time (big ops count
+            sel = ds == d                     # most, many small ones still add up)
+            self.w[sel] = np.sqrt(self.meas[sel]) / np.sqrt(self.meas[sel]).sum()
+        self.kinds = np.array(KINDS)[self.cols.kind_idx]
+        self.names = np.array([o.op.name for o in obs], dtype=object)
+        self.dtypes = np.array(self.cols.dtypes)
+
+    def sub(self, rows: np.ndarray) -> "_Problem":
+        p = _Problem(self.hw, [o for o, r in zip(self.obs, rows) if r])
+        p.w = self.w[rows]
+        return p
+
+    def times(self, cal: dict) -> np.ndarray:
+        """Per-op kernel times (measured op times hold no framework share: it is spent between ops)."""
+        return calibrate._times({k: v for k, v in cal.items() if k != "framework_s"}, self.hw, self.cols,
+                                self.d0, self.c0)
+
+    def loss(self, cal: dict, rows: np.ndarray | None = None) -> float:
+        rows = np.ones(len(self.meas), bool) if rows is None else rows
+        if not rows.any():
+            return 0.0
+        t = self.times(cal)[rows]
+        return float(np.sum(self.w[rows] * np.abs(np.log(t / self.meas[rows]))) / np.sum(self.w[rows]))
+
+
+def _set(cal: dict, path: tuple, value: float) -> None:
+    d = cal
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = value
+
+
+def _fit_group(prob: _Problem, cal: dict, params: list[tuple], starts: list[list[float]]) -> dict:
+    """Fit ``params`` [(path, upper)] (log space) on all of ``prob`` from the best of ``starts``."""
+    def apply(x):
+        c = calibrate._copy(cal)
+        for (path, upper), xi in zip(params, x):
+            _set(c, path, float(min(math.exp(min(xi, 50.0)), upper)))
+        return c
+    loss = lambda x: prob.loss(apply(x))  # noqa: E731
+    ranked = sorted(([math.log(v) for v in s] for s in starts), key=loss)
+    best = min((calibrate._minimize(loss, x0, rounds=2, iters=250) for x0 in ranked[:2]), key=loss)
+    out = apply(best)
+    for path, _ in params:
+        d = out
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = float(f"{d[path[-1]]:.4g}")
+    return out
+
+
+def _grid(*axes) -> list[list[float]]:
+    import itertools
+    return [list(p) for p in itertools.product(*axes)]
+
+
+LAT = (1e-6, 5e-6, 30e-6)
+
+
+def _fit_kinds(prob: _Problem, cal: dict) -> dict:
+    """Per kind (not matmul): compute η, memory η, latency; then GEMMs per dtype; then conv shape."""
+    for kind in [k for k in KINDS if k != "matmul" and (prob.kinds == k).any()]:
+        sub = prob.sub(prob.kinds == kind)
+        params, axes = [], []
+        if (sub.c0 > 0).any():
+            params.append((("compute", kind), 1.0))
+            axes.append((0.01, 0.1, 0.6))
+        if (sub.d0 > 0).any():
+            params.append((("memory", "kind", kind), calibrate.MAX_MEMORY_ETA))
+            axes.append((0.2, 0.6, 1.2))
+        params.append((("latency_s", kind), calibrate.MAX_LATENCY_S))
+        axes.append(LAT)
+        cal = _fit_group(sub, cal, params, _grid(*axes))
+    mk = cal.get("memory", {}).get("kind", {})
+    produced = mk.get("elementwise", mk.get("copy"))
+    if produced is not None:
+        cal.setdefault("memory", {})["produced"] = produced
+    for dt in sorted(set(prob.dtypes[prob.kinds == "matmul"].tolist())):
+        sub = prob.sub((prob.kinds == "matmul") & (prob.dtypes == dt))
+        params = [(("matmul", dt, "eta_max"), 1.0), (("matmul", dt, "m_half"), 1e9), (("matmul", dt, "nk_half"), 1e9),
+                  (("memory", "streamed"), calibrate.MAX_MEMORY_ETA), (("latency_s", "matmul"), calibrate.MAX_LATENCY_S)]
+        cal = _fit_group(sub, cal, params, _grid((0.5, 0.9), (2.0, 16.0), (16.0, 128.0), (0.5, 1.0), LAT))
+    for kind in ("conv", "attention"):
+        for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
+            rows = (prob.kinds == kind) & (prob.dtypes == dt)
+            if rows.sum() < 4:
+                continue
+            sub = prob.sub(rows)
+            base = sub.loss(cal)
+            eta0 = cal.get("compute", {}).get(kind, prob.hw.eta(kind))
+            new = _fit_group(sub, cal, [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9),
+                                        ((kind, dt, "nk_half"), 1e9)],
+                             _grid((min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0)))
+            if sub.loss(new) < base * (1 - SHAPE_MIN_GAIN):
+                cal = new
     return cal
 
 
@@ -140,38 +203,27 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
     share: dict[str, float] = {}                      # the largest share of one case's op time
     for name in set(prob.names.tolist()):
         rows = prob.names == name
-        share[name] = max(float(prob.w[rows & (prob.ds == d)].sum()) for d in set(prob.ds[rows].tolist()))
+        share[name] = max(float(prob.meas[rows & (prob.ds == d)].sum() / prob.meas[prob.ds == d].sum())
+                          for d in set(prob.ds[rows].tolist()))
     for name in sorted(share, key=lambda n: -share[n]):
         rows = prob.names == name
         if prob.kinds[rows][0] == "matmul" or share[name] < CLASS_MIN_SHARE:
             continue
-        base = prob.loss(cal, rows)
+        sub = prob.sub(rows)
+        base = sub.loss(cal)
         if base < CLASS_MIN_LOSS:
             continue
-        has_c, has_d = bool((prob.c0[rows] > 0).any()), bool((prob.d0[rows] > 0).any())
-        # start from the values the kind gives these ops
-        ec0 = calibrate.compute_eta(cal, prob.cols, np.array([prob.hw.eta(k) for k in KINDS])[prob.cols.kind_idx])
-        em0 = calibrate.memory_eta(cal, prob.cols, np.full(len(prob.meas), prob.hw.efficiency["memory"]))
-        lat0 = calibrate.op_latency({k: v for k, v in cal.items() if k != "framework_s"}, prob.cols,
-                                    np.full(len(prob.meas), prob.hw.op_latency_s))
-        x0 = [math.log(float(np.median(ec0.reshape(len(prob.meas), -1)[rows, 0]))),
-              math.log(float(np.median(em0.reshape(len(prob.meas), -1)[rows, 0]))),
-              math.log(max(float(np.median(lat0.reshape(len(prob.meas), -1)[rows, 0])), 1e-8))]
-
-        def apply(x, c=cal, name=name):
-            c = calibrate._copy(c)
-            p = {}
-            if has_c:
-                p["compute"] = min(math.exp(x[0]), 1.0)
-            if has_d:
-                p["memory"] = min(math.exp(x[1]), calibrate.MAX_MEMORY_ETA)
-            p["latency_s"] = min(math.exp(x[2]), calibrate.MAX_LATENCY_S)
-            c.setdefault("op", {})[name] = p
-            return c
-        x = calibrate._minimize(lambda x: prob.loss(apply(x), rows), x0)
-        new = apply(x)
-        if prob.loss(new, rows) < base * (1 - CLASS_MIN_GAIN):
-            new["op"][name] = {k: float(f"{v:.4g}") for k, v in new["op"][name].items()}
+        params, axes = [], []
+        if (sub.c0 > 0).any():
+            params.append((("op", name, "compute"), 1.0))
+            axes.append((0.003, 0.03, 0.3))
+        if (sub.d0 > 0).any():
+            params.append((("op", name, "memory"), calibrate.MAX_MEMORY_ETA))
+            axes.append((0.1, 0.4, 1.2))
+        params.append((("op", name, "latency_s"), calibrate.MAX_LATENCY_S))
+        axes.append(LAT)
+        new = _fit_group(sub, cal, params, _grid(*axes))
+        if sub.loss(new) < base * (1 - CLASS_MIN_GAIN):
             cal = new
     return cal
 

@@ -14,7 +14,9 @@ Document (``SCHEMA``)::
     schema, workload {name, spec, phase, batch, seq, footprint, …},
     hardware {name, path, calibrated, fitted, held_out}, case {threads, repeats, warmup, op_repeats, stat, …},
     total {predicted_s, measured_s, spread_s, error, naive_s, naive_error, uncalibrated_s, uncalibrated_error,
-           ops_measured_s, views_measured_s, framework_measured_s, framework_predicted_s, ops, views},
+           ops_measured_s, views_measured_s, framework_measured_s (end to end − Σ ops), framework_paired_s (the
+           same, paired run by run: end-to-end run i minus the ops of recorded run i, median), framework_predicted_s,
+           ops, views},
     spread {median_s, p25_s, p75_s, min_s, max_s, cv, spread_s, samples_s}       (end to end)
     by_kind {kind: {ops, predicted_s, measured_s, spread_s, error}}           (+ 'framework')
     ops [{index, name, kind, module, shapes, dtype, count, flops, bytes{class}, predicted_s, data_s, compute_s,
@@ -63,7 +65,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
         s = m["op_s"][i]
         measured.append({"index": i, "median_s": s.median_s, "min_s": s.min_s, "cv": s.cv, "spread_s": s.iqr_s,
                          "out_shapes": out_shapes.get(m["pairs"][i], [])})
-    views = {"median_s": m["views"].median_s, "min_s": m["views"].min_s}
+    views = {"median_s": m["views"].median_s, "min_s": m["views"].min_s, "gap": m["gap"].to_dict()}
     import torch
     head = {
         "workload": {"name": r.name, "spec": spec, "phase": r.phase, "dtype": "fp32",
@@ -109,6 +111,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
                   "uncalibrated_s": uncal, "uncalibrated_error": uncal / e2e - 1.0,
                   "ops_measured_s": ops_measured, "views_measured_s": views.get(f"{stat}_s", 0.0),
                   "framework_measured_s": fw_meas, "framework_predicted_s": fw_pred,
+                  "framework_paired_s": (views.get("gap") or {}).get("median_s"),
                   "ops": len(graph.ops), "views": int(graph.meta.get("views", 0))},
         "spread": spread,
         "by_kind": kinds,
@@ -135,6 +138,8 @@ def repredict(doc: dict, hw, stat: str | None = None) -> dict:
     measured = [{"index": r["index"], "median_s": r["median_s"], "min_s": r["min_s"], "cv": r["measured_cv"],
                  "spread_s": r["spread_s"], "out_shapes": r.get("out_shapes", [])} for r in doc["ops"]]
     views = {f"{stat}_s": doc["total"].get("views_measured_s", 0.0)}
+    if doc["total"].get("framework_paired_s") is not None:
+        views["gap"] = {"median_s": doc["total"]["framework_paired_s"]}
     head = {k: doc[k] for k in ("workload", "case", "uncounted_ops") if k in doc}
     return reconcile(graph_of(doc), hw, doc["spread"], measured, views, head, stat)
 

@@ -95,6 +95,7 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
     """Warm up, then alternate timed end-to-end calls and recorded calls; per-op medians.
 
     Returns {'e2e': Spread, 'op_s': {fake record index: Spread}, 'views': Spread of the no-work ops' time,
+    'gap': Spread of end to end minus the kernel ops' sum, paired run by run (the framework's share),
     'records': the last real run's records, 'pairs': fake index -> real index}. A recorded run whose
     kernel sequence differs from the fake capture's is an error (the join would lie).
     ``budget_s``: stop repeating once this much time has gone by (at least 3 samples of each kind).
@@ -112,7 +113,7 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
         for _ in range(max(0, warmup)):
             before()
             step()
-    e2e, per_op, views = [], {}, []
+    e2e, per_op, views, op_sums = [], {}, [], []
     records = None
     i = 0
     while i < max(repeats, op_repeats):
@@ -130,11 +131,14 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
             for fi, ri in pairs.items():
                 per_op.setdefault(fi, []).append(by_index[ri].time_s)
             views.append(sum(r.time_s for r in records if r.no_work))
+            op_sums.append(sum(r.time_s for r in records if not r.no_work))
         i += 1
         if budget_s is not None and i >= 3 and time.perf_counter() - start > budget_s:
             break
+    n = min(len(e2e), len(op_sums))          # end to end and recorded runs alternate: pair them
+    gaps = [e2e[i] - op_sums[i] for i in range(n)]
     return {"e2e": Spread.of(e2e), "op_s": {k: Spread.of(v) for k, v in per_op.items()}, "views": Spread.of(views),
-            "records": records, "pairs": pairs}
+            "gap": Spread.of(gaps), "records": records, "pairs": pairs}
 
 
 def join(fake: list, real: list) -> dict[int, int]:
