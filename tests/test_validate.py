@@ -162,3 +162,22 @@ def test_a_case_cannot_be_both_fitted_and_held_out():
     hw, _, cases = _synthetic_cases()
     with pytest.raises(IronlawError, match="both fitted and held out"):
         fit.fit(hw, cases[:2], held_out=cases[1:2])
+
+
+def test_fit_command_reports_fitted_and_held_out_separately(tmp_path, capsys):
+    from ironlaw.cli import main
+    _, _, cases = _synthetic_cases()
+    paths = []
+    for i, c in enumerate(cases):
+        p = tmp_path / f"run{i}.json"
+        p.write_text(json.dumps({"schema": "ironlaw.validate/1", **c}))
+        paths.append(str(p))
+    main(["fit", *paths[:3], "--hold-out", paths[3], "--on", str(PROFILE), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["case"] for r in doc["held_out"]] == ["synthetic3 infer b1"]
+    assert len(doc["fitted"]) == 3 and doc["saved"] is None
+    assert doc["calibration"]["held_out"] == ["validate:synthetic3 infer b1"]
+    # a catalog-style file without [probe] is not a profile to write into
+    with pytest.raises(SystemExit) as e:
+        main(["fit", *paths[:3], "--on", str(PROFILE), "--save"])
+    assert e.value.code == 2 and "not a probe profile" in capsys.readouterr().err

@@ -1,0 +1,61 @@
+"""`ironlaw fit RUN.json … --on local [--hold-out RUN.json …] [--save]`: fit the profile's [calibration]
+from `ironlaw validate --out` runs, score fitted and held-out runs separately, optionally save it."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from . import app, check_format, emit_json
+
+
+@app.command("fit")
+def fit_cmd(
+    runs: List[str] = typer.Argument(..., help="validate documents to fit on (ironlaw validate … --out RUN.json)"),
+    hold_out: Optional[List[str]] = typer.Option(None, "--hold-out", help="validate documents to report on, never fitted"),
+    on: str = typer.Option("local", "--on", help="the profile to calibrate: 'local' (newest probe profile) or a .toml"),
+    stat: str = typer.Option("median", "--stat", help="median | min: the measured time fitted and scored"),
+    save: bool = typer.Option(False, "--save", help="write the fitted [calibration] into the profile (atomic)"),
+    fmt: str = typer.Option("text", "--format", help="text | json"),
+):
+    """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
+    check_format(fmt, ("text", "json"))
+    from .. import calibrate, fit, hardware, validate
+    from ..errors import IronlawError
+    from ..report.inputs import read_json
+
+    if stat not in validate.STATS:
+        raise IronlawError(f"--stat must be one of {', '.join(validate.STATS)}, got '{stat}'")
+    hw = hardware.get(on)
+
+    def load(paths):
+        return [c for p in paths or [] for c in validate.cases_of(read_json(p, "validate"), p)]
+    fitted, held = load(runs), load(hold_out)
+    cal = fit.fit(hw, fitted, held_out=held, stat=stat)
+    hw_cal = calibrate.with_calibration(hw, cal)
+    groups = {"fitted": fit.score(hw_cal, fitted, stat), "held_out": fit.score(hw_cal, held, stat)}
+    saved = None
+    if save:
+        if "probe" not in hw.extra:
+            raise IronlawError(f"--save: {hw.path} is not a probe profile (no [probe] table); calibrate a profile "
+                               "written by `ironlaw probe` (--on local)")
+        saved = str(fit.save(hw.path, cal))
+    if fmt == "json":
+        emit_json({"schema": "ironlaw.fit/1", "hardware": hw.name, "calibration": cal, "saved": saved,
+                   **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows] for g, rows in groups.items()}})
+        return
+    from rich.table import Table
+    from . import console
+    c = console()
+    for g, rows in groups.items():
+        if not rows:
+            continue
+        t = Table(title=f"{'FITTED (the calibration saw these)' if g == 'fitted' else 'HELD OUT (never fitted)'}")
+        for col in ("case", "measured", "CV", "predicted", "error", "naive", "ops ±25%"):
+            t.add_column(col, justify="left" if col == "case" else "right")
+        for r in rows:
+            t.add_row(r["case"], f"{1e3 * r['measured_s']:.2f} ms", f"{100 * r['cv']:.0f}%", f"{1e3 * r['predicted_s']:.2f} ms",
+                      f"{100 * r['error']:+.1f}%", f"{100 * r['naive_error']:+.1f}%", f"{100 * r['within_25pct_share']:.0f}%")
+        c.print(t)
+    c.print(f"calibration: {len(cal.get('op', {}))} op classes, framework {1e6 * cal['framework_s']:.1f} µs per op"
+            + (f"; saved into {saved}" if saved else " (not saved; --save writes it into the profile)"))
