@@ -52,7 +52,7 @@ def console():
 
 
 # register the verbs (each module adds its commands to ``app``)
-from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, probe  # noqa: E402,F401
+from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe  # noqa: E402,F401
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -83,7 +83,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(code)
 
     try:
-        app(args=argv, prog_name="ironlaw", standalone_mode=False)
+        rv = app(args=argv, prog_name="ironlaw", standalone_mode=False)
+        # typer turns Ctrl-C into Exit(130) and, outside standalone mode, *returns* exit codes
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv != 0:
+            if rv == 130:
+                fail("interrupted", 130)
+            raise SystemExit(rv)
     except IronlawError as e:
         fail(str(e), 2)
     except typer.Exit as e:
