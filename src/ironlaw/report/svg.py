@@ -126,6 +126,8 @@ def roofline(est, width: int = 860, height: int = 460) -> str:
     y += 24
     out.append(f'<text x="{lx}" y="{y}" class="axis">ops</text>')
     for b, c in BOUND_COLOURS.items():
+        if not any(p["bound"] == b for p in pts):
+            continue
         y += 15
         out.append(f'<circle cx="{lx + 9}" cy="{y - 4}" r="5" fill="{c}"/>'
                    f'<text x="{lx + 22}" y="{y}" class="tick">{b}-bound</text>')
