@@ -1,0 +1,252 @@
+"""probe: profiles built from measured rows, where they are saved, refusing noise and nonsense, Ctrl-C.
+
+Most tests feed synthetic rows generated from known bandwidths and rates (so the fits must give
+those numbers back); a few run real (small) measurements with torch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ironlaw import hardware, profile
+from ironlaw.errors import IronlawError
+from ironlaw.probe import build, memory, timing
+
+MB = 1e6
+PEAKS = {"fp32": 180e9, "bf16": 380e9, "fp16": 3e9}
+BWS = {"l2": 300e9, "l3": 160e9, "dram": 33e9}
+
+
+def fake_probe(threads: int = 2) -> dict:
+    gemm = []
+    for dt, peak in PEAKS.items():
+        for m, n, k in ((1, 4096, 4096), (64, 1024, 1024), (256, 256, 256), (1024, 1024, 1024), (128, 128, 128)):
+            eta = m / (m + 4) * n / (n + 60) * k / (k + 60)
+            t = 2.0 * m * n * k / (peak * eta) + 2e-6
+            gemm.append({"dtype": dt, "m": m, "n": n, "k": k, "time_s": t, "cv": 0.03,
+                         "flops_per_s": 2.0 * m * n * k / t, "threads": threads})
+    sizes = {"l2": (0.3, 0.5, 0.7, 1.0), "l3": (4, 8, 12, 16), "dram": (128, 256, 512)}
+    mem = [{"level": lv, "bytes": s * MB, "time_s": 2e-6 + s * MB / BWS[lv], "cv": 0.02, "threads": threads}
+           for lv, ss in sizes.items() for s in ss]
+    vec = [{"op": op, "elems": n, "dtype": "fp32", "time_s": t, "cv": 0.05, "elems_per_s": n / t,
+            "flops_per_elem": f, "threads": threads}
+           for op, f, rate in (("add", 1.0, 4e9), ("tanh", 1.0, 0.9e9), ("gelu", 5.0, 1.5e9))
+           for n in (1 << 16, 1 << 22) for t in (2e-6 + n / rate,)]
+    red = [{"op": op, "kind": kind, "elems": n, "dtype": "fp32", "time_s": 3e-6 + n / rate, "cv": 0.04,
+            "flops_per_elem": f, "bytes": 8.0 * n}
+           for op, kind, f, rate in (("softmax", "softmax", 5.0, 1e9), ("layer_norm", "norm", 8.0, 1.5e9),
+                                     ("max_pool2d", "pool", 2.25, 0.3e9))
+           for n in (1 << 18, 1 << 21)]
+    disp = [{"op": op, "time_s": t, "cv": 0.05} for op, t in (("add", 2e-6), ("mul_", 2.2e-6), ("linear", 3.8e-6),
+                                                               ("relu", 1.9e-6))]
+    return {"date": "2026-12-02T10:00:00+00:00", "stamp": "20261202-100000", "host": "testhost", "cpu": "Test CPU",
+            "device": "Test CPU", "torch": "2.13.0+cpu", "threads": threads, "quick": False, "duration_s": 42.0,
+            "max_cv": 0.15, "gemm": gemm, "memory": mem, "vector": vec, "reduce": red, "dispatch": disp,
+            "checks": {"shape": [1024, 1024, 1024], "one_thread_flops_per_s": 95e9, "threads_flops_per_s": 180e9,
+                       "speedup": 1.89}}
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return build.profile(fake_probe())
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
+    return tmp_path / "profiles"
+
+
+def test_profile_numbers_come_back_from_the_rows(doc, home):
+    path = profile.save(doc)
+    assert path.parent == home and path.suffix == ".toml"
+    hw = hardware.get("local")
+    assert hw.name == "local" and hw.kind == "cpu"
+    for t in hw.memory:                                   # the t = overhead + bytes/BW fit gives BW back
+        assert t.bw_Bps == pytest.approx(BWS[t.name], rel=1e-6)
+    assert hw.peak("fp32") == pytest.approx(max(r["flops_per_s"] for r in doc["probe"]["gemm"] if r["dtype"] == "fp32"))
+    assert hw.op_latency_s == pytest.approx(2.1e-6)      # median of the four tiny ops
+    for key, src in hw.sources.items():
+        assert src.startswith("measured by probe on 2026-12-02T10:00:00+00:00 (testhost, torch 2.13.0+cpu, 2 threads)"), key
+    assert hw.extra["calibration"]["source"].startswith("measured by probe on")
+
+
+def test_a_dtype_without_fast_path_is_kept_and_flagged(doc):
+    fp16 = doc["compute"]["fp16"]
+    assert fp16["peak_flops"] < 3e9 and fp16["peak_flops"] > 1e9   # its own measured rate, not bf16's
+    assert "NO FAST PATH" in fp16["source"]
+    assert "NO FAST PATH" not in doc["compute"]["bf16"]["source"]
+
+
+def test_calibrated_profile_predicts_the_rows_it_was_fitted_on(doc):
+    from ironlaw import calibrate
+    hw = hardware.parse_hardware(doc, "p")
+    rep = calibrate.report(hw, build.observations(doc["probe"]))
+    assert rep["probe:gemm"]["median_abs_err"] < 0.05
+    assert rep["probe:memory"]["median_abs_err"] < 0.05
+
+
+def test_newest_profile_and_none_yet(doc, home):
+    with pytest.raises(IronlawError, match=r"no profile yet; run `ironlaw probe`"):
+        profile.newest()
+    with pytest.raises(IronlawError, match="no profile yet"):
+        hardware.get("local")
+    a = profile.save(doc, home / "a.toml")
+    time.sleep(0.01)
+    b = profile.save(doc, home / "b.toml")
+    os.utime(a, (time.time() - 100, time.time() - 100))
+    assert profile.newest() == b
+    (home / ".tmp-c.toml.123").write_text("half")                 # a stray temporary file is never 'newest'
+    assert profile.newest() == b
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ('threads = 2\n', 'threads = "two"\n', "probe.threads"),
+    ('threads = 2\n', 'threads = 0\n', "probe.threads"),
+    ('cv = 0.03\n', 'cv = 50.0\n', "probe.gemm[0].cv"),
+    ('[[probe.gemm]]\ndtype = "fp32"', '[[probe.gemm]]\ndtype = "fp32"\ncolour = "red"', "probe.gemm[0]"),
+    ('host = "testhost"\n', '', "'host'"),
+    ('[[probe.memory]]\nlevel = "l2"\nbytes = 300000.0', '[[probe.memory]]\nlevel = "l2"\nbytes = -1.0',
+     "probe.memory[0].bytes"),
+    ('[[probe.gemm]]', '[[probe.gemms]]', "gemms"),
+])
+def test_hand_edited_nonsense_profile_is_refused_naming_the_field(doc, tmp_path, old, new, field):
+    p = profile.save(doc, tmp_path / "p.toml")
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+    with pytest.raises(IronlawError) as e:
+        hardware.get(str(p))
+    assert field in str(e.value)
+
+
+def test_tier_edited_into_nonsense_is_refused(doc, tmp_path):
+    p = profile.save(doc, tmp_path / "p.toml")
+    text = p.read_text()
+    i = text.index('name = "dram"')
+    j = text.index("bw_Bps = ", i)
+    k = text.index("\n", j)
+    p.write_text(text[:j] + 'bw_Bps = "fast"' + text[k:])
+    with pytest.raises(IronlawError, match=r"memory\[2\]\.bw_Bps"):
+        hardware.get(str(p))
+
+
+def test_interrupt_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    target = tmp_path / "prof.toml"
+
+    def boom(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        profile.write_atomic(target, "x = 1\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_refuses_what_would_not_load(doc, tmp_path):
+    bad = json.loads(json.dumps(doc))
+    bad["memory"][2]["bw_Bps"] = 1e15                     # DRAM faster than the caches above it
+    with pytest.raises(IronlawError, match="faster"):
+        profile.save(bad, tmp_path / "bad.toml")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bandwidth_fit_separates_overhead_from_bandwidth():
+    rows = [{"level": "x", "bytes": b, "time_s": 3e-6 + b / 25e9} for b in (1e6, 4e6, 9e6)]
+    bw, overhead = memory.fit(rows)
+    assert bw == pytest.approx(25e9) and overhead == pytest.approx(3e-6)
+    with pytest.raises(IronlawError, match="did not grow"):
+        memory.fit([{"level": "x", "bytes": 1e6, "time_s": 2e-3}, {"level": "x", "bytes": 2e6, "time_s": 1e-3}])
+
+
+def test_noisy_measurement_is_remeasured_then_flagged():
+    n = {"calls": 0}
+
+    def jumpy():
+        n["calls"] += 1
+        time.sleep(0.004 if n["calls"] % 2 else 0.0)
+    st = timing.stable(jumpy, timing.Budget(repeat_s=0.0, repeats=4, max_cv=0.05, retries=2))
+    assert st.tries == 3 and not st.ok and st.cv > 0.05
+    calm = timing.stable(lambda: time.sleep(0.002), timing.Budget(repeat_s=0.0, repeats=3, max_cv=0.5, retries=2))
+    assert calm.ok and calm.tries == 1 and calm.time_s == pytest.approx(0.002, rel=0.5)
+
+
+def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
+    pytest.importorskip("torch")
+    import ironlaw.probe as probe_mod
+    row = {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": 1e-3, "cv": 0.4, "flops_per_s": 2.7e11,
+           "_ok": False, "_tries": 3}
+    monkeypatch.setattr(probe_mod, "plan", lambda *a: [("gemm", "gemm", lambda: dict(row))])
+    with pytest.raises(IronlawError, match=r"too noisy.*gemm fp32 512x512x512 spread 40%.*nothing saved"):
+        probe_mod.run(quick=True, threads=2)
+    row["_ok"], row["cv"] = True, 0.02
+    monkeypatch.setattr(probe_mod, "thread_check", lambda *a: {"speedup": 1.02})
+    with pytest.raises(IronlawError, match=r"2 threads ran only 1\.02× as fast as 1.*--threads 1"):
+        probe_mod.run(quick=True, threads=2)
+
+
+def test_cli_json_is_quiet_and_saves(monkeypatch, home, capsys):
+    pytest.importorskip("torch")
+    import ironlaw.probe as probe_mod
+    from ironlaw.cli import main
+    monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe())
+    with pytest.raises(SystemExit) as e:
+        main(["probe", "--quick", "--format", "json"]) or sys.exit(0)
+    assert e.value.code in (0, None)
+    out = json.loads(capsys.readouterr().out)                # stdout is one JSON document: no progress bar
+    assert Path(out["path"]).exists() and Path(out["path"]).parent == home
+    assert out["profile"]["compute"]["fp16"]["source"].count("NO FAST PATH") == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT semantics")
+def test_ctrl_c_during_probe_leaves_no_file(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "out" / "profile.toml"
+    env = {**os.environ, "IRONLAW_HOME": str(tmp_path / "home")}
+    # a shell's background jobs inherit SIGINT ignored; a terminal's Ctrl-C is not: restore Python's handler
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from ironlaw.cli import main; main(sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", code, "probe", "--out", str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)                                  # past the torch import, inside the measurements
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert not out.exists()
+    assert not (tmp_path / "home" / "profiles").exists() or not any((tmp_path / "home" / "profiles").iterdir())
+    assert not out.parent.exists() or not any(out.parent.iterdir())
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+@pytest.mark.skipif(not {"avx512_bf16"} <= _cpu_flags() or "avx512_fp16" in _cpu_flags() or "amx_fp16" in _cpu_flags(),
+                    reason="needs a CPU with a bf16 fast path and no fp16 one (like the Zen 4 this was built on)")
+def test_fp16_gemm_has_no_fast_path_on_this_cpu():
+    """Best of several runs (a shared machine slows every kernel; the best run shows what it can do)."""
+    torch = pytest.importorskip("torch")
+
+    def best_rate(dt, n: int) -> float:
+        a, b = torch.randn(n, n).to(dt), torch.randn(n, n).to(dt)
+        torch.mm(a, b)
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - t0)
+        return 2.0 * n ** 3 / best
+    assert best_rate(torch.float16, 256) < 0.25 * best_rate(torch.bfloat16, 512)
