@@ -76,7 +76,14 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def gemm_eta(p: dict, m, n, k):
     s = lambda x, h: x / (x + h)  # noqa: E731
-    return p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+    eta = p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+    if "gemv_eta" in p:            # optional: M = 1 runs a matrix-vector kernel, not a small GEMM
+        eta = np.where(np.asarray(m) < GEMV_M, p["gemv_eta"], eta)
+    return eta
+
+
+GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta")
 
 
 def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
@@ -179,11 +186,12 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             w = f"{where}.{kind}.{dt}"
             p = _table(cal[kind], dt, f"{where}.{kind}")
             for key in p:
-                if key not in ("eta_max", "m_half", "nk_half"):
-                    raise unknown(f"field in {w}", key, ("eta_max", "m_half", "nk_half"))
+                if key not in SHAPE_FIELDS:
+                    raise unknown(f"field in {w}", key, SHAPE_FIELDS)
             _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "gemv_eta", w, 1.0 + 1e-9)
     for name in _table(cal, "op", where):
         w = f"{where}.op.{name}"
         p = _table(cal["op"], name, f"{where}.op")
@@ -227,11 +235,12 @@ def check(cal: object, where: str) -> dict:
         w = f"{where}.matmul.{dt}"
         p = _table(cal["matmul"], dt, f"{where}.matmul")
         for key in p:
-            if key not in ("eta_max", "m_half", "nk_half"):
-                raise unknown(f"field in {w}", key, ("eta_max", "m_half", "nk_half"))
+            if key not in SHAPE_FIELDS:
+                raise unknown(f"field in {w}", key, SHAPE_FIELDS)
         _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
         _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
         _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+        _num(p, "gemv_eta", w, 1.0 + 1e-9)
     comp = _table(cal, "compute", where)
     for kind in comp:
         if kind not in KINDS:
