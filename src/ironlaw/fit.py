@@ -31,6 +31,7 @@ CLASS_MIN_SHARE = 0.01        # an op name gets its own class when it holds ≥ 
 CLASS_MIN_LOSS = 0.03         # … and its kind's values miss its ops by ≥ 3% (mean |log error|)
 CLASS_MIN_GAIN = 0.10         # … and its own values cut that loss by ≥ 10%
 SHAPE_MIN_GAIN = 0.02
+MIN_OBS_PER_PARAM = 2         # fewer ops than this per parameter: fit fewer parameters
 
 
 def label(case: dict) -> str:
@@ -170,8 +171,11 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
         if (sub.d0 > 0).any():
             params.append((("memory", "kind", kind), calibrate.MAX_MEMORY_ETA))
             axes.append((0.2, 0.6, 1.2))
-        params.append((("latency_s", kind), calibrate.MAX_LATENCY_S))
-        axes.append(LAT)
+        if len(sub.meas) >= MIN_OBS_PER_PARAM * (len(params) + 1):
+            params.append((("latency_s", kind), calibrate.MAX_LATENCY_S))
+            axes.append(LAT)
+        else:                                  # few ops: one efficiency, the profile's latency
+            params, axes = params[:1], axes[:1]
         cal = _fit_group(sub, cal, params, _grid(*axes))
     mk = cal.get("memory", {}).get("kind", {})
     produced = mk.get("elementwise", mk.get("copy"))
@@ -181,7 +185,12 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
         sub = prob.sub((prob.kinds == "matmul") & (prob.dtypes == dt))
         params = [(("matmul", dt, "eta_max"), 1.0), (("matmul", dt, "m_half"), 1e9), (("matmul", dt, "nk_half"), 1e9),
                   (("memory", "streamed"), calibrate.MAX_MEMORY_ETA), (("latency_s", "matmul"), calibrate.MAX_LATENCY_S)]
-        cal = _fit_group(sub, cal, params, _grid((0.5, 0.9), (2.0, 16.0), (16.0, 128.0), (0.5, 1.0), LAT))
+        axes = [(0.5, 0.9), (2.0, 16.0), (16.0, 128.0), (0.5, 1.0), LAT]
+        m = calibrate.gemm_dims(sub.cols)[0].reshape(len(sub.meas), -1)[:, 0]
+        if np.sum(m < calibrate.GEMV_M) >= 2 and np.sum(m >= calibrate.GEMV_M) >= 2:
+            params.append((("matmul", dt, "gemv_eta"), 1.0))       # matrix-vector kernels apart
+            axes.append((0.05, 0.5))
+        cal = _fit_group(sub, cal, params, _grid(*axes))
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
             rows = (prob.kinds == kind) & (prob.dtypes == dt)
@@ -220,8 +229,11 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
         if (sub.d0 > 0).any():
             params.append((("op", name, "memory"), calibrate.MAX_MEMORY_ETA))
             axes.append((0.1, 0.4, 1.2))
-        params.append((("op", name, "latency_s"), calibrate.MAX_LATENCY_S))
-        axes.append(LAT)
+        if len(sub.meas) >= MIN_OBS_PER_PARAM * (len(params) + 1):
+            params.append((("op", name, "latency_s"), calibrate.MAX_LATENCY_S))
+            axes.append(LAT)
+        elif len(sub.meas) < MIN_OBS_PER_PARAM * len(params):
+            params, axes = params[:1], axes[:1]
         new = _fit_group(sub, cal, params, _grid(*axes))
         if sub.loss(new) < base * (1 - CLASS_MIN_GAIN):
             cal = new
