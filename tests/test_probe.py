@@ -29,7 +29,9 @@ def fake_probe(threads: int = 2) -> dict:
     for dt, peak in PEAKS.items():
         for m, n, k in ((1, 4096, 4096), (64, 1024, 1024), (256, 256, 256), (1024, 1024, 1024), (128, 128, 128)):
             eta = m / (m + 4) * n / (n + 60) * k / (k + 60)
-            t = 2.0 * m * n * k / (peak * eta) + 2e-6
+            b = {"fp32": 4, "bf16": 2, "fp16": 2}[dt]
+            # the slower of compute and streaming the weights from DRAM, plus a fixed 2 µs
+            t = max(2.0 * m * n * k / (peak * eta), k * n * b / BWS["dram"]) + 2e-6
             gemm.append({"dtype": dt, "m": m, "n": n, "k": k, "time_s": t, "cv": 0.03,
                          "flops_per_s": 2.0 * m * n * k / t, "threads": threads})
     sizes = {"l2": (0.3, 0.5, 0.7, 1.0), "l3": (4, 8, 12, 16), "dram": (128, 256, 512)}
@@ -48,7 +50,7 @@ def fake_probe(threads: int = 2) -> dict:
                                                                ("relu", 1.9e-6))]
     return {"date": "2026-12-02T10:00:00+00:00", "stamp": "20261202-100000", "host": "testhost", "cpu": "Test CPU",
             "device": "Test CPU", "torch": "2.13.0+cpu", "threads": threads, "quick": False, "duration_s": 42.0,
-            "max_cv": 0.15, "gemm": gemm, "memory": mem, "vector": vec, "reduce": red, "dispatch": disp,
+            "max_cv": 0.15, "capacity": {"l2": 2 * 2**20, "l3": 32 * 2**20, "dram": 24 * 2**30}, "gemm": gemm, "memory": mem, "vector": vec, "reduce": red, "dispatch": disp,
             "checks": {"shape": [1024, 1024, 1024], "one_thread_flops_per_s": 95e9, "threads_flops_per_s": 180e9,
                        "speedup": 1.89}}
 
@@ -76,6 +78,31 @@ def test_profile_numbers_come_back_from_the_rows(doc, home):
     for key, src in hw.sources.items():
         assert src.startswith("measured by probe on 2026-12-02T10:00:00+00:00 (testhost, torch 2.13.0+cpu, 2 threads)"), key
     assert hw.extra["calibration"]["source"].startswith("measured by probe on")
+
+
+def fake_gpu_probe() -> dict:
+    """A GPU probe: fp32 on CUDA cores is slow next to bf16 (a narrower dtype) yet has no 'fast path' flag."""
+    p = fake_probe(threads=1)
+    for r in p["gemm"]:
+        scale = {"fp32": 60e12 / 180e9, "bf16": 700e12 / 380e9, "fp16": 700e12 / 3e9}[r["dtype"]]
+        r["time_s"] /= scale
+        r["flops_per_s"] *= scale
+    bws = {"l2": 10e12, "hbm": 4e12}
+    p["memory"] = [{"level": lv, "bytes": s, "time_s": 5e-6 + s / bws[lv], "cv": 0.01}
+                   for lv, ss in (("l2", (8e6, 16e6, 24e6)), ("hbm", (256e6, 512e6, 1e9))) for s in ss]
+    p["capacity"] = {"l2": 50e6, "hbm": 141e9, "host": 128 * 2**30}
+    p["cuda"] = [{"what": "launch", "bytes": 4.0, "time_s": 2.5e-6, "cv": 0.02}] + \
+        [{"what": d, "bytes": b, "time_s": 10e-6 + b / 50e9, "cv": 0.02} for d in ("h2d", "d2h") for b in (4e6, 16e6, 64e6)]
+    return p
+
+
+def test_gpu_rows_make_a_gpu_profile_with_a_host_link():
+    doc = build.profile(fake_gpu_probe())
+    hw = hardware.parse_hardware(doc, "gpu-profile")
+    assert hw.kind == "gpu" and [t.name for t in hw.memory] == ["l2", "hbm"]   # host RAM < HBM: no host tier
+    assert hw.link("pcie").bw_Bps == pytest.approx(50e9) and hw.link("pcie").latency_s == pytest.approx(10e-6)
+    assert not any("NO FAST PATH" in v["source"] for v in doc["compute"].values())
+    assert "kernel launch alone 2.5 µs" in doc["latency"]["source"]
 
 
 def test_a_dtype_without_fast_path_is_kept_and_flagged(doc):

@@ -368,10 +368,10 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         def apply(x, c=cal, kind=kind, free_lat=free_lat):
             c = _copy(c)
             if has_c:
-                c["compute"][kind] = _clip(math.exp(x[0]), ETA_MIN, 1.0)
+                c["compute"][kind] = _clip(_exp(x[0]), ETA_MIN, 1.0)
             if has_d:
-                c["memory"]["kind"][kind] = _clip(math.exp(x[1]), ETA_MIN, MAX_MEMORY_ETA)
-            c["latency_s"][kind] = _clip(math.exp(x[2]), *LAT_BOUNDS) if free_lat else lat_default
+                c["memory"]["kind"][kind] = _clip(_exp(x[1]), ETA_MIN, MAX_MEMORY_ETA)
+            c["latency_s"][kind] = _clip(_exp(x[2]), *LAT_BOUNDS) if free_lat else lat_default
             return c
         loss = loss_of(rows)
         # two starts: memory-bound (η_compute idle) and compute-bound (a slow vector kernel)
@@ -384,10 +384,11 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
     if produced is not None:
         cal["memory"]["produced"] = produced
     # ---- GEMMs per dtype
-    gemm_dts = sorted(set(dts[kinds == "matmul"].tolist()), key=lambda d: -int(((kinds == "matmul") & (dts == d)).sum()))
-    for dt in gemm_dts:             # the dtype with the most shapes first: it also fits 'streamed'
+    gemm_dts = sorted(set(dts[kinds == "matmul"].tolist()), key=lambda d: (-int(((kinds == "matmul") & (dts == d)).sum()), d))
+    for dt in gemm_dts:             # the dtype with the most shapes first
         rows = (kinds == "matmul") & (dts == dt)
-        free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY
+        # per-kind latency and 'streamed' are shared by all dtypes: the first (largest) group fits them
+        free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY and dt == gemm_dts[0]
         p0 = cal["matmul"].get(dt, {"eta_max": 0.8, "m_half": 8.0, "nk_half": 64.0})
         x0 = [math.log(p0["eta_max"]), math.log(max(p0["m_half"], 1.0)), math.log(max(p0["nk_half"], 1.0)),
               math.log(cal["memory"].get("streamed", 0.7)),
@@ -396,13 +397,13 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
 
         def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed):
             c = _copy(c)
-            c["matmul"][dt] = {"eta_max": _clip(math.exp(x[0]), ETA_MIN, 1.0),
-                               "m_half": _clip(math.exp(x[1]), *HALF_BOUNDS),
-                               "nk_half": _clip(math.exp(x[2]), *HALF_BOUNDS)}
+            c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
+                               "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
+                               "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS)}
             if fit_streamed:
-                c["memory"]["streamed"] = _clip(math.exp(x[3]), ETA_MIN, MAX_MEMORY_ETA)
+                c["memory"]["streamed"] = _clip(_exp(x[3]), ETA_MIN, MAX_MEMORY_ETA)
             if free_lat:
-                c["latency_s"]["matmul"] = _clip(math.exp(x[4]), *LAT_BOUNDS)
+                c["latency_s"]["matmul"] = _clip(_exp(x[4]), *LAT_BOUNDS)
             return c
         loss = loss_of(rows)
         x = _minimize(lambda x: loss(apply(x)), x0)
@@ -436,6 +437,10 @@ def _drop_inactive(cal, hw, cols, d0, c0, rows, kind) -> None:
         del cal["compute"][kind]
     if kind in cal["memory"]["kind"] and (~comp_binds).sum() < 2:
         del cal["memory"]["kind"][kind]
+
+
+def _exp(x: float) -> float:
+    return math.exp(min(max(float(x), -60.0), 60.0))       # the simplex may wander; keep exp finite
 
 
 def _clip(x: float, lo: float, hi: float) -> float:

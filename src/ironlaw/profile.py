@@ -167,14 +167,21 @@ def check_probe(probe: object, where: str) -> dict:
     top = {"date": str, "stamp": str, "host": str, "cpu": str, "torch": str, "threads": int, "quick": bool,
            "duration_s": float, "max_cv": float, "device": str}
     for key in probe:
-        if key not in top and key not in FAMILIES and key not in ("fits", "checks"):
-            raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks"])
+        if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity"):
+            raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks", "capacity"])
     for key in ("date", "host", "torch", "threads"):
         if key not in probe:
             raise IronlawError(f"{where}: missing required field '{key}'")
     for key, typ in top.items():
         if key in probe:
             _check_type(probe[key], typ, f"{where}.{key}")
+    cap = probe.get("capacity", {})
+    if not isinstance(cap, dict):
+        raise IronlawError(f"{where}.capacity: expected a table of bytes per memory level")
+    for level, b in cap.items():
+        _check_type(b, float, f"{where}.capacity.{level}")
+        if not b > 0:
+            raise IronlawError(f"{where}.capacity.{level}: must be positive, got {b!r}")
     if probe["threads"] < 1:
         raise IronlawError(f"{where}.threads: must be at least 1, got {probe['threads']}")
     for fam in FAMILIES:

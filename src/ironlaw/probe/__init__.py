@@ -44,7 +44,7 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
     dtypes = ("fp32", "bf16", "fp16", "fp64")
     for dt in dtypes:
-        for m, n, k in gemm.shapes(dt, quick):
+        for m, n, k in gemm.shapes(dt, quick, device):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
                           lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
     if device == "cpu":
@@ -132,14 +132,22 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     for fam in ("gemm", "memory", "vector"):
         for r in clean.get(fam, []):
             r["threads"] = threads
+    from . import memory
     if device == "cuda":
         dev = torch.cuda.get_device_name(0)
+        props = torch.cuda.get_device_properties(0)
+        capacity = {"hbm": float(props.total_memory), "host": memory.dram_bytes()}
+        if getattr(props, "L2_cache_size", 0):
+            capacity["l2"] = float(props.L2_cache_size)
     else:
         dev = _cpu_model()
+        caches = memory.cpu_caches()
+        capacity = {"dram": memory.dram_bytes(), **({"l2": caches["l2"] * threads} if "l2" in caches else {}),
+                    **({"l3": caches["l3"]} if "l3" in caches else {})}
     probe = {"date": now.isoformat(timespec="seconds"), "stamp": now.strftime("%Y%m%d-%H%M%S"),
              "host": socket.gethostname(), "cpu": _cpu_model(), "device": dev, "torch": torch.__version__,
              "threads": threads, "quick": quick, "duration_s": round(time.perf_counter() - t0, 2), "max_cv": max_cv,
-             **clean}
+             "capacity": capacity, **clean}
     if checks:
         probe["checks"] = checks
     return probe

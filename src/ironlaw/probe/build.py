@@ -29,14 +29,15 @@ def _peaks(probe: dict) -> dict:
             by_dt[r["dtype"]] = r
     if not by_dt:
         raise IronlawError("probe: no GEMM measured; cannot write a profile")
-    best = max(r["flops_per_s"] for r in by_dt.values())
     out = {}
     for dt, r in by_dt.items():
+        # compare with dtypes at least as wide: fp16 against bf16 (same width), never fp32 against bf16
+        best = max(x["flops_per_s"] for d, x in by_dt.items() if dtype_bytes(d) >= dtype_bytes(dt))
         n = sum(1 for x in probe["gemm"] if x["dtype"] == dt)
         what = (f"best of {n} GEMM shapes, {r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s "
                 f"(spread {r['cv']:.1%})")
         if r["flops_per_s"] < NO_FAST_PATH * best:
-            what += f"; NO FAST PATH: {r['flops_per_s'] / best:.1%} of the best dtype on this device"
+            what += f"; NO FAST PATH: {r['flops_per_s'] / best:.1%} of the best dtype as wide or wider"
         out[dt] = {"peak_flops": r["flops_per_s"], "source": source(probe, what)}
     return out
 
@@ -51,52 +52,44 @@ def _vector(probe: dict) -> dict:
                                                         f"{r['dtype']} elements ({r['flops_per_elem']:g} FLOP per element)")}
 
 
-def _tiers(probe: dict, kind: str) -> tuple[list[dict], dict]:
+def _tiers(probe: dict) -> tuple[list[dict], dict]:
     rows = probe.get("memory", [])
-    caches = memory_probe.cpu_caches() if kind == "cpu" else {}
+    capacity = probe.get("capacity", {})
     levels = list(dict.fromkeys(r["level"] for r in rows))
     tiers, fits = [], {}
     for level in levels:
         lr = [r for r in rows if r["level"] == level]
         bw, overhead = memory_probe.fit(lr)
         fits[level] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(lr)}
-        device = level in ("dram", "hbm")
-        if device:
-            cap = _device_capacity(kind)
-        elif level == "l2" and kind == "cpu":
-            cap = caches.get("l2", max(r["bytes"] for r in lr)) * probe["threads"]
-        else:
-            cap = caches.get(level, _gpu_l2() if kind == "gpu" else max(r["bytes"] for r in lr) * 2)
+        if level not in capacity:
+            raise IronlawError(f"probe: no capacity recorded for memory level '{level}' (probe.capacity)")
         what = (f"copy bandwidth (read + written bytes), fit t = overhead + bytes/BW over {len(lr)} working sets "
                 f"{min(r['bytes'] for r in lr) / 2**20:.1f}–{max(r['bytes'] for r in lr) / 2**20:.1f} MiB; "
-                f"overhead {overhead * 1e6:.1f} µs")
-        tiers.append({"name": level, "role": "device" if device else "cache", "capacity_bytes": cap, "bw_Bps": bw,
-                      "source": source(probe, what + ("; capacity from the OS" if cap else ""))})
+                f"overhead {overhead * 1e6:.1f} µs; capacity as the OS / driver reports it")
+        tiers.append({"name": level, "role": "device" if level in ("dram", "hbm") else "cache",
+                      "capacity_bytes": capacity[level], "bw_Bps": bw, "source": source(probe, what)})
     for a, b in zip(tiers, tiers[1:]):
         if b["bw_Bps"] > a["bw_Bps"]:
             raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({b['bw_Bps'] / 1e9:.0f} vs "
                                f"{a['bw_Bps'] / 1e9:.0f} GB/s) — the machine was too noisy; nothing saved, run again")
-    if kind == "gpu":
-        h2d = [r for r in probe.get("cuda", []) if r["what"] == "h2d"]
-        if len(h2d) >= 2:
-            bw, overhead = memory_probe.fit([{"level": "h2d", **r} for r in h2d])
-            fits["h2d"] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(h2d)}
-            tiers.append({"name": "host-dram", "role": "host", "capacity_bytes": memory_probe.dram_bytes(),
-                          "bw_Bps": bw, "source": source(probe, "pinned host→device copies, fit t = overhead + "
-                                                                "bytes/BW (CUDA events)")})
     return tiers, fits
 
 
-def _device_capacity(kind: str) -> float:
-    if kind == "gpu":
-        import torch
-        return float(torch.cuda.get_device_properties(0).total_memory)
-    return memory_probe.dram_bytes()
-
-
-def _gpu_l2() -> float:
-    import torch
-    return float(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0) or 1.0
+def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
+    """GPU: pinned host→device copies become the PCIe link (and a host tier when host RAM is the larger)."""
+    h2d = [r for r in probe.get("cuda", []) if r["what"] == "h2d"]
+    if len(h2d) < 2:
+        return []
+    bw, overhead = memory_probe.fit([{"level": "h2d", **r} for r in h2d])
+    fits["h2d"] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(h2d)}
+    what = "pinned host→device copies, fit t = overhead + bytes/BW (CUDA events)"
+    host = probe.get("capacity", {}).get("host", 0.0)
+    dev = next(t for t in tiers if t["role"] == "device")
+    if host and host >= dev["capacity_bytes"] and bw <= dev["bw_Bps"]:
+        tiers.append({"name": "host-dram", "role": "host", "capacity_bytes": host, "bw_Bps": bw,
+                      "source": source(probe, what + "; capacity from the OS")})
+    return [{"name": "host-link", "kind": "pcie", "bw_Bps": bw, "latency_s": max(overhead, 1e-7),
+             "source": source(probe, what)}]
 
 
 def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
@@ -136,7 +129,7 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     from .. import calibrate
     from ..hardware import SCHEMA, parse_hardware
     kind = "gpu" if probe.get("cuda") else "cpu"
-    tiers, fits = _tiers(probe, kind)
+    tiers, fits = _tiers(probe)
     disp = [r["time_s"] for r in probe.get("dispatch", [])]
     if not disp:
         raise IronlawError("probe: no dispatch latency measured; cannot write a profile")
@@ -160,6 +153,9 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
                                                "[calibration] table refines them per op class and shape")},
         "probe": {**probe, "fits": fits},
     }
+    links = _host_link(probe, fits, tiers)
+    if links:
+        doc["links"] = links
     if calibrate_fit:
         hw = parse_hardware(doc, "probe")
         obs = observations(probe)

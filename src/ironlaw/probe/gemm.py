@@ -19,10 +19,16 @@ GRID = {
     "fp64": [(512, 512, 512), (128, 128, 128), (1024, 1024, 1024)],
 }
 QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
+# on a GPU every dtype gets the same grid (a small fp16 grid would make a fast fp16 look slow)
+GPU_GRID = [(4096, 4096, 4096), (1024, 1024, 1024), (1, 8192, 8192), (8192, 8192, 8192), (2048, 2048, 2048),
+            (256, 256, 256), (64, 4096, 4096), (16, 8192, 8192), (8192, 1024, 1024), (128, 128, 128)]
+GPU_QUICK = 3
 TORCH_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
 
 
-def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int]]:
+def shapes(dtype: str, quick: bool, device: str = "cpu") -> list[tuple[int, int, int]]:
+    if device == "cuda":
+        return GPU_GRID[:GPU_QUICK] if quick else GPU_GRID
     grid = GRID[dtype]
     return grid[:QUICK[dtype]] if quick else grid
 
