@@ -1,7 +1,7 @@
 """Timing: repeats, median and spread, re-measuring what is too noisy.
 
 ``measure(fn)`` runs ``fn`` in an inner loop long enough to swamp the timer, repeats that, and
-returns the median seconds per call and the spread (coefficient of variation, stdev / median).
+returns the median seconds per call and the spread (a robust coefficient of variation, see ``spread``).
 ``stable(fn)`` re-measures while the spread is above the limit and keeps the calmest attempt,
 flagging it ``ok=False`` when none was calm enough; the probe then refuses to save.
 On CUDA the inner loop is timed with CUDA events (device time, after a synchronize).
@@ -17,7 +17,7 @@ from typing import Callable
 @dataclass
 class Stat:
     time_s: float        # median seconds per call
-    cv: float            # stdev / median over repeats
+    cv: float            # robust coefficient of variation over repeats (see ``spread``)
     repeats: int
     tries: int = 1
     ok: bool = True
@@ -62,8 +62,16 @@ def measure(fn: Callable[[], object], budget: Budget, device: str = "cpu") -> St
     inner = max(1, min(100_000, int(budget.repeat_s / once)))
     samples = [run(fn, inner) / inner for _ in range(budget.repeats)]
     med = statistics.median(samples)
-    cv = statistics.pstdev(samples) / med if med > 0 else 0.0
-    return Stat(med, cv, budget.repeats)
+    return Stat(med, spread(samples), budget.repeats)
+
+
+def spread(samples: list[float]) -> float:
+    """Robust coefficient of variation: 1.4826 · median |x − median| / median (= stdev/mean for normal
+    noise; one repeat hit by a descheduled thread does not decide it, as it does not move the median)."""
+    med = statistics.median(samples)
+    if med <= 0:
+        return 0.0
+    return 1.4826 * statistics.median(abs(x - med) for x in samples) / med
 
 
 def stable(fn: Callable[[], object], budget: Budget, device: str = "cpu") -> Stat:
