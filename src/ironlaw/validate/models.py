@@ -68,7 +68,8 @@ def resolve(spec: str, batch: int, seq: int | None, phase: str | None) -> Runnab
     if head == "py" and arg:
         return _py(spec, arg, batch, seq, phase)
     if head == "hf" and arg:
-        return _hf(spec, arg, batch, seq, phase)
+        p = Path(arg)
+        return _hf(f"hf:{p.parent.name if p.name == 'config.json' else p.stem}", arg, batch, seq, phase)
     key = spec.lower()
     if key in RESNETS:
         return _resnet(key, batch, phase)
@@ -96,14 +97,28 @@ def _capture_module(module, args, kwargs):
 
 
 def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> Runnable:
-    from ..workloads import Request
-    from ..workloads.external import _check_return, call_factory, load_factory
+    import inspect
+
+    import torch
+
+    from ..workloads.external import _check_return, load_factory
 
     what = name if name.startswith("py:") else f"py:{arg}"
     phase = _infer_only(what, phase)
     fn = load_factory(arg)
-    req = Request(what, batch=batch, seq=seq)
-    (module, args, kwargs), kw, notes = call_factory(fn, req, what)     # on meta when the factory allows
+    params = inspect.signature(fn).parameters
+    kw = {"batch": batch} if "batch" in params else {}
+    if "seq" in params and seq is not None:
+        kw["seq"] = seq
+    try:                              # on meta only: nothing is allocated before the footprint is checked
+        with torch.device("meta"):
+            module, args, kwargs = _check_return(fn(**kw), what)
+    except IronlawError:
+        raise
+    except Exception as e:
+        raise IronlawError(f"{what}: the factory does not build on the meta device ({e.__class__.__name__}: "
+                           f"{str(e)[:200]}); validate builds it there first to check its footprint before "
+                           "allocating anything — create tensors without an explicit device") from None
 
     def real() -> Step:
         try:
@@ -115,7 +130,7 @@ def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> 
             raise IronlawError(f"{what}: the factory returned meta parameters; validate needs real ones")
         return Step(m.eval(), tuple(a), dict(k))
     return Runnable(name, phase, batch, seq, lambda: _capture_module(module.eval(), args, kwargs), real,
-                    {"factory": arg, **kw, **({"notes": notes} if notes else {})})
+                    {"factory": arg, **kw})
 
 
 def _examples_module(file: str):
