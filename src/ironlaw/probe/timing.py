@@ -58,8 +58,11 @@ def _timer(device: str) -> Callable[[Callable[[], object], int], float]:
 def measure(fn: Callable[[], object], budget: Budget, device: str = "cpu") -> Stat:
     run = _timer(device)
     fn()                                   # warm-up: allocation, code paths, caches
-    once = max(run(fn, 1), 1e-7)
-    inner = max(1, min(100_000, int(budget.repeat_s / once)))
+    inner, t = 1, run(fn, 1)               # size the inner loop on a tenth of a repeat (one call can lie)
+    while t < budget.repeat_s / 10 and inner < 100_000:
+        inner *= 4
+        t = run(fn, inner)
+    inner = max(1, min(100_000, int(inner * budget.repeat_s / max(t, 1e-9))))
     samples = [run(fn, inner) / inner for _ in range(budget.repeats)]
     med = statistics.median(samples)
     return Stat(med, spread(samples), budget.repeats)
