@@ -4,7 +4,8 @@
 
 Fitted: vidur Llama-2-7B per-op times (all TP degrees) and the even rows of the LLMCompass GEMM sweep.
 Held out: vidur Llama-3-8B per-op times (every row), the odd rows of the LLMCompass GEMM sweep, and the
-LLMCompass softmax / layernorm / GELU sweeps (other kernels than vidur's; reported, never fitted).
+LLMCompass softmax / layernorm / GELU sweeps (other kernels than vidur's; reported, never fitted), and the
+GEMMs of LLMCompass's GPT-3 layer on 4×A100 (TP4, prefill and decode).
 Goals (issue 4): GEMM sweep median |error| ≤ 10%, vidur per-op rows ≤ 15%.
 """
 from __future__ import annotations
@@ -30,6 +31,9 @@ def datasets(ref: Path = REF):
     held += pub.llmcompass_rows(ref / "llmcompass_softmax_a100.csv", "softmax", "llmcompass softmax")
     held += pub.llmcompass_rows(ref / "llmcompass_layernorm_a100.csv", "norm", "llmcompass layernorm")
     held += pub.llmcompass_rows(ref / "llmcompass_gelu_a100.csv", "elementwise", "llmcompass gelu")
+    for phase in ("prefill", "decode"):
+        held += pub.llmcompass_gpt3_layer_gemms(ref / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv", phase,
+                                                f"llmcompass gpt3 TP4 {phase} GEMMs")
     return fit, held
 
 

@@ -119,3 +119,19 @@ def vidur(path: Path, dataset: str, tps: tuple[int, ...] | None = None, ops=VIDU
             op.name = f"{name} t={tokens} tp={tp}"
             out.append(Observation(op, get(name), dataset))
     return out
+
+
+def llmcompass_gpt3_layer_gemms(path: Path, phase: str, dataset: str) -> list[Observation]:
+    """The four GEMMs of ONE GPT-3-175B layer per GPU of a 4-way tensor-parallel A100 group (fp16).
+
+    d_model 12288; prefill: batch 8 × seq 2048 tokens; decode: batch 8, one token each.
+    """
+    d, tp = 12288, 4
+    m = 8 * 2048 if phase == "prefill" else 8
+    dims = {"Q_K_V": (d, 3 * d // tp), "Wo_proj": (d // tp, d), "W1_proj": (d, 4 * d // tp), "W2_proj": (4 * d // tp, d)}
+    out = []
+    for r in _rows(path):
+        if r["op"] in dims:
+            k, n = dims[r["op"]]
+            out.append(Observation(linear(f"{r['op']} {phase}", m, k, n, DTYPE), float(r["latency_s"]), dataset))
+    return out
