@@ -286,3 +286,22 @@ def test_fp16_gemm_has_no_fast_path_on_this_cpu():
             best = min(best, time.perf_counter() - t0)
         return 2.0 * n ** 3 / best
     assert best_rate(torch.float16, 256) < 0.25 * best_rate(torch.bfloat16, 512)
+
+
+def test_validate_measurements_can_be_fed_into_the_calibration(doc, tmp_path):
+    """recalibrate: probe rows + per-op measurements of a real run -> a refit [calibration] in place."""
+    from ironlaw.calibrate import Observation
+    from ironlaw.graph import Op
+    p = profile.save(doc, tmp_path / "p.toml")
+    # a conv the probe never measured: 20 GFLOP at half the fp32 peak (+ 3 µs)
+    peak = hardware.load_file(p).peak("fp32")
+    runs = [Observation(Op(f"conv{i}", "conv", flops=f, bytes={"activations": 1e6, "weights": 1e5}, dtype="fp32"),
+                        f / (0.5 * peak) + 3e-6, "validate:resnet18 b1") for i, f in enumerate((1e8, 1e9, 5e9, 2e10))]
+    cal = profile.recalibrate(p, runs, source="measured by probe on 2026-12-02 and validate resnet18 (test)",
+                              held_out=["validate:gpt2 b1"])
+    assert cal["compute"]["conv"] == pytest.approx(0.5, rel=0.05)
+    assert "validate:resnet18 b1" in cal["fitted"] and cal["held_out"] == ["validate:gpt2 b1"]
+    hw = hardware.load_file(p)                                  # rewritten in place, still a valid profile
+    assert hw.extra["calibration"]["compute"]["conv"] == cal["compute"]["conv"]
+    assert hw.extra["probe"]["host"] == "testhost"
+    assert [f.name for f in tmp_path.iterdir()] == ["p.toml"]

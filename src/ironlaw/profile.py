@@ -218,3 +218,23 @@ def _check_type(x, typ, where: str) -> None:
         raise IronlawError(f"{where}: expected {'a number' if typ in (int, float) else typ.__name__}, got {x!r}")
     if typ is str and not x.strip():
         raise IronlawError(f"{where}: expected a non-empty string")
+
+
+def recalibrate(path: Path, extra: list, source: str, held_out: list[str] = ()) -> dict:
+    """Refit a saved profile's [calibration] from its probe rows plus ``extra`` observations
+    (``calibrate.Observation``, e.g. per-op times from ``ironlaw validate``); rewrite it atomically.
+
+    ``held_out`` names datasets kept out of the fit (pass their observations elsewhere, to
+    ``calibrate.report``); ``source`` says what was fitted ("measured by probe on … and validate …").
+    """
+    from . import calibrate
+    from .hardware import load_file
+    from .probe.build import observations
+    hw = calibrate.without_calibration(load_file(path))
+    probe = hw.extra.get("probe")
+    if not probe:
+        raise IronlawError(f"{path}: not a probe profile (no [probe] table); run `ironlaw probe` first")
+    kept = [o for o in extra if o.dataset not in set(held_out)]
+    cal = calibrate.fit(hw, observations(probe) + kept, source=source, held_out=list(held_out))
+    replace_table(Path(path), "calibration", cal)
+    return cal
