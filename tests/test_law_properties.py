@@ -42,7 +42,14 @@ def graphs(draw):
     return Graph("random", "infer", "bf16", os_, footprint=fp)
 
 
-devices = st.sampled_from([H100, A100])
+# The law's invariants hold at fixed efficiencies. A calibrated profile's GEMM-shape η reads the
+# matrix shape from the op's bytes (calibrate.gemm_dims), so there bytes are shape information as well
+# as traffic: a 1-FLOP matmul that gains one weight byte gains η and runs faster. Monotonicity in bytes
+# and FLOPs and the share bound are therefore checked with the calibration stripped; finiteness,
+# overlap <= serial and faster-hardware-is-never-slower also on the calibrated devices.
+FIXED_ETA = [replace(H100, extra={}), replace(A100, extra={})]
+devices = st.sampled_from([H100, A100] + FIXED_ETA)
+fixed_eta = st.sampled_from(FIXED_ETA)
 scales = st.floats(min_value=1.0, max_value=100.0)
 
 
@@ -76,7 +83,7 @@ def test_more_bandwidth_or_more_peak_is_never_slower(g, hw, k, comp):
 
 
 @SETTINGS
-@given(graphs(), devices, st.integers(0, 11), scales, st.sampled_from(("flops", "weights", "activations")))
+@given(graphs(), fixed_eta, st.integers(0, 11), scales, st.sampled_from(("flops", "weights", "activations")))
 def test_more_work_or_more_bytes_is_never_faster(g, hw, i, k, what):
     i %= len(g.ops)
     op = g.ops[i]
@@ -90,7 +97,7 @@ def test_more_work_or_more_bytes_is_never_faster(g, hw, i, k, what):
 
 
 @SETTINGS
-@given(graphs(), devices)
+@given(graphs(), st.sampled_from([H100, A100]))          # as the catalog has them: hardware=NAME reloads it
 def test_identity_transforms_change_nothing(g, hw):
     t0 = law.predict(g, hw).op_time_s
     for steps in ([], [f"hardware={hw.name}"]):
@@ -99,7 +106,7 @@ def test_identity_transforms_change_nothing(g, hw):
 
 
 @SETTINGS
-@given(graphs(), devices, st.floats(0.0, 1.0), st.sets(st.integers(0, 11), min_size=1))
+@given(graphs(), fixed_eta, st.floats(0.0, 1.0), st.sets(st.integers(0, 11), min_size=1))
 def test_shrinking_some_terms_saves_at_most_their_share(g, hw, f, picked):
     """Scale the bytes of some ops by f: the time saved is at most the data time of those ops,
     so speedup <= 1 / (1 - share); where their data was not binding (overlap), nothing is saved."""
@@ -119,13 +126,16 @@ def test_shrinking_some_terms_saves_at_most_their_share(g, hw, f, picked):
 
 
 @SETTINGS
-@given(graphs(), devices)
+@given(graphs(), fixed_eta)
 def test_fusion_saves_at_most_the_share_of_what_it_touches(g, hw):
     g = replace(g, ops=[replace(op, bytes_written=op.bytes.get("activations", 0.0) / 3) for op in g.ops])
     g2, _ = whatif.apply(g, hw, ["fusion=elementwise"])
     e, e2 = law.predict(g, hw), law.predict(g2, hw)
     touched = [i for i, op in enumerate(g.ops) if op.kind == "elementwise"]
-    share = sum(float(e.op_total_s[i]) for i in touched) / float(e.total_s)
+    # fusion touches the elementwise ops (all their terms) and the write of each producer's output
+    producers = {i - 1 for i in touched if i > 0} - set(touched)
+    share = (sum(float(e.op_total_s[i]) for i in touched)
+             + sum(float(e.data_s[i]) * g.ops[i].count for i in producers)) / float(e.total_s)
     assert float(e.total_s) / float(e2.total_s) <= 1.0 / max(1.0 - share, 1e-300) * (1 + 1e-9)
     assert float(g2.flops) == pytest.approx(float(g.flops), rel=1e-9)
 
