@@ -8,6 +8,7 @@ cache level, DRAM. On CUDA: the device's HBM/GDDR, and the L2 (from device prope
 from __future__ import annotations
 
 import os
+import statistics
 from pathlib import Path
 
 from ..errors import IronlawError
@@ -50,9 +51,10 @@ def levels(threads: int, quick: bool) -> dict[str, list[float]]:
         out["l2"] = [agg * f for f in ((0.2, 0.35, 0.5) if quick else (0.15, 0.25, 0.35, 0.5))]
     if "l3" in caches:
         c = caches["l3"]
-        out["l3"] = [c * f for f in ((0.15, 0.3, 0.45) if quick else (0.12, 0.2, 0.3, 0.4, 0.5))]
+        # well inside: the last level is shared with every other process on the machine
+        out["l3"] = [c * f for f in ((0.12, 0.2, 0.3) if quick else (0.1, 0.15, 0.2, 0.25, 0.3))]
     lo = max(64 * MiB, 4 * caches.get("l3", 0.0))
-    out["dram"] = [lo * f for f in ((1, 2) if quick else (1, 2, 4))]
+    out["dram"] = [lo * f for f in ((1, 2) if quick else (1, 1.5, 2, 4))]
     return out
 
 
@@ -68,16 +70,15 @@ def measure(level: str, nbytes: float, budget: Budget, device: str = "cpu") -> d
 
 
 def fit(rows: list[dict]) -> tuple[float, float]:
-    """Least-squares t = overhead + bytes/BW; returns (bw_Bps, overhead_s)."""
-    xs = [r["bytes"] for r in rows]
-    ys = [r["time_s"] for r in rows]
-    n = len(xs)
-    if n < 2:
+    """Robust line t = overhead + bytes/BW (Theil–Sen: the median of the pairwise slopes, so one size
+    hit by a noisy neighbour does not tilt it); returns (bw_Bps, overhead_s)."""
+    pts = sorted((r["bytes"], r["time_s"]) for r in rows)
+    if len(pts) < 2:
         raise IronlawError("probe: a bandwidth fit needs at least two working-set sizes")
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1:] if x2 > x1)
+    slope = statistics.median(slopes) if slopes else 0.0
     if slope <= 0:
         level = rows[0]["level"]
         raise IronlawError(f"probe: {level} copy time did not grow with size (machine too noisy); run again")
-    return 1.0 / slope, max(my - slope * mx, 0.0)
+    overhead = statistics.median(y - slope * x for x, y in pts)
+    return 1.0 / slope, max(overhead, 0.0)
