@@ -35,7 +35,7 @@ def fake_probe(threads: int = 2) -> dict:
             gemm.append({"dtype": dt, "m": m, "n": n, "k": k, "time_s": t, "cv": 0.03,
                          "flops_per_s": 2.0 * m * n * k / t, "threads": threads})
     sizes = {"l2": (0.3, 0.5, 0.7, 1.0), "l3": (4, 8, 12, 16), "dram": (128, 256, 512)}
-    mem = [{"level": lv, "bytes": s * MB, "time_s": 2e-6 + s * MB / BWS[lv], "cv": 0.02, "threads": threads}
+    mem = [{"level": lv, "bytes": s * MB, "time_s": 2.1e-6 + s * MB / BWS[lv], "cv": 0.02, "threads": threads}
            for lv, ss in sizes.items() for s in ss]
     vec = [{"op": op, "elems": n, "dtype": "fp32", "time_s": t, "cv": 0.05, "elems_per_s": n / t,
             "flops_per_elem": f, "threads": threads}

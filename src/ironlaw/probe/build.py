@@ -64,15 +64,20 @@ def _vector(probe: dict) -> dict:
 def _tiers(probe: dict) -> tuple[list[dict], dict]:
     rows = probe.get("memory", [])
     capacity = probe.get("capacity", {})
+    disp = [r["time_s"] for r in probe.get("dispatch", [])]
+    dispatch_s = statistics.median(disp) if disp else None
     levels = list(dict.fromkeys(r["level"] for r in rows))
     tiers, fits = [], {}
     for level in levels:
         lr = [r for r in rows if r["level"] == level]
-        bw, overhead = memory_probe.fit(lr)
+        bw, overhead = memory_probe.fit(lr, dispatch_s)
         fits[level] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(lr)}
         if level not in capacity:
             raise IronlawError(f"probe: no capacity recorded for memory level '{level}' (probe.capacity)")
-        what = (f"copy bandwidth (read + written bytes), fit t = overhead + bytes/BW over {len(lr)} working sets "
+        how = ("fit t = overhead + bytes/BW" if overhead != dispatch_s else
+               "t = overhead + bytes/BW with the overhead = the per-op dispatch latency (too small to fit here), "
+               "BW = median over")
+        what = (f"copy bandwidth (read + written bytes), {how} {len(lr)} working sets "
                 f"{min(r['bytes'] for r in lr) / 2**20:.1f}–{max(r['bytes'] for r in lr) / 2**20:.1f} MiB; "
                 f"overhead {overhead * 1e6:.1f} µs; capacity as the OS / driver reports it")
         tiers.append({"name": level, "role": "device" if level in ("dram", "hbm") else "cache",
@@ -89,7 +94,7 @@ def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
     h2d = [r for r in probe.get("cuda", []) if r["what"] == "h2d"]
     if len(h2d) < 2:
         return []
-    bw, overhead = memory_probe.fit([{"level": "h2d", **r} for r in h2d])
+    bw, overhead = memory_probe.fit([{"level": "h2d", **r} for r in h2d])          # PCIe: overhead visible
     fits["h2d"] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(h2d)}
     what = "pinned host→device copies, fit t = overhead + bytes/BW (CUDA events)"
     host = probe.get("capacity", {}).get("host", 0.0)

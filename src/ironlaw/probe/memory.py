@@ -69,10 +69,20 @@ def measure(level: str, nbytes: float, budget: Budget, device: str = "cpu") -> d
     return {"level": level, "bytes": moved, "time_s": st.time_s, "cv": st.cv, "_ok": st.ok, "_tries": st.tries}
 
 
-def fit(rows: list[dict]) -> tuple[float, float]:
+# when every size takes this many times the per-call overhead, a slope cannot see the overhead
+# (differences of noisy times): the overhead is then the measured per-op latency and BW the median rate
+OVERHEAD_VISIBLE = 100.0
+
+
+def fit(rows: list[dict], overhead_s: float | None = None) -> tuple[float, float]:
     """Robust line t = overhead + bytes/BW (Theil–Sen: the median of the pairwise slopes, so one size
-    hit by a noisy neighbour does not tilt it); returns (bw_Bps, overhead_s)."""
+    hit by a noisy neighbour does not tilt it); returns (bw_Bps, overhead_s).
+
+    With ``overhead_s`` known (the per-op dispatch latency) and every time far above it (DRAM-sized
+    copies), BW = median over sizes of bytes / (t − overhead): same law, better conditioned."""
     pts = sorted((r["bytes"], r["time_s"]) for r in rows)
+    if overhead_s is not None and pts and min(y for _, y in pts) > OVERHEAD_VISIBLE * overhead_s:
+        return statistics.median(x / (y - overhead_s) for x, y in pts), overhead_s
     if len(pts) < 2:
         raise IronlawError("probe: a bandwidth fit needs at least two working-set sizes")
     slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1:] if x2 > x1)
