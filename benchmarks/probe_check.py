@@ -58,7 +58,22 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--max-cv", type=float, default=0.15)
     ap.add_argument("--out", default=None, help="also save the profile here")
+    ap.add_argument("--runs", type=int, default=1, help="repeat the whole check; summarise (a shared machine drifts)")
     args = ap.parse_args()
+    results = [check(args) for _ in range(args.runs)]
+    done = [r for r in results if r]
+    if args.runs > 1:
+        print(f"\n{len(done)} of {args.runs} runs saved a profile (the rest were refused as too noisy)")
+        for key, goal in (("gemm_err", 0.10), ("dram_err", 0.10), ("time_s", 15.0 if args.quick else 60.0)):
+            vals = sorted(abs(r[key]) for r in done)
+            if vals:
+                ok = sum(v <= goal for v in vals)
+                print(f"  {key}: median {statistics.median(vals):.3g}, worst {vals[-1]:.3g}; within goal {goal:g} in "
+                      f"{ok}/{len(vals)}")
+    return 0
+
+
+def check(args) -> dict | None:
     import torch
     from ironlaw import probe, profile
     from ironlaw.errors import IronlawError
@@ -76,7 +91,7 @@ def main() -> int:
         rows = probe.run(quick=args.quick, threads=args.threads, max_cv=args.max_cv, device=device)
     except IronlawError as e:
         print(f"probe refused: {e}")
-        return 0
+        return None
     probe_s = time.perf_counter() - t0
     doc = build.profile(rows)
     total_s = time.perf_counter() - t0
@@ -96,12 +111,12 @@ def main() -> int:
     after = best_mm(n, device), reference_copy(nbytes, device)
     ref_flops = (before[0][0] + after[0][0]) / 2
     fp32 = doc["compute"]["fp32"]["peak_flops"]
-    err = fp32 / ref_flops - 1.0
+    err = gemm_err = fp32 / ref_flops - 1.0
     print(f"fp32 GEMM: probe {fp32 / 1e9:.1f} GFLOP/s vs best large torch.mm ({n // 2}³ or {n}³) {ref_flops / 1e9:.1f} GFLOP/s "
           f"(before {before[0][0] / 1e9:.1f} ±{before[0][1]:.0%}, after {after[0][0] / 1e9:.1f} ±{after[0][1]:.0%}): "
           f"{err:+.1%}; goal ±10%: {'OK' if abs(err) <= 0.10 else 'MISSED'}")
     ref_bw = (before[1][0] + after[1][0]) / 2
-    err = dev_tier["bw_Bps"] / ref_bw - 1.0
+    err = dram_err = dev_tier["bw_Bps"] / ref_bw - 1.0
     print(f"{dev_tier['name']} bandwidth: probe fit {dev_tier['bw_Bps'] / 1e9:.1f} GB/s vs copy of {nbytes >> 20} MiB "
           f"{ref_bw / 1e9:.1f} GB/s (before {before[1][0] / 1e9:.1f} ±{before[1][1]:.0%}, after "
           f"{after[1][0] / 1e9:.1f} ±{after[1][1]:.0%}): {err:+.1%}; goal ±10%: {'OK' if abs(err) <= 0.10 else 'MISSED'}")
@@ -117,7 +132,7 @@ def main() -> int:
     print(f"  dispatch latency {doc['latency']['op_s'] * 1e6:.2f} µs")
     worst = max((r["cv"], fam) for fam in ("gemm", "memory", "vector", "reduce", "dispatch") for r in rows.get(fam, []))
     print(f"largest spread kept: {worst[0]:.1%} ({worst[1]}); limit {rows['max_cv']:.0%}")
-    return 0
+    return {"gemm_err": gemm_err, "dram_err": dram_err, "time_s": total_s}
 
 
 if __name__ == "__main__":
