@@ -305,3 +305,17 @@ def test_validate_measurements_can_be_fed_into_the_calibration(doc, tmp_path):
     assert hw.extra["calibration"]["compute"]["conv"] == cal["compute"]["conv"]
     assert hw.extra["probe"]["host"] == "testhost"
     assert [f.name for f in tmp_path.iterdir()] == ["p.toml"]
+
+
+def test_a_cache_level_no_faster_than_the_next_is_merged_and_said():
+    p = fake_probe()
+    for r in p["memory"]:
+        if r["level"] == "l2":
+            r["time_s"] = 2.1e-6 + r["bytes"] / 120e9          # slower than l3 (160 GB/s)
+    doc = build.profile(p)
+    assert [t["name"] for t in doc["memory"]] == ["l3", "dram"]
+    assert "l2 copies measured no faster (120 GB/s)" in doc["memory"][0]["source"]
+    assert doc["probe"]["fits"]["l2"]["not_listed"] == "no faster than l3"
+    p["memory"] = [dict(r, time_s=r["time_s"] / 20) if r["level"] == "dram" else r for r in p["memory"]]
+    with pytest.raises(IronlawError, match="dram measured faster than l3"):
+        build.profile(p)

@@ -96,7 +96,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if threads < 1 or threads > 4096:
         raise IronlawError(f"--threads must be a positive number of threads, got {threads}")
     torch.set_num_threads(threads)
-    budget = Budget(repeat_s=0.012 if quick else 0.03, repeats=3 if quick else 5, max_cv=max_cv,
+    budget = Budget(repeat_s=0.025 if quick else 0.03, repeats=5, max_cv=max_cv,
                     retries=1 if quick else 2)
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()

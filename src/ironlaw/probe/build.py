@@ -82,6 +82,18 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
                 f"overhead {overhead * 1e6:.1f} µs; capacity as the OS / driver reports it")
         tiers.append({"name": level, "role": "device" if level in ("dram", "hbm") else "cache",
                       "capacity_bytes": capacity[level], "bw_Bps": bw, "source": source(probe, what)})
+    # a cache level that copies no faster than the level below it (PyTorch's copy is bound by the core,
+    # not the cache, at these sizes) is not a separate tier: say so in the next tier's source, keep it in fits
+    i = 0
+    while i + 1 < len(tiers):
+        a, b = tiers[i], tiers[i + 1]
+        if a["role"] == "cache" and b["role"] == "cache" and a["bw_Bps"] <= b["bw_Bps"]:
+            b["source"] += (f"; {a['name']} copies measured no faster ({a['bw_Bps'] / 1e9:.0f} GB/s), so it is not "
+                            f"listed as a tier of its own")
+            fits[a["name"]]["not_listed"] = f"no faster than {b['name']}"
+            del tiers[i]
+        else:
+            i += 1
     for a, b in zip(tiers, tiers[1:]):
         if b["bw_Bps"] > a["bw_Bps"]:
             raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({b['bw_Bps'] / 1e9:.0f} vs "
