@@ -219,12 +219,22 @@ def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
     row = {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": 1e-3, "cv": 0.4, "flops_per_s": 2.7e11,
            "_ok": False, "_tries": 3}
     monkeypatch.setattr(probe_mod, "plan", lambda *a: [("gemm", "gemm", lambda: dict(row))])
+    steady = {"cv": 0.01, "_ok": True, "gemm_flops_per_s": 1.6e11, "copy_Bps": 3.2e10}
+    monkeypatch.setattr(probe_mod, "_sentinel", lambda *a: dict(steady))
     with pytest.raises(IronlawError, match=r"too noisy.*gemm fp32 512x512x512 spread 40%.*nothing saved"):
         probe_mod.run(quick=True, threads=2)
     row["_ok"], row["cv"] = True, 0.02
     monkeypatch.setattr(probe_mod, "thread_check", lambda *a: {"speedup": 1.02})
     with pytest.raises(IronlawError, match=r"2 threads ran only 1\.02× as fast as 1.*--threads 1"):
         probe_mod.run(quick=True, threads=2)
+    # a neighbour that arrives mid-run: every measurement calm, but the sentinel GEMM halves
+    rates = iter([1.6e11, 1.6e11, 0.8e11])
+    monkeypatch.setattr(probe_mod, "_sentinel", lambda *a: dict(steady, gemm_flops_per_s=next(rates)))
+    with pytest.raises(IronlawError, match=r"load changed during the run.*fp32 GEMM ran at 160 → 160 → 80 GFLOP/s"):
+        probe_mod.run(quick=True, threads=1)
+    monkeypatch.setattr(probe_mod, "_sentinel", lambda *a: dict(steady))
+    out = probe_mod.run(quick=True, threads=1)
+    assert out["checks"]["drift"]["max_change"] == 0.0 and out["gemm"][0]["m"] == 512
 
 
 def test_cli_json_is_quiet_and_saves(monkeypatch, home, capsys):

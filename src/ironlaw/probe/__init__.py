@@ -101,6 +101,10 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()
     steps = plan(quick, device, threads, budget)
+    # the same GEMM and DRAM copy at the start, middle and end: a machine whose load changed during
+    # the run (a neighbour that came or went) shows as drift even when every measurement was calm
+    sentinel = ("sentinel", "drift check", lambda: _sentinel(budget, device, quick))
+    steps = [sentinel] + steps[: len(steps) // 2] + [sentinel] + steps[len(steps) // 2:] + [sentinel]
     total = len(steps) + (1 if device == "cpu" and threads > 1 else 0)
     rows: dict[str, list[dict]] = {}
     done = 0
@@ -109,7 +113,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
             progress(done, total, label)
         rows.setdefault(family, []).append(thunk())
         done += 1
-    checks = {}
+    checks: dict = {}
     if device == "cpu" and threads > 1:
         if progress:
             progress(done, total, f"1 vs {threads} threads")
@@ -118,7 +122,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if progress:
         progress(done, total, "done")
     torch.set_num_threads(have)
-    noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"]]
+    noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"] and fam != "sentinel"]
     if noisy:
         noisy.sort(key=lambda x: -x[0])
         shown = "; ".join(f"{_label(fam, r)} spread {cv:.0%}" for cv, fam, r in noisy[:3])
@@ -128,6 +132,11 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
         raise IronlawError(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
                            f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×): another process is using the cores; nothing saved "
                            f"— rerun when the machine is idle or pass --threads 1")
+    drift = _drift(rows.pop("sentinel"))
+    if drift["max_change"] > 2 * max_cv:
+        raise IronlawError(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
+                           f"rerun when it is steady")
+    checks["drift"] = drift
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
     for fam in ("gemm", "memory", "vector"):
         for r in clean.get(fam, []):
@@ -151,6 +160,28 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if checks:
         probe["checks"] = checks
     return probe
+
+
+def _sentinel(budget: Budget, device: str, quick: bool) -> dict:
+    from . import gemm, memory
+    n = 512 if quick else 1024
+    g = gemm.measure("fp32", n, n, n, budget, device)
+    m = memory.measure("sentinel", 64 * 2**20, budget, device)
+    return {"cv": max(g["cv"], m["cv"]), "_ok": g["_ok"] and m["_ok"], "gemm_flops_per_s": g["flops_per_s"],
+            "copy_Bps": m["bytes"] / m["time_s"]}
+
+
+def _drift(rows: list[dict]) -> dict:
+    out = {"max_change": 0.0, "what": ""}
+    for key, unit, scale in (("gemm_flops_per_s", "GFLOP/s", 1e9), ("copy_Bps", "GB/s", 1e9)):
+        vals = [r[key] for r in rows]
+        change = max(vals) / min(vals) - 1.0
+        out[key] = vals
+        if change >= out["max_change"]:
+            out["max_change"] = change
+            out["what"] = (f"the same {'fp32 GEMM' if key.startswith('gemm') else 'DRAM copy'} ran at "
+                           + " → ".join(f"{v / scale:.0f}" for v in vals) + f" {unit} at start, middle and end")
+    return out
 
 
 def thread_check(threads: int, budget: Budget, quick: bool) -> dict:
