@@ -54,7 +54,7 @@ def levels(threads: int, quick: bool) -> dict[str, list[float]]:
         # well inside: the last level is shared with every other process on the machine
         out["l3"] = [c * f for f in ((0.12, 0.2, 0.3) if quick else (0.1, 0.15, 0.2, 0.25, 0.3))]
     lo = max(64 * MiB, 4 * caches.get("l3", 0.0))
-    out["dram"] = [lo * f for f in ((1, 1.5, 2) if quick else (1, 1.5, 2, 4))]
+    out["dram"] = [lo * f for f in ((2, 3, 4) if quick else (2, 3, 4, 8))]
     return out
 
 
