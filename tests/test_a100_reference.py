@@ -85,3 +85,20 @@ def test_decode_gemv_is_bandwidth_bound_near_hbm_rate(a100, vidur3):
     assert row.time_s == pytest.approx(0.142e-3)
     pred = float(calibrate.predicted_s(a100, [row])[0])
     assert pred == pytest.approx(row.time_s, rel=0.15)
+
+
+def test_kernel_fits_stay_with_the_kernels_they_were_fitted_on(a100):
+    """vidur's rms_norm / silu_and_mul fits must not reach other kernels of the same kind: LLMCompass's
+    LayerNorm and GELU sweeps (held out, other kernels) stay as close as the plain roofline puts them."""
+    cal = a100.extra["calibration"]
+    assert {"rms_norm", "silu_and_mul"} <= set(cal["kernel"])
+    assert "norm" not in cal.get("compute", {}) and "norm" not in cal.get("memory", {}).get("kind", {})
+    for name, kind in (("layernorm", "norm"), ("gelu", "elementwise")):
+        obs = published.llmcompass_rows(DATA / f"llmcompass_{name}_a100.csv", kind, name)
+        assert float(np.median(errors(a100, obs))) <= 0.10, name
+    from ironlaw import workloads
+    llama = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=1, seq=128, dtype="fp16"))
+    gpt2 = workloads.resolve(workloads.Request("gpt2", phase="prefill", batch=1, seq=128, dtype="fp16"))
+    kernel = lambda g, n: next(op.attrs.get("kernel") for op in g.ops if op.name == n)  # noqa: E731
+    assert kernel(llama, "input_layernorm") == "rms_norm" and kernel(llama, "mlp_act") == "silu_and_mul"
+    assert kernel(gpt2, "input_layernorm") is None and kernel(gpt2, "mlp_act") is None   # LayerNorm, GELU

@@ -21,10 +21,13 @@ the three functions below instead of the flat ``[efficiency]`` defaults::
     norm = 0.4
     [calibration.latency_s]      # fixed seconds per invocation, per op kind; 'default' for the rest
     default = 2.5e-6
+    [calibration.kernel."rms_norm"]   # one kernel (op.attrs["kernel"], set by the builder): compute /
+    memory = 0.36                     # memory / latency_s, over the per-kind values for those ops only
 
-GEMM shapes: M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the
-activation bytes (the model is symmetric in N and K, so their order does not matter). A matmul
-with no weight bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3).
+Scope: a value fitted on one population of kernels applies to that population only. Observations
+whose op names its kernel (``op.attrs["kernel"]``) are fitted per kernel into ``[calibration.kernel]``
+and leave the per-kind tables alone: vLLM's rms_norm says nothing about a LayerNorm or a BatchNorm.
+The GEMM shape model is per kind (all matmuls of a dtype); see ``ironlaw.gemmshape``.
 
 Fitting (``fit``) takes observations — an op and its measured time — from the probe, from
 ``ironlaw validate`` or from published measurements, and returns the table. The fitted model is
@@ -40,7 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import IronlawError, unknown
-from .graph import CLASSES, DTYPE_BYTES, KINDS, MATRIX_KINDS, Columns, Graph, Op
+from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta  # noqa: F401  (re-exported)
+from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")
@@ -54,37 +58,6 @@ MIN_ROWS_FOR_LATENCY = 3        # fewer observations of a kind: keep the device'
 
 
 # ---------------------------------------------------------------- the model (used by efficiency.py)
-
-def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc)."""
-    b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
-    f = cols.flops
-    w = cols.bytes.get("weights", np.zeros_like(f)) / b
-    a = cols.bytes.get("activations", np.zeros_like(f)) / b
-    cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m = np.where(w > 0, f / (2.0 * w), cube)
-        s = np.where(m > 0, a / m, 0.0)                       # K + N
-        disc = s * s - 4.0 * w
-        root = np.sqrt(np.maximum(disc, 0.0))
-        k = np.where(disc > 0, (s + root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
-        n = np.where(disc > 0, (s - root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
-    k = np.where(w > 0, k, cube)
-    n = np.where(w > 0, np.maximum(n, 1.0), cube)
-    return np.maximum(m, 1.0), n, np.maximum(k, 1.0)
-
-
-def gemm_eta(p: dict, m, n, k):
-    s = lambda x, h: x / (x + h)  # noqa: E731
-    eta = p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
-    if "gemv_eta" in p:            # optional: M = 1 runs a matrix-vector kernel, not a small GEMM
-        eta = np.where(np.asarray(m) < GEMV_M, p["gemv_eta"], eta)
-    return eta
-
-
-GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
-SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta")
-
 
 def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise."""
@@ -103,7 +76,7 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
                 if r.any():
                     out[r] = gemm_eta(p, m[r], n[r], k[r])
     out = _shape_eta(cal, cols, out)
-    return _by_name(cal, cols, out, "compute")
+    return _scoped(cal, cols, out, "compute")
 
 
 def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
@@ -122,7 +95,7 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in mem.get("kind", {}).items():
         out[kinds == kind] = value
-    return _by_name(cal, cols, out, "memory")
+    return _scoped(cal, cols, out, "memory")
 
 
 def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
@@ -134,7 +107,7 @@ def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
     for kind, value in table.items():
         if kind != "default":
             out[kinds == kind] = value
-    out = _by_name(cal, cols, out, "latency_s")
+    out = _scoped(cal, cols, out, "latency_s")
     return out + float(cal.get("framework_s", 0.0))
 
 
@@ -149,8 +122,8 @@ SHAPE_KINDS = ("conv", "attention")
 OP_FIELDS = ("compute", "memory", "latency_s")
 
 
-def _names(cols: Columns) -> np.ndarray:
-    names = getattr(cols, "names", None)
+def _names(cols: Columns, attr: str = "names") -> np.ndarray:
+    names = getattr(cols, attr, None)
     return np.array(names if names is not None else [""] * len(cols.kind_idx), dtype=object)
 
 
@@ -168,18 +141,19 @@ def _shape_eta(cal: dict, cols: Columns, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _by_name(cal: dict, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
-    table = cal.get("op", {})
-    if table:
-        names = _names(cols)
-        for name, p in table.items():
-            if field in p:
-                out[names == name] = p[field]
+def _scoped(cal: dict, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
+    """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones."""
+    for table, attr in (("kernel", "kernels"), ("op", "names")):
+        if cal.get(table):
+            names = _names(cols, attr)
+            for name, p in cal[table].items():
+                if field in p and name:
+                    out[names == name] = p[field]
     return out
 
 
 def _check_fit_tables(cal: dict, where: str) -> None:
-    for kind in SHAPE_KINDS:
+    for kind in ("matmul",) + SHAPE_KINDS:
         for dt in _table(cal, kind, where):
             if dt not in DTYPE_BYTES:
                 raise unknown(f"dtype in {where}.{kind}", dt, DTYPE_BYTES)
@@ -192,17 +166,18 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "gemv_eta", w, 1.0 + 1e-9)
-    for name in _table(cal, "op", where):
-        w = f"{where}.op.{name}"
-        p = _table(cal["op"], name, f"{where}.op")
-        if not p:
-            raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
-        for key in p:
-            if key not in OP_FIELDS:
-                raise unknown(f"field in {w}", key, OP_FIELDS)
-        _num(p, "compute", w, 1.0 + 1e-9)
-        _num(p, "memory", w, MAX_MEMORY_ETA)
-        _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+    for table in ("kernel", "op"):
+        for name in _table(cal, table, where):
+            w = f"{where}.{table}.{name}"
+            p = _table(cal[table], name, f"{where}.{table}")
+            if not p:
+                raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
+            for key in p:
+                if key not in OP_FIELDS:
+                    raise unknown(f"field in {w}", key, OP_FIELDS)
+            _num(p, "compute", w, 1.0 + 1e-9)
+            _num(p, "memory", w, MAX_MEMORY_ETA)
+            _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     if "framework_s" in cal:
         _num(cal, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
 
@@ -214,7 +189,7 @@ def check(cal: object, where: str) -> dict:
     if not isinstance(cal, dict):
         raise IronlawError(f"{where}: expected a table")
     allowed = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
-               "conv", "attention", "op", "framework_s")
+               "conv", "attention", "op", "kernel", "framework_s")
     for key in cal:
         if key not in allowed:
             raise unknown(f"field in {where}", key, allowed)
@@ -229,18 +204,6 @@ def check(cal: object, where: str) -> dict:
             raise IronlawError(f"{where}.{key}: expected a list of strings")
     if not cal.get("fitted"):
         raise IronlawError(f"{where}.fitted: must list what the calibration was fitted on")
-    for dt, p in _table(cal, "matmul", where).items():
-        if dt not in DTYPE_BYTES:
-            raise unknown(f"dtype in {where}.matmul", dt, DTYPE_BYTES)
-        w = f"{where}.matmul.{dt}"
-        p = _table(cal["matmul"], dt, f"{where}.matmul")
-        for key in p:
-            if key not in SHAPE_FIELDS:
-                raise unknown(f"field in {w}", key, SHAPE_FIELDS)
-        _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
-        _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
-        _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
-        _num(p, "gemv_eta", w, 1.0 + 1e-9)
     comp = _table(cal, "compute", where)
     for kind in comp:
         if kind not in KINDS:
@@ -327,8 +290,9 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
 def fit(hw, observations: list[Observation], source: str, held_out: list[str] = (), start: dict | None = None) -> dict:
     """Fit a [calibration] table to ``observations`` (all of them are 'fitted'; keep held-out ones out).
 
-    Groups are fitted one after another: each non-GEMM kind (compute η, memory η, latency), then
-    GEMMs per dtype (η shape model, streamed-weights η, latency). Each dataset counts equally.
+    Groups are fitted one after another: each non-GEMM kernel (ops naming one) or else kind (compute η,
+    memory η, latency), then GEMMs per dtype (η shape model, streamed-weights η, latency). Each
+    dataset counts equally.
     """
     obs = [o for o in observations if o.time_s > 0 and math.isfinite(o.time_s)]
     cols, d0, c0 = _terms(hw, obs)
@@ -338,9 +302,9 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
     kinds = np.array(KINDS)[cols.kind_idx]
     dts = np.array(cols.dtypes)
     cal = {"schema": SCHEMA, "source": source, "fitted": sorted(set(datasets.tolist())), "held_out": list(held_out),
-           "compute": {}, "memory": {"kind": {}}, "latency_s": {}, "matmul": {}}
+           "compute": {}, "memory": {"kind": {}}, "latency_s": {}, "matmul": {}, "kernel": {}}
     if start:
-        for key in ("compute", "latency_s", "matmul"):
+        for key in ("compute", "latency_s", "matmul", "kernel"):
             cal[key].update(start.get(key, {}))
         cal["memory"].update({k: v for k, v in start.get("memory", {}).items() if k != "kind"})
         cal["memory"]["kind"].update(start.get("memory", {}).get("kind", {}))
@@ -358,27 +322,31 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         return loss
 
     lat_default = hw.op_latency_s
-    # ---- non-GEMM kinds first (their memory η also sets 'produced' for GEMM activations)
-    for kind in [k for k in KINDS if k != "matmul" and (kinds == k).any()]:
-        rows = kinds == kind
+    # ---- non-GEMM ops first, per kernel where the op names one, else per kind (a kind's memory η
+    #      also sets 'produced', the activation pattern of every op, GEMMs included)
+    kern = _names(cols, "kernels")
+    groups = [("kernel", k, (kern == k) & (kinds != "matmul")) for k in sorted(set(kern.tolist()) - {""})]
+    groups += [("kind", k, (kinds == k) & (kern == "")) for k in KINDS if k != "matmul"]
+    for scope, key, rows in [g for g in groups if g[2].any()]:
         has_c, has_d = bool((c0[rows] > 0).any()), bool((d0[rows] > 0).any())
         free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY
         x0 = [math.log(0.5), math.log(0.5), math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
 
-        def apply(x, c=cal, kind=kind, free_lat=free_lat):
+        def apply(x, c=cal, scope=scope, key=key, free_lat=free_lat):
             c = _copy(c)
+            t = _slots(c, scope, key)
             if has_c:
-                c["compute"][kind] = _clip(_exp(x[0]), ETA_MIN, 1.0)
+                t["compute"][0][t["compute"][1]] = _clip(_exp(x[0]), ETA_MIN, 1.0)
             if has_d:
-                c["memory"]["kind"][kind] = _clip(_exp(x[1]), ETA_MIN, MAX_MEMORY_ETA)
-            c["latency_s"][kind] = _clip(_exp(x[2]), *LAT_BOUNDS) if free_lat else lat_default
+                t["memory"][0][t["memory"][1]] = _clip(_exp(x[1]), ETA_MIN, MAX_MEMORY_ETA)
+            t["latency_s"][0][t["latency_s"][1]] = _clip(_exp(x[2]), *LAT_BOUNDS) if free_lat else lat_default
             return c
         loss = loss_of(rows)
         # two starts: memory-bound (η_compute idle) and compute-bound (a slow vector kernel)
         starts = [x0] + ([[math.log(0.03)] + x0[1:]] if has_c else [])
         x = min((_minimize(lambda x: loss(apply(x)), s) for s in starts), key=lambda x: loss(apply(x)))
         cal = apply(x)
-        _drop_inactive(cal, hw, cols, d0, c0, rows, kind)
+        _drop_inactive(cal, hw, cols, d0, c0, rows, _slots(cal, scope, key))
     mk = cal["memory"]["kind"]
     produced = mk.get("copy", mk.get("elementwise"))
     if produced is not None:
@@ -408,15 +376,17 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         loss = loss_of(rows)
         x = _minimize(lambda x: loss(apply(x)), x0)
         cal = apply(x)
-    fitted_lat = [v for k, v in cal["latency_s"].items() if k != "default"]
-    if fitted_lat and "default" not in cal["latency_s"]:         # kinds never observed: the typical op
+    # kinds never observed: the typical non-GEMM kind's (a GEMM's or one kernel's fit stays in its scope)
+    fitted_lat = [v for k, v in cal["latency_s"].items() if k not in ("default", "matmul")]
+    if fitted_lat and "default" not in cal["latency_s"]:
         cal["latency_s"]["default"] = float(np.median(fitted_lat))
     cal["matmul"] = {dt: {k: _round(v) for k, v in p.items()} for dt, p in cal["matmul"].items()}
     for key in ("compute", "latency_s"):
         cal[key] = {k: _round(v) for k, v in cal[key].items()}
+    cal["kernel"] = {k: {f: _round(v) for f, v in p.items()} for k, p in cal["kernel"].items() if p}
     cal["memory"] = {k: (_round(v) if k != "kind" else {kk: _round(vv) for kk, vv in v.items()})
                      for k, v in cal["memory"].items()}
-    for key in ("matmul", "compute", "latency_s"):
+    for key in ("matmul", "compute", "latency_s", "kernel"):
         if not cal[key]:
             del cal[key]
     if not cal["memory"]["kind"]:
@@ -426,17 +396,25 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
     return check(cal, "calibration (fitted)")
 
 
-def _drop_inactive(cal, hw, cols, d0, c0, rows, kind) -> None:
+def _slots(cal: dict, scope: str, key: str) -> dict:
+    """Where a group's compute / memory / latency_s live: (table, key) per field."""
+    if scope == "kernel":
+        t = cal["kernel"].setdefault(key, {})
+        return {f: (t, f) for f in OP_FIELDS}
+    return {"compute": (cal["compute"], key), "memory": (cal["memory"]["kind"], key), "latency_s": (cal["latency_s"], key)}
+
+
+def _drop_inactive(cal, hw, cols, d0, c0, rows, slots) -> None:
     """Keep a fitted η only where it binds for some observation; an idle parameter means nothing."""
     base_c = np.array([hw.eta(k) for k in KINDS])[cols.kind_idx]
     ec = compute_eta(cal, cols, base_c).reshape(-1)
     em = memory_eta(cal, cols, np.full(len(d0), hw.efficiency["memory"])).reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         comp_binds = (c0 / ec > d0 / em)[rows]
-    if kind in cal["compute"] and comp_binds.sum() < 2:
-        del cal["compute"][kind]
-    if kind in cal["memory"]["kind"] and (~comp_binds).sum() < 2:
-        del cal["memory"]["kind"][kind]
+    for field, binds in (("compute", comp_binds), ("memory", ~comp_binds)):
+        table, key = slots[field]
+        if key in table and binds.sum() < 2:
+            del table[key]
 
 
 def _exp(x: float) -> float:
@@ -452,7 +430,9 @@ def _subset(cols: Columns, rows: np.ndarray) -> Columns:
                    network_bytes=cols.network_bytes[rows], count=cols.count[rows], kind_idx=cols.kind_idx[rows],
                    dtypes=[d for d, r in zip(cols.dtypes, rows) if r],
                    vector_flops=None if cols.vector_flops is None else cols.vector_flops[rows],
-                   eta_scale=None if cols.eta_scale is None else cols.eta_scale[rows])
+                   eta_scale=None if cols.eta_scale is None else cols.eta_scale[rows],
+                   names=None if cols.names is None else [n for n, r in zip(cols.names, rows) if r],
+                   kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r])
 
 
 def _copy(c: dict) -> dict:

@@ -107,6 +107,7 @@ class Columns:
     vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
+    kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -135,4 +136,5 @@ class Columns:
                        if any(np.any(np.asarray(op.vector_flops) != 0) for op in g.ops) else None,
                        eta_scale=stack(lambda op: op.eta_scale)
                        if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None,
-                       names=[op.name for op in g.ops])
+                       names=[op.name for op in g.ops],
+                       kernels=[str(op.attrs.get("kernel", "")) for op in g.ops])

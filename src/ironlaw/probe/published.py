@@ -28,6 +28,8 @@ DTYPE = "fp16"
 KERNEL_FLOOR_S = 3e-6
 VIDUR_OPS = ("emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
              "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add")
+KERNELS = {"emb": "embedding", "input_layernorm": "rms_norm", "post_attention_layernorm": "rms_norm",
+           "attn_rope": "rotary_embedding", "mlp_act": "silu_and_mul", "add": "add"}
 
 
 def _rows(path: Path) -> list[dict]:
@@ -81,7 +83,7 @@ def llama_layer_ops(tokens: int, tp: int, e: int, x: int, nh: int, nkv: int) -> 
              dtype=DTYPE, shapes=f"[{tokens},{e}]", bytes_written=tokens * e * b)
     norm = lambda name: elementwise(name, tokens * e, DTYPE, flops_per_elem=RMSNORM_FLOPS, kind="norm",  # noqa: E731
                                     weight_bytes=e * b)
-    return {
+    ops = {
         "emb": [emb],
         "input_layernorm": [norm("input_layernorm")],
         "attn_pre_proj": [linear("attn_pre_proj", tokens, e, qkv, DTYPE)],
@@ -97,6 +99,10 @@ def llama_layer_ops(tokens: int, tp: int, e: int, x: int, nh: int, nkv: int) -> 
         "mlp_down_proj": [linear("mlp_down_proj", tokens, x // tp, e, DTYPE)],
         "add": [elementwise("add", tokens * e, DTYPE, flops_per_elem=1.0, inputs=2)],
     }
+    # the kernels vidur timed (vLLM/sarathi), named as the transformer builder names them
+    for name, kernel in KERNELS.items():
+        ops[name][0].attrs["kernel"] = kernel
+    return ops
 
 
 def vidur(path: Path, dataset: str, tps: tuple[int, ...] | None = None, ops=VIDUR_OPS) -> list[Observation]:

@@ -63,6 +63,7 @@ def _merge(prod: Op, op: Op) -> Op:
     p.bytes_written = written
     p.vector_flops = p.vector_flops + op.flops + op.vector_flops
     p.attrs["fused"] = list(prod.attrs.get("fused", [])) + [op.name]
+    p.attrs.pop("kernel", None)                    # a fused kernel is not the one a calibration saw
     return p
 
 

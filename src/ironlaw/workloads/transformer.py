@@ -27,6 +27,9 @@ fused gate+up = mlp_up_proj):
 - non-matmul ops count FLOPs per element; a transcendental (exp, tanh, erf) counts as
   TRANSCENDENTAL_FLOPS (GPUs run it on special-function units; a CPU as a polynomial of a few FMAs).
 - dropout (GPT-2/BERT training) has no formula here and is listed in ``uncounted_ops``.
+- ``attrs["kernel"]`` names the kernel where one op class has a specific one (RMSNorm: rms_norm, SiLU
+  GLU: silu_and_mul, RoPE: rotary_embedding, one-table embedding, residual add), so a calibration
+  fitted on that kernel (``[calibration.kernel]``) applies to it and not to every op of its kind.
 Footprint: weights (all experts), kv_cache (prefill/decode: 2·layers·kv_heads·head_dim·s·b·bytes),
 activations (inference: the live working set of one layer or of the LM head, whichever is larger;
 training: what autograd saves for the backward without recomputation) and the training classes.
@@ -90,19 +93,36 @@ class _Shape:
 
 
 # ---------------------------------------------------------------------- ops
+def _kernel(op: Op, kernel: str | None) -> Op:
+    if kernel:
+        op.attrs["kernel"] = kernel
+    return op
+
+
 def _norm(name: str, a: Arch, tokens: Num, dt: str, count: int) -> Op:
     per = RMSNORM_FLOPS if a.norm == "rms" else LAYERNORM_FLOPS
-    return elementwise(name, tokens * a.hidden, dt, per, count=count, kind="norm",
-                       weight_bytes=a.norm_params * dtype_bytes(dt))
+    return _kernel(elementwise(name, tokens * a.hidden, dt, per, count=count, kind="norm",
+                               weight_bytes=a.norm_params * dtype_bytes(dt)), "rms_norm" if a.norm == "rms" else None)
+
+
+def _add(name: str, elems: Num, dt: str, count: int) -> Op:
+    return _kernel(elementwise(name, elems, dt, 1.0, inputs=2, count=count), "add")
+
+
+def _act(a: Arch, elems: Num, dt: str, count: int, module: str) -> Op:
+    act = ACT_FLOPS[a.act] + (1.0 if a.glu else 0.0)
+    op = elementwise("mlp_act", elems, dt, act, inputs=2 if a.glu else 1, count=count, module=module)
+    return _kernel(op, "silu_and_mul" if a.glu and a.act == "silu" else None)
 
 
 def _embedding(a: Arch, sh: _Shape, dt: str) -> Op:
     tables = 1 + (a.positions == "learned") + (a.type_vocab > 0)
     by = dtype_bytes(dt)
     rows = sh.tokens * a.hidden
-    return Op("embedding", "embedding", flops=(tables - 1) * rows,
-              bytes={"weights": tables * rows * by, "activations": rows * by}, dtype=dt,
-              module="embeddings", shapes=f"{tables} table(s) x [{a.vocab},{a.hidden}]", bytes_written=rows * by)
+    op = Op("embedding", "embedding", flops=(tables - 1) * rows,
+            bytes={"weights": tables * rows * by, "activations": rows * by}, dtype=dt,
+            module="embeddings", shapes=f"{tables} table(s) x [{a.vocab},{a.hidden}]", bytes_written=rows * by)
+    return _kernel(op, "embedding" if tables == 1 else None)          # one lookup; more tables add adds
 
 
 def _attention(a: Arch, sh: _Shape, dt: str, count: int) -> Op:
@@ -123,10 +143,9 @@ def _attention(a: Arch, sh: _Shape, dt: str, count: int) -> Op:
 def _mlp(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     t, h, i = sh.tokens, a.hidden, a.inter
     up_n = 2 * i if a.glu else i
-    act = ACT_FLOPS[a.act] + (1.0 if a.glu else 0.0)
     if not a.experts:
         return [linear("mlp_up_proj", t, h, up_n, dt, L, a.mlp_bias, "mlp"),
-                elementwise("mlp_act", t * i, dt, act, inputs=2 if a.glu else 1, count=L, module="mlp"),
+                _act(a, t * i, dt, L, "mlp"),
                 linear("mlp_down_proj", t, i, h, dt, L, a.mlp_bias, "mlp")]
     by, k, e = dtype_bytes(dt), a.top_k, a.experts
     routed = t * k                                                  # token-expert assignments
@@ -138,18 +157,18 @@ def _mlp(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     up.shapes = down.shapes = f"{k} of {e} experts per token"
     return [linear("moe_router", t, h, e, dt, L, module="router"),
             elementwise("moe_topk", t * e, dt, SOFTMAX_FLOPS + 1.0, count=L, kind="softmax", module="router"),
-            up, elementwise("mlp_act", routed * i, dt, act, inputs=2, count=L, module="experts"), down,
+            up, _act(a, routed * i, dt, L, "experts"), down,
             elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts")]
 
 
 def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     t, h, L = sh.tokens, a.hidden, a.layers
     qkv = linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn")
-    rope = [elementwise("attn_rope", t * (a.q_dim + a.kv_dim), dt, ROPE_FLOPS, inputs=2, count=L, module="attn")] \
-        if a.positions == "rope" else []
+    rope = [_kernel(elementwise("attn_rope", t * (a.q_dim + a.kv_dim), dt, ROPE_FLOPS, inputs=2, count=L,
+                                module="attn"), "rotary_embedding")] if a.positions == "rope" else []
     attn = [qkv, *rope, _attention(a, sh, dt, L), linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn"),
-            elementwise("attn_residual_add", t * h, dt, 1.0, inputs=2, count=L)]
-    mlp = _mlp(a, sh, dt, L) + [elementwise("mlp_residual_add", t * h, dt, 1.0, inputs=2, count=L)]
+            _add("attn_residual_add", t * h, dt, L)]
+    mlp = _mlp(a, sh, dt, L) + [_add("mlp_residual_add", t * h, dt, L)]
     if a.post_norm:
         return attn + [_norm("attn_layernorm", a, t, dt, L)] + mlp + [_norm("mlp_layernorm", a, t, dt, L)]
     return [_norm("input_layernorm", a, t, dt, L)] + attn + [_norm("post_attention_layernorm", a, t, dt, L)] + mlp

@@ -1,0 +1,44 @@
+"""GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
+
+    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for M ≈ 1, when fitted)
+
+Shapes: M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
+bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
+bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,
+a calibrated matmul's time is not monotone in its bytes alone (more bytes can mean a different shape).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import DTYPE_BYTES, Columns
+
+GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta")
+
+
+def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc)."""
+    b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
+    f = cols.flops
+    w = cols.bytes.get("weights", np.zeros_like(f)) / b
+    a = cols.bytes.get("activations", np.zeros_like(f)) / b
+    cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(w > 0, f / (2.0 * w), cube)
+        s = np.where(m > 0, a / m, 0.0)                       # K + N
+        disc = s * s - 4.0 * w
+        root = np.sqrt(np.maximum(disc, 0.0))
+        k = np.where(disc > 0, (s + root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+        n = np.where(disc > 0, (s - root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+    k = np.where(w > 0, k, cube)
+    n = np.where(w > 0, np.maximum(n, 1.0), cube)
+    return np.maximum(m, 1.0), n, np.maximum(k, 1.0)
+
+
+def gemm_eta(p: dict, m, n, k):
+    s = lambda x, h: x / (x + h)  # noqa: E731
+    eta = p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+    if "gemv_eta" in p:            # optional: M = 1 runs a matrix-vector kernel, not a small GEMM
+        eta = np.where(np.asarray(m) < GEMV_M, p["gemv_eta"], eta)
+    return eta
