@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 
 from .errors import IronlawError
@@ -25,17 +24,8 @@ TERM_COLOURS = {"data_s": "#1c7ed6", "compute_s": "#d9480f", "latency_s": "#7048
 
 def check_path(path: str | os.PathLike) -> Path:
     """The plot file to write: a .svg or .png whose folder exists and is writable."""
-    p = Path(path)
-    if p.suffix.lower() not in FORMATS:
-        raise IronlawError(f"--plot {path}: the file name must end in .svg or .png")
-    folder = p.parent
-    if not folder.is_dir():
-        raise IronlawError(f"--plot {path}: folder '{folder}' does not exist")
-    if p.is_dir():
-        raise IronlawError(f"--plot {path}: is a directory")
-    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise IronlawError(f"--plot {path}: not writable; choose another path")
-    return p
+    from .files import check_output
+    return check_output(path, "--plot", FORMATS)
 
 
 def _one_config(est) -> None:
@@ -161,20 +151,7 @@ def figure(est):
 
 def save(est, path: str | os.PathLike) -> Path:
     """Write ``figure(est)`` to ``path`` (.svg or .png), atomically: a temporary file, then a rename."""
+    from .files import write_atomic
     p = check_path(path)
     fig = figure(est)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=p.suffix, dir=p.parent)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)           # the permissions a plain open() would give
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format=p.suffix[1:].lower(), dpi=120)
-        os.replace(tmp, p)
-    except OSError as e:
-        raise IronlawError(f"--plot {path}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-    return p
+    return write_atomic(p, lambda f: fig.savefig(f, format=p.suffix[1:].lower(), dpi=120), "--plot")

@@ -23,7 +23,6 @@ from pathlib import Path
 from .errors import IronlawError, unknown
 
 FAMILIES = ("gemm", "memory", "vector", "reduce", "dispatch", "cuda")
-_TMP_PREFIX = ".tmp-"
 
 
 def profiles_dir() -> Path:
@@ -35,7 +34,7 @@ def profiles_dir() -> Path:
 def newest() -> Path:
     """The most recently written profile; an error when there is none."""
     d = profiles_dir()
-    files = [p for p in d.glob("*.toml") if not p.name.startswith(_TMP_PREFIX)] if d.is_dir() else []
+    files = list(d.glob("*.toml")) if d.is_dir() else []   # temporary files end in .tmp
     if not files:
         raise IronlawError(f"no profile yet; run `ironlaw probe` (looked in {d})")
     return max(files, key=lambda p: (p.stat().st_mtime, p.name))
@@ -99,23 +98,11 @@ def dumps_table(doc: dict, prefix: str = "") -> str:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and os.replace; nothing partial survives."""
+    """Write ``text`` to ``path`` atomically (see ironlaw.files), creating the profiles folder."""
+    from .files import write_atomic as write
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{_TMP_PREFIX}{path.name}.{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:           # includes KeyboardInterrupt: leave no temporary file behind
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return write(path, text, "profile")
 
 
 def save(doc: dict, path: Path | None = None) -> Path:

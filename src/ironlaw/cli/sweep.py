@@ -29,8 +29,9 @@ def sweep(
     hws = [h.strip() for h in on.split(",")]
     if not all(hws):
         raise IronlawError(f"--on '{on}': empty hardware name in the list")
-    if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
-        raise IronlawError(f"--plot {plot}: give a file ending in .png, .svg or .pdf")
+    if plot:
+        from ..files import check_output
+        check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
     res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap")
     if plot:
         write_plot(res, plot)
@@ -102,10 +103,8 @@ def write_plot(res, path: str) -> None:
     ax.set_title(f"{res.spec} · {res.phase} · {res.dtype}")
     ax.legend(fontsize=7)
     fig.tight_layout()
+    from ..files import write_atomic
     try:
-        fig.savefig(path)
-    except OSError as e:
-        from ..errors import IronlawError
-        raise IronlawError(f"--plot {path}: cannot write: {e.strerror or e}") from None
+        write_atomic(path, lambda f: fig.savefig(f, format=path.rsplit(".", 1)[-1].lower()), "--plot")
     finally:
         plt.close(fig)

@@ -27,8 +27,9 @@ def validate(
     check_format(fmt, ("text", "json"))
     from .. import validate as v
     from ..errors import IronlawError
-    if out is not None and not out.endswith(".json"):
-        raise IronlawError(f"--out {out}: give a .json file name")
+    if out is not None:
+        from ..files import check_output
+        check_output(out, "--out", (".json",))                # fail before the (long) run
     doc = v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup, threads=threads)
     if out:
         write_json(out, doc)
@@ -39,25 +40,11 @@ def validate(
 
 
 def write_json(path: str, doc: dict) -> None:
-    """Atomic: a temporary file in the same folder, then a rename."""
+    """Atomic (see ironlaw.files); the folder must exist."""
     import json
-    import os
-    import tempfile
-    from pathlib import Path
 
-    from ..errors import IronlawError
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise IronlawError(f"--out {path}: folder {p.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or "."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ..files import check_output, write_atomic
+    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
 
 
 def _pct(x) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import tempfile
 from html import escape
 from pathlib import Path
 
@@ -415,44 +414,11 @@ def fragment(est, top: int = 10) -> str:
 
 def check_output(path) -> Path:
     """Fail early (before any work) on an output path that cannot be written."""
-    p = Path(path)
-    if str(path).strip() == "":
-        raise IronlawError("--html: empty output path; give a file name such as report.html")
-    if p.is_dir():
-        raise IronlawError(f"--html {p}: is a directory; give a file name such as {p / 'report.html'}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.exists():
-        raise IronlawError(f"--html {p}: directory {parent} does not exist; create it or choose another path")
-    if not parent.is_dir():
-        raise IronlawError(f"--html {p}: {parent} is not a directory")
-    if p.exists() and not p.is_file():
-        raise IronlawError(f"--html {p}: exists and is not a regular file")
-    return p
+    from ..files import check_output as check
+    return check(path, "--html")
 
 
 def write(path, text: str) -> Path:
-    """Write ``text`` atomically: a temporary file beside ``path``, then os.replace. On any failure the
-    temporary file is removed and an existing ``path`` is left as it was."""
-    p = check_output(path)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent if str(p.parent) else "."))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise IronlawError(f"--html {p}: cannot write ({e.strerror or e.__class__.__name__}); "
-                           f"choose a writable path") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    return p
+    """Write ``text`` atomically (see ironlaw.files); an existing ``path`` survives any failure."""
+    from ..files import write_atomic
+    return write_atomic(check_output(path), text, "--html")

@@ -1,0 +1,72 @@
+"""Writing files the user asked for: checked before any work, written atomically.
+
+Every output (plots, HTML reports, profiles, validate runs) goes through here: a temporary file in
+the target folder, fsync, then ``os.replace``. On any failure — a full disk, Ctrl-C — the temporary
+file is removed and an existing file at the path is left as it was. Problems are IronlawErrors that
+name the option and the path.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Union
+
+from .errors import IronlawError
+
+Payload = Union[str, bytes, Callable]
+
+
+def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """The file ``option`` will write, checked before any work: folder exists and is writable,
+    the path is not a directory, and (if given) the name ends in one of ``suffixes``."""
+    if path is None or str(path).strip() == "":
+        raise IronlawError(f"{option}: empty output path; give a file name")
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        names = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+        raise IronlawError(f"{option} {path}: the file name must end in {names}")
+    if p.is_dir():
+        raise IronlawError(f"{option} {path}: is a directory; give a file name inside it")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.exists():
+        raise IronlawError(f"{option} {path}: folder '{folder}' does not exist; create it or choose another path")
+    if not folder.is_dir():
+        raise IronlawError(f"{option} {path}: '{folder}' is not a directory")
+    if p.exists() and not p.is_file():
+        raise IronlawError(f"{option} {path}: exists and is not a regular file")
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise IronlawError(f"{option} {path}: not writable; choose another path")
+    return p
+
+
+def write_atomic(path, payload: Payload, option: str = "output") -> Path:
+    """Write ``payload`` (text, bytes, or a function that writes into a binary file object) to
+    ``path`` through a temporary file and ``os.replace``; nothing partial survives."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(folder))
+        with os.fdopen(fd, "wb") as f:
+            if callable(payload):
+                payload(f)
+            else:
+                f.write(payload.encode("utf-8") if isinstance(payload, str) else payload)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)              # the permissions a plain open() would give
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as e:
+        raise IronlawError(f"{option} {p}: cannot write ({e.strerror or e.__class__.__name__}); "
+                           "choose a writable path") from None
+    finally:                                       # also on KeyboardInterrupt
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return p
