@@ -76,7 +76,7 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
                 if r.any():
                     out[r] = gemm_eta(p, m[r], n[r], k[r])
     out = _shape_eta(cal, cols, out)
-    return _scoped(cal, cols, out, "compute")
+    return _framework(cal, _scoped(cal, cols, out, "compute"))
 
 
 def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
@@ -95,7 +95,12 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in mem.get("kind", {}).items():
         out[kinds == kind] = value
-    return _scoped(cal, cols, out, "memory")
+    return _framework(cal, _scoped(cal, cols, out, "memory"))
+
+
+def _framework(cal: dict, eta: np.ndarray) -> np.ndarray:
+    """Kernels run (1 + framework_share) times longer end to end than alone (see below)."""
+    return eta / (1.0 + float(cal.get("framework_share", 0.0)))
 
 
 def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
@@ -118,6 +123,9 @@ def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
 #        (the op class: a transcendental or a pooling kernel is not the average elementwise op)
 #   framework_s  seconds per op spent between ops (the model's Python, module calls, views), added to
 #        every op's latency: what a real run costs end to end beyond the sum of its kernels
+#   framework_share  the part of that cost that grows with the kernels' own time (end to end, ops run
+#        slower than timed one by one: caches shared with the framework's work, allocator, threads
+#        waking); kernel times are scaled by (1 + framework_share)
 SHAPE_KINDS = ("conv", "attention")
 OP_FIELDS = ("compute", "memory", "latency_s")
 
@@ -180,6 +188,8 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     if "framework_s" in cal:
         _num(cal, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
+    if "framework_share" in cal:
+        _num(cal, "framework_share", where, 1.0, zero_ok=True)
 
 
 # ---------------------------------------------------------------- checking a hand-edited table
@@ -189,7 +199,7 @@ def check(cal: object, where: str) -> dict:
     if not isinstance(cal, dict):
         raise IronlawError(f"{where}: expected a table")
     allowed = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
-               "conv", "attention", "op", "kernel", "framework_s")
+               "conv", "attention", "op", "kernel", "framework_s", "framework_share")
     for key in cal:
         if key not in allowed:
             raise unknown(f"field in {where}", key, allowed)
