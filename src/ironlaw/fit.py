@@ -11,8 +11,9 @@ What is fitted, on the FIT cases only (held-out cases are named in the table, ne
 3. op classes: an op name whose ops carry a visible share of the measured time gets its own compute
    η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``) when that fits its
    ops clearly better than its kind's values — transcendentals and pooling are not average elementwise ops;
-4. the framework's share: seconds per op between ops (end to end minus the sum of the measured ops,
-   over the number of ops), ``framework_s``.
+4. the framework's share: what a run costs end to end beyond its ops timed one by one, split into
+   seconds per op between ops (``framework_s``) and a share of kernel time (``framework_share``).
+The probe's own micro-benchmarks (GEMM grid with GEMVs, copies, elementwise) are fitted with the runs.
 Every step minimises the mean |log(predicted / measured)| over the ops it touches, weighted by √(measured
 time), each case weighing the same (Nelder–Mead from the best points of a small grid); a shape model or an
 op class is kept only where it clearly improves that loss.
