@@ -55,12 +55,40 @@ CASES = [
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/badunit.toml"], "unit"),
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/inverted.toml"], "larger"),
     (["hardware", "show", "{tmp}/garbage.toml"], "TOML"),
+    # workloads that cannot be built as asked
+    (["analyze", "bert-base", "--phase", "decode"], "no phase"),
+    (["analyze", "gpt2", "--seq", "4096"], "position"),
+    (["analyze", "resnet50", "--seq", "128"], "seq"),
+    (["analyze", "hf:{tmp}/missing.json"], "no such"),
+    (["analyze", "hf:{tmp}/bad.json"], "json"),
+    (["analyze", "hf:{tmp}/noheads.json"], "num_attention_heads"),
+    (["analyze", "llama3-70b", "--on", "rtx-4090", "--phase", "decode", "--batch", "200000", "--seq", "8192"],
+     "does not fit"),
+    (["analyze", "resnet50", "--opt", "imag=3"], "did you mean: image"),
+    (["analyze", "resnet50", "--opt", "image"], "KEY=VALUE"),
+    # parallel plans and serving limits
+    (["analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "8", "--tp", "3"], "divide"),
+    (["serve", "llama3-8b", "--on", "h100", "--prompt", "8192", "--output", "1024", "--concurrency", "100000"],
+     "concurrency"),
+    # what-if and sweep
+    (["compare", "llama3-8b", "--what-if", "sparsity=1.5"], "density"),
+    (["compare", "llama3-8b", "--what-if", "quantise=int8"], "unknown"),
+    (["compare", "gemm:64,64,64", "--on", "t4", "--dtype", "fp16", "--what-if", "sparsity=2:4"], "2:4"),
+    (["sweep", "llama3-8b", "--batch", "1,2,x"], "batch"),
+    # outputs
+    (["analyze", "gemm:64,64,64", "--plot", "{tmp}/plots.svg"], "directory"),
+    (["analyze", "gemm:64,64,64", "--plot", "{tmp}/nowhere/p.svg"], "does not exist"),
+    (["report", "gemm:64,64,64", "--html", "{tmp}/dir.toml"], "directory"),
 ]
 
 
 @pytest.fixture
 def files(tmp_path):
     (tmp_path / "dir.toml").mkdir()
+    (tmp_path / "plots.svg").mkdir()
+    (tmp_path / "bad.json").write_text('{"model_type": "llama", "hidden_size": 64,')
+    (tmp_path / "noheads.json").write_text('{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
+                                           '"num_hidden_layers": 2, "vocab_size": 100}')
     (tmp_path / "garbage.toml").write_bytes(os.urandom(64) + b"\x00[[[")
     (tmp_path / "truncated.toml").write_text(GOOD_TOML[: len(GOOD_TOML) // 3] + '\n[compute.bf16\n')
     (tmp_path / "unknown_field.toml").write_text(GOOD_TOML.replace('kind = "gpu"', 'kind = "gpu"\ncolour = "green"'))
