@@ -46,6 +46,16 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def emit_lines(lines: list[str], fmt: str) -> None:
+    """Print summary lines: Markdown paragraphs for ``md``, rich console lines otherwise."""
+    if fmt == "md":
+        print("\n\n".join(lines))
+    else:
+        c = console()
+        for line in lines:
+            c.print(line)
+
+
 def console():
     from rich.console import Console
     return Console(highlight=False, soft_wrap=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
     from .. import hardware, parallel, workloads
     from ..units import fmt as f, fmt_time
-    from . import console, emit_json
+    from . import console, emit_json, emit_lines
 
     hw = hardware.get(on)
     mb = opts.get("micro_batch", 1)
@@ -25,12 +25,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
              f"{f(hw.peak(graph.dtype), 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
-    if fmt == "md":
-        print("\n\n".join(lines))
-    else:
-        c = console()
-        for line in lines:
-            c.print(line)
+    emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),
             ("pipeline send/recv", b["pipeline_p2p_s"]), ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
@@ -44,6 +39,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
         print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {f(v, 'B')} |" for k, v in mrows))
     else:
         from rich.table import Table
+        c = console()
         t = Table(title="one training step")
         t.add_column("part")
         t.add_column("time", justify="right")

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from . import app, check_format, console, emit_json
+from . import app, check_format, emit_json, emit_lines
 
 
 @app.command()
@@ -49,9 +49,4 @@ def serve(
              f"{f(cap['reserve_bytes'], 'B')} = KV {f(cap['kv_budget_bytes'], 'B')} at "
              f"{f(cap['kv_bytes_per_token'], 'B')}/token → {cap['max_concurrency']} sequences of "
              f"{cap['tokens_reserved_per_sequence']} tokens{' (paged)' if cap['paged'] else ''}"]
-    if fmt == "md":
-        print("\n\n".join(lines))
-    else:
-        c = console()
-        for line in lines:
-            c.print(line)
+    emit_lines(lines, fmt)
