@@ -34,3 +34,15 @@ def test_format_parse_round_trip(x):
 def test_time_round_trip(t):
     s = units.fmt_time(t, digits=12).replace("µs", "us")
     assert math.isclose(units.parse(s, "s"), t, rel_tol=1e-9)
+
+
+@given(st.floats(min_value=1.0, max_value=1e18, allow_nan=False))
+def test_size_round_trip_binary(x):
+    s = units.fmt_size(x, digits=12)
+    assert math.isclose(units.parse(s, "bytes"), x, rel_tol=1e-9)
+
+
+def test_an_80_gib_part_reads_80_gib():
+    # nvidia-smi reports 81,559 MiB on an H100 80 GB: the part is 80 GiB, not 80e9 bytes
+    assert units.fmt_size(units.parse("80 GiB", "bytes")) == "80 GiB"
+    assert units.fmt_size(81559 * 2**20) == "79.6 GiB"

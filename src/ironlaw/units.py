@@ -75,16 +75,24 @@ def positive(x: float, what: str, upper: float = math.inf) -> float:
     return float(x)
 
 
+_DEC_PREFIXES = (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
+_BIN_PREFIXES = (("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10), ("", 1.0))
+
+
+def _scaled(x: float, unit: str, prefixes, digits: int) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g} {unit}"
+    for p, s in prefixes:
+        if abs(x) >= s:
+            return f"{x / s:.{digits}g} {p}{unit}"
+    return f"{x:.{digits}g} {unit}"
+
+
 def fmt(x: float, unit: str, digits: int = 3) -> str:
     """Format an SI float with a decimal prefix: fmt(3.35e12, 'B/s') -> '3.35 TB/s'."""
     if unit == "s":
         return fmt_time(x, digits)
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g} {unit}"
-    for p, s in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= s:
-            return f"{x / s:.{digits}g} {p}{unit}"
-    return f"{x:.{digits}g} {unit}"
+    return _scaled(x, unit, _DEC_PREFIXES, digits)
 
 
 def fmt_time(t: float, digits: int = 3) -> str:
@@ -98,9 +106,4 @@ def fmt_time(t: float, digits: int = 3) -> str:
 
 def fmt_size(x: float, digits: int = 3) -> str:
     """Format a memory size with binary prefixes (capacities are sold in GiB): 85899345920 -> '80 GiB'."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g} B"
-    for p, s in (("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10)):
-        if abs(x) >= s:
-            return f"{x / s:.{digits}g} {p}B"
-    return f"{x:.{digits}g} B"
+    return _scaled(x, "B", _BIN_PREFIXES, digits)
