@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from . import app, check_format, emit_json
+from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
 
 
 def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
@@ -52,13 +53,13 @@ def parse_opts(items: list[str]) -> dict:
 
 @app.command()
 def analyze(
-    spec: str = typer.Argument(..., help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, gemm:M,N,K …"),
-    on: str = typer.Option("h100", "--on", help="hardware: a catalog name, a .toml file, or 'local' (newest probe profile)"),
-    batch: int = typer.Option(1, "--batch", help="batch size (sequences, images, samples)"),
-    seq: Optional[int] = typer.Option(None, "--seq", help="sequence length; for decode, the context length already in the KV cache"),
-    phase: Optional[str] = typer.Option(None, "--phase", help="infer | prefill | decode | train (default: the workload's own)"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 (default: the workload's own)"),
-    serial: bool = typer.Option(False, "--serial/--overlap", help="compose data, compute and latency serially (sum) or overlapped (max + latency)"),
+    spec: Spec,
+    on: On = "h100",
+    batch: Batch = 1,
+    seq: Seq = None,
+    phase: Phase = None,
+    dtype: DType = None,
+    serial: Serial = False,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(10, "--top", help="rows in the top-ops table (text/md)"),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="devices in all (collectives, parallel training)"),
@@ -75,7 +76,7 @@ def analyze(
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
-    opt: list[str] = typer.Option([], "--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288, table_optimizer=sgd"),
+    opt: Opt = [],
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)

@@ -6,25 +6,26 @@ from typing import List, Optional
 import typer
 
 from . import app, check_format, console, emit_json
+from .options import Batch, DType, Opt, Phase, Seq, Serial, Spec
 
 
 @app.command()
 def compare(
-    spec: str = typer.Argument(..., help="workload: a built-in name, hf:config.json, gemm:M,N,K …"),
+    spec: Spec,
     on: str = typer.Option("h100", "--on", help="hardware of the 'before' case"),
     what_if: List[str] = typer.Option([], "--what-if", "-w",
                                       help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"quant=int8,target=weights\", "
                                            "\"fusion=elementwise\", \"flash-attention\", \"batch=64\", \"recompute=full\", "
                                            "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),
-    batch: int = typer.Option(1, "--batch"),
-    seq: Optional[int] = typer.Option(None, "--seq"),
-    phase: Optional[str] = typer.Option(None, "--phase"),
-    dtype: Optional[str] = typer.Option(None, "--dtype"),
-    serial: bool = typer.Option(False, "--serial/--overlap"),
+    batch: Batch = 1,
+    seq: Seq = None,
+    phase: Phase = None,
+    dtype: DType = None,
+    serial: Serial = False,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(6, "--top", help="ops shown on the critical path (text/md)"),
-    opt: List[str] = typer.Option([], "--opt", help="builder option KEY=VALUE (repeatable), as for `ironlaw analyze`"),
+    opt: Opt = [],
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
     from ..whatif.compare import compare as run

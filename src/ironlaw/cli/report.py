@@ -6,18 +6,19 @@ from typing import List, Optional
 import typer
 
 from . import app
+from .options import Batch, DType, On, Phase, Seq, Serial, Spec
 
 
 @app.command()
 def report(
-    spec: str = typer.Argument(..., help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, gemm:M,N,K …"),
+    spec: Spec,
     html: str = typer.Option(..., "--html", help="write the report to this file (self-contained: no network fetches)"),
-    on: str = typer.Option("h100", "--on", help="hardware: a catalog name, a .toml file, or 'local' (newest probe profile)"),
-    batch: int = typer.Option(1, "--batch", help="batch size (sequences, images, samples)"),
-    seq: Optional[int] = typer.Option(None, "--seq", help="sequence length; for decode, the context length already in the KV cache"),
-    phase: Optional[str] = typer.Option(None, "--phase", help="infer | prefill | decode | train (default: the workload's own)"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 (default: the workload's own)"),
-    serial: bool = typer.Option(False, "--serial/--overlap", help="compose the terms serially (sum) or overlapped (max + latency)"),
+    on: On = "h100",
+    batch: Batch = 1,
+    seq: Seq = None,
+    phase: Phase = None,
+    dtype: DType = None,
+    serial: Serial = False,
     what_if: List[str] = typer.Option([], "--what-if", "-w", help="add a before/after section for these transforms "
                                       "(as `ironlaw compare --what-if`)"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="with the what-if section: predict 'after' on this device"),
