@@ -250,6 +250,8 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
         rows = prob.names == name
         if prob.kinds[rows][0] == "matmul" or share[name] < CLASS_MIN_SHARE:
             continue
+        if all(str(d).startswith("probe") for d in set(prob.ds[rows].tolist())):
+            continue                                  # a micro-benchmark's own name never names a model op
         sub = prob.sub(rows)
         base = sub.loss(cal)
         if base < CLASS_MIN_LOSS:
