@@ -78,10 +78,11 @@ def _check_options(req: Request, what: str, accepted: tuple[str, ...]) -> None:
 # prefixes whose builders import torch: their module is imported only when such a spec is asked for,
 # so that built-in workloads answer without torch (usage strings shown by `ironlaw workloads list`)
 TORCH_PREFIXES = {
-    "py": "py:path/file.py:factory — your own torch model: factory() returns (module, args[, kwargs])",
+    "py": "py:path/file.py:factory — your own torch model: factory() returns (module, args) or (module, args, "
+          "kwargs); captured op by op on fake tensors (takes batch=, seq= if it wants them)",
     "torchvision": "torchvision:NAME — a torchvision model (when torchvision imports), no weights",
     "timm": "timm:NAME — a timm model (when timm imports), no weights",
-    "onnx": "onnx:file.onnx — an ONNX graph (optional format)",
+    "onnx": "onnx:file.onnx — an ONNX model (optional format): one op per node, FLOPs from inferred shapes",
 }
 
 

@@ -14,7 +14,7 @@ import torch
 
 from ..errors import IronlawError, suggest
 from ..graph import DTYPE_BYTES, Graph
-from . import Request, prefix
+from . import TORCH_PREFIXES, Request, prefix
 
 CAPTURE_PHASES = ("infer", "prefill", "train")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
@@ -142,8 +142,7 @@ def _check_return(out, what: str):
     return module, tuple(args), kwargs
 
 
-@prefix("py", "py:path/file.py:factory — your own torch model: factory() returns (module, args) or "
-              "(module, args, kwargs); captured op by op on fake tensors (takes batch=, seq= if it wants them)")
+@prefix("py", TORCH_PREFIXES["py"])
 def py_spec(arg: str, req: Request) -> Graph:
     what = f"py:{arg}"
     _one_config(req)
@@ -167,7 +166,7 @@ def _image_input(req: Request, size: int):
     return torch.randn(int(req.batch), 3, size, size)
 
 
-@prefix("torchvision", "torchvision:NAME — a torchvision model (when torchvision imports), no weights", options=("image_size",))
+@prefix("torchvision", TORCH_PREFIXES["torchvision"], options=("image_size",))
 def torchvision_spec(arg: str, req: Request) -> Graph:
     what = f"torchvision:{arg}"
     _one_config(req)
@@ -184,7 +183,7 @@ def torchvision_spec(arg: str, req: Request) -> Graph:
     return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
 
 
-@prefix("timm", "timm:NAME — a timm model (when timm imports), no weights", options=("image_size",))
+@prefix("timm", TORCH_PREFIXES["timm"], options=("image_size",))
 def timm_spec(arg: str, req: Request) -> Graph:
     what = f"timm:{arg}"
     _one_config(req)
@@ -201,7 +200,7 @@ def timm_spec(arg: str, req: Request) -> Graph:
 
 
 # ---------------------------------------------------------------- onnx
-@prefix("onnx", "onnx:file.onnx — an ONNX model (optional format): one op per node, FLOPs from inferred shapes")
+@prefix("onnx", TORCH_PREFIXES["onnx"])
 def onnx_spec(arg: str, req: Request) -> Graph:
     _one_config(req)
     if (req.phase or "infer") != "infer":
