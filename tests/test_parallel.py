@@ -109,6 +109,14 @@ def test_cli_train_step(cli):
 
 
 # ---------------------------------------------------------------------- GPT-3 175B layer, 4×A100, TP 4
+# LLMCompass timed each op from the host: time.time() around one torch call and torch.cuda.synchronize()
+# (software_model/*.py run_on_gpu), so every call carries a host-side cost beyond the kernel. That cost is
+# measured by LLMCompass's own per-op sweeps (tests/data/a100_measured, not the layer): the smallest case
+# of each sweep minus a tiny kernel's CUDA time (ironlaw.probe.published: matmul 26.6 µs, softmax 10.1 µs,
+# layernorm 49.1 µs, GELU 43.8 µs). It belongs to that harness, not to the A100, so it is added here only.
+SWEEPS = DATA / "a100_measured"
+
+
 def _measured(phase):
     rows = csv.DictReader(l for l in (DATA / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv").open()
                           if not l.startswith("#"))
@@ -121,37 +129,62 @@ OPS = {"Q_K_V": "attn_pre_proj", "attention": "attention", "Wo_proj": "attn_post
        "W2_proj": "mlp_down_proj", "GeLU": "mlp_act", "LayerNorm_MHA": "input_layernorm",
        "LayerNorm_FFN": "post_attention_layernorm", "AllReduce_MHA": "tp.allreduce.fwd.attn",
        "AllReduce_FFN": "tp.allreduce.fwd.mlp"}
+# the torch calls LLMCompass's TransformerBlock*.run_on_gpu makes for each measured op: Q_K_V is
+# Q_proj.run_on_gpu() * 3 (three [d, d/4] GEMMs), attention is bmm + softmax + bmm; the all-reduce
+# rows were entered by hand (no harness call)
+HARNESS_CALLS = {"Q_K_V": ("matmul",) * 3, "attention": ("matmul", "softmax", "matmul"), "Wo_proj": ("matmul",),
+                 "W1_proj": ("matmul",), "W2_proj": ("matmul",), "GeLU": ("gelu",), "LayerNorm_MHA": ("layernorm",),
+                 "LayerNorm_FFN": ("layernorm",), "AllReduce_MHA": (), "AllReduce_FFN": ()}
+
+
+def _harness_offsets():
+    """Host-side seconds per torch call in LLMCompass's harness, from its sweeps (see above)."""
+    from ironlaw.probe import published
+    out = {"matmul": published.llmcompass_matmul(SWEEPS / "llmcompass_matmul_a100.csv")[0].offset_s}
+    for name, kind in (("softmax", "softmax"), ("layernorm", "norm"), ("gelu", "elementwise")):
+        out[name] = published.llmcompass_rows(SWEEPS / f"llmcompass_{name}_a100.csv", kind, name)[0].offset_s
+    return out
 
 
 def _predict_layer(tmp_path, phase, batch, seq):
-    """One GPT-3 layer per device; matmul η fitted on LLMCompass's separate GEMM sweep (not on the layer)."""
+    """One GPT-3 layer per device as LLMCompass timed it: the a100 catalog entry (its [calibration] was
+    fitted on vidur and the even rows of LLMCompass's GEMM sweep, never on this layer) plus the harness's
+    host cost per torch call. A fused op the harness ran as k kernels also pays k − 1 more kernel latencies."""
     cfg = json.loads((DATA / "gpt3-175b-config.json").read_text())
     cfg["n_layer"] = 1
     p = tmp_path / "gpt3-layer.json"
     p.write_text(json.dumps(cfg))
-    gemm = [r for r in csv.DictReader(l for l in (DATA / "llmcompass_matmul_a100.csv").open() if not l.startswith("#"))
-            if 2 * int(r["M"]) * int(r["N"]) * int(r["K"]) >= 1e12]
-    a100 = hardware.get("a100")
-    eta = statistics.median(float(r["throughput"].replace("Tflops", "")) * 1e12 for r in gemm) / a100.peak("fp16")
-    hw = dataclasses.replace(a100, efficiency={**a100.efficiency, "matmul": eta})
+    hw = hardware.get("a100")
     g = workloads.resolve(workloads.Request(f"hf:{p}", phase=phase, batch=batch, seq=seq, dtype="fp16"))
     g = parallel.shard_inference(g, hw, {"tp": 4, "gpus": 4})
-    return {r["name"]: r["time_s"] for r in law.predict(g, hw).rows()}
+    rows = {r["name"]: r for r in law.predict(g, hw).rows()}
+    off = _harness_offsets()
+    pred = {}
+    for k, name in OPS.items():
+        r, calls = rows[name], HARNESS_CALLS[k]
+        pred[k] = r["time_s"] + sum(off[c] for c in calls) + max(len(calls) - 1, 0) * r["latency_s"]
+    return pred
+
+
+def test_harness_offsets_come_from_the_sweeps():
+    off = _harness_offsets()
+    # tens of µs per call (time.time() + synchronize around one torch call), not an A100 kernel's few µs
+    assert 20e-6 < off["matmul"] < 35e-6 and 35e-6 < off["gelu"] < 60e-6 and 35e-6 < off["layernorm"] < 60e-6
+    assert off["softmax"] < off["matmul"]
 
 
 def test_gpt3_layer_prefill_tp4(tmp_path):
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
-    total_p = sum(pred[v] for v in OPS.values())
-    assert total_p == pytest.approx(sum(meas.values()), rel=0.15)
+    assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
     # per op within 25%, except: attention (ironlaw models a fused FlashAttention kernel; LLMCompass ran
-    # QKᵀ, softmax and AV as three kernels through HBM) and LayerNorm (-27%, a known miss)
+    # QKᵀ, softmax and AV as three kernels through HBM) and LayerNorm (-20%, a known miss: kept out)
     for k in ("Q_K_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "AllReduce_MHA", "AllReduce_FFN"):
-        assert pred[OPS[k]] == pytest.approx(meas[k], rel=0.25), k
+        assert pred[k] == pytest.approx(meas[k], rel=0.25), k
 
 
 def test_gpt3_layer_decode_tp4_weight_streaming(tmp_path):
-    """Decode: the weight-streaming GEMMs agree; the small ops do not (see the report: a ≈48 µs floor per
-    PyTorch op in LLMCompass's harness and hand-entered all-reduce rows) — those are not asserted."""
+    """Decode, batch 8: the GEMMs stream weights (M = 8); each harness call adds its host cost."""
     pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
-    for k in ("W1_proj", "W2_proj"):               # Q_K_V (-32%) and Wo_proj (-25.5%) miss; reported
-        assert pred[OPS[k]] == pytest.approx(meas[k], rel=0.25), k
+    assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
+    for k in ("Q_K_V", "attention", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA", "LayerNorm_FFN"):
+        assert pred[k] == pytest.approx(meas[k], rel=0.25), k
