@@ -29,6 +29,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     source = "…"
     [[links]]                          # optional
     name = "nvlink4"; kind = "nvlink"; bw_Bps = "450 GB/s"; latency_s = "2 us"; source = "…"
+    ports_per_node = 8                 # network links (infiniband, ethernet) only, optional: the ports a
+                                       # node has for the devices' traffic (else one per device)
     [power]                            # optional
     tdp_w = 700
     source = "…"
@@ -60,6 +62,8 @@ DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 KINDS = ("gpu", "cpu", "tpu", "soc")
 ROLES = ("cache", "device", "host", "storage")
 LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "ici", "xgmi", "nvlink-c2c")
+NETWORK_KINDS = ("infiniband", "ethernet")          # links between nodes: they may state ports_per_node
+MAX_PORTS_PER_NODE = 1024
 SOURCE_PREFIXES = ("datasheet:", "measured", "derived:", "estimate:", "paper:", "vendor:")
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
@@ -81,6 +85,7 @@ class Link:
     bw_Bps: float
     latency_s: float
     source: str
+    ports_per_node: int | None = None     # network links: ports per node (None: one per device)
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ class Hardware:
             "latency_s": self.op_latency_s,
             "latency_source": self.sources["latency"],
             "links": [{"name": l.name, "kind": l.kind, "bw_Bps": l.bw_Bps, "latency_s": l.latency_s,
-                       "source": l.source} for l in self.links],
+                       "ports_per_node": l.ports_per_node, "source": l.source} for l in self.links],
             "tdp_w": self.tdp_w,
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
@@ -274,12 +279,12 @@ def parse_hardware(data: dict, where: str) -> Hardware:
 
     links = []
     for i, tbl in enumerate(top.get("links", [])):
-        t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "source"))
+        t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "ports_per_node", "source"))
         lk = t.text("kind")
         if lk not in LINK_KINDS:
             raise unknown(f"link kind in {where}.links[{i}]", lk, LINK_KINDS)
         links.append(Link(t.text("name"), lk, t.qty("bw_Bps", "Bps", upper=1e16), t.qty("latency_s", "s", upper=1.0),
-                          t.source()))
+                          t.source(), _ports(t, lk, f"{where}.links[{i}].ports_per_node")))
 
     tdp = None
     if "power" in top.data:
@@ -319,6 +324,19 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
                     links=tuple(links), tdp_w=tdp, features=feats, aliases=tuple(aliases), path=where, extra=extra)
+
+
+def _ports(t: _Table, kind: str, where: str) -> int | None:
+    """``ports_per_node`` of a network link: a whole number of ports, 1 … MAX_PORTS_PER_NODE; absent is None."""
+    if "ports_per_node" not in t.data:
+        return None
+    if kind not in NETWORK_KINDS:
+        raise IronlawError(f"{where}: only a network link ({', '.join(NETWORK_KINDS)}) has ports per node, "
+                           f"not a '{kind}' link; remove the field")
+    x = t.data["ports_per_node"]
+    if isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= MAX_PORTS_PER_NODE:
+        raise IronlawError(f"{where}: expected a whole number of ports from 1 to {MAX_PORTS_PER_NODE}, got {x!r}")
+    return x
 
 
 def _check_tiers(tiers: list[Tier], where: str) -> None:

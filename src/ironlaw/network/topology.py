@@ -2,19 +2,21 @@
 
 The links come from the hardware catalog (``[[links]]`` of the device): inside a node the fastest
 device-to-device fabric the device has (NVLink, xGMI, ICI, else PCIe); between nodes InfiniBand or
-Ethernet. Bandwidths are per direction per device, as the catalog states them. Between nodes each
-node has ``nics_per_node`` network ports of the catalog's bandwidth (rail-optimised clusters such as
-DGX have one per device, the default).
+Ethernet. Bandwidths are per direction per device, as the catalog states them. Between nodes a group
+uses ``nics_per_node`` network ports of the catalog's bandwidth per node: one per device of the group on
+the node, at most the node's ``ports_per_node`` where the catalog states it (DGX A100: 8 HDR ports, one
+per GPU, so a group with q GPUs on a node spreads its rings over min(q, 8) ports). A link that states
+no port count gets one port per device (rail-optimised, as DGX systems are).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import IronlawError
-from ..hardware import Hardware, Link
+from ..hardware import NETWORK_KINDS, Hardware, Link
 
 INTRA_KINDS = ("nvlink", "xgmi", "ici", "nvlink-c2c", "pcie")     # preference order inside a node
-INTER_KINDS = ("infiniband", "ethernet")                           # preference order between nodes
+INTER_KINDS = NETWORK_KINDS                                        # preference order between nodes
 MAX_DEVICES = 1 << 20
 
 
@@ -72,5 +74,8 @@ def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None
     if nodes > 1 and inter is None:
         raise IronlawError(f"{hw.name} lists no network link ({', '.join(INTER_KINDS)}) in its [[links]]; "
                            f"use --nodes 1 or a hardware file with an infiniband/ethernet link")
-    nics = per_node if nics_per_node is None else check_count(nics_per_node, "nics per node")
+    if nics_per_node is not None:
+        nics = check_count(nics_per_node, "nics per node")
+    else:
+        nics = min(per_node, inter.ports_per_node) if inter and inter.ports_per_node else per_node
     return Topology(hw, gpus, nodes, intra, inter, nics)
