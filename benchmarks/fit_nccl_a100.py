@@ -1,10 +1,14 @@
-"""Fit the alpha-beta collective model on DGX A100's two-rank NCCL curves; report every larger group held out.
+"""Fit the alpha-beta collective model on DGX A100's NCCL curves; report every other group held out.
 
-Data: tests/data/vidur_a100_nccl_median.csv (microsoft/vidur, MIT). Fitted: the four two-rank curves
-(all-reduce and send/recv, over an NVLink pair and an InfiniBand pair) each as T = α + n/B by robust
-relative least squares. From them: the launch cost of each family, the InfiniBand hop latency (the NVLink
-hop is the catalog's 2 µs), and η = B / catalog link bandwidth. Held out: all-reduce on 4 and 8 GPUs of one
-node and on 2 nodes × 2/4/8 GPUs, predicted from the fitted constants with the ring/tree formulas.
+Data: tests/data/vidur_a100_nccl_median.csv (microsoft/vidur, MIT). Fitted:
+  1. the four two-rank curves (all-reduce and send/recv, over an NVLink pair and an InfiniBand pair) each
+     as T = α + n/B by robust relative least squares. From them: the launch cost of each family, the
+     InfiniBand hop latency (the NVLink hop is the catalog's 2 µs), and η = B / catalog link bandwidth.
+  2. the InfiniBand node ceiling (what one node moves over the network in all) on ONE multi-node curve,
+     all-reduce over 2 nodes × 4 GPUs, the constants of 1 held fixed: a two-rank curve has one GPU and
+     one port per node and cannot show whether a node's ports add up (on vidur's DGX A100 they do not).
+Held out: all-reduce on 4 and 8 GPUs of one node and on 2 nodes × 2 and 2 nodes × 8 GPUs, predicted
+with the ring/tree formulas of src/ironlaw/network/collectives.py.
 
     python benchmarks/fit_nccl_a100.py     # prints the constants for network/calibration.py and the errors
 """
@@ -61,17 +65,42 @@ def fit(data) -> dict:
             "eta_p2p_nvlink": b_sr_in / nvl.bw_Bps, "eta_p2p_infiniband": b_sr_out / ib.bw_Bps}
 
 
-def evaluate(data) -> list[tuple[str, bool, np.ndarray]]:
-    """(configuration, held out?, |relative error| per point) with the stored calibration."""
+CEILING_CURVE = ("all_reduce", 8, 4)          # the one multi-node curve the node ceiling is fitted on
+GOAL = 0.15                                    # median |relative error| per configuration
+
+
+def _errors(key, n, t, cal=None) -> np.ndarray:
     from ironlaw import hardware
     from ironlaw.network import build, collective_time
-    hw = hardware.get("a100")
-    out = []
-    for (coll, w, g), (n, t) in sorted(data.items()):
-        name = "allreduce" if coll == "all_reduce" else "sendrecv"
-        a, b = collective_time(name, n, build(hw, w, w // g))
-        out.append((f"{coll} {w // g} node(s) × {g}", w > 2, np.abs((a + b) / t - 1)))
-    return out
+    coll, w, g = key
+    a, b = collective_time("allreduce" if coll == "all_reduce" else "sendrecv", n,
+                           build(hardware.get("a100"), w, w // g), cal)
+    return np.abs((a + b) / t - 1)
+
+
+def fit_node_ceiling(data) -> float:
+    """The InfiniBand node ceiling (bytes/s) minimising the mean |relative error| of CEILING_CURVE alone."""
+    from dataclasses import replace
+    from ironlaw.network.calibration import A100_VIDUR
+    n, t = data[CEILING_CURVE]
+    grid = np.geomspace(1e9, 200e9, 2001)
+    loss = [np.mean(_errors(CEILING_CURVE, n, t, replace(A100_VIDUR, node_Bps={"infiniband": c}))) for c in grid]
+    return float(grid[int(np.argmin(loss))])
+
+
+def role(key) -> str:
+    if key[1] == 2:
+        return "fitted (α, η)"
+    return "fitted (node ceiling)" if key == CEILING_CURVE else "held out"
+
+
+def evaluate(data) -> list[tuple[tuple, str, np.ndarray, np.ndarray]]:
+    """(configuration, role, |relative error| per point now, the same with the ports adding up (no node
+    ceiling, the model before the ceiling was fitted)) with the stored calibration."""
+    from dataclasses import replace
+    from ironlaw.network.calibration import A100_VIDUR
+    before = replace(A100_VIDUR, node_Bps={})
+    return [(k, role(k), _errors(k, n, t), _errors(k, n, t, before)) for k, (n, t) in sorted(data.items())]
 
 
 def main() -> int:
@@ -79,20 +108,32 @@ def main() -> int:
     print("fitted on the two-rank curves (the constants of A100_VIDUR in src/ironlaw/network/calibration.py):")
     for k, v in fit(data).items():
         print(f"  {k:28s} {v * 1e6:8.2f} µs" if k.endswith("_s") else f"  {k:28s} {v:8.3f}")
-    rows = evaluate(data)
-    print(f"\n{'configuration':30s} {'points':>6s} {'median |err|':>13s} {'≤64 KB':>8s} {'≥8 MB':>8s} {'p90':>6s}  role")
-    for (name, held, err), (n, _) in zip(rows, (data[k] for k in sorted(data))):
+    c = fit_node_ceiling(data)
+    print(f"fitted on all-reduce, 2 nodes × 4 GPUs only (α, η above held fixed):\n"
+          f"  {'node_infiniband_Bps':28s} {c / 1e9:8.2f} GB/s  (= {c / (0.237 * 25e9):.2f} × the one-port rate)")
+    print(f"\nmedian |relative error| per configuration; 'ports add up' = no node ceiling (before), goal ≤ "
+          f"{GOAL:.0%}")
+    print(f"{'configuration':28s} {'points':>6s} {'ports add up':>12s} {'now':>6s} {'≤64 KB':>7s} {'≥8 MB':>6s} "
+          f"{'p90':>5s}  {'goal':4s}  role")
+    for ((coll, w, g), rl, err, err0), (n, _) in zip(evaluate(data), (data[k] for k in sorted(data))):
         small, large = err[n <= 65536], err[n >= 8 << 20]
-        print(f"{name:30s} {len(err):6d} {100 * np.median(err):12.1f}% {100 * np.median(small):7.1f}% "
-              f"{100 * np.median(large):7.1f}% {100 * np.percentile(err, 90):5.0f}%  {'held out' if held else 'fitted'}")
-    allp = np.concatenate([e for _, _, e in rows])
-    heldp = np.concatenate([e for _, h, e in rows if h])
-    intra = np.concatenate([e for name, h, e in rows if h and name.split()[1] == "1"])
-    print(f"\nall {len(allp)} points: median |error| {100 * np.median(allp):.1f}% (goal ≤ 15%)")
-    print(f"held-out, one node (4, 8 GPUs): median |error| {100 * np.median(intra):.1f}% (goal ≤ 15%)")
-    print(f"held-out, all: median |error| {100 * np.median(heldp):.1f}% (goal ≤ 15%; two nodes × 2 and × 8 GPUs miss:"
-          f" the measured inter-node bandwidth does not grow with the GPUs (NICs) per node as the model's one port"
-          f" per GPU assumes)")
+        med = np.median(err)
+        print(f"{coll + f' {w // g} node(s) × {g}':28s} {len(err):6d} {100 * np.median(err0):11.1f}% "
+              f"{100 * med:5.1f}% {100 * np.median(small):6.1f}% {100 * np.median(large):5.1f}% "
+              f"{100 * np.percentile(err, 90):4.0f}%  {'met ' if med <= GOAL else 'MISS'}  {rl}")
+    rows = evaluate(data)
+    allp = np.concatenate([r[2] for r in rows])
+    heldp = np.concatenate([r[2] for r in rows if r[1] == "held out"])
+    intra = np.concatenate([r[2] for r in rows if r[1] == "held out" and r[0][1] == r[0][2]])
+    multi = np.concatenate([r[2] for r in rows if r[1] == "held out" and r[0][1] > r[0][2]])
+    print(f"\nall {len(allp)} points: median |error| {100 * np.median(allp):.1f}% (goal ≤ {GOAL:.0%})")
+    print(f"held-out, one node (4, 8 GPUs): median |error| {100 * np.median(intra):.1f}% (goal ≤ {GOAL:.0%})")
+    print(f"held-out, two nodes (× 2, × 8 GPUs): median |error| {100 * np.median(multi):.1f}% (goal ≤ {GOAL:.0%})")
+    print(f"held-out, all: median |error| {100 * np.median(heldp):.1f}% (goal ≤ {GOAL:.0%})")
+    print("the two-node misses are in the data, not a topology the model lacks: at 2 × 2 GPUs most sizes run at "
+          "the one-port rate (≈ 6 GB/s bus bandwidth, 10.5 in the 8–16 MB band), at 2 × 8 GPUs the curve "
+          "switches between ≈ 7.5 and ≈ 15–17.5 GB/s from one size band to the next; one bandwidth per "
+          "configuration cannot follow either")
     return 0
 
 

@@ -1,7 +1,11 @@
 """The alpha-beta collective model against NCCL measurements on DGX A100 (microsoft/vidur) and invariants.
 
-Calibration (src/ironlaw/network/calibration.py, A100_VIDUR) was fitted by benchmarks/fit_nccl_a100.py on
-the two-rank curves only; 4-, 8- and 16-rank groups are held out here.
+Calibration (src/ironlaw/network/calibration.py, A100_VIDUR) was fitted by benchmarks/fit_nccl_a100.py:
+α and η on the two-rank curves only; the InfiniBand node ceiling (what a node moves over the network in
+all) on ONE multi-node curve, all-reduce over 2 nodes × 4 GPUs. Held out here: 4 and 8 GPUs on one node,
+2 nodes × 2 and 2 nodes × 8 GPUs. Two held-out two-node curves miss the 15% goal and are bounded at what
+the model reaches (see test_nccl_a100_two_nodes_held_out): their measured bandwidth jumps between regimes
+from one size band to the next, which no one bandwidth per configuration can follow.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pytest
 from ironlaw import hardware
 from ironlaw.errors import IronlawError
 from ironlaw.network import build, collective_time
+from ironlaw.network.calibration import A100_VIDUR
 
 DATA = Path(__file__).parent / "data" / "vidur_a100_nccl_median.csv"
 
@@ -44,10 +49,82 @@ def test_nccl_a100_median_error_overall(errors):
 
 
 @pytest.mark.parametrize("key", [("send_recv", 2, 2), ("send_recv", 2, 1), ("all_reduce", 2, 2), ("all_reduce", 2, 1),
-                                 ("all_reduce", 4, 4), ("all_reduce", 8, 8)])
+                                 ("all_reduce", 4, 4), ("all_reduce", 8, 8), ("all_reduce", 8, 4)])
 def test_nccl_a100_per_configuration(errors, key):
-    """Pairs (fitted) and one-node groups of 4 and 8 (held out) each within 15% median."""
+    """Pairs (fitted), one-node groups of 4 and 8 (held out), 2 nodes × 4 (node ceiling fitted) each ≤ 15% median."""
     assert np.median(errors[key]) <= 0.15, f"{key}: median |error| {np.median(errors[key]):.1%}"
+
+
+@pytest.mark.parametrize("key, bound", [(("all_reduce", 16, 8), 0.40), (("all_reduce", 4, 2), 0.45)])
+def test_nccl_a100_two_nodes_held_out(errors, key, bound):
+    """Held-out two-node groups: bounded at what the model reaches, not at the 15% goal.
+
+    2 × 8 GPUs: 37% (64% when a node's 8 ports added up); its measured bus bandwidth switches between
+    ≈ 7.5 and ≈ 15–17.5 GB/s from one size band to the next. 2 × 2 GPUs: 42% (unchanged); most sizes run
+    at the one-port rate (≈ 6 GB/s), the 8–16 MB band at ≈ 10.5, where the model's two ports give ≈ 11.9."""
+    assert np.median(errors[key]) <= bound, f"{key}: median |error| {np.median(errors[key]):.1%}"
+
+
+def test_two_node_large_messages_held_out():
+    """2 nodes × 8 GPUs, held out, at ≥ 32 MB where the measured curve holds one regime: within 15%."""
+    n, t = _load()[("all_reduce", 16, 8)]
+    big = n >= 32 * 2**20
+    a, b = collective_time("allreduce", n[big], build(hardware.get("a100"), 16, 2))
+    assert np.median(np.abs((a + b) / t[big] - 1)) <= 0.15
+
+
+def test_a_nodes_ports_do_not_add_up_on_vidurs_dgx():
+    """Why the node ceiling exists (data, not model): at 64 MB, 8 GPUs per node reach well under 8 × the
+    bus bandwidth of one GPU per node, and less than 4 GPUs per node; the fitted ceiling lies between."""
+    data = _load()
+
+    def busbw(key):
+        n, t = data[key]
+        p = key[1]
+        return 2 * (p - 1) / p * n[-1] / t[-1]
+    one, four, eight = busbw(("all_reduce", 2, 1)), busbw(("all_reduce", 8, 4)), busbw(("all_reduce", 16, 8))
+    assert eight < 0.5 * 8 * one and eight < four
+    ceiling = A100_VIDUR.node_ceiling("infiniband")
+    assert one < ceiling < 8 * one and eight < ceiling < 1.2 * four
+
+
+def test_ports_per_node_from_the_catalog_and_the_ceiling():
+    """A group spreads its rings over min(GPUs per node, the catalog's ports per node) ports, up to the
+    node ceiling: 2 × 2 A100 use two ports, 2 × 8 all eight, 2 × 16 still eight."""
+    hw = hardware.get("a100")
+    assert hw.link("infiniband").ports_per_node == 8
+    assert [build(hw, 2 * q, 2).nics_per_node for q in (1, 2, 8, 16)] == [1, 2, 8, 8]
+    n = 1e9
+    one_port = A100_VIDUR.efficiency("collective", "infiniband") * hw.link("infiniband").bw_Bps
+    for q in (1, 2, 4, 8):
+        p = 2 * q
+        _, b = collective_time("allreduce-ring", n, build(hw, p, 2))
+        busbw = 2 * (p - 1) / p * n / b
+        assert busbw == pytest.approx(min(q * one_port, A100_VIDUR.node_ceiling("infiniband")))
+    from ironlaw.network.calibration import DEFAULT
+    assert DEFAULT.node_ceiling("infiniband") == np.inf       # estimates: the ports add up
+
+
+@pytest.mark.parametrize("value, message", [(0, "whole number"), (2.5, "whole number"), (True, "whole number"),
+                                            ("8", "whole number"), (4096, "whole number")])
+def test_ports_per_node_schema_rejects(value, message):
+    data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
+    ib = next(l for l in data["links"] if l["kind"] == "infiniband")
+    ib["ports_per_node"] = value
+    with pytest.raises(IronlawError, match=message):
+        hardware.parse_hardware(data, "a100.toml")
+
+
+def test_ports_per_node_only_on_network_links():
+    data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
+    nvl = next(l for l in data["links"] if l["kind"] == "nvlink")
+    nvl["ports_per_node"] = 8
+    with pytest.raises(IronlawError, match="only a network link"):
+        hardware.parse_hardware(data, "a100.toml")
+    del nvl["ports_per_node"]
+    next(l for l in data["links"] if l["kind"] == "infiniband").pop("ports_per_node")
+    hw = hardware.parse_hardware(data, "a100.toml")             # absent: one port per device
+    assert hw.link("infiniband").ports_per_node is None and build(hw, 32, 2).nics_per_node == 16
 
 
 def test_both_regimes_on_one_node():

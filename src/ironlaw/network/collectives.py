@@ -8,8 +8,10 @@ bottleneck link / (η · link bandwidth).
     alltoall         what each rank sends in total (nbytes / p to every rank)
     sendrecv         what one rank sends to one peer
 For ``p`` ranks on ``m`` nodes (``q = p / m`` per node), a ring's bandwidth is that of its slowest
-stretch: ``min(η·B_intra, η·B_nic·nics_per_node)`` — one ring per network port (NCCL "channels"),
-the node's ports in parallel. Steps inside a node pay the intra-node hop latency, steps that cross
+stretch: ``min(η·B_intra, B_node)`` with ``B_node = min(η·B_nic·nics, ceiling)`` — one ring per network
+port (NCCL "channels"), ``nics = min(q, ports_per_node)`` ports of a node in parallel (topology.py), up to
+the node ceiling of the calibration (what a node moves over the network in all; measured on DGX A100 the
+ports do not add up: calibration.py). Steps inside a node pay the intra-node hop latency, steps that cross
 nodes the inter-node one (the structure of NCCL's own tuning model, src/graph/tuning.cc):
     ring all-reduce   α = launch + 2(p−m)·h_intra + 2(m−1)·h_inter     β = 2(p−1)/p · n / B_ring
     tree all-reduce   α = launch + 2((q−1)·h_intra + ⌈log2 m⌉·h_inter)  β = 2n / B_ring
@@ -34,11 +36,14 @@ COLLECTIVES = {
 
 
 def _bandwidths(topo: Topology, fam: str, cal) -> tuple[float, float]:
-    """(intra-node bandwidth per device, inter-node bandwidth per node), inf where unused."""
+    """(intra-node bandwidth per device, inter-node bandwidth per node), inf where unused.
+
+    Per node: the group's ports in parallel, capped by the node ceiling of the calibration."""
     b_in = cal.efficiency(fam, topo.intra.kind) * topo.intra.bw_Bps if topo.intra else math.inf
-    b_out = (cal.efficiency(fam, topo.inter.kind) * topo.inter.bw_Bps * topo.nics_per_node
-             if topo.inter else math.inf)
-    return b_in, b_out
+    if topo.inter is None:
+        return b_in, math.inf
+    ports = cal.efficiency(fam, topo.inter.kind) * topo.inter.bw_Bps * topo.nics_per_node
+    return b_in, min(ports, cal.node_ceiling(topo.inter.kind))
 
 
 def collective_time(name: str, nbytes, topo: Topology, cal=None):
