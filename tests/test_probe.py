@@ -30,8 +30,11 @@ def fake_probe(threads: int = 2) -> dict:
         for m, n, k in ((1, 4096, 4096), (64, 1024, 1024), (256, 256, 256), (1024, 1024, 1024), (128, 128, 128)):
             eta = m / (m + 4) * n / (n + 60) * k / (k + 60)
             b = {"fp32": 4, "bf16": 2, "fp16": 2}[dt]
-            # the slower of compute and streaming the weights from DRAM, plus a fixed 2 µs
-            t = max(2.0 * m * n * k / (peak * eta), k * n * b / BWS["dram"]) + 2e-6
+            # the slower of compute and the operands' traffic, plus a fixed 2 µs: the same operands every
+            # call stay in L3 when they fit in half of it (as the law places them), else weights stream from DRAM
+            hot = (m * k + m * n + k * n) * b <= 0.5 * 32 * 2**20
+            traffic = (m * k + m * n + k * n) * b / BWS["l3"] if hot else k * n * b / BWS["dram"]
+            t = max(2.0 * m * n * k / (peak * eta), traffic) + 2e-6
             gemm.append({"dtype": dt, "m": m, "n": n, "k": k, "time_s": t, "cv": 0.03,
                          "flops_per_s": 2.0 * m * n * k / t, "threads": threads})
     sizes = {"l2": (0.3, 0.5, 0.7, 1.0), "l3": (4, 8, 12, 16), "dram": (128, 256, 512)}

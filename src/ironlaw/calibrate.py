@@ -31,7 +31,8 @@ The GEMM shape model is per kind (all matmuls of a dtype); see ``ironlaw.gemmsha
 
 Fitting (``fit``) takes observations — an op and its measured time — from the probe, from
 ``ironlaw validate`` or from published measurements, and returns the table. The fitted model is
-the law itself: time = max(data_s / η_mem, compute_s / η) + latency, with data_s and compute_s
+the law itself: time = max(d, c) + serial·min(d, c) + latency with d = data_s / η_mem and
+c = compute_s / η (serial only for GEMM tables that have it), data_s and compute_s
 from ``law.predict`` at η = 1, so what is fitted is exactly what later predictions use. Keep fitting
 and reporting apart: ``report`` scores any observations (held out or not) through ``law.predict``.
 """
@@ -43,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import IronlawError, unknown
-from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta  # noqa: F401  (re-exported)
+from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial  # noqa: F401  (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
@@ -79,12 +80,30 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     return _framework(cal, _scoped(cal, cols, out, "compute"))
 
 
+def serial_share(cal: dict, cols: Columns) -> np.ndarray:
+    """Per op, the share of min(data, compute) not overlapped (``serial`` of the GEMM shape tables)."""
+    out = np.zeros(cols.flops.shape)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if "serial" in p and r.any():
+                dims = dims or gemm_dims(cols)
+                out[r] = gemm_serial(p, dims[0][r])
+    return out
+
+
 def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     """η of the data term per op: per kind where calibrated, else the byte-weighted reuse patterns."""
     mem = cal.get("memory", {})
     out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
-    if "streamed" in mem or "produced" in mem:
+    gemm_streamed = _gemm_streamed(cal, cols)
+    if "streamed" in mem or "produced" in mem or gemm_streamed is not None:
         streamed = mem.get("streamed", out)
+        if gemm_streamed is not None:
+            streamed = np.where(np.isnan(gemm_streamed), streamed, gemm_streamed)
         produced = mem.get("produced", out)
         zero = np.zeros(cols.flops.shape)
         act = cols.bytes.get("activations", zero)
@@ -96,6 +115,23 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     for kind, value in mem.get("kind", {}).items():
         out[kinds == kind] = value
     return _framework(cal, _scoped(cal, cols, out, "memory"))
+
+
+def _gemm_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
+    """Per op, the weight-traffic η of a GEMM table's ``streamed`` (NaN elsewhere); None if no table has it."""
+    tables = {dt: p for dt, p in cal.get("matmul", {}).items() if "streamed" in p}
+    if not tables:
+        return None
+    out = np.full(cols.flops.shape, np.nan)
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    if rows.any():
+        m = gemm_dims(cols)[0]
+        dts = np.array(cols.dtypes)
+        for dt, p in tables.items():
+            r = rows & (dts == dt)
+            if r.any():
+                out[r] = np.where(m[r] < GEMV_M, np.nan, p["streamed"])
+    return out
 
 
 def _framework(cal: dict, eta: np.ndarray) -> np.ndarray:
@@ -174,6 +210,8 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "gemv_eta", w, 1.0 + 1e-9)
+            _num(p, "serial", w, 1.0, zero_ok=True)
+            _num(p, "streamed", w, MAX_MEMORY_ETA)
     for table in ("kernel", "op"):
         for name in _table(cal, table, where):
             w = f"{where}.{table}.{name}"
@@ -293,8 +331,10 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
     ec = compute_eta(cal, cols, base_c).reshape(-1)
     em = memory_eta(cal, cols, base_m).reshape(-1)
     lat = op_latency(cal, cols, np.full(n, hw.op_latency_s)).reshape(-1)
+    ser = serial_share(cal, cols).reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.maximum(np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)) + lat
+        d, c = np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)
+    return np.maximum(d, c) + ser * np.minimum(d, c) + lat
 
 
 def fit(hw, observations: list[Observation], source: str, held_out: list[str] = (), start: dict | None = None) -> dict:
@@ -372,12 +412,18 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
               math.log(cal["memory"].get("streamed", 0.7)),
               math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
         fit_streamed = dt == gemm_dts[0]
+        fit_serial = packs_weights(hw) and _serial_identifiable(cols, rows)
+        if fit_serial:
+            x0 += [math.log(0.5), math.log(0.5)]
 
-        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed):
+        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial):
             c = _copy(c)
             c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
                                "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
                                "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS)}
+            if fit_serial:
+                c["matmul"][dt]["serial"] = _clip(_exp(x[5]), 0.0, 1.0)
+                c["matmul"][dt]["streamed"] = _clip(_exp(x[6]), ETA_MIN, MAX_MEMORY_ETA)
             if fit_streamed:
                 c["memory"]["streamed"] = _clip(_exp(x[3]), ETA_MIN, MAX_MEMORY_ETA)
             if free_lat:
@@ -404,6 +450,20 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
     if not cal["memory"]:
         del cal["memory"]
     return check(cal, "calibration (fitted)")
+
+
+def packs_weights(hw) -> bool:
+    """Whether GEMMs on ``hw`` may leave weight traffic and compute un-overlapped (``serial``): a CPU
+    BLAS copies (packs) each weight panel before computing on it; GPU kernels stream tiles through
+    shared memory while computing, so on a GPU ``serial`` is not fitted."""
+    return hw.kind == "cpu"
+
+
+def _serial_identifiable(cols: Columns, rows: np.ndarray) -> bool:
+    """``serial`` can be told apart from η only with GEMMs (M ≥ 2) that read weights from memory."""
+    m = gemm_dims(cols)[0].reshape(len(rows), -1)[:, 0]
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]
+    return int(np.sum(rows & (m >= GEMV_M) & (w > 0))) >= 2
 
 
 def _slots(cal: dict, scope: str, key: str) -> dict:
@@ -442,7 +502,8 @@ def _subset(cols: Columns, rows: np.ndarray) -> Columns:
                    vector_flops=None if cols.vector_flops is None else cols.vector_flops[rows],
                    eta_scale=None if cols.eta_scale is None else cols.eta_scale[rows],
                    names=None if cols.names is None else [n for n, r in zip(cols.names, rows) if r],
-                   kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r])
+                   kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r],
+                   mnk=None if cols.mnk is None else cols.mnk[rows])
 
 
 def _copy(c: dict) -> dict:

@@ -48,6 +48,7 @@ class Task:
     grad_sync: bool = False     # a gradient collective (may overlap the backward when overlap_comm)
     waits_for_grads: bool = False   # the optimizer step: waits for every overlapped collective
     repeat: int = 0
+    serial: float = 0.0         # share of min(data, compute) not overlapped (a calibrated CPU GEMM)
 
 
 @dataclass
@@ -148,13 +149,15 @@ def tasks_from_estimate(est) -> list[Task]:
     if sum(counts) > MAX_NODES:
         raise IronlawError(f"critical path: {sum(counts):,} op invocations is more than {MAX_NODES:,}")
     first_bwd = next((i for i, op in enumerate(g.ops) if op.name.endswith(".backward")), len(g.ops))
+    from .efficiency import serial_share
+    serial = np.asarray(serial_share(hw, est.cols), float).reshape(len(g.ops), -1)[:, 0]
     proto = []
     for i, op in enumerate(g.ops):
         coll = op.kind == "collective" or float(est.network_s[i]) > 0
         proto.append(Task(op.name, float(local[i]), float(spill[i]), float(est.compute_s[i]),
                           float(est.latency_s[i]), float(est.network_s[i]), coll,
                           grad_sync=coll and (bool(op.attrs.get("grad_sync")) or (g.phase == "train" and i > first_bwd)),
-                          waits_for_grads="optimizer" in op.bytes))
+                          waits_for_grads="optimizer" in op.bytes, serial=float(serial[i])))
     tasks = []
     for a, b, n in _blocks(counts):
         for r in range(n):
@@ -245,7 +248,7 @@ def schedule(tasks: list[Task], composition: str = "overlap", prefetch_depth: in
 
 def _op_time(t: Task, data_s: float, composition: str) -> float:
     if composition == "overlap":
-        return max(data_s, t.compute_s) + t.latency_s + t.network_s
+        return max(data_s, t.compute_s) + t.serial * min(data_s, t.compute_s) + t.latency_s + t.network_s
     return data_s + t.compute_s + t.latency_s + t.network_s
 
 

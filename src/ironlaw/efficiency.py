@@ -2,7 +2,7 @@
 
 Defaults come from the hardware file's ``[efficiency]`` table (one fraction per op kind, 'other'
 for the rest, 'memory' for bandwidth) and its ``[latency] op_s``. A calibrated profile can refine
-them per op class and shape (see ``ironlaw.calibrate``); the law asks only these three functions.
+them per op class and shape (see ``ironlaw.calibrate``); the law asks only these functions.
 """
 from __future__ import annotations
 
@@ -41,3 +41,13 @@ def op_latency(hw: Hardware, cols: Columns) -> np.ndarray:
         from . import calibrate
         lat = calibrate.op_latency(cal, cols, lat)
     return lat
+
+
+def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) share of the shorter of an op's data and compute time that does not overlap the
+    longer (0 = fully overlapped, the default; a calibrated CPU GEMM packs its weights first)."""
+    cal = hw.extra.get("calibration")
+    if not cal:
+        return np.zeros(cols.flops.shape)
+    from . import calibrate
+    return np.broadcast_to(calibrate.serial_share(cal, cols), cols.flops.shape)

@@ -222,6 +222,10 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
         if np.sum(m < calibrate.GEMV_M) >= 2 and np.sum(m >= calibrate.GEMV_M) >= 2:
             params.append((("matmul", dt, "gemv_eta"), 1.0))       # matrix-vector kernels apart
             axes.append((0.05, 0.5))
+        if calibrate.packs_weights(prob.hw) and calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool)):
+            params += [(("matmul", dt, "serial"), 1.0),              # weight packing not hidden, and its
+                       (("matmul", dt, "streamed"), calibrate.MAX_MEMORY_ETA)]   # traffic (see gemmshape)
+            axes += [(0.1, 0.9), (0.4, 0.9)]
         cal = _fit_group(sub, cal, params, _grid(*axes))
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):

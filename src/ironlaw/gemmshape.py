@@ -1,8 +1,15 @@
 """GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
 
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for M ≈ 1, when fitted)
+    streamed: η of the weight traffic of GEMMs (M ≥ 2) of this dtype, in place of the calibration's
+            memory.streamed (which GEMVs keep): packing reads each weight and writes it again.
+    serial: the share of the shorter of data and compute time that the kernel does not overlap with
+            the longer (time = max + serial · min). A CPU BLAS packs the weight panel into a buffer
+            before its micro-kernel uses it, so weight traffic and compute add (serial ≈ 1); a GEMV
+            streams the matrix once, overlapped (serial never applies to M ≈ 1); GPUs overlap (0).
 
-Shapes: M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
+Shapes: an op that states its shape (``op.attrs["mnk"]``, e.g. the probe's GEMMs) uses it. Otherwise
+M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
 bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
 bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,
 a calibrated matmul's time is not monotone in its bytes alone (more bytes can mean a different shape).
@@ -14,7 +21,7 @@ import numpy as np
 from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
-SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta")
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed")
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -33,7 +40,11 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = np.where(disc > 0, (s - root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
     k = np.where(w > 0, k, cube)
     n = np.where(w > 0, np.maximum(n, 1.0), cube)
-    return np.maximum(m, 1.0), n, np.maximum(k, 1.0)
+    m, k = np.maximum(m, 1.0), np.maximum(k, 1.0)
+    if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
+        given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
+        m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
+    return m, n, k
 
 
 def gemm_eta(p: dict, m, n, k):
@@ -42,3 +53,8 @@ def gemm_eta(p: dict, m, n, k):
     if "gemv_eta" in p:            # optional: M = 1 runs a matrix-vector kernel, not a small GEMM
         eta = np.where(np.asarray(m) < GEMV_M, p["gemv_eta"], eta)
     return eta
+
+
+def gemm_serial(p: dict, m):
+    """The non-overlapped share per op (0 where the table has no ``serial``, and for GEMVs)."""
+    return np.where(np.asarray(m) < GEMV_M, 0.0, float(p.get("serial", 0.0)))

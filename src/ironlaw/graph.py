@@ -108,6 +108,7 @@ class Columns:
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
     kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
+    mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -137,4 +138,6 @@ class Columns:
                        eta_scale=stack(lambda op: op.eta_scale)
                        if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None,
                        names=[op.name for op in g.ops],
-                       kernels=[str(op.attrs.get("kernel", "")) for op in g.ops])
+                       kernels=[str(op.attrs.get("kernel", "")) for op in g.ops],
+                       mnk=np.array([op.attrs.get("mnk", (0, 0, 0)) for op in g.ops], dtype=float)
+                       if any("mnk" in op.attrs for op in g.ops) else None)

@@ -4,7 +4,9 @@ For each op:
     data_s    = Σ over storage classes and tiers of bytes / (tier bandwidth · η_mem)
     compute_s = flops / (peak of the op's unit and dtype · η)
     latency_s = fixed per-op cost (kernel launch / dispatch)
-    overlap:  time = max(data_s, compute_s) + latency_s      (the critical path of one op)
+    overlap:  time = max(data_s, compute_s) + s·min(data_s, compute_s) + latency_s
+              (the critical path of one op; s = 0 unless a calibration measured a kernel that does
+              not overlap its traffic with its compute, see ``ironlaw.gemmshape``)
     serial:   time = data_s + compute_s + latency_s
 The workload's time is the sum over the op sequence. The resource that owns the largest share of
 that time is the bottleneck, unless the footprint does not fit the device memory: then capacity
@@ -23,7 +25,8 @@ from .hardware import Hardware
 
 COMPOSITIONS = ("overlap", "serial")
 # activations that the previous op just produced are read from the last cache level when the op's
-# activation traffic fits in this fraction of it (see design notes: relu_/add_ read from cache)
+# activation traffic fits in this fraction of it (see design notes: relu_/add_ read from cache); so is
+# every byte of a workload whose whole footprint fits in this fraction of it
 CACHE_RESIDENT_FRACTION = 0.5
 
 
@@ -42,14 +45,19 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
     bw = np.array([t.bw_Bps for t in hw.memory]).reshape((n_tiers, 1) + (1,) * len(cfg))
     cache = [i for i, t in enumerate(hw.memory) if t.role == "cache"]
     traffic = np.zeros((n_tiers, n_ops, *cfg))
+    # a workload whose whole footprint fits stays in the last cache level between calls: its weights
+    # (and everything else) are read from there, not from device memory (a small MLP on a CPU)
+    resident = (np.asarray(sum(graph.footprint.values(), 0.0) <= CACHE_RESIDENT_FRACTION * hw.memory[cache[-1]].capacity_bytes)
+                & (len(graph.footprint) > 0)) if cache else np.zeros(cfg, bool)
     for cls, b in cols.bytes.items():
         frac = placement.fraction(cls)                        # (n_tiers, *cfg)
         unplaced = frac.sum(axis=0) == 0                      # traffic of a class with no footprint
         frac[hw.device_tier] = np.where(unplaced, 1.0, frac[hw.device_tier])   # lives in device memory
         share = frac[:, None] * b[None]                       # (n_tiers, n_ops, *cfg)
-        if cls == "activations" and cache:
+        if cache and (cls == "activations" or np.any(resident)):
             llc = cache[-1]
-            hot = b <= CACHE_RESIDENT_FRACTION * hw.memory[llc].capacity_bytes
+            hot = (b <= CACHE_RESIDENT_FRACTION * hw.memory[llc].capacity_bytes) if cls == "activations" else \
+                np.broadcast_to(resident, b.shape)
             moved = np.where(hot[None], share, 0.0).sum(axis=0)
             share = np.where(hot[None], 0.0, share)
             share[llc] += moved
@@ -87,7 +95,8 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
         latency_s = np.where(cols.network_bytes > 0, alpha_s, latency_s)
 
     if composition == "overlap":
-        op_time = np.maximum(data_s, compute_s) + latency_s + network_s
+        serial = efficiency.serial_share(hw, cols)
+        op_time = np.maximum(data_s, compute_s) + serial * np.minimum(data_s, compute_s) + latency_s + network_s
     else:
         op_time = data_s + compute_s + latency_s + network_s
 

@@ -47,6 +47,13 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for m, n, k in gemm.shapes(dt, quick, device):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
                           lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
+    last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
+                     (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
+    pool = gemm.cold_pool_bytes(last_cache)
+    for dt in dtypes:
+        for m, n, k in gemm.cold_shapes(dt, quick):
+            steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold",
+                          lambda dt=dt, m=m, n=n, k=k: gemm.measure_cold(dt, m, n, k, pool, budget, device)))
     if device == "cpu":
         for level, sizes in memory.levels(threads, quick).items():
             for nb in sizes:
@@ -69,9 +76,13 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
     return steps
 
 
-def gpu_levels(quick: bool) -> dict[str, list[float]]:
+def _cuda_props():
     import torch
-    props = torch.cuda.get_device_properties(0)
+    return torch.cuda.get_device_properties(0)
+
+
+def gpu_levels(quick: bool) -> dict[str, list[float]]:
+    props = _cuda_props()
     l2 = float(getattr(props, "L2_cache_size", 0) or 0)
     out = {}
     if l2:
@@ -203,7 +214,7 @@ def thread_check(threads: int, budget: Budget, quick: bool) -> dict:
 
 def _label(fam: str, r: dict) -> str:
     if fam == "gemm":
-        return f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}"
+        return f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if r.get("weights") == "cold" else "")
     if fam == "memory":
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
     return f"{fam} {r.get('op') or r.get('what')}"

@@ -2,7 +2,16 @@
 
 Every dtype the device offers is measured, fast path or not: on a CPU without AVX512-FP16 an fp16
 GEMM runs at a few GFLOP/s against hundreds for bf16, and the profile must say so. Shapes run
-from GEMV (M = 1, weights streamed from memory) to square GEMMs large enough to reach the peak.
+from GEMV (M = 1) to square GEMMs large enough to reach the peak.
+
+Two kinds of rows:
+- hot (``GRID``): the same operands every call, so they stay in cache — the kernel's own rate;
+- cold (``COLD_GRID``, ``weights = "cold"``): small-M products ``x @ Wᵀ`` (the layout of every
+  ``nn.Linear``) that rotate through enough weight copies to overflow the last cache level, so every
+  call streams its weights from main memory, as decoding a model does. These show how weight traffic
+  and compute combine: on a CPU a GEMM packs the weight panel before its micro-kernel runs, so the
+  two add up, while a GEMV streams the matrix once (seen here: cold − hot ≈ bytes / DRAM bandwidth
+  for M = 2…64, while a cold GEMV runs at the DRAM rate).
 """
 from __future__ import annotations
 
@@ -19,6 +28,13 @@ GRID = {
     "fp64": [(512, 512, 512), (128, 128, 128), (1024, 1024, 1024)],
 }
 QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
+# weights streamed from memory: M from GEMV to where compute takes over; first rows are the quick grid
+# (M = 2 is left out: this machine's BLAS runs x @ Wᵀ at M = 2 on its GEMV path — 25.7 GB/s cold, like
+# M = 1 — while the model's GEMV is M = 1 only; seen 2026-12-02)
+COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (32, 4096, 1024), (128, 4096, 1024), (4, 3072, 768)],
+             "bf16": [(1, 4096, 1024), (8, 4096, 1024)]}
+COLD_QUICK = {"fp32": 2, "bf16": 0}
+COLD_MIN_BYTES, COLD_MAX_BYTES = 256 * 2**20, 2 * 2**30
 # on a GPU every dtype gets the same grid (a small fp16 grid would make a fast fp16 look slow)
 GPU_GRID = [(4096, 4096, 4096), (1024, 1024, 1024), (1, 8192, 8192), (8192, 8192, 8192), (2048, 2048, 2048),
             (256, 256, 256), (64, 4096, 4096), (16, 8192, 8192), (8192, 1024, 1024), (128, 128, 128)]
@@ -33,6 +49,16 @@ def shapes(dtype: str, quick: bool, device: str = "cpu") -> list[tuple[int, int,
     return grid[:QUICK[dtype]] if quick else grid
 
 
+def cold_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int]]:
+    grid = COLD_GRID.get(dtype, [])
+    return grid[:COLD_QUICK[dtype]] if quick else grid
+
+
+def cold_pool_bytes(last_cache_bytes: float) -> float:
+    """Weight copies to rotate through: twice the last cache level, within [256 MiB, 2 GiB]."""
+    return min(max(2.0 * last_cache_bytes, COLD_MIN_BYTES), COLD_MAX_BYTES)
+
+
 def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "cpu") -> dict:
     import torch
     dt = getattr(torch, TORCH_DTYPE[dtype])
@@ -42,3 +68,24 @@ def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "c
     st = stable(lambda: torch.mm(a, b, out=c), budget, device)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
             "flops_per_s": 2.0 * m * n * k / st.time_s, "_ok": st.ok, "_tries": st.tries}
+
+
+def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu") -> dict:
+    """``x @ Wᵀ`` (W is N×K, as ``nn.Linear`` stores it), a different W each call from a pool of
+    ``pool_bytes``, so the weights come from main memory every time."""
+    import torch
+    import torch.nn.functional as F
+    dt = getattr(torch, TORCH_DTYPE[dtype])
+    w_bytes = n * k * torch.tensor([], dtype=dt).element_size()
+    copies = max(2, int(pool_bytes // w_bytes))
+    pool = torch.empty(copies, n, k, device=device, dtype=dt).uniform_(-1.0, 1.0)
+    x = torch.randn(m, k, device=device).to(dt)
+    i = [0]
+
+    def call():
+        i[0] = (i[0] + 1) % copies
+        return F.linear(x, pool[i[0]])
+    st = stable(call, budget, device)
+    del pool
+    return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
+            "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", "_ok": st.ok, "_tries": st.tries}

@@ -15,6 +15,7 @@ from ..errors import IronlawError
 from .timing import Budget, stable
 
 MiB = 1 << 20
+DRAM_BASE_MAX = 1 << 30
 
 
 def cpu_caches() -> dict[str, float]:
@@ -52,9 +53,12 @@ def levels(threads: int, quick: bool) -> dict[str, list[float]]:
     if "l3" in caches:
         c = caches["l3"]
         # well inside: the last level is shared with every other process on the machine
-        out["l3"] = [c * f for f in ((0.12, 0.2, 0.3) if quick else (0.1, 0.15, 0.2, 0.25, 0.3))]
-    lo = max(64 * MiB, 4 * caches.get("l3", 0.0))
-    out["dram"] = [lo * f for f in ((2, 3, 4) if quick else (2, 3, 4, 8))]
+        # … and on a VM it may hold far less than the OS says: the larger sets find where it ends
+        out["l3"] = [c * f for f in ((0.12, 0.2, 0.3, 0.5) if quick else (0.1, 0.15, 0.2, 0.3, 0.45, 0.7))]
+    # twice the last cache level (capped: a 480 MiB L3 would otherwise ask for copies of many GB, which
+    # take most of the probe's time and memory without telling more)
+    lo = min(max(64 * MiB, 2 * caches.get("l3", 0.0)), DRAM_BASE_MAX)
+    out["dram"] = [lo * f for f in ((1.5, 2) if quick else (1.5, 2, 3))]
     return out
 
 
@@ -62,7 +66,7 @@ def measure(level: str, nbytes: float, budget: Budget, device: str = "cpu") -> d
     """Copy nbytes/2 bytes of fp32 into an equal buffer; report read + written bytes."""
     import torch
     n = max(1024, int(nbytes / 8))
-    src = torch.randn(n, device=device)
+    src = torch.empty(n, device=device).fill_(1.0)       # randn of GBs would cost seconds; values do not matter
     dst = torch.empty_like(src)
     st = stable(lambda: dst.copy_(src), budget, device)
     moved = 8.0 * n
