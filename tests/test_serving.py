@@ -16,12 +16,19 @@ from ironlaw.errors import IronlawError
 QWEN = "hf:" + str(Path(__file__).parent / "data" / "qwen2.5-7b-config.json")
 GIB = 2.0**30
 SIZE = 7.54 * GIB
-# llamacpp_official_benches.csv: (hardware, context already cached, measured tg tokens/s, compute dtype)
+# llamacpp_official_benches.csv: (hardware, context already cached, measured tg tokens/s, compute dtype).
+# gb10 at context 0 is the point gb10.toml's memory efficiency was derived from; the other rows are held out.
 DECODE = [("gb10", 0, 29.30, "int8"), ("gb10", 4096, 28.27, "int8"), ("gb10", 8192, 27.42, "int8"),
           ("gb10", 16384, 25.93, "int8"), ("gb10", 32768, 22.70, "int8"),
           ("apple-m2-ultra", 0, 79.68, "fp16"), ("apple-m2-ultra", 4096, 74.70, "fp16")]
-# llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv: PP 512, TG 32, B -> S_TG tokens/s
+# llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv: PP 512, TG 32, B -> S_TG tokens/s (all held out: gb10's
+# [calibration.matmul.int8] was fitted on the B = 1 prefill rows of the same file, S_PP, by
+# benchmarks/fit_gb10_llamacpp.py; its memory efficiency on the context-0 row of DECODE)
 BATCHED = [(1, 29.24), (2, 54.46), (4, 104.33), (8, 195.67), (16, 335.01), (32, 593.27)]
+# the same file at long prompts, B = 32: (PP, S_TG tokens/s) — the KV stream then rivals the weights
+BATCHED_LONG = [(4096, 377.05), (8192, 268.20)]
+# the fit rows (B = 1 prefill): (PP, S_PP tokens/s)
+PREFILL = [(512, 2379.83), (4096, 2259.55), (8192, 2186.60)]
 
 
 @pytest.mark.parametrize("hw,ctx,measured,dt", DECODE)
@@ -33,19 +40,34 @@ def test_llamacpp_decode_tokens_per_s(hw, ctx, measured, dt):
 
 
 def test_gb10_batched_decode_shape():
-    """Throughput rises with the batch (weights read once per step), per-sequence rate falls, compute binds later."""
+    """Throughput rises with the batch (weights read once per step), per-sequence rate falls, compute binds later.
+
+    llama.cpp's quantized GEMM does not overlap its weight loads with its math (gb10.toml: serial = 1), so each
+    added sequence adds its GEMM time (at the efficiency the prefill rows measured) to the weight stream; with
+    full overlap the prediction was +37% at B = 16 and +44% at B = 32."""
     pred = [serving.decode_tokens_per_s(QWEN, "gb10", b, 512 + 16, dtype="int8", kv_dtype="fp16",
                                         weight_bytes=SIZE)[0] for b, _ in BATCHED]
     meas = [m for _, m in BATCHED]
     assert all(y > x for x, y in zip(pred, pred[1:])) and all(y > x for x, y in zip(meas, meas[1:]))
     assert all(p2 / b2 <= p1 / b1 + 1e-9 for (b1, _), (b2, _), p1, p2 in zip(BATCHED, BATCHED[1:], pred, pred[1:]))
-    assert pred[0] == pytest.approx(meas[0], rel=0.15)
-    assert pred[3] == pytest.approx(meas[3], rel=0.25)          # B = 8
+    for (b, m), p in zip(BATCHED, pred):                        # held out: +0% … +11% at B = 1 … 32
+        assert p == pytest.approx(m, rel=0.15), b
+    for pp, m in BATCHED_LONG:                                  # held out: +3%
+        p = serving.decode_tokens_per_s(QWEN, "gb10", 32, pp + 16, dtype="int8", kv_dtype="fp16", weight_bytes=SIZE)[0]
+        assert p == pytest.approx(m, rel=0.15), pp
     # with a short context (little KV to read per sequence) the batch amortises weights until compute binds
     big = [serving.decode_tokens_per_s(QWEN, "gb10", b, 16, dtype="int8", kv_dtype="fp16",
                                        weight_bytes=SIZE) for b in (1024, 2048)]
     assert big[1][1].bottleneck()["resource"] == "compute"
     assert big[1][0] / big[0][0] < 1.2                           # throughput flattens once compute binds
+
+
+def test_gb10_prefill_fit_rows():
+    """The rows gb10's int8 GEMM efficiency was fitted on (a fit check, not a validation): -11% … +7%."""
+    for pp, m in PREFILL:
+        rate, est = serving.prefill_tokens_per_s(QWEN, "gb10", pp, dtype="int8", kv_dtype="fp16", weight_bytes=SIZE)
+        assert est.bottleneck()["resource"] == "compute"
+        assert rate == pytest.approx(m, rel=0.15), pp
 
 
 def test_serve_numbers_and_kv_dtype():

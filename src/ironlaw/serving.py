@@ -214,13 +214,21 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
 
 def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -> tuple[float, object]:
     """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg)."""
+    return _bench_rate(spec, hw, "decode", batch, max(context, 1), batch, kw)
+
+
+def prefill_tokens_per_s(spec: str, hw, prompt: int, **kw) -> tuple[float, object]:
+    """Prompt tokens/s of one ``prompt``-token prefill (llama-bench's pp)."""
+    return _bench_rate(spec, hw, "prefill", 1, prompt, prompt, kw)
+
+
+def _bench_rate(spec: str, hw, phase: str, batch: int, seq: int, tokens: int, kw: dict) -> tuple[float, object]:
     from . import hardware, workloads
     hw = hardware.get(hw) if isinstance(hw, str) else hw
-    g = workloads.resolve(workloads.Request(spec, phase="decode", batch=batch, seq=max(context, 1),
-                                            dtype=kw.get("dtype")))
+    g = workloads.resolve(workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=kw.get("dtype")))
     if kw.get("kv_dtype"):
         g = with_kv_dtype(g, kw["kv_dtype"])
     if kw.get("weight_bytes") is not None:
         g = with_weight_bytes(g, kw["weight_bytes"])
     est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))
-    return batch / (float(est.time_s) + launch), est
+    return tokens / (float(est.time_s) + launch), est
