@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import IronlawError, unknown
-from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial  # noqa: F401  (re-exported)
+from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401
 from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
@@ -72,10 +72,11 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
         rows = (kinds == "matmul") & np.isin(dts, list(gemm))
         if rows.any():
             m, n, k = gemm_dims(cols)
+            kn = np.broadcast_to(kn_rows(cols), m.shape)
             for dt, p in gemm.items():
                 r = rows & (dts == dt)
-                if r.any():
-                    out[r] = gemm_eta(p, m[r], n[r], k[r])
+                if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
     return _framework(cal, _scoped(cal, cols, out, "compute"))
 
@@ -91,7 +92,8 @@ def serial_share(cal: dict, cols: Columns) -> np.ndarray:
             r = (kinds == kind) & (dts == dt)
             if "serial" in p and r.any():
                 dims = dims or gemm_dims(cols)
-                out[r] = gemm_serial(p, dims[0][r])
+                kn = np.broadcast_to(kn_rows(cols), dims[0].shape) if kind == "matmul" else np.zeros(dims[0].shape, bool)
+                out[r] = gemm_serial(p, dims[0][r], kn[r])
     return out
 
 
@@ -126,11 +128,12 @@ def _gemm_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     if rows.any():
         m = gemm_dims(cols)[0]
+        kn = np.broadcast_to(kn_rows(cols), m.shape)
         dts = np.array(cols.dtypes)
         for dt, p in tables.items():
             r = rows & (dts == dt)
             if r.any():
-                out[r] = np.where(m[r] < GEMV_M, np.nan, p["streamed"])
+                out[r] = np.where(is_gemv(p, m[r], kn[r]), np.nan, p["streamed"])
     return out
 
 
@@ -210,6 +213,8 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "gemv_eta", w, 1.0 + 1e-9)
+            _num(p, "gemv_m", w, 4096)
+            _num(p, "gemv_m_kn", w, 4096)
             _num(p, "serial", w, 1.0, zero_ok=True)
             _num(p, "streamed", w, MAX_MEMORY_ETA)
     for table in ("kernel", "op"):
@@ -407,20 +412,21 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         rows = (kinds == "matmul") & (dts == dt)
         # per-kind latency and 'streamed' are shared by all dtypes: the first (largest) group fits them
         free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY and dt == gemm_dts[0]
-        p0 = cal["matmul"].get(dt, {"eta_max": 0.8, "m_half": 8.0, "nk_half": 64.0})
+        p0 = {"eta_max": 0.8, "m_half": 8.0, "nk_half": 64.0, **cal["matmul"].get(dt, {})}
+        keep = {k: p0[k] for k in ("gemv_m", "gemv_m_kn") if k in p0}          # measured, not fitted
         x0 = [math.log(p0["eta_max"]), math.log(max(p0["m_half"], 1.0)), math.log(max(p0["nk_half"], 1.0)),
               math.log(cal["memory"].get("streamed", 0.7)),
               math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
         fit_streamed = dt == gemm_dts[0]
-        fit_serial = packs_weights(hw) and _serial_identifiable(cols, rows)
+        fit_serial = packs_weights(hw) and _serial_identifiable(cols, rows, keep)
         if fit_serial:
             x0 += [math.log(0.5), math.log(0.5)]
 
-        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial):
+        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial, keep=keep):
             c = _copy(c)
             c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
                                "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
-                               "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS)}
+                               "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS), **keep}
             if fit_serial:
                 c["matmul"][dt]["serial"] = _clip(_exp(x[5]), 0.0, 1.0)
                 c["matmul"][dt]["streamed"] = _clip(_exp(x[6]), ETA_MIN, MAX_MEMORY_ETA)
@@ -436,7 +442,7 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
     fitted_lat = [v for k, v in cal["latency_s"].items() if k not in ("default", "matmul")]
     if fitted_lat and "default" not in cal["latency_s"]:
         cal["latency_s"]["default"] = float(np.median(fitted_lat))
-    cal["matmul"] = {dt: {k: _round(v) for k, v in p.items()} for dt, p in cal["matmul"].items()}
+    cal["matmul"] = {dt: {k: _round(v) for k, v in p.items()} for dt, p in cal["matmul"].items() if "eta_max" in p}
     for key in ("compute", "latency_s"):
         cal[key] = {k: _round(v) for k, v in cal[key].items()}
     cal["kernel"] = {k: {f: _round(v) for f, v in p.items()} for k, p in cal["kernel"].items() if p}
@@ -459,11 +465,12 @@ def packs_weights(hw) -> bool:
     return hw.kind == "cpu"
 
 
-def _serial_identifiable(cols: Columns, rows: np.ndarray) -> bool:
-    """``serial`` can be told apart from η only with GEMMs (M ≥ 2) that read weights from memory."""
+def _serial_identifiable(cols: Columns, rows: np.ndarray, table: dict | None = None) -> bool:
+    """``serial`` can be told apart from η only with GEMMs (not GEMVs) that read weights from memory."""
     m = gemm_dims(cols)[0].reshape(len(rows), -1)[:, 0]
+    kn = kn_rows(cols).reshape(-1)
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]
-    return int(np.sum(rows & (m >= GEMV_M) & (w > 0))) >= 2
+    return int(np.sum(rows & ~is_gemv(table or {}, m, kn) & (w > 0))) >= 2
 
 
 def _slots(cal: dict, scope: str, key: str) -> dict:
@@ -503,7 +510,9 @@ def _subset(cols: Columns, rows: np.ndarray) -> Columns:
                    eta_scale=None if cols.eta_scale is None else cols.eta_scale[rows],
                    names=None if cols.names is None else [n for n, r in zip(cols.names, rows) if r],
                    kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r],
-                   mnk=None if cols.mnk is None else cols.mnk[rows])
+                   mnk=None if cols.mnk is None else cols.mnk[rows],
+                   resident=None if cols.resident is None else cols.resident[rows],
+                   weights_kn=None if cols.weights_kn is None else cols.weights_kn[rows])
 
 
 def _copy(c: dict) -> dict:

@@ -44,15 +44,21 @@ def label(case: dict) -> str:
     return " ".join(str(p) for p in parts)
 
 
-def observations(cases: list[dict], stat: str = "median") -> list[calibrate.Observation]:
-    """One observation per measured op of each case (time per invocation)."""
+def observations(cases: list[dict], stat: str = "median", hw=None) -> list[calibrate.Observation]:
+    """One observation per measured op of each case (time per invocation). With ``hw``, the ops of a case
+    whose whole footprint stays in the last cache level are marked so (``attrs['resident']``), as the law
+    places them when it predicts the case."""
+    from .law import fits_last_cache
     out = []
     for c in cases:
         ds = f"validate:{label(c)}"
+        resident = hw is not None and bool(fits_last_cache(c["workload"].get("footprint", {}), hw))
         for r in c["ops"]:
             t = float(r["min_s"] if stat == "min" else r["median_s"]) / max(int(r["count"]), 1)
             if t > 0 and math.isfinite(t):
-                op = Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"])
+                op = Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
+                        attrs={**({"resident": True} if resident else {}),
+                               **({"weights_kn": True} if r.get("weights_kn") else {})})
                 out.append(calibrate.Observation(op, t, ds, r.get("measured_cv")))
     return out
 
@@ -102,7 +108,7 @@ def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", 
     both = sorted(set(names) & set(held))
     if both:
         raise IronlawError(f"fit: case '{both[0]}' is both fitted and held out; a held-out case must not be fitted")
-    obs = observations(cases, stat)
+    obs = observations(cases, stat, hw)
     probed = []
     if "probe" in hw.extra:                   # the machine's own micro-benchmarks are fitted too: they hold
         from .probe.build import observations as probe_observations   # shapes validate runs may lack (GEMVs)
@@ -115,7 +121,11 @@ def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", 
            "fitted": sorted(f"validate:{n}" for n in names) + probed,
            "held_out": [f"validate:{h}" for h in held]}
     prob = _Problem(hw, obs)
+    if "probe" in hw.extra:                   # measured, not fitted: where the GEMV path ends
+        from .probe.build import gemv_tables
+        cal["matmul"] = gemv_tables(hw.extra["probe"])
     cal = _fit_kinds(prob, cal)
+    cal["matmul"] = {dt: p for dt, p in cal.get("matmul", {}).items() if "eta_max" in p}   # dtypes never run
     cal = _fit_classes(prob, cal)
     per_op, share = framework_gap(cases, stat)
     cal["framework_s"] = float(f"{per_op:.4g}")
@@ -213,20 +223,24 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
     produced = mk.get("elementwise", mk.get("copy"))
     if produced is not None:
         cal.setdefault("memory", {})["produced"] = produced
-    for dt in sorted(set(prob.dtypes[prob.kinds == "matmul"].tolist())):
-        sub = prob.sub((prob.kinds == "matmul") & (prob.dtypes == dt))
-        params = [(("matmul", dt, "eta_max"), 1.0), (("matmul", dt, "m_half"), 1e9), (("matmul", dt, "nk_half"), 1e9),
-                  (("memory", "streamed"), calibrate.MAX_MEMORY_ETA), (("latency_s", "matmul"), calibrate.MAX_LATENCY_S)]
-        axes = [(0.5, 0.9), (2.0, 16.0), (16.0, 128.0), (0.5, 1.0), LAT]
-        m = calibrate.gemm_dims(sub.cols)[0].reshape(len(sub.meas), -1)[:, 0]
-        if np.sum(m < calibrate.GEMV_M) >= 2 and np.sum(m >= calibrate.GEMV_M) >= 2:
-            params.append((("matmul", dt, "gemv_eta"), 1.0))       # matrix-vector kernels apart
-            axes.append((0.05, 0.5))
-        if calibrate.packs_weights(prob.hw) and calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool)):
+    cal = _fit_gemv(prob, cal)
+    mm = prob.kinds == "matmul"
+    dts = sorted(set(prob.dtypes[mm].tolist()), key=lambda d: (-int((mm & (prob.dtypes == d)).sum()), d))
+    for dt in dts:                     # the dtype with the most ops first: it alone fits the shared latency
+        sub = prob.sub(mm & (prob.dtypes == dt))
+        params = [(("matmul", dt, "eta_max"), 1.0), (("matmul", dt, "m_half"), 1e9), (("matmul", dt, "nk_half"), 1e9)]
+        axes = [(0.5, 0.9), (2.0, 16.0), (16.0, 128.0)]
+        if dt == dts[0]:
+            params.append((("latency_s", "matmul"), calibrate.MAX_LATENCY_S))
+            axes.append(LAT)
+        table = cal.get("matmul", {}).get(dt, {})
+        if calibrate.packs_weights(prob.hw) and calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool),
+                                                                                 table):
             params += [(("matmul", dt, "serial"), 1.0),              # weight packing not hidden, and its
                        (("matmul", dt, "streamed"), calibrate.MAX_MEMORY_ETA)]   # traffic (see gemmshape)
             axes += [(0.1, 0.9), (0.4, 0.9)]
         cal = _fit_group(sub, cal, params, _grid(*axes))
+    cal = _fit_gemv(prob, cal)         # again, now with each dtype's GEMM η to set a GEMV η against
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
             rows = (prob.kinds == kind) & (prob.dtypes == dt)
@@ -241,6 +255,30 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             if sub.loss(new) < base * (1 - SHAPE_MIN_GAIN):
                 cal = new
     return cal
+
+
+def _fit_gemv(prob: _Problem, cal: dict) -> dict:
+    """Matrix-vector products that read weights from memory (the probe's cold GEMVs, decode at batch 1),
+    all dtypes together: the bandwidth their weights reach (memory.streamed, which every streamed class
+    shares) and, per dtype with enough of them, a GEMV compute η. Fitted before the GEMMs, on these
+    rows alone, so that no GEMM group can move the shared 'streamed' it does not see."""
+    mm = prob.kinds == "matmul"
+    m = calibrate.gemm_dims(prob.cols)[0].reshape(len(prob.meas), -1)[:, 0]
+    w = prob.cols.bytes.get("weights", np.zeros(prob.cols.flops.shape)).reshape(len(prob.meas), -1)[:, 0]
+    kn = calibrate.kn_rows(prob.cols).reshape(-1)
+    gemv = np.zeros(len(prob.meas), bool)
+    for dt in set(prob.dtypes[mm].tolist()):
+        rows = mm & (prob.dtypes == dt)
+        gemv |= rows & calibrate.is_gemv(cal.get("matmul", {}).get(dt, {}), m, kn)
+    rows = gemv & (w > 0)
+    if rows.sum() < MIN_OBS_PER_PARAM:
+        return cal
+    params, axes = [(("memory", "streamed"), calibrate.MAX_MEMORY_ETA)], [(0.5, 1.0)]
+    for dt in sorted(set(prob.dtypes[rows].tolist())):
+        if (rows & (prob.dtypes == dt)).sum() >= MIN_OBS_PER_PARAM and "eta_max" in cal.get("matmul", {}).get(dt, {}):
+            params.append((("matmul", dt, "gemv_eta"), 1.0))
+            axes.append((0.05, 0.5))
+    return _fit_group(prob.sub(rows), cal, params, _grid(*axes))
 
 
 def _fit_classes(prob: _Problem, cal: dict) -> dict:

@@ -1,6 +1,10 @@
 """GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
 
-    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for M ≈ 1, when fitted)
+    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for GEMVs, when fitted)
+    gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe:
+            the largest cold M that runs about as fast as M = 1 — 2 for this machine's fp32 x @ Wᵀ, the
+            nn.Linear layout, which is also assumed where an op does not say);
+    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"])
     streamed: η of the weight traffic of GEMMs (M ≥ 2) of this dtype, in place of the calibration's
             memory.streamed (which GEMVs keep): packing reads each weight and writes it again.
     serial: the share of the shorter of data and compute time that the kernel does not overlap with
@@ -21,7 +25,7 @@ import numpy as np
 from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
-SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed")
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn")
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -47,14 +51,29 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return m, n, k
 
 
-def gemm_eta(p: dict, m, n, k):
+def kn_rows(cols: Columns) -> np.ndarray:
+    """(n_ops, 1…) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
+    shape = (-1,) + (1,) * len(cols.cfg_shape)
+    if cols.weights_kn is None:
+        return np.zeros(len(cols.kind_idx), bool).reshape(shape)
+    return np.asarray(cols.weights_kn, bool).reshape(shape)
+
+
+def gemm_eta(p: dict, m, n, k, kn=False):
     s = lambda x, h: x / (x + h)  # noqa: E731
     eta = p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
-    if "gemv_eta" in p:            # optional: M = 1 runs a matrix-vector kernel, not a small GEMM
-        eta = np.where(np.asarray(m) < GEMV_M, p["gemv_eta"], eta)
+    if "gemv_eta" in p:            # optional: a GEMV runs a matrix-vector kernel, not a small GEMM
+        eta = np.where(is_gemv(p, m, kn), p["gemv_eta"], eta)
     return eta
 
 
-def gemm_serial(p: dict, m):
+def gemm_serial(p: dict, m, kn=False):
     """The non-overlapped share per op (0 where the table has no ``serial``, and for GEMVs)."""
-    return np.where(np.asarray(m) < GEMV_M, 0.0, float(p.get("serial", 0.0)))
+    return np.where(is_gemv(p, m, kn), 0.0, float(p.get("serial", 0.0)))
+
+
+def is_gemv(p: dict, m, kn=False) -> np.ndarray:
+    """Rows whose M the table's library runs as matrix-vector products (M ≤ gemv_m, or gemv_m_kn for
+    x @ W ops; default 1)."""
+    limit = np.where(kn, float(p.get("gemv_m_kn", 1)), float(p.get("gemv_m", 1)))
+    return np.asarray(m) < limit + GEMV_M - 1.0

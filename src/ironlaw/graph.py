@@ -109,6 +109,8 @@ class Columns:
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
     kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
     mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
+    resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
+    weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -140,4 +142,8 @@ class Columns:
                        names=[op.name for op in g.ops],
                        kernels=[str(op.attrs.get("kernel", "")) for op in g.ops],
                        mnk=np.array([op.attrs.get("mnk", (0, 0, 0)) for op in g.ops], dtype=float)
-                       if any("mnk" in op.attrs for op in g.ops) else None)
+                       if any("mnk" in op.attrs for op in g.ops) else None,
+                       resident=np.array([bool(op.attrs.get("resident")) for op in g.ops])
+                       if any(op.attrs.get("resident") for op in g.ops) else None,
+                       weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
+                       if any(op.attrs.get("weights_kn") for op in g.ops) else None)

@@ -30,6 +30,15 @@ COMPOSITIONS = ("overlap", "serial")
 CACHE_RESIDENT_FRACTION = 0.5
 
 
+def fits_last_cache(footprint: dict, hw: Hardware):
+    """Whether the whole footprint fits in CACHE_RESIDENT_FRACTION of the last cache level (array over
+    configurations); False without a footprint or a cache level."""
+    cache = [t for t in hw.memory if t.role == "cache"]
+    if not cache or not footprint:
+        return np.asarray(False)
+    return np.asarray(sum(footprint.values(), 0.0) <= CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes)
+
+
 def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
     from .estimate import Estimate
 
@@ -47,8 +56,9 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
     traffic = np.zeros((n_tiers, n_ops, *cfg))
     # a workload whose whole footprint fits stays in the last cache level between calls: its weights
     # (and everything else) are read from there, not from device memory (a small MLP on a CPU)
-    resident = (np.asarray(sum(graph.footprint.values(), 0.0) <= CACHE_RESIDENT_FRACTION * hw.memory[cache[-1]].capacity_bytes)
-                & (len(graph.footprint) > 0)) if cache else np.zeros(cfg, bool)
+    resident = np.broadcast_to(fits_last_cache(graph.footprint, hw), cfg)[None]      # (1, *cfg)
+    if cols.resident is not None:                         # ops measured in such a workload (calibration)
+        resident = resident | cols.resident.reshape((-1,) + (1,) * len(cfg))
     for cls, b in cols.bytes.items():
         frac = placement.fraction(cls)                        # (n_tiers, *cfg)
         unplaced = frac.sum(axis=0) == 0                      # traffic of a class with no footprint

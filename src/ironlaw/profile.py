@@ -143,7 +143,7 @@ _ROW_FIELDS = {
     "dispatch": {"op": str, "time_s": float, "cv": float},
     "cuda": {"what": str, "bytes": float, "time_s": float, "cv": float},
 }
-_OPTIONAL = {"gemm": ("threads", "weights"), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
+_OPTIONAL = {"gemm": ("threads", "weights", "layout"), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
              "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": ()}
 
 
@@ -191,6 +191,8 @@ def check_probe(probe: object, where: str) -> dict:
                     raise IronlawError(f"{w}.{key}: must be positive, got {row[key]!r}")
             if not 0 <= row["cv"] < 10:
                 raise IronlawError(f"{w}.cv: a spread (coefficient of variation) must be in [0, 10), got {row['cv']!r}")
+            if "layout" in row and row["layout"] != "kn":
+                raise IronlawError(f"{w}.layout: the only value is \"kn\" (x @ W, W row-major K×N), got {row['layout']!r}")
             if "weights" in row and row["weights"] != "cold":
                 raise IronlawError(f"{w}.weights: the only value is \"cold\" (weights streamed from memory), "
                                    f"got {row['weights']!r}")

@@ -49,7 +49,8 @@ def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -
             dt = dtype
         label = r.name if r.phase == "forward" else f"{r.name} ({r.phase})"
         ops.append(Op(label, r.kind, flops=float(r.flops or 0.0), bytes=traffic, dtype=dt, module=r.module,
-                      shapes=shapes_text(r), bytes_written=float(sum(r.bytes_written.values()))))
+                      shapes=shapes_text(r), bytes_written=float(sum(r.bytes_written.values())),
+                      attrs={"weights_kn": True} if r.weights_kn else {}))
         index.append(r.index)
     fwd_flops = sum(r.flops or 0.0 for r in cap.records if r.phase == "forward")
     m = {"params": cap.params, "captured": True, "capture_device": cap.device, "views": views,

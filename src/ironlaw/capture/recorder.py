@@ -47,6 +47,8 @@ class OpRecord:
     param_bytes: float = 0.0      # bytes of parameters (or views of them) among the inputs
     time_s: float | None = None   # measured wall time on real tensors
     no_work: bool = False         # a view or an allocation: no kernel, no traffic
+    weights_kn: bool = False      # mm/addmm whose matrix operand is a row-major K×N parameter (x @ W, as
+                                  # GPT-2's Conv1D), not the transposed view nn.Linear passes (x @ Wᵀ)
     _reads: list = field(default_factory=list, repr=False)    # (storage key, bytes) until classified
     _writes: list = field(default_factory=list, repr=False)
 
@@ -133,6 +135,10 @@ class Recorder(TorchDispatchMode):
             _writes=[(storage_key(t), tensor_bytes(t, n)) for t, n in writes])
         in_keys = [storage_key(t) for t in ins]
         rec.param_bytes = sum(t.numel() * t.element_size() for t, k in zip(ins, in_keys) if k in self.weight_keys)
+        if rec.name in ("aten::mm", "aten::addmm") and ins:
+            w = ins[-1]
+            rec.weights_kn = (w.dim() == 2 and storage_key(w) in self.weight_keys and w.stride(1) == 1
+                              and w.stride(0) != 1)
         self.records.append(rec)
         if no_work:
             for t in outs:                 # a view of a weight is a weight; of a cache, a cache

@@ -51,9 +51,9 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
                      (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
     pool = gemm.cold_pool_bytes(last_cache)
     for dt in dtypes:
-        for m, n, k in gemm.cold_shapes(dt, quick):
-            steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold",
-                          lambda dt=dt, m=m, n=n, k=k: gemm.measure_cold(dt, m, n, k, pool, budget, device)))
+        for m, n, k, lay in gemm.cold_shapes(dt, quick):
+            steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold" + (" x@W" if lay == "kn" else ""),
+                          lambda dt=dt, m=m, n=n, k=k, lay=lay: gemm.measure_cold(dt, m, n, k, pool, budget, device, lay)))
     if device == "cpu":
         for level, sizes in memory.levels(threads, quick).items():
             for nb in sizes:
@@ -214,7 +214,8 @@ def thread_check(threads: int, budget: Budget, quick: bool) -> dict:
 
 def _label(fam: str, r: dict) -> str:
     if fam == "gemm":
-        return f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if r.get("weights") == "cold" else "")
+        return (f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if r.get("weights") == "cold" else "")
+                + (" x@W" if r.get("layout") == "kn" else ""))
     if fam == "memory":
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
     return f"{fam} {r.get('op') or r.get('what')}"

@@ -145,6 +145,37 @@ def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
              "source": source(probe, what)}]
 
 
+GEMV_SAME = 1.25     # a cold product no slower than this × the cold GEMV of its shape runs on the GEMV path
+
+
+def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
+    """The largest M the library runs like a matrix-vector product, from the cold rows of one weight
+    shape and layout (M = 1, 2, 4 …): every M up to it ran within GEMV_SAME of M = 1. None without a
+    cold GEMV."""
+    cold = [r for r in probe.get("gemm", []) if r.get("weights") == "cold" and r["dtype"] == dtype
+            and r.get("layout", "nt") == layout]
+    base = next((r for r in cold if r["m"] == 1), None)
+    if base is None:
+        return None
+    out = 1
+    for r in sorted((r for r in cold if (r["n"], r["k"]) == (base["n"], base["k"]) and r["m"] > 1), key=lambda r: r["m"]):
+        if r["time_s"] > GEMV_SAME * base["time_s"]:
+            break
+        out = r["m"]
+    return out
+
+
+def gemv_tables(probe: dict) -> dict:
+    """{dtype: {"gemv_m": M, "gemv_m_kn": M}} where a GEMV path reaches beyond M = 1."""
+    out: dict = {}
+    for dt in sorted({r["dtype"] for r in probe.get("gemm", [])}):
+        for field, layout in (("gemv_m", "nt"), ("gemv_m_kn", "kn")):
+            m = gemv_m(probe, dt, layout)
+            if m and m > 1:
+                out.setdefault(dt, {})[field] = m
+    return out
+
+
 def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     """Calibration observations from the probe's rows (L2-only copies left out: the law's cache is the last level)."""
     out = []
@@ -152,13 +183,16 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     for r in probe.get("gemm", []):
         m, n, k, b = r["m"], r["n"], r["k"], dtype_bytes(r["dtype"])
         total = (m * k + m * n + k * n) * b
+        kn = r.get("weights") != "cold" or r.get("layout") == "kn"      # hot rows run torch.mm(a, b): x @ W
         if r.get("weights") == "cold":          # weights from main memory, read once per call
-            name, byts = f"gemm {r['dtype']} {m}x{n}x{k} cold", {"activations": (m * k + m * n) * b, "weights": k * n * b}
+            name = f"gemm {r['dtype']} {m}x{n}x{k} cold" + (" x@W" if kn else "")
+            byts = {"activations": (m * k + m * n) * b, "weights": k * n * b}
         elif total <= law.CACHE_RESIDENT_FRACTION * last_cache:   # the same operands every call: all cache-resident,
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": total}   # as the law places activations
         else:
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": (m * k + m * n) * b, "weights": k * n * b}
-        op = Op(name, "matmul", flops=2.0 * m * n * k, bytes=byts, dtype=r["dtype"], attrs={"mnk": (m, n, k)})
+        op = Op(name, "matmul", flops=2.0 * m * n * k, bytes=byts, dtype=r["dtype"],
+                attrs={"mnk": (m, n, k), **({"weights_kn": True} if kn else {})})
         out.append(Observation(op, r["time_s"], f"{dataset}:gemm", r["cv"]))
     for r in probe.get("memory", []):
         if r["level"] == "l2":
@@ -221,6 +255,7 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
         hw = parse_hardware(doc, "probe")
         obs = observations(probe)
         cal = calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows "
-                                                           "(gemm, memory, vector, reduce, dispatch)"))
+                                                           "(gemm, memory, vector, reduce, dispatch)"),
+                            start={"matmul": gemv_tables(probe)})
         doc["calibration"] = cal
     return doc

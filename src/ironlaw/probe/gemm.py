@@ -29,11 +29,14 @@ GRID = {
 }
 QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
 # weights streamed from memory: M from GEMV to where compute takes over; first rows are the quick grid
-# (M = 2 is left out: this machine's BLAS runs x @ Wᵀ at M = 2 on its GEMV path — 25.7 GB/s cold, like
-# M = 1 — while the model's GEMV is M = 1 only; seen 2026-12-02)
-COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (32, 4096, 1024), (128, 4096, 1024), (4, 3072, 768)],
+# M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
+# this machine's fp32 x @ Wᵀ at M = 2 ran at 25.7 GB/s cold, like M = 1, and M = 4 at half that)
+COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (32, 4096, 1024),
+                      (128, 4096, 1024), (4, 3072, 768)],
              "bf16": [(1, 4096, 1024), (8, 4096, 1024)]}
 COLD_QUICK = {"fp32": 2, "bf16": 0}
+# x @ W with W row-major K×N (GPT-2's Conv1D layout): where its GEMV path ends (``layout = "kn"``)
+COLD_GRID_KN = {"fp32": [(1, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024)]}
 COLD_MIN_BYTES, COLD_MAX_BYTES = 256 * 2**20, 2 * 2**30
 # on a GPU every dtype gets the same grid (a small fp16 grid would make a fast fp16 look slow)
 GPU_GRID = [(4096, 4096, 4096), (1024, 1024, 1024), (1, 8192, 8192), (8192, 8192, 8192), (2048, 2048, 2048),
@@ -49,9 +52,12 @@ def shapes(dtype: str, quick: bool, device: str = "cpu") -> list[tuple[int, int,
     return grid[:QUICK[dtype]] if quick else grid
 
 
-def cold_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int]]:
-    grid = COLD_GRID.get(dtype, [])
-    return grid[:COLD_QUICK[dtype]] if quick else grid
+def cold_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, str]]:
+    """(M, N, K, layout) with layout "nt" (x @ Wᵀ) or "kn" (x @ W)."""
+    grid = [s + ("nt",) for s in COLD_GRID.get(dtype, [])]
+    if quick:
+        return grid[:COLD_QUICK.get(dtype, 0)]
+    return grid + [s + ("kn",) for s in COLD_GRID_KN.get(dtype, [])]
 
 
 def cold_pool_bytes(last_cache_bytes: float) -> float:
@@ -70,22 +76,24 @@ def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "c
             "flops_per_s": 2.0 * m * n * k / st.time_s, "_ok": st.ok, "_tries": st.tries}
 
 
-def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu") -> dict:
-    """``x @ Wᵀ`` (W is N×K, as ``nn.Linear`` stores it), a different W each call from a pool of
-    ``pool_bytes``, so the weights come from main memory every time."""
+def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu",
+                 layout: str = "nt") -> dict:
+    """``x @ Wᵀ`` (W is N×K, as ``nn.Linear`` stores it; layout "kn": ``x @ W`` with W row-major K×N), a
+    different W each call from a pool of ``pool_bytes``, so the weights come from main memory every time."""
     import torch
     import torch.nn.functional as F
     dt = getattr(torch, TORCH_DTYPE[dtype])
     w_bytes = n * k * torch.tensor([], dtype=dt).element_size()
     copies = max(2, int(pool_bytes // w_bytes))
-    pool = torch.empty(copies, n, k, device=device, dtype=dt).uniform_(-1.0, 1.0)
+    pool = torch.empty(copies, *((n, k) if layout == "nt" else (k, n)), device=device, dtype=dt).uniform_(-1.0, 1.0)
     x = torch.randn(m, k, device=device).to(dt)
     i = [0]
 
     def call():
         i[0] = (i[0] + 1) % copies
-        return F.linear(x, pool[i[0]])
+        return F.linear(x, pool[i[0]]) if layout == "nt" else torch.mm(x, pool[i[0]])
     st = stable(call, budget, device)
     del pool
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
-            "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", "_ok": st.ok, "_tries": st.tries}
+            "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", **({"layout": "kn"} if layout == "kn" else {}),
+            "_ok": st.ok, "_tries": st.tries}

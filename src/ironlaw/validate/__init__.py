@@ -126,7 +126,8 @@ def graph_of(doc: dict):
     from ..graph import Graph, Op
     w = doc["workload"]
     ops = [Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
-              count=int(r["count"]), module=r.get("module", ""), shapes=r.get("shapes", "")) for r in doc["ops"]]
+              count=int(r["count"]), module=r.get("module", ""), shapes=r.get("shapes", ""),
+              attrs={"weights_kn": True} if r.get("weights_kn") else {}) for r in doc["ops"]]
     meta = {k: v for k, v in w.items() if k not in ("footprint",)}
     meta["views"] = doc["total"].get("views", 0)
     return Graph(w["name"], w["phase"], w.get("dtype", "fp32"), ops, footprint=dict(w.get("footprint", {})), meta=meta)

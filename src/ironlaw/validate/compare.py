@@ -57,6 +57,7 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
             "latency_s": max(row["latency_s"] - fw * row["count"], 0.0), "bound": row["bound"],
             "measured_s": meas, "median_s": m["median_s"], "min_s": m["min_s"], "measured_cv": m["cv"],
             "spread_s": m["spread_s"], "error": pred / meas - 1.0 if meas > 0 else None,
+            **({"weights_kn": True} if op.attrs.get("weights_kn") else {}),
         })
     return rows
 
