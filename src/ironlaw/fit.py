@@ -249,18 +249,23 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             sub = prob.sub(rows)
             base = sub.loss(cal)
             eta0 = cal.get("compute", {}).get(kind, prob.hw.eta(kind))
+            mem0 = cal.get("memory", {}).get("kind", {}).get(kind, 0.6)
+            # the kind's memory η is refitted with the shape: fitted alone beside a flat compute η, it
+            # soaked up the shape's effect (η_mem 0.12 for convolutions, which are not memory-bound)
             new = _fit_group(sub, cal, [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9),
-                                        ((kind, dt, "nk_half"), 1e9)],
-                             _grid((min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0)))
+                                        ((kind, dt, "nk_half"), 1e9),
+                                        (("memory", "kind", kind), calibrate.MAX_MEMORY_ETA)],
+                             _grid((min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0),
+                                   (mem0, 0.6, 1.0)))
             if sub.loss(new) < base * (1 - SHAPE_MIN_GAIN):
                 cal = new
     return cal
 
 
 def _fit_gemv(prob: _Problem, cal: dict) -> dict:
-    """Matrix-vector products that read weights from memory (the probe's cold GEMVs, decode at batch 1),
-    all dtypes together: the bandwidth their weights reach (memory.streamed, which every streamed class
-    shares) and, per dtype with enough of them, a GEMV compute η. Fitted before the GEMMs, on these
+    """Matrix-vector products (the probe's hot and cold GEMVs, decode at batch 1), all dtypes together:
+    the bandwidth weights read from memory reach (memory.streamed, which every streamed class shares)
+    and, per dtype with enough of them, a GEMV compute η. Fitted before the GEMMs, on these
     rows alone, so that no GEMM group can move the shared 'streamed' it does not see."""
     mm = prob.kinds == "matmul"
     m = calibrate.gemm_dims(prob.cols)[0].reshape(len(prob.meas), -1)[:, 0]
@@ -270,15 +275,17 @@ def _fit_gemv(prob: _Problem, cal: dict) -> dict:
     for dt in set(prob.dtypes[mm].tolist()):
         rows = mm & (prob.dtypes == dt)
         gemv |= rows & calibrate.is_gemv(cal.get("matmul", {}).get(dt, {}), m, kn)
-    rows = gemv & (w > 0)
+    rows = gemv                        # hot ones (operands in cache) pin the GEMV η, cold ones the bandwidth
     if rows.sum() < MIN_OBS_PER_PARAM:
         return cal
-    params, axes = [(("memory", "streamed"), calibrate.MAX_MEMORY_ETA)], [(0.5, 1.0)]
+    params, axes = [], []
+    if (rows & (w > 0)).sum() >= MIN_OBS_PER_PARAM:
+        params, axes = [(("memory", "streamed"), calibrate.MAX_MEMORY_ETA)], [(0.5, 1.0)]
     for dt in sorted(set(prob.dtypes[rows].tolist())):
         if (rows & (prob.dtypes == dt)).sum() >= MIN_OBS_PER_PARAM and "eta_max" in cal.get("matmul", {}).get(dt, {}):
             params.append((("matmul", dt, "gemv_eta"), 1.0))
             axes.append((0.05, 0.5))
-    return _fit_group(prob.sub(rows), cal, params, _grid(*axes))
+    return _fit_group(prob.sub(rows), cal, params, _grid(*axes)) if params else cal
 
 
 def _fit_classes(prob: _Problem, cal: dict) -> dict:
