@@ -67,10 +67,14 @@ class Estimate:
         out[1] = self.latency_s * c
         out[2] = self.network_s * c
         if self.composition == "overlap":
+            from .efficiency import serial_share
             data_wins = self.data_s >= self.compute_s
-            out[0] = np.where(data_wins, 0.0, self.compute_s) * c
+            # the shorter term still counts for the share of it that the kernel does not overlap
+            # (a calibrated CPU GEMM packs its weights first; llama.cpp's mmq on GB10)
+            ser = serial_share(self.hw, self.cols)
+            out[0] = np.where(data_wins, ser, 1.0) * self.compute_s * c
             # the data part of the critical path is owned by tiers in proportion to their time
-            out[3:] = np.where(data_wins[None], self.data_tier_s, 0.0) * c
+            out[3:] = np.where(data_wins[None], 1.0, ser[None]) * self.data_tier_s * c
         else:
             out[0] = self.compute_s * c
             out[3:] = self.data_tier_s * c

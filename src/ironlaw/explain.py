@@ -51,10 +51,15 @@ def why(est) -> dict:
         t = hw.tier(tier)
         i = [m.name for m in hw.memory].index(tier)
         moved = float((est.traffic_bytes[i] * est.cols.count).sum())
+        compute_s = float(est.term('compute_s'))
+        on_path_s = float(est.workload_shares_s[0].reshape(-1)[0]) if np.ndim(est.workload_shares_s[0]) else \
+            float(est.workload_shares_s[0])
+        tail = (f"compute takes {fmt_time(compute_s)}, {fmt_time(on_path_s)} of it not overlapped with the data "
+                f"movement (the kernels load, then compute)" if on_path_s > 0.01 * compute_s > 0 else
+                f"compute would take only {fmt_time(compute_s)}")
         return {"resource": "bandwidth", "tier": tier,
                 "why": f"moving data from {tier} owns {pct:.0f}% of the critical path: about "
-                       f"{fmt(moved, 'B')} at {fmt(t.bw_Bps, 'B/s')}; "
-                       f"compute would take only {fmt_time(float(est.term('compute_s')))}"}
+                       f"{fmt(moved, 'B')} at {fmt(t.bw_Bps, 'B/s')}; {tail}"}
     if res == "latency":
         n = int(est.cols.count.sum())
         return {"resource": "latency", "tier": None,

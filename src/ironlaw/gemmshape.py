@@ -10,7 +10,9 @@
     serial: the share of the shorter of data and compute time that the kernel does not overlap with
             the longer (time = max + serial · min). A CPU BLAS packs the weight panel into a buffer
             before its micro-kernel uses it, so weight traffic and compute add (serial ≈ 1); a GEMV
-            streams the matrix once, overlapped (serial never applies to M ≈ 1); GPUs overlap (0).
+            streams the matrix once, overlapped (serial never applies to GEMVs). A GPU library usually
+            overlaps (0, not fitted on GPUs), but not always: llama.cpp's quantized mmq kernel loads a
+            tile, syncs, then computes (the GB10 catalog sets 1, fitted on llama.cpp's own bench).
 
 Shapes: an op that states its shape (``op.attrs["mnk"]``, e.g. the probe's GEMMs) uses it. Otherwise
 M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
