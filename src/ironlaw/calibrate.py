@@ -98,42 +98,51 @@ def serial_share(cal: dict, cols: Columns) -> np.ndarray:
 
 
 def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
-    """η of the data term per op: per kind where calibrated, else the byte-weighted reuse patterns."""
+    """η of the data term per op: the byte-weighted reuse patterns (activations at ``produced``, the rest
+    at ``streamed``), a kind's value in place of both — or of ``produced`` only where the op's shape
+    table (matmul, conv) gives its weights their own ``streamed``."""
     mem = cal.get("memory", {})
-    out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
-    gemm_streamed = _gemm_streamed(cal, cols)
-    if "streamed" in mem or "produced" in mem or gemm_streamed is not None:
-        streamed = mem.get("streamed", out)
-        if gemm_streamed is not None:
-            streamed = np.where(np.isnan(gemm_streamed), streamed, gemm_streamed)
-        produced = mem.get("produced", out)
+    base = np.broadcast_to(eta, cols.flops.shape).astype(float)
+    table_streamed = _table_streamed(cal, cols)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    by_kind = mem.get("kind", {})
+    if "streamed" in mem or "produced" in mem or table_streamed is not None or by_kind:
+        streamed = np.broadcast_to(mem.get("streamed", base), base.shape).copy()
+        produced = np.broadcast_to(mem.get("produced", base), base.shape).copy()
+        for kind, value in by_kind.items():        # a kind's own η is its activations' (how it walks them)
+            produced[kinds == kind] = value
+        if table_streamed is not None:
+            streamed = np.where(np.isnan(table_streamed), streamed, table_streamed)
         zero = np.zeros(cols.flops.shape)
         act = cols.bytes.get("activations", zero)
         other = sum((cols.bytes[c] for c in STREAMED if c in cols.bytes), zero)
         total = act + other
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(total > 0, total / (act / produced + other / streamed), out)
-    kinds = np.array(KINDS)[cols.kind_idx]
-    for kind, value in mem.get("kind", {}).items():
-        out[kinds == kind] = value
+            out = np.where(total > 0, total / (act / produced + other / streamed), produced)
+    else:
+        out = base.copy()
     return _framework(cal, _scoped(cal, cols, out, "memory"))
 
 
-def _gemm_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
-    """Per op, the weight-traffic η of a GEMM table's ``streamed`` (NaN elsewhere); None if no table has it."""
-    tables = {dt: p for dt, p in cal.get("matmul", {}).items() if "streamed" in p}
-    if not tables:
-        return None
-    out = np.full(cols.flops.shape, np.nan)
-    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
-    if rows.any():
-        m = gemm_dims(cols)[0]
-        kn = np.broadcast_to(kn_rows(cols), m.shape)
-        dts = np.array(cols.dtypes)
-        for dt, p in tables.items():
-            r = rows & (dts == dt)
-            if r.any():
-                out[r] = np.where(is_gemv(p, m[r], kn[r]), np.nan, p["streamed"])
+def _table_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
+    """Per op, the weight-traffic η of its shape table's ``streamed`` (matmul: GEMMs only, not GEMVs;
+    conv: all), NaN elsewhere; None if no table has one."""
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    out, dims = None, None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if "streamed" not in p or not r.any():
+                continue
+            if out is None:
+                out = np.full(cols.flops.shape, np.nan)
+            if kind == "matmul":
+                dims = dims or gemm_dims(cols)
+                kn = np.broadcast_to(kn_rows(cols), dims[0].shape)
+                out[r] = np.where(is_gemv(p, dims[0][r], kn[r]), np.nan, p["streamed"])
+            else:
+                out[r] = p["streamed"]
     return out
 
 

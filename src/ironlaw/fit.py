@@ -234,11 +234,20 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             params.append((("latency_s", "matmul"), calibrate.MAX_LATENCY_S))
             axes.append(LAT)
         table = cal.get("matmul", {}).get(dt, {})
-        if calibrate.packs_weights(prob.hw) and calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool),
-                                                                                 table):
-            params += [(("matmul", dt, "serial"), 1.0),              # weight packing not hidden, and its
-                       (("matmul", dt, "streamed"), calibrate.MAX_MEMORY_ETA)]   # traffic (see gemmshape)
-            axes += [(0.1, 0.9), (0.4, 0.9)]
+        packing = [(("matmul", dt, "serial"), 1.0),                    # weight packing not hidden, and its
+                   (("matmul", dt, "streamed"), calibrate.MAX_MEMORY_ETA)]     # traffic (see gemmshape)
+        if calibrate.packs_weights(prob.hw):
+            probe_rows = mm & (prob.dtypes == dt) & (prob.ds == "probe:gemm")
+            probe_sub = prob.sub(probe_rows) if probe_rows.any() else None
+            if probe_sub is not None and calibrate._serial_identifiable(
+                    probe_sub.cols, np.ones(int(probe_rows.sum()), bool), table):
+                # the probe's hot and cold GEMMs of one shape at several M were made to tell packing from
+                # compute: fitted there alone, then held fixed (hundreds of model ops would otherwise
+                # trade serial against η_max and m_half from run to run)
+                cal = _fit_group(probe_sub, cal, params[:3] + packing, _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9)))
+            elif calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool), table):
+                params += packing
+                axes += [(0.1, 0.9), (0.4, 0.9)]
         cal = _fit_group(sub, cal, params, _grid(*axes))
     cal = _fit_gemv(prob, cal)         # again, now with each dtype's GEMM η to set a GEMV η against
     for kind in ("conv", "attention"):
@@ -250,13 +259,17 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             base = sub.loss(cal)
             eta0 = cal.get("compute", {}).get(kind, prob.hw.eta(kind))
             mem0 = cal.get("memory", {}).get("kind", {}).get(kind, 0.6)
-            # the kind's memory η is refitted with the shape: fitted alone beside a flat compute η, it
-            # soaked up the shape's effect (η_mem 0.12 for convolutions, which are not memory-bound)
-            new = _fit_group(sub, cal, [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9),
-                                        ((kind, dt, "nk_half"), 1e9),
-                                        (("memory", "kind", kind), calibrate.MAX_MEMORY_ETA)],
-                             _grid((min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0),
-                                   (mem0, 0.6, 1.0)))
+            # the kind's memory η is refitted with the shape, and weights get their own η: one η for both
+            # soaked up the activations' extra traffic (eager oneDNN reorders NCHW activations to its
+            # blocked layout and back on every call) and charged it to the weights too — 0.12 of DRAM
+            # bandwidth for a 7×7 conv's 9 MB of weights, 2.3× its measured time at batch 1
+            params = [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9), ((kind, dt, "nk_half"), 1e9),
+                      (("memory", "kind", kind), calibrate.MAX_MEMORY_ETA)]
+            axes = [(min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0), (mem0, 0.6)]
+            if (sub.cols.bytes.get("weights", np.zeros(1)) > 0).any():
+                params.append(((kind, dt, "streamed"), calibrate.MAX_MEMORY_ETA))
+                axes.append((0.5, 1.0))
+            new = _fit_group(sub, cal, params, _grid(*axes))
             if sub.loss(new) < base * (1 - SHAPE_MIN_GAIN):
                 cal = new
     return cal
