@@ -180,7 +180,7 @@ def _fit_group(prob: _Problem, cal: dict, params: list[tuple], starts: list[list
     def apply(x):
         c = calibrate._copy(cal)
         for (path, upper), xi in zip(params, x):
-            _set(c, path, float(min(math.exp(min(xi, 50.0)), upper)))
+            _set(c, path, float(min(max(math.exp(max(min(xi, 50.0), -200.0)), _floor(path)), upper)))
         return c
     loss = lambda x: prob.loss(apply(x))  # noqa: E731
     ranked = sorted(([math.log(v) for v in s] for s in starts), key=loss)
@@ -192,6 +192,16 @@ def _fit_group(prob: _Problem, cal: dict, params: list[tuple], starts: list[list
             d = d[k]
         d[path[-1]] = float(f"{d[path[-1]]:.4g}")
     return out
+
+
+def _floor(path: tuple) -> float:
+    """The smallest value a fitted parameter may take (exp of a wandering simplex can underflow to 0,
+    which the table's check rightly refuses): the bounds of ``ironlaw.calibrate``."""
+    if "latency_s" in path:
+        return calibrate.LAT_BOUNDS[0]
+    if path[-1] in ("m_half", "nk_half"):
+        return calibrate.HALF_BOUNDS[0]
+    return calibrate.ETA_MIN
 
 
 def _grid(*axes) -> list[list[float]]:
