@@ -49,8 +49,13 @@ def _peaks(probe: dict) -> dict:
         best = max(p for d, (p, _, _) in peaks.items() if dtype_bytes(d) >= dtype_bytes(dt))
         what = (f"fastest of {n_top} large GEMM shapes ({len(by_dt[dt])} measured): "
                 f"{r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s (spread {r['cv']:.1%})")
+        wider = [(d, p) for d, (p, _, _) in peaks.items() if dtype_bytes(d) > dtype_bytes(dt)]
+        slower_wide = [(d, p) for d, p in wider if peak < p]
         if peak < NO_FAST_PATH * best:
             what += f"; NO FAST PATH: {peak / best:.1%} of the best dtype as wide or wider"
+        elif dtype_bytes(dt) < 4 and slower_wide:       # a 16-bit type slower than a wider one runs no unit of its own
+            d, p = max(slower_wide, key=lambda x: x[1])
+            what += f"; NO FAST PATH: slower than {d} ({peak / p:.0%} of it)"
         out[dt] = {"peak_flops": peak, "source": source(probe, what)}
     return out
 
