@@ -170,8 +170,11 @@ def main() -> int:
                   f"{100 * s['naive_median_abs_err']:.0f}%), uncalibrated profile median |error| "
                   f"{100 * s['uncal_median_abs_err']:.0f}%")
     misses = 0
-    for r, label in (("held", "held-out"), ("fresh", "fresh"), ("fresh2", "fresh-2"), ("fresh3", "fresh-3")):
-        held = groups[GROUPS[r]]
+    pooled = [row for r in GROUPS if r != "fit" for row in groups[GROUPS[r]]]
+    groups["pooled"] = pooled
+    for r, label in (("held", "held-out"), ("fresh", "fresh"), ("fresh2", "fresh-2"), ("fresh3", "fresh-3"),
+                     ("pooled", f"all {len(pooled)} never-fitted")):
+        held = groups[GROUPS.get(r, r)]
         if not held:
             continue
         s = summarize(held)
