@@ -17,7 +17,8 @@ the three functions below instead of the flat ``[efficiency]`` defaults::
     [calibration.memory]         # fraction of a tier's bandwidth reached, by reuse pattern
     streamed = 0.6               # weights, tables, kv_cache, optimizer, gradients (read once per pass)
     produced = 0.9               # activations (just produced by the op before)
-    [calibration.memory.kind]    # per op kind, replacing the pattern value
+    [calibration.memory.kind]    # per op kind: the η of its activations (how it walks them), in place of
+                                 # 'produced'; its weights, KV and tables keep 'streamed' (or their table's)
     norm = 0.4
     [calibration.latency_s]      # fixed seconds per invocation, per op kind; 'default' for the rest
     default = 2.5e-6

@@ -5,8 +5,9 @@
             the largest cold M that runs about as fast as M = 1 — 2 for this machine's fp32 x @ Wᵀ, the
             nn.Linear layout, which is also assumed where an op does not say);
     gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"])
-    streamed: η of the weight traffic of GEMMs (M ≥ 2) of this dtype, in place of the calibration's
-            memory.streamed (which GEMVs keep): packing reads each weight and writes it again.
+    streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
+            calibration's memory.streamed; conv: all), in place of memory.streamed: packing reads each
+            weight and writes it again.
     serial: the share of the shorter of data and compute time that the kernel does not overlap with
             the longer (time = max + serial · min). A CPU BLAS packs the weight panel into a buffer
             before its micro-kernel uses it, so weight traffic and compute add (serial ≈ 1); a GEMV
