@@ -1,0 +1,160 @@
+"""The CPU GEMM model of session 2, each piece against arithmetic done by hand or against the measurement
+that motivated it: packing (serial), the GEMV path (gemv_m per weight layout), a GEMM table's own
+weight η, cache residency of a small workload, the usable size of a shared cache, and the cold-GEMM
+rows of the probe."""
+import numpy as np
+import pytest
+
+from ironlaw import calibrate, hardware, law
+from ironlaw.errors import IronlawError
+from ironlaw.graph import Graph, Op
+from ironlaw.probe import build, gemm as gemm_probe
+
+S = "estimate: test"
+PEAK, DRAM, LLC = 400e9, 25e9, 50e9
+LLC_BYTES = 64e6
+
+
+def cpu(cal: dict | None = None):
+    doc = {"schema": "ironlaw.hardware/1", "name": "toycpu", "title": "toy cpu", "kind": "cpu",
+           "compute": {"fp32": {"peak_flops": PEAK, "source": S}},
+           "vector": {"peak_flops": 30e9, "source": S},
+           "memory": [{"name": "l3", "role": "cache", "capacity_bytes": LLC_BYTES, "bw_Bps": LLC, "source": S},
+                      {"name": "dram", "role": "device", "capacity_bytes": 16e9, "bw_Bps": DRAM, "source": S}],
+           "latency": {"op_s": 1e-12, "source": S},          # negligible next to the µs below
+           "efficiency": {"other": 1.0, "memory": 1.0, "matmul": 1.0, "source": S}}
+    if cal:
+        doc["calibration"] = cal
+    return hardware.parse_hardware(doc, "toycpu")
+
+
+def table(**mm) -> dict:
+    return {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+            "matmul": {"fp32": {"eta_max": 1.0, "m_half": 0.0, "nk_half": 0.0, **mm}},
+            "memory": {"streamed": 1.0, "produced": 1.0}}
+
+
+def linear(m, n, k, **attrs):
+    return Op(f"mm {m}", "matmul", flops=2.0 * m * n * k, bytes={"activations": 4.0 * (m * k + m * n),
+                                                                   "weights": 4.0 * n * k},
+              dtype="fp32", attrs=attrs)
+
+
+def times(hw, ops, footprint=None):
+    g = Graph("t", "infer", "fp32", ops, footprint=footprint or {"weights": 1e9})   # 1 GB: not cache-resident
+    return np.asarray(law.predict(g, hw).op_time_s, float).reshape(-1)
+
+
+def test_packing_adds_weight_traffic_to_compute_for_gemms_not_gemvs():
+    m, n, k = 8, 4096, 1024
+    d = (4.0 * n * k) / DRAM + 4.0 * (m * k + m * n) / LLC          # weights from DRAM, activations from L3
+    c = 2.0 * m * n * k / PEAK
+    over = times(cpu(table()), [linear(m, n, k)])[0]
+    packed = times(cpu(table(serial=1.0)), [linear(m, n, k)])[0]
+    assert over == pytest.approx(max(d, c))
+    assert packed == pytest.approx(max(d, c) + min(d, c))
+    gemv = times(cpu(table(serial=1.0)), [linear(1, n, k)])[0]      # a GEMV streams the matrix once
+    assert gemv == pytest.approx(max(4.0 * n * k / DRAM + 4.0 * (k + n) / LLC, 2.0 * n * k / PEAK))
+
+
+def test_gemv_path_follows_the_weight_layout():
+    """This VM: x @ Wᵀ at M = 2 ran like M = 1 (GEMV path), x @ W at M = 2 like a GEMM."""
+    hw = cpu(table(serial=1.0, gemv_m=2))
+    nt, kn = times(hw, [linear(2, 4096, 1024), linear(2, 4096, 1024, weights_kn=True)])
+    d = 4.0 * 4096 * 1024 / DRAM + 4.0 * (2 * 1024 + 2 * 4096) / LLC
+    c = 2.0 * 2 * 4096 * 1024 / PEAK
+    assert nt == pytest.approx(max(d, c))                             # GEMV: overlapped
+    assert kn == pytest.approx(d + c)                                 # GEMM: packed
+
+
+def test_gemv_time_follows_the_matrix_not_m():
+    hw = cpu(table(gemv_m=2, gemv_eta=0.01))                          # compute-bound GEMVs
+    t1, t2 = times(hw, [linear(1, 4096, 1024), linear(2, 4096, 1024)])
+    assert t2 == pytest.approx(t1, rel=0.01)
+
+
+def test_a_gemm_table_gives_its_weights_their_own_eta():
+    m, n, k = 64, 4096, 1024
+    hw = cpu({**table(serial=1.0, streamed=0.5)})
+    act, w = 4.0 * (m * k + m * n), 4.0 * n * k
+    eta = (act + w) / (act / 1.0 + w / 0.5)          # one η per op: the byte-weighted reuse patterns
+    d = w / (DRAM * eta) + act / (LLC * eta)
+    c = 2.0 * m * n * k / PEAK
+    assert times(hw, [linear(m, n, k)])[0] == pytest.approx(d + c)
+    # a kind's memory η is its activations': the weights of a conv keep the streamed rate
+    conv = Op("conv", "conv", flops=1.0, bytes={"activations": 1e6, "weights": 1e6}, dtype="fp32")
+    cal = table()
+    cal["memory"]["kind"] = {"conv": 0.1}
+    t = times(cpu(cal), [conv])[0]
+    eta = 2e6 / (1e6 / 0.1 + 1e6 / 1.0)
+    assert t == pytest.approx(1e6 / (LLC * eta) + 1e6 / (DRAM * eta))
+    assert t < 0.6 * (1e6 / (LLC * 0.1) + 1e6 / (DRAM * 0.1))     # not the kind's 0.1 on the weights too
+
+
+def test_a_workload_that_fits_the_last_cache_reads_its_weights_from_there():
+    op = linear(4, 1024, 1024)
+    small = times(cpu(), [op], footprint={"weights": 4.0 * 1024 * 1024})
+    big = times(cpu(), [op], footprint={"weights": 1e9})
+    assert small[0] == pytest.approx(op.total_bytes / LLC)
+    assert big[0] == pytest.approx(4.0 * 1024 * 1024 / DRAM + 4.0 * (4 * 1024 * 2) / LLC)
+    # the fit sees the same placement through op.attrs['resident']
+    resident = Op(op.name, op.kind, flops=op.flops, bytes=op.bytes, dtype="fp32", attrs={"resident": True})
+    assert times(cpu(), [resident])[0] == pytest.approx(small[0])
+
+
+def test_a_shared_cache_is_as_large_as_the_copies_that_still_ran_at_its_rate():
+    """Seen here: sysfs says 480 MiB of L3, copies of 216 and 336 MiB ran at DRAM speed."""
+    mib = 2 ** 20
+    rows = [{"level": "l3", "bytes": s * mib, "time_s": s * mib / bw}
+            for s, bw in ((48, 57e9), (72, 56.8e9), (96, 54e9), (144, 46.7e9), (216, 35.6e9), (336, 29.7e9))]
+    kept, cap = build._effective_cache(rows, 55e9, 0.0)
+    assert cap == 144 * mib and len(kept) == 4
+    calm = [dict(r, time_s=r["bytes"] / 55e9) for r in rows]
+    assert build._effective_cache(calm, 55e9, 0.0) == (calm, None)     # every size kept the rate: the OS's
+
+
+def test_gemv_m_is_read_off_the_cold_rows():
+    def row(m, t, layout=None):
+        r = {"dtype": "fp32", "m": m, "n": 4096, "k": 1024, "time_s": t, "cv": 0.01, "flops_per_s": 1.0,
+             "weights": "cold"}
+        return {**r, "layout": layout} if layout else r
+    probe = {"gemm": [row(1, 0.60e-3), row(2, 0.63e-3), row(4, 1.14e-3), row(8, 1.50e-3),
+                      row(1, 0.59e-3, "kn"), row(2, 1.06e-3, "kn")]}
+    assert build.gemv_m(probe, "fp32") == 2
+    assert build.gemv_m(probe, "fp32", "kn") == 1
+    assert build.gemv_tables(probe) == {"fp32": {"gemv_m": 2}}
+    assert build.gemv_m({"gemm": []}, "fp32") is None
+
+
+def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
+    assert gemm_probe.cold_pool_bytes(480 * 2 ** 20) == 960 * 2 ** 20
+    assert gemm_probe.cold_pool_bytes(1 * 2 ** 20) == gemm_probe.COLD_MIN_BYTES
+    assert gemm_probe.cold_pool_bytes(10 * 2 ** 30) == gemm_probe.COLD_MAX_BYTES
+    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 3
+    assert gemm_probe.cold_shapes("fp16", quick=True) == []
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda p: p.update(serial=1.5), "calibration.matmul.fp32.serial"),
+    (lambda p: p.update(streamed=0.0), "calibration.matmul.fp32.streamed"),
+    (lambda p: p.update(gemv_m=-2), "calibration.matmul.fp32.gemv_m"),
+    (lambda p: p.update(gemv_m_kn="two"), "calibration.matmul.fp32.gemv_m_kn"),
+])
+def test_new_table_fields_are_checked(edit, field):
+    cal = table()
+    edit(cal["matmul"]["fp32"])
+    with pytest.raises(IronlawError, match=field.replace(".", r"\.")):
+        calibrate.check(cal, "calibration")
+
+
+def test_probe_rows_with_unknown_weights_or_layout_are_refused():
+    from ironlaw import profile
+    probe = {"date": "2026-12-02T10:00:00+00:00", "stamp": "20261202-100000", "host": "h", "cpu": "c", "device": "c",
+             "torch": "2.13.0", "threads": 2, "quick": False, "duration_s": 1.0, "max_cv": 0.15,
+             "gemm": [{"dtype": "fp32", "m": 8, "n": 64, "k": 64, "time_s": 1e-5, "cv": 0.01, "flops_per_s": 1e10,
+                       "weights": "cold", "layout": "kn"}]}
+    profile.check_probe(probe, "probe")
+    for key, bad in (("weights", "warm"), ("layout", "tn")):
+        doc = {**probe, "gemm": [{**probe["gemm"][0], key: bad}]}
+        with pytest.raises(IronlawError, match=rf"probe\.gemm\[0\]\.{key}"):
+            profile.check_probe(doc, "probe")
