@@ -252,13 +252,17 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             if probe_sub is not None and calibrate._serial_identifiable(
                     probe_sub.cols, np.ones(int(probe_rows.sum()), bool), table):
                 # the probe's hot and cold GEMMs of one shape at several M were made to tell packing from
-                # compute: fitted there alone, then held fixed (hundreds of model ops would otherwise
-                # trade serial against η_max and m_half from run to run)
+                # compute: the GEMM model is fitted there alone and held (fitted on hundreds of model ops
+                # too, serial traded against η_max and m_half from run to run); the model runs fit only
+                # the per-call latency. Five runs re-fitted both ways: all 24 never-fitted cases median
+                # 6.4–9.5% vs 6.5–9.1%, p90 9.7–12.2% vs 10.5–16.6%; fresh-3 6.3–8.7% vs 8.1–13.2%
                 cal = _fit_group(probe_sub, cal, params[:3] + packing, _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9)))
+                params, axes = params[3:], axes[3:]
             elif calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool), table):
                 params += packing
                 axes += [(0.1, 0.9), (0.4, 0.9)]
-        cal = _fit_group(sub, cal, params, _grid(*axes))
+        if params:
+            cal = _fit_group(sub, cal, params, _grid(*axes))
     cal = _fit_gemv(prob, cal)         # again, now with each dtype's GEMM η to set a GEMV η against
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
