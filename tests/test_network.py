@@ -188,3 +188,67 @@ def test_cli_allreduce(cli):
     assert r.rc == 2 and "two devices" in r.err
     r = cli("analyze", "allreduce:64MB", "--on", "a100")
     assert r.rc == 2 and "--gpus" in r.err
+
+
+# ---------------------------------------------------------------------- concurrent groups share a node
+def test_concurrent_groups_share_the_node_ceiling():
+    """8 two-rank groups (one GPU per node each, as a training step's DP groups under tp 8) reducing at once
+    on 2 DGX A100: each gets the node ceiling / 8, not the one port it would have alone."""
+    from ironlaw.network.collectives import inter_node_Bps
+    hw = hardware.get("a100")
+    port = A100_VIDUR.efficiency("collective", "infiniband") * hw.link("infiniband").bw_Bps
+    alone, shared = build(hw, 2, 2), build(hw, 2, 2, concurrent=8)
+    assert inter_node_Bps(alone, "collective", A100_VIDUR) == pytest.approx(port)
+    assert inter_node_Bps(shared, "collective", A100_VIDUR) == pytest.approx(A100_VIDUR.node_ceiling("infiniband") / 8)
+    n = 256e6
+    _, b1 = collective_time("allreduce-ring", n, alone)
+    _, b8 = collective_time("allreduce-ring", n, shared)
+    assert b8 / b1 == pytest.approx(port / (A100_VIDUR.node_ceiling("infiniband") / 8))
+    assert b8 / b1 > 2.3                                        # 5.93 GB/s alone -> 2.48 GB/s shared
+    # point-to-point across nodes shares the node too (pipeline stages: every GPU sends at once)
+    p2p = A100_VIDUR.efficiency("p2p", "infiniband") * hw.link("infiniband").bw_Bps
+    _, s1 = collective_time("sendrecv", n, alone)
+    _, s8 = collective_time("sendrecv", n, shared)
+    assert s1 == pytest.approx(n / p2p) and s8 == pytest.approx(n / (A100_VIDUR.node_ceiling("infiniband") / 8))
+
+
+def test_concurrent_groups_share_the_ports():
+    """Without a ceiling (estimates), a node with fewer ports than concurrent groups splits its ports; with
+    one port per device (DGX) the shares never bind; inside a node nothing is shared (NVSwitch)."""
+    from ironlaw.network.calibration import DEFAULT
+    from ironlaw.network.collectives import inter_node_Bps
+    data = hardware.read_toml(hardware.CATALOG_DIR / "h100.toml")
+    next(l for l in data["links"] if l["kind"] == "infiniband")["ports_per_node"] = 2
+    two_ports = hardware.parse_hardware(data, "h100.toml")
+    hw = hardware.get("h100")
+    port = DEFAULT.efficiency("collective", "infiniband") * hw.link("infiniband").bw_Bps
+    assert inter_node_Bps(build(two_ports, 2, 2, concurrent=8), "collective", DEFAULT) == pytest.approx(port * 2 / 8)
+    assert inter_node_Bps(build(hw, 2, 2, concurrent=8), "collective", DEFAULT) == pytest.approx(port)
+    assert inter_node_Bps(build(hw, 8, 1, concurrent=4), "collective", DEFAULT) == np.inf
+    _, b1 = collective_time("allreduce", 1e9, build(hw, 2, 1))
+    _, b4 = collective_time("allreduce", 1e9, build(hw, 2, 1, concurrent=4))
+    assert b4 == b1
+
+
+@pytest.mark.parametrize("name", ["allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"])
+@pytest.mark.parametrize("device", ["a100", "h100"])
+def test_time_never_falls_as_concurrent_groups_grow(name, device):
+    hw = hardware.get(device)
+    shapes = [(2, 2)] if name == "sendrecv" else [(2, 2), (4, 2), (16, 2), (8, 8)]
+    for gpus, nodes in shapes:
+        t = [sum(collective_time(name, np.logspace(3, 10, 15), build(hw, gpus, nodes, concurrent=c)))
+             for c in (1, 2, 3, 4, 8, 16)]
+        assert all(np.all(later >= earlier) for earlier, later in zip(t, t[1:])), (gpus, nodes)
+        assert np.all(t[-1][-1:] > t[0][-1:])                   # and at 10 GB they do grow
+
+
+def test_a_collective_on_its_own_is_unshared(cli):
+    """``allreduce:`` with --gpus/--nodes is one collective, concurrency 1: the 2 × 8 A100 all-reduce keeps
+    the node ceiling's bus bandwidth and stays within 15% of vidur's held-out 64 MiB point."""
+    topo = build(hardware.get("a100"), 16, 2)
+    assert topo.concurrent == 1
+    r = cli("analyze", "allreduce:64MiB", "--on", "a100", "--gpus", "16", "--nodes", "2", "--format", "json")
+    assert r.rc == 0, r.err
+    assert r.json()["time_s"] == pytest.approx(float(sum(collective_time("allreduce", 64 * 2**20, topo))))
+    n, t = _load()[("all_reduce", 16, 8)]
+    assert r.json()["time_s"] == pytest.approx(float(t[n == 64 * 2**20][0]), rel=0.15)

@@ -188,3 +188,71 @@ def test_gpt3_layer_decode_tp4_weight_streaming(tmp_path):
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
     for k in ("Q_K_V", "attention", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA", "LayerNorm_FFN"):
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
+
+
+# ---------------------------------------------------------------------- groups that share a node's network
+def test_rank_layout_groups_and_their_concurrency():
+    """Megatron layout (TP fastest, then DP, then PP), 8 GPUs per node: (ranks, nodes, groups per node)."""
+    assert parallel.group(1, 8, 8) == (8, 1, 1)          # TP 8 fills a node
+    assert parallel.group(1, 16, 8) == (16, 2, 1)        # TP 16 fills two: alone on them
+    assert parallel.group(8, 2, 8) == (2, 2, 8)          # DP under TP 8: one rank per node, 8 groups at once
+    assert parallel.group(2, 8, 8) == (8, 2, 2)          # DP 8 under TP 2: 4 ranks per node, 2 groups
+    assert parallel.group(2, 4, 8) == (4, 1, 2)          # inside a node (NVSwitch: not shared)
+
+
+def _forced_concurrency(monkeypatch, c):
+    """train_step with every group's concurrency forced to ``c`` (1: each group as if alone on its nodes)."""
+    real = parallel.group
+
+    def forced(stride, size, gpus_per_node):
+        ranks, nodes, _ = real(stride, size, gpus_per_node)
+        return ranks, nodes, c
+    monkeypatch.setattr(parallel, "group", forced)
+
+
+def test_dp_groups_across_nodes_share_the_node(monkeypatch):
+    """tp 8, dp 2 on 2 DGX A100: the 8 DP groups of a node reduce at once through one node's ceiling, so
+    each runs at ceiling / 8 = 2.48 GB/s, not the 5.93 GB/s of one port; the gradient all-reduce grows by
+    their ratio (it is bandwidth-bound: 54 MB per layer bucket)."""
+    from ironlaw.network import build
+    from ironlaw.network.calibration import A100_VIDUR
+    from ironlaw.network.collectives import inter_node_Bps
+    g, hw = _train(), hardware.get("a100")
+    plan = parallel.make_plan(dict(gpus=16, nodes=2, tp=8, dp=2, global_batch=16), g)
+    shared = parallel.train_step(g, hw, plan)
+    _forced_concurrency(monkeypatch, 1)
+    alone = parallel.train_step(g, hw, plan)
+    b_shared = inter_node_Bps(build(hw, 2, 2, concurrent=8), "collective", A100_VIDUR)
+    b_alone = inter_node_Bps(build(hw, 2, 2), "collective", A100_VIDUR)
+    assert b_shared == pytest.approx(A100_VIDUR.node_ceiling("infiniband") / 8)
+    ratio = shared.breakdown["dp_grad_comm_s"] / alone.breakdown["dp_grad_comm_s"]
+    assert ratio == pytest.approx(b_alone / b_shared, rel=0.02)
+    assert shared.step_s > alone.step_s
+
+
+def test_pipeline_sends_across_nodes_share_the_node(monkeypatch):
+    """tp 8, pp 2 on 2 DGX A100: all 8 GPUs of stage 1's node send to stage 2 at once."""
+    g, hw = _train(), hardware.get("a100")
+    plan = parallel.make_plan(dict(gpus=16, nodes=2, tp=8, pp=2, global_batch=16), g)
+    shared = parallel.train_step(g, hw, plan)
+    _forced_concurrency(monkeypatch, 1)
+    alone = parallel.train_step(g, hw, plan)
+    from ironlaw.network.calibration import A100_VIDUR
+    port = A100_VIDUR.efficiency("p2p", "infiniband") * hw.link("infiniband").bw_Bps
+    ratio = shared.breakdown["pipeline_p2p_s"] / alone.breakdown["pipeline_p2p_s"]
+    assert ratio == pytest.approx(port / (A100_VIDUR.node_ceiling("infiniband") / 8), rel=0.03)
+
+
+@pytest.mark.parametrize("opts", [dict(gpus=16, nodes=2, tp=8, dp=2, global_batch=16),
+                                  dict(gpus=16, nodes=2, tp=2, dp=8, global_batch=16, zero=1),
+                                  dict(gpus=32, nodes=4, tp=8, pp=2, dp=2, global_batch=16, zero=3)])
+@pytest.mark.parametrize("device", ["a100", "h100"])
+def test_step_time_never_falls_as_concurrency_grows(monkeypatch, opts, device):
+    g, hw = _train(), hardware.get(device)
+    plan = parallel.make_plan(opts, g)
+    steps = []
+    for c in (1, 2, 4, 8, 16):
+        _forced_concurrency(monkeypatch, c)
+        steps.append(parallel.train_step(g, hw, plan).step_s)
+        monkeypatch.undo()
+    assert all(b >= a for a, b in zip(steps, steps[1:])), steps

@@ -12,8 +12,12 @@
                 ``ironlaw.critical_path``'s network stream), the optimizer step;
                 memory per device; model FLOPs, hardware FLOPs, MFU = model FLOPs / (step time × peak × gpus)
 
-Ranks are laid out as Megatron does: TP fastest, then DP, then PP; a group of ranks spaced ``stride``
-apart spans ``stride·size / gpus_per_node`` nodes, so the topology decides which link each collective uses.
+Ranks are laid out as Megatron does: TP fastest, then DP, then PP (rank = t + tp·(d + dp·s)); a group of
+ranks spaced ``stride`` apart spans ``stride·size / gpus_per_node`` nodes, so the topology decides which
+link each collective uses. Every rank of a node belongs to one group of each kind, so a node holds
+G / (ranks per node of one group) groups of a kind, and they run the same collective at the same time
+(same layer, same micro-batch): between nodes they share the node's network ports and ceiling
+(``network.collectives.inter_node_Bps``), inside a node they do not (NVSwitch is non-blocking).
 Activation memory per device follows Korthikanti et al. 2022 ("Reducing activation recomputation"): of the
 34·s·b·h bytes a layer saves, 24 split over TP and 10 do not unless sequence parallelism splits them too.
 """
@@ -133,11 +137,18 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int) -> None:
 
 
 # ---------------------------------------------------------------------- rank layout → groups
-def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int]:
-    """(ranks, nodes) of a group of ``size`` ranks spaced ``stride`` apart."""
+def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
+    """(ranks, nodes, concurrent) of a group of ``size`` ranks spaced ``stride`` apart.
+
+    ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
+    every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
+    spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
+    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them."""
     if size == 1 or stride * size <= gpus_per_node:
-        return size, 1
-    return size, (size if stride >= gpus_per_node else stride * size // gpus_per_node)
+        nodes = 1
+    else:
+        nodes = size if stride >= gpus_per_node else stride * size // gpus_per_node
+    return size, nodes, max(gpus_per_node // (size // nodes), 1)
 
 
 # ---------------------------------------------------------------------- tensor parallelism
@@ -145,13 +156,23 @@ def _base(name: str) -> str:
     return name.split(".")[0]
 
 
-def _coll(name: str, kind: str, nbytes, grp: tuple[int, int], count: int, dtype: str, module: str) -> Op:
+def _shapes(grp: tuple) -> str:
+    shared = f", {grp[2]} groups per node at once" if len(grp) > 2 and grp[1] > 1 and grp[2] > 1 else ""
+    return f"{grp[0]} ranks on {grp[1]} node(s){shared}"
+
+
+def _coll(name: str, kind: str, nbytes, grp: tuple, count: int, dtype: str, module: str) -> Op:
     return Op(name, "collective", network_bytes=nbytes, dtype=dtype, count=count, module=module,
-              collective=kind, group=grp, shapes=f"{grp[0]} ranks on {grp[1]} node(s)")
+              collective=kind, group=grp, shapes=_shapes(grp))
 
 
-def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple[int, int] | None = None, ep: int = 1,
-             ep_grp: tuple[int, int] | None = None) -> Graph:
+def _topology(hw, grp: tuple):
+    """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
+
+
+def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
+             ep_grp: tuple | None = None) -> Graph:
     """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``)."""
     if tp == 1 and ep == 1:
         return g
@@ -236,7 +257,7 @@ def exposed_after_overlap(comm_s: float, window_s: float, last_bucket_s: float) 
     return max(comm_s - window_s, min(last_bucket_s, comm_s))
 
 
-def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple[int, int], composition: str) -> tuple[float, float]:
+def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) -> tuple[float, float]:
     """(total, exposed) seconds of the data-parallel gradient reduction of the last micro-batch.
 
     Scheduled by ``ironlaw.critical_path``: one collective per layer is issued on the network stream as soon
@@ -254,11 +275,11 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple[int, int], compositio
                 if op.name.endswith(".backward") and i not in layer_bwd)
     ops = list(sg.ops)
     sync = [Op(f"dp.grad.{kind}.layer", "collective", network_bytes=layer_grads, dtype=sg.dtype, count=L,
-               module="dp", collective=kind, group=grp, attrs={"grad_sync": True})]
+               module="dp", collective=kind, group=grp, shapes=_shapes(grp), attrs={"grad_sync": True})]
     ops.insert(max(layer_bwd) + 1, sync[0])
     if other > 0:
         ops.append(Op(f"dp.grad.{kind}.rest", "collective", network_bytes=other, dtype=sg.dtype, module="dp",
-                      collective=kind, group=grp, attrs={"grad_sync": True}))
+                      collective=kind, group=grp, shapes=_shapes(grp), attrs={"grad_sync": True}))
     # phase "infer": only the ops marked grad_sync may overlap; TP collectives in the backward stay blocking
     g = Graph(sg.name, "infer", sg.dtype, ops, footprint=dict(sg.footprint), meta=dict(sg.meta))
     est = law.predict(g, hw, composition)
@@ -379,6 +400,22 @@ def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
                        f"try --zero 3, --recompute full, or larger --tp/--pp")
 
 
+def _shared_network_notes(hw, plan: Plan, dp_grp: tuple, pp_grp: tuple, ep_grp: tuple) -> list[str]:
+    """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
+    from .network.calibration import for_hardware
+    from .network.collectives import inter_node_Bps
+    from .units import fmt
+    out = []
+    for what, grp, fam, used in (("data-parallel gradient sync", dp_grp, "collective", plan.dp > 1),
+                                 ("stage-to-stage send/recv", pp_grp, "p2p", plan.pp > 1),
+                                 ("expert all-to-all", ep_grp, "p2p", plan.ep > 1)):
+        t = _topology(hw, grp)
+        if used and t.inter is not None and t.concurrent > 1:
+            out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
+                       f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
+    return out
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
     from . import law
@@ -390,10 +427,12 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     topo = build_topology(hw, plan.gpus, plan.nodes)
     G = topo.gpus_per_node
     tp_grp, dp_grp, ep_grp = group(1, plan.tp, G), group(plan.tp, plan.dp, G), group(plan.tp, plan.ep, G)
-    pp_grp = (2, 2) if plan.pp > 1 and plan.tp * plan.dp >= G and plan.nodes > 1 else (2, 1)
+    # a rank of stage s sends to its peer in s + 1, tp·dp ranks further: a pair spaced tp·dp apart, across
+    # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs)
+    pp_grp = group(plan.tp * plan.dp, 2, G)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = []
+    notes = _shared_network_notes(hw, plan, dp_grp, pp_grp, ep_grp)
 
     stages, opt = _stage_ops(g, plan)
     ests = []
@@ -414,7 +453,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     p2p_s = 0.0
     if plan.pp > 1:
         nbytes = tokens_mb * g.meta["hidden"] * by / (plan.tp if plan.sequence_parallel else 1)
-        a, b = collective_time("sendrecv", nbytes, build_topology(hw, 2, pp_grp[1]))
+        a, b = collective_time("sendrecv", nbytes, _topology(hw, pp_grp))
         p2p_s = 2.0 * v * m * float(a + b)
         notes.append("stage-to-stage send/recv counted on the critical path (not overlapped)")
     bubble_s = (plan.pp - 1) / v * t_mb
@@ -428,12 +467,12 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         sg = tp_shard(Graph(g.name, "train", g.dtype, slow, footprint=est.graph.footprint, meta=dict(g.meta)),
                       plan.tp, plan.sequence_parallel, tp_grp, plan.ep, ep_grp)
         dp_s, exposed = grad_sync_exposed(sg, hw, kind, dp_grp, composition)
-        a1, b1 = collective_time(kind, min(GRAD_BUCKET_BYTES, grad_bytes), build_topology(hw, *dp_grp))
+        a1, b1 = collective_time(kind, min(GRAD_BUCKET_BYTES, grad_bytes), _topology(hw, dp_grp))
         if plan.zero >= 2:                 # updated parameter shards gathered back after the step
-            a, b = collective_time("allgather", grad_bytes, build_topology(hw, *dp_grp))
+            a, b = collective_time("allgather", grad_bytes, _topology(hw, dp_grp))
             zero3_s += float(a + b) if plan.zero == 2 else 0.0
         if plan.zero == 3:                 # parameters gathered before forward and backward, prefetched
-            a, b = collective_time("allgather", grad_bytes, build_topology(hw, *dp_grp))
+            a, b = collective_time("allgather", grad_bytes, _topology(hw, dp_grp))
             zero3_s += 2.0 * m * exposed_after_overlap(float(a + b), t_mb, float(a1 + b1))
             notes.append("ZeRO-3 parameter gathers: placeholder overlap (all but the last bucket hidden)")
     opt_params = p_dev / (plan.dp if plan.zero >= 1 else 1)

@@ -8,17 +8,20 @@ bottleneck link / (η · link bandwidth).
     alltoall         what each rank sends in total (nbytes / p to every rank)
     sendrecv         what one rank sends to one peer
 For ``p`` ranks on ``m`` nodes (``q = p / m`` per node), a ring's bandwidth is that of its slowest
-stretch: ``min(η·B_intra, B_node)`` with ``B_node = min(η·B_nic·nics, ceiling)`` — one ring per network
-port (NCCL "channels"), ``nics = min(q, ports_per_node)`` ports of a node in parallel (topology.py), up to
-the node ceiling of the calibration (what a node moves over the network in all; measured on DGX A100 the
-ports do not add up: calibration.py). Steps inside a node pay the intra-node hop latency, steps that cross
-nodes the inter-node one (the structure of NCCL's own tuning model, src/graph/tuning.cc):
+stretch: ``min(η·B_intra, B_node)`` with ``B_node`` what the group moves per node between nodes
+(``inter_node_Bps``): one ring per network port (NCCL "channels"), ``nics = min(q, ports_per_node)`` ports
+of a node in parallel (topology.py), up to the node ceiling of the calibration (what a node moves over the
+network in all; measured on DGX A100 the ports do not add up: calibration.py), both shared with the other
+``c`` groups that run the same collective on the node at the same time (``topo.concurrent``; 1 for one
+collective on its own). B_intra is never shared (NVSwitch is non-blocking: topology.py). Steps inside a
+node pay the intra-node hop latency, steps that cross nodes the inter-node one (the structure of NCCL's
+own tuning model, src/graph/tuning.cc):
     ring all-reduce   α = launch + 2(p−m)·h_intra + 2(m−1)·h_inter     β = 2(p−1)/p · n / B_ring
     tree all-reduce   α = launch + 2((q−1)·h_intra + ⌈log2 m⌉·h_inter)  β = 2n / B_ring
     allreduce (auto)  the faster of the two, as NCCL's tuner picks
     all-gather, reduce-scatter (ring)  α = launch + (p−m)·h_intra + (m−1)·h_inter   β = (p−1)/p · n / B_ring
-    all-to-all        α = launch + h_max     β = max(n(q−1)/p / B_intra, q·n(p−q)/p / (B_nic·nics))
-    send/recv         α = launch + h          β = n / B_link   (the inter-node link when the pair spans nodes)
+    all-to-all        α = launch + h_max     β = max(n(q−1)/p / B_intra, q·n(p−q)/p / B_node)
+    send/recv         α = launch + h          β = n / B_link   (B_node of the pair when it spans nodes)
 """
 from __future__ import annotations
 
@@ -35,15 +38,35 @@ COLLECTIVES = {
 }
 
 
-def _bandwidths(topo: Topology, fam: str, cal) -> tuple[float, float]:
-    """(intra-node bandwidth per device, inter-node bandwidth per node), inf where unused.
+def inter_node_Bps(topo: Topology, fam: str, cal) -> float:
+    """Bytes/s per direction ONE group of ``topo`` moves between nodes, per node; inf on one node.
 
-    Per node: the group's ports in parallel, capped by the node ceiling of the calibration."""
-    b_in = cal.efficiency(fam, topo.intra.kind) * topo.intra.bw_Bps if topo.intra else math.inf
+    With ``c = topo.concurrent`` groups running the same collective on the node at once (a training step's
+    data-parallel groups, say), each gets the least of
+        its own ports       η·B_port·nics                  (nics = min(its GPUs on the node, ports_per_node))
+        its share of ports  η·B_port·ports_per_node / c    (one port per device of the node when the catalog
+                                                            states no count: q·c, never binding)
+        its share of the    ceiling / c                    (calibration.node_ceiling: what a node moves over
+        node ceiling                                        the network in all, measured on DGX A100)
+    With c = 1 this is the bandwidth of one collective on its own, as nccl-tests measure it (and as
+    calibration.py was fitted). For c > 1 — estimate: the c groups stream for the whole collective at once
+    (same gradient bucket, same micro-batch) and split the node fairly; no measurement of concurrent groups
+    is in ../shared/reference (vidur times one collective at a time), so the split is not validated.
+    """
     if topo.inter is None:
-        return b_in, math.inf
-    ports = cal.efficiency(fam, topo.inter.kind) * topo.inter.bw_Bps * topo.nics_per_node
-    return b_in, min(ports, cal.node_ceiling(topo.inter.kind))
+        return math.inf
+    c = topo.concurrent
+    port = cal.efficiency(fam, topo.inter.kind) * topo.inter.bw_Bps
+    node_ports = topo.inter.ports_per_node or topo.gpus_per_node * c
+    return min(port * topo.nics_per_node, port * node_ports / c, cal.node_ceiling(topo.inter.kind) / c)
+
+
+def _bandwidths(topo: Topology, fam: str, cal) -> tuple[float, float]:
+    """(intra-node bandwidth per device, inter-node bandwidth of the group per node), inf where unused.
+
+    Inside a node concurrent groups do not share (NVSwitch is non-blocking: topology.py)."""
+    b_in = cal.efficiency(fam, topo.intra.kind) * topo.intra.bw_Bps if topo.intra else math.inf
+    return b_in, inter_node_Bps(topo, fam, cal)
 
 
 def collective_time(name: str, nbytes, topo: Topology, cal=None):
@@ -69,8 +92,7 @@ def collective_time(name: str, nbytes, topo: Topology, cal=None):
 
     if name == "sendrecv":
         if m > 1:
-            link = topo.inter
-            return np.full_like(n, launch + h_out), n / (cal.efficiency(fam, link.kind) * link.bw_Bps)
+            return np.full_like(n, launch + h_out), n / b_out
         return np.full_like(n, launch + h_in), n / b_in
     if name in ("allgather", "reducescatter"):
         a = launch + (p - m) * h_in + (m - 1) * h_out
@@ -95,6 +117,7 @@ def op_terms(graph, hw, cols):
 
     Used by ``ironlaw.law``: α goes to the op's latency term, β to its network term. An op with network
     bytes but no known collective, or a group the hardware cannot form, is an error, never a zero.
+    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node: ironlaw.parallel.group).
     """
     lat = np.zeros(cols.network_bytes.shape)
     net = np.zeros(cols.network_bytes.shape)
@@ -104,7 +127,8 @@ def op_terms(graph, hw, cols):
         if op.collective not in COLLECTIVES:
             raise IronlawError(f"op '{op.name}' puts bytes on the network but names no collective "
                                f"(one of {', '.join(COLLECTIVES)})")
-        ranks, nodes = op.group
-        a, b = collective_time(op.collective, cols.network_bytes[i], build(hw, int(ranks), int(nodes)))
+        ranks, nodes, *concurrent = op.group
+        topo = build(hw, int(ranks), int(nodes), concurrent=int(concurrent[0]) if concurrent else 1)
+        a, b = collective_time(op.collective, cols.network_bytes[i], topo)
         lat[i], net[i] = a, b
     return lat, net

@@ -7,6 +7,13 @@ uses ``nics_per_node`` network ports of the catalog's bandwidth per node: one pe
 the node, at most the node's ``ports_per_node`` where the catalog states it (DGX A100: 8 HDR ports, one
 per GPU, so a group with q GPUs on a node spreads its rings over min(q, 8) ports). A link that states
 no port count gets one port per device (rail-optimised, as DGX systems are).
+
+``concurrent`` is how many groups of this shape run the same collective on the same nodes at the same
+time (a training step's data-parallel groups all reduce the same gradient bucket at once); they share
+each node's network ports and its ceiling (collectives.inter_node_Bps). Inside a node they do not share:
+an NVSwitch fabric is non-blocking, every GPU keeps its full NVLink rate whatever the others do
+(datasheet: DGX A100, 6 NVSwitches, 4.8 TB/s bidirectional = 8 GPUs × 600 GB/s; DGX H100, 4 NVSwitches,
+7.2 TB/s = 8 × 900 GB/s). One collective on its own (``allreduce:64MB --gpus 16 --nodes 2``) has 1.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ class Topology:
     intra: Link | None          # None when a node holds one device
     inter: Link | None          # None on one node
     nics_per_node: int
+    concurrent: int = 1         # groups of this shape sharing each node's network at the same time
 
     @property
     def gpus_per_node(self) -> int:
@@ -39,6 +47,8 @@ class Topology:
             parts.append(f"{self.intra.name} inside a node")
         if self.inter:
             parts.append(f"{self.nics_per_node} × {self.inter.name} per node between nodes")
+            if self.concurrent > 1:
+                parts.append(f"the node's network shared by {self.concurrent} concurrent groups")
         return ", ".join(parts)
 
 
@@ -58,9 +68,12 @@ def check_count(value, what: str) -> int:
     return int(value)
 
 
-def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None) -> Topology:
-    """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes."""
+def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None,
+          concurrent: int = 1) -> Topology:
+    """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes, one of ``concurrent``
+    such groups that run the same collective on the same nodes at once (see the module docstring)."""
     gpus, nodes = check_count(gpus, "--gpus"), check_count(nodes, "--nodes")
+    concurrent = check_count(concurrent, "concurrent groups per node")
     if nodes > gpus:
         raise IronlawError(f"--nodes {nodes} exceeds --gpus {gpus}: every node needs at least one device")
     if gpus % nodes:
@@ -78,4 +91,4 @@ def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None
         nics = check_count(nics_per_node, "nics per node")
     else:
         nics = min(per_node, inter.ports_per_node) if inter and inter.ports_per_node else per_node
-    return Topology(hw, gpus, nodes, intra, inter, nics)
+    return Topology(hw, gpus, nodes, intra, inter, nics, concurrent)
