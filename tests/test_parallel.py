@@ -256,3 +256,17 @@ def test_step_time_never_falls_as_concurrency_grows(monkeypatch, opts, device):
         steps.append(parallel.train_step(g, hw, plan).step_s)
         monkeypatch.undo()
     assert all(b >= a for a, b in zip(steps, steps[1:])), steps
+
+
+def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
+    """tp 2, dp 2, pp 4 on 2 DGX A100: stages 1 and 2 meet at the node edge, 4 pairs over InfiniBand
+    (it was costed over NVLink): the pipeline's send/recv runs at the slowest boundary."""
+    from ironlaw.network import build, collective_time
+    g, hw = _train(), hardware.get("a100")
+    plan = parallel.make_plan(dict(gpus=16, nodes=2, tp=2, pp=4, dp=2, global_batch=16), g)
+    st = parallel.train_step(g, hw, plan)
+    nbytes = 2048 * g.meta["hidden"] * 2
+    pair = float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 2, concurrent=4))))
+    assert st.breakdown["pipeline_p2p_s"] == pytest.approx(2 * plan.microbatches * pair)
+    nvlink = float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 1))))
+    assert pair > 10 * nvlink

@@ -428,8 +428,12 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     G = topo.gpus_per_node
     tp_grp, dp_grp, ep_grp = group(1, plan.tp, G), group(plan.tp, plan.dp, G), group(plan.tp, plan.ep, G)
     # a rank of stage s sends to its peer in s + 1, tp·dp ranks further: a pair spaced tp·dp apart, across
-    # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs)
+    # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
+    # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
+    # the last stage of a node sends its tp·dp ranks to the next node, sets the pipeline's pace
     pp_grp = group(plan.tp * plan.dp, 2, G)
+    if plan.pp > 1 and plan.nodes > 1 and pp_grp[1] == 1:
+        pp_grp = (2, 2, min(plan.tp * plan.dp, G))
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
     notes = _shared_network_notes(hw, plan, dp_grp, pp_grp, ep_grp)
