@@ -48,7 +48,7 @@ class Op:
     bytes_written: Num = 0.0          # informational: the part of ``bytes`` that is written
     network_bytes: Num = 0.0          # bytes a collective puts on a link (see the network issue)
     collective: str = ""              # kind 'collective': allreduce | allgather | … (see ironlaw.network)
-    group: tuple = (1, 1)             # (ranks, nodes) a collective spans
+    group: tuple = (1, 1)             # (ranks, nodes[, concurrent groups per node]) a collective spans
     # what-if transforms (ironlaw.whatif) use these; builders may leave them at their defaults
     vector_flops: Num = 0.0           # FLOPs of this op's kernel run on the vector unit (fused epilogues,
                                       # dequantization, sparse kernels); counted in Graph.flops
