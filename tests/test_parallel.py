@@ -1,5 +1,6 @@
 """Many devices: FLOPs per step (6·N·tokens; 8·N·tokens with full recompute), MFU, memory, bad plans, and
-the GPT-3-175B layer on 4×A100 tensor parallel against LLMCompass's measurement (tests/data/llmcompass_*).
+the GPT-3-175B layer on 4×A100 tensor parallel against LLMCompass's measurement (tests/data/llmcompass_*),
+its attention predicted as LLMCompass ran it (what-if eager-attention: QKᵀ, softmax, ·V as three kernels).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, law, parallel, workloads
+from ironlaw import hardware, law, parallel, whatif, workloads
 from ironlaw.errors import IronlawError
 
 DATA = Path(__file__).parent / "data"
@@ -120,21 +121,26 @@ SWEEPS = DATA / "a100_measured"
 def _measured(phase):
     rows = csv.DictReader(l for l in (DATA / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv").open()
                           if not l.startswith("#"))
-    m = {r["op"]: float(r["latency_s"]) for r in rows}
-    m["attention"] = m.pop("Q_mul_K") + m.pop("Softmax") + m.pop("A_mul_V")
-    return m
+    return {r["op"]: float(r["latency_s"]) for r in rows}
 
 
-OPS = {"Q_K_V": "attn_pre_proj", "attention": "attention", "Wo_proj": "attn_post_proj", "W1_proj": "mlp_up_proj",
+# LLMCompass ran attention eagerly (TransformerBlock*TP: Q_mul_K = torch.bmm writing the [s, s] scores,
+# A_softmax, A_mul_V = torch.bmm reading them), so the layer graph gets the eager-attention what-if and
+# its three kernels are compared with the three rows one by one
+ATTENTION = ("Q_mul_K", "Softmax", "A_mul_V")
+OPS = {"Q_K_V": "attn_pre_proj", "Q_mul_K": "attention.qk", "Softmax": "attention.softmax",
+       "A_mul_V": "attention.av", "Wo_proj": "attn_post_proj", "W1_proj": "mlp_up_proj",
        "W2_proj": "mlp_down_proj", "GeLU": "mlp_act", "LayerNorm_MHA": "input_layernorm",
        "LayerNorm_FFN": "post_attention_layernorm", "AllReduce_MHA": "tp.allreduce.fwd.attn",
        "AllReduce_FFN": "tp.allreduce.fwd.mlp"}
 # the torch calls LLMCompass's TransformerBlock*.run_on_gpu makes for each measured op: Q_K_V is
-# Q_proj.run_on_gpu() * 3 (three [d, d/4] GEMMs), attention is bmm + softmax + bmm; the all-reduce
-# rows were entered by hand (no harness call)
-HARNESS_CALLS = {"Q_K_V": ("matmul",) * 3, "attention": ("matmul", "softmax", "matmul"), "Wo_proj": ("matmul",),
-                 "W1_proj": ("matmul",), "W2_proj": ("matmul",), "GeLU": ("gelu",), "LayerNorm_MHA": ("layernorm",),
-                 "LayerNorm_FFN": ("layernorm",), "AllReduce_MHA": (), "AllReduce_FFN": ()}
+# Q_proj.run_on_gpu() * 3 (three [d, d/4] GEMMs); Q_mul_K and A_mul_V are one torch.bmm each (host cost
+# taken from the torch.matmul sweep: same time.time()/synchronize harness), Softmax one softmax call; the
+# all-reduce rows were entered by hand (no harness call)
+HARNESS_CALLS = {"Q_K_V": ("matmul",) * 3, "Q_mul_K": ("matmul",), "Softmax": ("softmax",), "A_mul_V": ("matmul",),
+                 "Wo_proj": ("matmul",), "W1_proj": ("matmul",), "W2_proj": ("matmul",), "GeLU": ("gelu",),
+                 "LayerNorm_MHA": ("layernorm",), "LayerNorm_FFN": ("layernorm",), "AllReduce_MHA": (),
+                 "AllReduce_FFN": ()}
 
 
 def _harness_offsets():
@@ -146,10 +152,22 @@ def _harness_offsets():
     return out
 
 
+def _unmasked(g, batch, seq):
+    """Prefill attention over all seq² (query, key) pairs: LLMCompass's layer has no causal mask (its
+    Q_mul_K is torch.bmm of [b·h/4, s, d_h] by [b·h/4, d_h, s]), while ironlaw's decoder counts s(s+1)/2."""
+    hd, heads = g.meta["head_dim"], g.meta["heads"] // g.meta["tp"]
+    full = batch * heads * seq * seq * 4.0 * hd
+    ops = [dataclasses.replace(op, flops=full, vector_flops=op.vector_flops * full / op.flops)
+           if op.kind == "attention" else op for op in g.ops]
+    return dataclasses.replace(g, ops=ops)
+
+
 def _predict_layer(tmp_path, phase, batch, seq):
     """One GPT-3 layer per device as LLMCompass timed it: the a100 catalog entry (its [calibration] was
-    fitted on vidur and the even rows of LLMCompass's GEMM sweep, never on this layer) plus the harness's
-    host cost per torch call. A fused op the harness ran as k kernels also pays k − 1 more kernel latencies."""
+    fitted on vidur and the even rows of LLMCompass's GEMM sweep, never on this layer), attention made
+    eager (the what-if registry's eager-attention, as ``ironlaw compare --what-if eager-attention`` applies
+    it) and unmasked in prefill, plus the harness's host cost per torch call. A fused op the harness ran as
+    k kernels (Q_K_V) also pays k − 1 more kernel latencies."""
     cfg = json.loads((DATA / "gpt3-175b-config.json").read_text())
     cfg["n_layer"] = 1
     p = tmp_path / "gpt3-layer.json"
@@ -157,6 +175,9 @@ def _predict_layer(tmp_path, phase, batch, seq):
     hw = hardware.get("a100")
     g = workloads.resolve(workloads.Request(f"hf:{p}", phase=phase, batch=batch, seq=seq, dtype="fp16"))
     g = parallel.shard_inference(g, hw, {"tp": 4, "gpus": 4})
+    if phase == "prefill":
+        g = _unmasked(g, batch, seq)
+    g, hw = whatif.apply(g, hw, ["eager-attention"])
     rows = {r["name"]: r for r in law.predict(g, hw).rows()}
     off = _harness_offsets()
     pred = {}
@@ -174,20 +195,32 @@ def test_harness_offsets_come_from_the_sweeps():
 
 
 def test_gpt3_layer_prefill_tp4(tmp_path):
+    """Prefill, batch 8 × 2048: every op within 25% but Q_mul_K, a known miss (−33%), asserted at 35%.
+
+    Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device. The Iron Law overlaps
+    its traffic (1.22 ms) with its 206 GFLOP (0.78 ms): 1.26 ms with the host cost. The measured 1.88 ms is
+    close to their sum (2.0 ms); estimate: a 128-deep main loop is too short to hide the epilogue's stores.
+    A_mul_V reads the same matrix under a 2048-deep main loop and lands at −4%, Softmax at −5%.
+    """
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
-    # per op within 25%, except: attention (ironlaw models a fused FlashAttention kernel; LLMCompass ran
-    # QKᵀ, softmax and AV as three kernels through HBM) and LayerNorm (-20%, a known miss: kept out)
-    for k in ("Q_K_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "AllReduce_MHA", "AllReduce_FFN"):
+    # per op within 25%, except LayerNorm (-20%, a known miss: kept out) and Q_mul_K (see above)
+    for k in ("Q_K_V", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "AllReduce_MHA",
+              "AllReduce_FFN"):
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
+    assert pred["Q_mul_K"] == pytest.approx(meas["Q_mul_K"], rel=0.35)
+    assert sum(pred[k] for k in ATTENTION) == pytest.approx(sum(meas[k] for k in ATTENTION), rel=0.25)
 
 
 def test_gpt3_layer_decode_tp4_weight_streaming(tmp_path):
-    """Decode, batch 8: the GEMMs stream weights (M = 8); each harness call adds its host cost."""
+    """Decode, batch 8: the GEMMs stream weights (M = 8), QKᵀ and ·V stream the KV cache (3072 keys);
+    each harness call adds its host cost."""
     pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
-    for k in ("Q_K_V", "attention", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA", "LayerNorm_FFN"):
+    for k in ("Q_K_V", "Q_mul_K", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA",
+              "LayerNorm_FFN"):
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
+    assert sum(pred[k] for k in ATTENTION) == pytest.approx(sum(meas[k] for k in ATTENTION), rel=0.25)
 
 
 # ---------------------------------------------------------------------- groups that share a node's network

@@ -136,9 +136,14 @@ def _flash(chain: list[Op]) -> Op:
            help="eager-attention: materialize the score matrix (QKᵀ, softmax, ·V as three kernels)")
 def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
     from ..workloads.transformer import SOFTMAX_FLOPS
-    hd = g.meta.get("head_dim")
-    if not hd:
-        raise IronlawError(f"eager-attention: '{g.name}' does not record head_dim; only the analytic transformers do")
+    hd, heads, kv_heads = (g.meta.get(k) for k in ("head_dim", "heads", "kv_heads"))
+    if not (hd and heads and kv_heads):
+        raise IronlawError(f"eager-attention: '{g.name}' does not record head_dim and heads; only the analytic "
+                           f"transformers do")
+    # O's share of the attention op's activations (Q, K, V read, O written: q, kv, kv, q wide). Not
+    # bytes_written: that also counts the K, V written to the KV cache (prefill, decode), and tensor
+    # parallelism splits the op's bytes but leaves bytes_written (informational) whole.
+    o_share = heads / (2.0 * heads + 2.0 * kv_heads)
     out, n = [], 0
     for op in g.ops:
         if op.kind != "attention" or is_backward(op):
@@ -150,7 +155,7 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
         sm_flops = op.vector_flops if fused_softmax else scores * SOFTMAX_FLOPS
         s_b = scores * b
         act = op.bytes.get("activations", 0.0)
-        o_b = op.bytes_written
+        o_b = act * o_share                                   # O of the builder's "read Q, K, V; write O"
         qk = copy_op(op, name=op.name + ".qk", kind="matmul", flops=scores * 2.0 * hd, vector_flops=0.0,
                      bytes_written=s_b)
         qk.bytes["activations"] = act - o_b + s_b
