@@ -204,9 +204,9 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
     """
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
-    # per op within 25%, except LayerNorm (-20%, a known miss: kept out) and Q_mul_K (see above)
-    for k in ("Q_K_V", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "AllReduce_MHA",
-              "AllReduce_FFN"):
+    # per op within 25% (LayerNorm at −20% is the closest to the edge), except Q_mul_K (see above)
+    for k in ("Q_K_V", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA",
+              "LayerNorm_FFN", "AllReduce_MHA", "AllReduce_FFN"):
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
     assert pred["Q_mul_K"] == pytest.approx(meas["Q_mul_K"], rel=0.35)
     assert sum(pred[k] for k in ATTENTION) == pytest.approx(sum(meas[k] for k in ATTENTION), rel=0.25)
