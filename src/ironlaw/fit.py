@@ -5,8 +5,10 @@
     rows = fit.score(calibrate.with_calibration(hw, cal), docs)
 
 What is fitted, on the FIT cases only (held-out cases are named in the table, never looked at):
-1. per op kind: compute η, memory η, fixed latency; GEMMs per dtype: η(M, N, K) and the bandwidth
-   reached by streamed weights (the model of ``ironlaw.calibrate``);
+1. per op kind: compute η, memory η (of its activations), fixed latency; GEMVs (all dtypes): the
+   bandwidth weights read from memory reach and a GEMV η; GEMMs per dtype: η(M, N, K), and on a CPU
+   the packing share ``serial`` and the weights' η — from the probe's hot and cold GEMMs alone when it
+   has them (``gemv_m``, where the library's GEMV path ends, is measured by the probe, not fitted);
 2. convolutions and attention kernels: the same shape model η(M, N, K) (``[calibration.conv.fp32]`` …);
 3. op classes: an op name whose ops carry a visible share of the measured time gets its own compute
    η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``) when that fits its
@@ -276,7 +278,8 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             # the kind's memory η is refitted with the shape, and weights get their own η: one η for both
             # soaked up the activations' extra traffic (eager oneDNN reorders NCHW activations to its
             # blocked layout and back on every call) and charged it to the weights too — 0.12 of DRAM
-            # bandwidth for a 7×7 conv's 9 MB of weights, 2.3× its measured time at batch 1
+            # bandwidth for the 9 MB of weights of a 3×3, 512-channel conv on a 7×7 map: 2.3× its
+            # measured time at batch 1
             params = [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9), ((kind, dt, "nk_half"), 1e9),
                       (("memory", "kind", kind), calibrate.MAX_MEMORY_ETA)]
             axes = [(min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0), (mem0, 0.6)]
