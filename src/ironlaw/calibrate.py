@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import IronlawError, unknown
-from .gemmshape import GEMV_M, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401
+from .gemmshape import SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401 (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"

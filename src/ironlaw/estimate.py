@@ -12,7 +12,7 @@ import numpy as np
 
 from . import units
 from .capacity import Placement
-from .graph import KINDS, Columns, Graph
+from .graph import Columns, Graph
 from .hardware import Hardware
 
 SCHEMA = "ironlaw.estimate/1"

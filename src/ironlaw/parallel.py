@@ -24,7 +24,6 @@ Activation memory per device follows Korthikanti et al. 2022 ("Reducing activati
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import numpy as np

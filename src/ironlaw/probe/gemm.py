@@ -93,7 +93,6 @@ def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: 
         i[0] = (i[0] + 1) % copies
         return F.linear(x, pool[i[0]]) if layout == "nt" else torch.mm(x, pool[i[0]])
     st = stable(call, budget, device)
-    del pool
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
             "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", **({"layout": "kn"} if layout == "kn" else {}),
             "_ok": st.ok, "_tries": st.tries}
