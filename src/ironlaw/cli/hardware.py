@@ -64,7 +64,8 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         for col in ("link", "kind", "bandwidth", "latency", "source"):
             t.add_column(col)
         for l in d.links:
-            t.add_row(l.name, l.kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
+            kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "")
+            t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
         c.print(t)
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
     c.print(f"efficiency: {eff} — {d.sources['efficiency']}")
