@@ -158,3 +158,15 @@ def test_probe_rows_with_unknown_weights_or_layout_are_refused():
         doc = {**probe, "gemm": [{**probe["gemm"][0], key: bad}]}
         with pytest.raises(IronlawError, match=rf"probe\.gemm\[0\]\.{key}"):
             profile.check_probe(doc, "probe")
+
+
+def test_a_gemm_too_big_for_the_cache_pays_its_spilled_packed_copy():
+    """Seen here, cold x @ Wᵀ at M = 8: 89 µs per MB of weights up to 67 MB, 114 µs per MB at 168 MB."""
+    hw = cpu(table(serial=1.0, pack=0.6))
+    small, big = linear(8, 4096, 1024), linear(8, 16384, 1024)      # 16.8 MB fits half of 64 MB; 67 MB does not
+    assert 4.0 * 16384 * 1024 > 0.5 * LLC_BYTES > 4.0 * 4096 * 1024
+    t_small, t_big = times(hw, [small, big])
+    base_small, base_big = times(cpu(table(serial=1.0)), [small, big])
+    assert t_small == pytest.approx(base_small)
+    assert t_big == pytest.approx(base_big + 0.6 * 4.0 * 16384 * 1024 / DRAM)
+    assert times(hw, [linear(1, 16384, 1024)])[0] == pytest.approx(times(cpu(table(serial=1.0)), [linear(1, 16384, 1024)])[0])

@@ -125,6 +125,30 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     return _framework(cal, _scoped(cal, cols, out, "memory"))
 
 
+def pack_extra_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
+    """Per op, the device-memory bytes a GEMM's spilled packed copy adds: ``pack`` × weight bytes where the
+    weights exceed the law's resident fraction of the last cache level (0 elsewhere, for GEMVs, other
+    kinds and tables without ``pack``)."""
+    out = np.zeros(cols.flops.shape)
+    tables = {dt: p for dt, p in cal.get("matmul", {}).items() if p.get("pack")}
+    cache = [t for t in hw.memory if t.role == "cache"]
+    if not tables or not cache:
+        return out
+    from .law import CACHE_RESIDENT_FRACTION
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
+    spill = w > CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes
+    if rows.any() and spill.any():
+        m = gemm_dims(cols)[0]
+        kn = np.broadcast_to(kn_rows(cols), m.shape)
+        dts = np.array(cols.dtypes)
+        for dt, p in tables.items():
+            r = rows & (dts == dt)
+            if r.any():
+                out[r] = np.where(is_gemv(p, m[r], kn[r]) | ~spill[r], 0.0, float(p["pack"]) * w[r])
+    return out
+
+
 def _table_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
     """Per op, the weight-traffic η of its shape table's ``streamed`` (matmul: GEMMs only, not GEMVs;
     conv: all), NaN elsewhere; None if no table has one."""
@@ -227,6 +251,7 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "gemv_m_kn", w, 4096)
             _num(p, "serial", w, 1.0, zero_ok=True)
             _num(p, "streamed", w, MAX_MEMORY_ETA)
+            _num(p, "pack", w, 8.0, zero_ok=True)
     for table in ("kernel", "op"):
         for name in _table(cal, table, where):
             w = f"{where}.{table}.{name}"
@@ -347,6 +372,7 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
     em = memory_eta(cal, cols, base_m).reshape(-1)
     lat = op_latency(cal, cols, np.full(n, hw.op_latency_s)).reshape(-1)
     ser = serial_share(cal, cols).reshape(-1)
+    d0 = d0 + pack_extra_bytes(cal, cols, hw).reshape(-1) / hw.memory[hw.device_tier].bw_Bps
     with np.errstate(divide="ignore", invalid="ignore"):
         d, c = np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)
     return np.maximum(d, c) + ser * np.minimum(d, c) + lat
@@ -429,10 +455,14 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
               math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
         fit_streamed = dt == gemm_dts[0]
         fit_serial = packs_weights(hw) and _serial_identifiable(cols, rows, keep)
+        fit_pack = fit_serial and spills(hw, cols, rows)
         if fit_serial:
             x0 += [math.log(0.5), math.log(0.5)]
+        if fit_pack:
+            x0.append(math.log(0.6))
 
-        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial, keep=keep):
+        def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial, keep=keep,
+                  fit_pack=fit_pack):
             c = _copy(c)
             c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
                                "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
@@ -440,6 +470,8 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
             if fit_serial:
                 c["matmul"][dt]["serial"] = _clip(_exp(x[5]), 0.0, 1.0)
                 c["matmul"][dt]["streamed"] = _clip(_exp(x[6]), ETA_MIN, MAX_MEMORY_ETA)
+            if fit_pack:
+                c["matmul"][dt]["pack"] = _clip(_exp(x[7]), 0.0, 8.0)
             if fit_streamed:
                 c["memory"]["streamed"] = _clip(_exp(x[3]), ETA_MIN, MAX_MEMORY_ETA)
             if free_lat:
@@ -473,6 +505,18 @@ def packs_weights(hw) -> bool:
     BLAS copies (packs) each weight panel before computing on it; GPU kernels stream tiles through
     shared memory while computing, so on a GPU ``serial`` is not fitted."""
     return hw.kind == "cpu"
+
+
+def spills(hw, cols: Columns, rows: np.ndarray) -> bool:
+    """Whether some of ``rows`` is a GEMM (not a GEMV) whose weights exceed the law's resident fraction of
+    the last cache level, so that ``pack`` (the spilled packed copy) can be fitted."""
+    from .law import CACHE_RESIDENT_FRACTION
+    cache = [t for t in hw.memory if t.role == "cache"]
+    if not cache:
+        return False
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]
+    m = gemm_dims(cols)[0].reshape(len(rows), -1)[:, 0]
+    return bool(np.any(rows & (w > CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes) & (m >= 2)))
 
 
 def _serial_identifiable(cols: Columns, rows: np.ndarray, table: dict | None = None) -> bool:

@@ -51,3 +51,13 @@ def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
         return np.zeros(cols.flops.shape)
     from . import calibrate
     return np.broadcast_to(calibrate.serial_share(cal, cols), cols.flops.shape)
+
+
+def pack_extra_bytes(hw: Hardware, cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) device-memory bytes of the packed weight copy a calibrated CPU GEMM spills when its
+    weights do not fit the last cache level (0 = none, the default; see ``ironlaw.gemmshape``)."""
+    cal = hw.extra.get("calibration")
+    if not cal:
+        return np.zeros(cols.flops.shape)
+    from . import calibrate
+    return np.broadcast_to(calibrate.pack_extra_bytes(cal, cols, hw), cols.flops.shape)

@@ -258,7 +258,12 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
                 # too, serial traded against η_max and m_half from run to run); the model runs fit only
                 # the per-call latency. Five runs re-fitted both ways: all 24 never-fitted cases median
                 # 6.4–9.5% vs 6.5–9.1%, p90 9.7–12.2% vs 10.5–16.6%; fresh-3 6.3–8.7% vs 8.1–13.2%
-                cal = _fit_group(probe_sub, cal, params[:3] + packing, _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9)))
+                extra, extra_axes = [], []
+                if calibrate.spills(prob.hw, probe_sub.cols, np.ones(len(probe_sub.meas), bool)):   # spilled copy
+                    cal.setdefault("matmul", {}).setdefault(dt, {})["pack"] = 1.0
+                    extra, extra_axes = [(("matmul", dt, "pack"), 8.0)], [(0.3, 1.0)]
+                cal = _fit_group(probe_sub, cal, params[:3] + packing + extra,
+                                 _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9), *extra_axes))
                 params, axes = params[3:], axes[3:]
             elif calibrate._serial_identifiable(sub.cols, np.ones(len(sub.meas), bool), table):
                 params += packing

@@ -8,6 +8,10 @@
     streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
             calibration's memory.streamed; conv: all), in place of memory.streamed: packing reads each
             weight and writes it again.
+    pack: extra weight traffic, as a multiple of the weight bytes, of a GEMM whose weights do not fit the
+            law's resident fraction of the last cache level: its packed copy spills to device memory
+            (seen here, x @ Wᵀ at M = 8, cold: 89 µs per MB of weights up to 67 MB, 114 µs per MB at
+            168 MB); fitted on the probe's large cold row
     serial: the share of the shorter of data and compute time that the kernel does not overlap with
             the longer (time = max + serial · min). A CPU BLAS packs the weight panel into a buffer
             before its micro-kernel uses it, so weight traffic and compute add (serial ≈ 1); a GEMV
@@ -28,7 +32,7 @@ import numpy as np
 from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
-SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn")
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack")
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -29,10 +29,11 @@ GRID = {
 }
 QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
 # weights streamed from memory: M from GEMV to where compute takes over; first rows are the quick grid
-# M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
+# (8, 40960, 1024): 168 MB of weights, more than this VM's usable last cache level, for the spilled
+# packed copy (``pack``). M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
 # this machine's fp32 x @ Wᵀ at M = 2 ran at 25.7 GB/s cold, like M = 1, and M = 4 at half that)
 COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (32, 4096, 1024),
-                      (128, 4096, 1024), (4, 3072, 768)],
+                      (128, 4096, 1024), (4, 3072, 768), (8, 40960, 1024)],
              "bf16": [(1, 4096, 1024), (8, 4096, 1024)]}
 COLD_QUICK = {"fp32": 2, "bf16": 0}
 # x @ W with W row-major K×N (GPT-2's Conv1D layout): where its GEMV path ends (``layout = "kn"``)
