@@ -181,3 +181,15 @@ def test_fit_command_reports_fitted_and_held_out_separately(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["fit", *paths[:3], "--on", str(PROFILE), "--save"])
     assert e.value.code == 2 and "not a probe profile" in capsys.readouterr().err
+
+
+def test_a_run_past_the_models_positions_is_refused_before_it_starts():
+    """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (seen as an
+    IndexError traceback from inside torch before this check)."""
+    pytest.importorskip("transformers")
+    from ironlaw.validate.models import resolve
+    with pytest.raises(IronlawError, match=r"needs 1025 positions but the config allows 1024.*--seq 1023"):
+        resolve("gpt2", 1, 1024, "decode")
+    with pytest.raises(IronlawError, match="needs 1025 positions"):
+        resolve("gpt2", 1, 1025, "prefill")
+    assert resolve("gpt2", 1, 1023, "decode").seq == 1023

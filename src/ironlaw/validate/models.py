@@ -180,6 +180,12 @@ def _hf(name: str, path: str, batch: int, seq: int | None, phase: str | None) ->
     if getattr(cfg, "vocab_size", None) is None:
         raise IronlawError(f"{name}: validate runs text models from a config (vision configs: use py:)")
     seq = seq or min(DEFAULT_SEQ, getattr(cfg, "max_position_embeddings", DEFAULT_SEQ))
+    limit = getattr(cfg, "max_position_embeddings", None)
+    need = seq + (1 if phase == "decode" else 0)          # decode adds one token after the cached ones
+    if isinstance(limit, int) and need > limit:
+        raise IronlawError(f"{name}: {phase} at --seq {seq} needs {need} positions but the config allows "
+                           f"{limit} (max_position_embeddings); a real run would index past them — use --seq "
+                           f"{limit - (1 if phase == 'decode' else 0)} or less")
     keep = {"logits_to_keep": 1} if hf._accepts(meta_model, "logits_to_keep") else {}
 
     def calls(device: str, cache_factory):
