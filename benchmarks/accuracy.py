@@ -104,6 +104,22 @@ def file_name(spec: str, batch: int, seq, phase) -> str:
     return f"{base}-{phase or 'infer'}-b{batch}" + (f"-s{seq}" if seq else "") + ".json"
 
 
+def machine_speed(hw) -> float:
+    """The profile's fastest fp32 GEMM shape timed now, as a fraction of the rate the probe saved."""
+    import torch
+    from ironlaw.probe import gemm
+    from ironlaw.probe.timing import Budget
+    rows = [r for r in hw.extra.get("probe", {}).get("gemm", []) if r["dtype"] == "fp32" and r.get("weights") != "cold"]
+    if not rows:
+        return float("nan")
+    best = max(rows, key=lambda r: r["flops_per_s"])
+    threads = hw.extra["probe"].get("threads")
+    if threads:
+        torch.set_num_threads(int(threads))
+    now = gemm.measure("fp32", best["m"], best["n"], best["k"], Budget())
+    return now["flops_per_s"] / best["flops_per_s"]
+
+
 def measure(args, hw) -> dict[str, dict]:
     from ironlaw import validate
     from ironlaw.calibrate import without_calibration
@@ -160,7 +176,15 @@ def main() -> int:
     from ironlaw import calibrate, fit, hardware
     hw = hardware.get(args.on)
     print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
-    docs = load(args.src) if args.src else measure(args, hw)
+    if args.src:
+        docs = load(args.src)
+    else:
+        before = machine_speed(hw)
+        docs = measure(args, hw)
+        after = machine_speed(hw)
+        print(f"machine speed, same fp32 GEMM as the profile's peak: {before:.0%} of it before measuring, "
+              f"{after:.0%} after (a run measured on a slower machine than it was probed on reads as "
+              f"under-prediction)")
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
     by_role = {r: [d for n, d in docs.items() if role[n] == r] for r in GROUPS}
     fit_docs = by_role["fit"]
