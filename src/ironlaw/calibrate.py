@@ -478,7 +478,10 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
                 c["latency_s"]["matmul"] = _clip(_exp(x[4]), *LAT_BOUNDS)
             return c
         loss = loss_of(rows)
-        x = _minimize(lambda x: loss(apply(x)), x0)
+        starts = [x0]
+        if fit_serial:                # packing against compute has two basins: start from both ends
+            starts = [x0[:5] + [math.log(sv), math.log(st)] + x0[7:] for sv in (0.1, 0.9) for st in (0.4, 0.9)]
+        x = min((_minimize(lambda x: loss(apply(x)), s0) for s0 in starts), key=lambda x: loss(apply(x)))
         cal = apply(x)
     # kinds never observed: the typical non-GEMM kind's (a GEMM's or one kernel's fit stays in its scope)
     fitted_lat = [v for k, v in cal["latency_s"].items() if k not in ("default", "matmul")]
