@@ -120,9 +120,11 @@ def _flash(chain: list[Op]) -> Op:
     qk, av, mid = chain[0], chain[-1], chain[1:-1]
     score = qk.bytes_written                                  # the score matrix QKᵀ wrote
     act = (qk.bytes.get("activations", 0.0) - score) + np.maximum(av.bytes.get("activations", 0.0) - score, 0.0)
-    op = copy_op(qk, name="flash_attention", kind="attention", flops=qk.flops + av.flops,
-                 vector_flops=qk.vector_flops + av.vector_flops + sum(m.flops + m.vector_flops for m in mid),
+    unmask = qk.attrs.get("masked_pairs_factor", 1.0)        # a causal chain eager-attention made
+    op = copy_op(qk, name="flash_attention", kind="attention", flops=(qk.flops + av.flops) / unmask,
+                 vector_flops=(qk.vector_flops + av.vector_flops + sum(m.flops + m.vector_flops for m in mid)) / unmask,
                  bytes_written=av.bytes_written)
+    op.attrs.pop("masked_pairs_factor", None)
     op.bytes = {"activations": act}
     for o in chain:
         for cls, b in o.bytes.items():
@@ -144,6 +146,12 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
     # bytes_written: that also counts the K, V written to the KV cache (prefill, decode), and tensor
     # parallelism splits the op's bytes but leaves bytes_written (informational) whole.
     o_share = heads / (2.0 * heads + 2.0 * kv_heads)
+    # eager attention computes every (query, key) pair and masks afterwards: a causal prefill's s² pairs,
+    # not the s(s+1)/2 a FlashAttention kernel visits (flash-attention divides it back out)
+    full = 1.0
+    if g.meta.get("attention_pairs") == "causal" and g.phase != "decode" and g.meta.get("seq") is not None:
+        s = np.asarray(g.meta["seq"], dtype=float)
+        full = 2.0 * s / (s + 1.0)
     out, n = [], 0
     for op in g.ops:
         if op.kind != "attention" or is_backward(op):
@@ -151,13 +159,17 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
             continue
         b = dtype_bytes(op.dtype)
         fused_softmax = has(op.vector_flops)                  # the builder files softmax as vector FLOPs
-        scores = op.flops / (4.0 * hd + (0.0 if fused_softmax else SOFTMAX_FLOPS))   # (query, key) pairs × heads
-        sm_flops = op.vector_flops if fused_softmax else scores * SOFTMAX_FLOPS
+        scale = full if str(op.shapes).startswith("causal,") else 1.0      # not a sliding window
+        pairs = op.flops / (4.0 * hd + (0.0 if fused_softmax else SOFTMAX_FLOPS))   # the op's pairs × heads
+        scores = scale * pairs                                                  # the ones eager computes
+        sm_flops = scale * (op.vector_flops if fused_softmax else pairs * SOFTMAX_FLOPS)
         s_b = scores * b
         act = op.bytes.get("activations", 0.0)
         o_b = act * o_share                                   # O of the builder's "read Q, K, V; write O"
         qk = copy_op(op, name=op.name + ".qk", kind="matmul", flops=scores * 2.0 * hd, vector_flops=0.0,
                      bytes_written=s_b)
+        if np.any(np.asarray(scale) != 1.0):
+            qk.attrs["masked_pairs_factor"] = scale           # so that flash-attention can undo it
         qk.bytes["activations"] = act - o_b + s_b
         sm = Op(op.name + ".softmax", "softmax", flops=sm_flops, bytes={"activations": 2.0 * s_b},
                 dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b)
