@@ -290,3 +290,14 @@ def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     assert st.breakdown["pipeline_p2p_s"] == pytest.approx(2 * plan.microbatches * pair)
     nvlink = float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 1))))
     assert pair > 10 * nvlink
+
+
+def test_tp_shard_splits_what_an_op_writes_as_it_splits_the_op():
+    """bytes_written follows the split (what-ifs read it: quant, training, fusion): a column-parallel op and
+    attention write 1/tp of their output per device; a row-parallel op writes its whole output (then reduced)."""
+    g = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=1, seq=1024))
+    s = parallel.tp_shard(g, 4)
+    before = {op.name: op for op in g.ops}
+    after = {op.name: op for op in s.ops}
+    for name, share in (("attn_pre_proj", 0.25), ("attention", 0.25), ("attn_post_proj", 1.0)):
+        assert after[name].bytes_written == pytest.approx(share * before[name].bytes_written), name

@@ -200,13 +200,17 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             new.flops = op.flops / tp
             new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp)
                          for k, v in op.bytes.items()}
+            if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
+                new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:
             new.flops = op.flops / tp
             new.bytes = {k: v / tp for k, v in op.bytes.items()}
+            new.bytes_written = op.bytes_written / tp
         elif base in REPLICATED:
             if sp:
                 new.flops = op.flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
+                new.bytes_written = op.bytes_written / tp
         else:
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
