@@ -73,7 +73,7 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
         rows = (kinds == "matmul") & np.isin(dts, list(gemm))
         if rows.any():
             m, n, k = gemm_dims(cols)
-            kn = np.broadcast_to(kn_rows(cols), m.shape)
+            kn = kn_rows(cols)
             for dt, p in gemm.items():
                 r = rows & (dts == dt)
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
@@ -93,7 +93,7 @@ def serial_share(cal: dict, cols: Columns) -> np.ndarray:
             r = (kinds == kind) & (dts == dt)
             if "serial" in p and r.any():
                 dims = dims or gemm_dims(cols)
-                kn = np.broadcast_to(kn_rows(cols), dims[0].shape) if kind == "matmul" else np.zeros(dims[0].shape, bool)
+                kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
                 out[r] = gemm_serial(p, dims[0][r], kn[r])
     return out
 
@@ -131,16 +131,15 @@ def pack_extra_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
     kinds and tables without ``pack``)."""
     out = np.zeros(cols.flops.shape)
     tables = {dt: p for dt, p in cal.get("matmul", {}).items() if p.get("pack")}
-    cache = [t for t in hw.memory if t.role == "cache"]
-    if not tables or not cache:
+    from .law import resident_limit_bytes
+    limit = resident_limit_bytes(hw)
+    if not tables or limit is None:
         return out
-    from .law import CACHE_RESIDENT_FRACTION
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
-    spill = w > CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes
+    spill = w > limit
     if rows.any() and spill.any():
-        m = gemm_dims(cols)[0]
-        kn = np.broadcast_to(kn_rows(cols), m.shape)
+        m, kn = gemm_dims(cols)[0], kn_rows(cols)
         dts = np.array(cols.dtypes)
         for dt, p in tables.items():
             r = rows & (dts == dt)
@@ -164,8 +163,7 @@ def _table_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
                 out = np.full(cols.flops.shape, np.nan)
             if kind == "matmul":
                 dims = dims or gemm_dims(cols)
-                kn = np.broadcast_to(kn_rows(cols), dims[0].shape)
-                out[r] = np.where(is_gemv(p, dims[0][r], kn[r]), np.nan, p["streamed"])
+                out[r] = np.where(is_gemv(p, dims[0][r], kn_rows(cols)[r]), np.nan, p["streamed"])
             else:
                 out[r] = p["streamed"]
     return out
@@ -513,13 +511,13 @@ def packs_weights(hw) -> bool:
 def spills(hw, cols: Columns, rows: np.ndarray) -> bool:
     """Whether some of ``rows`` is a GEMM (not a GEMV) whose weights exceed the law's resident fraction of
     the last cache level, so that ``pack`` (the spilled packed copy) can be fitted."""
-    from .law import CACHE_RESIDENT_FRACTION
-    cache = [t for t in hw.memory if t.role == "cache"]
-    if not cache:
+    from .law import resident_limit_bytes
+    limit = resident_limit_bytes(hw)
+    if limit is None:
         return False
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]
     m = gemm_dims(cols)[0].reshape(len(rows), -1)[:, 0]
-    return bool(np.any(rows & (w > CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes) & (m >= 2)))
+    return bool(np.any(rows & (w > limit) & (m >= 2)))
 
 
 def _serial_identifiable(cols: Columns, rows: np.ndarray, table: dict | None = None) -> bool:

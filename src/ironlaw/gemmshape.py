@@ -59,11 +59,11 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def kn_rows(cols: Columns) -> np.ndarray:
-    """(n_ops, 1…) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
-    shape = (-1,) + (1,) * len(cols.cfg_shape)
+    """(n_ops, *cfg) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
     if cols.weights_kn is None:
-        return np.zeros(len(cols.kind_idx), bool).reshape(shape)
-    return np.asarray(cols.weights_kn, bool).reshape(shape)
+        return np.zeros(cols.flops.shape, bool)
+    return np.broadcast_to(np.asarray(cols.weights_kn, bool).reshape((-1,) + (1,) * len(cols.cfg_shape)),
+                           cols.flops.shape)
 
 
 def gemm_eta(p: dict, m, n, k, kn=False):

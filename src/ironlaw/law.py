@@ -30,13 +30,19 @@ COMPOSITIONS = ("overlap", "serial")
 CACHE_RESIDENT_FRACTION = 0.5
 
 
-def fits_last_cache(footprint: dict, hw: Hardware):
-    """Whether the whole footprint fits in CACHE_RESIDENT_FRACTION of the last cache level (array over
-    configurations); False without a footprint or a cache level."""
+def resident_limit_bytes(hw: Hardware) -> float | None:
+    """CACHE_RESIDENT_FRACTION of the last cache level: what stays there between uses (None: no cache)."""
     cache = [t for t in hw.memory if t.role == "cache"]
-    if not cache or not footprint:
+    return CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes if cache else None
+
+
+def fits_last_cache(footprint: dict, hw: Hardware):
+    """Whether the whole footprint fits in resident_limit_bytes (array over configurations); False
+    without a footprint or a cache level."""
+    limit = resident_limit_bytes(hw)
+    if limit is None or not footprint:
         return np.asarray(False)
-    return np.asarray(sum(footprint.values(), 0.0) <= CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes)
+    return np.asarray(sum(footprint.values(), 0.0) <= limit)
 
 
 def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
@@ -66,7 +72,7 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
         share = frac[:, None] * b[None]                       # (n_tiers, n_ops, *cfg)
         if cache and (cls == "activations" or np.any(resident)):
             llc = cache[-1]
-            hot = (b <= CACHE_RESIDENT_FRACTION * hw.memory[llc].capacity_bytes) if cls == "activations" else \
+            hot = (b <= resident_limit_bytes(hw)) if cls == "activations" else \
                 np.broadcast_to(resident, b.shape)
             moved = np.where(hot[None], share, 0.0).sum(axis=0)
             share = np.where(hot[None], 0.0, share)
