@@ -90,10 +90,16 @@ def test_a_nodes_ports_do_not_add_up_on_vidurs_dgx():
 
 def test_ports_per_node_from_the_catalog_and_the_ceiling():
     """A group spreads its rings over min(GPUs per node, the catalog's ports per node) ports, up to the
-    node ceiling: 2 × 2 A100 use two ports, 2 × 8 all eight, 2 × 16 still eight."""
+    node ceiling: 2 × 2 A100 use two ports, 2 × 8 all eight; a DGX A100 holds no 16 (its NVSwitch joins 8),
+    but a node that did would still have eight ports."""
     hw = hardware.get("a100")
     assert hw.link("infiniband").ports_per_node == 8
-    assert [build(hw, 2 * q, 2).nics_per_node for q in (1, 2, 8, 16)] == [1, 2, 8, 8]
+    assert [build(hw, 2 * q, 2).nics_per_node for q in (1, 2, 8)] == [1, 2, 8]
+    with pytest.raises(IronlawError, match="at most 8 devices"):
+        build(hw, 32, 2)
+    data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
+    next(l for l in data["links"] if l["kind"] == "nvlink").pop("max_devices")
+    assert build(hardware.parse_hardware(data, "a100.toml"), 32, 2).nics_per_node == 8
     n = 1e9
     one_port = A100_VIDUR.efficiency("collective", "infiniband") * hw.link("infiniband").bw_Bps
     for q in (1, 2, 4, 8):
@@ -124,7 +130,43 @@ def test_ports_per_node_only_on_network_links():
     del nvl["ports_per_node"]
     next(l for l in data["links"] if l["kind"] == "infiniband").pop("ports_per_node")
     hw = hardware.parse_hardware(data, "a100.toml")             # absent: one port per device
-    assert hw.link("infiniband").ports_per_node is None and build(hw, 32, 2).nics_per_node == 16
+    assert hw.link("infiniband").ports_per_node is None and build(hw, 16, 2).nics_per_node == 8
+    assert build(hw, 8, 2).nics_per_node == 4
+
+
+def test_node_size_from_the_catalog():
+    """DGX-class entries state how many GPUs their NVSwitch joins (8): without --nodes the devices fill
+    whole nodes; a node of more, or a count that fills no whole nodes, is one clear error."""
+    from ironlaw.network.topology import node_size, nodes_for
+    for name in ("a100", "a100-40gb", "h100", "h200", "b200"):
+        assert node_size(hardware.get(name)) == 8, name
+    hw = hardware.get("a100")
+    assert [nodes_for(hw, g) for g in (1, 4, 8, 16, 1536)] == [1, 1, 1, 2, 192]
+    assert nodes_for(hw, 12, 3) == 3                            # given: kept (3 × 4 fits)
+    with pytest.raises(IronlawError, match=r"whole nodes of 8 a100.*--nodes 2"):
+        nodes_for(hw, 12)
+    with pytest.raises(IronlawError, match=r"at most 8 devices.*--nodes 8"):
+        build(hw, 64, 4)
+    assert node_size(hardware.get("a100-pcie")) is None and nodes_for(hardware.get("a100-pcie"), 16) == 1
+    assert hardware.get("h100").to_dict()["links"][0]["max_devices"] == 8
+
+
+@pytest.mark.parametrize("kind, value, message", [("nvlink", 1, "from 2"), ("nvlink", 2.5, "whole number"),
+                                                  ("nvlink", True, "whole number"), ("infiniband", 8, "joins nodes")])
+def test_max_devices_schema_rejects(kind, value, message):
+    data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
+    next(l for l in data["links"] if l["kind"] == kind)["max_devices"] = value
+    with pytest.raises(IronlawError, match=message):
+        hardware.parse_hardware(data, "a100.toml")
+
+
+def test_cli_spreads_devices_over_whole_nodes(cli):
+    r = cli("analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "64", "--tp", "8", "--pp", "2",
+            "--global-batch", "64", "--format", "json")
+    assert r.rc == 0, r.err
+    assert r.json()["topology"].startswith("8 nodes × 8 a100")
+    r = cli("analyze", "allreduce:1MB", "--on", "a100", "--gpus", "16")
+    assert r.rc == 2 and "at most 8 devices" in r.err and "--nodes 2" in r.err
 
 
 def test_both_regimes_on_one_node():

@@ -31,6 +31,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     name = "nvlink4"; kind = "nvlink"; bw_Bps = "450 GB/s"; latency_s = "2 us"; source = "…"
     ports_per_node = 8                 # network links (infiniband, ethernet) only, optional: the ports a
                                        # node has for the devices' traffic (else one per device)
+    max_devices = 8                    # links inside a node only, optional: the most devices the fabric
+                                       # joins in one node (DGX A100's NVSwitch: 8; an NVLink bridge: 2)
     [power]                            # optional
     tdp_w = 700
     source = "…"
@@ -86,6 +88,7 @@ class Link:
     latency_s: float
     source: str
     ports_per_node: int | None = None     # network links: ports per node (None: one per device)
+    max_devices: int | None = None        # links inside a node: most devices one node's fabric joins (None: unstated)
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ class Hardware:
             "latency_s": self.op_latency_s,
             "latency_source": self.sources["latency"],
             "links": [{"name": l.name, "kind": l.kind, "bw_Bps": l.bw_Bps, "latency_s": l.latency_s,
-                       "ports_per_node": l.ports_per_node, "source": l.source} for l in self.links],
+                       "ports_per_node": l.ports_per_node, "max_devices": l.max_devices, "source": l.source}
+                      for l in self.links],
             "tdp_w": self.tdp_w,
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
@@ -279,12 +283,14 @@ def parse_hardware(data: dict, where: str) -> Hardware:
 
     links = []
     for i, tbl in enumerate(top.get("links", [])):
-        t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "ports_per_node", "source"))
+        t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "ports_per_node", "max_devices",
+                                                               "source"))
         lk = t.text("kind")
         if lk not in LINK_KINDS:
             raise unknown(f"link kind in {where}.links[{i}]", lk, LINK_KINDS)
         links.append(Link(t.text("name"), lk, t.qty("bw_Bps", "Bps", upper=1e16), t.qty("latency_s", "s", upper=1.0),
-                          t.source(), _ports(t, lk, f"{where}.links[{i}].ports_per_node")))
+                          t.source(), _ports(t, lk, f"{where}.links[{i}].ports_per_node"),
+                          _max_devices(t, lk, f"{where}.links[{i}].max_devices")))
 
     tdp = None
     if "power" in top.data:
@@ -324,6 +330,18 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
                     links=tuple(links), tdp_w=tdp, features=feats, aliases=tuple(aliases), path=where, extra=extra)
+
+
+def _max_devices(t: _Table, kind: str, where: str) -> int | None:
+    """``max_devices`` of a link inside a node: a whole number of devices, 2 … MAX_PORTS_PER_NODE; absent is None."""
+    if "max_devices" not in t.data:
+        return None
+    if kind in NETWORK_KINDS:
+        raise IronlawError(f"{where}: a network link ({kind}) joins nodes, not devices inside one; remove the field")
+    x = t.data["max_devices"]
+    if isinstance(x, bool) or not isinstance(x, int) or not 2 <= x <= MAX_PORTS_PER_NODE:
+        raise IronlawError(f"{where}: expected a whole number of devices from 2 to {MAX_PORTS_PER_NODE}, got {x!r}")
+    return x
 
 
 def _ports(t: _Table, kind: str, where: str) -> int | None:

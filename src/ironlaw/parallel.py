@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import IronlawError
 from .graph import Graph, Op, dtype_bytes
-from .network.topology import build as build_topology, check_count
+from .network.topology import build as build_topology, check_count, nodes_for
 
 RECOMPUTE = ("none", "selective", "full")
 COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
@@ -74,12 +74,13 @@ def requested(options: dict) -> bool:
     return any(k not in ("gpus", "nodes") or v != 1 for k, v in o.items())
 
 
-def make_plan(options: dict, graph: Graph | None = None) -> Plan:
-    """Read and check the plan; ``graph`` (a transformer) lets it check layers and heads too."""
+def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
+    """Read and check the plan; ``graph`` (a transformer) lets it check layers and heads too, ``hw`` gives
+    the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``; else 1)."""
     o = {k: v for k, v in (options or {}).items() if v is not None}
     tp, pp, ep = (check_count(o.get(k, 1), f"--{k}") for k in ("tp", "pp", "ep"))
-    nodes = check_count(o.get("nodes", 1), "--nodes")
     gpus = check_count(o.get("gpus", tp * pp * o.get("dp", 1) if "dp" in o else tp * pp), "--gpus")
+    nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
     if gpus % (tp * pp):
         raise IronlawError(f"--tp {tp} × --pp {pp} = {tp * pp} does not divide --gpus {gpus}; "
                            f"choose degrees whose product divides the devices")
@@ -246,7 +247,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
 
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
     """``ironlaw analyze … --phase prefill|decode --tp N``: the per-device graph of tensor-parallel inference."""
-    plan = make_plan({"gpus": options.get("gpus") or options.get("tp", 1), **options}, g)
+    plan = make_plan({"gpus": options.get("gpus") or options.get("tp", 1), **options}, g, hw)
     if plan.pp > 1 or plan.dp > 1:
         raise IronlawError(f"inference ({g.phase}) models tensor parallelism only; use --tp N with --gpus N")
     topo = build_topology(hw, plan.gpus, plan.nodes)

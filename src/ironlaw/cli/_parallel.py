@@ -11,7 +11,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
     mb = opts.get("micro_batch", 1)
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=mb, seq=seq, dtype=dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    plan = parallel.make_plan(opts, graph)
+    plan = parallel.make_plan(opts, graph, hw)
     step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
     if fmt == "json":
         emit_json(step.to_dict())

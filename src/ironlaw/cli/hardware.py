@@ -64,7 +64,8 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         for col in ("link", "kind", "bandwidth", "latency", "source"):
             t.add_column(col)
         for l in d.links:
-            kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "")
+            kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
+                (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
             t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
         c.print(t)
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())

@@ -14,6 +14,10 @@ each node's network ports and its ceiling (collectives.inter_node_Bps). Inside a
 an NVSwitch fabric is non-blocking, every GPU keeps its full NVLink rate whatever the others do
 (datasheet: DGX A100, 6 NVSwitches, 4.8 TB/s bidirectional = 8 GPUs × 600 GB/s; DGX H100, 4 NVSwitches,
 7.2 TB/s = 8 × 900 GB/s). One collective on its own (``allreduce:64MB --gpus 16 --nodes 2``) has 1.
+
+A node holds at most the ``max_devices`` its in-node fabric joins where the catalog states it (DGX A100:
+8 GPUs on NVSwitch): more per node is refused, and with no ``--nodes`` the devices fill whole nodes of
+that size (``nodes_for``: 64 A100 → 8 nodes), never one impossible 64-GPU node.
 """
 from __future__ import annotations
 
@@ -60,6 +64,30 @@ def _pick(hw: Hardware, kinds: tuple[str, ...]) -> Link | None:
     return None
 
 
+def node_size(hw: Hardware) -> int | None:
+    """The most devices of ``hw`` in one node: its preferred in-node link's ``max_devices`` (None: unstated)."""
+    link = _pick(hw, INTRA_KINDS)
+    return link.max_devices if link is not None else None
+
+
+def nodes_for(hw: Hardware, gpus: int, nodes: int | None = None) -> int:
+    """``nodes`` when given; else 1, or as many full nodes as ``gpus`` fills where the node size is known."""
+    if nodes is not None:
+        return check_count(nodes, "--nodes")
+    cap = node_size(hw)
+    if cap is None or gpus <= cap:
+        return 1
+    if gpus % cap:
+        raise IronlawError(f"--gpus {gpus} does not fill whole nodes of {cap} {hw.name}; say how they are spread "
+                           f"with --nodes (e.g. --nodes {_fewest_nodes(gpus, cap)})")
+    return gpus // cap
+
+
+def _fewest_nodes(gpus: int, cap: int) -> int:
+    """The fewest nodes that hold ``gpus`` devices evenly with at most ``cap`` per node."""
+    return next(n for n in range(-(-gpus // cap), gpus + 1) if gpus % n == 0)
+
+
 def check_count(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
         raise IronlawError(f"{what} must be a positive whole number, got {value!r}")
@@ -80,6 +108,10 @@ def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
     per_node = gpus // nodes
     intra = _pick(hw, INTRA_KINDS) if per_node > 1 else None
+    cap = node_size(hw)
+    if cap is not None and per_node > cap:
+        raise IronlawError(f"{per_node} {hw.name} per node: its {intra.name} joins at most {cap} devices in a node; "
+                           f"spread --gpus {gpus} over more nodes (e.g. --nodes {_fewest_nodes(gpus, cap)})")
     if per_node > 1 and intra is None:
         raise IronlawError(f"{hw.name} lists no device-to-device link ({', '.join(INTRA_KINDS)}) in its [[links]]; "
                            f"use --gpus {nodes} (one device per node) or a hardware file that has one")
