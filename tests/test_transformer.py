@@ -127,7 +127,15 @@ def test_training_footprint_classes():
     g2 = build("gpt2", phase="train", batch=16, seq=512)
     assert g2.footprint["activations"] == pytest.approx(2 * g.footprint["activations"], rel=1e-9)
     assert any(o.name == "optimizer.adamw" for o in g.ops)
-    assert g.uncounted_ops.get("dropout", 0) > 0           # listed, not silently dropped
+    # dropout after the embeddings and both sublayers: x in, y and a one-byte mask out; backward the same
+    assert "dropout" not in g.uncounted_ops
+    t, h = 8 * 512, 768
+    for name, count in (("embedding_dropout", 1), ("attn_dropout", 12), ("mlp_dropout", 12)):
+        f, b = op(g, name), op(g, name, True)
+        assert f.count == count and f.kind == "elementwise"
+        assert f.bytes["activations"] == (2 + 2 + 1) * t * h and b.bytes == f.bytes
+    assert build("gpt2", phase="prefill", batch=8, seq=512).uncounted_ops == {}
+    assert not any("dropout" in o.name for o in build("llama3-8b", phase="train", batch=1, seq=64).ops)  # p = 0
     # FlashAttention backward: 2.5× its forward FLOPs
     assert op(g, "attention", True).flops == pytest.approx(2.5 * op(g, "attention").flops)
     assert op(g, "attention", True).vector_flops == pytest.approx(2 * op(g, "attention").vector_flops)
@@ -355,9 +363,9 @@ def test_import_without_torch():
 
 def test_saved_activations_match_korthikanti(tmp_path):
     """Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4.1): a GPT layer saves 34·s·b·h + 5·a·s²·b bytes
-    (16-bit, dropout, no FlashAttention). Without the two 1-byte residual dropout masks and with
-    FlashAttention (no s² tensors; it keeps O, already counted as the output projection's input, and an
-    fp32 log-sum-exp row per head) that is 32·s·b·h + 4·a·s·b bytes per layer."""
+    (16-bit, dropout, no FlashAttention). With FlashAttention (no s² tensors, attention dropout fused; it
+    keeps O, already counted as the output projection's input, and an fp32 log-sum-exp row per head) and
+    the two 1-byte residual dropout masks that is 34·s·b·h + 4·a·s·b bytes per layer."""
     cfg = json.loads((T.CONFIG_DIR / "gpt2.json").read_text())
     saved = []
     for n_layer in (12, 13):
@@ -365,4 +373,4 @@ def test_saved_activations_match_korthikanti(tmp_path):
         p = _write(tmp_path, cfg, f"gpt2_{n_layer}.json")
         saved.append(float(build(f"hf:{p}", phase="train", batch=4, seq=256).footprint["activations"]))
     s, b, h, a = 256, 4, 768, 12
-    assert saved[1] - saved[0] == pytest.approx(32 * s * b * h + 4 * a * s * b, rel=1e-9)
+    assert saved[1] - saved[0] == pytest.approx(34 * s * b * h + 4 * a * s * b, rel=1e-9)

@@ -56,7 +56,7 @@ class Arch:
     type_vocab: int = 0       # BERT token-type embeddings
     pooler: bool = False
     sliding_window: int | None = None
-    dropout: float = 0.0      # training dropout probability of the residual/MLP paths (not modeled)
+    dropout: float = 0.0      # training dropout probability of the residual/MLP paths
 
     # ------------------------------------------------------------------ parameter counts (exact)
     @property

@@ -26,7 +26,11 @@ fused gate+up = mlp_up_proj):
   T·h per table).
 - non-matmul ops count FLOPs per element; a transcendental (exp, tanh, erf) counts as
   TRANSCENDENTAL_FLOPS (GPUs run it on special-function units; a CPU as a polynomial of a few FMAs).
-- dropout (GPT-2/BERT training) has no formula here and is listed in ``uncounted_ops``.
+- dropout (training, where the config has a residual/hidden dropout probability: GPT-2, BERT): one op
+  after the embeddings and after each of the two sublayers' output projections, before the residual add
+  (as HF and Megatron place them); it reads x, writes y and a one-byte keep mask, DROPOUT_FLOPS per
+  element (the RNG draw, compare, scale); its backward reads the gradient and the mask. Dropout on the
+  attention probabilities is fused into the FlashAttention kernel (SDPA's dropout_p) and costs no traffic.
 - ``attrs["kernel"]`` names the kernel where one op class has a specific one (RMSNorm: rms_norm, SiLU
   GLU: silu_and_mul, RoPE: rotary_embedding, one-table embedding, residual add), so a calibration
   fitted on that kernel (``[calibration.kernel]``) applies to it and not to every op of its kind.
@@ -58,6 +62,8 @@ RMSNORM_FLOPS = 4.0                                         # x², sum, ·rsqrt(
 LAYERNORM_FLOPS = 7.0                                       # sum, −mean, ², sum, ·rstd, ·gain, +bias
 SOFTMAX_FLOPS = 4.0 + TRANSCENDENTAL_FLOPS                  # max, −max, exp, sum, ÷
 ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
+DROPOUT_FLOPS = 3.0                                         # uniform draw, compare with p, scale by 1/(1−p)
+MASK_BYTES = 1.0                                            # the keep mask saved for the backward (bool)
 ACT_FLOPS = {"silu": 3.0 + TRANSCENDENTAL_FLOPS,            # −x, exp, +1, ÷
              "gelu_new": 8.0 + TRANSCENDENTAL_FLOPS,        # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
              "gelu": 4.0 + TRANSCENDENTAL_FLOPS}            # 0.5·x·(1 + erf(x/√2))
@@ -103,6 +109,17 @@ def _norm(name: str, a: Arch, tokens: Num, dt: str, count: int) -> Op:
     per = RMSNORM_FLOPS if a.norm == "rms" else LAYERNORM_FLOPS
     return _kernel(elementwise(name, tokens * a.hidden, dt, per, count=count, kind="norm",
                                weight_bytes=a.norm_params * dtype_bytes(dt)), "rms_norm" if a.norm == "rms" else None)
+
+
+def _dropout(name: str, elems: Num, dt: str, count: int, module: str = "") -> Op:
+    op = elementwise(name, elems, dt, DROPOUT_FLOPS, count=count, module=module)
+    op.bytes["activations"] = op.bytes["activations"] + MASK_BYTES * elems
+    op.bytes_written = op.bytes_written + MASK_BYTES * elems
+    return op
+
+
+def _train_dropout(a: Arch, sh: "_Shape") -> bool:
+    return sh.phase == "train" and a.dropout > 0
 
 
 def _add(name: str, elems: Num, dt: str, count: int) -> Op:
@@ -166,9 +183,11 @@ def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     qkv = linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn")
     rope = [_kernel(elementwise("attn_rope", t * (a.q_dim + a.kv_dim), dt, ROPE_FLOPS, inputs=2, count=L,
                                 module="attn"), "rotary_embedding")] if a.positions == "rope" else []
+    drop = _train_dropout(a, sh)
     attn = [qkv, *rope, _attention(a, sh, dt, L), linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn"),
-            _add("attn_residual_add", t * h, dt, L)]
-    mlp = _mlp(a, sh, dt, L) + [_add("mlp_residual_add", t * h, dt, L)]
+            *([_dropout("attn_dropout", t * h, dt, L, "attn")] if drop else []), _add("attn_residual_add", t * h, dt, L)]
+    mlp = _mlp(a, sh, dt, L) + ([_dropout("mlp_dropout", t * h, dt, L, "mlp")] if drop else []) + \
+        [_add("mlp_residual_add", t * h, dt, L)]
     if a.post_norm:
         return attn + [_norm("attn_layernorm", a, t, dt, L)] + mlp + [_norm("mlp_layernorm", a, t, dt, L)]
     return [_norm("input_layernorm", a, t, dt, L)] + attn + [_norm("post_attention_layernorm", a, t, dt, L)] + mlp
@@ -176,6 +195,8 @@ def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     ops = [_embedding(a, sh, dt)]
+    if _train_dropout(a, sh):
+        ops.append(_dropout("embedding_dropout", sh.tokens * a.hidden, dt, 1, "embeddings"))
     if a.post_norm:
         ops.append(_norm("embedding_layernorm", a, sh.tokens, dt, 1))
     ops += _layer(a, sh, dt)
@@ -217,7 +238,8 @@ def _footprint(a: Arch, sh: _Shape, dt: str, params: int) -> dict[str, Num]:
     head = sh.head_tokens * (a.vocab if not a.encoder else a.hidden) + sh.tokens * a.hidden
     if sh.phase == "train":
         lse = 4.0 * a.heads * sh.tokens * a.layers                   # fp32 log-sum-exp rows of FlashAttention
-        return training_footprint(params, dt, (a.layers * saved * sh.tokens + head) * by + lse)
+        masks = (2 * a.layers + 1) * sh.tokens * a.hidden * MASK_BYTES if _train_dropout(a, sh) else 0.0
+        return training_footprint(params, dt, (a.layers * saved * sh.tokens + head) * by + lse + masks)
     fp = {"weights": params * by, "activations": np.maximum(live * sh.tokens, head) * by}
     if sh.phase in ("prefill", "decode"):
         fp["kv_cache"] = kv_cache_bytes(a, sh.b, sh.s, dt)
@@ -264,9 +286,10 @@ def build(a: Arch, req: Request, name: str) -> Graph:
                 op.flops, op.vector_flops = 2.5 * fw.flops, 2.0 * fw.vector_flops
             elif op.kind == "embedding":
                 op.flops = sh.tokens * a.hidden * (1 + (a.positions == "learned") + (a.type_vocab > 0))
+            elif op.name.endswith("_dropout.backward"):               # dy·mask/(1−p): reads dy and the mask,
+                fw = op_by_name[op.name[:-len(".backward")]]         # writes dx: the forward's traffic
+                op.flops, op.bytes = fw.flops / DROPOUT_FLOPS, dict(fw.bytes)
         ops = fwd + bwd + [optimizer_step(params, dt)]
-        if a.dropout > 0:
-            uncounted["dropout"] = (2 * a.layers + 1) * 2            # forward and backward mask ops
     meta = {"batch": req.batch, "seq": s if np.ndim(s) else int(s), "tokens": sh.tokens, "params": params,
             "active_params": active, "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
