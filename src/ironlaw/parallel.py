@@ -7,7 +7,8 @@
                 parallelism), TP collectives inserted where Megatron puts them (2 per layer forward,
                 2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism)
     train_step  the step on the slowest pipeline stage: m micro-batches of forward+backward, the pipeline
-                bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv, the
+                bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv (1/tp of
+                the activation per rank, all-gathered over the TP group: Megatron's scatter/gather), the
                 data-parallel gradient reduction (overlapped with the backward of the last micro-batch on
                 ``ironlaw.critical_path``'s network stream), the optimizer step;
                 memory per device; model FLOPs, hardware FLOPs, MFU = model FLOPs / (step time × peak × gpus)
@@ -460,10 +461,17 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
     p2p_s = 0.0
     if plan.pp > 1:
-        nbytes = tokens_mb * g.meta["hidden"] * by / (plan.tp if plan.sequence_parallel else 1)
-        a, b = collective_time("sendrecv", nbytes, _topology(hw, pp_grp))
+        # each TP rank sends 1/tp of the boundary activation (Megatron's scatter/gather, Narayanan et al.
+        # 2021 §4.1; with sequence parallelism it is already split); without sequence parallelism the
+        # receiving stage all-gathers it back over the TP group (NVLink inside a node)
+        full = tokens_mb * g.meta["hidden"] * by
+        a, b = collective_time("sendrecv", full / plan.tp, _topology(hw, pp_grp))
+        if plan.tp > 1 and not plan.sequence_parallel:
+            ga, gb = collective_time("allgather", full, _topology(hw, tp_grp))
+            a, b = a + ga, b + gb
         p2p_s = 2.0 * v * m * float(a + b)
-        notes.append("stage-to-stage send/recv counted on the critical path (not overlapped)")
+        notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) counted on the critical path "
+                     "(not overlapped)")
     bubble_s = (plan.pp - 1) / v * t_mb
 
     p_dev = mem["params_per_device"]
