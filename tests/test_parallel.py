@@ -300,6 +300,20 @@ def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     assert pair > 10 * nvlink
 
 
+def test_dropout_is_replicated_like_the_residual_it_feeds():
+    """GPT-2 trains with dropout on the full hidden state after the row-parallel projections (Megatron's
+    bias-dropout-add): replicated over TP, split only by sequence parallelism; the embedding's on stage 1."""
+    g = workloads.resolve(workloads.Request("gpt2", phase="train", batch=1, seq=1024))
+    one = {o.name: o for o in g.ops}
+    for sp in (False, True):
+        s = {o.name: o for o in parallel.tp_shard(g, 4, sp).ops}
+        for name in ("attn_dropout", "mlp_dropout.backward", "embedding_dropout"):
+            assert s[name].bytes["activations"] == pytest.approx(one[name].bytes["activations"] / (4 if sp else 1))
+    first, last = parallel._stage_ops(g, parallel.make_plan(dict(gpus=4, tp=2, pp=2, global_batch=4), g))[0]
+    assert "embedding_dropout" in {o.name for o in first} and "embedding_dropout" not in {o.name for o in last}
+    assert "mlp_dropout" in {o.name for o in first} and "mlp_dropout" in {o.name for o in last}
+
+
 def test_pipeline_send_is_scattered_over_the_tp_ranks():
     """Megatron's scatter/gather (Narayanan et al. 2021 §4.1): with tp 8 each rank sends 1/8 of the
     boundary activation between nodes, so the send/recv shrinks ~8× against sending it whole per rank
