@@ -206,6 +206,41 @@ def test_eager_then_flash_attention_round_trip_on_llama_prefill():
         whatif.apply(gemv(), hw, ["flash-attention"])
 
 
+def test_eager_attention_in_training_is_eager_both_ways():
+    """GPT-2 training (attn_pdrop 0.1): eager attention runs QKᵀ, softmax, dropout on P, ·V forward and
+    their eager backward (·V's and QKᵀ's two GEMMs each: 2× the forward GEMM FLOPs, not FlashAttention's
+    2.5× with the recompute); the backward keeps P, P' and the mask: Korthikanti et al. 2022's 5·a·s²·b
+    bytes per layer (16-bit). flash-attention undoes it exactly, footprint included."""
+    hw = hardware.get("a100")
+    b, s, a, L = 4, 1024, 12, 12
+    g = workloads.resolve(workloads.Request("gpt2", phase="train", batch=b, seq=s, device="cuda"))
+    eager, _ = whatif.apply(g, hw, ["eager-attention"])
+    names = [op.name for op in eager.ops if op.name.startswith("attention")]
+    assert names == ["attention.qk", "attention.softmax", "attention.dropout", "attention.av", "attention.av.backward",
+                     "attention.dropout.backward", "attention.softmax.backward", "attention.qk.backward"]
+    by = {op.name: op for op in eager.ops}
+    fwd_gemm = by["attention.qk"].flops + by["attention.av"].flops
+    assert by["attention.qk.backward"].flops + by["attention.av.backward"].flops == pytest.approx(2 * fwd_gemm)
+    assert fwd_gemm == pytest.approx(2 * 2 * 64 * a * b * s * s)              # every pair, both GEMMs
+    added = eager.footprint["activations"] - g.footprint["activations"]
+    assert added == pytest.approx(L * 5 * a * s * s * b)
+    assert by["attention.dropout"].bytes["activations"] == pytest.approx(a * b * s * s * (2 + 2 + 1))
+    flash, _ = whatif.apply(eager, hw, ["flash-attention"])
+    assert [op.name for op in flash.ops] == [op.name for op in g.ops]
+    assert flash.footprint == pytest.approx(g.footprint)
+    assert law.predict(flash, hw).time_s == pytest.approx(law.predict(g, hw).time_s, rel=1e-12)
+    assert law.predict(eager, hw).time_s > 1.3 * law.predict(g, hw).time_s
+    # no attention dropout (Llama): P alone is kept, 2·a·s²·b per layer; and TP splits the s² ops by heads
+    g = workloads.resolve(workloads.Request("llama3-8b", phase="train", batch=1, seq=1024, device="cuda"))
+    eager, _ = whatif.apply(g, hw, ["eager-attention"])
+    assert not any(op.name.startswith("attention.dropout") for op in eager.ops)
+    assert eager.footprint["activations"] - g.footprint["activations"] == pytest.approx(32 * 2 * 32 * 1024 * 1024)
+    from ironlaw import parallel
+    sh = {op.name: op for op in parallel.tp_shard(eager, 4).ops}
+    assert sh["attention.softmax.backward"].flops == pytest.approx(
+        {op.name: op for op in eager.ops}["attention.softmax.backward"].flops / 4)
+
+
 def test_full_recompute_costs_a_forward_pass_and_frees_activations():
     hw = hardware.get("h100")
     g = workloads.resolve(workloads.Request("llama3-8b", phase="train", batch=1, seq=2048, device="cuda"))

@@ -85,10 +85,12 @@ def flash_attention(g: Graph, hw, on: bool = True) -> Graph:
         changed += 1
         i = j + 1
     meta = dict(g.meta)
+    fp = dict(g.footprint)
+    if changed and "eager_saved_bytes" in meta and "activations" in fp:    # eager-attention's s² tensors
+        fp["activations"] = fp["activations"] - meta.pop("eager_saved_bytes")
     if not changed:
         meta["notes"] = list(meta.get("notes", [])) + [
             "flash-attention: no materialized score matrix found (attention is already FlashAttention-style)"]
-    fp = dict(g.footprint)
     return Graph(g.name, g.phase, g.dtype, out, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
@@ -117,6 +119,14 @@ def _chain_end(ops: list[Op], i: int) -> int | None:
 
 
 def _flash(chain: list[Op]) -> Op:
+    orig = chain[0].attrs.get("eager_of")
+    if orig is not None and all(o.attrs.get("eager_of", (None,))[0] is orig[0] for o in chain):
+        # eager-attention's own split: undo it exactly, scaled as the chain was since (tensor parallelism
+        # divides every op of it alike)
+        op, flops0 = orig
+        r = sum((o.flops for o in chain), 0.0) / flops0
+        return copy_op(op, flops=op.flops * r, vector_flops=op.vector_flops * r,
+                       bytes={k: v * r for k, v in op.bytes.items()}, bytes_written=op.bytes_written * r)
     qk, av, mid = chain[0], chain[-1], chain[1:-1]
     score = qk.bytes_written                                  # the score matrix QKᵀ wrote
     act = (qk.bytes.get("activations", 0.0) - score) + np.maximum(av.bytes.get("activations", 0.0) - score, 0.0)
@@ -135,9 +145,17 @@ def _flash(chain: list[Op]) -> Op:
 
 
 @transform("eager-attention", main="on", aliases=("eager",), params={"on": Flag()}, defaults={"on": True},
-           help="eager-attention: materialize the score matrix (QKᵀ, softmax, ·V as three kernels)")
+           help="eager-attention: materialize the score matrix (QKᵀ, softmax, ·V as three kernels; in training also "
+                "dropout on P and the eager backward, and the s² tensors it keeps)")
 def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
-    from ..workloads.transformer import SOFTMAX_FLOPS
+    """QKᵀ writes the score matrix S, softmax reads it and writes P, ·V reads P. In training (as Megatron-LM
+    and HF eager attention run it) dropout on P follows the softmax where the config has attention dropout
+    (reads P, writes P' and a one-byte mask), and the backward is eager too: ·V's two GEMMs (dP' = dO·Vᵀ,
+    dV = P'ᵀ·dO) read P' and write dP', dropout's backward reads dP' and the mask, softmax's reads P and
+    dP and writes dS, QKᵀ's two GEMMs (dQ = dS·K, dK = dSᵀ·Q) each read dS; the s² tensors the backward
+    needs (P, and P' and the mask) join the saved activations. Every op made here remembers the op it
+    replaced, so flash-attention restores it exactly."""
+    from ..workloads.transformer import DROPOUT_FLOPS, MASK_BYTES, SOFTMAX_FLOPS
     hd, heads, kv_heads = (g.meta.get(k) for k in ("head_dim", "heads", "kv_heads"))
     if not (hd and heads and kv_heads):
         raise IronlawError(f"eager-attention: '{g.name}' does not record head_dim and heads; only the analytic "
@@ -146,16 +164,22 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
     # bytes_written: that also counts the K, V written to the KV cache (prefill, decode), and tensor
     # parallelism splits the op's bytes but leaves bytes_written (informational) whole.
     o_share = heads / (2.0 * heads + 2.0 * kv_heads)
+    kv_share = kv_heads / (2.0 * heads + 2.0 * kv_heads)
     # eager attention computes every (query, key) pair and masks afterwards: a causal prefill's s² pairs,
     # not the s(s+1)/2 a FlashAttention kernel visits (flash-attention divides it back out)
     full = 1.0
     if g.meta.get("attention_pairs") == "causal" and g.phase != "decode" and g.meta.get("seq") is not None:
         s = np.asarray(g.meta["seq"], dtype=float)
         full = 2.0 * s / (s + 1.0)
-    out, n = [], 0
+    drop_p = float(g.meta.get("attention_dropout", 0.0)) if g.phase == "train" else 0.0
+    out, n, made, saved = [], 0, {}, 0.0
     for op in g.ops:
-        if op.kind != "attention" or is_backward(op):
+        if op.kind != "attention":
             out.append(op)
+            continue
+        if is_backward(op):
+            fwd = made.get(op.name[:-len(".backward")])
+            out += _eager_backward(op, fwd) if fwd else [op]
             continue
         b = dtype_bytes(op.dtype)
         fused_softmax = has(op.vector_flops)                  # the builder files softmax as vector FLOPs
@@ -173,14 +197,55 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
         qk.bytes["activations"] = act - o_b + s_b
         sm = Op(op.name + ".softmax", "softmax", flops=sm_flops, bytes={"activations": 2.0 * s_b},
                 dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b)
+        chain = [qk, sm]
+        if drop_p > 0:
+            chain.append(Op(op.name + ".dropout", "elementwise", flops=DROPOUT_FLOPS * scores,
+                            bytes={"activations": (2.0 * b + MASK_BYTES) * scores}, dtype=op.dtype, count=op.count,
+                            module=op.module, bytes_written=(b + MASK_BYTES) * scores))
         av = Op(op.name + ".av", "matmul", flops=scores * 2.0 * hd, bytes={"activations": s_b + o_b},
                 dtype=op.dtype, count=op.count, module=op.module, bytes_written=o_b)
         if "kv_cache" in op.bytes:                            # K read by QKᵀ, V by ·V
             qk.bytes["kv_cache"] = 0.5 * op.bytes["kv_cache"]
             av.bytes["kv_cache"] = 0.5 * op.bytes["kv_cache"]
-        out += [qk, sm, av]
+        chain.append(av)
+        _tag(chain, op)
+        out += chain
+        made[op.name] = dict(scores=scores, b=b, o_b=o_b, kv_b=act * kv_share, drop=drop_p > 0, qk=qk, av=av)
+        if g.phase == "train":
+            saved = saved + op.count * scores * (b + ((b + MASK_BYTES) if drop_p > 0 else 0.0))
         n += 1
     if not n:
         raise IronlawError(f"eager-attention: '{g.name}' has no forward attention op")
-    return Graph(g.name, g.phase, g.dtype, out, footprint=dict(g.footprint), meta=dict(g.meta),
-                 uncounted_ops=dict(g.uncounted_ops))
+    fp, meta = dict(g.footprint), dict(g.meta)
+    if g.phase == "train" and "activations" in fp:
+        fp["activations"] = fp["activations"] + saved
+        meta["eager_saved_bytes"] = meta.get("eager_saved_bytes", 0.0) + saved     # flash-attention takes it back
+    return Graph(g.name, g.phase, g.dtype, out, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
+
+
+def _eager_backward(op: Op, f: dict) -> list[Op]:
+    """The eager backward of one attention op (see eager_attention), in the order it runs."""
+    sc, b, o_b, kv_b = f["scores"], f["b"], f["o_b"], f["kv_b"]
+    s_b = sc * b
+    name, kw = op.name[:-len(".backward")], dict(dtype=op.dtype, count=op.count, module=op.module)
+    out = [Op(name + ".av.backward", "matmul", flops=2.0 * f["av"].flops,
+              bytes={"activations": 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b},     # P', dO, V in; dP', dV out
+              bytes_written=s_b + kv_b, **kw)]
+    if f["drop"]:
+        from ..workloads.transformer import MASK_BYTES
+        out.append(Op(name + ".dropout.backward", "elementwise", flops=sc,
+                      bytes={"activations": (2.0 * b + MASK_BYTES) * sc}, bytes_written=s_b, **kw))
+    out.append(Op(name + ".softmax.backward", "softmax", flops=3.0 * sc,          # dS = P ⊙ (dP − Σ dP ⊙ P)
+                  bytes={"activations": 3.0 * s_b}, bytes_written=s_b, **kw))
+    qk = copy_op(op, name=name + ".qk.backward", kind="matmul", flops=2.0 * f["qk"].flops, vector_flops=0.0,
+                 bytes_written=o_b + kv_b)
+    qk.bytes["activations"] = 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b               # dS twice, Q, K in; dQ, dK out
+    return _tag(out + [qk], op)
+
+
+def _tag(chain: list[Op], op: Op) -> list[Op]:
+    """Mark the ops eager-attention split ``op`` into with (op, their FLOPs), for flash-attention to undo."""
+    total = sum((o.flops for o in chain), 0.0)
+    for o in chain:
+        o.attrs["eager_of"] = (op, total)
+    return chain

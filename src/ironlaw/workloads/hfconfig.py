@@ -57,6 +57,7 @@ class Arch:
     pooler: bool = False
     sliding_window: int | None = None
     dropout: float = 0.0      # training dropout probability of the residual/MLP paths
+    attn_dropout: float = 0.0  # training dropout probability of the attention probabilities
 
     # ------------------------------------------------------------------ parameter counts (exact)
     @property
@@ -195,7 +196,8 @@ def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
         return Arch(name, mt, False, h, f.int("n_layer"), heads, heads, _div(h, heads, where, "n_embd", "n_head"),
                     f.int("n_inner", None) or 4 * h, f.int("vocab_size"), f.int("n_positions"), "learned", "layer",
                     "gelu" if act == "gelu" else "gelu_new", False, f.bool("tie_word_embeddings", True),
-                    True, True, True, dropout=f.float("resid_pdrop", 0.1))
+                    True, True, True, dropout=f.float("resid_pdrop", 0.1),
+                    attn_dropout=f.float("attn_pdrop", 0.1))
     # bert
     h, heads = f.int("hidden_size"), f.int("num_attention_heads")
     act = f.str("hidden_act", "gelu")
@@ -207,7 +209,8 @@ def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
                 "num_attention_heads"), f.int("intermediate_size"), f.int("vocab_size"),
                 f.int("max_position_embeddings"), "learned", "layer", "gelu" if act == "gelu" else "gelu_new", False,
                 True, True, True, True, post_norm=True, type_vocab=f.int("type_vocab_size", 2), pooler=True,
-                dropout=f.float("hidden_dropout_prob", 0.1))
+                dropout=f.float("hidden_dropout_prob", 0.1),
+                attn_dropout=f.float("attention_probs_dropout_prob", 0.1))
 
 
 def _div(a: int, b: int, where: str, na: str, nb: str) -> int:

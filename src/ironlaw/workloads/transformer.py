@@ -294,7 +294,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "active_params": active, "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
             "kv_heads": a.kv_heads, "head_dim": a.head_dim, "vocab": a.vocab,
-            "attention_pairs": "full" if a.encoder else "causal"}
+            "attention_pairs": "full" if a.encoder else "causal",
+            "attention_dropout": a.attn_dropout if phase == "train" else 0.0}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k)
     if phase in ("prefill", "decode"):
