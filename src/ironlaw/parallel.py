@@ -356,6 +356,13 @@ def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     return [with_rc(first), with_rc(last)], opt
 
 
+def megatron_flops(batch: float, seq: float, layers: int, hidden: int, vocab: int) -> float:
+    """FLOPs of one GPT training step with full activation recomputation as Megatron-LM counts them when it
+    reports teraFLOP/s per GPU (Narayanan et al. 2021, eq. 3): 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) — the
+    dense GEMMs and attention of forward, backward and the recomputed forward, and the LM head."""
+    return 96.0 * batch * seq * layers * hidden ** 2 * (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
+
+
 def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
