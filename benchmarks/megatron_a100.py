@@ -6,7 +6,7 @@ Prints, per row (GPT 1.7B–1T on 32–3072 DGX A100 GPUs), the measured teraFLO
 prediction and the error, under two fabrics:
   catalog    the a100 entry as shipped: its network fitted on vidur's NCCL runs (A100_VIDUR: ~24% of a port's
              rate for collectives, a 19.85 GB/s InfiniBand ceiling per node)
-  datasheet  the same device with the network estimates every other device gets (ports add up, 85-90% of
+  datasheet  the entry without its [network] table: the estimates every other device gets (ports add up, 85-90% of
              the link rate): what 8 × HDR per DGX on a rail-optimised fabric such as Selene's would give
 and two attention kernels: eager (as Megatron-LM ran in 2021: QKᵀ, softmax, dropout, ·V, eager backward)
 and FlashAttention (the builder's default). Assumptions the table does not pin: micro-batch 1, no
@@ -28,9 +28,8 @@ def main() -> int:
     from ironlaw import hardware
     from test_megatron_reference import predict, table
     catalog = hardware.get("a100")
-    # the network calibration is looked up by device name (network.calibration.for_hardware): a renamed copy
-    # of the entry gets the datasheet estimates, everything else unchanged
-    datasheet = replace(catalog, name="a100-datasheet-network")
+    # the entry without its [network] table: the collective model's sourced estimates, all else unchanged
+    datasheet = replace(catalog, extra={k: v for k, v in catalog.extra.items() if k != "network"})
     rows = table()
     cols = {}
     with tempfile.TemporaryDirectory() as tmp:

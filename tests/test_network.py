@@ -169,6 +169,30 @@ def test_cli_spreads_devices_over_whole_nodes(cli):
     assert r.rc == 2 and "at most 8 devices" in r.err and "--nodes 2" in r.err
 
 
+def test_the_fitted_network_is_named_in_the_hardware_file(cli):
+    """The a100 entry names its fitted collective calibration in [network]; a copy without the table gets
+    the sourced estimates (ports add up), so a user with another fabric can drop it; nonsense is refused."""
+    from ironlaw.network.calibration import A100_VIDUR, DEFAULT, for_hardware
+    assert for_hardware(hardware.get("a100")) is A100_VIDUR
+    assert for_hardware(hardware.get("h100")) is DEFAULT and for_hardware(hardware.get("a100-40gb")) is DEFAULT
+    data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
+    del data["network"]
+    bare = hardware.parse_hardware(data, "a100.toml")
+    assert for_hardware(bare) is DEFAULT
+    t_fit = sum(collective_time("allreduce", 64e6, build(hardware.get("a100"), 16, 2)))
+    t_est = sum(collective_time("allreduce", 64e6, build(bare, 16, 2)))
+    assert t_fit > 3 * t_est                  # vidur's InfiniBand: ~24% of a port, a 19.85 GB/s node ceiling
+    for bad, message in (({"calibration": "selene"}, "unknown network calibration"),
+                         ({"calibration": "a100-vidur"}, "source"),
+                         ({"calibration": "a100-vidur", "source": "x", "eta": 1}, "unknown field 'eta'"),
+                         ("a100-vidur", "expected a table")):
+        data["network"] = bad
+        with pytest.raises(IronlawError, match=message):
+            hardware.parse_hardware(data, "a100.toml")
+    r = cli("hardware", "show", "a100", "--format", "json")
+    assert r.rc == 0 and r.json()["network"]["calibration"] == "a100-vidur"
+
+
 def test_both_regimes_on_one_node():
     """Latency-bound below ~100 kB (time nearly flat), bandwidth-bound above ~16 MB (time ∝ size)."""
     hw = hardware.get("a100")

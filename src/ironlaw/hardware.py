@@ -160,8 +160,15 @@ class Hardware:
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
+            "network": self.network_calibration(),
             "path": self.path,
         }
+
+    def network_calibration(self) -> dict:
+        """The collective model's calibration: the fitted one ``[network]`` names, else the estimates."""
+        from .network.calibration import for_hardware
+        c = for_hardware(self)
+        return {"calibration": c.name, "source": self.extra.get("network", {}).get("source", c.source)}
 
 
 # ---------------------------------------------------------------- reading and checking files
@@ -235,7 +242,8 @@ def _hint(key: str, allowed) -> str:
 
 def parse_hardware(data: dict, where: str) -> Hardware:
     top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
-                               "latency", "links", "power", "efficiency", "features", "probe", "calibration"))
+                               "latency", "links", "power", "efficiency", "features", "probe", "calibration",
+                               "network"))
     if top.req("schema") != SCHEMA:
         raise IronlawError(f"{where}: schema must be '{SCHEMA}', got {top.get('schema')!r}")
     name = top.text("name")
@@ -321,6 +329,9 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         sources["features"] = f.source()
 
     extra = {k: data[k] for k in ("probe", "calibration") if k in data}
+    if "network" in data:                     # a fitted network calibration by name (network.calibration)
+        from .network.calibration import check_table
+        extra["network"] = check_table(data["network"], f"{where}.network")
     if "probe" in extra:                      # measured profiles: refuse hand-edited nonsense by field
         from .profile import check_probe
         check_probe(extra["probe"], f"{where}.probe")

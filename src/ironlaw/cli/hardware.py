@@ -68,6 +68,8 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
                 (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
             t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
         c.print(t)
+        net = d.network_calibration()
+        c.print(f"collectives: calibration '{net['calibration']}' — {net['source']}")
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
     c.print(f"efficiency: {eff} — {d.sources['efficiency']}")
     if d.tdp_w:

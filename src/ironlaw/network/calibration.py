@@ -73,9 +73,27 @@ A100_VIDUR = NetworkCalibration(
            "one-port rate, not 4× and 8×); 2 nodes × 2 and × 8 GPUs held out",
 )
 
-BY_HARDWARE = {"a100": A100_VIDUR}
+BY_NAME = {c.name: c for c in (DEFAULT, A100_VIDUR)}
+
+
+def check_table(t: object, where: str) -> dict:
+    """A hardware file's ``[network]`` table: ``calibration`` names a fitted one (``a100-vidur``), with its
+    ``source``. A device without the table gets ``default`` (the sourced estimates)."""
+    from ..errors import IronlawError, unknown
+    if not isinstance(t, dict):
+        raise IronlawError(f"{where}: expected a table with 'calibration' and 'source'")
+    extra = sorted(set(t) - {"calibration", "source"})
+    if extra:
+        raise IronlawError(f"{where}: unknown field '{extra[0]}' (expected calibration, source)")
+    name = t.get("calibration")
+    if name not in BY_NAME:
+        raise unknown(f"network calibration in {where}", str(name), tuple(BY_NAME))
+    if not isinstance(t.get("source"), str) or not t["source"].strip():
+        raise IronlawError(f"{where}: 'source' must say where the calibration comes from")
+    return dict(t)
 
 
 def for_hardware(hw) -> NetworkCalibration:
-    """The fitted calibration of ``hw`` where one exists, else the sourced estimates."""
-    return BY_HARDWARE.get(hw.name, DEFAULT)
+    """The calibration ``hw``'s file names in ``[network]`` (the a100 entry: the fit to vidur's NCCL runs on
+    DGX A100), else the sourced estimates, which assume a node's network ports add up."""
+    return BY_NAME[hw.extra.get("network", {}).get("calibration", DEFAULT.name)]
