@@ -42,11 +42,14 @@ TRUE = {"eta_max": 0.9, "m_half": 40.0, "nk_half": 120.0}
 
 
 def by_hand(m, n, k, eta_max, m_half, nk_half, streamed, produced, lat):
-    """The Iron Law for one GEMM, written out: max(data, compute) + latency, 2 bytes per element."""
+    """The Iron Law for one GEMM on the toy GPU, written out, 2 bytes per element: its reads overlap its
+    compute, the epilogue stores its output after: max(read, compute) + write + latency, where the write
+    is the output's share of the data time (data time = bytes at the byte-weighted η)."""
     eta = eta_max * m / (m + m_half) * n / (n + nk_half) * k / (k + nk_half)
-    act, w = 2.0 * (m * k + m * n), 2.0 * k * n
+    act, w, out = 2.0 * (m * k + m * n), 2.0 * k * n, 2.0 * m * n
     data = act / (BW * produced) + w / (BW * streamed)
-    return max(data, 2.0 * m * n * k / (PEAK * eta)) + lat
+    write = data * out / (act + w)
+    return max(data - write, 2.0 * m * n * k / (PEAK * eta)) + write + lat
 
 
 def test_gemm_dims_recovered_from_flops_and_bytes():

@@ -182,20 +182,18 @@ def test_harness_offsets_come_from_the_sweeps():
 
 
 def test_gpt3_layer_prefill_tp4(tmp_path):
-    """Prefill, batch 8 × 2048: every op within 25% but Q_mul_K, a known miss (−33%), asserted at 35%.
+    """Prefill, batch 8 × 2048: every op within 25% (LayerNorm at −20% is the closest to the edge).
 
-    Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device. The Iron Law overlaps
-    its traffic (1.22 ms) with its 206 GFLOP (0.78 ms): 1.26 ms with the host cost. The measured 1.88 ms is
-    close to their sum (2.0 ms); estimate: a 128-deep main loop is too short to hide the epilogue's stores.
-    A_mul_V reads the same matrix under a 2048-deep main loop and lands at −4%, Softmax at −5%.
+    Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device: its epilogue's stores
+    follow a 128-deep main loop and cannot hide behind it (law: a GPU GEMM's written bytes run after its
+    overlapped reads and compute), −7% (it was −33% with the stores overlapped). A_mul_V reads the same
+    matrix under a 2048-deep main loop and writes little: −4%, Softmax −5%.
     """
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
-    # per op within 25% (LayerNorm at −20% is the closest to the edge), except Q_mul_K (see above)
-    for k in ("Q_K_V", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA",
-              "LayerNorm_FFN", "AllReduce_MHA", "AllReduce_FFN"):
+    for k in meas:
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
-    assert pred["Q_mul_K"] == pytest.approx(meas["Q_mul_K"], rel=0.35)
+    assert pred["Q_mul_K"] == pytest.approx(meas["Q_mul_K"], rel=0.12)
     assert sum(pred[k] for k in ATTENTION) == pytest.approx(sum(meas[k] for k in ATTENTION), rel=0.25)
 
 

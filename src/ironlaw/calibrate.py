@@ -373,7 +373,9 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
     d0 = d0 + pack_extra_bytes(cal, cols, hw).reshape(-1) / hw.memory[hw.device_tier].bw_Bps
     with np.errstate(divide="ignore", invalid="ignore"):
         d, c = np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)
-    return np.maximum(d, c) + ser * np.minimum(d, c) + lat
+    from .efficiency import composed, epilogue_share
+    w = d * epilogue_share(hw, cols).reshape(-1)
+    return composed(d, c, ser, w) + lat
 
 
 def fit(hw, observations: list[Observation], source: str, held_out: list[str] = (), start: dict | None = None) -> dict:
@@ -567,7 +569,8 @@ def _subset(cols: Columns, rows: np.ndarray) -> Columns:
                    kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r],
                    mnk=None if cols.mnk is None else cols.mnk[rows],
                    resident=None if cols.resident is None else cols.resident[rows],
-                   weights_kn=None if cols.weights_kn is None else cols.weights_kn[rows])
+                   weights_kn=None if cols.weights_kn is None else cols.weights_kn[rows],
+                   written=None if cols.written is None else cols.written[rows])
 
 
 def _copy(c: dict) -> dict:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .efficiency import composed
 from .errors import IronlawError
 from .units import fmt_time
 
@@ -49,6 +50,7 @@ class Task:
     waits_for_grads: bool = False   # the optimizer step: waits for every overlapped collective
     repeat: int = 0
     serial: float = 0.0         # share of min(data, compute) not overlapped (a calibrated CPU GEMM)
+    epilogue: float = 0.0       # share of the data stored after the compute (a GPU GEMM's epilogue)
 
 
 @dataclass
@@ -149,15 +151,17 @@ def tasks_from_estimate(est) -> list[Task]:
     if sum(counts) > MAX_NODES:
         raise IronlawError(f"critical path: {sum(counts):,} op invocations is more than {MAX_NODES:,}")
     first_bwd = next((i for i, op in enumerate(g.ops) if op.name.endswith(".backward")), len(g.ops))
-    from .efficiency import serial_share
+    from .efficiency import epilogue_share, serial_share
     serial = np.asarray(serial_share(hw, est.cols), float).reshape(len(g.ops), -1)[:, 0]
+    epilogue = np.asarray(epilogue_share(hw, est.cols), float).reshape(len(g.ops), -1)[:, 0]
     proto = []
     for i, op in enumerate(g.ops):
         coll = op.kind == "collective" or float(est.network_s[i]) > 0
         proto.append(Task(op.name, float(local[i]), float(spill[i]), float(est.compute_s[i]),
                           float(est.latency_s[i]), float(est.network_s[i]), coll,
                           grad_sync=coll and (bool(op.attrs.get("grad_sync")) or (g.phase == "train" and i > first_bwd)),
-                          waits_for_grads="optimizer" in op.bytes, serial=float(serial[i])))
+                          waits_for_grads="optimizer" in op.bytes, serial=float(serial[i]),
+                          epilogue=float(epilogue[i])))
     tasks = []
     for a, b, n in _blocks(counts):
         for r in range(n):
@@ -248,7 +252,7 @@ def schedule(tasks: list[Task], composition: str = "overlap", prefetch_depth: in
 
 def _op_time(t: Task, data_s: float, composition: str) -> float:
     if composition == "overlap":
-        return max(data_s, t.compute_s) + t.serial * min(data_s, t.compute_s) + t.latency_s + t.network_s
+        return float(composed(data_s, t.compute_s, t.serial, t.epilogue * t.local_s)) + t.latency_s + t.network_s
     return data_s + t.compute_s + t.latency_s + t.network_s
 
 

@@ -61,3 +61,28 @@ def pack_extra_bytes(hw: Hardware, cols: Columns) -> np.ndarray:
         return np.zeros(cols.flops.shape)
     from . import calibrate
     return np.broadcast_to(calibrate.pack_extra_bytes(cal, cols, hw), cols.flops.shape)
+
+
+def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) share of an op's data time that its kernel spends storing its output after the main
+    loop, not overlapped with compute: a GPU GEMM's epilogue (the written bytes' share of its traffic);
+    0 elsewhere (CPU GEMMs: see ``serial_share``). A CTA computes its output tile over the K loop, its
+    loads pipelined under the MMAs, then stores the tile; with one or two CTAs per SM launched in waves
+    the stores of a wave are not hidden. Negligible for a deep K (a 4096-deep projection: ~1%), it is
+    most of the time of a batched QKᵀ (K = 128 writing the s² scores)."""
+    out = np.zeros(cols.flops.shape)
+    if hw.kind != "gpu" or cols.written is None:
+        return out
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    total = sum(cols.bytes.values(), np.zeros(cols.flops.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, np.minimum(np.broadcast_to(cols.written, total.shape) / total, 1.0), 0.0)
+    out[rows] = share[rows]
+    return out
+
+
+def composed(data_s, compute_s, serial, written_s):
+    """An op's overlapped time: its reads overlap its compute but for the ``serial`` share of the shorter
+    of the two; the ``written_s`` part of its data time (the epilogue's stores) follows them."""
+    read = data_s - written_s
+    return np.maximum(read, compute_s) + serial * np.minimum(read, compute_s) + written_s

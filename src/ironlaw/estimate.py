@@ -67,14 +67,18 @@ class Estimate:
         out[1] = self.latency_s * c
         out[2] = self.network_s * c
         if self.composition == "overlap":
-            from .efficiency import serial_share
-            data_wins = self.data_s >= self.compute_s
+            from .efficiency import epilogue_share, serial_share
+            # the stores of a GPU GEMM's epilogue follow its main loop: always on the path (data)
+            epi = np.broadcast_to(epilogue_share(self.hw, self.cols), self.data_s.shape)
+            read = self.data_s * (1.0 - epi)
+            data_wins = read >= self.compute_s
             # the shorter term still counts for the share of it that the kernel does not overlap
             # (a calibrated CPU GEMM packs its weights first; llama.cpp's mmq on GB10)
             ser = serial_share(self.hw, self.cols)
             out[0] = np.where(data_wins, ser, 1.0) * self.compute_s * c
             # the data part of the critical path is owned by tiers in proportion to their time
-            out[3:] = np.where(data_wins[None], 1.0, ser[None]) * self.data_tier_s * c
+            on_path = np.where(data_wins, 1.0, ser + (1.0 - ser) * epi)     # share of data_s on the path
+            out[3:] = on_path[None] * self.data_tier_s * c
         else:
             out[0] = self.compute_s * c
             out[3:] = self.data_tier_s * c

@@ -111,6 +111,7 @@ class Columns:
     mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
+    written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -146,4 +147,5 @@ class Columns:
                        resident=np.array([bool(op.attrs.get("resident")) for op in g.ops])
                        if any(op.attrs.get("resident") for op in g.ops) else None,
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
-                       if any(op.attrs.get("weights_kn") for op in g.ops) else None)
+                       if any(op.attrs.get("weights_kn") for op in g.ops) else None,
+                       written=stack(lambda op: op.bytes_written))

@@ -4,9 +4,11 @@ For each op:
     data_s    = Σ over storage classes and tiers of bytes / (tier bandwidth · η_mem)
     compute_s = flops / (peak of the op's unit and dtype · η)
     latency_s = fixed per-op cost (kernel launch / dispatch)
-    overlap:  time = max(data_s, compute_s) + s·min(data_s, compute_s) + latency_s
-              (the critical path of one op; s = 0 unless a calibration measured a kernel that does
-              not overlap its traffic with its compute, see ``ironlaw.gemmshape``)
+    overlap:  time = max(read_s, compute_s) + s·min(read_s, compute_s) + write_s + latency_s
+              (the critical path of one op; read_s + write_s = data_s. write_s is 0 but for a GPU
+              GEMM, whose epilogue stores the output after the main loop: the written bytes' share of
+              data_s (``efficiency.epilogue_share``). s = 0 unless a calibration measured a kernel that
+              does not overlap its traffic with its compute, see ``ironlaw.gemmshape``)
     serial:   time = data_s + compute_s + latency_s
 The workload's time is the sum over the op sequence. The resource that owns the largest share of
 that time is the bottleneck, unless the footprint does not fit the device memory: then capacity
@@ -113,7 +115,8 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
 
     if composition == "overlap":
         serial = efficiency.serial_share(hw, cols)
-        op_time = np.maximum(data_s, compute_s) + serial * np.minimum(data_s, compute_s) + latency_s + network_s
+        written = data_s * efficiency.epilogue_share(hw, cols)
+        op_time = efficiency.composed(data_s, compute_s, serial, written) + latency_s + network_s
     else:
         op_time = data_s + compute_s + latency_s + network_s
 
