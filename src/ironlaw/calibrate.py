@@ -32,8 +32,9 @@ The GEMM shape model is per kind (all matmuls of a dtype); see ``ironlaw.gemmsha
 
 Fitting (``fit``) takes observations — an op and its measured time — from the probe, from
 ``ironlaw validate`` or from published measurements, and returns the table. The fitted model is
-the law itself: time = max(d, c) + serial·min(d, c) + latency with d = data_s / η_mem and
-c = compute_s / η (serial only for GEMM tables that have it), data_s and compute_s
+the law itself: time = max(r, c) + serial·min(r, c) + w + latency with d = data_s / η_mem split into
+reads r and a GPU GEMM's epilogue stores w (``efficiency.composed``), c = compute_s / η (serial only for
+GEMM tables that have it), data_s and compute_s
 from ``law.predict`` at η = 1, so what is fitted is exactly what later predictions use. Keep fitting
 and reporting apart: ``report`` scores any observations (held out or not) through ``law.predict``.
 """

@@ -179,7 +179,8 @@ def terms(est) -> str:
                              f'{_num(moved, fmt(moved, "B"))}{_num(t.bw_Bps, fmt(t.bw_Bps, "B/s"))}'
                              f'{_num(secs, fmt_time(secs))}</tr>')
     return (f'<section id="terms"><h2>The Iron Law terms</h2>'
-            + ('<p class="note">Each term summed over all ops. With overlap an op costs max(data, compute) + latency, '
+            + ('<p class="note">Each term summed over all ops. With overlap an op costs max(data, compute) + latency '
+               '(plus what a kernel does not overlap: a GPU GEMM\'s output stores, a CPU GEMM\'s weight packing), '
                'so the critical path is no longer than the sum of the terms.</p>' if est.composition == "overlap" else
                '<p class="note">Each term summed over all ops; composed serially, the critical path is their sum.</p>')
             + _table(["term", "formula", "time", "share of summed terms"], rows, tid="terms-table", left=(0, 1)) + bar
