@@ -141,8 +141,9 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                            f"{max_cv:.0%}): {shown}; nothing saved — rerun on a quieter machine or raise --max-cv")
     if checks and checks["speedup"] < MIN_SPEEDUP_2_THREADS:
         raise IronlawError(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
-                           f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×): another process is using the cores; nothing saved "
-                           f"— rerun when the machine is idle or pass --threads 1")
+                           f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
+                           f"are not independent (SMT siblings, a host that throttles the VM); nothing saved — rerun "
+                           f"when the machine is idle, or pass --threads 1")
     drift = _drift(rows.pop("sentinel"))
     if drift["max_change"] > 2 * max_cv:
         raise IronlawError(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
