@@ -298,6 +298,32 @@ def test_a_narrow_dtype_slower_than_fp32_has_no_fast_path():
 
 @pytest.mark.skipif(not {"avx512_bf16"} <= _cpu_flags() or "avx512_fp16" in _cpu_flags() or "amx_fp16" in _cpu_flags(),
                     reason="needs a CPU with a bf16 fast path and no fp16 one (like the Zen 4 this was built on)")
+def test_a_convolution_faster_than_every_gemm_sets_the_peak():
+    """A framework's conv library may outrun its GEMM library (oneDNN vs MKL on an AMD EPYC here: 373 vs
+    183 GFLOP/s fp32): the peak is the fastest kernel measured and says which; a slower conv changes nothing.
+    The conv rows are calibration observations too, marked cache-resident when their operands fit."""
+    p = fake_probe()
+    gemm_peak = max(r["flops_per_s"] for r in p["gemm"] if r["dtype"] == "fp32")
+    conv = {"dtype": "fp32", "batch": 2, "cin": 64, "size": 56, "cout": 64, "kernel": 3, "cv": 0.02, "threads": 2}
+    f = 2.0 * 2 * 56 * 56 * 64 * 64 * 9
+    p["conv"] = [dict(conv, time_s=f / (2.0 * gemm_peak), flops_per_s=2.0 * gemm_peak)]
+    peaks = build._peaks(p)
+    assert peaks["fp32"]["peak_flops"] == pytest.approx(2.0 * gemm_peak)
+    assert "convolution" in peaks["fp32"]["source"] and "50% of it" in peaks["fp32"]["source"]
+    assert peaks["bf16"]["peak_flops"] == max(r["flops_per_s"] for r in p["gemm"] if r["dtype"] == "bf16")  # no conv
+    hw = hardware.parse_hardware(build.profile(p), "probe")
+    assert hw.efficiency["matmul"] < 0.55                     # the GEMM grid now sits below half the peak
+    obs = [o for o in build.observations(p) if o.dataset == "probe:conv"]
+    assert len(obs) == 1 and obs[0].op.kind == "conv" and obs[0].op.flops == pytest.approx(f)
+    assert obs[0].op.attrs.get("resident") and obs[0].op.bytes["weights"] == 64 * 64 * 9 * 4
+    p["conv"] = [dict(conv, time_s=f / (0.5 * gemm_peak), flops_per_s=0.5 * gemm_peak)]
+    assert build._peaks(p)["fp32"]["peak_flops"] == pytest.approx(gemm_peak)
+    bad = build.profile(p)
+    del bad["probe"]["conv"][0]["kernel"]
+    with pytest.raises(IronlawError, match="conv.*kernel"):
+        profile.check_probe(bad["probe"], "probe")
+
+
 def test_fp16_gemm_has_no_fast_path_on_this_cpu():
     """Best of several runs (a shared machine slows every kernel; the best run shows what it can do)."""
     torch = pytest.importorskip("torch")

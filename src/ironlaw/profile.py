@@ -5,7 +5,7 @@ numbers are all "measured by probe on <date> (<host>, torch <version>, <n> threa
 
     [probe]                 # what was run: date, host, cpu, torch, threads, quick, duration_s, max_cv
     [[probe.gemm]]          # one row per measurement: dtype, m, n, k, time_s, cv, flops_per_s …
-    [[probe.memory]] …      # (families: gemm, memory, vector, reduce, dispatch, cuda)
+    [[probe.memory]] …      # (families: gemm, conv, memory, vector, reduce, dispatch, cuda)
     [calibration]           # fitted from the rows above (see ``ironlaw.calibrate``)
 
 Profiles live in ``$IRONLAW_HOME/profiles`` (default ``~/.local/share/ironlaw/profiles``); ``--on
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import IronlawError, unknown
 
-FAMILIES = ("gemm", "memory", "vector", "reduce", "dispatch", "cuda")
+FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda")
 
 
 def profiles_dir() -> Path:
@@ -137,13 +137,15 @@ def replace_table(path: Path, name: str, table: dict) -> Path:
 
 _ROW_FIELDS = {
     "gemm": {"dtype": str, "m": int, "n": int, "k": int, "time_s": float, "cv": float, "flops_per_s": float},
+    "conv": {"dtype": str, "batch": int, "cin": int, "size": int, "cout": int, "kernel": int, "time_s": float,
+             "cv": float, "flops_per_s": float},
     "memory": {"level": str, "bytes": float, "time_s": float, "cv": float},
     "vector": {"op": str, "elems": int, "dtype": str, "time_s": float, "cv": float, "elems_per_s": float},
     "reduce": {"op": str, "kind": str, "elems": int, "dtype": str, "time_s": float, "cv": float},
     "dispatch": {"op": str, "time_s": float, "cv": float},
     "cuda": {"what": str, "bytes": float, "time_s": float, "cv": float},
 }
-_OPTIONAL = {"gemm": ("threads", "weights", "layout"), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
+_OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads",), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
              "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": ()}
 
 

@@ -39,7 +39,7 @@ def _cpu_model() -> str:
 
 def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[str, str, Callable[[], dict]]]:
     """(family, label, thunk) for every measurement, in the order they run."""
-    from . import cuda, dispatch, gemm, memory, reduce, vector
+    from . import conv, cuda, dispatch, gemm, memory, reduce, vector
     steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
     dtypes = ("fp32", "bf16", "fp16", "fp64")
@@ -47,6 +47,10 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for m, n, k in gemm.shapes(dt, quick, device):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
                           lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
+    for dt in dtypes:
+        for b, cin, size, cout, k in conv.shapes(dt, quick):
+            steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
+                          lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
     last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
                      (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
     pool = gemm.cold_pool_bytes(last_cache)
@@ -150,7 +154,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                            f"rerun when it is steady")
     checks["drift"] = drift
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
-    for fam in ("gemm", "memory", "vector"):
+    for fam in ("gemm", "conv", "memory", "vector"):
         for r in clean.get(fam, []):
             r["threads"] = threads
     from . import memory
@@ -217,6 +221,8 @@ def _label(fam: str, r: dict) -> str:
     if fam == "gemm":
         return (f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if r.get("weights") == "cold" else "")
                 + (" x@W" if r.get("layout") == "kn" else ""))
+    if fam == "conv":
+        return f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}x{r['size']} {r['kernel']}x{r['kernel']}→{r['cout']}"
     if fam == "memory":
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
     return f"{fam} {r.get('op') or r.get('what')}"
