@@ -2,7 +2,9 @@
 
     python benchmarks/probe_check.py [--quick] [--threads N] [--max-cv X] [--out FILE]
 
-Goals (issue 4): fp32 GEMM peak within 10% of a large torch.mm; device-memory bandwidth within 10%
+Goals (issue 4): fp32 GEMM rate (the probe's best GEMM row) within 10% of a large torch.mm; where a
+convolution sets the fp32 peak (another library outran the GEMM one), that peak against an independent
+conv of another batch (reported, same ±10%); device-memory bandwidth within 10%
 of a large torch copy (read + written bytes, like the probe); default probe ≤ 60 s, --quick ≤ 15 s
 (on the 2-vCPU machine this was built on). On CUDA the references run on the GPU (CUDA events).
 Prints measured vs goal; exit status 0 even when a goal is missed (it is a report, not a test).
@@ -26,6 +28,14 @@ def reference_mm(n: int, device: str, repeats: int = 7) -> tuple[float, float]:
 def best_mm(n: int, device: str) -> tuple[float, float]:
     """The faster of torch.mm at n/2 and n (the best large kernel; on one CPU thread 1024³ beats 2048³)."""
     return max(reference_mm(n // 2, device), reference_mm(n, device))
+
+
+def reference_conv(device: str, repeats: int = 7) -> tuple[float, float]:
+    """fp32 3×3 conv, 4×64×56×56 → 64 (ResNet's first stage, twice the probe's batch): (median FLOP/s, spread)."""
+    import torch
+    import torch.nn.functional as F
+    x, w = torch.randn(4, 64, 56, 56, device=device), torch.randn(64, 64, 3, 3, device=device)
+    return _rate(lambda: F.conv2d(x, w, padding=1), 2.0 * 4 * 56 * 56 * 64 * 64 * 9, device, repeats)
 
 
 def reference_copy(nbytes: int, device: str, repeats: int = 7) -> tuple[float, float]:
@@ -110,11 +120,16 @@ def check(args) -> dict | None:
 
     after = best_mm(n, device), reference_copy(nbytes, device)
     ref_flops = (before[0][0] + after[0][0]) / 2
-    fp32 = doc["compute"]["fp32"]["peak_flops"]
+    fp32 = max(r["flops_per_s"] for r in rows["gemm"] if r["dtype"] == "fp32" and r.get("weights") != "cold")
     err = gemm_err = fp32 / ref_flops - 1.0
     print(f"fp32 GEMM: probe {fp32 / 1e9:.1f} GFLOP/s vs best large torch.mm ({n // 2}³ or {n}³) {ref_flops / 1e9:.1f} GFLOP/s "
           f"(before {before[0][0] / 1e9:.1f} ±{before[0][1]:.0%}, after {after[0][0] / 1e9:.1f} ±{after[0][1]:.0%}): "
           f"{err:+.1%}; goal ±10%: {'OK' if abs(err) <= 0.10 else 'MISSED'}")
+    peak = doc["compute"]["fp32"]["peak_flops"]
+    if peak > fp32:                           # a convolution set the peak: check it against another conv
+        conv, cv = reference_conv(device)
+        print(f"fp32 peak set by a convolution: probe {peak / 1e9:.1f} GFLOP/s vs conv 4×64×56² 3×3 {conv / 1e9:.1f} "
+              f"GFLOP/s (±{cv:.0%}): {peak / conv - 1:+.1%}; (GEMM is {fp32 / peak:.0%} of it)")
     ref_bw = (before[1][0] + after[1][0]) / 2
     err = dram_err = dev_tier["bw_Bps"] / ref_bw - 1.0
     print(f"{dev_tier['name']} bandwidth: probe fit {dev_tier['bw_Bps'] / 1e9:.1f} GB/s vs copy of {nbytes >> 20} MiB "
