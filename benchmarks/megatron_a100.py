@@ -6,7 +6,7 @@ Prints, per row (GPT 1.7B–1T on 32–3072 DGX A100 GPUs), the measured teraFLO
 prediction and the error, under two fabrics:
   catalog    the a100 entry as shipped: its network fitted on vidur's NCCL runs (A100_VIDUR: ~24% of a port's
              rate for collectives, a 19.85 GB/s InfiniBand ceiling per node)
-  datasheet  the entry without its [network] table: the estimates every other device gets (ports add up, 85-90% of
+  datasheet  --network default: the estimates every other device gets (ports add up, 85-90% of
              the link rate): what 8 × HDR per DGX on a rail-optimised fabric such as Selene's would give
 and two attention kernels: eager (as Megatron-LM ran in 2021: QKᵀ, softmax, dropout, ·V, eager backward)
 and FlashAttention (the builder's default). Assumptions the table does not pin: micro-batch 1, no
@@ -17,7 +17,6 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,10 +25,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def main() -> int:
     from ironlaw import hardware
+    from ironlaw.network.calibration import with_network
     from test_megatron_reference import predict, table
     catalog = hardware.get("a100")
-    # the entry without its [network] table: the collective model's sourced estimates, all else unchanged
-    datasheet = replace(catalog, extra={k: v for k, v in catalog.extra.items() if k != "network"})
+    # the collective model's sourced estimates (ironlaw analyze --network default), all else unchanged
+    datasheet = with_network(catalog, "default")
     rows = table()
     cols = {}
     with tempfile.TemporaryDirectory() as tmp:

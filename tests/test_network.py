@@ -193,6 +193,28 @@ def test_the_fitted_network_is_named_in_the_hardware_file(cli):
     assert r.rc == 0 and r.json()["network"]["calibration"] == "a100-vidur"
 
 
+def test_the_network_calibration_can_be_chosen_per_run(cli):
+    """--network (analyze) and the network= what-if (compare) pick the collectives' calibration without
+    editing a file: the a100 catalog's vidur fit, or the sourced estimates for a fabric whose ports add up."""
+    from ironlaw.network.calibration import DEFAULT, for_hardware, with_network
+    hw = with_network(hardware.get("a100"), "default")
+    assert for_hardware(hw) is DEFAULT and hw.network_calibration()["source"].startswith("chosen for this run")
+    args = ("analyze", "allreduce:64MB", "--gpus", "16", "--nodes", "2", "--on", "a100", "--format", "json")
+    t = {n: cli(*args, "--network", n).json()["time_s"] for n in ("a100-vidur", "default")}
+    assert t["a100-vidur"] == pytest.approx(cli(*args).json()["time_s"]) and t["a100-vidur"] > 3 * t["default"]
+    r = cli(*args, "--network", "selene")
+    assert r.rc == 2 and "unknown network calibration" in r.err and "a100-vidur" in r.err
+    r = cli("analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "16", "--tp", "8", "--dp", "2",
+            "--global-batch", "16", "--network", "default", "--format", "json")
+    assert r.rc == 0, r.err
+    slow = cli("analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "16", "--tp", "8", "--dp", "2",
+               "--global-batch", "16", "--format", "json").json()
+    assert r.json()["breakdown"]["dp_grad_comm_s"] < slow["breakdown"]["dp_grad_comm_s"]
+    r = cli("compare", "allreduce:64MB", "--on", "a100", "--opt", "gpus=16", "--opt", "nodes=2", "--what-if",
+            "network=default", "--format", "json")
+    assert r.rc == 0, r.err
+
+
 def test_both_regimes_on_one_node():
     """Latency-bound below ~100 kB (time nearly flat), bandwidth-bound above ~16 MB (time ∝ size)."""
     hw = hardware.get("a100")

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts) -> None:
-    from .. import hardware, parallel, workloads
+def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
+    from .. import parallel, workloads
     from ..units import fmt as f, fmt_time
     from . import console, emit_json, emit_lines
+    from .analyze import device
 
-    hw = hardware.get(on)
+    hw = device(on, network)
     mb = opts.get("micro_batch", 1)
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=mb, seq=seq, dtype=dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))

@@ -9,12 +9,22 @@ from . import app, check_format, emit_json
 from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
 
 
+def device(on: str, network: Optional[str] = None):
+    """The hardware ``on`` names, its collectives on the network calibration ``network`` when given."""
+    from .. import hardware
+    hw = hardware.get(on)
+    if network is not None:
+        from ..network.calibration import with_network
+        hw = with_network(hw, network)
+    return hw
+
+
 def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
-                          dtype: Optional[str], serial: bool, **options):
-    from .. import hardware, law, workloads
+                          dtype: Optional[str], serial: bool, network: Optional[str] = None, **options):
+    from .. import law, workloads
     from ..errors import IronlawError
 
-    hw = hardware.get(on)
+    hw = device(on, network)
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
@@ -76,6 +86,7 @@ def analyze(
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
+    network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
@@ -94,8 +105,8 @@ def analyze(
             from ..errors import IronlawError
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         from ._parallel import analyze_train_step
-        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts)
-    est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, **opts)
+        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network)
+    est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, network, **opts)
     if plot:
         from ..plot import save
         save(est, plot)

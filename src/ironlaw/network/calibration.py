@@ -97,3 +97,11 @@ def for_hardware(hw) -> NetworkCalibration:
     """The calibration ``hw``'s file names in ``[network]`` (the a100 entry: the fit to vidur's NCCL runs on
     DGX A100), else the sourced estimates, which assume a node's network ports add up."""
     return BY_NAME[hw.extra.get("network", {}).get("calibration", DEFAULT.name)]
+
+
+def with_network(hw, name: str):
+    """``hw`` with its collectives modelled by the calibration ``name`` (``ironlaw analyze --network``, the
+    ``network=`` what-if): ``default`` for a fabric whose ports add up, ``a100-vidur`` for vidur's cluster."""
+    from dataclasses import replace
+    table = check_table({"calibration": name, "source": f"chosen for this run (network={name})"}, "--network")
+    return replace(hw, extra={**hw.extra, "network": table})

@@ -2,6 +2,7 @@
 
 batch= / seq=   rebuild the workload from its spec at the new size (they run before other steps)
 hardware=       predict the same graph on another device (catalog name, alias or .toml file)
+network=        the same device, its collectives on another network calibration (default | a100-vidur)
 prefetch[=k]    copies of data that lives beyond device memory (spilled weights, tables) may start
                 k ops ahead on the copy stream (see ironlaw.critical_path); default k = 1
 overlap-comm    gradient collectives run on the network stream, overlapped with the rest of
@@ -55,6 +56,13 @@ def seq(g: Graph, hw, length: int) -> Graph:
 def hardware(g: Graph, hw, name: str):
     from .. import hardware as hwmod
     return hwmod.get(name)                      # the 'hardware' stage returns a Hardware, not a Graph
+
+
+@transform("network", main="name", aliases=("fabric",), params={"name": Text()}, stage="hardware",
+           help="network=NAME: collectives on another network calibration (default | a100-vidur)")
+def network(g: Graph, hw, name: str):
+    from ..network.calibration import with_network
+    return with_network(hw, name)               # a 'hardware' stage step returns a Hardware
 
 
 @transform("prefetch", main="depth", params={"depth": Number(1, 64, integer=True)}, defaults={"depth": 1},
