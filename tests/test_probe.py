@@ -324,6 +324,23 @@ def test_a_convolution_faster_than_every_gemm_sets_the_peak():
         profile.check_probe(bad["probe"], "probe")
 
 
+def test_an_fp32_conv_is_timed_in_fp32_not_tf32(monkeypatch):
+    """cuDNN runs fp32 convs on TF32 tensor cores by default (torch.mm does not): the probe turns that off
+    while it times a conv, so an fp32 peak is never a TF32 one, and puts the setting back."""
+    torch = pytest.importorskip("torch")
+    from ironlaw.probe import conv
+    seen = []
+
+    def fake_stable(fn, budget, device):
+        seen.append(torch.backends.cudnn.allow_tf32)
+        return timing.Stat(time_s=1e-3, cv=0.01, repeats=5)
+    monkeypatch.setattr(conv, "stable", fake_stable)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    row = conv.measure("fp32", 1, 8, 8, 8, 3, timing.Budget())
+    assert seen == [False] and torch.backends.cudnn.allow_tf32 is True
+    assert row["flops_per_s"] == pytest.approx(2.0 * 1 * 8 * 8 * 8 * 8 * 9 / 1e-3)
+
+
 def test_fp16_gemm_has_no_fast_path_on_this_cpu():
     """Best of several runs (a shared machine slows every kernel; the best run shows what it can do)."""
     torch = pytest.importorskip("torch")

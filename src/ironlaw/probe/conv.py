@@ -35,6 +35,12 @@ def measure(dtype: str, b: int, cin: int, size: int, cout: int, k: int, budget: 
     dt = getattr(torch, TORCH_DTYPE[dtype])
     x = torch.randn(b, cin, size, size, device=device).to(dt)
     w = torch.randn(cout, cin, k, k, device=device).to(dt)
-    st = stable(lambda: F.conv2d(x, w, padding=k // 2), budget, device)
+    # fp32 means fp32: cuDNN would run an fp32 conv on TF32 tensor cores by default (torch.mm does not)
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        st = stable(lambda: F.conv2d(x, w, padding=k // 2), budget, device)
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
     return {"dtype": dtype, "batch": b, "cin": cin, "size": size, "cout": cout, "kernel": k, "time_s": st.time_s,
             "cv": st.cv, "flops_per_s": flops(b, cin, size, cout, k) / st.time_s, "_ok": st.ok, "_tries": st.tries}
