@@ -182,7 +182,7 @@ def main() -> int:
         before = machine_speed(hw)
         docs = measure(args, hw)
         after = machine_speed(hw)
-        print(f"machine speed, same fp32 GEMM as the profile's peak: {before:.0%} of it before measuring, "
+        print(f"machine speed, the profile's fastest fp32 GEMM: {before:.0%} of it before measuring, "
               f"{after:.0%} after (a run measured on a slower machine than it was probed on reads as "
               f"under-prediction)")
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .efficiency import composed, epilogue_share
 from .errors import IronlawError, unknown
 from .gemmshape import SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401 (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
@@ -374,7 +375,6 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
     d0 = d0 + pack_extra_bytes(cal, cols, hw).reshape(-1) / hw.memory[hw.device_tier].bw_Bps
     with np.errstate(divide="ignore", invalid="ignore"):
         d, c = np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)
-    from .efficiency import composed, epilogue_share
     w = d * epilogue_share(hw, cols).reshape(-1)
     return composed(d, c, ser, w) + lat
 

@@ -13,7 +13,7 @@ from ..calibrate import Observation
 from ..errors import IronlawError
 from ..graph import Op, dtype_bytes
 from .. import law
-from . import memory as memory_probe
+from . import conv, memory as memory_probe
 
 NO_FAST_PATH = 0.1        # a dtype below this fraction of the best dtype's peak has no fast path
 
@@ -216,7 +216,8 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         w = r["cout"] * r["cin"] * r["kernel"] ** 2 * b
         resident = act + w <= law.CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
         op = Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}",
-                "conv", flops=r["flops_per_s"] * r["time_s"], bytes={"activations": act, "weights": w},
+                "conv", flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"]),
+                bytes={"activations": act, "weights": w},
                 dtype=r["dtype"], attrs={"resident": True} if resident else {})
         out.append(Observation(op, r["time_s"], f"{dataset}:conv", r["cv"]))
     for r in probe.get("memory", []):

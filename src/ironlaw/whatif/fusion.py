@@ -210,7 +210,7 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
         chain.append(av)
         _tag(chain, op)
         out += chain
-        made[op.name] = dict(scores=scores, b=b, o_b=o_b, kv_b=act * kv_share, drop=drop_p > 0, qk=qk, av=av)
+        made[op.name] = dict(scores=scores, b=b, o_b=o_b, kv_b=act * kv_share, drop=drop_p > 0, gemm=av.flops)
         if g.phase == "train":
             saved = saved + op.count * scores * (b + ((b + MASK_BYTES) if drop_p > 0 else 0.0))
         n += 1
@@ -228,7 +228,7 @@ def _eager_backward(op: Op, f: dict) -> list[Op]:
     sc, b, o_b, kv_b = f["scores"], f["b"], f["o_b"], f["kv_b"]
     s_b = sc * b
     name, kw = op.name[:-len(".backward")], dict(dtype=op.dtype, count=op.count, module=op.module)
-    out = [Op(name + ".av.backward", "matmul", flops=2.0 * f["av"].flops,
+    out = [Op(name + ".av.backward", "matmul", flops=2.0 * f["gemm"],
               bytes={"activations": 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b},     # P', dO, V in; dP', dV out
               bytes_written=s_b + kv_b, **kw)]
     if f["drop"]:
@@ -237,7 +237,7 @@ def _eager_backward(op: Op, f: dict) -> list[Op]:
                       bytes={"activations": (2.0 * b + MASK_BYTES) * sc}, bytes_written=s_b, **kw))
     out.append(Op(name + ".softmax.backward", "softmax", flops=3.0 * sc,          # dS = P ⊙ (dP − Σ dP ⊙ P)
                   bytes={"activations": 3.0 * s_b}, bytes_written=s_b, **kw))
-    qk = copy_op(op, name=name + ".qk.backward", kind="matmul", flops=2.0 * f["qk"].flops, vector_flops=0.0,
+    qk = copy_op(op, name=name + ".qk.backward", kind="matmul", flops=2.0 * f["gemm"], vector_flops=0.0,
                  bytes_written=o_b + kv_b)
     qk.bytes["activations"] = 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b               # dS twice, Q, K in; dQ, dK out
     return _tag(out + [qk], op)
