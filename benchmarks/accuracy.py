@@ -13,6 +13,8 @@ L with the profile's flat numbers) and the law with the profile's own numbers be
 --from DIR re-fits and re-scores saved measurements without running anything; --save writes the
 fitted [calibration] into the profile (atomic). The machine may be shared: spread (CV) is printed per
 case; --stat min compares the fastest run instead of the median (both sides use the same statistic).
+The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
+faults, the probe prices them); the prediction does not hold that cost.
 """
 from __future__ import annotations
 
@@ -152,6 +154,12 @@ def load(path: str) -> dict[str, dict]:
     return docs
 
 
+def fresh(total: dict) -> str:
+    """The measured run's page faults as a share of it (priced with the probe's cost of fresh memory)."""
+    s = total.get("fresh_memory_s")
+    return "—" if s is None else f"{100 * s / total['measured_s']:.0f}%"
+
+
 def summarize(rows: list[dict]) -> dict:
     err = np.array([abs(r["error"]) for r in rows])
     return {"n": len(rows), "median_abs_err": float(np.median(err)), "p90_abs_err": float(np.percentile(err, 90)),
@@ -200,11 +208,11 @@ def main() -> int:
         groups[title] = rows
         print(f"\n{title}")
         print(f"{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'error':>7} {'naive':>7} "
-              f"{'uncal.':>7} {'ops ±25%':>9}")
+              f"{'uncal.':>7} {'ops ±25%':>9} {'faults':>7}")
         for r in rows:
             print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
                   f"{100 * r['error']:+6.1f}% {100 * r['naive_error']:+6.1f}% {100 * r['uncalibrated_error']:+6.1f}% "
-                  f"{100 * r['within_25pct_share']:8.0f}%")
+                  f"{100 * r['within_25pct_share']:8.0f}% {fresh(r['doc']['total']):>7}")
         if rows:
             s = summarize(rows)
             print(f"  median |error| {100 * s['median_abs_err']:.1f}%, p90 {100 * s['p90_abs_err']:.1f}%, ops within ±25%: "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import IronlawError, unknown
 
-FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda")
+FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda", "pages")
 
 
 def profiles_dir() -> Path:
@@ -144,9 +144,10 @@ _ROW_FIELDS = {
     "reduce": {"op": str, "kind": str, "elems": int, "dtype": str, "time_s": float, "cv": float},
     "dispatch": {"op": str, "time_s": float, "cv": float},
     "cuda": {"what": str, "bytes": float, "time_s": float, "cv": float},
+    "pages": {"bytes": float, "time_s": float, "warm_s": float, "cv": float},
 }
 _OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads",), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
-             "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": ()}
+             "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": (), "pages": ("threads",)}
 
 
 def check_probe(probe: object, where: str) -> dict:

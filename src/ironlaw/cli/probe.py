@@ -70,10 +70,15 @@ def _render(doc: dict, path: str) -> None:
                   fmt_time(o) if o is not None else "—")
     c.print(t)
     c.print(f"per-op dispatch latency: {fmt_time(doc['latency']['op_s'])}")
+    from ..probe.pages import cost_s_per_byte
+    fresh = cost_s_per_byte(p)
+    if fresh is not None:
+        rate = f"{fmt(1 / fresh, 'B/s')}" if fresh > 0 else "no cost: the allocator keeps its memory"
+        c.print(f"fresh memory (page faults, zeroing, giving it back): {fmt_time(fresh * 2**20)} per MiB ({rate})")
     chk = p.get("checks")
     if chk:
         c.print(f"{p['threads']} threads vs 1 on an fp32 GEMM: {chk['speedup']:.2f}×")
-    spread = max(r["cv"] for fam in ("gemm", "conv", "memory", "vector", "reduce", "dispatch")
+    spread = max(r["cv"] for fam in ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "pages")
                  for r in p.get(fam, []))
     c.print(f"largest spread kept: {spread:.1%} (limit {p['max_cv']:.0%})")
     cal = doc.get("calibration")

@@ -51,6 +51,24 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:+.0f}%"
 
 
+FRESH_MEMORY_SHOWN = 0.02          # a share of the run in fresh memory worth a line
+
+
+def fresh_memory_line(total: dict) -> str:
+    """What a run paid for memory the OS had to fault in again (measured page faults)."""
+    from ..units import fmt, fmt_time
+    b, s = total["faulted_bytes_per_run"], total.get("fresh_memory_s")
+    line = f"page faults: {fmt(b, 'B')} of fresh memory per run"
+    if s is None:
+        return line + " (the profile has no probe 'pages' row to price it: run `ironlaw probe` again)"
+    share = s / total["measured_s"] if total["measured_s"] > 0 else 0.0
+    line += f" ≈ {fmt_time(s)} at this machine's measured cost, {100 * share:.0f}% of the run (not in the prediction)"
+    if share >= FRESH_MEMORY_SHOWN:
+        line += ("; the allocator gives memory back to the OS between runs — an allocator that keeps it (jemalloc, "
+                 "tcmalloc, or glibc with MALLOC_TRIM_THRESHOLD_/MALLOC_MMAP_THRESHOLD_ raised) would save it")
+    return line
+
+
 def render(doc: dict, top: int = 10, console=None) -> None:
     from rich.table import Table
 
@@ -85,6 +103,8 @@ def render(doc: dict, top: int = 10, console=None) -> None:
             to.add_row(str(r["index"]), r["name"][:40], r["kind"], r["shapes"][:34], fmt_time(r["predicted_s"]),
                        fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
         c.print(to)
+    if t.get("faulted_bytes_per_run"):
+        c.print(fresh_memory_line(t))
     if hw["calibrated"]:
         c.print(f"calibration fitted on: {', '.join(hw['fitted']) or '—'}; held out: {', '.join(hw['held_out']) or '—'}")
     if s["cv"] > 0.1:

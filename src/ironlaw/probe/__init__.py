@@ -6,6 +6,7 @@
     vector     elementwise and transcendental throughput
     reduce     reductions, norms, softmax, pooling
     cuda       kernel-launch latency and host↔device bandwidth (CUDA events; only with a GPU)
+    pages      what fresh memory costs (page faults, zeroing, giving it back; CPU only)
     published  observations from published GPU measurements (not run here; see its docstring)
 
 ``run`` measures and returns the raw ``[probe]`` table (rows with median time and spread);
@@ -39,7 +40,7 @@ def _cpu_model() -> str:
 
 def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[str, str, Callable[[], dict]]]:
     """(family, label, thunk) for every measurement, in the order they run."""
-    from . import conv, cuda, dispatch, gemm, memory, reduce, vector
+    from . import conv, cuda, dispatch, gemm, memory, pages, reduce, vector
     steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
     dtypes = ("fp32", "bf16", "fp16", "fp64")
@@ -68,6 +69,9 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
             for nb in sizes:
                 steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
                               lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
+    if device == "cpu":
+        for nb in pages.sizes(quick):
+            steps.append(("pages", f"fresh memory {nb >> 20} MiB", lambda nb=nb: pages.measure(nb, budget)))
     for op, n in vector.cases(quick):
         steps.append(("vector", f"{op} {n} elements", lambda op=op, n=n: vector.measure(op, n, budget, device)))
     for name, scale in reduce.cases(quick):
@@ -154,7 +158,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                            f"rerun when it is steady")
     checks["drift"] = drift
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
-    for fam in ("gemm", "conv", "memory", "vector"):
+    for fam in ("gemm", "conv", "memory", "vector", "pages"):
         for r in clean.get(fam, []):
             r["threads"] = threads
     from . import memory
@@ -225,4 +229,6 @@ def _label(fam: str, r: dict) -> str:
         return f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}x{r['size']} {r['kernel']}x{r['kernel']}→{r['cout']}"
     if fam == "memory":
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
+    if fam == "pages":
+        return f"fresh memory {r['bytes'] / 2**20:.0f} MiB"
     return f"{fam} {r.get('op') or r.get('what')}"

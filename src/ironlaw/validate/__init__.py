@@ -72,6 +72,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
                      "footprint": {k: float(v) for k, v in graph.footprint.items()},
                      **{k: v for k, v in meta.items() if _plain(v)}},
         "case": {"threads": threads, "repeats": len(m["e2e"].samples_s), "warmup": warmup,
+                 "page_faults_per_run": m["faults"], "page_bytes": measure.page_bytes(),
                  "op_repeats": len(next(iter(m["op_s"].values())).samples_s) if m["op_s"] else 0,
                  "torch": torch.__version__, "host": platform.node(), "memory": memory,
                  "wall_s": time.perf_counter() - t_start},
@@ -100,6 +101,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
     naive = float(compare.naive_times(graph, hw).sum())
     uncal = float(law.predict(graph, without_calibration(hw)).time_s)
     cal = hw.extra.get("calibration") or {}
+    faulted, fresh_s = _fresh_memory(head.get("case", {}), hw)
     return {
         "schema": SCHEMA,
         **{k: v for k, v in head.items() if k not in ("case",)},
@@ -112,13 +114,25 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
                   "ops_measured_s": ops_measured, "views_measured_s": views.get(f"{stat}_s", 0.0),
                   "framework_measured_s": fw_meas, "framework_predicted_s": fw_pred,
                   "framework_paired_s": (views.get("gap") or {}).get("median_s"),
-                  "ops": len(graph.ops), "views": int(graph.meta.get("views", 0))},
+                  "ops": len(graph.ops), "views": int(graph.meta.get("views", 0)),
+                  "faulted_bytes_per_run": faulted, "fresh_memory_s": fresh_s},
         "spread": spread,
         "by_kind": kinds,
         "ops": rows,
         "score": {"ops_within_25pct_time_share": compare.within_share(rows),
                   "ops_within_2x_count_share": compare.within_2x_count(rows), "n_ops": len(rows)},
     }
+
+
+def _fresh_memory(case: dict, hw) -> tuple[float | None, float | None]:
+    """(bytes faulted in per end-to-end run, their seconds at the profile's measured cost of fresh memory)."""
+    from ..probe.pages import cost_s_per_byte
+    faults = case.get("page_faults_per_run")
+    if faults is None:
+        return None, None
+    faulted = float(faults) * float(case.get("page_bytes", 4096))
+    cost = cost_s_per_byte(hw.extra.get("probe") or {})
+    return faulted, (faulted * cost if cost is not None else None)
 
 
 def graph_of(doc: dict):

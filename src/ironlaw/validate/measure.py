@@ -1,7 +1,9 @@
 """Measuring a real run: the memory check before anything is allocated, end-to-end timing with
 warm-up and repeats, and per-op times from the capture recorder on real tensors.
 
-End to end is timed without the recorder (a plain eager call). Per op, the recorder times each
+End to end is timed without the recorder (a plain eager call), counting the page faults the process
+takes meanwhile (``ru_minflt``): a run whose allocator hands memory back to the OS faults it in again
+every time (see ``ironlaw.probe.pages``). Per op, the recorder times each
 dispatched aten op (``perf_counter`` around the kernel call) over a few runs; the median per op is
 taken. End to end minus the sum of the per-op times is the framework's share: the Python of the
 model and the dispatcher's work around the ops (views, module calls), which no kernel accounts for.
@@ -81,6 +83,22 @@ class Spread:
                 "max_s": self.max_s, "cv": self.cv, "spread_s": self.iqr_s, "samples_s": list(self.samples_s)}
 
 
+def minor_faults() -> int | None:
+    """Minor page faults of this process so far (all its threads); None where the OS does not say."""
+    try:
+        import resource
+    except ImportError:                          # pragma: no cover - not Unix
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+def page_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 4096
+
+
 def pin_threads(threads: int | None) -> int:
     import torch
     if threads is not None:
@@ -96,7 +114,8 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
 
     Returns {'e2e': Spread, 'op_s': {fake record index: Spread}, 'views': Spread of the no-work ops' time,
     'gap': Spread of end to end minus the kernel ops' sum, paired run by run (the framework's share),
-    'records': the last real run's records, 'pairs': fake index -> real index}. A recorded run whose
+    'records': the last real run's records, 'pairs': fake index -> real index, 'faults': page faults per
+    end-to-end run, the median (None where the OS does not count them)}. A recorded run whose
     kernel sequence differs from the fake capture's is an error (the join would lie).
     ``budget_s``: stop repeating once this much time has gone by (at least 3 samples of each kind).
     """
@@ -113,16 +132,20 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
         for _ in range(max(0, warmup)):
             before()
             step()
-    e2e, per_op, views, op_sums = [], {}, [], []
+    e2e, per_op, views, op_sums, faults = [], {}, [], [], []
     records = None
     i = 0
     while i < max(repeats, op_repeats):
         if i < repeats:
             before()
+            f0 = minor_faults()
             t0 = time.perf_counter()
             with torch.no_grad():
                 step()
             e2e.append(time.perf_counter() - t0)
+            f1 = minor_faults()
+            if f0 is not None and f1 is not None:
+                faults.append(f1 - f0)
         if i < op_repeats:
             before()
             records = recorder.capture(step.module, step.args, step.kwargs, real=True).records
@@ -138,7 +161,8 @@ def run(step, fake_records: list, repeats: int, warmup: int, op_repeats: int | N
     n = min(len(e2e), len(op_sums))          # end to end and recorded runs alternate: pair them
     gaps = [e2e[i] - op_sums[i] for i in range(n)]
     return {"e2e": Spread.of(e2e), "op_s": {k: Spread.of(v) for k, v in per_op.items()}, "views": Spread.of(views),
-            "gap": Spread.of(gaps), "records": records, "pairs": pairs}
+            "gap": Spread.of(gaps), "records": records, "pairs": pairs,
+            "faults": statistics.median(faults) if faults else None}
 
 
 def join(fake: list, real: list) -> dict[int, int]:
