@@ -193,3 +193,26 @@ def test_a_run_past_the_models_positions_is_refused_before_it_starts():
     with pytest.raises(IronlawError, match="needs 1025 positions"):
         resolve("gpt2", 1, 1025, "prefill")
     assert resolve("gpt2", 1, 1023, "decode").seq == 1023
+
+
+def test_rounds_of_one_case_merge_and_other_cases_are_refused(tiny_doc):
+    pytest.importorskip("torch")
+    from ironlaw import validate
+
+    hw = hardware.load_file(PROFILE)
+    again = validate.run(TINY, batch=2, hw=hw, repeats=3, warmup=1, threads=1)
+    m = validate.merge([tiny_doc, again], hw)
+    assert m["case"]["rounds"] == 2
+    assert sorted(m["spread"]["samples_s"]) == sorted(tiny_doc["spread"]["samples_s"] + again["spread"]["samples_s"])
+    for row, a, b in zip(m["ops"], tiny_doc["ops"], again["ops"]):
+        assert (row["index"], row["name"]) == (a["index"], a["name"])
+        assert row["median_s"] == pytest.approx((a["median_s"] + b["median_s"]) / 2)     # median of two
+        assert row["min_s"] == min(a["min_s"], b["min_s"])
+        assert row["measured_cv"] >= min(a["measured_cv"], b["measured_cv"])
+    assert m["total"]["measured_s"] == pytest.approx(float(np.median(m["spread"]["samples_s"])))
+    assert m["total"]["predicted_s"] == pytest.approx(tiny_doc["total"]["predicted_s"])   # same graph, same profile
+    other = validate.run(TINY, batch=3, hw=hw, repeats=3, warmup=1, threads=1)
+    with pytest.raises(IronlawError, match="only rounds of the same case"):
+        validate.merge([tiny_doc, other], hw)
+    with pytest.raises(IronlawError, match="nothing to merge"):
+        validate.merge([], hw)

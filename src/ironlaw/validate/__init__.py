@@ -3,6 +3,7 @@ this machine's profile, and reconcile the two.
 
     doc = validate.run("resnet50", batch=1, on="local")      # an ironlaw.validate/1 document
     doc2 = validate.repredict(doc, other_hw)                  # same measurements, another prediction
+    doc3 = validate.merge([round1, round2, round3], hw)       # one case measured at several times
 
 Steps: resolve the spec to a runnable model (``models``); capture it on fake tensors (nothing
 allocated) — that graph is what the law predicts; refuse if its footprint does not fit this
@@ -28,6 +29,7 @@ reads the ops. A file may also hold several cases: {"schema": …, "cases": [cas
 from __future__ import annotations
 
 import platform
+import statistics
 import time
 
 from ..errors import IronlawError
@@ -159,6 +161,44 @@ def repredict(doc: dict, hw, stat: str | None = None) -> dict:
     return reconcile(graph_of(doc), hw, doc["spread"], measured, views, head, stat)
 
 
+def merge(docs: list[dict], hw, stat: str | None = None) -> dict:
+    """One case measured in several rounds, at different times, as one document predicted on ``hw``.
+
+    On a shared machine a neighbour's burst hits whatever runs at that moment; measuring every case in
+    a few short rounds spreads it over all of them instead of ruining one. End-to-end samples are
+    pooled; per op the median of the rounds' medians and the least of their minimums; the page faults
+    per run, the median of the rounds'. The rounds must be the same case (same ops, in order).
+    """
+    from .measure import Spread
+    if not docs:
+        raise IronlawError("validate: nothing to merge")
+    first = docs[0]
+    key = [(r["index"], r["name"]) for r in first["ops"]]
+    for d in docs[1:]:
+        if d["workload"] != first["workload"] or [(r["index"], r["name"]) for r in d["ops"]] != key:
+            raise IronlawError("validate: only rounds of the same case (same workload, same ops) can be merged")
+    spread = Spread.of([x for d in docs for x in d["spread"]["samples_s"]]).to_dict()
+    measured = []
+    for i, r in enumerate(first["ops"]):
+        rows = [d["ops"][i] for d in docs]
+        med = statistics.median(x["median_s"] for x in rows)
+        between = Spread.of([x["median_s"] for x in rows]).cv              # rounds disagreeing is spread too
+        measured.append({"index": r["index"], "median_s": med, "min_s": min(x["min_s"] for x in rows),
+                         "cv": max(statistics.median(x["measured_cv"] for x in rows), between),
+                         "spread_s": statistics.median(x["spread_s"] for x in rows), "out_shapes": r.get("out_shapes", [])})
+    stat = stat or first.get("case", {}).get("stat", "median")
+    views = {f"{stat}_s": statistics.median(d["total"].get("views_measured_s", 0.0) for d in docs)}
+    gaps = [d["total"].get("framework_paired_s") for d in docs]
+    if all(g is not None for g in gaps):
+        views["gap"] = {"median_s": statistics.median(gaps)}
+    faults = [d.get("case", {}).get("page_faults_per_run") for d in docs]
+    case = {**first.get("case", {}), "repeats": len(spread["samples_s"]), "rounds": len(docs),
+            "page_faults_per_run": statistics.median(faults) if all(f is not None for f in faults) else None,
+            "wall_s": sum(d.get("case", {}).get("wall_s", 0.0) for d in docs)}
+    head = {"case": case, **{k: first[k] for k in ("workload", "uncounted_ops") if k in first}}
+    return reconcile(graph_of(first), hw, spread, measured, views, head, stat)
+
+
 def cases_of(doc: dict, where: str = "validate document") -> list[dict]:
     """The case documents in ``doc`` (one case, or {'cases': […]}), checked for the schema."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -181,4 +221,4 @@ def _plain(v) -> bool:
     return isinstance(v, (str, int, float, bool)) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
 
 
-__all__ = ["run", "reconcile", "repredict", "graph_of", "cases_of", "SCHEMA", "STATS"]
+__all__ = ["run", "reconcile", "repredict", "merge", "graph_of", "cases_of", "SCHEMA", "STATS"]
