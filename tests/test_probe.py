@@ -240,6 +240,40 @@ def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
     assert out["checks"]["drift"]["max_change"] == 0.0 and out["gemm"][0]["m"] == 512
 
 
+def test_rounds_keep_each_measurements_median_round(monkeypatch):
+    """--rounds 3 on a machine that is slow in round 2: every measurement keeps its median round (round 1's or
+    3's), the slow stretch between rounds is reported, not refused, and a jump inside one round still is."""
+    pytest.importorskip("torch")
+    import ironlaw.probe as probe_mod
+    k = {"round": 0, "calls": 0}
+    slow = {1: 2.0}                                     # round index (0-based) -> how much slower
+
+    def gemm_row():
+        k["calls"] += 1
+        t = 1e-3 * slow.get(k["round"], 1.0) * (1.0 + 0.01 * k["round"])
+        return {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": t, "cv": 0.02,
+                "flops_per_s": 2 * 512 ** 3 / t, "_ok": True, "_tries": 1}
+
+    sentinel_calls = {"n": 0}
+
+    def sentinel(*a):
+        r = k["round"]
+        sentinel_calls["n"] += 1
+        if sentinel_calls["n"] % 3 == 0:
+            k["round"] += 1                               # the third sentinel closes a round
+        return {"cv": 0.01, "_ok": True, "gemm_flops_per_s": 1.6e11 / slow.get(r, 1.0), "copy_Bps": 3.2e10}
+    monkeypatch.setattr(probe_mod, "plan", lambda *a: [("gemm", "gemm a", gemm_row), ("gemm", "gemm b", gemm_row)])
+    monkeypatch.setattr(probe_mod, "_sentinel", sentinel)
+    out = probe_mod.run(quick=True, threads=1, rounds=3)
+    assert out["rounds"] == 3 and k["calls"] == 6 and len(out["gemm"]) == 2
+    # rounds measured 1.00, 2.02, 1.02 ms: the median round is the third (1.02 ms), not the slow one
+    assert [r["time_s"] for r in out["gemm"]] == [pytest.approx(1.02e-3)] * 2
+    assert out["checks"]["drift"]["max_change"] == 0.0
+    assert "160 → 160 → 160 → 80 → 80 → 80 → 160" in out["checks"]["drift"]["across_rounds"]
+    with pytest.raises(IronlawError, match="--rounds must be a whole number from 1 to 9"):
+        probe_mod.run(quick=True, threads=1, rounds=0)
+
+
 def test_cli_json_is_quiet_and_saves(monkeypatch, home, capsys):
     pytest.importorskip("torch")
     import ironlaw.probe as probe_mod

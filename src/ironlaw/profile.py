@@ -155,7 +155,7 @@ def check_probe(probe: object, where: str) -> dict:
     if not isinstance(probe, dict):
         raise IronlawError(f"{where}: expected a table")
     top = {"date": str, "stamp": str, "host": str, "cpu": str, "torch": str, "threads": int, "quick": bool,
-           "duration_s": float, "max_cv": float, "device": str}
+           "duration_s": float, "max_cv": float, "device": str, "rounds": int}
     for key in probe:
         if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity"):
             raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks", "capacity"])

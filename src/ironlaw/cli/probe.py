@@ -16,6 +16,8 @@ def probe(
     quick: bool = typer.Option(False, "--quick", help="a smaller grid and fewer repeats (about 15 s)"),
     threads: Optional[int] = typer.Option(None, "--threads", help="threads to measure with (default: torch's)"),
     max_cv: float = typer.Option(0.15, "--max-cv", help="largest spread (stdev/median) a measurement may keep"),
+    rounds: int = typer.Option(1, "--rounds", help="run everything this many times and keep each measurement's "
+                                                  "median round (a shared machine whose speed drifts; N × the time)"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
@@ -35,9 +37,9 @@ def probe(
 
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, description=label)
-            rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick)
+            rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
     else:
-        rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv)
+        rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, rounds=rounds)
     doc = build.profile(rows)
     path = profile.save(doc, out)
     if fmt == "json":
@@ -52,7 +54,11 @@ def _render(doc: dict, path: str) -> None:
 
     c = console()
     p = doc["probe"]
-    c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''})")
+    rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
+    c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")
+    across = p.get("checks", {}).get("drift", {}).get("across_rounds")
+    if across:
+        c.print(f"between rounds: {across}")
     t = Table(title="GEMM peak per dtype (best shape)")
     for col in ("dtype", "peak", "note"):
         t.add_column(col)

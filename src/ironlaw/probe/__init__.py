@@ -99,9 +99,17 @@ def gpu_levels(quick: bool) -> dict[str, list[float]]:
     return out
 
 
+MAX_ROUNDS = 9
+
+
 def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, progress: Progress | None = None,
-        device: str | None = None) -> dict:
-    """Measure; return the [probe] table. Raises IronlawError when results stay too noisy to save."""
+        device: str | None = None, rounds: int = 1) -> dict:
+    """Measure; return the [probe] table. Raises IronlawError when results stay too noisy to save.
+
+    ``rounds`` > 1 runs the whole plan that many times, one round after the other, and keeps per
+    measurement the round with the median time: on a shared machine whose speed drifts over minutes
+    (three probes within an hour on the EPYC VM here: fp32 peak 331–385 GFLOP/s), one slow stretch
+    then outvotes nothing."""
     try:
         import torch
     except ImportError:
@@ -109,6 +117,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     from . import cuda
     if not 0 < max_cv < 1:
         raise IronlawError(f"--max-cv must be between 0 and 1, got {max_cv}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        raise IronlawError(f"--rounds must be a whole number from 1 to {MAX_ROUNDS}, got {rounds!r}")
     device = device or ("cuda" if cuda.available() else "cpu")
     have = torch.get_num_threads()
     threads = threads or have
@@ -124,14 +134,21 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     # the run (a neighbour that came or went) shows as drift even when every measurement was calm
     sentinel = ("sentinel", "drift check", lambda: _sentinel(budget, device, quick))
     steps = [sentinel] + steps[: len(steps) // 2] + [sentinel] + steps[len(steps) // 2:] + [sentinel]
-    total = len(steps) + (1 if device == "cpu" and threads > 1 else 0)
-    rows: dict[str, list[dict]] = {}
+    total = rounds * len(steps) + (1 if device == "cpu" and threads > 1 else 0)
+    measured: list[list[dict]] = [[] for _ in steps]
     done = 0
-    for family, label, thunk in steps:
-        if progress:
-            progress(done, total, label)
-        rows.setdefault(family, []).append(thunk())
-        done += 1
+    for k in range(rounds):
+        for i, (family, label, thunk) in enumerate(steps):
+            if progress:
+                progress(done, total, label + (f" (round {k + 1}/{rounds})" if rounds > 1 else ""))
+            measured[i].append(thunk())
+            done += 1
+    rows: dict[str, list[dict]] = {}
+    for (family, _, _), tries in zip(steps, measured):
+        if family != "sentinel":
+            rows.setdefault(family, []).append(_median_round(tries))
+    sentinels = [[tries[k] for (family, _, _), tries in zip(steps, measured) if family == "sentinel"]
+                 for k in range(rounds)]
     checks: dict = {}
     if device == "cpu" and threads > 1:
         if progress:
@@ -141,7 +158,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if progress:
         progress(done, total, "done")
     torch.set_num_threads(have)
-    noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"] and fam != "sentinel"]
+    noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"]]
     if noisy:
         noisy.sort(key=lambda x: -x[0])
         shown = "; ".join(f"{_label(fam, r)} spread {cv:.0%}" for cv, fam, r in noisy[:3])
@@ -152,10 +169,14 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                            f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
                            f"are not independent (SMT siblings, a host that throttles the VM); nothing saved — rerun "
                            f"when the machine is idle, or pass --threads 1")
-    drift = _drift(rows.pop("sentinel"))
+    # within a round the same GEMM and copy must agree; between rounds the machine may drift (that is what
+    # rounds are for: the median round outvotes a slow stretch), reported, not refused
+    drift = max((_drift(r) for r in sentinels), key=lambda d: d["max_change"])
     if drift["max_change"] > 2 * max_cv:
         raise IronlawError(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
-                           f"rerun when it is steady")
+                           f"rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
+    if rounds > 1:
+        drift["across_rounds"] = _drift([r for rs in sentinels for r in rs])["what"]
     checks["drift"] = drift
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
     for fam in ("gemm", "conv", "memory", "vector", "pages"):
@@ -179,7 +200,15 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
              "capacity": capacity, **clean}
     if checks:
         probe["checks"] = checks
+    if rounds > 1:
+        probe["rounds"] = rounds
     return probe
+
+
+def _median_round(tries: list[dict]) -> dict:
+    """The measurement whose time is the median of the rounds' (the lower middle one for an even count),
+    as that round measured it (its own spread)."""
+    return sorted(tries, key=lambda r: r["time_s"])[(len(tries) - 1) // 2]
 
 
 def _sentinel(budget: Budget, device: str, quick: bool) -> dict:
