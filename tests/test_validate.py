@@ -216,3 +216,23 @@ def test_rounds_of_one_case_merge_and_other_cases_are_refused(tiny_doc):
         validate.merge([tiny_doc, other], hw)
     with pytest.raises(IronlawError, match="nothing to merge"):
         validate.merge([], hw)
+
+
+def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
+    """Cold mm GEMVs at 20 GB/s (as the probe times them) and, in three other cases, a bmm GEMV of a 154 MB head
+    at 10 GB/s (GPT-2's tied LM head in a prefill runs another path): the weights' bandwidth follows the mm
+    ones, though the bmm cases are the majority (each case weighs the same)."""
+    from ironlaw import calibrate, fit
+    from ironlaw.graph import Op
+    hw = hardware.load_file(PROFILE)
+    dram = hw.memory[hw.device_tier].bw_Bps
+
+    def gemv(name, n, k, rate, ds):
+        w = 4.0 * n * k
+        op = Op(name, "matmul", flops=2.0 * n * k, bytes={"weights": w, "activations": 4.0 * (n + k)}, dtype="fp32")
+        return calibrate.Observation(op, w / rate, ds)
+    obs = [gemv("aten::mm", 4096, 1024, 20e9, "probe:gemm"), gemv("aten::mm", 8192, 1024, 20e9, "probe:gemm"),
+           gemv("aten::addmm", 3072, 768, 20e9, "validate:a"), gemv("aten::addmm", 768, 3072, 20e9, "validate:a"),
+           *(gemv("aten::bmm", 50257, 768, 10e9, f"validate:{c}") for c in "bcd")]      # three prefills of three
+    cal = fit._fit_gemv(fit._Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
+    assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
