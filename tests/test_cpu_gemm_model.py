@@ -139,6 +139,7 @@ def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     (lambda p: p.update(streamed=0.0), "calibration.matmul.fp32.streamed"),
     (lambda p: p.update(gemv_m=-2), "calibration.matmul.fp32.gemv_m"),
     (lambda p: p.update(gemv_m_kn="two"), "calibration.matmul.fp32.gemv_m_kn"),
+    (lambda p: p.update(m_half_nt=-1.0), "calibration.matmul.fp32.m_half_nt"),
 ])
 def test_new_table_fields_are_checked(edit, field):
     cal = table()
@@ -170,3 +171,38 @@ def test_a_gemm_too_big_for_the_cache_pays_its_spilled_packed_copy():
     assert t_small == pytest.approx(base_small)
     assert t_big == pytest.approx(base_big + 0.6 * 4.0 * 16384 * 1024 / DRAM)
     assert times(hw, [linear(1, 16384, 1024)])[0] == pytest.approx(times(cpu(table(serial=1.0)), [linear(1, 16384, 1024)])[0])
+
+
+def test_x_at_w_transposed_has_its_own_m_half():
+    """Measured here (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
+    table's m_half_nt is x @ Wᵀ's (nn.Linear), m_half stays x @ W's (the probe's torch.mm grid)."""
+    from ironlaw.gemmshape import gemm_eta
+    p = {"eta_max": 0.5, "m_half": 40.0, "m_half_nt": 20.0, "nk_half": 0.0}
+    m = np.array([8.0, 8.0, 1024.0])
+    eta = gemm_eta(p, m, 1024.0, 1024.0, np.array([True, False, False]))
+    assert eta[0] == pytest.approx(0.5 * 8 / 48) and eta[1] == pytest.approx(0.5 * 8 / 28)
+    assert eta[2] == pytest.approx(0.5 * 1024 / 1044)
+    assert gemm_eta({k: v for k, v in p.items() if k != "m_half_nt"}, m, 1024.0, 1024.0, np.array([True, False, False]))[1] \
+        == pytest.approx(eta[0])                            # without it both layouts share m_half
+
+
+def test_the_probes_hot_x_at_w_transposed_rows_set_m_half_nt():
+    """Hot rows of both layouts made with known m_half (x @ W) and m_half_nt (x @ Wᵀ): the profile's own fit
+    gives them back in the right order, and the observations carry each row's layout."""
+    rows = []
+    for m, n, k in ((8, 1024, 1024), (32, 1024, 1024), (64, 1024, 1024), (256, 1024, 1024), (1024, 1024, 1024)):
+        for layout, half in (("kn", 40.0), ("nt", 10.0)):
+            t = 2.0 * m * n * k / (PEAK * 0.5 * m / (m + half)) + 2e-6
+            rows.append({"dtype": "fp32", "m": m, "n": n, "k": k, "time_s": t, "cv": 0.01,
+                         "flops_per_s": 2.0 * m * n * k / t, **({"layout": "nt"} if layout == "nt" else {})})
+    obs = build.observations({"gemm": rows, "capacity": {"l3": LLC_BYTES}})
+    assert [bool(o.op.attrs.get("weights_kn")) for o in obs] == [r.get("layout") != "nt" for r in rows]
+    hw = cpu()
+    cal = calibrate.fit(hw, obs, source="derived: test")
+    p = cal["matmul"]["fp32"]
+    assert p["m_half_nt"] < 0.5 * p["m_half"]            # (m_half trades against the free per-GEMM latency)
+    pred = calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs)
+    assert np.allclose(pred, [o.time_s for o in obs], rtol=0.02)
+    one = {k: v for k, v in cal["matmul"]["fp32"].items() if k != "m_half_nt"}       # one m_half for both: the
+    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    assert max(abs(shared / np.array([o.time_s for o in obs]) - 1)) > 0.3             # small-M rows miss by 30%+

@@ -245,6 +245,7 @@ def _check_fit_tables(cal: dict, where: str) -> None:
                     raise unknown(f"field in {w}", key, SHAPE_FIELDS)
             _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "m_half_nt", w, 1e9, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "gemv_eta", w, 1.0 + 1e-9)
             _num(p, "gemv_m", w, 4096)
@@ -461,13 +462,18 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
             x0 += [math.log(0.5), math.log(0.5)]
         if fit_pack:
             x0.append(math.log(0.6))
+        nt_at = len(x0) if layouts_identifiable(cols, rows, keep) else None     # x @ Wᵀ's own m_half
+        if nt_at is not None:
+            x0.append(x0[1])
 
         def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial, keep=keep,
-                  fit_pack=fit_pack):
+                  fit_pack=fit_pack, nt_at=nt_at):
             c = _copy(c)
             c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
                                "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
                                "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS), **keep}
+            if nt_at is not None:
+                c["matmul"][dt]["m_half_nt"] = _clip(_exp(x[nt_at]), *HALF_BOUNDS)
             if fit_serial:
                 c["matmul"][dt]["serial"] = _clip(_exp(x[5]), 0.0, 1.0)
                 c["matmul"][dt]["streamed"] = _clip(_exp(x[6]), ETA_MIN, MAX_MEMORY_ETA)
@@ -529,6 +535,14 @@ def _serial_identifiable(cols: Columns, rows: np.ndarray, table: dict | None = N
     kn = kn_rows(cols).reshape(-1)
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]
     return int(np.sum(rows & ~is_gemv(table or {}, m, kn) & (w > 0))) >= 2
+
+
+def layouts_identifiable(cols: Columns, rows: np.ndarray, table: dict | None = None) -> bool:
+    """``m_half_nt`` can be told from ``m_half`` only with GEMMs (not GEMVs) of both weight layouts, two of each."""
+    m = gemm_dims(cols)[0].reshape(len(rows), -1)[:, 0]
+    kn = kn_rows(cols).reshape(len(rows), -1)[:, 0]
+    g = rows & ~is_gemv(table or {}, m, kn)
+    return int(np.sum(g & kn)) >= 2 and int(np.sum(g & ~kn)) >= 2
 
 
 def _slots(cal: dict, scope: str, key: str) -> dict:

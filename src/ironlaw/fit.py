@@ -201,7 +201,7 @@ def _floor(path: tuple) -> float:
     which the table's check rightly refuses): the bounds of ``ironlaw.calibrate``."""
     if "latency_s" in path:
         return calibrate.LAT_BOUNDS[0]
-    if path[-1] in ("m_half", "nk_half"):
+    if path[-1] in ("m_half", "nk_half", "m_half_nt"):
         return calibrate.HALF_BOUNDS[0]
     return calibrate.ETA_MIN
 
@@ -262,6 +262,10 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
                 if calibrate.spills(prob.hw, probe_sub.cols, np.ones(len(probe_sub.meas), bool)):   # spilled copy
                     cal.setdefault("matmul", {}).setdefault(dt, {})["pack"] = 1.0
                     extra, extra_axes = [(("matmul", dt, "pack"), 8.0)], [(0.3, 1.0)]
+                if calibrate.layouts_identifiable(probe_sub.cols, np.ones(len(probe_sub.meas), bool), table):
+                    cal.setdefault("matmul", {}).setdefault(dt, {})["m_half_nt"] = 8.0     # x @ Wᵀ's own m_half
+                    extra.append((("matmul", dt, "m_half_nt"), 1e9))
+                    extra_axes.append((2.0, 16.0))
                 cal = _fit_group(probe_sub, cal, params[:3] + packing + extra,
                                  _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9), *extra_axes))
                 params, axes = params[3:], axes[3:]

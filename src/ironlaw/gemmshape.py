@@ -1,6 +1,9 @@
 """GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
 
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for GEMVs, when fitted)
+    m_half_nt: m_half for x @ Wᵀ (W stored N×K, nn.Linear's layout) where it differs from x @ W's, when
+            fitted (the probe times both): MKL on the EPYC VM here packs a K×N weight more slowly, so at
+            small M x @ Wᵀ ran 1.27× faster (M = 8), 1.18× (32), 1.07× (64), equal from 256;
     gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe:
             the largest cold M that runs about as fast as M = 1 — 2 for this machine's fp32 x @ Wᵀ, the
             nn.Linear layout, which is also assumed where an op does not say);
@@ -36,7 +39,8 @@ import numpy as np
 from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
-SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack")
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
+                "m_half_nt")
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,7 +76,8 @@ def kn_rows(cols: Columns) -> np.ndarray:
 
 def gemm_eta(p: dict, m, n, k, kn=False):
     s = lambda x, h: x / (x + h)  # noqa: E731
-    eta = p["eta_max"] * s(m, p["m_half"]) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+    m_half = np.where(kn, p["m_half"], p.get("m_half_nt", p["m_half"])) if "m_half_nt" in p else p["m_half"]
+    eta = p["eta_max"] * s(m, m_half) * s(n, p["nk_half"]) * s(k, p["nk_half"])
     if "gemv_eta" in p:            # optional: a GEMV runs a matrix-vector kernel, not a small GEMM; its
         # time follows the matrix, not M (measured: M = 2 on the GEMV path as fast as M = 1), so its
         # rate grows with M

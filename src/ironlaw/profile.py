@@ -194,8 +194,9 @@ def check_probe(probe: object, where: str) -> dict:
                     raise IronlawError(f"{w}.{key}: must be positive, got {row[key]!r}")
             if not 0 <= row["cv"] < 10:
                 raise IronlawError(f"{w}.cv: a spread (coefficient of variation) must be in [0, 10), got {row['cv']!r}")
-            if "layout" in row and row["layout"] != "kn":
-                raise IronlawError(f"{w}.layout: the only value is \"kn\" (x @ W, W row-major K×N), got {row['layout']!r}")
+            if "layout" in row and row["layout"] not in ("kn", "nt"):
+                raise IronlawError(f"{w}.layout: \"kn\" (x @ W, W row-major K×N) or \"nt\" (x @ Wᵀ, W stored N×K); "
+                                   f"got {row['layout']!r}")
             if "weights" in row and row["weights"] != "cold":
                 raise IronlawError(f"{w}.weights: the only value is \"cold\" (weights streamed from memory), "
                                    f"got {row['weights']!r}")

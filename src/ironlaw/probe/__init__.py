@@ -49,6 +49,11 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for m, n, k in gemm.shapes(dt, quick, device):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
                           lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
+    if device == "cpu":
+        for dt in dtypes:
+            for m, n, k in gemm.hot_nt_shapes(dt, quick):
+                steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} x@Wᵀ",
+                              lambda dt=dt, m=m, n=n, k=k: gemm.measure_nt(dt, m, n, k, budget, device)))
     for dt in dtypes:
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
@@ -254,8 +259,9 @@ def thread_check(threads: int, budget: Budget, quick: bool) -> dict:
 
 def _label(fam: str, r: dict) -> str:
     if fam == "gemm":
-        return (f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if r.get("weights") == "cold" else "")
-                + (" x@W" if r.get("layout") == "kn" else ""))
+        cold = r.get("weights") == "cold"
+        return (f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if cold else "")
+                + (" x@W" if cold and r.get("layout") == "kn" else "") + (" x@Wᵀ" if not cold and r.get("layout") == "nt" else ""))
     if fam == "conv":
         return f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}x{r['size']} {r['kernel']}x{r['kernel']}→{r['cout']}"
     if fam == "memory":

@@ -199,7 +199,8 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     for r in probe.get("gemm", []):
         m, n, k, b = r["m"], r["n"], r["k"], dtype_bytes(r["dtype"])
         total = (m * k + m * n + k * n) * b
-        kn = r.get("weights") != "cold" or r.get("layout") == "kn"      # hot rows run torch.mm(a, b): x @ W
+        # hot rows run torch.mm(a, b), x @ W, unless they say nt (F.linear); cold rows x @ Wᵀ unless they say kn
+        kn = r["layout"] == "kn" if "layout" in r else r.get("weights") != "cold"
         if r.get("weights") == "cold":          # weights from main memory, read once per call
             name = f"gemm {r['dtype']} {m}x{n}x{k} cold" + (" x@W" if kn else "")
             byts = {"activations": (m * k + m * n) * b, "weights": k * n * b}
@@ -207,6 +208,8 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": total}   # as the law places activations
         else:
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": (m * k + m * n) * b, "weights": k * n * b}
+        if r.get("weights") != "cold" and not kn:
+            name += " x@Wᵀ"
         op = Op(name, "matmul", flops=2.0 * m * n * k, bytes=byts, dtype=r["dtype"],
                 attrs={"mnk": (m, n, k), **({"weights_kn": True} if kn else {})})
         out.append(Observation(op, r["time_s"], f"{dataset}:gemm", r["cv"]))

@@ -5,7 +5,8 @@ GEMM runs at a few GFLOP/s against hundreds for bf16, and the profile must say s
 from GEMV (M = 1) to square GEMMs large enough to reach the peak.
 
 Two kinds of rows:
-- hot (``GRID``): the same operands every call, so they stay in cache — the kernel's own rate;
+- hot (``GRID``): the same operands every call, so they stay in cache — the kernel's own rate (``torch.mm``,
+  x @ W; ``HOT_NT_GRID`` adds a few small-M shapes as x @ Wᵀ, ``layout = "nt"``);
 - cold (``COLD_GRID``, ``weights = "cold"``): small-M products ``x @ Wᵀ`` (the layout of every
   ``nn.Linear``) that rotate through enough weight copies to overflow the last cache level, so every
   call streams its weights from main memory, as decoding a model does. These show how weight traffic
@@ -39,6 +40,10 @@ COLD_QUICK = {"fp32": 2, "bf16": 0}
 # x @ W with W row-major K×N (GPT-2's Conv1D layout): where its GEMV path ends (``layout = "kn"``)
 COLD_GRID_KN = {"fp32": [(1, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024)]}
 COLD_MIN_BYTES, COLD_MAX_BYTES = 256 * 2**20, 2 * 2**30
+# x @ Wᵀ with the same W every call (``layout = "nt"``, nn.Linear's layout; GRID's torch.mm is x @ W): at
+# small M the two differ (``m_half_nt``; here x @ Wᵀ ran 1.27× faster at M = 8, 1.18× at 32, alike from 256)
+HOT_NT_GRID = {"fp32": [(8, 1024, 1024), (32, 1024, 1024), (16, 4096, 1024), (64, 1024, 1024)]}
+HOT_NT_QUICK = {"fp32": 0}
 # on a GPU every dtype gets the same grid (a small fp16 grid would make a fast fp16 look slow)
 GPU_GRID = [(4096, 4096, 4096), (1024, 1024, 1024), (1, 8192, 8192), (8192, 8192, 8192), (2048, 2048, 2048),
             (256, 256, 256), (64, 4096, 4096), (16, 8192, 8192), (8192, 1024, 1024), (128, 128, 128)]
@@ -61,6 +66,11 @@ def cold_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, str]]:
     return grid + [s + ("kn",) for s in COLD_GRID_KN.get(dtype, [])]
 
 
+def hot_nt_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int]]:
+    grid = HOT_NT_GRID.get(dtype, [])
+    return grid[:HOT_NT_QUICK.get(dtype, 0)] if quick else grid
+
+
 def cold_pool_bytes(last_cache_bytes: float) -> float:
     """Weight copies to rotate through: twice the last cache level, within [256 MiB, 2 GiB]."""
     return min(max(2.0 * last_cache_bytes, COLD_MIN_BYTES), COLD_MAX_BYTES)
@@ -75,6 +85,18 @@ def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "c
     st = stable(lambda: torch.mm(a, b, out=c), budget, device)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
             "flops_per_s": 2.0 * m * n * k / st.time_s, "_ok": st.ok, "_tries": st.tries}
+
+
+def measure_nt(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "cpu") -> dict:
+    """``x @ Wᵀ`` (``F.linear``) with the same W every call: the hot grid in nn.Linear's layout."""
+    import torch
+    import torch.nn.functional as F
+    dt = getattr(torch, TORCH_DTYPE[dtype])
+    x = torch.randn(m, k, device=device).to(dt)
+    w = torch.randn(n, k, device=device).to(dt)
+    st = stable(lambda: F.linear(x, w), budget, device)
+    return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
+            "flops_per_s": 2.0 * m * n * k / st.time_s, "layout": "nt", "_ok": st.ok, "_tries": st.tries}
 
 
 def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu",
