@@ -129,10 +129,10 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
 def _fresh_memory(case: dict, hw) -> tuple[float | None, float | None]:
     """(bytes faulted in per end-to-end run, their seconds at the profile's measured cost of fresh memory)."""
     from ..probe.pages import cost_s_per_byte
-    faults = case.get("page_faults_per_run")
-    if faults is None:
+    faults, page = case.get("page_faults_per_run"), case.get("page_bytes")
+    if faults is None or page is None:
         return None, None
-    faulted = float(faults) * float(case.get("page_bytes", 4096))
+    faulted = float(faults) * float(page)
     cost = cost_s_per_byte(hw.extra.get("probe") or {})
     return faulted, (faulted * cost if cost is not None else None)
 

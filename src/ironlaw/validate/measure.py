@@ -92,11 +92,12 @@ def minor_faults() -> int | None:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
-def page_bytes() -> int:
+def page_bytes() -> int | None:
+    """The OS's page size; None where it does not say (then faulted bytes are not reported)."""
     try:
         return int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return 4096
+        return None
 
 
 def pin_threads(threads: int | None) -> int:
