@@ -307,12 +307,13 @@ def _fit_gemv(prob: _Problem, cal: dict) -> dict:
     and, per dtype with enough of them, a GEMV compute η. Fitted before the GEMMs, on these
     rows alone, so that no GEMM group can move the shared 'streamed' it does not see.
 
-    Batched GEMVs (``aten::bmm`` with one row: GPT-2's tied LM head in a prefill, 154 MB at 10.6 GB/s on
-    the EPYC VM) are left out: they run another path than the mm/addmm GEMVs the probe times (the same
-    head as ``aten::mm`` in decode: 13.9 GB/s; the probe's cold GEMVs 18–20 GB/s), and with each case
-    weighing the same, one of them in a fitted prefill pulled the weights' bandwidth down to 11 GB/s and
-    put every decode GEMV of the held-out cases 30–40% over (five saved runs re-fitted without them:
-    p90 25.2/39.1/39.7/28.1/30.1% → 21.9/39.1/36.0/28.1/22.6%, median ±1.5 points either way)."""
+    Batched GEMVs (``aten::bmm`` with one row) are left out. The one in the fitted GPT-2 prefill (its tied
+    LM head, 154 MB, 10.6 GB/s in that run on the EPYC VM; the probe's cold GEMVs 18–20 GB/s) is a single
+    op that, each case weighing the same, pulled the weights' bandwidth down to 11 GB/s and put every
+    decode GEMV of the held-out cases 30–40% over. Five saved runs re-fitted without it: p90
+    25.2/39.1/39.7/28.1/30.1% → 21.9/39.1/36.0/28.1/22.6%, median ±1.5 points either way. This is a
+    fitting choice, not a kernel fact: timed alone, that head as bmm, mm and F.linear ran alike here
+    (10.7–14.1 GB/s, as much from run to run as between them)."""
     mm = prob.kinds == "matmul"
     m = calibrate.gemm_dims(prob.cols)[0].reshape(len(prob.meas), -1)[:, 0]
     w = prob.cols.bytes.get("weights", np.zeros(prob.cols.flops.shape)).reshape(len(prob.meas), -1)[:, 0]
