@@ -220,8 +220,8 @@ def test_rounds_of_one_case_merge_and_other_cases_are_refused(tiny_doc):
 
 def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     """Cold mm GEMVs at 20 GB/s (as the probe times them) and, in three other cases, a bmm GEMV of a 154 MB head
-    at 10 GB/s (GPT-2's tied LM head in a prefill runs another path): the weights' bandwidth follows the mm
-    ones, though the bmm cases are the majority (each case weighs the same)."""
+    at 10 GB/s (GPT-2's tied LM head in a prefill, as one run measured it): the weights' bandwidth follows the
+    mm ones, though the bmm cases are the majority (each case weighs the same; see fit._fit_gemv)."""
     from ironlaw import calibrate, fit
     from ironlaw.graph import Op
     hw = hardware.load_file(PROFILE)
