@@ -409,6 +409,8 @@ def test_cli_hardware_show_text_and_unknown_name(cli):
     assert "TPU v5e" in r.out and "819" in r.out
     r = cli("hardware", "show", "a100")
     assert r.rc == 0 and "× 8 per" in r.out                 # the InfiniBand ports of a DGX node
+    r = cli("hardware", "show", "gb10")                     # a source's [brackets] are text, not markup
+    assert "[calibration]" in " ".join(r.out.split())
     r = cli("hardware", "show", "h10")
     assert r.rc == 2 and r.out == ""
     assert len(r.err.strip().splitlines()) == 1 and "h100" in r.err

@@ -42,23 +42,24 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     if fmt == "json":
         emit_json(d.to_dict())
         return
+    from rich.markup import escape as esc       # sources may hold [brackets] ("the [calibration] table")
     from rich.table import Table
     c = console()
-    c.print(f"[bold]{d.name}[/bold] — {d.title} ({d.kind})  [dim]{d.path}[/dim]")
+    c.print(f"[bold]{d.name}[/bold] — {esc(d.title)} ({d.kind})  [dim]{esc(str(d.path))}[/dim]")
     t = Table(title="compute (dense)", show_lines=False)
     for col in ("dtype", "peak", "source"):
         t.add_column(col)
     for dt, v in d.peak_flops.items():
-        t.add_row(dt, f(v, "FLOP/s"), d.sources[f"compute.{dt}"])
-    t.add_row("vector", f(d.vector_flops, "FLOP/s"), d.sources["vector"])
+        t.add_row(dt, f(v, "FLOP/s"), esc(d.sources[f"compute.{dt}"]))
+    t.add_row("vector", f(d.vector_flops, "FLOP/s"), esc(d.sources["vector"]))
     c.print(t)
     t = Table(title="memory tiers (fastest first)")
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
         t.add_column(col)
     for m in d.memory:
-        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), m.source)
+        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), esc(m.source))
     c.print(t)
-    c.print(f"per-op latency: {fmt_time(d.op_latency_s)} — {d.sources['latency']}")
+    c.print(f"per-op latency: {fmt_time(d.op_latency_s)} — {esc(d.sources['latency'])}")
     if d.links:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
@@ -66,11 +67,11 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
                 (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
-            t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), l.source)
+            t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), esc(l.source))
         c.print(t)
         net = d.network_calibration()
-        c.print(f"collectives: calibration '{net['calibration']}' — {net['source']}")
+        c.print(f"collectives: calibration '{net['calibration']}' — {esc(net['source'])}")
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
-    c.print(f"efficiency: {eff} — {d.sources['efficiency']}")
+    c.print(f"efficiency: {eff} — {esc(d.sources['efficiency'])}")
     if d.tdp_w:
-        c.print(f"TDP: {d.tdp_w:g} W — {d.sources['power']}")
+        c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
