@@ -35,6 +35,7 @@ CLASS_MIN_LOSS = 0.03         # … and its kind's values miss its ops by ≥ 3%
 CLASS_MIN_GAIN = 0.10         # … and its own values cut that loss by ≥ 10%
 SHAPE_MIN_GAIN = 0.02
 MIN_OBS_PER_PARAM = 2         # fewer ops than this per parameter: fit fewer parameters
+SHAPE_MODEL_MIN_SHAPES = 8    # a conv / attention shape model (4–5 parameters) needs this many different shapes
 
 
 def label(case: dict) -> str:
@@ -196,6 +197,14 @@ def _fit_group(prob: _Problem, cal: dict, params: list[tuple], starts: list[list
     return out
 
 
+def _shapes(prob: "_Problem") -> int:
+    """How many different ops ``prob`` holds (FLOPs and bytes): twelve layers' identical attention calls are
+    one shape — they average noise, they say nothing about how time depends on shape."""
+    total = sum(prob.cols.bytes.values(), np.zeros(prob.cols.flops.shape)).reshape(len(prob.meas), -1)[:, 0]
+    flops = prob.cols.flops.reshape(len(prob.meas), -1)[:, 0]
+    return len({(float(f), float(b)) for f, b in zip(flops, total)})
+
+
 def _floor(path: tuple) -> float:
     """The smallest value a fitted parameter may take (exp of a wandering simplex can underflow to 0,
     which the table's check rightly refuses): the bounds of ``ironlaw.calibrate``."""
@@ -278,9 +287,9 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
             rows = (prob.kinds == kind) & (prob.dtypes == dt)
-            if rows.sum() < 4:
-                continue
             sub = prob.sub(rows)
+            if _shapes(sub) < SHAPE_MODEL_MIN_SHAPES:
+                continue
             base = sub.loss(cal)
             eta0 = cal.get("compute", {}).get(kind, prob.hw.eta(kind))
             mem0 = cal.get("memory", {}).get("kind", {}).get(kind, 0.6)
