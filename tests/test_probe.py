@@ -422,3 +422,27 @@ def test_a_cache_level_no_faster_than_the_next_is_merged_and_said():
     p["memory"] = [dict(r, time_s=r["time_s"] / 20) if r["level"] == "dram" else r for r in p["memory"]]
     with pytest.raises(IronlawError, match="dram measured faster than l3"):
         build.profile(p)
+
+
+def test_attention_rows_carry_what_the_capture_records():
+    """A decode row (one query against a cache) and a causal prefill row: FLOPs from torch's formula (halved
+    under a causal mask, as the capture counts a model's attention), K and V of the decode row as KV cache;
+    the fit sees them as attention ops, and a hand-edited row is refused by field."""
+    pytest.importorskip("torch")
+    from torch.utils.flop_counter import sdpa_flop_count
+    from ironlaw.probe import attention
+    budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
+    dec = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget)
+    pre = attention.measure("fp32", 1, 4, 64, 64, 32, True, budget)
+    assert dec["flops"] == pytest.approx(sdpa_flop_count((2, 4, 1, 32), (2, 4, 96, 32), (2, 4, 96, 32)))
+    assert dec["kv_bytes"] == 2 * 2 * 4 * 96 * 32 * 4 and dec["act_bytes"] > 0
+    full = sdpa_flop_count((1, 4, 64, 32), (1, 4, 64, 32), (1, 4, 64, 32))
+    assert 0.5 * full <= pre["flops"] < 0.6 * full and "kv_bytes" not in pre
+    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in (dec, pre)]
+    obs = [o for o in build.observations({"attention": rows, "capacity": {"l3": 32 * 2**20}})]
+    assert [o.op.kind for o in obs] == ["attention", "attention"]
+    assert obs[0].op.bytes == {"activations": dec["act_bytes"], "kv_cache": dec["kv_bytes"]}
+    probe = {"date": "2026-12-02", "host": "h", "torch": "2.13.0", "threads": 2, "attention": rows}
+    profile.check_probe(probe, "probe")
+    with pytest.raises(IronlawError, match=r"probe\.attention\[1\]\.causal: expected bool"):
+        profile.check_probe({**probe, "attention": [rows[0], {**rows[1], "causal": "yes"}]}, "probe")

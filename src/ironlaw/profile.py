@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import IronlawError, unknown
 
-FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda", "pages")
+FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda", "pages", "attention")
 
 
 def profiles_dir() -> Path:
@@ -145,9 +145,12 @@ _ROW_FIELDS = {
     "dispatch": {"op": str, "time_s": float, "cv": float},
     "cuda": {"what": str, "bytes": float, "time_s": float, "cv": float},
     "pages": {"bytes": float, "time_s": float, "warm_s": float, "cv": float},
+    "attention": {"dtype": str, "batch": int, "heads": int, "q_len": int, "kv_len": int, "head_dim": int,
+                  "causal": bool, "time_s": float, "cv": float, "flops": float, "act_bytes": float},
 }
 _OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads",), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
-             "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": (), "pages": ("threads",)}
+             "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": (), "pages": ("threads",),
+             "attention": ("kv_bytes", "threads")}
 
 
 def check_probe(probe: object, where: str) -> dict:

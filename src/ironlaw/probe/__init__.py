@@ -7,6 +7,7 @@
     reduce     reductions, norms, softmax, pooling
     cuda       kernel-launch latency and host↔device bandwidth (CUDA events; only with a GPU)
     pages      what fresh memory costs (page faults, zeroing, giving it back; CPU only)
+    attention  fused attention (SDPA) at a few prefill and decode shapes
     published  observations from published GPU measurements (not run here; see its docstring)
 
 ``run`` measures and returns the raw ``[probe]`` table (rows with median time and spread);
@@ -41,7 +42,7 @@ def _cpu_model() -> str:
 
 def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[str, str, Callable[[], dict]]]:
     """(family, label, thunk) for every measurement, in the order they run."""
-    from . import conv, cuda, dispatch, gemm, memory, pages, reduce, vector
+    from . import attention, conv, cuda, dispatch, gemm, memory, pages, reduce, vector
     steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
     dtypes = ("fp32", "bf16", "fp16", "fp64")
@@ -58,6 +59,10 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
                           lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
+    for dt in dtypes:
+        for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
+            steps.append(("attention", f"attention {dt} {b}x{h} {sq}→{skv}" + (" causal" if causal else ""),
+                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device)))
     last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
                      (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
     pool = gemm.cold_pool_bytes(last_cache)
@@ -186,7 +191,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
         drift["across_rounds"] = _drift([r for rs in sentinels for r in rs])["what"]
     checks["drift"] = drift
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
-    for fam in ("gemm", "conv", "memory", "vector", "pages"):
+    for fam in ("gemm", "conv", "memory", "vector", "pages", "attention"):
         for r in clean.get(fam, []):
             r["threads"] = threads
     from . import memory
@@ -268,4 +273,6 @@ def _label(fam: str, r: dict) -> str:
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
     if fam == "pages":
         return f"fresh memory {r['bytes'] / 2**20:.0f} MiB"
+    if fam == "attention":
+        return f"attention {r['dtype']} {r['batch']}x{r['heads']} {r['q_len']}→{r['kv_len']}" + (" causal" if r["causal"] else "")
     return f"{fam} {r.get('op') or r.get('what')}"

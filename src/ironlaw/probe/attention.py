@@ -1,0 +1,67 @@
+"""Fused attention (``scaled_dot_product_attention``) at a few prefill and decode shapes.
+
+Without these rows the attention model was fitted on the model runs alone, and their fit cases hold
+three attention shapes (each repeated per layer): five parameters on three points. It extrapolated
+badly on the EPYC VM here — a decode step's attention predicted at 2.5–3× its measured time, BERT at
+batch 16 at 2.5×, a 256-token prefill at half. The probe times prefill shapes (causal, as a decoder;
+full, as an encoder) and decode shapes (one query against a cache), none of them a shape of the
+accuracy benchmark's cases.
+
+FLOPs and bytes are not computed here: the capture recorder records the call on the same tensors, so
+a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula,
+halved for a causal mask; bytes per class, K and V of a decode row as KV cache).
+"""
+from __future__ import annotations
+
+from .timing import Budget, stable
+
+# (batch, heads, query length, key/value length, head dim, causal); the first rows are the quick grid
+GRID = {"fp32": [(1, 12, 192, 192, 64, True), (6, 12, 1, 160, 64, False), (3, 8, 80, 80, 64, False),
+                 (1, 12, 384, 384, 64, True), (1, 12, 1, 768, 64, False), (12, 12, 1, 48, 64, False),
+                 (2, 8, 160, 160, 64, False)]}
+QUICK = {"fp32": 2}
+TORCH_DTYPE = {"fp32": "float32"}
+
+
+def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int, bool]]:
+    grid = GRID.get(dtype, [])
+    return grid[:QUICK.get(dtype, 0)] if quick else grid
+
+
+def _module(causal: bool):
+    import torch
+    import torch.nn.functional as F
+
+    class SDPA(torch.nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return SDPA()
+
+
+def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool, budget: Budget,
+            device: str = "cpu") -> dict:
+    import torch
+    from ..capture import recorder
+    dt = getattr(torch, TORCH_DTYPE[dtype])
+    q = torch.randn(b, h, sq, d, device=device, dtype=dt)
+    k = torch.randn(b, h, skv, d, device=device, dtype=dt)
+    v = torch.randn(b, h, skv, d, device=device, dtype=dt)
+    mod = _module(causal)
+    decode = sq == 1
+    recs = recorder.capture(mod, (q, k, v), real=True, device=device, kv_cache=(k, v) if decode else None).records
+    att = [r for r in recs if r.kind == "attention"]
+    if len(att) != 1:
+        from ..errors import IronlawError
+        raise IronlawError(f"probe: scaled_dot_product_attention ran {len(att)} attention kernels here, expected one")
+    byts: dict[str, float] = {}
+    for cls_bytes in (att[0].bytes_read, att[0].bytes_written):
+        for c, n in cls_bytes.items():
+            byts[c] = byts.get(c, 0.0) + float(n)
+    with torch.no_grad():
+        st = stable(lambda: mod(q, k, v), budget, device)
+    row = {"dtype": dtype, "batch": b, "heads": h, "q_len": sq, "kv_len": skv, "head_dim": d, "causal": causal,
+           "time_s": st.time_s, "cv": st.cv, "flops": float(att[0].flops), "act_bytes": byts.get("activations", 0.0),
+           "_ok": st.ok, "_tries": st.tries}
+    if byts.get("kv_cache"):
+        row["kv_bytes"] = byts["kv_cache"]
+    return row
