@@ -13,6 +13,7 @@ halved for a causal mask; bytes per class, K and V of a decode row as KV cache).
 """
 from __future__ import annotations
 
+from ..errors import IronlawError
 from .timing import Budget, stable
 
 # (batch, heads, query length, key/value length, head dim, causal); the first rows are the quick grid
@@ -51,7 +52,6 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
     recs = recorder.capture(mod, (q, k, v), real=True, device=device, kv_cache=(k, v) if decode else None).records
     att = [r for r in recs if r.kind == "attention"]
     if len(att) != 1:
-        from ..errors import IronlawError
         raise IronlawError(f"probe: scaled_dot_product_attention ran {len(att)} attention kernels here, expected one")
     byts: dict[str, float] = {}
     for cls_bytes in (att[0].bytes_read, att[0].bytes_written):

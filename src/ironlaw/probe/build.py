@@ -290,8 +290,8 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     if calibrate_fit:
         hw = parse_hardware(doc, "probe")
         obs = observations(probe)
-        cal = calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows "
-                                                           "(gemm, memory, vector, reduce, dispatch)"),
+        families = ", ".join(sorted({o.dataset.split(":", 1)[1] for o in obs}))
+        cal = calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows ({families})"),
                             start={"matmul": gemv_tables(probe)})
         doc["calibration"] = cal
     return doc
