@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 def main() -> int:
     from ironlaw import hardware
     from ironlaw.network.calibration import with_network
-    from test_megatron_reference import predict, table
+    from megatron_ref import predict, table
     catalog = hardware.get("a100")
     # the collective model's sourced estimates (ironlaw analyze --network default), all else unchanged
     datasheet = with_network(catalog, "default")
