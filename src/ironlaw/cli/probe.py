@@ -84,8 +84,8 @@ def _render(doc: dict, path: str) -> None:
     chk = p.get("checks")
     if chk:
         c.print(f"{p['threads']} threads vs 1 on an fp32 GEMM: {chk['speedup']:.2f}×")
-    spread = max(r["cv"] for fam in ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "pages", "attention")
-                 for r in p.get(fam, []))
+    from .. import profile
+    spread = max(r["cv"] for fam in profile.FAMILIES for r in p.get(fam, []))
     c.print(f"largest spread kept: {spread:.1%} (limit {p['max_cv']:.0%})")
     cal = doc.get("calibration")
     if cal:

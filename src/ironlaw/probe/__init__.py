@@ -54,7 +54,7 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for dt in dtypes:
             for m, n, k in gemm.hot_nt_shapes(dt, quick):
                 steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} x@Wᵀ",
-                              lambda dt=dt, m=m, n=n, k=k: gemm.measure_nt(dt, m, n, k, budget, device)))
+                              lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device, "nt")))
     for dt in dtypes:
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",

@@ -76,27 +76,23 @@ def cold_pool_bytes(last_cache_bytes: float) -> float:
     return min(max(2.0 * last_cache_bytes, COLD_MIN_BYTES), COLD_MAX_BYTES)
 
 
-def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "cpu") -> dict:
-    import torch
-    dt = getattr(torch, TORCH_DTYPE[dtype])
-    a = torch.randn(m, k, device=device).to(dt)
-    b = torch.randn(k, n, device=device).to(dt)
-    c = torch.empty(m, n, device=device, dtype=dt)
-    st = stable(lambda: torch.mm(a, b, out=c), budget, device)
-    return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
-            "flops_per_s": 2.0 * m * n * k / st.time_s, "_ok": st.ok, "_tries": st.tries}
-
-
-def measure_nt(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "cpu") -> dict:
-    """``x @ Wᵀ`` (``F.linear``) with the same W every call: the hot grid in nn.Linear's layout."""
+def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "cpu", layout: str = "kn") -> dict:
+    """The same operands every call: ``torch.mm`` (x @ W, W row-major K×N) or, with ``layout="nt"``,
+    ``F.linear`` (x @ Wᵀ, W stored N×K as nn.Linear keeps it; the row says so)."""
     import torch
     import torch.nn.functional as F
     dt = getattr(torch, TORCH_DTYPE[dtype])
-    x = torch.randn(m, k, device=device).to(dt)
-    w = torch.randn(n, k, device=device).to(dt)
-    st = stable(lambda: F.linear(x, w), budget, device)
+    a = torch.randn(m, k, device=device).to(dt)
+    if layout == "nt":
+        w = torch.randn(n, k, device=device).to(dt)
+        st = stable(lambda: F.linear(a, w), budget, device)
+    else:
+        b = torch.randn(k, n, device=device).to(dt)
+        c = torch.empty(m, n, device=device, dtype=dt)
+        st = stable(lambda: torch.mm(a, b, out=c), budget, device)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
-            "flops_per_s": 2.0 * m * n * k / st.time_s, "layout": "nt", "_ok": st.ok, "_tries": st.tries}
+            "flops_per_s": 2.0 * m * n * k / st.time_s, **({"layout": "nt"} if layout == "nt" else {}),
+            "_ok": st.ok, "_tries": st.tries}
 
 
 def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu",
