@@ -166,8 +166,8 @@ def load(path: str) -> dict[str, dict]:
 
 def fresh(total: dict) -> str:
     """The measured run's page faults as a share of it (priced with the probe's cost of fresh memory)."""
-    s = total.get("fresh_memory_s")
-    return "—" if s is None else f"{100 * s / total['measured_s']:.0f}%"
+    share = total.get("fresh_memory_share")
+    return "—" if share is None else f"{100 * share:.0f}%"
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -56,6 +56,7 @@ def test_validate_counts_the_fresh_memory_of_each_run():
     hw.extra["probe"] = {"pages": [{"bytes": 1e8, "time_s": 0.11, "warm_s": 0.01, "cv": 0.01}]}
     again = validate.repredict(wide, hw)["total"]
     assert again["fresh_memory_s"] == pytest.approx(again["faulted_bytes_per_run"] * 1e-9)
+    assert again["fresh_memory_share"] == pytest.approx(again["fresh_memory_s"] / again["measured_s"])
     line = fresh_memory_line(again)
     assert "not in the prediction" in line and "MALLOC_TRIM_THRESHOLD_" in line
 

@@ -61,7 +61,7 @@ def fresh_memory_line(total: dict) -> str:
     line = f"page faults: {fmt(b, 'B')} of fresh memory per run"
     if s is None:
         return line + " (the profile has no probe 'pages' row to price it: run `ironlaw probe` again)"
-    share = s / total["measured_s"] if total["measured_s"] > 0 else 0.0
+    share = total.get("fresh_memory_share") or 0.0
     line += f" ≈ {fmt_time(s)} at this machine's measured cost, {100 * share:.0f}% of the run (not in the prediction)"
     if share >= FRESH_MEMORY_SHOWN:
         line += ("; the allocator gives memory back to the OS between runs — an allocator that keeps it (jemalloc, "
