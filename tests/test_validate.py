@@ -236,3 +236,30 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
            *(gemv("aten::bmm", 50257, 768, 10e9, f"validate:{c}") for c in "bcd")]      # three prefills of three
     cal = fit._fit_gemv(fit._Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
+
+
+def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
+    """fp32 GEMVs at 20 GB/s and, weighing more, bf16 GEMVs at 13 GB/s (bf16 converted before it is
+    multiplied, as on the EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
+    its own GEMV η, which puts its GEMVs back at their measured time."""
+    from ironlaw import calibrate, fit
+    from ironlaw.graph import Op
+    import dataclasses
+    hw = hardware.load_file(PROFILE)
+    hw = dataclasses.replace(hw, peak_flops={**hw.peak_flops, "bf16": 2 * hw.peak("fp32")})
+    dram = hw.memory[hw.device_tier].bw_Bps
+
+    def gemv(dt, n, k, rate, ds):
+        b = 4.0 if dt == "fp32" else 2.0
+        w = b * n * k
+        op = Op("aten::mm", "matmul", flops=2.0 * n * k, bytes={"weights": w, "activations": b * (n + k)}, dtype=dt)
+        return calibrate.Observation(op, w / rate, ds)
+    obs = [gemv("fp32", 4096, 1024, 20e9, "probe:gemm"), gemv("fp32", 4096, 4096, 20e9, "probe:gemm"),
+           gemv("fp32", 3072, 768, 20e9, "probe:gemm"),
+           *(gemv("bf16", n, 4096, 13e9, f"validate:{c}") for c, n in zip("abcd", (4096, 8192, 2048, 6144)))]
+    table = {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}
+    prob = fit._Problem(hw, obs)
+    cal = fit._fit_gemv(prob, {"matmul": {"fp32": dict(table), "bf16": dict(table)}})
+    assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
+    bf16 = prob.dtypes == "bf16"
+    assert prob.times(cal)[bf16] == pytest.approx(prob.meas[bf16], rel=0.05)
