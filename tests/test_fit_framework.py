@@ -33,3 +33,44 @@ def test_share_scales_kernel_time_in_the_law():
     assert np.allclose(calibrate._framework(cal, eta), 0.8 / 1.25)
     with pytest.raises(Exception, match="framework_share"):
         calibrate.check({**cal, "framework_share": -0.1}, "test")
+
+
+def test_each_front_end_gets_its_own_framework_terms():
+    """Hugging Face runs with a 10% share and 20 µs per op, plain torch runs with 1% and none: one pair for all
+    splits the difference; per front end both are recovered."""
+    hf = [{**case(n, t, 20e-6, 0.10), "workload": {"architecture": "GPT2LMHeadModel"}}
+          for n, t in ((314, 130e-6), (57, 400e-6), (235, 900e-6))]
+    torch_ = [{**case(n, t, 0.0, 0.01), "workload": {"frontend": "torch"}} for n, t in ((68, 400e-6), (9, 80e-6))]
+    got = fit.framework_by_frontend(hf + torch_)
+    assert got["transformers"]["framework_s"] == pytest.approx(20e-6, abs=2e-7)
+    assert got["transformers"]["framework_share"] == pytest.approx(0.10, abs=2e-3)
+    assert got["torch"]["framework_s"] == pytest.approx(0.0, abs=2e-7)
+    assert got["torch"]["framework_share"] == pytest.approx(0.01, abs=2e-3)
+    assert fit.framework_by_frontend(hf) == {}                    # one front end: the global pair serves
+    assert "torch" not in fit.framework_by_frontend(hf + torch_[:1])   # one run is too few to fit a pair
+
+
+def test_the_law_uses_the_graphs_front_end_terms():
+    from ironlaw.graph import Graph, Op
+    cal = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_s": 1e-6,
+           "framework_share": 0.05, "frontend": {"transformers": {"framework_s": 20e-6, "framework_share": 0.25}}}
+    calibrate.check(cal, "test")
+    ops = [Op("mm", "matmul", flops=2e9, bytes={"weights": 4e6}, dtype="fp32")]
+    eta = np.full((1,), 0.8)
+    for meta, per_op, share in (({"architecture": "BertModel"}, 20e-6, 0.25), ({}, 1e-6, 0.05),
+                                ({"frontend": "transformers"}, 20e-6, 0.25)):
+        cols = Graph("g", "infer", "fp32", ops, meta=meta).columns()
+        assert np.allclose(calibrate._framework(cal, eta, cols.frontend), 0.8 / (1 + share))
+        assert np.allclose(calibrate.op_latency(cal, cols, np.zeros((1,))), per_op)
+    for bad, field in (({"jax": {"framework_s": 1e-6}}, "jax"), ({"torch": {"framework_s": -1.0}}, "torch.framework_s"),
+                       ({"torch": {"share": 0.1}}, "share")):
+        with pytest.raises(Exception, match=field):
+            calibrate.check({**cal, "frontend": bad}, "test")
+
+
+def test_hugging_face_workloads_say_their_front_end():
+    from ironlaw import workloads
+    from ironlaw.graph import frontend
+    gpt2 = workloads.resolve(workloads.Request("gpt2", phase="decode", batch=1, seq=64, dtype="fp32"))
+    assert gpt2.columns().frontend == "transformers"
+    assert frontend(workloads.resolve(workloads.Request("resnet50", phase="infer", batch=1, dtype="fp32")).meta) == "torch"

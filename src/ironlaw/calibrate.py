@@ -48,7 +48,7 @@ import numpy as np
 from .efficiency import composed, epilogue_share
 from .errors import IronlawError, unknown
 from .gemmshape import SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401 (re-exported)
-from .graph import CLASSES, DTYPE_BYTES, KINDS, Columns, Graph, Op
+from .graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")
@@ -81,7 +81,7 @@ def compute_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
-    return _framework(cal, _scoped(cal, cols, out, "compute"))
+    return _framework(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
 
 
 def serial_share(cal: dict, cols: Columns) -> np.ndarray:
@@ -124,7 +124,7 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
             out = np.where(total > 0, total / (act / produced + other / streamed), produced)
     else:
         out = base.copy()
-    return _framework(cal, _scoped(cal, cols, out, "memory"))
+    return _framework(cal, _scoped(cal, cols, out, "memory"), cols.frontend)
 
 
 def pack_extra_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
@@ -171,9 +171,17 @@ def _table_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
     return out
 
 
-def _framework(cal: dict, eta: np.ndarray) -> np.ndarray:
+def framework_terms(cal: dict, frontend: str = "torch") -> tuple[float, float]:
+    """(framework_s, framework_share) of a graph run by ``frontend``: its own [calibration.frontend.<name>]
+    values where fitted, else the calibration's global ones (see below)."""
+    own = (cal.get("frontend") or {}).get(frontend, {})
+    return (float(own.get("framework_s", cal.get("framework_s", 0.0))),
+            float(own.get("framework_share", cal.get("framework_share", 0.0))))
+
+
+def _framework(cal: dict, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
     """Kernels run (1 + framework_share) times longer end to end than alone (see below)."""
-    return eta / (1.0 + float(cal.get("framework_share", 0.0)))
+    return eta / (1.0 + framework_terms(cal, frontend)[1])
 
 
 def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
@@ -186,7 +194,7 @@ def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
         if kind != "default":
             out[kinds == kind] = value
     out = _scoped(cal, cols, out, "latency_s")
-    return out + float(cal.get("framework_s", 0.0))
+    return out + framework_terms(cal, cols.frontend)[0]
 
 
 # ---- fitted from validate runs (``ironlaw.fit``), additive to the tables above:
@@ -199,7 +207,11 @@ def op_latency(cal: dict, cols: Columns, lat: np.ndarray) -> np.ndarray:
 #   framework_share  the part of that cost that grows with the kernels' own time (end to end, ops run
 #        slower than timed one by one: caches shared with the framework's work, allocator, threads
 #        waking); kernel times are scaled by (1 + framework_share)
+#   [calibration.frontend.transformers]  framework_s and framework_share of the graphs that front end runs
+#        (graph.FRONTENDS), in place of the global two: Hugging Face modules spend far more between their
+#        kernels than torchvision's or a plain nn.Sequential
 SHAPE_KINDS = ("conv", "attention")
+FRAMEWORK_FIELDS = ("framework_s", "framework_share")
 OP_FIELDS = ("compute", "memory", "latency_s")
 
 
@@ -269,6 +281,16 @@ def _check_fit_tables(cal: dict, where: str) -> None:
         _num(cal, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
     if "framework_share" in cal:
         _num(cal, "framework_share", where, 1.0, zero_ok=True)
+    for name in _table(cal, "frontend", where):
+        if name not in FRONTENDS:
+            raise unknown(f"front end in {where}.frontend", name, FRONTENDS)
+        p = _table(cal["frontend"], name, f"{where}.frontend")
+        w = f"{where}.frontend.{name}"
+        for key in p:
+            if key not in FRAMEWORK_FIELDS:
+                raise unknown(f"field in {w}", key, FRAMEWORK_FIELDS)
+        _num(p, "framework_s", w, MAX_LATENCY_S, zero_ok=True)
+        _num(p, "framework_share", w, 1.0, zero_ok=True)
 
 
 # ---------------------------------------------------------------- checking a hand-edited table
@@ -278,7 +300,7 @@ def check(cal: object, where: str) -> dict:
     if not isinstance(cal, dict):
         raise IronlawError(f"{where}: expected a table")
     allowed = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
-               "conv", "attention", "op", "kernel", "framework_s", "framework_share")
+               "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend")
     for key in cal:
         if key not in allowed:
             raise unknown(f"field in {where}", key, allowed)

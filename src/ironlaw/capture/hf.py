@@ -101,7 +101,8 @@ def build(path: str, req):
         raise IronlawError(f"{type(model).__name__} has no phase '{phase}'; it supports: {', '.join(allowed)}")
     seq = int(req.seq) if req.seq is not None else min(DEFAULT_SEQ, getattr(cfg, "max_position_embeddings", DEFAULT_SEQ))
     device = "cpu" if req.device in ("cuda", "gpu") and not torch.cuda.is_available() else req.device
-    meta = {"batch": batch, "seq": seq, "config": str(path), "architecture": type(model).__name__}
+    meta = {"batch": batch, "seq": seq, "config": str(path), "architecture": type(model).__name__,
+            "frontend": "transformers"}
     if device != req.device:
         meta["notes"] = [f"captured with {device} kernels: this torch has no {req.device}"]
 

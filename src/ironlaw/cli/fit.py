@@ -57,5 +57,13 @@ def fit_cmd(
             t.add_row(r["case"], f"{1e3 * r['measured_s']:.2f} ms", f"{100 * r['cv']:.0f}%", f"{1e3 * r['predicted_s']:.2f} ms",
                       f"{100 * r['error']:+.1f}%", f"{100 * r['naive_error']:+.1f}%", f"{100 * r['within_25pct_share']:.0f}%")
         c.print(t)
-    c.print(f"calibration: {len(cal.get('op', {}))} op classes, framework {1e6 * cal['framework_s']:.1f} µs per op"
+    c.print(f"calibration: {len(cal.get('op', {}))} op classes, {framework_line(cal)}"
             + (f"; saved into {saved}" if saved else " (not saved; --save writes it into the profile)"))
+
+
+def framework_line(cal: dict) -> str:
+    """The fitted framework terms: the global pair, then each front end's own where fitted."""
+    def pair(t: dict) -> str:
+        return f"{1e6 * t.get('framework_s', 0.0):.1f} µs per op + {100 * t.get('framework_share', 0.0):.1f}%"
+    own = "".join(f", {name} {pair(t)}" for name, t in sorted((cal.get("frontend") or {}).items()))
+    return f"framework {pair(cal)}" + own

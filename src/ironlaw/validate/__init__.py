@@ -94,7 +94,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
     kinds = compare.by_kind(rows)
     e2e = spread["min_s"] if stat == "min" else spread["median_s"]
     ops_measured = sum(r["measured_s"] for r in rows)
-    fw_pred = compare.framework_s(hw) * len(graph.ops)
+    fw_pred = compare.framework_s(hw, est.cols.frontend) * len(graph.ops)
     fw_meas = e2e - ops_measured
     if fw_pred > 0 or fw_meas > 0:
         kinds["framework"] = {"ops": 0, "predicted_s": fw_pred, "measured_s": max(fw_meas, 0.0),

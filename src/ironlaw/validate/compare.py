@@ -22,8 +22,10 @@ import numpy as np
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
 
 
-def framework_s(hw) -> float:
-    return float((hw.extra.get("calibration") or {}).get("framework_s", 0.0))
+def framework_s(hw, frontend: str = "torch") -> float:
+    """The calibration's seconds per op between ops for a graph of ``frontend`` (0 uncalibrated)."""
+    from ..calibrate import framework_terms
+    return framework_terms(hw.extra.get("calibration") or {}, frontend)[0]
 
 
 def naive_times(graph, hw) -> np.ndarray:
@@ -44,7 +46,7 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
     ``measured[i]`` (for graph op i): {index, median_s, min_s, cv, spread_s, out_shapes}; ``stat`` picks
     the measured time compared (median, or min: the least disturbed run on a busy machine).
     """
-    fw = framework_s(est.hw)
+    fw = framework_s(est.hw, est.cols.frontend)
     rows = []
     for row, op, m in zip(est.rows(), est.graph.ops, measured):
         pred = max(row["time_s"] - fw * row["count"], 0.0)

@@ -222,7 +222,7 @@ def _hf(name: str, path: str, batch: int, seq: int | None, phase: str | None) ->
         with torch.no_grad():
             model(**pre)
         return Step(model, (), kw, before=lambda: _rewind(cache, seq))
-    meta = {"seq": seq, "config": str(path), "architecture": cls.__name__}
+    meta = {"seq": seq, "config": str(path), "architecture": cls.__name__, "frontend": "transformers"}
     if phase == "decode":
         meta["context"] = seq
     return Runnable(name, phase, batch, seq, fake, real, meta)
