@@ -77,3 +77,13 @@ def test_meta_module_is_captured_on_fake_cpu_tensors():
     x = torch.empty(2, 4096, device="meta")
     (mm,) = by_name(record(m, (x,), real=False), "aten::addmm")
     assert mm.flops == 2 * 2 * 4096 * 4096
+
+
+def test_batch_norm_on_running_statistics_is_a_scale_and_a_shift():
+    # eval: 2 FLOPs per element, as the built-in ResNet counts it; training computes the batch's statistics
+    bn, x = torch.nn.BatchNorm2d(8), torch.randn(2, 8, 5, 5)
+    norms = lambda: [r for r in record(bn, (x,), real=False) if r.kind == "norm"]  # noqa: E731
+    (train,) = norms()
+    bn.eval()
+    (infer,) = norms()
+    assert infer.flops == 2 * x.numel() and train.flops == 8 * x.numel()

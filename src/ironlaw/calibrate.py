@@ -259,6 +259,7 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
             _num(p, "m_half_nt", w, 1e9, zero_ok=True)
             _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "k_half", w, 1e9, zero_ok=True)
             _num(p, "gemv_eta", w, 1.0 + 1e-9)
             _num(p, "gemv_m", w, 4096)
             _num(p, "gemv_m_kn", w, 4096)
@@ -605,6 +606,7 @@ def _subset(cols: Columns, rows: np.ndarray) -> Columns:
                    names=None if cols.names is None else [n for n, r in zip(cols.names, rows) if r],
                    kernels=None if cols.kernels is None else [k for k, r in zip(cols.kernels, rows) if r],
                    mnk=None if cols.mnk is None else cols.mnk[rows],
+                   nk=None if cols.nk is None else cols.nk[rows],
                    resident=None if cols.resident is None else cols.resident[rows],
                    weights_kn=None if cols.weights_kn is None else cols.weights_kn[rows],
                    written=None if cols.written is None else cols.written[rows])

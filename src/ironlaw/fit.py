@@ -55,6 +55,7 @@ def observations(cases: list[dict], stat: str = "median", hw=None) -> list[calib
     whose whole footprint stays in the last cache level are marked so (``attrs['resident']``), as the law
     places them when it predicts the case."""
     from .law import fits_last_cache
+    from .validate.compare import row_attrs
     out = []
     for c in cases:
         ds = f"validate:{label(c)}"
@@ -63,8 +64,7 @@ def observations(cases: list[dict], stat: str = "median", hw=None) -> list[calib
             t = float(r["min_s"] if stat == "min" else r["median_s"]) / max(int(r["count"]), 1)
             if t > 0 and math.isfinite(t):
                 op = Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
-                        attrs={**({"resident": True} if resident else {}),
-                               **({"weights_kn": True} if r.get("weights_kn") else {})})
+                        attrs={**({"resident": True} if resident else {}), **row_attrs(r)})
                 out.append(calibrate.Observation(op, t, ds, r.get("measured_cv")))
     return out
 
@@ -241,7 +241,7 @@ def _floor(path: tuple) -> float:
     which the table's check rightly refuses): the bounds of ``ironlaw.calibrate``."""
     if "latency_s" in path:
         return calibrate.LAT_BOUNDS[0]
-    if path[-1] in ("m_half", "nk_half", "m_half_nt"):
+    if path[-1] in ("m_half", "nk_half", "m_half_nt", "k_half"):
         return calibrate.HALF_BOUNDS[0]
     return calibrate.ETA_MIN
 
@@ -335,6 +335,9 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             if (sub.cols.bytes.get("weights", np.zeros(1)) > 0).any():
                 params.append(((kind, dt, "streamed"), calibrate.MAX_MEMORY_ETA))
                 axes.append((0.5, 1.0))
+            if sub.cols.nk is not None and (sub.cols.nk[:, 0] > 0).all():      # every op states its K
+                params.append(((kind, dt, "k_half"), 1e9))
+                axes.append((16.0, 128.0))
             new = _fit_group(sub, cal, params, _grid(*axes))
             if sub.loss(new) < base * (1 - SHAPE_MIN_GAIN):
                 cal = new
@@ -409,8 +412,11 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
                           for d in set(prob.ds[rows].tolist()))
     for name in sorted(share, key=lambda n: -share[n]):
         rows = prob.names == name
-        if prob.kinds[rows][0] == "matmul" or share[name] < CLASS_MIN_SHARE:
+        kind = prob.kinds[rows][0]
+        if kind == "matmul" or share[name] < CLASS_MIN_SHARE:
             continue
+        if kind in calibrate.SHAPE_KINDS and cal.get(kind):
+            continue                                  # one flat η would replace the kind's shape model
         if all(str(d).startswith("probe") for d in set(prob.ds[rows].tolist())):
             continue                                  # a micro-benchmark's own name never names a model op
         sub = prob.sub(rows)

@@ -1,6 +1,11 @@
 """GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
 
-    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+nk_half)   (gemv_eta for GEMVs, when fitted)
+    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
+    k_half: K's own half point where fitted (else nk_half). Fitted for convolutions, whose ops state their
+            GEMM N and K (``op.attrs["nk"]``: N = output channels, K = input channels per group · kernel
+            area; M = batch · output pixels follows from the FLOPs): on the EPYC VM oneDNN ran 3×3 convs (K ≥ 576) at 190–211 GFLOP/s and 1×1 convs
+            at 86 (K = 64) to 175 (K = 1024) in the same ResNet-50 run — one symmetric N/K half point
+            cannot tell them apart;
     m_half_nt: m_half for x @ Wᵀ (W stored N×K, nn.Linear's layout) where it differs from x @ W's, when
             fitted (the probe times both): MKL on the EPYC VM here packs a K×N weight more slowly, so at
             small M x @ Wᵀ ran 1.27× faster (M = 8), 1.18× (32), 1.07× (64), equal from 256;
@@ -26,7 +31,8 @@
             ``efficiency.epilogue_share``). It matters where a short K meets a large output (attention's
             QKᵀ, K = d_head): A100 held-out GEMM rows 7.0% → 5.1% median error when the table is refitted.
 
-Shapes: an op that states its shape (``op.attrs["mnk"]``, e.g. the probe's GEMMs) uses it. Otherwise
+Shapes: an op that states its shape (``op.attrs["mnk"]``, the probe's GEMMs) uses it; a convolution states
+N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N). Otherwise
 M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
 bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
 bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,
@@ -40,7 +46,7 @@ from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt")
+                "m_half_nt", "k_half")
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,10 +66,22 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.where(w > 0, k, cube)
     n = np.where(w > 0, np.maximum(n, 1.0), cube)
     m, k = np.maximum(m, 1.0), np.maximum(k, 1.0)
+    if cols.nk is not None:                                   # convs: N and K stated, M = flops / (2·N·K)
+        given = (cols.nk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
+        n, k = (np.where(given, cols.nk[:, i].reshape(given.shape), x) for i, x in enumerate((n, k)))
     if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
         given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
         m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
     return m, n, k
+
+
+def conv_nk(weight_shape) -> tuple[int, int] | None:
+    """A convolution's GEMM N and K from its weight [Cout, Cin/groups, *kernel]: N = output channels,
+    K = input channels per group · kernel area (M, batch · output pixels, follows from the FLOPs);
+    None for a shape that is not a conv weight."""
+    if len(weight_shape) < 3 or any(int(d) <= 0 for d in weight_shape):
+        return None
+    return int(weight_shape[0]), int(np.prod([int(d) for d in weight_shape[1:]]))
 
 
 def kn_rows(cols: Columns) -> np.ndarray:
@@ -77,7 +95,7 @@ def kn_rows(cols: Columns) -> np.ndarray:
 def gemm_eta(p: dict, m, n, k, kn=False):
     s = lambda x, h: x / (x + h)  # noqa: E731
     m_half = np.where(kn, p["m_half"], p.get("m_half_nt", p["m_half"])) if "m_half_nt" in p else p["m_half"]
-    eta = p["eta_max"] * s(m, m_half) * s(n, p["nk_half"]) * s(k, p["nk_half"])
+    eta = p["eta_max"] * s(m, m_half) * s(n, p["nk_half"]) * s(k, p.get("k_half", p["nk_half"]))
     if "gemv_eta" in p:            # optional: a GEMV runs a matrix-vector kernel, not a small GEMM; its
         # time follows the matrix, not M (measured: M = 2 on the GEMV path as fast as M = 1), so its
         # rate grows with M

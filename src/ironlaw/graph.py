@@ -124,6 +124,7 @@ class Columns:
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
     kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
     mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
+    nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions), 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
@@ -160,6 +161,8 @@ class Columns:
                        kernels=[str(op.attrs.get("kernel", "")) for op in g.ops],
                        mnk=np.array([op.attrs.get("mnk", (0, 0, 0)) for op in g.ops], dtype=float)
                        if any("mnk" in op.attrs for op in g.ops) else None,
+                       nk=np.array([op.attrs.get("nk", (0, 0)) for op in g.ops], dtype=float)
+                       if any("nk" in op.attrs for op in g.ops) else None,
                        resident=np.array([bool(op.attrs.get("resident")) for op in g.ops])
                        if any(op.attrs.get("resident") for op in g.ops) else None,
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])

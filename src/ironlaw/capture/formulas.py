@@ -234,13 +234,26 @@ def foreach(args, kwargs, out):
 
 # ---------------------------------------------------------------- norms, softmax, reductions
 NORM_FLOPS_PER_ELEMENT = 8.0
+BN_EVAL_FLOPS_PER_ELEMENT = 2.0    # batch norm on running statistics: one scale and one shift per element
 
 
-@formula(*_packets("native_layer_norm", "native_batch_norm", "_native_batch_norm_legit",
-                   "_native_batch_norm_legit_no_training", "native_group_norm", "_fused_rms_norm", "rms_norm",
-                   "_batch_norm_with_update", "_batch_norm_no_update", "batch_norm"), kind="norm")
+@formula(*_packets("native_layer_norm", "native_group_norm", "_fused_rms_norm", "rms_norm",
+                   "_batch_norm_with_update"), kind="norm")
 def norm(args, kwargs, out):
     return NORM_FLOPS_PER_ELEMENT * numel(args[0])
+
+
+@formula(*_packets("native_batch_norm", "_native_batch_norm_legit", "batch_norm"), kind="norm")
+def batch_norm(args, kwargs, out):
+    """Statistics of the batch (training): as a layer norm; running statistics (eval): scale and shift,
+    as the built-in ResNet counts it."""
+    training = next((a for a in args if isinstance(a, bool)), kwargs.get("training", True))   # its first bool
+    return (NORM_FLOPS_PER_ELEMENT if training else BN_EVAL_FLOPS_PER_ELEMENT) * numel(args[0])
+
+
+@formula(*_packets("_native_batch_norm_legit_no_training", "_batch_norm_no_update"), kind="norm")
+def batch_norm_eval(args, kwargs, out):
+    return BN_EVAL_FLOPS_PER_ELEMENT * numel(args[0])
 
 
 @formula(*_packets("native_layer_norm_backward", "native_batch_norm_backward", "native_group_norm_backward",

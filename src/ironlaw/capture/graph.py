@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..gemmshape import conv_nk
 from ..graph import DTYPE_BYTES, Graph, Op
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
@@ -31,6 +32,16 @@ def shapes_text(rec) -> str:
     return ins + ("…" if len(rec.in_shapes) > 3 else "")
 
 
+def op_attrs(r) -> dict:
+    """What the law needs beyond FLOPs and bytes: x @ W's layout; a forward convolution's GEMM N and K."""
+    attrs = {"weights_kn": True} if r.weights_kn else {}
+    if r.kind == "conv" and r.phase == "forward" and len(r.in_shapes) > 1:
+        nk = conv_nk(r.in_shapes[1])
+        if nk:
+            attrs["nk"] = nk
+    return attrs
+
+
 def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -> Graph:
     ops, index, views = [], [], 0
     uncounted: Counter = Counter()
@@ -50,7 +61,7 @@ def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -
         label = r.name if r.phase == "forward" else f"{r.name} ({r.phase})"
         ops.append(Op(label, r.kind, flops=float(r.flops or 0.0), bytes=traffic, dtype=dt, module=r.module,
                       shapes=shapes_text(r), bytes_written=float(sum(r.bytes_written.values())),
-                      attrs={"weights_kn": True} if r.weights_kn else {}))
+                      attrs=op_attrs(r)))
         index.append(r.index)
     fwd_flops = sum(r.flops or 0.0 for r in cap.records if r.phase == "forward")
     m = {"params": cap.params, "captured": True, "capture_device": cap.device, "views": views,

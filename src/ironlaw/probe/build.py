@@ -221,7 +221,8 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         op = Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}",
                 "conv", flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"]),
                 bytes={"activations": act, "weights": w},
-                dtype=r["dtype"], attrs={"resident": True} if resident else {})
+                dtype=r["dtype"], attrs={"nk": (r["cout"], r["cin"] * r["kernel"] ** 2),
+                                         **({"resident": True} if resident else {})})
         out.append(Observation(op, r["time_s"], f"{dataset}:conv", r["cv"]))
     for r in probe.get("attention", []):        # FLOPs and bytes as the capture recorded the same call
         byts = {"activations": r["act_bytes"], **({"kv_cache": r["kv_bytes"]} if r.get("kv_bytes") else {})}

@@ -141,10 +141,11 @@ def _fresh_memory(case: dict, hw) -> tuple[float | None, float | None]:
 def graph_of(doc: dict):
     """The predicted graph of a validate document, rebuilt from its op rows (for a new prediction)."""
     from ..graph import Graph, Op
+    from .compare import row_attrs
     w = doc["workload"]
     ops = [Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
               count=int(r["count"]), module=r.get("module", ""), shapes=r.get("shapes", ""),
-              attrs={"weights_kn": True} if r.get("weights_kn") else {}) for r in doc["ops"]]
+              attrs=row_attrs(r)) for r in doc["ops"]]
     meta = {k: v for k, v in w.items() if k not in ("footprint",)}
     meta["views"] = doc["total"].get("views", 0)
     return Graph(w["name"], w["phase"], w.get("dtype", "fp32"), ops, footprint=dict(w.get("footprint", {})), meta=meta)

@@ -17,7 +17,11 @@ latency — no calibration, no caches, every op on the same roof.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
+
+from ..gemmshape import conv_nk
 
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
 
@@ -60,8 +64,24 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
             "measured_s": meas, "median_s": m["median_s"], "min_s": m["min_s"], "measured_cv": m["cv"],
             "spread_s": m["spread_s"], "error": pred / meas - 1.0 if meas > 0 else None,
             **({"weights_kn": True} if op.attrs.get("weights_kn") else {}),
+            **({"nk": list(op.attrs["nk"])} if op.attrs.get("nk") else {}),
         })
     return rows
+
+
+def row_attrs(r: dict) -> dict:
+    """The op attributes a row carries (``weights_kn``, a conv's ``nk``), for an op rebuilt from it; a
+    forward conv row saved before rows carried ``nk`` gets it from its shapes text (input, weight, …)."""
+    attrs = {"weights_kn": True} if r.get("weights_kn") else {}
+    nk = r.get("nk")
+    if not nk and r.get("kind") == "conv" and "(" not in r.get("name", ""):
+        try:
+            nk = conv_nk(json.loads("[" + r.get("shapes", "").rstrip("…") + "]")[1])
+        except (ValueError, IndexError, TypeError):
+            nk = None
+    if nk:
+        attrs["nk"] = tuple(int(x) for x in nk)
+    return attrs
 
 
 def by_kind(rows: list[dict]) -> dict[str, dict]:

@@ -83,7 +83,8 @@ class _Net:
         op = Op(name, "conv", flops=2.0 * B * macs,
                 bytes={"activations": B * (h * h * cin + ho * ho * cout) * b, "weights": cin * cout * k * k * b},
                 dtype=self.dtype, count=count, module=name.rsplit(".", 1)[0],
-                shapes=f"[{_s(B)},{cin},{h},{h}]*[{cout},{cin},{k},{k}]/{s}", bytes_written=B * ho * ho * cout * b)
+                shapes=f"[{_s(B)},{cin},{h},{h}]*[{cout},{cin},{k},{k}]/{s}", bytes_written=B * ho * ho * cout * b,
+                attrs={"nk": (cout, cin * k * k)})
         self._add(op, ho * ho * cout, count)
         return ho
 
