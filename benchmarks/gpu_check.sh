@@ -15,7 +15,6 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HU
 py=${PYTHON:-python3}
 out=${OUT:-out/gpu}
 mkdir -p "$out"
-ironlaw() { "$py" -m ironlaw "$@"; }
 
 "$py" - <<'EOF' 2>&1 | tee "$out/device.txt"
 import torch
@@ -35,9 +34,9 @@ targets=("$out/probe.toml")
 [ -n "$dev" ] && targets=("$dev" "${targets[@]}")
 for hw in "${targets[@]}"; do
     name=$(basename "$hw" .toml)
-    timeout 60 ironlaw analyze llama3-8b --phase prefill --batch 1 --seq 2048 --on "$hw" --dtype bf16 --format json \
+    timeout 60 "$py" -m ironlaw analyze llama3-8b --phase prefill --batch 1 --seq 2048 --on "$hw" --dtype bf16 --format json \
         > "$out/analyze-prefill-$name.json" 2> "$out/analyze-prefill-$name.err"
-    timeout 60 ironlaw analyze llama3-8b --phase decode --batch 1 --seq 2048 --on "$hw" --dtype bf16 --format json \
+    timeout 60 "$py" -m ironlaw analyze llama3-8b --phase decode --batch 1 --seq 2048 --on "$hw" --dtype bf16 --format json \
         > "$out/analyze-decode-$name.json" 2> "$out/analyze-decode-$name.err"
 done
 "$py" - "$out" <<'EOF'
@@ -46,7 +45,8 @@ out = pathlib.Path(sys.argv[1])
 for f in sorted(out.glob("analyze-*.json")):
     try:
         d = json.loads(f.read_text())
-        print(f"{f.stem:40s} {1e3 * d['time_s']:9.3f} ms  bound: {d['bottleneck']}")
+        b = d["bottleneck"]
+        print(f"{f.stem:40s} {1e3 * d['time_s']:9.3f} ms  {b.get('resource')} {b.get('tier') or ''}: {b.get('why', '')}")
     except (ValueError, KeyError):
         print(f"{f.stem:40s} failed: {(f.with_suffix('.err')).read_text().strip()[:200]}")
 EOF

@@ -151,7 +151,9 @@ def framework_by_frontend(cases: list[dict], stat: str = "median") -> dict:
     Python between kernels, and ResNet/MLP runs at 0–2%: on the session-6 EPYC run it fitted 0 s per op
     and a 4.1% share, short of every GPT-2 decode and long on every ResNet. Fitted per front end
     (transformers 7.7%, torch 0.9%), a re-fit of that run's saved measurements put its 37 never-fitted
-    cases at median |error| 4.9% instead of 7.0%."""
+    cases at median |error| 4.9% instead of 7.0%. On the session-7 run (another EPYC VM), one pair
+    0 µs + 4.4%, per front end torch 2.0%, transformers 11.5 µs + 4.3%: 12.8 / 25.4 / 80 → 8.8 / 23.0 / 85
+    (median, p90, % of op time within ±25%)."""
     from .graph import frontend
     groups: dict[str, list[dict]] = {}
     for c in cases:
