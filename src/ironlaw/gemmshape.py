@@ -3,9 +3,9 @@
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
     k_half: K's own half point where fitted (else nk_half). Fitted for convolutions, whose ops state their
             GEMM N and K (``op.attrs["nk"]``: N = output channels, K = input channels per group · kernel
-            area; M = batch · output pixels follows from the FLOPs): on the EPYC VM oneDNN ran 3×3 convs (K ≥ 576) at 190–211 GFLOP/s and 1×1 convs
-            at 86 (K = 64) to 175 (K = 1024) in the same ResNet-50 run — one symmetric N/K half point
-            cannot tell them apart;
+            area; M = batch · output pixels follows from the FLOPs): on the EPYC VM oneDNN ran 3×3 convs
+            (K ≥ 576) at 190–211 GFLOP/s and 1×1 convs at 86 (K = 64) to 175 (K = 1024) in the same
+            ResNet-50 run — one symmetric N/K half point cannot tell them apart;
     m_half_nt: m_half for x @ Wᵀ (W stored N×K, nn.Linear's layout) where it differs from x @ W's, when
             fitted (the probe times both): MKL on the EPYC VM here packs a K×N weight more slowly, so at
             small M x @ Wᵀ ran 1.27× faster (M = 8), 1.18× (32), 1.07× (64), equal from 256;
