@@ -173,6 +173,21 @@ def test_a_gemm_too_big_for_the_cache_pays_its_spilled_packed_copy():
     assert times(hw, [linear(1, 16384, 1024)])[0] == pytest.approx(times(cpu(table(serial=1.0)), [linear(1, 16384, 1024)])[0])
 
 
+def test_the_packed_copy_spills_past_the_cache_size_the_os_reports_not_a_neighbours_share():
+    """Session 7, EPYC VM: a probe taken under a neighbour's load read the usable L3 as 14 of 32 MiB; with
+    that as the spill threshold GPT-2's 7 MB weights were predicted at half the time of its 9.4 MB ones,
+    while in the model all of 2.4–9.4 MB ran at the same time per weight byte. The BLAS blocks for the
+    cache it is told of; the probe's own record of the OS's size sets the threshold."""
+    hw = cpu(table(serial=1.0, pack=0.6))
+    big = linear(8, 16384, 1024)                                    # 67 MB > half the 64 MB profile L3
+    base = times(cpu(table(serial=1.0)), [big])[0]
+    assert times(hw, [big])[0] > base * 1.1
+    assert calibrate.pack_limit_bytes(hw) == 0.5 * LLC_BYTES        # no probe record: the profile's capacity
+    hw.extra["probe"] = {"capacity": {"l3": 4 * LLC_BYTES}}         # the OS reported 256 MB
+    assert calibrate.pack_limit_bytes(hw) == 0.5 * 4 * LLC_BYTES
+    assert times(hw, [big])[0] == pytest.approx(base)
+
+
 def test_x_at_w_transposed_has_its_own_m_half():
     """Measured here (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
     table's m_half_nt is x @ Wᵀ's (nn.Linear), m_half stays x @ W's (the probe's torch.mm grid)."""

@@ -129,12 +129,10 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
 
 def pack_extra_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
     """Per op, the device-memory bytes a GEMM's spilled packed copy adds: ``pack`` × weight bytes where the
-    weights exceed the law's resident fraction of the last cache level (0 elsewhere, for GEMVs, other
-    kinds and tables without ``pack``)."""
+    weights exceed ``pack_limit_bytes`` (0 elsewhere, for GEMVs, other kinds and tables without ``pack``)."""
     out = np.zeros(cols.flops.shape)
     tables = {dt: p for dt, p in cal.get("matmul", {}).items() if p.get("pack")}
-    from .law import resident_limit_bytes
-    limit = resident_limit_bytes(hw)
+    limit = pack_limit_bytes(hw)
     if not tables or limit is None:
         return out
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
@@ -540,11 +538,23 @@ def packs_weights(hw) -> bool:
     return hw.kind == "cpu"
 
 
+def pack_limit_bytes(hw) -> float | None:
+    """Weight bytes above which a GEMM's packed copy spills (``pack``): the law's resident fraction of the
+    last cache level as the OS reports it where the probe recorded that, else of the profile's capacity.
+    Not the probe's usable size: that is a neighbour's share at the probe's moment (read 14 of 32 MiB under
+    load on the session-7 EPYC VM, which put GPT-2's 7 MB weights under the threshold and its 9.4 MB ones
+    over, while in the model both ran at one time per weight byte); the BLAS blocks for the size it is
+    told. That run re-fitted: 9.4 / 29.2 / 77 → 6.2 / 20.9 / 82 (median, p90, % op time ±25%)."""
+    from .law import CACHE_RESIDENT_FRACTION, resident_limit_bytes
+    cache = [t for t in hw.memory if t.role == "cache"]
+    os_bytes = ((hw.extra.get("probe") or {}).get("capacity") or {}).get(cache[-1].name) if cache else None
+    return CACHE_RESIDENT_FRACTION * float(os_bytes) if os_bytes else resident_limit_bytes(hw)
+
+
 def spills(hw, cols: Columns, rows: np.ndarray) -> bool:
     """Whether some of ``rows`` is a GEMM (not a GEMV) whose weights exceed the law's resident fraction of
     the last cache level, so that ``pack`` (the spilled packed copy) can be fitted."""
-    from .law import resident_limit_bytes
-    limit = resident_limit_bytes(hw)
+    limit = pack_limit_bytes(hw)
     if limit is None:
         return False
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape)).reshape(len(rows), -1)[:, 0]

@@ -17,7 +17,8 @@
             calibration's memory.streamed; conv: all), in place of memory.streamed: packing reads each
             weight and writes it again.
     pack: extra weight traffic, as a multiple of the weight bytes, of a GEMM whose weights do not fit the
-            law's resident fraction of the last cache level: its packed copy spills to device memory
+            law's resident fraction of the last cache level (its size as the OS reports it,
+            ``calibrate.pack_limit_bytes``): its packed copy spills to device memory
             (seen here, x @ Wᵀ at M = 8, cold: 89 µs per MB of weights up to 67 MB, 114 µs per MB at
             168 MB); fitted on the probe's large cold row
     serial: the share of the shorter of data and compute time that the kernel does not overlap with
