@@ -154,7 +154,8 @@ def framework_by_frontend(cases: list[dict], stat: str = "median") -> dict:
     (transformers 7.7%, torch 0.9%), a re-fit of that run's saved measurements put its 37 never-fitted
     cases at median |error| 4.9% instead of 7.0%. On the session-7 run (another EPYC VM), one pair
     0 µs + 4.4%, per front end torch 2.0%, transformers 11.5 µs + 4.3%: 12.8 / 25.4 / 80 → 8.8 / 23.0 / 85
-    (median, p90, % of op time within ±25%)."""
+    (median, p90, % of op time within ±25%). Not a gain on every run: three later runs of that session
+    re-fitted with and without it, median 7.5 → 9.4, 12.8 → 11.1, 7.9 → 7.4%."""
     from .graph import frontend
     groups: dict[str, list[dict]] = {}
     for c in cases:
