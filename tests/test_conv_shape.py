@@ -12,8 +12,6 @@ from ironlaw.validate.compare import row_attrs
 
 from test_cpu_gemm_model import PEAK, cpu
 
-torch = pytest.importorskip("torch")
-
 
 def conv_op(b, cin, cout, size, k, name="aten::convolution", stated=True):
     flops = 2.0 * b * size * size * cout * cin * k * k
@@ -23,6 +21,7 @@ def conv_op(b, cin, cout, size, k, name="aten::convolution", stated=True):
 
 
 def test_captured_convs_state_n_and_k_and_backward_ones_do_not():
+    torch = pytest.importorskip("torch")
     from ironlaw.capture import capture_graph
     m = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.Conv2d(32, 32, 3, padding=1, groups=4),
                             torch.nn.Conv2d(32, 8, 1))
@@ -49,7 +48,7 @@ def test_builtin_resnet_and_probe_convs_state_the_same_n_and_k():
 
 def test_stated_n_and_k_replace_the_symmetric_split():
     ops = [conv_op(8, 64, 64, 56, 3), conv_op(8, 64, 64, 56, 3, stated=False)]
-    m, n, k = (x[:, ] for x in gemm_dims(Graph("g", "infer", "fp32", ops).columns()))
+    m, n, k = gemm_dims(Graph("g", "infer", "fp32", ops).columns())
     assert (m[0], n[0], k[0]) == (8 * 56 * 56, 64, 576)
     assert m[1] == 8 * 56 * 56 and n[1] == pytest.approx(192) and k[1] == pytest.approx(192)   # 3·Cin both
 

@@ -276,10 +276,7 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "compute", w, 1.0 + 1e-9)
             _num(p, "memory", w, MAX_MEMORY_ETA)
             _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
-    if "framework_s" in cal:
-        _num(cal, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
-    if "framework_share" in cal:
-        _num(cal, "framework_share", where, 1.0, zero_ok=True)
+    _check_framework(cal, where)
     for name in _table(cal, "frontend", where):
         if name not in FRONTENDS:
             raise unknown(f"front end in {where}.frontend", name, FRONTENDS)
@@ -288,8 +285,12 @@ def _check_fit_tables(cal: dict, where: str) -> None:
         for key in p:
             if key not in FRAMEWORK_FIELDS:
                 raise unknown(f"field in {w}", key, FRAMEWORK_FIELDS)
-        _num(p, "framework_s", w, MAX_LATENCY_S, zero_ok=True)
-        _num(p, "framework_share", w, 1.0, zero_ok=True)
+        _check_framework(p, w)
+
+
+def _check_framework(t: dict, where: str) -> None:
+    _num(t, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
+    _num(t, "framework_share", where, 1.0, zero_ok=True)
 
 
 # ---------------------------------------------------------------- checking a hand-edited table

@@ -134,9 +134,7 @@ def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", 
     cal = _fit_kinds(prob, cal)
     cal["matmul"] = {dt: p for dt, p in cal.get("matmul", {}).items() if "eta_max" in p}   # dtypes never run
     cal = _fit_classes(prob, cal)
-    per_op, share = framework_gap(cases, stat)
-    cal["framework_s"] = float(f"{per_op:.4g}")
-    cal["framework_share"] = float(f"{min(share, 1.0):.4g}")
+    cal.update(framework_pair(cases, stat))
     by_frontend = framework_by_frontend(cases, stat)
     if by_frontend:
         cal["frontend"] = by_frontend
@@ -165,9 +163,14 @@ def framework_by_frontend(cases: list[dict], stat: str = "median") -> dict:
     out = {}
     for name, cs in sorted(groups.items()):
         if len(cs) >= FRONTEND_MIN_CASES:
-            per_op, share = framework_gap(cs, stat)
-            out[name] = {"framework_s": float(f"{per_op:.4g}"), "framework_share": float(f"{min(share, 1.0):.4g}")}
+            out[name] = framework_pair(cs, stat)
     return out
+
+
+def framework_pair(cases: list[dict], stat: str = "median") -> dict:
+    """``framework_gap`` as the calibration stores it: {framework_s, framework_share}, rounded."""
+    per_op, share = framework_gap(cases, stat)
+    return {"framework_s": calibrate._round(per_op), "framework_share": calibrate._round(min(share, 1.0))}
 
 
 class _Problem:
