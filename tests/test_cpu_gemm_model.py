@@ -122,15 +122,33 @@ def test_gemv_m_is_read_off_the_cold_rows():
                       row(1, 0.59e-3, "kn"), row(2, 1.06e-3, "kn")]}
     assert build.gemv_m(probe, "fp32") == 2
     assert build.gemv_m(probe, "fp32", "kn") == 1
-    assert build.gemv_tables(probe) == {"fp32": {"gemv_m": 2}}
+    assert build.gemv_tables(probe) == {"fp32": {"gemv_m": 2, "gemv_pass": 0.05}}
     assert build.gemv_m({"gemm": []}, "fp32") is None
+
+
+def test_a_gemv_path_that_rereads_its_weights_ends_where_the_packed_gemm_begins():
+    """Session-7 EPYC probe (x @ W, 16 MiB fp32 weights): M = 1, 2, 4 in 850, 1410, 2486 µs — M = 2 is
+    1.66× M = 1 (beyond GEMV_SAME) but far below the packed GEMM at M = 4; x @ Wᵀ's M = 2 (2042 µs) was
+    already at its packed level (M = 4: 2203, M = 8: 1995) and is no GEMV."""
+    def row(m, t, layout):
+        return {"dtype": "fp32", "m": m, "n": 4096, "k": 1024, "time_s": t * 1e-6, "cv": 0.01,
+                "flops_per_s": 1.0, "weights": "cold", "layout": layout}
+    probe = {"gemm": [row(1, 1050, "nt"), row(2, 2042, "nt"), row(4, 2203, "nt"), row(8, 1995, "nt"),
+                      row(1, 850, "kn"), row(2, 1410, "kn"), row(4, 2486, "kn")]}
+    assert build.gemv_m(probe, "fp32", "kn") == 2
+    assert build.gemv_pass(probe, "fp32", "kn") == pytest.approx(1410 / 850 - 1)
+    assert build.gemv_m(probe, "fp32", "nt") == 1 and build.gemv_pass(probe, "fp32", "nt") is None
+    assert build.gemv_tables(probe) == {"fp32": {"gemv_m_kn": 2, "gemv_pass_kn": round(1410 / 850 - 1, 4)}}
+    # the largest M has nothing larger to be below: it is on the path only if it ran like M = 1
+    probe["gemm"] = probe["gemm"][:6]
+    assert build.gemv_m(probe, "fp32", "kn") == 1
 
 
 def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     assert gemm_probe.cold_pool_bytes(480 * 2 ** 20) == 960 * 2 ** 20
     assert gemm_probe.cold_pool_bytes(1 * 2 ** 20) == gemm_probe.COLD_MIN_BYTES
     assert gemm_probe.cold_pool_bytes(10 * 2 ** 30) == gemm_probe.COLD_MAX_BYTES
-    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 3
+    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 6
     assert gemm_probe.cold_shapes("fp16", quick=True) == []
 
 
@@ -140,6 +158,9 @@ def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     (lambda p: p.update(gemv_m=-2), "calibration.matmul.fp32.gemv_m"),
     (lambda p: p.update(gemv_m_kn="two"), "calibration.matmul.fp32.gemv_m_kn"),
     (lambda p: p.update(m_half_nt=-1.0), "calibration.matmul.fp32.m_half_nt"),
+    (lambda p: p.update(streamed_kn=0.0), "calibration.matmul.fp32.streamed_kn"),
+    (lambda p: p.update(gemv_pass_kn=3.0), "calibration.matmul.fp32.gemv_pass_kn"),
+    (lambda p: p.update(gemv_pass=-0.1), "calibration.matmul.fp32.gemv_pass"),
 ])
 def test_new_table_fields_are_checked(edit, field):
     cal = table()
@@ -221,3 +242,66 @@ def test_the_probes_hot_x_at_w_transposed_rows_set_m_half_nt():
     one = {k: v for k, v in cal["matmul"]["fp32"].items() if k != "m_half_nt"}       # one m_half for both: the
     shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
     assert max(abs(shared / np.array([o.time_s for o in obs]) - 1)) > 0.3             # small-M rows miss by 30%+
+
+
+def test_x_at_w_gemms_read_their_weights_at_their_own_eta():
+    """Session-7 EPYC probes: cold x @ W at M = 4 took 2.7–4.5× its M = 1 time, x @ Wᵀ ~2×; GPT-2's Conv1D
+    GEMMs (x @ W) at batch 4–16 were predicted at 0.65–0.85 of their time with x @ Wᵀ's weight η."""
+    m, n, k = 8, 4096, 1024
+    hw = cpu(table(serial=1.0, streamed=0.5, streamed_kn=0.25))
+    act, w = 4.0 * (m * k + m * n), 4.0 * n * k
+    c = 2.0 * m * n * k / PEAK
+
+    def gemm(eta_w):
+        eta = (act + w) / (act / 1.0 + w / eta_w)
+        return w / (DRAM * eta) + act / (LLC * eta) + c
+    nt, kn = times(hw, [linear(m, n, k), linear(m, n, k, weights_kn=True)])
+    assert nt == pytest.approx(gemm(0.5)) and kn == pytest.approx(gemm(0.25))
+    # a GEMV keeps the calibration's memory.streamed (1.0 here), whatever its layout
+    gemv = times(hw, [linear(1, n, k, weights_kn=True)])[0]
+    assert gemv == pytest.approx(max(w / DRAM + 4.0 * (k + n) / LLC, 2.0 * n * k / PEAK))
+    # without streamed_kn both layouts share streamed
+    assert times(cpu(table(serial=1.0, streamed=0.5)), [linear(m, n, k, weights_kn=True)])[0] == pytest.approx(gemm(0.5))
+
+
+def test_a_gemv_path_row_beyond_the_first_rereads_the_weights():
+    """x @ W at M = 2 on the GEMV path, measured 1.66× its M = 1 time (gemv_pass_kn = 0.66): the second row
+    adds 0.66 × the weight bytes at device memory; M = 1 and x @ Wᵀ (no pass measured) add nothing."""
+    n, k = 4096, 1024
+    w = 4.0 * n * k
+    hw = cpu(table(gemv_m_kn=2, gemv_pass_kn=0.66))
+    one, two = times(hw, [linear(1, n, k, weights_kn=True), linear(2, n, k, weights_kn=True)])
+    assert one == pytest.approx(w / DRAM + 4.0 * (k + n) / LLC)
+    assert two == pytest.approx(1.66 * w / DRAM + 4.0 * 2 * (k + n) / LLC)
+    cols = Graph("t", "infer", "fp32", [linear(2, n, k), linear(2, n, k, weights_kn=True),
+                                        linear(4, n, k, weights_kn=True)]).columns()
+    assert np.allclose(calibrate.extra_weight_bytes(hw.extra["calibration"], cols, hw), [0.0, 0.66 * w, 0.0])
+
+
+def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():
+    """Probe rows (hot and cold, both layouts) made by the law with a known table: the profile's own fit
+    finds x @ W's weight η below x @ Wᵀ's and predicts every row within 3%; one weight η for both misses the
+    cold x @ W rows by 20% or more."""
+    truth = table(serial=1.0, streamed=0.5, streamed_kn=0.25)
+    truth["matmul"]["fp32"].update(eta_max=0.8, m_half=8.0)
+    shapes = [(m, 1024, 1024, hot, lay) for m in (8, 32, 256) for hot in (True,) for lay in ("kn", "nt")]
+    shapes += [(m, 4096, 1024, False, lay) for m in (4, 8, 32, 128) for lay in ("kn", "nt")]
+
+    def rows(t):
+        return [{"dtype": "fp32", "m": m, "n": n, "k": k, "time_s": ti, "cv": 0.01, "flops_per_s": 1.0,
+                 **({} if hot else {"weights": "cold"}),
+                 **({"layout": lay} if (hot and lay == "nt") or (not hot and lay == "kn") else {})}
+                for (m, n, k, hot, lay), ti in zip(shapes, t)]
+    probe = {"gemm": rows([1e-3] * len(shapes)), "capacity": {"l3": LLC_BYTES}}
+    t = calibrate.predicted_s(cpu(truth), build.observations(probe))
+    obs = build.observations({**probe, "gemm": rows(t)})
+    assert [bool(o.op.attrs.get("weights_kn")) for o in obs] == [s[4] == "kn" for s in shapes]
+    hw = cpu()
+    cal = calibrate.fit(hw, obs, source="derived: test")
+    p = cal["matmul"]["fp32"]
+    assert p["streamed_kn"] < 0.75 * p["streamed"]
+    assert np.allclose(calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs), t, rtol=0.03)
+    one = {k: v for k, v in p.items() if k != "streamed_kn"}
+    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    cold_kn = np.array([not s[3] and s[4] == "kn" for s in shapes])
+    assert np.max(np.abs(shared / t - 1)[cold_kn]) > 0.2

@@ -47,7 +47,8 @@ import numpy as np
 
 from .efficiency import composed, epilogue_share
 from .errors import IronlawError, unknown
-from .gemmshape import SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, is_gemv, kn_rows  # noqa: F401 (re-exported)
+from .gemmshape import (MEASURED_FIELDS, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, gemv_passes,  # noqa: F401
+                        is_gemv, kn_rows)  # (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
@@ -58,6 +59,7 @@ MAX_LATENCY_S = 1.0
 ETA_MIN = 1e-4
 LAT_BOUNDS = (1e-8, MAX_LATENCY_S)
 HALF_BOUNDS = (1e-2, 1e6)
+GEMV_PASS_MAX = 2.0             # a further row re-reading the weights twice over is no GEMV path
 MIN_ROWS_FOR_LATENCY = 3        # fewer observations of a kind: keep the device's per-op latency
 
 
@@ -127,44 +129,52 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray) -> np.ndarray:
     return _framework(cal, _scoped(cal, cols, out, "memory"), cols.frontend)
 
 
-def pack_extra_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
-    """Per op, the device-memory bytes a GEMM's spilled packed copy adds: ``pack`` × weight bytes where the
-    weights exceed ``pack_limit_bytes`` (0 elsewhere, for GEMVs, other kinds and tables without ``pack``)."""
+def extra_weight_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
+    """Per op, the device-memory bytes a calibrated GEMM reads beyond its weights once: ``pack`` × weight
+    bytes where a GEMM's weights exceed ``pack_limit_bytes`` (its packed copy spills), and on the GEMV path
+    ``gemv_pass(_kn)`` × (M − 1) × weight bytes (each further row re-reads them; charged at device memory
+    like the spilled copy, also where the weights sat in cache). 0 elsewhere, for other kinds and for
+    tables without these fields."""
     out = np.zeros(cols.flops.shape)
-    tables = {dt: p for dt, p in cal.get("matmul", {}).items() if p.get("pack")}
-    limit = pack_limit_bytes(hw)
-    if not tables or limit is None:
-        return out
+    tables = {dt: p for dt, p in cal.get("matmul", {}).items()
+              if p.get("pack") or p.get("gemv_pass") or p.get("gemv_pass_kn")}
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    if not tables or not rows.any():
+        return out
+    limit = pack_limit_bytes(hw)
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
-    spill = w > limit
-    if rows.any() and spill.any():
-        m, kn = gemm_dims(cols)[0], kn_rows(cols)
-        dts = np.array(cols.dtypes)
-        for dt, p in tables.items():
-            r = rows & (dts == dt)
-            if r.any():
-                out[r] = np.where(is_gemv(p, m[r], kn[r]) | ~spill[r], 0.0, float(p["pack"]) * w[r])
+    spill = w > limit if limit is not None else np.zeros(w.shape, bool)
+    m, kn = gemm_dims(cols)[0], kn_rows(cols)
+    dts = np.array(cols.dtypes)
+    for dt, p in tables.items():
+        r = rows & (dts == dt)
+        if r.any():
+            gemv = is_gemv(p, m[r], kn[r])
+            packed = np.where(gemv | ~spill[r], 0.0, float(p.get("pack", 0.0)) * w[r])
+            out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r]
     return out
 
 
 def _table_streamed(cal: dict, cols: Columns) -> np.ndarray | None:
-    """Per op, the weight-traffic η of its shape table's ``streamed`` (matmul: GEMMs only, not GEMVs;
-    conv: all), NaN elsewhere; None if no table has one."""
+    """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
+    x @ W, on GEMMs, not GEMVs; conv: ``streamed`` on all), NaN where the table gives none (the
+    calibration's memory.streamed applies); None if no table gives one."""
     kinds = np.array(KINDS)[cols.kind_idx]
     dts = np.array(cols.dtypes)
     out, dims = None, None
     for kind in ("matmul",) + SHAPE_KINDS:
         for dt, p in cal.get(kind, {}).items():
             r = (kinds == kind) & (dts == dt)
-            if "streamed" not in p or not r.any():
+            if not r.any() or not any(f in p for f in ("streamed", "streamed_kn")):
                 continue
             if out is None:
                 out = np.full(cols.flops.shape, np.nan)
             if kind == "matmul":
                 dims = dims or gemm_dims(cols)
-                out[r] = np.where(is_gemv(p, dims[0][r], kn_rows(cols)[r]), np.nan, p["streamed"])
-            else:
+                kn = kn_rows(cols)[r]
+                gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
+                out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
+            elif "streamed" in p:
                 out[r] = p["streamed"]
     return out
 
@@ -263,7 +273,10 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "gemv_m_kn", w, 4096)
             _num(p, "serial", w, 1.0, zero_ok=True)
             _num(p, "streamed", w, MAX_MEMORY_ETA)
+            _num(p, "streamed_kn", w, MAX_MEMORY_ETA)
             _num(p, "pack", w, 8.0, zero_ok=True)
+            _num(p, "gemv_pass", w, GEMV_PASS_MAX, zero_ok=True)
+            _num(p, "gemv_pass_kn", w, GEMV_PASS_MAX, zero_ok=True)
     for table in ("kernel", "op"):
         for name in _table(cal, table, where):
             w = f"{where}.{table}.{name}"
@@ -395,7 +408,7 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray) -> np.n
     em = memory_eta(cal, cols, base_m).reshape(-1)
     lat = op_latency(cal, cols, np.full(n, hw.op_latency_s)).reshape(-1)
     ser = serial_share(cal, cols).reshape(-1)
-    d0 = d0 + pack_extra_bytes(cal, cols, hw).reshape(-1) / hw.memory[hw.device_tier].bw_Bps
+    d0 = d0 + extra_weight_bytes(cal, cols, hw).reshape(-1) / hw.memory[hw.device_tier].bw_Bps
     with np.errstate(divide="ignore", invalid="ignore"):
         d, c = np.where(d0 > 0, d0 / em, 0.0), np.where(c0 > 0, c0 / ec, 0.0)
     w = d * epilogue_share(hw, cols).reshape(-1)
@@ -473,7 +486,7 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         # per-kind latency and 'streamed' are shared by all dtypes: the first (largest) group fits them
         free_lat = rows.sum() >= MIN_ROWS_FOR_LATENCY and dt == gemm_dts[0]
         p0 = {"eta_max": 0.8, "m_half": 8.0, "nk_half": 64.0, **cal["matmul"].get(dt, {})}
-        keep = {k: p0[k] for k in ("gemv_m", "gemv_m_kn") if k in p0}          # measured, not fitted
+        keep = {k: p0[k] for k in MEASURED_FIELDS if k in p0}          # measured, not fitted
         x0 = [math.log(p0["eta_max"]), math.log(max(p0["m_half"], 1.0)), math.log(max(p0["nk_half"], 1.0)),
               math.log(cal["memory"].get("streamed", 0.7)),
               math.log(_clip(float(np.min((meas - offset)[rows])) * 0.5, *LAT_BOUNDS))]
@@ -487,15 +500,20 @@ def fit(hw, observations: list[Observation], source: str, held_out: list[str] = 
         nt_at = len(x0) if layouts_identifiable(cols, rows, keep) else None     # x @ Wᵀ's own m_half
         if nt_at is not None:
             x0.append(x0[1])
+        kn_at = len(x0) if nt_at is not None and fit_serial else None            # x @ W's own weight η
+        if kn_at is not None:
+            x0.append(math.log(0.5))
 
         def apply(x, c=cal, dt=dt, free_lat=free_lat, fit_streamed=fit_streamed, fit_serial=fit_serial, keep=keep,
-                  fit_pack=fit_pack, nt_at=nt_at):
+                  fit_pack=fit_pack, nt_at=nt_at, kn_at=kn_at):
             c = _copy(c)
             c["matmul"][dt] = {"eta_max": _clip(_exp(x[0]), ETA_MIN, 1.0),
                                "m_half": _clip(_exp(x[1]), *HALF_BOUNDS),
                                "nk_half": _clip(_exp(x[2]), *HALF_BOUNDS), **keep}
             if nt_at is not None:
                 c["matmul"][dt]["m_half_nt"] = _clip(_exp(x[nt_at]), *HALF_BOUNDS)
+            if kn_at is not None:
+                c["matmul"][dt]["streamed_kn"] = _clip(_exp(x[kn_at]), ETA_MIN, MAX_MEMORY_ETA)
             if fit_serial:
                 c["matmul"][dt]["serial"] = _clip(_exp(x[5]), 0.0, 1.0)
                 c["matmul"][dt]["streamed"] = _clip(_exp(x[6]), ETA_MIN, MAX_MEMORY_ETA)

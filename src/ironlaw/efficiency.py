@@ -53,14 +53,15 @@ def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
     return np.broadcast_to(calibrate.serial_share(cal, cols), cols.flops.shape)
 
 
-def pack_extra_bytes(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, *cfg) device-memory bytes of the packed weight copy a calibrated CPU GEMM spills when its
-    weights do not fit the last cache level (0 = none, the default; see ``ironlaw.gemmshape``)."""
+def extra_weight_bytes(hw: Hardware, cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond its weights once: the packed
+    copy it spills when its weights do not fit the last cache level, the further passes of a GEMV path
+    (0 = none, the default; see ``ironlaw.gemmshape``)."""
     cal = hw.extra.get("calibration")
     if not cal:
         return np.zeros(cols.flops.shape)
     from . import calibrate
-    return np.broadcast_to(calibrate.pack_extra_bytes(cal, cols, hw), cols.flops.shape)
+    return np.broadcast_to(calibrate.extra_weight_bytes(cal, cols, hw), cols.flops.shape)
 
 
 def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:

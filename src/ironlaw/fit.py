@@ -7,8 +7,10 @@
 What is fitted, on the FIT cases only (held-out cases are named in the table, never looked at):
 1. per op kind: compute η, memory η (of its activations), fixed latency; GEMVs (all dtypes): the
    bandwidth weights read from memory reach and a GEMV η; GEMMs per dtype: η(M, N, K), and on a CPU
-   the packing share ``serial`` and the weights' η — from the probe's hot and cold GEMMs alone when it
-   has them (``gemv_m``, where the library's GEMV path ends, is measured by the probe, not fitted);
+   the packing share ``serial`` and the weights' η (x @ W's own, ``streamed_kn``, where the probe timed
+   both layouts) — from the probe's hot and cold GEMMs alone when it has them (``gemv_m``, where the
+   library's GEMV path ends, and ``gemv_pass``, what each further row on it re-reads, are measured by the
+   probe, not fitted);
 2. convolutions and attention kernels: the same shape model η(M, N, K) (``[calibration.conv.fp32]`` …);
 3. op classes: an op name whose ops carry a visible share of the measured time gets its own compute
    η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``) when that fits its
@@ -313,6 +315,8 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
                     cal.setdefault("matmul", {}).setdefault(dt, {})["m_half_nt"] = 8.0     # x @ Wᵀ's own m_half
                     extra.append((("matmul", dt, "m_half_nt"), 1e9))
                     extra_axes.append((2.0, 16.0))
+                    extra.append((("matmul", dt, "streamed_kn"), calibrate.MAX_MEMORY_ETA))   # x @ W's packing
+                    extra_axes.append((0.2, 0.6))
                 cal = _fit_group(probe_sub, cal, params[:3] + packing + extra,
                                  _grid(*axes[:3], (0.1, 0.9), (0.4, 0.9), *extra_axes))
                 params, axes = params[3:], axes[3:]
@@ -397,7 +401,11 @@ def _fit_gemv(prob: _Problem, cal: dict) -> dict:
         params = [(("matmul", dt, "gemv_eta"), 1.0) for dt in of if own[dt]]
         return _fit_group(prob.sub(rows), cal, params, _grid(*[(0.05, 0.5)] * len(params))) if params else cal
     pool = streaming & (w >= 2**20) if (streaming & (w >= 2**20)).any() else streaming
-    rate = {dt: float(np.median(w[pool & r] / prob.meas[pool & r])) for dt, r in of.items() if (pool & r).any()}
+    read = w.copy()                                       # weight bytes read, further GEMV-path passes included
+    for dt in of:
+        r = prob.dtypes == dt
+        read[r] = w[r] * (1.0 + calibrate.gemv_passes(cal.get("matmul", {}).get(dt, {}), m[r], kn[r]))
+    rate = {dt: float(np.median(read[pool & r] / prob.meas[pool & r])) for dt, r in of.items() if (pool & r).any()}
     first = max(rate, key=rate.get)
     params, axes = [(("memory", "streamed"), calibrate.MAX_MEMORY_ETA)], [(0.5, 1.0)]
     if own[first]:

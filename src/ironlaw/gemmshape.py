@@ -12,7 +12,16 @@
     gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe:
             the largest cold M that runs about as fast as M = 1 — 2 for this machine's fp32 x @ Wᵀ, the
             nn.Linear layout, which is also assumed where an op does not say);
-    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"])
+    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"]); here the
+            probe also counts an M as on the GEMV path when it ran well below the packed GEMM of larger M
+            (``probe.build.gemv_m``): MKL ran fp32 x @ W at M = 2 in 1.66–2.2× its M = 1 time, at M = 4 (a
+            packed GEMM) in 2.7–4.5× (five probes on the session-7 EPYC VM; x @ Wᵀ at M = 2 was already
+            at its packed level, ~2×);
+    gemv_pass, gemv_pass_kn: on the GEMV path, the weight traffic each row beyond the first adds, as a
+            multiple of the weight bytes (measured by the probe: (t(M)/t(1) − 1)/(M − 1) at the path's
+            largest M; 0 where not measured — one pass whatever M, the older finding for x @ Wᵀ);
+    streamed_kn: ``streamed`` for x @ W GEMMs, where the probe timed both layouts (x @ Wᵀ keeps
+            ``streamed``): packing a row-major K×N weight reads it across rows;
     streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
             calibration's memory.streamed; conv: all), in place of memory.streamed: packing reads each
             weight and writes it again.
@@ -47,7 +56,8 @@ from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt", "k_half")
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn")
+MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn")   # set by the probe, never fitted
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,3 +124,10 @@ def is_gemv(p: dict, m, kn=False) -> np.ndarray:
     x @ W ops; default 1)."""
     limit = np.where(kn, float(p.get("gemv_m_kn", 1)), float(p.get("gemv_m", 1)))
     return np.asarray(m) < limit + GEMV_M - 1.0
+
+
+def gemv_passes(p: dict, m, kn=False) -> np.ndarray:
+    """Per row, the weight traffic beyond one pass, as a multiple of the weight bytes: gemv_pass(_kn) ×
+    (M − 1) on the GEMV path, 0 elsewhere."""
+    share = np.where(kn, float(p.get("gemv_pass_kn", 0.0)), float(p.get("gemv_pass", 0.0)))
+    return np.where(is_gemv(p, m, kn), share * np.maximum(np.asarray(m, float) - 1.0, 0.0), 0.0)

@@ -80,7 +80,7 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
             share = np.where(hot[None], 0.0, share)
             share[llc] += moved
         traffic += share
-    traffic[hw.device_tier] += efficiency.pack_extra_bytes(hw, cols)   # a CPU GEMM's spilled packed weights
+    traffic[hw.device_tier] += efficiency.extra_weight_bytes(hw, cols)   # spilled packed copies, GEMV passes
     data_tier_s = traffic / (bw * eta_mem[None])
     data_s = data_tier_s.sum(axis=0)
 

@@ -162,33 +162,63 @@ def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
 
 
 GEMV_SAME = 1.25     # a cold product no slower than this × the cold GEMV of its shape runs on the GEMV path
+GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every larger M of its shape (the packed GEMM;
+#   session-7 x @ W: M = 4 over M = 2 by 1.52–2.4×; an earlier x @ Wᵀ probe, M = 8 over a packed M = 4: 1.32×)
 
 
-def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
-    """The largest M the library runs like a matrix-vector product, from the cold rows of one weight
-    shape and layout (M = 1, 2, 4 …): every M up to it ran within GEMV_SAME of M = 1. None without a
-    cold GEMV."""
+def _cold_gemv_rows(probe: dict, dtype: str, layout: str) -> tuple[dict | None, list[dict]]:
+    """The cold M = 1 row of one dtype and layout, and the rows of its shape at larger M (by M)."""
     cold = [r for r in probe.get("gemm", []) if r.get("weights") == "cold" and r["dtype"] == dtype
             and r.get("layout", "nt") == layout]
     base = next((r for r in cold if r["m"] == 1), None)
     if base is None:
+        return None, []
+    return base, sorted((r for r in cold if (r["n"], r["k"]) == (base["n"], base["k"]) and r["m"] > 1),
+                        key=lambda r: r["m"])
+
+
+def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
+    """The largest M the library runs on its matrix-vector path, from the cold rows of one weight shape and
+    layout (M = 1, 2, 4 …): every M up to it ran within GEMV_SAME of M = 1, or GEMV_BELOW_PACKED faster
+    than every larger M (each row re-reading the weights, but not yet the packed GEMM: MKL's fp32 x @ W
+    at M = 2 on the session-7 EPYC VM, 1.66–2.2× its M = 1 time, M = 4 at 2.7–4.5×). None without a
+    cold GEMV."""
+    base, rows = _cold_gemv_rows(probe, dtype, layout)
+    if base is None:
         return None
     out = 1
-    for r in sorted((r for r in cold if (r["n"], r["k"]) == (base["n"], base["k"]) and r["m"] > 1), key=lambda r: r["m"]):
-        if r["time_s"] > GEMV_SAME * base["time_s"]:
+    for i, r in enumerate(rows):
+        larger = [q["time_s"] for q in rows[i + 1:]]
+        flat = r["time_s"] <= GEMV_SAME * base["time_s"]
+        below = bool(larger) and r["time_s"] * GEMV_BELOW_PACKED <= min(larger)
+        if not (flat or below):
             break
         out = r["m"]
     return out
 
 
+def gemv_pass(probe: dict, dtype: str, layout: str = "nt") -> float | None:
+    """On the GEMV path, the weight traffic each row beyond the first adds (× the weight bytes): from the
+    path's largest M, (t(M)/t(1) − 1)/(M − 1), within [0, GEMV_PASS_MAX]; None where the path is M = 1."""
+    from ..calibrate import GEMV_PASS_MAX
+    m = gemv_m(probe, dtype, layout)
+    if not m or m <= 1:
+        return None
+    base, rows = _cold_gemv_rows(probe, dtype, layout)
+    t = next(r["time_s"] for r in rows if r["m"] == m)
+    return min(max((t / base["time_s"] - 1.0) / (m - 1), 0.0), GEMV_PASS_MAX)
+
+
 def gemv_tables(probe: dict) -> dict:
-    """{dtype: {"gemv_m": M, "gemv_m_kn": M}} where a GEMV path reaches beyond M = 1."""
+    """{dtype: {"gemv_m": M, "gemv_pass": x, "gemv_m_kn": M, "gemv_pass_kn": x}} where a GEMV path
+    reaches beyond M = 1 (measured, never fitted)."""
     out: dict = {}
     for dt in sorted({r["dtype"] for r in probe.get("gemm", [])}):
-        for field, layout in (("gemv_m", "nt"), ("gemv_m_kn", "kn")):
+        for suffix, layout in (("", "nt"), ("_kn", "kn")):
             m = gemv_m(probe, dt, layout)
             if m and m > 1:
-                out.setdefault(dt, {})[field] = m
+                out.setdefault(dt, {})["gemv_m" + suffix] = m
+                out[dt]["gemv_pass" + suffix] = round(gemv_pass(probe, dt, layout), 4)
     return out
 
 
