@@ -33,6 +33,17 @@ def memory_eta(hw: Hardware, cols: Columns) -> np.ndarray:
     return eta
 
 
+def memory_eta_base(hw: Hardware, cols: Columns) -> np.ndarray:
+    """(n_ops, 1…) ``memory_eta`` without the ops' own values (kind, op class, kernel): the plain
+    reuse patterns' η (see ``calibrate.slow_tier_eta``)."""
+    eta = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.efficiency["memory"])
+    cal = hw.extra.get("calibration")
+    if cal:
+        from . import calibrate
+        eta = calibrate.memory_eta(cal, cols, eta, own=False)
+    return eta
+
+
 def op_latency(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, 1…) fixed seconds per op invocation (launch / dispatch)."""
     lat = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.op_latency_s)

@@ -181,7 +181,7 @@ class _Problem:
     def __init__(self, hw, obs: list[calibrate.Observation]):
         self.obs = obs
         self.hw = calibrate.without_calibration(hw)
-        self.cols, self.d0, self.c0 = calibrate._terms(self.hw, obs)
+        self.cols, self.d0, self.c0, self.slow = calibrate._terms(self.hw, obs)
         self.meas = np.array([o.time_s for o in obs])
         self.ds = ds = np.array([o.dataset for o in obs], dtype=object)
         self.w = np.zeros(len(obs))
@@ -201,7 +201,7 @@ class _Problem:
         """Per-op kernel times (measured op times hold no framework share: it is spent between ops)."""
         return calibrate._times({k: v for k, v in cal.items() if k not in ("framework_s", "framework_share", "frontend")},
                                 self.hw, self.cols,
-                                self.d0, self.c0)
+                                self.d0, self.c0, self.slow)
 
     def loss(self, cal: dict, rows: np.ndarray | None = None) -> float:
         rows = np.ones(len(self.meas), bool) if rows is None else rows

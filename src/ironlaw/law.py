@@ -82,6 +82,12 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
         traffic += share
     traffic[hw.device_tier] += efficiency.extra_weight_bytes(hw, cols)   # spilled packed copies, GEMV passes
     data_tier_s = traffic / (bw * eta_mem[None])
+    if cache and hw.extra.get("calibration"):          # an op's own η is its kernel's rate in the last cache
+        from .calibrate import slow_tier_eta
+        eta_base = efficiency.memory_eta_base(hw, cols)
+        for t in range(cache[-1] + 1, n_tiers):
+            eta_t = slow_tier_eta(eta_mem, eta_base, hw.memory[cache[-1]].bw_Bps, hw.memory[t].bw_Bps)
+            data_tier_s[t] = traffic[t] / (hw.memory[t].bw_Bps * eta_t)
     data_s = data_tier_s.sum(axis=0)
 
     # ---- compute term: matrix ops on the matrix unit at their dtype, the rest on the vector unit
