@@ -9,14 +9,13 @@
     m_half_nt: m_half for x @ Wᵀ (W stored N×K, nn.Linear's layout) where it differs from x @ W's, when
             fitted (the probe times both): MKL on the EPYC VM here packs a K×N weight more slowly, so at
             small M x @ Wᵀ ran 1.27× faster (M = 8), 1.18× (32), 1.07× (64), equal from 256;
-    gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe:
-            the largest cold M that runs about as fast as M = 1 — 2 for this machine's fp32 x @ Wᵀ, the
-            nn.Linear layout, which is also assumed where an op does not say);
-    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"]); here the
-            probe also counts an M as on the GEMV path when it ran well below the packed GEMM of larger M
-            (``probe.build.gemv_m``): MKL ran fp32 x @ W at M = 2 in 1.66–2.2× its M = 1 time, at M = 4 (a
-            packed GEMM) in 2.7–4.5× (five probes on the session-7 EPYC VM; x @ Wᵀ at M = 2 was already
-            at its packed level, ~2×);
+    gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe,
+            ``probe.build.gemv_m``: the largest cold M that runs about as fast as M = 1 — 2 for an earlier
+            VM's fp32 x @ Wᵀ, the nn.Linear layout, which is also assumed where an op does not say — or
+            well below the packed GEMM of larger M);
+    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"]): MKL ran
+            fp32 x @ W at M = 2 in 1.66–2.2× its M = 1 time, at M = 4 (a packed GEMM) in 2.7–4.5× (five
+            probes on the session-7 EPYC VM; x @ Wᵀ at M = 2 was already at its packed level, ~2×);
     gemv_pass, gemv_pass_kn: on the GEMV path, the weight traffic each row beyond the first adds, as a
             multiple of the weight bytes (measured by the probe: (t(M)/t(1) − 1)/(M − 1) at the path's
             largest M; 0 where not measured — one pass whatever M, the older finding for x @ Wᵀ);
