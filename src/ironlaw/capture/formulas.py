@@ -10,10 +10,12 @@ Conventions
   torch, ``addmm`` does not count the bias add. Attention counts QKᵀ and PV over the query-key
   pairs the kernel computes: all of them (= torch's count), or the lower triangle when the call
   says ``is_causal`` (flash kernels skip the masked blocks; torch's count ignores this).
-- Elementwise ops count the arithmetic steps of their textbook definition per output element, an
-  elementary function (exp, log, tanh, erf, sqrt, sin …) counting as one step: ``sigmoid`` =
-  1/(1+exp(-x)) = 4, ``silu`` = 5, ``gelu`` = 5 (erf form) or 9 (tanh form). Norms count 8 per
-  element (mean, variance, normalize, affine), softmax 5 (max, subtract, exp, sum, divide).
+- Elementwise ops, norms and softmax count per element with ``ironlaw.flopcount``, the convention the
+  built-in workloads use too: the arithmetic steps of the textbook definition, an elementary function
+  evaluated in software (exp, log, tanh, erf, sin …) counting TRANSCENDENTAL (4) steps, sqrt, rsqrt and
+  reciprocal one: ``sigmoid`` = 1/(1+exp(-x)) = 7, ``silu`` = 7, ``gelu`` = 8 (erf form) or 12 (tanh
+  form), layer norm 7, RMS norm 4, batch norm 5 (training) or 2 (running statistics), softmax 8; a
+  backward counts twice its forward (softmax's: 3).
 - Bytes: by default an op reads every distinct element of its tensor inputs (a broadcast input is
   read once) and writes its outputs. A byte formula (``@bytes_rule``) overrides that where the
   default is wrong: a gather reads only the rows it picks, ``copy_``/``fill_`` do not read the
@@ -27,6 +29,8 @@ from typing import Callable
 
 import torch
 from torch.utils.flop_counter import flop_registry as TORCH_FLOPS, sdpa_backward_flop_count, sdpa_flop_count
+
+from .. import flopcount as fc
 
 aten = torch.ops.aten
 
@@ -185,38 +189,43 @@ def per_element(cost: float):
     return lambda args, kwargs, out: cost * out_elems(out)
 
 
-ELEMENTWISE_COST = {
-    1: ("add", "sub", "mul", "div", "neg", "abs", "relu", "relu_", "add_", "sub_", "mul_", "div_", "neg_",
+ELEMENTWISE_COST = (                # (FLOPs per output element, ops): a tuple, as costs repeat
+    (1, ("add", "sub", "mul", "div", "neg", "abs", "relu", "relu_", "add_", "sub_", "mul_", "div_", "neg_",
         "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max", "maximum", "minimum", "where", "masked_fill",
         "masked_fill_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
         "bitwise_not", "bitwise_and", "bitwise_or", "hardtanh", "hardtanh_", "threshold", "threshold_",
-        "threshold_backward", "exp", "exp_", "log", "log_", "tanh", "tanh_", "erf", "sqrt", "rsqrt", "sin",
-        "cos", "reciprocal", "sign", "floor", "ceil", "round", "trunc", "fmod", "remainder", "floor_divide",
-        "exp2", "log2", "log1p", "expm1", "square", "sgn", "leaky_relu", "leaky_relu_", "isnan", "isinf",
-        "triu", "tril", "triu_", "tril_", "rsub", "copysign", "atan", "atan2", "bernoulli_", "uniform_",
-        "normal_", "lerp_", "_assert_async", "nan_to_num"),
-    2: ("pow", "addcmul", "addcmul_", "addcdiv", "addcdiv_", "lerp", "hardsigmoid", "hardswish",
-        "leaky_relu_backward", "hardtanh_backward", "tanh_backward", "mse_loss"),
-    3: ("sigmoid_backward", "softplus", "elu", "hardswish_backward"),
-    4: ("sigmoid", "sigmoid_"),
-    5: ("silu", "silu_", "mish"),
-    8: ("silu_backward", "mish_backward"),
-}
-for _cost, _names in ELEMENTWISE_COST.items():
+        "threshold_backward", "sqrt", "rsqrt", "reciprocal", "sign", "floor", "ceil", "round", "trunc", "fmod",
+        "remainder", "floor_divide", "square", "sgn", "leaky_relu", "leaky_relu_", "isnan", "isinf",
+        "triu", "tril", "triu_", "tril_", "rsub", "copysign", "bernoulli_", "uniform_",
+        "normal_", "lerp_", "_assert_async", "nan_to_num")),
+    (2, ("pow", "addcmul", "addcmul_", "addcdiv", "addcdiv_", "lerp", "hardsigmoid", "hardswish",
+        "leaky_relu_backward", "hardtanh_backward", "tanh_backward", "mse_loss")),
+    (3, ("sigmoid_backward", "hardswish_backward")),
+    (fc.TRANSCENDENTAL, ("exp", "exp_", "log", "log_", "tanh", "tanh_", "erf", "sin", "cos", "exp2", "log2", "log1p",
+                        "expm1", "atan", "atan2")),
+    (fc.SIGMOID, ("sigmoid", "sigmoid_")),
+    (fc.SILU, ("silu", "silu_")),
+    (fc.SOFTPLUS, ("softplus",)),
+    (fc.ELU, ("elu",)),
+    (fc.MISH, ("mish",)),
+    (fc.BACKWARD * fc.SILU, ("silu_backward",)),
+    (fc.BACKWARD * fc.MISH, ("mish_backward",)),
+)
+for _cost, _names in ELEMENTWISE_COST:
     formula(*_packets(*_names), kind="elementwise")(per_element(float(_cost)))
 
 
 @formula(*_packets("gelu", "gelu_"), kind="elementwise")
 def gelu(args, kwargs, out):
     tanh = kwargs.get("approximate", args[1] if len(args) > 1 else "none") == "tanh"
-    return (9.0 if tanh else 5.0) * out_elems(out)
+    return (fc.GELU_TANH if tanh else fc.GELU_ERF) * out_elems(out)
 
 
 @formula(*_packets("gelu_backward"), kind="elementwise")
 def gelu_backward(args, kwargs, out):
-    # d/dx of gelu re-evaluates the forward (5 or 9) plus the derivative and the product with grad
+    # d/dx of gelu re-evaluates the forward plus the derivative and the product with grad: twice the forward
     tanh = kwargs.get("approximate", args[2] if len(args) > 2 else "none") == "tanh"
-    return (16.0 if tanh else 10.0) * out_elems(out)
+    return fc.BACKWARD * (fc.GELU_TANH if tanh else fc.GELU_ERF) * out_elems(out)
 
 
 @formula(*_packets("_fused_adamw_", "_fused_adam_"), kind="elementwise")
@@ -233,43 +242,31 @@ def foreach(args, kwargs, out):
 
 
 # ---------------------------------------------------------------- norms, softmax, reductions
-NORM_FLOPS_PER_ELEMENT = 8.0
-BN_EVAL_FLOPS_PER_ELEMENT = 2.0    # batch norm on running statistics: one scale and one shift per element
+def per_input(cost: float):
+    return lambda args, kwargs, out: cost * numel(args[0])
 
 
-@formula(*_packets("native_layer_norm", "native_group_norm", "_fused_rms_norm", "rms_norm",
-                   "_batch_norm_with_update"), kind="norm")
-def norm(args, kwargs, out):
-    return NORM_FLOPS_PER_ELEMENT * numel(args[0])
+for _cost, _names in ((fc.LAYERNORM, ("native_layer_norm", "native_group_norm")),
+                      (fc.RMSNORM, ("_fused_rms_norm", "rms_norm")),
+                      (fc.BATCHNORM_TRAIN, ("_batch_norm_with_update",)),
+                      (fc.BATCHNORM_EVAL, ("_native_batch_norm_legit_no_training", "_batch_norm_no_update")),
+                      (fc.BACKWARD * fc.LAYERNORM, ("native_layer_norm_backward", "native_group_norm_backward")),
+                      (fc.BACKWARD * fc.RMSNORM, ("_fused_rms_norm_backward",)),
+                      (fc.BACKWARD * fc.BATCHNORM_TRAIN, ("native_batch_norm_backward", "batch_norm_backward"))):
+    formula(*_packets(*_names), kind="norm")(per_input(_cost))
 
 
 @formula(*_packets("native_batch_norm", "_native_batch_norm_legit", "batch_norm"), kind="norm")
 def batch_norm(args, kwargs, out):
-    """Statistics of the batch (training): as a layer norm; running statistics (eval): scale and shift,
-    as the built-in ResNet counts it."""
+    """Statistics of the batch (training) or running statistics (eval), as the built-in ResNet counts them."""
     training = next((a for a in args if isinstance(a, bool)), kwargs.get("training", True))   # its first bool
-    return (NORM_FLOPS_PER_ELEMENT if training else BN_EVAL_FLOPS_PER_ELEMENT) * numel(args[0])
+    return (fc.BATCHNORM_TRAIN if training else fc.BATCHNORM_EVAL) * numel(args[0])
 
 
-@formula(*_packets("_native_batch_norm_legit_no_training", "_batch_norm_no_update"), kind="norm")
-def batch_norm_eval(args, kwargs, out):
-    return BN_EVAL_FLOPS_PER_ELEMENT * numel(args[0])
-
-
-@formula(*_packets("native_layer_norm_backward", "native_batch_norm_backward", "native_group_norm_backward",
-                   "_fused_rms_norm_backward", "batch_norm_backward"), kind="norm")
-def norm_backward(args, kwargs, out):
-    return 2.0 * NORM_FLOPS_PER_ELEMENT * numel(args[0])
-
-
-@formula(*_packets("_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax"), kind="softmax")
-def softmax(args, kwargs, out):
-    return 5.0 * numel(args[0])
-
-
-@formula(*_packets("_softmax_backward_data", "_log_softmax_backward_data"), kind="softmax")
-def softmax_backward(args, kwargs, out):
-    return 3.0 * numel(args[0])
+formula(*_packets("_softmax", "_safe_softmax", "softmax"), kind="softmax")(per_input(fc.SOFTMAX))
+formula(*_packets("_log_softmax", "log_softmax"), kind="softmax")(per_input(fc.LOG_SOFTMAX))
+formula(*_packets("_softmax_backward_data", "_log_softmax_backward_data"), kind="softmax")(
+    per_input(fc.SOFTMAX_BACKWARD))
 
 
 @formula(*_packets("sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "any", "all",

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from .. import flopcount as fc
 from ..errors import IronlawError
 from ..graph import Graph, Op
 
@@ -18,10 +19,14 @@ ELEM_BYTES = {1: 4, 2: 1, 3: 1, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 16: 2}    
 ELEM_DTYPE = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64", 3: "int8", 2: "int8"}
 NO_WORK = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Constant", "Dropout"}
 COPY = {"Concat", "Transpose", "Slice", "Split", "Expand", "Pad", "Cast", "Tile", "Gather", "GatherElements"}
-ELEMENTWISE_1 = {"Add", "Sub", "Mul", "Div", "Relu", "Neg", "Abs", "Max", "Min", "Sqrt", "Exp", "Log", "Tanh",
-                 "Erf", "Reciprocal", "Where", "Equal", "Less", "Greater", "Not", "And", "Or", "Clip", "LeakyRelu",
-                 "Floor", "Ceil", "Sin", "Cos", "Pow"}
-ELEMENTWISE_COST = {"Sigmoid": 4, "HardSigmoid": 2, "HardSwish": 3, "Gelu": 5, "Softplus": 3, "Elu": 3}
+ELEMENTWISE_1 = {"Add", "Sub", "Mul", "Div", "Relu", "Neg", "Abs", "Max", "Min", "Sqrt", "Reciprocal", "Where",
+                 "Equal", "Less", "Greater", "Not", "And", "Or", "Clip", "LeakyRelu", "Floor", "Ceil", "Pow"}
+ELEMENTWISE_COST = {"Sigmoid": fc.SIGMOID, "HardSigmoid": 2, "HardSwish": 3, "Gelu": fc.GELU_ERF,     # ironlaw.flopcount
+                    "Softplus": fc.SOFTPLUS, "Elu": fc.ELU, "Exp": fc.TRANSCENDENTAL, "Log": fc.TRANSCENDENTAL,
+                    "Tanh": fc.TRANSCENDENTAL, "Erf": fc.TRANSCENDENTAL, "Sin": fc.TRANSCENDENTAL,
+                    "Cos": fc.TRANSCENDENTAL}
+NORM_COST = {"LayerNormalization": fc.LAYERNORM, "GroupNormalization": fc.LAYERNORM,
+             "InstanceNormalization": fc.LAYERNORM, "BatchNormalization": fc.BATCHNORM_EVAL}
 KIND = {"MatMul": "matmul", "Gemm": "matmul", "Conv": "conv", "ConvTranspose": "conv", "Softmax": "softmax",
         "LogSoftmax": "softmax", "LayerNormalization": "norm", "BatchNormalization": "norm",
         "InstanceNormalization": "norm", "GroupNormalization": "norm", "MaxPool": "pool", "AveragePool": "pool",
@@ -54,12 +59,14 @@ def flops(node, ins: list, outs: list) -> float | None:
         return 2.0 * (n_out if t == "Conv" else math.prod(ins[0])) * per_out
     if t in ELEMENTWISE_1:
         return float(n_out)
+    if t == "Gelu" and _attr(node, "approximate", b"none") in (b"tanh", "tanh"):
+        return fc.GELU_TANH * n_out
     if t in ELEMENTWISE_COST:
         return float(ELEMENTWISE_COST[t] * n_out)
     if t in ("Softmax", "LogSoftmax"):
-        return 5.0 * n_out
-    if KIND.get(t) == "norm":
-        return 8.0 * math.prod(ins[0])
+        return (fc.SOFTMAX if t == "Softmax" else fc.LOG_SOFTMAX) * n_out
+    if t in NORM_COST:
+        return NORM_COST[t] * math.prod(ins[0])
     if t in ("MaxPool", "AveragePool"):
         return float(n_out * math.prod(_attr(node, "kernel_shape", [1])))
     if t in ("GlobalAveragePool", "GlobalMaxPool") or KIND.get(t) == "reduction":

@@ -1,11 +1,12 @@
 """Reductions, norms, softmax and pooling: ops whose cost is neither a GEMM nor a plain stream.
 
 (On this kind of CPU ``max_pool2d_with_indices`` ran 18× slower than a bandwidth roofline said.)
-FLOPs follow the capture's conventions: sum 1 per input element, softmax 5, norms 8, pooling one
-compare per window element of each output.
+FLOPs follow ``ironlaw.flopcount``, as the capture counts: sum 1 per input element, softmax 8, layer
+norm 7, pooling one compare per window element of each output.
 """
 from __future__ import annotations
 
+from .. import flopcount as fc
 from .timing import Budget, stable
 
 # name -> (kind, shape at scale 1); a case runs at two sizes (the batch dimension × 1 and × 8)
@@ -33,11 +34,11 @@ def measure(name: str, scale: int, budget: Budget, device: str = "cpu", dtype: s
     if name == "sum":
         fn, flops, out_elems = (lambda: x.sum(dim=-1)), 1.0 * n_in, shape[0]
     elif name == "softmax":
-        fn, flops, out_elems = (lambda: torch.softmax(x, dim=-1)), 5.0 * n_in, n_in
+        fn, flops, out_elems = (lambda: torch.softmax(x, dim=-1)), fc.SOFTMAX * n_in, n_in
     elif name == "layer_norm":
         w = torch.ones(shape[-1], device=device)
         b = torch.zeros(shape[-1], device=device)
-        fn, flops, out_elems = (lambda: F.layer_norm(x, (shape[-1],), w, b)), 8.0 * n_in, n_in
+        fn, flops, out_elems = (lambda: F.layer_norm(x, (shape[-1],), w, b)), fc.LAYERNORM * n_in, n_in
     else:
         pool = F.max_pool2d if name == "max_pool2d" else F.avg_pool2d
         fn = lambda: pool(x, 3, 2, 1)  # noqa: E731

@@ -1,16 +1,18 @@
 """Elementwise and transcendental throughput, on cache-resident and on DRAM-sized tensors.
 
-FLOPs per element follow the capture's conventions (``ironlaw.capture.formulas``): an arithmetic
-step or an elementary function (exp, tanh, erf …) counts one; gelu (erf form) 5, silu 5.
+FLOPs per element follow ``ironlaw.flopcount``, as the capture counts: an arithmetic step 1, an
+elementary function (exp, tanh, erf …) TRANSCENDENTAL (4); gelu (erf form) 8, silu 7.
 Cache-resident sizes show the arithmetic rate (where a transcendental is compute-bound on a CPU);
 large sizes show the streaming rate.
 """
 from __future__ import annotations
 
+from .. import flopcount as fc
 from .timing import Budget, stable
 
 # op -> (flops per element, inputs)
-OPS = {"add": (1.0, 2), "mul": (1.0, 2), "tanh": (1.0, 1), "exp": (1.0, 1), "gelu": (5.0, 1), "silu": (5.0, 1)}
+OPS = {"add": (1.0, 2), "mul": (1.0, 2), "tanh": (fc.TRANSCENDENTAL, 1), "exp": (fc.TRANSCENDENTAL, 1),
+       "gelu": (fc.GELU_ERF, 1), "silu": (fc.SILU, 1)}
 QUICK_OPS = ("add", "tanh", "gelu")
 SIZES = (1 << 16, 1 << 18, 1 << 23)          # elements: L2-, L3-, DRAM-sized for fp32
 QUICK_SIZES = (1 << 18, 1 << 22)

@@ -49,7 +49,10 @@ def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
     matmul/conv/attention: grad wrt input and grad wrt weight, 2× the forward FLOPs; they read the
     output gradient, the saved input and the weights, and write the input gradient and the weight
     gradient. Other ops: about 2× the forward FLOPs and activation traffic; their weights (norm
-    gains, embedding rows) produce gradients of the same size.
+    gains, embedding rows) produce gradients of the same size. An op marked ``attrs["graph_input"]`` (a
+    first conv or linear that reads the model's input, which needs no gradient) computes only its weight
+    gradient: 1× the forward FLOPs, reading the output gradient and the saved input (autograd skips the
+    input-gradient product: torch's capture of torchvision's ResNet has one conv backward FLOP count fewer).
     """
     out = []
     for op in reversed(fwd):
@@ -63,8 +66,12 @@ def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
         for cls in ("tables", "kv_cache"):
             if cls in op.bytes:
                 by[cls] = op.bytes[cls]
-        out.append(Op(op.name + ".backward", op.kind, flops=2.0 * op.flops, bytes=by, dtype=op.dtype,
-                      count=op.count, module=op.module, shapes=op.shapes, bytes_written=act))
+        input_grad = not op.attrs.get("graph_input")
+        if not input_grad:
+            by["activations"] = act
+        out.append(Op(op.name + ".backward", op.kind, flops=(2.0 if input_grad else 1.0) * op.flops, bytes=by,
+                      dtype=op.dtype, count=op.count, module=op.module, shapes=op.shapes,
+                      bytes_written=act if input_grad else by.get("gradients", 0.0)))
     return out
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import flopcount
 from ..errors import IronlawError, unknown
 from ..graph import Graph, Num, Op, dtype_bytes
 from . import Request, builtin, check_phase
@@ -202,11 +203,13 @@ def build(cfg: DLRMConfig, req: Request) -> Graph:
     B, b, tb = req.batch, dtype_bytes(dtype), dtype_bytes(table_dtype)
 
     lookup = _lookup(cfg, B, table_dtype)
-    dense = (_mlp("dense_arch", B, cfg.dense_in, cfg.bottom, dtype, relu_last=True)
+    bottom = _mlp("dense_arch", B, cfg.dense_in, cfg.bottom, dtype, relu_last=True)
+    bottom[0].attrs["graph_input"] = True            # the dense features need no gradient
+    dense = (bottom
              + _interaction(cfg, B, dtype)
              + _mlp("over_arch", B, cfg.over_in, cfg.top, dtype, relu_last=False)
              + [elementwise("sigmoid" if phase == "infer" else "bce_with_logits", B * cfg.top[-1], dtype,
-                            flops_per_elem=4.0, module="loss")])
+                            flops_per_elem=flopcount.SIGMOID, module="loss")])
     n_dense, n_rows = dense_params(cfg), table_rows(cfg)
     table_bytes = n_rows * cfg.dim * tb
     fwd_flops = sum((op.flops * op.count for op in [lookup] + dense), 0.0)

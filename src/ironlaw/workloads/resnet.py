@@ -10,7 +10,7 @@ Op conventions (one row per op; identical blocks of a stage share a row with ``c
 - conv: 2·MACs FLOPs; reads its input and weights, writes its output.
 - batchnorm (kind "norm"): inference applies a per-channel scale and shift (2 FLOPs/element, one
   read, one write); training computes batch statistics first, a second read of the input
-  (5 FLOPs/element: sum, sum of squares, normalize, scale, shift).
+  (5 FLOPs/element: sum, sum of squares, one scale and shift; ``ironlaw.flopcount``).
 - relu / residual add: elementwise, 1 FLOP/element; max-pool k² comparisons per output element;
   average pool one add per input element.
 - train = forward + backward (``common.backward``: 2× FLOPs and 2× activation traffic) + one AdamW
@@ -28,6 +28,7 @@ from functools import reduce
 
 import numpy as np
 
+from .. import flopcount
 from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
 from . import Request, builtin, check_phase
@@ -92,7 +93,8 @@ class _Net:
         self.params += 2 * c * count
         elems = self.batch * c * h * h
         # training: a statistics pass reads the input once more
-        op = elementwise(name, elems, self.dtype, flops_per_elem=5.0 if self.train else 2.0,
+        op = elementwise(name, elems, self.dtype,
+                         flops_per_elem=flopcount.BATCHNORM_TRAIN if self.train else flopcount.BATCHNORM_EVAL,
                          inputs=2 if self.train else 1, count=count, kind="norm",
                          weight_bytes=4 * c * self.b, module=name.rsplit(".", 1)[0])
         self._add(op, c * h * h, count)
@@ -168,6 +170,7 @@ def forward(arch: str, batch: Num, dtype: str, image: int, train: bool) -> _Net:
     block = _basic if kind == "basic" else _bottleneck
     net = _Net(batch, dtype, train)
     h = net.conv("conv1", 3, 64, 7, 2, 3, image)
+    net.ops[-1].attrs["graph_input"] = True          # the image needs no gradient
     net.bn("bn1", 64, h)
     net.relu("relu", 64, h)
     h = net.maxpool("maxpool", 64, h)

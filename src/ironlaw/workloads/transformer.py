@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import flopcount
 from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
 from . import Request, builtin, check_phase, prefix
@@ -57,16 +58,14 @@ DECODER_PHASES = ("prefill", "decode", "infer", "train")
 ENCODER_PHASES = ("infer", "train")
 DEFAULT_SEQ = {"decoder": 1024, "encoder": 512}
 
-TRANSCENDENTAL_FLOPS = 4.0                                  # one exp / tanh / erf
-RMSNORM_FLOPS = 4.0                                         # x², sum, ·rsqrt(mean + eps), ·gain
-LAYERNORM_FLOPS = 7.0                                       # sum, −mean, ², sum, ·rstd, ·gain, +bias
-SOFTMAX_FLOPS = 4.0 + TRANSCENDENTAL_FLOPS                  # max, −max, exp, sum, ÷
+TRANSCENDENTAL_FLOPS = flopcount.TRANSCENDENTAL              # one exp / tanh / erf (``ironlaw.flopcount``)
+RMSNORM_FLOPS = flopcount.RMSNORM
+LAYERNORM_FLOPS = flopcount.LAYERNORM
+SOFTMAX_FLOPS = flopcount.SOFTMAX
 ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
 DROPOUT_FLOPS = 3.0                                         # uniform draw, compare with p, scale by 1/(1−p)
 MASK_BYTES = 1.0                                            # the keep mask saved for the backward (bool)
-ACT_FLOPS = {"silu": 3.0 + TRANSCENDENTAL_FLOPS,            # −x, exp, +1, ÷
-             "gelu_new": 8.0 + TRANSCENDENTAL_FLOPS,        # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
-             "gelu": 4.0 + TRANSCENDENTAL_FLOPS}            # 0.5·x·(1 + erf(x/√2))
+ACT_FLOPS = {"silu": flopcount.SILU, "gelu_new": flopcount.GELU_TANH, "gelu": flopcount.GELU_ERF}
 BUILTIN_NAMES = {"gpt2": "GPT-2 124M (learned positions, tied embeddings, GELU-tanh)",
                  "bert-base": "BERT-base uncased encoder with pooler (110M)",
                  "bert-large": "BERT-large uncased encoder with pooler (335M)",
