@@ -87,3 +87,13 @@ class _Wrap(torch.nn.Module):
 
     def forward(self, x):
         return self.fn(x)
+
+
+@pytest.mark.parametrize("name,first", [("resnet50", "conv1"), ("dlrm-dcnv2", "dense_arch.0.linear")])
+def test_a_first_layer_on_the_model_input_computes_no_input_gradient(name, first):
+    g = workloads.resolve(workloads.Request(name, batch=4, phase="train"))
+    ops = {op.name: op for op in g.ops}
+    fwd, bwd = ops[first], ops[first + ".backward"]
+    assert bwd.flops == fwd.flops                       # the weight gradient only
+    later = next(op for op in g.ops if op.kind == fwd.kind and op.name != first and not op.name.endswith("backward"))
+    assert ops[later.name + ".backward"].flops == 2 * later.flops
