@@ -108,20 +108,29 @@ def file_name(spec: str, batch: int, seq, phase) -> str:
     return f"{base}-{phase or 'infer'}-b{batch}" + (f"-s{seq}" if seq else "") + ".json"
 
 
-def machine_speed(hw) -> float:
-    """The profile's fastest fp32 GEMM shape timed now, as a fraction of the rate the probe saved."""
+def machine_speed(hw) -> tuple[float, float]:
+    """The profile's fastest fp32 GEMM shape and its largest DRAM copy timed now, each as a fraction of
+    the rate the probe saved (NaN where the profile has no such row): compute and memory drift apart on
+    this shared VM (its DRAM copy ran 28–52 GB/s within one probe)."""
     import torch
-    from ironlaw.probe import gemm
+    from ironlaw.probe import gemm, memory
     from ironlaw.probe.timing import Budget
-    rows = [r for r in hw.extra.get("probe", {}).get("gemm", []) if r["dtype"] == "fp32" and r.get("weights") != "cold"]
-    if not rows:
-        return float("nan")
-    best = max(rows, key=lambda r: r["flops_per_s"])
-    threads = hw.extra["probe"].get("threads")
+    probe = hw.extra.get("probe", {})
+    threads = probe.get("threads")
     if threads:
         torch.set_num_threads(int(threads))
-    now = gemm.measure("fp32", best["m"], best["n"], best["k"], Budget())
-    return now["flops_per_s"] / best["flops_per_s"]
+    rows = [r for r in probe.get("gemm", []) if r["dtype"] == "fp32" and r.get("weights") != "cold"]
+    gemm_share = float("nan")
+    if rows:
+        best = max(rows, key=lambda r: r["flops_per_s"])
+        gemm_share = gemm.measure("fp32", best["m"], best["n"], best["k"], Budget())["flops_per_s"] / best["flops_per_s"]
+    copies = [r for r in probe.get("memory", []) if r["level"] == "dram"]
+    dram_share = float("nan")
+    if copies:
+        big = max(copies, key=lambda r: r["bytes"])
+        now = memory.measure("dram", big["bytes"], Budget())
+        dram_share = (now["bytes"] / now["time_s"]) / (big["bytes"] / big["time_s"])
+    return gemm_share, dram_share
 
 
 def measure(args, hw) -> dict[str, dict]:
@@ -205,9 +214,9 @@ def main() -> int:
         before = machine_speed(hw)
         docs = measure(args, hw)
         after = machine_speed(hw)
-        print(f"machine speed, the profile's fastest fp32 GEMM: {before:.0%} of it before measuring, "
-              f"{after:.0%} after (a run measured on a slower machine than it was probed on reads as "
-              f"under-prediction)")
+        print(f"machine speed, the profile's fastest fp32 GEMM: {before[0]:.0%} of it before measuring, "
+              f"{after[0]:.0%} after; its largest DRAM copy: {before[1]:.0%} before, {after[1]:.0%} after (a run "
+              f"measured on a slower machine than it was probed on reads as under-prediction)")
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
     by_role = {r: [d for n, d in docs.items() if role[n] == r] for r in GROUPS}
     fit_docs = by_role["fit"]
