@@ -150,7 +150,7 @@ def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     assert gemm_probe.cold_pool_bytes(480 * 2 ** 20) == 960 * 2 ** 20
     assert gemm_probe.cold_pool_bytes(1 * 2 ** 20) == gemm_probe.COLD_MIN_BYTES
     assert gemm_probe.cold_pool_bytes(10 * 2 ** 30) == gemm_probe.COLD_MAX_BYTES
-    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 7
+    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 6
     assert gemm_probe.cold_shapes("fp16", quick=True) == []
 
 
@@ -163,8 +163,6 @@ def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     (lambda p: p.update(streamed_kn=0.0), "calibration.matmul.fp32.streamed_kn"),
     (lambda p: p.update(gemv_pass_kn=3.0), "calibration.matmul.fp32.gemv_pass_kn"),
     (lambda p: p.update(gemv_pass=-0.1), "calibration.matmul.fp32.gemv_pass"),
-    (lambda p: p.update(gemv_run_half=-5.0), "calibration.matmul.fp32.gemv_run_half"),
-    (lambda p: p.update(gemv_run_half_kn=1e9), "calibration.matmul.fp32.gemv_run_half_kn"),
 ])
 def test_new_table_fields_are_checked(edit, field):
     cal = table()
@@ -328,64 +326,3 @@ def test_an_ops_own_memory_eta_is_its_kernel_rate_in_the_cache_not_a_share_of_dr
     assert t_big < 0.6 * big / (DRAM * 0.09)                        # not 0.09 of DRAM
     fast = {**cal, "op": {"aten::gelu": {"memory": 1.5}}}          # an own η above produced keeps its value
     assert times(cpu(fast), [gelu(big)])[0] == pytest.approx(big / (DRAM * 1.5))
-
-
-def _cold_gemv(n, k, t_us, layout):
-    return {"dtype": "fp32", "m": 1, "n": n, "k": k, "time_s": t_us * 1e-6, "cv": 0.01, "flops_per_s": 1.0,
-            "weights": "cold", "layout": layout}
-
-
-def test_a_gemvs_weight_rate_follows_its_contiguous_run():
-    """Session-9 EPYC VM, cold 16.8 MB GEMVs with N and K swapped: x @ W 1117 µs at N = 4096, 1523 µs at
-    N = 1024; x @ Wᵀ 1780 µs at K = 1024, 1156 µs at K = 4096. The probe's half-rate runs make the law give
-    each pair the measured ratio (memory-bound here); without them both shapes of a layout take one time."""
-    probe = {"gemm": [_cold_gemv(4096, 1024, 1117, "kn"), _cold_gemv(1024, 4096, 1523, "kn"),
-                      _cold_gemv(4096, 1024, 1780, "nt"), _cold_gemv(1024, 4096, 1156, "nt")]}
-    half_kn, half_nt = build.gemv_run_half(probe, "fp32", "kn"), build.gemv_run_half(probe, "fp32", "nt")
-    assert 400 < half_kn < 700 and 700 < half_nt < 1100          # elements of N (x @ W), of K (x @ Wᵀ)
-    assert build.gemv_tables(probe) == {"fp32": {"gemv_run_half": round(half_nt, 1),
-                                                 "gemv_run_half_kn": round(half_kn, 1)}}
-    hw = cpu(table(gemv_eta=1.0, gemv_run_half=half_nt, gemv_run_half_kn=half_kn))
-    stated = lambda m, n, k, **a: linear(m, n, k, nk=(n, k), **a)   # noqa: E731  (as captured ops state them)
-    kn_long, kn_short, nt_short, nt_long = times(hw, [stated(1, 4096, 1024, weights_kn=True),
-                                                      stated(1, 1024, 4096, weights_kn=True),
-                                                      stated(1, 4096, 1024), stated(1, 1024, 4096)])
-    assert kn_short / kn_long == pytest.approx(1523 / 1117, rel=0.01)
-    assert nt_short / nt_long == pytest.approx(1780 / 1156, rel=0.01)
-    flat = times(cpu(table(gemv_eta=1.0)), [stated(1, 4096, 1024, weights_kn=True), stated(1, 1024, 4096, weights_kn=True)])
-    assert flat[0] == pytest.approx(flat[1])
-    # GEMMs keep their rate: the run share is a GEMV's
-    gemm = [stated(64, 4096, 1024), stated(64, 1024, 4096)]
-    assert np.allclose(times(hw, gemm), times(cpu(table(gemv_eta=1.0)), gemm))
-
-
-def test_gemv_run_half_needs_two_runs_and_is_zero_where_the_short_run_was_not_slower():
-    one = {"gemm": [_cold_gemv(4096, 1024, 1117, "kn")]}
-    assert build.gemv_run_half(one, "fp32", "kn") is None and build.gemv_tables(one) == {}
-    even = {"gemm": [_cold_gemv(4096, 1024, 1117, "kn"), _cold_gemv(1024, 4096, 1000, "kn")]}
-    assert build.gemv_run_half(even, "fp32", "kn") == 0.0 and build.gemv_tables(even) == {}
-
-
-def test_weight_products_state_n_and_k_captured_built_in_and_saved():
-    """A GEMV's run needs N apart from K, which the symmetric split of the bytes cannot tell."""
-    from ironlaw.capture.graph import op_attrs
-    from ironlaw.capture.recorder import OpRecord
-    from ironlaw.validate.compare import row_attrs
-    from ironlaw.workloads.common import linear as builtin_linear
-    rec = OpRecord(index=0, name="aten::addmm", overload="default", module="attn", phase="forward", kind="matmul",
-                   in_shapes=[[2304], [1, 768], [768, 2304]], in_dtypes=[], out_shapes=[[1, 2304]], out_dtypes=[],
-                   flops=2.0 * 768 * 2304,
-                   bytes_read={"weights": 4.0 * 769 * 2304, "activations": 4.0 * 768}, weights_kn=True)
-    assert op_attrs(rec) == {"weights_kn": True, "nk": (2304, 768)}
-    assert builtin_linear("c_attn", 1, 768, 2304, "fp32").attrs["nk"] == (2304, 768)
-    saved = {"name": "aten::mm", "kind": "matmul", "shapes": "[1,768],[768,50257]", "bytes": {"weights": 1.0}}
-    assert row_attrs(saved) == {"nk": (50257, 768)}
-    assert row_attrs({**saved, "bytes": {"activations": 1.0}}) == {}        # two activations: no weight shape
-    cols = Graph("t", "infer", "fp32", [linear(1, 2304, 768, nk=(2304, 768)), linear(1, 2304, 768)]).columns()
-    m, n, k = calibrate.gemm_dims(cols)
-    assert (m[0], n[0], k[0]) == pytest.approx((1, 2304, 768)) and (n[1], k[1]) == pytest.approx((768, 2304))
-    # tensor parallelism splits a column-parallel op's N, a row-parallel op's K: its stated shape follows
-    from ironlaw import parallel, workloads
-    g = parallel.tp_shard(workloads.resolve(workloads.Request("llama3-8b", seq=64, phase="decode")), 4)
-    nk = {op.name: op.attrs.get("nk") for op in g.ops}
-    assert nk["attn_pre_proj"] == (6144 / 4, 4096) and nk["attn_post_proj"] == (4096, 4096 / 4)

@@ -48,7 +48,7 @@ import numpy as np
 from .efficiency import composed, epilogue_share
 from .errors import IronlawError, unknown
 from .gemmshape import (MEASURED_FIELDS, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, gemv_passes,  # noqa: F401
-                        gemv_run_share, is_gemv, kn_rows)  # (re-exported)
+                        is_gemv, kn_rows)  # (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
@@ -60,7 +60,6 @@ ETA_MIN = 1e-4
 LAT_BOUNDS = (1e-8, MAX_LATENCY_S)
 HALF_BOUNDS = (1e-2, 1e6)
 GEMV_PASS_MAX = 2.0             # a further row re-reading the weights twice over is no GEMV path
-GEMV_RUN_HALF_MAX = 65536.0     # elements: a GEMV whose weights stream at half rate over 64 Ki-element runs is no model
 MIN_ROWS_FOR_LATENCY = 3        # fewer observations of a kind: keep the device's per-op latency
 
 
@@ -106,23 +105,19 @@ def serial_share(cal: dict, cols: Columns) -> np.ndarray:
 def memory_eta(cal: dict, cols: Columns, eta: np.ndarray, own: bool = True) -> np.ndarray:
     """η of the data term per op: the byte-weighted reuse patterns (activations at ``produced``, the rest
     at ``streamed``), a kind's value in place of both — or of ``produced`` only where the op's shape
-    table (matmul, conv) gives its weights their own ``streamed``. A GEMV's weights keep the share of
-    their η its contiguous run allows (``gemv_run_share``)."""
+    table (matmul, conv) gives its weights their own ``streamed``."""
     mem = cal.get("memory", {})
     base = np.broadcast_to(eta, cols.flops.shape).astype(float)
     table_streamed = _table_streamed(cal, cols)
-    run_share = _gemv_run_shares(cal, cols)
     kinds = np.array(KINDS)[cols.kind_idx]
     by_kind = mem.get("kind", {}) if own else {}
-    if "streamed" in mem or "produced" in mem or table_streamed is not None or run_share is not None or by_kind:
+    if "streamed" in mem or "produced" in mem or table_streamed is not None or by_kind:
         streamed = np.broadcast_to(mem.get("streamed", base), base.shape).copy()
         produced = np.broadcast_to(mem.get("produced", base), base.shape).copy()
         for kind, value in by_kind.items():        # a kind's own η is its activations' (how it walks them)
             produced[kinds == kind] = value
         if table_streamed is not None:
             streamed = np.where(np.isnan(table_streamed), streamed, table_streamed)
-        if run_share is not None:
-            streamed = streamed * run_share
         zero = np.zeros(cols.flops.shape)
         act = cols.bytes.get("activations", zero)
         other = sum((cols.bytes[c] for c in STREAMED if c in cols.bytes), zero)
@@ -170,22 +165,6 @@ def extra_weight_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
             gemv = is_gemv(p, m[r], kn[r])
             packed = np.where(gemv | ~spill[r], 0.0, float(p.get("pack", 0.0)) * w[r])
             out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r]
-    return out
-
-
-def _gemv_run_shares(cal: dict, cols: Columns) -> np.ndarray | None:
-    """Per op, ``gemv_run_share`` of its matmul table (1 elsewhere); None where no table has a run field."""
-    tables = {dt: p for dt, p in cal.get("matmul", {}).items() if p.get("gemv_run_half") or p.get("gemv_run_half_kn")}
-    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
-    if not tables or not rows.any():
-        return None
-    out = np.ones(cols.flops.shape)
-    m, n, k = gemm_dims(cols)
-    kn, dts = kn_rows(cols), np.array(cols.dtypes)
-    for dt, p in tables.items():
-        r = rows & (dts == dt)
-        if r.any():
-            out[r] = gemv_run_share(p, m[r], n[r], k[r], kn[r])
     return out
 
 
@@ -311,8 +290,6 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "pack", w, 8.0, zero_ok=True)
             _num(p, "gemv_pass", w, GEMV_PASS_MAX, zero_ok=True)
             _num(p, "gemv_pass_kn", w, GEMV_PASS_MAX, zero_ok=True)
-            _num(p, "gemv_run_half", w, GEMV_RUN_HALF_MAX, zero_ok=True)
-            _num(p, "gemv_run_half_kn", w, GEMV_RUN_HALF_MAX, zero_ok=True)
     for table in ("kernel", "op"):
         for name in _table(cal, table, where):
             w = f"{where}.{table}.{name}"

@@ -19,14 +19,6 @@
     gemv_pass, gemv_pass_kn: on the GEMV path, the weight traffic each row beyond the first adds, as a
             multiple of the weight bytes (measured by the probe: (t(M)/t(1) − 1)/(M − 1) at the path's
             largest M; 0 where not measured — one pass whatever M, the older finding for x @ Wᵀ);
-    gemv_run_half, gemv_run_half_kn: on the GEMV path, the contiguous run (elements) at which the weights
-            stream at half their rate: the weight η × L/(L + half), L = K for x @ Wᵀ (each output a dot
-            product along a row of K) and N for x @ W (each row of W scaled into the N outputs). Measured
-            by the probe from two cold GEMVs of the same bytes, N×K = 4096×1024 and 1024×4096
-            (``probe.build.gemv_run_half``); absent: no dependence. Seen on the session-9 EPYC VM (MKL,
-            2 threads, cold): x @ W at N = 768 took 79–96 µs per MB of weights, at N ≥ 3072 63–68,
-            whatever K; x @ Wᵀ at K = 768–1024 100–116, at K ≥ 3072 63–77, whatever N — GPT-2's Conv1D
-            GEMVs had been predicted at one rate, c_attn and c_fc 1.35–1.44× their time;
     streamed_kn: ``streamed`` for x @ W GEMMs, where the probe timed both layouts (x @ Wᵀ keeps
             ``streamed``): packing a row-major K×N weight reads it across rows;
     streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
@@ -49,10 +41,7 @@
             QKᵀ, K = d_head): A100 held-out GEMM rows 7.0% → 5.1% median error when the table is refitted.
 
 Shapes: an op that states its shape (``op.attrs["mnk"]``, the probe's GEMMs) uses it; a convolution states
-N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N). A product
-with a weight matrix (captured mm/addmm, the built-ins' linear layers) states them too, but only says which
-of the split's two sizes is N (a GEMV's run, ``gemv_run_half``, is N for x @ W and K for x @ Wᵀ): its
-sizes follow its bytes, which tensor-parallel sharding or quantization may have changed. Otherwise
+N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N). Otherwise
 M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
 bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
 bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,
@@ -62,13 +51,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import DTYPE_BYTES, KINDS, Columns
+from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_run_half", "gemv_run_half_kn")
-MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn", "gemv_run_half",   # set by the probe,
-                   "gemv_run_half_kn")                                                      # never fitted
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn")
+MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn")   # set by the probe, never fitted
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -88,30 +76,13 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.where(w > 0, k, cube)
     n = np.where(w > 0, np.maximum(n, 1.0), cube)
     m, k = np.maximum(m, 1.0), np.maximum(k, 1.0)
-    if cols.nk is not None:
-        shape = (-1,) + (1,) * len(cols.cfg_shape)
-        given = (cols.nk[:, 0] > 0).reshape(shape)
-        conv = (np.array(KINDS)[cols.kind_idx] == "conv").reshape(shape)
-        stated_n, stated_k = (cols.nk[:, i].reshape(shape) for i in (0, 1))
-        # a weight product: which of the two roots is N (the sizes follow the op's bytes, which a
-        # transformation such as tensor-parallel sharding may have scaled since the shape was stated)
-        flip = given & ~conv & ((stated_n > stated_k) != (n > k))
-        n, k = np.where(flip, k, n), np.where(flip, n, k)
-        # a convolution: N and K as stated (M = flops / (2·N·K) follows from the weights, N·K elements)
-        n, k = np.where(given & conv, stated_n, n), np.where(given & conv, stated_k, k)
+    if cols.nk is not None:                                   # convs: N and K stated, M = flops / (2·N·K)
+        given = (cols.nk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
+        n, k = (np.where(given, cols.nk[:, i].reshape(given.shape), x) for i, x in enumerate((n, k)))
     if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
         given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
         m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
     return m, n, k
-
-
-def matmul_nk(name: str, in_shapes) -> tuple[int, int] | None:
-    """A weight product's GEMM N and K from its aten inputs: ``mm(x, W)`` / ``addmm(b, x, W)`` with W
-    logically K×N (x @ W, or nn.Linear's Wᵀ view); None for other ops and shapes."""
-    if name not in ("aten::mm", "aten::addmm") or not in_shapes or len(in_shapes[-1]) != 2:
-        return None
-    k, n = (int(d) for d in in_shapes[-1])
-    return (n, k) if n > 0 and k > 0 else None
 
 
 def conv_nk(weight_shape) -> tuple[int, int] | None:
@@ -159,11 +130,3 @@ def gemv_passes(p: dict, m, kn=False) -> np.ndarray:
     (M − 1) on the GEMV path, 0 elsewhere."""
     share = np.where(kn, float(p.get("gemv_pass_kn", 0.0)), float(p.get("gemv_pass", 0.0)))
     return np.where(is_gemv(p, m, kn), share * np.maximum(np.asarray(m, float) - 1.0, 0.0), 0.0)
-
-
-def gemv_run_share(p: dict, m, n, k, kn=False) -> np.ndarray:
-    """Per row, the share of its weights' streaming rate a GEMV keeps: L/(L + gemv_run_half(_kn)) with
-    L = N for x @ W, K for x @ Wᵀ; 1 for GEMMs and where the table has no such field."""
-    half = np.where(kn, float(p.get("gemv_run_half_kn", 0.0)), float(p.get("gemv_run_half", 0.0)))
-    run = np.maximum(np.where(kn, n, k), 1.0)
-    return np.where(is_gemv(p, m, kn), run / (run + half), 1.0)

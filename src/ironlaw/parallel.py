@@ -205,9 +205,6 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                          for k, v in op.bytes.items()}
             if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
                 new.bytes_written = op.bytes_written / tp
-            if "nk" in op.attrs:                              # its GEMM: N (column) or K (row) split
-                n, k = op.attrs["nk"]
-                new.attrs = {**op.attrs, "nk": (n / tp, k) if base in COLUMN else (n, k / tp)}
         elif base in SPLIT:
             new.flops = op.flops / tp
             new.bytes = {k: v / tp for k, v in op.bytes.items()}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..gemmshape import conv_nk, matmul_nk
+from ..gemmshape import conv_nk
 from ..graph import DTYPE_BYTES, Graph, Op
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
@@ -33,15 +33,10 @@ def shapes_text(rec) -> str:
 
 
 def op_attrs(r) -> dict:
-    """What the law needs beyond FLOPs and bytes: x @ W's layout; a forward convolution's or weight
-    product's GEMM N and K."""
+    """What the law needs beyond FLOPs and bytes: x @ W's layout; a forward convolution's GEMM N and K."""
     attrs = {"weights_kn": True} if r.weights_kn else {}
     if r.kind == "conv" and r.phase == "forward" and len(r.in_shapes) > 1:
         nk = conv_nk(r.in_shapes[1])
-        if nk:
-            attrs["nk"] = nk
-    elif r.phase == "forward" and r.bytes_read.get("weights"):
-        nk = matmul_nk(r.name, r.in_shapes)
         if nk:
             attrs["nk"] = nk
     return attrs

@@ -166,18 +166,11 @@ GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every lar
 #   session-7 x @ W: M = 4 over M = 2 by 1.52–2.4×; an earlier x @ Wᵀ probe, M = 8 over a packed M = 4: 1.32×)
 
 
-def _cold(probe: dict, dtype: str, layout: str) -> list[dict]:
-    return [r for r in probe.get("gemm", []) if r.get("weights") == "cold" and r["dtype"] == dtype
-            and r.get("layout", "nt") == layout]
-
-
 def _cold_gemv_rows(probe: dict, dtype: str, layout: str) -> tuple[dict | None, list[dict]]:
-    """The cold M = 1 row of one dtype and layout whose shape was also timed at larger M, and those rows
-    (by M); the first cold M = 1 row and no others where no shape was."""
-    cold = _cold(probe, dtype, layout)
-    ones = [r for r in cold if r["m"] == 1]
-    base = next((r for r in ones if any((q["n"], q["k"]) == (r["n"], r["k"]) and q["m"] > 1 for q in cold)),
-                ones[0] if ones else None)
+    """The cold M = 1 row of one dtype and layout, and the rows of its shape at larger M (by M)."""
+    cold = [r for r in probe.get("gemm", []) if r.get("weights") == "cold" and r["dtype"] == dtype
+            and r.get("layout", "nt") == layout]
+    base = next((r for r in cold if r["m"] == 1), None)
     if base is None:
         return None, []
     return base, sorted((r for r in cold if (r["n"], r["k"]) == (base["n"], base["k"]) and r["m"] > 1),
@@ -216,29 +209,9 @@ def gemv_pass(probe: dict, dtype: str, layout: str = "nt") -> float | None:
     return min(max((t / base["time_s"] - 1.0) / (m - 1), 0.0), GEMV_PASS_MAX)
 
 
-def gemv_run_half(probe: dict, dtype: str, layout: str = "nt") -> float | None:
-    """The contiguous run (elements: K for x @ Wᵀ, N for x @ W) at which a GEMV's weights stream at half
-    their rate (``gemmshape.gemv_run_share``), from the cold M = 1 rows of the shortest and the longest
-    run: with r = their time per weight byte, short over long, half = (r − 1)/(1/L_short − r/L_long),
-    within [0, GEMV_RUN_HALF_MAX] (0 where the short run was no slower). None with fewer than two runs."""
-    from ..calibrate import GEMV_RUN_HALF_MAX
-    run = (lambda r: r["n"]) if layout == "kn" else (lambda r: r["k"])   # noqa: E731
-    ones = sorted((r for r in _cold(probe, dtype, layout) if r["m"] == 1), key=run)
-    if len(ones) < 2 or run(ones[0]) == run(ones[-1]):
-        return None
-    short, long_ = ones[0], ones[-1]
-    per_byte = lambda r: r["time_s"] / (r["n"] * r["k"])   # noqa: E731
-    ratio = per_byte(short) / per_byte(long_)
-    if ratio <= 1.0:
-        return 0.0
-    room = 1.0 / run(short) - ratio / run(long_)
-    return GEMV_RUN_HALF_MAX if room <= 0 else min((ratio - 1.0) / room, GEMV_RUN_HALF_MAX)
-
-
 def gemv_tables(probe: dict) -> dict:
-    """{dtype: {"gemv_m": M, "gemv_pass": x, "gemv_run_half": L, … and the same with "_kn"}}: where a GEMV
-    path reaches beyond M = 1, what each further row on it re-reads, and how its rate depends on the
-    contiguous run (measured, never fitted)."""
+    """{dtype: {"gemv_m": M, "gemv_pass": x, "gemv_m_kn": M, "gemv_pass_kn": x}} where a GEMV path
+    reaches beyond M = 1 (measured, never fitted)."""
     out: dict = {}
     for dt in sorted({r["dtype"] for r in probe.get("gemm", [])}):
         for suffix, layout in (("", "nt"), ("_kn", "kn")):
@@ -246,9 +219,6 @@ def gemv_tables(probe: dict) -> dict:
             if m and m > 1:
                 out.setdefault(dt, {})["gemv_m" + suffix] = m
                 out[dt]["gemv_pass" + suffix] = round(gemv_pass(probe, dt, layout), 4)
-            half = gemv_run_half(probe, dt, layout)
-            if half:
-                out.setdefault(dt, {})["gemv_run_half" + suffix] = round(half, 1)
     return out
 
 

@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from ..gemmshape import conv_nk, matmul_nk
+from ..gemmshape import conv_nk
 
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
 
@@ -70,15 +70,13 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
 
 
 def row_attrs(r: dict) -> dict:
-    """The op attributes a row carries (``weights_kn``, a conv's or weight product's ``nk``), for an op
-    rebuilt from it; a forward conv or mm/addmm-with-weights row saved before rows carried ``nk`` gets it
-    from its shapes text (input, weight, … / bias, x, W)."""
+    """The op attributes a row carries (``weights_kn``, a conv's ``nk``), for an op rebuilt from it; a
+    forward conv row saved before rows carried ``nk`` gets it from its shapes text (input, weight, …)."""
     attrs = {"weights_kn": True} if r.get("weights_kn") else {}
     nk = r.get("nk")
-    if not nk and "(" not in r.get("name", "") and (r.get("kind") == "conv" or r.get("bytes", {}).get("weights")):
+    if not nk and r.get("kind") == "conv" and "(" not in r.get("name", ""):
         try:
-            shapes = json.loads("[" + r.get("shapes", "").rstrip("…") + "]")
-            nk = conv_nk(shapes[1]) if r.get("kind") == "conv" else matmul_nk(r.get("name", ""), shapes)
+            nk = conv_nk(json.loads("[" + r.get("shapes", "").rstrip("…") + "]")[1])
         except (ValueError, IndexError, TypeError):
             nk = None
     if nk:
