@@ -8,8 +8,9 @@ full, as an encoder) and decode shapes (one query against a cache), none of them
 accuracy benchmark's cases.
 
 FLOPs and bytes are not computed here: the capture recorder records the call on the same tensors, so
-a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula,
-halved for a causal mask; bytes per class, K and V of a decode row as KV cache).
+a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula, for a
+causal mask over the pairs the kernel computes — on a CPU every pair below 512 keys; bytes per class, K
+and V of a decode row as KV cache).
 """
 from __future__ import annotations
 
