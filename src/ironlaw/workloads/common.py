@@ -52,7 +52,8 @@ def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
     gains, embedding rows) produce gradients of the same size. An op marked ``attrs["graph_input"]`` (a
     first conv or linear that reads the model's input, which needs no gradient) computes only its weight
     gradient: 1× the forward FLOPs, reading the output gradient and the saved input (autograd skips the
-    input-gradient product: torch's capture of torchvision's ResNet has one conv backward FLOP count fewer).
+    input-gradient product: in a capture of torchvision's ResNet-18 training step the stem conv's backward
+    has its forward's FLOPs, every other conv's twice).
     """
     out = []
     for op in reversed(fwd):
