@@ -214,6 +214,9 @@ def main() -> int:
         before = machine_speed(hw)
         docs = measure(args, hw)
         after = machine_speed(hw)
+        (Path(args.out) / "machine.json").write_text(json.dumps(         # kept with the run, for re-fits later
+            {"profile": str(hw.path), "gemm_share": {"before": before[0], "after": after[0]},
+             "dram_share": {"before": before[1], "after": after[1]}}, indent=1), encoding="utf-8")
         print(f"machine speed, the profile's fastest fp32 GEMM: {before[0]:.0%} of it before measuring, "
               f"{after[0]:.0%} after; its largest DRAM copy: {before[1]:.0%} before, {after[1]:.0%} after (a run "
               f"measured on a slower machine than it was probed on reads as under-prediction)")

@@ -22,6 +22,7 @@ GELU_TANH = 8.0 + TRANSCENDENTAL    # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715
 SOFTPLUS = 1.0 + 2.0 * TRANSCENDENTAL   # log(1 + exp(x))
 ELU = 3.0 + TRANSCENDENTAL      # x > 0 ? x : α·(exp(x) − 1)
 MISH = 2.0 + 3.0 * TRANSCENDENTAL   # x·tanh(log(1 + exp(x)))
+BCE_WITH_LOGITS = 7.0 + 2.0 * TRANSCENDENTAL   # max(x, 0) − x·y + log(1 + exp(−|x|)): |x|, −, exp, +1, log, max, ·, −, +
 SOFTMAX = 4.0 + TRANSCENDENTAL  # max, −max, exp, sum, ÷
 LOG_SOFTMAX = 4.0 + 2.0 * TRANSCENDENTAL    # max, −max, exp, sum, log of the sum, −
 SOFTMAX_BACKWARD = 3.0          # Σ dy·y, dy − Σ, ·y

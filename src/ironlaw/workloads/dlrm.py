@@ -209,7 +209,7 @@ def build(cfg: DLRMConfig, req: Request) -> Graph:
              + _interaction(cfg, B, dtype)
              + _mlp("over_arch", B, cfg.over_in, cfg.top, dtype, relu_last=False)
              + [elementwise("sigmoid" if phase == "infer" else "bce_with_logits", B * cfg.top[-1], dtype,
-                            flops_per_elem=flopcount.SIGMOID, module="loss")])
+                            flopcount.SIGMOID if phase == "infer" else flopcount.BCE_WITH_LOGITS, module="loss")])
     n_dense, n_rows = dense_params(cfg), table_rows(cfg)
     table_bytes = n_rows * cfg.dim * tb
     fwd_flops = sum((op.flops * op.count for op in [lookup] + dense), 0.0)
