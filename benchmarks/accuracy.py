@@ -133,6 +133,24 @@ def machine_speed(hw) -> tuple[float, float]:
     return gemm_share, dram_share
 
 
+# GPT-2's decode GEMV shapes (x @ W, N, K): c_fc and the MLP's c_proj, timed probe-style (cold, rotating copies)
+GEMV_SENTINELS = ((3072, 768), (768, 3072))
+
+
+def gemv_sentinels(hw) -> dict[str, float]:
+    """µs per MB of weights of GPT-2's decode GEMV shapes timed probe-style now: set next to the recorder's
+    in-model times of the same shapes, they tell the machine's moment from the model's context (session 9:
+    one bracketing had the in-model GEMVs 18–30% slower at K = 768, another alike)."""
+    from ironlaw.probe import gemm
+    from ironlaw.probe.timing import Budget
+    l3 = hw.extra.get("probe", {}).get("capacity", {}).get("l3", 0.0)
+    out = {}
+    for n, k in GEMV_SENTINELS:
+        r = gemm.measure_cold("fp32", 1, n, k, gemm.cold_pool_bytes(l3), Budget(), layout="kn")
+        out[f"x@W N={n} K={k}"] = r["time_s"] * 1e6 / (n * k * 4 / 1e6)
+    return out
+
+
 def measure(args, hw) -> dict[str, dict]:
     """Every case measured in ``args.rounds`` rounds (each round runs all cases, a share of the repeats
     and time budget each), then merged: a neighbour's burst on this shared machine lands on several
@@ -211,12 +229,15 @@ def main() -> int:
     if args.src:
         docs = load(args.src)
     else:
-        before = machine_speed(hw)
+        before, gemv_before = machine_speed(hw), gemv_sentinels(hw)
         docs = measure(args, hw)
-        after = machine_speed(hw)
+        after, gemv_after = machine_speed(hw), gemv_sentinels(hw)
         (Path(args.out) / "machine.json").write_text(json.dumps(         # kept with the run, for re-fits later
             {"profile": str(hw.path), "gemm_share": {"before": before[0], "after": after[0]},
-             "dram_share": {"before": before[1], "after": after[1]}}, indent=1), encoding="utf-8")
+             "dram_share": {"before": before[1], "after": after[1]},
+             "gemv_us_per_MB": {"before": gemv_before, "after": gemv_after}}, indent=1), encoding="utf-8")
+        print("probe-style cold GEMVs (µs per MB of weights), before → after: " + ", ".join(
+            f"{key} {gemv_before[key]:.0f} → {gemv_after[key]:.0f}" for key in gemv_before))
         print(f"machine speed, the profile's fastest fp32 GEMM: {before[0]:.0%} of it before measuring, "
               f"{after[0]:.0%} after; its largest DRAM copy: {before[1]:.0%} before, {after[1]:.0%} after (a run "
               f"measured on a slower machine than it was probed on reads as under-prediction)")
