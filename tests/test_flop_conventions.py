@@ -6,7 +6,6 @@ totals (matmul-dominated) hid a 14% norm and a 25-60% transcendental difference 
 """
 from __future__ import annotations
 
-import importlib.util
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,7 +16,8 @@ from ironlaw import workloads
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[1]
+from test_capture_flops import example  # noqa: E402  (loads examples/*.py)
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -28,11 +28,13 @@ def by_kind(g) -> dict[str, float]:
     return d
 
 
-def example(name: str):
-    spec = importlib.util.spec_from_file_location(f"ironlaw_example_{name}", ROOT / "examples" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+class _Wrap(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
 
 
 @pytest.mark.parametrize("phase", ["infer", "train"])
@@ -78,15 +80,6 @@ def test_capture_counts_layer_norm_and_softmax_as_flopcount():
     ln = _Wrap(lambda t: torch.nn.functional.layer_norm(t, (64,), torch.ones(64), torch.zeros(64)))
     assert _captured_per_element(ln, x) == fc.LAYERNORM
     assert _captured_per_element(_Wrap(lambda t: torch.softmax(t, dim=-1)), x) == fc.SOFTMAX
-
-
-class _Wrap(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @pytest.mark.parametrize("name,first", [("resnet50", "conv1"), ("dlrm-dcnv2", "dense_arch.0.linear")])

@@ -21,7 +21,8 @@ from ..errors import IronlawError
 from ..graph import Op, dtype_bytes
 from ..workloads.common import elementwise, linear
 # the same FLOP conventions as the analytic transformer builder, so the fit applies to its graphs
-from ..workloads.transformer import ACT_FLOPS, LAYERNORM_FLOPS, RMSNORM_FLOPS, ROPE_FLOPS, SOFTMAX_FLOPS
+from .. import flopcount
+from ..workloads.transformer import ACT_FLOPS, ROPE_FLOPS
 
 DTYPE = "fp16"
 # shortest CUDA time of a tiny kernel in the vidur files (add / rope at 1–16 tokens: 2–4 µs)
@@ -68,7 +69,7 @@ def llmcompass_rows(path: Path, kind: str, dataset: str) -> list[Observation]:
             m, n = int(r["M"]), int(r["N"])
             elems, label = m * n, f"{m}x{n}"
             wb = 2 * n * b if kind == "norm" else 0.0
-            per = LAYERNORM_FLOPS if kind == "norm" else SOFTMAX_FLOPS
+            per = flopcount.LAYERNORM if kind == "norm" else flopcount.SOFTMAX
             op = elementwise(f"{kind} {label}", elems, DTYPE, flops_per_elem=per, kind=kind, weight_bytes=wb)
         out.append(Observation(op, elems / (float(r["G_elements_per_s"]) * 1e9), dataset))
     return _with_offset(out)
@@ -81,7 +82,7 @@ def llama_layer_ops(tokens: int, tp: int, e: int, x: int, nh: int, nkv: int) -> 
     qkv = (nh + 2 * nkv) * hd // tp
     emb = Op("emb", "embedding", flops=0.0, bytes={"weights": tokens * e * b, "activations": tokens * e * b},
              dtype=DTYPE, shapes=f"[{tokens},{e}]", bytes_written=tokens * e * b)
-    norm = lambda name: elementwise(name, tokens * e, DTYPE, flops_per_elem=RMSNORM_FLOPS, kind="norm",  # noqa: E731
+    norm = lambda name: elementwise(name, tokens * e, DTYPE, flops_per_elem=flopcount.RMSNORM, kind="norm",  # noqa: E731
                                     weight_bytes=e * b)
     ops = {
         "emb": [emb],

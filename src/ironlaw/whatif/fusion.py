@@ -155,7 +155,8 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
     dP and writes dS, QKᵀ's two GEMMs (dQ = dS·K, dK = dSᵀ·Q) each read dS; the s² tensors the backward
     needs (P, and P' and the mask) join the saved activations. Every op made here remembers the op it
     replaced, so flash-attention restores it exactly."""
-    from ..workloads.transformer import DROPOUT_FLOPS, MASK_BYTES, SOFTMAX_FLOPS
+    from ..flopcount import SOFTMAX as SOFTMAX_FLOPS
+    from ..workloads.transformer import DROPOUT_FLOPS, MASK_BYTES
     hd, heads, kv_heads = (g.meta.get(k) for k in ("head_dim", "heads", "kv_heads"))
     if not (hd and heads and kv_heads):
         raise IronlawError(f"eager-attention: '{g.name}' does not record head_dim and heads; only the analytic "

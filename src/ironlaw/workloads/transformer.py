@@ -15,7 +15,7 @@ vidur's per-op profile of Llama-3-8B so measured and predicted rows join: fused 
 fused gate+up = mlp_up_proj):
 - matmuls: 2·T·k·n FLOPs (+T·n for a bias); read input and weights, write output (``common.linear``).
 - attention (kind "attention"), FlashAttention-style: 4·d_head·n_heads FLOPs per (query, key) pair for
-  QKᵀ and PV on the matrix unit, plus SOFTMAX_FLOPS per score as ``vector_flops`` (the fused softmax
+  QKᵀ and PV on the matrix unit, plus ``flopcount.SOFTMAX`` per score as ``vector_flops`` (the fused softmax
   runs on the vector unit); the score matrix is never written: it reads Q, K, V and
   writes O. Causal decoders count only the pairs a causal kernel computes, s·(s+1)/2 per sequence
   (the same convention as Kaplan et al. 2020's C_fwd = 2N + 2·n_layer·n_ctx·d_attn); a sliding window
@@ -25,7 +25,7 @@ fused gate+up = mlp_up_proj):
   five matmuls to the forward's two (2.5×) and the softmax twice, and embeddings (a scatter-add of
   T·h per table).
 - non-matmul ops count FLOPs per element; a transcendental (exp, tanh, erf) counts as
-  TRANSCENDENTAL_FLOPS (GPUs run it on special-function units; a CPU as a polynomial of a few FMAs).
+  ``flopcount.TRANSCENDENTAL`` (GPUs run it on special-function units; a CPU as a polynomial of a few FMAs).
 - dropout (training, where the config has a residual/hidden dropout probability: GPT-2, BERT): one op
   after the embeddings and after each of the two sublayers' output projections, before the residual add
   (as HF and Megatron place them); it reads x, writes y and a one-byte keep mask, DROPOUT_FLOPS per
@@ -58,10 +58,6 @@ DECODER_PHASES = ("prefill", "decode", "infer", "train")
 ENCODER_PHASES = ("infer", "train")
 DEFAULT_SEQ = {"decoder": 1024, "encoder": 512}
 
-TRANSCENDENTAL_FLOPS = flopcount.TRANSCENDENTAL              # one exp / tanh / erf (``ironlaw.flopcount``)
-RMSNORM_FLOPS = flopcount.RMSNORM
-LAYERNORM_FLOPS = flopcount.LAYERNORM
-SOFTMAX_FLOPS = flopcount.SOFTMAX
 ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
 DROPOUT_FLOPS = 3.0                                         # uniform draw, compare with p, scale by 1/(1−p)
 MASK_BYTES = 1.0                                            # the keep mask saved for the backward (bool)
@@ -105,7 +101,7 @@ def _kernel(op: Op, kernel: str | None) -> Op:
 
 
 def _norm(name: str, a: Arch, tokens: Num, dt: str, count: int) -> Op:
-    per = RMSNORM_FLOPS if a.norm == "rms" else LAYERNORM_FLOPS
+    per = flopcount.RMSNORM if a.norm == "rms" else flopcount.LAYERNORM
     return _kernel(elementwise(name, tokens * a.hidden, dt, per, count=count, kind="norm",
                                weight_bytes=a.norm_params * dtype_bytes(dt)), "rms_norm" if a.norm == "rms" else None)
 
@@ -151,7 +147,7 @@ def _attention(a: Arch, sh: _Shape, dt: str, count: int) -> Op:
         b["kv_cache"] = 2.0 * a.kv_dim * kv_tokens * by
     kind = "full" if a.encoder else ("causal" if a.sliding_window is None else f"window {a.sliding_window}")
     return Op("attention", "attention", flops=flops, bytes=b, dtype=dt, count=count, module="attn",
-              vector_flops=sh.pairs * a.heads * SOFTMAX_FLOPS,               # the fused softmax
+              vector_flops=sh.pairs * a.heads * flopcount.SOFTMAX,               # the fused softmax
               shapes=f"{kind}, {a.heads} heads / {a.kv_heads} kv x {a.head_dim}",
               bytes_written=t * a.q_dim * by + 2.0 * a.kv_dim * sh.kv_write * by)
 
@@ -172,7 +168,7 @@ def _mlp(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     down.bytes["weights"] = touched * (i * h + (h if a.mlp_bias else 0)) * by
     up.shapes = down.shapes = f"{k} of {e} experts per token"
     return [linear("moe_router", t, h, e, dt, L, module="router"),
-            elementwise("moe_topk", t * e, dt, SOFTMAX_FLOPS + 1.0, count=L, kind="softmax", module="router"),
+            elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router"),
             up, _act(a, routed * i, dt, L, "experts"), down,
             elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts")]
 
@@ -201,13 +197,13 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     ops += _layer(a, sh, dt)
     if a.pooler:
         ops += [linear("pooler_dense", sh.head_tokens, a.hidden, a.hidden, dt, 1, True, "pooler"),
-                elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, TRANSCENDENTAL_FLOPS, module="pooler")]
+                elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, flopcount.TRANSCENDENTAL, module="pooler")]
     if not a.encoder:
         ops += [_norm("final_norm", a, sh.tokens, dt, 1),
                 linear("lm_head", sh.head_tokens, a.hidden, a.vocab, dt, 1, module="lm_head")]
     if sh.phase == "train" and not a.encoder:
         by, n = dtype_bytes(dt), sh.tokens * a.vocab
-        ops.append(Op("cross_entropy", "softmax", flops=n * (SOFTMAX_FLOPS + 1.0),
+        ops.append(Op("cross_entropy", "softmax", flops=n * (flopcount.SOFTMAX + 1.0),
                       bytes={"activations": n * by + 4.0 * sh.tokens}, dtype=dt, module="loss",
                       shapes=f"[…,{a.vocab}]", bytes_written=4.0 * sh.tokens))
     return ops
