@@ -2,6 +2,7 @@
 
     python benchmarks/accuracy.py [--on local|FILE.toml] [--threads N] [--stat median|min] [--rounds 3]
                                   [--out out/accuracy] [--from out/accuracy] [--save] [--only NAME]
+                                  [--interleave]
 
 For each case: `ironlaw validate` (real model, random weights, warm-up, repeats; end to end and per op),
 in --rounds rounds over all cases, merged per case (validate.merge): on a shared machine a neighbour's
@@ -15,6 +16,9 @@ L with the profile's flat numbers) and the law with the profile's own numbers be
 --from DIR re-fits and re-scores saved measurements without running anything; --save writes the
 fitted [calibration] into the profile (atomic). The machine may be shared: spread (CV) is printed per
 case; --stat min compares the fastest run instead of the median (both sides use the same statistic).
+--interleave probes the machine afresh, one probe round before each round of cases (the profile goes to
+OUT/profile.toml; re-fit later with --from OUT --on OUT/profile.toml): on a shared machine whose speed
+drifts, the probe's rows and the models are then measured in the same stretches.
 The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
 faults, the probe prices them); the prediction does not hold that cost.
 """
@@ -151,33 +155,65 @@ def gemv_sentinels(hw) -> dict[str, float]:
     return out
 
 
-def measure(args, hw) -> dict[str, dict]:
+def measure(args, hw) -> tuple[dict[str, dict], object]:
     """Every case measured in ``args.rounds`` rounds (each round runs all cases, a share of the repeats
     and time budget each), then merged: a neighbour's burst on this shared machine lands on several
-    cases a little instead of on one case entirely."""
+    cases a little instead of on one case entirely. With ``args.interleave`` the machine is probed afresh,
+    one probe round before each round of cases, and the cases are predicted with that profile (returned
+    with them; else ``hw``): the probe's rows and the models then see the same stretches of the machine's speed."""
     from ironlaw import validate
     from ironlaw.calibrate import without_calibration
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bare = without_calibration(hw)
-    cases = [c for c in CASES if not args.only or args.only in file_name(*c[:4])]
     rounds: dict[str, list[dict]] = {}
-    for k in range(args.rounds):
-        for spec, batch, seq, phase, repeats, role in cases:
-            name = file_name(spec, batch, seq, phase)
-            t0 = time.perf_counter()
-            doc = validate.run(spec, batch=batch, seq=seq, phase=phase, hw=bare,
-                               repeats=max(3, -(-repeats // args.rounds)), threads=args.threads,
-                               budget_s=BUDGET_S / args.rounds, stat=args.stat)
-            rounds.setdefault(name, []).append(doc)
-            s = doc["spread"]
-            print(f"round {k + 1}/{args.rounds} {name:<36} {1e3 * s['median_s']:9.2f} ms median (CV "
-                  f"{100 * s['cv']:4.1f}%, min {1e3 * s['min_s']:.2f} ms) in {time.perf_counter() - t0:5.1f} s", flush=True)
+    if args.interleave:
+        hw = interleaved_probe(args, hw, lambda k: measure_round(args, hw, k, rounds))
+    else:
+        for k in range(args.rounds):
+            measure_round(args, hw, k, rounds)
+    bare = without_calibration(hw)
     docs = {}
     for name, ds in rounds.items():
         docs[name] = validate.merge(ds, bare, args.stat)
         (out / name).write_text(json.dumps(docs[name]), encoding="utf-8")
-    return docs
+    return docs, hw
+
+
+def interleaved_probe(args, hw, between):
+    """Probe this machine in ``args.rounds`` rounds with ``between(k)`` run after each; the profile is written
+    to OUT/profile.toml (not among the saved profiles) and returned. A probe the CLI would refuse (too noisy,
+    the load changed) is kept and its reasons printed: the cases measured between its rounds saw the same
+    machine, and they are what this benchmark scores."""
+    from ironlaw import hardware, probe, profile
+    from ironlaw.probe import build
+    threads = args.threads or hw.extra.get("probe", {}).get("threads")
+    rows = probe.run(threads=threads, rounds=args.rounds, between=between, refuse=False,
+                     progress=lambda done, total, label: None)
+    for reason in rows.get("checks", {}).get("refused", []):
+        print(f"interleaved probe, kept although `ironlaw probe` would refuse it: {reason}")
+    drift = rows.get("checks", {}).get("drift", {})
+    print(f"interleaved probe ({rows['duration_s']:.0f} s with the cases): {drift.get('what', '')}; "
+          f"between rounds: {drift.get('across_rounds', '—')}")
+    path = profile.save(build.profile(rows), Path(args.out) / "profile.toml")
+    return hardware.load_file(path)
+
+
+def measure_round(args, hw, k: int, rounds: dict[str, list[dict]]) -> None:
+    """Round ``k`` of every case, appended to ``rounds`` (case file name → round documents)."""
+    from ironlaw import validate
+    from ironlaw.calibrate import without_calibration
+    bare = without_calibration(hw)
+    cases = [c for c in CASES if not args.only or args.only in file_name(*c[:4])]
+    for spec, batch, seq, phase, repeats, role in cases:
+        name = file_name(spec, batch, seq, phase)
+        t0 = time.perf_counter()
+        doc = validate.run(spec, batch=batch, seq=seq, phase=phase, hw=bare,
+                           repeats=max(3, -(-repeats // args.rounds)), threads=args.threads,
+                           budget_s=BUDGET_S / args.rounds, stat=args.stat)
+        rounds.setdefault(name, []).append(doc)
+        s = doc["spread"]
+        print(f"round {k + 1}/{args.rounds} {name:<36} {1e3 * s['median_s']:9.2f} ms median (CV "
+              f"{100 * s['cv']:4.1f}%, min {1e3 * s['min_s']:.2f} ms) in {time.perf_counter() - t0:5.1f} s", flush=True)
 
 
 def load(path: str) -> dict[str, dict]:
@@ -217,6 +253,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="measure every case this many times, at different "
                     "times, and merge (default 3)")
     ap.add_argument("--save", action="store_true", help="write the fitted [calibration] into the profile")
+    ap.add_argument("--interleave", action="store_true", help="probe afresh, one probe round before each round "
+                    "of cases, and predict with that profile (written to OUT/profile.toml): both then see the same "
+                    "stretches of a drifting machine's speed")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -229,8 +268,9 @@ def main() -> int:
     if args.src:
         docs = load(args.src)
     else:
-        before, gemv_before = machine_speed(hw), gemv_sentinels(hw)
-        docs = measure(args, hw)
+        gemv_before = gemv_sentinels(hw)
+        before = (float("nan"), float("nan")) if args.interleave else machine_speed(hw)   # no profile yet
+        docs, hw = measure(args, hw)
         after, gemv_after = machine_speed(hw), gemv_sentinels(hw)
         (Path(args.out) / "machine.json").write_text(json.dumps(         # kept with the run, for re-fits later
             {"profile": str(hw.path), "gemm_share": {"before": before[0], "after": after[0]},
@@ -238,9 +278,10 @@ def main() -> int:
              "gemv_us_per_MB": {"before": gemv_before, "after": gemv_after}}, indent=1), encoding="utf-8")
         print("probe-style cold GEMVs (µs per MB of weights), before → after: " + ", ".join(
             f"{key} {gemv_before[key]:.0f} → {gemv_after[key]:.0f}" for key in gemv_before))
-        print(f"machine speed, the profile's fastest fp32 GEMM: {before[0]:.0%} of it before measuring, "
-              f"{after[0]:.0%} after; its largest DRAM copy: {before[1]:.0%} before, {after[1]:.0%} after (a run "
-              f"measured on a slower machine than it was probed on reads as under-prediction)")
+        share = lambda x: "—" if x != x else f"{x:.0%}"                        # noqa: E731 (NaN: not measured)
+        print(f"machine speed, the profile's fastest fp32 GEMM: {share(before[0])} of it before measuring, "
+              f"{share(after[0])} after; its largest DRAM copy: {share(before[1])} before, {share(after[1])} after "
+              f"(a run measured on a slower machine than it was probed on reads as under-prediction)")
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
     by_role = {r: [d for n, d in docs.items() if role[n] == r] for r in GROUPS}
     fit_docs = by_role["fit"]

@@ -240,6 +240,28 @@ def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
     assert out["checks"]["drift"]["max_change"] == 0.0 and out["gemm"][0]["m"] == 512
 
 
+def test_between_runs_after_each_round_and_refusals_can_be_kept(monkeypatch):
+    """benchmarks/accuracy.py --interleave: ``between(k)`` runs after round k, before the next round's rows;
+    with ``refuse=False`` a probe that would be refused comes back with the reasons under checks.refused."""
+    pytest.importorskip("torch")
+    import ironlaw.probe as probe_mod
+    log = []
+    row = {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": 1e-3, "cv": 0.4, "flops_per_s": 2.7e11,
+           "_ok": False, "_tries": 3}
+    monkeypatch.setattr(probe_mod, "plan", lambda *a: [("gemm", "gemm", lambda: log.append("row") or dict(row))])
+    rates = iter([1.6e11, 1.6e11, 0.8e11] * 2)
+    monkeypatch.setattr(probe_mod, "_sentinel", lambda *a: {"cv": 0.01, "_ok": True, "gemm_flops_per_s": next(rates),
+                                                            "copy_Bps": 3.2e10})
+    out = probe_mod.run(quick=True, threads=1, rounds=2, between=lambda k: log.append(f"between {k}"), refuse=False)
+    assert log == ["row", "between 0", "row", "between 1"]
+    refused = out["checks"]["refused"]
+    assert len(refused) == 2 and "too noisy" in refused[0] and "load changed" in refused[1]
+    assert not any("nothing saved" in r for r in refused) and out["gemm"][0]["cv"] == 0.4
+    rates = iter([1.6e11, 1.6e11, 0.8e11])
+    with pytest.raises(IronlawError, match="too noisy"):                 # the default still refuses
+        probe_mod.run(quick=True, threads=1)
+
+
 def test_rounds_keep_each_measurements_median_round(monkeypatch):
     """--rounds 3 on a machine that is slow in round 2: every measurement keeps its median round (round 1's or
     3's), the slow stretch between rounds is reported, not refused, and a jump inside one round still is."""

@@ -114,13 +114,18 @@ MAX_ROUNDS = 9
 
 
 def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, progress: Progress | None = None,
-        device: str | None = None, rounds: int = 1) -> dict:
+        device: str | None = None, rounds: int = 1, between: Callable[[int], None] | None = None,
+        refuse: bool = True) -> dict:
     """Measure; return the [probe] table. Raises IronlawError when results stay too noisy to save.
 
     ``rounds`` > 1 runs the whole plan that many times, one round after the other, and keeps per
     measurement the round with the median time: on a shared machine whose speed drifts over minutes
     (three probes within an hour on the EPYC VM here: fp32 peak 331–385 GFLOP/s), a slow stretch in
-    one round then decides nothing. The drift check compares the median sentinels over the rounds."""
+    one round then decides nothing. The drift check compares the median sentinels over the rounds.
+    ``between(k)`` runs after round k (0-based): other measurements interleaved with the rounds see the
+    same stretches of the machine's speed as the probe (benchmarks/accuracy.py measures its models
+    there). ``refuse=False`` returns what was measured even when it would be refused, the reasons
+    under ``checks['refused']``: for a caller that reports them next to its own measurements."""
     try:
         import torch
     except ImportError:
@@ -154,6 +159,9 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                 progress(done, total, label + (f" (round {k + 1}/{rounds})" if rounds > 1 else ""))
             measured[i].append(thunk())
             done += 1
+        if between:
+            between(k)
+            torch.set_num_threads(threads)
     rows: dict[str, list[dict]] = {}
     for (family, _, _), tries in zip(steps, measured):
         if family != "sentinel":
@@ -169,27 +177,35 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if progress:
         progress(done, total, "done")
     torch.set_num_threads(have)
+    refused: list[str] = []
+
+    def refusal(text: str) -> None:
+        if refuse:
+            raise IronlawError(text)
+        refused.append(text.split("; nothing saved")[0])
     noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"]]
     if noisy:
         noisy.sort(key=lambda x: -x[0])
         shown = "; ".join(f"{_label(fam, r)} spread {cv:.0%}" for cv, fam, r in noisy[:3])
-        raise IronlawError(f"probe: {len(noisy)} measurement(s) stayed too noisy after re-measuring (limit "
-                           f"{max_cv:.0%}): {shown}; nothing saved — rerun on a quieter machine or raise --max-cv")
+        refusal(f"probe: {len(noisy)} measurement(s) stayed too noisy after re-measuring (limit "
+                f"{max_cv:.0%}): {shown}; nothing saved — rerun on a quieter machine or raise --max-cv")
     if checks and checks["speedup"] < MIN_SPEEDUP_2_THREADS:
-        raise IronlawError(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
-                           f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
-                           f"are not independent (SMT siblings, a host that throttles the VM); nothing saved — rerun "
-                           f"when the machine is idle, or pass --threads 1")
+        refusal(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
+                f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
+                f"are not independent (SMT siblings, a host that throttles the VM); nothing saved — rerun "
+                f"when the machine is idle, or pass --threads 1")
     # the same GEMM and copy at start, middle and end must agree — with rounds, their medians over the rounds
     # (as every measurement is): a slow stretch in one round is what rounds outvote; it is reported, not refused
     drift = _drift([{key: statistics.median(r[key] for r in position) for key in ("gemm_flops_per_s", "copy_Bps")}
                     for position in zip(*sentinels)])
     if drift["max_change"] > 2 * max_cv:
-        raise IronlawError(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
-                           f"rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
+        refusal(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
+                f"rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
     if rounds > 1:
         drift["across_rounds"] = _drift([r for rs in sentinels for r in rs])["what"]
     checks["drift"] = drift
+    if refused:
+        checks["refused"] = refused
     clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
     for fam in ("gemm", "conv", "memory", "vector", "pages", "attention"):
         for r in clean.get(fam, []):
