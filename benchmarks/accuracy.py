@@ -113,28 +113,16 @@ def file_name(spec: str, batch: int, seq, phase) -> str:
 
 
 def machine_speed(hw) -> tuple[float, float]:
-    """The profile's fastest fp32 GEMM shape and its largest DRAM copy timed now, each as a fraction of
-    the rate the probe saved (NaN where the profile has no such row): compute and memory drift apart on
-    this shared VM (its DRAM copy ran 28–52 GB/s within one probe)."""
+    """(fp32 GEMM, DRAM copy) rate now as a fraction of the profile's (ironlaw.probe.moment), NaN where the
+    profile has no such row: compute and memory drift apart on this shared VM (its DRAM copy ran 28–52 GB/s
+    within one probe)."""
     import torch
-    from ironlaw.probe import gemm, memory
-    from ironlaw.probe.timing import Budget
+    from ironlaw.probe.moment import speed_now
     probe = hw.extra.get("probe", {})
-    threads = probe.get("threads")
-    if threads:
-        torch.set_num_threads(int(threads))
-    rows = [r for r in probe.get("gemm", []) if r["dtype"] == "fp32" and r.get("weights") != "cold"]
-    gemm_share = float("nan")
-    if rows:
-        best = max(rows, key=lambda r: r["flops_per_s"])
-        gemm_share = gemm.measure("fp32", best["m"], best["n"], best["k"], Budget())["flops_per_s"] / best["flops_per_s"]
-    copies = [r for r in probe.get("memory", []) if r["level"] == "dram"]
-    dram_share = float("nan")
-    if copies:
-        big = max(copies, key=lambda r: r["bytes"])
-        now = memory.measure("dram", big["bytes"], Budget())
-        dram_share = (now["bytes"] / now["time_s"]) / (big["bytes"] / big["time_s"])
-    return gemm_share, dram_share
+    if probe.get("threads"):
+        torch.set_num_threads(int(probe["threads"]))
+    now = speed_now(probe) or {}
+    return now.get("gemm_share", float("nan")), now.get("dram_share", float("nan"))
 
 
 # GPT-2's decode GEMV shapes (x @ W, N, K): c_fc and the MLP's c_proj, timed probe-style (cold, rotating copies)

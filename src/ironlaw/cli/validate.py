@@ -26,7 +26,6 @@ def validate(
     """Measure the model end to end and per op, predict it with the profile, show both with the error."""
     check_format(fmt, ("text", "json"))
     from .. import validate as v
-    from ..errors import IronlawError
     if out is not None:
         from ..files import check_output
         check_output(out, "--out", (".json",))                # fail before the (long) run
@@ -107,5 +106,13 @@ def render(doc: dict, top: int = 10, console=None) -> None:
         c.print(fresh_memory_line(t))
     if hw["calibrated"]:
         c.print(f"calibration fitted on: {', '.join(hw['fitted']) or '—'}; held out: {', '.join(hw['held_out']) or '—'}")
+    machine = doc["case"].get("machine") or {}
+    from ..probe.moment import drifted, line
+    said = line(machine.get("before"), machine.get("after"))
+    if said:
+        c.print(said)
+        if drifted(machine.get("before"), machine.get("after")):
+            c.print("[yellow]the machine runs at another speed than when it was probed: an error of that size is the "
+                    "machine's moment, not the model's (`ironlaw probe` again for a fresh profile)[/yellow]")
     if s["cv"] > 0.1:
         c.print(f"[yellow]the measurement is noisy (CV {100 * s['cv']:.0f}%): the machine is busy; rerun when quiet[/yellow]")

@@ -13,7 +13,9 @@ per op (``measure``); join predicted and measured rows by op key and score them 
 Document (``SCHEMA``)::
 
     schema, workload {name, spec, phase, batch, seq, footprint, …},
-    hardware {name, path, calibrated, fitted, held_out}, case {threads, repeats, warmup, op_repeats, stat, …},
+    hardware {name, path, calibrated, fitted, held_out}, case {threads, repeats, warmup, op_repeats, stat,
+           machine {before, after} (the machine's speed against the profile's probe, ``probe.moment``; null
+           without probe rows), …},
     total {predicted_s, measured_s, spread_s, error, naive_s, naive_error, uncalibrated_s, uncalibrated_error,
            ops_measured_s, views_measured_s, framework_measured_s (end to end − Σ ops), framework_paired_s (the
            same, paired run by run: end-to-end run i minus the ops of recorded run i, median), framework_predicted_s,
@@ -58,8 +60,10 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
     graph = to_graph(cap, r.name, r.phase, "fp32", meta)
     memory = measure.check_fits(r.name, graph.footprint, hw)
     threads = measure.pin_threads(threads if threads is not None else _profile_threads(hw))
+    before = _speed_now(hw)
     step = r.real()
     m = measure.run(step, cap.records, repeats, warmup, op_repeats, budget_s)
+    after = _speed_now(hw)
 
     out_shapes = {rec.index: [list(s) for s in rec.out_shapes] for rec in m["records"]}
     measured = []
@@ -77,7 +81,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
                  "page_faults_per_run": m["faults"], "page_bytes": measure.page_bytes(),
                  "op_repeats": len(next(iter(m["op_s"].values())).samples_s) if m["op_s"] else 0,
                  "torch": torch.__version__, "host": platform.node(), "memory": memory,
-                 "wall_s": time.perf_counter() - t_start},
+                 "machine": {"before": before, "after": after}, "wall_s": time.perf_counter() - t_start},
         "uncounted_ops": dict(graph.uncounted_ops),
     }
     return reconcile(graph, hw, m["e2e"].to_dict(), measured, views, head, stat)
@@ -194,7 +198,9 @@ def merge(docs: list[dict], hw, stat: str | None = None) -> dict:
     if all(g is not None for g in gaps):
         views["gap"] = {"median_s": statistics.median(gaps)}
     faults = [d.get("case", {}).get("page_faults_per_run") for d in docs]
-    case = {**first.get("case", {}), "repeats": len(spread["samples_s"]), "rounds": len(docs),
+    machine = {"before": (first.get("case", {}).get("machine") or {}).get("before"),   # the first round's and
+               "after": (docs[-1].get("case", {}).get("machine") or {}).get("after")}  # the last's
+    case = {**first.get("case", {}), "machine": machine, "repeats": len(spread["samples_s"]), "rounds": len(docs),
             "page_faults_per_run": statistics.median(faults) if all(f is not None for f in faults) else None,
             "wall_s": sum(d.get("case", {}).get("wall_s", 0.0) for d in docs)}
     head = {"case": case, **{k: first[k] for k in ("workload", "uncounted_ops") if k in first}}
@@ -212,6 +218,12 @@ def cases_of(doc: dict, where: str = "validate document") -> list[dict]:
             if not isinstance(c, dict) or key not in c:
                 raise IronlawError(f"{where}: case {i} has no '{key}'; not a validate case document")
     return cases
+
+
+def _speed_now(hw) -> dict | None:
+    """The machine's speed now against the profile's probe rows (``probe.moment``); None without them."""
+    from ..probe.moment import speed_now
+    return speed_now(hw.extra["probe"]) if isinstance(hw.extra.get("probe"), dict) else None
 
 
 def _profile_threads(hw) -> int | None:
