@@ -59,7 +59,7 @@ def test_validate_measures_the_machine_before_and_after_and_says_so():
         assert machine[when]["gemm"] == "64x64x64" and machine[when]["gemm_share"] > 0
         assert machine[when]["dram_share"] > 0 and machine[when]["copy_bytes"] == 1 << 20
     merged = validate.merge([doc, doc], probed)
-    assert merged["case"]["machine"] == machine
+    assert merged["case"]["machine"] == {**machine, "rounds": [machine, machine]}
     out = io.StringIO()
     render(doc, top=0, console=Console(file=out, width=200))
     assert "machine now (before → after the runs): fp32 GEMM" in out.getvalue()

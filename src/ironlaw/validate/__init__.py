@@ -15,7 +15,7 @@ Document (``SCHEMA``)::
     schema, workload {name, spec, phase, batch, seq, footprint, …},
     hardware {name, path, calibrated, fitted, held_out}, case {threads, repeats, warmup, op_repeats, stat,
            machine {before, after} (the machine's speed against the profile's probe, ``probe.moment``; null
-           without probe rows), …},
+           without probe rows; merged rounds: the first's before, the last's after, and rounds [{before, after}]), …},
     total {predicted_s, measured_s, spread_s, error, naive_s, naive_error, uncalibrated_s, uncalibrated_error,
            ops_measured_s, views_measured_s, framework_measured_s (end to end − Σ ops), framework_paired_s (the
            same, paired run by run: end-to-end run i minus the ops of recorded run i, median), framework_predicted_s,
@@ -198,8 +198,9 @@ def merge(docs: list[dict], hw, stat: str | None = None) -> dict:
     if all(g is not None for g in gaps):
         views["gap"] = {"median_s": statistics.median(gaps)}
     faults = [d.get("case", {}).get("page_faults_per_run") for d in docs]
-    machine = {"before": (first.get("case", {}).get("machine") or {}).get("before"),   # the first round's and
-               "after": (docs[-1].get("case", {}).get("machine") or {}).get("after")}  # the last's
+    rounds = [d.get("case", {}).get("machine") or {} for d in docs]
+    machine = {"before": rounds[0].get("before"), "after": rounds[-1].get("after"),   # the first round's, the last's
+               "rounds": [{"before": m.get("before"), "after": m.get("after")} for m in rounds]}
     case = {**first.get("case", {}), "machine": machine, "repeats": len(spread["samples_s"]), "rounds": len(docs),
             "page_faults_per_run": statistics.median(faults) if all(f is not None for f in faults) else None,
             "wall_s": sum(d.get("case", {}).get("wall_s", 0.0) for d in docs)}
