@@ -19,6 +19,10 @@ case; --stat min compares the fastest run instead of the median (both sides use 
 --interleave probes the machine afresh, one probe round before each round of cases (the profile goes to
 OUT/profile.toml; re-fit later with --from OUT --on OUT/profile.toml): on a shared machine whose speed
 drifts, the probe's rows and the models are then measured in the same stretches.
+The 'machine' column: how fast the machine ran while the case was measured, fp32 GEMM / DRAM copy as a share of
+the rates in the profile it was measured with (--on; with --interleave, that profile too, not the interleaved
+one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' in runs saved
+before them). Compare the cases of one run with each other; --from with another --on does not change them.
 The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
 faults, the probe prices them); the prediction does not hold that cost.
 """
@@ -221,6 +225,16 @@ def fresh(total: dict) -> str:
     return "—" if share is None else f"{100 * share:.0f}%"
 
 
+def moment(doc: dict) -> str:
+    """The machine's fp32 GEMM / DRAM-copy speed while the case ran, against the probe rows of the profile it was
+    measured with: the mean over its rounds of validate's before and after shares (ironlaw.probe.moment), e.g.
+    '96/112%'."""
+    m = doc.get("case", {}).get("machine") or {}
+    times = [x for rnd in (m.get("rounds") or [m]) for x in (rnd.get("before"), rnd.get("after")) if x]
+    vals = [[x[k] for x in times if k in x] for k in ("gemm_share", "dram_share")]
+    return "/".join(f"{100 * np.mean(v):.0f}" for v in vals) + "%" if all(vals) else "—"
+
+
 def summarize(rows: list[dict]) -> dict:
     err = np.array([abs(r["error"]) for r in rows])
     return {"n": len(rows), "median_abs_err": float(np.median(err)), "p90_abs_err": float(np.percentile(err, 90)),
@@ -288,11 +302,11 @@ def main() -> int:
         groups[title] = rows
         print(f"\n{title}")
         print(f"{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'error':>7} {'naive':>7} "
-              f"{'uncal.':>7} {'ops ±25%':>9} {'faults':>7}")
+              f"{'uncal.':>7} {'ops ±25%':>9} {'faults':>7} {'machine':>9}")
         for r in rows:
             print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
                   f"{100 * r['error']:+6.1f}% {100 * r['naive_error']:+6.1f}% {100 * r['uncalibrated_error']:+6.1f}% "
-                  f"{100 * r['within_25pct_share']:8.0f}% {fresh(r['doc']['total']):>7}")
+                  f"{100 * r['within_25pct_share']:8.0f}% {fresh(r['doc']['total']):>7} {moment(r['doc']):>9}")
         if rows:
             s = summarize(rows)
             print(f"  median |error| {100 * s['median_abs_err']:.1f}%, p90 {100 * s['p90_abs_err']:.1f}%, ops within ±25%: "

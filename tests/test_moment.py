@@ -59,9 +59,11 @@ def test_validate_measures_the_machine_before_and_after_and_says_so():
         assert machine[when]["gemm"] == "64x64x64" and machine[when]["gemm_share"] > 0
         assert machine[when]["dram_share"] > 0 and machine[when]["copy_bytes"] == 1 << 20
     merged = validate.merge([doc, doc], probed)
-    assert merged["case"]["machine"] == {**machine, "rounds": [machine, machine]}
+    assert machine["against"] == probed.path                       # the profile whose rows were timed again
+    pair = {"before": machine["before"], "after": machine["after"]}
+    assert merged["case"]["machine"] == {**machine, "rounds": [pair, pair]}
     out = io.StringIO()
     render(doc, top=0, console=Console(file=out, width=200))
     assert "machine now (before → after the runs): fp32 GEMM" in out.getvalue()
     plain = validate.run(TINY, batch=2, hw=hw, repeats=3, warmup=1, threads=1)   # no probe rows: nothing timed
-    assert plain["case"]["machine"] == {"before": None, "after": None}
+    assert plain["case"]["machine"] == {"before": None, "after": None, "against": hw.path}

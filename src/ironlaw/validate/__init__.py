@@ -14,8 +14,9 @@ Document (``SCHEMA``)::
 
     schema, workload {name, spec, phase, batch, seq, footprint, …},
     hardware {name, path, calibrated, fitted, held_out}, case {threads, repeats, warmup, op_repeats, stat,
-           machine {before, after} (the machine's speed against the profile's probe, ``probe.moment``; null
-           without probe rows; merged rounds: the first's before, the last's after, and rounds [{before, after}]), …},
+           machine {before, after, against} (the machine's speed against the probe rows of the profile
+           ``against`` names, ``probe.moment``; null without probe rows; merged rounds: the first's before, the
+           last's after, and rounds [{before, after}]), …},
     total {predicted_s, measured_s, spread_s, error, naive_s, naive_error, uncalibrated_s, uncalibrated_error,
            ops_measured_s, views_measured_s, framework_measured_s (end to end − Σ ops), framework_paired_s (the
            same, paired run by run: end-to-end run i minus the ops of recorded run i, median), framework_predicted_s,
@@ -81,7 +82,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
                  "page_faults_per_run": m["faults"], "page_bytes": measure.page_bytes(),
                  "op_repeats": len(next(iter(m["op_s"].values())).samples_s) if m["op_s"] else 0,
                  "torch": torch.__version__, "host": platform.node(), "memory": memory,
-                 "machine": {"before": before, "after": after}, "wall_s": time.perf_counter() - t_start},
+                 "machine": {"before": before, "after": after, "against": hw.path or hw.name}, "wall_s": time.perf_counter() - t_start},
         "uncounted_ops": dict(graph.uncounted_ops),
     }
     return reconcile(graph, hw, m["e2e"].to_dict(), measured, views, head, stat)
@@ -200,6 +201,7 @@ def merge(docs: list[dict], hw, stat: str | None = None) -> dict:
     faults = [d.get("case", {}).get("page_faults_per_run") for d in docs]
     rounds = [d.get("case", {}).get("machine") or {} for d in docs]
     machine = {"before": rounds[0].get("before"), "after": rounds[-1].get("after"),   # the first round's, the last's
+               "against": rounds[0].get("against"),
                "rounds": [{"before": m.get("before"), "after": m.get("after")} for m in rounds]}
     case = {**first.get("case", {}), "machine": machine, "repeats": len(spread["samples_s"]), "rounds": len(docs),
             "page_faults_per_run": statistics.median(faults) if all(f is not None for f in faults) else None,
