@@ -179,8 +179,7 @@ def interleaved_probe(args, hw, between):
     from ironlaw import hardware, probe, profile
     from ironlaw.probe import build
     threads = args.threads or hw.extra.get("probe", {}).get("threads")
-    rows = probe.run(threads=threads, rounds=args.rounds, between=between, refuse=False,
-                     progress=lambda done, total, label: None)
+    rows = probe.run(threads=threads, rounds=args.rounds, between=between, refuse=False)
     for reason in rows.get("checks", {}).get("refused", []):
         print(f"interleaved probe, kept although `ironlaw probe` would refuse it: {reason}")
     drift = rows.get("checks", {}).get("drift", {})

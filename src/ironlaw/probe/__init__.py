@@ -179,28 +179,28 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     torch.set_num_threads(have)
     refused: list[str] = []
 
-    def refusal(text: str) -> None:
+    def refusal(reason: str, advice: str) -> None:
         if refuse:
-            raise IronlawError(text)
-        refused.append(text.split("; nothing saved")[0])
+            raise IronlawError(f"{reason}; nothing saved — {advice}")
+        refused.append(reason)
     noisy = [(r["cv"], fam, r) for fam, rs in rows.items() for r in rs if not r["_ok"]]
     if noisy:
         noisy.sort(key=lambda x: -x[0])
         shown = "; ".join(f"{_label(fam, r)} spread {cv:.0%}" for cv, fam, r in noisy[:3])
-        refusal(f"probe: {len(noisy)} measurement(s) stayed too noisy after re-measuring (limit "
-                f"{max_cv:.0%}): {shown}; nothing saved — rerun on a quieter machine or raise --max-cv")
+        refusal(f"probe: {len(noisy)} measurement(s) stayed too noisy after re-measuring (limit {max_cv:.0%}): "
+                f"{shown}", "rerun on a quieter machine or raise --max-cv")
     if checks and checks["speedup"] < MIN_SPEEDUP_2_THREADS:
         refusal(f"probe: {threads} threads ran only {checks['speedup']:.2f}× as fast as 1 on an fp32 GEMM "
                 f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
-                f"are not independent (SMT siblings, a host that throttles the VM); nothing saved — rerun "
-                f"when the machine is idle, or pass --threads 1")
+                f"are not independent (SMT siblings, a host that throttles the VM)",
+                "rerun when the machine is idle, or pass --threads 1")
     # the same GEMM and copy at start, middle and end must agree — with rounds, their medians over the rounds
     # (as every measurement is): a slow stretch in one round is what rounds outvote; it is reported, not refused
     drift = _drift([{key: statistics.median(r[key] for r in position) for key in ("gemm_flops_per_s", "copy_Bps")}
                     for position in zip(*sentinels)])
     if drift["max_change"] > 2 * max_cv:
-        refusal(f"probe: the machine's load changed during the run ({drift['what']}); nothing saved — "
-                f"rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
+        refusal(f"probe: the machine's load changed during the run ({drift['what']})",
+                "rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
     if rounds > 1:
         drift["across_rounds"] = _drift([r for rs in sentinels for r in rs])["what"]
     checks["drift"] = drift

@@ -36,7 +36,8 @@ def speed_now(probe: dict, budget: Budget | None = None) -> dict | None:
 
 
 def line(before: dict | None, after: dict | None) -> str | None:
-    """'machine now: fp32 GEMM 96% → 95%, DRAM copy 119% → 92% of the probe's rate', None without a measurement."""
+    """'machine now (before → after the runs): fp32 GEMM 96% → 95%, DRAM copy 119% → 92% of the rate the probe
+    saved', None without a measurement."""
     parts = []
     for key, what in (("gemm_share", "fp32 GEMM"), ("dram_share", "DRAM copy")):
         vals = [m[key] for m in (before, after) if m and key in m]
