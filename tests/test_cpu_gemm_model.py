@@ -150,7 +150,11 @@ def test_cold_weight_pool_overflows_the_last_cache_within_bounds():
     assert gemm_probe.cold_pool_bytes(480 * 2 ** 20) == 960 * 2 ** 20
     assert gemm_probe.cold_pool_bytes(1 * 2 ** 20) == gemm_probe.COLD_MIN_BYTES
     assert gemm_probe.cold_pool_bytes(10 * 2 ** 30) == gemm_probe.COLD_MAX_BYTES
-    assert [s[3] for s in gemm_probe.cold_shapes("fp32", quick=False)].count("kn") == 6
+    full = gemm_probe.cold_shapes("fp32", quick=False)
+    assert [s[3] for s in full].count("kn") == 10
+    # M = 1 at five lengths of the stored weight rows per layout (x @ Wᵀ: K, x @ W: N), 256 to 16384
+    for layout, length in (("nt", 2), ("kn", 1)):
+        assert sorted(s[length] for s in full if s[0] == 1 and s[3] == layout) == [256, 768, 1024, 4096, 16384]
     assert gemm_probe.cold_shapes("fp16", quick=True) == []
 
 

@@ -47,8 +47,8 @@ import numpy as np
 
 from .efficiency import composed, epilogue_share
 from .errors import IronlawError, unknown
-from .gemmshape import (MEASURED_FIELDS, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial, gemv_passes,  # noqa: F401
-                        is_gemv, kn_rows)  # (re-exported)
+from .gemmshape import (MEASURED_FIELDS, ROW_FIELDS, SHAPE_FIELDS, gemm_dims, gemm_eta, gemm_serial,  # noqa: F401
+                        gemv_passes, is_gemv, kn_rows, row_factor, row_length)  # (re-exported)
 from .graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS, Columns, Graph, Op
 
 SCHEMA = "ironlaw.calibration/1"
@@ -142,29 +142,35 @@ def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
     return np.minimum(eta_op * (bw_llc_Bps / bw_tier_Bps), np.maximum(eta_base, eta_op))
 
 
-def extra_weight_bytes(cal: dict, cols: Columns, hw) -> np.ndarray:
+def extra_weight_bytes(cal: dict, cols: Columns, hw, resident=None) -> np.ndarray:
     """Per op, the device-memory bytes a calibrated GEMM reads beyond its weights once: ``pack`` × weight
     bytes where a GEMM's weights exceed ``pack_limit_bytes`` (its packed copy spills), and on the GEMV path
     ``gemv_pass(_kn)`` × (M − 1) × weight bytes (each further row re-reads them; charged at device memory
-    like the spilled copy, also where the weights sat in cache). 0 elsewhere, for other kinds and for
-    tables without these fields."""
+    like the spilled copy, also where the weights sat in cache) plus, where the weights come from device
+    memory (not ``resident``: the op's workload fits the last cache level), (``row_factor`` − 1) × weight
+    bytes (the fixed cost of each stored row of the matrix, as the bytes it is worth). 0 elsewhere, for
+    other kinds and for tables without these fields."""
     out = np.zeros(cols.flops.shape)
     tables = {dt: p for dt, p in cal.get("matmul", {}).items()
-              if p.get("pack") or p.get("gemv_pass") or p.get("gemv_pass_kn")}
+              if any(p.get(f) for f in ("pack", "gemv_pass", "gemv_pass_kn", "gemv_row", "gemv_row_kn"))}
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     if not tables or not rows.any():
         return out
     limit = pack_limit_bytes(hw)
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
     spill = w > limit if limit is not None else np.zeros(w.shape, bool)
-    m, kn = gemm_dims(cols)[0], kn_rows(cols)
+    m, n, k = gemm_dims(cols)
+    kn = kn_rows(cols)
+    length = row_length(cols, n, k)
+    streamed = ~np.broadcast_to(np.asarray(False if resident is None else resident, bool), out.shape)
     dts = np.array(cols.dtypes)
     for dt, p in tables.items():
         r = rows & (dts == dt)
         if r.any():
             gemv = is_gemv(p, m[r], kn[r])
             packed = np.where(gemv | ~spill[r], 0.0, float(p.get("pack", 0.0)) * w[r])
-            out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r]
+            per_row = np.where(gemv & streamed[r], row_factor(p, length[r], kn[r]) - 1.0, 0.0) * w[r]
+            out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r] + per_row
     return out
 
 
@@ -290,6 +296,8 @@ def _check_fit_tables(cal: dict, where: str) -> None:
             _num(p, "pack", w, 8.0, zero_ok=True)
             _num(p, "gemv_pass", w, GEMV_PASS_MAX, zero_ok=True)
             _num(p, "gemv_pass_kn", w, GEMV_PASS_MAX, zero_ok=True)
+            for key in ROW_FIELDS:
+                _row_table(p, key, w)
     for table in ("kernel", "op"):
         for name in _table(cal, table, where):
             w = f"{where}.{table}.{name}"
@@ -373,6 +381,22 @@ def _table(parent: dict, key: str, where: str) -> dict:
     return v
 
 
+GEMV_ROW_MAX = 16.0       # a GEMV 16× slower per byte for its row length is a measurement gone wrong
+
+
+def _row_table(t: dict, key: str, where: str) -> None:
+    """``key`` absent, or [[length, factor], …]: lengths ≥ 1 element, all different, factors in (0, GEMV_ROW_MAX]."""
+    if key not in t:
+        return
+    x = t[key]
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    pairs = isinstance(x, list) and len(x) >= 2 and all(isinstance(q, list) and len(q) == 2 and all(map(num, q))
+                                                       for q in x)
+    if not pairs or any(q[0] < 1 or not 0 < q[1] <= GEMV_ROW_MAX for q in x) or len({q[0] for q in x}) < len(x):
+        raise IronlawError(f"{where}.{key}: must be a list of at least two [row length ≥ 1, factor in (0, "
+                           f"{GEMV_ROW_MAX:g}]] pairs with different lengths, got {x!r}")
+
+
 def _num(t: dict, key: str, where: str, upper: float, required: bool = False, zero_ok: bool = False) -> None:
     if key not in t:
         if required:
@@ -444,7 +468,7 @@ def _times(cal: dict, hw, cols: Columns, d0: np.ndarray, c0: np.ndarray,
     dev_bw = hw.memory[hw.device_tier].bw_Bps
     llc_bw = cache[-1].bw_Bps if cache else dev_bw
     slow_s, slow_llc_s = slow if slow is not None else (np.zeros(n), np.zeros(n))
-    extra = extra_weight_bytes(cal, cols, hw).reshape(-1)        # device memory: a slow tier
+    extra = extra_weight_bytes(cal, cols, hw, cols.resident).reshape(-1)   # device memory: a slow tier
     fast_s = d0 - slow_s
     slow_s, slow_llc_s = slow_s + extra / dev_bw, slow_llc_s + extra / llc_bw
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -64,15 +64,16 @@ def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
     return np.broadcast_to(calibrate.serial_share(cal, cols), cols.flops.shape)
 
 
-def extra_weight_bytes(hw: Hardware, cols: Columns) -> np.ndarray:
+def extra_weight_bytes(hw: Hardware, cols: Columns, resident=None) -> np.ndarray:
     """(n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond its weights once: the packed
-    copy it spills when its weights do not fit the last cache level, the further passes of a GEMV path
-    (0 = none, the default; see ``ironlaw.gemmshape``)."""
+    copy it spills when its weights do not fit the last cache level, the further passes of a GEMV path,
+    a GEMV's cost per stored row where its weights are not ``resident`` in the last cache level (0 = none,
+    the default; see ``ironlaw.gemmshape``)."""
     cal = hw.extra.get("calibration")
     if not cal:
         return np.zeros(cols.flops.shape)
     from . import calibrate
-    return np.broadcast_to(calibrate.extra_weight_bytes(cal, cols, hw), cols.flops.shape)
+    return np.broadcast_to(calibrate.extra_weight_bytes(cal, cols, hw, resident), cols.flops.shape)
 
 
 def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:

@@ -19,6 +19,15 @@
     gemv_pass, gemv_pass_kn: on the GEMV path, the weight traffic each row beyond the first adds, as a
             multiple of the weight bytes (measured by the probe: (t(M)/t(1) − 1)/(M − 1) at the path's
             largest M; 0 where not measured — one pass whatever M, the older finding for x @ Wᵀ);
+    gemv_row, gemv_row_kn: a cold GEMV's time per weight byte by the length of the weight's stored rows
+            (x @ Wᵀ: K; x @ W: N), as [[length, factor], …] over the fastest length the probe timed (measured,
+            ``probe.build.gemv_row``): each row of the matrix costs a fixed time on top of its bytes. On the
+            EPYC VM here, M = 1 from memory at equal bytes ran 143 µs per MB with 256-element rows, 80 (x @ W)
+            and 95 (x @ Wᵀ) at 768, 69–73 at 1024, 61 at 4096, 53 at 8192 (session 11, four rounds) — so
+            GPT-2's c_proj (x @ W, N = 768) ran 1.3× slower per byte than its c_fc (N = 3072) in every run,
+            and its lm_head (x @ Wᵀ, K = 768) at 1.6× the long-row rate. Applies to ops that state N and K
+            (``op.attrs["nk"]``) and whose weights come from device memory (a cache-resident GEMV barely
+            shows it: 4 MB of weights, 1.2× at 256-element rows, ≤ 1.05× from 768);
     streamed_kn: ``streamed`` for x @ W GEMMs, where the probe timed both layouts (x @ Wᵀ keeps
             ``streamed``): packing a row-major K×N weight reads it across rows;
     streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
@@ -55,8 +64,10 @@ from .graph import DTYPE_BYTES, Columns
 
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn")
-MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn")   # set by the probe, never fitted
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn")
+MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
+                   "gemv_row", "gemv_row_kn")
+ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -130,3 +141,32 @@ def gemv_passes(p: dict, m, kn=False) -> np.ndarray:
     (M − 1) on the GEMV path, 0 elsewhere."""
     share = np.where(kn, float(p.get("gemv_pass_kn", 0.0)), float(p.get("gemv_pass", 0.0)))
     return np.where(is_gemv(p, m, kn), share * np.maximum(np.asarray(m, float) - 1.0, 0.0), 0.0)
+
+
+def row_length(cols: Columns, n, k) -> np.ndarray:
+    """Per row, the length of the weight's stored rows (x @ W: N, x @ Wᵀ: K) where the op states N and K
+    (``op.attrs["nk"]`` or ``["mnk"]``; ``n``, ``k`` from ``gemm_dims``); NaN where it does not (the
+    inferred split cannot tell N from K)."""
+    stated = np.zeros(len(cols.kind_idx), bool)
+    for given in (cols.nk, cols.mnk):
+        if given is not None:
+            stated |= given[:, 0] > 0
+    stated = stated.reshape((-1,) + (1,) * len(cols.cfg_shape))
+    return np.where(stated, np.where(kn_rows(cols), n, k), np.nan)
+
+
+def row_factor(p: dict, length, kn=False) -> np.ndarray:
+    """Per row, a cold GEMV's time per weight byte at weight rows of ``length`` elements over the fastest
+    length the probe timed (``gemv_row``, ``gemv_row_kn`` for x @ W): interpolated in log length, held at
+    the ends; 1 where the table has none or the length is unknown (NaN)."""
+    length = np.asarray(length, float)
+    kn = np.broadcast_to(np.asarray(kn, bool), length.shape)
+    out = np.ones(length.shape)
+    for key, sel in (("gemv_row", ~kn), ("gemv_row_kn", kn)):
+        table = sorted(p.get(key) or [])
+        if not table:
+            continue
+        known = sel & np.isfinite(length) & (length > 0)
+        at = np.log(np.where(known, length, 1.0))
+        out = np.where(known, np.interp(at, np.log([x for x, _ in table]), [f for _, f in table]), out)
+    return out

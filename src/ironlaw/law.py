@@ -80,7 +80,8 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap"):
             share = np.where(hot[None], 0.0, share)
             share[llc] += moved
         traffic += share
-    traffic[hw.device_tier] += efficiency.extra_weight_bytes(hw, cols)   # spilled packed copies, GEMV passes
+    # spilled packed copies, GEMV passes, a GEMV's cost per stored row of weights read from device memory
+    traffic[hw.device_tier] += efficiency.extra_weight_bytes(hw, cols, resident)
     data_tier_s = traffic / (bw * eta_mem[None])
     if cache and hw.extra.get("calibration"):          # an op's own η is its kernel's rate in the last cache
         from .calibrate import slow_tier_eta

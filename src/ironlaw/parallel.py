@@ -203,6 +203,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             new.flops = op.flops / tp
             new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp)
                          for k, v in op.bytes.items()}
+            if "nk" in op.attrs:                              # each device holds 1/tp of N (column) or of K (row)
+                n, k = op.attrs["nk"]
+                new.attrs = {**op.attrs, "nk": (n / tp, k) if base in COLUMN else (n, k / tp)}
             if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
                 new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:

@@ -33,8 +33,11 @@ def shapes_text(rec) -> str:
 
 
 def op_attrs(r) -> dict:
-    """What the law needs beyond FLOPs and bytes: x @ W's layout; a forward convolution's GEMM N and K."""
+    """What the law needs beyond FLOPs and bytes: x @ W's layout; the GEMM N and K of a product with a weight
+    matrix and of a forward convolution."""
     attrs = {"weights_kn": True} if r.weights_kn else {}
+    if getattr(r, "weight_nk", None):
+        attrs["nk"] = r.weight_nk
     if r.kind == "conv" and r.phase == "forward" and len(r.in_shapes) > 1:
         nk = conv_nk(r.in_shapes[1])
         if nk:

@@ -49,6 +49,7 @@ class OpRecord:
     no_work: bool = False         # a view or an allocation: no kernel, no traffic
     weights_kn: bool = False      # mm/addmm whose matrix operand is a row-major K×N parameter (x @ W, as
                                   # GPT-2's Conv1D), not the transposed view nn.Linear passes (x @ Wᵀ)
+    weight_nk: tuple | None = None  # mm/addmm with a 2-D parameter as its matrix operand: its (N, K)
     _reads: list = field(default_factory=list, repr=False)    # (storage key, bytes) until classified
     _writes: list = field(default_factory=list, repr=False)
 
@@ -137,8 +138,10 @@ class Recorder(TorchDispatchMode):
         rec.param_bytes = sum(t.numel() * t.element_size() for t, k in zip(ins, in_keys) if k in self.weight_keys)
         if rec.name in ("aten::mm", "aten::addmm") and ins:
             w = ins[-1]
-            rec.weights_kn = (w.dim() == 2 and storage_key(w) in self.weight_keys and w.stride(1) == 1
-                              and w.stride(0) != 1)
+            is_weight = w.dim() == 2 and storage_key(w) in self.weight_keys
+            rec.weights_kn = is_weight and w.stride(1) == 1 and w.stride(0) != 1
+            if is_weight:
+                rec.weight_nk = (int(w.shape[1]), int(w.shape[0]))
         self.records.append(rec)
         if no_work:
             for t in outs:                 # a view of a weight is a weight; of a cache, a cache

@@ -170,9 +170,11 @@ def _cold_gemv_rows(probe: dict, dtype: str, layout: str) -> tuple[dict | None, 
     """The cold M = 1 row of one dtype and layout, and the rows of its shape at larger M (by M)."""
     cold = [r for r in probe.get("gemm", []) if r.get("weights") == "cold" and r["dtype"] == dtype
             and r.get("layout", "nt") == layout]
-    base = next((r for r in cold if r["m"] == 1), None)
-    if base is None:
+    ones = [r for r in cold if r["m"] == 1]
+    if not ones:
         return None, []
+    # the M = 1 row whose shape was also timed at larger M (the others time other row lengths, ``gemv_row``)
+    base = max(ones, key=lambda b: sum((r["n"], r["k"]) == (b["n"], b["k"]) for r in cold))
     return base, sorted((r for r in cold if (r["n"], r["k"]) == (base["n"], base["k"]) and r["m"] > 1),
                         key=lambda r: r["m"])
 
@@ -209,9 +211,24 @@ def gemv_pass(probe: dict, dtype: str, layout: str = "nt") -> float | None:
     return min(max((t / base["time_s"] - 1.0) / (m - 1), 0.0), GEMV_PASS_MAX)
 
 
+def gemv_row(probe: dict, dtype: str, layout: str = "nt") -> list[list[float]] | None:
+    """[[row length, factor], …] by length: the cold M = 1 rows' time per weight byte at each length of the
+    stored weight rows (x @ Wᵀ, W stored N×K: K; x @ W, K×N: N) over the fastest length's (the mean where
+    one length was timed twice); None with fewer than two lengths."""
+    per: dict[int, list[float]] = {}
+    for r in probe.get("gemm", []):
+        if r.get("weights") == "cold" and r["dtype"] == dtype and r.get("layout", "nt") == layout and r["m"] == 1:
+            per.setdefault(r["n"] if layout == "kn" else r["k"], []).append(r["time_s"] / (r["n"] * r["k"]))
+    if len(per) < 2:
+        return None
+    rate = {length: sum(t) / len(t) for length, t in per.items()}
+    fastest = min(rate.values())
+    return [[length, round(rate[length] / fastest, 4)] for length in sorted(rate)]
+
+
 def gemv_tables(probe: dict) -> dict:
-    """{dtype: {"gemv_m": M, "gemv_pass": x, "gemv_m_kn": M, "gemv_pass_kn": x}} where a GEMV path
-    reaches beyond M = 1 (measured, never fitted)."""
+    """{dtype: {"gemv_m": M, "gemv_pass": x, "gemv_row": [[length, factor], …], and the same with _kn}}: where
+    a GEMV path reaches beyond M = 1, and a GEMV's time per byte by weight-row length (measured, never fitted)."""
     out: dict = {}
     for dt in sorted({r["dtype"] for r in probe.get("gemm", [])}):
         for suffix, layout in (("", "nt"), ("_kn", "kn")):
@@ -219,6 +236,9 @@ def gemv_tables(probe: dict) -> dict:
             if m and m > 1:
                 out.setdefault(dt, {})["gemv_m" + suffix] = m
                 out[dt]["gemv_pass" + suffix] = round(gemv_pass(probe, dt, layout), 4)
+            rows = gemv_row(probe, dt, layout)
+            if rows:
+                out.setdefault(dt, {})["gemv_row" + suffix] = rows
     return out
 
 

@@ -33,15 +33,18 @@ QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
 # (8, 40960, 1024): 168 MB of weights, more than this VM's usable last cache level, for the spilled
 # packed copy (``pack``). M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
 # this machine's fp32 x @ Wᵀ at M = 2 ran at 25.7 GB/s cold, like M = 1, and M = 4 at half that)
+# M = 1 at other lengths of the stored weight rows (x @ Wᵀ: K), ~16 MB each: a GEMV pays a fixed time per
+# row (``gemv_row``; here 256-element rows ran 2.3× slower per byte than 4096-element ones, 768 1.5×)
 COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (32, 4096, 1024),
-                      (128, 4096, 1024), (4, 3072, 768), (8, 40960, 1024)],
+                      (128, 4096, 1024), (4, 3072, 768), (8, 40960, 1024),
+                      (1, 16384, 256), (1, 4096, 768), (1, 1024, 4096), (1, 256, 16384)],
              "bf16": [(1, 4096, 1024), (8, 4096, 1024)]}
 COLD_QUICK = {"fp32": 2, "bf16": 0}
 # x @ W with W row-major K×N (GPT-2's Conv1D layout): where its GEMV path ends (``layout = "kn"``) and, from
 # M = 4 to 32, its packed GEMM's weight traffic (``streamed_kn``; session 7 had M = 4 alone, and one probe's
-# noisy M = 4 row, 4.5× its M = 1, set x @ W's weight η for the whole fit)
+# noisy M = 4 row, 4.5× its M = 1, set x @ W's weight η for the whole fit); M = 1 at other row lengths (N)
 COLD_GRID_KN = {"fp32": [(1, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (8, 4096, 1024), (16, 4096, 1024),
-                         (32, 4096, 1024)]}
+                         (32, 4096, 1024), (1, 256, 16384), (1, 768, 4096), (1, 1024, 4096), (1, 16384, 256)]}
 COLD_MIN_BYTES, COLD_MAX_BYTES = 256 * 2**20, 2 * 2**30
 # x @ Wᵀ with the same W every call (``layout = "nt"``, nn.Linear's layout; GRID's torch.mm is x @ W): at
 # small M the two differ (``m_half_nt``; here x @ Wᵀ ran 1.27× faster at M = 8, 1.18× at 32, alike from 256)

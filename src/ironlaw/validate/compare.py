@@ -22,6 +22,7 @@ import json
 import numpy as np
 
 from ..gemmshape import conv_nk
+from ..graph import DTYPE_BYTES
 
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
 
@@ -70,13 +71,21 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
 
 
 def row_attrs(r: dict) -> dict:
-    """The op attributes a row carries (``weights_kn``, a conv's ``nk``), for an op rebuilt from it; a
-    forward conv row saved before rows carried ``nk`` gets it from its shapes text (input, weight, …)."""
+    """The op attributes a row carries (``weights_kn``, ``nk``), for an op rebuilt from it; a row saved
+    before rows carried ``nk`` gets it from its shapes text: a forward conv's (input, weight, …), a
+    product's with a weight matrix (mm: x, W; addmm: bias, x, W — W passed as K×N, its bytes among the
+    row's weights)."""
     attrs = {"weights_kn": True} if r.get("weights_kn") else {}
     nk = r.get("nk")
-    if not nk and r.get("kind") == "conv" and "(" not in r.get("name", ""):
+    if not nk and "(" not in r.get("name", ""):
         try:
-            nk = conv_nk(json.loads("[" + r.get("shapes", "").rstrip("…") + "]")[1])
+            shapes = json.loads("[" + r.get("shapes", "").rstrip("…") + "]")
+            if r.get("kind") == "conv":
+                nk = conv_nk(shapes[1])
+            elif r.get("name") in ("aten::mm", "aten::addmm") and len(shapes[-1]) == 2:
+                k, n = (int(x) for x in shapes[-1])
+                b = DTYPE_BYTES.get(r.get("dtype"), 0.0)
+                nk = (n, k) if b and r.get("bytes", {}).get("weights", 0.0) >= k * n * b else None
         except (ValueError, IndexError, TypeError):
             nk = None
     if nk:

@@ -29,7 +29,7 @@ def linear(name: str, tokens: Num, k: int, n: int, dtype: str, count: int = 1, b
     return Op(name, "matmul", flops=flops,
               bytes={"activations": (tokens * k + tokens * n) * b, "weights": (k * n + (n if bias else 0)) * wb},
               dtype=dtype, count=count, module=module, shapes=f"[{_s(tokens)},{k}]x[{k},{n}]",
-              bytes_written=tokens * n * b)
+              bytes_written=tokens * n * b, attrs={"nk": (n, k)})
 
 
 def elementwise(name: str, elems: Num, dtype: str, flops_per_elem: float = 1.0, inputs: int = 1,
