@@ -159,7 +159,13 @@ def measure(args, hw) -> tuple[dict[str, dict], object]:
     out.mkdir(parents=True, exist_ok=True)
     rounds: dict[str, list[dict]] = {}
     if args.interleave:
-        hw = interleaved_probe(args, hw, lambda k: measure_round(args, hw, k, rounds))
+        try:
+            hw = interleaved_probe(args, hw, lambda k: measure_round(args, hw, k, rounds))
+        except Exception:
+            (out / "rounds.json").write_text(json.dumps(rounds), encoding="utf-8")   # ten minutes of measuring
+            print(f"accuracy: the interleaved profile could not be built; the rounds measured are in {out / 'rounds.json'}, "
+                  f"the probe's rows in {out / 'probe-rows.json'}")
+            raise
     else:
         for k in range(args.rounds):
             measure_round(args, hw, k, rounds)
@@ -185,6 +191,7 @@ def interleaved_probe(args, hw, between):
     drift = rows.get("checks", {}).get("drift", {})
     print(f"interleaved probe ({rows['duration_s']:.0f} s with the cases): {drift.get('what', '')}; "
           f"between rounds: {drift.get('across_rounds', '—')}")
+    (Path(args.out) / "probe-rows.json").write_text(json.dumps(rows), encoding="utf-8")
     path = profile.save(build.profile(rows), Path(args.out) / "profile.toml")
     return hardware.load_file(path)
 

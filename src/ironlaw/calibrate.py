@@ -710,7 +710,10 @@ def _copy(c: dict) -> dict:
     return {k: (_copy(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v)) for k, v in c.items()}
 
 
-def _round(x: float) -> float:
+def _round(x):
+    """A fitted number to 4 significant digits; a measured table (``gemv_row``'s pairs) as the probe wrote it."""
+    if isinstance(x, (list, tuple)):
+        return [list(v) for v in x]
     return float(f"{x:.4g}")
 
 
