@@ -177,6 +177,31 @@ def measure(args, hw) -> tuple[dict[str, dict], object]:
     return docs, hw
 
 
+def gemv_by_row_length(scored: list[dict]) -> None:
+    """The never-fitted cases' matrix-vector products (M = 1, weights from memory: decode at batch 1), summed
+    per weight layout and length of the weight's stored rows (x @ W: N, x @ Wᵀ: K): measured and predicted µs
+    per MB of weights — what the probe's ``gemv_row`` factor is for, checked on the models' own ops."""
+    from ironlaw.validate.compare import row_attrs
+    per: dict[tuple[str, int], list[float]] = {}
+    for case in scored:
+        for r in case["doc"]["ops"]:
+            nk, w = row_attrs(r).get("nk"), r["bytes"].get("weights", 0.0)
+            if r["kind"] != "matmul" or not nk or not w or r["flops"] / (2.0 * nk[0] * nk[1]) >= 1.5:
+                continue
+            kn = bool(r.get("weights_kn"))
+            a = per.setdefault(("x@W" if kn else "x@Wᵀ", nk[0] if kn else nk[1]), [0.0, 0.0, 0.0, 0])
+            a[0] += r["measured_s"]
+            a[1] += r["predicted_s"]
+            a[2] += w * r["count"] / 1e6
+            a[3] += r["count"]
+    if not per:
+        return
+    print("\nnever-fitted GEMVs (M = 1) by weight-row length: µs per MB of weights, measured vs predicted")
+    print(f"{'layout':<7} {'row length':>10} {'ops':>5} {'measured':>9} {'predicted':>9} {'pred/meas':>9}")
+    for (layout, length), (meas, pred, mb, n) in sorted(per.items()):
+        print(f"{layout:<7} {length:>10} {n:>5} {1e6 * meas / mb:>9.0f} {1e6 * pred / mb:>9.0f} {pred / meas:>9.2f}")
+
+
 def interleaved_probe(args, hw, between):
     """Probe this machine in ``args.rounds`` rounds with ``between(k)`` run after each; the profile is written
     to OUT/profile.toml (not among the saved profiles) and returned. A probe the CLI would refuse (too noisy,
@@ -320,8 +345,9 @@ def main() -> int:
                   f"{min(s['naive_ratio']):.2f}–{max(s['naive_ratio']):.2f} (median |error| "
                   f"{100 * s['naive_median_abs_err']:.0f}%), uncalibrated profile median |error| "
                   f"{100 * s['uncal_median_abs_err']:.0f}%")
-    misses = 0
     pooled = [row for r in GROUPS if r != "fit" for row in groups[GROUPS[r]]]
+    gemv_by_row_length(pooled)
+    misses = 0
     groups["pooled"] = pooled
     for r, label in (("held", "held-out"), ("fresh", "fresh"), ("fresh2", "fresh-2"), ("fresh3", "fresh-3"),
                      ("fresh4", "fresh-4"), ("fresh5", "fresh-5"),

@@ -22,8 +22,9 @@
     gemv_row, gemv_row_kn: a cold GEMV's time per weight byte by the length of the weight's stored rows
             (x @ Wᵀ: K; x @ W: N), as [[length, factor], …] over the fastest length the probe timed (measured,
             ``probe.build.gemv_row``): each row of the matrix costs a fixed time on top of its bytes. On the
-            EPYC VM here, M = 1 from memory at equal bytes ran 143 µs per MB with 256-element rows, 80 (x @ W)
-            and 95 (x @ Wᵀ) at 768, 69–73 at 1024, 61 at 4096, 53 at 8192 (session 11, four rounds) — so
+            EPYC VM here, M = 1 from memory at equal bytes ran 143 (x @ W) and 154 (x @ Wᵀ) µs per MB with
+            256-element rows, 80 and 95 at 768, 69 and 73 at 1024, 62 and 61 at 4096, 53 and 54 at 8192
+            (session 11, four rounds each) — so
             GPT-2's c_proj (x @ W, N = 768) ran 1.3× slower per byte than its c_fc (N = 3072) in every run,
             and its lm_head (x @ Wᵀ, K = 768) at 1.6× the long-row rate. Applies to ops that state N and K
             (``op.attrs["nk"]``) and whose weights come from device memory (a cache-resident GEMV barely
@@ -50,7 +51,8 @@
             QKᵀ, K = d_head): A100 held-out GEMM rows 7.0% → 5.1% median error when the table is refitted.
 
 Shapes: an op that states its shape (``op.attrs["mnk"]``, the probe's GEMMs) uses it; a convolution states
-N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N). Otherwise
+N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N), and so does
+a product with a weight matrix (captured mm/addmm, the built-in ``linear``: its rows' length, ``gemv_row``). Otherwise
 M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
 bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
 bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,

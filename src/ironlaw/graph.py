@@ -124,7 +124,8 @@ class Columns:
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
     kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
     mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
-    nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions), 0 where not given
+    nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
+                                             # with a weight matrix), 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written

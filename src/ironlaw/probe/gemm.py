@@ -34,7 +34,7 @@ QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
 # packed copy (``pack``). M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
 # this machine's fp32 x @ Wᵀ at M = 2 ran at 25.7 GB/s cold, like M = 1, and M = 4 at half that)
 # M = 1 at other lengths of the stored weight rows (x @ Wᵀ: K), ~16 MB each: a GEMV pays a fixed time per
-# row (``gemv_row``; here 256-element rows ran 2.3× slower per byte than 4096-element ones, 768 1.5×)
+# row (``gemv_row``; here 256-element rows ran 2.3–2.5× slower per byte than 4096-element ones, 768 1.3–1.6×)
 COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (32, 4096, 1024),
                       (128, 4096, 1024), (4, 3072, 768), (8, 40960, 1024),
                       (1, 16384, 256), (1, 4096, 768), (1, 1024, 4096), (1, 256, 16384)],
