@@ -106,6 +106,10 @@ def test_rows_saved_before_they_carried_n_and_k_get_them_from_their_shapes():
     assert row_attrs(lm_head) == {"nk": (50257, 768)}
     two_activations = {**lm_head, "bytes": {"activations": 4.0 * 768 * 50257}}
     assert row_attrs(two_activations) == {}
+    # GPT-2's lm_head on the last position of a prefill: a bmm over the one weight matrix
+    last = {**lm_head, "name": "aten::bmm", "shapes": "[1,1,768],[1,768,50257]"}
+    assert row_attrs(last) == {"nk": (50257, 768)}
+    assert row_attrs({**last, "shapes": "[4,1,768],[4,768,50257]"}) == {}     # four matrices: not one weight
 
 
 def test_captured_products_with_a_weight_matrix_state_n_and_k():
@@ -128,6 +132,17 @@ def test_captured_products_with_a_weight_matrix_state_n_and_k():
     class Square(torch.nn.Module):
         def forward(self, x):
             return torch.mm(x, x.t())
+
+    class LastPosition(torch.nn.Module):                       # logits of the last position only, as HF's
+        def __init__(self):                                     # GPT-2 computes them in a prefill
+            super().__init__()
+            self.head = torch.nn.Linear(48, 40, bias=False)
+
+        def forward(self, h):
+            return self.head(h[:, -1:, :])
+
+    (last,) = [r for r in record(LastPosition(), (torch.randn(1, 5, 48),), real=False) if r.kind == "matmul"]
+    assert op_attrs(last) == {"nk": (40, 48)}, last.name
 
     pair = [r for r in record(Square(), (torch.randn(3, 5),), real=False) if r.name == "aten::mm"]
     assert [op_attrs(r) for r in pair] == [{}]                  # two activations: no weight rows to speak of

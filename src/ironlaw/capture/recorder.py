@@ -47,9 +47,9 @@ class OpRecord:
     param_bytes: float = 0.0      # bytes of parameters (or views of them) among the inputs
     time_s: float | None = None   # measured wall time on real tensors
     no_work: bool = False         # a view or an allocation: no kernel, no traffic
-    weights_kn: bool = False      # mm/addmm whose matrix operand is a row-major K×N parameter (x @ W, as
+    weights_kn: bool = False      # mm/addmm/bmm whose matrix operand is a row-major K×N parameter (x @ W, as
                                   # GPT-2's Conv1D), not the transposed view nn.Linear passes (x @ Wᵀ)
-    weight_nk: tuple | None = None  # mm/addmm with a 2-D parameter as its matrix operand: its (N, K)
+    weight_nk: tuple | None = None  # mm/addmm (or bmm over one matrix) with a parameter as its matrix operand: its (N, K)
     _reads: list = field(default_factory=list, repr=False)    # (storage key, bytes) until classified
     _writes: list = field(default_factory=list, repr=False)
 
@@ -136,12 +136,16 @@ class Recorder(TorchDispatchMode):
             _writes=[(storage_key(t), tensor_bytes(t, n)) for t, n in writes])
         in_keys = [storage_key(t) for t in ins]
         rec.param_bytes = sum(t.numel() * t.element_size() for t, k in zip(ins, in_keys) if k in self.weight_keys)
-        if rec.name in ("aten::mm", "aten::addmm") and ins:
+        if rec.name in ("aten::mm", "aten::addmm", "aten::bmm") and ins:
             w = ins[-1]
-            is_weight = w.dim() == 2 and storage_key(w) in self.weight_keys
-            rec.weights_kn = is_weight and w.stride(1) == 1 and w.stride(0) != 1
+            shape, stride = tuple(w.shape), tuple(w.stride())
+            if rec.name == "aten::bmm" and len(shape) == 3 and (shape[0] == 1 or stride[0] == 0):
+                shape, stride = shape[1:], stride[1:]      # one weight matrix for the batch: a linear layer on a
+                #                                            3-D slice (GPT-2's lm_head on the last position)
+            is_weight = len(shape) == 2 and storage_key(w) in self.weight_keys
+            rec.weights_kn = is_weight and stride[1] == 1 and stride[0] != 1
             if is_weight:
-                rec.weight_nk = (int(w.shape[1]), int(w.shape[0]))
+                rec.weight_nk = (int(shape[1]), int(shape[0]))
         self.records.append(rec)
         if no_work:
             for t in outs:                 # a view of a weight is a weight; of a cache, a cache
