@@ -430,11 +430,14 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
         kind = prob.kinds[rows][0]
         if kind == "matmul" or share[name] < CLASS_MIN_SHARE:
             continue
-        if kind == "conv" and cal.get(kind):
+        if kind in ("conv", "attention") and cal.get(kind):
             # every captured conv is 'aten::convolution': a class would replace the fitted conv shape model
             # (its ops state N and K) by one flat η. Session-7 EPYC run re-fitted: ResNets +10…+23% → −12…+11%.
-            # Not for attention, whose shape is inferred (no weights: a cube): there the class fitted better
-            # (skipping it too put BERT b2 s256 +12% → +28% on another run)
+            # Attention likewise since its ops state key length and head dim (session 11; while its shape was
+            # inferred as a cube the class fitted better). Class → shape model, one run's calls: prefill with
+            # 32 keys 0.28 → 1.06 of their time, 256 keys 1.48 → 1.27; decode at batch 8–32 0.85–1.41 →
+            # 0.54–0.76 (one η for a compute-bound prefill and a KV-bound decode); four runs end to end a draw
+            # (medians 10.3 / 11.4 / 8.1 / 8.5 → 8.7 / 11.6 / 8.1 / 9.1, op time ±25% +1 point in three)
             continue
         if all(str(d).startswith("probe") for d in set(prob.ds[rows].tolist())):
             continue                                  # a micro-benchmark's own name never names a model op

@@ -34,10 +34,12 @@ def shapes_text(rec) -> str:
 
 def op_attrs(r) -> dict:
     """What the law needs beyond FLOPs and bytes: x @ W's layout; the GEMM N and K of a product with a weight
-    matrix and of a forward convolution."""
+    matrix, of a forward convolution and of a forward fused attention (key length, head dim)."""
     attrs = {"weights_kn": True} if r.weights_kn else {}
     if getattr(r, "weight_nk", None):
         attrs["nk"] = r.weight_nk
+    if r.kind == "attention" and r.phase == "forward" and len(r.in_shapes) > 1 and len(r.in_shapes[1]) == 4:
+        attrs["nk"] = (int(r.in_shapes[1][2]), int(r.in_shapes[1][3]))     # keys [B, H, kv, d]: (kv, d)
     if r.kind == "conv" and r.phase == "forward" and len(r.in_shapes) > 1:
         nk = conv_nk(r.in_shapes[1])
         if nk:

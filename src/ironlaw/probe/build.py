@@ -279,7 +279,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         resident = sum(byts.values()) <= law.CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
         op = Op(f"attention {r['dtype']} {r['batch']}x{r['heads']} {r['q_len']}→{r['kv_len']}x{r['head_dim']}"
                 + (" causal" if r["causal"] else ""), "attention", flops=r["flops"], bytes=byts, dtype=r["dtype"],
-                attrs={"resident": True} if resident else {})
+                attrs={"nk": (r["kv_len"], r["head_dim"]), **({"resident": True} if resident else {})})
         out.append(Observation(op, r["time_s"], f"{dataset}:attention", r["cv"]))
     for r in probe.get("memory", []):
         if r["level"] == "l2":

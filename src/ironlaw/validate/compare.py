@@ -72,7 +72,8 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
 
 def row_attrs(r: dict) -> dict:
     """The op attributes a row carries (``weights_kn``, ``nk``), for an op rebuilt from it; a row saved
-    before rows carried ``nk`` gets it from its shapes text: a forward conv's (input, weight, …), a
+    before rows carried ``nk`` gets it from its shapes text: a forward conv's (input, weight, …), an
+    attention's (query, keys, values: key length and head dim), a
     product's with a weight matrix (mm: x, W; addmm: bias, x, W; bmm over one matrix: x, [1, K, N] — W passed
     as K×N, its bytes among the row's weights)."""
     attrs = {"weights_kn": True} if r.get("weights_kn") else {}
@@ -82,6 +83,8 @@ def row_attrs(r: dict) -> dict:
             shapes = json.loads("[" + r.get("shapes", "").rstrip("…") + "]")
             if r.get("kind") == "conv":
                 nk = conv_nk(shapes[1])
+            elif r.get("kind") == "attention" and len(shapes) > 1 and len(shapes[1]) == 4:
+                nk = (int(shapes[1][2]), int(shapes[1][3]))          # keys [B, H, kv, d]
             elif r.get("name") in ("aten::mm", "aten::addmm", "aten::bmm") and len(shapes[-1]) in (2, 3):
                 if len(shapes[-1]) == 3 and shapes[-1][0] != 1:
                     raise ValueError("a batch of matrices")
