@@ -170,32 +170,3 @@ def test_a_fit_keeps_the_measured_row_tables_and_they_survive_the_profile_file()
     again = tomllib.loads(dumps_table({"calibration": cal}))["calibration"]
     assert calibrate.check(again, "calibration")["matmul"]["fp32"]["gemv_row_kn"] == ROWS_KN
 
-
-def test_attention_states_its_key_length_and_head_dim():
-    """CPU flash attention's rate grows with the key length (one run here: 19 GFLOP/s with 32 keys, 100 with
-    256): a captured or probed attention op states N = keys, K = head dim, and M follows from its FLOPs."""
-    torch = pytest.importorskip("torch")
-    import torch.nn.functional as F
-
-    from ironlaw.capture import record
-    from ironlaw.capture.graph import op_attrs
-    from ironlaw.gemmshape import gemm_dims
-    from ironlaw.graph import Graph, Op
-
-    class Causal(torch.nn.Module):
-        def forward(self, q, k, v):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-    q = k = v = torch.randn(2, 3, 16, 8)
-    (att,) = [r for r in record(Causal(), (q, k, v), real=False) if r.kind == "attention"]
-    assert op_attrs(att)["nk"] == (16, 8)
-    op = Op("sdpa", "attention", flops=att.flops, bytes={"activations": 4.0 * 4 * 2 * 3 * 16 * 8}, dtype="fp32",
-            attrs={"nk": (16, 8)})
-    m, n, k = (float(np.ravel(x)[0]) for x in gemm_dims(Graph("a", "infer", "fp32", [op]).columns()))
-    assert (m, n, k) == (pytest.approx(att.flops / (2 * 16 * 8)), 16.0, 8.0)
-    row = {"name": "aten::_scaled_dot_product_flash_attention_for_cpu", "kind": "attention",
-           "shapes": "[1,12,1,64],[1,12,129,64],[1,12,129,64]…"}
-    assert row_attrs(row) == {"nk": (129, 64)}                  # a decode step: 129 keys in the cache
-    probed = {"attention": [{"dtype": "fp32", "batch": 1, "heads": 12, "q_len": 192, "kv_len": 192, "head_dim": 64,
-                             "causal": True, "time_s": 1e-3, "cv": 0.01, "flops": 1e8, "act_bytes": 4e6}]}
-    assert build.observations(probed)[0].op.attrs["nk"] == (192, 64)

@@ -116,6 +116,8 @@ def memory_eta(cal: dict, cols: Columns, eta: np.ndarray, own: bool = True) -> n
         produced = np.broadcast_to(mem.get("produced", base), base.shape).copy()
         for kind, value in by_kind.items():        # a kind's own η is its activations' (how it walks them)
             produced[kinds == kind] = value
+            if kind == "attention":                # … and, for attention, its KV cache's: a decode step's
+                streamed[kinds == kind] = value    # flash kernel walks the cache as a prefill walks K and V
         if table_streamed is not None:
             streamed = np.where(np.isnan(table_streamed), streamed, table_streamed)
         zero = np.zeros(cols.flops.shape)
