@@ -436,7 +436,7 @@ def _fit_classes(prob: _Problem, cal: dict) -> dict:
             # Attention likewise since its ops state key length and head dim (session 11; while its shape was
             # inferred as a cube the class fitted better). Class → shape model, one run's calls: prefill with
             # 32 keys 0.28 → 1.20–1.61 of their time, 256 keys 1.48–1.55 → 1.27–1.30; decode at batch 8–32
-            # 0.85–1.41 → 0.57–0.77 (a decode step costs about 2 µs per batch × head here, which neither η
+            # 0.85–1.41 → 0.57–0.77 (a decode step costs about 2–4 µs per batch × head here, which neither η
             # says); four runs end to end a draw (medians 10.3 / 11.4 / 8.1 / 8.5 → 8.7 / 11.6 / 8.1 / 9.1)
             continue
         if all(str(d).startswith("probe") for d in set(prob.ds[rows].tolist())):
