@@ -112,6 +112,14 @@ def conv_nk(weight_shape) -> tuple[int, int] | None:
     return int(weight_shape[0]), int(np.prod([int(d) for d in weight_shape[1:]]))
 
 
+def attention_nk(key_shape) -> tuple[int, int] | None:
+    """A fused attention's GEMM N and K from its keys [B, H, key length, head dim]: (key length, head dim)
+    (M, 2 · batch · heads · query length, follows from the FLOPs); None for another shape."""
+    if len(key_shape) != 4 or any(int(d) <= 0 for d in key_shape):
+        return None
+    return int(key_shape[2]), int(key_shape[3])
+
+
 def kn_rows(cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
     if cols.weights_kn is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..gemmshape import conv_nk
+from ..gemmshape import attention_nk, conv_nk
 from ..graph import DTYPE_BYTES, Graph, Op
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
@@ -36,10 +36,12 @@ def op_attrs(r) -> dict:
     """What the law needs beyond FLOPs and bytes: x @ W's layout; the GEMM N and K of a product with a weight
     matrix, of a forward convolution and of a forward fused attention (key length, head dim)."""
     attrs = {"weights_kn": True} if r.weights_kn else {}
-    if getattr(r, "weight_nk", None):
+    if r.weight_nk:
         attrs["nk"] = r.weight_nk
-    if r.kind == "attention" and r.phase == "forward" and len(r.in_shapes) > 1 and len(r.in_shapes[1]) == 4:
-        attrs["nk"] = (int(r.in_shapes[1][2]), int(r.in_shapes[1][3]))     # keys [B, H, kv, d]: (kv, d)
+    if r.kind == "attention" and r.phase == "forward" and len(r.in_shapes) > 1:
+        nk = attention_nk(r.in_shapes[1])
+        if nk:
+            attrs["nk"] = nk
     if r.kind == "conv" and r.phase == "forward" and len(r.in_shapes) > 1:
         nk = conv_nk(r.in_shapes[1])
         if nk:

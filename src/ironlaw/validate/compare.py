@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from ..gemmshape import conv_nk
+from ..gemmshape import attention_nk, conv_nk
 from ..graph import DTYPE_BYTES
 
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
@@ -73,9 +73,8 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
 def row_attrs(r: dict) -> dict:
     """The op attributes a row carries (``weights_kn``, ``nk``), for an op rebuilt from it; a row saved
     before rows carried ``nk`` gets it from its shapes text: a forward conv's (input, weight, …), an
-    attention's (query, keys, values: key length and head dim), a
-    product's with a weight matrix (mm: x, W; addmm: bias, x, W; bmm over one matrix: x, [1, K, N] — W passed
-    as K×N, its bytes among the row's weights)."""
+    attention's (query, keys, values), a product's with a weight matrix (mm: x, W; addmm: bias, x, W; bmm
+    over one matrix: x, [1, K, N] — W passed as K×N, its bytes among the row's weights)."""
     attrs = {"weights_kn": True} if r.get("weights_kn") else {}
     nk = r.get("nk")
     if not nk and "(" not in r.get("name", ""):
@@ -83,11 +82,10 @@ def row_attrs(r: dict) -> dict:
             shapes = json.loads("[" + r.get("shapes", "").rstrip("…") + "]")
             if r.get("kind") == "conv":
                 nk = conv_nk(shapes[1])
-            elif r.get("kind") == "attention" and len(shapes) > 1 and len(shapes[1]) == 4:
-                nk = (int(shapes[1][2]), int(shapes[1][3]))          # keys [B, H, kv, d]
-            elif r.get("name") in ("aten::mm", "aten::addmm", "aten::bmm") and len(shapes[-1]) in (2, 3):
-                if len(shapes[-1]) == 3 and shapes[-1][0] != 1:
-                    raise ValueError("a batch of matrices")
+            elif r.get("kind") == "attention":
+                nk = attention_nk(shapes[1])
+            elif r.get("name") in ("aten::mm", "aten::addmm", "aten::bmm") and (
+                    len(shapes[-1]) == 2 or (len(shapes[-1]) == 3 and shapes[-1][0] == 1)):
                 k, n = (int(x) for x in shapes[-1][-2:])
                 b = DTYPE_BYTES.get(r.get("dtype"), 0.0)
                 nk = (n, k) if b and r.get("bytes", {}).get("weights", 0.0) >= k * n * b else None
