@@ -269,3 +269,38 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
     bf16 = prob.dtypes == "bf16"
     assert prob.times(cal)[bf16] == pytest.approx(prob.meas[bf16], rel=0.05)
+
+
+def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
+    """The probe's GEMM rows fix the shape model (packing, weight traffic); a model's own GEMMs then set
+    its ceiling and M's half point. Here the probe's rows ran at η_max 0.6 and the model runs' GEMMs at 0.85
+    (on the EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
+    in five runs of five): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
+    from ironlaw import calibrate, fit, law
+    from ironlaw.graph import Graph, Op
+    hw = hardware.load_file(PROFILE)
+    shape = {"m_half": 6.0, "nk_half": 30.0, "serial": 1.0, "streamed": 0.5}
+    probe_truth = {"schema": calibrate.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
+                   "matmul": {"fp32": {"eta_max": 0.6, **shape}}}
+    run_truth = {**probe_truth, "matmul": {"fp32": {"eta_max": 0.85, **shape}}}
+
+    def gemm(m, n, k, mnk=False):
+        return Op(f"mm {m}x{n}x{k}", "matmul", flops=2.0 * m * n * k, dtype="fp32",
+                  bytes={"weights": 4.0 * n * k, "activations": 4.0 * (m * k + m * n)},
+                  attrs={"mnk": (m, n, k)} if mnk else {"nk": (n, k)})
+
+    def timed(ops, truth, dataset):
+        t = law.predict(Graph("g", "infer", "fp32", ops), calibrate.with_calibration(hw, truth)).op_time_s
+        return [calibrate.Observation(op, float(ti), dataset) for op, ti in zip(ops, np.asarray(t).reshape(-1))]
+    probe = timed([gemm(m, n, k, mnk=True) for m in (8, 32, 128, 512) for n, k in ((2048, 1024), (1024, 1024))],
+                  probe_truth, "probe:gemm")
+    runs = [o for i, ds in enumerate("abc") for o in
+            timed([gemm(m, n, k) for m in (64 * (i + 1), 256 * (i + 1)) for n, k in ((768, 3072), (3072, 768), (768, 768))],
+                  run_truth, f"validate:{ds}")]
+    cal = fit._fit_kinds(fit._Problem(hw, probe + runs), {k: probe_truth[k] for k in ("schema", "source", "fitted")})
+    mm = cal["matmul"]["fp32"]
+    assert mm["serial"] == pytest.approx(1.0, rel=0.1)           # the probe's packing, kept
+    held = [gemm(384, 2304, 768), gemm(1024, 768, 768)]
+    got = law.predict(Graph("h", "infer", "fp32", held), calibrate.with_calibration(hw, cal)).op_time_s
+    want = law.predict(Graph("h", "infer", "fp32", held), calibrate.with_calibration(hw, run_truth)).op_time_s
+    assert np.allclose(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1), rtol=0.05)
