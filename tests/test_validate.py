@@ -275,7 +275,7 @@ def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
     """The probe's GEMM rows fix the shape model (packing, weight traffic); a model's own GEMMs then set
     its ceiling and M's half point. Here the probe's rows ran at η_max 0.6 and the model runs' GEMMs at 0.85
     (on the EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
-    in five runs of five): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
+    per-shape medians over five runs): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
     from ironlaw import calibrate, fit, law
     from ironlaw.graph import Graph, Op
     hw = hardware.load_file(PROFILE)
