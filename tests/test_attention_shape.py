@@ -1,9 +1,11 @@
 """Fused attention on a CPU: its rate follows the key length (the ops state N = keys, K = head dim, and are fitted
-with the GEMM shape model), and a decode step's KV cache is walked at the kind's own η, as a prefill's K and V."""
+with the GEMM shape model), and a decode step's KV cache is walked at the kind's own η, as a prefill's K and V —
+or, once the attention table is fitted with decode rows, at the table's own ``streamed`` η (a decode step reads
+its cache cold; a prefill's K and V were just produced)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate
+from ironlaw import calibrate, fit
 from ironlaw.graph import Graph, Op
 from ironlaw.probe import build
 from ironlaw.validate.compare import row_attrs
@@ -48,3 +50,38 @@ def test_a_decode_steps_kv_cache_is_walked_at_the_attention_kinds_eta():
     eta = np.ravel(calibrate.memory_eta(cal, cols, np.ones(2)))
     assert eta[0] == pytest.approx(0.5)                          # activations and KV cache alike
     assert eta[1] == pytest.approx(1.0)                          # other kinds' weights keep 'streamed'
+
+
+def attention_op(b, h, q, keys, d=64):
+    act = 4.0 * b * h * d * (2 * q if q == 1 else 2 * q + 2 * keys)     # q and out (+ K and V in a prefill)
+    byts = {"activations": act, **({"kv_cache": 4.0 * 2 * b * h * keys * d} if q == 1 else {})}
+    return Op(f"sdpa {b}x{h} {q}→{keys}", "attention", flops=4.0 * b * h * q * keys * d, bytes=byts, dtype="fp32",
+              attrs={"nk": (keys, d)})
+
+
+def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta():
+    """Prefill calls whose K and V stream at the kind's η 1.0 and decode calls whose KV cache streams at 0.4
+    (as measured on the session-14 Xeon VM: the probe's hot decode rows at 32–49 GB/s, cold ones and the models'
+    own at 15–19): the fitted attention table recovers the KV cache's η, and every call's time with it. One η for
+    both, as before, cannot: it misses the decode calls or the prefill ones."""
+    from test_cpu_gemm_model import cpu
+    shapes = [(1, 12, 32, 32), (1, 12, 128, 128), (2, 12, 96, 96), (8, 12, 64, 64), (1, 12, 256, 256),
+              (1, 8, 384, 384), (1, 12, 1, 129), (8, 12, 1, 129), (4, 12, 1, 1001), (32, 12, 1, 33),
+              (16, 12, 1, 65), (1, 12, 1, 513)]
+    ops = [attention_op(*s) for s in shapes]
+    true = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+            "memory": {"kind": {"attention": 1.0}},
+            "attention": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 40.0, "k_half": 16.0, "streamed": 0.4}}}
+    probe = fit._Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
+    times = probe.times(true)
+    prob = fit._Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
+                                for i, (o, t) in enumerate(zip(ops, times))])
+    start = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["test"]}
+    cal = fit._fit_kinds(prob, start)
+    assert cal["attention"]["fp32"]["streamed"] == pytest.approx(0.4, rel=0.1)
+    err = prob.times(cal) / prob.meas - 1
+    decode = np.array([s[2] == 1 for s in shapes])
+    assert np.all(np.abs(err[decode]) < 0.1), err      # (the 32-key prefill, the smallest op, weighs least: √time)
+    assert np.median(np.abs(err)) < 0.02, err
+    one = {**true, "attention": {"fp32": {k: v for k, v in true["attention"]["fp32"].items() if k != "streamed"}}}
+    assert np.all(prob.times(one)[decode] / prob.meas[decode] < 0.6)    # the kind's η on the cache: far too fast

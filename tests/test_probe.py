@@ -446,6 +446,31 @@ def test_a_cache_level_no_faster_than_the_next_is_merged_and_said():
         build.profile(p)
 
 
+def test_a_decode_row_reads_its_kv_cache_cold_and_is_priced_from_memory():
+    """With a pool (as `ironlaw probe` runs it) a decode row takes the next K and V copy of one shared buffer each
+    call and says so ("kv": "cold"); the fit then prices its cache from device memory, not as cache-resident.
+    A prefill row has no cache to rotate; a hand-edited "kv" other than "cold" is refused."""
+    torch = pytest.importorskip("torch")
+    from ironlaw.probe import attention
+    budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
+    pool = attention.ColdPool(4 * 2**20)
+    copies = pool.copies((2, 4, 96, 32), torch.float32)
+    assert len(copies) == 4 * 2**20 // (2 * 2 * 4 * 96 * 32 * 4)
+    ptrs = {t.data_ptr() for kv in copies for t in kv}
+    assert len(ptrs) == 2 * len(copies) and all(t.is_contiguous() for kv in copies for t in kv)
+    dec = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget, pool=pool)
+    hot = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget)
+    pre = attention.measure("fp32", 1, 4, 64, 64, 32, True, budget, pool=pool)
+    assert dec["kv"] == "cold" and "kv" not in hot and "kv" not in pre
+    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in (dec, hot)]
+    obs = build.observations({"attention": rows, "capacity": {"l3": 32 * 2**20}})
+    assert "resident" not in obs[0].op.attrs and obs[1].op.attrs.get("resident") is True
+    probe = {"date": "2026-12-04", "host": "h", "torch": "2.13.0", "threads": 2, "attention": rows}
+    profile.check_probe(probe, "probe")
+    with pytest.raises(IronlawError, match=r"probe\.attention\[0\]\.kv: the only value is \"cold\""):
+        profile.check_probe({**probe, "attention": [{**rows[0], "kv": "hot"}]}, "probe")
+
+
 def test_attention_rows_carry_what_the_capture_records():
     """A decode row (one query against a cache) and a causal prefill row: FLOPs from torch's formula (over the
     pairs the kernel computes, as the capture counts a model's attention: all of them for a CPU's 64-token

@@ -347,11 +347,12 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             # soaked up the activations' extra traffic (eager oneDNN reorders NCHW activations to its
             # blocked layout and back on every call) and charged it to the weights too — 0.12 of DRAM
             # bandwidth for the 9 MB of weights of a 3×3, 512-channel conv on a 7×7 map: 2.3× its
-            # measured time at batch 1
+            # measured time at batch 1. Attention's KV cache likewise: a decode step streams it cold (15–19 GB/s
+            # on the session-14 Xeon VM) while prefill's K and V were just produced (the kind's η, 1.13 there)
             params = [((kind, dt, "eta_max"), 1.0), ((kind, dt, "m_half"), 1e9), ((kind, dt, "nk_half"), 1e9),
                       (("memory", "kind", kind), calibrate.MAX_MEMORY_ETA)]
             axes = [(min(eta0 * 1.5, 1.0), min(eta0 * 3, 1.0)), (1.0, 64.0), (4.0, 64.0), (mem0, 0.6)]
-            if (sub.cols.bytes.get("weights", np.zeros(1)) > 0).any():
+            if any((sub.cols.bytes.get(c, np.zeros(1)) > 0).any() for c in calibrate.STREAMED):
                 params.append(((kind, dt, "streamed"), calibrate.MAX_MEMORY_ETA))
                 axes.append((0.5, 1.0))
             if sub.cols.nk is not None and (sub.cols.nk[:, 0] > 0).all():      # every op states its K

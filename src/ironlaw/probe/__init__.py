@@ -59,13 +59,14 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
                           lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
-    for dt in dtypes:
-        for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
-            steps.append(("attention", f"attention {dt} {b}x{h} {sq}→{skv}" + (" causal" if causal else ""),
-                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device)))
     last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
                      (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
     pool = gemm.cold_pool_bytes(last_cache)
+    kv_pool = attention.ColdPool(pool, device)          # decode rows read their KV cache from main memory
+    for dt in dtypes:
+        for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
+            steps.append(("attention", f"attention {dt} {b}x{h} {sq}→{skv}" + (" causal" if causal else ""),
+                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device, kv_pool)))
     for dt in dtypes:
         for m, n, k, lay in gemm.cold_shapes(dt, quick):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold" + (" x@W" if lay == "kn" else ""),

@@ -7,6 +7,13 @@ batch 16 at 2.5×, a 256-token prefill at half. The probe times prefill shapes (
 full, as an encoder) and decode shapes (one query against a cache), none of them a shape of the
 accuracy benchmark's cases.
 
+A decode row reads its K and V cold, from main memory, as a decode step does: each call takes the next copy
+of them from a pool larger than the last cache level (``ColdPool``, one buffer for every decode row). Timed
+hot — the same K and V every call, as before session 14 — the rows ran at the cache's rate: on a Xeon VM
+here 32–49 GB/s of KV against 15–19 GB/s for the same shapes cold, and the models' own decode calls ran
+at the cold rate (GPT-2 at batch 8 with 129 keys: 429 µs cold, 416 in the model, 177 hot); fitted on the
+hot rows, every decode attention of the accuracy cases came out at 0.61–0.76 of its time.
+
 FLOPs and bytes are not computed here: the capture recorder records the call on the same tensors, so
 a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula, for a
 causal mask over the pairs the kernel computes — on a CPU every pair below 512 keys; bytes per class, K
@@ -30,6 +37,30 @@ def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int, bool]
     return grid[:QUICK.get(dtype, 0)] if quick else grid
 
 
+class ColdPool:
+    """One buffer of ``nbytes`` the decode rows carve their rotating K and V copies from, allocated on first use
+    and shared by every row of a probe run (filling it costs about half a second; one per row would cost that
+    three times)."""
+
+    def __init__(self, nbytes: float, device: str = "cpu"):
+        self.nbytes, self.device, self._buf = float(nbytes), device, None
+
+    def copies(self, shape: tuple[int, ...], dtype) -> list:
+        """As many (K, V) pairs of ``shape`` as the pool holds (at least 2), views into the one buffer."""
+        import torch
+        elem = torch.tensor([], dtype=dtype).element_size()
+        n = 1
+        for d in shape:
+            n *= int(d)
+        count = max(2, int(self.nbytes // (2 * n * elem)))
+        if self._buf is None or self._buf.dtype != dtype or self._buf.numel() < 2 * n * count:
+            self._buf = None                     # the old one goes before the new one is allocated
+            self._buf = torch.empty(max(2 * n * count, int(self.nbytes // elem)), device=self.device,
+                                    dtype=dtype).uniform_(-1.0, 1.0)
+        return [(self._buf[(2 * i) * n:(2 * i + 1) * n].view(shape), self._buf[(2 * i + 1) * n:(2 * i + 2) * n].view(shape))
+                for i in range(count)]
+
+
 def _module(causal: bool):
     import torch
     import torch.nn.functional as F
@@ -41,7 +72,8 @@ def _module(causal: bool):
 
 
 def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool, budget: Budget,
-            device: str = "cpu") -> dict:
+            device: str = "cpu", pool: ColdPool | None = None) -> dict:
+    """One SDPA call timed; a decode row (``sq == 1``) with a ``pool`` reads a different K and V each call."""
     import torch
     from ..capture import recorder
     dt = getattr(torch, TORCH_DTYPE[dtype])
@@ -58,11 +90,24 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
     for cls_bytes in (att[0].bytes_read, att[0].bytes_written):
         for c, n in cls_bytes.items():
             byts[c] = byts.get(c, 0.0) + float(n)
+    cold = pool is not None and decode
+    if cold:
+        kv = pool.copies((b, h, skv, d), dt)
+        i = [0]
+
+        def call():
+            i[0] = (i[0] + 1) % len(kv)
+            return mod(q, *kv[i[0]])
+    else:
+        def call():
+            return mod(q, k, v)
     with torch.no_grad():
-        st = stable(lambda: mod(q, k, v), budget, device)
+        st = stable(call, budget, device)
     row = {"dtype": dtype, "batch": b, "heads": h, "q_len": sq, "kv_len": skv, "head_dim": d, "causal": causal,
            "time_s": st.time_s, "cv": st.cv, "flops": float(att[0].flops), "act_bytes": byts.get("activations", 0.0),
            "_ok": st.ok, "_tries": st.tries}
     if byts.get("kv_cache"):
         row["kv_bytes"] = byts["kv_cache"]
+    if cold:
+        row["kv"] = "cold"
     return row
