@@ -446,29 +446,32 @@ def test_a_cache_level_no_faster_than_the_next_is_merged_and_said():
         build.profile(p)
 
 
-def test_a_decode_row_reads_its_kv_cache_cold_and_is_priced_from_memory():
-    """With a pool (as `ironlaw probe` runs it) a decode row takes the next K and V copy of one shared buffer each
-    call and says so ("kv": "cold"); the fit then prices its cache from device memory, not as cache-resident.
-    A prefill row has no cache to rotate; a hand-edited "kv" other than "cold" is refused."""
+def test_attention_rows_read_their_inputs_cold_and_are_priced_from_memory():
+    """With a pool (as `ironlaw probe` runs it) each call takes the next copy of its inputs from one shared buffer —
+    a prefill row Q, K and V, a decode row its K and V — and the row says so ("inputs": "cold"); the fit then
+    prices it from device memory, not as cache-resident. A hand-edited "inputs" other than "cold" is refused."""
     torch = pytest.importorskip("torch")
     from ironlaw.probe import attention
     budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
     pool = attention.ColdPool(4 * 2**20)
-    copies = pool.copies((2, 4, 96, 32), torch.float32)
-    assert len(copies) == 4 * 2**20 // (2 * 2 * 4 * 96 * 32 * 4)
-    ptrs = {t.data_ptr() for kv in copies for t in kv}
-    assert len(ptrs) == 2 * len(copies) and all(t.is_contiguous() for kv in copies for t in kv)
+    shapes = [(1, 4, 64, 32), (1, 4, 96, 32), (1, 4, 96, 32)]
+    copies = pool.copies(shapes, torch.float32)
+    assert len(copies) == 4 * 2**20 // (4 * 32 * (64 + 2 * 96) * 4)
+    assert all([tuple(t.shape) for t in c] == shapes and all(t.is_contiguous() for t in c) for c in copies)
+    ptrs = [t.data_ptr() for c in copies for t in c]
+    assert len(set(ptrs)) == len(ptrs) and pool._buf.data_ptr() <= min(ptrs)      # all distinct, in one buffer
     dec = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget, pool=pool)
-    hot = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget)
     pre = attention.measure("fp32", 1, 4, 64, 64, 32, True, budget, pool=pool)
-    assert dec["kv"] == "cold" and "kv" not in hot and "kv" not in pre
-    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in (dec, hot)]
+    hot = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget)
+    assert dec["inputs"] == pre["inputs"] == "cold" and "inputs" not in hot
+    assert dec["kv_bytes"] == hot["kv_bytes"] and dec["flops"] == hot["flops"]          # what ran is the same
+    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in (dec, pre, hot)]
     obs = build.observations({"attention": rows, "capacity": {"l3": 32 * 2**20}})
-    assert "resident" not in obs[0].op.attrs and obs[1].op.attrs.get("resident") is True
+    assert [o.op.attrs.get("resident") for o in obs] == [None, None, True]
     probe = {"date": "2026-12-04", "host": "h", "torch": "2.13.0", "threads": 2, "attention": rows}
     profile.check_probe(probe, "probe")
-    with pytest.raises(IronlawError, match=r"probe\.attention\[0\]\.kv: the only value is \"cold\""):
-        profile.check_probe({**probe, "attention": [{**rows[0], "kv": "hot"}]}, "probe")
+    with pytest.raises(IronlawError, match=r"probe\.attention\[0\]\.inputs: the only value is \"cold\""):
+        profile.check_probe({**probe, "attention": [{**rows[0], "inputs": "hot"}]}, "probe")
 
 
 def test_attention_rows_carry_what_the_capture_records():

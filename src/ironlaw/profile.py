@@ -150,7 +150,7 @@ _ROW_FIELDS = {
 }
 _OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads",), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
              "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": (), "pages": ("threads",),
-             "attention": ("kv_bytes", "threads", "kv")}
+             "attention": ("kv_bytes", "threads", "inputs")}
 
 
 def check_probe(probe: object, where: str) -> dict:
@@ -203,9 +203,9 @@ def check_probe(probe: object, where: str) -> dict:
             if "weights" in row and row["weights"] != "cold":
                 raise IronlawError(f"{w}.weights: the only value is \"cold\" (weights streamed from memory), "
                                    f"got {row['weights']!r}")
-            if "kv" in row and (row["kv"] != "cold" or not row.get("kv_bytes")):
-                raise IronlawError(f"{w}.kv: the only value is \"cold\" (a decode row's KV cache read from memory), "
-                                   f"on a row with kv_bytes; got {row['kv']!r}")
+            if "inputs" in row and row["inputs"] != "cold":
+                raise IronlawError(f"{w}.inputs: the only value is \"cold\" (Q, K and V, or a decode row's KV cache, "
+                                   f"read from memory), got {row['inputs']!r}")
     return probe
 
 

@@ -62,11 +62,11 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
     last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
                      (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
     pool = gemm.cold_pool_bytes(last_cache)
-    kv_pool = attention.ColdPool(pool, device)          # decode rows read their KV cache from main memory
+    inputs_pool = attention.ColdPool(pool, device)      # attention rows read Q, K, V (or KV) from main memory
     for dt in dtypes:
         for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
             steps.append(("attention", f"attention {dt} {b}x{h} {sq}→{skv}" + (" causal" if causal else ""),
-                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device, kv_pool)))
+                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device, inputs_pool)))
     for dt in dtypes:
         for m, n, k, lay in gemm.cold_shapes(dt, quick):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold" + (" x@W" if lay == "kn" else ""),

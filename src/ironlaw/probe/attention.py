@@ -7,12 +7,14 @@ batch 16 at 2.5×, a 256-token prefill at half. The probe times prefill shapes (
 full, as an encoder) and decode shapes (one query against a cache), none of them a shape of the
 accuracy benchmark's cases.
 
-A decode row reads its K and V cold, from main memory, as a decode step does: each call takes the next copy
-of them from a pool larger than the last cache level (``ColdPool``, one buffer for every decode row). Timed
-hot — the same K and V every call, as before session 14 — the rows ran at the cache's rate: on a Xeon VM
-here 32–49 GB/s of KV against 15–19 GB/s for the same shapes cold, and the models' own decode calls ran
-at the cold rate (GPT-2 at batch 8 with 129 keys: 429 µs cold, 416 in the model, 177 hot); fitted on the
-hot rows, every decode attention of the accuracy cases came out at 0.61–0.76 of its time.
+Every row reads its inputs cold, from main memory: each call takes the next copy of Q, K and V (a decode
+row: of K and V, its cache) from a pool larger than the last cache level (``ColdPool``, one buffer for
+every row). Timed hot — the same tensors every call, as before session 14 — the rows ran at the cache's
+rate, faster than any model's own calls. On a Xeon VM here: decode 32–49 GB/s of KV hot against 15–19 GB/s
+cold, and the models' decode calls ran at the cold rate (GPT-2 at batch 8 with 129 keys: 177 µs hot,
+429 cold, 416 in the model; fitted on hot rows, every decode attention of the accuracy cases came out at
+0.61–0.76 of its time); prefill shapes of BERT and GPT-2 ran 1.34–2.6× their hot time in the models and
+1.1–1.8× their cold time (what remains is the call's fixed cost, fitted as the kind's latency).
 
 FLOPs and bytes are not computed here: the capture recorder records the call on the same tensors, so
 a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula, for a
@@ -38,27 +40,33 @@ def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int, bool]
 
 
 class ColdPool:
-    """One buffer of ``nbytes`` the decode rows carve their rotating K and V copies from, allocated on first use
-    and shared by every row of a probe run (filling it costs about half a second; one per row would cost that
-    three times)."""
+    """One buffer of ``nbytes`` the rows carve their rotating input copies from, allocated on first use and
+    shared by every row of a probe run (filling it costs about half a second; one per row would cost that
+    seven times)."""
 
     def __init__(self, nbytes: float, device: str = "cpu"):
         self.nbytes, self.device, self._buf = float(nbytes), device, None
 
-    def copies(self, shape: tuple[int, ...], dtype) -> list:
-        """As many (K, V) pairs of ``shape`` as the pool holds (at least 2), views into the one buffer."""
+    def copies(self, shapes: list[tuple[int, ...]], dtype) -> list[tuple]:
+        """As many copies of a set of tensors of ``shapes`` as the pool holds (at least 2): per copy a tuple of
+        contiguous views into the one buffer."""
         import torch
         elem = torch.tensor([], dtype=dtype).element_size()
-        n = 1
-        for d in shape:
-            n *= int(d)
-        count = max(2, int(self.nbytes // (2 * n * elem)))
-        if self._buf is None or self._buf.dtype != dtype or self._buf.numel() < 2 * n * count:
+        sizes = [int(torch.Size(s).numel()) for s in shapes]
+        per = sum(sizes)
+        count = max(2, int(self.nbytes // (per * elem)))
+        if self._buf is None or self._buf.dtype != dtype or self._buf.numel() < per * count:
             self._buf = None                     # the old one goes before the new one is allocated
-            self._buf = torch.empty(max(2 * n * count, int(self.nbytes // elem)), device=self.device,
+            self._buf = torch.empty(max(per * count, int(self.nbytes // elem)), device=self.device,
                                     dtype=dtype).uniform_(-1.0, 1.0)
-        return [(self._buf[(2 * i) * n:(2 * i + 1) * n].view(shape), self._buf[(2 * i + 1) * n:(2 * i + 2) * n].view(shape))
-                for i in range(count)]
+        out = []
+        for i in range(count):
+            start, views = i * per, []
+            for shape, n in zip(shapes, sizes):
+                views.append(self._buf[start:start + n].view(shape))
+                start += n
+            out.append(tuple(views))
+        return out
 
 
 def _module(causal: bool):
@@ -73,7 +81,7 @@ def _module(causal: bool):
 
 def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool, budget: Budget,
             device: str = "cpu", pool: ColdPool | None = None) -> dict:
-    """One SDPA call timed; a decode row (``sq == 1``) with a ``pool`` reads a different K and V each call."""
+    """One SDPA call timed; with a ``pool``, on other inputs each call (Q, K and V; a decode row's K and V)."""
     import torch
     from ..capture import recorder
     dt = getattr(torch, TORCH_DTYPE[dtype])
@@ -90,14 +98,13 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
     for cls_bytes in (att[0].bytes_read, att[0].bytes_written):
         for c, n in cls_bytes.items():
             byts[c] = byts.get(c, 0.0) + float(n)
-    cold = pool is not None and decode
-    if cold:
-        kv = pool.copies((b, h, skv, d), dt)
+    if pool is not None:
+        rotate = pool.copies([(b, h, skv, d)] * 2 if decode else [(b, h, sq, d), (b, h, skv, d), (b, h, skv, d)], dt)
         i = [0]
 
         def call():
-            i[0] = (i[0] + 1) % len(kv)
-            return mod(q, *kv[i[0]])
+            i[0] = (i[0] + 1) % len(rotate)
+            return mod(q, *rotate[i[0]]) if decode else mod(*rotate[i[0]])
     else:
         def call():
             return mod(q, k, v)
@@ -108,6 +115,6 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
            "_ok": st.ok, "_tries": st.tries}
     if byts.get("kv_cache"):
         row["kv_bytes"] = byts["kv_cache"]
-    if cold:
-        row["kv"] = "cold"
+    if pool is not None:
+        row["inputs"] = "cold"
     return row

@@ -276,7 +276,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         out.append(Observation(op, r["time_s"], f"{dataset}:conv", r["cv"]))
     for r in probe.get("attention", []):        # FLOPs and bytes as the capture recorded the same call
         byts = {"activations": r["act_bytes"], **({"kv_cache": r["kv_bytes"]} if r.get("kv_bytes") else {})}
-        resident = (r.get("kv") != "cold"                                   # a cold decode row: KV from memory
+        resident = (r.get("inputs") != "cold"                              # cold: Q, K, V (or KV) from memory
                     and sum(byts.values()) <= law.CACHE_RESIDENT_FRACTION * last_cache)   # else the same operands
         op = Op(f"attention {r['dtype']} {r['batch']}x{r['heads']} {r['q_len']}→{r['kv_len']}x{r['head_dim']}"
                 + (" causal" if r["causal"] else ""), "attention", flops=r["flops"], bytes=byts, dtype=r["dtype"],
