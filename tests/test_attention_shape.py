@@ -59,18 +59,20 @@ def attention_op(b, h, q, keys, d=64):
               attrs={"nk": (keys, d)})
 
 
-def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta():
+def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta_and_attention_its_own_latency():
     """Prefill calls whose K and V stream at the kind's η 1.0 and decode calls whose KV cache streams at 0.4
     (as measured on the session-14 Xeon VM: the probe's hot decode rows at 32–49 GB/s, cold ones and the models'
-    own at 15–19): the fitted attention table recovers the KV cache's η, and every call's time with it. One η for
-    both, as before, cannot: it misses the decode calls or the prefill ones."""
+    own at 15–19), each call with a fixed 20 µs: the fitted attention table recovers the KV cache's η and the
+    latency with the shape (the flat kind's fit before it makes up for one η over every shape with its latency,
+    153 µs in one run there), and every call's time with them. One η for both cannot: it misses the decode calls
+    or the prefill ones."""
     from test_cpu_gemm_model import cpu
     shapes = [(1, 12, 32, 32), (1, 12, 128, 128), (2, 12, 96, 96), (8, 12, 64, 64), (1, 12, 256, 256),
               (1, 8, 384, 384), (1, 12, 1, 129), (8, 12, 1, 129), (4, 12, 1, 1001), (32, 12, 1, 33),
               (16, 12, 1, 65), (1, 12, 1, 513)]
     ops = [attention_op(*s) for s in shapes]
     true = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
-            "memory": {"kind": {"attention": 1.0}},
+            "memory": {"kind": {"attention": 1.0}}, "latency_s": {"attention": 20e-6},
             "attention": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 40.0, "k_half": 16.0, "streamed": 0.4}}}
     probe = fit._Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
     times = probe.times(true)
@@ -79,6 +81,7 @@ def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta():
     start = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["test"]}
     cal = fit._fit_kinds(prob, start)
     assert cal["attention"]["fp32"]["streamed"] == pytest.approx(0.4, rel=0.1)
+    assert cal["latency_s"]["attention"] == pytest.approx(20e-6, rel=0.25)
     err = prob.times(cal) / prob.meas - 1
     decode = np.array([s[2] == 1 for s in shapes])
     assert np.all(np.abs(err[decode]) < 0.1), err      # (the 32-key prefill, the smallest op, weighs least: √time)

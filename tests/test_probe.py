@@ -452,8 +452,9 @@ def test_attention_rows_read_their_inputs_cold_and_are_priced_from_memory():
     prices it from device memory, not as cache-resident. A hand-edited "inputs" other than "cold" is refused."""
     torch = pytest.importorskip("torch")
     from ironlaw.probe import attention
+    from ironlaw.probe.pool import ColdPool
     budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
-    pool = attention.ColdPool(4 * 2**20)
+    pool = ColdPool(4 * 2**20)
     shapes = [(1, 4, 64, 32), (1, 4, 96, 32), (1, 4, 96, 32)]
     copies = pool.copies(shapes, torch.float32)
     assert len(copies) == 4 * 2**20 // (4 * 32 * (64 + 2 * 96) * 4)
@@ -472,6 +473,30 @@ def test_attention_rows_read_their_inputs_cold_and_are_priced_from_memory():
     profile.check_probe(probe, "probe")
     with pytest.raises(IronlawError, match=r"probe\.attention\[0\]\.inputs: the only value is \"cold\""):
         profile.check_probe({**probe, "attention": [{**rows[0], "inputs": "hot"}]}, "probe")
+
+
+def test_cold_rows_share_one_pool_and_a_round_hands_it_back():
+    """The cold GEMM rows and the attention rows of a probe take their copies from one buffer (allocated once
+    per dtype: a pool per GEMM row had cost a fill of twice the last cache level 24 times); a cold GEMM row alone
+    still gets one of its own."""
+    torch = pytest.importorskip("torch")
+    from ironlaw.probe import gemm
+    from ironlaw.probe.pool import ColdPool
+    budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
+    pool = ColdPool(2 * 2**20)
+    a = gemm.measure_cold("fp32", 1, 256, 128, pool, budget)
+    buf = pool._buf
+    b = gemm.measure_cold("fp32", 2, 128, 256, pool, budget, layout="kn")
+    assert pool._buf is buf and buf.numel() * 4 == 2 * 2**20             # the same buffer, not a new one
+    assert a["weights"] == b["weights"] == "cold" and b["layout"] == "kn"
+    w = pool.copies([(128, 256)], torch.float32)
+    assert len(w) == 2 * 2**20 // (128 * 256 * 4) and len({t.data_ptr() for (t,) in w}) == len(w)
+    pool.copies([(128, 256)], torch.bfloat16)                           # another dtype: its own buffer
+    assert pool._buf.dtype == torch.bfloat16
+    pool.release()
+    assert pool._buf is None
+    own = gemm.measure_cold("fp32", 1, 256, 128, 2 * 2**20, budget)     # bytes: a pool of its own
+    assert own["time_s"] > 0 and own["weights"] == "cold"
 
 
 def test_attention_rows_carry_what_the_capture_records():

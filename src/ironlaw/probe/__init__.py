@@ -24,6 +24,7 @@ import time
 from typing import Callable
 
 from ..errors import IronlawError
+from .pool import ColdPool
 from .timing import Budget
 
 Progress = Callable[[int, int, str], None]        # (done, total, label)
@@ -40,8 +41,10 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[str, str, Callable[[], dict]]]:
-    """(family, label, thunk) for every measurement, in the order they run."""
+def plan(quick: bool, device: str, threads: int, budget: Budget,
+         pool: ColdPool | None = None) -> list[tuple[str, str, Callable[[], dict]]]:
+    """(family, label, thunk) for every measurement, in the order they run; the cold rows (GEMM weights,
+    attention inputs) take their operand copies from ``pool`` (a new one sized to the last cache level if None)."""
     from . import attention, conv, cuda, dispatch, gemm, memory, pages, reduce, vector
     steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
@@ -59,14 +62,11 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
                           lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
-    last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
-                     (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
-    pool = gemm.cold_pool_bytes(last_cache)
-    inputs_pool = attention.ColdPool(pool, device)      # attention rows read Q, K, V (or KV) from main memory
+    pool = pool or cold_pool(device)              # one buffer for every cold row
     for dt in dtypes:
         for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
             steps.append(("attention", f"attention {dt} {b}x{h} {sq}→{skv}" + (" causal" if causal else ""),
-                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device, inputs_pool)))
+                          lambda dt=dt, a=(b, h, sq, skv, d, causal): attention.measure(dt, *a, budget, device, pool)))
     for dt in dtypes:
         for m, n, k, lay in gemm.cold_shapes(dt, quick):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold" + (" x@W" if lay == "kn" else ""),
@@ -94,6 +94,14 @@ def plan(quick: bool, device: str, threads: int, budget: Budget) -> list[tuple[s
             for nb in cuda.SIZES[: 2 if quick else 3]:
                 steps.append(("cuda", f"{d} {nb >> 20} MiB", lambda d=d, nb=nb: cuda.copy(d, nb, budget)))
     return steps
+
+
+def cold_pool(device: str) -> ColdPool:
+    """The pool cold rows rotate through: twice the last cache level (``gemm.cold_pool_bytes``)."""
+    from . import gemm, memory
+    last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
+                     (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
+    return ColdPool(gemm.cold_pool_bytes(last_cache), device)
 
 
 def _cuda_props():
@@ -146,7 +154,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                     retries=1 if quick else 2)
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()
-    steps = plan(quick, device, threads, budget)
+    pool = cold_pool(device)                      # emptied after each round
+    steps = plan(quick, device, threads, budget, pool)
     # the same GEMM and DRAM copy at the start, middle and end: a machine whose load changed during
     # the run (a neighbour that came or went) shows as drift even when every measurement was calm
     sentinel = ("sentinel", "drift check", lambda: _sentinel(budget, device, quick))
@@ -160,6 +169,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
                 progress(done, total, label + (f" (round {k + 1}/{rounds})" if rounds > 1 else ""))
             measured[i].append(thunk())
             done += 1
+        pool.release()                            # (its buffer is as large as twice the last cache level)
         if between:
             between(k)
             torch.set_num_threads(threads)

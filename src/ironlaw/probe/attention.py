@@ -8,8 +8,8 @@ full, as an encoder) and decode shapes (one query against a cache), none of them
 accuracy benchmark's cases.
 
 Every row reads its inputs cold, from main memory: each call takes the next copy of Q, K and V (a decode
-row: of K and V, its cache) from a pool larger than the last cache level (``ColdPool``, one buffer for
-every row). Timed hot — the same tensors every call, as before session 14 — the rows ran at the cache's
+row: of K and V, its cache) from a pool larger than the last cache level (``pool.ColdPool``, one buffer
+for every cold row of a probe run). Timed hot — the same tensors every call, as before session 14 — the rows ran at the cache's
 rate, faster than any model's own calls. On a Xeon VM here: decode 32–49 GB/s of KV hot against 15–19 GB/s
 cold, and the models' decode calls ran at the cold rate (GPT-2 at batch 8 with 129 keys: 177 µs hot,
 429 cold, 416 in the model; fitted on hot rows, every decode attention of the accuracy cases came out at
@@ -24,6 +24,7 @@ and V of a decode row as KV cache).
 from __future__ import annotations
 
 from ..errors import IronlawError
+from .pool import ColdPool
 from .timing import Budget, stable
 
 # (batch, heads, query length, key/value length, head dim, causal); the first rows are the quick grid
@@ -37,36 +38,6 @@ TORCH_DTYPE = {"fp32": "float32"}
 def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int, bool]]:
     grid = GRID.get(dtype, [])
     return grid[:QUICK.get(dtype, 0)] if quick else grid
-
-
-class ColdPool:
-    """One buffer of ``nbytes`` the rows carve their rotating input copies from, allocated on first use and
-    shared by every row of a probe run (filling it costs about half a second; one per row would cost that
-    seven times)."""
-
-    def __init__(self, nbytes: float, device: str = "cpu"):
-        self.nbytes, self.device, self._buf = float(nbytes), device, None
-
-    def copies(self, shapes: list[tuple[int, ...]], dtype) -> list[tuple]:
-        """As many copies of a set of tensors of ``shapes`` as the pool holds (at least 2): per copy a tuple of
-        contiguous views into the one buffer."""
-        import torch
-        elem = torch.tensor([], dtype=dtype).element_size()
-        sizes = [int(torch.Size(s).numel()) for s in shapes]
-        per = sum(sizes)
-        count = max(2, int(self.nbytes // (per * elem)))
-        if self._buf is None or self._buf.dtype != dtype or self._buf.numel() < per * count:
-            self._buf = None                     # the old one goes before the new one is allocated
-            self._buf = torch.empty(max(per * count, int(self.nbytes // elem)), device=self.device,
-                                    dtype=dtype).uniform_(-1.0, 1.0)
-        out = []
-        for i in range(count):
-            start, views = i * per, []
-            for shape, n in zip(shapes, sizes):
-                views.append(self._buf[start:start + n].view(shape))
-                start += n
-            out.append(tuple(views))
-        return out
 
 
 def _module(causal: bool):

@@ -16,6 +16,7 @@ Two kinds of rows:
 """
 from __future__ import annotations
 
+from .pool import ColdPool
 from .timing import Budget, stable
 
 # (M, N, K); the first rows are the quick grid
@@ -101,22 +102,23 @@ def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "c
             "_ok": st.ok, "_tries": st.tries}
 
 
-def measure_cold(dtype: str, m: int, n: int, k: int, pool_bytes: float, budget: Budget, device: str = "cpu",
+def measure_cold(dtype: str, m: int, n: int, k: int, pool: "ColdPool | float", budget: Budget, device: str = "cpu",
                  layout: str = "nt") -> dict:
     """``x @ Wᵀ`` (W is N×K, as ``nn.Linear`` stores it; layout "kn": ``x @ W`` with W row-major K×N), a
-    different W each call from a pool of ``pool_bytes``, so the weights come from main memory every time."""
+    different W each call from ``pool`` (a ``ColdPool`` shared by the probe's cold rows, or its size in bytes
+    for one of its own), so the weights come from main memory every time."""
     import torch
     import torch.nn.functional as F
     dt = getattr(torch, TORCH_DTYPE[dtype])
-    w_bytes = n * k * torch.tensor([], dtype=dt).element_size()
-    copies = max(2, int(pool_bytes // w_bytes))
-    pool = torch.empty(copies, *((n, k) if layout == "nt" else (k, n)), device=device, dtype=dt).uniform_(-1.0, 1.0)
+    pool = pool if isinstance(pool, ColdPool) else ColdPool(pool, device)
+    weights = [w for (w,) in pool.copies([(n, k) if layout == "nt" else (k, n)], dt)]
+    copies = len(weights)
     x = torch.randn(m, k, device=device).to(dt)
     i = [0]
 
     def call():
         i[0] = (i[0] + 1) % copies
-        return F.linear(x, pool[i[0]]) if layout == "nt" else torch.mm(x, pool[i[0]])
+        return F.linear(x, weights[i[0]]) if layout == "nt" else torch.mm(x, weights[i[0]])
     st = stable(call, budget, device)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
             "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", **({"layout": "kn"} if layout == "kn" else {}),
