@@ -361,11 +361,11 @@ def _fit_kinds(prob: _Problem, cal: dict) -> dict:
             if kind == "attention":
                 # … and attention's fixed cost per call with it: the flat kind's fit above had set it (153 µs in
                 # one run on the session-14 Xeon VM) to make up for one η over every shape, and the shape model
-                # then put calls of 63–90 µs at 2.0–2.7× their time. Three saved runs re-fitted without → with
+                # then put calls of 63–90 µs at 2.0–2.7× their time. Four runs there re-fitted without → with
                 # it: 8.5 / 14.8 / 87 → 8.4 / 15.0 / 87, 6.6 / 13.8 / 88 → 6.3 / 14.3 / 88, 6.5 / 12.6 / 87 →
-                # 5.6 / 12.7 / 88 (median / p90 / % op time ±25%); the third run's attention calls median |log
-                # pred/meas| 0.14 → 0.10, within ±25% 67% → 96%. The same for convs: 8.6 / 20.1 / 86,
-                # 6.3 / 14.3 / 88, 6.3 / 12.6 / 86 — not taken
+                # 5.6 / 12.7 / 88, 6.3 / 16.0 / 90 → 6.3 / 15.8 / 91 (median / p90 / % op time ±25%); the third
+                # run's attention calls median |log pred/meas| 0.14 → 0.10, within ±25% 67% → 96%. The same for
+                # convs on the first three: 8.6 / 20.1 / 86, 6.3 / 14.3 / 88, 6.3 / 12.6 / 86 — not taken
                 params.append((("latency_s", kind), calibrate.MAX_LATENCY_S))
                 axes.append(LAT)
             new = _fit_group(sub, cal, params, _grid(*axes))
