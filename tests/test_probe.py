@@ -491,6 +491,8 @@ def test_cold_rows_share_one_pool_and_a_round_hands_it_back():
     assert a["weights"] == b["weights"] == "cold" and b["layout"] == "kn"
     w = pool.copies([(128, 256)], torch.float32)
     assert len(w) == 2 * 2**20 // (128 * 256 * 4) and len({t.data_ptr() for (t,) in w}) == len(w)
+    nxt = pool.cycle([(128, 256)], torch.float32)                        # a call takes each copy once per round
+    assert len({nxt()[0].data_ptr() for _ in w}) == len(w) and nxt()[0].data_ptr() == w[0][0].data_ptr()
     pool.copies([(128, 256)], torch.bfloat16)                           # another dtype: its own buffer
     assert pool._buf.dtype == torch.bfloat16
     pool.release()

@@ -70,12 +70,10 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
         for c, n in cls_bytes.items():
             byts[c] = byts.get(c, 0.0) + float(n)
     if pool is not None:
-        rotate = pool.copies([(b, h, skv, d)] * 2 if decode else [(b, h, sq, d), (b, h, skv, d), (b, h, skv, d)], dt)
-        i = [0]
+        inputs = pool.cycle([(b, h, skv, d)] * 2 if decode else [(b, h, sq, d), (b, h, skv, d), (b, h, skv, d)], dt)
 
         def call():
-            i[0] = (i[0] + 1) % len(rotate)
-            return mod(q, *rotate[i[0]]) if decode else mod(*rotate[i[0]])
+            return mod(q, *inputs()) if decode else mod(*inputs())
     else:
         def call():
             return mod(q, k, v)

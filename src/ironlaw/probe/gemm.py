@@ -111,14 +111,11 @@ def measure_cold(dtype: str, m: int, n: int, k: int, pool: "ColdPool | float", b
     import torch.nn.functional as F
     dt = getattr(torch, TORCH_DTYPE[dtype])
     pool = pool if isinstance(pool, ColdPool) else ColdPool(pool, device)
-    weights = [w for (w,) in pool.copies([(n, k) if layout == "nt" else (k, n)], dt)]
-    copies = len(weights)
+    weights = pool.cycle([(n, k) if layout == "nt" else (k, n)], dt)
     x = torch.randn(m, k, device=device).to(dt)
-    i = [0]
 
     def call():
-        i[0] = (i[0] + 1) % copies
-        return F.linear(x, weights[i[0]]) if layout == "nt" else torch.mm(x, weights[i[0]])
+        return F.linear(x, *weights()) if layout == "nt" else torch.mm(x, *weights())
     st = stable(call, budget, device)
     return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": st.time_s, "cv": st.cv,
             "flops_per_s": 2.0 * m * n * k / st.time_s, "weights": "cold", **({"layout": "kn"} if layout == "kn" else {}),

@@ -8,6 +8,9 @@ the probe's largest single cost there.
 """
 from __future__ import annotations
 
+import itertools
+from typing import Callable
+
 
 class ColdPool:
     """``nbytes`` of operand copies for cold rows, allocated on first use (per dtype, the last one kept)."""
@@ -35,6 +38,11 @@ class ColdPool:
                 start += n
             out.append(tuple(views))
         return out
+
+    def cycle(self, shapes: list[tuple[int, ...]], dtype) -> Callable[[], tuple]:
+        """A function that returns the next copy of ``copies(shapes, dtype)`` each call, round and round."""
+        it = itertools.cycle(self.copies(shapes, dtype))
+        return lambda: next(it)
 
     def release(self) -> None:
         """Hand the buffer back (the next ``copies`` allocates it again)."""
