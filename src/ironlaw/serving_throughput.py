@@ -141,12 +141,13 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--ep {lay.ep} needs a mixture-of-experts model; {spec} is dense")
     if experts and experts % lay.ep:
         raise IronlawError(f"--ep {lay.ep} does not divide the {experts} experts of {spec}; use a divisor of {experts}")
-    if lay.ep > 1 and lay.ep != lay.tp:
-        raise IronlawError(f"--ep {lay.ep} must equal --tp {lay.tp}: experts are sharded over the TP group")
+    if lay.ep > 1 and not lay.attention_dp:
+        raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
+                           f"add --attention-dp")
+    if lay.attention_dp and lay.ep != lay.tp:
+        raise IronlawError(f"--attention-dp shards the experts over the TP group: use --ep {lay.tp} with --tp {lay.tp}")
     if meta["layers"] % lay.pp:
         raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
-    if experts and not lay.attention_dp and lay.ep > 1 and lay.tp % lay.ep:
-        raise IronlawError(f"--ep {lay.ep} does not divide --tp {lay.tp}")
 
 
 def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
@@ -226,6 +227,8 @@ def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pa
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
     g = _stage(half_collectives(g), run.lay)
     est = law.predict(g, run.law_hw)
+    if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
+        raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
     return float(est.time_s) + run.constants.step_s, est
 
 
@@ -291,8 +294,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     if per_engine * lay.dp * lay.pp >= n and per_engine < fit // lay.pp:
         reason = "requests"
     kv_in_use = per_engine * lay.pp * eng.blocks_tokens(prompt, output) * mem["kv_bytes_per_token"]
-    footprint = {"weights": mem["weights_bytes"] * (lay.tp * lay.pp if not lay.attention_dp else lay.pp),
-                 "kv_cache": kv_in_use * (lay.tp if not lay.attention_dp else 1),
+    split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
+    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * split,
                  "activations": mem["workspace_bytes"]}
     run = _Run(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, prompt, output, footprint, constants,
                min(limits.max_batch, limits.max_num_tokens))
