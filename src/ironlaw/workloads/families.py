@@ -28,6 +28,9 @@ FAMILIES: dict[str, Callable[[_Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu"}
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
+# fields the published Gemma 3 configs leave at transformers' Gemma3TextConfig defaults
+GEMMA3_DEFAULTS = {"vocab_size": 262_208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
+                   "tie_word_embeddings": True, "max_position_embeddings": 131_072, "sliding_window": 4096}
 
 
 def family(*model_types: str):
@@ -139,7 +142,8 @@ def _deepseek_v3(f: _Fields, mt: str, name: str) -> Arch:
 @family("gpt_oss")
 def _gpt_oss(f: _Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
-    d.update(act="swiglu_oai", mlp_bias=True)       # SwiGLU with clamp and alpha 1.702, biased experts
+    bias = f.bool("attention_bias", True)           # GptOssConfig's default
+    d.update(act="swiglu_oai", mlp_bias=True, qkv_bias=bias, o_bias=bias)   # clamped SwiGLU, biased experts
     q = f.cfg.get("quantization_config")
     fmt = q.get("quant_method") if isinstance(q, dict) else None
     return Arch(**d, **_routed(f, "num_local_experts", ("num_experts_per_tok", "experts_per_token")),
@@ -154,7 +158,7 @@ def _llama4(f: _Fields, mt: str, name: str) -> Arch:
     step = f.int("interleave_moe_layer_step", 1)
     moe = f.cfg.get("moe_layers")
     moe = set(moe) if isinstance(moe, list) else set(range(step - 1, L, step))
-    rope = f.list("no_rope_layers", L, (0, 1)) or \
+    rope = (f.list("no_rope_layers", L, (0, 1)) if f.cfg.get("no_rope_layers") else None) or \
         [int((i + 1) % f.int("no_rope_layer_interval", 4) != 0) for i in range(L)]
     chunk = f.int("attention_chunk_size", None)
     return Arch(**{**d, "inter": f.int("intermediate_size_mlp")}, **_routed(f, "num_local_experts"),
@@ -165,9 +169,9 @@ def _llama4(f: _Fields, mt: str, name: str) -> Arch:
 
 @family("gemma3", "gemma3_text")
 def _gemma3(f: _Fields, mt: str, name: str) -> Arch:
-    act_key = "hidden_activation" if "hidden_activation" in f.cfg else "hidden_act"
+    f = _Fields({**GEMMA3_DEFAULTS, **f.cfg}, f.where)
+    act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
-    d["tied"] = f.bool("tie_word_embeddings", True)
     pattern = f.int("sliding_window_pattern", 6)
     return Arch(**d, qk_norm="rms", sandwich_norm=True,
                 spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: (i + 1) % pattern == 0))

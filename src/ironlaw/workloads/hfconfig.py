@@ -205,6 +205,11 @@ class Arch:
         layer = self.attn_params() + self.layer_norm_params() + self.moe_params()
         return self.mtp_layers * (3 * h + 2 * h * h + layer + 2 * self.vocab * h)
 
+    def active_compute_params(self) -> int:
+        """Active parameters without the lookup-only embedding table: those a token multiplies by
+        (what OpenAI and DeepSeek publish as "active"; Meta and Qwen include the embedding)."""
+        return self.params(active=True) - self.lookup_only_params()
+
     def lookup_only_params(self) -> int:
         """Parameters that are only gathered, never multiplied (embedding tables not tied to the head)."""
         p = self.embedding_params() - (self.norm_params if self.post_norm else 0)

@@ -75,7 +75,18 @@ BUILTIN_NAMES = {"gpt2": "GPT-2 124M (learned positions, tied embeddings, GELU-t
                  "llama3.3-70b": "Llama-3.3-70B-Instruct (the Llama-3.1-70B shape)",
                  "llama3.1-405b": "Llama-3.1-405B (GQA 128/8 heads, 126 layers)",
                  "qwen3-8b": "Qwen3-8B (GQA 32/8 heads x 128, qk-norm)",
-                 "qwen3-32b": "Qwen3-32B (GQA 64/8 heads x 128, qk-norm)"}
+                 "qwen3-32b": "Qwen3-32B (GQA 64/8 heads x 128, qk-norm)",
+                 "qwen3-30b-a3b": "Qwen3-30B-A3B (128 experts, top-8; qk-norm)",
+                 "qwen3-235b-a22b": "Qwen3-235B-A22B (128 experts, top-8; qk-norm)",
+                 "deepseek-v3": "DeepSeek-V3 (MLA, 3 dense + 58 MoE layers: 256 routed top-8 + 1 shared; MTP apart)",
+                 "deepseek-r1": "DeepSeek-R1 (the DeepSeek-V3 architecture)",
+                 "gpt-oss-20b": "gpt-oss-20b (32 experts top-4, sliding window 128 / global alternating, sinks)",
+                 "gpt-oss-120b": "gpt-oss-120b (128 experts top-4, sliding window 128 / global alternating, sinks)",
+                 "llama4-scout": "Llama-4-Scout-17B-16E text model (16 experts top-1 + shared, chunked attention)",
+                 "llama4-maverick": "Llama-4-Maverick-17B-128E text model (128 experts top-1 + shared on every "
+                                    "other layer, chunked attention)",
+                 "gemma3-27b": "Gemma-3-27B text model (5 sliding-window 1024 : 1 global, qk-norm, tied)"}
+ALIASES = {"deepseek-r1": "deepseek-v3"}              # the same architecture and config values
 
 
 # ---------------------------------------------------------------------- shape of one phase
@@ -291,7 +302,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
                 op.flops, op.bytes = fw.flops / DROPOUT_FLOPS, dict(fw.bytes)
         ops = fwd + bwd + [optimizer_step(params, dt)]
     meta = {"batch": req.batch, "seq": s if np.ndim(s) else int(s), "tokens": sh.tokens, "params": params,
-            "active_params": active, "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
+            "active_params": active, "active_compute_params": a.active_compute_params(),
+            "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
             "kv_heads": a.kv_heads, "head_dim": a.head_dim, "vocab": a.vocab,
             "attention_pairs": "full" if a.encoder else "causal",
@@ -322,7 +334,7 @@ def _attention_meta(a: Arch) -> dict:
 
 # ---------------------------------------------------------------------- registries
 def builtin_arch(name: str) -> Arch:
-    path = CONFIG_DIR / f"{name}.json"
+    path = CONFIG_DIR / f"{ALIASES.get(name, name)}.json"
     return hfconfig.parse(json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}", name)
 
 
@@ -338,8 +350,8 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, gpt2, bert "
-              "analytic; others captured with torch)")
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
+              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch)")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:
