@@ -37,6 +37,11 @@ SPECS = {"llama3.1-8b": ("llama3.1-8b", "llama3-8b"),
          "qwen3-235b-a22b": ("qwen3-235b-a22b",), "llama4-maverick": ("llama4-maverick",),
          "llama4-scout": ("llama4-scout",)}
 MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout")
+# scored, never fitted: the MoE rows (attention DP + EP). Their errors run from −25% (prefill-heavy) to +125%
+# (decode-heavy) with the dense rows' constants, a pattern no shared speed constant fixes (the per-rank batch the
+# engine really settles at under attention DP is the suspect; docs/accuracy.md); fitting them in would bend the
+# constants of the dense rows to an effect the model lacks
+NOT_FITTED = MOE
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s")
 BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
@@ -121,7 +126,7 @@ def _from_x(x: np.ndarray) -> dict:
     out = {}
     for k, v in zip(NAMES, x):
         lo, hi = BOUNDS[k]
-        u = 1.0 / (1.0 + math.exp(-v))
+        u = 1.0 / (1.0 + math.exp(-min(max(v, -500.0), 500.0)))
         out[k] = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
     return out
 
@@ -243,15 +248,16 @@ def main() -> int:
         t.est = est
         terms.append(t)
     const = {k: getattr(st.FITTED, k) for k in NAMES}
+    fitted = [t for t in terms if t.cell["model"] not in NOT_FITTED]
     if args.fit:
-        const = fit(terms, const)
+        const = fit(fitted, const)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
     errs = score(terms, const)
     models = sorted({c["model"] for c in table})
     lomo_err, lomo_pred = {}, {}
     for m in models:
-        rest = [t for t in terms if t.cell["model"] != m]
-        cm = fit(rest, const)
+        rest = [t for t in fitted if t.cell["model"] != m]
+        cm = const if m in NOT_FITTED else fit(rest, const)          # never fitted: already left out
         for t in terms:
             if t.cell["model"] == m:
                 key = (m, t.cell["isl"], t.cell["osl"])
@@ -276,9 +282,17 @@ def main() -> int:
         print(_line((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
                      f"{e:+.1f}%", f"{lomo_err[key]:+.1f}%", t.est.batch, t.est.batch_limit, *other), w))
     med, p90, mx = stats(errs)
-    lm, lp, lx = stats(list(lomo_err.values()))
-    print(f"\nH100 cells: {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
-    print(f"leave-one-model-out: |error| median {lm:.1f}%  p90 {lp:.1f}%  max {lx:.1f}%")
+    fit_errs = [e for t, e in zip(terms, errs) if t.cell["model"] not in NOT_FITTED]
+    fm, fp, fx = stats(fit_errs)
+    lomo_fit = [e for (m, _, _), e in lomo_err.items() if m not in NOT_FITTED]
+    lm, lp, lx = stats(lomo_fit)
+    am, ap, ax = stats(list(lomo_err.values()))
+    print(f"\nall H100 cells: {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    print(f"fitted cells (all but {', '.join(NOT_FITTED)}): {len(fit_errs)}; |error| median {fm:.1f}%  "
+          f"p90 {fp:.1f}%  max {fx:.1f}%")
+    print(f"leave-one-model-out, fitted models: |error| median {lm:.1f}%  p90 {lp:.1f}%  max {lx:.1f}%")
+    print(f"leave-one-model-out, all cells (MoE never fitted): |error| median {am:.1f}%  p90 {ap:.1f}%  "
+          f"max {ax:.1f}%")
     for m in models:
         e = [x for (mm, _, _), x in lomo_err.items() if mm == m]
         print(f"  {m:<16} LOMO median {stats(e)[0]:.1f}%  max {stats(e)[2]:.1f}%")
@@ -290,8 +304,8 @@ def main() -> int:
     e9305 = 100.0 * (cell.tokens_per_s(const) / 9305 - 1)
     return print_table([
         ("llama3.1-8b h100 tp1 fp8 2048/2048 vs 9,305 tok/s", f"{e9305:+.1f}%", "within 5%", abs(e9305) <= 5),
-        ("H100 cells, median |error|", f"{med:.1f}%", "<= 5%", med <= 5),
-        ("leave-one-model-out, median |error|", f"{lm:.1f}%", "<= 8%", lm <= 8),
+        ("all H100 cells, median |error|", f"{med:.1f}%", "<= 5%", med <= 5),
+        ("leave-one-model-out, median |error| (all cells)", f"{am:.1f}%", "<= 8%", am <= 8),
         ("time per prediction", f"{statistics.median(walls):.2f} s", "< 1 s", statistics.median(walls) < 1)],
         "TensorRT-LLM H100 max-throughput")
 

@@ -75,14 +75,15 @@ def test_time_is_the_sum_of_its_steps():
     assert est.output_tokens_per_s == pytest.approx(est.requests * 1000 / est.time_s)
 
 
-def test_more_kv_memory_never_shrinks_the_batch_or_the_throughput():
-    prev = None
-    for f in (0.3, 0.5, 0.7, 0.9, 0.95):
-        est = st.max_throughput("llama3-8b", "h100", 2048, 2048, dtype="fp8", kv_fraction=f)
-        assert est.batch_limit == "kv_memory"
-        if prev:
-            assert est.batch >= prev.batch and est.output_tokens_per_s >= prev.output_tokens_per_s * 0.999
-        prev = est
+def test_more_kv_memory_never_shrinks_the_batch():
+    """More KV memory holds more sequences (the throughput rises overall, toward the rate at which the sequences'
+    KV reads saturate HBM; between neighbours a batch just past
+    a captured CUDA-graph size pays for padding to the next one, as TensorRT-LLM's engine does)."""
+    ests = [st.max_throughput("llama3-8b", "h100", 2048, 2048, dtype="fp8", kv_fraction=f)
+            for f in (0.3, 0.5, 0.7, 0.9, 0.95)]
+    assert all(e.batch_limit == "kv_memory" for e in ests)
+    assert all(b.batch > a.batch for a, b in zip(ests, ests[1:]))
+    assert ests[-1].output_tokens_per_s > ests[0].output_tokens_per_s
 
 
 def test_longer_output_holds_fewer_sequences_and_finishes_fewer_requests():

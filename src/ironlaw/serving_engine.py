@@ -9,7 +9,7 @@
                               1024, to 256 above
                         tok = min(bs · (1 + ISL/OSL), 32768), rounded up: to 256 (at least 2048) below 4096,
                               to 512 below 8192, to 1024 above
-    KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.90) of the memory FREE once the
+    KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
                     weights and the activation workspace of one max_num_tokens step are in place
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
                     reserves each request's whole prompt and output in 32-token blocks (TensorRT-LLM's
@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from .errors import IronlawError
 
 GIB = 2.0**30
-KV_FRACTION = 0.90                 # TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction default
+# the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
+# calc_engine_setting default); TensorRT-LLM's own KvCacheConfig default is 0.90
+KV_FRACTION = 0.95
 TOKENS_PER_BLOCK = 32              # TensorRT-LLM KvCacheConfig.tokens_per_block default
 BATCH_CAP, TOKENS_CAP = 4096, 32768          # trtllm-bench finetune_setting caps
 # perf-overview.md, "Preparing a Dataset": $num_requests per (ISL, OSL)
@@ -80,10 +82,11 @@ def blocks_tokens(prompt: int, output: int) -> int:
     return math.ceil((prompt + output) / TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK
 
 
-def settle_batch(kv_budget_bytes: float, kv_bytes_per_token: float, prompt: int, output: int,
+def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: int, output: int,
                  max_batch: int) -> tuple[int, str]:
-    """(sequences in flight, what set it: "kv_memory" or "max_batch") on one attention rank."""
-    fit = int(kv_budget_bytes // (blocks_tokens(prompt, output) * kv_bytes_per_token))
+    """(sequences in flight, what set it: "kv_memory" or "max_batch") on one attention rank; a sequence holds
+    the KV of ``blocks_tokens(prompt, output)`` tokens (``kv_bytes_per_sequence``)."""
+    fit = int(kv_budget_bytes // kv_bytes_per_sequence)
     if fit < 1:
         raise IronlawError(f"the KV cache ({kv_budget_bytes / 1e9:.2f} GB left for it) cannot hold one request of "
                            f"{prompt} + {output} tokens; use more --tp, a larger --kv-fraction or a shorter request")

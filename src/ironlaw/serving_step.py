@@ -2,8 +2,9 @@
 
     linear layers, norms, activations   one pass over all T tokens of the step (decode + prompt): the weights
                                         are read once per step, the GEMMs run with M = T
-    attention.decode                    each generating sequence reads its own KV cache (``context`` tokens)
-    attention.prefill                   the prompt tokens' causal pairs (a chunk of a prompt of ``prompt``
+    attention*.decode                   each generating sequence reads its own KV cache (``context`` tokens;
+                                        every attention op of the model: global, windowed, chunked)
+    attention*.prefill                  the prompt tokens' causal pairs (a chunk of a prompt of ``prompt``
                                         tokens carries its share of the prompt's pairs) and their KV writes
     lm_head, final_norm                 the decode tokens and the last token of each prompt finished here
 
@@ -35,6 +36,8 @@ class ServingConstants:
     attention_eta: float       # fraction of the matrix peak FlashAttention-style kernels reach
     step_s: float              # fixed runtime cost per engine step (scheduler, sampler, host), seconds
     source: str
+    reserve_bytes: float = 0.0  # runtime memory per GPU beside weights, workspace and KV (CUDA context and
+                                # graph pools, communication buffers): not free for the KV cache
 
     def calibration(self, dtypes) -> dict:
         gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
@@ -102,19 +105,19 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
     """The step's graph on one attention rank (unsharded): see the module docstring."""
     T = max(int(round(gemm_tokens)), 1)
     tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
-    parts = []
-    if decode >= 1:
-        dec = build(spec, "decode", decode, context, dtype, kv_dtype, hw)
-        parts.append(next(op for op in dec.ops if op.kind == "attention"))
-        parts[-1] = scaled(parts[-1], 1.0, "attention.decode")
+    parts: dict[str, list] = {op.name: [] for op in tok.ops if op.kind == "attention"}
+    if decode >= 1:                                  # every attention op (global, windowed, chunked) of the model
+        for op in build(spec, "decode", decode, context, dtype, kv_dtype, hw).ops:
+            if op.kind == "attention":
+                parts[op.name].append(scaled(op, 1.0, op.name + ".decode"))
     if prefill_tokens > 0:
-        pre = build(spec, "prefill", 1, prompt, dtype, kv_dtype, hw)
-        att = next(op for op in pre.ops if op.kind == "attention")
-        parts.append(scaled(att, prefill_tokens / prompt, "attention.prefill"))
+        for op in build(spec, "prefill", 1, prompt, dtype, kv_dtype, hw).ops:
+            if op.kind == "attention":
+                parts[op.name].append(scaled(op, prefill_tokens / prompt, op.name + ".prefill"))
     ops = []
     for op in tok.ops:
         if op.kind == "attention":
-            ops.extend(parts)
+            ops.extend(parts[op.name])
         elif op.name in HEAD_OPS:
             ops.append(scaled(op, head_tokens / T))
         else:
