@@ -45,9 +45,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the fitted table into src/ironlaw/catalog/a100.toml")
     args = ap.parse_args()
-    from ironlaw import calibrate, hardware
+    from ironlaw import calibrate, calibration, hardware
     hw = hardware.load_file(ROOT / "src/ironlaw/catalog/a100.toml")
-    hw = calibrate.without_calibration(hw)
+    hw = calibration.without_calibration(hw)
     fit, held = datasets()
     t0 = time.perf_counter()
     src = ("derived: fitted to ../shared/reference/gpu_measured/ vidur_llama2_7b_a100_mlp_raw.csv (microsoft/vidur, MIT) "
@@ -59,7 +59,7 @@ def main() -> int:
     cal["matmul"]["bf16"] = dict(cal["matmul"]["fp16"])
     cal["source"] += ("; bf16 GEMMs reuse the fp16 fit (the A100 datasheet gives both 312 TFLOP/s dense; "
                       "the files hold fp16 only)")
-    hwc = calibrate.with_calibration(hw, cal)
+    hwc = calibration.with_calibration(hw, cal)
     rows = []
     for name, obs in (("datasheet roofline (uncalibrated)", hw), ("calibrated", hwc)):
         rep = calibrate.report(obs, fit + held)

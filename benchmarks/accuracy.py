@@ -294,7 +294,7 @@ def main() -> int:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from ironlaw import calibrate, fit, hardware
+    from ironlaw import calibration, fit, hardware
     from ironlaw.cli.fit import framework_line
     hw = hardware.get(args.on)
     print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
@@ -325,7 +325,7 @@ def main() -> int:
     cal = fit.fit(hw, fit_docs, held_out=[d for r, ds in by_role.items() if r != "fit" for d in ds], stat=args.stat)
     print(f"fitted on {len(fit_docs)} cases in {time.perf_counter() - t0:.1f} s: "
           f"{len(cal.get('op', {}))} op classes, {framework_line(cal)}")
-    hw_cal = calibrate.with_calibration(hw, cal)
+    hw_cal = calibration.with_calibration(hw, cal)
 
     groups = {}
     for r, title in GROUPS.items():

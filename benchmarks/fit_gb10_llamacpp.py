@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +30,10 @@ def rows() -> list[dict]:
 
 
 def with_eta(hw, eta: float):
-    cal = dict(hw.extra["calibration"])
+    from ironlaw.calibration import with_calibration
+    cal = hw.calibration.table()
     cal["matmul"] = {**cal["matmul"], "int8": {**cal["matmul"]["int8"], "eta_max": eta}}
-    return replace(hw, extra={**hw.extra, "calibration": cal})
+    return with_calibration(hw, cal)
 
 
 def main() -> int:
@@ -58,7 +58,7 @@ def main() -> int:
             lo = a
     eta = round(math.exp((lo + hi) / 2), 4)
     h = with_eta(hw, eta)
-    print(f"[calibration.matmul.int8] eta_max = {eta}   (catalog has {hw.extra['calibration']['matmul']['int8']['eta_max']})")
+    print(f"[calibration.matmul.int8] eta_max = {eta}   (catalog has {hw.calibration.shape('matmul')['int8']['eta_max']})")
     print("fitted (prefill, B = 1):")
     for r in fit:
         p = serving.prefill_tokens_per_s(QWEN, h, int(r["PP"]), **KW)[0]

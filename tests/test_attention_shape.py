@@ -5,7 +5,7 @@ its cache cold; a prefill's K and V were just produced)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, fit
+from ironlaw import calibrate, calibrated, calibration, fit, fitcore
 from ironlaw.graph import Graph, Op
 from ironlaw.probe import build
 from ironlaw.validate.compare import row_attrs
@@ -41,13 +41,13 @@ def test_attention_states_its_key_length_and_head_dim():
 
 
 def test_a_decode_steps_kv_cache_is_walked_at_the_attention_kinds_eta():
-    cal = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
            "memory": {"streamed": 1.0, "produced": 1.0, "kind": {"attention": 0.5}}}
     decode = Op("sdpa", "attention", flops=1e6, bytes={"activations": 1e4, "kv_cache": 9e6}, dtype="fp32",
                 attrs={"nk": (513, 64)})
     gemv = Op("mm", "matmul", flops=2e6, bytes={"activations": 1e4, "weights": 4e6}, dtype="fp32")
     cols = Graph("d", "infer", "fp32", [decode, gemv]).columns()
-    eta = np.ravel(calibrate.memory_eta(cal, cols, np.ones(2)))
+    eta = np.ravel(calibrated.memory_eta(calibration.Calibration.of(cal), cols, np.ones(2)))
     assert eta[0] == pytest.approx(0.5)                          # activations and KV cache alike
     assert eta[1] == pytest.approx(1.0)                          # other kinds' weights keep 'streamed'
 
@@ -71,14 +71,14 @@ def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta_and_attention_its_own
               (1, 8, 384, 384), (1, 12, 1, 129), (8, 12, 1, 129), (4, 12, 1, 1001), (32, 12, 1, 33),
               (16, 12, 1, 65), (1, 12, 1, 513)]
     ops = [attention_op(*s) for s in shapes]
-    true = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    true = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
             "memory": {"kind": {"attention": 1.0}}, "latency_s": {"attention": 20e-6},
             "attention": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 40.0, "k_half": 16.0, "streamed": 0.4}}}
-    probe = fit._Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
+    probe = fitcore.Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
     times = probe.times(true)
-    prob = fit._Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
+    prob = fitcore.Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
                                 for i, (o, t) in enumerate(zip(ops, times))])
-    start = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["test"]}
+    start = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]}
     cal = fit._fit_kinds(prob, start)
     assert cal["attention"]["fp32"]["streamed"] == pytest.approx(0.4, rel=0.1)
     assert cal["latency_s"]["attention"] == pytest.approx(20e-6, rel=0.25)

@@ -5,7 +5,7 @@ rows of the probe."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, hardware, law
+from ironlaw import cache, calibrate, calibrated, calibration, hardware, law
 from ironlaw.errors import IronlawError
 from ironlaw.graph import Graph, Op
 from ironlaw.probe import build, gemm as gemm_probe
@@ -29,7 +29,7 @@ def cpu(cal: dict | None = None):
 
 
 def table(**mm) -> dict:
-    return {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    return {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
             "matmul": {"fp32": {"eta_max": 1.0, "m_half": 0.0, "nk_half": 0.0, **mm}},
             "memory": {"streamed": 1.0, "produced": 1.0}}
 
@@ -88,7 +88,7 @@ def test_a_gemm_table_gives_its_weights_their_own_eta():
     t = times(cpu(cal), [conv])[0]
     eta = 2e6 / (1e6 / 0.1 + 1e6 / 1.0)
     # the weights in device memory: the slower of the kernel's rate in the cache (η·LLC) and DRAM at the
-    # plain patterns' η (calibrate.slow_tier_eta)
+    # plain patterns' η (calibrated.slow_tier_eta)
     assert t == pytest.approx(1e6 / (LLC * eta) + max(1e6 / (LLC * eta), 1e6 / (DRAM * 1.0)))
     assert t < 0.6 * (1e6 / (LLC * 0.1) + 1e6 / (DRAM * 0.1))     # not the kind's 0.1 on the weights too
 
@@ -172,7 +172,7 @@ def test_new_table_fields_are_checked(edit, field):
     cal = table()
     edit(cal["matmul"]["fp32"])
     with pytest.raises(IronlawError, match=field.replace(".", r"\.")):
-        calibrate.check(cal, "calibration")
+        calibration.check(cal, "calibration")
 
 
 def test_probe_rows_with_unknown_weights_or_layout_are_refused():
@@ -209,9 +209,9 @@ def test_the_packed_copy_spills_past_the_cache_size_the_os_reports_not_a_neighbo
     big = linear(8, 16384, 1024)                                    # 67 MB > half the 64 MB profile L3
     base = times(cpu(table(serial=1.0)), [big])[0]
     assert times(hw, [big])[0] > base * 1.1
-    assert calibrate.pack_limit_bytes(hw) == 0.5 * LLC_BYTES        # no probe record: the profile's capacity
+    assert cache.pack_limit_bytes(hw) == 0.5 * LLC_BYTES        # no probe record: the profile's capacity
     hw.extra["probe"] = {"capacity": {"l3": 4 * LLC_BYTES}}         # the OS reported 256 MB
-    assert calibrate.pack_limit_bytes(hw) == 0.5 * 4 * LLC_BYTES
+    assert cache.pack_limit_bytes(hw) == 0.5 * 4 * LLC_BYTES
     assert times(hw, [big])[0] == pytest.approx(base)
 
 
@@ -243,10 +243,10 @@ def test_the_probes_hot_x_at_w_transposed_rows_set_m_half_nt():
     cal = calibrate.fit(hw, obs, source="derived: test")
     p = cal["matmul"]["fp32"]
     assert p["m_half_nt"] < 0.5 * p["m_half"]            # (m_half trades against the free per-GEMM latency)
-    pred = calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs)
+    pred = calibrate.predicted_s(calibration.with_calibration(hw, cal), obs)
     assert np.allclose(pred, [o.time_s for o in obs], rtol=0.02)
     one = {k: v for k, v in cal["matmul"]["fp32"].items() if k != "m_half_nt"}       # one m_half for both: the
-    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    shared = calibrate.predicted_s(calibration.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
     assert max(abs(shared / np.array([o.time_s for o in obs]) - 1)) > 0.3             # small-M rows miss by 30%+
 
 
@@ -281,7 +281,7 @@ def test_a_gemv_path_row_beyond_the_first_rereads_the_weights():
     assert two == pytest.approx(1.66 * w / DRAM + 4.0 * 2 * (k + n) / LLC)
     cols = Graph("t", "infer", "fp32", [linear(2, n, k), linear(2, n, k, weights_kn=True),
                                         linear(4, n, k, weights_kn=True)]).columns()
-    assert np.allclose(calibrate.extra_weight_bytes(hw.extra["calibration"], cols, hw), [0.0, 0.66 * w, 0.0])
+    assert np.allclose(calibrated.extra_weight_bytes(hw.calibration, cols, hw), [0.0, 0.66 * w, 0.0])
 
 
 def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():
@@ -306,9 +306,9 @@ def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():
     cal = calibrate.fit(hw, obs, source="derived: test")
     p = cal["matmul"]["fp32"]
     assert p["streamed_kn"] < 0.75 * p["streamed"]
-    assert np.allclose(calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs), t, rtol=0.03)
+    assert np.allclose(calibrate.predicted_s(calibration.with_calibration(hw, cal), obs), t, rtol=0.03)
     one = {k: v for k, v in p.items() if k != "streamed_kn"}
-    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    shared = calibrate.predicted_s(calibration.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
     cold_kn = np.array([not s[3] and s[4] == "kn" for s in shapes])
     assert np.max(np.abs(shared / t - 1)[cold_kn]) > 0.2
 

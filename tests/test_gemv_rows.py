@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ironlaw import calibrate
+from ironlaw import calibrate, calibration, fitcore
 from ironlaw.errors import IronlawError
 from ironlaw.gemmshape import row_factor
 from ironlaw.probe import build
@@ -80,11 +80,10 @@ def test_a_gemv_from_memory_pays_its_row_factor_and_a_cache_resident_one_does_no
 def test_the_fit_sees_the_same_row_cost_as_the_law():
     """calibrate's fast path (_times) and law.predict agree on a GEMV with a row factor, resident or not."""
     hw = cpu(table(gemv_row_kn=ROWS_KN))
-    cal = hw.extra["calibration"]
+    cal = hw.calibration.table()
     ops = [gemv(768, 3072, weights_kn=True), gemv(768, 3072, weights_kn=True, resident=True)]
     obs = [calibrate.Observation(op, 1e-3, "test") for op in ops]
-    cols, d0, c0, slow = calibrate._terms(hw, obs)
-    fast = calibrate._times(cal, hw, cols, d0, c0, slow)
+    fast = fitcore.Problem(hw, obs).times(cal)
     assert fast == pytest.approx(calibrate.predicted_s(hw, obs))
     assert fast[0] > 1.2 * fast[1]
 
@@ -94,7 +93,7 @@ def test_the_fit_sees_the_same_row_cost_as_the_law():
 def test_a_hand_edited_row_table_is_refused_with_its_field_named(rows):
     cal = table(gemv_row=rows)
     with pytest.raises(IronlawError, match=r"calibration\.matmul\.fp32\.gemv_row:"):
-        calibrate.check(cal, "calibration")
+        calibration.check(cal, "calibration")
 
 
 def test_rows_saved_before_they_carried_n_and_k_get_them_from_their_shapes():
@@ -168,5 +167,5 @@ def test_a_fit_keeps_the_measured_row_tables_and_they_survive_the_profile_file()
     cal = calibrate.fit(cpu(), build.observations(probe), "derived: test", start={"matmul": build.gemv_tables(probe)})
     assert cal["matmul"]["fp32"]["gemv_row_kn"] == ROWS_KN
     again = tomllib.loads(dumps_table({"calibration": cal}))["calibration"]
-    assert calibrate.check(again, "calibration")["matmul"]["fp32"]["gemv_row_kn"] == ROWS_KN
+    assert calibration.check(again, "calibration")["matmul"]["fp32"]["gemv_row_kn"] == ROWS_KN
 

@@ -73,6 +73,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
+GEMV_PASS_MAX = 2.0       # a further row re-reading the weights twice over is no GEMV path
+GEMV_ROW_MAX = 16.0       # a GEMV 16× slower per byte for its row length is a measurement gone wrong
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,16 +3,19 @@
 Every number gets the source "measured by probe on <date> (<host>, torch <v>, <n> threads): …".
 A dtype without a fast path keeps its measured peak and says so (it is not dropped, nor replaced
 by another dtype's rate). ``observations`` turns the rows into calibration observations (also
-usable together with ``ironlaw validate``'s per-op measurements: ``calibrate.fit(hw, probe + run)``).
+usable together with ``ironlaw validate``'s per-op measurements: ``fit.recalibrate``).
 """
 from __future__ import annotations
 
 import statistics
 
-from ..calibrate import Observation
+from .. import calibrate
+from ..cache import CACHE_RESIDENT_FRACTION
 from ..errors import IronlawError
+from ..fitcore import Observation
+from ..gemmshape import GEMV_PASS_MAX
 from ..graph import Op, dtype_bytes
-from .. import law
+from ..hardware import SCHEMA, parse_hardware
 from . import conv, memory as memory_probe
 
 NO_FAST_PATH = 0.1        # a dtype below this fraction of the best dtype's peak has no fast path
@@ -202,7 +205,6 @@ def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
 def gemv_pass(probe: dict, dtype: str, layout: str = "nt") -> float | None:
     """On the GEMV path, the weight traffic each row beyond the first adds (× the weight bytes): from the
     path's largest M, (t(M)/t(1) − 1)/(M − 1), within [0, GEMV_PASS_MAX]; None where the path is M = 1."""
-    from ..calibrate import GEMV_PASS_MAX
     m = gemv_m(probe, dtype, layout)
     if not m or m <= 1:
         return None
@@ -254,7 +256,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         if r.get("weights") == "cold":          # weights from main memory, read once per call
             name = f"gemm {r['dtype']} {m}x{n}x{k} cold" + (" x@W" if kn else "")
             byts = {"activations": (m * k + m * n) * b, "weights": k * n * b}
-        elif total <= law.CACHE_RESIDENT_FRACTION * last_cache:   # the same operands every call: all cache-resident,
+        elif total <= CACHE_RESIDENT_FRACTION * last_cache:   # the same operands every call: all cache-resident,
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": total}   # as the law places activations
         else:
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": (m * k + m * n) * b, "weights": k * n * b}
@@ -267,7 +269,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         b = dtype_bytes(r["dtype"])
         act = r["batch"] * r["size"] ** 2 * (r["cin"] + r["cout"]) * b
         w = r["cout"] * r["cin"] * r["kernel"] ** 2 * b
-        resident = act + w <= law.CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
+        resident = act + w <= CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
         op = Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}",
                 "conv", flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"]),
                 bytes={"activations": act, "weights": w},
@@ -277,7 +279,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     for r in probe.get("attention", []):        # FLOPs and bytes as the capture recorded the same call
         byts = {"activations": r["act_bytes"], **({"kv_cache": r["kv_bytes"]} if r.get("kv_bytes") else {})}
         resident = (r.get("inputs") != "cold"                              # cold: Q, K, V (or KV) from memory
-                    and sum(byts.values()) <= law.CACHE_RESIDENT_FRACTION * last_cache)   # else the same operands
+                    and sum(byts.values()) <= CACHE_RESIDENT_FRACTION * last_cache)   # else the same operands
         op = Op(f"attention {r['dtype']} {r['batch']}x{r['heads']} {r['q_len']}→{r['kv_len']}x{r['head_dim']}"
                 + (" causal" if r["causal"] else ""), "attention", flops=r["flops"], bytes=byts, dtype=r["dtype"],
                 attrs={"nk": (r["kv_len"], r["head_dim"]), **({"resident": True} if resident else {})})
@@ -308,8 +310,6 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
 
 def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     """The profile document (catalog TOML format) for the measured rows in ``probe``."""
-    from .. import calibrate
-    from ..hardware import SCHEMA, parse_hardware
     kind = "gpu" if probe.get("cuda") else "cpu"
     tiers, fits = _tiers(probe)
     disp = [r["time_s"] for r in probe.get("dispatch", [])]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..calibrate import Observation
+from ..fitcore import Observation
 from ..errors import IronlawError
 from ..graph import Op, dtype_bytes
 from ..workloads.common import elementwise, linear
