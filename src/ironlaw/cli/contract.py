@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from . import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json
 
 CASES = (
     ("ResNet-50 training", dict(spec="resnet50", phase="train", batch=256)),

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from . import app, check_format, emit_json
+from .common import app, check_format, emit_json
 
 
 @app.command("fit")
@@ -45,7 +45,7 @@ def fit_cmd(
                    **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows] for g, rows in groups.items()}})
         return
     from rich.table import Table
-    from . import console
+    from .common import console
     c = console()
     for g, rows in groups.items():
         if not rows:
