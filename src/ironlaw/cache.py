@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 # activations that the previous op just produced are read from the last cache level when the op's
-# activation traffic fits in this fraction of it (see design notes: relu_/add_ read from cache); so is
+# activation traffic fits in this fraction of it (an in-place relu_ or add_ reads what the op before wrote); so is
 # every byte of a workload whose whole footprint fits in this fraction of it
 CACHE_RESIDENT_FRACTION = 0.5
 

@@ -88,7 +88,7 @@ def framework_gap(cases: list[dict], stat: str = "median") -> tuple[float, float
     Per case the gap is end to end minus the sum of its measured ops (paired run by run when the
     document has it). Both terms are fitted together, ≥ 0, by least squares on the gap relative to the
     case's end-to-end time: a constant per op (Python between ops) and a share that grows with the
-    kernels' time (seen here: the gap is 2–19% of a run and grows with batch, not with the op count).
+    kernels' time (the gap grows with batch, not only with the op count).
     """
     rows = []
     for c in cases:

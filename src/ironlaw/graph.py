@@ -96,8 +96,8 @@ class Graph:
 
 # the Python library that runs a model's ops eagerly. A calibration may give each its own framework terms
 # (cost between ops): Hugging Face modules build masks, caches and reshapes in Python around their
-# kernels — on the EPYC VM end to end minus the ops timed one by one was 2–18% of a run for BERT and
-# GPT-2, 0–2% for ResNet and the MLP (median over runs)
+# kernels, several times what torchvision models or a plain nn.Sequential spend (benchmarks/accuracy.py
+# reports the fitted terms per front end)
 FRONTENDS = ("torch", "transformers")
 
 

@@ -31,8 +31,8 @@ LARGE_GEMM_FLOPS = 2e8      # shapes with at least this much work show the susta
 
 def _peak_row(rows: list[dict]) -> tuple[float, dict, int]:
     """(peak, fastest row, n large shapes): the fastest large shape. Each row is already a median over
-    repeats, and noise only slows a GEMM down, so the fastest is the best estimate of the peak (the median
-    of the three fastest put bf16 at 1.6 TFLOP/s while 2048³ ran at 2.6 here, which no η ≤ 1 can fit)."""
+    repeats, and noise only slows a GEMM down, so the fastest is the best estimate of the peak (a median of
+    the fastest few can fall below a rate the device did reach, which no η ≤ 1 can fit)."""
     large = [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_GEMM_FLOPS] or rows
     top = max(large, key=lambda r: r["flops_per_s"])
     return top["flops_per_s"], top, len(large)
@@ -165,8 +165,7 @@ def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
 
 
 GEMV_SAME = 1.25     # a cold product no slower than this × the cold GEMV of its shape runs on the GEMV path
-GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every larger M of its shape (the packed GEMM;
-#   session-7 x @ W: M = 4 over M = 2 by 1.52–2.4×; an earlier x @ Wᵀ probe, M = 8 over a packed M = 4: 1.32×)
+GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every larger M of its shape (the packed GEMM)
 
 
 def _cold_gemv_rows(probe: dict, dtype: str, layout: str) -> tuple[dict | None, list[dict]]:
@@ -186,7 +185,7 @@ def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
     """The largest M the library runs on its matrix-vector path, from the cold rows of one weight shape and
     layout (M = 1, 2, 4 …): every M up to it ran within GEMV_SAME of M = 1, or GEMV_BELOW_PACKED faster
     than every larger M (each row re-reading the weights, but not yet the packed GEMM: MKL's fp32 x @ W
-    at M = 2 on the session-7 EPYC VM, 1.66–2.2× its M = 1 time, M = 4 at 2.7–4.5×). None without a
+    at M = 2 runs at about twice its M = 1 time, at M = 4 at three to four times). None without a
     cold GEMV."""
     base, rows = _cold_gemv_rows(probe, dtype, layout)
     if base is None:

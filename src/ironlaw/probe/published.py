@@ -1,6 +1,7 @@
-"""Observations from published GPU measurements (the A100 files in ``shared/reference/gpu_measured``).
+"""Observations from published GPU measurements on A100: PrincetonUniversity/LLMCompass ``ae/`` (BSD-3-Clause)
+and microsoft/vidur ``data/profiling/compute/a100/`` (MIT), as CSV files in the layout described below.
 
-Each measured row becomes a ``calibrate.Observation``: the op as ironlaw's builders describe it
+Each measured row becomes a ``fitcore.Observation``: the op as ironlaw's builders describe it
 (FLOPs, bytes per storage class, kind, dtype) and the published time. ``calibrate.fit`` turns a
 part of them into a ``[calibration]`` table; ``calibrate.report`` scores the rest.
 
