@@ -175,3 +175,21 @@ def test_uncalibrated_kinds_keep_the_flat_defaults():
     flat = calibration.without_calibration(hw)
     assert flat.calibration is None and hw.calibration is not None and flat.extra == hw.extra
     assert replace(flat, calibration=hw.calibration) == hw
+
+
+def test_the_typed_calibration_gives_back_the_table_it_was_read_from():
+    """Calibration.of(table).table() is the table (held_out defaults to []), for every calibrated catalog entry
+    and a table using every section; the law reads only the typed form."""
+    from ironlaw.hardware import read_toml
+    tables = [read_toml(p)["calibration"] for p in sorted(hardware.CATALOG_DIR.glob("*.toml"))
+              if "calibration" in read_toml(p)]
+    tables.append({"schema": calibration.SCHEMA, "source": "derived: t", "fitted": ["t"], "held_out": ["h"],
+                   "compute": {"norm": 0.2}, "memory": {"streamed": 0.6, "produced": 0.9, "kind": {"norm": 0.4}},
+                   "latency_s": {"default": 2e-6}, "matmul": {"fp32": {"eta_max": 0.9, "m_half": 4.0, "nk_half": 60.0}},
+                   "conv": {"fp32": {"eta_max": 0.8, "m_half": 4.0, "nk_half": 60.0}},
+                   "kernel": {"rms_norm": {"memory": 0.36}}, "op": {"aten::tanh": {"compute": 0.1}},
+                   "framework_s": 1e-6, "framework_share": 0.02, "frontend": {"torch": {"framework_share": 0.01}}})
+    assert len(tables) >= 3
+    for t in tables:
+        back = calibration.Calibration.of(calibration.check(t, "t")).table()
+        assert back == {"held_out": [], **t}
