@@ -52,7 +52,7 @@ class Op:
     module: str = ""
     shapes: str = ""
     bytes_written: Num = 0.0          # informational: the part of ``bytes`` that is written
-    network_bytes: Num = 0.0          # bytes a collective puts on a link (see the network issue)
+    network_bytes: Num = 0.0          # bytes a collective puts on a link (ironlaw.network)
     collective: str = ""              # kind 'collective': allreduce | allgather | … (see ironlaw.network)
     group: tuple = (1, 1)             # (ranks, nodes[, concurrent groups per node]) a collective spans
     # what-if transforms (ironlaw.whatif) use these; builders may leave them at their defaults
