@@ -30,17 +30,17 @@ class Calibration:
     source: str
     fitted: tuple[str, ...]
     held_out: tuple[str, ...] = ()
-    compute: Mapping[str, float] = field(default_factory=dict)             # op kind -> η on its unit
-    memory_streamed: float | None = None              # η of weights, KV cache, tables, … (read once per pass)
-    memory_produced: float | None = None              # η of activations just produced by the op before
-    memory_kind: Mapping[str, float] = field(default_factory=dict)         # op kind -> η of its activations (and attention's KV)
-    latency_s: Mapping[str, float] = field(default_factory=dict)           # op kind | 'default' -> fixed seconds per invocation
-    shapes: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)  # 'matmul' | 'conv' | 'attention' -> dtype -> shape table
-    kernel: Mapping[str, dict] = field(default_factory=dict)               # op.attrs["kernel"] -> compute / memory / latency_s
-    op: Mapping[str, dict] = field(default_factory=dict)                   # op name -> compute / memory / latency_s
-    framework_s: float | None = None                  # seconds per op spent between ops
-    framework_share: float | None = None              # share of kernel time added end to end
-    frontend: Mapping[str, dict] = field(default_factory=dict)             # front end -> its own framework_s / framework_share
+    compute: Mapping[str, float] = field(default_factory=dict)      # op kind -> η on its unit
+    memory_streamed: float | None = None       # η of weights, KV cache, tables, … (read once per pass)
+    memory_produced: float | None = None       # η of activations just produced by the op before
+    memory_kind: Mapping[str, float] = field(default_factory=dict)  # op kind -> η of its activations (attention: KV)
+    latency_s: Mapping[str, float] = field(default_factory=dict)    # op kind | 'default' -> seconds per invocation
+    shapes: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)  # matmul|conv|attention -> dtype -> table
+    kernel: Mapping[str, dict] = field(default_factory=dict)        # op.attrs["kernel"] -> compute / memory / latency_s
+    op: Mapping[str, dict] = field(default_factory=dict)            # op name -> compute / memory / latency_s
+    framework_s: float | None = None           # seconds per op spent between ops
+    framework_share: float | None = None       # share of kernel time added end to end
+    frontend: Mapping[str, dict] = field(default_factory=dict)      # front end -> its own framework terms
 
     @classmethod
     def of(cls, t: Mapping) -> "Calibration":
