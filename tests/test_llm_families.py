@@ -433,3 +433,13 @@ def test_cli_analyze_and_list(cli):
         assert r.json()["time_s"] > 0
     r = cli("workloads", "list")
     assert r.rc == 0 and all(n in r.out for n in NEW)
+
+
+@pytest.mark.parametrize("name,field,value", [("qwen3-30b-a3b", "mlp_only_layers", 3),
+                                              ("qwen3-30b-a3b", "mlp_only_layers", [99]),
+                                              ("qwen3-30b-a3b", "num_experts_per_tok", 500)])
+def test_hf_bad_moe_fields(tmp_path, name, field, value):
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    cfg[field] = value
+    with pytest.raises(IronlawError, match=field):
+        build(f"hf:{_write(tmp_path, cfg)}")

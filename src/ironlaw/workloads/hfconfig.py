@@ -316,6 +316,16 @@ class _Fields:
                                f"each of the {n} layers")
         return v
 
+    def indices(self, key: str, n: int):
+        """A list of layer indices in [0, n), as a set; None when the config has none."""
+        v = self._get(key, None)
+        if v is None:
+            return None
+        if not isinstance(v, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                          for i in v):
+            raise IronlawError(f"{self.where}: field '{key}' must list layer indices from 0 to {n - 1}")
+        return set(v)
+
     def float(self, key: str, default):
         v = self._get(key, default)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
