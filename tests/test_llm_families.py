@@ -443,3 +443,16 @@ def test_hf_bad_moe_fields(tmp_path, name, field, value):
     cfg[field] = value
     with pytest.raises(IronlawError, match=field):
         build(f"hf:{_write(tmp_path, cfg)}")
+
+
+def test_layer_ops_are_marked_per_layer_through_the_backward():
+    """Layers of different kinds have different counts (DeepSeek: 3 dense, 58 MoE): ``attrs["per_layer"]``
+    marks every op of the layer stack, forward and backward, so that a pipeline split need not infer it
+    from ``count == layers``."""
+    g = build("deepseek-v3", phase="train", batch=1, seq=64)
+    layers = [o for o in g.ops if o.attrs.get("per_layer")]
+    assert {o.count for o in layers} == {3, 58, 61}
+    assert {o.name for o in layers if o.name.endswith(".backward")} == \
+        {o.name + ".backward" for o in layers if not o.name.endswith(".backward")}
+    assert not any(o.attrs.get("per_layer") for o in g.ops if o.name.split(".")[0] in ("embedding", "lm_head"))
+    assert op(g, "mlp_up_proj.shared.backward").attrs["expert"] == "shared"

@@ -214,7 +214,10 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
         ops.append(_dropout("embedding_dropout", sh.tokens * a.hidden, dt, 1, "embeddings"))
     if a.post_norm:
         ops.append(_norm("embedding_layernorm", a, sh.tokens, dt, 1))
-    ops += _layer(a, sh, dt)
+    layer = _layer(a, sh, dt)
+    for o in layer:                              # repeated per layer (count = the layers it runs in)
+        o.attrs["per_layer"] = True
+    ops += layer
     if a.pooler:
         ops += [linear("pooler_dense", sh.head_tokens, a.hidden, a.hidden, dt, 1, True, "pooler"),
                 elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, flopcount.TRANSCENDENTAL, module="pooler")]
