@@ -456,3 +456,11 @@ def test_layer_ops_are_marked_per_layer_through_the_backward():
         {o.name + ".backward" for o in layers if not o.name.endswith(".backward")}
     assert not any(o.attrs.get("per_layer") for o in g.ops if o.name.split(".")[0] in ("embedding", "lm_head"))
     assert op(g, "mlp_up_proj.shared.backward").attrs["expert"] == "shared"
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "deepseek-v3", "gpt-oss-20b", "qwen3-8b"])
+def test_hf_model_type_from_architectures(tmp_path, name):
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    del cfg["model_type"]
+    g = build(f"hf:{_write(tmp_path, cfg)}", phase="decode", seq=16)
+    assert g.meta["params"] == T.builtin_arch(name).params()
