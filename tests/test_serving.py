@@ -1,6 +1,6 @@
 """Serving estimates against llama.cpp's published benches (GB10, M2 Ultra) and capacity invariants.
 
-Reference: ../shared/reference/llm_decode/ (ggml-org/llama.cpp benches, MIT). Qwen2.5-Coder-7B Q8_0
+Reference: tests/data/llamacpp/ (ggml-org/llama.cpp benches, MIT). Qwen2.5-Coder-7B Q8_0
 (7.54 GiB file, block scales included) is built from tests/data/qwen2.5-7b-config.json; the file size is
 the weight bytes (Q8_0 = 8.5 bits per weight), the KV cache is fp16 (llama.cpp's default).
 """
