@@ -186,7 +186,7 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
 
     Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device: its epilogue's stores
     follow a 128-deep main loop and cannot hide behind it (law: a GPU GEMM's written bytes run after its
-    overlapped reads and compute), −7% (it was −33% with the stores overlapped). A_mul_V reads the same
+    overlapped reads and compute), −7% (−33% if the stores overlapped). A_mul_V reads the same
     matrix under a 2048-deep main loop and writes little: −4%, Softmax −5%.
     """
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
