@@ -21,8 +21,8 @@ OUT/profile.toml; re-fit later with --from OUT --on OUT/profile.toml): on a shar
 drifts, the probe's rows and the models are then measured in the same stretches.
 The 'machine' column: how fast the machine ran while the case was measured, fp32 GEMM / DRAM copy as a share of
 the rates in the profile it was measured with (--on; with --interleave, that profile too, not the interleaved
-one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' in runs saved
-before them). Compare the cases of one run with each other; --from with another --on does not change them.
+one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' where a saved run
+has none). Compare the cases of one run with each other; --from with another --on does not change them.
 The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
 faults, the probe prices them); the prediction does not hold that cost.
 """

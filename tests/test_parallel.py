@@ -303,7 +303,7 @@ def test_step_time_never_falls_as_concurrency_grows(monkeypatch, opts, device):
 
 def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     """tp 2, dp 2, pp 4 on 2 DGX A100: stages 1 and 2 meet at the node edge, 4 pairs over InfiniBand
-    (it was costed over NVLink): the pipeline's send/recv runs at the slowest boundary. Each TP rank sends
+    (not NVLink): the pipeline's send/recv runs at the slowest boundary. Each TP rank sends
     half the activation and the pair all-gathers it over NVLink (Megatron's scatter/gather)."""
     from ironlaw.network import build, collective_time
     g, hw = _train(), hardware.get("a100")
