@@ -216,7 +216,7 @@ def test_the_packed_copy_spills_past_the_cache_size_the_os_reports_not_a_neighbo
 
 
 def test_x_at_w_transposed_has_its_own_m_half():
-    """Measured here (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
+    """Measured on a 2-vCPU VM (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
     table's m_half_nt is x @ Wᵀ's (nn.Linear), m_half stays x @ W's (the probe's torch.mm grid)."""
     from ironlaw.gemmshape import gemm_eta
     p = {"eta_max": 0.5, "m_half": 40.0, "m_half_nt": 20.0, "nk_half": 0.0}

@@ -113,3 +113,14 @@ def test_probe_output_matches_its_schema(monkeypatch, tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     schemas.validate(doc)
     schemas.validate(doc["profile"]["calibration"])       # the probe's own fit, as stored in the profile
+
+
+def test_the_schema_files_ship_as_package_data():
+    try:
+        import tomllib
+    except ImportError:                                   # Python 3.10
+        import tomli as tomllib
+    pyproject = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
+    assert "schemas/*.json" in pyproject["tool"]["setuptools"]["package-data"]["ironlaw"]
+    assert "jsonschema>=4.18" in pyproject["project"]["optional-dependencies"]["test"]
+    assert len(list((SRC / "schemas").glob("*.schema.json"))) == len(schemas.names()) >= 12
