@@ -68,10 +68,11 @@ def test_a_document_without_a_required_field_or_with_a_wrong_type_is_refused(cli
 
 
 def test_the_hardware_schema_names_the_kinds_and_roles_the_loader_accepts():
+    """Device kinds and memory roles are closed sets in the schema; link kinds grow with the catalog (a string)."""
     s = schemas.load("ironlaw.hardware/1")
     assert set(s["properties"]["kind"]["enum"]) == set(hardware.KINDS)
     assert set(s["properties"]["memory"]["items"]["properties"]["role"]["enum"]) == set(hardware.ROLES)
-    assert set(s["properties"]["links"]["items"]["properties"]["kind"]["enum"]) == set(hardware.LINK_KINDS)
+    assert s["properties"]["links"]["items"]["properties"]["kind"]["type"] == "string"
 
 
 def test_an_unknown_schema_id_is_one_clear_error():
