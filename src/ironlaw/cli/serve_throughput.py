@@ -1,7 +1,7 @@
 """`ironlaw serve SPEC --max-throughput …`: the offline scenario's table (text, md) or document (json)."""
 from __future__ import annotations
 
-from . import emit_json, emit_lines
+from .common import emit_json, emit_lines
 
 
 def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
