@@ -41,7 +41,7 @@ class ServingConstants:
 
     def calibration(self, dtypes) -> dict:
         gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
-        return {"schema": "ironlaw.calibration/1", "source": self.source,
+        return {"source": self.source, "fitted": ("TensorRT-LLM perf-overview.md H100 cells",),
                 "matmul": {dt: dict(gemm) for dt in dtypes},
                 "compute": {"attention": self.attention_eta},
                 "memory": {"streamed": self.memory_eta, "produced": self.memory_eta},
@@ -50,8 +50,9 @@ class ServingConstants:
 
 def engine_hw(hw, constants: ServingConstants):
     """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
+    from .calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    return replace(hw, op_latency_s=0.0, extra={**hw.extra, "calibration": constants.calibration(dts)})
+    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(constants.calibration(dts)))
 
 
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
