@@ -164,3 +164,16 @@ def test_weights_that_do_not_fit_name_the_shortfall(cli):
 def test_offline_flags_need_max_throughput(cli):
     r = cli("serve", "llama3-8b", "--on", "h100", "--ep", "2")
     assert r.rc == 2 and "--max-throughput" in r.err
+
+
+def test_max_throughput_json_matches_the_serve_schema(cli):
+    pytest.importorskip("jsonschema")
+    from ironlaw import schemas
+    r = cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--prompt", "1000", "--output", "1000",
+            "--max-throughput", "--format", "json")
+    assert r.rc == 0, r.err
+    d = r.json()
+    schemas.validate(d)
+    del d["batch_limit"]
+    with pytest.raises(Exception):
+        schemas.validate(d)
