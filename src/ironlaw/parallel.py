@@ -70,6 +70,8 @@ class Plan:
     zero: int = 0
     cp: int = 1
     expert_imbalance: float = 1.0
+    tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
+    overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
 
     @property
     def microbatches(self) -> int:
@@ -77,7 +79,7 @@ class Plan:
 
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance")
+                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p")
 
 
 def requested(options: dict) -> bool:
@@ -106,7 +108,14 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
     if graph is not None:
         _check_model(graph, tp, pp, v, ep, cp)
-    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance)
+    overlap = bool(o.get("tp_comm_overlap", False))
+    if overlap and not sp:
+        raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
+                           "with the GEMMs; add --sequence-parallel")
+    p2p = bool(o.get("overlap_p2p", False))
+    if p2p and v == 1:
+        raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
+    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -173,9 +182,10 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
         if n % tp:
             raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
-    if L % (pp * v):
+    if L % (pp * v) and (pp == 1 or (L + 2) % (pp * v)):
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} does not divide the {L} layers "
-                           f"of {g.name}; use a divisor of {L}")
+                           f"of {g.name} (nor {L + 2}, with the embedding and the loss in a layer's place each); "
+                           f"use a divisor of {L}")
     if ep > 1 and meta.get("experts", 0) % ep:
         raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
                            f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
@@ -381,40 +391,49 @@ class StepEstimate:
                 "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
 
 
+def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int]:
+    """(layers of a middle stage, layers of the first and of the last stage). Layers divide evenly over
+    pp·v model chunks, or the embedding and the loss each take one layer's place when L + 2 does
+    (Megatron-LM's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1
+    405B's 126 layers on pp 8 × interleave 8)."""
+    if pp == 1 or L % (pp * v) == 0:
+        return L // pp, L // pp
+    return (L + 2) // pp, (L + 2) // pp - 1
+
+
 def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
-    """Ops of the first and last pipeline stage (one list when pp == 1), and the optimizer op."""
+    """Ops of the first and last pipeline stage (and of a middle one when the embedding and the loss take a
+    layer's place: ``stage_layers``; one list when pp == 1), and the optimizer op."""
     L = g.meta.get("layers", -1)
-    per_stage = L // plan.pp
-    opt, first, last = None, [], []
-    recompute = []
-    for op in g.ops:
-        if _base(op.name) == "optimizer":
-            opt = op
-            continue
-        layer = op.count == L
-        o = op
-        if layer and plan.pp > 1:
-            o = copy.copy(op)
-            o.count = per_stage
-        if layer:
-            first.append(o)
-            last.append(o)
-            fwd = not op.name.endswith(".backward")
-            if fwd and (plan.recompute == "full" or (plan.recompute == "selective" and op.kind == "attention")):
-                r = copy.copy(o)
-                r.name = op.name + ".recompute"
-                recompute.append(r)
-        elif _base(op.name) in FIRST_STAGE:
-            first.append(o)
-        else:
-            last.append(o)
-    # recomputed forward ops run at the start of the backward
-    def with_rc(ops):
-        i = next((j for j, op in enumerate(ops) if op.name.endswith(".backward")), len(ops))
-        return ops[:i] + recompute + ops[i:]
+    opt = next((op for op in g.ops if _base(op.name) == "optimizer"), None)
+    ops = [op for op in g.ops if _base(op.name) != "optimizer"]
     if plan.pp == 1:
-        return [with_rc([op for op in g.ops if _base(op.name) != "optimizer"])], opt
-    return [with_rc(first), with_rc(last)], opt
+        return [_with_recompute(ops, L, L, plan.recompute)], opt
+    middle, edge = stage_layers(L, plan.pp, plan.interleave)
+    first = [op for op in ops if op.count == L or _base(op.name) in FIRST_STAGE]
+    last = [op for op in ops if op.count == L or (op.count != L and _base(op.name) not in FIRST_STAGE)]
+    stages = [_with_recompute(first, L, edge, plan.recompute), _with_recompute(last, L, edge, plan.recompute)]
+    if middle != edge:
+        stages.insert(1, _with_recompute([op for op in ops if op.count == L], L, middle, plan.recompute))
+    return stages, opt
+
+
+def _with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
+    """The stage's ops with its ``layers`` layers, the recomputed forward ops at the start of the backward."""
+    out, rc = [], []
+    for op in ops:
+        if op.count == L and layers != L:
+            op = copy.copy(op)
+            op.count = layers
+        out.append(op)
+        fwd = not op.name.endswith(".backward")
+        if op.count == layers and fwd and L > 0 and (recompute == "full" or
+                                                     (recompute == "selective" and op.kind == "attention")):
+            r = copy.copy(op)
+            r.name = op.name + ".recompute"
+            rc.append(r)
+    i = next((j for j, op in enumerate(out) if op.name.endswith(".backward")), len(out))
+    return out[:i] + rc + out[i:]
 
 
 def megatron_flops(batch: float, seq: float, layers: int, hidden: int, vocab: int) -> float:
@@ -570,6 +589,24 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     return total, exposed
 
 
+def tp_overlap_hidden_s(rows: list[dict]) -> float:
+    """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
+    (Transformer Engine's userbuffers: the all-gather before a column-parallel GEMM and the reduce-scatter after
+    a row-parallel one, chunked and pipelined with it): per sublayer and pass, the collectives' time up to the
+    time of the sublayer's two GEMMs."""
+    comm: dict[str, float] = {}
+    gemm: dict[str, float] = {}
+    for r in rows:
+        base, bwd = _base(r["name"]), r["name"].endswith(".backward")
+        if r["kind"] == "collective" and r["module"] == "tp":
+            key = r["name"].split(".", 2)[2]                       # fwd.attn | bwd.mlp …
+            comm[key] = comm.get(key, 0.0) + r["time_s"]
+        elif base in COLUMN or base in ROW:
+            key = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
+            gemm[key] = gemm.get(key, 0.0) + r["time_s"]
+    return sum(min(t, gemm.get(k, 0.0)) for k, t in comm.items())
+
+
 def expert_load(sg: Graph, plan: Plan) -> Graph:
     """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
     load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
@@ -627,11 +664,12 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
     return best
 
 
-def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict) -> float:
+def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict, t_mb: float) -> float:
     """Stage-to-stage send/recv of one step: each TP rank sends 1/tp of the boundary activation (Megatron's
     scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split); without
     sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a node).
-    Forward activation and backward gradient, per micro-batch and virtual stage."""
+    Forward activation and backward gradient, per micro-batch and virtual stage; blocking unless
+    ``overlap_p2p``."""
     from .network.collectives import collective_time
     if plan.pp == 1:
         return 0.0
@@ -641,7 +679,13 @@ def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict) -> float:
     if plan.tp > 1 and not plan.sequence_parallel:
         ga, gb = collective_time("allgather", full, _topology(hw, grp["tp"]))
         a, b = a + ga, b + gb
-    return 2.0 * plan.interleave * plan.microbatches * float(a + b)
+    one = float(a + b)
+    if not plan.overlap_p2p:
+        return 2.0 * plan.interleave * plan.microbatches * one
+    # overlapped: each send runs under the next model chunk's compute; the warm-up and the cool-down
+    # (pp − 1 transfers each) wait for theirs, and a send longer than a chunk exposes the difference
+    chunk = t_mb / plan.interleave
+    return 2.0 * (plan.pp - 1) * one + 2.0 * plan.interleave * plan.microbatches * max(one - chunk, 0.0)
 
 
 def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, composition: str) -> tuple[float, float, float]:
@@ -696,13 +740,16 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
-    t_est = float(est.time_s)
+    hidden_tp = tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0
+    t_est = float(est.time_s) - hidden_tp
     t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
-    net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective"))
-    p2p_s = _pipeline_p2p_s(g, hw, plan, grp)
+    net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
+        - hidden_tp
+    p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
     if p2p_s:
-        notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) counted on the critical path "
-                     "(not overlapped)")
+        notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) " + (
+            "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
+            "counted on the critical path (not overlapped)"))
     bubble_s = (plan.pp - 1) / v * t_mb
     dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
