@@ -186,7 +186,7 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} does not divide the {L} layers "
                            f"of {g.name} (nor {L + 2}, with the embedding and the loss in a layer's place each); "
                            f"use a divisor of {L}")
-    if ep > 1 and meta.get("experts", 0) % ep:
+    if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
         raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
                            f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
     seq = np.asarray(meta.get("seq", 0))
@@ -730,6 +730,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     if is_low(g.dtype):
         g = lower(g, g.dtype)
+    peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
@@ -755,7 +756,6 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
     step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s
     flops = _step_flops(g, plan)
-    peak = hw.peak(g.meta.get("precision", g.dtype))
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
                  "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
