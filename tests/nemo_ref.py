@@ -10,6 +10,7 @@ nothing fitted per row. What the table does not print comes from Megatron-Bridge
     TP communication overlap    whenever TP > 1 (the recipes' userbuffers configs for H100)
     stage sends overlapped      with interleaving (Megatron-LM's overlap_p2p_comm for the interleaved schedule)
     distributed optimizer       ZeRO-1 when the row is not FSDP (Megatron-Bridge's use_distributed_optimizer)
+    fp32 gradients              accumulated and reduced in fp32 (MixedPrecisionConfig.grad_reduce_in_fp32)
     no activation recomputation
 """
 from __future__ import annotations
@@ -50,7 +51,7 @@ def options(row: dict) -> dict:
     tp, vp = row["tp"], row["vp"]
     return dict(gpus=row["gpus"], tp=tp, pp=row["pp"], cp=row["cp"], ep=row["ep"], global_batch=row["global_batch"],
                 micro_batch=row["micro_batch"], interleave=vp, zero=3 if row["fsdp"] else 1,
-                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1)
+                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=True)
 
 
 def command(row: dict) -> str:
@@ -60,7 +61,7 @@ def command(row: dict) -> str:
     flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
     flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
-                              ("--overlap-p2p", o["overlap_p2p"])) if on]
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--grad-fp32", o["grad_fp32"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     return (f"ironlaw analyze {spec} --phase train --on h100 --dtype {row['precision']} --seq {row['seq']} "
             f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))

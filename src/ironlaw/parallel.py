@@ -72,6 +72,7 @@ class Plan:
     expert_imbalance: float = 1.0
     tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
+    grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
 
     @property
     def microbatches(self) -> int:
@@ -79,7 +80,8 @@ class Plan:
 
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p")
+                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
+                "grad_fp32")
 
 
 def requested(options: dict) -> bool:
@@ -115,7 +117,8 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     p2p = bool(o.get("overlap_p2p", False))
     if p2p and v == 1:
         raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
-    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p)
+    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
+                bool(o.get("grad_fp32", False)))
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -318,7 +321,8 @@ def shard_inference(g: Graph, hw, options: dict) -> Graph:
 
 
 # ---------------------------------------------------------------------- gradient sync on the critical path
-def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) -> tuple[float, float]:
+def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str,
+                      grad_scale: float = 1.0) -> tuple[float, float]:
     """(total, exposed) seconds of the data-parallel gradient reduction of the last micro-batch.
 
     Scheduled by ``ironlaw.critical_path``: one collective per layer is issued on the network stream as soon
@@ -331,8 +335,8 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) ->
     layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and op.count == L]
     if not layer_bwd:
         return 0.0, 0.0
-    layer_grads = sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) for i in layer_bwd)
-    other = sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
+    layer_grads = grad_scale * sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) for i in layer_bwd)
+    other = grad_scale * sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
                 if op.name.endswith(".backward") and i not in layer_bwd)
     ops = list(sg.ops)
     sync = [Op(f"dp.grad.{kind}.layer", "collective", network_bytes=layer_grads, dtype=sg.dtype, count=L,
@@ -463,7 +467,8 @@ def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
 
 
 def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
-    """Bytes per device: weights and gradients in bf16 (plus the FP8 copies of the weights in FP8 training),
+    """Bytes per device: weights and gradients in bf16 (gradients fp32 with ``grad_fp32``; plus the FP8 copies
+    of the weights in FP8 training),
     fp32 master weights and Adam moments; ZeRO shards them over the data-parallel group, which context
     parallelism joins (dp·cp ranks hold the same weights; experts over dp·cp/ep); activations over tp (with
     sequence parallelism, else Korthikanti's 24 of 34) and cp (each rank holds seq/cp tokens)."""
@@ -484,9 +489,14 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
         act_dev = act * tp_factor * inflight
     weight_b = by + WEIGHT_COPY_BYTES.get(g.meta.get("precision"), 0.0)
     return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
-            "gradients": (sharded if zero >= 2 else p_dev) * by,
+            "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
             "optimizer": 12.0 * (sharded if zero >= 1 else p_dev),
             "activations": act_dev, "params_per_device": p_dev}
+
+
+def _grad_bytes(g: Graph, plan: Plan) -> float:
+    """Bytes per gradient: fp32 with ``grad_fp32`` (Megatron's main_grad buffer), else the graph's dtype."""
+    return 4.0 if plan.grad_fp32 else dtype_bytes(g.dtype)
 
 
 def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
@@ -639,7 +649,8 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
     per_layer = p_dev * dtype_bytes(sg.dtype) / layers
     topo = _topology(hw, grp["dp"])
     ag = layers * float(sum(collective_time("allgather", per_layer, topo)))
-    rs = layers * float(sum(collective_time("reducescatter", per_layer, topo)))
+    rs = layers * float(sum(collective_time("reducescatter", per_layer * _grad_bytes(sg, plan) / dtype_bytes(sg.dtype),
+                                            topo)))
     fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
     exposed = max(ag - fwd, 0.0) + ag / layers + max(ag + rs - bwd, 0.0) + rs / layers
@@ -695,7 +706,7 @@ def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, compositio
     if plan.dp * plan.cp == 1 or plan.zero >= 3:
         return 0.0, 0.0, 0.0
     kind = "allreduce" if plan.zero < 2 else "reducescatter"
-    comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition)
+    comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, _grad_bytes(sg, plan) / dtype_bytes(sg.dtype))
     gather = 0.0
     if plan.zero == 2:                 # updated parameter shards gathered back after the step
         a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), _topology(hw, grp["dp"]))

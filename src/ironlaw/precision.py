@@ -16,8 +16,9 @@ What changes, per linear layer of the transformer blocks (its forward GEMM and i
   step and kept across micro-batches (``WEIGHT_COPY_BYTES`` of memory per parameter);
 - attention stays bf16 (Megatron's FP8 recipes keep dot-product attention in bf16), and so do norms,
   activations, residuals, the router, the LM head and the loss (Megatron's output layer is not a TE module).
-Memory (``parallel``): bf16 weights and gradients, fp32 master weights and Adam moments, plus the FP8
-copies of the weights.
+Memory: each linear's input is saved for the backward as its 1-byte copy instead of bf16 (the footprint's
+activations); ``parallel`` adds the FP8 copies of the weights to the bf16 weights and gradients and the fp32
+master weights and Adam moments.
 
 A graph built at ``fp8`` or ``mxfp8`` throughout (every byte one byte wide) is first widened to bf16: the
 builder's traffic and footprint scale with the dtype's width, except the optimizer's fp32 state.
@@ -89,8 +90,11 @@ def lower(g: Graph, dtype: str) -> Graph:
         ops.append(_cast(f, dtype, out_b if bwd else in_b, bwd))
         ops.append(_gemm(op, dtype, in_b, out_b, bwd))
     meta = dict(g.meta, precision=dtype)
-    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=meta,
-                 uncounted_ops=dict(g.uncounted_ops))
+    fp = dict(g.footprint)
+    if "activations" in fp:               # each linear's input is saved for its wgrad as the 1-byte copy
+        fp["activations"] = fp["activations"] - sum(
+            (f.bytes["activations"] - f.bytes_written) / DTYPE_BYTES[WIDE] * f.count for f in fwd.values())
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
 def _gemm(op: Op, dtype: str, in_b, out_b, bwd: bool) -> Op:
