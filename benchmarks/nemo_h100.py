@@ -22,9 +22,10 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 
 def main() -> int:
     from ironlaw import hardware
-    from nemo_ref import available, command, predict, table
+    from ironlaw.errors import IronlawError
+    from nemo_ref import DENSE, available, command, predict, table
     hw = hardware.get("h100")
-    errs = []
+    errs, dense = [], []
     print(f"{'model':15s} {'GPUs':>5} {'prec':>4} {'published':>9} {'ironlaw':>8} {'error':>7} {'MFU':>6} "
           f"{'GF/token NVIDIA':>15} {'ironlaw':>8}  binds")
     for r in table():
@@ -32,10 +33,17 @@ def main() -> int:
             print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} "
                   f"{'—':>8}  model not built in yet")
             continue
-        st = predict(r, hw)
+        try:
+            st = predict(r, hw)
+        except IronlawError as e:
+            print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} "
+                  f"{'—':>8}  {e}")
+            continue
         tps = st.tokens_per_s_per_gpu
         err = tps / r["tokens_per_s_per_gpu"] - 1
         errs.append(abs(err))
+        if r["model"] in DENSE:
+            dense.append(abs(err))
         nv = r["model_tflops_per_gpu"] * 1e3 / r["tokens_per_s_per_gpu"]
         ours = st.flops["model_per_step"] / st.flops["tokens_per_step"] / 1e9
         print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} {tps:8.0f} "
@@ -43,10 +51,11 @@ def main() -> int:
     print()
     for r in table():
         print(command(r))
-    if errs:
-        med, top = statistics.median(errs), max(errs)
-        print(f"\n{len(errs)} of {len(table())} rows: median |error| {med:.1%} (goal ≤ {GOAL_MEDIAN:.0%}), "
-              f"max {top:.1%} (goal ≤ {GOAL_MAX:.0%})")
+    print()
+    for what, e in (("dense", dense), ("all predicted", errs)):
+        if e:
+            print(f"{what:14s} {len(e)} of {len(table())} rows: median |error| {statistics.median(e):.1%} "
+                  f"(goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (goal ≤ {GOAL_MAX:.0%})")
     return 0
 
 

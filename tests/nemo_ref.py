@@ -26,6 +26,7 @@ TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
          "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b"}
+DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 

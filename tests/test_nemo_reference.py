@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ironlaw import hardware
-from nemo_ref import available, predict, table
+from nemo_ref import DENSE, predict, table
 
 
 def test_the_table_is_consistent():
@@ -30,7 +30,7 @@ def test_the_table_is_consistent():
 @pytest.fixture(scope="module")
 def predicted():
     hw = hardware.get("h100")
-    return {r["model"]: (r, predict(r, hw)) for r in table() if available(r)}
+    return {r["model"]: (r, predict(r, hw)) for r in table() if r["model"] in DENSE}
 
 
 def test_model_flops_per_token_match_nvidias(predicted):
@@ -42,8 +42,11 @@ def test_model_flops_per_token_match_nvidias(predicted):
 
 
 def test_throughput_against_nemo_h100(predicted):
-    assert {"llama3-8b", "llama3-70b", "llama3.1-405b"} <= set(predicted)
-    err = {name: st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1 for name, (r, st) in predicted.items()}
+    """The dense rows (Llama 3 8B with FSDP, 70B with TP 4 × PP 8 × VP 5, Llama 3.1 405B with CP 2 on 1024
+    GPUs). The MoE rows are printed by benchmarks/nemo_h100.py once their models are built in."""
+    assert set(DENSE) <= set(predicted)
+    err = {name: st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1 for name, (r, st) in predicted.items()
+           if name in DENSE}
     assert np.median(np.abs(list(err.values()))) <= 0.08, err
     assert all(abs(e) <= 0.20 for e in err.values()), err
     for name, (r, st) in predicted.items():
