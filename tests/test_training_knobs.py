@@ -160,3 +160,35 @@ def test_bad_training_plans_via_the_cli(cli, args, match):
 def test_ep_that_does_not_divide_the_experts(cli):
     r = cli("analyze", "mixtral-8x7b", "--phase", "train", "--on", "h100", "--gpus", "6", "--ep", "3", "--seq", "1024")
     assert r.rc == 2 and "does not divide the 8 experts" in r.err
+
+
+def test_tp_comm_overlap_hides_collectives_under_the_gemms():
+    g = _train(seq=4096)
+    base = dict(gpus=8, tp=8, sequence_parallel=True, global_batch=8)
+    off, on = _step(g, **base), _step(g, **base, tp_comm_overlap=True)
+    hidden = off.breakdown["tp_ep_network_s"] - on.breakdown["tp_ep_network_s"]
+    assert 0 < hidden <= off.breakdown["tp_ep_network_s"]
+    assert on.step_s == pytest.approx(off.step_s - hidden, rel=1e-6)
+    gemm_s = sum(r["time_s"] for r in off.per_microbatch.rows()
+                 if r["name"].split(".")[0] in parallel.COLUMN | parallel.ROW and r["name"] != "lm_head")
+    assert hidden <= off.breakdown["microbatches"] * gemm_s
+    with pytest.raises(IronlawError, match="add --sequence-parallel"):
+        parallel.make_plan(dict(gpus=8, tp=8, tp_comm_overlap=True), g)
+
+
+def test_overlapped_stage_sends_leave_the_warm_up_and_cool_down():
+    g, hw = _train("llama3-70b", seq=4096), hardware.get("h100")
+    base = dict(gpus=64, tp=8, pp=8, interleave=5, sequence_parallel=True, global_batch=16, zero=1)
+    off, on = _step(g, **base), _step(g, **base, overlap_p2p=True)
+    per_send = off.breakdown["pipeline_p2p_s"] / (2 * 5 * 16)
+    assert on.breakdown["pipeline_p2p_s"] == pytest.approx(2 * (8 - 1) * per_send)
+    with pytest.raises(IronlawError, match="--interleave"):
+        parallel.make_plan(dict(gpus=16, pp=2, overlap_p2p=True), g)
+
+
+def test_fp32_gradients_double_gradient_memory_and_reduction():
+    g = _train(seq=4096)
+    base = dict(gpus=16, tp=8, sequence_parallel=True, global_batch=16)
+    bf, f32 = _step(g, **base), _step(g, **base, grad_fp32=True)
+    assert f32.memory["gradients"] == pytest.approx(2 * bf.memory["gradients"])
+    assert f32.breakdown["dp_grad_comm_s"] > 1.8 * bf.breakdown["dp_grad_comm_s"]

@@ -611,7 +611,7 @@ def tp_overlap_hidden_s(rows: list[dict]) -> float:
         if r["kind"] == "collective" and r["module"] == "tp":
             key = r["name"].split(".", 2)[2]                       # fwd.attn | bwd.mlp …
             comm[key] = comm.get(key, 0.0) + r["time_s"]
-        elif base in COLUMN or base in ROW:
+        elif (base in COLUMN or base in ROW) and base != "lm_head":
             key = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
             gemm[key] = gemm.get(key, 0.0) + r["time_s"]
     return sum(min(t, gemm.get(k, 0.0)) for k, t in comm.items())
