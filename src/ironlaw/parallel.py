@@ -278,7 +278,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.flops = op.flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
                 new.bytes_written = op.bytes_written / tp
-        else:
+        elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
