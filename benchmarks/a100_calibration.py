@@ -50,8 +50,8 @@ def main() -> int:
     hw = calibration.without_calibration(hw)
     fit, held = datasets()
     t0 = time.perf_counter()
-    src = ("derived: fitted to ../shared/reference/gpu_measured/ vidur_llama2_7b_a100_mlp_raw.csv (microsoft/vidur, MIT) "
-           "and the even rows of llmcompass_matmul_a100.csv (PrincetonUniversity/LLMCompass, BSD-3-Clause) "
+    src = ("derived: fitted to microsoft/vidur data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/mlp.csv (MIT) "
+           "and the even rows of PrincetonUniversity/LLMCompass ae/ measured A100 fp16 GEMMs (BSD-3-Clause) "
            "by benchmarks/a100_calibration.py")
     cal = calibrate.fit(hw, fit, source=src, held_out=sorted({o.dataset for o in held}))
     print(f"fitted in {time.perf_counter() - t0:.1f} s")
