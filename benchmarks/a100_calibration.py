@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT.parent / "shared" / "reference" / "gpu_measured"
+REF = ROOT / "tests" / "data" / "a100_measured"
 
 
 def datasets(ref: Path = REF):
@@ -36,7 +36,7 @@ def datasets(ref: Path = REF):
     held += pub.llmcompass_rows(ref / "llmcompass_layernorm_a100.csv", "norm", "llmcompass layernorm")
     held += pub.llmcompass_rows(ref / "llmcompass_gelu_a100.csv", "elementwise", "llmcompass gelu")
     for phase in ("prefill", "decode"):
-        held += pub.llmcompass_gpt3_layer_gemms(ref / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv", phase,
+        held += pub.llmcompass_gpt3_layer_gemms(ref.parent / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv", phase,
                                                 f"llmcompass gpt3 TP4 {phase} GEMMs")
     return fit, held
 
@@ -51,7 +51,7 @@ def main() -> int:
     fit, held = datasets()
     t0 = time.perf_counter()
     src = ("derived: fitted to microsoft/vidur data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/mlp.csv (MIT) "
-           "and the even rows of PrincetonUniversity/LLMCompass ae/ measured A100 fp16 GEMMs (BSD-3-Clause) "
+           "and the even rows of PrincetonUniversity/LLMCompass ae/ GEMM sweep (BSD-3-Clause; tests/data/a100_measured/) "
            "by benchmarks/a100_calibration.py")
     cal = calibrate.fit(hw, fit, source=src, held_out=sorted({o.dataset for o in held}))
     print(f"fitted in {time.perf_counter() - t0:.1f} s")

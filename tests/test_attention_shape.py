@@ -12,8 +12,8 @@ from ironlaw.validate.compare import row_attrs
 
 
 def test_attention_states_its_key_length_and_head_dim():
-    """CPU flash attention's rate grows with the key length (one run here: 19 GFLOP/s with 32 keys, 100 with
-    256): a captured or probed attention op states N = keys, K = head dim, and M follows from its FLOPs."""
+    """CPU flash attention's rate grows with the key length (one run on a 2-vCPU EPYC VM: 19 GFLOP/s with 32
+    keys, 100 with 256): a captured or probed attention op states N = keys, K = head dim, and M follows from its FLOPs."""
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
 
@@ -61,11 +61,10 @@ def attention_op(b, h, q, keys, d=64):
 
 def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta_and_attention_its_own_latency():
     """Prefill calls whose K and V stream at the kind's η 1.0 and decode calls whose KV cache streams at 0.4
-    (as measured on the session-14 Xeon VM: the probe's hot decode rows at 32–49 GB/s, cold ones and the models'
-    own at 15–19), each call with a fixed 20 µs: the fitted attention table recovers the KV cache's η and the
-    latency with the shape (the flat kind's fit before it makes up for one η over every shape with its latency,
-    153 µs in one run there), and every call's time with them. One η for both cannot: it misses the decode calls
-    or the prefill ones."""
+    (a 2-vCPU Xeon VM: decode rows timed hot at 32–49 GB/s of KV, cold ones and the models' own calls at 15–19),
+    each call with a fixed 20 µs: the fitted attention table recovers the KV cache's η and the latency with the
+    shape, and every call's time with them. One η for both cannot: it misses the decode calls or the prefill
+    ones."""
     from test_cpu_gemm_model import cpu
     shapes = [(1, 12, 32, 32), (1, 12, 128, 128), (2, 12, 96, 96), (8, 12, 64, 64), (1, 12, 256, 256),
               (1, 8, 384, 384), (1, 12, 1, 129), (8, 12, 1, 129), (4, 12, 1, 1001), (32, 12, 1, 33),

@@ -1,10 +1,10 @@
 """A GEMV's fixed cost per stored weight row (``gemv_row``, ``gemv_row_kn``): measured by the probe, charged by
 the law on GEMVs whose weights come from device memory, and the N and K that tell an op's row length.
 
-The motivating measurement (EPYC VM, session 11; cold M = 1, equal bytes, four rounds): µs per MB of weights
-by row length, x @ W (rows of N) 256: 143, 768: 80, 1024: 69, 4096: 62, 8192: 53; x @ Wᵀ (rows of K) 256: 154,
-768: 95, 1024: 73, 4096: 61, 8192: 54 — GPT-2's c_proj (x @ W, N = 768) ran 1.3× slower per byte than its
-c_fc (N = 3072), in every accuracy run of sessions 9–10."""
+Measured on a 2-vCPU AMD EPYC VM (torch 2.13, cold M = 1, equal bytes, four rounds), µs per MB of weights by
+row length: x @ W (rows of N) 256: 143, 768: 80, 1024: 69, 4096: 62, 8192: 53; x @ Wᵀ (rows of K) 256: 154,
+768: 95, 1024: 73, 4096: 61, 8192: 54 — GPT-2's c_proj (x @ W, N = 768) runs 1.3× slower per byte than its
+c_fc (N = 3072)."""
 import math
 
 import numpy as np
@@ -18,7 +18,7 @@ from ironlaw.validate.compare import row_attrs
 
 from test_cpu_gemm_model import DRAM, LLC, cpu, linear, table, times
 
-# the session-11 means above, over the fastest length (8192 was not among the probe's lengths then)
+# the means above over the fastest of the probe's lengths (4096)
 US_PER_MB_KN = {256: 143.0, 768: 80.0, 1024: 69.0, 4096: 62.0}
 ROWS_KN = [[n, round(t / 62.0, 4)] for n, t in sorted(US_PER_MB_KN.items())]
 F = dict(ROWS_KN)

@@ -340,7 +340,7 @@ def _cpu_flags() -> set[str]:
 
 
 def test_a_narrow_dtype_slower_than_fp32_has_no_fast_path():
-    """fp16 at 0.8× the fp32 rate is above 10% of bf16 yet runs no unit of its own (seen on this VM:
+    """fp16 at 0.8× the fp32 rate is above 10% of bf16 yet runs no unit of its own (a 2-vCPU Zen 4 VM:
     fp16 342 GFLOP/s, fp32 439, bf16 2,535)."""
     p = fake_probe()
     for r in p["gemm"]:
@@ -353,9 +353,9 @@ def test_a_narrow_dtype_slower_than_fp32_has_no_fast_path():
 
 
 @pytest.mark.skipif(not {"avx512_bf16"} <= _cpu_flags() or "avx512_fp16" in _cpu_flags() or "amx_fp16" in _cpu_flags(),
-                    reason="needs a CPU with a bf16 fast path and no fp16 one (like the Zen 4 this was built on)")
+                    reason="needs a CPU with a bf16 fast path and no fp16 one (like AMD Zen 4)")
 def test_a_convolution_faster_than_every_gemm_sets_the_peak():
-    """A framework's conv library may outrun its GEMM library (oneDNN vs MKL on an AMD EPYC here: 373 vs
+    """A framework's conv library may outrun its GEMM library (oneDNN vs MKL on a 2-vCPU AMD EPYC VM: 373 vs
     183 GFLOP/s fp32): the peak is the fastest kernel measured and says which; a slower conv changes nothing.
     The conv rows are calibration observations too, marked cache-resident when their operands fit."""
     p = fake_probe()

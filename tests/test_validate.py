@@ -190,8 +190,8 @@ def test_fit_command_reports_fitted_and_held_out_separately(tmp_path, capsys):
 
 
 def test_a_run_past_the_models_positions_is_refused_before_it_starts():
-    """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (seen as an
-    IndexError traceback from inside torch before this check)."""
+    """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (an IndexError
+    from inside torch without this check)."""
     pytest.importorskip("transformers")
     from ironlaw.validate.models import resolve
     with pytest.raises(IronlawError, match=r"needs 1025 positions but the config allows 1024.*--seq 1023"):
@@ -246,7 +246,7 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
 
 def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
     """fp32 GEMVs at 20 GB/s and, weighing more, bf16 GEMVs at 13 GB/s (bf16 converted before it is
-    multiplied, as on the EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
+    multiplied, as on a 2-vCPU EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
     its own GEMV η, which puts its GEMVs back at their measured time."""
     from ironlaw import calibrate, calibrated, calibration, fit, fitcore
     from ironlaw.graph import Op
@@ -274,7 +274,7 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
 def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
     """The probe's GEMM rows fix the shape model (packing, weight traffic); a model's own GEMMs then set
     its ceiling and M's half point. Here the probe's rows ran at η_max 0.6 and the model runs' GEMMs at 0.85
-    (on the EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
+    (on a 2-vCPU EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
     per-shape medians over five runs): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
     from ironlaw import calibrate, calibration, fit, fitcore, law
     from ironlaw.graph import Graph, Op
