@@ -48,7 +48,7 @@ ROW = {"attn_post_proj", "mlp_down_proj"}                     # input split, out
 SPLIT = {"attn_rope", "attention", "mlp_act", "cross_entropy", "embedding"}   # every byte and FLOP split
 REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "mlp_layernorm", "final_norm",
               "embedding_layernorm", "attn_residual_add", "mlp_residual_add", "moe_router", "moe_topk",
-              "moe_combine", "pooler_dense", "pooler_tanh",
+              "moe_permute", "moe_combine", "pooler_dense", "pooler_tanh",
               "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
 FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2

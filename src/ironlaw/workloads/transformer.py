@@ -161,8 +161,19 @@ def _mlp_ops(a: Arch, t: Num, inter: int, dt: str, count: int, variant: str = ""
     return ops
 
 
+def _permute(t: Num, k: int, h: int, dt: str, L: int) -> Op:
+    """The gather of every token's hidden state into its k experts' rows (expert order) before the grouped
+    GEMMs: reads t·k rows of ``h`` (each token's row once per chosen expert) and writes the t·k-row copy; no
+    arithmetic. The way back, the unpermute and the probability-weighted sum, is ``moe_combine``."""
+    rows = t * k * h
+    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts")
+    op.attrs["expert"] = "routed"
+    return op
+
+
 def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
-    """Router, the routed experts (module "experts", as Mixtral's), the shared expert, the weighted combine."""
+    """Router, the permute of the routed tokens, the routed experts (module "experts", as Mixtral's), the shared
+    expert, the unpermute and weighted combine."""
     t, h, i = sh.tokens, a.hidden, a.expert_inter
     up_n = 2 * i if a.glu else i
     by, k, e = dtype_bytes(dt), a.top_k, a.experts
@@ -179,7 +190,7 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
         op.attrs["expert"] = "shared"
     return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router"),
             elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router"),
-            up, act, down, *shared,
+            _permute(t, k, h, dt, L), up, act, down, *shared,
             elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts")]
 
 
