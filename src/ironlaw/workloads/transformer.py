@@ -39,7 +39,9 @@ fused gate+up = mlp_up_proj):
   layers that differ keep one op per kind with its own count: ``attention`` (global) beside
   ``attention.window`` / ``attention.chunk``; a dense MLP beside MoE layers is ``mlp_*.dense``; the
   always-on shared expert is ``mlp_*.shared`` (module "shared_experts", ``attrs["expert"] = "shared"``);
-  the routed experts keep Mixtral's names and module "experts" (``attrs["expert"] = "routed"``). The part
+  the routed experts keep Mixtral's names and module "experts" (``attrs["expert"] = "routed"``), one grouped
+  GEMM whose weights are the experts the tokens touch, so its M (FLOPs / 2·weights) is the tokens·k/E rows
+  each expert runs; ``moe_permute`` gathers the routed rows before them, ``moe_combine`` sums them back. The part
   of a name before the first dot is the op whose tensor-parallel rule applies.
 Footprint: weights (all experts; DeepSeek's MTP modules are not loaded), kv_cache (prefill/decode: per
 layer, s tokens of 2·kv_heads·head_dim (MLA: kv_lora + rope) elements, local layers their span only),
