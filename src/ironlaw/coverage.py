@@ -1,9 +1,9 @@
 """Which op classes of a prediction its device's calibration measured, and which borrow another class's numbers.
 
-An op class (``graph.op_class``) is *calibrated* where the ``[calibration]`` table holds values of its own:
-a split class (conv-depthwise, conv-grouped, pool-max, pool-avg) its ``[calibration.kernel."<class>"]``; a
-matmul, dense conv or attention its shape table at every dtype its ops run at, or its kind's η; any other
-kind its kind's compute η, memory η or latency. Every other class is priced with someone else's numbers
+An op class (``graph.op_class``) is *calibrated* where the ``[calibration]`` table holds an η of its own
+(a latency alone leaves its rate borrowed): a split class (conv-depthwise, conv-grouped, pool-max, pool-avg)
+in ``[calibration.kernel."<class>"]``; a matmul, dense conv or attention its shape table at every dtype its
+ops run at, or its kind's η; any other kind its kind's compute or memory η. Every other class is priced with someone else's numbers
 and *borrows* them: a split conv the dense conv's (or what that borrows), a pooling variant the pool
 kind's, a kind without values the plain memory patterns fitted on copies (``copy``) or, without those,
 the hardware file's ``[efficiency]`` defaults. ``coverage`` says which, with each borrower's share of the
@@ -42,11 +42,11 @@ def coverage(est) -> dict:
 def own_values(cal: Calibration, cls: str, dtypes: set[str]) -> bool:
     """Whether ``cal`` holds numbers of the class's own for ops of ``dtypes``."""
     if cls in SPLIT_CLASSES and cls != "conv-dense":
-        return cls in cal.kernel
+        return any(f in cal.kernel.get(cls, {}) for f in ("compute", "memory"))
     kind = SPLIT_CLASSES.get(cls, cls)
     if kind in SHAPED and dtypes <= set(cal.shape(kind)):
         return True
-    return kind in cal.compute or kind in cal.memory_kind or kind in cal.latency_s
+    return kind in cal.compute or kind in cal.memory_kind
 
 
 def borrows(cal: Calibration, cls: str, dtypes: set[str]) -> str:

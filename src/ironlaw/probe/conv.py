@@ -23,7 +23,7 @@ GRID = {"fp32": [(2, 64, 56, 64, 3), (2, 256, 28, 256, 1), (1, 128, 28, 128, 3)]
 QUICK = {"fp32": 1, "bf16": 0}
 # grouped convolutions, 3×3 and C_in = C_out (MobileNet's inverted residuals, ResNeXt's blocks), by input
 # channels per group: (batch, channels, size, kernel, channels per group)
-GROUPED = {"fp32": [(2, 128, 56, 3, 1), (2, 256, 28, 3, 1), (2, 256, 28, 3, 8), (2, 256, 28, 3, 32)]}
+GROUPED = {"fp32": [(1, 128, 56, 3, 1), (1, 256, 28, 3, 1), (1, 256, 28, 3, 8), (1, 256, 28, 3, 32)]}
 GROUPED_QUICK = {"fp32": 3}                # quick: the two depthwise rows and channels per group 8
 TORCH_DTYPE = {"fp32": "float32", "bf16": "bfloat16"}
 
