@@ -194,3 +194,26 @@ def test_probe_times_grouped_convs_and_gathers():
     p["conv"] = [{k: v for k, v in row.items() if not k.startswith("_")}]
     p["reduce"].append({k: v for k, v in g.items() if not k.startswith("_")})
     check_probe(p, "probe")                            # what the probe writes passes its own checks
+
+
+def test_fit_keeps_depthwise_convs_in_their_own_class():
+    """``ironlaw fit`` on a probed profile: the run's depthwise convs (rebuilt from validate rows, groups in
+    their shapes text) and the probe's depthwise rows fit conv-depthwise's own entry, not the dense conv's η."""
+    from ironlaw import fit
+    hw = device(planted())
+    rows = []
+    for i, c in enumerate((64, 128, 256, 512)):
+        op = conv_op("aten::convolution", 1, c, 28, 3, c)
+        t = conv_flops(1, c, 28, c, 3, c) / DEPTHWISE_RATE + LAT
+        rows.append({"index": i, "name": op.name, "kind": "conv", "dtype": "fp32", "count": 1, "flops": op.flops,
+                     "bytes": op.bytes, "shapes": f"[1,{c},28,28],[{c},1,3,3]", "median_s": t, "min_s": t,
+                     "measured_cv": 0.0, "spread_s": 0.0})
+    e2e = sum(r["median_s"] for r in rows)
+    case = {"workload": {"name": "dw", "phase": "infer", "batch": 1}, "ops": rows,
+            "spread": {"median_s": e2e, "min_s": e2e, "spread_s": 0.0, "cv": 0.0}, "total": {"views": 0}}
+    cal = fit.fit(hw, [case])
+    assert "compute" in cal["kernel"]["conv-depthwise"]
+    from ironlaw.calibration import with_calibration
+    op = conv_op("dw", 1, 192, 28, 3, 192)
+    measured = conv_flops(1, 192, 28, 192, 3, 192) / DEPTHWISE_RATE + LAT
+    assert law.predict(graph(op), with_calibration(hw, cal)).time_s == pytest.approx(measured, rel=0.15)

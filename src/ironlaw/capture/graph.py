@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..gemmshape import attention_nk, conv_nk
+from ..gemmshape import attention_nk, conv_groups, conv_nk
 from ..graph import DTYPE_BYTES, Graph, Op
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
@@ -48,16 +48,6 @@ def op_attrs(r) -> dict:
             attrs["nk"] = nk
         attrs.update(conv_groups(r.in_shapes[0], r.in_shapes[1]))
     return attrs
-
-
-def conv_groups(input_shape, weight_shape) -> dict:
-    """{"groups", "group_channels"} of a grouped convolution (input [B, C_in, …], weight [C_out, C_in/groups,
-    …]); {} for a dense one (the op class, ``graph.op_class``)."""
-    if len(input_shape) < 2 or len(weight_shape) < 3 or int(weight_shape[1]) <= 0:
-        return {}
-    per_group = int(weight_shape[1])
-    groups = int(input_shape[1]) // per_group
-    return {"groups": groups, "group_channels": per_group} if groups > 1 else {}
 
 
 def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -> Graph:
