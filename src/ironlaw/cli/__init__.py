@@ -62,7 +62,7 @@ def console():
 
 
 # register the verbs (each module adds its commands to ``app``)
-from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe  # noqa: E402,F401
+from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe, search  # noqa: E402,F401,E501
 
 
 def _wants_json(argv: list[str]) -> bool:
