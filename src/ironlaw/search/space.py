@@ -1,7 +1,8 @@
 """The layouts a training search considers: every (tp, pp, cp, dp, ep, micro_batch, interleave, recompute, zero,
 sequence_parallel) that Megatron-LM could run on the devices, as numpy columns (one row per candidate).
 
-Valid means: tp·pp·cp·dp = the GPUs; tp divides the attention and key/value heads; pp·interleave divides the
+Valid means: tp·pp·cp·dp = the GPUs; tp divides the attention and key/value heads and the GPUs of a node (or
+spans whole nodes); the data- and expert-parallel groups lie on whole nodes (``tiles``); pp·interleave divides the
 layers; cp divides the sequence; ep divides the data-parallel group and the experts; micro_batch·dp divides
 the global batch; interleave > 1 needs pp > 1 and micro-batches a multiple of pp; sequence parallelism needs
 tp > 1; ZeRO needs dp > 1 (with one data-parallel rank every stage shards over nothing: the same layout as
@@ -34,6 +35,7 @@ class Space:
     experts: int = 0
     fixed: dict = field(default_factory=dict)
     cp_supported: bool = False
+    gpus_per_node: int = 0              # 0: all on one node
 
     def allowed(self, knob: str, values) -> list:
         v = self.fixed.get(knob)
@@ -44,24 +46,35 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def tiles(stride: int, size: int, per_node: int) -> bool:
+    """Whether a group of ``size`` ranks spaced ``stride`` apart (Megatron's order: TP fastest, then DP) lies
+    on whole nodes: inside one node, one rank per node, or filling its nodes (``parallel.group``'s cases)."""
+    span = stride * size
+    return size == 1 or span <= per_node or stride % per_node == 0 or span % per_node == 0
+
+
 def check_fixed(s: Space) -> None:
     """One clear line for fixed degrees that no layout can honour."""
     f = s.fixed
     deg = {k: f[k] for k in ("tp", "pp", "cp", "dp") if f.get(k) is not None}
     prod = int(np.prod(list(deg.values()))) if deg else 1
     names = " × ".join(f"--{k} {v}" for k, v in deg.items())
-    if deg and (s.gpus % prod or (len(deg) == 4 and prod != s.gpus)):
-        raise IronlawError(f"{names} = {prod} {'is not' if len(deg) == 4 else 'does not divide'} --gpus {s.gpus}; "
-                           f"the product of tp, pp, cp and dp must equal the GPUs")
+    every = len(deg) == 4 or (len(deg) == 3 and "cp" not in deg and not s.cp_supported)
+    if deg and every and prod != s.gpus:
+        raise IronlawError(f"{names} = {prod} devices, but --gpus is {s.gpus}; the product of tp, pp, cp and dp "
+                           f"must equal the GPUs")
+    if deg and s.gpus % prod:
+        raise IronlawError(f"{names} = {prod} does not divide --gpus {s.gpus}; the product of tp, pp, cp and dp "
+                           f"must equal the GPUs")
     if f.get("tp") and (s.heads % f["tp"] or s.kv_heads % f["tp"]):
         raise IronlawError(f"--tp {f['tp']} does not divide the {s.heads} attention heads and {s.kv_heads} "
                            f"key/value heads; use a divisor of {np.gcd(s.heads, s.kv_heads)}")
     if f.get("pp") and s.layers % f["pp"]:
         raise IronlawError(f"--pp {f['pp']} does not divide the {s.layers} layers; use a divisor of {s.layers}")
-    if f.get("cp", 1) > 1 and not s.cp_supported:
-        raise IronlawError("--cp: this build's training step has no context parallelism; search without --cp")
     if f.get("cp") and s.seq % f["cp"]:
         raise IronlawError(f"--cp {f['cp']} does not divide --seq {s.seq}; use a divisor of the sequence")
+    if f.get("cp", 1) > 1 and not s.cp_supported:
+        raise IronlawError("--cp: this build's training step has no context parallelism; search without --cp")
     if f.get("ep", 1) > 1 and not s.experts:
         raise IronlawError(f"--ep {f['ep']}: the model has no experts; expert parallelism needs a mixture-of-experts")
     if f.get("ep") and s.experts and s.experts % f["ep"]:
@@ -76,15 +89,16 @@ def check_fixed(s: Space) -> None:
 
 def _outer(s: Space):
     """(tp, pp, cp, dp, ep) degree tuples that multiply to the GPUs and divide what they split."""
-    n = s.gpus
-    for tp in s.allowed("tp", [d for d in divisors(n) if s.heads % d == 0 and s.kv_heads % d == 0]):
+    n, G = s.gpus, s.gpus_per_node or s.gpus
+    tps = [d for d in divisors(n) if s.heads % d == 0 and s.kv_heads % d == 0 and (G % d == 0 or d % G == 0)]
+    for tp in s.allowed("tp", tps):
         for pp in s.allowed("pp", [d for d in divisors(n // tp) if s.layers % d == 0]):
             cps = [d for d in divisors(n // (tp * pp)) if s.seq % d == 0] if s.cp_supported else [1]
             for cp in s.allowed("cp", cps):
                 dp = n // (tp * pp * cp)
-                if s.fixed.get("dp") not in (None, dp):
+                if s.fixed.get("dp") not in (None, dp) or not tiles(tp, dp, G):
                     continue
-                eps = [d for d in divisors(dp) if s.experts % d == 0] if s.experts else [1]
+                eps = [d for d in divisors(dp) if s.experts % d == 0 and tiles(tp, d, G)] if s.experts else [1]
                 for ep in s.allowed("ep", eps):
                     yield tp, pp, cp, dp, ep
 

@@ -128,7 +128,8 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     g = _model(spec, hw, seq, dtype)
     m = g.meta
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
-                     int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None})
+                     int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},
+                     gpus_per_node=gpus // nodes)
     t0 = time.perf_counter()
     c = space.enumerate_space(sp)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, g.dtype)
