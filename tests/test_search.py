@@ -24,12 +24,13 @@ H100 = hardware.get("h100")
 KEYS = ("time_s", "memory_per_gpu_bytes", "mfu")
 
 
-def _space(spec, gpus, gbs, seq, **fixed):
-    g = workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=seq, device="cuda"))
+def _space(spec, gpus, gbs, seq, dtype=None, **fixed):
+    g = train.graph(spec, H100, seq, dtype)
     m = g.meta
     s = space.Space(gpus, gbs, seq, m["layers"], m["heads"], m.get("kv_heads", m["heads"]), m.get("experts", 0),
                     fixed, gpus_per_node=gpus // nodes_for(H100, gpus))
-    ctx = fast.Context(spec, H100, gpus, nodes_for(H100, gpus), gbs, seq, g.dtype)
+    ctx = fast.Context(spec, H100, gpus, nodes_for(H100, gpus), gbs, seq, g.meta.get("precision", g.dtype),
+                       settings=dict(train.SETTINGS))
     return space.enumerate_space(s), ctx
 
 
@@ -37,8 +38,8 @@ def _fast(c, ctx):
     return train.evaluate_all(ctx, c)
 
 
-def _check_sample(spec, gpus, gbs, seq, n, seed, must=None):
-    c, ctx = _space(spec, gpus, gbs, seq)
+def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, **fixed):
+    c, ctx = _space(spec, gpus, gbs, seq, dtype, **fixed)
     res = _fast(c, ctx)
     fits = np.nonzero(res["fits"])[0]
     rng = random.Random(seed)
@@ -53,7 +54,7 @@ def _check_sample(spec, gpus, gbs, seq, n, seed, must=None):
         for k in KEYS:
             assert res[k][i] == pytest.approx(got[k], rel=REL), (row, k)
         for k in ("microbatch_s", "pipeline_bubble_s", "pipeline_p2p_s", "dp_grad_exposed_s",
-                  "zero_param_gather_s", "optimizer_s"):
+                  "zero_param_gather_s", "optimizer_s", "cp_ring_exposed_s", "fsdp_exposed_s"):
             assert res[k][i] == pytest.approx(st.breakdown[k], rel=REL, abs=1e-15), (row, k)
     return c, res
 
@@ -64,10 +65,12 @@ def test_space_counts_and_divisibility():
     assert n > 5000
     assert np.all(c["tp"] * c["pp"] * c["cp"] * c["dp"] == 1024)
     assert np.all(8 % c["tp"] == 0)                                   # 8 key/value heads
-    assert np.all(80 % (c["pp"] * c["interleave"]) == 0)
+    chunks = c["pp"] * c["interleave"]
+    assert np.all((80 % chunks == 0) | ((c["pp"] > 1) & (82 % chunks == 0)))   # embedding, loss as layers
+    assert np.all(8192 % (2 * c["cp"]) == 0) and set(np.unique(c["cp"])) > {1}
     assert np.all(1024 % (c["micro_batch"] * c["dp"]) == 0)
     assert np.all((c["sequence_parallel"] == 0) | (c["tp"] > 1))
-    assert np.all((c["zero"] == 0) | (c["dp"] > 1))
+    assert np.all((c["zero"] == 0) | (c["dp"] * c["cp"] > 1))
     m = 1024 // (c["micro_batch"] * c["dp"])
     assert np.all((c["interleave"] == 1) | ((c["pp"] > 1) & (m % c["pp"] == 0)))
     rows = {tuple(int(c[k][i]) for k in space.COLUMNS) for i in range(n)}
@@ -84,6 +87,18 @@ def test_fast_path_matches_train_step_moe():
 
 def test_fast_path_matches_train_step_one_layer_stages():
     _check_sample("gpt2", 24, 48, 1024, 12, 3, must=lambda r: r["pp"] == 12 and r["dp"] > 1)
+
+
+def test_fast_path_matches_train_step_fp8_cp_uneven_stages():
+    """Llama 3.1 405B in FP8 with context parallelism on 1,024 GPUs: 126 layers on pp 8 put the embedding and the
+    loss in a layer's place (first and last stage 15 layers, the middle ones 16)."""
+    c, res = _check_sample("llama3.1-405b", 1024, 512, 8192, 10, 4, dtype="fp8", tp=8, pp=8,
+                           must=lambda r: r["cp"] > 1 and r["zero"] == 3)
+    assert set(np.unique(c["cp"])) >= {1, 2}
+
+
+def test_fast_path_matches_train_step_moe_fp8():
+    _check_sample("qwen3-30b-a3b", 16, 512, 4096, 10, 5, dtype="fp8", must=lambda r: r["ep"] == 8)
 
 
 def test_closed_form_overlap_equals_the_replayed_schedule():

@@ -3,26 +3,29 @@
 ``parallel.train_step`` builds and predicts a graph per layout (tens of milliseconds). A search groups the
 layouts by what changes the per-device graph — (tp, sequence parallel, cp, ep) — and for each group:
 
-1. resolves the model ONCE with every micro-batch of the group as an array axis, splits it into pipeline
-   stages with ``parallel._stage_ops`` (pp = 1, and pp = 2 for the first and last stage) for each recompute
-   mode, shards it with ``parallel.tp_shard`` and predicts each op's time per invocation with ``law.predict``
-   (an op's time does not depend on how often it runs nor on its neighbours);
-2. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO — per layout as array math over
-   those per-op times: a stage's micro-batch is (layers per stage) × Σ layer ops + the stage's other ops;
-   the bubble, send/recv, ZeRO gathers and the optimizer follow ``train_step``'s formulas; the gradient
-   reduction's exposed part replays ``critical_path``'s schedule of the slowest stage (the gradient
-   collective of each layer on the network stream, tensor-parallel collectives waiting for it) as a
-   vectorised recurrence over the repeated layer block.
+1. resolves the model ONCE with every micro-batch of the group as an array axis (lowered to FP8 GEMMs where
+   the dtype asks: ``precision.lower``), and predicts with ONE ``law.predict`` the per-invocation time of
+   every op of the whole model on one stage with full recomputation, sharded as train_step shards it
+   (``parallel.cp_shard``, ``tp_shard``, ``expert_load``): an op's time depends neither on how often it runs
+   nor on its neighbours;
+2. builds each recompute mode's one-stage op list with ``parallel._stage_ops`` and reads the first, middle and
+   last pipeline stage as masks of it (``tables``), each op's time looked up in (1);
+3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout as array math over
+   those per-op times (``evaluate``): a stage's micro-batch is (its layers) × Σ layer ops + its other ops; the
+   context-parallel ring, FSDP's gathers, TP communication overlap, the bubble, send/recv, ZeRO-2's gather and
+   the optimizer follow train_step's formulas; the data-parallel gradient reduction's exposed part is
+   ``critical_path``'s schedule of the slowest stage in closed form (``_exposed``, checked against the
+   layer-by-layer replay ``_replay``).
 
-The arithmetic is the same as ``train_step``'s, in a different order: the two agree to floating-point
-rounding (tests/test_search.py checks ≤ 1e-9 relative on random layouts and the top of the ranking). One
-case differs from the graph path and is flagged instead of approximated: a layout whose whole per-device
-footprint fits in half the last cache level (``law.resident_limit_bytes``: toy models) would have its ops
-read from cache; such rows come back with ``exact`` set and are predicted with ``train_step`` itself.
+The arithmetic is train_step's, in a different order: the two agree to floating-point rounding
+(tests/test_search.py: ≤ 1e-9 relative on random layouts of dense, MoE, FP8 and context-parallel searches).
+One case is left to train_step instead of approximated: a layout whose whole per-device footprint fits in half
+the last cache level (``law.resident_limit_bytes``: toy models) has its ops read from cache; such rows come back
+with ``exact`` set and the search predicts them with train_step itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -30,6 +33,8 @@ from .. import law, parallel
 from ..graph import Graph, dtype_bytes
 from ..network.collectives import collective_time
 from .space import RECOMPUTE
+
+STAGES = ("P", "F", "M", "L")          # pp = 1; first, middle, last stage (codes of ``evaluate``'s stage column)
 
 
 @dataclass
@@ -43,37 +48,29 @@ class Context:
     seq: int
     dtype: str | None
     composition: str = "overlap"
+    settings: dict = field(default_factory=dict)   # tp_comm_overlap, overlap_p2p, grad_fp32, expert_imbalance
 
     @property
     def gpus_per_node(self) -> int:
         return self.gpus // self.nodes
 
-
-@dataclass
-class StageTable:
-    """One stage's ops (sharded) with their per-invocation times over the group's micro-batches."""
-    t: np.ndarray               # (n_ops, n_mb) seconds per invocation
-    count: np.ndarray           # (n_ops,) invocations in the list as built
-    layer: np.ndarray           # (n_ops,) bool: repeated once per layer of the stage
-    segs: list                  # the repeated block holding the gradient sync: ('c'|'n'|'G', op indices)
-    tail: list                  # ('c'|'n', op indices) after that block, once
-    layer_grads: np.ndarray     # (n_mb,) gradient bytes of one layer (the per-layer reduction)
-    other_grads: np.ndarray     # (n_mb,) gradient bytes outside the layers (the last reduction)
-    all_grads_one: np.ndarray   # (n_mb,) every backward op's gradients once (a stage of one layer)
-
-    def per_layer(self) -> np.ndarray:
-        """(n_mb,) one layer's ops, once."""
-        return self.t[self.layer].sum(axis=0)
-
-    def rest(self) -> np.ndarray:
-        """(n_mb,) the stage's ops outside the layers (embedding; final norm, head and loss)."""
-        return (self.t[~self.layer] * self.count[~self.layer, None]).sum(axis=0)
+    def setting(self, name: str, default):
+        return self.settings.get(name, default)
 
 
 def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
-    from .. import workloads
-    return workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
-                                               dtype=ctx.dtype, device="cuda" if ctx.hw.kind == "gpu" else "cpu"))
+    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
+    it: built in bf16 and lowered when the dtype is FP8 (cli._parallel.training_graph's rule)."""
+    from .. import precision, workloads
+    low = ctx.dtype if ctx.dtype is not None and precision.is_low(ctx.dtype) else None
+    g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
+                                            dtype=precision.WIDE if low else ctx.dtype,
+                                            device="cuda" if ctx.hw.kind == "gpu" else "cpu"))
+    if low:
+        g = precision.lower(g, low)
+    elif precision.is_low(g.dtype):
+        g = precision.lower(g, g.dtype)
+    return g
 
 
 def _segments(ops, idx) -> list:
@@ -90,30 +87,41 @@ def _segments(ops, idx) -> list:
 
 
 def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
-    tp, sp, _cp, ep = key
+    tp, sp, cp, ep = key
     G = ctx.gpus_per_node
+    plan = parallel.Plan(tp=tp, ep=ep, cp=cp, expert_imbalance=ctx.setting("expert_imbalance", 1.0))
     sg = Graph(g.name, "train", g.dtype, ops, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    return parallel.tp_shard(sg, tp, bool(sp), parallel.group(1, tp, G), ep, parallel.group(tp, ep, G))
-
-
-def _occurrences(ops) -> list[tuple[str, int]]:
-    """(name, how many ops of that name came before): the same op in every stage list built from one model."""
-    seen: dict[str, int] = {}
-    out = []
-    for op in ops:
-        out.append((op.name, seen.get(op.name, 0)))
-        seen[op.name] = seen.get(op.name, 0) + 1
-    return out
+    sg = parallel.cp_shard(sg, cp)
+    sg = parallel.tp_shard(sg, tp, bool(sp), parallel.group(1, tp, G), ep, parallel.group(tp, ep, G))
+    return parallel.expert_load(sg, plan)
 
 
 @dataclass
 class Predicted:
-    """Per-invocation time of every op of the model on one stage with full recomputation: a superset of the
-    ops of every stage list and recompute mode of the group, predicted in ONE ``law.predict`` call."""
-    index: dict
+    """Every op of the model on one stage with full recomputation, sharded, with its per-invocation time: a
+    superset of the ops of every stage list and recompute mode of the group, predicted in ONE ``law.predict``."""
+    sg: Graph
     t: np.ndarray               # (n_ops, n_mb)
     collective: np.ndarray      # (n_ops,) bool: runs on the network stream (critical_path's rule)
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes each op writes (an embedding's grow with tokens)
+    tokens: np.ndarray          # (n_mb,) tokens per rank per micro-batch (after context parallelism)
+    keep: dict                  # recompute mode → (n_ops,) bool: the ops of that mode's one-stage list
+
+
+def _recompute_keep(sg: Graph) -> dict:
+    """The ops each recompute mode keeps: ``_stage_ops`` inserts the recomputed forward as one block before the
+    first backward op, and the sharding adds its collectives inside that block; selective recomputation keeps
+    the attention cores of the block, none drops it."""
+    names = [op.name for op in sg.ops]
+    every = np.ones(len(names), dtype=bool)
+    first = next((i for i, n in enumerate(names) if n.endswith(".recompute")), None)
+    if first is None:
+        return {"none": every, "selective": every, "full": every}
+    end = next(i for i in range(first, len(names)) if names[i].endswith(".backward"))
+    block = np.zeros(len(names), dtype=bool)
+    block[first:end] = True
+    attn = np.array([op.kind == "attention" and op.name.endswith(".recompute") for op in sg.ops])
+    return {"none": ~block, "selective": ~block | (block & attn), "full": every}
 
 
 def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
@@ -125,25 +133,73 @@ def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
     n = len(sg.ops)
     net = np.asarray(est.network_s).reshape(n, -1)
     coll = np.array([op.kind == "collective" or bool(np.any(net[i] > 0)) for i, op in enumerate(sg.ops)])
-    index = {k: i for i, k in enumerate(_occurrences(sg.ops))}
     t = np.asarray(est.op_time_s, dtype=float).reshape(n, -1)
     grads = np.zeros(t.shape)
     for i, op in enumerate(sg.ops):
         if "gradients" in op.bytes:
             grads[i] = op.bytes["gradients"]
-    return Predicted(index, t, coll, grads)
+    tokens = np.broadcast_to(np.asarray(sg.meta["tokens"], dtype=float), t.shape[1:])
+    return Predicted(sg, t, coll, grads, tokens, _recompute_keep(sg))
 
 
-def _table(sg: Graph, ref: Predicted, keep: np.ndarray) -> StageTable:
-    """The ops of ``sg`` (one stage with the whole model, sharded) that ``keep`` selects, in order."""
-    idx = np.array([ref.index[k] for k in _occurrences(sg.ops)])[keep]
-    ops = [op for op, k in zip(sg.ops, keep) if k]
+@dataclass
+class StageTable:
+    """One stage's ops (sharded) with their per-invocation times over the group's micro-batches; sums per layer
+    (the layer ops run once per layer of the stage) and over the rest (the embedding; the final norm, head and
+    loss)."""
+    t: np.ndarray               # (n_ops, n_mb) seconds per invocation
+    count: np.ndarray           # (n_ops,) invocations in the one-stage list
+    layer: np.ndarray           # (n_ops,) bool: repeated once per layer of the stage
+    segs: list                  # the repeated block holding the gradient sync: ('c'|'n'|'G', op indices)
+    tail: list                  # ('c'|'n', op indices) after that block, once
+    layer_grads: np.ndarray     # (n_mb,) gradient bytes of one layer (the per-layer reduction)
+    other_grads: np.ndarray     # (n_mb,) gradient bytes outside the layers (the last reduction)
+    all_grads_one: np.ndarray   # (n_mb,) every backward op's gradients once (a stage of one layer)
+    sums: dict                  # name → (n_mb,): lay, rest, extra, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
+    attention: list             # [(op index, 1 or 2)]: layer attention ops and the K/V passes their ring makes
+
+
+def _sums(ops, t, count, layer, coll, extra_mask) -> dict:
+    bwd = np.array([op.name.endswith(".backward") for op in ops])
+    comp = ~np.array([op.kind == "collective" for op in ops])
+    tc = t * count[:, None]
+
+    def s(mask):
+        return t[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
+
+    def r(mask):
+        return tc[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
+    comm: dict = {}
+    gemm: dict = {}
+    for i, op in enumerate(ops):                    # parallel.tp_overlap_hidden_s, per layer
+        base = parallel._base(op.name)
+        if op.kind == "collective" and op.module == "tp":
+            k = op.name.split(".", 2)[2]
+            comm[k] = comm.get(k, 0.0) + t[i]
+        elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
+            k = f"{'bwd' if op.name.endswith('.backward') else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
+            gemm[k] = gemm.get(k, 0.0) + t[i]
+    hid = sum((np.minimum(v, gemm.get(k, 0.0)) for k, v in comm.items()), np.zeros(t.shape[1]))
+    return {"lay": s(layer), "rest": r(~layer), "extra": s(extra_mask),
+            "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
+            "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid}
+
+
+def _table(ref: Predicted, keep: np.ndarray, extra: bool) -> StageTable:
+    """The ops of the superset that ``keep`` selects, in order. ``extra``: a stage of one layer under full
+    recomputation also recomputes its other forward ops (``_stage_ops`` recomputes every forward op whose
+    count is the stage's layers)."""
+    sg = ref.sg
+    idx = np.nonzero(keep)[0]
+    ops = [sg.ops[i] for i in idx]
     t, n = ref.t[idx], len(ops)
     count = np.array([op.count for op in ops], dtype=float)
     layer = count == sg.meta["layers"]
     bwd = np.array([op.name.endswith(".backward") for op in ops])
     coll = [(bool(ref.collective[i]),) for i in idx]
     grads = ref.grads[idx]
+    again = np.array([extra and not lay and not b and c == 1 and op.kind != "collective"
+                      for op, lay, b, c in zip(ops, layer, bwd, count)], dtype=bool)
     lb = np.nonzero(layer & bwd)[0]
     segs, tail = [], []
     if lb.size:
@@ -155,66 +211,30 @@ def _table(sg: Graph, ref: Predicted, keep: np.ndarray) -> StageTable:
             b += 1
         segs = _segments(coll, range(a, pos + 1)) + [("G", [])] + _segments(coll, range(pos + 1, b))
         tail = _segments(coll, range(b, n))
+    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0) for i, op in enumerate(ops)
+                 if op.kind == "attention" and layer[i]]
     return StageTable(t, count, layer, segs, tail, grads[layer & bwd].sum(axis=0),
-                      (grads * count[:, None])[~layer & bwd].sum(axis=0), grads[bwd].sum(axis=0))
+                      (grads * count[:, None])[~layer & bwd].sum(axis=0), grads[bwd].sum(axis=0),
+                      _sums(ops, t, count, layer, coll, again), attention)
 
 
 def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
-    """'P' (the whole model on one stage) and, when pipelines are searched, 'F'/'L' (first/last stage).
+    """'P' (the whole model on one stage) and, when pipelines are searched, 'F', 'M', 'L' (first, middle, last).
 
-    ``parallel._stage_ops`` puts the layers and the embedding on the first stage and the layers and the rest
-    on the last, the recomputed forward right before each stage's first backward op: in both cases that is
-    the one-stage list without the other stage's ops, in the same order — so the stage lists are masks over
-    the one-stage list (layer ops then run L/pp times instead of L)."""
-    sg = _shard(g, parallel._stage_ops(g, parallel.Plan(recompute=rc))[0][0], key, ctx)
-    every = np.ones(len(sg.ops), dtype=bool)
-    out = {"P": _table(sg, ref, every)}
+    ``parallel._stage_ops`` puts the layers and the embedding on the first stage, the layers and the rest on
+    the last, only layers on a middle one, the recomputed forward right before each stage's first backward
+    op: each is the one-stage list without the other stages' ops, in the same order — so every stage list
+    of every recompute mode is a mask over the superset (layer ops then run as many times as the stage has
+    layers)."""
+    keep = ref.keep[rc]
+    out = {"P": _table(ref, keep, False)}
     if need_pp:
-        L = sg.meta["layers"]
-        layer = np.array([op.count == L for op in sg.ops])
-        first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in sg.ops])
-        out["F"] = _table(sg, ref, layer | first)
-        out["L"] = _table(sg, ref, layer | ~first)
-    return out
-
-
-def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool) -> dict[str, np.ndarray]:
-    """``parallel._memory`` per row: weights, gradients, optimizer state and activations per device."""
-    meta, by = g.meta, dtype_bytes(g.dtype)
-    params = float(meta["params"])
-    expert = 0.0
-    if meta.get("experts"):
-        e, k = meta["experts"], meta.get("experts_per_token", 1)
-        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
-    tp, pp, dp, ep, v, zero = (c[k].astype(float) for k in ("tp", "pp", "dp", "ep", "interleave", "zero"))
-    p_dev = (params - expert) / (tp * pp) + expert / (tp * pp * ep)
-    n_mb = int(mbi.max()) + 1
-    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi]
-    a = parallel.ACT_SPLIT_FRACTION
-    tp_factor = 1.0 / tp if sp else (1 - a) + a / tp
-    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
-    L = meta["layers"]
-    tokens = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), (n_mb,))[mbi]
-    inputs = L * tokens * meta["hidden"] * by
-    full = inputs * ((1.0 / tp) if sp else 1.0) * inflight + act / L * tp_factor
-    act_dev = np.where(c["recompute"] == RECOMPUTE.index("full"), full, act * tp_factor * inflight)
-    return {"weights": p_dev * by / np.where(zero >= 3, dp, 1.0),
-            "gradients": p_dev * by / np.where(zero >= 2, dp, 1.0),
-            "optimizer": 12.0 * p_dev / np.where(zero >= 1, dp, 1.0),
-            "activations": act_dev, "params_per_device": p_dev}
-
-
-def _coll(ctx: Context, kind: str, nbytes: np.ndarray, grp: tuple) -> np.ndarray:
-    a, b = collective_time(kind, nbytes, parallel._topology(ctx.hw, grp))
-    return a + b
-
-
-def _by_degree(values: np.ndarray, fn) -> np.ndarray:
-    """fn(degree, mask) → array for the rows of each distinct degree, assembled in row order."""
-    out = np.zeros(values.shape)
-    for d in np.unique(values):
-        m = values == d
-        out[m] = fn(int(d), m)
+        L = g.meta["layers"]
+        layer = np.array([op.count == L for op in ref.sg.ops])
+        first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
+        full = rc == "full"
+        out.update(F=_table(ref, keep & (layer | first), full), M=_table(ref, keep & layer, False),
+                   L=_table(ref, keep & (layer | ~first), full))
     return out
 
 
@@ -286,106 +306,187 @@ def _replay(tab: StageTable, layers: int, t_mb_ops: np.ndarray, g_layer: np.ndar
     return np.maximum(np.maximum(tc, tn) - no_grads, 0.0)
 
 
-def _stage_times(tabs: dict, c: dict, mbi: np.ndarray, L: int):
-    """(t_mb, stage) per row: one micro-batch on the slowest stage — 'P' when pp = 1, else the slower of the
-    first ('F') and last ('L') stage, the first on a tie (as ``max`` picks in train_step)."""
-    pp = c["pp"]
-    t_mb = (L * tabs["P"].per_layer() + tabs["P"].rest())[mbi]
-    stage = np.full(pp.shape, "P", dtype="<U1")
-    many = pp > 1
-    if np.any(many):
-        R, i = (L // pp[many]).astype(float), mbi[many]
-        tf = R * tabs["F"].per_layer()[i] + tabs["F"].rest()[i]
-        tl = R * tabs["L"].per_layer()[i] + tabs["L"].rest()[i]
-        t_mb[many] = np.maximum(tf, tl)
-        stage[many] = np.where(tf >= tl, "F", "L")
-    return t_mb, stage
 
 
-def _dp_coll(ctx: Context, c: dict, kind: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """α+β of each row's gradient collective over its data-parallel group (stride tp, size dp); 0 for dp = 1."""
+def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
+    """``parallel._memory`` per row: weights, gradients, optimizer state and activations per device."""
+    from ..precision import WEIGHT_COPY_BYTES
+    meta, by = g.meta, dtype_bytes(g.dtype)
+    params = float(meta["params"])
+    expert = 0.0
+    if meta.get("experts"):
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
+    tp, pp, dp, ep, cp = (c[k] for k in ("tp", "pp", "dp", "ep", "cp"))
+    v, zero = c["interleave"], c["zero"]
+    dense, exp = (params - expert) / (tp * pp), expert / (tp * pp * ep)
+    p_dev = dense + exp
+    sharded = dense / (dp * cp) + exp / np.maximum((dp * cp) // ep, 1)
+    n_mb = int(mbi.max()) + 1
+    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / cp
+    a = parallel.ACT_SPLIT_FRACTION
+    tp_factor = 1.0 / tp if sp else (1 - a) + a / tp
+    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
+    L = meta["layers"]
+    tokens = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), (n_mb,))[mbi]
+    inputs = L * tokens / cp * meta["hidden"] * by
+    full = inputs * ((1.0 / tp) if sp else 1.0) * inflight + act / L * tp_factor
+    act_dev = np.where(c["recompute"] == RECOMPUTE.index("full"), full, act * tp_factor * inflight)
+    weight_b = by + WEIGHT_COPY_BYTES.get(meta.get("precision"), 0.0)
+    grad_b = 4.0 if grad_fp32 else by
+    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
+            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
+            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
+            "activations": act_dev, "params_per_device": p_dev}
+
+
+def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
+    a, b = collective_time(kind, nbytes, parallel._topology(ctx.hw, grp))
+    return a + b
+
+
+KINDS = ("allreduce", "reducescatter", "allgather")
+
+
+def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray) -> np.ndarray:
+    """α+β of each row's collective over its data-parallel group (stride tp, dp·cp ranks); 0 for one rank.
+    ``kind``: a name, or per row an index into KINDS."""
     tp, G = int(c["tp"][0]), ctx.gpus_per_node
+    code = np.broadcast_to(np.asarray(KINDS.index(kind) if isinstance(kind, str) else kind), nbytes.shape)
+    ranks = c["dp"] * c["cp"]
     out = np.zeros(nbytes.shape)
-    for d in np.unique(c["dp"]):
+    for d in np.unique(ranks):
         if d == 1:
             continue
         grp = parallel.group(tp, int(d), G)
-        for k in np.unique(kind):
-            m = (c["dp"] == d) & (kind == k)
-            if np.any(m):
-                out[m] = _coll(ctx, str(k), nbytes[m], grp)
+        at = ranks == d
+        for k in np.unique(code[at]):
+            m = at & (code == k)
+            out[m] = _coll(ctx, KINDS[int(k)], nbytes[m], grp)
     return out
 
 
-def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, L: int) -> np.ndarray:
-    """Exposed data-parallel gradient reduction per row (0 where dp = 1); ``tabs[recompute][stage]``."""
-    kind = np.where(c["zero"] < 2, "allreduce", "reducescatter")
+def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """``parallel.stage_layers`` per row: (layers of a middle stage, of the first and the last)."""
+    pp, v = c["pp"], c["interleave"]
+    even = (pp == 1) | (L % (pp * v) == 0)
+    return np.where(even, L // pp, (L + 2) // pp), np.where(even, L // pp, (L + 2) // pp - 1)
+
+
+def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
+    """(stage code, its layers) per row: the slowest stage by its law time, the earlier one on a tie (as
+    ``parallel._stage_estimates`` keeps the first maximum over first, middle, last)."""
+    mid, edge = _stage_layers(c, L)
+    stage = np.zeros(mbi.shape, dtype=np.int8)                # 'P'
+    R = np.full(mbi.shape, L)
+    many = c["pp"] > 1
+    if np.any(many):
+        i, e, md = mbi[many], edge[many], mid[many]
+        t = {s: e * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] + (e == 1) * tabs[s].sums["extra"][i]
+             for s in ("F", "L")}
+        tm = np.where(md != e, md * tabs["M"].sums["lay"][i], -np.inf)
+        best, code, lay = t["F"], np.full(e.shape, 1, dtype=np.int8), e.copy()
+        code, lay, best = np.where(tm > best, 2, code), np.where(tm > best, md, lay), np.maximum(best, tm)
+        code, lay = np.where(t["L"] > best, 3, code), np.where(t["L"] > best, e, lay)
+        stage[many], R[many] = code, lay
+    return stage, R
+
+
+def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray) -> dict:
+    """Per row on this stage: the law's time of a micro-batch, TP overlap hidden, CP ring exposed, FSDP window."""
+    tp, sp, cp, ep = key
+    s, one = tab.sums, (R == 1)
+    out = {"est": R * s["lay"][i] + s["rest"][i] + one * s["extra"][i],
+           "fwd": R * s["fwd_lay"][i] + s["fwd_rest"][i] + one * s["extra"][i],
+           "bwd": R * s["bwd_lay"][i] + s["bwd_rest"][i]}
+    tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
+    out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
+    out["ring"] = np.zeros(i.shape)
+    if cp > 1 and tab.attention:
+        meta = mdl["meta"]
+        kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
+        chunk = 2.0 * kv_dim * mdl["tokens_cp"][i] * mdl["by"]
+        send = _coll(ctx, "sendrecv", chunk, parallel.group(tp, cp, ctx.gpus_per_node))
+        per_layer = sum((cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0) for j, f in tab.attention)
+        out["ring"] = R * per_layer
+    return out
+
+
+def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
+    """Exposed data-parallel gradient reduction per row (``parallel._dp_grad_sync``; 0 for one data-parallel
+    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
+    kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
+    on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
     lay, rest, one = np.zeros(mbi.shape), np.zeros(mbi.shape), np.zeros(mbi.shape)
     for r, by_stage in tabs.items():
-        for s, tab in by_stage.items():
-            m = (stage == s) & (c["recompute"] == r)
+        for code, tab in by_stage.items():
+            m = (stage == code) & (c["recompute"] == r)
             lay[m], rest[m], one[m] = tab.layer_grads[mbi[m]], tab.other_grads[mbi[m]], tab.all_grads_one[mbi[m]]
-    g_layer, g_rest = _dp_coll(ctx, c, kind, lay), _dp_coll(ctx, c, kind, rest)
-    # one layer per stage: the reduction of all the stage's gradients is its last op, all of it exposed
-    out = np.where(L // c["pp"] == 1, _dp_coll(ctx, c, kind, one), 0.0)
+    n = lay.shape[0]
+    c3 = {"tp": c["tp"], "dp": np.tile(c["dp"], 3), "cp": np.tile(c["cp"], 3)}
+    g3 = _dp_coll(ctx, c3, np.tile(kind, 3), grad_scale * np.concatenate([lay, rest, one]))
+    g_layer, g_rest = g3[:n], g3[n:2 * n]
+    # one layer on the stage: the reduction of all its gradients is its last op, all of it exposed
+    out = np.where(on & (R == 1), g3[2 * n:], 0.0)
     for r, by_stage in tabs.items():
-        for s, tab in by_stage.items():
-            sel = (stage == s) & (c["recompute"] == r) & (c["dp"] > 1)
-            for pp in np.unique(c["pp"][sel]):
-                rows = np.nonzero(sel & (c["pp"] == pp))[0]
-                if L // int(pp) == 1:
-                    continue
+        for code, tab in by_stage.items():
+            sel = (stage == code) & (c["recompute"] == r) & on & (R > 1)
+            for layers in np.unique(R[sel]):
+                rows = np.nonzero(sel & (R == layers))[0]
                 if not tab.segs:
                     continue
                 fn = _exposed if _closed_form(tab) else _replay
-                out[rows] = fn(tab, L // int(pp), tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows], rest[rows] > 0)
+                out[rows] = fn(tab, int(layers), tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows],
+                               rest[rows] > 0)
     return out
 
 
-def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: bool) -> np.ndarray:
-    """Stage-to-stage send/recv per step (``train_step``'s pipeline_p2p_s)."""
-    tp, G = int(c["tp"][0]), ctx.gpus_per_node
-    full = tokens * hidden * by
+def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
+    """``parallel.fsdp_exposed_s`` per row (ZeRO-3 over dp·cp > 1 ranks; 0 otherwise)."""
+    on = (c["zero"] >= 3) & (c["dp"] * c["cp"] > 1)
+    out = np.zeros(R.shape)
+    if not np.any(on):
+        return out
+    per_layer = p_dev * by / R
+    ag = R * _dp_coll(ctx, c, "allgather", per_layer)
+    rs = R * _dp_coll(ctx, c, "reducescatter", per_layer * grad_b / by)
+    e = np.maximum(ag - fwd, 0.0) + ag / R + np.maximum(ag + rs - bwd, 0.0) + rs / R
+    return np.where(on, e, 0.0)
 
-    def per_dp(d: int, m: np.ndarray) -> np.ndarray:
-        grp = parallel.group(tp * d, 2, G)
+
+def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: bool, t_mb, m) -> np.ndarray:
+    """``parallel._pipeline_p2p_s`` per row: stage-to-stage sends, overlapped with the next chunk where the
+    schedule interleaves (``overlap_p2p``) but for the warm-up and cool-down."""
+    tp, cp, G = int(c["tp"][0]), int(c["cp"][0]), ctx.gpus_per_node
+    full = tokens / cp * hidden * by
+    one = np.zeros(tokens.shape)
+    for d in np.unique(c["dp"][c["pp"] > 1]):
+        rows = (c["dp"] == d) & (c["pp"] > 1)
+        stage = tp * cp * int(d)
+        grp = parallel.group(stage, 2, G)
         if ctx.nodes > 1 and grp[1] == 1:
-            grp = (2, 2, min(tp * d, G))
-        t = _coll(ctx, "sendrecv", full[m] / tp, grp)
+            grp = (2, 2, min(stage, G))
+        t = _coll(ctx, "sendrecv", full[rows] / tp, grp)
         if tp > 1 and not sp:
-            t = t + _coll(ctx, "allgather", full[m], parallel.group(1, tp, G))
-        return t
-    out = np.zeros(tokens.shape)
-    many = c["pp"] > 1
-    if np.any(many):
-        out[many] = _by_degree(c["dp"][many], lambda d, m: per_dp(d, np.nonzero(many)[0][m]))
-    return out
+            t = t + _coll(ctx, "allgather", full[rows], parallel.group(1, tp, G))
+        one[rows] = t
+    v, pp = c["interleave"], c["pp"]
+    overlap = ctx.setting("overlap_p2p", True) & (v > 1)
+    blocking = 2.0 * v * m * one
+    hidden_p2p = 2.0 * (pp - 1) * one + 2.0 * v * m * np.maximum(one - t_mb / v, 0.0)
+    return np.where(pp > 1, np.where(overlap, hidden_p2p, blocking), 0.0)
 
 
-def _zero_gathers(ctx: Context, c: dict, grad_bytes, t_mb, m) -> np.ndarray:
-    """ZeRO-2's gather of the updated shards; ZeRO-3's parameter gathers, prefetched (train_step's rule)."""
-    tp, G, out = int(c["tp"][0]), ctx.gpus_per_node, np.zeros(t_mb.shape)
-    for z in (2, 3):
-        rows = np.nonzero((c["zero"] == z) & (c["dp"] > 1))[0]
-        if rows.size == 0:
-            continue
-        kind = "reducescatter"
-        for d in np.unique(c["dp"][rows]):
-            r = rows[c["dp"][rows] == d]
-            grp = parallel.group(tp, int(d), G)
-            ag = _coll(ctx, "allgather", grad_bytes[r], grp)
-            if z == 2:
-                out[r] = ag
-            else:
-                bucket = _coll(ctx, kind, np.minimum(parallel.GRAD_BUCKET_BYTES, grad_bytes[r]), grp)
-                out[r] = 2.0 * m[r] * np.maximum(ag - t_mb[r], np.minimum(bucket, ag))
-    return out
+def _zero2_gather(ctx: Context, c: dict, p_dev, by: float) -> np.ndarray:
+    """ZeRO-2: the updated parameter shards gathered back after the step."""
+    on = (c["zero"] == 2) & (c["dp"] * c["cp"] > 1)
+    return np.where(on, _dp_coll(ctx, c, "allgather", p_dev * by), 0.0) if np.any(on) else np.zeros(on.shape)
 
 
 def _optimizer(ctx: Context, g: Graph, opt_params: np.ndarray) -> np.ndarray:
     """The optimizer step per row: one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
     from ..workloads.common import optimizer_step
-    if not any(op.name.split(".")[0] == "optimizer" for op in g.ops):
+    if not any(parallel._base(op.name) == "optimizer" for op in g.ops):
         return np.zeros(opt_params.shape)
     u, inv = np.unique(opt_params, return_inverse=True)
     one = optimizer_step(1.0, g.dtype)
@@ -395,45 +496,63 @@ def _optimizer(ctx: Context, g: Graph, opt_params: np.ndarray) -> np.ndarray:
     return np.asarray(law.predict(og, ctx.hw, ctx.composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
 
 
+def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict:
+    """Per row: the slowest stage, its layers, and its per-micro-batch parts (``_on_stage``)."""
+    L = int(g.meta["layers"])
+    ref = predicted(g, key, ctx)
+    mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
+    n = mbi.shape[0]
+    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "ring")}
+    stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
+    for r in np.unique(c["recompute"]):
+        rows = np.nonzero(c["recompute"] == r)[0]
+        sub = {k: v[rows] for k, v in c.items()}
+        by_name = tables(g, key, RECOMPUTE[int(r)], ctx, bool(np.any(sub["pp"] > 1)), ref)
+        tabs[r] = {STAGES.index(s): t for s, t in by_name.items()}
+        stage[rows], R[rows] = _slowest(by_name, sub, mbi[rows], L)
+        for code, tab in tabs[r].items():
+            m = rows[stage[rows] == code]
+            if m.size:
+                for k, v in _on_stage(ctx, key, tab, mdl, mbi[m], R[m]).items():
+                    out[k][m] = v
+    return {**out, "stage": stage, "R": R, "tabs": tabs}
+
+
 def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     """Step time, memory and throughput of the rows ``c`` (columns of ``space``) that share ``key``
-    (tp, sequence_parallel, cp, ep). Rows that do not fit memory come back with their memory and fits=False
-    (their time is computed too, and ignored)."""
+    (tp, sequence_parallel, cp, ep); train_step's breakdown names for the parts. Rows that do not fit memory
+    come back with their memory and fits=False (their time is computed too, and ignored)."""
     from ..law import resident_limit_bytes
     mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
     mbi = mbi.reshape(-1)
     g = _graph(ctx, mbs)
-    meta, by, L = g.meta, dtype_bytes(g.dtype), int(g.meta["layers"])
-    sp = bool(key[1])
-    mem = memory(g, c, mbi, sp)
+    meta, by = g.meta, dtype_bytes(g.dtype)
+    grad_fp32 = bool(ctx.setting("grad_fp32", True))
+    grad_b = 4.0 if grad_fp32 else by
+    mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
     need = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     limit = resident_limit_bytes(ctx.hw)
-    t_mb = np.zeros(need.shape)
-    stage = np.full(need.shape, "P", dtype="<U1")
-    ref = predicted(g, key, ctx)
-    tabs = {}
-    for r in np.unique(c["recompute"]):
-        rows = np.nonzero(c["recompute"] == r)[0]
-        sub = {k: v[rows] for k, v in c.items()}
-        tabs[r] = tables(g, key, RECOMPUTE[int(r)], ctx, bool(np.any(sub["pp"] > 1)), ref)
-        t_mb[rows], stage[rows] = _stage_times(tabs[r], sub, mbi[rows], L)
-    exposed = _grad_exposed(ctx, tabs, c, mbi, stage, L)
-    tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
+    p = _times(ctx, key, g, c, mbi)
+    p_dev = mem["params_per_device"]
+    fsdp = _fsdp(ctx, c, p_dev, p["R"], p["fwd"], p["bwd"], by, grad_b)
+    t_est = p["est"] - p["hidden"]
+    t_mb = t_est + p["ring"] + fsdp
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
-    v, pp = c["interleave"].astype(float), c["pp"].astype(float)
+    v, pp = c["interleave"], c["pp"]
+    tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
+    p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = (pp - 1) / v * t_mb
-    p2p = 2.0 * v * m * _p2p(ctx, c, tokens_mb, meta["hidden"], by, sp)
-    grad_bytes = mem["params_per_device"] * by
-    zero_s = _zero_gathers(ctx, c, grad_bytes, t_mb, m)
-    opt_params = mem["params_per_device"] / np.where(c["zero"] >= 1, c["dp"], 1)
-    opt_s = _optimizer(ctx, g, opt_params)
-    step = m * t_mb + bubble + p2p + exposed + zero_s + opt_s
+    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
+    gather = _zero2_gather(ctx, c, p_dev, by)
+    opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
+    step = m * t_mb + bubble + p2p + exposed + gather + opt_s
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
-    tokens = tokens_mb * m * c["dp"]
+    peak = ctx.hw.peak(meta.get("precision", g.dtype))
     return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,
-            "tokens_per_s_per_gpu": tokens / (step * ctx.gpus),
-            "mfu": model_flops / (step * ctx.hw.peak(g.dtype) * ctx.gpus),
+            "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
+            "mfu": model_flops / (step * peak * ctx.gpus),
             "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
             "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
-            "zero_param_gather_s": zero_s, "optimizer_s": opt_s}
+            "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
+            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s}

@@ -2,11 +2,12 @@
 sequence_parallel) that Megatron-LM could run on the devices, as numpy columns (one row per candidate).
 
 Valid means: tp·pp·cp·dp = the GPUs; tp divides the attention and key/value heads and the GPUs of a node (or
-spans whole nodes); the data- and expert-parallel groups lie on whole nodes (``tiles``); pp·interleave divides the
-layers; cp divides the sequence; ep divides the data-parallel group and the experts; micro_batch·dp divides
+spans whole nodes); the context-, data- and expert-parallel groups lie on whole nodes (``tiles``);
+pp·interleave divides the layers (or, with pp > 1, the layers + 2: the embedding and the loss each in a layer's
+place); 2·cp divides the sequence; ep divides the data-parallel group and the experts; micro_batch·dp divides
 the global batch; interleave > 1 needs pp > 1 and micro-batches a multiple of pp; sequence parallelism needs
-tp > 1; ZeRO needs dp > 1 (with one data-parallel rank every stage shards over nothing: the same layout as
-ZeRO 0, so it is listed once). Degrees the user fixes narrow the space; a fixed set that cannot be valid is
+tp > 1; ZeRO needs more than one rank to shard over (dp·cp > 1: with one, every stage shards over nothing, the
+same layout as ZeRO 0, so it is listed once). Degrees the user fixes narrow the space; a fixed set that cannot be valid is
 an error naming the rule it breaks.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Space:
     kv_heads: int
     experts: int = 0
     fixed: dict = field(default_factory=dict)
-    cp_supported: bool = False
+    cp_supported: bool = True
     gpus_per_node: int = 0              # 0: all on one node
 
     def allowed(self, knob: str, values) -> list:
@@ -60,7 +61,7 @@ def check_fixed(s: Space) -> None:
     prod = int(np.prod(list(deg.values()))) if deg else 1
     names = " × ".join(f"--{k} {v}" for k, v in deg.items())
     every = len(deg) == 4 or (len(deg) == 3 and "cp" not in deg and not s.cp_supported)
-    if deg and every and prod != s.gpus:
+    if deg and (prod > s.gpus or (every and prod != s.gpus)):
         raise IronlawError(f"{names} = {prod} devices, but --gpus is {s.gpus}; the product of tp, pp, cp and dp "
                            f"must equal the GPUs")
     if deg and s.gpus % prod:
@@ -69,10 +70,12 @@ def check_fixed(s: Space) -> None:
     if f.get("tp") and (s.heads % f["tp"] or s.kv_heads % f["tp"]):
         raise IronlawError(f"--tp {f['tp']} does not divide the {s.heads} attention heads and {s.kv_heads} "
                            f"key/value heads; use a divisor of {np.gcd(s.heads, s.kv_heads)}")
-    if f.get("pp") and s.layers % f["pp"]:
-        raise IronlawError(f"--pp {f['pp']} does not divide the {s.layers} layers; use a divisor of {s.layers}")
-    if f.get("cp") and s.seq % f["cp"]:
-        raise IronlawError(f"--cp {f['cp']} does not divide --seq {s.seq}; use a divisor of the sequence")
+    if f.get("pp") and not splits(s.layers, f["pp"], 1):
+        raise IronlawError(f"--pp {f['pp']} does not divide the {s.layers} layers (nor {s.layers + 2}, with the "
+                           f"embedding and the loss in a layer's place each); use a divisor of {s.layers}")
+    if f.get("cp") and s.seq % (2 * f["cp"]):
+        raise IronlawError(f"--cp {f['cp']} does not divide --seq {s.seq} into 2 × cp = {2 * f['cp']} equal chunks "
+                           f"(the load-balanced causal ring); use a --seq that is a multiple of {2 * f['cp']}")
     if f.get("cp", 1) > 1 and not s.cp_supported:
         raise IronlawError("--cp: this build's training step has no context parallelism; search without --cp")
     if f.get("ep", 1) > 1 and not s.experts:
@@ -92,25 +95,32 @@ def _outer(s: Space):
     n, G = s.gpus, s.gpus_per_node or s.gpus
     tps = [d for d in divisors(n) if s.heads % d == 0 and s.kv_heads % d == 0 and (G % d == 0 or d % G == 0)]
     for tp in s.allowed("tp", tps):
-        for pp in s.allowed("pp", [d for d in divisors(n // tp) if s.layers % d == 0]):
-            cps = [d for d in divisors(n // (tp * pp)) if s.seq % d == 0] if s.cp_supported else [1]
+        for pp in s.allowed("pp", [d for d in divisors(n // tp) if splits(s.layers, d, 1)]):
+            cps = [d for d in divisors(n // (tp * pp)) if s.seq % (2 * d) == 0 and tiles(tp, d, G)] \
+                if s.cp_supported else [1]
             for cp in s.allowed("cp", cps):
                 dp = n // (tp * pp * cp)
-                if s.fixed.get("dp") not in (None, dp) or not tiles(tp, dp, G):
+                if s.fixed.get("dp") not in (None, dp) or not tiles(tp, dp * cp, G):
                     continue
                 eps = [d for d in divisors(dp) if s.experts % d == 0 and tiles(tp, d, G)] if s.experts else [1]
                 for ep in s.allowed("ep", eps):
                     yield tp, pp, cp, dp, ep
 
 
-def _inner(s: Space, tp: int, pp: int, dp: int):
+def splits(layers: int, pp: int, v: int) -> bool:
+    """Whether pp·v model chunks take the layers evenly, or with the embedding and the loss each in a layer's
+    place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8)."""
+    return pp == 1 or layers % (pp * v) == 0 or ((layers + 2) % (pp * v) == 0 and (layers + 2) // pp >= 2)
+
+
+def _inner(s: Space, tp: int, pp: int, cp: int, dp: int):
     """(micro_batch, interleave, recompute, zero, sequence_parallel) rows for one outer tuple."""
     if s.global_batch % dp:
         return []
     mbs = s.allowed("micro_batch", divisors(s.global_batch // dp))
-    vs = s.allowed("interleave", divisors(s.layers // pp))
+    vs = s.allowed("interleave", [v for v in range(1, s.layers + 1) if splits(s.layers, pp, v)])
     rcs = [RECOMPUTE.index(r) for r in s.allowed("recompute", RECOMPUTE)]
-    zeros = s.allowed("zero", (0, 1, 2, 3) if dp > 1 else (0,))
+    zeros = s.allowed("zero", (0, 1, 2, 3) if dp * cp > 1 else (0,))
     sps = s.allowed("sequence_parallel", (False, True) if tp > 1 else (False,))
     rows = []
     for mb, v in product(mbs, vs):
@@ -126,7 +136,7 @@ def enumerate_space(s: Space) -> dict[str, np.ndarray]:
     check_fixed(s)
     blocks = []
     for tp, pp, cp, dp, ep in _outer(s):
-        rows = _inner(s, tp, pp, dp)
+        rows = _inner(s, tp, pp, cp, dp)
         if rows:
             inner = np.array(rows, dtype=np.int64)
             head = np.broadcast_to(np.array([tp, pp, cp, dp, ep], dtype=np.int64), (len(rows), 5))

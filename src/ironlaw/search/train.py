@@ -18,23 +18,34 @@ AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the sam
 MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints that would sit in cache)
 
 
+SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": True, "expert_imbalance": 1.0}
+
+
+def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
+    """The training graph train_step takes (``--dtype fp8|mxfp8``: built in bf16, its GEMMs lowered)."""
+    return fast._graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
+
+
 def _model(spec: str, hw, seq: int, dtype: str | None):
-    from .. import workloads
-    g = workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=seq, dtype=dtype,
-                                            device="cuda" if hw.kind == "gpu" else "cpu"))
+    g = graph(spec, hw, seq, dtype)
     if g.phase != "train":
         raise IronlawError(f"{spec}: has no training phase to search")
-    if "layers" not in g.meta or "heads" not in g.meta or "hidden" not in g.meta:
+    if "layers" not in g.meta or "heads" not in g.meta or "hidden" not in g.meta or g.meta["layers"] < 2:
         raise IronlawError(f"{spec}: a layout search needs a transformer built by ironlaw (layers and heads "
                            f"known); use `ironlaw analyze --phase train --dp N` for other models")
     return g
 
 
-def plan_options(row: dict, gpus: int, nodes: int, global_batch: int) -> dict:
-    """A candidate as ``parallel.make_plan`` options (the CLI's own names)."""
+def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: dict) -> dict:
+    """A candidate as ``parallel.make_plan`` options (the CLI's own names). The settings apply where they can:
+    TP communication overlap with sequence parallelism, overlapped stage sends with interleaving."""
+    sp, v = row["sequence_parallel"], row["interleave"]
     return {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "tp": row["tp"], "pp": row["pp"],
-            "dp": row["dp"], "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": row["interleave"],
-            "recompute": row["recompute"], "zero": row["zero"], "sequence_parallel": row["sequence_parallel"]}
+            "cp": row["cp"], "dp": row["dp"], "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": v,
+            "recompute": row["recompute"], "zero": row["zero"], "sequence_parallel": sp,
+            "tp_comm_overlap": bool(settings["tp_comm_overlap"] and sp),
+            "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
+            "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0}
 
 
 def row_of(c: dict, i: int) -> dict:
@@ -46,14 +57,13 @@ def row_of(c: dict, i: int) -> dict:
 
 def exact(ctx: fast.Context, row: dict, graphs: dict):
     """``parallel.train_step`` of one candidate (graphs cached by micro-batch)."""
-    from .. import parallel, workloads
+    from .. import parallel
     mb = row["micro_batch"]
     if mb not in graphs:
-        graphs[mb] = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mb, seq=ctx.seq,
-                                                         dtype=ctx.dtype, device="cuda" if ctx.hw.kind == "gpu"
-                                                         else "cpu"))
+        graphs[mb] = graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, mb)
     g = graphs[mb]
-    plan = parallel.make_plan(plan_options(row, ctx.gpus, ctx.nodes, ctx.global_batch), g, ctx.hw)
+    plan = parallel.make_plan(plan_options(row, ctx.gpus, ctx.nodes, ctx.global_batch, {**SETTINGS, **ctx.settings}),
+                              g, ctx.hw)
     return parallel.train_step(g, ctx.hw, plan, ctx.composition)
 
 
@@ -104,7 +114,9 @@ def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
 
 
 def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
-    return {"rank": rank, **row, "time_s": st.step_s,
+    p = st.plan
+    return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
+            "time_s": st.step_s,
             "tokens_per_s_per_gpu": st.flops["tokens_per_step"] / (st.step_s * ctx.gpus), "mfu": st.mfu,
             "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory["total_bytes"],
             "breakdown": dict(st.breakdown)}
@@ -112,8 +124,12 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
 
 def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | None = None,
            nodes: int | None = None, top: int = 5, fixed: dict | None = None, engine: str = "local",
-           workers: int | None = None, address: str | None = None, quiet: bool = True):
-    """Rank every valid training layout of ``spec`` on ``gpus`` devices of ``on`` by tokens/s per GPU."""
+           workers: int | None = None, address: str | None = None, quiet: bool = True, settings: dict | None = None):
+    """Rank every valid training layout of ``spec`` on ``gpus`` devices of ``on`` by tokens/s per GPU.
+
+    ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
+    wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
+    reduced in fp32, and the experts' load imbalance (1: balanced)."""
     from .. import hardware, parallel
     from ..network.topology import check_count, nodes_for
     from . import SearchResult
@@ -132,7 +148,12 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
                      gpus_per_node=gpus // nodes)
     t0 = time.perf_counter()
     c = space.enumerate_space(sp)
-    ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, g.dtype)
+    settings = {**SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
+    unknown_keys = set(settings) - set(SETTINGS)
+    if unknown_keys:
+        raise IronlawError(f"search: unknown settings {sorted(unknown_keys)}; known: {sorted(SETTINGS)}")
+    precision = g.meta.get("precision", g.dtype)
+    ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
     fits = res["fits"]
     if not np.any(fits):
@@ -153,5 +174,6 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
                            f"top layouts; this is a bug in ironlaw.search.fast")
     used = "pool" if engine == "local" and (workers or 1) > 1 else engine
     setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
-    return SearchResult("train", spec, hw.name, g.dtype, setup, len(c["tp"]), int(fits.sum()), entries, used,
+    setup["settings"] = settings
+    return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
                         search_s, {"rows": len(entries), "max_rel_diff": worst}, columns=c, results=res)
