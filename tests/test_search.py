@@ -101,25 +101,33 @@ def test_fast_path_matches_train_step_moe_fp8():
     _check_sample("qwen3-30b-a3b", 16, 512, 4096, 10, 5, dtype="fp8", must=lambda r: r["ep"] == 8)
 
 
+def test_fast_path_matches_train_step_alternating_attention():
+    """gpt-oss-120b: its windowed and global attention ops run on half the layers each (count L/2), which
+    _stage_ops and critical_path treat by count (a stage of L/2 layers recomputes and repeats them too)."""
+    _check_sample("gpt-oss-120b", 64, 512, 4096, 8, 6,
+                  must=lambda r: r["pp"] == 2 and r["recompute"] != "none" and r["cp"] > 1)
+
+
 def test_closed_form_overlap_equals_the_replayed_schedule():
-    """fast._exposed (closed form) against fast._replay (the schedule, layer by layer) on both block kinds."""
+    """fast._exposed (closed form) against fast._replay (the schedule, repetition by repetition) on both block
+    kinds: with tensor-parallel collectives in the layer (tp 4) and without (tp 1)."""
     rng = np.random.default_rng(0)
     for tp in (1, 4):
         c, ctx = _space("llama3-8b", 16, 128, 4096, tp=tp)
         g = fast._graph(ctx, np.array([1.0, 2.0]))
         key = (tp, 0, 1, 1)
         tab = fast.tables(g, key, "selective", ctx, False, fast.predicted(g, key, ctx))["P"]
-        assert fast._closed_form(tab)
-        assert any(k == "n" for k, _ in tab.segs) == (tp > 1)
-        n = 64
-        t = tab.t[:, rng.integers(0, 2, n)]
-        layer = t[tab.layer].sum(axis=0)
-        g_layer = layer * rng.uniform(0.05, 3.0, n)                   # hidden … far longer than a layer
-        g_rest = g_layer * rng.uniform(0.0, 2.0, n)
-        has = rng.uniform(size=n) > 0.3
         for layers in (2, 7, 32):
-            a = fast._exposed(tab, layers, t, g_layer, g_rest, has)
-            b = fast._replay(tab, layers, t, g_layer, g_rest, has)
+            sy = tab.sync(layers)
+            assert fast._closed_form(sy) and sy.exact
+            assert any(k == "n" for k, _ in sy.segs) == (tp > 1)
+            n = 64
+            t = tab.t[:, rng.integers(0, 2, n)]
+            g_layer = t[tab.layer].sum(axis=0) * rng.uniform(0.05, 3.0, n)    # hidden … far longer than a layer
+            g_rest = g_layer * rng.uniform(0.0, 2.0, n)
+            has = rng.uniform(size=n) > 0.3
+            a = fast._exposed(sy, t, g_layer, g_rest, has)
+            b = fast._replay(sy, t, g_layer, g_rest, has)
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-15)
 
 

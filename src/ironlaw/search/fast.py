@@ -73,19 +73,6 @@ def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
     return g
 
 
-def _segments(ops, idx) -> list:
-    """Consecutive non-collective ops merged into one compute segment; each collective its own."""
-    out: list = []
-    for i in idx:
-        if ops[i][0]:
-            out.append(("n", [i]))
-        elif out and out[-1][0] == "c":
-            out[-1][1].append(i)
-        else:
-            out.append(("c", [i]))
-    return out
-
-
 def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
     tp, sp, cp, ep = key
     G = ctx.gpus_per_node
@@ -143,6 +130,20 @@ def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
 
 
 @dataclass
+class Sync:
+    """The schedule of the data-parallel gradient reduction on a stage (``parallel.grad_sync_exposed``): the
+    layers are the ops whose count is the stage's largest; one reduction follows their last backward op inside
+    ``critical_path``'s repeated block (the run of consecutive ops of that count), one more the whole stage."""
+    layers: int                 # the largest count: repetitions of the block
+    segs: list                  # the block: ('c'|'n'|'G', [(op index, invocations per repetition)])
+    tail: list                  # ('c'|'n', [(op index, invocations)]) after the block
+    layer_grads: np.ndarray     # (n_mb,) bytes reduced after each repetition
+    other_grads: np.ndarray     # (n_mb,) bytes reduced at the end
+    exact: bool                 # False: a collective after the block repeats (the closed form and the replay
+                                # lump its repetitions): such rows are predicted by train_step itself
+
+
+@dataclass
 class StageTable:
     """One stage's ops (sharded) with their per-invocation times over the group's micro-batches; sums per layer
     (the layer ops run once per layer of the stage) and over the rest (the embedding; the final norm, head and
@@ -150,13 +151,66 @@ class StageTable:
     t: np.ndarray               # (n_ops, n_mb) seconds per invocation
     count: np.ndarray           # (n_ops,) invocations in the one-stage list
     layer: np.ndarray           # (n_ops,) bool: repeated once per layer of the stage
-    segs: list                  # the repeated block holding the gradient sync: ('c'|'n'|'G', op indices)
-    tail: list                  # ('c'|'n', op indices) after that block, once
-    layer_grads: np.ndarray     # (n_mb,) gradient bytes of one layer (the per-layer reduction)
-    other_grads: np.ndarray     # (n_mb,) gradient bytes outside the layers (the last reduction)
-    all_grads_one: np.ndarray   # (n_mb,) every backward op's gradients once (a stage of one layer)
+    bwd: np.ndarray             # (n_ops,) bool: a backward op
+    coll: np.ndarray            # (n_ops,) bool: on the network stream
+    grads: np.ndarray           # (n_ops, n_mb) gradient bytes
     sums: dict                  # name → (n_mb,): lay, rest, extra, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
-    attention: list             # [(op index, 1 or 2)]: layer attention ops and the K/V passes their ring makes
+    attention: list             # [(op index, K/V passes of its ring: 1 or 2, a layer op?, count)]
+    again_if: np.ndarray        # (n_ops,) bool: forward ops outside the layers that the stage recomputes too
+                                # when their count equals its layers (``_stage_ops``: gpt-oss's half-count ones)
+    _syncs: dict = field(default_factory=dict)
+
+    def recomputed_too(self, layers: int) -> np.ndarray:
+        """(n_ops,) bool: the ops outside the layers recomputed on a stage of ``layers`` (> 1) layers."""
+        return self.again_if & (self.count == layers)
+
+    def sync(self, layers: int) -> Sync:
+        """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
+        if layers not in self._syncs:
+            self._syncs[layers] = _sync(self, layers)
+        return self._syncs[layers]
+
+    def max_count(self, layers) -> np.ndarray:
+        """The largest op count on the stage with ``layers`` layers (FSDP's layers, the reduction's blocks)."""
+        rest = self.count[~self.layer]
+        return np.maximum(layers, rest.max() if rest.size else 1)
+
+
+def _runs(kinds: list, idx, cnt) -> list:
+    """Consecutive non-collective ops merged into one compute segment; each collective its own."""
+    out: list = []
+    for i in idx:
+        item = (i, cnt[i])
+        if kinds[i]:
+            out.append(("n", [item]))
+        elif out and out[-1][0] == "c":
+            out[-1][1].append(item)
+        else:
+            out.append(("c", [item]))
+    return out
+
+
+def _sync(tab: StageTable, layers: int) -> Sync:
+    cnt = np.where(tab.layer, float(layers), tab.count)
+    top = float(cnt.max())
+    lay = cnt == top
+    lb = np.nonzero(lay & tab.bwd)[0]
+    zero = np.zeros(tab.t.shape[1])
+    if lb.size == 0:
+        return Sync(int(top), [], [], zero, zero, True)
+    n, pos = len(cnt), int(lb.max())
+    a, b = pos, pos + 1
+    while a > 0 and lay[a - 1] and top > 1:
+        a -= 1
+    while b < n and lay[b] and top > 1:
+        b += 1
+    per = np.where(np.arange(n) < b, 1.0, cnt)            # the block's ops once per repetition
+    coll = list(tab.coll)
+    segs = _runs(coll, range(a, pos + 1), per) + [("G", [])] + _runs(coll, range(pos + 1, b), per)
+    tail = _runs(coll, range(b, n), per)
+    exact = all(k == "c" or all(m == 1 for _, m in items) for k, items in tail)
+    return Sync(int(top), segs, tail, tab.grads[lay & tab.bwd].sum(axis=0),
+                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0), exact)
 
 
 def _sums(ops, t, count, layer, coll, extra_mask) -> dict:
@@ -185,7 +239,7 @@ def _sums(ops, t, count, layer, coll, extra_mask) -> dict:
             "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid}
 
 
-def _table(ref: Predicted, keep: np.ndarray, extra: bool) -> StageTable:
+def _table(ref: Predicted, keep: np.ndarray, extra: bool, rc: str) -> StageTable:
     """The ops of the superset that ``keep`` selects, in order. ``extra``: a stage of one layer under full
     recomputation also recomputes its other forward ops (``_stage_ops`` recomputes every forward op whose
     count is the stage's layers)."""
@@ -200,22 +254,12 @@ def _table(ref: Predicted, keep: np.ndarray, extra: bool) -> StageTable:
     grads = ref.grads[idx]
     again = np.array([extra and not lay and not b and c == 1 and op.kind != "collective"
                       for op, lay, b, c in zip(ops, layer, bwd, count)], dtype=bool)
-    lb = np.nonzero(layer & bwd)[0]
-    segs, tail = [], []
-    if lb.size:
-        pos = int(lb.max())
-        a, b = pos, pos + 1
-        while a > 0 and layer[a - 1]:
-            a -= 1
-        while b < n and layer[b]:
-            b += 1
-        segs = _segments(coll, range(a, pos + 1)) + [("G", [])] + _segments(coll, range(pos + 1, b))
-        tail = _segments(coll, range(b, n))
-    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0) for i, op in enumerate(ops)
-                 if op.kind == "attention" and layer[i]]
-    return StageTable(t, count, layer, segs, tail, grads[layer & bwd].sum(axis=0),
-                      (grads * count[:, None])[~layer & bwd].sum(axis=0), grads[bwd].sum(axis=0),
-                      _sums(ops, t, count, layer, coll, again), attention)
+    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0, bool(layer[i]), float(count[i]))
+                 for i, op in enumerate(ops) if op.kind == "attention"]
+    again_if = np.array([not lay and not b and c > 1 and (rc == "full" or (rc == "selective" and op.kind == "attention"))
+                         for op, lay, b, c in zip(ops, layer, bwd, count)], dtype=bool)
+    return StageTable(t, count, layer, bwd, np.array([c[0] for c in coll], dtype=bool), grads,
+                      _sums(ops, t, count, layer, coll, again), attention, again_if)
 
 
 def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
@@ -227,34 +271,38 @@ def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Pred
     of every recompute mode is a mask over the superset (layer ops then run as many times as the stage has
     layers)."""
     keep = ref.keep[rc]
-    out = {"P": _table(ref, keep, False)}
+    out = {"P": _table(ref, keep, False, rc)}
     if need_pp:
         L = g.meta["layers"]
         layer = np.array([op.count == L for op in ref.sg.ops])
         first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
         full = rc == "full"
-        out.update(F=_table(ref, keep & (layer | first), full), M=_table(ref, keep & layer, False),
-                   L=_table(ref, keep & (layer | ~first), full))
+        out.update(F=_table(ref, keep & (layer | first), full, rc), M=_table(ref, keep & layer, False, rc),
+                   L=_table(ref, keep & (layer | ~first), full, rc))
     return out
 
 
-def _exposed(tab: StageTable, layers: int, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray,
-             has_rest: np.ndarray) -> np.ndarray:
-    """``_replay``'s result in closed form (no loop over layers) for the usual block: collectives only
-    before the gradient sync in the layer block, none after the block. With C one layer's ops, p the
-    compute after the sync in the block, T the ops after the block:
-      a tensor-parallel collective in the block: each of the layers−1 syncs but the last delays the next
-        layer's first collective by max(0, g − compute before it); the last sync ends g − p − T after the
-        compute does;
-      none: the syncs queue on the network stream, issued one layer apart; the last ends at
-        max(C − p + layers·g, layers·C − p + g)."""
-    d = {i: t_ops[idx].sum(axis=0) for i, (k, idx) in enumerate(tab.segs) if k != "G"}
-    gpos = next(i for i, (k, _) in enumerate(tab.segs) if k == "G")
+def _dur(t_ops: np.ndarray, items: list) -> np.ndarray:
+    return sum(t_ops[i] * m for i, m in items)
+
+
+def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has_rest: np.ndarray) -> np.ndarray:
+    """``_replay``'s result in closed form (no loop over the repetitions) for the usual block: collectives only
+    before the gradient sync in the block, none after the block. With C one repetition's ops, p the compute
+    after the sync in the block, T the ops after the block, n the repetitions:
+      a (tensor-parallel) collective in the block: each of the n − 1 syncs but the last delays the next
+        repetition's first collective by max(0, g − the compute before it); the last sync ends g − p − T after
+        the compute does;
+      none: the syncs queue on the network stream, issued one repetition apart; the last ends at
+        max(C − p + n·g, n·C − p + g)."""
+    layers = sy.layers
+    d = {i: _dur(t_ops, items) for i, (k, items) in enumerate(sy.segs) if k != "G"}
+    gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
     C = sum(d.values())
     p = sum((d[i] for i in d if i > gpos), 0.0)
-    T = sum((t_ops[idx].sum(axis=0) for _, idx in tab.tail), 0.0)
+    T = sum((_dur(t_ops, items) for _, items in sy.tail), 0.0)
     rest = np.where(has_rest, g_rest, 0.0)
-    first_n = next((i for i, (k, _) in enumerate(tab.segs) if k == "n"), None)
+    first_n = next((i for i, (k, _) in enumerate(sy.segs) if k == "n"), None)
     if first_n is not None:
         c_pre = p + sum((d[i] for i in range(first_n)), 0.0)
         delay = (layers - 1) * np.maximum(g - c_pre, 0.0)
@@ -265,28 +313,25 @@ def _exposed(tab: StageTable, layers: int, t_ops: np.ndarray, g: np.ndarray, g_r
     return np.maximum(end - tc_end, 0.0)
 
 
-def _closed_form(tab: StageTable) -> bool:
+def _closed_form(sy: Sync) -> bool:
     """Whether ``_exposed`` applies: no collective after the sync in the block nor after the block."""
-    gpos = next(i for i, (k, _) in enumerate(tab.segs) if k == "G")
-    return all(k == "c" for k, _ in tab.segs[gpos + 1:]) and all(k == "c" for k, _ in tab.tail)
+    gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
+    return all(k == "c" for k, _ in sy.segs[gpos + 1:]) and all(k == "c" for k, _ in sy.tail)
 
 
-def _replay(tab: StageTable, layers: int, t_mb_ops: np.ndarray, g_layer: np.ndarray,
-            g_rest: np.ndarray, has_rest: np.ndarray) -> np.ndarray:
+def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
+            has_rest: np.ndarray) -> np.ndarray:
     """Exposed seconds of the gradient reduction: ``critical_path``'s schedule of the stage from the start of
-    its repeated layer block (everything before it is blocking and ends with both streams idle).
-
-    ``t_mb_ops`` (n_ops, n_rows): each op's time for each row; ``g_layer``/``g_rest``: one per-layer and the
-    final reduction per row. Compute ops advance the compute stream; a (tensor-parallel) collective starts
-    when both streams are free and holds both; a gradient collective starts when both are free and holds only
-    the network stream."""
-    if not tab.segs:
-        return np.zeros(t_mb_ops.shape[1])
-    dur = [(k, t_mb_ops[idx].sum(axis=0) if idx else None) for k, idx in tab.segs]
-    tail = [(k, t_mb_ops[idx].sum(axis=0)) for k, idx in tab.tail]
-    tc = np.zeros(t_mb_ops.shape[1])
+    its repeated block (everything before it is blocking and ends with both streams idle), repetition by
+    repetition. ``t_ops`` (n_ops, n_rows): each op's time for each row; ``g_layer``/``g_rest``: the per-block
+    and the final reduction per row. Compute ops advance the compute stream; a (tensor-parallel) collective
+    starts when both streams are free and holds both; a gradient collective starts when both are free and
+    holds only the network stream."""
+    dur = [(k, _dur(t_ops, items) if items else None) for k, items in sy.segs]
+    tail = [(k, _dur(t_ops, items)) for k, items in sy.tail]
+    tc = np.zeros(t_ops.shape[1])
     tn = tc.copy()
-    for _ in range(layers):
+    for _ in range(sy.layers):
         for k, d in dur:
             if k == "c":
                 tc = tc + d
@@ -302,10 +347,8 @@ def _replay(tab: StageTable, layers: int, t_mb_ops: np.ndarray, g_layer: np.ndar
             tc = np.maximum(tc, tn) + d
             tn = tc
     tn = np.where(has_rest, np.maximum(tc, tn) + g_rest, tn)
-    no_grads = layers * sum(d for k, d in dur if d is not None) + sum((d for _, d in tail), 0.0)
+    no_grads = sy.layers * sum(d for k, d in dur if d is not None) + sum((d for _, d in tail), 0.0)
     return np.maximum(np.maximum(tc, tn) - no_grads, 0.0)
-
-
 
 
 def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
@@ -402,47 +445,61 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
     tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
     out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
     out["ring"] = np.zeros(i.shape)
+    send = 0.0
     if cp > 1 and tab.attention:
         meta = mdl["meta"]
         kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
         chunk = 2.0 * kv_dim * mdl["tokens_cp"][i] * mdl["by"]
         send = _coll(ctx, "sendrecv", chunk, parallel.group(tp, cp, ctx.gpus_per_node))
-        per_layer = sum((cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0) for j, f in tab.attention)
-        out["ring"] = R * per_layer
+        out["ring"] = sum((R if lay else n) * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
+                          for j, f, lay, n in tab.attention)
+    for layers in np.unique(R[R > 1]) if np.any(tab.again_if) else ():
+        co = tab.recomputed_too(int(layers))
+        if not np.any(co):
+            continue
+        m = R == layers
+        more = layers * tab.t[co][:, i[m]].sum(axis=0)
+        out["est"][m] += more
+        out["fwd"][m] += more
+        attn = {j for j, *_ in tab.attention} if cp > 1 else set()
+        for j in np.nonzero(co)[0]:
+            if j in attn:                                   # a recomputed forward attention: one K/V pass
+                out["ring"][m] += layers * (cp - 1) * np.maximum(send[m] - tab.t[j, i[m]] / cp, 0.0)
     return out
 
 
-def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
-    """Exposed data-parallel gradient reduction per row (``parallel._dp_grad_sync``; 0 for one data-parallel
-    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
+def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float):
+    """(exposed data-parallel gradient reduction, rows the fast path leaves to train_step) per row
+    (``parallel._dp_grad_sync``; 0 for one data-parallel rank and for FSDP, which reduces per layer);
+    ``tabs[recompute][stage code]``."""
     kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
-    lay, rest, one = np.zeros(mbi.shape), np.zeros(mbi.shape), np.zeros(mbi.shape)
+    lay, rest, inexact = np.zeros(mbi.shape), np.zeros(mbi.shape), np.zeros(mbi.shape, dtype=bool)
+    jobs = []
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
-            m = (stage == code) & (c["recompute"] == r)
-            lay[m], rest[m], one[m] = tab.layer_grads[mbi[m]], tab.other_grads[mbi[m]], tab.all_grads_one[mbi[m]]
-    n = lay.shape[0]
-    c3 = {"tp": c["tp"], "dp": np.tile(c["dp"], 3), "cp": np.tile(c["cp"], 3)}
-    g3 = _dp_coll(ctx, c3, np.tile(kind, 3), grad_scale * np.concatenate([lay, rest, one]))
-    g_layer, g_rest = g3[:n], g3[n:2 * n]
-    # one layer on the stage: the reduction of all its gradients is its last op, all of it exposed
-    out = np.where(on & (R == 1), g3[2 * n:], 0.0)
-    for r, by_stage in tabs.items():
-        for code, tab in by_stage.items():
-            sel = (stage == code) & (c["recompute"] == r) & on & (R > 1)
+            sel = (stage == code) & (c["recompute"] == r) & on
             for layers in np.unique(R[sel]):
                 rows = np.nonzero(sel & (R == layers))[0]
-                if not tab.segs:
-                    continue
-                fn = _exposed if _closed_form(tab) else _replay
-                out[rows] = fn(tab, int(layers), tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows],
-                               rest[rows] > 0)
-    return out
+                sy = tab.sync(int(layers))
+                lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
+                inexact[rows] = not sy.exact
+                jobs.append((tab, sy, rows))
+    n = lay.shape[0]
+    c2 = {"tp": c["tp"], "dp": np.tile(c["dp"], 2), "cp": np.tile(c["cp"], 2)}
+    g2 = _dp_coll(ctx, c2, np.tile(kind, 2), grad_scale * np.concatenate([lay, rest]))
+    g_layer, g_rest = g2[:n], g2[n:]
+    out = np.zeros(n)
+    for tab, sy, rows in jobs:
+        if sy.segs:
+            fn = _exposed if _closed_form(sy) else _replay
+            out[rows] = fn(sy, tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows], rest[rows] > 0)
+    return out, inexact
 
 
 def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
-    """``parallel.fsdp_exposed_s`` per row (ZeRO-3 over dp·cp > 1 ranks; 0 otherwise)."""
+    """``parallel.fsdp_exposed_s`` per row (ZeRO-3 over dp·cp > 1 ranks; 0 otherwise); ``R``: the largest op
+    count on the row's stage (its layers)."""
     on = (c["zero"] >= 3) & (c["dp"] * c["cp"] > 1)
     out = np.zeros(R.shape)
     if not np.any(on):
@@ -502,7 +559,7 @@ def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict
     ref = predicted(g, key, ctx)
     mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
     n = mbi.shape[0]
-    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "ring")}
+    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "ring", "top")}
     stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
     for r in np.unique(c["recompute"]):
         rows = np.nonzero(c["recompute"] == r)[0]
@@ -515,6 +572,7 @@ def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict
             if m.size:
                 for k, v in _on_stage(ctx, key, tab, mdl, mbi[m], R[m]).items():
                     out[k][m] = v
+                out["top"][m] = tab.max_count(R[m])
     return {**out, "stage": stage, "R": R, "tabs": tabs}
 
 
@@ -535,7 +593,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     limit = resident_limit_bytes(ctx.hw)
     p = _times(ctx, key, g, c, mbi)
     p_dev = mem["params_per_device"]
-    fsdp = _fsdp(ctx, c, p_dev, p["R"], p["fwd"], p["bwd"], by, grad_b)
+    fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
     t_est = p["est"] - p["hidden"]
     t_mb = t_est + p["ring"] + fsdp
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
@@ -543,7 +601,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = (pp - 1) / v * t_mb
-    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
+    exposed, inexact = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
     opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
     step = m * t_mb + bubble + p2p + exposed + gather + opt_s
@@ -552,7 +610,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,
             "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
             "mfu": model_flops / (step * peak * ctx.gpus),
-            "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
+            "exact": inexact | ((need <= limit) if limit is not None else False),
             "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
             "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
             "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s}
