@@ -75,7 +75,20 @@ def check(row: dict, hw) -> dict:
     out["gap"] = 1.0 - tps[i] / out["best_tps"]
     found = out["rank"] <= TOP or out["gap"] <= WITHIN
     out["verdict"] = "found" if found else "MISS"
+    same = ok[(res.columns["tp"][ok] == row["tp"]) & (res.columns["cp"][ok] == row["cp"])]
+    out["same"] = (int(np.sum(tps[same] > tps[i])) + 1, 1.0 - tps[i] / tps[same].max())
     return out
+
+
+def memory_line(row: dict, hw) -> str:
+    """parallel._memory of the published layout, by class."""
+    from ironlaw import parallel
+    from ironlaw.search import train
+    from nemo_ref import SPECS, options
+    g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], row["micro_batch"])
+    plan = parallel.make_plan(options(row), g, hw)
+    mem = parallel._memory(g, plan, plan.zero, plan.recompute)
+    return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.items() if k != "params_per_device")
 
 
 def main() -> int:
@@ -104,6 +117,11 @@ def main() -> int:
               f"({o['search_s']:.0f} s, {o['n']:,}){'' if o['verdict'] in ('found', 'MISS') else ': ' + o['verdict']}")
         print(f"{'':14s} published {row['tokens_per_s_per_gpu']:.0f} tok/s/GPU; best predicted binds: "
               f"{o['best']['bottleneck']['why'][:90]}")
+        if "same" in o and o["verdict"] != "found":
+            print(f"{'':14s} among layouts with the published tp {row['tp']} and cp {row['cp']}: rank {o['same'][0]:,}, "
+                  f"{o['same'][1]:.1%} below their best")
+        if "does not fit" in o["verdict"]:
+            print(f"{'':14s} " + memory_line(row, hw))
     print(f"\nfound {found} of {len(rows)} published layouts (top {TOP} or within {WITHIN:.0%} of the best)")
     return 0
 

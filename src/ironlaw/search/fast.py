@@ -136,11 +136,10 @@ class Sync:
     ``critical_path``'s repeated block (the run of consecutive ops of that count), one more the whole stage."""
     layers: int                 # the largest count: repetitions of the block
     segs: list                  # the block: ('c'|'n'|'G', [(op index, invocations per repetition)])
-    tail: list                  # ('c'|'n', [(op index, invocations)]) after the block
+    tail: list                  # [(repetitions, block)] after it: runs of ops sharing a count, as critical_path
+                                # expands them; a block is [('c'|'n', [(op index, 1)])]
     layer_grads: np.ndarray     # (n_mb,) bytes reduced after each repetition
     other_grads: np.ndarray     # (n_mb,) bytes reduced at the end
-    exact: bool                 # False: a collective after the block repeats (the closed form and the replay
-                                # lump its repetitions): such rows are predicted by train_step itself
 
 
 @dataclass
@@ -204,13 +203,18 @@ def _sync(tab: StageTable, layers: int) -> Sync:
         a -= 1
     while b < n and lay[b] and top > 1:
         b += 1
-    per = np.where(np.arange(n) < b, 1.0, cnt)            # the block's ops once per repetition
+    once = np.ones(n)
     coll = list(tab.coll)
-    segs = _runs(coll, range(a, pos + 1), per) + [("G", [])] + _runs(coll, range(pos + 1, b), per)
-    tail = _runs(coll, range(b, n), per)
-    exact = all(k == "c" or all(m == 1 for _, m in items) for k, items in tail)
+    segs = _runs(coll, range(a, pos + 1), once) + [("G", [])] + _runs(coll, range(pos + 1, b), once)
+    tail, i = [], b
+    while i < n:                                          # critical_path._blocks: a run repeats as a whole
+        j = i + 1
+        while j < n and cnt[j] == cnt[i] and cnt[i] > 1:
+            j += 1
+        tail.append((int(cnt[i]), _runs(coll, range(i, j), once)))
+        i = j
     return Sync(int(top), segs, tail, tab.grads[lay & tab.bwd].sum(axis=0),
-                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0), exact)
+                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0))
 
 
 def _sums(ops, t, count, layer, coll, extra_mask) -> dict:
@@ -300,7 +304,7 @@ def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has
     gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
     C = sum(d.values())
     p = sum((d[i] for i in d if i > gpos), 0.0)
-    T = sum((_dur(t_ops, items) for _, items in sy.tail), 0.0)
+    T = sum((k * _dur(t_ops, items) for k, block in sy.tail for _, items in block), 0.0)
     rest = np.where(has_rest, g_rest, 0.0)
     first_n = next((i for i, (k, _) in enumerate(sy.segs) if k == "n"), None)
     if first_n is not None:
@@ -316,7 +320,7 @@ def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has
 def _closed_form(sy: Sync) -> bool:
     """Whether ``_exposed`` applies: no collective after the sync in the block nor after the block."""
     gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
-    return all(k == "c" for k, _ in sy.segs[gpos + 1:]) and all(k == "c" for k, _ in sy.tail)
+    return all(k == "c" for k, _ in sy.segs[gpos + 1:]) and all(k == "c" for _, b in sy.tail for k, _ in b)
 
 
 def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
@@ -328,7 +332,7 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
     starts when both streams are free and holds both; a gradient collective starts when both are free and
     holds only the network stream."""
     dur = [(k, _dur(t_ops, items) if items else None) for k, items in sy.segs]
-    tail = [(k, _dur(t_ops, items)) for k, items in sy.tail]
+    tail = [(reps, [(k, _dur(t_ops, items)) for k, items in block]) for reps, block in sy.tail]
     tc = np.zeros(t_ops.shape[1])
     tn = tc.copy()
     for _ in range(sy.layers):
@@ -340,14 +344,17 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
                 tn = tc
             else:
                 tn = np.maximum(tc, tn) + g_layer
-    for k, d in tail:
-        if k == "c":
-            tc = tc + d
-        else:
-            tc = np.maximum(tc, tn) + d
-            tn = tc
+    for reps, block in tail:
+        for _ in range(reps):
+            for k, d in block:
+                if k == "c":
+                    tc = tc + d
+                else:
+                    tc = np.maximum(tc, tn) + d
+                    tn = tc
     tn = np.where(has_rest, np.maximum(tc, tn) + g_rest, tn)
-    no_grads = sy.layers * sum(d for k, d in dur if d is not None) + sum((d for _, d in tail), 0.0)
+    no_grads = sy.layers * sum(d for k, d in dur if d is not None) + \
+        sum((reps * d for reps, block in tail for _, d in block), 0.0)
     return np.maximum(np.maximum(tc, tn) - no_grads, 0.0)
 
 
@@ -468,13 +475,12 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
     return out
 
 
-def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float):
-    """(exposed data-parallel gradient reduction, rows the fast path leaves to train_step) per row
-    (``parallel._dp_grad_sync``; 0 for one data-parallel rank and for FSDP, which reduces per layer);
-    ``tabs[recompute][stage code]``."""
+def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
+    """Exposed data-parallel gradient reduction per row (``parallel._dp_grad_sync``; 0 for one data-parallel
+    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
     kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
-    lay, rest, inexact = np.zeros(mbi.shape), np.zeros(mbi.shape), np.zeros(mbi.shape, dtype=bool)
+    lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     jobs = []
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
@@ -483,7 +489,6 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
                 rows = np.nonzero(sel & (R == layers))[0]
                 sy = tab.sync(int(layers))
                 lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
-                inexact[rows] = not sy.exact
                 jobs.append((tab, sy, rows))
     n = lay.shape[0]
     c2 = {"tp": c["tp"], "dp": np.tile(c["dp"], 2), "cp": np.tile(c["cp"], 2)}
@@ -494,7 +499,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
         if sy.segs:
             fn = _exposed if _closed_form(sy) else _replay
             out[rows] = fn(sy, tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows], rest[rows] > 0)
-    return out, inexact
+    return out
 
 
 def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
@@ -601,7 +606,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = (pp - 1) / v * t_mb
-    exposed, inexact = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
+    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
     opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
     step = m * t_mb + bubble + p2p + exposed + gather + opt_s
@@ -610,7 +615,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,
             "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
             "mfu": model_flops / (step * peak * ctx.gpus),
-            "exact": inexact | ((need <= limit) if limit is not None else False),
+            "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
             "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
             "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
             "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s}
