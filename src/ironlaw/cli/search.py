@@ -31,6 +31,12 @@ def search(
     zero: Optional[int] = typer.Option(None, "--zero", help="fix the ZeRO stage 0 | 1 | 2 | 3"),
     sequence_parallel: Optional[bool] = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                                      help="fix sequence parallelism on or off"),
+    tp_comm_overlap: bool = typer.Option(True, "--tp-comm-overlap/--no-tp-comm-overlap",
+                                         help="train: TP collectives pipelined with the GEMMs where sequence parallel"),
+    overlap_p2p: bool = typer.Option(True, "--overlap-p2p/--no-overlap-p2p",
+                                     help="train: stage sends overlapped where the schedule interleaves"),
+    grad_fp32: bool = typer.Option(True, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in fp32"),
+    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
     prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
     output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms'"),
@@ -46,8 +52,10 @@ def search(
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
     if phase == "train":
         from ..search import train
+        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                        expert_imbalance=expert_imbalance)
         res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                           quiet=fmt == "json")
+                           quiet=fmt == "json", settings=settings)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")

@@ -156,9 +156,15 @@ def _why_empty(s: Space) -> str:
 
 def groups(c: dict[str, np.ndarray]) -> list[tuple[tuple, np.ndarray]]:
     """[(key, row indices)] per distinct GROUP_KEYS value, in a fixed order (the same on every engine)."""
-    keys = np.stack([c[k] for k in GROUP_KEYS], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    code = np.zeros(len(c["tp"]), dtype=np.int64)
+    for k in GROUP_KEYS:                                  # one integer per key: 20 + 1 + 20 + 20 bits
+        code = (code << (1 if k == "sequence_parallel" else 20)) + c[k]     # (degrees ≤ 2**20 devices)
+    uniq, inv = np.unique(code, return_inverse=True)
     inv = inv.reshape(-1)
     order = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[order], np.arange(len(uniq) + 1))
-    return [(tuple(int(x) for x in uniq[i]), order[bounds[i]:bounds[i + 1]]) for i in range(len(uniq))]
+    out = []
+    for i in range(len(uniq)):
+        rows = order[bounds[i]:bounds[i + 1]]
+        out.append((tuple(int(c[k][rows[0]]) for k in GROUP_KEYS), rows))
+    return out

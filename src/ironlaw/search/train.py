@@ -152,6 +152,10 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     unknown_keys = set(settings) - set(SETTINGS)
     if unknown_keys:
         raise IronlawError(f"search: unknown settings {sorted(unknown_keys)}; known: {sorted(SETTINGS)}")
+    f = settings["expert_imbalance"]
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 1.0 <= f <= parallel.MAX_IMBALANCE:
+        raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
+                           f"{parallel.MAX_IMBALANCE:g}; got {f!r}")
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
