@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -46,12 +47,23 @@ def setup():
 
 
 def rate(c, ctx, n: int, **engine) -> tuple[float, float, float]:
-    """(median, min, max) candidates/s of the fast path over the whole space."""
+    """(median, min, max) candidates/s of the fast path over the whole space, by the wall clock."""
     from ironlaw.search import train
     xs = repeat(lambda: train.evaluate_all(ctx, c, **engine), n=n)
     med, lo, hi, _ = summary(xs)
     k = len(c["tp"])
     return k / med, k / hi, k / lo
+
+
+def cpu_rate(c, ctx, n: int) -> float:
+    """Candidates per CPU-second of this process (the wall clock counts other jobs on a shared machine)."""
+    from ironlaw.search import train
+    xs = []
+    for _ in range(n):
+        t0 = time.process_time()
+        train.evaluate_all(ctx, c)
+        xs.append(time.process_time() - t0)
+    return len(c["tp"]) / summary(xs)[0]
 
 
 def ray_rate(c, ctx, n: int):
@@ -96,10 +108,13 @@ def main() -> int:
     c, ctx = setup()
     k = len(c["tp"])
     print(f"{SPEC} on {GPUS} × h100, GBS {GBS}, seq {SEQ}, {DTYPE}: {k:,} candidate layouts")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other jobs slow the wall clock)")
     rows = []
     one = rate(c, ctx, n)
-    rows.append(("one process (vectorised)", f"{one[0]:,.0f}/s ({one[1]:,.0f}–{one[2]:,.0f})", f"≥ {GOAL:,}/s",
-                 one[0] >= GOAL))
+    rows.append(("one process (vectorised), wall clock", f"{one[0]:,.0f}/s ({one[1]:,.0f}–{one[2]:,.0f})",
+                 f"≥ {GOAL:,}/s", one[0] >= GOAL))
+    cpu = cpu_rate(c, ctx, n)
+    rows.append(("one process, per CPU-second", f"{cpu:,.0f}/s", f"≥ {GOAL:,}/s", cpu >= GOAL))
     two = rate(c, ctx, n, workers=2)
     rows.append(("--workers 2 (process pool)", f"{two[0]:,.0f}/s ({two[1]:,.0f}–{two[2]:,.0f})", "-", True))
     ray, note = ray_rate(c, ctx, n)

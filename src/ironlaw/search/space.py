@@ -157,8 +157,9 @@ def _why_empty(s: Space) -> str:
 def groups(c: dict[str, np.ndarray]) -> list[tuple[tuple, np.ndarray]]:
     """[(key, row indices)] per distinct GROUP_KEYS value, in a fixed order (the same on every engine)."""
     code = np.zeros(len(c["tp"]), dtype=np.int64)
-    for k in GROUP_KEYS:                                  # one integer per key: 20 + 1 + 20 + 20 bits
-        code = (code << (1 if k == "sequence_parallel" else 20)) + c[k]     # (degrees ≤ 2**20 devices)
+    for k in GROUP_KEYS:                          # one integer per key: degree − 1 < 2**20 devices, sp 0|1
+        sp = k == "sequence_parallel"
+        code = (code << (1 if sp else 20)) + (c[k] if sp else c[k] - 1)
     uniq, inv = np.unique(code, return_inverse=True)
     inv = inv.reshape(-1)
     order = np.argsort(inv, kind="stable")
