@@ -16,8 +16,7 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
     from .. import parallel
     from ..units import fmt as f, fmt_time
-    from . import console, emit_json, emit_lines
-    from .analyze import device
+    from .common import console, device, emit_json, emit_lines
 
     hw = device(on, network)
     graph = training_graph(spec, hw, seq, dtype, opts)

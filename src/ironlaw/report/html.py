@@ -374,7 +374,7 @@ def _single(est) -> None:
 def render(est, compare: dict | None = None, validation_doc: dict | None = None, top: int | None = 200) -> str:
     """The whole page as a string."""
     _single(est)
-    from .. import __version__
+    from .._version import __version__
     g = est.graph
     title = f"ironlaw · {g.name} on {est.hw.name}"
     parts = [summary(est), terms(est), roofline(est), top_ops(est, top), by_kind(est), footprint(est)]
