@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from ironlaw import hardware, parallel, workloads
+from ironlaw import hardware
 from ironlaw.errors import IronlawError
 from ironlaw.network.topology import nodes_for
 from ironlaw.search import engines, fast, space, train
