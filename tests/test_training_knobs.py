@@ -192,3 +192,13 @@ def test_fp32_gradients_double_gradient_memory_and_reduction():
     bf, f32 = _step(g, **base), _step(g, **base, grad_fp32=True)
     assert f32.memory["gradients"] == pytest.approx(2 * bf.memory["gradients"])
     assert f32.breakdown["dp_grad_comm_s"] > 1.8 * bf.breakdown["dp_grad_comm_s"]
+
+
+def test_a_graph_built_in_fp8_steps_like_the_lowered_bf16_graph():
+    """Widening scales every byte by 2 but the optimizer state; the loss's fp32 per-token values and
+    FlashAttention's fp32 log-sum-exp rows are the parts the builder does not size by the dtype (0.1% of the
+    activations)."""
+    built8 = workloads.resolve(workloads.Request("llama3-8b", phase="train", batch=1, seq=4096, dtype="fp8"))
+    a = _step(built8, gpus=8, fsdp=True, global_batch=16)
+    b = _step(_train(seq=4096, dtype="fp8"), gpus=8, fsdp=True, global_batch=16)
+    assert a.step_s == pytest.approx(b.step_s, rel=1e-6) and a.memory == pytest.approx(b.memory, rel=2e-3)

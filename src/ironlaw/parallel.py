@@ -40,6 +40,7 @@ import numpy as np
 from .errors import IronlawError
 from .graph import Graph, Op, dtype_bytes
 from .network.topology import build as build_topology, check_count, nodes_for
+from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
 COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
@@ -278,7 +279,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.flops = op.flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
                 new.bytes_written = op.bytes_written / tp
-        else:
+        elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
@@ -332,10 +333,11 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str,
     """
     from . import critical_path, law
     L = max(op.count for op in sg.ops)
-    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and op.count == L]
+    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and in_layers(op, L)]
     if not layer_bwd:
         return 0.0, 0.0
-    layer_grads = grad_scale * sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) for i in layer_bwd)
+    layer_grads = grad_scale * sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) * sg.ops[i].count
+                                   for i in layer_bwd) / L
     other = grad_scale * sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
                 if op.name.endswith(".backward") and i not in layer_bwd)
     ops = list(sg.ops)
@@ -414,25 +416,26 @@ def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     if plan.pp == 1:
         return [_with_recompute(ops, L, L, plan.recompute)], opt
     middle, edge = stage_layers(L, plan.pp, plan.interleave)
-    first = [op for op in ops if op.count == L or _base(op.name) in FIRST_STAGE]
-    last = [op for op in ops if op.count == L or (op.count != L and _base(op.name) not in FIRST_STAGE)]
+    first = [op for op in ops if in_layers(op, L) or _base(op.name) in FIRST_STAGE]
+    last = [op for op in ops if in_layers(op, L) or _base(op.name) not in FIRST_STAGE]
     stages = [_with_recompute(first, L, edge, plan.recompute), _with_recompute(last, L, edge, plan.recompute)]
     if middle != edge:
-        stages.insert(1, _with_recompute([op for op in ops if op.count == L], L, middle, plan.recompute))
+        stages.insert(1, _with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
 
 
 def _with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
-    """The stage's ops with its ``layers`` layers, the recomputed forward ops at the start of the backward."""
+    """The stage's ops with its ``layers`` of the ``L`` layers (an op of some layers only, in proportion),
+    the recomputed forward ops at the start of the backward."""
     out, rc = [], []
     for op in ops:
-        if op.count == L and layers != L:
+        layer = L > 0 and in_layers(op, L)
+        if layer and layers != L:
             op = copy.copy(op)
-            op.count = layers
+            op.count = op.count * layers / L
         out.append(op)
         fwd = not op.name.endswith(".backward")
-        if op.count == layers and fwd and L > 0 and (recompute == "full" or
-                                                     (recompute == "selective" and op.kind == "attention")):
+        if layer and fwd and (recompute == "full" or (recompute == "selective" and op.kind == "attention")):
             r = copy.copy(op)
             r.name = op.name + ".recompute"
             rc.append(r)
@@ -451,7 +454,7 @@ def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
     return sum((op.flops * op.count for op in g.ops
-                if op.count == L and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
+                if in_layers(op, L) and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
 
@@ -589,13 +592,13 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     chunk = 2.0 * kv_dim * float(np.max(meta["tokens"])) * dtype_bytes(sg.dtype)
     a, b = collective_time("sendrecv", chunk, _topology(hw, grp["cp"]))
     total = exposed = 0.0
-    for r in rows:
+    for op, r in zip(sg.ops, rows):
         if r["kind"] != "attention":
             continue
         send = float(a + b) * (2.0 if r["name"].endswith(".backward") else 1.0)
-        block = r["time_s"] / r["count"] / plan.cp
-        total += r["count"] * (plan.cp - 1) * send
-        exposed += r["count"] * (plan.cp - 1) * max(send - block, 0.0)
+        block = r["time_s"] / op.count / plan.cp
+        total += op.count * (plan.cp - 1) * send
+        exposed += op.count * (plan.cp - 1) * max(send - block, 0.0)
     return total, exposed
 
 
@@ -645,7 +648,7 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
     from .network.collectives import collective_time
     if plan.zero < 3 or plan.dp * plan.cp == 1:
         return 0.0, 0.0
-    layers = max(r["count"] for r in rows)
+    layers = max(op.count for op in sg.ops)
     per_layer = p_dev * dtype_bytes(sg.dtype) / layers
     topo = _topology(hw, grp["dp"])
     ag = layers * float(sum(collective_time("allgather", per_layer, topo)))

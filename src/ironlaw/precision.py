@@ -43,6 +43,12 @@ def is_low(dtype: str) -> bool:
     return dtype in TRAINING_DTYPES
 
 
+def in_layers(op: Op, layers) -> bool:
+    """Whether ``op`` belongs to the repeated layer stack: the builder's ``attrs["per_layer"]`` (layers of
+    different kinds have different counts), else a count of every layer."""
+    return bool(op.attrs["per_layer"]) if "per_layer" in op.attrs else op.count == layers
+
+
 def widen(g: Graph) -> Graph:
     """A graph built at an FP8 dtype throughout → the same graph in bf16 (optimizer state unchanged)."""
     r = DTYPE_BYTES[WIDE] / DTYPE_BYTES.get(g.dtype, 1.0)
@@ -75,16 +81,17 @@ def lower(g: Graph, dtype: str) -> Graph:
             raise IronlawError(f"{dtype} training starts from a {WIDE} (or {dtype}) graph, got {g.dtype}")
         g = widen(g)
     L = g.meta.get("layers")
-    fwd = {op.name: op for op in g.ops if op.name in LINEARS and op.count == L}
+    fwd = {op.name: op for op in g.ops if op.name.split(".")[0] in LINEARS and op.kind == "matmul"
+           and not op.name.endswith(".backward") and in_layers(op, L)}
     if not fwd:
         raise IronlawError(f"{g.name}: {dtype} training needs a transformer built by ironlaw (its linear layers known)")
     ops: list[Op] = []
     for op in g.ops:
-        base, bwd = op.name.split(".")[0], op.name.endswith(".backward")
-        if base not in fwd or op.name not in (base, base + ".backward"):
+        bwd = op.name.endswith(".backward")
+        f = fwd.get(op.name[:-len(".backward")] if bwd else op.name)
+        if f is None:
             ops.append(op)
             continue
-        f = fwd[base]
         in_b = f.bytes["activations"] - f.bytes_written          # bf16 bytes of the input [T, k]
         out_b = f.bytes_written                                   # bf16 bytes of the output [T, n]
         ops.append(_cast(f, dtype, out_b if bwd else in_b, bwd))
@@ -120,9 +127,9 @@ def _cast(f: Op, dtype: str, nbytes, bwd: bool) -> Op:
     what = "output gradient" if bwd else "input"
     # over TP: a column-parallel linear's input and a row-parallel one's output gradient are whole on every
     # rank (split only with sequence parallelism); the other two are split
-    split = (f.name in COLUMN_INPUT) == bwd
+    split = (f.name.split(".")[0] in COLUMN_INPUT) == bwd
     return Op(f"fp8_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=2.0 * elems,
               bytes={"activations": (CAST_READ_BYTES[dtype] + CAST_WRITE_BYTES[dtype]) * elems}, dtype=WIDE, count=f.count,
               module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}",
               bytes_written=CAST_WRITE_BYTES[dtype] * elems,
-              attrs={"tp_split": split})
+              attrs={"tp_split": split, **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})
