@@ -132,36 +132,44 @@ def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
 @dataclass
 class Sync:
     """The schedule of the data-parallel gradient reduction on a stage (``parallel.grad_sync_exposed``): the
-    layers are the ops whose count is the stage's largest; one reduction follows their last backward op inside
-    ``critical_path``'s repeated block (the run of consecutive ops of that count), one more the whole stage."""
-    layers: int                 # the largest count: repetitions of the block
-    segs: list                  # the block: ('c'|'n'|'G', [(op index, invocations per repetition)])
+    stage's largest op count is its layers; one reduction follows the last backward op of the layer stack
+    inside ``critical_path``'s repeated block (the run of consecutive ops of that whole count), one more the
+    stage's other gradients at the end."""
+    layers: int                 # whole repetitions of the block (critical_path runs int(count) of each op)
+    segs: list                  # the block: ('c'|'n'|'G', [(op index, 1)])
     tail: list                  # [(repetitions, block)] after it: runs of ops sharing a count, as critical_path
                                 # expands them; a block is [('c'|'n', [(op index, 1)])]
     layer_grads: np.ndarray     # (n_mb,) bytes reduced after each repetition
     other_grads: np.ndarray     # (n_mb,) bytes reduced at the end
+    top: float                  # the largest count itself (the law charges the per-layer reduction top times,
+                                # the schedule int(top) times)
 
 
 @dataclass
 class StageTable:
     """One stage's ops (sharded) with their per-invocation times over the group's micro-batches; sums per layer
-    (the layer ops run once per layer of the stage) and over the rest (the embedding; the final norm, head and
-    loss)."""
+    of the stage (a layer op of ``count`` of the model's L layers runs count·layers/L times on a stage of
+    ``layers`` layers) and over the rest (the embedding; the final norm, head and loss)."""
     t: np.ndarray               # (n_ops, n_mb) seconds per invocation
     count: np.ndarray           # (n_ops,) invocations in the one-stage list
-    layer: np.ndarray           # (n_ops,) bool: repeated once per layer of the stage
+    layer: np.ndarray           # (n_ops,) bool: in the layer stack (``precision.in_layers``)
+    share: np.ndarray           # (n_ops,) a layer op's invocations per layer of a stage: count / L; else 0
+    marked: np.ndarray          # (n_ops,) 1 / 0: the builder's attrs['per_layer']; -1: unmarked (a collective)
     bwd: np.ndarray             # (n_ops,) bool: a backward op
     coll: np.ndarray            # (n_ops,) bool: on the network stream
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes
-    sums: dict                  # name → (n_mb,): lay, rest, extra, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
-    attention: list             # [(op index, K/V passes of its ring: 1 or 2, a layer op?, count)]
-    again_if: np.ndarray        # (n_ops,) bool: forward ops outside the layers that the stage recomputes too
-                                # when their count equals its layers (``_stage_ops``: gpt-oss's half-count ones)
+    sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
+    attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
     _syncs: dict = field(default_factory=dict)
 
-    def recomputed_too(self, layers: int) -> np.ndarray:
-        """(n_ops,) bool: the ops outside the layers recomputed on a stage of ``layers`` (> 1) layers."""
-        return self.again_if & (self.count == layers)
+    def counts(self, layers) -> np.ndarray:
+        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel._with_recompute``)."""
+        L = self.count_L
+        return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
+
+    @property
+    def count_L(self) -> float:
+        return self._L
 
     def sync(self, layers: int) -> Sync:
         """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
@@ -170,16 +178,18 @@ class StageTable:
         return self._syncs[layers]
 
     def max_count(self, layers) -> np.ndarray:
-        """The largest op count on the stage with ``layers`` layers (FSDP's layers, the reduction's blocks)."""
-        rest = self.count[~self.layer]
-        return np.maximum(layers, rest.max() if rest.size else 1)
+        """The largest op count on a stage of ``layers`` layers (FSDP's layers)."""
+        out = np.asarray(layers, dtype=float) * 0.0
+        for r in np.unique(np.atleast_1d(layers)):
+            out = np.where(np.asarray(layers) == r, self.counts(int(r)).max(), out)
+        return out
 
 
-def _runs(kinds: list, idx, cnt) -> list:
+def _runs(kinds, idx) -> list:
     """Consecutive non-collective ops merged into one compute segment; each collective its own."""
     out: list = []
     for i in idx:
-        item = (i, cnt[i])
+        item = (i, 1.0)
         if kinds[i]:
             out.append(("n", [item]))
         elif out and out[-1][0] == "c":
@@ -190,99 +200,92 @@ def _runs(kinds: list, idx, cnt) -> list:
 
 
 def _sync(tab: StageTable, layers: int) -> Sync:
-    cnt = np.where(tab.layer, float(layers), tab.count)
+    cnt = tab.counts(layers)
     top = float(cnt.max())
-    lay = cnt == top
+    lay = (tab.marked == 1) | ((tab.marked == -1) & (cnt == top))        # precision.in_layers(op, top)
+    reps = cnt.astype(int)                                                # critical_path: int(op.count)
     lb = np.nonzero(lay & tab.bwd)[0]
     zero = np.zeros(tab.t.shape[1])
     if lb.size == 0:
-        return Sync(int(top), [], [], zero, zero, True)
-    n, pos = len(cnt), int(lb.max())
+        return Sync(int(top), [], [], zero, zero, top)
+    n, pos, whole = len(cnt), int(lb.max()), int(top)
     a, b = pos, pos + 1
-    while a > 0 and lay[a - 1] and top > 1:
+    while a > 0 and reps[a - 1] == whole and whole > 1:
         a -= 1
-    while b < n and lay[b] and top > 1:
+    while b < n and reps[b] == whole and whole > 1:
         b += 1
-    once = np.ones(n)
-    coll = list(tab.coll)
-    segs = _runs(coll, range(a, pos + 1), once) + [("G", [])] + _runs(coll, range(pos + 1, b), once)
+    segs = _runs(tab.coll, range(a, pos + 1)) + [("G", [])] + _runs(tab.coll, range(pos + 1, b))
     tail, i = [], b
     while i < n:                                          # critical_path._blocks: a run repeats as a whole
         j = i + 1
-        while j < n and cnt[j] == cnt[i] and cnt[i] > 1:
+        while j < n and reps[j] == reps[i] and reps[i] > 1:
             j += 1
-        tail.append((int(cnt[i]), _runs(coll, range(i, j), once)))
+        tail.append((int(reps[i]), _runs(tab.coll, range(i, j))))
         i = j
-    return Sync(int(top), segs, tail, tab.grads[lay & tab.bwd].sum(axis=0),
-                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0))
+    return Sync(whole, segs, tail, (tab.grads * cnt[:, None])[lay & tab.bwd].sum(axis=0) / top,
+                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0), top)
 
 
-def _sums(ops, t, count, layer, coll, extra_mask) -> dict:
+def _sums(ops, t, count, layer, share) -> dict:
     bwd = np.array([op.name.endswith(".backward") for op in ops])
     comp = ~np.array([op.kind == "collective" for op in ops])
-    tc = t * count[:, None]
+    tl, tc = t * share[:, None], t * count[:, None]
 
     def s(mask):
-        return t[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
+        return tl[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
 
     def r(mask):
         return tc[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
     comm: dict = {}
     gemm: dict = {}
     for i, op in enumerate(ops):                    # parallel.tp_overlap_hidden_s, per layer
+        if not layer[i]:
+            continue
         base = parallel._base(op.name)
         if op.kind == "collective" and op.module == "tp":
             k = op.name.split(".", 2)[2]
-            comm[k] = comm.get(k, 0.0) + t[i]
+            comm[k] = comm.get(k, 0.0) + tl[i]
         elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
             k = f"{'bwd' if op.name.endswith('.backward') else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
-            gemm[k] = gemm.get(k, 0.0) + t[i]
+            gemm[k] = gemm.get(k, 0.0) + tl[i]
     hid = sum((np.minimum(v, gemm.get(k, 0.0)) for k, v in comm.items()), np.zeros(t.shape[1]))
-    return {"lay": s(layer), "rest": r(~layer), "extra": s(extra_mask),
-            "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
+    return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
             "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid}
 
 
-def _table(ref: Predicted, keep: np.ndarray, extra: bool, rc: str) -> StageTable:
-    """The ops of the superset that ``keep`` selects, in order. ``extra``: a stage of one layer under full
-    recomputation also recomputes its other forward ops (``_stage_ops`` recomputes every forward op whose
-    count is the stage's layers)."""
-    sg = ref.sg
+def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
+    """The ops of the superset that ``keep`` selects, in order."""
     idx = np.nonzero(keep)[0]
-    ops = [sg.ops[i] for i in idx]
-    t, n = ref.t[idx], len(ops)
+    ops = [ref.sg.ops[i] for i in idx]
+    t = ref.t[idx]
     count = np.array([op.count for op in ops], dtype=float)
-    layer = count == sg.meta["layers"]
+    layer = np.array([parallel.in_layers(op, L) for op in ops], dtype=bool)
+    share = np.where(layer, count / L, 0.0)
+    marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
     bwd = np.array([op.name.endswith(".backward") for op in ops])
-    coll = [(bool(ref.collective[i]),) for i in idx]
-    grads = ref.grads[idx]
-    again = np.array([extra and not lay and not b and c == 1 and op.kind != "collective"
-                      for op, lay, b, c in zip(ops, layer, bwd, count)], dtype=bool)
-    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0, bool(layer[i]), float(count[i]))
-                 for i, op in enumerate(ops) if op.kind == "attention"]
-    again_if = np.array([not lay and not b and c > 1 and (rc == "full" or (rc == "selective" and op.kind == "attention"))
-                         for op, lay, b, c in zip(ops, layer, bwd, count)], dtype=bool)
-    return StageTable(t, count, layer, bwd, np.array([c[0] for c in coll], dtype=bool), grads,
-                      _sums(ops, t, count, layer, coll, again), attention, again_if)
+    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0) for i, op in enumerate(ops) if op.kind == "attention"]
+    tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
+                     _sums(ops, t, count, layer, share), attention)
+    tab._L = L
+    return tab
 
 
 def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
     """'P' (the whole model on one stage) and, when pipelines are searched, 'F', 'M', 'L' (first, middle, last).
 
-    ``parallel._stage_ops`` puts the layers and the embedding on the first stage, the layers and the rest on
-    the last, only layers on a middle one, the recomputed forward right before each stage's first backward
-    op: each is the one-stage list without the other stages' ops, in the same order — so every stage list
-    of every recompute mode is a mask over the superset (layer ops then run as many times as the stage has
-    layers)."""
+    ``parallel._stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
+    rest on the last, only the layer stack on a middle one, the recomputed forward right before each stage's
+    first backward op: each is the one-stage list without the other stages' ops, in the same order — so every
+    stage list of every recompute mode is a mask over the superset (a layer op of count c then runs c·layers/L
+    times on a stage of ``layers`` layers)."""
+    L = int(g.meta["layers"])
     keep = ref.keep[rc]
-    out = {"P": _table(ref, keep, False, rc)}
+    out = {"P": _table(ref, keep, L)}
     if need_pp:
-        L = g.meta["layers"]
-        layer = np.array([op.count == L for op in ref.sg.ops])
+        layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
         first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
-        full = rc == "full"
-        out.update(F=_table(ref, keep & (layer | first), full, rc), M=_table(ref, keep & layer, False, rc),
-                   L=_table(ref, keep & (layer | ~first), full, rc))
+        out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
+                   L=_table(ref, keep & (layer | ~first), L))
     return out
 
 
@@ -291,9 +294,10 @@ def _dur(t_ops: np.ndarray, items: list) -> np.ndarray:
 
 
 def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has_rest: np.ndarray) -> np.ndarray:
-    """``_replay``'s result in closed form (no loop over the repetitions) for the usual block: collectives only
-    before the gradient sync in the block, none after the block. With C one repetition's ops, p the compute
-    after the sync in the block, T the ops after the block, n the repetitions:
+    """``_replay``'s end of the schedule beyond its ops' own time, in closed form (no loop over the repetitions),
+    for the usual block: collectives only before the gradient sync in the block, none after the block. With
+    C one repetition's ops, p the compute after the sync in the block, T the ops after the block, n the
+    repetitions:
       a (tensor-parallel) collective in the block: each of the n − 1 syncs but the last delays the next
         repetition's first collective by max(0, g − the compute before it); the last sync ends g − p − T after
         the compute does;
@@ -314,7 +318,7 @@ def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has
     tc_end = layers * C + T
     tn = np.maximum(C - p + layers * g, layers * C - p + g)
     end = np.where(has_rest, np.maximum(tc_end, tn) + rest, np.maximum(tc_end, tn))
-    return np.maximum(end - tc_end, 0.0)
+    return end - tc_end
 
 
 def _closed_form(sy: Sync) -> bool:
@@ -325,7 +329,7 @@ def _closed_form(sy: Sync) -> bool:
 
 def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
             has_rest: np.ndarray) -> np.ndarray:
-    """Exposed seconds of the gradient reduction: ``critical_path``'s schedule of the stage from the start of
+    """The end of the stage's schedule beyond its ops' own time: ``critical_path``'s schedule from the start of
     its repeated block (everything before it is blocking and ends with both streams idle), repetition by
     repetition. ``t_ops`` (n_ops, n_rows): each op's time for each row; ``g_layer``/``g_rest``: the per-block
     and the final reduction per row. Compute ops advance the compute stream; a (tensor-parallel) collective
@@ -355,7 +359,7 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
     tn = np.where(has_rest, np.maximum(tc, tn) + g_rest, tn)
     no_grads = sy.layers * sum(d for k, d in dur if d is not None) + \
         sum((reps * d for reps, block in tail for _, d in block), 0.0)
-    return np.maximum(np.maximum(tc, tn) - no_grads, 0.0)
+    return np.maximum(tc, tn) - no_grads
 
 
 def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
@@ -432,8 +436,7 @@ def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
     many = c["pp"] > 1
     if np.any(many):
         i, e, md = mbi[many], edge[many], mid[many]
-        t = {s: e * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] + (e == 1) * tabs[s].sums["extra"][i]
-             for s in ("F", "L")}
+        t = {s: e * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] for s in ("F", "L")}
         tm = np.where(md != e, md * tabs["M"].sums["lay"][i], -np.inf)
         best, code, lay = t["F"], np.full(e.shape, 1, dtype=np.int8), e.copy()
         code, lay, best = np.where(tm > best, 2, code), np.where(tm > best, md, lay), np.maximum(best, tm)
@@ -445,33 +448,20 @@ def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
 def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray) -> dict:
     """Per row on this stage: the law's time of a micro-batch, TP overlap hidden, CP ring exposed, FSDP window."""
     tp, sp, cp, ep = key
-    s, one = tab.sums, (R == 1)
-    out = {"est": R * s["lay"][i] + s["rest"][i] + one * s["extra"][i],
-           "fwd": R * s["fwd_lay"][i] + s["fwd_rest"][i] + one * s["extra"][i],
+    s = tab.sums
+    out = {"est": R * s["lay"][i] + s["rest"][i], "fwd": R * s["fwd_lay"][i] + s["fwd_rest"][i],
            "bwd": R * s["bwd_lay"][i] + s["bwd_rest"][i]}
     tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
     out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
     out["ring"] = np.zeros(i.shape)
-    send = 0.0
     if cp > 1 and tab.attention:
         meta = mdl["meta"]
         kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
         chunk = 2.0 * kv_dim * mdl["tokens_cp"][i] * mdl["by"]
         send = _coll(ctx, "sendrecv", chunk, parallel.group(tp, cp, ctx.gpus_per_node))
-        out["ring"] = sum((R if lay else n) * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
-                          for j, f, lay, n in tab.attention)
-    for layers in np.unique(R[R > 1]) if np.any(tab.again_if) else ():
-        co = tab.recomputed_too(int(layers))
-        if not np.any(co):
-            continue
-        m = R == layers
-        more = layers * tab.t[co][:, i[m]].sum(axis=0)
-        out["est"][m] += more
-        out["fwd"][m] += more
-        attn = {j for j, *_ in tab.attention} if cp > 1 else set()
-        for j in np.nonzero(co)[0]:
-            if j in attn:                                   # a recomputed forward attention: one K/V pass
-                out["ring"][m] += layers * (cp - 1) * np.maximum(send[m] - tab.t[j, i[m]] / cp, 0.0)
+        for j, f in tab.attention:                        # parallel.cp_ring_exposed: count × (cp − 1) steps
+            n = R * tab.share[j] if tab.layer[j] else tab.count[j]
+            out["ring"] = out["ring"] + n * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
     return out
 
 
@@ -497,8 +487,12 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     out = np.zeros(n)
     for tab, sy, rows in jobs:
         if sy.segs:
+            t = tab.t[:, mbi[rows]]
             fn = _exposed if _closed_form(sy) else _replay
-            out[rows] = fn(sy, tab.t[:, mbi[rows]], g_layer[rows], g_rest[rows], rest[rows] > 0)
+            # the overlapped schedule − (the blocking schedule − the law's reduction); both schedules run
+            # int(count) of each op, the law top per-layer reductions
+            raw = fn(sy, t, g_layer[rows], g_rest[rows], rest[rows] > 0) + (sy.layers - sy.top) * g_layer[rows]
+            out[rows] = np.maximum(raw, 0.0)
     return out
 
 
