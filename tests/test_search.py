@@ -102,8 +102,8 @@ def test_fast_path_matches_train_step_moe_fp8():
 
 
 def test_fast_path_matches_train_step_alternating_attention():
-    """gpt-oss-120b: its windowed and global attention ops run on half the layers each (count L/2), which
-    _stage_ops and critical_path treat by count (a stage of L/2 layers recomputes and repeats them too)."""
+    """gpt-oss-120b: its windowed and global attention ops run on half the layers each (count L/2): a stage
+    holds them in proportion (fractional counts on pp 4) and critical_path repeats whole invocations."""
     _check_sample("gpt-oss-120b", 64, 512, 4096, 8, 6,
                   must=lambda r: r["pp"] == 2 and r["recompute"] != "none" and r["cp"] > 1)
     _check_sample("gpt-oss-120b", 64, 512, 4096, 2, 7, must=lambda r: r["pp"] == 4 and r["tp"] > 1 and r["dp"] > 1)
