@@ -113,7 +113,7 @@ def main() -> int:
         gap = f"{o['gap']:6.1%}" if "gap" in o else f"{'—':>6}"
         found += o["verdict"] == "found"
         print(f"{row['model']:14s} {row['gpus']:4d} {row['precision']:>4} {pub:28s} {rank:>6} {its} "
-              f"{o['best_tps']:7.0f} {gap}  {o['verdict'][:8]:8s} {describe(o['best'])} "
+              f"{o['best_tps']:7.0f} {gap}  {o['verdict'].split(':')[0]:8s} {describe(o['best'])} "
               f"({o['search_s']:.0f} s, {o['n']:,}){'' if o['verdict'] in ('found', 'MISS') else ': ' + o['verdict']}")
         print(f"{'':14s} published {row['tokens_per_s_per_gpu']:.0f} tok/s/GPU; best predicted binds: "
               f"{o['best']['bottleneck']['why'][:90]}")
