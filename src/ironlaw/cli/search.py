@@ -82,15 +82,15 @@ def _layout(e: dict) -> str:
 def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..units import fmt as f, fmt_time
     train = res.phase == "train"
-    head = ["#", "layout"] + (["rc", "z"] if train else []) + \
+    head = ["#", "layout"] + (["rc/z"] if train else []) + \
         ["tok/s/GPU", "MFU" if train else "ITL", "step" if train else "TTFT", "mem/GPU", "binds"]
     rows = []
     for e in res.top:
-        extra = [{"none": "-", "selective": "sel", "full": "full"}[e["recompute"]], str(e["zero"])] if train else []
+        extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
         t1 = f"{100 * e['mfu']:.1f}%" if train else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train else fmt_time(e["ttft_s"])
         rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
-                    f(e["memory_per_gpu_bytes"], "B"), e["bottleneck"]["resource"]])
+                    f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
     return head, rows
 
 
@@ -113,7 +113,7 @@ def show(res, fmt: str) -> None:
     c.print(title)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for h in head:
-        t.add_column(h, justify="left" if h in ("layout", "binds", "rc") else "right", no_wrap=h == "layout")
+        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z") else "right", no_wrap=True)
     for r in rows:
         t.add_row(*r)
     c.print(t)
