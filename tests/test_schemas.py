@@ -28,6 +28,7 @@ COMMANDS = {
     "contract": ("contract", "--on", "h100"),
     "search": ("search", "llama3-8b", "--on", "h100", "--gpus", "16", "--global-batch", "64", "--seq", "4096"),
     "search-serve": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "2", "--slo", "itl=50ms"),
+    "search-serve-max": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "4"),
     "hardware": ("hardware", "show", "gb10"),
     "hardware-list": ("hardware", "list"),
     "workloads-list": ("workloads", "list"),

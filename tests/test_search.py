@@ -229,6 +229,20 @@ def test_serve_search_meets_the_slo():
     assert r.top[0]["tokens_per_s_per_gpu"] == pytest.approx(r.top[0]["output_tokens_per_s"] / r.top[0]["tp"])
 
 
+def test_serve_search_max_throughput_ranks_layouts_per_gpu():
+    """Without --slo: serving_throughput.max_throughput over tp × pp × dtype, ranked per GPU of the layout."""
+    from ironlaw import serving_throughput
+    from ironlaw.search import serve
+    r = serve.search("llama3-8b", "h100", 4, 1024, 256, top=20)
+    assert r.setup["scenario"] == "max-throughput" and r.top
+    tps = [e["tokens_per_s_per_gpu"] for e in r.top]
+    assert tps == sorted(tps, reverse=True)
+    assert all(e["tp"] * e["pp"] <= 4 and 4 % (e["tp"] * e["pp"]) == 0 for e in r.top)
+    e = r.top[0]
+    est = serving_throughput.max_throughput("llama3-8b", "h100", 1024, 256, tp=e["tp"], pp=e["pp"], dtype=e["dtype"])
+    assert e["tokens_per_s_per_gpu"] == pytest.approx(est.output_tokens_per_s / (e["tp"] * e["pp"]), rel=1e-12)
+
+
 BAD = [
     (["--gpus", "8", "--tp", "3"], "does not divide --gpus 8"),
     (["--gpus", "8", "--tp", "2", "--pp", "2", "--dp", "4"], "= 16 devices, but --gpus is 8"),

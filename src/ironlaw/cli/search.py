@@ -39,7 +39,8 @@ def search(
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
     prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
     output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
-    slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms'"),
+    slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
+                                                          "(without: offline max throughput)"),
     engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
@@ -71,7 +72,8 @@ def search(
 
 def _layout(e: dict) -> str:
     if "concurrency" in e:
-        return f"tp{e['tp']} {e['dtype']} ×{e['concurrency']}"
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
+        return f"{par} {e['dtype']} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
     s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""

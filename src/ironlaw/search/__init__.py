@@ -3,8 +3,9 @@
     train   ``search.train.search``: (tp, pp, cp, dp, ep, micro_batch, interleave, recompute, zero,
             sequence_parallel) by tokens/s per GPU, evaluated as array math (``fast``) on one process, a
             process pool or Ray (``engines``), the top re-predicted by ``parallel.train_step``
-    serve   ``search.serve.search``: tensor parallelism, concurrency and dtype by output tokens/s per GPU
-            within latency targets, each candidate a ``serving.estimate``
+    serve   ``search.serve.search``: by output tokens/s per GPU — tp × pp × ep × dtype in the offline
+            max-throughput scenario (``serving_throughput``), or tp × dtype × concurrency within latency
+            targets (``serving.estimate``)
 """
 from __future__ import annotations
 

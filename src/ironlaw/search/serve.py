@@ -1,12 +1,17 @@
-"""``ironlaw search MODEL --phase serve``: the serving layout with the most output tokens/s per GPU within the
-latency targets.
+"""``ironlaw search MODEL --phase serve``: the serving layout with the most output tokens/s per GPU.
 
-Candidates: tensor-parallel degree (divides the heads and the key/value heads, at most the GPUs and one node:
-``serving.estimate`` models tensor parallelism inside a node), weight/compute dtype (the model's own and fp8
-where the device computes in it, or the one ``--dtype`` names), and the number of sequences in flight
-(powers of two up to what the KV cache holds, and that maximum). Each is one ``serving.estimate``; a candidate
-is kept when its TTFT and inter-token latency meet ``--slo``; the rank is output tokens/s per GPU
-(``tokens_per_s / tp``). Expert and pipeline parallelism stay 1: ``serving.estimate`` does not model them.
+Without ``--slo``: the offline max-throughput scenario (``serving_throughput.max_throughput``, trtllm-bench's
+offline run: the engine fills its batch from the KV cache) over tensor parallelism (divisors of the heads and
+the key/value heads within one node), pipeline parallelism (divisors of the layers, tp·pp ≤ the GPUs), expert
+parallelism with attention data parallelism over the TP group for mixture-of-experts models, and the dtype
+(the model's own and fp8 where the device computes in it, or the one ``--dtype`` names); ranked by output
+tokens/s per GPU of the layout.
+
+With ``--slo ttft=…,itl=…``: continuous batching at a chosen number of sequences in flight (``serving.estimate``,
+which reports TTFT and inter-token latency) over tensor parallelism, dtype and the sequences in flight (powers
+of two up to what the KV cache holds, and that maximum); a candidate is kept when its TTFT and inter-token
+latency meet the targets; ranked by output tokens/s per GPU (``tokens_per_s / tp``). Pipeline and expert
+parallelism stay 1 there: ``serving.estimate`` models tensor parallelism only.
 """
 from __future__ import annotations
 
@@ -77,19 +82,54 @@ def _entry(est, tp: int, dtype: str) -> dict:
             + est.concurrency * est.capacity["tokens_reserved_per_sequence"] * est.capacity["kv_bytes_per_token"]}
 
 
+def _max_entry(est, dtype: str) -> dict:
+    """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout)."""
+    lay, g = est.layout, est.layout.gpus
+    d = est.to_dict()
+    flops = sum(n * float(e.graph.flops) for n, e in est.steps)
+    m = est.memory
+    return {"tp": lay.tp, "pp": lay.pp, "cp": 1, "dp": lay.dp, "ep": lay.ep, "attention_dp": lay.attention_dp,
+            "concurrency": est.batch, "dtype": dtype, "time_s": est.time_s,
+            "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
+            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
+            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
+            "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"]}
+
+
+def _max_throughput(spec, hw, gpus: int, prompt: int, output: int, meta: dict, tps, dts, fixed: dict, step):
+    """Offline max-throughput (``serving_throughput``) over tp × pp × expert parallelism × dtype."""
+    from .. import serving_throughput as st
+    experts = int(meta.get("experts", 0) or 0)
+    out, why = [], None
+    for tp in tps:
+        pps = [p for p in range(1, gpus // tp + 1) if (gpus // tp) % p == 0 and meta["layers"] % p == 0]
+        for pp in [fixed["pp"]] if fixed.get("pp") else pps:
+            for dt in dts:
+                for adp in ((False, True) if experts and tp > 1 and experts % tp == 0 else (False,)):
+                    try:
+                        est = st.max_throughput(spec, hw, prompt, output, tp=tp, pp=pp, ep=tp if adp else 1,
+                                                attention_dp=adp, dtype=dt)
+                    except IronlawError as e:
+                        why = why or str(e)
+                        continue
+                    out.append(_max_entry(est, dt))
+            step()
+    return out, why
+
+
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True):
     """Rank serving layouts of ``spec`` on up to ``gpus`` devices of ``on`` by output tokens/s per GPU."""
-    from .. import hardware, progress, serving, workloads
+    from .. import hardware, progress, workloads
     from ..network.topology import check_count
-    from . import SearchResult
     hw = hardware.get(on) if isinstance(on, str) else on
     gpus = check_count(gpus, "--gpus")
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
-    for k in ("pp", "ep", "cp", "dp"):
+    for k in ("ep", "cp", "dp") if slo is None else ("pp", "ep", "cp", "dp"):
         if fixed.get(k, 1) != 1:
-            raise IronlawError(f"--{k} {fixed[k]}: the serving search models tensor parallelism only "
-                               f"(serving.estimate); leave --{k} out")
+            raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself"
+                               f"{'' if slo is None else ' (with --slo it models tensor parallelism only)'}; "
+                               f"leave --{k} out")
     targets = parse_slo(slo)
     g = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=prompt, dtype=dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
@@ -99,15 +139,31 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     tps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed)
     dts = _dtypes(hw, g.dtype, dtype)
     t0 = time.perf_counter()
+    if slo is None:                                   # no latency target: the offline max-throughput scenario
+        with progress.task("evaluating serving layouts", total=len(tps), quiet=quiet) as step:
+            entries, shortest = _max_throughput(spec, hw, gpus, prompt, output, m, tps, dts, fixed, step)
+        evaluated = len(entries) + (shortest is not None)
+    else:
+        with progress.task("evaluating serving layouts", total=len(tps) * len(dts), quiet=quiet) as step:
+            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step)
+    return _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0)
+
+
+def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
+    """Continuous batching (``serving.estimate``) over tp × dtype × concurrency."""
     entries, evaluated, shortest = [], 0, None
-    with progress.task("evaluating serving layouts", total=len(tps) * len(dts), quiet=quiet) as step:
-        for tp in tps:
-            for dt in dts:
-                got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"))
-                evaluated += len(got) + (why is not None)
-                shortest = shortest or why
-                entries += got
-                step()
+    for tp in tps:
+        for dt in dts:
+            got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"))
+            evaluated += len(got) + (why is not None)
+            shortest = shortest or why
+            entries += got
+            step()
+    return entries, evaluated, shortest
+
+
+def _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0):
+    from . import SearchResult
     if not entries:
         raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
     ok = [e for e in entries if all(e[f"{k}_s"] <= v for k, v in targets.items())]
@@ -118,7 +174,8 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     ok.sort(key=lambda e: -e["tokens_per_s_per_gpu"])
     for rank, e in enumerate(ok[:top], 1):
         e["rank"] = rank
-    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": {f"{k}_s": v for k, v in targets.items()}}
+    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": {f"{k}_s": v for k, v in targets.items()},
+             "scenario": "max-throughput" if slo is None else "latency targets"}
     return SearchResult("serve", spec, hw.name, g.dtype, setup, evaluated, len(ok), ok[:top], "local",
                         time.perf_counter() - t0)
 
