@@ -26,6 +26,9 @@ COMMANDS = {
     "compare": ("compare", "llama3-8b", "--phase", "decode", "--on", "h100", "--what-if", "quant=int8,target=weights"),
     "sweep": ("sweep", "llama3-8b", "--phase", "decode", "--seq", "128", "--on", "h100,b200", "--batch", "1,8,64"),
     "contract": ("contract", "--on", "h100"),
+    "search": ("search", "llama3-8b", "--on", "h100", "--gpus", "16", "--global-batch", "64", "--seq", "4096"),
+    "search-serve": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "2", "--slo", "itl=50ms"),
+    "search-serve-max": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "4"),
     "hardware": ("hardware", "show", "gb10"),
     "hardware-list": ("hardware", "list"),
     "workloads-list": ("workloads", "list"),
@@ -50,7 +53,7 @@ def test_real_command_output_matches_its_schema(cli, name):
     r = cli(*COMMANDS[name], "--format", "json")
     assert r.rc == 0, r.err
     doc = r.json()
-    assert doc["schema"] == f"ironlaw.{name.split('-')[0] if name.startswith('estimate') else name}/1"
+    assert doc["schema"] == f"ironlaw.{name.split('-')[0] if name.startswith(('estimate', 'search')) else name}/1"
     schemas.validate(doc)
 
 

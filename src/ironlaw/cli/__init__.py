@@ -14,7 +14,8 @@ import typer
 from ..errors import IronlawError
 from .common import (FORMATS, app, check_format, console, emit_json, emit_lines, hardware_app,  # noqa: F401
                      workloads_app)
-from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe  # noqa: E402,F401
+from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe, \
+    search  # noqa: E402,F401
 
 
 def _wants_json(argv: list[str]) -> bool:

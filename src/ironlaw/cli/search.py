@@ -1,0 +1,123 @@
+"""`ironlaw search MODEL --phase train|serve --on HW --gpus N …`: the best layouts, ranked."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import app, check_format, console, emit_json
+from .options import DType, On, Spec
+
+
+@app.command()
+def search(
+    spec: Spec,
+    phase: str = typer.Option("train", "--phase", help="train | serve"),
+    on: On = "h100",
+    gpus: int = typer.Option(8, "--gpus", help="devices in all"),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes (default: whole nodes of the catalog's size)"),
+    global_batch: int = typer.Option(1024, "--global-batch", help="train: sequences per optimizer step"),
+    seq: int = typer.Option(4096, "--seq", help="train: sequence length"),
+    dtype: DType = None,
+    top: int = typer.Option(5, "--top", help="layouts to show"),
+    tp: Optional[int] = typer.Option(None, "--tp", help="fix the tensor-parallel degree"),
+    pp: Optional[int] = typer.Option(None, "--pp", help="fix the pipeline-parallel degree"),
+    cp: Optional[int] = typer.Option(None, "--cp", help="fix the context-parallel degree"),
+    dp: Optional[int] = typer.Option(None, "--dp", help="fix the data-parallel degree"),
+    ep: Optional[int] = typer.Option(None, "--ep", help="fix the expert-parallel degree"),
+    micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="fix the micro-batch"),
+    interleave: Optional[int] = typer.Option(None, "--interleave", help="fix the virtual pipeline stages"),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="fix recomputation: none | selective | full"),
+    zero: Optional[int] = typer.Option(None, "--zero", help="fix the ZeRO stage 0 | 1 | 2 | 3"),
+    sequence_parallel: Optional[bool] = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
+                                                     help="fix sequence parallelism on or off"),
+    tp_comm_overlap: bool = typer.Option(True, "--tp-comm-overlap/--no-tp-comm-overlap",
+                                         help="train: TP collectives pipelined with the GEMMs where sequence parallel"),
+    overlap_p2p: bool = typer.Option(True, "--overlap-p2p/--no-overlap-p2p",
+                                     help="train: stage sends overlapped where the schedule interleaves"),
+    grad_fp32: bool = typer.Option(True, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in fp32"),
+    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
+    prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
+    output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
+    slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
+                                                          "(without: offline max throughput)"),
+    engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+):
+    """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
+    from ..errors import IronlawError, unknown
+    check_format(fmt)
+    fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
+                 recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    if phase == "train":
+        from ..search import train
+        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                        expert_imbalance=expert_imbalance)
+        res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
+                           quiet=fmt == "json", settings=settings)
+    elif phase == "serve":
+        if engine != "local" or workers or address:
+            raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
+        from ..search import serve
+        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
+    else:
+        raise unknown("search phase", phase, ("train", "serve"))
+    if fmt == "json":
+        emit_json(res.to_dict())
+    else:
+        show(res, fmt)
+
+
+def _layout(e: dict) -> str:
+    if "concurrency" in e:
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
+        return f"{par} {e['dtype']} ×{e['concurrency']}"
+    s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
+    s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
+    s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""
+    s += f" dp{e['dp']}" + (f" ep{e['ep']}" if e["ep"] > 1 else "") + f" mb{e['micro_batch']}"
+    return s
+
+
+def _rows(res) -> tuple[list[str], list[list[str]]]:
+    from ..units import fmt as f, fmt_time
+    train = res.phase == "train"
+    head = ["#", "layout"] + (["rc/z"] if train else []) + \
+        ["tok/s/GPU", "MFU" if train else "ITL", "step" if train else "TTFT", "mem/GPU", "binds"]
+    rows = []
+    for e in res.top:
+        extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
+        t1 = f"{100 * e['mfu']:.1f}%" if train else fmt_time(e["itl_s"])
+        t2 = fmt_time(e["time_s"]) if train else fmt_time(e["ttft_s"])
+        rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
+                    f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
+    return head, rows
+
+
+def show(res, fmt: str) -> None:
+    from ..units import fmt_time
+    s = res.setup
+    what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
+            if res.phase == "train" else f"up to {s['gpus']} GPUs, prompt {s['prompt']}, output {s['output']}")
+    title = (f"{res.spec} · {res.phase} · {res.dtype} on {res.hardware}: {what}; "
+             f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
+             f"{' the targets' if res.phase == 'serve' else ''} ({fmt_time(res.search_s)}, {res.engine})")
+    head, rows = _rows(res)
+    if fmt == "md":
+        print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        return
+    from rich import box
+    from rich.table import Table
+    c = console()
+    c.print(title)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for h in head:
+        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z") else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    c.print(t)
+    for e in res.top[:1]:
+        c.print(f"#1 binds: {e['bottleneck']['why']}")
