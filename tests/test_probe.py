@@ -397,9 +397,25 @@ def test_an_fp32_conv_is_timed_in_fp32_not_tf32(monkeypatch):
     assert row["flops_per_s"] == pytest.approx(2.0 * 1 * 8 * 8 * 8 * 8 * 9 / 1e-3)
 
 
+def _cpu_flags() -> set[str]:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 def test_fp16_gemm_has_no_fast_path_on_this_cpu():
-    """Best of several runs (a shared machine slows every kernel; the best run shows what it can do)."""
+    """On a CPU with bf16 instructions (AVX512-BF16 or AMX-BF16) and none for fp16 (no AVX512-FP16, AMX-FP16),
+    an fp16 GEMM runs far slower than a bf16 one: the trap the probe must record per dtype. Best of several
+    runs (a shared machine slows every kernel; the best run shows what it can do)."""
     torch = pytest.importorskip("torch")
+    flags = _cpu_flags()
+    if not flags & {"avx512_bf16", "amx_bf16"} or flags & {"avx512_fp16", "amx_fp16"}:
+        pytest.skip("needs a CPU with bf16 and without fp16 matrix instructions (this one: "
+                    f"{', '.join(sorted(f for f in flags if 'bf16' in f or 'fp16' in f)) or 'neither'})")
 
     def best_rate(dt, n: int) -> float:
         a, b = torch.randn(n, n).to(dt), torch.randn(n, n).to(dt)
