@@ -1,0 +1,177 @@
+"""Speculative decoding, prefix caching, disaggregation, goodput and the power model around a serving estimate.
+
+tests/data/llama3.2-1b-config.json: meta-llama/Llama-3.2-1B config.json (the architecture numbers), the draft
+for Llama-3-70B (both have the 128,256-token Llama 3 vocabulary).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ironlaw import hardware, law, power, serving, workloads
+from ironlaw.errors import IronlawError
+from ironlaw.serve_features import common, disaggregate as dg, goodput as gp, prefix, speculative as sp
+from ironlaw.serve_features.energy import of_serving
+
+DRAFT_1B = "hf:" + str(Path(__file__).parent / "data" / "llama3.2-1b-config.json")
+TP4 = common.Setup(tp=4)
+
+
+def _base(c: int, **kw):
+    return serving.estimate("llama3-70b", "h100", 1024, 256, c, tp=4, **kw)
+
+
+# ---------------------------------------------------------------------- speculative decoding
+def test_expected_tokens_formula():
+    assert sp.expected_tokens(0.0, 4) == 1.0
+    assert sp.expected_tokens(1.0, 4) == 5.0
+    assert sp.expected_tokens(0.8, 4) == pytest.approx((1 - 0.8 ** 5) / 0.2)
+    assert sp.expected_tokens(0.5, 1) == pytest.approx(1.5)
+
+
+def test_acceptance_zero_is_slower_than_none():
+    base = _base(1)
+    for method, draft in (("draft", DRAFT_1B), ("mtp", None), ("eagle", None)):
+        d = sp.estimate(base, sp.Speculation(method, 4, 0.0, draft), TP4)
+        assert d["expected_tokens_per_step"] == 1.0
+        assert d["itl_s"] > base.itl_s and d["tokens_per_s"] < base.tokens_per_s, method
+
+
+def test_1b_draft_for_70b_wins_at_batch_1_and_not_at_256():
+    conf = sp.Speculation("draft", 4, 0.8, DRAFT_1B)
+    small = sp.estimate(_base(1), conf, TP4)
+    assert small["verify_bottleneck"] == "bandwidth"            # weights read once for 5 tokens
+    assert small["itl_s"] < 0.5 * small["baseline_itl_s"]
+    big = sp.estimate(_base(256), conf, TP4)
+    assert big["verify_bottleneck"] == "compute"
+    assert big["throughput_change"] < small["throughput_change"]
+    assert big["throughput_change"] < 0.05                      # the gain is gone (a loss here)
+
+
+def test_verify_step_reads_weights_once_and_works_k_plus_1_times():
+    g1 = sp.verify_graph("llama3-8b", hardware.get("h100"), 8, 1000, 0, common.Setup())
+    g5 = sp.verify_graph("llama3-8b", hardware.get("h100"), 8, 1000, 4, common.Setup())
+    w = lambda g: sum(op.bytes.get("weights", 0.0) * op.count for op in g.ops if op.name != "embedding")
+    kv = lambda g: sum(op.bytes.get("kv_cache", 0.0) * op.count for op in g.ops)
+    assert w(g5) == pytest.approx(w(g1))
+    assert float(g5.flops) == pytest.approx(5 * float(g1.flops), rel=0.01)
+    assert kv(g5) == pytest.approx(kv(g1), rel=0.01)
+
+
+def test_mtp_head_costs_one_layer_and_the_lm_head():
+    hw = hardware.get("h100")
+    dec = common.graph("llama3-8b", hw, "decode", 4, 512, common.Setup())
+    head = sp.head_graph(dec, "mtp")
+    per_layer = sum(op.flops for op in dec.ops if op.count == 32)
+    lm = sum(op.flops for op in dec.ops if op.name == "lm_head")
+    fc = 2 * 4 * (2 * 4096) * 4096
+    assert float(head.flops) == pytest.approx(per_layer + lm + fc, rel=0.01)
+
+
+def test_speculative_bad_input():
+    for text, msg in (("method=draft,draft=llama3-8b,tokens=4,acceptance=1.2", "between 0 and 1"),
+                      ("method=draft,draft=llama3-8b,tokens=4,acceptance=-0.1", "between 0 and 1"),
+                      ("method=mtp,tokens=0,acceptance=0.5", "tokens"),
+                      ("method=medusa,acceptance=0.5", "medusa"),
+                      ("method=draft,tokens=4,acceptance=0.5", "draft=MODEL")):
+        with pytest.raises(IronlawError, match=msg):
+            sp.parse(text)
+    base = _base(1)
+    with pytest.raises(IronlawError, match="not smaller"):
+        sp.estimate(base, sp.Speculation("draft", 4, 0.5, "llama3-70b"), TP4)
+    with pytest.raises(IronlawError, match="vocabulary"):
+        sp.estimate(serving.estimate("llama3-8b", "h100", 512, 64, 1), sp.Speculation("draft", 4, 0.5, "gpt2"),
+                    common.Setup())
+
+
+# ---------------------------------------------------------------------- prefix caching
+def test_prefix_hit_half_halves_projection_flops_and_keeps_kv():
+    base = serving.estimate("llama3-8b", "h100", 2048, 256, 16)
+    d = prefix.estimate(base, 0.5, common.Setup())
+    assert d["projection_flops"] == pytest.approx(d["baseline_projection_flops"] / 2)
+    assert d["prefill_s"] < base.prefill_s and d["tokens_per_s"] > base.tokens_per_s
+    g = prefix.prefill_graph("llama3-8b", base.hw, 2048, 0.5, common.Setup())
+    assert float(g.footprint["kv_cache"]) == pytest.approx(float(base.prefill.graph.footprint["kv_cache"]))
+    att = lambda gr: sum(op.flops * op.count for op in gr.ops if op.kind == "attention")
+    # the new half of the queries attends over the whole prompt: 3/4 of the causal pairs
+    assert att(g) / att(base.prefill.graph) == pytest.approx(1 - (1024 * 1025) / (2048 * 2049), rel=1e-6)
+    with pytest.raises(IronlawError, match="between 0 and 1"):
+        prefix.new_tokens(2048, 1.5)
+
+
+# ---------------------------------------------------------------------- disaggregation
+def test_disaggregated_ttft_includes_the_kv_transfer():
+    base = _base(64)
+    kv_prompt = 2 * 80 * 8 * 128 * 2 * 1024                    # bytes: 2 (K,V) · layers · kv heads · head dim · bf16 · prompt
+    near = dg.split(base, 4, 4, TP4)                            # 8 devices: one NVLink domain of 8
+    assert near["link"] == "nvlink4" and near["kv_bytes_per_prompt"] == pytest.approx(kv_prompt)
+    assert near["transfer_s"] == pytest.approx(kv_prompt / (4 * 450e9) + 2e-6)
+    far = dg.split(base, 8, 8, TP4)                             # 16 devices: over InfiniBand, one 50 GB/s port each
+    assert far["link"] == "ndr-ib" and far["transfer_s"] == pytest.approx(kv_prompt / (4 * 50e9) + 5e-6)
+    assert far["ttft_s"] >= base.prefill_s + far["transfer_s"]
+    with pytest.raises(IronlawError, match="multiple of --tp"):
+        dg.split(base, 6, 8, TP4)
+    with pytest.raises(IronlawError, match="prefill=GPUS"):
+        dg.parse("prefill=4")
+
+
+def test_best_split_meets_the_slo():
+    at = lambda c: _base(c)
+    slo = gp.parse_slo("ttft=1s,itl=40ms")
+    d = dg.best_split(at, 16, TP4, slo)
+    assert d["met"] and d["best"]["ttft_s"] <= 1.0 + 1e-9 and d["best"]["itl_s"] <= 0.04
+    assert d["best"]["tokens_per_s"] == max(r["tokens_per_s"] for r in d["splits"] if r["ttft_s"] <= 1 + 1e-9)
+
+
+# ---------------------------------------------------------------------- goodput
+def test_goodput_is_the_edge_of_the_slo():
+    at = lambda c: _base(c)
+    slo = gp.parse_slo("ttft=2s,itl=50ms")
+    d = gp.goodput(at, slo, 4)
+    c = d["concurrency"]
+    assert d["met"] and gp.meets(at(c), slo) and not gp.meets(at(c + 1), slo)
+    assert d["requests_per_s"] == pytest.approx(at(c).tokens_per_s / 256)
+    none = gp.goodput(at, gp.parse_slo("ttft=10ms,itl=50ms"), 4)
+    assert not none["met"] and "best reachable" in none["why"] and none["best_reachable"]["concurrency"] == 1
+    with pytest.raises(IronlawError, match="--slo"):
+        gp.parse_slo("ttft=2s,latency=5ms")
+
+
+def test_frontier_trades_user_speed_for_device_throughput():
+    f = gp.frontier(lambda c: serving.estimate("llama3-8b", "h100", 1024, 256, c), 1)
+    pts = f["points"]
+    assert [p["concurrency"] for p in pts][:3] == [1, 2, 4] and pts[-1]["concurrency"] == f["max_concurrency"]
+    # throughput rises with the batch until the KV stream of a full cache flattens it (within 1% at the capacity)
+    assert all(b["tokens_per_s_per_device"] > 0.99 * a["tokens_per_s_per_device"] for a, b in zip(pts, pts[1:]))
+    assert pts[-1]["tokens_per_s_per_device"] > 20 * pts[0]["tokens_per_s_per_device"]
+    assert all(b["tokens_per_s_per_user"] < a["tokens_per_s_per_user"] for a, b in zip(pts, pts[1:]))
+
+
+# ---------------------------------------------------------------------- power
+def test_energy_never_exceeds_tdp():
+    for c in (1, 16, 256):
+        e = serving.estimate("llama3-8b", "h100", 1024, 256, c)
+        en = of_serving(e)
+        assert en["joules_per_output_token"] * e.tokens_per_s <= 700.0 * (1 + 1e-9)
+        assert en["joules_per_output_token"] * e.tokens_per_s >= 70.0 * (1 - 1e-9)    # at least idle
+    e4 = _base(64)
+    en4 = of_serving(e4, devices=4)
+    assert en4["joules_per_output_token"] * e4.tokens_per_s <= 4 * 700.0 * (1 + 1e-9)
+
+
+def test_power_follows_the_binding_resource():
+    hw = hardware.get("h100")
+    g = workloads.resolve(workloads.Request("gemm:8192,8192,8192", dtype="bf16"))
+    est = law.predict(g, hw)
+    st = power.step(est)
+    assert st["binding"] == "compute" and st["utilization"] > 0.9
+    assert st["power_w_per_device"] == pytest.approx(70 + 630 * st["utilization"])
+    dec = law.predict(workloads.resolve(workloads.Request("llama3-8b", phase="decode", batch=1, seq=512)), hw)
+    assert power.step(dec)["binding"] == "bandwidth:hbm3"
+    en = of_serving(serving.estimate("llama3-8b", "h100", 1024, 256, 32), usd_per_device_hour=2.0, gco2_per_kwh=400)
+    j = en["joules_per_output_token"]
+    assert en["gco2_per_million_output_tokens"] == pytest.approx(j / 3.6e6 * 400 * 1e6)
+    assert en["usd_per_million_output_tokens"] > 0 and en["price_source"].startswith("given")
+    with pytest.raises(IronlawError, match="states no \\[power\\]"):
+        power.check_power(hardware.get("apple-m2"))
