@@ -114,3 +114,30 @@ def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: 
     return {f"joules_per_{unit}": j, f"usd_per_million_{plural}": usd,
             f"gco2_per_million_{plural}": j / J_PER_KWH * g * 1e6,
             "usd_per_gpu_hour": usd_h, "price_source": usd_src, "grid_gco2_per_kwh": g, "grid_source": g_src}
+
+
+def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None) -> dict | None:
+    """One step of ``est`` on one device: power, energy and, per token (or sample) it processes, joules, USD and
+    gCO₂ (None when the device states no power)."""
+    if not has_power(est.hw):
+        return None
+    g = est.graph
+    d = step(est)
+    tokens = g.meta.get("tokens")
+    units, unit = (float(tokens), "token") if tokens is not None else (float(g.meta.get("batch", 1)), "sample")
+    d.update(per_unit(est.hw, d["joules"], d["time_s"], units, 1, usd_per_device_hour, gco2_per_kwh, unit))
+    d["schema"], d["units_per_step"] = "ironlaw.energy/1", units
+    return d
+
+
+def line(d: dict | None, hw_name: str) -> str:
+    """One sentence for text reports."""
+    if d is None:
+        return f"energy: {hw_name} states no [power] tdp_w and idle_w; no energy, cost or carbon"
+    unit = "token" if "joules_per_token" in d else "sample"
+    usd = d[f"usd_per_million_{unit}s"]
+    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W (idle {d['idle_w']:g} W + "
+            f"{d['tdp_w'] - d['idle_w']:g} W × utilization {d['utilization']:.2f} of {d['binding']}) = "
+            f"{d[f'joules_per_{unit}']:.3g} J per {unit}"
+            + (f", ${usd:.3g} per million {unit}s" if usd is not None else "")
+            + f", {d[f'gco2_per_million_{unit}s']:.3g} gCO2 per million at {d['grid_gco2_per_kwh']:g} gCO2/kWh")
