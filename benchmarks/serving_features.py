@@ -7,10 +7,12 @@ caching (half the prompt cached); disaggregated prefill/decode (the best split o
 ITL ≤ 50 ms); goodput (the highest concurrency meeting the same SLO); energy per output token at concurrency 64.
 Then the energy comparison: the prediction against ML.ENERGY's measured J/token (Llama 3.1 8B on one H100,
 batch 64, vLLM: 0.12 J in leaderboard v3 (vLLM 0.11.1), 0.20 J in v2 (vLLM 0.5.4); ml.energy/blog, 'LLM
-Inference Energy: A Longitudinal Analysis'), with the goal that the prediction lands within a factor of 2.
+Inference Energy: A Longitudinal Analysis'), with the goal that the prediction lands within a factor of 2; and
+against the board power and J/token measured on an H200 by benchmarks/gpu_energy.py (tests/data).
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -89,6 +91,30 @@ def energy_check() -> int:
                              "assumed prompt 512, output 717 = v3's mean chat response)")
 
 
+def h200_check() -> int:
+    """Predicted board power, step time and J/token against the H200 measured by benchmarks/gpu_energy.py."""
+    from ironlaw import power
+    m = json.loads((ROOT / "tests" / "data" / "h200_llama8b_energy_measured.json").read_text())
+    rows = [("idle W (CUDA context)", f"catalog {power_idle('h200'):.0f} vs measured {m['idle_w']:.0f}", "equal",
+             abs(power_idle("h200") - m["idle_w"]) < 1)]
+    for r in m["decode"]:
+        rate, est = serving.decode_tokens_per_s("llama3-8b", "h200", r["batch"], m["context"])
+        t = r["batch"] / rate
+        u, _ = power.utilization(est, t)
+        p = float(power.power_w(est.hw, u))
+        j = p * t / r["batch"]
+        rows.append((f"decode batch {r['batch']}: J/token", f"{j:.3g} vs {r['joules_per_token']:.3g} "
+                     f"({j / r['joules_per_token'] - 1:+.0%}); W {p:.0f} vs {r['power_w']:.0f}, ms "
+                     f"{1e3 * t:.2f} vs {1e3 * r['time_s']:.2f}", "within 2x", 0.5 <= j / r["joules_per_token"] <= 2))
+    return print_table(rows, "H200, Llama-3.1-8B-shaped decoder (torch + CUDA graph, 1024-token cache): predicted vs "
+                             "measured (tests/data/h200_llama8b_energy_measured.json)")
+
+
+def power_idle(name: str) -> float:
+    from ironlaw import hardware
+    return hardware.get(name).idle_w
+
+
 def main() -> int:
     for spec, tp, method, draft in MODELS:
         for hw in DEVICES:
@@ -97,7 +123,7 @@ def main() -> int:
             w = max(len(r[0]) for r in rows)
             for what, result, physics in rows:
                 print(f"  {what:<{w}}  {result:<48}  {physics}")
-    return energy_check()
+    return energy_check() + h200_check()
 
 
 if __name__ == "__main__":
