@@ -214,3 +214,22 @@ def test_sweep_and_analyze_carry_energy(cli):
     assert e["joules_per_token"] == pytest.approx(e["joules"] / 8)
     bad = cli("analyze", "llama3-8b", "--on", "h100", "--grid-gco2-per-kwh", "-5")
     assert bad.rc == 2 and bad.err.count("\n") == 1
+
+
+def test_report_shows_the_frontier(cli, tmp_path):
+    import json
+    doc = gp.frontier(lambda c: serving.estimate("llama3-8b", "h100", 1024, 256, c), 1, gp.parse_slo("itl=20ms"))
+    f = tmp_path / "frontier.json"
+    f.write_text(json.dumps(doc))
+    out = tmp_path / "r.html"
+    r = cli("report", "llama3-8b", "--on", "h100", "--phase", "decode", "--html", str(out), "--frontier", str(f))
+    assert r.rc == 0, r.err
+    html = out.read_text()
+    sec = html[html.index('<section id="frontier">'):]
+    sec = sec[:sec.index("</section>")]
+    assert sec.count("<circle") == len(doc["points"]) and "ITL target 20 ms" in sec
+    met = sum(p["meets_slo"] for p in doc["points"])
+    assert 0 < met < len(doc["points"]) and sec.count('fill="#2b8a3e"') == met
+    f.write_text(json.dumps({"schema": "ironlaw.serve/1"}))
+    bad = cli("report", "llama3-8b", "--on", "h100", "--html", str(out), "--frontier", str(f))
+    assert bad.rc == 2 and "ironlaw.serve.frontier/1" in bad.err and bad.err.count("\n") == 1
