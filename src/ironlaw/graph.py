@@ -25,8 +25,14 @@ KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "embed
 MATRIX_KINDS = ("matmul", "conv", "attention")          # run on the matrix unit (tensor cores, AMX…)
 CLASSES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "tables")
 PHASES = ("infer", "prefill", "decode", "train")
+# Bytes per element in memory. The block-scaled formats count their scales, spread over the block:
+#   fp4    NVFP4 (NVIDIA): 4-bit E2M1 values + one 8-bit E4M3 scale per 16 values = 4 + 8/16 = 4.5 bits
+#   mxfp4  OCP Microscaling MXFP4: 4-bit E2M1 values + one 8-bit E8M0 scale per 32 = 4 + 8/32 = 4.25 bits
+#   mxfp8  OCP Microscaling MXFP8: 8-bit E4M3/E5M2 values + one E8M0 scale per 32 = 8 + 8/32 = 8.25 bits
+# (NVFP4 also keeps one fp32 scale per tensor: negligible, not counted.) int4 and fp8 here carry no block scale.
+BLOCK_SCALED = {"fp4": (4, 16), "mxfp4": (4, 32), "mxfp8": (8, 32)}     # dtype -> (value bits, values per 8-bit scale)
 DTYPE_BYTES = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
-               "int4": 0.5, "fp4": 0.5}
+               "int4": 0.5, **{d: (bits + 8.0 / block) / 8.0 for d, (bits, block) in BLOCK_SCALED.items()}}
 
 
 def dtype_bytes(dtype: str) -> float:

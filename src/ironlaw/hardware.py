@@ -32,7 +32,9 @@ File format (``schema = "ironlaw.hardware/1"``)::
     ports_per_node = 8                 # network links (infiniband, ethernet) only, optional: the ports a
                                        # node has for the devices' traffic (else one per device)
     max_devices = 8                    # links inside a node only, optional: the most devices the fabric
-                                       # joins in one node (DGX A100's NVSwitch: 8; an NVLink bridge: 2)
+                                       # joins in one node (DGX A100's NVSwitch: 8; an NVLink bridge: 2).
+                                       # A "node" is the scale-up domain: a GB200 NVL72 rack is one node
+                                       # of 72 GPUs (NVLink Switch trays), a TPU v6e pod one of 256 chips
     [power]                            # optional
     tdp_w = 700
     source = "…"
@@ -62,10 +64,16 @@ from . import units
 from .errors import IronlawError, unknown
 
 SCHEMA = "ironlaw.hardware/1"
-DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp8", "mxfp4")
+# The matrix unit by vendor, as a refusal names it ("h100 has no fp4 tensor cores"); else "matrix unit".
+MATRIX_UNIT = {"NVIDIA": "tensor cores", "AMD": "matrix cores", "Google": "MXU mode"}
+# Block-scaled MX formats are a hardware feature: a device without them dequantizes MX weights in software
+# and runs the GEMM at a wider dtype (gpt-oss's MXFP4 experts on Hopper run as bf16 GEMMs).
+MX_DTYPES = ("mxfp8", "mxfp4")
 KINDS = ("gpu", "cpu", "tpu", "soc")
 ROLES = ("cache", "device", "host", "storage")
-LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "ici", "xgmi", "nvlink-c2c")
+LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "ici", "xgmi", "nvlink-c2c", "neuronlink", "roce-mesh")
+# neuronlink: AWS Trainium's chip-to-chip fabric; roce-mesh: Gaudi's on-board all-to-all RoCE ports (scale-up)
 NETWORK_KINDS = ("infiniband", "ethernet")          # links between nodes: they may state ports_per_node
 MAX_PORTS_PER_NODE = 1024
 SOURCE_PREFIXES = ("datasheet:", "measured", "derived:", "estimate:", "paper:", "vendor:")
@@ -115,9 +123,22 @@ class Hardware:
     def peak(self, dtype: str) -> float:
         """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it."""
         if dtype not in self.peak_flops:
-            have = ", ".join(d for d in DTYPES if d in self.peak_flops)
-            raise IronlawError(f"{self.name} has no {dtype} compute (it has: {have}); choose one with --dtype")
+            raise IronlawError(self.lacks(dtype))
         return self.peak_flops[dtype]
+
+    def lacks(self, dtype: str) -> str:
+        """The one line that refuses ``dtype`` on this device, with what it has and what to do instead."""
+        have = ", ".join(d for d in DTYPES if d in self.peak_flops)
+        unit = next((u for v, u in MATRIX_UNIT.items() if self.title.startswith(v)), "matrix unit")
+        hint = "choose one with --dtype"
+        if dtype in MX_DTYPES:
+            wide = next((d for d in ("bf16", "fp16", "fp8") if d in self.peak_flops), None)
+            if wide:
+                hint = (f"MX weights are dequantized on it: use --dtype {wide} with the weights stored as {dtype} "
+                        f"(ironlaw compare --what-if quant={dtype})")
+        elif dtype == "fp4" and "mxfp4" in self.peak_flops:
+            hint = "its 4-bit format is OCP MXFP4: use --dtype mxfp4"
+        return f"{self.name} has no {dtype} {unit} (its dtypes: {have}); {hint}"
 
     def eta(self, kind: str) -> float:
         return self.efficiency.get(kind, self.efficiency["other"])

@@ -16,8 +16,8 @@ Seq = Annotated[Optional[int], typer.Option("--seq", help="sequence length; for 
                                                           "in the KV cache")]
 Phase = Annotated[Optional[str], typer.Option("--phase", help="infer | prefill | decode | train (default: the "
                                                               "workload's own)")]
-DType = Annotated[Optional[str], typer.Option("--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 "
-                                                              "(default: the workload's own)")]
+DType = Annotated[Optional[str], typer.Option("--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 | fp4 "
+                                                              "(NVFP4) | mxfp8 | mxfp4 (default: the workload's own)")]
 Serial = Annotated[bool, typer.Option("--serial/--overlap", help="compose data, compute and latency serially (sum) "
                                                                  "or overlapped (max + latency)")]
 Opt = Annotated[List[str], typer.Option("--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288")]

@@ -18,6 +18,11 @@ an NVSwitch fabric is non-blocking, every GPU keeps its full NVLink rate whateve
 A node holds at most the ``max_devices`` its in-node fabric joins where the catalog states it (DGX A100:
 8 GPUs on NVSwitch): more per node is refused, and with no ``--nodes`` the devices fill whole nodes of
 that size (``nodes_for``: 64 A100 → 8 nodes), never one impossible 64-GPU node.
+
+A node here is the scale-up domain, not a chassis: where the fabric spans several trays the catalog says so
+with ``max_devices`` (GB200/GB300 NVL72: 72 GPUs on NVLink Switch trays, 18 trays of 4; TPU v6e: a pod of
+256 chips on ICI), so a group of up to that many devices stays on that fabric (64 GB200 → 1 node, NVLink)
+and only larger ones cross the scale-out network (the catalog's ports_per_node: one NIC per GPU on NVL72).
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from ..errors import IronlawError
 from ..hardware import NETWORK_KINDS, Hardware, Link
 
-INTRA_KINDS = ("nvlink", "xgmi", "ici", "nvlink-c2c", "pcie")     # preference order inside a node
+INTRA_KINDS = ("nvlink", "xgmi", "ici", "neuronlink", "roce-mesh", "nvlink-c2c", "pcie")   # preference inside a node
 INTER_KINDS = NETWORK_KINDS                                        # preference order between nodes
 MAX_DEVICES = 1 << 20
 

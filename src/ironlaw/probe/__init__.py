@@ -155,6 +155,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()
     pool = cold_pool(device)                      # emptied after each round
+    if device == "cuda":
+        _spin_up(budget)
     steps = plan(quick, device, threads, budget, pool)
     # the same GEMM and DRAM copy at the start, middle and end: a machine whose load changed during
     # the run (a neighbour that came or went) shows as drift even when every measurement was calm
@@ -252,11 +254,25 @@ def _median_round(tries: list[dict]) -> dict:
 
 def _sentinel(budget: Budget, device: str, quick: bool) -> dict:
     from . import gemm, memory
-    n = 512 if quick else 1024
+    # a GPU needs a GEMM of milliseconds and a copy well past its L2 (50–60 MB on Hopper) to time its
+    # steady clocks; a CPU's 1024³ fp32 GEMM and 256 MiB copy (8× a 32 MB L3) already take that long
+    n = 4096 if device == "cuda" else 512 if quick else 1024
     g = gemm.measure("fp32", n, n, n, budget, device)
-    m = memory.measure("sentinel", 256 * 2**20, budget, device)          # 8× the L3 of this machine
+    m = memory.measure("sentinel", (1 << 30) if device == "cuda" else 256 * 2**20, budget, device)
     return {"cv": max(g["cv"], m["cv"]), "_ok": g["_ok"] and m["_ok"], "gemm_flops_per_s": g["flops_per_s"],
             "copy_Bps": m["bytes"] / m["time_s"]}
+
+
+def _spin_up(budget: Budget, seconds: float = 2.0) -> None:
+    """Run large GEMMs for ``seconds`` first: an idle GPU clocks down (an H200 idles at 345 MHz against
+    1980 MHz under load, nvidia-smi) and would otherwise time its first rows while its clocks ramp."""
+    import torch
+    a = torch.randn(4096, 4096, device="cuda")
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
 
 
 def _drift(rows: list[dict]) -> dict:

@@ -104,10 +104,13 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
     tiers, fits = [], {}
     for level in levels:
         lr = [r for r in rows if r["level"] == level]
-        bw, overhead = memory_probe.fit(lr, dispatch_s)
+        role = "device" if level in ("dram", "hbm") else "cache"
+        # on a GPU the copies are replayed from a CUDA graph (no host overhead) and every device-memory set is
+        # many times the L2: the bandwidth is the median rate over the sizes
+        known = 0.0 if probe.get("cuda") and role == "device" else dispatch_s
+        bw, overhead = memory_probe.fit(lr, known)
         if level not in capacity:
             raise IronlawError(f"probe: no capacity recorded for memory level '{level}' (probe.capacity)")
-        role = "device" if level in ("dram", "hbm") else "cache"
         cap, cap_how = capacity[level], "capacity as the OS / driver reports it"
         if role == "cache":
             kept, effective = _effective_cache(lr, bw, overhead)
@@ -118,7 +121,8 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
                 cap, lr = effective, kept
                 bw, overhead = memory_probe.fit(lr, dispatch_s)
         fits[level] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(lr)}
-        how = ("fit t = overhead + bytes/BW" if overhead != dispatch_s else
+        how = ("BW = the median rate (bytes / time) of copies replayed from a CUDA graph over" if known == 0.0 else
+               "fit t = overhead + bytes/BW" if overhead != dispatch_s else
                "t = overhead + bytes/BW with the overhead = the per-op dispatch latency (too small to fit here), "
                "BW = median over")
         what = (f"copy bandwidth (read + written bytes), {how} {len(lr)} working sets "

@@ -2,7 +2,8 @@
 
 The model (every constant is named and stated here):
 - Bytes shrink with the element size, plus one fp16 scale per ``group`` elements (default 128:
-  +1/64 byte per element; per-channel int8 scales are smaller still).
+  +1/64 byte per element; per-channel int8 scales are smaller still). The block-scaled formats (fp4 =
+  NVFP4, mxfp4, mxfp8) carry their own scales in their element size (graph.BLOCK_SCALED): no group scale.
 - ``target=weights`` (weight-only, the usual LLM case): the matrix op keeps computing in its
   activation dtype; the kernel dequantizes every weight element it loads (convert + scale =
   DEQUANT_FLOPS on the vector unit) once per M-tile of TILE_M rows of the GEMM. For decode
@@ -19,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IronlawError, unknown
-from ..graph import DTYPE_BYTES, MATRIX_KINDS, Graph, dtype_bytes
+from ..graph import BLOCK_SCALED, DTYPE_BYTES, MATRIX_KINDS, Graph, dtype_bytes
 from . import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
 
-QUANT_DTYPES = ("int8", "fp8", "int4", "fp4", "fp16", "bf16")
+QUANT_DTYPES = ("int8", "fp8", "int4", "fp4", "mxfp8", "mxfp4", "fp16", "bf16")
 TARGETS = ("weights", "activations", "kv")
 DEQUANT_FLOPS = 2.0          # convert + multiply by the scale, per element, on the vector unit
 TILE_M = 128                 # rows of the GEMM one thread block holds (weights dequantized once per tile)
@@ -45,10 +46,10 @@ class Targets:
 @transform("quant", main="dtype", aliases=("quantize", "quantization"),
            params={"dtype": Choice(QUANT_DTYPES), "target": Targets(), "group": Number(1, 1 << 20, integer=True)},
            defaults={"target": frozenset({"weights"}), "group": 128},
-           help="quant=int8|fp8|int4|fp4[,target=weights|activations|kv|weights+activations|all][,group=128]")
+           help="quant=int8|fp8|int4|fp4|mxfp8|mxfp4[,target=weights|activations|kv|weights+activations|all][,group=128]")
 def quant(g: Graph, hw, dtype: str, target=frozenset({"weights"}), group: int = 128) -> Graph:
     new_b = DTYPE_BYTES[dtype]
-    scale = SCALE_BYTES / group if new_b < 2 else 0.0
+    scale = SCALE_BYTES / group if new_b < 2 and dtype not in BLOCK_SCALED else 0.0
     native = {"weights", "activations"} <= target
     if native:
         _check_native(hw, dtype, g)

@@ -1,15 +1,14 @@
 """Hugging Face ``config.json`` -> ``Arch``: the few numbers an analytic transformer builder needs.
 
-Read without torch or transformers. Supported layouts (``model_type``):
-    llama, mistral, qwen2   decoder, RMSNorm, RoPE, SwiGLU MLP, grouped-query attention
-    mixtral                 the same with a top-k mixture of SwiGLU experts and a router
-    gpt2                    decoder, LayerNorm, learned positions, fused QKV with bias, GELU-tanh MLP
-    bert                    encoder (post-norm), learned positions and token types, GELU MLP, pooler
-Anything else is ``Unsupported``: the ``hf:`` prefix hands it to graph capture (torch).
+Read without torch or transformers; one small reader per ``model_type`` lives in ``families`` (the
+layouts it knows are listed there). Anything else is ``Unsupported``: the ``hf:`` prefix hands it to
+graph capture (torch).
 
 Parameter counts follow the Hugging Face modules exactly (``LlamaForCausalLM``, ``GPT2LMHeadModel``,
-``MixtralForCausalLM``, ``BertModel`` with its pooler): embeddings, per-layer projections with the
-biases each layout has, norm gains (and biases for LayerNorm), the untied LM head.
+``MixtralForCausalLM``, ``BertModel`` with its pooler, ``Qwen3MoeForCausalLM``, ``DeepseekV3ForCausalLM``,
+``GptOssForCausalLM``, the text models of Llama 4 and Gemma 3): embeddings, per-layer projections with
+the biases each layout has, norm gains (and biases for LayerNorm), routers, shared experts, the untied
+LM head.
 """
 from __future__ import annotations
 
@@ -20,13 +19,27 @@ from pathlib import Path
 
 from ..errors import IronlawError
 
-LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
-SUPPORTED = LLAMA_LIKE + ("gpt2", "bert")
 MAX_DIM = 1 << 24
 
 
 class Unsupported(Exception):
     """A config this module cannot describe analytically (the caller may capture it instead)."""
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through low-rank latents;
+    the cache holds the ``kv_lora`` latent and one shared ``rope`` key per token."""
+    q_lora: int               # 0: queries projected straight from the hidden state
+    kv_lora: int
+    nope: int                 # per-head query/key dims without rotary embedding
+    rope: int                 # per-head rotary dims (the rotary key is shared by all heads)
+    v_dim: int                # per-head value dims
+
+    @property
+    def cache_elems(self) -> int:
+        """Elements one token adds to one layer's cache: the latent and the shared rotary key."""
+        return self.kv_lora + self.rope
 
 
 @dataclass(frozen=True)
@@ -39,25 +52,59 @@ class Arch:
     heads: int
     kv_heads: int
     head_dim: int
-    inter: int
+    inter: int                # the dense MLP's intermediate size (and Mixtral's experts')
     vocab: int
     max_pos: int | None       # None: no stated limit
     positions: str            # "rope" | "learned"
     norm: str                 # "rms" | "layer"
-    act: str                  # "silu" | "gelu_new" | "gelu"
+    act: str                  # "silu" | "gelu_new" | "gelu" | "swiglu_oai"
     glu: bool                 # gated MLP (gate and up projections)
     tied: bool                # LM head shares the token embedding
     qkv_bias: bool
     o_bias: bool
     mlp_bias: bool
     post_norm: bool = False   # BERT: norm after the residual add
-    experts: int = 0          # 0: dense MLP
+    experts: int = 0          # routed experts per MoE layer; 0: dense MLP
     top_k: int = 0
     type_vocab: int = 0       # BERT token-type embeddings
     pooler: bool = False
     sliding_window: int | None = None
     dropout: float = 0.0      # training dropout probability of the residual/MLP paths
     attn_dropout: float = 0.0  # training dropout probability of the attention probabilities
+    qk_norm: str = ""         # "rms": a gain of head_dim on q and k (Qwen3, Gemma 3); "l2": no weights (Llama 4)
+    mla: MLA | None = None
+    moe_inter: int = 0        # a routed expert's intermediate size (0: ``inter``)
+    shared_inter: int = 0     # the always-on shared expert(s) together (0: none)
+    moe_mask: tuple = ()      # per layer, True where the MLP is a mixture of experts; (): all (when experts)
+    spans: tuple = ()         # per layer, None (global attention) or the local span; (): ``sliding_window``
+    local: str = "window"     # local layers: "window" (sliding) or "chunk" (Llama 4: fixed chunks)
+    rope_mask: tuple = ()     # per layer, False where the layer has no rotary embedding (Llama 4 NoPE); (): all
+    sinks: bool = False       # a learned sink logit per head in the softmax (gpt-oss)
+    router_bias: bool = False  # a bias (or DeepSeek's score-correction bias) per expert in the router
+    sandwich_norm: bool = False  # norms after attention and after the MLP too (Gemma 3): four per layer
+    mtp_layers: int = 0       # DeepSeek multi-token-prediction modules (counted apart from the main model)
+    expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
+
+    # ------------------------------------------------------------------ layer patterns
+    def layer_spans(self) -> tuple:
+        return self.spans or (self.sliding_window,) * self.layers
+
+    def span_groups(self) -> dict:
+        """{span: layers}: None is global attention, an int the window (or chunk) of local layers."""
+        out: dict = {}
+        for w in self.layer_spans():
+            out[w] = out.get(w, 0) + 1
+        return out
+
+    @property
+    def moe_layers(self) -> int:
+        if not self.experts:
+            return 0
+        return sum(self.moe_mask) if self.moe_mask else self.layers
+
+    @property
+    def rope_layers(self) -> int:
+        return sum(self.rope_mask) if self.rope_mask else self.layers
 
     # ------------------------------------------------------------------ parameter counts (exact)
     @property
@@ -72,24 +119,57 @@ class Arch:
     def norm_params(self) -> int:
         return self.hidden * (2 if self.norm == "layer" else 1)
 
+    @property
+    def expert_inter(self) -> int:
+        return self.moe_inter or self.inter
+
+    def kv_elems_per_token(self) -> int:
+        """Cache elements one token adds to one layer: K and V, or MLA's latent and rotary key."""
+        return self.mla.cache_elems if self.mla else 2 * self.kv_dim
+
     def attn_params(self) -> int:
+        if self.mla:
+            return self._mla_params()
         h = self.hidden
         p = h * (self.q_dim + 2 * self.kv_dim) + self.q_dim * h
-        return p + (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
+        p += (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
+        return p + (2 * self.head_dim if self.qk_norm == "rms" else 0) + (self.heads if self.sinks else 0)
 
-    def expert_params(self) -> int:
-        """One MLP (a dense layer's, or one expert's)."""
-        h, i = self.hidden, self.inter
+    def _mla_params(self) -> int:
+        m, h, n = self.mla, self.hidden, self.heads
+        qk = m.nope + m.rope
+        q = m.q_lora * (h + 1 + n * qk) if m.q_lora else h * n * qk        # down, latent norm, up
+        kv = h * m.cache_elems + m.kv_lora + m.kv_lora * n * (m.nope + m.v_dim)
+        return q + kv + n * m.v_dim * h
+
+    def mlp_params(self, inter: int) -> int:
+        """One MLP of intermediate size ``inter`` (a dense layer's, or one expert's)."""
+        h, i = self.hidden, inter
         if self.glu:
             return 3 * h * i + (2 * i + h if self.mlp_bias else 0)
         return 2 * h * i + (i + h if self.mlp_bias else 0)
 
-    def router_params(self) -> int:
-        return self.hidden * self.experts if self.experts else 0
+    def expert_params(self) -> int:
+        return self.mlp_params(self.expert_inter)
 
-    def layer_params(self, active: bool = False) -> int:
-        n_mlp = (self.top_k if active else self.experts) if self.experts else 1
-        return self.attn_params() + n_mlp * self.expert_params() + self.router_params() + 2 * self.norm_params
+    def router_params(self) -> int:
+        e = self.experts
+        return self.hidden * e + (e if self.router_bias else 0)
+
+    def moe_params(self, active: bool = False) -> int:
+        """One MoE layer's MLP: the routed experts (the top-k of them if ``active``), router, shared expert."""
+        n = self.top_k if active else self.experts
+        shared = self.mlp_params(self.shared_inter) if self.shared_inter else 0
+        return n * self.expert_params() + self.router_params() + shared
+
+    def layer_norm_params(self) -> int:
+        return (4 if self.sandwich_norm else 2) * self.norm_params
+
+    def layers_params(self, active: bool = False) -> int:
+        """All decoder (or encoder) layers together."""
+        moe = self.moe_layers
+        return (self.layers * (self.attn_params() + self.layer_norm_params()) + moe * self.moe_params(active)
+                + (self.layers - moe) * self.mlp_params(self.inter))
 
     def embedding_params(self) -> int:
         h = self.hidden
@@ -112,9 +192,23 @@ class Arch:
         return self.hidden * self.hidden + self.hidden if self.pooler else 0
 
     def params(self, active: bool = False) -> int:
-        """All parameters, or (``active``) those one token touches: the routed top-k experts only."""
-        return (self.embedding_params() + self.layers * self.layer_params(active) + self.final_norm_params()
+        """All parameters, or (``active``) those one token touches: the routed top-k experts only.
+        DeepSeek's multi-token-prediction modules are not in it (``mtp_params``)."""
+        return (self.embedding_params() + self.layers_params(active) + self.final_norm_params()
                 + self.head_params() + self.pooler_params())
+
+    def mtp_params(self) -> int:
+        """DeepSeek-V3's multi-token-prediction modules as its checkpoint stores them: two input norms, the
+        projection of [embedding; hidden] (2h -> h), one MoE decoder layer, the head's norm, and copies of
+        the embedding and the LM head."""
+        h = self.hidden
+        layer = self.attn_params() + self.layer_norm_params() + self.moe_params()
+        return self.mtp_layers * (3 * h + 2 * h * h + layer + 2 * self.vocab * h)
+
+    def active_compute_params(self) -> int:
+        """Active parameters without the lookup-only embedding table: those a token multiplies by
+        (what OpenAI and DeepSeek publish as "active"; Meta and Qwen include the embedding)."""
+        return self.params(active=True) - self.lookup_only_params()
 
     def lookup_only_params(self) -> int:
         """Parameters that are only gathered, never multiplied (embedding tables not tied to the head)."""
@@ -162,55 +256,14 @@ def model_type(cfg: dict) -> str:
 
 def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
     """Arch of a HF config dict; IronlawError naming ``where`` and the field; Unsupported otherwise."""
+    from .families import FAMILIES, text_config
     mt = model_type(cfg)
     if not mt:
         raise IronlawError(f"{where}: missing field 'model_type' (or 'architectures'); cannot tell the architecture")
-    if mt not in SUPPORTED:
+    if mt not in FAMILIES:
         raise Unsupported(mt)
-    f = _Fields(cfg, where)
     name = name or str(cfg.get("_name_or_path") or Path(where).parent.name or mt)
-    if mt in LLAMA_LIKE:
-        h, heads = f.int("hidden_size"), f.int("num_attention_heads")
-        kv = f.int("num_key_value_heads", heads)
-        hd = f.int("head_dim", None) or _div(h, heads, where, "hidden_size", "num_attention_heads")
-        if heads % kv:
-            raise IronlawError(f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv}")
-        act = f.str("hidden_act", "silu")
-        if act not in ("silu", "swish"):
-            raise Unsupported(f"{mt} with hidden_act={act}")
-        experts = f.int("num_local_experts") if mt == "mixtral" else 0
-        top_k = f.int("num_experts_per_tok") if mt == "mixtral" else 0
-        if top_k > experts:
-            raise IronlawError(f"{where}: num_experts_per_tok {top_k} exceeds num_local_experts {experts}")
-        bias = f.bool("attention_bias", False)
-        return Arch(name, mt, False, h, f.int("num_hidden_layers"), heads, kv, hd, f.int("intermediate_size"),
-                    f.int("vocab_size"), f.int("max_position_embeddings", None), "rope", "rms", "silu", True,
-                    f.bool("tie_word_embeddings", False), qkv_bias=bias or mt == "qwen2", o_bias=bias,
-                    mlp_bias=f.bool("mlp_bias", False), experts=experts, top_k=top_k,
-                    sliding_window=f.int("sliding_window", None) if f.bool("use_sliding_window", mt != "qwen2") else None)
-    if mt == "gpt2":
-        h, heads = f.int("n_embd"), f.int("n_head")
-        act = f.str("activation_function", "gelu_new")
-        if act not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
-            raise Unsupported(f"gpt2 with activation_function={act}")
-        return Arch(name, mt, False, h, f.int("n_layer"), heads, heads, _div(h, heads, where, "n_embd", "n_head"),
-                    f.int("n_inner", None) or 4 * h, f.int("vocab_size"), f.int("n_positions"), "learned", "layer",
-                    "gelu" if act == "gelu" else "gelu_new", False, f.bool("tie_word_embeddings", True),
-                    True, True, True, dropout=f.float("resid_pdrop", 0.1),
-                    attn_dropout=f.float("attn_pdrop", 0.1))
-    # bert
-    h, heads = f.int("hidden_size"), f.int("num_attention_heads")
-    act = f.str("hidden_act", "gelu")
-    if act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-        raise Unsupported(f"bert with hidden_act={act}")
-    if f.str("position_embedding_type", "absolute") != "absolute":
-        raise Unsupported("bert with relative position embeddings")
-    return Arch(name, mt, True, h, f.int("num_hidden_layers"), heads, heads, _div(h, heads, where, "hidden_size",
-                "num_attention_heads"), f.int("intermediate_size"), f.int("vocab_size"),
-                f.int("max_position_embeddings"), "learned", "layer", "gelu" if act == "gelu" else "gelu_new", False,
-                True, True, True, True, post_norm=True, type_vocab=f.int("type_vocab_size", 2), pooler=True,
-                dropout=f.float("hidden_dropout_prob", 0.1),
-                attn_dropout=f.float("attention_probs_dropout_prob", 0.1))
+    return FAMILIES[mt](_Fields(text_config(cfg, mt, where), where), mt, name)
 
 
 def _div(a: int, b: int, where: str, na: str, nb: str) -> int:
@@ -244,6 +297,24 @@ class _Fields:
                 or not 0 < v <= MAX_DIM * 64:
             raise IronlawError(f"{self.where}: field '{key}' must be a positive whole number, got {v!r}")
         return int(v)
+
+    def count(self, key: str, default=_MISSING) -> int:
+        """A whole number that may be 0 (a number of layers or experts of some kind)."""
+        v = self._get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) \
+                or not 0 <= v <= MAX_DIM * 64:
+            raise IronlawError(f"{self.where}: field '{key}' must be a whole number >= 0, got {v!r}")
+        return int(v)
+
+    def list(self, key: str, n: int, allowed: tuple):
+        """A per-layer list of ``n`` values from ``allowed``, or None when the config has none."""
+        v = self._get(key, None)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) != n or any(x not in allowed for x in v):
+            raise IronlawError(f"{self.where}: field '{key}' must list one of {', '.join(map(str, allowed))} for "
+                               f"each of the {n} layers")
+        return v
 
     def float(self, key: str, default):
         v = self._get(key, default)

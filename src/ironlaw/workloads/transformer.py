@@ -50,6 +50,7 @@ from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
 from . import Request, builtin, check_phase, prefix
 from . import hfconfig
+from .attention import ROPE_FLOPS, SUBLAYERS, kv_cache_bytes, sublayer, working_elems
 from .common import backward, elementwise, linear, optimizer_step, training_footprint
 from .hfconfig import Arch
 
@@ -58,16 +59,34 @@ DECODER_PHASES = ("prefill", "decode", "infer", "train")
 ENCODER_PHASES = ("infer", "train")
 DEFAULT_SEQ = {"decoder": 1024, "encoder": 512}
 
-ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
 DROPOUT_FLOPS = 3.0                                         # uniform draw, compare with p, scale by 1/(1−p)
 MASK_BYTES = 1.0                                            # the keep mask saved for the backward (bool)
-ACT_FLOPS = {"silu": flopcount.SILU, "gelu_new": flopcount.GELU_TANH, "gelu": flopcount.GELU_ERF}
+ACT_FLOPS = {"silu": flopcount.SILU, "gelu_new": flopcount.GELU_TANH, "gelu": flopcount.GELU_ERF,
+             # gpt-oss: clamp gate (1) and up (2), gate·α, sigmoid, ·gate, up + 1 (the product is the GLU's)
+             "swiglu_oai": 6.0 + flopcount.SIGMOID}
 BUILTIN_NAMES = {"gpt2": "GPT-2 124M (learned positions, tied embeddings, GELU-tanh)",
                  "bert-base": "BERT-base uncased encoder with pooler (110M)",
                  "bert-large": "BERT-large uncased encoder with pooler (335M)",
                  "llama3-8b": "Llama-3-8B (GQA 32/8 heads, RoPE, SwiGLU)",
                  "llama3-70b": "Llama-3-70B (GQA 64/8 heads, RoPE, SwiGLU)",
-                 "mixtral-8x7b": "Mixtral-8x7B (8 SwiGLU experts, top-2; 46.7B total, 12.9B active)"}
+                 "mixtral-8x7b": "Mixtral-8x7B (8 SwiGLU experts, top-2; 46.7B total, 12.9B active)",
+                 "llama3.1-8b": "Llama-3.1-8B (GQA 32/8 heads, RoPE, SwiGLU, 128K context)",
+                 "llama3.1-70b": "Llama-3.1-70B (GQA 64/8 heads, RoPE, SwiGLU, 128K context)",
+                 "llama3.3-70b": "Llama-3.3-70B-Instruct (the Llama-3.1-70B shape)",
+                 "llama3.1-405b": "Llama-3.1-405B (GQA 128/8 heads, 126 layers)",
+                 "qwen3-8b": "Qwen3-8B (GQA 32/8 heads x 128, qk-norm)",
+                 "qwen3-32b": "Qwen3-32B (GQA 64/8 heads x 128, qk-norm)",
+                 "qwen3-30b-a3b": "Qwen3-30B-A3B (128 experts, top-8; qk-norm)",
+                 "qwen3-235b-a22b": "Qwen3-235B-A22B (128 experts, top-8; qk-norm)",
+                 "deepseek-v3": "DeepSeek-V3 (MLA, 3 dense + 58 MoE layers: 256 routed top-8 + 1 shared; MTP apart)",
+                 "deepseek-r1": "DeepSeek-R1 (the DeepSeek-V3 architecture)",
+                 "gpt-oss-20b": "gpt-oss-20b (32 experts top-4, sliding window 128 / global alternating, sinks)",
+                 "gpt-oss-120b": "gpt-oss-120b (128 experts top-4, sliding window 128 / global alternating, sinks)",
+                 "llama4-scout": "Llama-4-Scout-17B-16E text model (16 experts top-1 + shared, chunked attention)",
+                 "llama4-maverick": "Llama-4-Maverick-17B-128E text model (128 experts top-1 + shared on every "
+                                    "other layer, chunked attention)",
+                 "gemma3-27b": "Gemma-3-27B text model (5 sliding-window 1024 : 1 global, qk-norm, tied)"}
+ALIASES = {"deepseek-r1": "deepseek-v3"}              # the same architecture and config values
 
 
 # ---------------------------------------------------------------------- shape of one phase
@@ -76,20 +95,7 @@ class _Shape:
 
     def __init__(self, a: Arch, phase: str, b: Num, s: Num):
         self.phase, self.b, self.s = phase, b, s
-        w = a.sliding_window
-        if phase == "decode":
-            keys = s + 1.0 if w is None else np.minimum(s + 1.0, w)
-            self.tokens, self.pairs = b, b * keys                   # one query per sequence
-            self.kv_read, self.kv_write = b * (keys - 1.0), b
-        else:
-            self.tokens = b * s
-            if a.encoder:
-                self.pairs = b * s * s
-            elif w is None:
-                self.pairs = b * s * (s + 1.0) / 2
-            else:
-                self.pairs = b * np.where(s <= w, s * (s + 1.0) / 2, w * (w + 1.0) / 2 + (s - w) * w)
-            self.kv_read, self.kv_write = 0.0, (b * s if phase == "prefill" else 0.0)
+        self.tokens = b if phase == "decode" else b * s             # decode: one query per sequence
         self.head_tokens = b if phase in ("prefill", "decode") or a.encoder else self.tokens
 
 
@@ -137,55 +143,61 @@ def _embedding(a: Arch, sh: _Shape, dt: str) -> Op:
     return _kernel(op, "embedding" if tables == 1 else None)          # one lookup; more tables add adds
 
 
-def _attention(a: Arch, sh: _Shape, dt: str, count: int) -> Op:
-    by = dtype_bytes(dt)
-    t = sh.tokens
-    flops = sh.pairs * a.heads * 4.0 * a.head_dim                           # QKᵀ and PV on the matrix unit
-    b = {"activations": t * (2 * a.q_dim + 2 * a.kv_dim) * by}           # read Q, K, V of new tokens; write O
-    kv_tokens = sh.kv_read + sh.kv_write
-    if np.any(np.asarray(kv_tokens) > 0):
-        b["kv_cache"] = 2.0 * a.kv_dim * kv_tokens * by
-    kind = "full" if a.encoder else ("causal" if a.sliding_window is None else f"window {a.sliding_window}")
-    return Op("attention", "attention", flops=flops, bytes=b, dtype=dt, count=count, module="attn",
-              vector_flops=sh.pairs * a.heads * flopcount.SOFTMAX,               # the fused softmax
-              shapes=f"{kind}, {a.heads} heads / {a.kv_heads} kv x {a.head_dim}",
-              bytes_written=t * a.q_dim * by + 2.0 * a.kv_dim * sh.kv_write * by)
+def _mlp_ops(a: Arch, t: Num, inter: int, dt: str, count: int, variant: str = "", module: str = "mlp") -> list[Op]:
+    """A (gated) MLP of ``inter`` over ``t`` tokens in ``count`` layers; ``variant`` suffixes the op names."""
+    up_n = 2 * inter if a.glu else inter
+    ops = [linear("mlp_up_proj" + variant, t, a.hidden, up_n, dt, count, a.mlp_bias, module),
+           _act(a, t * inter, dt, count, module), linear("mlp_down_proj" + variant, t, inter, a.hidden, dt, count,
+                                                          a.mlp_bias, module)]
+    ops[1].name += variant
+    return ops
 
 
-def _mlp(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
-    t, h, i = sh.tokens, a.hidden, a.inter
+def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
+    """Router, the routed experts (module "experts", as Mixtral's), the shared expert, the weighted combine."""
+    t, h, i = sh.tokens, a.hidden, a.expert_inter
     up_n = 2 * i if a.glu else i
-    if not a.experts:
-        return [linear("mlp_up_proj", t, h, up_n, dt, L, a.mlp_bias, "mlp"),
-                _act(a, t * i, dt, L, "mlp"),
-                linear("mlp_down_proj", t, i, h, dt, L, a.mlp_bias, "mlp")]
     by, k, e = dtype_bytes(dt), a.top_k, a.experts
     routed = t * k                                                  # token-expert assignments
     touched = e * (1.0 - (1.0 - k / e) ** t)                        # distinct experts hit (uniform routing)
-    up = linear("mlp_up_proj", routed, h, up_n, dt, L, a.mlp_bias, "experts")
+    up, act, down = _mlp_ops(a, routed, i, dt, L, module="experts")
     up.bytes["weights"] = touched * (h * up_n + (up_n if a.mlp_bias else 0)) * by
-    down = linear("mlp_down_proj", routed, i, h, dt, L, a.mlp_bias, "experts")
     down.bytes["weights"] = touched * (i * h + (h if a.mlp_bias else 0)) * by
     up.shapes = down.shapes = f"{k} of {e} experts per token"
-    return [linear("moe_router", t, h, e, dt, L, module="router"),
+    for op in (up, act, down):
+        op.attrs["expert"] = "routed"
+    shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
+    for op in shared:
+        op.attrs["expert"] = "shared"
+    return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router"),
             elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router"),
-            up, _act(a, routed * i, dt, L, "experts"), down,
+            up, act, down, *shared,
             elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts")]
+
+
+def _mlp(a: Arch, sh: _Shape, dt: str) -> list[Op]:
+    """Every layer's MLP: dense layers (``.dense`` beside MoE layers) and MoE layers."""
+    moe = a.moe_layers
+    dense = a.layers - moe
+    ops = _mlp_ops(a, sh.tokens, a.inter, dt, dense, ".dense" if moe else "") if dense else []
+    return ops + (_moe(a, sh, dt, moe) if moe else [])
 
 
 def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     t, h, L = sh.tokens, a.hidden, a.layers
-    qkv = linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn")
-    rope = [_kernel(elementwise("attn_rope", t * (a.q_dim + a.kv_dim), dt, ROPE_FLOPS, inputs=2, count=L,
-                                module="attn"), "rotary_embedding")] if a.positions == "rope" else []
     drop = _train_dropout(a, sh)
-    attn = [qkv, *rope, _attention(a, sh, dt, L), linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn"),
-            *([_dropout("attn_dropout", t * h, dt, L, "attn")] if drop else []), _add("attn_residual_add", t * h, dt, L)]
-    mlp = _mlp(a, sh, dt, L) + ([_dropout("mlp_dropout", t * h, dt, L, "mlp")] if drop else []) + \
-        [_add("mlp_residual_add", t * h, dt, L)]
+    attn = SUBLAYERS[sublayer(a)](a, sh, dt)
+    attn += [_dropout("attn_dropout", t * h, dt, L, "attn")] if drop else []
+    mlp = _mlp(a, sh, dt) + ([_dropout("mlp_dropout", t * h, dt, L, "mlp")] if drop else [])
     if a.post_norm:
-        return attn + [_norm("attn_layernorm", a, t, dt, L)] + mlp + [_norm("mlp_layernorm", a, t, dt, L)]
-    return [_norm("input_layernorm", a, t, dt, L)] + attn + [_norm("post_attention_layernorm", a, t, dt, L)] + mlp
+        return attn + [_add("attn_residual_add", t * h, dt, L), _norm("attn_layernorm", a, t, dt, L)] + mlp + \
+            [_add("mlp_residual_add", t * h, dt, L), _norm("mlp_layernorm", a, t, dt, L)]
+    if a.sandwich_norm:                                              # Gemma 3: norm each sublayer's output too
+        attn.append(_norm("attn_layernorm", a, t, dt, L))
+        mlp.append(_norm("mlp_layernorm", a, t, dt, L))
+    return [_norm("input_layernorm", a, t, dt, L)] + attn + [_add("attn_residual_add", t * h, dt, L),
+                                                             _norm("post_attention_layernorm", a, t, dt, L)] + \
+        mlp + [_add("mlp_residual_add", t * h, dt, L)]
 
 
 def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
@@ -210,21 +222,25 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- memory
+def _mlp_elems(a: Arch) -> int:
+    """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's)."""
+    h = a.hidden
+
+    def gated(i: int, m: int) -> int:                                # up output and act output of m MLPs
+        return m * ((2 * i if a.glu else i) + i)
+    dense = h + gated(a.inter, 1) if a.layers > a.moe_layers else 0
+    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + 2 * a.top_k * h \
+        if a.moe_layers else 0                                       # router logits, permuted in/out copies
+    return max(dense, moe)
+
+
 def _layer_elems_per_token(a: Arch) -> tuple[float, float]:
     """(live working set, saved for backward) elements per token in one layer."""
-    h, i, m = a.hidden, a.inter, (a.top_k or 1)
-    up_n = 2 * i if a.glu else i
-    attn = h + a.q_dim + 2 * a.kv_dim + a.q_dim                      # normed x, Q K V, O
-    moe = (a.experts + 2 * m * h) if a.experts else 0                # router logits, permuted in/out copies
-    mlp = h + m * (up_n + i) + moe                                   # normed x, up output, act output
+    h = a.hidden
+    attn, mlp = working_elems(a), _mlp_elems(a)                      # normed x, projections, O; MLP
     live = h + max(attn, mlp)                                        # + the residual stream
     saved = 2 * h + attn + mlp                                       # norm inputs, projection and act inputs
     return live, saved
-
-
-def kv_cache_bytes(a: Arch, b: Num, s: Num, dt: str) -> Num:
-    """K and V of every layer for ``s`` tokens of ``b`` sequences."""
-    return 2.0 * a.layers * a.kv_dim * s * b * dtype_bytes(dt)
 
 
 def _footprint(a: Arch, sh: _Shape, dt: str, params: int) -> dict[str, Num]:
@@ -286,13 +302,20 @@ def build(a: Arch, req: Request, name: str) -> Graph:
                 op.flops, op.bytes = fw.flops / DROPOUT_FLOPS, dict(fw.bytes)
         ops = fwd + bwd + [optimizer_step(params, dt)]
     meta = {"batch": req.batch, "seq": s if np.ndim(s) else int(s), "tokens": sh.tokens, "params": params,
-            "active_params": active, "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
+            "active_params": active, "active_compute_params": a.active_compute_params(),
+            "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0),
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
             "kv_heads": a.kv_heads, "head_dim": a.head_dim, "vocab": a.vocab,
             "attention_pairs": "full" if a.encoder else "causal",
             "attention_dropout": a.attn_dropout if phase == "train" else 0.0, "frontend": "transformers"}
     if a.experts:
-        meta.update(experts=a.experts, experts_per_token=a.top_k)
+        meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
+                    shared_expert=bool(a.shared_inter))
+    meta.update(_attention_meta(a))
+    if a.mtp_layers:
+        meta.update(mtp_layers=a.mtp_layers, mtp_params=a.mtp_params())
+    if a.expert_dtype:
+        meta["checkpoint_expert_dtype"] = a.expert_dtype
     if phase in ("prefill", "decode"):
         meta["kv_cache_bytes"] = kv_cache_bytes(a, b, s, dt)
     if a.max_pos and a.positions == "rope" and np.any(np.asarray(s) > a.max_pos):
@@ -302,9 +325,16 @@ def build(a: Arch, req: Request, name: str) -> Graph:
     return g
 
 
+def _attention_meta(a: Arch) -> dict:
+    """What serving and parallel plans read about the cache: its layout and the layers per span."""
+    spans = {("global" if w is None else f"{a.local} {w}"): n for w, n in a.span_groups().items()}
+    return {"attention": sublayer(a), "layer_spans": spans, "kv_elems_per_token_layer": a.kv_elems_per_token(),
+            "kv_shared_by_heads": bool(a.mla)}
+
+
 # ---------------------------------------------------------------------- registries
 def builtin_arch(name: str) -> Arch:
-    path = CONFIG_DIR / f"{name}.json"
+    path = CONFIG_DIR / f"{ALIASES.get(name, name)}.json"
     return hfconfig.parse(json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}", name)
 
 
@@ -320,8 +350,8 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, gpt2, bert "
-              "analytic; others captured with torch)")
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
+              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch)")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:

@@ -1,0 +1,435 @@
+"""Today's LLM families as built-ins and through ``hf:config.json``: parameter counts against the figures
+their publishers give, KV-cache bytes per token against hand counts, and the attention/MoE features each
+family has (qk-norm, MLA, routed + shared experts, sliding windows, chunked attention, sinks, MTP)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ironlaw.errors import IronlawError
+from ironlaw.workloads import Request, catalog, resolve
+from ironlaw.workloads import transformer as T
+
+DATA = Path(__file__).parent / "data" / "llm_configs"
+B = 1e9
+
+# Vision towers are not modelled (text model only). Llama 4's published totals include the vision encoder
+# and its projector: 871,932,416 parameters for the vision_config both checkpoints publish (hidden 1408,
+# 34 layers, MLP 5632, patch 14, projector 4096 -> 5120), as transformers' Llama4VisionModel and
+# Llama4MultiModalProjector count them (test_llama4_vision_tower_constant). Gemma 3's report gives the
+# text model's count apart from its vision encoder, so Gemma 3 is tested against the text figure.
+LLAMA4_VISION = 871_932_416
+
+# name: (published total, what is added to the text model to compare, where the figure is published)
+TOTAL = {
+    "llama3.1-8b": (8.03 * B, 0, "HF model page meta-llama/Llama-3.1-8B: 'Model size 8.03B params'"),
+    "llama3.1-70b": (70.6 * B, 0, "HF model page meta-llama/Llama-3.1-70B: 'Model size 70.6B params'"),
+    "llama3.3-70b": (70.6 * B, 0, "HF model page meta-llama/Llama-3.3-70B-Instruct: 'Model size 70.6B params'"),
+    "llama3.1-405b": (405.9 * B, 0, "HF model page meta-llama/Llama-3.1-405B: 'Model size 406B params' "
+                                    "(405,853,388,800 in its safetensors index)"),
+    "qwen3-8b": (8.2 * B, 0, "Qwen/Qwen3-8B model card: 'Number of Parameters: 8.2B'"),
+    "qwen3-32b": (32.8 * B, 0, "Qwen/Qwen3-32B model card: 'Number of Parameters: 32.8B'"),
+    "qwen3-30b-a3b": (30.5 * B, 0, "Qwen/Qwen3-30B-A3B model card: '30.5B in total and 3.3B activated'"),
+    "qwen3-235b-a22b": (235 * B, 0, "Qwen/Qwen3-235B-A22B model card: '235B in total and 22B activated'"),
+    "deepseek-v3": (671 * B, 0, "deepseek-ai/DeepSeek-V3 README: '671B total parameters with 37B activated' "
+                                "(the main model; the MTP module is apart, test_deepseek_mtp)"),
+    "deepseek-r1": (671 * B, 0, "deepseek-ai/DeepSeek-R1 README: '671B total, 37B activated'"),
+    "gpt-oss-120b": (116.83 * B, 0, "gpt-oss model card (OpenAI, 2025): total 116.83B, active 5.13B"),
+    "gpt-oss-20b": (20.91 * B, 0, "gpt-oss model card (OpenAI, 2025): total 20.91B, active 3.61B"),
+    "llama4-scout": (109 * B, LLAMA4_VISION, "Meta Llama 4 model card: Scout 17B active, 109B total "
+                                             "(with the vision encoder)"),
+    "llama4-maverick": (400 * B, LLAMA4_VISION, "Meta Llama 4 model card: Maverick 17B active, 400B total "
+                                                "(with the vision encoder)"),
+    "gemma3-27b": (27.016 * B, 0, "Gemma 3 Technical Report, Table 1: 27B = 1,416M embedding + 25,600M "
+                                  "non-embedding parameters (vision encoder 417M apart)"),
+}
+
+# name: (lowest, highest count the published figure allows, which count, the figure). Publishers round to
+# two significant digits here, so the interval is the figure's own precision; OpenAI gives three.
+# "compute": without the lookup-only input embedding (OpenAI's and DeepSeek's convention: the gpt-oss table
+# sums attention + active MLP + unembedding; DeepSeek-V3 counts 36.6B, 37.6B with the embedding would
+# read "38B"); "all": with it (Meta, Qwen).
+ACTIVE = {
+    "gpt-oss-120b": (5.13 * B * 0.995, 5.13 * B * 1.005, "compute", "5.13B"),
+    "gpt-oss-20b": (3.61 * B * 0.995, 3.61 * B * 1.005, "compute", "3.61B"),
+    "deepseek-v3": (36.5 * B, 37.5 * B, "compute", "37B"),
+    "deepseek-r1": (36.5 * B, 37.5 * B, "compute", "37B"),
+    "qwen3-235b-a22b": (21.5 * B, 22.5 * B, "all", "22B"),
+    # Qwen's card gives 30.5B and 3.3B: 30.53B and 3.353B cut to one decimal
+    "qwen3-30b-a3b": (3.3 * B, 3.4 * B, "all", "3.3B"),
+    "llama4-scout": (16.5 * B, 17.5 * B, "all", "17B"),
+    "llama4-maverick": (16.5 * B, 17.5 * B, "all", "17B"),
+}
+
+NEW = list(TOTAL)
+
+
+def build(spec, **kw):
+    return resolve(Request(spec, **kw))
+
+
+def op(g, name):
+    hits = [o for o in g.ops if o.name == name]
+    assert hits, f"{g.name} has no op {name}: {[o.name for o in g.ops]}"
+    return hits[0]
+
+
+def ops(g, base):
+    return [o for o in g.ops if o.name.split(".")[0] == base]
+
+
+# ---------------------------------------------------------------------- parameter counts
+@pytest.mark.parametrize("name", NEW)
+def test_total_params_within_half_percent_of_published(name):
+    total, added, _ = TOTAL[name]
+    g = build(name, phase="decode", seq=16)
+    assert g.meta["params"] + added == pytest.approx(total, rel=0.005)
+
+
+@pytest.mark.parametrize("name", list(ACTIVE))
+def test_active_params_match_the_published_figure(name):
+    lo, hi, which, _ = ACTIVE[name]
+    g = build(name, phase="decode", seq=16)
+    n = g.meta["active_compute_params" if which == "compute" else "active_params"]
+    assert lo <= n < hi
+
+
+def test_counts_are_exact():
+    """Totals to the parameter: the safetensors indexes of Llama 3.1 and Qwen3, and the text models as
+    transformers 5.x builds them (DeepSeek-V3: transformers keeps the 58 x 256 score-correction biases as
+    buffers; the checkpoint stores them, so they are counted)."""
+    exact = {"llama3.1-8b": 8_030_261_248, "llama3.1-70b": 70_553_706_496, "llama3.1-405b": 405_853_388_800,
+             "qwen3-8b": 8_190_735_360, "qwen3-32b": 32_762_123_264, "qwen3-30b-a3b": 30_532_122_624,
+             "qwen3-235b-a22b": 235_093_634_560, "gpt-oss-20b": 20_914_757_184, "gpt-oss-120b": 116_829_156_672,
+             "llama4-scout": 107_769_861_120, "llama4-maverick": 400_711_848_960, "gemma3-27b": 27_009_346_304,
+             "deepseek-v3": 671_026_404_352 + 58 * 256}
+    for name, n in exact.items():
+        assert T.builtin_arch(name).params() == n, name
+
+
+def test_deepseek_mtp():
+    """The MTP module is counted apart: 671B main model + 14B MTP = the 685B of the HF checkpoint
+    (DeepSeek-V3 README: 'includes 671B of the Main Model weights and 14B of the Multi-Token Prediction
+    (MTP) Module weights'). The module as stored: two norms, eh_proj 2h->h, one MoE layer, the head's
+    norm, and its own copies of the embedding and the LM head."""
+    a = T.builtin_arch("deepseek-v3")
+    h, layer = 7168, a.attn_params() + a.layer_norm_params() + a.moe_params()
+    assert a.mtp_params() == 3 * h + 2 * h * h + layer + 2 * 129280 * h
+    assert a.mtp_params() == pytest.approx(14 * B, abs=0.55 * B)               # "14B", two digits
+    assert a.params() + a.mtp_params() == pytest.approx(685 * B, rel=0.005)
+    g = build("deepseek-v3", phase="decode", seq=16)
+    assert g.meta["mtp_params"] == a.mtp_params() and g.meta["params"] == a.params()
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_hf_config_copy_builds_like_the_builtin(name):
+    g = build(f"hf:{DATA / (T.ALIASES.get(name, name) + '.json')}", phase="decode", batch=4, seq=512)
+    b = build(name, phase="decode", batch=4, seq=512)
+    assert g.meta["params"] == b.meta["params"]
+    assert g.footprint["kv_cache"] == b.footprint["kv_cache"]
+    assert [o.name for o in g.ops] == [o.name for o in b.ops]
+    assert json.loads((DATA / (T.ALIASES.get(name, name) + ".json")).read_text())["_license"]
+
+
+def test_workloads_list_names_every_family():
+    names = {r["name"] for r in catalog()}
+    assert set(NEW) <= names
+
+
+# ---------------------------------------------------------------------- KV cache per token
+def gqa(layers, kv_heads, head_dim):                  # K and V, bf16
+    return layers * 2 * kv_heads * head_dim * 2
+
+
+KV_PER_TOKEN = {   # bytes per token at bf16 and context s, by hand
+    "llama3.1-8b": lambda s: gqa(32, 8, 128),                                   # 131,072
+    "llama3.1-405b": lambda s: gqa(126, 8, 128),                                # 516,096
+    "qwen3-32b": lambda s: gqa(64, 8, 128),                                     # 262,144
+    "qwen3-30b-a3b": lambda s: gqa(48, 4, 128),                                 # 98,304
+    "qwen3-235b-a22b": lambda s: gqa(94, 4, 128),                               # 192,512
+    # MLA: 61 layers x (512 latent + 64 rotary key) x 2 bytes, for all 128 heads together
+    "deepseek-v3": lambda s: 61 * (512 + 64) * 2,                               # 70,272
+    # gpt-oss: half the layers global, half a 128-token sliding window (8 KV heads x 64)
+    "gpt-oss-120b": lambda s: gqa(18, 8, 64) * (1 + min(s, 128) / s),           # 36,864 + window share
+    "gpt-oss-20b": lambda s: gqa(12, 8, 64) * (1 + min(s, 128) / s),
+    # Llama 4: 12 global (NoPE) layers, 36 chunked layers holding at most one 8192-token chunk
+    "llama4-scout": lambda s: gqa(12, 8, 128) + gqa(36, 8, 128) * min(s, 8192) / s,
+    "llama4-maverick": lambda s: gqa(12, 8, 128) + gqa(36, 8, 128) * min(s, 8192) / s,
+    # Gemma 3: 10 global layers, 52 with a 1024-token window (16 KV heads x 128)
+    "gemma3-27b": lambda s: gqa(10, 16, 128) + gqa(52, 16, 128) * min(s, 1024) / s,
+}
+
+
+@pytest.mark.parametrize("name", list(KV_PER_TOKEN))
+def test_kv_bytes_per_token_against_hand_count(name):
+    for s in (100, 4096, 32768):
+        g = build(name, phase="decode", batch=2, seq=s)
+        assert g.footprint["kv_cache"] == pytest.approx(2 * s * KV_PER_TOKEN[name](s), rel=1e-12)
+        assert g.meta["kv_cache_bytes"] == g.footprint["kv_cache"]
+
+
+def test_kv_hand_counts_in_numbers():
+    """The figures the issue quotes, and how far a generic 2·layers·kv_heads·head_dim formula is off."""
+    assert KV_PER_TOKEN["deepseek-v3"](1) == 70_272
+    generic_mla = 61 * 2 * 128 * 128 * 2                   # 128 heads of K and V at 128: 3,997,696
+    assert generic_mla / 70_272 > 50
+    s = 32768
+    gemma = KV_PER_TOKEN["gemma3-27b"](s)                  # 81,920 + 52 x 8,192 x 1024/32768 = 95,232
+    assert gemma == 95_232
+    assert gqa(62, 16, 128) / gemma - 1 == pytest.approx(4.33, abs=0.01)   # +433% if every layer were global
+
+
+# ---------------------------------------------------------------------- attention features
+def test_qwen3_qk_norm_and_decoupled_head_dim():
+    a = T.builtin_arch("qwen3-32b")
+    assert (a.hidden // a.heads, a.head_dim, a.q_dim) == (80, 128, 8192)     # head_dim is not hidden/heads
+    g = build("qwen3-32b", phase="prefill", batch=1, seq=64)
+    qk = op(g, "attn_rope.qk_norm")
+    assert qk.kind == "norm" and qk.count == 64
+    assert qk.bytes["weights"] == 2 * 128 * 2                                # a gain of head_dim on q and on k
+    assert qk.flops == 64 * (64 * 128 + 8 * 128) * 4.0                       # RMSNorm over every q and k head
+    assert a.attn_params() == 5120 * (8192 + 2 * 1024) + 8192 * 5120 + 2 * 128
+
+
+def test_mla_decode_is_absorbed_and_prefill_is_not():
+    a = T.builtin_arch("deepseek-v3")
+    s, b = 4096, 8
+    dec = build("deepseek-v3", phase="decode", batch=b, seq=s)
+    att = op(dec, "attention")
+    assert att.attrs["attention"] == "mla"
+    # QKᵀ over the latent and the rotary key (576), PV over the latent (512), for each of 128 heads
+    assert att.flops == b * (s + 1) * 128 * 2.0 * (576 + 512)
+    # the step reads each cached token's 576 elements once, for all heads, and appends one
+    assert att.bytes["kv_cache"] == b * (s + 1) * 576 * 2
+    # W_UK folded into the query, W_UV after the attention: the halves of kv_b_proj
+    q_abs, v_up = op(dec, "attention.q_absorb"), op(dec, "attention.v_up")
+    assert q_abs.flops == 2.0 * b * 128 * 128 * 512 and v_up.flops == 2.0 * b * 128 * 512 * 128
+    assert q_abs.bytes["weights"] + v_up.bytes["weights"] == 512 * 128 * (128 + 128) * 2
+    assert "attn_pre_proj.kv_up" not in {o.name for o in dec.ops}
+    # one decode token multiplies by every active weight once (2 FLOPs each), absorbed or not
+    mm = sum(o.flops * o.count for o in build("deepseek-v3", phase="decode", batch=1, seq=s).ops
+             if o.kind == "matmul")
+    assert mm == pytest.approx(2 * a.active_compute_params(), rel=1e-3)
+    # prefill expands the latent to per-head keys (128 + 64) and values (128)
+    pre = build("deepseek-v3", phase="prefill", batch=1, seq=1024)
+    assert op(pre, "attention").flops == 1024 * 1025 / 2 * 128 * 2.0 * (192 + 128)
+    assert op(pre, "attn_pre_proj.kv_up").attrs["nk"] == (128 * 256, 512)
+    assert op(pre, "attention").bytes["kv_cache"] == 1024 * 576 * 2          # writes the latent cache
+    assert op(pre, "attn_pre_proj").attrs["tp_replicated"]
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "llama4-scout", "gemma3-27b"])
+def test_local_prefill_equals_the_sum_of_its_decode_steps(name):
+    """Windows and chunks: a causal prefill of s tokens does the attention work of s decode steps at
+    contexts 0..s-1, per kind of layer (small spans so that s crosses several of them)."""
+    from dataclasses import replace
+    a = T.builtin_arch(name)
+    span = 7 if a.local == "chunk" else 5
+    a = replace(a, spans=tuple(None if w is None else span for w in a.layer_spans()))
+    s = 40
+    pre = T.build(a, Request("x", phase="prefill", batch=2, seq=s), "x")
+    dec = T.build(a, Request("x", phase="decode", batch=2, seq=np.arange(s)), "x")
+    for p, d in zip(ops(pre, "attention"), ops(dec, "attention")):
+        assert p.name == d.name
+        assert float(np.sum(d.flops)) == pytest.approx(float(p.flops), rel=1e-12)
+
+
+def test_chunked_attention_sees_its_own_chunk_only():
+    g = build("llama4-scout", phase="decode", batch=1, seq=8192 + 10)
+    chunk, glob = op(g, "attention.chunk"), op(g, "attention")
+    assert (chunk.count, glob.count) == (36, 12)
+    assert chunk.flops == 11 * 40 * 2.0 * (128 + 128)        # the query and the 10 tokens of its chunk
+    assert glob.flops == (8192 + 11) * 40 * 2.0 * (128 + 128)
+    assert chunk.attrs["attention"] == "chunk 8192" and glob.attrs["attention"] == "global"
+    assert op(g, "attn_rope").count == 36                    # NoPE on the global layers
+    assert op(g, "attn_rope.qk_norm").count == 36 and op(g, "attn_rope.qk_norm").bytes.get("weights", 0) == 0
+
+
+def test_sliding_window_decode_reads_the_window_only():
+    g = build("gpt-oss-120b", phase="decode", batch=1, seq=4096)
+    win, glob = op(g, "attention.window"), op(g, "attention")
+    assert (win.count, glob.count) == (18, 18)
+    assert win.bytes["kv_cache"] == 128 * 2 * 8 * 64 * 2     # 127 cached keys read, one appended
+    assert glob.bytes["kv_cache"] == 4097 * 2 * 8 * 64 * 2
+    assert "sinks" in win.shapes
+
+
+def test_gpt_oss_sinks_biases_and_checkpoint_format():
+    a = T.builtin_arch("gpt-oss-120b")
+    h, q, kv = 2880, 64 * 64, 8 * 64
+    assert a.attn_params() == h * (q + 2 * kv) + q * h + (q + 2 * kv) + h + 64      # biases, 64 sink logits
+    assert a.expert_params() == 3 * h * 2880 + 2 * 2880 + h                          # biased experts
+    assert a.router_params() == h * 128 + 128
+    g = build("gpt-oss-120b", phase="decode", seq=16)
+    assert g.meta["checkpoint_expert_dtype"] == "mxfp4"
+
+
+def test_gemma3_sandwich_norms_tied_head():
+    g = build("gemma3-27b", phase="decode", seq=2048)
+    names = [o.name for o in g.ops]
+    for n in ("input_layernorm", "attn_layernorm", "post_attention_layernorm", "mlp_layernorm"):
+        assert op(g, n).count == 62
+    assert names.index("attn_layernorm") < names.index("attn_residual_add") < names.index("mlp_layernorm")
+    a = T.builtin_arch("gemma3-27b")
+    assert a.tied and a.head_params() == 0 and a.vocab == 262_208
+    assert (op(g, "attention.window").count, op(g, "attention").count) == (52, 10)
+
+
+# ---------------------------------------------------------------------- experts
+def test_deepseek_dense_routed_and_shared():
+    g = build("deepseek-v3", phase="decode", batch=1, seq=128)
+    assert op(g, "mlp_up_proj.dense").count == 3 and op(g, "mlp_up_proj.dense").module == "mlp"
+    routed, shared = op(g, "mlp_up_proj"), op(g, "mlp_up_proj.shared")
+    assert (routed.count, shared.count) == (58, 58)
+    assert routed.module == "experts" and routed.attrs["expert"] == "routed"
+    assert shared.module == "shared_experts" and shared.attrs["expert"] == "shared"
+    # batch 1 streams 8 of 256 routed experts and the shared one
+    assert routed.bytes["weights"] == 8 * 7168 * 2 * 2048 * 2
+    assert shared.bytes["weights"] == 7168 * 2 * 2048 * 2
+    assert g.meta["moe_layers"] == 58 and g.meta["shared_expert"] and g.meta["experts"] == 256
+    assert op(g, "moe_router").flops == 2.0 * 7168 * 256 + 256          # with the score-correction bias
+
+
+def test_maverick_interleaves_moe_with_dense_layers():
+    a = T.builtin_arch("llama4-maverick")
+    assert a.moe_layers == 24 and a.moe_mask[:4] == (False, True, False, True)
+    g = build("llama4-maverick", phase="decode", batch=1, seq=128)
+    assert op(g, "mlp_up_proj.dense").attrs["nk"] == (2 * 16384, 5120)     # intermediate_size_mlp
+    assert op(g, "mlp_up_proj").attrs["nk"] == (2 * 8192, 5120)            # one routed expert
+    assert op(g, "mlp_up_proj.shared").count == 24
+    scout = T.builtin_arch("llama4-scout")
+    assert scout.moe_layers == 48 and "mlp_up_proj.dense" not in {o.name for o in build("llama4-scout").ops}
+
+
+def test_qwen3_moe_has_no_shared_expert():
+    g = build("qwen3-235b-a22b", phase="decode", batch=1, seq=128)
+    assert "mlp_up_proj.shared" not in {o.name for o in g.ops}
+    assert op(g, "mlp_up_proj").attrs["nk"] == (2 * 1536, 4096)
+    assert not g.meta["shared_expert"]
+
+
+def test_moe_expert_share_for_parallel_memory():
+    """parallel._memory infers the expert weights as (params − active)·E/(E − k): with shared experts and
+    dense layers beside the routed ones this is still exactly the routed experts' parameters."""
+    for name in ("deepseek-v3", "llama4-maverick", "gpt-oss-120b", "qwen3-30b-a3b"):
+        a = T.builtin_arch(name)
+        inferred = (a.params() - a.params(active=True)) * a.experts / (a.experts - a.top_k)
+        assert inferred == a.moe_layers * a.experts * a.expert_params()
+
+
+# ---------------------------------------------------------------------- the hf: route
+def _write(tmp_path: Path, cfg: dict) -> Path:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return p
+
+
+def test_hf_nested_text_config_and_unknown_fields(tmp_path):
+    cfg = json.loads((DATA / "llama4-scout.json").read_text())
+    cfg["text_config"]["some_future_field"] = {"x": 1}
+    cfg["vision_config"] = {"hidden_size": 1408}
+    g = build(f"hf:{_write(tmp_path, cfg)}", phase="decode", seq=64)
+    assert g.meta["params"] == T.builtin_arch("llama4-scout").params()
+    del cfg["text_config"]
+    with pytest.raises(IronlawError, match="text_config"):
+        build(f"hf:{_write(tmp_path, cfg)}")
+
+
+@pytest.mark.parametrize("name,field", [("deepseek-v3", "kv_lora_rank"), ("qwen3-30b-a3b", "moe_intermediate_size"),
+                                        ("gpt-oss-20b", "sliding_window"), ("deepseek-v3", "n_routed_experts")])
+def test_hf_missing_required_field_is_one_clear_line(tmp_path, name, field, cli):
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    del cfg[field]
+    p = _write(tmp_path, cfg)
+    with pytest.raises(IronlawError, match=f"missing field '{field}'"):
+        build(f"hf:{p}")
+    r = cli("analyze", f"hf:{p}", "--on", "h100", "--phase", "decode")
+    assert r.rc == 2 and field in r.err and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_hf_bad_layer_list(tmp_path):
+    cfg = json.loads((DATA / "gpt-oss-20b.json").read_text())
+    cfg["layer_types"] = ["sliding_attention"] * 3
+    with pytest.raises(IronlawError, match="layer_types"):
+        build(f"hf:{_write(tmp_path, cfg)}")
+
+
+# ---------------------------------------------------------------------- against transformers' modules
+SYNTHETIC = {   # small configs of each new family: transformers' modules count the parameters
+    "qwen3_moe": {"hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 64, "num_hidden_layers": 3,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 48, "num_experts": 8,
+                  "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [1], "vocab_size": 500},
+    "deepseek_v3": {"hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 32, "num_hidden_layers": 3,
+                    "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 48, "kv_lora_rank": 32,
+                    "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 24, "n_routed_experts": 8,
+                    "num_experts_per_tok": 2, "n_shared_experts": 2, "first_k_dense_replace": 1, "n_group": 2,
+                    "topk_group": 1, "vocab_size": 500},
+    "deepseek_v3_no_q_lora": {"hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 32,
+                              "num_hidden_layers": 2, "num_attention_heads": 4, "q_lora_rank": None,
+                              "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                              "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+                              "first_k_dense_replace": 0, "n_group": 1, "topk_group": 1, "vocab_size": 500},
+    "gpt_oss": {"hidden_size": 128, "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 8, "num_experts_per_tok": 2,
+                "sliding_window": 16, "vocab_size": 500},
+    "llama4_text": {"hidden_size": 128, "intermediate_size": 64, "intermediate_size_mlp": 192, "num_hidden_layers": 4,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 4,
+                    "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "attention_chunk_size": 16,
+                    "use_qk_norm": True, "vocab_size": 500},
+    "gemma3_text": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 7, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 48, "sliding_window": 16, "vocab_size": 500},
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", list(SYNTHETIC))
+def test_synthetic_configs_match_transformers(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    mt = name.replace("_no_q_lora", "")
+    cfg = dict(SYNTHETIC[name])
+    g = build(f"hf:{_write(tmp_path, {'model_type': mt, **cfg})}", phase="decode", seq=64)
+    c = transformers.AutoConfig.for_model(mt, **cfg)
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(c)
+    n = sum(p.numel() for p in m.parameters())
+    if mt == "deepseek_v3":        # transformers keeps the router's score-correction bias as a buffer
+        n += g.meta["moe_layers"] * cfg["n_routed_experts"]
+    assert n == g.meta["params"]
+
+
+@pytest.mark.torch
+def test_llama4_vision_tower_constant():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.models.llama4 import configuration_llama4 as C, modeling_llama4 as M
+    vc = dict(hidden_act="gelu", hidden_size=1408, image_size=336, intermediate_size=5632, norm_eps=1e-05,
+              num_attention_heads=16, num_channels=3, num_hidden_layers=34, patch_size=14, pixel_shuffle_ratio=0.5,
+              projector_input_dim=4096, projector_output_dim=4096, rope_theta=10000, vision_output_dim=4096,
+              multi_modal_projector_bias=False)
+    cfg = C.Llama4Config(vision_config=vc, text_config=dict(hidden_size=5120, num_hidden_layers=1))
+    with torch.device("meta"):
+        parts = (M.Llama4VisionModel(cfg.vision_config), M.Llama4MultiModalProjector(cfg))
+    assert sum(p.numel() for m in parts for p in m.parameters()) == LLAMA4_VISION
+
+
+# ---------------------------------------------------------------------- the CLI
+@pytest.mark.parametrize("name", NEW)
+def test_analyze_decode_on_h100(name):
+    import ironlaw
+    est = ironlaw.analyze(name, on="h100", phase="decode", seq=2048, batch=8)
+    g = build(name, phase="decode", seq=2048, batch=8)
+    # a decode step reads at least the weights 8 tokens touch at 2 bytes and the whole KV cache once
+    assert float(est.time_s) * 3.35e12 >= 2 * g.meta["active_compute_params"] + g.footprint["kv_cache"]
+
+
+def test_cli_analyze_and_list(cli):
+    for name in ("qwen3-8b", "deepseek-r1", "llama4-maverick"):
+        r = cli("analyze", name, "--on", "h100", "--phase", "decode", "--format", "json")
+        assert r.rc == 0, r.err
+        assert r.json()["time_s"] > 0
+    r = cli("workloads", "list")
+    assert r.rc == 0 and all(n in r.out for n in NEW)
