@@ -233,3 +233,14 @@ def test_report_shows_the_frontier(cli, tmp_path):
     f.write_text(json.dumps({"schema": "ironlaw.serve/1"}))
     bad = cli("report", "llama3-8b", "--on", "h100", "--html", str(out), "--frontier", str(f))
     assert bad.rc == 2 and "ironlaw.serve.frontier/1" in bad.err and bad.err.count("\n") == 1
+
+
+def test_every_device_with_a_tdp_states_its_idle_power():
+    for hw in hardware.catalog():
+        if hw.tdp_w is None:
+            assert hw.idle_w is None, hw.name
+            continue
+        assert hw.idle_w is not None and 0 < hw.idle_w < hw.tdp_w, hw.name
+        assert hw.sources["power.idle"].startswith(hardware.SOURCE_PREFIXES), hw.name
+        if not hw.sources["power.idle"].startswith(("measured", "vendor:", "datasheet:")):
+            assert hw.sources["power.idle"].startswith("estimate:"), hw.name
