@@ -76,6 +76,19 @@ def other_rows(spec, hw, tp):
     return rows
 
 
+def deepseek_mtp() -> None:
+    """DeepSeek-V3 (fp8, 8 x H200) with its MTP head, K = 1 at the 85% second-token acceptance its report states
+    (DeepSeek-V3 Technical Report, arXiv 2412.19437: 85-90% acceptance, 1.8x tokens/s on their serving setup)."""
+    s = common.Setup(dtype="fp8", tp=8)
+    print("\ndeepseek-v3 (fp8, tp 8) on h200, MTP K=1 acceptance 0.85 (the report: 1.8x tokens/s):")
+    for b in (1, 8, 64):
+        base = serving.estimate("deepseek-v3", "h200", PROMPT, OUTPUT, b, tp=8, dtype="fp8")
+        d = speculative.estimate(base, speculative.Speculation("mtp", 1, 0.85), s)
+        print(f"  batch {b:>3}: tokens/s x{1 + d['throughput_change']:.2f}; verify step "
+              f"{d['verify_step_s'] / base.decode_step_s:.2f}x a decode step ({d['verify_bottleneck']}-bound), MTP "
+              f"layer {1e3 * d['draft_step_s']:.2f} ms")
+
+
 def energy_check() -> int:
     """Predicted J/token against ML.ENERGY's measurement (Llama 3.1 8B, one H100, batch 64)."""
     step = serving.decode_tokens_per_s("llama3-8b", "h100", 64, 512 + 717 // 2)
@@ -123,6 +136,7 @@ def main() -> int:
             w = max(len(r[0]) for r in rows)
             for what, result, physics in rows:
                 print(f"  {what:<{w}}  {result:<48}  {physics}")
+    deepseek_mtp()
     return energy_check() + h200_check()
 
 

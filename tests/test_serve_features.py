@@ -244,3 +244,15 @@ def test_every_device_with_a_tdp_states_its_idle_power():
         assert hw.sources["power.idle"].startswith(hardware.SOURCE_PREFIXES), hw.name
         if not hw.sources["power.idle"].startswith(("measured", "vendor:", "datasheet:")):
             assert hw.sources["power.idle"].startswith("estimate:"), hw.name
+
+
+def test_deepseek_mtp_head_is_one_moe_layer_and_pays_at_small_batch():
+    base = serving.estimate("deepseek-v3", "h200", 1024, 256, 8, tp=8, dtype="fp8")
+    head = sp.head_graph(base.decode.graph, "mtp")
+    names = [op.name for op in head.ops]
+    assert "moe_router" in names and "mlp_up_proj.dense" not in names and all(op.count == 1 for op in head.ops)
+    eagle = [op.name for op in sp.head_graph(base.decode.graph, "eagle").ops]
+    assert "mlp_up_proj.dense" in eagle and "moe_router" not in eagle
+    d = sp.estimate(base, sp.Speculation("mtp", 1, 0.85), common.Setup(dtype="fp8", tp=8))
+    assert d["expected_tokens_per_step"] == pytest.approx(1.85)
+    assert 0 < d["throughput_change"] < 0.85                   # at most the extra token, less the verify cost

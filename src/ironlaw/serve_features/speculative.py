@@ -102,21 +102,37 @@ def head_graph(target: Graph, method: str) -> Graph:
     layers, meta = int(target.meta["layers"]), target.meta
     tokens = meta["tokens"]
     ops = []
-    for op in target.ops:
-        if op.count == layers:
-            if method == "eagle" and "experts" in meta and op.name in MOE_GLUE:
-                continue
-            o = copy.copy(op)
-            o.count, o.bytes = 1, dict(op.bytes)
-            if method == "eagle" and "experts" in meta and op.module == "experts":
-                _one_expert(o, meta, tokens)
-            ops.append(o)
-        elif op.name in ("embedding", "final_norm", "lm_head"):
-            ops.append(op)
+    for op in _one_layer(target, method):
+        o = copy.copy(op)
+        o.count, o.bytes = 1, dict(op.bytes)
+        if method == "eagle" and "experts" in meta and op.module == "experts":
+            _one_expert(o, meta, tokens)
+        ops.append(o)
+    ops += [op for op in target.ops if op.name in ("embedding", "final_norm", "lm_head")]
     h = int(meta["hidden"]) // int(meta.get("tp", 1))
     ops.append(linear("draft_fc", tokens, 2 * int(meta["hidden"]), h, target.dtype, 1, module="draft"))
     fp = {k: (v / layers if k in ("weights", "kv_cache") else v) for k, v in target.footprint.items()}
     return Graph(f"{target.name} {method} head", target.phase, target.dtype, ops, footprint=fp, meta=dict(meta))
+
+
+def _one_layer(target: Graph, method: str) -> list[Op]:
+    """The ops of one decoder layer. Where layers differ (DeepSeek-V3's leading dense layers, interleaved MoE),
+    the MTP layer is a mixture-of-experts one (as DeepSeek-V3's is) and the EAGLE layer a dense one when the
+    target has dense layers, else its MoE layer with one expert (``_one_expert``)."""
+    layers = int(target.meta["layers"])
+    per_layer = [op for op in target.ops if op.count == layers]
+    partial = [op for op in target.ops if 1 < op.count < layers]
+    if not partial:
+        return [op for op in per_layer if not (method == "eagle" and "experts" in target.meta
+                                               and op.name in MOE_GLUE)]
+    moe = {op.count for op in partial if op.name == "moe_router"}
+    dense = {op.count for op in partial if op.module == "mlp"} - moe
+    pick = (dense or moe) if method == "eagle" else (moe or dense)
+    group = max(pick) if pick else max(op.count for op in partial)
+    chosen = [op for op in partial if op.count == group]
+    if method == "eagle" and not dense:
+        chosen = [op for op in chosen if op.name not in MOE_GLUE]
+    return per_layer + chosen
 
 
 def _one_expert(op: Op, meta: dict, tokens) -> None:
