@@ -65,12 +65,13 @@ def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
         lines.append(f"speculative ({d['method']}, K {d['tokens']}, acceptance {d['acceptance']:g}): "
                      f"{d['expected_tokens_per_step']:.2f} tokens per verify step · ITL {fmt_time(d['itl_s'])} "
                      f"({100 * d['itl_change']:+.0f}%) · {d['tokens_per_s']:.1f} tokens/s "
-                     f"({100 * d['throughput_change']:+.0f}%): {d['why']}")
+                     f"({100 * d['throughput_change']:+.0f}%){_joules(d, doc)}: {d['why']}")
     if f.prefix_hit is not None:
         doc["prefix"] = d = prefix.estimate(est, f.prefix_hit, s, en)
         lines.append(f"prefix cache hit {f.prefix_hit:g}: prefill {d['new_tokens']} of {est.prompt} tokens in "
                      f"{fmt_time(d['prefill_s'])} (was {fmt_time(d['baseline_prefill_s'])}) · TTFT "
-                     f"{fmt_time(d['ttft_s'])} · {d['tokens_per_s']:.1f} tokens/s (was {est.tokens_per_s:.1f})")
+                     f"{fmt_time(d['ttft_s'])} · {d['tokens_per_s']:.1f} tokens/s (was {est.tokens_per_s:.1f})"
+                     f"{_joules(d, doc)}")
     at = _at(est, kw)
     slo = None
     if f.slo is not None:
@@ -82,6 +83,13 @@ def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
         doc["disaggregate"], more = _disaggregate(est, at, s, f, slo)
         lines += more
     return doc, lines
+
+
+def _joules(d: dict, doc: dict) -> str:
+    if "energy" not in d or doc.get("energy") is None:
+        return ""
+    return (f" · {doc['energy']['joules_per_output_token']:.3g} → {d['energy']['joules_per_output_token']:.3g} "
+            f"J per output token")
 
 
 def _at(est, kw: dict):
