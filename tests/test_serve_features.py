@@ -49,6 +49,15 @@ def test_1b_draft_for_70b_wins_at_batch_1_and_not_at_256():
     assert big["throughput_change"] < 0.05                      # the gain is gone (a loss here)
 
 
+def test_feature_graphs_rebuild_the_serving_step():
+    """A verify step of K = 0 is the decode step serving.estimate times (same graph, same launch charge)."""
+    base = _base(16)
+    g = sp.verify_graph("llama3-70b", base.hw, 16, 1024 + 128, 0, TP4)
+    assert common.timed(g, base.hw, TP4)[1] == pytest.approx(base.decode_step_s, rel=1e-9)
+    pre = prefix.prefill_graph("llama3-70b", base.hw, 1024, 0.0, TP4)
+    assert common.timed(pre, base.hw, TP4)[1] == pytest.approx(base.prefill_s, rel=1e-9)
+
+
 def test_verify_step_reads_weights_once_and_works_k_plus_1_times():
     g1 = sp.verify_graph("llama3-8b", hardware.get("h100"), 8, 1000, 0, common.Setup())
     g5 = sp.verify_graph("llama3-8b", hardware.get("h100"), 8, 1000, 4, common.Setup())

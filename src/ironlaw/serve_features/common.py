@@ -31,10 +31,29 @@ def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
 
 
 def timed(g, hw, s: Setup):
-    """(Estimate, seconds of one engine step): the law's time plus the per-step launch cost."""
-    from .. import serving
-    est, launch = serving._predict(g, hw, s.composition, s.captured)
-    return est, float(est.time_s) + launch
+    """(Estimate, seconds of one engine step): the law's time plus the launch cost, once per step when the step
+    is one captured graph (as ``serving.estimate`` charges it), else once per op inside the law."""
+    from dataclasses import replace
+    from .. import law
+    if not s.captured:
+        est = law.predict(g, hw, s.composition)
+        return est, float(est.time_s)
+    est = law.predict(g, replace(hw, op_latency_s=0.0), s.composition)
+    return est, float(est.time_s) + hw.op_latency_s
+
+
+def scale_kv(g, factor: float):
+    """``g`` with its KV-cache traffic and footprint times ``factor``."""
+    import copy
+    out = copy.copy(g)
+    out.ops = []
+    for op in g.ops:
+        o = copy.copy(op)
+        o.bytes = {k: (v * factor if k == "kv_cache" else v) for k, v in op.bytes.items()}
+        out.ops.append(o)
+    out.footprint = {k: (v * factor if k == "kv_cache" else v) for k, v in g.footprint.items()}
+    out.meta = dict(g.meta)
+    return out
 
 
 def mean_context(base) -> int:

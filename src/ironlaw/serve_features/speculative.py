@@ -88,9 +88,7 @@ def _acceptance(text: str | None) -> float:
 # ---------------------------------------------------------------------- graphs
 def verify_graph(spec: str, hw, batch: int, ctx: int, k: int, s: common.Setup) -> Graph:
     """The target over K + 1 query tokens per sequence: weights once, work × (K + 1), KV read once."""
-    from ..serving import _scale_class
-    g = common.graph(spec, hw, "decode", batch * (k + 1), ctx, s)
-    g = _scale_class(g, "kv_cache", 1.0 / (k + 1))
+    g = common.scale_kv(common.graph(spec, hw, "decode", batch * (k + 1), ctx, s), 1.0 / (k + 1))
     g.name = f"{g.name} verify {k + 1} tokens"
     return g
 
