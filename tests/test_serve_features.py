@@ -265,3 +265,17 @@ def test_deepseek_mtp_head_is_one_moe_layer_and_pays_at_small_batch():
     d = sp.estimate(base, sp.Speculation("mtp", 1, 0.85), common.Setup(dtype="fp8", tp=8))
     assert d["expected_tokens_per_step"] == pytest.approx(1.85)
     assert 0 < d["throughput_change"] < 0.85                   # at most the extra token, less the verify cost
+
+
+def test_kernel_power_against_the_h200_measurement():
+    """tests/data/h200_power_kernels_measured.json (benchmarks/gpu_power_kernels.py, NVML): a tensor-core-bound
+    GEMM draws about the TDP (predicted within 10%); an HBM-bound GEMV draws less than the model's
+    idle + (TDP − idle)·u (within 25% here; docs/accuracy.md, 'The gap')."""
+    import json
+    m = json.loads((Path(__file__).parent / "data" / "h200_power_kernels_measured.json").read_text())
+    hw = hardware.get("h200")
+    gemm = power.step(law.predict(workloads.resolve(workloads.Request("gemm:8192,8192,8192", dtype="bf16")), hw))
+    gemv = power.step(law.predict(workloads.resolve(workloads.Request("gemm:1,8192,8192", dtype="bf16")), hw))
+    assert gemm["binding"] == "compute" and gemm["power_w_per_device"] == pytest.approx(m["gemm"]["power_w"], rel=0.10)
+    assert gemv["binding"].startswith("bandwidth")
+    assert gemv["power_w_per_device"] == pytest.approx(m["gemv"]["power_w"], rel=0.25)
