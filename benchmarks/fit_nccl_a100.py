@@ -95,8 +95,8 @@ def role(key) -> str:
 
 
 def evaluate(data) -> list[tuple[tuple, str, np.ndarray, np.ndarray]]:
-    """(configuration, role, |relative error| per point now, the same with the ports adding up (no node
-    ceiling, the model before the ceiling was fitted)) with the stored calibration."""
+    """(configuration, role, |relative error| per point with the node ceiling, the same with the ports adding
+    up (no node ceiling)) with the stored calibration."""
     from dataclasses import replace
     from ironlaw.network.calibration import A100_VIDUR
     before = replace(A100_VIDUR, node_Bps={})
@@ -111,15 +111,15 @@ def main() -> int:
     c = fit_node_ceiling(data)
     print(f"fitted on all-reduce, 2 nodes × 4 GPUs only (α, η above held fixed):\n"
           f"  {'node_infiniband_Bps':28s} {c / 1e9:8.2f} GB/s  (= {c / (0.237 * 25e9):.2f} × the one-port rate)")
-    print(f"\nmedian |relative error| per configuration; 'ports add up' = no node ceiling (before), goal ≤ "
+    print(f"\nmedian |relative error| per configuration; 'ports add up' = no node ceiling, 'ceiling' = the model, goal ≤ "
           f"{GOAL:.0%}")
-    print(f"{'configuration':28s} {'points':>6s} {'ports add up':>12s} {'now':>6s} {'≤64 KB':>7s} {'≥8 MB':>6s} "
+    print(f"{'configuration':28s} {'points':>6s} {'ports add up':>12s} {'ceiling':>7s} {'≤64 KB':>7s} {'≥8 MB':>6s} "
           f"{'p90':>5s}  {'goal':4s}  role")
     for ((coll, w, g), rl, err, err0), (n, _) in zip(evaluate(data), (data[k] for k in sorted(data))):
         small, large = err[n <= 65536], err[n >= 8 << 20]
         med = np.median(err)
         print(f"{coll + f' {w // g} node(s) × {g}':28s} {len(err):6d} {100 * np.median(err0):11.1f}% "
-              f"{100 * med:5.1f}% {100 * np.median(small):6.1f}% {100 * np.median(large):5.1f}% "
+              f"{100 * med:6.1f}% {100 * np.median(small):6.1f}% {100 * np.median(large):5.1f}% "
               f"{100 * np.percentile(err, 90):4.0f}%  {'met ' if med <= GOAL else 'MISS'}  {rl}")
     rows = evaluate(data)
     allp = np.concatenate([r[2] for r in rows])

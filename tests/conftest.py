@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "reference"
 
 
 class Result:
@@ -33,10 +32,3 @@ def run_cli(*args: str, env: dict | None = None, cwd: str | None = None, timeout
 @pytest.fixture
 def cli():
     return run_cli
-
-
-@pytest.fixture
-def shared_reference() -> Path:
-    if not SHARED.exists():
-        pytest.skip(f"shared reference data not found at {SHARED}")
-    return SHARED

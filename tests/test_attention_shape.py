@@ -5,15 +5,15 @@ its cache cold; a prefill's K and V were just produced)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, fit
+from ironlaw import calibrate, calibrated, calibration, fit, fitcore
 from ironlaw.graph import Graph, Op
 from ironlaw.probe import build
 from ironlaw.validate.compare import row_attrs
 
 
 def test_attention_states_its_key_length_and_head_dim():
-    """CPU flash attention's rate grows with the key length (one run here: 19 GFLOP/s with 32 keys, 100 with
-    256): a captured or probed attention op states N = keys, K = head dim, and M follows from its FLOPs."""
+    """CPU flash attention's rate grows with the key length (one run on a 2-vCPU EPYC VM: 19 GFLOP/s with 32
+    keys, 100 with 256): a captured or probed attention op states N = keys, K = head dim, and M follows from its FLOPs."""
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
 
@@ -41,13 +41,13 @@ def test_attention_states_its_key_length_and_head_dim():
 
 
 def test_a_decode_steps_kv_cache_is_walked_at_the_attention_kinds_eta():
-    cal = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
            "memory": {"streamed": 1.0, "produced": 1.0, "kind": {"attention": 0.5}}}
     decode = Op("sdpa", "attention", flops=1e6, bytes={"activations": 1e4, "kv_cache": 9e6}, dtype="fp32",
                 attrs={"nk": (513, 64)})
     gemv = Op("mm", "matmul", flops=2e6, bytes={"activations": 1e4, "weights": 4e6}, dtype="fp32")
     cols = Graph("d", "infer", "fp32", [decode, gemv]).columns()
-    eta = np.ravel(calibrate.memory_eta(cal, cols, np.ones(2)))
+    eta = np.ravel(calibrated.memory_eta(calibration.Calibration.of(cal), cols, np.ones(2)))
     assert eta[0] == pytest.approx(0.5)                          # activations and KV cache alike
     assert eta[1] == pytest.approx(1.0)                          # other kinds' weights keep 'streamed'
 
@@ -61,24 +61,23 @@ def attention_op(b, h, q, keys, d=64):
 
 def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta_and_attention_its_own_latency():
     """Prefill calls whose K and V stream at the kind's η 1.0 and decode calls whose KV cache streams at 0.4
-    (as measured on the session-14 Xeon VM: the probe's hot decode rows at 32–49 GB/s, cold ones and the models'
-    own at 15–19), each call with a fixed 20 µs: the fitted attention table recovers the KV cache's η and the
-    latency with the shape (the flat kind's fit before it makes up for one η over every shape with its latency,
-    153 µs in one run there), and every call's time with them. One η for both cannot: it misses the decode calls
-    or the prefill ones."""
+    (a 2-vCPU Xeon VM: decode rows timed hot at 32–49 GB/s of KV, cold ones and the models' own calls at 15–19),
+    each call with a fixed 20 µs: the fitted attention table recovers the KV cache's η and the latency with the
+    shape, and every call's time with them. One η for both cannot: it misses the decode calls or the prefill
+    ones."""
     from test_cpu_gemm_model import cpu
     shapes = [(1, 12, 32, 32), (1, 12, 128, 128), (2, 12, 96, 96), (8, 12, 64, 64), (1, 12, 256, 256),
               (1, 8, 384, 384), (1, 12, 1, 129), (8, 12, 1, 129), (4, 12, 1, 1001), (32, 12, 1, 33),
               (16, 12, 1, 65), (1, 12, 1, 513)]
     ops = [attention_op(*s) for s in shapes]
-    true = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    true = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
             "memory": {"kind": {"attention": 1.0}}, "latency_s": {"attention": 20e-6},
             "attention": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 40.0, "k_half": 16.0, "streamed": 0.4}}}
-    probe = fit._Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
+    probe = fitcore.Problem(cpu(), [calibrate.Observation(o, 1.0, "validate:synthetic", 0.01) for o in ops])
     times = probe.times(true)
-    prob = fit._Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
+    prob = fitcore.Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
                                 for i, (o, t) in enumerate(zip(ops, times))])
-    start = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["test"]}
+    start = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]}
     cal = fit._fit_kinds(prob, start)
     assert cal["attention"]["fp32"]["streamed"] == pytest.approx(0.4, rel=0.1)
     assert cal["latency_s"]["attention"] == pytest.approx(20e-6, rel=0.25)

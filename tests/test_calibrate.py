@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, hardware, law
+from ironlaw import calibrate, calibrated, calibration, gemmshape, hardware, law
 from ironlaw.calibrate import Observation
 from ironlaw.errors import IronlawError
 from ironlaw.graph import Graph, Op
@@ -55,7 +55,7 @@ def by_hand(m, n, k, eta_max, m_half, nk_half, streamed, produced, lat):
 def test_gemm_dims_recovered_from_flops_and_bytes():
     ops = [linear("a", 7, 4096, 1024, "fp16"), linear("b", 2048, 512, 8192, "bf16")]
     cols = Graph("g", "infer", "fp16", ops).columns()
-    m, n, k = calibrate.gemm_dims(cols)
+    m, n, k = gemmshape.gemm_dims(cols)
     assert m.tolist() == pytest.approx([7, 2048])
     # the model is symmetric in N and K, so the pair is what must come back
     assert sorted([n[0], k[0]]) == pytest.approx([1024, 4096])
@@ -63,7 +63,7 @@ def test_gemm_dims_recovered_from_flops_and_bytes():
 
 
 def test_prediction_equals_the_law_written_by_hand():
-    cal = {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["hand"],
+    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["hand"],
            "matmul": {"fp16": TRUE}, "memory": {"streamed": 0.6, "produced": 0.9}, "latency_s": {"matmul": 3e-6}}
     hw = toy(cal)
     for m, n, k in ((1, 4096, 4096), (64, 1024, 1024), (4096, 4096, 4096), (300, 50, 7000)):
@@ -73,14 +73,14 @@ def test_prediction_equals_the_law_written_by_hand():
 
 
 def test_memory_eta_weights_each_class_by_its_reuse_pattern():
-    cal = {"schema": calibrate.SCHEMA, "source": "derived: t", "fitted": ["t"],
+    cal = {"schema": calibration.SCHEMA, "source": "derived: t", "fitted": ["t"],
            "memory": {"streamed": 0.5, "produced": 1.0, "kind": {"norm": 0.25}}}
     ops = [Op("w", "copy", bytes={"weights": 100.0}, dtype="fp16"),
            Op("a", "copy", bytes={"activations": 100.0}, dtype="fp16"),
            Op("mix", "copy", bytes={"weights": 100.0, "activations": 300.0}, dtype="fp16"),
            elementwise("n", 50, "fp16", kind="norm")]
     cols = Graph("g", "infer", "fp16", ops).columns()
-    eta = calibrate.memory_eta(cal, cols, np.full((4,), 0.8)).reshape(-1)
+    eta = calibrated.memory_eta(calibration.Calibration.of(cal), cols, np.full((4,), 0.8)).reshape(-1)
     # 400 bytes in 100/0.5 + 300/1.0 = 500 byte-times -> 0.8; a calibrated kind replaces the pattern
     assert eta.tolist() == pytest.approx([0.5, 1.0, 0.8, 0.25])
 
@@ -100,7 +100,7 @@ def test_fit_recovers_the_parameters_that_made_the_data():
     assert cal["memory"]["streamed"] == pytest.approx(0.7, rel=0.03)
     assert cal["memory"]["kind"]["copy"] == pytest.approx(0.9, rel=0.02)
     assert cal["latency_s"]["copy"] == pytest.approx(2e-6, rel=0.1)
-    rep = calibrate.report(calibrate.with_calibration(toy(), cal), obs)
+    rep = calibrate.report(calibration.with_calibration(toy(), cal), obs)
     assert rep["synthetic gemm"]["median_abs_err"] < 0.01 and rep["synthetic gemm"]["fitted"]
 
 
@@ -119,11 +119,11 @@ def test_latency_table_per_kind_with_default():
     cal = {"latency_s": {"default": 1e-6, "matmul": 7e-6}}
     ops = [linear("mm", 4, 4, 4, "fp16"), elementwise("e", 4, "fp16"), Op("c", "copy", dtype="fp16")]
     cols = Graph("g", "infer", "fp16", ops).columns()
-    assert calibrate.op_latency(cal, cols, np.full(3, 5e-6)).tolist() == [7e-6, 1e-6, 1e-6]
+    assert calibrated.op_latency(calibration.Calibration.of(cal), cols, np.full(3, 5e-6)).tolist() == [7e-6, 1e-6, 1e-6]
 
 
 def good_table() -> dict:
-    return {"schema": calibrate.SCHEMA, "source": "measured by probe on 2026-12-02 (h, torch 2.13, 2 threads)",
+    return {"schema": calibration.SCHEMA, "source": "measured by probe on 2026-12-02 (h, torch 2.13, 2 threads)",
             "fitted": ["probe:gemm"], "held_out": [], "matmul": {"fp32": dict(TRUE)},
             "compute": {"elementwise": 0.3}, "memory": {"streamed": 0.6, "produced": 0.9, "kind": {"norm": 0.4}},
             "latency_s": {"default": 2e-6}}
@@ -147,10 +147,10 @@ def good_table() -> dict:
 ])
 def test_nonsense_table_is_refused_naming_the_field(edit, field):
     cal = good_table()
-    calibrate.check(cal, "calibration")
+    calibration.check(cal, "calibration")
     edit(cal)
     with pytest.raises(IronlawError) as e:
-        calibrate.check(cal, "calibration")
+        calibration.check(cal, "calibration")
     assert field in str(e.value)
     assert "\n" not in str(e.value)
 
@@ -167,10 +167,29 @@ def test_hardware_file_with_nonsense_calibration_is_refused_on_load(tmp_path):
 
 
 def test_uncalibrated_kinds_keep_the_flat_defaults():
-    hw = toy({"schema": calibrate.SCHEMA, "source": "derived: t", "fitted": ["t"], "matmul": {"fp16": TRUE}})
+    hw = toy({"schema": calibration.SCHEMA, "source": "derived: t", "fitted": ["t"], "matmul": {"fp16": TRUE}})
     g = Graph("g", "infer", "fp16", [Op("conv", "conv", flops=1e12, dtype="fp16")])
     t = float(law.predict(g, hw).op_time_s[0])
     assert t == pytest.approx(1e12 / (PEAK * 0.5) + LAT)        # conv: [efficiency] other = 0.5
     assert not math.isnan(t)
-    flat = calibrate.without_calibration(hw)
-    assert "calibration" not in flat.extra and replace(flat, extra=hw.extra).extra == hw.extra
+    flat = calibration.without_calibration(hw)
+    assert flat.calibration is None and hw.calibration is not None and flat.extra == hw.extra
+    assert replace(flat, calibration=hw.calibration) == hw
+
+
+def test_the_typed_calibration_gives_back_the_table_it_was_read_from():
+    """Calibration.of(table).table() is the table (held_out defaults to []), for every calibrated catalog entry
+    and a table using every section; the law reads only the typed form."""
+    from ironlaw.hardware import read_toml
+    tables = [read_toml(p)["calibration"] for p in sorted(hardware.CATALOG_DIR.glob("*.toml"))
+              if "calibration" in read_toml(p)]
+    tables.append({"schema": calibration.SCHEMA, "source": "derived: t", "fitted": ["t"], "held_out": ["h"],
+                   "compute": {"norm": 0.2}, "memory": {"streamed": 0.6, "produced": 0.9, "kind": {"norm": 0.4}},
+                   "latency_s": {"default": 2e-6}, "matmul": {"fp32": {"eta_max": 0.9, "m_half": 4.0, "nk_half": 60.0}},
+                   "conv": {"fp32": {"eta_max": 0.8, "m_half": 4.0, "nk_half": 60.0}},
+                   "kernel": {"rms_norm": {"memory": 0.36}}, "op": {"aten::tanh": {"compute": 0.1}},
+                   "framework_s": 1e-6, "framework_share": 0.02, "frontend": {"torch": {"framework_share": 0.01}}})
+    assert len(tables) >= 3
+    for t in tables:
+        back = calibration.Calibration.of(calibration.check(t, "t")).table()
+        assert back == {"held_out": [], **t}

@@ -1,7 +1,7 @@
 """The hardware catalog checked against outside numbers and physical invariants, and through the CLI.
 
-Oracles: tests/data/datasheet_specs.csv, a verbatim copy of ../shared/reference/hardware/datasheet_specs.csv
-(vendor datasheets; its header lines carry the sources): every value it gives must agree with the catalog
+Oracles: tests/data/datasheet_specs.csv, peak specs from vendor datasheets
+(its header lines carry the sources): every value it gives must agree with the catalog
 within 2 %, except the deliberate disagreements listed in DISAGREE with their reasons. And
 tests/data/gpu_memory_reported.csv: device memory as drivers report it on real parts.
 

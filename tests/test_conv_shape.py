@@ -1,11 +1,11 @@
 """Convolutions as the GEMMs they compute: each conv op states its N (output channels) and K (input
 channels per group × kernel area), the shape model gives K its own half point, and no flat per-op-name
-η replaces that model. Motivated by one ResNet-50 run on the EPYC VM: 3×3 convs (K ≥ 576) at 190–211
+η replaces that model. In one ResNet-50 run on a 2-vCPU AMD EPYC VM 3×3 convs (K ≥ 576) ran at 190–211
 GFLOP/s, 1×1 convs at 86 (K = 64) to 175 (K = 1024)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, fit
+from ironlaw import calibrate, calibration, fit, fitcore
 from ironlaw.gemmshape import conv_nk, gemm_dims, gemm_eta
 from ironlaw.graph import Graph, Op
 from ironlaw.validate.compare import row_attrs
@@ -87,8 +87,8 @@ def synthetic_convs(k_half: float) -> list:
 
 def test_the_fit_recovers_a_k_dependent_conv_rate_and_keeps_it():
     obs = synthetic_convs(80.0)
-    prob = fit._Problem(cpu(), obs)
-    cal = fit._fit_kinds(prob, {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["test"]})
+    prob = fitcore.Problem(cpu(), obs)
+    cal = fit._fit_kinds(prob, {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]})
     assert "k_half" in cal["conv"]["fp32"]
     err = np.abs(prob.times(cal) / prob.meas - 1)
     assert np.all(err[:10] < 0.03) and np.all(err < 0.15), err     # the two small batch-1 ops weigh least (√time)

@@ -1,11 +1,11 @@
-"""The CPU GEMM model of session 2, each piece against arithmetic done by hand or against the measurement
-that motivated it: packing (serial), the GEMV path (gemv_m per weight layout), a GEMM table's own
+"""The CPU GEMM model, each piece against arithmetic done by hand or against a measurement (2-vCPU EPYC and Xeon
+VMs, torch 2.13): packing (serial), the GEMV path (gemv_m per weight layout), a GEMM table's own
 weight η, cache residency of a small workload, the usable size of a shared cache, and the cold-GEMM
 rows of the probe."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, hardware, law
+from ironlaw import cache, calibrate, calibrated, calibration, hardware, law
 from ironlaw.errors import IronlawError
 from ironlaw.graph import Graph, Op
 from ironlaw.probe import build, gemm as gemm_probe
@@ -29,7 +29,7 @@ def cpu(cal: dict | None = None):
 
 
 def table(**mm) -> dict:
-    return {"schema": calibrate.SCHEMA, "source": "derived: test", "fitted": ["test"],
+    return {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"],
             "matmul": {"fp32": {"eta_max": 1.0, "m_half": 0.0, "nk_half": 0.0, **mm}},
             "memory": {"streamed": 1.0, "produced": 1.0}}
 
@@ -58,7 +58,7 @@ def test_packing_adds_weight_traffic_to_compute_for_gemms_not_gemvs():
 
 
 def test_gemv_path_follows_the_weight_layout():
-    """This VM: x @ Wᵀ at M = 2 ran like M = 1 (GEMV path), x @ W at M = 2 like a GEMM."""
+    """MKL on an EPYC VM: x @ Wᵀ at M = 2 runs like M = 1 (GEMV path), x @ W at M = 2 like a GEMM."""
     hw = cpu(table(serial=1.0, gemv_m=2))
     nt, kn = times(hw, [linear(2, 4096, 1024), linear(2, 4096, 1024, weights_kn=True)])
     d = 4.0 * 4096 * 1024 / DRAM + 4.0 * (2 * 1024 + 2 * 4096) / LLC
@@ -88,7 +88,7 @@ def test_a_gemm_table_gives_its_weights_their_own_eta():
     t = times(cpu(cal), [conv])[0]
     eta = 2e6 / (1e6 / 0.1 + 1e6 / 1.0)
     # the weights in device memory: the slower of the kernel's rate in the cache (η·LLC) and DRAM at the
-    # plain patterns' η (calibrate.slow_tier_eta)
+    # plain patterns' η (calibrated.slow_tier_eta)
     assert t == pytest.approx(1e6 / (LLC * eta) + max(1e6 / (LLC * eta), 1e6 / (DRAM * 1.0)))
     assert t < 0.6 * (1e6 / (LLC * 0.1) + 1e6 / (DRAM * 0.1))     # not the kind's 0.1 on the weights too
 
@@ -105,7 +105,7 @@ def test_a_workload_that_fits_the_last_cache_reads_its_weights_from_there():
 
 
 def test_a_shared_cache_is_as_large_as_the_copies_that_still_ran_at_its_rate():
-    """Seen here: sysfs says 480 MiB of L3, copies of 216 and 336 MiB ran at DRAM speed."""
+    """A Xeon VM: sysfs says 480 MiB of L3, copies of 216 and 336 MiB run at DRAM speed."""
     mib = 2 ** 20
     rows = [{"level": "l3", "bytes": s * mib, "time_s": s * mib / bw}
             for s, bw in ((48, 57e9), (72, 56.8e9), (96, 54e9), (144, 46.7e9), (216, 35.6e9), (336, 29.7e9))]
@@ -129,8 +129,8 @@ def test_gemv_m_is_read_off_the_cold_rows():
 
 
 def test_a_gemv_path_that_rereads_its_weights_ends_where_the_packed_gemm_begins():
-    """Session-7 EPYC probe (x @ W, 16 MiB fp32 weights): M = 1, 2, 4 in 850, 1410, 2486 µs — M = 2 is
-    1.66× M = 1 (beyond GEMV_SAME) but far below the packed GEMM at M = 4; x @ Wᵀ's M = 2 (2042 µs) was
+    """An EPYC VM's probe (x @ W, 16 MiB fp32 weights): M = 1, 2, 4 in 850, 1410, 2486 µs — M = 2 is
+    1.66× M = 1 (beyond GEMV_SAME) but far below the packed GEMM at M = 4; x @ Wᵀ's M = 2 (2042 µs) is
     already at its packed level (M = 4: 2203, M = 8: 1995) and is no GEMV."""
     def row(m, t, layout):
         return {"dtype": "fp32", "m": m, "n": 4096, "k": 1024, "time_s": t * 1e-6, "cv": 0.01,
@@ -172,7 +172,7 @@ def test_new_table_fields_are_checked(edit, field):
     cal = table()
     edit(cal["matmul"]["fp32"])
     with pytest.raises(IronlawError, match=field.replace(".", r"\.")):
-        calibrate.check(cal, "calibration")
+        calibration.check(cal, "calibration")
 
 
 def test_probe_rows_with_unknown_weights_or_layout_are_refused():
@@ -201,22 +201,22 @@ def test_a_gemm_too_big_for_the_cache_pays_its_spilled_packed_copy():
 
 
 def test_the_packed_copy_spills_past_the_cache_size_the_os_reports_not_a_neighbours_share():
-    """Session 7, EPYC VM: a probe taken under a neighbour's load read the usable L3 as 14 of 32 MiB; with
-    that as the spill threshold GPT-2's 7 MB weights were predicted at half the time of its 9.4 MB ones,
-    while in the model all of 2.4–9.4 MB ran at the same time per weight byte. The BLAS blocks for the
+    """A probe taken under a neighbour's load can read the usable L3 as 14 of 32 MiB (an EPYC VM); with that
+    as the spill threshold GPT-2's 7 MB weights would be priced at half the time per byte of its 9.4 MB ones,
+    while in the model all of 2.4–9.4 MB run at the same time per weight byte. The BLAS blocks for the
     cache it is told of; the probe's own record of the OS's size sets the threshold."""
     hw = cpu(table(serial=1.0, pack=0.6))
     big = linear(8, 16384, 1024)                                    # 67 MB > half the 64 MB profile L3
     base = times(cpu(table(serial=1.0)), [big])[0]
     assert times(hw, [big])[0] > base * 1.1
-    assert calibrate.pack_limit_bytes(hw) == 0.5 * LLC_BYTES        # no probe record: the profile's capacity
+    assert cache.pack_limit_bytes(hw) == 0.5 * LLC_BYTES        # no probe record: the profile's capacity
     hw.extra["probe"] = {"capacity": {"l3": 4 * LLC_BYTES}}         # the OS reported 256 MB
-    assert calibrate.pack_limit_bytes(hw) == 0.5 * 4 * LLC_BYTES
+    assert cache.pack_limit_bytes(hw) == 0.5 * 4 * LLC_BYTES
     assert times(hw, [big])[0] == pytest.approx(base)
 
 
 def test_x_at_w_transposed_has_its_own_m_half():
-    """Measured here (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
+    """Measured on a 2-vCPU VM (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
     table's m_half_nt is x @ Wᵀ's (nn.Linear), m_half stays x @ W's (the probe's torch.mm grid)."""
     from ironlaw.gemmshape import gemm_eta
     p = {"eta_max": 0.5, "m_half": 40.0, "m_half_nt": 20.0, "nk_half": 0.0}
@@ -243,16 +243,16 @@ def test_the_probes_hot_x_at_w_transposed_rows_set_m_half_nt():
     cal = calibrate.fit(hw, obs, source="derived: test")
     p = cal["matmul"]["fp32"]
     assert p["m_half_nt"] < 0.5 * p["m_half"]            # (m_half trades against the free per-GEMM latency)
-    pred = calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs)
+    pred = calibrate.predicted_s(calibration.with_calibration(hw, cal), obs)
     assert np.allclose(pred, [o.time_s for o in obs], rtol=0.02)
     one = {k: v for k, v in cal["matmul"]["fp32"].items() if k != "m_half_nt"}       # one m_half for both: the
-    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    shared = calibrate.predicted_s(calibration.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
     assert max(abs(shared / np.array([o.time_s for o in obs]) - 1)) > 0.3             # small-M rows miss by 30%+
 
 
 def test_x_at_w_gemms_read_their_weights_at_their_own_eta():
-    """Session-7 EPYC probes: cold x @ W at M = 4 took 2.7–4.5× its M = 1 time, x @ Wᵀ ~2×; GPT-2's Conv1D
-    GEMMs (x @ W) at batch 4–16 were predicted at 0.65–0.85 of their time with x @ Wᵀ's weight η."""
+    """EPYC VM probes: cold x @ W at M = 4 takes 2.7–4.5× its M = 1 time, x @ Wᵀ ~2×; with x @ Wᵀ's weight η
+    GPT-2's Conv1D GEMMs (x @ W) at batch 4–16 come out at 0.65–0.85 of their measured time."""
     m, n, k = 8, 4096, 1024
     hw = cpu(table(serial=1.0, streamed=0.5, streamed_kn=0.25))
     act, w = 4.0 * (m * k + m * n), 4.0 * n * k
@@ -281,7 +281,7 @@ def test_a_gemv_path_row_beyond_the_first_rereads_the_weights():
     assert two == pytest.approx(1.66 * w / DRAM + 4.0 * 2 * (k + n) / LLC)
     cols = Graph("t", "infer", "fp32", [linear(2, n, k), linear(2, n, k, weights_kn=True),
                                         linear(4, n, k, weights_kn=True)]).columns()
-    assert np.allclose(calibrate.extra_weight_bytes(hw.extra["calibration"], cols, hw), [0.0, 0.66 * w, 0.0])
+    assert np.allclose(calibrated.extra_weight_bytes(hw.calibration, cols, hw), [0.0, 0.66 * w, 0.0])
 
 
 def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():
@@ -306,17 +306,16 @@ def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():
     cal = calibrate.fit(hw, obs, source="derived: test")
     p = cal["matmul"]["fp32"]
     assert p["streamed_kn"] < 0.75 * p["streamed"]
-    assert np.allclose(calibrate.predicted_s(calibrate.with_calibration(hw, cal), obs), t, rtol=0.03)
+    assert np.allclose(calibrate.predicted_s(calibration.with_calibration(hw, cal), obs), t, rtol=0.03)
     one = {k: v for k, v in p.items() if k != "streamed_kn"}
-    shared = calibrate.predicted_s(calibrate.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
+    shared = calibrate.predicted_s(calibration.with_calibration(hw, {**cal, "matmul": {"fp32": one}}), obs)
     cold_kn = np.array([not s[3] and s[4] == "kn" for s in shapes])
     assert np.max(np.abs(shared / t - 1)[cold_kn]) > 0.2
 
 
 def test_an_ops_own_memory_eta_is_its_kernel_rate_in_the_cache_not_a_share_of_dram():
-    """Session-8 EPYC run: BERT's GELU class fitted memory η 0.09 on 1 MB of cached activations (batch 1),
-    which charged 16.8 MB of DRAM activations (batch 16) at 0.09 of DRAM bandwidth: 5.4× their measured
-    time. In the cache the own η applies as fitted; in DRAM the traffic runs at the slower of the kernel's
+    """BERT's GELU class fits memory η 0.09 on 1 MB of cached activations (batch 1, an EPYC VM); charged to
+    16.8 MB of DRAM activations (batch 16) at 0.09 of DRAM bandwidth that is 5.4× their measured time. In the cache the own η applies as fitted; in DRAM the traffic runs at the slower of the kernel's
     cached rate (η·LLC) and DRAM at the plain patterns' η (produced, 1.0 here)."""
     cal = table()
     cal["op"] = {"aten::gelu": {"memory": 0.09}}

@@ -3,7 +3,7 @@ of kernel time; the fit recovers both from synthetic runs generated with known v
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, fit
+from ironlaw import calibrated, calibration, fit
 
 
 def case(n_ops: int, op_s: float, per_op: float, share: float) -> dict:
@@ -27,12 +27,12 @@ def test_never_negative():
 
 
 def test_share_scales_kernel_time_in_the_law():
-    cal = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_share": 0.25}
-    calibrate.check(cal, "test")
+    cal = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_share": 0.25}
+    calibration.check(cal, "test")
     eta = np.full((3,), 0.8)
-    assert np.allclose(calibrate._framework(cal, eta), 0.8 / 1.25)
+    assert np.allclose(calibrated._framework(calibration.Calibration.of(cal), eta), 0.8 / 1.25)
     with pytest.raises(Exception, match="framework_share"):
-        calibrate.check({**cal, "framework_share": -0.1}, "test")
+        calibration.check({**cal, "framework_share": -0.1}, "test")
 
 
 def test_each_front_end_gets_its_own_framework_terms():
@@ -52,20 +52,20 @@ def test_each_front_end_gets_its_own_framework_terms():
 
 def test_the_law_uses_the_graphs_front_end_terms():
     from ironlaw.graph import Graph, Op
-    cal = {"schema": calibrate.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_s": 1e-6,
+    cal = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_s": 1e-6,
            "framework_share": 0.05, "frontend": {"transformers": {"framework_s": 20e-6, "framework_share": 0.25}}}
-    calibrate.check(cal, "test")
+    calibration.check(cal, "test")
     ops = [Op("mm", "matmul", flops=2e9, bytes={"weights": 4e6}, dtype="fp32")]
     eta = np.full((1,), 0.8)
     for meta, per_op, share in (({"architecture": "BertModel"}, 20e-6, 0.25), ({}, 1e-6, 0.05),
                                 ({"frontend": "transformers"}, 20e-6, 0.25)):
         cols = Graph("g", "infer", "fp32", ops, meta=meta).columns()
-        assert np.allclose(calibrate._framework(cal, eta, cols.frontend), 0.8 / (1 + share))
-        assert np.allclose(calibrate.op_latency(cal, cols, np.zeros((1,))), per_op)
+        assert np.allclose(calibrated._framework(calibration.Calibration.of(cal), eta, cols.frontend), 0.8 / (1 + share))
+        assert np.allclose(calibrated.op_latency(calibration.Calibration.of(cal), cols, np.zeros((1,))), per_op)
     for bad, field in (({"jax": {"framework_s": 1e-6}}, "jax"), ({"torch": {"framework_s": -1.0}}, "torch.framework_s"),
                        ({"torch": {"share": 0.1}}, "share")):
         with pytest.raises(Exception, match=field):
-            calibrate.check({**cal, "frontend": bad}, "test")
+            calibration.check({**cal, "frontend": bad}, "test")
 
 
 def test_hugging_face_workloads_say_their_front_end():

@@ -19,7 +19,7 @@ pd = pytest.importorskip("pandas")
 DATA = Path(__file__).with_name("data")
 
 # torchvision 0.29.1 weights metadata, ResNet50_Weights.IMAGENET1K_V1: _ops = 4.089 GMAC at 224x224
-# (../shared/reference/flops_params/torchvision_0.29.1_weights_meta.csv; the column says GFLOPS but holds MACs)
+# (tests/data/torchvision_resnet_meta.csv; the column says GFLOPS but holds MACs)
 RESNET50_GMAC = 4.089
 
 

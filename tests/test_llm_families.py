@@ -433,3 +433,34 @@ def test_cli_analyze_and_list(cli):
         assert r.json()["time_s"] > 0
     r = cli("workloads", "list")
     assert r.rc == 0 and all(n in r.out for n in NEW)
+
+
+@pytest.mark.parametrize("name,field,value", [("qwen3-30b-a3b", "mlp_only_layers", 3),
+                                              ("qwen3-30b-a3b", "mlp_only_layers", [99]),
+                                              ("qwen3-30b-a3b", "num_experts_per_tok", 500)])
+def test_hf_bad_moe_fields(tmp_path, name, field, value):
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    cfg[field] = value
+    with pytest.raises(IronlawError, match=field):
+        build(f"hf:{_write(tmp_path, cfg)}")
+
+
+def test_layer_ops_are_marked_per_layer_through_the_backward():
+    """Layers of different kinds have different counts (DeepSeek: 3 dense, 58 MoE): ``attrs["per_layer"]``
+    marks every op of the layer stack, forward and backward, so that a pipeline split need not infer it
+    from ``count == layers``."""
+    g = build("deepseek-v3", phase="train", batch=1, seq=64)
+    layers = [o for o in g.ops if o.attrs.get("per_layer")]
+    assert {o.count for o in layers} == {3, 58, 61}
+    assert {o.name for o in layers if o.name.endswith(".backward")} == \
+        {o.name + ".backward" for o in layers if not o.name.endswith(".backward")}
+    assert not any(o.attrs.get("per_layer") for o in g.ops if o.name.split(".")[0] in ("embedding", "lm_head"))
+    assert op(g, "mlp_up_proj.shared.backward").attrs["expert"] == "shared"
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "deepseek-v3", "gpt-oss-20b", "qwen3-8b"])
+def test_hf_model_type_from_architectures(tmp_path, name):
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    del cfg["model_type"]
+    g = build(f"hf:{_write(tmp_path, cfg)}", phase="decode", seq=16)
+    assert g.meta["params"] == T.builtin_arch(name).params()

@@ -10,7 +10,7 @@ the TP ranks (scatter/gather). Not in the table and assumed: micro-batch 1 and t
 fitted on vidur's NCCL runs (network.calibration.A100_VIDUR); Selene's fabric may be faster (see
 benchmarks/megatron_a100.py, which also shows the datasheet network).
 
-Measured here (catalog network): median |error| 8.5%; the four pipeline-parallel rows from 145.6B up
+With the catalog network: median |error| 8.5%; the four pipeline-parallel rows from 145.6B up
 within 6%; the data-parallel-heavy mid rows (7.5B, 18.4B: 32 DP groups per node sharing vidur's InfiniBand
 ceiling) under-predicted by 28% and 30%.
 """

@@ -186,7 +186,7 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
 
     Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device: its epilogue's stores
     follow a 128-deep main loop and cannot hide behind it (law: a GPU GEMM's written bytes run after its
-    overlapped reads and compute), −7% (it was −33% with the stores overlapped). A_mul_V reads the same
+    overlapped reads and compute), −7% (−33% if the stores overlapped). A_mul_V reads the same
     matrix under a 2048-deep main loop and writes little: −4%, Softmax −5%.
     """
     pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
@@ -303,7 +303,7 @@ def test_step_time_never_falls_as_concurrency_grows(monkeypatch, opts, device):
 
 def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     """tp 2, dp 2, pp 4 on 2 DGX A100: stages 1 and 2 meet at the node edge, 4 pairs over InfiniBand
-    (it was costed over NVLink): the pipeline's send/recv runs at the slowest boundary. Each TP rank sends
+    (not NVLink): the pipeline's send/recv runs at the slowest boundary. Each TP rank sends
     half the activation and the pair all-gathers it over NVLink (Megatron's scatter/gather)."""
     from ironlaw.network import build, collective_time
     g, hw = _train(), hardware.get("a100")

@@ -80,7 +80,7 @@ def test_profile_numbers_come_back_from_the_rows(doc, home):
     assert hw.op_latency_s == pytest.approx(2.1e-6)      # median of the four tiny ops
     for key, src in hw.sources.items():
         assert src.startswith("measured by probe on 2026-12-02T10:00:00+00:00 (testhost, torch 2.13.0+cpu, 2 threads)"), key
-    assert hw.extra["calibration"]["source"].startswith("measured by probe on")
+    assert hw.calibration.table()["source"].startswith("measured by probe on")
 
 
 def fake_gpu_probe() -> dict:
@@ -340,7 +340,7 @@ def _cpu_flags() -> set[str]:
 
 
 def test_a_narrow_dtype_slower_than_fp32_has_no_fast_path():
-    """fp16 at 0.8× the fp32 rate is above 10% of bf16 yet runs no unit of its own (seen on this VM:
+    """fp16 at 0.8× the fp32 rate is above 10% of bf16 yet runs no unit of its own (a 2-vCPU Zen 4 VM:
     fp16 342 GFLOP/s, fp32 439, bf16 2,535)."""
     p = fake_probe()
     for r in p["gemm"]:
@@ -353,9 +353,9 @@ def test_a_narrow_dtype_slower_than_fp32_has_no_fast_path():
 
 
 @pytest.mark.skipif(not {"avx512_bf16"} <= _cpu_flags() or "avx512_fp16" in _cpu_flags() or "amx_fp16" in _cpu_flags(),
-                    reason="needs a CPU with a bf16 fast path and no fp16 one (like the Zen 4 this was built on)")
+                    reason="needs a CPU with a bf16 fast path and no fp16 one (like AMD Zen 4)")
 def test_a_convolution_faster_than_every_gemm_sets_the_peak():
-    """A framework's conv library may outrun its GEMM library (oneDNN vs MKL on an AMD EPYC here: 373 vs
+    """A framework's conv library may outrun its GEMM library (oneDNN vs MKL on a 2-vCPU AMD EPYC VM: 373 vs
     183 GFLOP/s fp32): the peak is the fastest kernel measured and says which; a slower conv changes nothing.
     The conv rows are calibration observations too, marked cache-resident when their operands fit."""
     p = fake_probe()
@@ -415,19 +415,20 @@ def test_fp16_gemm_has_no_fast_path_on_this_cpu():
 
 def test_validate_measurements_can_be_fed_into_the_calibration(doc, tmp_path):
     """recalibrate: probe rows + per-op measurements of a real run -> a refit [calibration] in place."""
-    from ironlaw.calibrate import Observation
+    from ironlaw import fit
+    from ironlaw.fitcore import Observation
     from ironlaw.graph import Op
     p = profile.save(doc, tmp_path / "p.toml")
     # a conv the probe never measured: 20 GFLOP at half the fp32 peak (+ 3 µs)
     peak = hardware.load_file(p).peak("fp32")
     runs = [Observation(Op(f"conv{i}", "conv", flops=f, bytes={"activations": 1e6, "weights": 1e5}, dtype="fp32"),
                         f / (0.5 * peak) + 3e-6, "validate:resnet18 b1") for i, f in enumerate((1e8, 1e9, 5e9, 2e10))]
-    cal = profile.recalibrate(p, runs, source="measured by probe on 2026-12-02 and validate resnet18 (test)",
-                              held_out=["validate:gpt2 b1"])
+    cal = fit.recalibrate(p, runs, source="measured by probe on 2026-12-02 and validate resnet18 (test)",
+                          held_out=["validate:gpt2 b1"])
     assert cal["compute"]["conv"] == pytest.approx(0.5, rel=0.05)
     assert "validate:resnet18 b1" in cal["fitted"] and cal["held_out"] == ["validate:gpt2 b1"]
     hw = hardware.load_file(p)                                  # rewritten in place, still a valid profile
-    assert hw.extra["calibration"]["compute"]["conv"] == cal["compute"]["conv"]
+    assert hw.calibration.table()["compute"]["conv"] == cal["compute"]["conv"]
     assert hw.extra["probe"]["host"] == "testhost"
     assert [f.name for f in tmp_path.iterdir()] == ["p.toml"]
 

@@ -1,6 +1,6 @@
 """Serving estimates against llama.cpp's published benches (GB10, M2 Ultra) and capacity invariants.
 
-Reference: ../shared/reference/llm_decode/ (ggml-org/llama.cpp benches, MIT). Qwen2.5-Coder-7B Q8_0
+Reference: tests/data/llamacpp/ (ggml-org/llama.cpp benches, MIT). Qwen2.5-Coder-7B Q8_0
 (7.54 GiB file, block scales included) is built from tests/data/qwen2.5-7b-config.json; the file size is
 the weight bytes (Q8_0 = 8.5 bits per weight), the KV cache is fp16 (llama.cpp's default).
 """
@@ -44,7 +44,7 @@ def test_gb10_batched_decode_shape():
 
     llama.cpp's quantized GEMM does not overlap its weight loads with its math (gb10.toml: serial = 1), so each
     added sequence adds its GEMM time (at the efficiency the prefill rows measured) to the weight stream; with
-    full overlap the prediction was +37% at B = 16 and +44% at B = 32."""
+    full overlap the prediction would be +37% at B = 16 and +44% at B = 32."""
     pred = [serving.decode_tokens_per_s(QWEN, "gb10", b, 512 + 16, dtype="int8", kv_dtype="fp16",
                                         weight_bytes=SIZE)[0] for b, _ in BATCHED]
     meas = [m for _, m in BATCHED]

@@ -99,15 +99,15 @@ def test_nonsense_calibration_is_refused_naming_the_field(tmp_path, table, field
 def _synthetic_cases():
     """Cases whose op times come from a known law: GEMM η(M,N,K), tanh at a known compute η (its own op
     class), GELU at the elementwise kind's memory η, a fixed latency, and a known framework share per op."""
-    from ironlaw import calibrate
+    from ironlaw import calibration
     from ironlaw.graph import Graph, Op
     hw = hardware.load_file(PROFILE)
-    truth = {"schema": calibrate.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
+    truth = {"schema": calibration.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
              "matmul": {"fp32": {"eta_max": 0.8, "m_half": 6.0, "nk_half": 48.0}},
              "memory": {"streamed": 0.6, "produced": 0.9, "kind": {"elementwise": 0.5}},
              "latency_s": {"default": 4e-6},
              "compute": {"elementwise": 1.0}, "op": {"aten::tanh": {"compute": 0.01}}, "framework_s": 12e-6}
-    true_hw = calibrate.with_calibration(hw, truth)
+    true_hw = calibration.with_calibration(hw, truth)
     rng = np.random.default_rng(0)
     cases = []
     for c in range(4):
@@ -133,7 +133,7 @@ def _synthetic_cases():
 
 
 def test_fit_recovers_known_efficiencies_and_overhead():
-    from ironlaw import calibrate, fit
+    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
     hw, truth, cases = _synthetic_cases()
     cal = fit.fit(hw, cases[:3], held_out=cases[3:])
     assert cal["fitted"] == [f"validate:synthetic{i} infer b1" for i in range(3)]
@@ -147,19 +147,19 @@ def test_fit_recovers_known_efficiencies_and_overhead():
         Op("aten::mm", "matmul", flops=2.0 * 1024 ** 3, dtype="fp32",
            bytes={"weights": 4.0 * 1024 ** 2, "activations": 8.0 * 1024 ** 2})]).columns()
     base = np.ones(3)
-    got, want = calibrate.compute_eta(cal, probe, base), calibrate.compute_eta(truth, probe, base)
+    got, want = calibrated.compute_eta(calibration.Calibration.of(cal), probe, base), calibrated.compute_eta(calibration.Calibration.of(truth), probe, base)
     assert got[0] == pytest.approx(0.01, rel=0.05)                 # tanh, its own class
     assert got[2] == pytest.approx(want[2], rel=0.05)              # a large GEMM
     # GELU streams at the kind's memory η in the cache and at the slower of that kernel rate and the plain
-    # pattern's η in device memory (calibrate.slow_tier_eta): its time at both sizes as the truth's
+    # pattern's η in device memory (calibrated.slow_tier_eta): its time at both sizes as the truth's
     from ironlaw import law
     gelus = Graph("gelus", "infer", "fp32", [Op("aten::gelu", "elementwise", flops=5.0 * e, bytes={"activations": 8.0 * e},
                                                 dtype="fp32") for e in (1e5, 4e6)])
-    t_got = np.asarray(law.predict(gelus, calibrate.with_calibration(hw, cal)).op_time_s, float).reshape(-1)
-    t_want = np.asarray(law.predict(gelus, calibrate.with_calibration(hw, truth)).op_time_s, float).reshape(-1)
+    t_got = np.asarray(law.predict(gelus, calibration.with_calibration(hw, cal)).op_time_s, float).reshape(-1)
+    t_want = np.asarray(law.predict(gelus, calibration.with_calibration(hw, truth)).op_time_s, float).reshape(-1)
     assert np.allclose(t_got, t_want, rtol=0.05)
     # and the held-out case, never fitted, is predicted as the truth predicts it
-    rows = fit.score(calibrate.with_calibration(hw, cal), cases[3:])
+    rows = fit.score(calibration.with_calibration(hw, cal), cases[3:])
     assert abs(rows[0]["error"]) < 0.05
 
 
@@ -190,8 +190,8 @@ def test_fit_command_reports_fitted_and_held_out_separately(tmp_path, capsys):
 
 
 def test_a_run_past_the_models_positions_is_refused_before_it_starts():
-    """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (seen as an
-    IndexError traceback from inside torch before this check)."""
+    """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (an IndexError
+    from inside torch without this check)."""
     pytest.importorskip("transformers")
     from ironlaw.validate.models import resolve
     with pytest.raises(IronlawError, match=r"needs 1025 positions but the config allows 1024.*--seq 1023"):
@@ -228,7 +228,7 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     """Cold mm GEMVs at 20 GB/s (as the probe times them) and, in three other cases, a bmm GEMV of a 154 MB head
     at 10 GB/s (GPT-2's tied LM head in a prefill, as one run measured it): the weights' bandwidth follows the
     mm ones, though the bmm cases are the majority (each case weighs the same; see fit._fit_gemv)."""
-    from ironlaw import calibrate, fit
+    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
     from ironlaw.graph import Op
     hw = hardware.load_file(PROFILE)
     dram = hw.memory[hw.device_tier].bw_Bps
@@ -240,15 +240,15 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     obs = [gemv("aten::mm", 4096, 1024, 20e9, "probe:gemm"), gemv("aten::mm", 8192, 1024, 20e9, "probe:gemm"),
            gemv("aten::addmm", 3072, 768, 20e9, "validate:a"), gemv("aten::addmm", 768, 3072, 20e9, "validate:a"),
            *(gemv("aten::bmm", 50257, 768, 10e9, f"validate:{c}") for c in "bcd")]      # three prefills of three
-    cal = fit._fit_gemv(fit._Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
+    cal = fit._fit_gemv(fitcore.Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
 
 
 def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
     """fp32 GEMVs at 20 GB/s and, weighing more, bf16 GEMVs at 13 GB/s (bf16 converted before it is
-    multiplied, as on the EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
+    multiplied, as on a 2-vCPU EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
     its own GEMV η, which puts its GEMVs back at their measured time."""
-    from ironlaw import calibrate, fit
+    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
     from ironlaw.graph import Op
     import dataclasses
     hw = hardware.load_file(PROFILE)
@@ -264,7 +264,7 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
            gemv("fp32", 3072, 768, 20e9, "probe:gemm"),
            *(gemv("bf16", n, 4096, 13e9, f"validate:{c}") for c, n in zip("abcd", (4096, 8192, 2048, 6144)))]
     table = {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}
-    prob = fit._Problem(hw, obs)
+    prob = fitcore.Problem(hw, obs)
     cal = fit._fit_gemv(prob, {"matmul": {"fp32": dict(table), "bf16": dict(table)}})
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
     bf16 = prob.dtypes == "bf16"
@@ -274,13 +274,13 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
 def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
     """The probe's GEMM rows fix the shape model (packing, weight traffic); a model's own GEMMs then set
     its ceiling and M's half point. Here the probe's rows ran at η_max 0.6 and the model runs' GEMMs at 0.85
-    (on the EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
+    (on a 2-vCPU EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
     per-shape medians over five runs): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
-    from ironlaw import calibrate, fit, law
+    from ironlaw import calibrate, calibration, fit, fitcore, law
     from ironlaw.graph import Graph, Op
     hw = hardware.load_file(PROFILE)
     shape = {"m_half": 6.0, "nk_half": 30.0, "serial": 1.0, "streamed": 0.5}
-    probe_truth = {"schema": calibrate.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
+    probe_truth = {"schema": calibration.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
                    "matmul": {"fp32": {"eta_max": 0.6, **shape}}}
     run_truth = {**probe_truth, "matmul": {"fp32": {"eta_max": 0.85, **shape}}}
 
@@ -290,17 +290,17 @@ def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
                   attrs={"mnk": (m, n, k)} if mnk else {"nk": (n, k)})
 
     def timed(ops, truth, dataset):
-        t = law.predict(Graph("g", "infer", "fp32", ops), calibrate.with_calibration(hw, truth)).op_time_s
+        t = law.predict(Graph("g", "infer", "fp32", ops), calibration.with_calibration(hw, truth)).op_time_s
         return [calibrate.Observation(op, float(ti), dataset) for op, ti in zip(ops, np.asarray(t).reshape(-1))]
     probe = timed([gemm(m, n, k, mnk=True) for m in (8, 32, 128, 512) for n, k in ((2048, 1024), (1024, 1024))],
                   probe_truth, "probe:gemm")
     runs = [o for i, ds in enumerate("abc") for o in
             timed([gemm(m, n, k) for m in (64 * (i + 1), 256 * (i + 1)) for n, k in ((768, 3072), (3072, 768), (768, 768))],
                   run_truth, f"validate:{ds}")]
-    cal = fit._fit_kinds(fit._Problem(hw, probe + runs), {k: probe_truth[k] for k in ("schema", "source", "fitted")})
+    cal = fit._fit_kinds(fitcore.Problem(hw, probe + runs), {k: probe_truth[k] for k in ("schema", "source", "fitted")})
     mm = cal["matmul"]["fp32"]
     assert mm["serial"] == pytest.approx(1.0, rel=0.1)           # the probe's packing, kept
     held = [gemm(384, 2304, 768), gemm(1024, 768, 768)]
-    got = law.predict(Graph("h", "infer", "fp32", held), calibrate.with_calibration(hw, cal)).op_time_s
-    want = law.predict(Graph("h", "infer", "fp32", held), calibrate.with_calibration(hw, run_truth)).op_time_s
+    got = law.predict(Graph("h", "infer", "fp32", held), calibration.with_calibration(hw, cal)).op_time_s
+    want = law.predict(Graph("h", "infer", "fp32", held), calibration.with_calibration(hw, run_truth)).op_time_s
     assert np.allclose(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1), rtol=0.05)

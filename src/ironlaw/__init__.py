@@ -10,9 +10,8 @@ The core imports without torch; capture, probe and validate import it when calle
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .errors import IronlawError  # noqa: E402
+from ._version import __version__
+from .errors import IronlawError
 
 
 def analyze(spec: str, on: str = "h100", *, batch=1, seq=None, phase=None, dtype=None,

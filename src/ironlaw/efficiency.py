@@ -2,12 +2,13 @@
 
 Defaults come from the hardware file's ``[efficiency]`` table (one fraction per op kind, 'other'
 for the rest, 'memory' for bandwidth) and its ``[latency] op_s``. A calibrated profile can refine
-them per op class and shape (see ``ironlaw.calibrate``); the law asks only these functions.
+them per op class and shape (``ironlaw.calibrated``); the law asks only these functions.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import calibrated
 from .graph import KINDS, Columns
 from .hardware import Hardware
 
@@ -16,52 +17,47 @@ def compute_eta(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) fraction of the unit's peak each op reaches."""
     per_kind = np.array([hw.eta(k) for k in KINDS])
     eta = per_kind[cols.kind_idx].reshape((-1,) + (1,) * len(cols.cfg_shape))
-    cal = hw.extra.get("calibration")
-    if cal:
-        from . import calibrate
-        eta = calibrate.compute_eta(cal, cols, eta)
+    cal = hw.calibration
+    if cal is not None:
+        eta = calibrated.compute_eta(cal, cols, eta)
     return np.broadcast_to(eta, cols.flops.shape)
 
 
 def memory_eta(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, 1…) fraction of a tier's bandwidth each op's traffic reaches."""
     eta = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.efficiency["memory"])
-    cal = hw.extra.get("calibration")
-    if cal:
-        from . import calibrate
-        eta = calibrate.memory_eta(cal, cols, eta)
+    cal = hw.calibration
+    if cal is not None:
+        eta = calibrated.memory_eta(cal, cols, eta)
     return eta
 
 
 def memory_eta_base(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, 1…) ``memory_eta`` without the ops' own values (kind, op class, kernel): the plain
-    reuse patterns' η (see ``calibrate.slow_tier_eta``)."""
+    reuse patterns' η (see ``calibrated.slow_tier_eta``)."""
     eta = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.efficiency["memory"])
-    cal = hw.extra.get("calibration")
-    if cal:
-        from . import calibrate
-        eta = calibrate.memory_eta(cal, cols, eta, own=False)
+    cal = hw.calibration
+    if cal is not None:
+        eta = calibrated.memory_eta(cal, cols, eta, own=False)
     return eta
 
 
 def op_latency(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, 1…) fixed seconds per op invocation (launch / dispatch)."""
     lat = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.op_latency_s)
-    cal = hw.extra.get("calibration")
-    if cal:
-        from . import calibrate
-        lat = calibrate.op_latency(cal, cols, lat)
+    cal = hw.calibration
+    if cal is not None:
+        lat = calibrated.op_latency(cal, cols, lat)
     return lat
 
 
 def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) share of the shorter of an op's data and compute time that does not overlap the
     longer (0 = fully overlapped, the default; a calibrated CPU GEMM packs its weights first)."""
-    cal = hw.extra.get("calibration")
-    if not cal:
+    cal = hw.calibration
+    if cal is None:
         return np.zeros(cols.flops.shape)
-    from . import calibrate
-    return np.broadcast_to(calibrate.serial_share(cal, cols), cols.flops.shape)
+    return np.broadcast_to(calibrated.serial_share(cal, cols), cols.flops.shape)
 
 
 def extra_weight_bytes(hw: Hardware, cols: Columns, resident=None) -> np.ndarray:
@@ -69,11 +65,10 @@ def extra_weight_bytes(hw: Hardware, cols: Columns, resident=None) -> np.ndarray
     copy it spills when its weights do not fit the last cache level, the further passes of a GEMV path,
     a GEMV's cost per stored row where its weights are not ``resident`` in the last cache level (0 = none,
     the default; see ``ironlaw.gemmshape``)."""
-    cal = hw.extra.get("calibration")
-    if not cal:
+    cal = hw.calibration
+    if cal is None:
         return np.zeros(cols.flops.shape)
-    from . import calibrate
-    return np.broadcast_to(calibrate.extra_weight_bytes(cal, cols, hw, resident), cols.flops.shape)
+    return np.broadcast_to(calibrated.extra_weight_bytes(cal, cols, hw, resident), cols.flops.shape)
 
 
 def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:

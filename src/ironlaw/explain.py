@@ -68,3 +68,33 @@ def why(est) -> dict:
                        f"data {fmt_time(float(est.term('data_s')))}) is too small to saturate the device"}
     return {"resource": res, "tier": tier,
             "why": f"{res} owns {pct:.0f}% of the critical path ({fmt_time(float(est.term('network_s')))})"}
+
+
+def brief(est) -> str:
+    """The binding resource in a few words and one number, for a line of at most ~60 characters."""
+    hw, total = est.hw, float(est.total_s)
+    shares = est.workload_shares_s
+    i = int(est.bottleneck_idx)
+    res, tier = est.resources[i]
+    sum_s = float(shares.sum())
+    pct = 100.0 * float(shares[i]) / sum_s if sum_s > 0 else 0.0
+    if bool(est.capacity_bound):
+        fp = est.footprint()
+        if not fp["fits"]:
+            return f"{fmt_size(fp['total_bytes'])} does not fit in {hw.name}'s memory"
+        spill_t = hw.memory[int(est.placement.spill_tier)]
+        beyond = range(hw.device_tier + 1, len(hw.memory))
+        t_spill = float(sum((est.data_tier_s[k] * est.cols.count).sum() for k in beyond))
+        return (f"{fmt_size(float(est.placement.spilled_bytes))} spill to {spill_t.name} "
+                f"({fmt(spill_t.bw_Bps, 'B/s')}): {100 * t_spill / total:.0f}% of the time")
+    if res == "compute":
+        peak = hw.peak_flops.get(est.graph.dtype, hw.vector_flops)
+        return f"{fmt(float(est.graph.flops), 'FLOP')} at {fmt(peak, 'FLOP/s')}: {pct:.0f}% of the critical path"
+    if res == "bandwidth":
+        k = [m.name for m in hw.memory].index(tier)
+        moved = float((est.traffic_bytes[k] * est.cols.count).sum())
+        return f"{fmt(moved, 'B')} from {tier} at {fmt(hw.tier(tier).bw_Bps, 'B/s')}: {pct:.0f}% of the critical path"
+    if res == "latency":
+        n = int(est.cols.count.sum())
+        return f"{n} ops × {fmt_time(hw.op_latency_s)} launch: {pct:.0f}% of the time"
+    return f"{res} owns {pct:.0f}% of the critical path ({fmt_time(float(est.term('network_s')))})"

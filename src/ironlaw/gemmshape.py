@@ -1,65 +1,8 @@
 """GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
 
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
-    k_half: K's own half point where fitted (else nk_half). Fitted for convolutions, whose ops state their
-            GEMM N and K (``op.attrs["nk"]``: N = output channels, K = input channels per group · kernel
-            area; M = batch · output pixels follows from the FLOPs): on the EPYC VM oneDNN ran 3×3 convs
-            (K ≥ 576) at 190–211 GFLOP/s and 1×1 convs at 86 (K = 64) to 175 (K = 1024) in the same
-            ResNet-50 run — one symmetric N/K half point cannot tell them apart;
-    m_half_nt: m_half for x @ Wᵀ (W stored N×K, nn.Linear's layout) where it differs from x @ W's, when
-            fitted (the probe times both): MKL on the EPYC VM here packs a K×N weight more slowly, so at
-            small M x @ Wᵀ ran 1.27× faster (M = 8), 1.18× (32), 1.07× (64), equal from 256;
-    gemv_m: the largest M the library runs on its matrix-vector path (default 1; measured by the probe,
-            ``probe.build.gemv_m``: the largest cold M that runs about as fast as M = 1 — 2 for an earlier
-            VM's fp32 x @ Wᵀ, the nn.Linear layout, which is also assumed where an op does not say — or
-            well below the packed GEMM of larger M);
-    gemv_m_kn: the same for x @ W with W row-major K×N (GPT-2's Conv1D; op.attrs["weights_kn"]): MKL ran
-            fp32 x @ W at M = 2 in 1.66–2.2× its M = 1 time, at M = 4 (a packed GEMM) in 2.7–4.5× (five
-            probes on the session-7 EPYC VM; x @ Wᵀ at M = 2 was already at its packed level, ~2×);
-    gemv_pass, gemv_pass_kn: on the GEMV path, the weight traffic each row beyond the first adds, as a
-            multiple of the weight bytes (measured by the probe: (t(M)/t(1) − 1)/(M − 1) at the path's
-            largest M; 0 where not measured — one pass whatever M, the older finding for x @ Wᵀ);
-    gemv_row, gemv_row_kn: a cold GEMV's time per weight byte by the length of the weight's stored rows
-            (x @ Wᵀ: K; x @ W: N), as [[length, factor], …] over the fastest length the probe timed (measured,
-            ``probe.build.gemv_row``): each row of the matrix costs a fixed time on top of its bytes. On the
-            EPYC VM here, M = 1 from memory at equal bytes ran 143 (x @ W) and 154 (x @ Wᵀ) µs per MB with
-            256-element rows, 80 and 95 at 768, 69 and 73 at 1024, 62 and 61 at 4096, 53 and 54 at 8192
-            (session 11, four rounds each) — so
-            GPT-2's c_proj (x @ W, N = 768) ran 1.3× slower per byte than its c_fc (N = 3072) in every run,
-            and its lm_head (x @ Wᵀ, K = 768) at 1.6× the long-row rate. Applies to ops that state N and K
-            (``op.attrs["nk"]``) and whose weights come from device memory (a cache-resident GEMV barely
-            shows it: 4 MB of weights, 1.2× at 256-element rows, ≤ 1.05× from 768);
-    streamed_kn: ``streamed`` for x @ W GEMMs, where the probe timed both layouts (x @ Wᵀ keeps
-            ``streamed``): packing a row-major K×N weight reads it across rows;
-    streamed: η of the weight traffic of this table's ops (matmul: GEMMs, not GEMVs, which keep the
-            calibration's memory.streamed; conv: all), in place of memory.streamed: packing reads each
-            weight and writes it again.
-    pack: extra weight traffic, as a multiple of the weight bytes, of a GEMM whose weights do not fit the
-            law's resident fraction of the last cache level (its size as the OS reports it,
-            ``calibrate.pack_limit_bytes``): its packed copy spills to device memory
-            (seen here, x @ Wᵀ at M = 8, cold: 89 µs per MB of weights up to 67 MB, 114 µs per MB at
-            168 MB); fitted on the probe's large cold row
-    serial: the share of the shorter of data and compute time that the kernel does not overlap with
-            the longer (time = max + serial · min). A CPU BLAS packs the weight panel into a buffer
-            before its micro-kernel uses it, so weight traffic and compute add (serial ≈ 1); a GEMV
-            streams the matrix once, overlapped (serial never applies to GEMVs). A GPU library usually
-            overlaps (0, not fitted on GPUs), but not always: llama.cpp's quantized mmq kernel loads a
-            tile, syncs, then computes (the GB10 catalog sets 1, fitted on llama.cpp's own bench).
-            Apart from it, a GPU GEMM's epilogue stores its output after the main loop: the law puts
-            the written bytes' share of the data time after the overlapped part on every GPU (not fitted;
-            ``efficiency.epilogue_share``). It matters where a short K meets a large output (attention's
-            QKᵀ, K = d_head): A100 held-out GEMM rows 7.0% → 5.1% median error when the table is refitted.
 
-Shapes: an op that states its shape (``op.attrs["mnk"]``, the probe's GEMMs) uses it; a convolution states
-N and K (``op.attrs["nk"]``: the symmetric split below cannot tell a 3×3 conv's K = 9·Cin from N), and so does
-a product with a weight matrix (captured mm/addmm, the built-in ``linear``: its rows' length, ``gemv_row``), and
-so does a captured fused attention (N = key length, K = head dim, M = flops / (2·N·K) = 2 · batch · heads ·
-query length: CPU flash attention ran prefill at 19 GFLOP/s with 32 keys, 40 at 48–64, 61 at 96–128 and 100
-at 256 in one run here — a flat η put 32-key calls at 0.28 of their time and 256-key calls at 1.5×). Otherwise
-M = flops / (2·K·N) with K·N = weight bytes / dtype bytes, and K + N from the activation
-bytes (the model is symmetric in N and K, so their order does not matter). A matmul with no weight
-bytes (two activations) is taken as a cube, M = N = K = (flops/2)^(1/3). Because the shape is inferred,
-a calibrated matmul's time is not monotone in its bytes alone (more bytes can mean a different shape).
+The fields, how a shape is recovered and what each field is measured or fitted on: docs/how-it-models.md.
 """
 from __future__ import annotations
 
@@ -73,6 +16,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
+GEMV_PASS_MAX = 2.0       # a further row re-reading the weights twice over is no GEMV path
+GEMV_ROW_MAX = 16.0       # a GEMV 16× slower per byte for its row length is a measurement gone wrong
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ class Op:
     module: str = ""
     shapes: str = ""
     bytes_written: Num = 0.0          # informational: the part of ``bytes`` that is written
-    network_bytes: Num = 0.0          # bytes a collective puts on a link (see the network issue)
+    network_bytes: Num = 0.0          # bytes a collective puts on a link (ironlaw.network)
     collective: str = ""              # kind 'collective': allreduce | allgather | … (see ironlaw.network)
     group: tuple = (1, 1)             # (ranks, nodes[, concurrent groups per node]) a collective spans
     # what-if transforms (ironlaw.whatif) use these; builders may leave them at their defaults
@@ -102,8 +102,8 @@ class Graph:
 
 # the Python library that runs a model's ops eagerly. A calibration may give each its own framework terms
 # (cost between ops): Hugging Face modules build masks, caches and reshapes in Python around their
-# kernels — on the EPYC VM end to end minus the ops timed one by one was 2–18% of a run for BERT and
-# GPT-2, 0–2% for ResNet and the MLP (median over runs)
+# kernels, several times what torchvision models or a plain nn.Sequential spend (benchmarks/accuracy.py
+# reports the fitted terms per front end)
 FRONTENDS = ("torch", "transformers")
 
 

@@ -48,8 +48,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     sparsity_2_4 = true
     source = "…"
 
-Profiles written by ``ironlaw probe`` use the same format plus ``[probe]`` and ``[calibration]``
-tables (see ``ironlaw.profile``).
+Profiles written by ``ironlaw probe`` use the same format plus ``[probe]`` (``ironlaw.probetable``) and
+``[calibration]`` (``ironlaw.calibration``) tables; ``local`` names the newest (``ironlaw.home``).
 """
 from __future__ import annotations
 
@@ -61,7 +61,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import units
-from .errors import IronlawError, unknown
+from .calibration import Calibration, check as check_calibration
+from .errors import IronlawError, suggest, unknown
+from .graph import KINDS as OP_KINDS
+from .home import newest
+from .network.calibration import check_table as check_network, for_hardware as network_for
+from .probetable import check_probe
 
 SCHEMA = "ironlaw.hardware/1"
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp8", "mxfp4")
@@ -118,7 +123,8 @@ class Hardware:
     features: dict[str, bool] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     path: str = ""
-    extra: dict = field(default_factory=dict)   # [probe], [calibration] of measured profiles
+    extra: dict = field(default_factory=dict)   # [probe] of measured profiles, [network] by name
+    calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.calibrated)
 
     def peak(self, dtype: str) -> float:
         """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it."""
@@ -191,8 +197,7 @@ class Hardware:
 
     def network_calibration(self) -> dict:
         """The collective model's calibration: the fitted one ``[network]`` names, else the estimates."""
-        from .network.calibration import for_hardware
-        c = for_hardware(self)
+        c = network_for(self)
         return {"calibration": c.name, "source": self.extra.get("network", {}).get("source", c.source)}
 
 
@@ -261,14 +266,36 @@ class _Table:
 
 
 def _hint(key: str, allowed) -> str:
-    from .errors import suggest
     return suggest(key, allowed)
 
 
 def parse_hardware(data: dict, where: str) -> Hardware:
+    """A checked Hardware from a TOML document (catalog entry or measured profile)."""
     top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
                                "latency", "links", "power", "efficiency", "features", "probe", "calibration",
                                "network"))
+    name, kind, aliases = _identity(top, where)
+    sources: dict[str, str] = {}
+    peaks = _compute(top, where, sources)
+    v = _Table(top.req("vector"), f"{where}.vector", ("peak_flops", "source"))
+    vector = v.qty("peak_flops", "flops", upper=1e19)
+    sources["vector"] = v.source()
+    tiers = _tiers(top, where)
+    lat = _Table(top.req("latency"), f"{where}.latency", ("op_s", "source"))
+    op_latency = lat.qty("op_s", "s", upper=1.0)
+    sources["latency"] = lat.source()
+    links = _links(top, where)
+    tdp, idle = _power(top, where, sources)
+    eff = _efficiency(top, where, sources)
+    feats = _features(top, where, sources)
+    extra, cal = _measured(data, where)
+    return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
+                    memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
+                    links=tuple(links), tdp_w=tdp, idle_w=idle, features=feats, aliases=tuple(aliases), path=where,
+                    extra=extra, calibration=cal)
+
+
+def _identity(top: _Table, where: str) -> tuple[str, str, list]:
     if top.req("schema") != SCHEMA:
         raise IronlawError(f"{where}: schema must be '{SCHEMA}', got {top.get('schema')!r}")
     name = top.text("name")
@@ -280,8 +307,10 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     aliases = top.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise IronlawError(f"{where}.aliases: expected a list of strings")
-    sources: dict[str, str] = {}
+    return name, kind, aliases
 
+
+def _compute(top: _Table, where: str, sources: dict) -> dict[str, float]:
     compute = top.req("compute")
     if not isinstance(compute, dict) or not compute:
         raise IronlawError(f"{where}.compute: expected at least one [compute.<dtype>] table")
@@ -292,11 +321,10 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         t = _Table(tbl, f"{where}.compute.{dtype}", ("peak_flops", "source"))
         peaks[dtype] = t.qty("peak_flops", "flops", upper=1e19)
         sources[f"compute.{dtype}"] = t.source()
+    return peaks
 
-    v = _Table(top.req("vector"), f"{where}.vector", ("peak_flops", "source"))
-    vector = v.qty("peak_flops", "flops", upper=1e19)
-    sources["vector"] = v.source()
 
+def _tiers(top: _Table, where: str) -> list[Tier]:
     mem = top.req("memory")
     if not isinstance(mem, list) or not mem:
         raise IronlawError(f"{where}.memory: expected at least one [[memory]] tier")
@@ -309,11 +337,10 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         tiers.append(Tier(t.text("name"), role, t.qty("capacity_bytes", "bytes", upper=1e18),
                           t.qty("bw_Bps", "Bps", upper=1e16), t.source(), t.qty("latency_s", "s", False, upper=1.0)))
     _check_tiers(tiers, where)
+    return tiers
 
-    lat = _Table(top.req("latency"), f"{where}.latency", ("op_s", "source"))
-    op_latency = lat.qty("op_s", "s", upper=1.0)
-    sources["latency"] = lat.source()
 
+def _links(top: _Table, where: str) -> list[Link]:
     links = []
     for i, tbl in enumerate(top.get("links", [])):
         t = _Table(tbl, f"{where}.links[{i}]", ("name", "kind", "bw_Bps", "latency_s", "ports_per_node", "max_devices",
@@ -324,10 +351,10 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         links.append(Link(t.text("name"), lk, t.qty("bw_Bps", "Bps", upper=1e16), t.qty("latency_s", "s", upper=1.0),
                           t.source(), _ports(t, lk, f"{where}.links[{i}].ports_per_node"),
                           _max_devices(t, lk, f"{where}.links[{i}].max_devices")))
+    return links
 
-    tdp, idle = _power(top, where, sources)
 
-    from .graph import KINDS as OP_KINDS
+def _efficiency(top: _Table, where: str, sources: dict) -> dict[str, float]:
     e = _Table(top.req("efficiency"), f"{where}.efficiency", OP_KINDS + ("other", "memory", "source"))
     eff = {}
     for k, x in e.data.items():
@@ -338,7 +365,10 @@ def parse_hardware(data: dict, where: str) -> Hardware:
         if req not in eff:
             raise IronlawError(f"{where}.efficiency: missing required field '{req}'")
     sources["efficiency"] = e.source()
+    return eff
 
+
+def _features(top: _Table, where: str, sources: dict) -> dict[str, bool]:
     feats = {}
     if "features" in top.data:
         f = _Table(top.get("features"), f"{where}.features", ("sparsity_2_4", "source"))
@@ -348,20 +378,21 @@ def parse_hardware(data: dict, where: str) -> Hardware:
                     raise IronlawError(f"{where}.features.{k}: expected true or false")
                 feats[k] = x
         sources["features"] = f.source()
+    return feats
 
-    extra = {k: data[k] for k in ("probe", "calibration") if k in data}
+
+def _measured(data: dict, where: str) -> tuple[dict, Calibration | None]:
+    """[probe] and [network] (kept in ``extra``) and [calibration], each refused field by field when
+    hand-edited into nonsense."""
+    extra = {k: data[k] for k in ("probe",) if k in data}
     if "network" in data:                     # a fitted network calibration by name (network.calibration)
-        from .network.calibration import check_table
-        extra["network"] = check_table(data["network"], f"{where}.network")
-    if "probe" in extra:                      # measured profiles: refuse hand-edited nonsense by field
-        from .profile import check_probe
+        extra["network"] = check_network(data["network"], f"{where}.network")
+    if "probe" in extra:
         check_probe(extra["probe"], f"{where}.probe")
-    if "calibration" in extra:
-        from .calibrate import check
-        check(extra["calibration"], f"{where}.calibration")
-    return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
-                    memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
-                    links=tuple(links), tdp_w=tdp, idle_w=idle, features=feats, aliases=tuple(aliases), path=where, extra=extra)
+    cal = None
+    if "calibration" in data:
+        cal = Calibration.of(check_calibration(data["calibration"], f"{where}.calibration"))
+    return extra, cal
 
 
 def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None]:
@@ -449,8 +480,7 @@ def get(spec: str) -> Hardware:
     if spec.endswith(".toml") or os.sep in spec:
         return load_file(spec)
     if spec == "local":
-        from . import profile
-        return load_file(profile.newest())
+        return load_file(newest())
     files = _catalog_files()
     key = spec.lower()
     if key in files:

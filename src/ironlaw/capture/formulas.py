@@ -161,10 +161,9 @@ def cpu_q_block(s_q: int) -> int:
 def cpu_causal_fraction(s_q: int, s_k: int) -> float:
     """The share of query-key pairs torch's CPU flash attention computes with ``is_causal``: each block of
     queries (``cpu_q_block``) runs every key block (CPU_KV_BLOCK) that holds a key it may see, so below 512
-    keys nothing is skipped. Measured here (torch 2.13, 2-vCPU EPYC VM, 12 heads of 64): causal took
+    keys nothing is skipped. Measured on a 2-vCPU EPYC VM (torch 2.13, 12 heads of 64): causal takes
     0.90–1.14× the time of full attention at s = 32…512, 0.77× at 768, 0.68× at 1024, 0.62× at 2048; this
-    rule gives 1, 0.78, 0.75, 0.625 (the triangle 0.50: GPT-2's prefill attention had been predicted at
-    0.67 of its time)."""
+    rule gives 1, 0.78, 0.75, 0.625 (the triangle: 0.50). tests/test_capture_flops.py holds it to them."""
     if s_q <= 0 or s_k <= 0:
         return 1.0
     qb, pairs = cpu_q_block(s_q), 0

@@ -247,78 +247,21 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
     ``prefill_kwargs``: a call run first and not recorded (fills a KV cache before a decode step).
     ``fake_mode``: the FakeTensorMode to run under (to build inputs such as a cache inside it).
     """
-    kwargs = dict(kwargs or {})
     train = phase == "train"
     dev = torch.device(device)
-    notes: list[str] = []
     params = dict(module.named_parameters())
-    buffers = dict(module.named_buffers())
-    if real:
-        fake_mode = None
-        state = {**params, **buffers}
-    elif dev.type == "meta":
-        # structure only, fastest (no FakeTensorMode, no torch._dynamo import); kernels that depend on
-        # the device are not chosen: SDPA runs its math path (the full score matrix)
-        fake_mode = None
-        state = {k: to_meta(v) for k, v in {**params, **buffers}.items()}
-        for k, v in state.items():
-            if k in params:
-                v.requires_grad_(train and params[k].requires_grad)
-        args, kwargs = to_meta(tuple(args)), to_meta(kwargs)
-        kv_cache = to_meta(kv_cache) if kv_cache is not None else None
-        prefill_kwargs = to_meta(prefill_kwargs) if prefill_kwargs is not None else None
-        notes.append("captured on meta: device-specific kernels (fused attention) are not chosen")
-    else:
-        fake_mode = fake_mode or make_fake_mode()
-        state = {k: to_fake(fake_mode, v, dev) for k, v in {**params, **buffers}.items()}
-        for k, v in state.items():
-            if k in params:
-                v.requires_grad_(train and params[k].requires_grad)
-        args = to_fake(fake_mode, tuple(args), dev)
-        kwargs = to_fake(fake_mode, kwargs, dev)
-        kv_cache = to_fake(fake_mode, kv_cache, dev) if kv_cache is not None else None
+    fake_mode, state, args, kwargs, kv_cache, prefill_kwargs, notes = _inputs(
+        module, params, args, dict(kwargs or {}), real, dev, train, kv_cache, prefill_kwargs, fake_mode)
     if prefill_kwargs is not None:
-        pre = to_fake(fake_mode, prefill_kwargs, dev) if fake_mode is not None else prefill_kwargs
-        try:
-            with (fake_mode if fake_mode is not None else _null()), torch.no_grad():
-                torch.func.functional_call(module, state, (), pre)
-        except Exception as e:
-            raise IronlawError(f"the model's prefill (before the recorded step) failed: "
-                               f"{e.__class__.__name__}: {_first_line(e)}") from None
+        _prefill(module, state, fake_mode, dev, prefill_kwargs)
     weight_keys = {storage_key(v) for v in state.values()}
     kv_keys = {storage_key(t) for t in formulas.tensors(kv_cache)} if kv_cache is not None else set()
     kv_keys |= {storage_key(t) for t in _cache_tensors(kwargs)}
     n_params = sum(v.numel() for k, v in _unique(params).items())
     weight_bytes = sum(v.numel() * v.element_size() for v in _unique(state).values())
-
     tracker = ModuleTracker()
     rec = Recorder(tracker, weight_keys, kv_keys, real, type(module).__name__)
-    outer = fake_mode if fake_mode is not None else _null()
-    grad_ctx = _null() if train else torch.no_grad()
-    leaves = [v for k, v in state.items() if k in params and v.requires_grad]
-    try:
-        with outer, grad_ctx, tracker, unpacked_sequences(), rec:
-            out = torch.func.functional_call(module, state, tuple(args), kwargs)
-            produced_kv = _cache_tensors({"cache": getattr(out, "cache", None)
-                                          or getattr(out, "past_key_values", None)})
-            if train:
-                value = (loss or _default_loss)(out)
-                value.backward()
-        if train:
-            grads = [p.grad for p in leaves if p.grad is not None]
-            opt = _optimizer(leaves)
-            with outer:
-                opt.step()                     # first step creates the state (not recorded)
-            rec.phase = "optimizer"
-            with outer, tracker, rec:
-                opt.step()
-    except IronlawError:
-        raise
-    except Exception as e:
-        where = "on fake tensors" if not real else "on real tensors"
-        raise IronlawError(f"the model's {'training step' if train else 'forward'} failed {where}: "
-                           f"{e.__class__.__name__}: {_first_line(e)}") from None
-
+    produced_kv, grads, opt = _run(module, params, state, args, kwargs, rec, tracker, fake_mode, train, loss, real)
     classes = {k: "weights" for k in rec.weight_keys}
     classes.update({k: "kv_cache" for k in rec.kv_keys})
     # a cache the step returns (prefill): the ops that wrote its tensors wrote the KV cache
@@ -344,6 +287,82 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
         r.bytes_written = _by_class(r._writes, classes)
         r._reads, r._writes = [], []
     return Capture(rec.records, n_params, footprint, str(dev), notes)
+
+
+def _inputs(module, params: dict, args, kwargs: dict, real: bool, dev, train: bool, kv_cache, prefill_kwargs,
+            fake_mode):
+    """The module's state and the call's inputs on the tensors the capture runs on: real, meta or fake."""
+    notes: list[str] = []
+    buffers = dict(module.named_buffers())
+    if real:
+        fake_mode = None
+        state = {**params, **buffers}
+    elif dev.type == "meta":
+        # structure only, fastest (no FakeTensorMode, no torch._dynamo import); kernels that depend on
+        # the device are not chosen: SDPA runs its math path (the full score matrix)
+        fake_mode = None
+        state = {k: to_meta(v) for k, v in {**params, **buffers}.items()}
+        for k, v in state.items():
+            if k in params:
+                v.requires_grad_(train and params[k].requires_grad)
+        args, kwargs = to_meta(tuple(args)), to_meta(kwargs)
+        kv_cache = to_meta(kv_cache) if kv_cache is not None else None
+        prefill_kwargs = to_meta(prefill_kwargs) if prefill_kwargs is not None else None
+        notes.append("captured on meta: device-specific kernels (fused attention) are not chosen")
+    else:
+        fake_mode = fake_mode or make_fake_mode()
+        state = {k: to_fake(fake_mode, v, dev) for k, v in {**params, **buffers}.items()}
+        for k, v in state.items():
+            if k in params:
+                v.requires_grad_(train and params[k].requires_grad)
+        args = to_fake(fake_mode, tuple(args), dev)
+        kwargs = to_fake(fake_mode, kwargs, dev)
+        kv_cache = to_fake(fake_mode, kv_cache, dev) if kv_cache is not None else None
+    return fake_mode, state, args, kwargs, kv_cache, prefill_kwargs, notes
+
+
+def _prefill(module, state: dict, fake_mode, dev, prefill_kwargs) -> None:
+    """Run the call that fills a KV cache before the recorded step (not recorded)."""
+    pre = to_fake(fake_mode, prefill_kwargs, dev) if fake_mode is not None else prefill_kwargs
+    try:
+        with (fake_mode if fake_mode is not None else _null()), torch.no_grad():
+            torch.func.functional_call(module, state, (), pre)
+    except Exception as e:
+        raise IronlawError(f"the model's prefill (before the recorded step) failed: "
+                           f"{e.__class__.__name__}: {_first_line(e)}") from None
+
+
+def _run(module, params: dict, state: dict, args, kwargs: dict, rec: "Recorder", tracker, fake_mode, train: bool,
+         loss, real: bool):
+    """The recorded step: forward (and for training backward and one optimizer step); returns the KV cache
+    tensors the step produced, the gradients and the optimizer (None when not training)."""
+    outer = fake_mode if fake_mode is not None else _null()
+    grad_ctx = _null() if train else torch.no_grad()
+    leaves = [v for k, v in state.items() if k in params and v.requires_grad]
+    grads, opt = [], None
+    try:
+        with outer, grad_ctx, tracker, unpacked_sequences(), rec:
+            out = torch.func.functional_call(module, state, tuple(args), kwargs)
+            produced_kv = _cache_tensors({"cache": getattr(out, "cache", None)
+                                          or getattr(out, "past_key_values", None)})
+            if train:
+                value = (loss or _default_loss)(out)
+                value.backward()
+        if train:
+            grads = [p.grad for p in leaves if p.grad is not None]
+            opt = _optimizer(leaves)
+            with outer:
+                opt.step()                     # first step creates the state (not recorded)
+            rec.phase = "optimizer"
+            with outer, tracker, rec:
+                opt.step()
+    except IronlawError:
+        raise
+    except Exception as e:
+        where = "on fake tensors" if not real else "on real tensors"
+        raise IronlawError(f"the model's {'training step' if train else 'forward'} failed {where}: "
+                           f"{e.__class__.__name__}: {_first_line(e)}") from None
+    return produced_kv, grads, opt
 
 
 @contextlib.contextmanager

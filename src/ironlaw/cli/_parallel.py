@@ -5,8 +5,7 @@ from __future__ import annotations
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
     from .. import parallel, workloads
     from ..units import fmt as f, fmt_time
-    from . import console, emit_json, emit_lines
-    from .analyze import device
+    from .common import console, device, emit_json, emit_lines
 
     hw = device(on, network)
     mb = opts.get("micro_batch", 1)

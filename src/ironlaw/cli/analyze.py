@@ -5,18 +5,8 @@ from typing import Optional
 
 import typer
 
-from . import app, check_format, emit_json
+from .common import app, check_format, device, emit_json
 from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
-
-
-def device(on: str, network: Optional[str] = None):
-    """The hardware ``on`` names, its collectives on the network calibration ``network`` when given."""
-    from .. import hardware
-    hw = hardware.get(on)
-    if network is not None:
-        from ..network.calibration import with_network
-        hw = with_network(hw, network)
-    return hw
 
 
 def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],

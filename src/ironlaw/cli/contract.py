@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from . import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json
 
 CASES = (
     ("ResNet-50 training", dict(spec="resnet50", phase="train", batch=256)),
@@ -31,27 +31,49 @@ def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml
         emit_json({"schema": "ironlaw.contract/1", "hardware": hw.name,
                    "workloads": [{"title": t, **kw, "estimate": e.to_dict(top=5)} for t, kw, e in results]})
         return
-    rows = []
+    if fmt == "md":
+        _markdown(hw, results)
+        return
+    _text(hw, results)
+
+
+def _config(kw: dict) -> str:
+    return f"b{kw['batch']}" + (f" ctx{kw['seq']}" if kw.get("seq") else "")
+
+
+def _markdown(hw, results) -> None:
+    from ..units import fmt_size, fmt_time
+    heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
+    dev = hw.memory[hw.device_tier]
+    print(f"### The silicon contract on {hw.name} ({hw.title})\n")
+    print("| " + " | ".join(heads) + " |")
+    print("|" + "---|" * len(heads))
     for title, kw, e in results:
         b = e.bottleneck()
-        fp = e.footprint()
-        dev = hw.memory[hw.device_tier]
-        rows.append([title, f"batch {kw['batch']}" + (f", ctx {kw['seq']}" if kw.get("seq") else ""),
-                     fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")), fmt_time(e.term("latency_s")),
-                     fmt_time(e.time_s), f"{fmt_size(fp['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
-                     b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]])
-    heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
-    if fmt == "md":
-        print(f"### The silicon contract on {hw.name} ({hw.title})\n")
-        print("| " + " | ".join(heads) + " |")
-        print("|" + "---|" * len(heads))
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        return
-    from rich.table import Table
-    t = Table(title=f"The silicon contract on {hw.name} — {hw.title}", show_lines=True)
-    for h in heads:
-        t.add_column(h, overflow="fold")
-    for r in rows:
-        t.add_row(*r)
-    console().print(t)
+        row = [title, _config(kw), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
+               fmt_time(e.term("latency_s")), fmt_time(e.time_s),
+               f"{fmt_size(e.footprint()['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
+               b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
+        print("| " + " | ".join(row) + " |")
+
+
+def _text(hw, results) -> None:
+    """A table that fits 80 columns, then one line per workload saying why its resource binds."""
+    from ..explain import brief
+    from ..units import fmt_size, fmt_time
+    dev = hw.memory[hw.device_tier]
+    heads = ("workload", "config", "time", "data", "compute", "latency", "binds")
+    rows = [(title, _config(kw), fmt_time(e.time_s), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
+             fmt_time(e.term("latency_s")), e.bottleneck()["resource"]) for title, kw, e in results]
+    widths = [max(len(r[i]) for r in (heads, *rows)) for i in range(len(heads))]
+
+    def line(cells) -> str:
+        return "  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [f"The silicon contract on {hw.name} ({fmt_size(dev.capacity_bytes)} {dev.name})", "",
+           line(heads), "  ".join("─" * w for w in widths)]
+    out += [line(r) for r in rows]
+    out.append("")
+    out += [f"{title.split()[0]}: {brief(e)}" for title, _, e in results]
+    print("\n".join(out))

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from . import app, check_format, emit_json
+from .common import app, check_format, emit_json
 
 
 @app.command("fit")
@@ -20,7 +20,7 @@ def fit_cmd(
 ):
     """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
     check_format(fmt, ("text", "json"))
-    from .. import calibrate, fit, hardware, validate
+    from .. import calibration, fit, hardware, validate
     from ..errors import IronlawError
     from ..report.inputs import read_json
 
@@ -32,7 +32,7 @@ def fit_cmd(
         return [c for p in paths or [] for c in validate.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)
     cal = fit.fit(hw, fitted, held_out=held, stat=stat)
-    hw_cal = calibrate.with_calibration(hw, cal)
+    hw_cal = calibration.with_calibration(hw, cal)
     groups = {"fitted": fit.score(hw_cal, fitted, stat), "held_out": fit.score(hw_cal, held, stat)}
     saved = None
     if save:
@@ -45,7 +45,7 @@ def fit_cmd(
                    **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows] for g, rows in groups.items()}})
         return
     from rich.table import Table
-    from . import console
+    from .common import console
     c = console()
     for g, rows in groups.items():
         if not rows:

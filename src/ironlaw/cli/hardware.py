@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from . import check_format, console, emit_json, hardware_app
+from .common import check_format, console, emit_json, hardware_app
 
 
 @hardware_app.command("list")

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from . import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json
 
 
 @app.command()

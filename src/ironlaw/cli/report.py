@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from . import app
+from .common import app
 from .options import Batch, DType, On, Phase, Seq, Serial, Spec
 
 

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from . import app, check_format, emit_json, emit_lines
+from .common import app, check_format, emit_json, emit_lines
 
 
 @app.command()

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from . import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json
 
 
 @app.command()

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from . import app, check_format, emit_json
+from .common import app, check_format, emit_json
 
 
 @app.command()
@@ -72,7 +72,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     from rich.table import Table
 
     from ..units import fmt_time
-    from . import console as make_console
+    from .common import console as make_console
     c = console or make_console()
     w, hw, t, s = doc["workload"], doc["hardware"], doc["total"], doc["spread"]
     shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from . import check_format, console, emit_json, workloads_app
+from .common import check_format, console, emit_json, workloads_app
 
 
 @workloads_app.command("list")

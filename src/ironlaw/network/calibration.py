@@ -18,7 +18,9 @@ all-reduce over 2 nodes × 4 GPUs. Held out and reported, never fitted: 4 and 8 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from ..errors import IronlawError, unknown
 
 FAMILIES = ("collective", "p2p")
 
@@ -79,7 +81,6 @@ BY_NAME = {c.name: c for c in (DEFAULT, A100_VIDUR)}
 def check_table(t: object, where: str) -> dict:
     """A hardware file's ``[network]`` table: ``calibration`` names a fitted one (``a100-vidur``), with its
     ``source``. A device without the table gets ``default`` (the sourced estimates)."""
-    from ..errors import IronlawError, unknown
     if not isinstance(t, dict):
         raise IronlawError(f"{where}: expected a table with 'calibration' and 'source'")
     extra = sorted(set(t) - {"calibration", "source"})
@@ -102,6 +103,5 @@ def for_hardware(hw) -> NetworkCalibration:
 def with_network(hw, name: str):
     """``hw`` with its collectives modelled by the calibration ``name`` (``ironlaw analyze --network``, the
     ``network=`` what-if): ``default`` for a fabric whose ports add up, ``a100-vidur`` for vidur's cluster."""
-    from dataclasses import replace
     table = check_table({"calibration": name, "source": f"chosen for this run (network={name})"}, "--network")
     return replace(hw, extra={**hw.extra, "network": table})

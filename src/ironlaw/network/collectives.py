@@ -51,7 +51,7 @@ def inter_node_Bps(topo: Topology, fam: str, cal) -> float:
     With c = 1 this is the bandwidth of one collective on its own, as nccl-tests measure it (and as
     calibration.py was fitted). For c > 1 — estimate: the c groups stream for the whole collective at once
     (same gradient bucket, same micro-batch) and split the node fairly; no measurement of concurrent groups
-    is in ../shared/reference (vidur times one collective at a time), so the split is not validated.
+    is at hand (vidur's NCCL profiles time one collective at a time), so the split is not validated.
     """
     if topo.inter is None:
         return math.inf

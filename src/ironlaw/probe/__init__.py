@@ -128,22 +128,18 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     """Measure; return the [probe] table. Raises IronlawError when results stay too noisy to save.
 
     ``rounds`` > 1 runs the whole plan that many times, one round after the other, and keeps per
-    measurement the round with the median time: on a shared machine whose speed drifts over minutes
-    (three probes within an hour on the EPYC VM here: fp32 peak 331–385 GFLOP/s), a slow stretch in
-    one round then decides nothing. The drift check compares the median sentinels over the rounds.
-    ``between(k)`` runs after round k (0-based): other measurements interleaved with the rounds see the
-    same stretches of the machine's speed as the probe (benchmarks/accuracy.py measures its models
-    there). ``refuse=False`` returns what was measured even when it would be refused, the reasons
-    under ``checks['refused']``: for a caller that reports them next to its own measurements."""
+    measurement the round with the median time: on a shared machine whose speed drifts over minutes, a
+    slow stretch in one round then decides nothing. The drift check compares the median sentinels over
+    the rounds. ``between(k)`` runs after round k (0-based): other measurements interleaved with the
+    rounds see the same stretches of the machine's speed as the probe (benchmarks/accuracy.py measures
+    its models there). ``refuse=False`` returns what was measured even when it would be refused, the
+    reasons under ``checks['refused']``: for a caller that reports them next to its own measurements."""
     try:
         import torch
     except ImportError:
         raise IronlawError("ironlaw probe needs PyTorch; install it with `pip install torch==2.13.0`") from None
     from . import cuda
-    if not 0 < max_cv < 1:
-        raise IronlawError(f"--max-cv must be between 0 and 1, got {max_cv}")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
-        raise IronlawError(f"--rounds must be a whole number from 1 to {MAX_ROUNDS}, got {rounds!r}")
+    _check_options(max_cv, rounds)
     device = device or ("cuda" if cuda.available() else "cpu")
     have = torch.get_num_threads()
     threads = threads or have
@@ -163,18 +159,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     sentinel = ("sentinel", "drift check", lambda: _sentinel(budget, device, quick))
     steps = [sentinel] + steps[: len(steps) // 2] + [sentinel] + steps[len(steps) // 2:] + [sentinel]
     total = rounds * len(steps) + (1 if device == "cpu" and threads > 1 else 0)
-    measured: list[list[dict]] = [[] for _ in steps]
-    done = 0
-    for k in range(rounds):
-        for i, (family, label, thunk) in enumerate(steps):
-            if progress:
-                progress(done, total, label + (f" (round {k + 1}/{rounds})" if rounds > 1 else ""))
-            measured[i].append(thunk())
-            done += 1
-        pool.release()                            # (its buffer is as large as twice the last cache level)
-        if between:
-            between(k)
-            torch.set_num_threads(threads)
+    measured = _rounds(steps, rounds, pool, threads, progress, between, total)
+    done = rounds * len(steps)
     rows: dict[str, list[dict]] = {}
     for (family, _, _), tries in zip(steps, measured):
         if family != "sentinel":
@@ -190,6 +176,52 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if progress:
         progress(done, total, "done")
     torch.set_num_threads(have)
+    checks = _checked(rows, checks, sentinels, max_cv, rounds, threads, refuse)
+    clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
+    for fam in ("gemm", "conv", "memory", "vector", "pages", "attention"):
+        for r in clean.get(fam, []):
+            r["threads"] = threads
+    dev, capacity = _device_memory(torch, device, threads)
+    probe = {"date": now.isoformat(timespec="seconds"), "stamp": now.strftime("%Y%m%d-%H%M%S"),
+             "host": socket.gethostname(), "cpu": _cpu_model(), "device": dev, "torch": torch.__version__,
+             "threads": threads, "quick": quick, "duration_s": round(time.perf_counter() - t0, 2), "max_cv": max_cv,
+             "capacity": capacity, **clean}
+    if checks:
+        probe["checks"] = checks
+    if rounds > 1:
+        probe["rounds"] = rounds
+    return probe
+
+
+def _check_options(max_cv: float, rounds: int) -> None:
+    if not 0 < max_cv < 1:
+        raise IronlawError(f"--max-cv must be between 0 and 1, got {max_cv}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        raise IronlawError(f"--rounds must be a whole number from 1 to {MAX_ROUNDS}, got {rounds!r}")
+
+
+def _rounds(steps: list, rounds: int, pool, threads: int, progress: Progress | None,
+            between: Callable[[int], None] | None, total: int) -> list[list[dict]]:
+    """Every step's result in every round (one list per step)."""
+    import torch
+    measured: list[list[dict]] = [[] for _ in steps]
+    done = 0
+    for k in range(rounds):
+        for i, (family, label, thunk) in enumerate(steps):
+            if progress:
+                progress(done, total, label + (f" (round {k + 1}/{rounds})" if rounds > 1 else ""))
+            measured[i].append(thunk())
+            done += 1
+        pool.release()                            # (its buffer is as large as twice the last cache level)
+        if between:
+            between(k)
+            torch.set_num_threads(threads)
+    return measured
+
+
+def _checked(rows: dict, checks: dict, sentinels: list, max_cv: float, rounds: int, threads: int,
+             refuse: bool) -> dict:
+    """``checks`` with the drift over the run and the reasons to refuse it (raised when ``refuse``)."""
     refused: list[str] = []
 
     def refusal(reason: str, advice: str) -> None:
@@ -219,10 +251,11 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     checks["drift"] = drift
     if refused:
         checks["refused"] = refused
-    clean = {fam: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for fam, rs in rows.items()}
-    for fam in ("gemm", "conv", "memory", "vector", "pages", "attention"):
-        for r in clean.get(fam, []):
-            r["threads"] = threads
+    return checks
+
+
+def _device_memory(torch, device: str, threads: int) -> tuple[str, dict]:
+    """The device's name and the capacity of its memory levels as the OS (or CUDA) reports them."""
     from . import memory
     if device == "cuda":
         dev = torch.cuda.get_device_name(0)
@@ -235,15 +268,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
         caches = memory.cpu_caches()
         capacity = {"dram": memory.dram_bytes(), **({"l2": caches["l2"] * threads} if "l2" in caches else {}),
                     **({"l3": caches["l3"]} if "l3" in caches else {})}
-    probe = {"date": now.isoformat(timespec="seconds"), "stamp": now.strftime("%Y%m%d-%H%M%S"),
-             "host": socket.gethostname(), "cpu": _cpu_model(), "device": dev, "torch": torch.__version__,
-             "threads": threads, "quick": quick, "duration_s": round(time.perf_counter() - t0, 2), "max_cv": max_cv,
-             "capacity": capacity, **clean}
-    if checks:
-        probe["checks"] = checks
-    if rounds > 1:
-        probe["rounds"] = rounds
-    return probe
+    return dev, capacity
 
 
 def _median_round(tries: list[dict]) -> dict:

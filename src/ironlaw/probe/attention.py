@@ -1,20 +1,14 @@
 """Fused attention (``scaled_dot_product_attention``) at a few prefill and decode shapes.
 
-Without these rows the attention model was fitted on the model runs alone, and their fit cases hold
-three attention shapes (each repeated per layer): five parameters on three points. It extrapolated
-badly on the EPYC VM here — a decode step's attention predicted at 2.5–3× its measured time, BERT at
-batch 16 at 2.5×, a 256-token prefill at half. The probe times prefill shapes (causal, as a decoder;
-full, as an encoder) and decode shapes (one query against a cache), none of them a shape of the
-accuracy benchmark's cases.
+The model runs' own attention calls come in a few shapes (each repeated per layer), too few to pin the
+attention shape model's five parameters; these rows add prefill shapes (causal, as a decoder; full, as an
+encoder) and decode shapes (one query against a cache), none of them a shape of the accuracy benchmark's
+cases.
 
 Every row reads its inputs cold, from main memory: each call takes the next copy of Q, K and V (a decode
 row: of K and V, its cache) from a pool larger than the last cache level (``pool.ColdPool``, one buffer for
-every cold row of a probe run). Timed hot — the same tensors every call, as before session 14 — the rows
-ran at the cache's rate, faster than any model's own calls. On a Xeon VM here: decode 32–49 GB/s of KV hot
-against 15–19 GB/s cold, and the models' decode calls ran at the cold rate (GPT-2 at batch 8 with 129 keys:
-177 µs hot, 429 cold, 416 in the model; fitted on hot rows, every decode attention of the accuracy cases
-came out at 0.61–0.76 of its time); prefill shapes of BERT and GPT-2 ran 1.34–2.6× their hot time in the
-models and 1.1–1.8× their cold time (what remains is the call's fixed cost, fitted as the kind's latency).
+every cold row of a probe run), as a model's attention does: timed hot, the same tensors every call run at
+the cache's rate, faster than any model's own calls (benchmarks/accuracy.py shows the decode cases).
 
 FLOPs and bytes are not computed here: the capture recorder records the call on the same tensors, so
 a row carries exactly what a captured model's attention op would (FLOPs from torch's own formula, for a

@@ -3,16 +3,19 @@
 Every number gets the source "measured by probe on <date> (<host>, torch <v>, <n> threads): …".
 A dtype without a fast path keeps its measured peak and says so (it is not dropped, nor replaced
 by another dtype's rate). ``observations`` turns the rows into calibration observations (also
-usable together with ``ironlaw validate``'s per-op measurements: ``calibrate.fit(hw, probe + run)``).
+usable together with ``ironlaw validate``'s per-op measurements: ``fit.recalibrate``).
 """
 from __future__ import annotations
 
 import statistics
 
-from ..calibrate import Observation
+from .. import calibrate
+from ..cache import CACHE_RESIDENT_FRACTION
 from ..errors import IronlawError
+from ..fitcore import Observation
+from ..gemmshape import GEMV_PASS_MAX
 from ..graph import Op, dtype_bytes
-from .. import law
+from ..hardware import SCHEMA, parse_hardware
 from . import conv, memory as memory_probe
 
 NO_FAST_PATH = 0.1        # a dtype below this fraction of the best dtype's peak has no fast path
@@ -28,8 +31,8 @@ LARGE_GEMM_FLOPS = 2e8      # shapes with at least this much work show the susta
 
 def _peak_row(rows: list[dict]) -> tuple[float, dict, int]:
     """(peak, fastest row, n large shapes): the fastest large shape. Each row is already a median over
-    repeats, and noise only slows a GEMM down, so the fastest is the best estimate of the peak (the median
-    of the three fastest put bf16 at 1.6 TFLOP/s while 2048³ ran at 2.6 here, which no η ≤ 1 can fit)."""
+    repeats, and noise only slows a GEMM down, so the fastest is the best estimate of the peak (a median of
+    the fastest few can fall below a rate the device did reach, which no η ≤ 1 can fit)."""
     large = [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_GEMM_FLOPS] or rows
     top = max(large, key=lambda r: r["flops_per_s"])
     return top["flops_per_s"], top, len(large)
@@ -166,8 +169,7 @@ def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:
 
 
 GEMV_SAME = 1.25     # a cold product no slower than this × the cold GEMV of its shape runs on the GEMV path
-GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every larger M of its shape (the packed GEMM;
-#   session-7 x @ W: M = 4 over M = 2 by 1.52–2.4×; an earlier x @ Wᵀ probe, M = 8 over a packed M = 4: 1.32×)
+GEMV_BELOW_PACKED = 1.4    # … and so does one this much faster than every larger M of its shape (the packed GEMM)
 
 
 def _cold_gemv_rows(probe: dict, dtype: str, layout: str) -> tuple[dict | None, list[dict]]:
@@ -187,7 +189,7 @@ def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
     """The largest M the library runs on its matrix-vector path, from the cold rows of one weight shape and
     layout (M = 1, 2, 4 …): every M up to it ran within GEMV_SAME of M = 1, or GEMV_BELOW_PACKED faster
     than every larger M (each row re-reading the weights, but not yet the packed GEMM: MKL's fp32 x @ W
-    at M = 2 on the session-7 EPYC VM, 1.66–2.2× its M = 1 time, M = 4 at 2.7–4.5×). None without a
+    at M = 2 runs at about twice its M = 1 time, at M = 4 at three to four times). None without a
     cold GEMV."""
     base, rows = _cold_gemv_rows(probe, dtype, layout)
     if base is None:
@@ -206,7 +208,6 @@ def gemv_m(probe: dict, dtype: str, layout: str = "nt") -> int | None:
 def gemv_pass(probe: dict, dtype: str, layout: str = "nt") -> float | None:
     """On the GEMV path, the weight traffic each row beyond the first adds (× the weight bytes): from the
     path's largest M, (t(M)/t(1) − 1)/(M − 1), within [0, GEMV_PASS_MAX]; None where the path is M = 1."""
-    from ..calibrate import GEMV_PASS_MAX
     m = gemv_m(probe, dtype, layout)
     if not m or m <= 1:
         return None
@@ -258,7 +259,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         if r.get("weights") == "cold":          # weights from main memory, read once per call
             name = f"gemm {r['dtype']} {m}x{n}x{k} cold" + (" x@W" if kn else "")
             byts = {"activations": (m * k + m * n) * b, "weights": k * n * b}
-        elif total <= law.CACHE_RESIDENT_FRACTION * last_cache:   # the same operands every call: all cache-resident,
+        elif total <= CACHE_RESIDENT_FRACTION * last_cache:   # the same operands every call: all cache-resident,
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": total}   # as the law places activations
         else:
             name, byts = f"gemm {r['dtype']} {m}x{n}x{k}", {"activations": (m * k + m * n) * b, "weights": k * n * b}
@@ -271,7 +272,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         b = dtype_bytes(r["dtype"])
         act = r["batch"] * r["size"] ** 2 * (r["cin"] + r["cout"]) * b
         w = r["cout"] * r["cin"] * r["kernel"] ** 2 * b
-        resident = act + w <= law.CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
+        resident = act + w <= CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
         op = Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}",
                 "conv", flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"]),
                 bytes={"activations": act, "weights": w},
@@ -281,7 +282,7 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     for r in probe.get("attention", []):        # FLOPs and bytes as the capture recorded the same call
         byts = {"activations": r["act_bytes"], **({"kv_cache": r["kv_bytes"]} if r.get("kv_bytes") else {})}
         resident = (r.get("inputs") != "cold"                              # cold: Q, K, V (or KV) from memory
-                    and sum(byts.values()) <= law.CACHE_RESIDENT_FRACTION * last_cache)   # else the same operands
+                    and sum(byts.values()) <= CACHE_RESIDENT_FRACTION * last_cache)   # else the same operands
         op = Op(f"attention {r['dtype']} {r['batch']}x{r['heads']} {r['q_len']}→{r['kv_len']}x{r['head_dim']}"
                 + (" causal" if r["causal"] else ""), "attention", flops=r["flops"], bytes=byts, dtype=r["dtype"],
                 attrs={"nk": (r["kv_len"], r["head_dim"]), **({"resident": True} if resident else {})})
@@ -312,8 +313,6 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
 
 def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     """The profile document (catalog TOML format) for the measured rows in ``probe``."""
-    from .. import calibrate
-    from ..hardware import SCHEMA, parse_hardware
     kind = "gpu" if probe.get("cuda") else "cpu"
     tiers, fits = _tiers(probe)
     disp = [r["time_s"] for r in probe.get("dispatch", [])]

@@ -1,9 +1,8 @@
 """Convolution rate per dtype on a few ResNet-like shapes.
 
 A framework runs convolutions through another library than its GEMMs (PyTorch on a CPU: oneDNN for
-conv, MKL for ``torch.mm``), and the two need not reach the same rate: on an AMD EPYC VM here MKL's
-fp32 GEMM peaked at 176 GFLOP/s while oneDNN's 3×3 conv ran at 250–370 (MKL takes an AVX2 path on
-AMD, oneDNN AVX-512). So the probe times convolutions too, and a dtype's peak is the fastest of its
+conv, MKL for ``torch.mm``), and the two need not reach the same rate (MKL takes an AVX2 path on AMD
+CPUs, oneDNN AVX-512). So the probe times convolutions too, and a dtype's peak is the fastest of its
 GEMMs and convolutions (``build._peaks``): the GEMM model then sits below 1 on such a machine instead
 of the conv running "faster than the peak".
 

@@ -11,8 +11,8 @@ Two kinds of rows:
   ``nn.Linear``) that rotate through enough weight copies to overflow the last cache level, so every
   call streams its weights from main memory, as decoding a model does. These show how weight traffic
   and compute combine: on a CPU a GEMM packs the weight panel before its micro-kernel runs, so the
-  two add up, while a GEMV streams the matrix once (seen here: cold − hot ≈ bytes / DRAM bandwidth
-  for M = 2…64, while a cold GEMV runs at the DRAM rate).
+  two add up (cold − hot ≈ bytes / DRAM bandwidth), while a GEMV streams the matrix once (a cold GEMV runs
+  at the DRAM rate).
 """
 from __future__ import annotations
 
@@ -31,24 +31,23 @@ GRID = {
 }
 QUICK = {"fp32": 5, "bf16": 3, "fp16": 1, "fp64": 1}
 # weights streamed from memory: M from GEMV to where compute takes over; first rows are the quick grid
-# (8, 40960, 1024): 168 MB of weights, more than this VM's usable last cache level, for the spilled
-# packed copy (``pack``). M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector path (``gemv_m``;
-# this machine's fp32 x @ Wᵀ at M = 2 ran at 25.7 GB/s cold, like M = 1, and M = 4 at half that)
-# M = 1 at other lengths of the stored weight rows (x @ Wᵀ: K), ~16 MB each: a GEMV pays a fixed time per
-# row (``gemv_row``; here 256-element rows ran 2.3–2.5× slower per byte than 4096-element ones, 768 1.3–1.6×)
+# (8, 40960, 1024): 168 MB of weights, more than a server CPU's usable last cache level, for the spilled
+# packed copy (``pack``). M = 1, 2, 4 of one shape tell up to which M the library stays on its matrix-vector
+# path (``gemv_m``). M = 1 at other lengths of the stored weight rows (x @ Wᵀ: K), ~16 MB each: a GEMV pays
+# a fixed time per row (``gemv_row``: short rows run slower per byte than long ones)
 COLD_GRID = {"fp32": [(1, 4096, 1024), (8, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (32, 4096, 1024),
                       (128, 4096, 1024), (4, 3072, 768), (8, 40960, 1024),
                       (1, 16384, 256), (1, 4096, 768), (1, 1024, 4096), (1, 256, 16384)],
              "bf16": [(1, 4096, 1024), (8, 4096, 1024)]}
 COLD_QUICK = {"fp32": 2, "bf16": 0}
 # x @ W with W row-major K×N (GPT-2's Conv1D layout): where its GEMV path ends (``layout = "kn"``) and, from
-# M = 4 to 32, its packed GEMM's weight traffic (``streamed_kn``; session 7 had M = 4 alone, and one probe's
-# noisy M = 4 row, 4.5× its M = 1, set x @ W's weight η for the whole fit); M = 1 at other row lengths (N)
+# M = 4 to 32, its packed GEMM's weight traffic (``streamed_kn``; several M, so that one noisy row cannot set
+# x @ W's weight η for the whole fit); M = 1 at other row lengths (N)
 COLD_GRID_KN = {"fp32": [(1, 4096, 1024), (2, 4096, 1024), (4, 4096, 1024), (8, 4096, 1024), (16, 4096, 1024),
                          (32, 4096, 1024), (1, 256, 16384), (1, 768, 4096), (1, 1024, 4096), (1, 16384, 256)]}
 COLD_MIN_BYTES, COLD_MAX_BYTES = 256 * 2**20, 2 * 2**30
 # x @ Wᵀ with the same W every call (``layout = "nt"``, nn.Linear's layout; GRID's torch.mm is x @ W): at
-# small M the two differ (``m_half_nt``; here x @ Wᵀ ran 1.27× faster at M = 8, 1.18× at 32, alike from 256)
+# small M the two differ (``m_half_nt``: MKL packs a K×N weight more slowly; alike from M ≈ 256)
 HOT_NT_GRID = {"fp32": [(8, 1024, 1024), (32, 1024, 1024), (16, 4096, 1024), (64, 1024, 1024)]}
 HOT_NT_QUICK = {"fp32": 0}
 # on a GPU every dtype gets the same grid (a small fp16 grid would make a fast fp16 look slow)

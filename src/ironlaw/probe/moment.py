@@ -4,8 +4,7 @@
 
 Two of the profile's own rows are timed again, as the probe timed them: its fastest fp32 GEMM (hot operands)
 and its largest DRAM copy; each share is the rate now over the rate saved (1.0: the same speed). On a shared
-VM the two drift apart and by tens of percent within minutes (session 9 on a 2-vCPU EPYC: GEMM 96–118% and
-DRAM copy 76–144% of the probe's rates an hour after probing), so a prediction error of that size is the
+VM the two drift apart and by tens of percent within minutes, so a prediction error of that size is the
 machine's moment, not the model's. ``ironlaw validate`` measures it before and after the model runs and says so.
 """
 from __future__ import annotations

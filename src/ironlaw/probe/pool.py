@@ -2,9 +2,8 @@
 
 A cold row (a GEMM's weights, attention's Q, K and V or its KV cache) takes the next copy each call, so
 its operands come from main memory every time, as a model's do. The buffer is allocated and filled once
-per dtype and shared by every cold row of a probe run: a pool per row, as before session 14, cost a fill
-of twice the last cache level for each of 24 rows — on a Xeon VM reporting 480 MB of L3, 960 MB each,
-the probe's largest single cost there.
+per dtype and shared by every cold row of a probe run: a pool per row would cost a fill of twice the last
+cache level for each row (on a CPU with 480 MB of L3, 960 MB each).
 """
 from __future__ import annotations
 

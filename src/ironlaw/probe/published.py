@@ -1,6 +1,7 @@
-"""Observations from published GPU measurements (the A100 files in ``shared/reference/gpu_measured``).
+"""Observations from published GPU measurements on A100: PrincetonUniversity/LLMCompass ``ae/`` (BSD-3-Clause)
+and microsoft/vidur ``data/profiling/compute/a100/`` (MIT), as CSV files in the layout described below.
 
-Each measured row becomes a ``calibrate.Observation``: the op as ironlaw's builders describe it
+Each measured row becomes a ``fitcore.Observation``: the op as ironlaw's builders describe it
 (FLOPs, bytes per storage class, kind, dtype) and the published time. ``calibrate.fit`` turns a
 part of them into a ``[calibration]`` table; ``calibrate.report`` scores the rest.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..calibrate import Observation
+from ..fitcore import Observation
 from ..errors import IronlawError
 from ..graph import Op, dtype_bytes
 from ..workloads.common import elementwise, linear

@@ -375,7 +375,7 @@ def render(est, compare: dict | None = None, validation_doc: dict | None = None,
            frontier_doc: dict | None = None) -> str:
     """The whole page as a string."""
     _single(est)
-    from .. import __version__
+    from .._version import __version__
     g = est.graph
     title = f"ironlaw · {g.name} on {est.hw.name}"
     parts = [summary(est), terms(est), roofline(est), top_ops(est, top), by_kind(est), footprint(est)]

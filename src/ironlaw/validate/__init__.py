@@ -91,7 +91,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
 def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: dict, stat: str = "median") -> dict:
     """The document: ``graph`` predicted on ``hw`` against the measured end to end and per op."""
     from .. import law
-    from ..calibrate import without_calibration
+    from ..calibration import without_calibration
     from . import compare
 
     est = law.predict(graph, hw)
@@ -107,13 +107,13 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
     predicted = float(est.time_s)
     naive = float(compare.naive_times(graph, hw).sum())
     uncal = float(law.predict(graph, without_calibration(hw)).time_s)
-    cal = hw.extra.get("calibration") or {}
+    cal = hw.calibration
     faulted, fresh_s = _fresh_memory(head.get("case", {}), hw)
     return {
         "schema": SCHEMA,
         **{k: v for k, v in head.items() if k not in ("case",)},
-        "hardware": {"name": hw.name, "path": hw.path, "calibrated": bool(cal), "fitted": list(cal.get("fitted", [])),
-                     "held_out": list(cal.get("held_out", []))},
+        "hardware": {"name": hw.name, "path": hw.path, "calibrated": cal is not None,
+                     "fitted": list(cal.fitted if cal else []), "held_out": list(cal.held_out if cal else [])},
         "case": {**head.get("case", {}), "stat": stat},
         "total": {"predicted_s": predicted, "measured_s": e2e, "spread_s": spread["spread_s"],
                   "error": predicted / e2e - 1.0, "naive_s": naive, "naive_error": naive / e2e - 1.0,

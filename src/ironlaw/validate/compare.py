@@ -29,8 +29,8 @@ TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <=
 
 def framework_s(hw, frontend: str = "torch") -> float:
     """The calibration's seconds per op between ops for a graph of ``frontend`` (0 uncalibrated)."""
-    from ..calibrate import framework_terms
-    return framework_terms(hw.extra.get("calibration") or {}, frontend)[0]
+    from ..calibrated import framework_terms
+    return framework_terms(hw.calibration, frontend)[0]
 
 
 def naive_times(graph, hw) -> np.ndarray:

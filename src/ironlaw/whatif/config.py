@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..errors import IronlawError
 from ..graph import Graph
-from . import Flag, Number, Text, transform
+from .base import Flag, Number, Text, transform
 
 PARALLEL_HOOK = "ironlaw.parallel.whatif_parallel"
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import IronlawError
 from ..graph import Graph, Op, dtype_bytes
-from . import Choice, Flag, copy_op, has, is_backward, transform
+from .base import Choice, Flag, copy_op, has, is_backward, transform
 
 CONSUMER_CLASSES = {"activations", "weights", "gradients"}
 NOT_PRODUCERS = ("collective", "copy")

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import IronlawError, unknown
 from ..graph import BLOCK_SCALED, DTYPE_BYTES, MATRIX_KINDS, Graph, dtype_bytes
-from . import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
+from .base import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
 
 QUANT_DTYPES = ("int8", "fp8", "int4", "fp4", "mxfp8", "mxfp4", "fp16", "bf16")
 TARGETS = ("weights", "activations", "kv")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import IronlawError
 from ..graph import DTYPE_BYTES, Graph
-from . import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
+from .base import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
 
 IRREGULAR_ETA = 0.5          # estimate: sparse kernel efficiency relative to a dense vector kernel
 INDEX_BYTES = {"int32": 4.0, "int16": 2.0}

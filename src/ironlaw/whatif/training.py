@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import IronlawError
 from ..graph import Graph, Op
-from . import Choice, copy_op, is_backward, transform
+from .base import Choice, copy_op, is_backward, transform
 
 SELECTIVE_KINDS = ("attention", "softmax")
 

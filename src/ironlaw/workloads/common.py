@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..graph import Num, Op, dtype_bytes
 
 OPTIMIZER_BYTES_PER_PARAM = 12.0      # fp32 master copy + Adam m + Adam v
+CARRIED_ATTRS = ("per_layer", "expert", "attention")   # what a backward op keeps of its forward's attrs
 # AdamW per parameter: read master, m, v, grad; write master, m, v and the low-precision weight copy
 ADAM_FLOPS_PER_PARAM = 12.0
 
@@ -72,7 +73,8 @@ def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
             by["activations"] = act
         out.append(Op(op.name + ".backward", op.kind, flops=(2.0 if input_grad else 1.0) * op.flops, bytes=by,
                       dtype=op.dtype, count=op.count, module=op.module, shapes=op.shapes,
-                      bytes_written=act if input_grad else by.get("gradients", 0.0)))
+                      bytes_written=act if input_grad else by.get("gradients", 0.0),
+                      attrs={k: op.attrs[k] for k in CARRIED_ATTRS if k in op.attrs}))
     return out
 
 

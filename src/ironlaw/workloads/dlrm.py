@@ -1,7 +1,7 @@
 """DLRM (TorchRec architecture), built analytically: embedding tables, bottom/top MLPs, interaction.
 
 Two configurations, both from mlcommons/training ``recommendation_v2/torchrec_dlrm/README.MD``
-(commit 3e2f7317, Apache-2.0), copied into ``../shared/reference/models/model_configs.json``:
+(commit 3e2f7317, Apache-2.0):
 - ``dlrm-dcnv2``: the MLPerf DLRMv2 benchmark — 26 tables (204,184,588 rows, capped at 40M), dim 128,
   multi-hot lookups (214 rows per sample), DCNv2 interaction (3 low-rank cross layers, rank 512).
 - ``dlrm-torchrec-1hot``: the TorchRec example whose A100 training rec/s the README reports —

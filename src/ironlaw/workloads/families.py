@@ -118,7 +118,7 @@ def _qwen3(f: _Fields, mt: str, name: str) -> Arch:
 @family("qwen3_moe")
 def _qwen3_moe(f: _Fields, mt: str, name: str) -> Arch:
     d = _qwen3_fields(f, mt, name)
-    dense = set(f.cfg.get("mlp_only_layers") or ())
+    dense = f.indices("mlp_only_layers", d["layers"]) or set()
     step = f.int("decoder_sparse_step", 1)
     mask = tuple(i not in dense and (i + 1) % step == 0 for i in range(d["layers"]))
     return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"), moe_mask=mask)
@@ -156,8 +156,8 @@ def _llama4(f: _Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     L, expert_inter = d["layers"], d["inter"]
     step = f.int("interleave_moe_layer_step", 1)
-    moe = f.cfg.get("moe_layers")
-    moe = set(moe) if isinstance(moe, list) else set(range(step - 1, L, step))
+    moe = f.indices("moe_layers", L)
+    moe = set(range(step - 1, L, step)) if moe is None else moe
     rope = (f.list("no_rope_layers", L, (0, 1)) if f.cfg.get("no_rope_layers") else None) or \
         [int((i + 1) % f.int("no_rope_layer_interval", 4) != 0) for i in range(L)]
     chunk = f.int("attention_chunk_size", None)

@@ -20,6 +20,10 @@ from pathlib import Path
 from ..errors import IronlawError
 
 MAX_DIM = 1 << 24
+# architecture class-name prefixes -> model_type, for configs without one (longer prefixes first)
+ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"), ("gptoss", "gpt_oss"),
+                 ("llama4", "llama4"), ("gemma3", "gemma3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
+                 ("qwen2", "qwen2"), ("llama", "llama"), ("gpt2", "gpt2"), ("bert", "bert"))
 
 
 class Unsupported(Exception):
@@ -247,8 +251,8 @@ def model_type(cfg: dict) -> str:
     arch = cfg.get("architectures")
     if isinstance(arch, list) and arch and isinstance(arch[0], str):
         a = arch[0].lower()
-        for t in ("mixtral", "mistral", "qwen2", "llama", "gpt2", "bert"):
-            if a.startswith(t):
+        for prefix, t in ARCH_PREFIXES:
+            if a.startswith(prefix):
                 return t
         return a
     return ""
@@ -315,6 +319,16 @@ class _Fields:
             raise IronlawError(f"{self.where}: field '{key}' must list one of {', '.join(map(str, allowed))} for "
                                f"each of the {n} layers")
         return v
+
+    def indices(self, key: str, n: int):
+        """A list of layer indices in [0, n), as a set; None when the config has none."""
+        v = self._get(key, None)
+        if v is None:
+            return None
+        if not isinstance(v, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                          for i in v):
+            raise IronlawError(f"{self.where}: field '{key}' must list layer indices from 0 to {n - 1}")
+        return set(v)
 
     def float(self, key: str, default):
         v = self._get(key, default)

@@ -1,5 +1,6 @@
-"""Analytic transformers without torch: decoders (Llama/Mistral/Qwen2 with GQA, Mixtral MoE, GPT-2)
-and encoders (BERT), built from a Hugging Face config (``hfconfig.Arch``).
+"""Analytic transformers without torch: decoders (Llama/Mistral/Qwen2/Qwen3 with GQA, the MoE families
+Mixtral, Qwen3-MoE, DeepSeek-V3 with MLA, gpt-oss, Llama 4, Gemma 3, GPT-2) and encoders (BERT), built
+from a Hugging Face config (``hfconfig.Arch``, read by ``families``).
 
 Phases (``--seq`` is tokens per sequence; ``b`` = batch, ``s`` = seq, ``T`` = tokens in flight):
     infer    encoder forward, or decoder forward over the whole sequence (scoring): LM head over all
@@ -34,7 +35,14 @@ fused gate+up = mlp_up_proj):
 - ``attrs["kernel"]`` names the kernel where one op class has a specific one (RMSNorm: rms_norm, SiLU
   GLU: silu_and_mul, RoPE: rotary_embedding, one-table embedding, residual add), so a calibration
   fitted on that kernel (``[calibration.kernel]``) applies to it and not to every op of its kind.
-Footprint: weights (all experts), kv_cache (prefill/decode: 2·layers·kv_heads·head_dim·s·b·bytes),
+- the attention sublayer (GQA or MLA, global / sliding-window / chunked layers) is built in ``attention``;
+  layers that differ keep one op per kind with its own count: ``attention`` (global) beside
+  ``attention.window`` / ``attention.chunk``; a dense MLP beside MoE layers is ``mlp_*.dense``; the
+  always-on shared expert is ``mlp_*.shared`` (module "shared_experts", ``attrs["expert"] = "shared"``);
+  the routed experts keep Mixtral's names and module "experts" (``attrs["expert"] = "routed"``). The part
+  of a name before the first dot is the op whose tensor-parallel rule applies.
+Footprint: weights (all experts; DeepSeek's MTP modules are not loaded), kv_cache (prefill/decode: per
+layer, s tokens of 2·kv_heads·head_dim (MLA: kv_lora + rope) elements, local layers their span only),
 activations (inference: the live working set of one layer or of the LM head, whichever is larger;
 training: what autograd saves for the backward without recomputation) and the training classes.
 """
@@ -206,7 +214,10 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
         ops.append(_dropout("embedding_dropout", sh.tokens * a.hidden, dt, 1, "embeddings"))
     if a.post_norm:
         ops.append(_norm("embedding_layernorm", a, sh.tokens, dt, 1))
-    ops += _layer(a, sh, dt)
+    layer = _layer(a, sh, dt)
+    for o in layer:                              # repeated per layer (count = the layers it runs in)
+        o.attrs["per_layer"] = True
+    ops += layer
     if a.pooler:
         ops += [linear("pooler_dense", sh.head_tokens, a.hidden, a.hidden, dt, 1, True, "pooler"),
                 elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, flopcount.TRANSCENDENTAL, module="pooler")]

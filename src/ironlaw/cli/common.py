@@ -1,0 +1,71 @@
+"""What every command shares: the typer apps, output formats, JSON and line output, the console, the device."""
+from __future__ import annotations
+
+import json
+import sys
+
+from typing import Optional
+
+import typer
+
+from ..errors import IronlawError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help.\n\n"
+                       "T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per operator.")
+hardware_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The hardware catalog.")
+workloads_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Built-in workloads and spec prefixes.")
+app.add_typer(hardware_app, name="hardware")
+app.add_typer(workloads_app, name="workloads")
+
+FORMATS = ("text", "json", "md")
+
+
+def check_format(fmt: str, allowed=FORMATS) -> str:
+    if fmt not in allowed:
+        raise IronlawError(f"--format must be one of {', '.join(allowed)}, got '{fmt}'")
+    return fmt
+
+
+def emit_json(doc) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, (np.floating, np.integer, np.bool_)):
+            return o.item()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def emit_lines(lines: list[str], fmt: str) -> None:
+    """Print summary lines: Markdown paragraphs for ``md``, rich console lines otherwise."""
+    if fmt == "md":
+        print("\n\n".join(lines))
+    else:
+        c = console()
+        for line in lines:
+            c.print(line)
+
+
+def console():
+    from rich.console import Console
+    return Console(highlight=False, soft_wrap=False)
+
+
+# register the verbs (each module adds its commands to ``app``)
+
+
+def device(on: str, network: Optional[str] = None):
+    """The hardware ``on`` names, its collectives on the network calibration ``network`` when given."""
+    from .. import hardware
+    hw = hardware.get(on)
+    if network is not None:
+        from ..network.calibration import with_network
+        hw = with_network(hw, network)
+    return hw
