@@ -241,7 +241,7 @@ def test_report_shows_the_frontier(cli, tmp_path):
     assert 0 < met < len(doc["points"]) and sec.count('fill="#2b8a3e"') == met
     f.write_text(json.dumps({"schema": "ironlaw.serve/1"}))
     bad = cli("report", "llama3-8b", "--on", "h100", "--html", str(out), "--frontier", str(f))
-    assert bad.rc == 2 and "ironlaw.serve.frontier/1" in bad.err and bad.err.count("\n") == 1
+    assert bad.rc == 2 and "ironlaw.serve-frontier/1" in bad.err and bad.err.count("\n") == 1
 
 
 def test_every_device_with_a_tdp_states_its_idle_power():
@@ -279,3 +279,23 @@ def test_kernel_power_against_the_h200_measurement():
     assert gemm["binding"] == "compute" and gemm["power_w_per_device"] == pytest.approx(m["gemm"]["power_w"], rel=0.10)
     assert gemv["binding"].startswith("bandwidth")
     assert gemv["power_w_per_device"] == pytest.approx(m["gemv"]["power_w"], rel=0.25)
+
+
+def test_feature_documents_match_their_schemas():
+    import json
+    from ironlaw import schemas
+    pytest.importorskip("jsonschema")
+    base = _base(16)
+    en = {"devices": 4}
+    at = lambda c: _base(c)
+    slo = gp.parse_slo("ttft=1s,itl=40ms")
+    docs = [sp.estimate(base, sp.Speculation("draft", 4, 0.8, DRAFT_1B), TP4, en),
+            prefix.estimate(base, 0.5, TP4, en), gp.goodput(at, slo, 4), gp.goodput(at, gp.parse_slo("ttft=1ms"), 4),
+            dg.best_split(at, 16, TP4, slo), gp.frontier(at, 4, slo, en), of_serving(base, devices=4),
+            power.of_estimate(base.decode)]
+    for d in docs:
+        schemas.validate(json.loads(json.dumps(d)))
+    broken = dict(docs[0], tokens=0)
+    import jsonschema
+    with pytest.raises(jsonschema.ValidationError):
+        schemas.validate(broken)

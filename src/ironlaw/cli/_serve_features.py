@@ -137,7 +137,7 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
 
 
 def frontier(est, kw: dict, f: Features) -> dict:
-    """The --sweep-concurrency document (schema ironlaw.serve.frontier/1), with goodput when --slo is given."""
+    """The --sweep-concurrency document (schema ironlaw.serve-frontier/1), with goodput when --slo is given."""
     from ..serve_features import goodput
     tp = kw.get("tp", 1)
     slo = goodput.parse_slo(f.slo) if f.slo else None

@@ -1,4 +1,4 @@
-"""The serving frontier (``ironlaw serve --sweep-concurrency``, schema ironlaw.serve.frontier/1) as pictures:
+"""The serving frontier (``ironlaw serve --sweep-concurrency``, schema ironlaw.serve-frontier/1) as pictures:
 tokens/s per device (y) against tokens/s per user (x), one point per concurrency.
 
     svg(doc)          inline SVG for the HTML report (no dependencies, no URL)
@@ -12,7 +12,7 @@ from html import escape
 
 from ..errors import IronlawError
 
-SCHEMA = "ironlaw.serve.frontier/1"
+SCHEMA = "ironlaw.serve-frontier/1"
 MEET, MISS, PLAIN = "#2b8a3e", "#adb5bd", "#1c7ed6"
 
 

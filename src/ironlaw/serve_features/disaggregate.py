@@ -89,7 +89,7 @@ def best_split(estimate_at, total: int, s: common.Setup, slo: dict | None = None
         raise IronlawError(f"splitting {total} devices needs at least two instances of --tp {s.tp}")
     itl, ttft = slo.get("itl_s"), slo.get("ttft_s")
     cmax = capacity(estimate_at)
-    doc = {"schema": "ironlaw.serve.disaggregate/1", "devices": total, "slo": slo}
+    doc = {"schema": "ironlaw.serve-disaggregate/1", "devices": total, "slo": slo}
     if itl is not None and estimate_at(1).decode_step_s > itl:
         return dict(doc, met=False, why=f"one decode step at concurrency 1 takes "
                                         f"{1e3 * estimate_at(1).decode_step_s:.3g} ms, above the ITL target")

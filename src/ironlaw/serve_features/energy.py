@@ -22,7 +22,7 @@ def of_phases(hw, phases, cycle_s: float, tokens: float, devices: int = 1,
     busy = min(busy, cycle_s)
     per_device_j = hw.idle_w * cycle_s + (hw.tdp_w - hw.idle_w) * busy
     out = power.per_unit(hw, devices * per_device_j, cycle_s, tokens, devices, usd_per_device_hour, gco2_per_kwh)
-    out.update({"schema": "ironlaw.serve.energy/1", "devices": devices, "mean_power_w_per_device": per_device_j / cycle_s,
+    out.update({"schema": "ironlaw.serve-energy/1", "devices": devices, "mean_power_w_per_device": per_device_j / cycle_s,
                 "utilization": busy / cycle_s, "utilization_definition": power.UTILIZATION_DEFINITION,
                 "idle_w": hw.idle_w, "tdp_w": hw.tdp_w, "idle_source": hw.sources.get("power.idle", ""),
                 "tdp_source": hw.sources.get("power", "")})

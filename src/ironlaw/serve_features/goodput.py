@@ -68,7 +68,7 @@ def goodput(estimate_at, slo: dict, devices: int = 1) -> dict:
     if cmax < 1:
         raise IronlawError("no sequence fits in the KV-cache budget; use --tp or a smaller --dtype")
     first = estimate_at(1)
-    doc = {"schema": "ironlaw.serve.goodput/1", "slo": slo, "max_concurrency": cmax}
+    doc = {"schema": "ironlaw.serve-goodput/1", "slo": slo, "max_concurrency": cmax}
     if not meets(first, slo):
         doc.update(met=False, best_reachable=row(first, devices, slo), why=_miss(first, slo))
         return doc
@@ -104,6 +104,6 @@ def frontier(estimate_at, devices: int = 1, slo: dict | None = None, energy: dic
                                          "gco2_per_million_output_tokens")})
         rows.append(r)
     e1 = estimate_at(1)
-    return {"schema": "ironlaw.serve.frontier/1", "workload": e1.spec, "hardware": e1.hw.name, "devices": devices,
+    return {"schema": "ironlaw.serve-frontier/1", "workload": e1.spec, "hardware": e1.hw.name, "devices": devices,
             "prompt_tokens": e1.prompt, "output_tokens": e1.output, "slo": slo, "max_concurrency": cmax,
             "points": rows}

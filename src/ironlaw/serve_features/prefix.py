@@ -52,7 +52,7 @@ def estimate(base, hit: float, s: common.Setup, energy: dict | None = None) -> d
     b, out_tok = base.concurrency, base.output
     cycle = out_tok * base.decode_step_s + b * t_pre
     proj, base_proj = _projections(g), _projections(base.prefill.graph)
-    doc = {"schema": "ironlaw.serve.prefix/1", "prefix_hit": hit, "new_tokens": new_tokens(base.prompt, hit),
+    doc = {"schema": "ironlaw.serve-prefix/1", "prefix_hit": hit, "new_tokens": new_tokens(base.prompt, hit),
            "cached_tokens": base.prompt - new_tokens(base.prompt, hit), "prefill_s": t_pre,
            "baseline_prefill_s": base.prefill_s, "ttft_s": t_pre + base.decode_step_s, "baseline_ttft_s": base.ttft_s,
            "itl_s": cycle / out_tok, "tokens_per_s": b * out_tok / cycle, "baseline_tokens_per_s": base.tokens_per_s,

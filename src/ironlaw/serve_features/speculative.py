@@ -176,7 +176,7 @@ def estimate(base, sp: Speculation, s: common.Setup, energy: dict | None = None)
     rounds = base.output / e_tok
     cycle = rounds * t_round + b * (base.prefill_s + t_dpre)
     tps, itl = b * base.output / cycle, cycle / base.output
-    doc = {"schema": "ironlaw.serve.speculative/1", "method": sp.method, "draft": sp.draft, "tokens": k,
+    doc = {"schema": "ironlaw.serve-speculative/1", "method": sp.method, "draft": sp.draft, "tokens": k,
            "acceptance": sp.acceptance, "expected_tokens_per_step": e_tok, "verify_step_s": t_ver,
            "draft_step_s": t_draft, "draft_prefill_s": t_dpre, "round_s": t_round,
            "ttft_s": base.prefill_s + t_dpre + t_round, "itl_s": itl, "tokens_per_s": tps,
