@@ -43,6 +43,7 @@ def test_calibration_is_sourced_and_says_what_was_held_out(a100):
     cal = a100.calibration.table()
     assert cal["source"].startswith("derived: fitted to") and "microsoft/vidur" in cal["source"]
     assert "LLMCompass" in cal["source"] and "benchmarks/a100_calibration.py" in cal["source"]
+    assert "../shared" not in cal["source"]
     assert "vidur llama3-8b per-op" in cal["held_out"] and "llmcompass matmul (odd rows)" in cal["held_out"]
     assert not set(cal["fitted"]) & set(cal["held_out"])
 

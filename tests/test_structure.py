@@ -141,3 +141,20 @@ def test_the_length_check_sees_a_long_function(tmp_path):
     body = "\n".join(f"        x{i} = {i}" for i in range(MAX_LINES))
     (tmp_path / "m.py").write_text(f"def short():\n    return 1\n\n\nclass C:\n    def long(self):\n{body}\n")
     assert long_functions(tmp_path) == [("m.py", "long", MAX_LINES + 1)]
+
+
+def test_every_module_has_a_layer():
+    """A new module must be placed in the layers contract, or nothing would check what it imports."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    named = {m.strip() for layer in layers for m in layer.replace(":", "|").split("|")}
+    top = {p.stem if p.is_file() else p.name for p in SRC.iterdir()
+           if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    split = {n.split(".")[0] for n in named if "." in n}          # packages placed module by module (network)
+    for pkg in split:
+        top |= {f"{pkg}.{p.stem}" for p in (SRC / pkg).glob("*.py") if p.stem != "__init__"}
+    assert top - split <= named, f"modules in no layer: {sorted(top - split - named)}"

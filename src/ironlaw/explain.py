@@ -43,9 +43,11 @@ def why(est) -> dict:
                        f"({100 * t_spill / total:.0f}% of the time)"}
     if res == "compute":
         flops = float(est.graph.flops)
+        dt = est.graph.meta.get("precision", est.graph.dtype)        # FP8 training: the GEMMs' dtype
+        mixed = f" for its GEMMs, {est.graph.dtype} elsewhere" if dt != est.graph.dtype else ""
         return {"resource": "compute", "tier": None,
                 "why": f"compute owns {pct:.0f}% of the critical path: {fmt(flops, 'FLOP')} at "
-                       f"{fmt(hw.peak_flops.get(est.graph.dtype, hw.vector_flops), 'FLOP/s')} {est.graph.dtype} peak; "
+                       f"{fmt(hw.peak_flops.get(dt, hw.vector_flops), 'FLOP/s')} {dt} peak{mixed}; "
                        f"moving the data would take {fmt_time(float(est.term('data_s')))}"}
     if res == "bandwidth":
         t = hw.tier(tier)

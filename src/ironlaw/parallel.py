@@ -1,20 +1,28 @@
-"""Many devices: tensor, pipeline, data and expert parallelism and ZeRO/FSDP sharding (Megatron-LM's knobs).
+"""Many devices: tensor, pipeline, context, data and expert parallelism and ZeRO/FSDP sharding (Megatron-LM's
+knobs).
 
-    plan        --gpus --nodes --tp --pp --dp --ep --global-batch --micro-batch --interleave
-                --sequence-parallel --recompute none|selective|full --zero 0|1|2|3
+    plan        --gpus --nodes --tp --pp --cp --dp --ep --global-batch --micro-batch --interleave
+                --sequence-parallel --recompute none|selective|full --zero 0|1|2|3 (--fsdp = --zero 3)
+                --expert-imbalance; gpus = tp × pp × cp × dp
     tp_shard    Graph → per-device Graph: matmul/attention ops split over the TP group (column- and
                 row-parallel linears, heads), norms and residual adds replicated (split with sequence
                 parallelism), TP collectives inserted where Megatron puts them (2 per layer forward,
-                2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism)
+                2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism); expert
+                all-to-all dispatch and combine around the experts (token-dropless, balanced unless
+                --expert-imbalance: ``expert_load``)
+    cp_shard    Graph → per-device Graph under context parallelism: seq/cp tokens per rank; the K/V ring
+                overlapped with attention (``cp_ring_exposed``)
     train_step  the step on the slowest pipeline stage: m micro-batches of forward+backward, the pipeline
                 bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv (1/tp of
                 the activation per rank, all-gathered over the TP group: Megatron's scatter/gather), the
                 data-parallel gradient reduction (overlapped with the backward of the last micro-batch on
-                ``ironlaw.critical_path``'s network stream), the optimizer step;
-                memory per device; model FLOPs, hardware FLOPs, MFU = model FLOPs / (step time × peak × gpus)
+                ``ironlaw.critical_path``'s network stream) or FSDP's per-layer gathers and reduce-scatters
+                (``fsdp_exposed_s``), the optimizer step; FP8/MXFP8 GEMMs (``ironlaw.precision``) when the
+                graph's dtype is one; memory per device; tokens/s per device; model FLOPs, hardware FLOPs,
+                MFU = model FLOPs / (step time × the dtype's peak × gpus) (``MODEL_FLOPS``)
 
-Ranks are laid out as Megatron does: TP fastest, then DP, then PP (rank = t + tp·(d + dp·s)); a group of
-ranks spaced ``stride`` apart spans ``stride·size / gpus_per_node`` nodes, so the topology decides which
+Ranks are laid out as Megatron does: TP fastest, then CP, DP, PP (rank = t + tp·(c + cp·(d + dp·s))); a group
+of ranks spaced ``stride`` apart spans ``stride·size / gpus_per_node`` nodes, so the topology decides which
 link each collective uses. Every rank of a node belongs to one group of each kind, so a node holds
 G / (ranks per node of one group) groups of a kind, and they run the same collective at the same time
 (same layer, same micro-batch): between nodes they share the node's network ports and ceiling
@@ -32,6 +40,7 @@ import numpy as np
 from .errors import IronlawError
 from .graph import Graph, Op, dtype_bytes
 from .network.topology import build as build_topology, check_count, nodes_for
+from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
 COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
@@ -43,7 +52,7 @@ REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "
               "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
 FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
-GRAD_BUCKET_BYTES = 40e6 * 2                                   # Megatron-LM DDP default bucket, 40M bf16 params
+MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
 
 
 @dataclass
@@ -60,14 +69,20 @@ class Plan:
     sequence_parallel: bool = False
     recompute: str = "none"
     zero: int = 0
+    cp: int = 1
+    expert_imbalance: float = 1.0
+    tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
+    overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
+    grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
 
     @property
     def microbatches(self) -> int:
         return self.global_batch // (self.micro_batch * self.dp)
 
 
-OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero")
+OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
+                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
+                "grad_fp32")
 
 
 def requested(options: dict) -> bool:
@@ -77,23 +92,56 @@ def requested(options: dict) -> bool:
 
 
 def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
-    """Read and check the plan; ``graph`` (a transformer) lets it check layers and heads too, ``hw`` gives
-    the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``; else 1)."""
+    """Read and check the plan; ``graph`` (a transformer) lets it check layers, heads, experts and the sequence
+    too, ``hw`` gives the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``;
+    else 1). ``fsdp`` (True) is ``zero`` 3."""
     o = {k: v for k, v in (options or {}).items() if v is not None}
-    tp, pp, ep = (check_count(o.get(k, 1), f"--{k}") for k in ("tp", "pp", "ep"))
-    gpus = check_count(o.get("gpus", tp * pp * o.get("dp", 1) if "dp" in o else tp * pp), "--gpus")
-    nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
-    if gpus % (tp * pp):
-        raise IronlawError(f"--tp {tp} × --pp {pp} = {tp * pp} does not divide --gpus {gpus}; "
-                           f"choose degrees whose product divides the devices")
-    dp = check_count(o.get("dp", gpus // (tp * pp)), "--dp")
-    if tp * pp * dp != gpus:
-        raise IronlawError(f"--tp {tp} × --pp {pp} × --dp {dp} = {tp * pp * dp} devices, but --gpus is {gpus}; "
-                           f"the product of the parallel degrees must equal the devices")
-    if gpus % nodes:
-        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")
+    if o.pop("fsdp", False):
+        if o.get("zero", 3) != 3:
+            raise IronlawError(f"--fsdp is --zero 3 (parameters, gradients and optimizer sharded); it does not "
+                               f"combine with --zero {o['zero']}")
+        o["zero"] = 3
+    tp, pp, cp, ep = (check_count(o.get(k, 1), f"--{k}") for k in ("tp", "pp", "cp", "ep"))
+    gpus, nodes, dp = _devices(o, hw, tp, pp, cp)
     if dp % ep:
         raise IronlawError(f"--ep {ep} does not divide --dp {dp}; expert parallelism splits the data-parallel group")
+    mb, gb, v = _schedule(o, pp, dp)
+    rc, zero, sp, imbalance = _options(o, tp, ep)
+    if graph is not None and rc != "none" and "layers" not in graph.meta:
+        raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+    if graph is not None:
+        _check_model(graph, tp, pp, v, ep, cp)
+    overlap = bool(o.get("tp_comm_overlap", False))
+    if overlap and not sp:
+        raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
+                           "with the GEMMs; add --sequence-parallel")
+    p2p = bool(o.get("overlap_p2p", False))
+    if p2p and v == 1:
+        raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
+    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
+                bool(o.get("grad_fp32", False)))
+
+
+def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
+    """(gpus, nodes, dp): the devices equal tp × pp × cp × dp."""
+    model = tp * pp * cp
+    names = f"--tp {tp} × --pp {pp}{f' × --cp {cp}' if cp > 1 else ''}"
+    gpus = check_count(o.get("gpus", model * o.get("dp", 1) if "dp" in o else model), "--gpus")
+    nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
+    if gpus % model:
+        raise IronlawError(f"{names} = {model} does not divide --gpus {gpus}; choose degrees whose product "
+                           f"divides the devices")
+    dp = check_count(o.get("dp", gpus // model), "--dp")
+    if model * dp != gpus:
+        raise IronlawError(f"{names} × --dp {dp} = {model * dp} devices, but --gpus is {gpus}; the product of the "
+                           f"parallel degrees must equal the devices")
+    if gpus % nodes:
+        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")
+    return gpus, nodes, dp
+
+
+def _schedule(o: dict, pp: int, dp: int) -> tuple[int, int, int]:
+    """(micro-batch, global batch, interleave), checked against the pipeline."""
     mb = check_count(o.get("micro_batch", 1), "--micro-batch")
     gb = check_count(o.get("global_batch", mb * dp), "--global-batch")
     if gb % (mb * dp):
@@ -104,6 +152,11 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--interleave needs pipeline parallelism (--pp > 1)")
     if v > 1 and m % pp:
         raise IronlawError(f"--interleave needs the micro-batches per step ({m}) to be a multiple of --pp {pp}")
+    return mb, gb, v
+
+
+def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
+    """(recompute, zero, sequence parallel, expert imbalance)."""
     rc = o.get("recompute", "none")
     if rc not in RECOMPUTE:
         raise IronlawError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got '{rc}'")
@@ -113,29 +166,38 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     sp = bool(o.get("sequence_parallel", False))
     if sp and tp == 1:
         raise IronlawError("--sequence-parallel needs tensor parallelism (--tp > 1)")
-    if graph is not None and rc != "none" and "layers" not in graph.meta:
-        raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
-    if graph is not None:
-        _check_model(graph, tp, pp, v, ep)
-    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero)
+    f = o.get("expert_imbalance", 1.0)
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 1.0 <= f <= MAX_IMBALANCE:
+        raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
+                           f"{MAX_IMBALANCE:g}; got {f!r}")
+    if f > 1.0 and ep == 1:
+        raise IronlawError("--expert-imbalance needs expert parallelism (--ep > 1)")
+    return rc, zero, sp, float(f)
 
 
-def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int) -> None:
+def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
-        if tp > 1 or pp > 1 or ep > 1:
-            raise IronlawError(f"{g.name}: tensor/pipeline/expert parallelism needs a transformer built by ironlaw "
-                               f"(layers and heads known); use data parallelism (--dp) only")
+        if tp > 1 or pp > 1 or ep > 1 or cp > 1:
+            raise IronlawError(f"{g.name}: tensor/pipeline/context/expert parallelism needs a transformer built by "
+                               f"ironlaw (layers and heads known); use data parallelism (--dp) only")
         return
     L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
         if n % tp:
             raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
-    if L % (pp * v):
+    if L % (pp * v) and (pp == 1 or (L + 2) % (pp * v)):
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} does not divide the {L} layers "
-                           f"of {g.name}; use a divisor of {L}")
-    if ep > 1 and meta.get("experts", 0) % ep:
-        raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}")
+                           f"of {g.name} (nor {L + 2}, with the embedding and the loss in a layer's place each); "
+                           f"use a divisor of {L}")
+    if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
+        raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
+                           f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
+    seq = np.asarray(meta.get("seq", 0))
+    if cp > 1 and np.any(seq % (2 * cp)):
+        raise IronlawError(f"--cp {cp} does not divide the sequence of {int(np.max(seq))} tokens into 2 × cp = "
+                           f"{2 * cp} equal chunks (the load-balanced causal ring); use a --seq that is a multiple "
+                           f"of {2 * cp}")
 
 
 # ---------------------------------------------------------------------- rank layout → groups
@@ -212,12 +274,12 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             new.flops = op.flops / tp
             new.bytes = {k: v / tp for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
-        elif base in REPLICATED:
-            if sp:
+        elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
+            if sp or op.attrs.get("tp_split"):
                 new.flops = op.flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
                 new.bytes_written = op.bytes_written / tp
-        else:
+        elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
@@ -260,13 +322,8 @@ def shard_inference(g: Graph, hw, options: dict) -> Graph:
 
 
 # ---------------------------------------------------------------------- gradient sync on the critical path
-def exposed_after_overlap(comm_s: float, window_s: float, last_bucket_s: float) -> float:
-    """Placeholder overlap (used for ZeRO-3 parameter gathers, and for graphs ``critical_path`` cannot
-    schedule): every bucket but the last hides under ``window_s`` of compute, the last never does."""
-    return max(comm_s - window_s, min(last_bucket_s, comm_s))
-
-
-def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) -> tuple[float, float]:
+def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str,
+                      grad_scale: float = 1.0) -> tuple[float, float]:
     """(total, exposed) seconds of the data-parallel gradient reduction of the last micro-batch.
 
     Scheduled by ``ironlaw.critical_path``: one collective per layer is issued on the network stream as soon
@@ -276,11 +333,12 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) ->
     """
     from . import critical_path, law
     L = max(op.count for op in sg.ops)
-    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and op.count == L]
+    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and in_layers(op, L)]
     if not layer_bwd:
         return 0.0, 0.0
-    layer_grads = sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) for i in layer_bwd)
-    other = sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
+    layer_grads = grad_scale * sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) * sg.ops[i].count
+                                   for i in layer_bwd) / L
+    other = grad_scale * sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
                 if op.name.endswith(".backward") and i not in layer_bwd)
     ops = list(sg.ops)
     sync = [Op(f"dp.grad.{kind}.layer", "collective", network_bytes=layer_grads, dtype=sg.dtype, count=L,
@@ -299,6 +357,11 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str) ->
 
 
 # ---------------------------------------------------------------------- the training step
+MODEL_FLOPS = ("3 × the forward's FLOPs as the graph counts them: 2·m·n·k per GEMM (6·N per token for the "
+               "weights a token meets, LM head included), causal attention's QKᵀ and PV over s(s+1)/2 pairs per "
+               "sequence, and the elementwise ops; no recomputation")
+
+
 @dataclass
 class StepEstimate:
     plan: Plan
@@ -310,53 +373,74 @@ class StepEstimate:
     bottleneck: dict
     topology: str
     notes: list[str] = field(default_factory=list)
+    peak_flops: float = 0.0                    # the dtype's peak per device, MFU's denominator
 
     @property
     def step_s(self) -> float:
         return self.breakdown["step_s"]
 
+    @property
+    def time_s(self) -> float:
+        return self.step_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.flops["tokens_per_step"] / (self.step_s * self.plan.gpus)
+
     def to_dict(self) -> dict:
         from dataclasses import asdict
         return {"schema": "ironlaw.train-step/1", "plan": asdict(self.plan), "topology": self.topology,
-                "step_s": self.step_s, "breakdown": self.breakdown, "memory_per_device": self.memory,
-                "flops": self.flops, "mfu": self.mfu, "bottleneck": self.bottleneck, "notes": self.notes,
-                "per_microbatch": self.per_microbatch.to_dict(top=20)}
+                "time_s": self.step_s, "step_s": self.step_s, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+                "mfu": self.mfu, "mfu_convention": f"model FLOPs / (time_s × gpus × {self.peak_flops:.4g} FLOP/s, "
+                                                   f"the dtype's dense peak); model FLOPs: {MODEL_FLOPS}",
+                "breakdown": self.breakdown, "memory_per_device": self.memory, "flops": self.flops,
+                "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
+
+
+def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int]:
+    """(layers of a middle stage, layers of the first and of the last stage). Layers divide evenly over
+    pp·v model chunks, or the embedding and the loss each take one layer's place when L + 2 does
+    (Megatron-LM's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1
+    405B's 126 layers on pp 8 × interleave 8)."""
+    if pp == 1 or L % (pp * v) == 0:
+        return L // pp, L // pp
+    return (L + 2) // pp, (L + 2) // pp - 1
 
 
 def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
-    """Ops of the first and last pipeline stage (one list when pp == 1), and the optimizer op."""
+    """Ops of the first and last pipeline stage (and of a middle one when the embedding and the loss take a
+    layer's place: ``stage_layers``; one list when pp == 1), and the optimizer op."""
     L = g.meta.get("layers", -1)
-    per_stage = L // plan.pp
-    opt, first, last = None, [], []
-    recompute = []
-    for op in g.ops:
-        if _base(op.name) == "optimizer":
-            opt = op
-            continue
-        layer = op.count == L
-        o = op
-        if layer and plan.pp > 1:
-            o = copy.copy(op)
-            o.count = per_stage
-        if layer:
-            first.append(o)
-            last.append(o)
-            fwd = not op.name.endswith(".backward")
-            if fwd and (plan.recompute == "full" or (plan.recompute == "selective" and op.kind == "attention")):
-                r = copy.copy(o)
-                r.name = op.name + ".recompute"
-                recompute.append(r)
-        elif _base(op.name) in FIRST_STAGE:
-            first.append(o)
-        else:
-            last.append(o)
-    # recomputed forward ops run at the start of the backward
-    def with_rc(ops):
-        i = next((j for j, op in enumerate(ops) if op.name.endswith(".backward")), len(ops))
-        return ops[:i] + recompute + ops[i:]
+    opt = next((op for op in g.ops if _base(op.name) == "optimizer"), None)
+    ops = [op for op in g.ops if _base(op.name) != "optimizer"]
     if plan.pp == 1:
-        return [with_rc([op for op in g.ops if _base(op.name) != "optimizer"])], opt
-    return [with_rc(first), with_rc(last)], opt
+        return [_with_recompute(ops, L, L, plan.recompute)], opt
+    middle, edge = stage_layers(L, plan.pp, plan.interleave)
+    first = [op for op in ops if in_layers(op, L) or _base(op.name) in FIRST_STAGE]
+    last = [op for op in ops if in_layers(op, L) or _base(op.name) not in FIRST_STAGE]
+    stages = [_with_recompute(first, L, edge, plan.recompute), _with_recompute(last, L, edge, plan.recompute)]
+    if middle != edge:
+        stages.insert(1, _with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
+    return stages, opt
+
+
+def _with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
+    """The stage's ops with its ``layers`` of the ``L`` layers (an op of some layers only, in proportion),
+    the recomputed forward ops at the start of the backward."""
+    out, rc = [], []
+    for op in ops:
+        layer = L > 0 and in_layers(op, L)
+        if layer and layers != L:
+            op = copy.copy(op)
+            op.count = op.count * layers / L
+        out.append(op)
+        fwd = not op.name.endswith(".backward")
+        if layer and fwd and (recompute == "full" or (recompute == "selective" and op.kind == "attention")):
+            r = copy.copy(op)
+            r.name = op.name + ".recompute"
+            rc.append(r)
+    i = next((j for j, op in enumerate(out) if op.name.endswith(".backward")), len(out))
+    return out[:i] + rc + out[i:]
 
 
 def megatron_flops(batch: float, seq: float, layers: int, hidden: int, vocab: int) -> float:
@@ -370,32 +454,52 @@ def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
     return sum((op.flops * op.count for op in g.ops
-                if op.count == L and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
+                if in_layers(op, L) and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
 
 
-def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
-    by = dtype_bytes(g.dtype)
+def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
+    """(dense, expert) parameters one device holds: dense over tp·pp, experts over tp·pp·ep."""
     params = float(g.meta["params"])
     expert = 0.0
     if g.meta.get("experts"):
         e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
         expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
-    p_dev = (params - expert) / (plan.tp * plan.pp) + expert / (plan.tp * plan.pp * plan.ep)
-    act = float(np.max(g.footprint.get("activations", 0.0)))
+    return (params - expert) / (plan.tp * plan.pp), expert / (plan.tp * plan.pp * plan.ep)
+
+
+def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
+    """Bytes per device: weights and gradients in bf16 (gradients fp32 with ``grad_fp32``; plus the FP8 copies
+    of the weights in FP8 training),
+    fp32 master weights and Adam moments; ZeRO shards them over the data-parallel group, which context
+    parallelism joins (dp·cp ranks hold the same weights; experts over dp·cp/ep); activations over tp (with
+    sequence parallelism, else Korthikanti's 24 of 34) and cp (each rank holds seq/cp tokens)."""
+    from .precision import WEIGHT_COPY_BYTES
+    by = dtype_bytes(g.dtype)
+    dense, expert = _params_per_device(g, plan)
+    p_dev = dense + expert
+    shards = plan.dp * plan.cp
+    sharded = dense / shards + expert / max(shards // plan.ep, 1)       # one ZeRO shard of this device's params
+    act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tp_factor = 1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp
     inflight = 1.0 + ((plan.pp - 1) / (plan.pp * plan.interleave) if plan.interleave > 1 else 0.0)
     if recompute == "full":
         L = g.meta["layers"]
-        inputs = L * float(np.max(g.meta["tokens"])) * g.meta["hidden"] * by
+        inputs = L * float(np.max(g.meta["tokens"])) / plan.cp * g.meta["hidden"] * by
         act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
     else:
         act_dev = act * tp_factor * inflight
-    return {"weights": p_dev * by / (plan.dp if zero >= 3 else 1),
-            "gradients": p_dev * by / (plan.dp if zero >= 2 else 1),
-            "optimizer": 12.0 * p_dev / (plan.dp if zero >= 1 else 1),
+    weight_b = by + WEIGHT_COPY_BYTES.get(g.meta.get("precision"), 0.0)
+    return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
+            "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
+            "optimizer": 12.0 * (sharded if zero >= 1 else p_dev),
             "activations": act_dev, "params_per_device": p_dev}
+
+
+def _grad_bytes(g: Graph, plan: Plan) -> float:
+    """Bytes per gradient: fp32 with ``grad_fp32`` (Megatron's main_grad buffer), else the graph's dtype."""
+    return 4.0 if plan.grad_fp32 else dtype_bytes(g.dtype)
 
 
 def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
@@ -409,127 +513,282 @@ def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
                            f"(--zero 3 --recompute full): {fmt(need_full, 'B')} per device exceeds "
-                           f"{fmt(cap, 'B')}; use more devices, larger --tp/--pp, or a smaller --micro-batch")
-    raise IronlawError(f"this plan needs {fmt(need, 'B')} per device, more than the {fmt(cap, 'B')} of {hw.name} "
-                       f"(weights {fmt(mem['weights'], 'B')}, gradients {fmt(mem['gradients'], 'B')}, optimizer "
-                       f"{fmt(mem['optimizer'], 'B')}, activations {fmt(mem['activations'], 'B')}); "
-                       f"try --zero 3, --recompute full, or larger --tp/--pp")
+                           f"{fmt(cap, 'B')} by {fmt(need_full - cap, 'B')}; use more devices, larger "
+                           f"--tp/--pp/--cp, or a smaller --micro-batch")
+    raise IronlawError(f"this plan needs {fmt(need, 'B')} per device, {fmt(need - cap, 'B')} more than the "
+                       f"{fmt(cap, 'B')} of {hw.name} (weights {fmt(mem['weights'], 'B')}, gradients "
+                       f"{fmt(mem['gradients'], 'B')}, optimizer {fmt(mem['optimizer'], 'B')}, activations "
+                       f"{fmt(mem['activations'], 'B')}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
 
 
-def _shared_network_notes(hw, plan: Plan, dp_grp: tuple, pp_grp: tuple, ep_grp: tuple) -> list[str]:
+def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
+    """The groups of each kind, ranks laid out as Megatron does (TP fastest, then CP, DP, PP:
+    rank = t + tp·(c + cp·(d + dp·s))): ``dp`` is the data-parallel group gradients are reduced over, which
+    joins the CP ranks (dp·cp, stride tp); ``ep`` splits it (stride tp); ``pp`` the stage-to-stage pair."""
+    G = gpus_per_node
+    out = {"tp": group(1, plan.tp, G), "cp": group(plan.tp, plan.cp, G), "dp": group(plan.tp, plan.dp * plan.cp, G),
+           "ep": group(plan.tp, plan.ep, G)}
+    # a rank of stage s sends to its peer in s + 1, tp·cp·dp ranks further: a pair spaced that far apart, across
+    # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
+    # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
+    # the last stage of a node sends its tp·cp·dp ranks to the next node, sets the pipeline's pace
+    stage = plan.tp * plan.cp * plan.dp
+    out["pp"] = group(stage, 2, G)
+    if plan.pp > 1 and nodes > 1 and out["pp"][1] == 1:
+        out["pp"] = (2, 2, min(stage, G))
+    return out
+
+
+def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
     """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
     from .network.calibration import for_hardware
     from .network.collectives import inter_node_Bps
     from .units import fmt
     out = []
-    for what, grp, fam, used in (("data-parallel gradient sync", dp_grp, "collective", plan.dp > 1),
-                                 ("stage-to-stage send/recv", pp_grp, "p2p", plan.pp > 1),
-                                 ("expert all-to-all", ep_grp, "p2p", plan.ep > 1)):
-        t = _topology(hw, grp)
+    for what, key, fam, used in (("data-parallel gradient sync", "dp", "collective", plan.dp * plan.cp > 1),
+                                 ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
+                                 ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
+                                 ("expert all-to-all", "ep", "p2p", plan.ep > 1)):
+        t = _topology(hw, grp[key])
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
     return out
 
 
-def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
-    """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
-    from . import law
+# ---------------------------------------------------------------------- context parallelism, experts, FSDP
+def cp_shard(g: Graph, cp: int) -> Graph:
+    """The per-device graph under context parallelism ``cp``: each rank holds seq/cp tokens of every sequence
+    (two chunks of 2·cp, the load-balanced causal split), so every per-token op does 1/cp of the work and
+    attention computes 1/cp of the causal pairs (its queries against every key, K and V passed around the ring:
+    ``cp_ring_exposed``). Weights and their gradients stay whole on every rank."""
+    if cp == 1:
+        return g
+    ops = []
+    for op in g.ops:
+        if op.kind == "collective" or _base(op.name) == "optimizer":
+            ops.append(op)
+            continue
+        new = copy.copy(op)
+        new.flops, new.vector_flops, new.bytes_written = op.flops / cp, op.vector_flops / cp, op.bytes_written / cp
+        new.bytes = {k: (v if k in ("weights", "gradients") else v / cp) for k, v in op.bytes.items()}
+        ops.append(new)
+    meta = dict(g.meta, tokens=g.meta["tokens"] / cp, cp=cp)
+    return Graph(f"{g.name} [cp {cp}]", g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=meta,
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> tuple[float, float]:
+    """(total, exposed) seconds per micro-batch of the context-parallel ring (Megatron's ring attention).
+
+    In each of cp − 1 steps a rank sends its K and V chunk (2·kv_dim/tp·tokens/cp, bf16) to the next rank of
+    the CP group while it computes attention on the chunk it holds, one cp-th of its attention; the backward
+    passes K, V and their gradients (twice the bytes). A step exposes what its send takes beyond its compute."""
     from .network.collectives import collective_time
-    from .workloads.common import optimizer_step
+    if plan.cp == 1:
+        return 0.0, 0.0
+    meta = sg.meta
+    kv_dim = max(meta.get("kv_heads", meta["heads"]) // plan.tp, 1) * meta["head_dim"]
+    chunk = 2.0 * kv_dim * float(np.max(meta["tokens"])) * dtype_bytes(sg.dtype)
+    a, b = collective_time("sendrecv", chunk, _topology(hw, grp["cp"]))
+    total = exposed = 0.0
+    for op, r in zip(sg.ops, rows):
+        if r["kind"] != "attention":
+            continue
+        send = float(a + b) * (2.0 if r["name"].endswith(".backward") else 1.0)
+        block = r["time_s"] / op.count / plan.cp
+        total += op.count * (plan.cp - 1) * send
+        exposed += op.count * (plan.cp - 1) * max(send - block, 0.0)
+    return total, exposed
 
-    if g.phase != "train":
-        raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
-    topo = build_topology(hw, plan.gpus, plan.nodes)
-    G = topo.gpus_per_node
-    tp_grp, dp_grp, ep_grp = group(1, plan.tp, G), group(plan.tp, plan.dp, G), group(plan.tp, plan.ep, G)
-    # a rank of stage s sends to its peer in s + 1, tp·dp ranks further: a pair spaced tp·dp apart, across
-    # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
-    # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
-    # the last stage of a node sends its tp·dp ranks to the next node, sets the pipeline's pace
-    pp_grp = group(plan.tp * plan.dp, 2, G)
-    if plan.pp > 1 and plan.nodes > 1 and pp_grp[1] == 1:
-        pp_grp = (2, 2, min(plan.tp * plan.dp, G))
-    mem = _memory(g, plan, plan.zero, plan.recompute)
-    _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, dp_grp, pp_grp, ep_grp)
 
-    stages, opt = _stage_ops(g, plan)
-    ests = []
+def tp_overlap_hidden_s(rows: list[dict]) -> float:
+    """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
+    (Transformer Engine's userbuffers: the all-gather before a column-parallel GEMM and the reduce-scatter after
+    a row-parallel one, chunked and pipelined with it): per sublayer and pass, the collectives' time up to the
+    time of the sublayer's two GEMMs."""
+    comm: dict[str, float] = {}
+    gemm: dict[str, float] = {}
+    for r in rows:
+        base, bwd = _base(r["name"]), r["name"].endswith(".backward")
+        if r["kind"] == "collective" and r["module"] == "tp":
+            key = r["name"].split(".", 2)[2]                       # fwd.attn | bwd.mlp …
+            comm[key] = comm.get(key, 0.0) + r["time_s"]
+        elif (base in COLUMN or base in ROW) and base != "lm_head":
+            key = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
+            gemm[key] = gemm.get(key, 0.0) + r["time_s"]
+    return sum(min(t, gemm.get(k, 0.0)) for k, t in comm.items())
+
+
+def expert_load(sg: Graph, plan: Plan) -> Graph:
+    """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
+    load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
+    1 + (f − 1)·ep/E times the balanced share (E/ep experts per rank)."""
+    f, e = plan.expert_imbalance, sg.meta.get("experts", 0)
+    if f == 1.0 or plan.ep == 1 or not e:
+        return sg
+    r = 1.0 + (f - 1.0) * plan.ep / e
+    ops = []
+    for op in sg.ops:
+        if op.module in ("experts", "ep"):
+            op = copy.copy(op)
+            op.flops, op.vector_flops, op.network_bytes = op.flops * r, op.vector_flops * r, op.network_bytes * r
+            op.bytes = {k: (v * r if k == "activations" else v) for k, v in op.bytes.items()}
+        ops.append(op)
+    return Graph(sg.name, sg.phase, sg.dtype, ops, footprint=dict(sg.footprint), meta=dict(sg.meta),
+                 uncounted_ops=dict(sg.uncounted_ops))
+
+
+def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev: float) -> tuple[float, float]:
+    """(total, exposed) seconds per micro-batch of FSDP's (``--zero 3``) parameter all-gathers and gradient
+    reduce-scatters over the data-parallel group, one layer at a time as Megatron-FSDP and PyTorch FSDP run
+    them: the forward gathers layer i+1 while layer i computes; the backward gathers each layer again (freed
+    after its forward) and reduce-scatters layer i's gradients while layer i−1 computes. Exposed: what the
+    forward's and the backward's compute cannot cover, plus the first gather and the last reduce-scatter."""
+    from .network.collectives import collective_time
+    if plan.zero < 3 or plan.dp * plan.cp == 1:
+        return 0.0, 0.0
+    layers = max(op.count for op in sg.ops)
+    per_layer = p_dev * dtype_bytes(sg.dtype) / layers
+    topo = _topology(hw, grp["dp"])
+    ag = layers * float(sum(collective_time("allgather", per_layer, topo)))
+    rs = layers * float(sum(collective_time("reducescatter", per_layer * _grad_bytes(sg, plan) / dtype_bytes(sg.dtype),
+                                            topo)))
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    exposed = max(ag - fwd, 0.0) + ag / layers + max(ag + rs - bwd, 0.0) + rs / layers
+    return 2.0 * ag + rs, exposed
+
+
+def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dict, composition: str):
+    """(estimate, per-device graph) of one micro-batch on the slowest pipeline stage."""
+    from . import law
+    fp = {k: v for k, v in mem.items() if k != "params_per_device"}
+    best = None
     for i, ops in enumerate(stages):
-        sg = Graph(g.name, "train", g.dtype, ops, footprint={k: v for k, v in mem.items() if k != "params_per_device"},
-                   meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-        sg = tp_shard(sg, plan.tp, plan.sequence_parallel, tp_grp, plan.ep, ep_grp)
-        sg.footprint = {k: v for k, v in mem.items() if k != "params_per_device"}
+        sg = Graph(g.name, "train", g.dtype, ops, footprint=fp, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
+        sg = cp_shard(sg, plan.cp)
+        sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
+        sg = expert_load(sg, plan)
+        sg.footprint = dict(fp)
         sg.name = f"{g.name} · stage {'1' if i == 0 else plan.pp} of {plan.pp} · micro-batch {plan.micro_batch}"
-        ests.append(law.predict(sg, hw, composition))
-    est = max(ests, key=lambda e: float(e.time_s))
-    t_mb, m, v = float(est.time_s), plan.microbatches, plan.interleave
-    net_mb = float(est.term("network_s")) + float(sum(
-        r["latency_s"] for r in est.rows() if r["kind"] == "collective"))
+        est = law.predict(sg, hw, composition)
+        if best is None or float(est.time_s) > float(best[0].time_s):
+            best = (est, sg)
+    return best
 
-    by = dtype_bytes(g.dtype)
-    tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
-    p2p_s = 0.0
-    if plan.pp > 1:
-        # each TP rank sends 1/tp of the boundary activation (Megatron's scatter/gather, Narayanan et al.
-        # 2021 §4.1; with sequence parallelism it is already split); without sequence parallelism the
-        # receiving stage all-gathers it back over the TP group (NVLink inside a node)
-        full = tokens_mb * g.meta["hidden"] * by
-        a, b = collective_time("sendrecv", full / plan.tp, _topology(hw, pp_grp))
-        if plan.tp > 1 and not plan.sequence_parallel:
-            ga, gb = collective_time("allgather", full, _topology(hw, tp_grp))
-            a, b = a + ga, b + gb
-        p2p_s = 2.0 * v * m * float(a + b)
-        notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) counted on the critical path "
-                     "(not overlapped)")
-    bubble_s = (plan.pp - 1) / v * t_mb
 
-    p_dev = mem["params_per_device"]
-    dp_s = exposed = zero3_s = 0.0
-    if plan.dp > 1:
-        grad_bytes = p_dev * by
-        kind = "allreduce" if plan.zero < 2 else "reducescatter"
-        slow = stages[[float(e.time_s) for e in ests].index(t_mb)] if len(stages) > 1 else stages[0]
-        sg = tp_shard(Graph(g.name, "train", g.dtype, slow, footprint=est.graph.footprint, meta=dict(g.meta)),
-                      plan.tp, plan.sequence_parallel, tp_grp, plan.ep, ep_grp)
-        dp_s, exposed = grad_sync_exposed(sg, hw, kind, dp_grp, composition)
-        a1, b1 = collective_time(kind, min(GRAD_BUCKET_BYTES, grad_bytes), _topology(hw, dp_grp))
-        if plan.zero >= 2:                 # updated parameter shards gathered back after the step
-            a, b = collective_time("allgather", grad_bytes, _topology(hw, dp_grp))
-            zero3_s += float(a + b) if plan.zero == 2 else 0.0
-        if plan.zero == 3:                 # parameters gathered before forward and backward, prefetched
-            a, b = collective_time("allgather", grad_bytes, _topology(hw, dp_grp))
-            zero3_s += 2.0 * m * exposed_after_overlap(float(a + b), t_mb, float(a1 + b1))
-            notes.append("ZeRO-3 parameter gathers: placeholder overlap (all but the last bucket hidden)")
-    opt_params = p_dev / (plan.dp if plan.zero >= 1 else 1)
+def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict, t_mb: float) -> float:
+    """Stage-to-stage send/recv of one step: each TP rank sends 1/tp of the boundary activation (Megatron's
+    scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split); without
+    sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a node).
+    Forward activation and backward gradient, per micro-batch and virtual stage; blocking unless
+    ``overlap_p2p``."""
+    from .network.collectives import collective_time
+    if plan.pp == 1:
+        return 0.0
+    tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1)))) / plan.cp
+    full = tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype)
+    a, b = collective_time("sendrecv", full / plan.tp, _topology(hw, grp["pp"]))
+    if plan.tp > 1 and not plan.sequence_parallel:
+        ga, gb = collective_time("allgather", full, _topology(hw, grp["tp"]))
+        a, b = a + ga, b + gb
+    one = float(a + b)
+    if not plan.overlap_p2p:
+        return 2.0 * plan.interleave * plan.microbatches * one
+    # overlapped: each send runs under the next model chunk's compute; the warm-up and the cool-down
+    # (pp − 1 transfers each) wait for theirs, and a send longer than a chunk exposes the difference
+    chunk = t_mb / plan.interleave
+    return 2.0 * (plan.pp - 1) * one + 2.0 * plan.interleave * plan.microbatches * max(one - chunk, 0.0)
+
+
+def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, composition: str) -> tuple[float, float, float]:
+    """(total, exposed, after-step gather) seconds of the data-parallel gradient reduction of the last
+    micro-batch (ZeRO < 3; FSDP reduces every micro-batch's gradients in ``fsdp_exposed``)."""
+    from .network.collectives import collective_time
+    if plan.dp * plan.cp == 1 or plan.zero >= 3:
+        return 0.0, 0.0, 0.0
+    kind = "allreduce" if plan.zero < 2 else "reducescatter"
+    comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, _grad_bytes(sg, plan) / dtype_bytes(sg.dtype))
+    gather = 0.0
+    if plan.zero == 2:                 # updated parameter shards gathered back after the step
+        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), _topology(hw, grp["dp"]))
+        gather = float(a + b)
+    return comm, exposed, gather
+
+
+def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
+    from . import law
+    from .workloads.common import optimizer_step
+    if not any(_base(op.name) == "optimizer" for op in g.ops):
+        return 0.0
+    opt_params = p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)
     og = Graph("optimizer", "train", g.dtype, [optimizer_step(opt_params, g.dtype)],
                footprint={"optimizer": 12.0 * opt_params})
-    opt_s = float(law.predict(og, hw, composition).time_s) if opt is not None else 0.0
+    return float(law.predict(og, hw, composition).time_s)
 
-    step = m * t_mb + bubble_s + p2p_s + exposed + zero3_s + opt_s
-    model_flops = float(np.max(g.meta["model_flops"])) * m * plan.dp
-    hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute)))
-    hw_flops = hw_flops * m * plan.dp
-    peak = hw.peak(g.dtype)
-    mfu = model_flops / (step * peak * plan.gpus)
-    breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_mb,
-                 "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
-                 "dp_grad_comm_s": dp_s, "dp_grad_exposed_s": exposed, "zero_param_gather_s": zero3_s,
-                 "optimizer_s": opt_s}
-    shares = {"compute": m * (t_mb - net_mb), "network": m * net_mb + p2p_s + exposed + zero3_s,
-              "pipeline bubble": bubble_s, "optimizer": opt_s}
+
+def _bottleneck(est, step: float, shares: dict) -> dict:
     top = max(shares, key=shares.get)
     if top == "compute":
         b = est.bottleneck()
-        res = b["resource"]
-        why = f"per micro-batch: {b['why']}"
-    else:
-        res = "network" if top == "network" else ("latency" if top == "pipeline bubble" else "bandwidth")
-        why = f"{top} owns {100 * shares[top] / step:.0f}% of the step"
-    return StepEstimate(plan, est, breakdown,
-                        {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
-                            v for k, v in mem.items() if k != "params_per_device"))},
-                        {"model_per_step": model_flops, "hardware_per_step": hw_flops,
-                         "tokens_per_step": tokens_mb * m * plan.dp},
-                        mfu, {"resource": res, "share": top, "why": why}, topo.describe(), notes)
+        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}"}
+    res = "network" if top == "network" else ("latency" if top == "pipeline bubble" else "bandwidth")
+    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step"}
+
+
+def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
+    """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
+    from .precision import is_low, lower
+    if g.phase != "train":
+        raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
+    if is_low(g.dtype):
+        g = lower(g, g.dtype)
+    peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
+    topo = build_topology(hw, plan.gpus, plan.nodes)
+    grp = groups(plan, topo.gpus_per_node, plan.nodes)
+    mem = _memory(g, plan, plan.zero, plan.recompute)
+    _check_fits(g, hw, plan, mem)
+    notes = _shared_network_notes(hw, plan, grp)
+    stages, _ = _stage_ops(g, plan)
+    est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
+    rows = est.rows()
+    ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
+    fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
+    hidden_tp = tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0
+    t_est = float(est.time_s) - hidden_tp
+    t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
+    net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
+        - hidden_tp
+    p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
+    if p2p_s:
+        notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) " + (
+            "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
+            "counted on the critical path (not overlapped)"))
+    bubble_s = (plan.pp - 1) / v * t_mb
+    dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
+    opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
+    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s
+    flops = _step_flops(g, plan)
+    breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
+                 "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
+                 "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
+                 "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
+                 "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
+                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
+    shares = {"compute": m * (t_est - net_mb),
+              "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s,
+              "pipeline bubble": bubble_s, "optimizer": opt_s}
+    memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
+        v for k, v in mem.items() if k != "params_per_device"))}
+    return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
+                        _bottleneck(est, step, shares), topo.describe(), notes, peak)
+
+
+def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
+    """Model FLOPs (``MODEL_FLOPS``), hardware FLOPs (with recomputation) and tokens of one step."""
+    m = plan.microbatches
+    tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
+    hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute)))
+    return {"model_per_step": float(np.max(g.meta["model_flops"])) * m * plan.dp,
+            "hardware_per_step": hw_flops * m * plan.dp, "tokens_per_step": tokens_mb * m * plan.dp}

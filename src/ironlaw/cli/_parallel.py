@@ -2,35 +2,52 @@
 from __future__ import annotations
 
 
+def training_graph(spec: str, hw, seq, dtype, opts: dict):
+    """The training graph of one micro-batch; ``--dtype fp8|mxfp8`` builds it in bf16 and lowers its linear
+    GEMMs (``ironlaw.precision``)."""
+    from .. import precision, workloads
+    low = dtype if dtype is not None and precision.is_low(dtype) else None
+    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
+                                                dtype=precision.WIDE if low else dtype,
+                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
+    return precision.lower(graph, low) if low else graph
+
+
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
-    from .. import parallel, workloads
+    from .. import parallel
     from ..units import fmt as f, fmt_time
     from .common import console, device, emit_json, emit_lines
 
     hw = device(on, network)
-    mb = opts.get("micro_batch", 1)
-    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=mb, seq=seq, dtype=dtype,
-                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
+    graph = training_graph(spec, hw, seq, dtype, opts)
     plan = parallel.make_plan(opts, graph, hw)
     step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
     if fmt == "json":
         emit_json(step.to_dict())
         return
     b, p = step.breakdown, plan
-    lines = [f"{graph.name} · train · {graph.dtype} · {step.topology}",
-             f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''} × dp {p.dp}"
+    precision = graph.meta.get("precision", graph.dtype)
+    lines = [f"{graph.name} · train · {precision}{' GEMMs, bf16 elsewhere' if precision != graph.dtype else ''} · "
+             f"{step.topology}",
+             f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''}"
+             f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
              f"{f' (ep {p.ep})' if p.ep > 1 else ''}; global batch {p.global_batch} = {b['microbatches']} micro-batches "
-             f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}"
-             f"{'; sequence parallel' if p.sequence_parallel else ''}",
+             f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
+             f"{'; sequence parallel' if p.sequence_parallel else ''}"
+             f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
+             f"throughput: {step.tokens_per_s_per_gpu:,.0f} tokens/s per device",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
-             f"{f(hw.peak(graph.dtype), 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
+             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),
-            ("pipeline send/recv", b["pipeline_p2p_s"]), ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
+            ("pipeline send/recv", b["pipeline_p2p_s"]),
+            ("context-parallel K/V ring (total)", b["cp_ring_s"]), ("  exposed after overlap with attention",
+                                                                    b["cp_ring_exposed_s"]),
+            ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
             ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
-            ("ZeRO parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
+            ("ZeRO/FSDP parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
             ("step", b["step_s"])]
     mem = step.memory
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]

@@ -67,13 +67,19 @@ def analyze(
     tp: Optional[int] = typer.Option(None, "--tp", help="tensor-parallel degree"),
     pp: Optional[int] = typer.Option(None, "--pp", help="pipeline-parallel degree"),
     dp: Optional[int] = typer.Option(None, "--dp", help="data-parallel degree (default: gpus / (tp·pp))"),
-    ep: Optional[int] = typer.Option(None, "--ep", help="expert-parallel degree (divides dp)"),
+    cp: Optional[int] = typer.Option(None, "--cp", help="context-parallel degree (ring attention; 2·cp divides --seq)"),
+    ep: Optional[int] = typer.Option(None, "--ep", help="expert-parallel degree (divides dp and the experts)"),
+    expert_imbalance: Optional[float] = typer.Option(None, "--expert-imbalance", help="hottest expert's load over the mean (≥ 1; default 1: balanced)"),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", help="sequences per optimizer step"),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="sequences per micro-batch (sets --batch)"),
     interleave: Optional[int] = typer.Option(None, "--interleave", help="virtual pipeline stages per device"),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="split norms/residuals over TP too"),
+    tp_comm_overlap: bool = typer.Option(False, "--tp-comm-overlap", help="pipeline the TP all-gather/reduce-scatter with the GEMMs (needs --sequence-parallel)"),
+    overlap_p2p: bool = typer.Option(False, "--overlap-p2p", help="overlap the interleaved schedule's stage sends with compute"),
+    grad_fp32: bool = typer.Option(False, "--grad-fp32", help="accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
+    fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
@@ -85,8 +91,11 @@ def analyze(
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
-    opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep, global_batch=global_batch,
+    opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, global_batch=global_batch,
                                   micro_batch=micro_batch, interleave=interleave, recompute=recompute, zero=zero,
+                                  fsdp=fsdp or None, expert_imbalance=expert_imbalance,
+                                  tp_comm_overlap=tp_comm_overlap or None, overlap_p2p=overlap_p2p or None,
+                                  grad_fp32=grad_fp32 or None,
                                   sequence_parallel=sequence_parallel or None).items() if v is not None}
     opts.update(parse_opts(opt))
     if capture:

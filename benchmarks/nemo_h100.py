@@ -1,0 +1,63 @@
+"""Training steps against NVIDIA's published DGX-H100 pre-training throughput (NeMo Megatron-Bridge 25.11).
+
+    python benchmarks/nemo_h100.py
+
+Prints, per row of tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv (Llama 3 8B and 70B, Llama 3.1 405B
+with CP 2, gpt-oss-120b and Qwen3-30B-A3B with EP 8), the published tokens/s per GPU, ironlaw's prediction
+with the row's own layout (tests/nemo_ref.py: nothing fitted per row), the error, what binds the predicted
+step, and the model FLOPs per token of both (NVIDIA's: model TFLOP/s ÷ tokens/s; ironlaw's: its MFU
+convention, parallel.MODEL_FLOPS); then the median and the largest |error| against the goal (8%, 20%).
+A row whose model ironlaw does not build yet is listed as such.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
+
+
+def main() -> int:
+    from ironlaw import hardware
+    from ironlaw.errors import IronlawError
+    from nemo_ref import DENSE, available, command, predict, table
+    hw = hardware.get("h100")
+    errs, dense = [], []
+    print(f"{'model':15s} {'GPUs':>5} {'prec':>4} {'published':>9} {'ironlaw':>8} {'error':>7} {'MFU':>6} "
+          f"{'GF/token NVIDIA':>15} {'ironlaw':>8}  binds")
+    for r in table():
+        if not available(r):
+            print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} "
+                  f"{'—':>8}  model not built in yet")
+            continue
+        try:
+            st = predict(r, hw)
+        except IronlawError as e:
+            print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} "
+                  f"{'—':>8}  {e}")
+            continue
+        tps = st.tokens_per_s_per_gpu
+        err = tps / r["tokens_per_s_per_gpu"] - 1
+        errs.append(abs(err))
+        if r["model"] in DENSE:
+            dense.append(abs(err))
+        nv = r["model_tflops_per_gpu"] * 1e3 / r["tokens_per_s_per_gpu"]
+        ours = st.flops["model_per_step"] / st.flops["tokens_per_step"] / 1e9
+        print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} {tps:8.0f} "
+              f"{err:+7.1%} {st.mfu:6.1%} {nv:15.1f} {ours:8.1f}  {st.bottleneck['resource']}: {st.bottleneck['why']}")
+    print()
+    for r in table():
+        print(command(r))
+    print()
+    for what, e in (("dense", dense), ("all predicted", errs)):
+        if e:
+            print(f"{what:14s} {len(e)} of {len(table())} rows: median |error| {statistics.median(e):.1%} "
+                  f"(goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (goal ≤ {GOAL_MAX:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

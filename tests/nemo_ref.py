@@ -1,0 +1,75 @@
+"""NVIDIA's published DGX-H100 pre-training throughput (NeMo Megatron-Bridge 25.11 performance summary;
+tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv) and ironlaw's prediction of one of its rows, shared by
+tests/test_nemo_reference.py (what must hold) and benchmarks/nemo_h100.py (the table).
+
+Each row is predicted with its published layout (GPUs, precision, global and micro batch, sequence, FSDP, TP,
+PP, CP, VP, EP) on the h100 catalog entry (DGX H100: 8 GPUs per node on NVLink 4, 8 × 400 Gb/s InfiniBand),
+nothing fitted per row. What the table does not print comes from Megatron-Bridge's performance recipes
+(scripts/performance, 25.11) and Megatron-LM's defaults, the same for every row:
+    sequence parallel           whenever TP > 1 (WorkloadBaseConfig.sequence_parallel)
+    TP communication overlap    whenever TP > 1 (the recipes' userbuffers configs for H100)
+    stage sends overlapped      with interleaving (Megatron-LM's overlap_p2p_comm for the interleaved schedule)
+    distributed optimizer       ZeRO-1 when the row is not FSDP (Megatron-Bridge's use_distributed_optimizer)
+    fp32 gradients              accumulated and reduced in fp32 (MixedPrecisionConfig.grad_reduce_in_fp32)
+    no activation recomputation
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ironlaw import parallel, workloads
+from ironlaw.cli._parallel import training_graph
+
+DATA = Path(__file__).parent / "data"
+TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
+SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
+         "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
+         "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b"}
+DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
+INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
+
+
+def table() -> list[dict]:
+    with TABLE.open() as fh:
+        rows = list(csv.DictReader(l for l in fh if not l.startswith("#")))
+    for r in rows:
+        for k in INT:
+            r[k] = int(r[k])
+        r["vp"] = int(r["vp"]) if r["vp"] else 1
+        r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
+        r["model_tflops_per_gpu"] = float(r["model_tflops_per_gpu"])
+    return rows
+
+
+def available(row: dict) -> bool:
+    """Whether ironlaw can build the row's model (a built-in name, or a config in tests/data)."""
+    spec = SPECS[row["model"]]
+    return spec.startswith("hf:") or spec in {w["name"] for w in workloads.catalog()}
+
+
+def options(row: dict) -> dict:
+    tp, vp = row["tp"], row["vp"]
+    return dict(gpus=row["gpus"], tp=tp, pp=row["pp"], cp=row["cp"], ep=row["ep"], global_batch=row["global_batch"],
+                micro_batch=row["micro_batch"], interleave=vp, zero=3 if row["fsdp"] else 1,
+                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=True)
+
+
+def command(row: dict) -> str:
+    """The ``ironlaw analyze`` line that predicts the row."""
+    o = options(row)
+    flags = [f"--gpus {o['gpus']}", f"--tp {o['tp']}", f"--pp {o['pp']}"]
+    flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
+    flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
+    flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--grad-fp32", o["grad_fp32"])) if on]
+    spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
+    return (f"ironlaw analyze {spec} --phase train --on h100 --dtype {row['precision']} --seq {row['seq']} "
+            f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))
+
+
+def predict(row: dict, hw):
+    """ironlaw's training step (parallel.StepEstimate) of one row on ``hw``."""
+    opts = options(row)
+    g = training_graph(SPECS[row["model"]], hw, row["seq"], row["precision"], opts)
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
