@@ -5,6 +5,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import IronlawError
 from .common import app, check_format, emit_json, emit_lines
 
 
@@ -22,6 +23,18 @@ def serve(
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel devices"),
     serial: bool = typer.Option(False, "--serial/--overlap", help="compose terms serially or overlapped"),
+    max_throughput: bool = typer.Option(False, "--max-throughput",
+                                        help="offline max throughput, as `trtllm-bench throughput` measures it"),
+    ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
+    attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
+    pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
+    kv_fraction: float = typer.Option(0.95, "--kv-fraction", help="max-throughput: share of free memory for KV "
+                                      "(0.95 as the published TensorRT-LLM runs; its own default is 0.90)"),
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: engine max batch size"),
+    max_num_tokens: Optional[int] = typer.Option(None, "--max-num-tokens", help="max-throughput: tokens per step"),
+    requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
+    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="max-throughput: busiest expert rank's "
+                                           "load over the mean (1.0 = balanced)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
@@ -29,6 +42,17 @@ def serve(
     from ..units import fmt as f, fmt_time
 
     check_format(fmt)
+    if max_throughput:
+        from .serve_throughput import run
+        return run(spec, on, prompt, output, fmt, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype,
+                   kv_dtype=kv_dtype, kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens,
+                   requests=requests, expert_imbalance=expert_imbalance)
+    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
+                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
+                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
+                       ("--kv-fraction", kv_fraction != 0.95)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     est = serving.estimate(spec, on, prompt, output, concurrency, dtype=dtype, kv_dtype=kv_dtype,
                            page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
                            composition="serial" if serial else "overlap")

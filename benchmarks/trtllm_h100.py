@@ -1,0 +1,315 @@
+"""Offline max-throughput serving against TensorRT-LLM's published H100 table: fit, leave-one-model-out, peers.
+
+    python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/serving_throughput.py
+    python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
+
+Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
+Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on DGX H100, FP8 ModelOpt checkpoints.
+Runs as published: ``--kv-fraction 0.95`` (the page: "in many cases … 0.95"), the page's $num_requests per
+ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP.
+Fitted (``--fit``): the five ``ServingConstants`` — GEMM top η and half-point M, HBM streaming η, attention η,
+fixed seconds per step — minimising the mean |log(predicted / published)| over every H100 cell; nothing per
+model, per cell or per GPU. Leave-one-model-out: refit without each model, score that model's cells.
+Also printed: the same cells on H200 and B200 from their datasheets with the same constants (no ground truth
+here), NVIDIA aiconfigurator's predictions where benchmarks/data/aiconfigurator_0.12.csv holds them, and the
+time per ironlaw prediction.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CSV = ROOT / "tests/data/trtllm_perf_overview_h100.csv"
+AIC = ROOT / "benchmarks/data/aiconfigurator_0.12.csv"
+# the table's models as ironlaw names them (built-in names where they exist; the same shapes otherwise)
+SPECS = {"llama3.1-8b": ("llama3.1-8b", "llama3-8b"),
+         "llama3.3-70b": ("llama3.3-70b", "llama3-70b"),
+         "llama3.1-405b": ("llama3.1-405b", "hf:" + str(ROOT / "tests/data/llama3.1-405b-config.json")),
+         "qwen3-235b-a22b": ("qwen3-235b-a22b",), "llama4-maverick": ("llama4-maverick",),
+         "llama4-scout": ("llama4-scout",)}
+MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout")
+# scored, never fitted: the MoE rows (attention DP + EP). Their errors run from −25% (prefill-heavy) to +125%
+# (decode-heavy) with the dense rows' constants, a pattern no shared speed constant fixes (the per-rank batch the
+# engine really settles at under attention DP is the suspect; docs/accuracy.md); fitting them in would bend the
+# constants of the dense rows to an effect the model lacks
+NOT_FITTED = MOE
+KV_FRACTION = 0.95
+NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s")
+BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
+          "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05)}
+
+
+def spec_for(model: str) -> str | None:
+    from ironlaw import workloads
+    workloads._load_all()
+    for s in SPECS.get(model, ()):
+        if s in workloads.BUILTINS or s.startswith("hf:"):
+            return s
+    return None
+
+
+def cells() -> list[dict]:
+    rows = csv.DictReader(ln for ln in CSV.read_text().splitlines() if ln and not ln.startswith("#"))
+    return [{**r, "tp": int(r["tp"]), "isl": int(r["isl"]), "osl": int(r["osl"]),
+             "published": float(r["output_tokens_per_s"])} for r in rows]
+
+
+def predict(cell: dict, hw: str = "h100", constants=None):
+    from ironlaw import serving_throughput as st
+    moe = cell["model"] in MOE
+    return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype="fp8",
+                             ep=cell["tp"] if moe else 1, attention_dp=moe, kv_fraction=KV_FRACTION,
+                             constants=constants or st.FITTED)
+
+
+# ---------------------------------------------------------------------- fast re-evaluation for the fit
+class CellTerms:
+    """A cell's steps as per-op arrays at η = 1, so that new constants re-time it without rebuilding graphs
+    (the batch and the step mix do not depend on the constants). ``time(c)`` equals max_throughput's time_s."""
+
+    def __init__(self, est, cell):
+        from ironlaw import efficiency, law
+        from ironlaw.gemmshape import gemm_dims
+        from ironlaw.graph import KINDS
+        from ironlaw.serving_step import ServingConstants, engine_hw
+        neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral")
+        self.cell, self.requests, self.output = cell, est.requests, est.output
+        self.parts = []
+        for n, e in est.steps:
+            hw = engine_hw(est.hw, neutral)
+            z = law.predict(e.graph, hw)
+            kinds = np.array(KINDS)[z.cols.kind_idx]
+            epi = efficiency.epilogue_share(hw, z.cols)
+            peak = np.array([hw.peak(dt) if np.any(f > 0) else np.inf for dt, f in zip(z.cols.dtypes, z.cols.flops)])
+            mat = np.where(kinds == "attention", z.cols.flops / peak, 0.0)
+            self.parts.append(dict(
+                n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi,
+                comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
+                                                                                     z.compute_s - mat, 0.0),
+                lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul", attention=kinds == "attention",
+                m=gemm_dims(z.cols)[0]))
+
+    def time(self, c: dict) -> float:
+        total = 0.0
+        for p in self.parts:
+            eta = np.where(p["matmul"], c["gemm_eta"] * p["m"] / (p["m"] + c["gemm_m_half"]),
+                           np.where(p["attention"], c["attention_eta"], 1.0))
+            op = np.maximum(p["read"] / c["memory_eta"], p["comp"] / eta + p["vec"]) + \
+                p["written"] / c["memory_eta"] + p["lat"] + p["net"]
+            total += p["n"] * (float(np.sum(op * p["count"])) + c["step_s"])
+        return total
+
+    def tokens_per_s(self, c: dict) -> float:
+        return self.requests * self.output / self.time(c)
+
+
+def _to_x(c: dict) -> np.ndarray:
+    out = []
+    for k in NAMES:
+        lo, hi = BOUNDS[k]
+        u = (math.log(c[k]) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        u = min(max(u, 1e-6), 1 - 1e-6)
+        out.append(math.log(u / (1 - u)))
+    return np.array(out)
+
+
+def _from_x(x: np.ndarray) -> dict:
+    out = {}
+    for k, v in zip(NAMES, x):
+        lo, hi = BOUNDS[k]
+        u = 1.0 / (1.0 + math.exp(-min(max(v, -500.0), 500.0)))
+        out[k] = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+    return out
+
+
+def nelder_mead(f, x0: np.ndarray, iters: int = 600, step: float = 0.5) -> np.ndarray:
+    pts = [x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))]
+    vals = [f(p) for p in pts]
+    for _ in range(iters):
+        order = np.argsort(vals)
+        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
+        centroid = np.mean(pts[:-1], axis=0)
+        refl = centroid + (centroid - pts[-1])
+        fr = f(refl)
+        if fr < vals[0]:
+            exp = centroid + 2.0 * (centroid - pts[-1])
+            fe = f(exp)
+            pts[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = refl, fr
+        else:
+            con = centroid + 0.5 * (pts[-1] - centroid)
+            fc = f(con)
+            if fc < vals[-1]:
+                pts[-1], vals[-1] = con, fc
+            else:
+                pts = [pts[0] + 0.5 * (p - pts[0]) for p in pts]
+                vals = [f(p) for p in pts]
+    return pts[int(np.argmin(vals))]
+
+
+def fit(terms: list[CellTerms], start: dict) -> dict:
+    def loss(x):
+        c = _from_x(x)
+        return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
+    x = _to_x(start)
+    for _ in range(3):                       # restarts from the best point (Nelder-Mead stalls on kinks)
+        x = nelder_mead(loss, x)
+    return _from_x(x)
+
+
+# ---------------------------------------------------------------------- report
+def stats(errs: list[float]) -> tuple[float, float, float]:
+    a = sorted(abs(e) for e in errs)
+    p90 = a[min(len(a) - 1, math.ceil(0.9 * len(a)) - 1)]
+    return statistics.median(a), p90, a[-1]
+
+
+def _line(cols, widths) -> str:
+    return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+
+
+def score(terms: list[CellTerms], c: dict) -> list[float]:
+    return [100.0 * (t.tokens_per_s(c) / t.cell["published"] - 1.0) for t in terms]
+
+
+def aiconfigurator_rows() -> list[dict]:
+    if not AIC.exists():
+        return []
+    rows = csv.DictReader(ln for ln in AIC.read_text().splitlines() if ln and not ln.startswith("#"))
+    return [{**r, "isl": int(r["isl"]), "osl": int(r["osl"]), "tp": int(r["tp"]),
+             "pred": float(r["predicted_tokens_per_s"]), "wall_s": float(r["wall_s"])} for r in rows]
+
+
+def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
+    aic = aiconfigurator_rows()
+    if not aic:
+        print(f"\naiconfigurator: no {AIC.relative_to(ROOT)} (run benchmarks/aiconfigurator_run.py)")
+        return
+    pub = {(c["model"], c["isl"], c["osl"]): c["published"] for c in table}
+    print("\nPeer: NVIDIA aiconfigurator 0.12.0 (agg, trtllm backend, loose latency limits) on the H100 Llama cells")
+    w = (14, 10, 10, 9, 9, 9, 9, 9)
+    print(_line(("model", "ISL/OSL", "published", "aic", "aic err", "ironlaw", "il err", "il LOMO"), w))
+    a_err, i_err, l_err = [], [], []
+    for r in aic:
+        key = (r["model"], r["isl"], r["osl"])
+        if r["gpu"] != "h100" or key not in pub or key not in ours:
+            continue
+        ea, ei = 100 * (r["pred"] / pub[key] - 1), 100 * (ours[key] / pub[key] - 1)
+        el = 100 * (lomo[key] / pub[key] - 1)
+        a_err.append(ea)
+        i_err.append(ei)
+        l_err.append(el)
+        print(_line((r["model"], f"{r['isl']}/{r['osl']}", f"{pub[key]:,.0f}", f"{r['pred']:,.0f}", f"{ea:+.1f}%",
+                     f"{ours[key]:,.0f}", f"{ei:+.1f}%", f"{el:+.1f}%"), w))
+    if a_err:
+        ma, pa, xa = stats(a_err)
+        mi, pi, xi = stats(i_err)
+        walls = [r["wall_s"] for r in aic]
+        print(f"aiconfigurator |err| median {ma:.1f}%  p90 {pa:.1f}%  max {xa:.1f}%  ({len(a_err)} cells); "
+              f"{statistics.median(walls):.1f} s per prediction (median wall, {len(walls)} runs)")
+        ml, pl, xl = stats(l_err)
+        print(f"ironlaw        |err| median {mi:.1f}%  p90 {pi:.1f}%  max {xi:.1f}%  (same cells; fit on all H100 cells)")
+        print(f"ironlaw LOMO   |err| median {ml:.1f}%  p90 {pl:.1f}%  max {xl:.1f}%  (each model's constants fitted "
+              f"without it)")
+    h200 = [r for r in aic if r["gpu"] == "h200"]
+    if h200:
+        print("aiconfigurator H200 predictions (no ground truth in this repository): " +
+              ", ".join(f"{r['model']} {r['isl']}/{r['osl']} {r['pred']:,.0f}" for r in h200))
+
+
+def main() -> int:
+    from ironlaw import serving_throughput as st
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
+    args = ap.parse_args()
+    table, skipped = [], []
+    for c in cells():
+        spec = spec_for(c["model"])
+        (table if spec else skipped).append({**c, "spec": spec})
+    if skipped:
+        print(f"skipped (model not built in yet): {sorted({c['model'] for c in skipped})}, {len(skipped)} cells")
+    terms, walls = [], []
+    for c in table:
+        t0 = time.perf_counter()
+        est = predict(c)
+        walls.append(time.perf_counter() - t0)
+        t = CellTerms(est, c)
+        assert abs(t.time(vars(st.FITTED)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
+        t.est = est
+        terms.append(t)
+    const = {k: getattr(st.FITTED, k) for k in NAMES}
+    fitted = [t for t in terms if t.cell["model"] not in NOT_FITTED]
+    if args.fit:
+        const = fit(fitted, const)
+        print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
+    errs = score(terms, const)
+    models = sorted({c["model"] for c in table})
+    lomo_err, lomo_pred = {}, {}
+    for m in models:
+        rest = [t for t in fitted if t.cell["model"] != m]
+        cm = const if m in NOT_FITTED else fit(rest, const)          # never fitted: already left out
+        for t in terms:
+            if t.cell["model"] == m:
+                key = (m, t.cell["isl"], t.cell["osl"])
+                lomo_pred[key] = t.tokens_per_s(cm)
+                lomo_err[key] = 100.0 * (lomo_pred[key] / t.cell["published"] - 1.0)
+        print(f"LOMO {m}: refit without it: " + ", ".join(f"{k}={v:.4g}" for k, v in cm.items()))
+    final = replace(st.FITTED, **const)
+    w = (14, 3, 10, 10, 10, 8, 8, 6, 12, 9, 9)
+    print("\n" + _line(("model", "tp", "ISL/OSL", "published", "predicted", "error", "LOMO", "batch", "set by",
+                        "h200", "b200"), w))
+    ours = {}
+    for t, e in zip(terms, errs):
+        c = t.cell
+        key = (c["model"], c["isl"], c["osl"])
+        ours[key] = t.tokens_per_s(const)
+        other = []
+        for hw in ("h200", "b200"):
+            try:
+                other.append(f"{predict(c, hw, final).output_tokens_per_s:,.0f}")
+            except Exception as ex:              # a cell another device cannot run is reported, not hidden
+                other.append(type(ex).__name__)
+        print(_line((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
+                     f"{e:+.1f}%", f"{lomo_err[key]:+.1f}%", t.est.batch, t.est.batch_limit, *other), w))
+    med, p90, mx = stats(errs)
+    fit_errs = [e for t, e in zip(terms, errs) if t.cell["model"] not in NOT_FITTED]
+    fm, fp, fx = stats(fit_errs)
+    lomo_fit = [e for (m, _, _), e in lomo_err.items() if m not in NOT_FITTED]
+    lm, lp, lx = stats(lomo_fit)
+    am, ap, ax = stats(list(lomo_err.values()))
+    print(f"\nall H100 cells: {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    print(f"fitted cells (all but {', '.join(NOT_FITTED)}): {len(fit_errs)}; |error| median {fm:.1f}%  "
+          f"p90 {fp:.1f}%  max {fx:.1f}%")
+    print(f"leave-one-model-out, fitted models: |error| median {lm:.1f}%  p90 {lp:.1f}%  max {lx:.1f}%")
+    print(f"leave-one-model-out, all cells (MoE never fitted): |error| median {am:.1f}%  p90 {ap:.1f}%  "
+          f"max {ax:.1f}%")
+    for m in models:
+        e = [x for (mm, _, _), x in lomo_err.items() if mm == m]
+        print(f"  {m:<16} LOMO median {stats(e)[0]:.1f}%  max {stats(e)[2]:.1f}%")
+    print(f"ironlaw: {statistics.median(walls) * 1e3:.0f} ms per prediction (median over {len(walls)} cells, "
+          f"max {max(walls) * 1e3:.0f} ms)")
+    print_peers(table, ours, lomo_pred)
+    from _table import print_table
+    cell = next((t for t in terms if (t.cell["model"], t.cell["isl"], t.cell["osl"]) == ("llama3.1-8b", 2048, 2048)))
+    e9305 = 100.0 * (cell.tokens_per_s(const) / 9305 - 1)
+    return print_table([
+        ("llama3.1-8b h100 tp1 fp8 2048/2048 vs 9,305 tok/s", f"{e9305:+.1f}%", "within 5%", abs(e9305) <= 5),
+        ("all H100 cells, median |error|", f"{med:.1f}%", "<= 5%", med <= 5),
+        ("leave-one-model-out, median |error| (all cells)", f"{am:.1f}%", "<= 8%", am <= 8),
+        ("time per prediction", f"{statistics.median(walls):.2f} s", "< 1 s", statistics.median(walls) < 1)],
+        "TensorRT-LLM H100 max-throughput")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.exit(main())
