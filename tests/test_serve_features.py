@@ -299,3 +299,55 @@ def test_feature_documents_match_their_schemas():
     import jsonschema
     with pytest.raises(jsonschema.ValidationError):
         schemas.validate(broken)
+
+
+# ---------------------------------------------------------------------- the serve command
+def test_cli_serve_features(cli, tmp_path):
+    r = cli("serve", "llama3-70b", "--on", "h100", "--tp", "4", "--concurrency", "16", "--format", "json",
+            "--speculative", f"method=draft,draft={DRAFT_1B},tokens=4,acceptance=0.8", "--prefix-hit", "0.5",
+            "--disaggregate", "prefill=8,decode=8", "--slo", "ttft=2s,itl=50ms", "--price-per-gpu-hour", "3")
+    assert r.rc == 0, r.err
+    d = r.json()
+    assert d["schema"] == "ironlaw.serve/1" and d["speculative"]["itl_s"] < d["itl_s"]
+    assert d["prefix"]["prefill_s"] < d["prefill_s"] and d["goodput"]["met"]
+    assert d["disaggregate"]["given"]["transfer_s"] > 0 and d["disaggregate"]["best"]["tokens_per_s"] > 0
+    from ironlaw import schemas
+    pytest.importorskip("jsonschema")
+    for part in (d, d["energy"], d["speculative"], d["prefix"], d["goodput"], d["disaggregate"]):
+        schemas.validate(part)
+    e = d["energy"]
+    assert e["joules_per_output_token"] * d["tokens_per_s"] <= 4 * 700 * (1 + 1e-9)
+    assert e["usd_per_million_output_tokens"] == pytest.approx(4 * 3 / 3600 / d["tokens_per_s"] * 1e6)
+    t = cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "8", "--speculative", "method=eagle,acceptance=0.7")
+    assert t.rc == 0 and "speculative (eagle" in t.out and "J per output token" in t.out
+
+
+def test_cli_serve_sweep_concurrency_and_plot(cli, tmp_path):
+    png = tmp_path / "f.png"
+    r = cli("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--slo", "ttft=1s,itl=20ms", "--plot",
+            str(png), "--format", "json")
+    assert r.rc == 0, r.err
+    d = r.json()
+    assert d["schema"] == "ironlaw.serve-frontier/1" and d["goodput"]["met"] and png.stat().st_size > 1000
+    t = cli("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency")
+    assert t.rc == 0 and "tokens/s/device" in t.out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--speculative", "method=draft,draft=llama3-8b,tokens=4,acceptance=1.5"], "between 0 and 1"),
+    (["--speculative", "method=draft,draft=llama3-70b,tokens=4,acceptance=0.5"], "not smaller"),
+    (["--speculative", "method=draft,draft=gpt2,tokens=4,acceptance=0.5"], "vocabulary"),
+    (["--prefix-hit", "2"], "--prefix-hit"),
+    (["--disaggregate", "prefill=3,decode=4", "--tp", "2"], "multiple of --tp"),
+    (["--slo", "ttft=fast"], "--slo"),
+    (["--plot", "x.png"], "--sweep-concurrency"),
+    (["--price-per-gpu-hour", "-1"], "--price-per-gpu-hour"),
+])
+def test_cli_serve_bad_feature_input(cli, args, needle):
+    r = cli("serve", "llama3-8b", "--on", "h100", *args)
+    assert r.rc == 2 and needle in r.err and r.err.count("\n") == 1, r.err
+
+
+def test_cli_serve_slo_nobody_meets_is_a_result(cli):
+    r = cli("serve", "llama3-8b", "--on", "h100", "--slo", "ttft=1ms,itl=50ms")
+    assert r.rc == 0 and "no concurrency meets the targets" in r.out and "best reachable" in r.out

@@ -146,9 +146,8 @@ def _one_expert(op: Op, meta: dict, tokens) -> None:
 def draft_graphs(sp: Speculation, spec: str, hw, batch: int, ctx: int, prompt: int, s: common.Setup, target):
     """(draft decode step, draft prefill of one prompt) for ``sp``; ``target`` is the target's decode graph."""
     if sp.method == "draft":
-        step = common.graph(sp.draft, hw, "decode", batch, ctx, s)
-        _check_draft(sp.draft, step, spec, target)
-        return step, common.graph(sp.draft, hw, "prefill", 1, prompt, s)
+        _check_draft(sp.draft, common.graph(sp.draft, hw, "decode", 1, 1, s), spec, target)     # before its sizes
+        return common.graph(sp.draft, hw, "decode", batch, ctx, s), common.graph(sp.draft, hw, "prefill", 1, prompt, s)
     return head_graph(target, sp.method), head_graph(common.graph(spec, hw, "prefill", 1, prompt, s), sp.method)
 
 
