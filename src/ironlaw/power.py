@@ -133,7 +133,7 @@ def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: flo
 def line(d: dict | None, hw_name: str) -> str:
     """One sentence for text reports."""
     if d is None:
-        return f"energy: {hw_name} states no [power] tdp_w and idle_w; no energy, cost or carbon"
+        return f"energy: {hw_name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     unit = "token" if "joules_per_token" in d else "sample"
     usd = d[f"usd_per_million_{unit}s"]
     return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W (idle {d['idle_w']:g} W + "

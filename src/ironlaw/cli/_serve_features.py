@@ -99,7 +99,7 @@ def _at(est, kw: dict):
 
 def _energy_line(e: dict | None, est) -> str:
     if e is None:
-        return f"energy: {est.hw.name} states no [power] tdp_w and idle_w; no energy, cost or carbon"
+        return f"energy: {est.hw.name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     usd = e["usd_per_million_output_tokens"]
     return (f"energy: {e['joules_per_output_token']:.3g} J per output token (mean {e['mean_power_w_per_device']:.0f} W "
             f"per device at utilization {e['utilization']:.2f}) · "
