@@ -20,6 +20,13 @@ class Features:
     grid_gco2_per_kwh: float | None = None
 
 
+def checked(*options) -> Features:
+    """The Features of the serve options (in Features' order), refused before any work when bad."""
+    f = Features(*options)
+    check(f)
+    return f
+
+
 def check(f: Features) -> None:
     """Refuse bad options before any work."""
     from ..errors import IronlawError

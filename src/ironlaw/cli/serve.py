@@ -35,19 +35,14 @@ def serve(
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="max-throughput: busiest expert rank's "
                                            "load over the mean (1.0 = balanced)"),
-    speculative: Optional[str] = typer.Option(None, "--speculative", help="'method=draft,draft=MODEL,tokens=K,"
-                                              "acceptance=A' (method mtp or eagle: the target's own head)"),
+    speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
     prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", help="share of prompt tokens served from cache"),
-    disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="'prefill=GPUS,decode=GPUS': separate "
-                                               "pools, and the best split of their devices"),
-    slo: Optional[str] = typer.Option(None, "--slo", help="'ttft=2s,itl=50ms': the highest concurrency meeting both"),
-    sweep_concurrency: bool = typer.Option(False, "--sweep-concurrency", help="tokens/s per device against tokens/s "
-                                           "per user over concurrency 1, 2, 4, … up to the KV capacity"),
-    plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw the frontier (.svg, .png)"),
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: a sourced "
-                                          "cloud rate where ironlaw.power has one)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
-                                         "average 481, Ember 2023)"),
+    disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),
+    slo: Optional[str] = typer.Option(None, "--slo", help="ttft=2s,itl=50ms: the most concurrency meeting both"),
+    sweep_concurrency: bool = typer.Option(False, "--sweep-concurrency", help="tokens/s per GPU vs per user"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
@@ -67,8 +62,7 @@ def serve(
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     from . import _serve_features as sf
-    feats = sf.Features(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid)
-    sf.check(feats)
+    feats = sf.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition="serial" if serial else "overlap")
     est = serving.estimate(spec, on, prompt, output, concurrency, **kw)
