@@ -11,7 +11,7 @@ from .. import units
 from ..errors import IronlawError
 from ..graph import Graph, Op
 from ..network.topology import check_count
-from . import Request, check_phase, prefix
+from .registry import Request, check_phase, prefix
 
 MAX_BYTES = 1 << 50
 

@@ -33,7 +33,7 @@ import numpy as np
 from .. import flopcount
 from ..errors import IronlawError, unknown
 from ..graph import Graph, Num, Op, dtype_bytes
-from . import Request, builtin, check_phase
+from .registry import Request, builtin, check_phase
 from .common import backward, elementwise, linear, optimizer_step, training_footprint
 
 SOURCE = "mlcommons/training recommendation_v2/torchrec_dlrm/README.MD (commit 3e2f7317), Apache-2.0"

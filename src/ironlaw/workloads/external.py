@@ -14,7 +14,7 @@ import torch
 
 from ..errors import IronlawError, suggest
 from ..graph import DTYPE_BYTES, Graph
-from . import TORCH_PREFIXES, Request, prefix
+from .registry import TORCH_PREFIXES, Request, prefix
 
 CAPTURE_PHASES = ("infer", "prefill", "train")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}

@@ -19,10 +19,11 @@ not modelled.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from ..errors import IronlawError
-from .hfconfig import MLA, Arch, Unsupported, _div, _Fields
+from .hfconfig import MLA, Arch, Unsupported, _div, _Fields, model_type
 
 FAMILIES: dict[str, Callable[[_Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
@@ -203,3 +204,14 @@ def _bert(f: _Fields, mt: str, name: str) -> Arch:
                 "gelu" if act == "gelu" else "gelu_new", False, True, True, True, True, post_norm=True,
                 type_vocab=f.int("type_vocab_size", 2), pooler=True, dropout=f.float("hidden_dropout_prob", 0.1),
                 attn_dropout=f.float("attention_probs_dropout_prob", 0.1))
+
+
+def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
+    """Arch of a HF config dict; IronlawError naming ``where`` and the field; Unsupported otherwise."""
+    mt = model_type(cfg)
+    if not mt:
+        raise IronlawError(f"{where}: missing field 'model_type' (or 'architectures'); cannot tell the architecture")
+    if mt not in FAMILIES:
+        raise Unsupported(mt)
+    name = name or str(cfg.get("_name_or_path") or Path(where).parent.name or mt)
+    return FAMILIES[mt](_Fields(text_config(cfg, mt, where), where), mt, name)

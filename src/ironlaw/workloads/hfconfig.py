@@ -258,18 +258,6 @@ def model_type(cfg: dict) -> str:
     return ""
 
 
-def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
-    """Arch of a HF config dict; IronlawError naming ``where`` and the field; Unsupported otherwise."""
-    from .families import FAMILIES, text_config
-    mt = model_type(cfg)
-    if not mt:
-        raise IronlawError(f"{where}: missing field 'model_type' (or 'architectures'); cannot tell the architecture")
-    if mt not in FAMILIES:
-        raise Unsupported(mt)
-    name = name or str(cfg.get("_name_or_path") or Path(where).parent.name or mt)
-    return FAMILIES[mt](_Fields(text_config(cfg, mt, where), where), mt, name)
-
-
 def _div(a: int, b: int, where: str, na: str, nb: str) -> int:
     if a % b:
         raise IronlawError(f"{where}: {na} {a} is not a multiple of {nb} {b}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..errors import IronlawError
 from ..graph import Graph, Op, dtype_bytes
-from . import Request, check_phase, check_size, prefix
+from .registry import Request, check_phase, check_size, prefix
 
 MAX_DIM = 1 << 24
 

@@ -31,7 +31,7 @@ import numpy as np
 from .. import flopcount
 from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
-from . import Request, builtin, check_phase
+from .registry import Request, builtin, check_phase
 from .common import backward, elementwise, linear, optimizer_step, training_footprint
 
 # name -> (block kind, blocks per stage)

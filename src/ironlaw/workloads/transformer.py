@@ -56,8 +56,8 @@ import numpy as np
 from .. import flopcount
 from ..errors import IronlawError
 from ..graph import Graph, Num, Op, dtype_bytes
-from . import Request, builtin, check_phase, prefix
-from . import hfconfig
+from .registry import Request, builtin, check_phase, prefix
+from . import families, hfconfig
 from .attention import ROPE_FLOPS, SUBLAYERS, kv_cache_bytes, sublayer, working_elems
 from .common import backward, elementwise, linear, optimizer_step, training_footprint
 from .hfconfig import Arch
@@ -346,7 +346,7 @@ def _attention_meta(a: Arch) -> dict:
 # ---------------------------------------------------------------------- registries
 def builtin_arch(name: str) -> Arch:
     path = CONFIG_DIR / f"{ALIASES.get(name, name)}.json"
-    return hfconfig.parse(json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}", name)
+    return families.parse(json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}", name)
 
 
 def _register(name: str, description: str) -> None:
@@ -373,7 +373,7 @@ def hf(arg: str, req: Request) -> Graph:
     file = Path(path).expanduser()
     file = file / "config.json" if file.is_dir() else file
     try:
-        arch = hfconfig.parse(cfg, str(file), file.stem if file.stem != "config" else None)
+        arch = families.parse(cfg, str(file), file.stem if file.stem != "config" else None)
     except hfconfig.Unsupported as e:
         return _capture(path, req, f"architecture '{e}' has no analytic builder")
     return build(arch, req, f"hf:{path}")
