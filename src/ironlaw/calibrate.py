@@ -167,7 +167,8 @@ def _slots(cal: dict, scope: str, key: str) -> dict:
 
 
 def _drop_inactive(cal: dict, prob: Problem, rows: np.ndarray, slots: dict) -> None:
-    """Keep a fitted η only where it binds for some observation; an idle parameter means nothing."""
+    """Keep a fitted η only where it binds for two observations (for the one of a group of one: the probe's
+    --quick rows of a pooling variant or a grouped conv); an idle parameter means nothing."""
     typed = Calibration.of(cal)
     base_c = np.array([prob.hw.eta(k) for k in KINDS])[prob.cols.kind_idx]
     ec = compute_eta(typed, prob.cols, base_c).reshape(-1)
@@ -176,7 +177,7 @@ def _drop_inactive(cal: dict, prob: Problem, rows: np.ndarray, slots: dict) -> N
         comp_binds = (prob.c0 / ec > prob.d0 / em)[rows]
     for field, binds in (("compute", comp_binds), ("memory", ~comp_binds)):
         table, key = slots[field]
-        if key in table and binds.sum() < 2:
+        if key in table and binds.sum() < min(2, int(rows.sum())):
             del table[key]
 
 

@@ -177,6 +177,7 @@ class Estimate:
     def to_dict(self, top: int | None = None) -> dict:
         if self.cols.cfg_shape != ():
             raise ValueError("to_dict() describes one configuration; index a sweep first")
+        from . import coverage, timerange
         g = self.graph
         rows = self.rows()
         return {
@@ -186,6 +187,9 @@ class Estimate:
             "hardware": {"name": self.hw.name, "title": self.hw.title, "path": self.hw.path},
             "composition": self.composition,
             "time_s": float(self.total_s),
+            "time_range_s": timerange.time_range(self),       # None (null) on a device that was not probed
+            "time_range_source": timerange.source(self),
+            "calibration_coverage": coverage.coverage(self),
             "bottleneck": self.bottleneck(),
             "terms": {k: float(self.term(k)) for k in ("data_s", "compute_s", "latency_s", "network_s")},
             "totals": {"flops": float(g.flops), "bytes": float(sum(r["bytes"] for r in rows)), "ops": len(rows),

@@ -41,7 +41,7 @@ from .errors import IronlawError
 from .fitcore import (Observation, Problem, fit_group, grid, layouts_identifiable, packs_weights, round4,
                       serial_identifiable, spills)
 from .gemmshape import gemm_dims, gemv_passes, is_gemv, kn_rows
-from .graph import KINDS, Op, frontend
+from .graph import KINDS, SPLIT_CLASSES, Op, frontend
 from .hardware import load_file
 from .probe.build import gemv_tables, observations as probe_observations
 from .profile import replace_table
@@ -188,8 +188,11 @@ LAT = (1e-6, 5e-6, 30e-6)
 def _fit_kinds(prob: Problem, cal: dict) -> dict:
     """Per kind (not matmul): compute η, memory η, latency; then GEMVs; GEMMs per dtype; GEMVs again
     (against each dtype's GEMM η); then the conv and attention shape models."""
-    for kind in [k for k in KINDS if k != "matmul" and (prob.kinds == k).any()]:
-        cal = _fit_kind(prob.sub(prob.kinds == kind), cal, kind)
+    split = _split_classes(prob)
+    for kind in [k for k in KINDS if k != "matmul" and ((prob.kinds == k) & (split == "")).any()]:
+        cal = _fit_kind(prob.sub((prob.kinds == kind) & (split == "")), cal, kind)
+    for cls in sorted(set(split.tolist()) - {""}):        # conv-depthwise …: their own [calibration.kernel]
+        cal = _fit_kind(prob.sub(split == cls), cal, cls, ("kernel", cls))
     mk = cal.get("memory", {}).get("kind", {})
     produced = mk.get("elementwise", mk.get("copy"))
     if produced is not None:
@@ -202,21 +205,31 @@ def _fit_kinds(prob: Problem, cal: dict) -> dict:
     cal = _fit_gemv(prob, cal)
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
-            cal = _fit_shape(prob.sub((prob.kinds == kind) & (prob.dtypes == dt)), cal, kind, dt)
+            cal = _fit_shape(prob.sub((prob.kinds == kind) & (prob.dtypes == dt) & (split == "")), cal, kind, dt)
     return cal
 
 
-def _fit_kind(sub: Problem, cal: dict, kind: str) -> dict:
-    """One kind's compute η, memory η (of its activations) and, with enough ops, its latency."""
+def _split_classes(prob: Problem) -> np.ndarray:
+    """Per observed op, its split op class (``graph.SPLIT_CLASSES``: conv-depthwise, conv-grouped, pool-max,
+    pool-avg) where it has one and names no kernel of its own, else ''."""
+    kern = prob.cols.kernels if prob.cols.kernels is not None else [""] * len(prob.meas)
+    return np.array([k if k in SPLIT_CLASSES else "" for k in kern], dtype=object)
+
+
+def _fit_kind(sub: Problem, cal: dict, kind: str, scope: tuple | None = None) -> dict:
+    """One kind's compute η, memory η (of its activations) and, with enough ops, its latency; with ``scope``
+    ("kernel", <class>) those of a split op class, in its [calibration.kernel."<class>"]."""
+    paths = ((scope + ("compute",), scope + ("memory",), scope + ("latency_s",)) if scope else
+             (("compute", kind), ("memory", "kind", kind), ("latency_s", kind)))
     params, axes = [], []
     if (sub.c0 > 0).any():
-        params.append((("compute", kind), 1.0))
+        params.append((paths[0], 1.0))
         axes.append((0.01, 0.1, 0.6))
     if (sub.d0 > 0).any():
-        params.append((("memory", "kind", kind), MAX_MEMORY_ETA))
+        params.append((paths[1], MAX_MEMORY_ETA))
         axes.append((0.2, 0.6, 1.2))
     if len(sub.meas) >= MIN_OBS_PER_PARAM * (len(params) + 1):
-        params.append((("latency_s", kind), MAX_LATENCY_S))
+        params.append((paths[2], MAX_LATENCY_S))
         axes.append(LAT)
     else:                                  # few ops: one efficiency, the profile's latency
         params, axes = params[:1], axes[:1]

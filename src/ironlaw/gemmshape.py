@@ -57,6 +57,16 @@ def conv_nk(weight_shape) -> tuple[int, int] | None:
     return int(weight_shape[0]), int(np.prod([int(d) for d in weight_shape[1:]]))
 
 
+def conv_groups(input_shape, weight_shape) -> dict:
+    """{"groups", "group_channels"} of a grouped convolution (input [B, C_in, …], weight [C_out, C_in/groups,
+    …]); {} for a dense one or shapes that are not a conv's (the op class, ``graph.op_class``)."""
+    if len(input_shape) < 2 or len(weight_shape) < 3 or int(weight_shape[1]) <= 0:
+        return {}
+    per_group = int(weight_shape[1])
+    groups = int(input_shape[1]) // per_group
+    return {"groups": groups, "group_channels": per_group} if groups > 1 else {}
+
+
 def attention_nk(key_shape) -> tuple[int, int] | None:
     """A fused attention's GEMM N and K from its keys [B, H, key length, head dim]: (key length, head dim)
     (M, 2 · batch · heads · query length, follows from the FLOPs); None for another shape."""

@@ -100,6 +100,39 @@ class Graph:
         return sum((op.total_bytes * op.count for op in self.ops), 0.0)
 
 
+# ---------------------------------------------------------------- op classes
+# An op's class is its kind, split where kernels of one kind run at different rates:
+#   conv-dense (one group), conv-depthwise (groups > 1, one input channel per group: MobileNet's 3×3),
+#   conv-grouped (groups > 1, more channels per group: ResNeXt), pool-max, pool-avg; every other kind is
+#   its own class. A conv states op.attrs["groups"] and op.attrs["group_channels"] (input channels per
+#   group; the capture reads both from the weight [C_out, C_in/groups, k, k]), without them it is dense;
+#   pooling is told apart by its op name (aten::max_pool2d_with_indices, maxpool). A calibration fits the
+#   split classes under their own name ([calibration.kernel."conv-depthwise"], ``own_kernel``).
+SPLIT_CLASSES = {"conv-dense": "conv", "conv-depthwise": "conv", "conv-grouped": "conv", "pool-max": "pool",
+                 "pool-avg": "pool"}          # class -> the kind it splits
+OP_CLASSES = tuple(SPLIT_CLASSES) + tuple(k for k in KINDS if k not in ("conv", "pool"))
+
+
+def op_class(op: Op) -> str:
+    """The op's class (OP_CLASSES)."""
+    if op.kind == "conv":
+        if int(op.attrs.get("groups", 1)) <= 1:
+            return "conv-dense"
+        return "conv-depthwise" if int(op.attrs.get("group_channels", 0)) == 1 else "conv-grouped"
+    if op.kind == "pool":
+        return "pool-max" if "max" in op.name.lower() else "pool-avg"
+    return op.kind
+
+
+def own_kernel(op: Op) -> str:
+    """The name a calibration fits the op under besides its kind: ``op.attrs["kernel"]`` where given, else
+    its class where that splits a kind (dense convs keep the kind: the conv shape model), else ''."""
+    if op.attrs.get("kernel"):
+        return str(op.attrs["kernel"])
+    cls = op_class(op)
+    return cls if cls in SPLIT_CLASSES and cls != "conv-dense" else ""
+
+
 # the Python library that runs a model's ops eagerly. A calibration may give each its own framework terms
 # (cost between ops): Hugging Face modules build masks, caches and reshapes in Python around their
 # kernels, several times what torchvision models or a plain nn.Sequential spend (benchmarks/accuracy.py
@@ -128,7 +161,7 @@ class Columns:
     vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
-    kernels: list[str] | None = None         # op.attrs["kernel"] or "" (calibration fitted on that kernel)
+    kernels: list[str] | None = None         # own_kernel(op): op.attrs["kernel"], a split op class, or ""
     mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
     nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
                                              # with a weight matrix), 0 where not given
@@ -165,7 +198,7 @@ class Columns:
                        eta_scale=stack(lambda op: op.eta_scale)
                        if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None,
                        names=[op.name for op in g.ops],
-                       kernels=[str(op.attrs.get("kernel", "")) for op in g.ops],
+                       kernels=[own_kernel(op) for op in g.ops],
                        mnk=np.array([op.attrs.get("mnk", (0, 0, 0)) for op in g.ops], dtype=float)
                        if any("mnk" in op.attrs for op in g.ops) else None,
                        nk=np.array([op.attrs.get("nk", (0, 0)) for op in g.ops], dtype=float)

@@ -21,7 +21,7 @@ _ROW_FIELDS = {
     "attention": {"dtype": str, "batch": int, "heads": int, "q_len": int, "kv_len": int, "head_dim": int,
                   "causal": bool, "time_s": float, "cv": float, "flops": float, "act_bytes": float},
 }
-_OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads",), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
+_OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads", "groups"), "memory": ("threads",), "vector": ("flops_per_elem", "threads"),
              "reduce": ("flops_per_elem", "bytes"), "dispatch": (), "cuda": (), "pages": ("threads",),
              "attention": ("kv_bytes", "threads", "inputs")}
 
@@ -76,6 +76,11 @@ def check_probe(probe: object, where: str) -> dict:
             if "weights" in row and row["weights"] != "cold":
                 raise IronlawError(f"{w}.weights: the only value is \"cold\" (weights streamed from memory), "
                                    f"got {row['weights']!r}")
+            if fam == "conv" and "groups" in row:
+                _check_type(row["groups"], int, f"{w}.groups")
+                if row["groups"] < 1 or row["cin"] % row["groups"] or row["cout"] % row["groups"]:
+                    raise IronlawError(f"{w}.groups: must be a whole number ≥ 1 dividing cin ({row['cin']}) and "
+                                       f"cout ({row['cout']}), got {row['groups']!r}")
             if "inputs" in row and row["inputs"] != "cold":
                 raise IronlawError(f"{w}.inputs: the only value is \"cold\" (Q, K and V, or a decode row's KV cache, "
                                    f"read from memory), got {row['inputs']!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..gemmshape import attention_nk, conv_nk
+from ..gemmshape import attention_nk, conv_groups, conv_nk
 from ..graph import DTYPE_BYTES, Graph, Op
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
@@ -46,6 +46,7 @@ def op_attrs(r) -> dict:
         nk = conv_nk(r.in_shapes[1])
         if nk:
             attrs["nk"] = nk
+        attrs.update(conv_groups(r.in_shapes[0], r.in_shapes[1]))
     return attrs
 
 

@@ -4,7 +4,8 @@
     gemm       GEMM rate per dtype across a shape grid, and the 1-thread vs n-thread check
     memory     bandwidth per level (L2, last cache, DRAM / HBM): fit t = overhead + bytes/BW
     vector     elementwise and transcendental throughput
-    reduce     reductions, norms, softmax, pooling
+    conv       dense, depthwise and grouped convolutions
+    reduce     reductions, norms, softmax, pooling (max, avg), embedding gathers
     cuda       kernel-launch latency and host↔device bandwidth (CUDA events; only with a GPU)
     pages      what fresh memory costs (page faults, zeroing, giving it back; CPU only)
     attention  fused attention (SDPA) at a few prefill and decode shapes
@@ -62,6 +63,9 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
                           lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
+        for b, c, size, k, per_group in conv.grouped_shapes(dt, quick):
+            steps.append(("conv", f"conv {dt} {b}x{c}x{size}x{size} {k}x{k}→{c} groups {c // per_group}",
+                          lambda dt=dt, a=(b, c, size, c, k), g=c // per_group: conv.measure(dt, *a, budget, device, g)))
     pool = pool or cold_pool(device)              # one buffer for every cold row
     for dt in dtypes:
         for b, h, sq, skv, d, causal in attention.shapes(dt, quick):
@@ -336,7 +340,8 @@ def _label(fam: str, r: dict) -> str:
         return (f"gemm {r['dtype']} {r['m']}x{r['n']}x{r['k']}" + (" cold" if cold else "")
                 + (" x@W" if cold and r.get("layout") == "kn" else "") + (" x@Wᵀ" if not cold and r.get("layout") == "nt" else ""))
     if fam == "conv":
-        return f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}x{r['size']} {r['kernel']}x{r['kernel']}→{r['cout']}"
+        return (f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}x{r['size']} {r['kernel']}x{r['kernel']}→{r['cout']}"
+                + (f" groups {r['groups']}" if r.get("groups", 1) > 1 else ""))
     if fam == "memory":
         return f"{r['level']} copy of {r['bytes'] / 2**20:.1f} MiB"
     if fam == "pages":

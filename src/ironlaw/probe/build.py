@@ -50,7 +50,7 @@ def _peaks(probe: dict) -> dict:
                   f"{r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s (spread {r['cv']:.1%})")
              for dt, (_, r, n_top) in peaks.items()}
     for dt in peaks:                  # another library's kernels (oneDNN convs on a CPU) may run faster
-        convs = [r for r in probe.get("conv", []) if r["dtype"] == dt]
+        convs = [r for r in probe.get("conv", []) if r["dtype"] == dt and r.get("groups", 1) == 1]
         c = max(convs, key=lambda r: r["flops_per_s"]) if convs else None
         if c is not None and c["flops_per_s"] > peaks[dt][0]:
             gemm_peak, r, n_top = peaks[dt]
@@ -247,6 +247,21 @@ def gemv_tables(probe: dict) -> dict:
     return out
 
 
+def _conv_op(r: dict, last_cache: float) -> Op:
+    """A probe conv row as the capture records the same call: in + out activations, weights, N and K, and a
+    grouped conv's groups (its op class, ``graph.op_class``)."""
+    b, g = dtype_bytes(r["dtype"]), r.get("groups", 1)
+    act = r["batch"] * r["size"] ** 2 * (r["cin"] + r["cout"]) * b
+    w = r["cout"] * (r["cin"] // g) * r["kernel"] ** 2 * b
+    resident = act + w <= CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
+    attrs = {"nk": (r["cout"], r["cin"] // g * r["kernel"] ** 2), **({"resident": True} if resident else {}),
+             **({"groups": g, "group_channels": r["cin"] // g} if g > 1 else {})}
+    return Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}"
+              + (f" groups {g}" if g > 1 else ""), "conv",
+              flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"], g),
+              bytes={"activations": act, "weights": w}, dtype=r["dtype"], attrs=attrs)
+
+
 def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     """Calibration observations from the probe's rows (L2-only copies left out: the law's cache is the last level)."""
     out = []
@@ -268,17 +283,8 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
         op = Op(name, "matmul", flops=2.0 * m * n * k, bytes=byts, dtype=r["dtype"],
                 attrs={"mnk": (m, n, k), **({"weights_kn": True} if kn else {})})
         out.append(Observation(op, r["time_s"], f"{dataset}:gemm", r["cv"]))
-    for r in probe.get("conv", []):             # same convention as a captured conv: in + out, weights
-        b = dtype_bytes(r["dtype"])
-        act = r["batch"] * r["size"] ** 2 * (r["cin"] + r["cout"]) * b
-        w = r["cout"] * r["cin"] * r["kernel"] ** 2 * b
-        resident = act + w <= CACHE_RESIDENT_FRACTION * last_cache   # the same operands every call
-        op = Op(f"conv {r['dtype']} {r['batch']}x{r['cin']}x{r['size']}² {r['kernel']}x{r['kernel']}→{r['cout']}",
-                "conv", flops=conv.flops(r["batch"], r["cin"], r["size"], r["cout"], r["kernel"]),
-                bytes={"activations": act, "weights": w},
-                dtype=r["dtype"], attrs={"nk": (r["cout"], r["cin"] * r["kernel"] ** 2),
-                                         **({"resident": True} if resident else {})})
-        out.append(Observation(op, r["time_s"], f"{dataset}:conv", r["cv"]))
+    for r in probe.get("conv", []):
+        out.append(Observation(_conv_op(r, last_cache), r["time_s"], f"{dataset}:conv", r["cv"]))
     for r in probe.get("attention", []):        # FLOPs and bytes as the capture recorded the same call
         byts = {"activations": r["act_bytes"], **({"kv_cache": r["kv_bytes"]} if r.get("kv_bytes") else {})}
         resident = (r.get("inputs") != "cold"                              # cold: Q, K, V (or KV) from memory
@@ -299,8 +305,10 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
                 bytes={"activations": (inputs + 1) * r["elems"] * b}, dtype=r["dtype"])
         out.append(Observation(op, r["time_s"], f"{dataset}:vector", r["cv"]))
     for r in probe.get("reduce", []):
-        op = Op(f"{r['op']} {r['elems']}", r["kind"], flops=r["flops_per_elem"] * r["elems"],
-                bytes={"activations": r["bytes"]}, dtype=r["dtype"])
+        # a gather reads its rows from a table in main memory (as the capture classes an embedding's weight)
+        rows = dtype_bytes(r["dtype"]) * r["elems"] if r["kind"] == "embedding" else 0.0
+        op = Op(f"{r['op']} {r['elems']}", r["kind"], flops=r.get("flops_per_elem", 0.0) * r["elems"],
+                bytes={"activations": r["bytes"] - rows, **({"weights": rows} if rows else {})}, dtype=r["dtype"])
         out.append(Observation(op, r["time_s"], f"{dataset}:reduce", r["cv"]))
     for r in probe.get("dispatch", []):
         if r["op"] == "linear":

@@ -12,12 +12,35 @@ def headline(est) -> str:
             f"{fmt_time(est.time_s)} ({est.composition}) — {b['resource']}{tier}-bound")
 
 
+def time_range_line(est) -> str | None:
+    """"36 ms (31–44 ms on this machine's observed range)" on a probed profile, else None."""
+    from ..timerange import time_range
+    r = time_range(est)
+    if r is None:
+        return None
+    lo, hi = fmt_time(r[0]), fmt_time(r[1])
+    if lo.split(" ")[-1] == hi.split(" ")[-1]:          # "31–44 ms", not "31 ms–44 ms"
+        lo = lo.rsplit(" ", 1)[0]
+    return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range)"
+
+
+def coverage_line(est) -> str | None:
+    """The op classes priced with another class's numbers, on a calibrated device (None where all are its own)."""
+    from ..coverage import coverage, line
+    if est.hw.calibration is None and not est.hw.extra.get("probe"):
+        return None                 # a catalog device without a calibration: its JSON says so
+    return line(coverage(est))
+
+
 def render(est, top: int = 10, console=None) -> None:
     from rich.table import Table
     from . import _console
     c = console or _console()
     b = est.bottleneck()
     c.print(f"[bold]{headline(est)}[/bold]")
+    for extra in (time_range_line(est), coverage_line(est)):
+        if extra:
+            c.print(extra, markup=False)
     c.print(f"why: {b['why']}")
     t = Table(title="Iron Law terms (sum over ops)")
     for col in ("term", "time", "share of summed terms"):

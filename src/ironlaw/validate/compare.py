@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from ..gemmshape import attention_nk, conv_nk
+from ..gemmshape import attention_nk, conv_groups, conv_nk
 from ..graph import DTYPE_BYTES
 
 TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <= this
@@ -66,22 +66,26 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
             "spread_s": m["spread_s"], "error": pred / meas - 1.0 if meas > 0 else None,
             **({"weights_kn": True} if op.attrs.get("weights_kn") else {}),
             **({"nk": list(op.attrs["nk"])} if op.attrs.get("nk") else {}),
+            **{k: int(op.attrs[k]) for k in ("groups", "group_channels") if k in op.attrs},
         })
     return rows
 
 
 def row_attrs(r: dict) -> dict:
-    """The op attributes a row carries (``weights_kn``, ``nk``), for an op rebuilt from it; a row saved
-    before rows carried ``nk`` gets it from its shapes text: a forward conv's (input, weight, …), an
-    attention's (query, keys, values), a product's with a weight matrix (mm: x, W; addmm: bias, x, W; bmm
-    over one matrix: x, [1, K, N] — W passed as K×N, its bytes among the row's weights)."""
+    """The op attributes a row carries (``weights_kn``, ``nk``, a grouped conv's ``groups`` and
+    ``group_channels``), for an op rebuilt from it; a row saved before rows carried them gets them from its
+    shapes text: a forward conv's (input, weight, …), an attention's (query, keys, values), a product's with
+    a weight matrix (mm: x, W; addmm: bias, x, W; bmm over one matrix: x, [1, K, N] — W passed as K×N, its
+    bytes among the row's weights)."""
     attrs = {"weights_kn": True} if r.get("weights_kn") else {}
+    attrs.update({k: int(r[k]) for k in ("groups", "group_channels") if k in r})
     nk = r.get("nk")
-    if not nk and "(" not in r.get("name", ""):
+    if (not nk or (r.get("kind") == "conv" and "groups" not in r)) and "(" not in r.get("name", ""):
         try:
             shapes = json.loads("[" + r.get("shapes", "").rstrip("…") + "]")
             if r.get("kind") == "conv":
-                nk = conv_nk(shapes[1])
+                nk = nk or conv_nk(shapes[1])
+                attrs.update(conv_groups(shapes[0], shapes[1]))
             elif r.get("kind") == "attention":
                 nk = attention_nk(shapes[1])
             elif r.get("name") in ("aten::mm", "aten::addmm", "aten::bmm") and (
@@ -90,7 +94,7 @@ def row_attrs(r: dict) -> dict:
                 b = DTYPE_BYTES.get(r.get("dtype"), 0.0)
                 nk = (n, k) if b and r.get("bytes", {}).get("weights", 0.0) >= k * n * b else None
         except (ValueError, IndexError, TypeError):
-            nk = None
+            nk = r.get("nk")
     if nk:
         attrs["nk"] = tuple(int(x) for x in nk)
     return attrs

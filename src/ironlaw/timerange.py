@@ -1,0 +1,95 @@
+"""A prediction's range on a probed machine: each term at the slowest and fastest rate the probe saw.
+
+A probed profile keeps the spread of what it measured (``[probe]``): each row's coefficient of variation
+over its repeats (``cv``) and the drift sentinels, the same fp32 GEMM and DRAM copy timed at the start,
+middle and end of the run (``checks.drift``). Per term, a rate factor range [lo, hi] around the
+profile's rate:
+
+    compute      [min(g)/med(g) · (1 − cv_gemm), max(g)/med(g) · (1 + cv_gemm)]   g: the sentinel GEMM rates
+    device tier  the same with the sentinel copy rates and the tier's copy rows' cv
+    cache tier   [1 − cv, 1 + cv] of its copy rows
+    latency      the compute factors with the dispatch rows' cv on a CPU (the host's cores run the
+                 dispatch); [1 − cv, 1 + cv] of the dispatch rows on a GPU
+
+(cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). The low end of the range is the law
+with every term at its fast end (each tier's seconds / hi, compute / hi, latency / hi), composed as the
+prediction was; the high end with every term at its slow end. A catalog device was not probed: no range.
+"""
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+from .efficiency import composed, epilogue_share, serial_share
+
+MIN_FACTOR = 0.2           # a rate factor's floor: a cv near 1 says the row is noise, not that the rate is 0
+
+
+def factors(hw) -> dict | None:
+    """{"compute": (lo, hi), "latency": (lo, hi), "tiers": {name: (lo, hi)}} rate factors, None unless
+    ``hw`` was probed."""
+    probe = hw.extra.get("probe")
+    if not probe:
+        return None
+    drift = probe.get("checks", {}).get("drift", {})
+    g = _drift(drift.get("gemm_flops_per_s"))
+    c = _drift(drift.get("copy_Bps"))
+    gemm = [r for r in probe.get("gemm", []) if r.get("weights") != "cold"] + probe.get("conv", [])
+    compute = _widened(g, _cv(gemm))
+    dispatch_cv = _cv(probe.get("dispatch", []))
+    latency = _widened(g if hw.kind == "cpu" else (1.0, 1.0), dispatch_cv)
+    tiers = {}
+    for t in hw.memory:
+        rows = [r for r in probe.get("memory", []) if r["level"] == t.name]
+        tiers[t.name] = _widened(c if t.role == "device" else (1.0, 1.0), _cv(rows))
+    return {"compute": compute, "latency": latency, "tiers": tiers}
+
+
+def time_range(est) -> list[float] | None:
+    """[low, high] seconds of one configuration's estimate at the ends of the probe's observed rates; None
+    on a device that was not probed."""
+    f = factors(est.hw)
+    if f is None or est.cols.cfg_shape != ():
+        return None
+    return [_total(est, f, end) for end in (1, 0)]          # fast end (rates × hi), slow end (rates × lo)
+
+
+def source(est) -> str:
+    """Where the range comes from, in one line (docs/how-it-models.md: "A prediction's range")."""
+    if factors(est.hw) is None:
+        return (f"none: {est.hw.name} was not probed; its catalog numbers carry no measured spread "
+                f"(ironlaw probe measures one)")
+    return ("each term at the slowest and fastest rate the probe observed on this machine (its drift sentinels "
+            "and the rows' spread)")
+
+
+def _total(est, f: dict, end: int) -> float:
+    tier_f = np.array([f["tiers"].get(t.name, (1.0, 1.0))[end] for t in est.hw.memory])
+    data_tier_s = est.data_tier_s / tier_f.reshape((-1,) + (1,) * (est.data_tier_s.ndim - 1))
+    data_s = data_tier_s.sum(axis=0)
+    compute_s = est.compute_s / f["compute"][end]
+    latency_s = est.latency_s / f["latency"][end]
+    if est.composition == "overlap":
+        written = data_s * epilogue_share(est.hw, est.cols)
+        op = composed(data_s, compute_s, serial_share(est.hw, est.cols), written)
+    else:
+        op = data_s + compute_s
+    total = float(((op + latency_s + est.network_s) * est.cols.count).sum())
+    return total if bool(np.all(est.placement.fits)) else float("inf")
+
+
+def _drift(values) -> tuple[float, float]:
+    """(min, max) of the sentinel values over their median; (1, 1) without at least two."""
+    if not values or len(values) < 2:
+        return 1.0, 1.0
+    med = statistics.median(values)
+    return min(values) / med, max(values) / med
+
+
+def _cv(rows: list[dict]) -> float:
+    return statistics.median(r["cv"] for r in rows) if rows else 0.0
+
+
+def _widened(drift: tuple[float, float], cv: float) -> tuple[float, float]:
+    return max(drift[0] * (1.0 - cv), MIN_FACTOR), drift[1] * (1.0 + cv)
