@@ -23,6 +23,7 @@ COMMANDS = {
     "train-step": ("analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "16", "--nodes", "2",
                    "--tp", "8", "--dp", "2", "--global-batch", "16"),
     "serve": ("serve", "llama3-8b", "--on", "h100", "--prompt", "1024", "--output", "256", "--concurrency", "32"),
+    "serve-frontier": ("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--slo", "itl=20ms"),
     "compare": ("compare", "llama3-8b", "--phase", "decode", "--on", "h100", "--what-if", "quant=int8,target=weights"),
     "sweep": ("sweep", "llama3-8b", "--phase", "decode", "--seq", "128", "--on", "h100,b200", "--batch", "1,8,64"),
     "contract": ("contract", "--on", "h100"),

@@ -79,7 +79,8 @@ def test_cli_sweep_csv_json_and_plot(cli, tmp_path):
             "--seq", "128", "--format", "csv", "--plot", str(tmp_path / "s.png"))
     assert r.rc == 0, r.err
     lines = r.out.strip().splitlines()
-    assert lines[0] == "hardware,batch,seq,time_s,throughput,throughput_unit,bottleneck" and len(lines) == 1 + 2 * 10
+    assert lines[0] == ("hardware,batch,seq,time_s,throughput,throughput_unit,bottleneck,power_w,joules_per_unit,"
+                        "usd_per_million_units,gco2_per_million_units") and len(lines) == 1 + 2 * 10
     assert (tmp_path / "s.png").stat().st_size > 1000
     r = cli("sweep", "resnet50", "--phase", "infer", "--batch", "1,2,4,...,256", "--format", "json")
     d = r.json()

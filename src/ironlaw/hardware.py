@@ -38,6 +38,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     [power]                            # optional
     tdp_w = 700
     source = "…"
+    idle_w = 70                        # optional: board power with a context and no work (ironlaw.power)
+    idle_source = "estimate: …"
     [efficiency]                       # fractions of peak reached by real kernels
     matmul = 0.7                       # keys: op kinds (see graph.KINDS), 'other', 'memory'
     memory = 0.8
@@ -117,6 +119,7 @@ class Hardware:
     sources: dict[str, str]               # table path -> source text
     links: tuple[Link, ...] = ()
     tdp_w: float | None = None
+    idle_w: float | None = None           # [power] idle_w: drawn with nothing to do (ironlaw.power)
     features: dict[str, bool] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     path: str = ""
@@ -184,6 +187,7 @@ class Hardware:
                        "ports_per_node": l.ports_per_node, "max_devices": l.max_devices, "source": l.source}
                       for l in self.links],
             "tdp_w": self.tdp_w,
+            "idle_w": self.idle_w,
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
@@ -281,18 +285,14 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     op_latency = lat.qty("op_s", "s", upper=1.0)
     sources["latency"] = lat.source()
     links = _links(top, where)
-    tdp = None
-    if "power" in top.data:
-        p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source"))
-        tdp = p.qty("tdp_w", "W", upper=1e6)
-        sources["power"] = p.source()
+    tdp, idle = _power(top, where, sources)
     eff = _efficiency(top, where, sources)
     feats = _features(top, where, sources)
     extra, cal = _measured(data, where)
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
-                    links=tuple(links), tdp_w=tdp, features=feats, aliases=tuple(aliases), path=where, extra=extra,
-                    calibration=cal)
+                    links=tuple(links), tdp_w=tdp, idle_w=idle, features=feats, aliases=tuple(aliases), path=where,
+                    extra=extra, calibration=cal)
 
 
 def _identity(top: _Table, where: str) -> tuple[str, str, list]:
@@ -393,6 +393,23 @@ def _measured(data: dict, where: str) -> tuple[dict, Calibration | None]:
     if "calibration" in data:
         cal = Calibration.of(check_calibration(data["calibration"], f"{where}.calibration"))
     return extra, cal
+
+
+def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None]:
+    """[power]: tdp_w and its source; idle_w (below tdp_w) with its own idle_source when given."""
+    if "power" not in top.data:
+        return None, None
+    p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source", "idle_w", "idle_source"))
+    tdp = p.qty("tdp_w", "W", upper=1e6)
+    sources["power"] = p.source()
+    if "idle_w" not in p.data:
+        return tdp, None
+    idle = p.qty("idle_w", "W", upper=tdp)
+    src = p.text("idle_source")
+    if not src.startswith(SOURCE_PREFIXES):
+        raise IronlawError(f"{where}.power.idle_source must start with one of {', '.join(SOURCE_PREFIXES)}")
+    sources["power.idle"] = src
+    return tdp, idle
 
 
 def _max_devices(t: _Table, kind: str, where: str) -> int | None:

@@ -96,6 +96,8 @@ class Sweep:
     throughput_unit: str
     bottleneck: np.ndarray             # (H, B, S) labels
     ridges: list[dict] = field(default_factory=list)
+    energy: dict = field(default_factory=dict)      # name -> (H, B, S): power_w, joules_per_unit, … (power.py)
+    energy_sources: dict = field(default_factory=dict)
 
     @property
     def points(self) -> int:
@@ -110,18 +112,25 @@ class Sweep:
                     t = float(self.time_s[h, i, j])
                     out.append({"hardware": hw, "batch": int(b), "seq": None if s is None else int(s),
                                 "time_s": t if np.isfinite(t) else None,
-                                "throughput": float(self.throughput[h, i, j]), "bottleneck": str(self.bottleneck[h, i, j])})
+                                "throughput": float(self.throughput[h, i, j]), "bottleneck": str(self.bottleneck[h, i, j]),
+                                **{k: _finite(v[h, i, j]) for k, v in self.energy.items()}})
         return out
 
     def to_dict(self) -> dict:
         return {"schema": "ironlaw.sweep/1", "workload": self.spec, "phase": self.phase, "dtype": self.dtype,
                 "hardware": list(self.hardware), "batch": self.batch.astype(int).tolist(),
                 "seq": None if self.seq is None else self.seq.astype(int).tolist(),
-                "throughput_unit": self.throughput_unit, "points": self.rows(), "ridge_points": self.ridges}
+                "throughput_unit": self.throughput_unit, "points": self.rows(), "ridge_points": self.ridges,
+                "energy_sources": self.energy_sources}
+
+
+def _finite(x) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | None = None,
-        whatif=(), composition: str = "overlap", ridge: bool = True) -> Sweep:
+        whatif=(), composition: str = "overlap", ridge: bool = True, usd_per_device_hour: float | None = None,
+        gco2_per_kwh: float | None = None) -> Sweep:
     """Predict ``spec`` on every device of ``on`` for every batch (× seq); arrays in, arrays out."""
     from . import hardware, workloads
     hws = [hardware.get(h) if isinstance(h, str) else h for h in ([on] if isinstance(on, str) else on)]
@@ -133,7 +142,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     if n > MAX_POINTS:
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
     whatif = _check_whatif(whatif)
-    times, thr, labs, ridges = [], [], [], []
+    times, thr, labs, ridges, energy, sources = [], [], [], [], [], {}
     unit, g_phase, g_dtype = "samples/s", phase, dtype
     for hw in hws:
         est = _predict(spec, hw, b[:, None], None if s is None else s[None, :], phase, dtype, whatif, composition)
@@ -145,10 +154,30 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         times.append(t)
         thr.append(np.where(np.isfinite(t), units / t, 0.0))
         labs.append(np.broadcast_to(explain.labels(est), shape))
+        energy.append(_energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources))
         if ridge:
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
-                 np.stack(labs), ridges)
+                 np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources)
+
+
+def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict) -> dict:
+    """Power and energy, cost and carbon per unit of work of every point (nan where the device states no power)."""
+    from . import power
+    nan = np.full(shape, np.nan)
+    usd, usd_src = power.price(hw, usd_h)
+    g, g_src = power.grid(gco2)
+    sources[hw.name] = {"price": usd_src, "grid": g_src, "power": hw.sources.get("power.idle", "no [power] idle_w")}
+    if not power.has_power(hw):
+        return {"power_w": nan, "joules_per_unit": nan, "usd_per_million_units": nan, "gco2_per_million_units": nan}
+    u, _ = power.utilization(est)
+    p = np.broadcast_to(power.power_w(hw, u), shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j = np.where(throughput > 0, p / throughput, np.nan)
+        per_h = np.where(throughput > 0, 1e6 / (3600.0 * throughput), np.nan)
+    return {"power_w": p, "joules_per_unit": j,
+            "usd_per_million_units": nan if usd is None else usd * per_h,
+            "gco2_per_million_units": j / power.J_PER_KWH * g * 1e6}
 
 
 def _check_whatif(steps) -> list:

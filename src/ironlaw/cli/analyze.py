@@ -84,6 +84,10 @@ def analyze(
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour for the cost per "
+                                          "token (default: a sourced cloud rate where ironlaw.power has one)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
+                                         "average 481, Ember 2023)"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
@@ -109,11 +113,14 @@ def analyze(
     if plot:
         from ..plot import save
         save(est, plot)
+    from .. import power
+    energy = power.of_estimate(est, price, grid) if est.cols.cfg_shape == () else None
     if fmt == "json":
-        emit_json(est.to_dict())
+        emit_json({**est.to_dict(), "energy": energy})
     elif fmt == "md":
         from ..report.markdown import render
-        print(render(est, top=top))
+        print(render(est, top=top) + "\n\n" + power.line(energy, est.hw.name))
     else:
         from ..report.text import render
         render(est, top=top)
+        print(power.line(energy, est.hw.name))

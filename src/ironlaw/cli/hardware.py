@@ -75,3 +75,5 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     c.print(f"efficiency: {eff} — {esc(d.sources['efficiency'])}")
     if d.tdp_w:
         c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
+    if d.idle_w is not None:
+        c.print(f"idle: {d.idle_w:g} W — {esc(d.sources['power.idle'])}")

@@ -26,6 +26,8 @@ def report(
                                                "`ironlaw compare --format json` file (schema ironlaw.compare/1)"),
     validate_file: Optional[str] = typer.Option(None, "--validate", help="add predicted vs measured from a "
                                                 "`ironlaw validate --format json` file (schema ironlaw.validate/1)"),
+    frontier_file: Optional[str] = typer.Option(None, "--frontier", help="add the serving frontier from a saved "
+                                                "`ironlaw serve --sweep-concurrency --format json` file"),
     top: int = typer.Option(200, "--top", help="rows in the ops table (the roofline always shows every op)"),
 ):
     """Write an HTML report: summary, terms, roofline of every op, sortable ops, footprint, what-if, validation."""
@@ -55,8 +57,12 @@ def report(
                                    "use --compare FILE.json") from None
             cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
         val_doc = inputs.load_validation(validate_file, est) if validate_file else None
+        fr_doc = None
+        if frontier_file:
+            from ..report.frontier import check
+            fr_doc = check(inputs.read_json(frontier_file, "--frontier"), f"--frontier {frontier_file}")
         step(description="drawing the report")
-        text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top)
+        text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
         step()
     page.write(out, text)
     b = est.bottleneck()

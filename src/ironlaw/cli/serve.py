@@ -35,6 +35,14 @@ def serve(
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="max-throughput: busiest expert rank's "
                                            "load over the mean (1.0 = balanced)"),
+    speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
+    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", help="share of prompt tokens served from cache"),
+    disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),
+    slo: Optional[str] = typer.Option(None, "--slo", help="ttft=2s,itl=50ms: the most concurrency meeting both"),
+    sweep_concurrency: bool = typer.Option(False, "--sweep-concurrency", help="tokens/s per GPU vs per user"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
@@ -53,10 +61,17 @@ def serve(
                        ("--kv-fraction", kv_fraction != 0.95)):
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
-    est = serving.estimate(spec, on, prompt, output, concurrency, dtype=dtype, kv_dtype=kv_dtype,
-                           page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
-                           composition="serial" if serial else "overlap")
+    from . import _serve_features as sf
+    feats = sf.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid)
+    kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
+              composition="serial" if serial else "overlap")
+    est = serving.estimate(spec, on, prompt, output, concurrency, **kw)
+    if sweep_concurrency:
+        doc = sf.frontier(est, kw, feats)
+        return emit_json(doc) if fmt == "json" else emit_lines(sf.frontier_lines(doc), fmt)
     d = est.to_dict()
+    parts, more = sf.run(est, kw, feats)
+    d.update(parts)
     if fmt == "json":
         emit_json(d)
         return
@@ -72,5 +87,5 @@ def serve(
              f"capacity: {f(cap['device_memory_bytes'], 'B')} − weights {f(cap['weights_bytes'], 'B')} − reserve "
              f"{f(cap['reserve_bytes'], 'B')} = KV {f(cap['kv_budget_bytes'], 'B')} at "
              f"{f(cap['kv_bytes_per_token'], 'B')}/token → {cap['max_concurrency']} sequences of "
-             f"{cap['tokens_reserved_per_sequence']} tokens{' (paged)' if cap['paged'] else ''}"]
+             f"{cap['tokens_reserved_per_sequence']} tokens{' (paged)' if cap['paged'] else ''}"] + more
     emit_lines(lines, fmt)

@@ -20,6 +20,10 @@ def sweep(
     serial: bool = typer.Option(False, "--serial/--overlap"),
     fmt: str = typer.Option("text", "--format", help="text | json | csv"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour (default: a sourced "
+                                          "cloud rate where ironlaw.power has one)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
+                                         "average 481, Ember 2023)"),
 ):
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
     from .. import sweep as sw
@@ -32,7 +36,8 @@ def sweep(
     if plot:
         from ..files import check_output
         check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
-    res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap")
+    res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap",
+                 usd_per_device_hour=price, gco2_per_kwh=grid)
     if plot:
         write_plot(res, plot)
     if fmt == "json":
@@ -41,11 +46,12 @@ def sweep(
         import csv
         import sys
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["hardware", "batch", "seq", "time_s", "throughput", "throughput_unit", "bottleneck"])
+        extra = list(res.energy)
+        w.writerow(["hardware", "batch", "seq", "time_s", "throughput", "throughput_unit", "bottleneck"] + extra)
         for r in res.rows():
             w.writerow([r["hardware"], r["batch"], "" if r["seq"] is None else r["seq"],
                         "" if r["time_s"] is None else f"{r['time_s']:.6g}", f"{r['throughput']:.6g}",
-                        res.throughput_unit, r["bottleneck"]])
+                        res.throughput_unit, r["bottleneck"]] + ["" if r[k] is None else f"{r[k]:.6g}" for k in extra])
     else:
         text(res)
 
@@ -56,15 +62,20 @@ def text(res) -> None:
     con = console()
     con.print(f"[bold]{res.spec} · {res.phase} · {res.dtype}: {res.points} points[/bold]")
     t = Table()
-    cols = ["hardware", "batch"] + (["seq"] if res.seq is not None else []) + ["time", res.throughput_unit, "bottleneck"]
+    per = res.throughput_unit.split("/")[0].rstrip("s")
+    cols = ["hardware", "batch"] + (["seq"] if res.seq is not None else []) + ["time", res.throughput_unit, "bottleneck",
+                                                                                "J", "$/M"]
     for c in cols:
         t.add_column(c, justify="left" if c in ("hardware", "bottleneck") else "right")
     for r in res.rows():
         row = [r["hardware"], str(r["batch"])] + ([str(r["seq"])] if res.seq is not None else [])
         row += [fmt_time(r["time_s"]) if r["time_s"] is not None else "does not fit",
                 f(r["throughput"], "").strip(), r["bottleneck"]]
+        row += ["–" if r[k] is None else f"{r[k]:.3g}" for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
     con.print(t)
+    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + (tdp_w − idle_w) × the binding resource's busy fraction (ironlaw.power); "
+              + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()))
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")
     for rp in res.ridges:

@@ -3,7 +3,7 @@
 Sections (element ids, which tests and readers can rely on): ``summary`` (time, binding resource, why),
 ``terms`` (the Iron Law terms and who owns the critical path), ``roofline`` (every op), ``top-ops``
 (a sortable table; ``report.html#sort=flops:desc`` opens it sorted), ``by-kind``, ``footprint`` (against
-the memory tiers), ``whatif`` and ``validation`` when given, ``sources`` (every hardware number with
+the memory tiers), ``whatif``, ``validation`` and ``frontier`` (the serving concurrency frontier) when given, ``sources`` (every hardware number with
 its source). ``fragment`` is the same material for Jupyter (``Estimate._repr_html_``).
 """
 from __future__ import annotations
@@ -371,7 +371,8 @@ def _single(est) -> None:
         raise IronlawError("the HTML report describes one configuration; index the sweep first")
 
 
-def render(est, compare: dict | None = None, validation_doc: dict | None = None, top: int | None = 200) -> str:
+def render(est, compare: dict | None = None, validation_doc: dict | None = None, top: int | None = 200,
+           frontier_doc: dict | None = None) -> str:
     """The whole page as a string."""
     _single(est)
     from .._version import __version__
@@ -382,6 +383,9 @@ def render(est, compare: dict | None = None, validation_doc: dict | None = None,
         parts.append(whatif(compare))
     if validation_doc is not None:
         parts.append(validation(validation_doc, est))
+    if frontier_doc is not None:                          # ironlaw serve --sweep-concurrency (report.frontier)
+        from .frontier import section
+        parts.append(section(frontier_doc))
     parts.append(sources(est))
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq", "image") if k in g.meta)

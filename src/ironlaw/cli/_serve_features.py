@@ -1,0 +1,172 @@
+"""`ironlaw serve` options beyond the plain estimate: --speculative, --prefix-hit, --disaggregate, --slo,
+--sweep-concurrency (with --plot), and the energy, cost and carbon of a token (--price-per-gpu-hour,
+--grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.serve_features)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..units import fmt_time
+
+
+@dataclass
+class Features:
+    speculative: str | None = None
+    prefix_hit: float | None = None
+    disaggregate: str | None = None
+    slo: str | None = None
+    sweep_concurrency: bool = False
+    plot: str | None = None
+    price_per_gpu_hour: float | None = None
+    grid_gco2_per_kwh: float | None = None
+
+
+def checked(*options) -> Features:
+    """The Features of the serve options (in Features' order), refused before any work when bad."""
+    f = Features(*options)
+    check(f)
+    return f
+
+
+def check(f: Features) -> None:
+    """Refuse bad options before any work."""
+    from ..errors import IronlawError
+    from .. import power
+    from ..serve_features import disaggregate, goodput, speculative
+    if f.speculative is not None:
+        speculative.parse(f.speculative)
+    if f.disaggregate is not None:
+        disaggregate.parse(f.disaggregate)
+    if f.slo is not None:
+        goodput.parse_slo(f.slo)
+    if f.prefix_hit is not None:
+        from ..serve_features.prefix import new_tokens
+        new_tokens(1, f.prefix_hit)
+    if f.plot and not f.sweep_concurrency:
+        raise IronlawError("--plot draws the concurrency frontier; add --sweep-concurrency")
+    if f.plot:
+        from ..files import check_output
+        check_output(f.plot, "--plot", (".svg", ".png"))
+    power.grid(f.grid_gco2_per_kwh)
+    if f.price_per_gpu_hour is not None:
+        power.price(None, f.price_per_gpu_hour)
+
+
+def _energy(est, f: Features, devices: int) -> dict | None:
+    from .. import power
+    if not power.has_power(est.hw):
+        return None
+    return {"devices": devices, "usd_per_device_hour": f.price_per_gpu_hour, "gco2_per_kwh": f.grid_gco2_per_kwh}
+
+
+def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
+    """JSON parts and text lines of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
+    from ..serve_features import common, energy, prefix
+    s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1), kw.get("composition", "overlap"))
+    devices = s.tp
+    en = _energy(est, f, devices)
+    doc: dict = {"energy": energy.of_serving(est, **en) if en else None}
+    lines = [_energy_line(doc["energy"], est)]
+    if f.speculative is not None:
+        from ..serve_features import speculative as sp
+        doc["speculative"] = d = sp.estimate(est, sp.parse(f.speculative), s, en)
+        lines.append(f"speculative ({d['method']}, K {d['tokens']}, acceptance {d['acceptance']:g}): "
+                     f"{d['expected_tokens_per_step']:.2f} tokens per verify step · ITL {fmt_time(d['itl_s'])} "
+                     f"({100 * d['itl_change']:+.0f}%) · {d['tokens_per_s']:.1f} tokens/s "
+                     f"({100 * d['throughput_change']:+.0f}%){_joules(d, doc)}: {d['why']}")
+    if f.prefix_hit is not None:
+        doc["prefix"] = d = prefix.estimate(est, f.prefix_hit, s, en)
+        lines.append(f"prefix cache hit {f.prefix_hit:g}: prefill {d['new_tokens']} of {est.prompt} tokens in "
+                     f"{fmt_time(d['prefill_s'])} (was {fmt_time(d['baseline_prefill_s'])}) · TTFT "
+                     f"{fmt_time(d['ttft_s'])} · {d['tokens_per_s']:.1f} tokens/s (was {est.tokens_per_s:.1f})"
+                     f"{_joules(d, doc)}")
+    at = _at(est, kw)
+    slo = None
+    if f.slo is not None:
+        from ..serve_features import goodput
+        slo = goodput.parse_slo(f.slo)
+        doc["goodput"] = d = goodput.goodput(at, slo, devices)
+        lines.append(_goodput_line(d))
+    if f.disaggregate is not None:
+        doc["disaggregate"], more = _disaggregate(est, at, s, f, slo)
+        lines += more
+    return doc, lines
+
+
+def _joules(d: dict, doc: dict) -> str:
+    if "energy" not in d or doc.get("energy") is None:
+        return ""
+    return (f" · {doc['energy']['joules_per_output_token']:.3g} → {d['energy']['joules_per_output_token']:.3g} "
+            f"J per output token")
+
+
+def _at(est, kw: dict):
+    from .. import serving
+    return lambda c: serving.estimate(est.spec, est.hw, est.prompt, est.output, c, **kw)
+
+
+def _energy_line(e: dict | None, est) -> str:
+    if e is None:
+        return f"energy: {est.hw.name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
+    usd = e["usd_per_million_output_tokens"]
+    return (f"energy: {e['joules_per_output_token']:.3g} J per output token (mean {e['mean_power_w_per_device']:.0f} W "
+            f"per device at utilization {e['utilization']:.2f}) · "
+            + (f"${usd:.3g} per million output tokens at ${e['usd_per_gpu_hour']:g}/GPU-hour · " if usd is not None
+               else f"{e['price_source']} · ")
+            + f"{e['gco2_per_million_output_tokens']:.3g} gCO2 per million at {e['grid_gco2_per_kwh']:g} gCO2/kWh")
+
+
+def _goodput_line(d: dict) -> str:
+    if not d["met"]:
+        return f"goodput: {d['why']}"
+    a = d["at"]
+    return (f"goodput: concurrency {d['concurrency']} ({d['requests_per_s']:.2f} requests/s, {a['tokens_per_s']:.1f} "
+            f"tokens/s) is the most that meets the SLO (TTFT {fmt_time(a['ttft_s'])}, ITL {fmt_time(a['itl_s'])}); "
+            f"beyond it {d['limited_by']} binds")
+
+
+def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
+    from ..serve_features import disaggregate as dg
+    p, d = dg.parse(f.disaggregate)
+    given = dg.split(est, p, d, s, (slo or {}).get("ttft_s"))
+    best = dg.best_split(at, p + d, s, slo)
+    lines = [f"disaggregated prefill={p}, decode={d}: TTFT {fmt_time(given['ttft_s'])} (prefill "
+             f"{fmt_time(given['prefill_s'])} + KV {given['kv_bytes_per_prompt'] / 1e6:.1f} MB over {given['link']} "
+             f"in {fmt_time(given['transfer_s'])}) · ITL {fmt_time(given['itl_s'])} · {given['tokens_per_s']:.1f} "
+             f"tokens/s ({given['bound']} binds)"]
+    if best["met"]:
+        b = best["best"]
+        lines.append(f"best split of {p + d} devices{' for the SLO' if slo else ''}: prefill={b['prefill_devices']}, "
+                     f"decode={b['decode_devices']} at concurrency {best['decode_concurrency']} per decode instance: "
+                     f"{b['tokens_per_s']:.1f} tokens/s ({b['tokens_per_s_per_device']:.1f} per device)")
+    else:
+        lines.append(f"best split of {p + d} devices: none meets the SLO — {best['why']}")
+    return {"given": given, **best}, lines
+
+
+def frontier(est, kw: dict, f: Features) -> dict:
+    """The --sweep-concurrency document (schema ironlaw.serve-frontier/1), with goodput when --slo is given."""
+    from ..serve_features import goodput
+    tp = kw.get("tp", 1)
+    slo = goodput.parse_slo(f.slo) if f.slo else None
+    at = _at(est, kw)
+    doc = goodput.frontier(at, tp, slo, _energy(est, f, tp))
+    if slo:
+        doc["goodput"] = goodput.goodput(at, slo, tp)
+    if f.plot:
+        from ..report.frontier import save
+        save(doc, f.plot)
+    return doc
+
+
+def frontier_lines(doc: dict) -> list[str]:
+    lines = [f"{doc['workload']} on {doc['hardware']}: concurrency frontier (prompt {doc['prompt_tokens']}, output "
+             f"{doc['output_tokens']}; tokens/s per device against tokens/s per user)"]
+    for p in doc["points"]:
+        e = f" · {p['joules_per_output_token']:.3g} J/token" if "joules_per_output_token" in p else ""
+        m = "" if "meets_slo" not in p else (" · meets SLO" if p["meets_slo"] else " · misses SLO")
+        lines.append(f"  concurrency {p['concurrency']:>5}: {p['tokens_per_s_per_device']:9.1f} tokens/s/device · "
+                     f"{p['tokens_per_s_per_user']:7.1f} tokens/s/user · TTFT {fmt_time(p['ttft_s'])} · ITL "
+                     f"{fmt_time(p['itl_s'])}{e}{m}")
+    if "goodput" in doc:
+        lines.append(_goodput_line(doc["goodput"]))
+    return lines
