@@ -397,16 +397,6 @@ def test_an_fp32_conv_is_timed_in_fp32_not_tf32(monkeypatch):
     assert row["flops_per_s"] == pytest.approx(2.0 * 1 * 8 * 8 * 8 * 8 * 9 / 1e-3)
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def test_fp16_gemm_has_no_fast_path_on_this_cpu():
     """On a CPU with bf16 instructions (AVX512-BF16 or AMX-BF16) and none for fp16 (no AVX512-FP16, AMX-FP16),
     an fp16 GEMM runs far slower than a bf16 one: the trap the probe must record per dtype. Best of several
