@@ -124,6 +124,34 @@ def _predict(g: Graph, hw, composition: str, captured: bool):
     return law.predict(g, replace(hw, op_latency_s=0.0), composition), hw.op_latency_s
 
 
+SLO_KEYS = ("ttft", "itl")
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; either key may be left out, not both."""
+    from .units import parse
+    out: dict[str, float] = {}
+    for part in str(text).split(","):
+        key, eq, value = part.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in SLO_KEYS or not value.strip():
+            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (e.g. 'ttft=2s,itl=50ms'), got '{part}'")
+        x = parse(value.strip(), "s", f"--slo {key}")
+        if not 0 < x <= 3600:
+            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value.strip()}'")
+        out[f"{key}_s"] = x
+    return out
+
+
+def concurrency_grid(cmax: int) -> list[int]:
+    """1, 2, 4, … below ``cmax``, then ``cmax``: the sequences in flight a search or a frontier visits."""
+    out, c = [], 1
+    while c < cmax:
+        out.append(c)
+        c *= 2
+    return out + [cmax]
+
+
 def _check_tokens(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 or x > MAX_TOKENS:
         raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")

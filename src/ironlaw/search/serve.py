@@ -19,26 +19,6 @@ import time
 
 from ..errors import IronlawError
 
-SLO_KEYS = ("ttft", "itl")
-
-
-def parse_slo(text: str | None) -> dict[str, float]:
-    """'ttft=2s,itl=50ms' → {'ttft': 2.0, 'itl': 0.05}."""
-    from ..units import parse
-    out: dict[str, float] = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        key, eq, value = part.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in SLO_KEYS:
-            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (e.g. 'ttft=2s,itl=50ms'), got '{part}'")
-        out[key] = parse(value.strip(), "s", f"--slo {key}")
-        if out[key] <= 0:
-            raise IronlawError(f"--slo {key} must be a positive time, got '{value.strip()}'")
-    return out
-
-
 def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict) -> list[int]:
     from ..network.topology import node_size
     cap = min(gpus, node_size(hw) or gpus)
@@ -62,14 +42,6 @@ def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
     except IronlawError:
         pass
     return out
-
-
-def _concurrencies(max_conc: int) -> list[int]:
-    out, c = [], 1
-    while c < max_conc:
-        out.append(c)
-        c *= 2
-    return out + [max_conc]
 
 
 def _entry(est, tp: int, dtype: str) -> dict:
@@ -130,7 +102,8 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
             raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself"
                                f"{'' if slo is None else ' (with --slo it models tensor parallelism only)'}; "
                                f"leave --{k} out")
-    targets = parse_slo(slo)
+    from .. import serving
+    targets = serving.parse_slo(slo) if slo is not None else {}
     g = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=prompt, dtype=dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     m = g.meta
@@ -166,15 +139,15 @@ def _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated,
     from . import SearchResult
     if not entries:
         raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
-    ok = [e for e in entries if all(e[f"{k}_s"] <= v for k, v in targets.items())]
+    ok = [e for e in entries if all(e[k] <= v for k, v in targets.items())]
     if not ok:
-        best = {k: min(e[f"{k}_s"] for e in entries) for k in targets}
+        best = {k[:-2]: min(e[k] for e in entries) for k in targets}
         raise IronlawError(f"no serving layout meets --slo {slo}: the best reachable is " + ", ".join(
             f"{k} {v * 1e3:.1f} ms" for k, v in best.items()))
     ok.sort(key=lambda e: -e["tokens_per_s_per_gpu"])
     for rank, e in enumerate(ok[:top], 1):
         e["rank"] = rank
-    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": {f"{k}_s": v for k, v in targets.items()},
+    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": dict(targets),
              "scenario": "max-throughput" if slo is None else "latency targets"}
     return SearchResult("serve", spec, hw.name, g.dtype, setup, evaluated, len(ok), ok[:top], "local",
                         time.perf_counter() - t0)
@@ -188,7 +161,7 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
     except IronlawError as e:
         return [], str(e)
     max_conc = one.capacity["max_concurrency"]
-    concs = [concurrency] if concurrency else _concurrencies(max_conc)
+    concs = [concurrency] if concurrency else serving.concurrency_grid(max_conc)
     out = []
     for c in concs:
         est = one if c == 1 else serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)

@@ -8,25 +8,11 @@ per user (1 / ITL) over concurrency 1, 2, 4, … up to the capacity: the trade a
 """
 from __future__ import annotations
 
+from .. import serving
 from ..errors import IronlawError
-from ..units import fmt_time, parse as parse_qty
+from ..units import fmt_time
 
-SLO_KEYS = ("ttft", "itl")
-
-
-def parse_slo(text: str) -> dict[str, float]:
-    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; either key may be left out, not both."""
-    out: dict[str, float] = {}
-    for part in str(text).split(","):
-        key, eq, value = part.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in SLO_KEYS or not value.strip():
-            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (e.g. 'ttft=2s,itl=50ms'), got '{part}'")
-        x = parse_qty(value.strip(), "s", f"--slo {key}")
-        if not 0 < x <= 3600:
-            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value.strip()}'")
-        out[f"{key}_s"] = x
-    return out
+parse_slo = serving.parse_slo
 
 
 def row(e, devices: int = 1, slo: dict | None = None) -> dict:
@@ -44,14 +30,6 @@ def meets(e, slo: dict) -> bool:
 
 def capacity(estimate_at) -> int:
     return int(estimate_at(1).capacity["max_concurrency"])
-
-
-def grid(cmax: int) -> list[int]:
-    out, c = [], 1
-    while c < cmax:
-        out.append(c)
-        c *= 2
-    return out + [cmax]
 
 
 def highest(ok, lo: int, hi: int) -> int:
@@ -94,7 +72,7 @@ def frontier(estimate_at, devices: int = 1, slo: dict | None = None, energy: dic
     """Tokens/s per device against tokens/s per user over concurrency 1, 2, 4, … up to the capacity."""
     cmax = capacity(estimate_at)
     rows = []
-    for c in grid(cmax):
+    for c in serving.concurrency_grid(cmax):
         e = estimate_at(c)
         r = row(e, devices, slo)
         if energy is not None:
