@@ -2,11 +2,11 @@
 
     python benchmarks/probe_check.py [--quick] [--threads N] [--max-cv X] [--out FILE]
 
-Goals (issue 4): fp32 GEMM rate (the probe's best GEMM row) within 10% of a large torch.mm; where a
+Goals: fp32 GEMM rate (the probe's best GEMM row) within 10% of a large torch.mm; where a
 convolution sets the fp32 peak (another library outran the GEMM one), that peak against an independent
 conv of another batch (reported, same ±10%); device-memory bandwidth within 10%
-of a large torch copy (read + written bytes, like the probe); default probe ≤ 60 s, --quick ≤ 15 s
-(on the 2-vCPU machine this was built on). On CUDA the references run on the GPU (CUDA events).
+of a large torch copy (read + written bytes, like the probe); the whole `ironlaw probe` — micro-benchmarks, its
+reference runs and the fit on them — ≤ 90 s, --quick ≤ 20 s (on the 2-vCPU machine this was built on). On CUDA the references run on the GPU (CUDA events).
 Prints measured vs goal; exit status 0 even when a goal is missed (it is a report, not a test).
 """
 from __future__ import annotations
@@ -15,6 +15,9 @@ import argparse
 import statistics
 import sys
 import time
+
+
+GOAL_S, GOAL_QUICK_S = 90.0, 20.0
 
 
 def reference_mm(n: int, device: str, repeats: int = 7) -> tuple[float, float]:
@@ -74,7 +77,7 @@ def main() -> int:
     done = [r for r in results if r]
     if args.runs > 1:
         print(f"\n{len(done)} of {args.runs} runs saved a profile (the rest were refused as too noisy)")
-        for key, goal in (("gemm_err", 0.10), ("dram_err", 0.10), ("time_s", 15.0 if args.quick else 60.0)):
+        for key, goal in (("gemm_err", 0.10), ("dram_err", 0.10), ("time_s", GOAL_QUICK_S if args.quick else GOAL_S)):
             vals = sorted(abs(r[key]) for r in done)
             if vals:
                 ok = sum(v <= goal for v in vals)
@@ -85,7 +88,7 @@ def main() -> int:
 
 def check(args) -> dict | None:
     import torch
-    from ironlaw import probe, profile
+    from ironlaw import probe, profile, selfcal
     from ironlaw.errors import IronlawError
     from ironlaw.probe import build, cuda
 
@@ -103,17 +106,20 @@ def check(args) -> dict | None:
         print(f"probe refused: {e}")
         return None
     probe_s = time.perf_counter() - t0
-    doc = build.profile(rows)
+    doc = selfcal.calibrate(build.profile(rows, calibrate_fit=False), args.quick)
     total_s = time.perf_counter() - t0
+    refs = doc["probe"]["references"]
     if args.out:
         print(f"saved {profile.save(doc, args.out)}")
     threads = rows["threads"]
     torch.set_num_threads(threads)
     dev_tier = next(t for t in doc["memory"] if t["role"] == "device")
-    goal_s = 15.0 if args.quick else 60.0
+    goal_s = GOAL_QUICK_S if args.quick else GOAL_S
     print(f"device: {rows['device']} ({threads} threads), torch {rows['torch']}")
-    print(f"probe time: {total_s:.1f} s (measuring {probe_s:.1f} s + fit); goal ≤ {goal_s:.0f} s: "
-          f"{'OK' if total_s <= goal_s else 'MISSED'}")
+    print(f"probe time: {total_s:.1f} s (measuring {probe_s:.1f} s, then {len(refs['fitted'])} reference runs and the "
+          f"fit {total_s - probe_s:.1f} s); goal ≤ {goal_s:.0f} s: {'OK' if total_s <= goal_s else 'MISSED'}")
+    for f in refs["failed"]:
+        print(f"  reference run failed: {f['run']}: {f['error']}")
     if "speedup" in rows.get("checks", {}):          # the thread check runs on a CPU only
         c = rows["checks"]
         print(f"threads check: {threads} threads {c['speedup']:.2f}× faster than 1 on fp32 GEMM {c['shape']}")
