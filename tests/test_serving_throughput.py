@@ -207,6 +207,20 @@ def test_a_bf16_kv_cache_holds_half_the_sequences():
     assert bf16.output_tokens_per_s < 0.8 * fp8.output_tokens_per_s
 
 
+def test_identical_requests_run_in_waves():
+    """Requests queued at once start together and finish together: 200 requests that all fit run one wave of
+    S steps (no tail at a shrinking batch); 300 with room for 200 run a full wave and a wave of the other 100."""
+    one = st.max_throughput("llama3-8b", "h100", 1000, 1000, dtype="fp8", requests=200)
+    s = one.steady
+    assert one.batch == 200 and one.batch_limit == "requests"
+    assert (s["waves"], s["tail_requests"], s["tail_steps"]) == (1, 0, 0.0)
+    assert s["wave_steps"] == pytest.approx(s["steps_per_request"])
+    more = st.max_throughput("llama3-8b", "h100", 1000, 1000, dtype="fp8", requests=300, max_batch=200)
+    assert more.batch == 200 and (more.steady["waves"], more.steady["tail_requests"]) == (1, 100)
+    assert more.steady["tail_steps"] == pytest.approx(more.steady["steps_per_request"])
+    assert one.time_s < more.time_s < 2 * one.time_s                   # the second wave runs half as many
+
+
 def test_moe_h100_cells_median_error():
     """Every published MoE H100 cell (attention DP, EP = TP): median |error| ≤ 8%, none past 25%."""
     errs = []

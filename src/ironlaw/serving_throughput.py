@@ -21,9 +21,10 @@ KV cache and batch are ``serving_engine``'s; one step is ``serving_step``'s grap
                    tokens runs eagerly (TensorRT-LLM replays CUDA graphs for decode-only steps; under
                    attention DP only when every rank is decode-only: model_engine._maybe_get_cuda_graph)
                    and lasts at least launches · launch_s, the host launching its kernels one by one.
-    drain          the queue empties with B requests in flight, half done on average; they finish over
-                   pp·S steps while the batch shrinks (a step at B/2 on average):
-                       time = (N/dp − pp·B/2)/r · t(B) + pp·S · t(B/2)
+    waves          identical requests queued at once run in waves: the first pp·B start together, finish
+                   together, and free their room for the next pp·B; each rank's n = ⌈N/dp⌉ requests make
+                   ⌊n/(pp·B)⌋ full waves of pp·B/r steps at batch B, and the rest b = n mod pp·B one more wave
+                   at batch b/pp:  time = ⌊n/(pp·B)⌋ · pp·B/r · t(B) + b/r_b · t(b/pp)
     parallelism    --tp N: tensor parallel (``parallel.shard_inference``); --pp N: N stages of layers/N, N
                    micro-batches in flight (a step is one stage's work on one micro-batch, plus the
                    stage-to-stage send); --attention-dp with --ep (MoE): every rank runs attention on its own
@@ -44,8 +45,8 @@ from .serving_step import (ServingConstants, engine_hw, half_collectives, host_f
 
 # fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
 # mean |log(predicted/published)| minimised over all of them at once
-FITTED = ServingConstants(gemm_eta=0.6816, gemm_m_half=152.1, memory_eta=0.9849, attention_eta=0.3026,
-                          step_s=1.124e-3, launch_s=2.125e-5, expert_gemm_eta=0.1711,
+FITTED = ServingConstants(gemm_eta=0.6861, gemm_m_half=171.8, memory_eta=0.9565, attention_eta=0.3166,
+                          step_s=5.543e-4, launch_s=5.935e-5, expert_gemm_eta=0.1912,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")
@@ -271,6 +272,24 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
             "_parts": [(share, est) for share, (_, est) in parts]}
 
 
+def waves(run: _Run, full: dict, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
+    """(seconds, [(steps, Estimate)]) for one rank's ``requests`` run in waves of pp·``batch`` (module
+    docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts."""
+    pp = run.lay.pp
+    n_full, rest = divmod(requests, pp * batch)
+    full_steps = n_full * pp * batch / full["requests_per_step"]
+    parts = [(full_steps * w, e) for w, e in full.pop("_parts")]
+    total = full_steps * full["step_s"]
+    tail_steps = 0.0
+    if rest:
+        tail = steady(run, max(math.ceil(rest / pp), 1), max_num_tokens)
+        tail_steps = rest / tail["requests_per_step"]
+        parts += [(tail_steps * w, e) for w, e in tail.pop("_parts")]
+        total += tail_steps * tail["step_s"]
+    full.update(waves=n_full, wave_steps=full_steps, tail_requests=rest, tail_steps=tail_steps)
+    return total, parts
+
+
 # ---------------------------------------------------------------------- the estimate
 def _prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
              constants: ServingConstants):
@@ -324,13 +343,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     full = steady(run, per_engine, limits.max_num_tokens)
     if full["requests_per_step"] * full["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
-    half = steady(run, max(per_engine // 2, 1), limits.max_num_tokens)
-    r, S = full["requests_per_step"], full["steps_per_request"]
-    steady_steps = max(n / lay.dp - lay.pp * per_engine / 2.0, 0.0) / r
-    total = steady_steps * full["step_s"] + lay.pp * S * half["step_s"]
-    steps = [(steady_steps * w, e) for w, e in full.pop("_parts")] + \
-        [(lay.pp * S * w, e) for w, e in half.pop("_parts")]
-    full.update(drain_steps=lay.pp * S, drain_step_s=half["step_s"], steady_steps=steady_steps)
+    total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full, steps, constants,
                               _time.perf_counter() - t0)
