@@ -6,10 +6,13 @@
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on DGX H100, FP8 ModelOpt checkpoints.
 Runs as published: ``--kv-fraction 0.95`` (the page: "in many cases … 0.95"), the page's $num_requests per
-ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP.
-Fitted (``--fit``): the five ``ServingConstants`` — GEMM top η and half-point M, HBM streaming η, attention η,
-fixed seconds per step — minimising the mean |log(predicted / published)| over every H100 cell; nothing per
-model, per cell or per GPU. Leave-one-model-out: refit without each model, score that model's cells.
+ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP (the
+page's later revision puts ``enable_attention_dp: true`` at the top level of the Qwen3 MoE / Llama 4 options),
+the KV cache in each checkpoint's dtype (``KV_DTYPE``).
+Fitted (``--fit``): the seven ``ServingConstants`` — GEMM top η and half-point M, the routed experts' grouped
+GEMM top η, HBM streaming η, attention η, fixed seconds per step, host seconds per kernel of an eager step —
+minimising the mean |log(predicted / published)| over every H100 cell, dense and MoE; nothing per model, per
+cell or per GPU. Leave-one-model-out: refit without each model, score that model's cells.
 Also printed: the same cells on H200 and B200 from their datasheets with the same constants (no ground truth
 here), NVIDIA aiconfigurator's predictions where benchmarks/data/aiconfigurator_0.12.csv holds them, and the
 time per ironlaw prediction.
@@ -37,15 +40,16 @@ SPECS = {"llama3.1-8b": ("llama3.1-8b", "llama3-8b"),
          "qwen3-235b-a22b": ("qwen3-235b-a22b",), "llama4-maverick": ("llama4-maverick",),
          "llama4-scout": ("llama4-scout",)}
 MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout")
-# scored, never fitted: the MoE rows (attention DP + EP). Their errors run from −25% (prefill-heavy) to +125%
-# (decode-heavy) with the dense rows' constants, a pattern no shared speed constant fixes (the per-rank batch the
-# engine really settles at under attention DP is the suspect; docs/accuracy.md); fitting them in would bend the
-# constants of the dense rows to an effect the model lacks
-NOT_FITTED = MOE
+# the KV cache dtype TensorRT-LLM takes from each checkpoint's hf_quant_config.json (kv_cache_quant_algo; trtllm-bench
+# leaves kv_cache_config.dtype at "auto"): FP8 for the Llama 4 FP8 checkpoints (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for them: tests/integration/defs/accuracy/test_llm_api_pytorch.py); FP8 for the others
+# as ModelOpt's FP8 recipe writes it (for Qwen3-235B-A22B a bf16 cache would halve the batch: −20…−40% on its cells)
+KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
-NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s")
+NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta")
 BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
-          "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05)}
+          "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
+          "expert_gemm_eta": (0.05, 1.0)}
 
 
 def spec_for(model: str) -> str | None:
@@ -67,6 +71,7 @@ def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw import serving_throughput as st
     moe = cell["model"] in MOE
     return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype="fp8",
+                             kv_dtype=KV_DTYPE[cell["model"]],
                              ep=cell["tp"] if moe else 1, attention_dp=moe, kv_fraction=KV_FRACTION,
                              constants=constants or st.FITTED)
 
@@ -80,7 +85,7 @@ class CellTerms:
         from ironlaw import efficiency, law
         from ironlaw.gemmshape import gemm_dims
         from ironlaw.graph import KINDS
-        from ironlaw.serving_step import ServingConstants, engine_hw
+        from ironlaw.serving_step import GROUPED_GEMM, ServingConstants, engine_hw
         neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral")
         self.cell, self.requests, self.output = cell, est.requests, est.output
         self.parts = []
@@ -95,17 +100,19 @@ class CellTerms:
                 n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
                                                                                      z.compute_s - mat, 0.0),
-                lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul", attention=kinds == "attention",
-                m=gemm_dims(z.cols)[0]))
+                lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul",
+                attention=kinds == "attention", grouped=np.array(z.cols.kernels, dtype=object) == GROUPED_GEMM,
+                m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0))
 
     def time(self, c: dict) -> float:
         total = 0.0
         for p in self.parts:
-            eta = np.where(p["matmul"], c["gemm_eta"] * p["m"] / (p["m"] + c["gemm_m_half"]),
+            top = np.where(p["grouped"], c.get("expert_gemm_eta") or c["gemm_eta"], c["gemm_eta"])
+            eta = np.where(p["matmul"], top * p["m"] / (p["m"] + c["gemm_m_half"]),
                            np.where(p["attention"], c["attention_eta"], 1.0))
             op = np.maximum(p["read"] / c["memory_eta"], p["comp"] / eta + p["vec"]) + \
                 p["written"] / c["memory_eta"] + p["lat"] + p["net"]
-            total += p["n"] * (float(np.sum(op * p["count"])) + c["step_s"])
+            total += p["n"] * (max(float(np.sum(op * p["count"])), p["launches"] * c["launch_s"]) + c["step_s"])
         return total
 
     def tokens_per_s(self, c: dict) -> float:
@@ -131,40 +138,13 @@ def _from_x(x: np.ndarray) -> dict:
     return out
 
 
-def nelder_mead(f, x0: np.ndarray, iters: int = 600, step: float = 0.5) -> np.ndarray:
-    pts = [x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))]
-    vals = [f(p) for p in pts]
-    for _ in range(iters):
-        order = np.argsort(vals)
-        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
-        centroid = np.mean(pts[:-1], axis=0)
-        refl = centroid + (centroid - pts[-1])
-        fr = f(refl)
-        if fr < vals[0]:
-            exp = centroid + 2.0 * (centroid - pts[-1])
-            fe = f(exp)
-            pts[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = refl, fr
-        else:
-            con = centroid + 0.5 * (pts[-1] - centroid)
-            fc = f(con)
-            if fc < vals[-1]:
-                pts[-1], vals[-1] = con, fc
-            else:
-                pts = [pts[0] + 0.5 * (p - pts[0]) for p in pts]
-                vals = [f(p) for p in pts]
-    return pts[int(np.argmin(vals))]
-
-
 def fit(terms: list[CellTerms], start: dict) -> dict:
+    from ironlaw.fitcore import minimize
+
     def loss(x):
         c = _from_x(x)
         return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
-    x = _to_x(start)
-    for _ in range(3):                       # restarts from the best point (Nelder-Mead stalls on kinks)
-        x = nelder_mead(loss, x)
-    return _from_x(x)
+    return _from_x(minimize(loss, _to_x(start), rounds=4, iters=600))
 
 
 # ---------------------------------------------------------------------- report
@@ -248,16 +228,14 @@ def main() -> int:
         t.est = est
         terms.append(t)
     const = {k: getattr(st.FITTED, k) for k in NAMES}
-    fitted = [t for t in terms if t.cell["model"] not in NOT_FITTED]
     if args.fit:
-        const = fit(fitted, const)
+        const = fit(terms, const)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
     errs = score(terms, const)
     models = sorted({c["model"] for c in table})
     lomo_err, lomo_pred = {}, {}
     for m in models:
-        rest = [t for t in fitted if t.cell["model"] != m]
-        cm = const if m in NOT_FITTED else fit(rest, const)          # never fitted: already left out
+        cm = fit([t for t in terms if t.cell["model"] != m], const)
         for t in terms:
             if t.cell["model"] == m:
                 key = (m, t.cell["isl"], t.cell["osl"])
@@ -282,20 +260,17 @@ def main() -> int:
         print(_line((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
                      f"{e:+.1f}%", f"{lomo_err[key]:+.1f}%", t.est.batch, t.est.batch_limit, *other), w))
     med, p90, mx = stats(errs)
-    fit_errs = [e for t, e in zip(terms, errs) if t.cell["model"] not in NOT_FITTED]
-    fm, fp, fx = stats(fit_errs)
-    lomo_fit = [e for (m, _, _), e in lomo_err.items() if m not in NOT_FITTED]
-    lm, lp, lx = stats(lomo_fit)
     am, ap, ax = stats(list(lomo_err.values()))
-    print(f"\nall H100 cells: {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
-    print(f"fitted cells (all but {', '.join(NOT_FITTED)}): {len(fit_errs)}; |error| median {fm:.1f}%  "
-          f"p90 {fp:.1f}%  max {fx:.1f}%")
-    print(f"leave-one-model-out, fitted models: |error| median {lm:.1f}%  p90 {lp:.1f}%  max {lx:.1f}%")
-    print(f"leave-one-model-out, all cells (MoE never fitted): |error| median {am:.1f}%  p90 {ap:.1f}%  "
-          f"max {ax:.1f}%")
+    print(f"\nall H100 cells (all fitted): {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    for group, names in (("dense", [m for m in models if m not in MOE]), ("MoE", [m for m in models if m in MOE])):
+        ge = stats([e for t, e in zip(terms, errs) if t.cell["model"] in names])
+        print(f"  {group:<5} cells: |error| median {ge[0]:.1f}%  p90 {ge[1]:.1f}%  max {ge[2]:.1f}%")
+    print(f"leave-one-model-out, all cells: |error| median {am:.1f}%  p90 {ap:.1f}%  max {ax:.1f}%")
     for m in models:
         e = [x for (mm, _, _), x in lomo_err.items() if mm == m]
-        print(f"  {m:<16} LOMO median {stats(e)[0]:.1f}%  max {stats(e)[2]:.1f}%")
+        f = [x for t, x in zip(terms, errs) if t.cell["model"] == m]
+        print(f"  {m:<16} fit median {stats(f)[0]:.1f}%  max {stats(f)[2]:.1f}%   LOMO median {stats(e)[0]:.1f}%  "
+              f"max {stats(e)[2]:.1f}%")
     print(f"ironlaw: {statistics.median(walls) * 1e3:.0f} ms per prediction (median over {len(walls)} cells, "
           f"max {max(walls) * 1e3:.0f} ms)")
     print_peers(table, ours, lomo_pred)

@@ -191,11 +191,16 @@ def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
 
 
 def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
-    """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones."""
+    """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones; a kernel
+    entry with ``eta_max`` is a GEMM shape table of its own (a grouped GEMM's η follows its M per group)."""
     for table, attr in ((cal.kernel, "kernels"), (cal.op, "names")):
         if table:
             names = _names(cols, attr)
             for name, p in table.items():
                 if field in p and name:
                     out[names == name] = p[field]
+                elif field == "compute" and "eta_max" in p and name and (names == name).any():
+                    r = names == name
+                    m, n, k = gemm_dims(cols)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r])
     return out

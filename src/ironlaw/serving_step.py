@@ -13,7 +13,8 @@ in ``dtype`` (fp8, fp4), the token embedding and the LM head in bf16 (hf_quant_c
 ["lm_head"]; embeddings are not quantized), the activations between kernels and the TP all-reduce in bf16.
 The engine's constants (``ServingConstants``) become the device's calibration for the law: a GEMM's η follows
 its M (``gemmshape.gemm_eta``), attention its own η, every byte the HBM streaming η; no per-op launch cost
-(CUDA graphs for decode steps; a mixed step's kernels outlast their launches, queued ahead by the host).
+inside the law. A decode-only step replays a CUDA graph; a step that carries prompt tokens runs eagerly, the
+host launching its kernels one by one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .errors import IronlawError
 from .graph import Graph, dtype_bytes
 
 HEAD_OPS = ("lm_head", "final_norm")
+GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 HALF = "bf16"
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
@@ -36,13 +38,17 @@ class ServingConstants:
     attention_eta: float       # fraction of the matrix peak FlashAttention-style kernels reach
     step_s: float              # fixed runtime cost per engine step (scheduler, sampler, host), seconds
     source: str
+    expert_gemm_eta: float | None = None  # top fraction of the matrix peak the routed experts' grouped GEMM
+                                          # reaches (None: as gemm_eta); its M is the rows per expert
     reserve_bytes: float = 0.0  # runtime memory per GPU beside weights, workspace and KV (CUDA context and
                                 # graph pools, communication buffers): not free for the KV cache
+    launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
 
     def calibration(self, dtypes) -> dict:
         gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
+        grouped = dict(gemm, eta_max=self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta)
         return {"source": self.source, "fitted": ("TensorRT-LLM perf-overview.md H100 cells",),
-                "matmul": {dt: dict(gemm) for dt in dtypes},
+                "matmul": {dt: dict(gemm) for dt in dtypes}, "kernel": {GROUPED_GEMM: grouped},
                 "compute": {"attention": self.attention_eta},
                 "memory": {"streamed": self.memory_eta, "produced": self.memory_eta},
                 "latency_s": {"default": 0.0}}
@@ -93,6 +99,15 @@ def modelopt(op, dtype: str):
     return o
 
 
+def grouped(op):
+    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``GROUPED_GEMM``)."""
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+        return op
+    o = copy.copy(op)
+    o.attrs = {**op.attrs, "kernel": GROUPED_GEMM}
+    return o
+
+
 def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
     """Extra bytes of a ModelOpt checkpoint's bf16 embedding and LM head over ``dtype``."""
     by = dtype_bytes(dtype)
@@ -123,11 +138,21 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    ops = [modelopt(op, dtype) for op in ops]
+    ops = [grouped(modelopt(op, dtype)) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
                  footprint=dict(tok.footprint), meta=meta)
+
+
+def launches(g: Graph) -> int:
+    """Kernels one step of ``g`` launches: every op once per layer it runs in."""
+    return int(sum(op.count for op in g.ops))
+
+
+def host_floor_s(g: Graph, constants: ServingConstants, eager: bool) -> float:
+    """The least time an eager step takes: the host launches its kernels one after another."""
+    return launches(g) * constants.launch_s if eager else 0.0
 
 
 def half_collectives(g: Graph) -> Graph:

@@ -13,13 +13,18 @@ KV cache and batch are ``serving_engine``'s; one step is ``serving_step``'s grap
                                      the others decode only, as one CUDA graph padded to the next captured
                                      batch size (the published runs' cuda_graph_config: 1, 2, 4 … 256, 384,
                                      512, 1024 … 8192, enable_padding). With attention data parallelism
-                                     the dp ranks run each step together (the experts' all-to-all), each
-                                     admitting its own prompts: a step carries a prompt on SOME rank with
-                                     probability 1 − (1 − r·n_ctx)^dp, and then takes the mixed step's time
-                   t_step = law(step graph) + step_s (the fixed runtime cost per step).
-    drain          the queue empties with B requests in flight, half done on average; they finish over
-                   pp·S steps while the batch shrinks (a step at B/2 on average):
-                       time = (N/dp − pp·B/2)/r · t(B) + pp·S · t(B/2)
+                                     the dp ranks run each step together (the experts' collectives) and
+                                     admit their prompts in the same steps: identical requests, queued at
+                                     once and shared out evenly, finish on every rank in the same step and
+                                     free the same room, so a mixed step carries a chunk on every rank
+                   t_step = law(step graph) + step_s (the fixed runtime cost per step); a step with prompt
+                   tokens runs eagerly (TensorRT-LLM replays CUDA graphs for decode-only steps; under
+                   attention DP only when every rank is decode-only: model_engine._maybe_get_cuda_graph)
+                   and lasts at least launches · launch_s, the host launching its kernels one by one.
+    waves          identical requests queued at once run in waves: the first pp·B start together, finish
+                   together, and free their room for the next pp·B; each rank's n = ⌈N/dp⌉ requests make
+                   ⌊n/(pp·B)⌋ full waves of pp·B/r steps at batch B, and the rest b = n mod pp·B one more wave
+                   at batch b/pp:  time = ⌊n/(pp·B)⌋ · pp·B/r · t(B) + b/r_b · t(b/pp)
     parallelism    --tp N: tensor parallel (``parallel.shard_inference``); --pp N: N stages of layers/N, N
                    micro-batches in flight (a step is one stage's work on one micro-batch, plus the
                    stage-to-stage send); --attention-dp with --ep (MoE): every rank runs attention on its own
@@ -35,14 +40,16 @@ from dataclasses import dataclass, field
 from . import serving_engine as eng
 from .errors import IronlawError
 from .graph import dtype_bytes
-from .serving_step import ServingConstants, engine_hw, half_collectives, step_graph, unquantized_weight_bytes
+from .serving_step import (ServingConstants, engine_hw, half_collectives, host_floor_s, launches, step_graph,
+                           unquantized_weight_bytes)
 
-# fitted by benchmarks/trtllm_h100.py --fit to the H100 cells of TensorRT-LLM perf-overview.md (the 30 dense Llama
-# cells; the MoE cells are scored, not fitted): mean |log(predicted/published)| minimised over all of them at once
-FITTED = ServingConstants(gemm_eta=0.6881, gemm_m_half=173.6, memory_eta=0.9406, attention_eta=0.3226,
-                          step_s=1.812e-4,
+# fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
+# mean |log(predicted/published)| minimised over all of them at once
+FITTED = ServingConstants(gemm_eta=0.6861, gemm_m_half=171.8, memory_eta=0.9565, attention_eta=0.3166,
+                          step_s=5.543e-4, launch_s=5.935e-5, expert_gemm_eta=0.1912,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
-                                 "perf-overview.md (dense Llama 3.1 8B, 3.3 70B, 3.1 405B; FP8)")
+                                 "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
+                                 "Maverick and Scout; FP8)")
 CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 MAX_TOKENS = 1 << 22
 
@@ -221,7 +228,9 @@ def _stage(g, lay: Layout):
 
 
 def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pad: bool):
-    """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens."""
+    """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens.
+    A padded (decode-only) step replays a CUDA graph; any other runs eagerly and lasts at least the host's
+    launches of its kernels (``serving_step.host_floor_s``)."""
     from . import law, parallel
     gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
@@ -234,10 +243,12 @@ def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pa
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
     g = _stage(half_collectives(g), run.lay)
+    g.meta.update(eager=not pad, launches=launches(g))
     est = law.predict(g, run.law_hw)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
-    return float(est.time_s) + run.constants.step_s, est
+    floor = host_floor_s(g, run.constants, not pad)
+    return max(float(est.time_s), floor) + run.constants.step_s, est
 
 
 def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
@@ -246,11 +257,12 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
     S = n_ctx + run.output - 1
     r = min(batch / S, max_num_tokens / (run.prompt + run.output - 1))
     d = int(round(r * (run.output - 1)))
-    if r * n_ctx >= 1.0:
+    q = r * n_ctx
+    if q >= 1.0:
         mixed_share = 1.0
         parts = [(1.0, step_time(run, d, r * run.prompt, r, pad=False))]
-    else:                                # attention ranks step together: a step waits for any rank's prompt
-        mixed_share = 1.0 - (1.0 - r * n_ctx) ** run.lay.dp
+    else:                                # attention DP: the ranks admit their prompts in the same steps
+        mixed_share = q
         parts = [(mixed_share, step_time(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
                  (1.0 - mixed_share, step_time(run, max(d, 1), 0.0, 0.0, pad=True))]
     t = sum(share * ts for share, (ts, _) in parts)
@@ -258,6 +270,24 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
             "prompt_tokens_per_step": r * run.prompt, "mixed_step_share": mixed_share, "step_s": t,
             "output_tokens_per_step": r * run.output,
             "_parts": [(share, est) for share, (_, est) in parts]}
+
+
+def waves(run: _Run, full: dict, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
+    """(seconds, [(steps, Estimate)]) for one rank's ``requests`` run in waves of pp·``batch`` (module
+    docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts."""
+    pp = run.lay.pp
+    n_full, rest = divmod(requests, pp * batch)
+    full_steps = n_full * pp * batch / full["requests_per_step"]
+    parts = [(full_steps * w, e) for w, e in full.pop("_parts")]
+    total = full_steps * full["step_s"]
+    tail_steps = 0.0
+    if rest:
+        tail = steady(run, max(math.ceil(rest / pp), 1), max_num_tokens)
+        tail_steps = rest / tail["requests_per_step"]
+        parts += [(tail_steps * w, e) for w, e in tail.pop("_parts")]
+        total += tail_steps * tail["step_s"]
+    full.update(waves=n_full, wave_steps=full_steps, tail_requests=rest, tail_steps=tail_steps)
+    return total, parts
 
 
 # ---------------------------------------------------------------------- the estimate
@@ -313,13 +343,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     full = steady(run, per_engine, limits.max_num_tokens)
     if full["requests_per_step"] * full["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
-    half = steady(run, max(per_engine // 2, 1), limits.max_num_tokens)
-    r, S = full["requests_per_step"], full["steps_per_request"]
-    steady_steps = max(n / lay.dp - lay.pp * per_engine / 2.0, 0.0) / r
-    total = steady_steps * full["step_s"] + lay.pp * S * half["step_s"]
-    steps = [(steady_steps * w, e) for w, e in full.pop("_parts")] + \
-        [(lay.pp * S * w, e) for w, e in half.pop("_parts")]
-    full.update(drain_steps=lay.pp * S, drain_step_s=half["step_s"], steady_steps=steady_steps)
+    total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full, steps, constants,
                               _time.perf_counter() - t0)
