@@ -6,7 +6,7 @@ precision on the h100 catalog entry, and place the published layout (its TP, PP,
 FSDP; sequence parallelism whenever TP > 1, the distributed optimizer (ZeRO-1) unless FSDP, no recomputation —
 the recipes' settings, tests/nemo_ref.py) in the ranking: found when it is in the top 5 or within 5% of the
 best predicted tokens/s per GPU. The search's settings are the recipes' (train.SETTINGS): TP communication
-overlap with sequence parallelism, overlapped stage sends when interleaved, fp32 gradient reduction.
+overlap with sequence parallelism, overlapped stage sends when interleaved, bf16 gradient reduction.
 Run: python benchmarks/nemo_recipes.py [--rows N]
 """
 from __future__ import annotations

@@ -584,7 +584,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     mbi = mbi.reshape(-1)
     g = _graph(ctx, mbs)
     meta, by = g.meta, dtype_bytes(g.dtype)
-    grad_fp32 = bool(ctx.setting("grad_fp32", True))
+    grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
     mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
     need = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]

@@ -18,7 +18,7 @@ AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the sam
 MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints that would sit in cache)
 
 
-SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": True, "expert_imbalance": 1.0}
+SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0}
 
 
 def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
@@ -129,7 +129,8 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
 
     ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
     wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
-    reduced in fp32, and the experts' load imbalance (1: balanced)."""
+    kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), and the experts' load imbalance (1:
+    balanced)."""
     from .. import hardware, parallel
     from ..network.topology import check_count, nodes_for
     from . import SearchResult
