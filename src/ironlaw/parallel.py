@@ -45,13 +45,15 @@ from .precision import in_layers
 RECOMPUTE = ("none", "selective", "full")
 COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
 ROW = {"attn_post_proj", "mlp_down_proj"}                     # input split, output full (then all-reduced)
-SPLIT = {"attn_rope", "attention", "mlp_act", "cross_entropy", "embedding"}   # every byte and FLOP split
+SPLIT = {"attn_rope", "attention", "attention_cp_merge", "mlp_act", "cross_entropy",
+         "embedding"}                                         # every byte and FLOP split
 REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "mlp_layernorm", "final_norm",
               "embedding_layernorm", "attn_residual_add", "mlp_residual_add", "moe_router", "moe_topk",
               "moe_permute", "moe_combine", "pooler_dense", "pooler_tanh",
               "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
 FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
+CP_MERGE_BYTES = {"fwd": (10.0, 12.0), "bwd": (10.0, 6.0)}    # (per ring step, once) per output element: cp_merge
 MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
 
 
@@ -561,7 +563,8 @@ def cp_shard(g: Graph, cp: int) -> Graph:
     """The per-device graph under context parallelism ``cp``: each rank holds seq/cp tokens of every sequence
     (two chunks of 2·cp, the load-balanced causal split), so every per-token op does 1/cp of the work and
     attention computes 1/cp of the causal pairs (its queries against every key, K and V passed around the ring:
-    ``cp_ring_exposed``). Weights and their gradients stay whole on every rank."""
+    ``cp_ring_exposed``), each attention followed by the merge of its ring steps' partial results
+    (``cp_merge``). Weights and their gradients stay whole on every rank."""
     if cp == 1:
         return g
     ops = []
@@ -573,9 +576,33 @@ def cp_shard(g: Graph, cp: int) -> Graph:
         new.flops, new.vector_flops, new.bytes_written = op.flops / cp, op.vector_flops / cp, op.bytes_written / cp
         new.bytes = {k: (v if k in ("weights", "gradients") else v / cp) for k, v in op.bytes.items()}
         ops.append(new)
+        if op.kind == "attention":
+            ops.append(cp_merge(new, cp, g.meta))
     meta = dict(g.meta, tokens=g.meta["tokens"] / cp, cp=cp)
     return Graph(f"{g.name} [cp {cp}]", g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=meta,
                  uncounted_ops=dict(g.uncounted_ops))
+
+
+def cp_merge(att: Op, cp: int, meta: dict) -> Op:
+    """The merge of an attention's ``cp`` ring steps on a rank of t = tokens/cp tokens (Transformer Engine's
+    AttnFuncWithCPAndKVP2P, cp_comm_type "p2p"): each step's attention writes a partial output [t, q_dim] in
+    bf16 and its softmax statistics; the forward rescales and adds steps 2…cp into an fp32 output (read the
+    step's 2 bytes, read and write the running 4-byte sum: 10 bytes per element and step) after the first step's
+    init and before the cast back to bf16 (6 + 6 bytes once); the backward adds each step's dQ into an fp32 dQ
+    (10 bytes per element and step, 6 for the final cast) and each step's dK, dV into the bf16 buffer that
+    travels the ring with K and V (6 bytes per element of [t, 2·kv_dim] and step). Memory-bound kernels that
+    run after their attention kernels, not under them."""
+    bwd = att.name.endswith(".backward")
+    tokens = np.asarray(meta["tokens"], dtype=float) / cp
+    q = tokens * meta["heads"] * meta["head_dim"]
+    kv = tokens * 2 * meta.get("kv_heads", meta["heads"]) * meta["head_dim"]
+    step, once = CP_MERGE_BYTES["bwd" if bwd else "fwd"]
+    nbytes = (step * (cp if bwd else cp - 1) + once) * q + (6.0 * cp * kv if bwd else 0.0)
+    base = _base(att.name)
+    return Op("attention_cp_merge" + att.name[len(base):], "elementwise", flops=2.0 * cp * q,
+              bytes={"activations": nbytes}, dtype=att.dtype, count=att.count, module=att.module,
+              shapes=f"{cp} ring steps merged", bytes_written=nbytes * 0.4,
+              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True})
 
 
 def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> tuple[float, float]:

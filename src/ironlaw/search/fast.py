@@ -107,7 +107,8 @@ def _recompute_keep(sg: Graph) -> dict:
     end = next(i for i in range(first, len(names)) if names[i].endswith(".backward"))
     block = np.zeros(len(names), dtype=bool)
     block[first:end] = True
-    attn = np.array([op.kind == "attention" and op.name.endswith(".recompute") for op in sg.ops])
+    attn = np.array([(op.kind == "attention" or bool(op.attrs.get("cp_merge"))) and op.name.endswith(".recompute")
+                     for op in sg.ops])
     return {"none": ~block, "selective": ~block | (block & attn), "full": every}
 
 
