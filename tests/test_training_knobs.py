@@ -51,6 +51,29 @@ def test_context_parallel_ring_by_hand():
     assert st.breakdown["cp_ring_s"] == pytest.approx(32 * 3 * float(a + b), rel=1e-9)
 
 
+def test_context_parallel_merge_by_hand():
+    """Llama-3-8B, seq 8192, cp 2, tp 2: a rank holds 4096 tokens; its attention output is 4096 × 32 heads ×
+    128 elements before TP (8192 per token), 2·8 × 128 K and V elements per token. Transformer Engine's P2P
+    ring (context_parallel.py, AttnFuncWithCPAndKVP2P) merges step 2's bf16 partial output into an fp32 output
+    (2 + 4 + 4 bytes per element) after step 1's init and before the cast back (6 + 6); the backward adds
+    both steps' dQ into fp32 (10 bytes each, 6 for the cast) and their dK, dV into the bf16 ring buffer (6
+    each). Per layer and TP rank: forward 22, backward 26 bytes per output element, + 12 per K/V element."""
+    g = _train()
+    sg = parallel.tp_shard(parallel.cp_shard(g, 2), 2, True, (2, 1))
+    merge = {op.name: op for op in sg.ops if op.name.startswith("attention_cp_merge")}
+    assert set(merge) == {"attention_cp_merge", "attention_cp_merge.backward"}
+    q, kv = 4096 * 4096, 4096 * 2048
+    assert merge["attention_cp_merge"].bytes["activations"] == pytest.approx((10 + 12) * q / 2)
+    assert merge["attention_cp_merge.backward"].bytes["activations"] == pytest.approx((10 * 2 + 6) * q / 2
+                                                                                      + 6 * 2 * kv / 2)
+    assert all(op.count == 32 for op in merge.values())
+    assert not any(op.name.startswith("attention_cp_merge") for op in parallel.cp_shard(g, 1).ops)
+    # they cost what their bytes take at the device's memory bandwidth, after their attention
+    st = _step(g, gpus=16, tp=2, cp=2, sequence_parallel=True, global_batch=8)
+    rows = [r for r in st.per_microbatch.rows() if r["name"].startswith("attention_cp_merge")]
+    assert len(rows) == 2 and all(r["bound"] == "bandwidth" and r["time_s"] > 0 for r in rows)
+
+
 def test_fsdp_memory_is_params_over_dp_and_its_comm_overlaps():
     g = _train()
     n = g.meta["params"]
