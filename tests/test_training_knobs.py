@@ -199,6 +199,27 @@ def test_tp_comm_overlap_hides_collectives_under_the_gemms():
         parallel.make_plan(dict(gpus=8, tp=8, tp_comm_overlap=True), g)
 
 
+def test_sequence_parallel_collectives_and_what_each_overlaps():
+    """With sequence parallelism a layer runs a reduce-scatter and an all-gather per sublayer forward and, in the
+    backward, also re-gathers each column GEMM's input for its weight gradient (Megatron-LM's
+    LinearWithGradAccumulationAndAsyncCommunication): 10 collectives per layer. Each hides only under the GEMM
+    share it runs beside (parallel.TP_OVERLAP): the forward all-gather under the next column GEMM, the
+    reduce-scatter under its row GEMM, a backward one under a dgrad or wgrad half."""
+    g = _train(seq=4096)
+    sg = parallel.tp_shard(g, 8, True, (8, 1))
+    tp = [op.name for op in sg.ops if op.module == "tp"]
+    assert len(tp) == 10 and all(n.split(".", 1)[1] in parallel.TP_OVERLAP for n in tp)
+    assert sum(".wgrad." in n for n in tp) == 2
+    rows = [{"name": "tp.reducescatter.fwd.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
+            {"name": "attn_post_proj", "kind": "matmul", "module": "attn", "time_s": 2.0},
+            {"name": "attn_pre_proj", "kind": "matmul", "module": "attn", "time_s": 5.0},
+            {"name": "tp.allgather.wgrad.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
+            {"name": "attn_pre_proj.backward", "kind": "matmul", "module": "attn", "time_s": 4.0}]
+    # 3 s of reduce-scatter beside the 2 s row GEMM (not the 5 s column GEMM): 2 hidden; the re-gather beside
+    # the dgrad half (2 s) of the column GEMM's backward: 2 hidden
+    assert parallel.tp_overlap_hidden_s(rows) == pytest.approx(4.0)
+
+
 def test_overlapped_stage_sends_leave_the_warm_up_and_cool_down():
     g, hw = _train("llama3-70b", seq=4096), hardware.get("h100")
     base = dict(gpus=64, tp=8, pp=8, interleave=5, sequence_parallel=True, global_batch=16, zero=1)

@@ -6,8 +6,9 @@ knobs).
                 --expert-imbalance; gpus = tp × pp × cp × dp
     tp_shard    Graph → per-device Graph: matmul/attention ops split over the TP group (column- and
                 row-parallel linears, heads), norms and residual adds replicated (split with sequence
-                parallelism), TP collectives inserted where Megatron puts them (2 per layer forward,
-                2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism); expert
+                parallelism), TP collectives inserted where Megatron puts them (an all-reduce per sublayer
+                and pass; with sequence parallelism a reduce-scatter and an all-gather, and in the backward
+                the re-gather of the column GEMM's input for its weight gradient); expert
                 all-to-all dispatch and combine around the experts (token-dropless, balanced unless
                 --expert-imbalance: ``expert_load``)
     cp_shard    Graph → per-device Graph under context parallelism: seq/cp tokens per rank; the K/V ring
@@ -295,6 +296,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if sp:
                 ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, n, g.dtype, "tp"))
                 ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, n, g.dtype, "tp"))
+                if bwd:                       # the column GEMM's input gathered again for its weight gradient
+                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, n, g.dtype,
+                                     "tp"))
             else:
                 ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, n, g.dtype, "tp"))
         if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
@@ -629,22 +633,36 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     return total, exposed
 
 
+# each TP collective of sequence parallelism and the GEMM share it runs beside under Transformer Engine's
+# userbuffers overlap (Megatron-Bridge comm_overlap.py: qkv_fprop, proj_fprop, fc1_fprop, fc2_fprop; in the
+# backward proj_dgrad, fc2_dgrad ring exchanges and the bulk qkv_dgrad/qkv_wgrad, fc1_dgrad/fc1_wgrad pairs):
+# (GEMM op, its backward, share of its time: a backward op is its dgrad and wgrad halves). tp_shard names a
+# forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's input) after it,
+# a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the sublayer below and the
+# re-gather of its input for the weight gradient after its column GEMM.
+TP_OVERLAP = {"reducescatter.fwd.attn": ("attn_post_proj", False, 1.0), "allgather.fwd.attn": ("mlp_up_proj", False, 1.0),
+              "reducescatter.fwd.mlp": ("mlp_down_proj", False, 1.0), "allgather.fwd.mlp": ("attn_pre_proj", False, 1.0),
+              "reducescatter.bwd.mlp": ("mlp_up_proj", True, 0.5), "allgather.wgrad.mlp": ("mlp_up_proj", True, 0.5),
+              "allgather.bwd.mlp": ("attn_post_proj", True, 0.5),
+              "reducescatter.bwd.attn": ("attn_pre_proj", True, 0.5), "allgather.wgrad.attn": ("attn_pre_proj", True, 0.5),
+              "allgather.bwd.attn": ("mlp_down_proj", True, 0.5)}
+
+
 def tp_overlap_hidden_s(rows: list[dict]) -> float:
     """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
-    (Transformer Engine's userbuffers: the all-gather before a column-parallel GEMM and the reduce-scatter after
-    a row-parallel one, chunked and pipelined with it): per sublayer and pass, the collectives' time up to the
-    time of the sublayer's two GEMMs."""
+    (Transformer Engine's userbuffers, chunked and pipelined with the GEMM): each collective up to the time
+    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest."""
     comm: dict[str, float] = {}
-    gemm: dict[str, float] = {}
+    gemm: dict[tuple, float] = {}
     for r in rows:
         base, bwd = _base(r["name"]), r["name"].endswith(".backward")
         if r["kind"] == "collective" and r["module"] == "tp":
-            key = r["name"].split(".", 2)[2]                       # fwd.attn | bwd.mlp …
+            key = r["name"].split(".", 1)[1]                       # reducescatter.fwd.attn …
             comm[key] = comm.get(key, 0.0) + r["time_s"]
         elif (base in COLUMN or base in ROW) and base != "lm_head":
-            key = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
-            gemm[key] = gemm.get(key, 0.0) + r["time_s"]
-    return sum(min(t, gemm.get(k, 0.0)) for k, t in comm.items())
+            gemm[(base, bwd)] = gemm.get((base, bwd), 0.0) + r["time_s"]
+    return sum(min(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
+               if k in TP_OVERLAP)
 
 
 def expert_load(sg: Graph, plan: Plan) -> Graph:

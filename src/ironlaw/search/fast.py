@@ -244,12 +244,14 @@ def _sums(ops, t, count, layer, share) -> dict:
             continue
         base = parallel._base(op.name)
         if op.kind == "collective" and op.module == "tp":
-            k = op.name.split(".", 2)[2]
+            k = op.name.split(".", 1)[1]
             comm[k] = comm.get(k, 0.0) + tl[i]
         elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
-            k = f"{'bwd' if op.name.endswith('.backward') else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
+            k = (base, op.name.endswith(".backward"))
             gemm[k] = gemm.get(k, 0.0) + tl[i]
-    hid = sum((np.minimum(v, gemm.get(k, 0.0)) for k, v in comm.items()), np.zeros(t.shape[1]))
+    pair = parallel.TP_OVERLAP
+    hid = sum((np.minimum(v, pair[k][2] * gemm.get(pair[k][:2], 0.0)) for k, v in comm.items() if k in pair),
+              np.zeros(t.shape[1]))
     return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
             "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid}
 
