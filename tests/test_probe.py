@@ -302,7 +302,7 @@ def test_cli_json_is_quiet_and_saves(monkeypatch, home, capsys):
     from ironlaw.cli import main
     monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe())
     with pytest.raises(SystemExit) as e:
-        main(["probe", "--quick", "--format", "json"]) or sys.exit(0)
+        main(["probe", "--quick", "--no-references", "--format", "json"]) or sys.exit(0)
     assert e.value.code in (0, None)
     out = json.loads(capsys.readouterr().out)                # stdout is one JSON document: no progress bar
     assert Path(out["path"]).exists() and Path(out["path"]).parent == home
@@ -531,3 +531,22 @@ def test_attention_rows_carry_what_the_capture_records():
     profile.check_probe(probe, "probe")
     with pytest.raises(IronlawError, match=r"probe\.attention\[1\]\.causal: expected bool"):
         profile.check_probe({**probe, "attention": [rows[0], {**rows[1], "causal": "yes"}]}, "probe")
+
+
+def test_a_dtype_without_a_fast_path_runs_only_its_small_shapes(monkeypatch):
+    """bf16 at 1% of fp32's rate (an EPYC without AVX-512: 1.1 against 113 GFLOP/s) skips its shapes above
+    256³, which at that rate take seconds each; fp64 at half of fp32's rate runs them all."""
+    from ironlaw.probe import gemm
+    rates = {"fp32": 113e9, "bf16": 1.1e9, "fp64": 55e9}
+
+    def fake(dtype, m, n, k, budget, device="cpu", layout="kn"):
+        return {"dtype": dtype, "m": m, "n": n, "k": k, "flops_per_s": rates[dtype]}
+    monkeypatch.setattr(gemm, "measure", fake)
+    gate = gemm.FastPathGate()
+    ran = {dt: [s for s in gemm.shapes(dt, quick=False) if gate.measure(dt, *s, budget=None) is not None]
+           for dt in ("fp32", "bf16", "fp64")}
+    assert len(ran["fp32"]) == len(gemm.GRID["fp32"]) and len(ran["fp64"]) == len(gemm.GRID["fp64"])
+    assert ran["bf16"] and all(2.0 * m * n * k <= gemm.GATE_MAX_FLOPS for m, n, k in ran["bf16"])
+    assert len(ran["bf16"]) < len(gemm.GRID["bf16"])
+    assert gate.measure_cold("bf16", 1, 4096, 1024, None, None) is None
+    assert gemm.shapes("bf16", quick=True)[0] == (128, 128, 128)      # the gate decides on the smallest first

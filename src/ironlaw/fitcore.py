@@ -198,8 +198,9 @@ def round4(x):
     return float(f"{x:.4g}")
 
 
-def minimize(f, x0, rounds: int = 2, iters: int = 300) -> np.ndarray:
-    """Nelder–Mead with restarts (no scipy needed); small problems, a few parameters."""
+def minimize(f, x0, rounds: int = 2, iters: int = 300, rtol: float = 1e-5) -> np.ndarray:
+    """Nelder–Mead with restarts (no scipy needed); small problems, a few parameters. A round stops when the
+    simplex's losses agree within ``rtol`` of the best (or within 1e-10: a noiseless fit down to zero loss)."""
     x = np.asarray(x0, float)
     for _ in range(rounds):
         n = len(x)
@@ -208,7 +209,7 @@ def minimize(f, x0, rounds: int = 2, iters: int = 300) -> np.ndarray:
         for _ in range(iters):
             order = np.argsort(vals)
             simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
-            if abs(vals[-1] - vals[0]) < 1e-10:
+            if abs(vals[-1] - vals[0]) <= rtol * abs(vals[0]) + 1e-10:
                 break
             simplex, vals = _step(f, simplex, vals)
         x = simplex[int(np.argmin(vals))]

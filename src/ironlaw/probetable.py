@@ -26,6 +26,22 @@ _OPTIONAL = {"gemm": ("threads", "weights", "layout"), "conv": ("threads", "grou
              "attention": ("kv_bytes", "threads", "inputs")}
 
 
+def _check_references(refs: object, where: str) -> None:
+    """[probe.references]: the built-in reference runs fitted, those that failed (run, error), the wall time."""
+    if not isinstance(refs, dict):
+        raise IronlawError(f"{where}: expected a table")
+    for key in refs:
+        if key not in ("fitted", "failed", "wall_s", "skipped"):
+            raise unknown(f"field in {where}", key, ["fitted", "failed", "wall_s", "skipped"])
+    if not isinstance(refs.get("fitted", []), list) or not all(isinstance(x, str) for x in refs.get("fitted", [])):
+        raise IronlawError(f"{where}.fitted: expected a list of run names")
+    for i, f in enumerate(refs.get("failed", [])):
+        if not isinstance(f, dict) or not isinstance(f.get("run"), str) or not isinstance(f.get("error"), str):
+            raise IronlawError(f"{where}.failed[{i}]: expected a table with 'run' and 'error'")
+    if "wall_s" in refs:
+        _check_type(refs["wall_s"], float, f"{where}.wall_s")
+
+
 def check_probe(probe: object, where: str) -> dict:
     """Refuse a hand-edited [probe] table that is not what ``ironlaw probe`` writes, naming the field."""
     if not isinstance(probe, dict):
@@ -33,8 +49,9 @@ def check_probe(probe: object, where: str) -> dict:
     top = {"date": str, "stamp": str, "host": str, "cpu": str, "torch": str, "threads": int, "quick": bool,
            "duration_s": float, "max_cv": float, "device": str, "rounds": int}
     for key in probe:
-        if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity"):
-            raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks", "capacity"])
+        if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity", "references"):
+            raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks", "capacity",
+                                                                                  "references"])
     for key in ("date", "host", "torch", "threads"):
         if key not in probe:
             raise IronlawError(f"{where}: missing required field '{key}'")
@@ -50,6 +67,8 @@ def check_probe(probe: object, where: str) -> dict:
             raise IronlawError(f"{where}.capacity.{level}: must be positive, got {b!r}")
     if probe["threads"] < 1:
         raise IronlawError(f"{where}.threads: must be at least 1, got {probe['threads']}")
+    if "references" in probe:
+        _check_references(probe["references"], f"{where}.references")
     for fam in FAMILIES:
         rows = probe.get(fam, [])
         if not isinstance(rows, list):

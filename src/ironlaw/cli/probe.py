@@ -18,13 +18,17 @@ def probe(
     max_cv: float = typer.Option(0.15, "--max-cv", help="largest spread (stdev/median) a measurement may keep"),
     rounds: int = typer.Option(1, "--rounds", help="run everything this many times and keep each measurement's "
                                                   "median round (a shared machine whose speed drifts; N × the time)"),
+    references: bool = typer.Option(True, "--references/--no-references",
+                                    help="after the micro-benchmarks, time the built-in reference models and fit "
+                                         "the calibration on them too (CPU; --no-references: the probe's rows alone)"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
-    reductions, dispatch latency; launch latency and host↔device copies on CUDA), fit the calibration,
-    and save it all as a profile in the catalog's format."""
+    reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
+    reference models end to end and per op (CPU), fit the calibration on both, and save it all as a
+    profile in the catalog's format."""
     from .. import probe as probe_mod
-    from .. import profile
+    from .. import profile, selfcal
     from ..probe import build
 
     check_format(fmt, ("text", "json"))
@@ -38,9 +42,14 @@ def probe(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, description=label)
             rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
+            doc = build.profile(rows, calibrate_fit=not references)      # selfcal fits rows and runs together
+            if references:
+                doc = selfcal.calibrate(doc, quick, progress=tick)
     else:
-        rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, rounds=rounds)
-    doc = build.profile(rows)
+        doc = build.profile(probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, rounds=rounds),
+                            calibrate_fit=not references)
+        if references:
+            doc = selfcal.calibrate(doc, quick)
     path = profile.save(doc, out)
     if fmt == "json":
         emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "profile": doc})
@@ -91,4 +100,17 @@ def _render(doc: dict, path: str) -> None:
     if cal:
         g = ", ".join(f"{dt} η_max {v['eta_max']:.2f}" for dt, v in cal.get("matmul", {}).items())
         c.print(f"calibration: {g}; fitted on {', '.join(cal['fitted'])}")
+    refs = p.get("references")
+    if refs:
+        _render_references(c, refs)
     c.print(f"saved [bold]{path}[/bold]  (use it with `--on local` or `--on {path}`)")
+
+
+def _render_references(c, refs: dict) -> None:
+    if refs.get("skipped"):
+        c.print(f"reference runs: none ({refs['skipped']})")
+        return
+    c.print(f"reference runs ({refs['wall_s']:.0f} s): {len(refs['fitted'])} fitted"
+            + (f" ({', '.join(refs['fitted'])})" if refs["fitted"] else ""))
+    for f in refs.get("failed", []):
+        c.print(f"[yellow]reference run failed, not fitted:[/yellow] {f['run']}: {f['error']}")

@@ -50,19 +50,21 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
     steps = [("dispatch", f"dispatch {op}", lambda op=op: dispatch.measure(op, budget, device))
              for op in (dispatch.OPS[:2] if quick else dispatch.OPS)]
     dtypes = ("fp32", "bf16", "fp16", "fp64")
+    gate = gemm.FastPathGate()                    # a dtype without a fast path runs its small shapes only
     for dt in dtypes:
         for m, n, k in gemm.shapes(dt, quick, device):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k}",
-                          lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device)))
+                          lambda dt=dt, m=m, n=n, k=k: gate.measure(dt, m, n, k, budget, device)))
     if device == "cpu":
         for dt in dtypes:
             for m, n, k in gemm.hot_nt_shapes(dt, quick):
                 steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} x@Wᵀ",
-                              lambda dt=dt, m=m, n=n, k=k: gemm.measure(dt, m, n, k, budget, device, "nt")))
+                              lambda dt=dt, m=m, n=n, k=k: gate.measure(dt, m, n, k, budget, device, "nt")))
     for dt in dtypes:
         for b, cin, size, cout, k in conv.shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{cin}x{size}x{size} {k}x{k}→{cout}",
-                          lambda dt=dt, a=(b, cin, size, cout, k): conv.measure(dt, *a, budget, device)))
+                          lambda dt=dt, a=(b, cin, size, cout, k):
+                          conv.measure(dt, *a, budget, device) if gate.allows(dt, conv.flops(*a)) else None))
         for b, c, size, k, per_group in conv.grouped_shapes(dt, quick):
             steps.append(("conv", f"conv {dt} {b}x{c}x{size}x{size} {k}x{k}→{c} groups {c // per_group}",
                           lambda dt=dt, a=(b, c, size, c, k), g=c // per_group: conv.measure(dt, *a, budget, device, g)))
@@ -74,7 +76,7 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
     for dt in dtypes:
         for m, n, k, lay in gemm.cold_shapes(dt, quick):
             steps.append(("gemm", f"gemm {dt} {m}x{n}x{k} cold" + (" x@W" if lay == "kn" else ""),
-                          lambda dt=dt, m=m, n=n, k=k, lay=lay: gemm.measure_cold(dt, m, n, k, pool, budget, device, lay)))
+                          lambda dt=dt, m=m, n=n, k=k, lay=lay: gate.measure_cold(dt, m, n, k, pool, budget, device, lay)))
     if device == "cpu":
         for level, sizes in memory.levels(threads, quick).items():
             for nb in sizes:
@@ -167,7 +169,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     done = rounds * len(steps)
     rows: dict[str, list[dict]] = {}
     for (family, _, _), tries in zip(steps, measured):
-        if family != "sentinel":
+        tries = [t for t in tries if t is not None]         # None: skipped (a dtype without a fast path)
+        if family != "sentinel" and tries:
             rows.setdefault(family, []).append(_median_round(tries))
     sentinels = [[tries[k] for (family, _, _), tries in zip(steps, measured) if family == "sentinel"]
                  for k in range(rounds)]

@@ -351,10 +351,15 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     if links:
         doc["links"] = links
     if calibrate_fit:
-        hw = parse_hardware(doc, "probe")
-        obs = observations(probe)
-        families = ", ".join(sorted({o.dataset.split(":", 1)[1] for o in obs}))
-        cal = calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows ({families})"),
-                            start={"matmul": gemv_tables(probe)})
-        doc["calibration"] = cal
+        doc["calibration"] = probe_calibration(doc)
     return doc
+
+
+def probe_calibration(doc: dict) -> dict:
+    """The [calibration] fitted to the probe's own rows alone (``calibrate.fit``)."""
+    probe = doc["probe"]
+    hw = parse_hardware(doc, "probe")
+    obs = observations(probe)
+    families = ", ".join(sorted({o.dataset.split(":", 1)[1] for o in obs}))
+    return calibrate.fit(hw, obs, source=source(probe, f"fitted to {len(obs)} probe rows ({families})"),
+                         start={"matmul": gemv_tables(probe)})

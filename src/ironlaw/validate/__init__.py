@@ -90,7 +90,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
 
 def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: dict, stat: str = "median") -> dict:
     """The document: ``graph`` predicted on ``hw`` against the measured end to end and per op."""
-    from .. import law
+    from .. import law, timerange
     from ..calibration import without_calibration
     from . import compare
 
@@ -115,7 +115,8 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
         "hardware": {"name": hw.name, "path": hw.path, "calibrated": cal is not None,
                      "fitted": list(cal.fitted if cal else []), "held_out": list(cal.held_out if cal else [])},
         "case": {**head.get("case", {}), "stat": stat},
-        "total": {"predicted_s": predicted, "measured_s": e2e, "spread_s": spread["spread_s"],
+        "total": {"predicted_s": predicted, "predicted_range_s": timerange.time_range(est),
+                  "measured_s": e2e, "spread_s": spread["spread_s"],
                   "error": predicted / e2e - 1.0, "naive_s": naive, "naive_error": naive / e2e - 1.0,
                   "uncalibrated_s": uncal, "uncalibrated_error": uncal / e2e - 1.0,
                   "ops_measured_s": ops_measured, "views_measured_s": views.get(f"{stat}_s", 0.0),
