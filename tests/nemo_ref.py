@@ -11,6 +11,8 @@ nothing fitted per row. What the table does not print comes from Megatron-Bridge
     stage sends overlapped      with interleaving (Megatron-LM's overlap_p2p_comm for the interleaved schedule)
     distributed optimizer       ZeRO-1 when the row is not FSDP (Megatron-Bridge's use_distributed_optimizer)
     bf16 gradients              every model's set_*_common_configs sets grad_reduce_in_fp32 = False
+    expert all-to-all overlap   Qwen3-30B-A3B's H100 recipe sets moe_a2a_overlap (overlap_moe_expert_parallel_comm
+                                with delay_wgrad_compute: the all-to-alls beside another micro-batch's compute)
     no activation recomputation (gpt-oss's recompute_modules ["layernorm", "moe_act"] are not modelled: they
                                 save memory and re-run two elementwise ops)
 The MoE rows print layouts their own recipes do not run (``RECIPE``): the 25.11 recipes (Megatron-Bridge
@@ -31,11 +33,12 @@ from ironlaw.cli._parallel import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
+TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
          "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b"}
 DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
-RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12}}
+RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 
@@ -49,6 +52,22 @@ def table() -> list[dict]:
         r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
         r["model_tflops_per_gpu"] = float(r["model_tflops_per_gpu"])
     return rows
+
+
+def tuned() -> dict:
+    """The later, tuned 16 x H100 Qwen3-30B-A3B run (``TUNED``): its layout and measured step."""
+    with TUNED.open() as fh:
+        r = next(csv.DictReader(l for l in fh if not l.startswith("#")))
+    return {k: (v if k in ("model", "precision") else float(v) if "." in v else int(v)) for k, v in r.items()}
+
+
+def predict_tuned(hw):
+    """ironlaw's step of the tuned run, its layout as the file gives it."""
+    r = tuned()
+    opts = dict(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
+                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]))
+    g = training_graph(SPECS[r["model"]], hw, r["seq"], r["precision"], opts)
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
 
 
 def available(row: dict) -> bool:
@@ -68,7 +87,8 @@ def options(row: dict, printed: bool = False) -> dict:
     tp, vp = r["tp"], r["vp"]
     return dict(gpus=r["gpus"], tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
-                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False)
+                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
+                moe_a2a_overlap=bool(recipe(row).get("moe_a2a_overlap", False)))
 
 
 def command(row: dict, printed: bool = False) -> str:
@@ -78,7 +98,7 @@ def command(row: dict, printed: bool = False) -> str:
     flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
     flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
-                              ("--overlap-p2p", o["overlap_p2p"])) if on]
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     return (f"ironlaw analyze {spec} --phase train --on h100 --dtype {row['precision']} --seq {row['seq']} "
             f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))

@@ -62,13 +62,23 @@ def test_throughput_against_nemo_h100(predicted):
 def test_moe_rows_are_bounded_by_the_device(predicted):
     """The MoE rows' published throughput is below ironlaw's device-side prediction, not above it: the 25.11
     eager MoE layers (alltoall dispatcher, dropless, no CUDA graphs) take 16-19 ms per layer and micro-batch of
-    4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names;
-    later recipes on the same 16 x H100 reach 240-299 model TFLOP/s for Qwen3-30B-A3B (ironlaw: 316 in NVIDIA's
-    FLOP count) where 25.11 printed 121 (docs/accuracy.md, known misses)."""
+    4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names
+    (docs/accuracy.md, known misses)."""
     for name in RECIPE:
         r, st = predicted[name]
         assert st.tokens_per_s_per_gpu > r["tokens_per_s_per_gpu"], name
-        assert st.tokens_per_s_per_gpu < 3.0 * r["tokens_per_s_per_gpu"], name   # and not by more than 3x
+
+
+def test_tuned_qwen3_run_on_16_h100():
+    """A later Megatron-Bridge recipe for Qwen3-30B-A3B on 16 H100 (tests/data/megatron_bridge_qwen3_30b_h100_tuned.csv:
+    EP 16 over two nodes, BF16, the all-to-alls overlapped, the router in CUDA graphs) measured 20.15 s per step:
+    with the host out of the way the MoE step is the device's, and ironlaw's lands within 10% (HybridEP, its
+    dispatcher, moves each token across nodes once; ironlaw's all-to-all is NCCL's). Model FLOPs agree too."""
+    from nemo_ref import predict_tuned, tuned
+    r, st = tuned(), predict_tuned(hardware.get("h100"))
+    assert st.step_s == pytest.approx(r["step_s"], rel=0.10)
+    nvidia = r["model_tflops_per_gpu"] * 1e12 * r["step_s"] * r["gpus"] / st.flops["tokens_per_step"]
+    assert st.flops["model_per_step"] / st.flops["tokens_per_step"] == pytest.approx(nvidia, rel=0.02)
 
 
 def test_printed_gpt_oss_layout_does_not_fit():

@@ -220,6 +220,24 @@ def test_sequence_parallel_collectives_and_what_each_overlaps():
     assert parallel.tp_overlap_hidden_s(rows) == pytest.approx(4.0)
 
 
+def test_moe_a2a_overlap_hides_the_all_to_alls_of_all_micro_batches_but_one():
+    """--moe-a2a-overlap (Megatron's overlap_moe_expert_parallel_comm): each micro-batch's dispatch and combine
+    run beside another micro-batch's compute, up to that compute; the step's first forward and last backward
+    have no partner, so one micro-batch's all-to-alls stay."""
+    g = _train("qwen3-30b-a3b", seq=1024)
+    base = dict(gpus=8, ep=8, global_batch=32, fsdp=True)
+    off, on = _step(g, **base), _step(g, **base, moe_a2a_overlap=True)
+    rows = off.per_microbatch.rows()
+    a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
+    compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
+    m = off.breakdown["microbatches"]
+    assert m == 4 and 0 < a2a < compute
+    assert on.step_s == pytest.approx(off.step_s - (m - 1) * a2a, rel=1e-9)
+    assert on.breakdown["tp_ep_network_s"] == pytest.approx(off.breakdown["tp_ep_network_s"] - m * a2a, rel=1e-6)
+    with pytest.raises(IronlawError, match="add --ep > 1"):
+        parallel.make_plan(dict(gpus=8, moe_a2a_overlap=True), g)
+
+
 def test_overlapped_stage_sends_leave_the_warm_up_and_cool_down():
     g, hw = _train("llama3-70b", seq=4096), hardware.get("h100")
     base = dict(gpus=64, tp=8, pp=8, interleave=5, sequence_parallel=True, global_batch=16, zero=1)

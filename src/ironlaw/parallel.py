@@ -77,6 +77,7 @@ class Plan:
     tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
+    moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
 
     @property
     def microbatches(self) -> int:
@@ -85,7 +86,7 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32")
+                "grad_fp32", "moe_a2a_overlap")
 
 
 def requested(options: dict) -> bool:
@@ -121,8 +122,12 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     p2p = bool(o.get("overlap_p2p", False))
     if p2p and v == 1:
         raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
+    a2a = bool(o.get("moe_a2a_overlap", False))
+    if a2a and ep == 1:
+        raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
+                           "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)))
+                bool(o.get("grad_fp32", False)), a2a)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -665,6 +670,17 @@ def tp_overlap_hidden_s(rows: list[dict]) -> float:
                if k in TP_OVERLAP)
 
 
+def ep_overlap_hidden_s(rows: list[dict]) -> float:
+    """Seconds of expert all-to-all hidden per micro-batch when they run beside another micro-batch's compute
+    (Megatron's overlap_moe_expert_parallel_comm: the 1F1B steady state merges one micro-batch's forward with
+    another's backward, layer by layer, so each dispatch and combine overlaps the other pass's compute): the
+    all-to-alls up to the micro-batch's compute. The first forward and the last backward of a step have no
+    partner: ``train_step`` adds one micro-batch's all-to-alls back."""
+    a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
+    compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
+    return min(a2a, compute)
+
+
 def expert_load(sg: Graph, plan: Plan) -> Graph:
     """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
     load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
@@ -800,7 +816,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
-    hidden_tp = tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0
+    hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
+        (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     t_est = float(est.time_s) - hidden_tp
     t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
@@ -813,7 +830,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     bubble_s = (plan.pp - 1) / v * t_mb
     dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
-    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s
+    a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
+    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s + a2a_alone
     flops = _step_flops(g, plan)
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
                  "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
