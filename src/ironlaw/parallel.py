@@ -3,7 +3,8 @@ knobs).
 
     plan        --gpus --nodes --tp --pp --cp --dp --ep --global-batch --micro-batch --interleave
                 --sequence-parallel --recompute none|selective|full --zero 0|1|2|3 (--fsdp = --zero 3)
-                --expert-imbalance; gpus = tp × pp × cp × dp
+                --expert-imbalance --tp-comm-overlap --overlap-p2p --grad-fp32 --moe-a2a-overlap;
+                gpus = tp × pp × cp × dp
     tp_shard    Graph → per-device Graph: matmul/attention ops split over the TP group (column- and
                 row-parallel linears, heads), norms and residual adds replicated (split with sequence
                 parallelism), TP collectives inserted where Megatron puts them (an all-reduce per sublayer
@@ -12,7 +13,7 @@ knobs).
                 all-to-all dispatch and combine around the experts (token-dropless, balanced unless
                 --expert-imbalance: ``expert_load``)
     cp_shard    Graph → per-device Graph under context parallelism: seq/cp tokens per rank; the K/V ring
-                overlapped with attention (``cp_ring_exposed``)
+                overlapped with attention (``cp_ring_exposed``), the merge of its steps after it (``cp_merge``)
     train_step  the step on the slowest pipeline stage: m micro-batches of forward+backward, the pipeline
                 bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv (1/tp of
                 the activation per rank, all-gathered over the TP group: Megatron's scatter/gather), the
