@@ -835,13 +835,13 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s + a2a_alone
     flops = _step_flops(g, plan)
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
-                 "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
+                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
                  "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
     shares = {"compute": m * (t_est - net_mb),
-              "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s,
+              "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble_s, "optimizer": opt_s}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
