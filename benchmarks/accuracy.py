@@ -2,7 +2,7 @@
 
     python benchmarks/accuracy.py [--on local|FILE.toml] [--threads N] [--stat median|min] [--rounds 3]
                                   [--out out/accuracy] [--from out/accuracy] [--save] [--only NAME]
-                                  [--interleave]
+                                  [--interleave] [--probe-only]
 
 For each case: `ironlaw validate` (real model, random weights, warm-up, repeats; end to end and per op),
 in --rounds rounds over all cases, merged per case (validate.merge): on a shared machine a neighbour's
@@ -19,6 +19,10 @@ case; --stat min compares the fastest run instead of the median (both sides use 
 --interleave probes the machine afresh, one probe round before each round of cases (the profile goes to
 OUT/profile.toml; re-fit later with --from OUT --on OUT/profile.toml): on a shared machine whose speed
 drifts, the probe's rows and the models are then measured in the same stretches.
+--probe-only fits nothing: every case (and MobileNetV2, examples/mobilenet.py) is predicted with the profile's
+own calibration, the one `ironlaw probe` fitted on its micro-benchmarks and built-in reference runs; the goals
+are then median |error| ≤ 10%, p90 ≤ 25%, ≥ 80% of measured times inside their predicted range, that range no
+wider than ±30% for compute-bound cases, and MobileNetV2 within ±15%.
 The 'machine' column: how fast the machine ran while the case was measured, fp32 GEMM / DRAM copy as a share of
 the rates in the profile it was measured with (--on; with --interleave, that profile too, not the interleaved
 one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' where a saved run
@@ -89,11 +93,15 @@ CASES = [
     ("gpt2", 1, 256, "prefill", 3, "held6"),
     ("gpt2", 4, 1000, "decode", 5, "held6"),        # GPT-2 has 1024 positions
     ("gpt2", 32, 32, "decode", 5, "held6"),
+    ("mobilenet", 1, None, None, 5, "held7"),
+    ("mobilenet", 8, None, None, 3, "held7"),
 ]
 
 GROUPS = {"fit": "FITTED (the calibration saw these)", "held": "HELD OUT, set 1 (never fitted)",
-          **{f"held{i}": f"HELD OUT, set {i} (never fitted)" for i in range(2, 7)}}
+          **{f"held{i}": f"HELD OUT, set {i} (never fitted)" for i in range(2, 8)}}
 GOALS = {"median_abs_err": 0.08, "p90_abs_err": 0.20, "within_25pct_share": 0.80}
+PROBE_ONLY_GOALS = {"median_abs_err": 0.10, "p90_abs_err": 0.25, "in_range_share": 0.80, "compute_range": 0.30,
+                    "mobilenet": 0.15}
 BUDGET_S = 8.0
 
 
@@ -274,7 +282,11 @@ def main() -> int:
     ap.add_argument("--interleave", action="store_true", help="probe afresh, one probe round before each round "
                     "of cases, and predict with that profile (written to OUT/profile.toml): both then see the same "
                     "stretches of a drifting machine's speed")
+    ap.add_argument("--probe-only", action="store_true", help="fit nothing: predict every case with the profile's "
+                    "own calibration (its probe rows and reference runs) and score the range")
     args = ap.parse_args()
+    if args.probe_only and args.interleave:
+        ap.error("--probe-only scores a profile `ironlaw probe` wrote; --interleave builds its own")
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -300,7 +312,10 @@ def main() -> int:
         print(f"machine speed, the profile's fastest fp32 GEMM: {share(before[0])} of it before measuring, "
               f"{share(after[0])} after; its largest DRAM copy: {share(before[1])} before, {share(after[1])} after "
               f"(a run measured on a slower machine than it was probed on reads as under-prediction)")
+    if args.probe_only:
+        return probe_only(hw, docs, args.stat)
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
+    docs = {n: d for n, d in docs.items() if role[n] != "held7"}      # MobileNetV2 is scored by --probe-only
     by_role = {r: [d for n, d in docs.items() if role[n] == r] for r in GROUPS}
     fit_docs = by_role["fit"]
     if not fit_docs:
@@ -352,6 +367,46 @@ def main() -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "calibration.json").write_text(json.dumps(cal, indent=1), encoding="utf-8")
     return 1 if misses else 0
+
+
+def probe_only(hw, docs: dict[str, dict], stat: str) -> int:
+    """Every case predicted with the profile's own calibration (nothing fitted here) and its range."""
+    from ironlaw import fit, law, validate
+    refs = hw.extra.get("probe", {}).get("references", {})
+    if not refs.get("fitted"):
+        sys.exit(f"accuracy --probe-only: {hw.path} has no reference runs fitted; write the profile with "
+                 "`ironlaw probe` (its reference runs on)")
+    print(f"calibration: the profile's own, fitted on its probe rows and {', '.join(refs['fitted'])}")
+    rows = fit.score(hw, list(docs.values()), stat)
+    print(f"\n{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'range':>19} {'error':>7} {'in':>3} "
+          f"{'binds':>8} {'ops ±25%':>9} {'machine':>9}")
+    inside, widths, mobilenet = [], [], []
+    for r in rows:
+        lo, hi = r["doc"]["total"]["predicted_range_s"]
+        binds = law.predict(validate.graph_of(r["doc"]), hw).bottleneck()["resource"]
+        inside.append(lo <= r["measured_s"] <= hi)
+        if binds == "compute":
+            widths.append(max(hi / r["predicted_s"] - 1.0, 1.0 - lo / r["predicted_s"]))
+        if r["case"].startswith("mobilenet"):
+            mobilenet.append(abs(r["error"]))
+        print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
+              f"{1e3 * lo:8.2f}–{1e3 * hi:8.2f}ms {100 * r['error']:+6.1f}% {'yes' if inside[-1] else 'no':>3} "
+              f"{binds:>8} {100 * r['within_25pct_share']:8.0f}% {moment(r['doc']):>9}")
+    s = summarize(rows)
+    g = PROBE_ONLY_GOALS
+    checks = [("never-fitted end to end: median |error|", f"{100 * s['median_abs_err']:.1f}%", "≤ 10%",
+               s["median_abs_err"] <= g["median_abs_err"]),
+              ("never-fitted end to end: 90th percentile", f"{100 * s['p90_abs_err']:.1f}%", "≤ 25%",
+               s["p90_abs_err"] <= g["p90_abs_err"]),
+              ("measured inside the predicted range", f"{100 * np.mean(inside):.0f}% of {len(inside)}", "≥ 80%",
+               np.mean(inside) >= g["in_range_share"])]
+    if widths:
+        checks.append(("range half-width, compute-bound cases (max)", f"±{100 * max(widths):.0f}% ({len(widths)} cases)",
+                       "≤ ±30%", max(widths) <= g["compute_range"]))
+    if mobilenet:
+        checks.append(("MobileNetV2 end to end, |error| (max)", f"{100 * max(mobilenet):.1f}%", "≤ 15%",
+                       max(mobilenet) <= g["mobilenet"]))
+    return 1 if print_table(checks, "accuracy on the probe's own profile (nothing fitted on these cases)") else 0
 
 
 if __name__ == "__main__":

@@ -51,7 +51,6 @@ def test_cli_probe_fits_its_reference_runs_into_the_profile(monkeypatch, home, c
     cal = hw.calibration.table()
     assert all(f"validate:{name}" in cal["fitted"] for name in refs["fitted"])
     assert "reference runs" in cal["source"]
-    assert cal["framework_s"] + cal["framework_share"] > 0        # the between-op time comes from the runs
 
 
 def test_a_failed_reference_run_is_named_and_the_rest_still_fitted(monkeypatch, home, capsys):

@@ -82,6 +82,11 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
             f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "
             f"({_pct(t['error'])}) · naive roofline {fmt_time(t['naive_s'])} ({_pct(t['naive_error'])})")
+    rng = t.get("predicted_range_s")
+    if rng:
+        inside = "inside" if rng[0] <= t["measured_s"] <= rng[1] else "outside"
+        c.print(f"predicted range on this machine's observed rates: {fmt_time(rng[0])}–{fmt_time(rng[1])} "
+                f"(measured {inside})")
     tb = Table(title="predicted vs measured, by op kind")
     for col in ("kind", "ops", "predicted", "measured", "spread (IQR)", "error"):
         tb.add_column(col, justify="left" if col == "kind" else "right")

@@ -6,6 +6,7 @@
     gpt2, bert-base, …     the built-in transformer configs (``workloads/configs``), through transformers
     resnet18 … resnet152   ``examples/resnet.py`` (layer for layer torchvision's ResNet)
     mlp                    ``examples/mlp.py``
+    mobilenet              ``examples/mobilenet.py`` (MobileNetV2's architecture, 224×224)
 
 Phases: ``infer`` (default; a decoder scores every token, no cache), ``prefill`` (a decoder fills a KV
 cache and computes the last token's logits), ``decode`` (one new token per sequence against a
@@ -75,10 +76,12 @@ def resolve(spec: str, batch: int, seq: int | None, phase: str | None) -> Runnab
         return _resnet(key, batch, phase)
     if key == "mlp":
         return _py(key, f"{EXAMPLES / 'mlp.py'}:mlp", batch, seq, phase)
+    if key == "mobilenet":
+        return _py(key, f"{EXAMPLES / 'mobilenet.py'}:mobilenet_v2", batch, seq, phase)
     from ..workloads.transformer import CONFIG_DIR
     if (CONFIG_DIR / f"{key}.json").is_file():
         return _hf(key, str(CONFIG_DIR / f"{key}.json"), batch, seq, phase)
-    known = list(RESNETS) + ["mlp"] + sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+    known = list(RESNETS) + ["mlp", "mobilenet"] + sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
     raise unknown("workload to run (validate runs models that have a torch equivalent; use py:file.py:factory "
                   "or hf:config.json for others)", spec, known)
 
