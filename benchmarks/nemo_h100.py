@@ -4,10 +4,13 @@
 
 Prints, per row of tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv (Llama 3 8B and 70B, Llama 3.1 405B
 with CP 2, gpt-oss-120b and Qwen3-30B-A3B with EP 8), the published tokens/s per GPU, ironlaw's prediction
-with the row's own layout (tests/nemo_ref.py: nothing fitted per row), the error, what binds the predicted
-step, and the model FLOPs per token of both (NVIDIA's: model TFLOP/s ÷ tokens/s; ironlaw's: its MFU
-convention, parallel.MODEL_FLOPS); then the median and the largest |error| against the goal (8%, 20%).
-A row whose model ironlaw does not build yet is listed as such.
+with the layout the row's 25.11 recipe runs (tests/nemo_ref.py: nothing fitted per row; the MoE rows print
+other micro-batches than their recipes, nemo_ref.RECIPE), the error, what binds the predicted step, and the
+model FLOPs per token of both (NVIDIA's: model TFLOP/s ÷ tokens/s; ironlaw's: its MFU convention,
+parallel.MODEL_FLOPS); then, per row, the wall time of one layer and micro-batch on the slowest stage that
+the published throughput implies (step ÷ (micro-batches + bubble) ÷ layers per stage) beside ironlaw's; what
+the MoE rows' printed layouts give; a later, tuned Qwen3-30B-A3B run on 16 H100 (Megatron-Bridge PR #5123); and
+the median and the largest |error| against the goal (8%, 20%).
 """
 from __future__ import annotations
 
@@ -49,6 +52,11 @@ def main() -> int:
         print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} {tps:8.0f} "
               f"{err:+7.1%} {st.mfu:6.1%} {nv:15.1f} {ours:8.1f}  {st.bottleneck['resource']}: {st.bottleneck['why']}")
     print()
+    per_layer(hw)
+    print()
+    printed(hw)
+    tuned_run(hw)
+    print()
     for r in table():
         print(command(r))
     print()
@@ -57,6 +65,44 @@ def main() -> int:
             print(f"{what:14s} {len(e)} of {len(table())} rows: median |error| {statistics.median(e):.1%} "
                   f"(goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (goal ≤ {GOAL_MAX:.0%})")
     return 0
+
+
+def per_layer(hw) -> None:
+    """Milliseconds per layer and micro-batch on a stage: what the published tokens/s imply, and ironlaw."""
+    from nemo_ref import predict, recipe, table
+    print(f"{'model':15s} {'tokens/mb':>9} {'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")
+    for r in table():
+        st, rr = predict(r, hw), recipe(r)
+        p = st.plan
+        step = st.flops["tokens_per_step"] / (r["tokens_per_s_per_gpu"] * p.gpus)
+        layers = st.per_microbatch.graph.meta["layers"] / p.pp
+        implied = step / (p.microbatches + (p.pp - 1) / p.interleave) / layers
+        ours = st.breakdown["microbatch_s"] / layers
+        print(f"{r['model']:15s} {rr['micro_batch'] * rr['seq'] // p.cp:9d} {implied * 1e3:18.1f} {ours * 1e3:8.1f} "
+              f"{implied / ours:6.2f}")
+
+
+def printed(hw) -> None:
+    """The MoE rows with the layout the table prints (nemo_ref.RECIPE says why it is not the recipe's)."""
+    from ironlaw.errors import IronlawError
+    from nemo_ref import RECIPE, predict, table
+    for r in table():
+        if r["model"] not in RECIPE:
+            continue
+        try:
+            st = predict(r, hw, printed=True)
+            what = f"{st.tokens_per_s_per_gpu:.0f} tokens/s/GPU ({st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+.1%})"
+        except IronlawError as e:
+            what = str(e)
+        print(f"{r['model']} as printed (MBS {r['micro_batch']}, VP {r['vp']}): {what}")
+
+
+def tuned_run(hw) -> None:
+    """The later, tuned 16 x H100 Qwen3-30B-A3B run (tests/data/megatron_bridge_qwen3_30b_h100_tuned.csv)."""
+    from nemo_ref import predict_tuned, tuned
+    r, st = tuned(), predict_tuned(hw)
+    print(f"qwen3-30b-a3b tuned (Megatron-Bridge PR #5123: 16 GPUs, bf16, EP 16, all-to-alls overlapped): "
+          f"measured {r['step_s']:.2f} s per step, ironlaw {st.step_s:.2f} s ({st.step_s / r['step_s'] - 1:+.1%})")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 For each DGX-H100 pre-training row of NeMo Megatron-Bridge 25.11 (tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv,
 Apache-2.0; tests/nemo_ref.py reads it), run the layout search with the row's GPUs, global batch, sequence and
 precision on the h100 catalog entry, and place the published layout (its TP, PP, CP, VP, EP, micro-batch and
-FSDP; sequence parallelism whenever TP > 1, the distributed optimizer (ZeRO-1) unless FSDP, no recomputation —
+FSDP as the row's 25.11 recipe runs them, tests/nemo_ref.recipe; sequence parallelism whenever TP > 1, the
+distributed optimizer (ZeRO-1) unless FSDP, no recomputation —
 the recipes' settings, tests/nemo_ref.py) in the ranking: found when it is in the top 5 or within 5% of the
 best predicted tokens/s per GPU. The search's settings are the recipes' (train.SETTINGS): TP communication
-overlap with sequence parallelism, overlapped stage sends when interleaved, fp32 gradient reduction.
+overlap with sequence parallelism, overlapped stage sends when interleaved, bf16 gradient reduction, and the
+expert all-to-alls beside another micro-batch's compute where the row's recipe sets it (Qwen3-30B-A3B).
 Run: python benchmarks/nemo_recipes.py [--rows N]
 """
 from __future__ import annotations
@@ -24,8 +26,10 @@ TOP, WITHIN = 5, 0.05
 
 
 def published(row: dict) -> dict:
-    """The row's layout in the search's columns."""
+    """The row's recipe layout in the search's columns."""
     from ironlaw.search import space
+    from nemo_ref import recipe
+    row = recipe(row)
     return {"tp": row["tp"], "pp": row["pp"], "cp": row["cp"], "dp": row["gpus"] // (row["tp"] * row["pp"] * row["cp"]),
             "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": row["vp"],
             "recompute": space.RECOMPUTE.index("none"), "zero": 3 if row["fsdp"] else 1,
@@ -51,11 +55,11 @@ def describe(r: dict) -> str:
 def check(row: dict, hw) -> dict:
     from ironlaw.errors import IronlawError
     from ironlaw.search import train
-    from nemo_ref import SPECS
+    from nemo_ref import SPECS, recipe
     t0 = time.perf_counter()
     try:
         res = train.search(SPECS[row["model"]], hw, row["gpus"], row["global_batch"], row["seq"], row["precision"],
-                           top=TOP)
+                           top=TOP, settings={"moe_a2a_overlap": bool(recipe(row).get("moe_a2a_overlap", False))})
     except IronlawError as e:
         return {"verdict": f"search failed: {e}"}
     out = {"search_s": time.perf_counter() - t0, "n": res.candidates_evaluated, "fits": res.fits,
@@ -84,8 +88,8 @@ def memory_line(row: dict, hw) -> str:
     """parallel._memory of the published layout, by class."""
     from ironlaw import parallel
     from ironlaw.search import train
-    from nemo_ref import SPECS, options
-    g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], row["micro_batch"])
+    from nemo_ref import SPECS, options, recipe
+    g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], recipe(row)["micro_batch"])
     plan = parallel.make_plan(options(row), g, hw)
     mem = parallel._memory(g, plan, plan.zero, plan.recompute)
     return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.items() if k != "params_per_device")

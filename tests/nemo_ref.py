@@ -10,8 +10,18 @@ nothing fitted per row. What the table does not print comes from Megatron-Bridge
     TP communication overlap    whenever TP > 1 (the recipes' userbuffers configs for H100)
     stage sends overlapped      with interleaving (Megatron-LM's overlap_p2p_comm for the interleaved schedule)
     distributed optimizer       ZeRO-1 when the row is not FSDP (Megatron-Bridge's use_distributed_optimizer)
-    fp32 gradients              accumulated and reduced in fp32 (MixedPrecisionConfig.grad_reduce_in_fp32)
-    no activation recomputation
+    bf16 gradients              every model's set_*_common_configs sets grad_reduce_in_fp32 = False
+    expert all-to-all overlap   Qwen3-30B-A3B's H100 recipe sets moe_a2a_overlap (overlap_moe_expert_parallel_comm
+                                with delay_wgrad_compute: the all-to-alls beside another micro-batch's compute)
+    no activation recomputation (gpt-oss's recompute_modules ["layernorm", "moe_act"] are not modelled: they
+                                save memory and re-run two elementwise ops)
+The MoE rows print layouts their own recipes do not run (``RECIPE``): the 25.11 recipes (Megatron-Bridge
+v0.2.0, the 25.11 release, scripts/performance/configs/{gpt_oss,qwen3}/workload_base_configs.py) set
+micro-batch 1 for both and VP 12 for Qwen3-30B-A3B, where the table prints MBS 4 / GA 2 (gpt-oss: GA 2 is
+not GBS / (MBS · DP) = 8 for its own layout; both columns are the DGX-B200 row's) and MBS 2 / VP 24 (Qwen3:
+the 25.09 table's H100 layout). The 26.02 summary republishes both H100 rows with the recipes' layouts
+(gpt-oss MBS 1, PP 4, EP 8: 5,993 tokens/s/GPU; Qwen3 MBS 1, PP 2, VP 12, EP 8: 5,113) at the 25.11
+throughput within 7%. Each row is predicted with its recipe's layout; ``printed`` gives the table's.
 """
 from __future__ import annotations
 
@@ -23,10 +33,12 @@ from ironlaw.cli._parallel import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
+TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
          "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b"}
 DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
+RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 
@@ -42,34 +54,58 @@ def table() -> list[dict]:
     return rows
 
 
+def tuned() -> dict:
+    """The later, tuned 16 x H100 Qwen3-30B-A3B run (``TUNED``): its layout and measured step."""
+    with TUNED.open() as fh:
+        r = next(csv.DictReader(l for l in fh if not l.startswith("#")))
+    return {k: (v if k in ("model", "precision") else float(v) if "." in v else int(v)) for k, v in r.items()}
+
+
+def predict_tuned(hw):
+    """ironlaw's step of the tuned run, its layout as the file gives it."""
+    r = tuned()
+    opts = dict(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
+                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]))
+    g = training_graph(SPECS[r["model"]], hw, r["seq"], r["precision"], opts)
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
+
+
 def available(row: dict) -> bool:
     """Whether ironlaw can build the row's model (a built-in name, or a config in tests/data)."""
     spec = SPECS[row["model"]]
     return spec.startswith("hf:") or spec in {w["name"] for w in workloads.catalog()}
 
 
-def options(row: dict) -> dict:
-    tp, vp = row["tp"], row["vp"]
-    return dict(gpus=row["gpus"], tp=tp, pp=row["pp"], cp=row["cp"], ep=row["ep"], global_batch=row["global_batch"],
-                micro_batch=row["micro_batch"], interleave=vp, zero=3 if row["fsdp"] else 1,
-                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=True)
+def recipe(row: dict) -> dict:
+    """The row with the layout its 25.11 recipe runs (``RECIPE``; the printed one for the dense rows)."""
+    return {**row, **RECIPE.get(row["model"], {})}
 
 
-def command(row: dict) -> str:
-    """The ``ironlaw analyze`` line that predicts the row."""
-    o = options(row)
+def options(row: dict, printed: bool = False) -> dict:
+    """The plan of the row's recipe layout, or (``printed``) of the layout the table prints."""
+    r = row if printed else recipe(row)
+    tp, vp = r["tp"], r["vp"]
+    return dict(gpus=r["gpus"], tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
+                micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
+                sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
+                moe_a2a_overlap=bool(recipe(row).get("moe_a2a_overlap", False)))
+
+
+def command(row: dict, printed: bool = False) -> str:
+    """The ``ironlaw analyze`` line that predicts the row (with its recipe's layout, or the printed one)."""
+    o = options(row, printed)
     flags = [f"--gpus {o['gpus']}", f"--tp {o['tp']}", f"--pp {o['pp']}"]
     flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
     flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
-                              ("--overlap-p2p", o["overlap_p2p"]), ("--grad-fp32", o["grad_fp32"])) if on]
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     return (f"ironlaw analyze {spec} --phase train --on h100 --dtype {row['precision']} --seq {row['seq']} "
             f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))
 
 
-def predict(row: dict, hw):
-    """ironlaw's training step (parallel.StepEstimate) of one row on ``hw``."""
-    opts = options(row)
+def predict(row: dict, hw, printed: bool = False):
+    """ironlaw's training step (parallel.StepEstimate) of one row on ``hw`` (recipe or printed layout)."""
+    opts = options(row, printed)
     g = training_graph(SPECS[row["model"]], hw, row["seq"], row["precision"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))

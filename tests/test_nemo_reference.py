@@ -1,14 +1,16 @@
 """Training steps against NVIDIA's published DGX-H100 pre-training throughput (NeMo Megatron-Bridge 25.11,
 tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv, Apache-2.0): every row with its published layout, nothing
-fitted per row (tests/nemo_ref.py says what the recipes set that the table does not print). Goal: median
-|error| of tokens/s per GPU ≤ 8%, max ≤ 20% (benchmarks/nemo_h100.py prints the table)."""
+fitted per row (tests/nemo_ref.py says what the recipes set that the table does not print, and which MoE
+layouts it prints that the recipes do not run). Goal: median |error| of tokens/s per GPU ≤ 8%, max ≤ 20%
+(benchmarks/nemo_h100.py prints the table); the MoE rows miss it (docs/accuracy.md, known misses)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from ironlaw import hardware
-from nemo_ref import DENSE, predict, table
+from ironlaw.errors import IronlawError
+from nemo_ref import DENSE, RECIPE, predict, recipe, table
 
 
 def test_the_table_is_consistent():
@@ -17,12 +19,14 @@ def test_the_table_is_consistent():
     (TP·PP·CP) — except gpt-oss-120b, whose row prints GA 2 where its layout (PP 4, DP 16, MBS 4, GBS 512)
     gives 8; the prediction follows the layout."""
     rows = table()
-    assert len(rows) == 5
+    assert len(rows) == 5 and set(RECIPE) == {r["model"] for r in rows} - set(DENSE)
     for r in rows:
         dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
         assert dp * r["tp"] * r["pp"] * r["cp"] == r["gpus"] and dp % r["ep"] == 0
         ga = r["global_batch"] // (r["micro_batch"] * dp)
         assert (ga == r["ga"]) == (r["model"] != "gpt-oss-120b"), r["model"]
+        rr = recipe(r)                          # the recipe's layout divides the batch too
+        assert rr["global_batch"] % (rr["micro_batch"] * dp) == 0 and rr["micro_batch"] <= r["micro_batch"]
     per_token = {r["model"]: r["model_tflops_per_gpu"] * 1e12 / r["tokens_per_s_per_gpu"] for r in rows}
     assert per_token["llama3-8b"] == pytest.approx(51.5e9, rel=0.002)
 
@@ -30,12 +34,14 @@ def test_the_table_is_consistent():
 @pytest.fixture(scope="module")
 def predicted():
     hw = hardware.get("h100")
-    return {r["model"]: (r, predict(r, hw)) for r in table() if r["model"] in DENSE}
+    return {r["model"]: (r, predict(r, hw)) for r in table()}
 
 
 def test_model_flops_per_token_match_nvidias(predicted):
     """ironlaw's model FLOPs (parallel.MODEL_FLOPS) and NVIDIA's (model TFLOP/s ÷ tokens/s) agree."""
     for name, (r, st) in predicted.items():
+        if name not in DENSE:                   # NVIDIA's formula counts gpt-oss's GLU up-projection as one GEMM
+            continue
         ours = st.flops["model_per_step"] / st.flops["tokens_per_step"]
         theirs = r["model_tflops_per_gpu"] * 1e12 / r["tokens_per_s_per_gpu"]
         assert ours == pytest.approx(theirs, rel=0.02), name
@@ -44,10 +50,40 @@ def test_model_flops_per_token_match_nvidias(predicted):
 def test_throughput_against_nemo_h100(predicted):
     """The dense rows (Llama 3 8B with FSDP, 70B with TP 4 × PP 8 × VP 5, Llama 3.1 405B with CP 2 on 1024
     GPUs). The MoE rows are printed by benchmarks/nemo_h100.py once their models are built in."""
-    assert set(DENSE) <= set(predicted)
     err = {name: st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1 for name, (r, st) in predicted.items()
            if name in DENSE}
+    assert len(err) == 3
     assert np.median(np.abs(list(err.values()))) <= 0.08, err
     assert all(abs(e) <= 0.20 for e in err.values()), err
     for name, (r, st) in predicted.items():
-        assert st.memory["total_bytes"] <= 80 * 2**30, name        # every published layout fits
+        assert st.memory["total_bytes"] <= 80 * 2**30, name        # every recipe's layout fits
+
+
+def test_moe_rows_are_bounded_by_the_device(predicted):
+    """The MoE rows' published throughput is below ironlaw's device-side prediction, not above it: the 25.11
+    eager MoE layers (alltoall dispatcher, dropless, no CUDA graphs) take 16-19 ms per layer and micro-batch of
+    4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names
+    (docs/accuracy.md, known misses)."""
+    for name in RECIPE:
+        r, st = predicted[name]
+        assert st.tokens_per_s_per_gpu > r["tokens_per_s_per_gpu"], name
+
+
+def test_tuned_qwen3_run_on_16_h100():
+    """A later Megatron-Bridge recipe for Qwen3-30B-A3B on 16 H100 (tests/data/megatron_bridge_qwen3_30b_h100_tuned.csv:
+    EP 16 over two nodes, BF16, the all-to-alls overlapped, the router in CUDA graphs) measured 20.15 s per step:
+    with the host out of the way the MoE step is the device's, and ironlaw's lands within 10% (HybridEP, its
+    dispatcher, moves each token across nodes once; ironlaw's all-to-all is NCCL's). Model FLOPs agree too."""
+    from nemo_ref import predict_tuned, tuned
+    r, st = tuned(), predict_tuned(hardware.get("h100"))
+    assert st.step_s == pytest.approx(r["step_s"], rel=0.10)
+    nvidia = r["model_tflops_per_gpu"] * 1e12 * r["step_s"] * r["gpus"] / st.flops["tokens_per_step"]
+    assert st.flops["model_per_step"] / st.flops["tokens_per_step"] == pytest.approx(nvidia, rel=0.02)
+
+
+def test_printed_gpt_oss_layout_does_not_fit():
+    """gpt-oss-120b as the table prints it (MBS 4, PP 4: 4 micro-batches of 16,384 tokens in flight on the
+    first stage, 9 layers each) needs ~99 GB of activations alone: refused in one line, by how much."""
+    r = next(r for r in table() if r["model"] == "gpt-oss-120b")
+    with pytest.raises(IronlawError, match=r"needs .* GB per device, .* more than the .* of h100 .*activations"):
+        predict(r, hardware.get("h100"), printed=True)

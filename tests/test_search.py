@@ -24,13 +24,13 @@ H100 = hardware.get("h100")
 KEYS = ("time_s", "memory_per_gpu_bytes", "mfu")
 
 
-def _space(spec, gpus, gbs, seq, dtype=None, **fixed):
+def _space(spec, gpus, gbs, seq, dtype=None, settings=None, **fixed):
     g = train.graph(spec, H100, seq, dtype)
     m = g.meta
     s = space.Space(gpus, gbs, seq, m["layers"], m["heads"], m.get("kv_heads", m["heads"]), m.get("experts", 0),
                     fixed, gpus_per_node=gpus // nodes_for(H100, gpus))
     ctx = fast.Context(spec, H100, gpus, nodes_for(H100, gpus), gbs, seq, g.meta.get("precision", g.dtype),
-                       settings=dict(train.SETTINGS))
+                       settings={**train.SETTINGS, **(settings or {})})
     return space.enumerate_space(s), ctx
 
 
@@ -38,8 +38,8 @@ def _fast(c, ctx):
     return train.evaluate_all(ctx, c)
 
 
-def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, **fixed):
-    c, ctx = _space(spec, gpus, gbs, seq, dtype, **fixed)
+def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, settings=None, **fixed):
+    c, ctx = _space(spec, gpus, gbs, seq, dtype, settings, **fixed)
     res = _fast(c, ctx)
     fits = np.nonzero(res["fits"])[0]
     rng = random.Random(seed)
@@ -83,6 +83,11 @@ def test_fast_path_matches_train_step_dense():
 
 def test_fast_path_matches_train_step_moe():
     _check_sample("mixtral-8x7b", 32, 64, 4096, 15, 2, must=lambda r: r["ep"] > 1)
+
+
+def test_fast_path_matches_train_step_moe_a2a_overlap():
+    _check_sample("mixtral-8x7b", 32, 64, 4096, 10, 7, must=lambda r: r["ep"] > 1 and r["pp"] > 1,
+                  settings={"moe_a2a_overlap": True})
 
 
 def test_fast_path_matches_train_step_one_layer_stages():

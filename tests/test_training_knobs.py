@@ -51,6 +51,29 @@ def test_context_parallel_ring_by_hand():
     assert st.breakdown["cp_ring_s"] == pytest.approx(32 * 3 * float(a + b), rel=1e-9)
 
 
+def test_context_parallel_merge_by_hand():
+    """Llama-3-8B, seq 8192, cp 2, tp 2: a rank holds 4096 tokens; its attention output is 4096 × 32 heads ×
+    128 elements before TP (8192 per token), 2·8 × 128 K and V elements per token. Transformer Engine's P2P
+    ring (context_parallel.py, AttnFuncWithCPAndKVP2P) merges step 2's bf16 partial output into an fp32 output
+    (2 + 4 + 4 bytes per element) after step 1's init and before the cast back (6 + 6); the backward adds
+    both steps' dQ into fp32 (10 bytes each, 6 for the cast) and their dK, dV into the bf16 ring buffer (6
+    each). Per layer and TP rank: forward 22, backward 26 bytes per output element, + 12 per K/V element."""
+    g = _train()
+    sg = parallel.tp_shard(parallel.cp_shard(g, 2), 2, True, (2, 1))
+    merge = {op.name: op for op in sg.ops if op.name.startswith("attention_cp_merge")}
+    assert set(merge) == {"attention_cp_merge", "attention_cp_merge.backward"}
+    q, kv = 4096 * 4096, 4096 * 2048
+    assert merge["attention_cp_merge"].bytes["activations"] == pytest.approx((10 + 12) * q / 2)
+    assert merge["attention_cp_merge.backward"].bytes["activations"] == pytest.approx((10 * 2 + 6) * q / 2
+                                                                                      + 6 * 2 * kv / 2)
+    assert all(op.count == 32 for op in merge.values())
+    assert not any(op.name.startswith("attention_cp_merge") for op in parallel.cp_shard(g, 1).ops)
+    # they cost what their bytes take at the device's memory bandwidth, after their attention
+    st = _step(g, gpus=16, tp=2, cp=2, sequence_parallel=True, global_batch=8)
+    rows = [r for r in st.per_microbatch.rows() if r["name"].startswith("attention_cp_merge")]
+    assert len(rows) == 2 and all(r["bound"] == "bandwidth" and r["time_s"] > 0 for r in rows)
+
+
 def test_fsdp_memory_is_params_over_dp_and_its_comm_overlaps():
     g = _train()
     n = g.meta["params"]
@@ -174,6 +197,46 @@ def test_tp_comm_overlap_hides_collectives_under_the_gemms():
     assert hidden <= off.breakdown["microbatches"] * gemm_s
     with pytest.raises(IronlawError, match="add --sequence-parallel"):
         parallel.make_plan(dict(gpus=8, tp=8, tp_comm_overlap=True), g)
+
+
+def test_sequence_parallel_collectives_and_what_each_overlaps():
+    """With sequence parallelism a layer runs a reduce-scatter and an all-gather per sublayer forward and, in the
+    backward, also re-gathers each column GEMM's input for its weight gradient (Megatron-LM's
+    LinearWithGradAccumulationAndAsyncCommunication): 10 collectives per layer. Each hides only under the GEMM
+    share it runs beside (parallel.TP_OVERLAP): the forward all-gather under the next column GEMM, the
+    reduce-scatter under its row GEMM, a backward one under a dgrad or wgrad half."""
+    g = _train(seq=4096)
+    sg = parallel.tp_shard(g, 8, True, (8, 1))
+    tp = [op.name for op in sg.ops if op.module == "tp"]
+    assert len(tp) == 10 and all(n.split(".", 1)[1] in parallel.TP_OVERLAP for n in tp)
+    assert sum(".wgrad." in n for n in tp) == 2
+    rows = [{"name": "tp.reducescatter.fwd.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
+            {"name": "attn_post_proj", "kind": "matmul", "module": "attn", "time_s": 2.0},
+            {"name": "attn_pre_proj", "kind": "matmul", "module": "attn", "time_s": 5.0},
+            {"name": "tp.allgather.wgrad.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
+            {"name": "attn_pre_proj.backward", "kind": "matmul", "module": "attn", "time_s": 4.0}]
+    # 3 s of reduce-scatter beside the 2 s row GEMM (not the 5 s column GEMM): 2 hidden; the re-gather beside
+    # the dgrad half (2 s) of the column GEMM's backward: 2 hidden
+    assert parallel.tp_overlap_hidden_s(rows) == pytest.approx(4.0)
+
+
+def test_moe_a2a_overlap_hides_the_all_to_alls_of_all_micro_batches_but_one():
+    """--moe-a2a-overlap (Megatron's overlap_moe_expert_parallel_comm): each micro-batch's dispatch and combine
+    run beside another micro-batch's compute, up to that compute; the step's first forward and last backward
+    have no partner, so one micro-batch's all-to-alls stay."""
+    g = _train("qwen3-30b-a3b", seq=1024)
+    base = dict(gpus=8, ep=8, global_batch=32, fsdp=True)
+    off, on = _step(g, **base), _step(g, **base, moe_a2a_overlap=True)
+    rows = off.per_microbatch.rows()
+    a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
+    compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
+    m = off.breakdown["microbatches"]
+    assert m == 4 and 0 < a2a < compute
+    assert on.step_s == pytest.approx(off.step_s - (m - 1) * a2a, rel=1e-9)
+    assert on.breakdown["tp_ep_network_s"] == pytest.approx(off.breakdown["tp_ep_network_s"] - (m - 1) * a2a,
+                                                             rel=1e-6)
+    with pytest.raises(IronlawError, match="add --ep > 1"):
+        parallel.make_plan(dict(gpus=8, moe_a2a_overlap=True), g)
 
 
 def test_overlapped_stage_sends_leave_the_warm_up_and_cool_down():

@@ -3,15 +3,17 @@ knobs).
 
     plan        --gpus --nodes --tp --pp --cp --dp --ep --global-batch --micro-batch --interleave
                 --sequence-parallel --recompute none|selective|full --zero 0|1|2|3 (--fsdp = --zero 3)
-                --expert-imbalance; gpus = tp × pp × cp × dp
+                --expert-imbalance --tp-comm-overlap --overlap-p2p --grad-fp32 --moe-a2a-overlap;
+                gpus = tp × pp × cp × dp
     tp_shard    Graph → per-device Graph: matmul/attention ops split over the TP group (column- and
                 row-parallel linears, heads), norms and residual adds replicated (split with sequence
-                parallelism), TP collectives inserted where Megatron puts them (2 per layer forward,
-                2 backward; all-reduce, or all-gather + reduce-scatter with sequence parallelism); expert
+                parallelism), TP collectives inserted where Megatron puts them (an all-reduce per sublayer
+                and pass; with sequence parallelism a reduce-scatter and an all-gather, and in the backward
+                the re-gather of the column GEMM's input for its weight gradient); expert
                 all-to-all dispatch and combine around the experts (token-dropless, balanced unless
                 --expert-imbalance: ``expert_load``)
     cp_shard    Graph → per-device Graph under context parallelism: seq/cp tokens per rank; the K/V ring
-                overlapped with attention (``cp_ring_exposed``)
+                overlapped with attention (``cp_ring_exposed``), the merge of its steps after it (``cp_merge``)
     train_step  the step on the slowest pipeline stage: m micro-batches of forward+backward, the pipeline
                 bubble ((pp−1)/v micro-batch times, v = --interleave), stage-to-stage send/recv (1/tp of
                 the activation per rank, all-gathered over the TP group: Megatron's scatter/gather), the
@@ -45,13 +47,15 @@ from .precision import in_layers
 RECOMPUTE = ("none", "selective", "full")
 COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
 ROW = {"attn_post_proj", "mlp_down_proj"}                     # input split, output full (then all-reduced)
-SPLIT = {"attn_rope", "attention", "mlp_act", "cross_entropy", "embedding"}   # every byte and FLOP split
+SPLIT = {"attn_rope", "attention", "attention_cp_merge", "mlp_act", "cross_entropy",
+         "embedding"}                                         # every byte and FLOP split
 REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "mlp_layernorm", "final_norm",
               "embedding_layernorm", "attn_residual_add", "mlp_residual_add", "moe_router", "moe_topk",
               "moe_permute", "moe_combine", "pooler_dense", "pooler_tanh",
               "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
 FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
+CP_MERGE_BYTES = {"fwd": (10.0, 12.0), "bwd": (10.0, 6.0)}    # (per ring step, once) per output element: cp_merge
 MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
 
 
@@ -74,6 +78,7 @@ class Plan:
     tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
+    moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
 
     @property
     def microbatches(self) -> int:
@@ -82,7 +87,7 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32")
+                "grad_fp32", "moe_a2a_overlap")
 
 
 def requested(options: dict) -> bool:
@@ -118,8 +123,12 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     p2p = bool(o.get("overlap_p2p", False))
     if p2p and v == 1:
         raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
+    a2a = bool(o.get("moe_a2a_overlap", False))
+    if a2a and ep == 1:
+        raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
+                           "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)))
+                bool(o.get("grad_fp32", False)), a2a)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -293,6 +302,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if sp:
                 ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, n, g.dtype, "tp"))
                 ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, n, g.dtype, "tp"))
+                if bwd:                       # the column GEMM's input gathered again for its weight gradient
+                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, n, g.dtype,
+                                     "tp"))
             else:
                 ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, n, g.dtype, "tp"))
         if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
@@ -561,7 +573,8 @@ def cp_shard(g: Graph, cp: int) -> Graph:
     """The per-device graph under context parallelism ``cp``: each rank holds seq/cp tokens of every sequence
     (two chunks of 2·cp, the load-balanced causal split), so every per-token op does 1/cp of the work and
     attention computes 1/cp of the causal pairs (its queries against every key, K and V passed around the ring:
-    ``cp_ring_exposed``). Weights and their gradients stay whole on every rank."""
+    ``cp_ring_exposed``), each attention followed by the merge of its ring steps' partial results
+    (``cp_merge``). Weights and their gradients stay whole on every rank."""
     if cp == 1:
         return g
     ops = []
@@ -573,9 +586,33 @@ def cp_shard(g: Graph, cp: int) -> Graph:
         new.flops, new.vector_flops, new.bytes_written = op.flops / cp, op.vector_flops / cp, op.bytes_written / cp
         new.bytes = {k: (v if k in ("weights", "gradients") else v / cp) for k, v in op.bytes.items()}
         ops.append(new)
+        if op.kind == "attention":
+            ops.append(cp_merge(new, cp, g.meta))
     meta = dict(g.meta, tokens=g.meta["tokens"] / cp, cp=cp)
     return Graph(f"{g.name} [cp {cp}]", g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=meta,
                  uncounted_ops=dict(g.uncounted_ops))
+
+
+def cp_merge(att: Op, cp: int, meta: dict) -> Op:
+    """The merge of an attention's ``cp`` ring steps on a rank of t = tokens/cp tokens (Transformer Engine's
+    AttnFuncWithCPAndKVP2P, cp_comm_type "p2p"): each step's attention writes a partial output [t, q_dim] in
+    bf16 and its softmax statistics; the forward rescales and adds steps 2…cp into an fp32 output (read the
+    step's 2 bytes, read and write the running 4-byte sum: 10 bytes per element and step) after the first step's
+    init and before the cast back to bf16 (6 + 6 bytes once); the backward adds each step's dQ into an fp32 dQ
+    (10 bytes per element and step, 6 for the final cast) and each step's dK, dV into the bf16 buffer that
+    travels the ring with K and V (6 bytes per element of [t, 2·kv_dim] and step). Memory-bound kernels that
+    run after their attention kernels, not under them."""
+    bwd = att.name.endswith(".backward")
+    tokens = np.asarray(meta["tokens"], dtype=float) / cp
+    q = tokens * meta["heads"] * meta["head_dim"]
+    kv = tokens * 2 * meta.get("kv_heads", meta["heads"]) * meta["head_dim"]
+    step, once = CP_MERGE_BYTES["bwd" if bwd else "fwd"]
+    nbytes = (step * (cp if bwd else cp - 1) + once) * q + (6.0 * cp * kv if bwd else 0.0)
+    base = _base(att.name)
+    return Op("attention_cp_merge" + att.name[len(base):], "elementwise", flops=2.0 * cp * q,
+              bytes={"activations": nbytes}, dtype=att.dtype, count=att.count, module=att.module,
+              shapes=f"{cp} ring steps merged", bytes_written=nbytes * 0.4,
+              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True})
 
 
 def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> tuple[float, float]:
@@ -602,22 +639,47 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     return total, exposed
 
 
+# each TP collective of sequence parallelism and the GEMM share it runs beside under Transformer Engine's
+# userbuffers overlap (Megatron-Bridge comm_overlap.py: qkv_fprop, proj_fprop, fc1_fprop, fc2_fprop; in the
+# backward proj_dgrad, fc2_dgrad ring exchanges and the bulk qkv_dgrad/qkv_wgrad, fc1_dgrad/fc1_wgrad pairs):
+# (GEMM op, its backward, share of its time: a backward op is its dgrad and wgrad halves). tp_shard names a
+# forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's input) after it,
+# a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the sublayer below and the
+# re-gather of its input for the weight gradient after its column GEMM.
+TP_OVERLAP = {"reducescatter.fwd.attn": ("attn_post_proj", False, 1.0), "allgather.fwd.attn": ("mlp_up_proj", False, 1.0),
+              "reducescatter.fwd.mlp": ("mlp_down_proj", False, 1.0), "allgather.fwd.mlp": ("attn_pre_proj", False, 1.0),
+              "reducescatter.bwd.mlp": ("mlp_up_proj", True, 0.5), "allgather.wgrad.mlp": ("mlp_up_proj", True, 0.5),
+              "allgather.bwd.mlp": ("attn_post_proj", True, 0.5),
+              "reducescatter.bwd.attn": ("attn_pre_proj", True, 0.5), "allgather.wgrad.attn": ("attn_pre_proj", True, 0.5),
+              "allgather.bwd.attn": ("mlp_down_proj", True, 0.5)}
+
+
 def tp_overlap_hidden_s(rows: list[dict]) -> float:
     """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
-    (Transformer Engine's userbuffers: the all-gather before a column-parallel GEMM and the reduce-scatter after
-    a row-parallel one, chunked and pipelined with it): per sublayer and pass, the collectives' time up to the
-    time of the sublayer's two GEMMs."""
+    (Transformer Engine's userbuffers, chunked and pipelined with the GEMM): each collective up to the time
+    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest."""
     comm: dict[str, float] = {}
-    gemm: dict[str, float] = {}
+    gemm: dict[tuple, float] = {}
     for r in rows:
         base, bwd = _base(r["name"]), r["name"].endswith(".backward")
         if r["kind"] == "collective" and r["module"] == "tp":
-            key = r["name"].split(".", 2)[2]                       # fwd.attn | bwd.mlp …
+            key = r["name"].split(".", 1)[1]                       # reducescatter.fwd.attn …
             comm[key] = comm.get(key, 0.0) + r["time_s"]
         elif (base in COLUMN or base in ROW) and base != "lm_head":
-            key = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
-            gemm[key] = gemm.get(key, 0.0) + r["time_s"]
-    return sum(min(t, gemm.get(k, 0.0)) for k, t in comm.items())
+            gemm[(base, bwd)] = gemm.get((base, bwd), 0.0) + r["time_s"]
+    return sum(min(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
+               if k in TP_OVERLAP)
+
+
+def ep_overlap_hidden_s(rows: list[dict]) -> float:
+    """Seconds of expert all-to-all hidden per micro-batch when they run beside another micro-batch's compute
+    (Megatron's overlap_moe_expert_parallel_comm: the 1F1B steady state merges one micro-batch's forward with
+    another's backward, layer by layer, so each dispatch and combine overlaps the other pass's compute): the
+    all-to-alls up to the micro-batch's compute. The first forward and the last backward of a step have no
+    partner: ``train_step`` adds one micro-batch's all-to-alls back."""
+    a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
+    compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
+    return min(a2a, compute)
 
 
 def expert_load(sg: Graph, plan: Plan) -> Graph:
@@ -755,7 +817,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
-    hidden_tp = tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0
+    hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
+        (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     t_est = float(est.time_s) - hidden_tp
     t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
@@ -768,16 +831,17 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     bubble_s = (plan.pp - 1) / v * t_mb
     dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
-    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s
+    a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
+    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s + a2a_alone
     flops = _step_flops(g, plan)
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
-                 "tp_ep_network_s": m * net_mb, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
+                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
                  "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
     shares = {"compute": m * (t_est - net_mb),
-              "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s,
+              "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble_s, "optimizer": opt_s}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}

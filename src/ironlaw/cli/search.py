@@ -35,7 +35,10 @@ def search(
                                          help="train: TP collectives pipelined with the GEMMs where sequence parallel"),
     overlap_p2p: bool = typer.Option(True, "--overlap-p2p/--no-overlap-p2p",
                                      help="train: stage sends overlapped where the schedule interleaves"),
-    grad_fp32: bool = typer.Option(True, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in fp32"),
+    grad_fp32: bool = typer.Option(False, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in fp32 "
+                                   "(default: bf16, as Megatron-Bridge's recipes)"),
+    moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap/--no-moe-a2a-overlap",
+                                         help="train: expert all-to-alls beside another micro-batch's compute"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
     prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
     output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
@@ -54,7 +57,7 @@ def search(
     if phase == "train":
         from ..search import train
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance)
+                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
         res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
                            quiet=fmt == "json", settings=settings)
     elif phase == "serve":

@@ -48,7 +48,7 @@ class Context:
     seq: int
     dtype: str | None
     composition: str = "overlap"
-    settings: dict = field(default_factory=dict)   # tp_comm_overlap, overlap_p2p, grad_fp32, expert_imbalance
+    settings: dict = field(default_factory=dict)   # search.train.SETTINGS
 
     @property
     def gpus_per_node(self) -> int:
@@ -107,7 +107,8 @@ def _recompute_keep(sg: Graph) -> dict:
     end = next(i for i in range(first, len(names)) if names[i].endswith(".backward"))
     block = np.zeros(len(names), dtype=bool)
     block[first:end] = True
-    attn = np.array([op.kind == "attention" and op.name.endswith(".recompute") for op in sg.ops])
+    attn = np.array([(op.kind == "attention" or bool(op.attrs.get("cp_merge"))) and op.name.endswith(".recompute")
+                     for op in sg.ops])
     return {"none": ~block, "selective": ~block | (block & attn), "full": every}
 
 
@@ -243,14 +244,18 @@ def _sums(ops, t, count, layer, share) -> dict:
             continue
         base = parallel._base(op.name)
         if op.kind == "collective" and op.module == "tp":
-            k = op.name.split(".", 2)[2]
+            k = op.name.split(".", 1)[1]
             comm[k] = comm.get(k, 0.0) + tl[i]
         elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
-            k = f"{'bwd' if op.name.endswith('.backward') else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
+            k = (base, op.name.endswith(".backward"))
             gemm[k] = gemm.get(k, 0.0) + tl[i]
-    hid = sum((np.minimum(v, gemm.get(k, 0.0)) for k, v in comm.items()), np.zeros(t.shape[1]))
+    pair = parallel.TP_OVERLAP
+    hid = sum((np.minimum(v, pair[k][2] * gemm.get(pair[k][:2], 0.0)) for k, v in comm.items() if k in pair),
+              np.zeros(t.shape[1]))
+    ep = np.array([op.kind == "collective" and op.module == "ep" for op in ops])
     return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
-            "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid}
+            "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid,
+            "a2a_lay": s(layer & ep), "a2a_rest": r(~layer & ep)}
 
 
 def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
@@ -453,6 +458,9 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
            "bwd": R * s["bwd_lay"][i] + s["bwd_rest"][i]}
     tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
     out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
+    out["a2a"] = np.zeros(i.shape)
+    if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
+        out["a2a"] = np.minimum(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
     out["ring"] = np.zeros(i.shape)
     if cp > 1 and tab.attention:
         meta = mdl["meta"]
@@ -558,7 +566,7 @@ def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict
     ref = predicted(g, key, ctx)
     mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
     n = mbi.shape[0]
-    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "ring", "top")}
+    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "a2a", "ring", "top")}
     stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
     for r in np.unique(c["recompute"]):
         rows = np.nonzero(c["recompute"] == r)[0]
@@ -584,7 +592,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     mbi = mbi.reshape(-1)
     g = _graph(ctx, mbs)
     meta, by = g.meta, dtype_bytes(g.dtype)
-    grad_fp32 = bool(ctx.setting("grad_fp32", True))
+    grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
     mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
     need = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
@@ -593,7 +601,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     p = _times(ctx, key, g, c, mbi)
     p_dev = mem["params_per_device"]
     fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
-    t_est = p["est"] - p["hidden"]
+    t_est = p["est"] - p["hidden"] - p["a2a"]
     t_mb = t_est + p["ring"] + fsdp
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
     v, pp = c["interleave"], c["pp"]
@@ -603,7 +611,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
     opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
-    step = m * t_mb + bubble + p2p + exposed + gather + opt_s
+    step = m * t_mb + bubble + p2p + exposed + gather + opt_s + p["a2a"]
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))
     return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,

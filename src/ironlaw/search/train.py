@@ -18,7 +18,8 @@ AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the sam
 MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints that would sit in cache)
 
 
-SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": True, "expert_imbalance": 1.0}
+SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
+            "moe_a2a_overlap": False}
 
 
 def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
@@ -45,7 +46,8 @@ def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: 
             "recompute": row["recompute"], "zero": row["zero"], "sequence_parallel": sp,
             "tp_comm_overlap": bool(settings["tp_comm_overlap"] and sp),
             "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
-            "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0}
+            "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0,
+            "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1)}
 
 
 def row_of(c: dict, i: int) -> dict:
@@ -129,7 +131,9 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
 
     ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
     wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
-    reduced in fp32, and the experts' load imbalance (1: balanced)."""
+    kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), the experts' load imbalance (1:
+    balanced), and the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
+    it: ``moe_a2a_overlap``)."""
     from .. import hardware, parallel
     from ..network.topology import check_count, nodes_for
     from . import SearchResult
