@@ -355,3 +355,32 @@ def test_tp_shard_splits_what_an_op_writes_as_it_splits_the_op():
     after = {op.name: op for op in s.ops}
     for name, share in (("attn_pre_proj", 0.25), ("attention", 0.25), ("attn_post_proj", 1.0)):
         assert after[name].bytes_written == pytest.approx(share * before[name].bytes_written), name
+
+
+@pytest.mark.parametrize("spec,phase,sp", [("llama3-8b", "prefill", False), ("llama3-8b", "train", True),
+                                           ("gpt2", "train", False)])
+def test_tp_shard_splits_vector_flops_as_it_splits_flops(spec, phase, sp):
+    """Each device runs 1/tp of a split op's vector-unit work (attention's softmax exp and scaling) as of its
+    matrix work: an op's vector FLOPs shrink by the same factor as its FLOPs, wherever they are split."""
+    g = workloads.resolve(workloads.Request(spec, phase=phase, batch=2, seq=1024))
+    before = {op.name: op for op in g.ops}
+    after = {op.name: op for op in parallel.tp_shard(g, 4, sp).ops}
+    with_vector = [n for n, op in before.items() if op.vector_flops and op.flops]
+    assert any(n.startswith("attention") for n in with_vector)
+    for name in with_vector:
+        share = after[name].flops / before[name].flops
+        assert after[name].vector_flops == pytest.approx(share * before[name].vector_flops), name
+    assert after["attention"].vector_flops == pytest.approx(before["attention"].vector_flops / 4)
+
+
+def test_eager_softmax_per_device_is_a_tp_share_of_the_scores():
+    """Llama-3-8B prefill on 4 devices, attention made eager: each device's softmax covers its 8 of the 32
+    heads, batch × heads/tp × s² scores at ``flopcount.SOFTMAX`` FLOPs each, not the whole layer's."""
+    from ironlaw import flopcount
+    g = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=8, seq=512))
+    hw = hardware.get("a100")
+    g, _ = whatif.apply(parallel.shard_inference(g, hw, {"tp": 4, "gpus": 4}), hw, ["eager-attention"])
+    sm = next(op for op in g.ops if op.name == "attention.softmax")
+    scores = 8 * (32 / 4) * 512 * 512
+    assert sm.flops == pytest.approx(scores * flopcount.SOFTMAX)
+    assert sm.bytes["activations"] == pytest.approx(2 * scores * 2)

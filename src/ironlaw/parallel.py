@@ -271,7 +271,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 read = act - w
                 split = read + w / tp if base in COLUMN else read / tp + w
                 ratio[base] = split / np.where(act > 0, act, 1.0)
-            new.flops = op.flops / tp
+            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
             new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp)
                          for k, v in op.bytes.items()}
             if "nk" in op.attrs:                              # each device holds 1/tp of N (column) or of K (row)
@@ -280,12 +280,12 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
                 new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:
-            new.flops = op.flops / tp
+            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
             new.bytes = {k: v / tp for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
         elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
             if sp or op.attrs.get("tp_split"):
-                new.flops = op.flops / tp
+                new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
                 new.bytes_written = op.bytes_written / tp
         elif tp > 1:                                          # expert parallelism alone splits no op

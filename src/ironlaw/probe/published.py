@@ -24,6 +24,7 @@ from ..workloads.common import elementwise, linear
 # the same FLOP conventions as the analytic transformer builder, so the fit applies to its graphs
 from .. import flopcount
 from ..workloads.transformer import ACT_FLOPS, ROPE_FLOPS
+from ..whatif.fusion import SOFTMAX_KERNEL
 
 DTYPE = "fp16"
 # shortest CUDA time of a tiny kernel in the vidur files (add / rope at 1–16 tokens: 2–4 µs)
@@ -72,6 +73,8 @@ def llmcompass_rows(path: Path, kind: str, dataset: str) -> list[Observation]:
             wb = 2 * n * b if kind == "norm" else 0.0
             per = flopcount.LAYERNORM if kind == "norm" else flopcount.SOFTMAX
             op = elementwise(f"{kind} {label}", elems, DTYPE, flops_per_elem=per, kind=kind, weight_bytes=wb)
+            if kind == "softmax":                    # torch.softmax over rows: the kernel eager attention runs
+                op.attrs["kernel"] = SOFTMAX_KERNEL
         out.append(Observation(op, elems / (float(r["G_elements_per_s"]) * 1e9), dataset))
     return _with_offset(out)
 

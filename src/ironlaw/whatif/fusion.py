@@ -28,6 +28,9 @@ from .base import Choice, Flag, copy_op, has, is_backward, transform
 
 CONSUMER_CLASSES = {"activations", "weights", "gradients"}
 NOT_PRODUCERS = ("collective", "copy")
+# the kernel an eager softmax over the score rows names (torch.softmax's; [calibration.kernel.softmax]: a100
+# fits it on LLMCompass's measured softmax sweep, benchmarks/a100_calibration.py)
+SOFTMAX_KERNEL = "softmax"
 
 
 @transform("fusion", main="scope", aliases=("fuse",), params={"scope": Choice(("elementwise",))},
@@ -197,7 +200,7 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
             qk.attrs["masked_pairs_factor"] = scale           # so that flash-attention can undo it
         qk.bytes["activations"] = act - o_b + s_b
         sm = Op(op.name + ".softmax", "softmax", flops=sm_flops, bytes={"activations": 2.0 * s_b},
-                dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b)
+                dtype=op.dtype, count=op.count, module=op.module, bytes_written=s_b, attrs={"kernel": SOFTMAX_KERNEL})
         chain = [qk, sm]
         if drop_p > 0:
             chain.append(Op(op.name + ".dropout", "elementwise", flops=DROPOUT_FLOPS * scores,
