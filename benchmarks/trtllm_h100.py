@@ -13,8 +13,8 @@ Fitted (``--fit``): the seven ``ServingConstants`` — GEMM top η and half-poin
 GEMM top η, HBM streaming η, attention η, fixed seconds per step, host seconds per kernel of an eager step —
 minimising the mean |log(predicted / published)| over every H100 cell, dense and MoE; nothing per model, per
 cell or per GPU. Leave-one-model-out: refit without each model, score that model's cells.
-Also printed: the same cells on H200 and B200 from their datasheets with the same constants (no ground truth
-here), NVIDIA aiconfigurator's predictions where benchmarks/data/aiconfigurator_0.12.csv holds them, and the
+Also printed: the same cells on H200 and B200 from their datasheets with the same constants (the published H200
+column is scored, held out, by benchmarks/trtllm_h200.py), NVIDIA aiconfigurator's predictions where benchmarks/data/aiconfigurator_0.12.csv holds them, and the
 time per ironlaw prediction.
 """
 from __future__ import annotations
@@ -61,8 +61,8 @@ def spec_for(model: str) -> str | None:
     return None
 
 
-def cells() -> list[dict]:
-    rows = csv.DictReader(ln for ln in CSV.read_text().splitlines() if ln and not ln.startswith("#"))
+def cells(path: Path = CSV) -> list[dict]:
+    rows = csv.DictReader(ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#"))
     return [{**r, "tp": int(r["tp"]), "isl": int(r["isl"]), "osl": int(r["osl"]),
              "published": float(r["output_tokens_per_s"])} for r in rows]
 
