@@ -3,6 +3,8 @@
 Reference: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on H100 SXM, FP8 ModelOpt checkpoints. The
 serving constants were fitted on these cells (benchmarks/trtllm_h100.py, which also reports leave-one-model-out).
+Held out: tests/data/trtllm_perf_overview_h200.csv, the same table's H200 columns, only ever scored
+(benchmarks/trtllm_h200.py).
 """
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ SPECS = {"llama3.1-8b": _spec("llama3.1-8b", "llama3-8b"), "llama3.3-70b": _spec
          "llama3.1-405b": _spec("llama3.1-405b", LLAMA405)}
 
 
-def published() -> list[dict]:
-    rows = csv.DictReader(ln for ln in (DATA / "trtllm_perf_overview_h100.csv").read_text().splitlines()
+def published(gpu: str = "h100") -> list[dict]:
+    rows = csv.DictReader(ln for ln in (DATA / f"trtllm_perf_overview_{gpu}.csv").read_text().splitlines()
                           if ln and not ln.startswith("#"))
     return [{**r, "tp": int(r["tp"]), "isl": int(r["isl"]), "osl": int(r["osl"]),
              "tokens_per_s": float(r["output_tokens_per_s"])} for r in rows]
@@ -219,6 +221,31 @@ def test_identical_requests_run_in_waves():
     assert more.batch == 200 and (more.steady["waves"], more.steady["tail_requests"]) == (1, 100)
     assert more.steady["tail_steps"] == pytest.approx(more.steady["steps_per_request"])
     assert one.time_s < more.time_s < 2 * one.time_s                   # the second wave runs half as many
+
+
+def test_h200_table_is_the_published_columns():
+    """The held-out H200 file holds the page's 60 H200 cells at the page's TP (Llama 3.3 70B on one H200)."""
+    rows = published("h200")
+    assert len(rows) == 60 and {r["gpu"] for r in rows} == {"h200"}
+    tp = {r["model"]: r["tp"] for r in rows}
+    assert tp == {"llama3.1-8b": 1, "llama3.3-70b": 1, "llama3.1-405b": 8, "qwen3-235b-a22b": 8,
+                  "llama4-maverick": 8, "llama4-scout": 4}
+    cell = {(r["model"], r["isl"], r["osl"]): r["tokens_per_s"] for r in rows}
+    assert cell[("llama4-maverick", 128, 2048)] == 40572 and cell[("llama3.1-8b", 2048, 2048)] == 12194
+
+
+def test_dense_h200_cells_held_out_from_h100_constants():
+    """The H100-fitted constants carry to the H200 datasheet on the dense cells: median |error| ≤ 10%."""
+    errs = []
+    for r in published("h200"):
+        if r["model"] not in SPECS:
+            continue
+        est = st.max_throughput(SPECS[r["model"]], "h200", r["isl"], r["osl"], tp=r["tp"], dtype="fp8",
+                                kv_dtype="fp8", kv_fraction=0.95)
+        errs.append(abs(est.output_tokens_per_s / r["tokens_per_s"] - 1.0))
+    assert len(errs) == 30
+    assert statistics.median(errs) <= 0.10
+    assert max(errs) <= 0.25
 
 
 def test_moe_h100_cells_median_error():
