@@ -10,12 +10,13 @@ ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = 
 page's later revision puts ``enable_attention_dp: true`` at the top level of the Qwen3 MoE / Llama 4 options),
 the KV cache in each checkpoint's dtype (``KV_DTYPE``).
 Fitted (``--fit``): the eight ``ServingConstants`` — GEMM top η and half-point M, the routed experts' grouped
-GEMM η on its FLOPs and on its weights' HBM streaming (``serving_step``), HBM streaming η, attention η, fixed seconds per step, host seconds per kernel of an eager step —
-minimising the mean |log(predicted / published)| over every H100 cell, dense and MoE; nothing per model, per
-cell or per GPU. Leave-one-model-out: refit without each model, score that model's cells.
+GEMM η on its FLOPs and on its weights' HBM streaming (``serving_step``), HBM streaming η, attention η, fixed
+seconds per step, host seconds per kernel of an eager step — minimising the mean |log(predicted / published)|
+over every H100 cell, dense and MoE; nothing per model, per cell or per GPU. Leave-one-model-out: refit without
+each model, score that model's cells.
 Also printed: the same cells on H200 and B200 from their datasheets with the same constants (the published H200
-column is scored, held out, by benchmarks/trtllm_h200.py), NVIDIA aiconfigurator's predictions where benchmarks/data/aiconfigurator_0.12.csv holds them, and the
-time per ironlaw prediction.
+column is scored, held out, by benchmarks/trtllm_h200.py), NVIDIA aiconfigurator's predictions where
+benchmarks/data/aiconfigurator_0.12.csv holds them, and the time per ironlaw prediction.
 """
 from __future__ import annotations
 

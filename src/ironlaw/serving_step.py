@@ -17,8 +17,10 @@ inside the law. The routed experts' grouped GEMM (``GROUPED_GEMM``) is a kernel 
 the weights of every expert the step's tokens touch, once per step, at its own fraction of the HBM bandwidth
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
 (``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
-at a few rows per expert its time is the weights' streaming time and follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt tokens runs eagerly, the
-host launching its kernels one by one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
+follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
+tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
+(``host_floor_s``).
 """
 from __future__ import annotations
 
