@@ -65,9 +65,12 @@ def _render(doc: dict, path: str) -> None:
     p = doc["probe"]
     rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
     c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")
-    across = p.get("checks", {}).get("drift", {}).get("across_rounds")
-    if across:
-        c.print(f"between rounds: {across}")
+    drift = p.get("checks", {}).get("drift", {})
+    if drift.get("max_change", 0.0) > p["max_cv"]:
+        c.print(f"[yellow]the machine's speed drifted during the run[/yellow] ({drift['what']}); predictions on this "
+                "profile carry that range (time_range_s)")
+    if drift.get("across_rounds"):
+        c.print(f"between rounds: {drift['across_rounds']}")
     t = Table(title="GEMM peak per dtype (best shape)")
     for col in ("dtype", "peak", "note"):
         t.add_column(col)
