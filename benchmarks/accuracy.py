@@ -147,7 +147,7 @@ def measure(args, hw) -> tuple[dict[str, dict], object]:
     one probe round before each round of cases, and the cases are predicted with that profile (returned
     with them; else ``hw``): the probe's rows and the models then see the same stretches of the machine's speed."""
     from ironlaw import validate
-    from ironlaw.calibrate import without_calibration
+    from ironlaw.calibration import without_calibration
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rounds: dict[str, list[dict]] = {}
@@ -217,7 +217,7 @@ def interleaved_probe(args, hw, between):
 def measure_round(args, hw, k: int, rounds: dict[str, list[dict]]) -> None:
     """Round ``k`` of every case, appended to ``rounds`` (case file name → round documents)."""
     from ironlaw import validate
-    from ironlaw.calibrate import without_calibration
+    from ironlaw.calibration import without_calibration
     bare = without_calibration(hw)
     cases = [c for c in CASES if not args.only or args.only in file_name(*c[:4])]
     for spec, batch, seq, phase, repeats, role in cases:
