@@ -158,6 +158,30 @@ def test_range_widens_with_a_wider_observed_spread():
     assert f["compute"][1] == pytest.approx(190 / 180 * (1 + 0.03))
 
 
+def test_reference_runs_spread_widens_a_range_the_terms_leave_narrow():
+    """Micro-benchmarks a few ms long see less of the machine's swings than whole model runs: where the probe's
+    reference runs went from 0.85× to 1.2× their median run, a range is at least that wide around time_s."""
+    ops = graph(conv_op("dw", 2, 256, 28, 3, 256), Op("copy", "copy", bytes={"activations": 512e6}, dtype="fp32"))
+    p = planted()
+    narrow = law.predict(ops, device(p))
+    p["references"] = {"fitted": ["reference-cnn infer b1"], "failed": [], "wall_s": 9.0, "run_spread": [0.85, 1.2]}
+    check_probe(p, "probe")
+    est = law.predict(ops, device(p))
+    lo, hi = time_range(est)
+    assert lo == pytest.approx(min(time_range(narrow)[0], 0.85 * est.time_s))
+    assert hi == pytest.approx(max(time_range(narrow)[1], 1.2 * est.time_s))
+    assert hi > time_range(narrow)[1]
+    p["references"]["run_spread"] = [1.1, 1.2]                 # the fastest run cannot be slower than the median
+    with pytest.raises(IronlawError, match="run_spread"):
+        check_probe(p, "probe")
+
+
+def test_run_spread_is_the_median_of_the_reference_runs_extremes():
+    from ironlaw.selfcal import run_spread
+    cases = [{"spread": {"min_s": lo, "median_s": 1.0, "max_s": hi}} for lo, hi in ((0.9, 1.1), (0.8, 1.5), (0.95, 1.2))]
+    assert run_spread(cases) == [0.9, 1.2]
+
+
 def test_range_of_an_unprobed_device_is_none():
     est = law.predict(graph(conv_op("c", 1, 64, 28, 3, 1)), hardware.get("h100"))
     assert factors(est.hw) is None and time_range(est) is None

@@ -47,6 +47,8 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
                 dims = dims or gemm_dims(cols)
                 kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
                 out[r] = gemm_serial(p, dims[0][r], kn[r])
+    for name, p in _gemm_kernels(cal):
+        out[_names(cols, "kernels") == name] = float(p.get("serial", 0.0))
     return out
 
 
@@ -163,7 +165,18 @@ def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
                 out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
             elif "streamed" in p:
                 out[r] = p["streamed"]
+    for name, p in _gemm_kernels(cal):
+        r = _names(cols, "kernels") == name
+        if "streamed" in p and r.any():
+            out = np.full(cols.flops.shape, np.nan) if out is None else out
+            out[r] = p["streamed"]
     return out
+
+
+def _gemm_kernels(cal: Calibration) -> list[tuple[str, dict]]:
+    """The kernel entries that are GEMM shape tables of their own (``eta_max``; a grouped GEMM): their
+    ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's."""
+    return [(name, p) for name, p in (cal.kernel or {}).items() if name and "eta_max" in p]
 
 
 def _framework(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:

@@ -31,8 +31,13 @@ def _check_references(refs: object, where: str) -> None:
     if not isinstance(refs, dict):
         raise IronlawError(f"{where}: expected a table")
     for key in refs:
-        if key not in ("fitted", "failed", "wall_s", "skipped"):
-            raise unknown(f"field in {where}", key, ["fitted", "failed", "wall_s", "skipped"])
+        if key not in ("fitted", "failed", "wall_s", "skipped", "run_spread"):
+            raise unknown(f"field in {where}", key, ["fitted", "failed", "wall_s", "skipped", "run_spread"])
+    spread = refs.get("run_spread", [1.0, 1.0])
+    if (not isinstance(spread, list) or len(spread) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                                                for x in spread) or not 0 < spread[0] <= 1 <= spread[1]):
+        raise IronlawError(f"{where}.run_spread: [fastest, slowest] run over the median run, with 0 < fastest ≤ 1 ≤ "
+                           f"slowest; got {spread!r}")
     if not isinstance(refs.get("fitted", []), list) or not all(isinstance(x, str) for x in refs.get("fitted", [])):
         raise IronlawError(f"{where}.fitted: expected a list of run names")
     for i, f in enumerate(refs.get("failed", [])):

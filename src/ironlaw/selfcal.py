@@ -9,6 +9,7 @@ profile keeps the calibration fitted to the probe's rows alone. An interrupted p
 """
 from __future__ import annotations
 
+import statistics
 import time
 import warnings
 from typing import Callable
@@ -54,6 +55,14 @@ def run_references(hw, quick: bool, progress: Progress | None = None) -> tuple[l
     return cases, failed
 
 
+def run_spread(cases: list[dict]) -> list[float]:
+    """[fastest, slowest] end-to-end run against the median run, the median over the reference runs: how much
+    this machine's speed moves from one whole model run to the next (``timerange`` widens ranges by it)."""
+    lo = statistics.median(c["spread"]["min_s"] / c["spread"]["median_s"] for c in cases)
+    hi = statistics.median(c["spread"]["max_s"] / c["spread"]["median_s"] for c in cases)
+    return [round(lo, 4), round(hi, 4)]
+
+
 def calibrate(doc: dict, quick: bool = False, progress: Progress | None = None) -> dict:
     """``doc`` (a probe profile from ``probe.build.profile``, with or without the probe rows' own fit) with
     its [calibration] fitted on the reference runs and the probe's rows — on the rows alone where no run
@@ -72,6 +81,8 @@ def calibrate(doc: dict, quick: bool = False, progress: Progress | None = None) 
         doc["calibration"] = build.probe_calibration(doc)
     probe["references"] = {"fitted": [fit.label(c) for c in cases], "failed": failed,
                            "wall_s": round(time.perf_counter() - t0, 2)}
+    if cases:
+        probe["references"]["run_spread"] = run_spread(cases)
     if doc["kind"] != "cpu":
         probe["references"]["skipped"] = "the reference runs run on the CPU; this profile is a GPU's"
     return doc

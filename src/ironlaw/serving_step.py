@@ -13,8 +13,14 @@ in ``dtype`` (fp8, fp4), the token embedding and the LM head in bf16 (hf_quant_c
 ["lm_head"]; embeddings are not quantized), the activations between kernels and the TP all-reduce in bf16.
 The engine's constants (``ServingConstants``) become the device's calibration for the law: a GEMM's η follows
 its M (``gemmshape.gemm_eta``), attention its own η, every byte the HBM streaming η; no per-op launch cost
-inside the law. A decode-only step replays a CUDA graph; a step that carries prompt tokens runs eagerly, the
-host launching its kernels one by one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+inside the law. The routed experts' grouped GEMM (``GROUPED_GEMM``) is a kernel class of its own: it streams
+the weights of every expert the step's tokens touch, once per step, at its own fraction of the HBM bandwidth
+(``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
+(``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
+below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
+follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
+tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
+(``host_floor_s``).
 """
 from __future__ import annotations
 
@@ -38,15 +44,23 @@ class ServingConstants:
     attention_eta: float       # fraction of the matrix peak FlashAttention-style kernels reach
     step_s: float              # fixed runtime cost per engine step (scheduler, sampler, host), seconds
     source: str
-    expert_gemm_eta: float | None = None  # top fraction of the matrix peak the routed experts' grouped GEMM
-                                          # reaches (None: as gemm_eta); its M is the rows per expert
+    expert_gemm_eta: float | None = None  # fraction of the matrix peak the routed experts' grouped GEMM runs
+                                          # its FLOPs at, whatever its rows per expert (None: gemm_eta)
     reserve_bytes: float = 0.0  # runtime memory per GPU beside weights, workspace and KV (CUDA context and
                                 # graph pools, communication buffers): not free for the KV cache
     launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
+    expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
+                                            # experts' weights at (None: memory_eta)
+
+    def grouped_gemm(self) -> dict:
+        """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
+        eta_c = self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta
+        eta_w = self.memory_eta if self.expert_stream_eta is None else self.expert_stream_eta
+        return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w, "serial": 1.0}
 
     def calibration(self, dtypes) -> dict:
         gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
-        grouped = dict(gemm, eta_max=self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta)
+        grouped = self.grouped_gemm()
         return {"source": self.source, "fitted": ("TensorRT-LLM perf-overview.md H100 cells",),
                 "matmul": {dt: dict(gemm) for dt in dtypes}, "kernel": {GROUPED_GEMM: grouped},
                 "compute": {"attention": self.attention_eta},

@@ -45,8 +45,8 @@ from .serving_step import (ServingConstants, engine_hw, half_collectives, host_f
 
 # fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
 # mean |log(predicted/published)| minimised over all of them at once
-FITTED = ServingConstants(gemm_eta=0.6861, gemm_m_half=171.8, memory_eta=0.9565, attention_eta=0.3166,
-                          step_s=5.543e-4, launch_s=5.935e-5, expert_gemm_eta=0.1912,
+FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=179.0, memory_eta=0.9377, attention_eta=0.3264,
+                          step_s=1.868e-4, launch_s=5.523e-5, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")

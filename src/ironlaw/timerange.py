@@ -13,7 +13,12 @@ profile's rate:
 
 (cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). The low end of the range is the law
 with every term at its fast end (each tier's seconds / hi, compute / hi, latency / hi), composed as the
-prediction was; the high end with every term at its slow end. A catalog device was not probed: no range.
+prediction was; the high end with every term at its slow end.
+
+Micro-benchmarks last milliseconds; a whole model run is slower to sample the machine's swings. Where the
+probe timed its reference runs (``[probe.references].run_spread``: the median over them of the fastest and
+slowest run against the median run), each end is the wider of the term-by-term end and the prediction
+scaled by that spread. A catalog device was not probed: no range.
 """
 from __future__ import annotations
 
@@ -52,7 +57,16 @@ def time_range(est) -> list[float] | None:
     f = factors(est.hw)
     if f is None or est.cols.cfg_shape != ():
         return None
-    return [_total(est, f, end) for end in (1, 0)]          # fast end (rates × hi), slow end (rates × lo)
+    lo, hi = (_total(est, f, end) for end in (1, 0))        # fast end (rates × hi), slow end (rates × lo)
+    runs = run_spread(est.hw)
+    t = float(est.time_s)
+    return [min(lo, t * runs[0]), max(hi, t * runs[1])]
+
+
+def run_spread(hw) -> tuple[float, float]:
+    """(fastest, slowest) whole run against the median run of the probe's reference runs; (1, 1) without."""
+    spread = (hw.extra.get("probe") or {}).get("references", {}).get("run_spread")
+    return (float(spread[0]), float(spread[1])) if spread else (1.0, 1.0)
 
 
 def source(est) -> str:
@@ -61,7 +75,7 @@ def source(est) -> str:
         return (f"none: {est.hw.name} was not probed; its catalog numbers carry no measured spread "
                 f"(ironlaw probe measures one)")
     return ("each term at the slowest and fastest rate the probe observed on this machine (its drift sentinels "
-            "and the rows' spread)")
+            "and the rows' spread), at least its reference models' run-to-run spread")
 
 
 def _total(est, f: dict, end: int) -> float:
