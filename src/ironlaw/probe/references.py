@@ -6,8 +6,9 @@ Together they hold the op classes a CPU fit needs beyond the micro-benchmarks:
     decoder prefill   GEMMs at prefill shapes (x @ W, GPT-2's Conv1D layout), causal attention, layer norm,
                       GELU, embedding gathers, the Hugging Face front end's time between ops
     decoder decode    GEMVs streaming the weights, decode attention against a KV cache
-    cnn               dense 7×7 / 3×3 / 1×1 and depthwise convolutions, batch norm, ReLU, max and average
-                      pooling, the plain-torch front end's time between ops
+    cnn               dense 7×7 / 3×3 / 1×1 and depthwise convolutions from high resolution and few channels
+                      to 4×4 and many, batch norm, ReLU, max and average pooling, the plain-torch front
+                      end's time between ops
     mlp               x @ Wᵀ GEMMs (nn.Linear's layout) at a small batch
 They are deliberately not the models of ``benchmarks/accuracy.py`` (GPT-2, BERT-Small, ResNets, the
 examples' MLP), whose cases then stay never fitted. Weights are random; nothing is downloaded.
@@ -51,17 +52,21 @@ def mlp(batch: int = 4, width: int = 1536, depth: int = 3):
 
 
 def cnn(batch: int = 1, size: int = 128):
-    """A small image classifier: a 7×7 stem, max pooling, dense 3×3 and 1×1 convolutions, a depthwise
-    3×3 stage, batch norm and ReLU after each convolution, global average pooling, a linear head."""
+    """A small image classifier holding the convolution shapes CNNs are made of: a 7×7 stem; an inverted
+    residual at high resolution (1×1 from few channels, depthwise 3×3, 1×1 back); max pooling; dense 3×3
+    convolutions at 32×32; 1×1 and depthwise stages at 16×16 and 8×8; dense 3×3 convolutions over many channels
+    at 4×4 (a late stage's small M); batch norm and ReLU after each convolution; global average pooling; a
+    linear head."""
     import torch
     from torch import nn
 
     def conv(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1):
         return [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout),
                 nn.ReLU(inplace=True)]
-    layers = [*conv(3, 32, 7, 2), nn.MaxPool2d(3, 2, 1),
-              *conv(32, 64, 3), *conv(64, 64, 3), *conv(64, 128, 1, 2),
+    layers = [*conv(3, 32, 7, 2), *conv(32, 96, 1), *conv(96, 96, 3, groups=96), *conv(96, 32, 1),
+              nn.MaxPool2d(3, 2, 1), *conv(32, 64, 3), *conv(64, 64, 3), *conv(64, 128, 1, 2),
               *conv(128, 128, 3, groups=128), *conv(128, 256, 1),
               *conv(256, 256, 3, 2, groups=256), *conv(256, 256, 1),
-              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 100)]
+              *conv(256, 512, 3, 2), *conv(512, 512, 3),
+              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 100)]
     return nn.Sequential(*layers), (torch.randn(batch, 3, size, size),)
