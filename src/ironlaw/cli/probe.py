@@ -13,7 +13,7 @@ from .common import app, check_format, console, emit_json
 def probe(
     out: Optional[str] = typer.Option(None, "--out", help="profile file to write (default: a new file in "
                                                          "$IRONLAW_HOME/profiles, which `--on local` reads)"),
-    quick: bool = typer.Option(False, "--quick", help="a smaller grid and fewer repeats (about 15 s)"),
+    quick: bool = typer.Option(False, "--quick", help="a smaller grid, fewer repeats and two reference runs (about 20 s on 2 cores)"),
     threads: Optional[int] = typer.Option(None, "--threads", help="threads to measure with (default: torch's)"),
     max_cv: float = typer.Option(0.15, "--max-cv", help="largest spread (stdev/median) a measurement may keep"),
     rounds: int = typer.Option(1, "--rounds", help="run everything this many times and keep each measurement's "
