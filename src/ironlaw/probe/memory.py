@@ -17,6 +17,7 @@ from .timing import Budget, stable
 MiB = 1 << 20
 GRAPH_COPY_MAX_BYTES = 256 * MiB
 DRAM_BASE_MAX = 1 << 30
+DRAM_MAX = 2 << 30           # the largest DRAM copy's working set (source and destination)
 
 
 def cpu_caches() -> dict[str, float]:
@@ -56,10 +57,12 @@ def levels(threads: int, quick: bool) -> dict[str, list[float]]:
         # well inside: the last level is shared with every other process on the machine
         # … and on a VM it may hold far less than the OS says: the larger sets find where it ends
         out["l3"] = [c * f for f in ((0.12, 0.2, 0.3, 0.5) if quick else (0.1, 0.15, 0.2, 0.3, 0.45, 0.7))]
-    # twice the last cache level (capped: a 480 MiB L3 would otherwise ask for copies of many GB, which
-    # take most of the probe's time and memory without telling more)
+    # from twice to eight times the last cache level (capped: a 480 MiB L3 would otherwise ask for copies of
+    # many GB, which take most of the probe's time and memory without telling more); a 2-vCPU EPYC VM's copies
+    # ran at 26, 24 and 22 GB/s at 96, 128 and 192 MiB and 20 GB/s at 512 MiB (measured by probe and by
+    # benchmarks/probe_check.py on 2026-12-04): the rate the tier keeps is that of the largest sets
     lo = min(max(64 * MiB, 2 * caches.get("l3", 0.0)), DRAM_BASE_MAX)
-    out["dram"] = [lo * f for f in ((1.5, 2) if quick else (1.5, 2, 3))]
+    out["dram"] = sorted({min(lo * f, DRAM_MAX) for f in ((2, 4) if quick else (2, 4, 8))})
     return out
 
 
