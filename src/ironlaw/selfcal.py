@@ -70,11 +70,12 @@ def calibrate(doc: dict, quick: bool = False, progress: Progress | None = None) 
     t0 = time.perf_counter()
     probe = doc["probe"]
     cases, failed = [], []
+    hw = parse_hardware(doc, "probe")
     if doc["kind"] == "cpu":
-        cases, failed = run_references(parse_hardware(doc, "probe"), quick, progress)
+        cases, failed = run_references(hw, quick, progress)
     if cases:
         names = [fit.label(c) for c in cases]
-        doc["calibration"] = fit.fit(parse_hardware(doc, "probe"), cases, source=build.source(
+        doc["calibration"] = fit.fit(hw, cases, source=build.source(
             probe, f"fitted by ironlaw.fit to the probe's {len(cases)} reference runs ({'; '.join(names)}) and "
                    f"its own rows"))
     elif "calibration" not in doc:

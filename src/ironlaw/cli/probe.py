@@ -27,9 +27,7 @@ def probe(
     reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
     reference models end to end and per op (CPU), fit the calibration on both, and save it all as a
     profile in the catalog's format."""
-    from .. import probe as probe_mod
-    from .. import profile, selfcal
-    from ..probe import build
+    from .. import profile
 
     check_format(fmt, ("text", "json"))
     show_bar = fmt == "text" and sys.stdout.isatty()
@@ -41,20 +39,25 @@ def probe(
 
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, description=label)
-            rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
-            doc = build.profile(rows, calibrate_fit=not references)      # selfcal fits rows and runs together
-            if references:
-                doc = selfcal.calibrate(doc, quick, progress=tick)
+            doc = _measure(quick, threads, max_cv, rounds, references, tick)
     else:
-        doc = build.profile(probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, rounds=rounds),
-                            calibrate_fit=not references)
-        if references:
-            doc = selfcal.calibrate(doc, quick)
+        doc = _measure(quick, threads, max_cv, rounds, references, None)
     path = profile.save(doc, out)
     if fmt == "json":
         emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "profile": doc})
         return
     _render(doc, str(path))
+
+
+def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool, tick) -> dict:
+    """The probe's rows as a profile, its calibration fitted on them and, with ``references``, on its
+    reference runs too (``selfcal`` fits both together, so the rows' own fit is skipped then)."""
+    from .. import probe as probe_mod
+    from .. import selfcal
+    from ..probe import build
+    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
+    doc = build.profile(rows, calibrate_fit=not references)
+    return selfcal.calibrate(doc, quick, progress=tick) if references else doc
 
 
 def _render(doc: dict, path: str) -> None:
