@@ -799,6 +799,12 @@ def _bottleneck(est, step: float, shares: dict) -> dict:
     return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step"}
 
 
+MOE_HOST_NOTE = ("the MoE layers are timed on the GPU; their host time is not modelled. An eager, dropless "
+                 "dispatcher that waits on the host for the all-to-all split sizes every layer, with no CUDA graph "
+                 "(Megatron-Core's alltoall), can leave the step host-bound and slower than this (docs/accuracy.md, "
+                 "the NeMo MoE rows)")
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
     from .precision import is_low, lower
@@ -811,7 +817,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, grp)
+    notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
     stages, _ = _stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
