@@ -154,8 +154,21 @@ def test_range_widens_with_a_wider_observed_spread():
     (lo_n, hi_n), (lo_w, hi_w) = time_range(narrow), time_range(wide)
     assert lo_w < lo_n and hi_w > hi_n
     f = factors(wide.hw)
-    assert f["tiers"]["dram"][0] == pytest.approx(20 / 33 * (1 - 0.02))       # min/median × (1 − the rows' cv)
-    assert f["compute"][1] == pytest.approx(190 / 180 * (1 + 0.03))
+    # the sentinels' 10th / 90th percentile (linear between samples) over their median, × (1 ∓ the rows' cv)
+    assert f["tiers"]["dram"][0] == pytest.approx((20 + 0.2 * (33 - 20)) / 33 * (1 - 0.02))
+    assert f["compute"][1] == pytest.approx((180 + 0.8 * (190 - 180)) / 180 * (1 + 0.03))
+
+
+def test_a_probe_in_rounds_spans_every_rounds_sentinels():
+    """With --rounds the drift check compares each position's median over the rounds; the range takes every
+    round's sentinels (``checks.drift.rounds``), a slow round included."""
+    p = planted()
+    calm = factors(device(p))["compute"]
+    p["checks"]["drift"]["rounds"] = {"gemm_flops_per_s": [176e9, 180e9, 184e9, 90e9, 92e9, 95e9, 178e9, 181e9, 183e9],
+                                      "copy_Bps": [32e9, 33e9, 34e9] * 3}
+    check_probe(p, "probe")
+    slow = factors(device(p))["compute"]
+    assert slow[0] < 0.6 * calm[0] and slow[1] == pytest.approx(calm[1], rel=0.02)
 
 
 def test_reference_runs_spread_widens_a_range_the_terms_leave_narrow():
@@ -174,6 +187,47 @@ def test_reference_runs_spread_widens_a_range_the_terms_leave_narrow():
     p["references"]["run_spread"] = [1.1, 1.2]                 # the fastest run cannot be slower than the median
     with pytest.raises(IronlawError, match="run_spread"):
         check_probe(p, "probe")
+
+
+def test_model_spread_widens_each_kind_by_its_own_miss_in_quadrature_with_the_machine():
+    """The law's own miss on the reference runs (``model_spread``: per kind, measured over predicted op time)
+    and the machine's observed rates are independent: their log half-widths add in quadrature."""
+    import math
+    conv, copy_op = conv_op("dw", 2, 256, 28, 3, 256), Op("copy", "copy", bytes={"activations": 512e6}, dtype="fp32")
+    ops = graph(conv, copy_op)
+    p = planted()
+    machine = law.predict(ops, device(p))
+    p["references"] = {"fitted": ["reference-cnn infer b1"], "failed": [], "run_spread": [1.0, 1.0],
+                       "model_spread": {"conv": [0.8, 1.25], "all": [0.9, 1.1]}}
+    check_probe(p, "probe")
+    est = law.predict(ops, device(p))
+    t = est.time_s
+    conv_s, copy_s = est.op_total_s                       # the copy kind takes the pooled "all" interval
+    m_lo, m_hi = 0.8 * conv_s + 0.9 * copy_s, 1.25 * conv_s + 1.1 * copy_s
+    (d_lo, d_hi), (lo, hi) = time_range(machine), time_range(est)
+    assert lo == pytest.approx(t * math.exp(-math.hypot(math.log(t / d_lo), math.log(t / m_lo))))
+    assert hi == pytest.approx(t * math.exp(math.hypot(math.log(d_hi / t), math.log(m_hi / t))))
+    assert lo < d_lo and hi > d_hi
+    p["references"]["model_spread"] = {"conv": [1.2, 1.3]}        # a low end above 1 is no interval around it
+    with pytest.raises(IronlawError, match="model_spread.conv"):
+        check_probe(p, "probe")
+    p["references"]["model_spread"] = {"convolution": [0.9, 1.3]}
+    with pytest.raises(IronlawError, match="conv"):
+        check_probe(p, "probe")
+
+
+def test_model_spread_takes_time_weighted_quantiles_per_kind_and_pools_the_rest():
+    from ironlaw.selfcal import MIN_KIND_OPS, model_spread
+
+    def op(kind, measured, predicted):
+        return {"kind": kind, "median_s": measured, "predicted_s": predicted}
+    # ten matmuls: one slow op holding most of the time sets the high end; the fast ones hold little time
+    mm = [op("matmul", 1e-3, 1e-3)] * 8 + [op("matmul", 1e-4, 2e-4), op("matmul", 20e-3, 10e-3)]
+    few = [op("pool", 1e-3, 4e-3)] * (MIN_KIND_OPS - 1)
+    spread = model_spread([{"doc": {"ops": mm}}, {"doc": {"ops": few}}])
+    assert spread["matmul"] == [1.0, 2.0]
+    assert "pool" not in spread                         # too few ops of its own: predictions use "all"
+    assert spread["all"][0] == 0.25 and spread["all"][1] == 2.0
 
 
 def test_run_spread_is_the_median_of_the_reference_runs_extremes():

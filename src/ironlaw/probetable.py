@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from .errors import IronlawError, unknown
+from .graph import KINDS
 
 FAMILIES = ("gemm", "conv", "memory", "vector", "reduce", "dispatch", "cuda", "pages", "attention")
 
@@ -30,14 +31,18 @@ def _check_references(refs: object, where: str) -> None:
     """[probe.references]: the built-in reference runs fitted, those that failed (run, error), the wall time."""
     if not isinstance(refs, dict):
         raise IronlawError(f"{where}: expected a table")
+    fields = ["fitted", "failed", "wall_s", "skipped", "run_spread", "model_spread"]
     for key in refs:
-        if key not in ("fitted", "failed", "wall_s", "skipped", "run_spread"):
-            raise unknown(f"field in {where}", key, ["fitted", "failed", "wall_s", "skipped", "run_spread"])
-    spread = refs.get("run_spread", [1.0, 1.0])
-    if (not isinstance(spread, list) or len(spread) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, float))
-                                                                for x in spread) or not 0 < spread[0] <= 1 <= spread[1]):
-        raise IronlawError(f"{where}.run_spread: [fastest, slowest] run over the median run, with 0 < fastest ≤ 1 ≤ "
-                           f"slowest; got {spread!r}")
+        if key not in fields:
+            raise unknown(f"field in {where}", key, fields)
+    _check_factors(refs.get("run_spread", [1.0, 1.0]), f"{where}.run_spread", "run over the median run")
+    model = refs.get("model_spread", {})
+    if not isinstance(model, dict):
+        raise IronlawError(f"{where}.model_spread: expected a table of op kind = [low, high]")
+    for kind, factors in model.items():
+        if kind != "all" and kind not in KINDS:
+            raise unknown(f"op kind in {where}.model_spread", kind, list(KINDS) + ["all"])
+        _check_factors(factors, f"{where}.model_spread.{kind}", "measured over predicted op time")
     if not isinstance(refs.get("fitted", []), list) or not all(isinstance(x, str) for x in refs.get("fitted", [])):
         raise IronlawError(f"{where}.fitted: expected a list of run names")
     for i, f in enumerate(refs.get("failed", [])):
@@ -45,6 +50,13 @@ def _check_references(refs: object, where: str) -> None:
             raise IronlawError(f"{where}.failed[{i}]: expected a table with 'run' and 'error'")
     if "wall_s" in refs:
         _check_type(refs["wall_s"], float, f"{where}.wall_s")
+
+
+def _check_factors(spread: object, where: str, what: str) -> None:
+    """A [low, high] pair of ratios around 1 (low ≤ 1 ≤ high, both positive)."""
+    if (not isinstance(spread, list) or len(spread) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                                                for x in spread) or not 0 < spread[0] <= 1 <= spread[1]):
+        raise IronlawError(f"{where}: [low, high] {what}, with 0 < low ≤ 1 ≤ high; got {spread!r}")
 
 
 def check_probe(probe: object, where: str) -> dict:

@@ -15,11 +15,14 @@ import warnings
 from typing import Callable
 
 from . import fit, validate
+from .calibration import with_calibration
 from .hardware import parse_hardware
 from .probe import build
 from .probe.references import Reference, references
 
 Progress = Callable[[int, int, str], None]
+MODEL_QUANTILES = (0.1, 0.9)      # an 80% interval of the reference runs' op times around the calibrated law
+MIN_KIND_OPS = 8                  # a kind with fewer measured ops in the runs takes the interval over all ops
 
 
 def model(ref: Reference) -> str:
@@ -63,6 +66,34 @@ def run_spread(cases: list[dict]) -> list[float]:
     return [round(lo, 4), round(hi, 4)]
 
 
+def model_spread(scored: list[dict]) -> dict[str, list[float]]:
+    """{op kind: [low, high]}: how far the reference runs' ops land from the law (``fit.score`` rows, with
+    the calibration just fitted), as measured over predicted op time at the ``MODEL_QUANTILES`` weighted by
+    measured time — per kind with at least ``MIN_KIND_OPS`` ops, and ``"all"`` over every op (the model term
+    of ``timerange``)."""
+    ratios: dict[str, list[tuple[float, float]]] = {}
+    for row in scored:
+        for op in row["doc"]["ops"]:
+            if op["predicted_s"] > 0 and op["median_s"] > 0:
+                for key in (op["kind"], "all"):
+                    ratios.setdefault(key, []).append((op["median_s"] / op["predicted_s"], op["median_s"]))
+    return {kind: [round(min(_weighted_quantile(r, MODEL_QUANTILES[0]), 1.0), 4),
+                   round(max(_weighted_quantile(r, MODEL_QUANTILES[1]), 1.0), 4)]
+            for kind, r in sorted(ratios.items()) if kind == "all" or len(r) >= MIN_KIND_OPS}
+
+
+def _weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
+    """The value below which a share ``q`` of the weight lies, ``pairs`` being (value, weight)."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for value, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return value
+    return pairs[-1][0]
+
+
 def calibrate(doc: dict, quick: bool = False, progress: Progress | None = None) -> dict:
     """``doc`` (a probe profile from ``probe.build.profile``, with or without the probe rows' own fit) with
     its [calibration] fitted on the reference runs and the probe's rows — on the rows alone where no run
@@ -80,10 +111,11 @@ def calibrate(doc: dict, quick: bool = False, progress: Progress | None = None) 
                    f"its own rows"))
     elif "calibration" not in doc:
         doc["calibration"] = build.probe_calibration(doc)
-    probe["references"] = {"fitted": [fit.label(c) for c in cases], "failed": failed,
-                           "wall_s": round(time.perf_counter() - t0, 2)}
+    refs = {"fitted": [fit.label(c) for c in cases], "failed": failed}
     if cases:
-        probe["references"]["run_spread"] = run_spread(cases)
+        refs["run_spread"] = run_spread(cases)
+        refs["model_spread"] = model_spread(fit.score(with_calibration(hw, doc["calibration"]), cases))
+    probe["references"] = {**refs, "wall_s": round(time.perf_counter() - t0, 2)}
     if doc["kind"] != "cpu":
         probe["references"]["skipped"] = "the reference runs run on the CPU; this profile is a GPU's"
     return doc

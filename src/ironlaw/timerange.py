@@ -1,19 +1,24 @@
-"""A prediction's range on a probed machine: each term at the slowest and fastest rate the probe saw.
+"""A prediction's range on a probed machine: the rates the probe saw and the law's own miss on its reference runs.
 
 A probed profile keeps the spread of what it measured (``[probe]``): each row's coefficient of variation
 over its repeats (``cv``) and the drift sentinels, the same fp32 GEMM and DRAM copy timed at the start,
-middle and end of the run (``checks.drift``). Per term, a rate factor range [lo, hi] around the
-profile's rate:
+the end and evenly through the run (``checks.drift``; every round's with --rounds). Per term, a rate factor
+range [lo, hi] around the profile's rate:
 
-    compute      [min(g)/med(g) · (1 − cv_gemm), max(g)/med(g) · (1 + cv_gemm)]   g: the sentinel GEMM rates
+    compute      [q10(g)/med(g) · (1 − cv_gemm), q90(g)/med(g) · (1 + cv_gemm)]   g: the sentinel GEMM rates
     device tier  the same with the sentinel copy rates and the tier's copy rows' cv
     cache tier   [1 − cv, 1 + cv] of its copy rows
     latency      the compute factors with the dispatch rows' cv on a CPU (the host's cores run the
                  dispatch); [1 − cv, 1 + cv] of the dispatch rows on a GPU
 
-(cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). The low end of the range is the law
-with every term at its fast end (each tier's seconds / hi, compute / hi, latency / hi), composed as the
-prediction was; the high end with every term at its slow end.
+(cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). The machine's low end is the law with
+every term at its fast end (each tier's seconds / hi, compute / hi, latency / hi), composed as the
+prediction was; its high end with every term at its slow end.
+
+The law's own miss on the probe's reference runs (``[probe.references].model_spread``: per op kind, an
+80% interval of measured over predicted op time) gives the model's ends, each op scaled by its kind's
+interval. Machine and model are independent: their log half-widths add in quadrature,
+``t · exp(±√(ln(machine end / t)² + ln(model end / t)²))``.
 
 Micro-benchmarks last milliseconds; a whole model run is slower to sample the machine's swings. Where the
 probe timed its reference runs (``[probe.references].run_spread``: the median over them of the fastest and
@@ -22,13 +27,16 @@ scaled by that spread. A catalog device was not probed: no range.
 """
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
 
 from .efficiency import composed, epilogue_share, serial_share
+from .graph import KINDS
 
 MIN_FACTOR = 0.2           # a rate factor's floor: a cv near 1 says the row is noise, not that the rate is 0
+QUANTILES = (0.1, 0.9)     # the machine's rates, like the law's miss (selfcal.MODEL_QUANTILES): an 80% interval
 
 
 def factors(hw) -> dict | None:
@@ -38,8 +46,9 @@ def factors(hw) -> dict | None:
     if not probe:
         return None
     drift = probe.get("checks", {}).get("drift", {})
-    g = _drift(drift.get("gemm_flops_per_s"))
-    c = _drift(drift.get("copy_Bps"))
+    every = drift.get("rounds", drift)             # with --rounds, every round's sentinels
+    g = _drift(every.get("gemm_flops_per_s"))
+    c = _drift(every.get("copy_Bps"))
     gemm = [r for r in probe.get("gemm", []) if r.get("weights") != "cold"] + probe.get("conv", [])
     compute = _widened(g, _cv(gemm))
     dispatch_cv = _cv(probe.get("dispatch", []))
@@ -52,15 +61,33 @@ def factors(hw) -> dict | None:
 
 
 def time_range(est) -> list[float] | None:
-    """[low, high] seconds of one configuration's estimate at the ends of the probe's observed rates; None
-    on a device that was not probed."""
+    """[low, high] seconds of one configuration's estimate: the machine's observed rates and the law's own
+    miss on the reference runs, combined; None on a device that was not probed."""
     f = factors(est.hw)
     if f is None or est.cols.cfg_shape != ():
         return None
-    lo, hi = (_total(est, f, end) for end in (1, 0))        # fast end (rates × hi), slow end (rates × lo)
-    runs = run_spread(est.hw)
     t = float(est.time_s)
+    if not math.isfinite(t):
+        return [t, t]
+    lo, hi = (_total(est, f, end) for end in (1, 0))        # fast end (rates × hi), slow end (rates × lo)
+    m_lo, m_hi = _model_ends(est)
+    lo, hi = t * math.exp(-math.hypot(math.log(t / lo), math.log(t / m_lo))), \
+        t * math.exp(math.hypot(math.log(hi / t), math.log(m_hi / t)))
+    runs = run_spread(est.hw)
     return [min(lo, t * runs[0]), max(hi, t * runs[1])]
+
+
+def _model_ends(est) -> tuple[float, float]:
+    """(low, high) seconds with each op's time scaled by its kind's ``model_spread`` (the pooled ``all`` for
+    a kind the reference runs lacked); the prediction itself where the probe fitted no reference runs."""
+    spread = (est.hw.extra.get("probe") or {}).get("references", {}).get("model_spread")
+    t = float(est.time_s)
+    if not spread:
+        return t, t
+    pooled = spread.get("all", [1.0, 1.0])
+    f = np.array([spread.get(k, pooled) for k in KINDS])[est.cols.kind_idx]          # (n_ops, 2)
+    op_s = np.asarray(est.op_total_s, dtype=float)
+    return float(op_s @ f[:, 0]), float(op_s @ f[:, 1])
 
 
 def run_spread(hw) -> tuple[float, float]:
@@ -75,7 +102,8 @@ def source(est) -> str:
         return (f"none: {est.hw.name} was not probed; its catalog numbers carry no measured spread "
                 f"(ironlaw probe measures one)")
     return ("each term at the slowest and fastest rate the probe observed on this machine (its drift sentinels "
-            "and the rows' spread), at least its reference models' run-to-run spread")
+            "and the rows' spread), in quadrature with the law's miss per op kind on the probe's reference runs, "
+            "at least those runs' run-to-run spread")
 
 
 def _total(est, f: dict, end: int) -> float:
@@ -94,11 +122,13 @@ def _total(est, f: dict, end: int) -> float:
 
 
 def _drift(values) -> tuple[float, float]:
-    """(min, max) of the sentinel values over their median; (1, 1) without at least two."""
+    """The sentinel values' ``QUANTILES`` over their median (linear between the samples); (1, 1) without at
+    least two."""
     if not values or len(values) < 2:
         return 1.0, 1.0
     med = statistics.median(values)
-    return min(values) / med, max(values) / med
+    lo, hi = np.percentile(values, [100 * q for q in QUANTILES])
+    return float(lo) / med, float(hi) / med
 
 
 def _cv(rows: list[dict]) -> float:

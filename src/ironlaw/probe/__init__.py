@@ -30,11 +30,12 @@ from .timing import Budget
 
 Progress = Callable[[int, int, str], None]        # (done, total, label)
 MIN_SPEEDUP_2_THREADS = 1.3
-# the drift sentinels (the same GEMM and DRAM copy at start, middle and end) may differ by up to this much
-# (max / min − 1): a shared VM's DRAM bandwidth swings by 40% within a minute (18 → 21 → 15 GB/s, measured by
-# probe on 2026-12-04), which the profile keeps and every prediction's range (ironlaw.timerange) carries; a
-# machine whose speed halved or doubled mid-run is refused
-MAX_DRIFT = 1.0
+# the drift sentinels (the same GEMM and DRAM copy at start, end and evenly between) may differ by up to this much
+# (max / min − 1): a shared VM's fp32 GEMM swings by 2× within a minute (85 → 127 → 74 → 78 → 121 → 149 GFLOP/s,
+# its DRAM copy 18 → 21 → 15 GB/s, measured by probe on 2026-12-04), which the profile keeps and every
+# prediction's range (ironlaw.timerange) carries; a machine whose speed changed threefold mid-run is refused
+MAX_DRIFT = 2.0
+SENTINELS = {False: 6, True: 4}   # drift checks through a full and a --quick run (each about 0.5 s on a CPU)
 
 
 def _cpu_model() -> str:
@@ -165,10 +166,11 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if device == "cuda":
         _spin_up(budget)
     steps = plan(quick, device, threads, budget, pool)
-    # the same GEMM and DRAM copy at the start, middle and end: a machine whose load changed during
-    # the run (a neighbour that came or went) shows as drift even when every measurement was calm
+    # the same GEMM and DRAM copy at the start, the end and evenly between: a machine whose load changed
+    # during the run (a neighbour that came or went) shows as drift even when every measurement was calm,
+    # and predictions on the profile carry the spread of these rates (timerange)
     sentinel = ("sentinel", "drift check", lambda: _sentinel(budget, device, quick))
-    steps = [sentinel] + steps[: len(steps) // 2] + [sentinel] + steps[len(steps) // 2:] + [sentinel]
+    steps = with_sentinels(steps, sentinel, SENTINELS[quick])
     total = rounds * len(steps) + (1 if device == "cpu" and threads > 1 else 0)
     measured = _rounds(steps, rounds, pool, threads, progress, between, total)
     done = rounds * len(steps)
@@ -203,6 +205,15 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     if rounds > 1:
         probe["rounds"] = rounds
     return probe
+
+
+def with_sentinels(steps: list, sentinel, n: int) -> list:
+    """``steps`` with ``sentinel`` at the start, at the end and at ``n`` − 2 evenly spaced points between."""
+    cuts = [round(i * len(steps) / (n - 1)) for i in range(n)]
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        out += [sentinel] + steps[a:b]
+    return out + [sentinel]
 
 
 def _check_options(max_cv: float, rounds: int) -> None:
@@ -251,7 +262,7 @@ def _checked(rows: dict, checks: dict, sentinels: list, max_cv: float, rounds: i
                 f"(expected ≥ {MIN_SPEEDUP_2_THREADS}×, twice): another process is using the cores, or they "
                 f"are not independent (SMT siblings, a host that throttles the VM)",
                 "rerun when the machine is idle, or pass --threads 1")
-    # the same GEMM and copy at start, middle and end must agree — with rounds, their medians over the rounds
+    # the same GEMM and copy through the run must agree — with rounds, their medians over the rounds
     # (as every measurement is): a slow stretch in one round is what rounds outvote; it is reported, not refused
     drift = _drift([{key: statistics.median(r[key] for r in position) for key in ("gemm_flops_per_s", "copy_Bps")}
                     for position in zip(*sentinels)])
@@ -259,7 +270,9 @@ def _checked(rows: dict, checks: dict, sentinels: list, max_cv: float, rounds: i
         refusal(f"probe: the machine's load changed during the run ({drift['what']})",
                 "rerun when it is steady" + (" or with more --rounds" if rounds > 1 else ""))
     if rounds > 1:
-        drift["across_rounds"] = _drift([r for rs in sentinels for r in rs])["what"]
+        every = _drift([r for rs in sentinels for r in rs])
+        drift["across_rounds"] = every["what"]
+        drift["rounds"] = {key: every[key] for key in ("gemm_flops_per_s", "copy_Bps")}
     checks["drift"] = drift
     if refused:
         checks["refused"] = refused
@@ -321,7 +334,7 @@ def _drift(rows: list[dict]) -> dict:
         if change >= out["max_change"]:
             out["max_change"] = change
             out["what"] = (f"the same {'fp32 GEMM' if key.startswith('gemm') else 'DRAM copy'} ran at "
-                           + " → ".join(f"{v / scale:.0f}" for v in vals) + f" {unit} at start, middle and end")
+                           + " → ".join(f"{v / scale:.0f}" for v in vals) + f" {unit} through the run")
     return out
 
 

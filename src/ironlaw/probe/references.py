@@ -5,7 +5,9 @@ from its first use.
 Together they hold the op classes a CPU fit needs beyond the micro-benchmarks:
     decoder prefill   GEMMs at prefill shapes (x @ W, GPT-2's Conv1D layout), causal attention, layer norm,
                       GELU, embedding gathers, the Hugging Face front end's time between ops
-    decoder decode    GEMVs streaming the weights, decode attention against a KV cache
+    decoder decode    GEMVs streaming the weights (batch 1) and x @ W GEMMs of a few rows streaming them
+                      (batch 4: past the library's GEMV path, the weights packed), decode attention against a
+                      KV cache
     cnn               dense 7×7 / 3×3 / 1×1 and depthwise convolutions from high resolution and few channels
                       to 4×4 and many, batch norm, ReLU, max and average pooling, the plain-torch front
                       end's time between ops
@@ -38,6 +40,7 @@ def references(quick: bool) -> list[Reference]:
     if quick:
         return [Reference(f"{factory}:cnn", 1, None, None, 3), Reference(f"hf:{DECODER_CONFIG}", 1, 128, "decode", 3)]
     return [Reference(f"{factory}:cnn", 1, None, None, 5), Reference(f"hf:{DECODER_CONFIG}", 1, 128, "decode", 5),
+            Reference(f"hf:{DECODER_CONFIG}", 4, 128, "decode", 5),
             Reference(f"{factory}:mlp", 4, None, None, 7), Reference(f"hf:{DECODER_CONFIG}", 1, 96, "prefill", 3)]
 
 
