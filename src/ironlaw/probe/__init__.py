@@ -35,7 +35,7 @@ MIN_SPEEDUP_2_THREADS = 1.3
 # its DRAM copy 18 → 21 → 15 GB/s, measured by probe on 2026-12-04), which the profile keeps and every
 # prediction's range (ironlaw.timerange) carries; a machine whose speed changed threefold mid-run is refused
 MAX_DRIFT = 2.0
-SENTINELS = {False: 6, True: 4}   # drift checks through a full and a --quick run (each about 0.5 s on a CPU)
+SENTINELS = {False: 6, True: 3}   # drift checks through a full and a --quick run (each about 0.5 s on a CPU)
 
 
 def _cpu_model() -> str:
