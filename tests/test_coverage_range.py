@@ -295,3 +295,17 @@ def test_fit_keeps_depthwise_convs_in_their_own_class():
     op = conv_op("dw", 1, 192, 28, 3, 192)
     measured = conv_flops(1, 192, 28, 192, 3, 192) / DEPTHWISE_RATE + LAT
     assert law.predict(graph(op), with_calibration(hw, cal)).time_s == pytest.approx(measured, rel=0.15)
+
+
+def test_probe_prints_what_its_ranges_hold():
+    """The probe's text names the machine's rate factors and the law's per-kind miss every range carries."""
+    from ironlaw.cli.probe import range_line
+    p = planted()
+    p["references"] = {"fitted": ["reference-cnn infer b1"], "failed": [], "run_spread": [0.95, 1.05],
+                       "model_spread": {"all": [0.9, 1.1], "conv": [0.8, 1.25]}}
+    doc = build.profile(p)
+    f = factors(device(p))
+    line = range_line(doc, "planted")
+    assert f"compute ×{f['compute'][0]:.2f}–{f['compute'][1]:.2f}" in line
+    assert f"dram ×{f['tiers']['dram'][0]:.2f}–" in line and "conv 0.80–1.25" in line and "all 0.90–1.10" in line
+

@@ -109,7 +109,30 @@ def _render(doc: dict, path: str) -> None:
     refs = p.get("references")
     if refs:
         _render_references(c, refs)
+    line = range_line(doc, path)
+    if line:
+        c.print(line)
     c.print(f"saved [bold]{path}[/bold]  (use it with `--on local` or `--on {path}`)")
+
+
+def range_line(doc: dict, path: str) -> str | None:
+    """What every prediction's range on this profile holds: the machine's rate factors (the drift sentinels'
+    10th–90th percentile over their median, widened by the rows' spread) and the law's miss per op kind on the
+    reference runs; None for a profile without a probe."""
+    from ..hardware import parse_hardware
+    from ..timerange import factors
+    f = factors(parse_hardware(doc, path))
+    if f is None:
+        return None
+    rates = [f"compute ×{f['compute'][0]:.2f}–{f['compute'][1]:.2f}"] + [
+        f"{m['name']} ×{f['tiers'][m['name']][0]:.2f}–{f['tiers'][m['name']][1]:.2f}"
+        for m in doc["memory"] if m["role"] == "device"]
+    line = "ranges (time_range_s): the machine's rates " + ", ".join(rates)
+    model = doc["probe"].get("references", {}).get("model_spread")
+    if model:
+        line += "; the law's miss on the reference runs, measured / predicted: " + ", ".join(
+            f"{kind} {lo:.2f}–{hi:.2f}" for kind, (lo, hi) in model.items())
+    return line
 
 
 def _render_references(c, refs: dict) -> None:
