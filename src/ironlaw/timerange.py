@@ -67,7 +67,7 @@ def time_range(est) -> list[float] | None:
     if f is None or est.cols.cfg_shape != ():
         return None
     t = float(est.time_s)
-    if not math.isfinite(t):
+    if not math.isfinite(t) or t <= 0:
         return [t, t]
     lo, hi = (_total(est, f, end) for end in (1, 0))        # fast end (rates × hi), slow end (rates × lo)
     m_lo, m_hi = _model_ends(est)

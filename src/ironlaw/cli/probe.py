@@ -127,7 +127,7 @@ def range_line(doc: dict, path: str) -> str | None:
     rates = [f"compute ×{f['compute'][0]:.2f}–{f['compute'][1]:.2f}"] + [
         f"{m['name']} ×{f['tiers'][m['name']][0]:.2f}–{f['tiers'][m['name']][1]:.2f}"
         for m in doc["memory"] if m["role"] == "device"]
-    line = "ranges (time_range_s): the machine's rates " + ", ".join(rates)
+    line = "ranges (time_range_s) hold the machine's rates at these multiples of the profile's: " + ", ".join(rates)
     model = doc["probe"].get("references", {}).get("model_spread")
     if model:
         line += "; the law's miss on the reference runs, measured / predicted: " + ", ".join(
