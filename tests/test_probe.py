@@ -564,14 +564,3 @@ def test_sentinels_open_close_and_split_the_run_evenly():
     gaps = [len(g) for g in "".join("s" if x == "s" else "x" for x in out).split("s")[1:-1]]
     assert gaps == [2, 2, 2, 2, 2]
     assert probe_mod.with_sentinels([1], "s", 4).count("s") == 4
-
-
-def test_conv_rows_hold_the_per_call_floors():
-    """A tiny dense 1×1 and a tiny depthwise 3×3 conv pin each kernel's per-call floor (tens of µs for the dense
-    one, ~100 µs for the depthwise one on a 2-vCPU EPYC), in a full probe and a quick one alike."""
-    from ironlaw.probe import conv
-    for quick in (False, True):
-        dense, grouped = conv.shapes("fp32", quick), conv.grouped_shapes("fp32", quick)
-        assert (1, 32, 7, 32, 1) in dense and conv.flops(1, 32, 7, 32, 1) < 1e6
-        assert (1, 64, 7, 3, 1) in grouped                    # channels per group 1: depthwise
-    assert len(conv.shapes("fp32", True)) < len(conv.shapes("fp32", False))

@@ -18,24 +18,19 @@ from __future__ import annotations
 
 from .timing import Budget, stable
 
-# the last fp32 row is a per-call floor: a 1×1 conv of 32 channels at 7×7 (0.1 MFLOP) takes ~20 µs where its
-# FLOPs take < 1 µs (F.conv2d, median of 50 calls, measured on 2026-12-05 on a 2-vCPU AMD EPYC VM)
-GRID = {"fp32": [(2, 64, 56, 64, 3), (2, 256, 28, 256, 1), (1, 128, 28, 128, 3), (1, 32, 7, 32, 1)],
+GRID = {"fp32": [(2, 64, 56, 64, 3), (2, 256, 28, 256, 1), (1, 128, 28, 128, 3)],
         "bf16": [(2, 64, 56, 64, 3)]}
 QUICK = {"fp32": 1, "bf16": 0}
-FLOOR = {"fp32": [(1, 32, 7, 32, 1)]}      # quick too: the floor is cheap to time and no other row shows it
 # grouped convolutions, 3×3 and C_in = C_out (MobileNet's inverted residuals, ResNeXt's blocks), by input
-# channels per group: (batch, channels, size, kernel, channels per group); the last depthwise row is its
-# per-call floor (64 channels at 7×7: 90–160 µs on the same EPYC, where a dense conv's floor is ~20 µs)
-GROUPED = {"fp32": [(1, 128, 56, 3, 1), (1, 256, 28, 3, 1), (1, 64, 7, 3, 1), (1, 256, 28, 3, 8),
-                    (1, 256, 28, 3, 32)]}
-GROUPED_QUICK = {"fp32": 4}                # quick: the three depthwise rows and channels per group 8
+# channels per group: (batch, channels, size, kernel, channels per group)
+GROUPED = {"fp32": [(1, 128, 56, 3, 1), (1, 256, 28, 3, 1), (1, 256, 28, 3, 8), (1, 256, 28, 3, 32)]}
+GROUPED_QUICK = {"fp32": 3}                # quick: the two depthwise rows and channels per group 8
 TORCH_DTYPE = {"fp32": "float32", "bf16": "bfloat16"}
 
 
 def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int]]:
     grid = GRID.get(dtype, [])
-    return grid[:QUICK.get(dtype, 0)] + FLOOR.get(dtype, []) if quick else grid
+    return grid[:QUICK.get(dtype, 0)] if quick else grid
 
 
 def grouped_shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int]]:
