@@ -237,6 +237,9 @@ def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
     with pytest.raises(IronlawError, match=r"load changed during the run.*fp32 GEMM ran at 160 → 160 → 50 GFLOP/s "
                                            r"through the run"):
         probe_mod.run(quick=True, threads=1)
+    # a shared VM's GEMM rate halving mid-run is saved, its drift kept for every prediction's range (timerange)
+    rates = iter([1.6e11, 1.6e11, 0.8e11])
+    assert probe_mod.run(quick=True, threads=1)["checks"]["drift"]["max_change"] == pytest.approx(1.0)
     monkeypatch.setattr(probe_mod, "_sentinel", lambda *a: dict(steady))
     out = probe_mod.run(quick=True, threads=1)
     assert out["checks"]["drift"]["max_change"] == 0.0 and out["gemm"][0]["m"] == 512
