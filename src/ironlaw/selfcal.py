@@ -16,12 +16,12 @@ from typing import Callable
 
 from . import fit, validate
 from .calibration import with_calibration
+from .timerange import QUANTILES
 from .hardware import parse_hardware
 from .probe import build
 from .probe.references import Reference, references
 
 Progress = Callable[[int, int, str], None]
-MODEL_QUANTILES = (0.1, 0.9)      # an 80% interval of the reference runs' op times around the calibrated law
 MIN_KIND_OPS = 8                  # a kind with fewer measured ops in the runs takes the interval over all ops
 
 
@@ -68,7 +68,7 @@ def run_spread(cases: list[dict]) -> list[float]:
 
 def model_spread(scored: list[dict]) -> dict[str, list[float]]:
     """{op kind: [low, high]}: how far the reference runs' ops land from the law (``fit.score`` rows, with
-    the calibration just fitted), as measured over predicted op time at the ``MODEL_QUANTILES`` weighted by
+    the calibration just fitted), as measured over predicted op time at ``timerange.QUANTILES`` (an 80% interval) weighted by
     measured time — per kind with at least ``MIN_KIND_OPS`` ops, and ``"all"`` over every op (the model term
     of ``timerange``)."""
     ratios: dict[str, list[tuple[float, float]]] = {}
@@ -77,8 +77,8 @@ def model_spread(scored: list[dict]) -> dict[str, list[float]]:
             if op["predicted_s"] > 0 and op["median_s"] > 0:
                 for key in (op["kind"], "all"):
                     ratios.setdefault(key, []).append((op["median_s"] / op["predicted_s"], op["median_s"]))
-    return {kind: [round(min(_weighted_quantile(r, MODEL_QUANTILES[0]), 1.0), 4),
-                   round(max(_weighted_quantile(r, MODEL_QUANTILES[1]), 1.0), 4)]
+    return {kind: [round(min(_weighted_quantile(r, QUANTILES[0]), 1.0), 4),
+                   round(max(_weighted_quantile(r, QUANTILES[1]), 1.0), 4)]
             for kind, r in sorted(ratios.items()) if kind == "all" or len(r) >= MIN_KIND_OPS}
 
 

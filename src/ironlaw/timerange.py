@@ -36,7 +36,7 @@ from .efficiency import composed, epilogue_share, serial_share
 from .graph import KINDS
 
 MIN_FACTOR = 0.2           # a rate factor's floor: a cv near 1 says the row is noise, not that the rate is 0
-QUANTILES = (0.1, 0.9)     # the machine's rates, like the law's miss (selfcal.MODEL_QUANTILES): an 80% interval
+QUANTILES = (0.1, 0.9)     # an 80% interval: of the machine's rates here, of the law's miss in selfcal.model_spread
 
 
 def factors(hw) -> dict | None:
