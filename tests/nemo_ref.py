@@ -22,6 +22,9 @@ not GBS / (MBS · DP) = 8 for its own layout; both columns are the DGX-B200 row'
 the 25.09 table's H100 layout). The 26.02 summary republishes both H100 rows with the recipes' layouts
 (gpt-oss MBS 1, PP 4, EP 8: 5,993 tokens/s/GPU; Qwen3 MBS 1, PP 2, VP 12, EP 8: 5,113) at the 25.11
 throughput within 7%. Each row is predicted with its recipe's layout; ``printed`` gives the table's.
+
+The same page's DGX-GB300, DGX-GB200 and DGX-B200 rows (``BLACKWELL``) are held out: each is predicted with
+the layout the table prints and the same rules, on the catalog entry of its system (datasheets only).
 """
 from __future__ import annotations
 
@@ -34,16 +37,21 @@ from ironlaw.cli._parallel import training_graph
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
 TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
+BLACKWELL = DATA / "nemo_megatron_bridge_25.11_blackwell.csv"
+NVL_JOB_DOMAIN = 64      # GPUs of a job per NVL72 rack (a power-of-two job spreads over racks of 64): held out
+                         # rows of 256 GPUs on GB200/GB300 run as 4 NVLink domains
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
-         "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b"}
+         "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b", "deepseek-v3": "deepseek-v3",
+         "qwen3-235b-a22b": "qwen3-235b-a22b"}
 DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
 RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 
-def table() -> list[dict]:
-    with TABLE.open() as fh:
+def table(path: Path = TABLE) -> list[dict]:
+    """The rows of a published table (``TABLE``, the DGX-H100 rows; ``BLACKWELL``, the held-out ones)."""
+    with path.open() as fh:
         rows = list(csv.DictReader(l for l in fh if not l.startswith("#")))
     for r in rows:
         for k in INT:
@@ -82,13 +90,15 @@ def recipe(row: dict) -> dict:
 
 
 def options(row: dict, printed: bool = False) -> dict:
-    """The plan of the row's recipe layout, or (``printed``) of the layout the table prints."""
-    r = row if printed else recipe(row)
+    """The plan of the row's recipe layout, or (``printed``, and every held-out row) of the layout the table
+    prints; a held-out row past one NVL72 domain spreads over domains of ``NVL_JOB_DOMAIN`` GPUs."""
+    r = row if printed or "system" in row else recipe(row)
     tp, vp = r["tp"], r["vp"]
-    return dict(gpus=r["gpus"], tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
+    nodes = {"nodes": r["gpus"] // NVL_JOB_DOMAIN} if r.get("system", "").startswith("gb") and r["gpus"] > 72 else {}
+    return dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
                 sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
-                moe_a2a_overlap=bool(recipe(row).get("moe_a2a_overlap", False)))
+                moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)))
 
 
 def command(row: dict, printed: bool = False) -> str:
@@ -100,7 +110,8 @@ def command(row: dict, printed: bool = False) -> str:
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
                               ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
-    return (f"ironlaw analyze {spec} --phase train --on h100 --dtype {row['precision']} --seq {row['seq']} "
+    flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
+    return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} --seq {row['seq']} "
             f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))
 
 

@@ -90,3 +90,25 @@ def test_printed_gpt_oss_layout_does_not_fit():
     r = next(r for r in table() if r["model"] == "gpt-oss-120b")
     with pytest.raises(IronlawError, match=r"needs .* GB per device, .* more than the .* of h100 .*activations"):
         predict(r, hardware.get("h100"), printed=True)
+
+
+def test_held_out_blackwell_dense_rows():
+    """The DGX-GB300, GB200 and B200 rows of the same page (nemo_ref.BLACKWELL), held out: their layouts as
+    printed, each system's catalog entry (datasheets), nothing fitted on them. Every dense row ironlaw
+    predicts stays within 25%, the median within 12% (benchmarks/nemo_blackwell.py prints the table; the
+    FSDP Llama 3 70B rows are refused: their recipes offload activations to Grace memory, not modelled)."""
+    from nemo_ref import BLACKWELL
+    err, refused = {}, []
+    for r in table(BLACKWELL):
+        if r["model"] not in DENSE:
+            continue
+        try:
+            st = predict(r, hardware.get(r["system"]))
+        except IronlawError as e:
+            refused.append((r["system"], r["model"], str(e)))
+            continue
+        err[(r["system"], r["model"], r["precision"])] = st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1
+    assert len(err) == 10 and [(s, m) for s, m, _ in refused] == [("gb300", "llama3-70b"), ("gb200", "llama3-70b")]
+    assert all("more than" in e for *_, e in refused)
+    assert np.median(np.abs(list(err.values()))) <= 0.12, err
+    assert all(abs(e) <= 0.25 for e in err.values()), err

@@ -19,7 +19,8 @@ knobs).
                 the activation per rank, all-gathered over the TP group: Megatron's scatter/gather), the
                 data-parallel gradient reduction (overlapped with the backward of the last micro-batch on
                 ``ironlaw.critical_path``'s network stream) or FSDP's per-layer gathers and reduce-scatters
-                (``fsdp_exposed_s``), the optimizer step; FP8/MXFP8 GEMMs (``ironlaw.precision``) when the
+                (``fsdp_exposed_s``), the optimizer step; each GEMM at the η its kernels' rows allow
+                (``ironlaw.gemm_rows``: tokens/tp per ring-exchange step under --tp-comm-overlap); FP8/MXFP8 GEMMs (``ironlaw.precision``) when the
                 graph's dtype is one; memory per device; tokens/s per device; model FLOPs, hardware FLOPs,
                 MFU = model FLOPs / (step time × the dtype's peak × gpus) (``MODEL_FLOPS``)
 
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import IronlawError
+from .gemm_rows import with_kernel_rows
 from .graph import Graph, Op, dtype_bytes
 from .network.topology import build as build_topology, check_count, nodes_for
 from .precision import in_layers
@@ -732,6 +734,7 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
         sg = cp_shard(sg, plan.cp)
         sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
         sg = expert_load(sg, plan)
+        sg = with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
         sg.footprint = dict(fp)
         sg.name = f"{g.name} · stage {'1' if i == 0 else plan.pp} of {plan.pp} · micro-batch {plan.micro_batch}"
         est = law.predict(sg, hw, composition)

@@ -39,13 +39,14 @@ from dataclasses import dataclass, field
 
 from . import serving_engine as eng
 from .errors import IronlawError
+from .gemmshape import GPU_M_HALF
 from .graph import dtype_bytes
 from .serving_step import (ServingConstants, engine_hw, half_collectives, host_floor_s, launches, step_graph,
                            unquantized_weight_bytes)
 
 # fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
 # mean |log(predicted/published)| minimised over all of them at once
-FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=179.0, memory_eta=0.9377, attention_eta=0.3264,
+FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
                           step_s=1.868e-4, launch_s=5.523e-5, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "

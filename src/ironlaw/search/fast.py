@@ -6,8 +6,8 @@ layouts by what changes the per-device graph — (tp, sequence parallel, cp, ep)
 1. resolves the model ONCE with every micro-batch of the group as an array axis (lowered to FP8 GEMMs where
    the dtype asks: ``precision.lower``), and predicts with ONE ``law.predict`` the per-invocation time of
    every op of the whole model on one stage with full recomputation, sharded as train_step shards it
-   (``parallel.cp_shard``, ``tp_shard``, ``expert_load``): an op's time depends neither on how often it runs
-   nor on its neighbours;
+   (``parallel.cp_shard``, ``tp_shard``, ``expert_load``, ``gemm_rows.with_kernel_rows``): an op's time
+   depends neither on how often it runs nor on its neighbours;
 2. builds each recompute mode's one-stage op list with ``parallel._stage_ops`` and reads the first, middle and
    last pipeline stage as masks of it (``tables``), each op's time looked up in (1);
 3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout as array math over
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import law, parallel
+from ..gemm_rows import with_kernel_rows
 from ..graph import Graph, dtype_bytes
 from ..network.collectives import collective_time
 from .space import RECOMPUTE
@@ -80,7 +81,8 @@ def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
     sg = Graph(g.name, "train", g.dtype, ops, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
     sg = parallel.cp_shard(sg, cp)
     sg = parallel.tp_shard(sg, tp, bool(sp), parallel.group(1, tp, G), ep, parallel.group(tp, ep, G))
-    return parallel.expert_load(sg, plan)
+    sg = parallel.expert_load(sg, plan)
+    return with_kernel_rows(sg, ctx.hw, tp, bool(ctx.setting("tp_comm_overlap", True) and sp), ep)
 
 
 @dataclass

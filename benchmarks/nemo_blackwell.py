@@ -1,0 +1,54 @@
+"""Training steps against NVIDIA's published Blackwell pre-training throughput, held out (NeMo Megatron-Bridge 25.11).
+
+    python benchmarks/nemo_blackwell.py
+
+Prints, per row of tests/data/nemo_megatron_bridge_25.11_blackwell.csv (DGX-GB300, DGX-GB200, DGX-B200), the
+published tokens/s per GPU, ironlaw's prediction with the layout the table prints on the catalog entry of the
+row's system (tests/nemo_ref.py: datasheets only; nothing is fitted on these rows or per device), the error and
+what binds the predicted step, or why ironlaw declines the row; then the median and the largest |error| of the
+dense rows and of all predicted rows against the H100 table's goal (8%, 20%), and each row's command.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
+
+
+def main() -> int:
+    from ironlaw import hardware
+    from ironlaw.errors import IronlawError
+    from nemo_ref import BLACKWELL, DENSE, command, predict, table
+    rows = table(BLACKWELL)
+    dense, every = [], []
+    print(f"{'system':6s} {'model':16s} {'GPUs':>5} {'prec':>5} {'published':>9} {'ironlaw':>8} {'error':>7} "
+          f"{'MFU':>6}  binds")
+    for r in rows:
+        head = f"{r['system']:6s} {r['model']:16s} {r['gpus']:5d} {r['precision']:>5} {r['tokens_per_s_per_gpu']:9.0f}"
+        try:
+            st = predict(r, hardware.get(r["system"]))
+        except IronlawError as e:
+            print(f"{head} {'—':>8}  {e}")
+            continue
+        err = st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1
+        every.append(abs(err))
+        if r["model"] in DENSE:
+            dense.append(abs(err))
+        print(f"{head} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%} {st.mfu:6.1%}  {st.bottleneck['resource']}")
+    print()
+    for r in rows:
+        print(command(r))
+    print()
+    for what, e in (("dense", dense), ("all predicted", every)):
+        if e:
+            print(f"{what:14s} {len(e)} of {len(rows)} rows: median |error| {statistics.median(e):.1%} "
+                  f"(H100 goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (≤ {GOAL_MAX:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
