@@ -73,7 +73,7 @@ def test_dp_gradient_overlap_hides_communication():
     (dict(gpus=64, tp=8, pp=8, dp=2), "must equal the devices"),
     (dict(gpus=8, tp=8, global_batch=12, micro_batch=8), "not a multiple"),
     (dict(gpus=48, tp=48), "does not divide the 32 attention heads"),
-    (dict(gpus=40, tp=1, pp=5), "does not divide the 32 layers"),
+    (dict(gpus=64, tp=1, pp=64, global_batch=64), "cannot hold the 32 layers"),
     (dict(gpus=8, tp=8, recompute="some"), "--recompute"),
     (dict(gpus=16, pp=2, dp=8, interleave=2, global_batch=8), "multiple of --pp"),
 ])

@@ -59,6 +59,12 @@ def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, settings
     return c, res
 
 
+def test_fast_path_matches_train_step_on_uneven_stages():
+    """Llama 3 8B's 32 layers on pp 5: 7 per stage, 4 on the last (parallel.stage_layers)."""
+    c, res = _check_sample("llama3-8b", 40, 40, 2048, 6, seed=5, must=lambda r: r["pp"] == 5)
+    assert np.any((c["pp"] == 5) & res["fits"])
+
+
 def test_space_counts_and_divisibility():
     c, _ = _space("llama3-70b", 1024, 1024, 8192)
     n = len(c["tp"])

@@ -147,12 +147,26 @@ def test_mxfp8_needs_a_device_with_it():
 
 
 def test_uneven_pipeline_with_the_embedding_and_loss_in_a_layers_place():
-    assert parallel.stage_layers(126, 8, 8) == (16, 15)
-    assert parallel.stage_layers(32, 4, 2) == (8, 8)
+    assert parallel.stage_layers(126, 8, 8) == (16, 15, 15)
+    assert parallel.stage_layers(32, 4, 2) == (8, 8, 8)
     g = Graph("x", "train", "bf16", [], meta={"layers": 126, "heads": 8, "kv_heads": 8})
     parallel._check_model(g, 1, 8, 8, 1)                          # 126 + 2 = 128 = 8 × 8 × 2
-    with pytest.raises(IronlawError, match="does not divide the 126 layers"):
-        parallel._check_model(g, 1, 5, 1, 1)                      # neither 126 nor 128 is a multiple of 5
+    assert not parallel.uneven(126, 8, 8) and parallel.uneven(126, 5, 1)
+
+
+def test_uneven_pipeline_layout_as_deepseek_v3s_recipes_split_61_layers():
+    """Megatron-Bridge's DeepSeek-V3 layouts: pp 16 as [E + 4] + 14 × [4] + [1 + loss]; pp 4 × vp 4 the same
+    16 chunks, a stage holding 4 of them; pp 4 as 16, 16, 16, 13."""
+    assert parallel.stage_layers(61, 16, 1) == (4, 4, 1)
+    assert parallel.stage_layers(61, 4, 4) == (16, 16, 3 * 4 + 1)
+    assert parallel.stage_layers(61, 4, 1) == (16, 16, 13)
+    g = Graph("x", "train", "bf16", [], meta={"layers": 61, "heads": 8, "kv_heads": 8})
+    parallel._check_model(g, 1, 16, 1, 1)
+    with pytest.raises(IronlawError, match="leave the last one none; use at most 31 chunks"):
+        parallel._check_model(g, 1, 32, 1, 1)                     # ⌈61/32⌉ = 2 per chunk: 31 chunks hold 62
+    st = _step(_train("deepseek-v3", seq=4096, dtype="mxfp8"), "b200", gpus=256, pp=16, ep=8, global_batch=2048, zero=1)
+    assert any("split unevenly over 16 model chunks: 4 per chunk, the last 1" in n for n in st.notes)
+    assert st.plan.pp == 16
 
 
 def test_train_step_json(cli):

@@ -197,10 +197,11 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
         if n % tp:
             raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
-    if L % (pp * v) and (pp == 1 or (L + 2) % (pp * v)):
-        raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} does not divide the {L} layers "
-                           f"of {g.name} (nor {L + 2}, with the embedding and the loss in a layer's place each); "
-                           f"use a divisor of {L}")
+    if pp * v > 1 and min(stage_layers(L, pp, v)) < 1:
+        n = pp * v
+        raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {n} model chunks cannot hold the "
+                           f"{L} layers of {g.name}: {-(-L // n)} per chunk leave the last one none; use at most "
+                           f"{max(k for k in range(1, n) if min(stage_layers(L, k, 1)) >= 1)} chunks")
     if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
         raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
                            f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
@@ -411,14 +412,25 @@ class StepEstimate:
                 "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
 
 
-def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int]:
-    """(layers of a middle stage, layers of the first and of the last stage). Layers divide evenly over
-    pp·v model chunks, or the embedding and the loss each take one layer's place when L + 2 does
-    (Megatron-LM's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1
-    405B's 126 layers on pp 8 × interleave 8)."""
-    if pp == 1 or L % (pp * v) == 0:
-        return L // pp, L // pp
-    return (L + 2) // pp, (L + 2) // pp - 1
+def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int, int]:
+    """(layers of a middle stage, of the first, of the last). Layers divide evenly over the n = pp·v model
+    chunks; or the embedding and the loss each take one layer's place when L + 2 does (Megatron-LM's
+    account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1 405B's 126
+    layers on pp 8 × interleave 8); else every chunk holds c = ⌈L/n⌉ layers but the last, which holds the
+    rest (``uneven``: Megatron's pipeline_model_parallel_layout as the DeepSeek-V3 recipes set it, 61 layers
+    on pp 16 as 4 per chunk and 1 on the last). A stage holds v chunks, the last stage the last chunk."""
+    n = pp * v
+    if pp == 1 or L % n == 0:
+        return L // pp, L // pp, L // pp
+    if (L + 2) % n == 0:
+        return (L + 2) // pp, (L + 2) // pp - 1, (L + 2) // pp - 1
+    c = -(-L // n)
+    return v * c, v * c, (v - 1) * c + L - c * (n - 1)
+
+
+def uneven(L: int, pp: int, v: int = 1) -> bool:
+    """Whether ``stage_layers`` splits the layers with Megatron's uneven pipeline layout."""
+    return pp > 1 and L % (pp * v) != 0 and (L + 2) % (pp * v) != 0
 
 
 def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
@@ -429,11 +441,11 @@ def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     ops = [op for op in g.ops if _base(op.name) != "optimizer"]
     if plan.pp == 1:
         return [_with_recompute(ops, L, L, plan.recompute)], opt
-    middle, edge = stage_layers(L, plan.pp, plan.interleave)
+    middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
     first = [op for op in ops if in_layers(op, L) or _base(op.name) in FIRST_STAGE]
     last = [op for op in ops if in_layers(op, L) or _base(op.name) not in FIRST_STAGE]
-    stages = [_with_recompute(first, L, edge, plan.recompute), _with_recompute(last, L, edge, plan.recompute)]
-    if middle != edge:
+    stages = [_with_recompute(first, L, n_first, plan.recompute), _with_recompute(last, L, n_last, plan.recompute)]
+    if middle != n_first:
         stages.insert(1, _with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
 
@@ -821,6 +833,11 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
     notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
+    if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
+        mid, _, last = stage_layers(g.meta["layers"], plan.pp, plan.interleave)
+        notes.append(f"the {g.meta['layers']} layers split unevenly over {plan.pp * plan.interleave} model chunks: "
+                     f"{mid // plan.interleave} per chunk, the last {last - mid + mid // plan.interleave} "
+                     f"(Megatron's pipeline_model_parallel_layout)")
     stages, _ = _stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()

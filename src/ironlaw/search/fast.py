@@ -427,27 +427,32 @@ def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray]:
-    """``parallel.stage_layers`` per row: (layers of a middle stage, of the first and the last)."""
+def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``parallel.stage_layers`` per row: (layers of a middle stage, of the first, of the last)."""
     pp, v = c["pp"], c["interleave"]
-    even = (pp == 1) | (L % (pp * v) == 0)
-    return np.where(even, L // pp, (L + 2) // pp), np.where(even, L // pp, (L + 2) // pp - 1)
+    n = pp * v
+    even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
+    c = -(-L // n)                                             # uneven: ⌈L/n⌉ per chunk, the rest on the last
+    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, v * c))
+    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, v * c))
+    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, (v - 1) * c + L - c * (n - 1)))
+    return mid, first, last
 
 
 def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
     """(stage code, its layers) per row: the slowest stage by its law time, the earlier one on a tie (as
     ``parallel._stage_estimates`` keeps the first maximum over first, middle, last)."""
-    mid, edge = _stage_layers(c, L)
+    mid, first, last = _stage_layers(c, L)
     stage = np.zeros(mbi.shape, dtype=np.int8)                # 'P'
     R = np.full(mbi.shape, L)
     many = c["pp"] > 1
     if np.any(many):
-        i, e, md = mbi[many], edge[many], mid[many]
-        t = {s: e * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] for s in ("F", "L")}
-        tm = np.where(md != e, md * tabs["M"].sums["lay"][i], -np.inf)
-        best, code, lay = t["F"], np.full(e.shape, 1, dtype=np.int8), e.copy()
+        i, f, la, md = mbi[many], first[many], last[many], mid[many]
+        t = {s: n * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] for s, n in (("F", f), ("L", la))}
+        tm = np.where(md != f, md * tabs["M"].sums["lay"][i], -np.inf)
+        best, code, lay = t["F"], np.full(f.shape, 1, dtype=np.int8), f.copy()
         code, lay, best = np.where(tm > best, 2, code), np.where(tm > best, md, lay), np.maximum(best, tm)
-        code, lay = np.where(t["L"] > best, 3, code), np.where(t["L"] > best, e, lay)
+        code, lay = np.where(t["L"] > best, 3, code), np.where(t["L"] > best, la, lay)
         stage[many], R[many] = code, lay
     return stage, R
 

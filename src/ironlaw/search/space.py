@@ -109,8 +109,11 @@ def _outer(s: Space):
 
 def splits(layers: int, pp: int, v: int) -> bool:
     """Whether pp·v model chunks take the layers evenly, or with the embedding and the loss each in a layer's
-    place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8)."""
-    return pp == 1 or layers % (pp * v) == 0 or ((layers + 2) % (pp * v) == 0 and (layers + 2) // pp >= 2)
+    place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8), or, without
+    interleaving, unevenly: ⌈layers/pp⌉ per stage and the rest on the last (DeepSeek-V3's 61 on pp 16)."""
+    if pp == 1 or layers % (pp * v) == 0 or ((layers + 2) % (pp * v) == 0 and (layers + 2) // pp >= 2):
+        return True
+    return v == 1 and layers - -(-layers // pp) * (pp - 1) >= 1
 
 
 def _inner(s: Space, tp: int, pp: int, cp: int, dp: int):
