@@ -5,7 +5,8 @@
 Prints, per row of tests/data/nemo_megatron_bridge_25.11_blackwell.csv (DGX-GB300, DGX-GB200, DGX-B200), the
 published tokens/s per GPU, ironlaw's prediction with the layout the table prints on the catalog entry of the
 row's system (tests/nemo_ref.py: datasheets only; nothing is fitted on these rows or per device), the error and
-what binds the predicted step, or why ironlaw declines the row; then the median and the largest |error| of the
+what binds the predicted step, or why ironlaw declines the row; for the MoE rows, the milliseconds per layer and
+micro-batch the published throughput implies beside ironlaw's; then the median and the largest |error| of the
 dense rows and of all predicted rows against the H100 table's goal (8%, 20%), and each row's command.
 """
 from __future__ import annotations
@@ -40,6 +41,8 @@ def main() -> int:
             dense.append(abs(err))
         print(f"{head} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%} {st.mfu:6.1%}  {st.bottleneck['resource']}")
     print()
+    moe_layers(rows)
+    print()
     for r in rows:
         print(command(r))
     print()
@@ -48,6 +51,31 @@ def main() -> int:
             print(f"{what:14s} {len(e)} of {len(rows)} rows: median |error| {statistics.median(e):.1%} "
                   f"(H100 goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (≤ {GOAL_MAX:.0%})")
     return 0
+
+
+def moe_layers(rows: list) -> None:
+    """Per MoE row: milliseconds per layer and micro-batch on a stage that the published tokens/s imply (step ÷
+    (micro-batches + (pp − 1)/vp) ÷ layers per stage) beside ironlaw's, with the rows each local expert runs."""
+    from ironlaw import hardware
+    from ironlaw.errors import IronlawError
+    from nemo_ref import DENSE, predict
+    print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/expert':>11} "
+          f"{'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")
+    for r in rows:
+        if r["model"] in DENSE:
+            continue
+        try:
+            st = predict(r, hardware.get(r["system"]))
+        except IronlawError:
+            continue
+        p, meta = st.plan, st.per_microbatch.graph.meta
+        step = st.flops["tokens_per_step"] / (r["tokens_per_s_per_gpu"] * p.gpus)
+        layers = meta["layers"] / p.pp
+        implied = step / (p.microbatches + (p.pp - 1) / p.interleave) / layers
+        ours = st.breakdown["microbatch_s"] / layers
+        rows_e = meta["tokens"] * meta["experts_per_token"] * p.ep / meta["experts"]
+        print(f"{r['system']:6s} {r['model']:16s} {r['precision']:>5} {p.ep:3d} {p.micro_batch:3d} {rows_e:11.0f} "
+              f"{implied * 1e3:18.1f} {ours * 1e3:8.1f} {implied / ours:6.2f}")
 
 
 if __name__ == "__main__":
