@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ironlaw import hardware, parallel, precision, workloads
+from ironlaw.cli._parallel import training_graph
 from ironlaw.errors import IronlawError
 from ironlaw.graph import Graph
 
@@ -122,6 +123,22 @@ def test_fp8_is_faster_than_bf16_on_a_compute_bound_step_but_not_twice():
     n = _train().meta["params"]
     assert f8.memory["weights"] == pytest.approx((2 + 2) * n / 8)
     assert f8.memory["optimizer"] == pytest.approx(bf.memory["optimizer"])
+
+
+def test_fp8_on_a_device_with_any_layout_keeps_one_copy():
+    """Blackwell (fp8_any_layout): per-tensor FP8 keeps one copy, no transpose: its casts write 1 byte per
+    element, its weights one FP8 copy; MXFP8 writes both block-scaled copies on every device."""
+    assert hardware.get("b200").features["fp8_any_layout"] and "fp8_any_layout" not in hardware.get("h100").features
+    g = _train(seq=2048)
+    cast = lambda low: next(op for op in low.ops if op.name == "fp8_cast.mlp_down_proj")   # noqa: E731
+    assert cast(precision.lower(g, "fp8", any_layout=True)).bytes["activations"] == pytest.approx(5 * 2048 * 14336)
+    mx = 2 + 2 * (1 + 1 / 32)
+    for any_layout in (False, True):
+        assert cast(precision.lower(g, "mxfp8", any_layout)).bytes["activations"] == pytest.approx(mx * 2048 * 14336)
+    h, b = (_step(training_graph("llama3-8b", hardware.get(hw), 8192, "fp8", {}), hw, gpus=8, global_batch=8, zero=3)
+            for hw in ("h100", "b200"))
+    n = _train().meta["params"]
+    assert h.memory["weights"] == pytest.approx((2 + 2) * n / 8) and b.memory["weights"] == pytest.approx((2 + 1) * n / 8)
 
 
 def test_fp8_lowering_keeps_attention_and_the_head_in_bf16_and_counts_the_casts():

@@ -368,10 +368,16 @@ def _efficiency(top: _Table, where: str, sources: dict) -> dict[str, float]:
     return eff
 
 
+# [features]: sparsity_2_4, the matrix unit runs 2:4 structured sparsity at twice its dense rate; fp8_any_layout,
+# its FP8 GEMMs take either operand layout (Blackwell, compute capability 10.x: one FP8 copy of a tensor serves
+# both GEMMs that read it, where Hopper's take only the TN layout and need a transposed copy, ``precision``)
+FEATURES = ("sparsity_2_4", "fp8_any_layout")
+
+
 def _features(top: _Table, where: str, sources: dict) -> dict[str, bool]:
     feats = {}
     if "features" in top.data:
-        f = _Table(top.get("features"), f"{where}.features", ("sparsity_2_4", "source"))
+        f = _Table(top.get("features"), f"{where}.features", FEATURES + ("source",))
         for k, x in f.data.items():
             if k != "source":
                 if not isinstance(x, bool):

@@ -501,7 +501,7 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
     fp32 master weights and Adam moments; ZeRO shards them over the data-parallel group, which context
     parallelism joins (dp·cp ranks hold the same weights; experts over dp·cp/ep); activations over tp (with
     sequence parallelism, else Korthikanti's 24 of 34) and cp (each rank holds seq/cp tokens)."""
-    from .precision import WEIGHT_COPY_BYTES
+    from .precision import weight_copy_bytes
     by = dtype_bytes(g.dtype)
     dense, expert = _params_per_device(g, plan)
     p_dev = dense + expert
@@ -516,7 +516,7 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
         act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
     else:
         act_dev = act * tp_factor * inflight
-    weight_b = by + WEIGHT_COPY_BYTES.get(g.meta.get("precision"), 0.0)
+    weight_b = by + weight_copy_bytes(g.meta)
     return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
             "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
             "optimizer": 12.0 * (sharded if zero >= 1 else p_dev),
@@ -826,7 +826,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     if is_low(g.dtype):
-        g = lower(g, g.dtype)
+        g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)

@@ -1,19 +1,22 @@
 """Low-precision training: FP8 GEMMs with current scaling (Hopper) and MXFP8 (Blackwell), as Transformer
 Engine runs them under Megatron-LM.
 
-    lower(g, dtype)   a training graph of the transformer builder → the same step with the linear GEMMs of
-                      its layers (attention projections, MLP and expert projections) at ``dtype``
+    lower(g, dtype, any_layout)   a training graph of the transformer builder → the same step with the linear
+                                  GEMMs of its layers (attention projections, MLP and expert projections) at
+                                  ``dtype``, on a device whose FP8 GEMMs take either layout or only TN
 
 What changes, per linear layer of the transformer blocks (its forward GEMM and its dgrad + wgrad backward):
 - the GEMM runs on the matrix unit at the dtype's peak; it reads its operands in one byte (the quantized input
   or output gradient, the quantized weight) and writes its output in bf16;
-- quantizing an operand is a memory-bound kernel of its own (``CAST_READ_BYTES``, ``CAST_WRITE_BYTES``): current scaling reads
-  the bf16 tensor once for its amax and once more to cast it, and writes the row-wise copy and the
-  column-wise (transposed) copy the backward's other GEMM needs (Hopper's FP8 GEMMs take one layout only):
-  2 + 2 bytes read, 1 + 1 written per element; MXFP8 (one power-of-two scale per 32 elements, found in the
-  same pass) reads once and writes both copies with their scales: 2 + 2·(1 + 1/32). The forward quantizes
-  the GEMM's input [T, k], the backward its output gradient [T, n]; the weights' copies are cast once per
-  step and kept across micro-batches (``WEIGHT_COPY_BYTES`` of memory per parameter);
+- quantizing an operand is a memory-bound kernel of its own (``cast_bytes``): current scaling reads the bf16
+  tensor once for its amax and once more to cast it, and writes the row-wise copy and the column-wise
+  (transposed) copy the backward's other GEMM needs where the device's FP8 GEMMs take the TN layout only
+  (Hopper): 2 + 2 bytes read, 1 + 1 written per element; a device whose FP8 GEMMs take either layout
+  (``[features] fp8_any_layout``: Blackwell) keeps the one copy: 1 written. MXFP8 (one power-of-two scale per
+  32 elements along the GEMM's K, found in the same pass) reads once and writes both copies with their scales
+  on every device (the transposed GEMM needs blocks along the other axis): 2 + 2·(1 + 1/32). The forward
+  quantizes the GEMM's input [T, k], the backward its output gradient [T, n]; the weights' copies are cast
+  once per step and kept across micro-batches (``weight_copy_bytes`` of memory per parameter);
 - attention stays bf16 (Megatron's FP8 recipes keep dot-product attention in bf16), and so do norms,
   activations, residuals, the router, the LM head and the loss (Megatron's output layer is not a TE module).
 Memory: each linear's input is saved for the backward as its 1-byte copy instead of bf16 (the footprint's
@@ -34,9 +37,25 @@ WIDE = "bf16"
 LINEARS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 COLUMN_INPUT = ("attn_pre_proj", "mlp_up_proj")          # input replicated over TP, output split
 CAST_READ_BYTES = {"fp8": 2.0 + 2.0, "mxfp8": 2.0}         # per element: amax pass + cast pass | one pass
-CAST_WRITE_BYTES = {"fp8": 1.0 + 1.0, "mxfp8": 2.0 * (1.0 + 1.0 / 32.0)}   # row- and column-wise copies
-WEIGHT_COPY_BYTES = {"fp8": 2.0, "mxfp8": 2.0 * (1.0 + 1.0 / 32.0)}
+COPY_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32.0}       # one FP8 copy per element, with its block scales
 TRAINING_DTYPES = tuple(CAST_READ_BYTES)
+
+
+def copies(dtype: str, any_layout: bool = False) -> int:
+    """FP8 copies of a quantized tensor: row- and column-wise, but one for per-tensor FP8 on a device whose FP8
+    GEMMs take either layout."""
+    return 1 if dtype == "fp8" and any_layout else 2
+
+
+def cast_write_bytes(dtype: str, any_layout: bool = False) -> float:
+    """Bytes a quantizing kernel writes per element."""
+    return copies(dtype, any_layout) * COPY_BYTES[dtype]
+
+
+def weight_copy_bytes(meta: dict) -> float:
+    """Bytes of FP8 weight copies per parameter kept beside the bf16 weights of a lowered graph (0 if none)."""
+    dtype = meta.get("precision")
+    return cast_write_bytes(dtype, meta.get("fp8_any_layout", False)) if dtype in TRAINING_DTYPES else 0.0
 
 
 def is_low(dtype: str) -> bool:
@@ -68,8 +87,9 @@ def widen(g: Graph) -> Graph:
     return Graph(g.name, g.phase, WIDE, ops, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
-def lower(g: Graph, dtype: str) -> Graph:
-    """The training step of ``g`` with its layers' linear GEMMs at ``dtype`` (``fp8`` or ``mxfp8``)."""
+def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
+    """The training step of ``g`` with its layers' linear GEMMs at ``dtype`` (``fp8`` or ``mxfp8``);
+    ``any_layout``: the device's FP8 GEMMs take either layout (``copies``)."""
     if dtype not in TRAINING_DTYPES:
         raise IronlawError(f"low-precision training is one of {', '.join(TRAINING_DTYPES)}, got '{dtype}'")
     if g.phase != "train":
@@ -94,9 +114,9 @@ def lower(g: Graph, dtype: str) -> Graph:
             continue
         in_b = f.bytes["activations"] - f.bytes_written          # bf16 bytes of the input [T, k]
         out_b = f.bytes_written                                   # bf16 bytes of the output [T, n]
-        ops.append(_cast(f, dtype, out_b if bwd else in_b, bwd))
+        ops.append(_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout))
         ops.append(_gemm(op, dtype, in_b, out_b, bwd))
-    meta = dict(g.meta, precision=dtype)
+    meta = dict(g.meta, precision=dtype, fp8_any_layout=bool(any_layout))
     fp = dict(g.footprint)
     if "activations" in fp:               # each linear's input is saved for its wgrad as the 1-byte copy
         fp["activations"] = fp["activations"] - sum(
@@ -121,15 +141,15 @@ def _gemm(op: Op, dtype: str, in_b, out_b, bwd: bool) -> Op:
     return new
 
 
-def _cast(f: Op, dtype: str, nbytes, bwd: bool) -> Op:
+def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool) -> Op:
     """Quantizing the forward's input (or the backward's output gradient) of linear ``f``."""
     elems = nbytes / DTYPE_BYTES[WIDE]
+    write = cast_write_bytes(dtype, any_layout)
     what = "output gradient" if bwd else "input"
     # over TP: a column-parallel linear's input and a row-parallel one's output gradient are whole on every
     # rank (split only with sequence parallelism); the other two are split
     split = (f.name.split(".")[0] in COLUMN_INPUT) == bwd
     return Op(f"fp8_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=2.0 * elems,
-              bytes={"activations": (CAST_READ_BYTES[dtype] + CAST_WRITE_BYTES[dtype]) * elems}, dtype=WIDE, count=f.count,
-              module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}",
-              bytes_written=CAST_WRITE_BYTES[dtype] * elems,
+              bytes={"activations": (CAST_READ_BYTES[dtype] + write) * elems}, dtype=WIDE, count=f.count,
+              module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}", bytes_written=write * elems,
               attrs={"tp_split": split, **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})

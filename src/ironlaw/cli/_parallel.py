@@ -10,7 +10,7 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
                                                 dtype=precision.WIDE if low else dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low) if low else graph
+    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
 
 
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:

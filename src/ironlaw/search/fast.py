@@ -67,10 +67,11 @@ def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
     g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
                                             dtype=precision.WIDE if low else ctx.dtype,
                                             device="cuda" if ctx.hw.kind == "gpu" else "cpu"))
+    any_layout = ctx.hw.features.get("fp8_any_layout", False)
     if low:
-        g = precision.lower(g, low)
+        g = precision.lower(g, low, any_layout)
     elif precision.is_low(g.dtype):
-        g = precision.lower(g, g.dtype)
+        g = precision.lower(g, g.dtype, any_layout)
     return g
 
 
@@ -371,7 +372,7 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
 
 def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
     """``parallel._memory`` per row: weights, gradients, optimizer state and activations per device."""
-    from ..precision import WEIGHT_COPY_BYTES
+    from ..precision import weight_copy_bytes
     meta, by = g.meta, dtype_bytes(g.dtype)
     params = float(meta["params"])
     expert = 0.0
@@ -393,7 +394,7 @@ def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dic
     inputs = L * tokens / cp * meta["hidden"] * by
     full = inputs * ((1.0 / tp) if sp else 1.0) * inflight + act / L * tp_factor
     act_dev = np.where(c["recompute"] == RECOMPUTE.index("full"), full, act * tp_factor * inflight)
-    weight_b = by + WEIGHT_COPY_BYTES.get(meta.get("precision"), 0.0)
+    weight_b = by + weight_copy_bytes(meta)
     grad_b = 4.0 if grad_fp32 else by
     return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
             "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
