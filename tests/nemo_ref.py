@@ -38,8 +38,8 @@ DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
 TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
 BLACKWELL = DATA / "nemo_megatron_bridge_25.11_blackwell.csv"
-NVL_JOB_DOMAIN = 64      # GPUs of a job per NVL72 rack (a power-of-two job spreads over racks of 64): held out
-                         # rows of 256 GPUs on GB200/GB300 run as 4 NVLink domains
+NVL_JOB_DOMAIN = 64      # GPUs of a job per NVL72 rack, assumed (the page does not say how its jobs are placed):
+                         # held-out rows of 256 GPUs on GB200/GB300 run as 4 NVLink domains of 64
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "llama3.1-405b": "hf:" + str(DATA / "llama3.1-405b-config.json"),
          "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b", "deepseek-v3": "deepseek-v3",
@@ -111,8 +111,9 @@ def command(row: dict, printed: bool = False) -> str:
                               ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
-    return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} --seq {row['seq']} "
-            f"--global-batch {o['global_batch']} --micro-batch {o['micro_batch']} " + " ".join(flags))
+    return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} "
+            f"--seq {row['seq']} --global-batch {o['global_batch']} --micro-batch {o['micro_batch']} "
+            + " ".join(flags))
 
 
 def predict(row: dict, hw, printed: bool = False):

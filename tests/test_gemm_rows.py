@@ -56,4 +56,3 @@ def test_routed_experts_run_their_share_of_the_tokens():
     rows = 4096 * 8 * 8 / 128                      # tokens · k · ep / E per local expert
     assert s["mlp_up_proj"] == pytest.approx(share(rows, GPU_M_HALF))
     assert s["attn_pre_proj"] == pytest.approx(share(4096.0, GPU_M_HALF))
-

@@ -56,10 +56,10 @@ def with_kernel_rows(sg: Graph, hw, tp: int = 1, overlap: bool = False, ep: int 
     """``sg`` (one stage's per-device training graph) with each GEMM's ``eta_scale`` set for the rows its
     kernels run (module doc)."""
     tokens = np.asarray(sg.meta.get("tokens", 0.0), dtype=float)    # an array where micro-batches are an axis
-    experts = sg.meta.get("experts", 0)
-    per_expert = tokens * sg.meta.get("experts_per_token", 1) * ep / experts if experts else tokens
     if not np.all(tokens > 0):
         return sg
+    experts = sg.meta.get("experts", 0)
+    per_expert = tokens * sg.meta.get("experts_per_token", 1) * ep / experts if experts else tokens
     ops = []
     for op in sg.ops:
         m_half, own = m_half_of(hw, op.dtype) if op.kind == "matmul" and "weights" in op.bytes else (None, False)

@@ -20,8 +20,10 @@ knobs).
                 data-parallel gradient reduction (overlapped with the backward of the last micro-batch on
                 ``ironlaw.critical_path``'s network stream) or FSDP's per-layer gathers and reduce-scatters
                 (``fsdp_exposed_s``), the optimizer step; each GEMM at the η its kernels' rows allow
-                (``ironlaw.gemm_rows``: tokens/tp per ring-exchange step under --tp-comm-overlap); FP8/MXFP8 GEMMs (``ironlaw.precision``) when the
-                graph's dtype is one; memory per device; tokens/s per device; model FLOPs, hardware FLOPs,
+                (``ironlaw.gemm_rows``: tokens/tp per ring-exchange step under --tp-comm-overlap); FP8/MXFP8
+                GEMMs (``ironlaw.precision``) when the graph's dtype is one; layers split over the pipeline's
+                model chunks evenly or as Megatron's layouts split them (``stage_layers``); memory per
+                device; tokens/s per device; model FLOPs, hardware FLOPs,
                 MFU = model FLOPs / (step time × the dtype's peak × gpus) (``MODEL_FLOPS``)
 
 Ranks are laid out as Megatron does: TP fastest, then CP, DP, PP (rank = t + tp·(c + cp·(d + dp·s))); a group
@@ -200,7 +202,7 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     if pp * v > 1 and min(stage_layers(L, pp, v)) < 1:
         n = pp * v
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {n} model chunks cannot hold the "
-                           f"{L} layers of {g.name}: {-(-L // n)} per chunk leave the last one none; use at most "
+                           f"{L} layers of {g.name}: at {-(-L // n)} per chunk the last gets none; use at most "
                            f"{max(k for k in range(1, n) if min(stage_layers(L, k, 1)) >= 1)} chunks")
     if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
         raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
@@ -835,8 +837,9 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         mid, _, last = stage_layers(g.meta["layers"], plan.pp, plan.interleave)
+        per_chunk = mid // plan.interleave
         notes.append(f"the {g.meta['layers']} layers split unevenly over {plan.pp * plan.interleave} model chunks: "
-                     f"{mid // plan.interleave} per chunk, the last {last - mid + mid // plan.interleave} "
+                     f"{per_chunk} per chunk, the last {last - (plan.interleave - 1) * per_chunk} "
                      f"(Megatron's pipeline_model_parallel_layout)")
     stages, _ = _stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)

@@ -8,7 +8,8 @@ Engine runs them under Megatron-LM.
 What changes, per linear layer of the transformer blocks (its forward GEMM and its dgrad + wgrad backward):
 - the GEMM runs on the matrix unit at the dtype's peak; it reads its operands in one byte (the quantized input
   or output gradient, the quantized weight) and writes its output in bf16;
-- quantizing an operand is a memory-bound kernel of its own (``cast_bytes``): current scaling reads the bf16
+- quantizing an operand is a memory-bound kernel of its own (``CAST_READ_BYTES``, ``cast_write_bytes``):
+  current scaling reads the bf16
   tensor once for its amax and once more to cast it, and writes the row-wise copy and the column-wise
   (transposed) copy the backward's other GEMM needs where the device's FP8 GEMMs take the TN layout only
   (Hopper): 2 + 2 bytes read, 1 + 1 written per element; a device whose FP8 GEMMs take either layout
