@@ -39,12 +39,13 @@ SPECS = {"llama3.1-8b": ("llama3.1-8b", "llama3-8b"),
          "llama3.3-70b": ("llama3.3-70b", "llama3-70b"),
          "llama3.1-405b": ("llama3.1-405b", "hf:" + str(ROOT / "tests/data/llama3.1-405b-config.json")),
          "qwen3-235b-a22b": ("qwen3-235b-a22b",), "llama4-maverick": ("llama4-maverick",),
-         "llama4-scout": ("llama4-scout",)}
-MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout")
+         "llama4-scout": ("llama4-scout",), "qwen3-30b-a3b": ("qwen3-30b-a3b",)}
+MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout", "qwen3-30b-a3b")
 # the KV cache dtype TensorRT-LLM takes from each checkpoint's hf_quant_config.json (kv_cache_quant_algo; trtllm-bench
 # leaves kv_cache_config.dtype at "auto"): FP8 for the Llama 4 FP8 checkpoints (TensorRT-LLM's accuracy tests assert
 # kv_cache_quant_algo == FP8 for them: tests/integration/defs/accuracy/test_llm_api_pytorch.py); FP8 for the others
-# as ModelOpt's FP8 recipe writes it (for Qwen3-235B-A22B a bf16 cache would halve the batch: −20…−40% on its cells)
+# as ModelOpt's FP8 recipe writes it (for Qwen3-235B-A22B a bf16 cache would halve the batch: −20…−40% on its cells);
+# FP8 assumed for the FP4 checkpoints of the Blackwell columns too (benchmarks/trtllm_blackwell.py)
 KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
@@ -72,10 +73,10 @@ def cells(path: Path = CSV) -> list[dict]:
 def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw import serving_throughput as st
     moe = cell["model"] in MOE
-    return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype="fp8",
-                             kv_dtype=KV_DTYPE[cell["model"]],
-                             ep=cell["tp"] if moe else 1, attention_dp=moe, kv_fraction=KV_FRACTION,
-                             constants=constants or st.FITTED)
+    return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"],
+                             dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
+                             ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
+                             kv_fraction=KV_FRACTION, constants=constants or st.FITTED)
 
 
 # ---------------------------------------------------------------------- fast re-evaluation for the fit

@@ -3,8 +3,9 @@
 Reference: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on H100 SXM, FP8 ModelOpt checkpoints. The
 serving constants were fitted on these cells (benchmarks/trtllm_h100.py, which also reports leave-one-model-out).
-Held out: tests/data/trtllm_perf_overview_h200.csv, the same table's H200 columns, only ever scored
-(benchmarks/trtllm_h200.py).
+Held out: tests/data/trtllm_perf_overview_h200.csv, the same table's H200 columns, and
+tests/data/trtllm_perf_overview_blackwell.csv, its B200 and GB200 FP4 columns, only ever scored
+(benchmarks/trtllm_h200.py, benchmarks/trtllm_blackwell.py).
 """
 from __future__ import annotations
 
@@ -305,6 +306,42 @@ def test_dense_h200_cells_held_out_from_h100_constants():
     assert len(errs) == 30
     assert statistics.median(errs) <= 0.10
     assert max(errs) <= 0.25
+
+
+def test_blackwell_fp4_table_is_the_published_columns():
+    """The held-out B200 and GB200 file holds the page's 98 FP4 cells (Maverick's two blank cells left out)."""
+    rows = published("blackwell")
+    assert len(rows) == 98 and {r["gpu"] for r in rows} == {"b200", "gb200"}
+    assert {r["precision"] for r in rows} == {"fp4"}
+    cell = {(r["model"], r["gpu"], r["isl"], r["osl"]): r["tokens_per_s"] for r in rows}
+    assert cell[("llama3.3-70b", "gb200", 128, 128)] == 12189
+    assert cell[("llama4-maverick", "b200", 20000, 2000)] == 12678
+
+
+def test_fp4_checkpoints_run_fp8_attention():
+    """An FP4 checkpoint with an FP8 cache: its GEMMs at the FP4 rate, its attention at FP8's
+    (serving.attention_dtype); an FP8 one keeps FP8 attention, a bf16 model with an FP8 cache bf16."""
+    from ironlaw import hardware, serving, serving_step
+    assert serving.attention_dtype("fp4", "fp8") == "fp8" and serving.attention_dtype("fp4", "fp4") == "fp8"
+    assert serving.attention_dtype("fp8", "fp8") == "fp8" and serving.attention_dtype("bf16", "fp8") == "bf16"
+    g = serving_step.step_graph("llama3-8b", hardware.get("b200"), "fp4", "fp8", gemm_tokens=256, decode=255,
+                                context=1000, prompt=1000, prefill_tokens=1, head_tokens=256)
+    kinds = {(op.kind, op.dtype) for op in g.ops if op.kind in ("attention", "matmul")}
+    assert ("attention", "fp8") in kinds and ("matmul", "fp4") in kinds and ("attention", "fp4") not in kinds
+
+
+def test_blackwell_fp4_cells_held_out_from_h100_constants():
+    """The H100 FP8 constants on the B200 and GB200 FP4 cells (benchmarks/trtllm_blackwell.py prints them): the
+    Llama 4 Scout cells within 10% at the median; every dense cell predicted faster than published, by 45% at
+    most (the FP4 GEMMs reach less of their datasheet peak than the H100 FP8 fit gives them: docs/accuracy.md)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import trtllm_blackwell
+    rows = trtllm_blackwell.scored()
+    scout = [abs(r["error"]) for r in rows if r["model"] == "llama4-scout"]
+    dense = [r["error"] for r in rows if r["model"] in ("llama3.3-70b", "llama3.1-405b")]
+    assert len(scout) == 20 and statistics.median(scout) <= 10.0
+    assert len(dense) == 40 and all(0 < e <= 50.0 for e in dense), dense
 
 
 def test_moe_h100_cells_median_error():

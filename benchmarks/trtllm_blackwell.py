@@ -1,0 +1,66 @@
+"""Offline max-throughput serving against TensorRT-LLM's published B200 and GB200 FP4 tables, HELD OUT.
+
+    python benchmarks/trtllm_blackwell.py
+
+Source: tests/data/trtllm_perf_overview_blackwell.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
+Apache-2.0): the B200 180GB (DGX B200) and GB200 192GB (GB200 NVL72) columns of the page whose H100 columns fit the
+serving constants (benchmarks/trtllm_h100.py), NVFP4 ModelOpt checkpoints. Every cell is predicted with the
+constants in src/ironlaw/serving_throughput.py (fitted on the H100 FP8 cells only) and the ``b200`` / ``gb200``
+catalog entries (datasheet peaks: FP4 9 / 10 PFLOPS dense, 8 TB/s), run as the H100 cells are
+(``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits, MoE rows
+with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``serving.attention_dtype``). No
+per-GPU or per-dtype factor: only the datasheet and the weights' format change from H100 FP8.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import trtllm_h100 as h100  # noqa: E402
+
+CSV = h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"
+
+
+def scored() -> list[dict]:
+    """Every B200 and GB200 cell with its prediction and error (percent), the H100-fitted constants."""
+    out = []
+    for c in h100.cells(CSV):
+        c = {**c, "spec": h100.spec_for(c["model"])}
+        est = h100.predict(c, c["gpu"])
+        out.append({**c, "predicted": est.output_tokens_per_s, "batch": est.batch, "limit": est.batch_limit,
+                    "error": 100.0 * (est.output_tokens_per_s / c["published"] - 1.0)})
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    """{set: (median, p90, max) of |error|} over all cells, per GPU, dense and MoE, per model and GPU."""
+    groups = {"all": rows}
+    for g in dict.fromkeys(r["gpu"] for r in rows):
+        groups[g] = [r for r in rows if r["gpu"] == g]
+    groups["dense"] = [r for r in rows if r["model"] not in h100.MOE]
+    groups["MoE"] = [r for r in rows if r["model"] in h100.MOE]
+    for m, g in dict.fromkeys((r["model"], r["gpu"]) for r in rows):
+        groups[f"{m} {g}"] = [r for r in rows if r["model"] == m and r["gpu"] == g]
+    return {g: h100.stats([r["error"] for r in rs]) for g, rs in groups.items() if rs}
+
+
+def main() -> int:
+    rows = scored()
+    w = (16, 6, 3, 10, 10, 10, 8, 6, 10)
+    print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
+    for r in rows:
+        print(h100._line((r["model"], r["gpu"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
+                          f"{r['predicted']:,.0f}", f"{r['error']:+.1f}%", r["batch"], r["limit"]), w))
+    print(f"\nB200 and GB200 FP4 cells, held out (H100-fitted constants, datasheets): {len(rows)}")
+    for g, (med, p90, mx) in summary(rows).items():
+        print(f"  {g:<24} |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    signed = [r["error"] for r in rows]
+    print(f"  signed error: median {statistics.median(signed):+.1f}% ({sum(e > 0 for e in signed)} of "
+          f"{len(signed)} cells above the published throughput)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
