@@ -45,7 +45,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     memory = 0.8
     source = "estimate: …"
     [features]                         # optional
-    sparsity_2_4 = true
+    sparsity_2_4 = true                # 2:4 structured sparsity at twice the dense rate
+    fp8_any_layout = true              # FP8 GEMMs in any operand layout: one FP8 copy (``ironlaw.precision``)
     source = "…"
 
 Profiles written by ``ironlaw probe`` use the same format plus ``[probe]`` (``ironlaw.probetable``) and
