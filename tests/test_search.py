@@ -59,6 +59,13 @@ def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, settings
     return c, res
 
 
+def test_fast_path_matches_train_step_on_mixed_dense_and_moe_layers():
+    """DeepSeek-V3: 3 dense layers, 58 MoE layers with a shared expert, MLA; its TP collectives run in some
+    layers only, and count as layer ops in both paths (tensor parallelism, pipelines of 61 uneven layers)."""
+    _check_sample("deepseek-v3", 256, 512, 4096, 4, seed=3, dtype="fp8",
+                  must=lambda r: r["tp"] == 2 and r["pp"] > 1)
+
+
 def test_fast_path_matches_train_step_on_uneven_stages():
     """Llama 3 8B's 32 layers on pp 5: 7 per stage, 4 on the last (parallel.stage_layers)."""
     c, res = _check_sample("llama3-8b", 40, 40, 2048, 6, seed=5, must=lambda r: r["pp"] == 5)

@@ -239,9 +239,11 @@ def _shapes(grp: tuple) -> str:
     return f"{grp[0]} ranks on {grp[1]} node(s){shared}"
 
 
-def _coll(name: str, kind: str, nbytes, grp: tuple, count: int, dtype: str, module: str) -> Op:
-    return Op(name, "collective", network_bytes=nbytes, dtype=dtype, count=count, module=module,
-              collective=kind, group=grp, shapes=_shapes(grp))
+def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: str) -> Op:
+    """A collective run as often as ``of``, the op it belongs to, and in its layers (``in_layers``)."""
+    layers = {"per_layer": of.attrs["per_layer"]} if "per_layer" in of.attrs else {}
+    return Op(name, "collective", network_bytes=nbytes, dtype=dtype, count=of.count, module=module,
+              collective=kind, group=grp, shapes=_shapes(grp), attrs=layers)
 
 
 def _topology(hw, grp: tuple):
@@ -301,26 +303,25 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] / ep
         ops.append(new)
-        n = op.count
         if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
             where = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
             if sp:
-                ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, n, g.dtype, "tp"))
-                ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, n, g.dtype, "tp"))
+                ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, op, g.dtype, "tp"))
+                ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, op, g.dtype, "tp"))
                 if bwd:                       # the column GEMM's input gathered again for its weight gradient
-                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, n, g.dtype,
+                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, op, g.dtype,
                                      "tp"))
             else:
-                ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, n, g.dtype, "tp"))
+                ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, op, g.dtype, "tp"))
         if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
             k = meta.get("experts_per_token", 1)
             first = (base == "mlp_up_proj") != bwd
             if first:
                 ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{'.bwd' if bwd else ''}", "alltoall",
-                                               act_bytes * k / tp, ep_grp or (ep, 1), n, g.dtype, "ep"))
+                                               act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
             else:
                 ops.append(_coll(f"ep.alltoall.combine{'.bwd' if bwd else ''}", "alltoall",
-                                 act_bytes * k / tp, ep_grp or (ep, 1), n, g.dtype, "ep"))
+                                 act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
     out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
