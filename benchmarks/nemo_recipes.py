@@ -1,4 +1,4 @@
-"""Does `ironlaw search` find NVIDIA's recipes? (issue 27, item 5)
+"""Does `ironlaw search` find NVIDIA's recipes?
 
 For each DGX-H100 pre-training row of NeMo Megatron-Bridge 25.11 (tests/data/nemo_megatron_bridge_25.11_dgx_h100.csv,
 Apache-2.0; tests/nemo_ref.py reads it), run the layout search with the row's GPUs, global batch, sequence and
@@ -9,7 +9,10 @@ the recipes' settings, tests/nemo_ref.py) in the ranking: found when it is in th
 best predicted tokens/s per GPU. The search's settings are the recipes' (train.SETTINGS): TP communication
 overlap with sequence parallelism, overlapped stage sends when interleaved, bf16 gradient reduction, and the
 expert all-to-alls beside another micro-batch's compute where the row's recipe sets it (Qwen3-30B-A3B).
-Run: python benchmarks/nemo_recipes.py [--rows N]
+With --blackwell, the same for the held-out DGX-GB300, GB200 and B200 rows of the page
+(tests/data/nemo_megatron_bridge_25.11_blackwell.csv), each on its system's catalog entry, the layout as the table
+prints it.
+Run: python benchmarks/nemo_recipes.py [--rows N] [--blackwell]
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def published(row: dict) -> dict:
     """The row's recipe layout in the search's columns."""
     from ironlaw.search import space
     from nemo_ref import recipe
-    row = recipe(row)
+    row = row if "system" in row else recipe(row)           # held-out rows: the layout the table prints
     return {"tp": row["tp"], "pp": row["pp"], "cp": row["cp"], "dp": row["gpus"] // (row["tp"] * row["pp"] * row["cp"]),
             "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": row["vp"],
             "recompute": space.RECOMPUTE.index("none"), "zero": 3 if row["fsdp"] else 1,
@@ -55,11 +58,12 @@ def describe(r: dict) -> str:
 def check(row: dict, hw) -> dict:
     from ironlaw.errors import IronlawError
     from ironlaw.search import train
-    from nemo_ref import SPECS, recipe
+    from nemo_ref import SPECS, options
     t0 = time.perf_counter()
+    o = options(row)
     try:
         res = train.search(SPECS[row["model"]], hw, row["gpus"], row["global_batch"], row["seq"], row["precision"],
-                           top=TOP, settings={"moe_a2a_overlap": bool(recipe(row).get("moe_a2a_overlap", False))})
+                           nodes=o.get("nodes"), top=TOP, settings={"moe_a2a_overlap": o["moe_a2a_overlap"]})
     except IronlawError as e:
         return {"verdict": f"search failed: {e}"}
     out = {"search_s": time.perf_counter() - t0, "n": res.candidates_evaluated, "fits": res.fits,
@@ -88,8 +92,8 @@ def memory_line(row: dict, hw) -> str:
     """parallel._memory of the published layout, by class."""
     from ironlaw import parallel
     from ironlaw.search import train
-    from nemo_ref import SPECS, options, recipe
-    g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], recipe(row)["micro_batch"])
+    from nemo_ref import SPECS, options
+    g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], options(row)["micro_batch"])
     plan = parallel.make_plan(options(row), g, hw)
     mem = parallel._memory(g, plan, plan.zero, plan.recompute)
     return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.items() if k != "params_per_device")
@@ -98,19 +102,22 @@ def memory_line(row: dict, hw) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=None, help="only the first N rows")
+    ap.add_argument("--blackwell", action="store_true", help="the held-out DGX-GB300/GB200/B200 rows, each on "
+                    "its system, with the layout the table prints")
     a = ap.parse_args()
     from ironlaw import hardware
-    from nemo_ref import table
-    hw = hardware.get("h100")
-    rows = table()[: a.rows]
+    from nemo_ref import BLACKWELL, TABLE, table
+    rows = table(BLACKWELL if a.blackwell else TABLE)[: a.rows]
     print(f"{'model':14s} {'GPUs':>4} {'prec':>4} {'published layout':28s} {'rank':>6} {'its tok/s':>9} "
           f"{'best':>7} {'gap':>6}  {'verdict':8s} best layout (search time, candidates)")
     found = 0
     for row in rows:
+        hw = hardware.get(row.get("system", "h100"))
         o = check(row, hw)
         pub = describe({**published(row), "recompute": 0})
         if "best" not in o:
-            print(f"{row['model']:14s} {row['gpus']:4d} {row['precision']:>4} {pub:28s} {o['verdict']}")
+            print(f"{row['model']:14s} {row['gpus']:4d} {row['precision']:>4} {pub:28s} {o['verdict']}"
+                  f"{' (' + row['system'] + ')' if 'system' in row else ''}")
             continue
         rank = f"{o['rank']:,}" if "rank" in o else "—"
         its = f"{o['pub_tps']:9.0f}" if "pub_tps" in o else f"{'—':>9}"
@@ -119,7 +126,8 @@ def main() -> int:
         print(f"{row['model']:14s} {row['gpus']:4d} {row['precision']:>4} {pub:28s} {rank:>6} {its} "
               f"{o['best_tps']:7.0f} {gap}  {o['verdict'].split(':')[0]:8s} {describe(o['best'])} "
               f"({o['search_s']:.0f} s, {o['n']:,}){'' if o['verdict'] in ('found', 'MISS') else ': ' + o['verdict']}")
-        print(f"{'':14s} published {row['tokens_per_s_per_gpu']:.0f} tok/s/GPU; best predicted binds: "
+        print(f"{'':14s} {row.get('system', 'h100')}: published {row['tokens_per_s_per_gpu']:.0f} tok/s/GPU; "
+              f"best predicted binds: "
               f"{o['best']['bottleneck']['why'][:90]}")
         if "same" in o and o["verdict"] != "found":
             print(f"{'':14s} among layouts with the published tp {row['tp']} and cp {row['cp']}: rank {o['same'][0]:,}, "
