@@ -8,7 +8,7 @@ serving constants (benchmarks/trtllm_h100.py), NVFP4 ModelOpt checkpoints. Every
 constants in src/ironlaw/serving_throughput.py (fitted on the H100 FP8 cells only) and the ``b200`` / ``gb200``
 catalog entries (datasheet peaks: FP4 9 / 10 PFLOPS dense, 8 TB/s), run as the H100 cells are
 (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits, MoE rows
-with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``serving.attention_dtype``). No
+with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``graph.attention_dtype``). No
 per-GPU or per-dtype factor: only the datasheet and the weights' format change from H100 FP8.
 """
 from __future__ import annotations

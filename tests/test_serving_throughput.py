@@ -320,14 +320,19 @@ def test_blackwell_fp4_table_is_the_published_columns():
 
 def test_fp4_checkpoints_run_fp8_attention():
     """An FP4 checkpoint with an FP8 cache: its GEMMs at the FP4 rate, its attention at FP8's
-    (serving.attention_dtype); an FP8 one keeps FP8 attention, a bf16 model with an FP8 cache bf16."""
-    from ironlaw import hardware, serving, serving_step
-    assert serving.attention_dtype("fp4", "fp8") == "fp8" and serving.attention_dtype("fp4", "fp4") == "fp8"
-    assert serving.attention_dtype("fp8", "fp8") == "fp8" and serving.attention_dtype("bf16", "fp8") == "bf16"
+    (graph.attention_dtype); an FP8 one keeps FP8 attention, a bf16 model with an FP8 cache bf16."""
+    from ironlaw import hardware, serving_step
+    from ironlaw.graph import attention_dtype
+    assert attention_dtype("fp4", "fp8") == "fp8" and attention_dtype("fp4", "fp4") == "fp8"
+    assert attention_dtype("fp8", "fp8") == "fp8" and attention_dtype("bf16", "fp8") == "bf16"
     g = serving_step.step_graph("llama3-8b", hardware.get("b200"), "fp4", "fp8", gemm_tokens=256, decode=255,
                                 context=1000, prompt=1000, prefill_tokens=1, head_tokens=256)
     kinds = {(op.kind, op.dtype) for op in g.ops if op.kind in ("attention", "matmul")}
     assert ("attention", "fp8") in kinds and ("matmul", "fp4") in kinds and ("attention", "fp4") not in kinds
+    # the same for a graph built in FP4 outside the engine (ironlaw analyze --dtype fp4): its cache stays FP4
+    built = workloads.resolve(workloads.Request("llama3-8b", phase="decode", batch=8, seq=1024, dtype="fp4"))
+    att = [op for op in built.ops if op.kind == "attention"]
+    assert att and all(op.dtype == "fp8" and op.attrs["kv_dtype"] == "fp4" for op in att)
 
 
 def test_blackwell_fp4_cells_held_out_from_h100_constants():

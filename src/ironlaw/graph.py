@@ -41,6 +41,16 @@ def dtype_bytes(dtype: str) -> float:
     return DTYPE_BYTES[dtype]
 
 
+FOUR_BIT_FLOATS = ("fp4", "mxfp4")      # weight formats no attention kernel computes in
+
+
+def attention_dtype(dtype: str, kv_dtype: str | None = None) -> str:
+    """The dtype attention runs its matmuls in: the wider of the graph's and the KV cache's, and FP8 for a 4-bit
+    float (an FMHA reads K and V in the cache's dtype; FP4 checkpoints run FP8 attention)."""
+    att = max((dtype, kv_dtype or dtype), key=dtype_bytes)
+    return "fp8" if att in FOUR_BIT_FLOATS else att
+
+
 @dataclass
 class Op:
     name: str

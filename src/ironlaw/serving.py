@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import IronlawError
-from .graph import Graph, dtype_bytes
+from .graph import Graph, attention_dtype, dtype_bytes
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size
@@ -88,17 +88,9 @@ def _scale_class(g: Graph, cls: str, factor: float) -> Graph:
     return out
 
 
-def attention_dtype(dtype: str, kv_dtype: str) -> str:
-    """The dtype an engine's attention runs its matmuls in: the wider of the weights' and the KV cache's, and at
-    least 8 bits (an FMHA reads K and V in the cache's dtype; no serving engine runs attention in 4 bits: FP4
-    checkpoints with an FP8 cache run FP8 attention)."""
-    att = max((dtype, kv_dtype), key=dtype_bytes)
-    return att if dtype_bytes(att) >= 1.0 else "fp8"
-
-
 def with_kv_dtype(g: Graph, kv_dtype: str) -> Graph:
     """KV cache stored in ``kv_dtype`` (fp8 KV halves its traffic and footprint against bf16), attention run in
-    ``attention_dtype``."""
+    ``graph.attention_dtype``."""
     out = copy.copy(_scale_class(g, "kv_cache", dtype_bytes(kv_dtype) / dtype_bytes(g.dtype)))
     att = attention_dtype(g.dtype, kv_dtype)
     out.ops = [_with_dtype(op, att) if op.kind == "attention" else op for op in out.ops]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import flopcount
-from ..graph import Num, Op, dtype_bytes
+from ..graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
 
@@ -109,10 +109,13 @@ def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op
     label = span_label(a, span)
     name = "attention" if span is None or n_spans == 1 else f"attention.{a.local}"
     sinks = ", sinks" if a.sinks else ""
-    return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b, dtype=dt,
-              count=count, module="attn", vector_flops=pairs * a.heads * flopcount.SOFTMAX,
-              shapes=f"{label}{sinks}, {geo['shape']}", attrs={"attention": geo.get("kind", "global" if span is None else label)},
-              bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
+    attrs = {"attention": geo.get("kind", "global" if span is None else label)}
+    if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
+        attrs["kv_dtype"] = dt
+    return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
+              dtype=attention_dtype(dt), count=count, module="attn",
+              vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
+              attrs=attrs, bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
 
 
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
