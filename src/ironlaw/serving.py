@@ -93,13 +93,15 @@ def with_kv_dtype(g: Graph, kv_dtype: str) -> Graph:
     ``graph.attention_dtype``."""
     out = copy.copy(_scale_class(g, "kv_cache", dtype_bytes(kv_dtype) / dtype_bytes(g.dtype)))
     att = attention_dtype(g.dtype, kv_dtype)
-    out.ops = [_with_dtype(op, att) if op.kind == "attention" else op for op in out.ops]
+    out.ops = [_with_dtype(op, att, kv_dtype) if op.kind == "attention" else op for op in out.ops]
     return out
 
 
-def _with_dtype(op, dtype: str):
+def _with_dtype(op, dtype: str, kv_dtype: str):
+    """An attention op computing in ``dtype`` on a cache held in ``kv_dtype``."""
     o = copy.copy(op)
     o.dtype = dtype
+    o.attrs = {**op.attrs, "kv_dtype": kv_dtype}
     return o
 
 
