@@ -61,9 +61,13 @@ def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, settings
 
 def test_fast_path_matches_train_step_on_mixed_dense_and_moe_layers():
     """DeepSeek-V3: 3 dense layers, 58 MoE layers with a shared expert, MLA; its TP collectives run in some
-    layers only, and count as layer ops in both paths (tensor parallelism, pipelines of 61 uneven layers)."""
+    layers only, and count as layer ops in both paths (tensor parallelism, pipelines of 61 uneven layers,
+    with and without interleaving)."""
     _check_sample("deepseek-v3", 256, 512, 4096, 4, seed=3, dtype="fp8",
                   must=lambda r: r["tp"] == 2 and r["pp"] > 1)
+    c, res = _check_sample("deepseek-v3", 256, 512, 4096, 2, seed=4, dtype="fp8",
+                           must=lambda r: r["pp"] > 1 and r["interleave"] > 1)
+    assert np.any((c["pp"] == 4) & (c["interleave"] == 4) & res["fits"])     # 61 layers in 16 uneven chunks
 
 
 def test_fast_path_matches_train_step_on_uneven_stages():

@@ -173,17 +173,23 @@ def test_uneven_pipeline_with_the_embedding_and_loss_in_a_layers_place():
 
 
 def test_uneven_pipeline_layout_as_deepseek_v3s_recipes_split_61_layers():
-    """Megatron-Bridge's DeepSeek-V3 layouts: pp 16 as [E + 4] + 14 × [4] + [1 + loss]; pp 4 × vp 4 the same
-    16 chunks, a stage holding 4 of them; pp 4 as 16, 16, 16, 13."""
+    """Megatron-Bridge's DeepSeek-V3 layouts of its 61 layers: pp 16 [E + 4] + 14 × [4] + [1 + loss]; pp 4 ×
+    vp 4 the same 16 chunks, four to a stage; pp 8 × vp 4 "Et|(tt|)*30mL" (30 chunks of 2, the last empty);
+    pp 4 as 16, 16, 16, 13."""
     assert parallel.stage_layers(61, 16, 1) == (4, 4, 1)
     assert parallel.stage_layers(61, 4, 4) == (16, 16, 3 * 4 + 1)
+    assert parallel.stage_layers(61, 8, 4) == (8, 8, 6)           # stage 8 holds chunks 7, 15, 23 and 31
     assert parallel.stage_layers(61, 4, 1) == (16, 16, 13)
+    assert sum(parallel.stage_layers(61, 2, 1)[1:]) == 61
     g = Graph("x", "train", "bf16", [], meta={"layers": 61, "heads": 8, "kv_heads": 8})
     parallel._check_model(g, 1, 16, 1, 1)
-    with pytest.raises(IronlawError, match="at 2 per chunk the last gets none; use at most 31 chunks"):
-        parallel._check_model(g, 1, 32, 1, 1)                     # ⌈61/32⌉ = 2 per chunk: 31 chunks hold 62
+    parallel._check_model(g, 1, 8, 4, 1)
+    with pytest.raises(IronlawError, match="64 model chunks cannot hold the 61 layers of x; use at most 61"):
+        parallel._check_model(g, 1, 64, 1, 1)
+    assert parallel.uneven_note(61, 32).startswith("the 61 layers split unevenly over 32 model chunks: 30 of 2 "
+                                                  "layers, one of 1, 1 with none")
     st = _step(_train("deepseek-v3", seq=4096, dtype="mxfp8"), "b200", gpus=256, pp=16, ep=8, global_batch=2048, zero=1)
-    assert any("split unevenly over 16 model chunks: 4 per chunk, the last 1" in n for n in st.notes)
+    assert any("split unevenly over 16 model chunks: 15 of 4 layers, one of 1 (" in n for n in st.notes)
     assert st.plan.pp == 16
 
 

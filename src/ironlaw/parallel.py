@@ -199,11 +199,9 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
         if n % tp:
             raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
-    if pp * v > 1 and min(stage_layers(L, pp, v)) < 1:
-        n = pp * v
-        raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {n} model chunks cannot hold the "
-                           f"{L} layers of {g.name}: at {-(-L // n)} per chunk the last gets none; use at most "
-                           f"{max(k for k in range(1, n) if min(stage_layers(L, k, 1)) >= 1)} chunks")
+    if uneven(L, pp, v) and pp * v > L:
+        raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
+                           f"the {L} layers of {g.name}; use at most {L} chunks")
     if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
         raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
                            f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
@@ -419,21 +417,36 @@ def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int, int]:
     """(layers of a middle stage, of the first, of the last). Layers divide evenly over the n = pp·v model
     chunks; or the embedding and the loss each take one layer's place when L + 2 does (Megatron-LM's
     account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1 405B's 126
-    layers on pp 8 × interleave 8); else every chunk holds c = ⌈L/n⌉ layers but the last, which holds the
-    rest (``uneven``: Megatron's pipeline_model_parallel_layout as the DeepSeek-V3 recipes set it, 61 layers
-    on pp 16 as 4 per chunk and 1 on the last). A stage holds v chunks, the last stage the last chunk."""
+    layers on pp 8 × interleave 8); else (``uneven``) the chunks fill with c = ⌈L/n⌉ layers from the first,
+    the last ones holding what is left: the chunk sizes of Megatron-Bridge's pipeline_model_parallel_layout map
+    for DeepSeek-V3's 61 layers (pp 16: [E + 4] + 14 × [4] + [1 + loss]), and the fullest stage of its
+    "Et|(tt|)*30mL" on pp 8 × interleave 4; the stage with the LM head is the lightest. Stage s holds chunks
+    s, s + pp, …; a middle stage here is the second."""
     n = pp * v
     if pp == 1 or L % n == 0:
         return L // pp, L // pp, L // pp
     if (L + 2) % n == 0:
         return (L + 2) // pp, (L + 2) // pp - 1, (L + 2) // pp - 1
     c = -(-L // n)
-    return v * c, v * c, (v - 1) * c + L - c * (n - 1)
+
+    def stage(s: int) -> int:
+        return sum(min(c, max(0, L - (s + j * pp) * c)) for j in range(v))
+    return stage(1), stage(0), stage(pp - 1)
 
 
 def uneven(L: int, pp: int, v: int = 1) -> bool:
     """Whether ``stage_layers`` splits the layers with Megatron's uneven pipeline layout."""
     return pp > 1 and L % (pp * v) != 0 and (L + 2) % (pp * v) != 0
+
+
+def uneven_note(L: int, n: int) -> str:
+    """What ``stage_layers`` does with L layers over n chunks that do not take them evenly."""
+    c = -(-L // n)
+    full, rest = divmod(L, c)
+    empty = n - full - (1 if rest else 0)
+    return (f"the {L} layers split unevenly over {n} model chunks: {full} of {c} layers"
+            f"{f', one of {rest}' if rest else ''}{f', {empty} with none' if empty else ''} (Megatron's "
+            f"pipeline_model_parallel_layout)")
 
 
 def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
@@ -837,11 +850,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     _check_fits(g, hw, plan, mem)
     notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
-        mid, _, last = stage_layers(g.meta["layers"], plan.pp, plan.interleave)
-        per_chunk = mid // plan.interleave
-        notes.append(f"the {g.meta['layers']} layers split unevenly over {plan.pp * plan.interleave} model chunks: "
-                     f"{per_chunk} per chunk, the last {last - (plan.interleave - 1) * per_chunk} "
-                     f"(Megatron's pipeline_model_parallel_layout)")
+        notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = _stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()

@@ -433,10 +433,15 @@ def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pp, v = c["pp"], c["interleave"]
     n = pp * v
     even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
-    c = -(-L // n)                                             # uneven: ⌈L/n⌉ per chunk, the rest on the last
-    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, v * c))
-    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, v * c))
-    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, (v - 1) * c + L - c * (n - 1)))
+    per = (-(-L // n))[:, None]                     # uneven: ⌈L/n⌉ per chunk from the first, what is left after
+    j = np.arange(int(np.max(v)))[None, :]
+
+    def stage(s):                                   # Σ over the chunks s, s + pp, … of the stage
+        chunk = np.broadcast_to(s, pp.shape)[:, None] + j * pp[:, None]
+        return np.where(j < v[:, None], np.clip(L - chunk * per, 0, per), 0).sum(axis=1)
+    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, stage(1)))
+    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(0)))
+    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(pp - 1)))
     return mid, first, last
 
 

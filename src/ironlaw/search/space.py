@@ -109,11 +109,21 @@ def _outer(s: Space):
 
 def splits(layers: int, pp: int, v: int) -> bool:
     """Whether pp·v model chunks take the layers evenly, or with the embedding and the loss each in a layer's
-    place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8), or, without
-    interleaving, unevenly: ⌈layers/pp⌉ per stage and the rest on the last (DeepSeek-V3's 61 on pp 16)."""
-    if pp == 1 or layers % (pp * v) == 0 or ((layers + 2) % (pp * v) == 0 and (layers + 2) // pp >= 2):
+    place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8), or, on a pipeline
+    depth where no interleave does either, unevenly, ⌈layers/n⌉ or ⌊layers/n⌋ per chunk as Megatron's layouts
+    split DeepSeek-V3's 61 layers (pp 16; pp 4 × interleave 4). The space keeps the uneven splits whose n − 1
+    chunks of ⌈layers/n⌉ leave the last one at least a layer (a bound on the space: pp 8 × interleave 4 takes
+    61 layers with ``ironlaw analyze``, not in the search)."""
+    if pp == 1 or _even(layers, pp, v):
         return True
-    return v == 1 and layers - -(-layers // pp) * (pp - 1) >= 1
+    if any(_even(layers, pp, u) for u in range(1, layers // pp + 1)):
+        return False
+    n = pp * v
+    return layers - -(-layers // n) * (n - 1) >= 1
+
+
+def _even(layers: int, pp: int, v: int) -> bool:
+    return layers % (pp * v) == 0 or ((layers + 2) % (pp * v) == 0 and (layers + 2) // pp >= 2)
 
 
 def _inner(s: Space, tp: int, pp: int, cp: int, dp: int):
