@@ -110,7 +110,7 @@ def _outer(s: Space):
 def splits(layers: int, pp: int, v: int) -> bool:
     """Whether pp·v model chunks take the layers evenly, or with the embedding and the loss each in a layer's
     place (``parallel.stage_layers``: Llama 3.1 405B's 126 layers on pp 8 × interleave 8), or, on a pipeline
-    depth where no interleave does either, unevenly, ⌈layers/n⌉ or ⌊layers/n⌋ per chunk as Megatron's layouts
+    depth where no interleave does either, unevenly: ⌈layers/n⌉ per chunk from the first, as Megatron's layouts
     split DeepSeek-V3's 61 layers (pp 16; pp 4 × interleave 4). The space keeps the uneven splits whose n − 1
     chunks of ⌈layers/n⌉ leave the last one at least a layer (a bound on the space: pp 8 × interleave 4 takes
     61 layers with ``ironlaw analyze``, not in the search)."""
