@@ -11,7 +11,6 @@ dense rows and of all predicted rows against the H100 table's goal (8%, 20%), an
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 def main() -> int:
     from ironlaw import hardware
     from ironlaw.errors import IronlawError
-    from nemo_ref import BLACKWELL, DENSE, command, predict, table
+    from nemo_ref import BLACKWELL, DENSE, command, predict, summary, table
     rows = table(BLACKWELL)
     dense, every = [], []
     print(f"{'system':6s} {'model':16s} {'GPUs':>5} {'prec':>5} {'published':>9} {'ironlaw':>8} {'error':>7} "
@@ -48,8 +47,7 @@ def main() -> int:
     print()
     for what, e in (("dense", dense), ("all predicted", every)):
         if e:
-            print(f"{what:14s} {len(e)} of {len(rows)} rows: median |error| {statistics.median(e):.1%} "
-                  f"(H100 goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (≤ {GOAL_MAX:.0%})")
+            print(summary(what, e, len(rows), GOAL_MEDIAN, GOAL_MAX) + " (the H100 table's goal)")
     return 0
 
 
@@ -58,7 +56,7 @@ def moe_layers(rows: list) -> None:
     (micro-batches + (pp − 1)/vp) ÷ layers per stage) beside ironlaw's, with the rows each local expert runs."""
     from ironlaw import hardware
     from ironlaw.errors import IronlawError
-    from nemo_ref import DENSE, predict
+    from nemo_ref import DENSE, layer_s, predict
     print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/expert':>11} "
           f"{'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")
     for r in rows:
@@ -69,10 +67,7 @@ def moe_layers(rows: list) -> None:
         except IronlawError:
             continue
         p, meta = st.plan, st.per_microbatch.graph.meta
-        step = st.flops["tokens_per_step"] / (r["tokens_per_s_per_gpu"] * p.gpus)
-        layers = meta["layers"] / p.pp
-        implied = step / (p.microbatches + (p.pp - 1) / p.interleave) / layers
-        ours = st.breakdown["microbatch_s"] / layers
+        implied, ours = layer_s(r, st)
         rows_e = meta["tokens"] * meta["experts_per_token"] * p.ep / meta["experts"]
         print(f"{r['system']:6s} {r['model']:16s} {r['precision']:>5} {p.ep:3d} {p.micro_batch:3d} {rows_e:11.0f} "
               f"{implied * 1e3:18.1f} {ours * 1e3:8.1f} {implied / ours:6.2f}")

@@ -14,7 +14,6 @@ the median and the largest |error| against the goal (8%, 20%).
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 def main() -> int:
     from ironlaw import hardware
     from ironlaw.errors import IronlawError
-    from nemo_ref import DENSE, available, command, predict, table
+    from nemo_ref import DENSE, available, command, predict, summary, table
     hw = hardware.get("h100")
     errs, dense = [], []
     print(f"{'model':15s} {'GPUs':>5} {'prec':>4} {'published':>9} {'ironlaw':>8} {'error':>7} {'MFU':>6} "
@@ -62,24 +61,19 @@ def main() -> int:
     print()
     for what, e in (("dense", dense), ("all predicted", errs)):
         if e:
-            print(f"{what:14s} {len(e)} of {len(table())} rows: median |error| {statistics.median(e):.1%} "
-                  f"(goal ≤ {GOAL_MEDIAN:.0%}), max {max(e):.1%} (goal ≤ {GOAL_MAX:.0%})")
+            print(summary(what, e, len(table()), GOAL_MEDIAN, GOAL_MAX))
     return 0
 
 
 def per_layer(hw) -> None:
     """Milliseconds per layer and micro-batch on a stage: what the published tokens/s imply, and ironlaw."""
-    from nemo_ref import predict, recipe, table
+    from nemo_ref import layer_s, predict, recipe, table
     print(f"{'model':15s} {'tokens/mb':>9} {'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")
     for r in table():
         st, rr = predict(r, hw), recipe(r)
-        p = st.plan
-        step = st.flops["tokens_per_step"] / (r["tokens_per_s_per_gpu"] * p.gpus)
-        layers = st.per_microbatch.graph.meta["layers"] / p.pp
-        implied = step / (p.microbatches + (p.pp - 1) / p.interleave) / layers
-        ours = st.breakdown["microbatch_s"] / layers
-        print(f"{r['model']:15s} {rr['micro_batch'] * rr['seq'] // p.cp:9d} {implied * 1e3:18.1f} {ours * 1e3:8.1f} "
-              f"{implied / ours:6.2f}")
+        implied, ours = layer_s(r, st)
+        print(f"{r['model']:15s} {rr['micro_batch'] * rr['seq'] // st.plan.cp:9d} {implied * 1e3:18.1f} "
+              f"{ours * 1e3:8.1f} {implied / ours:6.2f}")
 
 
 def printed(hw) -> None:

@@ -121,3 +121,19 @@ def predict(row: dict, hw, printed: bool = False):
     opts = options(row, printed)
     g = training_graph(SPECS[row["model"]], hw, row["seq"], row["precision"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
+
+
+def layer_s(row: dict, st) -> tuple[float, float]:
+    """(seconds per layer and micro-batch on a stage that the row's published tokens/s imply, ironlaw's): the
+    step ÷ (micro-batches + (pp − 1)/vp) ÷ layers per stage."""
+    p = st.plan
+    step = st.flops["tokens_per_step"] / (row["tokens_per_s_per_gpu"] * p.gpus)
+    layers = st.per_microbatch.graph.meta["layers"] / p.pp
+    return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown["microbatch_s"] / layers
+
+
+def summary(what: str, errs: list, rows: int, goal_median: float, goal_max: float) -> str:
+    """One line: how many rows were predicted, their median and largest |error| against the goals."""
+    import statistics
+    return (f"{what:14s} {len(errs)} of {rows} rows: median |error| {statistics.median(errs):.1%} "
+            f"(goal ≤ {goal_median:.0%}), max {max(errs):.1%} (goal ≤ {goal_max:.0%})")
