@@ -218,6 +218,14 @@ def test_bad_training_plans_via_the_cli(cli, args, match):
     assert r.rc == 2 and match in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
+@pytest.mark.parametrize("dtype", ["fp4", "int8"])
+def test_four_bit_and_integer_training_is_refused(cli, dtype):
+    """NVFP4 and integer training recipes are not modelled: one line, exit 2, not a step built in them."""
+    r = cli("analyze", "llama3-8b", "--phase", "train", "--on", "b200", "--gpus", "8", "--dtype", dtype)
+    assert r.rc == 2 and f"--dtype {dtype} training is not modelled" in r.err
+    assert len(r.err.strip().splitlines()) == 1, r.err
+
+
 def test_ep_that_does_not_divide_the_experts(cli):
     r = cli("analyze", "mixtral-8x7b", "--phase", "train", "--on", "h100", "--gpus", "6", "--ep", "3", "--seq", "1024")
     assert r.rc == 2 and "does not divide the 8 experts" in r.err

@@ -25,6 +25,11 @@ def _load_torch_prefixes() -> None:
                            "install it with `pip install torch==2.13.0`") from None
 
 
+# weight formats ironlaw does not train in: 4-bit and integer training recipes (NVFP4 with stochastic rounding and
+# Hadamard transforms, int8 training) are not modelled, and a graph built in them throughout would be wrong
+NOT_TRAINED_IN = ("fp4", "mxfp4", "int8", "int4")
+
+
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
     _load_all()
@@ -40,6 +45,10 @@ def resolve(req: Request) -> Graph:
         from ..graph import DTYPE_BYTES
         if req.dtype not in DTYPE_BYTES:
             raise unknown("dtype", req.dtype, DTYPE_BYTES)
+        if req.phase == "train" and req.dtype in NOT_TRAINED_IN:
+            raise IronlawError(f"--dtype {req.dtype} training is not modelled: a training step runs in fp32, tf32, "
+                               f"bf16 or fp16, or with its linear GEMMs lowered to fp8 or mxfp8 (--dtype fp8|mxfp8); "
+                               f"{req.dtype} serves inference (--phase prefill|decode)")
     key = spec.lower()
     if key in BUILTINS:
         _check_options(req, key, BUILTINS[key].options)
