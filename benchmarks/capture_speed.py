@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/capture_speed.py [--repeats 3]
 
-Goals (issue 3): Llama-3-8B from its config at seq 2048 ≤ 3 s and ≤ 1.5 GB peak RSS; ResNet-50 ≤ 0.5 s.
+Goals: Llama-3-8B from its config at seq 2048 ≤ 3 s and ≤ 1.5 GB peak RSS; ResNet-50 ≤ 0.5 s.
 Times are split: `import` = import torch, torch._dynamo (which any TorchDispatchMode pulls in on first
 use) and transformers; `capture_s` = the first capture after those imports (it still imports the model's
 modeling code and warms torch's dispatch caches); `warm_s` = the same capture again in the same process

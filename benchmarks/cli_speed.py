@@ -1,6 +1,6 @@
 """Cold-start speed of the CLI without torch, and whole-workload evaluations per second.
 
-Goals (issue 2): `ironlaw --help` and `ironlaw analyze llama3-8b --on h100` cold ≤ 0.3 s;
+Goals: `ironlaw --help` and `ironlaw analyze llama3-8b --on h100` cold ≤ 0.3 s;
 ≥ 1e5 whole-workload evaluations per second from the Python API in a sweep over batch sizes.
 Run: python benchmarks/cli_speed.py
 """

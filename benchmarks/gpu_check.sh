@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU part of issue 4 as one short run, for a lent GPU machine (the device tool runs it in the
+# The probe on a GPU checked end to end in one short run, for a lent GPU machine (the device tool runs it in the
 # repository root with the image's own python3, torch and typer; nothing is installed):
 #
 #     bash benchmarks/gpu_check.sh            # writes under $OUT (the device tool's folder), else out/gpu

@@ -1,4 +1,4 @@
-"""Speed of `ironlaw search --phase train`: candidate layouts evaluated per second, measured vs goal (issue 27).
+"""Speed of `ironlaw search --phase train`: candidate layouts evaluated per second, measured vs goal.
 
 The search: Llama-3-70B, 1,024 H100 (128 DGX nodes), global batch 1,024, sequence 8,192, bf16 — every valid
 (tp, pp, dp, micro-batch, interleave, recompute, ZeRO, sequence parallel) layout. Goal: ≥ 10,000 candidates/s

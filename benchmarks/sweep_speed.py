@@ -1,4 +1,4 @@
-"""Speed of sweeps and of `ironlaw compare`: measured vs goal (issue 5).
+"""Speed of sweeps and of `ironlaw compare`: measured vs goal.
 
 Goals: a 10,000-point sweep (workloads × hardware × batch × seq) ≤ 1 s; 1,000,000 points ≤ 10 s
 (the textbook's mlsysim spends 1.2–2.2 ms per evaluation: 12–22 s for 10,000); ≥ 1e5
@@ -101,7 +101,7 @@ def main() -> int:
     import os
     rows.append(("  machine load average (1 min) during the run", f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
                  "—", True))
-    misses = print_table(rows, "sweep and compare speed (issue 5)")
+    misses = print_table(rows, "sweep and compare speed")
     return 1 if misses else 0
 
 

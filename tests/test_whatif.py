@@ -97,11 +97,9 @@ def test_native_int8_compute_needs_the_device_dtype():
         whatif.apply(g, hardware.get("a100"), ["quant=fp8,target=weights+activations"])
 
 
-def test_parallel_degree_is_a_documented_hook():
-    import ironlaw.parallel as par
-    if not hasattr(par, "whatif_parallel"):
-        with pytest.raises(IronlawError, match="needs the distributed model"):
-            whatif.apply(gemv(), device(), ["dp=2"])
+def test_parallel_degree_on_one_graph_is_tensor_parallel_inference():
+    with pytest.raises(IronlawError, match="a plan of many devices, not a what-if on one graph"):
+        whatif.apply(gemv(), device(), ["dp=2"])
     # tensor-parallel inference: the per-device graph, with its all-reduces on the network stream
     c = compare(builtin("llama3-70b", phase="decode", batch=1, seq=1024), ["tp=8"])
     assert c.shortens_critical_path and c.after.term("network_s") > 0

@@ -7,19 +7,17 @@ prefetch[=k]    copies of data that lives beyond device memory (spilled weights,
                 k ops ahead on the copy stream (see ironlaw.critical_path); default k = 1
 overlap-comm    gradient collectives run on the network stream, overlapped with the rest of
                 the backward pass; only the optimizer step waits for them (ironlaw.critical_path)
-tp= / dp= / pp= tensor, data, pipeline parallel degree. The distributed model (issue 6) fills this
-                in by defining ``ironlaw.parallel.whatif_parallel(graph, hw, **degrees) -> Graph``
-                (degrees: tp, dp, pp). Until it exists, tp=N on an inference graph uses
-                ``parallel.shard_inference`` (the per-device graph with its TP collectives); every
-                other case raises IronlawError ("needs the distributed model") rather than guess.
+tp= / dp= / pp= tensor, data, pipeline parallel degree: tp=N on an inference graph is its per-device graph
+                with the TP collectives (``parallel.shard_inference``); data and pipeline parallelism and
+                any parallel training step are a plan of many devices, not a what-if on one graph: they
+                raise IronlawError pointing to ``ironlaw analyze --gpus N --tp/--pp/--dp`` and
+                ``ironlaw search``.
 """
 from __future__ import annotations
 
 from ..errors import IronlawError
 from ..graph import Graph
 from .base import Flag, Number, Text, transform
-
-PARALLEL_HOOK = "ironlaw.parallel.whatif_parallel"
 
 
 def _rebuild(g: Graph, hw, **change) -> Graph:
@@ -90,14 +88,11 @@ def overlap_comm(g: Graph, hw, on: bool = True) -> Graph:
 
 def _parallel(g: Graph, hw, **degrees) -> Graph:
     from .. import parallel
-    fn = getattr(parallel, "whatif_parallel", None)           # the distributed model's own hook (issue 6)
-    if fn is not None:
-        return fn(g, hw, **degrees)
     if set(degrees) == {"tp"} and g.phase != "train":         # tensor-parallel inference: its per-device graph
         return parallel.shard_inference(g, hw, {"tp": degrees["tp"], "gpus": degrees["tp"]})
     what = ", ".join(f"{k}={v}" for k, v in degrees.items())
-    raise IronlawError(f"what-if {what} needs the distributed model's hook ({PARALLEL_HOOK}), which is not in "
-                       f"this build; for training on many devices use `ironlaw analyze --gpus N --tp/--pp/--dp`")
+    raise IronlawError(f"what-if {what}: a plan of many devices, not a what-if on one graph; use `ironlaw analyze "
+                       f"--gpus N --tp/--pp/--dp …` for one plan or `ironlaw search` for the best one")
 
 
 for _name, _what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline")):
@@ -108,4 +103,4 @@ for _name, _what in (("tp", "tensor"), ("dp", "data"), ("pp", "pipeline")):
         return fn
 
     transform(_name, main="degree", params={"degree": Number(1, 1 << 16, integer=True)},
-              help=f"{_name}=N: {_what} parallel degree (needs the distributed model, issue 6)")(_make())
+              help=f"{_name}=N: {_what} parallel degree (tp: inference; the rest: ironlaw analyze --gpus N)")(_make())
