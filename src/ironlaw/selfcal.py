@@ -16,10 +16,10 @@ from typing import Callable
 
 from . import fit, validate
 from .calibration import with_calibration
-from .timerange import QUANTILES
 from .hardware import parse_hardware
 from .probe import build
 from .probe.references import Reference, references
+from .timerange import QUANTILES
 
 Progress = Callable[[int, int, str], None]
 MIN_KIND_OPS = 8                  # a kind with fewer measured ops in the runs takes the interval over all ops
@@ -68,9 +68,9 @@ def run_spread(cases: list[dict]) -> list[float]:
 
 def model_spread(scored: list[dict]) -> dict[str, list[float]]:
     """{op kind: [low, high]}: how far the reference runs' ops land from the law (``fit.score`` rows, with
-    the calibration just fitted), as measured over predicted op time at ``timerange.QUANTILES`` (an 80% interval) weighted by
-    measured time — per kind with at least ``MIN_KIND_OPS`` ops, and ``"all"`` over every op (the model term
-    of ``timerange``)."""
+    the calibration just fitted), as measured over predicted op time at ``timerange.QUANTILES`` (an 80%
+    interval) weighted by measured time — per kind with at least ``MIN_KIND_OPS`` ops, and ``"all"`` over
+    every op (the model term of ``timerange``)."""
     ratios: dict[str, list[tuple[float, float]]] = {}
     for row in scored:
         for op in row["doc"]["ops"]:
