@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, profile
+from ironlaw import fresh, hardware, profile
 from ironlaw.errors import IronlawError
+from ironlaw.workloads.registry import Request
 
 DATA = Path(__file__).parent / "data"
 PROFILE = DATA / "validate-cpu.toml"
@@ -24,7 +25,7 @@ def test_every_fresh_fill_faults_in_every_page_and_costs_more_than_a_warm_fill()
     nbytes = pages.SIZES[0]
     row = pages.measure(nbytes, timing.Budget(repeat_s=0.01, repeats=3, retries=0))
     assert row["bytes"] == nbytes and row["time_s"] > row["warm_s"] > 0
-    cost = pages.cost_s_per_byte({"pages": [row]})
+    cost = fresh.cost_s_per_byte({"pages": [row]})
     # Linux maps and zeroes a 4 KiB page in ~0.1–2 µs (0.9 µs on a 2-vCPU KVM VM): 2e-11 … 5e-10 s per byte
     assert 1e-12 < cost < 2e-9
     # the premise, from the OS: a 64 MiB block is above glibc's mmap threshold, so each call faults in
@@ -59,6 +60,66 @@ def test_validate_counts_the_fresh_memory_of_each_run():
     assert again["fresh_memory_share"] == pytest.approx(again["fresh_memory_s"] / again["measured_s"])
     line = fresh_memory_line(again)
     assert "not in the prediction" in line and "MALLOC_TRIM_THRESHOLD_" in line
+    # the prediction's bound (every new tensor faulted once) holds against the OS's count, and the line names it
+    assert again["fresh_memory_s"] <= again["fresh_memory_max_s"] <= 3 * again["fresh_memory_s"]
+    assert "its bound, every new tensor faulted" in line
+    assert tiny_bound(tiny, hw) < 1e-4
+
+
+def tiny_bound(doc: dict, hw) -> float:
+    from ironlaw import validate
+    return validate.repredict(doc, hw)["total"]["fresh_memory_max_s"]
+
+
+def _probed_cpu(cost_s_per_byte: float = 1e-9):
+    """The validate test profile with one probe 'pages' row of ``cost_s_per_byte``."""
+    hw = hardware.load_file(PROFILE)
+    hw.extra["probe"] = {"pages": [{"bytes": 1e8, "time_s": 0.01 + 1e8 * cost_s_per_byte, "warm_s": 0.01, "cv": 0.01}]}
+    return hw
+
+
+def test_the_bound_is_every_allocated_byte_at_the_probed_cost_and_in_place_ops_allocate_nothing():
+    from ironlaw import law
+    from ironlaw.graph import Graph, Op
+
+    ops = [Op("aten::convolution", "conv", flops=1e9, bytes={"activations": 3e6}, dtype="fp32", bytes_written=2e6),
+           Op("aten::relu_", "elementwise", flops=5e5, bytes={"activations": 4e6}, dtype="fp32", bytes_written=2e6),
+           Op("aten::add", "elementwise", flops=5e5, bytes={"activations": 6e6}, dtype="fp32", bytes_written=2e6,
+              count=3),
+           Op("aten::add_ (backward)", "elementwise", bytes={"activations": 6e6}, dtype="fp32", bytes_written=2e6)]
+    est = law.predict(Graph("g", "infer", "fp32", ops), _probed_cpu(2e-10))
+    allocated = (2e6 + fresh.PAGE_BYTES) * (1 + 3)                    # the conv's output and the add's three
+    assert fresh.allocated_per_run_bytes(est) == pytest.approx(allocated)
+    assert fresh.fresh_memory_max_s(est) == pytest.approx(allocated * 2e-10)
+    assert est.to_dict()["fresh_memory_max_s"] == pytest.approx(allocated * 2e-10)
+    assert [fresh.in_place(op.name) for op in ops] == [False, True, False, True]
+    assert not fresh.in_place("aten::_softmax")
+
+
+def test_no_bound_where_nothing_was_probed_a_gpu_or_a_profile_without_pages_rows():
+    from ironlaw import law, workloads
+    from ironlaw.graph import Graph, Op
+
+    g = Graph("g", "infer", "fp32", [Op("aten::mul", "elementwise", flops=1e6, bytes={"activations": 1.2e7},
+                                        dtype="fp32", bytes_written=4e6)])
+    assert fresh.fresh_memory_max_s(law.predict(g, hardware.load_file(PROFILE))) is None
+    assert fresh.fresh_memory_max_s(law.predict(g, hardware.get("h100"))) is None
+    gpu = hardware.get("h100")
+    gpu.extra["probe"] = _probed_cpu().extra["probe"]
+    assert fresh.fresh_memory_max_s(law.predict(g, gpu)) is None                # a GPU's allocator caches
+    est = law.predict(workloads.resolve(Request("resnet50", batch=8, dtype="fp32")), _probed_cpu())
+    assert est.to_dict()["fresh_memory_max_s"] > 0.05
+
+
+def test_analyze_on_a_probed_cpu_says_what_fresh_memory_may_add(capsys):
+    from ironlaw import law, workloads
+    from ironlaw.report import text
+
+    est = law.predict(workloads.resolve(Request("resnet50", batch=8, dtype="fp32")), _probed_cpu())
+    line = text.fresh_memory_line(est)
+    assert line.startswith("fresh memory: up to +") and "MALLOC_TRIM_THRESHOLD_" in line
+    small = law.predict(workloads.resolve(Request("gemv:4096,4096", dtype="fp32")), _probed_cpu(1e-13))
+    assert text.fresh_memory_line(small) is None                                    # under 1% of the time
 
 
 def test_a_hand_edited_pages_row_is_refused_naming_the_field():

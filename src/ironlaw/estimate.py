@@ -177,7 +177,7 @@ class Estimate:
     def to_dict(self, top: int | None = None) -> dict:
         if self.cols.cfg_shape != ():
             raise ValueError("to_dict() describes one configuration; index a sweep first")
-        from . import coverage, timerange
+        from . import coverage, fresh, timerange
         g = self.graph
         rows = self.rows()
         return {
@@ -189,6 +189,7 @@ class Estimate:
             "time_s": float(self.total_s),
             "time_range_s": timerange.time_range(self),       # None (null) on a device that was not probed
             "time_range_source": timerange.source(self),
+            "fresh_memory_max_s": fresh.fresh_memory_max_s(self),  # None (null) but on a probed CPU
             "calibration_coverage": coverage.coverage(self),
             "bottleneck": self.bottleneck(),
             "terms": {k: float(self.term(k)) for k in ("data_s", "compute_s", "latency_s", "network_s")},

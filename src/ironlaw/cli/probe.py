@@ -91,7 +91,7 @@ def _render(doc: dict, path: str) -> None:
                   fmt_time(o) if o is not None else "—")
     c.print(t)
     c.print(f"per-op dispatch latency: {fmt_time(doc['latency']['op_s'])}")
-    from ..probe.pages import cost_s_per_byte
+    from ..fresh import cost_s_per_byte
     fresh = cost_s_per_byte(p)
     if fresh is not None:
         rate = f"{fmt(1 / fresh, 'B/s')}" if fresh > 0 else "no cost: the allocator keeps its memory"

@@ -61,7 +61,9 @@ def fresh_memory_line(total: dict) -> str:
     if s is None:
         return line + " (the profile has no probe 'pages' row to price it: run `ironlaw probe` again)"
     share = total.get("fresh_memory_share") or 0.0
-    line += f" ≈ {fmt_time(s)} at this machine's measured cost, {100 * share:.0f}% of the run (not in the prediction)"
+    line += f" ≈ {fmt_time(s)} at this machine's measured cost, {100 * share:.0f}% of the run (not in the prediction"
+    bound = total.get("fresh_memory_max_s")
+    line += f"; its bound, every new tensor faulted: {fmt_time(bound)})" if bound is not None else ")"
     if share >= FRESH_MEMORY_SHOWN:
         line += ("; the allocator gives memory back to the OS between runs — an allocator that keeps it (jemalloc, "
                  "tcmalloc, or glibc with MALLOC_TRIM_THRESHOLD_/MALLOC_MMAP_THRESHOLD_ raised) would save it")

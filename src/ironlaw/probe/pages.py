@@ -11,11 +11,9 @@ The probe times ``torch.empty(n).fill_(1)`` (allocate, fault every page, write, 
 fill of a buffer already in use; the difference per byte is the cost of fresh memory. Sizes are above
 glibc's largest dynamic mmap threshold (32 MiB), so every call gets fresh pages from the OS whatever the
 allocator did before. With an allocator that keeps its memory (jemalloc, tcmalloc) the difference is
-about 0, which is what such a machine pays.
+about 0, which is what such a machine pays. ``ironlaw.fresh`` prices these rows.
 """
 from __future__ import annotations
-
-import statistics
 
 from .timing import Budget, stable
 
@@ -37,12 +35,3 @@ def measure(nbytes: float, budget: Budget, device: str = "cpu") -> dict:
     f = stable(lambda: torch.empty(n, device=device).fill_(1.0), budget, device)
     return {"bytes": 4.0 * n, "time_s": f.time_s, "warm_s": w.time_s, "cv": max(f.cv, w.cv),
             "_ok": f.ok and w.ok, "_tries": max(f.tries, w.tries)}
-
-
-def cost_s_per_byte(probe: dict) -> float | None:
-    """Seconds per byte of fresh memory (fault, zero, map and give back), the median over the probe's
-    rows; None when the probe has none (a GPU, or a profile written before this family existed)."""
-    rows = probe.get("pages") or []
-    if not rows:
-        return None
-    return max(0.0, statistics.median((r["time_s"] - r["warm_s"]) / r["bytes"] for r in rows))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..units import fmt, fmt_size, fmt_time
 
+FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share of the predicted time
+
 
 def headline(est) -> str:
     g, b = est.graph, est.bottleneck()
@@ -24,6 +26,18 @@ def time_range_line(est) -> str | None:
     return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range)"
 
 
+def fresh_memory_line(est) -> str | None:
+    """"fresh memory: up to +12 ms per run …" on a probed CPU profile where it reaches ``FRESH_SHOWN`` of
+    the time, else None."""
+    from ..fresh import REMEDY, allocated_per_run_bytes, fresh_memory_max_s
+    s = fresh_memory_max_s(est)
+    if s is None or s < FRESH_SHOWN * est.time_s:
+        return None
+    return (f"fresh memory: up to +{fmt_time(s)} per run if the C allocator returns the run's "
+            f"{fmt_size(allocated_per_run_bytes(est))} of new tensors to the OS and faults them in again "
+            f"(glibc's default for large blocks; {REMEDY}); the time above assumes it keeps them")
+
+
 def coverage_line(est) -> str | None:
     """The op classes priced with another class's numbers, on a calibrated device (None where all are its own)."""
     from ..coverage import coverage, line
@@ -38,7 +52,7 @@ def render(est, top: int = 10, console=None) -> None:
     c = console or _console()
     b = est.bottleneck()
     c.print(f"[bold]{headline(est)}[/bold]")
-    for extra in (time_range_line(est), coverage_line(est)):
+    for extra in (time_range_line(est), fresh_memory_line(est), coverage_line(est)):
         if extra:
             c.print(extra, markup=False)
     c.print(f"why: {b['why']}")

@@ -31,6 +31,7 @@ reads the ops. A file may also hold several cases: {"schema": …, "cases": [cas
 """
 from __future__ import annotations
 
+import math
 import platform
 import statistics
 import time
@@ -92,6 +93,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
     """The document: ``graph`` predicted on ``hw`` against the measured end to end and per op."""
     from .. import law, timerange
     from ..calibration import without_calibration
+    from ..fresh import fresh_memory_max_s
     from . import compare
 
     est = law.predict(graph, hw)
@@ -124,6 +126,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
                   "framework_paired_s": (views.get("gap") or {}).get("median_s"),
                   "ops": len(graph.ops), "views": int(graph.meta.get("views", 0)),
                   "faulted_bytes_per_run": faulted, "fresh_memory_s": fresh_s,
+                  "fresh_memory_max_s": fresh_memory_max_s(est),
                   "fresh_memory_share": fresh_s / e2e if fresh_s is not None and e2e > 0 else None},
         "spread": spread,
         "by_kind": kinds,
@@ -135,7 +138,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
 
 def _fresh_memory(case: dict, hw) -> tuple[float | None, float | None]:
     """(bytes faulted in per end-to-end run, their seconds at the profile's measured cost of fresh memory)."""
-    from ..probe.pages import cost_s_per_byte
+    from ..fresh import cost_s_per_byte
     faults, page = case.get("page_faults_per_run"), case.get("page_bytes")
     if faults is None or page is None:
         return None, None
@@ -151,10 +154,16 @@ def graph_of(doc: dict):
     w = doc["workload"]
     ops = [Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
               count=int(r["count"]), module=r.get("module", ""), shapes=r.get("shapes", ""),
-              attrs=row_attrs(r)) for r in doc["ops"]]
+              bytes_written=_written(r), attrs=row_attrs(r)) for r in doc["ops"]]
     meta = {k: v for k, v in w.items() if k not in ("footprint",)}
     meta["views"] = doc["total"].get("views", 0)
     return Graph(w["name"], w["phase"], w.get("dtype", "fp32"), ops, footprint=dict(w.get("footprint", {})), meta=meta)
+
+
+def _written(row: dict) -> float:
+    """Bytes an op row's outputs hold (its measured out_shapes at the row's dtype): what it allocates."""
+    from ..graph import dtype_bytes
+    return float(sum(math.prod(shape) for shape in row.get("out_shapes") or []) * dtype_bytes(row["dtype"]))
 
 
 def repredict(doc: dict, hw, stat: str | None = None) -> dict:
