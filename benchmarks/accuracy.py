@@ -29,7 +29,9 @@ the rates in the profile it was measured with (--on; with --interleave, that pro
 one, which did not exist yet): validate's before and after timings, mean over the rounds ('—' where a saved run
 has none). Compare the cases of one run with each other; --from with another --on does not change them.
 The 'faults' column: the share of the measured run spent faulting in fresh memory (validate counts the page
-faults, the probe prices them); the prediction does not hold that cost.
+faults, the probe prices them); the prediction's time does not hold that cost, its ``fresh_memory_max_s`` bounds
+it (--probe-only also scores the range with that bound added to its high end; benchmarks/fresh_memory.py runs
+each case in a process of its own, where the faults are larger: this benchmark's long process reuses its heap).
 """
 from __future__ import annotations
 
@@ -382,19 +384,21 @@ def probe_only(hw, docs: dict[str, dict], stat: str) -> int:
     print(f"calibration: the profile's own, fitted on its probe rows and {', '.join(refs['fitted'])}")
     rows = fit.score(hw, list(docs.values()), stat)
     print(f"\n{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'range':>19} {'error':>7} {'in':>3} "
-          f"{'binds':>8} {'ops ±25%':>9} {'machine':>9}")
-    inside, widths, mobilenet = [], [], []
+          f"{'binds':>8} {'ops ±25%':>9} {'faults':>7} {'machine':>9}")
+    inside, with_fresh, widths, mobilenet = [], [], [], []
     for r in rows:
-        lo, hi = r["doc"]["total"]["predicted_range_s"]
+        t = r["doc"]["total"]
+        lo, hi = t["predicted_range_s"]
         binds = law.predict(validate.graph_of(r["doc"]), hw).bottleneck()["resource"]
         inside.append(lo <= r["measured_s"] <= hi)
+        with_fresh.append(lo <= r["measured_s"] <= hi + (t.get("fresh_memory_max_s") or 0.0))
         if binds == "compute":
             widths.append(max(hi / r["predicted_s"] - 1.0, 1.0 - lo / r["predicted_s"]))
         if r["case"].startswith("mobilenet"):
             mobilenet.append(abs(r["error"]))
         print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
               f"{1e3 * lo:8.2f}–{1e3 * hi:8.2f}ms {100 * r['error']:+6.1f}% {'yes' if inside[-1] else 'no':>3} "
-              f"{binds:>8} {100 * r['within_25pct_share']:8.0f}% {moment(r['doc']):>9}")
+              f"{binds:>8} {100 * r['within_25pct_share']:8.0f}% {fresh(t):>7} {moment(r['doc']):>9}")
     s = summarize(rows)
     g = PROBE_ONLY_GOALS
     checks = [("never-fitted end to end: median |error|", f"{100 * s['median_abs_err']:.1f}%", "≤ 10%",
@@ -402,7 +406,8 @@ def probe_only(hw, docs: dict[str, dict], stat: str) -> int:
               ("never-fitted end to end: 90th percentile", f"{100 * s['p90_abs_err']:.1f}%", "≤ 25%",
                s["p90_abs_err"] <= g["p90_abs_err"]),
               ("measured inside the predicted range", f"{100 * np.mean(inside):.0f}% of {len(inside)}", "≥ 80%",
-               np.mean(inside) >= g["in_range_share"])]
+               np.mean(inside) >= g["in_range_share"]),
+              ("… with the fresh-memory bound on its high end", f"{100 * np.mean(with_fresh):.0f}%", "reported", True)]
     if widths:
         checks.append(("range half-width, compute-bound cases (max)", f"±{100 * max(widths):.0f}% ({len(widths)} cases)",
                        "≤ ±30%", max(widths) <= g["compute_range"]))
