@@ -118,6 +118,8 @@ def test_analyze_on_a_probed_cpu_says_what_fresh_memory_may_add(capsys):
     est = law.predict(workloads.resolve(Request("resnet50", batch=8, dtype="fp32")), _probed_cpu())
     line = text.fresh_memory_line(est)
     assert line.startswith("fresh memory: up to +") and "MALLOC_TRIM_THRESHOLD_" in line
+    from ironlaw.report import markdown
+    assert f"- {line}" in markdown.render(est)                                      # the Markdown report too
     small = law.predict(workloads.resolve(Request("gemv:4096,4096", dtype="fp32")), _probed_cpu(1e-13))
     assert text.fresh_memory_line(small) is None                                    # under 1% of the time
 

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from ..units import fmt, fmt_size, fmt_time
-from .text import headline
+from .text import coverage_line, fresh_memory_line, headline, time_range_line
 
 
 def render(est, top: int = 10) -> str:
     b = est.bottleneck()
-    lines = [f"### {headline(est)}", "", f"**Why:** {b['why']}", "", "| term | time |", "|---|---:|"]
+    lines = [f"### {headline(est)}", ""]
+    extras = [x for x in (time_range_line(est), fresh_memory_line(est), coverage_line(est)) if x]
+    lines += [f"- {x}" for x in extras] + ([""] if extras else [])
+    lines += [f"**Why:** {b['why']}", "", "| term | time |", "|---|---:|"]
     for k, label in (("data_s", "data D_vol/BW"), ("compute_s", "compute O/(R·η)"), ("latency_s", "latency L_lat"),
                      ("network_s", "network")):
         lines.append(f"| {label} | {fmt_time(est.term(k))} |")
