@@ -12,10 +12,11 @@ What is fitted, on the FIT cases only (held-out cases are named in the table, ne
    library's GEMV path ends, and ``gemv_pass``, what each further row on it re-reads, are measured by the
    probe, not fitted);
 2. convolutions and attention kernels: the same shape model η(M, N, K) (``[calibration.conv.fp32]`` …);
-3. op classes: an op name whose ops carry a visible share of the measured time gets its own compute
-   η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``) when that fits its
-   ops clearly better than its kind's values — transcendentals and pooling are not average elementwise ops
-   (never convolutions once their shape model is fitted: one flat η would replace it);
+3. op classes: an op name whose ops carry a visible share of the measured time, in two shapes or more,
+   gets its own compute η / memory η / latency (``[calibration.op."aten::max_pool2d_with_indices"]``)
+   when that fits its ops clearly better than its kind's values — transcendentals and pooling are not
+   average elementwise ops (never convolutions once their shape model is fitted: one flat η would
+   replace it);
 4. the framework's share: what a run costs end to end beyond its ops timed one by one, split into
    seconds per op between ops (``framework_s``) and a share of kernel time (``framework_share``).
    When the fitted runs hold more than one front end (Hugging Face modules, plain torch), each gets its
@@ -386,9 +387,12 @@ def _fit_classes(prob: Problem, cal: dict) -> dict:
 
 
 def _fit_class(sub: Problem, cal: dict, name: str) -> dict:
-    """One op name's own compute η / memory η / latency, kept where it clearly beats its kind's values."""
+    """One op name's own compute η / memory η / latency, kept where it clearly beats its kind's values; none
+    from ops of one shape (fewer than ``MIN_OBS_PER_PARAM`` shapes): one shape cannot tell a fixed cost from
+    one that grows with the op, and an η fitted to a launch-bound call (a global average pool's mean at
+    batch 1) would scale that cost with the FLOPs of every larger call."""
     base = sub.loss(cal)
-    if base < CLASS_MIN_LOSS:
+    if base < CLASS_MIN_LOSS or _shapes(sub) < MIN_OBS_PER_PARAM:
         return cal
     params, axes = [], []
     if (sub.c0 > 0).any():

@@ -5,8 +5,8 @@ OS when they are freed: a block above its mmap threshold (which rises with use t
 unmapped, and a heap whose free top outgrows its trim threshold is trimmed. The next run then faults the
 same memory in again, and the kernel maps and zeroes every page. Whether a run pays this depends on
 the allocator's history in the process as much as on the model. On a 2-vCPU EPYC VM
-(docs/accuracy.md, "Fresh memory"), ResNet-50 at batch 8 in a fresh process faulted about 300 MiB per run,
-a sixth of its time. The same model late in a long process faulted nothing.
+(docs/accuracy.md, "CPU: fresh memory"), ResNet-50 at batch 8 in a process of its own faulted 220–310 MiB
+per run, an eighth to a sixth of its time. The same model late in a long process faulted nothing.
 
 So ironlaw's time is that of a warm allocator. On a probed CPU profile (its ``pages`` rows: the seconds
 per byte of fresh memory, ``probe.pages``), an estimate adds the most a run can spend on fresh memory.
