@@ -1,13 +1,14 @@
 """Fresh memory on this CPU: what runs in a fresh process pay for page faults, against ironlaw's bound.
 
-    python benchmarks/fresh_memory.py [--on local|FILE.toml] [--out out/fresh-memory]
+    python benchmarks/fresh_memory.py [--on local|FILE.toml] [--out out/fresh-memory] [--from DIR]
 
 Each case runs as a user runs it, `ironlaw validate … --format json` in a process of its own (a long process
 whose heap already grew faults less or not at all). Per case: the measured time, the page faults validate
 counted per run and their seconds at the probe's measured cost of fresh memory (``pages`` rows), and the
 prediction's bound on them (``fresh_memory_max_s``: every new tensor faulted once). The bound must hold in
 every case; the table also says whether the measured time falls inside the predicted range, and inside it
-with the bound added to its high end.
+with the bound added to its high end. --from DIR predicts the validate documents saved in DIR again (on --on)
+without running anything.
 """
 from __future__ import annotations
 
@@ -34,10 +35,23 @@ CASES = [("resnet18", 1, None, None), ("resnet18", 4, None, None), ("resnet18", 
          ("gpt2", 1, 128, "decode"), ("mlp", 8, None, None)]
 
 
+def file_name(spec: str, batch: int, seq, phase) -> str:
+    return f"{Path(spec.split(':')[-2] if spec.startswith(('py:', 'hf:')) else spec).stem}-b{batch}" \
+           + (f"-s{seq}" if seq else "") + (f"-{phase}" if phase else "") + ".json"
+
+
+def saved_case(spec: str, batch: int, seq, phase, on: str, src: Path) -> dict:
+    """A saved validate document, predicted again on ``on``."""
+    from ironlaw import hardware, validate
+    path = src / file_name(spec, batch, seq, phase)
+    if not path.is_file():
+        sys.exit(f"no saved measurement {path}")
+    return validate.repredict(json.loads(path.read_text(encoding="utf-8")), hardware.get(on))
+
+
 def run_case(spec: str, batch: int, seq, phase, on: str, out: Path) -> dict:
-    name = f"{Path(spec.split(':')[-2] if spec.startswith(('py:', 'hf:')) else spec).stem}-b{batch}" \
-           + (f"-s{seq}" if seq else "") + (f"-{phase}" if phase else "")
-    path = out / f"{name}.json"
+    path = out / file_name(spec, batch, seq, phase)
+    name = path.stem
     cmd = [sys.executable, "-m", "ironlaw", "validate", spec, "--batch", str(batch), "--on", on,
            "--format", "json", "--out", str(path)]
     if seq:
@@ -48,23 +62,25 @@ def run_case(spec: str, batch: int, seq, phase, on: str, out: Path) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"{name}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["_name"] = name
-    return doc
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--on", default="local")
     ap.add_argument("--out", default="out/fresh-memory")
+    ap.add_argument("--from", dest="src", default=None, help="predict the validate documents saved here again")
     args = ap.parse_args()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.src:
+        out.mkdir(parents=True, exist_ok=True)
     print(f"{'case':<24} {'measured':>9} {'faulted':>9} {'fresh':>13} {'bound':>9} {'holds':>5} "
           f"{'predicted':>9} {'range':>17} {'in':>3} {'in+fresh':>8}")
     rows = []
     for spec, batch, seq, phase in CASES:
-        t = run_case(spec, batch, seq, phase, args.on, out)["total"]
+        doc = saved_case(spec, batch, seq, phase, args.on, Path(args.src)) if args.src \
+            else run_case(spec, batch, seq, phase, args.on, out)
+        t = doc["total"]
         name = Path(spec.split(":")[-2]).stem if spec.startswith(("py:", "hf:")) else spec
         fresh, bound, (lo, hi) = t["fresh_memory_s"], t["fresh_memory_max_s"], t["predicted_range_s"]
         if fresh is None or bound is None:

@@ -132,3 +132,12 @@ def test_a_hand_edited_pages_row_is_refused_naming_the_field():
         profile.check_probe({**probe, "pages": [{**row, "warm_s": -1.0}]}, "probe")
     with pytest.raises(IronlawError, match=r"probe\.pages\[0\]: missing required field 'warm_s'"):
         profile.check_probe({**probe, "pages": [{k: v for k, v in row.items() if k != "warm_s"}]}, "probe")
+
+
+def test_a_validate_row_keeps_what_its_op_writes_and_an_older_row_gets_it_from_its_out_shapes():
+    from ironlaw.validate import _written
+
+    row = {"dtype": "fp32", "out_shapes": [[8, 96, 112, 112]], "bytes_written": 1234.0}
+    assert _written(row) == 1234.0
+    assert _written({k: v for k, v in row.items() if k != "bytes_written"}) == 4.0 * 8 * 96 * 112 * 112
+    assert _written({"dtype": "bf16", "out_shapes": []}) == 0.0

@@ -161,8 +161,11 @@ def graph_of(doc: dict):
 
 
 def _written(row: dict) -> float:
-    """Bytes an op row's outputs hold (its measured out_shapes at the row's dtype): what it allocates."""
+    """Bytes an op row writes: as its graph op stated them, or for a row saved before rows carried that, what
+    its measured out_shapes hold at the row's dtype."""
     from ..graph import dtype_bytes
+    if "bytes_written" in row:
+        return float(row["bytes_written"])
     return float(sum(math.prod(shape) for shape in row.get("out_shapes") or []) * dtype_bytes(row["dtype"]))
 
 

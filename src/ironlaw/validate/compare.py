@@ -59,7 +59,8 @@ def op_rows(est, measured: list[dict], stat: str = "median") -> list[dict]:
         rows.append({
             "index": int(m["index"]), "name": op.name, "kind": op.kind, "module": op.module, "shapes": op.shapes,
             "dtype": op.dtype, "count": int(op.count), "flops": float(op.flops),
-            "bytes": {c: float(b) for c, b in op.bytes.items()}, "out_shapes": m.get("out_shapes", []),
+            "bytes": {c: float(b) for c, b in op.bytes.items()}, "bytes_written": float(op.bytes_written),
+            "out_shapes": m.get("out_shapes", []),
             "predicted_s": pred, "data_s": row["data_s"], "compute_s": row["compute_s"],
             "latency_s": max(row["latency_s"] - fw * row["count"], 0.0), "bound": row["bound"],
             "measured_s": meas, "median_s": m["median_s"], "min_s": m["min_s"], "measured_cv": m["cv"],
