@@ -1,9 +1,10 @@
 """Fresh memory: what a CPU run may spend faulting in memory that the C allocator gave back to the OS.
 
 A CPU framework takes each new tensor from the C allocator. glibc's malloc gives large blocks back to the
-OS when they are freed: a block above its mmap threshold (which rises with use to at most 32 MiB) is
-unmapped, and a heap whose free top outgrows its trim threshold is trimmed. The next run then faults the
-same memory in again, and the kernel maps and zeroes every page. Whether a run pays this depends on
+OS when they are freed: a block above its mmap threshold (which rises with use to at most 32 MiB on 64-bit,
+DEFAULT_MMAP_THRESHOLD_MAX in glibc's malloc/malloc.c) is unmapped, and a heap whose free top outgrows its
+trim threshold is trimmed. The next run then faults the same memory in again, and the kernel maps and
+zeroes every page. Whether a run pays this depends on
 the allocator's history in the process as much as on the model. On a 2-vCPU EPYC VM
 (docs/accuracy.md, "CPU: fresh memory"), ResNet-50 at batch 8 in a process of its own faulted 220–310 MiB
 per run, an eighth to a sixth of its time. The same model late in a long process faulted nothing.
@@ -48,10 +49,8 @@ def in_place(name: str) -> bool:
 def allocated_bytes(est) -> np.ndarray:
     """(n_ops, *cfg): bytes each op invocation may fault in: its writes and a page, unless it writes in place."""
     cols = est.cols
-    written = cols.written if cols.written is not None else np.zeros(cols.flops.shape)
-    names = cols.names or [""] * len(cols.kind_idx)
-    keep = np.array([not in_place(n) for n in names]).reshape((-1,) + (1,) * len(cols.cfg_shape))
-    return np.where(keep & (written > 0), written + PAGE_BYTES, 0.0)
+    keep = np.array([not in_place(n) for n in cols.names]).reshape((-1,) + (1,) * len(cols.cfg_shape))
+    return np.where(keep & (cols.written > 0), cols.written + PAGE_BYTES, 0.0)
 
 
 def fresh_memory_max_s(est) -> float | None:
