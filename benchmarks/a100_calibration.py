@@ -25,7 +25,7 @@ REF = ROOT / "tests" / "data" / "a100_measured"
 
 
 def datasets(ref: Path = REF):
-    from ironlaw.probe import published as pub
+    from ironlaw.measure.calibrate import published as pub
     gemm = pub.llmcompass_matmul(ref / "llmcompass_matmul_a100.csv")
     for i, o in enumerate(gemm):
         o.dataset = f"llmcompass matmul ({'even' if i % 2 == 0 else 'odd'} rows)"
@@ -46,10 +46,11 @@ def datasets(ref: Path = REF):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="write the fitted table into src/ironlaw/catalog/a100.toml")
+    ap.add_argument("--write", action="store_true", help="write the fitted table into src/ironlaw/machine/catalog/a100.toml")
     args = ap.parse_args()
-    from ironlaw import calibrate, calibration, hardware
-    hw = hardware.load_file(ROOT / "src/ironlaw/catalog/a100.toml")
+    from ironlaw.measure.calibrate import calibrate
+    from ironlaw.machine import calibration, hardware
+    hw = hardware.load_file(ROOT / "src/ironlaw/machine/catalog/a100.toml")
     hw = calibration.without_calibration(hw)
     fit, held = datasets()
     t0 = time.perf_counter()
@@ -83,12 +84,12 @@ def main() -> int:
         before, after = rows[0][ds]["median_abs_err"], rows[1][ds]["median_abs_err"]
         print(f"check: {ds} (other kernels) median not worse than uncalibrated {before:.1%}: {after:.1%} "
               f"{'OK' if after <= before + 0.01 else 'WORSE'}")
-    from ironlaw.profile import dumps_table
+    from ironlaw.machine.profile import dumps_table
     print("\n" + dumps_table({"calibration": cal}))
     if args.write:
-        from ironlaw.profile import replace_table
-        replace_table(ROOT / "src/ironlaw/catalog/a100.toml", "calibration", cal)
-        print("wrote [calibration] into src/ironlaw/catalog/a100.toml")
+        from ironlaw.machine.profile import replace_table
+        replace_table(ROOT / "src/ironlaw/machine/catalog/a100.toml", "calibration", cal)
+        print("wrote [calibration] into src/ironlaw/machine/catalog/a100.toml")
     return 0
 
 

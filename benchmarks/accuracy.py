@@ -114,11 +114,11 @@ def file_name(spec: str, batch: int, seq, phase) -> str:
 
 
 def machine_speed(hw) -> tuple[float, float]:
-    """(fp32 GEMM, DRAM copy) rate now as a fraction of the profile's (ironlaw.probe.moment), NaN where the
+    """(fp32 GEMM, DRAM copy) rate now as a fraction of the profile's (ironlaw.measure.probe.moment), NaN where the
     profile has no such row: compute and memory drift apart on this shared VM (its DRAM copy ran 28–52 GB/s
     within one probe)."""
     import torch
-    from ironlaw.probe.moment import speed_now
+    from ironlaw.measure.probe.moment import speed_now
     probe = hw.extra.get("probe", {})
     if probe.get("threads"):
         torch.set_num_threads(int(probe["threads"]))
@@ -133,8 +133,8 @@ GEMV_SENTINELS = ((3072, 768), (768, 3072))
 def gemv_sentinels(hw) -> dict[str, float]:
     """µs per MB of weights of GPT-2's decode GEMV shapes timed probe-style now: set next to the recorder's
     in-model times of the same shapes, they tell the machine's moment from the model's context."""
-    from ironlaw.probe import gemm
-    from ironlaw.probe.timing import Budget
+    from ironlaw.measure.probe import gemm
+    from ironlaw.measure.probe.timing import Budget
     l3 = hw.extra.get("probe", {}).get("capacity", {}).get("l3", 0.0)
     out = {}
     for n, k in GEMV_SENTINELS:
@@ -149,8 +149,8 @@ def measure(args, hw) -> tuple[dict[str, dict], object]:
     cases a little instead of on one case entirely. With ``args.interleave`` the machine is probed afresh,
     one probe round before each round of cases, and the cases are predicted with that profile (returned
     with them; else ``hw``): the probe's rows and the models then see the same stretches of the machine's speed."""
-    from ironlaw import validate
-    from ironlaw.calibration import without_calibration
+    from ironlaw.measure import validate
+    from ironlaw.machine.calibration import without_calibration
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rounds: dict[str, list[dict]] = {}
@@ -177,7 +177,7 @@ def gemv_by_row_length(scored: list[dict]) -> None:
     """The never-fitted cases' matrix-vector products (M = 1, weights from memory: decode at batch 1), summed
     per weight layout and length of the weight's stored rows (x @ W: N, x @ Wᵀ: K): measured and predicted µs
     per MB of weights — what the probe's ``gemv_row`` factor is for, checked on the models' own ops."""
-    from ironlaw.validate.compare import row_attrs
+    from ironlaw.measure.validate.compare import row_attrs
     per: dict[tuple[str, int], list[float]] = {}
     for case in scored:
         for r in case["doc"]["ops"]:
@@ -203,8 +203,9 @@ def interleaved_probe(args, hw, between):
     to OUT/profile.toml (not among the saved profiles) and returned. A probe the CLI would refuse (too noisy,
     the load changed) is kept and its reasons printed: the cases measured between its rounds saw the same
     machine, and they are what this benchmark scores."""
-    from ironlaw import hardware, probe, profile
-    from ironlaw.probe import build
+    from ironlaw.machine import hardware, profile
+    from ironlaw.measure import probe
+    from ironlaw.measure.calibrate import build
     threads = args.threads or hw.extra.get("probe", {}).get("threads")
     rows = probe.run(threads=threads, rounds=args.rounds, between=between, refuse=False)
     for reason in rows.get("checks", {}).get("refused", []):
@@ -215,7 +216,7 @@ def interleaved_probe(args, hw, between):
     (Path(args.out) / "probe-rows.json").write_text(json.dumps(rows), encoding="utf-8")
     doc = build.profile(rows, calibrate_fit=not args.probe_only)
     if args.probe_only:              # as `ironlaw probe` ends: its reference runs, after the last round, and its fit
-        from ironlaw import selfcal
+        from ironlaw.measure.calibrate import selfcal
         doc = selfcal.calibrate(doc)
     path = profile.save(doc, Path(args.out) / "profile.toml")
     return hardware.load_file(path)
@@ -223,8 +224,8 @@ def interleaved_probe(args, hw, between):
 
 def measure_round(args, hw, k: int, rounds: dict[str, list[dict]]) -> None:
     """Round ``k`` of every case, appended to ``rounds`` (case file name → round documents)."""
-    from ironlaw import validate
-    from ironlaw.calibration import without_calibration
+    from ironlaw.measure import validate
+    from ironlaw.machine.calibration import without_calibration
     bare = without_calibration(hw)
     cases = [c for c in CASES if not args.only or args.only in file_name(*c[:4])]
     for spec, batch, seq, phase, repeats, role in cases:
@@ -258,7 +259,7 @@ def fresh(total: dict) -> str:
 
 def moment(doc: dict) -> str:
     """The machine's fp32 GEMM / DRAM-copy speed while the case ran, against the probe rows of the profile it was
-    measured with: the mean over its rounds of validate's before and after shares (ironlaw.probe.moment), e.g.
+    measured with: the mean over its rounds of validate's before and after shares (ironlaw.measure.probe.moment), e.g.
     '96/112%'."""
     m = doc.get("case", {}).get("machine") or {}
     times = [x for rnd in (m.get("rounds") or [m]) for x in (rnd.get("before"), rnd.get("after")) if x]
@@ -296,7 +297,8 @@ def main() -> int:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from ironlaw import calibration, fit, hardware
+    from ironlaw.machine import calibration, hardware
+    from ironlaw.measure.calibrate import fit
     from ironlaw.cli.fit import framework_line
     hw = hardware.get(args.on)
     print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
@@ -376,7 +378,9 @@ def main() -> int:
 
 def probe_only(hw, docs: dict[str, dict], stat: str) -> int:
     """Every case predicted with the profile's own calibration (nothing fitted here) and its range."""
-    from ironlaw import fit, law, validate
+    from ironlaw.measure.calibrate import fit
+    from ironlaw.law import law
+    from ironlaw.measure import validate
     refs = hw.extra.get("probe", {}).get("references", {})
     if not refs.get("fitted"):
         sys.exit(f"accuracy --probe-only: {hw.path} has no reference runs fitted; write the profile with "

@@ -24,8 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks/data/aiconfigurator_0.12.csv"
-CONFIGS = {"llama3.1-8b": ROOT / "src/ironlaw/workloads/configs/llama3-8b.json",
-           "llama3.3-70b": ROOT / "src/ironlaw/workloads/configs/llama3-70b.json"}
+CONFIGS = {"llama3.1-8b": ROOT / "src/ironlaw/models/workloads/configs/llama3-8b.json",
+           "llama3.3-70b": ROOT / "src/ironlaw/models/workloads/configs/llama3-70b.json"}
 TP = {("llama3.1-8b", "h100"): 1, ("llama3.3-70b", "h100"): 2, ("llama3.1-8b", "h200"): 1,
       ("llama3.3-70b", "h200"): 1}
 SYSTEM = {"h100": "h100_sxm", "h200": "h200_sxm"}

@@ -29,11 +29,11 @@ import torch._dynamo        # any TorchDispatchMode imports it on first use (~1/
 if case == "llama3-8b":
     import transformers
 t1 = time.perf_counter()
-from ironlaw import workloads
+from ironlaw.models import workloads
 def once():
     t = time.perf_counter()
     if case == "llama3-8b":
-        from ironlaw.capture import hf
+        from ironlaw.models.capture import hf
         g = hf.build("tests/data/llama3_8b_config.json", workloads.Request("hf:llama", seq=2048, phase="prefill"))
     else:
         g = workloads.resolve(workloads.Request("py:examples/resnet.py:resnet50"))

@@ -9,7 +9,7 @@ B = 1; S_PP tokens/s), with serial = 1 (see gb10.toml) — compute-bound GEMMs a
 Held out: every decode (TG) row — B = 1…32 at PP 512, B = 1 and 32 at PP 4096 and 8192 — reported here and
 asserted in tests/test_serving.py. The batch-1 decode row at context 0 of llamacpp_official_benches.csv sets
 the memory efficiency ([efficiency] memory), as the catalog entry says.
-Prints the value to put in src/ironlaw/catalog/gb10.toml and the held-out errors.
+Prints the value to put in src/ironlaw/machine/catalog/gb10.toml and the held-out errors.
 """
 from __future__ import annotations
 
@@ -30,14 +30,15 @@ def rows() -> list[dict]:
 
 
 def with_eta(hw, eta: float):
-    from ironlaw.calibration import with_calibration
+    from ironlaw.machine.calibration import with_calibration
     cal = hw.calibration.table()
     cal["matmul"] = {**cal["matmul"], "int8": {**cal["matmul"]["int8"], "eta_max": eta}}
     return with_calibration(hw, cal)
 
 
 def main() -> int:
-    from ironlaw import hardware, serving
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import online as serving
     hw = hardware.get("gb10")
     data = rows()
     fit = [r for r in data if r["B"] == 1]

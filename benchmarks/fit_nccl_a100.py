@@ -8,7 +8,7 @@ Data: tests/data/vidur_a100_nccl_median.csv (microsoft/vidur, MIT). Fitted:
      all-reduce over 2 nodes × 4 GPUs, the constants of 1 held fixed: a two-rank curve has one GPU and
      one port per node and cannot show whether a node's ports add up (on vidur's DGX A100 they do not).
 Held out: all-reduce on 4 and 8 GPUs of one node and on 2 nodes × 2 and 2 nodes × 8 GPUs, predicted
-with the ring/tree formulas of src/ironlaw/network/collectives.py.
+with the ring/tree formulas of src/ironlaw/machine/network/collectives.py.
 
     python benchmarks/fit_nccl_a100.py     # prints the constants for network/calibration.py and the errors
 """
@@ -46,7 +46,7 @@ def fit_alpha_beta(n: np.ndarray, t: np.ndarray, iters: int = 30) -> tuple[float
 
 
 def fit(data) -> dict:
-    from ironlaw import hardware
+    from ironlaw.machine import hardware
     hw = hardware.get("a100")
     nvl, ib = hw.link("nvlink"), hw.link("infiniband")
     a_sr_in, b_sr_in = fit_alpha_beta(*data[("send_recv", 2, 2)])
@@ -70,8 +70,8 @@ GOAL = 0.15                                    # median |relative error| per con
 
 
 def _errors(key, n, t, cal=None) -> np.ndarray:
-    from ironlaw import hardware
-    from ironlaw.network import build, collective_time
+    from ironlaw.machine import hardware
+    from ironlaw.machine.network import build, collective_time
     coll, w, g = key
     a, b = collective_time("allreduce" if coll == "all_reduce" else "sendrecv", n,
                            build(hardware.get("a100"), w, w // g), cal)
@@ -81,7 +81,7 @@ def _errors(key, n, t, cal=None) -> np.ndarray:
 def fit_node_ceiling(data) -> float:
     """The InfiniBand node ceiling (bytes/s) minimising the mean |relative error| of CEILING_CURVE alone."""
     from dataclasses import replace
-    from ironlaw.network.calibration import A100_VIDUR
+    from ironlaw.machine.network.calibration import A100_VIDUR
     n, t = data[CEILING_CURVE]
     grid = np.geomspace(1e9, 200e9, 2001)
     loss = [np.mean(_errors(CEILING_CURVE, n, t, replace(A100_VIDUR, node_Bps={"infiniband": c}))) for c in grid]
@@ -98,14 +98,14 @@ def evaluate(data) -> list[tuple[tuple, str, np.ndarray, np.ndarray]]:
     """(configuration, role, |relative error| per point with the node ceiling, the same with the ports adding
     up (no node ceiling)) with the stored calibration."""
     from dataclasses import replace
-    from ironlaw.network.calibration import A100_VIDUR
+    from ironlaw.machine.network.calibration import A100_VIDUR
     before = replace(A100_VIDUR, node_Bps={})
     return [(k, role(k), _errors(k, n, t), _errors(k, n, t, before)) for k, (n, t) in sorted(data.items())]
 
 
 def main() -> int:
     data = load()
-    print("fitted on the two-rank curves (the constants of A100_VIDUR in src/ironlaw/network/calibration.py):")
+    print("fitted on the two-rank curves (the constants of A100_VIDUR in src/ironlaw/machine/network/calibration.py):")
     for k, v in fit(data).items():
         print(f"  {k:28s} {v * 1e6:8.2f} µs" if k.endswith("_s") else f"  {k:28s} {v:8.3f}")
     c = fit_node_ceiling(data)

@@ -42,7 +42,8 @@ def file_name(spec: str, batch: int, seq, phase) -> str:
 
 def saved_case(spec: str, batch: int, seq, phase, on: str, src: Path) -> dict:
     """A saved validate document, predicted again on ``on``."""
-    from ironlaw import hardware, validate
+    from ironlaw.machine import hardware
+    from ironlaw.measure import validate
     path = src / file_name(spec, batch, seq, phase)
     if not path.is_file():
         sys.exit(f"no saved measurement {path}")

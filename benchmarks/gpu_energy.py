@@ -1,4 +1,4 @@
-"""Board power and energy per token of a Llama-3.1-8B-shaped decoder on a CUDA GPU, for ironlaw.power to be
+"""Board power and energy per token of a Llama-3.1-8B-shaped decoder on a CUDA GPU, for ironlaw.law.power to be
 checked against (benchmarks/energy_check.py reads the JSON this writes).
 
     python benchmarks/gpu_energy.py --out gpu_energy.json [--seconds 5]

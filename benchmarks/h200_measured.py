@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def gemm_rows(doc: dict, hw) -> list[tuple]:
-    from ironlaw import law, workloads
+    from ironlaw.law import law
+    from ironlaw.models import workloads
     out = []
     for r in doc["gemm"]:
         if r["m"] < 256:
@@ -33,7 +34,8 @@ def gemm_rows(doc: dict, hw) -> list[tuple]:
 
 
 def step_rows(doc: dict, hw) -> list[tuple]:
-    from ironlaw import serving, workloads
+    from ironlaw.models.serving import online as serving
+    from ironlaw.models import workloads
     out = []
     for r in doc["step"]:
         if "phase" not in r:
@@ -65,7 +67,7 @@ def main() -> int:
     ap.add_argument("--data", default=str(ROOT / "tests/data/h200_llama8b_measured.json"))
     ap.add_argument("--on", default="h200")
     a = ap.parse_args()
-    from ironlaw import hardware
+    from ironlaw.machine import hardware
     doc = json.loads(Path(a.data).read_text())
     hw = hardware.get(a.on)
     print(f"{doc['device']} measured {doc['date']} vs ironlaw '{hw.name}' (datasheet catalog)")

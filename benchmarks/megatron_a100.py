@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def main() -> int:
-    from ironlaw import hardware
-    from ironlaw.network.calibration import with_network
+    from ironlaw.machine import hardware
+    from ironlaw.machine.network.calibration import with_network
     from megatron_ref import predict, table
     catalog = hardware.get("a100")
     # the collective model's sourced estimates (ironlaw analyze --network default), all else unchanged

@@ -20,8 +20,8 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 
 
 def main() -> int:
-    from ironlaw import hardware
-    from ironlaw.errors import IronlawError
+    from ironlaw.machine import hardware
+    from ironlaw.core.errors import IronlawError
     from nemo_ref import BLACKWELL, DENSE, command, predict, summary, table
     rows = table(BLACKWELL)
     dense, every = [], []
@@ -54,8 +54,8 @@ def main() -> int:
 def moe_layers(rows: list) -> None:
     """Per MoE row: milliseconds per layer and micro-batch on a stage that the published tokens/s imply (step ÷
     (micro-batches + (pp − 1)/vp) ÷ layers per stage) beside ironlaw's, with the rows each local expert runs."""
-    from ironlaw import hardware
-    from ironlaw.errors import IronlawError
+    from ironlaw.machine import hardware
+    from ironlaw.core.errors import IronlawError
     from nemo_ref import DENSE, layer_s, predict
     print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/expert':>11} "
           f"{'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")

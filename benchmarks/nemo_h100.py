@@ -23,8 +23,8 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 
 
 def main() -> int:
-    from ironlaw import hardware
-    from ironlaw.errors import IronlawError
+    from ironlaw.machine import hardware
+    from ironlaw.core.errors import IronlawError
     from nemo_ref import DENSE, available, command, predict, summary, table
     hw = hardware.get("h100")
     errs, dense = [], []
@@ -78,7 +78,7 @@ def per_layer(hw) -> None:
 
 def printed(hw) -> None:
     """The MoE rows with the layout the table prints (nemo_ref.RECIPE says why it is not the recipe's)."""
-    from ironlaw.errors import IronlawError
+    from ironlaw.core.errors import IronlawError
     from nemo_ref import RECIPE, predict, table
     for r in table():
         if r["model"] not in RECIPE:

@@ -30,7 +30,7 @@ TOP, WITHIN = 5, 0.05
 
 def published(row: dict) -> dict:
     """The row's recipe layout in the search's columns."""
-    from ironlaw.search import space
+    from ironlaw.models.search import space
     from nemo_ref import recipe
     row = row if "system" in row else recipe(row)           # held-out rows: the layout the table prints
     return {"tp": row["tp"], "pp": row["pp"], "cp": row["cp"], "dp": row["gpus"] // (row["tp"] * row["pp"] * row["cp"]),
@@ -56,8 +56,8 @@ def describe(r: dict) -> str:
 
 
 def check(row: dict, hw) -> dict:
-    from ironlaw.errors import IronlawError
-    from ironlaw.search import train
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models.search import train
     from nemo_ref import SPECS, options
     t0 = time.perf_counter()
     o = options(row)
@@ -90,8 +90,8 @@ def check(row: dict, hw) -> dict:
 
 def memory_line(row: dict, hw) -> str:
     """parallel._memory of the published layout, by class."""
-    from ironlaw import parallel
-    from ironlaw.search import train
+    from ironlaw.models import parallel
+    from ironlaw.models.search import train
     from nemo_ref import SPECS, options
     g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], options(row)["micro_batch"])
     plan = parallel.make_plan(options(row), g, hw)
@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--blackwell", action="store_true", help="the held-out DGX-GB300/GB200/B200 rows, each on "
                     "its system, with the layout the table prints")
     a = ap.parse_args()
-    from ironlaw import hardware
+    from ironlaw.machine import hardware
     from nemo_ref import BLACKWELL, TABLE, table
     rows = table(BLACKWELL if a.blackwell else TABLE)[: a.rows]
     print(f"{'model':14s} {'GPUs':>4} {'prec':>4} {'published layout':28s} {'rank':>6} {'its tok/s':>9} "

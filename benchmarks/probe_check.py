@@ -88,9 +88,12 @@ def main() -> int:
 
 def check(args) -> dict | None:
     import torch
-    from ironlaw import probe, profile, selfcal
-    from ironlaw.errors import IronlawError
-    from ironlaw.probe import build, cuda
+    from ironlaw.measure import probe
+    from ironlaw.machine import profile
+    from ironlaw.measure.calibrate import selfcal
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.measure.calibrate import build
+    from ironlaw.measure.probe import cuda
 
     device = "cuda" if cuda.available() else "cpu"
     # the references run before and after the probe (a shared machine drifts); the goal uses their mean

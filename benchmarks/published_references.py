@@ -36,7 +36,7 @@ def resnet() -> None:
 
 
 def llamacpp() -> None:
-    from ironlaw import serving
+    from ironlaw.models.serving import online as serving
     from test_serving import DECODE, QWEN, SIZE
     print("llama.cpp tg32, Qwen2.5-Coder-7B Q8_0, batch 1")
     for hw, ctx, measured, dt in DECODE:

@@ -28,9 +28,9 @@ SPEC, GPUS, GBS, SEQ, DTYPE = "llama3-70b", 1024, 1024, 8192, "bf16"
 GOAL = 10_000
 
 def setup():
-    from ironlaw import hardware
-    from ironlaw.network.topology import nodes_for
-    from ironlaw.search import fast, space, train
+    from ironlaw.machine import hardware
+    from ironlaw.machine.network.topology import nodes_for
+    from ironlaw.models.search import fast, space, train
     hw = hardware.get("h100")
     nodes = nodes_for(hw, GPUS)
     g = train._model(SPEC, hw, SEQ, DTYPE)
@@ -41,7 +41,7 @@ def setup():
 
 def rate(c, ctx, n: int, **engine) -> tuple[float, float, float]:
     """(median, min, max) candidates/s of the fast path over the whole space, by the wall clock."""
-    from ironlaw.search import train
+    from ironlaw.models.search import train
     xs = repeat(lambda: train.evaluate_all(ctx, c, **engine), n=n)
     med, lo, hi, _ = summary(xs)
     k = len(c["tp"])
@@ -50,7 +50,7 @@ def rate(c, ctx, n: int, **engine) -> tuple[float, float, float]:
 
 def cpu_rate(c, ctx, n: int) -> float:
     """Candidates per CPU-second of this process (the wall clock counts other jobs on a shared machine)."""
-    from ironlaw.search import train
+    from ironlaw.models.search import train
     xs = []
     for _ in range(n):
         t0 = time.process_time()
@@ -109,7 +109,7 @@ def main() -> int:
     ap.add_argument("--calculon-python", default=sys.executable, help="a Python with numpy and psutil for it")
     a = ap.parse_args()
     n = 3 if a.quick else 7
-    from ironlaw.search import train
+    from ironlaw.models.search import train
     c, ctx = setup()
     k = len(c["tp"])
     print(f"{SPEC} on {GPUS} × h100, GBS {GBS}, seq {SEQ}, {DTYPE}: {k:,} candidate layouts")

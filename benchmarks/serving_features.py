@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _table import print_table  # noqa: E402
 
-from ironlaw import serving  # noqa: E402
-from ironlaw.serve_features import common, disaggregate, goodput, prefix, speculative  # noqa: E402
-from ironlaw.serve_features.energy import of_serving  # noqa: E402
+from ironlaw.models.serving import online as serving  # noqa: E402
+from ironlaw.models.serving.features import common, disaggregate, goodput, prefix, speculative  # noqa: E402
+from ironlaw.models.serving.features.energy import of_serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAFT_1B = "hf:" + str(ROOT / "tests" / "data" / "llama3.2-1b-config.json")
@@ -92,7 +92,7 @@ def deepseek_mtp() -> None:
 def energy_check() -> int:
     """Predicted J/token against ML.ENERGY's measurement (Llama 3.1 8B, one H100, batch 64)."""
     step = serving.decode_tokens_per_s("llama3-8b", "h100", 64, 512 + 717 // 2)
-    from ironlaw import power
+    from ironlaw.law import power
     u, _ = power.utilization(step[1])
     j_step = float(power.power_w(step[1].hw, u)) / step[0]
     cycle = of_serving(serving.estimate("llama3-8b", "h100", 512, 717, 64))["joules_per_output_token"]
@@ -106,7 +106,7 @@ def energy_check() -> int:
 
 def h200_check() -> int:
     """Predicted board power, step time and J/token against the H200 measured by benchmarks/gpu_energy.py."""
-    from ironlaw import power
+    from ironlaw.law import power
     m = json.loads((ROOT / "tests" / "data" / "h200_llama8b_energy_measured.json").read_text())
     rows = [("idle W (CUDA context)", f"catalog {power_idle('h200'):.0f} vs measured {m['idle_w']:.0f}", "equal",
              abs(power_idle("h200") - m["idle_w"]) < 1)]
@@ -124,7 +124,7 @@ def h200_check() -> int:
 
 
 def power_idle(name: str) -> float:
-    from ironlaw import hardware
+    from ironlaw.machine import hardware
     return hardware.get(name).idle_w
 
 

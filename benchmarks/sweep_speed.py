@@ -25,7 +25,7 @@ HW_10 = HW_4 + ["mi300x", "h100-pcie", "a100-40gb", "l4", "tpu-v5p", "gb10"]
 
 def grid(hws: list[str], n_batch: int, n_seq: int) -> int:
     """Workloads × hardware × batch × seq through the public sweep API (bottleneck labels included)."""
-    from ironlaw import sweep
+    from ironlaw.models import sweep
     b = np.arange(1, n_batch + 1, dtype=float)
     s = np.unique(np.linspace(1, 1000, n_seq).round())          # GPT-2 has 1,024 learned positions
     n = 0
@@ -36,7 +36,9 @@ def grid(hws: list[str], n_batch: int, n_seq: int) -> int:
 
 
 def evals_per_s(n: int = 100_000) -> list[float]:
-    from ironlaw import explain, law, workloads, hardware
+    from ironlaw.law import explain, law
+    from ironlaw.models import workloads
+    from ironlaw.machine import hardware
     hw = hardware.get("h100")
     batch = np.arange(1, n + 1, dtype=float)
     rates = []

@@ -1,6 +1,6 @@
 """Offline max-throughput serving against TensorRT-LLM's published H100 table: fit, leave-one-model-out, peers.
 
-    python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/serving_throughput.py
+    python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/throughput.py
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
@@ -56,7 +56,7 @@ BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0
 
 
 def spec_for(model: str) -> str | None:
-    from ironlaw import workloads
+    from ironlaw.models import workloads
     workloads._load_all()
     for s in SPECS.get(model, ()):
         if s in workloads.BUILTINS or s.startswith("hf:"):
@@ -71,7 +71,7 @@ def cells(path: Path = CSV) -> list[dict]:
 
 
 def predict(cell: dict, hw: str = "h100", constants=None):
-    from ironlaw import serving_throughput as st
+    from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
     return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"],
                              dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
@@ -85,11 +85,11 @@ class CellTerms:
     (the batch and the step mix do not depend on the constants). ``time(c)`` equals max_throughput's time_s."""
 
     def __init__(self, est, cell):
-        from ironlaw import efficiency, law
-        from ironlaw.gemmshape import gemm_dims
-        from ironlaw.graph import KINDS
-        from ironlaw.calibration import STREAMED
-        from ironlaw.serving_step import GROUPED_GEMM, ServingConstants, engine_hw
+        from ironlaw.law import efficiency, law
+        from ironlaw.core.gemmshape import gemm_dims
+        from ironlaw.core.graph import KINDS
+        from ironlaw.machine.calibration import STREAMED
+        from ironlaw.models.serving.step import GROUPED_GEMM, ServingConstants, engine_hw
         neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral")
         self.cell, self.requests, self.output = cell, est.requests, est.output
         self.parts = []
@@ -153,7 +153,7 @@ def _from_x(x: np.ndarray) -> dict:
 
 
 def fit(terms: list[CellTerms], start: dict) -> dict:
-    from ironlaw.fitcore import minimize
+    from ironlaw.measure.calibrate.fitcore import minimize
 
     def loss(x):
         c = _from_x(x)
@@ -222,7 +222,7 @@ def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
 
 
 def main() -> int:
-    from ironlaw import serving_throughput as st
+    from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
     args = ap.parse_args()

@@ -7,7 +7,7 @@ import csv
 import json
 from pathlib import Path
 
-from ironlaw import parallel, whatif, workloads
+from ironlaw.models import parallel, whatif, workloads
 
 DATA = Path(__file__).parent / "data"
 SEQ, VOCAB = 2048, 51200

@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ironlaw import parallel, workloads
+from ironlaw.models import parallel, workloads
 from ironlaw.cli._parallel import training_graph
 
 DATA = Path(__file__).parent / "data"

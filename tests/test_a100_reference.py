@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, calibration, gemmshape, hardware
-from ironlaw.probe import published
+from ironlaw.measure.calibrate import calibrate
+from ironlaw.machine import calibration, hardware
+from ironlaw.core import gemmshape
+from ironlaw.measure.calibrate import published
 
 DATA = Path(__file__).parent / "data" / "a100_measured"
 
@@ -98,7 +100,7 @@ def test_kernel_fits_stay_with_the_kernels_they_were_fitted_on(a100):
     for name, kind in (("layernorm", "norm"), ("gelu", "elementwise")):
         obs = published.llmcompass_rows(DATA / f"llmcompass_{name}_a100.csv", kind, name)
         assert float(np.median(errors(a100, obs))) <= 0.10, name
-    from ironlaw import workloads
+    from ironlaw.models import workloads
     llama = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=1, seq=128, dtype="fp16"))
     gpt2 = workloads.resolve(workloads.Request("gpt2", phase="prefill", batch=1, seq=128, dtype="fp16"))
     kernel = lambda g, n: next(op.attrs.get("kernel") for op in g.ops if op.name == n)  # noqa: E731

@@ -5,10 +5,12 @@ its cache cold; a prefill's K and V were just produced)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, calibrated, calibration, fit, fitcore
-from ironlaw.graph import Graph, Op
-from ironlaw.probe import build
-from ironlaw.validate.compare import row_attrs
+from ironlaw.measure.calibrate import calibrate, fit, fitcore
+from ironlaw.law import calibrated
+from ironlaw.machine import calibration
+from ironlaw.core.graph import Graph, Op
+from ironlaw.measure.calibrate import build
+from ironlaw.measure.validate.compare import row_attrs
 
 
 def test_attention_states_its_key_length_and_head_dim():
@@ -17,9 +19,9 @@ def test_attention_states_its_key_length_and_head_dim():
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
 
-    from ironlaw.capture import record
-    from ironlaw.capture.graph import op_attrs
-    from ironlaw.gemmshape import gemm_dims
+    from ironlaw.models.capture import record
+    from ironlaw.models.capture.graph import op_attrs
+    from ironlaw.core.gemmshape import gemm_dims
 
     class Causal(torch.nn.Module):
         def forward(self, q, k, v):

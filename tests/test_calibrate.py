@@ -12,11 +12,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, calibrated, calibration, gemmshape, hardware, law
-from ironlaw.calibrate import Observation
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph, Op
-from ironlaw.workloads.common import elementwise, linear
+from ironlaw.measure.calibrate import calibrate
+from ironlaw.law import calibrated, law
+from ironlaw.machine import calibration, hardware
+from ironlaw.core import gemmshape
+from ironlaw.measure.calibrate.calibrate import Observation
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph, Op
+from ironlaw.models.workloads.common import elementwise, linear
 
 PEAK = 100e12      # the toy device below
 BW = 1e12
@@ -180,7 +183,7 @@ def test_uncalibrated_kinds_keep_the_flat_defaults():
 def test_the_typed_calibration_gives_back_the_table_it_was_read_from():
     """Calibration.of(table).table() is the table (held_out defaults to []), for every calibrated catalog entry
     and a table using every section; the law reads only the typed form."""
-    from ironlaw.hardware import read_toml
+    from ironlaw.machine.hardware import read_toml
     tables = [read_toml(p)["calibration"] for p in sorted(hardware.CATALOG_DIR.glob("*.toml"))
               if "calibration" in read_toml(p)]
     tables.append({"schema": calibration.SCHEMA, "source": "derived: t", "fitted": ["t"], "held_out": ["h"],

@@ -5,7 +5,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ironlaw import IronlawError, workloads  # noqa: E402
+from ironlaw import IronlawError  # noqa: E402
+from ironlaw.models import workloads
 
 
 def resolve(spec: str, **kw):

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ironlaw.capture import formulas, record  # noqa: E402
+from ironlaw.models.capture import formulas, record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -139,7 +139,7 @@ def test_every_op_of_the_examples_has_a_formula():
 
 def test_train_step_is_forward_backward_and_one_adamw_step():
     m, args = example("mlp").mlp(batch=4, width=32, depth=2)
-    from ironlaw.capture.recorder import capture
+    from ironlaw.models.capture.recorder import capture
     cap = capture(m, args, phase="train")
     phases = [r.phase for r in cap.records]
     assert phases.index("backward") > phases.index("forward") and phases[-1] == "optimizer"

@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ironlaw.capture import capture_graph, record  # noqa: E402
+from ironlaw.models.capture import capture_graph, record  # noqa: E402
 
 
 def by_name(recs, name):

@@ -14,8 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ironlaw import IronlawError, workloads  # noqa: E402
-from ironlaw.capture import hf  # noqa: E402
+from ironlaw import IronlawError  # noqa: E402
+from ironlaw.models import workloads
+from ironlaw.models.capture import hf  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 REF = json.loads((DATA / "transformer_reference.json").read_text())

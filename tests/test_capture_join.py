@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ironlaw.capture import record  # noqa: E402
-from ironlaw.capture.join import join, work_records  # noqa: E402
-from ironlaw.capture.recorder import unpacked_sequences  # noqa: E402
+from ironlaw.models.capture import record  # noqa: E402
+from ironlaw.models.capture.join import join, work_records  # noqa: E402
+from ironlaw.models.capture.recorder import unpacked_sequences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,8 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from ironlaw import IronlawError, workloads  # noqa: E402
+from ironlaw import IronlawError  # noqa: E402
+from ironlaw.models import workloads
 
 
 def write_model(path, extra_node=None):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
 
 CSV = Path(__file__).parent / "data" / "datasheet_specs.csv"
 REPORTED = Path(__file__).parent / "data" / "gpu_memory_reported.csv"

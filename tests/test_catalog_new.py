@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
-from ironlaw.graph import DTYPE_BYTES, dtype_bytes
-from ironlaw.network import build, collective_time
-from ironlaw.network.topology import node_size, nodes_for
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import DTYPE_BYTES, dtype_bytes
+from ironlaw.machine.network import build, collective_time
+from ironlaw.machine.network.topology import node_size, nodes_for
 
 CSV = Path(__file__).parent / "data" / "datasheet_specs_new.csv"
 TOL = 0.02

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import run_cli
 
-GOOD_TOML = (__import__("pathlib").Path(__import__("ironlaw.hardware", fromlist=["x"]).CATALOG_DIR) / "h100.toml").read_text()
+GOOD_TOML = (__import__("pathlib").Path(__import__("ironlaw.machine.hardware", fromlist=["x"]).CATALOG_DIR) / "h100.toml").read_text()
 
 CASES = [
     # names

@@ -5,10 +5,11 @@ GFLOP/s, 1×1 convs at 86 (K = 64) to 175 (K = 1024)."""
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, calibration, fit, fitcore
-from ironlaw.gemmshape import conv_nk, gemm_dims, gemm_eta
-from ironlaw.graph import Graph, Op
-from ironlaw.validate.compare import row_attrs
+from ironlaw.measure.calibrate import calibrate, fit, fitcore
+from ironlaw.machine import calibration
+from ironlaw.core.gemmshape import conv_nk, gemm_dims, gemm_eta
+from ironlaw.core.graph import Graph, Op
+from ironlaw.measure.validate.compare import row_attrs
 
 from test_cpu_gemm_model import PEAK, cpu
 
@@ -22,7 +23,7 @@ def conv_op(b, cin, cout, size, k, name="aten::convolution", stated=True):
 
 def test_captured_convs_state_n_and_k_and_backward_ones_do_not():
     torch = pytest.importorskip("torch")
-    from ironlaw.capture import capture_graph
+    from ironlaw.models.capture import capture_graph
     m = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.Conv2d(32, 32, 3, padding=1, groups=4),
                             torch.nn.Conv2d(32, 8, 1))
     convs = [op for op in capture_graph(m, (torch.randn(2, 16, 10, 10),)).ops if op.kind == "conv"]
@@ -36,8 +37,8 @@ def test_captured_convs_state_n_and_k_and_backward_ones_do_not():
 
 
 def test_builtin_resnet_and_probe_convs_state_the_same_n_and_k():
-    from ironlaw import workloads
-    from ironlaw.probe import build
+    from ironlaw.models import workloads
+    from ironlaw.measure.calibrate import build
     g = workloads.resolve(workloads.Request("resnet18", phase="infer", batch=1, dtype="fp32"))
     assert {op.attrs["nk"] for op in g.ops if op.kind == "conv"} >= {(64, 3 * 49), (64, 64 * 9), (128, 64)}
     probe = {"conv": [{"dtype": "fp32", "batch": 2, "cin": 256, "size": 28, "cout": 128, "kernel": 1,

@@ -11,13 +11,14 @@ import sys
 
 import pytest
 
-from ironlaw import hardware, law, profile
-from ironlaw.coverage import coverage, line
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph, Op, op_class
-from ironlaw.probe import build
-from ironlaw.probetable import check_probe
-from ironlaw.timerange import factors, time_range
+from ironlaw.machine import hardware, profile
+from ironlaw.law import law
+from ironlaw.law.coverage import coverage, line
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph, Op, op_class
+from ironlaw.measure.calibrate import build
+from ironlaw.machine.probetable import check_probe
+from ironlaw.law.timerange import factors, time_range
 
 from test_probe import fake_probe
 
@@ -84,7 +85,7 @@ def test_pool_and_other_classes():
 
 def test_capture_records_groups_of_a_depthwise_conv():
     torch = pytest.importorskip("torch")
-    from ironlaw.capture import capture_graph
+    from ironlaw.models.capture import capture_graph
     m = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), torch.nn.Conv2d(32, 64, 1),
                             torch.nn.Conv2d(64, 64, 3, padding=1, groups=8))
     g = capture_graph(m, (torch.randn(1, 32, 16, 16),))
@@ -217,7 +218,7 @@ def test_model_spread_widens_each_kind_by_its_own_miss_in_quadrature_with_the_ma
 
 
 def test_model_spread_takes_time_weighted_quantiles_per_kind_and_pools_the_rest():
-    from ironlaw.selfcal import MIN_KIND_OPS, model_spread
+    from ironlaw.measure.calibrate.selfcal import MIN_KIND_OPS, model_spread
 
     def op(kind, measured, predicted):
         return {"kind": kind, "median_s": measured, "predicted_s": predicted}
@@ -231,7 +232,7 @@ def test_model_spread_takes_time_weighted_quantiles_per_kind_and_pools_the_rest(
 
 
 def test_run_spread_is_the_median_of_the_reference_runs_extremes():
-    from ironlaw.selfcal import run_spread
+    from ironlaw.measure.calibrate.selfcal import run_spread
     cases = [{"spread": {"min_s": lo, "median_s": 1.0, "max_s": hi}} for lo, hi in ((0.9, 1.1), (0.8, 1.5), (0.95, 1.2))]
     assert run_spread(cases) == [0.9, 1.2]
 
@@ -262,7 +263,7 @@ def test_cli_prints_range_and_borrowers(tmp_path, monkeypatch, capsys):
 
 def test_probe_times_grouped_convs_and_gathers():
     pytest.importorskip("torch")
-    from ironlaw.probe import conv, reduce, timing
+    from ironlaw.measure.probe import conv, reduce, timing
     budget = timing.Budget(repeat_s=0.002, repeats=3, max_cv=0.9, retries=0)
     row = conv.measure("fp32", 1, 32, 14, 32, 3, budget, groups=32)
     assert row["groups"] == 32 and row["flops_per_s"] == pytest.approx(conv_flops(1, 32, 14, 32, 3, 32) / row["time_s"])
@@ -277,7 +278,7 @@ def test_probe_times_grouped_convs_and_gathers():
 def test_fit_keeps_depthwise_convs_in_their_own_class():
     """``ironlaw fit`` on a probed profile: the run's depthwise convs (rebuilt from validate rows, groups in
     their shapes text) and the probe's depthwise rows fit conv-depthwise's own entry, not the dense conv's η."""
-    from ironlaw import fit
+    from ironlaw.measure.calibrate import fit
     hw = device(planted())
     rows = []
     for i, c in enumerate((64, 128, 256, 512)):
@@ -291,7 +292,7 @@ def test_fit_keeps_depthwise_convs_in_their_own_class():
             "spread": {"median_s": e2e, "min_s": e2e, "spread_s": 0.0, "cv": 0.0}, "total": {"views": 0}}
     cal = fit.fit(hw, [case])
     assert "compute" in cal["kernel"]["conv-depthwise"]
-    from ironlaw.calibration import with_calibration
+    from ironlaw.machine.calibration import with_calibration
     op = conv_op("dw", 1, 192, 28, 3, 192)
     measured = conv_flops(1, 192, 28, 192, 3, 192) / DEPTHWISE_RATE + LAT
     assert law.predict(graph(op), with_calibration(hw, cal)).time_s == pytest.approx(measured, rel=0.15)

@@ -5,10 +5,13 @@ rows of the probe."""
 import numpy as np
 import pytest
 
-from ironlaw import cache, calibrate, calibrated, calibration, hardware, law
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph, Op
-from ironlaw.probe import build, gemm as gemm_probe
+from ironlaw.machine import cache, calibration, hardware
+from ironlaw.measure.calibrate import calibrate
+from ironlaw.law import calibrated, law
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph, Op
+from ironlaw.measure.calibrate import build
+from ironlaw.measure.probe import gemm as gemm_probe
 
 S = "estimate: test"
 PEAK, DRAM, LLC = 400e9, 25e9, 50e9
@@ -176,7 +179,7 @@ def test_new_table_fields_are_checked(edit, field):
 
 
 def test_probe_rows_with_unknown_weights_or_layout_are_refused():
-    from ironlaw import profile
+    from ironlaw.machine import profile
     probe = {"date": "2026-12-02T10:00:00+00:00", "stamp": "20261202-100000", "host": "h", "cpu": "c", "device": "c",
              "torch": "2.13.0", "threads": 2, "quick": False, "duration_s": 1.0, "max_cv": 0.15,
              "gemm": [{"dtype": "fp32", "m": 8, "n": 64, "k": 64, "time_s": 1e-5, "cv": 0.01, "flops_per_s": 1e10,
@@ -218,7 +221,7 @@ def test_the_packed_copy_spills_past_the_cache_size_the_os_reports_not_a_neighbo
 def test_x_at_w_transposed_has_its_own_m_half():
     """Measured on a 2-vCPU VM (hot, 1024×1024 weights): x @ Wᵀ 1.27× as fast as x @ W at M = 8, alike from M = 256; the
     table's m_half_nt is x @ Wᵀ's (nn.Linear), m_half stays x @ W's (the probe's torch.mm grid)."""
-    from ironlaw.gemmshape import gemm_eta
+    from ironlaw.core.gemmshape import gemm_eta
     p = {"eta_max": 0.5, "m_half": 40.0, "m_half_nt": 20.0, "nk_half": 0.0}
     m = np.array([8.0, 8.0, 1024.0])
     eta = gemm_eta(p, m, 1024.0, 1024.0, np.array([True, False, False]))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ironlaw
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
-from ironlaw.workloads import Request, resolve
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.workloads import Request, resolve
 
 DATA = Path(__file__).parent / "data"
 REF = json.loads((DATA / "dlrm_configs.json").read_text())

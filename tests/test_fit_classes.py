@@ -1,8 +1,9 @@
 """Op classes in a fitted calibration: an op name gets values of its own only where its ops' shapes can pin them."""
 from __future__ import annotations
 
-from ironlaw import calibration, fit, fitcore
-from ironlaw.graph import Op
+from ironlaw.machine import calibration
+from ironlaw.measure.calibrate import fit, fitcore
+from ironlaw.core.graph import Op
 
 from test_cpu_gemm_model import cpu
 

@@ -3,7 +3,9 @@ of kernel time; the fit recovers both from synthetic runs generated with known v
 import numpy as np
 import pytest
 
-from ironlaw import calibrated, calibration, fit
+from ironlaw.law import calibrated
+from ironlaw.machine import calibration
+from ironlaw.measure.calibrate import fit
 
 
 def case(n_ops: int, op_s: float, per_op: float, share: float) -> dict:
@@ -51,7 +53,7 @@ def test_each_front_end_gets_its_own_framework_terms():
 
 
 def test_the_law_uses_the_graphs_front_end_terms():
-    from ironlaw.graph import Graph, Op
+    from ironlaw.core.graph import Graph, Op
     cal = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_s": 1e-6,
            "framework_share": 0.05, "frontend": {"transformers": {"framework_s": 20e-6, "framework_share": 0.25}}}
     calibration.check(cal, "test")
@@ -69,8 +71,8 @@ def test_the_law_uses_the_graphs_front_end_terms():
 
 
 def test_hugging_face_workloads_say_their_front_end():
-    from ironlaw import workloads
-    from ironlaw.graph import frontend
+    from ironlaw.models import workloads
+    from ironlaw.core.graph import frontend
     gpt2 = workloads.resolve(workloads.Request("gpt2", phase="decode", batch=1, seq=64, dtype="fp32"))
     assert gpt2.columns().frontend == "transformers"
     assert frontend(workloads.resolve(workloads.Request("resnet50", phase="infer", batch=1, dtype="fp32")).meta) == "torch"

@@ -1,4 +1,4 @@
-"""One FLOP convention for the non-matmul ops across every route into a graph (``ironlaw.flopcount``).
+"""One FLOP convention for the non-matmul ops across every route into a graph (``ironlaw.core.flopcount``).
 
 A calibration fitted on captured ops (``validate``) predicts built-in graphs (``analyze``): its per-class
 rates carry over only if both count an op's FLOPs alike. These tests compare the routes per op kind; the
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import flopcount as fc
-from ironlaw import workloads
+from ironlaw.core import flopcount as fc
+from ironlaw.models import workloads
 
 torch = pytest.importorskip("torch")
 
@@ -39,7 +39,7 @@ class _Wrap(torch.nn.Module):
 
 @pytest.mark.parametrize("phase", ["infer", "train"])
 def test_resnet18_batch_norm_flops_equal_the_builtin(phase):
-    from ironlaw.capture import capture_graph
+    from ironlaw.models.capture import capture_graph
     m, args = example("resnet").resnet18(batch=2)
     captured = by_kind(capture_graph(m.train() if phase == "train" else m, args, phase=phase))
     builtin = by_kind(workloads.resolve(workloads.Request("resnet18", batch=2, phase=phase)))
@@ -49,7 +49,7 @@ def test_resnet18_batch_norm_flops_equal_the_builtin(phase):
 
 def test_gpt2_norm_and_elementwise_flops_equal_the_analytic_builder():
     pytest.importorskip("transformers")
-    from ironlaw.capture import hf
+    from ironlaw.models.capture import hf
     cfg = DATA / "gpt2_config.json"
     req = dict(seq=64, phase="infer", batch=2)
     analytic = by_kind(workloads.resolve(workloads.Request(f"hf:{cfg}", **req)))
@@ -61,7 +61,7 @@ def test_gpt2_norm_and_elementwise_flops_equal_the_analytic_builder():
 
 
 def _captured_per_element(fn, x) -> float:
-    from ironlaw.capture import record
+    from ironlaw.models.capture import record
     recs = [r for r in record(fn, (x,), real=False) if r.flops]
     assert len(recs) == 1, [r.name for r in recs]
     return recs[0].flops / x.numel()
@@ -69,7 +69,7 @@ def _captured_per_element(fn, x) -> float:
 
 @pytest.mark.parametrize("op", ["tanh", "exp", "gelu", "silu"])
 def test_probe_vector_rows_count_as_the_capture(op):
-    from ironlaw.probe import vector
+    from ironlaw.measure.probe import vector
     fn = {"tanh": torch.tanh, "exp": torch.exp, "gelu": torch.nn.functional.gelu,
           "silu": torch.nn.functional.silu}[op]
     assert _captured_per_element(_Wrap(fn), torch.randn(64)) == vector.OPS[op][0]

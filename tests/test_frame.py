@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw import hardware, law, workloads
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.models import workloads
 
 pd = pytest.importorskip("pandas")
 DATA = Path(__file__).with_name("data")
@@ -50,7 +52,7 @@ def test_columns_sum_to_the_terms_and_obey_the_law(spec, kw, composition):
     df = est.to_frame()
     # per op: the composition rule of the law
     if composition == "overlap":                 # a GPU GEMM's epilogue (its stores) follows its main loop
-        from ironlaw.efficiency import epilogue_share
+        from ironlaw.law.efficiency import epilogue_share
         write = df.data_s * np.asarray(epilogue_share(est.hw, est.cols)).reshape(-1)
         rule = np.maximum(df.data_s - write, df.compute_s) + write + df.latency_s + df.network_s
     else:
@@ -121,7 +123,8 @@ def test_repr_html_is_a_self_contained_fragment(resnet):
 
 
 def test_core_import_does_not_pull_pandas_or_matplotlib():
-    code = ("import sys, ironlaw\nfrom ironlaw import hardware, law, workloads\n"
+    code = ("import sys, ironlaw\nfrom ironlaw.machine import hardware\nfrom ironlaw.law import law\n"
+            "from ironlaw.models import workloads\n"
             "e = law.predict(workloads.resolve(workloads.Request('resnet50')), hardware.get('h100'))\n"
             "e.rows(); e.to_dict()\n"
             "bad = [m for m in ('pandas', 'matplotlib', 'torch') if m in sys.modules]\n"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import fresh, hardware, profile
-from ironlaw.errors import IronlawError
-from ironlaw.workloads.registry import Request
+from ironlaw.law import fresh
+from ironlaw.machine import hardware, profile
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.workloads.registry import Request
 
 DATA = Path(__file__).parent / "data"
 PROFILE = DATA / "validate-cpu.toml"
@@ -19,8 +20,8 @@ linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc m
 @linux
 def test_every_fresh_fill_faults_in_every_page_and_costs_more_than_a_warm_fill():
     torch = pytest.importorskip("torch")
-    from ironlaw.probe import pages, timing
-    from ironlaw.validate.measure import minor_faults, page_bytes
+    from ironlaw.measure.probe import pages, timing
+    from ironlaw.measure.validate.measure import minor_faults, page_bytes
 
     nbytes = pages.SIZES[0]
     row = pages.measure(nbytes, timing.Budget(repeat_s=0.01, repeats=3, retries=0))
@@ -41,7 +42,7 @@ def test_every_fresh_fill_faults_in_every_page_and_costs_more_than_a_warm_fill()
 @linux
 def test_validate_counts_the_fresh_memory_of_each_run():
     pytest.importorskip("torch")
-    from ironlaw import validate
+    from ironlaw.measure import validate
     from ironlaw.cli.validate import fresh_memory_line
 
     hw = hardware.load_file(PROFILE)
@@ -74,8 +75,8 @@ def _probed_cpu(cost_s_per_byte: float = 1e-9):
 
 
 def test_the_bound_is_every_allocated_byte_at_the_probed_cost_and_in_place_ops_allocate_nothing():
-    from ironlaw import law
-    from ironlaw.graph import Graph, Op
+    from ironlaw.law import law
+    from ironlaw.core.graph import Graph, Op
 
     ops = [Op("aten::convolution", "conv", flops=1e9, bytes={"activations": 3e6}, dtype="fp32", bytes_written=2e6),
            Op("aten::relu_", "elementwise", flops=5e5, bytes={"activations": 4e6}, dtype="fp32", bytes_written=2e6),
@@ -92,8 +93,9 @@ def test_the_bound_is_every_allocated_byte_at_the_probed_cost_and_in_place_ops_a
 
 
 def test_no_bound_where_nothing_was_probed_a_gpu_or_a_profile_without_pages_rows():
-    from ironlaw import law, workloads
-    from ironlaw.graph import Graph, Op
+    from ironlaw.law import law
+    from ironlaw.models import workloads
+    from ironlaw.core.graph import Graph, Op
 
     g = Graph("g", "infer", "fp32", [Op("aten::mul", "elementwise", flops=1e6, bytes={"activations": 1.2e7},
                                         dtype="fp32", bytes_written=4e6)])
@@ -107,7 +109,8 @@ def test_no_bound_where_nothing_was_probed_a_gpu_or_a_profile_without_pages_rows
 
 
 def test_analyze_on_a_probed_cpu_says_what_fresh_memory_may_add(capsys):
-    from ironlaw import law, workloads
+    from ironlaw.law import law
+    from ironlaw.models import workloads
     from ironlaw.report import text
 
     est = law.predict(workloads.resolve(Request("resnet50", batch=8, dtype="fp32")), _probed_cpu())
@@ -130,7 +133,7 @@ def test_a_hand_edited_pages_row_is_refused_naming_the_field():
 
 
 def test_a_validate_row_keeps_what_its_op_writes_and_an_older_row_gets_it_from_its_out_shapes():
-    from ironlaw.validate import _written
+    from ironlaw.measure.validate import _written
 
     row = {"dtype": "fp32", "out_shapes": [[8, 96, 112, 112]], "bytes_written": 1234.0}
     assert _written(row) == 1234.0

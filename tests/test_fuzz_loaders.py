@@ -4,8 +4,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
 
 CATALOG_H100 = Path(hardware.CATALOG_DIR, "h100.toml").read_text()
 LINES = CATALOG_H100.splitlines()

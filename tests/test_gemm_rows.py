@@ -1,13 +1,14 @@
-"""The rows each training GEMM's kernels run (ironlaw.gemm_rows): tokens/tp per ring-exchange step under TP
+"""The rows each training GEMM's kernels run (ironlaw.models.gemm_rows): tokens/tp per ring-exchange step under TP
 communication overlap, a routed expert's share of the tokens, the η those rows allow on a GPU without a GEMM
 table of its own (gemmshape.GPU_M_HALF) and on one with its own table (a100: only the kernel's share)."""
 from __future__ import annotations
 
 import pytest
 
-from ironlaw import hardware, parallel, workloads
-from ironlaw.gemm_rows import share, with_kernel_rows
-from ironlaw.gemmshape import GPU_M_HALF
+from ironlaw.machine import hardware
+from ironlaw.models import parallel, workloads
+from ironlaw.models.gemm_rows import share, with_kernel_rows
+from ironlaw.core.gemmshape import GPU_M_HALF
 
 
 def _layer(spec="llama3-8b", seq=4096):

@@ -10,11 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from ironlaw import calibrate, calibration, fitcore
-from ironlaw.errors import IronlawError
-from ironlaw.gemmshape import row_factor
-from ironlaw.probe import build
-from ironlaw.validate.compare import row_attrs
+from ironlaw.measure.calibrate import calibrate, fitcore
+from ironlaw.machine import calibration
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.gemmshape import row_factor
+from ironlaw.measure.calibrate import build
+from ironlaw.measure.validate.compare import row_attrs
 
 from test_cpu_gemm_model import DRAM, LLC, cpu, linear, table, times
 
@@ -113,8 +114,8 @@ def test_rows_saved_before_they_carried_n_and_k_get_them_from_their_shapes():
 
 def test_captured_products_with_a_weight_matrix_state_n_and_k():
     torch = pytest.importorskip("torch")
-    from ironlaw.capture import record
-    from ironlaw.capture.graph import op_attrs
+    from ironlaw.models.capture import record
+    from ironlaw.models.capture.graph import op_attrs
 
     class Conv1D(torch.nn.Module):                              # GPT-2's: x @ W, W stored K×N
         def __init__(self, k, n):
@@ -148,8 +149,8 @@ def test_captured_products_with_a_weight_matrix_state_n_and_k():
 
 
 def test_tensor_parallel_shards_state_their_own_n_and_k():
-    from ironlaw.parallel import tp_shard
-    from ironlaw.workloads import Request, resolve
+    from ironlaw.models.parallel import tp_shard
+    from ironlaw.models.workloads import Request, resolve
     g = resolve(Request("llama3-8b", batch=1, seq=8, phase="prefill"))
     nk = {op.name: op.attrs["nk"] for op in tp_shard(g, 4).ops if "nk" in op.attrs}
     assert nk["mlp_up_proj"] == (2 * 14336 / 4, 4096)           # column parallel: N split
@@ -160,7 +161,7 @@ def test_tensor_parallel_shards_state_their_own_n_and_k():
 def test_a_fit_keeps_the_measured_row_tables_and_they_survive_the_profile_file():
     import tomllib
 
-    from ironlaw.profile import dumps_table
+    from ironlaw.machine.profile import dumps_table
     rows = [cold(1, n, 4 * 2**20 // n, us, "kn") for n, us in US_PER_MB_KN.items()]
     rows += [cold(m, 4096, 1024, 100.0 * m, "kn") for m in (2, 4, 8)] + [cold(1, 4096, 1024, 70.0)]
     probe = {"gemm": rows}

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from ironlaw import hardware, law
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph, Op
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph, Op
 
 S = "estimate: test device"
 

@@ -12,9 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ironlaw import critical_path as cpm
-from ironlaw import hardware, law, whatif
-from ironlaw.graph import Graph, Op
+from ironlaw.law import critical_path as cpm
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.models import whatif
+from ironlaw.core.graph import Graph, Op
 
 KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "pool", "reduction", "copy")
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

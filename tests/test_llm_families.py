@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw.errors import IronlawError
-from ironlaw.workloads import Request, catalog, resolve
-from ironlaw.workloads import transformer as T
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.workloads import Request, catalog, resolve
+from ironlaw.models.workloads import transformer as T
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
 B = 1e9

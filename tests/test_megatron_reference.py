@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ironlaw import hardware, parallel
+from ironlaw.machine import hardware
+from ironlaw.models import parallel
 from megatron_ref import SEQ, VOCAB, predict, table
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from ironlaw import hardware, parallel, workloads
-from ironlaw.gemmshape import gemm_dims
-from ironlaw.graph import dtype_bytes
-from ironlaw.serving_parallel import shard_attention_dp
-from ironlaw.serving_throughput import Layout
+from ironlaw.machine import hardware
+from ironlaw.models import parallel, workloads
+from ironlaw.core.gemmshape import gemm_dims
+from ironlaw.core.graph import dtype_bytes
+from ironlaw.models.serving.parallel import shard_attention_dp
+from ironlaw.models.serving.throughput import Layout
 
 QWEN3_235B = dict(hidden=4096, experts=128, top_k=8, expert_inter=1536)      # Qwen/Qwen3-235B-A22B config.json
 QWEN3_30B = dict(hidden=2048, experts=128, top_k=8, expert_inter=768)        # Qwen/Qwen3-30B-A3B config.json

@@ -1,4 +1,4 @@
-"""ironlaw.probe.moment: the machine's speed now against its profile's probe rows, and what validate says of it."""
+"""ironlaw.measure.probe.moment: the machine's speed now against its profile's probe rows, and what validate says of it."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware
-from ironlaw.probe import moment
+from ironlaw.machine import hardware
+from ironlaw.measure.probe import moment
 
 DATA = Path(__file__).parent / "data"
 TINY = f"py:{DATA / 'validate_models.py'}:tiny"
@@ -23,7 +23,7 @@ PROBE = {"gemm": [{"dtype": "fp32", "m": 64, "n": 64, "k": 64, "flops_per_s": 2e
 
 
 def test_the_fastest_hot_fp32_gemm_and_the_largest_dram_copy_are_timed_again(monkeypatch):
-    from ironlaw.probe import gemm, memory
+    from ironlaw.measure.probe import gemm, memory
     calls = []
 
     def fake_gemm(dtype, m, n, k, budget, device="cpu", layout="kn"):
@@ -49,7 +49,7 @@ def test_the_fastest_hot_fp32_gemm_and_the_largest_dram_copy_are_timed_again(mon
 
 def test_validate_measures_the_machine_before_and_after_and_says_so():
     pytest.importorskip("torch")
-    from ironlaw import validate
+    from ironlaw.measure import validate
     from ironlaw.cli.validate import render
     from rich.console import Console
     hw = hardware.load_file(DATA / "validate-cpu.toml")

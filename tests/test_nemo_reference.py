@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
 from nemo_ref import DENSE, RECIPE, predict, recipe, table
 
 
@@ -64,7 +64,7 @@ def test_moe_rows_are_bounded_by_the_device(predicted):
     eager MoE layers (alltoall dispatcher, dropless, no CUDA graphs) take 16-19 ms per layer and micro-batch of
     4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names
     (docs/accuracy.md, known misses)."""
-    from ironlaw.parallel import MOE_HOST_NOTE
+    from ironlaw.models.parallel import MOE_HOST_NOTE
     for name in RECIPE:
         r, st = predicted[name]
         assert st.tokens_per_s_per_gpu > r["tokens_per_s_per_gpu"], name

@@ -1,6 +1,6 @@
 """The alpha-beta collective model against NCCL measurements on DGX A100 (microsoft/vidur) and invariants.
 
-Calibration (src/ironlaw/network/calibration.py, A100_VIDUR) was fitted by benchmarks/fit_nccl_a100.py:
+Calibration (src/ironlaw/machine/network/calibration.py, A100_VIDUR) was fitted by benchmarks/fit_nccl_a100.py:
 α and η on the two-rank curves only; the InfiniBand node ceiling (what a node moves over the network in
 all) on ONE multi-node curve, all-reduce over 2 nodes × 4 GPUs. Held out here: 4 and 8 GPUs on one node,
 2 nodes × 2 and 2 nodes × 8 GPUs. Two held-out two-node curves miss the 15% goal and are bounded at what
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
-from ironlaw.network import build, collective_time
-from ironlaw.network.calibration import A100_VIDUR
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
+from ironlaw.machine.network import build, collective_time
+from ironlaw.machine.network.calibration import A100_VIDUR
 
 DATA = Path(__file__).parent / "data" / "vidur_a100_nccl_median.csv"
 
@@ -107,7 +107,7 @@ def test_ports_per_node_from_the_catalog_and_the_ceiling():
         _, b = collective_time("allreduce-ring", n, build(hw, p, 2))
         busbw = 2 * (p - 1) / p * n / b
         assert busbw == pytest.approx(min(q * one_port, A100_VIDUR.node_ceiling("infiniband")))
-    from ironlaw.network.calibration import DEFAULT
+    from ironlaw.machine.network.calibration import DEFAULT
     assert DEFAULT.node_ceiling("infiniband") == np.inf       # estimates: the ports add up
 
 
@@ -137,7 +137,7 @@ def test_ports_per_node_only_on_network_links():
 def test_node_size_from_the_catalog():
     """DGX-class entries state how many GPUs their NVSwitch joins (8): without --nodes the devices fill
     whole nodes; a node of more, or a count that fills no whole nodes, is one clear error."""
-    from ironlaw.network.topology import node_size, nodes_for
+    from ironlaw.machine.network.topology import node_size, nodes_for
     for name in ("a100", "a100-40gb", "h100", "h200", "b200"):
         assert node_size(hardware.get(name)) == 8, name
     hw = hardware.get("a100")
@@ -172,7 +172,7 @@ def test_cli_spreads_devices_over_whole_nodes(cli):
 def test_the_fitted_network_is_named_in_the_hardware_file(cli):
     """The a100 entry names its fitted collective calibration in [network]; a copy without the table gets
     the sourced estimates (ports add up), so a user with another fabric can drop it; nonsense is refused."""
-    from ironlaw.network.calibration import A100_VIDUR, DEFAULT, for_hardware
+    from ironlaw.machine.network.calibration import A100_VIDUR, DEFAULT, for_hardware
     assert for_hardware(hardware.get("a100")) is A100_VIDUR
     assert for_hardware(hardware.get("h100")) is DEFAULT and for_hardware(hardware.get("a100-40gb")) is DEFAULT
     data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
@@ -196,7 +196,7 @@ def test_the_fitted_network_is_named_in_the_hardware_file(cli):
 def test_the_network_calibration_can_be_chosen_per_run(cli):
     """--network (analyze) and the network= what-if (compare) pick the collectives' calibration without
     editing a file: the a100 catalog's vidur fit, or the sourced estimates for a fabric whose ports add up."""
-    from ironlaw.network.calibration import DEFAULT, for_hardware, with_network
+    from ironlaw.machine.network.calibration import DEFAULT, for_hardware, with_network
     hw = with_network(hardware.get("a100"), "default")
     assert for_hardware(hw) is DEFAULT and hw.network_calibration()["source"].startswith("chosen for this run")
     args = ("analyze", "allreduce:64MB", "--gpus", "16", "--nodes", "2", "--on", "a100", "--format", "json")
@@ -282,7 +282,7 @@ def test_cli_allreduce(cli):
 def test_concurrent_groups_share_the_node_ceiling():
     """8 two-rank groups (one GPU per node each, as a training step's DP groups under tp 8) reducing at once
     on 2 DGX A100: each gets the node ceiling / 8, not the one port it would have alone."""
-    from ironlaw.network.collectives import inter_node_Bps
+    from ironlaw.machine.network.collectives import inter_node_Bps
     hw = hardware.get("a100")
     port = A100_VIDUR.efficiency("collective", "infiniband") * hw.link("infiniband").bw_Bps
     alone, shared = build(hw, 2, 2), build(hw, 2, 2, concurrent=8)
@@ -303,8 +303,8 @@ def test_concurrent_groups_share_the_node_ceiling():
 def test_concurrent_groups_share_the_ports():
     """Without a ceiling (estimates), a node with fewer ports than concurrent groups splits its ports; with
     one port per device (DGX) the shares never bind; inside a node nothing is shared (NVSwitch)."""
-    from ironlaw.network.calibration import DEFAULT
-    from ironlaw.network.collectives import inter_node_Bps
+    from ironlaw.machine.network.calibration import DEFAULT
+    from ironlaw.machine.network.collectives import inter_node_Bps
     data = hardware.read_toml(hardware.CATALOG_DIR / "h100.toml")
     next(l for l in data["links"] if l["kind"] == "infiniband")["ports_per_node"] = 2
     two_ports = hardware.parse_hardware(data, "h100.toml")

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, law, parallel, whatif, workloads
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.models import parallel, whatif, workloads
+from ironlaw.core.errors import IronlawError
 
 DATA = Path(__file__).parent / "data"
 
@@ -111,7 +113,7 @@ def test_cli_train_step(cli):
 # LLMCompass timed each op from the host: time.time() around one torch call and torch.cuda.synchronize()
 # (software_model/*.py run_on_gpu), so every call carries a host-side cost beyond the kernel. That cost is
 # measured by LLMCompass's own per-op sweeps (tests/data/a100_measured, not the layer): the smallest case
-# of each sweep minus a tiny kernel's CUDA time (ironlaw.probe.published: matmul 26.6 µs, softmax 10.1 µs,
+# of each sweep minus a tiny kernel's CUDA time (ironlaw.measure.calibrate.published: matmul 26.6 µs, softmax 10.1 µs,
 # layernorm 49.1 µs, GELU 43.8 µs). It belongs to that harness, not to the A100, so it is added here only.
 SWEEPS = DATA / "a100_measured"
 
@@ -143,7 +145,7 @@ HARNESS_CALLS = {"Q_K_V": ("matmul",) * 3, "Q_mul_K": ("matmul",), "Softmax": ("
 
 def _harness_offsets():
     """Host-side seconds per torch call in LLMCompass's harness, from its sweeps (see above)."""
-    from ironlaw.probe import published
+    from ironlaw.measure.calibrate import published
     out = {"matmul": published.llmcompass_matmul(SWEEPS / "llmcompass_matmul_a100.csv")[0].offset_s}
     for name, kind in (("softmax", "softmax"), ("layernorm", "norm"), ("gelu", "elementwise")):
         out[name] = published.llmcompass_rows(SWEEPS / f"llmcompass_{name}_a100.csv", kind, name)[0].offset_s
@@ -253,9 +255,9 @@ def test_dp_groups_across_nodes_share_the_node(monkeypatch):
     """tp 8, dp 2 on 2 DGX A100: the 8 DP groups of a node reduce at once through one node's ceiling, so
     each runs at ceiling / 8 = 2.48 GB/s, not the 5.93 GB/s of one port; the gradient all-reduce grows by
     their ratio (it is bandwidth-bound: 54 MB per layer bucket)."""
-    from ironlaw.network import build
-    from ironlaw.network.calibration import A100_VIDUR
-    from ironlaw.network.collectives import inter_node_Bps
+    from ironlaw.machine.network import build
+    from ironlaw.machine.network.calibration import A100_VIDUR
+    from ironlaw.machine.network.collectives import inter_node_Bps
     g, hw = _train(), hardware.get("a100")
     plan = parallel.make_plan(dict(gpus=16, nodes=2, tp=8, dp=2, global_batch=16), g)
     shared = parallel.train_step(g, hw, plan)
@@ -277,8 +279,8 @@ def test_pipeline_sends_across_nodes_share_the_node(monkeypatch):
     shared = parallel.train_step(g, hw, plan)
     _forced_concurrency(monkeypatch, 1)
     alone = parallel.train_step(g, hw, plan)
-    from ironlaw.network import build, collective_time
-    from ironlaw.network.calibration import A100_VIDUR
+    from ironlaw.machine.network import build, collective_time
+    from ironlaw.machine.network.calibration import A100_VIDUR
     nbytes = 2048 * g.meta["hidden"] * 2 / 8
     pair = {c: float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 2, concurrent=c)))) for c in (1, 8)}
     ratio = shared.breakdown["pipeline_p2p_s"] / alone.breakdown["pipeline_p2p_s"]
@@ -307,7 +309,7 @@ def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     """tp 2, dp 2, pp 4 on 2 DGX A100: stages 1 and 2 meet at the node edge, 4 pairs over InfiniBand
     (not NVLink): the pipeline's send/recv runs at the slowest boundary. Each TP rank sends
     half the activation and the pair all-gathers it over NVLink (Megatron's scatter/gather)."""
-    from ironlaw.network import build, collective_time
+    from ironlaw.machine.network import build, collective_time
     g, hw = _train(), hardware.get("a100")
     plan = parallel.make_plan(dict(gpus=16, nodes=2, tp=2, pp=4, dp=2, global_batch=16), g)
     st = parallel.train_step(g, hw, plan)
@@ -337,7 +339,7 @@ def test_pipeline_send_is_scattered_over_the_tp_ranks():
     """Megatron's scatter/gather (Narayanan et al. 2021 §4.1): with tp 8 each rank sends 1/8 of the
     boundary activation between nodes, so the send/recv shrinks ~8× against sending it whole per rank
     (the gather back runs over NVLink); sequence parallelism already splits it and needs no gather."""
-    from ironlaw.network import build, collective_time
+    from ironlaw.machine.network import build, collective_time
     g, hw = _train(), hardware.get("a100")
     base = dict(gpus=16, nodes=2, tp=8, pp=2, global_batch=16)
     st = parallel.train_step(g, hw, parallel.make_plan(base, g))
@@ -378,7 +380,7 @@ def test_tp_shard_splits_vector_flops_as_it_splits_flops(spec, phase, sp):
 def test_eager_softmax_per_device_is_a_tp_share_of_the_scores():
     """Llama-3-8B prefill on 4 devices, attention made eager: each device's softmax covers its 8 of the 32
     heads, batch × heads/tp × s² scores at ``flopcount.SOFTMAX`` FLOPs each, not the whole layer's."""
-    from ironlaw import flopcount
+    from ironlaw.core import flopcount
     g = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=8, seq=512))
     hw = hardware.get("a100")
     g, _ = whatif.apply(parallel.shard_inference(g, hw, {"tp": 4, "gpus": 4}), hw, ["eager-attention"])

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 import ironlaw  # noqa: E402
-from ironlaw import IronlawError, plot  # noqa: E402
+from ironlaw import IronlawError  # noqa: E402
+from ironlaw.report import plot
 
 
 @pytest.fixture(scope="module")

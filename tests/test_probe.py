@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, profile
-from ironlaw.errors import IronlawError
-from ironlaw.probe import build, memory, timing
+from ironlaw.machine import hardware, profile
+from ironlaw.core.errors import IronlawError
+from ironlaw.measure.calibrate import build
+from ironlaw.measure.probe import memory, timing
 
 MB = 1e6
 PEAKS = {"fp32": 180e9, "bf16": 380e9, "fp16": 3e9}
@@ -116,7 +117,7 @@ def test_a_dtype_without_fast_path_is_kept_and_flagged(doc):
 
 
 def test_calibrated_profile_predicts_the_rows_it_was_fitted_on(doc):
-    from ironlaw import calibrate
+    from ironlaw.measure.calibrate import calibrate
     hw = hardware.parse_hardware(doc, "p")
     rep = calibrate.report(hw, build.observations(doc["probe"]))
     assert rep["probe:gemm"]["median_abs_err"] < 0.05
@@ -218,7 +219,7 @@ def test_noisy_measurement_is_remeasured_then_flagged(monkeypatch):
 
 def test_run_refuses_to_save_noise_and_a_lost_core(monkeypatch):
     pytest.importorskip("torch")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     row = {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": 1e-3, "cv": 0.4, "flops_per_s": 2.7e11,
            "_ok": False, "_tries": 3}
     monkeypatch.setattr(probe_mod, "plan", lambda *a: [("gemm", "gemm", lambda: dict(row))])
@@ -249,7 +250,7 @@ def test_between_runs_after_each_round_and_refusals_can_be_kept(monkeypatch):
     """benchmarks/accuracy.py --interleave: ``between(k)`` runs after round k, before the next round's rows;
     with ``refuse=False`` a probe that would be refused comes back with the reasons under checks.refused."""
     pytest.importorskip("torch")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     log = []
     row = {"dtype": "fp32", "m": 512, "n": 512, "k": 512, "time_s": 1e-3, "cv": 0.4, "flops_per_s": 2.7e11,
            "_ok": False, "_tries": 3}
@@ -271,7 +272,7 @@ def test_rounds_keep_each_measurements_median_round(monkeypatch):
     """--rounds 3 on a machine that is slow in round 2: every measurement keeps its median round (round 1's or
     3's), the slow stretch between rounds is reported, not refused, and a jump inside one round still is."""
     pytest.importorskip("torch")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     k = {"round": 0, "calls": 0}
     slow = {1: 2.0}                                     # round index (0-based) -> how much slower
 
@@ -305,7 +306,7 @@ def test_rounds_keep_each_measurements_median_round(monkeypatch):
 
 def test_cli_json_is_quiet_and_saves(monkeypatch, home, capsys):
     pytest.importorskip("torch")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     from ironlaw.cli import main
     monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe())
     with pytest.raises(SystemExit) as e:
@@ -391,7 +392,7 @@ def test_an_fp32_conv_is_timed_in_fp32_not_tf32(monkeypatch):
     """cuDNN runs fp32 convs on TF32 tensor cores by default (torch.mm does not): the probe turns that off
     while it times a conv, so an fp32 peak is never a TF32 one, and puts the setting back."""
     torch = pytest.importorskip("torch")
-    from ironlaw.probe import conv
+    from ironlaw.measure.probe import conv
     seen = []
 
     def fake_stable(fn, budget, device):
@@ -428,9 +429,9 @@ def test_fp16_gemm_has_no_fast_path_on_this_cpu():
 
 def test_validate_measurements_can_be_fed_into_the_calibration(doc, tmp_path):
     """recalibrate: probe rows + per-op measurements of a real run -> a refit [calibration] in place."""
-    from ironlaw import fit
-    from ironlaw.fitcore import Observation
-    from ironlaw.graph import Op
+    from ironlaw.measure.calibrate import fit
+    from ironlaw.measure.calibrate.fitcore import Observation
+    from ironlaw.core.graph import Op
     p = profile.save(doc, tmp_path / "p.toml")
     # a conv the probe never measured: 20 GFLOP at half the fp32 peak (+ 3 µs)
     peak = hardware.load_file(p).peak("fp32")
@@ -465,8 +466,8 @@ def test_attention_rows_read_their_inputs_cold_and_are_priced_from_memory():
     a prefill row Q, K and V, a decode row its K and V — and the row says so ("inputs": "cold"); the fit then
     prices it from device memory, not as cache-resident. A hand-edited "inputs" other than "cold" is refused."""
     torch = pytest.importorskip("torch")
-    from ironlaw.probe import attention
-    from ironlaw.probe.pool import ColdPool
+    from ironlaw.measure.probe import attention
+    from ironlaw.measure.probe.pool import ColdPool
     budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
     pool = ColdPool(4 * 2**20)
     shapes = [(1, 4, 64, 32), (1, 4, 96, 32), (1, 4, 96, 32)]
@@ -494,8 +495,8 @@ def test_cold_rows_share_one_pool_and_a_round_hands_it_back():
     per dtype: a pool per GEMM row had cost a fill of twice the last cache level 24 times); a cold GEMM row alone
     still gets one of its own."""
     torch = pytest.importorskip("torch")
-    from ironlaw.probe import gemm
-    from ironlaw.probe.pool import ColdPool
+    from ironlaw.measure.probe import gemm
+    from ironlaw.measure.probe.pool import ColdPool
     budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
     pool = ColdPool(2 * 2**20)
     a = gemm.measure_cold("fp32", 1, 256, 128, pool, budget)
@@ -522,7 +523,7 @@ def test_attention_rows_carry_what_the_capture_records():
     the fit sees them as attention ops, and a hand-edited row is refused by field."""
     pytest.importorskip("torch")
     from torch.utils.flop_counter import sdpa_flop_count
-    from ironlaw.probe import attention
+    from ironlaw.measure.probe import attention
     budget = timing.Budget(repeat_s=0.002, repeats=3, retries=0)
     dec = attention.measure("fp32", 2, 4, 1, 96, 32, False, budget)
     pre = attention.measure("fp32", 1, 4, 64, 64, 32, True, budget)
@@ -543,7 +544,7 @@ def test_attention_rows_carry_what_the_capture_records():
 def test_a_dtype_without_a_fast_path_runs_only_its_small_shapes(monkeypatch):
     """bf16 at 1% of fp32's rate (an EPYC without AVX-512: 1.1 against 113 GFLOP/s) skips its shapes above
     256³, which at that rate take seconds each; fp64 at half of fp32's rate runs them all."""
-    from ironlaw.probe import gemm
+    from ironlaw.measure.probe import gemm
     rates = {"fp32": 113e9, "bf16": 1.1e9, "fp64": 55e9}
 
     def fake(dtype, m, n, k, budget, device="cpu", layout="kn"):
@@ -560,7 +561,7 @@ def test_a_dtype_without_a_fast_path_runs_only_its_small_shapes(monkeypatch):
 
 
 def test_sentinels_open_close_and_split_the_run_evenly():
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     steps = list(range(10))
     out = probe_mod.with_sentinels(steps, "s", 6)
     assert [x for x in out if x != "s"] == steps and out[0] == out[-1] == "s" and out.count("s") == 6

@@ -1,11 +1,11 @@
-"""ironlaw.progress: a bar for long work, silence for pipes, JSON and short tasks."""
+"""ironlaw.core.progress: a bar for long work, silence for pipes, JSON and short tasks."""
 import io
 import sys
 import time
 
 import pytest
 
-from ironlaw import progress
+from ironlaw.core import progress
 
 
 class _TTY(io.StringIO):

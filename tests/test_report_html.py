@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from ironlaw import hardware, law, workloads
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.models import workloads
+from ironlaw.core.errors import IronlawError
 from ironlaw.report import html as page
 from ironlaw.report import inputs, svg
 
@@ -112,7 +114,7 @@ def test_summary_states_time_resource_and_why(fast, resnet):
     summary = text[text.index('id="summary"'):text.index('id="terms"')]
     assert page.escape(b["why"]) in summary
     assert f"{b['resource']}-bound" in summary
-    from ironlaw.units import fmt_time
+    from ironlaw.core.units import fmt_time
     assert fmt_time(resnet.time_s) in summary
 
 
@@ -123,7 +125,7 @@ def test_roofline_has_every_op_and_no_point_above_the_roofs():
     assert [r["name"] for r in skipped] == ["embedding"]            # a gather: bytes but no FLOPs
     text = page.render(est)
     assert text.count('class="op"') == len(pts)
-    assert "drawn by ironlaw.plot (matplotlib)" in text or "matplotlib is not installed" in text
+    assert "drawn by ironlaw.report.plot (matplotlib)" in text or "matplotlib is not installed" in text
     assert "embedding (no FLOPs)" in text[text.index('id="roofline-skipped"'):]
     hw = est.hw
     top_bw = max(t.bw_Bps for t in hw.memory)
@@ -436,13 +438,13 @@ def test_browser_checks_can_fail(chromium, tmp_path):
 
 
 def test_whatif_in_process(tmp_path):
-    pytest.importorskip("ironlaw.whatif.compare", reason="ironlaw.whatif not in this build")
+    pytest.importorskip("ironlaw.models.whatif.compare", reason="ironlaw.models.whatif not in this build")
     out = tmp_path / "w.html"
     r = run_cli("report", "llama3-8b", "--phase", "decode", "--html", str(out), "--what-if", "quant=int8")
     assert r.rc == 0, r.err
     text = out.read_text()
     sec = text[text.index('id="whatif"'):text.index('id="sources"')]
-    assert "quant=int8" in sec and "Computed by ironlaw.whatif in this run" in sec
+    assert "quant=int8" in sec and "Computed by ironlaw.models.whatif in this run" in sec
     r = run_cli("report", "llama3-8b", "--html", str(out), "--what-if", "quant=int8", "--compare", str(out))
     assert r.rc == 2 and "not both" in r.err
     # a document written by `ironlaw compare --format json` is accepted as it is

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import ironlaw
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
-from ironlaw.workloads import Request, resolve
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.workloads import Request, resolve
 
 DATA = Path(__file__).parent / "data"
 NAMES = {"ResNet18_Weights": "resnet18", "ResNet34_Weights": "resnet34", "ResNet50_Weights": "resnet50",

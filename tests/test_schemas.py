@@ -1,4 +1,4 @@
-"""The JSON Schema files shipped in ironlaw/schemas: every result schema the code writes has one, and the real
+"""The JSON Schema files shipped in ironlaw/core/schemas: every result schema the code writes has one, and the real
 output of every command validates against it (a document missing a required field does not)."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ironlaw import hardware, schemas
+from ironlaw.machine import hardware
+from ironlaw.core import schemas
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ironlaw"
 DATA = Path(__file__).parent / "data"
@@ -80,7 +81,7 @@ def test_the_hardware_schema_names_the_kinds_and_roles_the_loader_accepts():
 
 
 def test_an_unknown_schema_id_is_one_clear_error():
-    from ironlaw.errors import IronlawError
+    from ironlaw.core.errors import IronlawError
     with pytest.raises(IronlawError, match="ironlaw.estimate/1"):
         schemas.path("ironlaw.estimates/1")
 
@@ -107,7 +108,7 @@ def test_validate_and_fit_outputs_match_their_schemas(tmp_path, capsys):
 @pytest.mark.torch
 def test_probe_output_matches_its_schema(monkeypatch, tmp_path, capsys):
     pytest.importorskip("torch")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     from ironlaw.cli import main
     from test_probe import fake_probe
     monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
@@ -126,6 +127,6 @@ def test_the_schema_files_ship_as_package_data():
     except ImportError:                                   # Python 3.10
         import tomli as tomllib
     pyproject = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
-    assert "schemas/*.json" in pyproject["tool"]["setuptools"]["package-data"]["ironlaw"]
+    assert "core/schemas/*.json" in pyproject["tool"]["setuptools"]["package-data"]["ironlaw"]
     assert "jsonschema>=4.18" in pyproject["project"]["optional-dependencies"]["test"]
-    assert len(list((SRC / "schemas").glob("*.schema.json"))) == len(schemas.names()) >= 12
+    assert len(list((SRC / "core" / "schemas").glob("*.schema.json"))) == len(schemas.names()) >= 12

@@ -1,6 +1,6 @@
 """ironlaw search: the candidate space, the fast path against parallel.train_step, the engines, the CLI.
 
-The fast path (ironlaw.search.fast) re-orders train_step's arithmetic; it must agree with train_step to
+The fast path (ironlaw.models.search.fast) re-orders train_step's arithmetic; it must agree with train_step to
 floating-point rounding (REL) on every layout, here on seeded random samples of three models that exercise
 the branches: dense GQA with and without tensor-parallel collectives (the two closed forms of the gradient
 overlap), a mixture of experts with expert parallelism, and GPT-2 (biases, dropout, learned positions) with
@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
-from ironlaw.network.topology import nodes_for
-from ironlaw.search import engines, fast, space, train
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
+from ironlaw.machine.network.topology import nodes_for
+from ironlaw.models.search import engines, fast, space, train
 
 from conftest import run_cli
 
@@ -243,7 +243,7 @@ def test_cli_text_fits_80_columns():
 
 
 def test_serve_search_meets_the_slo():
-    from ironlaw.search import serve
+    from ironlaw.models.search import serve
     r = serve.search("llama3-8b", "h100", 8, 1024, 256, slo="ttft=1s,itl=20ms", top=5)
     assert r.top and all(e["itl_s"] <= 0.020 and e["ttft_s"] <= 1.0 for e in r.top)
     tps = [e["tokens_per_s_per_gpu"] for e in r.top]
@@ -253,8 +253,8 @@ def test_serve_search_meets_the_slo():
 
 def test_serve_search_max_throughput_ranks_layouts_per_gpu():
     """Without --slo: serving_throughput.max_throughput over tp × pp × dtype, ranked per GPU of the layout."""
-    from ironlaw import serving_throughput
-    from ironlaw.search import serve
+    from ironlaw.models.serving import throughput as serving_throughput
+    from ironlaw.models.search import serve
     r = serve.search("llama3-8b", "h100", 4, 1024, 256, top=20)
     assert r.setup["scenario"] == "max-throughput" and r.top
     tps = [e["tokens_per_s_per_gpu"] for e in r.top]

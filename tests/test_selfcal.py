@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, selfcal, validate
-from ironlaw.probe import build
-from ironlaw.probe.references import Reference, references
+from ironlaw.machine import hardware
+from ironlaw.measure.calibrate import selfcal
+from ironlaw.measure import validate
+from ironlaw.measure.calibrate import build
+from ironlaw.measure.probe.references import Reference, references
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_probe import fake_probe  # noqa: E402
@@ -38,7 +40,7 @@ def test_reference_runs_cover_both_front_ends_and_stay_off_the_benchmark_models(
 
 def test_cli_probe_fits_its_reference_runs_into_the_profile(monkeypatch, home, capsys):
     pytest.importorskip("transformers")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     from ironlaw.cli import main
     monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe(threads=1))
     with pytest.raises(SystemExit) as e:
@@ -55,7 +57,7 @@ def test_cli_probe_fits_its_reference_runs_into_the_profile(monkeypatch, home, c
 
 def test_a_failed_reference_run_is_named_and_the_rest_still_fitted(monkeypatch, home, capsys):
     pytest.importorskip("transformers")
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     from ironlaw.cli import main
     good = references(True)[0]
     bad = Reference("py:/nonexistent/model.py:factory", 1, None, None, 3)
@@ -82,7 +84,7 @@ def test_all_reference_runs_failed_keeps_the_probe_rows_fit(monkeypatch):
 
 
 def test_an_interrupted_reference_run_saves_no_profile(monkeypatch, home):
-    import ironlaw.probe as probe_mod
+    import ironlaw.measure.probe as probe_mod
     from ironlaw.cli import main
 
     def interrupted(*a, **kw):

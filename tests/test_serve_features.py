@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import hardware, law, power, serving, workloads
-from ironlaw.errors import IronlawError
-from ironlaw.serve_features import common, disaggregate as dg, goodput as gp, prefix, speculative as sp
-from ironlaw.serve_features.energy import of_serving
+from ironlaw.machine import hardware
+from ironlaw.law import law, power
+from ironlaw.models.serving import online as serving
+from ironlaw.models import workloads
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.serving.features import common, disaggregate as dg, goodput as gp, prefix, speculative as sp
+from ironlaw.models.serving.features.energy import of_serving
 
 DRAFT_1B = "hf:" + str(Path(__file__).parent / "data" / "llama3.2-1b-config.json")
 TP4 = common.Setup(tp=4)
@@ -204,7 +207,7 @@ def test_energy_per_token_against_the_h200_measurement():
 
 
 def test_sweep_and_analyze_carry_energy(cli):
-    from ironlaw import sweep
+    from ironlaw.models import sweep
     res = sweep.run("llama3-8b", ["h100", "apple-m2"], [1, 64], phase="decode", seq=[1024], ridge=False,
                     usd_per_device_hour=3.0, gco2_per_kwh=100.0)
     for r in res.rows():
@@ -283,7 +286,7 @@ def test_kernel_power_against_the_h200_measurement():
 
 def test_feature_documents_match_their_schemas():
     import json
-    from ironlaw import schemas
+    from ironlaw.core import schemas
     pytest.importorskip("jsonschema")
     base = _base(16)
     en = {"devices": 4}
@@ -311,7 +314,7 @@ def test_cli_serve_features(cli, tmp_path):
     assert d["schema"] == "ironlaw.serve/1" and d["speculative"]["itl_s"] < d["itl_s"]
     assert d["prefix"]["prefill_s"] < d["prefill_s"] and d["goodput"]["met"]
     assert d["disaggregate"]["given"]["transfer_s"] > 0 and d["disaggregate"]["best"]["tokens_per_s"] > 0
-    from ironlaw import schemas
+    from ironlaw.core import schemas
     pytest.importorskip("jsonschema")
     for part in (d, d["energy"], d["speculative"], d["prefix"], d["goodput"], d["disaggregate"]):
         schemas.validate(part)

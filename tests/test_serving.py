@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import serving
-from ironlaw.errors import IronlawError
+from ironlaw.models.serving import online as serving
+from ironlaw.core.errors import IronlawError
 
 QWEN = "hf:" + str(Path(__file__).parent / "data" / "qwen2.5-7b-config.json")
 GIB = 2.0**30

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ironlaw import serving_throughput as st
-from ironlaw import workloads
+from ironlaw.models.serving import throughput as st
+from ironlaw.models import workloads
 
 DATA = Path(__file__).parent / "data"
 LLAMA405 = "hf:" + str(DATA / "llama3.1-405b-config.json")
@@ -72,7 +72,7 @@ def test_dense_h100_cells_median_error():
 
 
 def test_time_is_the_sum_of_its_steps():
-    from ironlaw.serving_step import host_floor_s
+    from ironlaw.models.serving.step import host_floor_s
     est = st.max_throughput("llama3-8b", "h100", 1000, 1000, dtype="fp8")
     total = sum(n * (max(float(e.time_s), host_floor_s(e.graph, est.constants, e.graph.meta["eager"]))
                      + est.constants.step_s) for n, e in est.steps)
@@ -113,7 +113,7 @@ def test_settled_batch_names_what_set_it():
 
 def test_trtllm_bench_engine_limits():
     """trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py): 8B fp8 on one 80 GB H100 at 2048/2048."""
-    from ironlaw import serving_engine as eng
+    from ironlaw.models.serving import engine as eng
     # KV requests = 0.95·(80 − 8.03 GiB)/(64 KiB·4096 / GiB) ≈ 260 → max batch 128·⌈260/128⌉ = 384; tokens
     # 260·2 = 520 → at least 2048
     lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 2048, 2048, 0.95)
@@ -168,7 +168,7 @@ def test_eager_steps_last_at_least_their_kernel_launches():
     """A step with prompt tokens runs without a CUDA graph: the host launches each kernel; decode-only steps
     replay a graph and pay no launches."""
     from dataclasses import replace
-    from ironlaw.serving_step import host_floor_s, launches
+    from ironlaw.models.serving.step import host_floor_s, launches
     slow = replace(st.FITTED, launch_s=1e-3)
     base = st.max_throughput("qwen3-235b-a22b", "h100", 1000, 1000, tp=8, ep=8, attention_dp=True, dtype="fp8")
     est = st.max_throughput("qwen3-235b-a22b", "h100", 1000, 1000, tp=8, ep=8, attention_dp=True, dtype="fp8",
@@ -185,7 +185,7 @@ def test_eager_steps_last_at_least_their_kernel_launches():
 def test_routed_experts_run_as_a_grouped_gemm_of_their_own_efficiency():
     """The routed experts' matmuls carry the grouped-GEMM kernel class and its η; the dense model does not."""
     from dataclasses import replace
-    from ironlaw.serving_step import GROUPED_GEMM
+    from ironlaw.models.serving.step import GROUPED_GEMM
     est = st.max_throughput("llama4-scout", "h100", 2048, 128, tp=4, ep=4, attention_dp=True, dtype="fp8")
     g = est.steps[0][1].graph
     grouped = {op.name for op in g.ops if op.attrs.get("kernel") == GROUPED_GEMM}
@@ -200,8 +200,9 @@ def test_routed_experts_run_as_a_grouped_gemm_of_their_own_efficiency():
 
 def _decode_step(spec: str, hw_name: str, tokens: int, constants=None):
     """(graph, Estimate) of a decode-only step of ``tokens`` sequences of ``spec`` on one unsharded engine."""
-    from ironlaw import hardware, law
-    from ironlaw.serving_step import engine_hw, step_graph
+    from ironlaw.machine import hardware
+    from ironlaw.law import law
+    from ironlaw.models.serving.step import engine_hw, step_graph
     hw = hardware.get(hw_name)
     g = step_graph(spec, hw, "fp8", "fp8", gemm_tokens=tokens, decode=tokens, context=2048, prompt=128,
                    prefill_tokens=0.0, head_tokens=tokens)
@@ -211,8 +212,8 @@ def _decode_step(spec: str, hw_name: str, tokens: int, constants=None):
 def test_grouped_gemm_streams_its_weights_then_computes():
     """The grouped GEMM's time is its weights' streaming at expert_stream_eta of the HBM bandwidth PLUS its
     FLOPs at expert_gemm_eta of the FP8 peak (not their max); a dense GEMM overlaps the two."""
-    from ironlaw import hardware
-    from ironlaw.serving_step import GROUPED_GEMM
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving.step import GROUPED_GEMM
     c = st.FITTED
     h100 = hardware.get("h100")
     g, est = _decode_step("qwen3-30b-a3b", "h100", 256, c)                 # 30 GB of fp8 weights: one GPU
@@ -232,7 +233,7 @@ def test_grouped_gemm_streams_its_weights_then_computes():
 def test_grouped_gemm_weights_stream_once_per_expert_per_step():
     """Decode steps that touch every expert read each expert's weights once, whatever the rows per expert:
     twice the tokens, the same weight bytes and streaming time, twice the FLOPs."""
-    from ironlaw.serving_step import GROUPED_GEMM
+    from ironlaw.models.serving.step import GROUPED_GEMM
     (g1, e1), (g2, e2) = (_decode_step("qwen3-30b-a3b", "h100", n) for n in (1024, 2048))
     for i, (a, b) in enumerate(zip(g1.ops, g2.ops)):
         if a.attrs.get("kernel") != GROUPED_GEMM:
@@ -247,7 +248,7 @@ def test_grouped_gemm_weights_stream_once_per_expert_per_step():
 def test_grouped_gemm_weights_follow_the_datasheet_bandwidth():
     """At a few rows per expert the grouped GEMM's time is mostly its weights' streaming: on H200 (4.8 TB/s,
     the H100's FP8 peak) the same decode step's experts take about 3.35/4.8 of their H100 time."""
-    from ironlaw.serving_step import GROUPED_GEMM
+    from ironlaw.models.serving.step import GROUPED_GEMM
     (g, e100), (_, e200) = (_decode_step("qwen3-30b-a3b", hw, 64) for hw in ("h100", "h200"))
     rows = [i for i, op in enumerate(g.ops) if op.attrs.get("kernel") == GROUPED_GEMM]
     t100 = sum(float(e100.op_time_s[i]) for i in rows)
@@ -321,8 +322,9 @@ def test_blackwell_fp4_table_is_the_published_columns():
 def test_fp4_checkpoints_run_fp8_attention():
     """An FP4 checkpoint with an FP8 cache: its GEMMs at the FP4 rate, its attention at FP8's
     (graph.attention_dtype); an FP8 one keeps FP8 attention, a bf16 model with an FP8 cache bf16."""
-    from ironlaw import hardware, serving_step
-    from ironlaw.graph import attention_dtype
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import step as serving_step
+    from ironlaw.core.graph import attention_dtype
     assert attention_dtype("fp4", "fp8") == "fp8" and attention_dtype("fp4", "fp4") == "fp8"
     assert attention_dtype("fp8", "fp8") == "fp8" and attention_dtype("bf16", "fp8") == "bf16"
     g = serving_step.step_graph("llama3-8b", hardware.get("b200"), "fp4", "fp8", gemm_tokens=256, decode=255,
@@ -400,7 +402,7 @@ def test_offline_flags_need_max_throughput(cli):
 
 def test_max_throughput_json_matches_the_serve_schema(cli):
     pytest.importorskip("jsonschema")
-    from ironlaw import schemas
+    from ironlaw.core import schemas
     r = cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--prompt", "1000", "--output", "1000",
             "--max-throughput", "--format", "json")
     assert r.rc == 0, r.err

@@ -131,18 +131,42 @@ def test_the_length_check_sees_a_long_function(tmp_path):
     assert long_functions(tmp_path) == [("m.py", "long", MAX_LINES + 1)]
 
 
-def test_every_module_has_a_layer():
-    """A new module must be placed in the layers contract, or nothing would check what it imports."""
+def _layer_contracts() -> list[dict]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
-    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    return [c for c in contracts if c["type"] == "layers"]
+
+
+def unplaced_modules(package_dir: Path, layers: list[str]) -> list[str]:
+    """The modules and packages directly inside ``package_dir`` that no layer names: nothing would check their
+    imports. A layer may name a package's modules one by one (``network.collectives``) instead of the package."""
     named = {m.strip() for layer in layers for m in layer.replace(":", "|").split("|")}
-    top = {p.stem if p.is_file() else p.name for p in SRC.iterdir()
+    top = {p.stem if p.is_file() else p.name for p in package_dir.iterdir()
            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
-    split = {n.split(".")[0] for n in named if "." in n}          # packages placed module by module (network)
+    split = {n.split(".")[0] for n in named if "." in n}
     for pkg in split:
-        top |= {f"{pkg}.{p.stem}" for p in (SRC / pkg).glob("*.py") if p.stem != "__init__"}
-    assert top - split <= named, f"modules in no layer: {sorted(top - split - named)}"
+        top |= {f"{pkg}.{p.stem}" for p in (package_dir / pkg).glob("*.py") if p.stem != "__init__"}
+    return sorted(top - split - named)
+
+
+def test_every_module_has_a_layer():
+    """Each layer package and the package around them places every module it holds in its layers contract."""
+    contracts = _layer_contracts()
+    assert {c["containers"][0] for c in contracts} >= {"ironlaw", "ironlaw.core", "ironlaw.machine", "ironlaw.law",
+                                                         "ironlaw.models", "ironlaw.measure"}
+    for c in contracts:
+        (container,) = c["containers"]
+        pkg_dir = SRC.joinpath(*container.split(".")[1:])
+        assert not unplaced_modules(pkg_dir, c["layers"]), f"modules of {container} in no layer: " \
+            f"{unplaced_modules(pkg_dir, c['layers'])}"
+
+
+def test_the_placement_check_sees_a_module_in_no_layer(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "net").mkdir(parents=True)
+    for f in ("__init__.py", "high.py", "low.py", "stray.py", "net/__init__.py", "net/a.py", "net/b.py"):
+        (pkg / f).write_text("")
+    assert unplaced_modules(pkg, ["high", "net.a | low"]) == ["net.b", "stray"]

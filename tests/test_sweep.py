@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 import ironlaw
-from ironlaw import explain, hardware, sweep
-from ironlaw.errors import IronlawError
+from ironlaw.law import explain
+from ironlaw.models import sweep
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
 
 
 @pytest.mark.parametrize("text, expect", [
@@ -108,7 +110,8 @@ def test_cli_sweep_bad_input_exit_2(cli, args, needle):
                                    ["eager-attention"], ["quant=fp8,target=all"]])
 def test_what_ifs_are_array_math_too(steps):
     """A transformed sweep equals transforming each point on its own."""
-    from ironlaw import law, whatif, workloads
+    from ironlaw.law import law
+    from ironlaw.models import whatif, workloads
     res = sweep.run("llama3-8b", "h100", [1, 64, 512], [128, 4096], phase="decode", whatif=steps)
     hw = hardware.get("h100")
     for i, b in enumerate([1, 64, 512]):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ironlaw import hardware, parallel, precision, workloads
+from ironlaw.machine import hardware
+from ironlaw.models import parallel, precision, workloads
 from ironlaw.cli._parallel import training_graph
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph
 
 
 def _train(spec="llama3-8b", seq=8192, mb=1, dtype=None):
@@ -43,8 +44,8 @@ def test_context_parallel_ring_by_hand():
     """Llama-3-8B, seq 8192, tp 1, cp 2 (× dp 4, FSDP) inside one node: K and V of 4096 tokens × 8 heads × 128
     × 2 bytes = 16.8 MB per step; NVLink at the calibration's p2p efficiency; 32 layers × (1 forward + 2
     backward)."""
-    from ironlaw.network.collectives import collective_time
-    from ironlaw.network.topology import build
+    from ironlaw.machine.network.collectives import collective_time
+    from ironlaw.machine.network.topology import build
     g, hw = _train(), hardware.get("h100")
     st = _step(g, gpus=8, cp=2, fsdp=True, global_batch=4)
     chunk = 2 * 8 * 128 * 4096 * 2

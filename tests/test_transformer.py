@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw import hardware, law
-from ironlaw.errors import IronlawError
-from ironlaw.workloads import Request, resolve
-from ironlaw.workloads import transformer as T
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.core.errors import IronlawError
+from ironlaw.models.workloads import Request, resolve
+from ironlaw.models.workloads import transformer as T
 
 DATA = Path(__file__).parent / "data"
 REF = json.loads((DATA / "transformer_reference.json").read_text())
@@ -312,7 +313,7 @@ def test_hf_bad_files(tmp_path):
 
 def test_hf_unsupported_architecture_needs_capture(tmp_path, monkeypatch):
     p = _write(tmp_path, {"model_type": "falcon", "hidden_size": 64})
-    monkeypatch.setitem(sys.modules, "ironlaw.capture.hf", None)        # import fails as without torch
+    monkeypatch.setitem(sys.modules, "ironlaw.models.capture.hf", None)        # import fails as without torch
     with pytest.raises(IronlawError, match="falcon.*torch\\+transformers capture"):
         build(f"hf:{p}")
     with pytest.raises(IronlawError, match="capture"):
@@ -322,10 +323,10 @@ def test_hf_unsupported_architecture_needs_capture(tmp_path, monkeypatch):
 def test_hf_delegates_to_capture(tmp_path, monkeypatch):
     import types
     seen = []
-    fake = types.ModuleType("ironlaw.capture.hf")
+    fake = types.ModuleType("ironlaw.models.capture.hf")
     fake.build = lambda path, req: seen.append(path) or build("gemm:2,2,2")
-    monkeypatch.setitem(sys.modules, "ironlaw.capture.hf", fake)
-    monkeypatch.setitem(sys.modules, "ironlaw.capture", types.ModuleType("ironlaw.capture"))
+    monkeypatch.setitem(sys.modules, "ironlaw.models.capture.hf", fake)
+    monkeypatch.setitem(sys.modules, "ironlaw.models.capture", types.ModuleType("ironlaw.models.capture"))
     p = _write(tmp_path, {"model_type": "falcon"})
     build(f"hf:{p}")
     resolve(Request(f"hf:{DATA / 'llama3_8b_config.json'}", options={"capture": True}))
@@ -354,8 +355,8 @@ def test_defaults():
 
 
 def test_import_without_torch():
-    code = ("import sys, ironlaw.workloads.transformer as t; t.build(t.builtin_arch('llama3-8b'), "
-            "__import__('ironlaw.workloads', fromlist=['Request']).Request('x'), 'x'); "
+    code = ("import sys, ironlaw.models.workloads.transformer as t; t.build(t.builtin_arch('llama3-8b'), "
+            "__import__('ironlaw.models.workloads', fromlist=['Request']).Request('x'), 'x'); "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -3,8 +3,8 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from ironlaw import units
-from ironlaw.errors import IronlawError
+from ironlaw.core import units
+from ironlaw.core.errors import IronlawError
 
 
 @pytest.mark.parametrize("text,unit,expected", [

@@ -1,4 +1,4 @@
-"""ironlaw validate and ironlaw.fit: real runs join predicted rows one to one, documents are valid,
+"""ironlaw validate and ironlaw.measure.calibrate.fit: real runs join predicted rows one to one, documents are valid,
 big models are refused before anything is allocated, nonsense profiles are refused by field, and the
 fit recovers efficiencies it was given."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ironlaw import hardware
-from ironlaw.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.core.errors import IronlawError
 
 DATA = Path(__file__).parent / "data"
 TINY = f"py:{DATA / 'validate_models.py'}:tiny"
@@ -22,13 +22,13 @@ PROFILE = DATA / "validate-cpu.toml"
 @pytest.fixture(scope="module")
 def tiny_doc():
     pytest.importorskip("torch")
-    from ironlaw import validate
+    from ironlaw.measure import validate
     return validate.run(TINY, batch=2, hw=hardware.load_file(PROFILE), repeats=3, warmup=1, threads=1)
 
 
 def test_tiny_model_joins_one_to_one(tiny_doc):
-    from ironlaw.capture import recorder
-    from ironlaw.validate import models
+    from ironlaw.models.capture import recorder
+    from ironlaw.measure.validate import models
 
     r = models.resolve(TINY, 2, None, None)
     step = r.real()
@@ -70,7 +70,7 @@ def test_json_document_is_valid_and_the_report_reads_it(tiny_doc, tmp_path, caps
 
 def test_model_that_does_not_fit_is_refused_before_allocating():
     pytest.importorskip("torch")
-    from ironlaw import validate
+    from ironlaw.measure import validate
     # huge() raises if it is ever built outside meta, so reaching the real build would fail differently
     with pytest.raises(IronlawError, match="nothing was allocated"):
         validate.run(HUGE, hw=hardware.load_file(PROFILE), repeats=1, threads=1)
@@ -99,8 +99,8 @@ def test_nonsense_calibration_is_refused_naming_the_field(tmp_path, table, field
 def _synthetic_cases():
     """Cases whose op times come from a known law: GEMM η(M,N,K), tanh at a known compute η (its own op
     class), GELU at the elementwise kind's memory η, a fixed latency, and a known framework share per op."""
-    from ironlaw import calibration
-    from ironlaw.graph import Graph, Op
+    from ironlaw.machine import calibration
+    from ironlaw.core.graph import Graph, Op
     hw = hardware.load_file(PROFILE)
     truth = {"schema": calibration.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],
              "matmul": {"fp32": {"eta_max": 0.8, "m_half": 6.0, "nk_half": 48.0}},
@@ -120,7 +120,7 @@ def _synthetic_cases():
             ops.append(Op("aten::tanh", "elementwise", flops=e, bytes={"activations": 8.0 * e}, dtype="fp32"))
             ops.append(Op("aten::gelu", "elementwise", flops=5.0 * e, bytes={"activations": 8.0 * e}, dtype="fp32"))
         g = Graph(f"synthetic{c}", "infer", "fp32", ops)
-        from ironlaw import law
+        from ironlaw.law import law
         t = np.asarray(law.predict(g, true_hw).op_time_s, float) - truth["framework_s"]
         rows = [{"index": i, "name": op.name, "kind": op.kind, "dtype": op.dtype, "count": 1, "flops": op.flops,
                  "bytes": op.bytes, "median_s": float(ti), "min_s": float(ti), "measured_cv": 0.0, "spread_s": 0.0}
@@ -133,14 +133,16 @@ def _synthetic_cases():
 
 
 def test_fit_recovers_known_efficiencies_and_overhead():
-    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
+    from ironlaw.measure.calibrate import calibrate, fit, fitcore
+    from ironlaw.law import calibrated
+    from ironlaw.machine import calibration
     hw, truth, cases = _synthetic_cases()
     cal = fit.fit(hw, cases[:3], held_out=cases[3:])
     assert cal["fitted"] == [f"validate:synthetic{i} infer b1" for i in range(3)]
     assert cal["held_out"] == ["validate:synthetic3 infer b1"]
     assert cal["framework_s"] == pytest.approx(truth["framework_s"], rel=0.05)
     # the efficiencies the fitted table gives, against the ones the data were made with
-    from ironlaw.graph import Graph, Op
+    from ironlaw.core.graph import Graph, Op
     probe = Graph("probe", "infer", "fp32", [
         Op("aten::tanh", "elementwise", flops=1e6, bytes={"activations": 8e6}, dtype="fp32"),
         Op("aten::gelu", "elementwise", flops=5e6, bytes={"activations": 8e6}, dtype="fp32"),
@@ -152,7 +154,7 @@ def test_fit_recovers_known_efficiencies_and_overhead():
     assert got[2] == pytest.approx(want[2], rel=0.05)              # a large GEMM
     # GELU streams at the kind's memory η in the cache and at the slower of that kernel rate and the plain
     # pattern's η in device memory (calibrated.slow_tier_eta): its time at both sizes as the truth's
-    from ironlaw import law
+    from ironlaw.law import law
     gelus = Graph("gelus", "infer", "fp32", [Op("aten::gelu", "elementwise", flops=5.0 * e, bytes={"activations": 8.0 * e},
                                                 dtype="fp32") for e in (1e5, 4e6)])
     t_got = np.asarray(law.predict(gelus, calibration.with_calibration(hw, cal)).op_time_s, float).reshape(-1)
@@ -164,7 +166,7 @@ def test_fit_recovers_known_efficiencies_and_overhead():
 
 
 def test_a_case_cannot_be_both_fitted_and_held_out():
-    from ironlaw import fit
+    from ironlaw.measure.calibrate import fit
     hw, _, cases = _synthetic_cases()
     with pytest.raises(IronlawError, match="both fitted and held out"):
         fit.fit(hw, cases[:2], held_out=cases[1:2])
@@ -193,7 +195,7 @@ def test_a_run_past_the_models_positions_is_refused_before_it_starts():
     """GPT-2 has 1024 learned positions: decode after 1024 cached tokens would index past them (an IndexError
     from inside torch without this check)."""
     pytest.importorskip("transformers")
-    from ironlaw.validate.models import resolve
+    from ironlaw.measure.validate.models import resolve
     with pytest.raises(IronlawError, match=r"needs 1025 positions but the config allows 1024.*--seq 1023"):
         resolve("gpt2", 1, 1024, "decode")
     with pytest.raises(IronlawError, match="needs 1025 positions"):
@@ -203,7 +205,7 @@ def test_a_run_past_the_models_positions_is_refused_before_it_starts():
 
 def test_rounds_of_one_case_merge_and_other_cases_are_refused(tiny_doc):
     pytest.importorskip("torch")
-    from ironlaw import validate
+    from ironlaw.measure import validate
 
     hw = hardware.load_file(PROFILE)
     again = validate.run(TINY, batch=2, hw=hw, repeats=3, warmup=1, threads=1)
@@ -228,8 +230,10 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     """Cold mm GEMVs at 20 GB/s (as the probe times them) and, in three other cases, a bmm GEMV of a 154 MB head
     at 10 GB/s (GPT-2's tied LM head in a prefill, as one run measured it): the weights' bandwidth follows the
     mm ones, though the bmm cases are the majority (each case weighs the same; see fit._fit_gemv)."""
-    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
-    from ironlaw.graph import Op
+    from ironlaw.measure.calibrate import calibrate, fit, fitcore
+    from ironlaw.law import calibrated
+    from ironlaw.machine import calibration
+    from ironlaw.core.graph import Op
     hw = hardware.load_file(PROFILE)
     dram = hw.memory[hw.device_tier].bw_Bps
 
@@ -248,8 +252,10 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
     """fp32 GEMVs at 20 GB/s and, weighing more, bf16 GEMVs at 13 GB/s (bf16 converted before it is
     multiplied, as on a 2-vCPU EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
     its own GEMV η, which puts its GEMVs back at their measured time."""
-    from ironlaw import calibrate, calibrated, calibration, fit, fitcore
-    from ironlaw.graph import Op
+    from ironlaw.measure.calibrate import calibrate, fit, fitcore
+    from ironlaw.law import calibrated
+    from ironlaw.machine import calibration
+    from ironlaw.core.graph import Op
     import dataclasses
     hw = hardware.load_file(PROFILE)
     hw = dataclasses.replace(hw, peak_flops={**hw.peak_flops, "bf16": 2 * hw.peak("fp32")})
@@ -276,8 +282,10 @@ def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
     its ceiling and M's half point. Here the probe's rows ran at η_max 0.6 and the model runs' GEMMs at 0.85
     (on a 2-vCPU EPYC VM BERT's and GPT-2's prefill GEMMs ran 1.07–1.29× faster than the probe's model said,
     per-shape medians over five runs): a held-out run's GEMM lands at the runs' rate, and the probe's serial share stays."""
-    from ironlaw import calibrate, calibration, fit, fitcore, law
-    from ironlaw.graph import Graph, Op
+    from ironlaw.measure.calibrate import calibrate, fit, fitcore
+    from ironlaw.machine import calibration
+    from ironlaw.law import law
+    from ironlaw.core.graph import Graph, Op
     hw = hardware.load_file(PROFILE)
     shape = {"m_half": 6.0, "nk_half": 30.0, "serial": 1.0, "streamed": 0.5}
     probe_truth = {"schema": calibration.SCHEMA, "source": "measured: synthetic", "fitted": ["synthetic"],

@@ -8,11 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from ironlaw import critical_path as cpm
-from ironlaw import hardware, law, whatif, workloads
-from ironlaw.errors import IronlawError
-from ironlaw.graph import Graph, Op
-from ironlaw.whatif.compare import compare
+from ironlaw.law import critical_path as cpm
+from ironlaw.machine import hardware
+from ironlaw.law import law
+from ironlaw.models import whatif, workloads
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph, Op
+from ironlaw.models.whatif.compare import compare
 
 S = "estimate: test device"
 
@@ -233,7 +235,7 @@ def test_eager_attention_in_training_is_eager_both_ways():
     eager, _ = whatif.apply(g, hw, ["eager-attention"])
     assert not any(op.name.startswith("attention.dropout") for op in eager.ops)
     assert eager.footprint["activations"] - g.footprint["activations"] == pytest.approx(32 * 2 * 32 * 1024 * 1024)
-    from ironlaw import parallel
+    from ironlaw.models import parallel
     sh = {op.name: op for op in parallel.tp_shard(eager, 4).ops}
     assert sh["attention.softmax.backward"].flops == pytest.approx(
         {op.name: op for op in eager.ops}["attention.softmax.backward"].flops / 4)

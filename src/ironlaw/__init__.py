@@ -11,16 +11,18 @@ The core imports without torch; capture, probe and validate import it when calle
 from __future__ import annotations
 
 from ._version import __version__
-from .errors import IronlawError
+from .core.errors import IronlawError
 
 
 def analyze(spec: str, on: str = "h100", *, batch=1, seq=None, phase=None, dtype=None,
             composition: str = "overlap", **options):
-    """Predict ``spec`` on hardware ``on``; returns an :class:`ironlaw.estimate.Estimate`.
+    """Predict ``spec`` on hardware ``on``; returns an :class:`ironlaw.law.estimate.Estimate`.
 
     ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
     """
-    from . import hardware, law, workloads
+    from .machine import hardware
+    from .law import law
+    from .models import workloads
     hw = hardware.get(on) if isinstance(on, str) else on
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from ..errors import IronlawError
+from ..core.errors import IronlawError
 from .common import (FORMATS, app, check_format, console, emit_json, emit_lines, hardware_app,  # noqa: F401
                      workloads_app)
 from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe, \

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 def training_graph(spec: str, hw, seq, dtype, opts: dict):
     """The training graph of one micro-batch; ``--dtype fp8|mxfp8`` builds it in bf16 and lowers its linear
-    GEMMs (``ironlaw.precision``)."""
-    from .. import precision, workloads
+    GEMMs (``ironlaw.models.precision``)."""
+    from ..models import precision, workloads
     low = dtype if dtype is not None and precision.is_low(dtype) else None
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
                                                 dtype=precision.WIDE if low else dtype,
@@ -14,8 +14,8 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
 
 
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
-    from .. import parallel
-    from ..units import fmt as f, fmt_time
+    from ..models import parallel
+    from ..core.units import fmt as f, fmt_time
     from .common import console, device, emit_json, emit_lines
 
     hw = device(on, network)

@@ -1,11 +1,11 @@
 """`ironlaw serve` options beyond the plain estimate: --speculative, --prefix-hit, --disaggregate, --slo,
 --sweep-concurrency (with --plot), and the energy, cost and carbon of a token (--price-per-gpu-hour,
---grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.serve_features)."""
+--grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.models.serving.features)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import fmt_time
+from ..core.units import fmt_time
 
 
 @dataclass
@@ -29,9 +29,9 @@ def checked(*options) -> Features:
 
 def check(f: Features) -> None:
     """Refuse bad options before any work."""
-    from ..errors import IronlawError
-    from .. import power
-    from ..serve_features import disaggregate, goodput, speculative
+    from ..core.errors import IronlawError
+    from ..law import power
+    from ..models.serving.features import disaggregate, goodput, speculative
     if f.speculative is not None:
         speculative.parse(f.speculative)
     if f.disaggregate is not None:
@@ -39,12 +39,12 @@ def check(f: Features) -> None:
     if f.slo is not None:
         goodput.parse_slo(f.slo)
     if f.prefix_hit is not None:
-        from ..serve_features.prefix import new_tokens
+        from ..models.serving.features.prefix import new_tokens
         new_tokens(1, f.prefix_hit)
     if f.plot and not f.sweep_concurrency:
         raise IronlawError("--plot draws the concurrency frontier; add --sweep-concurrency")
     if f.plot:
-        from ..files import check_output
+        from ..core.files import check_output
         check_output(f.plot, "--plot", (".svg", ".png"))
     power.grid(f.grid_gco2_per_kwh)
     if f.price_per_gpu_hour is not None:
@@ -52,7 +52,7 @@ def check(f: Features) -> None:
 
 
 def _energy(est, f: Features, devices: int) -> dict | None:
-    from .. import power
+    from ..law import power
     if not power.has_power(est.hw):
         return None
     return {"devices": devices, "usd_per_device_hour": f.price_per_gpu_hour, "gco2_per_kwh": f.grid_gco2_per_kwh}
@@ -60,14 +60,14 @@ def _energy(est, f: Features, devices: int) -> dict | None:
 
 def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
     """JSON parts and text lines of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
-    from ..serve_features import common, energy, prefix
+    from ..models.serving.features import common, energy, prefix
     s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1), kw.get("composition", "overlap"))
     devices = s.tp
     en = _energy(est, f, devices)
     doc: dict = {"energy": energy.of_serving(est, **en) if en else None}
     lines = [_energy_line(doc["energy"], est)]
     if f.speculative is not None:
-        from ..serve_features import speculative as sp
+        from ..models.serving.features import speculative as sp
         doc["speculative"] = d = sp.estimate(est, sp.parse(f.speculative), s, en)
         lines.append(f"speculative ({d['method']}, K {d['tokens']}, acceptance {d['acceptance']:g}): "
                      f"{d['expected_tokens_per_step']:.2f} tokens per verify step · ITL {fmt_time(d['itl_s'])} "
@@ -82,7 +82,7 @@ def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
     at = _at(est, kw)
     slo = None
     if f.slo is not None:
-        from ..serve_features import goodput
+        from ..models.serving.features import goodput
         slo = goodput.parse_slo(f.slo)
         doc["goodput"] = d = goodput.goodput(at, slo, devices)
         lines.append(_goodput_line(d))
@@ -100,7 +100,7 @@ def _joules(d: dict, doc: dict) -> str:
 
 
 def _at(est, kw: dict):
-    from .. import serving
+    from ..models.serving import online as serving
     return lambda c: serving.estimate(est.spec, est.hw, est.prompt, est.output, c, **kw)
 
 
@@ -125,7 +125,7 @@ def _goodput_line(d: dict) -> str:
 
 
 def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
-    from ..serve_features import disaggregate as dg
+    from ..models.serving.features import disaggregate as dg
     p, d = dg.parse(f.disaggregate)
     given = dg.split(est, p, d, s, (slo or {}).get("ttft_s"))
     best = dg.best_split(at, p + d, s, slo)
@@ -145,7 +145,7 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
 
 def frontier(est, kw: dict, f: Features) -> dict:
     """The --sweep-concurrency document (schema ironlaw.serve-frontier/1), with goodput when --slo is given."""
-    from ..serve_features import goodput
+    from ..models.serving.features import goodput
     tp = kw.get("tp", 1)
     slo = goodput.parse_slo(f.slo) if f.slo else None
     at = _at(est, kw)

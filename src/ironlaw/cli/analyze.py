@@ -11,20 +11,21 @@ from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
 
 def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
                           dtype: Optional[str], serial: bool, network: Optional[str] = None, **options):
-    from .. import law, workloads
-    from ..errors import IronlawError
+    from ..law import law
+    from ..models import workloads
+    from ..core.errors import IronlawError
 
     hw = device(on, network)
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
-    from .. import parallel
+    from ..models import parallel
     if parallel.requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         graph = parallel.shard_inference(graph, hw, options)
     est = law.predict(graph, hw, "serial" if serial else "overlap")
     if not bool(est.placement.fits):
         fp = est.footprint()
-        from ..units import fmt_size
+        from ..core.units import fmt_size
         total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
         raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt_size(fp['total_bytes'])} "
                            f"exceeds all memory tiers together ({fmt_size(total)})")
@@ -33,7 +34,7 @@ def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], ph
 
 def parse_opts(items: list[str]) -> dict:
     """--opt KEY=VALUE pairs; values that read as numbers become numbers."""
-    from ..errors import IronlawError
+    from ..core.errors import IronlawError
 
     out: dict = {}
     for item in items:
@@ -86,7 +87,7 @@ def analyze(
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour for the cost per "
-                                          "token (default: a sourced cloud rate where ironlaw.power has one)"),
+                                          "token (default: a sourced cloud rate where ironlaw.law.power has one)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
                                          "average 481, Ember 2023)"),
 ):
@@ -102,19 +103,19 @@ def analyze(
     if capture:
         opts["capture"] = True
     if plot:
-        from ..plot import check_path
+        from ..report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
     if opts and phase == "train":
         if plot:
-            from ..errors import IronlawError
+            from ..core.errors import IronlawError
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         from ._parallel import analyze_train_step
         return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network)
     est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, network, **opts)
     if plot:
-        from ..plot import save
+        from ..report.plot import save
         save(est, plot)
-    from .. import power
+    from ..law import power
     energy = power.of_estimate(est, price, grid) if est.cols.cfg_shape == () else None
     if fmt == "json":
         emit_json({**est.to_dict(), "energy": energy})

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import IronlawError
+from ..core.errors import IronlawError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help.\n\n"
@@ -63,9 +63,9 @@ def console():
 
 def device(on: str, network: Optional[str] = None):
     """The hardware ``on`` names, its collectives on the network calibration ``network`` when given."""
-    from .. import hardware
+    from ..machine import hardware
     hw = hardware.get(on)
     if network is not None:
-        from ..network.calibration import with_network
+        from ..machine.network.calibration import with_network
         hw = with_network(hw, network)
     return hw

@@ -28,13 +28,13 @@ def compare(
     opt: Opt = [],
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
-    from ..whatif.compare import compare as run
+    from ..models.whatif.compare import compare as run
     from .analyze import estimate_from_options, parse_opts
 
     check_format(fmt)
     if not what_if and not vs_hardware:
-        from ..errors import IronlawError
-        from ..whatif import names
+        from ..core.errors import IronlawError
+        from ..models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
     before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial, **parse_opts(opt))
     c = run(before, what_if, vs_hardware)
@@ -47,7 +47,7 @@ def compare(
 
 
 def _rows(c):
-    from ..units import fmt as f, fmt_time
+    from ..core.units import fmt as f, fmt_time
     rows = []
     labels = {"data_s": "data  D_vol/BW", "compute_s": "compute  O/(R·η)", "latency_s": "latency  L_lat",
               "network_s": "network"}
@@ -61,7 +61,7 @@ def _rows(c):
         rows.append((k, f(b, unit).strip(), f(a, unit).strip(), _ratio(b, a)))
     rows.append(("critical path", fmt_time(c.cp_before.time_s), fmt_time(c.cp_after.time_s),
                  _ratio(c.cp_before.time_s, c.cp_after.time_s)))
-    from ..whatif.compare import label
+    from ..models.whatif.compare import label
     rows.append(("bottleneck", label(c.before), label(c.after), ""))
     return rows
 

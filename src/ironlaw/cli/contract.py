@@ -16,8 +16,10 @@ CASES = (
 def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml file"),
              fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Which resource each of three classic workloads saturates first on one device."""
-    from .. import hardware, law, workloads
-    from ..units import fmt as f, fmt_size, fmt_time
+    from ..machine import hardware
+    from ..law import law
+    from ..models import workloads
+    from ..core.units import fmt as f, fmt_size, fmt_time
 
     check_format(fmt)
     hw = hardware.get(on)
@@ -42,7 +44,7 @@ def _config(kw: dict) -> str:
 
 
 def _markdown(hw, results) -> None:
-    from ..units import fmt_size, fmt_time
+    from ..core.units import fmt_size, fmt_time
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     dev = hw.memory[hw.device_tier]
     print(f"### The silicon contract on {hw.name} ({hw.title})\n")
@@ -59,8 +61,8 @@ def _markdown(hw, results) -> None:
 
 def _text(hw, results) -> None:
     """A table that fits 80 columns, then one line per workload saying why its resource binds."""
-    from ..explain import brief
-    from ..units import fmt_size, fmt_time
+    from ..law.explain import brief
+    from ..core.units import fmt_size, fmt_time
     dev = hw.memory[hw.device_tier]
     heads = ("workload", "config", "time", "data", "compute", "latency", "binds")
     rows = [(title, _config(kw), fmt_time(e.time_s), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),

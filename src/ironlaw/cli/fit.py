@@ -20,8 +20,10 @@ def fit_cmd(
 ):
     """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
     check_format(fmt, ("text", "json"))
-    from .. import calibration, fit, hardware, validate
-    from ..errors import IronlawError
+    from ..machine import calibration, hardware
+    from ..measure.calibrate import fit
+    from ..measure import validate
+    from ..core.errors import IronlawError
     from ..report.inputs import read_json
 
     if stat not in validate.STATS:

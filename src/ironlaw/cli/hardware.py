@@ -9,8 +9,8 @@ from .common import check_format, console, emit_json, hardware_app
 @hardware_app.command("list")
 def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
     """All devices in the catalog, with their headline numbers."""
-    from .. import hardware
-    from ..units import fmt as f, fmt_size
+    from ..machine import hardware
+    from ..core.units import fmt as f, fmt_size
 
     check_format(fmt, ("text", "json"))
     devices = hardware.catalog()
@@ -34,8 +34,8 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
 def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or a .toml file"),
          fmt: str = typer.Option("text", "--format", help="text | json")):
     """Every number of one device, with its source."""
-    from .. import hardware
-    from ..units import fmt as f, fmt_size, fmt_time
+    from ..machine import hardware
+    from ..core.units import fmt as f, fmt_size, fmt_time
 
     check_format(fmt, ("text", "json"))
     d = hardware.get(name)

@@ -27,7 +27,7 @@ def probe(
     reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
     reference models end to end and per op (CPU), fit the calibration on both, and save it all as a
     profile in the catalog's format."""
-    from .. import profile
+    from ..machine import profile
 
     check_format(fmt, ("text", "json"))
     show_bar = fmt == "text" and sys.stdout.isatty()
@@ -52,9 +52,9 @@ def probe(
 def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool, tick) -> dict:
     """The probe's rows as a profile, its calibration fitted on them and, with ``references``, on its
     reference runs too (``selfcal`` fits both together, so the rows' own fit is skipped then)."""
-    from .. import probe as probe_mod
-    from .. import selfcal
-    from ..probe import build
+    from ..measure import probe as probe_mod
+    from ..measure.calibrate import selfcal
+    from ..measure.calibrate import build
     rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
     doc = build.profile(rows, calibrate_fit=not references)
     return selfcal.calibrate(doc, quick, progress=tick) if references else doc
@@ -62,7 +62,7 @@ def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool,
 
 def _render(doc: dict, path: str) -> None:
     from rich.table import Table
-    from ..units import fmt, fmt_time
+    from ..core.units import fmt, fmt_time
 
     c = console()
     p = doc["probe"]
@@ -91,7 +91,7 @@ def _render(doc: dict, path: str) -> None:
                   fmt_time(o) if o is not None else "—")
     c.print(t)
     c.print(f"per-op dispatch latency: {fmt_time(doc['latency']['op_s'])}")
-    from ..fresh import cost_s_per_byte
+    from ..law.fresh import cost_s_per_byte
     fresh = cost_s_per_byte(p)
     if fresh is not None:
         rate = f"{fmt(1 / fresh, 'B/s')}" if fresh > 0 else "no cost: the allocator keeps its memory"
@@ -99,7 +99,7 @@ def _render(doc: dict, path: str) -> None:
     chk = p.get("checks")
     if chk and "speedup" in chk:                     # the thread check runs on a CPU only
         c.print(f"{p['threads']} threads vs 1 on an fp32 GEMM: {chk['speedup']:.2f}×")
-    from .. import profile
+    from ..machine import profile
     spread = max(r["cv"] for fam in profile.FAMILIES for r in p.get(fam, []))
     c.print(f"largest spread kept: {spread:.1%} (limit {p['max_cv']:.0%})")
     cal = doc.get("calibration")
@@ -119,8 +119,8 @@ def range_line(doc: dict, path: str) -> str | None:
     """What every prediction's range on this profile holds: the machine's rate factors (the drift sentinels'
     10th–90th percentile over their median, widened by the rows' spread) and the law's miss per op kind on the
     reference runs; None for a profile without a probe."""
-    from ..hardware import parse_hardware
-    from ..timerange import factors
+    from ..machine.hardware import parse_hardware
+    from ..law.timerange import factors
     f = factors(parse_hardware(doc, path))
     if f is None:
         return None

@@ -31,10 +31,10 @@ def report(
     top: int = typer.Option(200, "--top", help="rows in the ops table (the roofline always shows every op)"),
 ):
     """Write an HTML report: summary, terms, roofline of every op, sortable ops, footprint, what-if, validation."""
-    from ..errors import IronlawError
+    from ..core.errors import IronlawError
     from ..report import html as page
     from ..report import inputs
-    from ..units import fmt, fmt_time
+    from ..core.units import fmt, fmt_time
     from .analyze import estimate_from_options
 
     out = page.check_output(html)                      # fail before any work
@@ -42,7 +42,7 @@ def report(
         raise IronlawError(f"--top must be at least 1, got {top}")
     if compare_file and (what_if or vs_hardware):
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
-    from .. import progress
+    from ..core import progress
     with progress.task(f"report of {spec}", total=3) as step:
         est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
         step(description="what-if and validation")
@@ -51,9 +51,9 @@ def report(
             cmp_doc = inputs.load_compare(compare_file, est)
         elif what_if or vs_hardware:
             try:
-                from ..whatif.compare import compare as run
+                from ..models.whatif.compare import compare as run
             except ImportError:
-                raise IronlawError("--what-if is not available in this build (ironlaw.whatif is missing); "
+                raise IronlawError("--what-if is not available in this build (ironlaw.models.whatif is missing); "
                                    "use --compare FILE.json") from None
             cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
         val_doc = inputs.load_validation(validate_file, est) if validate_file else None

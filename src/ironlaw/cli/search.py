@@ -50,12 +50,12 @@ def search(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
-    from ..errors import IronlawError, unknown
+    from ..core.errors import IronlawError, unknown
     check_format(fmt)
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
     if phase == "train":
-        from ..search import train
+        from ..models.search import train
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
         res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
@@ -63,7 +63,7 @@ def search(
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        from ..search import serve
+        from ..models.search import serve
         res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
     else:
         raise unknown("search phase", phase, ("train", "serve"))
@@ -85,7 +85,7 @@ def _layout(e: dict) -> str:
 
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:
-    from ..units import fmt as f, fmt_time
+    from ..core.units import fmt as f, fmt_time
     train = res.phase == "train"
     head = ["#", "layout"] + (["rc/z"] if train else []) + \
         ["tok/s/GPU", "MFU" if train else "ITL", "step" if train else "TTFT", "mem/GPU", "binds"]
@@ -100,7 +100,7 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
 
 
 def show(res, fmt: str) -> None:
-    from ..units import fmt_time
+    from ..core.units import fmt_time
     s = res.setup
     what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
             if res.phase == "train" else f"up to {s['gpus']} GPUs, prompt {s['prompt']}, output {s['output']}")

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import IronlawError
+from ..core.errors import IronlawError
 from .common import app, check_format, emit_json, emit_lines
 
 
@@ -46,8 +46,8 @@ def serve(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
-    from .. import serving
-    from ..units import fmt as f, fmt_time
+    from ..models.serving import online as serving
+    from ..core.units import fmt as f, fmt_time
 
     check_format(fmt)
     if max_throughput:

@@ -5,8 +5,8 @@ from .common import emit_json, emit_lines
 
 
 def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
-    from .. import serving_throughput as st
-    from ..units import fmt as f, fmt_time
+    from ..models.serving import throughput as st
+    from ..core.units import fmt as f, fmt_time
 
     est = st.max_throughput(spec, on, prompt, output, **kw)
     d = est.to_dict()

@@ -21,20 +21,20 @@ def sweep(
     fmt: str = typer.Option("text", "--format", help="text | json | csv"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour (default: a sourced "
-                                          "cloud rate where ironlaw.power has one)"),
+                                          "cloud rate where ironlaw.law.power has one)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
                                          "average 481, Ember 2023)"),
 ):
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
-    from .. import sweep as sw
-    from ..errors import IronlawError
+    from ..models import sweep as sw
+    from ..core.errors import IronlawError
 
     check_format(fmt, ("text", "json", "csv"))
     hws = [h.strip() for h in on.split(",")]
     if not all(hws):
         raise IronlawError(f"--on '{on}': empty hardware name in the list")
     if plot:
-        from ..files import check_output
+        from ..core.files import check_output
         check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
     res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap",
                  usd_per_device_hour=price, gco2_per_kwh=grid)
@@ -58,7 +58,7 @@ def sweep(
 
 def text(res) -> None:
     from rich.table import Table
-    from ..units import fmt as f, fmt_time
+    from ..core.units import fmt as f, fmt_time
     con = console()
     con.print(f"[bold]{res.spec} · {res.phase} · {res.dtype}: {res.points} points[/bold]")
     t = Table()
@@ -74,7 +74,7 @@ def text(res) -> None:
         row += ["–" if r[k] is None else f"{r[k]:.3g}" for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
     con.print(t)
-    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + (tdp_w − idle_w) × the binding resource's busy fraction (ironlaw.power); "
+    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + (tdp_w − idle_w) × the binding resource's busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()))
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")
@@ -114,7 +114,7 @@ def write_plot(res, path: str) -> None:
     ax.set_title(f"{res.spec} · {res.phase} · {res.dtype}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    from ..files import write_atomic
+    from ..core.files import write_atomic
     try:
         write_atomic(path, lambda f: fig.savefig(f, format=path.rsplit(".", 1)[-1].lower()), "--plot")
     finally:

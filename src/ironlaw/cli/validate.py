@@ -25,9 +25,9 @@ def validate(
 ):
     """Measure the model end to end and per op, predict it with the profile, show both with the error."""
     check_format(fmt, ("text", "json"))
-    from .. import validate as v
+    from ..measure import validate as v
     if out is not None:
-        from ..files import check_output
+        from ..core.files import check_output
         check_output(out, "--out", (".json",))                # fail before the (long) run
     doc = v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup, threads=threads)
     if out:
@@ -39,10 +39,10 @@ def validate(
 
 
 def write_json(path: str, doc: dict) -> None:
-    """Atomic (see ironlaw.files); the folder must exist."""
+    """Atomic (see ironlaw.core.files); the folder must exist."""
     import json
 
-    from ..files import check_output, write_atomic
+    from ..core.files import check_output, write_atomic
     write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
 
 
@@ -55,7 +55,7 @@ FRESH_MEMORY_SHOWN = 0.02          # a share of the run in fresh memory worth a 
 
 def fresh_memory_line(total: dict) -> str:
     """What a run paid for memory the OS had to fault in again (measured page faults)."""
-    from ..units import fmt, fmt_time
+    from ..core.units import fmt, fmt_time
     b, s = total["faulted_bytes_per_run"], total.get("fresh_memory_s")
     line = f"page faults: {fmt(b, 'B')} of fresh memory per run"
     if s is None:
@@ -73,7 +73,7 @@ def fresh_memory_line(total: dict) -> str:
 def render(doc: dict, top: int = 10, console=None) -> None:
     from rich.table import Table
 
-    from ..units import fmt_time
+    from ..core.units import fmt_time
     from .common import console as make_console
     c = console or make_console()
     w, hw, t, s = doc["workload"], doc["hardware"], doc["total"], doc["spread"]
@@ -114,7 +114,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     if hw["calibrated"]:
         c.print(f"calibration fitted on: {', '.join(hw['fitted']) or '—'}; held out: {', '.join(hw['held_out']) or '—'}")
     machine = doc["case"].get("machine") or {}
-    from ..probe.moment import drifted, line
+    from ..measure.probe.moment import drifted, line
     said = line(machine.get("before"), machine.get("after"))
     if said:
         c.print(said)

@@ -9,7 +9,7 @@ from .common import check_format, console, emit_json, workloads_app
 @workloads_app.command("list")
 def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
     """Built-in workloads and the spec prefixes that build others."""
-    from .. import workloads
+    from ..models import workloads
 
     check_format(fmt, ("text", "json"))
     rows = workloads.catalog()

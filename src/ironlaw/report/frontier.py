@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..errors import IronlawError
+from ..core.errors import IronlawError
 
 SCHEMA = "ironlaw.serve-frontier/1"
 MEET, MISS, PLAIN = "#2b8a3e", "#adb5bd", "#1c7ed6"
@@ -83,7 +83,7 @@ def section(doc: dict) -> str:
 
 def save(doc: dict, path) -> None:
     """Write the frontier to ``path`` (.svg or .png) with matplotlib."""
-    from ..files import check_output, write_atomic
+    from ..core.files import check_output, write_atomic
     p = check_output(path, "--plot", (".svg", ".png"))
     from matplotlib.figure import Figure
     fig = Figure(figsize=(7, 4.5), layout="constrained")

@@ -13,8 +13,8 @@ import os
 from html import escape
 from pathlib import Path
 
-from ..errors import IronlawError
-from ..units import fmt, fmt_time
+from ..core.errors import IronlawError
+from ..core.units import fmt, fmt_time
 from . import svg
 from .text import headline
 
@@ -204,9 +204,9 @@ def roofline(est) -> str:
     else:
         try:
             from . import mplsvg
-            picture, drawn = mplsvg.roofline(est), "ironlaw.plot (matplotlib)"
+            picture, drawn = mplsvg.roofline(est), "ironlaw.report.plot (matplotlib)"
             if picture is None:
-                drawn = "ironlaw.report.svg (ironlaw.plot's figure could not be labelled op by op)"
+                drawn = "ironlaw.report.svg (ironlaw.report.plot's figure could not be labelled op by op)"
         except ImportError:
             drawn += " (matplotlib is not installed)"
     if picture is None:
@@ -329,7 +329,7 @@ def whatif(cmp: dict) -> str:
     label = ", ".join(label) if isinstance(label, list) else (label or "")
     hw_b, hw_a = b["hardware"]["name"], a["hardware"]["name"]
     cls = "good" if cmp["shortens_critical_path"] else "bad"
-    src = ("Computed by ironlaw.whatif in this run." if cmp["path"] == "--what-if" else f"From {cmp['path']}.")
+    src = ("Computed by ironlaw.models.whatif in this run." if cmp["path"] == "--what-if" else f"From {cmp['path']}.")
     return (f'<section id="whatif"><h2>What if{": " + _e(label) if label else ""}</h2>'
             f'<p class="{cls}" id="verdict">{_e(cmp["verdict"])}</p>'
             f'<p>speed-up ×{cmp["speedup"]:.3g} ({"shortens" if cmp["shortens_critical_path"] else "does not shorten"} '
@@ -419,11 +419,11 @@ def fragment(est, top: int = 10) -> str:
 
 def check_output(path) -> Path:
     """Fail early (before any work) on an output path that cannot be written."""
-    from ..files import check_output as check
+    from ..core.files import check_output as check
     return check(path, "--html")
 
 
 def write(path, text: str) -> Path:
-    """Write ``text`` atomically (see ironlaw.files); an existing ``path`` survives any failure."""
-    from ..files import write_atomic
+    """Write ``text`` atomically (see ironlaw.core.files); an existing ``path`` survives any failure."""
+    from ..core.files import write_atomic
     return write_atomic(check_output(path), text, "--html")

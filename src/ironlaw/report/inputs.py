@@ -27,7 +27,7 @@ import json
 import math
 from pathlib import Path
 
-from ..errors import IronlawError
+from ..core.errors import IronlawError
 
 VALIDATE_SCHEMA = "ironlaw.validate/1"
 COMPARE_SCHEMA = "ironlaw.compare/1"
@@ -185,7 +185,7 @@ def load_compare(path, est=None) -> dict:
 
 
 def check_compare(doc: dict, where: str, est=None) -> dict:
-    """Check an ``ironlaw.compare/1`` document (from a file or from ironlaw.whatif) and return it normalised."""
+    """Check an ``ironlaw.compare/1`` document (from a file or from ironlaw.models.whatif) and return it normalised."""
     w = where
     if doc.get("schema") != COMPARE_SCHEMA:
         raise IronlawError(f"{w}: schema must be '{COMPARE_SCHEMA}' (from `ironlaw compare --format json`), "

@@ -1,7 +1,7 @@
 """The Markdown report (for issues, PRs, notebooks)."""
 from __future__ import annotations
 
-from ..units import fmt, fmt_size, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 from .text import coverage_line, fresh_memory_line, headline, time_range_line
 
 

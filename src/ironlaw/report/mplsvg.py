@@ -1,4 +1,4 @@
-"""``ironlaw.plot``'s matplotlib roofline as inline SVG for the HTML report, with a tooltip per op.
+"""``ironlaw.report.plot``'s matplotlib roofline as inline SVG for the HTML report, with a tooltip per op.
 
 matplotlib's SVG is made fit to live inside an HTML page: no XML prolog, DOCTYPE, metadata or
 namespace declarations (they hold the only URLs it writes; inline SVG needs none), ``xlink:href``
@@ -14,14 +14,14 @@ import io
 import re
 from html import escape
 
-from ..units import fmt, fmt_time
+from ..core.units import fmt, fmt_time
 from . import svg
 
 
 def roofline(est, width_px: int = 860) -> str | None:
     """The figure as inline SVG, or None when not every plotted op could be given its tooltip."""
     import matplotlib  # noqa: F401  (ImportError here when it is not installed)
-    from .. import plot
+    from . import plot
 
     fig = plot.roofline(est)
     pts, _ = svg.roofline_points(est)

@@ -9,7 +9,7 @@ import math
 import re
 from html import escape
 
-from ..units import fmt, fmt_time
+from ..core.units import fmt, fmt_time
 
 # colours of what binds an op (also used by the tables' bound badges in html.py)
 BOUND_COLOURS = {"compute": "#d9480f", "bandwidth": "#1c7ed6", "latency": "#7048e8", "network": "#2b8a3e",

@@ -1,7 +1,7 @@
 """The terminal report: summary sentence, three terms, bottleneck, top ops, footprint."""
 from __future__ import annotations
 
-from ..units import fmt, fmt_size, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 
 FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share of the predicted time
 
@@ -16,7 +16,7 @@ def headline(est) -> str:
 
 def time_range_line(est) -> str | None:
     """"36 ms (31–44 ms on this machine's observed range)" on a probed profile, else None."""
-    from ..timerange import time_range
+    from ..law.timerange import time_range
     r = time_range(est)
     if r is None:
         return None
@@ -29,7 +29,7 @@ def time_range_line(est) -> str | None:
 def fresh_memory_line(est) -> str | None:
     """"fresh memory: up to +12 ms per run …" on a probed CPU profile where it reaches ``FRESH_SHOWN`` of
     the time, else None."""
-    from ..fresh import REMEDY, allocated_per_run_bytes, fresh_memory_max_s
+    from ..law.fresh import REMEDY, allocated_per_run_bytes, fresh_memory_max_s
     s = fresh_memory_max_s(est)
     if s is None or s < FRESH_SHOWN * est.time_s:
         return None
@@ -40,7 +40,7 @@ def fresh_memory_line(est) -> str | None:
 
 def coverage_line(est) -> str | None:
     """The op classes priced with another class's numbers, on a calibrated device (None where all are its own)."""
-    from ..coverage import coverage, line
+    from ..law.coverage import coverage, line
     if est.hw.calibration is None and not est.hw.extra.get("probe"):
         return None                 # a catalog device without a calibration: its JSON says so
     return line(coverage(est))

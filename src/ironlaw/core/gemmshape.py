@@ -1,0 +1,146 @@
+"""GEMM shape model of a calibration: M, N, K recovered from an op's FLOPs and bytes, and η(M, N, K).
+
+    η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
+
+The fields, how a shape is recovered and what each field is measured or fitted on: docs/how-it-models.md.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import DTYPE_BYTES, Columns
+
+# rows (GEMM M) at which a GPU GEMM kernel reaches half its top η: fitted with the serving constants on the 52 H100
+# cells of TensorRT-LLM's perf-overview.md (``serving_throughput.FITTED``, benchmarks/trtllm_h100.py --fit) and used
+# on every GPU without a calibrated GEMM table of its own (training: ``ironlaw.models.gemm_rows``)
+GPU_M_HALF = 179.0
+GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
+SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn")
+MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
+                   "gemv_row", "gemv_row_kn")
+ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
+GEMV_PASS_MAX = 2.0       # a further row re-reading the weights twice over is no GEMV path
+GEMV_ROW_MAX = 16.0       # a GEMV 16× slower per byte for its row length is a measurement gone wrong
+
+
+def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc)."""
+    b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
+    f = cols.flops
+    w = cols.bytes.get("weights", np.zeros_like(f)) / b
+    a = cols.bytes.get("activations", np.zeros_like(f)) / b
+    cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(w > 0, f / (2.0 * w), cube)
+        s = np.where(m > 0, a / m, 0.0)                       # K + N
+        disc = s * s - 4.0 * w
+        root = np.sqrt(np.maximum(disc, 0.0))
+        k = np.where(disc > 0, (s + root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+        n = np.where(disc > 0, (s - root) / 2.0, np.sqrt(np.maximum(w, 0.0)))
+    k = np.where(w > 0, k, cube)
+    n = np.where(w > 0, np.maximum(n, 1.0), cube)
+    m, k = np.maximum(m, 1.0), np.maximum(k, 1.0)
+    if cols.nk is not None:                                   # convs: N and K stated, M = flops / (2·N·K)
+        given = (cols.nk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
+        n, k = (np.where(given, cols.nk[:, i].reshape(given.shape), x) for i, x in enumerate((n, k)))
+        with np.errstate(divide="ignore", invalid="ignore"):   # attention (no weights): M from the stated N, K
+            m = np.where(given & (w <= 0), np.maximum(f / (2.0 * n * k), 1.0), m)
+    if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
+        given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
+        m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
+    return m, n, k
+
+
+def conv_nk(weight_shape) -> tuple[int, int] | None:
+    """A convolution's GEMM N and K from its weight [Cout, Cin/groups, *kernel]: N = output channels,
+    K = input channels per group · kernel area (M, batch · output pixels, follows from the FLOPs);
+    None for a shape that is not a conv weight."""
+    if len(weight_shape) < 3 or any(int(d) <= 0 for d in weight_shape):
+        return None
+    return int(weight_shape[0]), int(np.prod([int(d) for d in weight_shape[1:]]))
+
+
+def conv_groups(input_shape, weight_shape) -> dict:
+    """{"groups", "group_channels"} of a grouped convolution (input [B, C_in, …], weight [C_out, C_in/groups,
+    …]); {} for a dense one or shapes that are not a conv's (the op class, ``graph.op_class``)."""
+    if len(input_shape) < 2 or len(weight_shape) < 3 or int(weight_shape[1]) <= 0:
+        return {}
+    per_group = int(weight_shape[1])
+    groups = int(input_shape[1]) // per_group
+    return {"groups": groups, "group_channels": per_group} if groups > 1 else {}
+
+
+def attention_nk(key_shape) -> tuple[int, int] | None:
+    """A fused attention's GEMM N and K from its keys [B, H, key length, head dim]: (key length, head dim)
+    (M, 2 · batch · heads · query length, follows from the FLOPs); None for another shape."""
+    if len(key_shape) != 4 or any(int(d) <= 0 for d in key_shape):
+        return None
+    return int(key_shape[2]), int(key_shape[3])
+
+
+def kn_rows(cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
+    if cols.weights_kn is None:
+        return np.zeros(cols.flops.shape, bool)
+    return np.broadcast_to(np.asarray(cols.weights_kn, bool).reshape((-1,) + (1,) * len(cols.cfg_shape)),
+                           cols.flops.shape)
+
+
+def gemm_eta(p: dict, m, n, k, kn=False):
+    s = lambda x, h: x / (x + h)  # noqa: E731
+    m_half = np.where(kn, p["m_half"], p.get("m_half_nt", p["m_half"])) if "m_half_nt" in p else p["m_half"]
+    eta = p["eta_max"] * s(m, m_half) * s(n, p["nk_half"]) * s(k, p.get("k_half", p["nk_half"]))
+    if "gemv_eta" in p:            # optional: a GEMV runs a matrix-vector kernel, not a small GEMM; its
+        # time follows the matrix, not M (measured: M = 2 on the GEMV path as fast as M = 1), so its
+        # rate grows with M
+        eta = np.where(is_gemv(p, m, kn), np.minimum(p["gemv_eta"] * np.maximum(m, 1.0), 1.0), eta)
+    return eta
+
+
+def gemm_serial(p: dict, m, kn=False):
+    """The non-overlapped share per op (0 where the table has no ``serial``, and for GEMVs)."""
+    return np.where(is_gemv(p, m, kn), 0.0, float(p.get("serial", 0.0)))
+
+
+def is_gemv(p: dict, m, kn=False) -> np.ndarray:
+    """Rows whose M the table's library runs as matrix-vector products (M ≤ gemv_m, or gemv_m_kn for
+    x @ W ops; default 1)."""
+    limit = np.where(kn, float(p.get("gemv_m_kn", 1)), float(p.get("gemv_m", 1)))
+    return np.asarray(m) < limit + GEMV_M - 1.0
+
+
+def gemv_passes(p: dict, m, kn=False) -> np.ndarray:
+    """Per row, the weight traffic beyond one pass, as a multiple of the weight bytes: gemv_pass(_kn) ×
+    (M − 1) on the GEMV path, 0 elsewhere."""
+    share = np.where(kn, float(p.get("gemv_pass_kn", 0.0)), float(p.get("gemv_pass", 0.0)))
+    return np.where(is_gemv(p, m, kn), share * np.maximum(np.asarray(m, float) - 1.0, 0.0), 0.0)
+
+
+def row_length(cols: Columns, n, k) -> np.ndarray:
+    """Per row, the length of the weight's stored rows (x @ W: N, x @ Wᵀ: K) where the op states N and K
+    (``op.attrs["nk"]`` or ``["mnk"]``; ``n``, ``k`` from ``gemm_dims``); NaN where it does not (the
+    inferred split cannot tell N from K)."""
+    stated = np.zeros(len(cols.kind_idx), bool)
+    for given in (cols.nk, cols.mnk):
+        if given is not None:
+            stated |= given[:, 0] > 0
+    stated = stated.reshape((-1,) + (1,) * len(cols.cfg_shape))
+    return np.where(stated, np.where(kn_rows(cols), n, k), np.nan)
+
+
+def row_factor(p: dict, length, kn=False) -> np.ndarray:
+    """Per row, a cold GEMV's time per weight byte at weight rows of ``length`` elements over the fastest
+    length the probe timed (``gemv_row``, ``gemv_row_kn`` for x @ W): interpolated in log length, held at
+    the ends; 1 where the table has none or the length is unknown (NaN)."""
+    length = np.asarray(length, float)
+    kn = np.broadcast_to(np.asarray(kn, bool), length.shape)
+    out = np.ones(length.shape)
+    for key, sel in (("gemv_row", ~kn), ("gemv_row_kn", kn)):
+        table = sorted(p.get(key) or [])
+        if not table:
+            continue
+        known = sel & np.isfinite(length) & (length > 0)
+        at = np.log(np.where(known, length, 1.0))
+        out = np.where(known, np.interp(at, np.log([x for x, _ in table]), [f for _, f in table]), out)
+    return out

@@ -1,0 +1,219 @@
+"""A calibration evaluated per op at prediction time: η, fixed latency, serial share and extra bytes.
+
+``ironlaw.law.efficiency`` asks these functions when a device carries a ``Calibration``; the formulas and
+the fields are in docs/how-it-models.md.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..machine.cache import pack_limit_bytes
+from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
+from ..core.gemmshape import gemm_dims, gemm_eta, gemm_serial, gemv_passes, is_gemv, kn_rows, row_factor, row_length
+from ..core.graph import KINDS, Columns
+
+
+def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
+    """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise."""
+    out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in cal.compute.items():
+        out[kinds == kind] = value
+    gemm = cal.shape("matmul")
+    if gemm:
+        dts = np.array(cols.dtypes)
+        rows = (kinds == "matmul") & np.isin(dts, list(gemm))
+        if rows.any():
+            m, n, k = gemm_dims(cols)
+            kn = kn_rows(cols)
+            for dt, p in gemm.items():
+                r = rows & (dts == dt)
+                if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
+    out = _shape_eta(cal, cols, out)
+    return _framework(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
+
+
+def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
+    """Per op, the share of min(data, compute) not overlapped (``serial`` of the GEMM shape tables)."""
+    out = np.zeros(cols.flops.shape)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.shape(kind).items():
+            r = (kinds == kind) & (dts == dt)
+            if "serial" in p and r.any():
+                dims = dims or gemm_dims(cols)
+                kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
+                out[r] = gemm_serial(p, dims[0][r], kn[r])
+    for name, p in _gemm_kernels(cal):
+        out[_names(cols, "kernels") == name] = float(p.get("serial", 0.0))
+    return out
+
+
+def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = True) -> np.ndarray:
+    """η of the data term per op: the byte-weighted reuse patterns (activations at ``produced``, the rest
+    at ``streamed``), a kind's value in place of both — or of ``produced`` only where the op's shape
+    table (matmul, conv) gives its weights their own ``streamed``."""
+    base = np.broadcast_to(eta, cols.flops.shape).astype(float)
+    table_streamed = _table_streamed(cal, cols)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    by_kind = cal.memory_kind if own else {}
+    if cal.memory_streamed is not None or cal.memory_produced is not None or table_streamed is not None or by_kind:
+        streamed = np.broadcast_to(base if cal.memory_streamed is None else cal.memory_streamed, base.shape).copy()
+        produced = np.broadcast_to(base if cal.memory_produced is None else cal.memory_produced, base.shape).copy()
+        for kind, value in by_kind.items():        # a kind's own η is its activations' (how it walks them)
+            produced[kinds == kind] = value
+            if kind == "attention":                # … and, for attention, its KV cache's: a decode step's
+                streamed[kinds == kind] = value    # flash kernel walks the cache as a prefill walks K and V
+        if table_streamed is not None:
+            streamed = np.where(np.isnan(table_streamed), streamed, table_streamed)
+        zero = np.zeros(cols.flops.shape)
+        act = cols.bytes.get("activations", zero)
+        other = sum((cols.bytes[c] for c in STREAMED if c in cols.bytes), zero)
+        total = act + other
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(total > 0, total / (act / produced + other / streamed), produced)
+    else:
+        out = base.copy()
+    return _framework(cal, _scoped(cal, cols, out, "memory") if own else out, cols.frontend)
+
+
+def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
+    """The η of an op's traffic on a tier slower than the last cache level:
+    η_t = min(η_op · BW_llc / BW_t, max(η_base, η_op)). An op's own η (its kind's, op class's or kernel's)
+    is fitted mostly where its activations sat in that cache: it is a rate the kernel reaches there, not
+    a fraction it keeps of any bandwidth; on a slower tier it runs at the slower of that rate and the
+    tier's rate at the plain patterns' η (``eta_base``), never below its own η."""
+    return np.minimum(eta_op * (bw_llc_Bps / bw_tier_Bps), np.maximum(eta_base, eta_op))
+
+
+def extra_weight_bytes(cal: Calibration, cols: Columns, hw, resident=None) -> np.ndarray:
+    """Per op, the device-memory bytes a calibrated GEMM reads beyond its weights once: ``pack`` × weight
+    bytes where a GEMM's weights exceed ``pack_limit_bytes`` (its packed copy spills), and on the GEMV path
+    ``gemv_pass(_kn)`` × (M − 1) × weight bytes plus, where the weights come from device memory (not
+    ``resident``), (``row_factor`` − 1) × weight bytes. 0 elsewhere."""
+    out = np.zeros(cols.flops.shape)
+    tables = {dt: p for dt, p in cal.shape("matmul").items()
+              if any(p.get(f) for f in ("pack", "gemv_pass", "gemv_pass_kn", "gemv_row", "gemv_row_kn"))}
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    if not tables or not rows.any():
+        return out
+    limit = pack_limit_bytes(hw)
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
+    spill = w > limit if limit is not None else np.zeros(w.shape, bool)
+    m, n, k = gemm_dims(cols)
+    kn = kn_rows(cols)
+    length = row_length(cols, n, k)
+    streamed = ~np.broadcast_to(np.asarray(False if resident is None else resident, bool), out.shape)
+    dts = np.array(cols.dtypes)
+    for dt, p in tables.items():
+        r = rows & (dts == dt)
+        if r.any():
+            gemv = is_gemv(p, m[r], kn[r])
+            packed = np.where(gemv | ~spill[r], 0.0, float(p.get("pack", 0.0)) * w[r])
+            per_row = np.where(gemv & streamed[r], row_factor(p, length[r], kn[r]) - 1.0, 0.0) * w[r]
+            out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r] + per_row
+    return out
+
+
+def framework_terms(cal: Calibration | None, frontend: str = "torch") -> tuple[float, float]:
+    """(framework_s, framework_share) of a graph run by ``frontend``: its own [calibration.frontend.<name>]
+    values where fitted, else the calibration's global ones (0 without a calibration)."""
+    if cal is None:
+        return 0.0, 0.0
+    own = cal.frontend.get(frontend, {})
+    glob_s = 0.0 if cal.framework_s is None else cal.framework_s
+    glob_share = 0.0 if cal.framework_share is None else cal.framework_share
+    return float(own.get("framework_s", glob_s)), float(own.get("framework_share", glob_share))
+
+
+def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
+    """Fixed seconds per invocation: the per-kind table ('default' for the rest), then per kernel and op
+    name, plus the framework's seconds per op."""
+    table = cal.latency_s
+    out = np.array(lat, dtype=float, copy=True)
+    if "default" in table:
+        out[...] = table["default"]
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in table.items():
+        if kind != "default":
+            out[kinds == kind] = value
+    out = _scoped(cal, cols, out, "latency_s")
+    return out + framework_terms(cal, cols.frontend)[0]
+
+
+def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
+    """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
+    x @ W, on GEMMs, not GEMVs; conv: ``streamed`` on all), NaN where the table gives none (the
+    calibration's memory.streamed applies); None if no table gives one."""
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    out, dims = None, None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.shape(kind).items():
+            r = (kinds == kind) & (dts == dt)
+            if not r.any() or not any(f in p for f in ("streamed", "streamed_kn")):
+                continue
+            if out is None:
+                out = np.full(cols.flops.shape, np.nan)
+            if kind == "matmul":
+                dims = dims or gemm_dims(cols)
+                kn = kn_rows(cols)[r]
+                gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
+                out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
+            elif "streamed" in p:
+                out[r] = p["streamed"]
+    for name, p in _gemm_kernels(cal):
+        r = _names(cols, "kernels") == name
+        if "streamed" in p and r.any():
+            out = np.full(cols.flops.shape, np.nan) if out is None else out
+            out[r] = p["streamed"]
+    return out
+
+
+def _gemm_kernels(cal: Calibration) -> list[tuple[str, dict]]:
+    """The kernel entries that are GEMM shape tables of their own (``eta_max``; a grouped GEMM): their
+    ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's."""
+    return [(name, p) for name, p in (cal.kernel or {}).items() if name and "eta_max" in p]
+
+
+def _framework(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
+    """Kernels run (1 + framework_share) times longer end to end than alone."""
+    return eta / (1.0 + framework_terms(cal, frontend)[1])
+
+
+def _names(cols: Columns, attr: str = "names") -> np.ndarray:
+    names = getattr(cols, attr, None)
+    return np.array(names if names is not None else [""] * len(cols.kind_idx), dtype=object)
+
+
+def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in SHAPE_KINDS:
+        for dt, p in cal.shape(kind).items():
+            r = (kinds == kind) & (dts == dt)
+            if r.any():
+                dims = dims or gemm_dims(cols)
+                m, n, k = dims
+                out[r] = gemm_eta(p, m[r], n[r], k[r])
+    return out
+
+
+def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
+    """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones; a kernel
+    entry with ``eta_max`` is a GEMM shape table of its own (a grouped GEMM's η follows its M per group)."""
+    for table, attr in ((cal.kernel, "kernels"), (cal.op, "names")):
+        if table:
+            names = _names(cols, attr)
+            for name, p in table.items():
+                if field in p and name:
+                    out[names == name] = p[field]
+                elif field == "compute" and "eta_max" in p and name and (names == name).any():
+                    r = names == name
+                    m, n, k = gemm_dims(cols)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r])
+    return out

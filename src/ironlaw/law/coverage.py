@@ -1,0 +1,86 @@
+"""Which op classes of a prediction its device's calibration measured, and which borrow another class's numbers.
+
+An op class (``graph.op_class``) is *calibrated* where the ``[calibration]`` table holds an η of its own
+(a latency alone leaves its rate borrowed): a split class (conv-depthwise, conv-grouped, pool-max, pool-avg)
+in ``[calibration.kernel."<class>"]``; a matmul, dense conv or attention its shape table at every dtype its
+ops run at, or its kind's η; any other kind its kind's compute or memory η. Every other class is priced with someone else's numbers
+and *borrows* them: a split conv the dense conv's (or what that borrows), a pooling variant the pool
+kind's, a kind without values the plain memory patterns fitted on copies (``copy``) or, without those,
+the hardware file's ``[efficiency]`` defaults. ``coverage`` says which, with each borrower's share of the
+predicted time.
+"""
+from __future__ import annotations
+
+from ..machine.calibration import Calibration
+from ..core.graph import SPLIT_CLASSES, op_class
+
+EFFICIENCY = "[efficiency] defaults"
+SHAPED = ("matmul", "conv", "attention")      # kinds with a GEMM shape table
+LINE_MIN_SHARE = 0.005     # the text line names borrowers from this share of the time (the JSON lists all)
+
+
+def coverage(est) -> dict:
+    """{"calibrated": [class …], "borrowed": [{"class", "borrows", "share_of_time"} …]} over the op classes
+    of one configuration's estimate (borrowers by share, largest first); with no calibration, empty lists
+    and a ``note`` saying so."""
+    cal = est.hw.calibration
+    shares, dtypes = _shares(est)
+    if cal is None:
+        return {"calibrated": [], "borrowed": [],
+                "note": f"{est.hw.name} carries no [calibration] table: every op class is priced with its "
+                        f"[efficiency] defaults, none was measured on this device (ironlaw probe calibrates one)"}
+    calibrated, borrowed = [], []
+    for cls in sorted(shares, key=lambda c: -shares[c]):
+        if own_values(cal, cls, dtypes[cls]):
+            calibrated.append(cls)
+        else:
+            borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
+                             "share_of_time": round(shares[cls], 4)})
+    return {"calibrated": calibrated, "borrowed": borrowed}
+
+
+def own_values(cal: Calibration, cls: str, dtypes: set[str]) -> bool:
+    """Whether ``cal`` holds numbers of the class's own for ops of ``dtypes``."""
+    if cls in SPLIT_CLASSES and cls != "conv-dense":
+        return any(f in cal.kernel.get(cls, {}) for f in ("compute", "memory"))
+    kind = SPLIT_CLASSES.get(cls, cls)
+    if kind in SHAPED and dtypes <= set(cal.shape(kind)):
+        return True
+    return kind in cal.compute or kind in cal.memory_kind
+
+
+def borrows(cal: Calibration, cls: str, dtypes: set[str]) -> str:
+    """The class (or table) whose numbers price ``cls`` where it has none of its own."""
+    kind = SPLIT_CLASSES.get(cls, cls)
+    if kind == "conv" and cls != "conv-dense":
+        return "conv-dense" if own_values(cal, "conv-dense", dtypes) else borrows(cal, "conv-dense", dtypes)
+    if kind == "pool" and own_values(cal, "pool", dtypes):
+        return "pool"
+    if kind in SHAPED:
+        return EFFICIENCY
+    return "copy" if cal.memory_produced is not None or cal.memory_streamed is not None else EFFICIENCY
+
+
+def line(cov: dict) -> str | None:
+    """One short line for a text report: the borrowers and their share, or None when every class is calibrated."""
+    if cov.get("note"):
+        return "uncalibrated: " + cov["note"]
+    shown = [b for b in cov["borrowed"] if b["share_of_time"] >= LINE_MIN_SHARE]
+    if not shown:
+        return None
+    parts = [f"{b['class']} {b['share_of_time']:.0%} of the predicted time (borrows "
+             + (b["borrows"] if b["borrows"] == EFFICIENCY else f"{b['borrows']}'s η") + ")" for b in shown]
+    rest = len(cov["borrowed"]) - len(shown)
+    return "uncalibrated: " + "; ".join(parts) + (f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
+
+
+def _shares(est) -> tuple[dict[str, float], dict[str, set]]:
+    """Per op class, its share of the predicted time and the dtypes its ops run at."""
+    total = float(est.op_total_s.sum()) or 1.0
+    shares: dict[str, float] = {}
+    dtypes: dict[str, set] = {}
+    for op, t in zip(est.graph.ops, est.op_total_s):
+        cls = op_class(op)
+        shares[cls] = shares.get(cls, 0.0) + float(t) / total
+        dtypes.setdefault(cls, set()).add(op.dtype)
+    return shares, dtypes

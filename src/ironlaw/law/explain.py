@@ -1,0 +1,102 @@
+"""Name the binding resource and say in one sentence why."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.units import fmt, fmt_size, fmt_time
+
+
+def labels(est) -> np.ndarray:
+    """Bottleneck label per configuration ('compute', 'bandwidth:hbm3', 'latency', 'capacity:host-dram' …)."""
+    names = np.array([r if t is None else f"{r}:{t}" for r, t in est.resources], dtype=object)
+    lab = names[est.bottleneck_idx]
+    spill = est.capacity_bound
+    if np.any(spill):
+        tiers = np.array([t.name for t in est.hw.memory] + ["nowhere"], dtype=object)
+        lab = np.where(spill, "capacity:" + tiers[est.placement.spill_tier], lab)
+    return lab
+
+
+def why(est) -> dict:
+    hw, total = est.hw, float(est.total_s)
+    shares = est.workload_shares_s
+    res, tier = est.resources[int(est.bottleneck_idx)]
+    sum_s = float(shares.sum())
+    pct = 100.0 * float(shares[int(est.bottleneck_idx)]) / sum_s if sum_s > 0 else 0.0
+    dev = hw.memory[hw.device_tier]
+
+    if bool(est.capacity_bound):
+        fp = est.footprint()
+        if not fp["fits"]:
+            return {"resource": "capacity", "tier": None,
+                    "why": f"the footprint ({fmt_size(fp['total_bytes'])}) does not fit in all memory tiers of {hw.name} together"}
+        spill_t = hw.memory[int(est.placement.spill_tier)]
+        moved = {k: float(v[hw.device_tier + 1:].sum()) for k, v in est.placement.bytes.items()
+                 if float(v[hw.device_tier + 1:].sum()) > 0}
+        what = ", ".join(k.replace("_", " ") for k in moved)
+        beyond = [i for i in range(hw.device_tier + 1, len(hw.memory))]
+        t_spill = float(sum((est.data_tier_s[i] * est.cols.count).sum() for i in beyond))
+        return {"resource": "capacity", "tier": spill_t.name,
+                "why": f"{fmt_size(fp['total_bytes'])} footprint exceeds {dev.name} ({fmt_size(dev.capacity_bytes)}): "
+                       f"{fmt_size(float(est.placement.spilled_bytes))} of {what} spill to {spill_t.name} "
+                       f"({fmt(spill_t.bw_Bps, 'B/s')}), where their traffic takes {fmt_time(t_spill)} "
+                       f"({100 * t_spill / total:.0f}% of the time)"}
+    if res == "compute":
+        flops = float(est.graph.flops)
+        dt = est.graph.meta.get("precision", est.graph.dtype)        # FP8 training: the GEMMs' dtype
+        mixed = f" for its GEMMs, {est.graph.dtype} elsewhere" if dt != est.graph.dtype else ""
+        return {"resource": "compute", "tier": None,
+                "why": f"compute owns {pct:.0f}% of the critical path: {fmt(flops, 'FLOP')} at "
+                       f"{fmt(hw.peak_flops.get(dt, hw.vector_flops), 'FLOP/s')} {dt} peak{mixed}; "
+                       f"moving the data would take {fmt_time(float(est.term('data_s')))}"}
+    if res == "bandwidth":
+        t = hw.tier(tier)
+        i = [m.name for m in hw.memory].index(tier)
+        moved = float((est.traffic_bytes[i] * est.cols.count).sum())
+        compute_s = float(est.term('compute_s'))
+        on_path_s = float(est.workload_shares_s[0].reshape(-1)[0]) if np.ndim(est.workload_shares_s[0]) else \
+            float(est.workload_shares_s[0])
+        tail = (f"compute takes {fmt_time(compute_s)}, {fmt_time(on_path_s)} of it not overlapped with the data "
+                f"movement (the kernels load, then compute)" if on_path_s > 0.01 * compute_s > 0 else
+                f"compute would take only {fmt_time(compute_s)}")
+        return {"resource": "bandwidth", "tier": tier,
+                "why": f"moving data from {tier} owns {pct:.0f}% of the critical path: about "
+                       f"{fmt(moved, 'B')} at {fmt(t.bw_Bps, 'B/s')}; {tail}"}
+    if res == "latency":
+        n = int(est.cols.count.sum())
+        return {"resource": "latency", "tier": None,
+                "why": f"fixed per-op costs own {pct:.0f}% of the time: {n} ops × {fmt_time(hw.op_latency_s)} "
+                       f"launch/dispatch, while the ops' own work (compute {fmt_time(float(est.term('compute_s')))}, "
+                       f"data {fmt_time(float(est.term('data_s')))}) is too small to saturate the device"}
+    return {"resource": res, "tier": tier,
+            "why": f"{res} owns {pct:.0f}% of the critical path ({fmt_time(float(est.term('network_s')))})"}
+
+
+def brief(est) -> str:
+    """The binding resource in a few words and one number, for a line of at most ~60 characters."""
+    hw, total = est.hw, float(est.total_s)
+    shares = est.workload_shares_s
+    i = int(est.bottleneck_idx)
+    res, tier = est.resources[i]
+    sum_s = float(shares.sum())
+    pct = 100.0 * float(shares[i]) / sum_s if sum_s > 0 else 0.0
+    if bool(est.capacity_bound):
+        fp = est.footprint()
+        if not fp["fits"]:
+            return f"{fmt_size(fp['total_bytes'])} does not fit in {hw.name}'s memory"
+        spill_t = hw.memory[int(est.placement.spill_tier)]
+        beyond = range(hw.device_tier + 1, len(hw.memory))
+        t_spill = float(sum((est.data_tier_s[k] * est.cols.count).sum() for k in beyond))
+        return (f"{fmt_size(float(est.placement.spilled_bytes))} spill to {spill_t.name} "
+                f"({fmt(spill_t.bw_Bps, 'B/s')}): {100 * t_spill / total:.0f}% of the time")
+    if res == "compute":
+        peak = hw.peak_flops.get(est.graph.dtype, hw.vector_flops)
+        return f"{fmt(float(est.graph.flops), 'FLOP')} at {fmt(peak, 'FLOP/s')}: {pct:.0f}% of the critical path"
+    if res == "bandwidth":
+        k = [m.name for m in hw.memory].index(tier)
+        moved = float((est.traffic_bytes[k] * est.cols.count).sum())
+        return f"{fmt(moved, 'B')} from {tier} at {fmt(hw.tier(tier).bw_Bps, 'B/s')}: {pct:.0f}% of the critical path"
+    if res == "latency":
+        n = int(est.cols.count.sum())
+        return f"{n} ops × {fmt_time(hw.op_latency_s)} launch: {pct:.0f}% of the time"
+    return f"{res} owns {pct:.0f}% of the critical path ({fmt_time(float(est.term('network_s')))})"

@@ -1,0 +1,143 @@
+"""Power, energy, cost and carbon of what an Estimate describes.
+
+Per device, over one step of ``T`` seconds:
+    u = busy seconds of the binding resource / T          (0 … 1)
+        the resources that draw power while they work: the matrix/vector units (``compute_s``), each
+        memory tier (its ``data_tier_s``) and the links (``network_s``); the binding one is the one
+        busy longest. Fixed per-op latency is not work: a latency-bound step has a small u.
+    P = idle_w + (tdp_w − idle_w) · u                    watts ([power] of the hardware file)
+    E = P · T                                            joules
+Over ``devices`` devices and ``units`` output tokens (or samples) the step took:
+    joules_per_unit       = devices · E / units
+    usd_per_million       = devices · price_per_device_hour · T / 3600 / units · 10⁶
+    gco2_per_million      = devices · E / 3.6e6 [kWh] · grid gCO₂/kWh / units · 10⁶
+The board power alone: host CPUs, network switches, cooling (PUE) are not counted.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import IronlawError
+
+J_PER_KWH = 3.6e6
+GRID_GCO2_PER_KWH = 481.0
+GRID_SOURCE = ("Ember Global Electricity Review 2024: world average carbon intensity of electricity generation "
+               "481 gCO2/kWh in 2023 (as charted by Statista, 'Electricity generation emission intensity … 2023')")
+# effective accelerator hourly rate of an AWS EC2 Capacity Block, US East (aws.amazon.com/ec2/capacityblocks/pricing;
+# the rates the page listed for blocks from 2025-01-01): a reserved block, below the on-demand rate
+_CB = "vendor: AWS EC2 Capacity Blocks for ML pricing page, US East, effective accelerator hourly rate of "
+PRICES_USD_PER_DEVICE_HOUR = {
+    "h100": (4.916, _CB + "p5.48xlarge (8 x H100)"),
+    "h200": (5.408, _CB + "p5e.48xlarge (8 x H200)"),
+    "a100-40gb": (1.844, _CB + "p4d.24xlarge (8 x A100 40 GB)"),
+}
+UTILIZATION_DEFINITION = ("u = busy seconds of the binding resource (compute units, a memory tier or the links, "
+                          "whichever is busy longest) / the step's time")
+
+
+def has_power(hw) -> bool:
+    return hw.tdp_w is not None and hw.idle_w is not None
+
+
+def check_power(hw) -> None:
+    if not has_power(hw):
+        missing = "tdp_w" if hw.tdp_w is None else "idle_w"
+        raise IronlawError(f"{hw.name} states no [power] {missing}; energy needs tdp_w and idle_w in its hardware file")
+
+
+def busy_s(est) -> dict[str, np.ndarray]:
+    """Seconds each power-drawing resource works in the estimate (arrays over configurations)."""
+    c = est.cols.count
+    out = {"compute": (est.compute_s * c).sum(axis=0), "network": (est.network_s * c).sum(axis=0)}
+    for i, t in enumerate(est.hw.memory):
+        out[f"bandwidth:{t.name}"] = (est.data_tier_s[i] * c).sum(axis=0)
+    return out
+
+
+def utilization(est, time_s=None) -> tuple[np.ndarray, np.ndarray]:
+    """(u, binding resource name) per configuration; ``time_s`` defaults to the estimate's own time."""
+    t = np.asarray(est.total_s if time_s is None else time_s, dtype=float)
+    b = busy_s(est)
+    names = np.array(list(b), dtype=object)
+    stacked = np.stack([np.broadcast_to(v, t.shape) for v in b.values()])
+    idx = np.argmax(stacked, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where((t > 0) & np.isfinite(t), np.max(stacked, axis=0) / t, 0.0)
+    return np.clip(u, 0.0, 1.0), names[idx]
+
+
+def power_w(hw, u):
+    """Board power of one device at utilization ``u``."""
+    check_power(hw)
+    return hw.idle_w + (hw.tdp_w - hw.idle_w) * np.asarray(u, dtype=float)
+
+
+def price(hw, usd_per_device_hour: float | None) -> tuple[float | None, str]:
+    """The price per device-hour to use and where it comes from (None: no default for this device)."""
+    if usd_per_device_hour is not None:
+        if not np.isfinite(usd_per_device_hour) or usd_per_device_hour < 0:
+            raise IronlawError(f"--price-per-gpu-hour must be a non-negative number of USD, got {usd_per_device_hour}")
+        return float(usd_per_device_hour), "given: --price-per-gpu-hour"
+    if hw.name in PRICES_USD_PER_DEVICE_HOUR:
+        return PRICES_USD_PER_DEVICE_HOUR[hw.name]
+    return None, f"no default price for {hw.name}; give --price-per-gpu-hour"
+
+
+def grid(gco2_per_kwh: float | None) -> tuple[float, str]:
+    if gco2_per_kwh is None:
+        return GRID_GCO2_PER_KWH, GRID_SOURCE
+    if not np.isfinite(gco2_per_kwh) or gco2_per_kwh < 0 or gco2_per_kwh > 5000:
+        raise IronlawError(f"--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got {gco2_per_kwh}")
+    return float(gco2_per_kwh), "given: --grid-gco2-per-kwh"
+
+
+def step(est, devices: int = 1, time_s=None) -> dict:
+    """Power and energy of one step of ``est`` on ``devices`` devices (single configuration)."""
+    t = float(est.total_s if time_s is None else time_s)
+    u, binding = utilization(est, t)
+    p = float(power_w(est.hw, u))
+    return {"utilization": float(u), "binding": str(binding), "power_w_per_device": p, "devices": devices,
+            "time_s": t, "joules": p * t * devices, "idle_w": est.hw.idle_w, "tdp_w": est.hw.tdp_w,
+            "utilization_definition": UTILIZATION_DEFINITION,
+            "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", "")}
+
+
+def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: float | None = None,
+             gco2_per_kwh: float | None = None, unit: str = "output_token") -> dict:
+    """Energy, cost and carbon per ``unit`` (output token, sample) of work that took ``seconds`` on ``devices``.
+    ``joules`` is the energy of all devices together over those seconds."""
+    usd_h, usd_src = price(hw, usd_per_device_hour)
+    g, g_src = grid(gco2_per_kwh)
+    j = joules / units
+    usd = None if usd_h is None else devices * usd_h * seconds / 3600.0 / units * 1e6
+    plural = unit + "s"
+    return {f"joules_per_{unit}": j, f"usd_per_million_{plural}": usd,
+            f"gco2_per_million_{plural}": j / J_PER_KWH * g * 1e6,
+            "usd_per_gpu_hour": usd_h, "price_source": usd_src, "grid_gco2_per_kwh": g, "grid_source": g_src}
+
+
+def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None) -> dict | None:
+    """One step of ``est`` on one device: power, energy and, per token (or sample) it processes, joules, USD and
+    gCO₂ (None when the device states no power)."""
+    if not has_power(est.hw):
+        return None
+    g = est.graph
+    d = step(est)
+    tokens = g.meta.get("tokens")
+    units, unit = (float(tokens), "token") if tokens is not None else (float(g.meta.get("batch", 1)), "sample")
+    d.update(per_unit(est.hw, d["joules"], d["time_s"], units, 1, usd_per_device_hour, gco2_per_kwh, unit))
+    d["schema"], d["units_per_step"] = "ironlaw.energy/1", units
+    return d
+
+
+def line(d: dict | None, hw_name: str) -> str:
+    """One sentence for text reports."""
+    if d is None:
+        return f"energy: {hw_name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
+    unit = "token" if "joules_per_token" in d else "sample"
+    usd = d[f"usd_per_million_{unit}s"]
+    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W (idle {d['idle_w']:g} W + "
+            f"{d['tdp_w'] - d['idle_w']:g} W × utilization {d['utilization']:.2f} of {d['binding']}) = "
+            f"{d[f'joules_per_{unit}']:.3g} J per {unit}"
+            + (f", ${usd:.3g} per million {unit}s" if usd is not None else "")
+            + f", {d[f'gco2_per_million_{unit}s']:.3g} gCO2 per million at {d['grid_gco2_per_kwh']:g} gCO2/kWh")

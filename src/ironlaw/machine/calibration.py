@@ -1,0 +1,231 @@
+"""The ``[calibration]`` table of a device: its fields, their checks, and the typed form the law reads.
+
+A calibration refines the flat ``[efficiency]`` defaults per op class and shape, per reuse pattern of the
+traffic and per op (fixed latency). docs/how-it-models.md lists every field, the formulas that use them
+(``ironlaw.law.calibrated``) and the order they are fitted in (``ironlaw.measure.calibrate.calibrate``, ``ironlaw.measure.calibrate.fit``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from ..core.errors import IronlawError, unknown
+from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, ROW_FIELDS, SHAPE_FIELDS
+from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
+
+SCHEMA = "ironlaw.calibration/1"
+STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
+MAX_MEMORY_ETA = 1.5      # >1 allowed: data that stays in a cache level the tiers do not list
+MAX_LATENCY_S = 1.0
+SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table besides matmul
+FRAMEWORK_FIELDS = ("framework_s", "framework_share")
+OP_FIELDS = ("compute", "memory", "latency_s")
+TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
+              "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend")
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration as the law reads it; ``table()`` gives back the TOML table it came from."""
+    source: str
+    fitted: tuple[str, ...]
+    held_out: tuple[str, ...] = ()
+    compute: Mapping[str, float] = field(default_factory=dict)      # op kind -> η on its unit
+    memory_streamed: float | None = None       # η of weights, KV cache, tables, … (read once per pass)
+    memory_produced: float | None = None       # η of activations just produced by the op before
+    memory_kind: Mapping[str, float] = field(default_factory=dict)  # op kind -> η of its activations (attention: KV)
+    latency_s: Mapping[str, float] = field(default_factory=dict)    # op kind | 'default' -> seconds per invocation
+    shapes: Mapping[str, Mapping[str, dict]] = field(default_factory=dict)  # matmul|conv|attention -> dtype -> table
+    kernel: Mapping[str, dict] = field(default_factory=dict)        # op.attrs["kernel"] -> compute / memory / latency_s
+    op: Mapping[str, dict] = field(default_factory=dict)            # op name -> compute / memory / latency_s
+    framework_s: float | None = None           # seconds per op spent between ops
+    framework_share: float | None = None       # share of kernel time added end to end
+    frontend: Mapping[str, dict] = field(default_factory=dict)      # front end -> its own framework terms
+
+    @classmethod
+    def of(cls, t: Mapping) -> "Calibration":
+        """The typed form of a table (unchecked: ``check`` first for anything read from a file)."""
+        mem = t.get("memory", {})
+        return cls(source=t.get("source", ""), fitted=tuple(t.get("fitted", ())), held_out=tuple(t.get("held_out", ())),
+                   compute=t.get("compute", {}), memory_streamed=mem.get("streamed"),
+                   memory_produced=mem.get("produced"), memory_kind=mem.get("kind", {}),
+                   latency_s=t.get("latency_s", {}),
+                   shapes={k: t[k] for k in ("matmul",) + SHAPE_KINDS if t.get(k)},
+                   kernel=t.get("kernel", {}), op=t.get("op", {}), framework_s=t.get("framework_s"),
+                   framework_share=t.get("framework_share"), frontend=t.get("frontend", {}))
+
+    def shape(self, kind: str) -> Mapping[str, dict]:
+        """dtype -> GEMM shape table of ``kind`` (matmul, conv, attention); empty where none."""
+        return self.shapes.get(kind, {})
+
+    def table(self) -> dict:
+        """The ``[calibration]`` TOML table."""
+        mem = {k: v for k, v in (("streamed", self.memory_streamed), ("produced", self.memory_produced))
+               if v is not None}
+        if self.memory_kind:
+            mem["kind"] = dict(self.memory_kind)
+        out: dict = {"schema": SCHEMA, "source": self.source, "fitted": list(self.fitted),
+                     "held_out": list(self.held_out)}
+        for key, value in (("compute", dict(self.compute)), ("memory", mem), ("latency_s", dict(self.latency_s)),
+                           *((k, dict(v)) for k, v in self.shapes.items()), ("kernel", dict(self.kernel)),
+                           ("op", dict(self.op)), ("framework_s", self.framework_s),
+                           ("framework_share", self.framework_share), ("frontend", dict(self.frontend))):
+            if value not in (None, {}):
+                out[key] = value
+        return out
+
+
+def with_calibration(hw, cal: "dict | Calibration"):
+    """``hw`` using ``cal`` (a table, checked, or a Calibration) for every prediction."""
+    if not isinstance(cal, Calibration):
+        cal = Calibration.of(check(cal, "calibration"))
+    return replace(hw, calibration=cal)
+
+
+def without_calibration(hw):
+    """``hw`` with its [calibration] table removed (the flat [efficiency] defaults)."""
+    return replace(hw, calibration=None)
+
+
+# ---------------------------------------------------------------- checking a hand-edited table
+
+def check(cal: object, where: str) -> dict:
+    """Refuse a [calibration] table that is not what ironlaw writes, naming the field."""
+    if not isinstance(cal, dict):
+        raise IronlawError(f"{where}: expected a table")
+    for key in cal:
+        if key not in TOP_FIELDS:
+            raise unknown(f"field in {where}", key, TOP_FIELDS)
+    if cal.get("schema") != SCHEMA:
+        raise IronlawError(f"{where}.schema: must be '{SCHEMA}', got {cal.get('schema')!r}")
+    src = cal.get("source")
+    if not isinstance(src, str) or not src.startswith(("measured", "derived:")):
+        raise IronlawError(f"{where}.source: must start with 'measured' or 'derived:' and say what was fitted")
+    for key in ("fitted", "held_out"):
+        v = cal.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise IronlawError(f"{where}.{key}: expected a list of strings")
+    if not cal.get("fitted"):
+        raise IronlawError(f"{where}.fitted: must list what the calibration was fitted on")
+    _check_kinds(cal, where)
+    _check_shape_tables(cal, where)
+    _check_op_tables(cal, where)
+    _check_framework(cal, where)
+    for name in _table(cal, "frontend", where):
+        if name not in FRONTENDS:
+            raise unknown(f"front end in {where}.frontend", name, FRONTENDS)
+        p = _table(cal["frontend"], name, f"{where}.frontend")
+        w = f"{where}.frontend.{name}"
+        for key in p:
+            if key not in FRAMEWORK_FIELDS:
+                raise unknown(f"field in {w}", key, FRAMEWORK_FIELDS)
+        _check_framework(p, w)
+    return cal
+
+
+def _check_kinds(cal: dict, where: str) -> None:
+    """[calibration.compute], [calibration.memory] (and .kind), [calibration.latency_s]."""
+    comp = _table(cal, "compute", where)
+    for kind in comp:
+        if kind not in KINDS:
+            raise unknown(f"op kind in {where}.compute", kind, KINDS)
+        _num(comp, kind, f"{where}.compute", 1.0 + 1e-9)
+    mem = _table(cal, "memory", where)
+    for key in mem:
+        if key not in ("streamed", "produced", "kind"):
+            raise unknown(f"field in {where}.memory", key, ("streamed", "produced", "kind"))
+        if key != "kind":
+            _num(mem, key, f"{where}.memory", MAX_MEMORY_ETA)
+    mk = _table(mem, "kind", f"{where}.memory")
+    for kind in mk:
+        if kind not in KINDS:
+            raise unknown(f"op kind in {where}.memory.kind", kind, KINDS)
+        _num(mk, kind, f"{where}.memory.kind", MAX_MEMORY_ETA)
+    lat = _table(cal, "latency_s", where)
+    for kind in lat:
+        if kind not in KINDS + ("default",):
+            raise unknown(f"op kind in {where}.latency_s", kind, KINDS + ("default",))
+        _num(lat, kind, f"{where}.latency_s", MAX_LATENCY_S)
+
+
+def _check_shape_tables(cal: dict, where: str) -> None:
+    """[calibration.matmul.<dtype>], [calibration.conv.<dtype>], [calibration.attention.<dtype>]."""
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt in _table(cal, kind, where):
+            if dt not in DTYPE_BYTES:
+                raise unknown(f"dtype in {where}.{kind}", dt, DTYPE_BYTES)
+            w = f"{where}.{kind}.{dt}"
+            p = _table(cal[kind], dt, f"{where}.{kind}")
+            for key in p:
+                if key not in SHAPE_FIELDS:
+                    raise unknown(f"field in {w}", key, SHAPE_FIELDS)
+            _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
+            _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "m_half_nt", w, 1e9, zero_ok=True)
+            _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
+            _num(p, "k_half", w, 1e9, zero_ok=True)
+            _num(p, "gemv_eta", w, 1.0 + 1e-9)
+            _num(p, "gemv_m", w, 4096)
+            _num(p, "gemv_m_kn", w, 4096)
+            _num(p, "serial", w, 1.0, zero_ok=True)
+            _num(p, "streamed", w, MAX_MEMORY_ETA)
+            _num(p, "streamed_kn", w, MAX_MEMORY_ETA)
+            _num(p, "pack", w, 8.0, zero_ok=True)
+            _num(p, "gemv_pass", w, GEMV_PASS_MAX, zero_ok=True)
+            _num(p, "gemv_pass_kn", w, GEMV_PASS_MAX, zero_ok=True)
+            for key in ROW_FIELDS:
+                _row_table(p, key, w)
+
+
+def _check_op_tables(cal: dict, where: str) -> None:
+    """[calibration.kernel."<kernel>"] and [calibration.op."<op name>"]."""
+    for table in ("kernel", "op"):
+        for name in _table(cal, table, where):
+            w = f"{where}.{table}.{name}"
+            p = _table(cal[table], name, f"{where}.{table}")
+            if not p:
+                raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
+            for key in p:
+                if key not in OP_FIELDS:
+                    raise unknown(f"field in {w}", key, OP_FIELDS)
+            _num(p, "compute", w, 1.0 + 1e-9)
+            _num(p, "memory", w, MAX_MEMORY_ETA)
+            _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+
+
+def _check_framework(t: dict, where: str) -> None:
+    _num(t, "framework_s", where, MAX_LATENCY_S, zero_ok=True)
+    _num(t, "framework_share", where, 1.0, zero_ok=True)
+
+
+def _table(parent: dict, key: str, where: str) -> dict:
+    v = parent.get(key, {})
+    if not isinstance(v, dict):
+        raise IronlawError(f"{where}.{key}: expected a table")
+    return v
+
+
+def _row_table(t: dict, key: str, where: str) -> None:
+    """``key`` absent, or [[length, factor], …]: lengths ≥ 1 element, all different, factors in (0, GEMV_ROW_MAX]."""
+    if key not in t:
+        return
+    x = t[key]
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    pairs = isinstance(x, list) and len(x) >= 2 and all(isinstance(q, list) and len(q) == 2 and all(map(num, q))
+                                                       for q in x)
+    if not pairs or any(q[0] < 1 or not 0 < q[1] <= GEMV_ROW_MAX for q in x) or len({q[0] for q in x}) < len(x):
+        raise IronlawError(f"{where}.{key}: must be a list of at least two [row length ≥ 1, factor in (0, "
+                           f"{GEMV_ROW_MAX:g}]] pairs with different lengths, got {x!r}")
+
+
+def _num(t: dict, key: str, where: str, upper: float, required: bool = False, zero_ok: bool = False) -> None:
+    if key not in t:
+        if required:
+            raise IronlawError(f"{where}: missing required field '{key}'")
+        return
+    x = t[key]
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and \
+        (x >= 0 if zero_ok else x > 0) and x <= upper
+    if not ok:
+        lo = ">= 0" if zero_ok else "> 0"
+        raise IronlawError(f"{where}.{key}: must be a number {lo} and at most {upper:g}, got {x!r}")

@@ -1,0 +1,131 @@
+"""A topology: ``gpus`` devices on ``nodes`` nodes, one link kind inside a node, one between nodes.
+
+The links come from the hardware catalog (``[[links]]`` of the device): inside a node the fastest
+device-to-device fabric the device has (NVLink, xGMI, ICI, else PCIe); between nodes InfiniBand or
+Ethernet. Bandwidths are per direction per device, as the catalog states them. Between nodes a group
+uses ``nics_per_node`` network ports of the catalog's bandwidth per node: one per device of the group on
+the node, at most the node's ``ports_per_node`` where the catalog states it (DGX A100: 8 HDR ports, one
+per GPU, so a group with q GPUs on a node spreads its rings over min(q, 8) ports). A link that states
+no port count gets one port per device (rail-optimised, as DGX systems are).
+
+``concurrent`` is how many groups of this shape run the same collective on the same nodes at the same
+time (a training step's data-parallel groups all reduce the same gradient bucket at once); they share
+each node's network ports and its ceiling (collectives.inter_node_Bps). Inside a node they do not share:
+an NVSwitch fabric is non-blocking, every GPU keeps its full NVLink rate whatever the others do
+(datasheet: DGX A100, 6 NVSwitches, 4.8 TB/s bidirectional = 8 GPUs × 600 GB/s; DGX H100, 4 NVSwitches,
+7.2 TB/s = 8 × 900 GB/s). One collective on its own (``allreduce:64MB --gpus 16 --nodes 2``) has 1.
+
+A node holds at most the ``max_devices`` its in-node fabric joins where the catalog states it (DGX A100:
+8 GPUs on NVSwitch): more per node is refused, and with no ``--nodes`` the devices fill whole nodes of
+that size (``nodes_for``: 64 A100 → 8 nodes), never one impossible 64-GPU node.
+
+A node here is the scale-up domain, not a chassis: where the fabric spans several trays the catalog says so
+with ``max_devices`` (GB200/GB300 NVL72: 72 GPUs on NVLink Switch trays, 18 trays of 4; TPU v6e: a pod of
+256 chips on ICI), so a group of up to that many devices stays on that fabric (64 GB200 → 1 node, NVLink)
+and only larger ones cross the scale-out network (the catalog's ports_per_node: one NIC per GPU on NVL72).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.errors import IronlawError
+from ..hardware import NETWORK_KINDS, Hardware, Link
+
+INTRA_KINDS = ("nvlink", "xgmi", "ici", "neuronlink", "roce-mesh", "nvlink-c2c", "pcie")   # preference inside a node
+INTER_KINDS = NETWORK_KINDS                                        # preference order between nodes
+MAX_DEVICES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Topology:
+    hw: Hardware
+    gpus: int
+    nodes: int
+    intra: Link | None          # None when a node holds one device
+    inter: Link | None          # None on one node
+    nics_per_node: int
+    concurrent: int = 1         # groups of this shape sharing each node's network at the same time
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+    def describe(self) -> str:
+        parts = [f"{self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node} {self.hw.name}"]
+        if self.intra:
+            parts.append(f"{self.intra.name} inside a node")
+        if self.inter:
+            parts.append(f"{self.nics_per_node} × {self.inter.name} per node between nodes")
+            if self.concurrent > 1:
+                parts.append(f"the node's network shared by {self.concurrent} concurrent groups")
+        return ", ".join(parts)
+
+
+def _pick(hw: Hardware, kinds: tuple[str, ...]) -> Link | None:
+    for k in kinds:
+        for link in hw.links:
+            if link.kind == k:
+                return link
+    return None
+
+
+def node_size(hw: Hardware) -> int | None:
+    """The most devices of ``hw`` in one node: its preferred in-node link's ``max_devices`` (None: unstated)."""
+    link = _pick(hw, INTRA_KINDS)
+    return link.max_devices if link is not None else None
+
+
+def nodes_for(hw: Hardware, gpus: int, nodes: int | None = None) -> int:
+    """``nodes`` when given; else 1, or as many full nodes as ``gpus`` fills where the node size is known."""
+    if nodes is not None:
+        return check_count(nodes, "--nodes")
+    cap = node_size(hw)
+    if cap is None or gpus <= cap:
+        return 1
+    if gpus % cap:
+        raise IronlawError(f"--gpus {gpus} does not fill whole nodes of {cap} {hw.name}; say how they are spread "
+                           f"with --nodes (e.g. --nodes {_fewest_nodes(gpus, cap)})")
+    return gpus // cap
+
+
+def _fewest_nodes(gpus: int, cap: int) -> int:
+    """The fewest nodes that hold ``gpus`` devices evenly with at most ``cap`` per node."""
+    return next(n for n in range(-(-gpus // cap), gpus + 1) if gpus % n == 0)
+
+
+def check_count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
+        raise IronlawError(f"{what} must be a positive whole number, got {value!r}")
+    if value > MAX_DEVICES:
+        raise IronlawError(f"{what} {value!r} is absurd (limit {MAX_DEVICES:,})")
+    return int(value)
+
+
+def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None,
+          concurrent: int = 1) -> Topology:
+    """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes, one of ``concurrent``
+    such groups that run the same collective on the same nodes at once (see the module docstring)."""
+    gpus, nodes = check_count(gpus, "--gpus"), check_count(nodes, "--nodes")
+    concurrent = check_count(concurrent, "concurrent groups per node")
+    if nodes > gpus:
+        raise IronlawError(f"--nodes {nodes} exceeds --gpus {gpus}: every node needs at least one device")
+    if gpus % nodes:
+        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
+    per_node = gpus // nodes
+    intra = _pick(hw, INTRA_KINDS) if per_node > 1 else None
+    cap = node_size(hw)
+    if cap is not None and per_node > cap:
+        raise IronlawError(f"{per_node} {hw.name} per node: its {intra.name} joins at most {cap} devices in a node; "
+                           f"spread --gpus {gpus} over more nodes (e.g. --nodes {_fewest_nodes(gpus, cap)})")
+    if per_node > 1 and intra is None:
+        raise IronlawError(f"{hw.name} lists no device-to-device link ({', '.join(INTRA_KINDS)}) in its [[links]]; "
+                           f"use --gpus {nodes} (one device per node) or a hardware file that has one")
+    inter = _pick(hw, INTER_KINDS) if nodes > 1 else None
+    if nodes > 1 and inter is None:
+        raise IronlawError(f"{hw.name} lists no network link ({', '.join(INTER_KINDS)}) in its [[links]]; "
+                           f"use --nodes 1 or a hardware file with an infiniband/ethernet link")
+    if nics_per_node is not None:
+        nics = check_count(nics_per_node, "nics per node")
+    else:
+        nics = min(per_node, inter.ports_per_node) if inter and inter.ports_per_node else per_node
+    return Topology(hw, gpus, nodes, intra, inter, nics, concurrent)

@@ -1,0 +1,637 @@
+"""The training step of many layouts at once: ``parallel.train_step``'s formulas as numpy array math.
+
+``parallel.train_step`` builds and predicts a graph per layout (tens of milliseconds). A search groups the
+layouts by what changes the per-device graph — (tp, sequence parallel, cp, ep) — and for each group:
+
+1. resolves the model ONCE with every micro-batch of the group as an array axis (lowered to FP8 GEMMs where
+   the dtype asks: ``precision.lower``), and predicts with ONE ``law.predict`` the per-invocation time of
+   every op of the whole model on one stage with full recomputation, sharded as train_step shards it
+   (``parallel.cp_shard``, ``tp_shard``, ``expert_load``, ``gemm_rows.with_kernel_rows``): an op's time
+   depends neither on how often it runs nor on its neighbours;
+2. builds each recompute mode's one-stage op list with ``parallel._stage_ops`` and reads the first, middle and
+   last pipeline stage as masks of it (``tables``), each op's time looked up in (1);
+3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout as array math over
+   those per-op times (``evaluate``): a stage's micro-batch is (its layers) × Σ layer ops + its other ops; the
+   context-parallel ring, FSDP's gathers, TP communication overlap, the bubble, send/recv, ZeRO-2's gather and
+   the optimizer follow train_step's formulas; the data-parallel gradient reduction's exposed part is
+   ``critical_path``'s schedule of the slowest stage in closed form (``_exposed``, checked against the
+   layer-by-layer replay ``_replay``).
+
+The arithmetic is train_step's, in a different order: the two agree to floating-point rounding
+(tests/test_search.py: ≤ 1e-9 relative on random layouts of dense, MoE, FP8 and context-parallel searches).
+One case is left to train_step instead of approximated: a layout whose whole per-device footprint fits in half
+the last cache level (``law.resident_limit_bytes``: toy models) has its ops read from cache; such rows come back
+with ``exact`` set and the search predicts them with train_step itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ...law import law
+from .. import parallel
+from ..gemm_rows import with_kernel_rows
+from ...core.graph import Graph, dtype_bytes
+from ...machine.network.collectives import collective_time
+from .space import RECOMPUTE
+
+STAGES = ("P", "F", "M", "L")          # pp = 1; first, middle, last stage (codes of ``evaluate``'s stage column)
+
+
+@dataclass
+class Context:
+    """What every group of one search shares (plain data: it travels to worker processes)."""
+    spec: str
+    hw: object
+    gpus: int
+    nodes: int
+    global_batch: int
+    seq: int
+    dtype: str | None
+    composition: str = "overlap"
+    settings: dict = field(default_factory=dict)   # search.train.SETTINGS
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+    def setting(self, name: str, default):
+        return self.settings.get(name, default)
+
+
+def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
+    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
+    it: built in bf16 and lowered when the dtype is FP8 (cli._parallel.training_graph's rule)."""
+    from .. import precision, workloads
+    low = ctx.dtype if ctx.dtype is not None and precision.is_low(ctx.dtype) else None
+    g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
+                                            dtype=precision.WIDE if low else ctx.dtype,
+                                            device="cuda" if ctx.hw.kind == "gpu" else "cpu"))
+    any_layout = ctx.hw.features.get("fp8_any_layout", False)
+    if low:
+        g = precision.lower(g, low, any_layout)
+    elif precision.is_low(g.dtype):
+        g = precision.lower(g, g.dtype, any_layout)
+    return g
+
+
+def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
+    tp, sp, cp, ep = key
+    G = ctx.gpus_per_node
+    plan = parallel.Plan(tp=tp, ep=ep, cp=cp, expert_imbalance=ctx.setting("expert_imbalance", 1.0))
+    sg = Graph(g.name, "train", g.dtype, ops, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
+    sg = parallel.cp_shard(sg, cp)
+    sg = parallel.tp_shard(sg, tp, bool(sp), parallel.group(1, tp, G), ep, parallel.group(tp, ep, G))
+    sg = parallel.expert_load(sg, plan)
+    return with_kernel_rows(sg, ctx.hw, tp, bool(ctx.setting("tp_comm_overlap", True) and sp), ep)
+
+
+@dataclass
+class Predicted:
+    """Every op of the model on one stage with full recomputation, sharded, with its per-invocation time: a
+    superset of the ops of every stage list and recompute mode of the group, predicted in ONE ``law.predict``."""
+    sg: Graph
+    t: np.ndarray               # (n_ops, n_mb)
+    collective: np.ndarray      # (n_ops,) bool: runs on the network stream (critical_path's rule)
+    grads: np.ndarray           # (n_ops, n_mb) gradient bytes each op writes (an embedding's grow with tokens)
+    tokens: np.ndarray          # (n_mb,) tokens per rank per micro-batch (after context parallelism)
+    keep: dict                  # recompute mode → (n_ops,) bool: the ops of that mode's one-stage list
+
+
+def _recompute_keep(sg: Graph) -> dict:
+    """The ops each recompute mode keeps: ``_stage_ops`` inserts the recomputed forward as one block before the
+    first backward op, and the sharding adds its collectives inside that block; selective recomputation keeps
+    the attention cores of the block, none drops it."""
+    names = [op.name for op in sg.ops]
+    every = np.ones(len(names), dtype=bool)
+    first = next((i for i, n in enumerate(names) if n.endswith(".recompute")), None)
+    if first is None:
+        return {"none": every, "selective": every, "full": every}
+    end = next(i for i in range(first, len(names)) if names[i].endswith(".backward"))
+    block = np.zeros(len(names), dtype=bool)
+    block[first:end] = True
+    attn = np.array([(op.kind == "attention" or bool(op.attrs.get("cp_merge"))) and op.name.endswith(".recompute")
+                     for op in sg.ops])
+    return {"none": ~block, "selective": ~block | (block & attn), "full": every}
+
+
+def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
+    sg = _shard(g, parallel._stage_ops(g, parallel.Plan(recompute="full"))[0][0], key, ctx)
+    # any footprint that fits device memory and not the cache places every class in device memory, as the
+    # fitting layouts of train_step do (the rows that would sit in cache are re-predicted exactly)
+    sg.footprint = {"weights": ctx.hw.memory[ctx.hw.device_tier].capacity_bytes}
+    est = law.predict(sg, ctx.hw, ctx.composition)
+    n = len(sg.ops)
+    net = np.asarray(est.network_s).reshape(n, -1)
+    coll = np.array([op.kind == "collective" or bool(np.any(net[i] > 0)) for i, op in enumerate(sg.ops)])
+    t = np.asarray(est.op_time_s, dtype=float).reshape(n, -1)
+    grads = np.zeros(t.shape)
+    for i, op in enumerate(sg.ops):
+        if "gradients" in op.bytes:
+            grads[i] = op.bytes["gradients"]
+    tokens = np.broadcast_to(np.asarray(sg.meta["tokens"], dtype=float), t.shape[1:])
+    return Predicted(sg, t, coll, grads, tokens, _recompute_keep(sg))
+
+
+@dataclass
+class Sync:
+    """The schedule of the data-parallel gradient reduction on a stage (``parallel.grad_sync_exposed``): the
+    stage's largest op count is its layers; one reduction follows the last backward op of the layer stack
+    inside ``critical_path``'s repeated block (the run of consecutive ops of that whole count), one more the
+    stage's other gradients at the end."""
+    layers: int                 # whole repetitions of the block (critical_path runs int(count) of each op)
+    segs: list                  # the block: ('c'|'n'|'G', [(op index, 1)])
+    tail: list                  # [(repetitions, block)] after it: runs of ops sharing a count, as critical_path
+                                # expands them; a block is [('c'|'n', [(op index, 1)])]
+    layer_grads: np.ndarray     # (n_mb,) bytes reduced after each repetition
+    other_grads: np.ndarray     # (n_mb,) bytes reduced at the end
+    top: float                  # the largest count itself (the law charges the per-layer reduction top times,
+                                # the schedule int(top) times)
+
+
+@dataclass
+class StageTable:
+    """One stage's ops (sharded) with their per-invocation times over the group's micro-batches; sums per layer
+    of the stage (a layer op of ``count`` of the model's L layers runs count·layers/L times on a stage of
+    ``layers`` layers) and over the rest (the embedding; the final norm, head and loss)."""
+    t: np.ndarray               # (n_ops, n_mb) seconds per invocation
+    count: np.ndarray           # (n_ops,) invocations in the one-stage list
+    layer: np.ndarray           # (n_ops,) bool: in the layer stack (``precision.in_layers``)
+    share: np.ndarray           # (n_ops,) a layer op's invocations per layer of a stage: count / L; else 0
+    marked: np.ndarray          # (n_ops,) 1 / 0: the builder's attrs['per_layer']; -1: unmarked (a collective)
+    bwd: np.ndarray             # (n_ops,) bool: a backward op
+    coll: np.ndarray            # (n_ops,) bool: on the network stream
+    grads: np.ndarray           # (n_ops, n_mb) gradient bytes
+    sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
+    attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
+    _syncs: dict = field(default_factory=dict)
+
+    def counts(self, layers) -> np.ndarray:
+        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel._with_recompute``)."""
+        L = self.count_L
+        return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
+
+    @property
+    def count_L(self) -> float:
+        return self._L
+
+    def sync(self, layers: int) -> Sync:
+        """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
+        if layers not in self._syncs:
+            self._syncs[layers] = _sync(self, layers)
+        return self._syncs[layers]
+
+    def max_count(self, layers) -> np.ndarray:
+        """The largest op count on a stage of ``layers`` layers (FSDP's layers)."""
+        out = np.asarray(layers, dtype=float) * 0.0
+        for r in np.unique(np.atleast_1d(layers)):
+            out = np.where(np.asarray(layers) == r, self.counts(int(r)).max(), out)
+        return out
+
+
+def _runs(kinds, idx) -> list:
+    """Consecutive non-collective ops merged into one compute segment; each collective its own."""
+    out: list = []
+    for i in idx:
+        item = (i, 1.0)
+        if kinds[i]:
+            out.append(("n", [item]))
+        elif out and out[-1][0] == "c":
+            out[-1][1].append(item)
+        else:
+            out.append(("c", [item]))
+    return out
+
+
+def _sync(tab: StageTable, layers: int) -> Sync:
+    cnt = tab.counts(layers)
+    top = float(cnt.max())
+    lay = (tab.marked == 1) | ((tab.marked == -1) & (cnt == top))        # precision.in_layers(op, top)
+    reps = cnt.astype(int)                                                # critical_path: int(op.count)
+    lb = np.nonzero(lay & tab.bwd)[0]
+    zero = np.zeros(tab.t.shape[1])
+    if lb.size == 0:
+        return Sync(int(top), [], [], zero, zero, top)
+    n, pos, whole = len(cnt), int(lb.max()), int(top)
+    a, b = pos, pos + 1
+    while a > 0 and reps[a - 1] == whole and whole > 1:
+        a -= 1
+    while b < n and reps[b] == whole and whole > 1:
+        b += 1
+    segs = _runs(tab.coll, range(a, pos + 1)) + [("G", [])] + _runs(tab.coll, range(pos + 1, b))
+    tail, i = [], b
+    while i < n:                                          # critical_path._blocks: a run repeats as a whole
+        j = i + 1
+        while j < n and reps[j] == reps[i] and reps[i] > 1:
+            j += 1
+        tail.append((int(reps[i]), _runs(tab.coll, range(i, j))))
+        i = j
+    return Sync(whole, segs, tail, (tab.grads * cnt[:, None])[lay & tab.bwd].sum(axis=0) / top,
+                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0), top)
+
+
+def _sums(ops, t, count, layer, share) -> dict:
+    bwd = np.array([op.name.endswith(".backward") for op in ops])
+    comp = ~np.array([op.kind == "collective" for op in ops])
+    tl, tc = t * share[:, None], t * count[:, None]
+
+    def s(mask):
+        return tl[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
+
+    def r(mask):
+        return tc[mask].sum(axis=0) if np.any(mask) else np.zeros(t.shape[1])
+    comm: dict = {}
+    gemm: dict = {}
+    for i, op in enumerate(ops):                    # parallel.tp_overlap_hidden_s, per layer
+        if not layer[i]:
+            continue
+        base = parallel._base(op.name)
+        if op.kind == "collective" and op.module == "tp":
+            k = op.name.split(".", 1)[1]
+            comm[k] = comm.get(k, 0.0) + tl[i]
+        elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
+            k = (base, op.name.endswith(".backward"))
+            gemm[k] = gemm.get(k, 0.0) + tl[i]
+    pair = parallel.TP_OVERLAP
+    hid = sum((np.minimum(v, pair[k][2] * gemm.get(pair[k][:2], 0.0)) for k, v in comm.items() if k in pair),
+              np.zeros(t.shape[1]))
+    ep = np.array([op.kind == "collective" and op.module == "ep" for op in ops])
+    return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
+            "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid,
+            "a2a_lay": s(layer & ep), "a2a_rest": r(~layer & ep)}
+
+
+def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
+    """The ops of the superset that ``keep`` selects, in order."""
+    idx = np.nonzero(keep)[0]
+    ops = [ref.sg.ops[i] for i in idx]
+    t = ref.t[idx]
+    count = np.array([op.count for op in ops], dtype=float)
+    layer = np.array([parallel.in_layers(op, L) for op in ops], dtype=bool)
+    share = np.where(layer, count / L, 0.0)
+    marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
+    bwd = np.array([op.name.endswith(".backward") for op in ops])
+    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0) for i, op in enumerate(ops) if op.kind == "attention"]
+    tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
+                     _sums(ops, t, count, layer, share), attention)
+    tab._L = L
+    return tab
+
+
+def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
+    """'P' (the whole model on one stage) and, when pipelines are searched, 'F', 'M', 'L' (first, middle, last).
+
+    ``parallel._stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
+    rest on the last, only the layer stack on a middle one, the recomputed forward right before each stage's
+    first backward op: each is the one-stage list without the other stages' ops, in the same order — so every
+    stage list of every recompute mode is a mask over the superset (a layer op of count c then runs c·layers/L
+    times on a stage of ``layers`` layers)."""
+    L = int(g.meta["layers"])
+    keep = ref.keep[rc]
+    out = {"P": _table(ref, keep, L)}
+    if need_pp:
+        layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
+        first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
+        out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
+                   L=_table(ref, keep & (layer | ~first), L))
+    return out
+
+
+def _dur(t_ops: np.ndarray, items: list) -> np.ndarray:
+    return sum(t_ops[i] * m for i, m in items)
+
+
+def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has_rest: np.ndarray) -> np.ndarray:
+    """``_replay``'s end of the schedule beyond its ops' own time, in closed form (no loop over the repetitions),
+    for the usual block: collectives only before the gradient sync in the block, none after the block. With
+    C one repetition's ops, p the compute after the sync in the block, T the ops after the block, n the
+    repetitions:
+      a (tensor-parallel) collective in the block: each of the n − 1 syncs but the last delays the next
+        repetition's first collective by max(0, g − the compute before it); the last sync ends g − p − T after
+        the compute does;
+      none: the syncs queue on the network stream, issued one repetition apart; the last ends at
+        max(C − p + n·g, n·C − p + g)."""
+    layers = sy.layers
+    d = {i: _dur(t_ops, items) for i, (k, items) in enumerate(sy.segs) if k != "G"}
+    gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
+    C = sum(d.values())
+    p = sum((d[i] for i in d if i > gpos), 0.0)
+    T = sum((k * _dur(t_ops, items) for k, block in sy.tail for _, items in block), 0.0)
+    rest = np.where(has_rest, g_rest, 0.0)
+    first_n = next((i for i, (k, _) in enumerate(sy.segs) if k == "n"), None)
+    if first_n is not None:
+        c_pre = p + sum((d[i] for i in range(first_n)), 0.0)
+        delay = (layers - 1) * np.maximum(g - c_pre, 0.0)
+        return delay + np.where(has_rest, np.maximum(g - p - T, 0.0) + rest, np.maximum(g - p - T, 0.0))
+    tc_end = layers * C + T
+    tn = np.maximum(C - p + layers * g, layers * C - p + g)
+    end = np.where(has_rest, np.maximum(tc_end, tn) + rest, np.maximum(tc_end, tn))
+    return end - tc_end
+
+
+def _closed_form(sy: Sync) -> bool:
+    """Whether ``_exposed`` applies: no collective after the sync in the block nor after the block."""
+    gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
+    return all(k == "c" for k, _ in sy.segs[gpos + 1:]) and all(k == "c" for _, b in sy.tail for k, _ in b)
+
+
+def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
+            has_rest: np.ndarray) -> np.ndarray:
+    """The end of the stage's schedule beyond its ops' own time: ``critical_path``'s schedule from the start of
+    its repeated block (everything before it is blocking and ends with both streams idle), repetition by
+    repetition. ``t_ops`` (n_ops, n_rows): each op's time for each row; ``g_layer``/``g_rest``: the per-block
+    and the final reduction per row. Compute ops advance the compute stream; a (tensor-parallel) collective
+    starts when both streams are free and holds both; a gradient collective starts when both are free and
+    holds only the network stream."""
+    dur = [(k, _dur(t_ops, items) if items else None) for k, items in sy.segs]
+    tail = [(reps, [(k, _dur(t_ops, items)) for k, items in block]) for reps, block in sy.tail]
+    tc = np.zeros(t_ops.shape[1])
+    tn = tc.copy()
+    for _ in range(sy.layers):
+        for k, d in dur:
+            if k == "c":
+                tc = tc + d
+            elif k == "n":
+                tc = np.maximum(tc, tn) + d
+                tn = tc
+            else:
+                tn = np.maximum(tc, tn) + g_layer
+    for reps, block in tail:
+        for _ in range(reps):
+            for k, d in block:
+                if k == "c":
+                    tc = tc + d
+                else:
+                    tc = np.maximum(tc, tn) + d
+                    tn = tc
+    tn = np.where(has_rest, np.maximum(tc, tn) + g_rest, tn)
+    no_grads = sy.layers * sum(d for k, d in dur if d is not None) + \
+        sum((reps * d for reps, block in tail for _, d in block), 0.0)
+    return np.maximum(tc, tn) - no_grads
+
+
+def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
+    """``parallel._memory`` per row: weights, gradients, optimizer state and activations per device."""
+    from ..precision import weight_copy_bytes
+    meta, by = g.meta, dtype_bytes(g.dtype)
+    params = float(meta["params"])
+    expert = 0.0
+    if meta.get("experts"):
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
+    tp, pp, dp, ep, cp = (c[k] for k in ("tp", "pp", "dp", "ep", "cp"))
+    v, zero = c["interleave"], c["zero"]
+    dense, exp = (params - expert) / (tp * pp), expert / (tp * pp * ep)
+    p_dev = dense + exp
+    sharded = dense / (dp * cp) + exp / np.maximum((dp * cp) // ep, 1)
+    n_mb = int(mbi.max()) + 1
+    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / cp
+    a = parallel.ACT_SPLIT_FRACTION
+    tp_factor = 1.0 / tp if sp else (1 - a) + a / tp
+    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
+    L = meta["layers"]
+    tokens = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), (n_mb,))[mbi]
+    inputs = L * tokens / cp * meta["hidden"] * by
+    full = inputs * ((1.0 / tp) if sp else 1.0) * inflight + act / L * tp_factor
+    act_dev = np.where(c["recompute"] == RECOMPUTE.index("full"), full, act * tp_factor * inflight)
+    weight_b = by + weight_copy_bytes(meta)
+    grad_b = 4.0 if grad_fp32 else by
+    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
+            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
+            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
+            "activations": act_dev, "params_per_device": p_dev}
+
+
+def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
+    a, b = collective_time(kind, nbytes, parallel._topology(ctx.hw, grp))
+    return a + b
+
+
+KINDS = ("allreduce", "reducescatter", "allgather")
+
+
+def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray) -> np.ndarray:
+    """α+β of each row's collective over its data-parallel group (stride tp, dp·cp ranks); 0 for one rank.
+    ``kind``: a name, or per row an index into KINDS."""
+    tp, G = int(c["tp"][0]), ctx.gpus_per_node
+    code = np.broadcast_to(np.asarray(KINDS.index(kind) if isinstance(kind, str) else kind), nbytes.shape)
+    ranks = c["dp"] * c["cp"]
+    out = np.zeros(nbytes.shape)
+    for d in np.unique(ranks):
+        if d == 1:
+            continue
+        grp = parallel.group(tp, int(d), G)
+        at = ranks == d
+        for k in np.unique(code[at]):
+            m = at & (code == k)
+            out[m] = _coll(ctx, KINDS[int(k)], nbytes[m], grp)
+    return out
+
+
+def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``parallel.stage_layers`` per row: (layers of a middle stage, of the first, of the last)."""
+    pp, v = c["pp"], c["interleave"]
+    n = pp * v
+    even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
+    per = (-(-L // n))[:, None]                     # uneven: ⌈L/n⌉ per chunk from the first, what is left after
+    j = np.arange(int(np.max(v)))[None, :]
+
+    def stage(s):                                   # Σ over the chunks s, s + pp, … of the stage
+        chunk = np.broadcast_to(s, pp.shape)[:, None] + j * pp[:, None]
+        return np.where(j < v[:, None], np.clip(L - chunk * per, 0, per), 0).sum(axis=1)
+    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, stage(1)))
+    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(0)))
+    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(pp - 1)))
+    return mid, first, last
+
+
+def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
+    """(stage code, its layers) per row: the slowest stage by its law time, the earlier one on a tie (as
+    ``parallel._stage_estimates`` keeps the first maximum over first, middle, last)."""
+    mid, first, last = _stage_layers(c, L)
+    stage = np.zeros(mbi.shape, dtype=np.int8)                # 'P'
+    R = np.full(mbi.shape, L)
+    many = c["pp"] > 1
+    if np.any(many):
+        i, f, la, md = mbi[many], first[many], last[many], mid[many]
+        t = {s: n * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] for s, n in (("F", f), ("L", la))}
+        tm = np.where(md != f, md * tabs["M"].sums["lay"][i], -np.inf)
+        best, code, lay = t["F"], np.full(f.shape, 1, dtype=np.int8), f.copy()
+        code, lay, best = np.where(tm > best, 2, code), np.where(tm > best, md, lay), np.maximum(best, tm)
+        code, lay = np.where(t["L"] > best, 3, code), np.where(t["L"] > best, la, lay)
+        stage[many], R[many] = code, lay
+    return stage, R
+
+
+def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray) -> dict:
+    """Per row on this stage: the law's time of a micro-batch, TP overlap hidden, CP ring exposed, FSDP window."""
+    tp, sp, cp, ep = key
+    s = tab.sums
+    out = {"est": R * s["lay"][i] + s["rest"][i], "fwd": R * s["fwd_lay"][i] + s["fwd_rest"][i],
+           "bwd": R * s["bwd_lay"][i] + s["bwd_rest"][i]}
+    tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
+    out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
+    out["a2a"] = np.zeros(i.shape)
+    if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
+        out["a2a"] = np.minimum(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
+    out["ring"] = np.zeros(i.shape)
+    if cp > 1 and tab.attention:
+        meta = mdl["meta"]
+        kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
+        chunk = 2.0 * kv_dim * mdl["tokens_cp"][i] * mdl["by"]
+        send = _coll(ctx, "sendrecv", chunk, parallel.group(tp, cp, ctx.gpus_per_node))
+        for j, f in tab.attention:                        # parallel.cp_ring_exposed: count × (cp − 1) steps
+            n = R * tab.share[j] if tab.layer[j] else tab.count[j]
+            out["ring"] = out["ring"] + n * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
+    return out
+
+
+def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
+    """Exposed data-parallel gradient reduction per row (``parallel._dp_grad_sync``; 0 for one data-parallel
+    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
+    kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
+    on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
+    lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
+    jobs = []
+    for r, by_stage in tabs.items():
+        for code, tab in by_stage.items():
+            sel = (stage == code) & (c["recompute"] == r) & on
+            for layers in np.unique(R[sel]):
+                rows = np.nonzero(sel & (R == layers))[0]
+                sy = tab.sync(int(layers))
+                lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
+                jobs.append((tab, sy, rows))
+    n = lay.shape[0]
+    c2 = {"tp": c["tp"], "dp": np.tile(c["dp"], 2), "cp": np.tile(c["cp"], 2)}
+    g2 = _dp_coll(ctx, c2, np.tile(kind, 2), grad_scale * np.concatenate([lay, rest]))
+    g_layer, g_rest = g2[:n], g2[n:]
+    out = np.zeros(n)
+    for tab, sy, rows in jobs:
+        if sy.segs:
+            t = tab.t[:, mbi[rows]]
+            fn = _exposed if _closed_form(sy) else _replay
+            # the overlapped schedule − (the blocking schedule − the law's reduction); both schedules run
+            # int(count) of each op, the law top per-layer reductions
+            raw = fn(sy, t, g_layer[rows], g_rest[rows], rest[rows] > 0) + (sy.layers - sy.top) * g_layer[rows]
+            out[rows] = np.maximum(raw, 0.0)
+    return out
+
+
+def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
+    """``parallel.fsdp_exposed_s`` per row (ZeRO-3 over dp·cp > 1 ranks; 0 otherwise); ``R``: the largest op
+    count on the row's stage (its layers)."""
+    on = (c["zero"] >= 3) & (c["dp"] * c["cp"] > 1)
+    out = np.zeros(R.shape)
+    if not np.any(on):
+        return out
+    per_layer = p_dev * by / R
+    ag = R * _dp_coll(ctx, c, "allgather", per_layer)
+    rs = R * _dp_coll(ctx, c, "reducescatter", per_layer * grad_b / by)
+    e = np.maximum(ag - fwd, 0.0) + ag / R + np.maximum(ag + rs - bwd, 0.0) + rs / R
+    return np.where(on, e, 0.0)
+
+
+def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: bool, t_mb, m) -> np.ndarray:
+    """``parallel._pipeline_p2p_s`` per row: stage-to-stage sends, overlapped with the next chunk where the
+    schedule interleaves (``overlap_p2p``) but for the warm-up and cool-down."""
+    tp, cp, G = int(c["tp"][0]), int(c["cp"][0]), ctx.gpus_per_node
+    full = tokens / cp * hidden * by
+    one = np.zeros(tokens.shape)
+    for d in np.unique(c["dp"][c["pp"] > 1]):
+        rows = (c["dp"] == d) & (c["pp"] > 1)
+        stage = tp * cp * int(d)
+        grp = parallel.group(stage, 2, G)
+        if ctx.nodes > 1 and grp[1] == 1:
+            grp = (2, 2, min(stage, G))
+        t = _coll(ctx, "sendrecv", full[rows] / tp, grp)
+        if tp > 1 and not sp:
+            t = t + _coll(ctx, "allgather", full[rows], parallel.group(1, tp, G))
+        one[rows] = t
+    v, pp = c["interleave"], c["pp"]
+    overlap = ctx.setting("overlap_p2p", True) & (v > 1)
+    blocking = 2.0 * v * m * one
+    hidden_p2p = 2.0 * (pp - 1) * one + 2.0 * v * m * np.maximum(one - t_mb / v, 0.0)
+    return np.where(pp > 1, np.where(overlap, hidden_p2p, blocking), 0.0)
+
+
+def _zero2_gather(ctx: Context, c: dict, p_dev, by: float) -> np.ndarray:
+    """ZeRO-2: the updated parameter shards gathered back after the step."""
+    on = (c["zero"] == 2) & (c["dp"] * c["cp"] > 1)
+    return np.where(on, _dp_coll(ctx, c, "allgather", p_dev * by), 0.0) if np.any(on) else np.zeros(on.shape)
+
+
+def _optimizer(ctx: Context, g: Graph, opt_params: np.ndarray) -> np.ndarray:
+    """The optimizer step per row: one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
+    from ..workloads.common import optimizer_step
+    if not any(parallel._base(op.name) == "optimizer" for op in g.ops):
+        return np.zeros(opt_params.shape)
+    u, inv = np.unique(opt_params, return_inverse=True)
+    one = optimizer_step(1.0, g.dtype)
+    op = replace(one, flops=one.flops * u, bytes={k: v * u for k, v in one.bytes.items()},
+                 bytes_written=one.bytes_written * u)
+    og = Graph("optimizer", "train", g.dtype, [op], footprint={"optimizer": 12.0 * u})
+    return np.asarray(law.predict(og, ctx.hw, ctx.composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
+
+
+def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict:
+    """Per row: the slowest stage, its layers, and its per-micro-batch parts (``_on_stage``)."""
+    L = int(g.meta["layers"])
+    ref = predicted(g, key, ctx)
+    mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
+    n = mbi.shape[0]
+    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "a2a", "ring", "top")}
+    stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
+    for r in np.unique(c["recompute"]):
+        rows = np.nonzero(c["recompute"] == r)[0]
+        sub = {k: v[rows] for k, v in c.items()}
+        by_name = tables(g, key, RECOMPUTE[int(r)], ctx, bool(np.any(sub["pp"] > 1)), ref)
+        tabs[r] = {STAGES.index(s): t for s, t in by_name.items()}
+        stage[rows], R[rows] = _slowest(by_name, sub, mbi[rows], L)
+        for code, tab in tabs[r].items():
+            m = rows[stage[rows] == code]
+            if m.size:
+                for k, v in _on_stage(ctx, key, tab, mdl, mbi[m], R[m]).items():
+                    out[k][m] = v
+                out["top"][m] = tab.max_count(R[m])
+    return {**out, "stage": stage, "R": R, "tabs": tabs}
+
+
+def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
+    """Step time, memory and throughput of the rows ``c`` (columns of ``space``) that share ``key``
+    (tp, sequence_parallel, cp, ep); train_step's breakdown names for the parts. Rows that do not fit memory
+    come back with their memory and fits=False (their time is computed too, and ignored)."""
+    from ...law.law import resident_limit_bytes
+    mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
+    mbi = mbi.reshape(-1)
+    g = _graph(ctx, mbs)
+    meta, by = g.meta, dtype_bytes(g.dtype)
+    grad_fp32 = bool(ctx.setting("grad_fp32", False))
+    grad_b = 4.0 if grad_fp32 else by
+    mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
+    need = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
+    cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
+    limit = resident_limit_bytes(ctx.hw)
+    p = _times(ctx, key, g, c, mbi)
+    p_dev = mem["params_per_device"]
+    fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
+    t_est = p["est"] - p["hidden"] - p["a2a"]
+    t_mb = t_est + p["ring"] + fsdp
+    m = ctx.global_batch // (c["micro_batch"] * c["dp"])
+    v, pp = c["interleave"], c["pp"]
+    tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
+    p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
+    bubble = (pp - 1) / v * t_mb
+    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
+    gather = _zero2_gather(ctx, c, p_dev, by)
+    opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
+    step = m * t_mb + bubble + p2p + exposed + gather + opt_s + p["a2a"]
+    model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
+    peak = ctx.hw.peak(meta.get("precision", g.dtype))
+    return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,
+            "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
+            "mfu": model_flops / (step * peak * ctx.gpus),
+            "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
+            "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
+            "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
+            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s}

@@ -1,0 +1,188 @@
+"""``ironlaw search MODEL --phase train``: the fastest layouts of a training run, ranked by tokens/s per GPU.
+
+Every valid layout (``space``) is evaluated by the fast path (``fast``: ``parallel.train_step``'s formulas as
+array math, per group of layouts that share a per-device graph) on the chosen engine (``engines``); the best
+``top`` are predicted again with ``parallel.train_step`` itself, and those numbers — step time, MFU, what binds,
+memory — are the ones reported. The two must agree (``AGREE_REL``): a disagreement is a bug, never a result.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...core.errors import IronlawError
+from . import engines, fast, space
+
+AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the same arithmetic, reordered
+MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints that would sit in cache)
+
+
+SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
+            "moe_a2a_overlap": False}
+
+
+def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
+    """The training graph train_step takes (``--dtype fp8|mxfp8``: built in bf16, its GEMMs lowered)."""
+    return fast._graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
+
+
+def _model(spec: str, hw, seq: int, dtype: str | None):
+    g = graph(spec, hw, seq, dtype)
+    if g.phase != "train":
+        raise IronlawError(f"{spec}: has no training phase to search")
+    if "layers" not in g.meta or "heads" not in g.meta or "hidden" not in g.meta or g.meta["layers"] < 2:
+        raise IronlawError(f"{spec}: a layout search needs a transformer built by ironlaw (layers and heads "
+                           f"known); use `ironlaw analyze --phase train --dp N` for other models")
+    return g
+
+
+def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: dict) -> dict:
+    """A candidate as ``parallel.make_plan`` options (the CLI's own names). The settings apply where they can:
+    TP communication overlap with sequence parallelism, overlapped stage sends with interleaving."""
+    sp, v = row["sequence_parallel"], row["interleave"]
+    return {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "tp": row["tp"], "pp": row["pp"],
+            "cp": row["cp"], "dp": row["dp"], "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": v,
+            "recompute": row["recompute"], "zero": row["zero"], "sequence_parallel": sp,
+            "tp_comm_overlap": bool(settings["tp_comm_overlap"] and sp),
+            "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
+            "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0,
+            "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1)}
+
+
+def row_of(c: dict, i: int) -> dict:
+    r = {k: int(c[k][i]) for k in space.COLUMNS}
+    r["recompute"] = space.RECOMPUTE[r["recompute"]]
+    r["sequence_parallel"] = bool(r["sequence_parallel"])
+    return r
+
+
+def exact(ctx: fast.Context, row: dict, graphs: dict):
+    """``parallel.train_step`` of one candidate (graphs cached by micro-batch)."""
+    from .. import parallel
+    mb = row["micro_batch"]
+    if mb not in graphs:
+        graphs[mb] = graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, mb)
+    g = graphs[mb]
+    plan = parallel.make_plan(plan_options(row, ctx.gpus, ctx.nodes, ctx.global_batch, {**SETTINGS, **ctx.settings}),
+                              g, ctx.hw)
+    return parallel.train_step(g, ctx.hw, plan, ctx.composition)
+
+
+def _tasks(c: dict) -> tuple[list, list]:
+    """One task per graph group: each resolves and predicts its graph once and is vectorised inside."""
+    tasks, rows = [], []
+    for key, idx in space.groups(c):
+        tasks.append((key, {k: v[idx] for k, v in c.items()}))
+        rows.append(idx)
+    return tasks, rows
+
+
+def evaluate_all(ctx: fast.Context, c: dict, engine: str = "local", workers: int | None = None,
+                 address: str | None = None, quiet: bool = True) -> dict[str, np.ndarray]:
+    """The fast path over every candidate on ``engine``; columns in candidate order."""
+    from ...core import progress
+    tasks, rows = _tasks(c)
+    n = len(c["tp"])
+    with progress.task(f"evaluating {n:,} layouts", total=n, quiet=quiet) as step:
+        results = engines.run(ctx, tasks, engine, workers, address, step)
+    return engines.assemble(n, rows, results)
+
+
+def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
+    """Rows flagged ``exact`` (footprint small enough to sit in cache) predicted by train_step itself."""
+    idx = np.nonzero(res["exact"] & res["fits"])[0]
+    if idx.size > MAX_EXACT:
+        raise IronlawError(f"{idx.size} layouts of this model fit in the last cache level; a layout search "
+                           f"is for models that need many devices — fix some degrees (e.g. --tp 1 --pp 1)")
+    for i in idx:
+        st = exact(ctx, row_of(c, int(i)), graphs)
+        res["time_s"][i] = st.step_s
+        res["tokens_per_s_per_gpu"][i] = st.flops["tokens_per_step"] / (st.step_s * ctx.gpus)
+        res["mfu"][i] = st.mfu
+
+
+def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
+    from ...core.units import fmt
+    cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
+    i = int(np.argmin(res["memory_per_gpu_bytes"]))
+    r = row_of(c, i)
+    need = float(res["memory_per_gpu_bytes"][i])
+    return IronlawError(
+        f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint (tp {r['tp']}, pp "
+        f"{r['pp']}, dp {r['dp']}, micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
+        f"needs {fmt(need, 'B')} per GPU, {fmt(need - cap, 'B')} more than its {fmt(cap, 'B')}; "
+        f"use more GPUs or a smaller --seq")
+
+
+def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
+    p = st.plan
+    return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
+            "time_s": st.step_s,
+            "tokens_per_s_per_gpu": st.flops["tokens_per_step"] / (st.step_s * ctx.gpus), "mfu": st.mfu,
+            "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory["total_bytes"],
+            "breakdown": dict(st.breakdown)}
+
+
+def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | None = None,
+           nodes: int | None = None, top: int = 5, fixed: dict | None = None, engine: str = "local",
+           workers: int | None = None, address: str | None = None, quiet: bool = True, settings: dict | None = None):
+    """Rank every valid training layout of ``spec`` on ``gpus`` devices of ``on`` by tokens/s per GPU.
+
+    ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
+    wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
+    kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), the experts' load imbalance (1:
+    balanced), and the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
+    it: ``moe_a2a_overlap``)."""
+    from ...machine import hardware
+    from .. import parallel
+    from ...machine.network.topology import check_count, nodes_for
+    from . import SearchResult
+    hw = hardware.get(on) if isinstance(on, str) else on
+    gpus = check_count(gpus, "--gpus")
+    global_batch, seq = check_count(global_batch, "--global-batch"), check_count(seq, "--seq")
+    if not 1 <= top <= 1000:
+        raise IronlawError(f"--top must be between 1 and 1000, got {top}")
+    engines.check(engine, workers, address)
+    nodes = nodes_for(hw, gpus, nodes)
+    parallel.build_topology(hw, gpus, nodes)                     # devices per node the fabric can join
+    g = _model(spec, hw, seq, dtype)
+    m = g.meta
+    sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
+                     int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},
+                     gpus_per_node=gpus // nodes)
+    t0 = time.perf_counter()
+    c = space.enumerate_space(sp)
+    settings = {**SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
+    unknown_keys = set(settings) - set(SETTINGS)
+    if unknown_keys:
+        raise IronlawError(f"search: unknown settings {sorted(unknown_keys)}; known: {sorted(SETTINGS)}")
+    f = settings["expert_imbalance"]
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 1.0 <= f <= parallel.MAX_IMBALANCE:
+        raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
+                           f"{parallel.MAX_IMBALANCE:g}; got {f!r}")
+    precision = g.meta.get("precision", g.dtype)
+    ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
+    res = evaluate_all(ctx, c, engine, workers, address, quiet)
+    fits = res["fits"]
+    if not np.any(fits):
+        raise _nothing_fits(ctx, c, res)
+    graphs: dict = {}
+    _fill_exact(ctx, c, res, graphs)
+    idx = np.nonzero(fits)[0]
+    order = idx[np.lexsort((idx, -res["tokens_per_s_per_gpu"][idx]))]
+    search_s = time.perf_counter() - t0
+    entries, worst = [], 0.0
+    for rank, i in enumerate(order[:top], 1):
+        row = row_of(c, int(i))
+        st = exact(ctx, row, graphs)
+        worst = max(worst, abs(st.step_s - float(res["time_s"][i])) / st.step_s)
+        entries.append(_entry(rank, row, st, ctx))
+    if worst > AGREE_REL:
+        raise RuntimeError(f"search: the fast path and train_step disagree by {worst:.2e} (relative) on the "
+                           f"top layouts; this is a bug in ironlaw.models.search.fast")
+    used = "pool" if engine == "local" and (workers or 1) > 1 else engine
+    setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
+    setup["settings"] = settings
+    return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
+                        search_s, {"rows": len(entries), "max_rel_diff": worst}, columns=c, results=res)

@@ -1,0 +1,66 @@
+"""Graphs and step times as ``serving.estimate`` builds them, for the feature modules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....core.errors import IronlawError
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The options a ServeEstimate was made with that the features rebuild graphs from."""
+    dtype: str | None = None
+    kv_dtype: str | None = None
+    tp: int = 1
+    composition: str = "overlap"
+    captured: bool = True
+
+
+def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
+    """The serving graph of ``spec``: one phase, KV in ``s.kv_dtype``, sharded over ``s.tp`` devices."""
+    from ... import parallel, workloads
+    from .. import online as serving
+    g = workloads.resolve(workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=s.dtype,
+                                            device="cuda" if hw.kind == "gpu" else "cpu"))
+    if g.phase != phase or "kv_cache_bytes" not in g.meta:
+        raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
+    if s.kv_dtype:
+        g = serving.with_kv_dtype(g, s.kv_dtype)
+    if s.tp > 1:
+        g = parallel.shard_inference(g, hw, {"tp": s.tp, "gpus": s.tp})
+    return g
+
+
+def timed(g, hw, s: Setup):
+    """(Estimate, seconds of one engine step): the law's time plus the launch cost, once per step when the step
+    is one captured graph (as ``serving.estimate`` charges it), else once per op inside the law."""
+    from dataclasses import replace
+    from ....law import law
+    if not s.captured:
+        est = law.predict(g, hw, s.composition)
+        return est, float(est.time_s)
+    est = law.predict(g, replace(hw, op_latency_s=0.0), s.composition)
+    return est, float(est.time_s) + hw.op_latency_s
+
+
+def scale_kv(g, factor: float):
+    """``g`` with its KV-cache traffic and footprint times ``factor``."""
+    import copy
+    out = copy.copy(g)
+    out.ops = []
+    for op in g.ops:
+        o = copy.copy(op)
+        o.bytes = {k: (v * factor if k == "kv_cache" else v) for k, v in op.bytes.items()}
+        out.ops.append(o)
+    out.footprint = {k: (v * factor if k == "kv_cache" else v) for k, v in g.footprint.items()}
+    out.meta = dict(g.meta)
+    return out
+
+
+def mean_context(base) -> int:
+    return int(round(base.prompt + base.output / 2.0))
+
+
+def no_chunk(base, feature: str) -> None:
+    if base.chunk is not None:
+        raise IronlawError(f"{feature} is modelled without chunked prefill; drop --chunk")

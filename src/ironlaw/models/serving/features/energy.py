@@ -1,0 +1,42 @@
+"""Joules, dollars and grams of CO₂ per output token of a serving cycle (the power model: ironlaw.law.power).
+
+A serving cycle (every sequence in flight admitted and finished once) is a set of phases, each an engine
+step run ``n`` times per cycle: decode steps, prefills, verify and draft steps. Per device
+    E_cycle = idle_w · T_cycle + (tdp_w − idle_w) · Σ_phases u · t_step · n      (Σ at most T_cycle)
+where u is the phase's utilization (ironlaw.law.power). With chunked prefill the mixed steps are charged as the
+decode and prefill work they carry, each with its own weight reads: an upper bound on the dynamic part.
+"""
+from __future__ import annotations
+
+from ....law import power
+
+
+def of_phases(hw, phases, cycle_s: float, tokens: float, devices: int = 1,
+              usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None) -> dict:
+    """``phases``: (Estimate, seconds per step, steps per cycle); ``tokens``: output tokens per cycle."""
+    power.check_power(hw)
+    busy = 0.0
+    for est, t_step, n in phases:
+        u, _ = power.utilization(est, t_step)
+        busy += float(u) * t_step * n
+    busy = min(busy, cycle_s)
+    per_device_j = hw.idle_w * cycle_s + (hw.tdp_w - hw.idle_w) * busy
+    out = power.per_unit(hw, devices * per_device_j, cycle_s, tokens, devices, usd_per_device_hour, gco2_per_kwh)
+    out.update({"schema": "ironlaw.serve-energy/1", "devices": devices, "mean_power_w_per_device": per_device_j / cycle_s,
+                "utilization": busy / cycle_s, "utilization_definition": power.UTILIZATION_DEFINITION,
+                "idle_w": hw.idle_w, "tdp_w": hw.tdp_w, "idle_source": hw.sources.get("power.idle", ""),
+                "tdp_source": hw.sources.get("power", "")})
+    return out
+
+
+def cycle_s(base) -> float:
+    """Seconds for every sequence in flight to be admitted and finish once (ServeEstimate's cycle)."""
+    return base.concurrency * base.output / base.tokens_per_s
+
+
+def of_serving(base, devices: int = 1, usd_per_device_hour: float | None = None,
+               gco2_per_kwh: float | None = None) -> dict:
+    """Energy per output token of a plain ServeEstimate: ``output`` decode steps and ``concurrency`` prefills."""
+    phases = [(base.decode, base.decode_step_s, base.output), (base.prefill, base.prefill_s, base.concurrency)]
+    return of_phases(base.hw, phases, cycle_s(base), base.concurrency * base.output, devices,
+                     usd_per_device_hour, gco2_per_kwh)

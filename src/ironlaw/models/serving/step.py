@@ -1,0 +1,180 @@
+"""One engine step of in-flight batching as a Graph: the batch's decode tokens and the prompt tokens admitted.
+
+    linear layers, norms, activations   one pass over all T tokens of the step (decode + prompt): the weights
+                                        are read once per step, the GEMMs run with M = T
+    attention*.decode                   each generating sequence reads its own KV cache (``context`` tokens;
+                                        every attention op of the model: global, windowed, chunked)
+    attention*.prefill                  the prompt tokens' causal pairs (a chunk of a prompt of ``prompt``
+                                        tokens carries its share of the prompt's pairs) and their KV writes
+    lm_head, final_norm                 the decode tokens and the last token of each prompt finished here
+
+Quantized checkpoints as ModelOpt writes them (the published TensorRT-LLM table ran them): the linear layers
+in ``dtype`` (fp8, fp4), the token embedding and the LM head in bf16 (hf_quant_config exclude_modules
+["lm_head"]; embeddings are not quantized), the activations between kernels and the TP all-reduce in bf16.
+The engine's constants (``ServingConstants``) become the device's calibration for the law: a GEMM's η follows
+its M (``gemmshape.gemm_eta``), attention its own η, every byte the HBM streaming η; no per-op launch cost
+inside the law. The routed experts' grouped GEMM (``GROUPED_GEMM``) is a kernel class of its own: it streams
+the weights of every expert the step's tokens touch, once per step, at its own fraction of the HBM bandwidth
+(``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
+(``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
+below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
+follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
+tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
+(``host_floor_s``).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+
+from ...core.errors import IronlawError
+from ...core.graph import Graph, dtype_bytes
+
+HEAD_OPS = ("lm_head", "final_norm")
+GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
+HALF = "bf16"
+QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
+
+
+@dataclass(frozen=True)
+class ServingConstants:
+    gemm_eta: float            # top fraction of the matrix peak a GEMM reaches
+    gemm_m_half: float         # tokens (GEMM M) at which a GEMM reaches half of gemm_eta
+    memory_eta: float          # fraction of HBM bandwidth a streaming kernel reaches
+    attention_eta: float       # fraction of the matrix peak FlashAttention-style kernels reach
+    step_s: float              # fixed runtime cost per engine step (scheduler, sampler, host), seconds
+    source: str
+    expert_gemm_eta: float | None = None  # fraction of the matrix peak the routed experts' grouped GEMM runs
+                                          # its FLOPs at, whatever its rows per expert (None: gemm_eta)
+    reserve_bytes: float = 0.0  # runtime memory per GPU beside weights, workspace and KV (CUDA context and
+                                # graph pools, communication buffers): not free for the KV cache
+    launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
+    expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
+                                            # experts' weights at (None: memory_eta)
+
+    def grouped_gemm(self) -> dict:
+        """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
+        eta_c = self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta
+        eta_w = self.memory_eta if self.expert_stream_eta is None else self.expert_stream_eta
+        return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w, "serial": 1.0}
+
+    def calibration(self, dtypes) -> dict:
+        gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
+        grouped = self.grouped_gemm()
+        return {"source": self.source, "fitted": ("TensorRT-LLM perf-overview.md H100 cells",),
+                "matmul": {dt: dict(gemm) for dt in dtypes}, "kernel": {GROUPED_GEMM: grouped},
+                "compute": {"attention": self.attention_eta},
+                "memory": {"streamed": self.memory_eta, "produced": self.memory_eta},
+                "latency_s": {"default": 0.0}}
+
+
+def engine_hw(hw, constants: ServingConstants):
+    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
+    from ...machine.calibration import Calibration
+    dts = tuple(d for d in hw.peak_flops)
+    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(constants.calibration(dts)))
+
+
+def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
+    from .. import workloads
+    from .online import with_kv_dtype
+    g = workloads.resolve(workloads.Request(spec, phase=phase, batch=int(batch), seq=int(seq), dtype=dtype,
+                                            device="cuda" if hw.kind == "gpu" else "cpu"))
+    if g.phase != phase or "kv_cache_bytes" not in g.meta:
+        raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
+    return with_kv_dtype(g, kv_dtype)
+
+
+def scaled(op, factor: float, name: str | None = None):
+    """``op`` doing ``factor`` times its work (FLOPs and traffic) on the same weights."""
+    o = copy.copy(op)
+    o.name = name or op.name
+    o.flops = op.flops * factor
+    o.vector_flops = op.vector_flops * factor
+    o.bytes = {k: (v if k == "weights" else v * factor) for k, v in op.bytes.items()}
+    o.bytes_written = op.bytes_written * factor
+    return o
+
+
+def modelopt(op, dtype: str):
+    """An op as a ModelOpt checkpoint runs it: activations in bf16; embedding and LM head weights in bf16."""
+    by = dtype_bytes(dtype)
+    if by >= dtype_bytes(HALF):
+        return op
+    o = copy.copy(op)
+    o.bytes = dict(op.bytes)
+    if "activations" in o.bytes:
+        o.bytes["activations"] = op.bytes["activations"] * dtype_bytes(HALF) / by
+    o.bytes_written = op.bytes_written * dtype_bytes(HALF) / by
+    if op.name in ("lm_head", "embedding"):
+        o.dtype = HALF
+        if "weights" in o.bytes:
+            o.bytes["weights"] = op.bytes["weights"] * dtype_bytes(HALF) / by
+    return o
+
+
+def grouped(op):
+    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``GROUPED_GEMM``)."""
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+        return op
+    o = copy.copy(op)
+    o.attrs = {**op.attrs, "kernel": GROUPED_GEMM}
+    return o
+
+
+def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
+    """Extra bytes of a ModelOpt checkpoint's bf16 embedding and LM head over ``dtype``."""
+    by = dtype_bytes(dtype)
+    if by >= dtype_bytes(HALF):
+        return 0.0
+    return 2.0 * meta["vocab"] * meta["hidden"] * (dtype_bytes(HALF) - by)
+
+
+def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, decode: int, context: int,
+               prompt: int, prefill_tokens: float, head_tokens: float) -> Graph:
+    """The step's graph on one attention rank (unsharded): see the module docstring."""
+    T = max(int(round(gemm_tokens)), 1)
+    tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
+    parts: dict[str, list] = {op.name: [] for op in tok.ops if op.kind == "attention"}
+    if decode >= 1:                                  # every attention op (global, windowed, chunked) of the model
+        for op in build(spec, "decode", decode, context, dtype, kv_dtype, hw).ops:
+            if op.kind == "attention":
+                parts[op.name].append(scaled(op, 1.0, op.name + ".decode"))
+    if prefill_tokens > 0:
+        for op in build(spec, "prefill", 1, prompt, dtype, kv_dtype, hw).ops:
+            if op.kind == "attention":
+                parts[op.name].append(scaled(op, prefill_tokens / prompt, op.name + ".prefill"))
+    ops = []
+    for op in tok.ops:
+        if op.kind == "attention":
+            ops.extend(parts[op.name])
+        elif op.name in HEAD_OPS:
+            ops.append(scaled(op, head_tokens / T))
+        else:
+            ops.append(op)
+    ops = [grouped(modelopt(op, dtype)) for op in ops]
+    meta = dict(tok.meta)
+    meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
+    return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
+                 footprint=dict(tok.footprint), meta=meta)
+
+
+def launches(g: Graph) -> int:
+    """Kernels one step of ``g`` launches: every op once per layer it runs in."""
+    return int(sum(op.count for op in g.ops))
+
+
+def host_floor_s(g: Graph, constants: ServingConstants, eager: bool) -> float:
+    """The least time an eager step takes: the host launches its kernels one after another."""
+    return launches(g) * constants.launch_s if eager else 0.0
+
+
+def half_collectives(g: Graph) -> Graph:
+    """TP all-reduces carry bf16 activations whatever the weights' dtype."""
+    by = dtype_bytes(g.dtype)
+    if by >= dtype_bytes(HALF):
+        return g
+    for op in g.ops:
+        if op.kind == "collective" and op.module == "tp":
+            op.network_bytes = op.network_bytes * dtype_bytes(HALF) / by
+    return g

@@ -1,0 +1,80 @@
+"""Workload specs -> Graphs.
+
+A spec is a built-in name (``llama3-8b``, ``resnet50`` …) or ``prefix:argument``
+(``hf:config.json``, ``gemm:M,N,K``, ``py:file.py:factory`` …). Builders are small functions
+filed in two registries; adding a workload touches nothing else.
+"""
+from __future__ import annotations
+
+from ...core.errors import IronlawError, unknown
+from ...core.graph import PHASES, Graph
+from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, RUN_OPTIONS,  # noqa: F401
+                       TORCH_PREFIXES, Builtin, Request, _check_options, builtin, check_phase, check_size, prefix)
+
+
+def _load_all() -> None:
+    # importing the modules files their builders in the registries
+    from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
+
+
+def _load_torch_prefixes() -> None:
+    try:
+        from . import external  # noqa: F401
+    except ImportError as e:
+        raise IronlawError(f"this spec needs PyTorch to capture the model ({e}); "
+                           "install it with `pip install torch==2.13.0`") from None
+
+
+# weight formats ironlaw does not train in: 4-bit and integer training recipes (NVFP4 with stochastic rounding and
+# Hadamard transforms, int8 training) are not modelled, and a graph built in them throughout would be wrong
+NOT_TRAINED_IN = ("fp4", "mxfp4", "int8", "int4")
+
+
+def resolve(req: Request) -> Graph:
+    """Build the Graph a spec names."""
+    _load_all()
+    spec = req.spec.strip() if isinstance(req.spec, str) else ""
+    if not spec:
+        raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
+    check_size(req.batch, "batch", MAX_BATCH)
+    if req.seq is not None:
+        check_size(req.seq, "seq", MAX_SEQ)
+    if req.phase is not None and req.phase not in PHASES:
+        raise unknown("phase", req.phase, PHASES)
+    if req.dtype is not None:
+        from ...core.graph import DTYPE_BYTES
+        if req.dtype not in DTYPE_BYTES:
+            raise unknown("dtype", req.dtype, DTYPE_BYTES)
+        if req.phase == "train" and req.dtype in NOT_TRAINED_IN:
+            raise IronlawError(f"--dtype {req.dtype} training is not modelled: a training step runs in fp32, tf32, "
+                               f"bf16 or fp16, or with its linear GEMMs lowered to fp8 or mxfp8 (--dtype fp8|mxfp8); "
+                               f"{req.dtype} serves inference (--phase prefill|decode)")
+    key = spec.lower()
+    if key in BUILTINS:
+        _check_options(req, key, BUILTINS[key].options)
+        g = BUILTINS[key].build(req)
+    elif ":" in spec:
+        head, arg = spec.split(":", 1)
+        if head.lower() not in PREFIXES and head.lower() in TORCH_PREFIXES:
+            _load_torch_prefixes()
+            if head.lower() not in PREFIXES:
+                raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
+        if head.lower() not in PREFIXES:
+            raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
+        _check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
+        g = PREFIXES[head.lower()][1](arg, req)
+    else:
+        raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
+    g.meta.setdefault("spec", spec)
+    return g
+
+
+def catalog() -> list[dict]:
+    _load_all()
+    rows = [{"name": b.name, "family": b.family, "phases": list(b.phases), "description": b.description}
+            for b in BUILTINS.values()]
+    usages = {p: u for p, (u, _) in PREFIXES.items()} | {p: u for p, u in TORCH_PREFIXES.items() if p not in PREFIXES}
+    rows += [{"name": p + ":", "family": "spec", "phases": [], "description": u} for p, u in usages.items()]
+    return rows
+
+

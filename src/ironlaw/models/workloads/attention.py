@@ -1,0 +1,191 @@
+"""The attention sublayer of the analytic transformer: which keys each query sees, what the KV cache
+holds, and the ops of each attention family (registry ``SUBLAYERS``: grouped-query and multi-head latent).
+
+Spans (per layer, ``Arch.layer_spans``): None is global causal attention; an int is a local layer,
+either a sliding window of that many keys ending at the query (Mistral, gpt-oss, Gemma 3) or, for
+``Arch.local == "chunk"``, fixed chunks of that many tokens, each query seeing the earlier tokens of its
+own chunk (Llama 4). For ``b`` sequences of ``s`` tokens (decode: ``s`` already cached, one new):
+    pairs (query, key) computed   global  s(s+1)/2            decode s+1
+                                  window  w(w+1)/2 + (s−w)·w  decode min(s+1, w)
+                                  chunk   n·c(c+1)/2 + r(r+1)/2 (s = n·c + r)   decode (s mod c) + 1
+    cache resident per layer      global  s   window min(s, w)   chunk min(s, c) (a chunk is reserved)
+
+Grouped-query attention (``gqa``): fused QKV projection, optional qk-norm, RoPE (not on Llama 4's NoPE
+layers), attention, output projection. The cache holds K and V: 2·kv_heads·head_dim per token and layer.
+
+Multi-head latent attention (``mla``, DeepSeek-V2/V3): the hidden state is projected down to a query
+latent (q_lora) and a KV latent (kv_lora) plus one rotary key shared by all heads (rope); the cache
+holds the KV latent and the rotary key: kv_lora + rope elements per token and layer, for all heads.
+    prefill/train (unabsorbed, as FlashMLA-style prefill kernels run it): the latent is expanded to
+        per-head keys (nope + rope) and values (v) for all tokens; attention over heads × (nope + rope)
+        for QKᵀ and heads × v for PV.
+    decode (absorbed): W_UK is folded into the query (q_nope·W_UK: per head nope -> kv_lora) and W_UV
+        applied after attention (per head kv_lora -> v); attention runs over the latent itself:
+        QKᵀ over kv_lora + rope and PV over kv_lora per head, reading kv_lora + rope per cached token once.
+
+Op names follow ``base.variant``: the part before the dot is the existing op name whose tensor-parallel
+rule applies (``attn_pre_proj`` column-parallel, ``attention`` split by heads, ``input_layernorm``
+replicated …); ``attrs["attention"]`` says which attention an op belongs to ("global", "window 128",
+"chunk 8192", "mla") and ``attrs["tp_replicated"]`` marks MLA's down-projection, which tensor-parallel
+engines replicate rather than split.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import flopcount
+from ...core.graph import Num, Op, attention_dtype, dtype_bytes
+from .common import elementwise, linear
+from .hfconfig import Arch
+
+ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
+
+
+# ---------------------------------------------------------------------- keys per query, cache per layer
+def span_label(a: Arch, span: int | None) -> str:
+    if a.encoder:
+        return "full"
+    return "causal" if span is None else f"{a.local} {span}"
+
+
+def pairs_and_kv(a: Arch, sh, span: int | None) -> tuple[Num, Num, Num]:
+    """(query-key pairs, cached tokens read, tokens written to the cache) of one layer with ``span``."""
+    b, s = sh.b, sh.s
+    if sh.phase == "decode":
+        if span is None:
+            keys = s + 1.0
+        elif a.local == "chunk":
+            keys = np.mod(s, span) + 1.0
+        else:
+            keys = np.minimum(s + 1.0, span)
+        return b * keys, b * (keys - 1.0), b
+    if a.encoder:
+        pairs = b * s * s
+    elif span is None:
+        pairs = b * s * (s + 1.0) / 2
+    elif a.local == "chunk":
+        n, r = np.floor_divide(s, span), np.mod(s, span)
+        pairs = b * (n * span * (span + 1.0) / 2 + r * (r + 1.0) / 2)
+    else:
+        w = span
+        pairs = b * np.where(s <= w, s * (s + 1.0) / 2, w * (w + 1.0) / 2 + (s - w) * w)
+    return pairs, 0.0, (b * s if sh.phase == "prefill" else 0.0)
+
+
+def resident_tokens(s: Num, span: int | None) -> Num:
+    return s if span is None else np.minimum(s, span)
+
+
+def kv_cache_bytes(a: Arch, b: Num, s: Num, dt: str) -> Num:
+    """The cache of every layer for ``b`` sequences of ``s`` tokens (local layers keep their span only)."""
+    per = a.kv_elems_per_token() * dtype_bytes(dt)
+    return sum(n * per * resident_tokens(s, span) for span, n in a.span_groups().items()) * b
+
+
+# ---------------------------------------------------------------------- shared ops
+def _rope(a: Arch, elems: Num, dt: str, count: int) -> Op:
+    op = elementwise("attn_rope", elems, dt, ROPE_FLOPS, inputs=2, count=count, module="attn")
+    op.attrs["kernel"] = "rotary_embedding"
+    return op
+
+
+def _qk_norm(a: Arch, elems: Num, dt: str, count: int) -> Op:
+    w = 2 * a.head_dim * dtype_bytes(dt) if a.qk_norm == "rms" else 0.0
+    op = elementwise("attn_rope.qk_norm", elems, dt, flopcount.RMSNORM, count=count, kind="norm",
+                     weight_bytes=w, module="attn")
+    op.shapes = f"{a.qk_norm} norm per head on q and k, [{a.head_dim}] x {a.heads}+{a.kv_heads} heads"
+    return op
+
+
+def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
+    """The attention of ``count`` layers with ``span``; ``geo``: per-pair dims and per-token traffic."""
+    by = dtype_bytes(dt)
+    pairs, kv_read, kv_write = pairs_and_kv(a, sh, span)
+    t = sh.tokens
+    b = {"activations": t * (geo["q"] + geo["kv_new"] + geo["o"]) * by}
+    kv = kv_read * geo["cache"] + kv_write * geo["cache"]
+    if np.any(np.asarray(kv) > 0):
+        b["kv_cache"] = kv * by
+    label = span_label(a, span)
+    name = "attention" if span is None or n_spans == 1 else f"attention.{a.local}"
+    sinks = ", sinks" if a.sinks else ""
+    attrs = {"attention": geo.get("kind", "global" if span is None else label)}
+    if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
+        attrs["kv_dtype"] = dt
+    return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
+              dtype=attention_dtype(dt), count=count, module="attn",
+              vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
+              attrs=attrs, bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
+
+
+def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
+    groups = a.span_groups()
+    return [_core(a, sh, dt, span, n, len(groups), geo) for span, n in groups.items()]
+
+
+# ---------------------------------------------------------------------- grouped-query attention
+def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
+    t, h, L = sh.tokens, a.hidden, a.layers
+    ops = [linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn")]
+    if a.qk_norm:
+        ops.append(_qk_norm(a, t * (a.q_dim + a.kv_dim), dt, L if a.qk_norm == "rms" else a.rope_layers))
+    if a.positions == "rope":
+        ops.append(_rope(a, t * (a.q_dim + a.kv_dim), dt, a.rope_layers))
+    geo = {"qk": a.head_dim, "pv": a.head_dim, "q": a.q_dim, "kv_new": 2 * a.kv_dim, "o": a.q_dim,
+           "cache": 2 * a.kv_dim, "shape": f"{a.heads} heads / {a.kv_heads} kv x {a.head_dim}"}
+    ops += _cores(a, sh, dt, geo)
+    ops.append(linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn"))
+    return ops
+
+
+# ---------------------------------------------------------------------- multi-head latent attention
+def _per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
+    """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n)."""
+    op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn")
+    op.bytes["weights"] = a.heads * k * n * dtype_bytes(dt)
+    op.shapes = f"{a.heads} heads x [{k}]x[{k},{n}] per token"
+    return op
+
+
+def mla_ops(a: Arch, sh, dt: str) -> list[Op]:
+    m, t, h, L, n = a.mla, sh.tokens, a.hidden, a.layers, a.heads
+    qk, by = m.nope + m.rope, dtype_bytes(dt)
+    down = linear("attn_pre_proj", t, h, (m.q_lora or n * qk) + m.cache_elems, dt, L, module="attn")
+    down.attrs.update(attention="mla", tp_replicated=bool(m.q_lora))
+    down.shapes += " (q and kv latents, rotary key)"
+    lat = m.q_lora + m.kv_lora
+    norm = elementwise("input_layernorm.latent", t * lat, dt, flopcount.RMSNORM, count=L, kind="norm",
+                       weight_bytes=lat * by, module="attn")
+    norm.attrs["kernel"] = "rms_norm"
+    ops = [down, norm] + ([linear("attn_pre_proj.q_up", t, m.q_lora, n * qk, dt, L, module="attn")]
+                          if m.q_lora else [])
+    ops.append(_rope(a, t * (n + 1) * m.rope, dt, L))
+    if sh.phase == "decode":
+        geo = {"qk": m.cache_elems, "pv": m.kv_lora, "q": n * m.cache_elems, "kv_new": m.cache_elems,
+               "o": n * m.kv_lora, "cache": m.cache_elems, "kind": "mla",
+               "shape": f"absorbed, {n} heads over the latent {m.kv_lora}+{m.rope}"}
+        ops += [_per_head("attention.q_absorb", a, t, m.nope, m.kv_lora, dt), *_cores(a, sh, dt, geo),
+                _per_head("attention.v_up", a, t, m.kv_lora, m.v_dim, dt)]
+    else:
+        geo = {"qk": qk, "pv": m.v_dim, "q": n * qk, "kv_new": n * (qk + m.v_dim), "o": n * m.v_dim,
+               "cache": m.cache_elems, "kind": "mla", "shape": f"{n} heads x {m.nope}+{m.rope} / v {m.v_dim}"}
+        ops += [linear("attn_pre_proj.kv_up", t, m.kv_lora, n * (m.nope + m.v_dim), dt, L, module="attn"),
+                *_cores(a, sh, dt, geo)]
+    ops.append(linear("attn_post_proj", t, n * m.v_dim, h, dt, L, module="attn"))
+    return ops
+
+
+SUBLAYERS = {"gqa": gqa_ops, "mla": mla_ops}
+
+
+def sublayer(a: Arch) -> str:
+    return "mla" if a.mla else "gqa"
+
+
+def working_elems(a: Arch) -> int:
+    """Elements per token the attention sublayer holds at once: normed input, its projections, output."""
+    if not a.mla:
+        return a.hidden + a.q_dim + 2 * a.kv_dim + a.q_dim
+    m = a.mla
+    return (a.hidden + m.q_lora + m.cache_elems + a.heads * (m.nope + m.rope) + a.heads * (m.nope + m.v_dim)
+            + a.heads * m.v_dim)

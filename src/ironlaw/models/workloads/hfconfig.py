@@ -1,0 +1,337 @@
+"""Hugging Face ``config.json`` -> ``Arch``: the few numbers an analytic transformer builder needs.
+
+Read without torch or transformers; one small reader per ``model_type`` lives in ``families`` (the
+layouts it knows are listed there). Anything else is ``Unsupported``: the ``hf:`` prefix hands it to
+graph capture (torch).
+
+Parameter counts follow the Hugging Face modules exactly (``LlamaForCausalLM``, ``GPT2LMHeadModel``,
+``MixtralForCausalLM``, ``BertModel`` with its pooler, ``Qwen3MoeForCausalLM``, ``DeepseekV3ForCausalLM``,
+``GptOssForCausalLM``, the text models of Llama 4 and Gemma 3): embeddings, per-layer projections with
+the biases each layout has, norm gains (and biases for LayerNorm), routers, shared experts, the untied
+LM head.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...core.errors import IronlawError
+
+MAX_DIM = 1 << 24
+# architecture class-name prefixes -> model_type, for configs without one (longer prefixes first)
+ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"), ("gptoss", "gpt_oss"),
+                 ("llama4", "llama4"), ("gemma3", "gemma3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
+                 ("qwen2", "qwen2"), ("llama", "llama"), ("gpt2", "gpt2"), ("bert", "bert"))
+
+
+class Unsupported(Exception):
+    """A config this module cannot describe analytically (the caller may capture it instead)."""
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through low-rank latents;
+    the cache holds the ``kv_lora`` latent and one shared ``rope`` key per token."""
+    q_lora: int               # 0: queries projected straight from the hidden state
+    kv_lora: int
+    nope: int                 # per-head query/key dims without rotary embedding
+    rope: int                 # per-head rotary dims (the rotary key is shared by all heads)
+    v_dim: int                # per-head value dims
+
+    @property
+    def cache_elems(self) -> int:
+        """Elements one token adds to one layer's cache: the latent and the shared rotary key."""
+        return self.kv_lora + self.rope
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    model_type: str
+    encoder: bool
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    inter: int                # the dense MLP's intermediate size (and Mixtral's experts')
+    vocab: int
+    max_pos: int | None       # None: no stated limit
+    positions: str            # "rope" | "learned"
+    norm: str                 # "rms" | "layer"
+    act: str                  # "silu" | "gelu_new" | "gelu" | "swiglu_oai"
+    glu: bool                 # gated MLP (gate and up projections)
+    tied: bool                # LM head shares the token embedding
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    post_norm: bool = False   # BERT: norm after the residual add
+    experts: int = 0          # routed experts per MoE layer; 0: dense MLP
+    top_k: int = 0
+    type_vocab: int = 0       # BERT token-type embeddings
+    pooler: bool = False
+    sliding_window: int | None = None
+    dropout: float = 0.0      # training dropout probability of the residual/MLP paths
+    attn_dropout: float = 0.0  # training dropout probability of the attention probabilities
+    qk_norm: str = ""         # "rms": a gain of head_dim on q and k (Qwen3, Gemma 3); "l2": no weights (Llama 4)
+    mla: MLA | None = None
+    moe_inter: int = 0        # a routed expert's intermediate size (0: ``inter``)
+    shared_inter: int = 0     # the always-on shared expert(s) together (0: none)
+    moe_mask: tuple = ()      # per layer, True where the MLP is a mixture of experts; (): all (when experts)
+    spans: tuple = ()         # per layer, None (global attention) or the local span; (): ``sliding_window``
+    local: str = "window"     # local layers: "window" (sliding) or "chunk" (Llama 4: fixed chunks)
+    rope_mask: tuple = ()     # per layer, False where the layer has no rotary embedding (Llama 4 NoPE); (): all
+    sinks: bool = False       # a learned sink logit per head in the softmax (gpt-oss)
+    router_bias: bool = False  # a bias (or DeepSeek's score-correction bias) per expert in the router
+    sandwich_norm: bool = False  # norms after attention and after the MLP too (Gemma 3): four per layer
+    mtp_layers: int = 0       # DeepSeek multi-token-prediction modules (counted apart from the main model)
+    expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
+
+    # ------------------------------------------------------------------ layer patterns
+    def layer_spans(self) -> tuple:
+        return self.spans or (self.sliding_window,) * self.layers
+
+    def span_groups(self) -> dict:
+        """{span: layers}: None is global attention, an int the window (or chunk) of local layers."""
+        out: dict = {}
+        for w in self.layer_spans():
+            out[w] = out.get(w, 0) + 1
+        return out
+
+    @property
+    def moe_layers(self) -> int:
+        if not self.experts:
+            return 0
+        return sum(self.moe_mask) if self.moe_mask else self.layers
+
+    @property
+    def rope_layers(self) -> int:
+        return sum(self.rope_mask) if self.rope_mask else self.layers
+
+    # ------------------------------------------------------------------ parameter counts (exact)
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def norm_params(self) -> int:
+        return self.hidden * (2 if self.norm == "layer" else 1)
+
+    @property
+    def expert_inter(self) -> int:
+        return self.moe_inter or self.inter
+
+    def kv_elems_per_token(self) -> int:
+        """Cache elements one token adds to one layer: K and V, or MLA's latent and rotary key."""
+        return self.mla.cache_elems if self.mla else 2 * self.kv_dim
+
+    def attn_params(self) -> int:
+        if self.mla:
+            return self._mla_params()
+        h = self.hidden
+        p = h * (self.q_dim + 2 * self.kv_dim) + self.q_dim * h
+        p += (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
+        return p + (2 * self.head_dim if self.qk_norm == "rms" else 0) + (self.heads if self.sinks else 0)
+
+    def _mla_params(self) -> int:
+        m, h, n = self.mla, self.hidden, self.heads
+        qk = m.nope + m.rope
+        q = m.q_lora * (h + 1 + n * qk) if m.q_lora else h * n * qk        # down, latent norm, up
+        kv = h * m.cache_elems + m.kv_lora + m.kv_lora * n * (m.nope + m.v_dim)
+        return q + kv + n * m.v_dim * h
+
+    def mlp_params(self, inter: int) -> int:
+        """One MLP of intermediate size ``inter`` (a dense layer's, or one expert's)."""
+        h, i = self.hidden, inter
+        if self.glu:
+            return 3 * h * i + (2 * i + h if self.mlp_bias else 0)
+        return 2 * h * i + (i + h if self.mlp_bias else 0)
+
+    def expert_params(self) -> int:
+        return self.mlp_params(self.expert_inter)
+
+    def router_params(self) -> int:
+        e = self.experts
+        return self.hidden * e + (e if self.router_bias else 0)
+
+    def moe_params(self, active: bool = False) -> int:
+        """One MoE layer's MLP: the routed experts (the top-k of them if ``active``), router, shared expert."""
+        n = self.top_k if active else self.experts
+        shared = self.mlp_params(self.shared_inter) if self.shared_inter else 0
+        return n * self.expert_params() + self.router_params() + shared
+
+    def layer_norm_params(self) -> int:
+        return (4 if self.sandwich_norm else 2) * self.norm_params
+
+    def layers_params(self, active: bool = False) -> int:
+        """All decoder (or encoder) layers together."""
+        moe = self.moe_layers
+        return (self.layers * (self.attn_params() + self.layer_norm_params()) + moe * self.moe_params(active)
+                + (self.layers - moe) * self.mlp_params(self.inter))
+
+    def embedding_params(self) -> int:
+        h = self.hidden
+        p = self.vocab * h
+        if self.positions == "learned":
+            p += self.max_pos * h
+        if self.type_vocab:
+            p += self.type_vocab * h
+        if self.post_norm:
+            p += self.norm_params             # BERT's embedding LayerNorm
+        return p
+
+    def head_params(self) -> int:
+        return 0 if (self.tied or self.encoder) else self.vocab * self.hidden
+
+    def final_norm_params(self) -> int:
+        return 0 if self.post_norm else self.norm_params
+
+    def pooler_params(self) -> int:
+        return self.hidden * self.hidden + self.hidden if self.pooler else 0
+
+    def params(self, active: bool = False) -> int:
+        """All parameters, or (``active``) those one token touches: the routed top-k experts only.
+        DeepSeek's multi-token-prediction modules are not in it (``mtp_params``)."""
+        return (self.embedding_params() + self.layers_params(active) + self.final_norm_params()
+                + self.head_params() + self.pooler_params())
+
+    def mtp_params(self) -> int:
+        """DeepSeek-V3's multi-token-prediction modules as its checkpoint stores them: two input norms, the
+        projection of [embedding; hidden] (2h -> h), one MoE decoder layer, the head's norm, and copies of
+        the embedding and the LM head."""
+        h = self.hidden
+        layer = self.attn_params() + self.layer_norm_params() + self.moe_params()
+        return self.mtp_layers * (3 * h + 2 * h * h + layer + 2 * self.vocab * h)
+
+    def active_compute_params(self) -> int:
+        """Active parameters without the lookup-only embedding table: those a token multiplies by
+        (what OpenAI and DeepSeek publish as "active"; Meta and Qwen include the embedding)."""
+        return self.params(active=True) - self.lookup_only_params()
+
+    def lookup_only_params(self) -> int:
+        """Parameters that are only gathered, never multiplied (embedding tables not tied to the head)."""
+        p = self.embedding_params() - (self.norm_params if self.post_norm else 0)
+        return p - (self.vocab * self.hidden if self.tied else 0)
+
+
+# ---------------------------------------------------------------------- reading
+def load_json(path: str | Path) -> dict:
+    """The config dict of ``path`` (a config.json, or a directory that holds one)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise IronlawError(f"{p}: is a directory without a config.json; pass the path of a Hugging Face config.json")
+        p = p / "config.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        hint = " (a Hub id? download its config.json and pass the file)" if str(path).count("/") == 1 else ""
+        raise IronlawError(f"{p}: no such config file{hint}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise IronlawError(f"{p}: cannot read config file: {e.__class__.__name__}") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise IronlawError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    if not isinstance(cfg, dict):
+        raise IronlawError(f"{p}: expected a JSON object (a Hugging Face config), got {type(cfg).__name__}")
+    return cfg
+
+
+def model_type(cfg: dict) -> str:
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt:
+        return mt.lower()
+    arch = cfg.get("architectures")
+    if isinstance(arch, list) and arch and isinstance(arch[0], str):
+        a = arch[0].lower()
+        for prefix, t in ARCH_PREFIXES:
+            if a.startswith(prefix):
+                return t
+        return a
+    return ""
+
+
+def _div(a: int, b: int, where: str, na: str, nb: str) -> int:
+    if a % b:
+        raise IronlawError(f"{where}: {na} {a} is not a multiple of {nb} {b}")
+    return a // b
+
+
+_MISSING = object()
+
+
+class _Fields:
+    """Typed reads of config fields; a missing or ill-typed field names the file and the field."""
+
+    def __init__(self, cfg: dict, where: str):
+        self.cfg, self.where = cfg, where
+
+    def _get(self, key: str, default):
+        v = self.cfg.get(key, _MISSING)
+        if v is _MISSING or (v is None and default is not _MISSING):
+            if default is _MISSING:
+                raise IronlawError(f"{self.where}: missing field '{key}'")
+            return default
+        return v
+
+    def int(self, key: str, default=_MISSING):
+        v = self._get(key, default)
+        if v is None or v is default:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) \
+                or not 0 < v <= MAX_DIM * 64:
+            raise IronlawError(f"{self.where}: field '{key}' must be a positive whole number, got {v!r}")
+        return int(v)
+
+    def count(self, key: str, default=_MISSING) -> int:
+        """A whole number that may be 0 (a number of layers or experts of some kind)."""
+        v = self._get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) \
+                or not 0 <= v <= MAX_DIM * 64:
+            raise IronlawError(f"{self.where}: field '{key}' must be a whole number >= 0, got {v!r}")
+        return int(v)
+
+    def list(self, key: str, n: int, allowed: tuple):
+        """A per-layer list of ``n`` values from ``allowed``, or None when the config has none."""
+        v = self._get(key, None)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) != n or any(x not in allowed for x in v):
+            raise IronlawError(f"{self.where}: field '{key}' must list one of {', '.join(map(str, allowed))} for "
+                               f"each of the {n} layers")
+        return v
+
+    def indices(self, key: str, n: int):
+        """A list of layer indices in [0, n), as a set; None when the config has none."""
+        v = self._get(key, None)
+        if v is None:
+            return None
+        if not isinstance(v, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                          for i in v):
+            raise IronlawError(f"{self.where}: field '{key}' must list layer indices from 0 to {n - 1}")
+        return set(v)
+
+    def float(self, key: str, default):
+        v = self._get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise IronlawError(f"{self.where}: field '{key}' must be a number, got {v!r}")
+        return float(v)
+
+    def bool(self, key: str, default: bool) -> bool:
+        v = self._get(key, default)
+        if not isinstance(v, bool):
+            raise IronlawError(f"{self.where}: field '{key}' must be true or false, got {v!r}")
+        return v
+
+    def str(self, key: str, default: str) -> str:
+        v = self._get(key, default)
+        if not isinstance(v, str):
+            raise IronlawError(f"{self.where}: field '{key}' must be a string, got {v!r}")
+        return v
