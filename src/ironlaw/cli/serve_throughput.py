@@ -4,12 +4,14 @@ from __future__ import annotations
 from .common import emit_json, emit_lines
 
 
-def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
+def run(spec: str, on: str, prompt: int, output: int, fmt: str, html=None, **kw) -> None:
     from ..models.serving import throughput as st
     from ..core.units import fmt as f, fmt_time
 
     est = st.max_throughput(spec, on, prompt, output, **kw)
     d = est.to_dict()
+    from ._reports import serve_offline
+    serve_offline(html, est, d, kw)
     if fmt == "json":
         emit_json(d)
         return
