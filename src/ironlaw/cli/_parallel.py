@@ -13,7 +13,7 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
     return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
 
 
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
+def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None, html=None) -> None:
     from ..models import parallel
     from ..core.units import fmt as f, fmt_time
     from .common import console, device, emit_json, emit_lines
@@ -22,6 +22,8 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
     graph = training_graph(spec, hw, seq, dtype, opts)
     plan = parallel.make_plan(opts, graph, hw)
     step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
+    from ._reports import train_step
+    train_step(html, step, step.to_dict(), hw)
     if fmt == "json":
         emit_json(step.to_dict())
         return

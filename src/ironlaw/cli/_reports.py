@@ -48,6 +48,14 @@ def serve_offline(path, est, doc: dict, kw: dict) -> None:
     _write(path, serve_report.offline(est, doc, fdoc))
 
 
+def estimate(path, est) -> None:
+    """The analyze report of one estimate (as ``ironlaw report``)."""
+    if path is None:
+        return
+    from ..report import html
+    _write(path, html.render(est))
+
+
 def train_step(path, step, doc: dict, hw) -> None:
     if path is None:
         return

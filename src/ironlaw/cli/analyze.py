@@ -90,6 +90,8 @@ def analyze(
                                           "token (default: a sourced cloud rate where ironlaw.law.power has one)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
                                          "average 481, Ember 2023)"),
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report (one self-contained HTML file); "
+                                       "with --phase train and parallel options: the step's timeline"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
@@ -105,16 +107,19 @@ def analyze(
     if plot:
         from ..report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
+    from . import _reports
+    html = _reports.check(html)
     if opts and phase == "train":
         if plot:
             from ..core.errors import IronlawError
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         from ._parallel import analyze_train_step
-        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network)
+        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network, html)
     est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, network, **opts)
     if plot:
         from ..report.plot import save
         save(est, plot)
+    _reports.estimate(html, est)
     from ..law import power
     energy = power.of_estimate(est, price, grid) if est.cols.cfg_shape == () else None
     if fmt == "json":
