@@ -63,7 +63,7 @@ def train_step(path, step, doc: dict, hw) -> None:
     _write(path, train_report.render(step, doc, hw))
 
 
-def search(path, res, doc: dict) -> None:
+def search(path, doc: dict) -> None:
     if path is None:
         return
     from ..report import search_report

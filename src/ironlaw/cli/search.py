@@ -48,10 +48,14 @@ def search(
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report: the ranked layouts, why the best "
+                                       "wins (one self-contained HTML file)"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
     from ..core.errors import IronlawError, unknown
     check_format(fmt)
+    from . import _reports
+    html = _reports.check(html)                              # before any work
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
     if phase == "train":
@@ -67,6 +71,7 @@ def search(
         res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
     else:
         raise unknown("search phase", phase, ("train", "serve"))
+    _reports.search(html, res.to_dict())
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -74,14 +79,8 @@ def search(
 
 
 def _layout(e: dict) -> str:
-    if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
-        return f"{par} {e['dtype']} ×{e['concurrency']}"
-    s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
-    s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
-    s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""
-    s += f" dp{e['dp']}" + (f" ep{e['ep']}" if e["ep"] > 1 else "") + f" mb{e['micro_batch']}"
-    return s
+    from ..report.search_report import layout
+    return layout(e)
 
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:
