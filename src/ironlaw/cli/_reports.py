@@ -20,18 +20,10 @@ def _write(path, text: str) -> None:
     sys.stderr.write(f"wrote {out} ({fmt(len(text.encode()), 'B')})\n")
 
 
-def serve_online(path, est, kw: dict, feats, doc: dict | None = None, frontier_doc: dict | None = None) -> None:
-    """The online serving report of ``est`` (made with ``kw``, the options ``feats``): ``doc`` is its JSON
-    document and ``frontier_doc`` its concurrency frontier, each made here when not given."""
-    if path is None:
-        return
-    from dataclasses import replace
+def serve_online(path, est, doc: dict, frontier_doc: dict) -> None:
+    """The online serving report of ``est``: ``doc`` its JSON document, ``frontier_doc`` its concurrency
+    frontier (both made by ``_serve_features``)."""
     from ..report import serve_report
-    from . import _serve_features as sf
-    if doc is None:
-        doc = {**est.to_dict(), **sf.run(est, kw, feats)[0]}
-    if frontier_doc is None:
-        frontier_doc = sf.frontier(est, kw, replace(feats, plot=None))
     _write(path, serve_report.online(est, doc, frontier_doc))
 
 

@@ -1,6 +1,7 @@
 """`ironlaw serve` options beyond the plain estimate: --speculative, --prefix-hit, --disaggregate, --slo,
 --sweep-concurrency (with --plot), and the energy, cost and carbon of a token (--price-per-gpu-hour,
---grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.models.serving.features)."""
+--grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.models.serving.features).
+``run`` and ``frontier`` also write the --html report (``_reports.serve_online``) of what they computed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ class Features:
     plot: str | None = None
     price_per_gpu_hour: float | None = None
     grid_gco2_per_kwh: float | None = None
+    html: str | None = None
 
 
 def checked(*options) -> Features:
@@ -46,6 +48,9 @@ def check(f: Features) -> None:
     if f.plot:
         from ..core.files import check_output
         check_output(f.plot, "--plot", (".svg", ".png"))
+    if f.html:
+        from ._reports import check as check_html
+        check_html(f.html)
     power.grid(f.grid_gco2_per_kwh)
     if f.price_per_gpu_hour is not None:
         power.price(None, f.price_per_gpu_hour)
@@ -89,7 +94,19 @@ def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
     if f.disaggregate is not None:
         doc["disaggregate"], more = _disaggregate(est, at, s, f, slo)
         lines += more
+    if f.html:
+        report(est, kw, f, doc={**est.to_dict(), **doc})
     return doc, lines
+
+
+def report(est, kw: dict, f: Features, doc: dict | None = None, frontier_doc: dict | None = None) -> None:
+    """Write the --html report of ``est``: its JSON document and its concurrency frontier, each made here when
+    not given (with the same options, writing no plot or report themselves)."""
+    from dataclasses import replace
+    from ._reports import serve_online
+    quiet = replace(f, plot=None, html=None)
+    doc = doc if doc is not None else {**est.to_dict(), **run(est, kw, quiet)[0]}
+    serve_online(f.html, est, doc, frontier_doc if frontier_doc is not None else frontier(est, kw, quiet))
 
 
 def _joules(d: dict, doc: dict) -> str:
@@ -155,6 +172,8 @@ def frontier(est, kw: dict, f: Features) -> dict:
     if f.plot:
         from ..report.frontier import save
         save(doc, f.plot)
+    if f.html:
+        report(est, kw, f, frontier_doc=doc)
     return doc
 
 

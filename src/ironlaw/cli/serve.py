@@ -44,16 +44,13 @@ def serve(
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
-    html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
-                                       "concurrency frontier (one self-contained HTML file)"),
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report (one self-contained HTML file)"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
     from ..models.serving import online as serving
     from ..core.units import fmt as f, fmt_time
 
     check_format(fmt)
-    from . import _reports
-    html = _reports.check(html)                              # before any work
     if max_throughput:
         from .serve_throughput import run
         return run(spec, on, prompt, output, fmt, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype,
@@ -66,18 +63,16 @@ def serve(
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     from . import _serve_features as sf
-    feats = sf.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid)
+    feats = sf.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid, html)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition="serial" if serial else "overlap")
     est = serving.estimate(spec, on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         doc = sf.frontier(est, kw, feats)
-        _reports.serve_online(html, est, kw, feats, frontier_doc=doc)
         return emit_json(doc) if fmt == "json" else emit_lines(sf.frontier_lines(doc), fmt)
     d = est.to_dict()
     parts, more = sf.run(est, kw, feats)
     d.update(parts)
-    _reports.serve_online(html, est, kw, feats, doc=d)
     if fmt == "json":
         emit_json(d)
         return

@@ -7,11 +7,12 @@ from .common import emit_json, emit_lines
 def run(spec: str, on: str, prompt: int, output: int, fmt: str, html=None, **kw) -> None:
     from ..models.serving import throughput as st
     from ..core.units import fmt as f, fmt_time
+    from . import _reports
 
+    html = _reports.check(html)                              # before any work
     est = st.max_throughput(spec, on, prompt, output, **kw)
     d = est.to_dict()
-    from ._reports import serve_offline
-    serve_offline(html, est, d, kw)
+    _reports.serve_offline(html, est, d, kw)
     if fmt == "json":
         emit_json(d)
         return

@@ -23,8 +23,9 @@ MEMORY_COLOURS = {"weights": svg.CLASS_COLOURS["weights"], "reserve": "#868e96",
 
 
 def _key_table(rows: list[tuple[str, str, float, str, str]], tid: str) -> str:
-    """rows: (label, JSON path, value, text, unit)."""
-    body = [f'<tr><td class="l">{_e(label)}</td>{html.key(path, v, text, unit)}</tr>' for label, path, v, text, unit in rows]
+    """rows: (label, path in the estimate's JSON document, value, text, unit)."""
+    body = [f'<tr><td class="l">{_e(label)}</td>{html.key("estimate." + path, v, text, unit)}</tr>'
+            for label, path, v, text, unit in rows]
     return html._table(["", "value"], body, tid=tid, left=(0,))
 
 
