@@ -83,7 +83,8 @@ def section(doc: dict) -> str:
     what = doc.get("sweeps", "one point per concurrency (continuous batching)")
     return (f'<section id="frontier"><h2>Serving frontier: {e(doc.get("workload", ""))} on '
             f'{e(doc.get("hardware", ""))}</h2><p class="note">Prompt {e(doc.get("prompt_tokens"))}, output '
-            f'{e(doc.get("output_tokens"))} tokens; {e(what)}, green where the SLO is met.</p>' + svg(doc) + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}'
+            f'{e(doc.get("output_tokens"))} tokens; {e(what)}, green where the SLO is met.</p>' + svg(doc)
+            + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}'
             f'</tbody></table></div></section>')
 
 

@@ -5,6 +5,9 @@ Sections (element ids, which tests and readers can rely on): ``summary`` (time, 
 (a sortable table; ``report.html#sort=flops:desc`` opens it sorted), ``by-kind``, ``footprint`` (against
 the memory tiers), ``whatif``, ``validation`` and ``frontier`` (the serving concurrency frontier) when given, ``sources`` (every hardware number with
 its source). ``fragment`` is the same material for Jupyter (``Estimate._repr_html_``).
+``document`` is the page around any sections, with the result's JSON document embedded and every key number
+(``key``) tied to its place in it: the serve, training-step and search reports (``serve_report``,
+``train_report``, ``search_report``) are built from these sections and helpers.
 """
 from __future__ import annotations
 

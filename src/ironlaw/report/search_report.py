@@ -12,7 +12,8 @@ from . import html, svg
 
 _e = html._e
 LEGEND = (("tp", "tensor parallel (sp: with sequence parallelism)"), ("pp", "pipeline stages (/v: interleaved "
-          "virtual stages)"), ("cp", "context parallel"), ("dp", "data parallel"), ("ep", "expert parallel (serving: with attention data parallelism)"),
+          "virtual stages)"), ("cp", "context parallel"), ("dp", "data parallel"),
+          ("ep", "expert parallel (serving: with attention data parallelism)"),
           ("mb", "micro-batch"), ("rc", "activation recomputation: none (-), selective, full"),
           ("z", "ZeRO stage (3 = FSDP)"), ("×N", "sequences in flight"))
 STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP collectives)"),
