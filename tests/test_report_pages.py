@@ -10,7 +10,7 @@ import re
 import pytest
 
 from conftest import run_cli
-from ironlaw.core import units
+from ironlaw.core import schemas, units
 from test_report_html import MAX_BYTES, _browse, chromium  # noqa: F401  (chromium: the browser fixture)
 
 TRAIN = ("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "16", "--tp", "2", "--pp", "2",
@@ -112,6 +112,7 @@ def test_page_is_complete_and_its_numbers_are_the_json_documents(pages, name):
     emb = _embedded(text)
     key = {"serve": "estimate", "serve-max": "estimate", "train": "step"}.get(name)
     assert (emb[key] if key else emb) == doc            # the page carries the document the command printed
+    schemas.validate(emb)                                # ironlaw.serve-report/1, train-report/1, search/1
     _key_numbers(text, emb, 5)
     _references_resolve(text)
 
@@ -130,6 +131,7 @@ def test_max_throughput_frontier_caps_the_batch(pages):
     """One point per max batch size 1, 2, 4, … up to the run's batch; a point is the run with that cap."""
     text, doc, _ = pages["serve-max"]
     f = _embedded(text)["frontier"]
+    assert f["schema"] == "ironlaw.serve-batch-frontier/1"
     caps = [p["max_batch"] for p in f["points"]]
     assert caps[0] == 1 and caps[-1] == doc["batch_per_engine"] and caps == sorted(caps)
     last = f["points"][-1]

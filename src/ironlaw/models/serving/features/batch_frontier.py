@@ -5,7 +5,7 @@ layout, dtypes, KV fraction, max tokens per step, requests) as it was.
 Each cap gives one point: tokens/s per device (output tokens/s of the system / its GPUs) against tokens/s per
 user (output tokens/s / the sequences in flight: what each sequence gets while it generates). It is the knob
 ``trtllm-bench throughput --max_batch_size`` turns, and the trade the online frontier (``goodput.frontier``)
-shows over concurrency. The document is an ``ironlaw.serve-frontier/1`` as ``report.frontier`` draws it.
+shows over concurrency. The document (``ironlaw.serve-batch-frontier/1``) is drawn by ``report.frontier``.
 """
 from __future__ import annotations
 
@@ -26,6 +26,6 @@ def frontier(estimate_at, est) -> dict:
     ``online.concurrency_grid`` up to ``est``'s batch per engine (``est`` itself is the last point)."""
     caps = online.concurrency_grid(est.batch_per_engine)
     rows = [point(estimate_at(c) if c != est.batch_per_engine else est, c) for c in caps]
-    return {"schema": "ironlaw.serve-frontier/1", "workload": est.spec, "hardware": est.hw.name,
+    return {"schema": "ironlaw.serve-batch-frontier/1", "workload": est.spec, "hardware": est.hw.name,
             "devices": est.layout.gpus, "prompt_tokens": est.prompt, "output_tokens": est.output, "slo": None,
             "max_concurrency": est.batch, "sweeps": SWEEPS, "points": rows}
