@@ -85,11 +85,11 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
     from .models import analysis
     from .models.whatif.compare import compare as run
 
+    opts = _builder("compare", spec, options, builder_options)
     steps = _strings(what_if)
     if not steps and not vs_hardware:
         from .models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
-    opts = _builder("compare", spec, options, builder_options)
     before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
     return run(before, steps, vs_hardware)
 
