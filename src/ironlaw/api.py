@@ -13,6 +13,7 @@ An option a function does not take is a TypeError. A workload's builder options 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 # the names of analyze's parallel options, in the order the CLI passes them on
@@ -189,6 +190,88 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     raise unknown("search phase", phase, ("train", "serve"))
 
 
+def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
+             repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
+    """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
+    :class:`Validation` of measured against predicted, per op and end to end. ``out`` also writes the document."""
+    from .measure import validate as v
+
+    if out is not None:
+        from .core.files import check_output
+        check_output(out, "--out", (".json",))                # fail before the (long) run
+    res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
+                           threads=threads))
+    if out:
+        _write_json(out, res.to_dict())
+    return res
+
+
+def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], None] = None, on: str = "local",
+        stat: str = "median", save: bool = False):
+    """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
+    and the held-out runs apart; a :class:`Fit`. ``save`` writes the calibration into the probe profile."""
+    from .core.errors import IronlawError
+    from .machine import calibration, hardware
+    from .measure import validate as v
+    from .measure.calibrate import fit as fitter
+    from .report.inputs import read_json
+
+    if stat not in v.STATS:
+        raise IronlawError(f"--stat must be one of {', '.join(v.STATS)}, got '{stat}'")
+    hw = hardware.get(on)
+
+    def load(paths):
+        return [c for p in _strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+    fitted, held = load(runs), load(hold_out)
+    cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
+    hw_cal = calibration.with_calibration(hw, cal)
+    saved = None
+    if save:
+        if "probe" not in hw.extra:
+            raise IronlawError(f"--save: {hw.path} is not a probe profile (no [probe] table); calibrate a profile "
+                               "written by `ironlaw probe` (--on local)")
+        saved = str(fitter.save(hw.path, cal))
+    return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
+
+
+@dataclass
+class Validation:
+    """``ironlaw validate``'s document (schema ironlaw.validate/1): the case, the machine, per-op and total
+    measured and predicted times, their spread and the score."""
+    doc: dict
+
+    @property
+    def measured_s(self) -> float:
+        return self.doc["total"]["measured_s"]
+
+    @property
+    def predicted_s(self) -> float:
+        return self.doc["total"]["predicted_s"]
+
+    @property
+    def error(self) -> float:
+        return self.doc["total"]["error"]
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+@dataclass
+class Fit:
+    """``ironlaw fit``'s result: the fitted [calibration] table, where it was saved, and each run scored (fitted
+    and held out) against it."""
+    hardware: str
+    calibration: dict
+    saved: Optional[str]
+    fitted: list = field(default_factory=list)
+    held_out: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"schema": "ironlaw.fit/1", "hardware": self.hardware, "calibration": self.calibration,
+                "saved": self.saved, **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows]
+                                         for g, rows in (("fitted", self.fitted), ("held_out", self.held_out))}}
+
+
 # ---------------------------------------------------------------- shared readings of the options
 def _parallel(given: dict) -> dict:
     """The parallel options given (None and False are not given), in the CLI's order."""
@@ -226,6 +309,14 @@ def _composition(serial: bool) -> str:
 
 def _strings(v) -> list[str]:
     return [v] if isinstance(v, str) else list(v)
+
+
+def _write_json(path: str, doc: dict) -> None:
+    """Atomic (see ironlaw.core.files); the folder must exist."""
+    import json
+
+    from .core.files import check_output, write_atomic
+    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
 
 
 def _grid(v):
