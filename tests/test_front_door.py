@@ -190,7 +190,7 @@ def test_builder_options_by_name_are_checked_against_the_builder():
         ironlaw.analyze("resnet50", on="h100", imag=288)
 
 
-@pytest.mark.parametrize("cmd", ["analyze", "compare", "sweep", "serve", "search", "validate", "fit"])
+@pytest.mark.parametrize("cmd", ["analyze", "compare", "sweep", "serve", "search", "validate", "fit", "probe"])
 def test_each_command_option_is_a_keyword_of_the_same_name(cmd):
     import typer
     from ironlaw.cli import app

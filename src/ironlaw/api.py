@@ -190,6 +190,23 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     raise unknown("search phase", phase, ("train", "serve"))
 
 
+def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
+          rounds: int = 1, references: bool = True, progress=None):
+    """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
+    calibration on them and save the profile (``out``, else a new file that ``on="local"`` reads); a
+    :class:`Probe`. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
+    from .machine import profile
+    from .measure import probe as probe_mod
+    from .measure.calibrate import build, selfcal
+
+    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds)
+    # selfcal fits the rows and the reference runs together, so the rows' own fit is skipped then
+    doc = build.profile(rows, calibrate_fit=not references)
+    if references:
+        doc = selfcal.calibrate(doc, quick, progress=progress)
+    return Probe(str(profile.save(doc, out)), doc)
+
+
 def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
              repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
     """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
@@ -232,6 +249,17 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
                                "written by `ironlaw probe` (--on local)")
         saved = str(fitter.save(hw.path, cal))
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
+
+
+@dataclass
+class Probe:
+    """``ironlaw probe``'s result: the profile written (the catalog's format, with its [probe] rows and fitted
+    [calibration]) and where."""
+    path: str
+    profile: dict
+
+    def to_dict(self) -> dict:
+        return {"schema": "ironlaw.probe-result/1", "path": self.path, "profile": self.profile}
 
 
 @dataclass
