@@ -204,5 +204,6 @@ def test_the_library_is_lazy():
     import subprocess
     import sys
     code = "import sys, ironlaw; print(sorted(m for m in ('numpy', 'torch', 'ironlaw.law.law') if m in sys.modules))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src")})
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT / "src")})
     assert r.stdout.strip() == "[]", r.stderr

@@ -90,7 +90,8 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
     steps = _strings(what_if)
     if not steps and not vs_hardware:
         from .models.whatif import names
-        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
+        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
+                           + ", ".join(names()) + ")")
     before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
     return run(before, steps, vs_hardware)
 
