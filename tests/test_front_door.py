@@ -207,3 +207,18 @@ def test_the_library_is_lazy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={"PYTHONPATH": str(ROOT / "src")})
     assert r.stdout.strip() == "[]", r.stderr
+
+
+def test_a_builder_option_on_one_training_device_keeps_the_batch():
+    """Only a parallel option makes analyze a multi-device training step; a builder option alone (--opt) leaves
+    the one-device estimate of the batch asked for."""
+    est = ironlaw.analyze("resnet50", on="h100", phase="train", batch=256, image=224)
+    assert est.to_dict()["schema"] == "ironlaw.estimate/1" and est.graph.meta["batch"] == 256
+    assert est.time_s == ironlaw.analyze("resnet50", on="h100", phase="train", batch=256).time_s
+    r = run_cli("analyze", "resnet50", "--phase", "train", "--batch", "256", "--on", "h100", "--opt", "image=224",
+                "--format", "json")
+    _same(r.json(), est)
+    step = ironlaw.analyze("resnet50", on="h100", phase="train", micro_batch=32, global_batch=256, gpus=8)
+    assert step.to_dict()["schema"] == "ironlaw.train-step/1" and step.plan.micro_batch == 32
+    with pytest.raises(IronlawError, match="--batch 256 is one device's batch.*--micro-batch"):
+        ironlaw.analyze("resnet50", on="h100", phase="train", batch=256, gpus=8)     # not silently dropped

@@ -49,6 +49,9 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     if par and phase == "train":
         if plot:
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
+        if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
+                               f"--micro-batch (sequences per micro-batch) and --global-batch")
         return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
     hw = _device(on, network)
     est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
