@@ -137,22 +137,42 @@ def _predict(g: Graph, hw, composition: str, captured: bool):
 
 
 SLO_KEYS = ("ttft", "itl")
+SLO_ALIASES = {"tpot": "itl"}      # vLLM's benchmarks name the inter-token latency TPOT (time per output token)
+SLO_EXAMPLE = "e.g. 'ttft=2s,itl=50ms'"
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; either key may be left out, not both."""
+    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; ``tpot`` is ``itl``; either may be left out, not both.
+    Every time carries its unit: a bare number is an error, never read as seconds."""
     from ...core.units import parse
+    text = str(text)
+    if ";" in text:
+        raise IronlawError(f"--slo separates its targets with ',', not ';' ({SLO_EXAMPLE}), got '{text}'")
     out: dict[str, float] = {}
-    for part in str(text).split(","):
+    for part in text.split(","):
         key, eq, value = part.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in SLO_KEYS or not value.strip():
-            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (e.g. 'ttft=2s,itl=50ms'), got '{part}'")
-        x = parse(value.strip(), "s", f"--slo {key}")
+        key, value = key.strip().lower(), value.strip()
+        key = SLO_ALIASES.get(key, key)
+        if not eq or key not in SLO_KEYS or not value:
+            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (or tpot=TIME), {SLO_EXAMPLE}, got '{part}'")
+        if f"{key}_s" in out:
+            raise IronlawError(f"--slo gives the {key} target twice ('{text}'); tpot and itl are the same target")
+        if _is_number(value):
+            raise IronlawError(f"--slo {part.strip()}: give the time with its unit, e.g. {key}={value}ms or "
+                               f"{key}={value}s")
+        x = parse(value, "s", f"--slo {key}")
         if not 0 < x <= 3600:
-            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value.strip()}'")
+            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value}'")
         out[f"{key}_s"] = x
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def concurrency_grid(cmax: int) -> list[int]:
