@@ -249,6 +249,18 @@ def _topology(hw, grp: tuple):
     return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
 
 
+def kv_cache_split(meta: dict, tp: int) -> int:
+    """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
+    over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
+    attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; TensorRT-LLM and vLLM
+    keep the latent whole on every TP rank too). Attention data parallelism instead gives each rank its own
+    sequences and their whole cache (``serving.parallel``)."""
+    if meta.get("kv_shared_by_heads"):
+        return 1
+    return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
+
+
 def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
              ep_grp: tuple | None = None) -> Graph:
     """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``)."""
@@ -259,6 +271,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
                            f"tokens known)")
     grp = grp or (tp, 1)
+    kv = kv_cache_split(meta, tp)
     by = dtype_bytes(g.dtype)
     act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
     ratio: dict[str, float] = {}
@@ -286,7 +299,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:
             new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: v / tp for k, v in op.bytes.items()}
+            new.bytes = {k: v / (kv if k == "kv_cache" else tp) for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
         elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
             if sp or op.attrs.get("tp_split"):
@@ -322,7 +335,8 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                                  act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
+    out.footprint = {k: v / (kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+                     if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
