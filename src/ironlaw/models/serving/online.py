@@ -74,6 +74,14 @@ class ServeEstimate:
 
 
 # ---------------------------------------------------------------------- graph transforms
+def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
+    """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
+    dtype (``engine.default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
+    from .engine import default_kv_dtype
+    kv = kv_dtype or default_kv_dtype(g.dtype)
+    return g if kv == g.dtype else with_kv_dtype(g, kv)
+
+
 def _scale_class(g: Graph, cls: str, factor: float) -> Graph:
     if factor == 1.0:
         return g
@@ -198,6 +206,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     from ...machine import hardware
     from .. import parallel, workloads
     from ...core.units import fmt
+    from .engine import default_kv_dtype
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = _check_tokens(prompt, "--prompt"), _check_tokens(output, "--output")
     concurrency = _check_tokens(concurrency, "--concurrency")
@@ -214,8 +223,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                                                 device="cuda" if hw.kind == "gpu" else "cpu"))
         if g.phase != phase or "kv_cache_bytes" not in g.meta:
             raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
-        if kv_dtype:
-            g = with_kv_dtype(g, kv_dtype)
+        g = with_kv(g, kv_dtype)
         if weight_bytes is not None:
             g = with_weight_bytes(g, weight_bytes)
         if tp > 1:
@@ -224,7 +232,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
 
     pre = graph("prefill", 1, prompt)
     dec = graph("decode", concurrency, int(round(ctx)))
-    kv_dt = kv_dtype or pre.dtype
+    kv_dt = kv_dtype or default_kv_dtype(pre.dtype)
 
     # ---- capacity (per device)
     cap = hw.memory[hw.device_tier].capacity_bytes
@@ -287,8 +295,7 @@ def _bench_rate(spec: str, hw, phase: str, batch: int, seq: int, tokens: int, kw
     from .. import workloads
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=kw.get("dtype")))
-    if kw.get("kv_dtype"):
-        g = with_kv_dtype(g, kw["kv_dtype"])
+    g = with_kv(g, kw.get("kv_dtype"))
     if kw.get("weight_bytes") is not None:
         g = with_weight_bytes(g, kw["weight_bytes"])
     est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))

@@ -329,7 +329,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                  float(expert_imbalance))
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
-    kv_dtype = kv_dtype or (dtype if dtype_bytes(dtype) == 1.0 else "bf16" if dtype_bytes(dtype) < 1 else dtype)
+    kv_dtype = kv_dtype or eng.default_kv_dtype(dtype)
     dtype_bytes(kv_dtype)
     meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
