@@ -219,12 +219,14 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
     ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
     every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
     spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
-    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them."""
+    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them. A group
+    that fills its nodes but part of the last (dp·cp = 78 ranks of stride 4 on nodes of 64: 16 on each of four
+    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``)."""
     if size == 1 or stride * size <= gpus_per_node:
         nodes = 1
     else:
-        nodes = size if stride >= gpus_per_node else stride * size // gpus_per_node
-    return size, nodes, max(gpus_per_node // (size // nodes), 1)
+        nodes = size if stride >= gpus_per_node else -(-size // max(gpus_per_node // stride, 1))
+    return size, nodes, max(gpus_per_node // -(-size // nodes), 1)
 
 
 # ---------------------------------------------------------------------- tensor parallelism
@@ -246,7 +248,7 @@ def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: 
 
 def _topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
-    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
 
 
 def kv_cache_split(meta: dict, tp: int) -> int:
