@@ -96,7 +96,7 @@ def test_fp4_model_kv_cache_defaults_to_fp8_and_is_printed_first():
 
 
 def test_default_kv_dtype_follows_the_checkpoints():
-    from ironlaw.models.serving.engine import default_kv_dtype
+    from ironlaw.models.serving.online import default_kv_dtype
     assert [default_kv_dtype(d) for d in ("fp4", "mxfp4", "fp8", "mxfp8")] == ["fp8"] * 4
     assert default_kv_dtype("bf16") == "bf16" and default_kv_dtype("int4") == "bf16"
 

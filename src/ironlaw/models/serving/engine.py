@@ -17,8 +17,8 @@
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
-    KV dtype        without --kv-dtype, the checkpoint's (``default_kv_dtype``): FP8 for a model in an 8- or
-                    4-bit float, as NVIDIA's quantized checkpoints state it.
+    KV dtype        without --kv-dtype, the checkpoint's (``online.default_kv_dtype``): FP8 for a model in an 8-
+                    or 4-bit float, as NVIDIA's quantized checkpoints state it.
 """
 from __future__ import annotations
 
@@ -38,22 +38,6 @@ PERF_OVERVIEW_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 150
                           (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000,
                           (500, 2000): 3000, (20000, 2000): 1000}
 DEFAULT_REQUESTS = 1500
-
-
-# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
-# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
-# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
-# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
-FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
-
-
-def default_kv_dtype(dtype: str) -> str:
-    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
-    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
-    16-bit activations and cache), else ``dtype`` itself."""
-    if dtype in FP8_KV_DTYPES:
-        return "fp8"
-    return "bf16" if dtype == "int4" else dtype
 
 
 @dataclass(frozen=True)

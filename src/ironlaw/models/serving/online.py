@@ -13,6 +13,7 @@ context averages ``prompt + output/2``. Two ways to admit the next request's pro
                       TTFT = ⌈prompt / C⌉ · T_mixed
     tokens/s = concurrency · output / cycle;  ITL = cycle / steps.
 Mixture-of-experts decode reads the experts the batch touches (the transformer builder counts them).
+KV cache: in ``kv_dtype``, else the checkpoint's (``default_kv_dtype``: FP8 for a model in an 8- or 4-bit float).
 
 Launch cost: serving engines replay each step as one captured graph (CUDA graphs in vLLM, TensorRT-LLM
 and llama.cpp; one Metal command buffer per step in llama.cpp), so a step pays the device's fixed per-op
@@ -74,10 +75,25 @@ class ServeEstimate:
 
 
 # ---------------------------------------------------------------------- graph transforms
+# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
+# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
+# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
+FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
+
+
+def default_kv_dtype(dtype: str) -> str:
+    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
+    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
+    16-bit activations and cache), else ``dtype`` itself."""
+    if dtype in FP8_KV_DTYPES:
+        return "fp8"
+    return "bf16" if dtype == "int4" else dtype
+
+
 def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
     """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
-    dtype (``engine.default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
-    from .engine import default_kv_dtype
+    dtype (``default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
     kv = kv_dtype or default_kv_dtype(g.dtype)
     return g if kv == g.dtype else with_kv_dtype(g, kv)
 
@@ -206,7 +222,6 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     from ...machine import hardware
     from .. import parallel, workloads
     from ...core.units import fmt
-    from .engine import default_kv_dtype
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = _check_tokens(prompt, "--prompt"), _check_tokens(output, "--output")
     concurrency = _check_tokens(concurrency, "--concurrency")

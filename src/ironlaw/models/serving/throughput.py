@@ -38,6 +38,7 @@ import time as _time
 from dataclasses import dataclass, field
 
 from . import engine as eng
+from .online import default_kv_dtype
 from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
@@ -329,7 +330,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                  float(expert_imbalance))
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
-    kv_dtype = kv_dtype or eng.default_kv_dtype(dtype)
+    kv_dtype = kv_dtype or default_kv_dtype(dtype)
     dtype_bytes(kv_dtype)
     meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
