@@ -255,9 +255,10 @@ def kv_cache_split(meta: dict, tp: int) -> int:
     """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
     over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
     attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
-    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; TensorRT-LLM and vLLM
-    keep the latent whole on every TP rank too). Attention data parallelism instead gives each rank its own
-    sequences and their whole cache (``serving.parallel``)."""
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; vLLM gives MLA one KV head,
+    "MLA is always replicated as the hidden dim can't be split": vllm/distributed/kv_transfer/kv_connector/utils.py).
+    Attention data parallelism instead gives each rank its own sequences and their whole cache
+    (``serving.parallel``)."""
     if meta.get("kv_shared_by_heads"):
         return 1
     return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
