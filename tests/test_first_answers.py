@@ -111,6 +111,7 @@ def test_published_layout_of_2496_gb200_is_modelled():
     assert r.rc == 0, r.err
     plan = r.json()["plan"]
     assert (plan["gpus"], plan["nodes"], plan["dp"]) == (2496, 39, 39)
+    assert any("78 ranks span 5 nodes unevenly" in n for n in r.json()["notes"]), r.json()["notes"]
     r = run_cli("search", *GB200_2496, "--format", "json")
     assert r.rc == 0, r.err
     assert all((e["tp"], e["pp"], e["cp"], e["dp"]) == (4, 8, 2, 39) for e in r.json()["top"])

@@ -599,7 +599,8 @@ def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
-    """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
+    """One line per kind of group whose concurrent groups share a node's network (what each gets), and per kind
+    whose groups fill their last node partly (timed on the fullest)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.collectives import inter_node_Bps
     from ..core.units import fmt
@@ -612,6 +613,9 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
+        if used and t.gpus % t.nodes:
+            out.append(f"{what}: each group's {t.gpus} ranks span {t.nodes} nodes unevenly, at most "
+                       f"{t.gpus_per_node} on one; timed on the fullest node")
     return out
 
 
