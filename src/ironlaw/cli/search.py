@@ -50,23 +50,14 @@ def search(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
-    from ..core.errors import IronlawError, unknown
+    from .. import api
     check_format(fmt)
-    fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
-                 recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
-    if phase == "train":
-        from ..models.search import train
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
-        res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                           quiet=fmt == "json", settings=settings)
-    elif phase == "serve":
-        if engine != "local" or workers or address:
-            raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        from ..models.search import serve
-        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
-    else:
-        raise unknown("search phase", phase, ("train", "serve"))
+    res = api.search(spec, phase=phase, on=on, gpus=gpus, nodes=nodes, global_batch=global_batch, seq=seq, dtype=dtype,
+                     top=top, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
+                     recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
+                     tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json")
     if fmt == "json":
         emit_json(res.to_dict())
     else:
