@@ -63,13 +63,13 @@ def test_moe_rows_are_bounded_by_the_device(predicted):
     """The MoE rows' published throughput is below ironlaw's device-side prediction, not above it: the 25.11
     eager MoE layers (alltoall dispatcher, dropless, no CUDA graphs) take 16-19 ms per layer and micro-batch of
     4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names
-    (docs/accuracy.md, known misses)."""
-    from ironlaw.models.parallel import MOE_HOST_NOTE
+    (docs/accuracy.md, known misses). The host term (ironlaw.models.host) counts the MoE layers' device→host
+    syncs and kernel launches at the measured launch costs; it does not close the gap."""
     for name in RECIPE:
         r, st = predicted[name]
         assert st.tokens_per_s_per_gpu > r["tokens_per_s_per_gpu"], name
-        assert MOE_HOST_NOTE in st.notes, name                # the step says what it leaves out
-    assert not any(MOE_HOST_NOTE in predicted[name][1].notes for name in DENSE)
+        assert any("device→host syncs" in n for n in st.notes), name       # the host term says what it counts
+    assert not any("device→host syncs" in n for name in DENSE for n in predicted[name][1].notes)
 
 
 def test_tuned_qwen3_run_on_16_h100():

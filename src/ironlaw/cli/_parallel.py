@@ -48,6 +48,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
             ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
             ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
             ("ZeRO/FSDP parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
+            ("host: kernel launches and syncs (exposed)", b["host_exposed_s"]),
             ("step", b["step_s"])]
     mem = step.memory
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]

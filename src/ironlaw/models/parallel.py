@@ -46,6 +46,7 @@ from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
 from ..core.graph import Graph, Op, dtype_bytes
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
+from . import host, nvfp4
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -83,6 +84,7 @@ class Plan:
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
     moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
+    cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
 
     @property
     def microbatches(self) -> int:
@@ -91,7 +93,7 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap")
+                "grad_fp32", "moe_a2a_overlap", "cuda_graph")
 
 
 def requested(options: dict) -> bool:
@@ -132,7 +134,17 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())))
+
+
+def graph_scopes(value) -> tuple:
+    """``--cuda-graph attn,moe_router,moe_preprocess`` (or a sequence): the parts captured in CUDA graphs."""
+    from .host import SCOPES
+    items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+    return tuple(x for x in SCOPES if x in items)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -288,7 +300,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
             new.bytes = {k: v / tp for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
-        elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
+        elif base in REPLICATED or base in ("fp8_cast", "fp4_cast"):    # a cast follows its tensor (precision.py)
             if sp or op.attrs.get("tp_split"):
                 new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
@@ -821,19 +833,19 @@ def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> fl
     return float(law.predict(og, hw, composition).time_s)
 
 
-def _bottleneck(est, step: float, shares: dict) -> dict:
+def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
+    """What binds the step; the host term's account joins the reason where it owns 5% of the step or more."""
     top = max(shares, key=shares.get)
+    host = f"; host: {host_why}" if host_why and shares.get("host", 0.0) >= 0.05 * step else ""
     if top == "compute":
         b = est.bottleneck()
-        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}"}
-    res = "network" if top == "network" else ("latency" if top == "pipeline bubble" else "bandwidth")
-    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step"}
+        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}{host}"}
+    res = "network" if top == "network" else ("latency" if top in ("pipeline bubble", "host") else "bandwidth")
+    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step{host}"}
 
 
-MOE_HOST_NOTE = ("the MoE layers are timed on the GPU; their host time is not modelled. An eager, dropless "
-                 "dispatcher that waits on the host for the all-to-all split sizes every layer, with no CUDA graph "
-                 "(Megatron-Core's alltoall), can leave the step host-bound and slower than this (docs/accuracy.md, "
-                 "the NeMo MoE rows)")
+NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
+                "framework are not timed, and a step they bind runs slower than this")
 
 
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
@@ -843,12 +855,14 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     if is_low(g.dtype):
         g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
+    if g.meta.get("precision") == nvfp4.DTYPE:
+        nvfp4.require(hw)                                      # NVIDIA's NVFP4 recipe, where it runs
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
+    notes = _shared_network_notes(hw, plan, grp)
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = _stage_ops(g, plan)
@@ -859,7 +873,10 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     t_est = float(est.time_s) - hidden_tp
-    t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
+    host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
+    host_mb = host_t.exposed_s if host_t is not None else 0.0
+    notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    t_mb, m, v = t_est + ring_exposed + fsdp_exposed + host_mb, plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
     p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
@@ -878,14 +895,15 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
-                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
+                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
+                 "host_exposed_s": m * host_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
-              "pipeline bubble": bubble_s, "optimizer": opt_s}
+              "pipeline bubble": bubble_s, "optimizer": opt_s, "host": m * host_mb}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
-                        _bottleneck(est, step, shares), topo.describe(), notes, peak)
+                        _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
 
 
 def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
