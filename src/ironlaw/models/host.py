@@ -120,7 +120,7 @@ def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, low: boo
     experts = meta.get("experts", 0)
     if not experts:
         return dense_h, dense_h
-    local = experts / ep
+    local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
     pre = attn + _graphed(ROUTER, "moe_router" in graphed) + _graphed(PREPROCESS, "moe_preprocess" in graphed)
     post = DISPATCH + EXPERT.scaled(local) + tpc.scaled(0.5) + (MLP if meta.get("shared_expert") else Calls())
     f1, b1, k1 = _seconds(pre, cpu, low)

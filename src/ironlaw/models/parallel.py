@@ -85,6 +85,7 @@ class Plan:
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
     moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
     cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
+    redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
 
     @property
     def microbatches(self) -> int:
@@ -93,7 +94,8 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap", "cuda_graph")
+                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
+                "redundant_experts")
 
 
 def requested(options: dict) -> bool:
@@ -120,8 +122,9 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     rc, zero, sp, imbalance = _options(o, tp, ep)
     if graph is not None and rc != "none" and "layers" not in graph.meta:
         raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+    red = _redundant(o, ep)
     if graph is not None:
-        _check_model(graph, tp, pp, v, ep, cp)
+        _check_model(graph, tp, pp, v, ep, cp, red)
     overlap = bool(o.get("tp_comm_overlap", False))
     if overlap and not sp:
         raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
@@ -134,7 +137,17 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())))
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red)
+
+
+def _redundant(o: dict, ep: int) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72)."""
+    r = o.get("redundant_experts", 0)
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if r and ep == 1:
+        raise IronlawError("--redundant-experts spreads replicas of hot experts over the EP group; add --ep > 1")
+    return r
 
 
 def graph_scopes(value) -> tuple:
@@ -200,7 +213,7 @@ def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
     return rc, zero, sp, float(f)
 
 
-def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> None:
+def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
         if tp > 1 or pp > 1 or ep > 1 or cp > 1:
@@ -214,9 +227,14 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")
-    if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
-        raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
-                           f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
+    e = meta.get("experts", 0)
+    if redundant > e:
+        raise IronlawError(f"--redundant-experts {redundant} is more than the {e} experts of {g.name}")
+    if ep > 1 and (not e or (e + redundant) % ep):
+        extra = f" + {redundant} redundant" if redundant else ""
+        raise IronlawError(f"--ep {ep} does not divide the {e} experts{extra} of {g.name}"
+                           f"{'' if e else ' (a dense model: use --ep 1)'}"
+                           f"{'; --redundant-experts N adds slots so that it does' if e and not redundant else ''}")
     seq = np.asarray(meta.get("seq", 0))
     if cp > 1 and np.any(seq % (2 * cp)):
         raise IronlawError(f"--cp {cp} does not divide the sequence of {int(np.max(seq))} tokens into 2 × cp = "
@@ -272,6 +290,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                            f"tokens known)")
     grp = grp or (tp, 1)
     by = dtype_bytes(g.dtype)
+    slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
     act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
     ratio: dict[str, float] = {}
     ops: list[Op] = []
@@ -309,9 +328,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
-            new.bytes["weights"] = new.bytes["weights"] / ep
+            new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
-                new.bytes["gradients"] = new.bytes["gradients"] / ep
+                new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         ops.append(new)
         if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
             where = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
@@ -520,7 +539,8 @@ def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
     if g.meta.get("experts"):
         e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
         expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
-    return (params - expert) / (plan.tp * plan.pp), expert / (plan.tp * plan.pp * plan.ep)
+    slots = (e + plan.redundant_experts) / e if e else 1.0              # replicas held on the EP group
+    return (params - expert) / (plan.tp * plan.pp), expert * slots / (plan.tp * plan.pp * plan.ep)
 
 
 def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
@@ -728,7 +748,7 @@ def expert_load(sg: Graph, plan: Plan) -> Graph:
     """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
     load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
     1 + (f − 1)·ep/E times the balanced share (E/ep experts per rank)."""
-    f, e = plan.expert_imbalance, sg.meta.get("experts", 0)
+    f, e = plan.expert_imbalance, sg.meta.get("expert_slots", sg.meta.get("experts", 0))
     if f == 1.0 or plan.ep == 1 or not e:
         return sg
     r = 1.0 + (f - 1.0) * plan.ep / e
@@ -844,6 +864,9 @@ def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
     return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step{host}"}
 
 
+REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
+                  "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
+                  "is not timed")
 NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
                 "framework are not timed, and a step they bind runs slower than this")
 
@@ -857,12 +880,17 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
     if g.meta.get("precision") == nvfp4.DTYPE:
         nvfp4.require(hw)                                      # NVIDIA's NVFP4 recipe, where it runs
+    if plan.redundant_experts:
+        g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
+                  meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, grp)
+    notes = _shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
+        e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
+        if plan.redundant_experts else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = _stage_ops(g, plan)

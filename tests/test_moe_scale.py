@@ -1,0 +1,75 @@
+"""MoE at scale: redundant expert slots (--redundant-experts: EP need not divide the experts) and wide EP over
+nodes; activation offload to host memory (--offload-activations)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from ironlaw.core.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.models import parallel, precision, workloads
+
+DSV3 = dict(gpus=288, nodes=4, ep=72, pp=4, global_batch=576, zero=1, recompute="full")
+
+
+def _graph(spec="deepseek-v3", seq=4096, dtype="mxfp8"):
+    g = workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=seq, dtype="bf16"))
+    return precision.lower(g, dtype, True) if dtype else g
+
+
+def _step(g, on="gb200", **opts):
+    hw = hardware.get(on)
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
+
+
+def test_ep_need_not_divide_the_experts_with_redundant_slots():
+    g, hw = _graph(), hardware.get("gb200")
+    with pytest.raises(IronlawError, match="--ep 72 does not divide the 256 experts of deepseek-v3; "
+                                           "--redundant-experts N adds slots"):
+        parallel.make_plan(DSV3, g, hw)
+    plan = parallel.make_plan({**DSV3, "redundant_experts": 32}, g, hw)
+    assert plan.redundant_experts == 32
+    with pytest.raises(IronlawError, match=r"--ep 72 does not divide the 256 experts \+ 16 redundant"):
+        parallel.make_plan({**DSV3, "redundant_experts": 16}, g, hw)
+    for bad, msg in ((-1, "a count of extra expert slots"), (300, "more than the 256 experts"),
+                     (True, "a count of extra expert slots")):
+        with pytest.raises(IronlawError, match=msg):
+            parallel.make_plan({**DSV3, "redundant_experts": bad}, g, hw)
+    with pytest.raises(IronlawError, match="add --ep > 1"):
+        parallel.make_plan({"gpus": 8, "redundant_experts": 8}, g, hw)
+
+
+def test_redundant_slots_hold_more_weights_and_share_the_rows():
+    g = _graph()
+    st = _step(g, **DSV3, redundant_experts=32)
+    ref = _step(g, **{**DSV3, "ep": 64, "gpus": 256, "global_batch": 512})        # 4 experts per rank, no replicas
+    # (256 + 32) / 72 = 4 slots per rank, as (256 + 0) / 64: the same expert weights per rank
+    dense, expert = parallel._params_per_device(g, st.plan)
+    dense0, expert0 = parallel._params_per_device(g, ref.plan)
+    assert expert == pytest.approx(expert0) and dense == pytest.approx(dense0)
+    # each slot's kernel runs tokens · k · ep / (E + N) rows: 4096 · 8 · 72 / 288 = 8192, as 4096 · 8 · 64 / 256
+    up = {s: next(op for op in x.per_microbatch.graph.ops if op.name == "mlp_up_proj" and op.module == "experts")
+          for s, x in (("red", st), ("ref", ref))}
+    assert up["red"].eta_scale == pytest.approx(up["ref"].eta_scale)
+    assert any("256 + 32 slots, 4 per rank over EP 72" in n for n in st.notes)
+
+
+def test_wide_ep_over_nodes_runs_its_all_to_all_between_nodes():
+    g = _graph("qwen3-30b-a3b")
+    wide = _step(g, on="b200", gpus=32, nodes=4, ep=32, global_batch=32, zero=1, recompute="full")
+    one = _step(g, on="b200", gpus=32, nodes=4, ep=8, global_batch=32, zero=1, recompute="full")
+    a2a = {k: [r for r in s.per_microbatch.rows() if r["module"] == "ep"] for k, s in (("wide", wide), ("one", one))}
+    assert all("32 ranks on 4 node(s)" in r["shapes"] for r in a2a["wide"]) and a2a["wide"]
+    assert all("8 ranks on 1 node(s)" in r["shapes"] for r in a2a["one"]) and a2a["one"]
+    # the same bytes per rank leave the node over InfiniBand instead of NVLink: slower
+    assert sum(r["time_s"] for r in a2a["wide"]) > sum(r["time_s"] for r in a2a["one"])
+
+
+def test_cli_redundant_experts():
+    args = ("analyze", "deepseek-v3", "--phase", "train", "--on", "gb200", "--seq", "4096", "--dtype", "mxfp8",
+            "--gpus", "288", "--nodes", "4", "--pp", "4", "--ep", "72", "--global-batch", "576", "--zero", "1",
+            "--recompute", "full")
+    ok = run_cli(*args, "--redundant-experts", "32", "--format", "json")
+    assert ok.rc == 0 and ok.json()["plan"]["redundant_experts"] == 32
+    bad = run_cli(*args)
+    assert bad.rc == 2 and "--redundant-experts N adds slots" in bad.err and len(bad.err.strip().splitlines()) == 1
