@@ -75,3 +75,44 @@ def test_cli_redundant_experts():
     assert ok.rc == 0 and ok.json()["plan"]["redundant_experts"] == 32
     bad = run_cli(*args)
     assert bad.rc == 2 and "--redundant-experts N adds slots" in bad.err and len(bad.err.strip().splitlines()) == 1
+
+
+def _llama70(dtype="fp8"):
+    g = workloads.resolve(workloads.Request("llama3-70b", phase="train", batch=2, seq=8192, dtype="bf16"))
+    return precision.lower(g, dtype, True)
+
+
+FSDP70 = dict(gpus=64, global_batch=256, micro_batch=2, fsdp=True)
+
+
+def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
+    g = _llama70()
+    with pytest.raises(IronlawError, match="more than the 200 GB of gb200"):
+        _step(g, **FSDP70)
+    st = _step(g, **FSDP70, offload_layers=40)
+    hw = hardware.get("gb200")
+    whole = parallel._memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none")["activations"]
+    assert st.memory["activations"] == pytest.approx(whole * (1 - 40 / 80))
+    # by hand: each offloaded layer's activations go out and come back at the host tier's 194 GB/s, beside the
+    # layer's forward and backward
+    tier = next(t for t in hw.memory if t.role == "host")
+    rows = st.per_microbatch.rows()
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    copy = whole / 80 / tier.bw_Bps
+    expect = 40 * (max(copy - fwd / 80, 0) + max(copy - bwd / 80, 0))
+    assert st.breakdown["offload_exposed_s"] == pytest.approx(st.plan.microbatches * expect)
+    assert expect > 0 and any("offloaded to grace-lpddr5x" in n for n in st.notes)
+
+
+def test_offload_refusals():
+    g, hw = _llama70(), hardware.get("gb200")
+    with pytest.raises(IronlawError, match="more than the 20 layers of a pipeline stage"):
+        parallel.make_plan({**FSDP70, "pp": 4, "offload_layers": 21, "fsdp": False}, g, hw)
+    with pytest.raises(IronlawError, match="a count of layers"):
+        parallel.make_plan({**FSDP70, "offload_layers": -2}, g, hw)
+    with pytest.raises(IronlawError, match="gb300 names none"):
+        _step(g, on="gb300", **FSDP70, offload_layers=20)
+    r = run_cli("analyze", "llama3-70b", "--phase", "train", "--on", "gb200", "--dtype", "fp8", "--seq", "8192",
+                "--gpus", "64", "--global-batch", "256", "--micro-batch", "2", "--fsdp", "--offload-activations", "81")
+    assert r.rc == 2 and "--offload-activations 81 is more than the 80 layers" in r.err

@@ -80,6 +80,7 @@ def analyze(
     grad_fp32: bool = typer.Option(False, "--grad-fp32", help="accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
     redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
+    offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
     cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
@@ -101,6 +102,7 @@ def analyze(
                                   tp_comm_overlap=tp_comm_overlap or None, overlap_p2p=overlap_p2p or None,
                                   grad_fp32=grad_fp32 or None, moe_a2a_overlap=moe_a2a_overlap or None,
                                   cuda_graph=cuda_graph, redundant_experts=redundant_experts,
+                                  offload_layers=offload_activations,
                                   sequence_parallel=sequence_parallel or None).items() if v is not None}
     opts.update(parse_opts(opt))
     if capture:

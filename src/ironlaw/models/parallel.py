@@ -38,7 +38,7 @@ Activation memory per device follows Korthikanti et al. 2022 ("Reducing activati
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
 from ..core.graph import Graph, Op, dtype_bytes
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
-from . import host, nvfp4
+from . import host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -86,6 +86,7 @@ class Plan:
     moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
     cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
     redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
+    offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
 
     @property
     def microbatches(self) -> int:
@@ -95,7 +96,7 @@ class Plan:
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
                 "grad_fp32", "moe_a2a_overlap", "cuda_graph",
-                "redundant_experts")
+                "redundant_experts", "offload_layers")
 
 
 def requested(options: dict) -> bool:
@@ -125,6 +126,10 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     red = _redundant(o, ep)
     if graph is not None:
         _check_model(graph, tp, pp, v, ep, cp, red)
+    off = o.get("offload_layers", 0)
+    if off and (graph is None or "layers" not in graph.meta):
+        raise IronlawError("--offload-activations needs a transformer built by ironlaw (layers known)")
+    off = offload.check(off, graph.meta["layers"] / pp) if off else 0
     overlap = bool(o.get("tp_comm_overlap", False))
     if overlap and not sp:
         raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
@@ -137,7 +142,7 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off)
 
 
 def _redundant(o: dict, ep: int) -> int:
@@ -535,8 +540,8 @@ def recompute_flops(g: Graph, recompute: str):
 def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
     """(dense, expert) parameters one device holds: dense over tp·pp, experts over tp·pp·ep."""
     params = float(g.meta["params"])
-    expert = 0.0
-    if g.meta.get("experts"):
+    expert, e = 0.0, g.meta.get("experts", 0)
+    if e:
         e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
         expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
     slots = (e + plan.redundant_experts) / e if e else 1.0              # replicas held on the EP group
@@ -564,6 +569,8 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
         act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
     else:
         act_dev = act * tp_factor * inflight
+    if plan.offload_layers:                   # the offloaded layers' share waits in host memory
+        act_dev *= 1.0 - offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp)
     weight_b = by + weight_copy_bytes(g.meta)
     return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
             "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
@@ -904,7 +911,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
     notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
-    t_mb, m, v = t_est + ring_exposed + fsdp_exposed + host_mb, plan.microbatches, plan.interleave
+    off_mb = _offload_s(g, hw, plan, rows, notes)
+    t_mb, m, v = t_est + ring_exposed + fsdp_exposed + host_mb + off_mb, plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
     p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
@@ -924,7 +932,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
                  "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
-                 "host_exposed_s": m * host_mb}
+                 "host_exposed_s": m * host_mb, "offload_exposed_s": m * off_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble_s, "optimizer": opt_s, "host": m * host_mb}
@@ -932,6 +940,31 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
                         _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
+
+
+def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float:
+    """Exposed seconds per micro-batch of ``--offload-activations`` (``offload``), the host memory checked and a
+    note added; 0 without it."""
+    from ..core.units import fmt
+    n = plan.offload_layers
+    if not n:
+        return 0.0
+    tier = offload.host_tier(hw)
+    L = g.meta["layers"]
+    whole = _memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
+    held = whole * offload.fraction(n, L, plan.pp)
+    if held > tier.capacity_bytes:
+        raise IronlawError(f"--offload-activations {n} puts {fmt(held, 'B')} of activations per device in "
+                           f"{tier.name}, more than its {fmt(tier.capacity_bytes, 'B')}")
+    per_layer = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp / L * \
+        (1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp)
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    copied, exposed = offload.exposed_s(n, per_layer, fwd, bwd, L / plan.pp, tier.bw_Bps)
+    notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt(held, 'B')} per device, "
+                 f"{fmt(copied, 's')} of copies per micro-batch at {fmt(tier.bw_Bps, 'B/s')}, "
+                 f"{fmt(exposed, 's')} not hidden under the layers' compute")
+    return exposed
 
 
 def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
