@@ -41,16 +41,18 @@ def test_catalog_names_x86_and_grace_hosts():
 
 
 def test_kernels_per_moe_layer_follow_the_local_experts_and_the_recipe():
-    d8, m8 = host.layers(MOE, CPU, ep=8, low=True)
-    _, m4 = host.layers(MOE, CPU, ep=4, low=True)
+    d8, m8 = host.layers(MOE, CPU, ep=8, precision="mxfp8")
+    _, m4 = host.layers(MOE, CPU, ep=4, precision="mxfp8")
     # GroupedLinear: per local expert 2 GEMMs forward, a dgrad and a wgrad per linear backward, and in low
     # precision a quantize of each expert's input and output gradient: 2 + 4 + 2 + 2 = 10 kernels
     assert m4.kernels - m8.kernels == pytest.approx(10 * (128 / 4 - 128 / 8))
     assert m8.syncs == 1 and d8.syncs == 0 and d8.after_s == 0
-    _, bf = host.layers(MOE, CPU, ep=8, low=False)
+    _, bf = host.layers(MOE, CPU, ep=8)
     assert m8.kernels - bf.kernels == pytest.approx(2 * (2 + 2 * 128 / 8))   # QKV, projection, fc1, fc2 per expert
+    _, f8 = host.layers(MOE, CPU, ep=8, precision="fp8")      # current scaling: amax, reduction, scale, cast
+    assert f8.kernels - bf.kernels == pytest.approx(4 * 2 * (2 + 2 * 128 / 8))
     # CUDA graphs replay the captured parts as one launch per pass
-    _, g = host.layers(MOE, CPU, ep=8, low=True, graphed=("attn", "moe_router", "moe_preprocess"))
+    _, g = host.layers(MOE, CPU, ep=8, precision="mxfp8", graphed=("attn", "moe_router", "moe_preprocess"))
     captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (15 + 1)
     assert m8.kernels - g.kernels == pytest.approx(captured - 3 * 2)
 

@@ -41,8 +41,8 @@ class Calls:
     fwd: float = 0.0           # kernels in the forward
     bwd: float = 0.0           # kernels in the backward
     modules: float = 0.0       # Transformer Engine module calls (forward; the backward runs as many autograd nodes)
-    quantize: float = 0.0      # linears whose input (forward) and output gradient (backward) a low-precision
-                               # recipe quantizes: one kernel each way
+    quantize: float = 0.0      # tensors a low-precision recipe quantizes in each pass: a linear's input (forward)
+                               # and output gradient (backward), ``QUANTIZE_KERNELS`` kernels each
 
     def __add__(self, o: "Calls") -> "Calls":
         return Calls(self.fwd + o.fwd, self.bwd + o.bwd, self.modules + o.modules, self.quantize + o.quantize)
@@ -83,6 +83,10 @@ DISPATCH = Calls(fwd=9, bwd=9, modules=2)
 EXPERT = Calls(fwd=2, bwd=4, quantize=2)
 # TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
 # forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
+# kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
+# and the cast (4); MXFP8 one fused block-scaled cast; NVFP4 the amax pass over the tensor and its Hadamard
+# transform, then the cast (2, ``nvfp4``)
+QUANTIZE_KERNELS = {"fp8": 4.0, "mxfp8": 1.0, "fp4": 2.0}
 TP_SP = Calls(fwd=4, bwd=6)
 TP_AR = Calls(fwd=2, bwd=2)
 
@@ -102,20 +106,21 @@ def _graphed(c: Calls, on: bool) -> Calls:
     return Calls(fwd=1.0, bwd=1.0) if on else c
 
 
-def _seconds(c: Calls, cpu, low: bool) -> tuple[float, float, float]:
-    """(forward s, backward s, kernels) of the calls on ``cpu``."""
-    q = c.quantize if low else 0.0
+def _seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
+    """(forward s, backward s, kernels) of the calls on ``cpu``; ``precision``: the linears' low-precision
+    recipe (None: bf16)."""
+    q = c.quantize * QUANTIZE_KERNELS[precision] if precision else 0.0
     f, b = c.fwd + q, c.bwd + q
     return (f * cpu.op_s + c.modules * cpu.module_s, b * cpu.op_s + c.modules * cpu.module_s, f + b)
 
 
-def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, low: bool = False,
+def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
            graphed: tuple = ()) -> tuple[LayerHost, LayerHost]:
     """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     attn = _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)
     dense = attn + MLP + tpc.scaled(0.5)
-    fd, bd, kd = _seconds(dense, cpu, low)
+    fd, bd, kd = _seconds(dense, cpu, precision)
     dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
     experts = meta.get("experts", 0)
     if not experts:
@@ -123,8 +128,8 @@ def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, low: boo
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
     pre = attn + _graphed(ROUTER, "moe_router" in graphed) + _graphed(PREPROCESS, "moe_preprocess" in graphed)
     post = DISPATCH + EXPERT.scaled(local) + tpc.scaled(0.5) + (MLP if meta.get("shared_expert") else Calls())
-    f1, b1, k1 = _seconds(pre, cpu, low)
-    f2, b2, k2 = _seconds(post, cpu, low)
+    f1, b1, k1 = _seconds(pre, cpu, precision)
+    f2, b2, k2 = _seconds(post, cpu, precision)
     return dense_h, LayerHost(f1, f2, b1 + b2, k1 + k2, 1.0)
 
 
@@ -182,8 +187,7 @@ def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tup
     cpu = of(hw)
     if cpu is None or "layers" not in sg.meta:
         return None
-    low = sg.meta.get("precision") is not None
-    dense, moe = layers(sg.meta, cpu, tp, sp, ep, low, graphed)
+    dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed)
     R = max(op.count for op in sg.ops)
     n_moe = next((op.count for op in sg.ops if op.name == "moe_router"), 0.0)
     after = rest = bwd = 0.0
