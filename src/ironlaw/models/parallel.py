@@ -932,7 +932,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
                  "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
-                 "host_exposed_s": m * host_mb, "offload_exposed_s": m * off_mb}
+                 "host_exposed_s": m * host_mb, "host_issue_s": m * (host_t.issue_s if host_t else 0.0),
+                 "offload_exposed_s": m * off_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble_s, "optimizer": opt_s, "host": m * host_mb}
