@@ -863,7 +863,7 @@ def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> fl
 def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
     """What binds the step; the host term's account joins the reason where it owns 5% of the step or more."""
     top = max(shares, key=shares.get)
-    host = f"; host: {host_why}" if host_why and shares.get("host", 0.0) >= 0.05 * step else ""
+    host = f"; {host_why}" if host_why and shares.get("host", 0.0) >= 0.05 * step else ""
     if top == "compute":
         b = est.bottleneck()
         return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}{host}"}
