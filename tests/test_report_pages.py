@@ -40,7 +40,6 @@ def pages(tmp_path_factory):
         p = d / f"{name}.html"
         r = run_cli(*args, "--html", str(p), "--format", "json")
         assert r.rc == 0, r.err
-        assert f"wrote {p}" in r.err
         out[name] = (p.read_text(encoding="utf-8"), r.json(), p)
     return out
 
