@@ -233,3 +233,14 @@ def test_the_checks_can_fail():
         _key_numbers(cell.format("31.9 ms"), {"x": {"t": 0.0309}}, 1)
     with pytest.raises(AssertionError):
         _key_numbers(cell.format("30.9 ms"), {"x": {"t": 0.031}}, 1)
+
+
+def test_the_python_api_writes_the_same_pages(tmp_path):
+    import ironlaw
+    res = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=4, slo="ttft=1s,itl=50ms", html=tmp_path / "s.html")
+    assert _embedded((tmp_path / "s.html").read_text()) == json.loads(json.dumps(res.to_dict()))
+    step = ironlaw.train("llama3-8b", on="h100", gpus=16, tp=2, pp=2, seq=4096, global_batch=64, html=tmp_path / "t.html")
+    emb = _embedded((tmp_path / "t.html").read_text())
+    assert emb["step"] == json.loads(json.dumps(step.to_dict()))
+    with pytest.raises(ironlaw.IronlawError, match="does not exist"):
+        ironlaw.serve("llama3-8b", on="h100", html=tmp_path / "missing" / "s.html")

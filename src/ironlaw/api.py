@@ -80,15 +80,21 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
           offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
           fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
-          **builder_options):
+          html: Optional[str] = None, **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
-    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan`` …)."""
+    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan`` …);
+    ``html``: also write its report (the step's timeline) to that file."""
     from .models import analysis
+    from .report import pages
 
+    pages.check(html)
     opts = {**_parallel(dict(locals())), **_builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+    step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+    if html:
+        pages.train_step(html, step)
+    return step
 
 
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
