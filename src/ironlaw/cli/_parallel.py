@@ -13,8 +13,9 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
     return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
 
 
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
-    from ..models import parallel
+def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None, run_in=None) -> None:
+    from ..law import power
+    from ..models import parallel, run_cost
     from ..core.units import fmt as f, fmt_time
     from .common import console, device, emit_json, emit_lines
 
@@ -22,8 +23,9 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
     graph = training_graph(spec, hw, seq, dtype, opts)
     plan = parallel.make_plan(opts, graph, hw)
     step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
+    cost = run_cost.of_train_step(step, run_in or run_cost.RunInputs())
     if fmt == "json":
-        emit_json(step.to_dict())
+        emit_json({**step.to_dict(), **cost})
         return
     b, p = step.breakdown, plan
     precision = graph.meta.get("precision", graph.dtype)
@@ -38,7 +40,8 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
              f"throughput: {step.tokens_per_s_per_gpu:,.0f} tokens/s per device",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
-             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
+             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
+             power.line(cost["energy"], hw.name)] + run_cost.text(cost["run"])
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),

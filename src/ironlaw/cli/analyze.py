@@ -6,7 +6,8 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, device, emit_json
-from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
+from .options import (Batch, CheckpointS, DType, Grid, MtbfGpuHours, On, Opt, Phase, Price, RestartS, Seq, Serial,
+                      Spec, TrainTokens)
 
 
 def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
@@ -86,10 +87,12 @@ def analyze(
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour for the cost per "
-                                          "token (default: a sourced cloud rate where ironlaw.law.power has one)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
-                                         "average 481, Ember 2023)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     check_format(fmt)
@@ -100,6 +103,8 @@ def analyze(
                                   grad_fp32=grad_fp32 or None, moe_a2a_overlap=moe_a2a_overlap or None,
                                   sequence_parallel=sequence_parallel or None).items() if v is not None}
     opts.update(parse_opts(opt))
+    from ..models.run_cost import RunInputs
+    run_in = RunInputs.of_flags(train_tokens, price, grid, mtbf_gpu_hours, checkpoint_s, restart_s, phase)
     if capture:
         opts["capture"] = True
     if plot:
@@ -110,19 +115,21 @@ def analyze(
             from ..core.errors import IronlawError
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         from ._parallel import analyze_train_step
-        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network)
+        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network, run_in)
     est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, network, **opts)
     if plot:
         from ..report.plot import save
         save(est, plot)
     from ..law import power
+    from ..models import run_cost
     energy = power.of_estimate(est, price, grid) if est.cols.cfg_shape == () else None
+    run = run_cost.of_estimate(est, energy, run_in)
     if fmt == "json":
-        emit_json({**est.to_dict(), "energy": energy})
+        emit_json({**est.to_dict(), "energy": energy, "run": run})
     elif fmt == "md":
         from ..report.markdown import render
-        print(render(est, top=top) + "\n\n" + power.line(energy, est.hw.name))
+        print(render(est, top=top) + "\n\n" + "\n".join([power.line(energy, est.hw.name)] + run_cost.text(run)))
     else:
         from ..report.text import render
         render(est, top=top)
-        print(power.line(energy, est.hw.name))
+        print("\n".join([power.line(energy, est.hw.name)] + run_cost.text(run)))

@@ -21,6 +21,10 @@ def probe(
     references: bool = typer.Option(True, "--references/--no-references",
                                     help="after the micro-benchmarks, time the built-in reference models and fit "
                                          "the calibration on them too (CPU; --no-references: the probe's rows alone)"),
+    strict: bool = typer.Option(False, "--strict", help="refuse (save nothing) when a measurement stays noisy, a "
+                                                        "core is lost or the machine's speed changes threefold; "
+                                                        "without it such a probe is saved marked unsteady and "
+                                                        "every prediction on it carries the wider range"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
@@ -39,23 +43,26 @@ def probe(
 
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, description=label)
-            doc = _measure(quick, threads, max_cv, rounds, references, tick)
+            doc = _measure(quick, threads, max_cv, rounds, references, tick, strict)
     else:
-        doc = _measure(quick, threads, max_cv, rounds, references, None)
+        doc = _measure(quick, threads, max_cv, rounds, references, None, strict)
     path = profile.save(doc, out)
     if fmt == "json":
-        emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "profile": doc})
+        emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "strict": strict,
+                   "unsteady": doc["probe"].get("checks", {}).get("refused", []), "profile": doc})
         return
     _render(doc, str(path))
 
 
-def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool, tick) -> dict:
+def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool, tick, strict: bool = False) -> dict:
     """The probe's rows as a profile, its calibration fitted on them and, with ``references``, on its
-    reference runs too (``selfcal`` fits both together, so the rows' own fit is skipped then)."""
+    reference runs too (``selfcal`` fits both together, so the rows' own fit is skipped then). Without
+    ``strict`` a probe that fails its checks is kept, the reasons under ``checks.refused``."""
     from ..measure import probe as probe_mod
     from ..measure.calibrate import selfcal
     from ..measure.calibrate import build
-    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
+    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds,
+                         refuse=strict)
     doc = build.profile(rows, calibrate_fit=not references)
     return selfcal.calibrate(doc, quick, progress=tick) if references else doc
 
@@ -69,6 +76,10 @@ def _render(doc: dict, path: str) -> None:
     rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
     c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")
     drift = p.get("checks", {}).get("drift", {})
+    for reason in p.get("checks", {}).get("refused", []):
+        from rich.markup import escape
+        c.print(f"[yellow]unsteady machine, saved anyway[/yellow] ({escape(reason.removeprefix('probe: '))}); "
+                "predictions on this profile carry the wider range and say why (--strict refuses such a probe)")
     if drift.get("max_change", 0.0) > p["max_cv"]:
         c.print(f"[yellow]the machine's speed drifted during the run[/yellow] ({drift['what']}); predictions on this "
                 "profile carry that range (time_range_s)")

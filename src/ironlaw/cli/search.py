@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, Spec
+from .options import CheckpointS, DType, Grid, MtbfGpuHours, On, Price, RestartS, Spec, TrainTokens
 
 
 @app.command()
@@ -47,11 +47,19 @@ def search(
     engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
     from ..core.errors import IronlawError, unknown
+    from ..models.run_cost import RunInputs
     check_format(fmt)
+    cost = RunInputs.of_flags(train_tokens, price, grid, mtbf_gpu_hours, checkpoint_s, restart_s, phase)
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
     if phase == "train":
@@ -59,12 +67,12 @@ def search(
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
         res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                           quiet=fmt == "json", settings=settings)
+                           quiet=fmt == "json", settings=settings, cost=cost)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         from ..models.search import serve
-        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
+        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json", cost=cost)
     else:
         raise unknown("search phase", phase, ("train", "serve"))
     if fmt == "json":
@@ -111,6 +119,7 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        print("\n" + "\n".join(_cost_lines(res)))
         return
     from rich import box
     from rich.table import Table
@@ -124,3 +133,21 @@ def show(res, fmt: str) -> None:
     c.print(t)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}")
+    for line in _cost_lines(res):
+        c.print(line, markup=False)
+
+
+def _cost_lines(res) -> list[str]:
+    """The best layout's energy, cost and carbon per token and, with --train-tokens, its whole run."""
+    from ..models import run_cost
+    e = res.top[0]
+    d = e.get("energy")
+    if d is None:
+        return [f"#1 energy: {res.hardware} states no power (tdp_w and idle_w in its hardware file)"]
+    unit = "output token" if "joules_per_output_token" in d else "token"
+    key = unit.replace(" ", "_")
+    usd = d[f"usd_per_million_{key}s"]
+    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}, "
+           + (f"${usd:.3g} per million at ${d['usd_per_gpu_hour']:g}/GPU-hour, " if usd is not None else "")
+           + f"{d[f'gco2_per_million_{key}s']:.3g} gCO2 per million"]
+    return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]

@@ -54,7 +54,7 @@ def serve(
         from .serve_throughput import run
         return run(spec, on, prompt, output, fmt, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype,
                    kv_dtype=kv_dtype, kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens,
-                   requests=requests, expert_imbalance=expert_imbalance)
+                   requests=requests, expert_imbalance=expert_imbalance, price=price, grid=grid)
     for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
                        ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
                        ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),

@@ -4,12 +4,16 @@ from __future__ import annotations
 from .common import emit_json, emit_lines
 
 
-def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
+def run(spec: str, on: str, prompt: int, output: int, fmt: str, price: float | None = None,
+        grid: float | None = None, **kw) -> None:
     from ..models.serving import throughput as st
+    from ..models.serving.features import energy
     from ..core.units import fmt as f, fmt_time
 
+    energy.check(price, grid)
     est = st.max_throughput(spec, on, prompt, output, **kw)
     d = est.to_dict()
+    d["energy"] = energy.of_throughput(est, price, grid)
     if fmt == "json":
         emit_json(d)
         return
@@ -32,6 +36,7 @@ def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
             ("steps carrying a prompt", f"{100 * s['mixed_step_share']:.0f}%"),
             ("steps bound by", f"{d['step_bottleneck']['resource']}"
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
+    rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
     if fmt == "md":
@@ -39,3 +44,16 @@ def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
         return
     w = max(len(a) for a, _ in rows)
     emit_lines([head] + [f"  {a:<{w}}  {b}" for a, b in rows], fmt)
+
+
+def _energy_rows(e: dict | None, hw_name: str) -> list[tuple[str, str]]:
+    """Energy, cost and carbon per output token (``serving.features.energy.of_throughput``)."""
+    if e is None:
+        return [("energy", f"{hw_name} states no power (tdp_w and idle_w in its hardware file)")]
+    usd = e["usd_per_million_output_tokens"]
+    return [("energy per output token", f"{e['joules_per_output_token']:.3g} J (mean {e['mean_power_w_per_device']:.0f} W "
+                                        f"per GPU, utilization {e['utilization']:.2f})"),
+            ("cost per million output tokens", f"${usd:.3g} at ${e['usd_per_gpu_hour']:g}/GPU-hour" if usd is not None
+             else e["price_source"]),
+            ("carbon per million output tokens", f"{e['gco2_per_million_output_tokens']:.3g} g CO2 at "
+                                                 f"{e['grid_gco2_per_kwh']:g} gCO2/kWh")]

@@ -136,7 +136,8 @@ def line(d: dict | None, hw_name: str) -> str:
         return f"energy: {hw_name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     unit = "token" if "joules_per_token" in d else "sample"
     usd = d[f"usd_per_million_{unit}s"]
-    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W (idle {d['idle_w']:g} W + "
+    each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
+    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
             f"{d['tdp_w'] - d['idle_w']:g} W × utilization {d['utilization']:.2f} of {d['binding']}) = "
             f"{d[f'joules_per_{unit}']:.3g} J per {unit}"
             + (f", ${usd:.3g} per million {unit}s" if usd is not None else "")

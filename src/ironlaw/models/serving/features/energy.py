@@ -40,3 +40,21 @@ def of_serving(base, devices: int = 1, usd_per_device_hour: float | None = None,
     phases = [(base.decode, base.decode_step_s, base.output), (base.prefill, base.prefill_s, base.concurrency)]
     return of_phases(base.hw, phases, cycle_s(base), base.concurrency * base.output, devices,
                      usd_per_device_hour, gco2_per_kwh)
+
+
+def of_throughput(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None) -> dict | None:
+    """Energy per output token of an offline max-throughput run (``serving.throughput.ThroughputEstimate``): every
+    engine step it ran, each at its own utilization, over the run's time on every GPU of the layout (None when
+    the device states no power)."""
+    if not power.has_power(est.hw):
+        return None
+    phases = [(e, float(e.time_s), n) for n, e in est.steps]
+    return of_phases(est.hw, phases, est.time_s, est.requests * est.output, est.layout.gpus, usd_per_device_hour,
+                     gco2_per_kwh)
+
+
+def check(usd_per_device_hour: float | None, gco2_per_kwh: float | None) -> None:
+    """The price and grid flags' ranges, before any prediction."""
+    power.grid(gco2_per_kwh)
+    if usd_per_device_hour is not None:
+        power.price(None, usd_per_device_hour)
