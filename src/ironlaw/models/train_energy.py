@@ -6,7 +6,7 @@ Per device, over a step of T seconds (``parallel.StepEstimate``), the busy secon
     links                       m · (the micro-batch's TP/EP collectives) + the pipeline sends, the
                                 context-parallel ring, the FSDP gathers and the DP gradient reduction
                                 (their whole time: overlapped or not, the links work)
-    u = the largest of them / T (at most 1);  P = idle_w + (tdp_w − idle_w) · u
+    P = idle_w + the largest of (P_r − idle_w) · busy_r / T         (``power.drawn``; P_r: full-load power)
 The pipeline bubble and exposed waits are idle time: they lower u. Per token of the step:
 joules = gpus · P · T / tokens, USD and gCO₂ as ``power.per_unit``.
 """
@@ -34,14 +34,13 @@ def of_step(step, usd_per_device_hour: float | None = None, gco2_per_kwh: float 
     hw = step.per_microbatch.hw
     if not power.has_power(hw):
         return None
-    busy = busy_s(step)
-    binding = max(busy, key=busy.get)
     t = step.step_s
-    u = min(busy[binding] / t, 1.0) if t > 0 else 0.0
-    p = float(power.power_w(hw, u))
+    p, u, binding = power.drawn(hw, busy_s(step), t)
+    p, u, binding = float(p), float(u), str(binding)
     gpus = step.plan.gpus
     tokens = step.flops["tokens_per_step"]
     d = {"schema": "ironlaw.energy/1", "utilization": u, "binding": binding, "power_w_per_device": p,
+         "binding_dynamic_w": power.dynamic_w(hw, binding), "memory_w": hw.memory_w,
          "devices": gpus, "time_s": t, "joules": p * t * gpus, "idle_w": hw.idle_w, "tdp_w": hw.tdp_w,
          "utilization_definition": power.UTILIZATION_DEFINITION + "; over a training step: every micro-batch, "
                                    "the pipeline sends, the gradient reduction and the optimizer step",
