@@ -147,7 +147,7 @@ def _cost_lines(res) -> list[str]:
     unit = "output token" if "joules_per_output_token" in d else "token"
     key = unit.replace(" ", "_")
     usd = d[f"usd_per_million_{key}s"]
-    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}, "
-           + (f"${usd:.3g} per million at ${d['usd_per_gpu_hour']:g}/GPU-hour, " if usd is not None else "")
-           + f"{d[f'gco2_per_million_{key}s']:.3g} gCO2 per million"]
+    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}; per million: "
+           + (f"${usd:.3g} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
+           + f"{d[f'gco2_per_million_{key}s']:.3g} g CO2"]
     return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]

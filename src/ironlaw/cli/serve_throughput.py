@@ -51,9 +51,9 @@ def _energy_rows(e: dict | None, hw_name: str) -> list[tuple[str, str]]:
     if e is None:
         return [("energy", f"{hw_name} states no power (tdp_w and idle_w in its hardware file)")]
     usd = e["usd_per_million_output_tokens"]
-    return [("energy per output token", f"{e['joules_per_output_token']:.3g} J (mean {e['mean_power_w_per_device']:.0f} W "
-                                        f"per GPU, utilization {e['utilization']:.2f})"),
-            ("cost per million output tokens", f"${usd:.3g} at ${e['usd_per_gpu_hour']:g}/GPU-hour" if usd is not None
+    return [("energy per output token", f"{e['joules_per_output_token']:.3g} J ({e['mean_power_w_per_device']:.0f} W "
+                                        f"per GPU, u {e['utilization']:.2f})"),
+            ("cost per million output tokens", f"${usd:.3g} at ${e['usd_per_gpu_hour']:g}/GPU-h" if usd is not None
              else e["price_source"]),
             ("carbon per million output tokens", f"{e['gco2_per_million_output_tokens']:.3g} g CO2 at "
-                                                 f"{e['grid_gco2_per_kwh']:g} gCO2/kWh")]
+                                                 f"{e['grid_gco2_per_kwh']:g} g/kWh")]

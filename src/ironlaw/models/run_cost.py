@@ -163,10 +163,12 @@ def lines(r: dict) -> list[str]:
     """A run's result (``RunCost.to_dict``) in a few lines of text."""
     from ..core.units import fmt
     it = r["interruptions"]
-    usd = (f"${r['usd']:,.0f} at ${r['usd_per_gpu_hour']:g}/GPU-hour" if r["usd"] is not None
+    usd = (f"${r['usd']:,.0f} at ${r['usd_per_gpu_hour']:g} per GPU-hour" if r["usd"] is not None
            else r["price_source"])
-    out = [f"training run: {fmt(r['tokens'], '').replace(' ', '')} tokens = {r['steps']:,.0f} steps of {r['tokens_per_step']:,.0f} tokens",
-           f"  wall {duration(r['wall_s'])} on {r['gpus']:,} GPUs: {r['gpu_hours']:,.0f} GPU-hours, {usd}"]
+    out = [f"training run: {fmt(r['tokens'], '').replace(' ', '')} tokens = {r['steps']:,.0f} steps of "
+           f"{r['tokens_per_step']:,.0f} tokens",
+           f"  wall {duration(r['wall_s'])} on {r['gpus']:,} GPUs, {r['gpu_hours']:,.0f} GPU-hours",
+           f"  cost {usd}"]
     if r["energy_mwh"] is None:
         out.append("  energy: the device states no power (tdp_w and idle_w in its hardware file)")
     else:
