@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 
 from ..core.errors import IronlawError
 
-# Llama 3 405B pre-training: "During a 54-day snapshot period of pre-training, we experienced a total of 466 job
-# interruptions. Of these, 47 were planned interruptions ... and 419 were unexpected interruptions" on a cluster
-# of 16,384 H100 GPUs (Llama Team, AI @ Meta, "The Llama 3 Herd of Models", arXiv:2407.21783, §3.3.4, Table 5)
+# Llama 3 405B pre-training: in a 54-day snapshot, 466 job interruptions, 47 of them planned (maintenance) and 419
+# unexpected, on a cluster of 16,384 H100 GPUs (Llama Team, AI @ Meta, "The Llama 3 Herd of Models",
+# arXiv:2407.21783, §3.3.4 and its Table 5 of root causes)
 LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_GPUS = 419, 54, 16384
 LLAMA3_MTBF_GPU_HOURS = LLAMA3_GPUS * LLAMA3_DAYS * 24.0 / LLAMA3_INTERRUPTIONS
 LLAMA3_SOURCE = ("Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100 GPUs "
