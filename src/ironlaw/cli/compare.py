@@ -14,7 +14,8 @@ def compare(
     spec: Spec,
     on: str = typer.Option("h100", "--on", help="hardware of the 'before' case"),
     what_if: List[str] = typer.Option([], "--what-if", "-w",
-                                      help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"quant=int8,target=weights\", "
+                                      help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"sparsity=2:4\" (2:4 structured, on "
+                                           "devices with sparse tensor cores), \"quant=int8,target=weights\", "
                                            "\"fusion=elementwise\", \"flash-attention\", \"batch=64\", \"recompute=full\", "
                                            "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),

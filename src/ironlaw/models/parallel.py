@@ -219,12 +219,14 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
     ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
     every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
     spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
-    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them."""
+    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them. A group
+    that fills its nodes but part of the last (dp·cp = 78 ranks of stride 4 on nodes of 64: 16 on each of four
+    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``)."""
     if size == 1 or stride * size <= gpus_per_node:
         nodes = 1
     else:
-        nodes = size if stride >= gpus_per_node else stride * size // gpus_per_node
-    return size, nodes, max(gpus_per_node // (size // nodes), 1)
+        nodes = size if stride >= gpus_per_node else -(-size // max(gpus_per_node // stride, 1))
+    return size, nodes, max(gpus_per_node // -(-size // nodes), 1)
 
 
 # ---------------------------------------------------------------------- tensor parallelism
@@ -246,7 +248,20 @@ def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: 
 
 def _topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
-    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
+
+
+def kv_cache_split(meta: dict, tp: int) -> int:
+    """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
+    over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
+    attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; vLLM gives MLA one KV head,
+    "MLA is always replicated as the hidden dim can't be split": vllm/distributed/kv_transfer/kv_connector/utils.py).
+    Attention data parallelism instead gives each rank its own sequences and their whole cache
+    (``serving.parallel``)."""
+    if meta.get("kv_shared_by_heads"):
+        return 1
+    return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
 
 
 def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
@@ -259,6 +274,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
                            f"tokens known)")
     grp = grp or (tp, 1)
+    kv = kv_cache_split(meta, tp)
     by = dtype_bytes(g.dtype)
     act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
     ratio: dict[str, float] = {}
@@ -286,7 +302,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:
             new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: v / tp for k, v in op.bytes.items()}
+            new.bytes = {k: v / (kv if k == "kv_cache" else tp) for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
         elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
             if sp or op.attrs.get("tp_split"):
@@ -322,7 +338,8 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                                  act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
+    out.footprint = {k: v / (kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+                     if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
@@ -582,7 +599,8 @@ def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
-    """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
+    """One line per kind of group whose concurrent groups share a node's network (what each gets), and per kind
+    whose groups fill their last node partly (timed on the fullest)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.collectives import inter_node_Bps
     from ..core.units import fmt
@@ -595,6 +613,9 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
+        if used and t.gpus % t.nodes:
+            out.append(f"{what}: each group's {t.gpus} ranks span {t.nodes} nodes unevenly, at most "
+                       f"{t.gpus_per_node} on one; timed on the fullest node")
     return out
 
 
