@@ -179,16 +179,22 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
 
 def _energy(spec, hw, prompt: int, output: int, e: dict, cost) -> dict | None:
     """Energy, cost and carbon per output token of one reported layout (``serving.features.energy``), predicted
-    again as the search predicted it."""
+    again as the search predicted it (the same time, or it is a bug)."""
     from ...law import power
     from ..serving.features import energy
     usd, grid = (cost.usd_per_device_hour, cost.gco2_per_kwh) if cost is not None else (None, None)
     if "itl_s" in e:                                       # continuous batching within latency targets
         from ..serving import online as serving
         est = serving.estimate(spec, hw, prompt, output, e["concurrency"], dtype=e["dtype"], tp=e["tp"])
-        return energy.of_serving(est, e["tp"], usd, grid) if power.has_power(hw) else None
-    from ..serving import throughput as st
-    est = st.max_throughput(spec, hw, prompt, output, tp=e["tp"], pp=e["pp"], ep=e["ep"],
-                            attention_dp=e["attention_dp"], dtype=e["dtype"])
-    return energy.of_throughput(est, usd, grid)
-
+        t = est.request_latency_s
+    else:
+        from ..serving import throughput as st
+        est = st.max_throughput(spec, hw, prompt, output, tp=e["tp"], pp=e["pp"], ep=e["ep"],
+                                attention_dp=e["attention_dp"], dtype=e["dtype"])
+        t = est.time_s
+    if abs(t - e["time_s"]) > 1e-9 * e["time_s"]:
+        raise RuntimeError(f"search: the reported layout predicted again takes {t} s, not {e['time_s']} s; "
+                           f"this is a bug in ironlaw.models.search.serve")
+    if not power.has_power(hw):
+        return None
+    return energy.of_serving(est, e["tp"], usd, grid) if "itl_s" in e else energy.of_throughput(est, usd, grid)
