@@ -2,30 +2,16 @@
 from __future__ import annotations
 
 
-def training_graph(spec: str, hw, seq, dtype, opts: dict):
-    """The training graph of one micro-batch; ``--dtype fp8|mxfp8`` builds it in bf16 and lowers its linear
-    GEMMs (``ironlaw.models.precision``)."""
-    from ..models import precision, workloads
-    low = dtype if dtype is not None and precision.is_low(dtype) else None
-    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
-                                                dtype=precision.WIDE if low else dtype,
-                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
-
-
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None, run_in=None) -> None:
-    from ..law import power
-    from ..models import parallel, run_cost
+def show_train_step(step, fmt: str, top: int) -> None:
+    """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
     from ..core.units import fmt as f, fmt_time
-    from .common import console, device, emit_json, emit_lines
+    from ..law import power
+    from ..models import run_cost
+    from .common import console, emit_json, emit_lines
 
-    hw = device(on, network)
-    graph = training_graph(spec, hw, seq, dtype, opts)
-    plan = parallel.make_plan(opts, graph, hw)
-    step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
-    cost = run_cost.of_train_step(step, run_in or run_cost.RunInputs())
+    graph, hw, plan = step.graph, step.hw, step.plan
     if fmt == "json":
-        emit_json({**step.to_dict(), **cost})
+        emit_json(step.to_dict())
         return
     b, p = step.breakdown, plan
     precision = graph.meta.get("precision", graph.dtype)
@@ -41,7 +27,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
              f"throughput: {step.tokens_per_s_per_gpu:,.0f} tokens/s per device",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
              f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
-             power.line(cost["energy"], hw.name)] + run_cost.text(cost["run"])
+             power.line(step.energy, hw.name)] + run_cost.text(step.run)
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),

@@ -29,16 +29,12 @@ def compare(
     opt: Opt = [],
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
-    from ..models.whatif.compare import compare as run
-    from .analyze import estimate_from_options, parse_opts
+    from .. import api
+    from .analyze import parse_opts
 
     check_format(fmt)
-    if not what_if and not vs_hardware:
-        from ..core.errors import IronlawError
-        from ..models.whatif import names
-        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
-    before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial, **parse_opts(opt))
-    c = run(before, what_if, vs_hardware)
+    c = api.compare(spec, on, what_if=what_if, vs_hardware=vs_hardware, batch=batch, seq=seq, phase=phase,
+                    dtype=dtype, serial=serial, options=parse_opts(opt))
     if fmt == "json":
         emit_json(c.to_dict())
     elif fmt == "md":

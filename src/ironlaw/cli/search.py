@@ -56,25 +56,16 @@ def search(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
-    from ..core.errors import IronlawError, unknown
-    from ..models.run_cost import RunInputs
+    from .. import api
     check_format(fmt)
-    cost = RunInputs.of_flags(train_tokens, price, grid, mtbf_gpu_hours, checkpoint_s, restart_s, phase)
-    fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
-                 recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
-    if phase == "train":
-        from ..models.search import train
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
-        res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                           quiet=fmt == "json", settings=settings, cost=cost)
-    elif phase == "serve":
-        if engine != "local" or workers or address:
-            raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        from ..models.search import serve
-        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json", cost=cost)
-    else:
-        raise unknown("search phase", phase, ("train", "serve"))
+    res = api.search(spec, phase=phase, on=on, gpus=gpus, nodes=nodes, global_batch=global_batch, seq=seq, dtype=dtype,
+                     top=top, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
+                     recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
+                     tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     price_per_gpu_hour=price, grid_gco2_per_kwh=grid, train_tokens=train_tokens,
+                     mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s, restart_s=restart_s)
     if fmt == "json":
         emit_json(res.to_dict())
     else:

@@ -114,12 +114,16 @@ _COUNT_RE = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]?
 
 
 def count(value: object, what: str) -> float:
-    """A count with an optional K, M, B (or G) or T suffix (powers of 1000): '15T' -> 1.5e13, '2.5B' -> 2.5e9."""
-    m = _COUNT_RE.match(value) if isinstance(value, str) else None
-    if not m or m.group(2) not in _COUNT:
-        raise IronlawError(f"{what}: cannot read {value!r} as a count; give a number with an optional K, M, B "
-                           f"or T suffix, e.g. 15T")
-    x = float(m.group(1)) * _COUNT[m.group(2)]
+    """A count with an optional K, M, B (or G) or T suffix (powers of 1000): '15T' -> 1.5e13, '2.5B' -> 2.5e9; a
+    number as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        x = float(value)
+    else:
+        m = _COUNT_RE.match(value) if isinstance(value, str) else None
+        if not m or m.group(2) not in _COUNT:
+            raise IronlawError(f"{what}: cannot read {value!r} as a count; give a number with an optional K, M, B "
+                               f"or T suffix, e.g. 15T")
+        x = float(m.group(1)) * _COUNT[m.group(2)]
     if not math.isfinite(x) or x <= 0:
         raise IronlawError(f"{what} must be positive, got {value!r}")
     return x

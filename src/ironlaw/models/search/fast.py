@@ -62,7 +62,7 @@ class Context:
 
 def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
     """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
-    it: built in bf16 and lowered when the dtype is FP8 (cli._parallel.training_graph's rule)."""
+    it: built in bf16 and lowered when the dtype is FP8 (models.analysis.training_graph's rule)."""
     from .. import precision, workloads
     low = ctx.dtype if ctx.dtype is not None and precision.is_low(ctx.dtype) else None
     g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,

@@ -57,6 +57,12 @@ def of_throughput(est, usd_per_device_hour: float | None = None, gco2_per_kwh: f
                      gco2_per_kwh)
 
 
+def with_energy(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None):
+    """A max-throughput estimate with its ``energy`` per output token (``of_throughput``)."""
+    from dataclasses import replace
+    return replace(est, energy=of_throughput(est, usd_per_device_hour, gco2_per_kwh))
+
+
 def check(usd_per_device_hour: float | None, gco2_per_kwh: float | None) -> None:
     """The price and grid flags' ranges, before any prediction."""
     power.grid(gco2_per_kwh)
