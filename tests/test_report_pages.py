@@ -14,14 +14,14 @@ from ironlaw.core import schemas, units
 from test_report_html import MAX_BYTES, _browse, chromium  # noqa: F401  (chromium: the browser fixture)
 
 TRAIN = ("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "16", "--tp", "2", "--pp", "2",
-         "--seq", "4096", "--global-batch", "64")
+         "--seq", "4096", "--global-batch", "64", "--train-tokens", "1T")
 PAGES = {
     "serve": (("serve", "llama3-8b", "--on", "h100", "--concurrency", "8"),
               ("summary", "capacity", "energy", "step-decode", "step-prefill", "roofline-decode", "roofline-prefill",
                "frontier", "sources")),
     "serve-max": (("serve", "llama3-8b", "--on", "h100", "--max-throughput"),
                   ("summary", "memory", "steps", "step-1", "roofline-step-1", "frontier", "constants", "sources")),
-    "train": (TRAIN, ("summary", "plan", "timeline", "collectives", "memory", "terms", "roofline", "by-kind",
+    "train": (TRAIN, ("summary", "plan", "timeline", "collectives", "memory", "energy", "run", "terms", "roofline", "by-kind",
                       "top-ops", "sources")),
     "search-train": (("search", "llama3-8b", "--phase", "train", "--on", "h100", "--gpus", "16", "--global-batch",
                       "256"), ("summary", "setup", "ranked", "why", "why-parts")),

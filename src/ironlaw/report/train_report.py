@@ -114,18 +114,46 @@ def _memory(doc: dict, hw) -> str:
             + f'<p class="legend">{legend}</p></section>')
 
 
+ENERGY = (("joules_per_token", "energy per token (J)"), ("power_w_per_device", "mean power per device (W)"),
+          ("utilization", "utilization of the binding resource"), ("usd_per_million_tokens", "USD per million tokens"),
+          ("gco2_per_million_tokens", "gCO2 per million tokens"))
+RUN = (("tokens", "tokens"), ("steps", "steps"), ("wall_days", "wall time (days)"), ("gpu_hours", "GPU-hours"),
+       ("energy_mwh", "energy (MWh)"), ("usd", "cost (USD)"), ("tco2", "carbon (tonnes CO2)"))
+
+
+def _numbers(doc: dict, key: str, fields, title: str) -> str:
+    """The numbers of ``doc[key]`` (the step's energy, the whole run) that are there, with their sources."""
+    part = doc.get(key)
+    if not isinstance(part, dict):
+        return ""
+    rows = []
+    for k, label in fields:
+        v = part.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            pct = k == "utilization"
+            text = f"{100 * v:.1f}%" if pct else html.rate(v)
+            rows.append(f'<tr><td class="l">{_e(label)}</td>{html.key(f"step.{key}.{k}", v, text, "%" if pct else "1")}'
+                        f'</tr>')
+    src = " ".join(f"{_e(part[k])}." for k in ("price_source", "grid_source", "energy_scope") if part.get(k))
+    return (f'<section id="{key}"><h2>{_e(title)}</h2>' + html._table(["", "value"], rows, tid=f"{key}-table",
+                                                                        left=(0,))
+            + (f'<p class="note">{src}</p>' if src else "") + "</section>")
+
+
 def render(step, doc: dict, hw, top: int = 30) -> str:
     """The page of one training step (module docstring)."""
     parts_t = timeline(step)
     est = step.per_microbatch
     notes = "".join(f"<li>{_e(n)}</li>" for n in doc.get("notes") or ())
     parts = [_summary(doc), _plan(doc), _timeline(parts_t, doc["step_s"]), _collectives(doc["breakdown"]),
-             _memory(doc, hw),
+             _memory(doc, hw), _numbers(doc, "energy", ENERGY, "Energy, cost and carbon of a step"),
+             _numbers(doc, "run", RUN, "The whole training run"),
              '<section id="microbatch"><h2>One micro-batch of the slowest stage</h2><p class="note">Forward and '
              'backward of one micro-batch on one device, as <code>ironlaw analyze</code> reports an estimate: the '
              f'step runs {doc["breakdown"]["microbatches"]} of them per pipeline stage.</p></section>',
              html.terms(est), html.roofline(est, "Roofline: one micro-batch"), html.by_kind(est),
              html.top_ops(est, top)]
+    parts = [p for p in parts if p]
     if notes:
         parts.append(f'<section id="notes"><h2>Notes</h2><ul>{notes}</ul></section>')
     parts.append(html.hardware_sources(hw))
