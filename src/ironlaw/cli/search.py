@@ -47,6 +47,9 @@ def search(
     engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
+    rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
+    prices: Optional[str] = typer.Option(None, "--price", help="serve: USD per GPU-hour by device, e.g. "
+                                         "h100=2.5,b200=5 (default: law.power's sourced rates)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
@@ -57,7 +60,8 @@ def search(
                      recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
-                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json")
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     rank=rank, prices=prices)
     if fmt == "json":
         emit_json(res.to_dict())
     else:
