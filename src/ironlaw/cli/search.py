@@ -70,7 +70,8 @@ def search(
 
 def _layout(e: dict) -> str:
     if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
+            + (" adp" if e.get("attention_dp") else "")
         return f"{par} {e['dtype']} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
@@ -83,24 +84,52 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt as f, fmt_time
     train = res.phase == "train"
     offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
-    head = ["#", "layout"] + (["rc/z"] if train else []) + \
+    several = len(res.setup.get("devices", ())) > 1                 # one table over devices: name each row's
+    # across devices or by cost: the device and USD per million output tokens in place of memory and what binds
+    usd = several or res.setup.get("rank_by") == "usd-per-million-tokens"
+    head = ["#"] + (["GPU"] if several else []) + ["layout"] + (["rc/z"] if train else []) + \
         ["tok/s/GPU", "ITL" if not (train or offline) else "MFU",
-         "step" if train else "all reqs" if offline else "TTFT", "mem/GPU", "binds"]
+         "step" if train else "all reqs" if offline else "TTFT"] + (["$/Mtok"] if usd else ["mem/GPU", "binds"])
     rows = []
     for e in res.top:
         extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
-        rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
-                    f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
+        cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
+        rows.append([str(e["rank"])] + ([e["hardware"]] if several else []) + [_layout(e)] + extra
+                    + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2]
+                    + (cost or [f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]]))
     return head, rows
+
+
+def _usd(x) -> str:
+    return "-" if x is None else f"{x:,.3f}" if x < 10 else f"{x:,.1f}"
+
+
+def _notes(res) -> list[str]:
+    """Below a serving table: what the ranking is by, the prices used, and each device skipped and why."""
+    if res.phase != "serve":
+        return []
+    s = res.setup
+    out = []
+    if s.get("rank_by") == "usd-per-million-tokens":
+        out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
+    seen = {}
+    costed = len(s.get("devices", ())) > 1 or s.get("rank_by") == "usd-per-million-tokens"
+    for e in res.top if costed else ():
+        if "price_source" in e:
+            seen.setdefault(e["hardware"], e["price_source"] if e.get("usd_per_gpu_hour") is None
+                            else f"{e['hardware']} ${e['usd_per_gpu_hour']:g}/GPU-h ({e['price_source']})")
+    out += [f"price: {v}" for v in seen.values()]
+    out += [f"skipped {k['hardware']}: {k['reason']}" for k in s.get("skipped", [])]
+    return out
 
 
 def show(res, fmt: str) -> None:
     from ..core.units import fmt_time
     s = res.setup
     what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
-            if res.phase == "train" else f"up to {s['gpus']} GPUs, prompt {s['prompt']}, output {s['output']}")
+            if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, prompt {s['prompt']}, output {s['output']}")
     kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))
     title = (f"{res.spec} · {res.phase} · {res.dtype}{f' (KV {kv})' if kv else ''} on {res.hardware}: {what}; "
              f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
@@ -109,6 +138,9 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        notes = _notes(res)
+        if notes:
+            print("\n" + "\n".join(f"- {n}" for n in notes))
         return
     from rich import box
     from rich.table import Table
@@ -116,9 +148,11 @@ def show(res, fmt: str) -> None:
     c.print(title)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for h in head:
-        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z") else "right", no_wrap=True)
+        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", "GPU") else "right", no_wrap=True)
     for r in rows:
         t.add_row(*r)
     c.print(t)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}")
+    for line in _notes(res):
+        c.print(line, markup=False)
