@@ -12,9 +12,12 @@ and fp8 where the device computes in it, or the one ``--dtype`` names).
 With ``--slo ttft=…,itl=…``: a candidate is kept when its TTFT and inter-token latency meet the targets.
     dense   continuous batching (``serving.estimate``) over tensor parallelism, dtype and the sequences in
             flight (powers of two up to what the KV cache holds, and that maximum)
-    MoE     the max-throughput engine at each batch of the same grid (``serve_latency``: TTFT and ITL of its
-            steady state) over the layouts above — tensor parallel, attention DP with EP, pipeline — so expert
-            parallelism meets latency targets on the same model as the rest
+    MoE     the max-throughput engine (``serve_latency``: TTFT and ITL of its steady state) over the layouts
+            above — tensor parallel, attention DP with EP, pipeline — so expert parallelism meets latency
+            targets on the same model as the rest: each layout at its full batch, and where that misses the
+            targets, at the largest batch of the same grid that meets them (bisection; a smaller batch is
+            predicted as one wave of its requests, its steady state alone). Layouts are taken best first; one
+            whose full batch cannot enter the top is not searched further.
 
 Across devices (``--on h100,h200,b200``): each device is searched alike and the candidates ranked in one table;
 a device where nothing fits, whose compute lacks the dtype asked for, where no layout meets the targets, or that
@@ -152,7 +155,9 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
         hi = len(grid) - 1                                        # the full batch misses the targets
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            got = _max_entry(st.max_throughput(spec, hw, prompt, output, max_batch=grid[mid], **kw), kw["dtype"], True)
+            one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
+            got = _max_entry(st.max_throughput(spec, hw, prompt, output, max_batch=grid[mid], requests=one_wave, **kw),
+                             kw["dtype"], True)
             evaluated += 1
             best = {k: min(v, got[k]) for k, v in best.items()}
             lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)
