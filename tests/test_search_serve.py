@@ -144,3 +144,9 @@ def test_one_price_per_gpu_hour_prices_one_device_only():
         serve.search("llama3-8b", "h100,b200", 1, 1024, 256, price_per_gpu_hour=3.0)
     res = serve.search("llama3-8b", "h100", 1, 1024, 256, price_per_gpu_hour=3.0, rank="usd-per-million-tokens")
     assert res.top[0]["usd_per_gpu_hour"] == 3.0 and res.top[0]["price_source"] == "given: --price-per-gpu-hour"
+
+
+@pytest.mark.parametrize("flag", [["--rank", "usd-per-million-tokens"], ["--price", "h100=2"]])
+def test_cli_serving_flags_on_a_training_search(flag):
+    r = run_cli("search", "llama3-8b", "--on", "h100", "--gpus", "8", *flag)
+    assert r.rc == 2 and "belongs to the serving search (--phase serve)" in r.err, r.err
