@@ -150,3 +150,15 @@ def test_one_price_per_gpu_hour_prices_one_device_only():
 def test_cli_serving_flags_on_a_training_search(flag):
     r = run_cli("search", "llama3-8b", "--on", "h100", "--gpus", "8", *flag)
     assert r.rc == 2 and "belongs to the serving search (--phase serve)" in r.err, r.err
+
+
+def test_each_row_s_energy_is_priced_as_its_device():
+    """Across devices each reported layout's energy comes from its own device's prediction and price: its USD per
+    million output tokens is the row's."""
+    d = search_json(MOE, "--on", "h100,b200", "--gpus", "4", "--slo", "ttft=1s,itl=20ms", "--price", "b200=6",
+                    "--top", "10")
+    assert {e["hardware"] for e in d["top"]} == {"h100", "b200"}
+    for e in d["top"]:
+        assert e["energy"]["usd_per_gpu_hour"] == e["usd_per_gpu_hour"]
+        assert e["energy"]["usd_per_million_output_tokens"] == pytest.approx(e["usd_per_million_output_tokens"],
+                                                                             rel=1e-6)

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, Spec
+from .options import CheckpointS, DType, Grid, MtbfGpuHours, On, Price, RestartS, Spec, TrainTokens
 
 
 @app.command()
@@ -50,6 +50,12 @@ def search(
     rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
     prices: Optional[str] = typer.Option(None, "--price", help="serve: USD per GPU-hour by device, e.g. "
                                          "h100=2.5,b200=5 (default: law.power's sourced rates)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
@@ -61,7 +67,9 @@ def search(
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
                      slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
-                     rank=rank, prices=prices)
+                     rank=rank, prices=prices, price_per_gpu_hour=price, grid_gco2_per_kwh=grid,
+                     train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s,
+                     restart_s=restart_s)
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -129,7 +137,8 @@ def show(res, fmt: str) -> None:
     from ..core.units import fmt_time
     s = res.setup
     what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
-            if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, prompt {s['prompt']}, output {s['output']}")
+            if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, "
+                                         f"prompt {s['prompt']}, output {s['output']}")
     kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))
     title = (f"{res.spec} · {res.phase} · {res.dtype}{f' (KV {kv})' if kv else ''} on {res.hardware}: {what}; "
              f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
@@ -138,6 +147,7 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        print("\n" + "\n".join(_cost_lines(res)))
         notes = _notes(res)
         if notes:
             print("\n" + "\n".join(f"- {n}" for n in notes))
@@ -154,5 +164,21 @@ def show(res, fmt: str) -> None:
     c.print(t)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}")
-    for line in _notes(res):
+    for line in _cost_lines(res) + _notes(res):
         c.print(line, markup=False)
+
+
+def _cost_lines(res) -> list[str]:
+    """The best layout's energy, cost and carbon per token and, with --train-tokens, its whole run."""
+    from ..models import run_cost
+    e = res.top[0]
+    d = e.get("energy")
+    if d is None:
+        return [f"#1 energy: {e.get('hardware', res.hardware)} states no power (tdp_w and idle_w in its hardware file)"]
+    unit = "output token" if "joules_per_output_token" in d else "token"
+    key = unit.replace(" ", "_")
+    usd = d[f"usd_per_million_{key}s"]
+    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}; per million: "
+           + (f"${usd:.3g} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
+           + f"{d[f'gco2_per_million_{key}s']:.3g} g CO2"]
+    return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]

@@ -77,7 +77,7 @@ def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
 def _entry(est, tp: int, dtype: str) -> dict:
     b = est.decode.bottleneck()
     return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "attention_dp": False, "concurrency": est.concurrency,
-            "dtype": dtype, "kv_dtype": est.kv_dtype, "latency_from": "serving.estimate",
+            "dtype": dtype, "kv_dtype": est.kv_dtype, "latency_from": "serving.estimate", "_est": est,
             "time_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
             "output_tokens_per_s": est.tokens_per_s, "tokens_per_s_per_gpu": est.tokens_per_s / tp,
             "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)),
@@ -98,7 +98,8 @@ def _max_entry(est, dtype: str, latency: bool = False) -> dict:
            "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
-           "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"]}
+           "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"],
+           "_est": est}
     if latency:
         from .serve_latency import latencies
         out["ttft_s"], out["itl_s"] = latencies(est)
@@ -331,8 +332,10 @@ def devices(on) -> list:
 
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
-           prices=None, price_per_gpu_hour: float | None = None):
-    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring)."""
+           prices=None, price_per_gpu_hour: float | None = None, cost=None):
+    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring);
+    each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
+    (``run_cost.RunInputs``)."""
     from ...machine.network.topology import check_count
     from ..serving import online as serving
     rank = _check_rank(rank)
@@ -364,7 +367,24 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     if not entries:
         raise IronlawError(f"no device can serve {spec}: " + "; ".join(f"{s['hardware']}: {s['reason']}"
                                                                         for s in skipped))
-    return _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
+    res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
+    grid = cost.gco2_per_kwh if cost is not None else None
+    for e in res.top:
+        e["energy"] = _energy(e, price[e["hardware"]][0], grid)
+    return res
+
+
+def _energy(e: dict, usd_h: float | None, grid: float | None) -> dict | None:
+    """Energy, cost and carbon per output token of one reported layout (``serving.features.energy``), from the
+    very prediction the search ranked it by (None when its device states no power)."""
+    from ...law import power
+    from ..serving.features import energy
+    est = e.pop("_est")
+    if not power.has_power(est.hw):
+        return None
+    if e.get("latency_from") == "serving.estimate":
+        return energy.of_serving(est, e["tp"], usd_h, grid)
+    return energy.of_throughput(est, usd_h, grid)
 
 
 def _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0):
