@@ -132,6 +132,8 @@ def test_library_takes_the_same_keywords():
     (["--on", "h100,,b200"], "empty hardware name"),
     (["--on", "h100,h100"], "names h100 twice"),
     (["--dtype", "mxfp4", "--on", "h100,h200"], "no device can serve llama3-8b: h100: "),
+    (["--price-per-gpu-hour", "3"], "--price-per-gpu-hour prices one device; with --on h100,b200 give each its own"),
+    (["--on", "h100", "--price-per-gpu-hour", "3", "--price", "h100=2"], "--price-per-gpu-hour and --price both"),
 ])
 def test_cli_bad_serving_search_input(args, msg):
     on = [] if "--on" in args else ["--on", "h100,b200"]
