@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, emit_json
+from .common import app, check_format, console, emit_json
 from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
 
 
@@ -92,4 +92,4 @@ def analyze(
     else:
         from ..report.text import render
         render(res, top=top)
-        print(power.line(res.energy, res.hw.name))
+        console().print(power.line(res.energy, res.hw.name), markup=False)
