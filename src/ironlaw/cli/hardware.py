@@ -18,16 +18,17 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
         emit_json({"schema": "ironlaw.hardware-list/1", "devices": [d.to_dict() for d in devices]})
         return
     from rich.table import Table
+    from ..report.table import print_fitted
     t = Table(title="hardware catalog (dense peaks; `ironlaw hardware show NAME` for sources)")
-    for c in ("name", "device", "bf16 peak", "fp32 peak", "device memory", "bandwidth", "TDP"):
-        t.add_column(c, justify="left" if c in ("name", "device") else "right")
+    for c in ("name", "device", "bf16 peak", "fp32 peak", "memory", "bandwidth", "TDP"):
+        t.add_column(c, justify="left" if c in ("name", "device") else "right", no_wrap=c != "device")
     for d in devices:
         dev = d.memory[d.device_tier]
         t.add_row(d.name, d.title,
                   f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
                   f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
                   fmt_size(dev.capacity_bytes), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
-    console().print(t)
+    print_fitted(t, console(), ("device", "TDP", "fp32 peak"))
 
 
 @hardware_app.command("show")

@@ -8,10 +8,17 @@ never wrap.
 from __future__ import annotations
 
 
-def min_width(table, console) -> int:
-    """The narrowest width ``table`` can take without cutting a word or a no-wrap cell."""
-    from rich.measure import Measurement
-    return Measurement.get(console, console.options.update_width(10_000), table).minimum   # unclamped
+def fits(table, console) -> bool:
+    """Whether rich lays ``table`` out in the console's width with every no-wrap column whole and every other
+    column at least as wide as its longest word (rich's own column widths, so nothing it prints is cut)."""
+    opts = console.options
+    widths = table._calculate_column_widths(console, opts.update_width(opts.max_width - table._extra_width))
+    wide = opts.update_width(10_000)
+    for col, w in zip(table.columns, widths):
+        m = table._measure_column(console, wide, col)
+        if w < (m.maximum if col.no_wrap else m.minimum):
+            return False
+    return True
 
 
 def fit(table, console, drop: tuple[str, ...]) -> list[str]:
@@ -19,11 +26,13 @@ def fit(table, console, drop: tuple[str, ...]) -> list[str]:
     headers removed."""
     gone: list[str] = []
     for name in drop:
-        if min_width(table, console) <= console.width:
+        if fits(table, console):
             break
         for i, col in enumerate(table.columns):
             if str(col.header) == name:
                 del table.columns[i]
+                for j, c in enumerate(table.columns):
+                    c._index = j                   # rich pads the first and last columns by their index
                 gone.append(name)
                 break
     return gone
