@@ -49,14 +49,14 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     c.print(f"[bold]{d.name}[/bold] — {esc(d.title)} ({d.kind})  [dim]{esc(str(d.path))}[/dim]")
     t = Table(title="compute (dense)", show_lines=False)
     for col in ("dtype", "peak", "source"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "source")
     for dt, v in d.peak_flops.items():
         t.add_row(dt, f(v, "FLOP/s"), esc(d.sources[f"compute.{dt}"]))
     t.add_row("vector", f(d.vector_flops, "FLOP/s"), esc(d.sources["vector"]))
     c.print(t)
     t = Table(title="memory tiers (fastest first)")
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "source")
     for m in d.memory:
         t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), esc(m.source))
     c.print(t)
@@ -64,7 +64,7 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     if d.links:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
-            t.add_column(col)
+            t.add_column(col, no_wrap=col in ("bandwidth", "latency"))
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
                 (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
