@@ -562,7 +562,7 @@ def _grad_bytes(g: Graph, plan: Plan) -> float:
 
 
 def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
-    from ..core.units import fmt
+    from ..core.units import fmt_size
     cap = hw.memory[hw.device_tier].capacity_bytes
     need = sum(v for k, v in mem.items() if k != "params_per_device")
     if need <= cap:
@@ -571,13 +571,13 @@ def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
     need_full = sum(v for k, v in full.items() if k != "params_per_device")
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
-                           f"(--zero 3 --recompute full): {fmt(need_full, 'B')} per device exceeds "
-                           f"{fmt(cap, 'B')} by {fmt(need_full - cap, 'B')}; use more devices, larger "
+                           f"(--zero 3 --recompute full): {fmt_size(need_full)} per device exceeds "
+                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices, larger "
                            f"--tp/--pp/--cp, or a smaller --micro-batch")
-    raise IronlawError(f"this plan needs {fmt(need, 'B')} per device, {fmt(need - cap, 'B')} more than the "
-                       f"{fmt(cap, 'B')} of {hw.name} (weights {fmt(mem['weights'], 'B')}, gradients "
-                       f"{fmt(mem['gradients'], 'B')}, optimizer {fmt(mem['optimizer'], 'B')}, activations "
-                       f"{fmt(mem['activations'], 'B')}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
+    raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
+                       f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem['weights'])}, gradients "
+                       f"{fmt_size(mem['gradients'])}, optimizer {fmt_size(mem['optimizer'])}, activations "
+                       f"{fmt_size(mem['activations'])}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
 
 
 def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
