@@ -91,3 +91,28 @@ def test_one_number_style_in_text(monkeypatch, capsys):
     assert not re.search(r"\d\.\d+e[+-]\d", out), "no exponent in text"
     assert not re.search(r"\b\d{4,}\.\d", out), "no unseparated thousands with decimals (1568.2)"
     assert re.search(r"\d,\d{3}\b", out), "thousands carry separators"
+
+
+def test_fit_drops_named_columns_in_order_and_only_as_many_as_needed():
+    from rich.console import Console
+    from rich.table import Table
+    from ironlaw.report.table import fit
+
+    def table():
+        t = Table()
+        for h in ("name", "a", "b", "c"):
+            t.add_column(h, no_wrap=True)
+        t.add_row("x" * 20, "1" * 12, "2" * 12, "3" * 12)
+        return t
+
+    assert fit(table(), Console(width=200), ("c", "b", "a")) == []
+    t = table()
+    assert fit(t, Console(width=60), ("c", "b", "a")) == ["c"]          # 4 columns need 69, 3 need 54
+    assert [str(c.header) for c in t.columns] == ["name", "a", "b"]
+    t = table()
+    assert fit(t, Console(width=30), ("c", "b", "a")) == ["c", "b", "a"]
+    import io
+    out = Console(width=30, record=True, file=io.StringIO())
+    out.print(t)
+    text = out.export_text()
+    assert "x" * 20 in text and "…" not in text and max(map(len, text.splitlines())) <= 30
