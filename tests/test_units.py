@@ -60,3 +60,7 @@ def test_one_number_style(x, text):
 def test_number_style_has_no_exponent_and_reads_back(x):
     s = units.fmt_num(x)
     assert "e" not in s and math.isclose(float(s.replace(",", "")), x, rel_tol=6e-3, abs_tol=1e-300)
+
+
+def test_four_significant_figures_still_separate_thousands():
+    assert units.fmt_num(2633.4, 4) == "2,633" and units.fmt_num(12.345, 4) == "12.35"

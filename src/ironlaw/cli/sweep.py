@@ -67,8 +67,8 @@ def text(res) -> None:
         row += ["–" if r[k] is None else fmt_num(r[k]) for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
     print_fitted(t, con, ("seq", f"$/M {per}s"))
-    con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + (tdp_w − idle_w) "
-              "× the binding resource's busy fraction (ironlaw.law.power); "
+    con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + the binding "
+              "resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()), markup=False)
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")
