@@ -13,7 +13,7 @@ from . import html, svg
 _e = html._e
 LEGEND = (("tp", "tensor parallel (sp: with sequence parallelism)"), ("pp", "pipeline stages (/v: interleaved "
           "virtual stages)"), ("cp", "context parallel"), ("dp", "data parallel"),
-          ("ep", "expert parallel (serving: with attention data parallelism)"),
+          ("ep", "expert parallel"), ("adp", "attention data parallel"),
           ("mb", "micro-batch"), ("rc", "activation recomputation: none (-), selective, full"),
           ("z", "ZeRO stage (3 = FSDP)"), ("×N", "sequences in flight"))
 STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP collectives)"),
@@ -22,15 +22,16 @@ STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP coll
               ("dp_grad_exposed_s", "DP gradient reduction, exposed"),
               ("zero_param_gather_s", "ZeRO/FSDP parameter gathers, exposed"), ("optimizer_s", "optimizer step"),
               ("step_s", "step"))
-LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "ep", "attention_dp", "micro_batch", "interleave", "recompute", "zero",
+LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "attention_dp", "micro_batch", "interleave", "recompute", "zero",
                "sequence_parallel", "dtype", "concurrency")
 
 
 def layout(e: dict) -> str:
-    """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 fp8 ×256' (serving; ep with
-    attention data parallelism)."""
+    """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 adp fp8 ×256' (serving), as
+    ``ironlaw search`` prints it."""
     if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
+            + (" adp" if e.get("attention_dp") else "")
         return f"{par} {e['dtype']} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
@@ -45,7 +46,9 @@ def _columns(doc: dict) -> list[tuple[str, str, str]]:
         return [("tokens_per_s_per_gpu", "tokens/s/GPU", "1"), ("mfu", "MFU", "%"), ("time_s", "step", "s"),
                 ("memory_per_gpu_bytes", "memory/GPU", "B")]
     lat = [("ttft_s", "TTFT", "s"), ("itl_s", "ITL", "s")] if "ttft_s" in doc["top"][0] else [("time_s", "run", "s")]
-    return [("tokens_per_s_per_gpu", "tokens/s/GPU", "1"), ("output_tokens_per_s", "tokens/s", "1")] + lat + \
+    usd = [("usd_per_million_output_tokens", "USD/M tokens", "1")] if isinstance(
+        doc["top"][0].get("usd_per_million_output_tokens"), (int, float)) else []
+    return [("tokens_per_s_per_gpu", "tokens/s/GPU", "1"), ("output_tokens_per_s", "tokens/s", "1")] + usd + lat + \
         [("concurrency", "in flight", "1"), ("memory_per_gpu_bytes", "memory/GPU", "B")]
 
 
@@ -74,7 +77,8 @@ def _ranked(doc: dict) -> str:
                                     ("", best - e["tokens_per_s_per_gpu"], "#e9ecef", "")],
                                    height=14, sid=f"bar-{e['rank']}") for e in doc["top"])
     legend = " · ".join(f"<b>{_e(k)}</b> {_e(v)}" for k, v in LEGEND)
-    return ('<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by tokens/s per GPU; click a '
+    by = doc.get("rank_by", "tokens-per-gpu").replace("-", " ").replace("gpu", "GPU")
+    return (f'<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by {_e(by)}; click a '
             f'column to sort. {legend}.</p>'
             + html._table(head, rows, tid="ranked-table", sortable=True, keys=keys,
                           left=(1, 2, len(head) - 1) if train else (1, len(head) - 1))
@@ -91,10 +95,14 @@ def _why(doc: dict) -> str:
         return ('<section id="why"><h2>Why the best wins</h2><p>Only one layout was ranked (--top 1 or one fits); '
                 'there is no runner-up to compare with.</p></section>')
     a, b = top[0], top[1]
-    gain = a["tokens_per_s_per_gpu"] / b["tokens_per_s_per_gpu"] - 1
     diff = _differences(a, b)
-    head = (f'<p class="headline">#1 {_e(layout(a))} gives {100 * gain:.1f}% more tokens/s per GPU than #2 '
-            f'{_e(layout(b))}.</p><p>From #2 to #1: {_e(", ".join(diff) if diff else "the same layout settings")}. '
+    if doc.get("rank_by") == "usd-per-million-tokens":
+        k = "usd_per_million_output_tokens"
+        claim = f"costs {100 * (1 - a[k] / b[k]):.1f}% less per million output tokens than"
+    else:
+        claim = (f"gives {100 * (a['tokens_per_s_per_gpu'] / b['tokens_per_s_per_gpu'] - 1):.1f}% more tokens/s "
+                 f"per GPU than")
+    head = (f'<p class="headline">#1 {_e(layout(a))} {claim} #2 {_e(layout(b))}.</p><p>From #2 to #1: {_e(", ".join(diff) if diff else "the same layout settings")}. '
             f'#1 binds on {_e(a["bottleneck"]["resource"])}: {_e(a["bottleneck"]["why"])}</p>')
     rows = [f'<tr><td class="l">{_e(h)}</td>{html.key(f"top.0.{k}", a[k], _text(a[k], u), u)}'
             f'{html.key(f"top.1.{k}", b[k], _text(b[k], u), u)}<td>{_change(a[k], b[k])}</td></tr>'
