@@ -330,7 +330,7 @@ def test_dropout_is_replicated_like_the_residual_it_feeds():
         s = {o.name: o for o in parallel.tp_shard(g, 4, sp).ops}
         for name in ("attn_dropout", "mlp_dropout.backward", "embedding_dropout"):
             assert s[name].bytes["activations"] == pytest.approx(one[name].bytes["activations"] / (4 if sp else 1))
-    first, last = parallel._stage_ops(g, parallel.make_plan(dict(gpus=4, tp=2, pp=2, global_batch=4), g))[0]
+    first, last = parallel.stage_ops(g, parallel.make_plan(dict(gpus=4, tp=2, pp=2, global_batch=4), g))[0]
     assert "embedding_dropout" in {o.name for o in first} and "embedding_dropout" not in {o.name for o in last}
     assert "mlp_dropout" in {o.name for o in first} and "mlp_dropout" in {o.name for o in last}
 

@@ -228,7 +228,7 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------- tensor parallelism
-def _base(name: str) -> str:
+def base_name(name: str) -> str:
     return name.split(".")[0]
 
 
@@ -244,7 +244,7 @@ def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: 
               collective=kind, group=grp, shapes=_shapes(grp), attrs=layers)
 
 
-def _topology(hw, grp: tuple):
+def group_topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
     return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
 
@@ -264,7 +264,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
     ratio: dict[str, float] = {}
     ops: list[Op] = []
     for op in g.ops:
-        base, bwd = _base(op.name), op.name.endswith(".backward")
+        base, bwd = base_name(op.name), op.name.endswith(".backward")
         if op.kind == "collective" or base == "optimizer":
             ops.append(op)
             continue
@@ -449,24 +449,24 @@ def uneven_note(L: int, n: int) -> str:
             f"pipeline_model_parallel_layout)")
 
 
-def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
+def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     """Ops of the first and last pipeline stage (and of a middle one when the embedding and the loss take a
     layer's place: ``stage_layers``; one list when pp == 1), and the optimizer op."""
     L = g.meta.get("layers", -1)
-    opt = next((op for op in g.ops if _base(op.name) == "optimizer"), None)
-    ops = [op for op in g.ops if _base(op.name) != "optimizer"]
+    opt = next((op for op in g.ops if base_name(op.name) == "optimizer"), None)
+    ops = [op for op in g.ops if base_name(op.name) != "optimizer"]
     if plan.pp == 1:
-        return [_with_recompute(ops, L, L, plan.recompute)], opt
+        return [with_recompute(ops, L, L, plan.recompute)], opt
     middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
-    first = [op for op in ops if in_layers(op, L) or _base(op.name) in FIRST_STAGE]
-    last = [op for op in ops if in_layers(op, L) or _base(op.name) not in FIRST_STAGE]
-    stages = [_with_recompute(first, L, n_first, plan.recompute), _with_recompute(last, L, n_last, plan.recompute)]
+    first = [op for op in ops if in_layers(op, L) or base_name(op.name) in FIRST_STAGE]
+    last = [op for op in ops if in_layers(op, L) or base_name(op.name) not in FIRST_STAGE]
+    stages = [with_recompute(first, L, n_first, plan.recompute), with_recompute(last, L, n_last, plan.recompute)]
     if middle != n_first:
-        stages.insert(1, _with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
+        stages.insert(1, with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
 
 
-def _with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
+def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
     """The stage's ops with its ``layers`` of the ``L`` layers (an op of some layers only, in proportion),
     the recomputed forward ops at the start of the backward."""
     out, rc = [], []
@@ -496,7 +496,7 @@ def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
     return sum((op.flops * op.count for op in g.ops
-                if in_layers(op, L) and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
+                if in_layers(op, L) and not op.name.endswith(".backward") and base_name(op.name) != "optimizer"
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
 
@@ -591,7 +591,7 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):
-        t = _topology(hw, grp[key])
+        t = group_topology(hw, grp[key])
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
@@ -609,7 +609,7 @@ def cp_shard(g: Graph, cp: int) -> Graph:
         return g
     ops = []
     for op in g.ops:
-        if op.kind == "collective" or _base(op.name) == "optimizer":
+        if op.kind == "collective" or base_name(op.name) == "optimizer":
             ops.append(op)
             continue
         new = copy.copy(op)
@@ -638,7 +638,7 @@ def cp_merge(att: Op, cp: int, meta: dict) -> Op:
     kv = tokens * 2 * meta.get("kv_heads", meta["heads"]) * meta["head_dim"]
     step, once = CP_MERGE_BYTES["bwd" if bwd else "fwd"]
     nbytes = (step * (cp if bwd else cp - 1) + once) * q + (6.0 * cp * kv if bwd else 0.0)
-    base = _base(att.name)
+    base = base_name(att.name)
     return Op("attention_cp_merge" + att.name[len(base):], "elementwise", flops=2.0 * cp * q,
               bytes={"activations": nbytes}, dtype=att.dtype, count=att.count, module=att.module,
               shapes=f"{cp} ring steps merged", bytes_written=nbytes * 0.4,
@@ -657,7 +657,7 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     meta = sg.meta
     kv_dim = max(meta.get("kv_heads", meta["heads"]) // plan.tp, 1) * meta["head_dim"]
     chunk = 2.0 * kv_dim * float(np.max(meta["tokens"])) * dtype_bytes(sg.dtype)
-    a, b = collective_time("sendrecv", chunk, _topology(hw, grp["cp"]))
+    a, b = collective_time("sendrecv", chunk, group_topology(hw, grp["cp"]))
     total = exposed = 0.0
     for op, r in zip(sg.ops, rows):
         if r["kind"] != "attention":
@@ -691,7 +691,7 @@ def tp_overlap_hidden_s(rows: list[dict]) -> float:
     comm: dict[str, float] = {}
     gemm: dict[tuple, float] = {}
     for r in rows:
-        base, bwd = _base(r["name"]), r["name"].endswith(".backward")
+        base, bwd = base_name(r["name"]), r["name"].endswith(".backward")
         if r["kind"] == "collective" and r["module"] == "tp":
             key = r["name"].split(".", 1)[1]                       # reducescatter.fwd.attn …
             comm[key] = comm.get(key, 0.0) + r["time_s"]
@@ -742,7 +742,7 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
         return 0.0, 0.0
     layers = max(op.count for op in sg.ops)
     per_layer = p_dev * dtype_bytes(sg.dtype) / layers
-    topo = _topology(hw, grp["dp"])
+    topo = group_topology(hw, grp["dp"])
     ag = layers * float(sum(collective_time("allgather", per_layer, topo)))
     rs = layers * float(sum(collective_time("reducescatter", per_layer * _grad_bytes(sg, plan) / dtype_bytes(sg.dtype),
                                             topo)))
@@ -782,9 +782,9 @@ def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict, t_mb: float) -> float:
         return 0.0
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1)))) / plan.cp
     full = tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype)
-    a, b = collective_time("sendrecv", full / plan.tp, _topology(hw, grp["pp"]))
+    a, b = collective_time("sendrecv", full / plan.tp, group_topology(hw, grp["pp"]))
     if plan.tp > 1 and not plan.sequence_parallel:
-        ga, gb = collective_time("allgather", full, _topology(hw, grp["tp"]))
+        ga, gb = collective_time("allgather", full, group_topology(hw, grp["tp"]))
         a, b = a + ga, b + gb
     one = float(a + b)
     if not plan.overlap_p2p:
@@ -805,7 +805,7 @@ def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, compositio
     comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, _grad_bytes(sg, plan) / dtype_bytes(sg.dtype))
     gather = 0.0
     if plan.zero == 2:                 # updated parameter shards gathered back after the step
-        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), _topology(hw, grp["dp"]))
+        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), group_topology(hw, grp["dp"]))
         gather = float(a + b)
     return comm, exposed, gather
 
@@ -813,7 +813,7 @@ def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, compositio
 def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
     from ..law import law
     from .workloads.common import optimizer_step
-    if not any(_base(op.name) == "optimizer" for op in g.ops):
+    if not any(base_name(op.name) == "optimizer" for op in g.ops):
         return 0.0
     opt_params = p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)
     og = Graph("optimizer", "train", g.dtype, [optimizer_step(opt_params, g.dtype)],
@@ -851,7 +851,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
-    stages, _ = _stage_ops(g, plan)
+    stages, _ = stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)

@@ -8,7 +8,7 @@ layouts by what changes the per-device graph — (tp, sequence parallel, cp, ep)
    every op of the whole model on one stage with full recomputation, sharded as train_step shards it
    (``parallel.cp_shard``, ``tp_shard``, ``expert_load``, ``gemm_rows.with_kernel_rows``): an op's time
    depends neither on how often it runs nor on its neighbours;
-2. builds each recompute mode's one-stage op list with ``parallel._stage_ops`` and reads the first, middle and
+2. builds each recompute mode's one-stage op list with ``parallel.stage_ops`` and reads the first, middle and
    last pipeline stage as masks of it (``tables``), each op's time looked up in (1);
 3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout as array math over
    those per-op times (``evaluate``): a stage's micro-batch is (its layers) × Σ layer ops + its other ops; the
@@ -60,7 +60,7 @@ class Context:
         return self.settings.get(name, default)
 
 
-def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
+def training_graph(ctx: Context, mbs: np.ndarray) -> Graph:
     """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
     it: built in bf16 and lowered when the dtype is FP8 (cli._parallel.training_graph's rule)."""
     from .. import precision, workloads
@@ -100,7 +100,7 @@ class Predicted:
 
 
 def _recompute_keep(sg: Graph) -> dict:
-    """The ops each recompute mode keeps: ``_stage_ops`` inserts the recomputed forward as one block before the
+    """The ops each recompute mode keeps: ``parallel.stage_ops`` inserts the recomputed forward as one block before the
     first backward op, and the sharding adds its collectives inside that block; selective recomputation keeps
     the attention cores of the block, none drops it."""
     names = [op.name for op in sg.ops]
@@ -117,7 +117,7 @@ def _recompute_keep(sg: Graph) -> dict:
 
 
 def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
-    sg = _shard(g, parallel._stage_ops(g, parallel.Plan(recompute="full"))[0][0], key, ctx)
+    sg = _shard(g, parallel.stage_ops(g, parallel.Plan(recompute="full"))[0][0], key, ctx)
     # any footprint that fits device memory and not the cache places every class in device memory, as the
     # fitting layouts of train_step do (the rows that would sit in cache are re-predicted exactly)
     sg.footprint = {"weights": ctx.hw.memory[ctx.hw.device_tier].capacity_bytes}
@@ -168,7 +168,7 @@ class StageTable:
     _syncs: dict = field(default_factory=dict)
 
     def counts(self, layers) -> np.ndarray:
-        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel._with_recompute``)."""
+        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``)."""
         L = self.count_L
         return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
 
@@ -246,7 +246,7 @@ def _sums(ops, t, count, layer, share) -> dict:
     for i, op in enumerate(ops):                    # parallel.tp_overlap_hidden_s, per layer
         if not layer[i]:
             continue
-        base = parallel._base(op.name)
+        base = parallel.base_name(op.name)
         if op.kind == "collective" and op.module == "tp":
             k = op.name.split(".", 1)[1]
             comm[k] = comm.get(k, 0.0) + tl[i]
@@ -282,7 +282,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
 def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
     """'P' (the whole model on one stage) and, when pipelines are searched, 'F', 'M', 'L' (first, middle, last).
 
-    ``parallel._stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
+    ``parallel.stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
     rest on the last, only the layer stack on a middle one, the recomputed forward right before each stage's
     first backward op: each is the one-stage list without the other stages' ops, in the same order — so every
     stage list of every recompute mode is a mask over the superset (a layer op of count c then runs c·layers/L
@@ -292,7 +292,7 @@ def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Pred
     out = {"P": _table(ref, keep, L)}
     if need_pp:
         layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
-        first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
+        first = np.array([parallel.base_name(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
         out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
                    L=_table(ref, keep & (layer | ~first), L))
     return out
@@ -404,7 +404,7 @@ def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dic
 
 
 def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
-    a, b = collective_time(kind, nbytes, parallel._topology(ctx.hw, grp))
+    a, b = collective_time(kind, nbytes, parallel.group_topology(ctx.hw, grp))
     return a + b
 
 
@@ -564,7 +564,7 @@ def _zero2_gather(ctx: Context, c: dict, p_dev, by: float) -> np.ndarray:
 def _optimizer(ctx: Context, g: Graph, opt_params: np.ndarray) -> np.ndarray:
     """The optimizer step per row: one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
     from ..workloads.common import optimizer_step
-    if not any(parallel._base(op.name) == "optimizer" for op in g.ops):
+    if not any(parallel.base_name(op.name) == "optimizer" for op in g.ops):
         return np.zeros(opt_params.shape)
     u, inv = np.unique(opt_params, return_inverse=True)
     one = optimizer_step(1.0, g.dtype)
@@ -604,7 +604,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     from ...law.law import resident_limit_bytes
     mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
     mbi = mbi.reshape(-1)
-    g = _graph(ctx, mbs)
+    g = training_graph(ctx, mbs)
     meta, by = g.meta, dtype_bytes(g.dtype)
     grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
