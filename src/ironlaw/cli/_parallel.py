@@ -1,16 +1,7 @@
 """`ironlaw analyze SPEC --phase train --gpus N --tp … --pp … --dp …`: one training step on many devices."""
 from __future__ import annotations
 
-
-def training_graph(spec: str, hw, seq, dtype, opts: dict):
-    """The training graph of one micro-batch; ``--dtype fp8|mxfp8`` builds it in bf16 and lowers its linear
-    GEMMs (``ironlaw.models.precision``)."""
-    from ..models import precision, workloads
-    low = dtype if dtype is not None and precision.is_low(dtype) else None
-    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
-                                                dtype=precision.WIDE if low else dtype,
-                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+from ..models.parallel import training_graph
 
 
 def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:

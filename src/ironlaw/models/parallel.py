@@ -237,11 +237,11 @@ def _shapes(grp: tuple) -> str:
     return f"{grp[0]} ranks on {grp[1]} node(s){shared}"
 
 
-def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: str) -> Op:
+def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: str, attrs: dict | None = None) -> Op:
     """A collective run as often as ``of``, the op it belongs to, and in its layers (``in_layers``)."""
     layers = {"per_layer": of.attrs["per_layer"]} if "per_layer" in of.attrs else {}
     return Op(name, "collective", network_bytes=nbytes, dtype=dtype, count=of.count, module=module,
-              collective=kind, group=grp, shapes=_shapes(grp), attrs=layers)
+              collective=kind, group=grp, shapes=_shapes(grp), attrs=layers | (attrs or {}))
 
 
 def group_topology(hw, grp: tuple):
@@ -302,15 +302,15 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.bytes["gradients"] = new.bytes["gradients"] / ep
         ops.append(new)
         if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
-            where = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
-            if sp:
-                ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, op, g.dtype, "tp"))
-                ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, op, g.dtype, "tp"))
-                if bwd:                       # the column GEMM's input gathered again for its weight gradient
-                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, op, g.dtype,
-                                     "tp"))
-            else:
-                ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, op, g.dtype, "tp"))
+            sub = "attn" if base.startswith("attn") else "mlp"
+            where = f"{'bwd' if bwd else 'fwd'}.{sub}"
+            kinds = [("allreduce", where)]
+            if sp:                            # bwd: the column GEMM's input gathered again for its weight gradient
+                kinds = [("reducescatter", where), ("allgather", where)] + \
+                    ([("allgather", f"wgrad.{sub}")] if bwd else [])
+            for kind, at in kinds:
+                key = f"{kind}.{at}"
+                ops.append(_coll(f"tp.{key}", kind, act_bytes, grp, op, g.dtype, "tp", {"tp_comm": key}))
         if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
             k = meta.get("experts_per_token", 1)
             first = (base == "mlp_up_proj") != bwd
@@ -422,16 +422,24 @@ def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int, int]:
     for DeepSeek-V3's 61 layers (pp 16: [E + 4] + 14 × [4] + [1 + loss]), and the fullest stage of its
     "Et|(tt|)*30mL" on pp 8 × interleave 4; the stage with the LM head is the lightest. Stage s holds chunks
     s, s + pp, …; a middle stage here is the second."""
-    n = pp * v
-    if pp == 1 or L % n == 0:
-        return L // pp, L // pp, L // pp
-    if (L + 2) % n == 0:
-        return (L + 2) // pp, (L + 2) // pp - 1, (L + 2) // pp - 1
-    c = -(-L // n)
+    mid, first, last = stage_layers_of(L, np.asarray([pp]), np.asarray([v]))
+    return int(mid[0]), int(first[0]), int(last[0])
 
-    def stage(s: int) -> int:
-        return sum(min(c, max(0, L - (s + j * pp) * c)) for j in range(v))
-    return stage(1), stage(0), stage(pp - 1)
+
+def stage_layers_of(L: int, pp: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stage_layers`` over arrays of pipeline degrees ``pp`` and interleaves ``v`` (one layout per element)."""
+    n = pp * v
+    even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
+    per = (-(-L // n))[:, None]                     # uneven: ⌈L/n⌉ per chunk from the first, what is left after
+    j = np.arange(int(np.max(v)))[None, :]
+
+    def stage(s):                                   # Σ over the chunks s, s + pp, … of the stage
+        chunk = np.broadcast_to(s, pp.shape)[:, None] + j * pp[:, None]
+        return np.where(j < v[:, None], np.clip(L - chunk * per, 0, per), 0).sum(axis=1)
+    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, stage(1)))
+    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(0)))
+    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(pp - 1)))
+    return mid, first, last
 
 
 def uneven(L: int, pp: int, v: int = 1) -> bool:
@@ -501,42 +509,52 @@ def recompute_flops(g: Graph, recompute: str):
         if recompute != "none" else 0.0
 
 
-def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
-    """(dense, expert) parameters one device holds: dense over tp·pp, experts over tp·pp·ep."""
-    params = float(g.meta["params"])
+def params_split(meta: dict) -> tuple[float, float]:
+    """(dense, expert) parameters of the whole model; expert weights inferred as (params − active)·E/(E − k)."""
+    params = float(meta["params"])
     expert = 0.0
-    if g.meta.get("experts"):
-        e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
-        expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
-    return (params - expert) / (plan.tp * plan.pp), expert / (plan.tp * plan.pp * plan.ep)
+    if meta.get("experts"):
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
+    return params - expert, expert
+
+
+def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp) -> dict:
+    """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
+    gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
+    weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
+    data-parallel group, which context parallelism joins (dp·cp ranks hold the same weights; experts over
+    dp·cp/ep); activations (``act``, one micro-batch's, already over cp; ``tokens`` per micro-batch) over tp
+    (with sequence parallelism ``sp``, else Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
+    each layer's input only. Dense parameters over tp·pp, experts over tp·pp·ep."""
+    from .precision import weight_copy_bytes
+    dense, expert = params_split(meta)
+    dense, expert = dense / (tp * pp), expert / (tp * pp * ep)
+    p_dev = dense + expert
+    shards = dp * cp
+    sharded = dense / shards + expert / np.maximum(shards // ep, 1)     # one ZeRO shard of this device's params
+    a = ACT_SPLIT_FRACTION
+    tp_factor = np.where(sp, 1.0 / tp, (1 - a) + a / tp)
+    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
+    act_dev = act * tp_factor * inflight
+    if np.any(full):
+        L = meta["layers"]
+        inputs = L * tokens / cp * meta["hidden"] * by
+        act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+    weight_b = by + weight_copy_bytes(meta)
+    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
+            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
+            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
+            "activations": act_dev, "params_per_device": p_dev}
 
 
 def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
-    """Bytes per device: weights and gradients in bf16 (gradients fp32 with ``grad_fp32``; plus the FP8 copies
-    of the weights in FP8 training),
-    fp32 master weights and Adam moments; ZeRO shards them over the data-parallel group, which context
-    parallelism joins (dp·cp ranks hold the same weights; experts over dp·cp/ep); activations over tp (with
-    sequence parallelism, else Korthikanti's 24 of 34) and cp (each rank holds seq/cp tokens)."""
-    from .precision import weight_copy_bytes
-    by = dtype_bytes(g.dtype)
-    dense, expert = _params_per_device(g, plan)
-    p_dev = dense + expert
-    shards = plan.dp * plan.cp
-    sharded = dense / shards + expert / max(shards // plan.ep, 1)       # one ZeRO shard of this device's params
+    """``memory_bytes`` of one plan, as floats."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
-    tp_factor = 1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp
-    inflight = 1.0 + ((plan.pp - 1) / (plan.pp * plan.interleave) if plan.interleave > 1 else 0.0)
-    if recompute == "full":
-        L = g.meta["layers"]
-        inputs = L * float(np.max(g.meta["tokens"])) / plan.cp * g.meta["hidden"] * by
-        act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
-    else:
-        act_dev = act * tp_factor * inflight
-    weight_b = by + weight_copy_bytes(g.meta)
-    return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
-            "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
-            "optimizer": 12.0 * (sharded if zero >= 1 else p_dev),
-            "activations": act_dev, "params_per_device": p_dev}
+    tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
+    mem = memory_bytes(g.meta, dtype_bytes(g.dtype), _grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
+                       plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel)
+    return {k: float(v) for k, v in mem.items()}
 
 
 def _grad_bytes(g: Graph, plan: Plan) -> float:
@@ -574,11 +592,17 @@ def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
     # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
     # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
     # the last stage of a node sends its tp·cp·dp ranks to the next node, sets the pipeline's pace
-    stage = plan.tp * plan.cp * plan.dp
-    out["pp"] = group(stage, 2, G)
-    if plan.pp > 1 and nodes > 1 and out["pp"][1] == 1:
-        out["pp"] = (2, 2, min(stage, G))
+    out["pp"] = pp_group(plan.tp * plan.cp * plan.dp, plan.pp, G, nodes)
     return out
+
+
+def pp_group(stage: int, pp: int, gpus_per_node: int, nodes: int) -> tuple[int, int, int]:
+    """The stage-to-stage pair of ``group``: a rank of stage s sends to its peer in s + 1, ``stage`` = tp·cp·dp
+    ranks further."""
+    grp = group(stage, 2, gpus_per_node)
+    if pp > 1 and nodes > 1 and grp[1] == 1:
+        grp = (2, 2, min(stage, gpus_per_node))
+    return grp
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
@@ -651,22 +675,37 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     In each of cp − 1 steps a rank sends its K and V chunk (2·kv_dim/tp·tokens/cp, bf16) to the next rank of
     the CP group while it computes attention on the chunk it holds, one cp-th of its attention; the backward
     passes K, V and their gradients (twice the bytes). A step exposes what its send takes beyond its compute."""
-    from ..machine.network.collectives import collective_time
     if plan.cp == 1:
         return 0.0, 0.0
-    meta = sg.meta
-    kv_dim = max(meta.get("kv_heads", meta["heads"]) // plan.tp, 1) * meta["head_dim"]
-    chunk = 2.0 * kv_dim * float(np.max(meta["tokens"])) * dtype_bytes(sg.dtype)
-    a, b = collective_time("sendrecv", chunk, group_topology(hw, grp["cp"]))
+    send = float(cp_ring_send_s(hw, sg.meta, plan.tp, float(np.max(sg.meta["tokens"])), dtype_bytes(sg.dtype),
+                                grp["cp"]))
     total = exposed = 0.0
     for op, r in zip(sg.ops, rows):
         if r["kind"] != "attention":
             continue
-        send = float(a + b) * (2.0 if r["name"].endswith(".backward") else 1.0)
-        block = r["time_s"] / op.count / plan.cp
-        total += op.count * (plan.cp - 1) * send
-        exposed += op.count * (plan.cp - 1) * max(send - block, 0.0)
+        passes = ring_passes(op)
+        total += op.count * (plan.cp - 1) * send * passes
+        exposed += op.count * float(cp_ring_step_exposed(send, passes, r["time_s"] / op.count, plan.cp))
     return total, exposed
+
+
+def cp_ring_send_s(hw, meta: dict, tp: int, tokens, by: float, cp_grp: tuple):
+    """One step of the ring: a rank sends its K and V chunk (2·kv_dim/tp × ``tokens`` on the rank) to the next."""
+    from ..machine.network.collectives import collective_time
+    kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
+    a, b = collective_time("sendrecv", 2.0 * kv_dim * tokens * by, group_topology(hw, cp_grp))
+    return a + b
+
+
+def ring_passes(op: Op) -> float:
+    """Chunks an attention passes around the ring per step: K and V forward, and their gradients backward."""
+    return 2.0 if op.name.endswith(".backward") else 1.0
+
+
+def cp_ring_step_exposed(send, passes: float, t_attention, cp: int):
+    """Seconds of the ring one attention invocation (``t_attention``) leaves exposed: cp − 1 steps, each
+    sending ``passes`` chunks beside one cp-th of the attention."""
+    return (cp - 1) * np.maximum(send * passes - t_attention / cp, 0.0)
 
 
 # each TP collective of sequence parallelism and the GEMM share it runs beside under Transformer Engine's
@@ -684,21 +723,35 @@ TP_OVERLAP = {"reducescatter.fwd.attn": ("attn_post_proj", False, 1.0), "allgath
               "allgather.bwd.attn": ("mlp_down_proj", True, 0.5)}
 
 
-def tp_overlap_hidden_s(rows: list[dict]) -> float:
+def tp_overlap_hidden_s(ops: list[Op], times) -> float:
     """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
     (Transformer Engine's userbuffers, chunked and pipelined with the GEMM): each collective up to the time
-    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest."""
-    comm: dict[str, float] = {}
-    gemm: dict[tuple, float] = {}
-    for r in rows:
-        base, bwd = base_name(r["name"]), r["name"].endswith(".backward")
-        if r["kind"] == "collective" and r["module"] == "tp":
-            key = r["name"].split(".", 1)[1]                       # reducescatter.fwd.attn …
-            comm[key] = comm.get(key, 0.0) + r["time_s"]
-        elif (base in COLUMN or base in ROW) and base != "lm_head":
-            gemm[(base, bwd)] = gemm.get((base, bwd), 0.0) + r["time_s"]
-    return sum(min(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
-               if k in TP_OVERLAP)
+    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest. ``times``: each
+    op's seconds per micro-batch."""
+    comm: dict = {}
+    gemm: dict = {}
+    for op, t in zip(ops, times):
+        tp_overlap_add(op, t, comm, gemm)
+    return float(tp_overlap_hidden(comm, gemm))
+
+
+def tp_overlap_add(op: Op, t, comm: dict, gemm: dict) -> None:
+    """Add ``t`` seconds of ``op`` to the TP collective (``op.attrs["tp_comm"]``, tp_shard's mark) or to the
+    GEMM of ``TP_OVERLAP`` it is."""
+    if op.kind == "collective":
+        if "tp_comm" in op.attrs:
+            comm[op.attrs["tp_comm"]] = comm.get(op.attrs["tp_comm"], 0.0) + t
+        return
+    base = base_name(op.name)
+    if (base in COLUMN or base in ROW) and base != "lm_head":
+        key = (base, op.name.endswith(".backward"))
+        gemm[key] = gemm.get(key, 0.0) + t
+
+
+def tp_overlap_hidden(comm: dict, gemm: dict, start=0.0):
+    """Σ over the TP collectives of min(its seconds, the share of its GEMM's seconds it runs beside)."""
+    return sum((np.minimum(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
+                if k in TP_OVERLAP), start)
 
 
 def ep_overlap_hidden_s(rows: list[dict]) -> float:
@@ -709,7 +762,12 @@ def ep_overlap_hidden_s(rows: list[dict]) -> float:
     partner: ``train_step`` adds one micro-batch's all-to-alls back."""
     a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
     compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
-    return min(a2a, compute)
+    return float(ep_overlap_hidden(a2a, compute))
+
+
+def ep_overlap_hidden(a2a, compute):
+    """The expert all-to-alls (``a2a`` seconds per micro-batch) hidden beside another micro-batch's ``compute``."""
+    return np.minimum(a2a, compute)
 
 
 def expert_load(sg: Graph, plan: Plan) -> Graph:
@@ -737,19 +795,40 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
     them: the forward gathers layer i+1 while layer i computes; the backward gathers each layer again (freed
     after its forward) and reduce-scatters layer i's gradients while layer i−1 computes. Exposed: what the
     forward's and the backward's compute cannot cover, plus the first gather and the last reduce-scatter."""
-    from ..machine.network.collectives import collective_time
     if plan.zero < 3 or plan.dp * plan.cp == 1:
         return 0.0, 0.0
     layers = max(op.count for op in sg.ops)
-    per_layer = p_dev * dtype_bytes(sg.dtype) / layers
-    topo = group_topology(hw, grp["dp"])
-    ag = layers * float(sum(collective_time("allgather", per_layer, topo)))
-    rs = layers * float(sum(collective_time("reducescatter", per_layer * _grad_bytes(sg, plan) / dtype_bytes(sg.dtype),
-                                            topo)))
+    by = dtype_bytes(sg.dtype)
+    ag, rs = fsdp_comm_s(hw, grp["dp"], p_dev * by / layers, _grad_bytes(sg, plan), by, layers)
     fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
-    exposed = max(ag - fwd, 0.0) + ag / layers + max(ag + rs - bwd, 0.0) + rs / layers
-    return 2.0 * ag + rs, exposed
+    return float(2.0 * ag + rs), float(fsdp_exposed(ag, rs, fwd, bwd, layers))
+
+
+def fsdp_comm_s(hw, dp_grp: tuple, per_layer, grad_b: float, by: float, layers):
+    """(gathers, reduce-scatters) seconds of one pass of FSDP over ``layers`` layers of ``per_layer`` parameter
+    bytes each (``by`` bytes per parameter, ``grad_b`` per gradient) over the data-parallel group."""
+    from ..machine.network.collectives import collective_time
+    topo = group_topology(hw, dp_grp)
+    ag = layers * sum(collective_time("allgather", per_layer, topo))
+    rs = layers * sum(collective_time("reducescatter", per_layer * grad_b / by, topo))
+    return ag, rs
+
+
+def fsdp_exposed(ag, rs, fwd, bwd, layers):
+    """FSDP's exposed seconds per micro-batch: what the forward's (``fwd``) and the backward's (``bwd``) compute
+    cannot cover of the ``layers`` gathers ``ag`` and reduce-scatters ``rs``, plus the first gather and the last
+    reduce-scatter."""
+    return np.maximum(ag - fwd, 0.0) + ag / layers + np.maximum(ag + rs - bwd, 0.0) + rs / layers
+
+
+def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
+    """The per-device graph of one stage's ops under ``plan``: context parallelism, then tensor and expert
+    parallelism (``grp``: ``groups``' tp and ep), the hottest expert rank's load, each GEMM's kernel rows."""
+    sg = cp_shard(sg, plan.cp)
+    sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
+    sg = expert_load(sg, plan)
+    return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 
 
 def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dict, composition: str):
@@ -759,10 +838,7 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
     best = None
     for i, ops in enumerate(stages):
         sg = Graph(g.name, "train", g.dtype, ops, footprint=fp, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-        sg = cp_shard(sg, plan.cp)
-        sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
-        sg = expert_load(sg, plan)
-        sg = with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
+        sg = shard(sg, hw, plan, grp)
         sg.footprint = dict(fp)
         sg.name = f"{g.name} · stage {'1' if i == 0 else plan.pp} of {plan.pp} · micro-batch {plan.micro_batch}"
         est = law.predict(sg, hw, composition)
@@ -772,27 +848,37 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
 
 
 def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict, t_mb: float) -> float:
-    """Stage-to-stage send/recv of one step: each TP rank sends 1/tp of the boundary activation (Megatron's
-    scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split); without
-    sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a node).
-    Forward activation and backward gradient, per micro-batch and virtual stage; blocking unless
-    ``overlap_p2p``."""
-    from ..machine.network.collectives import collective_time
+    """``pipeline_p2p_s`` of one plan: the boundary activation of one micro-batch (tokens/cp × hidden)."""
     if plan.pp == 1:
         return 0.0
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1)))) / plan.cp
-    full = tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype)
-    a, b = collective_time("sendrecv", full / plan.tp, group_topology(hw, grp["pp"]))
-    if plan.tp > 1 and not plan.sequence_parallel:
-        ga, gb = collective_time("allgather", full, group_topology(hw, grp["tp"]))
-        a, b = a + ga, b + gb
-    one = float(a + b)
-    if not plan.overlap_p2p:
-        return 2.0 * plan.interleave * plan.microbatches * one
-    # overlapped: each send runs under the next model chunk's compute; the warm-up and the cool-down
-    # (pp − 1 transfers each) wait for theirs, and a send longer than a chunk exposes the difference
-    chunk = t_mb / plan.interleave
-    return 2.0 * (plan.pp - 1) * one + 2.0 * plan.interleave * plan.microbatches * max(one - chunk, 0.0)
+    one = p2p_transfer_s(hw, tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype), plan.tp, plan.sequence_parallel,
+                         grp["pp"], grp["tp"])
+    return float(pipeline_p2p_s(one, plan.pp, plan.interleave, plan.microbatches, t_mb, plan.overlap_p2p))
+
+
+def p2p_transfer_s(hw, full, tp: int, sp, pp_grp: tuple, tp_grp: tuple):
+    """One stage-to-stage transfer of a boundary activation of ``full`` bytes: each TP rank sends 1/tp of it
+    (Megatron's scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split);
+    without sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a
+    node)."""
+    from ..machine.network.collectives import collective_time
+    a, b = collective_time("sendrecv", full / tp, group_topology(hw, pp_grp))
+    one = a + b
+    if tp > 1 and not sp:
+        ga, gb = collective_time("allgather", full, group_topology(hw, tp_grp))
+        one = one + (ga + gb)
+    return one
+
+
+def pipeline_p2p_s(one, pp, v, m, t_mb, overlap):
+    """Stage-to-stage send/recv of one step of ``m`` micro-batches, ``one`` transfer each way per micro-batch and
+    virtual stage (``v``: the interleave); blocking unless ``overlap``: then each send runs under the next model
+    chunk's compute, the warm-up and the cool-down (pp − 1 transfers each) wait for theirs, and a send longer
+    than a chunk (``t_mb``/v) exposes the difference. Scalars or arrays of layouts; 0 without a pipeline."""
+    blocking = 2.0 * v * m * one
+    hidden = 2.0 * (pp - 1) * one + 2.0 * v * m * np.maximum(one - t_mb / v, 0.0)
+    return np.where(pp > 1, np.where(overlap, hidden, blocking), 0.0)
 
 
 def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, composition: str) -> tuple[float, float, float]:
@@ -811,14 +897,43 @@ def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, compositio
 
 
 def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
+    return float(optimizer_s(g, hw, np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)]),
+                             composition)[0])
+
+
+def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.ndarray:
+    """The optimizer step of each of ``opt_params`` (the parameters of a device's shard) when ``g`` has one:
+    one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
+    from dataclasses import replace
     from ..law import law
     from .workloads.common import optimizer_step
     if not any(base_name(op.name) == "optimizer" for op in g.ops):
-        return 0.0
-    opt_params = p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)
-    og = Graph("optimizer", "train", g.dtype, [optimizer_step(opt_params, g.dtype)],
-               footprint={"optimizer": 12.0 * opt_params})
-    return float(law.predict(og, hw, composition).time_s)
+        return np.zeros(opt_params.shape)
+    u, inv = np.unique(opt_params, return_inverse=True)
+    one = optimizer_step(1.0, g.dtype)
+    op = replace(one, flops=one.flops * u, bytes={k: v * u for k, v in one.bytes.items()},
+                 bytes_written=one.bytes_written * u)
+    og = Graph("optimizer", "train", g.dtype, [op], footprint={"optimizer": 12.0 * u})
+    return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
+
+
+def microbatch_s(est, hidden, ring_exposed, fsdp_exposed):
+    """(compute and TP/EP collectives, the whole micro-batch) on the slowest stage: the law's time ``est`` less
+    what TP and EP overlap hide, then the context-parallel ring and FSDP's gathers left exposed."""
+    t_est = est - hidden
+    return t_est, t_est + ring_exposed + fsdp_exposed
+
+
+def step_s(m, t_mb, bubble, p2p, exposed, gather, opt, a2a_alone):
+    """One optimizer step on the slowest stage: ``m`` micro-batches of ``t_mb``, the pipeline bubble and sends,
+    the exposed gradient reduction, ZeRO-2's gather, the optimizer, and one micro-batch's all-to-alls that
+    no other micro-batch hides."""
+    return m * t_mb + bubble + p2p + exposed + gather + opt + a2a_alone
+
+
+def bubble_s(pp, v, t_mb):
+    """The pipeline bubble: (pp − 1)/v micro-batch times (v: the interleave)."""
+    return (pp - 1) / v * t_mb
 
 
 def _bottleneck(est, step: float, shares: dict) -> dict:
@@ -836,13 +951,31 @@ MOE_HOST_NOTE = ("the MoE layers are timed on the GPU; their host time is not mo
                  "the NeMo MoE rows)")
 
 
+def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_batch=None) -> Graph:
+    """The training graph of one micro-batch (``micro_batch``, else ``opts["micro_batch"]``, else 1; an array
+    gives one graph over every size); ``dtype`` fp8|mxfp8 builds it in bf16 and lowers its linear GEMMs
+    (``ironlaw.models.precision``)."""
+    from . import precision, workloads
+    opts = opts or {}
+    low = dtype if dtype is not None and precision.is_low(dtype) else None
+    batch = opts.get("micro_batch", 1) if micro_batch is None else micro_batch
+    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=batch, seq=seq,
+                                                dtype=precision.WIDE if low else dtype,
+                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
+    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+
+
+def lowered(g: Graph, hw) -> Graph:
+    """``g`` as train_step runs it: a graph built in FP8/MXFP8 with its GEMMs lowered (``precision.lower``)."""
+    from .precision import is_low, lower
+    return lower(g, g.dtype, hw.features.get("fp8_any_layout", False)) if is_low(g.dtype) else g
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
-    from .precision import is_low, lower
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
-    if is_low(g.dtype):
-        g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
+    g = lowered(g, hw)
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
@@ -856,10 +989,10 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
-    hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
+    hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
-    t_est = float(est.time_s) - hidden_tp
-    t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
+    t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed))
+    m, v = plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
     p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
@@ -867,21 +1000,21 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) " + (
             "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
             "counted on the critical path (not overlapped)"))
-    bubble_s = (plan.pp - 1) / v * t_mb
+    bubble = float(bubble_s(plan.pp, v, t_mb))
     dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
     a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
-    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s + a2a_alone
+    step = float(step_s(m, t_mb, bubble, p2p_s, exposed, gather_s, opt_s, a2a_alone))
     flops = _step_flops(g, plan)
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
-                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
+                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p_s,
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
                  "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
-              "pipeline bubble": bubble_s, "optimizer": opt_s}
+              "pipeline bubble": bubble, "optimizer": opt_s}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
