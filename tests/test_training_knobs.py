@@ -240,8 +240,8 @@ def test_tp_comm_overlap_hides_collectives_under_the_gemms():
     assert 0 < hidden <= off.breakdown["tp_ep_network_s"]
 
     def gemm_s(st):
-        return sum(r["time_s"] for r in st.per_microbatch.rows()
-                   if r["name"].split(".")[0] in parallel.COLUMN | parallel.ROW and r["name"] != "lm_head")
+        return sum(r["time_s"] for op, r in zip(st.per_microbatch.graph.ops, st.per_microbatch.rows())
+                   if parallel.role(op) in ("column", "row"))
     # the overlap runs each forward GEMM and the row-parallel dgrads as tp ring steps of tokens/tp rows
     # (gemm_rows): the GEMMs take longer, the collectives hide beside them
     chunked = off.breakdown["microbatches"] * (gemm_s(on) - gemm_s(off))
@@ -264,9 +264,10 @@ def test_sequence_parallel_collectives_and_what_each_overlaps():
     assert len(tp) == 10 and all(n.split(".", 1)[1] in parallel.TP_OVERLAP for n in tp)
     assert sum(".wgrad." in n for n in tp) == 2
     ops = [Op("tp.reducescatter.fwd.attn", "collective", module="tp", attrs={"tp_comm": "reducescatter.fwd.attn"}),
-           Op("attn_post_proj", "matmul", module="attn"), Op("attn_pre_proj", "matmul", module="attn"),
+           Op("attn_post_proj", "matmul", module="attn", attrs={"role": "row"}),
+           Op("attn_pre_proj", "matmul", module="attn", attrs={"role": "column"}),
            Op("tp.allgather.wgrad.attn", "collective", module="tp", attrs={"tp_comm": "allgather.wgrad.attn"}),
-           Op("attn_pre_proj.backward", "matmul", module="attn")]
+           Op("attn_pre_proj.backward", "matmul", module="attn", attrs={"role": "column"})]
     # 3 s of reduce-scatter beside the 2 s row GEMM (not the 5 s column GEMM): 2 hidden; the re-gather beside
     # the dgrad half (2 s) of the column GEMM's backward: 2 hidden
     assert parallel.tp_overlap_hidden_s(ops, [3.0, 2.0, 5.0, 3.0, 4.0]) == pytest.approx(4.0)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -49,15 +50,6 @@ from ..machine.network.topology import build as build_topology, check_count, nod
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
-COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
-ROW = {"attn_post_proj", "mlp_down_proj"}                     # input split, output full (then all-reduced)
-SPLIT = {"attn_rope", "attention", "attention_cp_merge", "mlp_act", "cross_entropy",
-         "embedding"}                                         # every byte and FLOP split
-REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "mlp_layernorm", "final_norm",
-              "embedding_layernorm", "attn_residual_add", "mlp_residual_add", "moe_router", "moe_topk",
-              "moe_permute", "moe_combine", "pooler_dense", "pooler_tanh",
-              "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
-FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
 CP_MERGE_BYTES = {"fwd": (10.0, 12.0), "bwd": (10.0, 6.0)}    # (per ring step, once) per output element: cp_merge
 MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
@@ -249,9 +241,75 @@ def group_topology(hw, grp: tuple):
     return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
 
 
+# ---------------------------------------------------------------------- sharding rules, by op role
+# The builders say what each op is to parallelism in ``op.attrs["role"]`` (``workloads.common.linear``'s
+# ``role``; backward ops keep their forward's); ``tp_shard`` splits an op by the rule registered for its role.
+SHARDING: dict[str, Callable] = {}            # role → rule(op, new, tp, sp, ratio): splits the copy ``new``
+COLUMN_ROLES = ("column", "head")             # input replicated, output split over TP (head: the LM head, whose
+                                              # output the vocabulary-parallel loss reads split: no collective)
+
+
+def sharding(*roles: str):
+    """Register a tensor-parallel rule for ops of ``roles``."""
+    def deco(fn: Callable) -> Callable:
+        for r in roles:
+            if r in SHARDING:
+                raise RuntimeError(f"duplicate sharding rule for role {r}")
+            SHARDING[r] = fn
+        return fn
+    return deco
+
+
+def _split(new: Op, tp: int) -> None:
+    new.flops, new.vector_flops = new.flops / tp, new.vector_flops / tp
+    new.bytes = {k: v / tp for k, v in new.bytes.items()}
+    new.bytes_written = new.bytes_written / tp
+
+
+@sharding("column", "head", "row")
+def _linear(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+    """Column-parallel (input replicated, output split) and row-parallel (input split, output full, then
+    reduced) linears: FLOPs and weights over tp; activations as the forward splits them (the backward at the
+    forward's ratio); ``nk`` the device's share of N (column) or of K (row)."""
+    base, bwd, column = base_name(op.name), op.name.endswith(".backward"), op.attrs["role"] in COLUMN_ROLES
+    if not bwd:
+        act, w = op.bytes.get("activations", 0.0), op.bytes_written
+        read = act - w
+        split = read + w / tp if column else read / tp + w
+        ratio[base] = split / np.where(act > 0, act, 1.0)
+    new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
+    new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp) for k, v in op.bytes.items()}
+    if "nk" in op.attrs:
+        n, k = op.attrs["nk"]
+        new.attrs = {**op.attrs, "nk": (n / tp, k) if column else (n, k / tp)}
+    if not bwd and column:                                    # a column-parallel op writes its share of the output
+        new.bytes_written = op.bytes_written / tp
+
+
+@sharding("heads", "activation", "loss", "embedding")
+def _split_all(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+    """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
+    activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp."""
+    _split(new, tp)
+
+
+@sharding("norm", "residual", "dropout", "router", "dispatch", "pooler", "cast")
+def _replicated(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+    """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
+    ``precision.py``), split with sequence parallelism or where the op says its tensor is (``tp_split``)."""
+    if sp or op.attrs.get("tp_split"):
+        _split(new, tp)
+
+
+def role(op: Op) -> str:
+    return op.attrs.get("role", "")
+
+
 def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
              ep_grp: tuple | None = None) -> Graph:
-    """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``)."""
+    """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``): each op
+    split by the rule of its role (``SHARDING``), the TP collectives after each row-parallel forward and each
+    column-parallel backward, the expert all-to-alls around the experts."""
     if tp == 1 and ep == 1:
         return g
     meta = g.meta
@@ -259,40 +317,17 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
                            f"tokens known)")
     grp = grp or (tp, 1)
-    by = dtype_bytes(g.dtype)
-    act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
+    act_bytes = meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)    # one [tokens, hidden] tensor
     ratio: dict[str, float] = {}
     ops: list[Op] = []
     for op in g.ops:
-        base, bwd = base_name(op.name), op.name.endswith(".backward")
-        if op.kind == "collective" or base == "optimizer":
+        if op.kind == "collective" or base_name(op.name) == "optimizer":
             ops.append(op)
             continue
         new = copy.copy(op)
         new.bytes = dict(op.bytes)
-        if base in COLUMN or base in ROW:
-            if not bwd:
-                act, w = op.bytes.get("activations", 0.0), op.bytes_written
-                read = act - w
-                split = read + w / tp if base in COLUMN else read / tp + w
-                ratio[base] = split / np.where(act > 0, act, 1.0)
-            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp)
-                         for k, v in op.bytes.items()}
-            if "nk" in op.attrs:                              # each device holds 1/tp of N (column) or of K (row)
-                n, k = op.attrs["nk"]
-                new.attrs = {**op.attrs, "nk": (n / tp, k) if base in COLUMN else (n, k / tp)}
-            if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
-                new.bytes_written = op.bytes_written / tp
-        elif base in SPLIT:
-            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: v / tp for k, v in op.bytes.items()}
-            new.bytes_written = op.bytes_written / tp
-        elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
-            if sp or op.attrs.get("tp_split"):
-                new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-                new.bytes = {k: v / tp for k, v in op.bytes.items()}
-                new.bytes_written = op.bytes_written / tp
+        if role(op) in SHARDING:
+            SHARDING[role(op)](op, new, tp, sp, ratio)
         elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
@@ -301,31 +336,48 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] / ep
         ops.append(new)
-        if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
-            sub = "attn" if base.startswith("attn") else "mlp"
-            where = f"{'bwd' if bwd else 'fwd'}.{sub}"
-            kinds = [("allreduce", where)]
-            if sp:                            # bwd: the column GEMM's input gathered again for its weight gradient
-                kinds = [("reducescatter", where), ("allgather", where)] + \
-                    ([("allgather", f"wgrad.{sub}")] if bwd else [])
-            for kind, at in kinds:
-                key = f"{kind}.{at}"
-                ops.append(_coll(f"tp.{key}", kind, act_bytes, grp, op, g.dtype, "tp", {"tp_comm": key}))
-        if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
-            k = meta.get("experts_per_token", 1)
-            first = (base == "mlp_up_proj") != bwd
-            if first:
-                ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{'.bwd' if bwd else ''}", "alltoall",
-                                               act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
-            else:
-                ops.append(_coll(f"ep.alltoall.combine{'.bwd' if bwd else ''}", "alltoall",
-                                 act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
+        ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 else []
+        if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
+            _expert_all_to_alls(ops, op, tp, act_bytes * meta.get("experts_per_token", 1) / tp, ep_grp or (ep, 1),
+                                g.dtype)
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
     out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
+
+
+def sublayer(op: Op) -> str:
+    """The sublayer a linear belongs to: attention or MLP (its experts' included)."""
+    return "attn" if op.module == "attn" else "mlp"
+
+
+def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str) -> list[Op]:
+    """What Megatron runs after a row-parallel forward and a column-parallel backward: an all-reduce; with
+    sequence parallelism a reduce-scatter and an all-gather, and in the backward the re-gather of the column
+    GEMM's input for its weight gradient. Each marked with its ``TP_OVERLAP`` key (``attrs["tp_comm"]``)."""
+    bwd = op.name.endswith(".backward")
+    if role(op) != ("column" if bwd else "row"):
+        return []
+    sub = sublayer(op)
+    where = f"{'bwd' if bwd else 'fwd'}.{sub}"
+    kinds = [("allreduce", where)]
+    if sp:
+        kinds = [("reducescatter", where), ("allgather", where)] + ([("allgather", f"wgrad.{sub}")] if bwd else [])
+    return [_coll(f"tp.{kind}.{at}", kind, act_bytes, grp, op, dtype, "tp", {"tp_comm": f"{kind}.{at}"})
+            for kind, at in kinds]
+
+
+def _expert_all_to_alls(ops: list, op: Op, tp: int, nbytes, ep_grp: tuple, dtype: str) -> None:
+    """The dispatch before the experts' first GEMM (up in the forward, down in the backward) and the combine
+    after their last, appended around ``op``, the last op of ``ops``."""
+    bwd = op.name.endswith(".backward")
+    suffix = ".bwd" if bwd else ""
+    if (role(op) == "column") != bwd:
+        ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{suffix}", "alltoall", nbytes, ep_grp, op, dtype, "ep"))
+    else:
+        ops.append(_coll(f"ep.alltoall.combine{suffix}", "alltoall", nbytes, ep_grp, op, dtype, "ep"))
 
 
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
@@ -466,12 +518,18 @@ def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     if plan.pp == 1:
         return [with_recompute(ops, L, L, plan.recompute)], opt
     middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
-    first = [op for op in ops if in_layers(op, L) or base_name(op.name) in FIRST_STAGE]
-    last = [op for op in ops if in_layers(op, L) or base_name(op.name) not in FIRST_STAGE]
+    first = [op for op in ops if in_layers(op, L) or first_stage(op)]
+    last = [op for op in ops if in_layers(op, L) or not first_stage(op)]
     stages = [with_recompute(first, L, n_first, plan.recompute), with_recompute(last, L, n_last, plan.recompute)]
     if middle != n_first:
         stages.insert(1, with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
+
+
+def first_stage(op: Op) -> bool:
+    """Whether the op runs on the first pipeline stage only (the embedding's: the builder's
+    ``attrs["stage"]``)."""
+    return op.attrs.get("stage") == "first"
 
 
 def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
@@ -666,7 +724,7 @@ def cp_merge(att: Op, cp: int, meta: dict) -> Op:
     return Op("attention_cp_merge" + att.name[len(base):], "elementwise", flops=2.0 * cp * q,
               bytes={"activations": nbytes}, dtype=att.dtype, count=att.count, module=att.module,
               shapes=f"{cp} ring steps merged", bytes_written=nbytes * 0.4,
-              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True})
+              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True, "role": "heads"})
 
 
 def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> tuple[float, float]:
@@ -711,16 +769,20 @@ def cp_ring_step_exposed(send, passes: float, t_attention, cp: int):
 # each TP collective of sequence parallelism and the GEMM share it runs beside under Transformer Engine's
 # userbuffers overlap (Megatron-Bridge comm_overlap.py: qkv_fprop, proj_fprop, fc1_fprop, fc2_fprop; in the
 # backward proj_dgrad, fc2_dgrad ring exchanges and the bulk qkv_dgrad/qkv_wgrad, fc1_dgrad/fc1_wgrad pairs):
-# (GEMM op, its backward, share of its time: a backward op is its dgrad and wgrad halves). tp_shard names a
-# forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's input) after it,
-# a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the sublayer below and the
-# re-gather of its input for the weight gradient after its column GEMM.
-TP_OVERLAP = {"reducescatter.fwd.attn": ("attn_post_proj", False, 1.0), "allgather.fwd.attn": ("mlp_up_proj", False, 1.0),
-              "reducescatter.fwd.mlp": ("mlp_down_proj", False, 1.0), "allgather.fwd.mlp": ("attn_pre_proj", False, 1.0),
-              "reducescatter.bwd.mlp": ("mlp_up_proj", True, 0.5), "allgather.wgrad.mlp": ("mlp_up_proj", True, 0.5),
-              "allgather.bwd.mlp": ("attn_post_proj", True, 0.5),
-              "reducescatter.bwd.attn": ("attn_pre_proj", True, 0.5), "allgather.wgrad.attn": ("attn_pre_proj", True, 0.5),
-              "allgather.bwd.attn": ("mlp_down_proj", True, 0.5)}
+# (GEMM's role, its sublayer, its backward, share of its time: a backward op is its dgrad and wgrad halves).
+# tp_shard marks a forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's
+# input) after it, a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the
+# sublayer below and the re-gather of its input for the weight gradient after its column GEMM.
+TP_OVERLAP = {"reducescatter.fwd.attn": ("row", "attn", False, 1.0),
+              "allgather.fwd.attn": ("column", "mlp", False, 1.0),
+              "reducescatter.fwd.mlp": ("row", "mlp", False, 1.0),
+              "allgather.fwd.mlp": ("column", "attn", False, 1.0),
+              "reducescatter.bwd.mlp": ("column", "mlp", True, 0.5),
+              "allgather.wgrad.mlp": ("column", "mlp", True, 0.5),
+              "allgather.bwd.mlp": ("row", "attn", True, 0.5),
+              "reducescatter.bwd.attn": ("column", "attn", True, 0.5),
+              "allgather.wgrad.attn": ("column", "attn", True, 0.5),
+              "allgather.bwd.attn": ("row", "mlp", True, 0.5)}
 
 
 def tp_overlap_hidden_s(ops: list[Op], times) -> float:
@@ -742,15 +804,14 @@ def tp_overlap_add(op: Op, t, comm: dict, gemm: dict) -> None:
         if "tp_comm" in op.attrs:
             comm[op.attrs["tp_comm"]] = comm.get(op.attrs["tp_comm"], 0.0) + t
         return
-    base = base_name(op.name)
-    if (base in COLUMN or base in ROW) and base != "lm_head":
-        key = (base, op.name.endswith(".backward"))
+    if role(op) in ("column", "row"):
+        key = (role(op), sublayer(op), op.name.endswith(".backward"))
         gemm[key] = gemm.get(key, 0.0) + t
 
 
 def tp_overlap_hidden(comm: dict, gemm: dict, start=0.0):
     """Σ over the TP collectives of min(its seconds, the share of its GEMM's seconds it runs beside)."""
-    return sum((np.minimum(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
+    return sum((np.minimum(t, TP_OVERLAP[k][3] * gemm.get(TP_OVERLAP[k][:3], 0.0)) for k, t in comm.items()
                 if k in TP_OVERLAP), start)
 
 

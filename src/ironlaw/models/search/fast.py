@@ -274,7 +274,7 @@ def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Pred
     out = {"P": _table(ref, keep, L)}
     if need_pp:
         layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
-        first = np.array([parallel.base_name(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
+        first = np.array([parallel.first_stage(op) for op in ref.sg.ops])
         out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
                    L=_table(ref, keep & (layer | ~first), L))
     return out
