@@ -156,16 +156,13 @@ class StageTable:
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes
     sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
     attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
+    L: int                      # the model's layers (the one-stage list holds them all)
     _syncs: dict = field(default_factory=dict)
 
     def counts(self, layers) -> np.ndarray:
         """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``)."""
-        L = self.count_L
+        L = self.L
         return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
-
-    @property
-    def count_L(self) -> float:
-        return self._L
 
     def sync(self, layers: int) -> Sync:
         """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
@@ -256,8 +253,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     bwd = np.array([op.name.endswith(".backward") for op in ops])
     attention = [(i, parallel.ring_passes(op)) for i, op in enumerate(ops) if op.kind == "attention"]
     tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
-                     _sums(ops, t, count, layer, share), attention)
-    tab._L = L
+                     _sums(ops, t, count, layer, share), attention, L)
     return tab
 
 
