@@ -23,9 +23,9 @@ holds the KV latent and the rotary key: kv_lora + rope elements per token and la
         applied after attention (per head kv_lora -> v); attention runs over the latent itself:
         QKᵀ over kv_lora + rope and PV over kv_lora per head, reading kv_lora + rope per cached token once.
 
-Op names follow ``base.variant``: the part before the dot is the existing op name whose tensor-parallel
-rule applies (``attn_pre_proj`` column-parallel, ``attention`` split by heads, ``input_layernorm``
-replicated …); ``attrs["attention"]`` says which attention an op belongs to ("global", "window 128",
+Op names follow ``base.variant`` (the part before the dot names the op it is a part of); ``attrs["role"]``
+says which tensor-parallel rule applies (``parallel.SHARDING``: ``attn_pre_proj`` "column", ``attention``
+"heads", ``input_layernorm.latent`` "norm" …); ``attrs["attention"]`` says which attention an op belongs to ("global", "window 128",
 "chunk 8192", "mla") and ``attrs["tp_replicated"]`` marks MLA's down-projection, which tensor-parallel
 engines replicate rather than split.
 """
