@@ -32,7 +32,7 @@ import csv
 from pathlib import Path
 
 from ironlaw.models import parallel, workloads
-from ironlaw.cli._parallel import training_graph
+from ironlaw.models.analysis import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"

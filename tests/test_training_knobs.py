@@ -6,7 +6,7 @@ import pytest
 
 from ironlaw.machine import hardware
 from ironlaw.models import parallel, precision, workloads
-from ironlaw.cli._parallel import training_graph
+from ironlaw.models.analysis import training_graph
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.graph import Graph, Op
 

@@ -1,18 +1,13 @@
 """`ironlaw analyze SPEC --phase train --gpus N --tp … --pp … --dp …`: one training step on many devices."""
 from __future__ import annotations
 
-from ..models.parallel import training_graph
 
-
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
-    from ..models import parallel
+def show_train_step(step, fmt: str, top: int) -> None:
+    """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
     from ..core.units import fmt as f, fmt_time
-    from .common import console, device, emit_json, emit_lines
+    from .common import console, emit_json, emit_lines
 
-    hw = device(on, network)
-    graph = training_graph(spec, hw, seq, dtype, opts)
-    plan = parallel.make_plan(opts, graph, hw)
-    step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
+    graph, hw, plan = step.graph, step.hw, step.plan
     if fmt == "json":
         emit_json(step.to_dict())
         return

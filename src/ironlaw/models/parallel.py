@@ -211,12 +211,14 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
     ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
     every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
     spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
-    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them."""
+    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them. A group
+    that fills its nodes but part of the last (dp·cp = 78 ranks of stride 4 on nodes of 64: 16 on each of four
+    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``)."""
     if size == 1 or stride * size <= gpus_per_node:
         nodes = 1
     else:
-        nodes = size if stride >= gpus_per_node else stride * size // gpus_per_node
-    return size, nodes, max(gpus_per_node // (size // nodes), 1)
+        nodes = size if stride >= gpus_per_node else -(-size // max(gpus_per_node // stride, 1))
+    return size, nodes, max(gpus_per_node // -(-size // nodes), 1)
 
 
 # ---------------------------------------------------------------------- tensor parallelism
@@ -238,13 +240,26 @@ def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: 
 
 def group_topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
-    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
+
+
+def kv_cache_split(meta: dict, tp: int) -> int:
+    """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
+    over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
+    attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; vLLM gives MLA one KV head,
+    "MLA is always replicated as the hidden dim can't be split": vllm/distributed/kv_transfer/kv_connector/utils.py).
+    Attention data parallelism instead gives each rank its own sequences and their whole cache
+    (``serving.parallel``)."""
+    if meta.get("kv_shared_by_heads"):
+        return 1
+    return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
 
 
 # ---------------------------------------------------------------------- sharding rules, by op role
 # The builders say what each op is to parallelism in ``op.attrs["role"]`` (``workloads.common.linear``'s
 # ``role``; backward ops keep their forward's); ``tp_shard`` splits an op by the rule registered for its role.
-SHARDING: dict[str, Callable] = {}            # role → rule(op, new, tp, sp, ratio): splits the copy ``new``
+SHARDING: dict[str, Callable] = {}            # role → rule(op, new, at: TpSplit): splits the copy ``new``
 COLUMN_ROLES = ("column", "head")             # input replicated, output split over TP (head: the LM head, whose
                                               # output the vocabulary-parallel loss reads split: no collective)
 
@@ -260,18 +275,29 @@ def sharding(*roles: str):
     return deco
 
 
-def _split(new: Op, tp: int) -> None:
+@dataclass
+class TpSplit:
+    """What a sharding rule reads: the TP degree, sequence parallelism, the ranks that divide the KV cache
+    (``kv_cache_split``), and each linear's activation split as its forward set it (for its backward)."""
+    tp: int
+    sp: bool
+    kv: int
+    ratio: dict = field(default_factory=dict)
+
+
+def _split(new: Op, tp: int, kv: int | None = None) -> None:
     new.flops, new.vector_flops = new.flops / tp, new.vector_flops / tp
-    new.bytes = {k: v / tp for k, v in new.bytes.items()}
+    new.bytes = {k: v / (kv if k == "kv_cache" and kv is not None else tp) for k, v in new.bytes.items()}
     new.bytes_written = new.bytes_written / tp
 
 
 @sharding("column", "head", "row")
-def _linear(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+def _linear(op: Op, new: Op, at: TpSplit) -> None:
     """Column-parallel (input replicated, output split) and row-parallel (input split, output full, then
     reduced) linears: FLOPs and weights over tp; activations as the forward splits them (the backward at the
     forward's ratio); ``nk`` the device's share of N (column) or of K (row)."""
     base, bwd, column = base_name(op.name), op.name.endswith(".backward"), op.attrs["role"] in COLUMN_ROLES
+    tp, ratio = at.tp, at.ratio
     if not bwd:
         act, w = op.bytes.get("activations", 0.0), op.bytes_written
         read = act - w
@@ -287,18 +313,19 @@ def _linear(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
 
 
 @sharding("heads", "activation", "loss", "embedding")
-def _split_all(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
-    activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp."""
-    _split(new, tp)
+    activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp, the KV cache over the
+    ranks that divide it."""
+    _split(new, at.tp, at.kv)
 
 
 @sharding("norm", "residual", "dropout", "router", "dispatch", "pooler", "cast")
-def _replicated(op: Op, new: Op, tp: int, sp: bool, ratio: dict) -> None:
+def _replicated(op: Op, new: Op, at: TpSplit) -> None:
     """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
     ``precision.py``), split with sequence parallelism or where the op says its tensor is (``tp_split``)."""
-    if sp or op.attrs.get("tp_split"):
-        _split(new, tp)
+    if at.sp or op.attrs.get("tp_split"):
+        _split(new, at.tp)
 
 
 def role(op: Op) -> str:
@@ -318,7 +345,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                            f"tokens known)")
     grp = grp or (tp, 1)
     act_bytes = meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)    # one [tokens, hidden] tensor
-    ratio: dict[str, float] = {}
+    at = TpSplit(tp, sp, kv_cache_split(meta, tp))
     ops: list[Op] = []
     for op in g.ops:
         if op.kind == "collective" or base_name(op.name) == "optimizer":
@@ -327,7 +354,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         new = copy.copy(op)
         new.bytes = dict(op.bytes)
         if role(op) in SHARDING:
-            SHARDING[role(op)](op, new, tp, sp, ratio)
+            SHARDING[role(op)](op, new, at)
         elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
@@ -342,7 +369,8 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                                 g.dtype)
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
+    out.footprint = {k: v / (at.kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+                     if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
@@ -664,7 +692,8 @@ def pp_group(stage: int, pp: int, gpus_per_node: int, nodes: int) -> tuple[int, 
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
-    """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
+    """One line per kind of group whose concurrent groups share a node's network (what each gets), and per kind
+    whose groups fill their last node partly (timed on the fullest)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.collectives import inter_node_Bps
     from ..core.units import fmt
@@ -677,6 +706,9 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
+        if used and t.gpus % t.nodes:
+            out.append(f"{what}: each group's {t.gpus} ranks span {t.nodes} nodes unevenly, at most "
+                       f"{t.gpus_per_node} on one; timed on the fullest node")
     return out
 
 
