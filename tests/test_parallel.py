@@ -394,11 +394,11 @@ def test_eager_softmax_per_device_is_a_tp_share_of_the_scores():
 
 @pytest.mark.parametrize("spec", ["llama3-8b", "deepseek-v3", "qwen3-30b-a3b", "gemma3-27b", "bert-base", "gpt2"])
 def test_every_op_the_builder_makes_has_a_registered_sharding_role(spec):
-    """tp_shard splits ops by role, not by name: the builder gives every op (forward and backward, the FP8
-    casts precision adds) a role that ``parallel.SHARDING`` has a rule for."""
+    """tp_shard splits ops by role, not by name: the builder gives every op (forward and backward, the FP8 and
+    NVFP4 casts precision adds) a role that ``parallel.SHARDING`` has a rule for."""
     from ironlaw.models import precision
     g = workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=256))
-    for x in (g, precision.lower(g, "fp8", False)):
+    for x in (g, precision.lower(g, "fp8", False), precision.lower(g, "fp4", False)):
         missing = [op.name for op in x.ops if parallel.base_name(op.name) != "optimizer"
                    and parallel.role(op) not in parallel.SHARDING]
         assert not missing, missing

@@ -19,7 +19,7 @@ from typing import Optional, Sequence, Union
 # the names of analyze's parallel options, in the order the CLI passes them on
 PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micro_batch", "interleave", "recompute",
             "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap",
-            "sequence_parallel")
+            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel")
 
 
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
@@ -28,7 +28,8 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
             micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
             tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
-            moe_a2a_overlap: bool = False, recompute: Optional[str] = None, zero: Optional[int] = None,
+            moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+            offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
             fsdp: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
             options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
             grid_gco2_per_kwh: Optional[float] = None, **builder_options):
@@ -67,7 +68,8 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
           micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
           tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
-          moe_a2a_overlap: bool = False, recompute: Optional[str] = None, zero: Optional[int] = None,
+          moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+          offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
           fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
           **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
@@ -306,8 +308,10 @@ class Fit:
 
 # ---------------------------------------------------------------- shared readings of the options
 def _parallel(given: dict) -> dict:
-    """The parallel options given (None and False are not given), in the CLI's order."""
-    return {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
+    """The parallel options given (None and False are not given), in the CLI's order; the plan calls
+    ``--offload-activations`` ``offload_layers``."""
+    out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
+    return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
 
 
 def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:

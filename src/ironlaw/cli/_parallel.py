@@ -34,6 +34,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
             ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
             ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
             ("ZeRO/FSDP parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
+            ("host: kernel launches and syncs (exposed)", b["host_exposed_s"]),
             ("step", b["step_s"])]
     mem = step.memory
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]

@@ -56,6 +56,9 @@ def analyze(
     overlap_p2p: bool = typer.Option(False, "--overlap-p2p", help="overlap the interleaved schedule's stage sends with compute"),
     grad_fp32: bool = typer.Option(False, "--grad-fp32", help="accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
+    redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
+    offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
+    cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
@@ -76,7 +79,8 @@ def analyze(
                       tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, expert_imbalance=expert_imbalance, global_batch=global_batch,
                       micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
                       tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                      moe_a2a_overlap=moe_a2a_overlap, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
+                      moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
+                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
                       grid_gco2_per_kwh=grid)
     from ..models.analysis import Training

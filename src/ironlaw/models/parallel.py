@@ -38,7 +38,7 @@ Activation memory per device follows Korthikanti et al. 2022 ("Reducing activati
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -47,6 +47,7 @@ from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
 from ..core.graph import Graph, Op, dtype_bytes
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
+from . import host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -75,6 +76,9 @@ class Plan:
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
     moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
+    cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
+    redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
+    offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
 
     @property
     def microbatches(self) -> int:
@@ -83,7 +87,8 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap")
+                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
+                "redundant_experts", "offload_layers")
 
 
 def requested(options: dict) -> bool:
@@ -110,8 +115,13 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     rc, zero, sp, imbalance = _options(o, tp, ep)
     if graph is not None and rc != "none" and "layers" not in graph.meta:
         raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+    red = _redundant(o, ep)
     if graph is not None:
-        _check_model(graph, tp, pp, v, ep, cp)
+        _check_model(graph, tp, pp, v, ep, cp, red)
+    off = o.get("offload_layers", 0)
+    if off and (graph is None or "layers" not in graph.meta):
+        raise IronlawError("--offload-activations needs a transformer built by ironlaw (layers known)")
+    off = offload.check(off, graph.meta["layers"] / pp) if off else 0
     overlap = bool(o.get("tp_comm_overlap", False))
     if overlap and not sp:
         raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
@@ -124,7 +134,27 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off)
+
+
+def _redundant(o: dict, ep: int) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72)."""
+    r = o.get("redundant_experts", 0)
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if r and ep == 1:
+        raise IronlawError("--redundant-experts spreads replicas of hot experts over the EP group; add --ep > 1")
+    return r
+
+
+def graph_scopes(value) -> tuple:
+    """``--cuda-graph attn,moe_router,moe_preprocess`` (or a sequence): the parts captured in CUDA graphs."""
+    from .host import SCOPES
+    items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+    return tuple(x for x in SCOPES if x in items)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -180,7 +210,7 @@ def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
     return rc, zero, sp, float(f)
 
 
-def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> None:
+def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
         if tp > 1 or pp > 1 or ep > 1 or cp > 1:
@@ -194,9 +224,14 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")
-    if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
-        raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
-                           f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
+    e = meta.get("experts", 0)
+    if redundant > e:
+        raise IronlawError(f"--redundant-experts {redundant} is more than the {e} experts of {g.name}")
+    if ep > 1 and (not e or (e + redundant) % ep):
+        extra = f" + {redundant} redundant" if redundant else ""
+        raise IronlawError(f"--ep {ep} does not divide the {e} experts{extra} of {g.name}"
+                           f"{'' if e else ' (a dense model: use --ep 1)'}"
+                           f"{'; --redundant-experts N adds slots so that it does' if e and not redundant else ''}")
     seq = np.asarray(meta.get("seq", 0))
     if cp > 1 and np.any(seq % (2 * cp)):
         raise IronlawError(f"--cp {cp} does not divide the sequence of {int(np.max(seq))} tokens into 2 × cp = "
@@ -345,6 +380,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                            f"tokens known)")
     grp = grp or (tp, 1)
     act_bytes = meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)    # one [tokens, hidden] tensor
+    slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
     at = TpSplit(tp, sp, kv_cache_split(meta, tp))
     ops: list[Op] = []
     for op in g.ops:
@@ -359,9 +395,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
-            new.bytes["weights"] = new.bytes["weights"] / ep
+            new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
-                new.bytes["gradients"] = new.bytes["gradients"] / ep
+                new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         ops.append(new)
         ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 else []
         if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
@@ -605,17 +641,31 @@ def params_split(meta: dict) -> tuple[float, float]:
     return params - expert, expert
 
 
-def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp) -> dict:
+def expert_slots(meta: dict, plan: Plan) -> float:
+    """Expert slots per expert: (E + redundant) / E, the replicas the EP group holds (1 for a dense model)."""
+    e = meta.get("experts", 0)
+    return (e + plan.redundant_experts) / e if e else 1.0
+
+
+def params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
+    """(dense, expert) parameters one device holds: dense over tp·pp, experts (their replicas too) over tp·pp·ep."""
+    dense, expert = params_split(g.meta)
+    return dense / (plan.tp * plan.pp), expert * expert_slots(g.meta, plan) / (plan.tp * plan.pp * plan.ep)
+
+
+def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
+                 slots=1.0, offloaded=0.0) -> dict:
     """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
     gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
     weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
     data-parallel group, which context parallelism joins (dp·cp ranks hold the same weights; experts over
     dp·cp/ep); activations (``act``, one micro-batch's, already over cp; ``tokens`` per micro-batch) over tp
     (with sequence parallelism ``sp``, else Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
-    each layer's input only. Dense parameters over tp·pp, experts over tp·pp·ep."""
+    each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
+    Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep."""
     from .precision import weight_copy_bytes
     dense, expert = params_split(meta)
-    dense, expert = dense / (tp * pp), expert / (tp * pp * ep)
+    dense, expert = dense / (tp * pp), expert * slots / (tp * pp * ep)
     p_dev = dense + expert
     shards = dp * cp
     sharded = dense / shards + expert / np.maximum(shards // ep, 1)     # one ZeRO shard of this device's params
@@ -627,6 +677,8 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
         L = meta["layers"]
         inputs = L * tokens / cp * meta["hidden"] * by
         act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+    if np.any(offloaded):                    # the offloaded layers' share waits in host memory
+        act_dev = act_dev * (1.0 - offloaded)
     weight_b = by + weight_copy_bytes(meta)
     return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
             "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
@@ -638,8 +690,11 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
     """``memory_bytes`` of one plan, as floats."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
+    slots = expert_slots(g.meta, plan)                                  # replicas held on the EP group
+    off = offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp) if plan.offload_layers else 0.0
     mem = memory_bytes(g.meta, dtype_bytes(g.dtype), _grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
-                       plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel)
+                       plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
+                       off)
     return {k: float(v) for k, v in mem.items()}
 
 
@@ -867,7 +922,7 @@ def expert_load(sg: Graph, plan: Plan) -> Graph:
     """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
     load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
     1 + (f − 1)·ep/E times the balanced share (E/ep experts per rank)."""
-    f, e = plan.expert_imbalance, sg.meta.get("experts", 0)
+    f, e = plan.expert_imbalance, sg.meta.get("expert_slots", sg.meta.get("experts", 0))
     if f == 1.0 or plan.ep == 1 or not e:
         return sg
     r = 1.0 + (f - 1.0) * plan.ep / e
@@ -1010,11 +1065,12 @@ def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.nd
     return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
 
 
-def microbatch_s(est, hidden, ring_exposed, fsdp_exposed):
+def microbatch_s(est, hidden, ring_exposed, fsdp_exposed, host_exposed, offload_exposed=0.0):
     """(compute and TP/EP collectives, the whole micro-batch) on the slowest stage: the law's time ``est`` less
-    what TP and EP overlap hide, then the context-parallel ring and FSDP's gathers left exposed."""
+    what TP and EP overlap hide, then the context-parallel ring, FSDP's gathers, the host's wait
+    (``host.step_term``) and the activation offload's copies left exposed."""
     t_est = est - hidden
-    return t_est, t_est + ring_exposed + fsdp_exposed
+    return t_est, t_est + ring_exposed + fsdp_exposed + host_exposed + offload_exposed
 
 
 def step_s(m, t_mb, bubble, p2p, exposed, gather, opt, a2a_alone):
@@ -1029,19 +1085,22 @@ def bubble_s(pp, v, t_mb):
     return (pp - 1) / v * t_mb
 
 
-def _bottleneck(est, step: float, shares: dict) -> dict:
+def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
+    """What binds the step; the host term's account joins the reason where it owns 5% of the step or more."""
     top = max(shares, key=shares.get)
+    host = f"; {host_why}" if host_why and shares.get("host", 0.0) >= 0.05 * step else ""
     if top == "compute":
         b = est.bottleneck()
-        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}"}
-    res = "network" if top == "network" else ("latency" if top == "pipeline bubble" else "bandwidth")
-    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step"}
+        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}{host}"}
+    res = "network" if top == "network" else ("latency" if top in ("pipeline bubble", "host") else "bandwidth")
+    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step{host}"}
 
 
-MOE_HOST_NOTE = ("the MoE layers are timed on the GPU; their host time is not modelled. An eager, dropless "
-                 "dispatcher that waits on the host for the all-to-all split sizes every layer, with no CUDA graph "
-                 "(Megatron-Core's alltoall), can leave the step host-bound and slower than this (docs/accuracy.md, "
-                 "the NeMo MoE rows)")
+REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
+                  "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
+                  "is not timed")
+NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
+                "framework are not timed, and a step they bind runs slower than this")
 
 
 def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_batch=None) -> Graph:
@@ -1059,9 +1118,14 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_ba
 
 
 def lowered(g: Graph, hw) -> Graph:
-    """``g`` as train_step runs it: a graph built in FP8/MXFP8 with its GEMMs lowered (``precision.lower``)."""
+    """``g`` as train_step runs it: a graph built in FP8/MXFP8 with its GEMMs lowered (``precision.lower``); NVFP4
+    only where NVIDIA's recipe runs (``nvfp4.require``)."""
     from .precision import is_low, lower
-    return lower(g, g.dtype, hw.features.get("fp8_any_layout", False)) if is_low(g.dtype) else g
+    if is_low(g.dtype):
+        g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
+    if g.meta.get("precision") == nvfp4.DTYPE:
+        nvfp4.require(hw)                                      # NVIDIA's NVFP4 recipe, where it runs
+    return g
 
 
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
@@ -1069,12 +1133,17 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     g = lowered(g, hw)
+    if plan.redundant_experts:
+        g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
+                  meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
+    notes = _shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
+        e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
+        if plan.redundant_experts else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = stage_ops(g, plan)
@@ -1084,7 +1153,12 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
     hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
-    t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed))
+    host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
+    host_mb = host_t.exposed_s if host_t is not None else 0.0
+    notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    off_mb = _offload_s(g, hw, plan, rows, notes)
+    t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
+                                                   off_mb))
     m, v = plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
@@ -1104,14 +1178,41 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
-                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
+                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
+                 "host_exposed_s": m * host_mb, "host_issue_s": m * (host_t.issue_s if host_t else 0.0),
+                 "offload_exposed_s": m * off_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
-              "pipeline bubble": bubble, "optimizer": opt_s}
+              "pipeline bubble": bubble, "optimizer": opt_s, "host": m * host_mb}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
-                        _bottleneck(est, step, shares), topo.describe(), notes, peak)
+                        _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
+
+
+def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float:
+    """Exposed seconds per micro-batch of ``--offload-activations`` (``offload``), the host memory checked and a
+    note added; 0 without it."""
+    from ..core.units import fmt
+    n = plan.offload_layers
+    if not n:
+        return 0.0
+    tier = offload.host_tier(hw)
+    L = g.meta["layers"]
+    whole = _memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
+    held = whole * offload.fraction(n, L, plan.pp)
+    if held > tier.capacity_bytes:
+        raise IronlawError(f"--offload-activations {n} puts {fmt(held, 'B')} of activations per device in "
+                           f"{tier.name}, more than its {fmt(tier.capacity_bytes, 'B')}")
+    per_layer = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp / L * \
+        (1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp)
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    copied, exposed = offload.exposed_s(n, per_layer, fwd, bwd, L / plan.pp, tier.bw_Bps)
+    notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt(held, 'B')} per device, "
+                 f"{fmt(copied, 's')} of copies per micro-batch at {fmt(tier.bw_Bps, 'B/s')}, "
+                 f"{fmt(exposed, 's')} not hidden under the layers' compute")
+    return exposed
 
 
 def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
