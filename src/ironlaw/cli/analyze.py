@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, emit_json
+from .common import app, check_format, console, emit_json
 from .options import (Batch, CheckpointS, DType, Grid, MtbfGpuHours, On, Opt, Phase, Price, RestartS, Seq, Serial,
                       Spec, TrainTokens)
 
@@ -102,4 +102,4 @@ def analyze(
     else:
         from ..report.text import render
         render(res, top=top)
-        print(cost)
+        console().print(cost, markup=False)

@@ -56,7 +56,7 @@ def probe(
 
 def _render(doc: dict, path: str) -> None:
     from rich.table import Table
-    from ..core.units import fmt, fmt_time
+    from ..core.units import fmt, fmt_size, fmt_time
 
     c = console()
     p = doc["probe"]
@@ -85,7 +85,7 @@ def _render(doc: dict, path: str) -> None:
         t.add_column(col)
     for m in doc["memory"]:
         o = p["fits"].get(m["name"], {}).get("overhead_s")
-        t.add_row(m["name"], m["role"], fmt(m["capacity_bytes"], "B"), fmt(m["bw_Bps"], "B/s"),
+        t.add_row(m["name"], m["role"], fmt_size(m["capacity_bytes"]), fmt(m["bw_Bps"], "B/s"),
                   fmt_time(o) if o is not None else "—")
     c.print(t)
     c.print(f"per-op dispatch latency: {fmt_time(doc['latency']['op_s'])}")

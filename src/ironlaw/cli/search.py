@@ -84,7 +84,7 @@ def _layout(e: dict) -> str:
 
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:
-    from ..core.units import fmt as f, fmt_time
+    from ..core.units import fmt_num, fmt_size, fmt_time
     train = res.phase == "train"
     offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
     head = ["#", "layout"] + (["rc/z"] if train else []) + \
@@ -95,8 +95,8 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
         extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
-        rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
-                    f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
+        rows.append([str(e["rank"]), _layout(e)] + extra + [fmt_num(e["tokens_per_s_per_gpu"]), t1, t2,
+                    fmt_size(e["memory_per_gpu_bytes"]), e["bottleneck"]["resource"]])
     return head, rows
 
 
@@ -125,14 +125,17 @@ def show(res, fmt: str) -> None:
     for r in rows:
         t.add_row(*r)
     c.print(t)
+    c.print(legend(res.phase == "train", "ep" in "".join(r[1] for r in rows)), markup=False)
     for e in res.top[:1]:
-        c.print(f"#1 binds: {e['bottleneck']['why']}")
+        c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
+
     for line in _cost_lines(res):
         c.print(line, markup=False)
 
 
 def _cost_lines(res) -> list[str]:
     """The best layout's energy, cost and carbon per token and, with --train-tokens, its whole run."""
+    from ..core.units import fmt_num
     from ..models import run_cost
     e = res.top[0]
     d = e.get("energy")
@@ -141,7 +144,17 @@ def _cost_lines(res) -> list[str]:
     unit = "output token" if "joules_per_output_token" in d else "token"
     key = unit.replace(" ", "_")
     usd = d[f"usd_per_million_{key}s"]
-    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}; per million: "
-           + (f"${usd:.3g} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
-           + f"{d[f'gco2_per_million_{key}s']:.3g} g CO2"]
+    out = [f"#1 energy: {fmt_num(d[f'joules_per_{key}'])} J per {unit}; per million: "
+           + (f"${fmt_num(usd)} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
+           + f"{fmt_num(d[f'gco2_per_million_{key}s'])} g CO2"]
     return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]
+
+
+def legend(train: bool, ep: bool) -> str:
+    """The line under the table that reads its layout strings."""
+    if train:
+        return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
+                "cp context-parallel · dp data-parallel" + (" · ep expert-parallel" if ep else "")
+                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full) / ZeRO stage")
+    return ("layout: tp tensor-parallel · pp pipeline stages" + (" · ep expert-parallel" if ep else "")
+            + " · weight dtype · ×N sequences in flight per replica")

@@ -162,14 +162,15 @@ def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: flo
 
 def line(d: dict | None, hw_name: str) -> str:
     """One sentence for text reports."""
+    from ..core.units import fmt_num
     if d is None:
         return f"energy: {hw_name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     unit = "token" if "joules_per_token" in d else "sample"
     usd = d[f"usd_per_million_{unit}s"]
     each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
-    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
+    return (f"energy per step: {fmt_num(d['joules'])} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
             f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W × utilization {d['utilization']:.2f} of "
             f"{d['binding']}) = "
-            f"{d[f'joules_per_{unit}']:.3g} J per {unit}"
-            + (f", ${usd:.3g} per million {unit}s" if usd is not None else "")
-            + f", {d[f'gco2_per_million_{unit}s']:.3g} gCO2 per million at {d['grid_gco2_per_kwh']:g} gCO2/kWh")
+            f"{fmt_num(d[f'joules_per_{unit}'])} J per {unit}"
+            + (f", ${fmt_num(usd)} per million {unit}s" if usd is not None else "")
+            + f", {fmt_num(d[f'gco2_per_million_{unit}s'])} gCO2 per million at {d['grid_gco2_per_kwh']:g} gCO2/kWh")

@@ -161,7 +161,7 @@ def text(r: dict | None) -> list[str]:
 
 def lines(r: dict) -> list[str]:
     """A run's result (``RunCost.to_dict``) in a few lines of text."""
-    from ..core.units import fmt
+    from ..core.units import fmt, fmt_num
     it = r["interruptions"]
     usd = (f"${r['usd']:,.0f} at ${r['usd_per_gpu_hour']:g} per GPU-hour" if r["usd"] is not None
            else r["price_source"])
@@ -172,8 +172,8 @@ def lines(r: dict) -> list[str]:
     if r["energy_mwh"] is None:
         out.append("  energy: the device states no power (tdp_w and idle_w in its hardware file)")
     else:
-        out.append(f"  energy {r['energy_mwh']:,.4g} MWh ({r['power_w_per_device']:.0f} W per GPU, board power), "
-                   f"{r['tco2']:,.4g} t CO2 at {r['grid_gco2_per_kwh']:g} gCO2/kWh")
+        out.append(f"  energy {fmt_num(r['energy_mwh'], 4)} MWh ({r['power_w_per_device']:.0f} W per GPU, board power), "
+                   f"{fmt_num(r['tco2'], 4)} t CO2 at {r['grid_gco2_per_kwh']:g} gCO2/kWh")
     out.append(f"  interruptions: {it['expected']:,.1f} expected, one every {duration(it['job_mtbf_s'])} "
                f"({it['mtbf_gpu_hours']:,.0f} GPU-hours per GPU)")
     if it["checkpoint_s"] is None:

@@ -103,7 +103,7 @@ def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
 
 
 def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
-    from ...core.units import fmt
+    from ...core.units import fmt_size
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     i = int(np.argmin(res["memory_per_gpu_bytes"]))
     r = row_of(c, i)
@@ -111,7 +111,7 @@ def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
     return IronlawError(
         f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint (tp {r['tp']}, pp "
         f"{r['pp']}, dp {r['dp']}, micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
-        f"needs {fmt(need, 'B')} per GPU, {fmt(need - cap, 'B')} more than its {fmt(cap, 'B')}; "
+        f"needs {fmt_size(need)} per GPU, {fmt_size(need - cap)} more than its {fmt_size(cap)}; "
         f"use more GPUs or a smaller --seq")
 
 
