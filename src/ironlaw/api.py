@@ -188,13 +188,17 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
            moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, prompt: int = 1024, output: int = 256,
            slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
-           address: Optional[str] = None, quiet: bool = True, price_per_gpu_hour: Optional[float] = None,
+           address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
+           prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
            mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
            restart_s: Optional[float] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
     :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
-    Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``."""
+    Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``.
+    Serving: ``on="h100,h200,b200"`` (or a list) searches several devices in one ranking; ``rank`` is
+    ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
+    GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults."""
     from .core.errors import IronlawError, unknown
 
     cost = _run_inputs(dict(locals()), phase)
@@ -202,6 +206,9 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
     if phase == "train":
+        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None)):
+            if used:
+                raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
         from .models.search import train as run
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
@@ -211,7 +218,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         from .models.search import serve as run
-        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, cost=cost)
+        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
+                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
     raise unknown("search phase", phase, ("train", "serve"))
 
 
