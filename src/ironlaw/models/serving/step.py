@@ -174,7 +174,7 @@ def half_collectives(g: Graph) -> Graph:
     by = dtype_bytes(g.dtype)
     if by >= dtype_bytes(HALF):
         return g
-    for op in g.ops:
-        if op.kind == "collective" and op.module == "tp":
-            op.network_bytes = op.network_bytes * dtype_bytes(HALF) / by
-    return g
+    ops = [replace(op, network_bytes=op.network_bytes * dtype_bytes(HALF) / by)
+           if op.kind == "collective" and op.module == "tp" else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))

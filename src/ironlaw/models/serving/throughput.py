@@ -221,15 +221,15 @@ def _stage(g, lay: Layout):
     """One pipeline stage: the layers' ops at layers/pp, plus the send of the step's activations onward."""
     if lay.pp == 1:
         return g
-    from ...core.graph import Op
+    from dataclasses import replace
+    from ...core.graph import Graph, Op
     L = g.meta["layers"]
-    for op in g.ops:
-        if op.count == L:
-            op.count = L // lay.pp
+    ops = [replace(op, count=L // lay.pp) if op.count == L else op for op in g.ops]
     nbytes = float(g.meta["tokens"]) * g.meta["hidden"] * dtype_bytes("bf16") / (lay.tp if lay.tp > 1 else 1)
-    g.ops.append(Op("pp.send", "collective", network_bytes=nbytes, dtype=g.dtype, module="pp",
-                    collective="sendrecv", group=(2, 1), shapes="stage to stage"))
-    return g
+    ops.append(Op("pp.send", "collective", network_bytes=nbytes, dtype=g.dtype, module="pp",
+                  collective="sendrecv", group=(2, 1), shapes="stage to stage"))
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
 
 
 def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pad: bool):
@@ -257,7 +257,14 @@ def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pa
     return max(float(est.time_s), floor) + run.constants.step_s, est
 
 
-def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
+@dataclass
+class Steady:
+    """The steady state of one engine: its numbers (``ThroughputEstimate.steady``) and the steps it mixes."""
+    stats: dict
+    parts: list                      # [(share of the steps, Estimate of that step)]
+
+
+def steady(run: _Run, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
     n_ctx = math.ceil(run.prompt / max_num_tokens)
     S = n_ctx + run.output - 1
@@ -272,27 +279,27 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> dict:
         parts = [(mixed_share, step_time(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
                  (1.0 - mixed_share, step_time(run, max(d, 1), 0.0, 0.0, pad=True))]
     t = sum(share * ts for share, (ts, _) in parts)
-    return {"requests_per_step": r, "steps_per_request": S, "context_steps": n_ctx, "decode_tokens_per_step": d,
-            "prompt_tokens_per_step": r * run.prompt, "mixed_step_share": mixed_share, "step_s": t,
-            "output_tokens_per_step": r * run.output,
-            "_parts": [(share, est) for share, (_, est) in parts]}
+    return Steady({"requests_per_step": r, "steps_per_request": S, "context_steps": n_ctx,
+                   "decode_tokens_per_step": d, "prompt_tokens_per_step": r * run.prompt,
+                   "mixed_step_share": mixed_share, "step_s": t, "output_tokens_per_step": r * run.output},
+                  [(share, est) for share, (_, est) in parts])
 
 
-def waves(run: _Run, full: dict, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
+def waves(run: _Run, full: Steady, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
     """(seconds, [(steps, Estimate)]) for one rank's ``requests`` run in waves of pp·``batch`` (module
     docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts."""
     pp = run.lay.pp
     n_full, rest = divmod(requests, pp * batch)
-    full_steps = n_full * pp * batch / full["requests_per_step"]
-    parts = [(full_steps * w, e) for w, e in full.pop("_parts")]
-    total = full_steps * full["step_s"]
+    full_steps = n_full * pp * batch / full.stats["requests_per_step"]
+    parts = [(full_steps * w, e) for w, e in full.parts]
+    total = full_steps * full.stats["step_s"]
     tail_steps = 0.0
     if rest:
         tail = steady(run, max(math.ceil(rest / pp), 1), max_num_tokens)
-        tail_steps = rest / tail["requests_per_step"]
-        parts += [(tail_steps * w, e) for w, e in tail.pop("_parts")]
-        total += tail_steps * tail["step_s"]
-    full.update(waves=n_full, wave_steps=full_steps, tail_requests=rest, tail_steps=tail_steps)
+        tail_steps = rest / tail.stats["requests_per_step"]
+        parts += [(tail_steps * w, e) for w, e in tail.parts]
+        total += tail_steps * tail.stats["step_s"]
+    full.stats.update(waves=n_full, wave_steps=full_steps, tail_requests=rest, tail_steps=tail_steps)
     return total, parts
 
 
@@ -349,9 +356,9 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     run = _Run(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, prompt, output, footprint, constants,
                min(limits.max_batch, limits.max_num_tokens))
     full = steady(run, per_engine, limits.max_num_tokens)
-    if full["requests_per_step"] * full["steps_per_request"] < per_engine - 0.5:
+    if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
     total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
-                              per_engine, reason, limits, mem, total, full, steps, constants,
+                              per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0)
