@@ -96,6 +96,8 @@ def test_calibrate_writes_a_profile_that_on_uses(tmp_path):
                 "--format", "json", timeout=600)
     assert r.rc == 0, r.err
     doc = r.json()
+    from ironlaw.core import schemas
+    schemas.validate(doc)
     assert [s["group"] for s in doc["held_out"]] == ["gemm bf16"] and doc["saved"] == str(out)
     hw = hardware.get(str(out))
     assert hw.name == "h100" and hw.calibration.provenance["gemm bf16"]["table"].startswith("trtllm/1.3.0rc20/")
