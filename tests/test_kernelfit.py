@@ -116,3 +116,11 @@ def test_predictions_import_neither_pandas_nor_pyarrow():
             "assert not {'pandas', 'pyarrow'} & set(sys.modules), sorted({'pandas', 'pyarrow'} & set(sys.modules))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_device_without_tables_says_its_numbers_are_the_datasheets(cli):
+    r = cli("analyze", "llama3-8b", "--phase", "decode", "--batch", "8", "--seq", "1024", "--on", "mi300x")
+    assert r.rc == 0, r.err
+    assert "datasheet only: mi300x has no measured kernel tables" in " ".join(r.out.split())
+    j = cli("analyze", "gemm:4096,4096,4096", "--on", "mi300x", "--format", "json").json()
+    assert "no measured kernel tables" in j["calibration_coverage"]["note"]
