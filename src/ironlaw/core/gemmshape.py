@@ -55,8 +55,8 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with np.errstate(divide="ignore", invalid="ignore"):   # attention (no weights): M from the stated N, K
             m = np.where(given & (w <= 0), np.maximum(f / (2.0 * n * k), 1.0), m)
     if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
-        given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
-        m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
+        given = cols.mnk[:, 0] > 0                            # (n_ops, *cfg): a sweep's attention varies its shape
+        m, n, k = (np.where(given, cols.mnk[:, i], x) for i, x in enumerate((m, n, k)))
     return m, n, k
 
 
@@ -117,8 +117,10 @@ def attention_kernel_parts(name: str) -> tuple[str, str] | None:
 def attention_mnk(query_tokens, keys, heads: int, kv_heads: int, head_dim: int) -> tuple:
     """An attention's GEMM shape as its kernels tile it, per sequence and KV head: M = the query rows that
     share a KV head (query tokens per sequence × heads per KV head: a decode step's grouped queries fill a
-    tile's rows only that far), N = the keys each query sees (the kernel's K loop), K = the head dimension."""
-    return (float(query_tokens) * heads / max(kv_heads, 1), float(keys), float(head_dim))
+    tile's rows only that far), N = the keys each query sees (the kernel's K loop), K = the head dimension.
+    Numbers, or arrays where a sweep varies the batch or the sequence."""
+    num = lambda x: float(x) if np.ndim(x) == 0 else np.asarray(x, float)  # noqa: E731
+    return (num(np.asarray(query_tokens, float) * heads / max(kv_heads, 1)), num(keys), float(head_dim))
 
 
 def kn_rows(cols: Columns) -> np.ndarray:
@@ -167,7 +169,7 @@ def row_length(cols: Columns, n, k) -> np.ndarray:
     stated = np.zeros(len(cols.kind_idx), bool)
     for given in (cols.nk, cols.mnk):
         if given is not None:
-            stated |= given[:, 0] > 0
+            stated |= (given[:, 0] > 0).reshape(len(given), -1).any(axis=1)
     stated = stated.reshape((-1,) + (1,) * len(cols.cfg_shape))
     return np.where(stated, np.where(kn_rows(cols), n, k), np.nan)
 

@@ -88,6 +88,25 @@ def with_calibration(hw, cal: "dict | Calibration"):
     return replace(hw, calibration=cal)
 
 
+def for_training(hw):
+    """``hw`` without the terms fitted on measured inference kernels (``[calibration.provenance]``: the GEMM
+    dtypes and attention kernel classes of ``ironlaw calibrate --kernels``). Those tables time TensorRT-LLM's
+    serving kernels — an FP8 GEMM quantizing its own activations each call, attention per serving phase — not
+    Transformer Engine's training kernels, whose casts the training graph counts apart; a training step keeps
+    the device's other terms (datasheet, probe or published fits)."""
+    cal = hw.calibration
+    if cal is None or not cal.provenance:
+        return hw
+    t = cal.table()
+    gemm = {dt: p for dt, p in t.get("matmul", {}).items() if f"gemm {dt}" not in cal.provenance}
+    kern = {k: p for k, p in t.get("kernel", {}).items() if not (k.startswith("attention_") and "eta_max" in p)}
+    rest = {k: v for k, v in t.items() if k not in ("matmul", "kernel", "provenance")}
+    rest.update({k: v for k, v in (("matmul", gemm), ("kernel", kern)) if v})
+    keep = any(rest.get(k) for k in ("matmul", "kernel", "compute", "memory", "latency_s", "conv", "attention",
+                                     "op", "frontend")) or rest.get("framework_s") is not None
+    return replace(hw, calibration=Calibration.of(rest) if keep else None)
+
+
 def without_calibration(hw):
     """``hw`` with its [calibration] table removed (the flat [efficiency] defaults)."""
     return replace(hw, calibration=None)

@@ -901,9 +901,11 @@ NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and
 
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
+    from ..machine.calibration import for_training
     from .precision import is_low, lower
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
+    hw = for_training(hw)                                      # no serving-kernel tables in a training step
     if is_low(g.dtype):
         g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
     if g.meta.get("precision") == nvfp4.DTYPE:

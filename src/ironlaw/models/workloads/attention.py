@@ -122,14 +122,12 @@ def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op
 
 def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
     """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
-    its shape per sequence and KV head (``gemmshape.attention_mnk``), where the shape is one number (not a
-    sweep's array) and the attention is grouped-query ({} for MLA, training and encoders)."""
+    its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), where the attention is
+    grouped-query ({} for MLA, training and encoders)."""
     if sh.phase not in ATTENTION_PHASES or geo.get("kind") == "mla" or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
-    if any(np.ndim(x) for x in (pairs, sh.b, query)):
-        return {}
-    keys = float(pairs) / (float(sh.b) * float(query))
+    keys = np.asarray(pairs, float) / (np.asarray(sh.b, float) * np.asarray(query, float))
     regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
     return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
             "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
