@@ -87,7 +87,7 @@ FSDP70 = dict(gpus=64, global_batch=256, micro_batch=2, fsdp=True)
 
 def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
     g = _llama70()
-    with pytest.raises(IronlawError, match="more than the 200 GB of gb200"):
+    with pytest.raises(IronlawError, match="more than the 186 GiB of gb200"):
         _step(g, **FSDP70)
     st = _step(g, **FSDP70, offload_layers=40)
     hw = hardware.get("gb200")

@@ -31,6 +31,8 @@ COMMANDS = {
     "search": ("search", "llama3-8b", "--on", "h100", "--gpus", "16", "--global-batch", "64", "--seq", "4096"),
     "search-serve": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "2", "--slo", "itl=50ms"),
     "search-serve-max": ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "4"),
+    "search-serve-devices": ("search", "llama3-8b", "--phase", "serve", "--on", "h100,b200,mi355x", "--gpus", "2",
+                             "--dtype", "fp4", "--price", "b200=5", "--rank", "usd-per-million-tokens"),
     "hardware": ("hardware", "show", "gb10"),
     "hardware-list": ("hardware", "list"),
     "workloads-list": ("workloads", "list"),
@@ -130,3 +132,14 @@ def test_the_schema_files_ship_as_package_data():
     assert "core/schemas/*.json" in pyproject["tool"]["setuptools"]["package-data"]["ironlaw"]
     assert "jsonschema>=4.18" in pyproject["project"]["optional-dependencies"]["test"]
     assert len(list((SRC / "core" / "schemas").glob("*.schema.json"))) == len(schemas.names()) >= 12
+
+
+def test_a_serving_search_without_its_devices_or_a_row_without_its_price_is_refused(cli):
+    doc = cli(*COMMANDS["search-serve-devices"], "--format", "json").json()
+    schemas.validate(doc)
+    assert [k["hardware"] for k in doc["skipped"]] == ["h100", "mi355x"]
+    with pytest.raises(jsonschema.ValidationError, match="skipped"):
+        schemas.validate({k: v for k, v in doc.items() if k != "skipped"})
+    row = {k: v for k, v in doc["top"][0].items() if k != "usd_per_million_output_tokens"}
+    with pytest.raises(jsonschema.ValidationError, match="usd_per_million_output_tokens"):
+        schemas.validate({**doc, "top": [row]})

@@ -46,3 +46,21 @@ def test_an_80_gib_part_reads_80_gib():
     # nvidia-smi reports 81,559 MiB on an H100 80 GB: the part is 80 GiB, not 80e9 bytes
     assert units.fmt_size(units.parse("80 GiB", "bytes")) == "80 GiB"
     assert units.fmt_size(81559 * 2**20) == "79.6 GiB"
+
+
+@pytest.mark.parametrize("x,text", [(2374.4, "2,374"), (1568.2, "1,568"), (2110.0, "2,110"), (999.6, "1,000"),
+                                    (94.43, "94.4"), (10.0, "10"), (0.0693, "0.0693"), (0.000292, "0.000292"),
+                                    (2.92e-6, "0.00000292"), (0.0, "0"), (-1234.0, "-1,234"), (1e9, "1,000,000,000")])
+def test_one_number_style(x, text):
+    # thousands separators from 1,000 up, three significant figures below, never an exponent
+    assert units.fmt_num(x) == text
+
+
+@given(st.floats(min_value=-1e15, max_value=1e15, allow_nan=False))
+def test_number_style_has_no_exponent_and_reads_back(x):
+    s = units.fmt_num(x)
+    assert "e" not in s and math.isclose(float(s.replace(",", "")), x, rel_tol=6e-3, abs_tol=1e-300)
+
+
+def test_four_significant_figures_still_separate_thousands():
+    assert units.fmt_num(2633.4, 4) == "2,633" and units.fmt_num(12.345, 4) == "12.35"

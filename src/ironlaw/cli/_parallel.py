@@ -4,7 +4,9 @@ from __future__ import annotations
 
 def show_train_step(step, fmt: str, top: int) -> None:
     """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
-    from ..core.units import fmt as f, fmt_time
+    from ..core.units import fmt as f, fmt_num, fmt_size, fmt_time
+    from ..law import power
+    from ..models import run_cost
     from .common import console, emit_json, emit_lines
 
     graph, hw, plan = step.graph, step.hw, step.plan
@@ -22,9 +24,10 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{'; sequence parallel' if p.sequence_parallel else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
-             f"throughput: {step.tokens_per_s_per_gpu:,.0f} tokens/s per device",
+             f"throughput: {fmt_num(step.tokens_per_s_per_gpu)} tokens/s per device",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
-             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
+             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
+             power.line(step.energy, hw.name)] + run_cost.text(step.run)
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),
@@ -40,7 +43,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]
     if fmt == "md":
         print("\n| part | time |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_time(v)} |" for k, v in rows))
-        print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {f(v, 'B')} |" for k, v in mrows))
+        print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_size(v)} |" for k, v in mrows))
     else:
         from rich.table import Table
         c = console()
@@ -50,13 +53,14 @@ def show_train_step(step, fmt: str, top: int) -> None:
         for k, v in rows:
             t.add_row(k, fmt_time(v))
         c.print(t)
-        t = Table(title=f"memory per device (of {f(hw.memory[hw.device_tier].capacity_bytes, 'B')})")
+        t = Table(title="memory per device")
         t.add_column("class")
-        t.add_column("bytes", justify="right")
+        t.add_column("bytes", justify="right", no_wrap=True)
         for k, v in mrows:
-            t.add_row(k, f(v, "B"))
+            t.add_row(k.replace("total_bytes", "total"), fmt_size(v))
+        t.add_row(f"of {hw.memory[hw.device_tier].name}", fmt_size(hw.memory[hw.device_tier].capacity_bytes))
         c.print(t)
         for n in step.notes:
-            c.print(f"note: {n}")
+            c.print(f"note: {n}", markup=False)
         from ..report.text import render
         render(step.per_microbatch, top=top, console=c)

@@ -10,11 +10,15 @@ import typer
 
 from ..core.errors import IronlawError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# help in click's plain layout (rich_markup_mode=None): it wraps at the terminal's width and never cuts an
+# option's name, where rich's panels cut "--no-sequence-parallel" to fit 80 columns
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help.\n\n"
                        "T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per operator.")
-hardware_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The hardware catalog.")
-workloads_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Built-in workloads and spec prefixes.")
+hardware_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                           help="The hardware catalog.")
+workloads_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                            help="Built-in workloads and spec prefixes.")
 
 
 def _version(value: bool) -> None:

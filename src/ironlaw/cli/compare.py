@@ -64,7 +64,8 @@ def _rows(c):
 
 
 def _ratio(b: float, a: float) -> str:
-    return f"×{a / b:.3g}" if b > 0 else "—"
+    from ..core.units import fmt_num
+    return f"×{fmt_num(a / b)}" if b > 0 else "—"
 
 
 def text(c, top: int) -> None:

@@ -18,16 +18,17 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
         emit_json({"schema": "ironlaw.hardware-list/1", "devices": [d.to_dict() for d in devices]})
         return
     from rich.table import Table
+    from ..report.table import print_fitted
     t = Table(title="hardware catalog (dense peaks; `ironlaw hardware show NAME` for sources)")
-    for c in ("name", "device", "bf16 peak", "fp32 peak", "device memory", "bandwidth", "TDP"):
-        t.add_column(c, justify="left" if c in ("name", "device") else "right")
+    for c in ("name", "device", "bf16 peak", "fp32 peak", "memory", "bandwidth", "TDP"):
+        t.add_column(c, justify="left" if c in ("name", "device") else "right", no_wrap=c != "device")
     for d in devices:
         dev = d.memory[d.device_tier]
         t.add_row(d.name, d.title,
                   f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
                   f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
                   fmt_size(dev.capacity_bytes), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
-    console().print(t)
+    print_fitted(t, console(), ("device", "TDP", "fp32 peak"))
 
 
 @hardware_app.command("show")
@@ -48,14 +49,14 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     c.print(f"[bold]{d.name}[/bold] — {esc(d.title)} ({d.kind})  [dim]{esc(str(d.path))}[/dim]")
     t = Table(title="compute (dense)", show_lines=False)
     for col in ("dtype", "peak", "source"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "source")
     for dt, v in d.peak_flops.items():
         t.add_row(dt, f(v, "FLOP/s"), esc(d.sources[f"compute.{dt}"]))
     t.add_row("vector", f(d.vector_flops, "FLOP/s"), esc(d.sources["vector"]))
     c.print(t)
     t = Table(title="memory tiers (fastest first)")
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "source")
     for m in d.memory:
         t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), esc(m.source))
     c.print(t)
@@ -63,7 +64,7 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
     if d.links:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
-            t.add_column(col)
+            t.add_column(col, no_wrap=col in ("bandwidth", "latency"))
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
                 (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
@@ -81,3 +82,5 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
     if d.idle_w is not None:
         c.print(f"idle: {d.idle_w:g} W — {esc(d.sources['power.idle'])}")
+    if d.memory_w is not None:
+        c.print(f"device memory flat out: {d.memory_w:g} W — {esc(d.sources['power.memory'])}")

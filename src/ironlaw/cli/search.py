@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, Spec
+from .options import CheckpointS, DType, Grid, MtbfGpuHours, On, Price, RestartS, Spec, TrainTokens
 
 
 @app.command()
@@ -47,6 +47,15 @@ def search(
     engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
+    rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
+    prices: Optional[str] = typer.Option(None, "--price", help="serve: USD per GPU-hour by device, e.g. "
+                                         "h100=2.5,b200=5 (default: law.power's sourced rates)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
@@ -57,7 +66,10 @@ def search(
                      recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
-                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json")
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     rank=rank, prices=prices, price_per_gpu_hour=price, grid_gco2_per_kwh=grid,
+                     train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s,
+                     restart_s=restart_s)
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -66,7 +78,8 @@ def search(
 
 def _layout(e: dict) -> str:
     if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "")
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
+            + (" adp" if e.get("attention_dp") else "")
         return f"{par} {e['dtype']} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
@@ -76,27 +89,56 @@ def _layout(e: dict) -> str:
 
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:
-    from ..core.units import fmt as f, fmt_time
+    from ..core.units import fmt_num, fmt_size, fmt_time
     train = res.phase == "train"
     offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
-    head = ["#", "layout"] + (["rc/z"] if train else []) + \
+    several = len(res.setup.get("devices", ())) > 1                 # one table over devices: name each row's
+    # across devices or by cost: the device and USD per million output tokens in place of memory and what binds
+    usd = several or res.setup.get("rank_by") == "usd-per-million-tokens"
+    head = ["#"] + (["GPU"] if several else []) + ["layout"] + (["rc/z"] if train else []) + \
         ["tok/s/GPU", "ITL" if not (train or offline) else "MFU",
-         "step" if train else "all reqs" if offline else "TTFT", "mem/GPU", "binds"]
+         "step" if train else "all reqs" if offline else "TTFT"] + (["$/Mtok"] if usd else ["mem/GPU", "binds"])
     rows = []
     for e in res.top:
         extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
-        rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
-                    f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
+        cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
+        rows.append([str(e["rank"])] + ([e["hardware"]] if several else []) + [_layout(e)] + extra
+                    + [fmt_num(e["tokens_per_s_per_gpu"]), t1, t2]
+                    + (cost or [fmt_size(e["memory_per_gpu_bytes"]), e["bottleneck"]["resource"]]))
     return head, rows
+
+
+def _usd(x) -> str:
+    return "-" if x is None else f"{x:,.3f}" if x < 10 else f"{x:,.1f}"
+
+
+def _notes(res) -> list[str]:
+    """Below a serving table: what the ranking is by, the prices used, and each device skipped and why."""
+    if res.phase != "serve":
+        return []
+    s = res.setup
+    out = []
+    if s.get("rank_by") == "usd-per-million-tokens":
+        out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
+    seen = {}
+    costed = len(s.get("devices", ())) > 1 or s.get("rank_by") == "usd-per-million-tokens"
+    for e in res.top if costed else ():
+        if "price_source" in e:
+            seen.setdefault(e["hardware"], e["price_source"] if e.get("usd_per_gpu_hour") is None
+                            else f"{e['hardware']} ${e['usd_per_gpu_hour']:g}/GPU-h ({e['price_source']})")
+    out += [f"price: {v}" for v in seen.values()]
+    out += [f"skipped {k['hardware']}: {k['reason']}" for k in s.get("skipped", [])]
+    return out
 
 
 def show(res, fmt: str) -> None:
     from ..core.units import fmt_time
     s = res.setup
     what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
-            if res.phase == "train" else f"up to {s['gpus']} GPUs, prompt {s['prompt']}, output {s['output']}")
+            if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, "
+                                         f"prompt {s['prompt']}, output {s['output']}")
     kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))
     title = (f"{res.spec} · {res.phase} · {res.dtype}{f' (KV {kv})' if kv else ''} on {res.hardware}: {what}; "
              f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
@@ -105,6 +147,10 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        print("\n" + "\n".join(_cost_lines(res)))
+        notes = _notes(res)
+        if notes:
+            print("\n" + "\n".join(f"- {n}" for n in notes))
         return
     from rich import box
     from rich.table import Table
@@ -112,9 +158,42 @@ def show(res, fmt: str) -> None:
     c.print(title)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for h in head:
-        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z") else "right", no_wrap=True)
+        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", "GPU") else "right", no_wrap=True)
     for r in rows:
         t.add_row(*r)
     c.print(t)
+    c.print(legend(res.phase == "train", any(e.get("ep", 1) > 1 for e in res.top),
+                   any(e.get("attention_dp") for e in res.top)), markup=False)
     for e in res.top[:1]:
-        c.print(f"#1 binds: {e['bottleneck']['why']}")
+        c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
+
+    for line in _cost_lines(res) + _notes(res):
+        c.print(line, markup=False)
+
+
+def _cost_lines(res) -> list[str]:
+    """The best layout's energy, cost and carbon per token and, with --train-tokens, its whole run."""
+    from ..core.units import fmt_num
+    from ..models import run_cost
+    e = res.top[0]
+    d = e.get("energy")
+    if d is None:
+        return [f"#1 energy: {e.get('hardware', res.hardware)} states no power (tdp_w and idle_w in its hardware file)"]
+    unit = "output token" if "joules_per_output_token" in d else "token"
+    key = unit.replace(" ", "_")
+    usd = d[f"usd_per_million_{key}s"]
+    out = [f"#1 energy: {fmt_num(d[f'joules_per_{key}'])} J per {unit}; per million: "
+           + (f"${fmt_num(usd)} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
+           + f"{fmt_num(d[f'gco2_per_million_{key}s'])} g CO2"]
+    return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]
+
+
+def legend(train: bool, ep: bool, adp: bool = False) -> str:
+    """The line under the table that reads its layout strings."""
+    if train:
+        return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
+                "cp context-parallel · dp data-parallel" + (" · ep expert-parallel" if ep else "")
+                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full) / ZeRO stage")
+    return ("layout: tp tensor-parallel · pp pipeline stages" + (" · ep expert-parallel" if ep else "")
+            + (" · adp attention data-parallel over the tp GPUs" if adp else "")
+            + " · weight dtype · ×N sequences in flight per replica")

@@ -47,7 +47,7 @@ def serve(
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
     from .. import api
-    from ..core.units import fmt as f, fmt_time
+    from ..core.units import fmt as f, fmt_num, fmt_size, fmt_time
 
     check_format(fmt)
     res = api.serve(spec, on, prompt=prompt, output=output, concurrency=concurrency, dtype=dtype, kv_dtype=kv_dtype,
@@ -70,13 +70,13 @@ def serve(
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
              f"{f', chunked prefill {chunk}' if chunk else ''}",
-             f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {d['tokens_per_s']:.1f} tokens/s "
-             f"({d['tokens_per_s_per_sequence']:.1f} per sequence) · request {fmt_time(d['request_latency_s'])}",
+             f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
+             f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",
              f"decode step {fmt_time(d['decode_step_s'])}: {d['decode_bottleneck']['resource']}-bound — "
              f"{d['decode_bottleneck']['why']}",
              f"prefill {fmt_time(d['prefill_s'])}: {d['prefill_bottleneck']['resource']}-bound",
-             f"capacity: {f(cap['device_memory_bytes'], 'B')} − weights {f(cap['weights_bytes'], 'B')} − reserve "
-             f"{f(cap['reserve_bytes'], 'B')} = KV {f(cap['kv_budget_bytes'], 'B')} at "
-             f"{f(cap['kv_bytes_per_token'], 'B')}/token → {cap['max_concurrency']} sequences of "
-             f"{cap['tokens_reserved_per_sequence']} tokens{' (paged)' if cap['paged'] else ''}"] + more
+             f"capacity: {fmt_size(cap['device_memory_bytes'])} − weights {fmt_size(cap['weights_bytes'])} − reserve "
+             f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
+             f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "
+             f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}"] + more
     emit_lines(lines, fmt)

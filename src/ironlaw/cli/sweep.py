@@ -48,25 +48,28 @@ def sweep(
 
 
 def text(res) -> None:
+    from rich import box
     from rich.table import Table
-    from ..core.units import fmt as f, fmt_time
+    from ..core.units import fmt_num, fmt_time
+    from ..report.table import print_fitted
     con = console()
     con.print(f"[bold]{res.spec} · {res.phase} · {res.dtype}: {res.points} points[/bold]")
-    t = Table()
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     per = res.throughput_unit.split("/")[0].rstrip("s")
     cols = ["hardware", "batch"] + (["seq"] if res.seq is not None else []) + ["time", res.throughput_unit, "bottleneck",
-                                                                                "J", "$/M"]
+                                                                                f"J/{per}", f"$/M {per}s"]
     for c in cols:
-        t.add_column(c, justify="left" if c in ("hardware", "bottleneck") else "right")
+        t.add_column(c, justify="left" if c in ("hardware", "bottleneck") else "right", no_wrap=True)
     for r in res.rows():
-        row = [r["hardware"], str(r["batch"])] + ([str(r["seq"])] if res.seq is not None else [])
+        row = [r["hardware"], fmt_num(r["batch"])] + ([fmt_num(r["seq"])] if res.seq is not None else [])
         row += [fmt_time(r["time_s"]) if r["time_s"] is not None else "does not fit",
-                f(r["throughput"], "").strip(), r["bottleneck"]]
-        row += ["–" if r[k] is None else f"{r[k]:.3g}" for k in ("joules_per_unit", "usd_per_million_units")]
+                fmt_num(r["throughput"]), r["bottleneck"]]
+        row += ["–" if r[k] is None else fmt_num(r[k]) for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
-    con.print(t)
-    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + (tdp_w − idle_w) × the binding resource's busy fraction (ironlaw.law.power); "
-              + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()))
+    print_fitted(t, con, ("seq", f"$/M {per}s"))
+    con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + the binding "
+              "resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
+              + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()), markup=False)
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")
     for rp in res.ridges:

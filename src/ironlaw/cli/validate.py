@@ -43,9 +43,9 @@ FRESH_MEMORY_SHOWN = 0.02          # a share of the run in fresh memory worth a 
 
 def fresh_memory_line(total: dict) -> str:
     """What a run paid for memory the OS had to fault in again (measured page faults)."""
-    from ..core.units import fmt, fmt_time
+    from ..core.units import fmt_size, fmt_time
     b, s = total["faulted_bytes_per_run"], total.get("fresh_memory_s")
-    line = f"page faults: {fmt(b, 'B')} of fresh memory per run"
+    line = f"page faults: {fmt_size(b)} of fresh memory per run"
     if s is None:
         return line + " (the profile has no probe 'pages' row to price it: run `ironlaw probe` again)"
     share = total.get("fresh_memory_share") or 0.0

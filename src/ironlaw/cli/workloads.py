@@ -17,9 +17,10 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
         emit_json({"schema": "ironlaw.workloads-list/1", "workloads": rows})
         return
     from rich.table import Table
-    t = Table(title="workloads")
+    from rich import box
+    t = Table(title="workloads", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("name", "family", "phases", "description"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col in ("name", "family"), overflow="fold")
     for r in rows:
         t.add_row(r["name"], r["family"], ", ".join(r["phases"]), r["description"])
     console().print(t)

@@ -105,5 +105,44 @@ def fmt_time(t: float, digits: int = 3) -> str:
 
 
 def fmt_size(x: float, digits: int = 3) -> str:
-    """Format a memory size with binary prefixes (capacities are sold in GiB): 85899345920 -> '80 GiB'."""
+    """Format a memory size with binary prefixes: 85899345920 -> '80 GiB'.
+
+    Memory (capacities, footprints, what a device holds) prints in GiB because vendors' "80 GB" of HBM is
+    80 GiB (five 16 GiB stacks; nvidia-smi shows 81,559 MiB). Data moved (traffic, B/s) stays decimal, as
+    bandwidths are specified (3.35 TB/s)."""
     return _scaled(x, "B", _BIN_PREFIXES, digits)
+
+
+def fmt_num(x: float, digits: int = 3) -> str:
+    """The one style for a bare number in text: thousands separators from 1,000 up, else ``digits``
+    significant figures, never an exponent: 2374.4 -> '2,374', 94.43 -> '94.4', 0.000292 -> '0.000292'."""
+    if not math.isfinite(x):
+        return f"{x:g}"
+    r = float(f"{x:.{digits}g}")                  # rounded to the significant figures
+    if abs(r) >= 1_000 or abs(x) >= 1_000:
+        return f"{round(x):,}"
+    if r == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(r))))
+    s = f"{r:.{decimals}f}"
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+_COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT_RE = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]?)\s*$")
+
+
+def count(value: object, what: str) -> float:
+    """A count with an optional K, M, B (or G) or T suffix (powers of 1000): '15T' -> 1.5e13, '2.5B' -> 2.5e9; a
+    number as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        x = float(value)
+    else:
+        m = _COUNT_RE.match(value) if isinstance(value, str) else None
+        if not m or m.group(2) not in _COUNT:
+            raise IronlawError(f"{what}: cannot read {value!r} as a count; give a number with an optional K, M, B "
+                               f"or T suffix, e.g. 15T")
+        x = float(m.group(1)) * _COUNT[m.group(2)]
+    if not math.isfinite(x) or x <= 0:
+        raise IronlawError(f"{what} must be positive, got {value!r}")
+    return x

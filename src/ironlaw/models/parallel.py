@@ -601,7 +601,7 @@ def _grad_bytes(g: Graph, plan: Plan) -> float:
 
 
 def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
-    from ..core.units import fmt
+    from ..core.units import fmt_size
     cap = hw.memory[hw.device_tier].capacity_bytes
     need = sum(v for k, v in mem.items() if k != "params_per_device")
     if need <= cap:
@@ -610,13 +610,13 @@ def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
     need_full = sum(v for k, v in full.items() if k != "params_per_device")
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
-                           f"(--zero 3 --recompute full): {fmt(need_full, 'B')} per device exceeds "
-                           f"{fmt(cap, 'B')} by {fmt(need_full - cap, 'B')}; use more devices, larger "
+                           f"(--zero 3 --recompute full): {fmt_size(need_full)} per device exceeds "
+                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices, larger "
                            f"--tp/--pp/--cp, or a smaller --micro-batch")
-    raise IronlawError(f"this plan needs {fmt(need, 'B')} per device, {fmt(need - cap, 'B')} more than the "
-                       f"{fmt(cap, 'B')} of {hw.name} (weights {fmt(mem['weights'], 'B')}, gradients "
-                       f"{fmt(mem['gradients'], 'B')}, optimizer {fmt(mem['optimizer'], 'B')}, activations "
-                       f"{fmt(mem['activations'], 'B')}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
+    raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
+                       f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem['weights'])}, gradients "
+                       f"{fmt_size(mem['gradients'])}, optimizer {fmt_size(mem['optimizer'])}, activations "
+                       f"{fmt_size(mem['activations'])}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
 
 
 def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
@@ -969,7 +969,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
 def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float:
     """Exposed seconds per micro-batch of ``--offload-activations`` (``offload``), the host memory checked and a
     note added; 0 without it."""
-    from ..core.units import fmt
+    from ..core.units import fmt, fmt_size
     n = plan.offload_layers
     if not n:
         return 0.0
@@ -978,14 +978,14 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
     whole = _memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
     held = whole * offload.fraction(n, L, plan.pp)
     if held > tier.capacity_bytes:
-        raise IronlawError(f"--offload-activations {n} puts {fmt(held, 'B')} of activations per device in "
-                           f"{tier.name}, more than its {fmt(tier.capacity_bytes, 'B')}")
+        raise IronlawError(f"--offload-activations {n} puts {fmt_size(held)} of activations per device in "
+                           f"{tier.name}, more than its {fmt_size(tier.capacity_bytes)}")
     per_layer = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp / L * \
         (1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp)
     fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
     copied, exposed = offload.exposed_s(n, per_layer, fwd, bwd, L / plan.pp, tier.bw_Bps)
-    notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt(held, 'B')} per device, "
+    notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt_size(held)} per device, "
                  f"{fmt(copied, 's')} of copies per micro-batch at {fmt(tier.bw_Bps, 'B/s')}, "
                  f"{fmt(exposed, 's')} not hidden under the layers' compute")
     return exposed

@@ -1,8 +1,11 @@
 """The terminal report: summary sentence, three terms, bottleneck, top ops, footprint."""
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_size, fmt_time
+from ..core.units import fmt, fmt_num, fmt_size, fmt_time
+from .table import print_fitted
 
+# the top-ops table's columns left out first where the terminal is narrow (the terms table above sums them)
+OPS_DROPPED = ("data", "compute", "latency", "FLOPs", "kind", "tier", "bytes")
 FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share of the predicted time
 
 
@@ -16,14 +19,17 @@ def headline(est) -> str:
 
 def time_range_line(est) -> str | None:
     """"36 ms (31–44 ms on this machine's observed range)" on a probed profile, else None."""
-    from ..law.timerange import time_range
+    from ..law.timerange import time_range, unsteady
     r = time_range(est)
     if r is None:
         return None
     lo, hi = fmt_time(r[0]), fmt_time(r[1])
     if lo.split(" ")[-1] == hi.split(" ")[-1]:          # "31–44 ms", not "31 ms–44 ms"
         lo = lo.rsplit(" ", 1)[0]
-    return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range)"
+    why = unsteady(est.hw)
+    wider = (f"; wider: the probe saw an unsteady machine — {why[0].removeprefix('probe: ')}"
+             + (f" (and {len(why) - 1} more: time_range_source)" if len(why) > 1 else "")) if why else ""
+    return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range{wider})"
 
 
 def fresh_memory_line(est) -> str | None:
@@ -71,22 +77,23 @@ def render(est, top: int = 10, console=None) -> None:
     c.print(t)
     tot = est.to_dict(top=0)["totals"]
     c.print(f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
-            f"{tot['op_invocations']} op invocations ({tot['ops']} distinct rows)")
+            f"{fmt_num(tot['op_invocations'])} op invocations ({tot['ops']} distinct rows)")
     if est.graph.uncounted_ops:
         c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
                 + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
     t = Table(title=f"top {top} ops by time")
     for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
-        t.add_column(col, justify="left" if col in ("op", "kind", "tier", "bound") else "right")
+        left = col in ("op", "kind", "tier", "bound")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col != "op")
     for r in est.top_ops(top):
-        t.add_row(r["name"][:48], r["kind"], str(r["count"]), fmt(r["flops"], ""), fmt(r["bytes"], "B"),
+        t.add_row(r["name"][:48], r["kind"], fmt_num(r["count"]), fmt(r["flops"], ""), fmt(r["bytes"], "B"),
                   r["tier"] or "—", fmt_time(r["data_s"]), fmt_time(r["compute_s"]), fmt_time(r["latency_s"]),
                   fmt_time(r["time_s"]), r["bound"])
-    c.print(t)
+    print_fitted(t, c, OPS_DROPPED)
     fp = est.footprint()
     t = Table(title=f"footprint {fmt_size(fp['total_bytes'])} against the memory tiers")
     for col in ("tier", "role", "capacity", "holds"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "holds")
     for tier in fp["tiers"]:
         if tier["role"] == "cache":
             continue

@@ -1,17 +1,32 @@
-"""``ironlaw search MODEL --phase serve``: the serving layout with the most output tokens/s per GPU.
+"""``ironlaw search MODEL --phase serve``: the serving layouts with the most output tokens/s per GPU, or the
+cheapest per token, on one device or across several.
 
 Without ``--slo``: the offline max-throughput scenario (``serving_throughput.max_throughput``, trtllm-bench's
 offline run: the engine fills its batch from the KV cache) over tensor parallelism (divisors of the heads and
-the key/value heads within one node), pipeline parallelism (divisors of the layers, tp·pp ≤ the GPUs), expert
-parallelism with attention data parallelism over the TP group for mixture-of-experts models, and the dtype
-(the model's own and fp8 where the device computes in it, or the one ``--dtype`` names); ranked by output
-tokens/s per GPU of the layout.
+the key/value heads within one node), pipeline parallelism (divisors of the layers, tp·pp ≤ the GPUs) and, for
+a mixture-of-experts model, attention data parallelism with expert parallelism over the same GPUs (``--ep`` =
+``--tp``: TensorRT-LLM's MoE recipe, ``serving_parallel``; every rank runs attention on its own sequences, so
+any degree within one node that divides the experts, the heads notwithstanding), and the dtype (the model's own
+and fp8 where the device computes in it, or the one ``--dtype`` names).
 
-With ``--slo ttft=…,itl=…``: continuous batching at a chosen number of sequences in flight (``serving.estimate``,
-which reports TTFT and inter-token latency) over tensor parallelism, dtype and the sequences in flight (powers
-of two up to what the KV cache holds, and that maximum); a candidate is kept when its TTFT and inter-token
-latency meet the targets; ranked by output tokens/s per GPU (``tokens_per_s / tp``). Pipeline and expert
-parallelism stay 1 there: ``serving.estimate`` models tensor parallelism only.
+With ``--slo ttft=…,itl=…``: a candidate is kept when its TTFT and inter-token latency meet the targets.
+    dense   continuous batching (``serving.estimate``) over tensor parallelism, dtype and the sequences in
+            flight (powers of two up to what the KV cache holds, and that maximum)
+    MoE     the max-throughput engine (``serve_latency``: TTFT and ITL of its steady state) over the layouts
+            above — tensor parallel, attention DP with EP, pipeline — so expert parallelism meets latency
+            targets on the same model as the rest: each layout at its full batch, and where that misses the
+            targets, at the largest batch of the same grid that meets them (bisection; a smaller batch is
+            predicted as one wave of its requests, its steady state alone). Layouts are taken best first; one
+            whose full batch cannot enter the top is not searched further.
+
+Across devices (``--on h100,h200,b200``): each device is searched alike and the candidates ranked in one table;
+a device where nothing fits, whose compute lacks the dtype asked for, where no layout meets the targets, or that
+has no price when ranking by cost, is skipped with its reason — an error only when every device is.
+
+Ranking (``--rank``):  tokens-per-gpu (default) output tokens/s per GPU of the layout, highest first;
+usd-per-million-tokens  USD per million output tokens = $/GPU-hour / 3600 / (tokens/s per GPU) · 10⁶, lowest
+first. Prices: ``--price-per-gpu-hour`` for one device, ``--price h100=2.5,b200=5`` for any of those searched,
+else the sourced defaults of ``law.power`` (a device without one has no cost in its rows).
 """
 from __future__ import annotations
 
@@ -19,16 +34,31 @@ import time
 
 from ...core.errors import IronlawError
 
-def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict) -> list[int]:
+RANKS = ("tokens-per-gpu", "usd-per-million-tokens")
+PRICE_EXAMPLE = "e.g. --price h100=2.5,b200=5 (USD per GPU-hour)"
+
+
+def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> tuple[list[int], list[int]]:
+    """(tensor-parallel degrees, attention-DP/EP degrees) within one node; ``fixed`` tp or ep narrows them."""
     from ...machine.network.topology import node_size
     cap = min(gpus, node_size(hw) or gpus)
     tps = [t for t in range(1, cap + 1) if heads % t == 0 and kv % t == 0]
+    eps = [t for t in range(2, cap + 1) if experts and experts % t == 0]
+    if fixed.get("ep", 1) > 1:
+        if fixed["ep"] not in eps or fixed.get("tp", fixed["ep"]) != fixed["ep"]:
+            raise IronlawError(f"--ep {fixed['ep']}: the serving search runs expert parallelism with attention data "
+                               f"parallelism over the TP group (--tp equal to --ep); choose --ep from "
+                               f"{eps or 'none (a dense model)'}")
+        return [], [fixed["ep"]]
+    if fixed.get("ep") == 1:
+        eps = []
     if fixed.get("tp") is not None:
-        if fixed["tp"] not in tps:
+        if fixed["tp"] not in tps + eps:
             raise IronlawError(f"--tp {fixed['tp']}: serving needs a divisor of the {heads} heads and {kv} key/value "
-                               f"heads within one node of at most {cap} GPUs; choose from {tps}")
-        tps = [fixed["tp"]]
-    return tps
+                               f"heads within one node of at most {cap} GPUs; choose from {tps}"
+                               + (f" (or, with attention data parallelism, {eps})" if eps else ""))
+        return [t for t in tps if t == fixed["tp"]], [t for t in eps if t == fixed["tp"]]
+    return tps, eps
 
 
 def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
@@ -46,83 +76,94 @@ def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
 
 def _entry(est, tp: int, dtype: str) -> dict:
     b = est.decode.bottleneck()
-    return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "concurrency": est.concurrency, "dtype": dtype,
-            "kv_dtype": est.kv_dtype,
+    return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "attention_dp": False, "concurrency": est.concurrency,
+            "dtype": dtype, "kv_dtype": est.kv_dtype, "latency_from": "serving.estimate", "_est": est,
             "time_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
             "output_tokens_per_s": est.tokens_per_s, "tokens_per_s_per_gpu": est.tokens_per_s / tp,
-            "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)), "bottleneck": {"resource": b["resource"], "why": b["why"]},
+            "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)),
+            "bottleneck": {"resource": b["resource"], "why": b["why"]},
             "memory_per_gpu_bytes": est.capacity["weights_bytes"] + est.capacity["reserve_bytes"]
             + est.concurrency * est.capacity["tokens_reserved_per_sequence"] * est.capacity["kv_bytes_per_token"]}
 
 
-def _max_entry(est, dtype: str) -> dict:
-    """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout)."""
+def _max_entry(est, dtype: str, latency: bool = False) -> dict:
+    """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout); with
+    ``latency``, its steady state's TTFT and ITL (``serve_latency``)."""
     lay, g = est.layout, est.layout.gpus
     d = est.to_dict()
     flops = sum(n * float(e.graph.flops) for n, e in est.steps)
     m = est.memory
-    return {"tp": lay.tp, "pp": lay.pp, "cp": 1, "dp": lay.dp, "ep": lay.ep, "attention_dp": lay.attention_dp,
-            "concurrency": est.batch, "dtype": dtype, "kv_dtype": est.kv_dtype, "time_s": est.time_s,
-            "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
-            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
-            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
-            "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"]}
+    out = {"tp": lay.tp, "pp": lay.pp, "cp": 1, "dp": lay.dp, "ep": lay.ep, "attention_dp": lay.attention_dp,
+           "concurrency": est.batch, "dtype": dtype, "kv_dtype": est.kv_dtype, "time_s": est.time_s,
+           "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
+           "mfu": flops / (est.time_s * est.hw.peak(dtype)),
+           "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
+           "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"],
+           "_est": est}
+    if latency:
+        from .serve_latency import latencies
+        out["ttft_s"], out["itl_s"] = latencies(est)
+        out["latency_from"] = "max-throughput steady state"
+    return out
 
 
-def _max_throughput(spec, hw, gpus: int, prompt: int, output: int, meta: dict, tps, dts, fixed: dict, step):
-    """Offline max-throughput (``serving_throughput``) over tp × pp × expert parallelism × dtype."""
-    from ..serving import throughput as st
-    experts = int(meta.get("experts", 0) or 0)
-    out, why = [], None
-    for tp in tps:
+def _grid(gpus: int, meta: dict, tps, eps, fixed: dict) -> list[tuple[int, int, bool]]:
+    """(tp, pp, attention DP with EP = tp) of every layout: pp divides the layers and the GPUs left by tp."""
+    out = []
+    for tp, adp in [(t, False) for t in tps] + [(t, True) for t in eps]:
         pps = [p for p in range(1, gpus // tp + 1) if (gpus // tp) % p == 0 and meta["layers"] % p == 0]
-        for pp in [fixed["pp"]] if fixed.get("pp") else pps:
-            for dt in dts:
-                for adp in ((False, True) if experts and tp > 1 and experts % tp == 0 else (False,)):
-                    try:
-                        est = st.max_throughput(spec, hw, prompt, output, tp=tp, pp=pp, ep=tp if adp else 1,
-                                                attention_dp=adp, dtype=dt)
-                    except IronlawError as e:
-                        why = why or str(e)
-                        continue
-                    out.append(_max_entry(est, dt))
-            step()
-    return out, why
+        out += [(tp, pp, adp) for pp in ([fixed["pp"]] if fixed.get("pp") else pps)]
+    return out
 
 
-def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
-           top: int = 5, fixed: dict | None = None, quiet: bool = True):
-    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of ``on`` by output tokens/s per GPU."""
-    from ...machine import hardware
-    from ...core import progress
-    from .. import workloads
-    from ...machine.network.topology import check_count
-    hw = hardware.get(on) if isinstance(on, str) else on
-    gpus = check_count(gpus, "--gpus")
-    fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
-    for k in ("ep", "cp", "dp") if slo is None else ("pp", "ep", "cp", "dp"):
-        if fixed.get(k, 1) != 1:
-            raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself"
-                               f"{'' if slo is None else ' (with --slo it models tensor parallelism only)'}; "
-                               f"leave --{k} out")
-    from ..serving import online as serving
-    targets = serving.parse_slo(slo) if slo is not None else {}
-    g = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=prompt, dtype=dtype,
-                                            device="cuda" if hw.kind == "gpu" else "cpu"))
-    m = g.meta
-    if "heads" not in m:
-        raise IronlawError(f"{spec}: serving needs a decoder LLM built by ironlaw (heads known)")
-    tps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed)
-    dts = _dtypes(hw, g.dtype, dtype)
-    t0 = time.perf_counter()
-    if slo is None:                                   # no latency target: the offline max-throughput scenario
-        with progress.task("evaluating serving layouts", total=len(tps), quiet=quiet) as step:
-            entries, shortest = _max_throughput(spec, hw, gpus, prompt, output, m, tps, dts, fixed, step)
-        evaluated = len(entries) + (shortest is not None)
-    else:
-        with progress.task("evaluating serving layouts", total=len(tps) * len(dts), quiet=quiet) as step:
-            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step)
-    return _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0)
+def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False):
+    """Offline max-throughput (``serving_throughput``) over the layouts × dtype: (entries, the first error,
+    candidates evaluated, the options of each entry); with ``latency`` the entries carry TTFT and ITL."""
+    from ..serving import throughput as st
+    out, kws, why, evaluated = [], [], None, 0
+    for tp, pp, adp in layouts:
+        for dt in dts:
+            kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt)
+            evaluated += 1
+            try:
+                est = st.max_throughput(spec, hw, prompt, output, **kw)
+            except IronlawError as e:
+                why = why or str(e)
+                continue
+            out.append(_max_entry(est, dt, latency))
+            kws.append((kw, est.batch_per_engine))
+        step()
+    return out, why, evaluated, kws
+
+
+def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int):
+    """Each layout at the largest batch of the concurrency grid whose TTFT and ITL meet ``targets`` (found by
+    bisection: latencies grow with the batch), taken from the best layout at its full batch down; a layout whose
+    full batch cannot enter the ``top`` (tokens/s per GPU grow with the batch) is not searched further.
+    (entries that meet the targets, candidates evaluated, the best latencies reached)."""
+    from ..serving import throughput as st
+    from ..serving.online import concurrency_grid
+    meets = lambda e: all(e[k] <= v for k, v in targets.items())          # noqa: E731
+    best = {k: min(e[k] for e in entries) for k in targets}
+    ok, evaluated = [], 0
+    for e, (kw, full) in sorted(zip(entries, kws), key=lambda p: -p[0]["tokens_per_s_per_gpu"]):
+        if meets(e):
+            ok.append(e)
+            continue
+        if len(ok) >= top and e["tokens_per_s_per_gpu"] <= sorted(x["tokens_per_s_per_gpu"] for x in ok)[-top]:
+            continue
+        grid, lo, hi, found = concurrency_grid(full), -1, None, None
+        hi = len(grid) - 1                                        # the full batch misses the targets
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
+            got = _max_entry(st.max_throughput(spec, hw, prompt, output, max_batch=grid[mid], requests=one_wave, **kw),
+                             kw["dtype"], True)
+            evaluated += 1
+            best = {k: min(v, got[k]) for k, v in best.items()}
+            lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)
+        ok += [found] if found is not None else []
+    return ok, evaluated, best
 
 
 def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
@@ -136,24 +177,6 @@ def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
             entries += got
             step()
     return entries, evaluated, shortest
-
-
-def _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0):
-    from . import SearchResult
-    if not entries:
-        raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
-    ok = [e for e in entries if all(e[k] <= v for k, v in targets.items())]
-    if not ok:
-        best = {k[:-2]: min(e[k] for e in entries) for k in targets}
-        raise IronlawError(f"no serving layout meets --slo {slo}: the best reachable is " + ", ".join(
-            f"{k} {v * 1e3:.1f} ms" for k, v in best.items()))
-    ok.sort(key=lambda e: -e["tokens_per_s_per_gpu"])
-    for rank, e in enumerate(ok[:top], 1):
-        e["rank"] = rank
-    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": dict(targets),
-             "scenario": "max-throughput" if slo is None else "latency targets"}
-    return SearchResult("serve", spec, hw.name, g.dtype, setup, evaluated, len(ok), ok[:top], "local",
-                        time.perf_counter() - t0)
 
 
 def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
@@ -170,3 +193,207 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
         est = one if c == 1 else serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
         out.append(_entry(est, tp, dtype))
     return out, None
+
+
+# ---------------------------------------------------------------------- one device
+def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top) -> tuple[list, int, object]:
+    """(candidates that meet the targets, candidates evaluated, the model's graph) on ``hw``; an IronlawError
+    naming why when none does."""
+    from ...core import progress
+    from .. import workloads
+    g = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=prompt, dtype=dtype,
+                                            device="cuda" if hw.kind == "gpu" else "cpu"))
+    m = g.meta
+    if "heads" not in m:
+        raise IronlawError(f"{spec}: serving needs a decoder LLM built by ironlaw (heads known)")
+    experts = int(m.get("experts", 0) or 0)
+    if slo is not None and not experts and fixed.get("pp", 1) != 1:
+        raise IronlawError(f"--pp {fixed['pp']}: with --slo a dense model's search models tensor parallelism only "
+                           f"(serving.estimate); leave --pp out")
+    tps, eps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed, experts)
+    dts = _dtypes(hw, g.dtype, dtype)
+    if slo is None or experts:
+        layouts = _grid(gpus, m, tps, eps, fixed)
+        with progress.task(f"serving layouts on {hw.name}", total=len(layouts), quiet=quiet) as step:
+            entries, shortest, evaluated, kws = _max_throughput(spec, hw, prompt, output, layouts, dts, step,
+                                                                slo is not None)
+    else:
+        with progress.task(f"serving layouts on {hw.name}", total=len(tps) * len(dts), quiet=quiet) as step:
+            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step)
+    if not entries:
+        raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
+    if slo is not None and experts:
+        ok, more, best = _within(spec, hw, prompt, output, entries, kws, targets, top)
+        evaluated += more
+    else:
+        ok = [e for e in entries if all(e[k] <= v for k, v in targets.items())]
+        best = {k: min(e[k] for e in entries) for k in targets}
+    if not ok:
+        raise IronlawError(f"no serving layout meets --slo {slo}: the best reachable is " + ", ".join(
+            f"{k[:-2]} {v * 1e3:.1f} ms" for k, v in best.items()))
+    for e in ok:
+        e["hardware"] = hw.name
+    return ok, evaluated, g
+
+
+# ---------------------------------------------------------------------- prices and ranking
+def parse_prices(text) -> dict[str, float]:
+    """'h100=2.5,b200=5' (or a dict) -> {'h100': 2.5, 'b200': 5.0}: USD per GPU-hour by device name."""
+    import math
+    if isinstance(text, dict):
+        items = [(str(k), v) for k, v in text.items()]
+    else:
+        items = []
+        for part in str(text).split(","):
+            name, eq, value = part.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise IronlawError(f"--price expects DEVICE=USD pairs, {PRICE_EXAMPLE}, got '{part}'")
+            items.append((name.strip(), value.strip()))
+    out: dict[str, float] = {}
+    for name, value in items:
+        try:
+            usd = float(value)
+        except (TypeError, ValueError):
+            raise IronlawError(f"--price {name}={value}: the price must be a number of USD per GPU-hour, "
+                               f"{PRICE_EXAMPLE}") from None
+        if not math.isfinite(usd) or usd < 0:
+            raise IronlawError(f"--price {name}={value}: the price must be a non-negative number of USD per GPU-hour")
+        if name in out:
+            raise IronlawError(f"--price gives {name} twice")
+        out[name] = usd
+    return out
+
+
+def _prices(names: list[str], on_text: str, prices, price_per_gpu_hour) -> dict[str, tuple[float | None, str]]:
+    """Device name -> (USD per GPU-hour or None, its source), from --price, --price-per-gpu-hour or the defaults."""
+    from ...law import power
+    given = parse_prices(prices) if prices is not None else {}
+    unknown_names = [n for n in given if n not in names]
+    if unknown_names:
+        raise IronlawError(f"--price names {', '.join(unknown_names)}, not searched (--on {on_text})")
+    if price_per_gpu_hour is not None:
+        if len(names) > 1:
+            raise IronlawError(f"--price-per-gpu-hour prices one device; with --on {on_text} give each its own: "
+                               f"{PRICE_EXAMPLE}")
+        if given:
+            raise IronlawError("--price-per-gpu-hour and --price both price the device; give one of them")
+    out = {}
+    for n in names:
+        if n in given:
+            out[n] = (given[n], "given: --price")
+        else:
+            usd, src = power.price(_Named(n), price_per_gpu_hour)
+            out[n] = (usd, src if usd is not None else f"no default price for {n}; give --price {n}=USD")
+    return out
+
+
+class _Named:
+    """Just the name ``law.power.price`` looks a device's default price up by."""
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _check_rank(rank: str) -> str:
+    if rank not in RANKS:
+        from ...core.errors import unknown
+        raise unknown("--rank key", rank, RANKS)
+    return rank
+
+
+def _priced(entries: list[dict], usd_h: float | None, source: str) -> None:
+    for e in entries:
+        e["usd_per_gpu_hour"] = usd_h
+        e["price_source"] = source
+        e["usd_per_million_output_tokens"] = (None if usd_h is None
+                                              else usd_h / 3600.0 / e["tokens_per_s_per_gpu"] * 1e6)
+
+
+def _order(entries: list[dict], rank: str) -> list[dict]:
+    if rank == "usd-per-million-tokens":
+        return sorted(entries, key=lambda e: (e["usd_per_million_output_tokens"], -e["tokens_per_s_per_gpu"]))
+    return sorted(entries, key=lambda e: -e["tokens_per_s_per_gpu"])
+
+
+# ---------------------------------------------------------------------- the search
+def devices(on) -> list:
+    """The hardware ``on`` names: one name, a comma-separated list of names, a Hardware, or a list of either."""
+    from ...machine import hardware
+    items = [h.strip() for h in on.split(",")] if isinstance(on, str) else list(on) if isinstance(on, (list, tuple)) \
+        else [on]
+    if not items or any(isinstance(h, str) and not h for h in items):
+        raise IronlawError(f"--on '{on}': empty hardware name in the list")
+    hws = [hardware.get(h) if isinstance(h, str) else h for h in items]
+    names = [h.name for h in hws]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise IronlawError(f"--on '{on}' names {', '.join(twice)} twice")
+    return hws
+
+
+def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
+           top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
+           prices=None, price_per_gpu_hour: float | None = None, cost=None):
+    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring);
+    each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
+    (``run_cost.RunInputs``)."""
+    from ...machine.network.topology import check_count
+    from ..serving import online as serving
+    rank = _check_rank(rank)
+    hws = devices(on)
+    names = [h.name for h in hws]
+    gpus = check_count(gpus, "--gpus")
+    on_text = on if isinstance(on, str) else ",".join(names)
+    price = _prices(names, on_text, prices, price_per_gpu_hour)
+    fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
+    for k in ("cp", "dp"):
+        if fixed.get(k, 1) != 1:
+            raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself; leave --{k} out")
+    targets = serving.parse_slo(slo) if slo is not None else {}
+    t0 = time.perf_counter()
+    entries, evaluated, skipped, g = [], 0, [], None
+    for hw in hws:
+        try:
+            usd_h, src = price[hw.name]
+            if rank == "usd-per-million-tokens" and usd_h is None:
+                raise IronlawError(f"--rank usd-per-million-tokens: {src}")
+            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top)
+        except IronlawError as e:
+            if len(hws) == 1:
+                raise
+            skipped.append({"hardware": hw.name, "reason": str(e)})
+            continue
+        _priced(got, usd_h, src)
+        entries, evaluated, g = entries + got, evaluated + n, g or g1
+    if not entries:
+        raise IronlawError(f"no device can serve {spec}: " + "; ".join(f"{s['hardware']}: {s['reason']}"
+                                                                        for s in skipped))
+    res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
+    grid = cost.gco2_per_kwh if cost is not None else None
+    for e in res.top:
+        e["energy"] = _energy(e, price[e["hardware"]][0], grid)
+    return res
+
+
+def _energy(e: dict, usd_h: float | None, grid: float | None) -> dict | None:
+    """Energy, cost and carbon per output token of one reported layout (``serving.features.energy``), from the
+    very prediction the search ranked it by (None when its device states no power)."""
+    from ...law import power
+    from ..serving.features import energy
+    est = e.pop("_est")
+    if not power.has_power(est.hw):
+        return None
+    if e.get("latency_from") == "serving.estimate":
+        return energy.of_serving(est, e["tp"], usd_h, grid)
+    return energy.of_throughput(est, usd_h, grid)
+
+
+def _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0):
+    from . import SearchResult
+    ok = _order(entries, rank)
+    for i, e in enumerate(ok[:top], 1):
+        e["rank"] = i
+    setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": dict(targets),
+             "scenario": "max-throughput" if slo is None else "latency targets", "rank_by": rank,
+             "devices": names, "skipped": skipped}
+    return SearchResult("serve", spec, ",".join(names), g.dtype, setup, evaluated, len(ok), ok[:top], "local",
+                        time.perf_counter() - t0)

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 from ...core.errors import IronlawError
+from ...core.units import fmt_size
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -90,7 +91,7 @@ def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: i
     the KV of ``blocks_tokens(prompt, output)`` tokens (``kv_bytes_per_sequence``)."""
     fit = int(kv_budget_bytes // kv_bytes_per_sequence)
     if fit < 1:
-        raise IronlawError(f"the KV cache ({kv_budget_bytes / 1e9:.2f} GB left for it) cannot hold one request of "
+        raise IronlawError(f"the KV cache ({fmt_size(kv_budget_bytes)} left for it) cannot hold one request of "
                            f"{prompt} + {output} tokens; use more --tp, a larger --kv-fraction or a shorter request")
     return (fit, "kv_memory") if fit < max_batch else (max_batch, "max_batch")
 

@@ -225,7 +225,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
              composition: str = "overlap", captured: bool = True) -> ServeEstimate:
     from ...machine import hardware
     from .. import parallel, workloads
-    from ...core.units import fmt
+    from ...core.units import fmt_size
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = _check_tokens(prompt, "--prompt"), _check_tokens(output, "--output")
     concurrency = _check_tokens(concurrency, "--concurrency")
@@ -265,8 +265,8 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     budget = cap - weights - reserve
     where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
     if budget <= 0:
-        raise IronlawError(f"{spec} does not fit on {where}: weights {fmt(weights, 'B')} + runtime reserve "
-                           f"{fmt(reserve, 'B')} exceed {fmt(cap, 'B')}; use --tp N, a smaller --dtype, or a "
+        raise IronlawError(f"{spec} does not fit on {where}: weights {fmt_size(weights)} + runtime reserve "
+                           f"{fmt_size(reserve)} exceed {fmt_size(cap)}; use --tp N, a smaller --dtype, or a "
                            f"larger device")
     max_conc = int(budget // (per_seq * kv_tok))
     capacity = {"device_memory_bytes": cap, "weights_bytes": weights, "reserve_bytes": reserve,
@@ -276,9 +276,9 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                                   f"gpu_memory_utilization 0.9) plus the prefill working set"}
     if concurrency > max_conc:
         raise IronlawError(f"--concurrency {concurrency} exceeds the KV-cache capacity of {where}: "
-                           f"{max_conc} sequences of {per_seq} tokens fit in the {fmt(budget, 'B')} left after "
-                           f"weights {fmt(weights, 'B')} and reserve {fmt(reserve, 'B')} "
-                           f"({fmt(kv_tok, 'B')}/token in {kv_dt}); lower --concurrency, use --kv-dtype fp8, or --tp")
+                           f"{max_conc} sequences of {per_seq} tokens fit in the {fmt_size(budget)} left after "
+                           f"weights {fmt_size(weights)} and reserve {fmt_size(reserve)} "
+                           f"({fmt_size(kv_tok)}/token in {kv_dt}); lower --concurrency, use --kv-dtype fp8, or --tp")
 
     # ---- time
     (e_pre, l_pre), (e_dec, l_dec) = _predict(pre, hw, composition, captured), _predict(dec, hw, composition, captured)

@@ -108,6 +108,7 @@ class ThroughputEstimate:
     constants: ServingConstants = None
     predict_s: float = 0.0
     notes: list = field(default_factory=list)
+    energy: dict | None = None       # per output token (``serving.features.energy.with_energy``; None: not asked)
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -129,7 +130,7 @@ class ThroughputEstimate:
                 "engine": {"max_batch_size": self.limits.max_batch, "max_num_tokens": self.limits.max_num_tokens,
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
-                "constants": dict(vars(self.constants)), "notes": self.notes}
+                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy}
 
 
 # ---------------------------------------------------------------------- inputs and memory
@@ -186,7 +187,7 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
     chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
     (``parallel.kv_cache_split``), and over PP's stages)."""
-    from ...core.units import fmt
+    from ...core.units import fmt_size
     from ..parallel import kv_cache_split
     cap = hw.memory[hw.device_tier].capacity_bytes
     weights = _weights_per_gpu(meta, lay, dtype)
@@ -194,8 +195,8 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
-                           f" in {dtype}: weights {fmt(weights, 'B')} + workspace {fmt(workspace_bytes, 'B')} per GPU "
-                           f"exceed its {fmt(cap, 'B')} by {-free / 1e9:.1f} GB; use a larger --tp or --pp, or a "
+                           f" in {dtype}: weights {fmt_size(weights)} + workspace {fmt_size(workspace_bytes)} per GPU "
+                           f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
                            f"smaller --dtype")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / eng.blocks_tokens(*seq)

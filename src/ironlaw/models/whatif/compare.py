@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...law import critical_path, law
 from ...core.errors import IronlawError
-from ...core.units import fmt, fmt_time
+from ...core.units import fmt, fmt_size, fmt_time
 
 SCHEMA = "ironlaw.compare/1"
 TOL = 0.01           # a change under 1% of the critical path is "no gain"
@@ -144,5 +144,5 @@ def compare(before, steps: list[str], vs_hardware: str | None = None) -> Compari
     if not bool(after.placement.fits):
         fp = after.footprint()
         raise IronlawError(f"after {'; '.join(steps)}: {g.name} does not fit on {hw.name} "
-                           f"(footprint {fmt(fp['total_bytes'], 'B')} exceeds all memory tiers)")
+                           f"(footprint {fmt_size(fp['total_bytes'])} exceeds all memory tiers)")
     return Comparison(before, after, critical_path.from_estimate(before), critical_path.from_estimate(after), steps)

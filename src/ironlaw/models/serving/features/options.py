@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....core.units import fmt_time
+from ....core.units import fmt_num, fmt_time
 
 
 @dataclass
@@ -101,13 +101,13 @@ def run(est, kw: dict, f: Features) -> Serving:
         doc["speculative"] = d = sp.estimate(est, sp.parse(f.speculative), s, en)
         lines.append(f"speculative ({d['method']}, K {d['tokens']}, acceptance {d['acceptance']:g}): "
                      f"{d['expected_tokens_per_step']:.2f} tokens per verify step · ITL {fmt_time(d['itl_s'])} "
-                     f"({100 * d['itl_change']:+.0f}%) · {d['tokens_per_s']:.1f} tokens/s "
+                     f"({100 * d['itl_change']:+.0f}%) · {fmt_num(d['tokens_per_s'])} tokens/s "
                      f"({100 * d['throughput_change']:+.0f}%){_joules(d, doc)}: {d['why']}")
     if f.prefix_hit is not None:
         doc["prefix"] = d = prefix.estimate(est, f.prefix_hit, s, en)
         lines.append(f"prefix cache hit {f.prefix_hit:g}: prefill {d['new_tokens']} of {est.prompt} tokens in "
                      f"{fmt_time(d['prefill_s'])} (was {fmt_time(d['baseline_prefill_s'])}) · TTFT "
-                     f"{fmt_time(d['ttft_s'])} · {d['tokens_per_s']:.1f} tokens/s (was {est.tokens_per_s:.1f})"
+                     f"{fmt_time(d['ttft_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s (was {fmt_num(est.tokens_per_s)})"
                      f"{_joules(d, doc)}")
     at = _at(est, kw)
     slo = None
@@ -125,7 +125,7 @@ def run(est, kw: dict, f: Features) -> Serving:
 def _joules(d: dict, doc: dict) -> str:
     if "energy" not in d or doc.get("energy") is None:
         return ""
-    return (f" · {doc['energy']['joules_per_output_token']:.3g} → {d['energy']['joules_per_output_token']:.3g} "
+    return (f" · {fmt_num(doc['energy']['joules_per_output_token'])} → {fmt_num(d['energy']['joules_per_output_token'])} "
             f"J per output token")
 
 
@@ -138,19 +138,19 @@ def _energy_line(e: dict | None, est) -> str:
     if e is None:
         return f"energy: {est.hw.name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     usd = e["usd_per_million_output_tokens"]
-    return (f"energy: {e['joules_per_output_token']:.3g} J per output token (mean {e['mean_power_w_per_device']:.0f} W "
+    return (f"energy: {fmt_num(e['joules_per_output_token'])} J per output token (mean {e['mean_power_w_per_device']:.0f} W "
             f"per device at utilization {e['utilization']:.2f}) · "
-            + (f"${usd:.3g} per million output tokens at ${e['usd_per_gpu_hour']:g}/GPU-hour · " if usd is not None
+            + (f"${fmt_num(usd)} per million output tokens at ${e['usd_per_gpu_hour']:g}/GPU-hour · " if usd is not None
                else f"{e['price_source']} · ")
-            + f"{e['gco2_per_million_output_tokens']:.3g} gCO2 per million at {e['grid_gco2_per_kwh']:g} gCO2/kWh")
+            + f"{fmt_num(e['gco2_per_million_output_tokens'])} gCO2 per million at {e['grid_gco2_per_kwh']:g} gCO2/kWh")
 
 
 def _goodput_line(d: dict) -> str:
     if not d["met"]:
         return f"goodput: {d['why']}"
     a = d["at"]
-    return (f"goodput: concurrency {d['concurrency']} ({d['requests_per_s']:.2f} requests/s, {a['tokens_per_s']:.1f} "
-            f"tokens/s) is the most that meets the SLO (TTFT {fmt_time(a['ttft_s'])}, ITL {fmt_time(a['itl_s'])}); "
+    return (f"goodput: concurrency {d['concurrency']} ({fmt_num(d['requests_per_s'])} requests/s, "
+            f"{fmt_num(a['tokens_per_s'])} tokens/s) is the most that meets the SLO (TTFT {fmt_time(a['ttft_s'])}, ITL {fmt_time(a['itl_s'])}); "
             f"beyond it {d['limited_by']} binds")
 
 
@@ -161,13 +161,13 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
     best = dg.best_split(at, p + d, s, slo)
     lines = [f"disaggregated prefill={p}, decode={d}: TTFT {fmt_time(given['ttft_s'])} (prefill "
              f"{fmt_time(given['prefill_s'])} + KV {given['kv_bytes_per_prompt'] / 1e6:.1f} MB over {given['link']} "
-             f"in {fmt_time(given['transfer_s'])}) · ITL {fmt_time(given['itl_s'])} · {given['tokens_per_s']:.1f} "
+             f"in {fmt_time(given['transfer_s'])}) · ITL {fmt_time(given['itl_s'])} · {fmt_num(given['tokens_per_s'])} "
              f"tokens/s ({given['bound']} binds)"]
     if best["met"]:
         b = best["best"]
         lines.append(f"best split of {p + d} devices{' for the SLO' if slo else ''}: prefill={b['prefill_devices']}, "
                      f"decode={b['decode_devices']} at concurrency {best['decode_concurrency']} per decode instance: "
-                     f"{b['tokens_per_s']:.1f} tokens/s ({b['tokens_per_s_per_device']:.1f} per device)")
+                     f"{fmt_num(b['tokens_per_s'])} tokens/s ({fmt_num(b['tokens_per_s_per_device'])} per device)")
     else:
         lines.append(f"best split of {p + d} devices: none meets the SLO — {best['why']}")
     return {"given": given, **best}, lines
@@ -189,12 +189,16 @@ def frontier(est, kw: dict, f: Features) -> Frontier:
 def frontier_lines(doc: dict) -> list[str]:
     lines = [f"{doc['workload']} on {doc['hardware']}: concurrency frontier (prompt {doc['prompt_tokens']}, output "
              f"{doc['output_tokens']}; tokens/s per device against tokens/s per user)"]
+    energy = any("joules_per_output_token" in p for p in doc["points"])
+    slo = any("meets_slo" in p for p in doc["points"])
+    lines.append(f"{'concurrency':>11} {'tokens/s/device':>15} {'tokens/s/user':>13} {'TTFT':>9} {'ITL':>9}"
+                 + (f" {'J/token':>8}" if energy else "") + (" SLO" if slo else ""))
     for p in doc["points"]:
-        e = f" · {p['joules_per_output_token']:.3g} J/token" if "joules_per_output_token" in p else ""
-        m = "" if "meets_slo" not in p else (" · meets SLO" if p["meets_slo"] else " · misses SLO")
-        lines.append(f"  concurrency {p['concurrency']:>5}: {p['tokens_per_s_per_device']:9.1f} tokens/s/device · "
-                     f"{p['tokens_per_s_per_user']:7.1f} tokens/s/user · TTFT {fmt_time(p['ttft_s'])} · ITL "
-                     f"{fmt_time(p['itl_s'])}{e}{m}")
+        e = f" {fmt_num(p['joules_per_output_token']):>8}" if "joules_per_output_token" in p else ""
+        m = "" if "meets_slo" not in p else (" met" if p["meets_slo"] else " missed")
+        lines.append(f"{fmt_num(p['concurrency']):>11} {fmt_num(p['tokens_per_s_per_device']):>15} "
+                     f"{fmt_num(p['tokens_per_s_per_user']):>13} {fmt_time(p['ttft_s']):>9} "
+                     f"{fmt_time(p['itl_s']):>9}{e}{m}")
     if "goodput" in doc:
         lines.append(_goodput_line(doc["goodput"]))
     return lines

@@ -1,0 +1,37 @@
+"""Latency targets for the layouts only the max-throughput engine models (expert and pipeline parallelism).
+
+``serving_throughput.max_throughput`` at a chosen batch (``max_batch``: sequences per attention rank and
+micro-batch) settles in a steady state of mixed steps (decode tokens plus one prompt chunk) and decode-only
+steps (``steady_state``: ``step_s`` is their mean, ``mixed_step_share`` the share that carries a chunk).
+From it, for one request:
+
+    ITL   = pp · step_s                              a sequence gains a token once every pp stage-steps (one
+                                                     step per stage and micro-batch), whatever kind the step is
+    TTFT  = pp · (context_steps · t_mixed + step_s)  its prompt's chunks, one mixed step each, after the step in
+                                                     flight when it was admitted (as ``serving.estimate``: the
+                                                     prefill plus one decode step); queueing before admission
+                                                     is not counted
+    t_mixed  the mixed step's time, as the engine charges it: max(law time, the host's kernel launches) plus
+             the runtime's fixed cost per step (``serving_step.host_floor_s``, the engine's constants)
+"""
+from __future__ import annotations
+
+from ..serving.step import host_floor_s
+
+
+def step_times(est) -> list[tuple[float, bool]]:
+    """(seconds, eager) of each step kind of the first wave of ``est`` (a ThroughputEstimate), as the engine
+    charged it."""
+    c = est.constants
+    out = []
+    for _, e in est.steps:
+        eager = bool(e.graph.meta.get("eager"))
+        out.append((max(float(e.time_s), host_floor_s(e.graph, c, eager)) + c.step_s, eager))
+    return out
+
+
+def latencies(est) -> tuple[float, float]:
+    """(TTFT, ITL) seconds of one request in the steady state of ``est`` (module docstring)."""
+    s, pp = est.steady, est.layout.pp
+    mixed = next(t for t, eager in step_times(est) if eager)
+    return pp * (s["context_steps"] * mixed + s["step_s"]), pp * s["step_s"]

@@ -1,0 +1,53 @@
+"""Tables that fit the terminal: drop the least important columns until the narrowest layout fits.
+
+A table whose columns cannot all fit the console's width (80 columns in a pipe, ``COLUMNS`` where set) loses
+columns in the order the caller names, least important first, and prints one line naming what it left out;
+on a wider terminal every column shows. Nothing is cut mid-word: text columns wrap at spaces, number columns
+never wrap.
+"""
+from __future__ import annotations
+
+
+def fits(table, console) -> bool:
+    """Whether rich lays ``table`` out in the console's width with every no-wrap column whole and every other
+    column at least as wide as its longest word (rich's own column widths, so nothing it prints is cut)."""
+    opts = console.options
+    widths = table._calculate_column_widths(console, opts.update_width(opts.max_width - table._extra_width))
+    wide = opts.update_width(10_000)
+    for col, w in zip(table.columns, widths):
+        m = table._measure_column(console, wide, col)
+        if w < (m.maximum if col.no_wrap else m.minimum):
+            return False
+    return True
+
+
+def fit(table, console, drop: tuple[str, ...]) -> list[str]:
+    """Remove columns named in ``drop`` (in that order) until ``table`` fits ``console.width``; return the
+    headers removed."""
+    gone: list[str] = []
+    for name in drop:
+        if fits(table, console):
+            break
+        for i, col in enumerate(table.columns):
+            if str(col.header) == name:
+                del table.columns[i]
+                for j, c in enumerate(table.columns):
+                    c._index = j                   # rich pads the first and last columns by their index
+                gone.append(name)
+                break
+    return gone
+
+
+def hidden_note(gone: list[str]) -> str | None:
+    """"(not shown at this width: data, compute — a wider terminal or --format json shows them)", or None."""
+    if not gone:
+        return None
+    return f"(not shown at this width: {', '.join(gone)} — a wider terminal or --format json shows them)"
+
+
+def print_fitted(table, console, drop: tuple[str, ...]) -> None:
+    """Fit ``table`` to the console, print it, and name the columns left out."""
+    note = hidden_note(fit(table, console, drop))
+    console.print(table)
+    if note:
+        console.print(note, markup=False)
