@@ -1130,8 +1130,10 @@ def lowered(g: Graph, hw) -> Graph:
 
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
+    from ..machine.calibration import for_training
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
+    hw = for_training(hw)                                      # no serving-kernel tables in a training step
     g = lowered(g, hw)
     if plan.redundant_experts:
         g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),

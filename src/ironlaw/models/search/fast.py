@@ -53,6 +53,10 @@ class Context:
     composition: str = "overlap"
     settings: dict = field(default_factory=dict)   # search.train.SETTINGS
 
+    def __post_init__(self):
+        from ...machine.calibration import for_training
+        self.hw = for_training(self.hw)           # as parallel.train_step prices a training step
+
     @property
     def gpus_per_node(self) -> int:
         return self.gpus // self.nodes

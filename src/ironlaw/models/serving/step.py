@@ -69,10 +69,33 @@ class ServingConstants:
 
 
 def engine_hw(hw, constants: ServingConstants):
-    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
+    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost, and
+    the device's own kernel-fitted GEMM and attention terms where its calibration has them (``kernel_terms``)."""
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(constants.calibration(dts)))
+    table = kernel_terms(constants.calibration(dts), hw.calibration)
+    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
+
+
+def kernel_terms(table: dict, cal) -> dict:
+    """``table`` (the engine constants' calibration) with the device's terms fitted on measured kernels
+    (``ironlaw calibrate --kernels``): each GEMM dtype whose shape table names its kernel data
+    (``[calibration.provenance."gemm <dtype>"]``) replaces the constants' GEMM η, and the attention kernel
+    classes (``gemmshape.attention_kernel``) price the attention ops they name in place of ``attention_eta``.
+    Their fixed ``latency_s`` stays out: timed alone, a kernel pays its launch, prologue and (FP8) activation
+    quantization each call; inside the engine the step replays a CUDA graph whose kernels start under their
+    predecessors' tails (programmatic dependent launch, TensorRT-LLM's default from Hopper on) and the
+    quantization is fused into the norm before, so the step pays no such fixed cost per kernel — the H100 cells
+    (benchmarks/trtllm_h100.py) agree: with it, every dense cell comes out 2–12% slow."""
+    if cal is None or not cal.provenance:
+        return table
+    own = lambda p: {k: v for k, v in p.items() if k != "latency_s"}  # noqa: E731
+    gemm = {dt: own(p) for dt, p in cal.shape("matmul").items() if f"gemm {dt}" in cal.provenance}
+    attention = {k: own(p) for k, p in cal.kernel.items() if k.startswith("attention_") and "eta_max" in p}
+    if not gemm and not attention:
+        return table
+    return {**table, "matmul": {**table["matmul"], **gemm}, "kernel": {**table["kernel"], **attention},
+            "fitted": tuple(table["fitted"]) + tuple(cal.provenance)}
 
 
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import flopcount
+from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -97,7 +98,7 @@ def _qk_norm(a: Arch, elems: Num, dt: str, count: int) -> Op:
     return op
 
 
-def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
+def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
     """The attention of ``count`` layers with ``span``; ``geo``: per-pair dims and per-token traffic."""
     by = dtype_bytes(dt)
     pairs, kv_read, kv_write = pairs_and_kv(a, sh, span)
@@ -112,15 +113,29 @@ def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op
     attrs = {"attention": geo.get("kind", "global" if span is None else label), "role": "heads"}
     if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
         attrs["kv_dtype"] = dt
+    attrs.update(_kernel_attrs(a, sh, geo, pairs, attention_dtype(dt), attrs.get("kv_dtype", dt), span))
     return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
               dtype=attention_dtype(dt), count=count, module="attn",
               vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
               attrs=attrs, bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
 
 
+def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
+    """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
+    its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), where the attention is
+    grouped-query ({} for MLA, training and encoders)."""
+    if sh.phase not in ATTENTION_PHASES or geo.get("kind") == "mla" or a.encoder:
+        return {}
+    query = 1.0 if sh.phase == "decode" else sh.s
+    keys = np.asarray(pairs, float) / (np.asarray(sh.b, float) * np.asarray(query, float))
+    regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
+    return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
+            "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
+
+
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
     groups = a.span_groups()
-    return [_core(a, sh, dt, span, n, len(groups), geo) for span, n in groups.items()]
+    return [attention_core(a, sh, dt, span, n, len(groups), geo) for span, n in groups.items()]
 
 
 # ---------------------------------------------------------------------- grouped-query attention
