@@ -16,7 +16,9 @@ from .graph import DTYPE_BYTES, Columns
 GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn")
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
+                "latency_s")
+ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
@@ -77,6 +79,20 @@ def attention_nk(key_shape) -> tuple[int, int] | None:
     if len(key_shape) != 4 or any(int(d) <= 0 for d in key_shape):
         return None
     return int(key_shape[2]), int(key_shape[3])
+
+
+def attention_kernel(phase: str, dtype: str, kv_dtype: str) -> str:
+    """The kernel class of an attention op of a ``phase`` (prefill, decode) graph computing in ``dtype`` on a KV
+    cache in ``kv_dtype``: 'attention_context_bf16_kv_fp8' … (a calibration fitted on measured attention
+    kernels holds a GEMM shape table of each under ``[calibration.kernel]``)."""
+    return f"attention_{ATTENTION_PHASES[phase]}_{dtype}_kv_{kv_dtype}"
+
+
+def attention_mnk(query_tokens, keys, heads: int, kv_heads: int, head_dim: int) -> tuple:
+    """An attention's GEMM shape as its kernels tile it, per sequence and KV head: M = the query rows that
+    share a KV head (query tokens per sequence × heads per KV head: a decode step's grouped queries fill a
+    tile's rows only that far), N = the keys each query sees (the kernel's K loop), K = the head dimension."""
+    return (float(query_tokens) * heads / max(kv_heads, 1), float(keys), float(head_dim))
 
 
 def kn_rows(cols: Columns) -> np.ndarray:

@@ -24,14 +24,15 @@ def coverage(est) -> dict:
     of one configuration's estimate (borrowers by share, largest first); with no calibration, empty lists
     and a ``note`` saying so."""
     cal = est.hw.calibration
-    shares, dtypes = _shares(est)
+    shares, dtypes, kernels = _shares(est)
     if cal is None:
         return {"calibrated": [], "borrowed": [],
-                "note": f"{est.hw.name} carries no [calibration] table: every op class is priced with its "
-                        f"[efficiency] defaults, none was measured on this device (ironlaw probe calibrates one)"}
+                "note": f"{est.hw.name} carries no [calibration] table: no measured kernel tables, every op class "
+                        f"is priced with its datasheet peaks and [efficiency] defaults, none was measured on this "
+                        f"device (ironlaw calibrate --kernels DIR or ironlaw probe calibrates one)"}
     calibrated, borrowed = [], []
     for cls in sorted(shares, key=lambda c: -shares[c]):
-        if own_values(cal, cls, dtypes[cls]):
+        if own_values(cal, cls, dtypes[cls]) or _own_kernels(cal, kernels[cls]):
             calibrated.append(cls)
         else:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
@@ -74,13 +75,21 @@ def line(cov: dict) -> str | None:
     return "uncalibrated: " + "; ".join(parts) + (f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
 
 
-def _shares(est) -> tuple[dict[str, float], dict[str, set]]:
-    """Per op class, its share of the predicted time and the dtypes its ops run at."""
+def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:
+    """Whether every op of a class names a kernel class the calibration holds a GEMM shape table of (measured
+    attention kernels: ``gemmshape.attention_kernel``)."""
+    return bool(kernels) and "" not in kernels and all("eta_max" in cal.kernel.get(k, {}) for k in kernels)
+
+
+def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:
+    """Per op class, its share of the predicted time, the dtypes its ops run at and the kernel classes they name."""
     total = float(est.op_total_s.sum()) or 1.0
     shares: dict[str, float] = {}
     dtypes: dict[str, set] = {}
+    kernels: dict[str, set] = {}
     for op, t in zip(est.graph.ops, est.op_total_s):
         cls = op_class(op)
         shares[cls] = shares.get(cls, 0.0) + float(t) / total
         dtypes.setdefault(cls, set()).add(op.dtype)
-    return shares, dtypes
+        kernels.setdefault(cls, set()).add(str(op.attrs.get("kernel", "")))
+    return shares, dtypes, kernels
