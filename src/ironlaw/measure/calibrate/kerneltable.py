@@ -30,6 +30,9 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "gemm": ("device", "gemm_dtype", "m", "n", "k"),
     "context_attention": ("device",) + ATTENTION,
     "generation_attention": ("device",) + ATTENTION,
+    "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
+    "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size", "moe_ep_size", "distribution"),
 }
 OPTIONAL = ("framework", "version", "kernel_source", "op_name")
 UNITS_S = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
