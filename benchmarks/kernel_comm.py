@@ -1,8 +1,10 @@
 """Collectives fitted on measured NCCL tables, scored on the sizes left out, per GPU × collective.
 
-Data: tests/data/aiconfigurator_comm/nccl_perf.csv, the nccl_perf tables of aiconfigurator-core 0.12.0
-(NVIDIA, Apache-2.0; systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet, the newest NCCL version per
-system) in their own columns, repeated runs of a row reduced to their median. ``message_size`` counts
+Data: the nccl_perf tables of aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0;
+systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet, the newest NCCL version per system), read by
+ironlaw.measure.calibrate.kerneltable from ``--data DIR`` (the wheel's systems/data) or, by default, from their
+extract in tests/data/kernel_tables/<system>/comm/nccl/ (the same rows, repeated runs of a row reduced to their
+median, which is what the fit takes of them either way). ``message_size`` counts
 elements (half: 2 bytes, int8: 1; at 1 GiB the 8-GPU all-reduce bus bandwidth this gives is H100's ~450 and
 A100's ~225 GB/s, as nccl-tests publish for those systems).
 
@@ -13,6 +15,7 @@ Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out s
 
     python benchmarks/kernel_comm.py            # fit, score, and check the catalog holds these curves
     python benchmarks/kernel_comm.py --write    # write the fitted curves into the catalog's [network] tables
+    python benchmarks/kernel_comm.py --data DIR --extract tests/data/kernel_tables   # the tests' extract
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data" / "aiconfigurator_comm" / "nccl_perf.csv"
+DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
 
 OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
@@ -36,24 +39,44 @@ PACKAGE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
 BASE = {"a100": "a100-vidur"}          # the α-β calibration kept for groups across nodes
 
 
-SYSTEMS = {"NVIDIA A100-SXM4-80GB": ("a100", "a100_sxm"), "NVIDIA H100 80GB HBM3": ("h100", "h100_sxm"),
-           "NVIDIA H200": ("h200", "h200_sxm"), "NVIDIA B200": ("b200", "b200_sxm"),
-           "NVIDIA B300 SXM6 AC": ("b300", "b300_sxm"), "NVIDIA GB200": ("gb200", "gb200"),
-           "NVIDIA GB300": ("gb300", "gb300"), "NVIDIA L40S": ("l40s", "l40s"),
-           "NVIDIA RTX PRO 6000 Blackwell Server Edition": ("rtx-pro-6000", "rtx_pro_6000_server")}
-
-
-def load(path: Path = DATA) -> tuple[dict, dict]:
-    """({(gpu, collective, dtype, gpus): (bytes, seconds)}, {gpu: (system folder, nccl version)})."""
+def load(root: Path = DATA) -> tuple[dict, dict]:
+    """({(gpu, collective, dtype, gpus): (bytes, seconds)}, {gpu: (table path, nccl version)}) of the newest
+    nccl_perf table of every system folder under ``root``, the median of a size's repeated runs."""
+    from ironlaw.measure.calibrate import kerneltable
     curves: dict = {}
     meta: dict = {}
-    for r in csv.DictReader(path.open()):
-        gpu, system = SYSTEMS[r["device"]]
-        key = (gpu, OPS[r["op_name"]], r["nccl_dtype"], int(r["num_gpus"]))
-        curves.setdefault(key, []).append((int(r["message_size"]) * WORD[r["nccl_dtype"]],
-                                           float(r["latency"]) * 1e-3))
-        meta[gpu] = (system, r["version"])
-    return {k: tuple(np.array(sorted(v)).T) for k, v in curves.items()}, meta
+    for path in newest_tables(root):
+        for t in kerneltable.read(path, ops=("nccl",)):
+            meta[t.gpu] = (str(path.relative_to(root)), t.version)
+            for (op, dt, p), rows in t.rows.groupby(["op_name", "nccl_dtype", "num_gpus"]):
+                med = rows.groupby("message_size")["latency_s"].median()
+                curves[(t.gpu, OPS[op], dt, int(p))] = (med.index.to_numpy(float) * WORD[dt], med.to_numpy(float))
+    return curves, meta
+
+
+def newest_tables(data: Path) -> list[Path]:
+    """Per system folder of ``data``, its newest comm/nccl/<version>/nccl_perf table (older ones lack columns)."""
+    def version(p: Path) -> tuple:
+        return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
+    out = []
+    for system in sorted(d for d in data.iterdir() if d.is_dir()):
+        found = sorted(system.glob("comm/nccl/*/nccl_perf.*"), key=version)
+        if found:
+            out.append(found[-1])
+    return out
+
+
+def extract(data: Path, out: Path) -> None:
+    """The tests' extract: each catalog GPU's newest nccl_perf table, a size's repeated runs as their median."""
+    from ironlaw.measure.calibrate import kerneltable
+    keys = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size"]
+    for path in newest_tables(data):
+        for t in kerneltable.read(path, ops=("nccl",)):
+            rows = t.rows.groupby(keys, as_index=False, sort=True)["latency"].median()
+            dest = out / path.relative_to(data).with_suffix(".csv")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            rows[keys + ["latency"]].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(rows)} rows")
 
 
 def fit(curves: dict) -> dict:
@@ -82,8 +105,9 @@ def score(curves: dict, fits: dict) -> dict:
 
 def network_block(gpu: str, fits: dict, meta: dict) -> str:
     """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
-    system, version = meta[gpu]
-    where = f"systems/data/{system}/comm/nccl/{version}/nccl_perf.parquet"
+    where, version = meta[gpu]
+    system = Path(where).parts[0]
+    where = f"systems/data/{Path(where).with_suffix('.parquet')}"
     base = BASE.get(gpu, "default")
     rows = sum(k for (g, _, _), (_, k) in fits.items() if g == gpu)
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
@@ -145,8 +169,13 @@ def catalog_matches(fits: dict, meta: dict) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="write the fitted curves into the catalog files")
+    ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
+    ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
     args = ap.parse_args()
-    curves, meta = load()
+    if args.extract:
+        extract(Path(args.data or DATA), Path(args.extract))
+        return 0
+    curves, meta = load(Path(args.data) if args.data else DATA)
     fits = fit(curves)
     if args.write:
         for p in write_catalog(fits, meta):

@@ -74,9 +74,9 @@ def test_no_table(tmp_path):
     with pytest.raises(IronlawError, match="no such file"):
         kerneltable.read(tmp_path / "absent")
     with pytest.raises(IronlawError, match="unknown kernel table op"):
-        kerneltable.read(DATA, ops=("moe",))
+        kerneltable.read(DATA, ops=("mla",))
     with pytest.raises(IronlawError, match="no kernel table for GPU 'h200'"):
-        kerneltable.read(DATA, gpu="h200")
+        kerneltable.read(DATA, ops=("gemm",), gpu="h200")
 
 
 def test_matching_and_versions():
