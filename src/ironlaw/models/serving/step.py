@@ -18,9 +18,13 @@ the weights of every expert the step's tokens touch, once per step, at its own f
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
 (``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
 below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
-follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
-tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
-(``host_floor_s``).
+follows the HBM bandwidth of the device. Where the device's own calibration holds the MoE layer fitted on
+measured kernel tables (``moe_grouped_gemm.<dtype>`` and ``moe_rows.<dtype>``, measure/calibrate/moefit.py),
+the routed experts' GEMMs run at that table instead (its compute and streaming η, its launch latency) and
+the routed rows' permute, activation and combine (``MOE_ROWS``) at its fraction of the HBM bandwidth: the
+constants fitted end to end on H100 are kept only for devices and dtypes no table covers. A decode-only step
+replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
 """
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ from ...core.graph import Graph, dtype_bytes
 
 HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
+MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
+ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
 HALF = "bf16"
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
@@ -72,7 +78,22 @@ def engine_hw(hw, constants: ServingConstants):
     """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(constants.calibration(dts)))
+    table = constants.calibration(dts)
+    table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
+    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
+
+
+def fitted_moe(hw) -> dict:
+    """The device calibration's MoE kernel tables fitted on measured kernel tables (module docstring)."""
+    kernels = hw.calibration.kernel if hw.calibration is not None else {}
+    return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + "."))}
+
+
+def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
+    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``."""
+    fitted = fitted_moe(hw)
+    gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
+    return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
 
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
@@ -113,12 +134,17 @@ def modelopt(op, dtype: str):
     return o
 
 
-def grouped(op):
-    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``GROUPED_GEMM``)."""
-    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
+    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
+    fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
+    if op.kind == "matmul" and op.attrs.get("expert") == "routed":
+        kernel = gemm
+    elif rows and op.module == "experts" and op.name in ROUTED_ROWS:
+        kernel = rows
+    else:
         return op
     o = copy.copy(op)
-    o.attrs = {**op.attrs, "kernel": GROUPED_GEMM}
+    o.attrs = {**op.attrs, "kernel": kernel}
     return o
 
 
@@ -152,7 +178,8 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    ops = [grouped(modelopt(op, dtype)) for op in ops]
+    kernels = moe_kernels(hw, dtype)
+    ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
