@@ -20,7 +20,11 @@ from ironlaw.law.law import predict
 from ironlaw.machine import hardware
 from ironlaw.measure.calibrate import moefit
 from ironlaw.models.serving import step as st
+from dataclasses import replace
+
 from ironlaw.models.serving.throughput import FITTED
+
+TABLES = replace(FITTED, moe_tables=True)       # constants that run the routed experts on the fitted tables
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import kernel_moe  # noqa: E402
@@ -63,15 +67,18 @@ def test_the_catalog_holds_the_fits_with_provenance():
 
 def test_serving_runs_the_routed_experts_on_the_fitted_kernels():
     hw = hardware.get("b200")
-    g = st.step_graph("qwen3-30b-a3b", hw, "fp8", "fp8", gemm_tokens=64, decode=64, context=1024, prompt=1024,
-                      prefill_tokens=0, head_tokens=64)
+    args = dict(gemm_tokens=64, decode=64, context=1024, prompt=1024, prefill_tokens=0, head_tokens=64)
+    g = st.step_graph("qwen3-30b-a3b", hw, "fp8", "fp8", moe_tables=True, **args)
     kern = {op.name: op.attrs.get("kernel") for op in g.ops}
     assert kern["mlp_up_proj"] == kern["mlp_down_proj"] == "moe_grouped_gemm.fp8"
     assert kern["moe_permute"] == kern["mlp_act"] == kern["moe_combine"] == "moe_rows.fp8"
-    assert "moe_grouped_gemm.fp8" in st.engine_hw(hw, FITTED).calibration.kernel
-    other = st.step_graph("qwen3-30b-a3b", hardware.get("mi300x"), "fp8", "fp8", gemm_tokens=64, decode=64,
-                          context=1024, prompt=1024, prefill_tokens=0, head_tokens=64)
+    assert "moe_grouped_gemm.fp8" in st.engine_hw(hw, TABLES).calibration.kernel
+    other = st.step_graph("qwen3-30b-a3b", hardware.get("mi300x"), "fp8", "fp8", moe_tables=True, **args)
     assert {op.attrs.get("kernel") for op in other.ops if op.name.startswith("mlp_up")} == {st.GROUPED_GEMM}
+    # the H100-fitted constants keep their own expert terms (fitted with them): the tables only on request
+    plain = st.step_graph("qwen3-30b-a3b", hw, "fp8", "fp8", **args)
+    assert {op.attrs.get("kernel") for op in plain.ops if op.name.startswith("mlp_up")} == {st.GROUPED_GEMM}
+    assert "moe_grouped_gemm.fp8" not in st.engine_hw(hw, FITTED).calibration.kernel
 
 
 @pytest.mark.parametrize("tokens", [64, 4096])
@@ -80,8 +87,8 @@ def test_the_law_times_the_moe_layer_as_the_fit_does(tokens):
     grouped GEMMs, the activation, the combine) against the fitted closed form at the same shape."""
     hw = hardware.get("b200")
     g = st.step_graph("qwen3-30b-a3b", hw, "fp8", "fp8", gemm_tokens=tokens, decode=tokens, context=1,
-                      prompt=1, prefill_tokens=0, head_tokens=tokens)
-    est = predict(g, st.engine_hw(hw, FITTED))
+                      prompt=1, prefill_tokens=0, head_tokens=tokens, moe_tables=True)
+    est = predict(g, st.engine_hw(hw, TABLES))
     per_layer = {op.name: t for op, t in zip(g.ops, est.op_time_s)}
     law = sum(per_layer[n] for n in ("moe_permute", "mlp_up_proj", "mlp_act", "mlp_down_proj", "moe_combine"))
     m = g.meta

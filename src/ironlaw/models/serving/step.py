@@ -18,11 +18,13 @@ the weights of every expert the step's tokens touch, once per step, at its own f
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
 (``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
 below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
-follows the HBM bandwidth of the device. Where the device's own calibration holds the MoE layer fitted on
-measured kernel tables (``moe_grouped_gemm.<dtype>`` and ``moe_rows.<dtype>``, measure/calibrate/moefit.py),
-the routed experts' GEMMs run at that table instead (its compute and streaming η, its launch latency) and
-the routed rows' permute, activation and combine (``MOE_ROWS``) at its fraction of the HBM bandwidth: the
-constants fitted end to end on H100 are kept only for devices and dtypes no table covers. A decode-only step
+follows the HBM bandwidth of the device. With constants that say so (``moe_tables``) and where the device's
+own calibration holds the MoE layer fitted on measured kernel tables (``moe_grouped_gemm.<dtype>`` and
+``moe_rows.<dtype>``, measure/calibrate/moefit.py), the routed experts' GEMMs run at that table instead (its
+compute and streaming η, its launch latency) and the routed rows' permute, activation and combine
+(``MOE_ROWS``) at its fraction of the HBM bandwidth. The constants fitted end to end on H100 (``FITTED``) keep
+their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
+rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
 one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
 """
@@ -57,6 +59,7 @@ class ServingConstants:
     launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
+    moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -79,7 +82,8 @@ def engine_hw(hw, constants: ServingConstants):
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
     table = constants.calibration(dts)
-    table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
+    if constants.moe_tables:
+        table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
 
 
@@ -157,7 +161,7 @@ def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
 
 
 def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, decode: int, context: int,
-               prompt: int, prefill_tokens: float, head_tokens: float) -> Graph:
+               prompt: int, prefill_tokens: float, head_tokens: float, moe_tables: bool = False) -> Graph:
     """The step's graph on one attention rank (unsharded): see the module docstring."""
     T = max(int(round(gemm_tokens)), 1)
     tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
@@ -178,7 +182,7 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    kernels = moe_kernels(hw, dtype)
+    kernels = moe_kernels(hw, dtype) if moe_tables else (GROUPED_GEMM, None)
     ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
