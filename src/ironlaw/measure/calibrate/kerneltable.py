@@ -33,6 +33,8 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
     "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution"),
+    "moe_a2a": ("device", "comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk",
+                "num_experts", "num_tokens"),                     # DeepEP-style dispatch / combine
 }
 OPTIONAL = ("framework", "version", "kernel_source", "op_name")
 UNITS_S = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
