@@ -111,3 +111,17 @@ def test_curve_schema_refuses_nonsense(curve, message):
     del data["network"]["fitted"]
     with pytest.raises(IronlawError, match="fitted"):
         hardware.parse_hardware(data, "b200.toml")
+
+
+def test_deepep_tables_read_in_microseconds_and_the_law_against_them():
+    """moe_a2a rows (DeepEP high-throughput, bf16, EP 8): their ``latency`` is µs. The law times the exchange as
+    the NCCL all-to-all of tokens·k·h·2 bytes: on B200 about twice as fast as DeepEP measures (no DeepEP
+    kernel class yet), and a line α + n/B per phase holds the held-out token counts within 10% median."""
+    import kernel_deepep
+    got = {gpu: r for gpu, _, r in kernel_deepep.rows(kernel_deepep.DATA)}
+    assert set(got) == {"b200", "h100"}
+    r = got["b200"]
+    first = r[(r.phase == "dispatch") & (r.num_tokens == r.num_tokens.min())].latency_s
+    assert 20e-6 < float(first.min()) < 200e-6
+    for phase, k, signed, law, med, p90, alpha, bw in kernel_deepep.score("b200", r):
+        assert k == 78 and -0.75 < signed < -0.45 and med < 0.10

@@ -18,7 +18,7 @@ MIN_POINTS = 2            # sizes a line needs
 ITERATIONS = 30
 
 
-def _line(x: np.ndarray, t: np.ndarray, iters: int = 20) -> tuple[float, float]:
+def fit_line(x: np.ndarray, t: np.ndarray, iters: int = 20) -> tuple[float, float]:
     """(α ≥ 0, 1/B > 0) of T = α + x/B with the least relative error, reweighted against outliers."""
     w = np.ones_like(t)
     a, s = 0.0, 1e-12
@@ -40,10 +40,10 @@ def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) ->
     order = np.argsort(n)
     x, t = bus_factor(collective, gpus) * n[order], t[order]
     groups = np.array_split(np.arange(len(x)), max(1, min(lines, len(x) // MIN_POINTS)))
-    fits = [_line(x[g], t[g]) for g in groups]
+    fits = [fit_line(x[g], t[g]) for g in groups]
     for _ in range(ITERATIONS):
         pick = np.argmin([a + x * s for a, s in fits], axis=0)
-        new = [_line(x[pick == j], t[pick == j]) for j in range(len(fits)) if (pick == j).sum() >= MIN_POINTS]
+        new = [fit_line(x[pick == j], t[pick == j]) for j in range(len(fits)) if (pick == j).sum() >= MIN_POINTS]
         if new == fits:
             break
         fits = new
