@@ -21,6 +21,7 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,8 @@ def run_gpu(data: Path, folder: str, write: bool) -> list:
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
-    tables = kerneltable.read(data / folder, ops=kernelfit.OPS, framework="trtllm")
+    tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
+              for t in kerneltable.read(data / folder, ops=kernelfit.OPS, framework="trtllm")]
     hw = hardware.get(GPUS[folder])
     gs = kernelfit.groups(tables)
     origin, license = kernelfit.origin_of(data)

@@ -174,6 +174,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _num(p, key, w, 1e9, required=True, zero_ok=True)
     for key in ("m_half_nt", "k_half"):
         _num(p, key, w, 1e9, zero_ok=True)
+    _num(p, "m_tile", w, 4096)
     _num(p, "gemv_eta", w, 1.0 + 1e-9)
     for key in ("gemv_m", "gemv_m_kn"):
         _num(p, key, w, 4096)

@@ -7,7 +7,8 @@
 A group is one kernel class of the tables: GEMMs of one dtype (``[calibration.matmul.<dtype>]``), or
 context / generation attention of one math and KV dtype (``[calibration.kernel."attention_…"]``, the
 kernel class ``gemmshape.attention_kernel`` names). Each group's rows are sorted by shape and split in
-two: the even rows are fitted (at most ``FIT_ROWS`` of them, evenly spaced), the odd rows held out. Every
+two: the even rows are fitted (at most ``FIT_ROWS`` of them, evenly spaced), the odd rows held out (``score``
+runs at most ``SCORE_ROWS`` of them, evenly spaced). Every
 row is the op ironlaw itself builds for it — ``gemm:M,N,K`` (``models.workloads.micro``), the analytic
 transformer's attention (``models.workloads.attention``, KV dtype as ``serving.online.with_kv_dtype``
 sets it) — and the fit runs the law on it (``fitcore.Problem``), so what is fitted is what predicts.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import attention_kernel
+from ...core.gemmshape import WIDE_GQA, attention_kernel, attention_regime
 from ...core.graph import Graph
 from ...machine.calibration import SCHEMA, check
 from .fitcore import Observation, Problem, fit_group, grid
@@ -44,7 +45,10 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                                        "window_size"),
                  "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
                                           "window_size")}
-FIT_ROWS = 3000          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
+REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head"}
+M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
+FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
+SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
 PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), ("streamed", 1.5),
           ("latency_s", 1e-3))
@@ -87,10 +91,14 @@ def groups(tables: list[KernelTable]) -> list[Group]:
                 out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, _sorted(rows, t.op)))
             continue
         phase = "prefill" if t.op == "context_attention" else "decode"
-        for (a, kv), rows in t.rows.groupby(["attn_dtype", "kv_cache_dtype"], sort=True):
+        regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
+                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
+        for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
+                ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
             dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
-            name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
-            out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd)), t.op, t, _sorted(rows, t.op)))
+            name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
+            out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
+                             _sorted(rows, t.op)))
     return out
 
 
@@ -122,21 +130,31 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
 
 
 def fit_one(hw, g: Group, rows) -> dict:
-    """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``."""
+    """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
+    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6}
-    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: start}}
-    params = [((g.key[0], g.key[1], name), upper) for name, upper in PARAMS]
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
-    return fit_group(prob, cal, params, starts)[g.key[0]][g.key[1]]
+    best, best_loss = None, float("inf")
+    for tile in (None,) + (M_TILES if g.op == "generation_attention" else ()):
+        s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
+        cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
+        params = [((g.key[0], g.key[1], name), upper) for name, upper in PARAMS if not (tile and name == "m_half")]
+        pick = [[x for (name, _), x in zip(PARAMS, st) if not (tile and name == "m_half")] for st in starts]
+        c = fit_group(prob, cal, params, pick)
+        loss = prob.loss(c)
+        if loss < best_loss:
+            best, best_loss = c[g.key[0]][g.key[1]], loss
+    return best
 
 
 def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
-    """Per group, the law with ``cal`` against the held-out rows: median and 90th-percentile |error|."""
+    """Per group, the law with ``cal`` against its held-out rows (at most ``SCORE_ROWS``, evenly spaced): median
+    and 90th-percentile |error|."""
     out = []
     for g in gs:
-        held = split(g.rows)[1]
+        held = _spaced(split(g.rows)[1], SCORE_ROWS)
         if not len(held):
             continue
         prob = Problem(hw, observations(g, held), weighting="per_case")
@@ -233,8 +251,8 @@ def _derived_generation(hw, cal: dict) -> None:
     """Generation kernels run their math in bf16 on any cache (the tables time them so): an FP8 model's decode
     attention (math dtype fp8 in ironlaw) gets the bf16 math's table, eta_max rescaled to the FP8 peak."""
     kern = cal.get("kernel", {})
-    for kv in ("bf16", "fp8"):
-        src, dst = (attention_kernel("decode", m, kv) for m in ("bf16", "fp8"))
+    for kv, regime in ((kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)):
+        src, dst = (attention_kernel("decode", m, kv, regime) for m in ("bf16", "fp8"))
         if src in kern and dst not in kern and "fp8" in hw.peak_flops and "bf16" in hw.peak_flops:
             kern[dst] = {**kern[src], "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
 

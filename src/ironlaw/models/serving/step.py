@@ -78,13 +78,29 @@ class ServingConstants:
 
 
 def engine_hw(hw, constants: ServingConstants):
-    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
+    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost, and
+    the device's own kernel-fitted GEMM and attention terms where its calibration has them (``kernel_terms``)."""
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    table = constants.calibration(dts)
+    table = kernel_terms(constants.calibration(dts), hw.calibration)
     if constants.moe_tables:
         table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
+
+
+def kernel_terms(table: dict, cal) -> dict:
+    """``table`` (the engine constants' calibration) with the device's terms fitted on measured kernels
+    (``ironlaw calibrate --kernels``): each GEMM dtype whose shape table names its kernel data
+    (``[calibration.provenance."gemm <dtype>"]``) replaces the constants' GEMM η, and the attention kernel
+    classes (``gemmshape.attention_kernel``) price the attention ops they name in place of ``attention_eta``."""
+    if cal is None or not cal.provenance:
+        return table
+    gemm = {dt: dict(p) for dt, p in cal.shape("matmul").items() if f"gemm {dt}" in cal.provenance}
+    attention = {k: dict(p) for k, p in cal.kernel.items() if k.startswith("attention_") and "eta_max" in p}
+    if not gemm and not attention:
+        return table
+    return {**table, "matmul": {**table["matmul"], **gemm}, "kernel": {**table["kernel"], **attention},
+            "fitted": tuple(table["fitted"]) + tuple(k for k in cal.provenance if not k.startswith("moe "))}
 
 
 def fitted_moe(hw) -> dict:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import flopcount
-from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk
+from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -113,15 +113,15 @@ def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op
     attrs = {"attention": geo.get("kind", "global" if span is None else label)}
     if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
         attrs["kv_dtype"] = dt
-    attrs.update(_kernel_attrs(a, sh, geo, pairs, attention_dtype(dt), attrs.get("kv_dtype", dt)))
+    attrs.update(_kernel_attrs(a, sh, geo, pairs, attention_dtype(dt), attrs.get("kv_dtype", dt), span))
     return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
               dtype=attention_dtype(dt), count=count, module="attn",
               vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
               attrs=attrs, bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
 
 
-def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str) -> dict:
-    """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype) and
+def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
+    """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
     its shape per sequence and KV head (``gemmshape.attention_mnk``), where the shape is one number (not a
     sweep's array) and the attention is grouped-query ({} for MLA, training and encoders)."""
     if sh.phase not in ATTENTION_PHASES or geo.get("kind") == "mla" or a.encoder:
@@ -130,7 +130,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str) -> dict
     if any(np.ndim(x) for x in (pairs, sh.b, query)):
         return {}
     keys = float(pairs) / (float(sh.b) * float(query))
-    return {"kernel": attention_kernel(sh.phase, dt, kv_dtype),
+    regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
+    return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
             "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
 
 
