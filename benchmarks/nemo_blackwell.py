@@ -6,7 +6,8 @@ Prints, per row of tests/data/nemo_megatron_bridge_25.11_blackwell.csv (DGX-GB30
 published tokens/s per GPU, ironlaw's prediction with the layout the table prints on the catalog entry of the
 row's system (tests/nemo_ref.py: datasheets only; nothing is fitted on these rows or per device), the error and
 what binds the predicted step, or why ironlaw declines the row; for the MoE rows, the milliseconds per layer and
-micro-batch the published throughput implies beside ironlaw's; then the median and the largest |error| of the
+micro-batch the published throughput implies beside ironlaw's, with the host's time to issue the layer's kernels
+and what of it the device waits for (``ironlaw.models.host``); then the median and the largest |error| of the
 dense rows and of all predicted rows against the H100 table's goal (8%, 20%), and each row's command.
 """
 from __future__ import annotations
@@ -58,7 +59,7 @@ def moe_layers(rows: list) -> None:
     from ironlaw.core.errors import IronlawError
     from nemo_ref import DENSE, layer_s, predict
     print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/expert':>11} "
-          f"{'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6}")
+          f"{'ms/layer published':>18} {'ironlaw':>8} {'ratio':>6} {'host issue':>10} {'waits':>6}")
     for r in rows:
         if r["model"] in DENSE:
             continue
@@ -69,8 +70,10 @@ def moe_layers(rows: list) -> None:
         p, meta = st.plan, st.per_microbatch.graph.meta
         implied, ours = layer_s(r, st)
         rows_e = meta["tokens"] * meta["experts_per_token"] * p.ep / meta["experts"]
+        per = p.microbatches * meta["layers"] / p.pp            # layer passes per step on the stage
         print(f"{r['system']:6s} {r['model']:16s} {r['precision']:>5} {p.ep:3d} {p.micro_batch:3d} {rows_e:11.0f} "
-              f"{implied * 1e3:18.1f} {ours * 1e3:8.1f} {implied / ours:6.2f}")
+              f"{implied * 1e3:18.1f} {ours * 1e3:8.1f} {implied / ours:6.2f} "
+              f"{st.breakdown['host_issue_s'] / per * 1e3:10.2f} {st.breakdown['host_exposed_s'] / per * 1e3:6.2f}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import csv
 from pathlib import Path
 
 from ironlaw.models import parallel, workloads
-from ironlaw.cli._parallel import training_graph
+from ironlaw.models.analysis import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
@@ -45,6 +45,10 @@ SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
          "gpt-oss-120b": "gpt-oss-120b", "qwen3-30b-a3b": "qwen3-30b-a3b", "deepseek-v3": "deepseek-v3",
          "qwen3-235b-a22b": "qwen3-235b-a22b"}
 DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
+# layers whose activations the held-out rows' recipes offload to host memory (Megatron-Bridge v0.2.0
+# scripts/performance/configs/llama3/workload_base_configs.py, LLAMA3_70B_GB300_FP8_CS and _GB200_FP8_CS: MBS 2,
+# Megatron-FSDP, cpu_offloading_num_layers 20 and 40): the rows' printed layout is the recipe's
+OFFLOAD = {("gb300", "llama3-70b", "fp8"): 20, ("gb200", "llama3-70b", "fp8"): 40}
 RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
@@ -95,6 +99,8 @@ def options(row: dict, printed: bool = False) -> dict:
     r = row if printed or "system" in row else recipe(row)
     tp, vp = r["tp"], r["vp"]
     nodes = {"nodes": r["gpus"] // NVL_JOB_DOMAIN} if r.get("system", "").startswith("gb") and r["gpus"] > 72 else {}
+    off = OFFLOAD.get((r.get("system"), r["model"], r["precision"]), 0)
+    nodes.update({"offload_layers": off} if off else {})
     return dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
                 sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
@@ -111,6 +117,7 @@ def command(row: dict, printed: bool = False) -> str:
                               ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
+    flags += [f"--offload-activations {o['offload_layers']}"] if "offload_layers" in o else []
     return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} "
             f"--seq {row['seq']} --global-batch {o['global_batch']} --micro-batch {o['micro_batch']} "
             + " ".join(flags))

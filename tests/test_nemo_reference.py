@@ -63,13 +63,13 @@ def test_moe_rows_are_bounded_by_the_device(predicted):
     """The MoE rows' published throughput is below ironlaw's device-side prediction, not above it: the 25.11
     eager MoE layers (alltoall dispatcher, dropless, no CUDA graphs) take 16-19 ms per layer and micro-batch of
     4,096 tokens whatever their FLOPs (gpt-oss 2x Qwen3's), the host-bound regime Megatron-LM's MoE guide names
-    (docs/accuracy.md, known misses)."""
-    from ironlaw.models.parallel import MOE_HOST_NOTE
+    (docs/accuracy.md, known misses). The host term (ironlaw.models.host) counts the MoE layers' device→host
+    syncs and kernel launches at the measured launch costs; it does not close the gap."""
     for name in RECIPE:
         r, st = predicted[name]
         assert st.tokens_per_s_per_gpu > r["tokens_per_s_per_gpu"], name
-        assert MOE_HOST_NOTE in st.notes, name                # the step says what it leaves out
-    assert not any(MOE_HOST_NOTE in predicted[name][1].notes for name in DENSE)
+        assert any("device→host syncs" in n for n in st.notes), name       # the host term says what it counts
+    assert not any("device→host syncs" in n for name in DENSE for n in predicted[name][1].notes)
 
 
 def test_tuned_qwen3_run_on_16_h100():
@@ -95,8 +95,10 @@ def test_printed_gpt_oss_layout_does_not_fit():
 def test_held_out_blackwell_dense_rows():
     """The DGX-GB300, GB200 and B200 rows of the same page (nemo_ref.BLACKWELL), held out: their layouts as
     printed, each system's catalog entry (datasheets), nothing fitted on them. Every dense row ironlaw
-    predicts stays within 25%, the median within 12% (benchmarks/nemo_blackwell.py prints the table; the
-    FSDP Llama 3 70B rows are refused: their recipes offload activations to Grace memory, not modelled)."""
+    predicts stays within 25%, the median within 12% (benchmarks/nemo_blackwell.py prints the table). The FSDP
+    Llama 3 70B rows run as their recipes do, offloading 40 (GB200) and 20 (GB300) layers' activations to Grace
+    memory (nemo_ref.OFFLOAD): the GB200 row is predicted; the GB300 catalog entry names no host memory tier (its
+    Grace's per-GPU share is smaller than the GPU's HBM, which the tier order refuses), so that row is declined."""
     from nemo_ref import BLACKWELL
     err, refused = {}, []
     for r in table(BLACKWELL):
@@ -108,7 +110,8 @@ def test_held_out_blackwell_dense_rows():
             refused.append((r["system"], r["model"], str(e)))
             continue
         err[(r["system"], r["model"], r["precision"])] = st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1
-    assert len(err) == 10 and [(s, m) for s, m, _ in refused] == [("gb300", "llama3-70b"), ("gb200", "llama3-70b")]
-    assert all("more than" in e for *_, e in refused)
+    assert len(err) == 11 and [(s, m) for s, m, _ in refused] == [("gb300", "llama3-70b")]
+    assert "gb300 names none" in refused[0][2]
+    assert abs(err[("gb200", "llama3-70b", "fp8")]) <= 0.25
     assert np.median(np.abs(list(err.values()))) <= 0.12, err
     assert all(abs(e) <= 0.25 for e in err.values()), err

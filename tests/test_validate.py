@@ -185,6 +185,10 @@ def test_fit_command_reports_fitted_and_held_out_separately(tmp_path, capsys):
     assert [r["case"] for r in doc["held_out"]] == ["synthetic3 infer b1"]
     assert len(doc["fitted"]) == 3 and doc["saved"] is None
     assert doc["calibration"]["held_out"] == ["validate:synthetic3 infer b1"]
+    # the library's front door gives the command's document
+    import ironlaw
+    lib = ironlaw.fit(paths[:3], hold_out=paths[3:], on=str(PROFILE))
+    assert json.loads(json.dumps(lib.to_dict())) == doc and lib.held_out[0]["case"] == "synthetic3 infer b1"
     # a catalog-style file without [probe] is not a profile to write into
     with pytest.raises(SystemExit) as e:
         main(["fit", *paths[:3], "--on", str(PROFILE), "--save"])

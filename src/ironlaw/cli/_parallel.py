@@ -2,26 +2,12 @@
 from __future__ import annotations
 
 
-def training_graph(spec: str, hw, seq, dtype, opts: dict):
-    """The training graph of one micro-batch; ``--dtype fp8|mxfp8`` builds it in bf16 and lowers its linear
-    GEMMs (``ironlaw.models.precision``)."""
-    from ..models import precision, workloads
-    low = dtype if dtype is not None and precision.is_low(dtype) else None
-    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
-                                                dtype=precision.WIDE if low else dtype,
-                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
-
-
-def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=None) -> None:
-    from ..models import parallel
+def show_train_step(step, fmt: str, top: int) -> None:
+    """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
     from ..core.units import fmt as f, fmt_time
-    from .common import console, device, emit_json, emit_lines
+    from .common import console, emit_json, emit_lines
 
-    hw = device(on, network)
-    graph = training_graph(spec, hw, seq, dtype, opts)
-    plan = parallel.make_plan(opts, graph, hw)
-    step = parallel.train_step(graph, hw, plan, "serial" if serial else "overlap")
+    graph, hw, plan = step.graph, step.hw, step.plan
     if fmt == "json":
         emit_json(step.to_dict())
         return
@@ -48,6 +34,7 @@ def analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network=Non
             ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
             ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
             ("ZeRO/FSDP parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
+            ("host: kernel launches and syncs (exposed)", b["host_exposed_s"]),
             ("step", b["step_s"])]
     mem = step.memory
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]

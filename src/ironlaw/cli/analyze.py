@@ -5,31 +5,8 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, device, emit_json
+from .common import app, check_format, emit_json
 from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
-
-
-def estimate_from_options(spec: str, on: str, batch: int, seq: Optional[int], phase: Optional[str],
-                          dtype: Optional[str], serial: bool, network: Optional[str] = None, **options):
-    from ..law import law
-    from ..models import workloads
-    from ..core.errors import IronlawError
-
-    hw = device(on, network)
-    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
-                            device="cuda" if hw.kind == "gpu" else "cpu", options=options)
-    graph = workloads.resolve(req)
-    from ..models import parallel
-    if parallel.requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
-        graph = parallel.shard_inference(graph, hw, options)
-    est = law.predict(graph, hw, "serial" if serial else "overlap")
-    if not bool(est.placement.fits):
-        fp = est.footprint()
-        from ..core.units import fmt_size
-        total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
-        raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt_size(fp['total_bytes'])} "
-                           f"exceeds all memory tiers together ({fmt_size(total)})")
-    return est
 
 
 def parse_opts(items: list[str]) -> dict:
@@ -79,6 +56,9 @@ def analyze(
     overlap_p2p: bool = typer.Option(False, "--overlap-p2p", help="overlap the interleaved schedule's stage sends with compute"),
     grad_fp32: bool = typer.Option(False, "--grad-fp32", help="accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
+    redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
+    offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
+    cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
@@ -92,37 +72,28 @@ def analyze(
                                          "average 481, Ember 2023)"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
+    from .. import api
+
     check_format(fmt)
-    opts = {k: v for k, v in dict(gpus=gpus, nodes=nodes, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, global_batch=global_batch,
-                                  micro_batch=micro_batch, interleave=interleave, recompute=recompute, zero=zero,
-                                  fsdp=fsdp or None, expert_imbalance=expert_imbalance,
-                                  tp_comm_overlap=tp_comm_overlap or None, overlap_p2p=overlap_p2p or None,
-                                  grad_fp32=grad_fp32 or None, moe_a2a_overlap=moe_a2a_overlap or None,
-                                  sequence_parallel=sequence_parallel or None).items() if v is not None}
-    opts.update(parse_opts(opt))
-    if capture:
-        opts["capture"] = True
-    if plot:
-        from ..report.plot import check_path
-        check_path(plot)                     # fail before the analysis, not after it
-    if opts and phase == "train":
-        if plot:
-            from ..core.errors import IronlawError
-            raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
-        from ._parallel import analyze_train_step
-        return analyze_train_step(spec, on, seq, dtype, serial, fmt, top, opts, network)
-    est = estimate_from_options(spec, on, micro_batch or batch, seq, phase, dtype, serial, network, **opts)
-    if plot:
-        from ..report.plot import save
-        save(est, plot)
+    res = api.analyze(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, gpus=gpus, nodes=nodes,
+                      tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, expert_imbalance=expert_imbalance, global_batch=global_batch,
+                      micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
+                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                      moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
+                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
+                      capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
+                      grid_gco2_per_kwh=grid)
+    from ..models.analysis import Training
+    if isinstance(res, Training):                  # one training step on many devices
+        from ._parallel import show_train_step
+        return show_train_step(res, fmt, top)
     from ..law import power
-    energy = power.of_estimate(est, price, grid) if est.cols.cfg_shape == () else None
     if fmt == "json":
-        emit_json({**est.to_dict(), "energy": energy})
+        emit_json(res.to_dict())
     elif fmt == "md":
         from ..report.markdown import render
-        print(render(est, top=top) + "\n\n" + power.line(energy, est.hw.name))
+        print(render(res, top=top) + "\n\n" + power.line(res.energy, res.hw.name))
     else:
         from ..report.text import render
-        render(est, top=top)
-        print(power.line(energy, est.hw.name))
+        render(res, top=top)
+        print(power.line(res.energy, res.hw.name))

@@ -15,6 +15,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per operator.")
 hardware_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The hardware catalog.")
 workloads_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Built-in workloads and spec prefixes.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+        print(f"ironlaw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print ironlaw's version and exit.")) -> None:
+    """ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help."""
+
+
 app.add_typer(hardware_app, name="hardware")
 app.add_typer(workloads_app, name="workloads")
 

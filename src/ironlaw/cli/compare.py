@@ -14,7 +14,8 @@ def compare(
     spec: Spec,
     on: str = typer.Option("h100", "--on", help="hardware of the 'before' case"),
     what_if: List[str] = typer.Option([], "--what-if", "-w",
-                                      help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"quant=int8,target=weights\", "
+                                      help="transform(s), e.g. \"sparsity=0.9,format=csr\", \"sparsity=2:4\" (2:4 structured, on "
+                                           "devices with sparse tensor cores), \"quant=int8,target=weights\", "
                                            "\"fusion=elementwise\", \"flash-attention\", \"batch=64\", \"recompute=full\", "
                                            "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),
@@ -28,16 +29,12 @@ def compare(
     opt: Opt = [],
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
-    from ..models.whatif.compare import compare as run
-    from .analyze import estimate_from_options, parse_opts
+    from .. import api
+    from .analyze import parse_opts
 
     check_format(fmt)
-    if not what_if and not vs_hardware:
-        from ..core.errors import IronlawError
-        from ..models.whatif import names
-        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: " + ", ".join(names()) + ")")
-    before = estimate_from_options(spec, on, batch, seq, phase, dtype, serial, **parse_opts(opt))
-    c = run(before, what_if, vs_hardware)
+    c = api.compare(spec, on, what_if=what_if, vs_hardware=vs_hardware, batch=batch, seq=seq, phase=phase,
+                    dtype=dtype, serial=serial, options=parse_opts(opt))
     if fmt == "json":
         emit_json(c.to_dict())
     elif fmt == "md":

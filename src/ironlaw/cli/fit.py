@@ -19,33 +19,13 @@ def fit_cmd(
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
+    from .. import api
     check_format(fmt, ("text", "json"))
-    from ..machine import calibration, hardware
-    from ..measure.calibrate import fit
-    from ..measure import validate
-    from ..core.errors import IronlawError
-    from ..report.inputs import read_json
-
-    if stat not in validate.STATS:
-        raise IronlawError(f"--stat must be one of {', '.join(validate.STATS)}, got '{stat}'")
-    hw = hardware.get(on)
-
-    def load(paths):
-        return [c for p in paths or [] for c in validate.cases_of(read_json(p, "validate"), p)]
-    fitted, held = load(runs), load(hold_out)
-    cal = fit.fit(hw, fitted, held_out=held, stat=stat)
-    hw_cal = calibration.with_calibration(hw, cal)
-    groups = {"fitted": fit.score(hw_cal, fitted, stat), "held_out": fit.score(hw_cal, held, stat)}
-    saved = None
-    if save:
-        if "probe" not in hw.extra:
-            raise IronlawError(f"--save: {hw.path} is not a probe profile (no [probe] table); calibrate a profile "
-                               "written by `ironlaw probe` (--on local)")
-        saved = str(fit.save(hw.path, cal))
+    res = api.fit(runs, hold_out=hold_out, on=on, stat=stat, save=save)
     if fmt == "json":
-        emit_json({"schema": "ironlaw.fit/1", "hardware": hw.name, "calibration": cal, "saved": saved,
-                   **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows] for g, rows in groups.items()}})
+        emit_json(res.to_dict())
         return
+    cal, saved, groups = res.calibration, res.saved, {"fitted": res.fitted, "held_out": res.held_out}
     from rich.table import Table
     from .common import console
     c = console()

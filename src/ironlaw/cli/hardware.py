@@ -73,6 +73,10 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         c.print(f"collectives: calibration '{net['calibration']}' — {esc(net['source'])}")
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
     c.print(f"efficiency: {eff} — {esc(d.sources['efficiency'])}")
+    if d.extra.get("host") is not None:
+        h = d.extra["host"]
+        c.print(f"host: {esc(h.cpu)}; {fmt_time(h.op_s)} per eager op, {fmt_time(h.module_s)} more per Transformer "
+                f"Engine module, {fmt_time(h.sync_s)} per device→host sync — {esc(h.source)}")
     if d.tdp_w:
         c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
     if d.idle_w is not None:

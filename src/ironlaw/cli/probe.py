@@ -27,10 +27,11 @@ def probe(
     reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
     reference models end to end and per op (CPU), fit the calibration on both, and save it all as a
     profile in the catalog's format."""
-    from ..machine import profile
+    from .. import api
 
     check_format(fmt, ("text", "json"))
     show_bar = fmt == "text" and sys.stdout.isatty()
+    kw = dict(out=out, quick=quick, threads=threads, max_cv=max_cv, rounds=rounds, references=references)
     if show_bar:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         with Progress(TextColumn("[bold]probe[/bold] {task.description:<32}"), BarColumn(),
@@ -39,25 +40,13 @@ def probe(
 
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, description=label)
-            doc = _measure(quick, threads, max_cv, rounds, references, tick)
+            res = api.probe(**kw, progress=tick)
     else:
-        doc = _measure(quick, threads, max_cv, rounds, references, None)
-    path = profile.save(doc, out)
+        res = api.probe(**kw)
     if fmt == "json":
-        emit_json({"schema": "ironlaw.probe-result/1", "path": str(path), "profile": doc})
+        emit_json(res.to_dict())
         return
-    _render(doc, str(path))
-
-
-def _measure(quick: bool, threads, max_cv: float, rounds: int, references: bool, tick) -> dict:
-    """The probe's rows as a profile, its calibration fitted on them and, with ``references``, on its
-    reference runs too (``selfcal`` fits both together, so the rows' own fit is skipped then)."""
-    from ..measure import probe as probe_mod
-    from ..measure.calibrate import selfcal
-    from ..measure.calibrate import build
-    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=tick, rounds=rounds)
-    doc = build.profile(rows, calibrate_fit=not references)
-    return selfcal.calibrate(doc, quick, progress=tick) if references else doc
+    _render(res.profile, res.path)
 
 
 def _render(doc: dict, path: str) -> None:

@@ -35,7 +35,8 @@ def report(
     from ..report import html as page
     from ..report import inputs
     from ..core.units import fmt, fmt_time
-    from .analyze import estimate_from_options
+    from ..models.analysis import predict
+    from .common import device
 
     out = page.check_output(html)                      # fail before any work
     if top < 1:
@@ -44,7 +45,7 @@ def report(
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
     from ..core import progress
     with progress.task(f"report of {spec}", total=3) as step:
-        est = estimate_from_options(spec, on, batch, seq, phase, dtype, serial)
+        est = predict(spec, device(on), batch, seq, phase, dtype, "serial" if serial else "overlap")
         step(description="what-if and validation")
         cmp_doc = None
         if compare_file:

@@ -50,23 +50,14 @@ def search(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
-    from ..core.errors import IronlawError, unknown
+    from .. import api
     check_format(fmt)
-    fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
-                 recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
-    if phase == "train":
-        from ..models.search import train
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
-        res = train.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                           quiet=fmt == "json", settings=settings)
-    elif phase == "serve":
-        if engine != "local" or workers or address:
-            raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        from ..models.search import serve
-        res = serve.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=fmt == "json")
-    else:
-        raise unknown("search phase", phase, ("train", "serve"))
+    res = api.search(spec, phase=phase, on=on, gpus=gpus, nodes=nodes, global_batch=global_batch, seq=seq, dtype=dtype,
+                     top=top, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
+                     recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
+                     tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json")
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -87,13 +78,15 @@ def _layout(e: dict) -> str:
 def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt as f, fmt_time
     train = res.phase == "train"
+    offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
     head = ["#", "layout"] + (["rc/z"] if train else []) + \
-        ["tok/s/GPU", "MFU" if train else "ITL", "step" if train else "TTFT", "mem/GPU", "binds"]
+        ["tok/s/GPU", "ITL" if not (train or offline) else "MFU",
+         "step" if train else "all reqs" if offline else "TTFT", "mem/GPU", "binds"]
     rows = []
     for e in res.top:
         extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
-        t1 = f"{100 * e['mfu']:.1f}%" if train else fmt_time(e["itl_s"])
-        t2 = fmt_time(e["time_s"]) if train else fmt_time(e["ttft_s"])
+        t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
+        t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
         rows.append([str(e["rank"]), _layout(e)] + extra + [f"{e['tokens_per_s_per_gpu']:,.0f}", t1, t2,
                     f(e["memory_per_gpu_bytes"], "B").replace(" ", ""), e["bottleneck"]["resource"]])
     return head, rows
@@ -104,9 +97,10 @@ def show(res, fmt: str) -> None:
     s = res.setup
     what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
             if res.phase == "train" else f"up to {s['gpus']} GPUs, prompt {s['prompt']}, output {s['output']}")
-    title = (f"{res.spec} · {res.phase} · {res.dtype} on {res.hardware}: {what}; "
+    kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))
+    title = (f"{res.spec} · {res.phase} · {res.dtype}{f' (KV {kv})' if kv else ''} on {res.hardware}: {what}; "
              f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
-             f"{' the targets' if res.phase == 'serve' else ''} ({fmt_time(res.search_s)}, {res.engine})")
+             f"{' the targets' if s.get('slo') else ''} ({fmt_time(res.search_s)}, {res.engine})")
     head, rows = _rows(res)
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))

@@ -5,7 +5,6 @@ from typing import Optional
 
 import typer
 
-from ..core.errors import IronlawError
 from .common import app, check_format, emit_json, emit_lines
 
 
@@ -17,7 +16,8 @@ def serve(
     output: int = typer.Option(256, "--output", help="generated tokens per request"),
     concurrency: int = typer.Option(1, "--concurrency", help="sequences in flight (continuous batching)"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
-    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype, e.g. fp8 (default: --dtype)"),
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype, e.g. fp8 (default: --dtype; "
+                                           "fp8 for 8- and 4-bit float models, as their checkpoints)"),
     page_tokens: int = typer.Option(16, "--page-tokens", help="KV page size in tokens; 0 = no paging"),
     max_seq: Optional[int] = typer.Option(None, "--max-seq", help="without paging: tokens reserved per sequence"),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
@@ -46,35 +46,26 @@ def serve(
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
-    from ..models.serving import online as serving
+    from .. import api
     from ..core.units import fmt as f, fmt_time
 
     check_format(fmt)
-    if max_throughput:
-        from .serve_throughput import run
-        return run(spec, on, prompt, output, fmt, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype,
-                   kv_dtype=kv_dtype, kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens,
-                   requests=requests, expert_imbalance=expert_imbalance)
-    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
-                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
-                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
-                       ("--kv-fraction", kv_fraction != 0.95)):
-        if used:
-            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
-    from . import _serve_features as sf
-    feats = sf.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price, grid)
-    kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
-              composition="serial" if serial else "overlap")
-    est = serving.estimate(spec, on, prompt, output, concurrency, **kw)
-    if sweep_concurrency:
-        doc = sf.frontier(est, kw, feats)
-        return emit_json(doc) if fmt == "json" else emit_lines(sf.frontier_lines(doc), fmt)
-    d = est.to_dict()
-    parts, more = sf.run(est, kw, feats)
-    d.update(parts)
+    res = api.serve(spec, on, prompt=prompt, output=output, concurrency=concurrency, dtype=dtype, kv_dtype=kv_dtype,
+                    page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp, serial=serial,
+                    max_throughput=max_throughput, ep=ep, attention_dp=attention_dp, pp=pp, kv_fraction=kv_fraction,
+                    max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
+                    expert_imbalance=expert_imbalance, speculative=speculative, prefix_hit=prefix_hit,
+                    disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
+                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid)
     if fmt == "json":
-        emit_json(d)
+        emit_json(res.to_dict())
         return
+    if max_throughput:
+        from .serve_throughput import show
+        return show(res, spec, prompt, output, fmt)
+    if sweep_concurrency:
+        return emit_lines(res.lines(), fmt)
+    est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"

@@ -1,18 +1,14 @@
 """`ironlaw serve SPEC --max-throughput …`: the offline scenario's table (text, md) or document (json)."""
 from __future__ import annotations
 
-from .common import emit_json, emit_lines
+from .common import emit_lines
 
 
-def run(spec: str, on: str, prompt: int, output: int, fmt: str, **kw) -> None:
-    from ..models.serving import throughput as st
+def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
+    """Print a ThroughputEstimate (``ironlaw.models.serving.throughput``) as a table (text, md)."""
     from ..core.units import fmt as f, fmt_time
 
-    est = st.max_throughput(spec, on, prompt, output, **kw)
     d = est.to_dict()
-    if fmt == "json":
-        emit_json(d)
-        return
     lay, m, s = est.layout, d["memory_per_gpu"], d["steady_state"]
     where = f"{lay.gpus} × {est.hw.name}" if lay.gpus > 1 else est.hw.name
     par = ", ".join(p for p in (f"TP {lay.tp}" if lay.tp > 1 else "", f"PP {lay.pp}" if lay.pp > 1 else "",

@@ -26,20 +26,11 @@ def sweep(
                                          "average 481, Ember 2023)"),
 ):
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
-    from ..models import sweep as sw
-    from ..core.errors import IronlawError
+    from .. import api
 
     check_format(fmt, ("text", "json", "csv"))
-    hws = [h.strip() for h in on.split(",")]
-    if not all(hws):
-        raise IronlawError(f"--on '{on}': empty hardware name in the list")
-    if plot:
-        from ..core.files import check_output
-        check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
-    res = sw.run(spec, hws, batch, seq, phase, dtype, what_if, "serial" if serial else "overlap",
-                 usd_per_device_hour=price, gco2_per_kwh=grid)
-    if plot:
-        write_plot(res, plot)
+    res = api.sweep(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, what_if=what_if, serial=serial,
+                    plot=plot, price_per_gpu_hour=price, grid_gco2_per_kwh=grid)
     if fmt == "json":
         emit_json(res.to_dict())
     elif fmt == "csv":
@@ -82,40 +73,3 @@ def text(res) -> None:
         s = f" at seq {rp['seq']}" if rp["seq"] is not None else ""
         con.print(f"ridge point on {rp['hardware']}{s}: {rp['from']} → {rp['to']} at batch {rp['batch']} "
                   f"(between {rp['batch_before']} and {rp['batch_after']} on the grid)")
-
-
-def write_plot(res, path: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    seqs = [None] if res.seq is None else list(res.seq)
-    markers = {}
-    for h, hw in enumerate(res.hardware):
-        for j, s in enumerate(seqs):
-            y = res.throughput[h, :, j]
-            lab = hw + ("" if s is None else f", seq {int(s)}")
-            line, = ax.plot(res.batch, y, label=lab)
-            for k, b in enumerate(np.unique(res.bottleneck[h, :, j])):
-                sel = res.bottleneck[h, :, j] == b
-                m = markers.setdefault(b, "osD^vx*+"[len(markers) % 8])
-                ax.scatter(res.batch[sel], y[sel], marker=m, color=line.get_color(), s=18)
-    for rp in res.ridges:
-        ax.axvline(rp["batch"], ls=":", lw=1, color="gray")
-        ax.annotate(f"{rp['to']}", (rp["batch"], ax.get_ylim()[1]), fontsize=7, rotation=90, va="top")
-    for b, m in markers.items():
-        ax.scatter([], [], marker=m, color="black", label=b, s=18)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("batch")
-    ax.set_ylabel(res.throughput_unit)
-    ax.set_title(f"{res.spec} · {res.phase} · {res.dtype}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    from ..core.files import write_atomic
-    try:
-        write_atomic(path, lambda f: fig.savefig(f, format=path.rsplit(".", 1)[-1].lower()), "--plot")
-    finally:
-        plt.close(fig)

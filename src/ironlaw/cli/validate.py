@@ -24,26 +24,14 @@ def validate(
     top: int = typer.Option(10, "--top", help="per-op rows shown (text)"),
 ):
     """Measure the model end to end and per op, predict it with the profile, show both with the error."""
+    from .. import api
     check_format(fmt, ("text", "json"))
-    from ..measure import validate as v
-    if out is not None:
-        from ..core.files import check_output
-        check_output(out, "--out", (".json",))                # fail before the (long) run
-    doc = v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup, threads=threads)
-    if out:
-        write_json(out, doc)
+    doc = api.validate(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
+                       threads=threads, out=out).to_dict()
     if fmt == "json":
         emit_json(doc)
     else:
         render(doc, top=top)
-
-
-def write_json(path: str, doc: dict) -> None:
-    """Atomic (see ironlaw.core.files); the folder must exist."""
-    import json
-
-    from ..core.files import check_output, write_atomic
-    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
 
 
 def _pct(x) -> str:

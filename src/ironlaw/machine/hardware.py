@@ -66,6 +66,7 @@ from .calibration import Calibration, check as check_calibration
 from ..core.errors import IronlawError, suggest, unknown
 from ..core.graph import KINDS as OP_KINDS
 from .home import newest
+from .hostcpu import check as check_host
 from .network.calibration import check_table as check_network, for_hardware as network_for
 from .probetable import check_probe
 
@@ -192,6 +193,8 @@ class Hardware:
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
+            "host": (lambda h: None if h is None else {"cpu": h.cpu, "op_s": h.op_s, "module_s": h.module_s,
+                                                       "sync_s": h.sync_s, "source": h.source})(self.extra.get("host")),
             "network": self.network_calibration(),
             "path": self.path,
         }
@@ -274,7 +277,7 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     """A checked Hardware from a TOML document (catalog entry or measured profile)."""
     top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
                                "latency", "links", "power", "efficiency", "features", "probe", "calibration",
-                               "network"))
+                               "network", "host"))
     name, kind, aliases = _identity(top, where)
     sources: dict[str, str] = {}
     peaks = _compute(top, where, sources)
@@ -372,7 +375,8 @@ def _efficiency(top: _Table, where: str, sources: dict) -> dict[str, float]:
 # [features]: sparsity_2_4, the matrix unit runs 2:4 structured sparsity at twice its dense rate; fp8_any_layout,
 # its FP8 GEMMs take either operand layout (Blackwell, compute capability 10.x: one FP8 copy of a tensor serves
 # both GEMMs that read it, where Hopper's take only the TN layout and need a transposed copy, ``precision``)
-FEATURES = ("sparsity_2_4", "fp8_any_layout")
+# nvfp4_training: NVIDIA's NVFP4 training recipe runs there (``ironlaw.models.nvfp4``)
+FEATURES = ("sparsity_2_4", "fp8_any_layout", "nvfp4_training")
 
 
 def _features(top: _Table, where: str, sources: dict) -> dict[str, bool]:
@@ -396,6 +400,8 @@ def _measured(data: dict, where: str) -> tuple[dict, Calibration | None]:
         extra["network"] = check_network(data["network"], f"{where}.network")
     if "probe" in extra:
         check_probe(extra["probe"], f"{where}.probe")
+    if "host" in data:                        # the host CPU and what issuing work costs it (machine.hostcpu)
+        extra["host"] = check_host(data["host"], f"{where}.host")
     cal = None
     if "calibration" in data:
         cal = Calibration.of(check_calibration(data["calibration"], f"{where}.calibration"))

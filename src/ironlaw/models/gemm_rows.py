@@ -58,7 +58,7 @@ def with_kernel_rows(sg: Graph, hw, tp: int = 1, overlap: bool = False, ep: int 
     tokens = np.asarray(sg.meta.get("tokens", 0.0), dtype=float)    # an array where micro-batches are an axis
     if not np.all(tokens > 0):
         return sg
-    experts = sg.meta.get("experts", 0)
+    experts = sg.meta.get("expert_slots", sg.meta.get("experts", 0))      # redundant slots share the load
     per_expert = tokens * sg.meta.get("experts_per_token", 1) * ep / experts if experts else tokens
     ops = []
     for op in sg.ops:

@@ -38,7 +38,7 @@ Activation memory per device follows Korthikanti et al. 2022 ("Reducing activati
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
 from ..core.graph import Graph, Op, dtype_bytes
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
+from . import host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -83,6 +84,9 @@ class Plan:
     overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
     grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
     moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
+    cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
+    redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
+    offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
 
     @property
     def microbatches(self) -> int:
@@ -91,7 +95,8 @@ class Plan:
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap")
+                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
+                "redundant_experts", "offload_layers")
 
 
 def requested(options: dict) -> bool:
@@ -118,8 +123,13 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     rc, zero, sp, imbalance = _options(o, tp, ep)
     if graph is not None and rc != "none" and "layers" not in graph.meta:
         raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+    red = _redundant(o, ep)
     if graph is not None:
-        _check_model(graph, tp, pp, v, ep, cp)
+        _check_model(graph, tp, pp, v, ep, cp, red)
+    off = o.get("offload_layers", 0)
+    if off and (graph is None or "layers" not in graph.meta):
+        raise IronlawError("--offload-activations needs a transformer built by ironlaw (layers known)")
+    off = offload.check(off, graph.meta["layers"] / pp) if off else 0
     overlap = bool(o.get("tp_comm_overlap", False))
     if overlap and not sp:
         raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
@@ -132,7 +142,27 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off)
+
+
+def _redundant(o: dict, ep: int) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72)."""
+    r = o.get("redundant_experts", 0)
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if r and ep == 1:
+        raise IronlawError("--redundant-experts spreads replicas of hot experts over the EP group; add --ep > 1")
+    return r
+
+
+def graph_scopes(value) -> tuple:
+    """``--cuda-graph attn,moe_router,moe_preprocess`` (or a sequence): the parts captured in CUDA graphs."""
+    from .host import SCOPES
+    items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+    return tuple(x for x in SCOPES if x in items)
 
 
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
@@ -188,7 +218,7 @@ def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
     return rc, zero, sp, float(f)
 
 
-def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> None:
+def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
         if tp > 1 or pp > 1 or ep > 1 or cp > 1:
@@ -202,9 +232,14 @@ def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1) -> No
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")
-    if ep > 1 and (not meta.get("experts") or meta["experts"] % ep):
-        raise IronlawError(f"--ep {ep} does not divide the {meta.get('experts', 0)} experts of {g.name}"
-                           f"{'' if meta.get('experts') else ' (a dense model: use --ep 1)'}")
+    e = meta.get("experts", 0)
+    if redundant > e:
+        raise IronlawError(f"--redundant-experts {redundant} is more than the {e} experts of {g.name}")
+    if ep > 1 and (not e or (e + redundant) % ep):
+        extra = f" + {redundant} redundant" if redundant else ""
+        raise IronlawError(f"--ep {ep} does not divide the {e} experts{extra} of {g.name}"
+                           f"{'' if e else ' (a dense model: use --ep 1)'}"
+                           f"{'; --redundant-experts N adds slots so that it does' if e and not redundant else ''}")
     seq = np.asarray(meta.get("seq", 0))
     if cp > 1 and np.any(seq % (2 * cp)):
         raise IronlawError(f"--cp {cp} does not divide the sequence of {int(np.max(seq))} tokens into 2 × cp = "
@@ -219,12 +254,14 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
     ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
     every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
     spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
-    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them."""
+    groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them. A group
+    that fills its nodes but part of the last (dp·cp = 78 ranks of stride 4 on nodes of 64: 16 on each of four
+    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``)."""
     if size == 1 or stride * size <= gpus_per_node:
         nodes = 1
     else:
-        nodes = size if stride >= gpus_per_node else stride * size // gpus_per_node
-    return size, nodes, max(gpus_per_node // (size // nodes), 1)
+        nodes = size if stride >= gpus_per_node else -(-size // max(gpus_per_node // stride, 1))
+    return size, nodes, max(gpus_per_node // -(-size // nodes), 1)
 
 
 # ---------------------------------------------------------------------- tensor parallelism
@@ -246,7 +283,20 @@ def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: 
 
 def _topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
-    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1)
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
+
+
+def kv_cache_split(meta: dict, tp: int) -> int:
+    """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
+    over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
+    attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; vLLM gives MLA one KV head,
+    "MLA is always replicated as the hidden dim can't be split": vllm/distributed/kv_transfer/kv_connector/utils.py).
+    Attention data parallelism instead gives each rank its own sequences and their whole cache
+    (``serving.parallel``)."""
+    if meta.get("kv_shared_by_heads"):
+        return 1
+    return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
 
 
 def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
@@ -259,7 +309,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
                            f"tokens known)")
     grp = grp or (tp, 1)
+    kv = kv_cache_split(meta, tp)
     by = dtype_bytes(g.dtype)
+    slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
     act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
     ratio: dict[str, float] = {}
     ops: list[Op] = []
@@ -286,9 +338,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                 new.bytes_written = op.bytes_written / tp
         elif base in SPLIT:
             new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: v / tp for k, v in op.bytes.items()}
+            new.bytes = {k: v / (kv if k == "kv_cache" else tp) for k, v in op.bytes.items()}
             new.bytes_written = op.bytes_written / tp
-        elif base in REPLICATED or base == "fp8_cast":      # a cast follows its tensor (precision.py)
+        elif base in REPLICATED or base in ("fp8_cast", "fp4_cast"):    # a cast follows its tensor (precision.py)
             if sp or op.attrs.get("tp_split"):
                 new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
                 new.bytes = {k: v / tp for k, v in op.bytes.items()}
@@ -297,9 +349,9 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
-            new.bytes["weights"] = new.bytes["weights"] / ep
+            new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
-                new.bytes["gradients"] = new.bytes["gradients"] / ep
+                new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         ops.append(new)
         if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
             where = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
@@ -322,7 +374,8 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
                                  act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    out.footprint = {k: v / tp for k, v in g.footprint.items() if k in ("weights", "kv_cache")} | \
+    out.footprint = {k: v / (kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+                     if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
@@ -504,11 +557,12 @@ def recompute_flops(g: Graph, recompute: str):
 def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
     """(dense, expert) parameters one device holds: dense over tp·pp, experts over tp·pp·ep."""
     params = float(g.meta["params"])
-    expert = 0.0
-    if g.meta.get("experts"):
+    expert, e = 0.0, g.meta.get("experts", 0)
+    if e:
         e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
         expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
-    return (params - expert) / (plan.tp * plan.pp), expert / (plan.tp * plan.pp * plan.ep)
+    slots = (e + plan.redundant_experts) / e if e else 1.0              # replicas held on the EP group
+    return (params - expert) / (plan.tp * plan.pp), expert * slots / (plan.tp * plan.pp * plan.ep)
 
 
 def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
@@ -532,6 +586,8 @@ def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]
         act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
     else:
         act_dev = act * tp_factor * inflight
+    if plan.offload_layers:                   # the offloaded layers' share waits in host memory
+        act_dev *= 1.0 - offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp)
     weight_b = by + weight_copy_bytes(g.meta)
     return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
             "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
@@ -582,7 +638,8 @@ def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
-    """One line per kind of group whose concurrent groups share a node's network (what each gets)."""
+    """One line per kind of group whose concurrent groups share a node's network (what each gets), and per kind
+    whose groups fill their last node partly (timed on the fullest)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.collectives import inter_node_Bps
     from ..core.units import fmt
@@ -595,6 +652,9 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
+        if used and t.gpus % t.nodes:
+            out.append(f"{what}: each group's {t.gpus} ranks span {t.nodes} nodes unevenly, at most "
+                       f"{t.gpus_per_node} on one; timed on the fullest node")
     return out
 
 
@@ -716,7 +776,7 @@ def expert_load(sg: Graph, plan: Plan) -> Graph:
     """The hottest rank of an expert-parallel MoE: with the hottest expert at ``expert_imbalance`` × the mean
     load and the other experts of its rank at the mean, that rank's expert GEMMs and all-to-all traffic are
     1 + (f − 1)·ep/E times the balanced share (E/ep experts per rank)."""
-    f, e = plan.expert_imbalance, sg.meta.get("experts", 0)
+    f, e = plan.expert_imbalance, sg.meta.get("expert_slots", sg.meta.get("experts", 0))
     if f == 1.0 or plan.ep == 1 or not e:
         return sg
     r = 1.0 + (f - 1.0) * plan.ep / e
@@ -821,19 +881,22 @@ def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> fl
     return float(law.predict(og, hw, composition).time_s)
 
 
-def _bottleneck(est, step: float, shares: dict) -> dict:
+def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
+    """What binds the step; the host term's account joins the reason where it owns 5% of the step or more."""
     top = max(shares, key=shares.get)
+    host = f"; {host_why}" if host_why and shares.get("host", 0.0) >= 0.05 * step else ""
     if top == "compute":
         b = est.bottleneck()
-        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}"}
-    res = "network" if top == "network" else ("latency" if top == "pipeline bubble" else "bandwidth")
-    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step"}
+        return {"resource": b["resource"], "share": top, "why": f"per micro-batch: {b['why']}{host}"}
+    res = "network" if top == "network" else ("latency" if top in ("pipeline bubble", "host") else "bandwidth")
+    return {"resource": res, "share": top, "why": f"{top} owns {100 * shares[top] / step:.0f}% of the step{host}"}
 
 
-MOE_HOST_NOTE = ("the MoE layers are timed on the GPU; their host time is not modelled. An eager, dropless "
-                 "dispatcher that waits on the host for the all-to-all split sizes every layer, with no CUDA graph "
-                 "(Megatron-Core's alltoall), can leave the step host-bound and slower than this (docs/accuracy.md, "
-                 "the NeMo MoE rows)")
+REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
+                  "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
+                  "is not timed")
+NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
+                "framework are not timed, and a step they bind runs slower than this")
 
 
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
@@ -843,12 +906,19 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     if is_low(g.dtype):
         g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
+    if g.meta.get("precision") == nvfp4.DTYPE:
+        nvfp4.require(hw)                                      # NVIDIA's NVFP4 recipe, where it runs
+    if plan.redundant_experts:
+        g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
+                  meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = _memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
-    notes = _shared_network_notes(hw, plan, grp) + ([MOE_HOST_NOTE] if g.meta.get("experts") else [])
+    notes = _shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
+        e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
+        if plan.redundant_experts else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = _stage_ops(g, plan)
@@ -859,7 +929,11 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     t_est = float(est.time_s) - hidden_tp
-    t_mb, m, v = t_est + ring_exposed + fsdp_exposed, plan.microbatches, plan.interleave
+    host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
+    host_mb = host_t.exposed_s if host_t is not None else 0.0
+    notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    off_mb = _offload_s(g, hw, plan, rows, notes)
+    t_mb, m, v = t_est + ring_exposed + fsdp_exposed + host_mb + off_mb, plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
     p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
@@ -878,14 +952,41 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
-                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s}
+                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
+                 "host_exposed_s": m * host_mb, "host_issue_s": m * (host_t.issue_s if host_t else 0.0),
+                 "offload_exposed_s": m * off_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
-              "pipeline bubble": bubble_s, "optimizer": opt_s}
+              "pipeline bubble": bubble_s, "optimizer": opt_s, "host": m * host_mb}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
-                        _bottleneck(est, step, shares), topo.describe(), notes, peak)
+                        _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
+
+
+def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float:
+    """Exposed seconds per micro-batch of ``--offload-activations`` (``offload``), the host memory checked and a
+    note added; 0 without it."""
+    from ..core.units import fmt
+    n = plan.offload_layers
+    if not n:
+        return 0.0
+    tier = offload.host_tier(hw)
+    L = g.meta["layers"]
+    whole = _memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
+    held = whole * offload.fraction(n, L, plan.pp)
+    if held > tier.capacity_bytes:
+        raise IronlawError(f"--offload-activations {n} puts {fmt(held, 'B')} of activations per device in "
+                           f"{tier.name}, more than its {fmt(tier.capacity_bytes, 'B')}")
+    per_layer = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp / L * \
+        (1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp)
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    copied, exposed = offload.exposed_s(n, per_layer, fwd, bwd, L / plan.pp, tier.bw_Bps)
+    notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt(held, 'B')} per device, "
+                 f"{fmt(copied, 's')} of copies per micro-batch at {fmt(tier.bw_Bps, 'B/s')}, "
+                 f"{fmt(exposed, 's')} not hidden under the layers' compute")
+    return exposed
 
 
 def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:

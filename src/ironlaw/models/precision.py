@@ -1,5 +1,5 @@
 """Low-precision training: FP8 GEMMs with current scaling (Hopper) and MXFP8 (Blackwell), as Transformer
-Engine runs them under Megatron-LM.
+Engine runs them under Megatron-LM, and NVFP4 (Blackwell: the format's GEMMs and kernels in ``nvfp4``).
 
     lower(g, dtype, any_layout)   a training graph of the transformer builder → the same step with the linear
                                   GEMMs of its layers (attention projections, MLP and expert projections) at
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 
+from . import nvfp4
 from ..core.errors import IronlawError
 from ..core.graph import DTYPE_BYTES, Graph, Op
 
@@ -39,7 +40,7 @@ LINEARS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 COLUMN_INPUT = ("attn_pre_proj", "mlp_up_proj")          # input replicated over TP, output split
 CAST_READ_BYTES = {"fp8": 2.0 + 2.0, "mxfp8": 2.0}         # per element: amax pass + cast pass | one pass
 COPY_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32.0}       # one FP8 copy per element, with its block scales
-TRAINING_DTYPES = tuple(CAST_READ_BYTES)
+TRAINING_DTYPES = tuple(CAST_READ_BYTES) + (nvfp4.DTYPE,)     # fp4: NVIDIA's NVFP4 recipe (``nvfp4``)
 
 
 def copies(dtype: str, any_layout: bool = False) -> int:
@@ -56,6 +57,8 @@ def cast_write_bytes(dtype: str, any_layout: bool = False) -> float:
 def weight_copy_bytes(meta: dict) -> float:
     """Bytes of FP8 weight copies per parameter kept beside the bf16 weights of a lowered graph (0 if none)."""
     dtype = meta.get("precision")
+    if dtype == nvfp4.DTYPE:
+        return nvfp4.WEIGHT_COPY_BYTES
     return cast_write_bytes(dtype, meta.get("fp8_any_layout", False)) if dtype in TRAINING_DTYPES else 0.0
 
 
@@ -106,6 +109,7 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
            and not op.name.endswith(".backward") and in_layers(op, L)}
     if not fwd:
         raise IronlawError(f"{g.name}: {dtype} training needs a transformer built by ironlaw (its linear layers known)")
+    fp4 = dtype == nvfp4.DTYPE
     ops: list[Op] = []
     for op in g.ops:
         bwd = op.name.endswith(".backward")
@@ -115,13 +119,16 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
             continue
         in_b = f.bytes["activations"] - f.bytes_written          # bf16 bytes of the input [T, k]
         out_b = f.bytes_written                                   # bf16 bytes of the output [T, n]
-        ops.append(_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout))
-        ops.append(_gemm(op, dtype, in_b, out_b, bwd))
+        if fp4:
+            ops += [nvfp4.cast(f, out_b if bwd else in_b, bwd, _split(f, bwd)), nvfp4.gemm(op, in_b, out_b, bwd)]
+        else:
+            ops += [_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout), _gemm(op, dtype, in_b, out_b, bwd)]
     meta = dict(g.meta, precision=dtype, fp8_any_layout=bool(any_layout))
     fp = dict(g.footprint)
-    if "activations" in fp:               # each linear's input is saved for its wgrad as the 1-byte copy
+    if "activations" in fp:               # each linear's input is saved for its wgrad as the low-precision copy
+        keep = (nvfp4.ELEM_BYTES if fp4 else 1.0) / DTYPE_BYTES[WIDE]
         fp["activations"] = fp["activations"] - sum(
-            (f.bytes["activations"] - f.bytes_written) / DTYPE_BYTES[WIDE] * f.count for f in fwd.values())
+            (f.bytes["activations"] - f.bytes_written) * (1.0 - keep) * f.count for f in fwd.values())
     return Graph(g.name, g.phase, g.dtype, ops, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
@@ -142,14 +149,18 @@ def _gemm(op: Op, dtype: str, in_b, out_b, bwd: bool) -> Op:
     return new
 
 
+def _split(f: Op, bwd: bool) -> bool:
+    """Whether a cast's tensor is split over TP: a column-parallel linear's input and a row-parallel one's output
+    gradient are whole on every rank (split only with sequence parallelism); the other two are split."""
+    return (f.name.split(".")[0] in COLUMN_INPUT) == bwd
+
+
 def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool) -> Op:
     """Quantizing the forward's input (or the backward's output gradient) of linear ``f``."""
     elems = nbytes / DTYPE_BYTES[WIDE]
     write = cast_write_bytes(dtype, any_layout)
     what = "output gradient" if bwd else "input"
-    # over TP: a column-parallel linear's input and a row-parallel one's output gradient are whole on every
-    # rank (split only with sequence parallelism); the other two are split
-    split = (f.name.split(".")[0] in COLUMN_INPUT) == bwd
+    split = _split(f, bwd)
     return Op(f"fp8_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=2.0 * elems,
               bytes={"activations": (CAST_READ_BYTES[dtype] + write) * elems}, dtype=WIDE, count=f.count,
               module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}", bytes_written=write * elems,

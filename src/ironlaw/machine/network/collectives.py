@@ -124,7 +124,8 @@ def op_terms(graph, hw, cols):
 
     Used by ``ironlaw.law.law``: α goes to the op's latency term, β to its network term. An op with network
     bytes but no known collective, or a group the hardware cannot form, is an error, never a zero.
-    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node: ironlaw.models.parallel.group).
+    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node: ironlaw.models.parallel.group);
+    a group of a larger layout may fill its last node partly (``topology.build``'s ``uneven``).
     """
     lat = np.zeros(cols.network_bytes.shape)
     net = np.zeros(cols.network_bytes.shape)
@@ -135,7 +136,7 @@ def op_terms(graph, hw, cols):
             raise IronlawError(f"op '{op.name}' puts bytes on the network but names no collective "
                                f"(one of {', '.join(COLLECTIVES)})")
         ranks, nodes, *concurrent = op.group
-        topo = build(hw, int(ranks), int(nodes), concurrent=int(concurrent[0]) if concurrent else 1)
+        topo = build(hw, int(ranks), int(nodes), concurrent=int(concurrent[0]) if concurrent else 1, uneven=True)
         a, b = collective_time(op.collective, cols.network_bytes[i], topo)
         lat[i], net[i] = a, b
     return lat, net

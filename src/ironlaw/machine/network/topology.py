@@ -48,10 +48,14 @@ class Topology:
 
     @property
     def gpus_per_node(self) -> int:
-        return self.gpus // self.nodes
+        """Devices of the group on its fullest node (all of its nodes where they divide evenly)."""
+        return -(-self.gpus // self.nodes)
 
     def describe(self) -> str:
-        parts = [f"{self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node} {self.hw.name}"]
+        if self.gpus % self.nodes:
+            parts = [f"{self.gpus} {self.hw.name} on {self.nodes} nodes, at most {self.gpus_per_node} on one"]
+        else:
+            parts = [f"{self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node} {self.hw.name}"]
         if self.intra:
             parts.append(f"{self.intra.name} inside a node")
         if self.inter:
@@ -102,16 +106,20 @@ def check_count(value, what: str) -> int:
 
 
 def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None,
-          concurrent: int = 1) -> Topology:
+          concurrent: int = 1, uneven: bool = False) -> Topology:
     """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes, one of ``concurrent``
-    such groups that run the same collective on the same nodes at once (see the module docstring)."""
+    such groups that run the same collective on the same nodes at once (see the module docstring).
+
+    ``uneven``: the group of a larger layout whose ranks fill some nodes and part of the last (a data-parallel group
+    of 78 ranks, 16 on each node of 64: 16 + 16 + 16 + 16 + 14); its fullest node paces it (``gpus_per_node``).
+    Without it, devices that do not divide evenly over the nodes are an error naming the numbers given."""
     gpus, nodes = check_count(gpus, "--gpus"), check_count(nodes, "--nodes")
     concurrent = check_count(concurrent, "concurrent groups per node")
     if nodes > gpus:
         raise IronlawError(f"--nodes {nodes} exceeds --gpus {gpus}: every node needs at least one device")
-    if gpus % nodes:
+    if gpus % nodes and not uneven:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
-    per_node = gpus // nodes
+    per_node = -(-gpus // nodes)
     intra = _pick(hw, INTRA_KINDS) if per_node > 1 else None
     cap = node_size(hw)
     if cap is not None and per_node > cap:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...law import law
-from .. import parallel
+from .. import host, nvfp4, parallel
 from ..gemm_rows import with_kernel_rows
 from ...core.graph import Graph, dtype_bytes
 from ...machine.network.collectives import collective_time
@@ -62,7 +62,7 @@ class Context:
 
 def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
     """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
-    it: built in bf16 and lowered when the dtype is FP8 (cli._parallel.training_graph's rule)."""
+    it: built in bf16 and lowered when the dtype is FP8 (models.analysis.training_graph's rule)."""
     from .. import precision, workloads
     low = ctx.dtype if ctx.dtype is not None and precision.is_low(ctx.dtype) else None
     g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
@@ -73,6 +73,8 @@ def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
         g = precision.lower(g, low, any_layout)
     elif precision.is_low(g.dtype):
         g = precision.lower(g, g.dtype, any_layout)
+    if g.meta.get("precision") == nvfp4.DTYPE:
+        nvfp4.require(ctx.hw)                                  # as parallel.train_step refuses it
     return g
 
 
@@ -257,9 +259,12 @@ def _sums(ops, t, count, layer, share) -> dict:
     hid = sum((np.minimum(v, pair[k][2] * gemm.get(pair[k][:2], 0.0)) for k, v in comm.items() if k in pair),
               np.zeros(t.shape[1]))
     ep = np.array([op.kind == "collective" and op.module == "ep" for op in ops])
+    hb = np.array([host.backward(op.name) for op in ops])                  # host.step_term's split of the rows
+    ha = np.array([host.after_sync(op.name, op.module) for op in ops]) & ~hb
     return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
             "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid,
-            "a2a_lay": s(layer & ep), "a2a_rest": r(~layer & ep)}
+            "a2a_lay": s(layer & ep), "a2a_rest": r(~layer & ep), "h_after": (s(layer & ha), r(~layer & ha)),
+            "h_rest": (s(layer & ~ha & ~hb), r(~layer & ~ha & ~hb)), "h_bwd": (s(layer & hb), r(~layer & hb))}
 
 
 def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
@@ -475,6 +480,7 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
     out["a2a"] = np.zeros(i.shape)
     if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
         out["a2a"] = np.minimum(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
+    out["host"] = _host(ctx, key, s, mdl["meta"], i, R)
     out["ring"] = np.zeros(i.shape)
     if cp > 1 and tab.attention:
         meta = mdl["meta"]
@@ -485,6 +491,21 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
             n = R * tab.share[j] if tab.layer[j] else tab.count[j]
             out["ring"] = out["ring"] + n * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
     return out
+
+
+def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``host.step_term`` per row: the seconds the device waits for the host in a micro-batch (0 where the device
+    names no host CPU)."""
+    from ...machine.hostcpu import of
+    cpu = of(ctx.hw)
+    if cpu is None:
+        return np.zeros(i.shape)
+    tp, sp, _, ep = key
+    dense, moe = host.layers(meta, cpu, tp, bool(sp), ep, meta.get("precision"),
+                             parallel.graph_scopes(ctx.setting("cuda_graph", ())))
+    n_moe = R * meta.get("moe_layers", 0) / meta["layers"] if meta.get("experts") else np.zeros(R.shape)
+    part = {k: R * s[k][0][i] + s[k][1][i] for k in ("h_after", "h_rest", "h_bwd")}
+    return host.exposed_s(dense, moe, cpu.sync_s, R - n_moe, n_moe, part["h_after"], part["h_rest"], part["h_bwd"])
 
 
 def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
@@ -580,7 +601,7 @@ def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict
     ref = predicted(g, key, ctx)
     mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
     n = mbi.shape[0]
-    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "a2a", "ring", "top")}
+    out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "a2a", "ring", "top", "host")}
     stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
     for r in np.unique(c["recompute"]):
         rows = np.nonzero(c["recompute"] == r)[0]
@@ -616,7 +637,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     p_dev = mem["params_per_device"]
     fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
     t_est = p["est"] - p["hidden"] - p["a2a"]
-    t_mb = t_est + p["ring"] + fsdp
+    t_mb = t_est + p["ring"] + fsdp + p["host"]
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
     v, pp = c["interleave"], c["pp"]
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
@@ -634,4 +655,4 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
             "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
             "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
             "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
-            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s}
+            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s, "host_exposed_s": m * p["host"]}

@@ -47,6 +47,7 @@ def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
 def _entry(est, tp: int, dtype: str) -> dict:
     b = est.decode.bottleneck()
     return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "concurrency": est.concurrency, "dtype": dtype,
+            "kv_dtype": est.kv_dtype,
             "time_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
             "output_tokens_per_s": est.tokens_per_s, "tokens_per_s_per_gpu": est.tokens_per_s / tp,
             "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)), "bottleneck": {"resource": b["resource"], "why": b["why"]},
@@ -61,7 +62,7 @@ def _max_entry(est, dtype: str) -> dict:
     flops = sum(n * float(e.graph.flops) for n, e in est.steps)
     m = est.memory
     return {"tp": lay.tp, "pp": lay.pp, "cp": 1, "dp": lay.dp, "ep": lay.ep, "attention_dp": lay.attention_dp,
-            "concurrency": est.batch, "dtype": dtype, "time_s": est.time_s,
+            "concurrency": est.batch, "dtype": dtype, "kv_dtype": est.kv_dtype, "time_s": est.time_s,
             "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
             "mfu": flops / (est.time_s * est.hw.peak(dtype)),
             "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},

@@ -2,7 +2,9 @@
 sequence_parallel) that Megatron-LM could run on the devices, as numpy columns (one row per candidate).
 
 Valid means: tp·pp·cp·dp = the GPUs; tp divides the attention and key/value heads and the GPUs of a node (or
-spans whole nodes); the context-, data- and expert-parallel groups lie on whole nodes (``tiles``);
+spans whole nodes); the context-, data- and expert-parallel groups lie on whole nodes (``tiles``), unless the user
+fixes tp, pp and cp, which leaves one layout whose groups may fill their last node partly (a published one:
+2,496 GB200 as 39 nodes of 64, tp 4 · pp 8 · cp 2, a data-parallel group of 78 ranks over 5 nodes);
 pp·interleave divides the layers (or, with pp > 1, the layers + 2: the embedding and the loss each in a layer's
 place); 2·cp divides the sequence; ep divides the data-parallel group and the experts; micro_batch·dp divides
 the global batch; interleave > 1 needs pp > 1 and micro-batches a multiple of pp; sequence parallelism needs
@@ -94,13 +96,14 @@ def _outer(s: Space):
     """(tp, pp, cp, dp, ep) degree tuples that multiply to the GPUs and divide what they split."""
     n, G = s.gpus, s.gpus_per_node or s.gpus
     tps = [d for d in divisors(n) if s.heads % d == 0 and s.kv_heads % d == 0 and (G % d == 0 or d % G == 0)]
+    given = all(s.fixed.get(k) is not None for k in ("tp", "pp") + (("cp",) if s.cp_supported else ()))
     for tp in s.allowed("tp", tps):
         for pp in s.allowed("pp", [d for d in divisors(n // tp) if splits(s.layers, d, 1)]):
-            cps = [d for d in divisors(n // (tp * pp)) if s.seq % (2 * d) == 0 and tiles(tp, d, G)] \
+            cps = [d for d in divisors(n // (tp * pp)) if s.seq % (2 * d) == 0 and (given or tiles(tp, d, G))] \
                 if s.cp_supported else [1]
             for cp in s.allowed("cp", cps):
                 dp = n // (tp * pp * cp)
-                if s.fixed.get("dp") not in (None, dp) or not tiles(tp, dp * cp, G):
+                if s.fixed.get("dp") not in (None, dp) or not (given or tiles(tp, dp * cp, G)):
                     continue
                 eps = [d for d in divisors(dp) if s.experts % d == 0 and tiles(tp, d, G)] if s.experts else [1]
                 for ep in s.allowed("ep", eps):

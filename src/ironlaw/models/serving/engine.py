@@ -17,6 +17,8 @@
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
+    KV dtype        without --kv-dtype, the checkpoint's (``online.default_kv_dtype``): FP8 for a model in an 8-
+                    or 4-bit float, as NVIDIA's quantized checkpoints state it.
 """
 from __future__ import annotations
 

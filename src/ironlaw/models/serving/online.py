@@ -13,6 +13,7 @@ context averages ``prompt + output/2``. Two ways to admit the next request's pro
                       TTFT = ⌈prompt / C⌉ · T_mixed
     tokens/s = concurrency · output / cycle;  ITL = cycle / steps.
 Mixture-of-experts decode reads the experts the batch touches (the transformer builder counts them).
+KV cache: in ``kv_dtype``, else the checkpoint's (``default_kv_dtype``: FP8 for a model in an 8- or 4-bit float).
 
 Launch cost: serving engines replay each step as one captured graph (CUDA graphs in vLLM, TensorRT-LLM
 and llama.cpp; one Metal command buffer per step in llama.cpp), so a step pays the device's fixed per-op
@@ -75,6 +76,29 @@ class ServeEstimate:
 
 
 # ---------------------------------------------------------------------- graph transforms
+# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
+# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
+# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
+FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
+
+
+def default_kv_dtype(dtype: str) -> str:
+    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
+    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
+    16-bit activations and cache), else ``dtype`` itself."""
+    if dtype in FP8_KV_DTYPES:
+        return "fp8"
+    return "bf16" if dtype == "int4" else dtype
+
+
+def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
+    """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
+    dtype (``default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
+    kv = kv_dtype or default_kv_dtype(g.dtype)
+    return g if kv == g.dtype else with_kv_dtype(g, kv)
+
+
 def _scale_class(g: Graph, cls: str, factor: float) -> Graph:
     if factor == 1.0:
         return g
@@ -141,22 +165,42 @@ def _predict(g: Graph, hw, composition: str, captured: bool):
 
 
 SLO_KEYS = ("ttft", "itl")
+SLO_ALIASES = {"tpot": "itl"}      # vLLM's benchmarks name the inter-token latency TPOT (time per output token)
+SLO_EXAMPLE = "e.g. 'ttft=2s,itl=50ms'"
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; either key may be left out, not both."""
+    """'ttft=2s,itl=50ms' -> {'ttft_s': 2.0, 'itl_s': 0.05}; ``tpot`` is ``itl``; either may be left out, not both.
+    Every time carries its unit: a bare number is an error, never read as seconds."""
     from ...core.units import parse
+    text = str(text)
+    if ";" in text:
+        raise IronlawError(f"--slo separates its targets with ',', not ';' ({SLO_EXAMPLE}), got '{text}'")
     out: dict[str, float] = {}
-    for part in str(text).split(","):
+    for part in text.split(","):
         key, eq, value = part.partition("=")
-        key = key.strip().lower()
-        if not eq or key not in SLO_KEYS or not value.strip():
-            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (e.g. 'ttft=2s,itl=50ms'), got '{part}'")
-        x = parse(value.strip(), "s", f"--slo {key}")
+        key, value = key.strip().lower(), value.strip()
+        key = SLO_ALIASES.get(key, key)
+        if not eq or key not in SLO_KEYS or not value:
+            raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (or tpot=TIME), {SLO_EXAMPLE}, got '{part}'")
+        if f"{key}_s" in out:
+            raise IronlawError(f"--slo gives the {key} target twice ('{text}'); tpot and itl are the same target")
+        if _is_number(value):
+            raise IronlawError(f"--slo {part.strip()}: give the time with its unit, e.g. {key}={value}ms or "
+                               f"{key}={value}s")
+        x = parse(value, "s", f"--slo {key}")
         if not 0 < x <= 3600:
-            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value.strip()}'")
+            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, got '{value}'")
         out[f"{key}_s"] = x
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def concurrency_grid(cmax: int) -> list[int]:
@@ -198,8 +242,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                                                 device="cuda" if hw.kind == "gpu" else "cpu"))
         if g.phase != phase or "kv_cache_bytes" not in g.meta:
             raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
-        if kv_dtype:
-            g = with_kv_dtype(g, kv_dtype)
+        g = with_kv(g, kv_dtype)
         if weight_bytes is not None:
             g = with_weight_bytes(g, weight_bytes)
         if tp > 1:
@@ -208,7 +251,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
 
     pre = graph("prefill", 1, prompt)
     dec = graph("decode", concurrency, int(round(ctx)))
-    kv_dt = kv_dtype or pre.dtype
+    kv_dt = kv_dtype or default_kv_dtype(pre.dtype)
 
     # ---- capacity (per device)
     cap = hw.memory[hw.device_tier].capacity_bytes
@@ -271,8 +314,7 @@ def _bench_rate(spec: str, hw, phase: str, batch: int, seq: int, tokens: int, kw
     from .. import workloads
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=kw.get("dtype")))
-    if kw.get("kv_dtype"):
-        g = with_kv_dtype(g, kw["kv_dtype"])
+    g = with_kv(g, kw.get("kv_dtype"))
     if kw.get("weight_bytes") is not None:
         g = with_weight_bytes(g, kw["weight_bytes"])
     est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))

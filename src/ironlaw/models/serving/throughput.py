@@ -38,6 +38,7 @@ import time as _time
 from dataclasses import dataclass, field
 
 from . import engine as eng
+from .online import default_kv_dtype
 from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
@@ -179,8 +180,10 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
            reserve_bytes: float = 0.0) -> dict:
     """Per GPU: weights, activation workspace, KV budget and the KV one request reserves (``kv_sequence_bytes``:
     the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
-    chunked, latent — split over TP's key/value heads and PP's stages)."""
+    chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
+    (``parallel.kv_cache_split``), and over PP's stages)."""
     from ...core.units import fmt
+    from ..parallel import kv_cache_split
     cap = hw.memory[hw.device_tier].capacity_bytes
     weights = _weights_per_gpu(meta, lay, dtype)
     free = cap - weights - workspace_bytes - reserve_bytes
@@ -190,7 +193,7 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
                            f" in {dtype}: weights {fmt(weights, 'B')} + workspace {fmt(workspace_bytes, 'B')} per GPU "
                            f"exceed its {fmt(cap, 'B')} by {-free / 1e9:.1f} GB; use a larger --tp or --pp, or a "
                            f"smaller --dtype")
-    kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else max(min(lay.tp, meta["kv_heads"]), 1)) / lay.pp
+    kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / eng.blocks_tokens(*seq)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
             "reserve_bytes": reserve_bytes, "free_bytes": free, "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
@@ -319,6 +322,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring)."""
     from ...machine import hardware
     from ...machine.network.topology import check_count
+    from ..parallel import kv_cache_split
     t0 = _time.perf_counter()
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     _check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
@@ -326,7 +330,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                  float(expert_imbalance))
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
-    kv_dtype = kv_dtype or (dtype if dtype_bytes(dtype) == 1.0 else "bf16" if dtype_bytes(dtype) < 1 else dtype)
+    kv_dtype = kv_dtype or default_kv_dtype(dtype)
     dtype_bytes(kv_dtype)
     meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
@@ -338,7 +342,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
         reason = "requests"
     kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
     split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
-    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * split,
+    kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
+    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
                  "activations": mem["workspace_bytes"]}
     run = _Run(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, prompt, output, footprint, constants,
                min(limits.max_batch, limits.max_num_tokens))

@@ -86,7 +86,7 @@ def _parse_step(text: str) -> Step:
         given[k] = v.strip()
     params = dict(t.defaults)
     for k, raw in given.items():
-        params[k] = t.params[k](raw, f"what-if {key}: {k}")
+        params[k] = t.params[k](raw, f"what-if {key}" if k == key else f"what-if {key}: {k}")
     missing = [k for k in t.params if k not in params and k == t.main]
     if missing:
         raise IronlawError(f"what-if '{key}' needs a value: '{key}=…'")

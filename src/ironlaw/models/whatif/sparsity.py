@@ -42,7 +42,8 @@ class SparsityValue:
         except ValueError:
             raise IronlawError(f"{what}: expected a fraction of zero weights in [0, 1) or '2:4', got '{raw}'") from None
         if not (0.0 <= s < 1.0):
-            raise IronlawError(f"{what}={raw}: sparsity must be in [0, 1), i.e. density = 1 − sparsity in (0, 1]")
+            raise IronlawError(f"{what}={raw}: sparsity must be in [0, 1) (the share of zero weights), i.e. "
+                               f"density = 1 − sparsity in (0, 1]")
         return s
 
 

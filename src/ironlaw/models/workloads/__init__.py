@@ -69,6 +69,19 @@ def resolve(req: Request) -> Graph:
     return g
 
 
+def builder_options(spec: str) -> tuple[str, ...] | None:
+    """The builder options (``--opt KEY=VALUE``) the workload ``spec`` names takes; None for a spec that names
+    no workload (``resolve`` says why)."""
+    _load_all()
+    key = spec.strip().lower() if isinstance(spec, str) else ""
+    if key in BUILTINS:
+        return tuple(BUILTINS[key].options)
+    head = key.split(":", 1)[0] if ":" in key else None
+    if head in TORCH_PREFIXES and head not in PREFIXES:
+        _load_torch_prefixes()
+    return tuple(PREFIX_OPTIONS[head]) if head in PREFIXES else None
+
+
 def catalog() -> list[dict]:
     _load_all()
     rows = [{"name": b.name, "family": b.family, "phases": list(b.phases), "description": b.description}

@@ -32,6 +32,8 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
         raise IronlawError(f"{kind}:{arg} needs the number of devices: add --gpus N (and --nodes M across nodes)")
     gpus = check_count(opts["gpus"], "--gpus")
     nodes = check_count(opts.get("nodes") or 1, "--nodes")
+    if gpus % nodes and nodes <= gpus:
+        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
     if kind == "sendrecv" and gpus != 2:
         raise IronlawError(f"sendrecv is between two devices: use --gpus 2 (with --nodes 2 for a pair across nodes), "
                            f"got --gpus {gpus}")

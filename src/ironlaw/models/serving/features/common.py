@@ -17,15 +17,14 @@ class Setup:
 
 
 def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
-    """The serving graph of ``spec``: one phase, KV in ``s.kv_dtype``, sharded over ``s.tp`` devices."""
+    """The serving graph of ``spec``: one phase, KV in ``s.kv_dtype`` (default: ``serving.with_kv``'s), sharded over ``s.tp`` devices."""
     from ... import parallel, workloads
     from .. import online as serving
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=s.dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     if g.phase != phase or "kv_cache_bytes" not in g.meta:
         raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
-    if s.kv_dtype:
-        g = serving.with_kv_dtype(g, s.kv_dtype)
+    g = serving.with_kv(g, s.kv_dtype)
     if s.tp > 1:
         g = parallel.shard_inference(g, hw, {"tp": s.tp, "gpus": s.tp})
     return g

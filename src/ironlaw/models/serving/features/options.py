@@ -1,11 +1,12 @@
 """`ironlaw serve` options beyond the plain estimate: --speculative, --prefix-hit, --disaggregate, --slo,
 --sweep-concurrency (with --plot), and the energy, cost and carbon of a token (--price-per-gpu-hour,
---grid-gco2-per-kwh). Each returns its JSON part and its text lines (ironlaw.models.serving.features)."""
+--grid-gco2-per-kwh). Each gives its JSON part and its text lines; ``run`` gathers them around the estimate in a
+``Serving``, ``frontier`` in a ``Frontier`` (the results of ``ironlaw.serve``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..core.units import fmt_time
+from ....core.units import fmt_time
 
 
 @dataclass
@@ -29,9 +30,9 @@ def checked(*options) -> Features:
 
 def check(f: Features) -> None:
     """Refuse bad options before any work."""
-    from ..core.errors import IronlawError
-    from ..law import power
-    from ..models.serving.features import disaggregate, goodput, speculative
+    from ....core.errors import IronlawError
+    from ....law import power
+    from . import disaggregate, goodput, speculative
     if f.speculative is not None:
         speculative.parse(f.speculative)
     if f.disaggregate is not None:
@@ -39,12 +40,12 @@ def check(f: Features) -> None:
     if f.slo is not None:
         goodput.parse_slo(f.slo)
     if f.prefix_hit is not None:
-        from ..models.serving.features.prefix import new_tokens
+        from .prefix import new_tokens
         new_tokens(1, f.prefix_hit)
     if f.plot and not f.sweep_concurrency:
         raise IronlawError("--plot draws the concurrency frontier; add --sweep-concurrency")
     if f.plot:
-        from ..core.files import check_output
+        from ....core.files import check_output
         check_output(f.plot, "--plot", (".svg", ".png"))
     power.grid(f.grid_gco2_per_kwh)
     if f.price_per_gpu_hour is not None:
@@ -52,22 +53,51 @@ def check(f: Features) -> None:
 
 
 def _energy(est, f: Features, devices: int) -> dict | None:
-    from ..law import power
+    from ....law import power
     if not power.has_power(est.hw):
         return None
     return {"devices": devices, "usd_per_device_hour": f.price_per_gpu_hour, "gco2_per_kwh": f.grid_gco2_per_kwh}
 
 
-def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
-    """JSON parts and text lines of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
-    from ..models.serving.features import common, energy, prefix
+@dataclass
+class Serving:
+    """``ironlaw serve``'s result: the ServeEstimate, the JSON part of every feature asked for (energy,
+    speculative, prefix, goodput, disaggregate) and one text line each."""
+    estimate: object                                  # ServeEstimate
+    features: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {**self.estimate.to_dict(), **self.features}
+
+
+@dataclass
+class Frontier:
+    """``ironlaw serve --sweep-concurrency``'s result: tokens/s per device against tokens/s per user over
+    concurrency (schema ironlaw.serve-frontier/1), with goodput under an SLO."""
+    doc: dict
+
+    @property
+    def points(self) -> list[dict]:
+        return self.doc["points"]
+
+    def lines(self) -> list[str]:
+        return frontier_lines(self.doc)
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+def run(est, kw: dict, f: Features) -> Serving:
+    """The Serving of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
+    from . import common, energy, prefix
     s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1), kw.get("composition", "overlap"))
     devices = s.tp
     en = _energy(est, f, devices)
     doc: dict = {"energy": energy.of_serving(est, **en) if en else None}
     lines = [_energy_line(doc["energy"], est)]
     if f.speculative is not None:
-        from ..models.serving.features import speculative as sp
+        from . import speculative as sp
         doc["speculative"] = d = sp.estimate(est, sp.parse(f.speculative), s, en)
         lines.append(f"speculative ({d['method']}, K {d['tokens']}, acceptance {d['acceptance']:g}): "
                      f"{d['expected_tokens_per_step']:.2f} tokens per verify step · ITL {fmt_time(d['itl_s'])} "
@@ -82,14 +112,14 @@ def run(est, kw: dict, f: Features) -> tuple[dict, list[str]]:
     at = _at(est, kw)
     slo = None
     if f.slo is not None:
-        from ..models.serving.features import goodput
+        from . import goodput
         slo = goodput.parse_slo(f.slo)
         doc["goodput"] = d = goodput.goodput(at, slo, devices)
         lines.append(_goodput_line(d))
     if f.disaggregate is not None:
         doc["disaggregate"], more = _disaggregate(est, at, s, f, slo)
         lines += more
-    return doc, lines
+    return Serving(est, doc, lines)
 
 
 def _joules(d: dict, doc: dict) -> str:
@@ -100,7 +130,7 @@ def _joules(d: dict, doc: dict) -> str:
 
 
 def _at(est, kw: dict):
-    from ..models.serving import online as serving
+    from .. import online as serving
     return lambda c: serving.estimate(est.spec, est.hw, est.prompt, est.output, c, **kw)
 
 
@@ -125,7 +155,7 @@ def _goodput_line(d: dict) -> str:
 
 
 def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
-    from ..models.serving.features import disaggregate as dg
+    from . import disaggregate as dg
     p, d = dg.parse(f.disaggregate)
     given = dg.split(est, p, d, s, (slo or {}).get("ttft_s"))
     best = dg.best_split(at, p + d, s, slo)
@@ -143,19 +173,17 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
     return {"given": given, **best}, lines
 
 
-def frontier(est, kw: dict, f: Features) -> dict:
-    """The --sweep-concurrency document (schema ironlaw.serve-frontier/1), with goodput when --slo is given."""
-    from ..models.serving.features import goodput
+def frontier(est, kw: dict, f: Features) -> Frontier:
+    """The --sweep-concurrency Frontier (schema ironlaw.serve-frontier/1), with goodput when --slo is given; the
+    caller draws it (--plot, ``ironlaw.report.frontier.save``)."""
+    from . import goodput
     tp = kw.get("tp", 1)
     slo = goodput.parse_slo(f.slo) if f.slo else None
     at = _at(est, kw)
     doc = goodput.frontier(at, tp, slo, _energy(est, f, tp))
     if slo:
         doc["goodput"] = goodput.goodput(at, slo, tp)
-    if f.plot:
-        from ..report.frontier import save
-        save(doc, f.plot)
-    return doc
+    return Frontier(doc)
 
 
 def frontier_lines(doc: dict) -> list[str]:

@@ -1,0 +1,362 @@
+"""The library's front door: one function per command of the CLI, taking the command's options as keywords (the
+flag's name, underscores for dashes) and returning a typed result whose ``.to_dict()`` is that command's
+``--format json`` document. The CLI parses, calls one of these, and prints.
+
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024, batch=8, tp=2, gpus=2)
+    # est.to_dict() == `ironlaw analyze llama3-8b --on h100 --phase decode --seq 1024 --batch 8 --tp 2 --gpus 2
+    #                   --format json`
+
+Options that only shape the printed text (``--format``, the ``--top`` of analyze and compare) stay with the CLI.
+An option a function does not take is a TypeError. A workload's builder options (``--opt KEY=VALUE``) go in
+``options={...}`` or as named keywords, checked against the ones its builder takes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+# the names of analyze's parallel options, in the order the CLI passes them on
+PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micro_batch", "interleave", "recompute",
+            "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap",
+            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel")
+
+
+def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
+            serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
+            pp: Optional[int] = None, dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
+            expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
+            micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
+            tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
+            moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+            offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
+            fsdp: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
+            options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
+            grid_gco2_per_kwh: Optional[float] = None, **builder_options):
+    """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
+    step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.analysis.Training` step.
+    ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration."""
+    from .core.errors import IronlawError
+    from .models import analysis
+
+    given = dict(locals())
+    par = _parallel(given)
+    opts = {**par, **_builder("analyze", spec, options, builder_options)}
+    if capture:
+        opts["capture"] = True
+    if plot:
+        from .report.plot import check_path
+        check_path(plot)                     # fail before the analysis, not after it
+    if par and phase == "train":
+        if plot:
+            raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
+        if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
+                               f"--micro-batch (sequences per micro-batch) and --global-batch")
+        return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+    hw = _device(on, network)
+    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
+    if plot:
+        from .report.plot import save
+        save(est, plot)
+    return analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh)
+
+
+def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
+          gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None, pp: Optional[int] = None,
+          dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
+          expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
+          micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
+          tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
+          moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+          offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
+          fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
+          **builder_options):
+    """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
+    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan`` …)."""
+    from .models import analysis
+
+    opts = {**_parallel(dict(locals())), **_builder("train", spec, options, builder_options)}
+    if capture:
+        opts["capture"] = True
+    return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+
+
+def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
+            batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None, serial: bool = False,
+            options: Optional[dict] = None, **builder_options):
+    """``ironlaw compare``: before and after a what-if (``"quant=int8,target=weights"``, ``"fusion=elementwise"``
+    …) or on other hardware; a :class:`~ironlaw.models.whatif.compare.Comparison`."""
+    from .core.errors import IronlawError
+    from .models import analysis
+    from .models.whatif.compare import compare as run
+
+    opts = _builder("compare", spec, options, builder_options)
+    steps = _strings(what_if)
+    if not steps and not vs_hardware:
+        from .models.whatif import names
+        raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
+                           + ", ".join(names()) + ")")
+    before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
+    return run(before, steps, vs_hardware)
+
+
+def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str, Sequence[int]] = "1,2,4,...,1024",
+          seq: Union[str, Sequence[int], None] = None, phase: Optional[str] = None, dtype: Optional[str] = None,
+          what_if: Union[str, Sequence[str]] = (), serial: bool = False, plot: Optional[str] = None,
+          price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None):
+    """``ironlaw sweep``: batch (× seq) on one or more devices (``on="h100,b200"`` or a list); a
+    :class:`~ironlaw.models.sweep.Sweep` with time, throughput, bottleneck and ridge points."""
+    from .core.errors import IronlawError
+    from .models import sweep as sw
+
+    names = [h.strip() for h in on.split(",")] if isinstance(on, str) else list(on)
+    if not all(names):
+        raise IronlawError(f"--on '{on}': empty hardware name in the list")
+    if plot:
+        from .core.files import check_output
+        check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
+    res = sw.run(spec, names, _grid(batch), _grid(seq), phase, dtype, _strings(what_if), _composition(serial),
+                 usd_per_device_hour=price_per_gpu_hour, gco2_per_kwh=grid_gco2_per_kwh)
+    if plot:
+        from .report.sweep import save
+        save(res, plot)
+    return res
+
+
+def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
+          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: int = 16,
+          max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
+          max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
+          kv_fraction: float = 0.95, max_batch: Optional[int] = None, max_num_tokens: Optional[int] = None,
+          requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
+          prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
+          sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
+          grid_gco2_per_kwh: Optional[float] = None):
+    """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
+    capacity and every feature asked for); with ``max_throughput=True`` the offline scenario's
+    :class:`~ironlaw.models.serving.throughput.ThroughputEstimate`; with ``sweep_concurrency=True`` a
+    :class:`~ironlaw.models.serving.features.options.Frontier`."""
+    from .core.errors import IronlawError
+    from .models.serving import online
+    from .models.serving.features import options as feat
+
+    if max_throughput:
+        from .models.serving import throughput
+        return throughput.max_throughput(
+            spec, on, prompt, output, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
+            kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
+            expert_imbalance=expert_imbalance)
+    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
+                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
+                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
+                       ("--kv-fraction", kv_fraction != 0.95)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+    feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
+                          grid_gco2_per_kwh)
+    kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
+              composition=_composition(serial))
+    est = online.estimate(spec, on, prompt, output, concurrency, **kw)
+    if sweep_concurrency:
+        res = feat.frontier(est, kw, feats)
+        if plot:
+            from .report.frontier import save
+            save(res.to_dict(), plot)
+        return res
+    return feat.run(est, kw, feats)
+
+
+def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
+           global_batch: int = 1024, seq: int = 4096, dtype: Optional[str] = None, top: int = 5,
+           tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None, dp: Optional[int] = None,
+           ep: Optional[int] = None, micro_batch: Optional[int] = None, interleave: Optional[int] = None,
+           recompute: Optional[str] = None, zero: Optional[int] = None, sequence_parallel: Optional[bool] = None,
+           tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
+           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, prompt: int = 1024, output: int = 256,
+           slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
+           address: Optional[str] = None, quiet: bool = True):
+    """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
+    :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress."""
+    from .core.errors import IronlawError, unknown
+
+    fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
+                 recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    if phase == "train":
+        from .models.search import train as run
+        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
+                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
+        return run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
+                          quiet=quiet, settings=settings)
+    if phase == "serve":
+        if engine != "local" or workers or address:
+            raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
+        from .models.search import serve as run
+        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet)
+    raise unknown("search phase", phase, ("train", "serve"))
+
+
+def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
+          rounds: int = 1, references: bool = True, progress=None):
+    """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
+    calibration on them and save the profile (``out``, else a new file that ``on="local"`` reads); a
+    :class:`Probe`. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
+    from .machine import profile
+    from .measure import probe as probe_mod
+    from .measure.calibrate import build, selfcal
+
+    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds)
+    # selfcal fits the rows and the reference runs together, so the rows' own fit is skipped then
+    doc = build.profile(rows, calibrate_fit=not references)
+    if references:
+        doc = selfcal.calibrate(doc, quick, progress=progress)
+    return Probe(str(profile.save(doc, out)), doc)
+
+
+def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
+             repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
+    """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
+    :class:`Validation` of measured against predicted, per op and end to end. ``out`` also writes the document."""
+    from .measure import validate as v
+
+    if out is not None:
+        from .core.files import check_output
+        check_output(out, "--out", (".json",))                # fail before the (long) run
+    res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
+                           threads=threads))
+    if out:
+        _write_json(out, res.to_dict())
+    return res
+
+
+def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], None] = None, on: str = "local",
+        stat: str = "median", save: bool = False):
+    """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
+    and the held-out runs apart; a :class:`Fit`. ``save`` writes the calibration into the probe profile."""
+    from .core.errors import IronlawError
+    from .machine import calibration, hardware
+    from .measure import validate as v
+    from .measure.calibrate import fit as fitter
+    from .report.inputs import read_json
+
+    if stat not in v.STATS:
+        raise IronlawError(f"--stat must be one of {', '.join(v.STATS)}, got '{stat}'")
+    hw = hardware.get(on)
+
+    def load(paths):
+        return [c for p in _strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+    fitted, held = load(runs), load(hold_out)
+    cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
+    hw_cal = calibration.with_calibration(hw, cal)
+    saved = None
+    if save:
+        if "probe" not in hw.extra:
+            raise IronlawError(f"--save: {hw.path} is not a probe profile (no [probe] table); calibrate a profile "
+                               "written by `ironlaw probe` (--on local)")
+        saved = str(fitter.save(hw.path, cal))
+    return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
+
+
+@dataclass
+class Probe:
+    """``ironlaw probe``'s result: the profile written (the catalog's format, with its [probe] rows and fitted
+    [calibration]) and where."""
+    path: str
+    profile: dict
+
+    def to_dict(self) -> dict:
+        return {"schema": "ironlaw.probe-result/1", "path": self.path, "profile": self.profile}
+
+
+@dataclass
+class Validation:
+    """``ironlaw validate``'s document (schema ironlaw.validate/1): the case, the machine, per-op and total
+    measured and predicted times, their spread and the score."""
+    doc: dict
+
+    @property
+    def measured_s(self) -> float:
+        return self.doc["total"]["measured_s"]
+
+    @property
+    def predicted_s(self) -> float:
+        return self.doc["total"]["predicted_s"]
+
+    @property
+    def error(self) -> float:
+        return self.doc["total"]["error"]
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+@dataclass
+class Fit:
+    """``ironlaw fit``'s result: the fitted [calibration] table, where it was saved, and each run scored (fitted
+    and held out) against it."""
+    hardware: str
+    calibration: dict
+    saved: Optional[str]
+    fitted: list = field(default_factory=list)
+    held_out: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"schema": "ironlaw.fit/1", "hardware": self.hardware, "calibration": self.calibration,
+                "saved": self.saved, **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows]
+                                         for g, rows in (("fitted", self.fitted), ("held_out", self.held_out))}}
+
+
+# ---------------------------------------------------------------- shared readings of the options
+def _parallel(given: dict) -> dict:
+    """The parallel options given (None and False are not given), in the CLI's order; the plan calls
+    ``--offload-activations`` ``offload_layers``."""
+    out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
+    return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
+
+
+def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
+    """The builder options: ``options`` and the named keywords, these checked against the builder's own."""
+    opts = dict(options or {})
+    if named:
+        from .models import workloads
+        accepted = workloads.builder_options(spec)
+        bad = sorted(set(named) - set(accepted))
+        if bad:
+            takes = ", ".join(accepted) if accepted else "none"
+            raise TypeError(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
+                            f"{spec}: {takes})")
+        opts.update(named)
+    return opts
+
+
+def _device(on, network: Optional[str] = None):
+    """The hardware ``on`` names (or is), its collectives on the network calibration ``network`` when given."""
+    from .machine import hardware
+    hw = hardware.get(on) if isinstance(on, str) else on
+    if network is not None:
+        from .machine.network.calibration import with_network
+        hw = with_network(hw, network)
+    return hw
+
+
+def _composition(serial: bool) -> str:
+    return "serial" if serial else "overlap"
+
+
+def _strings(v) -> list[str]:
+    return [v] if isinstance(v, str) else list(v)
+
+
+def _write_json(path: str, doc: dict) -> None:
+    """Atomic (see ironlaw.core.files); the folder must exist."""
+    import json
+
+    from .core.files import check_output, write_atomic
+    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
+
+
+def _grid(v):
+    """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
+    if v is None or isinstance(v, str):
+        return v
+    return str(v) if isinstance(v, int) else ",".join(str(x) for x in v)

@@ -1,0 +1,204 @@
+"""The host term of an eager training framework: the CPU that issues the kernels (the law's L_lat at work).
+
+Megatron-Core runs a training step eagerly: the host issues every kernel of a layer, one launch after another,
+and the device runs them as they arrive. Where the host issues faster than the device computes, it runs ahead
+and its time hides under the device's; where it does not, the device waits. A dropless mixture-of-experts layer
+adds a wait of its own: the host needs the number of tokens each expert receives before it can issue the
+all-to-all and the grouped expert GEMMs, so it copies the counts to the host and synchronises (Megatron-Core
+core_v0.15.0, the version Megatron-Bridge v0.2.0 — NeMo 25.11 — pins: ``token_dispatcher.py``
+``MoEAlltoAllTokenDispatcher.preprocess`` sets the sync point "before_ep_alltoall" for EP > 1,
+``_maybe_dtoh_and_synchronize`` waits on the D2H event; ``experts.py`` ``TEGroupedMLP.forward`` reads
+``tokens_per_expert.tolist()`` for Transformer Engine's GroupedLinear, which launches one GEMM, and in FP8 one
+quantize, per local expert). After that sync the device has drained, so the part of the layer the host issues
+next (the dispatch, the experts, the combine) runs at the slower of the two, and the host cannot have run ahead
+into it. The backward needs no counts (the splits are kept on the host) and has no sync.
+
+Per micro-batch on a stage of R layers, with per layer: host time a (the MoE part after the sync) and b (the
+rest), device time d_a and d_b:
+
+    forward, MoE layer (a sync):   max(a + b, a + d_b, d_a + d_b) + sync_s       (the two parts in order)
+    forward, no sync / backward:   max(host, device) over the whole pass         (the host runs ahead)
+    exposed  = (forward + backward as above) − (device forward + device backward)
+
+Host time = kernels × ``op_s`` + Transformer Engine module calls × ``module_s``; the per-device costs and the
+CPU that pays them come from the hardware file's ``[host]`` table (``ironlaw.machine.hostcpu``). The kernel
+counts per layer (``CALLS``) are read off the framework's code, never fitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
+           "container) with Transformer Engine modules")
+SCOPES = ("attn", "moe_router", "moe_preprocess")       # Megatron-Core's cuda_graph_scope values modelled here
+
+
+@dataclass(frozen=True)
+class Calls:
+    """What the host issues for one part of a layer and micro-batch."""
+    fwd: float = 0.0           # kernels in the forward
+    bwd: float = 0.0           # kernels in the backward
+    modules: float = 0.0       # Transformer Engine module calls (forward; the backward runs as many autograd nodes)
+    quantize: float = 0.0      # tensors a low-precision recipe quantizes in each pass: a linear's input (forward)
+                               # and output gradient (backward), ``QUANTIZE_KERNELS`` kernels each
+
+    def __add__(self, o: "Calls") -> "Calls":
+        return Calls(self.fwd + o.fwd, self.bwd + o.bwd, self.modules + o.modules, self.quantize + o.quantize)
+
+    def scaled(self, f: float) -> "Calls":
+        return Calls(self.fwd * f, self.bwd * f, self.modules * f, self.quantize * f)
+
+
+# Kernels per layer and micro-batch, read off Megatron-Core core_v0.15.0 (megatron/core/transformer/) with the
+# Transformer Engine layer spec and the fusions Megatron-Bridge's performance recipes set (bias_activation_fusion,
+# moe_router_fusion, moe_permute_fusion, moe_grouped_gemm):
+# attention  forward: TELayerNormColumnParallelLinear (norm, QKV GEMM), fused RoPE of q and k, TEDotProductAttention
+#            (cuDNN), TERowParallelLinear (GEMM), fused bias-dropout-add = 7; backward: bias-dropout-add, the
+#            projection's dgrad and wgrad, attention (dO·O and the cuDNN kernel), RoPE of q and k, QKV dgrad and
+#            wgrad, the norm = 10
+ATTENTION = Calls(fwd=7, bwd=10, modules=3, quantize=2)
+# dense MLP  forward: TELayerNormColumnParallelLinear (norm, fc1), fused bias-SwiGLU, TERowParallelLinear (fc2),
+#            bias-dropout-add = 5; backward: bias-dropout-add, fc2 dgrad and wgrad, SwiGLU, fc1 dgrad and wgrad,
+#            norm = 7
+MLP = Calls(fwd=5, bwd=7, modules=2, quantize=2)
+# MoE before its sync (moe_layer.py router_and_preprocess; token_dispatcher.py MoEAlltoAllTokenDispatcher):
+#   router     pre-MLP TENorm, the gating GEMM, the fused top-k with its score function, the forced balanced
+#              routing map and the auxiliary loss (2 + 2) = 6 forward; backward: the norm, gating dgrad and
+#              wgrad, top-k, the loss (2) = 6
+ROUTER = Calls(fwd=6, bwd=6, modules=1)
+#   preprocess routing_map.sum, the input splits, the all-gather of the counts over the EP group, the local
+#              slice, two sums, the splits over TP, then the D2H copies of tokens_per_expert, input and output
+#              splits, output_splits_tp and num_out_tokens on the side stream and the event (6) = 13; the fused
+#              permute of tokens and probabilities (2): 15 forward, the permute's backward 1
+PREPROCESS = Calls(fwd=15, bwd=1)
+# MoE after its sync, without the per-expert GEMMs: the all-to-alls of tokens and probabilities (2), the sort
+#   by local expert (fused, 2), the weighted bias-SwiGLU, the sort back, the combine all-to-all, the fused
+#   unpermute, bias-dropout-add = 9 forward; backward: bias-dropout-add, unpermute, the all-to-all, the sort, the
+#   SwiGLU, the sort of tokens and probabilities (2), their all-to-alls (2) = 9; two GroupedLinear modules
+DISPATCH = Calls(fwd=9, bwd=9, modules=2)
+# per local expert (TE GroupedLinear: one GEMM each for fc1 and fc2 forward, a dgrad and a wgrad each backward;
+# in FP8/MXFP8 a quantize of each expert's input and output gradient, tex.split_quantize)
+EXPERT = Calls(fwd=2, bwd=4, quantize=2)
+# TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
+# forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
+# kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
+# and the cast (4); MXFP8 one fused block-scaled cast; NVFP4 the amax pass over the tensor and its Hadamard
+# transform, then the cast (2, ``nvfp4``)
+QUANTIZE_KERNELS = {"fp8": 4.0, "mxfp8": 1.0, "fp4": 2.0}
+TP_SP = Calls(fwd=4, bwd=6)
+TP_AR = Calls(fwd=2, bwd=2)
+
+
+@dataclass(frozen=True)
+class LayerHost:
+    """Host seconds per layer and micro-batch, and the kernels behind them."""
+    before_s: float            # forward up to the MoE sync (a layer without one: its whole forward)
+    after_s: float             # forward after the sync: dispatch, experts, combine (0 without a sync)
+    bwd_s: float               # backward
+    kernels: float             # kernels issued, forward and backward
+    syncs: float               # device→host synchronisations (forward)
+
+
+def _graphed(c: Calls, on: bool) -> Calls:
+    """A part captured in a CUDA graph replays as one launch per pass."""
+    return Calls(fwd=1.0, bwd=1.0) if on else c
+
+
+def _seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
+    """(forward s, backward s, kernels) of the calls on ``cpu``; ``precision``: the linears' low-precision
+    recipe (None: bf16)."""
+    q = c.quantize * QUANTIZE_KERNELS[precision] if precision else 0.0
+    f, b = c.fwd + q, c.bwd + q
+    return (f * cpu.op_s + c.modules * cpu.module_s, b * cpu.op_s + c.modules * cpu.module_s, f + b)
+
+
+def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
+           graphed: tuple = ()) -> tuple[LayerHost, LayerHost]:
+    """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
+    tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
+    attn = _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)
+    dense = attn + MLP + tpc.scaled(0.5)
+    fd, bd, kd = _seconds(dense, cpu, precision)
+    dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
+    experts = meta.get("experts", 0)
+    if not experts:
+        return dense_h, dense_h
+    local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
+    pre = attn + _graphed(ROUTER, "moe_router" in graphed) + _graphed(PREPROCESS, "moe_preprocess" in graphed)
+    post = DISPATCH + EXPERT.scaled(local) + tpc.scaled(0.5) + (MLP if meta.get("shared_expert") else Calls())
+    f1, b1, k1 = _seconds(pre, cpu, precision)
+    f2, b2, k2 = _seconds(post, cpu, precision)
+    return dense_h, LayerHost(f1, f2, b1 + b2, k1 + k2, 1.0)
+
+
+def exposed_s(dense: LayerHost, moe: LayerHost, sync_s: float, n_dense, n_moe, fwd_after, fwd_rest, bwd):
+    """Seconds per micro-batch the host adds to the device's time: ``n_dense`` and ``n_moe`` layers on the
+    stage; the device's forward seconds after the MoE syncs (``fwd_after``: the dispatch, experts and combine
+    of every MoE layer) and the rest of the forward (``fwd_rest``), its backward seconds ``bwd`` (arrays of
+    one shape, or floats)."""
+    n_dense, n_moe = np.asarray(n_dense, dtype=float), np.asarray(n_moe, dtype=float)
+    layers = n_dense + n_moe
+    db = fwd_rest / np.maximum(layers, 1e-30)                          # device per layer before the sync
+    da = fwd_after / np.maximum(n_moe, 1e-30)                          # … and after it
+    a, b = moe.after_s, moe.before_s
+    segment = np.maximum(np.maximum(a + b, a + db), da + db) + sync_s
+    fwd = np.where(n_moe > 0, n_moe * segment + n_dense * np.maximum(dense.before_s, db),
+                   np.maximum(n_dense * dense.before_s, fwd_rest))
+    back = np.maximum(n_dense * dense.bwd_s + n_moe * moe.bwd_s, bwd)
+    return np.maximum(fwd + back - (fwd_after + fwd_rest + bwd), 0.0)
+
+
+AFTER_SYNC = ("experts", "ep", "shared_experts")        # modules the host issues after an MoE layer's sync
+
+
+def after_sync(name: str, module: str) -> bool:
+    """Whether a forward op runs after its MoE layer's sync: the all-to-alls, the experts and the combine (the
+    permute of the routed tokens is issued before it)."""
+    return module in AFTER_SYNC and not name.startswith("moe_permute")
+
+
+def backward(name: str) -> bool:
+    """A backward op, or a forward op recomputed in the backward."""
+    return name.endswith(".backward") or ".recompute" in name
+
+
+@dataclass
+class HostTerm:
+    """The host term of one micro-batch on a stage."""
+    cpu: str
+    exposed_s: float           # seconds the device waits for the host, per micro-batch
+    issue_s: float             # host seconds to issue the micro-batch's kernels
+    kernels: float             # kernels issued per micro-batch
+    syncs: float               # device→host synchronisations per micro-batch
+
+    def why(self) -> str:
+        wait = (f", {self.syncs:.0f} device→host syncs (Megatron-Core's dropless MoE dispatcher waits for the "
+                f"split sizes every MoE layer)" if self.syncs else "")
+        return (f"the host ({self.cpu}) issues {self.kernels:,.0f} kernels per micro-batch in "
+                f"{1e3 * self.issue_s:.1f} ms{wait}; the device waits {1e3 * self.exposed_s:.1f} ms for it")
+
+
+def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tuple = ()) -> HostTerm | None:
+    """The host term of one micro-batch of the stage graph ``sg`` (its law rows ``rows``) on ``hw``; None where
+    the hardware file names no host (``[host]``)."""
+    from ..machine.hostcpu import of
+    cpu = of(hw)
+    if cpu is None or "layers" not in sg.meta:
+        return None
+    dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed)
+    R = max(op.count for op in sg.ops)
+    n_moe = next((op.count for op in sg.ops if op.name == "moe_router"), 0.0)
+    after = rest = bwd = 0.0
+    for r in rows:
+        if backward(r["name"]):
+            bwd += r["time_s"]
+        elif after_sync(r["name"], r["module"]):
+            after += r["time_s"]
+        else:
+            rest += r["time_s"]
+    n_dense = R - n_moe
+    exp = float(exposed_s(dense, moe, cpu.sync_s, n_dense, n_moe, after, rest, bwd))
+    issue = n_dense * (dense.before_s + dense.bwd_s) + n_moe * (moe.before_s + moe.after_s + moe.bwd_s)
+    return HostTerm(cpu.cpu, exp, issue, n_dense * dense.kernels + n_moe * moe.kernels, n_moe * moe.syncs)

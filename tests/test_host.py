@@ -1,0 +1,100 @@
+"""The host term of an eager training step (ironlaw.models.host): the [host] table, the kernels a layer issues,
+the MoE layer's device→host sync, CUDA-graph scopes, and the term in the breakdown and the reason."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from ironlaw.core.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.machine.hostcpu import HostCPU, check
+from ironlaw.models import host, parallel, precision, workloads
+
+CPU = HostCPU("test", 10e-6, 0.0, 5e-6, "test")
+MOE = {"experts": 128, "experts_per_token": 8, "layers": 48, "moe_layers": 48}
+
+
+def _step(spec="qwen3-30b-a3b", on="b200", dtype="mxfp8", **opts):
+    hw = hardware.get(on)
+    g = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=4096,
+                                            dtype="bf16"))
+    g = precision.lower(g, dtype, hw.features.get("fp8_any_layout", False)) if dtype else g
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
+
+
+def test_host_table_is_checked_field_by_field():
+    good = {"cpu": "x", "op_s": "7 us", "module_s": 0, "sync_s": "1 us", "source": "measured: x"}
+    assert check(good, "t").op_s == pytest.approx(7e-6)
+    for bad, msg in (({**good, "speed": 1}, "unknown field 'speed'"), ({k: v for k, v in good.items() if k != "op_s"},
+                     "missing field 'op_s'"), ({**good, "op_s": "7 GB"}, "t.op_s"), ({**good, "sync_s": "1 s"},
+                     "outside 0 to 10 ms"), ({**good, "cpu": ""}, "t.cpu")):
+        with pytest.raises(IronlawError, match=msg):
+            check(bad, "t")
+
+
+def test_catalog_names_x86_and_grace_hosts():
+    x86, grace = hardware.get("b200").extra["host"], hardware.get("gb200").extra["host"]
+    assert "Xeon" in x86.cpu and "Grace" in grace.cpu
+    # Grace pays TransformerEngine #2053's torch.nn.Linear ratio, 37.08 / 13.48 us, per eager op
+    assert grace.op_s / x86.op_s == pytest.approx(37.08 / 13.48, rel=1e-3)
+    assert "h200-probe-2026-12-04" in x86.source and "#2053" in grace.source
+
+
+def test_kernels_per_moe_layer_follow_the_local_experts_and_the_recipe():
+    d8, m8 = host.layers(MOE, CPU, ep=8, precision="mxfp8")
+    _, m4 = host.layers(MOE, CPU, ep=4, precision="mxfp8")
+    # GroupedLinear: per local expert 2 GEMMs forward, a dgrad and a wgrad per linear backward, and in low
+    # precision a quantize of each expert's input and output gradient: 2 + 4 + 2 + 2 = 10 kernels
+    assert m4.kernels - m8.kernels == pytest.approx(10 * (128 / 4 - 128 / 8))
+    assert m8.syncs == 1 and d8.syncs == 0 and d8.after_s == 0
+    _, bf = host.layers(MOE, CPU, ep=8)
+    assert m8.kernels - bf.kernels == pytest.approx(2 * (2 + 2 * 128 / 8))   # QKV, projection, fc1, fc2 per expert
+    _, f8 = host.layers(MOE, CPU, ep=8, precision="fp8")      # current scaling: amax, reduction, scale, cast
+    assert f8.kernels - bf.kernels == pytest.approx(4 * 2 * (2 + 2 * 128 / 8))
+    # CUDA graphs replay the captured parts as one launch per pass
+    _, g = host.layers(MOE, CPU, ep=8, precision="mxfp8", graphed=("attn", "moe_router", "moe_preprocess"))
+    captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (15 + 1)
+    assert m8.kernels - g.kernels == pytest.approx(captured - 3 * 2)
+
+
+def test_exposed_host_time_by_hand():
+    lay = host.LayerHost(before_s=1.0, after_s=2.0, bwd_s=3.0, kernels=0, syncs=1)
+    dense = host.LayerHost(before_s=1.0, after_s=0.0, bwd_s=1.0, kernels=0, syncs=0)
+    # one MoE layer: the host issues the expert part (2 s) after the sync while the device idles, then the rest
+    # (1 s) while the device runs the experts (0.5 s) and the rest (1.5 s): max(2 + 1, 2 + 1.5, 0.5 + 1.5) + sync
+    got = host.exposed_s(dense, lay, 0.1, 0, 1, fwd_after=0.5, fwd_rest=1.5, bwd=4.0)
+    assert got == pytest.approx((3.5 + 0.1) + 4.0 - (0.5 + 1.5 + 4.0))
+    # without a sync the host runs ahead: a dense pass is max(host, device)
+    assert host.exposed_s(dense, lay, 0.1, 2, 0, 0.0, 1.5, 1.0) == pytest.approx((2.0 - 1.5) + (2.0 - 1.0))
+    assert host.exposed_s(dense, lay, 0.1, 2, 0, 0.0, 5.0, 5.0) == 0.0
+
+
+def test_train_step_shows_the_host_term_and_grace_pays_more():
+    x86 = _step(on="b200", gpus=8, ep=8, global_batch=64)
+    grace = _step(on="gb200", gpus=8, ep=8, global_batch=64)
+    for st in (x86, grace):
+        assert st.breakdown["host_exposed_s"] > 0
+        assert st.breakdown["step_s"] >= st.breakdown["host_exposed_s"]
+        assert any("device→host syncs" in n and "48 device→host" in n for n in st.notes)
+    assert grace.breakdown["host_exposed_s"] > x86.breakdown["host_exposed_s"]
+    # a host-bound step says so: a tiny micro-batch on Grace, every kernel a few microseconds of device work
+    tiny = _step(spec="qwen3-30b-a3b", on="gb200", gpus=8, ep=8, global_batch=8)
+    assert tiny.bottleneck["share"] == "host" and tiny.bottleneck["resource"] == "latency"
+    assert "device→host syncs" in tiny.bottleneck["why"]
+
+
+def test_device_without_host_table_says_so():
+    st = _step(spec="llama3-8b", on="a100", dtype=None, gpus=8, global_batch=8, fsdp=True)
+    assert st.breakdown["host_exposed_s"] == 0
+    assert any("names no host CPU" in n for n in st.notes)
+
+
+def test_cli_cuda_graph_scope_and_bad_value():
+    args = ("analyze", "qwen3-30b-a3b", "--phase", "train", "--on", "gb200", "--seq", "4096", "--gpus", "8",
+            "--ep", "8", "--global-batch", "8", "--format", "json")
+    eager, graphed = run_cli(*args), run_cli(*args, "--cuda-graph", "attn,moe_router,moe_preprocess")
+    assert eager.rc == 0 and graphed.rc == 0
+    assert graphed.json()["breakdown"]["host_exposed_s"] < eager.json()["breakdown"]["host_exposed_s"]
+    assert graphed.json()["plan"]["cuda_graph"] == ["attn", "moe_router", "moe_preprocess"]
+    bad = run_cli(*args, "--cuda-graph", "mlp")
+    assert bad.rc == 2 and "--cuda-graph takes attn, moe_router, moe_preprocess" in bad.err
