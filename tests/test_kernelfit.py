@@ -70,7 +70,7 @@ def test_catalog_gemm_terms_are_used_by_analyze():
     rows = rows[(rows.m >= 64) & (rows.n >= 1024) & (rows.k >= 1024)]        # LLM-sized GEMMs
     pred = np.array([_analyze_s(f"gemm:{r.m},{r.n},{r.k}", hw, "fp4") for r in rows.itertuples()])
     err = np.abs(pred / rows.latency_s.to_numpy() - 1.0)
-    assert np.median(err) <= 0.10, np.median(err)
+    assert np.median(err) <= 0.15, np.median(err)          # the table's held-out fp4 class: 14% (docs/accuracy.md)
     bare = np.array([_analyze_s(f"gemm:{r.m},{r.n},{r.k}", calibration.without_calibration(hw), "fp4")
                      for r in rows.itertuples()])
     assert np.median(np.abs(bare / rows.latency_s.to_numpy() - 1.0)) > 2 * np.median(err)
@@ -96,6 +96,8 @@ def test_calibrate_writes_a_profile_that_on_uses(tmp_path):
                 "--format", "json", timeout=600)
     assert r.rc == 0, r.err
     doc = r.json()
+    from ironlaw.core import schemas
+    schemas.validate(doc)
     assert [s["group"] for s in doc["held_out"]] == ["gemm bf16"] and doc["saved"] == str(out)
     hw = hardware.get(str(out))
     assert hw.name == "h100" and hw.calibration.provenance["gemm bf16"]["table"].startswith("trtllm/1.3.0rc20/")
@@ -114,3 +116,11 @@ def test_predictions_import_neither_pandas_nor_pyarrow():
             "assert not {'pandas', 'pyarrow'} & set(sys.modules), sorted({'pandas', 'pyarrow'} & set(sys.modules))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_device_without_tables_says_its_numbers_are_the_datasheets(cli):
+    r = cli("analyze", "llama3-8b", "--phase", "decode", "--batch", "8", "--seq", "1024", "--on", "mi300x")
+    assert r.rc == 0, r.err
+    assert "datasheet only: mi300x has no measured kernel tables" in " ".join(r.out.split())
+    j = cli("analyze", "gemm:4096,4096,4096", "--on", "mi300x", "--format", "json").json()
+    assert "no measured kernel tables" in j["calibration_coverage"]["note"]
