@@ -33,6 +33,7 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
     "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution"),
+    "custom_allreduce": ("device", "op_name", "allreduce_dtype", "num_gpus", "message_size"),  # elements
     "moe_a2a": ("device", "comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk",
                 "num_experts", "num_tokens"),                     # DeepEP-style dispatch / combine
 }
