@@ -13,6 +13,10 @@ own time model min_i(α_i + f(p)·n/B_i) on the half-precision rows, every other
 other half-precision sizes, and every one-byte (int8) row, predicted from the same 16-bit curve by bytes.
 Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out sizes.
 
+Also scored, not stored: TensorRT-LLM's own all-reduce (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
+2–8 GPUs), the same curve form fitted on every other size, and the NCCL all-reduce curve (what the law times a
+tensor-parallel all-reduce with) against it: the law has no TensorRT-LLM all-reduce kernel class yet.
+
     python benchmarks/kernel_comm.py            # fit, score, and check the catalog holds these curves
     python benchmarks/kernel_comm.py --write    # write the fitted curves into the catalog's [network] tables
     python benchmarks/kernel_comm.py --data DIR --extract tests/data/kernel_tables   # the tests' extract
@@ -67,7 +71,8 @@ def newest_tables(data: Path) -> list[Path]:
 
 
 def extract(data: Path, out: Path) -> None:
-    """The tests' extract: each catalog GPU's newest nccl_perf table, a size's repeated runs as their median."""
+    """The tests' extract: each catalog GPU's newest nccl_perf table, a size's repeated runs as their median;
+    the custom_allreduce tables of TensorRT-LLM 1.3.0rc20 as they are."""
     from ironlaw.measure.calibrate import kerneltable
     keys = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size"]
     for path in newest_tables(data):
@@ -77,6 +82,38 @@ def extract(data: Path, out: Path) -> None:
             dest.parent.mkdir(parents=True, exist_ok=True)
             rows[keys + ["latency"]].to_csv(dest, index=False, float_format="%.6g")
             print(f"{dest}: {len(rows)} rows")
+    keys = ["framework", "version", "device", "op_name", "kernel_source", "allreduce_dtype", "num_gpus",
+            "message_size", "implementation", "latency"]
+    for path in sorted(data.glob(f"*/comm/{CUSTOM}.*")):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            dest = out / path.relative_to(data).with_suffix(".csv")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            t.rows[[c for c in keys if c in t.rows.columns]].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(t.rows)} rows")
+
+
+CUSTOM = "trtllm/1.3.0rc20/custom_allreduce_perf"
+
+
+def custom_allreduce(root: Path, fits: dict) -> list[tuple]:
+    """Per GPU and GPU count: (gpu, gpus, sizes scored, own-fit held-out median and p90, NCCL curve's median
+    signed error) for TensorRT-LLM's custom all-reduce (bf16; message_size in elements)."""
+    from ironlaw.measure.calibrate import kerneltable
+    from ironlaw.measure.calibrate.commfit import fit_lines, predict_s, split
+    out = []
+    for path in sorted(root.glob(f"*/comm/{CUSTOM}.*")):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            for p, rows in t.rows.groupby("num_gpus"):
+                med = rows.groupby("message_size")["latency_s"].median()
+                n, sec = med.index.to_numpy(float) * 2, med.to_numpy(float)
+                keep = split(n)
+                err = np.abs(predict_s(fit_lines("allreduce", int(p), n[keep], sec[keep]), "allreduce", int(p),
+                                       n[~keep]) / sec[~keep] - 1)
+                nccl = fits.get((t.gpu, "allreduce", int(p)))
+                signed = np.median(predict_s(nccl[0], "allreduce", int(p), n) / sec - 1) if nccl else np.nan
+                out.append((t.gpu, int(p), len(err), float(np.median(err)), float(np.percentile(err, 90)),
+                            float(signed)))
+    return out
 
 
 def fit(curves: dict) -> dict:
@@ -194,6 +231,11 @@ def main() -> int:
     allh = np.concatenate([e for (g, c), e in errs.items() if "int8" not in c])
     print(f"\nheld-out half-precision sizes, all GPUs: {len(allh)} rows, median {100 * np.median(allh):.1f}%, "
           f"p90 {100 * np.percentile(allh, 90):.1f}%; {sum(held)} of {len(held)} GPU × collective met")
+    print(f"\nTensorRT-LLM custom all-reduce ({CUSTOM}, bf16): the same form on every other size, held out; "
+          f"and the law's NCCL all-reduce curve against it (median signed)")
+    for gpu, p, k, med, p90, signed in custom_allreduce(Path(args.data) if args.data else DATA, fits):
+        print(f"{gpu:14s} {p} GPUs {k:3d} sizes  held out {100 * med:5.1f}% / {100 * p90:4.0f}%   "
+              f"NCCL curve {100 * signed:+6.1f}%")
     stale = catalog_matches(fits, meta)
     print("catalog [network] curves: " + ("match this fit" if not stale else f"STALE for {', '.join(stale)} "
                                           f"(run with --write)"))

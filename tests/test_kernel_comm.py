@@ -125,3 +125,16 @@ def test_deepep_tables_read_in_microseconds_and_the_law_against_them():
     assert 20e-6 < float(first.min()) < 200e-6
     for phase, k, signed, law, med, p90, alpha, bw in kernel_deepep.score("b200", r):
         assert k == 78 and -0.75 < signed < -0.45 and med < 0.10
+
+
+def test_tensorrt_llm_all_reduce_against_the_nccl_curve(fitted):
+    """TensorRT-LLM's custom all-reduce (bf16): the curve form holds it on held-out sizes, and on Hopper and
+    Blackwell NVLink it runs well ahead of NCCL's (the law's tensor-parallel all-reduce is NCCL's)."""
+    _, _, fits = fitted
+    rows = {(g, p): (k, med, signed) for g, p, k, med, p90, signed in kernel_comm.custom_allreduce(kernel_comm.DATA,
+                                                                                                  fits)}
+    assert len(rows) == 24
+    assert np.median([med for _, med, _ in rows.values()]) <= 0.08
+    for gpu in ("h100", "h200", "b200", "b300"):
+        assert rows[(gpu, 8)][2] > 0.2                       # the NCCL curve is slower than TRT-LLM's kernel
+    assert abs(rows[("l40s", 4)][2]) < 0.1                   # PCIe: the same
