@@ -138,3 +138,11 @@ def test_tensorrt_llm_all_reduce_against_the_nccl_curve(fitted):
     for gpu in ("h100", "h200", "b200", "b300"):
         assert rows[(gpu, 8)][2] > 0.2                       # the NCCL curve is slower than TRT-LLM's kernel
     assert abs(rows[("l40s", 4)][2]) < 0.1                   # PCIe: the same
+
+
+def test_coverage_counts_measured_collectives_as_calibrated(cli):
+    one = cli("analyze", "allreduce:1MiB", "--on", "b200", "--gpus", "8", "--format", "json").json()
+    assert "collective" in one["calibration_coverage"]["calibrated"]
+    two = cli("analyze", "allreduce:1MiB", "--on", "b200", "--gpus", "16", "--nodes", "2", "--format", "json").json()
+    (b,) = [b for b in two["calibration_coverage"]["borrowed"] if b["class"] == "collective"]
+    assert "α-β" in b["borrows"] and b["share_of_time"] == pytest.approx(1.0)
