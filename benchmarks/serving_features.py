@@ -93,8 +93,7 @@ def energy_check() -> int:
     """Predicted J/token against ML.ENERGY's measurement (Llama 3.1 8B, one H100, batch 64)."""
     step = serving.decode_tokens_per_s("llama3-8b", "h100", 64, 512 + 717 // 2)
     from ironlaw.law import power
-    u, _ = power.utilization(step[1])
-    j_step = float(power.power_w(step[1].hw, u)) / step[0]
+    j_step = float(power.of(step[1])) / step[0]
     cycle = of_serving(serving.estimate("llama3-8b", "h100", 512, 717, 64))["joules_per_output_token"]
     rows = [("J/token, decode step only (batch 64)", f"{j_step:.3f} J vs 0.12 (v3) / 0.20 (v2)",
              "0.06 … 0.24", 0.06 <= j_step <= 0.24),
@@ -113,8 +112,7 @@ def h200_check() -> int:
     for r in m["decode"]:
         rate, est = serving.decode_tokens_per_s("llama3-8b", "h200", r["batch"], m["context"])
         t = r["batch"] / rate
-        u, _ = power.utilization(est, t)
-        p = float(power.power_w(est.hw, u))
+        p = float(power.of(est, t))
         j = p * t / r["batch"]
         rows.append((f"decode batch {r['batch']}: J/token", f"{j:.3g} vs {r['joules_per_token']:.3g} "
                      f"({j / r['joules_per_token'] - 1:+.0%}); W {p:.0f} vs {r['power_w']:.0f}, ms "

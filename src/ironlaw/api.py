@@ -32,15 +32,20 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
             fsdp: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
             options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
-            grid_gco2_per_kwh: Optional[float] = None, **builder_options):
+            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
+            mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
+            restart_s: Optional[float] = None, **builder_options):
     """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
     step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.analysis.Training` step.
-    ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration."""
+    ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
+    ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
+    GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``)."""
     from .core.errors import IronlawError
     from .models import analysis
 
     given = dict(locals())
     par = _parallel(given)
+    cost = _run_inputs(given, phase)
     opts = {**par, **_builder("analyze", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
@@ -53,13 +58,13 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+        return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
     hw = _device(on, network)
     est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
     if plot:
         from .report.plot import save
         save(est, plot)
-    return analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh)
+    return analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh, cost)
 
 
 def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
@@ -71,15 +76,20 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
           offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
           fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
-          **builder_options):
+          price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None,
+          train_tokens: Union[str, float, None] = None, mtbf_gpu_hours: Optional[float] = None,
+          checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
-    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan`` …)."""
+    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
+    step's ``energy`` …; with ``train_tokens``, the whole ``run``)."""
     from .models import analysis
 
-    opts = {**_parallel(dict(locals())), **_builder("train", spec, options, builder_options)}
+    given = dict(locals())
+    cost = _run_inputs(given, "train")
+    opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts)
+    return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
 
 
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
@@ -143,10 +153,13 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
 
     if max_throughput:
         from .models.serving import throughput
-        return throughput.max_throughput(
+        from .models.serving.features import energy
+        energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
+        est = throughput.max_throughput(
             spec, on, prompt, output, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
             kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
             expert_imbalance=expert_imbalance)
+        return energy.with_energy(est, price_per_gpu_hour, grid_gco2_per_kwh)
     for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
                        ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
                        ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
@@ -175,10 +188,16 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
            moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, prompt: int = 1024, output: int = 256,
            slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
-           address: Optional[str] = None, quiet: bool = True):
+           address: Optional[str] = None, quiet: bool = True, price_per_gpu_hour: Optional[float] = None,
+           grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
+           mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
+           restart_s: Optional[float] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
-    :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress."""
+    :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
+    Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``."""
     from .core.errors import IronlawError, unknown
+
+    cost = _run_inputs(dict(locals()), phase)
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
@@ -187,30 +206,33 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
         return run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                          quiet=quiet, settings=settings)
+                          quiet=quiet, settings=settings, cost=cost)
     if phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         from .models.search import serve as run
-        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet)
+        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, cost=cost)
     raise unknown("search phase", phase, ("train", "serve"))
 
 
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
-          rounds: int = 1, references: bool = True, progress=None):
+          rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
     calibration on them and save the profile (``out``, else a new file that ``on="local"`` reads); a
-    :class:`Probe`. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
+    :class:`Probe`. A probe that fails its checks (a row that stays noisy, a lost core, a threefold drift) is saved
+    marked with them (``Probe.unsteady``), every prediction on it carrying the wider range; ``strict`` refuses it
+    and saves nothing. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
     from .machine import profile
     from .measure import probe as probe_mod
     from .measure.calibrate import build, selfcal
 
-    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds)
+    rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds,
+                         refuse=strict)
     # selfcal fits the rows and the reference runs together, so the rows' own fit is skipped then
     doc = build.profile(rows, calibrate_fit=not references)
     if references:
         doc = selfcal.calibrate(doc, quick, progress=progress)
-    return Probe(str(profile.save(doc, out)), doc)
+    return Probe(str(profile.save(doc, out)), doc, strict)
 
 
 def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
@@ -263,9 +285,16 @@ class Probe:
     [calibration]) and where."""
     path: str
     profile: dict
+    strict: bool = False
+
+    @property
+    def unsteady(self) -> list[str]:
+        """The checks the probe failed and was saved past (``checks.refused``); [] for a steady machine."""
+        return list(self.profile["probe"].get("checks", {}).get("refused", []))
 
     def to_dict(self) -> dict:
-        return {"schema": "ironlaw.probe-result/1", "path": self.path, "profile": self.profile}
+        return {"schema": "ironlaw.probe-result/1", "path": self.path, "strict": self.strict,
+                "unsteady": self.unsteady, "profile": self.profile}
 
 
 @dataclass
@@ -327,6 +356,14 @@ def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
                             f"{spec}: {takes})")
         opts.update(named)
     return opts
+
+
+def _run_inputs(given: dict, phase: Optional[str]):
+    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work."""
+    from .models.run_cost import RunInputs
+    return RunInputs.of_flags(given.get("train_tokens"), given.get("price_per_gpu_hour"),
+                              given.get("grid_gco2_per_kwh"), given.get("mtbf_gpu_hours"), given.get("checkpoint_s"),
+                              given.get("restart_s"), phase)
 
 
 def _device(on, network: Optional[str] = None):

@@ -5,6 +5,8 @@ from __future__ import annotations
 def show_train_step(step, fmt: str, top: int) -> None:
     """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
     from ..core.units import fmt as f, fmt_time
+    from ..law import power
+    from ..models import run_cost
     from .common import console, emit_json, emit_lines
 
     graph, hw, plan = step.graph, step.hw, step.plan
@@ -24,7 +26,8 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
              f"throughput: {step.tokens_per_s_per_gpu:,.0f} tokens/s per device",
              f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
-             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}"]
+             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
+             power.line(step.energy, hw.name)] + run_cost.text(step.run)
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
             ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),

@@ -6,7 +6,8 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, emit_json
-from .options import Batch, DType, On, Opt, Phase, Seq, Serial, Spec
+from .options import (Batch, CheckpointS, DType, Grid, MtbfGpuHours, On, Opt, Phase, Price, RestartS, Seq, Serial,
+                      Spec, TrainTokens)
 
 
 def parse_opts(items: list[str]) -> dict:
@@ -66,10 +67,12 @@ def analyze(
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour for the cost per "
-                                          "token (default: a sourced cloud rate where ironlaw.law.power has one)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
-                                         "average 481, Ember 2023)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     from .. import api
@@ -82,18 +85,21 @@ def analyze(
                       moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
                       offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
-                      grid_gco2_per_kwh=grid)
+                      grid_gco2_per_kwh=grid, train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours,
+                      checkpoint_s=checkpoint_s, restart_s=restart_s)
     from ..models.analysis import Training
     if isinstance(res, Training):                  # one training step on many devices
         from ._parallel import show_train_step
         return show_train_step(res, fmt, top)
     from ..law import power
+    from ..models import run_cost
+    cost = "\n".join([power.line(res.energy, res.hw.name)] + run_cost.text(res.run))
     if fmt == "json":
         emit_json(res.to_dict())
     elif fmt == "md":
         from ..report.markdown import render
-        print(render(res, top=top) + "\n\n" + power.line(res.energy, res.hw.name))
+        print(render(res, top=top) + "\n\n" + cost)
     else:
         from ..report.text import render
         render(res, top=top)
-        print(power.line(res.energy, res.hw.name))
+        print(cost)

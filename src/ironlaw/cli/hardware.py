@@ -81,3 +81,5 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
     if d.idle_w is not None:
         c.print(f"idle: {d.idle_w:g} W — {esc(d.sources['power.idle'])}")
+    if d.memory_w is not None:
+        c.print(f"device memory flat out: {d.memory_w:g} W — {esc(d.sources['power.memory'])}")

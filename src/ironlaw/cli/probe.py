@@ -21,6 +21,10 @@ def probe(
     references: bool = typer.Option(True, "--references/--no-references",
                                     help="after the micro-benchmarks, time the built-in reference models and fit "
                                          "the calibration on them too (CPU; --no-references: the probe's rows alone)"),
+    strict: bool = typer.Option(False, "--strict", help="refuse (save nothing) when a measurement stays noisy, a "
+                                                        "core is lost or the machine's speed changes threefold; "
+                                                        "without it such a probe is saved marked unsteady and "
+                                                        "every prediction on it carries the wider range"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
@@ -31,7 +35,8 @@ def probe(
 
     check_format(fmt, ("text", "json"))
     show_bar = fmt == "text" and sys.stdout.isatty()
-    kw = dict(out=out, quick=quick, threads=threads, max_cv=max_cv, rounds=rounds, references=references)
+    kw = dict(out=out, quick=quick, threads=threads, max_cv=max_cv, rounds=rounds, references=references,
+              strict=strict)
     if show_bar:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         with Progress(TextColumn("[bold]probe[/bold] {task.description:<32}"), BarColumn(),
@@ -58,6 +63,10 @@ def _render(doc: dict, path: str) -> None:
     rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
     c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")
     drift = p.get("checks", {}).get("drift", {})
+    for reason in p.get("checks", {}).get("refused", []):
+        from rich.markup import escape
+        c.print(f"[yellow]unsteady machine, saved anyway[/yellow] ({escape(reason.removeprefix('probe: '))}); "
+                "predictions on this profile carry the wider range and say why (--strict refuses such a probe)")
     if drift.get("max_change", 0.0) > p["max_cv"]:
         c.print(f"[yellow]the machine's speed drifted during the run[/yellow] ({drift['what']}); predictions on this "
                 "profile carry that range (time_range_s)")

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, Spec
+from .options import CheckpointS, DType, Grid, MtbfGpuHours, On, Price, RestartS, Spec, TrainTokens
 
 
 @app.command()
@@ -47,6 +47,12 @@ def search(
     engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
+    price: Price = None,
+    grid: Grid = None,
+    train_tokens: TrainTokens = None,
+    mtbf_gpu_hours: MtbfGpuHours = None,
+    checkpoint_s: CheckpointS = None,
+    restart_s: RestartS = None,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
@@ -57,7 +63,9 @@ def search(
                      recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
-                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json")
+                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     price_per_gpu_hour=price, grid_gco2_per_kwh=grid, train_tokens=train_tokens,
+                     mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s, restart_s=restart_s)
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -105,6 +113,7 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+        print("\n" + "\n".join(_cost_lines(res)))
         return
     from rich import box
     from rich.table import Table
@@ -118,3 +127,21 @@ def show(res, fmt: str) -> None:
     c.print(t)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}")
+    for line in _cost_lines(res):
+        c.print(line, markup=False)
+
+
+def _cost_lines(res) -> list[str]:
+    """The best layout's energy, cost and carbon per token and, with --train-tokens, its whole run."""
+    from ..models import run_cost
+    e = res.top[0]
+    d = e.get("energy")
+    if d is None:
+        return [f"#1 energy: {res.hardware} states no power (tdp_w and idle_w in its hardware file)"]
+    unit = "output token" if "joules_per_output_token" in d else "token"
+    key = unit.replace(" ", "_")
+    usd = d[f"usd_per_million_{key}s"]
+    out = [f"#1 energy: {d[f'joules_per_{key}']:.3g} J per {unit}; per million: "
+           + (f"${usd:.3g} (${d['usd_per_gpu_hour']:g}/GPU-h), " if usd is not None else "")
+           + f"{d[f'gco2_per_million_{key}s']:.3g} g CO2"]
+    return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]

@@ -28,6 +28,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
             ("steps carrying a prompt", f"{100 * s['mixed_step_share']:.0f}%"),
             ("steps bound by", f"{d['step_bottleneck']['resource']}"
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
+    rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
     if fmt == "md":
@@ -35,3 +36,16 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
         return
     w = max(len(a) for a, _ in rows)
     emit_lines([head] + [f"  {a:<{w}}  {b}" for a, b in rows], fmt)
+
+
+def _energy_rows(e: dict | None, hw_name: str) -> list[tuple[str, str]]:
+    """Energy, cost and carbon per output token (``serving.features.energy.of_throughput``)."""
+    if e is None:
+        return [("energy", f"{hw_name} states no power (tdp_w and idle_w in its hardware file)")]
+    usd = e["usd_per_million_output_tokens"]
+    return [("energy per output token", f"{e['joules_per_output_token']:.3g} J ({e['mean_power_w_per_device']:.0f} W "
+                                        f"per GPU, u {e['utilization']:.2f})"),
+            ("cost per million output tokens", f"${usd:.3g} at ${e['usd_per_gpu_hour']:g}/GPU-h" if usd is not None
+             else e["price_source"]),
+            ("carbon per million output tokens", f"{e['gco2_per_million_output_tokens']:.3g} g CO2 at "
+                                                 f"{e['grid_gco2_per_kwh']:g} g/kWh")]

@@ -65,7 +65,7 @@ def text(res) -> None:
         row += ["–" if r[k] is None else f"{r[k]:.3g}" for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
     con.print(t)
-    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + (tdp_w − idle_w) × the binding resource's busy fraction (ironlaw.law.power); "
+    con.print(f"J: joules per {per}, $/M: USD per million {per}s; board power idle_w + the binding resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()))
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")

@@ -107,3 +107,23 @@ def fmt_time(t: float, digits: int = 3) -> str:
 def fmt_size(x: float, digits: int = 3) -> str:
     """Format a memory size with binary prefixes (capacities are sold in GiB): 85899345920 -> '80 GiB'."""
     return _scaled(x, "B", _BIN_PREFIXES, digits)
+
+
+_COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT_RE = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]?)\s*$")
+
+
+def count(value: object, what: str) -> float:
+    """A count with an optional K, M, B (or G) or T suffix (powers of 1000): '15T' -> 1.5e13, '2.5B' -> 2.5e9; a
+    number as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        x = float(value)
+    else:
+        m = _COUNT_RE.match(value) if isinstance(value, str) else None
+        if not m or m.group(2) not in _COUNT:
+            raise IronlawError(f"{what}: cannot read {value!r} as a count; give a number with an optional K, M, B "
+                               f"or T suffix, e.g. 15T")
+        x = float(m.group(1)) * _COUNT[m.group(2)]
+    if not math.isfinite(x) or x <= 0:
+        raise IronlawError(f"{what} must be positive, got {value!r}")
+    return x

@@ -1,11 +1,15 @@
 """Power, energy, cost and carbon of what an Estimate describes.
 
 Per device, over one step of ``T`` seconds:
-    u = busy seconds of the binding resource / T          (0 … 1)
+    u_r = busy seconds of resource r / T                 (0 … 1)
         the resources that draw power while they work: the matrix/vector units (``compute_s``), each
-        memory tier (its ``data_tier_s``) and the links (``network_s``); the binding one is the one
-        busy longest. Fixed per-op latency is not work: a latency-bound step has a small u.
-    P = idle_w + (tdp_w − idle_w) · u                    watts ([power] of the hardware file)
+        memory tier (its ``data_tier_s``) and the links (``network_s``). Fixed per-op latency is not
+        work: a latency-bound step has small u.
+    P = idle_w + max over r of (P_r − idle_w) · u_r      watts ([power] of the hardware file)
+        P_r: the board power with r working flat out — ``memory_w`` for the device memory tier where the
+        hardware file states it (an HBM-saturating copy draws less than a tensor-core-bound GEMM: 469 W
+        against 692 W on an H200, benchmarks/gpu_power_kernels.py), else ``tdp_w``. The binding resource
+        is the one that draws the most; ``u`` is its busy share.
     E = P · T                                            joules
 Over ``devices`` devices and ``units`` output tokens (or samples) the step took:
     joules_per_unit       = devices · E / units
@@ -32,7 +36,8 @@ PRICES_USD_PER_DEVICE_HOUR = {
     "a100-40gb": (1.844, _CB + "p4d.24xlarge (8 x A100 40 GB)"),
 }
 UTILIZATION_DEFINITION = ("u = busy seconds of the binding resource (compute units, a memory tier or the links, "
-                          "whichever is busy longest) / the step's time")
+                          "whichever draws the most power above idle: its full-load power above idle × its busy "
+                          "share) / the step's time")
 
 
 def has_power(hw) -> bool:
@@ -55,21 +60,43 @@ def busy_s(est) -> dict[str, np.ndarray]:
 
 
 def utilization(est, time_s=None) -> tuple[np.ndarray, np.ndarray]:
-    """(u, binding resource name) per configuration; ``time_s`` defaults to the estimate's own time."""
-    t = np.asarray(est.total_s if time_s is None else time_s, dtype=float)
-    b = busy_s(est)
-    names = np.array(list(b), dtype=object)
-    stacked = np.stack([np.broadcast_to(v, t.shape) for v in b.values()])
-    idx = np.argmax(stacked, axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where((t > 0) & np.isfinite(t), np.max(stacked, axis=0) / t, 0.0)
-    return np.clip(u, 0.0, 1.0), names[idx]
+    """(u, binding resource name) per configuration (``drawn``); ``time_s`` defaults to the estimate's own time."""
+    check_power(est.hw)
+    _, u, binding = drawn(est.hw, busy_s(est), est.total_s if time_s is None else time_s)
+    return u, binding
 
 
-def power_w(hw, u):
-    """Board power of one device at utilization ``u``."""
+def of(est, time_s=None) -> np.ndarray:
+    """Board power of one device per configuration of ``est`` (``drawn``)."""
+    check_power(est.hw)
+    return drawn(est.hw, busy_s(est), est.total_s if time_s is None else time_s)[0]
+
+
+def dynamic_w(hw, resource: str) -> float:
+    """Board power above idle of one device with ``resource`` (a ``busy_s`` key) working flat out: the device
+    memory tier's ``memory_w`` where the hardware file states it, else ``tdp_w``."""
     check_power(hw)
-    return hw.idle_w + (hw.tdp_w - hw.idle_w) * np.asarray(u, dtype=float)
+    if hw.memory_w is not None and resource == f"bandwidth:{hw.memory[hw.device_tier].name}":
+        return hw.memory_w - hw.idle_w
+    return hw.tdp_w - hw.idle_w
+
+
+def drawn(hw, busy: dict, time_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(board power W, u, binding resource) per configuration of one device whose resources work ``busy``
+    seconds (``busy_s``) in ``time_s``: idle_w + the largest of dynamic_w(r) · u_r."""
+    t = np.asarray(time_s, dtype=float)
+    names = np.array(list(busy), dtype=object)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.stack([np.where((t > 0) & np.isfinite(t), np.broadcast_to(v, t.shape) / t, 0.0) for v in busy.values()])
+    u = np.clip(u, 0.0, 1.0)
+    w = u * np.array([dynamic_w(hw, r) for r in busy]).reshape((-1,) + (1,) * t.ndim)
+    idx = np.argmax(w, axis=0)
+    return hw.idle_w + np.max(w, axis=0), np.take_along_axis(u, idx[None], axis=0)[0], names[idx]
+
+
+def power_w(hw, u, resource: str = "compute"):
+    """Board power of one device with ``resource`` busy a share ``u`` of the time."""
+    return hw.idle_w + dynamic_w(hw, resource) * np.asarray(u, dtype=float)
 
 
 def price(hw, usd_per_device_hour: float | None) -> tuple[float | None, str]:
@@ -94,12 +121,15 @@ def grid(gco2_per_kwh: float | None) -> tuple[float, str]:
 def step(est, devices: int = 1, time_s=None) -> dict:
     """Power and energy of one step of ``est`` on ``devices`` devices (single configuration)."""
     t = float(est.total_s if time_s is None else time_s)
-    u, binding = utilization(est, t)
-    p = float(power_w(est.hw, u))
-    return {"utilization": float(u), "binding": str(binding), "power_w_per_device": p, "devices": devices,
+    check_power(est.hw)
+    p, u, binding = drawn(est.hw, busy_s(est), t)
+    p, u, binding = float(p), float(u), str(binding)
+    return {"utilization": u, "binding": binding, "power_w_per_device": p, "devices": devices,
+            "binding_dynamic_w": dynamic_w(est.hw, str(binding)),
             "time_s": t, "joules": p * t * devices, "idle_w": est.hw.idle_w, "tdp_w": est.hw.tdp_w,
             "utilization_definition": UTILIZATION_DEFINITION,
-            "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", "")}
+            "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", ""),
+            "memory_w": est.hw.memory_w, "memory_source": est.hw.sources.get("power.memory", "")}
 
 
 def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: float | None = None,
@@ -136,8 +166,10 @@ def line(d: dict | None, hw_name: str) -> str:
         return f"energy: {hw_name} states no power (tdp_w and idle_w in its hardware file); no energy, cost or carbon"
     unit = "token" if "joules_per_token" in d else "sample"
     usd = d[f"usd_per_million_{unit}s"]
-    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W (idle {d['idle_w']:g} W + "
-            f"{d['tdp_w'] - d['idle_w']:g} W × utilization {d['utilization']:.2f} of {d['binding']}) = "
+    each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
+    return (f"energy per step: {d['joules']:.3g} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
+            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W × utilization {d['utilization']:.2f} of "
+            f"{d['binding']}) = "
             f"{d[f'joules_per_{unit}']:.3g} J per {unit}"
             + (f", ${usd:.3g} per million {unit}s" if usd is not None else "")
             + f", {d[f'gco2_per_million_{unit}s']:.3g} gCO2 per million at {d['grid_gco2_per_kwh']:g} gCO2/kWh")

@@ -11,9 +11,11 @@ range [lo, hi] around the profile's rate:
     latency      the compute factors with the dispatch rows' cv on a CPU (the host's cores run the
                  dispatch); [1 − cv, 1 + cv] of the dispatch rows on a GPU
 
-(cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). The machine's low end is the law with
-every term at its fast end (each tier's seconds / hi, compute / hi, latency / hi), composed as the
-prediction was; its high end with every term at its slow end.
+(cv: the median over the rows; 1 − cv never below ``MIN_FACTOR``). A probe saved past the checks that
+``ironlaw probe --strict`` refuses on (``checks.refused``: a row that stayed noisy, a lost core, a threefold
+drift) is unsteady: each term takes the largest cv of its rows instead of the median, and ``source`` says
+why. The machine's low end is the law with every term at its fast end (each tier's seconds / hi, compute /
+hi, latency / hi), composed as the prediction was; its high end with every term at its slow end.
 
 The law's own miss on the probe's reference runs (``[probe.references].model_spread``: per op kind, an
 80% interval of measured over predicted op time) gives the model's ends, each op scaled by its kind's
@@ -49,15 +51,23 @@ def factors(hw) -> dict | None:
     every = drift.get("rounds", drift)             # with --rounds, every round's sentinels
     g = _drift(every.get("gemm_flops_per_s"))
     c = _drift(every.get("copy_Bps"))
+    spread = max if unsteady(hw) else statistics.median
     gemm = [r for r in probe.get("gemm", []) if r.get("weights") != "cold"] + probe.get("conv", [])
-    compute = _widened(g, _cv(gemm))
-    dispatch_cv = _cv(probe.get("dispatch", []))
+    compute = _widened(g, _cv(gemm, spread))
+    dispatch_cv = _cv(probe.get("dispatch", []), spread)
     latency = _widened(g if hw.kind == "cpu" else (1.0, 1.0), dispatch_cv)
     tiers = {}
     for t in hw.memory:
         rows = [r for r in probe.get("memory", []) if r["level"] == t.name]
-        tiers[t.name] = _widened(c if t.role == "device" else (1.0, 1.0), _cv(rows))
+        tiers[t.name] = _widened(c if t.role == "device" else (1.0, 1.0), _cv(rows, spread))
     return {"compute": compute, "latency": latency, "tiers": tiers}
+
+
+def unsteady(hw) -> list[str]:
+    """The checks the probe of ``hw`` did not pass and was saved past (``ironlaw probe`` without --strict);
+    [] for a steady probe or a device that was not probed."""
+    probe = hw.extra.get("probe") or {}
+    return list(probe.get("checks", {}).get("refused", []))
 
 
 def time_range(est) -> list[float] | None:
@@ -101,9 +111,12 @@ def source(est) -> str:
     if factors(est.hw) is None:
         return (f"none: {est.hw.name} was not probed; its catalog numbers carry no measured spread "
                 f"(ironlaw probe measures one)")
+    why = unsteady(est.hw)
     return ("each term at the slowest and fastest rate the probe observed on this machine (its drift sentinels "
             "and the rows' spread), in quadrature with the law's miss per op kind on the probe's reference runs, "
-            "at least those runs' run-to-run spread")
+            "at least those runs' run-to-run spread"
+            + (f"; wider: the probe ran on an unsteady machine and was saved past its checks (each term takes its "
+               f"rows' largest spread): {'; '.join(r.removeprefix('probe: ') for r in why)}" if why else ""))
 
 
 def _total(est, f: dict, end: int) -> float:
@@ -131,8 +144,9 @@ def _drift(values) -> tuple[float, float]:
     return float(lo) / med, float(hi) / med
 
 
-def _cv(rows: list[dict]) -> float:
-    return statistics.median(r["cv"] for r in rows) if rows else 0.0
+def _cv(rows: list[dict], spread=statistics.median) -> float:
+    """The rows' spread: their median cv, or with ``spread=max`` the largest (an unsteady probe)."""
+    return spread(r["cv"] for r in rows) if rows else 0.0
 
 
 def _widened(drift: tuple[float, float], cv: float) -> tuple[float, float]:

@@ -40,6 +40,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     source = "…"
     idle_w = 70                        # optional: board power with a context and no work (ironlaw.law.power)
     idle_source = "estimate: …"
+    memory_w = 470                     # optional (with idle_w): board power while device memory streams flat
+    memory_source = "measured: …"      # out and nothing else works (default: tdp_w)
     [efficiency]                       # fractions of peak reached by real kernels
     matmul = 0.7                       # keys: op kinds (see graph.KINDS), 'other', 'memory'
     memory = 0.8
@@ -122,6 +124,7 @@ class Hardware:
     links: tuple[Link, ...] = ()
     tdp_w: float | None = None
     idle_w: float | None = None           # [power] idle_w: drawn with nothing to do (ironlaw.law.power)
+    memory_w: float | None = None         # [power] memory_w: drawn streaming device memory flat out (else tdp_w)
     features: dict[str, bool] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     path: str = ""
@@ -190,6 +193,7 @@ class Hardware:
                       for l in self.links],
             "tdp_w": self.tdp_w,
             "idle_w": self.idle_w,
+            "memory_w": self.memory_w,
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
@@ -289,13 +293,13 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     op_latency = lat.qty("op_s", "s", upper=1.0)
     sources["latency"] = lat.source()
     links = _links(top, where)
-    tdp, idle = _power(top, where, sources)
+    tdp, idle, memory_w = _power(top, where, sources)
     eff = _efficiency(top, where, sources)
     feats = _features(top, where, sources)
     extra, cal = _measured(data, where)
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
-                    links=tuple(links), tdp_w=tdp, idle_w=idle, features=feats, aliases=tuple(aliases), path=where,
+                    links=tuple(links), tdp_w=tdp, idle_w=idle, memory_w=memory_w, features=feats, aliases=tuple(aliases), path=where,
                     extra=extra, calibration=cal)
 
 
@@ -408,21 +412,36 @@ def _measured(data: dict, where: str) -> tuple[dict, Calibration | None]:
     return extra, cal
 
 
-def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None]:
-    """[power]: tdp_w and its source; idle_w (below tdp_w) with its own idle_source when given."""
+def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None, float | None]:
+    """[power]: tdp_w and its source; idle_w (below tdp_w) with its own idle_source when given; memory_w
+    (between idle_w and tdp_w) with its own memory_source when given."""
     if "power" not in top.data:
-        return None, None
-    p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source", "idle_w", "idle_source"))
+        return None, None, None
+    p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source", "idle_w", "idle_source", "memory_w",
+                                                    "memory_source"))
     tdp = p.qty("tdp_w", "W", upper=1e6)
     sources["power"] = p.source()
     if "idle_w" not in p.data:
-        return tdp, None
+        if "memory_w" in p.data:
+            raise IronlawError(f"{where}.power.memory_w needs idle_w: it is the board power above idle that "
+                               f"streaming device memory adds")
+        return tdp, None, None
     idle = p.qty("idle_w", "W", upper=tdp)
-    src = p.text("idle_source")
+    sources["power.idle"] = _power_source(p, "idle_source", where)
+    memory_w = p.qty("memory_w", "W", required=False, upper=tdp * (1 + 1e-9))
+    if memory_w is None:
+        return tdp, idle, None
+    if memory_w <= idle:
+        raise IronlawError(f"{where}.power.memory_w must be above idle_w ({idle:g} W), got {memory_w:g} W")
+    sources["power.memory"] = _power_source(p, "memory_source", where)
+    return tdp, idle, memory_w
+
+
+def _power_source(p: _Table, key: str, where: str) -> str:
+    src = p.text(key)
     if not src.startswith(SOURCE_PREFIXES):
-        raise IronlawError(f"{where}.power.idle_source must start with one of {', '.join(SOURCE_PREFIXES)}")
-    sources["power.idle"] = src
-    return tdp, idle
+        raise IronlawError(f"{where}.power.{key} must start with one of {', '.join(SOURCE_PREFIXES)}")
+    return src
 
 
 def _max_devices(t: _Table, kind: str, where: str) -> int | None:

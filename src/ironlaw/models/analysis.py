@@ -17,15 +17,17 @@ from .parallel import StepEstimate
 @dataclass
 class Analysis(Estimate):
     """An Estimate with the energy, cost and carbon of its step (``ironlaw.law.power``; None for a sweep over
-    arrays or a device that states no power). Its document is ``ironlaw analyze --format json``'s."""
+    arrays or a device that states no power) and, with ``--train-tokens``, the whole training run
+    (``ironlaw.models.run_cost``). Its document is ``ironlaw analyze --format json``'s."""
     energy: dict | None = None
+    run: dict | None = None
 
     @classmethod
-    def of(cls, est: Estimate, energy: dict | None) -> "Analysis":
-        return cls(**{f.name: getattr(est, f.name) for f in fields(Estimate)}, energy=energy)
+    def of(cls, est: Estimate, energy: dict | None, run: dict | None = None) -> "Analysis":
+        return cls(**{f.name: getattr(est, f.name) for f in fields(Estimate)}, energy=energy, run=run)
 
     def to_dict(self, top: int | None = None) -> dict:
-        return {**super().to_dict(top), "energy": self.energy}
+        return {**super().to_dict(top), "energy": self.energy, "run": self.run}
 
 
 @dataclass
@@ -34,10 +36,16 @@ class Training(StepEstimate):
     hardware; its document is ``ironlaw analyze --phase train --gpus N … --format json``'s."""
     graph: Graph | None = None
     hw: Hardware | None = None
+    energy: dict | None = None        # one step on every device (``ironlaw.models.train_energy``)
+    run: dict | None = None           # the whole run, with ``--train-tokens`` (``ironlaw.models.run_cost``)
 
     @classmethod
-    def of(cls, step: StepEstimate, graph: Graph, hw: Hardware) -> "Training":
-        return cls(**{f.name: getattr(step, f.name) for f in fields(StepEstimate)}, graph=graph, hw=hw)
+    def of(cls, step: StepEstimate, graph: Graph, hw: Hardware, cost: dict | None = None) -> "Training":
+        return cls(**{f.name: getattr(step, f.name) for f in fields(StepEstimate)}, graph=graph, hw=hw,
+                   **(cost or {}))
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "energy": self.energy, "run": self.run}
 
 
 def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: str | None = None,
@@ -64,11 +72,13 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
 
 
 def analysis(est: Estimate, usd_per_device_hour: float | None = None,
-             gco2_per_kwh: float | None = None) -> Analysis:
-    """``est`` with the energy of its step (none for a sweep over arrays)."""
+             gco2_per_kwh: float | None = None, cost=None) -> Analysis:
+    """``est`` with the energy of its step (none for a sweep over arrays) and, with ``cost.tokens``
+    (``run_cost.RunInputs``), the whole training run."""
     from ..law import power
+    from . import run_cost
     energy = power.of_estimate(est, usd_per_device_hour, gco2_per_kwh) if est.cols.cfg_shape == () else None
-    return Analysis.of(est, energy)
+    return Analysis.of(est, energy, run_cost.of_estimate(est, energy, cost or run_cost.RunInputs()))
 
 
 def training_graph(spec: str, hw, seq, dtype, opts: dict):
@@ -83,10 +93,13 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict):
 
 
 def train(spec: str, hw, seq=None, dtype: str | None = None, composition: str = "overlap",
-          options: dict | None = None) -> Training:
-    """One training step of ``spec`` on the devices and plan ``options`` name (``ironlaw.models.parallel``)."""
-    from . import parallel
+          options: dict | None = None, cost=None) -> Training:
+    """One training step of ``spec`` on the devices and plan ``options`` name (``ironlaw.models.parallel``), with
+    its energy and, with ``cost.tokens`` (``run_cost.RunInputs``: price, grid, tokens, interruptions), the whole
+    run."""
+    from . import parallel, run_cost
     opts = dict(options or {})
     graph = training_graph(spec, hw, seq, dtype, opts)
     plan = parallel.make_plan(opts, graph, hw)
-    return Training.of(parallel.train_step(graph, hw, plan, composition), graph, hw)
+    step = parallel.train_step(graph, hw, plan, composition)
+    return Training.of(step, graph, hw, run_cost.of_train_step(step, cost or run_cost.RunInputs()))

@@ -171,8 +171,7 @@ def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict) -> dict:
     sources[hw.name] = {"price": usd_src, "grid": g_src, "power": hw.sources.get("power.idle", "no [power] idle_w")}
     if not power.has_power(hw):
         return {"power_w": nan, "joules_per_unit": nan, "usd_per_million_units": nan, "gco2_per_million_units": nan}
-    u, _ = power.utilization(est)
-    p = np.broadcast_to(power.power_w(hw, u), shape)
+    p = np.broadcast_to(power.of(est), shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         j = np.where(throughput > 0, p / throughput, np.nan)
         per_h = np.where(throughput > 0, 1e6 / (3600.0 * throughput), np.nan)

@@ -16,14 +16,17 @@ def headline(est) -> str:
 
 def time_range_line(est) -> str | None:
     """"36 ms (31–44 ms on this machine's observed range)" on a probed profile, else None."""
-    from ..law.timerange import time_range
+    from ..law.timerange import time_range, unsteady
     r = time_range(est)
     if r is None:
         return None
     lo, hi = fmt_time(r[0]), fmt_time(r[1])
     if lo.split(" ")[-1] == hi.split(" ")[-1]:          # "31–44 ms", not "31 ms–44 ms"
         lo = lo.rsplit(" ", 1)[0]
-    return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range)"
+    why = unsteady(est.hw)
+    wider = (f"; wider: the probe saw an unsteady machine — {why[0].removeprefix('probe: ')}"
+             + (f" (and {len(why) - 1} more: time_range_source)" if len(why) > 1 else "")) if why else ""
+    return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range{wider})"
 
 
 def fresh_memory_line(est) -> str | None:

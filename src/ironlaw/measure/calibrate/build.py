@@ -336,9 +336,11 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     fp_dt = "fp32" if "fp32" in compute else next(iter(compute))
     gemm_eta = [r["flops_per_s"] / fp["peak_flops"] for r in probe["gemm"]
                 if r["dtype"] == fp_dt and r.get("weights") != "cold"]
+    unsteady = len(probe.get("checks", {}).get("refused", []))
     doc = {
         "schema": SCHEMA, "name": "local", "kind": kind,
-        "title": f"{probe['device']} on {probe['host']} ({probe['threads']} threads), probed {probe['date'][:10]}",
+        "title": f"{probe['device']} on {probe['host']} ({probe['threads']} threads), probed {probe['date'][:10]}"
+                 + (f", unsteady: {unsteady} check(s) failed" if unsteady else ""),
         "compute": compute, "vector": _vector(probe), "memory": tiers,
         "latency": {"op_s": lat, "source": source(probe, what_lat)},
         "efficiency": {"matmul": round(min(statistics.median(gemm_eta), 1.0), 4), "other": 1.0, "memory": 1.0,

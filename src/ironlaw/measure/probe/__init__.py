@@ -12,8 +12,11 @@
     published  observations from published GPU measurements (not run here; see its docstring)
 
 ``run`` measures and returns the raw ``[probe]`` table (rows with median time and spread);
-``ironlaw.measure.calibrate.build`` turns it into a profile (peaks, tiers, latency, calibration). Any row whose
-spread stays above the limit after re-measuring makes ``run`` refuse, naming the worst rows.
+``ironlaw.measure.calibrate.build`` turns it into a profile (peaks, tiers, latency, calibration). A row whose
+spread stays above the limit after re-measuring, a lost core or a threefold drift makes ``run`` refuse, naming
+the worst rows (``ironlaw probe --strict``); with ``refuse=False`` (``ironlaw probe``) it returns the rows with
+the reasons under ``checks.refused``, and every prediction on the profile carries the wider range
+(``ironlaw.law.timerange``).
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ MIN_SPEEDUP_2_THREADS = 1.3
 # the drift sentinels (the same GEMM and DRAM copy at start, end and evenly between) may differ by up to this much
 # (max / min − 1): a shared VM's fp32 GEMM swings by 2× within a minute (85 → 127 → 74 → 78 → 121 → 149 GFLOP/s,
 # its DRAM copy 18 → 21 → 15 GB/s, measured by probe on 2026-12-04), which the profile keeps and every
-# prediction's range (ironlaw.law.timerange) carries; a machine whose speed changed threefold mid-run is refused
+# prediction's range (ironlaw.law.timerange) carries; a machine whose speed changed threefold mid-run fails the
+# check (refused under --strict, else saved marked unsteady)
 MAX_DRIFT = 2.0
 SENTINELS = {False: 6, True: 3}   # drift checks through a full and a --quick run (each about 0.5 s on a CPU)
 

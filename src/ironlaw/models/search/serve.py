@@ -91,8 +91,10 @@ def _max_throughput(spec, hw, gpus: int, prompt: int, output: int, meta: dict, t
 
 
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
-           top: int = 5, fixed: dict | None = None, quiet: bool = True):
-    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of ``on`` by output tokens/s per GPU."""
+           top: int = 5, fixed: dict | None = None, quiet: bool = True, cost=None):
+    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of ``on`` by output tokens/s per GPU; each
+    reported layout carries its ``energy`` per output token (``cost``: ``run_cost.RunInputs``, its price and
+    grid)."""
     from ...machine import hardware
     from ...core import progress
     from .. import workloads
@@ -122,7 +124,10 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     else:
         with progress.task("evaluating serving layouts", total=len(tps) * len(dts), quiet=quiet) as step:
             entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step)
-    return _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0)
+    res = _ranked(spec, hw, g, gpus, prompt, output, slo, targets, entries, evaluated, shortest, top, t0)
+    for e in res.top:
+        e["energy"] = _energy(spec, hw, prompt, output, e, cost)
+    return res
 
 
 def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
@@ -170,3 +175,26 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
         est = one if c == 1 else serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
         out.append(_entry(est, tp, dtype))
     return out, None
+
+
+def _energy(spec, hw, prompt: int, output: int, e: dict, cost) -> dict | None:
+    """Energy, cost and carbon per output token of one reported layout (``serving.features.energy``), predicted
+    again as the search predicted it (the same time, or it is a bug)."""
+    from ...law import power
+    from ..serving.features import energy
+    usd, grid = (cost.usd_per_device_hour, cost.gco2_per_kwh) if cost is not None else (None, None)
+    if "itl_s" in e:                                       # continuous batching within latency targets
+        from ..serving import online as serving
+        est = serving.estimate(spec, hw, prompt, output, e["concurrency"], dtype=e["dtype"], tp=e["tp"])
+        t = est.request_latency_s
+    else:
+        from ..serving import throughput as st
+        est = st.max_throughput(spec, hw, prompt, output, tp=e["tp"], pp=e["pp"], ep=e["ep"],
+                                attention_dp=e["attention_dp"], dtype=e["dtype"])
+        t = est.time_s
+    if abs(t - e["time_s"]) > 1e-9 * e["time_s"]:
+        raise RuntimeError(f"search: the reported layout predicted again takes {t} s, not {e['time_s']} s; "
+                           f"this is a bug in ironlaw.models.search.serve")
+    if not power.has_power(hw):
+        return None
+    return energy.of_serving(est, e["tp"], usd, grid) if "itl_s" in e else energy.of_throughput(est, usd, grid)

@@ -126,16 +126,18 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
 
 def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | None = None,
            nodes: int | None = None, top: int = 5, fixed: dict | None = None, engine: str = "local",
-           workers: int | None = None, address: str | None = None, quiet: bool = True, settings: dict | None = None):
+           workers: int | None = None, address: str | None = None, quiet: bool = True, settings: dict | None = None,
+           cost=None):
     """Rank every valid training layout of ``spec`` on ``gpus`` devices of ``on`` by tokens/s per GPU.
 
     ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
     wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
     kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), the experts' load imbalance (1:
     balanced), and the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
-    it: ``moe_a2a_overlap``)."""
+    it: ``moe_a2a_overlap``). Each reported layout carries its step's ``energy`` and, with ``cost.tokens``
+    (``run_cost.RunInputs``), the whole training ``run`` (``ironlaw.models.run_cost``)."""
     from ...machine import hardware
-    from .. import parallel
+    from .. import parallel, run_cost
     from ...machine.network.topology import check_count, nodes_for
     from . import SearchResult
     hw = hardware.get(on) if isinstance(on, str) else on
@@ -178,6 +180,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
         st = exact(ctx, row, graphs)
         worst = max(worst, abs(st.step_s - float(res["time_s"][i])) / st.step_s)
         entries.append(_entry(rank, row, st, ctx))
+        entries[-1].update(run_cost.of_train_step(st, cost or run_cost.RunInputs()))
     if worst > AGREE_REL:
         raise RuntimeError(f"search: the fast path and train_step disagree by {worst:.2e} (relative) on the "
                            f"top layouts; this is a bug in ironlaw.models.search.fast")

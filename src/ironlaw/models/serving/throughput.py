@@ -108,6 +108,7 @@ class ThroughputEstimate:
     constants: ServingConstants = None
     predict_s: float = 0.0
     notes: list = field(default_factory=list)
+    energy: dict | None = None       # per output token (``serving.features.energy.with_energy``; None: not asked)
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -129,7 +130,7 @@ class ThroughputEstimate:
                 "engine": {"max_batch_size": self.limits.max_batch, "max_num_tokens": self.limits.max_num_tokens,
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
-                "constants": dict(vars(self.constants)), "notes": self.notes}
+                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy}
 
 
 # ---------------------------------------------------------------------- inputs and memory
