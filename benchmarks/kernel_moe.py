@@ -169,6 +169,9 @@ def main() -> int:
               f"{'met' if ok else 'MISS'}")
     allr = np.concatenate([f[4] for f in fits])
     print(f"\nall held-out rows: {len(allr)}, median {100 * np.median(allr):.1f}%, p90 {100 * np.percentile(allr, 90):.1f}%")
+    if not a.data:
+        print("catalog [calibration.kernel] MoE entries: fitted on the full tables; check them with --data DIR")
+        return 0
     stale = catalog_matches(fits)
     print("catalog [calibration.kernel] MoE entries: " + ("match this fit" if not stale else
                                                          f"STALE for {', '.join(stale)} (run with --data … --write)"))
