@@ -10,7 +10,10 @@ sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit
 ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
 (src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile. ``--extract DIR`` writes the
-small attributed extract the tests fit on (tests/data/kernel_tables/).
+small attributed extract the tests fit on (tests/data/kernel_tables/). The same table then scores the
+communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collectives per GPU count on one node;
+benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
+says (``--write`` there stores them).
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
 from _table import print_table  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20            # issue 35: held-out rows per GPU and kernel class
 GPUS = {"a100_sxm": "a100", "h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300",
@@ -79,6 +84,19 @@ def extract(data: Path, out: Path) -> None:
             print(f"{path}: {len(rows)} rows")
 
 
+def comm_and_moe(data: Path, folders) -> list[tuple[str, str, list]]:
+    """(gpu, kernel class, held-out |relative errors|) of the NCCL collectives and the MoE layer."""
+    import kernel_comm
+    import kernel_moe
+    want = {GPUS[f] for f in folders} if folders else None
+    curves, _ = kernel_comm.load(data)
+    out = [(g, f"nccl {c}", list(e)) for (g, c), e in kernel_comm.score(curves, kernel_comm.fit(curves)).items()
+           if "int8" not in c]
+    for gpu, dt, _, rows in kernel_moe.groups(data):
+        out.append((gpu, f"moe {dt}", list(kernel_moe.fit_and_score(gpu, dt, rows)[1])))
+    return [r for r in out if want is None or r[0] in want]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
@@ -97,6 +115,11 @@ def main() -> int:
             rows.append((f"{s.gpu:<12} {s.group}", f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
                          f"({s.rows} rows)", "≤8% / ≤20%", ok))
             worst.append(s.median_abs_err)
+    for gpu, cls, err in comm_and_moe(data, a.gpu):
+        ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
+        rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "
+                     f"({len(err)} rows)", "≤8% / ≤20%", ok))
+        worst.append(statistics.median(err))
     misses = print_table(rows, "held-out kernel rows, median / p90 |error| (goal: median ≤ 8%, p90 ≤ 20%)")
     print(f"\nsummary: {len(rows)} GPU × kernel classes, median of medians {100 * statistics.median(worst):.1f}%, "
           f"{len(rows) - misses} within goal")

@@ -26,7 +26,7 @@ GROUPS = 9                  # gemm bf16, and 4 regimes of context and of generat
 @pytest.fixture(scope="module")
 def h100_fit():
     hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", framework="trtllm"))
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=kernelfit.OPS, framework="trtllm"))
     return hw, gs, kernelfit.fit(hw, gs, date="2026-12-05", origin="extract", license="Apache-2.0")
 
 
@@ -66,7 +66,7 @@ def test_catalog_gemm_terms_are_used_by_analyze():
     held out there): `analyze gemm:M,N,K --on b200 --dtype fp4` lands near them."""
     hw = hardware.get("b200")
     assert "fp4" in hw.calibration.shape("matmul") and "gemm fp4" in hw.calibration.provenance
-    rows = kerneltable.read(DATA / "b200_sxm", gpu="b200")[0].rows
+    rows = kerneltable.read(DATA / "b200_sxm", ops=("gemm",), gpu="b200")[0].rows
     rows = rows[(rows.m >= 64) & (rows.n >= 1024) & (rows.k >= 1024)]        # LLM-sized GEMMs
     pred = np.array([_analyze_s(f"gemm:{r.m},{r.n},{r.k}", hw, "fp4") for r in rows.itertuples()])
     err = np.abs(pred / rows.latency_s.to_numpy() - 1.0)

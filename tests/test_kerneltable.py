@@ -28,7 +28,7 @@ def _csv(tmp_path, name="gemm_perf.csv", **cols):
 
 
 def test_reads_the_extract_in_the_wheels_layout():
-    tables = kerneltable.read(DATA, framework="trtllm")
+    tables = kerneltable.read(DATA, ops=("gemm", "context_attention", "generation_attention"), framework="trtllm")
     got = {(t.gpu, t.op) for t in tables}
     assert got == {("h100", "gemm"), ("h100", "context_attention"), ("h100", "generation_attention"),
                    ("b200", "gemm")}
@@ -36,6 +36,8 @@ def test_reads_the_extract_in_the_wheels_layout():
         assert (t.rows.latency_s > 0).all() and t.framework == "trtllm" and t.version == "1.3.0rc20"
         assert t.rows.latency_s.iloc[0] == pytest.approx(t.rows.latency.iloc[0] * 1e-3)    # ms -> s
     assert {t.gpu for t in kerneltable.read(DATA, gpu="b200-sxm")} == {"b200"}              # aliases resolve
+    comm = {(t.gpu, t.op, t.version) for t in kerneltable.read(DATA, ops=("nccl", "moe", "moe_a2a"), gpu="b200")}
+    assert comm == {("b200", "nccl", "2.29.2"), ("b200", "moe", "1.3.0rc20"), ("b200", "moe_a2a", "1.3.0rc11")}
 
 
 def test_units(tmp_path):
@@ -74,9 +76,9 @@ def test_no_table(tmp_path):
     with pytest.raises(IronlawError, match="no such file"):
         kerneltable.read(tmp_path / "absent")
     with pytest.raises(IronlawError, match="unknown kernel table op"):
-        kerneltable.read(DATA, ops=("moe",))
+        kerneltable.read(DATA, ops=("mla",))
     with pytest.raises(IronlawError, match="no kernel table for GPU 'h200'"):
-        kerneltable.read(DATA, gpu="h200")
+        kerneltable.read(DATA, ops=("gemm",), gpu="h200")
 
 
 def test_matching_and_versions():

@@ -218,8 +218,10 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
     """The decode all-reduce rows (8 tokens × 12288 × 2 B = 192 KiB over 4 GPUs) were entered by hand in
     LLMCompass (26 µs). vidur measured NCCL all-reduce on 4 A100 of one DGX at every 8 KiB: the curve is
     bimodal, 60–62 µs from 106 to 314 KiB (192 KiB among them), 16–23 µs from 10 to 98 KiB and mostly
-    beyond 322 KiB. LLMCompass's value is the fast mode; ironlaw's alpha-beta model, fitted to vidur's
-    two-rank curves only, lands within 15% of the 4-GPU measurement at this size (a held-out point)."""
+    beyond 322 KiB. aiconfigurator-core 0.12.0's NCCL 2.27.3 table on DGX A100 (tests/data/aiconfigurator_comm)
+    measures the fast mode at 128 and 256 KiB (17.8, 18.2 µs); ironlaw times a one-node group by the curves
+    fitted on that table (network/curves.py), so it lands on the fast mode, as LLMCompass's value does, not on
+    vidur's slow one."""
     pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
     rows = [r for r in csv.DictReader(l for l in (DATA / "vidur_a100_nccl_median.csv").open() if not l.startswith("#"))
             if r["collective"] == "all_reduce" and r["num_workers"] == "4" and r["devices_per_node"] == "4"]
@@ -227,10 +229,11 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
     size = 8 * 12288 * 2
     nearest = min(curve, key=lambda b: abs(b - size))
     assert abs(nearest - size) <= 4096
-    assert pred["AllReduce_MHA"] == pytest.approx(curve[nearest], rel=0.15)
     fast = sorted(t for b, t in curve.items() if 10 * 1024 <= b <= 98 * 1024)
     fast_median = fast[len(fast) // 2]
-    assert abs(meas["AllReduce_MHA"] - fast_median) < abs(meas["AllReduce_MHA"] - curve[nearest])
+    assert pred["AllReduce_MHA"] == pytest.approx(0.5 * (17.8e-6 + 18.15e-6), rel=0.15)
+    for value in (pred["AllReduce_MHA"], meas["AllReduce_MHA"]):
+        assert abs(value - fast_median) < abs(value - curve[nearest])
 
 
 # ---------------------------------------------------------------------- groups that share a node's network

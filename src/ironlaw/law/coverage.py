@@ -6,8 +6,9 @@ in ``[calibration.kernel."<class>"]``; a matmul, dense conv or attention its sha
 ops run at, or its kind's η; any other kind its kind's compute or memory η. Every other class is priced with someone else's numbers
 and *borrows* them: a split conv the dense conv's (or what that borrows), a pooling variant the pool
 kind's, a kind without values the plain memory patterns fitted on copies (``copy``) or, without those,
-the hardware file's ``[efficiency]`` defaults. ``coverage`` says which, with each borrower's share of the
-predicted time.
+the hardware file's ``[efficiency]`` defaults. Collectives are calibrated where every one of them is timed by
+the hardware file's measured curves (a group on one node, ``[[network.curve]]``), else they borrow the α-β
+network model's numbers. ``coverage`` says which, with each borrower's share of the predicted time.
 """
 from __future__ import annotations
 
@@ -32,7 +33,13 @@ def coverage(est) -> dict:
                         f"device (ironlaw calibrate --kernels DIR or ironlaw probe calibrates one)"}
     calibrated, borrowed = [], []
     for cls in sorted(shares, key=lambda c: -shares[c]):
-        if own_values(cal, cls, dtypes[cls]) or _own_kernels(cal, kernels[cls]):
+        if cls == "collective":
+            net = _network(est)
+            if net is None:
+                calibrated.append(cls)
+            else:
+                borrowed.append({"class": cls, "borrows": net, "share_of_time": round(shares[cls], 4)})
+        elif own_values(cal, cls, dtypes[cls]) or _own_kernels(cal, kernels[cls]):
             calibrated.append(cls)
         else:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
@@ -79,6 +86,19 @@ def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:
     """Whether every op of a class names a kernel class the calibration holds a GEMM shape table of (measured
     attention kernels: ``gemmshape.attention_kernel``)."""
     return bool(kernels) and "" not in kernels and all("eta_max" in cal.kernel.get(k, {}) for k in kernels)
+
+
+def _network(est) -> str | None:
+    """None where every collective of ``est`` is timed by measured curves, else the α-β model it borrows."""
+    from ..machine.network.calibration import for_hardware
+    from ..machine.network.curves import nearest
+    cal = for_hardware(est.hw)
+    for op in est.graph.ops:
+        if op.kind == "collective" and op.collective:
+            ranks, nodes = int(op.group[0]), int(op.group[1])
+            if ranks > 1 and (nodes > 1 or nearest(cal.curves, op.collective, ranks) is None):
+                return f"the α-β network model ({cal.name})"
+    return None
 
 
 def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:

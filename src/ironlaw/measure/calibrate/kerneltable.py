@@ -30,8 +30,17 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "gemm": ("device", "gemm_dtype", "m", "n", "k"),
     "context_attention": ("device",) + ATTENTION,
     "generation_attention": ("device",) + ATTENTION,
+    "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
+    "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size", "moe_ep_size", "distribution"),
+    "custom_allreduce": ("device", "op_name", "allreduce_dtype", "num_gpus", "message_size"),  # elements
+    "moe_a2a": ("device", "comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk",
+                "num_experts", "num_tokens"),                     # DeepEP-style dispatch / combine
 }
 OPTIONAL = ("framework", "version", "kernel_source", "op_name")
+# ops whose ``latency`` column is not in ms: aiconfigurator's moe_a2a collector writes µs (latency = transmit_us +
+# notify_us, its own columns beside it)
+LATENCY_UNIT = {"moe_a2a": "us"}
 UNITS_S = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
 LATENCY_COLUMNS = {"latency": "ms", "latency_ms": "ms", "latency_us": "us", "latency_s": "s"}
 # the ``device`` strings aiconfigurator-core 0.12.0's tables carry (torch.cuda.get_device_name) -> catalog name
@@ -181,7 +190,7 @@ def _checked(df, op: str, where: str):
     if len(lat) != 1:
         found = ", ".join(lat) if lat else "none"
         raise IronlawError(f"{where}: expected one latency column ({', '.join(LATENCY_COLUMNS)}), found {found}")
-    unit = LATENCY_COLUMNS[lat[0]]
+    unit = LATENCY_UNIT.get(op, "ms") if lat[0] == "latency" else LATENCY_COLUMNS[lat[0]]
     if "latency_unit" in df.columns:
         units = sorted({str(u) for u in df["latency_unit"].unique()})
         bad = [u for u in units if u not in UNITS_S]

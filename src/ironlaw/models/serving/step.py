@@ -18,9 +18,15 @@ the weights of every expert the step's tokens touch, once per step, at its own f
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
 (``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
 below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
-follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
-tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
-(``host_floor_s``).
+follows the HBM bandwidth of the device. With constants that say so (``moe_tables``) and where the device's
+own calibration holds the MoE layer fitted on measured kernel tables (``moe_grouped_gemm.<dtype>`` and
+``moe_rows.<dtype>``, measure/calibrate/moefit.py), the routed experts' GEMMs run at that table instead (its
+compute and streaming η, its launch latency) and the routed rows' permute, activation and combine
+(``MOE_ROWS``) at its fraction of the HBM bandwidth. The constants fitted end to end on H100 (``FITTED``) keep
+their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
+rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
+replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
 """
 from __future__ import annotations
 
@@ -32,6 +38,8 @@ from ...core.graph import Graph, dtype_bytes
 
 HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
+MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
+ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
 HALF = "bf16"
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
@@ -51,6 +59,7 @@ class ServingConstants:
     launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
+    moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -74,6 +83,8 @@ def engine_hw(hw, constants: ServingConstants):
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
     table = kernel_terms(constants.calibration(dts), hw.calibration)
+    if constants.moe_tables:
+        table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
 
 
@@ -95,7 +106,20 @@ def kernel_terms(table: dict, cal) -> dict:
     if not gemm and not attention:
         return table
     return {**table, "matmul": {**table["matmul"], **gemm}, "kernel": {**table["kernel"], **attention},
-            "fitted": tuple(table["fitted"]) + tuple(cal.provenance)}
+            "fitted": tuple(table["fitted"]) + tuple(k for k in cal.provenance if not k.startswith("moe "))}
+
+
+def fitted_moe(hw) -> dict:
+    """The device calibration's MoE kernel tables fitted on measured kernel tables (module docstring)."""
+    kernels = hw.calibration.kernel if hw.calibration is not None else {}
+    return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + "."))}
+
+
+def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
+    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``."""
+    fitted = fitted_moe(hw)
+    gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
+    return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
 
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
@@ -136,12 +160,17 @@ def modelopt(op, dtype: str):
     return o
 
 
-def grouped(op):
-    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``GROUPED_GEMM``)."""
-    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
+    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
+    fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
+    if op.kind == "matmul" and op.attrs.get("expert") == "routed":
+        kernel = gemm
+    elif rows and op.module == "experts" and op.name in ROUTED_ROWS:
+        kernel = rows
+    else:
         return op
     o = copy.copy(op)
-    o.attrs = {**op.attrs, "kernel": GROUPED_GEMM}
+    o.attrs = {**op.attrs, "kernel": kernel}
     return o
 
 
@@ -154,7 +183,7 @@ def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
 
 
 def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, decode: int, context: int,
-               prompt: int, prefill_tokens: float, head_tokens: float) -> Graph:
+               prompt: int, prefill_tokens: float, head_tokens: float, moe_tables: bool = False) -> Graph:
     """The step's graph on one attention rank (unsharded): see the module docstring."""
     T = max(int(round(gemm_tokens)), 1)
     tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
@@ -175,7 +204,8 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    ops = [grouped(modelopt(op, dtype)) for op in ops]
+    kernels = moe_kernels(hw, dtype) if moe_tables else (GROUPED_GEMM, None)
+    ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,

@@ -245,7 +245,7 @@ def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pa
     gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
                    context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
-                   head_tokens=(gemm if pad else decode + contexts))
+                   head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)
     g.footprint = dict(run.footprint)
     if run.lay.attention_dp:
         from .parallel import shard_attention_dp
