@@ -9,10 +9,13 @@ Runs as published: ``--kv-fraction 0.95`` (the page: "in many cases … 0.95"), 
 ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP (the
 page's later revision puts ``enable_attention_dp: true`` at the top level of the Qwen3 MoE / Llama 4 options),
 the KV cache in each checkpoint's dtype (``KV_DTYPE``).
-Fitted (``--fit``): the eight ``ServingConstants`` — GEMM top η and half-point M, the routed experts' grouped
-GEMM η on its FLOPs and on its weights' HBM streaming (``serving_step``), HBM streaming η, attention η, fixed
-seconds per step, host seconds per kernel of an eager step — minimising the mean |log(predicted / published)|
-over every H100 cell, dense and MoE; nothing per model, per cell or per GPU. Leave-one-model-out: refit without
+Fitted (``--fit``): the engine's own costs no kernel table times (``ENGINE``: fixed seconds per step, host seconds
+per kernel of an eager step) — minimising the mean |log(predicted / published)| over every H100 cell, dense and
+MoE; nothing per model, per cell or per GPU. GEMM and attention run at the H100's kernel-fitted terms (its
+catalog ``[calibration]``, fitted on aiconfigurator-core 0.12.0's H100 kernel tables by
+benchmarks/kernel_tables.py); the other ``ServingConstants`` (HBM streaming η, the routed experts' grouped GEMM,
+the GEMM and attention η of devices without kernel tables) keep the values the earlier eight-constant fit on
+these cells gave them. Leave-one-model-out: refit without
 each model, score that model's cells.
 Also printed: the same cells on H200 and B200 from their datasheets with the same constants (the published H200
 column is scored, held out, by benchmarks/trtllm_h200.py), NVIDIA aiconfigurator's predictions where
@@ -50,6 +53,11 @@ KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
          "expert_stream_eta")
+# what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
+# seconds per kernel of an eager step). GEMM and attention η come from the device's kernel tables where its
+# calibration has them (``models.serving.step.kernel_terms``; H100, H200, B200, GB200 … in the catalog), so they
+# are not end-to-end fits any more; the others keep the values the eight-constant fit gave them
+ENGINE = ("step_s", "launch_s")
 BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0)}
@@ -94,9 +102,18 @@ class CellTerms:
         self.cell, self.requests, self.output = cell, est.requests, est.output
         self.parts = []
         for n, e in est.steps:
-            hw = engine_hw(est.hw, neutral)
+            hw = engine_hw(replace(est.hw, calibration=None), neutral)
             z = law.predict(e.graph, hw)
+            hk = engine_hw(est.hw, neutral)          # the device's kernel-fitted terms where it has them
+            zk = law.predict(e.graph, hk)
             kinds = np.array(KINDS)[z.cols.kind_idx]
+            kern = np.array(z.cols.kernels, dtype=object)
+            cal = hk.calibration
+            fixed = ((kinds == "matmul") & np.isin(np.array(z.cols.dtypes), list(cal.shape("matmul")))
+                     & np.array([f"gemm {d}" in (est.hw.calibration.provenance if est.hw.calibration else {})
+                                 for d in z.cols.dtypes])) | np.isin(kern, [k for k in cal.kernel
+                                                                          if k.startswith("attention_")])
+            fixed = (fixed & (kern != GROUPED_GEMM)).reshape(z.compute_s.shape)
             epi = efficiency.epilogue_share(hw, z.cols)
             peak = np.array([hw.peak(dt) if np.any(f > 0) else np.inf for dt, f in zip(z.cols.dtypes, z.cols.flops)])
             mat = np.where(kinds == "attention", z.cols.flops / peak, 0.0)
@@ -104,16 +121,19 @@ class CellTerms:
             other = sum((z.cols.bytes[k] for k in STREAMED if k in z.cols.bytes), np.zeros_like(z.cols.flops))
             with np.errstate(divide="ignore", invalid="ignore"):
                 act_share = np.where(act + other > 0, act / (act + other), 1.0)
-            self.parts.append(dict(act_share=act_share,
-                n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi,
+            act_s = z.data_s * act_share                       # activations' seconds at η = 1
+            self.parts.append(dict(act_share=act_share, fixed=fixed, act_s=act_s, other_fixed=zk.data_s - act_s,
+                n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi, epi=epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
                                                                                      z.compute_s - mat, 0.0),
+                comp_fixed=zk.compute_s, lat_fixed=zk.latency_s,
                 lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul",
-                attention=kinds == "attention", grouped=np.array(z.cols.kernels, dtype=object) == GROUPED_GEMM,
+                attention=kinds == "attention", grouped=kern == GROUPED_GEMM,
                 m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0))
 
     def time(self, c: dict) -> float:
-        """The step times as the law composes them (``serving_step``: the grouped GEMM streams, then computes)."""
+        """The step times as the law composes them (``serving_step``: the grouped GEMM streams, then computes;
+        an op the device's kernel-fitted terms price keeps their η, its activations at ``memory_eta``)."""
         total = 0.0
         eta_w = c.get("expert_stream_eta") or c["memory_eta"]
         for p in self.parts:
@@ -126,6 +146,9 @@ class CellTerms:
             read, comp = p["read"] * per_byte, p["comp"] / eta + p["vec"]
             op = np.maximum(read, comp) + np.where(g, np.minimum(read, comp), 0.0) + \
                 p["written"] * per_byte + p["lat"] + p["net"]
+            data = p["act_s"] / c["memory_eta"] + p["other_fixed"]
+            kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
+            op = np.where(p["fixed"], kop, op)
             total += p["n"] * (max(float(np.sum(op * p["count"])), p["launches"] * c["launch_s"]) + c["step_s"])
         return total
 
@@ -133,9 +156,9 @@ class CellTerms:
         return self.requests * self.output / self.time(c)
 
 
-def _to_x(c: dict) -> np.ndarray:
+def _to_x(c: dict, names=NAMES) -> np.ndarray:
     out = []
-    for k in NAMES:
+    for k in names:
         lo, hi = BOUNDS[k]
         u = (math.log(c[k]) - math.log(lo)) / (math.log(hi) - math.log(lo))
         u = min(max(u, 1e-6), 1 - 1e-6)
@@ -143,22 +166,23 @@ def _to_x(c: dict) -> np.ndarray:
     return np.array(out)
 
 
-def _from_x(x: np.ndarray) -> dict:
+def _from_x(x: np.ndarray, names=NAMES) -> dict:
     out = {}
-    for k, v in zip(NAMES, x):
+    for k, v in zip(names, x):
         lo, hi = BOUNDS[k]
         u = 1.0 / (1.0 + math.exp(-min(max(v, -500.0), 500.0)))
         out[k] = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
     return out
 
 
-def fit(terms: list[CellTerms], start: dict) -> dict:
+def fit(terms: list[CellTerms], start: dict, names=ENGINE) -> dict:
+    """``names`` refitted on ``terms`` (the others kept at ``start``)."""
     from ironlaw.measure.calibrate.fitcore import minimize
 
     def loss(x):
-        c = _from_x(x)
+        c = {**start, **_from_x(x, names)}
         return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
-    return _from_x(minimize(loss, _to_x(start), rounds=4, iters=600))
+    return {**start, **_from_x(minimize(loss, _to_x(start, names), rounds=4, iters=600), names)}
 
 
 # ---------------------------------------------------------------------- report

@@ -123,7 +123,8 @@ def test_share_of_time_is_the_class_share_of_the_prediction():
 
 
 def test_catalog_device_without_calibration_says_so():
-    est = law.predict(graph(conv_op("dw", 1, 64, 28, 3, 64)), hardware.get("h100"))
+    from ironlaw.machine.calibration import without_calibration     # the H100's datasheet alone
+    est = law.predict(graph(conv_op("dw", 1, 64, 28, 3, 64)), without_calibration(hardware.get("h100")))
     doc = est.to_dict()
     assert doc["calibration_coverage"]["calibrated"] == [] and "no [calibration]" in doc["calibration_coverage"]["note"]
     assert doc["time_range_s"] is None and "not probed" in doc["time_range_source"]

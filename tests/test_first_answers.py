@@ -124,7 +124,7 @@ def test_a_group_filling_its_last_node_partly():
     assert parallel.group(4, 78, 64) == (78, 5, 4)
     assert parallel.group(8, 16, 8) == (16, 16, 8)      # as before: one rank per node, 8 groups on each
     assert parallel.group(4, 32, 64) == (32, 2, 4)
-    topo = parallel._topology(hardware.get("gb200"), (78, 5, 4))
+    topo = parallel.group_topology(hardware.get("gb200"), (78, 5, 4))
     assert topo.gpus_per_node == 16 and "at most 16" in topo.describe()
 
 

@@ -69,7 +69,9 @@ def test_columns_sum_to_the_terms_and_obey_the_law(spec, kw, composition):
     assert (df.compute_s >= df.flops / max([*hw.peak_flops.values(), hw.vector_flops]) * (1 - 1e-12)).all()
     # every op row names what binds it; latency alone would be n × op latency
     assert set(df.bound) <= {"compute", "bandwidth", "latency", "network"}
-    assert df.latency_s.sum() == pytest.approx(df["count"].sum() * est.hw.op_latency_s, rel=1e-9)
+    from ironlaw.law.efficiency import op_latency       # per op: the device's, or its calibration's per kind/dtype
+    lat = np.broadcast_to(op_latency(est.hw, est.cols), est.cols.flops.shape).reshape(-1)
+    assert df.latency_s.sum() == pytest.approx(float((df["count"] * lat).sum()), rel=1e-9)
 
 
 def test_resnet50_flops_column_against_torchvision_macs(resnet):

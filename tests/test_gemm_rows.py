@@ -11,12 +11,13 @@ from ironlaw.models.gemm_rows import share, with_kernel_rows
 from ironlaw.core.gemmshape import GPU_M_HALF
 
 
-def _layer(spec="llama3-8b", seq=4096):
-    return workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=seq, dtype="bf16"))
+def _layer(spec="llama3-8b", seq=4096, dtype="bf16"):
+    return workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=seq, dtype=dtype))
 
 
 def _scales(g, hw, **kw):
-    return {op.name: float(op.eta_scale) for op in with_kernel_rows(g, hardware.get(hw), **kw).ops
+    from ironlaw.machine.calibration import for_training          # as parallel.train_step prices a step
+    return {op.name: float(op.eta_scale) for op in with_kernel_rows(g, for_training(hardware.get(hw)), **kw).ops
             if op.kind == "matmul" and "weights" in op.bytes}
 
 
@@ -40,8 +41,8 @@ def test_ring_exchange_steps_run_tokens_over_tp_rows():
 
 
 def test_a_device_with_its_own_table_applies_only_the_kernels_share():
-    g = parallel.tp_shard(_layer(), 4, sp=True)
-    m_half = hardware.get("a100").calibration.shape("matmul")["bf16"]["m_half"]
+    g = parallel.tp_shard(_layer(dtype="fp16"), 4, sp=True)          # the A100's fp16 table (LLMCompass, vidur)
+    m_half = hardware.get("a100").calibration.shape("matmul")["fp16"]["m_half"]
     assert set(_scales(g, "a100", tp=4, overlap=False).values()) == {1.0}
     on = _scales(g, "a100", tp=4, overlap=True)
     assert on["mlp_up_proj"] == pytest.approx(share(1024.0, m_half) / share(4096.0, m_half))

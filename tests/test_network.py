@@ -173,8 +173,11 @@ def test_the_fitted_network_is_named_in_the_hardware_file(cli):
     """The a100 entry names its fitted collective calibration in [network]; a copy without the table gets
     the sourced estimates (ports add up), so a user with another fabric can drop it; nonsense is refused."""
     from ironlaw.machine.network.calibration import A100_VIDUR, DEFAULT, for_hardware
-    assert for_hardware(hardware.get("a100")) is A100_VIDUR
-    assert for_hardware(hardware.get("h100")) is DEFAULT and for_hardware(hardware.get("a100-40gb")) is DEFAULT
+    fitted = for_hardware(hardware.get("a100"))
+    assert fitted.name == "a100-vidur" and fitted.launch_s == A100_VIDUR.launch_s and fitted.curves
+    h100 = for_hardware(hardware.get("h100"))
+    assert h100.name == "default" and h100.eta == DEFAULT.eta and h100.curves
+    assert for_hardware(hardware.get("a100-40gb")) is DEFAULT
     data = hardware.read_toml(hardware.CATALOG_DIR / "a100.toml")
     del data["network"]
     bare = hardware.parse_hardware(data, "a100.toml")
@@ -227,11 +230,12 @@ def test_both_regimes_on_one_node():
 
 
 def test_ring_allreduce_is_reduce_scatter_plus_all_gather():
+    from ironlaw.machine.network.calibration import DEFAULT
     topo = build(hardware.get("h100"), 8, 1)
     n = 256e6
-    _, b_ar = collective_time("allreduce-ring", n, topo)
-    _, b_rs = collective_time("reducescatter", n, topo)
-    _, b_ag = collective_time("allgather", n, topo)
+    _, b_ar = collective_time("allreduce-ring", n, topo, DEFAULT)
+    _, b_rs = collective_time("reducescatter", n, topo, DEFAULT)
+    _, b_ag = collective_time("allgather", n, topo, DEFAULT)
     assert b_ar == pytest.approx(b_rs + b_ag)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ironlaw.machine import hardware
 from ironlaw.law import law
 from ironlaw.models import parallel, whatif, workloads
 from ironlaw.core.errors import IronlawError
+from ironlaw.core.graph import Graph
 
 DATA = Path(__file__).parent / "data"
 
@@ -216,8 +218,10 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
     """The decode all-reduce rows (8 tokens × 12288 × 2 B = 192 KiB over 4 GPUs) were entered by hand in
     LLMCompass (26 µs). vidur measured NCCL all-reduce on 4 A100 of one DGX at every 8 KiB: the curve is
     bimodal, 60–62 µs from 106 to 314 KiB (192 KiB among them), 16–23 µs from 10 to 98 KiB and mostly
-    beyond 322 KiB. LLMCompass's value is the fast mode; ironlaw's alpha-beta model, fitted to vidur's
-    two-rank curves only, lands within 15% of the 4-GPU measurement at this size (a held-out point)."""
+    beyond 322 KiB. aiconfigurator-core 0.12.0's NCCL 2.27.3 table on DGX A100 (tests/data/aiconfigurator_comm)
+    measures the fast mode at 128 and 256 KiB (17.8, 18.2 µs); ironlaw times a one-node group by the curves
+    fitted on that table (network/curves.py), so it lands on the fast mode, as LLMCompass's value does, not on
+    vidur's slow one."""
     pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
     rows = [r for r in csv.DictReader(l for l in (DATA / "vidur_a100_nccl_median.csv").open() if not l.startswith("#"))
             if r["collective"] == "all_reduce" and r["num_workers"] == "4" and r["devices_per_node"] == "4"]
@@ -225,10 +229,11 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
     size = 8 * 12288 * 2
     nearest = min(curve, key=lambda b: abs(b - size))
     assert abs(nearest - size) <= 4096
-    assert pred["AllReduce_MHA"] == pytest.approx(curve[nearest], rel=0.15)
     fast = sorted(t for b, t in curve.items() if 10 * 1024 <= b <= 98 * 1024)
     fast_median = fast[len(fast) // 2]
-    assert abs(meas["AllReduce_MHA"] - fast_median) < abs(meas["AllReduce_MHA"] - curve[nearest])
+    assert pred["AllReduce_MHA"] == pytest.approx(0.5 * (17.8e-6 + 18.15e-6), rel=0.15)
+    for value in (pred["AllReduce_MHA"], meas["AllReduce_MHA"]):
+        assert abs(value - fast_median) < abs(value - curve[nearest])
 
 
 # ---------------------------------------------------------------------- groups that share a node's network
@@ -330,7 +335,7 @@ def test_dropout_is_replicated_like_the_residual_it_feeds():
         s = {o.name: o for o in parallel.tp_shard(g, 4, sp).ops}
         for name in ("attn_dropout", "mlp_dropout.backward", "embedding_dropout"):
             assert s[name].bytes["activations"] == pytest.approx(one[name].bytes["activations"] / (4 if sp else 1))
-    first, last = parallel._stage_ops(g, parallel.make_plan(dict(gpus=4, tp=2, pp=2, global_batch=4), g))[0]
+    first, last = parallel.stage_ops(g, parallel.make_plan(dict(gpus=4, tp=2, pp=2, global_batch=4), g))[0]
     assert "embedding_dropout" in {o.name for o in first} and "embedding_dropout" not in {o.name for o in last}
     assert "mlp_dropout" in {o.name for o in first} and "mlp_dropout" in {o.name for o in last}
 
@@ -388,3 +393,25 @@ def test_eager_softmax_per_device_is_a_tp_share_of_the_scores():
     scores = 8 * (32 / 4) * 512 * 512
     assert sm.flops == pytest.approx(scores * flopcount.SOFTMAX)
     assert sm.bytes["activations"] == pytest.approx(2 * scores * 2)
+
+
+@pytest.mark.parametrize("spec", ["llama3-8b", "deepseek-v3", "qwen3-30b-a3b", "gemma3-27b", "bert-base", "gpt2"])
+def test_every_op_the_builder_makes_has_a_registered_sharding_role(spec):
+    """tp_shard splits ops by role, not by name: the builder gives every op (forward and backward, the FP8 and
+    NVFP4 casts precision adds) a role that ``parallel.SHARDING`` has a rule for."""
+    from ironlaw.models import precision
+    g = workloads.resolve(workloads.Request(spec, phase="train", batch=1, seq=256))
+    for x in (g, precision.lower(g, "fp8", False), precision.lower(g, "fp4", False)):
+        missing = [op.name for op in x.ops if parallel.base_name(op.name) != "optimizer"
+                   and parallel.role(op) not in parallel.SHARDING]
+        assert not missing, missing
+
+
+def test_an_op_without_a_role_has_no_tensor_parallel_rule():
+    g = workloads.resolve(workloads.Request("llama3-8b", phase="prefill", batch=1, seq=256))
+    ops = [replace(op, attrs={k: v for k, v in op.attrs.items() if k != "role"}) if op.name == "attn_rope" else op
+           for op in g.ops]
+    bare = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta))
+    with pytest.raises(IronlawError, match="op 'attn_rope' of .* has no tensor-parallel rule"):
+        parallel.tp_shard(bare, 2)
+    assert parallel.tp_shard(g, 2).ops                    # the same graph with its roles shards

@@ -137,7 +137,7 @@ def test_closed_form_overlap_equals_the_replayed_schedule():
     rng = np.random.default_rng(0)
     for tp in (1, 4):
         c, ctx = _space("llama3-8b", 16, 128, 4096, tp=tp)
-        g = fast._graph(ctx, np.array([1.0, 2.0]))
+        g = fast.training_graph(ctx, np.array([1.0, 2.0]))
         key = (tp, 0, 1, 1)
         tab = fast.tables(g, key, "selective", ctx, False, fast.predicted(g, key, ctx))["P"]
         for layers in (2, 7, 32):

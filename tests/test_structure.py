@@ -170,3 +170,77 @@ def test_the_placement_check_sees_a_module_in_no_layer(tmp_path):
     for f in ("__init__.py", "high.py", "low.py", "stray.py", "net/__init__.py", "net/a.py", "net/b.py"):
         (pkg / f).write_text("")
     assert unplaced_modules(pkg, ["high", "net.a | low"]) == ["net.b", "stray"]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _inside(module: str, owner: str) -> bool:
+    return module == owner or module.startswith(owner + ".")
+
+
+def private_reach_ins(root: Path, package: str) -> list[tuple[str, int, str]]:
+    """(file, line, name) of every use of another module's private name: a ``_``-prefixed name imported from,
+    or read as an attribute of, a module of ``package`` other than the one that defines it. A private module
+    (``cli/_parallel.py``) is private to its package: its siblings and their packages may import it."""
+    out = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        parts = [package, *rel.with_suffix("").parts]
+        me = parts[:-1] if parts[-1] == "__init__" else parts
+        here = me if parts[-1] == "__init__" else me[:-1]              # the package relative imports start from
+        module = ".".join(me)
+        bound: dict[str, str] = {}                                     # local name → the dotted name it binds
+
+        def check(full: str, line: int) -> None:
+            names = full.split(".")
+            owner = next((".".join(names[:i]) for i, n in enumerate(names) if _private(n)), None)
+            if owner is not None and not _inside(module, owner):
+                out.add((str(rel), line, full))
+
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = here[:len(here) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                if _inside(target, package):
+                    for a in node.names:
+                        bound[a.asname or a.name] = f"{target}.{a.name}"
+                        check(f"{target}.{a.name}", node.lineno)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if _inside(a.name, package):
+                        bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                        check(a.name, node.lineno)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                chain, v = [node.attr], node.value
+                while isinstance(v, ast.Attribute):
+                    chain.append(v.attr)
+                    v = v.value
+                if isinstance(v, ast.Name) and v.id in bound:
+                    check(".".join([bound[v.id], *reversed(chain)]), node.lineno)
+    return sorted(out)
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    found = private_reach_ins(SRC, "ironlaw")
+    assert not found, "private names used outside their module: " + ", ".join(f"{f}:{n} {x}" for f, n, x in found)
+
+
+def test_the_private_name_check_sees_planted_reach_ins(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {"__init__.py": "from ._version import __version__\n",
+             "_version.py": "__version__ = '1'\n",
+             "low.py": "def _helper():\n    return 1\n\n\ndef public():\n    return _helper()\n",
+             "high.py": "from . import low\nfrom .low import _helper\n\n\ndef f():\n    return low._helper() + _helper()\n",
+             "sub/__init__.py": "",
+             "sub/_impl.py": "X = 1\n",
+             "sub/near.py": "from . import _impl\nfrom .._version import __version__\n",
+             "far.py": "def g():\n    import pkg.sub._impl as impl\n    from .sub._impl import X\n    return impl.X + X\n"}
+    for f, body in files.items():
+        (pkg / f).write_text(body)
+    assert private_reach_ins(pkg, "pkg") == [("far.py", 2, "pkg.sub._impl"), ("far.py", 3, "pkg.sub._impl.X"),
+                                             ("high.py", 2, "pkg.low._helper"), ("high.py", 6, "pkg.low._helper")]

@@ -54,15 +54,16 @@ def test_sweep_equals_point_by_point_analysis():
 
 
 def test_ridge_point_of_llama_decode_on_h100_is_exact_and_physical():
-    res = sweep.run("llama3-8b", "h100", "1,2,4,...,1024", [128], phase="decode")
+    from ironlaw.machine.calibration import without_calibration     # the closed form below is the datasheet's
+    hw = without_calibration(hardware.get("h100"))
+    res = sweep.run("llama3-8b", [hw], "1,2,4,...,1024", [128], phase="decode")
     flips = [r for r in res.ridges if r["to"] == "compute"]
     assert len(flips) == 1
     rb = flips[0]["batch"]
     assert flips[0]["from"].startswith("bandwidth") and flips[0]["batch_before"] < rb <= flips[0]["batch_after"]
-    lab = lambda b: str(explain.labels(ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=b, seq=128)))
+    lab = lambda b: str(explain.labels(ironlaw.analyze("llama3-8b", on=hw, phase="decode", batch=b, seq=128)))
     assert lab(rb - 1) != "compute" and lab(rb) == "compute"
     # closed form from the datasheet numbers: weights/BW + b·KV/BW = b·2N/(peak·η)
-    hw = hardware.get("h100")
     n, kv = 8.03e9, 2 * 32 * 1024 * 128 * 2.0
     bw, peak = hw.memory[hw.device_tier].bw_Bps * hw.efficiency["memory"], hw.peak("bf16") * hw.eta("matmul")
     b_star = (2 * n / bw) / (2 * n / peak - kv / bw)

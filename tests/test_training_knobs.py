@@ -8,7 +8,7 @@ from ironlaw.machine import hardware
 from ironlaw.models import parallel, precision, workloads
 from ironlaw.models.analysis import training_graph
 from ironlaw.core.errors import IronlawError
-from ironlaw.core.graph import Graph
+from ironlaw.core.graph import Graph, Op
 
 
 def _train(spec="llama3-8b", seq=8192, mb=1, dtype=None):
@@ -241,8 +241,8 @@ def test_tp_comm_overlap_hides_collectives_under_the_gemms():
     assert 0 < hidden <= off.breakdown["tp_ep_network_s"]
 
     def gemm_s(st):
-        return sum(r["time_s"] for r in st.per_microbatch.rows()
-                   if r["name"].split(".")[0] in parallel.COLUMN | parallel.ROW and r["name"] != "lm_head")
+        return sum(r["time_s"] for op, r in zip(st.per_microbatch.graph.ops, st.per_microbatch.rows())
+                   if parallel.role(op) in ("column", "row"))
     # the overlap runs each forward GEMM and the row-parallel dgrads as tp ring steps of tokens/tp rows
     # (gemm_rows): the GEMMs take longer, the collectives hide beside them
     chunked = off.breakdown["microbatches"] * (gemm_s(on) - gemm_s(off))
@@ -264,14 +264,15 @@ def test_sequence_parallel_collectives_and_what_each_overlaps():
     tp = [op.name for op in sg.ops if op.module == "tp"]
     assert len(tp) == 10 and all(n.split(".", 1)[1] in parallel.TP_OVERLAP for n in tp)
     assert sum(".wgrad." in n for n in tp) == 2
-    rows = [{"name": "tp.reducescatter.fwd.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
-            {"name": "attn_post_proj", "kind": "matmul", "module": "attn", "time_s": 2.0},
-            {"name": "attn_pre_proj", "kind": "matmul", "module": "attn", "time_s": 5.0},
-            {"name": "tp.allgather.wgrad.attn", "kind": "collective", "module": "tp", "time_s": 3.0},
-            {"name": "attn_pre_proj.backward", "kind": "matmul", "module": "attn", "time_s": 4.0}]
+    ops = [Op("tp.reducescatter.fwd.attn", "collective", module="tp", attrs={"tp_comm": "reducescatter.fwd.attn"}),
+           Op("attn_post_proj", "matmul", module="attn", attrs={"role": "row"}),
+           Op("attn_pre_proj", "matmul", module="attn", attrs={"role": "column"}),
+           Op("tp.allgather.wgrad.attn", "collective", module="tp", attrs={"tp_comm": "allgather.wgrad.attn"}),
+           Op("attn_pre_proj.backward", "matmul", module="attn", attrs={"role": "column"})]
     # 3 s of reduce-scatter beside the 2 s row GEMM (not the 5 s column GEMM): 2 hidden; the re-gather beside
     # the dgrad half (2 s) of the column GEMM's backward: 2 hidden
-    assert parallel.tp_overlap_hidden_s(rows) == pytest.approx(4.0)
+    assert parallel.tp_overlap_hidden_s(ops, [3.0, 2.0, 5.0, 3.0, 4.0]) == pytest.approx(4.0)
+    assert {op.attrs["tp_comm"] for op in sg.ops if op.module == "tp"} == set(parallel.TP_OVERLAP)
 
 
 def test_moe_a2a_overlap_hides_the_all_to_alls_of_all_micro_batches_but_one():

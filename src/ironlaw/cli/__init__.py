@@ -15,7 +15,7 @@ from ..core.errors import IronlawError
 from .common import (FORMATS, app, check_format, console, emit_json, emit_lines, hardware_app,  # noqa: F401
                      workloads_app)
 from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe, \
-    search  # noqa: E402,F401
+    search, calibrate  # noqa: E402,F401
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -2,9 +2,14 @@
 
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
 
+With ``m_tile`` the M term is the rows' fill of whole tiles, M / (⌈M/m_tile⌉·m_tile), in place of M/(M+m_half)
+(a decode attention's grouped query heads fill one tile of rows per KV head).
+
 The fields, how a shape is recovered and what each field is measured or fitted on: docs/how-it-models.md.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -16,7 +21,10 @@ from .graph import DTYPE_BYTES, Columns
 GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
-                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn")
+                "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
+                "latency_s", "m_tile")
+ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
+WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
@@ -47,8 +55,8 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with np.errstate(divide="ignore", invalid="ignore"):   # attention (no weights): M from the stated N, K
             m = np.where(given & (w <= 0), np.maximum(f / (2.0 * n * k), 1.0), m)
     if cols.mnk is not None:                                  # ops that state their shape (op.attrs["mnk"])
-        given = (cols.mnk[:, 0] > 0).reshape((-1,) + (1,) * len(cols.cfg_shape))
-        m, n, k = (np.where(given, cols.mnk[:, i].reshape(given.shape), x) for i, x in enumerate((m, n, k)))
+        given = cols.mnk[:, 0] > 0                            # (n_ops, *cfg): a sweep's attention varies its shape
+        m, n, k = (np.where(given, cols.mnk[:, i], x) for i, x in enumerate((m, n, k)))
     return m, n, k
 
 
@@ -79,6 +87,42 @@ def attention_nk(key_shape) -> tuple[int, int] | None:
     return int(key_shape[2]), int(key_shape[3])
 
 
+def attention_kernel(phase: str, dtype: str, kv_dtype: str, regime: str = "") -> str:
+    """The kernel class of an attention op of a ``phase`` (prefill, decode) graph computing in ``dtype`` on a KV
+    cache in ``kv_dtype``, in a ``regime`` (``attention_regime``): 'attention_context_bf16_kv_fp8',
+    'attention_generation_bf16_kv_bf16_window' … (a calibration fitted on measured attention kernels holds a GEMM
+    shape table of each under ``[calibration.kernel]``)."""
+    return f"attention_{ATTENTION_PHASES[phase]}_{dtype}_kv_{kv_dtype}{regime}"
+
+
+def attention_regime(window: bool, heads: int, kv_heads: int) -> str:
+    """The kernel path an attention runs on, as measured kernels tell them apart: '_window' for a sliding window,
+    '_mha' for one query head per KV head, '_wide' for more than ``WIDE_GQA`` (TensorRT-LLM's generation kernels
+    run those ~8× slower per byte: aiconfigurator-core 0.12.0's H100 tables), '' otherwise."""
+    if window:
+        return "_window"
+    if heads <= kv_heads:
+        return "_mha"
+    return "_wide" if heads > WIDE_GQA * max(kv_heads, 1) else ""
+
+
+def attention_kernel_parts(name: str) -> tuple[str, str] | None:
+    """(phase, regime) of an ``attention_kernel`` name; None for another name."""
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window|_mha|_wide)?", name)
+    if m is None:
+        return None
+    return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""
+
+
+def attention_mnk(query_tokens, keys, heads: int, kv_heads: int, head_dim: int) -> tuple:
+    """An attention's GEMM shape as its kernels tile it, per sequence and KV head: M = the query rows that
+    share a KV head (query tokens per sequence × heads per KV head: a decode step's grouped queries fill a
+    tile's rows only that far), N = the keys each query sees (the kernel's K loop), K = the head dimension.
+    Numbers, or arrays where a sweep varies the batch or the sequence."""
+    num = lambda x: float(x) if np.ndim(x) == 0 else np.asarray(x, float)  # noqa: E731
+    return (num(np.asarray(query_tokens, float) * heads / max(kv_heads, 1)), num(keys), float(head_dim))
+
+
 def kn_rows(cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) True where an op computes x @ W with W row-major K×N (op.attrs["weights_kn"])."""
     if cols.weights_kn is None:
@@ -90,7 +134,8 @@ def kn_rows(cols: Columns) -> np.ndarray:
 def gemm_eta(p: dict, m, n, k, kn=False):
     s = lambda x, h: x / (x + h)  # noqa: E731
     m_half = np.where(kn, p["m_half"], p.get("m_half_nt", p["m_half"])) if "m_half_nt" in p else p["m_half"]
-    eta = p["eta_max"] * s(m, m_half) * s(n, p["nk_half"]) * s(k, p.get("k_half", p["nk_half"]))
+    fill = m / (np.ceil(np.maximum(m, 1e-9) / p["m_tile"]) * p["m_tile"]) if "m_tile" in p else s(m, m_half)
+    eta = p["eta_max"] * fill * s(n, p["nk_half"]) * s(k, p.get("k_half", p["nk_half"]))
     if "gemv_eta" in p:            # optional: a GEMV runs a matrix-vector kernel, not a small GEMM; its
         # time follows the matrix, not M (measured: M = 2 on the GEMV path as fast as M = 1), so its
         # rate grows with M
@@ -124,7 +169,7 @@ def row_length(cols: Columns, n, k) -> np.ndarray:
     stated = np.zeros(len(cols.kind_idx), bool)
     for given in (cols.nk, cols.mnk):
         if given is not None:
-            stated |= given[:, 0] > 0
+            stated |= (given[:, 0] > 0).reshape(len(given), -1).any(axis=1)
     stated = stated.reshape((-1,) + (1,) * len(cols.cfg_shape))
     return np.where(stated, np.where(kn_rows(cols), n, k), np.nan)
 

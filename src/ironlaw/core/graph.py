@@ -172,7 +172,7 @@ class Columns:
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
     names: list[str] | None = None           # op names (calibration may refine an op class by name)
     kernels: list[str] | None = None         # own_kernel(op): op.attrs["kernel"], a split op class, or ""
-    mnk: np.ndarray | None = None            # (n_ops, 3) GEMM M, N, K from op.attrs["mnk"], 0 where not given
+    mnk: np.ndarray | None = None            # (n_ops, 3, *cfg) GEMM M, N, K from op.attrs["mnk"], 0 where not given
     nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
                                              # with a weight matrix), 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
@@ -209,7 +209,8 @@ class Columns:
                        if any(np.any(np.asarray(op.eta_scale) != 1) for op in g.ops) else None,
                        names=[op.name for op in g.ops],
                        kernels=[own_kernel(op) for op in g.ops],
-                       mnk=np.array([op.attrs.get("mnk", (0, 0, 0)) for op in g.ops], dtype=float)
+                       mnk=np.stack([np.stack([np.broadcast_to(np.asarray(x, float), cfg_shape)
+                                               for x in op.attrs.get("mnk", (0, 0, 0))]) for op in g.ops])
                        if any("mnk" in op.attrs for op in g.ops) else None,
                        nk=np.array([op.attrs.get("nk", (0, 0)) for op in g.ops], dtype=float)
                        if any("nk" in op.attrs for op in g.ops) else None,

@@ -130,8 +130,9 @@ def framework_terms(cal: Calibration | None, frontend: str = "torch") -> tuple[f
 
 
 def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
-    """Fixed seconds per invocation: the per-kind table ('default' for the rest), then per kernel and op
-    name, plus the framework's seconds per op."""
+    """Fixed seconds per invocation: the per-kind table ('default' for the rest), a shape table's own
+    ``latency_s`` for its kind and dtype (not for ops of a kernel class with a GEMM table of its own: a grouped
+    GEMM), then per kernel and op name, plus the framework's seconds per op."""
     table = cal.latency_s
     out = np.array(lat, dtype=float, copy=True)
     if "default" in table:
@@ -140,6 +141,12 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
     for kind, value in table.items():
         if kind != "default":
             out[kinds == kind] = value
+    dts = np.array(cols.dtypes)
+    own = np.isin(_names(cols, "kernels"), [name for name, _ in _gemm_kernels(cal)])   # a kernel's own table
+    for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
+        for dt, p in cal.shape(kind).items():
+            if "latency_s" in p:
+                out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
     out = _scoped(cal, cols, out, "latency_s")
     return out + framework_terms(cal, cols.frontend)[0]
 

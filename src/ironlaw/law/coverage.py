@@ -6,8 +6,9 @@ in ``[calibration.kernel."<class>"]``; a matmul, dense conv or attention its sha
 ops run at, or its kind's η; any other kind its kind's compute or memory η. Every other class is priced with someone else's numbers
 and *borrows* them: a split conv the dense conv's (or what that borrows), a pooling variant the pool
 kind's, a kind without values the plain memory patterns fitted on copies (``copy``) or, without those,
-the hardware file's ``[efficiency]`` defaults. ``coverage`` says which, with each borrower's share of the
-predicted time.
+the hardware file's ``[efficiency]`` defaults. Collectives are calibrated where every one of them is timed by
+the hardware file's measured curves (a group on one node, ``[[network.curve]]``), else they borrow the α-β
+network model's numbers. ``coverage`` says which, with each borrower's share of the predicted time.
 """
 from __future__ import annotations
 
@@ -24,14 +25,21 @@ def coverage(est) -> dict:
     of one configuration's estimate (borrowers by share, largest first); with no calibration, empty lists
     and a ``note`` saying so."""
     cal = est.hw.calibration
-    shares, dtypes = _shares(est)
+    shares, dtypes, kernels = _shares(est)
     if cal is None:
         return {"calibrated": [], "borrowed": [],
-                "note": f"{est.hw.name} carries no [calibration] table: every op class is priced with its "
-                        f"[efficiency] defaults, none was measured on this device (ironlaw probe calibrates one)"}
+                "note": f"{est.hw.name} carries no [calibration] table: no measured kernel tables, every op class "
+                        f"is priced with its datasheet peaks and [efficiency] defaults, none was measured on this "
+                        f"device (ironlaw calibrate --kernels DIR or ironlaw probe calibrates one)"}
     calibrated, borrowed = [], []
     for cls in sorted(shares, key=lambda c: -shares[c]):
-        if own_values(cal, cls, dtypes[cls]):
+        if cls == "collective":
+            net = _network(est)
+            if net is None:
+                calibrated.append(cls)
+            else:
+                borrowed.append({"class": cls, "borrows": net, "share_of_time": round(shares[cls], 4)})
+        elif own_values(cal, cls, dtypes[cls]) or _own_kernels(cal, kernels[cls]):
             calibrated.append(cls)
         else:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
@@ -74,13 +82,34 @@ def line(cov: dict) -> str | None:
     return "uncalibrated: " + "; ".join(parts) + (f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
 
 
-def _shares(est) -> tuple[dict[str, float], dict[str, set]]:
-    """Per op class, its share of the predicted time and the dtypes its ops run at."""
+def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:
+    """Whether every op of a class names a kernel class the calibration holds a GEMM shape table of (measured
+    attention kernels: ``gemmshape.attention_kernel``)."""
+    return bool(kernels) and "" not in kernels and all("eta_max" in cal.kernel.get(k, {}) for k in kernels)
+
+
+def _network(est) -> str | None:
+    """None where every collective of ``est`` is timed by measured curves, else the α-β model it borrows."""
+    from ..machine.network.calibration import for_hardware
+    from ..machine.network.curves import nearest
+    cal = for_hardware(est.hw)
+    for op in est.graph.ops:
+        if op.kind == "collective" and op.collective:
+            ranks, nodes = int(op.group[0]), int(op.group[1])
+            if ranks > 1 and (nodes > 1 or nearest(cal.curves, op.collective, ranks) is None):
+                return f"the α-β network model ({cal.name})"
+    return None
+
+
+def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:
+    """Per op class, its share of the predicted time, the dtypes its ops run at and the kernel classes they name."""
     total = float(est.op_total_s.sum()) or 1.0
     shares: dict[str, float] = {}
     dtypes: dict[str, set] = {}
+    kernels: dict[str, set] = {}
     for op, t in zip(est.graph.ops, est.op_total_s):
         cls = op_class(op)
         shares[cls] = shares.get(cls, 0.0) + float(t) / total
         dtypes.setdefault(cls, set()).add(op.dtype)
-    return shares, dtypes
+        kernels.setdefault(cls, set()).add(str(op.attrs.get("kernel", "")))
+    return shares, dtypes, kernels

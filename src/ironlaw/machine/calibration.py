@@ -22,7 +22,10 @@ SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table bes
 FRAMEWORK_FIELDS = ("framework_s", "framework_share")
 OP_FIELDS = ("compute", "memory", "latency_s")
 TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
-              "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend")
+              "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend", "provenance")
+# [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
+PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted": int, "rows_held_out": int,
+                     "date": str}
 
 @dataclass(frozen=True)
 class Calibration:
@@ -41,6 +44,7 @@ class Calibration:
     framework_s: float | None = None           # seconds per op spent between ops
     framework_share: float | None = None       # share of kernel time added end to end
     frontend: Mapping[str, dict] = field(default_factory=dict)      # front end -> its own framework terms
+    provenance: Mapping[str, dict] = field(default_factory=dict)    # fitted group -> table, version, rows …
 
     @classmethod
     def of(cls, t: Mapping) -> "Calibration":
@@ -52,7 +56,8 @@ class Calibration:
                    latency_s=t.get("latency_s", {}),
                    shapes={k: t[k] for k in ("matmul",) + SHAPE_KINDS if t.get(k)},
                    kernel=t.get("kernel", {}), op=t.get("op", {}), framework_s=t.get("framework_s"),
-                   framework_share=t.get("framework_share"), frontend=t.get("frontend", {}))
+                   framework_share=t.get("framework_share"), frontend=t.get("frontend", {}),
+                   provenance=t.get("provenance", {}))
 
     def shape(self, kind: str) -> Mapping[str, dict]:
         """dtype -> GEMM shape table of ``kind`` (matmul, conv, attention); empty where none."""
@@ -69,7 +74,8 @@ class Calibration:
         for key, value in (("compute", dict(self.compute)), ("memory", mem), ("latency_s", dict(self.latency_s)),
                            *((k, dict(v)) for k, v in self.shapes.items()), ("kernel", dict(self.kernel)),
                            ("op", dict(self.op)), ("framework_s", self.framework_s),
-                           ("framework_share", self.framework_share), ("frontend", dict(self.frontend))):
+                           ("framework_share", self.framework_share), ("frontend", dict(self.frontend)),
+                           ("provenance", dict(self.provenance))):
             if value not in (None, {}):
                 out[key] = value
         return out
@@ -80,6 +86,25 @@ def with_calibration(hw, cal: "dict | Calibration"):
     if not isinstance(cal, Calibration):
         cal = Calibration.of(check(cal, "calibration"))
     return replace(hw, calibration=cal)
+
+
+def for_training(hw):
+    """``hw`` without the terms fitted on measured inference kernels (``[calibration.provenance]``: the GEMM
+    dtypes and attention kernel classes of ``ironlaw calibrate --kernels``). Those tables time TensorRT-LLM's
+    serving kernels — an FP8 GEMM quantizing its own activations each call, attention per serving phase — not
+    Transformer Engine's training kernels, whose casts the training graph counts apart; a training step keeps
+    the device's other terms (datasheet, probe or published fits)."""
+    cal = hw.calibration
+    if cal is None or not cal.provenance:
+        return hw
+    t = cal.table()
+    gemm = {dt: p for dt, p in t.get("matmul", {}).items() if f"gemm {dt}" not in cal.provenance}
+    kern = {k: p for k, p in t.get("kernel", {}).items() if not (k.startswith("attention_") and "eta_max" in p)}
+    rest = {k: v for k, v in t.items() if k not in ("matmul", "kernel", "provenance")}
+    rest.update({k: v for k, v in (("matmul", gemm), ("kernel", kern)) if v})
+    keep = any(rest.get(k) for k in ("matmul", "kernel", "compute", "memory", "latency_s", "conv", "attention",
+                                     "op", "frontend")) or rest.get("framework_s") is not None
+    return replace(hw, calibration=Calibration.of(rest) if keep else None)
 
 
 def without_calibration(hw):
@@ -111,6 +136,7 @@ def check(cal: object, where: str) -> dict:
     _check_shape_tables(cal, where)
     _check_op_tables(cal, where)
     _check_framework(cal, where)
+    _check_provenance(cal, where)
     for name in _table(cal, "frontend", where):
         if name not in FRONTENDS:
             raise unknown(f"front end in {where}.frontend", name, FRONTENDS)
@@ -154,27 +180,32 @@ def _check_shape_tables(cal: dict, where: str) -> None:
         for dt in _table(cal, kind, where):
             if dt not in DTYPE_BYTES:
                 raise unknown(f"dtype in {where}.{kind}", dt, DTYPE_BYTES)
-            w = f"{where}.{kind}.{dt}"
-            p = _table(cal[kind], dt, f"{where}.{kind}")
-            for key in p:
-                if key not in SHAPE_FIELDS:
-                    raise unknown(f"field in {w}", key, SHAPE_FIELDS)
-            _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
-            _num(p, "m_half", w, 1e9, required=True, zero_ok=True)
-            _num(p, "m_half_nt", w, 1e9, zero_ok=True)
-            _num(p, "nk_half", w, 1e9, required=True, zero_ok=True)
-            _num(p, "k_half", w, 1e9, zero_ok=True)
-            _num(p, "gemv_eta", w, 1.0 + 1e-9)
-            _num(p, "gemv_m", w, 4096)
-            _num(p, "gemv_m_kn", w, 4096)
-            _num(p, "serial", w, 1.0, zero_ok=True)
-            _num(p, "streamed", w, MAX_MEMORY_ETA)
-            _num(p, "streamed_kn", w, MAX_MEMORY_ETA)
-            _num(p, "pack", w, 8.0, zero_ok=True)
-            _num(p, "gemv_pass", w, GEMV_PASS_MAX, zero_ok=True)
-            _num(p, "gemv_pass_kn", w, GEMV_PASS_MAX, zero_ok=True)
-            for key in ROW_FIELDS:
-                _row_table(p, key, w)
+            _check_shape_table(_table(cal[kind], dt, f"{where}.{kind}"), f"{where}.{kind}.{dt}")
+
+
+def _check_shape_table(p: dict, w: str) -> None:
+    """One GEMM shape table (a dtype's under matmul, conv, attention, or a kernel class's of its own)."""
+    for key in p:
+        if key not in SHAPE_FIELDS:
+            raise unknown(f"field in {w}", key, SHAPE_FIELDS)
+    _num(p, "eta_max", w, 1.0 + 1e-9, required=True)
+    for key in ("m_half", "nk_half"):
+        _num(p, key, w, 1e9, required=True, zero_ok=True)
+    for key in ("m_half_nt", "k_half"):
+        _num(p, key, w, 1e9, zero_ok=True)
+    _num(p, "m_tile", w, 4096)
+    _num(p, "gemv_eta", w, 1.0 + 1e-9)
+    for key in ("gemv_m", "gemv_m_kn"):
+        _num(p, key, w, 4096)
+    _num(p, "serial", w, 1.0, zero_ok=True)
+    for key in ("streamed", "streamed_kn"):
+        _num(p, key, w, MAX_MEMORY_ETA)
+    _num(p, "pack", w, 8.0, zero_ok=True)
+    for key in ("gemv_pass", "gemv_pass_kn"):
+        _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
+    _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+    for key in ROW_FIELDS:
+        _row_table(p, key, w)
 
 
 def _check_op_tables(cal: dict, where: str) -> None:
@@ -185,12 +216,30 @@ def _check_op_tables(cal: dict, where: str) -> None:
             p = _table(cal[table], name, f"{where}.{table}")
             if not p:
                 raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
+            if table == "kernel" and "eta_max" in p:       # a kernel class with a GEMM shape table of its own
+                _check_shape_table(p, w)
+                continue
             for key in p:
                 if key not in OP_FIELDS:
                     raise unknown(f"field in {w}", key, OP_FIELDS)
             _num(p, "compute", w, 1.0 + 1e-9)
             _num(p, "memory", w, MAX_MEMORY_ETA)
             _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+
+
+def _check_provenance(cal: dict, where: str) -> None:
+    """[calibration.provenance."<group>"]: table, version, license, rows_fitted, rows_held_out, date."""
+    for name in _table(cal, "provenance", where):
+        p = _table(cal["provenance"], name, f"{where}.provenance")
+        w = f"{where}.provenance.{name}"
+        for key in p:
+            if key not in PROVENANCE_FIELDS:
+                raise unknown(f"field in {w}", key, PROVENANCE_FIELDS)
+        for key, typ in PROVENANCE_FIELDS.items():
+            ok = isinstance(p.get(key), typ) and not isinstance(p.get(key), bool)
+            if not ok or (typ is int and p[key] < 0):
+                raise IronlawError(f"{w}.{key}: expected a{'n' if typ is int else ''} "
+                                   f"{'whole number >= 0' if typ is int else 'string'}, got {p.get(key)!r}")
 
 
 def _check_framework(t: dict, where: str) -> None:

@@ -211,7 +211,7 @@ class Hardware:
 
 # ---------------------------------------------------------------- reading and checking files
 
-def _toml_loads(text: str) -> dict:
+def toml_loads(text: str) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -230,7 +230,7 @@ def read_toml(path: Path, what: str = "TOML file") -> dict:
     except (OSError, UnicodeDecodeError) as e:
         raise IronlawError(f"{p}: cannot read {what}: {e.__class__.__name__}") from None
     try:
-        return _toml_loads(text)
+        return toml_loads(text)
     except Exception as e:  # tomllib.TOMLDecodeError
         raise IronlawError(f"{p}: malformed TOML: {e}") from None
 

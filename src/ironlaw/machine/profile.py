@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from ..core.errors import IronlawError
-from .hardware import _toml_loads, parse_hardware
+from .hardware import toml_loads, parse_hardware
 from .home import newest, profiles_dir  # noqa: F401  (re-exported: where profiles live)
 from .probetable import FAMILIES, check_probe  # noqa: F401  (re-exported: the [probe] table's checks)
 
@@ -112,5 +112,5 @@ def replace_table(path: Path, name: str, table: dict) -> Path:
             out.append(line)
     body = "\n".join(out).rstrip("\n")
     new = body + "\n\n" + dumps_table({name: table}) + "\n"
-    parse_hardware(_toml_loads(new), str(path))
+    parse_hardware(toml_loads(new), str(path))
     return write_atomic(Path(path), new)

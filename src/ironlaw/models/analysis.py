@@ -11,7 +11,7 @@ from ..core.errors import IronlawError
 from ..core.graph import Graph
 from ..law.estimate import Estimate
 from ..machine.hardware import Hardware
-from .parallel import StepEstimate
+from .parallel import StepEstimate, training_graph
 
 
 @dataclass
@@ -79,17 +79,6 @@ def analysis(est: Estimate, usd_per_device_hour: float | None = None,
     from . import run_cost
     energy = power.of_estimate(est, usd_per_device_hour, gco2_per_kwh) if est.cols.cfg_shape == () else None
     return Analysis.of(est, energy, run_cost.of_estimate(est, energy, cost or run_cost.RunInputs()))
-
-
-def training_graph(spec: str, hw, seq, dtype, opts: dict):
-    """The training graph of one micro-batch; ``dtype`` fp8|mxfp8 builds it in bf16 and lowers its linear
-    GEMMs (``ironlaw.models.precision``)."""
-    from . import precision, workloads
-    low = dtype if dtype is not None and precision.is_low(dtype) else None
-    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=opts.get("micro_batch", 1), seq=seq,
-                                                dtype=precision.WIDE if low else dtype,
-                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
 
 
 def train(spec: str, hw, seq=None, dtype: str | None = None, composition: str = "overlap",

@@ -76,4 +76,5 @@ def cast(f: Op, nbytes, bwd: bool, split: bool) -> Op:
     return Op(f"fp4_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=FLOPS[bwd] * elems,
               bytes={"activations": (READ_BYTES + WRITE_BYTES) * elems}, dtype=WIDE, count=f.count, module=f.module,
               shapes=f"nvfp4 quantize + 16×16 Hadamard of the {what} of {f.name}", bytes_written=WRITE_BYTES * elems,
-              attrs={"tp_split": split, **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})
+              attrs={"tp_split": split, "role": "cast",
+                     **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})

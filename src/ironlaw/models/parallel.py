@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 
@@ -50,15 +51,6 @@ from . import host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
-COLUMN = {"attn_pre_proj", "mlp_up_proj", "lm_head"}          # input replicated, output split over TP
-ROW = {"attn_post_proj", "mlp_down_proj"}                     # input split, output full (then all-reduced)
-SPLIT = {"attn_rope", "attention", "attention_cp_merge", "mlp_act", "cross_entropy",
-         "embedding"}                                         # every byte and FLOP split
-REPLICATED = {"input_layernorm", "post_attention_layernorm", "attn_layernorm", "mlp_layernorm", "final_norm",
-              "embedding_layernorm", "attn_residual_add", "mlp_residual_add", "moe_router", "moe_topk",
-              "moe_permute", "moe_combine", "pooler_dense", "pooler_tanh",
-              "embedding_dropout", "attn_dropout", "mlp_dropout"}      # dropout: on the full (reduced) hidden state
-FIRST_STAGE = {"embedding", "embedding_layernorm", "embedding_dropout"}
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
 CP_MERGE_BYTES = {"fwd": (10.0, 12.0), "bwd": (10.0, 6.0)}    # (per ring step, once) per output element: cp_merge
 MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
@@ -265,7 +257,7 @@ def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------- tensor parallelism
-def _base(name: str) -> str:
+def base_name(name: str) -> str:
     return name.split(".")[0]
 
 
@@ -274,14 +266,14 @@ def _shapes(grp: tuple) -> str:
     return f"{grp[0]} ranks on {grp[1]} node(s){shared}"
 
 
-def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: str) -> Op:
+def _coll(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, module: str, attrs: dict | None = None) -> Op:
     """A collective run as often as ``of``, the op it belongs to, and in its layers (``in_layers``)."""
     layers = {"per_layer": of.attrs["per_layer"]} if "per_layer" in of.attrs else {}
     return Op(name, "collective", network_bytes=nbytes, dtype=dtype, count=of.count, module=module,
-              collective=kind, group=grp, shapes=_shapes(grp), attrs=layers)
+              collective=kind, group=grp, shapes=_shapes(grp), attrs=layers | (attrs or {}))
 
 
-def _topology(hw, grp: tuple):
+def group_topology(hw, grp: tuple):
     """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
     return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
 
@@ -299,9 +291,87 @@ def kv_cache_split(meta: dict, tp: int) -> int:
     return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
 
 
+# ---------------------------------------------------------------------- sharding rules, by op role
+# The builders say what each op is to parallelism in ``op.attrs["role"]`` (``workloads.common.linear``'s
+# ``role``; backward ops keep their forward's); ``tp_shard`` splits an op by the rule registered for its role.
+SHARDING: dict[str, Callable] = {}            # role → rule(op, new, at: TpSplit): splits the copy ``new``
+COLUMN_ROLES = ("column", "head")             # input replicated, output split over TP (head: the LM head, whose
+                                              # output the vocabulary-parallel loss reads split: no collective)
+
+
+def sharding(*roles: str):
+    """Register a tensor-parallel rule for ops of ``roles``."""
+    def deco(fn: Callable) -> Callable:
+        for r in roles:
+            if r in SHARDING:
+                raise RuntimeError(f"duplicate sharding rule for role {r}")
+            SHARDING[r] = fn
+        return fn
+    return deco
+
+
+@dataclass
+class TpSplit:
+    """What a sharding rule reads: the TP degree, sequence parallelism, the ranks that divide the KV cache
+    (``kv_cache_split``), and each linear's activation split as its forward set it (for its backward)."""
+    tp: int
+    sp: bool
+    kv: int
+    ratio: dict = field(default_factory=dict)
+
+
+def _split(new: Op, tp: int, kv: int | None = None) -> None:
+    new.flops, new.vector_flops = new.flops / tp, new.vector_flops / tp
+    new.bytes = {k: v / (kv if k == "kv_cache" and kv is not None else tp) for k, v in new.bytes.items()}
+    new.bytes_written = new.bytes_written / tp
+
+
+@sharding("column", "head", "row")
+def _linear(op: Op, new: Op, at: TpSplit) -> None:
+    """Column-parallel (input replicated, output split) and row-parallel (input split, output full, then
+    reduced) linears: FLOPs and weights over tp; activations as the forward splits them (the backward at the
+    forward's ratio); ``nk`` the device's share of N (column) or of K (row)."""
+    base, bwd, column = base_name(op.name), op.name.endswith(".backward"), op.attrs["role"] in COLUMN_ROLES
+    tp, ratio = at.tp, at.ratio
+    if not bwd:
+        act, w = op.bytes.get("activations", 0.0), op.bytes_written
+        read = act - w
+        split = read + w / tp if column else read / tp + w
+        ratio[base] = split / np.where(act > 0, act, 1.0)
+    new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
+    new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp) for k, v in op.bytes.items()}
+    if "nk" in op.attrs:
+        n, k = op.attrs["nk"]
+        new.attrs = {**op.attrs, "nk": (n / tp, k) if column else (n, k / tp)}
+    if not bwd and column:                                    # a column-parallel op writes its share of the output
+        new.bytes_written = op.bytes_written / tp
+
+
+@sharding("heads", "activation", "loss", "embedding")
+def _split_all(op: Op, new: Op, at: TpSplit) -> None:
+    """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
+    activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp, the KV cache over the
+    ranks that divide it."""
+    _split(new, at.tp, at.kv)
+
+
+@sharding("norm", "residual", "dropout", "router", "dispatch", "pooler", "cast")
+def _replicated(op: Op, new: Op, at: TpSplit) -> None:
+    """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
+    ``precision.py``), split with sequence parallelism or where the op says its tensor is (``tp_split``)."""
+    if at.sp or op.attrs.get("tp_split"):
+        _split(new, at.tp)
+
+
+def role(op: Op) -> str:
+    return op.attrs.get("role", "")
+
+
 def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
              ep_grp: tuple | None = None) -> Graph:
-    """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``)."""
+    """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``): each op
+    split by the rule of its role (``SHARDING``), the TP collectives after each row-parallel forward and each
+    column-parallel backward, the expert all-to-alls around the experts."""
     if tp == 1 and ep == 1:
         return g
     meta = g.meta
@@ -309,42 +379,18 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
                            f"tokens known)")
     grp = grp or (tp, 1)
-    kv = kv_cache_split(meta, tp)
-    by = dtype_bytes(g.dtype)
+    act_bytes = meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)    # one [tokens, hidden] tensor
     slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
-    act_bytes = meta["tokens"] * meta["hidden"] * by                 # one [tokens, hidden] tensor
-    ratio: dict[str, float] = {}
+    at = TpSplit(tp, sp, kv_cache_split(meta, tp))
     ops: list[Op] = []
     for op in g.ops:
-        base, bwd = _base(op.name), op.name.endswith(".backward")
-        if op.kind == "collective" or base == "optimizer":
+        if op.kind == "collective" or base_name(op.name) == "optimizer":
             ops.append(op)
             continue
         new = copy.copy(op)
         new.bytes = dict(op.bytes)
-        if base in COLUMN or base in ROW:
-            if not bwd:
-                act, w = op.bytes.get("activations", 0.0), op.bytes_written
-                read = act - w
-                split = read + w / tp if base in COLUMN else read / tp + w
-                ratio[base] = split / np.where(act > 0, act, 1.0)
-            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp)
-                         for k, v in op.bytes.items()}
-            if "nk" in op.attrs:                              # each device holds 1/tp of N (column) or of K (row)
-                n, k = op.attrs["nk"]
-                new.attrs = {**op.attrs, "nk": (n / tp, k) if base in COLUMN else (n, k / tp)}
-            if not bwd and base in COLUMN:                    # a column-parallel op writes its share of the output
-                new.bytes_written = op.bytes_written / tp
-        elif base in SPLIT:
-            new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-            new.bytes = {k: v / (kv if k == "kv_cache" else tp) for k, v in op.bytes.items()}
-            new.bytes_written = op.bytes_written / tp
-        elif base in REPLICATED or base in ("fp8_cast", "fp4_cast"):    # a cast follows its tensor (precision.py)
-            if sp or op.attrs.get("tp_split"):
-                new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-                new.bytes = {k: v / tp for k, v in op.bytes.items()}
-                new.bytes_written = op.bytes_written / tp
+        if role(op) in SHARDING:
+            SHARDING[role(op)](op, new, at)
         elif tp > 1:                                          # expert parallelism alone splits no op
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
                                f"on graphs of ironlaw's transformer builder")
@@ -353,32 +399,49 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         ops.append(new)
-        if tp > 1 and ((not bwd and base in ROW) or (bwd and base in ("attn_pre_proj", "mlp_up_proj"))):
-            where = f"{'bwd' if bwd else 'fwd'}.{'attn' if base.startswith('attn') else 'mlp'}"
-            if sp:
-                ops.append(_coll(f"tp.reducescatter.{where}", "reducescatter", act_bytes, grp, op, g.dtype, "tp"))
-                ops.append(_coll(f"tp.allgather.{where}", "allgather", act_bytes, grp, op, g.dtype, "tp"))
-                if bwd:                       # the column GEMM's input gathered again for its weight gradient
-                    ops.append(_coll(f"tp.allgather.wgrad.{where[4:]}", "allgather", act_bytes, grp, op, g.dtype,
-                                     "tp"))
-            else:
-                ops.append(_coll(f"tp.allreduce.{where}", "allreduce", act_bytes, grp, op, g.dtype, "tp"))
-        if ep > 1 and op.module == "experts" and base in ("mlp_up_proj", "mlp_down_proj"):
-            k = meta.get("experts_per_token", 1)
-            first = (base == "mlp_up_proj") != bwd
-            if first:
-                ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{'.bwd' if bwd else ''}", "alltoall",
-                                               act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
-            else:
-                ops.append(_coll(f"ep.alltoall.combine{'.bwd' if bwd else ''}", "alltoall",
-                                 act_bytes * k / tp, ep_grp or (ep, 1), op, g.dtype, "ep"))
+        ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 else []
+        if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
+            _expert_all_to_alls(ops, op, tp, act_bytes * meta.get("experts_per_token", 1) / tp, ep_grp or (ep, 1),
+                                g.dtype)
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
                 footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    out.footprint = {k: v / (kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+    out.footprint = {k: v / (at.kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
                      if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
+
+
+def sublayer(op: Op) -> str:
+    """The sublayer a linear belongs to: attention or MLP (its experts' included)."""
+    return "attn" if op.module == "attn" else "mlp"
+
+
+def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str) -> list[Op]:
+    """What Megatron runs after a row-parallel forward and a column-parallel backward: an all-reduce; with
+    sequence parallelism a reduce-scatter and an all-gather, and in the backward the re-gather of the column
+    GEMM's input for its weight gradient. Each marked with its ``TP_OVERLAP`` key (``attrs["tp_comm"]``)."""
+    bwd = op.name.endswith(".backward")
+    if role(op) != ("column" if bwd else "row"):
+        return []
+    sub = sublayer(op)
+    where = f"{'bwd' if bwd else 'fwd'}.{sub}"
+    kinds = [("allreduce", where)]
+    if sp:
+        kinds = [("reducescatter", where), ("allgather", where)] + ([("allgather", f"wgrad.{sub}")] if bwd else [])
+    return [_coll(f"tp.{kind}.{at}", kind, act_bytes, grp, op, dtype, "tp", {"tp_comm": f"{kind}.{at}"})
+            for kind, at in kinds]
+
+
+def _expert_all_to_alls(ops: list, op: Op, tp: int, nbytes, ep_grp: tuple, dtype: str) -> None:
+    """The dispatch before the experts' first GEMM (up in the forward, down in the backward) and the combine
+    after their last, appended around ``op``, the last op of ``ops``."""
+    bwd = op.name.endswith(".backward")
+    suffix = ".bwd" if bwd else ""
+    if (role(op) == "column") != bwd:
+        ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{suffix}", "alltoall", nbytes, ep_grp, op, dtype, "ep"))
+    else:
+        ops.append(_coll(f"ep.alltoall.combine{suffix}", "alltoall", nbytes, ep_grp, op, dtype, "ep"))
 
 
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
@@ -475,16 +538,24 @@ def stage_layers(L: int, pp: int, v: int = 1) -> tuple[int, int, int]:
     for DeepSeek-V3's 61 layers (pp 16: [E + 4] + 14 × [4] + [1 + loss]), and the fullest stage of its
     "Et|(tt|)*30mL" on pp 8 × interleave 4; the stage with the LM head is the lightest. Stage s holds chunks
     s, s + pp, …; a middle stage here is the second."""
-    n = pp * v
-    if pp == 1 or L % n == 0:
-        return L // pp, L // pp, L // pp
-    if (L + 2) % n == 0:
-        return (L + 2) // pp, (L + 2) // pp - 1, (L + 2) // pp - 1
-    c = -(-L // n)
+    mid, first, last = stage_layers_of(L, np.asarray([pp]), np.asarray([v]))
+    return int(mid[0]), int(first[0]), int(last[0])
 
-    def stage(s: int) -> int:
-        return sum(min(c, max(0, L - (s + j * pp) * c)) for j in range(v))
-    return stage(1), stage(0), stage(pp - 1)
+
+def stage_layers_of(L: int, pp: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stage_layers`` over arrays of pipeline degrees ``pp`` and interleaves ``v`` (one layout per element)."""
+    n = pp * v
+    even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
+    per = (-(-L // n))[:, None]                     # uneven: ⌈L/n⌉ per chunk from the first, what is left after
+    j = np.arange(int(np.max(v)))[None, :]
+
+    def stage(s):                                   # Σ over the chunks s, s + pp, … of the stage
+        chunk = np.broadcast_to(s, pp.shape)[:, None] + j * pp[:, None]
+        return np.where(j < v[:, None], np.clip(L - chunk * per, 0, per), 0).sum(axis=1)
+    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, stage(1)))
+    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(0)))
+    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(pp - 1)))
+    return mid, first, last
 
 
 def uneven(L: int, pp: int, v: int = 1) -> bool:
@@ -502,24 +573,30 @@ def uneven_note(L: int, n: int) -> str:
             f"pipeline_model_parallel_layout)")
 
 
-def _stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
+def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     """Ops of the first and last pipeline stage (and of a middle one when the embedding and the loss take a
     layer's place: ``stage_layers``; one list when pp == 1), and the optimizer op."""
     L = g.meta.get("layers", -1)
-    opt = next((op for op in g.ops if _base(op.name) == "optimizer"), None)
-    ops = [op for op in g.ops if _base(op.name) != "optimizer"]
+    opt = next((op for op in g.ops if base_name(op.name) == "optimizer"), None)
+    ops = [op for op in g.ops if base_name(op.name) != "optimizer"]
     if plan.pp == 1:
-        return [_with_recompute(ops, L, L, plan.recompute)], opt
+        return [with_recompute(ops, L, L, plan.recompute)], opt
     middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
-    first = [op for op in ops if in_layers(op, L) or _base(op.name) in FIRST_STAGE]
-    last = [op for op in ops if in_layers(op, L) or _base(op.name) not in FIRST_STAGE]
-    stages = [_with_recompute(first, L, n_first, plan.recompute), _with_recompute(last, L, n_last, plan.recompute)]
+    first = [op for op in ops if in_layers(op, L) or first_stage(op)]
+    last = [op for op in ops if in_layers(op, L) or not first_stage(op)]
+    stages = [with_recompute(first, L, n_first, plan.recompute), with_recompute(last, L, n_last, plan.recompute)]
     if middle != n_first:
-        stages.insert(1, _with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
+        stages.insert(1, with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
 
 
-def _with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
+def first_stage(op: Op) -> bool:
+    """Whether the op runs on the first pipeline stage only (the embedding's: the builder's
+    ``attrs["stage"]``)."""
+    return op.attrs.get("stage") == "first"
+
+
+def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
     """The stage's ops with its ``layers`` of the ``L`` layers (an op of some layers only, in proportion),
     the recomputed forward ops at the start of the backward."""
     out, rc = [], []
@@ -549,50 +626,76 @@ def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
     return sum((op.flops * op.count for op in g.ops
-                if in_layers(op, L) and not op.name.endswith(".backward") and _base(op.name) != "optimizer"
+                if in_layers(op, L) and not op.name.endswith(".backward") and base_name(op.name) != "optimizer"
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
 
 
-def _params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
-    """(dense, expert) parameters one device holds: dense over tp·pp, experts over tp·pp·ep."""
-    params = float(g.meta["params"])
-    expert, e = 0.0, g.meta.get("experts", 0)
-    if e:
-        e, k = g.meta["experts"], g.meta.get("experts_per_token", 1)
-        expert = (params - float(g.meta.get("active_params", params))) * e / max(e - k, 1)
-    slots = (e + plan.redundant_experts) / e if e else 1.0              # replicas held on the EP group
-    return (params - expert) / (plan.tp * plan.pp), expert * slots / (plan.tp * plan.pp * plan.ep)
+def params_split(meta: dict) -> tuple[float, float]:
+    """(dense, expert) parameters of the whole model; expert weights inferred as (params − active)·E/(E − k)."""
+    params = float(meta["params"])
+    expert = 0.0
+    if meta.get("experts"):
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
+    return params - expert, expert
+
+
+def expert_slots(meta: dict, plan: Plan) -> float:
+    """Expert slots per expert: (E + redundant) / E, the replicas the EP group holds (1 for a dense model)."""
+    e = meta.get("experts", 0)
+    return (e + plan.redundant_experts) / e if e else 1.0
+
+
+def params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
+    """(dense, expert) parameters one device holds: dense over tp·pp, experts (their replicas too) over tp·pp·ep."""
+    dense, expert = params_split(g.meta)
+    return dense / (plan.tp * plan.pp), expert * expert_slots(g.meta, plan) / (plan.tp * plan.pp * plan.ep)
+
+
+def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
+                 slots=1.0, offloaded=0.0) -> dict:
+    """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
+    gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
+    weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
+    data-parallel group, which context parallelism joins (dp·cp ranks hold the same weights; experts over
+    dp·cp/ep); activations (``act``, one micro-batch's, already over cp; ``tokens`` per micro-batch) over tp
+    (with sequence parallelism ``sp``, else Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
+    each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
+    Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep."""
+    from .precision import weight_copy_bytes
+    dense, expert = params_split(meta)
+    dense, expert = dense / (tp * pp), expert * slots / (tp * pp * ep)
+    p_dev = dense + expert
+    shards = dp * cp
+    sharded = dense / shards + expert / np.maximum(shards // ep, 1)     # one ZeRO shard of this device's params
+    a = ACT_SPLIT_FRACTION
+    tp_factor = np.where(sp, 1.0 / tp, (1 - a) + a / tp)
+    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
+    act_dev = act * tp_factor * inflight
+    if np.any(full):
+        L = meta["layers"]
+        inputs = L * tokens / cp * meta["hidden"] * by
+        act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+    if np.any(offloaded):                    # the offloaded layers' share waits in host memory
+        act_dev = act_dev * (1.0 - offloaded)
+    weight_b = by + weight_copy_bytes(meta)
+    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
+            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
+            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
+            "activations": act_dev, "params_per_device": p_dev}
 
 
 def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
-    """Bytes per device: weights and gradients in bf16 (gradients fp32 with ``grad_fp32``; plus the FP8 copies
-    of the weights in FP8 training),
-    fp32 master weights and Adam moments; ZeRO shards them over the data-parallel group, which context
-    parallelism joins (dp·cp ranks hold the same weights; experts over dp·cp/ep); activations over tp (with
-    sequence parallelism, else Korthikanti's 24 of 34) and cp (each rank holds seq/cp tokens)."""
-    from .precision import weight_copy_bytes
-    by = dtype_bytes(g.dtype)
-    dense, expert = _params_per_device(g, plan)
-    p_dev = dense + expert
-    shards = plan.dp * plan.cp
-    sharded = dense / shards + expert / max(shards // plan.ep, 1)       # one ZeRO shard of this device's params
+    """``memory_bytes`` of one plan, as floats."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
-    tp_factor = 1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp
-    inflight = 1.0 + ((plan.pp - 1) / (plan.pp * plan.interleave) if plan.interleave > 1 else 0.0)
-    if recompute == "full":
-        L = g.meta["layers"]
-        inputs = L * float(np.max(g.meta["tokens"])) / plan.cp * g.meta["hidden"] * by
-        act_dev = inputs * (1.0 / plan.tp if plan.sequence_parallel else 1.0) * inflight + act / L * tp_factor
-    else:
-        act_dev = act * tp_factor * inflight
-    if plan.offload_layers:                   # the offloaded layers' share waits in host memory
-        act_dev *= 1.0 - offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp)
-    weight_b = by + weight_copy_bytes(g.meta)
-    return {"weights": (sharded if zero >= 3 else p_dev) * weight_b,
-            "gradients": (sharded if zero >= 2 else p_dev) * _grad_bytes(g, plan),
-            "optimizer": 12.0 * (sharded if zero >= 1 else p_dev),
-            "activations": act_dev, "params_per_device": p_dev}
+    tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
+    slots = expert_slots(g.meta, plan)                                  # replicas held on the EP group
+    off = offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp) if plan.offload_layers else 0.0
+    mem = memory_bytes(g.meta, dtype_bytes(g.dtype), _grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
+                       plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
+                       off)
+    return {k: float(v) for k, v in mem.items()}
 
 
 def _grad_bytes(g: Graph, plan: Plan) -> float:
@@ -630,11 +733,17 @@ def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
     # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
     # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
     # the last stage of a node sends its tp·cp·dp ranks to the next node, sets the pipeline's pace
-    stage = plan.tp * plan.cp * plan.dp
-    out["pp"] = group(stage, 2, G)
-    if plan.pp > 1 and nodes > 1 and out["pp"][1] == 1:
-        out["pp"] = (2, 2, min(stage, G))
+    out["pp"] = pp_group(plan.tp * plan.cp * plan.dp, plan.pp, G, nodes)
     return out
+
+
+def pp_group(stage: int, pp: int, gpus_per_node: int, nodes: int) -> tuple[int, int, int]:
+    """The stage-to-stage pair of ``group``: a rank of stage s sends to its peer in s + 1, ``stage`` = tp·cp·dp
+    ranks further."""
+    grp = group(stage, 2, gpus_per_node)
+    if pp > 1 and nodes > 1 and grp[1] == 1:
+        grp = (2, 2, min(stage, gpus_per_node))
+    return grp
 
 
 def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
@@ -648,7 +757,7 @@ def _shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):
-        t = _topology(hw, grp[key])
+        t = group_topology(hw, grp[key])
         if used and t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
@@ -669,7 +778,7 @@ def cp_shard(g: Graph, cp: int) -> Graph:
         return g
     ops = []
     for op in g.ops:
-        if op.kind == "collective" or _base(op.name) == "optimizer":
+        if op.kind == "collective" or base_name(op.name) == "optimizer":
             ops.append(op)
             continue
         new = copy.copy(op)
@@ -698,11 +807,11 @@ def cp_merge(att: Op, cp: int, meta: dict) -> Op:
     kv = tokens * 2 * meta.get("kv_heads", meta["heads"]) * meta["head_dim"]
     step, once = CP_MERGE_BYTES["bwd" if bwd else "fwd"]
     nbytes = (step * (cp if bwd else cp - 1) + once) * q + (6.0 * cp * kv if bwd else 0.0)
-    base = _base(att.name)
+    base = base_name(att.name)
     return Op("attention_cp_merge" + att.name[len(base):], "elementwise", flops=2.0 * cp * q,
               bytes={"activations": nbytes}, dtype=att.dtype, count=att.count, module=att.module,
               shapes=f"{cp} ring steps merged", bytes_written=nbytes * 0.4,
-              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True})
+              attrs={k: v for k, v in att.attrs.items() if k == "per_layer"} | {"cp_merge": True, "role": "heads"})
 
 
 def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> tuple[float, float]:
@@ -711,54 +820,86 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
     In each of cp − 1 steps a rank sends its K and V chunk (2·kv_dim/tp·tokens/cp, bf16) to the next rank of
     the CP group while it computes attention on the chunk it holds, one cp-th of its attention; the backward
     passes K, V and their gradients (twice the bytes). A step exposes what its send takes beyond its compute."""
-    from ..machine.network.collectives import collective_time
     if plan.cp == 1:
         return 0.0, 0.0
-    meta = sg.meta
-    kv_dim = max(meta.get("kv_heads", meta["heads"]) // plan.tp, 1) * meta["head_dim"]
-    chunk = 2.0 * kv_dim * float(np.max(meta["tokens"])) * dtype_bytes(sg.dtype)
-    a, b = collective_time("sendrecv", chunk, _topology(hw, grp["cp"]))
+    send = float(cp_ring_send_s(hw, sg.meta, plan.tp, float(np.max(sg.meta["tokens"])), dtype_bytes(sg.dtype),
+                                grp["cp"]))
     total = exposed = 0.0
     for op, r in zip(sg.ops, rows):
         if r["kind"] != "attention":
             continue
-        send = float(a + b) * (2.0 if r["name"].endswith(".backward") else 1.0)
-        block = r["time_s"] / op.count / plan.cp
-        total += op.count * (plan.cp - 1) * send
-        exposed += op.count * (plan.cp - 1) * max(send - block, 0.0)
+        passes = ring_passes(op)
+        total += op.count * (plan.cp - 1) * send * passes
+        exposed += op.count * float(cp_ring_step_exposed(send, passes, r["time_s"] / op.count, plan.cp))
     return total, exposed
+
+
+def cp_ring_send_s(hw, meta: dict, tp: int, tokens, by: float, cp_grp: tuple):
+    """One step of the ring: a rank sends its K and V chunk (2·kv_dim/tp × ``tokens`` on the rank) to the next."""
+    from ..machine.network.collectives import collective_time
+    kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
+    a, b = collective_time("sendrecv", 2.0 * kv_dim * tokens * by, group_topology(hw, cp_grp))
+    return a + b
+
+
+def ring_passes(op: Op) -> float:
+    """Chunks an attention passes around the ring per step: K and V forward, and their gradients backward."""
+    return 2.0 if op.name.endswith(".backward") else 1.0
+
+
+def cp_ring_step_exposed(send, passes: float, t_attention, cp: int):
+    """Seconds of the ring one attention invocation (``t_attention``) leaves exposed: cp − 1 steps, each
+    sending ``passes`` chunks beside one cp-th of the attention."""
+    return (cp - 1) * np.maximum(send * passes - t_attention / cp, 0.0)
 
 
 # each TP collective of sequence parallelism and the GEMM share it runs beside under Transformer Engine's
 # userbuffers overlap (Megatron-Bridge comm_overlap.py: qkv_fprop, proj_fprop, fc1_fprop, fc2_fprop; in the
 # backward proj_dgrad, fc2_dgrad ring exchanges and the bulk qkv_dgrad/qkv_wgrad, fc1_dgrad/fc1_wgrad pairs):
-# (GEMM op, its backward, share of its time: a backward op is its dgrad and wgrad halves). tp_shard names a
-# forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's input) after it,
-# a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the sublayer below and the
-# re-gather of its input for the weight gradient after its column GEMM.
-TP_OVERLAP = {"reducescatter.fwd.attn": ("attn_post_proj", False, 1.0), "allgather.fwd.attn": ("mlp_up_proj", False, 1.0),
-              "reducescatter.fwd.mlp": ("mlp_down_proj", False, 1.0), "allgather.fwd.mlp": ("attn_pre_proj", False, 1.0),
-              "reducescatter.bwd.mlp": ("mlp_up_proj", True, 0.5), "allgather.wgrad.mlp": ("mlp_up_proj", True, 0.5),
-              "allgather.bwd.mlp": ("attn_post_proj", True, 0.5),
-              "reducescatter.bwd.attn": ("attn_pre_proj", True, 0.5), "allgather.wgrad.attn": ("attn_pre_proj", True, 0.5),
-              "allgather.bwd.attn": ("mlp_down_proj", True, 0.5)}
+# (GEMM's role, its sublayer, its backward, share of its time: a backward op is its dgrad and wgrad halves).
+# tp_shard marks a forward sublayer's reduce-scatter and the all-gather that follows it (the next sublayer's
+# input) after it, a backward sublayer's reduce-scatter (dgrad), the all-gather of the gradient for the
+# sublayer below and the re-gather of its input for the weight gradient after its column GEMM.
+TP_OVERLAP = {"reducescatter.fwd.attn": ("row", "attn", False, 1.0),
+              "allgather.fwd.attn": ("column", "mlp", False, 1.0),
+              "reducescatter.fwd.mlp": ("row", "mlp", False, 1.0),
+              "allgather.fwd.mlp": ("column", "attn", False, 1.0),
+              "reducescatter.bwd.mlp": ("column", "mlp", True, 0.5),
+              "allgather.wgrad.mlp": ("column", "mlp", True, 0.5),
+              "allgather.bwd.mlp": ("row", "attn", True, 0.5),
+              "reducescatter.bwd.attn": ("column", "attn", True, 0.5),
+              "allgather.wgrad.attn": ("column", "attn", True, 0.5),
+              "allgather.bwd.attn": ("row", "mlp", True, 0.5)}
 
 
-def tp_overlap_hidden_s(rows: list[dict]) -> float:
+def tp_overlap_hidden_s(ops: list[Op], times) -> float:
     """Seconds of TP collectives hidden per micro-batch by overlapping them with the GEMMs they feed or follow
     (Transformer Engine's userbuffers, chunked and pipelined with the GEMM): each collective up to the time
-    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest."""
-    comm: dict[str, float] = {}
-    gemm: dict[tuple, float] = {}
-    for r in rows:
-        base, bwd = _base(r["name"]), r["name"].endswith(".backward")
-        if r["kind"] == "collective" and r["module"] == "tp":
-            key = r["name"].split(".", 1)[1]                       # reducescatter.fwd.attn …
-            comm[key] = comm.get(key, 0.0) + r["time_s"]
-        elif (base in COLUMN or base in ROW) and base != "lm_head":
-            gemm[(base, bwd)] = gemm.get((base, bwd), 0.0) + r["time_s"]
-    return sum(min(t, TP_OVERLAP[k][2] * gemm.get(TP_OVERLAP[k][:2], 0.0)) for k, t in comm.items()
-               if k in TP_OVERLAP)
+    of the GEMM share it runs beside (``TP_OVERLAP``), no more — a longer one shows the rest. ``times``: each
+    op's seconds per micro-batch."""
+    comm: dict = {}
+    gemm: dict = {}
+    for op, t in zip(ops, times):
+        tp_overlap_add(op, t, comm, gemm)
+    return float(tp_overlap_hidden(comm, gemm))
+
+
+def tp_overlap_add(op: Op, t, comm: dict, gemm: dict) -> None:
+    """Add ``t`` seconds of ``op`` to the TP collective (``op.attrs["tp_comm"]``, tp_shard's mark) or to the
+    GEMM of ``TP_OVERLAP`` it is."""
+    if op.kind == "collective":
+        if "tp_comm" in op.attrs:
+            comm[op.attrs["tp_comm"]] = comm.get(op.attrs["tp_comm"], 0.0) + t
+        return
+    if role(op) in ("column", "row"):
+        key = (role(op), sublayer(op), op.name.endswith(".backward"))
+        gemm[key] = gemm.get(key, 0.0) + t
+
+
+def tp_overlap_hidden(comm: dict, gemm: dict, start=0.0):
+    """Σ over the TP collectives of min(its seconds, the share of its GEMM's seconds it runs beside)."""
+    return sum((np.minimum(t, TP_OVERLAP[k][3] * gemm.get(TP_OVERLAP[k][:3], 0.0)) for k, t in comm.items()
+                if k in TP_OVERLAP), start)
 
 
 def ep_overlap_hidden_s(rows: list[dict]) -> float:
@@ -769,7 +910,12 @@ def ep_overlap_hidden_s(rows: list[dict]) -> float:
     partner: ``train_step`` adds one micro-batch's all-to-alls back."""
     a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
     compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
-    return min(a2a, compute)
+    return float(ep_overlap_hidden(a2a, compute))
+
+
+def ep_overlap_hidden(a2a, compute):
+    """The expert all-to-alls (``a2a`` seconds per micro-batch) hidden beside another micro-batch's ``compute``."""
+    return np.minimum(a2a, compute)
 
 
 def expert_load(sg: Graph, plan: Plan) -> Graph:
@@ -797,19 +943,40 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
     them: the forward gathers layer i+1 while layer i computes; the backward gathers each layer again (freed
     after its forward) and reduce-scatters layer i's gradients while layer i−1 computes. Exposed: what the
     forward's and the backward's compute cannot cover, plus the first gather and the last reduce-scatter."""
-    from ..machine.network.collectives import collective_time
     if plan.zero < 3 or plan.dp * plan.cp == 1:
         return 0.0, 0.0
     layers = max(op.count for op in sg.ops)
-    per_layer = p_dev * dtype_bytes(sg.dtype) / layers
-    topo = _topology(hw, grp["dp"])
-    ag = layers * float(sum(collective_time("allgather", per_layer, topo)))
-    rs = layers * float(sum(collective_time("reducescatter", per_layer * _grad_bytes(sg, plan) / dtype_bytes(sg.dtype),
-                                            topo)))
+    by = dtype_bytes(sg.dtype)
+    ag, rs = fsdp_comm_s(hw, grp["dp"], p_dev * by / layers, _grad_bytes(sg, plan), by, layers)
     fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
-    exposed = max(ag - fwd, 0.0) + ag / layers + max(ag + rs - bwd, 0.0) + rs / layers
-    return 2.0 * ag + rs, exposed
+    return float(2.0 * ag + rs), float(fsdp_exposed(ag, rs, fwd, bwd, layers))
+
+
+def fsdp_comm_s(hw, dp_grp: tuple, per_layer, grad_b: float, by: float, layers):
+    """(gathers, reduce-scatters) seconds of one pass of FSDP over ``layers`` layers of ``per_layer`` parameter
+    bytes each (``by`` bytes per parameter, ``grad_b`` per gradient) over the data-parallel group."""
+    from ..machine.network.collectives import collective_time
+    topo = group_topology(hw, dp_grp)
+    ag = layers * sum(collective_time("allgather", per_layer, topo))
+    rs = layers * sum(collective_time("reducescatter", per_layer * grad_b / by, topo))
+    return ag, rs
+
+
+def fsdp_exposed(ag, rs, fwd, bwd, layers):
+    """FSDP's exposed seconds per micro-batch: what the forward's (``fwd``) and the backward's (``bwd``) compute
+    cannot cover of the ``layers`` gathers ``ag`` and reduce-scatters ``rs``, plus the first gather and the last
+    reduce-scatter."""
+    return np.maximum(ag - fwd, 0.0) + ag / layers + np.maximum(ag + rs - bwd, 0.0) + rs / layers
+
+
+def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
+    """The per-device graph of one stage's ops under ``plan``: context parallelism, then tensor and expert
+    parallelism (``grp``: ``groups``' tp and ep), the hottest expert rank's load, each GEMM's kernel rows."""
+    sg = cp_shard(sg, plan.cp)
+    sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
+    sg = expert_load(sg, plan)
+    return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 
 
 def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dict, composition: str):
@@ -819,10 +986,7 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
     best = None
     for i, ops in enumerate(stages):
         sg = Graph(g.name, "train", g.dtype, ops, footprint=fp, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-        sg = cp_shard(sg, plan.cp)
-        sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
-        sg = expert_load(sg, plan)
-        sg = with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
+        sg = shard(sg, hw, plan, grp)
         sg.footprint = dict(fp)
         sg.name = f"{g.name} · stage {'1' if i == 0 else plan.pp} of {plan.pp} · micro-batch {plan.micro_batch}"
         est = law.predict(sg, hw, composition)
@@ -832,27 +996,37 @@ def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dic
 
 
 def _pipeline_p2p_s(g: Graph, hw, plan: Plan, grp: dict, t_mb: float) -> float:
-    """Stage-to-stage send/recv of one step: each TP rank sends 1/tp of the boundary activation (Megatron's
-    scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split); without
-    sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a node).
-    Forward activation and backward gradient, per micro-batch and virtual stage; blocking unless
-    ``overlap_p2p``."""
-    from ..machine.network.collectives import collective_time
+    """``pipeline_p2p_s`` of one plan: the boundary activation of one micro-batch (tokens/cp × hidden)."""
     if plan.pp == 1:
         return 0.0
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1)))) / plan.cp
-    full = tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype)
-    a, b = collective_time("sendrecv", full / plan.tp, _topology(hw, grp["pp"]))
-    if plan.tp > 1 and not plan.sequence_parallel:
-        ga, gb = collective_time("allgather", full, _topology(hw, grp["tp"]))
-        a, b = a + ga, b + gb
-    one = float(a + b)
-    if not plan.overlap_p2p:
-        return 2.0 * plan.interleave * plan.microbatches * one
-    # overlapped: each send runs under the next model chunk's compute; the warm-up and the cool-down
-    # (pp − 1 transfers each) wait for theirs, and a send longer than a chunk exposes the difference
-    chunk = t_mb / plan.interleave
-    return 2.0 * (plan.pp - 1) * one + 2.0 * plan.interleave * plan.microbatches * max(one - chunk, 0.0)
+    one = p2p_transfer_s(hw, tokens_mb * g.meta["hidden"] * dtype_bytes(g.dtype), plan.tp, plan.sequence_parallel,
+                         grp["pp"], grp["tp"])
+    return float(pipeline_p2p_s(one, plan.pp, plan.interleave, plan.microbatches, t_mb, plan.overlap_p2p))
+
+
+def p2p_transfer_s(hw, full, tp: int, sp, pp_grp: tuple, tp_grp: tuple):
+    """One stage-to-stage transfer of a boundary activation of ``full`` bytes: each TP rank sends 1/tp of it
+    (Megatron's scatter/gather, Narayanan et al. 2021 §4.1; with sequence parallelism it is already split);
+    without sequence parallelism the receiving stage all-gathers it back over the TP group (NVLink inside a
+    node)."""
+    from ..machine.network.collectives import collective_time
+    a, b = collective_time("sendrecv", full / tp, group_topology(hw, pp_grp))
+    one = a + b
+    if tp > 1 and not sp:
+        ga, gb = collective_time("allgather", full, group_topology(hw, tp_grp))
+        one = one + (ga + gb)
+    return one
+
+
+def pipeline_p2p_s(one, pp, v, m, t_mb, overlap):
+    """Stage-to-stage send/recv of one step of ``m`` micro-batches, ``one`` transfer each way per micro-batch and
+    virtual stage (``v``: the interleave); blocking unless ``overlap``: then each send runs under the next model
+    chunk's compute, the warm-up and the cool-down (pp − 1 transfers each) wait for theirs, and a send longer
+    than a chunk (``t_mb``/v) exposes the difference. Scalars or arrays of layouts; 0 without a pipeline."""
+    blocking = 2.0 * v * m * one
+    hidden = 2.0 * (pp - 1) * one + 2.0 * v * m * np.maximum(one - t_mb / v, 0.0)
+    return np.where(pp > 1, np.where(overlap, hidden, blocking), 0.0)
 
 
 def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, composition: str) -> tuple[float, float, float]:
@@ -865,20 +1039,50 @@ def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, compositio
     comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, _grad_bytes(sg, plan) / dtype_bytes(sg.dtype))
     gather = 0.0
     if plan.zero == 2:                 # updated parameter shards gathered back after the step
-        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), _topology(hw, grp["dp"]))
+        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), group_topology(hw, grp["dp"]))
         gather = float(a + b)
     return comm, exposed, gather
 
 
 def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
+    return float(optimizer_s(g, hw, np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)]),
+                             composition)[0])
+
+
+def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.ndarray:
+    """The optimizer step of each of ``opt_params`` (the parameters of a device's shard) when ``g`` has one:
+    one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
+    from dataclasses import replace
     from ..law import law
     from .workloads.common import optimizer_step
-    if not any(_base(op.name) == "optimizer" for op in g.ops):
-        return 0.0
-    opt_params = p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)
-    og = Graph("optimizer", "train", g.dtype, [optimizer_step(opt_params, g.dtype)],
-               footprint={"optimizer": 12.0 * opt_params})
-    return float(law.predict(og, hw, composition).time_s)
+    if not any(base_name(op.name) == "optimizer" for op in g.ops):
+        return np.zeros(opt_params.shape)
+    u, inv = np.unique(opt_params, return_inverse=True)
+    one = optimizer_step(1.0, g.dtype)
+    op = replace(one, flops=one.flops * u, bytes={k: v * u for k, v in one.bytes.items()},
+                 bytes_written=one.bytes_written * u)
+    og = Graph("optimizer", "train", g.dtype, [op], footprint={"optimizer": 12.0 * u})
+    return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
+
+
+def microbatch_s(est, hidden, ring_exposed, fsdp_exposed, host_exposed, offload_exposed=0.0):
+    """(compute and TP/EP collectives, the whole micro-batch) on the slowest stage: the law's time ``est`` less
+    what TP and EP overlap hide, then the context-parallel ring, FSDP's gathers, the host's wait
+    (``host.step_term``) and the activation offload's copies left exposed."""
+    t_est = est - hidden
+    return t_est, t_est + ring_exposed + fsdp_exposed + host_exposed + offload_exposed
+
+
+def step_s(m, t_mb, bubble, p2p, exposed, gather, opt, a2a_alone):
+    """One optimizer step on the slowest stage: ``m`` micro-batches of ``t_mb``, the pipeline bubble and sends,
+    the exposed gradient reduction, ZeRO-2's gather, the optimizer, and one micro-batch's all-to-alls that
+    no other micro-batch hides."""
+    return m * t_mb + bubble + p2p + exposed + gather + opt + a2a_alone
+
+
+def bubble_s(pp, v, t_mb):
+    """The pipeline bubble: (pp − 1)/v micro-batch times (v: the interleave)."""
+    return (pp - 1) / v * t_mb
 
 
 def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
@@ -899,15 +1103,38 @@ NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and
                 "framework are not timed, and a step they bind runs slower than this")
 
 
-def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
-    """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
+def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_batch=None) -> Graph:
+    """The training graph of one micro-batch (``micro_batch``, else ``opts["micro_batch"]``, else 1; an array
+    gives one graph over every size); ``dtype`` fp8|mxfp8 builds it in bf16 and lowers its linear GEMMs
+    (``ironlaw.models.precision``)."""
+    from . import precision, workloads
+    opts = opts or {}
+    low = dtype if dtype is not None and precision.is_low(dtype) else None
+    batch = opts.get("micro_batch", 1) if micro_batch is None else micro_batch
+    graph = workloads.resolve(workloads.Request(spec, phase="train", batch=batch, seq=seq,
+                                                dtype=precision.WIDE if low else dtype,
+                                                device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
+    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+
+
+def lowered(g: Graph, hw) -> Graph:
+    """``g`` as train_step runs it: a graph built in FP8/MXFP8 with its GEMMs lowered (``precision.lower``); NVFP4
+    only where NVIDIA's recipe runs (``nvfp4.require``)."""
     from .precision import is_low, lower
-    if g.phase != "train":
-        raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
     if is_low(g.dtype):
         g = lower(g, g.dtype, hw.features.get("fp8_any_layout", False))
     if g.meta.get("precision") == nvfp4.DTYPE:
         nvfp4.require(hw)                                      # NVIDIA's NVFP4 recipe, where it runs
+    return g
+
+
+def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
+    """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
+    from ..machine.calibration import for_training
+    if g.phase != "train":
+        raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
+    hw = for_training(hw)                                      # no serving-kernel tables in a training step
+    g = lowered(g, hw)
     if plan.redundant_experts:
         g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
                   meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
@@ -921,19 +1148,20 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         if plan.redundant_experts else [])
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
-    stages, _ = _stage_ops(g, plan)
+    stages, _ = stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
-    hidden_tp = (tp_overlap_hidden_s(rows) if plan.tp_comm_overlap else 0.0) + \
+    hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
-    t_est = float(est.time_s) - hidden_tp
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
     notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
     off_mb = _offload_s(g, hw, plan, rows, notes)
-    t_mb, m, v = t_est + ring_exposed + fsdp_exposed + host_mb + off_mb, plan.microbatches, plan.interleave
+    t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
+                                                   off_mb))
+    m, v = plan.microbatches, plan.interleave
     net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
         - hidden_tp
     p2p_s = _pipeline_p2p_s(g, hw, plan, grp, t_mb)
@@ -941,14 +1169,14 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) " + (
             "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
             "counted on the critical path (not overlapped)"))
-    bubble_s = (plan.pp - 1) / v * t_mb
+    bubble = float(bubble_s(plan.pp, v, t_mb))
     dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
     opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
     a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
-    step = m * t_mb + bubble_s + p2p_s + exposed + gather_s + opt_s + a2a_alone
+    step = float(step_s(m, t_mb, bubble, p2p_s, exposed, gather_s, opt_s, a2a_alone))
     flops = _step_flops(g, plan)
     breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
-                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble_s, "pipeline_p2p_s": p2p_s,
+                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p_s,
                  "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
                  "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
                  "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
@@ -957,7 +1185,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                  "offload_exposed_s": m * off_mb}
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
-              "pipeline bubble": bubble_s, "optimizer": opt_s, "host": m * host_mb}
+              "pipeline bubble": bubble, "optimizer": opt_s, "host": m * host_mb}
     memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
         v for k, v in mem.items() if k != "params_per_device"))}
     return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),

@@ -164,4 +164,5 @@ def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool) -> Op:
     return Op(f"fp8_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=2.0 * elems,
               bytes={"activations": (CAST_READ_BYTES[dtype] + write) * elems}, dtype=WIDE, count=f.count,
               module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}", bytes_written=write * elems,
-              attrs={"tp_split": split, **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})
+              attrs={"tp_split": split, "role": "cast",
+                     **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})

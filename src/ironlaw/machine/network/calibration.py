@@ -14,6 +14,10 @@ all-to-all, which NCCL runs as grouped point-to-point transfers).
 ceiling — which a two-rank curve cannot show, one GPU per node uses one port — on ONE multi-node curve,
 all-reduce over 2 nodes × 4 GPUs. Held out and reported, never fitted: 4 and 8 GPUs on one node, 2 nodes
 × 2 and 2 nodes × 8 GPUs.
+
+A hardware file's ``[network]`` table names one of these for what no measurement covers, and may add
+measured curves for groups on one node (``[[network.curve]]``, curves.py): fitted on measured NCCL tables,
+they time those groups in place of the α-β model.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ...core.errors import IronlawError, unknown
+from .curves import check_curves
 
 FAMILIES = ("collective", "p2p")
 
@@ -34,6 +39,7 @@ class NetworkCalibration:
     node_Bps: dict[str, float] = field(default_factory=dict)  # network link kind -> bytes/s a node moves in all
     eta_default: float = 0.8
     source: str = ""
+    curves: dict = field(default_factory=dict)     # (collective, gpus on one node) -> ((α_s, bus_Bps), …)
 
     def efficiency(self, family: str, link_kind: str) -> float:
         return self.eta.get((family, link_kind), self.eta_default)
@@ -78,26 +84,52 @@ A100_VIDUR = NetworkCalibration(
 BY_NAME = {c.name: c for c in (DEFAULT, A100_VIDUR)}
 
 
+TABLE_FIELDS = ("calibration", "source", "fitted", "held_out", "curve")
+
+
 def check_table(t: object, where: str) -> dict:
     """A hardware file's ``[network]`` table: ``calibration`` names a fitted one (``a100-vidur``), with its
-    ``source``. A device without the table gets ``default`` (the sourced estimates)."""
+    ``source``; measured curves for groups on one node may follow (``curve``, curves.py, with the ``fitted``
+    and ``held_out`` lists that say what they were fitted on). A device without the table gets ``default``
+    (the sourced estimates)."""
     if not isinstance(t, dict):
         raise IronlawError(f"{where}: expected a table with 'calibration' and 'source'")
-    extra = sorted(set(t) - {"calibration", "source"})
+    extra = sorted(set(t) - set(TABLE_FIELDS))
     if extra:
-        raise IronlawError(f"{where}: unknown field '{extra[0]}' (expected calibration, source)")
+        raise IronlawError(f"{where}: unknown field '{extra[0]}' (expected {', '.join(TABLE_FIELDS)})")
     name = t.get("calibration")
     if name not in BY_NAME:
         raise unknown(f"network calibration in {where}", str(name), tuple(BY_NAME))
     if not isinstance(t.get("source"), str) or not t["source"].strip():
         raise IronlawError(f"{where}: 'source' must say where the calibration comes from")
+    for key in ("fitted", "held_out"):
+        v = t.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise IronlawError(f"{where}.{key}: expected a list of strings")
+    if "curve" in t:
+        check_curves(t["curve"], f"{where}.curve")
+        if not t["source"].startswith("measured") or not t.get("fitted"):
+            raise IronlawError(f"{where}: measured curves need a 'source' starting with 'measured' and the "
+                               f"'fitted' list of what they were fitted on")
     return dict(t)
+
+
+_WITH_CURVES: dict = {}         # id of a [network] table -> (the table, its calibration with curves)
 
 
 def for_hardware(hw) -> NetworkCalibration:
     """The calibration ``hw``'s file names in ``[network]`` (the a100 entry: the fit to vidur's NCCL runs on
-    DGX A100), else the sourced estimates, which assume a node's network ports add up."""
-    return BY_NAME[hw.extra.get("network", {}).get("calibration", DEFAULT.name)]
+    DGX A100), else the sourced estimates, which assume a node's network ports add up; with the file's
+    measured curves for groups on one node where it has them."""
+    table = hw.extra.get("network", {})
+    base = BY_NAME[table.get("calibration", DEFAULT.name)]
+    if "curve" not in table:
+        return base
+    hit = _WITH_CURVES.get(id(table))
+    if hit is None or hit[0] is not table:
+        cal = replace(base, curves=check_curves(table["curve"], "network.curve"), source=table["source"])
+        hit = _WITH_CURVES[id(table)] = (table, cal)
+    return hit[1]
 
 
 def with_network(hw, name: str):

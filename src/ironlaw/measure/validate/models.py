@@ -104,7 +104,7 @@ def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> 
 
     import torch
 
-    from ...models.workloads.external import _check_return, load_factory
+    from ...models.workloads.external import check_return, load_factory
 
     what = name if name.startswith("py:") else f"py:{arg}"
     phase = _infer_only(what, phase)
@@ -115,7 +115,7 @@ def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> 
         kw["seq"] = seq
     try:                              # on meta only: nothing is allocated before the footprint is checked
         with torch.device("meta"):
-            module, args, kwargs = _check_return(fn(**kw), what)
+            module, args, kwargs = check_return(fn(**kw), what)
     except IronlawError:
         raise
     except Exception as e:
@@ -128,7 +128,7 @@ def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> 
             out = fn(**kw)
         except Exception as e:
             raise IronlawError(f"{what}: the factory raised {e.__class__.__name__}: {e}") from None
-        m, a, k = _check_return(out, what)
+        m, a, k = check_return(out, what)
         if any(t.is_meta for t in m.parameters()):
             raise IronlawError(f"{what}: the factory returned meta parameters; validate needs real ones")
         return Step(m.eval(), tuple(a), dict(k))
@@ -189,7 +189,7 @@ def _hf(name: str, path: str, batch: int, seq: int | None, phase: str | None) ->
         raise IronlawError(f"{name}: {phase} at --seq {seq} needs {need} positions but the config allows "
                            f"{limit} (max_position_embeddings); a real run would index past them — use --seq "
                            f"{limit - (1 if phase == 'decode' else 0)} or less")
-    keep = {"logits_to_keep": 1} if hf._accepts(meta_model, "logits_to_keep") else {}
+    keep = {"logits_to_keep": 1} if hf.accepts(meta_model, "logits_to_keep") else {}
 
     def calls(device: str, cache_factory):
         ids = (torch.zeros if device == "meta" else _random_ids(cfg.vocab_size))

@@ -120,12 +120,12 @@ def build(path: str, req):
         fake_mode = recorder.make_fake_mode()
         with fake_mode:
             cache = StaticCache(config=cfg, max_cache_len=seq + 1)
-        key = "cache" if _accepts(model, "cache") else "past_key_values"      # renamed in transformers 5.x
+        key = "cache" if accepts(model, "cache") else "past_key_values"      # renamed in transformers 5.x
         prefill = {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"), key: cache,
                    "use_cache": True}
         kwargs = {"input_ids": torch.zeros(batch, 1, dtype=torch.long, device="meta"), key: cache,
                   "use_cache": True}
-        if _accepts(model, "logits_to_keep"):
+        if accepts(model, "logits_to_keep"):
             prefill["logits_to_keep"] = kwargs["logits_to_keep"] = 1
         meta["tokens"] = batch
     else:
@@ -135,7 +135,7 @@ def build(path: str, req):
             # prefill keeps K,V in a cache and computes logits for the last token only (as generate()
             # does); infer and train score every token without a cache
             kwargs["use_cache"] = phase == "prefill"
-            if phase == "prefill" and _accepts(model, "logits_to_keep"):
+            if phase == "prefill" and accepts(model, "logits_to_keep"):
                 kwargs["logits_to_keep"] = 1
         if phase == "train":
             kwargs["labels"] = ids
@@ -146,7 +146,7 @@ def build(path: str, req):
     return to_graph(cap, name, phase, dtype, meta)
 
 
-def _accepts(model, name: str) -> bool:
+def accepts(model, name: str) -> bool:
     import inspect
     try:
         return name in inspect.signature(model.forward).parameters

@@ -1,37 +1,38 @@
-"""The training step of many layouts at once: ``parallel.train_step``'s formulas as numpy array math.
+"""The training step of many layouts at once: ``parallel.train_step``'s own formulas evaluated over arrays.
 
-``parallel.train_step`` builds and predicts a graph per layout (tens of milliseconds). A search groups the
-layouts by what changes the per-device graph — (tp, sequence parallel, cp, ep) — and for each group:
+``parallel.train_step`` is the scalar evaluator: it builds and predicts a graph per layout (tens of
+milliseconds). This is the batched one. It groups the layouts by what changes the per-device graph — (tp,
+sequence parallel, cp, ep) — and for each group:
 
-1. resolves the model ONCE with every micro-batch of the group as an array axis (lowered to FP8 GEMMs where
-   the dtype asks: ``precision.lower``), and predicts with ONE ``law.predict`` the per-invocation time of
-   every op of the whole model on one stage with full recomputation, sharded as train_step shards it
-   (``parallel.cp_shard``, ``tp_shard``, ``expert_load``, ``gemm_rows.with_kernel_rows``): an op's time
-   depends neither on how often it runs nor on its neighbours;
-2. builds each recompute mode's one-stage op list with ``parallel._stage_ops`` and reads the first, middle and
+1. builds the model as train_step runs it (``parallel.training_graph``, ``parallel.lowered``) ONCE with every
+   micro-batch of the group as an array axis, shards the whole model on one stage with full recomputation with
+   train_step's ``parallel.shard``, and predicts with ONE ``law.predict`` the per-invocation time of every op:
+   an op's time depends neither on how often it runs nor on its neighbours;
+2. builds each recompute mode's one-stage op list with ``parallel.stage_ops`` and reads the first, middle and
    last pipeline stage as masks of it (``tables``), each op's time looked up in (1);
-3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout as array math over
-   those per-op times (``evaluate``): a stage's micro-batch is (its layers) × Σ layer ops + its other ops; the
-   context-parallel ring, FSDP's gathers, TP communication overlap, the bubble, send/recv, ZeRO-2's gather and
-   the optimizer follow train_step's formulas; the data-parallel gradient reduction's exposed part is
-   ``critical_path``'s schedule of the slowest stage in closed form (``_exposed``, checked against the
-   layer-by-layer replay ``_replay``).
+3. evaluates the rest — pp, dp, micro-batch, interleave, recompute, ZeRO/FSDP — per layout with the same
+   functions train_step calls, on arrays (``evaluate``): ``parallel.memory_bytes``, ``stage_layers_of``,
+   ``tp_overlap_add``/``tp_overlap_hidden``, ``ep_overlap_hidden``, ``cp_ring_send_s``/``cp_ring_step_exposed``,
+   ``fsdp_exposed``, ``microbatch_s``, ``p2p_transfer_s``/``pipeline_p2p_s``, ``bubble_s``, ``optimizer_s``,
+   ``step_s``; a stage's micro-batch is (its layers) × Σ layer ops + its other ops. What is its own: the slowest
+   stage read from those sums instead of a law.predict per stage, and the data-parallel gradient reduction's
+   exposed part, ``critical_path``'s schedule of the slowest stage in closed form (``_exposed``, checked
+   against the layer-by-layer replay ``_replay``).
 
-The arithmetic is train_step's, in a different order: the two agree to floating-point rounding
-(tests/test_search.py: ≤ 1e-9 relative on random layouts of dense, MoE, FP8 and context-parallel searches).
-One case is left to train_step instead of approximated: a layout whose whole per-device footprint fits in half
-the last cache level (``law.resident_limit_bytes``: toy models) has its ops read from cache; such rows come back
-with ``exact`` set and the search predicts them with train_step itself.
+The two evaluators agree to floating-point rounding (tests/test_search.py: ≤ 1e-9 relative on random layouts of
+dense, MoE, FP8 and context-parallel searches). One case is left to train_step instead of approximated: a
+layout whose whole per-device footprint fits in half the last cache level (``law.resident_limit_bytes``: toy
+models) has its ops read from cache; such rows come back with ``exact`` set and the search predicts them with
+train_step itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...law import law
-from .. import host, nvfp4, parallel
-from ..gemm_rows import with_kernel_rows
+from .. import host, parallel
 from ...core.graph import Graph, dtype_bytes
 from ...machine.network.collectives import collective_time
 from .space import RECOMPUTE
@@ -52,6 +53,10 @@ class Context:
     composition: str = "overlap"
     settings: dict = field(default_factory=dict)   # search.train.SETTINGS
 
+    def __post_init__(self):
+        from ...machine.calibration import for_training
+        self.hw = for_training(self.hw)           # as parallel.train_step prices a training step
+
     @property
     def gpus_per_node(self) -> int:
         return self.gpus // self.nodes
@@ -60,33 +65,21 @@ class Context:
         return self.settings.get(name, default)
 
 
-def _graph(ctx: Context, mbs: np.ndarray) -> Graph:
-    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step sees
-    it: built in bf16 and lowered when the dtype is FP8 (models.analysis.training_graph's rule)."""
-    from .. import precision, workloads
-    low = ctx.dtype if ctx.dtype is not None and precision.is_low(ctx.dtype) else None
-    g = workloads.resolve(workloads.Request(ctx.spec, phase="train", batch=mbs.astype(float), seq=ctx.seq,
-                                            dtype=precision.WIDE if low else ctx.dtype,
-                                            device="cuda" if ctx.hw.kind == "gpu" else "cpu"))
-    any_layout = ctx.hw.features.get("fp8_any_layout", False)
-    if low:
-        g = precision.lower(g, low, any_layout)
-    elif precision.is_low(g.dtype):
-        g = precision.lower(g, g.dtype, any_layout)
-    if g.meta.get("precision") == nvfp4.DTYPE:
-        nvfp4.require(ctx.hw)                                  # as parallel.train_step refuses it
-    return g
+def training_graph(ctx: Context, mbs: np.ndarray) -> Graph:
+    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step runs
+    it (``parallel.training_graph``, ``parallel.lowered``)."""
+    g = parallel.training_graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, micro_batch=mbs.astype(float))
+    return parallel.lowered(g, ctx.hw)
 
 
 def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
     tp, sp, cp, ep = key
     G = ctx.gpus_per_node
-    plan = parallel.Plan(tp=tp, ep=ep, cp=cp, expert_imbalance=ctx.setting("expert_imbalance", 1.0))
+    plan = parallel.Plan(tp=tp, ep=ep, cp=cp, sequence_parallel=bool(sp),
+                         expert_imbalance=ctx.setting("expert_imbalance", 1.0),
+                         tp_comm_overlap=bool(ctx.setting("tp_comm_overlap", True) and sp))
     sg = Graph(g.name, "train", g.dtype, ops, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
-    sg = parallel.cp_shard(sg, cp)
-    sg = parallel.tp_shard(sg, tp, bool(sp), parallel.group(1, tp, G), ep, parallel.group(tp, ep, G))
-    sg = parallel.expert_load(sg, plan)
-    return with_kernel_rows(sg, ctx.hw, tp, bool(ctx.setting("tp_comm_overlap", True) and sp), ep)
+    return parallel.shard(sg, ctx.hw, plan, {"tp": parallel.group(1, tp, G), "ep": parallel.group(tp, ep, G)})
 
 
 @dataclass
@@ -102,7 +95,7 @@ class Predicted:
 
 
 def _recompute_keep(sg: Graph) -> dict:
-    """The ops each recompute mode keeps: ``_stage_ops`` inserts the recomputed forward as one block before the
+    """The ops each recompute mode keeps: ``parallel.stage_ops`` inserts the recomputed forward as one block before the
     first backward op, and the sharding adds its collectives inside that block; selective recomputation keeps
     the attention cores of the block, none drops it."""
     names = [op.name for op in sg.ops]
@@ -119,7 +112,7 @@ def _recompute_keep(sg: Graph) -> dict:
 
 
 def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
-    sg = _shard(g, parallel._stage_ops(g, parallel.Plan(recompute="full"))[0][0], key, ctx)
+    sg = _shard(g, parallel.stage_ops(g, parallel.Plan(recompute="full"))[0][0], key, ctx)
     # any footprint that fits device memory and not the cache places every class in device memory, as the
     # fitting layouts of train_step do (the rows that would sit in cache are re-predicted exactly)
     sg.footprint = {"weights": ctx.hw.memory[ctx.hw.device_tier].capacity_bytes}
@@ -167,16 +160,13 @@ class StageTable:
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes
     sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
     attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
+    L: int                      # the model's layers (the one-stage list holds them all)
     _syncs: dict = field(default_factory=dict)
 
     def counts(self, layers) -> np.ndarray:
-        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel._with_recompute``)."""
-        L = self.count_L
+        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``)."""
+        L = self.L
         return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
-
-    @property
-    def count_L(self) -> float:
-        return self._L
 
     def sync(self, layers: int) -> Sync:
         """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
@@ -246,18 +236,9 @@ def _sums(ops, t, count, layer, share) -> dict:
     comm: dict = {}
     gemm: dict = {}
     for i, op in enumerate(ops):                    # parallel.tp_overlap_hidden_s, per layer
-        if not layer[i]:
-            continue
-        base = parallel._base(op.name)
-        if op.kind == "collective" and op.module == "tp":
-            k = op.name.split(".", 1)[1]
-            comm[k] = comm.get(k, 0.0) + tl[i]
-        elif (base in parallel.COLUMN or base in parallel.ROW) and base != "lm_head":
-            k = (base, op.name.endswith(".backward"))
-            gemm[k] = gemm.get(k, 0.0) + tl[i]
-    pair = parallel.TP_OVERLAP
-    hid = sum((np.minimum(v, pair[k][2] * gemm.get(pair[k][:2], 0.0)) for k, v in comm.items() if k in pair),
-              np.zeros(t.shape[1]))
+        if layer[i]:
+            parallel.tp_overlap_add(op, tl[i], comm, gemm)
+    hid = parallel.tp_overlap_hidden(comm, gemm, np.zeros(t.shape[1]))
     ep = np.array([op.kind == "collective" and op.module == "ep" for op in ops])
     hb = np.array([host.backward(op.name) for op in ops])                  # host.step_term's split of the rows
     ha = np.array([host.after_sync(op.name, op.module) for op in ops]) & ~hb
@@ -277,17 +258,16 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     share = np.where(layer, count / L, 0.0)
     marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
     bwd = np.array([op.name.endswith(".backward") for op in ops])
-    attention = [(i, 2.0 if op.name.endswith(".backward") else 1.0) for i, op in enumerate(ops) if op.kind == "attention"]
+    attention = [(i, parallel.ring_passes(op)) for i, op in enumerate(ops) if op.kind == "attention"]
     tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
-                     _sums(ops, t, count, layer, share), attention)
-    tab._L = L
+                     _sums(ops, t, count, layer, share), attention, L)
     return tab
 
 
 def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Predicted) -> dict[str, StageTable]:
     """'P' (the whole model on one stage) and, when pipelines are searched, 'F', 'M', 'L' (first, middle, last).
 
-    ``parallel._stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
+    ``parallel.stage_ops`` puts the layer stack and the embedding on the first stage, the layer stack and the
     rest on the last, only the layer stack on a middle one, the recomputed forward right before each stage's
     first backward op: each is the one-stage list without the other stages' ops, in the same order — so every
     stage list of every recompute mode is a mask over the superset (a layer op of count c then runs c·layers/L
@@ -297,7 +277,7 @@ def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Pred
     out = {"P": _table(ref, keep, L)}
     if need_pp:
         layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
-        first = np.array([parallel._base(op.name) in parallel.FIRST_STAGE for op in ref.sg.ops])
+        first = np.array([parallel.first_stage(op) for op in ref.sg.ops])
         out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
                    L=_table(ref, keep & (layer | ~first), L))
     return out
@@ -377,39 +357,18 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
 
 
 def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
-    """``parallel._memory`` per row: weights, gradients, optimizer state and activations per device."""
-    from ..precision import weight_copy_bytes
-    meta, by = g.meta, dtype_bytes(g.dtype)
-    params = float(meta["params"])
-    expert = 0.0
-    if meta.get("experts"):
-        e, k = meta["experts"], meta.get("experts_per_token", 1)
-        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
-    tp, pp, dp, ep, cp = (c[k] for k in ("tp", "pp", "dp", "ep", "cp"))
-    v, zero = c["interleave"], c["zero"]
-    dense, exp = (params - expert) / (tp * pp), expert / (tp * pp * ep)
-    p_dev = dense + exp
-    sharded = dense / (dp * cp) + exp / np.maximum((dp * cp) // ep, 1)
+    """``parallel.memory_bytes`` per row: weights, gradients, optimizer state and activations per device."""
+    by = dtype_bytes(g.dtype)
     n_mb = int(mbi.max()) + 1
-    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / cp
-    a = parallel.ACT_SPLIT_FRACTION
-    tp_factor = 1.0 / tp if sp else (1 - a) + a / tp
-    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
-    L = meta["layers"]
-    tokens = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), (n_mb,))[mbi]
-    inputs = L * tokens / cp * meta["hidden"] * by
-    full = inputs * ((1.0 / tp) if sp else 1.0) * inflight + act / L * tp_factor
-    act_dev = np.where(c["recompute"] == RECOMPUTE.index("full"), full, act * tp_factor * inflight)
-    weight_b = by + weight_copy_bytes(meta)
-    grad_b = 4.0 if grad_fp32 else by
-    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
-            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
-            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
-            "activations": act_dev, "params_per_device": p_dev}
+    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / c["cp"]
+    tokens = np.broadcast_to(np.asarray(g.meta["tokens"], dtype=float), (n_mb,))[mbi]
+    return parallel.memory_bytes(g.meta, by, 4.0 if grad_fp32 else by, act, tokens, c["tp"], c["pp"], c["dp"],
+                                 c["ep"], c["cp"], c["interleave"], c["zero"],
+                                 c["recompute"] == RECOMPUTE.index("full"), sp)
 
 
 def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
-    a, b = collective_time(kind, nbytes, parallel._topology(ctx.hw, grp))
+    a, b = collective_time(kind, nbytes, parallel.group_topology(ctx.hw, grp))
     return a + b
 
 
@@ -434,27 +393,10 @@ def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _stage_layers(c: dict, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``parallel.stage_layers`` per row: (layers of a middle stage, of the first, of the last)."""
-    pp, v = c["pp"], c["interleave"]
-    n = pp * v
-    even, plus2 = (pp == 1) | (L % n == 0), (L + 2) % n == 0
-    per = (-(-L // n))[:, None]                     # uneven: ⌈L/n⌉ per chunk from the first, what is left after
-    j = np.arange(int(np.max(v)))[None, :]
-
-    def stage(s):                                   # Σ over the chunks s, s + pp, … of the stage
-        chunk = np.broadcast_to(s, pp.shape)[:, None] + j * pp[:, None]
-        return np.where(j < v[:, None], np.clip(L - chunk * per, 0, per), 0).sum(axis=1)
-    mid = np.where(even, L // pp, np.where(plus2, (L + 2) // pp, stage(1)))
-    first = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(0)))
-    last = np.where(even, L // pp, np.where(plus2, (L + 2) // pp - 1, stage(pp - 1)))
-    return mid, first, last
-
-
 def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
     """(stage code, its layers) per row: the slowest stage by its law time, the earlier one on a tie (as
-    ``parallel._stage_estimates`` keeps the first maximum over first, middle, last)."""
-    mid, first, last = _stage_layers(c, L)
+    ``parallel.train_step`` keeps the first maximum over first, middle, last)."""
+    mid, first, last = parallel.stage_layers_of(L, c["pp"], c["interleave"])
     stage = np.zeros(mbi.shape, dtype=np.int8)                # 'P'
     R = np.full(mbi.shape, L)
     many = c["pp"] > 1
@@ -479,17 +421,15 @@ def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarra
     out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
     out["a2a"] = np.zeros(i.shape)
     if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
-        out["a2a"] = np.minimum(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
+        out["a2a"] = parallel.ep_overlap_hidden(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
     out["host"] = _host(ctx, key, s, mdl["meta"], i, R)
     out["ring"] = np.zeros(i.shape)
     if cp > 1 and tab.attention:
-        meta = mdl["meta"]
-        kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
-        chunk = 2.0 * kv_dim * mdl["tokens_cp"][i] * mdl["by"]
-        send = _coll(ctx, "sendrecv", chunk, parallel.group(tp, cp, ctx.gpus_per_node))
+        send = parallel.cp_ring_send_s(ctx.hw, mdl["meta"], tp, mdl["tokens_cp"][i], mdl["by"],
+                                       parallel.group(tp, cp, ctx.gpus_per_node))
         for j, f in tab.attention:                        # parallel.cp_ring_exposed: count × (cp − 1) steps
             n = R * tab.share[j] if tab.layer[j] else tab.count[j]
-            out["ring"] = out["ring"] + n * (cp - 1) * np.maximum(send * f - tab.t[j, i] / cp, 0.0)
+            out["ring"] = out["ring"] + n * parallel.cp_ring_step_exposed(send, f, tab.t[j, i], cp)
     return out
 
 
@@ -509,7 +449,7 @@ def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.nd
 
 
 def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
-    """Exposed data-parallel gradient reduction per row (``parallel._dp_grad_sync``; 0 for one data-parallel
+    """Exposed data-parallel gradient reduction per row (``parallel.grad_sync_exposed``; 0 for one data-parallel
     rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
     kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
@@ -549,50 +489,27 @@ def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -
     per_layer = p_dev * by / R
     ag = R * _dp_coll(ctx, c, "allgather", per_layer)
     rs = R * _dp_coll(ctx, c, "reducescatter", per_layer * grad_b / by)
-    e = np.maximum(ag - fwd, 0.0) + ag / R + np.maximum(ag + rs - bwd, 0.0) + rs / R
-    return np.where(on, e, 0.0)
+    return np.where(on, parallel.fsdp_exposed(ag, rs, fwd, bwd, R), 0.0)
 
 
 def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: bool, t_mb, m) -> np.ndarray:
-    """``parallel._pipeline_p2p_s`` per row: stage-to-stage sends, overlapped with the next chunk where the
+    """``parallel.pipeline_p2p_s`` per row: stage-to-stage sends, overlapped with the next chunk where the
     schedule interleaves (``overlap_p2p``) but for the warm-up and cool-down."""
     tp, cp, G = int(c["tp"][0]), int(c["cp"][0]), ctx.gpus_per_node
     full = tokens / cp * hidden * by
     one = np.zeros(tokens.shape)
     for d in np.unique(c["dp"][c["pp"] > 1]):
         rows = (c["dp"] == d) & (c["pp"] > 1)
-        stage = tp * cp * int(d)
-        grp = parallel.group(stage, 2, G)
-        if ctx.nodes > 1 and grp[1] == 1:
-            grp = (2, 2, min(stage, G))
-        t = _coll(ctx, "sendrecv", full[rows] / tp, grp)
-        if tp > 1 and not sp:
-            t = t + _coll(ctx, "allgather", full[rows], parallel.group(1, tp, G))
-        one[rows] = t
+        grp = parallel.pp_group(tp * cp * int(d), 2, G, ctx.nodes)      # rows of a pipeline: pp > 1
+        one[rows] = parallel.p2p_transfer_s(ctx.hw, full[rows], tp, sp, grp, parallel.group(1, tp, G))
     v, pp = c["interleave"], c["pp"]
-    overlap = ctx.setting("overlap_p2p", True) & (v > 1)
-    blocking = 2.0 * v * m * one
-    hidden_p2p = 2.0 * (pp - 1) * one + 2.0 * v * m * np.maximum(one - t_mb / v, 0.0)
-    return np.where(pp > 1, np.where(overlap, hidden_p2p, blocking), 0.0)
+    return parallel.pipeline_p2p_s(one, pp, v, m, t_mb, ctx.setting("overlap_p2p", True) & (v > 1))
 
 
 def _zero2_gather(ctx: Context, c: dict, p_dev, by: float) -> np.ndarray:
     """ZeRO-2: the updated parameter shards gathered back after the step."""
     on = (c["zero"] == 2) & (c["dp"] * c["cp"] > 1)
     return np.where(on, _dp_coll(ctx, c, "allgather", p_dev * by), 0.0) if np.any(on) else np.zeros(on.shape)
-
-
-def _optimizer(ctx: Context, g: Graph, opt_params: np.ndarray) -> np.ndarray:
-    """The optimizer step per row: one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
-    from ..workloads.common import optimizer_step
-    if not any(parallel._base(op.name) == "optimizer" for op in g.ops):
-        return np.zeros(opt_params.shape)
-    u, inv = np.unique(opt_params, return_inverse=True)
-    one = optimizer_step(1.0, g.dtype)
-    op = replace(one, flops=one.flops * u, bytes={k: v * u for k, v in one.bytes.items()},
-                 bytes_written=one.bytes_written * u)
-    og = Graph("optimizer", "train", g.dtype, [op], footprint={"optimizer": 12.0 * u})
-    return np.asarray(law.predict(og, ctx.hw, ctx.composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]
 
 
 def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict:
@@ -625,7 +542,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     from ...law.law import resident_limit_bytes
     mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
     mbi = mbi.reshape(-1)
-    g = _graph(ctx, mbs)
+    g = training_graph(ctx, mbs)
     meta, by = g.meta, dtype_bytes(g.dtype)
     grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
@@ -636,17 +553,16 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     p = _times(ctx, key, g, c, mbi)
     p_dev = mem["params_per_device"]
     fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
-    t_est = p["est"] - p["hidden"] - p["a2a"]
-    t_mb = t_est + p["ring"] + fsdp + p["host"]
+    _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"])
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
     v, pp = c["interleave"], c["pp"]
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
-    bubble = (pp - 1) / v * t_mb
+    bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
-    opt_s = _optimizer(ctx, g, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1))
-    step = m * t_mb + bubble + p2p + exposed + gather + opt_s + p["a2a"]
+    opt_s = parallel.optimizer_s(g, ctx.hw, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1), ctx.composition)
+    step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))
     return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,

@@ -24,7 +24,7 @@ SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "e
 
 def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
     """The training graph train_step takes (``--dtype fp8|mxfp8``: built in bf16, its GEMMs lowered)."""
-    return fast._graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
+    return fast.training_graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
 
 
 def _model(spec: str, hw, seq: int, dtype: str | None):

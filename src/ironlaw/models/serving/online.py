@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
+from ...core.gemmshape import attention_kernel, attention_kernel_parts
 from ...core.graph import Graph, attention_dtype, dtype_bytes
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
@@ -126,6 +127,9 @@ def _with_dtype(op, dtype: str, kv_dtype: str):
     o = copy.copy(op)
     o.dtype = dtype
     o.attrs = {**op.attrs, "kv_dtype": kv_dtype}
+    parts = attention_kernel_parts(str(op.attrs.get("kernel", "")))
+    if parts is not None:                                   # its kernel class names both dtypes
+        o.attrs["kernel"] = attention_kernel(parts[0], dtype, kv_dtype, parts[1])
     return o
 
 

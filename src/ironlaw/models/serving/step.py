@@ -18,9 +18,15 @@ the weights of every expert the step's tokens touch, once per step, at its own f
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
 (``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
 below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
-follows the HBM bandwidth of the device. A decode-only step replays a CUDA graph; a step that carries prompt
-tokens runs eagerly, the host launching its kernels one by one, and lasts at least ``launches · launch_s``
-(``host_floor_s``).
+follows the HBM bandwidth of the device. With constants that say so (``moe_tables``) and where the device's
+own calibration holds the MoE layer fitted on measured kernel tables (``moe_grouped_gemm.<dtype>`` and
+``moe_rows.<dtype>``, measure/calibrate/moefit.py), the routed experts' GEMMs run at that table instead (its
+compute and streaming η, its launch latency) and the routed rows' permute, activation and combine
+(``MOE_ROWS``) at its fraction of the HBM bandwidth. The constants fitted end to end on H100 (``FITTED``) keep
+their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
+rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
+replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
 """
 from __future__ import annotations
 
@@ -32,6 +38,8 @@ from ...core.graph import Graph, dtype_bytes
 
 HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
+MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
+ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
 HALF = "bf16"
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
@@ -51,6 +59,7 @@ class ServingConstants:
     launch_s: float = 0.0       # host seconds per kernel an eager (not CUDA-graph) step launches
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
+    moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -69,10 +78,48 @@ class ServingConstants:
 
 
 def engine_hw(hw, constants: ServingConstants):
-    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost."""
+    """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost, and
+    the device's own kernel-fitted GEMM and attention terms where its calibration has them (``kernel_terms``)."""
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(constants.calibration(dts)))
+    table = kernel_terms(constants.calibration(dts), hw.calibration)
+    if constants.moe_tables:
+        table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
+    return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
+
+
+def kernel_terms(table: dict, cal) -> dict:
+    """``table`` (the engine constants' calibration) with the device's terms fitted on measured kernels
+    (``ironlaw calibrate --kernels``): each GEMM dtype whose shape table names its kernel data
+    (``[calibration.provenance."gemm <dtype>"]``) replaces the constants' GEMM η, and the attention kernel
+    classes (``gemmshape.attention_kernel``) price the attention ops they name in place of ``attention_eta``.
+    Their fixed ``latency_s`` stays out: timed alone, a kernel pays its launch, prologue and (FP8) activation
+    quantization each call; inside the engine the step replays a CUDA graph whose kernels start under their
+    predecessors' tails (programmatic dependent launch, TensorRT-LLM's default from Hopper on) and the
+    quantization is fused into the norm before, so the step pays no such fixed cost per kernel — the H100 cells
+    (benchmarks/trtllm_h100.py) agree: with it, every dense cell comes out 2–12% slow."""
+    if cal is None or not cal.provenance:
+        return table
+    own = lambda p: {k: v for k, v in p.items() if k != "latency_s"}  # noqa: E731
+    gemm = {dt: own(p) for dt, p in cal.shape("matmul").items() if f"gemm {dt}" in cal.provenance}
+    attention = {k: own(p) for k, p in cal.kernel.items() if k.startswith("attention_") and "eta_max" in p}
+    if not gemm and not attention:
+        return table
+    return {**table, "matmul": {**table["matmul"], **gemm}, "kernel": {**table["kernel"], **attention},
+            "fitted": tuple(table["fitted"]) + tuple(k for k in cal.provenance if not k.startswith("moe "))}
+
+
+def fitted_moe(hw) -> dict:
+    """The device calibration's MoE kernel tables fitted on measured kernel tables (module docstring)."""
+    kernels = hw.calibration.kernel if hw.calibration is not None else {}
+    return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + "."))}
+
+
+def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
+    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``."""
+    fitted = fitted_moe(hw)
+    gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
+    return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
 
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
@@ -113,12 +160,17 @@ def modelopt(op, dtype: str):
     return o
 
 
-def grouped(op):
-    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``GROUPED_GEMM``)."""
-    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
+    """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
+    fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
+    if op.kind == "matmul" and op.attrs.get("expert") == "routed":
+        kernel = gemm
+    elif rows and op.module == "experts" and op.name in ROUTED_ROWS:
+        kernel = rows
+    else:
         return op
     o = copy.copy(op)
-    o.attrs = {**op.attrs, "kernel": GROUPED_GEMM}
+    o.attrs = {**op.attrs, "kernel": kernel}
     return o
 
 
@@ -131,7 +183,7 @@ def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
 
 
 def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, decode: int, context: int,
-               prompt: int, prefill_tokens: float, head_tokens: float) -> Graph:
+               prompt: int, prefill_tokens: float, head_tokens: float, moe_tables: bool = False) -> Graph:
     """The step's graph on one attention rank (unsharded): see the module docstring."""
     T = max(int(round(gemm_tokens)), 1)
     tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
@@ -152,7 +204,8 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    ops = [grouped(modelopt(op, dtype)) for op in ops]
+    kernels = moe_kernels(hw, dtype) if moe_tables else (GROUPED_GEMM, None)
+    ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
@@ -174,7 +227,7 @@ def half_collectives(g: Graph) -> Graph:
     by = dtype_bytes(g.dtype)
     if by >= dtype_bytes(HALF):
         return g
-    for op in g.ops:
-        if op.kind == "collective" and op.module == "tp":
-            op.network_bytes = op.network_bytes * dtype_bytes(HALF) / by
-    return g
+    ops = [replace(op, network_bytes=op.network_bytes * dtype_bytes(HALF) / by)
+           if op.kind == "collective" and op.module == "tp" else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))

@@ -27,7 +27,7 @@ from typing import Iterable
 
 from ...core.errors import IronlawError, suggest, unknown
 from ...core.graph import Graph
-from .base import (STAGES, TRANSFORMS, _ALIASES, Choice, Flag, Number, Step, Text, Transform, copy_op, has,  # noqa: F401
+from .base import (STAGES, TRANSFORMS, ALIASES, Choice, Flag, Number, Step, Text, Transform, copy_op, has,  # noqa: F401
                    is_backward, transform, weight_dtype)
 
 
@@ -59,9 +59,9 @@ def _parse_step(text: str) -> Step:
     parts = [p.strip() for p in text.split(",")]
     head, _, value = parts[0].partition("=")
     head = head.strip().lower()
-    key = _ALIASES.get(head, head)
+    key = ALIASES.get(head, head)
     if key not in TRANSFORMS:
-        raise unknown("what-if transform", head, list(TRANSFORMS) + list(_ALIASES))
+        raise unknown("what-if transform", head, list(TRANSFORMS) + list(ALIASES))
     t = TRANSFORMS[key]
     given: dict[str, str] = {}
     if value.strip() or "=" in parts[0]:

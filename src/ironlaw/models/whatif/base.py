@@ -78,7 +78,7 @@ class Transform:
 
 
 TRANSFORMS: dict[str, Transform] = {}
-_ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {}
 
 
 def transform(name: str, *, help: str, main: str | None = None, params: dict | None = None,
@@ -90,7 +90,7 @@ def transform(name: str, *, help: str, main: str | None = None, params: dict | N
         TRANSFORMS[name] = Transform(name, fn, main, dict(params or {}), dict(defaults or {}), help, stage,
                                      tuple(aliases))
         for a in aliases:
-            _ALIASES[a] = name
+            ALIASES[a] = name
         return fn
     return deco
 

@@ -248,8 +248,11 @@ def _eager_backward(op: Op, f: dict) -> list[Op]:
 
 
 def _tag(chain: list[Op], op: Op) -> list[Op]:
-    """Mark the ops eager-attention split ``op`` into with (op, their FLOPs), for flash-attention to undo."""
+    """Mark the ops eager-attention split ``op`` into with (op, their FLOPs), for flash-attention to undo; each
+    keeps the attention's role (split over TP by heads as it is)."""
     total = sum((o.flops for o in chain), 0.0)
     for o in chain:
         o.attrs["eager_of"] = (op, total)
+        if "role" in op.attrs:
+            o.attrs["role"] = op.attrs["role"]
     return chain

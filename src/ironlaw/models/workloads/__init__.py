@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...core.errors import IronlawError, unknown
 from ...core.graph import PHASES, Graph
 from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, RUN_OPTIONS,  # noqa: F401
-                       TORCH_PREFIXES, Builtin, Request, _check_options, builtin, check_phase, check_size, prefix)
+                       TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_phase, check_size, prefix)
 
 
 def _load_all() -> None:
@@ -51,7 +51,7 @@ def resolve(req: Request) -> Graph:
                                f"{req.dtype} serves inference (--phase prefill|decode)")
     key = spec.lower()
     if key in BUILTINS:
-        _check_options(req, key, BUILTINS[key].options)
+        check_options(req, key, BUILTINS[key].options)
         g = BUILTINS[key].build(req)
     elif ":" in spec:
         head, arg = spec.split(":", 1)
@@ -61,7 +61,7 @@ def resolve(req: Request) -> Graph:
                 raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
         if head.lower() not in PREFIXES:
             raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
-        _check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
+        check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
     else:
         raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])

@@ -23,9 +23,9 @@ holds the KV latent and the rotary key: kv_lora + rope elements per token and la
         applied after attention (per head kv_lora -> v); attention runs over the latent itself:
         QKᵀ over kv_lora + rope and PV over kv_lora per head, reading kv_lora + rope per cached token once.
 
-Op names follow ``base.variant``: the part before the dot is the existing op name whose tensor-parallel
-rule applies (``attn_pre_proj`` column-parallel, ``attention`` split by heads, ``input_layernorm``
-replicated …); ``attrs["attention"]`` says which attention an op belongs to ("global", "window 128",
+Op names follow ``base.variant`` (the part before the dot names the op it is a part of); ``attrs["role"]``
+says which tensor-parallel rule applies (``parallel.SHARDING``: ``attn_pre_proj`` "column", ``attention``
+"heads", ``input_layernorm.latent`` "norm" …); ``attrs["attention"]`` says which attention an op belongs to ("global", "window 128",
 "chunk 8192", "mla") and ``attrs["tp_replicated"]`` marks MLA's down-projection, which tensor-parallel
 engines replicate rather than split.
 """
@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import flopcount
+from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -84,7 +85,7 @@ def kv_cache_bytes(a: Arch, b: Num, s: Num, dt: str) -> Num:
 
 # ---------------------------------------------------------------------- shared ops
 def _rope(a: Arch, elems: Num, dt: str, count: int) -> Op:
-    op = elementwise("attn_rope", elems, dt, ROPE_FLOPS, inputs=2, count=count, module="attn")
+    op = elementwise("attn_rope", elems, dt, ROPE_FLOPS, inputs=2, count=count, module="attn", role="heads")
     op.attrs["kernel"] = "rotary_embedding"
     return op
 
@@ -92,12 +93,12 @@ def _rope(a: Arch, elems: Num, dt: str, count: int) -> Op:
 def _qk_norm(a: Arch, elems: Num, dt: str, count: int) -> Op:
     w = 2 * a.head_dim * dtype_bytes(dt) if a.qk_norm == "rms" else 0.0
     op = elementwise("attn_rope.qk_norm", elems, dt, flopcount.RMSNORM, count=count, kind="norm",
-                     weight_bytes=w, module="attn")
+                     weight_bytes=w, module="attn", role="heads")
     op.shapes = f"{a.qk_norm} norm per head on q and k, [{a.head_dim}] x {a.heads}+{a.kv_heads} heads"
     return op
 
 
-def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
+def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
     """The attention of ``count`` layers with ``span``; ``geo``: per-pair dims and per-token traffic."""
     by = dtype_bytes(dt)
     pairs, kv_read, kv_write = pairs_and_kv(a, sh, span)
@@ -109,24 +110,38 @@ def _core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op
     label = span_label(a, span)
     name = "attention" if span is None or n_spans == 1 else f"attention.{a.local}"
     sinks = ", sinks" if a.sinks else ""
-    attrs = {"attention": geo.get("kind", "global" if span is None else label)}
+    attrs = {"attention": geo.get("kind", "global" if span is None else label), "role": "heads"}
     if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
         attrs["kv_dtype"] = dt
+    attrs.update(_kernel_attrs(a, sh, geo, pairs, attention_dtype(dt), attrs.get("kv_dtype", dt), span))
     return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
               dtype=attention_dtype(dt), count=count, module="attn",
               vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
               attrs=attrs, bytes_written=t * geo["o"] * by + kv_write * geo["cache"] * by)
 
 
+def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
+    """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
+    its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), where the attention is
+    grouped-query ({} for MLA, training and encoders)."""
+    if sh.phase not in ATTENTION_PHASES or geo.get("kind") == "mla" or a.encoder:
+        return {}
+    query = 1.0 if sh.phase == "decode" else sh.s
+    keys = np.asarray(pairs, float) / (np.asarray(sh.b, float) * np.asarray(query, float))
+    regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
+    return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
+            "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
+
+
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
     groups = a.span_groups()
-    return [_core(a, sh, dt, span, n, len(groups), geo) for span, n in groups.items()]
+    return [attention_core(a, sh, dt, span, n, len(groups), geo) for span, n in groups.items()]
 
 
 # ---------------------------------------------------------------------- grouped-query attention
 def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
     t, h, L = sh.tokens, a.hidden, a.layers
-    ops = [linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn")]
+    ops = [linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn", role="column")]
     if a.qk_norm:
         ops.append(_qk_norm(a, t * (a.q_dim + a.kv_dim), dt, L if a.qk_norm == "rms" else a.rope_layers))
     if a.positions == "rope":
@@ -134,14 +149,14 @@ def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
     geo = {"qk": a.head_dim, "pv": a.head_dim, "q": a.q_dim, "kv_new": 2 * a.kv_dim, "o": a.q_dim,
            "cache": 2 * a.kv_dim, "shape": f"{a.heads} heads / {a.kv_heads} kv x {a.head_dim}"}
     ops += _cores(a, sh, dt, geo)
-    ops.append(linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn"))
+    ops.append(linear("attn_post_proj", t, a.q_dim, h, dt, L, a.o_bias, "attn", role="row"))
     return ops
 
 
 # ---------------------------------------------------------------------- multi-head latent attention
 def _per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
     """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n)."""
-    op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn")
+    op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn", role="heads")
     op.bytes["weights"] = a.heads * k * n * dtype_bytes(dt)
     op.shapes = f"{a.heads} heads x [{k}]x[{k},{n}] per token"
     return op
@@ -150,14 +165,14 @@ def _per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
 def mla_ops(a: Arch, sh, dt: str) -> list[Op]:
     m, t, h, L, n = a.mla, sh.tokens, a.hidden, a.layers, a.heads
     qk, by = m.nope + m.rope, dtype_bytes(dt)
-    down = linear("attn_pre_proj", t, h, (m.q_lora or n * qk) + m.cache_elems, dt, L, module="attn")
+    down = linear("attn_pre_proj", t, h, (m.q_lora or n * qk) + m.cache_elems, dt, L, module="attn", role="column")
     down.attrs.update(attention="mla", tp_replicated=bool(m.q_lora))
     down.shapes += " (q and kv latents, rotary key)"
     lat = m.q_lora + m.kv_lora
     norm = elementwise("input_layernorm.latent", t * lat, dt, flopcount.RMSNORM, count=L, kind="norm",
-                       weight_bytes=lat * by, module="attn")
+                       weight_bytes=lat * by, module="attn", role="norm")
     norm.attrs["kernel"] = "rms_norm"
-    ops = [down, norm] + ([linear("attn_pre_proj.q_up", t, m.q_lora, n * qk, dt, L, module="attn")]
+    ops = [down, norm] + ([linear("attn_pre_proj.q_up", t, m.q_lora, n * qk, dt, L, module="attn", role="column")]
                           if m.q_lora else [])
     ops.append(_rope(a, t * (n + 1) * m.rope, dt, L))
     if sh.phase == "decode":
@@ -169,9 +184,10 @@ def mla_ops(a: Arch, sh, dt: str) -> list[Op]:
     else:
         geo = {"qk": qk, "pv": m.v_dim, "q": n * qk, "kv_new": n * (qk + m.v_dim), "o": n * m.v_dim,
                "cache": m.cache_elems, "kind": "mla", "shape": f"{n} heads x {m.nope}+{m.rope} / v {m.v_dim}"}
-        ops += [linear("attn_pre_proj.kv_up", t, m.kv_lora, n * (m.nope + m.v_dim), dt, L, module="attn"),
+        ops += [linear("attn_pre_proj.kv_up", t, m.kv_lora, n * (m.nope + m.v_dim), dt, L, module="attn",
+                       role="column"),
                 *_cores(a, sh, dt, geo)]
-    ops.append(linear("attn_post_proj", t, n * m.v_dim, h, dt, L, module="attn"))
+    ops.append(linear("attn_post_proj", t, n * m.v_dim, h, dt, L, module="attn", role="row"))
     return ops
 
 

@@ -16,32 +16,35 @@ from __future__ import annotations
 from ...core.graph import Num, Op, dtype_bytes
 
 OPTIMIZER_BYTES_PER_PARAM = 12.0      # fp32 master copy + Adam m + Adam v
-CARRIED_ATTRS = ("per_layer", "expert", "attention")   # what a backward op keeps of its forward's attrs
+CARRIED_ATTRS = ("per_layer", "expert", "attention", "role", "stage")   # what a backward op keeps of its forward's
+#                                                                         attrs
 # AdamW per parameter: read master, m, v, grad; write master, m, v and the low-precision weight copy
 ADAM_FLOPS_PER_PARAM = 12.0
 
 
 def linear(name: str, tokens: Num, k: int, n: int, dtype: str, count: int = 1, bias: bool = False,
-           module: str = "", weight_dtype: str | None = None) -> Op:
-    """y[tokens, n] = x[tokens, k] · W[k, n] (+ b): 2·tokens·k·n FLOPs."""
+           module: str = "", weight_dtype: str | None = None, role: str = "") -> Op:
+    """y[tokens, n] = x[tokens, k] · W[k, n] (+ b): 2·tokens·k·n FLOPs. ``role``: what the op is to
+    parallelism (``ironlaw.models.parallel.SHARDING``), kept in ``attrs["role"]``."""
     b = dtype_bytes(dtype)
     wb = dtype_bytes(weight_dtype or dtype)
     flops = 2.0 * tokens * k * n + (tokens * n if bias else 0.0)
     return Op(name, "matmul", flops=flops,
               bytes={"activations": (tokens * k + tokens * n) * b, "weights": (k * n + (n if bias else 0)) * wb},
               dtype=dtype, count=count, module=module, shapes=f"[{_s(tokens)},{k}]x[{k},{n}]",
-              bytes_written=tokens * n * b, attrs={"nk": (n, k)})
+              bytes_written=tokens * n * b, attrs={"nk": (n, k)} | ({"role": role} if role else {}))
 
 
 def elementwise(name: str, elems: Num, dtype: str, flops_per_elem: float = 1.0, inputs: int = 1,
-                count: int = 1, kind: str = "elementwise", weight_bytes: Num = 0.0, module: str = "") -> Op:
-    """An op that reads ``inputs`` tensors of ``elems`` elements and writes one."""
+                count: int = 1, kind: str = "elementwise", weight_bytes: Num = 0.0, module: str = "",
+                role: str = "") -> Op:
+    """An op that reads ``inputs`` tensors of ``elems`` elements and writes one (``role``: as ``linear``'s)."""
     b = dtype_bytes(dtype)
     by = {"activations": (inputs + 1) * elems * b}
     if weight_bytes:
         by["weights"] = weight_bytes
     return Op(name, kind, flops=flops_per_elem * elems, bytes=by, dtype=dtype, count=count, module=module,
-              shapes=f"[{_s(elems)}]", bytes_written=elems * b)
+              shapes=f"[{_s(elems)}]", bytes_written=elems * b, attrs={"role": role} if role else {})
 
 
 def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:

@@ -121,10 +121,10 @@ def call_factory(fn, req: Request, what: str):
         except Exception as e2:
             raise IronlawError(f"{what}: the factory raised {_one_line(e2)}") from None
         notes.append(f"built with real weights: the factory failed on meta ({meta_error})")
-    return _check_return(out, what), kw, notes
+    return check_return(out, what), kw, notes
 
 
-def _check_return(out, what: str):
+def check_return(out, what: str):
     if not isinstance(out, (tuple, list)) or len(out) not in (2, 3):
         raise IronlawError(f"{what}: the factory must return (module, args) or (module, args, kwargs), "
                            f"got {type(out).__name__}")

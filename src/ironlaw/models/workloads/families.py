@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.errors import IronlawError
-from .hfconfig import MLA, Arch, Unsupported, _div, _Fields, model_type
+from .hfconfig import MLA, Arch, Unsupported, exact_div, Fields, model_type
 
-FAMILIES: dict[str, Callable[[_Fields, str, str], Arch]] = {}
+FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu"}
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
@@ -54,16 +54,16 @@ def text_config(cfg: dict, mt: str, where: str) -> dict:
 
 
 # ---------------------------------------------------------------------- shared pieces
-def _attention(f: _Fields) -> dict:
+def _attention(f: Fields) -> dict:
     h, heads = f.int("hidden_size"), f.int("num_attention_heads")
     kv = f.int("num_key_value_heads", heads)
-    hd = f.int("head_dim", None) or _div(h, heads, f.where, "hidden_size", "num_attention_heads")
+    hd = f.int("head_dim", None) or exact_div(h, heads, f.where, "hidden_size", "num_attention_heads")
     if heads % kv:
         raise IronlawError(f"{f.where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv}")
     return dict(hidden=h, heads=heads, kv_heads=kv, head_dim=hd)
 
 
-def _decoder(f: _Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str = "hidden_act") -> dict:
+def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str = "hidden_act") -> dict:
     """The fields every RoPE/RMSNorm/gated-MLP decoder shares."""
     act = f.str(act_key, acts[0])
     if act not in acts:
@@ -75,7 +75,7 @@ def _decoder(f: _Fields, mt: str, name: str, acts=("silu", "swish"), act_key: st
                 glu=True, tied=f.bool("tie_word_embeddings", False), qkv_bias=bias, o_bias=bias, mlp_bias=False)
 
 
-def _routed(f: _Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
+def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
     experts = f.int(experts_key)
     top_k = next((f.int(k) for k in top_k_keys if f.cfg.get(k) is not None), None)
     if top_k is None:
@@ -85,7 +85,7 @@ def _routed(f: _Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -
     return dict(experts=experts, top_k=top_k)
 
 
-def _spans(f: _Fields, layers: int, window: int, default_global) -> tuple:
+def _spans(f: Fields, layers: int, window: int, default_global) -> tuple:
     """Per-layer span from ``layer_types`` (sliding_attention | full_attention), else ``default_global(i)``."""
     types = f.list("layer_types", layers, (WINDOW, GLOBAL))
     glob = [t == GLOBAL for t in types] if types else [default_global(i) for i in range(layers)]
@@ -94,7 +94,7 @@ def _spans(f: _Fields, layers: int, window: int, default_global) -> tuple:
 
 # ---------------------------------------------------------------------- the families
 @family("llama", "mistral", "qwen2", "mixtral")
-def _llama(f: _Fields, mt: str, name: str) -> Arch:
+def _llama(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     d.update(qkv_bias=d["qkv_bias"] or mt == "qwen2", mlp_bias=f.bool("mlp_bias", False),
              sliding_window=f.int("sliding_window", None) if f.bool("use_sliding_window", mt != "qwen2") else None)
@@ -103,7 +103,7 @@ def _llama(f: _Fields, mt: str, name: str) -> Arch:
     return Arch(**d)
 
 
-def _qwen3_fields(f: _Fields, mt: str, name: str) -> dict:
+def _qwen3_fields(f: Fields, mt: str, name: str) -> dict:
     d = _decoder(f, mt, name)
     if f.bool("use_sliding_window", False):          # the layers from max_window_layers on slide
         first = f.count("max_window_layers", d["layers"])
@@ -112,12 +112,12 @@ def _qwen3_fields(f: _Fields, mt: str, name: str) -> dict:
 
 
 @family("qwen3")
-def _qwen3(f: _Fields, mt: str, name: str) -> Arch:
+def _qwen3(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**_qwen3_fields(f, mt, name))
 
 
 @family("qwen3_moe")
-def _qwen3_moe(f: _Fields, mt: str, name: str) -> Arch:
+def _qwen3_moe(f: Fields, mt: str, name: str) -> Arch:
     d = _qwen3_fields(f, mt, name)
     dense = f.indices("mlp_only_layers", d["layers"]) or set()
     step = f.int("decoder_sparse_step", 1)
@@ -126,7 +126,7 @@ def _qwen3_moe(f: _Fields, mt: str, name: str) -> Arch:
 
 
 @family("deepseek_v3")
-def _deepseek_v3(f: _Fields, mt: str, name: str) -> Arch:
+def _deepseek_v3(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     mla = MLA(f.count("q_lora_rank", 0), f.int("kv_lora_rank"), f.int("qk_nope_head_dim"),
               f.int("qk_rope_head_dim"), f.int("v_head_dim"))
@@ -141,7 +141,7 @@ def _deepseek_v3(f: _Fields, mt: str, name: str) -> Arch:
 
 
 @family("gpt_oss")
-def _gpt_oss(f: _Fields, mt: str, name: str) -> Arch:
+def _gpt_oss(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     bias = f.bool("attention_bias", True)           # GptOssConfig's default
     d.update(act="swiglu_oai", mlp_bias=True, qkv_bias=bias, o_bias=bias)   # clamped SwiGLU, biased experts
@@ -153,7 +153,7 @@ def _gpt_oss(f: _Fields, mt: str, name: str) -> Arch:
 
 
 @family("llama4", "llama4_text")
-def _llama4(f: _Fields, mt: str, name: str) -> Arch:
+def _llama4(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     L, expert_inter = d["layers"], d["inter"]
     step = f.int("interleave_moe_layer_step", 1)
@@ -169,8 +169,8 @@ def _llama4(f: _Fields, mt: str, name: str) -> Arch:
 
 
 @family("gemma3", "gemma3_text")
-def _gemma3(f: _Fields, mt: str, name: str) -> Arch:
-    f = _Fields({**GEMMA3_DEFAULTS, **f.cfg}, f.where)
+def _gemma3(f: Fields, mt: str, name: str) -> Arch:
+    f = Fields({**GEMMA3_DEFAULTS, **f.cfg}, f.where)
     act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
     pattern = f.int("sliding_window_pattern", 6)
@@ -179,19 +179,19 @@ def _gemma3(f: _Fields, mt: str, name: str) -> Arch:
 
 
 @family("gpt2")
-def _gpt2(f: _Fields, mt: str, name: str) -> Arch:
+def _gpt2(f: Fields, mt: str, name: str) -> Arch:
     h, heads = f.int("n_embd"), f.int("n_head")
     act = f.str("activation_function", "gelu_new")
     if act not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
         raise Unsupported(f"gpt2 with activation_function={act}")
-    return Arch(name, mt, False, h, f.int("n_layer"), heads, heads, _div(h, heads, f.where, "n_embd", "n_head"),
+    return Arch(name, mt, False, h, f.int("n_layer"), heads, heads, exact_div(h, heads, f.where, "n_embd", "n_head"),
                 f.int("n_inner", None) or 4 * h, f.int("vocab_size"), f.int("n_positions"), "learned", "layer",
                 "gelu" if act == "gelu" else "gelu_new", False, f.bool("tie_word_embeddings", True),
                 True, True, True, dropout=f.float("resid_pdrop", 0.1), attn_dropout=f.float("attn_pdrop", 0.1))
 
 
 @family("bert")
-def _bert(f: _Fields, mt: str, name: str) -> Arch:
+def _bert(f: Fields, mt: str, name: str) -> Arch:
     h, heads = f.int("hidden_size"), f.int("num_attention_heads")
     act = f.str("hidden_act", "gelu")
     if act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
@@ -199,7 +199,7 @@ def _bert(f: _Fields, mt: str, name: str) -> Arch:
     if f.str("position_embedding_type", "absolute") != "absolute":
         raise Unsupported("bert with relative position embeddings")
     return Arch(name, mt, True, h, f.int("num_hidden_layers"), heads, heads,
-                _div(h, heads, f.where, "hidden_size", "num_attention_heads"), f.int("intermediate_size"),
+                exact_div(h, heads, f.where, "hidden_size", "num_attention_heads"), f.int("intermediate_size"),
                 f.int("vocab_size"), f.int("max_position_embeddings"), "learned", "layer",
                 "gelu" if act == "gelu" else "gelu_new", False, True, True, True, True, post_norm=True,
                 type_vocab=f.int("type_vocab_size", 2), pooler=True, dropout=f.float("hidden_dropout_prob", 0.1),
@@ -214,4 +214,4 @@ def parse(cfg: dict, where: str, name: str | None = None) -> Arch:
     if mt not in FAMILIES:
         raise Unsupported(mt)
     name = name or str(cfg.get("_name_or_path") or Path(where).parent.name or mt)
-    return FAMILIES[mt](_Fields(text_config(cfg, mt, where), where), mt, name)
+    return FAMILIES[mt](Fields(text_config(cfg, mt, where), where), mt, name)

@@ -258,7 +258,7 @@ def model_type(cfg: dict) -> str:
     return ""
 
 
-def _div(a: int, b: int, where: str, na: str, nb: str) -> int:
+def exact_div(a: int, b: int, where: str, na: str, nb: str) -> int:
     if a % b:
         raise IronlawError(f"{where}: {na} {a} is not a multiple of {nb} {b}")
     return a // b
@@ -267,7 +267,7 @@ def _div(a: int, b: int, where: str, na: str, nb: str) -> int:
 _MISSING = object()
 
 
-class _Fields:
+class Fields:
     """Typed reads of config fields; a missing or ill-typed field names the file and the field."""
 
     def __init__(self, cfg: dict, where: str):

@@ -29,7 +29,7 @@ def gemm(arg: str, req: Request) -> Graph:
     b = dtype_bytes(dt)
     op = Op(f"gemm {m}x{n}x{k}", "matmul", flops=2.0 * m * n * k,
             bytes={"activations": (m * k + m * n) * b, "weights": k * n * b}, dtype=dt,
-            shapes=f"[{m},{k}]x[{k},{n}]", bytes_written=m * n * b)
+            shapes=f"[{m},{k}]x[{k},{n}]", bytes_written=m * n * b, attrs={"nk": (n, k)})
     return Graph(f"gemm:{m},{n},{k}", "infer", dt, [op],
                  footprint={"activations": (m * k + m * n) * b, "weights": k * n * b},
                  meta={"M": m, "N": n, "K": k})

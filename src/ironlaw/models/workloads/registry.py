@@ -66,7 +66,7 @@ def prefix(name: str, usage: str, options: tuple[str, ...] = ()):
     return deco
 
 
-def _check_options(req: Request, what: str, accepted: tuple[str, ...]) -> None:
+def check_options(req: Request, what: str, accepted: tuple[str, ...]) -> None:
     extra = sorted(set(req.options) - set(RUN_OPTIONS) - set(accepted))
     if extra:
         takes = f"it takes: {', '.join(accepted)}" if accepted else "it takes no builder options"

@@ -119,11 +119,12 @@ def _kernel(op: Op, kernel: str | None) -> Op:
 def _norm(name: str, a: Arch, tokens: Num, dt: str, count: int) -> Op:
     per = flopcount.RMSNORM if a.norm == "rms" else flopcount.LAYERNORM
     return _kernel(elementwise(name, tokens * a.hidden, dt, per, count=count, kind="norm",
-                               weight_bytes=a.norm_params * dtype_bytes(dt)), "rms_norm" if a.norm == "rms" else None)
+                               weight_bytes=a.norm_params * dtype_bytes(dt), role="norm"),
+                   "rms_norm" if a.norm == "rms" else None)
 
 
 def _dropout(name: str, elems: Num, dt: str, count: int, module: str = "") -> Op:
-    op = elementwise(name, elems, dt, DROPOUT_FLOPS, count=count, module=module)
+    op = elementwise(name, elems, dt, DROPOUT_FLOPS, count=count, module=module, role="dropout")
     op.bytes["activations"] = op.bytes["activations"] + MASK_BYTES * elems
     op.bytes_written = op.bytes_written + MASK_BYTES * elems
     return op
@@ -134,12 +135,13 @@ def _train_dropout(a: Arch, sh: "_Shape") -> bool:
 
 
 def _add(name: str, elems: Num, dt: str, count: int) -> Op:
-    return _kernel(elementwise(name, elems, dt, 1.0, inputs=2, count=count), "add")
+    return _kernel(elementwise(name, elems, dt, 1.0, inputs=2, count=count, role="residual"), "add")
 
 
 def _act(a: Arch, elems: Num, dt: str, count: int, module: str) -> Op:
     act = ACT_FLOPS[a.act] + (1.0 if a.glu else 0.0)
-    op = elementwise("mlp_act", elems, dt, act, inputs=2 if a.glu else 1, count=count, module=module)
+    op = elementwise("mlp_act", elems, dt, act, inputs=2 if a.glu else 1, count=count, module=module,
+                     role="activation")
     return _kernel(op, "silu_and_mul" if a.glu and a.act == "silu" else None)
 
 
@@ -149,16 +151,17 @@ def _embedding(a: Arch, sh: _Shape, dt: str) -> Op:
     rows = sh.tokens * a.hidden
     op = Op("embedding", "embedding", flops=(tables - 1) * rows,
             bytes={"weights": tables * rows * by, "activations": rows * by}, dtype=dt,
-            module="embeddings", shapes=f"{tables} table(s) x [{a.vocab},{a.hidden}]", bytes_written=rows * by)
+            module="embeddings", shapes=f"{tables} table(s) x [{a.vocab},{a.hidden}]", bytes_written=rows * by,
+            attrs={"role": "embedding"})
     return _kernel(op, "embedding" if tables == 1 else None)          # one lookup; more tables add adds
 
 
 def _mlp_ops(a: Arch, t: Num, inter: int, dt: str, count: int, variant: str = "", module: str = "mlp") -> list[Op]:
     """A (gated) MLP of ``inter`` over ``t`` tokens in ``count`` layers; ``variant`` suffixes the op names."""
     up_n = 2 * inter if a.glu else inter
-    ops = [linear("mlp_up_proj" + variant, t, a.hidden, up_n, dt, count, a.mlp_bias, module),
+    ops = [linear("mlp_up_proj" + variant, t, a.hidden, up_n, dt, count, a.mlp_bias, module, role="column"),
            _act(a, t * inter, dt, count, module), linear("mlp_down_proj" + variant, t, inter, a.hidden, dt, count,
-                                                          a.mlp_bias, module)]
+                                                          a.mlp_bias, module, role="row")]
     ops[1].name += variant
     return ops
 
@@ -168,7 +171,7 @@ def _permute(t: Num, k: int, h: int, dt: str, L: int) -> Op:
     GEMMs: reads t·k rows of ``h`` (each token's row once per chosen expert) and writes the t·k-row copy; no
     arithmetic. The way back, the unpermute and the probability-weighted sum, is ``moe_combine``."""
     rows = t * k * h
-    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts")
+    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts", role="dispatch")
     op.attrs["expert"] = "routed"
     return op
 
@@ -190,10 +193,11 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
     for op in shared:
         op.attrs["expert"] = "shared"
-    return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router"),
-            elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router"),
+    return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router", role="router"),
+            elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router",
+                        role="router"),
             _permute(t, k, h, dt, L), up, act, down, *shared,
-            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts")]
+            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="dispatch")]
 
 
 def _mlp(a: Arch, sh: _Shape, dt: str) -> list[Op]:
@@ -227,21 +231,24 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
         ops.append(_dropout("embedding_dropout", sh.tokens * a.hidden, dt, 1, "embeddings"))
     if a.post_norm:
         ops.append(_norm("embedding_layernorm", a, sh.tokens, dt, 1))
+    for o in ops:                                # the embedding's: on the first pipeline stage
+        o.attrs["stage"] = "first"
     layer = _layer(a, sh, dt)
     for o in layer:                              # repeated per layer (count = the layers it runs in)
         o.attrs["per_layer"] = True
     ops += layer
     if a.pooler:
-        ops += [linear("pooler_dense", sh.head_tokens, a.hidden, a.hidden, dt, 1, True, "pooler"),
-                elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, flopcount.TRANSCENDENTAL, module="pooler")]
+        ops += [linear("pooler_dense", sh.head_tokens, a.hidden, a.hidden, dt, 1, True, "pooler", role="pooler"),
+                elementwise("pooler_tanh", sh.head_tokens * a.hidden, dt, flopcount.TRANSCENDENTAL, module="pooler",
+                            role="pooler")]
     if not a.encoder:
         ops += [_norm("final_norm", a, sh.tokens, dt, 1),
-                linear("lm_head", sh.head_tokens, a.hidden, a.vocab, dt, 1, module="lm_head")]
+                linear("lm_head", sh.head_tokens, a.hidden, a.vocab, dt, 1, module="lm_head", role="head")]
     if sh.phase == "train" and not a.encoder:
         by, n = dtype_bytes(dt), sh.tokens * a.vocab
         ops.append(Op("cross_entropy", "softmax", flops=n * (flopcount.SOFTMAX + 1.0),
                       bytes={"activations": n * by + 4.0 * sh.tokens}, dtype=dt, module="loss",
-                      shapes=f"[…,{a.vocab}]", bytes_written=4.0 * sh.tokens))
+                      shapes=f"[…,{a.vocab}]", bytes_written=4.0 * sh.tokens, attrs={"role": "loss"}))
     return ops
 
 

@@ -1,0 +1,246 @@
+"""Collectives fitted on measured NCCL tables, scored on the sizes left out, per GPU × collective.
+
+Data: the nccl_perf tables of aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0;
+systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet, the newest NCCL version per system), read by
+ironlaw.measure.calibrate.kerneltable from ``--data DIR`` (the wheel's systems/data) or, by default, from their
+extract in tests/data/kernel_tables/<system>/comm/nccl/ (the same rows, repeated runs of a row reduced to their
+median, which is what the fit takes of them either way). ``message_size`` counts
+elements (half: 2 bytes, int8: 1; at 1 GiB the 8-GPU all-reduce bus bandwidth this gives is H100's ~450 and
+A100's ~225 GB/s, as nccl-tests publish for those systems).
+
+Fitted (machine/network/curves.py, measure/calibrate/commfit.py): per GPU, collective and GPU count, NCCL's
+own time model min_i(α_i + f(p)·n/B_i) on the half-precision rows, every other message size. Scored: the
+other half-precision sizes, and every one-byte (int8) row, predicted from the same 16-bit curve by bytes.
+Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out sizes.
+
+Also scored, not stored: TensorRT-LLM's own all-reduce (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
+2–8 GPUs), the same curve form fitted on every other size, and the NCCL all-reduce curve (what the law times a
+tensor-parallel all-reduce with) against it: the law has no TensorRT-LLM all-reduce kernel class yet.
+
+    python benchmarks/kernel_comm.py            # fit, score, and check the catalog holds these curves
+    python benchmarks/kernel_comm.py --write    # write the fitted curves into the catalog's [network] tables
+    python benchmarks/kernel_comm.py --data DIR --extract tests/data/kernel_tables   # the tests' extract
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "kernel_tables"
+sys.path.insert(0, str(ROOT / "src"))
+
+OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+       "alltoall": "alltoall"}
+WORD = {"half": 2, "int8": 1}
+GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
+PACKAGE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
+BASE = {"a100": "a100-vidur"}          # the α-β calibration kept for groups across nodes
+
+
+def load(root: Path = DATA) -> tuple[dict, dict]:
+    """({(gpu, collective, dtype, gpus): (bytes, seconds)}, {gpu: (table path, nccl version)}) of the newest
+    nccl_perf table of every system folder under ``root``, the median of a size's repeated runs."""
+    from ironlaw.measure.calibrate import kerneltable
+    curves: dict = {}
+    meta: dict = {}
+    for path in newest_tables(root):
+        for t in kerneltable.read(path, ops=("nccl",)):
+            meta[t.gpu] = (str(path.relative_to(root)), t.version)
+            for (op, dt, p), rows in t.rows.groupby(["op_name", "nccl_dtype", "num_gpus"]):
+                med = rows.groupby("message_size")["latency_s"].median()
+                curves[(t.gpu, OPS[op], dt, int(p))] = (med.index.to_numpy(float) * WORD[dt], med.to_numpy(float))
+    return curves, meta
+
+
+def newest_tables(data: Path) -> list[Path]:
+    """Per system folder of ``data``, its newest comm/nccl/<version>/nccl_perf table (older ones lack columns)."""
+    def version(p: Path) -> tuple:
+        return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
+    out = []
+    for system in sorted(d for d in data.iterdir() if d.is_dir()):
+        found = sorted(system.glob("comm/nccl/*/nccl_perf.*"), key=version)
+        if found:
+            out.append(found[-1])
+    return out
+
+
+def extract(data: Path, out: Path) -> None:
+    """The tests' extract: each catalog GPU's newest nccl_perf table, a size's repeated runs as their median;
+    the custom_allreduce tables of TensorRT-LLM 1.3.0rc20 as they are."""
+    from ironlaw.measure.calibrate import kerneltable
+    keys = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size"]
+    for path in newest_tables(data):
+        for t in kerneltable.read(path, ops=("nccl",)):
+            rows = t.rows.groupby(keys, as_index=False, sort=True)["latency"].median()
+            dest = out / path.relative_to(data).with_suffix(".csv")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            rows[keys + ["latency"]].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(rows)} rows")
+    keys = ["framework", "version", "device", "op_name", "kernel_source", "allreduce_dtype", "num_gpus",
+            "message_size", "implementation", "latency"]
+    for path in sorted(data.glob(f"*/comm/{CUSTOM}.*")):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            dest = out / path.relative_to(data).with_suffix(".csv")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            t.rows[[c for c in keys if c in t.rows.columns]].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(t.rows)} rows")
+
+
+CUSTOM = "trtllm/1.3.0rc20/custom_allreduce_perf"
+
+
+def custom_allreduce(root: Path, fits: dict) -> list[tuple]:
+    """Per GPU and GPU count: (gpu, gpus, sizes scored, own-fit held-out median and p90, NCCL curve's median
+    signed error) for TensorRT-LLM's custom all-reduce (bf16; message_size in elements)."""
+    from ironlaw.measure.calibrate import kerneltable
+    from ironlaw.measure.calibrate.commfit import fit_lines, predict_s, split
+    out = []
+    for path in sorted(root.glob(f"*/comm/{CUSTOM}.*")):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            for p, rows in t.rows.groupby("num_gpus"):
+                med = rows.groupby("message_size")["latency_s"].median()
+                n, sec = med.index.to_numpy(float) * 2, med.to_numpy(float)
+                keep = split(n)
+                err = np.abs(predict_s(fit_lines("allreduce", int(p), n[keep], sec[keep]), "allreduce", int(p),
+                                       n[~keep]) / sec[~keep] - 1)
+                nccl = fits.get((t.gpu, "allreduce", int(p)))
+                signed = np.median(predict_s(nccl[0], "allreduce", int(p), n) / sec - 1) if nccl else np.nan
+                out.append((t.gpu, int(p), len(err), float(np.median(err)), float(np.percentile(err, 90)),
+                            float(signed)))
+    return out
+
+
+def fit(curves: dict) -> dict:
+    """{(gpu, collective, gpus): (lines, fitted sizes)} on the half-precision rows' fit half."""
+    from ironlaw.measure.calibrate.commfit import fit_lines, split
+    out = {}
+    for (gpu, coll, dt, p), (n, t) in sorted(curves.items()):
+        if dt == "half":
+            keep = split(n)
+            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep]), int(keep.sum()))
+    return out
+
+
+def score(curves: dict, fits: dict) -> dict:
+    """{(gpu, class): |relative error| of every row not fitted}: class is the collective, or
+    'collective, int8' for the one-byte rows predicted from the 16-bit curve."""
+    from ironlaw.measure.calibrate.commfit import predict_s, split
+    out: dict = {}
+    for (gpu, coll, dt, p), (n, t) in sorted(curves.items()):
+        lines = fits[(gpu, coll, p)][0]
+        rows = ~split(n) if dt == "half" else np.ones(len(n), bool)
+        err = np.abs(predict_s(lines, coll, p, n[rows]) / t[rows] - 1)
+        out.setdefault((gpu, coll if dt == "half" else f"{coll}, int8"), []).append(err)
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def network_block(gpu: str, fits: dict, meta: dict) -> str:
+    """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
+    where, version = meta[gpu]
+    system = Path(where).parts[0]
+    where = f"systems/data/{Path(where).with_suffix('.parquet')}"
+    base = BASE.get(gpu, "default")
+    rows = sum(k for (g, _, _), (_, k) in fits.items() if g == gpu)
+    beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
+              "benchmarks/fit_nccl_a100.py (ironlaw.machine.network.calibration.A100_VIDUR: per-call launch, "
+              "per-link efficiency, an InfiniBand ceiling of 19.85 GB/s per node); that cluster's InfiniBand "
+              "reached ~24% of a port's rate. Set calibration = 'default' for a rail-optimised fabric whose "
+              "ports add up (the sourced estimates)" if base == "a100-vidur"
+              else "groups across nodes: the sourced α-β estimates")
+    out = ["[network]", f'calibration = "{base}"',
+           f'source = "measured: NCCL {version} nccl_perf table of {PACKAGE}, {where}: one curve per collective '
+           f'and GPU count on one node, NCCL\'s latency-plus-bandwidth lines min(α_i + f(p)·n/B_i) fitted by '
+           f'benchmarks/kernel_comm.py (ironlaw.measure.calibrate.commfit) on the half-precision rows, every other '
+           f'message size ({rows} rows); {beyond}"',
+           f'fitted = ["{PACKAGE} {system} nccl {version} nccl_perf: half, even-ranked message sizes"]',
+           f'held_out = ["{PACKAGE} {system} nccl {version} nccl_perf: half, odd-ranked message sizes", '
+           f'"{PACKAGE} {system} nccl {version} nccl_perf: int8, all message sizes"]']
+    for (g, coll, p), (lines, k) in sorted(fits.items()):
+        if g != gpu:
+            continue
+        out += ["", "[[network.curve]]", f'collective = "{coll}"', f"gpus = {p}",
+                "alpha_s = [" + ", ".join(f"{a:.4g}" for a, _ in lines) + "]",
+                "bus_Bps = [" + ", ".join(f"{b:.4g}" for _, b in lines) + "]", f"rows = {k}"]
+    return "\n".join(out) + "\n"
+
+
+def write_catalog(fits: dict, meta: dict) -> list[Path]:
+    """Replace (or append) the [network] table of every fitted GPU's catalog file."""
+    from ironlaw.machine import hardware
+    done = []
+    for gpu in sorted(meta):
+        path = hardware.CATALOG_DIR / f"{gpu}.toml"
+        text = path.read_text()
+        block = network_block(gpu, fits, meta)
+        pattern = re.compile(r"^\[network\]\n.*?(?=^\[(?!\[network\.curve\]\])|\Z)", re.S | re.M)
+        if pattern.search(text):
+            text = pattern.sub(lambda _: block + "\n", text, count=1).rstrip("\n") + "\n"
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
+        path.write_text(text)
+        done.append(path)
+    return done
+
+
+def catalog_matches(fits: dict, meta: dict) -> list[str]:
+    """GPUs whose catalog curves differ from this fit (empty: the catalog holds exactly these numbers)."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.network.calibration import for_hardware
+    bad = []
+    for gpu in sorted(meta):
+        cal = for_hardware(hardware.get(gpu))
+        for (g, coll, p), (lines, _) in fits.items():
+            got = cal.curves.get((coll, p)) if g == gpu else lines
+            if got is None or not np.allclose(np.array(got), np.array(lines), rtol=1e-3):
+                bad.append(f"{gpu} {coll} {p}")
+                break
+    return bad
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="write the fitted curves into the catalog files")
+    ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
+    ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
+    args = ap.parse_args()
+    if args.extract:
+        extract(Path(args.data or DATA), Path(args.extract))
+        return 0
+    curves, meta = load(Path(args.data) if args.data else DATA)
+    fits = fit(curves)
+    if args.write:
+        for p in write_catalog(fits, meta):
+            print(f"wrote {p.relative_to(ROOT)}")
+    errs = score(curves, fits)
+    print(f"NCCL collectives on one node, {PACKAGE} nccl_perf tables; fitted: half, every other size; "
+          f"goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
+    print(f"{'GPU':14s} {'class':22s} {'rows':>5s} {'median':>7s} {'p90':>6s} {'max':>6s}  goal")
+    held = []
+    for (gpu, cls), e in sorted(errs.items()):
+        ok = np.median(e) <= GOAL_MEDIAN and np.percentile(e, 90) <= GOAL_P90
+        if "int8" not in cls:
+            held.append(ok)
+        print(f"{gpu:14s} {cls:22s} {len(e):5d} {100 * np.median(e):6.1f}% {100 * np.percentile(e, 90):5.1f}% "
+              f"{100 * e.max():5.0f}%  {'met' if ok else 'MISS'}")
+    allh = np.concatenate([e for (g, c), e in errs.items() if "int8" not in c])
+    print(f"\nheld-out half-precision sizes, all GPUs: {len(allh)} rows, median {100 * np.median(allh):.1f}%, "
+          f"p90 {100 * np.percentile(allh, 90):.1f}%; {sum(held)} of {len(held)} GPU × collective met")
+    print(f"\nTensorRT-LLM custom all-reduce ({CUSTOM}, bf16): the same form on every other size, held out; "
+          f"and the law's NCCL all-reduce curve against it (median signed)")
+    for gpu, p, k, med, p90, signed in custom_allreduce(Path(args.data) if args.data else DATA, fits):
+        print(f"{gpu:14s} {p} GPUs {k:3d} sizes  held out {100 * med:5.1f}% / {100 * p90:4.0f}%   "
+              f"NCCL curve {100 * signed:+6.1f}%")
+    stale = catalog_matches(fits, meta)
+    print("catalog [network] curves: " + ("match this fit" if not stale else f"STALE for {', '.join(stale)} "
+                                          f"(run with --write)"))
+    return 0 if not stale else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""The MoE layer's law terms fitted per GPU and weight dtype on measured MoE tables; held-out shapes scored.
+
+Data: the moe_perf tables of aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0;
+systems/data/<system>/moe/trtllm/1.3.0rc20/moe_perf.parquet: TensorRT-LLM 1.3.0rc20's fused MoE timed on one
+GPU per row), read by ironlaw.measure.calibrate.kerneltable from ``--data DIR`` (the wheel's systems/data)
+or, by default, from the extract in tests/data/kernel_tables (every 8th layer shape of two GPUs' fp8 rows).
+Rows used: ``kernel_source`` moe_torch_flow_cutlass (the gated CUTLASS path), ``distribution`` balanced (the
+collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4.
+
+Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
+its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype.
+
+    python benchmarks/kernel_moe.py [--data DIR] [--write]   # --write: into the catalog's [calibration]
+    python benchmarks/kernel_moe.py --data DIR --extract tests/data/kernel_tables
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "kernel_tables"
+sys.path.insert(0, str(ROOT / "src"))
+
+VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
+SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}
+KERNEL, ROUTING = "moe_torch_flow_cutlass", "balanced"
+GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
+PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
+EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"))      # (table folder, dtype): every 8th shape
+SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+
+
+def groups(data: Path) -> list[tuple]:
+    """[(gpu, ironlaw dtype, table path, rows as a dict of arrays)] of every system and dtype found."""
+    from ironlaw.measure.calibrate import kerneltable
+    out = []
+    for system in SYSTEMS:
+        folder = data / system / "moe" / "trtllm" / VERSION
+        if not folder.exists():
+            continue
+        for t in kerneltable.read(folder, ops=("moe",)):
+            rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING)]
+            for dt, law_dt in DTYPES.items():
+                r = rows[rows.moe_dtype == dt]
+                if len(r):
+                    out.append((t.gpu, law_dt, f"{system}/moe/trtllm/{VERSION}/moe_perf.parquet",
+                                {c: r[c].to_numpy() for c in r.columns}))
+    return out
+
+
+def fit_and_score(gpu: str, dtype: str, rows: dict) -> tuple[dict, np.ndarray, int]:
+    """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import moefit
+    hw = hardware.get(gpu)
+    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
+    t = rows["latency_s"].astype(float)
+    keep = moefit.shape_split(rows)
+    kern = moefit.kernels(moefit.fit(x[keep], t[keep]), dtype)
+    err = np.abs(stored_predict(kern, dtype, x[~keep]) / t[~keep] - 1)
+    return kern, err, int(keep.sum())
+
+
+def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
+    """The layer time from the stored kernel entries (what the catalog holds, rounded as written)."""
+    from ironlaw.measure.calibrate.moefit import MoeFit, predict_s
+    g, r = kern[f"moe_grouped_gemm.{dtype}"], kern[f"moe_rows.{dtype}"]
+    return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0), x)
+
+
+def calibration_table(gpu: str, fits: list) -> dict:
+    """The [calibration] entries of ``gpu``'s fits, with provenance, in kernelfit's form."""
+    from ironlaw.machine.calibration import SCHEMA
+    date = datetime.date.today().isoformat()
+    cal = {"schema": SCHEMA, "source": "", "fitted": [], "held_out": [], "kernel": {}, "provenance": {}}
+    for g, dt, path, kern, _, n_fit, n_held in fits:
+        if g != gpu:
+            continue
+        name = f"moe {dt} (TensorRT-LLM CUTLASS fused MoE, balanced routing)"
+        cal["kernel"].update(kern)
+        cal["fitted"].append(f"{name}: even layer shapes")
+        cal["held_out"].append(f"{name}: odd layer shapes")
+        cal["provenance"][f"moe {dt}"] = {"table": path, "version": f"{PACKAGE}; trtllm {VERSION}",
+                                          "license": LICENSE, "rows_fitted": n_fit, "rows_held_out": n_held,
+                                          "date": date}
+    cal["source"] = (f"derived: the MoE layer's L, η_w, η_c, η_a per weight dtype fitted to the even layer shapes "
+                     f"of measured fused-MoE tables by benchmarks/kernel_moe.py (ironlaw.measure.calibrate.moefit; "
+                     f"{PACKAGE}, {LICENSE})")
+    return cal
+
+
+def write(gpu: str, fits: list) -> Path:
+    """``gpu``'s catalog [calibration] with these kernel entries and provenance over what it holds."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    from ironlaw.measure.calibrate.kernelfit import merged
+    hw = hardware.get(gpu)
+    new = calibration_table(gpu, fits)
+    base = hw.calibration.table() if hw.calibration is not None else None
+    table = merged(base, new)
+    if base and new["source"][len("derived: "):] in base["source"]:     # a rerun: the source says it once
+        table["source"] = base["source"]
+    return replace_table(Path(hw.path), "calibration", table)
+
+
+def catalog_matches(fits: list) -> list[str]:
+    """(gpu, dtype) whose catalog kernel entries differ from this fit (empty: the catalog holds them)."""
+    from ironlaw.machine import hardware
+    bad = []
+    for gpu, dt, _, kern, *_ in fits:
+        cal = hardware.get(gpu).calibration
+        have = cal.kernel if cal is not None else {}
+        if any(have.get(k) != v for k, v in kern.items()):
+            bad.append(f"{gpu} {dt}")
+    return bad
+
+
+def extract(data: Path, out: Path) -> None:
+    """The tests' extract (``EXTRACT``): every 8th layer shape (all its token counts) of some GPUs' rows."""
+    from ironlaw.measure.calibrate import kerneltable
+    for system, dt in EXTRACT:
+        folder = data / system / "moe" / "trtllm" / VERSION
+        for t in kerneltable.read(folder, ops=("moe",)):
+            rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING) &
+                          (t.rows.moe_dtype == {v: k for k, v in DTYPES.items()}[dt])]
+            shapes = sorted(set(map(tuple, rows[SHAPE].to_numpy().tolist())))
+            keep = {s for j, s in enumerate(shapes) if j % 8 == 0}
+            rows = rows[[tuple(s) in keep for s in rows[SHAPE].to_numpy().tolist()]]
+            rows = rows.sort_values(SHAPE + ["num_tokens"], kind="stable")
+            cols = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens"] + \
+                SHAPE + ["distribution", "latency"]
+            dest = out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            rows[cols].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(rows)} rows")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
+    ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog's [calibration]")
+    ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
+    a = ap.parse_args()
+    data = Path(a.data) if a.data else DATA
+    if a.extract:
+        extract(data, Path(a.extract))
+        return 0
+    fits = []
+    for gpu, dt, path, rows in groups(data):
+        kern, err, n_fit = fit_and_score(gpu, dt, rows)
+        fits.append((gpu, dt, path, kern, err, n_fit, len(err)))
+    if a.write:
+        for gpu in sorted({f[0] for f in fits}):
+            print(f"wrote {write(gpu, fits).relative_to(ROOT)}")
+    print(f"MoE layer (TensorRT-LLM {VERSION} CUTLASS fused MoE, balanced routing), {PACKAGE}: fitted on every "
+          f"other layer shape, scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
+    print(f"{'GPU':14s} {'dtype':5s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  goal")
+    for gpu, dt, _, kern, err, _, _ in fits:
+        g, r = kern[f"moe_grouped_gemm.{dt}"], kern[f"moe_rows.{dt}"]
+        ok = np.median(err) <= GOAL_MEDIAN and np.percentile(err, 90) <= GOAL_P90
+        print(f"{gpu:14s} {dt:5s} {len(err):8d} {100 * np.median(err):6.1f}% {100 * np.percentile(err, 90):5.1f}% "
+              f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f}  "
+              f"{'met' if ok else 'MISS'}")
+    allr = np.concatenate([f[4] for f in fits])
+    print(f"\nall held-out rows: {len(allr)}, median {100 * np.median(allr):.1f}%, p90 {100 * np.percentile(allr, 90):.1f}%")
+    if not a.data:
+        print("catalog [calibration.kernel] MoE entries: fitted on the full tables; check them with --data DIR")
+        return 0
+    stale = catalog_matches(fits)
+    print("catalog [calibration.kernel] MoE entries: " + ("match this fit" if not stale else
+                                                         f"STALE for {', '.join(stale)} (run with --data … --write)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""Measured collective curves inside one node: NCCL's own time model, fitted per collective and group size.
+
+NCCL's tuner (src/graph/tuning.cc) predicts a collective's time for each protocol (LL, LL128, Simple) as a
+latency plus the bytes over that protocol's bandwidth, and runs the fastest. A curve keeps that form:
+
+    T(n) = min over its lines i of  α_i + f(p) · n / B_i
+
+with ``n`` the message bytes as nccl-tests count them (collectives.py), ``f(p)`` the bus factor (all-reduce
+2(p−1)/p; all-gather, reduce-scatter, all-to-all (p−1)/p), so each ``B_i`` is a bus bandwidth. The lines are
+fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per device in its hardware file:
+
+    [[network.curve]]
+    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall
+    gpus = 8                      # ranks, all on one node
+    alpha_s = [2.5e-05, 2.7e-05, 9.0e-05]
+    bus_Bps = [1.7e10, 3.4e11, 7.6e11]
+    rows = 11                     # measured sizes the lines were fitted on
+
+A group on one node of a size the file has no curve for takes the curve of the nearest measured size
+below it (else above), its lines' α and bus bandwidth unchanged and the bus factor of its own size: a
+ring's bus bandwidth does not depend on its length, only its hop count does (an estimate between
+measured sizes, never checked against a measurement).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...core.errors import IronlawError, unknown
+
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
+CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
+MAX_LINES = 8
+MAX_ALPHA_S = 1.0
+MAX_BUS_BPS = 1e15
+
+
+def bus_factor(collective: str, p: int) -> float:
+    """Bus bytes per message byte (nccl-tests' busbw convention)."""
+    return 2.0 * (p - 1) / p if collective == "allreduce" else (p - 1) / p
+
+
+def curve_time(lines, collective: str, p: int, nbytes):
+    """(alpha_s, beta_s) of the fastest line of ``lines`` ((α, B) pairs) at each message size."""
+    x = bus_factor(collective, p) * np.asarray(nbytes, dtype=float)
+    a = np.array([l[0] for l in lines]).reshape((-1,) + (1,) * x.ndim)
+    b = np.array([l[1] for l in lines]).reshape((-1,) + (1,) * x.ndim)
+    beta = x[None] / b
+    pick = np.argmin(a + beta, axis=0)[None]
+    return np.take_along_axis(np.broadcast_to(a, beta.shape), pick, 0)[0], np.take_along_axis(beta, pick, 0)[0]
+
+
+def nearest(curves: dict, collective: str, p: int):
+    """The lines for ``collective`` over ``p`` ranks on one node: its own, else the nearest measured group
+    size below ``p`` (else above); None where the file measures none for that collective."""
+    sizes = sorted(g for c, g in curves if c == collective)
+    if not sizes:
+        return None
+    below = [g for g in sizes if g <= p]
+    return curves[(collective, below[-1] if below else sizes[0])]
+
+
+def check_curves(items: object, where: str) -> dict:
+    """The ``[[network.curve]]`` entries of a hardware file as {(collective, gpus): ((α, B), …)}, each
+    refused field by field when hand-edited into nonsense."""
+    if not isinstance(items, list) or not items:
+        raise IronlawError(f"{where}: expected a non-empty list of tables ([[network.curve]])")
+    out: dict = {}
+    for j, c in enumerate(items):
+        w = f"{where}[{j}]"
+        if not isinstance(c, dict):
+            raise IronlawError(f"{w}: expected a table")
+        for key in c:
+            if key not in CURVE_FIELDS:
+                raise unknown(f"field in {w}", key, CURVE_FIELDS)
+        name = c.get("collective")
+        if name not in CURVE_COLLECTIVES:
+            raise unknown(f"collective in {w}", str(name), CURVE_COLLECTIVES)
+        p = c.get("gpus")
+        if isinstance(p, bool) or not isinstance(p, int) or not 2 <= p <= 1 << 20:
+            raise IronlawError(f"{w}.gpus: must be a whole number ≥ 2, got {p!r}")
+        alpha, bus = _numbers(c, "alpha_s", w, MAX_ALPHA_S, True), _numbers(c, "bus_Bps", w, MAX_BUS_BPS, False)
+        if len(alpha) != len(bus):
+            raise IronlawError(f"{w}: alpha_s and bus_Bps must have as many entries ({len(alpha)} vs {len(bus)})")
+        rows = c.get("rows", 0)
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise IronlawError(f"{w}.rows: must be a whole number ≥ 0, got {rows!r}")
+        if (name, p) in out:
+            raise IronlawError(f"{w}: a second curve for {name} on {p} GPUs")
+        out[(name, p)] = tuple(zip(alpha, bus))
+    return out
+
+
+def _numbers(c: dict, key: str, where: str, upper: float, zero_ok: bool) -> list[float]:
+    v = c.get(key)
+    ok = isinstance(v, list) and 1 <= len(v) <= MAX_LINES and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        and (x >= 0 if zero_ok else x > 0) and x <= upper for x in v)
+    if not ok:
+        lo = "≥ 0" if zero_ok else "> 0"
+        raise IronlawError(f"{where}.{key}: must be a list of 1–{MAX_LINES} numbers {lo} and at most {upper:g}, "
+                           f"got {v!r}")
+    return [float(x) for x in v]

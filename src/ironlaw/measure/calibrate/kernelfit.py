@@ -1,0 +1,274 @@
+"""The law's GEMM and attention terms of one GPU fitted on measured kernel tables, and scored on held-out rows.
+
+    groups = kernelfit.groups(kerneltable.read(DIR, ops=kernelfit.OPS, gpu="h100", framework="trtllm"))
+    table = kernelfit.fit(hw, groups)                 # a [calibration] table, provenance included
+    scores = kernelfit.score(hw, table, groups)       # per kernel class: held-out rows, median and p90 |error|
+
+A group is one kernel class of the tables: GEMMs of one dtype (``[calibration.matmul.<dtype>]``), or
+context / generation attention of one math and KV dtype (``[calibration.kernel."attention_…"]``, the
+kernel class ``gemmshape.attention_kernel`` names). Each group's rows are sorted by shape and split in
+two: the even rows are fitted (at most ``FIT_ROWS`` of them, evenly spaced), the odd rows held out (``score``
+runs at most ``SCORE_ROWS`` of them, evenly spaced). Every
+row is the op ironlaw itself builds for it — ``gemm:M,N,K`` (``models.workloads.micro``), the analytic
+transformer's attention (``models.workloads.attention``, KV dtype as ``serving.online.with_kv_dtype``
+sets it) — and the fit runs the law on it (``fitcore.Problem``), so what is fitted is what predicts.
+
+Per group the fitted terms are the shape model η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)
+(attention: M the query rows per sequence and KV head, N the keys per query, K the head dim;
+``gemmshape.attention_mnk``), the streamed bytes' η (GEMM weights, attention KV cache) and a fixed
+``latency_s``. docs/accuracy.md says which data chose this form over a tile-and-wave one.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.errors import IronlawError
+from ...core.gemmshape import WIDE_GQA, attention_kernel, attention_regime
+from ...core.graph import Graph
+from ...machine.calibration import SCHEMA, check
+from .fitcore import Observation, Problem, fit_group, grid
+from .kerneltable import PROVENANCE, KernelTable
+
+OPS = ("gemm", "context_attention", "generation_attention")
+FRAMEWORKS = ("trtllm", "sglang", "vllm")
+# table dtype -> ironlaw dtype ('sq': TensorRT-LLM's SmoothQuant GEMM, INT8 activations times INT8 weights)
+GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8"}
+ATTENTION_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+SKIPPED = {"fp8_block": "128-element block-scaled FP8 (DeepGEMM): no ironlaw dtype runs it",
+           "int8_wo": "INT8 weights on bf16 activations (weight-only): no ironlaw dtype runs it",
+           "int4_wo": "INT4 weights on bf16 activations (weight-only): no ironlaw dtype runs it"}
+SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
+                 "context_attention": ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
+                                       "window_size"),
+                 "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
+                                          "window_size")}
+REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head"}
+M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
+FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
+SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
+LICENSE = "Apache-2.0"
+PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), ("streamed", 1.5),
+          ("latency_s", 1e-3))
+STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
+          "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
+
+
+@dataclass(frozen=True)
+class Group:
+    """One kernel class of one GPU's tables: where its fitted terms go, and its rows."""
+    name: str             # 'gemm bf16', 'context attention bf16, KV fp8', …
+    key: tuple            # ('matmul', dtype) or ('kernel', kernel class)
+    op: str               # the table's op (kerneltable.COLUMNS)
+    table: KernelTable
+    rows: object          # pandas.DataFrame: the group's rows, sorted by shape
+
+
+@dataclass(frozen=True)
+class Score:
+    gpu: str
+    group: str
+    rows: int                 # held-out rows scored
+    median_abs_err: float
+    p90_abs_err: float
+
+
+def groups(tables: list[KernelTable]) -> list[Group]:
+    """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
+    out (``SKIPPED``), any other unknown dtype is an error."""
+    out = []
+    for t in tables:
+        if t.op == "gemm":
+            for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+                if src in SKIPPED:
+                    continue
+                if src not in GEMM_DTYPES:
+                    raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
+                                       f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
+                dt = GEMM_DTYPES[src]
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, _sorted(rows, t.op)))
+            continue
+        phase = "prefill" if t.op == "context_attention" else "decode"
+        regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
+                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
+        for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
+                ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
+            dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+            name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
+            out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
+                             _sorted(rows, t.op)))
+    return out
+
+
+def split(rows) -> tuple[object, object]:
+    """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group."""
+    idx = np.arange(len(rows))
+    return rows.iloc[idx % 2 == 0], rows.iloc[idx % 2 == 1]
+
+
+def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE) -> dict:
+    """A checked [calibration] table of every group's fitted terms, with its provenance: ``origin`` names the
+    tables' publisher and version, ``license`` their license."""
+    if not gs:
+        raise IronlawError("calibrate --kernels: no GEMM or attention rows to fit")
+    date = date or _dt.date.today().isoformat()
+    cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
+    for g in gs:
+        fit_rows, held = split(g.rows)
+        table = fit_one(hw, g, _spaced(fit_rows, FIT_ROWS))
+        cal.setdefault(g.key[0], {})[g.key[1]] = table
+        cal["fitted"].append(f"{g.name} (even rows)")
+        cal["held_out"].append(f"{g.name} (odd rows)")
+        cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device})",
+                                     "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
+                                     "license": license, "rows_fitted": int(len(fit_rows)),
+                                     "rows_held_out": int(len(held)), "date": date}
+    _derived_generation(hw, cal)
+    return check(cal, "calibration")
+
+
+def fit_one(hw, g: Group, rows) -> dict:
+    """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
+    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best."""
+    prob = Problem(hw, observations(g, rows), weighting="per_case")
+    start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
+             "latency_s": 5e-6}
+    starts = STARTS["gemm" if g.op == "gemm" else "attention"]
+    best, best_loss = None, float("inf")
+    for tile in (None,) + (M_TILES if g.op == "generation_attention" else ()):
+        s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
+        cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
+        params = [((g.key[0], g.key[1], name), upper) for name, upper in PARAMS if not (tile and name == "m_half")]
+        pick = [[x for (name, _), x in zip(PARAMS, st) if not (tile and name == "m_half")] for st in starts]
+        c = fit_group(prob, cal, params, pick)
+        loss = prob.loss(c)
+        if loss < best_loss:
+            best, best_loss = c[g.key[0]][g.key[1]], loss
+    return best
+
+
+def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
+    """Per group, the law with ``cal`` against its held-out rows (at most ``SCORE_ROWS``, evenly spaced): median
+    and 90th-percentile |error|."""
+    out = []
+    for g in gs:
+        held = _spaced(split(g.rows)[1], SCORE_ROWS)
+        if not len(held):
+            continue
+        prob = Problem(hw, observations(g, held), weighting="per_case")
+        err = np.abs(prob.times(cal) / prob.meas - 1.0)
+        out.append(Score(g.table.gpu, g.name, int(len(held)), float(np.median(err)), float(np.percentile(err, 90))))
+    return out
+
+
+def observations(g: Group, rows) -> list[Observation]:
+    """The rows as ironlaw ops with their measured seconds."""
+    build = _gemm_op if g.op == "gemm" else _attention_op
+    return [Observation(build(r, g), float(r.latency_s), f"kernels:{g.name}") for r in rows.itertuples()]
+
+
+def origin_of(root) -> tuple[str, str]:
+    """(publisher and version, license) of the tables under ``root``: aiconfigurator-core's where ``root`` lies in
+    its package (the version from the wheel's dist-info beside it), else the user's own, license unstated."""
+    from pathlib import Path
+    p = Path(root).resolve()
+    for parent in (p, *p.parents):
+        if parent.name == "aiconfigurator_core":
+            info = sorted(parent.parent.glob("aiconfigurator_core-*.dist-info"))
+            version = info[-1].name[len("aiconfigurator_core-"):-len(".dist-info")] if info else "version unknown"
+            return f"aiconfigurator-core {version} (NVIDIA)", LICENSE
+    return f"kernel tables in {root}", "unstated"
+
+
+def source(gs: list[Group], origin: str = PROVENANCE) -> str:
+    files = sorted({f"{g.table.path} ({g.table.framework} {g.table.version})" for g in gs})
+    return (f"derived: GEMM η(M, N, K) per dtype and attention per phase and KV dtype fitted to the even rows of "
+            f"measured kernel tables by `ironlaw calibrate --kernels` ({origin}: {'; '.join(files)})")
+
+
+def merged(base: dict | None, new: dict) -> dict:
+    """``new`` over a device's existing calibration ``base``: its shape tables, kernel classes and
+    provenance replace base's of the same name; fitted, held_out and source add up."""
+    if not base:
+        return new
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key in ("matmul", "kernel", "provenance"):
+        if new.get(key):
+            out[key] = {**out.get(key, {}), **new[key]}
+    for key in ("fitted", "held_out"):
+        out[key] = list(dict.fromkeys(list(base.get(key, [])) + list(new.get(key, []))))
+    out["source"] = f"{base['source']}; {new['source'][len('derived: '):]}"
+    return check(out, "calibration")
+
+
+# ---------------------------------------------------------------- rows as ironlaw ops
+
+def _gemm_op(r, g: Group):
+    from ...models.workloads.micro import gemm
+    from ...models.workloads.registry import Request
+    spec = f"{int(r.m)},{int(r.n)},{int(r.k)}"
+    return gemm(spec, Request(f"gemm:{spec}", phase="infer", dtype=g.key[1], device="cuda")).ops[0]
+
+
+@dataclass(frozen=True)
+class _Heads:
+    """The part of a model's architecture one attention op reads (``models.workloads.attention.attention_core``)."""
+    heads: int
+    kv_heads: int
+    local: str = "window"
+    sinks: bool = False
+    encoder: bool = False
+
+
+@dataclass(frozen=True)
+class _Shape:
+    b: float
+    s: float
+    phase: str
+
+    @property
+    def tokens(self) -> float:
+        return self.b if self.phase == "decode" else self.b * self.s
+
+
+def _attention_op(r, g: Group):
+    """The analytic transformer's attention op of one row (window 0: global), its KV cache in the row's dtype."""
+    from ...models.serving.online import with_kv_dtype
+    from ...models.workloads.attention import attention_core
+    phase = "prefill" if g.op == "context_attention" else "decode"
+    dt, kv = ATTENTION_DTYPES[r.attn_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    a = _Heads(int(r.num_heads), int(r.num_key_value_heads))
+    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
+    geo = {"qk": d, "pv": d, "q": qd, "kv_new": 2 * kvd, "o": qd, "cache": 2 * kvd, "shape": f"{a.heads}/{a.kv_heads}x{d}"}
+    op = attention_core(a, sh, dt, int(r.window_size) or None, 1, 1, geo)
+    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+
+
+def _derived_generation(hw, cal: dict) -> None:
+    """Generation kernels run their math in bf16 on any cache (the tables time them so): an FP8 model's decode
+    attention (math dtype fp8 in ironlaw) gets the bf16 math's table, eta_max rescaled to the FP8 peak."""
+    kern = cal.get("kernel", {})
+    for kv, regime in ((kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)):
+        src, dst = (attention_kernel("decode", m, kv, regime) for m in ("bf16", "fp8"))
+        if src in kern and dst not in kern and "fp8" in hw.peak_flops and "bf16" in hw.peak_flops:
+            kern[dst] = {**kern[src], "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
+
+
+def _attention_dtype(x: str, where: str) -> str:
+    if x not in ATTENTION_DTYPES:
+        raise IronlawError(f"{where}: unknown attention dtype '{x}' (known: {', '.join(ATTENTION_DTYPES)})")
+    return ATTENTION_DTYPES[x]
+
+
+def _sorted(rows, op: str):
+    return rows.sort_values(list(SHAPE_COLUMNS[op]), kind="stable").reset_index(drop=True)
+
+
+def _spaced(rows, n: int):
+    """At most ``n`` of ``rows``, evenly spaced."""
+    if len(rows) <= n:
+        return rows
+    return rows.iloc[np.linspace(0, len(rows) - 1, n).round().astype(int)]

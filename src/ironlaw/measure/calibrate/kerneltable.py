@@ -1,0 +1,213 @@
+"""Measured kernel tables: read, checked and matched to a catalog GPU (only where kernel tables are fitted).
+
+The layout is aiconfigurator-core's (NVIDIA, Apache-2.0; ``aiconfigurator_core/systems/data``):
+
+    <root>/<gpu dir>/<family>/<framework>/<version>/<op>_perf.parquet   (or .csv)
+
+and each file holds one row per timed kernel with the columns ``COLUMNS[op]`` and ``latency`` in
+milliseconds (aiconfigurator's collectors write ms). A user's own DIR with the same columns — parquet or
+CSV, any folder depth — reads alike; a CSV may name its unit instead (``latency_ms``, ``latency_us``,
+``latency_s``, or a ``latency_unit`` column of ms | us | s).
+
+    tables = kerneltable.read(DIR, ops=("gemm",), gpu="h100", framework="trtllm")
+    for t in tables:             # KernelTable: op, gpu (catalog name), device (as written), framework,
+        t.rows                   # version, path, rows (a pandas DataFrame with ``latency_s`` in seconds)
+
+Any problem — a missing column, an unknown unit, a GPU no catalog entry matches, no table at all — is one
+``IronlawError`` line. pandas (and pyarrow for parquet) are imported here only, never on the prediction path.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...core.errors import IronlawError, unknown
+
+ATTENTION = ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size",
+             "attn_dtype", "kv_cache_dtype", "step")
+COLUMNS = {                                   # op (the file's ``<op>_perf`` stem) -> columns besides latency
+    "gemm": ("device", "gemm_dtype", "m", "n", "k"),
+    "context_attention": ("device",) + ATTENTION,
+    "generation_attention": ("device",) + ATTENTION,
+    "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
+    "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size", "moe_ep_size", "distribution"),
+    "custom_allreduce": ("device", "op_name", "allreduce_dtype", "num_gpus", "message_size"),  # elements
+    "moe_a2a": ("device", "comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk",
+                "num_experts", "num_tokens"),                     # DeepEP-style dispatch / combine
+}
+OPTIONAL = ("framework", "version", "kernel_source", "op_name")
+# ops whose ``latency`` column is not in ms: aiconfigurator's moe_a2a collector writes µs (latency = transmit_us +
+# notify_us, its own columns beside it)
+LATENCY_UNIT = {"moe_a2a": "us"}
+UNITS_S = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
+LATENCY_COLUMNS = {"latency": "ms", "latency_ms": "ms", "latency_us": "us", "latency_s": "s"}
+# the ``device`` strings aiconfigurator-core 0.12.0's tables carry (torch.cuda.get_device_name) -> catalog name
+DEVICES = {
+    "NVIDIA A100-SXM4-80GB": "a100",
+    "NVIDIA H100 80GB HBM3": "h100",
+    "NVIDIA H200": "h200",
+    "NVIDIA B200": "b200",
+    "NVIDIA B300 SXM6 AC": "b300",
+    "NVIDIA GB200": "gb200",
+    "NVIDIA GB300": "gb300",
+    "NVIDIA L40S": "l40s",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
+}
+PROVENANCE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """One file's rows for one GPU: ``rows`` has the op's columns and ``latency_s`` (seconds)."""
+    op: str
+    gpu: str                 # catalog name (or the --gpu the caller named for a device the catalog lacks)
+    device: str              # the device string as the table writes it
+    framework: str
+    version: str
+    path: str                # the file, relative to the root read
+    rows: object             # pandas.DataFrame
+
+
+def match_gpu(device: str) -> str | None:
+    """The catalog name of a table's ``device`` string, or None: the known strings first, then the string
+    itself (lower case, 'NVIDIA ' dropped, spaces as '-') as a catalog name or alias."""
+    if device in DEVICES:
+        return DEVICES[device]
+    from ...machine import hardware
+    key = re.sub(r"[\s_]+", "-", re.sub(r"^nvidia\s+", "", device.strip().lower()))
+    try:
+        return hardware.get(key).name
+    except IronlawError:
+        return None
+
+
+def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) -> list[Path]:
+    """The table files under ``root`` (or ``root`` itself) for ``ops``, in a stable order; the framework
+    filter matches the folder name as the layout gives it (``.../<framework>/<version>/``)."""
+    root = Path(root)
+    if not root.exists():
+        raise IronlawError(f"{root}: no such file or folder")
+    if root.is_file():                  # one file: its op from its name or its op_name column (``_read_file``)
+        return [root]
+    cands = sorted(p for p in root.rglob("*") if p.suffix in (".parquet", ".csv"))
+    out = []
+    for p in cands:
+        if _op_of_name(p) not in ops:
+            continue
+        if framework and not root.is_file() and framework not in p.relative_to(root).parts[:-1]:
+            continue
+        out.append(p)
+    return out
+
+
+def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework: str | None = None
+         ) -> list[KernelTable]:
+    """Every table of ``ops`` under ``root`` (a folder in the wheel's layout, or one .parquet/.csv file),
+    checked; ``gpu`` keeps one catalog GPU's (and names the GPU of tables whose device the catalog does not
+    know); ``framework`` keeps one framework's (trtllm, sglang, vllm). Errors are one line."""
+    for op in ops:
+        if op not in COLUMNS:
+            raise unknown("kernel table op", op, COLUMNS)
+    paths = files(root, ops, framework)
+    if not paths:
+        want = ", ".join(f"{op}_perf" for op in ops)
+        raise IronlawError(f"{root}: no kernel table ({want} .parquet or .csv)"
+                           + (f" for framework '{framework}'" if framework else ""))
+    out = []
+    for p in paths:
+        out.extend(_read_file(Path(root), p, gpu))
+    if gpu is not None and not out:
+        raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
+    return newest(out)
+
+
+def newest(tables: list[KernelTable]) -> list[KernelTable]:
+    """Per GPU, op and framework, the table of the newest version (versions compared number by number)."""
+    best: dict[tuple, KernelTable] = {}
+    for t in tables:
+        key = (t.gpu, t.op, t.framework)
+        if key not in best or _version_key(t.version) > _version_key(best[key].version):
+            best[key] = t
+    return [t for t in tables if best[(t.gpu, t.op, t.framework)] is t]
+
+
+def _version_key(v: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.findall(r"\d+|[a-z]+", v.lower()))
+
+
+def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
+    import pandas as pd
+    rel = str(path.relative_to(root)) if path != root and root in path.parents else path.name
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except ImportError as e:
+        raise IronlawError(f"{rel}: reading parquet needs pyarrow (pip install 'ironlaw[fit]'): {e}") from None
+    except Exception as e:                                 # noqa: BLE001 (a file pandas cannot parse)
+        raise IronlawError(f"{rel}: cannot read the table: {str(e).splitlines()[0]}") from None
+    op = _op_of_name(path)
+    if op not in COLUMNS:
+        names = sorted({str(x) for x in df["op_name"].unique()}) if "op_name" in df.columns else []
+        if len(names) != 1 or names[0] not in COLUMNS:
+            raise IronlawError(f"{rel}: cannot tell which kernels the table holds: name it <op>_perf.csv (op one of "
+                               f"{', '.join(COLUMNS)}) or give it one op_name of those")
+        op = names[0]
+    df = _checked(df, op, rel)
+    want = None if gpu is None else _catalog_name(gpu)
+    out = []
+    for device, rows in df.groupby("device", sort=True):
+        name = match_gpu(str(device))
+        if name is None and gpu is None:
+            raise IronlawError(f"{rel}: GPU '{device}' matches no catalog GPU; name it with --gpu NAME")
+        if want is not None and name is not None and name != want:
+            continue
+        fw, ver = _framework(rows, path)
+        out.append(KernelTable(op, name or gpu, str(device), fw, ver, rel, rows.reset_index(drop=True)))
+    return out
+
+
+def _op_of_name(path: Path) -> str:
+    return path.stem[:-len("_perf")] if path.stem.endswith("_perf") else path.stem
+
+
+def _catalog_name(gpu: str) -> str:
+    """A catalog GPU's name (aliases resolved); a hardware .toml file's own name; else ``gpu`` as given."""
+    from ...machine import hardware
+    try:
+        return (hardware.load_file(gpu) if gpu.endswith(".toml") else hardware.get(gpu)).name
+    except IronlawError:
+        return gpu
+
+
+def _checked(df, op: str, where: str):
+    """``df`` with ``latency_s`` in seconds, after checking the op's columns and the latency's unit."""
+    missing = [c for c in COLUMNS[op] if c not in df.columns]
+    if missing:
+        raise IronlawError(f"{where}: missing column{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(missing)} for a {op} table")
+    lat = [c for c in LATENCY_COLUMNS if c in df.columns]
+    if len(lat) != 1:
+        found = ", ".join(lat) if lat else "none"
+        raise IronlawError(f"{where}: expected one latency column ({', '.join(LATENCY_COLUMNS)}), found {found}")
+    unit = LATENCY_UNIT.get(op, "ms") if lat[0] == "latency" else LATENCY_COLUMNS[lat[0]]
+    if "latency_unit" in df.columns:
+        units = sorted({str(u) for u in df["latency_unit"].unique()})
+        bad = [u for u in units if u not in UNITS_S]
+        if bad or len(units) != 1 or lat[0] != "latency":
+            raise IronlawError(f"{where}: unknown latency unit {', '.join(bad or units)} (latency_unit must be "
+                               f"one of {', '.join(UNITS_S)}, one per table, beside a 'latency' column)")
+        unit = units[0]
+    import pandas as pd
+    t = pd.to_numeric(df[lat[0]], errors="coerce")
+    if t.isna().any() or (t <= 0).any():
+        raise IronlawError(f"{where}: column {lat[0]} must hold positive numbers")
+    return df.assign(latency_s=t * UNITS_S[unit])
+
+
+def _framework(rows, path: Path) -> tuple[str, str]:
+    """(framework, version) from the rows' columns, else from the layout's folders, else ('', '')."""
+    if "framework" in rows.columns and "version" in rows.columns:
+        return str(rows["framework"].iloc[0]).lower(), str(rows["version"].iloc[0])
+    parts = path.parts
+    return (parts[-3], parts[-2]) if len(parts) >= 3 else ("", "")

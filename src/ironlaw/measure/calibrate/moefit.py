@@ -1,0 +1,108 @@
+"""Fit the routed experts' grouped GEMM (the law's MoE kernel class) on measured MoE-layer tables.
+
+A row of aiconfigurator's ``moe_perf`` table times one rank's whole MoE layer — TensorRT-LLM's fused MoE:
+routing, the permute of the routed rows, the gated up-projection, the activation, the down-projection and the
+weighted combine — for ``num_tokens`` tokens routed over ``num_experts`` experts, the rank holding
+``num_experts / moe_ep_size`` of them with ``inter_size / moe_tp_size`` of each. Per device and weight
+dtype the law's own terms of that layer are fitted:
+
+    T = L + U·W_e / (BW·η_w) + F / (P·η_c) + A / (BW·η_a) + G / BW
+        L     fixed seconds per layer (the layer's kernel launches inside one CUDA graph)
+        U     local experts the tokens reach; W_e the bytes of one expert's three matrices (its share)
+        F     2·R·h·3·i' FLOPs of the R routed rows on the rank (gated: 2i' up, i' down)
+        A     the bytes the permute, the activation and the combine move, as the law's graph counts them
+              (moe_permute 2·R·h, the routed mlp_act 3·R·i', moe_combine (R + t)·h; bf16)
+        G     the grouped GEMMs' own rows in and out (R·(2h + 3i'), bf16), at the full bandwidth: the law
+              times them at its streaming η, close to 1
+with BW the catalog's HBM bandwidth and P its dense matrix peak in the weight dtype. The rows (R, U) are the
+collector's own routing, not an estimate: the ``balanced`` rows route token j's k picks to the experts
+(j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else (j + m·s) mod E (aiconfigurator collector/helper.py
+balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1. L, 1/η_w, 1/η_c and 1/η_a come from
+least relative squares (reweighted against outliers, each η at most 1; 1.5 for the weights, which L2 may
+serve) on the fit half of the layer shapes; numpy only. The routed rows' FLOPs and their traffic both grow
+with R, and the tables cannot tell them apart: on every GPU and dtype η_c runs into its bound 1 and η_a
+(0.2–0.6, far below streaming: the permute gathers rows, the combine sums k of them per token) carries the
+per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serving/step.py):
+``moe_grouped_gemm.<dtype>`` (η_c, η_w, not overlapped, L split over its two GEMMs) and ``moe_rows.<dtype>``
+(η_a for the permute, the routed activation and the combine).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.graph import dtype_bytes
+
+HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
+
+
+@dataclass(frozen=True)
+class MoeFit:
+    latency_s: float          # L
+    eta_stream: float         # η_w: fraction of HBM bandwidth the experts' weights stream at
+    eta_compute: float        # η_c: fraction of the matrix peak the routed rows' FLOPs run at
+    eta_rows: float           # η_a: fraction of HBM bandwidth the permute, activation and combine reach
+    rows: int                 # measured rows fitted
+
+
+def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int]:
+    """(routed rows, distinct experts) that land on rank 0 under the collector's balanced routing."""
+    s = math.ceil(experts / k)
+    j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
+    picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
+    local = picks[picks < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
+def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float) -> np.ndarray:
+    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1) of arrays ``rows`` (num_tokens,
+    hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size)."""
+    t, h = np.asarray(rows["num_tokens"], float), np.asarray(rows["hidden_size"], float)
+    i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
+    cache: dict = {}
+    ru = np.array([cache.setdefault(key, balanced_local(*key)) for key in
+                   zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))],
+                  float).reshape(-1, 2)
+    r, u = ru[:, 0], ru[:, 1]
+    w = u * 3.0 * h * i * dtype_bytes(dtype)
+    f = 2.0 * r * h * 3.0 * i
+    a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
+    g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
+    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps], 1)
+
+
+def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20) -> MoeFit:
+    """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
+    the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM)."""
+    t = np.asarray(time_s, float)
+    w = np.ones_like(t)
+    c = np.zeros(4)
+    y = 1 - x[:, 4] / t
+    for _ in range(iters):
+        c, *_ = np.linalg.lstsq(x[:, :4] / t[:, None] * w[:, None], y * w, rcond=None)
+        c = np.maximum(c, [0.0, 1 / 1.5, 1.0, 1.0])
+        w = 1 / np.sqrt(np.maximum(np.abs((x[:, :4] @ c + x[:, 4]) / t - 1), 0.02))
+    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t))
+
+
+def kernels(f: MoeFit, dtype: str) -> dict:
+    """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring)."""
+    return {f"moe_grouped_gemm.{dtype}": {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0,
+                                          "streamed": round(f.eta_stream, 4), "serial": 1.0,
+                                          "latency_s": float(f"{f.latency_s / 2:.4g}")},
+            f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4)}}
+
+
+def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
+    return f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
+
+
+def shape_split(rows: dict) -> np.ndarray:
+    """The fit half: every other layer shape (all columns but num_tokens) in sorted order; the other shapes,
+    every token count of them, are scored."""
+    keys = list(zip(*(np.asarray(rows[c]) for c in ("hidden_size", "inter_size", "topk", "num_experts",
+                                                     "moe_tp_size", "moe_ep_size"))))
+    order = {k: j for j, k in enumerate(sorted(set(keys)))}
+    return np.array([order[k] % 2 == 0 for k in keys])

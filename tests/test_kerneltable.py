@@ -1,0 +1,113 @@
+"""Reading measured kernel tables: columns, units and GPU names checked, every problem one IronlawError line."""
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+pd = pytest.importorskip("pandas")
+
+from ironlaw.core.errors import IronlawError  # noqa: E402
+from ironlaw.measure.calibrate import kerneltable  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "kernel_tables"
+GEMM = {"framework": ["TRTLLM"] * 2, "version": ["1.3.0rc20"] * 2, "device": ["NVIDIA H100 80GB HBM3"] * 2,
+        "gemm_dtype": ["bfloat16"] * 2, "m": [16, 4096], "n": [4096, 4096], "k": [4096, 4096]}
+
+
+def _csv(tmp_path, name="gemm_perf.csv", **cols):
+    """A two-row GEMM table (``cols`` replace or, set to None, drop columns); a name but gemm_perf.csv names
+    its op in an op_name column."""
+    if name != "gemm_perf.csv" and "op_name" not in cols:
+        cols["op_name"] = ["gemm", "gemm"]
+    df = pd.DataFrame({**GEMM, "latency": [0.0165, 0.174], **cols})
+    df = df[[c for c in df.columns if cols.get(c, 0) is not None]]
+    p = tmp_path / name
+    df.to_csv(p, index=False)
+    return p
+
+
+def test_reads_the_extract_in_the_wheels_layout():
+    tables = kerneltable.read(DATA, ops=("gemm", "context_attention", "generation_attention"), framework="trtllm")
+    got = {(t.gpu, t.op) for t in tables}
+    assert got == {("h100", "gemm"), ("h100", "context_attention"), ("h100", "generation_attention"),
+                   ("b200", "gemm")}
+    for t in tables:
+        assert (t.rows.latency_s > 0).all() and t.framework == "trtllm" and t.version == "1.3.0rc20"
+        assert t.rows.latency_s.iloc[0] == pytest.approx(t.rows.latency.iloc[0] * 1e-3)    # ms -> s
+    assert {t.gpu for t in kerneltable.read(DATA, gpu="b200-sxm")} == {"b200"}              # aliases resolve
+    comm = {(t.gpu, t.op, t.version) for t in kerneltable.read(DATA, ops=("nccl", "moe", "moe_a2a"), gpu="b200")}
+    assert comm == {("b200", "nccl", "2.29.2"), ("b200", "moe", "1.3.0rc20"), ("b200", "moe_a2a", "1.3.0rc11")}
+
+
+def test_units(tmp_path):
+    us = kerneltable.read(_csv(tmp_path, latency=None, latency_us=[16.5, 174.0]))[0]
+    assert us.rows.latency_s.tolist() == pytest.approx([16.5e-6, 174e-6])
+    stated = kerneltable.read(_csv(tmp_path, latency_unit=["s", "s"]))[0]
+    assert stated.rows.latency_s.tolist() == pytest.approx([0.0165, 0.174])
+
+
+@pytest.mark.parametrize("cols, message", [
+    ({"k": None}, "missing column k"),
+    ({"m": None, "n": None}, "missing columns m, n"),
+    ({"latency": None}, "expected one latency column"),
+    ({"latency_us": [1.0, 2.0]}, "expected one latency column"),
+    ({"latency_unit": ["ns", "ns"]}, "unknown latency unit ns"),
+    ({"latency_unit": ["ms", "us"]}, "unknown latency unit ms, us"),
+    ({"latency": [0.0165, -1.0]}, "must hold positive numbers"),
+    ({"device": ["ACME X1", "ACME X1"]}, "GPU 'ACME X1' matches no catalog GPU"),
+    ({"gemm_dtype": ["bfloat16", "bf16"], "op_name": ["gemm", "moe"]}, "cannot tell which kernels"),
+])
+def test_bad_tables_are_one_line(tmp_path, cols, message):
+    name = "table.csv" if "op_name" in cols else "gemm_perf.csv"
+    with pytest.raises(IronlawError, match=message) as e:
+        kerneltable.read(_csv(tmp_path, name, **cols))
+    assert "\n" not in str(e.value)
+
+
+def test_an_unknown_gpu_is_named_with_gpu(tmp_path):
+    t = kerneltable.read(_csv(tmp_path, device=["ACME X1", "ACME X1"]), gpu="h100")[0]
+    assert t.gpu == "h100" and t.device == "ACME X1"
+
+
+def test_no_table(tmp_path):
+    with pytest.raises(IronlawError, match="no kernel table"):
+        kerneltable.read(tmp_path)
+    with pytest.raises(IronlawError, match="no such file"):
+        kerneltable.read(tmp_path / "absent")
+    with pytest.raises(IronlawError, match="unknown kernel table op"):
+        kerneltable.read(DATA, ops=("mla",))
+    with pytest.raises(IronlawError, match="no kernel table for GPU 'h200'"):
+        kerneltable.read(DATA, ops=("gemm",), gpu="h200")
+
+
+def test_matching_and_versions():
+    assert kerneltable.match_gpu("NVIDIA GB200") == "gb200"
+    assert kerneltable.match_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition") == "rtx-pro-6000"
+    assert kerneltable.match_gpu("L40S") == "l40s"                      # a catalog name as written
+    assert kerneltable.match_gpu("Intel(R) Arc(TM) Pro B60 Graphics") is None
+    tabs = [kerneltable.KernelTable("gemm", "b200", "NVIDIA B200", "vllm", v, v, None)
+            for v in ("0.22.0", "0.24.0", "0.9.1")]
+    assert [t.version for t in kerneltable.newest(tabs)] == ["0.24.0"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kernels", "{tmp}/absent"], "no such file"),
+    (["--kernels", "{data}", "--out", "x.json"], "must end in .toml"),
+    (["--kernels", "{data}", "--framework", "tensorrt"], "--framework must be one of"),
+    (["--kernels", "{data}"], "tables of 2 GPUs (b200, h100); name one with --gpu"),
+    (["--kernels", "{data}", "--gpu", "h200"], "no kernel table for GPU 'h200'"),
+    (["--kernels", "{tmp}/acme.csv"], "GPU 'ACME X1' matches no catalog GPU"),
+    (["--kernels", "{tmp}/nok.csv"], "missing column k"),
+    (["--kernels", "{tmp}/ns.csv"], "unknown latency unit ns"),
+    (["--kernels", "{tmp}/table.csv", "--gpu", "b200"], "no kernel table for GPU 'b200'"),
+])
+def test_cli_errors(tmp_path, args, message):
+    for name, cols in (("acme", {"device": ["ACME X1", "ACME X1"]}), ("nok", {"k": None}),
+                       ("ns", {"latency_unit": ["ns", "ns"]}), ("table", {"op_name": ["gemm", "gemm"]})):
+        _csv(tmp_path, f"{name}.csv", **cols)
+    argv = [a.format(tmp=tmp_path, data=DATA) for a in args]
+    r = run_cli("calibrate", *argv)
+    assert r.rc == 2, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.err
