@@ -488,3 +488,7 @@ def write(path, text: str) -> Path:
     """Write ``text`` atomically (see ironlaw.core.files); an existing ``path`` survives any failure."""
     from ..core.files import write_atomic
     return write_atomic(check_output(path), text, "--html")
+
+
+# the helpers the other pages of this package (serve_report, train_report, search_report) build with
+esc, num, badge, table = _e, _num, _badge, _table

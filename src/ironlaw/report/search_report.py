@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.units import fmt, fmt_time
 from . import html, svg
 
-_e = html._e
+_e = html.esc
 LEGEND = (("tp", "tensor parallel (sp: with sequence parallelism)"), ("pp", "pipeline stages (/v: interleaved "
           "virtual stages)"), ("cp", "context parallel"), ("dp", "data parallel"),
           ("ep", "expert parallel"), ("adp", "attention data parallel"),
@@ -66,8 +66,8 @@ def _ranked(doc: dict) -> str:
         rc = ([f'<td class="l">{ {"none": "-", "selective": "sel", "full": "full"}[e["recompute"]]}/{e["zero"]}</td>']
               if train else [])
         cells = "".join(html.key(f"top.{i}.{k}", e[k], _text(e[k], u), u) for k, _, u in cols)
-        rows.append(f'<tr id="rank-{e["rank"]}">{html._num(e["rank"], str(e["rank"]))}<td class="l">'
-                    f'{_e(layout(e))}</td>{"".join(rc)}{cells}<td class="l">{html._badge(e["bottleneck"]["resource"])}'
+        rows.append(f'<tr id="rank-{e["rank"]}">{html.num(e["rank"], str(e["rank"]))}<td class="l">'
+                    f'{_e(layout(e))}</td>{"".join(rc)}{cells}<td class="l">{html.badge(e["bottleneck"]["resource"])}'
                     f'</td></tr>')
     best = doc["top"][0]["tokens_per_s_per_gpu"]          # one bar per layout, scaled to the best
     pics = "".join(f'<p class="note">#{e["rank"]} {_e(layout(e))}: {_e(html.rate(e["tokens_per_s_per_gpu"]))} '
@@ -80,7 +80,7 @@ def _ranked(doc: dict) -> str:
     by = doc.get("rank_by", "tokens-per-gpu").replace("-", " ").replace("gpu", "GPU")
     return (f'<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by {_e(by)}; click a '
             f'column to sort. {legend}.</p>'
-            + html._table(head, rows, tid="ranked-table", sortable=True, keys=keys,
+            + html.table(head, rows, tid="ranked-table", sortable=True, keys=keys,
                           left=(1, 2, len(head) - 1) if train else (1, len(head) - 1))
             + pics + "</section>")
 
@@ -107,7 +107,7 @@ def _why(doc: dict) -> str:
     rows = [f'<tr><td class="l">{_e(h)}</td>{html.key(f"top.0.{k}", a[k], _text(a[k], u), u)}'
             f'{html.key(f"top.1.{k}", b[k], _text(b[k], u), u)}<td>{_change(a[k], b[k])}</td></tr>'
             for k, h, u in _columns(doc)]
-    table = html._table(["", "#1", "#2", "#1 against #2"], rows, tid="why-table", left=(0,))
+    table = html.table(["", "#1", "#2", "#1 against #2"], rows, tid="why-table", left=(0,))
     if "breakdown" in a and "breakdown" in b:
         table += _step_parts(a["breakdown"], b["breakdown"])
     return f'<section id="why"><h2>Why the best wins</h2>{head}{table}</section>'
@@ -127,7 +127,7 @@ def _step_parts(a: dict, b: dict) -> str:
             f'<td>{_e(fmt_time(a.get(k, 0.0) - b.get(k, 0.0)))}</td></tr>' for k, label in parts]
     return ('<p class="note">The step, part by part (the same global batch on the same GPUs, so a shorter step is '
             'more tokens/s per GPU); the largest difference first:</p>'
-            + html._table(["part", "#1", "#2", "#1 − #2"], rows, tid="why-parts", left=(0,)))
+            + html.table(["part", "#1", "#2", "#1 − #2"], rows, tid="why-parts", left=(0,)))
 
 
 def _setup(doc: dict) -> str:
@@ -140,7 +140,7 @@ def _setup(doc: dict) -> str:
     note = (f'<p class="note">The top {chk["rows"]} were predicted again by the full training-step model; the '
             f'search\'s fast path agreed within {chk["max_rel_diff"]:.2g} (relative).</p>' if chk.get("rows") else "")
     return ('<section id="setup"><h2>What was searched</h2>'
-            + html._table(["setting", "value"], rows, tid="setup-table", left=(0, 1)) + note + "</section>")
+            + html.table(["setting", "value"], rows, tid="setup-table", left=(0, 1)) + note + "</section>")
 
 
 def render(doc: dict) -> str:
@@ -155,8 +155,8 @@ def render(doc: dict) -> str:
     body = [f'<tr><td class="l">{_e(a)}</td>{html.key(p, v, t, u)}</tr>' for a, p, v, t, u in keys]
     summary = (f'<section id="summary"><h2>The best layout</h2><p class="headline">#1 {_e(layout(best))}: '
                f'{_e(html.rate(best["tokens_per_s_per_gpu"]))} tokens/s per GPU</p>'
-               f'<p class="why">{html._badge(best["bottleneck"]["resource"])} <b>Why:</b> '
-               f'{_e(best["bottleneck"]["why"])}</p>' + html._table(["", "value"], body, tid="key-table", left=(0,))
+               f'<p class="why">{html.badge(best["bottleneck"]["resource"])} <b>Why:</b> '
+               f'{_e(best["bottleneck"]["why"])}</p>' + html.table(["", "value"], body, tid="key-table", left=(0,))
                + "</section>")
     parts = [summary, _setup(doc), _ranked(doc), _why(doc)]
     sub = f"search · {_e(doc['phase'])} · {_e(doc['dtype'])} · {_e(doc['hardware'])}"

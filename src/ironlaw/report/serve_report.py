@@ -17,7 +17,7 @@ from ..core.units import fmt, fmt_time
 from . import html, svg
 from .frontier import section as frontier_section
 
-_e = html._e
+_e = html.esc
 MEMORY_COLOURS = {"weights": svg.CLASS_COLOURS["weights"], "reserve": "#868e96", "workspace": "#f59f00",
                   "KV in use": svg.CLASS_COLOURS["kv_cache"], "KV free": "#d0bfff", "not used": "#e9ecef"}
 
@@ -26,7 +26,7 @@ def _key_table(rows: list[tuple[str, str, float, str, str]], tid: str) -> str:
     """rows: (label, path in the estimate's JSON document, value, text, unit)."""
     body = [f'<tr><td class="l">{_e(label)}</td>{html.key("estimate." + path, v, text, unit)}</tr>'
             for label, path, v, text, unit in rows]
-    return html._table(["", "value"], body, tid=tid, left=(0,))
+    return html.table(["", "value"], body, tid=tid, left=(0,))
 
 
 def _memory_bar(parts: list[tuple[str, float]], total: float, sid: str) -> str:
@@ -42,7 +42,7 @@ def step_section(est, sid: str, title: str, note: str = "") -> str:
     terms = [(label, float(est.term(k)), svg.TERM_COLOURS[k], f"{label}: {fmt_time(float(est.term(k)))}")
              for k, label, _ in html.TERMS]
     return (f'<section id="{sid}"><h2>{_e(title)}</h2><p>{_e(fmt_time(float(est.time_s)))} by the law, '
-            f'{html._badge(b["resource"])} <b>why:</b> {_e(b["why"])}</p>'
+            f'{html.badge(b["resource"])} <b>why:</b> {_e(b["why"])}</p>'
             + (f'<p class="note">{_e(note)}</p>' if note else "")
             + svg.share_bar(terms, sid=f"{sid}-terms")
             + '<p class="legend">' + "".join(f'<span><i style="background:{c}"></i>{_e(t)}</span>'
@@ -87,7 +87,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
     b = doc["decode_bottleneck"]
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">TTFT {_e(fmt_time(doc["ttft_s"]))} · '
                f'ITL {_e(fmt_time(doc["itl_s"]))} · {_e(html.rate(doc["tokens_per_s"]))} tokens/s</p>'
-               f'<p class="why">{html._badge(b["resource"])} <b>Decode binds:</b> {_e(b["why"])}</p>'
+               f'<p class="why">{html.badge(b["resource"])} <b>Decode binds:</b> {_e(b["why"])}</p>'
                + _key_table(keys, "key-table") + "</section>")
     c = doc["concurrency"] * cap["tokens_reserved_per_sequence"] * cap["kv_bytes_per_token"]
     kv_free = cap["kv_budget_bytes"] - c
@@ -152,7 +152,7 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
     b = doc["step_bottleneck"]
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">{_e(html.rate(doc["output_tokens_per_s"]))} '
                f'output tokens/s · {_e(html.rate(doc["output_tokens_per_s_per_gpu"]))} per GPU</p>'
-               f'<p class="why">{html._badge(b["resource"])} <b>Steps bind:</b> {_e(b["why"])}</p>'
+               f'<p class="why">{html.badge(b["resource"])} <b>Steps bind:</b> {_e(b["why"])}</p>'
                f'<p class="note">The batch is set by {_e(doc["batch_limit"].replace("_", " "))}; engine limits: max '
                f'batch {doc["engine"]["max_batch_size"]:,}, max tokens per step {doc["engine"]["max_num_tokens"]:,} '
                f'({_e(doc["engine"]["source"])}).</p>' + _key_table(keys, "key-table") + "</section>")
@@ -202,12 +202,12 @@ def _steps_table(est) -> str:
     for i, (n, e) in enumerate(_distinct_steps(est), 1):
         t = float(e.time_s)
         rows.append(f'<tr><td class="l"><a href="#step-{i}">{i}</a></td><td class="l">{_e(e.graph.name)}</td>'
-                    f'{html._num(n, f"{n:,.0f}")}{html._num(t, fmt_time(t))}{html._num(n * t, fmt_time(n * t))}'
-                    f'<td>{100 * n * t / total:.1f}%</td><td class="l">{html._badge(e.bottleneck()["resource"])}</td></tr>')
+                    f'{html.num(n, f"{n:,.0f}")}{html.num(t, fmt_time(t))}{html.num(n * t, fmt_time(n * t))}'
+                    f'<td>{100 * n * t / total:.1f}%</td><td class="l">{html.badge(e.bottleneck()["resource"])}</td></tr>')
     return ('<section id="steps"><h2>The run\'s engine steps</h2><p class="note">Time by the law per step; the run '
             'adds a fixed runtime cost per step and, for eager steps, a floor of the host launching every kernel '
             '(the constants below), so the steps\' law time is less than the run\'s time.</p>'
-            + html._table(["kind", "step", "steps", "law time per step", "law time, all", "share", "binds"], rows,
+            + html.table(["kind", "step", "steps", "law time per step", "law time, all", "share", "binds"], rows,
                           tid="steps-table", left=(0, 1, 6)) + "</section>")
 
 
@@ -218,5 +218,5 @@ def _constants(doc: dict) -> str:
             for k, v in c.items()]
     notes = "".join(f'<p class="note">note: {_e(n)}</p>' for n in doc.get("notes") or ())
     return ('<section id="constants"><h2>Serving constants and notes</h2>'
-            + html._table(["constant", "value"], rows, tid="constants-table", left=(0,))
+            + html.table(["constant", "value"], rows, tid="constants-table", left=(0,))
             + f'<p class="note">{_e(src)}</p>{notes}</section>')

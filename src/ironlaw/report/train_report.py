@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..core.units import fmt, fmt_time
 from . import html, svg
 
-_e = html._e
+_e = html.esc
 # (label, colour, what it is)
 SEGMENTS = (("kernels", "#d9480f", "the micro-batches' forward and backward kernels (data and compute terms)"),
             ("per-op latency", "#7048e8", "L_lat of every kernel of the micro-batches: launch and host time"),
@@ -56,8 +56,8 @@ def _summary(doc: dict) -> str:
     body = [f'<tr><td class="l">{_e(a)}</td>{html.key("step." + p, v, t, u)}</tr>' for a, p, v, t, u in rows]
     return (f'<section id="summary"><h2>One training step</h2><p class="headline">{_e(fmt_time(doc["step_s"]))} per '
             f'step · {_e(html.rate(doc["tokens_per_s_per_gpu"]))} tokens/s per GPU · MFU {100 * doc["mfu"]:.1f}%</p>'
-            f'<p class="why">{html._badge(b["resource"])} <b>Why:</b> {_e(b["why"])}</p>'
-            + html._table(["", "value"], body, tid="key-table", left=(0,))
+            f'<p class="why">{html.badge(b["resource"])} <b>Why:</b> {_e(b["why"])}</p>'
+            + html.table(["", "value"], body, tid="key-table", left=(0,))
             + f'<p class="note">MFU: {_e(doc["mfu_convention"])}.</p></section>')
 
 
@@ -65,7 +65,7 @@ def _plan(doc: dict) -> str:
     p = doc["plan"]
     rows = [f'<tr><td class="l">{_e(k.replace("_", " "))}</td><td class="l">{_e(v)}</td></tr>' for k, v in p.items()]
     return (f'<section id="plan"><h2>Layout</h2><p>{_e(doc["topology"])}</p>'
-            + html._table(["setting", "value"], rows, tid="plan-table", left=(0, 1)) + "</section>")
+            + html.table(["setting", "value"], rows, tid="plan-table", left=(0, 1)) + "</section>")
 
 
 def _timeline(parts: list[dict], step_s: float) -> str:
@@ -82,7 +82,7 @@ def _timeline(parts: list[dict], step_s: float) -> str:
             'the order a device lives it: the micro-batches (kernels, their per-op latency, the collectives they '
             'wait for), the pipeline\'s idle stages, then what follows the last backward. Host time beyond the '
             'per-op latency is not modelled.</p>' + bar
-            + html._table(["part", "what", "time", "share"], rows, tid="timeline-table", left=(0, 1)) + "</section>")
+            + html.table(["part", "what", "time", "share"], rows, tid="timeline-table", left=(0, 1)) + "</section>")
 
 
 def _collectives(b: dict) -> str:
@@ -98,7 +98,7 @@ def _collectives(b: dict) -> str:
     if not rows:
         return ""
     return ('<section id="collectives"><h2>Collectives: total and exposed</h2>'
-            + html._table(["collective", "total", "on the critical path", "hidden"], rows, tid="collectives-table",
+            + html.table(["collective", "total", "on the critical path", "hidden"], rows, tid="collectives-table",
                           left=(0,)) + "</section>")
 
 
@@ -135,7 +135,7 @@ def _numbers(doc: dict, key: str, fields, title: str) -> str:
             rows.append(f'<tr><td class="l">{_e(label)}</td>{html.key(f"step.{key}.{k}", v, text, "%" if pct else "1")}'
                         f'</tr>')
     src = " ".join(f"{_e(part[k])}." for k in ("price_source", "grid_source", "energy_scope") if part.get(k))
-    return (f'<section id="{key}"><h2>{_e(title)}</h2>' + html._table(["", "value"], rows, tid=f"{key}-table",
+    return (f'<section id="{key}"><h2>{_e(title)}</h2>' + html.table(["", "value"], rows, tid=f"{key}-table",
                                                                         left=(0,))
             + (f'<p class="note">{src}</p>' if src else "") + "</section>")
 
