@@ -34,12 +34,13 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
             grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
             mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
-            restart_s: Optional[float] = None, **builder_options):
+            restart_s: Optional[float] = None, html: Optional[str] = None, **builder_options):
     """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
     step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.analysis.Training` step.
     ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
     ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
-    GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``)."""
+    GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``).
+    ``html``: also write its report to that file (the training step's timeline for a Training)."""
     from .core.errors import IronlawError
     from .models import analysis
 
@@ -52,19 +53,27 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     if plot:
         from .report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
+    from .report import pages
+    pages.check(html)
     if par and phase == "train":
         if plot:
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+        step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+        if html:
+            pages.train_step(html, step)
+        return step
     hw = _device(on, network)
     est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
     if plot:
         from .report.plot import save
         save(est, plot)
-    return analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh, cost)
+    res = analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh, cost)
+    if html:
+        pages.estimate(html, res)
+    return res
 
 
 def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
@@ -78,18 +87,25 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
           price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None,
           train_tokens: Union[str, float, None] = None, mtbf_gpu_hours: Optional[float] = None,
-          checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, **builder_options):
+          checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, html: Optional[str] = None,
+          **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
     :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
-    step's ``energy`` …; with ``train_tokens``, the whole ``run``)."""
+    step's ``energy`` …; with ``train_tokens``, the whole ``run``); ``html``: also write its report (the step's
+    timeline) to that file."""
     from .models import analysis
 
     given = dict(locals())
     cost = _run_inputs(given, "train")
+    from .report import pages
+    pages.check(html)
     opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    return analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+    step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+    if html:
+        pages.train_step(html, step)
+    return step
 
 
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
@@ -142,24 +158,30 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None):
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for); with ``max_throughput=True`` the offline scenario's
     :class:`~ironlaw.models.serving.throughput.ThroughputEstimate`; with ``sweep_concurrency=True`` a
-    :class:`~ironlaw.models.serving.features.options.Frontier`."""
+    :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
+    steps, their rooflines, the concurrency frontier)."""
     from .core.errors import IronlawError
     from .models.serving import online
     from .models.serving.features import options as feat
+    from .report import pages
 
+    pages.check(html)
     if max_throughput:
         from .models.serving import throughput
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
-        est = throughput.max_throughput(
-            spec, on, prompt, output, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
-            kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-            expert_imbalance=expert_imbalance)
-        return energy.with_energy(est, price_per_gpu_hour, grid_gco2_per_kwh)
+        kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
+                  kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
+                  expert_imbalance=expert_imbalance)
+        est = energy.with_energy(throughput.max_throughput(spec, on, prompt, output, **kw), price_per_gpu_hour,
+                                 grid_gco2_per_kwh)
+        if html:
+            pages.serve_offline(html, est, kw)
+        return est
     for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
                        ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
                        ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
@@ -176,8 +198,13 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         if plot:
             from .report.frontier import save
             save(res.to_dict(), plot)
+        if html:
+            pages.serve_online(html, est, kw, feats, frontier=res)
         return res
-    return feat.run(est, kw, feats)
+    res = feat.run(est, kw, feats)
+    if html:
+        pages.serve_online(html, est, kw, feats, serving=res)
+    return res
 
 
 def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
@@ -192,16 +219,19 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
            mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
-           restart_s: Optional[float] = None):
+           restart_s: Optional[float] = None, html: Optional[str] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
     :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
     Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``.
     Serving: ``on="h100,h200,b200"`` (or a list) searches several devices in one ranking; ``rank`` is
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
-    GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults."""
+    GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
+    layouts, why the best wins)."""
     from .core.errors import IronlawError, unknown
 
     cost = _run_inputs(dict(locals()), phase)
+    from .report import pages
+    pages.check(html)
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
@@ -212,15 +242,19 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         from .models.search import train as run
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
-        return run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                          quiet=quiet, settings=settings, cost=cost)
-    if phase == "serve":
+        res = run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
+                         quiet=quiet, settings=settings, cost=cost)
+    elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         from .models.search import serve as run
-        return run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
-                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
-    raise unknown("search phase", phase, ("train", "serve"))
+        res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
+                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
+    else:
+        raise unknown("search phase", phase, ("train", "serve"))
+    if html:
+        pages.search(html, res)
+    return res
 
 
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,

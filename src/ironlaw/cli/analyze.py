@@ -73,6 +73,8 @@ def analyze(
     mtbf_gpu_hours: MtbfGpuHours = None,
     checkpoint_s: CheckpointS = None,
     restart_s: RestartS = None,
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report (one self-contained HTML file); "
+                                       "with --phase train and parallel options: the step's timeline"),
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     from .. import api
@@ -86,7 +88,7 @@ def analyze(
                       offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
                       grid_gco2_per_kwh=grid, train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours,
-                      checkpoint_s=checkpoint_s, restart_s=restart_s)
+                      checkpoint_s=checkpoint_s, restart_s=restart_s, html=html)
     from ..models.analysis import Training
     if isinstance(res, Training):                  # one training step on many devices
         from ._parallel import show_train_step

@@ -57,6 +57,8 @@ def search(
     checkpoint_s: CheckpointS = None,
     restart_s: RestartS = None,
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report: the ranked layouts, why the best "
+                                       "wins (one self-contained HTML file)"),
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
     from .. import api
@@ -69,7 +71,7 @@ def search(
                      slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
                      rank=rank, prices=prices, price_per_gpu_hour=price, grid_gco2_per_kwh=grid,
                      train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s,
-                     restart_s=restart_s)
+                     restart_s=restart_s, html=html)
     if fmt == "json":
         emit_json(res.to_dict())
     else:

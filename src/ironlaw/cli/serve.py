@@ -44,6 +44,8 @@ def serve(
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
+                                       "concurrency frontier (one self-contained HTML file)"),
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
     from .. import api
@@ -56,7 +58,7 @@ def serve(
                     max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                     expert_imbalance=expert_imbalance, speculative=speculative, prefix_hit=prefix_hit,
                     disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
-                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid)
+                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html)
     if fmt == "json":
         emit_json(res.to_dict())
         return

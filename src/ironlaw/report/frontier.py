@@ -14,6 +14,8 @@ from ..core.errors import IronlawError
 
 SCHEMA = "ironlaw.serve-frontier/1"
 MEET, MISS, PLAIN = "#2b8a3e", "#adb5bd", "#1c7ed6"
+COLUMNS = ("concurrency", "ttft_s", "itl_s", "step_s", "tokens_per_s_per_device", "tokens_per_s_per_user",
+           "requests_per_s", "joules_per_output_token", "usd_per_million_output_tokens")
 
 
 def check(doc, where: str = "frontier") -> dict:
@@ -66,18 +68,23 @@ def svg(doc: dict, width: int = 860, height: int = 420) -> str:
     return "".join(out)
 
 
+def _cell(v) -> str:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    return f"<td>{v:.4g}</td>" if ok else "<td>—</td>"
+
+
 def section(doc: dict) -> str:
     e = lambda s: escape(str(s), quote=True)
-    cols = ("concurrency", "ttft_s", "itl_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "requests_per_s")
-    extra = [k for k in ("joules_per_output_token", "usd_per_million_output_tokens") if k in doc["points"][0]]
-    head = "".join(f"<th>{e(c)}</th>" for c in cols + tuple(extra) + ("meets SLO",))
-    rows = "".join("<tr>" + "".join(f"<td>{p.get(c, 0):.4g}</td>" for c in cols + tuple(extra))
+    cols = tuple(k for k in COLUMNS if k in doc["points"][0])          # what this frontier's points carry
+    head = "".join(f"<th>{e(c)}</th>" for c in cols + ("meets SLO",))
+    rows = "".join("<tr>" + "".join(_cell(p.get(c)) for c in cols)
                    + f"<td>{'' if 'meets_slo' not in p else ('yes' if p['meets_slo'] else 'no')}</td></tr>"
                    for p in doc["points"])
+    what = doc.get("sweeps", "one point per concurrency (continuous batching)")
     return (f'<section id="frontier"><h2>Serving frontier: {e(doc.get("workload", ""))} on '
             f'{e(doc.get("hardware", ""))}</h2><p class="note">Prompt {e(doc.get("prompt_tokens"))}, output '
-            f'{e(doc.get("output_tokens"))} tokens; one point per concurrency (continuous batching), green where the '
-            f'SLO is met.</p>' + svg(doc) + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}'
+            f'{e(doc.get("output_tokens"))} tokens; {e(what)}, green where the SLO is met.</p>' + svg(doc)
+            + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}'
             f'</tbody></table></div></section>')
 
 

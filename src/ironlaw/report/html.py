@@ -5,11 +5,15 @@ Sections (element ids, which tests and readers can rely on): ``summary`` (time, 
 (a sortable table; ``report.html#sort=flops:desc`` opens it sorted), ``by-kind``, ``footprint`` (against
 the memory tiers), ``whatif``, ``validation`` and ``frontier`` (the serving concurrency frontier) when given, ``sources`` (every hardware number with
 its source). ``fragment`` is the same material for Jupyter (``Estimate._repr_html_``).
+``document`` is the page around any sections, with the result's JSON document embedded and every key number
+(``key``) tied to its place in it: the serve, training-step and search reports (``serve_report``,
+``train_report``, ``search_report``) are built from these sections and helpers.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from html import escape
 from pathlib import Path
 
@@ -190,7 +194,7 @@ def terms(est) -> str:
             + "</section>")
 
 
-def roofline(est) -> str:
+def roofline(est, title: str = "Roofline: every op") -> str:
     pts, skipped = svg.roofline_points(est)
     note = ""
     if skipped:
@@ -211,7 +215,7 @@ def roofline(est) -> str:
             drawn += " (matplotlib is not installed)"
     if picture is None:
         picture = svg.roofline(est)
-    return (f'<section id="roofline"><h2>Roofline: every op</h2>'
+    return (f'<section id="roofline"><h2>{_e(title)}</h2>'
             f'<p class="note">Roofs are the device\'s peaks (η = 1); each point is an op at its arithmetic '
             f'intensity and the FLOP/s it achieves in its predicted time (latency included). Point area ∝ the '
             f'op\'s share of the time; hover a point for details. {len(pts)} ops plotted; drawn by {drawn}.</p>'
@@ -253,19 +257,29 @@ def top_ops(est, top: int | None) -> str:
             f'Times are totals over the op\'s repeats (×).</p>' + ops_table(est, top) + "</section>")
 
 
-def by_kind(est) -> str:
+def kind_table(est, tid: str = "kind-table") -> str:
+    """The Iron Law terms per op kind (sortable); a network column where any op moves bytes over links."""
     agg = est.by_kind()
+    net: dict[str, float] = {}
+    for r in est.rows():
+        net[r["kind"]] = net.get(r["kind"], 0.0) + float(r.get("network_s", 0.0))
+    with_net = any(v > 0 for v in net.values())
     total = sum(a["time_s"] for a in agg.values()) or 1.0
     rows = [f'<tr><td class="l">{_e(k)}</td>{_num(a["count"], str(a["count"]))}{_num(a["flops"], _n(a["flops"]))}'
             f'{_num(a["bytes"], fmt(a["bytes"], "B"))}{_num(a["data_s"], fmt_time(a["data_s"]))}'
             f'{_num(a["compute_s"], fmt_time(a["compute_s"]))}{_num(a["latency_s"], fmt_time(a["latency_s"]))}'
-            f'{_num(a["time_s"], fmt_time(a["time_s"]))}<td>{100 * a["time_s"] / total:.1f}%</td></tr>'
+            + (_num(net[k], fmt_time(net[k])) if with_net else "")
+            + f'{_num(a["time_s"], fmt_time(a["time_s"]))}<td>{100 * a["time_s"] / total:.1f}%</td></tr>'
             for k, a in agg.items()]
-    return ('<section id="by-kind"><h2>By op kind</h2>'
-            + _table(["kind", "×", "FLOPs", "bytes", "data", "compute", "latency", "time", "share"], rows,
-                     tid="kind-table", sortable=True, keys=["kind", "count", "flops", "bytes", "data_s", "compute_s",
-                                                             "latency_s", "time_s", "share"], left=(0,))
-            + "</section>")
+    head = ["kind", "×", "FLOPs", "bytes", "data", "compute", "latency"] + (["network"] if with_net else []) \
+        + ["time", "share"]
+    keys = ["kind", "count", "flops", "bytes", "data_s", "compute_s", "latency_s"] + (["network_s"] if with_net else []) \
+        + ["time_s", "share"]
+    return _table(head, rows, tid=tid, sortable=True, keys=keys, left=(0,))
+
+
+def by_kind(est) -> str:
+    return '<section id="by-kind"><h2>By op kind</h2>' + kind_table(est) + "</section>"
 
 
 def footprint(est) -> str:
@@ -293,7 +307,11 @@ def footprint(est) -> str:
 
 
 def sources(est) -> str:
-    hw = est.hw
+    return hardware_sources(est.hw)
+
+
+def hardware_sources(hw) -> str:
+    """Every hardware number of ``hw`` with its source."""
     rows = [f'<tr><td class="l">{_e(d)} matrix peak</td>{_num(p, fmt(p, "FLOP/s"))}<td class="src">'
             f'{_e(hw.sources.get(f"compute.{d}", ""))}</td></tr>' for d, p in hw.peak_flops.items()]
     rows.append(f'<tr><td class="l">vector peak</td>{_num(hw.vector_flops, fmt(hw.vector_flops, "FLOP/s"))}'
@@ -375,9 +393,7 @@ def render(est, compare: dict | None = None, validation_doc: dict | None = None,
            frontier_doc: dict | None = None) -> str:
     """The whole page as a string."""
     _single(est)
-    from .._version import __version__
     g = est.graph
-    title = f"ironlaw · {g.name} on {est.hw.name}"
     parts = [summary(est), terms(est), roofline(est), top_ops(est, top), by_kind(est), footprint(est)]
     if compare is not None:
         parts.append(whatif(compare))
@@ -387,17 +403,62 @@ def render(est, compare: dict | None = None, validation_doc: dict | None = None,
         from .frontier import section
         parts.append(section(frontier_doc))
     parts.append(sources(est))
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq", "image") if k in g.meta)
+    sub = (f"{_e(g.phase)} · {_e(g.dtype)}{_e(' · ' + meta if meta else '')} · "
+           f"spec <code>{_e(g.meta.get('spec', g.name))}</code>")
+    return document(f"ironlaw · {g.name} on {est.hw.name}", f"{g.name} on {est.hw.title}", sub, parts)
+
+
+def document(title: str, heading: str, sub_html: str, parts: list[str], data: dict | None = None,
+             nav: bool = False) -> str:
+    """A whole self-contained page: the report's CSS and script, ``parts`` (HTML sections) under a heading,
+    with ``nav`` a list of links to every section, and ``data`` (the result's JSON document) embedded as
+    ``<script type="application/json" id="document">`` for readers and tests."""
+    from .._version import __version__
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{CSS}</style></head>"
-            f"<body><main class=\"ironlaw-report\"><h1 id=\"title\">{_e(g.name)} on {_e(est.hw.title)}</h1>"
-            f"<p class=\"sub\">{_e(g.phase)} · {_e(g.dtype)}{_e(' · ' + meta if meta else '')} · "
-            f"spec <code>{_e(g.meta.get('spec', g.name))}</code></p>"
+            f"<body><main class=\"ironlaw-report\"><h1 id=\"title\">{_e(heading)}</h1>"
+            f"<p class=\"sub\">{sub_html}</p>" + (contents(parts) if nav else "")
             + "".join(parts)
             + f"<footer>ironlaw {_e(__version__)} · generated {stamp} · T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per op"
-            f"</footer></main><script>{JS}</script></body></html>\n")
+            f"</footer></main>" + (json_block(data) if data is not None else "")
+            + f"<script>{JS}</script></body></html>\n")
+
+
+def contents(parts: list[str]) -> str:
+    """Links to every top-level section of ``parts`` (``<section id=…><h2>…</h2>``)."""
+    links = []
+    for p in parts:
+        m = re.match(r'<section id="([^"]+)"><h2>(.*?)</h2>', p)
+        if m:
+            links.append(f'<a href="#{m.group(1)}">{m.group(2)}</a>')
+    return f'<nav id="contents" class="note">{" · ".join(links)}</nav>' if links else ""
+
+
+def json_block(doc: dict) -> str:
+    """``doc`` as an inline JSON data block (numpy scalars and arrays as plain numbers; ``</`` escaped)."""
+    import json
+
+    def plain(o):
+        if hasattr(o, "tolist"):
+            return o.tolist()
+        raise TypeError(f"not JSON serializable: {type(o).__name__}")
+    text = json.dumps(doc, allow_nan=False, default=plain).replace("</", "<\\/")
+    return f'<script type="application/json" id="document">{text}</script>'
+
+
+def key(path: str, value: float, text: str, unit: str = "1", tag: str = "td") -> str:
+    """A key number: shown as ``text``, with the exact ``value`` and its place ``path`` in the JSON document
+    (dotted, list indices as numbers) for readers and the browser test; ``unit`` (s, B, %, 1) says how
+    ``text`` reads."""
+    return (f'<{tag} data-json="{_e(path)}" data-unit="{unit}" data-v="{float(value)!r}">{_e(text)}</{tag}>')
+
+
+def rate(x: float) -> str:
+    """A rate or a count for text: 5,524 or 21.6."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 _uid = [0]
@@ -427,3 +488,7 @@ def write(path, text: str) -> Path:
     """Write ``text`` atomically (see ironlaw.core.files); an existing ``path`` survives any failure."""
     from ..core.files import write_atomic
     return write_atomic(check_output(path), text, "--html")
+
+
+# the helpers the other pages of this package (serve_report, train_report, search_report) build with
+esc, num, badge, table = _e, _num, _badge, _table
