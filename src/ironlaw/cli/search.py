@@ -78,20 +78,9 @@ def search(
         show(res, fmt)
 
 
-def _layout(e: dict) -> str:
-    if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
-            + (" adp" if e.get("attention_dp") else "")
-        return f"{par} {e['dtype']} ×{e['concurrency']}"
-    s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
-    s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
-    s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""
-    s += f" dp{e['dp']}" + (f" ep{e['ep']}" if e["ep"] > 1 else "") + f" mb{e['micro_batch']}"
-    return s
-
-
 def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt_num, fmt_size, fmt_time
+    from ..report.search_report import layout
     train = res.phase == "train"
     offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
     several = len(res.setup.get("devices", ())) > 1                 # one table over devices: name each row's
@@ -106,7 +95,7 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
         cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
-        rows.append([str(e["rank"])] + ([e["hardware"]] if several else []) + [_layout(e)] + extra
+        rows.append([str(e["rank"])] + ([e["hardware"]] if several else []) + [layout(e)] + extra
                     + [fmt_num(e["tokens_per_s_per_gpu"]), t1, t2]
                     + (cost or [fmt_size(e["memory_per_gpu_bytes"]), e["bottleneck"]["resource"]]))
     return head, rows
