@@ -284,7 +284,7 @@ def test_a_gemv_path_row_beyond_the_first_rereads_the_weights():
     assert two == pytest.approx(1.66 * w / DRAM + 4.0 * 2 * (k + n) / LLC)
     cols = Graph("t", "infer", "fp32", [linear(2, n, k), linear(2, n, k, weights_kn=True),
                                         linear(4, n, k, weights_kn=True)]).columns()
-    assert np.allclose(efficiency.extra_weight_bytes(hw.calibration, cols, hw), [0.0, 0.66 * w, 0.0])
+    assert np.allclose(efficiency.extra_weight_bytes(hw.calibration, cols, cache.pack_limit_bytes(hw)), [0.0, 0.66 * w, 0.0])
 
 
 def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():

@@ -30,6 +30,7 @@ class Terms:
     latency_s: np.ndarray             # (n_ops, 1…) fixed seconds per invocation (launch / dispatch, framework)
     serial: np.ndarray                # (n_ops, *cfg) share of min(data, compute) not overlapped (0 = overlapped)
     epilogue: np.ndarray              # (n_ops, *cfg) share of the data time stored after the main loop
+    vector_eta: float                 # η of the vector unit for an op's added vector work (what-ifs)
     extra_bytes: np.ndarray           # (n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond
                                       # its weights once (packed copies that spill, GEMV passes and rows)
 
@@ -38,25 +39,27 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     """The efficiency table of ``cols`` on ``hw``: the flat defaults, refined by ``hw.calibration`` where it
     has one. ``resident`` (1 | n_ops, *cfg): ops whose weights stay in the last cache level (a GEMV's cost
     per stored row applies only to weights read from device memory)."""
+    per_kind = np.array([hw.eta(k) for k in KINDS])          # the device, read once
+    eta_mem, lat_s, vector_eta, cal = hw.efficiency["memory"], hw.op_latency_s, hw.eta("elementwise"), hw.calibration
+    limit = pack_limit_bytes(hw) if cal is not None else None
     lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
     shape = cols.flops.shape
-    eta_c = np.array([hw.eta(k) for k in KINDS])[cols.kind_idx].reshape(lead)
-    eta_m = np.full(lead, hw.efficiency["memory"])
-    lat = np.full(lead, hw.op_latency_s)
-    epilogue = epilogue_share(hw, cols)
-    cal = hw.calibration
+    eta_c = per_kind[cols.kind_idx].reshape(lead)
+    eta_m, lat = np.full(lead, eta_mem), np.full(lead, lat_s)
+    epilogue = epilogue_share(hw.kind, cols)
     if cal is None:
-        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, np.zeros(shape))
+        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
+                     np.zeros(shape))
     return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c), shape),
                  memory_eta=memory_eta(cal, cols, eta_m),
-                 memory_eta_base=memory_eta(cal, cols, np.full(lead, hw.efficiency["memory"]), own=False),
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False),
                  latency_s=op_latency(cal, cols, lat),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
-                 epilogue=epilogue,
-                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, hw, resident), shape))
+                 epilogue=epilogue, vector_eta=vector_eta,
+                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
 
 
-def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:
+def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) share of an op's data time that its kernel spends storing its output after the main
     loop, not overlapped with compute: a GPU GEMM's epilogue (the written bytes' share of its traffic);
     0 elsewhere (CPU GEMMs: see ``serial_share``). A CTA computes its output tile over the K loop, its
@@ -64,7 +67,7 @@ def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:
     the stores of a wave are not hidden. Negligible for a deep K (a 4096-deep projection: ~1%), it is
     most of the time of a batched QKᵀ (K = 128 writing the s² scores)."""
     out = np.zeros(cols.flops.shape)
-    if hw.kind != "gpu" or cols.written is None:
+    if device_kind != "gpu" or cols.written is None:
         return out
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     total = sum(cols.bytes.values(), np.zeros(cols.flops.shape))
@@ -89,7 +92,7 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in cal.compute.items():
         out[kinds == kind] = value
-    gemm = cal.shape("matmul")
+    gemm = cal.shapes.get("matmul", {})
     if gemm:
         dts = np.array(cols.dtypes)
         rows = (kinds == "matmul") & np.isin(dts, list(gemm))
@@ -111,7 +114,7 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
     dts = np.array(cols.dtypes)
     dims = None
     for kind in ("matmul",) + SHAPE_KINDS:
-        for dt, p in cal.shape(kind).items():
+        for dt, p in cal.shapes.get(kind, {}).items():
             r = (kinds == kind) & (dts == dt)
             if "serial" in p and r.any():
                 dims = dims or gemm_dims(cols)
@@ -159,18 +162,17 @@ def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
     return np.minimum(eta_op * (bw_llc_Bps / bw_tier_Bps), np.maximum(eta_base, eta_op))
 
 
-def extra_weight_bytes(cal: Calibration, cols: Columns, hw, resident=None) -> np.ndarray:
+def extra_weight_bytes(cal: Calibration, cols: Columns, limit: float | None, resident=None) -> np.ndarray:
     """Per op, the device-memory bytes a calibrated GEMM reads beyond its weights once: ``pack`` × weight
-    bytes where a GEMM's weights exceed ``pack_limit_bytes`` (its packed copy spills), and on the GEMV path
+    bytes where a GEMM's weights exceed ``limit`` (the device's ``pack_limit_bytes``: its packed copy spills), and on the GEMV path
     ``gemv_pass(_kn)`` × (M − 1) × weight bytes plus, where the weights come from device memory (not
     ``resident``), (``row_factor`` − 1) × weight bytes. 0 elsewhere."""
     out = np.zeros(cols.flops.shape)
-    tables = {dt: p for dt, p in cal.shape("matmul").items()
+    tables = {dt: p for dt, p in cal.shapes.get("matmul", {}).items()
               if any(p.get(f) for f in ("pack", "gemv_pass", "gemv_pass_kn", "gemv_row", "gemv_row_kn"))}
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     if not tables or not rows.any():
         return out
-    limit = pack_limit_bytes(hw)
     w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
     spill = w > limit if limit is not None else np.zeros(w.shape, bool)
     m, n, k = gemm_dims(cols)
@@ -214,7 +216,7 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
     dts = np.array(cols.dtypes)
     own = np.isin(_names(cols, "kernels"), [name for name, _ in _gemm_kernels(cal)])   # a kernel's own table
     for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
-        for dt, p in cal.shape(kind).items():
+        for dt, p in cal.shapes.get(kind, {}).items():
             if "latency_s" in p:
                 out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
     out = _scoped(cal, cols, out, "latency_s")
@@ -229,7 +231,7 @@ def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
     dts = np.array(cols.dtypes)
     out, dims = None, None
     for kind in ("matmul",) + SHAPE_KINDS:
-        for dt, p in cal.shape(kind).items():
+        for dt, p in cal.shapes.get(kind, {}).items():
             r = (kinds == kind) & (dts == dt)
             if not r.any() or not any(f in p for f in ("streamed", "streamed_kn")):
                 continue
@@ -271,7 +273,7 @@ def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
     dts = np.array(cols.dtypes)
     dims = None
     for kind in SHAPE_KINDS:
-        for dt, p in cal.shape(kind).items():
+        for dt, p in cal.shapes.get(kind, {}).items():
             r = (kinds == kind) & (dts == dt)
             if r.any():
                 dims = dims or gemm_dims(cols)

@@ -152,7 +152,7 @@ def compute_term(cols: Columns, hw: Hardware, peak: np.ndarray, terms: efficienc
         compute_s = cols.flops / (peak * eta)
     compute_s = np.where(cols.flops > 0, compute_s, 0.0)       # no FLOPs, no compute time (whatever η says)
     if cols.vector_flops is not None:
-        compute_s = compute_s + cols.vector_flops / (hw.vector_flops * hw.eta("elementwise")
+        compute_s = compute_s + cols.vector_flops / (hw.vector_flops * terms.vector_eta
                                                      * (1.0 if cols.eta_scale is None else cols.eta_scale))
     return compute_s
 
