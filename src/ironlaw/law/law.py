@@ -47,6 +47,7 @@ class Placed:
     resident: np.ndarray              # (1 | n_ops, *cfg) all of an op's traffic stays in the last cache level
     traffic: np.ndarray               # (n_tiers, n_ops, *cfg) bytes per tier, before a calibration's extra bytes
     peak: np.ndarray                  # (n_ops, 1…) FLOP/s of the op's unit at its dtype
+    device_tier: int                  # index of the device memory tier in ``hw.memory``
 
 
 def predict(graph: Graph, hw: Hardware, composition: str = "overlap") -> Estimate:
@@ -58,10 +59,17 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap") -> Estimat
 
 
 def place(graph: Graph, hw: Hardware) -> Placed:
+    """The ops placed on ``hw``'s memory tiers and units; the device is read here, in one pass (its capacity
+    placement, whether the footprint fits the last cache level, its resident limit, device tier and peaks)."""
     cols = graph.columns()
     placement = capacity.place(graph.footprint, hw, cols.cfg_shape)
-    resident = resident_ops(graph, hw, cols)
-    return Placed(graph, cols, placement, resident, placed_traffic(cols, hw, placement, resident), peaks(cols, hw))
+    fits, hot_limit, dev = fits_last_cache(graph.footprint, hw), resident_limit_bytes(hw), hw.device_tier
+    matrix = {}                                     # dtype -> FLOP/s of the matrix unit
+    for dt in matrix_dtypes(cols):
+        matrix[dt] = hw.peak(dt)
+    resident = resident_ops(cols, fits)
+    traffic = placed_traffic(cols, hw.memory, dev, placement, resident, hot_limit)
+    return Placed(graph, cols, placement, resident, traffic, peaks(cols, matrix, hw.vector_flops), dev)
 
 
 def timed(p: Placed, hw: Hardware, composition: str = "overlap") -> Estimate:
@@ -79,31 +87,34 @@ def timed(p: Placed, hw: Hardware, composition: str = "overlap") -> Estimate:
 
 # ---------------------------------------------------------------- data term
 
-def resident_ops(graph: Graph, hw: Hardware, cols: Columns) -> np.ndarray:
+def resident_ops(cols: Columns, fits) -> np.ndarray:
     """(1 | n_ops, *cfg): a workload whose whole footprint fits stays in the last cache level between calls
     (its weights and everything else are read from there: a small MLP on a CPU); so do ops measured in
-    such a workload (``op.attrs["resident"]``)."""
+    such a workload (``op.attrs["resident"]``). ``fits``: the footprint fits the last cache level
+    (``fits_last_cache``, per configuration)."""
     cfg = cols.cfg_shape
-    resident = np.broadcast_to(fits_last_cache(graph.footprint, hw), cfg)[None]
+    resident = np.broadcast_to(fits, cfg)[None]
     if cols.resident is not None:
         resident = resident | cols.resident.reshape((-1,) + (1,) * len(cfg))
     return resident
 
 
-def placed_traffic(cols: Columns, hw: Hardware, placement: capacity.Placement, resident: np.ndarray) -> np.ndarray:
-    """(n_tiers, n_ops, *cfg) bytes each op moves from each tier: every storage class from the tiers it
-    occupies; activations that fit the resident fraction, and all traffic of resident ops, from the last
-    cache level."""
-    n_tiers, cfg = len(hw.memory), cols.cfg_shape
-    cache = [i for i, t in enumerate(hw.memory) if t.role == "cache"]
+def placed_traffic(cols: Columns, tiers: list, dev: int, placement: capacity.Placement, resident: np.ndarray,
+                   hot_limit: float | None) -> np.ndarray:
+    """(n_tiers, n_ops, *cfg) bytes each op moves from each of the device's memory ``tiers``: every storage
+    class from the tiers it occupies (traffic of a class with no footprint from device memory, tier ``dev``);
+    activations that fit the resident fraction (``hot_limit`` bytes), and all traffic of resident ops, from
+    the last cache level."""
+    n_tiers, cfg = len(tiers), cols.cfg_shape
+    cache = [i for i, t in enumerate(tiers) if t.role == "cache"]
     traffic = np.zeros((n_tiers, len(cols.kind_idx), *cfg))
     for cls, b in cols.bytes.items():
         frac = placement.fraction(cls)                        # (n_tiers, *cfg)
         unplaced = frac.sum(axis=0) == 0                      # traffic of a class with no footprint
-        frac[hw.device_tier] = np.where(unplaced, 1.0, frac[hw.device_tier])   # lives in device memory
+        frac[dev] = np.where(unplaced, 1.0, frac[dev])         # lives in device memory
         share = frac[:, None] * b[None]                       # (n_tiers, n_ops, *cfg)
         if cache and (cls == "activations" or np.any(resident)):
-            hot = (b <= resident_limit_bytes(hw)) if cls == "activations" else np.broadcast_to(resident, b.shape)
+            hot = (b <= hot_limit) if cls == "activations" else np.broadcast_to(resident, b.shape)
             moved = np.where(hot[None], share, 0.0).sum(axis=0)
             share = np.where(hot[None], 0.0, share)
             share[cache[-1]] += moved
@@ -117,7 +128,7 @@ def data_term(p: Placed, hw: Hardware, terms: efficiency.Terms) -> tuple[np.ndar
     last cache level an op's own η as its kernel's rate in that cache (``efficiency.slow_tier_eta``)."""
     cols, cfg = p.cols, p.cols.cfg_shape
     traffic = p.traffic.copy()
-    traffic[hw.device_tier] += terms.extra_bytes
+    traffic[p.device_tier] += terms.extra_bytes
     eta_mem = terms.memory_eta
     bw = np.array([t.bw_Bps for t in hw.memory]).reshape((len(hw.memory), 1) + (1,) * len(cfg))
     data_tier_s = traffic / (bw * eta_mem[None])
@@ -132,14 +143,21 @@ def data_term(p: Placed, hw: Hardware, terms: efficiency.Terms) -> tuple[np.ndar
 
 # ---------------------------------------------------------------- compute term
 
-def peaks(cols: Columns, hw: Hardware) -> np.ndarray:
-    """(n_ops, 1…) FLOP/s: matrix ops on the matrix unit at their dtype, the rest on the vector unit."""
+def matrix_dtypes(cols: Columns) -> list[str]:
+    """The dtypes the matrix unit runs, in op order: those of matrix ops with FLOPs."""
+    return list(dict.fromkeys(dt for i, (k, dt) in enumerate(zip(cols.kind_idx, cols.dtypes))
+                              if KINDS[k] in MATRIX_KINDS and np.any(cols.flops[i] > 0)))
+
+
+def peaks(cols: Columns, matrix: dict, vector_flops: float) -> np.ndarray:
+    """(n_ops, 1…) FLOP/s: matrix ops on the matrix unit at their dtype (``matrix``: dtype → peak), the rest
+    on the vector unit."""
     peak = np.empty(len(cols.kind_idx))
     for i, (k, dt) in enumerate(zip(cols.kind_idx, cols.dtypes)):
         if KINDS[k] in MATRIX_KINDS:
-            peak[i] = hw.peak(dt) if np.any(cols.flops[i] > 0) else np.inf
+            peak[i] = matrix[dt] if np.any(cols.flops[i] > 0) else np.inf
         else:
-            peak[i] = hw.vector_flops
+            peak[i] = vector_flops
     return peak.reshape((-1,) + (1,) * len(cols.cfg_shape))
 
 
