@@ -66,7 +66,7 @@ def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
     loads pipelined under the MMAs, then stores the tile; with one or two CTAs per SM launched in waves
     the stores of a wave are not hidden. Negligible for a deep K (a 4096-deep projection: ~1%), it is
     most of the time of a batched QKᵀ (K = 128 writing the s² scores)."""
-    if not isinstance(device_kind, str):      # (it took the Hardware once: a stale caller must not get zeros)
+    if not isinstance(device_kind, str):      # a Hardware here would read as a non-GPU: zeros, silently
         raise TypeError(f"epilogue_share takes the device's kind ('gpu', 'cpu' …), got {type(device_kind).__name__}")
     out = np.zeros(cols.flops.shape)
     if device_kind != "gpu" or cols.written is None:
