@@ -93,7 +93,7 @@ class CellTerms:
     (the batch and the step mix do not depend on the constants). ``time(c)`` equals max_throughput's time_s."""
 
     def __init__(self, est, cell):
-        from ironlaw.law import efficiency, law
+        from ironlaw.law import law
         from ironlaw.core.gemmshape import gemm_dims
         from ironlaw.core.graph import KINDS
         from ironlaw.machine.calibration import STREAMED
@@ -114,7 +114,7 @@ class CellTerms:
                                  for d in z.cols.dtypes])) | np.isin(kern, [k for k in cal.kernel
                                                                           if k.startswith("attention_")])
             fixed = (fixed & (kern != GROUPED_GEMM)).reshape(z.compute_s.shape)
-            epi = efficiency.epilogue_share(hw, z.cols)
+            epi = z.terms.epilogue
             peak = np.array([hw.peak(dt) if np.any(f > 0) else np.inf for dt, f in zip(z.cols.dtypes, z.cols.flops)])
             mat = np.where(kinds == "attention", z.cols.flops / peak, 0.0)
             act = z.cols.bytes.get("activations", np.zeros_like(z.cols.flops))

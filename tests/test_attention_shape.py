@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ironlaw.measure.calibrate import calibrate, fit, fitcore
-from ironlaw.law import calibrated
+from ironlaw.law import efficiency
 from ironlaw.machine import calibration
 from ironlaw.core.graph import Graph, Op
 from ironlaw.measure.calibrate import build
@@ -49,7 +49,7 @@ def test_a_decode_steps_kv_cache_is_walked_at_the_attention_kinds_eta():
                 attrs={"nk": (513, 64)})
     gemv = Op("mm", "matmul", flops=2e6, bytes={"activations": 1e4, "weights": 4e6}, dtype="fp32")
     cols = Graph("d", "infer", "fp32", [decode, gemv]).columns()
-    eta = np.ravel(calibrated.memory_eta(calibration.Calibration.of(cal), cols, np.ones(2)))
+    eta = np.ravel(efficiency.memory_eta(calibration.Calibration.of(cal), cols, np.ones(2)))
     assert eta[0] == pytest.approx(0.5)                          # activations and KV cache alike
     assert eta[1] == pytest.approx(1.0)                          # other kinds' weights keep 'streamed'
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ironlaw.measure.calibrate import calibrate
-from ironlaw.law import calibrated, law
+from ironlaw.law import efficiency, law
 from ironlaw.machine import calibration, hardware
 from ironlaw.core import gemmshape
 from ironlaw.measure.calibrate.calibrate import Observation
@@ -83,7 +83,7 @@ def test_memory_eta_weights_each_class_by_its_reuse_pattern():
            Op("mix", "copy", bytes={"weights": 100.0, "activations": 300.0}, dtype="fp16"),
            elementwise("n", 50, "fp16", kind="norm")]
     cols = Graph("g", "infer", "fp16", ops).columns()
-    eta = calibrated.memory_eta(calibration.Calibration.of(cal), cols, np.full((4,), 0.8)).reshape(-1)
+    eta = efficiency.memory_eta(calibration.Calibration.of(cal), cols, np.full((4,), 0.8)).reshape(-1)
     # 400 bytes in 100/0.5 + 300/1.0 = 500 byte-times -> 0.8; a calibrated kind replaces the pattern
     assert eta.tolist() == pytest.approx([0.5, 1.0, 0.8, 0.25])
 
@@ -122,7 +122,7 @@ def test_latency_table_per_kind_with_default():
     cal = {"latency_s": {"default": 1e-6, "matmul": 7e-6}}
     ops = [linear("mm", 4, 4, 4, "fp16"), elementwise("e", 4, "fp16"), Op("c", "copy", dtype="fp16")]
     cols = Graph("g", "infer", "fp16", ops).columns()
-    assert calibrated.op_latency(calibration.Calibration.of(cal), cols, np.full(3, 5e-6)).tolist() == [7e-6, 1e-6, 1e-6]
+    assert efficiency.op_latency(calibration.Calibration.of(cal), cols, np.full(3, 5e-6)).tolist() == [7e-6, 1e-6, 1e-6]
 
 
 def good_table() -> dict:

@@ -7,7 +7,7 @@ import pytest
 
 from ironlaw.machine import cache, calibration, hardware
 from ironlaw.measure.calibrate import calibrate
-from ironlaw.law import calibrated, law
+from ironlaw.law import efficiency, law
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.graph import Graph, Op
 from ironlaw.measure.calibrate import build
@@ -91,7 +91,7 @@ def test_a_gemm_table_gives_its_weights_their_own_eta():
     t = times(cpu(cal), [conv])[0]
     eta = 2e6 / (1e6 / 0.1 + 1e6 / 1.0)
     # the weights in device memory: the slower of the kernel's rate in the cache (η·LLC) and DRAM at the
-    # plain patterns' η (calibrated.slow_tier_eta)
+    # plain patterns' η (efficiency.slow_tier_eta)
     assert t == pytest.approx(1e6 / (LLC * eta) + max(1e6 / (LLC * eta), 1e6 / (DRAM * 1.0)))
     assert t < 0.6 * (1e6 / (LLC * 0.1) + 1e6 / (DRAM * 0.1))     # not the kind's 0.1 on the weights too
 
@@ -284,7 +284,7 @@ def test_a_gemv_path_row_beyond_the_first_rereads_the_weights():
     assert two == pytest.approx(1.66 * w / DRAM + 4.0 * 2 * (k + n) / LLC)
     cols = Graph("t", "infer", "fp32", [linear(2, n, k), linear(2, n, k, weights_kn=True),
                                         linear(4, n, k, weights_kn=True)]).columns()
-    assert np.allclose(calibrated.extra_weight_bytes(hw.calibration, cols, hw), [0.0, 0.66 * w, 0.0])
+    assert np.allclose(efficiency.extra_weight_bytes(hw.calibration, cols, cache.pack_limit_bytes(hw)), [0.0, 0.66 * w, 0.0])
 
 
 def test_the_fit_gives_x_at_w_its_own_weight_eta_from_the_probes_rows():

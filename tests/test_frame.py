@@ -52,8 +52,7 @@ def test_columns_sum_to_the_terms_and_obey_the_law(spec, kw, composition):
     df = est.to_frame()
     # per op: the composition rule of the law
     if composition == "overlap":                 # a GPU GEMM's epilogue (its stores) follows its main loop
-        from ironlaw.law.efficiency import epilogue_share
-        write = df.data_s * np.asarray(epilogue_share(est.hw, est.cols)).reshape(-1)
+        write = df.data_s * np.asarray(est.terms.epilogue).reshape(-1)
         rule = np.maximum(df.data_s - write, df.compute_s) + write + df.latency_s + df.network_s
     else:
         rule = df.data_s + df.compute_s + df.latency_s + df.network_s
@@ -69,8 +68,8 @@ def test_columns_sum_to_the_terms_and_obey_the_law(spec, kw, composition):
     assert (df.compute_s >= df.flops / max([*hw.peak_flops.values(), hw.vector_flops]) * (1 - 1e-12)).all()
     # every op row names what binds it; latency alone would be n × op latency
     assert set(df.bound) <= {"compute", "bandwidth", "latency", "network"}
-    from ironlaw.law.efficiency import op_latency       # per op: the device's, or its calibration's per kind/dtype
-    lat = np.broadcast_to(op_latency(est.hw, est.cols), est.cols.flops.shape).reshape(-1)
+    from ironlaw.law import efficiency      # per op: the device's, or its calibration's per kind/dtype
+    lat = np.broadcast_to(efficiency.evaluate(est.cols, est.hw).latency_s, est.cols.flops.shape).reshape(-1)
     assert df.latency_s.sum() == pytest.approx(float((df["count"] * lat).sum()), rel=1e-9)
 
 

@@ -134,7 +134,7 @@ def _synthetic_cases():
 
 def test_fit_recovers_known_efficiencies_and_overhead():
     from ironlaw.measure.calibrate import calibrate, fit, fitcore
-    from ironlaw.law import calibrated
+    from ironlaw.law import efficiency
     from ironlaw.machine import calibration
     hw, truth, cases = _synthetic_cases()
     cal = fit.fit(hw, cases[:3], held_out=cases[3:])
@@ -149,11 +149,11 @@ def test_fit_recovers_known_efficiencies_and_overhead():
         Op("aten::mm", "matmul", flops=2.0 * 1024 ** 3, dtype="fp32",
            bytes={"weights": 4.0 * 1024 ** 2, "activations": 8.0 * 1024 ** 2})]).columns()
     base = np.ones(3)
-    got, want = calibrated.compute_eta(calibration.Calibration.of(cal), probe, base), calibrated.compute_eta(calibration.Calibration.of(truth), probe, base)
+    got, want = efficiency.compute_eta(calibration.Calibration.of(cal), probe, base), efficiency.compute_eta(calibration.Calibration.of(truth), probe, base)
     assert got[0] == pytest.approx(0.01, rel=0.05)                 # tanh, its own class
     assert got[2] == pytest.approx(want[2], rel=0.05)              # a large GEMM
     # GELU streams at the kind's memory η in the cache and at the slower of that kernel rate and the plain
-    # pattern's η in device memory (calibrated.slow_tier_eta): its time at both sizes as the truth's
+    # pattern's η in device memory (efficiency.slow_tier_eta): its time at both sizes as the truth's
     from ironlaw.law import law
     gelus = Graph("gelus", "infer", "fp32", [Op("aten::gelu", "elementwise", flops=5.0 * e, bytes={"activations": 8.0 * e},
                                                 dtype="fp32") for e in (1e5, 4e6)])
@@ -235,7 +235,7 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     at 10 GB/s (GPT-2's tied LM head in a prefill, as one run measured it): the weights' bandwidth follows the
     mm ones, though the bmm cases are the majority (each case weighs the same; see fit._fit_gemv)."""
     from ironlaw.measure.calibrate import calibrate, fit, fitcore
-    from ironlaw.law import calibrated
+    from ironlaw.law import efficiency
     from ironlaw.machine import calibration
     from ironlaw.core.graph import Op
     hw = hardware.load_file(PROFILE)
@@ -257,7 +257,7 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
     multiplied, as on a 2-vCPU EPYC VM): the memory's bandwidth follows the fp32 rows, and bf16's slowness goes to
     its own GEMV η, which puts its GEMVs back at their measured time."""
     from ironlaw.measure.calibrate import calibrate, fit, fitcore
-    from ironlaw.law import calibrated
+    from ironlaw.law import efficiency
     from ironlaw.machine import calibration
     from ironlaw.core.graph import Op
     import dataclasses

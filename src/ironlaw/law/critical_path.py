@@ -151,9 +151,8 @@ def tasks_from_estimate(est) -> list[Task]:
     if sum(counts) > MAX_NODES:
         raise IronlawError(f"critical path: {sum(counts):,} op invocations is more than {MAX_NODES:,}")
     first_bwd = next((i for i, op in enumerate(g.ops) if op.name.endswith(".backward")), len(g.ops))
-    from .efficiency import epilogue_share, serial_share
-    serial = np.asarray(serial_share(hw, est.cols), float).reshape(len(g.ops), -1)[:, 0]
-    epilogue = np.asarray(epilogue_share(hw, est.cols), float).reshape(len(g.ops), -1)[:, 0]
+    serial = np.asarray(est.terms.serial, float).reshape(len(g.ops), -1)[:, 0]
+    epilogue = np.asarray(est.terms.epilogue, float).reshape(len(g.ops), -1)[:, 0]
     proto = []
     for i, op in enumerate(g.ops):
         coll = op.kind == "collective" or float(est.network_s[i]) > 0

@@ -1,85 +1,75 @@
-"""How close real kernels come to the peaks: efficiency per op and the fixed cost per op.
+"""How close real kernels come to the peaks, per op: the one evaluated efficiency table of a graph on a device.
 
-Defaults come from the hardware file's ``[efficiency]`` table (one fraction per op kind, 'other'
-for the rest, 'memory' for bandwidth) and its ``[latency] op_s``. A calibrated profile can refine
-them per op class and shape (``ironlaw.law.calibrated``); the law asks only these functions.
+``evaluate(cols, hw)`` reads the hardware file's flat defaults (``[efficiency]``: one fraction per op kind,
+'other' for the rest, 'memory' for bandwidth; ``[latency] op_s``) and, where the device carries one, its
+``[calibration]`` (per kind, op class, kernel and op name; the GEMM and conv shape tables of
+``ironlaw.core.gemmshape``; the framework's share) once, and returns ``Terms``: per op, compute η, memory η,
+fixed latency, serial share, epilogue share and extra weight bytes. The law reads only that table; the
+formulas and the fields are in docs/how-it-models.md.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from . import calibrated
+from ..machine.cache import pack_limit_bytes
+from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
+from ..core.gemmshape import gemm_dims, gemm_eta, gemm_serial, gemv_passes, is_gemv, kn_rows, row_factor, row_length
 from ..core.graph import KINDS, Columns
 from ..machine.hardware import Hardware
 
 
-def compute_eta(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, *cfg) fraction of the unit's peak each op reaches."""
-    per_kind = np.array([hw.eta(k) for k in KINDS])
-    eta = per_kind[cols.kind_idx].reshape((-1,) + (1,) * len(cols.cfg_shape))
-    cal = hw.calibration
-    if cal is not None:
-        eta = calibrated.compute_eta(cal, cols, eta)
-    return np.broadcast_to(eta, cols.flops.shape)
+@dataclass(frozen=True)
+class Terms:
+    """Per op of one graph on one device: what the law divides and adds by (arrays over ops × configurations)."""
+    compute_eta: np.ndarray           # (n_ops, *cfg) fraction of the unit's peak each op reaches
+    memory_eta: np.ndarray            # (n_ops, 1… | *cfg) fraction of a tier's bandwidth each op's traffic reaches
+    memory_eta_base: np.ndarray | None   # the same without the ops' own values (kind, op class, kernel): the
+                                         # plain reuse patterns' η (``slow_tier_eta``); None uncalibrated
+    latency_s: np.ndarray             # (n_ops, 1…) fixed seconds per invocation (launch / dispatch, framework)
+    serial: np.ndarray                # (n_ops, *cfg) share of min(data, compute) not overlapped (0 = overlapped)
+    epilogue: np.ndarray              # (n_ops, *cfg) share of the data time stored after the main loop
+    vector_eta: float                 # η of the vector unit for an op's added vector work (what-ifs)
+    extra_bytes: np.ndarray           # (n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond
+                                      # its weights once (packed copies that spill, GEMV passes and rows)
 
 
-def memory_eta(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, 1…) fraction of a tier's bandwidth each op's traffic reaches."""
-    eta = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.efficiency["memory"])
-    cal = hw.calibration
-    if cal is not None:
-        eta = calibrated.memory_eta(cal, cols, eta)
-    return eta
-
-
-def memory_eta_base(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, 1…) ``memory_eta`` without the ops' own values (kind, op class, kernel): the plain
-    reuse patterns' η (see ``calibrated.slow_tier_eta``)."""
-    eta = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.efficiency["memory"])
-    cal = hw.calibration
-    if cal is not None:
-        eta = calibrated.memory_eta(cal, cols, eta, own=False)
-    return eta
-
-
-def op_latency(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, 1…) fixed seconds per op invocation (launch / dispatch)."""
-    lat = np.full((len(cols.kind_idx),) + (1,) * len(cols.cfg_shape), hw.op_latency_s)
-    cal = hw.calibration
-    if cal is not None:
-        lat = calibrated.op_latency(cal, cols, lat)
-    return lat
-
-
-def serial_share(hw: Hardware, cols: Columns) -> np.ndarray:
-    """(n_ops, *cfg) share of the shorter of an op's data and compute time that does not overlap the
-    longer (0 = fully overlapped, the default; a calibrated CPU GEMM packs its weights first)."""
-    cal = hw.calibration
+def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
+    """The efficiency table of ``cols`` on ``hw``: the flat defaults, refined by ``hw.calibration`` where it
+    has one. ``resident`` (1 | n_ops, *cfg): ops whose weights stay in the last cache level (a GEMV's cost
+    per stored row applies only to weights read from device memory)."""
+    per_kind = np.array([hw.eta(k) for k in KINDS])          # the device, read once
+    eta_mem, lat_s, vector_eta, cal = hw.efficiency["memory"], hw.op_latency_s, hw.eta("elementwise"), hw.calibration
+    limit = pack_limit_bytes(hw) if cal is not None else None
+    lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
+    shape = cols.flops.shape
+    eta_c = per_kind[cols.kind_idx].reshape(lead)
+    eta_m, lat = np.full(lead, eta_mem), np.full(lead, lat_s)
+    epilogue = epilogue_share(hw.kind, cols)
     if cal is None:
-        return np.zeros(cols.flops.shape)
-    return np.broadcast_to(calibrated.serial_share(cal, cols), cols.flops.shape)
+        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
+                     np.zeros(shape))
+    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c), shape),
+                 memory_eta=memory_eta(cal, cols, eta_m),
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False),
+                 latency_s=op_latency(cal, cols, lat),
+                 serial=np.broadcast_to(serial_share(cal, cols), shape),
+                 epilogue=epilogue, vector_eta=vector_eta,
+                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
 
 
-def extra_weight_bytes(hw: Hardware, cols: Columns, resident=None) -> np.ndarray:
-    """(n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond its weights once: the packed
-    copy it spills when its weights do not fit the last cache level, the further passes of a GEMV path,
-    a GEMV's cost per stored row where its weights are not ``resident`` in the last cache level (0 = none,
-    the default; see ``ironlaw.core.gemmshape``)."""
-    cal = hw.calibration
-    if cal is None:
-        return np.zeros(cols.flops.shape)
-    return np.broadcast_to(calibrated.extra_weight_bytes(cal, cols, hw, resident), cols.flops.shape)
-
-
-def epilogue_share(hw: Hardware, cols: Columns) -> np.ndarray:
+def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) share of an op's data time that its kernel spends storing its output after the main
     loop, not overlapped with compute: a GPU GEMM's epilogue (the written bytes' share of its traffic);
     0 elsewhere (CPU GEMMs: see ``serial_share``). A CTA computes its output tile over the K loop, its
     loads pipelined under the MMAs, then stores the tile; with one or two CTAs per SM launched in waves
     the stores of a wave are not hidden. Negligible for a deep K (a 4096-deep projection: ~1%), it is
     most of the time of a batched QKᵀ (K = 128 writing the s² scores)."""
+    if not isinstance(device_kind, str):      # a Hardware here would read as a non-GPU: zeros, silently
+        raise TypeError(f"epilogue_share takes the device's kind ('gpu', 'cpu' …), got {type(device_kind).__name__}")
     out = np.zeros(cols.flops.shape)
-    if hw.kind != "gpu" or cols.written is None:
+    if device_kind != "gpu" or cols.written is None:
         return out
     rows = np.array(KINDS)[cols.kind_idx] == "matmul"
     total = sum(cols.bytes.values(), np.zeros(cols.flops.shape))
@@ -94,3 +84,217 @@ def composed(data_s, compute_s, serial, written_s):
     of the two; the ``written_s`` part of its data time (the epilogue's stores) follows them."""
     read = data_s - written_s
     return np.maximum(read, compute_s) + serial * np.minimum(read, compute_s) + written_s
+
+
+# ---------------------------------------------------------------- a calibration, per op
+
+def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
+    """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise."""
+    out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in cal.compute.items():
+        out[kinds == kind] = value
+    gemm = cal.shapes.get("matmul", {})
+    if gemm:
+        dts = np.array(cols.dtypes)
+        rows = (kinds == "matmul") & np.isin(dts, list(gemm))
+        if rows.any():
+            m, n, k = gemm_dims(cols)
+            kn = kn_rows(cols)
+            for dt, p in gemm.items():
+                r = rows & (dts == dt)
+                if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
+    out = _shape_eta(cal, cols, out)
+    return _framework(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
+
+
+def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
+    """Per op, the share of min(data, compute) not overlapped (``serial`` of the GEMM shape tables)."""
+    out = np.zeros(cols.flops.shape)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.shapes.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if "serial" in p and r.any():
+                dims = dims or gemm_dims(cols)
+                kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
+                out[r] = gemm_serial(p, dims[0][r], kn[r])
+    for name, p in _gemm_kernels(cal):
+        out[_names(cols, "kernels") == name] = float(p.get("serial", 0.0))
+    return out
+
+
+def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = True) -> np.ndarray:
+    """η of the data term per op: the byte-weighted reuse patterns (activations at ``produced``, the rest
+    at ``streamed``), a kind's value in place of both — or of ``produced`` only where the op's shape
+    table (matmul, conv) gives its weights their own ``streamed``."""
+    base = np.broadcast_to(eta, cols.flops.shape).astype(float)
+    table_streamed = _table_streamed(cal, cols)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    by_kind = cal.memory_kind if own else {}
+    if cal.memory_streamed is not None or cal.memory_produced is not None or table_streamed is not None or by_kind:
+        streamed = np.broadcast_to(base if cal.memory_streamed is None else cal.memory_streamed, base.shape).copy()
+        produced = np.broadcast_to(base if cal.memory_produced is None else cal.memory_produced, base.shape).copy()
+        for kind, value in by_kind.items():        # a kind's own η is its activations' (how it walks them)
+            produced[kinds == kind] = value
+            if kind == "attention":                # … and, for attention, its KV cache's: a decode step's
+                streamed[kinds == kind] = value    # flash kernel walks the cache as a prefill walks K and V
+        if table_streamed is not None:
+            streamed = np.where(np.isnan(table_streamed), streamed, table_streamed)
+        zero = np.zeros(cols.flops.shape)
+        act = cols.bytes.get("activations", zero)
+        other = sum((cols.bytes[c] for c in STREAMED if c in cols.bytes), zero)
+        total = act + other
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(total > 0, total / (act / produced + other / streamed), produced)
+    else:
+        out = base.copy()
+    return _framework(cal, _scoped(cal, cols, out, "memory") if own else out, cols.frontend)
+
+
+def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
+    """The η of an op's traffic on a tier slower than the last cache level:
+    η_t = min(η_op · BW_llc / BW_t, max(η_base, η_op)). An op's own η (its kind's, op class's or kernel's)
+    is fitted mostly where its activations sat in that cache: it is a rate the kernel reaches there, not
+    a fraction it keeps of any bandwidth; on a slower tier it runs at the slower of that rate and the
+    tier's rate at the plain patterns' η (``eta_base``), never below its own η."""
+    return np.minimum(eta_op * (bw_llc_Bps / bw_tier_Bps), np.maximum(eta_base, eta_op))
+
+
+def extra_weight_bytes(cal: Calibration, cols: Columns, limit: float | None, resident=None) -> np.ndarray:
+    """Per op, the device-memory bytes a calibrated GEMM reads beyond its weights once: ``pack`` × weight
+    bytes where a GEMM's weights exceed ``limit`` (the device's ``pack_limit_bytes``: its packed copy spills), and on the GEMV path
+    ``gemv_pass(_kn)`` × (M − 1) × weight bytes plus, where the weights come from device memory (not
+    ``resident``), (``row_factor`` − 1) × weight bytes. 0 elsewhere."""
+    out = np.zeros(cols.flops.shape)
+    tables = {dt: p for dt, p in cal.shapes.get("matmul", {}).items()
+              if any(p.get(f) for f in ("pack", "gemv_pass", "gemv_pass_kn", "gemv_row", "gemv_row_kn"))}
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    if not tables or not rows.any():
+        return out
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
+    spill = w > limit if limit is not None else np.zeros(w.shape, bool)
+    m, n, k = gemm_dims(cols)
+    kn = kn_rows(cols)
+    length = row_length(cols, n, k)
+    streamed = ~np.broadcast_to(np.asarray(False if resident is None else resident, bool), out.shape)
+    dts = np.array(cols.dtypes)
+    for dt, p in tables.items():
+        r = rows & (dts == dt)
+        if r.any():
+            gemv = is_gemv(p, m[r], kn[r])
+            packed = np.where(gemv | ~spill[r], 0.0, float(p.get("pack", 0.0)) * w[r])
+            per_row = np.where(gemv & streamed[r], row_factor(p, length[r], kn[r]) - 1.0, 0.0) * w[r]
+            out[r] = packed + gemv_passes(p, m[r], kn[r]) * w[r] + per_row
+    return out
+
+
+def framework_terms(cal: Calibration | None, frontend: str = "torch") -> tuple[float, float]:
+    """(framework_s, framework_share) of a graph run by ``frontend``: its own [calibration.frontend.<name>]
+    values where fitted, else the calibration's global ones (0 without a calibration)."""
+    if cal is None:
+        return 0.0, 0.0
+    own = cal.frontend.get(frontend, {})
+    glob_s = 0.0 if cal.framework_s is None else cal.framework_s
+    glob_share = 0.0 if cal.framework_share is None else cal.framework_share
+    return float(own.get("framework_s", glob_s)), float(own.get("framework_share", glob_share))
+
+
+def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
+    """Fixed seconds per invocation: the per-kind table ('default' for the rest), a shape table's own
+    ``latency_s`` for its kind and dtype (not for ops of a kernel class with a GEMM table of its own: a grouped
+    GEMM), then per kernel and op name, plus the framework's seconds per op."""
+    table = cal.latency_s
+    out = np.array(lat, dtype=float, copy=True)
+    if "default" in table:
+        out[...] = table["default"]
+    kinds = np.array(KINDS)[cols.kind_idx]
+    for kind, value in table.items():
+        if kind != "default":
+            out[kinds == kind] = value
+    dts = np.array(cols.dtypes)
+    own = np.isin(_names(cols, "kernels"), [name for name, _ in _gemm_kernels(cal)])   # a kernel's own table
+    for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
+        for dt, p in cal.shapes.get(kind, {}).items():
+            if "latency_s" in p:
+                out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
+    out = _scoped(cal, cols, out, "latency_s")
+    return out + framework_terms(cal, cols.frontend)[0]
+
+
+def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
+    """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
+    x @ W, on GEMMs, not GEMVs; conv: ``streamed`` on all), NaN where the table gives none (the
+    calibration's memory.streamed applies); None if no table gives one."""
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    out, dims = None, None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.shapes.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if not r.any() or not any(f in p for f in ("streamed", "streamed_kn")):
+                continue
+            if out is None:
+                out = np.full(cols.flops.shape, np.nan)
+            if kind == "matmul":
+                dims = dims or gemm_dims(cols)
+                kn = kn_rows(cols)[r]
+                gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
+                out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
+            elif "streamed" in p:
+                out[r] = p["streamed"]
+    for name, p in _gemm_kernels(cal):
+        r = _names(cols, "kernels") == name
+        if "streamed" in p and r.any():
+            out = np.full(cols.flops.shape, np.nan) if out is None else out
+            out[r] = p["streamed"]
+    return out
+
+
+def _gemm_kernels(cal: Calibration) -> list[tuple[str, dict]]:
+    """The kernel entries that are GEMM shape tables of their own (``eta_max``; a grouped GEMM): their
+    ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's."""
+    return [(name, p) for name, p in (cal.kernel or {}).items() if name and "eta_max" in p]
+
+
+def _framework(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
+    """Kernels run (1 + framework_share) times longer end to end than alone."""
+    return eta / (1.0 + framework_terms(cal, frontend)[1])
+
+
+def _names(cols: Columns, attr: str = "names") -> np.ndarray:
+    names = getattr(cols, attr, None)
+    return np.array(names if names is not None else [""] * len(cols.kind_idx), dtype=object)
+
+
+def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in SHAPE_KINDS:
+        for dt, p in cal.shapes.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if r.any():
+                dims = dims or gemm_dims(cols)
+                m, n, k = dims
+                out[r] = gemm_eta(p, m[r], n[r], k[r])
+    return out
+
+
+def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str) -> np.ndarray:
+    """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones; a kernel
+    entry with ``eta_max`` is a GEMM shape table of its own (a grouped GEMM's η follows its M per group)."""
+    for table, attr in ((cal.kernel, "kernels"), (cal.op, "names")):
+        if table:
+            names = _names(cols, attr)
+            for name, p in table.items():
+                if field in p and name:
+                    out[names == name] = p[field]
+                elif field == "compute" and "eta_max" in p and name and (names == name).any():
+                    r = names == name
+                    m, n, k = gemm_dims(cols)
+                    out[r] = gemm_eta(p, m[r], n[r], k[r])
+    return out

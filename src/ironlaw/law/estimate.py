@@ -14,6 +14,7 @@ from ..core import units
 from ..machine.capacity import Placement
 from ..core.graph import Columns, Graph
 from ..machine.hardware import Hardware
+from .efficiency import Terms
 
 SCHEMA = "ironlaw.estimate/1"
 
@@ -32,6 +33,7 @@ class Estimate:
     latency_s: np.ndarray
     network_s: np.ndarray
     op_time_s: np.ndarray     # composed time of one invocation
+    terms: Terms              # the per-op efficiency table the terms were priced at
 
     # ------------------------------------------------------------------ totals
     @cached_property
@@ -67,14 +69,13 @@ class Estimate:
         out[1] = self.latency_s * c
         out[2] = self.network_s * c
         if self.composition == "overlap":
-            from .efficiency import epilogue_share, serial_share
             # the stores of a GPU GEMM's epilogue follow its main loop: always on the path (data)
-            epi = np.broadcast_to(epilogue_share(self.hw, self.cols), self.data_s.shape)
+            epi = np.broadcast_to(self.terms.epilogue, self.data_s.shape)
             read = self.data_s * (1.0 - epi)
             data_wins = read >= self.compute_s
             # the shorter term still counts for the share of it that the kernel does not overlap
             # (a calibrated CPU GEMM packs its weights first; llama.cpp's mmq on GB10)
-            ser = serial_share(self.hw, self.cols)
+            ser = self.terms.serial
             out[0] = np.where(data_wins, ser, 1.0) * self.compute_s * c
             # the data part of the critical path is owned by tiers in proportion to their time
             on_path = np.where(data_wins, 1.0, ser + (1.0 - ser) * epi)     # share of data_s on the path

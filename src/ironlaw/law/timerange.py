@@ -34,7 +34,7 @@ import statistics
 
 import numpy as np
 
-from .efficiency import composed, epilogue_share, serial_share
+from .efficiency import composed
 from ..core.graph import KINDS
 
 MIN_FACTOR = 0.2           # a rate factor's floor: a cv near 1 says the row is noise, not that the rate is 0
@@ -126,8 +126,7 @@ def _total(est, f: dict, end: int) -> float:
     compute_s = est.compute_s / f["compute"][end]
     latency_s = est.latency_s / f["latency"][end]
     if est.composition == "overlap":
-        written = data_s * epilogue_share(est.hw, est.cols)
-        op = composed(data_s, compute_s, serial_share(est.hw, est.cols), written)
+        op = composed(data_s, compute_s, est.terms.serial, data_s * est.terms.epilogue)
     else:
         op = data_s + compute_s
     total = float(((op + latency_s + est.network_s) * est.cols.count).sum())

@@ -2,7 +2,7 @@
 
 A calibration refines the flat ``[efficiency]`` defaults per op class and shape, per reuse pattern of the
 traffic and per op (fixed latency). docs/how-it-models.md lists every field, the formulas that use them
-(``ironlaw.law.calibrated``) and the order they are fitted in (``ironlaw.measure.calibrate.calibrate``, ``ironlaw.measure.calibrate.fit``).
+(``ironlaw.law.efficiency``) and the order they are fitted in (``ironlaw.measure.calibrate.calibrate``, ``ironlaw.measure.calibrate.fit``).
 """
 from __future__ import annotations
 

@@ -129,7 +129,7 @@ class Hardware:
     aliases: tuple[str, ...] = ()
     path: str = ""
     extra: dict = field(default_factory=dict)   # [probe] of measured profiles, [network] by name
-    calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.calibrated)
+    calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.efficiency)
 
     def peak(self, dtype: str) -> float:
         """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it."""

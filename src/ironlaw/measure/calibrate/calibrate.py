@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ...law import law
-from ...law.calibrated import compute_eta, memory_eta
+from ...law.efficiency import compute_eta, memory_eta
 from ...machine.calibration import MAX_MEMORY_ETA, OP_FIELDS, SCHEMA, Calibration, check
 from .fitcore import (ETA_MIN, HALF_BOUNDS, LAT_BOUNDS, Observation, Problem, clip, copy_table, exp,
                       layouts_identifiable, minimize, packs_weights, round4, serial_identifiable, spills)

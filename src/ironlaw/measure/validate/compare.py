@@ -29,7 +29,7 @@ TOLERANCE = 0.25          # an op is 'within' when |predicted / measured - 1| <=
 
 def framework_s(hw, frontend: str = "torch") -> float:
     """The calibration's seconds per op between ops for a graph of ``frontend`` (0 uncalibrated)."""
-    from ...law.calibrated import framework_terms
+    from ...law.efficiency import framework_terms
     return framework_terms(hw.calibration, frontend)[0]
 
 
