@@ -212,7 +212,7 @@ def concurrency_grid(cmax: int) -> list[int]:
     return out + [cmax]
 
 
-def _check_tokens(x, what: str) -> int:
+def check_tokens(x, what: str) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 or x > MAX_TOKENS:
         raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
     return int(x)
@@ -227,10 +227,10 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     from .. import parallel, workloads
     from ...core.units import fmt_size
     hw = hardware.get(hw) if isinstance(hw, str) else hw
-    prompt, output = _check_tokens(prompt, "--prompt"), _check_tokens(output, "--output")
-    concurrency = _check_tokens(concurrency, "--concurrency")
+    prompt, output = check_tokens(prompt, "--prompt"), check_tokens(output, "--output")
+    concurrency = check_tokens(concurrency, "--concurrency")
     if chunk is not None:
-        chunk = _check_tokens(chunk, "--chunk")
+        chunk = check_tokens(chunk, "--chunk")
     if page_tokens < 0 or page_tokens > MAX_TOKENS:
         raise IronlawError(f"--page-tokens must be 0 (no paging) or a positive number of tokens, got {page_tokens}")
     if kv_dtype is not None:
@@ -283,20 +283,31 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     # ---- time
     (e_pre, l_pre), (e_dec, l_dec) = _predict(pre, hw, composition, captured), _predict(dec, hw, composition, captured)
     t_pre, t_dec = float(e_pre.time_s) + l_pre, float(e_dec.time_s) + l_dec
+    t_mix = None
+    if chunk is not None:
+        ch = graph("prefill", 1, min(chunk, prompt))
+        e_mix, l_mix = _predict(_mixed(dec, ch), hw, composition, captured)
+        t_mix = float(e_mix.time_s) + l_mix
+    ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
+    return ServeEstimate(spec, hw, prompt, output, concurrency, kv_dt, chunk, ttft, itl, rate, t_dec, t_pre,
+                         capacity, e_dec, e_pre)
+
+
+def steady_cycle(t_dec: float, t_pre: float, t_mix: float | None, prompt: int, output: int, concurrency: int,
+                 chunk: int | None) -> tuple[float, float, float]:
+    """(TTFT, ITL, tokens/s) of ``concurrency`` sequences in steady continuous batching (module docstring), from
+    the decode step ``t_dec``, one prompt's prefill alone ``t_pre`` and, with ``chunk``, the mixed step ``t_mix``:
+    how the online mode forms its batches, whichever step model priced the steps."""
     if chunk is None:
         steps = output
         cycle = output * t_dec + concurrency * t_pre
         ttft = t_pre + t_dec
     else:
-        ch = graph("prefill", 1, min(chunk, prompt))
-        e_mix, l_mix = _predict(_mixed(dec, ch), hw, composition, captured)
-        t_mix = float(e_mix.time_s) + l_mix
         n_mixed = math.ceil(concurrency * prompt / chunk)
         steps = max(output, n_mixed)
         cycle = n_mixed * t_mix + (steps - n_mixed) * t_dec
         ttft = math.ceil(prompt / chunk) * t_mix
-    return ServeEstimate(spec, hw, prompt, output, concurrency, kv_dt, chunk, ttft, cycle / steps,
-                         concurrency * output / cycle, t_dec, t_pre, capacity, e_dec, e_pre)
+    return ttft, cycle / steps, concurrency * output / cycle
 
 
 def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -> tuple[float, object]:
@@ -319,3 +330,4 @@ def _bench_rate(spec: str, hw, phase: str, batch: int, seq: int, tokens: int, kw
         g = with_weight_bytes(g, kw["weight_bytes"])
     est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))
     return tokens / (float(est.time_s) + launch), est
+

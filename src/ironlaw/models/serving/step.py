@@ -231,3 +231,72 @@ def half_collectives(g: Graph) -> Graph:
            if op.kind == "collective" and op.module == "tp" else op for op in g.ops]
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                  uncounted_ops=dict(g.uncounted_ops))
+
+
+# ---------------------------------------------------------------------- pricing one step (both ``serve`` modes)
+CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+
+
+def padded(batch: int, largest: int) -> int:
+    """The captured CUDA-graph batch a decode step of ``batch`` sequences is padded to: the next size of the
+    list, capped at the largest capturable one (min(max_batch_size, max_num_tokens); TensorRT-LLM pads to it
+    when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step runs unpadded."""
+    if batch > largest:
+        return batch
+    return min(next((b for b in CUDA_GRAPH_BATCHES if b >= batch), batch), largest)
+
+
+@dataclass
+class EngineRun:
+    """What prices one engine step, whichever mode forms the batch (``throughput.engine_run`` builds it)."""
+    spec: str
+    hw: object                       # as the user named it (links, memory)
+    law_hw: object                   # with the serving constants as its calibration (``engine_hw``)
+    lay: object                      # throughput.Layout: tp, pp, ep, attention_dp
+    dtype: str
+    kv_dtype: str
+    prompt: int
+    output: int
+    footprint: dict                  # per engine, unsharded: weights, kv_cache, activations
+    constants: ServingConstants
+    max_batch: int                   # the largest captured CUDA-graph batch: min(max_batch_size, max_num_tokens)
+
+
+def _stage(g: Graph, lay) -> Graph:
+    """One pipeline stage: the layers' ops at layers/pp, plus the send of the step's activations onward."""
+    if lay.pp == 1:
+        return g
+    from ...core.graph import Op
+    L = g.meta["layers"]
+    ops = [replace(op, count=L // lay.pp) if op.count == L else op for op in g.ops]
+    nbytes = float(g.meta["tokens"]) * g.meta["hidden"] * dtype_bytes("bf16") / (lay.tp if lay.tp > 1 else 1)
+    ops.append(Op("pp.send", "collective", network_bytes=nbytes, dtype=g.dtype, module="pp",
+                  collective="sendrecv", group=(2, 1), shapes="stage to stage"))
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
+    """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens,
+    ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph; any
+    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). The one
+    pricing of a step under both ``serve`` modes: the online steady state and the max-throughput waves."""
+    from ...law import law
+    from .. import parallel
+    gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
+    g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
+                   context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
+                   head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)
+    g.footprint = dict(run.footprint)
+    if run.lay.attention_dp:
+        from .parallel import shard_attention_dp
+        g = shard_attention_dp(g, run.hw, run.lay)
+    elif run.lay.tp > 1:
+        g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
+    g = _stage(half_collectives(g), run.lay)
+    g.meta.update(eager=not pad, launches=launches(g))
+    est = law.predict(g, run.law_hw)
+    if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
+        raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
+    floor = host_floor_s(g, run.constants, not pad)
+    return max(float(est.time_s), floor) + run.constants.step_s, est

@@ -42,8 +42,8 @@ from .online import default_kv_dtype
 from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
-from .step import (ServingConstants, engine_hw, half_collectives, host_floor_s, launches, step_graph,
-                           unquantized_weight_bytes)
+from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, engine_hw, padded, step_seconds,  # noqa: F401
+                   unquantized_weight_bytes)
 
 # fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
 # mean |log(predicted/published)| minimised over all of them at once. step_s and launch_s are refitted with the
@@ -56,17 +56,7 @@ FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")
-CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 MAX_TOKENS = 1 << 22
-
-
-def padded(batch: int, largest: int) -> int:
-    """The captured CUDA-graph batch a decode step of ``batch`` sequences is padded to: the next size of the
-    list, capped at the largest capturable one (min(max_batch_size, max_num_tokens); TensorRT-LLM pads to it
-    when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step runs unpadded."""
-    if batch > largest:
-        return batch
-    return min(next((b for b in CUDA_GRAPH_BATCHES if b >= batch), batch), largest)
 
 
 @dataclass
@@ -207,68 +197,13 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
 
 # ---------------------------------------------------------------------- one step
 @dataclass
-class _Run:
-    spec: str
-    hw: object                       # as the user named it (links, memory)
-    law_hw: object                   # with the serving constants as its calibration
-    lay: Layout
-    dtype: str
-    kv_dtype: str
-    prompt: int
-    output: int
-    footprint: dict                  # per engine, unsharded: weights, kv_cache, activations
-    constants: ServingConstants
-    max_batch: int                   # the engine's max batch size (a captured CUDA-graph size)
-
-
-def _stage(g, lay: Layout):
-    """One pipeline stage: the layers' ops at layers/pp, plus the send of the step's activations onward."""
-    if lay.pp == 1:
-        return g
-    from dataclasses import replace
-    from ...core.graph import Graph, Op
-    L = g.meta["layers"]
-    ops = [replace(op, count=L // lay.pp) if op.count == L else op for op in g.ops]
-    nbytes = float(g.meta["tokens"]) * g.meta["hidden"] * dtype_bytes("bf16") / (lay.tp if lay.tp > 1 else 1)
-    ops.append(Op("pp.send", "collective", network_bytes=nbytes, dtype=g.dtype, module="pp",
-                  collective="sendrecv", group=(2, 1), shapes="stage to stage"))
-    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
-                 uncounted_ops=dict(g.uncounted_ops))
-
-
-def step_time(run: _Run, decode: int, prefill_tokens: float, contexts: float, pad: bool):
-    """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens.
-    A padded (decode-only) step replays a CUDA graph; any other runs eagerly and lasts at least the host's
-    launches of its kernels (``serving_step.host_floor_s``)."""
-    from ...law import law
-    from .. import parallel
-    gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
-    g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
-                   context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
-                   head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)
-    g.footprint = dict(run.footprint)
-    if run.lay.attention_dp:
-        from .parallel import shard_attention_dp
-        g = shard_attention_dp(g, run.hw, run.lay)
-    elif run.lay.tp > 1:
-        g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(half_collectives(g), run.lay)
-    g.meta.update(eager=not pad, launches=launches(g))
-    est = law.predict(g, run.law_hw)
-    if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
-        raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
-    floor = host_floor_s(g, run.constants, not pad)
-    return max(float(est.time_s), floor) + run.constants.step_s, est
-
-
-@dataclass
 class Steady:
     """The steady state of one engine: its numbers (``ThroughputEstimate.steady``) and the steps it mixes."""
     stats: dict
     parts: list                      # [(share of the steps, Estimate of that step)]
 
 
-def steady(run: _Run, batch: int, max_num_tokens: int) -> Steady:
+def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
     n_ctx = math.ceil(run.prompt / max_num_tokens)
     S = n_ctx + run.output - 1
@@ -277,11 +212,11 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> Steady:
     q = r * n_ctx
     if q >= 1.0:
         mixed_share = 1.0
-        parts = [(1.0, step_time(run, d, r * run.prompt, r, pad=False))]
+        parts = [(1.0, step_seconds(run, d, r * run.prompt, r, pad=False))]
     else:                                # attention DP: the ranks admit their prompts in the same steps
         mixed_share = q
-        parts = [(mixed_share, step_time(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
-                 (1.0 - mixed_share, step_time(run, max(d, 1), 0.0, 0.0, pad=True))]
+        parts = [(mixed_share, step_seconds(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
+                 (1.0 - mixed_share, step_seconds(run, max(d, 1), 0.0, 0.0, pad=True))]
     t = sum(share * ts for share, (ts, _) in parts)
     return Steady({"requests_per_step": r, "steps_per_request": S, "context_steps": n_ctx,
                    "decode_tokens_per_step": d, "prompt_tokens_per_step": r * run.prompt,
@@ -289,7 +224,7 @@ def steady(run: _Run, batch: int, max_num_tokens: int) -> Steady:
                   [(share, est) for share, (_, est) in parts])
 
 
-def waves(run: _Run, full: Steady, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
+def waves(run: EngineRun, full: Steady, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
     """(seconds, [(steps, Estimate)]) for one rank's ``requests`` run in waves of pp·``batch`` (module
     docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts."""
     pp = run.lay.pp
@@ -326,6 +261,44 @@ def _prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction
     return meta, limits, mem
 
 
+def _engine_run(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta: dict, limits, mem: dict,
+                per_engine: int, constants: ServingConstants) -> EngineRun:
+    """The engine as ``step.step_seconds`` prices it, ``per_engine`` sequences per rank and micro-batch."""
+    from ..parallel import kv_cache_split
+    kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
+    split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
+    kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
+    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
+                 "activations": mem["workspace_bytes"]}
+    return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
+                     min(limits.max_batch, limits.max_num_tokens))
+
+
+def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
+               kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
+               max_num_tokens: int | None = None, constants: ServingConstants = FITTED):
+    """(EngineRun, Limits) of one engine (``--tp``, no PP, dense attention) holding ``batch`` sequences of
+    ``prompt`` + ``output`` tokens, with the limits and memory ``max_throughput`` derives for the same inputs:
+    what the online mode's steps are priced on. More sequences than the KV cache holds is an error."""
+    from ...machine import hardware
+    from ...machine.network.topology import check_count
+    hw = hardware.get(hw) if isinstance(hw, str) else hw
+    _check_inputs(prompt, output, kv_fraction, None, max_batch, max_num_tokens, 1.0)
+    _tokens(batch, "--concurrency")
+    lay = Layout(check_count(tp, "--tp"))
+    dtype = dtype or "bf16"
+    hw.peak(dtype)
+    kv_dtype = kv_dtype or default_kv_dtype(dtype)
+    dtype_bytes(kv_dtype)
+    meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
+                                 max_num_tokens, constants)
+    fit, _ = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
+    if batch > fit:
+        raise IronlawError(f"--concurrency {batch} exceeds the {fit} sequences of {prompt + output} tokens the "
+                           f"engine's KV cache holds on {hw.name} (--kv-fraction {kv_fraction})")
+    return _engine_run(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants), limits
+
+
 def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: int = 1, ep: int = 1,
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
@@ -334,7 +307,6 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring)."""
     from ...machine import hardware
     from ...machine.network.topology import check_count
-    from ..parallel import kv_cache_split
     t0 = _time.perf_counter()
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     _check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
@@ -352,13 +324,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     per_engine = max(min(fit // lay.pp, math.ceil(n / (lay.dp * lay.pp))), 1)
     if per_engine * lay.dp * lay.pp >= n and per_engine < fit // lay.pp:
         reason = "requests"
-    kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
-    split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
-    kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
-    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
-                 "activations": mem["workspace_bytes"]}
-    run = _Run(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, prompt, output, footprint, constants,
-               min(limits.max_batch, limits.max_num_tokens))
+    run = _engine_run(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
