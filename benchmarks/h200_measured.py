@@ -46,7 +46,7 @@ def step_rows(doc: dict, hw) -> list[tuple]:
         seq = r["context"] if decode else r["seq"]
         g = workloads.resolve(workloads.Request("llama3-8b", phase=r["phase"], batch=r["batch"], seq=seq,
                                                 dtype="bf16", device="cuda"))
-        est, launch = serving._predict(g, hw, "overlap", captured=decode)
+        est, launch = serving.predict_step(g, hw, "overlap", captured=decode)
         meas = r["graph"]["time_s"] if decode else r["eager"]["time_s"]
         name = f"{r['phase']} b={r['batch']} {'ctx' if decode else 'seq'}={seq}{' (graph)' if decode else ' (eager)'}"
         out.append((name, meas, float(est.time_s) + launch))

@@ -76,7 +76,7 @@ def extract(data: Path, out: Path) -> None:
             rows = t.rows[t.rows["gemm_dtype" if t.op == "gemm" else "kv_cache_dtype"] == dtype]
             if t.op != "gemm":
                 rows = rows[rows.attn_dtype == "bfloat16"]
-            rows = kernelfit._sorted(rows, t.op).iloc[::every]
+            rows = kernelfit.sorted_rows(rows, t.op).iloc[::every]
             cols = ["framework", "version", "device"] + list(kerneltable.COLUMNS[t.op][1:]) + ["latency"]
             path = out / folder / Path(t.path).with_suffix(".csv")
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -89,13 +89,13 @@ def check(row: dict, hw) -> dict:
 
 
 def memory_line(row: dict, hw) -> str:
-    """parallel._memory of the published layout, by class."""
+    """parallel.plan_memory of the published layout, by class."""
     from ironlaw.models import parallel
     from ironlaw.models.search import train
     from nemo_ref import SPECS, options
     g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], options(row)["micro_batch"])
     plan = parallel.make_plan(options(row), g, hw)
-    mem = parallel._memory(g, plan, plan.zero, plan.recompute)
+    mem = parallel.plan_memory(g, plan, plan.zero, plan.recompute)
     return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.items() if k != "params_per_device")
 
 

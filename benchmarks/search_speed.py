@@ -33,7 +33,7 @@ def setup():
     from ironlaw.models.search import fast, space, train
     hw = hardware.get("h100")
     nodes = nodes_for(hw, GPUS)
-    g = train._model(SPEC, hw, SEQ, DTYPE)
+    g = train.training_model(SPEC, hw, SEQ, DTYPE)
     m = g.meta
     s = space.Space(GPUS, GBS, SEQ, m["layers"], m["heads"], m["kv_heads"], 0, gpus_per_node=GPUS // nodes)
     return space.enumerate_space(s), fast.Context(SPEC, hw, GPUS, nodes, GBS, SEQ, g.dtype)

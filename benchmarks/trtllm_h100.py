@@ -65,7 +65,7 @@ BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0
 
 def spec_for(model: str) -> str | None:
     from ironlaw.models import workloads
-    workloads._load_all()
+    workloads.load_all()
     for s in SPECS.get(model, ()):
         if s in workloads.BUILTINS or s.startswith("hf:"):
             return s

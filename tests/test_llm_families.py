@@ -312,7 +312,7 @@ def test_qwen3_moe_has_no_shared_expert():
 
 
 def test_moe_expert_share_for_parallel_memory():
-    """parallel._memory infers the expert weights as (params − active)·E/(E − k): with shared experts and
+    """parallel.plan_memory infers the expert weights as (params − active)·E/(E − k): with shared experts and
     dense layers beside the routed ones this is still exactly the routed experts' parameters."""
     for name in ("deepseek-v3", "llama4-maverick", "gpt-oss-120b", "qwen3-30b-a3b"):
         a = T.builtin_arch(name)

@@ -91,7 +91,7 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
         _step(g, **FSDP70)
     st = _step(g, **FSDP70, offload_layers=40)
     hw = hardware.get("gb200")
-    whole = parallel._memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none")["activations"]
+    whole = parallel.plan_memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none")["activations"]
     assert st.memory["activations"] == pytest.approx(whole * (1 - 40 / 80))
     # by hand: each offloaded layer's activations go out and come back at the host tier's 194 GB/s, beside the
     # layer's forward and backward

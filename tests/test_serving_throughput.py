@@ -23,7 +23,7 @@ LLAMA405 = "hf:" + str(DATA / "llama3.1-405b-config.json")
 
 
 def _spec(name: str, fallback: str) -> str:
-    workloads._load_all()
+    workloads.load_all()
     return name if name in workloads.BUILTINS else fallback
 
 

@@ -686,7 +686,7 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
             "activations": act_dev, "params_per_device": p_dev}
 
 
-def _memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
+def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
     """``memory_bytes`` of one plan, as floats."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
@@ -709,7 +709,7 @@ def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
     need = sum(v for k, v in mem.items() if k != "params_per_device")
     if need <= cap:
         return
-    full = _memory(g, plan, 3, "full")
+    full = plan_memory(g, plan, 3, "full")
     need_full = sum(v for k, v in full.items() if k != "params_per_device")
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
@@ -1141,7 +1141,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
-    mem = _memory(g, plan, plan.zero, plan.recompute)
+    mem = plan_memory(g, plan, plan.zero, plan.recompute)
     _check_fits(g, hw, plan, mem)
     notes = _shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
         e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
@@ -1201,7 +1201,7 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
         return 0.0
     tier = offload.host_tier(hw)
     L = g.meta["layers"]
-    whole = _memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
+    whole = plan_memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
     held = whole * offload.fraction(n, L, plan.pp)
     if held > tier.capacity_bytes:
         raise IronlawError(f"--offload-activations {n} puts {fmt_size(held)} of activations per device in "

@@ -88,7 +88,7 @@ def groups(tables: list[KernelTable]) -> list[Group]:
                     raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
                                        f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
                 dt = GEMM_DTYPES[src]
-                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, _sorted(rows, t.op)))
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op)))
             continue
         phase = "prefill" if t.op == "context_attention" else "decode"
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
@@ -98,7 +98,7 @@ def groups(tables: list[KernelTable]) -> list[Group]:
             dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             _sorted(rows, t.op)))
+                             sorted_rows(rows, t.op)))
     return out
 
 
@@ -263,7 +263,8 @@ def _attention_dtype(x: str, where: str) -> str:
     return ATTENTION_DTYPES[x]
 
 
-def _sorted(rows, op: str):
+def sorted_rows(rows, op: str):
+    """A table's rows in shape order (the order the even/odd split follows)."""
     return rows.sort_values(list(SHAPE_COLUMNS[op]), kind="stable").reset_index(drop=True)
 
 

@@ -27,7 +27,7 @@ def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
     return fast.training_graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
 
 
-def _model(spec: str, hw, seq: int, dtype: str | None):
+def training_model(spec: str, hw, seq: int, dtype: str | None):
     g = graph(spec, hw, seq, dtype)
     if g.phase != "train":
         raise IronlawError(f"{spec}: has no training phase to search")
@@ -148,7 +148,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     engines.check(engine, workers, address)
     nodes = nodes_for(hw, gpus, nodes)
     parallel.build_topology(hw, gpus, nodes)                     # devices per node the fabric can join
-    g = _model(spec, hw, seq, dtype)
+    g = training_model(spec, hw, seq, dtype)
     m = g.meta
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
                      int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},

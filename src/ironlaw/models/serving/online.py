@@ -155,7 +155,7 @@ def _mixed(decode: Graph, chunk: Graph) -> Graph:
 
 
 # ---------------------------------------------------------------------- the estimate
-def _predict(g: Graph, hw, composition: str, captured: bool):
+def predict_step(g: Graph, hw, composition: str, captured: bool):
     """law.predict of one engine step; with ``captured`` the per-op latency is paid once per step."""
     from dataclasses import replace
     from ...law import law
@@ -281,12 +281,12 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                            f"({fmt_size(kv_tok)}/token in {kv_dt}); lower --concurrency, use --kv-dtype fp8, or --tp")
 
     # ---- time
-    (e_pre, l_pre), (e_dec, l_dec) = _predict(pre, hw, composition, captured), _predict(dec, hw, composition, captured)
+    (e_pre, l_pre), (e_dec, l_dec) = predict_step(pre, hw, composition, captured), predict_step(dec, hw, composition, captured)
     t_pre, t_dec = float(e_pre.time_s) + l_pre, float(e_dec.time_s) + l_dec
     t_mix = None
     if chunk is not None:
         ch = graph("prefill", 1, min(chunk, prompt))
-        e_mix, l_mix = _predict(_mixed(dec, ch), hw, composition, captured)
+        e_mix, l_mix = predict_step(_mixed(dec, ch), hw, composition, captured)
         t_mix = float(e_mix.time_s) + l_mix
     ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
     return ServeEstimate(spec, hw, prompt, output, concurrency, kv_dt, chunk, ttft, itl, rate, t_dec, t_pre,
@@ -328,6 +328,6 @@ def _bench_rate(spec: str, hw, phase: str, batch: int, seq: int, tokens: int, kw
     g = with_kv(g, kw.get("kv_dtype"))
     if kw.get("weight_bytes") is not None:
         g = with_weight_bytes(g, kw["weight_bytes"])
-    est, launch = _predict(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))
+    est, launch = predict_step(g, hw, kw.get("composition", "overlap"), kw.get("captured", True))
     return tokens / (float(est.time_s) + launch), est
 

@@ -12,7 +12,7 @@ from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, R
                        TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_phase, check_size, prefix)
 
 
-def _load_all() -> None:
+def load_all() -> None:
     # importing the modules files their builders in the registries
     from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
 
@@ -32,7 +32,7 @@ NOT_TRAINED_IN = ("fp4", "mxfp4", "int8", "int4")
 
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
-    _load_all()
+    load_all()
     spec = req.spec.strip() if isinstance(req.spec, str) else ""
     if not spec:
         raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
@@ -72,7 +72,7 @@ def resolve(req: Request) -> Graph:
 def builder_options(spec: str) -> tuple[str, ...] | None:
     """The builder options (``--opt KEY=VALUE``) the workload ``spec`` names takes; None for a spec that names
     no workload (``resolve`` says why)."""
-    _load_all()
+    load_all()
     key = spec.strip().lower() if isinstance(spec, str) else ""
     if key in BUILTINS:
         return tuple(BUILTINS[key].options)
@@ -83,7 +83,7 @@ def builder_options(spec: str) -> tuple[str, ...] | None:
 
 
 def catalog() -> list[dict]:
-    _load_all()
+    load_all()
     rows = [{"name": b.name, "family": b.family, "phases": list(b.phases), "description": b.description}
             for b in BUILTINS.values()]
     usages = {p: u for p, (u, _) in PREFIXES.items()} | {p: u for p, u in TORCH_PREFIXES.items() if p not in PREFIXES}
