@@ -146,3 +146,15 @@ def test_coverage_counts_measured_collectives_as_calibrated(cli):
     two = cli("analyze", "allreduce:1MiB", "--on", "b200", "--gpus", "16", "--nodes", "2", "--format", "json").json()
     (b,) = [b for b in two["calibration_coverage"]["borrowed"] if b["class"] == "collective"]
     assert "α-β" in b["borrows"] and b["share_of_time"] == pytest.approx(1.0)
+
+
+def test_coverage_names_a_group_size_borrowed_from_another_measured_one(cli):
+    """GB200's NCCL tables stop at 4 GPUs (tests/data/kernel_tables/gb200/comm): an 8-GPU all-reduce on one NVL72
+    domain takes the 4-GPU curve and says so; B200's tables measure 8 GPUs, so its 8-GPU all-reduce is calibrated."""
+    import json
+    gb = json.loads(cli("analyze", "allreduce:1MiB", "--on", "gb200", "--gpus", "8", "--format", "json").out)
+    b = json.loads(cli("analyze", "allreduce:1MiB", "--on", "b200", "--gpus", "8", "--format", "json").out)
+    four = json.loads(cli("analyze", "allreduce:1MiB", "--on", "gb200", "--gpus", "4", "--format", "json").out)
+    assert gb["calibration_coverage"]["borrowed"][0]["borrows"].endswith("(none measured on 8 GPUs)")
+    assert b["calibration_coverage"]["calibrated"] == ["collective"]
+    assert four["calibration_coverage"]["calibrated"] == ["collective"]

@@ -89,7 +89,8 @@ def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:
 
 
 def _network(est) -> str | None:
-    """None where every collective of ``est`` is timed by measured curves, else the α-β model it borrows."""
+    """None where every collective of ``est`` is timed by curves measured at its own group size; else what it
+    borrows: the α-β model, or the curve of another measured group size (``curves.nearest``)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.curves import nearest
     cal = for_hardware(est.hw)
@@ -98,6 +99,8 @@ def _network(est) -> str | None:
             ranks, nodes = int(op.group[0]), int(op.group[1])
             if ranks > 1 and (nodes > 1 or nearest(cal.curves, op.collective, ranks) is None):
                 return f"the α-β network model ({cal.name})"
+            if ranks > 1 and (op.collective, ranks) not in cal.curves:
+                return f"the measured {op.collective} curve of another group size (none measured on {ranks} GPUs)"
     return None
 
 
