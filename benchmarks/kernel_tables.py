@@ -35,7 +35,8 @@ GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20            # issue 35: held-out rows per GPU 
 GPUS = {"a100_sxm": "a100", "h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300",
         "gb200": "gb200", "gb300": "gb300", "l40s": "l40s", "rtx_pro_6000_server": "rtx-pro-6000"}
 EXTRACT = (("h100_sxm", ("gemm", "context_attention", "generation_attention"), "bfloat16", 40),   # tests/data:
-           ("b200_sxm", ("gemm",), "nvfp4", 100))       # (table folder, ops, GEMM or KV dtype, every n-th row)
+           ("b200_sxm", ("gemm",), "nvfp4", 100),       # (table folder, ops, GEMM or KV dtype, every n-th row)
+           ("h200_sxm", ("context_mla", "generation_mla"), "bfloat16", 4))
 
 
 def data_dir(arg: str | None) -> Path:
@@ -75,7 +76,7 @@ def extract(data: Path, out: Path) -> None:
         for t in kerneltable.read(data / folder, ops=ops, framework="trtllm"):
             rows = t.rows[t.rows["gemm_dtype" if t.op == "gemm" else "kv_cache_dtype"] == dtype]
             if t.op != "gemm":
-                rows = rows[rows.attn_dtype == "bfloat16"]
+                rows = rows[rows["mla_dtype" if t.op.endswith("_mla") else "attn_dtype"] == "bfloat16"]
             rows = kernelfit.sorted_rows(rows, t.op).iloc[::every]
             cols = ["framework", "version", "device"] + list(kerneltable.COLUMNS[t.op][1:]) + ["latency"]
             path = out / folder / Path(t.path).with_suffix(".csv")

@@ -124,3 +124,22 @@ def test_a_device_without_tables_says_its_numbers_are_the_datasheets(cli):
     assert "datasheet only: mi300x has no measured kernel tables" in " ".join(r.out.split())
     j = cli("analyze", "gemm:4096,4096,4096", "--on", "mi300x", "--format", "json").json()
     assert "no measured kernel tables" in j["calibration_coverage"]["note"]
+
+
+def test_mla_classes_fitted_and_carried_by_deepseek_attention():
+    """MLA kernel tables (extract of H200's): a class per phase fitted and held out, the FP8-math classes derived,
+    and DeepSeek-V3's attention ops named by those classes, with their shape per sequence."""
+    hw = hardware.get("h200")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("context_mla", "generation_mla"), framework="trtllm"))
+    want = {attention_kernel(p, "bf16", "bf16", "_mla") for p in ("prefill", "decode")}
+    assert {g.key[1] for g in gs} == want
+    cal = kernelfit.fit(hw, gs, date="2026-12-05", origin="extract", license="Apache-2.0")
+    for s in kernelfit.score(hw, cal, gs):
+        assert s.median_abs_err <= 0.15 and s.p90_abs_err <= 0.45, s
+    assert {attention_kernel(p, "fp8", "bf16", "_mla") for p in ("prefill", "decode")} <= set(cal["kernel"])
+    for phase in ("prefill", "decode"):
+        g = workloads.resolve(workloads.Request("deepseek-v3", phase=phase, dtype="bf16", device="cuda", batch=4, seq=1024))
+        att = [op for op in g.ops if op.kind == "attention"]
+        assert att and all(op.attrs["kernel"] == attention_kernel(phase, "bf16", "bf16", "_mla") for op in att)
+        m, n, k = att[0].attrs["mnk"]
+        assert k == (576 if phase == "decode" else 192) and m == (128 if phase == "decode" else 1024)

@@ -2,6 +2,14 @@
 
     η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)   (gemv_eta for GEMVs, when fitted)
 
+A measured kernel class may carry a grid of its own: ``grid_nodes`` (four lists of log-spaced node values, over
+M, N, K and the op's units — FLOPs / (2·M·N·K): 1 for a GEMM, the sequences × KV heads of an attention) and
+``grid_log`` (per node, 100 · ln(measured time / the shape model's time), whole numbers in one space-separated
+string, row-major; ``0*n`` stands for n nodes at 0, the nodes no measured shape reaches): the kernel library's choice per shape (tile, split-K, kernel switch) that no smooth form
+follows, interpolated multilinearly in log space (``grid_of`` names another kernel class whose grid a class shares:
+an FP8-math class derived from the bf16 one); η of the compute and the streamed bytes both divide by
+exp(grid_log / 100), so the op's time without its fixed latency scales by that factor (``grid_factor``).
+
 With ``m_tile`` the M term is the rows' fill of whole tiles, M / (⌈M/m_tile⌉·m_tile), in place of M/(M+m_half)
 (a decode attention's grouped query heads fill one tile of rows per KV head).
 
@@ -9,6 +17,7 @@ The fields, how a shape is recovered and what each field is measured or fitted o
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -22,7 +31,7 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile")
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of")
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
@@ -96,7 +105,8 @@ def attention_kernel(phase: str, dtype: str, kv_dtype: str, regime: str = "") ->
 
 
 def attention_regime(window: bool, heads: int, kv_heads: int) -> str:
-    """The kernel path an attention runs on, as measured kernels tell them apart: '_window' for a sliding window,
+    """The kernel path a grouped-query attention runs on, as measured kernels tell them apart ('_mla' names multi-head
+    latent attention's own kernels, ``workloads.attention``): '_window' for a sliding window,
     '_mha' for one query head per KV head, '_wide' for more than ``WIDE_GQA`` (TensorRT-LLM's generation kernels
     run those ~8× slower per byte: aiconfigurator-core 0.12.0's H100 tables), '' otherwise."""
     if window:
@@ -108,7 +118,7 @@ def attention_regime(window: bool, heads: int, kv_heads: int) -> str:
 
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     """(phase, regime) of an ``attention_kernel`` name; None for another name."""
-    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window|_mha|_wide)?", name)
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window|_mha|_wide|_mla)?", name)
     if m is None:
         return None
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""
@@ -189,3 +199,96 @@ def row_factor(p: dict, length, kn=False) -> np.ndarray:
         at = np.log(np.where(known, length, 1.0))
         out = np.where(known, np.interp(at, np.log([x for x, _ in table]), [f for _, f in table]), out)
     return out
+
+
+GRID_AXES = 4              # M, N, K, units (FLOPs / (2·M·N·K))
+GRID_LOG_MAX = 300         # |100 · ln factor| beyond this (a factor of 20) is a fit gone wrong
+
+
+def grid_units(flops, m, n, k):
+    """An op's independent GEMMs of shape M×N×K: FLOPs / (2·M·N·K) (1 for a GEMM; the sequences × KV heads, × 2
+    for QKᵀ and PV, of an attention), at least 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(np.where(m * n * k > 0, np.asarray(flops, float) / (2.0 * m * n * k), 1.0), 1.0)
+
+
+def grid_nodes(values, step: float) -> list[float]:
+    """Log-spaced nodes from the smallest to the largest of ``values``, each ``step`` times the one before, the
+    largest value the last node."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    out = [lo]
+    while out[-1] * step < hi * 0.999:
+        out.append(out[-1] * step)
+    if out[-1] < hi:
+        out.append(hi)
+    return [float(f"{x:.6g}") for x in out]
+
+
+def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarray]:
+    """(index, weight), each (rows, 2**axes): the grid nodes around each row's point and their multilinear weights
+    in log space (held at the ends)."""
+    idx = np.zeros((len(coords[0]), 1), int)
+    w = np.ones((len(coords[0]), 1))
+    for nd, x in zip(nodes, coords):
+        ln = np.log(np.asarray(nd, float))
+        lx = np.log(np.maximum(np.asarray(x, float), 1e-30))
+        if len(ln) == 1:
+            i, t = np.zeros(len(lx), int), np.zeros(len(lx))
+        else:
+            i = np.clip(np.searchsorted(ln, lx) - 1, 0, len(ln) - 2)
+            t = np.clip((lx - ln[i]) / (ln[i + 1] - ln[i]), 0.0, 1.0)
+        step = np.stack([i, np.minimum(i + 1, len(ln) - 1)], axis=1)
+        tw = np.stack([1.0 - t, t], axis=1)
+        idx = (idx[:, :, None] * len(ln) + step[:, None, :]).reshape(len(lx), -1)
+        w = (w[:, :, None] * tw[:, None, :]).reshape(len(lx), -1)
+    return idx, w
+
+
+def grid_values(p: dict) -> np.ndarray:
+    """A table's ``grid_log`` as numbers (100 · ln factor per node)."""
+    return _grid_values(p["grid_log"])
+
+
+def grid_factor(p: dict, m, n, k, units) -> np.ndarray:
+    """Per row, the measured time over the shape model's at its (M, N, K, units), from the table's grid (1 without
+    one)."""
+    m = np.asarray(m, float)
+    if "grid_log" not in p:
+        return np.ones(m.shape)
+    flat = [np.broadcast_to(np.asarray(x, float), m.shape).reshape(-1) for x in (m, n, k, units)]
+    idx, w = grid_weights(p["grid_nodes"], flat)
+    return np.exp((grid_values(p)[idx] * w).sum(axis=1) / 100.0).reshape(m.shape)
+
+
+def grid_text(values) -> str:
+    """``grid_log``'s string of whole numbers, runs of zeros written ``0*n``."""
+    out, zeros = [], 0
+    for v in (int(x) for x in values):
+        if v == 0:
+            zeros += 1
+            continue
+        if zeros:
+            out.append("0" if zeros == 1 else f"0*{zeros}")
+            zeros = 0
+        out.append(str(v))
+    if zeros:
+        out.append("0" if zeros == 1 else f"0*{zeros}")
+    return " ".join(out)
+
+
+def grid_tokens(text: str) -> list[int] | None:
+    """The whole numbers of a ``grid_log`` string (``0*n`` expanded); None where a token is neither."""
+    out: list[int] = []
+    for tok in text.split():
+        if tok.startswith("0*") and tok[2:].isdigit():
+            out.extend([0] * int(tok[2:]))
+        elif tok.lstrip("-").isdigit():
+            out.append(int(tok))
+        else:
+            return None
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _grid_values(text: str) -> np.ndarray:
+    return np.array(grid_tokens(text), dtype=float)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
-from ..core.gemmshape import gemm_dims, gemm_eta, gemm_serial, gemv_passes, is_gemv, kn_rows, row_factor, row_length
+from ..core.gemmshape import (gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units, is_gemv, kn_rows,
+                              row_factor, row_length)
 from ..core.graph import KINDS, Columns
 from ..machine.hardware import Hardware
 
@@ -50,9 +51,10 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     if cal is None:
         return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
                      np.zeros(shape))
-    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c), shape),
-                 memory_eta=memory_eta(cal, cols, eta_m),
-                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False),
+    grid = kernel_grid(cal, cols)
+    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c) / grid, shape),
+                 memory_eta=memory_eta(cal, cols, eta_m) / grid,
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False) / grid,
                  latency_s=op_latency(cal, cols, lat),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
@@ -107,6 +109,29 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
     return _framework(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
+
+
+def kernel_grid(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the measured kernel's time over its shape model's (``gemmshape.grid_factor``) where its table — a
+    GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere. The law divides both of the op's η by it."""
+    tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
+              if "grid_log" in p]
+    kernels = [(name, cal.kernel[p["grid_of"]] if "grid_of" in p else p) for name, p in _gemm_kernels(cal)
+               if "grid_log" in p or "grid_of" in p]
+    if not tables and not kernels:
+        return 1.0
+    out = np.ones(cols.flops.shape)
+    kinds, dts = np.array(KINDS)[cols.kind_idx], np.array(cols.dtypes)
+    names = _names(cols, "kernels")
+    own = np.isin(names, [name for name, _ in _gemm_kernels(cal)])
+    m, n, k = gemm_dims(cols)
+    units = grid_units(cols.flops, m, n, k)
+    rows = [((kinds == kind) & (dts == dt) & ~own, p) for kind, dt, p in tables] + [(names == nm, p) for nm, p in kernels]
+    for r, p in rows:
+        r = np.broadcast_to(r.reshape((-1,) + (1,) * len(cols.cfg_shape)), out.shape)
+        if r.any():
+            out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
+    return out
 
 
 def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:

@@ -7,11 +7,12 @@ traffic and per op (fixed latency). docs/how-it-models.md lists every field, the
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, ROW_FIELDS, SHAPE_FIELDS
+from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 
 SCHEMA = "ironlaw.calibration/1"
@@ -206,6 +207,33 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     for key in ROW_FIELDS:
         _row_table(p, key, w)
+    _check_grid(p, w)
+
+
+_GRID_WORD = rf"(?:-?(?:{'|'.join(str(x) for x in range(GRID_LOG_MAX // 100))})?\d{{1,2}}|-?{GRID_LOG_MAX // 100}00|0\*\d+)"
+_GRID_TEXT = re.compile(rf"{_GRID_WORD}(?: {_GRID_WORD})*")
+_GRID_RUN = re.compile(r"0\*(\d+)")
+
+
+def _check_grid(p: dict, w: str) -> None:
+    """``grid_nodes`` (GRID_AXES increasing lists of numbers > 0) and ``grid_log`` (one whole number per node, |x| ≤
+    GRID_LOG_MAX, space-separated, ``0*n`` for n zeros) come together."""
+    if "grid_of" in p and not isinstance(p["grid_of"], str):
+        raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
+    if "grid_nodes" not in p and "grid_log" not in p:
+        return
+    nodes, text = p.get("grid_nodes"), p.get("grid_log")
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0  # noqa: E731
+    ok = isinstance(nodes, list) and len(nodes) == GRID_AXES and all(
+        isinstance(a, list) and a and all(map(num, a)) and all(x < y for x, y in zip(a, a[1:])) for a in nodes)
+    if not ok:
+        raise IronlawError(f"{w}.grid_nodes: must be {GRID_AXES} lists (M, N, K, units) of increasing numbers > 0, "
+                           f"got {nodes!r}")
+    size = math.prod(len(a) for a in nodes)
+    if not (isinstance(text, str) and _GRID_TEXT.fullmatch(text)) or \
+            len(text.split()) + sum(int(r) - 1 for r in _GRID_RUN.findall(text)) != size:
+        raise IronlawError(f"{w}.grid_log: must be a string of {size} whole numbers (one per grid node, |x| ≤ "
+                           f"{GRID_LOG_MAX}; 0*n for n zeros), space-separated")
 
 
 def _check_op_tables(cal: dict, where: str) -> None:
@@ -218,6 +246,10 @@ def _check_op_tables(cal: dict, where: str) -> None:
                 raise IronlawError(f"{w}: empty; give at least one of {', '.join(OP_FIELDS)}")
             if table == "kernel" and "eta_max" in p:       # a kernel class with a GEMM shape table of its own
                 _check_shape_table(p, w)
+                src = cal["kernel"].get(p.get("grid_of", name), {})
+                if "grid_of" in p and ("grid_log" not in src or "grid_log" in p):
+                    raise IronlawError(f"{w}.grid_of: must name another kernel class with a grid of its own "
+                                       f"(and the class none), got {p['grid_of']!r}")
                 continue
             for key in p:
                 if key not in OP_FIELDS:

@@ -26,13 +26,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import WIDE_GQA, attention_kernel, attention_regime
+from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_regime, gemm_dims, grid_nodes,
+                               grid_text, grid_units, grid_weights)
 from ...core.graph import Graph
 from ...machine.calibration import SCHEMA, check
+from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable
 
-OPS = ("gemm", "context_attention", "generation_attention")
+OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
+PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
+          "generation_mla": "decode"}
+# the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
+# kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), the shapes aiconfigurator collects
+MLA_DIMS = MLA(q_lora=1536, kv_lora=512, nope=128, rope=64, v_dim=128)
 FRAMEWORKS = ("trtllm", "sglang", "vllm")
 # table dtype -> ironlaw dtype ('sq': TensorRT-LLM's SmoothQuant GEMM, INT8 activations times INT8 weights)
 GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8"}
@@ -44,14 +51,25 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                  "context_attention": ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
                                        "window_size"),
                  "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
-                                          "window_size")}
-REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head"}
+                                          "window_size"),
+                 "context_mla": ("batch_size", "isl", "num_heads", "tp_size", "kv_cache_dtype"),
+                 "generation_mla": ("batch_size", "step", "num_heads", "tp_size", "kv_cache_dtype")}
+REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
+           "_mla": "latent (MLA)"}
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
 PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), ("streamed", 1.5),
           ("latency_s", 1e-3))
+# the kernel-choice grid's node spacing per axis (M, N, K, units), each node this many times the one before: GEMMs
+# over M, N, K (units 1); attention over the query rows per KV head, the keys, the head dim and the sequences × KV
+# heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
+GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (8.0, 8.0, 2.0, 8.0),
+              "generation_attention": (32.0, 4.0, 2.0, 4.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
+              "generation_mla": (8.0, 4.0, 2.0, 4.0)}
+GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
+GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
 
@@ -90,7 +108,10 @@ def groups(tables: list[KernelTable]) -> list[Group]:
                 dt = GEMM_DTYPES[src]
                 out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op)))
             continue
-        phase = "prefill" if t.op == "context_attention" else "decode"
+        if t.op.endswith("_mla"):
+            out.extend(_mla_groups(t))
+            continue
+        phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
         for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
@@ -117,7 +138,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
     for g in gs:
         fit_rows, held = split(g.rows)
-        table = fit_one(hw, g, _spaced(fit_rows, FIT_ROWS))
+        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)))
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -137,7 +158,7 @@ def fit_one(hw, g: Group, rows) -> dict:
              "latency_s": 5e-6}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
-    for tile in (None,) + (M_TILES if g.op == "generation_attention" else ()):
+    for tile in (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
         params = [((g.key[0], g.key[1], name), upper) for name, upper in PARAMS if not (tile and name == "m_half")]
@@ -147,6 +168,32 @@ def fit_one(hw, g: Group, rows) -> dict:
         if loss < best_loss:
             best, best_loss = c[g.key[0]][g.key[1]], loss
     return best
+
+
+def fit_grid(hw, g: Group, rows, table: dict) -> dict:
+    """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
+    log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
+    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1)."""
+    prob = Problem(hw, observations(g, rows), weighting="per_case")
+    pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
+                       g.key[0]: {g.key[1]: table}})
+    m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
+    coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
+    steps = GRID_STEPS[g.op]
+    nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+    while len(prob.meas) < GRID_ROWS_PER_NODE * np.prod([len(a) for a in nodes]) and \
+            any(len(a) > 1 for a in nodes):      # too few rows for the nodes: each step squared
+        steps = tuple(s * s for s in steps)
+        nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+    lat = float(table.get("latency_s", 0.0))
+    y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
+    idx, w = grid_weights(nodes, coords)
+    size = int(np.prod([len(a) for a in nodes]))
+    a = np.zeros((len(y), size))
+    np.add.at(a, (np.arange(len(y))[:, None], idx), w)
+    coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / size * np.eye(size), a.T @ y)
+    log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
+    return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
 
 
 def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
@@ -165,7 +212,7 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
 
 def observations(g: Group, rows) -> list[Observation]:
     """The rows as ironlaw ops with their measured seconds."""
-    build = _gemm_op if g.op == "gemm" else _attention_op
+    build = _gemm_op if g.op == "gemm" else _mla_op if g.op.endswith("_mla") else _attention_op
     return [Observation(build(r, g), float(r.latency_s), f"kernels:{g.name}") for r in rows.itertuples()]
 
 
@@ -247,14 +294,44 @@ def _attention_op(r, g: Group):
     return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
 
 
+def _mla_groups(t: KernelTable) -> list[Group]:
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla')."""
+    out = []
+    for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
+        dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+        name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
+        out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
+                         sorted_rows(rows, t.op)))
+    return out
+
+
+def _mla_op(r, g: Group):
+    """The analytic transformer's MLA attention op of one row (DeepSeek-V3's dims, ``MLA_DIMS``; ``num_heads`` the
+    heads on one GPU), its cache in the row's KV dtype."""
+    from ...models.serving.online import with_kv_dtype
+    from ...models.workloads.attention import attention_core, mla_geometry
+    phase = PHASES[g.op]
+    dt, kv = ATTENTION_DTYPES[r.mla_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    a = _Heads(int(r.num_heads), int(r.num_heads))
+    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    op = attention_core(a, sh, dt, None, 1, 1, mla_geometry(MLA_DIMS, a.heads, phase))
+    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+
+
 def _derived_generation(hw, cal: dict) -> None:
-    """Generation kernels run their math in bf16 on any cache (the tables time them so): an FP8 model's decode
-    attention (math dtype fp8 in ironlaw) gets the bf16 math's table, eta_max rescaled to the FP8 peak."""
+    """Generation kernels run their math in bf16 on any cache (the tables time them so), and so do MLA's context
+    kernels (its tables time bf16 math only): an FP8 model's decode attention, or MLA prefill (math dtype fp8 in
+    ironlaw), gets the bf16 math's table, eta_max rescaled to the FP8 peak, its grid by name (``grid_of``)."""
     kern = cal.get("kernel", {})
-    for kv, regime in ((kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)):
-        src, dst = (attention_kernel("decode", m, kv, regime) for m in ("bf16", "fp8"))
+    pairs = [("decode", kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)] + \
+        [("prefill", kv, "_mla") for kv in ("bf16", "fp8")]
+    for phase, kv, regime in pairs:
+        src, dst = (attention_kernel(phase, m, kv, regime) for m in ("bf16", "fp8"))
         if src in kern and dst not in kern and "fp8" in hw.peak_flops and "bf16" in hw.peak_flops:
-            kern[dst] = {**kern[src], "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
+            own = {k: v for k, v in kern[src].items() if k not in ("grid_nodes", "grid_log")}
+            kern[dst] = {**own, "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
+            if "grid_log" in kern[src]:
+                kern[dst]["grid_of"] = src
 
 
 def _attention_dtype(x: str, where: str) -> str:

@@ -30,6 +30,9 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "gemm": ("device", "gemm_dtype", "m", "n", "k"),
     "context_attention": ("device",) + ATTENTION,
     "generation_attention": ("device",) + ATTENTION,
+    # multi-head latent attention (DeepSeek-V3's dims): num_heads per GPU, step the cached tokens (generation)
+    "context_mla": ("device", "mla_dtype", "kv_cache_dtype", "num_heads", "batch_size", "isl", "tp_size", "step"),
+    "generation_mla": ("device", "mla_dtype", "kv_cache_dtype", "num_heads", "batch_size", "isl", "tp_size", "step"),
     "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
     "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution"),

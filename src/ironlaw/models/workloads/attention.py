@@ -122,12 +122,16 @@ def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: di
 
 def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
     """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
-    its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), where the attention is
-    grouped-query ({} for MLA, training and encoders)."""
-    if sh.phase not in ATTENTION_PHASES or geo.get("kind") == "mla" or a.encoder:
+    its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), for grouped-query and
+    multi-head latent attention (regime '_mla') in inference ({} for training and encoders)."""
+    if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
     keys = np.asarray(pairs, float) / (np.asarray(sh.b, float) * np.asarray(query, float))
+    if geo.get("kind") == "mla":      # decode (absorbed): every head's query on the one latent; prefill: per head
+        kv = 1 if sh.phase == "decode" else a.heads
+        return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, "_mla"),
+                "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
     regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
     return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
             "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
@@ -175,20 +179,28 @@ def mla_ops(a: Arch, sh, dt: str) -> list[Op]:
     ops = [down, norm] + ([linear("attn_pre_proj.q_up", t, m.q_lora, n * qk, dt, L, module="attn", role="column")]
                           if m.q_lora else [])
     ops.append(_rope(a, t * (n + 1) * m.rope, dt, L))
+    geo = mla_geometry(m, n, sh.phase)
     if sh.phase == "decode":
-        geo = {"qk": m.cache_elems, "pv": m.kv_lora, "q": n * m.cache_elems, "kv_new": m.cache_elems,
-               "o": n * m.kv_lora, "cache": m.cache_elems, "kind": "mla",
-               "shape": f"absorbed, {n} heads over the latent {m.kv_lora}+{m.rope}"}
         ops += [_per_head("attention.q_absorb", a, t, m.nope, m.kv_lora, dt), *_cores(a, sh, dt, geo),
                 _per_head("attention.v_up", a, t, m.kv_lora, m.v_dim, dt)]
     else:
-        geo = {"qk": qk, "pv": m.v_dim, "q": n * qk, "kv_new": n * (qk + m.v_dim), "o": n * m.v_dim,
-               "cache": m.cache_elems, "kind": "mla", "shape": f"{n} heads x {m.nope}+{m.rope} / v {m.v_dim}"}
         ops += [linear("attn_pre_proj.kv_up", t, m.kv_lora, n * (m.nope + m.v_dim), dt, L, module="attn",
                        role="column"),
                 *_cores(a, sh, dt, geo)]
     ops.append(linear("attn_post_proj", t, n * m.v_dim, h, dt, L, module="attn", role="row"))
     return ops
+
+
+def mla_geometry(m, n: int, phase: str) -> dict:
+    """An MLA attention core's per-pair dims and per-token traffic (``attention_core``'s ``geo``) for ``n`` heads:
+    decode absorbed (over the latent), prefill per head."""
+    if phase == "decode":
+        return {"qk": m.cache_elems, "pv": m.kv_lora, "q": n * m.cache_elems, "kv_new": m.cache_elems,
+                "o": n * m.kv_lora, "cache": m.cache_elems, "kind": "mla",
+                "shape": f"absorbed, {n} heads over the latent {m.kv_lora}+{m.rope}"}
+    qk = m.nope + m.rope
+    return {"qk": qk, "pv": m.v_dim, "q": n * qk, "kv_new": n * (qk + m.v_dim), "o": n * m.v_dim,
+            "cache": m.cache_elems, "kind": "mla", "shape": f"{n} heads x {m.nope}+{m.rope} / v {m.v_dim}"}
 
 
 SUBLAYERS = {"gqa": gqa_ops, "mla": mla_ops}
