@@ -1,6 +1,6 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
-    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--write] [--extract DIR]
+    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--write | --stored] [--extract DIR]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
 ``aiconfigurator_core/systems/data/<gpu>/{gemm,attention}/trtllm/<version>/*_perf.parquet``: kernel latencies
@@ -9,7 +9,8 @@ installed package's is read (``pip install aiconfigurator-core==0.12.0 pyarrow``
 sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit``), the odd rows scored here.
 ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
 (src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields), the way
-``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile. ``--extract DIR`` writes the
+``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile; ``--stored`` scores the terms the
+catalog holds on the same held-out rows, fitting nothing (minutes, not the fit's half hour). ``--extract DIR`` writes the
 small attributed extract the tests fit on (tests/data/kernel_tables/). The same table then scores the
 communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collectives per GPU count on one node;
 benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
@@ -49,7 +50,7 @@ def data_dir(arg: str | None) -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
 
 
-def run_gpu(data: Path, folder: str, write: bool) -> list:
+def run_gpu(data: Path, folder: str, write: bool, stored: bool = False) -> list:
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
@@ -58,6 +59,8 @@ def run_gpu(data: Path, folder: str, write: bool) -> list:
     hw = hardware.get(GPUS[folder])
     gs = kernelfit.groups(tables)
     origin, license = kernelfit.origin_of(data)
+    if stored:                        # the catalog's terms as stored, scored on the held-out rows (no fit)
+        return kernelfit.score(hw, hw.calibration.table(), gs)
     t0 = time.perf_counter()
     new = kernelfit.fit(hw, gs, origin=origin, license=license)
     base = hw.calibration.table() if hw.calibration is not None else None
@@ -104,6 +107,8 @@ def main() -> int:
     ap.add_argument("--gpu", action="append", help="table folder(s) to run (default: every catalog GPU's)")
     ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog files")
     ap.add_argument("--extract", help="write the tests' CSV extract to this folder and stop")
+    ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fit nothing (GEMM, "
+                    "attention and MLA classes only)")
     a = ap.parse_args()
     data = data_dir(a.data)
     if a.extract:
@@ -111,12 +116,12 @@ def main() -> int:
         return 0
     rows, worst = [], []
     for folder in a.gpu or GPUS:
-        for s in run_gpu(data, folder, a.write):
+        for s in run_gpu(data, folder, a.write, a.stored):
             ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
             rows.append((f"{s.gpu:<12} {s.group}", f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
                          f"({s.rows} rows)", "≤8% / ≤20%", ok))
             worst.append(s.median_abs_err)
-    for gpu, cls, err in comm_and_moe(data, a.gpu):
+    for gpu, cls, err in ([] if a.stored else comm_and_moe(data, a.gpu)):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "
                      f"({len(err)} rows)", "≤8% / ≤20%", ok))

@@ -95,6 +95,7 @@ class CellTerms:
     def __init__(self, est, cell):
         from ironlaw.law import law
         from ironlaw.core.gemmshape import gemm_dims
+        from ironlaw.law.efficiency import kernel_grid
         from ironlaw.core.graph import KINDS
         from ironlaw.machine.calibration import STREAMED
         from ironlaw.models.serving.step import GROUPED_GEMM, ServingConstants, engine_hw
@@ -122,6 +123,8 @@ class CellTerms:
             with np.errstate(divide="ignore", invalid="ignore"):
                 act_share = np.where(act + other > 0, act / (act + other), 1.0)
             act_s = z.data_s * act_share                       # activations' seconds at η = 1
+            grid = np.broadcast_to(kernel_grid(cal, z.cols), act_s.shape) if cal is not None else 1.0
+            act_s = np.where(fixed, act_s * grid, act_s)       # a kernel class's grid scales all its traffic
             self.parts.append(dict(act_share=act_share, fixed=fixed, act_s=act_s, other_fixed=zk.data_s - act_s,
                 n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi, epi=epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",

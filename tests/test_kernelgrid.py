@@ -32,7 +32,7 @@ def test_factor_is_exact_at_nodes_and_multilinear_in_log_between():
     assert f[2] == pytest.approx(np.exp((0 + 20 + 40 + 60) / 4 / 100))            # halfway on both axes, in log
     assert f[4] == pytest.approx(np.exp(0.6))                                        # held at the ends
     idx, w = grid_weights(NODES, [np.array([4.0]), np.array([1024.0]), np.array([2048.0]), np.array([1.0])])
-    assert w.sum() == pytest.approx(1.0) and idx.shape == (1, 16)
+    assert w.sum() == pytest.approx(1.0) and idx.shape == (1, 4)      # two axes with two nodes or more
 
 
 def test_check_refuses_a_broken_grid():

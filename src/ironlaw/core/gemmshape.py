@@ -225,22 +225,19 @@ def grid_nodes(values, step: float) -> list[float]:
 
 
 def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarray]:
-    """(index, weight), each (rows, 2**axes): the grid nodes around each row's point and their multilinear weights
-    in log space (held at the ends)."""
+    """(index, weight), each (rows, 2**axes with more than one node): the grid nodes around each row's point and
+    their multilinear weights in log space (held at the ends)."""
     idx = np.zeros((len(coords[0]), 1), int)
     w = np.ones((len(coords[0]), 1))
     for nd, x in zip(nodes, coords):
+        if len(nd) == 1:                      # one node: every row on it (the corners do not double)
+            continue
         ln = np.log(np.asarray(nd, float))
         lx = np.log(np.maximum(np.asarray(x, float), 1e-30))
-        if len(ln) == 1:
-            i, t = np.zeros(len(lx), int), np.zeros(len(lx))
-        else:
-            i = np.clip(np.searchsorted(ln, lx) - 1, 0, len(ln) - 2)
-            t = np.clip((lx - ln[i]) / (ln[i + 1] - ln[i]), 0.0, 1.0)
-        step = np.stack([i, np.minimum(i + 1, len(ln) - 1)], axis=1)
-        tw = np.stack([1.0 - t, t], axis=1)
-        idx = (idx[:, :, None] * len(ln) + step[:, None, :]).reshape(len(lx), -1)
-        w = (w[:, :, None] * tw[:, None, :]).reshape(len(lx), -1)
+        i = np.clip(np.searchsorted(ln, lx) - 1, 0, len(ln) - 2)
+        t = np.clip((lx - ln[i]) / (ln[i + 1] - ln[i]), 0.0, 1.0)
+        idx = (idx[:, :, None] * len(ln) + np.stack([i, i + 1], axis=1)[:, None, :]).reshape(len(lx), -1)
+        w = (w[:, :, None] * np.stack([1.0 - t, t], axis=1)[:, None, :]).reshape(len(lx), -1)
     return idx, w
 
 

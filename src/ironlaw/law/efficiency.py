@@ -120,17 +120,18 @@ def kernel_grid(cal: Calibration, cols: Columns) -> np.ndarray | float:
                if "grid_log" in p or "grid_of" in p]
     if not tables and not kernels:
         return 1.0
-    out = np.ones(cols.flops.shape)
     kinds, dts = np.array(KINDS)[cols.kind_idx], np.array(cols.dtypes)
     names = _names(cols, "kernels")
     own = np.isin(names, [name for name, _ in _gemm_kernels(cal)])
+    rows = [((kinds == kind) & (dts == dt) & ~own, p) for kind, dt, p in tables] + [(names == nm, p) for nm, p in kernels]
+    rows = [(r, p) for r, p in rows if r.any()]          # (n_ops,) masks: the ops each grid times
+    if not rows:
+        return 1.0
+    out = np.ones(cols.flops.shape)
     m, n, k = gemm_dims(cols)
     units = grid_units(cols.flops, m, n, k)
-    rows = [((kinds == kind) & (dts == dt) & ~own, p) for kind, dt, p in tables] + [(names == nm, p) for nm, p in kernels]
     for r, p in rows:
-        r = np.broadcast_to(r.reshape((-1,) + (1,) * len(cols.cfg_shape)), out.shape)
-        if r.any():
-            out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
+        out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
     return out
 
 

@@ -39,6 +39,9 @@ def _key(k: str) -> str:
     return k if _BARE.match(k) else json.dumps(k)
 
 
+_NUMBERS = re.compile(r"[-0-9*. ]+")
+
+
 def _value(v, where: str) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -48,8 +51,8 @@ def _value(v, where: str) -> str:
         if not math.isfinite(v):
             raise IronlawError(f"{where}: {v!r} is not a finite number; refusing to write it")
         return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
+    if isinstance(v, str):        # a long run of numbers (a kernel grid): a literal string, which TOML reads fast
+        return f"'{v}'" if len(v) > 64 and _NUMBERS.fullmatch(v) else json.dumps(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_value(x, where) for x in v) + "]"
     try:  # numpy scalars
