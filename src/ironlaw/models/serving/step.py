@@ -34,7 +34,8 @@ import copy
 from dataclasses import dataclass, replace
 
 from ...core.errors import IronlawError
-from ...core.graph import Graph, dtype_bytes
+from ...core.gemmshape import attention_kernel, attention_kernel_parts
+from ...core.graph import Graph, attention_dtype, dtype_bytes
 
 HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
@@ -122,9 +123,65 @@ def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
     return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
 
+# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
+# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
+# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
+FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
+
+
+def default_kv_dtype(dtype: str) -> str:
+    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
+    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
+    16-bit activations and cache), else ``dtype`` itself."""
+    if dtype in FP8_KV_DTYPES:
+        return "fp8"
+    return "bf16" if dtype == "int4" else dtype
+
+
+def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
+    """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
+    dtype (``default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
+    kv = kv_dtype or default_kv_dtype(g.dtype)
+    return g if kv == g.dtype else with_kv_dtype(g, kv)
+
+
+def scale_class(g: Graph, cls: str, factor: float) -> Graph:
+    if factor == 1.0:
+        return g
+    out = copy.copy(g)
+    out.ops = []
+    for op in g.ops:
+        o = copy.copy(op)
+        o.bytes = {k: (v * factor if k == cls else v) for k, v in op.bytes.items()}
+        out.ops.append(o)
+    out.footprint = {k: (v * factor if k == cls else v) for k, v in g.footprint.items()}
+    out.meta = dict(g.meta)
+    return out
+
+
+def with_kv_dtype(g: Graph, kv_dtype: str) -> Graph:
+    """KV cache stored in ``kv_dtype`` (fp8 KV halves its traffic and footprint against bf16), attention run in
+    ``graph.attention_dtype``."""
+    out = copy.copy(scale_class(g, "kv_cache", dtype_bytes(kv_dtype) / dtype_bytes(g.dtype)))
+    att = attention_dtype(g.dtype, kv_dtype)
+    out.ops = [_with_dtype(op, att, kv_dtype) if op.kind == "attention" else op for op in out.ops]
+    return out
+
+
+def _with_dtype(op, dtype: str, kv_dtype: str):
+    """An attention op computing in ``dtype`` on a cache held in ``kv_dtype``."""
+    o = copy.copy(op)
+    o.dtype = dtype
+    o.attrs = {**op.attrs, "kv_dtype": kv_dtype}
+    parts = attention_kernel_parts(str(op.attrs.get("kernel", "")))
+    if parts is not None:                                   # its kernel class names both dtypes
+        o.attrs["kernel"] = attention_kernel(parts[0], dtype, kv_dtype, parts[1])
+    return o
+
+
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
     from .. import workloads
-    from .online import with_kv_dtype
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=int(batch), seq=int(seq), dtype=dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     if g.phase != phase or "kv_cache_bytes" not in g.meta:
@@ -281,7 +338,6 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
     ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph; any
     other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). The one
     pricing of a step under both ``serve`` modes: the online steady state and the max-throughput waves."""
-    from ...law import law
     from .. import parallel
     gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
@@ -293,10 +349,37 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(half_collectives(g), run.lay)
-    g.meta.update(eager=not pad, launches=launches(g))
-    est = law.predict(g, run.law_hw)
+    t, est = priced(run, _stage(half_collectives(g), run.lay), eager=not pad)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
-    floor = host_floor_s(g, run.constants, not pad)
-    return max(float(est.time_s), floor) + run.constants.step_s, est
+    return t, est
+
+
+def priced(run: EngineRun, g: Graph, eager: bool):
+    """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16): the law on the
+    engine's calibration (``run.law_hw``), at least the host's launches when ``eager``, plus ``step_s``."""
+    from ...law import law
+    g.meta.update(eager=eager, launches=launches(g))
+    est = law.predict(g, run.law_hw)
+    return max(float(est.time_s), host_floor_s(g, run.constants, eager)) + run.constants.step_s, est
+
+
+def graph_seconds(run: EngineRun, g: Graph):
+    """(seconds, Estimate) of a step built outside ``step_graph`` (a workload graph of one phase, already
+    sharded: the serving features' verify, draft and prefix-cached prefill steps) priced as ``step_seconds``
+    prices its own: its ops as the checkpoint runs them (``modelopt``, the routed experts' ``grouped`` GEMM), its
+    TP collectives in bf16, a prefill's final norm on each prompt's last token only (``HEAD_OPS``), eager when
+    it carries prompt tokens (a prefill), else one CUDA graph."""
+    prefill = g.phase == "prefill"
+    kernels = moe_kernels(run.hw, run.dtype) if run.constants.moe_tables else (GROUPED_GEMM, None)
+    per_token = float(g.meta.get("batch", 1)) / float(g.meta.get("tokens", 1)) if prefill else 1.0
+    ops = []
+    for op in g.ops:
+        if op.kind != "collective":
+            op = grouped(modelopt(op, g.dtype), *kernels)
+            if op.name == "final_norm" and per_token != 1.0:
+                op = scaled(op, per_token)
+        ops.append(op)
+    out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                uncounted_ops=dict(g.uncounted_ops))
+    return priced(run, half_collectives(out), eager=prefill)
