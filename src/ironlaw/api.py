@@ -151,7 +151,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
 
 
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
-          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: int = 16,
+          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
           max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
           kv_fraction: float = 0.95, max_batch: Optional[int] = None, max_num_tokens: Optional[int] = None,
