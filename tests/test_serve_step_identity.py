@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from ironlaw.core import schemas
 from ironlaw.core.errors import IronlawError
 from ironlaw.models.serving import online, throughput
 from ironlaw.models.serving.step import padded, step_seconds
@@ -82,3 +83,22 @@ def test_the_rule_names_the_step_model():
         online.estimate("llama3-8b", "h100", 512, 64, 4, page_tokens=16)
     with pytest.raises(IronlawError, match="--serial belongs to the device step model"):
         online.estimate("llama3-8b", "h100", 512, 64, 4, composition="serial")
+
+
+def test_cli_says_which_step_model(cli):
+    r = cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "8")
+    assert r.rc == 0 and "steps: engine step model (h100 is a GPU" in r.out, r.err
+    r = cli("serve", "llama3-8b", "--on", "gb10", "--concurrency", "8", "--format", "json")
+    assert r.rc == 0, r.err
+    d = r.json()
+    assert d["step_model"]["name"] == "device" and "kind 'soc'" in d["step_model"]["rule"]
+    schemas.validate(d)
+    r = cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "8", "--chunk", "512", "--format", "json")
+    d = r.json()
+    assert d["step_model"]["name"] == "engine" and d["mixed_step_s"] > d["decode_step_s"]
+    schemas.validate(d)
+    d["step_model"]["name"] = "vllm"
+    with pytest.raises(Exception):
+        schemas.validate(d)
+    r = cli("serve", "llama3-8b", "--on", "h100", "--max-seq", "4096")
+    assert r.rc == 2 and "--max-seq belongs to the device step model" in r.err and r.err.count("\n") == 1

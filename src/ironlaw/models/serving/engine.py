@@ -17,8 +17,12 @@
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
-    KV dtype        without --kv-dtype, the checkpoint's (``online.default_kv_dtype``): FP8 for a model in an 8-
+    KV dtype        without --kv-dtype, the checkpoint's (``step.default_kv_dtype``): FP8 for a model in an 8-
                     or 4-bit float, as NVIDIA's quantized checkpoints state it.
+    one engine      ``engine_run``: the limits, the memory per GPU (``memory``: weights, the workspace of one
+                    max_num_tokens step, the KV budget and what one request reserves) and the ``step.EngineRun``
+                    that ``step.step_seconds`` prices a step on, with the constants fitted on the H100 cells
+                    (``FITTED``): what both ``serve`` modes (``online``, ``throughput``) run on.
 """
 from __future__ import annotations
 

@@ -75,14 +75,12 @@ def step_model(hw, name: str | None = None) -> StepModel:
         raise IronlawError(f"the engine step model prices GPUs (kind 'gpu'); {hw.name} is kind '{hw.kind}'")
     if (name or (ENGINE if gpu else DEVICE)) == ENGINE:
         from .engine import FITTED
-        return StepModel(ENGINE, f"{hw.name} is a GPU: steps priced by the serving engine's step model, the "
-                                 f"pricing of --max-throughput (TensorRT-LLM-style in-flight batching)",
-                         FITTED.source)
+        return StepModel(ENGINE, f"{hw.name} is a GPU: each step priced as --max-throughput prices it "
+                                 f"(a TensorRT-LLM-style engine)", FITTED.source)
     cal = hw.calibration.source if hw.calibration is not None else "its datasheet efficiencies"
-    why = (f"{hw.name} is kind '{hw.kind}', which the engine step model (fitted on TensorRT-LLM GPU runs) does "
-           f"not price" if not gpu else f"{hw.name}: the device step model was asked for")
-    return StepModel(DEVICE, why + ": steps are the law on its own calibration, one captured graph per step",
-                     str(cal))
+    why = (f"{hw.name} is kind '{hw.kind}', which the engine (fitted on TensorRT-LLM GPU runs) does not price"
+           if not gpu else f"{hw.name}: the device step model was asked for")
+    return StepModel(DEVICE, why + ": the law on its own calibration, one captured graph per step", str(cal))
 
 
 @dataclass(frozen=True)

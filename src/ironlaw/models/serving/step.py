@@ -305,11 +305,11 @@ def padded(batch: int, largest: int) -> int:
 
 @dataclass
 class EngineRun:
-    """What prices one engine step, whichever mode forms the batch (``throughput.engine_run`` builds it)."""
+    """What prices one engine step, whichever mode forms the batch (``engine.engine_run`` builds it)."""
     spec: str
     hw: object                       # as the user named it (links, memory)
     law_hw: object                   # with the serving constants as its calibration (``engine_hw``)
-    lay: object                      # throughput.Layout: tp, pp, ep, attention_dp
+    lay: object                      # engine.Layout: tp, pp, ep, attention_dp
     dtype: str
     kv_dtype: str
     prompt: int

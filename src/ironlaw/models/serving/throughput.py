@@ -1,7 +1,8 @@
 """Offline max-throughput serving: the scenario of ``trtllm-bench throughput`` (TensorRT-LLM).
 
 All ``requests`` (each ``prompt`` tokens in, ``output`` tokens out) are queued at once. The engine's limits,
-KV cache and batch are ``serving_engine``'s; one step is ``serving_step``'s graph, predicted by the law.
+KV cache and batch are ``engine``'s; one step is ``step.step_seconds``, the pricing the online mode (``online``)
+shares: the two modes differ only in how batches form (waves of queued requests here).
 
     steady state   a request lives S = n_ctx + output − 1 steps (n_ctx = ⌈prompt / max_num_tokens⌉ context
                    steps, which produce its first token); with B sequences in flight on an engine, r = B / S
@@ -58,7 +59,7 @@ class ThroughputEstimate:
     batch: int                       # sequences in flight, whole system
     batch_per_engine: int            # per attention rank and micro-batch
     batch_limit: str                 # "kv_memory" | "max_batch" | "max_num_tokens"
-    limits: object                   # serving_engine.Limits
+    limits: object                   # engine.Limits
     memory: dict
     time_s: float
     steady: dict
