@@ -160,7 +160,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
-    capacity and every feature asked for); with ``max_throughput=True`` the offline scenario's
+    capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
+    ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which); with ``max_throughput=True`` the offline scenario's
     :class:`~ironlaw.models.serving.throughput.ThroughputEstimate`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
     steps, their rooflines, the concurrency frontier)."""
