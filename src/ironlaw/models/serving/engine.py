@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from ...core.errors import IronlawError
@@ -141,9 +142,10 @@ class Layout:
 
 # ---------------------------------------------------------------------- inputs and memory
 def whole_tokens(x, what: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < 1 or x > MAX_TOKENS:
+    """``x`` as a count of tokens (a whole number, numpy's included, from 1 to ``MAX_TOKENS``), else an error."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 or x > MAX_TOKENS:
         raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
-    return x
+    return int(x)
 
 
 def check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, imbalance) -> None:

@@ -44,11 +44,11 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.graph import Graph, dtype_bytes
+from .engine import MAX_TOKENS, whole_tokens as check_tokens  # noqa: F401  (public here too)
 from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size
-MAX_TOKENS = 1 << 22
 ENGINE, DEVICE = "engine", "device"
 ENGINE_KINDS = ("gpu",)        # the device kinds the engine step model prices (module docstring)
 
@@ -234,12 +234,6 @@ def concurrency_grid(cmax: int) -> list[int]:
         out.append(c)
         c *= 2
     return out + [cmax]
-
-
-def check_tokens(x, what: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 or x > MAX_TOKENS:
-        raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
-    return int(x)
 
 
 def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: int = 1, *,
