@@ -52,6 +52,8 @@ def test_engine_steady_state_follows_the_online_cycle():
 def test_engine_estimate_errors():
     with pytest.raises(IronlawError, match="--concurrency 100000 exceeds"):
         online.estimate(SPEC, HW, P, O, 100000, dtype="fp8")
+    with pytest.raises(IronlawError, match="--concurrency 64 exceeds the engine's max batch size 32 [(]given[)]"):
+        online.estimate(SPEC, HW, P, O, 64, dtype="fp8", max_batch=32)
     with pytest.raises(IronlawError, match="--chunk"):
         online.estimate(SPEC, HW, P, O, 8, dtype="fp8", chunk=0)
 

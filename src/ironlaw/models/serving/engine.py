@@ -249,7 +249,8 @@ class Engine:
     run: EngineRun
     limits: Limits
     memory: dict                     # per GPU (``memory``)
-    max_sequences: int               # the sequences of prompt + output tokens its KV cache holds
+    max_sequences: int               # the sequences in flight it holds: its KV cache's, at most its max batch size
+    limited_by: str                  # "kv_memory" | "max_batch"
 
 
 def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
@@ -279,5 +280,10 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
                            f"{fmt_size(mem['weights_bytes'])} and workspace {fmt_size(mem['workspace_bytes'])}; "
                            f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); lower --concurrency, use "
                            f"--kv-dtype fp8, or --tp")
+    if batch > limits.max_batch:
+        raise IronlawError(f"--concurrency {batch} exceeds the engine's max batch size {limits.max_batch} "
+                           f"({'given' if limits.source == 'given' else 'as trtllm-bench sets it'}); the scheduler "
+                           f"holds no more sequences in flight")
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants)
-    return Engine(run, limits, mem, fit)
+    held = "kv_memory" if fit <= limits.max_batch else "max_batch"
+    return Engine(run, limits, mem, min(fit, limits.max_batch), held)
