@@ -81,7 +81,8 @@ def _replay(sm: dict | None) -> str:
     if sm is not None and sm["name"] == "engine":
         return ("The step replays as one CUDA graph padded to the next captured batch size; the engine's fixed "
                 "cost per step is added to the law's time.")
-    return "The step replays as one captured graph, so the per-op launch latency is paid once per step, outside the terms."
+    return ("The step replays as one captured graph, so the per-op launch latency is paid once per step, outside "
+            "the terms.")
 
 
 def online(est, doc: dict, frontier_doc: dict | None) -> str:
