@@ -410,12 +410,15 @@ def steady_cycle(t_dec: float, t_pre: float, t_mix: float | None, prompt: int, o
 
 
 def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -> tuple[float, object]:
-    """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg)."""
+    """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg): one
+    decode graph on the device step model (``DevicePricer``) whatever the device's kind, as llama.cpp's bench runs
+    it; ``estimate`` picks its step model by ``step_model``'s rule."""
     return _bench_rate(spec, hw, "decode", batch, max(context, 1), batch, kw)
 
 
 def prefill_tokens_per_s(spec: str, hw, prompt: int, **kw) -> tuple[float, object]:
-    """Prompt tokens/s of one ``prompt``-token prefill (llama-bench's pp)."""
+    """Prompt tokens/s of one ``prompt``-token prefill (llama-bench's pp), on the device step model as
+    ``decode_tokens_per_s``."""
     return _bench_rate(spec, hw, "prefill", 1, prompt, prompt, kw)
 
 
