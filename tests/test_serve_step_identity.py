@@ -52,7 +52,7 @@ def test_engine_steady_state_follows_the_online_cycle():
 def test_engine_estimate_errors():
     with pytest.raises(IronlawError, match="--concurrency 100000 exceeds"):
         online.estimate(SPEC, HW, P, O, 100000, dtype="fp8")
-    with pytest.raises(IronlawError, match="--concurrency 64 exceeds the engine's max batch size 32 [(]given[)]"):
+    with pytest.raises(IronlawError, match="--concurrency 64 exceeds the engine's max batch size 32, given"):
         online.estimate(SPEC, HW, P, O, 64, dtype="fp8", max_batch=32)
     with pytest.raises(IronlawError, match="--chunk"):
         online.estimate(SPEC, HW, P, O, 8, dtype="fp8", chunk=0)
@@ -104,3 +104,21 @@ def test_cli_says_which_step_model(cli):
         schemas.validate(d)
     r = cli("serve", "llama3-8b", "--on", "h100", "--max-seq", "4096")
     assert r.rc == 2 and "--max-seq belongs to the device step model" in r.err and r.err.count("\n") == 1
+
+
+def test_a_concurrency_above_trtllm_bench_max_batch_runs_on_the_limits_it_would_be_given():
+    """trtllm-bench sizes DeepSeek-V3's max batch at 160 for 128/1024 on 8 H200 (its heuristic counts KV over
+    max(tp, kv heads) heads; the latent cache is far smaller), while the KV cache holds 1,561 sequences of 1,152
+    tokens. Online at 512 runs on the limits ``--max-throughput --max-batch 512`` runs on, and its steps cost what
+    that run's do."""
+    a, kw = ("deepseek-v3", "h200", 128, 1024), dict(tp=8, dtype="fp8")
+    assert throughput.max_throughput(*a, **kw).batch_per_engine == 160
+    m = throughput.max_throughput(*a, max_batch=512, **kw)
+    s = m.steady
+    assert m.batch_per_engine == s["decode_tokens_per_step"] == 512 and s["mixed_step_share"] < 1.0
+    assert s["requests_per_step"] * s["steps_per_request"] == 512      # the token budget does not bind
+    e = online.estimate(*a, 512, chunk=m.limits.max_num_tokens, **kw)
+    assert e.capacity["max_concurrency"] == 1561 and e.engine.limits.max_batch == 512
+    assert e.engine.limits.max_num_tokens == m.limits.max_num_tokens
+    q = s["mixed_step_share"]
+    assert math.isclose(q * e.mixed_step_s + (1 - q) * e.decode_step_s, s["step_s"], rel_tol=1e-12)

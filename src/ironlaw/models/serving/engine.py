@@ -249,8 +249,7 @@ class Engine:
     run: EngineRun
     limits: Limits
     memory: dict                     # per GPU (``memory``)
-    max_sequences: int               # the sequences in flight it holds: its KV cache's, at most its max batch size
-    limited_by: str                  # "kv_memory" | "max_batch"
+    max_sequences: int               # the sequences of prompt + output tokens its KV cache holds
 
 
 def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
@@ -280,10 +279,24 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
                            f"{fmt_size(mem['weights_bytes'])} and workspace {fmt_size(mem['workspace_bytes'])}; "
                            f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); lower --concurrency, use "
                            f"--kv-dtype fp8, or --tp")
-    if batch > limits.max_batch:
-        raise IronlawError(f"--concurrency {batch} exceeds the engine's max batch size {limits.max_batch} "
-                           f"({'given' if limits.source == 'given' else 'as trtllm-bench sets it'}); the scheduler "
-                           f"holds no more sequences in flight")
+    limits = _holding(limits, batch, max_batch)
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants)
-    held = "kv_memory" if fit <= limits.max_batch else "max_batch"
-    return Engine(run, limits, mem, min(fit, limits.max_batch), held)
+    return Engine(run, limits, mem, fit)
+
+
+def _holding(limits: Limits, batch: int, max_batch: int | None) -> Limits:
+    """``limits`` of an engine serving ``batch`` sequences at once: trtllm-bench sizes max_batch_size for its
+    offline run; a server is set up to hold the sequences it serves, so where that heuristic falls below
+    ``batch`` the max batch size is ``batch`` (the limits ``--max-throughput --max-batch batch`` runs on: the
+    same max_num_tokens, whose workspace the KV budget already left out). A max batch size given, or a step
+    token budget below ``batch``, that cannot hold the batch is an error."""
+    if batch > limits.max_batch and max_batch is not None:
+        raise IronlawError(f"--concurrency {batch} exceeds the engine's max batch size {limits.max_batch}, given; "
+                           f"the scheduler holds no more sequences in flight")
+    if batch > limits.max_num_tokens:
+        raise IronlawError(f"--concurrency {batch} exceeds the engine's {limits.max_num_tokens:,} tokens per step "
+                           f"(max_num_tokens{', given' if limits.source == 'given' else ''}): one decode step "
+                           f"carries a token per sequence")
+    if batch <= limits.max_batch:
+        return limits
+    return Limits(batch, limits.max_num_tokens, f"{limits.source}; max batch size raised to the concurrency")

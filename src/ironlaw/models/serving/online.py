@@ -317,7 +317,7 @@ def engine_capacity(eng) -> dict:
             "reserve_bytes": cap - m["weights_bytes"] - budget, "kv_budget_bytes": budget,
             "kv_bytes_per_token": m["kv_bytes_per_token"],
             "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output), "paged": True,
-            "page_tokens": TOKENS_PER_BLOCK, "max_concurrency": eng.max_sequences, "limited_by": eng.limited_by,
+            "page_tokens": TOKENS_PER_BLOCK, "max_concurrency": eng.max_sequences,
             "workspace_bytes": m["workspace_bytes"], "kv_fraction": m["kv_fraction"],
             "reserve_source": f"TensorRT-LLM: the activation workspace of one max_num_tokens step "
                               f"({m['max_num_tokens']:,} tokens) and {1 - m['kv_fraction']:.2f} of the memory left "
