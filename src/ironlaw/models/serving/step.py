@@ -26,7 +26,8 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
-one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``). The tensor-parallel all-reduces run on
+TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 """
 from __future__ import annotations
 
@@ -233,6 +234,28 @@ def half_collectives(g: Graph) -> Graph:
                  uncounted_ops=dict(g.uncounted_ops))
 
 
+def trtllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as TensorRT-LLM's engine runs them: its own ``AllReduce`` op
+    (tensorrt_llm/_torch/distributed/ops.py, strategy AUTO), which picks its custom one-shot/two-shot kernels
+    over NVLink peer memory while the message fits the custom workspace and its strategy table names one, and
+    NCCL otherwise (cpp/tensorrt_llm/thop/allreduceOp.cpp ``AllreduceOp::selectImplementation`` and
+    ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
+    ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
+    (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's."""
+    from ...machine.network.calibration import for_hardware
+    from ...machine.network.curves import TRTLLM_ALLREDUCE
+    curves = for_hardware(hw).curves
+    def own(op) -> bool:
+        return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
+                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+    if not any(own(op) for op in g.ops):
+        return g
+    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
 # ---------------------------------------------------------------------- pricing one step (both ``serve`` modes)
 CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 
@@ -293,7 +316,7 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(half_collectives(g), run.lay)
+    g = _stage(trtllm_allreduce(half_collectives(g), run.hw), run.lay)
     g.meta.update(eager=not pad, launches=launches(g))
     est = law.predict(g, run.law_hw)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
