@@ -185,3 +185,17 @@ def test_the_trtllm_engine_runs_its_tensor_parallel_all_reduce_where_measured(gp
     est = st.max_throughput("llama3-8b", gpu, 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=st.FITTED)
     kinds = {op.collective for _, e in est.steps for op in e.graph.ops if op.module == "tp"}
     assert kinds == {kind}
+
+
+def test_a_hidden_state_wider_than_the_strategy_table_stays_on_nccl():
+    """TensorRT-LLM's all-reduce strategy table stops at hidden 8192: Llama 3.1 405B's 16384 runs NCCL."""
+    from dataclasses import replace
+    from ironlaw.core.graph import Graph
+    from ironlaw.models.serving import throughput as st
+    from ironlaw.models.serving.step import trtllm_allreduce
+    est = st.max_throughput("llama3-8b", "h100", 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=st.FITTED)
+    g = est.steps[0][1].graph
+    nccl = [replace(op, collective="allreduce") if op.module == "tp" else op for op in g.ops]
+    for hidden, kind in ((4096, "allreduce-trtllm"), (16384, "allreduce")):
+        h = Graph(g.name, g.phase, g.dtype, nccl, footprint=dict(g.footprint), meta={**g.meta, "hidden": hidden})
+        assert {op.collective for op in trtllm_allreduce(h, hardware.get("h100")).ops if op.module == "tp"} == {kind}

@@ -42,6 +42,7 @@ GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts'
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
 ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
 HALF = "bf16"
+TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
 
@@ -242,9 +243,15 @@ def trtllm_allreduce(g: Graph, hw) -> Graph:
     ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
     ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
     (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
-    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's."""
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's.
+    The strategy table covers hidden sizes 128–8192 (``selectStrategyLookUpTable``: index log2(hidden) − 7 < 7);
+    a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
+    all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
+    ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
     from ...machine.network.calibration import for_hardware
     from ...machine.network.curves import TRTLLM_ALLREDUCE
+    if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
+        return g
     curves = for_hardware(hw).curves
     def own(op) -> bool:
         return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
