@@ -2,9 +2,10 @@
 
     python benchmarks/serving_moe_terms.py                    # the H200 MoE cells (held out)
     python benchmarks/serving_moe_terms.py --gpu b200         # the B200 / GB200 FP4 MoE cells (held out)
+    python benchmarks/serving_moe_terms.py --gpu h100         # the H100 MoE cells (the constants' own fit)
     python benchmarks/serving_moe_terms.py --data DIR         # also the measured MoE layer at each cell's shape
 
-Cells: the MoE rows of tests/data/trtllm_perf_overview_{h200,blackwell}.csv (NVIDIA/TensorRT-LLM perf-overview.md,
+Cells: the MoE rows of tests/data/trtllm_perf_overview_{h100,h200,blackwell}.csv (NVIDIA/TensorRT-LLM perf-overview.md,
 Apache-2.0), run as benchmarks/trtllm_h200.py and trtllm_blackwell.py run them. Two predictions per cell:
 ``off``, the stored constants (``throughput.FITTED``: the routed experts' grouped GEMM at the H100-fitted
 ``expert_gemm_eta`` / ``expert_stream_eta``), and ``on``, the same constants with ``moe_tables`` (the routed
@@ -30,11 +31,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import trtllm_h100 as h100  # noqa: E402
 
-CSV = {"h200": h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv",
+CSV = {"h100": h100.CSV, "h200": h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv",
        "b200": h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"}
 CLASSES = ("experts", "rows", "ep", "attention", "other")
 TABLE = "moe/trtllm/1.3.0rc20"
-SYSTEM = {"h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
+SYSTEM = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
 TABLE_DTYPE = {"fp8": "fp8", "fp4": "nvfp4", "bf16": "bfloat16"}
 
 
@@ -90,7 +91,8 @@ def measured_layer_s(data: Path, gpu: str, dtype: str, meta: dict, tokens: float
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", choices=("h200", "b200"), default="h200", help="h200, or b200 for the B200/GB200 cells")
+    ap.add_argument("--gpu", choices=("h100", "h200", "b200"), default="h200",
+                    help="h200; h100 (the cells the constants were fitted on); b200 for the B200/GB200 cells")
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
     a = ap.parse_args()
     on = replace(st.FITTED, moe_tables=True)
