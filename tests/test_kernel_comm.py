@@ -199,3 +199,11 @@ def test_a_hidden_state_wider_than_the_strategy_table_stays_on_nccl():
     for hidden, kind in ((4096, "allreduce-trtllm"), (16384, "allreduce")):
         h = Graph(g.name, g.phase, g.dtype, nccl, footprint=dict(g.footprint), meta={**g.meta, "hidden": hidden})
         assert {op.collective for op in trtllm_allreduce(h, hardware.get("h100")).ops if op.module == "tp"} == {kind}
+
+
+def test_constants_can_keep_nccls_all_reduce():
+    from dataclasses import replace
+    from ironlaw.models.serving import throughput as st
+    nccl = replace(st.FITTED, trtllm_allreduce=False)
+    est = st.max_throughput("llama3-8b", "h100", 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=nccl)
+    assert {op.collective for _, e in est.steps for op in e.graph.ops if op.module == "tp"} == {"allreduce"}

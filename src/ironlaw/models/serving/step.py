@@ -62,6 +62,8 @@ class ServingConstants:
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
     moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
+    trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
+                                   # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -323,7 +325,8 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(trtllm_allreduce(half_collectives(g), run.hw), run.lay)
+    g = half_collectives(g)
+    g = _stage(trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g, run.lay)
     g.meta.update(eager=not pad, launches=launches(g))
     est = law.predict(g, run.law_hw)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
