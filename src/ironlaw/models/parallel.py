@@ -355,7 +355,7 @@ def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     _split(new, at.tp, at.kv)
 
 
-@sharding("norm", "residual", "dropout", "router", "dispatch", "pooler", "cast")
+@sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast")
 def _replicated(op: Op, new: Op, at: TpSplit) -> None:
     """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
     ``precision.py``), split with sequence parallelism or where the op says its tensor is (``tp_split``)."""
