@@ -9,10 +9,16 @@ import pytest
 
 from ironlaw.core.errors import IronlawError
 from ironlaw.models import gemm_rows, host, parallel, precision, workloads
+from ironlaw.models.serving import step
+from ironlaw.models.serving.features import speculative
 
 OLD_LINEARS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 OLD_COLUMN_INPUT = ("attn_pre_proj", "mlp_up_proj")
 OLD_AFTER_SYNC = ("experts", "ep", "shared_experts")
+OLD_HEAD_OPS = ("lm_head", "final_norm")                          # serving.step
+OLD_ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
+OLD_MOE_GLUE = ("moe_router", "moe_topk", "moe_combine")          # serving.features.speculative
+OLD_OUTSIDE = ("embedding", "final_norm", "lm_head")
 
 
 def _builtins() -> list[tuple[str, str]]:
@@ -91,3 +97,26 @@ def test_a_graph_without_linear_roles_is_not_lowered():
     with pytest.raises(IronlawError, match="linears known"):
         precision.lower(bare, "fp8")
     assert precision.lower(g, "fp8").meta["precision"] == "fp8"
+
+
+def _llms() -> list[str]:
+    return [c["name"] for c in workloads.catalog() if c["family"] == "llm"]
+
+
+@pytest.mark.parametrize("spec", _llms())
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_serving_role_rules_pick_the_ops_the_name_rules_picked(spec, phase):
+    """The serving step's head, its bf16 ops under ModelOpt and its routed rows; speculative decoding's MoE glue
+    and the ops outside the layers; attention DP's expert exchanges around the experts' first and last GEMM."""
+    g = workloads.resolve(workloads.Request(spec, phase=phase, batch=2, seq=128))
+    for op in g.ops:
+        role = op.attrs.get("role")
+        assert step.is_head(op) == (op.name in OLD_HEAD_OPS), op.name
+        assert (role in step.BF16_ROLES) == (op.name in ("lm_head", "embedding")), op.name
+        assert (op.module == "experts" and role in step.ROUTED_ROLES) == \
+            (op.module == "experts" and op.name in OLD_ROUTED_ROWS), op.name
+        assert (role in speculative.MOE_GLUE) == (op.name in OLD_MOE_GLUE), op.name
+        assert (role in speculative.OUTSIDE and not op.attrs.get("per_layer")) == (op.name in OLD_OUTSIDE), op.name
+        assert (role == "router" and op.kind == "matmul") == (op.name == "moe_router"), op.name
+        if op.module == "experts":
+            assert (role == "column") == (op.name == "mlp_up_proj") and (role == "row") == (op.name == "mlp_down_proj")
