@@ -186,3 +186,18 @@ def test_analyze_lists_the_ops_capture_could_not_give_a_role(models, capsys):
     assert e.value.code in (0, None)
     out = " ".join(capsys.readouterr().out.split())
     assert "ops without a parallel role (capture could not tell; --tp refuses them): aten::addmm×2" in out
+
+
+def test_a_captured_hugging_face_llama_gets_a_role_for_every_op():
+    """transformers' own Llama (rotary, grouped-query heads, its cross-entropy loss): every op of the training step
+    has a role, the projections by position, and TP 2 shards it with 4 forward and 10 backward all-reduces."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    ids = torch.randint(0, 128, (2, 16))
+    g = capture_graph(transformers.LlamaForCausalLM(cfg), (), {"input_ids": ids, "labels": ids}, phase="train")
+    assert no_role_ops(g) == {}
+    for op in _linears(g):
+        assert op.attrs["role"] == EXPECTED[op.module.split(".")[-1]], op.module
+    s = parallel.tp_shard(g, 2)
+    assert sum(op.kind == "collective" for op in s.ops) == 4 + 10
