@@ -123,6 +123,10 @@ def test_captured_linears_get_their_role_by_position_in_the_block(models, phase)
         bwd = _linears(g, backward=True)
         assert sorted(op.attrs["grad"] for op in bwd) == ["dgrad"] * 15 + ["wgrad"] * 15
         assert {op.attrs["role"] for op in bwd} == {"column", "row", "head"}
+        for op in fwd:                    # each linear's dgrad (by its weight) and wgrad (beside it) are its own
+            own = sorted(b.attrs["grad"] for b in bwd if b.attrs["linear"] == op.module)
+            assert own == ["dgrad", "wgrad"], op.module
+            assert all(b.attrs["role"] == op.attrs["role"] for b in bwd if b.attrs["linear"] == op.module)
 
 
 def test_tensor_parallelism_applies_to_a_captured_model_by_its_roles(models):

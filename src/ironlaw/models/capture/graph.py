@@ -55,8 +55,8 @@ def role_attrs(r, roles) -> dict:
     """The op's role (``capture.roles``; none where capture cannot tell) and, for a linear's matmuls, the linear
     they belong to (its module), its sublayer and, in the backward, which gradient each computes."""
     attrs = {"role": roles.role[r.index]} if roles.role.get(r.index) else {}
-    if r.index in roles.sublayer:
-        attrs.update(linear=r.module, sublayer=roles.sublayer[r.index])
+    if r.index in roles.linear:
+        attrs.update(linear=roles.linear[r.index], sublayer=roles.sublayer[r.index])
     if r.index in roles.grad:
         attrs["grad"] = roles.grad[r.index]
     return attrs

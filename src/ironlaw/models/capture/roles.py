@@ -45,6 +45,7 @@ class Roles:
     grad: dict
     sublayer: dict
     notes: list
+    linear: dict = field(default_factory=dict)     # index of a linear's matmul -> the module of its linear
 
 
 def _linear_fwd(r) -> bool:
@@ -110,8 +111,8 @@ def _linear(r, flow: _Flow, roles: dict) -> frozenset:
 
 
 def _forward(records, roles: dict, flow: _Flow) -> tuple[dict, set, dict, dict]:
-    """Roles of the forward ops; (linear module -> its first record, open column indices, the columns each split
-    op descends from, row index -> the columns it closes)."""
+    """Roles of the forward ops; (linear module or weight key -> its first record, open column indices, the
+    columns each split op descends from, row index -> the columns it closes)."""
     by_module, closed, origin_of, closes = {}, set(), {}, {}
     for r in records:
         if r.phase != "forward":
@@ -122,6 +123,7 @@ def _forward(records, roles: dict, flow: _Flow) -> tuple[dict, set, dict, dict]:
             closes[r.index] = _linear(r, flow, roles)
             closed |= closes[r.index]
             by_module.setdefault(r.module, r.index)
+            by_module.setdefault(("weight", r.weight_key), r.index)
         else:
             _propagate(r, flow, roles)
             if roles[r.index] in ("heads", "activation"):
@@ -142,21 +144,23 @@ def _unclosed(records, roles: dict, open_cols: set, origin_of: dict) -> None:
             roles[i] = NONE
 
 
-def _backward(records, roles: dict, module_role: dict, flow: _Flow) -> dict:
+def _backward(records, roles: dict, by_module: dict, flow: _Flow) -> tuple[dict, dict]:
     """Roles of the backward and optimizer ops (``flow``: the forward's, whose split tensors the backward reads
-    saved); returns index -> 'dgrad' | 'wgrad' for the linears' matmuls."""
-    grads = {}
+    saved); returns (index -> 'dgrad' | 'wgrad', index -> its linear's forward record) for the linears' matmuls:
+    a dgrad found by the weight it reads, a wgrad by the module the tracker puts it in."""
+    grads, linear = {}, {}
     for r in records:
         if r.phase == "optimizer":
             roles[r.index] = "optimizer"
             continue
         if r.phase != "backward":
             continue
-        role = module_role.get(r.module)
+        lin = by_module.get(("weight", r.weight_key) if r.weight_key is not None else r.module)
         if r.no_work:
             _view(r, flow)
-        elif r.kind == "matmul" and role is not None:
-            roles[r.index] = role
+        elif r.kind == "matmul" and lin is not None:
+            role = roles[r.index] = roles[lin]
+            linear[r.index] = lin
             grads[r.index] = "dgrad" if r.weight_nk is not None else "wgrad"
             for k in (r.out_keys if grads[r.index] == "dgrad" else ()):
                 if role == NONE:
@@ -167,7 +171,18 @@ def _backward(records, roles: dict, module_role: dict, flow: _Flow) -> dict:
                     flow.split.pop(k, None)
         else:
             _propagate(r, flow, roles, strict=False)
-    return grads
+    return grads, linear
+
+
+def _pair_wgrads(records, grads: dict, linear: dict, roles: dict) -> None:
+    """A wgrad next to a dgrad in the same module (autograd runs a linear's two matmuls one after the other) is
+    that dgrad's linear's: the tracker can put a sibling's backward (q's beside k's) in the wrong module."""
+    mm = [r for r in records if r.index in grads]
+    for a, b in zip(mm, mm[1:]):
+        if a.module == b.module and {grads[a.index], grads[b.index]} == {"dgrad", "wgrad"}:
+            w, d = (a, b) if grads[a.index] == "wgrad" else (b, a)
+            linear[w.index] = linear[d.index]
+            roles[w.index] = roles[d.index]
 
 
 def attach(records) -> Roles:
@@ -176,16 +191,18 @@ def attach(records) -> Roles:
     flow = _Flow()
     by_module, open_cols, origin_of, closes = _forward(records, roles, flow)
     _unclosed(records, roles, open_cols, origin_of)
-    module_role = {m: roles[i] for m, i in by_module.items()}
-    grads = _backward(records, roles, module_role, flow)
-    attn = {i for i in closes if i in flow.attention or closes[i] & flow.attention}
-    sub = {m: "attn" if i in attn else "mlp" for m, i in by_module.items()}
-    sublayer = {r.index: sub[r.module] for r in records if r.module in sub and (r.index in grads or _linear_fwd(r))}
+    grads, linear = _backward(records, roles, by_module, flow)
+    _pair_wgrads(records, grads, linear, roles)
+    linear |= {r.index: r.index for r in records if _linear_fwd(r)}
+    attn = {i for i in closes if closes[i] & flow.attention}
+    module = {r.index: r.module for r in records}
+    sublayer = {i: "attn" if lin in attn or any(lin in closes[j] for j in attn) else "mlp"
+                for i, lin in linear.items()}
     unknown = sum(1 for r in records if not r.no_work and roles.get(r.index, NONE) == NONE)
     notes = [f"capture could not tell the tensor-parallel role of {unknown} op(s) (a split tensor joins a whole "
              f"one, or a column-parallel linear's output never reaches a row-parallel one): tensor parallelism "
              f"refuses them"] if unknown else []
-    return Roles(roles, grads, sublayer, notes)
+    return Roles(roles, grads, sublayer, notes, {i: module[lin] for i, lin in linear.items()})
 
 
 def no_role_ops(g) -> dict:
