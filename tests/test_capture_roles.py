@@ -205,3 +205,11 @@ def test_a_captured_hugging_face_llama_gets_a_role_for_every_op():
         assert op.attrs["role"] == EXPECTED[op.module.split(".")[-1]], op.module
     s = parallel.tp_shard(g, 2)
     assert sum(op.kind == "collective" for op in s.ops) == 4 + 10
+
+
+def test_precision_lowering_refuses_a_captured_model_with_the_reason(models):
+    from ironlaw.models import precision
+    m, args = models[1]["tiny"]()
+    g = capture_graph(m, args, phase="train", dtype="bf16")
+    with pytest.raises(IronlawError, match="fp8 training of a captured model is not modelled"):
+        precision.lower(g, "fp8")

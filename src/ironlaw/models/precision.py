@@ -137,6 +137,9 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
         raise IronlawError(f"FP8 training lowers a training graph (--phase train), got '{g.phase}'")
     if g.meta.get("precision") in TRAINING_DTYPES:
         return g
+    if g.meta.get("captured"):
+        raise IronlawError(f"{g.name}: {dtype} training of a captured model is not modelled: it lowers the linears "
+                           f"of a transformer built by ironlaw (its layers and each linear's backward known)")
     if g.dtype != WIDE:
         if not is_low(g.dtype):
             raise IronlawError(f"{dtype} training starts from a {WIDE} (or {dtype}) graph, got {g.dtype}")
