@@ -24,7 +24,9 @@ the 25.09 table's H100 layout). The 26.02 summary republishes both H100 rows wit
 throughput within 7%. Each row is predicted with its recipe's layout; ``printed`` gives the table's.
 
 The same page's DGX-GB300, DGX-GB200 and DGX-B200 rows (``BLACKWELL``) are held out: each is predicted with
-the layout the table prints and the same rules, on the catalog entry of its system (datasheets only).
+the layout the table prints and the same rules, on the catalog entry of its system (datasheets and the kernel
+tables its [calibration] was fitted on), except where the row's own recipe contradicts the print
+(``HELD_RECIPE``: the DGX-B200 gpt-oss-120b row's EP).
 """
 from __future__ import annotations
 
@@ -49,6 +51,13 @@ DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
 # scripts/performance/configs/llama3/workload_base_configs.py, LLAMA3_70B_GB300_FP8_CS and _GB200_FP8_CS: MBS 2,
 # Megatron-FSDP, cpu_offloading_num_layers 20 and 40): the rows' printed layout is the recipe's
 OFFLOAD = {("gb300", "llama3-70b", "fp8"): 20, ("gb200", "llama3-70b", "fp8"): 40}
+# a held-out row whose printed layout its own recipe contradicts: the DGX-B200 gpt-oss-120b row prints EP 8, but
+# the recipe it ran (Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py at the
+# table's commit 00b7660b, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_BASE_CONFIG: the only 64-GPU gpt-oss recipe with
+# the row's MBS 4, GBS 512 and so GA 2) sets expert_model_parallel_size=64, as the GB200 and GB300 rows print;
+# the printed 8 is the base config's (and the H100 row's). EP 64 on DGX-B200 spans 8 nodes: the expert
+# all-to-all leaves the NVLink domain for InfiniBand (ironlaw analyze ... --ep 8 is the printed layout)
+HELD_RECIPE = {("b200", "gpt-oss-120b", "bf16"): {"ep": 64}}
 RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
@@ -97,6 +106,8 @@ def options(row: dict, printed: bool = False) -> dict:
     """The plan of the row's recipe layout, or (``printed``, and every held-out row) of the layout the table
     prints; a held-out row past one NVL72 domain spreads over domains of ``NVL_JOB_DOMAIN`` GPUs."""
     r = row if printed or "system" in row else recipe(row)
+    if not printed:
+        r = {**r, **HELD_RECIPE.get((r.get("system"), r["model"], r["precision"]), {})}
     tp, vp = r["tp"], r["vp"]
     nodes = {"nodes": r["gpus"] // NVL_JOB_DOMAIN} if r.get("system", "").startswith("gb") and r["gpus"] > 72 else {}
     off = OFFLOAD.get((r.get("system"), r["model"], r["precision"]), 0)
