@@ -40,6 +40,8 @@ DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
 TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
 BLACKWELL = DATA / "nemo_megatron_bridge_25.11_blackwell.csv"
+TOKENDROP = DATA / "nemo_megatron_bridge_25.09_tokendrop.csv"     # the same layouts run token-drop in 25.09
+LAYOUT = ("system", "model", "gpus", "micro_batch", "tp", "pp", "vp", "ep")
 NVL_JOB_DOMAIN = 64      # GPUs of a job per NVL72 rack, assumed (the page does not say how its jobs are placed):
                          # held-out rows of 256 GPUs on GB200/GB300 run as 4 NVLink domains of 64
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
@@ -73,6 +75,17 @@ def table(path: Path = TABLE) -> list[dict]:
         r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
         r["model_tflops_per_gpu"] = float(r["model_tflops_per_gpu"])
     return rows
+
+
+def tokendrop(row: dict) -> dict | None:
+    """The 25.09 token-drop run (``TOKENDROP``) of the row's printed layout, of the row's precision, else FP8
+    with per-tensor scaling; None where 25.09 ran no such layout (an H100 row, without 'system', is 'h100')."""
+    with TOKENDROP.open() as fh:
+        runs = list(csv.DictReader(l for l in fh if not l.startswith("#")))
+    key = tuple(str({"system": "h100", **row}[k]) for k in LAYOUT)
+    same = [t for t in runs if tuple(t[k] for k in LAYOUT) == key]
+    pick = [t for t in same if t["precision"] == row["precision"]] or [t for t in same if t["precision"] == "fp8"]
+    return {**pick[0], "tokens_per_s_per_gpu": float(pick[0]["tokens_per_s_per_gpu"])} if pick else None
 
 
 def tuned() -> dict:
@@ -148,6 +161,21 @@ def layer_s(row: dict, st) -> tuple[float, float]:
     step = st.flops["tokens_per_step"] / (row["tokens_per_s_per_gpu"] * p.gpus)
     layers = st.per_microbatch.graph.meta["layers"] / p.pp
     return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown["microbatch_s"] / layers
+
+
+def layer_parts(st) -> dict[str, float]:
+    """Seconds per layer and micro-batch of a step's parts on its slowest stage, op times summed (before the
+    overlap the critical path takes): the routed and shared experts' GEMMs, attention (projections and core),
+    the expert all-to-alls, the rest."""
+    e = st.per_microbatch
+    out = {"experts": 0.0, "attention": 0.0, "a2a": 0.0, "rest": 0.0}
+    for r in e.rows():
+        part = ("experts" if r["module"] in ("experts", "shared_experts") and r["kind"] == "matmul" else
+                "attention" if r["module"] == "attn" and r["kind"] in ("matmul", "attention") else
+                "a2a" if r["module"] == "ep" else "rest")
+        out[part] += r["time_s"]
+    layers = e.graph.meta["layers"] / st.plan.pp
+    return {k: v / layers for k, v in out.items()}
 
 
 def summary(what: str, errs: list, rows: int, goal_median: float, goal_max: float) -> str:
