@@ -26,9 +26,14 @@ GOALS = {"dense": (0.05, 0.12), "MoE": (0.12, 0.30), "all predicted": (0.12, 0.3
 
 
 def main() -> int:
-    from ironlaw.machine import hardware
+    import argparse
     from ironlaw.core.errors import IronlawError
     from nemo_ref import BLACKWELL, DENSE, command, predict, summary, table
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host-cost-factor", type=float, default=1.0, metavar="F",
+                    help="diagnostic: every system's [host] op_s and module_s times F (how large a host cost "
+                         "the rows would need; nothing is fitted)")
+    hardware = _Hosts(ap.parse_args().host_cost_factor)
     rows = table(BLACKWELL)
     errs = {"dense": [], "MoE": [], "all predicted": []}
     print(f"{'system':6s} {'model':16s} {'GPUs':>5} {'prec':>5} {'published':>9} {'ironlaw':>8} {'error':>7} "
@@ -45,7 +50,7 @@ def main() -> int:
         errs["dense" if r["model"] in DENSE else "MoE"].append(abs(err))
         print(f"{head} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%} {st.mfu:6.1%}  {st.bottleneck['resource']}")
     print()
-    moe_layers(rows)
+    moe_layers(rows, hardware)
     print()
     for r in rows:
         print(command(r))
@@ -57,10 +62,28 @@ def main() -> int:
     return 0
 
 
-def moe_layers(rows: list) -> None:
+class _Hosts:
+    """``hardware.get`` with each device's ``[host]`` per-op costs scaled by ``factor`` (1: as catalogued)."""
+
+    def __init__(self, factor: float):
+        if factor <= 0:
+            raise SystemExit(f"--host-cost-factor must be positive, got {factor:g}")
+        self.factor = factor
+
+    def get(self, name: str):
+        import dataclasses
+        from ironlaw.machine import hardware
+        hw = hardware.get(name)
+        h = hw.extra.get("host")
+        if self.factor == 1.0 or h is None:
+            return hw
+        h = dataclasses.replace(h, op_s=h.op_s * self.factor, module_s=h.module_s * self.factor)
+        return dataclasses.replace(hw, extra={**hw.extra, "host": h})
+
+
+def moe_layers(rows: list, hardware) -> None:
     """Per MoE row, milliseconds per layer and micro-batch on a stage: published (25.11, dropless), the 25.09
     token-drop run of the same layout, ironlaw and its parts (``nemo_ref.layer_parts``), the host's issue time."""
-    from ironlaw.machine import hardware
     from nemo_ref import DENSE, layer_parts, layer_s, predict, tokendrop
     print("ms per layer and micro-batch on a stage; ironlaw's parts are op times summed before overlap")
     print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/exp':>8} {'published':>9} "
