@@ -26,7 +26,8 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
-one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``). The tensor-parallel all-reduces run on
+TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 """
 from __future__ import annotations
 
@@ -35,13 +36,21 @@ from dataclasses import dataclass, replace
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import attention_kernel, attention_kernel_parts
-from ...core.graph import Graph, attention_dtype, dtype_bytes
+from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
 
-HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
-ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
+ROUTED_ROLES = ("permute", "activation", "combine")    # … by op role (``attrs["role"]``), in module "experts"
+BF16_ROLES = ("head", "embedding")     # the ops whose weights a ModelOpt checkpoint keeps in bf16
+
+
+def is_head(op: Op) -> bool:
+    """An op of the step's head, run on the head tokens only: the output layer (role ``head``) and the norm
+    before it (the one norm outside the layers, whose ops the builder marks ``per_layer``)."""
+    role = op.attrs.get("role")
+    return role == "head" or (role == "norm" and not op.attrs.get("per_layer"))
 HALF = "bf16"
+TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
 
@@ -61,6 +70,8 @@ class ServingConstants:
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
     moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
+    trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
+                                   # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -210,7 +221,7 @@ def modelopt(op, dtype: str):
     if "activations" in o.bytes:
         o.bytes["activations"] = op.bytes["activations"] * dtype_bytes(HALF) / by
     o.bytes_written = op.bytes_written * dtype_bytes(HALF) / by
-    if op.name in ("lm_head", "embedding"):
+    if op.attrs.get("role") in BF16_ROLES:
         o.dtype = HALF
         if "weights" in o.bytes:
             o.bytes["weights"] = op.bytes["weights"] * dtype_bytes(HALF) / by
@@ -222,7 +233,7 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
-    elif rows and op.module == "experts" and op.name in ROUTED_ROWS:
+    elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
         kernel = rows
     else:
         return op
@@ -257,7 +268,7 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
     for op in tok.ops:
         if op.kind == "attention":
             ops.extend(parts[op.name])
-        elif op.name in HEAD_OPS:
+        elif is_head(op):
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
@@ -286,6 +297,34 @@ def half_collectives(g: Graph) -> Graph:
         return g
     ops = [replace(op, network_bytes=op.network_bytes * dtype_bytes(HALF) / by)
            if op.kind == "collective" and op.module == "tp" else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def trtllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as TensorRT-LLM's engine runs them: its own ``AllReduce`` op
+    (tensorrt_llm/_torch/distributed/ops.py, strategy AUTO), which picks its custom one-shot/two-shot kernels
+    over NVLink peer memory while the message fits the custom workspace and its strategy table names one, and
+    NCCL otherwise (cpp/tensorrt_llm/thop/allreduceOp.cpp ``AllreduceOp::selectImplementation`` and
+    ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
+    ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
+    (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's.
+    The strategy table covers hidden sizes 128–8192 (``selectStrategyLookUpTable``: index log2(hidden) − 7 < 7);
+    a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
+    all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
+    ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
+    from ...machine.network.calibration import for_hardware
+    from ...machine.network.curves import TRTLLM_ALLREDUCE
+    if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
+        return g
+    curves = for_hardware(hw).curves
+    def own(op) -> bool:
+        return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
+                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+    if not any(own(op) for op in g.ops):
+        return g
+    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                  uncounted_ops=dict(g.uncounted_ops))
 
@@ -349,7 +388,7 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    t, est = priced(run, _stage(half_collectives(g), run.lay), eager=not pad)
+    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
     return t, est
@@ -368,8 +407,8 @@ def graph_seconds(run: EngineRun, g: Graph):
     """(seconds, Estimate) of a step built outside ``step_graph`` (a workload graph of one phase, already
     sharded: the serving features' verify, draft and prefix-cached prefill steps) priced as ``step_seconds``
     prices its own: its ops as the checkpoint runs them (``modelopt``, the routed experts' ``grouped`` GEMM), its
-    TP collectives in bf16, a prefill's final norm on each prompt's last token only (``HEAD_OPS``), eager when
-    it carries prompt tokens (a prefill), else one CUDA graph."""
+    TP collectives as the engine runs them (``engine_collectives``), a prefill's final norm on each prompt's last
+    token only (``is_head``), eager when it carries prompt tokens (a prefill), else one CUDA graph."""
     prefill = g.phase == "prefill"
     kernels = moe_kernels(run.hw, run.dtype) if run.constants.moe_tables else (GROUPED_GEMM, None)
     per_token = float(g.meta.get("batch", 1)) / float(g.meta.get("tokens", 1)) if prefill else 1.0
@@ -377,9 +416,16 @@ def graph_seconds(run: EngineRun, g: Graph):
     for op in g.ops:
         if op.kind != "collective":
             op = grouped(modelopt(op, g.dtype), *kernels)
-            if op.name == "final_norm" and per_token != 1.0:
+            if per_token != 1.0 and is_head(op) and op.attrs.get("role") == "norm":
                 op = scaled(op, per_token)
         ops.append(op)
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
-    return priced(run, half_collectives(out), eager=prefill)
+    return priced(run, engine_collectives(run, out), eager=prefill)
+
+
+def engine_collectives(run: EngineRun, g: Graph) -> Graph:
+    """``g``'s TP collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces on
+    TensorRT-LLM's own op where the constants say so (``trtllm_allreduce``)."""
+    g = half_collectives(g)
+    return trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g
