@@ -85,18 +85,6 @@ class Plan:
         return self.global_batch // (self.micro_batch * self.dp)
 
 
-OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
-                "redundant_experts", "offload_layers")
-
-
-def requested(options: dict) -> bool:
-    """True when the user asked for more than one device or any parallel knob."""
-    o = {k: v for k, v in (options or {}).items() if k in OPTION_NAMES and v not in (None, False)}
-    return any(k not in ("gpus", "nodes") or v != 1 for k, v in o.items())
-
-
 def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     """Read and check the plan; ``graph`` (a transformer) lets it check layers, heads, experts and the sequence
     too, ``hw`` gives the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``;
