@@ -73,7 +73,7 @@ def moe_layers(rows: list) -> None:
         per = p.microbatches * meta["layers"] / p.pp            # layer passes per step on the stage
         print(f"{r['system']:6s} {r['model']:16s} {r['precision']:>5} {p.ep:3d} {p.micro_batch:3d} {rows_e:11.0f} "
               f"{implied * 1e3:18.1f} {ours * 1e3:8.1f} {implied / ours:6.2f} "
-              f"{st.breakdown['host_issue_s'] / per * 1e3:10.2f} {st.breakdown['host_exposed_s'] / per * 1e3:6.2f}")
+              f"{st.breakdown.host_issue_s / per * 1e3:10.2f} {st.breakdown.host_exposed_s / per * 1e3:6.2f}")
 
 
 if __name__ == "__main__":
