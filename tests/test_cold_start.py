@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
+OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contract", "compare", "sweep", "report",
+                                                 "serve", "validate", "fit", "probe", "search", "calibrate"))
+HEAVY = OTHER_VERBS + ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
          "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "pandas", "pyarrow", "torch")
 
 RUN = """
@@ -47,6 +49,18 @@ def test_one_device_analyze_imports_no_parallel_serving_or_search(argv):
 def test_the_library_analyze_on_one_device_is_as_lean():
     assert imported("import ironlaw; ironlaw.analyze('llama3-8b', on='h100', phase='decode', seq=1024, batch=8)") \
         == []
+
+
+def test_every_verb_answers_from_its_own_module():
+    """`ironlaw VERB …` imports VERB's module alone: each verb of ``cli.VERBS`` must be the name of the module
+    that registers it, and `ironlaw --help` (every module) lists them all."""
+    from ironlaw import cli
+    from conftest import run_cli
+    for verb in cli.VERBS:
+        r = run_cli(verb, "--help")
+        assert r.rc == 0 and "Usage: ironlaw " + verb in r.out, (verb, r.err)
+    listed = run_cli("--help").out
+    assert all(f" {v} " in listed for v in cli.VERBS)
 
 
 def test_the_check_sees_the_parallel_model_when_it_is_used():
