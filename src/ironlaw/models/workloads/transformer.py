@@ -171,7 +171,7 @@ def _permute(t: Num, k: int, h: int, dt: str, L: int) -> Op:
     GEMMs: reads t·k rows of ``h`` (each token's row once per chosen expert) and writes the t·k-row copy; no
     arithmetic. The way back, the unpermute and the probability-weighted sum, is ``moe_combine``."""
     rows = t * k * h
-    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts", role="dispatch")
+    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts", role="permute")
     op.attrs["expert"] = "routed"
     return op
 
@@ -197,7 +197,7 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
             elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router",
                         role="router"),
             _permute(t, k, h, dt, L), up, act, down, *shared,
-            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="dispatch")]
+            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="combine")]
 
 
 def _mlp(a: Arch, sh: _Shape, dt: str) -> list[Op]:
