@@ -253,15 +253,21 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- memory
-def _mlp_elems(a: Arch) -> int:
-    """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's)."""
+def _mlp_elems(a: Arch, saved: bool = False) -> int:
+    """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's); ``saved``: those it
+    keeps for the backward. An MoE layer holds the routed tokens twice at once (the experts' input and output
+    copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
+    the experts' activation applies (Megatron-Core core_v0.15.0 token_dispatcher.py
+    MoEAlltoAllTokenDispatcher.token_unpermutation calls unpermute without probs; experts.py
+    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map."""
     h = a.hidden
 
     def gated(i: int, m: int) -> int:                                # up output and act output of m MLPs
         return m * ((2 * i if a.glu else i) + i)
+    routed = (1 if saved else 2) * a.top_k * h                       # permuted in (and out) copies
     dense = h + gated(a.inter, 1) if a.layers > a.moe_layers else 0
-    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + 2 * a.top_k * h \
-        if a.moe_layers else 0                                       # router logits, permuted in/out copies
+    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed \
+        if a.moe_layers else 0                                       # router logits
     return max(dense, moe)
 
 
@@ -270,7 +276,7 @@ def _layer_elems_per_token(a: Arch) -> tuple[float, float]:
     h = a.hidden
     attn, mlp = working_elems(a), _mlp_elems(a)                      # normed x, projections, O; MLP
     live = h + max(attn, mlp)                                        # + the residual stream
-    saved = 2 * h + attn + mlp                                       # norm inputs, projection and act inputs
+    saved = 2 * h + attn + _mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
     return live, saved
 
 
