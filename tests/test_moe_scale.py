@@ -91,8 +91,8 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
         _step(g, **FSDP70)
     st = _step(g, **FSDP70, offload_layers=40)
     hw = hardware.get("gb200")
-    whole = parallel.plan_memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none")["activations"]
-    assert st.memory["activations"] == pytest.approx(whole * (1 - 40 / 80))
+    whole = parallel.plan_memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none").activations_bytes
+    assert st.memory.activations_bytes == pytest.approx(whole * (1 - 40 / 80))
     # by hand: each offloaded layer's activations go out and come back at the host tier's 194 GB/s, beside the
     # layer's forward and backward
     tier = next(t for t in hw.memory if t.role == "host")
@@ -101,18 +101,22 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
     copy = whole / 80 / tier.bw_Bps
     expect = 40 * (max(copy - fwd / 80, 0) + max(copy - bwd / 80, 0))
-    assert st.breakdown["offload_exposed_s"] == pytest.approx(st.plan.microbatches * expect)
+    assert st.breakdown.offload_exposed_s == pytest.approx(st.plan.microbatches * expect)
     assert expect > 0 and any("offloaded to grace-lpddr5x" in n for n in st.notes)
 
 
-def test_offload_refusals():
+def test_offload_refusals(tmp_path):
     g, hw = _llama70(), hardware.get("gb200")
     with pytest.raises(IronlawError, match="more than the 20 layers of a pipeline stage"):
         parallel.make_plan({**FSDP70, "pp": 4, "offload_layers": 21, "fsdp": False}, g, hw)
     with pytest.raises(IronlawError, match="a count of layers"):
         parallel.make_plan({**FSDP70, "offload_layers": -2}, g, hw)
-    with pytest.raises(IronlawError, match="gb300 names none"):
-        _step(g, on="gb300", **FSDP70, offload_layers=20)
+    text = (hardware.CATALOG_DIR / "gb300.toml").read_text()             # fits in its 288 GiB, no host tier
+    i = text.index('[[memory]]\nname = "grace-lpddr5x"')
+    j = text.index("[[memory]]", i + 1)
+    (tmp_path / "nohost.toml").write_text((text[:i] + text[j:]).replace('name = "gb300"', 'name = "nohost"', 1))
+    with pytest.raises(IronlawError, match="nohost names none"):
+        _step(g, on=str(tmp_path / "nohost.toml"), **FSDP70, offload_layers=20)
     r = run_cli("analyze", "llama3-70b", "--phase", "train", "--on", "gb200", "--dtype", "fp8", "--seq", "8192",
                 "--gpus", "64", "--global-batch", "256", "--micro-batch", "2", "--fsdp", "--offload-activations", "81")
     assert r.rc == 2 and "--offload-activations 81 is more than the 80 layers" in r.err
