@@ -114,15 +114,16 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
 def kernel_grid(cal: Calibration, cols: Columns) -> np.ndarray | float:
     """Per op, the measured kernel's time over its shape model's (``gemmshape.grid_factor``) where its table — a
     GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere. The law divides both of the op's η by it."""
+    names = _names(cols, "kernels")
+    mine = _gemm_kernels(cal, names)
     tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
               if "grid_log" in p]
-    kernels = [(name, cal.kernel[p["grid_of"]] if "grid_of" in p else p) for name, p in _gemm_kernels(cal)
+    kernels = [(name, cal.kernel[p["grid_of"]] if "grid_of" in p else p) for name, p in mine
                if "grid_log" in p or "grid_of" in p]
     if not tables and not kernels:
         return 1.0
     kinds, dts = np.array(KINDS)[cols.kind_idx], np.array(cols.dtypes)
-    names = _names(cols, "kernels")
-    own = np.isin(names, [name for name, _ in _gemm_kernels(cal)])
+    own = np.isin(names, [name for name, _ in mine])
     rows = [((kinds == kind) & (dts == dt) & ~own, p) for kind, dt, p in tables] + [(names == nm, p) for nm, p in kernels]
     rows = [(r, p) for r, p in rows if r.any()]          # (n_ops,) masks: the ops each grid times
     if not rows:
@@ -148,8 +149,9 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
                 dims = dims or gemm_dims(cols)
                 kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
                 out[r] = gemm_serial(p, dims[0][r], kn[r])
-    for name, p in _gemm_kernels(cal):
-        out[_names(cols, "kernels") == name] = float(p.get("serial", 0.0))
+    names = _names(cols, "kernels")
+    for name, p in _gemm_kernels(cal, names):
+        out[names == name] = float(p.get("serial", 0.0))
     return out
 
 
@@ -272,18 +274,22 @@ def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
                 out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
             elif "streamed" in p:
                 out[r] = p["streamed"]
-    for name, p in _gemm_kernels(cal):
-        r = _names(cols, "kernels") == name
+    names = _names(cols, "kernels")
+    for name, p in _gemm_kernels(cal, names):
+        r = names == name
         if "streamed" in p and r.any():
             out = np.full(cols.flops.shape, np.nan) if out is None else out
             out[r] = p["streamed"]
     return out
 
 
-def _gemm_kernels(cal: Calibration) -> list[tuple[str, dict]]:
+def _gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
     """The kernel entries that are GEMM shape tables of their own (``eta_max``; a grouped GEMM): their
-    ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's."""
-    return [(name, p) for name, p in (cal.kernel or {}).items() if name and "eta_max" in p]
+    ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's (only those
+    some op names, where ``names``, the ops' kernels, is given)."""
+    present = None if names is None else set(names.tolist())
+    return [(name, p) for name, p in (cal.kernel or {}).items()
+            if name and "eta_max" in p and (present is None or name in present)]
 
 
 def _framework(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
