@@ -173,7 +173,9 @@ def fit_one(hw, g: Group, rows) -> dict:
 def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
-    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1)."""
+    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); with fewer than
+    ``GRID_ROWS_PER_NODE`` rows per node the steps are squared, and where even the coarsest grid has too many
+    nodes for the rows, ``table`` stays without a grid."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
                        g.key[0]: {g.key[1]: table}})
@@ -181,17 +183,20 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
     steps = GRID_STEPS[g.op]
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
-    while len(prob.meas) < GRID_ROWS_PER_NODE * np.prod([len(a) for a in nodes]) and \
-            any(len(a) > 1 for a in nodes):      # too few rows for the nodes: each step squared
+    size = lambda nd: int(np.prod([len(a) for a in nd]))  # noqa: E731
+    while len(prob.meas) < GRID_ROWS_PER_NODE * size(nodes):      # too few rows for the nodes: each step squared
         steps = tuple(s * s for s in steps)
-        nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+        coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+        if size(coarser) == size(nodes):          # each axis at its two ends already: too few rows for a grid
+            return table
+        nodes = coarser
     lat = float(table.get("latency_s", 0.0))
     y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
     idx, w = grid_weights(nodes, coords)
-    size = int(np.prod([len(a) for a in nodes]))
-    a = np.zeros((len(y), size))
+    n = size(nodes)
+    a = np.zeros((len(y), n))
     np.add.at(a, (np.arange(len(y))[:, None], idx), w)
-    coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / size * np.eye(size), a.T @ y)
+    coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / n * np.eye(n), a.T @ y)
     log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
 
