@@ -204,8 +204,9 @@ def test_cli_fp4_on_blackwell_runs_at_the_fp4_peak(cli):
     flops = 2 * 8192**3
     assert doc["time_s"] >= flops / 10e15                          # never faster than the dense FP4 peak
     fp4 = hardware.get("gb200").calibration.shape("matmul")["fp4"]   # fitted on GB200's measured NVFP4 GEMMs
-    from ironlaw.core.gemmshape import gemm_eta
-    assert doc["terms"]["compute_s"] == pytest.approx(flops / (10e15 * float(gemm_eta(fp4, 8192, 8192, 8192))),
+    from ironlaw.core.gemmshape import gemm_eta, grid_factor
+    eta = float(gemm_eta(fp4, 8192, 8192, 8192)) / float(grid_factor(fp4, 8192.0, 8192.0, 8192.0, 1.0))  # and its grid
+    assert doc["terms"]["compute_s"] == pytest.approx(flops / (10e15 * eta),
                                                       rel=1e-6)
 
 

@@ -161,8 +161,9 @@ def test_frontier_trades_user_speed_for_device_throughput():
     f = gp.frontier(lambda c: serving.estimate("llama3-8b", "h100", 1024, 256, c), 1)
     pts = f["points"]
     assert [p["concurrency"] for p in pts][:3] == [1, 2, 4] and pts[-1]["concurrency"] == f["max_concurrency"]
-    # throughput rises with the batch until the KV stream of a full cache flattens it (within 1% at the capacity)
-    assert all(b["tokens_per_s_per_device"] > 0.99 * a["tokens_per_s_per_device"] for a, b in zip(pts, pts[1:]))
+    # throughput rises with the batch until the KV stream of a full cache flattens it (within 2% at the capacity: the
+    # h100's measured decode attention, its kernel grid, costs a little more per sequence at the largest batches)
+    assert all(b["tokens_per_s_per_device"] > 0.98 * a["tokens_per_s_per_device"] for a, b in zip(pts, pts[1:]))
     assert pts[-1]["tokens_per_s_per_device"] > 20 * pts[0]["tokens_per_s_per_device"]
     assert all(b["tokens_per_s_per_user"] < a["tokens_per_s_per_user"] for a, b in zip(pts, pts[1:]))
 

@@ -230,7 +230,8 @@ def test_decode_batch1_is_hbm_bandwidth_bound_5_to_8_ms(cli):
     a = T.builtin_arch("llama3-8b")
     streamed = (a.params() - a.lookup_only_params()) * 2 + REF["kv_cache_llama3_8b_bf16_bytes_per_1024_tokens"]["value"]
     ideal = streamed / (3.35e12 * hw.efficiency["memory"])
-    assert d["terms"]["data_s"] == pytest.approx(ideal, rel=0.02)
+    # within 3%: the projections stream at the h100's kernel-fitted GEMV η (shape table and kernel grid at M = 1)
+    assert d["terms"]["data_s"] == pytest.approx(ideal, rel=0.03)
 
 
 def test_decode_large_batch_turns_compute_bound():
