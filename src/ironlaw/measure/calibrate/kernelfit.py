@@ -5,8 +5,9 @@
     scores = kernelfit.score(hw, table, groups)       # per kernel class: held-out rows, median and p90 |error|
 
 A group is one kernel class of the tables: GEMMs of one dtype (``[calibration.matmul.<dtype>]``), or
-context / generation attention of one math and KV dtype (``[calibration.kernel."attention_…"]``, the
-kernel class ``gemmshape.attention_kernel`` names). Each group's rows are sorted by shape and split in
+context / generation attention of one math and KV dtype and regime, or context / generation MLA (DeepSeek-V3's
+latent attention) of one KV dtype (``[calibration.kernel."attention_…"]``, the kernel class
+``gemmshape.attention_kernel`` names). Each group's rows are sorted by shape and split in
 two: the even rows are fitted (at most ``FIT_ROWS`` of them, evenly spaced), the odd rows held out (``score``
 runs at most ``SCORE_ROWS`` of them, evenly spaced). Every
 row is the op ironlaw itself builds for it — ``gemm:M,N,K`` (``models.workloads.micro``), the analytic
@@ -16,7 +17,9 @@ sets it) — and the fit runs the law on it (``fitcore.Problem``), so what is fi
 Per group the fitted terms are the shape model η = eta_max · M/(M+m_half) · N/(N+nk_half) · K/(K+k_half)
 (attention: M the query rows per sequence and KV head, N the keys per query, K the head dim;
 ``gemmshape.attention_mnk``), the streamed bytes' η (GEMM weights, attention KV cache) and a fixed
-``latency_s``. docs/accuracy.md says which data chose this form over a tile-and-wave one.
+``latency_s``, and then, on all the fit rows, the kernel grid (``fit_grid``, ``gemmshape.grid_factor``): the
+measured over the modelled time per node of a log-spaced grid over M, N, K and units. docs/accuracy.md says which
+data chose this form over a tile-and-wave one and over the shape model alone.
 """
 from __future__ import annotations
 
