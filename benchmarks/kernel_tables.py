@@ -60,8 +60,13 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm") -> 
     if not any(framework in p.parts for p in kerneltable.files(data / folder, kernelfit.OPS)):
         print(f"{GPUS[folder]}: no {framework} GEMM or attention tables", flush=True)
         return []
-    tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
-              for t in kerneltable.read(data / folder, ops=kernelfit.OPS, framework=framework)]
+    from ironlaw.core.errors import IronlawError
+    try:
+        tables = [replace(t, path=f"{folder}/{t.path}")             # paths from the data folder, as in the wheel
+                  for t in kerneltable.read(data / folder, ops=kernelfit.OPS, framework=framework)]
+    except IronlawError as e:              # e.g. A100's vLLM 0.14.0 attention tables lack window_size
+        print(f"{GPUS[folder]}: {framework} tables not fitted: {e}", flush=True)
+        return []
     hw = hardware.get(GPUS[folder])
     gs = kernelfit.groups(tables)
     origin, license = kernelfit.origin_of(data)
