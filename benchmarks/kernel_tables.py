@@ -60,12 +60,9 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm") -> 
     if not any(framework in p.parts for p in kerneltable.files(data / folder, kernelfit.OPS)):
         print(f"{GPUS[folder]}: no {framework} GEMM or attention tables", flush=True)
         return []
-    from ironlaw.core.errors import IronlawError
-    try:
-        tables = [replace(t, path=f"{folder}/{t.path}")             # paths from the data folder, as in the wheel
-                  for t in kerneltable.read(data / folder, ops=kernelfit.OPS, framework=framework)]
-    except IronlawError as e:              # e.g. A100's vLLM 0.14.0 attention tables lack window_size
-        print(f"{GPUS[folder]}: {framework} tables not fitted: {e}", flush=True)
+    tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
+              for t in readable(data / folder, framework)]
+    if not tables:
         return []
     hw = hardware.get(GPUS[folder])
     gs = kernelfit.groups(tables)
@@ -84,6 +81,20 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm") -> 
     elif write:
         engines.write(hw.name, framework, table)
     return scores
+
+
+def readable(root: Path, framework: str) -> list:
+    """The framework's GEMM and attention tables under ``root``, op by op: a table that cannot be read (A100's
+    vLLM 0.14.0 attention tables lack window_size) is left out with its reason printed."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    out = []
+    for op in kernelfit.OPS:
+        try:
+            out += kerneltable.read(root, ops=(op,), framework=framework)
+        except IronlawError as e:
+            print(f"{root.name}: {framework} {op} not fitted: {e}", flush=True)
+    return out
 
 
 def extract(data: Path, out: Path) -> None:
