@@ -109,14 +109,14 @@ def with_engine(hw, engine: str):
         src = "fitted on its TensorRT-LLM tables" if trt else "no kernel tables: datasheet and its own calibration"
         return hw, EngineKernels(engine, hw.name, tuple(trt), (), (), src)
     table = load(hw.name, engine)
+    where = str(path(hw.name, engine).relative_to(ENGINE_DIR.parents[2]))
     if table is None:
-        why = ("TensorRT-LLM's kernel terms stay" if trt else "its datasheet and own calibration stay")
-        return hw, EngineKernels(engine, hw.name, (), tuple(trt), (), f"no {path(hw.name, engine).relative_to(ENGINE_DIR.parents[1])}; {why}")
+        why = "TensorRT-LLM's kernel terms stay" if trt else "its datasheet and own calibration stay"
+        return hw, EngineKernels(engine, hw.name, (), tuple(trt), (), f"no {where}; {why}")
     own = tuple(table.get("provenance", {}))
     merged = _merged(base.table() if base is not None else None, table)
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
-    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions,
-                        str(path(hw.name, engine).relative_to(ENGINE_DIR.parents[2])))
+    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where)
     return replace(hw, calibration=Calibration.of(merged)), cov
 
 

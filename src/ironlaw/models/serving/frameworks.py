@@ -63,11 +63,13 @@ class Scheduler:
     sources: dict                   # field -> where the framework sets it
 
     def line(self) -> str:
-        return (f"scheduler: max_num_seqs {self.max_num_seqs}, {'max_num_batched_tokens' if self.engine == 'vllm' else 'chunked_prefill_size'} "
-                f"{self.max_num_batched_tokens}, {'chunked prefill mixed into decode' if self.mixed_steps else 'prefill batches apart from decode'}, "
-                f"CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if self.engine == 'vllm' else 'page'} "
+        vllm = self.engine == "vllm"
+        mixing = "chunked prefill mixed into decode" if self.mixed_steps else "prefill batches apart from decode"
+        return (f"scheduler: max_num_seqs {self.max_num_seqs}, "
+                f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}, "
+                f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
                 f"{self.block_tokens}, memory fraction {self.memory_fraction:g} "
-                f"({VLLM_SOURCE if self.engine == 'vllm' else SGLANG_SOURCE})")
+                f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
 
     def to_dict(self) -> dict:
         return {f.name: (list(getattr(self, f.name)) if f.name == "cuda_graph_batches" else getattr(self, f.name))
