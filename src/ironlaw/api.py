@@ -200,7 +200,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     est = online.estimate(spec, eng.hw if eng.scheduler is not None else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         res = feat.frontier(est, kw, feats)
-        res.doc["engine"] = eng.to_dict(offline=False)
+        if eng.scheduler is not None:             # the default's frontier stays the report page's document
+            res.doc["engine"] = eng.to_dict(offline=False)
         if plot:
             from .report.frontier import save
             save(res.to_dict(), plot)

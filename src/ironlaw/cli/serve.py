@@ -92,4 +92,4 @@ def _engine_lines(engine: str, d: dict) -> list[str]:
     if engine == "trtllm":
         return []
     from ..models.serving.frameworks import lines_of
-    return lines_of(d["engine"], offline=False)
+    return lines_of(d["engine"])

@@ -186,7 +186,7 @@ def online_kwargs(eng: Engine, concurrency: int, page_tokens: int, chunk, defaul
             "reserve_fraction": 1.0 - s.memory_fraction}
 
 
-def lines_of(doc: dict, offline: bool = False) -> list[str]:
+def lines_of(doc: dict) -> list[str]:
     """The text lines of an ``Engine.to_dict`` document."""
     return list(doc["summary"])
 
