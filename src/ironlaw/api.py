@@ -36,7 +36,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
             restart_s: Optional[float] = None, html: Optional[str] = None, **builder_options):
     """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
-    step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.analysis.Training` step.
+    step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.training.Training` step.
     ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
     ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
     GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``).
@@ -61,7 +61,8 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+        from .models import training
+        step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
         if html:
             pages.train_step(html, step)
         return step
@@ -90,10 +91,10 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, html: Optional[str] = None,
           **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
-    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
+    :class:`~ironlaw.models.training.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
     step's ``energy`` …; with ``train_tokens``, the whole ``run``); ``html``: also write its report (the step's
     timeline) to that file."""
-    from .models import analysis
+    from .models import training
 
     given = dict(locals())
     cost = _run_inputs(given, "train")
@@ -102,7 +103,7 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+    step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
     return step
@@ -409,7 +410,11 @@ def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
 
 
 def _run_inputs(given: dict, phase: Optional[str]):
-    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work."""
+    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work;
+    None when none is given (every consumer reads None as no input, so one device's analysis skips the import)."""
+    names = ("train_tokens", "price_per_gpu_hour", "grid_gco2_per_kwh", "mtbf_gpu_hours", "checkpoint_s", "restart_s")
+    if all(given.get(k) is None for k in names):
+        return None
     from .models.run_cost import RunInputs
     return RunInputs.of_flags(given.get("train_tokens"), given.get("price_per_gpu_hour"),
                               given.get("grid_gco2_per_kwh"), given.get("mtbf_gpu_hours"), given.get("checkpoint_s"),

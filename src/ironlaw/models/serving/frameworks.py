@@ -152,11 +152,12 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False) -> 
 
 def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
-    mixing, and the memory it keeps from the KV cache ((1 − memory fraction) of the device)."""
+    mixing, the memory it keeps from the KV cache ((1 − memory fraction) of the device), and its TP all-reduce
+    on NCCL's measured curve (TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's)."""
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
-                   reserve_bytes=(1.0 - s.memory_fraction) * cap,
+                   reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 

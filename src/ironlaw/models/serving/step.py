@@ -26,7 +26,8 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
-one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``). The tensor-parallel all-reduces run on
+TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def is_head(op: Op) -> bool:
     role = op.attrs.get("role")
     return role == "head" or (role == "norm" and not op.attrs.get("per_layer"))
 HALF = "bf16"
+TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 # the published TensorRT-LLM runs' cuda_graph_config batch sizes (enable_padding)
 CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
@@ -73,6 +75,8 @@ class ServingConstants:
     mixed_steps: bool = True    # a step carries decode and prompt tokens together (chunked prefill mixed into
                                 # the decode batch); False: the engine runs a prompt's chunk as a batch of its
                                 # own and the decode batch after it (SGLang without --enable-mixed-chunk)
+    trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
+                                   # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -246,6 +250,34 @@ def half_collectives(g: Graph) -> Graph:
                  uncounted_ops=dict(g.uncounted_ops))
 
 
+def trtllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as TensorRT-LLM's engine runs them: its own ``AllReduce`` op
+    (tensorrt_llm/_torch/distributed/ops.py, strategy AUTO), which picks its custom one-shot/two-shot kernels
+    over NVLink peer memory while the message fits the custom workspace and its strategy table names one, and
+    NCCL otherwise (cpp/tensorrt_llm/thop/allreduceOp.cpp ``AllreduceOp::selectImplementation`` and
+    ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
+    ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
+    (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's.
+    The strategy table covers hidden sizes 128–8192 (``selectStrategyLookUpTable``: index log2(hidden) − 7 < 7);
+    a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
+    all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
+    ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
+    from ...machine.network.calibration import for_hardware
+    from ...machine.network.curves import TRTLLM_ALLREDUCE
+    if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
+        return g
+    curves = for_hardware(hw).curves
+    def own(op) -> bool:
+        return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
+                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+    if not any(own(op) for op in g.ops):
+        return g
+    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
 # ---------------------------------------------------------------------- pricing one step (both ``serve`` modes)
 def padded(batch: int, largest: int, sizes: tuple = CUDA_GRAPH_BATCHES) -> int:
     """The captured CUDA-graph batch a decode step of ``batch`` sequences is padded to: the next size of the
@@ -315,7 +347,8 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(half_collectives(g), run.lay)
+    g = half_collectives(g)
+    g = _stage(trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g, run.lay)
     g.meta.update(eager=not pad, launches=launches(g))
     est = law.predict(g, run.law_hw)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
