@@ -103,7 +103,7 @@ def test_engine_in_text_and_json(cli):
 
 
 def test_a_step_that_does_not_mix_pays_its_prefill_and_decode_apart():
-    run, _ = throughput.engine_run(SPEC, "h100", 1000, 1000, 64, dtype="fp8")
+    run = throughput.engine_run(SPEC, "h100", 1000, 1000, 64, dtype="fp8").run
     apart = step.EngineRun(**{**vars(run), "constants": step.replace(run.constants, mixed_steps=False)})
     pre = step.step_seconds(apart, 0, 500.0, 0.5, pad=False)[0]
     dec = step.step_seconds(apart, 64, 0.0, 0.0, pad=True)[0]

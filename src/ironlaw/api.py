@@ -152,7 +152,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
 
 
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
-          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: int = 16,
+          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
           max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
           kv_fraction: float = 0.95, max_batch: Optional[int] = None, max_num_tokens: Optional[int] = None,
@@ -161,7 +161,9 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm"):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
-    capacity and every feature asked for); with ``max_throughput=True`` the offline scenario's
+    capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
+    ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
+    with ``max_throughput=True`` the offline scenario's
     :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
     steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
@@ -197,7 +199,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
               composition=_composition(serial))
     eng = frameworks.select(engine, on, tp)
     if eng.scheduler is not None:
-        kw.update(frameworks.online_kwargs(eng, concurrency, page_tokens, chunk, 16))
+        kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
     est = online.estimate(spec, eng.hw if eng.scheduler is not None else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         res = feat.frontier(est, kw, feats)

@@ -18,7 +18,8 @@ def serve(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype, e.g. fp8 (default: --dtype; "
                                            "fp8 for 8- and 4-bit float models, as their checkpoints)"),
-    page_tokens: int = typer.Option(16, "--page-tokens", help="KV page size in tokens; 0 = no paging"),
+    page_tokens: Optional[int] = typer.Option(None, "--page-tokens", help="KV page size in tokens; 0 = no paging "
+                                              "(default: 32-token blocks on a GPU's engine, else 16)"),
     max_seq: Optional[int] = typer.Option(None, "--max-seq", help="without paging: tokens reserved per sequence"),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel devices"),
@@ -75,6 +76,7 @@ def serve(
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
              f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(engine, d) + [
+             f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",
              f"decode step {fmt_time(d['decode_step_s'])}: {d['decode_bottleneck']['resource']}-bound — "

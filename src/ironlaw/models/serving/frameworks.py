@@ -152,12 +152,12 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False) -> 
 
 def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
-    mixing, the memory it keeps from the KV cache ((1 − memory fraction) of the device), and its TP all-reduce
+    mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device), its TP all-reduce
     on NCCL's measured curve (TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's)."""
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
-                   reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
+                   block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 
@@ -173,18 +173,24 @@ def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, d
             "kv_fraction": 1.0}
 
 
-def online_kwargs(eng: Engine, concurrency: int, page_tokens: int, chunk, default_page: int) -> dict:
-    """``online.estimate``'s keywords under ``eng``: its KV block as the page (unless --page-tokens is given),
-    its chunked prefill (vLLM: max_num_batched_tokens per mixed step; SGLang: prompts prefilled apart), the
-    memory its fraction leaves as the reserve; a concurrency over its running-request limit is an error."""
+def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
+    """``online.estimate``'s keywords under ``eng`` (a GPU: the engine step model): its scheduler's limits, CUDA
+    graphs, mixing and memory fraction (``constants``), the KV cache all of what that fraction leaves, its chunked
+    prefill (vLLM: max_num_batched_tokens per mixed step; SGLang: prompts prefilled apart). A concurrency over its
+    running-request limit, or a device the engine step model does not price, is an error."""
+    from .engine import FITTED
+    from .online import ENGINE, step_model
     s = eng.scheduler
+    model = step_model(eng.hw)
+    if model.name != ENGINE:
+        raise IronlawError(f"--engine {eng.name}: {NAMES[eng.name]} is modelled on GPUs; {model.rule}")
     if concurrency > s.max_num_seqs:
         raise IronlawError(f"--concurrency {concurrency} exceeds {NAMES[eng.name]}'s {s.max_num_seqs} running "
                            f"requests at once ({s.sources['max_num_seqs']})")
     if chunk is None and s.mixed_steps:
         chunk = s.max_num_batched_tokens
-    return {"page_tokens": s.block_tokens if page_tokens == default_page else page_tokens, "chunk": chunk,
-            "reserve_fraction": 1.0 - s.memory_fraction}
+    return {"chunk": chunk, "constants": constants(eng, FITTED), "kv_fraction": 1.0,
+            "max_batch": max(s.max_num_seqs, concurrency), "max_num_tokens": s.max_num_batched_tokens}
 
 
 def lines_of(doc: dict) -> list[str]:
