@@ -159,28 +159,31 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None):
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm"):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
-    ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which); with ``max_throughput=True`` the offline scenario's
-    :class:`~ironlaw.models.serving.throughput.ThroughputEstimate`; with ``sweep_concurrency=True`` a
+    ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
+    with ``max_throughput=True`` the offline scenario's
+    :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
-    steps, their rooflines, the concurrency frontier)."""
+    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
+    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``)."""
     from .core.errors import IronlawError
-    from .models.serving import online
+    from .machine.engines import check_engine
+    from .models.serving import frameworks, online
     from .models.serving.features import options as feat
     from .report import pages
 
     pages.check(html)
+    check_engine(engine)
     if max_throughput:
-        from .models.serving import throughput
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance)
-        est = energy.with_energy(throughput.max_throughput(spec, on, prompt, output, **kw), price_per_gpu_hour,
-                                 grid_gco2_per_kwh)
+        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95),
+                                 price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
         return est
@@ -194,9 +197,14 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=_composition(serial))
-    est = online.estimate(spec, on, prompt, output, concurrency, **kw)
+    eng = frameworks.select(engine, on, tp)
+    if eng.scheduler is not None:
+        kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
+    est = online.estimate(spec, eng.hw if eng.scheduler is not None else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         res = feat.frontier(est, kw, feats)
+        if eng.scheduler is not None:             # the default's frontier stays the report page's document
+            res.doc["engine"] = eng.to_dict(offline=False)
         if plot:
             from .report.frontier import save
             save(res.to_dict(), plot)
@@ -204,6 +212,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
             pages.serve_online(html, est, kw, feats, frontier=res)
         return res
     res = feat.run(est, kw, feats)
+    res.engine = eng
     if html:
         pages.serve_online(html, est, kw, feats, serving=res)
     return res

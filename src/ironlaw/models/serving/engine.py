@@ -34,7 +34,7 @@ from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
 from ...core.units import fmt_size
-from .step import EngineRun, ServingConstants, build, default_kv_dtype, engine_hw, unquantized_weight_bytes
+from .step import FP8_KV_DTYPES, EngineRun, ServingConstants, build, default_kv_dtype, engine_hw, unquantized_weight_bytes
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -88,9 +88,9 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
                   "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
 
 
-def blocks_tokens(prompt: int, output: int) -> int:
-    """Tokens of KV cache the scheduler reserves for one request (whole 32-token blocks)."""
-    return math.ceil((prompt + output) / TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK
+def blocks_tokens(prompt: int, output: int, block: int = TOKENS_PER_BLOCK) -> int:
+    """Tokens of KV cache the scheduler reserves for one request (whole blocks, 32 tokens unless given)."""
+    return math.ceil((prompt + output) / block) * block
 
 
 def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: int, output: int,
@@ -190,7 +190,7 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
 
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
            max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
-           reserve_bytes: float = 0.0) -> dict:
+           reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK) -> dict:
     """Per GPU: weights, activation workspace, KV budget and the KV one request reserves (``kv_sequence_bytes``:
     the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
     chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
@@ -206,7 +206,7 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
                            f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
                            f"smaller --dtype")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
-    kv_tok = kv_seq / blocks_tokens(*seq)
+    kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
             "reserve_bytes": reserve_bytes, "free_bytes": free, "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
             "kv_bytes_per_token": kv_tok, "kv_bytes_per_sequence": kv_seq, "max_num_tokens": max_num_tokens}
@@ -224,9 +224,11 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
                            output, kv_fraction, max_batch, max_num_tokens)
     ws = build(spec, "decode", limits.max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"]
     ws = float(ws) * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
-    kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output), dtype, kv_dtype, hw).footprint["kv_cache"])
+    block = constants.block_tokens
+    kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output, block), dtype, kv_dtype,
+                         hw).footprint["kv_cache"])
     mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
-                 (prompt, output), constants.reserve_bytes)
+                 (prompt, output), constants.reserve_bytes, block)
     return meta, limits, mem
 
 
@@ -273,12 +275,16 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
     if batch > fit:
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
+        kept = (f"--kv-fraction {kv_fraction:g} of the memory left after weights {fmt_size(mem['weights_bytes'])} "
+                f"and workspace {fmt_size(mem['workspace_bytes'])}" if constants.reserve_bytes == 0 else
+                f"what is left after weights {fmt_size(mem['weights_bytes'])}, workspace "
+                f"{fmt_size(mem['workspace_bytes'])} and the runtime's {fmt_size(constants.reserve_bytes)}")
+        fixes = "lower --concurrency or use --tp" if kv_dtype in FP8_KV_DTYPES else \
+            "lower --concurrency, use --kv-dtype fp8, or --tp"
         raise IronlawError(f"--concurrency {batch} exceeds the KV-cache capacity of {where}: {fit} sequences of "
-                           f"{blocks_tokens(prompt, output)} tokens fit in the {fmt_size(mem['kv_budget_bytes'])} "
-                           f"the engine keeps for KV (--kv-fraction {kv_fraction:g} of the memory left after weights "
-                           f"{fmt_size(mem['weights_bytes'])} and workspace {fmt_size(mem['workspace_bytes'])}; "
-                           f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); lower --concurrency, use "
-                           f"--kv-dtype fp8, or --tp")
+                           f"{blocks_tokens(prompt, output, constants.block_tokens)} tokens fit in the "
+                           f"{fmt_size(mem['kv_budget_bytes'])} the engine keeps for KV ({kept}; "
+                           f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); {fixes}")
     limits = _holding(limits, batch, max_batch)
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants)
     return Engine(run, limits, mem, fit)

@@ -44,6 +44,7 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.graph import Graph, dtype_bytes
+from ...core.units import fmt_size
 from .engine import MAX_TOKENS, whole_tokens as check_tokens  # noqa: F401  (public here too)
 from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
@@ -241,10 +242,13 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
              max_seq: int | None = None, chunk: int | None = None, tp: int = 1,
              weight_bytes: float | None = None, reserve_fraction: float = RESERVE_FRACTION,
              composition: str = "overlap", captured: bool = True, steps: str | None = None,
-             max_batch: int | None = None, max_num_tokens: int | None = None) -> ServeEstimate:
+             max_batch: int | None = None, max_num_tokens: int | None = None, constants=None,
+             kv_fraction: float | None = None) -> ServeEstimate:
     """The online steady state of ``concurrency`` sequences (module docstring), its steps priced by
-    ``step_model(hw, steps)``: the engine on a GPU, the device's own calibration elsewhere. ``max_batch`` and
-    ``max_num_tokens`` fix the engine's limits (the engine step model only)."""
+    ``step_model(hw, steps)``: the engine on a GPU, the device's own calibration elsewhere. ``max_batch``,
+    ``max_num_tokens``, ``constants`` (a ``step.ServingConstants``; default the TensorRT-LLM fit) and
+    ``kv_fraction`` (of the memory left after weights and workspace; default TensorRT-LLM's) set the engine
+    (the engine step model only: ``serve --engine`` passes its framework's)."""
     from ...machine import hardware
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = check_tokens(prompt, "--prompt"), check_tokens(output, "--output")
@@ -257,15 +261,16 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
         dtype_bytes(kv_dtype)
     model = step_model(hw, steps)
     if model.name == DEVICE:
-        if max_batch is not None or max_num_tokens is not None:
-            raise IronlawError(f"--max-batch and --max-num-tokens are the serving engine's limits; {model.rule}")
+        if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None:
+            raise IronlawError(f"--max-batch, --max-num-tokens and --engine set the serving engine; {model.rule}")
         return _on_device(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype,
                           page_tokens=PAGE_TOKENS if page_tokens is None else page_tokens, max_seq=max_seq, tp=tp,
                           weight_bytes=weight_bytes, reserve_fraction=reserve_fraction, composition=composition,
                           captured=captured)
     _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured)
     return _on_engine(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype, tp=tp,
-                      max_batch=max_batch, max_num_tokens=max_num_tokens)
+                      max_batch=max_batch, max_num_tokens=max_num_tokens, constants=constants,
+                      kv_fraction=kv_fraction)
 
 
 def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured) -> None:
@@ -283,12 +288,14 @@ def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, co
 
 
 def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
-               dtype, kv_dtype, tp, max_batch, max_num_tokens) -> ServeEstimate:
+               dtype, kv_dtype, tp, max_batch, max_num_tokens, constants, kv_fraction) -> ServeEstimate:
     """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run``."""
-    from .engine import engine_run
+    from .engine import FITTED, KV_FRACTION, engine_run
     from .step import step_seconds
     eng = engine_run(spec, hw, prompt, output, concurrency, tp=tp, dtype=dtype or _model_dtype(spec, hw),
-                     kv_dtype=kv_dtype, max_batch=max_batch, max_num_tokens=max_num_tokens)
+                     kv_dtype=kv_dtype, max_batch=max_batch, max_num_tokens=max_num_tokens,
+                     constants=FITTED if constants is None else constants,
+                     kv_fraction=KV_FRACTION if kv_fraction is None else kv_fraction)
     run = eng.run
     t_dec, e_dec = step_seconds(run, concurrency, 0.0, 0.0, pad=True)
     t_pre, e_pre = step_seconds(run, 0, float(prompt), 1.0, pad=False)
@@ -310,19 +317,26 @@ def _model_dtype(spec: str, hw) -> str:
 
 def engine_capacity(eng) -> dict:
     """The capacity document of an ``engine.Engine`` (the keys the device step model's capacity has)."""
-    from .engine import TOKENS_PER_BLOCK, blocks_tokens
+    from .engine import blocks_tokens
     m, run = eng.memory, eng.run
     cap, budget = m["device_memory_bytes"], m["kv_budget_bytes"]
     return {"device_memory_bytes": cap, "weights_bytes": m["weights_bytes"],
             "reserve_bytes": cap - m["weights_bytes"] - budget, "kv_budget_bytes": budget,
             "kv_bytes_per_token": m["kv_bytes_per_token"],
-            "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output), "paged": True,
-            "page_tokens": TOKENS_PER_BLOCK, "max_concurrency": eng.max_sequences,
+            "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output, run.constants.block_tokens),
+            "paged": True, "page_tokens": run.constants.block_tokens, "max_concurrency": eng.max_sequences,
             "workspace_bytes": m["workspace_bytes"], "kv_fraction": m["kv_fraction"],
-            "reserve_source": f"TensorRT-LLM: the activation workspace of one max_num_tokens step "
-                              f"({m['max_num_tokens']:,} tokens) and {1 - m['kv_fraction']:.2f} of the memory left "
-                              f"after it (kv_cache_free_gpu_mem_fraction {m['kv_fraction']:g}, the published "
-                              f"runs' setting)"}
+            "reserve_source": _reserve_source(m)}
+
+
+def _reserve_source(m: dict) -> str:
+    """What the engine keeps from the KV cache: TensorRT-LLM's workspace and free-memory fraction, or (``serve
+    --engine vllm|sglang``) the workspace and the runtime memory its framework's memory fraction leaves."""
+    work = f"the activation workspace of one max_num_tokens step ({m['max_num_tokens']:,} tokens)"
+    if m.get("reserve_bytes", 0.0) > 0:
+        return f"{work} and {fmt_size(m['reserve_bytes'])} the framework's memory fraction leaves to its runtime"
+    return (f"TensorRT-LLM: {work} and {1 - m['kv_fraction']:.2f} of the memory left after it "
+            f"(kv_cache_free_gpu_mem_fraction {m['kv_fraction']:g}, the published runs' setting)")
 
 
 def _on_device(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,

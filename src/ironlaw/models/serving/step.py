@@ -52,6 +52,8 @@ def is_head(op: Op) -> bool:
 HALF = "bf16"
 TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
+# the published TensorRT-LLM runs' cuda_graph_config batch sizes (enable_padding)
+CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,14 @@ class ServingConstants:
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
     moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
+    cuda_graph_batches: tuple = CUDA_GRAPH_BATCHES  # the decode batches the engine captures as CUDA graphs
+    mixed_steps: bool = True    # a step carries decode and prompt tokens together (chunked prefill mixed into
+                                # the decode batch); False: the engine runs a prompt's chunk as a batch of its
+                                # own and the decode batch after it (SGLang without --enable-mixed-chunk)
     trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
                                    # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
+    block_tokens: int = 32      # KV-cache block (page) in tokens: a request reserves whole blocks
+                                # (TensorRT-LLM KvCacheConfig.tokens_per_block default 32)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -330,16 +338,15 @@ def trtllm_allreduce(g: Graph, hw) -> Graph:
 
 
 # ---------------------------------------------------------------------- pricing one step (both ``serve`` modes)
-CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
-
-
-def padded(batch: int, largest: int) -> int:
+def padded(batch: int, largest: int, sizes: tuple = CUDA_GRAPH_BATCHES) -> int:
     """The captured CUDA-graph batch a decode step of ``batch`` sequences is padded to: the next size of the
-    list, capped at the largest capturable one (min(max_batch_size, max_num_tokens); TensorRT-LLM pads to it
-    when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step runs unpadded."""
+    list ``sizes``, capped at the largest capturable one (min(max_batch_size, max_num_tokens, the list's last);
+    TensorRT-LLM pads to it when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step
+    runs unpadded."""
+    largest = min(largest, sizes[-1])
     if batch > largest:
         return batch
-    return min(next((b for b in CUDA_GRAPH_BATCHES if b >= batch), batch), largest)
+    return min(next((b for b in sizes if b >= batch), batch), largest)
 
 
 @dataclass
@@ -375,10 +382,20 @@ def _stage(g: Graph, lay) -> Graph:
 def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
     """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens,
     ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph; any
-    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). The one
-    pricing of a step under both ``serve`` modes: the online steady state and the max-throughput waves."""
+    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). An engine that
+    does not mix (``ServingConstants.mixed_steps`` False) runs the prompt tokens as a step of their own, then the
+    decode batch: the two steps' seconds add up. The one pricing of a step under both ``serve`` modes: the online
+    steady state and the max-throughput waves."""
+    if not run.constants.mixed_steps and decode >= 1 and prefill_tokens > 0:      # a prefill batch, then decode
+        t_pre, est = step_seconds(run, 0, prefill_tokens, contexts, pad=False)
+        return t_pre + step_seconds(run, decode, 0.0, 0.0, pad=True)[0], est
+    return _one_step(run, decode, prefill_tokens, contexts, pad)
+
+
+def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
+    """(seconds, Estimate) of one step carrying all of ``decode`` and ``prefill_tokens`` (``step_seconds``)."""
     from .. import parallel
-    gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
+    gemm = padded(decode, run.max_batch, run.constants.cuda_graph_batches) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
                    context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
                    head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)

@@ -66,9 +66,13 @@ class Serving:
     estimate: object                                  # ServeEstimate
     features: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    engine: object = None                             # frameworks.Engine: the framework serving it (--engine)
 
     def to_dict(self) -> dict:
-        return {**self.estimate.to_dict(), **self.features}
+        d = {**self.estimate.to_dict(), **self.features}
+        if self.engine is not None:
+            d["engine"] = self.engine.to_dict(offline=False)
+        return d
 
 
 @dataclass
