@@ -9,7 +9,8 @@ other micro-batches than their recipes, nemo_ref.RECIPE), the error, what binds 
 model FLOPs per token of both (NVIDIA's: model TFLOP/s ÷ tokens/s; ironlaw's: its MFU convention,
 parallel.MODEL_FLOPS); then, per row, the wall time of one layer and micro-batch on the slowest stage that
 the published throughput implies (step ÷ (micro-batches + bubble) ÷ layers per stage) beside ironlaw's; what
-the MoE rows' printed layouts give; a later, tuned Qwen3-30B-A3B run on 16 H100 (Megatron-Bridge PR #5123); and
+the MoE rows' printed layouts give (beside the 25.09 token-drop run of the same layout,
+tests/data/nemo_megatron_bridge_25.09_tokendrop.csv, where there is one); a later, tuned Qwen3-30B-A3B run on 16 H100 (Megatron-Bridge PR #5123); and
 the median and the largest |error| against the goal (8%, 20%).
 """
 from __future__ import annotations
@@ -79,13 +80,16 @@ def per_layer(hw) -> None:
 def printed(hw) -> None:
     """The MoE rows with the layout the table prints (nemo_ref.RECIPE says why it is not the recipe's)."""
     from ironlaw.core.errors import IronlawError
-    from nemo_ref import RECIPE, predict, table
+    from nemo_ref import RECIPE, predict, table, tokendrop
     for r in table():
         if r["model"] not in RECIPE:
             continue
         try:
             st = predict(r, hw, printed=True)
             what = f"{st.tokens_per_s_per_gpu:.0f} tokens/s/GPU ({st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+.1%})"
+            t = tokendrop(r)
+            what += (f"; the 25.09 token-drop run of this layout: {t['tokens_per_s_per_gpu']:.0f} "
+                     f"({st.tokens_per_s_per_gpu / t['tokens_per_s_per_gpu'] - 1:+.1%})" if t else "")
         except IronlawError as e:
             what = str(e)
         print(f"{r['model']} as printed (MBS {r['micro_batch']}, VP {r['vp']}): {what}")

@@ -24,7 +24,9 @@ the 25.09 table's H100 layout). The 26.02 summary republishes both H100 rows wit
 throughput within 7%. Each row is predicted with its recipe's layout; ``printed`` gives the table's.
 
 The same page's DGX-GB300, DGX-GB200 and DGX-B200 rows (``BLACKWELL``) are held out: each is predicted with
-the layout the table prints and the same rules, on the catalog entry of its system (datasheets only).
+the layout the table prints and the same rules, on the catalog entry of its system (datasheets and the kernel
+tables its [calibration] was fitted on), except where the row's own recipe contradicts the print
+(``HELD_RECIPE``: the DGX-B200 gpt-oss-120b row's EP).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ DATA = Path(__file__).parent / "data"
 TABLE = DATA / "nemo_megatron_bridge_25.11_dgx_h100.csv"
 TUNED = DATA / "megatron_bridge_qwen3_30b_h100_tuned.csv"
 BLACKWELL = DATA / "nemo_megatron_bridge_25.11_blackwell.csv"
+TOKENDROP = DATA / "nemo_megatron_bridge_25.09_tokendrop.csv"     # the same layouts run token-drop in 25.09
+LAYOUT = ("system", "model", "gpus", "micro_batch", "tp", "pp", "vp", "ep")
 NVL_JOB_DOMAIN = 64      # GPUs of a job per NVL72 rack, assumed (the page does not say how its jobs are placed):
                          # held-out rows of 256 GPUs on GB200/GB300 run as 4 NVLink domains of 64
 SPECS = {"llama3-8b": "llama3-8b", "llama3-70b": "llama3-70b",
@@ -49,6 +53,13 @@ DENSE = ("llama3-8b", "llama3-70b", "llama3.1-405b")
 # scripts/performance/configs/llama3/workload_base_configs.py, LLAMA3_70B_GB300_FP8_CS and _GB200_FP8_CS: MBS 2,
 # Megatron-FSDP, cpu_offloading_num_layers 20 and 40): the rows' printed layout is the recipe's
 OFFLOAD = {("gb300", "llama3-70b", "fp8"): 20, ("gb200", "llama3-70b", "fp8"): 40}
+# a held-out row whose printed layout its own recipe contradicts: the DGX-B200 gpt-oss-120b row prints EP 8, but
+# the recipe it ran (Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py at the
+# table's commit 00b7660b, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_BASE_CONFIG: the only 64-GPU gpt-oss recipe with
+# the row's MBS 4, GBS 512 and so GA 2) sets expert_model_parallel_size=64, as the GB200 and GB300 rows print;
+# the printed 8 is the base config's (and the H100 row's). EP 64 on DGX-B200 spans 8 nodes: the expert
+# all-to-all leaves the NVLink domain for InfiniBand (ironlaw analyze ... --ep 8 is the printed layout)
+HELD_RECIPE = {("b200", "gpt-oss-120b", "bf16"): {"ep": 64}}
 RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
@@ -64,6 +75,17 @@ def table(path: Path = TABLE) -> list[dict]:
         r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
         r["model_tflops_per_gpu"] = float(r["model_tflops_per_gpu"])
     return rows
+
+
+def tokendrop(row: dict) -> dict | None:
+    """The 25.09 token-drop run (``TOKENDROP``) of the row's printed layout, of the row's precision, else FP8
+    with per-tensor scaling; None where 25.09 ran no such layout (an H100 row, without 'system', is 'h100')."""
+    with TOKENDROP.open() as fh:
+        runs = list(csv.DictReader(l for l in fh if not l.startswith("#")))
+    key = tuple(str({"system": "h100", **row}[k]) for k in LAYOUT)
+    same = [t for t in runs if tuple(t[k] for k in LAYOUT) == key]
+    pick = [t for t in same if t["precision"] == row["precision"]] or [t for t in same if t["precision"] == "fp8"]
+    return {**pick[0], "tokens_per_s_per_gpu": float(pick[0]["tokens_per_s_per_gpu"])} if pick else None
 
 
 def tuned() -> dict:
@@ -97,6 +119,8 @@ def options(row: dict, printed: bool = False) -> dict:
     """The plan of the row's recipe layout, or (``printed``, and every held-out row) of the layout the table
     prints; a held-out row past one NVL72 domain spreads over domains of ``NVL_JOB_DOMAIN`` GPUs."""
     r = row if printed or "system" in row else recipe(row)
+    if not printed:
+        r = {**r, **HELD_RECIPE.get((r.get("system"), r["model"], r["precision"]), {})}
     tp, vp = r["tp"], r["vp"]
     nodes = {"nodes": r["gpus"] // NVL_JOB_DOMAIN} if r.get("system", "").startswith("gb") and r["gpus"] > 72 else {}
     off = OFFLOAD.get((r.get("system"), r["model"], r["precision"]), 0)
@@ -137,6 +161,21 @@ def layer_s(row: dict, st) -> tuple[float, float]:
     step = st.flops["tokens_per_step"] / (row["tokens_per_s_per_gpu"] * p.gpus)
     layers = st.per_microbatch.graph.meta["layers"] / p.pp
     return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown["microbatch_s"] / layers
+
+
+def layer_parts(st) -> dict[str, float]:
+    """Seconds per layer and micro-batch of a step's parts on its slowest stage, op times summed (before the
+    overlap the critical path takes): the routed and shared experts' GEMMs, attention (projections and core),
+    the expert all-to-alls, the rest."""
+    e = st.per_microbatch
+    out = {"experts": 0.0, "attention": 0.0, "a2a": 0.0, "rest": 0.0}
+    for r in e.rows():
+        part = ("experts" if r["module"] in ("experts", "shared_experts") and r["kind"] == "matmul" else
+                "attention" if r["module"] == "attn" and r["kind"] in ("matmul", "attention") else
+                "a2a" if r["module"] == "ep" else "rest")
+        out[part] += r["time_s"]
+    layers = e.graph.meta["layers"] / st.plan.pp
+    return {k: v / layers for k, v in out.items()}
 
 
 def summary(what: str, errs: list, rows: int, goal_median: float, goal_max: float) -> str:

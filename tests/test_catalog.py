@@ -425,3 +425,17 @@ def test_cli_hardware_show_text_and_unknown_name(cli):
     r = cli("hardware", "show", "h10")
     assert r.rc == 2 and r.out == ""
     assert len(r.err.strip().splitlines()) == 1 and "h100" in r.err
+
+
+def test_a_host_tier_may_be_smaller_than_the_device_but_storage_not(tmp_path):
+    """GB300's share of Grace LPDDR5X (236 GB) is below its 288 GiB of HBM and is still its host tier (the NeMo
+    recipes offload activations there); a storage tier smaller than the tier above it is refused."""
+    hw = hardware.get("gb300")
+    host = next(t for t in hw.memory if t.role == "host")
+    assert host.capacity_bytes < hw.memory[hw.device_tier].capacity_bytes
+    text = (hardware.CATALOG_DIR / "gb300.toml").read_text()
+    assert text.count('capacity_bytes = "3.84 TB"') == 1
+    p = tmp_path / "small-storage.toml"
+    p.write_text(text.replace('capacity_bytes = "3.84 TB"', 'capacity_bytes = "100 GB"'))
+    with pytest.raises(IronlawError, match="larger than the slower 'nvme'"):
+        hardware.load_file(p)

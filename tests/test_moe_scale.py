@@ -105,14 +105,18 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
     assert expect > 0 and any("offloaded to grace-lpddr5x" in n for n in st.notes)
 
 
-def test_offload_refusals():
+def test_offload_refusals(tmp_path):
     g, hw = _llama70(), hardware.get("gb200")
     with pytest.raises(IronlawError, match="more than the 20 layers of a pipeline stage"):
         parallel.make_plan({**FSDP70, "pp": 4, "offload_layers": 21, "fsdp": False}, g, hw)
     with pytest.raises(IronlawError, match="a count of layers"):
         parallel.make_plan({**FSDP70, "offload_layers": -2}, g, hw)
-    with pytest.raises(IronlawError, match="gb300 names none"):
-        _step(g, on="gb300", **FSDP70, offload_layers=20)
+    text = (hardware.CATALOG_DIR / "gb300.toml").read_text()             # fits in its 288 GiB, no host tier
+    i = text.index('[[memory]]\nname = "grace-lpddr5x"')
+    j = text.index("[[memory]]", i + 1)
+    (tmp_path / "nohost.toml").write_text((text[:i] + text[j:]).replace('name = "gb300"', 'name = "nohost"', 1))
+    with pytest.raises(IronlawError, match="nohost names none"):
+        _step(g, on=str(tmp_path / "nohost.toml"), **FSDP70, offload_layers=20)
     r = run_cli("analyze", "llama3-70b", "--phase", "train", "--on", "gb200", "--dtype", "fp8", "--seq", "8192",
                 "--gpus", "64", "--global-batch", "256", "--micro-batch", "2", "--fsdp", "--offload-activations", "81")
     assert r.rc == 2 and "--offload-activations 81 is more than the 80 layers" in r.err

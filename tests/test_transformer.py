@@ -375,3 +375,12 @@ def test_saved_activations_match_korthikanti(tmp_path):
         saved.append(float(build(f"hf:{p}", phase="train", batch=4, seq=256).footprint["activations"]))
     s, b, h, a = 256, 4, 768, 12
     assert saved[1] - saved[0] == pytest.approx(34 * s * b * h + 4 * a * s * b, rel=1e-9)
+
+
+def test_moe_training_keeps_the_routed_tokens_once():
+    """An MoE layer holds the routed tokens twice at once (experts' input and output) but saves only the grouped
+    fc1's input for the backward (Megatron-Core's combine unpermutes without the routing weights)."""
+    a = T.builtin_arch("deepseek-v3")
+    assert T._mlp_elems(a) - T._mlp_elems(a, saved=True) == a.top_k * a.hidden
+    dense = T.builtin_arch("llama3-8b")
+    assert T._mlp_elems(dense) == T._mlp_elems(dense, saved=True)

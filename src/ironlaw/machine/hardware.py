@@ -481,7 +481,7 @@ def _check_tiers(tiers: list[Tier], where: str) -> None:
     for a, b in zip(tiers, tiers[1:]):
         if b.bw_Bps > a.bw_Bps:
             raise IronlawError(f"{where}.memory: tier '{b.name}' is faster than '{a.name}' above it; list fastest first")
-        if b.capacity_bytes < a.capacity_bytes:
+        if b.capacity_bytes < a.capacity_bytes and b.role != "host":   # a host share may be the smaller (GB300)
             raise IronlawError(f"{where}.memory: tier '{a.name}' is larger than the slower '{b.name}' below it")
 
 

@@ -24,9 +24,10 @@ import numpy as np
 
 from ..core.gemmshape import GPU_M_HALF
 from ..core.graph import Graph
-from .precision import COLUMN_INPUT, LINEARS
 
-ROW_PARALLEL = tuple(n for n in LINEARS if n not in COLUMN_INPUT)   # attn_post_proj, mlp_down_proj
+# The layers' TP linears by op role (``attrs["role"]``, as ``parallel.SHARDING``): role → whether its backward's
+# dgrad also runs as ring-exchange steps (the row-parallel linears'; a column-parallel dgrad runs whole).
+RING: dict[str, bool] = {"column": False, "row": True}
 
 
 def share(rows, m_half: float):
@@ -45,10 +46,10 @@ def m_half_of(hw, dtype: str) -> tuple[float | None, bool]:
 
 def kernel_rows(op, tokens, per_expert, tp: int, overlap: bool) -> tuple:
     """(rows of the op's GEMM kernel, rows of the op as a whole) for a linear of the training graph."""
-    base = op.name.split(".")[0]
+    role = op.attrs.get("role", "")
     whole = per_expert if op.attrs.get("expert") == "routed" else tokens
-    ring = overlap and tp > 1 and base in LINEARS and op.attrs.get("expert") != "routed"
-    chunked = ring and (not op.name.endswith(".backward") or base in ROW_PARALLEL)
+    ring = overlap and tp > 1 and role in RING and op.attrs.get("expert") != "routed"
+    chunked = ring and (not op.name.endswith(".backward") or RING[role])
     return (whole / tp if chunked else whole), whole
 
 

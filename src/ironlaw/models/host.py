@@ -27,8 +27,11 @@ counts per layer (``CALLS``) are read off the framework's code, never fitted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
+
+from ..core.graph import Op
 
 VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
            "container) with Transformer Engine modules")
@@ -150,13 +153,49 @@ def exposed_s(dense: LayerHost, moe: LayerHost, sync_s: float, n_dense, n_moe, f
     return np.maximum(fwd + back - (fwd_after + fwd_rest + bwd), 0.0)
 
 
-AFTER_SYNC = ("experts", "ep", "shared_experts")        # modules the host issues after an MoE layer's sync
+# ---------------------------------------------------------------------- which ops the host issues after the sync
+# By op role (``attrs["role"]``, set by the builders and by capture, as ``parallel.SHARDING``): role → rule(op),
+# whether a forward op of that role is issued after its MoE layer's sync. A role without a rule is issued before.
+AFTER_SYNC: dict[str, Callable[[Op], bool]] = {}
 
 
-def after_sync(name: str, module: str) -> bool:
-    """Whether a forward op runs after its MoE layer's sync: the all-to-alls, the experts and the combine (the
-    permute of the routed tokens is issued before it)."""
-    return module in AFTER_SYNC and not name.startswith("moe_permute")
+def issued_after(*roles: str):
+    """Register the rule for ops of ``roles``."""
+    def deco(fn: Callable[[Op], bool]) -> Callable[[Op], bool]:
+        for r in roles:
+            if r in AFTER_SYNC:
+                raise RuntimeError(f"duplicate host rule for role {r}")
+            AFTER_SYNC[r] = fn
+        return fn
+    return deco
+
+
+@issued_after("column", "row", "activation", "cast")
+def _expert_part(op: Op) -> bool:
+    """The experts' GEMMs, activations and quantizes (routed and shared experts: ``attrs["expert"]``); a dense
+    layer's are issued before (it has no sync)."""
+    return bool(op.attrs.get("expert"))
+
+
+@issued_after("combine")
+def _combine(op: Op) -> bool:
+    """The unpermute and weighted combine of the experts' outputs (the permute of the routed tokens, role
+    ``permute``, is issued before the sync)."""
+    return True
+
+
+def after_sync(op: Op) -> bool:
+    """Whether a forward op runs after its MoE layer's sync: the expert all-to-alls (the collectives of the
+    expert-parallel group), the experts and the combine (``AFTER_SYNC``)."""
+    if op.kind == "collective":
+        return op.module == "ep"
+    rule = AFTER_SYNC.get(op.attrs.get("role", ""))
+    return rule is not None and rule(op)
+
+
+def moe_layers(ops) -> float:
+    """MoE layers among ``ops``: the count of their router's gating GEMM (role ``router``)."""
+    return next((op.count for op in ops if op.attrs.get("role") == "router" and op.kind == "matmul"), 0.0)
 
 
 def backward(name: str) -> bool:
@@ -189,12 +228,12 @@ def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tup
         return None
     dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed)
     R = max(op.count for op in sg.ops)
-    n_moe = next((op.count for op in sg.ops if op.name == "moe_router"), 0.0)
+    n_moe = moe_layers(sg.ops)
     after = rest = bwd = 0.0
-    for r in rows:
-        if backward(r["name"]):
+    for op, r in zip(sg.ops, rows, strict=True):
+        if backward(op.name):
             bwd += r["time_s"]
-        elif after_sync(r["name"], r["module"]):
+        elif after_sync(op):
             after += r["time_s"]
         else:
             rest += r["time_s"]

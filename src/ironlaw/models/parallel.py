@@ -213,9 +213,12 @@ def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
 def _check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
+        if meta.get("captured") and g.phase != "train" and pp == ep == cp == 1:
+            return                         # tensor parallelism by the roles capture attaches (``tp_shard``)
         if tp > 1 or pp > 1 or ep > 1 or cp > 1:
             raise IronlawError(f"{g.name}: tensor/pipeline/context/expert parallelism needs a transformer built by "
-                               f"ironlaw (layers and heads known); use data parallelism (--dp) only")
+                               f"ironlaw (layers and heads known; a captured model takes --tp alone, in inference); "
+                               f"use data parallelism (--dp) only")
         return
     L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
@@ -326,12 +329,18 @@ def _split(new: Op, tp: int, kv: int | None = None) -> None:
     new.bytes_written = new.bytes_written / tp
 
 
+def is_backward(op: Op) -> bool:
+    """A backward op: the builders' ``….backward``, or a captured linear's dgrad or wgrad (``attrs["grad"]``)."""
+    return op.name.endswith(".backward") or "grad" in op.attrs
+
+
 @sharding("column", "head", "row")
 def _linear(op: Op, new: Op, at: TpSplit) -> None:
     """Column-parallel (input replicated, output split) and row-parallel (input split, output full, then
     reduced) linears: FLOPs and weights over tp; activations as the forward splits them (the backward at the
-    forward's ratio); ``nk`` the device's share of N (column) or of K (row)."""
-    base, bwd, column = base_name(op.name), op.name.endswith(".backward"), op.attrs["role"] in COLUMN_ROLES
+    forward's ratio; a captured linear's matmuls share it through ``attrs["linear"]``); ``nk`` the device's
+    share of N (column) or of K (row), the other way round for a captured dgrad (x's gradient: N is K's)."""
+    base, bwd, column = op.attrs.get("linear", base_name(op.name)), is_backward(op), op.attrs["role"] in COLUMN_ROLES
     tp, ratio = at.tp, at.ratio
     if not bwd:
         act, w = op.bytes.get("activations", 0.0), op.bytes_written
@@ -342,23 +351,27 @@ def _linear(op: Op, new: Op, at: TpSplit) -> None:
     new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp) for k, v in op.bytes.items()}
     if "nk" in op.attrs:
         n, k = op.attrs["nk"]
-        new.attrs = {**op.attrs, "nk": (n / tp, k) if column else (n, k / tp)}
+        new.attrs = {**op.attrs, "nk": (n / tp, k) if column != (op.attrs.get("grad") == "dgrad") else (n, k / tp)}
     if not bwd and column:                                    # a column-parallel op writes its share of the output
         new.bytes_written = op.bytes_written / tp
+    elif op.attrs.get("grad") == "wgrad" or (op.attrs.get("grad") == "dgrad" and not column):
+        new.bytes_written = op.bytes_written / tp             # a weight's gradient, a row's input gradient: split
 
 
-@sharding("heads", "activation", "loss", "embedding")
+@sharding("heads", "activation", "loss", "embedding", "optimizer")
 def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
     activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp, the KV cache over the
-    ranks that divide it."""
+    ranks that divide it. A captured optimizer step updates each rank's share of the weights (the builders'
+    ``optimizer`` op has no role: ``train_step`` sizes it)."""
     _split(new, at.tp, at.kv)
 
 
-@sharding("norm", "residual", "dropout", "router", "dispatch", "pooler", "cast")
+@sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")
 def _replicated(op: Op, new: Op, at: TpSplit) -> None:
     """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
-    ``precision.py``), split with sequence parallelism or where the op says its tensor is (``tp_split``)."""
+    ``precision.py``; replicated: a captured op on whole tensors, ``capture.roles``), split with sequence
+    parallelism or where the op says its tensor is (``tp_split``)."""
     if at.sp or op.attrs.get("tp_split"):
         _split(new, at.tp)
 
@@ -375,11 +388,12 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
     if tp == 1 and ep == 1:
         return g
     meta = g.meta
-    if "hidden" not in meta or "tokens" not in meta:
+    if ("hidden" not in meta or "tokens" not in meta) and not meta.get("captured"):
         raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
-                           f"tokens known)")
+                           f"tokens known) or a captured model")
     grp = grp or (tp, 1)
-    act_bytes = meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)    # one [tokens, hidden] tensor
+    act_bytes = (meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)     # one [tokens, hidden] tensor
+                 if "hidden" in meta and "tokens" in meta else None)        # captured: per op
     slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
     at = TpSplit(tp, sp, kv_cache_split(meta, tp))
     ops: list[Op] = []
@@ -392,8 +406,10 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         if role(op) in SHARDING:
             SHARDING[role(op)](op, new, at)
         elif tp > 1:                                          # expert parallelism alone splits no op
-            raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule; tensor parallelism works "
-                               f"on graphs of ironlaw's transformer builder")
+            where = f" (module '{op.module}')" if op.module else ""
+            raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule{where}: its role "
+                               f"({role(op) or 'none'}) is unknown; tensor parallelism works on graphs of "
+                               f"ironlaw's transformer builder and on captured models whose roles capture can tell")
         if ep > 1 and op.module == "experts" and "weights" in new.bytes:
             new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
@@ -413,17 +429,21 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
 
 
 def sublayer(op: Op) -> str:
-    """The sublayer a linear belongs to: attention or MLP (its experts' included)."""
-    return "attn" if op.module == "attn" else "mlp"
+    """The sublayer a linear belongs to: attention or MLP (its experts' included); a captured linear's is the one
+    capture tells (``attrs["sublayer"]``: whether its split reaches an attention op)."""
+    return op.attrs.get("sublayer") or ("attn" if op.module == "attn" else "mlp")
 
 
 def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str) -> list[Op]:
     """What Megatron runs after a row-parallel forward and a column-parallel backward: an all-reduce; with
     sequence parallelism a reduce-scatter and an all-gather, and in the backward the re-gather of the column
-    GEMM's input for its weight gradient. Each marked with its ``TP_OVERLAP`` key (``attrs["tp_comm"]``)."""
-    bwd = op.name.endswith(".backward")
-    if role(op) != ("column" if bwd else "row"):
+    GEMM's input for its weight gradient. Each marked with its ``TP_OVERLAP`` key (``attrs["tp_comm"]``).
+    ``act_bytes`` None (a captured graph): the bytes of the tensor reduced, the op's output (a captured column's
+    dgrad carries the backward's collectives, its wgrad none)."""
+    bwd = is_backward(op)
+    if role(op) != ("column" if bwd else "row") or op.attrs.get("grad") == "wgrad":
         return []
+    act_bytes = op.bytes_written if act_bytes is None else act_bytes
     sub = sublayer(op)
     where = f"{'bwd' if bwd else 'fwd'}.{sub}"
     kinds = [("allreduce", where)]

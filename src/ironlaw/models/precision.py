@@ -30,17 +30,54 @@ builder's traffic and footprint scale with the dtype's width, except the optimiz
 from __future__ import annotations
 
 import copy
+from typing import Callable
 
 from . import nvfp4
 from ..core.errors import IronlawError
 from ..core.graph import DTYPE_BYTES, Graph, Op
 
 WIDE = "bf16"
-LINEARS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
-COLUMN_INPUT = ("attn_pre_proj", "mlp_up_proj")          # input replicated over TP, output split
 CAST_READ_BYTES = {"fp8": 2.0 + 2.0, "mxfp8": 2.0}         # per element: amax pass + cast pass | one pass
 COPY_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32.0}       # one FP8 copy per element, with its block scales
 TRAINING_DTYPES = tuple(CAST_READ_BYTES) + (nvfp4.DTYPE,)     # fp4: NVIDIA's NVFP4 recipe (``nvfp4``)
+
+
+# ---------------------------------------------------------------------- which ops a recipe lowers, by op role
+# A recipe lowers the GEMMs of the layers' linears: the ops whose role (``attrs["role"]``, set by the builders and
+# by capture, as for ``parallel.SHARDING``) has a rule here. The rule says whether the tensor each of its casts
+# quantizes is split over TP: ``split(bwd)`` for the forward's input (bwd False) or the backward's output gradient.
+LOWERED: dict[str, Callable[[bool], bool]] = {}
+
+
+def lowered(*roles: str):
+    """Register the linears of ``roles`` as lowered by a low-precision recipe, with their casts' TP split."""
+    def deco(fn: Callable[[bool], bool]) -> Callable[[bool], bool]:
+        for r in roles:
+            if r in LOWERED:
+                raise RuntimeError(f"duplicate precision rule for role {r}")
+            LOWERED[r] = fn
+        return fn
+    return deco
+
+
+@lowered("column")
+def _column(bwd: bool) -> bool:
+    """Column-parallel (q/k/v, up/gate): the input is whole on every rank (split only with sequence
+    parallelism), the output gradient split."""
+    return bwd
+
+
+@lowered("row")
+def _row(bwd: bool) -> bool:
+    """Row-parallel (o, down): the input split over TP, the output gradient whole."""
+    return not bwd
+
+
+def lowers(op: Op, layers) -> bool:
+    """Whether a recipe lowers ``op``: a forward GEMM of a lowered role in the repeated layer stack (the LM head,
+    the router, attention's per-head products and everything outside the layers stay bf16)."""
+    return (op.attrs.get("role", "") in LOWERED and op.kind == "matmul" and not op.name.endswith(".backward")
+            and in_layers(op, layers))
 
 
 def copies(dtype: str, any_layout: bool = False) -> int:
@@ -100,15 +137,18 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
         raise IronlawError(f"FP8 training lowers a training graph (--phase train), got '{g.phase}'")
     if g.meta.get("precision") in TRAINING_DTYPES:
         return g
+    if g.meta.get("captured"):
+        raise IronlawError(f"{g.name}: {dtype} training of a captured model is not modelled: it lowers the linears "
+                           f"of a transformer built by ironlaw (its layers and each linear's backward known)")
     if g.dtype != WIDE:
         if not is_low(g.dtype):
             raise IronlawError(f"{dtype} training starts from a {WIDE} (or {dtype}) graph, got {g.dtype}")
         g = widen(g)
     L = g.meta.get("layers")
-    fwd = {op.name: op for op in g.ops if op.name.split(".")[0] in LINEARS and op.kind == "matmul"
-           and not op.name.endswith(".backward") and in_layers(op, L)}
+    fwd = {op.name: op for op in g.ops if lowers(op, L)}
     if not fwd:
-        raise IronlawError(f"{g.name}: {dtype} training needs a transformer built by ironlaw (its linear layers known)")
+        raise IronlawError(f"{g.name}: {dtype} training needs the layers' linears known (an op role of "
+                           f"{', '.join(LOWERED)}, set by ironlaw's builders and by capture)")
     fp4 = dtype == nvfp4.DTYPE
     ops: list[Op] = []
     for op in g.ops:
@@ -152,7 +192,7 @@ def _gemm(op: Op, dtype: str, in_b, out_b, bwd: bool) -> Op:
 def _split(f: Op, bwd: bool) -> bool:
     """Whether a cast's tensor is split over TP: a column-parallel linear's input and a row-parallel one's output
     gradient are whole on every rank (split only with sequence parallelism); the other two are split."""
-    return (f.name.split(".")[0] in COLUMN_INPUT) == bwd
+    return LOWERED[f.attrs["role"]](bwd)
 
 
 def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool) -> Op:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..core.units import fmt, fmt_num, fmt_size, fmt_time
+from ..models.capture.roles import no_role_ops
 from .table import print_fitted
 
 # the top-ops table's columns left out first where the terminal is narrow (the terms table above sums them)
@@ -81,6 +82,10 @@ def render(est, top: int = 10, console=None) -> None:
     if est.graph.uncounted_ops:
         c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
                 + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
+    no_role = no_role_ops(est.graph)
+    if no_role:
+        c.print("[yellow]ops without a parallel role (capture could not tell; --tp refuses them):[/yellow] "
+                + ", ".join(f"{k}×{v}" for k, v in no_role.items()), markup=True)
     t = Table(title=f"top {top} ops by time")
     for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
         left = col in ("op", "kind", "tier", "bound")

@@ -10,6 +10,7 @@ from collections import Counter
 
 from ...core.gemmshape import attention_nk, conv_groups, conv_nk
 from ...core.graph import DTYPE_BYTES, Graph, Op
+from .roles import attach
 
 TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
                 "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "uint8": "int8"}
@@ -50,9 +51,21 @@ def op_attrs(r) -> dict:
     return attrs
 
 
+def role_attrs(r, roles) -> dict:
+    """The op's role (``capture.roles``; none where capture cannot tell) and, for a linear's matmuls, the linear
+    they belong to (its module), its sublayer and, in the backward, which gradient each computes."""
+    attrs = {"role": roles.role[r.index]} if roles.role.get(r.index) else {}
+    if r.index in roles.linear:
+        attrs.update(linear=roles.linear[r.index], sublayer=roles.sublayer[r.index])
+    if r.index in roles.grad:
+        attrs["grad"] = roles.grad[r.index]
+    return attrs
+
+
 def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -> Graph:
     ops, index, views = [], [], 0
     uncounted: Counter = Counter()
+    roles = attach(cap.records)
     for r in cap.records:
         if r.flops is None:
             uncounted[r.name] += 1
@@ -69,13 +82,13 @@ def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -
         label = r.name if r.phase == "forward" else f"{r.name} ({r.phase})"
         ops.append(Op(label, r.kind, flops=float(r.flops or 0.0), bytes=traffic, dtype=dt, module=r.module,
                       shapes=shapes_text(r), bytes_written=float(sum(r.bytes_written.values())),
-                      attrs=op_attrs(r)))
+                      attrs=op_attrs(r) | role_attrs(r, roles)))
         index.append(r.index)
     fwd_flops = sum(r.flops or 0.0 for r in cap.records if r.phase == "forward")
     m = {"params": cap.params, "captured": True, "capture_device": cap.device, "views": views,
          "record_index": index, "forward_flops": fwd_flops,
          "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0)}
-    if cap.notes:
-        m["notes"] = list(cap.notes)
+    if cap.notes or roles.notes:
+        m["notes"] = list(cap.notes) + roles.notes
     m.update(meta or {})
     return Graph(name, phase, dtype, ops, footprint=dict(cap.footprint), meta=m, uncounted_ops=dict(uncounted))

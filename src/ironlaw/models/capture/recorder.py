@@ -50,6 +50,9 @@ class OpRecord:
     weights_kn: bool = False      # mm/addmm/bmm whose matrix operand is a row-major K×N parameter (x @ W, as
                                   # GPT-2's Conv1D), not the transposed view nn.Linear passes (x @ Wᵀ)
     weight_nk: tuple | None = None  # mm/addmm (or bmm over one matrix) with a parameter as its matrix operand: its (N, K)
+    weight_key: int | None = None   # the storage key of that parameter (a linear's forward and its dgrad)
+    act_in: list = field(default_factory=list)   # (storage key, elements) of each input that is not a weight
+    out_keys: list = field(default_factory=list)  # storage keys of the outputs (the data flow ``roles`` follows)
     _reads: list = field(default_factory=list, repr=False)    # (storage key, bytes) until classified
     _writes: list = field(default_factory=list, repr=False)
 
@@ -136,6 +139,8 @@ class Recorder(TorchDispatchMode):
             _writes=[(storage_key(t), tensor_bytes(t, n)) for t, n in writes])
         in_keys = [storage_key(t) for t in ins]
         rec.param_bytes = sum(t.numel() * t.element_size() for t, k in zip(ins, in_keys) if k in self.weight_keys)
+        rec.act_in = [(k, t.numel()) for t, k in zip(ins, in_keys) if k not in self.weight_keys]
+        rec.out_keys = [storage_key(t) for t in outs]
         if rec.name in ("aten::mm", "aten::addmm", "aten::bmm") and ins:
             w = ins[-1]
             shape, stride = tuple(w.shape), tuple(w.stride())
@@ -146,6 +151,7 @@ class Recorder(TorchDispatchMode):
             rec.weights_kn = is_weight and stride[1] == 1 and stride[0] != 1
             if is_weight:
                 rec.weight_nk = (int(shape[1]), int(shape[0]))
+                rec.weight_key = storage_key(w)
         self.records.append(rec)
         if no_work:
             for t in outs:                 # a view of a weight is a weight; of a cache, a cache

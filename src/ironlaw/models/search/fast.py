@@ -241,7 +241,7 @@ def _sums(ops, t, count, layer, share) -> dict:
     hid = parallel.tp_overlap_hidden(comm, gemm, np.zeros(t.shape[1]))
     ep = np.array([op.kind == "collective" and op.module == "ep" for op in ops])
     hb = np.array([host.backward(op.name) for op in ops])                  # host.step_term's split of the rows
-    ha = np.array([host.after_sync(op.name, op.module) for op in ops]) & ~hb
+    ha = np.array([host.after_sync(op) for op in ops], dtype=bool) & ~hb
     return {"lay": s(layer), "rest": r(~layer), "fwd_lay": s(layer & comp & ~bwd), "fwd_rest": r(~layer & comp & ~bwd),
             "bwd_lay": s(layer & comp & bwd), "bwd_rest": r(~layer & comp & bwd), "hid": hid,
             "a2a_lay": s(layer & ep), "a2a_rest": r(~layer & ep), "h_after": (s(layer & ha), r(~layer & ha)),

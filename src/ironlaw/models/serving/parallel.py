@@ -82,10 +82,10 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
             ops.append(op)
             continue
         dispatch, combine = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
-        if op.name == "mlp_up_proj":
+        if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
             ops.append(dispatch)
         ops.append(_expert_op(op, share, weight_scale))
-        if op.name == "mlp_down_proj":
+        if op.attrs.get("role") == "row":
             ops.append(combine)
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),
                  meta={**meta, "ep": ep, "attention_dp": lay.dp})

@@ -34,12 +34,19 @@ import copy
 from dataclasses import dataclass, replace
 
 from ...core.errors import IronlawError
-from ...core.graph import Graph, dtype_bytes
+from ...core.graph import Graph, Op, dtype_bytes
 
-HEAD_OPS = ("lm_head", "final_norm")
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
-ROUTED_ROWS = ("moe_permute", "mlp_act", "moe_combine")
+ROUTED_ROLES = ("permute", "activation", "combine")    # … by op role (``attrs["role"]``), in module "experts"
+BF16_ROLES = ("head", "embedding")     # the ops whose weights a ModelOpt checkpoint keeps in bf16
+
+
+def is_head(op: Op) -> bool:
+    """An op of the step's head, run on the head tokens only: the output layer (role ``head``) and the norm
+    before it (the one norm outside the layers, whose ops the builder marks ``per_layer``)."""
+    role = op.attrs.get("role")
+    return role == "head" or (role == "norm" and not op.attrs.get("per_layer"))
 HALF = "bf16"
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
@@ -153,7 +160,7 @@ def modelopt(op, dtype: str):
     if "activations" in o.bytes:
         o.bytes["activations"] = op.bytes["activations"] * dtype_bytes(HALF) / by
     o.bytes_written = op.bytes_written * dtype_bytes(HALF) / by
-    if op.name in ("lm_head", "embedding"):
+    if op.attrs.get("role") in BF16_ROLES:
         o.dtype = HALF
         if "weights" in o.bytes:
             o.bytes["weights"] = op.bytes["weights"] * dtype_bytes(HALF) / by
@@ -165,7 +172,7 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
-    elif rows and op.module == "experts" and op.name in ROUTED_ROWS:
+    elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
         kernel = rows
     else:
         return op
@@ -200,7 +207,7 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
     for op in tok.ops:
         if op.kind == "attention":
             ops.extend(parts[op.name])
-        elif op.name in HEAD_OPS:
+        elif is_head(op):
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)

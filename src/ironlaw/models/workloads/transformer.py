@@ -171,7 +171,7 @@ def _permute(t: Num, k: int, h: int, dt: str, L: int) -> Op:
     GEMMs: reads t·k rows of ``h`` (each token's row once per chosen expert) and writes the t·k-row copy; no
     arithmetic. The way back, the unpermute and the probability-weighted sum, is ``moe_combine``."""
     rows = t * k * h
-    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts", role="dispatch")
+    op = elementwise("moe_permute", rows, dt, 0.0, count=L, module="experts", role="permute")
     op.attrs["expert"] = "routed"
     return op
 
@@ -197,7 +197,7 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
             elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router",
                         role="router"),
             _permute(t, k, h, dt, L), up, act, down, *shared,
-            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="dispatch")]
+            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="combine")]
 
 
 def _mlp(a: Arch, sh: _Shape, dt: str) -> list[Op]:
@@ -253,15 +253,21 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- memory
-def _mlp_elems(a: Arch) -> int:
-    """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's)."""
+def _mlp_elems(a: Arch, saved: bool = False) -> int:
+    """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's); ``saved``: those it
+    keeps for the backward. An MoE layer holds the routed tokens twice at once (the experts' input and output
+    copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
+    the experts' activation applies (Megatron-Core core_v0.15.0 token_dispatcher.py
+    MoEAlltoAllTokenDispatcher.token_unpermutation calls unpermute without probs; experts.py
+    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map."""
     h = a.hidden
 
     def gated(i: int, m: int) -> int:                                # up output and act output of m MLPs
         return m * ((2 * i if a.glu else i) + i)
+    routed = (1 if saved else 2) * a.top_k * h                       # permuted in (and out) copies
     dense = h + gated(a.inter, 1) if a.layers > a.moe_layers else 0
-    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + 2 * a.top_k * h \
-        if a.moe_layers else 0                                       # router logits, permuted in/out copies
+    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed \
+        if a.moe_layers else 0                                       # router logits
     return max(dense, moe)
 
 
@@ -270,7 +276,7 @@ def _layer_elems_per_token(a: Arch) -> tuple[float, float]:
     h = a.hidden
     attn, mlp = working_elems(a), _mlp_elems(a)                      # normed x, projections, O; MLP
     live = h + max(attn, mlp)                                        # + the residual stream
-    saved = 2 * h + attn + mlp                                       # norm inputs, projection and act inputs
+    saved = 2 * h + attn + _mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
     return live, saved
 
 

@@ -29,7 +29,9 @@ from . import common
 METHODS = ("draft", "mtp", "eagle")
 MAX_DRAFT_TOKENS = 16
 KEYS = ("method", "draft", "tokens", "acceptance")
-MOE_GLUE = ("moe_router", "moe_topk", "moe_combine")
+MOE_GLUE = ("router", "combine")       # op roles of an MoE layer's router and combine (not of a dense layer)
+OUTSIDE = ("embedding", "norm", "head")   # op roles of the ops outside the layers (not ``per_layer``) a draft
+                                          # head reuses: the embedding, the final norm, the LM head
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def head_graph(target: Graph, method: str) -> Graph:
         if method == "eagle" and "experts" in meta and op.module == "experts":
             _one_expert(o, meta, tokens)
         ops.append(o)
-    ops += [op for op in target.ops if op.name in ("embedding", "final_norm", "lm_head")]
+    ops += [op for op in target.ops if op.attrs.get("role") in OUTSIDE and not op.attrs.get("per_layer")]
     h = int(meta["hidden"]) // int(meta.get("tp", 1))
     ops.append(linear("draft_fc", tokens, 2 * int(meta["hidden"]), h, target.dtype, 1, module="draft"))
     fp = {k: (v / layers if k in ("weights", "kv_cache") else v) for k, v in target.footprint.items()}
@@ -122,14 +124,14 @@ def _one_layer(target: Graph, method: str) -> list[Op]:
     partial = [op for op in target.ops if 1 < op.count < layers]
     if not partial:
         return [op for op in per_layer if not (method == "eagle" and "experts" in target.meta
-                                               and op.name in MOE_GLUE)]
-    moe = {op.count for op in partial if op.name == "moe_router"}
+                                               and op.attrs.get("role") in MOE_GLUE)]
+    moe = {op.count for op in partial if op.attrs.get("role") == "router" and op.kind == "matmul"}
     dense = {op.count for op in partial if op.module == "mlp"} - moe
     pick = (dense or moe) if method == "eagle" else (moe or dense)
     group = max(pick) if pick else max(op.count for op in partial)
     chosen = [op for op in partial if op.count == group]
     if method == "eagle" and not dense:
-        chosen = [op for op in chosen if op.name not in MOE_GLUE]
+        chosen = [op for op in chosen if op.attrs.get("role") not in MOE_GLUE]
     return per_layer + chosen
 
 
