@@ -1,6 +1,6 @@
 """ironlaw and NVIDIA aiconfigurator 0.12, side by side on the same published TensorRT-LLM cells.
 
-    python benchmarks/vs_aiconfigurator.py [--gpu h200 b200 gb200 h100]
+    python benchmarks/vs_aiconfigurator.py [--gpu h200 b200 gb200 h100] [--cells] [--markdown]
 
 Ground truth: TensorRT-LLM's perf overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0), total output tokens/s of ``trtllm-bench throughput``: tests/data/trtllm_perf_overview_h100.csv (FP8),
@@ -67,22 +67,28 @@ def paired(gpus: set[str]) -> tuple[list[dict], list[dict]]:
     return rows, failed
 
 
-def group_line(name: str, rs: list[dict]) -> str:
+def group_row(name: str, rs: list[dict]) -> tuple:
     mi, pi, _ = h100.stats([r["il_err"] for r in rs])
     ma, pa, _ = h100.stats([r["aic_err"] for r in rs])
     si, sa = statistics.median(r["ironlaw_s"] for r in rs), statistics.median(r["aic_s"] for r in rs)
     ok = "yes" if mi <= ma and sa / si >= GOAL_SPEEDUP else "no"
-    return h100._line((name, len(rs), f"{mi:.1f}%", f"{pi:.1f}%", f"{ma:.1f}%", f"{pa:.1f}%", f"{si:.3f}",
-                       f"{sa:.1f}", f"{sa / si:.0f}×", ok), WIDTHS)
+    return (name, len(rs), f"{mi:.1f}%", f"{pi:.1f}%", f"{ma:.1f}%", f"{pa:.1f}%", f"{si:.3f}", f"{sa:.1f}",
+            f"{sa / si:.0f}×", ok)
+
+
+def show(row: tuple, markdown: bool) -> str:
+    return "| " + " | ".join(str(c) for c in row) + " |" if markdown else h100._line(row, WIDTHS)
 
 
 WIDTHS = (24, 5, 8, 8, 8, 8, 9, 7, 7, 5)
+HEAD = ("group", "cells", "il med", "il p90", "aic med", "aic p90", "il s/pred", "aic s", "speed", "goal")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", nargs="*", choices=sorted(TABLES), default=sorted(TABLES))
     ap.add_argument("--cells", action="store_true", help="print every cell too")
+    ap.add_argument("--markdown", action="store_true", help="the summary as a Markdown table (docs/accuracy.md)")
     args = ap.parse_args()
     rows, failed = paired(set(args.gpu))
     if not rows:
@@ -98,16 +104,16 @@ def main() -> int:
         print()
     print(f"ironlaw vs aiconfigurator 0.12.0 on the same published cells (|error| vs TensorRT-LLM's perf overview; "
           f"goal: ironlaw median ≤ aiconfigurator's at ≥ {GOAL_SPEEDUP:.0f}× its speed)")
-    print(h100._line(("group", "cells", "il med", "il p90", "aic med", "aic p90", "il s/pred", "aic s", "speed",
-                      "goal"), WIDTHS))
+    md = args.markdown
+    print(show(HEAD, md) + ("\n|" + "---|" * len(HEAD) if md else ""))
     for name, gpus in GROUPS:
         rs = [r for r in rows if r["gpu"] in gpus]
         kinds = sorted({r["moe"] for r in rs})
         if len(kinds) > 1:
-            print(group_line(name, rs))
+            print(show(group_row(name, rs), md))
         for moe in kinds:                          # dense, then MoE
-            print(group_line(f"{name} {'MoE' if moe else 'dense'}", [r for r in rs if r["moe"] == moe]))
-    print(group_line("all", rows))
+            print(show(group_row(f"{name} {'MoE' if moe else 'dense'}", [r for r in rs if r["moe"] == moe]), md))
+    print(show(group_row("all", rows), md))
     if failed:
         print(f"\naiconfigurator could not predict {len(failed)} cell(s), not scored: " + "; ".join(
             sorted({f"{f['model']} {f['gpu']} ({f['reason']})" for f in failed})))
