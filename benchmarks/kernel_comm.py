@@ -13,9 +13,11 @@ own time model min_i(α_i + f(p)·n/B_i) on the half-precision rows, every other
 other half-precision sizes, and every one-byte (int8) row, predicted from the same 16-bit curve by bytes.
 Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out sizes.
 
-Also scored, not stored: TensorRT-LLM's own all-reduce (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
-2–8 GPUs), the same curve form fitted on every other size, and the NCCL all-reduce curve (what the law times a
-tensor-parallel all-reduce with) against it: the law has no TensorRT-LLM all-reduce kernel class yet.
+Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
+2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's
+own choice between its custom kernels and NCCL), the same curve form on every other size, as the collective
+``allreduce-trtllm`` (the TensorRT-LLM engine's tensor-parallel all-reduce, models/serving/step.py); and the
+NCCL all-reduce curve against it.
 
     python benchmarks/kernel_comm.py            # fit, score, and check the catalog holds these curves
     python benchmarks/kernel_comm.py --write    # write the fitted curves into the catalog's [network] tables
@@ -44,8 +46,9 @@ BASE = {"a100": "a100-vidur"}          # the α-β calibration kept for groups a
 
 
 def load(root: Path = DATA) -> tuple[dict, dict]:
-    """({(gpu, collective, dtype, gpus): (bytes, seconds)}, {gpu: (table path, nccl version)}) of the newest
-    nccl_perf table of every system folder under ``root``, the median of a size's repeated runs."""
+    """({(gpu, collective, dtype, gpus): (bytes, seconds)}, {gpu: (table path, nccl version[, custom table])})
+    of the newest nccl_perf table of every system folder under ``root``, the median of a size's repeated runs,
+    and of its TensorRT-LLM all-reduce table (``CUSTOM``; collective ``allreduce-trtllm``, bf16 as "half")."""
     from ironlaw.measure.calibrate import kerneltable
     curves: dict = {}
     meta: dict = {}
@@ -55,6 +58,15 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
             for (op, dt, p), rows in t.rows.groupby(["op_name", "nccl_dtype", "num_gpus"]):
                 med = rows.groupby("message_size")["latency_s"].median()
                 curves[(t.gpu, OPS[op], dt, int(p))] = (med.index.to_numpy(float) * WORD[dt], med.to_numpy(float))
+    for path in sorted(root.glob(f"*/comm/{CUSTOM}.*")):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            if t.gpu not in meta:
+                continue
+            meta[t.gpu] += (str(path.relative_to(root)),)
+            for p, rows in t.rows.groupby("num_gpus"):
+                med = rows.groupby("message_size")["latency_s"].median()
+                curves[(t.gpu, TRTLLM, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
+                                                         med.to_numpy(float))
     return curves, meta
 
 
@@ -93,26 +105,20 @@ def extract(data: Path, out: Path) -> None:
 
 
 CUSTOM = "trtllm/1.3.0rc20/custom_allreduce_perf"
+TRTLLM = "allreduce-trtllm"           # machine.network.curves.TRTLLM_ALLREDUCE
 
 
-def custom_allreduce(root: Path, fits: dict) -> list[tuple]:
-    """Per GPU and GPU count: (gpu, gpus, sizes scored, own-fit held-out median and p90, NCCL curve's median
-    signed error) for TensorRT-LLM's custom all-reduce (bf16; message_size in elements)."""
-    from ironlaw.measure.calibrate import kerneltable
-    from ironlaw.measure.calibrate.commfit import fit_lines, predict_s, split
+def nccl_vs_trtllm(curves: dict, fits: dict) -> list[tuple]:
+    """Per GPU and GPU count: (gpu, gpus, sizes, median signed error of the NCCL all-reduce curve against
+    TensorRT-LLM's measured all-reduce at the same sizes, and the same below 16 MB)."""
+    from ironlaw.measure.calibrate.commfit import predict_s
     out = []
-    for path in sorted(root.glob(f"*/comm/{CUSTOM}.*")):
-        for t in kerneltable.read(path, ops=("custom_allreduce",)):
-            for p, rows in t.rows.groupby("num_gpus"):
-                med = rows.groupby("message_size")["latency_s"].median()
-                n, sec = med.index.to_numpy(float) * 2, med.to_numpy(float)
-                keep = split(n)
-                err = np.abs(predict_s(fit_lines("allreduce", int(p), n[keep], sec[keep]), "allreduce", int(p),
-                                       n[~keep]) / sec[~keep] - 1)
-                nccl = fits.get((t.gpu, "allreduce", int(p)))
-                signed = np.median(predict_s(nccl[0], "allreduce", int(p), n) / sec - 1) if nccl else np.nan
-                out.append((t.gpu, int(p), len(err), float(np.median(err)), float(np.percentile(err, 90)),
-                            float(signed)))
+    for (gpu, coll, _, p), (n, t) in sorted(curves.items()):
+        nccl = fits.get((gpu, "allreduce", p))
+        if coll != TRTLLM or nccl is None:
+            continue
+        e = predict_s(nccl[0], "allreduce", p, n) / t - 1
+        out.append((gpu, p, len(n), float(np.median(e)), float(np.median(e[n <= 16e6]))))
     return out
 
 
@@ -142,11 +148,21 @@ def score(curves: dict, fits: dict) -> dict:
 
 def network_block(gpu: str, fits: dict, meta: dict) -> str:
     """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
-    where, version = meta[gpu]
+    where, version, *custom = meta[gpu]
     system = Path(where).parts[0]
     where = f"systems/data/{Path(where).with_suffix('.parquet')}"
     base = BASE.get(gpu, "default")
-    rows = sum(k for (g, _, _), (_, k) in fits.items() if g == gpu)
+    rows = sum(k for (g, c, _), (_, k) in fits.items() if g == gpu and c != TRTLLM)
+    trt = trt_fit = trt_held = ""
+    if custom:
+        table = f"systems/data/{Path(custom[0]).with_suffix('.parquet')}"
+        k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == TRTLLM)
+        trt = (f"; collective {TRTLLM}: TensorRT-LLM 1.3.0rc20's own all-reduce op (strategy AUTO: its custom "
+               f"one-/two-shot kernels up to its workspace, NCCL beyond) timed by {PACKAGE}, {table}, the same "
+               f"lines fitted on every other message size ({k} rows): what TensorRT-LLM's engine runs a "
+               f"tensor-parallel all-reduce with (models/serving/step.py)")
+        trt_fit = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, even-ranked message sizes"'
+        trt_held = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, odd-ranked message sizes"'
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
               "benchmarks/fit_nccl_a100.py (ironlaw.machine.network.calibration.A100_VIDUR: per-call launch, "
               "per-link efficiency, an InfiniBand ceiling of 19.85 GB/s per node); that cluster's InfiniBand "
@@ -157,10 +173,10 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
            f'source = "measured: NCCL {version} nccl_perf table of {PACKAGE}, {where}: one curve per collective '
            f'and GPU count on one node, NCCL\'s latency-plus-bandwidth lines min(α_i + f(p)·n/B_i) fitted by '
            f'benchmarks/kernel_comm.py (ironlaw.measure.calibrate.commfit) on the half-precision rows, every other '
-           f'message size ({rows} rows); {beyond}"',
-           f'fitted = ["{PACKAGE} {system} nccl {version} nccl_perf: half, even-ranked message sizes"]',
+           f'message size ({rows} rows){trt}; {beyond}"',
+           f'fitted = ["{PACKAGE} {system} nccl {version} nccl_perf: half, even-ranked message sizes"{trt_fit}]',
            f'held_out = ["{PACKAGE} {system} nccl {version} nccl_perf: half, odd-ranked message sizes", '
-           f'"{PACKAGE} {system} nccl {version} nccl_perf: int8, all message sizes"]']
+           f'"{PACKAGE} {system} nccl {version} nccl_perf: int8, all message sizes"{trt_held}]']
     for (g, coll, p), (lines, k) in sorted(fits.items()):
         if g != gpu:
             continue
@@ -231,11 +247,10 @@ def main() -> int:
     allh = np.concatenate([e for (g, c), e in errs.items() if "int8" not in c])
     print(f"\nheld-out half-precision sizes, all GPUs: {len(allh)} rows, median {100 * np.median(allh):.1f}%, "
           f"p90 {100 * np.percentile(allh, 90):.1f}%; {sum(held)} of {len(held)} GPU × collective met")
-    print(f"\nTensorRT-LLM custom all-reduce ({CUSTOM}, bf16): the same form on every other size, held out; "
-          f"and the law's NCCL all-reduce curve against it (median signed)")
-    for gpu, p, k, med, p90, signed in custom_allreduce(Path(args.data) if args.data else DATA, fits):
-        print(f"{gpu:14s} {p} GPUs {k:3d} sizes  held out {100 * med:5.1f}% / {100 * p90:4.0f}%   "
-              f"NCCL curve {100 * signed:+6.1f}%")
+    print(f"\nTensorRT-LLM's all-reduce ({CUSTOM}, bf16; class {TRTLLM} above): what the law timed a "
+          f"tensor-parallel all-reduce with before, NCCL's curve, against it (median signed)")
+    for gpu, p, k, med, small in nccl_vs_trtllm(curves, fits):
+        print(f"{gpu:14s} {p} GPUs {k:3d} sizes  NCCL curve {100 * med:+6.1f}% (≤ 16 MB: {100 * small:+6.1f}%)")
     stale = catalog_matches(fits, meta)
     print("catalog [network] curves: " + ("match this fit" if not stale else f"STALE for {', '.join(stale)} "
                                           f"(run with --write)"))

@@ -8,7 +8,8 @@ Rows used: ``kernel_source`` moe_torch_flow_cutlass (the gated CUTLASS path), ``
 collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4.
 
 Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
-its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype.
+its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
+not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regime the serving engine runs).
 
     python benchmarks/kernel_moe.py [--data DIR] [--write]   # --write: into the catalog's [calibration]
     python benchmarks/kernel_moe.py --data DIR --extract tests/data/kernel_tables
@@ -65,6 +66,20 @@ def fit_and_score(gpu: str, dtype: str, rows: dict) -> tuple[dict, np.ndarray, i
     kern = moefit.kernels(moefit.fit(x[keep], t[keep]), dtype)
     err = np.abs(stored_predict(kern, dtype, x[~keep]) / t[~keep] - 1)
     return kern, err, int(keep.sum())
+
+
+def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
+    """|relative error| of the held-out shapes when the fit and the score keep only the rows of the regime the
+    serving engine runs (MoE TP 1: attention DP with the experts split by EP, models/serving/parallel.py)."""
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import moefit
+    tp1 = np.asarray(rows["moe_tp_size"]) == 1
+    sub = {k: np.asarray(v)[tp1] for k, v in rows.items()}
+    hw = hardware.get(gpu)
+    x = moefit.terms(sub, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
+    t = sub["latency_s"].astype(float)
+    keep = moefit.shape_split(sub)
+    return np.abs(moefit.predict_s(moefit.fit(x[keep], t[keep]), x[~keep]) / t[~keep] - 1)
 
 
 def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
@@ -167,6 +182,10 @@ def main() -> int:
         print(f"{gpu:14s} {dt:5s} {len(err):8d} {100 * np.median(err):6.1f}% {100 * np.percentile(err, 90):5.1f}% "
               f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f}  "
               f"{'met' if ok else 'MISS'}")
+    print("\nthe serving regime only (MoE TP 1 rows, fitted and scored on their own shapes), median / p90:")
+    for gpu, dt, _, rows in groups(data):
+        e = serving_regime(gpu, dt, rows)
+        print(f"{gpu:14s} {dt:5s} {len(e):8d} {100 * np.median(e):6.1f}% {100 * np.percentile(e, 90):5.1f}%")
     allr = np.concatenate([f[4] for f in fits])
     print(f"\nall held-out rows: {len(allr)}, median {100 * np.median(allr):.1f}%, p90 {100 * np.percentile(allr, 90):.1f}%")
     if not a.data:

@@ -7,7 +7,10 @@ Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core
 NVIDIA collected on each GPU with TensorRT-LLM. ``--data`` names that folder (an unpacked wheel); without it the
 installed package's is read (``pip install aiconfigurator-core==0.12.0 pyarrow``). Each kernel class's rows are
 sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit``), the odd rows scored here.
-``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
+``--framework vllm`` (or ``sglang``; repeatable, default trtllm) fits that framework's tables alike (its
+``<framework>/<version>/`` folders) and ``--write`` stores them in the engine file
+src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml (``ironlaw.machine.engines``, read by
+``serve --engine``). ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
 (src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile. ``--extract DIR`` writes the
 small attributed extract the tests fit on (tests/data/kernel_tables/). The same table then scores the
@@ -48,24 +51,50 @@ def data_dir(arg: str | None) -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
 
 
-def run_gpu(data: Path, folder: str, write: bool) -> list:
-    from ironlaw.machine import hardware
+def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm") -> list:
+    """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
+    [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``)."""
+    from ironlaw.machine import engines, hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
+    if not any(framework in p.parts for p in kerneltable.files(data / folder, kernelfit.OPS)):
+        print(f"{GPUS[folder]}: no {framework} GEMM or attention tables", flush=True)
+        return []
     tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
-              for t in kerneltable.read(data / folder, ops=kernelfit.OPS, framework="trtllm")]
+              for t in readable(data / folder, framework)]
+    if not tables:
+        return []
     hw = hardware.get(GPUS[folder])
     gs = kernelfit.groups(tables)
     origin, license = kernelfit.origin_of(data)
     t0 = time.perf_counter()
     new = kernelfit.fit(hw, gs, origin=origin, license=license)
-    base = hw.calibration.table() if hw.calibration is not None else None
-    table = kernelfit.merged(base, new)
+    if framework == "trtllm":
+        base = hw.calibration.table() if hw.calibration is not None else None
+        table = kernelfit.merged(base, new)
+    else:
+        table = new
     scores = kernelfit.score(hw, table, gs)
-    print(f"{hw.name}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
-    if write:
+    print(f"{hw.name} {framework}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
+    if write and framework == "trtllm":
         replace_table(Path(hw.path), "calibration", table)
+    elif write:
+        engines.write(hw.name, framework, table)
     return scores
+
+
+def readable(root: Path, framework: str) -> list:
+    """The framework's GEMM and attention tables under ``root``, op by op: a table that cannot be read (A100's
+    vLLM 0.14.0 attention tables lack window_size) is left out with its reason printed."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    out = []
+    for op in kernelfit.OPS:
+        try:
+            out += kerneltable.read(root, ops=(op,), framework=framework)
+        except IronlawError as e:
+            print(f"{root.name}: {framework} {op} not fitted: {e}", flush=True)
+    return out
 
 
 def extract(data: Path, out: Path) -> None:
@@ -103,19 +132,25 @@ def main() -> int:
     ap.add_argument("--gpu", action="append", help="table folder(s) to run (default: every catalog GPU's)")
     ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog files")
     ap.add_argument("--extract", help="write the tests' CSV extract to this folder and stop")
+    ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
+                    help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
+                         "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")
     a = ap.parse_args()
     data = data_dir(a.data)
     if a.extract:
         extract(data, Path(a.extract))
         return 0
     rows, worst = [], []
-    for folder in a.gpu or GPUS:
-        for s in run_gpu(data, folder, a.write):
-            ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
-            rows.append((f"{s.gpu:<12} {s.group}", f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
-                         f"({s.rows} rows)", "≤8% / ≤20%", ok))
-            worst.append(s.median_abs_err)
-    for gpu, cls, err in comm_and_moe(data, a.gpu):
+    frameworks = a.framework or ["trtllm"]
+    for fw in frameworks:
+        for folder in a.gpu or GPUS:
+            for s in run_gpu(data, folder, a.write, fw):
+                ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
+                name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]")
+                rows.append((name, f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
+                             f"({s.rows} rows)", "≤8% / ≤20%", ok))
+                worst.append(s.median_abs_err)
+    for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks else []):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "
                      f"({len(err)} rows)", "≤8% / ≤20%", ok))

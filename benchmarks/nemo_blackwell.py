@@ -103,7 +103,7 @@ def moe_layers(rows: list, hardware) -> None:
               f"{implied * 1e3:9.1f} {td} {ours * 1e3:8.1f} "
               + " ".join(f"{parts[k] * 1e3:{w}.1f}" for k, w in (("experts", 7), ("attention", 6), ("a2a", 6),
                                                                   ("rest", 6)))
-              + f" {st.breakdown['host_issue_s'] / per * 1e3:6.2f}")
+              + f" {st.breakdown.host_issue_s / per * 1e3:6.2f}")
 
 
 if __name__ == "__main__":

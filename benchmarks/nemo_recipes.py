@@ -96,7 +96,7 @@ def memory_line(row: dict, hw) -> str:
     g = train.graph(SPECS[row["model"]], hw, row["seq"], row["precision"], options(row)["micro_batch"])
     plan = parallel.make_plan(options(row), g, hw)
     mem = parallel.plan_memory(g, plan, plan.zero, plan.recompute)
-    return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.items() if k != "params_per_device")
+    return "its memory per GPU: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in mem.footprint().items())
 
 
 def main() -> int:

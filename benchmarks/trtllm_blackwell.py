@@ -5,7 +5,7 @@
 Source: tests/data/trtllm_perf_overview_blackwell.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the B200 180GB (DGX B200) and GB200 192GB (GB200 NVL72) columns of the page whose H100 columns fit the
 serving constants (benchmarks/trtllm_h100.py), NVFP4 ModelOpt checkpoints. Every cell is predicted with the
-constants in src/ironlaw/models/serving/throughput.py (fitted on the H100 FP8 cells only) and the ``b200`` / ``gb200``
+constants in src/ironlaw/models/serving/engine.py (fitted on the H100 FP8 cells only) and the ``b200`` / ``gb200``
 catalog entries (datasheet peaks: FP4 9 / 10 PFLOPS dense, 8 TB/s), run as the H100 cells are
 (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits, MoE rows
 with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``graph.attention_dtype``). No

@@ -1,6 +1,6 @@
 """Offline max-throughput serving against TensorRT-LLM's published H100 table: fit, leave-one-model-out, peers.
 
-    python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/throughput.py
+    python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/engine.py
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,

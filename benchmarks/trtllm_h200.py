@@ -4,7 +4,7 @@
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 columns fit the serving constants
-(benchmarks/trtllm_h100.py). Every cell is predicted with the constants in src/ironlaw/models/serving/throughput.py
+(benchmarks/trtllm_h100.py). Every cell is predicted with the constants in src/ironlaw/models/serving/engine.py
 (fitted on the H100 cells only) and the ``h200`` catalog entry (datasheet peaks, 141 GB, 4.8 TB/s), run as the H100
 cells are (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits,
 MoE rows with EP = TP and attention DP, FP8 KV cache) at the page's H200 TP (Llama 3.3 70B runs TP 1 there, TP 2 on

@@ -160,7 +160,7 @@ def layer_s(row: dict, st) -> tuple[float, float]:
     p = st.plan
     step = st.flops["tokens_per_step"] / (row["tokens_per_s_per_gpu"] * p.gpus)
     layers = st.per_microbatch.graph.meta["layers"] / p.pp
-    return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown["microbatch_s"] / layers
+    return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown.microbatch_s / layers
 
 
 def layer_parts(st) -> dict[str, float]:

@@ -73,10 +73,10 @@ def test_train_step_shows_the_host_term_and_grace_pays_more():
     x86 = _step(on="b200", gpus=8, ep=8, global_batch=64)
     grace = _step(on="gb200", gpus=8, ep=8, global_batch=64)
     for st in (x86, grace):
-        assert st.breakdown["host_exposed_s"] > 0
-        assert st.breakdown["step_s"] >= st.breakdown["host_exposed_s"]
+        assert st.breakdown.host_exposed_s > 0
+        assert st.breakdown.step_s >= st.breakdown.host_exposed_s
         assert any("device→host syncs" in n and "48 device→host" in n for n in st.notes)
-    assert grace.breakdown["host_exposed_s"] > x86.breakdown["host_exposed_s"]
+    assert grace.breakdown.host_exposed_s > x86.breakdown.host_exposed_s
     # a host-bound step says so: a tiny micro-batch on Grace, every kernel a few microseconds of device work
     tiny = _step(spec="qwen3-30b-a3b", on="gb200", gpus=8, ep=8, global_batch=8)
     assert tiny.bottleneck["share"] == "host" and tiny.bottleneck["resource"] == "latency"
@@ -85,7 +85,7 @@ def test_train_step_shows_the_host_term_and_grace_pays_more():
 
 def test_device_without_host_table_says_so():
     st = _step(spec="llama3-8b", on="a100", dtype=None, gpus=8, global_batch=8, fsdp=True)
-    assert st.breakdown["host_exposed_s"] == 0
+    assert st.breakdown.host_exposed_s == 0
     assert any("names no host CPU" in n for n in st.notes)
 
 

@@ -34,7 +34,7 @@ def test_held_out_sizes_meet_the_median_goal_per_gpu_and_collective(fitted):
     curves, _, fits = fitted
     errs = kernel_comm.score(curves, fits)
     half = {k: e for k, e in errs.items() if "int8" not in k[1]}
-    assert len(half) == 36                       # 9 GPUs × 4 collectives
+    assert len(half) == 36 + 8                   # 9 GPUs × 4 NCCL collectives, 8 GPUs' TensorRT-LLM all-reduce
     for key, e in half.items():
         assert np.median(e) <= 0.08, f"{key}: held-out median {np.median(e):.1%}"
     allh = np.concatenate(list(half.values()))
@@ -128,16 +128,33 @@ def test_deepep_tables_read_in_microseconds_and_the_law_against_them():
 
 
 def test_tensorrt_llm_all_reduce_against_the_nccl_curve(fitted):
-    """TensorRT-LLM's custom all-reduce (bf16): the curve form holds it on held-out sizes, and on Hopper and
-    Blackwell NVLink it runs well ahead of NCCL's (the law's tensor-parallel all-reduce is NCCL's)."""
-    _, _, fits = fitted
-    rows = {(g, p): (k, med, signed) for g, p, k, med, p90, signed in kernel_comm.custom_allreduce(kernel_comm.DATA,
-                                                                                                  fits)}
-    assert len(rows) == 24
-    assert np.median([med for _, med, _ in rows.values()]) <= 0.08
+    """TensorRT-LLM's own all-reduce (bf16, strategy AUTO): the curve form holds it on held-out sizes; on Hopper
+    and Blackwell NVLink its custom kernels run well ahead of NCCL's curve at the sizes below its workspace,
+    and on PCIe (L40S, RTX Pro 6000: no NVLink, so AUTO falls back to NCCL) the two agree."""
+    curves, _, fits = fitted
+    errs = kernel_comm.score(curves, fits)
+    trt = {g: e for (g, c), e in errs.items() if c == kernel_comm.TRTLLM}
+    assert len(trt) == 8 and all(np.median(e) <= 0.08 for e in trt.values())
+    rows = {(g, p): (med, small) for g, p, _, med, small in kernel_comm.nccl_vs_trtllm(curves, fits)}
+    assert len(rows) == 22
     for gpu in ("h100", "h200", "b200", "b300"):
-        assert rows[(gpu, 8)][2] > 0.2                       # the NCCL curve is slower than TRT-LLM's kernel
-    assert abs(rows[("l40s", 4)][2]) < 0.1                   # PCIe: the same
+        assert rows[(gpu, 8)][1] > 1.0                       # NCCL over twice the time below 16 MB
+    assert abs(rows[("l40s", 4)][0]) < 0.1 and abs(rows[("rtx-pro-6000", 8)][0]) < 0.1
+
+
+def test_allreduce_trtllm_is_its_curve_where_measured_and_nccls_elsewhere():
+    from ironlaw.machine.network.curves import TRTLLM_ALLREDUCE
+    h = for_hardware(hardware.get("h100"))
+    a, b = collective_time(TRTLLM_ALLREDUCE, 65536, build(hardware.get("h100"), 8, 1))
+    assert a + b == pytest.approx(predict_s(h.curves[(TRTLLM_ALLREDUCE, 8)], TRTLLM_ALLREDUCE, 8, 65536))
+    assert a + b < 0.5 * sum(collective_time("allreduce", 65536, build(hardware.get("h100"), 8, 1)))  # 64 kB
+    a100 = hardware.get("a100")                               # no TensorRT-LLM table: NCCL's all-reduce
+    assert (TRTLLM_ALLREDUCE, 8) not in for_hardware(a100).curves
+    assert sum(collective_time(TRTLLM_ALLREDUCE, 4e6, build(a100, 8, 1))) == pytest.approx(
+        sum(collective_time("allreduce", 4e6, build(a100, 8, 1))))
+    gb = hardware.get("gb200")                                # measured on 2 and 4 GPUs only: 8 take NCCL's
+    assert sum(collective_time(TRTLLM_ALLREDUCE, 4e6, build(gb, 8, 1))) == pytest.approx(
+        sum(collective_time("allreduce", 4e6, build(gb, 8, 1))))
 
 
 def test_coverage_counts_measured_collectives_as_calibrated(cli):
@@ -158,3 +175,35 @@ def test_coverage_names_a_group_size_borrowed_from_another_measured_one(cli):
     assert gb["calibration_coverage"]["borrowed"][0]["borrows"].endswith("(none measured on 8 GPUs)")
     assert b["calibration_coverage"]["calibrated"] == ["collective"]
     assert four["calibration_coverage"]["calibrated"] == ["collective"]
+
+
+@pytest.mark.parametrize("gpu, kind", [("h100", "allreduce-trtllm"), ("a100", "allreduce")])
+def test_the_trtllm_engine_runs_its_tensor_parallel_all_reduce_where_measured(gpu, kind):
+    """The serving step's TP all-reduces: TensorRT-LLM's own op on a device whose file measures it (H100),
+    NCCL's all-reduce on one without its table (A100)."""
+    from ironlaw.models.serving import throughput as st
+    est = st.max_throughput("llama3-8b", gpu, 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=st.FITTED)
+    kinds = {op.collective for _, e in est.steps for op in e.graph.ops if op.module == "tp"}
+    assert kinds == {kind}
+
+
+def test_a_hidden_state_wider_than_the_strategy_table_stays_on_nccl():
+    """TensorRT-LLM's all-reduce strategy table stops at hidden 8192: Llama 3.1 405B's 16384 runs NCCL."""
+    from dataclasses import replace
+    from ironlaw.core.graph import Graph
+    from ironlaw.models.serving import throughput as st
+    from ironlaw.models.serving.step import trtllm_allreduce
+    est = st.max_throughput("llama3-8b", "h100", 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=st.FITTED)
+    g = est.steps[0][1].graph
+    nccl = [replace(op, collective="allreduce") if op.module == "tp" else op for op in g.ops]
+    for hidden, kind in ((4096, "allreduce-trtllm"), (16384, "allreduce")):
+        h = Graph(g.name, g.phase, g.dtype, nccl, footprint=dict(g.footprint), meta={**g.meta, "hidden": hidden})
+        assert {op.collective for op in trtllm_allreduce(h, hardware.get("h100")).ops if op.module == "tp"} == {kind}
+
+
+def test_constants_can_keep_nccls_all_reduce():
+    from dataclasses import replace
+    from ironlaw.models.serving import throughput as st
+    nccl = replace(st.FITTED, trtllm_allreduce=False)
+    est = st.max_throughput("llama3-8b", "h100", 128, 128, tp=2, dtype="bf16", kv_dtype="bf16", constants=nccl)
+    assert {op.collective for _, e in est.steps for op in e.graph.ops if op.module == "tp"} == {"allreduce"}

@@ -91,8 +91,8 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
         _step(g, **FSDP70)
     st = _step(g, **FSDP70, offload_layers=40)
     hw = hardware.get("gb200")
-    whole = parallel.plan_memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none")["activations"]
-    assert st.memory["activations"] == pytest.approx(whole * (1 - 40 / 80))
+    whole = parallel.plan_memory(g, parallel.make_plan(FSDP70, g, hw), 3, "none").activations_bytes
+    assert st.memory.activations_bytes == pytest.approx(whole * (1 - 40 / 80))
     # by hand: each offloaded layer's activations go out and come back at the host tier's 194 GB/s, beside the
     # layer's forward and backward
     tier = next(t for t in hw.memory if t.role == "host")
@@ -101,7 +101,7 @@ def test_offloaded_layers_leave_device_memory_and_cost_their_unhidden_copies():
     bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
     copy = whole / 80 / tier.bw_Bps
     expect = 40 * (max(copy - fwd / 80, 0) + max(copy - bwd / 80, 0))
-    assert st.breakdown["offload_exposed_s"] == pytest.approx(st.plan.microbatches * expect)
+    assert st.breakdown.offload_exposed_s == pytest.approx(st.plan.microbatches * expect)
     assert expect > 0 and any("offloaded to grace-lpddr5x" in n for n in st.notes)
 
 

@@ -56,7 +56,7 @@ def test_throughput_against_nemo_h100(predicted):
     assert np.median(np.abs(list(err.values()))) <= 0.08, err
     assert all(abs(e) <= 0.20 for e in err.values()), err
     for name, (r, st) in predicted.items():
-        assert st.memory["total_bytes"] <= 80 * 2**30, name        # every recipe's layout fits
+        assert st.memory.total_bytes <= 80 * 2**30, name        # every recipe's layout fits
 
 
 def test_moe_rows_are_bounded_by_the_device(predicted):

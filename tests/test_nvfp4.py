@@ -61,9 +61,9 @@ def test_gemm_operands_are_read_in_four_bits():
 def test_memory_keeps_two_weight_copies_and_saves_the_four_bit_input():
     st = _step("fp4", gpus=8, global_batch=8, zero=1)
     n = _graph().meta["params"]
-    assert st.memory["weights"] == pytest.approx((2 + 2 * (0.5 + 1 / 256)) * n)
+    assert st.memory.weights_bytes == pytest.approx((2 + 2 * (0.5 + 1 / 256)) * n)
     mx = _step("mxfp8", gpus=8, global_batch=8, zero=1)
-    assert st.memory["activations"] < mx.memory["activations"]
+    assert st.memory.activations_bytes < mx.memory.activations_bytes
 
 
 def test_fp4_step_is_faster_than_mxfp8_on_blackwell_but_not_twice():

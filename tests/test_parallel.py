@@ -49,27 +49,27 @@ def test_pipeline_bubble_and_interleaving():
     s1 = parallel.train_step(g, hw, parallel.make_plan(base, g))
     s2 = parallel.train_step(g, hw, parallel.make_plan(base | {"interleave": 2}, g))
     b1, b2 = s1.breakdown, s2.breakdown
-    assert b1["pipeline_bubble_s"] == pytest.approx((4 - 1) * b1["microbatch_s"])
-    assert b2["pipeline_bubble_s"] == pytest.approx(b1["pipeline_bubble_s"] / 2, rel=0.01)
-    assert b2["pipeline_p2p_s"] == pytest.approx(2 * b1["pipeline_p2p_s"], rel=0.01)
+    assert b1.pipeline_bubble_s == pytest.approx((4 - 1) * b1.microbatch_s)
+    assert b2.pipeline_bubble_s == pytest.approx(b1.pipeline_bubble_s / 2, rel=0.01)
+    assert b2.pipeline_p2p_s == pytest.approx(2 * b1.pipeline_p2p_s, rel=0.01)
 
 
 def test_memory_sharding():
     g, hw = _train(), hardware.get("a100")
     n = g.meta["params"]
     m0 = parallel.train_step(g, hw, parallel.make_plan(dict(gpus=8, tp=8, global_batch=8), g)).memory
-    assert m0["weights"] == pytest.approx(2 * n / 8) and m0["optimizer"] == pytest.approx(12 * n / 8)
+    assert m0.weights_bytes == pytest.approx(2 * n / 8) and m0.optimizer_bytes == pytest.approx(12 * n / 8)
     m3 = parallel.train_step(g, hw, parallel.make_plan(dict(gpus=32, nodes=4, tp=8, zero=3, global_batch=32), g)).memory
-    assert m3["weights"] == pytest.approx(2 * n / 32) and m3["optimizer"] == pytest.approx(12 * n / 32)
+    assert m3.weights_bytes == pytest.approx(2 * n / 32) and m3.optimizer_bytes == pytest.approx(12 * n / 32)
     sp = parallel.train_step(g, hw, parallel.make_plan(dict(gpus=8, tp=8, sequence_parallel=True, global_batch=8), g))
-    assert sp.memory["activations"] < m0["activations"]
+    assert sp.memory.activations_bytes < m0.activations_bytes
 
 
 def test_dp_gradient_overlap_hides_communication():
     g, hw = _train(), hardware.get("h100")
     st = parallel.train_step(g, hw, parallel.make_plan(dict(gpus=16, nodes=2, tp=8, global_batch=64), g))
     b = st.breakdown
-    assert 0 < b["dp_grad_exposed_s"] <= b["dp_grad_comm_s"]
+    assert 0 < b.dp_grad_exposed_s <= b.dp_grad_comm_s
 
 
 @pytest.mark.parametrize("opts,match", [
@@ -97,7 +97,7 @@ def test_model_that_cannot_fit_even_fully_sharded():
         parallel.train_step(g, hardware.get("a100"), parallel.make_plan(dict(gpus=32, nodes=4, global_batch=32), g))
     st = parallel.train_step(g, hardware.get("a100"), parallel.make_plan(
         dict(gpus=32, nodes=4, global_batch=32, zero=3), g))
-    assert st.memory["total_bytes"] < 80 * 2**30
+    assert st.memory.total_bytes < 80 * 2**30
 
 
 def test_cli_train_step(cli):
@@ -271,7 +271,7 @@ def test_dp_groups_across_nodes_share_the_node(monkeypatch):
     b_shared = inter_node_Bps(build(hw, 2, 2, concurrent=8), "collective", A100_VIDUR)
     b_alone = inter_node_Bps(build(hw, 2, 2), "collective", A100_VIDUR)
     assert b_shared == pytest.approx(A100_VIDUR.node_ceiling("infiniband") / 8)
-    ratio = shared.breakdown["dp_grad_comm_s"] / alone.breakdown["dp_grad_comm_s"]
+    ratio = shared.breakdown.dp_grad_comm_s / alone.breakdown.dp_grad_comm_s
     assert ratio == pytest.approx(b_alone / b_shared, rel=0.02)
     assert shared.step_s > alone.step_s
 
@@ -288,7 +288,7 @@ def test_pipeline_sends_across_nodes_share_the_node(monkeypatch):
     from ironlaw.machine.network.calibration import A100_VIDUR
     nbytes = 2048 * g.meta["hidden"] * 2 / 8
     pair = {c: float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 2, concurrent=c)))) for c in (1, 8)}
-    ratio = shared.breakdown["pipeline_p2p_s"] / alone.breakdown["pipeline_p2p_s"]
+    ratio = shared.breakdown.pipeline_p2p_s / alone.breakdown.pipeline_p2p_s
     assert ratio == pytest.approx(pair[8] / pair[1], rel=1e-6)
     # bandwidth-bound part: one port's rate against an eighth of the node ceiling
     port = A100_VIDUR.efficiency("p2p", "infiniband") * hw.link("infiniband").bw_Bps
@@ -321,7 +321,7 @@ def test_pipeline_stages_smaller_than_a_node_still_cross_at_its_edge():
     nbytes = 2048 * g.meta["hidden"] * 2
     pair = float(sum(collective_time("sendrecv", nbytes / 2, build(hw, 2, 2, concurrent=4))))
     gather = float(sum(collective_time("allgather", nbytes, build(hw, 2, 1))))
-    assert st.breakdown["pipeline_p2p_s"] == pytest.approx(2 * plan.microbatches * (pair + gather))
+    assert st.breakdown.pipeline_p2p_s == pytest.approx(2 * plan.microbatches * (pair + gather))
     nvlink = float(sum(collective_time("sendrecv", nbytes / 2, build(hw, 2, 1))))
     assert pair > 10 * nvlink
 
@@ -351,8 +351,8 @@ def test_pipeline_send_is_scattered_over_the_tp_ranks():
     sp = parallel.train_step(g, hw, parallel.make_plan(base | {"sequence_parallel": True}, g))
     nbytes = 2048 * g.meta["hidden"] * 2
     whole = 2 * 16 * float(sum(collective_time("sendrecv", nbytes, build(hw, 2, 2, concurrent=8))))
-    assert st.breakdown["pipeline_p2p_s"] < whole / 4
-    assert sp.breakdown["pipeline_p2p_s"] < st.breakdown["pipeline_p2p_s"]
+    assert st.breakdown.pipeline_p2p_s < whole / 4
+    assert sp.breakdown.pipeline_p2p_s < st.breakdown.pipeline_p2p_s
 
 
 def test_tp_shard_splits_what_an_op_writes_as_it_splits_the_op():

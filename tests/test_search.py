@@ -50,12 +50,12 @@ def _check_sample(spec, gpus, gbs, seq, n, seed, must=None, dtype=None, settings
     for i in pick:
         row = train.row_of(c, int(i))
         st = train.exact(ctx, row, graphs)
-        got = {"time_s": st.step_s, "memory_per_gpu_bytes": st.memory["total_bytes"], "mfu": st.mfu}
+        got = {"time_s": st.step_s, "memory_per_gpu_bytes": st.memory.total_bytes, "mfu": st.mfu}
         for k in KEYS:
             assert res[k][i] == pytest.approx(got[k], rel=REL), (row, k)
         for k in ("microbatch_s", "pipeline_bubble_s", "pipeline_p2p_s", "dp_grad_exposed_s",
                   "zero_param_gather_s", "optimizer_s", "cp_ring_exposed_s", "fsdp_exposed_s"):
-            assert res[k][i] == pytest.approx(st.breakdown[k], rel=REL, abs=1e-15), (row, k)
+            assert res[k][i] == pytest.approx(getattr(st.breakdown, k), rel=REL, abs=1e-15), (row, k)
     return c, res
 
 

@@ -52,13 +52,18 @@ def test_1b_draft_for_70b_wins_at_batch_1_and_not_at_256():
     assert big["throughput_change"] < 0.05                      # the gain is gone (a loss here)
 
 
-def test_feature_graphs_rebuild_the_serving_step():
-    """A verify step of K = 0 is the decode step serving.estimate times (same graph, same launch charge)."""
-    base = _base(16)
-    g = sp.verify_graph("llama3-70b", base.hw, 16, 1024 + 128, 0, TP4)
-    assert common.timed(g, base.hw, TP4)[1] == pytest.approx(base.decode_step_s, rel=1e-9)
-    pre = prefix.prefill_graph("llama3-70b", base.hw, 1024, 0.0, TP4)
-    assert common.timed(pre, base.hw, TP4)[1] == pytest.approx(base.prefill_s, rel=1e-9)
+@pytest.mark.parametrize("hw", ["h100", "xeon-8480"])
+def test_feature_graphs_rebuild_the_serving_step(hw):
+    """A verify step of K = 0 is the decode step serving.estimate times, and a prefill with nothing cached its
+    prefill, each priced as the estimate priced its own (``base.price``): on the engine step model on a GPU (at a
+    batch that is a captured CUDA-graph size, so nothing is padded), on the device's calibration on a CPU."""
+    spec, tp, s = ("llama3-70b", 4, TP4) if hw == "h100" else ("llama3-8b", 1, common.Setup())
+    base = serving.estimate(spec, hw, 1024, 256, 16, tp=tp)
+    assert base.step_model.name == ("engine" if hw == "h100" else "device")
+    g = sp.verify_graph(spec, base.hw, 16, 1024 + 128, 0, s)
+    assert base.price(g)[1] == pytest.approx(base.decode_step_s, rel=1e-9)
+    pre = prefix.prefill_graph(spec, base.hw, 1024, 0.0, s)
+    assert base.price(pre)[1] == pytest.approx(base.prefill_s, rel=1e-9)
 
 
 def test_verify_step_reads_weights_once_and_works_k_plus_1_times():
@@ -104,10 +109,12 @@ def test_prefix_hit_half_halves_projection_flops_and_keeps_kv():
     assert d["projection_flops"] == pytest.approx(d["baseline_projection_flops"] / 2)
     assert d["prefill_s"] < base.prefill_s and d["tokens_per_s"] > base.tokens_per_s
     g = prefix.prefill_graph("llama3-8b", base.hw, 2048, 0.5, common.Setup())
-    assert float(g.footprint["kv_cache"]) == pytest.approx(float(base.prefill.graph.footprint["kv_cache"]))
+    whole = prefix.prefill_graph("llama3-8b", base.hw, 2048, 0.0, common.Setup())
+    assert float(g.footprint["kv_cache"]) == pytest.approx(float(whole.footprint["kv_cache"]))
     att = lambda gr: sum(op.flops * op.count for op in gr.ops if op.kind == "attention")
     # the new half of the queries attends over the whole prompt: 3/4 of the causal pairs
-    assert att(g) / att(base.prefill.graph) == pytest.approx(1 - (1024 * 1025) / (2048 * 2049), rel=1e-6)
+    assert att(g) / att(whole) == pytest.approx(1 - (1024 * 1025) / (2048 * 2049), rel=1e-6)
+    assert att(whole) == pytest.approx(att(base.prefill.graph), rel=1e-9)     # the estimate's own prefill step
     with pytest.raises(IronlawError, match="between 0 and 1"):
         prefix.new_tokens(2048, 1.5)
 

@@ -26,12 +26,12 @@ def test_context_parallel_splits_activations_and_adds_the_ring():
     g = _train()
     one = _step(g, gpus=8, tp=8, sequence_parallel=True, global_batch=8)
     two = _step(g, gpus=16, tp=8, cp=2, sequence_parallel=True, global_batch=8)
-    assert two.memory["activations"] == pytest.approx(one.memory["activations"] / 2)
-    assert two.memory["weights"] == pytest.approx(one.memory["weights"])          # weights whole on every rank
+    assert two.memory.activations_bytes == pytest.approx(one.memory.activations_bytes / 2)
+    assert two.memory.weights_bytes == pytest.approx(one.memory.weights_bytes)          # weights whole on every rank
     b = two.breakdown
     # K and V of seq/cp tokens, 2·kv_dim/tp wide, sent cp − 1 = 1 time forward and twice backward per layer
-    assert b["cp_ring_s"] > 0 and 0 <= b["cp_ring_exposed_s"] <= b["cp_ring_s"]
-    assert one.breakdown["cp_ring_s"] == 0
+    assert b.cp_ring_s > 0 and 0 <= b.cp_ring_exposed_s <= b.cp_ring_s
+    assert one.breakdown.cp_ring_s == 0
     # each rank computes half the causal pairs: the micro-batch's attention FLOPs halve
     att = {s: sum(r["flops"] for r in st.per_microbatch.rows() if r["kind"] == "attention")
            for s, st in (("one", one), ("two", two))}
@@ -50,7 +50,7 @@ def test_context_parallel_ring_by_hand():
     st = _step(g, gpus=8, cp=2, fsdp=True, global_batch=4)
     chunk = 2 * 8 * 128 * 4096 * 2
     a, b = collective_time("sendrecv", chunk, build(hw, 2, 1))
-    assert st.breakdown["cp_ring_s"] == pytest.approx(32 * 3 * float(a + b), rel=1e-9)
+    assert st.breakdown.cp_ring_s == pytest.approx(32 * 3 * float(a + b), rel=1e-9)
 
 
 def test_context_parallel_merge_by_hand():
@@ -82,14 +82,14 @@ def test_fsdp_memory_is_params_over_dp_and_its_comm_overlaps():
     st = _step(g, gpus=8, fsdp=True, global_batch=16)
     assert st.plan.zero == 3
     m = st.memory
-    assert m["weights"] == pytest.approx(2 * n / 8) and m["gradients"] == pytest.approx(2 * n / 8)
-    assert m["optimizer"] == pytest.approx(12 * n / 8)
+    assert m.weights_bytes == pytest.approx(2 * n / 8) and m.gradients_bytes == pytest.approx(2 * n / 8)
+    assert m.optimizer_bytes == pytest.approx(12 * n / 8)
     ddp = _step(g, gpus=8, zero=1, global_batch=16).memory
-    assert ddp["weights"] == pytest.approx(2 * n) and ddp["optimizer"] == pytest.approx(12 * n / 8)
+    assert ddp.weights_bytes == pytest.approx(2 * n) and ddp.optimizer_bytes == pytest.approx(12 * n / 8)
     b = st.breakdown
     # two gathers and one reduce-scatter of the parameters per micro-batch, mostly hidden under the layers
-    assert b["fsdp_comm_s"] > 0 and 0 < b["fsdp_exposed_s"] < 0.25 * b["fsdp_comm_s"]
-    assert b["dp_grad_exposed_s"] == 0
+    assert b.fsdp_comm_s > 0 and 0 < b.fsdp_exposed_s < 0.25 * b.fsdp_comm_s
+    assert b.dp_grad_exposed_s == 0
 
 
 def test_expert_all_to_all_bytes_by_hand():
@@ -110,7 +110,7 @@ def test_expert_all_to_all_bytes_by_hand():
             assert op.network_bytes == pytest.approx(rank * 4096 * 2 * 4096 * 2)
     assert hot.step_s > st.step_s
     # expert weights split over EP: the dense part whole, 8 experts → 1 per rank
-    assert st.memory["params_per_device"] < 0.25 * g.meta["params"]
+    assert st.memory.params_per_device < 0.25 * g.meta["params"]
 
 
 def test_fp8_is_faster_than_bf16_on_a_compute_bound_step_but_not_twice():
@@ -122,8 +122,8 @@ def test_fp8_is_faster_than_bf16_on_a_compute_bound_step_but_not_twice():
     assert f8.peak_flops == hardware.get("h100").peak("fp8") and f8.mfu < bf.mfu
     # bf16 weights plus the FP8 row- and column-wise copies; optimizer state unchanged
     n = _train().meta["params"]
-    assert f8.memory["weights"] == pytest.approx((2 + 2) * n / 8)
-    assert f8.memory["optimizer"] == pytest.approx(bf.memory["optimizer"])
+    assert f8.memory.weights_bytes == pytest.approx((2 + 2) * n / 8)
+    assert f8.memory.optimizer_bytes == pytest.approx(bf.memory.optimizer_bytes)
 
 
 def test_fp8_on_a_device_with_any_layout_keeps_one_copy():
@@ -139,8 +139,8 @@ def test_fp8_on_a_device_with_any_layout_keeps_one_copy():
     h, b = (_step(training_graph("llama3-8b", hardware.get(hw), 8192, "fp8", {}), hw, gpus=8, global_batch=8, zero=3)
             for hw in ("h100", "b200"))
     n = _train().meta["params"]
-    assert h.memory["weights"] == pytest.approx((2 + 2) * n / 8)            # bf16 + the FP8 copy and its transpose
-    assert b.memory["weights"] == pytest.approx((2 + 1) * n / 8)            # bf16 + one FP8 copy
+    assert h.memory.weights_bytes == pytest.approx((2 + 2) * n / 8)            # bf16 + the FP8 copy and its transpose
+    assert b.memory.weights_bytes == pytest.approx((2 + 1) * n / 8)            # bf16 + one FP8 copy
 
 
 def test_fp8_lowering_keeps_attention_and_the_head_in_bf16_and_counts_the_casts():
@@ -237,18 +237,18 @@ def test_tp_comm_overlap_hides_collectives_under_the_gemms():
     g = _train(seq=4096)
     base = dict(gpus=8, tp=8, sequence_parallel=True, global_batch=8)
     off, on = _step(g, **base), _step(g, **base, tp_comm_overlap=True)
-    hidden = off.breakdown["tp_ep_network_s"] - on.breakdown["tp_ep_network_s"]
-    assert 0 < hidden <= off.breakdown["tp_ep_network_s"]
+    hidden = off.breakdown.tp_ep_network_s - on.breakdown.tp_ep_network_s
+    assert 0 < hidden <= off.breakdown.tp_ep_network_s
 
     def gemm_s(st):
         return sum(r["time_s"] for op, r in zip(st.per_microbatch.graph.ops, st.per_microbatch.rows())
                    if parallel.role(op) in ("column", "row"))
     # the overlap runs each forward GEMM and the row-parallel dgrads as tp ring steps of tokens/tp rows
     # (gemm_rows): the GEMMs take longer, the collectives hide beside them
-    chunked = off.breakdown["microbatches"] * (gemm_s(on) - gemm_s(off))
+    chunked = off.breakdown.microbatches * (gemm_s(on) - gemm_s(off))
     assert chunked > 0
     assert on.step_s == pytest.approx(off.step_s - hidden + chunked, rel=1e-6)
-    assert hidden <= off.breakdown["microbatches"] * gemm_s(on)
+    assert hidden <= off.breakdown.microbatches * gemm_s(on)
     with pytest.raises(IronlawError, match="add --sequence-parallel"):
         parallel.make_plan(dict(gpus=8, tp=8, tp_comm_overlap=True), g)
 
@@ -285,10 +285,10 @@ def test_moe_a2a_overlap_hides_the_all_to_alls_of_all_micro_batches_but_one():
     rows = off.per_microbatch.rows()
     a2a = sum(r["time_s"] for r in rows if r["kind"] == "collective" and r["module"] == "ep")
     compute = sum(r["time_s"] for r in rows if r["kind"] != "collective")
-    m = off.breakdown["microbatches"]
+    m = off.breakdown.microbatches
     assert m == 4 and 0 < a2a < compute
     assert on.step_s == pytest.approx(off.step_s - (m - 1) * a2a, rel=1e-9)
-    assert on.breakdown["tp_ep_network_s"] == pytest.approx(off.breakdown["tp_ep_network_s"] - (m - 1) * a2a,
+    assert on.breakdown.tp_ep_network_s == pytest.approx(off.breakdown.tp_ep_network_s - (m - 1) * a2a,
                                                              rel=1e-6)
     with pytest.raises(IronlawError, match="add --ep > 1"):
         parallel.make_plan(dict(gpus=8, moe_a2a_overlap=True), g)
@@ -298,8 +298,8 @@ def test_overlapped_stage_sends_leave_the_warm_up_and_cool_down():
     g, hw = _train("llama3-70b", seq=4096), hardware.get("h100")
     base = dict(gpus=64, tp=8, pp=8, interleave=5, sequence_parallel=True, global_batch=16, zero=1)
     off, on = _step(g, **base), _step(g, **base, overlap_p2p=True)
-    per_send = off.breakdown["pipeline_p2p_s"] / (2 * 5 * 16)
-    assert on.breakdown["pipeline_p2p_s"] == pytest.approx(2 * (8 - 1) * per_send)
+    per_send = off.breakdown.pipeline_p2p_s / (2 * 5 * 16)
+    assert on.breakdown.pipeline_p2p_s == pytest.approx(2 * (8 - 1) * per_send)
     with pytest.raises(IronlawError, match="--interleave"):
         parallel.make_plan(dict(gpus=16, pp=2, overlap_p2p=True), g)
 
@@ -308,8 +308,8 @@ def test_fp32_gradients_double_gradient_memory_and_reduction():
     g = _train(seq=4096)
     base = dict(gpus=16, tp=8, sequence_parallel=True, global_batch=16)
     bf, f32 = _step(g, **base), _step(g, **base, grad_fp32=True)
-    assert f32.memory["gradients"] == pytest.approx(2 * bf.memory["gradients"])
-    assert f32.breakdown["dp_grad_comm_s"] > 1.8 * bf.breakdown["dp_grad_comm_s"]
+    assert f32.memory.gradients_bytes == pytest.approx(2 * bf.memory.gradients_bytes)
+    assert f32.breakdown.dp_grad_comm_s > 1.8 * bf.breakdown.dp_grad_comm_s
 
 
 def test_a_graph_built_in_fp8_steps_like_the_lowered_bf16_graph():
@@ -319,4 +319,4 @@ def test_a_graph_built_in_fp8_steps_like_the_lowered_bf16_graph():
     built8 = workloads.resolve(workloads.Request("llama3-8b", phase="train", batch=1, seq=4096, dtype="fp8"))
     a = _step(built8, gpus=8, fsdp=True, global_batch=16)
     b = _step(_train(seq=4096, dtype="fp8"), gpus=8, fsdp=True, global_batch=16)
-    assert a.step_s == pytest.approx(b.step_s, rel=1e-6) and a.memory == pytest.approx(b.memory, rel=2e-3)
+    assert a.step_s == pytest.approx(b.step_s, rel=1e-6) and a.memory.to_dict() == pytest.approx(b.memory.to_dict(), rel=2e-3)

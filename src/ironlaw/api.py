@@ -36,7 +36,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
             restart_s: Optional[float] = None, html: Optional[str] = None, **builder_options):
     """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
-    step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.analysis.Training` step.
+    step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.training.Training` step.
     ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
     ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
     GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``).
@@ -61,7 +61,8 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+        from .models import training
+        step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
         if html:
             pages.train_step(html, step)
         return step
@@ -90,10 +91,10 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, html: Optional[str] = None,
           **builder_options):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
-    :class:`~ironlaw.models.analysis.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
+    :class:`~ironlaw.models.training.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
     step's ``energy`` …; with ``train_tokens``, the whole ``run``); ``html``: also write its report (the step's
     timeline) to that file."""
-    from .models import analysis
+    from .models import training
 
     given = dict(locals())
     cost = _run_inputs(given, "train")
@@ -102,7 +103,7 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    step = analysis.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+    step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
     return step
@@ -151,34 +152,38 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
 
 
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
-          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: int = 16,
+          dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
           max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
           kv_fraction: float = 0.95, max_batch: Optional[int] = None, max_num_tokens: Optional[int] = None,
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None):
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm"):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
-    capacity and every feature asked for); with ``max_throughput=True`` the offline scenario's
-    :class:`~ironlaw.models.serving.throughput.ThroughputEstimate`; with ``sweep_concurrency=True`` a
+    capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
+    ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
+    with ``max_throughput=True`` the offline scenario's
+    :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
-    steps, their rooflines, the concurrency frontier)."""
+    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
+    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``)."""
     from .core.errors import IronlawError
-    from .models.serving import online
+    from .machine.engines import check_engine
+    from .models.serving import frameworks, online
     from .models.serving.features import options as feat
     from .report import pages
 
     pages.check(html)
+    check_engine(engine)
     if max_throughput:
-        from .models.serving import throughput
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance)
-        est = energy.with_energy(throughput.max_throughput(spec, on, prompt, output, **kw), price_per_gpu_hour,
-                                 grid_gco2_per_kwh)
+        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95),
+                                 price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
         return est
@@ -192,9 +197,14 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=_composition(serial))
-    est = online.estimate(spec, on, prompt, output, concurrency, **kw)
+    eng = frameworks.select(engine, on, tp)
+    if eng.scheduler is not None:
+        kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
+    est = online.estimate(spec, eng.hw if eng.scheduler is not None else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         res = feat.frontier(est, kw, feats)
+        if eng.scheduler is not None:             # the default's frontier stays the report page's document
+            res.doc["engine"] = eng.to_dict(offline=False)
         if plot:
             from .report.frontier import save
             save(res.to_dict(), plot)
@@ -202,6 +212,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
             pages.serve_online(html, est, kw, feats, frontier=res)
         return res
     res = feat.run(est, kw, feats)
+    res.engine = eng
     if html:
         pages.serve_online(html, est, kw, feats, serving=res)
     return res
@@ -401,7 +412,11 @@ def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
 
 
 def _run_inputs(given: dict, phase: Optional[str]):
-    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work."""
+    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work;
+    None when none is given (every consumer reads None as no input, so one device's analysis skips the import)."""
+    names = ("train_tokens", "price_per_gpu_hour", "grid_gco2_per_kwh", "mtbf_gpu_hours", "checkpoint_s", "restart_s")
+    if all(given.get(k) is None for k in names):
+        return None
     from .models.run_cost import RunInputs
     return RunInputs.of_flags(given.get("train_tokens"), given.get("price_per_gpu_hour"),
                               given.get("grid_gco2_per_kwh"), given.get("mtbf_gpu_hours"), given.get("checkpoint_s"),

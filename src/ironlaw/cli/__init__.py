@@ -1,4 +1,6 @@
-"""The `ironlaw` command. Each verb lives in its own module and registers itself on ``app``.
+"""The `ironlaw` command. Each verb lives in its own module, named as the verb, and registers itself on ``app``
+when imported; `ironlaw VERB …` imports only VERB's module (a cold start reads one verb's options, not all of
+them), `ironlaw --help` and anything else all of them (``load``), as does reading ``ironlaw.cli.app``.
 
 Errors: an IronlawError (bad input) prints one line on stderr and exits 2 — with
 ``--format json`` it also prints ``{"error": …}`` on stdout. Anything else is a bug: exit 1
@@ -12,10 +14,33 @@ import sys
 import typer
 
 from ..core.errors import IronlawError
-from .common import (FORMATS, app, check_format, console, emit_json, emit_lines, hardware_app,  # noqa: F401
-                     workloads_app)
-from . import analyze, hardware, workloads, contract, compare, sweep, report, serve, validate, fit, probe, \
-    search, calibrate  # noqa: E402,F401
+from . import common
+from .common import FORMATS, check_format, console, emit_json, emit_lines  # noqa: F401
+
+# the verbs, in the order `ironlaw --help` lists them; each one's module has its name
+VERBS = ("analyze", "hardware", "workloads", "contract", "compare", "sweep", "report", "serve", "validate", "fit",
+         "probe", "search", "calibrate")
+
+
+def load(verbs: tuple[str, ...] = VERBS) -> None:
+    """Import the modules of ``verbs``: each registers its command on ``common.app``."""
+    import importlib
+    for v in verbs:
+        importlib.import_module(f"{__name__}.{v}")
+
+
+def verbs_of(argv: list[str]) -> tuple[str, ...]:
+    """The verbs a command line needs: its verb alone, or all of them for help, a typo or no verb."""
+    verb = next((a for a in argv if not a.startswith("-")), None)
+    return (verb,) if verb in VERBS else VERBS
+
+
+def __getattr__(name: str):
+    """``app`` (and the sub-apps) with every verb registered."""
+    if name in ("app", "hardware_app", "workloads_app"):
+        load()
+        return getattr(common, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -46,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(code)
 
     try:
-        rv = app(args=argv, prog_name="ironlaw", standalone_mode=False)
+        load(verbs_of(argv))
+        rv = common.app(args=argv, prog_name="ironlaw", standalone_mode=False)
         # typer turns Ctrl-C into Exit(130) and, outside standalone mode, *returns* exit codes
         if isinstance(rv, int) and not isinstance(rv, bool) and rv != 0:
             if rv == 130:

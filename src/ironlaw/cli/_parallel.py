@@ -19,7 +19,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{step.topology}",
              f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''}"
              f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
-             f"{f' (ep {p.ep})' if p.ep > 1 else ''}; global batch {p.global_batch} = {b['microbatches']} micro-batches "
+             f"{f' (ep {p.ep})' if p.ep > 1 else ''}; global batch {p.global_batch} = {b.microbatches} micro-batches "
              f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
              f"{'; sequence parallel' if p.sequence_parallel else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",
@@ -29,17 +29,17 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
              power.line(step.energy, hw.name)] + run_cost.text(step.run)
     emit_lines(lines, fmt)
-    rows = [("micro-batches × (forward + backward, TP collectives)", b["compute_and_tp_s"]),
-            ("  of which TP/EP collectives", b["tp_ep_network_s"]), ("pipeline bubble", b["pipeline_bubble_s"]),
-            ("pipeline send/recv", b["pipeline_p2p_s"]),
-            ("context-parallel K/V ring (total)", b["cp_ring_s"]), ("  exposed after overlap with attention",
-                                                                    b["cp_ring_exposed_s"]),
-            ("DP gradient reduction (total)", b["dp_grad_comm_s"]),
-            ("  exposed after overlap with the backward", b["dp_grad_exposed_s"]),
-            ("ZeRO/FSDP parameter gathers (exposed)", b["zero_param_gather_s"]), ("optimizer step", b["optimizer_s"]),
-            ("host: kernel launches and syncs (exposed)", b["host_exposed_s"]),
-            ("step", b["step_s"])]
-    mem = step.memory
+    rows = [("micro-batches × (forward + backward, TP collectives)", b.compute_and_tp_s),
+            ("  of which TP/EP collectives", b.tp_ep_network_s), ("pipeline bubble", b.pipeline_bubble_s),
+            ("pipeline send/recv", b.pipeline_p2p_s),
+            ("context-parallel K/V ring (total)", b.cp_ring_s), ("  exposed after overlap with attention",
+                                                                    b.cp_ring_exposed_s),
+            ("DP gradient reduction (total)", b.dp_grad_comm_s),
+            ("  exposed after overlap with the backward", b.dp_grad_exposed_s),
+            ("ZeRO/FSDP parameter gathers (exposed)", b.zero_param_gather_s), ("optimizer step", b.optimizer_s),
+            ("host: kernel launches and syncs (exposed)", b.host_exposed_s),
+            ("step", b.step_s)]
+    mem = step.memory.to_dict()
     mrows = [(k, mem[k]) for k in ("weights", "gradients", "optimizer", "activations", "total_bytes")]
     if fmt == "md":
         print("\n| part | time |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_time(v)} |" for k, v in rows))

@@ -89,13 +89,15 @@ def analyze(
                       capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
                       grid_gco2_per_kwh=grid, train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours,
                       checkpoint_s=checkpoint_s, restart_s=restart_s, html=html)
-    from ..models.analysis import Training
-    if isinstance(res, Training):                  # one training step on many devices
+    from ..models.analysis import Analysis
+    if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step
         return show_train_step(res, fmt, top)
     from ..law import power
-    from ..models import run_cost
-    cost = "\n".join([power.line(res.energy, res.hw.name)] + run_cost.text(res.run))
+    cost = power.line(res.energy, res.hw.name)
+    if res.run is not None:
+        from ..models import run_cost
+        cost = "\n".join([cost] + run_cost.lines(res.run))
     if fmt == "json":
         emit_json(res.to_dict())
     elif fmt == "md":

@@ -18,7 +18,8 @@ def serve(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype, e.g. fp8 (default: --dtype; "
                                            "fp8 for 8- and 4-bit float models, as their checkpoints)"),
-    page_tokens: int = typer.Option(16, "--page-tokens", help="KV page size in tokens; 0 = no paging"),
+    page_tokens: Optional[int] = typer.Option(None, "--page-tokens", help="KV page size in tokens; 0 = no paging "
+                                              "(default: 32-token blocks on a GPU's engine, else 16)"),
     max_seq: Optional[int] = typer.Option(None, "--max-seq", help="without paging: tokens reserved per sequence"),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel devices"),
@@ -43,6 +44,8 @@ def serve(
     plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
+    engine: str = typer.Option("trtllm", "--engine", help="serving framework: trtllm | vllm | sglang (its kernels "
+                               "and its scheduler's defaults; default trtllm)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
                                        "concurrency frontier (one self-contained HTML file)"),
@@ -58,7 +61,7 @@ def serve(
                     max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                     expert_imbalance=expert_imbalance, speculative=speculative, prefix_hit=prefix_hit,
                     disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
-                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html)
+                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html, engine=engine)
     if fmt == "json":
         emit_json(res.to_dict())
         return
@@ -66,12 +69,14 @@ def serve(
         from .serve_throughput import show
         return show(res, spec, prompt, output, fmt)
     if sweep_concurrency:
-        return emit_lines(res.lines(), fmt)
+        head, *rest = res.lines()
+        return emit_lines([head] + _engine_lines(engine, res.doc) + rest, fmt)
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
-             f"{f', chunked prefill {chunk}' if chunk else ''}",
+             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(engine, d) + [
+             f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",
              f"decode step {fmt_time(d['decode_step_s'])}: {d['decode_bottleneck']['resource']}-bound — "
@@ -82,3 +87,11 @@ def serve(
              f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "
              f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}"] + more
     emit_lines(lines, fmt)
+
+
+def _engine_lines(engine: str, d: dict) -> list[str]:
+    """The engine's lines under the head: none for the default (TensorRT-LLM), else whose kernels and limits."""
+    if engine == "trtllm":
+        return []
+    from ..models.serving.frameworks import lines_of
+    return lines_of(d["engine"])

@@ -21,7 +21,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
             ("engine limits", f"max batch {d['engine']['max_batch_size']:,}, max tokens/step "
                               f"{d['engine']['max_num_tokens']:,} ({d['engine']['source']})"),
             ("memory per GPU", f"weights {fmt_size(m['weights_bytes'])}, workspace {fmt_size(m['workspace_bytes'])}"),
-            ("KV cache per GPU", f"{fmt_size(m['kv_budget_bytes'])} ({m['kv_fraction']:.2f} of free), "
+            ("KV cache per GPU", f"{fmt_size(m['kv_budget_bytes'])} ({_kv_share(d, m)}), "
                                  f"{fmt_size(m['kv_bytes_per_token'])}/token"),
             ("mean step", f"{fmt_time(s['step_s'])}: {s['decode_tokens_per_step']:,} decode + "
                           f"{s['prompt_tokens_per_step']:,.0f} prompt tokens"),
@@ -31,8 +31,9 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
+    extra = d["engine"]["summary"] if d["engine"].get("name", "trtllm") != "trtllm" else []
     if fmt == "md":
-        emit_lines([head, "| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
+        emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return
     from rich.table import Table
     from .common import console
@@ -43,7 +44,17 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
         t.add_row(a, b)
     c = console()
     c.print(head, markup=False)
+    for line in extra:
+        c.print(line, markup=False)
     c.print(t)
+
+
+def _kv_share(d: dict, m: dict) -> str:
+    """TensorRT-LLM's share of the free memory, or the framework's memory fraction of the device (--engine)."""
+    sched = d["engine"].get("scheduler")
+    if sched:
+        return f"what {sched['memory_fraction']:g} of the device leaves"
+    return f"{m['kv_fraction']:.2f} of free"
 
 
 def _energy_rows(e: dict | None, hw_name: str) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ import numpy as np
 from .graph import DTYPE_BYTES, Columns
 
 # rows (GEMM M) at which a GPU GEMM kernel reaches half its top η: fitted with the serving constants on the 52 H100
-# cells of TensorRT-LLM's perf-overview.md (``serving_throughput.FITTED``, benchmarks/trtllm_h100.py --fit) and used
+# cells of TensorRT-LLM's perf-overview.md (``models.serving.engine.FITTED``, benchmarks/trtllm_h100.py --fit) and used
 # on every GPU without a calibrated GEMM table of its own (training: ``ironlaw.models.gemm_rows``)
 GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)

@@ -33,7 +33,6 @@ from ..core.errors import IronlawError
 from .estimate import Estimate
 from ..core.graph import CLASSES, MATRIX_KINDS, KINDS, Columns, Graph
 from ..machine.hardware import Hardware
-from ..machine.network.collectives import op_terms
 
 COMPOSITIONS = ("overlap", "serial")
 
@@ -184,6 +183,7 @@ def latency_and_network(graph: Graph, hw: Hardware, cols: Columns, shape: tuple,
     latency_s = np.broadcast_to(terms.latency_s, shape)
     network_s = np.zeros(shape)
     if np.any(cols.network_bytes > 0):
+        from ..machine.network.collectives import op_terms   # collectives only: one device's ops skip its import
         alpha_s, network_s = op_terms(graph, hw, cols)
         latency_s = np.where(cols.network_bytes > 0, alpha_s, latency_s)
     return latency_s, network_s

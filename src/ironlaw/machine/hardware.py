@@ -71,6 +71,7 @@ from .home import newest
 from .hostcpu import check as check_host
 from .network.calibration import check_table as check_network, for_hardware as network_for
 from .probetable import check_probe
+from .tomlcache import parsed
 
 SCHEMA = "ironlaw.hardware/1"
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp8", "mxfp4")
@@ -230,6 +231,8 @@ def read_toml(path: Path, what: str = "TOML file") -> dict:
     except (OSError, UnicodeDecodeError) as e:
         raise IronlawError(f"{p}: cannot read {what}: {e.__class__.__name__}") from None
     try:
+        if p.parent.resolve() == CATALOG_DIR.resolve():     # the catalog's files: kept as JSON (``tomlcache``)
+            return parsed(p, text, toml_loads)
         return toml_loads(text)
     except Exception as e:  # tomllib.TOMLDecodeError
         raise IronlawError(f"{p}: malformed TOML: {e}") from None

@@ -38,7 +38,7 @@ Activation memory per device follows Korthikanti et al. 2022 ("Reducing activati
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -83,18 +83,6 @@ class Plan:
     @property
     def microbatches(self) -> int:
         return self.global_batch // (self.micro_batch * self.dp)
-
-
-OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
-                "redundant_experts", "offload_layers")
-
-
-def requested(options: dict) -> bool:
-    """True when the user asked for more than one device or any parallel knob."""
-    o = {k: v for k, v in (options or {}).items() if k in OPTION_NAMES and v not in (None, False)}
-    return any(k not in ("gpus", "nodes") or v != 1 for k, v in o.items())
 
 
 def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
@@ -514,12 +502,70 @@ MODEL_FLOPS = ("3 × the forward's FLOPs as the graph counts them: 2·m·n·k pe
                "sequence, and the elementwise ops; no recomputation")
 
 
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One optimizer step by part (``train_step``), in seconds per step but ``microbatches`` (a count):
+    the micro-batches with their TP collectives, and each part that adds to them or hides under them (a
+    ``…_comm_s``/``…_ring_s`` is the whole transfer, its ``…_exposed_s`` what the step waits for)."""
+    step_s: float
+    microbatch_s: float
+    microbatches: int
+    compute_and_tp_s: float
+    tp_ep_network_s: float
+    pipeline_bubble_s: float
+    pipeline_p2p_s: float
+    cp_ring_s: float
+    cp_ring_exposed_s: float
+    fsdp_comm_s: float
+    fsdp_exposed_s: float
+    dp_grad_comm_s: float               # FSDP's gathers and reduce-scatters included
+    dp_grad_exposed_s: float
+    zero_param_gather_s: float
+    optimizer_s: float
+    host_exposed_s: float
+    host_issue_s: float
+    offload_exposed_s: float
+
+    def to_dict(self) -> dict:
+        """The ``breakdown`` of ``ironlaw.train-step/1``: the fields by name, in this order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Bytes per device of one plan (``memory_bytes``: floats, or arrays with one layout per element) and the
+    parameters the device holds (a count: what the optimizer step and the gradient reduction move)."""
+    weights_bytes: object
+    gradients_bytes: object
+    optimizer_bytes: object
+    activations_bytes: object
+    params_per_device: object
+
+    @property
+    def total_bytes(self):
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
+
+    def footprint(self) -> dict:
+        """The four classes under a graph's footprint names (``weights``, ``gradients``, ``optimizer``,
+        ``activations``)."""
+        return {"weights": self.weights_bytes, "gradients": self.gradients_bytes, "optimizer": self.optimizer_bytes,
+                "activations": self.activations_bytes}
+
+    def as_floats(self) -> "DeviceMemory":
+        return DeviceMemory(*(float(getattr(self, f.name)) for f in fields(self)))
+
+    def to_dict(self) -> dict:
+        """The ``memory_per_device`` of ``ironlaw.train-step/1``: the footprint, ``params_per_device`` and
+        ``total_bytes``."""
+        return {**self.footprint(), "params_per_device": self.params_per_device, "total_bytes": self.total_bytes}
+
+
 @dataclass
 class StepEstimate:
     plan: Plan
     per_microbatch: object                     # Estimate: one micro-batch, forward+backward, slowest stage
-    breakdown: dict[str, float]
-    memory: dict[str, float]
+    breakdown: StepBreakdown
+    memory: DeviceMemory
     flops: dict[str, float]
     mfu: float
     bottleneck: dict
@@ -529,7 +575,7 @@ class StepEstimate:
 
     @property
     def step_s(self) -> float:
-        return self.breakdown["step_s"]
+        return self.breakdown.step_s
 
     @property
     def time_s(self) -> float:
@@ -545,7 +591,7 @@ class StepEstimate:
                 "time_s": self.step_s, "step_s": self.step_s, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
                 "mfu": self.mfu, "mfu_convention": f"model FLOPs / (time_s × gpus × {self.peak_flops:.4g} FLOP/s, "
                                                    f"the dtype's dense peak); model FLOPs: {MODEL_FLOPS}",
-                "breakdown": self.breakdown, "memory_per_device": self.memory, "flops": self.flops,
+                "breakdown": self.breakdown.to_dict(), "memory_per_device": self.memory.to_dict(), "flops": self.flops,
                 "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
 
 
@@ -674,7 +720,7 @@ def params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
 
 
 def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
-                 slots=1.0, offloaded=0.0) -> dict:
+                 slots=1.0, offloaded=0.0) -> DeviceMemory:
     """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
     gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
     weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
@@ -700,13 +746,11 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     if np.any(offloaded):                    # the offloaded layers' share waits in host memory
         act_dev = act_dev * (1.0 - offloaded)
     weight_b = by + weight_copy_bytes(meta)
-    return {"weights": np.where(zero >= 3, sharded, p_dev) * weight_b,
-            "gradients": np.where(zero >= 2, sharded, p_dev) * grad_b,
-            "optimizer": 12.0 * np.where(zero >= 1, sharded, p_dev),
-            "activations": act_dev, "params_per_device": p_dev}
+    return DeviceMemory(np.where(zero >= 3, sharded, p_dev) * weight_b, np.where(zero >= 2, sharded, p_dev) * grad_b,
+                        12.0 * np.where(zero >= 1, sharded, p_dev), act_dev, p_dev)
 
 
-def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, float]:
+def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:
     """``memory_bytes`` of one plan, as floats."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
@@ -715,7 +759,7 @@ def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> dict[str, fl
     mem = memory_bytes(g.meta, dtype_bytes(g.dtype), _grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
                        plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
                        off)
-    return {k: float(v) for k, v in mem.items()}
+    return mem.as_floats()
 
 
 def _grad_bytes(g: Graph, plan: Plan) -> float:
@@ -723,23 +767,22 @@ def _grad_bytes(g: Graph, plan: Plan) -> float:
     return 4.0 if plan.grad_fp32 else dtype_bytes(g.dtype)
 
 
-def _check_fits(g: Graph, hw, plan: Plan, mem: dict) -> None:
+def _check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
     from ..core.units import fmt_size
     cap = hw.memory[hw.device_tier].capacity_bytes
-    need = sum(v for k, v in mem.items() if k != "params_per_device")
+    need = mem.total_bytes
     if need <= cap:
         return
-    full = plan_memory(g, plan, 3, "full")
-    need_full = sum(v for k, v in full.items() if k != "params_per_device")
+    need_full = plan_memory(g, plan, 3, "full").total_bytes
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
                            f"(--zero 3 --recompute full): {fmt_size(need_full)} per device exceeds "
                            f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices, larger "
                            f"--tp/--pp/--cp, or a smaller --micro-batch")
     raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
-                       f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem['weights'])}, gradients "
-                       f"{fmt_size(mem['gradients'])}, optimizer {fmt_size(mem['optimizer'])}, activations "
-                       f"{fmt_size(mem['activations'])}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
+                       f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
+                       f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "
+                       f"{fmt_size(mem.activations_bytes)}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
 
 
 def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
@@ -999,10 +1042,10 @@ def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
     return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 
 
-def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: dict, grp: dict, composition: str):
+def _stage_estimates(g: Graph, hw, plan: Plan, stages: list, mem: DeviceMemory, grp: dict, composition: str):
     """(estimate, per-device graph) of one micro-batch on the slowest pipeline stage."""
     from ..law import law
-    fp = {k: v for k, v in mem.items() if k != "params_per_device"}
+    fp = mem.footprint()
     best = None
     for i, ops in enumerate(stages):
         sg = Graph(g.name, "train", g.dtype, ops, footprint=fp, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
@@ -1172,7 +1215,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
-    fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem["params_per_device"])
+    fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem.params_per_device)
     hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
@@ -1190,25 +1233,22 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
             "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
             "counted on the critical path (not overlapped)"))
     bubble = float(bubble_s(plan.pp, v, t_mb))
-    dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem["params_per_device"], composition)
-    opt_s = _optimizer_s(g, hw, plan, mem["params_per_device"], composition)
+    dp_s, exposed, gather_s = _dp_grad_sync(sg, hw, plan, grp, mem.params_per_device, composition)
+    opt_s = _optimizer_s(g, hw, plan, mem.params_per_device, composition)
     a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
     step = float(step_s(m, t_mb, bubble, p2p_s, exposed, gather_s, opt_s, a2a_alone))
     flops = _step_flops(g, plan)
-    breakdown = {"step_s": step, "microbatch_s": t_mb, "microbatches": m, "compute_and_tp_s": m * t_est,
-                 "tp_ep_network_s": m * net_mb + a2a_alone, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p_s,
-                 "cp_ring_s": m * ring_s, "cp_ring_exposed_s": m * ring_exposed,
-                 "fsdp_comm_s": m * fsdp_s, "fsdp_exposed_s": m * fsdp_exposed,
-                 "dp_grad_comm_s": dp_s + m * fsdp_s * (plan.zero >= 3), "dp_grad_exposed_s": exposed,
-                 "zero_param_gather_s": gather_s + m * fsdp_exposed, "optimizer_s": opt_s,
-                 "host_exposed_s": m * host_mb, "host_issue_s": m * (host_t.issue_s if host_t else 0.0),
-                 "offload_exposed_s": m * off_mb}
+    breakdown = StepBreakdown(
+        step_s=step, microbatch_s=t_mb, microbatches=m, compute_and_tp_s=m * t_est,
+        tp_ep_network_s=m * net_mb + a2a_alone, pipeline_bubble_s=bubble, pipeline_p2p_s=p2p_s,
+        cp_ring_s=m * ring_s, cp_ring_exposed_s=m * ring_exposed, fsdp_comm_s=m * fsdp_s, fsdp_exposed_s=m * fsdp_exposed,
+        dp_grad_comm_s=dp_s + m * fsdp_s * (plan.zero >= 3), dp_grad_exposed_s=exposed,
+        zero_param_gather_s=gather_s + m * fsdp_exposed, optimizer_s=opt_s, host_exposed_s=m * host_mb,
+        host_issue_s=m * (host_t.issue_s if host_t else 0.0), offload_exposed_s=m * off_mb)
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble, "optimizer": opt_s, "host": m * host_mb}
-    memory = {k: float(v) for k, v in mem.items()} | {"total_bytes": float(sum(
-        v for k, v in mem.items() if k != "params_per_device"))}
-    return StepEstimate(plan, est, breakdown, memory, flops, flops["model_per_step"] / (step * peak * plan.gpus),
+    return StepEstimate(plan, est, breakdown, mem, flops, flops["model_per_step"] / (step * peak * plan.gpus),
                         _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
 
 
@@ -1221,7 +1261,7 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
         return 0.0
     tier = offload.host_tier(hw)
     L = g.meta["layers"]
-    whole = plan_memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute)["activations"]
+    whole = plan_memory(g, replace(plan, offload_layers=0), plan.zero, plan.recompute).activations_bytes
     held = whole * offload.fraction(n, L, plan.pp)
     if held > tier.capacity_bytes:
         raise IronlawError(f"--offload-activations {n} puts {fmt_size(held)} of activations per device in "

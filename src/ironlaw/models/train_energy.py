@@ -17,14 +17,14 @@ from ..law import power
 
 def busy_s(step) -> dict[str, float]:
     """Seconds per step each power-drawing resource of one device works."""
-    b, m = step.breakdown, step.breakdown["microbatches"]
+    b, m = step.breakdown, step.breakdown.microbatches
     per_mb = {k: float(v) for k, v in power.busy_s(step.per_microbatch).items()}
     out = {k: m * v for k, v in per_mb.items()}
     hw = step.per_microbatch.hw
     dev = f"bandwidth:{hw.memory[hw.device_tier].name}"
-    out[dev] = out.get(dev, 0.0) + b["optimizer_s"]
+    out[dev] = out.get(dev, 0.0) + b.optimizer_s
     # dp_grad_comm_s holds FSDP's gathers and reduce-scatters too (``parallel.train_step``)
-    out["network"] = out.get("network", 0.0) + b["pipeline_p2p_s"] + b["cp_ring_s"] + b["dp_grad_comm_s"]
+    out["network"] = out.get("network", 0.0) + b.pipeline_p2p_s + b.cp_ring_s + b.dp_grad_comm_s
     return out
 
 

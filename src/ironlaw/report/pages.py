@@ -25,7 +25,7 @@ def estimate(path, est) -> None:
 
 
 def train_step(path, step) -> None:
-    """The training step's page; ``step`` a ``models.analysis.Training`` (it knows its hardware)."""
+    """The training step's page; ``step`` a ``models.training.Training`` (it knows its hardware)."""
     from .train_report import render
     _write(path, render(step, step.to_dict(), step.hw))
 

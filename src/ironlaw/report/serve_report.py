@@ -72,6 +72,19 @@ def _energy(e: dict | None, path: str) -> str:
             + (f'<p class="note">{_e(src)}</p>' if src else "") + "</section>")
 
 
+def _step_model(sm: dict | None) -> str:
+    """The line naming what priced the steps (``serving.online.step_model``)."""
+    return "" if sm is None else f'<p class="note">Steps: the {_e(sm["name"])} step model ({_e(sm["rule"])}).</p>'
+
+
+def _replay(sm: dict | None) -> str:
+    if sm is not None and sm["name"] == "engine":
+        return ("The step replays as one CUDA graph padded to the next captured batch size; the engine's fixed "
+                "cost per step is added to the law's time.")
+    return ("The step replays as one captured graph, so the per-op launch latency is paid once per step, outside "
+            "the terms.")
+
+
 def online(est, doc: dict, frontier_doc: dict | None) -> str:
     """The page of an online serving estimate (module docstring)."""
     cap = doc["capacity"]
@@ -88,7 +101,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">TTFT {_e(fmt_time(doc["ttft_s"]))} · '
                f'ITL {_e(fmt_time(doc["itl_s"]))} · {_e(html.rate(doc["tokens_per_s"]))} tokens/s</p>'
                f'<p class="why">{html.badge(b["resource"])} <b>Decode binds:</b> {_e(b["why"])}</p>'
-               + _key_table(keys, "key-table") + "</section>")
+               + _step_model(doc.get("step_model")) + _key_table(keys, "key-table") + "</section>")
     c = doc["concurrency"] * cap["tokens_reserved_per_sequence"] * cap["kv_bytes_per_token"]
     kv_free = cap["kv_budget_bytes"] - c
     capacity = ('<section id="capacity"><h2>KV-cache capacity per device</h2>'
@@ -111,8 +124,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
              step_section(est.decode, "step-decode", f"Decode step: {doc['concurrency']} sequences at the mean context",
                           "One step of continuous batching: every sequence in flight adds one token, its context "
                           f"averaging prompt + output/2 = {doc['prompt_tokens'] + doc['output_tokens'] / 2:g} tokens. "
-                          "The step replays as one captured graph, so the per-op launch latency is paid once per "
-                          "step, outside the terms."),
+                          + _replay(doc.get("step_model"))),
              step_section(est.prefill, "step-prefill", f"Prefill step: one prompt of {doc['prompt_tokens']:,} tokens"),
              roofline_section(est.decode, "decode", "Roofline: the decode step"),
              roofline_section(est.prefill, "prefill", "Roofline: the prefill step")]

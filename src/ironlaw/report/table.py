@@ -21,12 +21,29 @@ def fits(table, console) -> bool:
     return True
 
 
+def too_wide(table, console, memo: dict) -> bool:
+    """True when the columns' least widths (``fits``' rule) add up to more than the console holds: rich's widths
+    never add up to more, so such a table cannot fit and its layout need not be computed. ``memo`` keeps each
+    column's least width across calls (a column's measure does not move with its index when the table pads its
+    edges, rich's default)."""
+    wide = console.options.update_width(10_000)
+    keep = table.pad_edge and not table.collapse_padding
+    total = 0
+    for col in table.columns:
+        if not keep or id(col) not in memo:
+            m = table._measure_column(console, wide, col)
+            memo[id(col)] = m.maximum if col.no_wrap else m.minimum
+        total += memo[id(col)]
+    return total > console.options.max_width - table._extra_width
+
+
 def fit(table, console, drop: tuple[str, ...]) -> list[str]:
     """Remove columns named in ``drop`` (in that order) until ``table`` fits ``console.width``; return the
     headers removed."""
     gone: list[str] = []
+    memo: dict = {}
     for name in drop:
-        if fits(table, console):
+        if not too_wide(table, console, memo) and fits(table, console):
             break
         for i, col in enumerate(table.columns):
             if str(col.header) == name:

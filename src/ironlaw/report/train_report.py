@@ -29,15 +29,15 @@ def timeline(step) -> list[dict]:
     """The step's time laid end to end, in SEGMENTS' order: [{"part", "seconds", "what"}]; the parts sum to
     the step. Read from ``step.breakdown`` and the micro-batch estimate's per-op latency."""
     b = step.breakdown
-    m = b["microbatches"]
-    listed = (b["compute_and_tp_s"] + b["cp_ring_exposed_s"] + b["pipeline_bubble_s"] + b["pipeline_p2p_s"]
-              + b["dp_grad_exposed_s"] + b["zero_param_gather_s"] + b["optimizer_s"])
-    a2a_alone = max(b["step_s"] - listed, 0.0)          # the one micro-batch's all-to-all without a partner
-    busy = b["compute_and_tp_s"] - b["tp_ep_network_s"] + a2a_alone
+    m = b.microbatches
+    listed = (b.compute_and_tp_s + b.cp_ring_exposed_s + b.pipeline_bubble_s + b.pipeline_p2p_s
+              + b.dp_grad_exposed_s + b.zero_param_gather_s + b.optimizer_s)
+    a2a_alone = max(b.step_s - listed, 0.0)          # the one micro-batch's all-to-all without a partner
+    busy = b.compute_and_tp_s - b.tp_ep_network_s + a2a_alone
     lat = m * sum(r["latency_s"] for r in step.per_microbatch.rows() if r["kind"] != "collective")
-    secs = (max(busy - lat, 0.0), min(lat, busy), b["tp_ep_network_s"], b["cp_ring_exposed_s"],
-            b["pipeline_bubble_s"], b["pipeline_p2p_s"], b["dp_grad_exposed_s"], b["zero_param_gather_s"],
-            b["optimizer_s"])
+    secs = (max(busy - lat, 0.0), min(lat, busy), b.tp_ep_network_s, b.cp_ring_exposed_s,
+            b.pipeline_bubble_s, b.pipeline_p2p_s, b.dp_grad_exposed_s, b.zero_param_gather_s,
+            b.optimizer_s)
     return [{"part": label, "seconds": float(s), "what": what} for (label, _, what), s in zip(SEGMENTS, secs)]
 
 

@@ -22,6 +22,9 @@ own tuning model, src/graph/tuning.cc):
     all-gather, reduce-scatter (ring)  α = launch + (p−m)·h_intra + (m−1)·h_inter   β = (p−1)/p · n / B_ring
     all-to-all        α = launch + h_max     β = max(n(q−1)/p / B_intra, q·n(p−q)/p / B_node)
     send/recv         α = launch + h          β = n / B_link   (B_node of the pair when it spans nodes)
+``allreduce-trtllm`` is TensorRT-LLM's own all-reduce op (curves.py): timed by its measured curve at its own
+group size on one node, else as NCCL's ``allreduce`` (what TensorRT-LLM falls back to without NVLink peer
+access or beyond its workspace).
 A group on one node whose device file has measured curves for the collective (curves.py: NCCL's own
 latency-plus-bandwidth lines per protocol, fitted on measured tables) is timed by them instead; all-reduce
 then stands for NCCL's own choice of algorithm, as measured (``allreduce-ring``/``-tree`` keep the formulas).
@@ -33,12 +36,13 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 from . import calibration
-from .curves import curve_time, nearest
+from .curves import TRTLLM_ALLREDUCE, curve_time, nearest
 from .topology import Topology, build
 
 COLLECTIVES = {
     "allreduce": "collective", "allreduce-ring": "collective", "allreduce-tree": "collective",
     "allgather": "collective", "reducescatter": "collective", "alltoall": "p2p", "sendrecv": "p2p",
+    TRTLLM_ALLREDUCE: "collective",
 }
 
 
@@ -87,6 +91,11 @@ def collective_time(name: str, nbytes, topo: Topology, cal=None):
             z = np.zeros_like(n)
             return z, z
         raise IronlawError("sendrecv needs two devices: use --gpus 2 (add --nodes 2 for a pair across nodes)")
+    if name == TRTLLM_ALLREDUCE:
+        own = cal.curves.get((name, p)) if m == 1 else None
+        if own is not None:
+            return curve_time(own, name, p, n)
+        name = "allreduce"            # no measured TensorRT-LLM curve for this group: its NCCL fallback
     lines = nearest(cal.curves, name, p) if m == 1 and cal.curves else None
     if lines is not None:
         return curve_time(lines, name, p, n)

@@ -6,11 +6,11 @@ latency plus the bytes over that protocol's bandwidth, and runs the fastest. A c
     T(n) = min over its lines i of  α_i + f(p) · n / B_i
 
 with ``n`` the message bytes as nccl-tests count them (collectives.py), ``f(p)`` the bus factor (all-reduce
-2(p−1)/p; all-gather, reduce-scatter, all-to-all (p−1)/p), so each ``B_i`` is a bus bandwidth. The lines are
+2(p−1)/p, NCCL's or TensorRT-LLM's own (``allreduce-trtllm``, the same form fitted on its measured table); all-gather, reduce-scatter, all-to-all (p−1)/p), so each ``B_i`` is a bus bandwidth. The lines are
 fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per device in its hardware file:
 
     [[network.curve]]
-    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall
+    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm
     gpus = 8                      # ranks, all on one node
     alpha_s = [2.5e-05, 2.7e-05, 9.0e-05]
     bus_Bps = [1.7e10, 3.4e11, 7.6e11]
@@ -29,7 +29,12 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 
-CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
+# TensorRT-LLM's own all-reduce op as its engine runs a tensor-parallel all-reduce (``AllReduce`` with strategy
+# AUTO: its one-shot/two-shot custom kernels over NVLink peer memory up to the workspace and the strategy table,
+# NCCL beyond; cpp/tensorrt_llm/thop/allreduceOp.cpp ``selectImplementation``), measured as one curve
+TRTLLM_ALLREDUCE = "allreduce-trtllm"
+
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE)
 CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0
@@ -38,7 +43,7 @@ MAX_BUS_BPS = 1e15
 
 def bus_factor(collective: str, p: int) -> float:
     """Bus bytes per message byte (nccl-tests' busbw convention)."""
-    return 2.0 * (p - 1) / p if collective == "allreduce" else (p - 1) / p
+    return 2.0 * (p - 1) / p if collective.startswith("allreduce") else (p - 1) / p
 
 
 def curve_time(lines, collective: str, p: int, nbytes):

@@ -356,7 +356,7 @@ def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray
     return np.maximum(tc, tn) - no_grads
 
 
-def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> dict[str, np.ndarray]:
+def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> parallel.DeviceMemory:
     """``parallel.memory_bytes`` per row: weights, gradients, optimizer state and activations per device."""
     by = dtype_bytes(g.dtype)
     n_mb = int(mbi.max()) + 1
@@ -547,11 +547,11 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
     mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
-    need = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
+    need = mem.total_bytes
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     limit = resident_limit_bytes(ctx.hw)
     p = _times(ctx, key, g, c, mbi)
-    p_dev = mem["params_per_device"]
+    p_dev = mem.params_per_device
     fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
     _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"])
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])

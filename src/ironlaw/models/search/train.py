@@ -120,8 +120,8 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
     return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
             "time_s": st.step_s,
             "tokens_per_s_per_gpu": st.flops["tokens_per_step"] / (st.step_s * ctx.gpus), "mfu": st.mfu,
-            "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory["total_bytes"],
-            "breakdown": dict(st.breakdown)}
+            "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory.total_bytes,
+            "breakdown": st.breakdown.to_dict()}
 
 
 def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | None = None,

@@ -17,16 +17,24 @@
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
-    KV dtype        without --kv-dtype, the checkpoint's (``online.default_kv_dtype``): FP8 for a model in an 8-
+    KV dtype        without --kv-dtype, the checkpoint's (``step.default_kv_dtype``): FP8 for a model in an 8-
                     or 4-bit float, as NVIDIA's quantized checkpoints state it.
+    one engine      ``engine_run``: the limits, the memory per GPU (``memory``: weights, the workspace of one
+                    max_num_tokens step, the KV budget and what one request reserves) and the ``step.EngineRun``
+                    that ``step.step_seconds`` prices a step on, with the constants fitted on the H100 cells
+                    (``FITTED``): what both ``serve`` modes (``online``, ``throughput``) run on.
 """
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from ...core.errors import IronlawError
+from ...core.gemmshape import GPU_M_HALF
+from ...core.graph import dtype_bytes
 from ...core.units import fmt_size
+from .step import FP8_KV_DTYPES, EngineRun, ServingConstants, build, default_kv_dtype, engine_hw, unquantized_weight_bytes
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -80,9 +88,9 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
                   "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
 
 
-def blocks_tokens(prompt: int, output: int) -> int:
-    """Tokens of KV cache the scheduler reserves for one request (whole 32-token blocks)."""
-    return math.ceil((prompt + output) / TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK
+def blocks_tokens(prompt: int, output: int, block: int = TOKENS_PER_BLOCK) -> int:
+    """Tokens of KV cache the scheduler reserves for one request (whole blocks, 32 tokens unless given)."""
+    return math.ceil((prompt + output) / block) * block
 
 
 def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: int, output: int,
@@ -98,3 +106,203 @@ def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: i
 
 def requests_for(prompt: int, output: int) -> int:
     return PERF_OVERVIEW_REQUESTS.get((prompt, output), DEFAULT_REQUESTS)
+
+
+# fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
+# mean |log(predicted/published)| minimised over all of them at once. step_s and launch_s are refitted with the
+# H100's kernel-fitted GEMM and attention terms in place (``step.kernel_terms``) and sit at their lower bounds
+# (BOUNDS in the script): the kernel tables' terms alone already make the H100 steps a few percent longer than
+# published. The other six keep the values of the earlier fit of all eight on the same cells; gemm_eta,
+# gemm_m_half and attention_eta price only devices (and dtypes) without kernel tables.
+FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
+                          step_s=1e-5, launch_s=1.206e-7, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
+                          source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
+                                 "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
+                                 "Maverick and Scout; FP8)")
+MAX_TOKENS = 1 << 22
+
+
+@dataclass
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    attention_dp: bool = False
+    expert_imbalance: float = 1.0
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def dp(self) -> int:
+        """Attention replicas: each runs its own sequences (attention data parallelism over the TP group)."""
+        return self.tp if self.attention_dp else 1
+
+
+# ---------------------------------------------------------------------- inputs and memory
+def whole_tokens(x, what: str) -> int:
+    """``x`` as a count of tokens (a whole number, numpy's included, from 1 to ``MAX_TOKENS``), else an error."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 or x > MAX_TOKENS:
+        raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
+    return int(x)
+
+
+def check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, imbalance) -> None:
+    whole_tokens(prompt, "--prompt")
+    whole_tokens(output, "--output")
+    if not (isinstance(kv_fraction, (int, float)) and 0.0 < kv_fraction <= 1.0):
+        raise IronlawError(f"--kv-fraction must be in (0, 1], got {kv_fraction!r}")
+    for v, what in ((requests, "--requests"), (max_batch, "--max-batch"), (max_num_tokens, "--max-num-tokens")):
+        if v is not None:
+            whole_tokens(v, what)
+    if not (isinstance(imbalance, (int, float)) and 1.0 <= imbalance <= 64.0):
+        raise IronlawError(f"--expert-imbalance must be between 1.0 (balanced) and 64, got {imbalance!r}")
+
+
+def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
+    experts = int(meta.get("experts", 0) or 0)
+    if lay.attention_dp and not experts:
+        raise IronlawError(f"--attention-dp needs a mixture-of-experts model; {spec} is dense (use --tp alone)")
+    if lay.ep > 1 and not experts:
+        raise IronlawError(f"--ep {lay.ep} needs a mixture-of-experts model; {spec} is dense")
+    if experts and experts % lay.ep:
+        raise IronlawError(f"--ep {lay.ep} does not divide the {experts} experts of {spec}; use a divisor of {experts}")
+    if lay.ep > 1 and not lay.attention_dp:
+        raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
+                           f"add --attention-dp")
+    if lay.attention_dp and lay.ep != lay.tp:
+        raise IronlawError(f"--attention-dp shards the experts over the TP group: use --ep {lay.tp} with --tp {lay.tp}")
+    if meta["layers"] % lay.pp:
+        raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
+
+
+def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
+    by = dtype_bytes(dtype)
+    params = float(meta["params"])
+    extra = unquantized_weight_bytes(meta, dtype)
+    if meta.get("experts") and lay.attention_dp:
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta["active_params"])) * e / max(e - k, 1)
+        return ((params - expert) * by + extra + expert * by / lay.ep) / lay.pp
+    return (params * by + extra) / (lay.tp * lay.pp)
+
+
+def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
+           max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
+           reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK) -> dict:
+    """Per GPU: weights, activation workspace, KV budget and the KV one request reserves (``kv_sequence_bytes``:
+    the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
+    chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
+    (``parallel.kv_cache_split``), and over PP's stages)."""
+    from ..parallel import kv_cache_split
+    cap = hw.memory[hw.device_tier].capacity_bytes
+    weights = _weights_per_gpu(meta, lay, dtype)
+    free = cap - weights - workspace_bytes - reserve_bytes
+    where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
+    if free <= 0:
+        raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
+                           f" in {dtype}: weights {fmt_size(weights)} + workspace {fmt_size(workspace_bytes)} per GPU "
+                           f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
+                           f"smaller --dtype")
+    kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
+    kv_tok = kv_seq / blocks_tokens(*seq, block)
+    return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
+            "reserve_bytes": reserve_bytes, "free_bytes": free, "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
+            "kv_bytes_per_token": kv_tok, "kv_bytes_per_sequence": kv_seq, "max_num_tokens": max_num_tokens}
+
+
+# ---------------------------------------------------------------------- the engine one step is priced on
+def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
+            constants: ServingConstants):
+    """(meta, limits, memory, workspace graph dtype) after every check that needs the model."""
+    meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw).meta
+    _check_layout(spec, meta, lay)
+    kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
+    cap = hw.memory[hw.device_tier].capacity_bytes
+    limits = engine_limits(float(meta["params"]), dtype_bytes(dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
+                           output, kv_fraction, max_batch, max_num_tokens)
+    ws = build(spec, "decode", limits.max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"]
+    ws = float(ws) * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
+    block = constants.block_tokens
+    kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output, block), dtype, kv_dtype,
+                         hw).footprint["kv_cache"])
+    mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
+                 (prompt, output), constants.reserve_bytes, block)
+    return meta, limits, mem
+
+
+def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta: dict, limits, mem: dict,
+              per_engine: int, constants: ServingConstants) -> EngineRun:
+    """The engine as ``step.step_seconds`` prices it, ``per_engine`` sequences per rank and micro-batch."""
+    from ..parallel import kv_cache_split
+    kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
+    split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
+    kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
+    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
+                 "activations": mem["workspace_bytes"]}
+    return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
+                     min(limits.max_batch, limits.max_num_tokens))
+
+
+@dataclass
+class Engine:
+    """One engine holding a given number of sequences: what its steps are priced on and what it holds."""
+    run: EngineRun
+    limits: Limits
+    memory: dict                     # per GPU (``memory``)
+    max_sequences: int               # the sequences of prompt + output tokens its KV cache holds
+
+
+def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
+               kv_dtype: str | None = None, kv_fraction: float = KV_FRACTION, max_batch: int | None = None,
+               max_num_tokens: int | None = None, constants: ServingConstants = FITTED) -> Engine:
+    """The Engine (``--tp``, no PP, dense attention) holding ``batch`` sequences of ``prompt`` + ``output``
+    tokens, with the limits and memory ``max_throughput`` derives for the same inputs: what the online mode's
+    steps are priced on. More sequences than the KV cache holds is an error naming the limit."""
+    from ...machine import hardware
+    from ...machine.network.topology import check_count
+    hw = hardware.get(hw) if isinstance(hw, str) else hw
+    check_inputs(prompt, output, kv_fraction, None, max_batch, max_num_tokens, 1.0)
+    whole_tokens(batch, "--concurrency")
+    lay = Layout(check_count(tp, "--tp"))
+    dtype = dtype or "bf16"
+    hw.peak(dtype)
+    kv_dtype = kv_dtype or default_kv_dtype(dtype)
+    dtype_bytes(kv_dtype)
+    meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
+                                max_num_tokens, constants)
+    fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
+    if batch > fit:
+        where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
+        kept = (f"--kv-fraction {kv_fraction:g} of the memory left after weights {fmt_size(mem['weights_bytes'])} "
+                f"and workspace {fmt_size(mem['workspace_bytes'])}" if constants.reserve_bytes == 0 else
+                f"what is left after weights {fmt_size(mem['weights_bytes'])}, workspace "
+                f"{fmt_size(mem['workspace_bytes'])} and the runtime's {fmt_size(constants.reserve_bytes)}")
+        fixes = "lower --concurrency or use --tp" if kv_dtype in FP8_KV_DTYPES else \
+            "lower --concurrency, use --kv-dtype fp8, or --tp"
+        raise IronlawError(f"--concurrency {batch} exceeds the KV-cache capacity of {where}: {fit} sequences of "
+                           f"{blocks_tokens(prompt, output, constants.block_tokens)} tokens fit in the "
+                           f"{fmt_size(mem['kv_budget_bytes'])} the engine keeps for KV ({kept}; "
+                           f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); {fixes}")
+    limits = _holding(limits, batch, max_batch)
+    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants)
+    return Engine(run, limits, mem, fit)
+
+
+def _holding(limits: Limits, batch: int, max_batch: int | None) -> Limits:
+    """``limits`` of an engine serving ``batch`` sequences at once: trtllm-bench sizes max_batch_size for its
+    offline run; a server is set up to hold the sequences it serves, so where that heuristic falls below
+    ``batch`` the max batch size is ``batch`` (the limits ``--max-throughput --max-batch batch`` runs on: the
+    same max_num_tokens, whose workspace the KV budget already left out). A max batch size given, or a step
+    token budget below ``batch``, that cannot hold the batch is an error."""
+    if batch > limits.max_batch and max_batch is not None:
+        raise IronlawError(f"--concurrency {batch} exceeds the engine's max batch size {limits.max_batch}, given; "
+                           f"the scheduler holds no more sequences in flight")
+    if batch > limits.max_num_tokens:
+        raise IronlawError(f"--concurrency {batch} exceeds the engine's {limits.max_num_tokens:,} tokens per step "
+                           f"(max_num_tokens{', given' if limits.source == 'given' else ''}): one decode step "
+                           f"carries a token per sequence")
+    if batch <= limits.max_batch:
+        return limits
+    return Limits(batch, limits.max_num_tokens, f"{limits.source}; max batch size raised to the concurrency")

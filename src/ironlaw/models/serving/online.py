@@ -1,28 +1,38 @@
-"""LLM serving: time to first token, inter-token latency, tokens/s and how many sequences fit.
+"""Online serving (``ironlaw serve``): time to first token, inter-token latency, tokens/s and how many sequences fit.
 
 The steady state of continuous batching with ``concurrency`` sequences in flight, each with a prompt of
 ``prompt`` tokens and ``output`` generated tokens. Per decode step every sequence adds one token; its
-context averages ``prompt + output/2``. Two ways to admit the next request's prompt:
+context averages ``prompt + output/2``. Two ways to admit the next request's prompt (``steady_cycle``):
     no chunking   the prompt is prefilled alone, stalling the decode batch:
                       cycle = output · T_decode + concurrency · T_prefill(prompt)
                       TTFT = T_prefill(prompt) + T_decode (waits for the step in flight)
     chunked (C)   each step carries the decode batch plus C prompt tokens; weights are read once per step:
-                      T_mixed = law(decode ops + prefill ops of C tokens without their weight reads)
                       cycle = n_mixed · T_mixed + (steps − n_mixed) · T_decode,
                       n_mixed = ⌈concurrency · prompt / C⌉, steps = max(output, n_mixed)
                       TTFT = ⌈prompt / C⌉ · T_mixed
     tokens/s = concurrency · output / cycle;  ITL = cycle / steps.
+This is how the online mode forms its batches; ``serve --max-throughput`` (``throughput``) forms them as waves of
+queued requests. What prices a step is chosen by one named rule, ``step_model(hw)``, and said in the result:
+
+    engine   a device of kind "gpu": an in-flight-batching engine as TensorRT-LLM runs one (CUDA-graph decode
+             padded to a captured batch, eager steps that carry prompt tokens, KV in 32-token blocks). Every
+             step is ``step.step_seconds`` on ``engine.engine_run``: the engine constants (``engine.FITTED``)
+             with the device's kernel-fitted terms, the pricing of ``serve --max-throughput``, so at the same
+             batch, lengths and limits a step costs the same in both modes. Capacity is the engine's too
+             (``engine.memory``: ``--kv-fraction`` 0.95 of the memory left after weights and the workspace of one
+             max_num_tokens step, each sequence reserving its prompt and output in whole 32-token blocks).
+    device   any other kind (CPUs; systems-on-chip such as GB10 or Apple silicon, served through llama.cpp): the
+             engine's constants were fitted on TensorRT-LLM's H100 runs and say nothing of these runtimes, so a
+             step is the workload's decode or prefill graph on the device's own calibration (``law.predict``),
+             replayed as one captured graph (CUDA graphs or one Metal command buffer per step in llama.cpp: the
+             fixed per-op latency once per step; ``captured=False`` restores the per-op charge). With ``chunk``:
+                 T_mixed = law(decode ops + prefill ops of C tokens without their weight reads).
+             Capacity: device memory − weights − runtime reserve (``RESERVE_FRACTION`` of memory plus the
+             prefill working set) is the KV budget; with paging each sequence holds ⌈(prompt + output)/page⌉
+             pages of ``page_tokens`` (16 unless given); without it a contiguous slot of ``max_seq`` tokens.
 Mixture-of-experts decode reads the experts the batch touches (the transformer builder counts them).
 KV cache: in ``kv_dtype``, else the checkpoint's (``default_kv_dtype``: FP8 for a model in an 8- or 4-bit float).
-
-Launch cost: serving engines replay each step as one captured graph (CUDA graphs in vLLM, TensorRT-LLM
-and llama.cpp; one Metal command buffer per step in llama.cpp), so a step pays the device's fixed per-op
-latency once, not once per op as eager PyTorch does (``captured=False`` restores the per-op charge).
-
-Capacity: device memory − weights − runtime reserve (``RESERVE_FRACTION`` of memory, as vLLM's default
-``gpu_memory_utilization = 0.9`` leaves, plus the prefill working set) is the KV budget. With paging each
-sequence holds ⌈(prompt + output)/page⌉ pages of ``page_tokens``; without it, a contiguous slot of
-``max_seq`` tokens (default prompt + output). A concurrency beyond what fits is an error naming the limit.
+A concurrency beyond what fits is an error naming the limit.
 """
 from __future__ import annotations
 
@@ -33,12 +43,69 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import attention_kernel, attention_kernel_parts
-from ...core.graph import Graph, attention_dtype, dtype_bytes
+from ...core.graph import Graph, dtype_bytes
+from ...core.units import fmt_size
+from .engine import MAX_TOKENS, whole_tokens as check_tokens  # noqa: F401  (public here too)
+from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size
-MAX_TOKENS = 1 << 22
+ENGINE, DEVICE = "engine", "device"
+ENGINE_KINDS = ("gpu",)        # the device kinds the engine step model prices (module docstring)
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """What prices a serving step on a device, and the rule that chose it (``step_model``)."""
+    name: str                        # ENGINE or DEVICE
+    rule: str
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "rule": self.rule, "source": self.source}
+
+
+def step_model(hw, name: str | None = None) -> StepModel:
+    """The step model of ``hw`` by the rule (module docstring): the engine for kind "gpu", the device's own
+    calibration for any other kind. ``name`` asks for one: the engine on a kind it does not price is an error."""
+    from ...core.errors import unknown
+    if name is not None and name not in (ENGINE, DEVICE):
+        raise unknown("step model", name, (ENGINE, DEVICE))
+    gpu = hw.kind in ENGINE_KINDS
+    if name == ENGINE and not gpu:
+        raise IronlawError(f"the engine step model prices GPUs (kind 'gpu'); {hw.name} is kind '{hw.kind}'")
+    if (name or (ENGINE if gpu else DEVICE)) == ENGINE:
+        from .engine import FITTED
+        return StepModel(ENGINE, f"{hw.name} is a GPU: each step priced as --max-throughput prices it "
+                                 f"(a TensorRT-LLM-style engine)", FITTED.source)
+    cal = hw.calibration.source if hw.calibration is not None else "its datasheet efficiencies"
+    why = (f"{hw.name} is kind '{hw.kind}', which the engine (fitted on TensorRT-LLM GPU runs) does not price"
+           if not gpu else f"{hw.name}: the device step model was asked for")
+    return StepModel(DEVICE, why + ": the law on its own calibration, one captured graph per step", str(cal))
+
+
+@dataclass(frozen=True)
+class DevicePricer:
+    """A step on the device's own calibration: the law's time plus the launch cost, once per step when the step
+    is one captured graph, else once per op inside the law."""
+    hw: object
+    composition: str = "overlap"
+    captured: bool = True
+
+    def price(self, g: Graph):
+        est, launch = predict_step(g, self.hw, self.composition, self.captured)
+        return est, float(est.time_s) + launch
+
+
+@dataclass(frozen=True)
+class EnginePricer:
+    """A step on the serving engine (``step.graph_seconds``: ``step.step_seconds``'s pricing of a graph)."""
+    run: object                      # step.EngineRun
+
+    def price(self, g: Graph):
+        from .step import graph_seconds
+        t, est = graph_seconds(self.run, g)
+        return est, t
 
 
 @dataclass
@@ -58,87 +125,45 @@ class ServeEstimate:
     capacity: dict
     decode: object          # Estimate of one decode step at the mean context
     prefill: object         # Estimate of one prompt's prefill
+    step_model: StepModel = None
+    pricer: object = None   # DevicePricer | EnginePricer: what priced the steps (the features price theirs on it)
+    mixed_step_s: float | None = None
+    engine: object = None   # engine.Engine (limits, memory, the EngineRun) on the engine step model, else None
 
     @property
     def request_latency_s(self) -> float:
         return self.ttft_s + self.output * self.itl_s
 
+    def price(self, g: Graph):
+        """(Estimate, seconds) of one more step ``g`` (a feature's: verify, draft, cached prefill) priced as this
+        estimate's own steps were."""
+        return self.pricer.price(g)
+
     def to_dict(self) -> dict:
         b = self.decode.bottleneck()
-        return {"schema": "ironlaw.serve/1", "workload": self.spec, "hardware": self.hw.name,
-                "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
-                "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
-                "ttft_s": self.ttft_s, "itl_s": self.itl_s, "tokens_per_s": self.tokens_per_s,
-                "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
-                "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
-                "prefill_s": self.prefill_s, "decode_bottleneck": b, "capacity": self.capacity,
-                "prefill_bottleneck": self.prefill.bottleneck()}
+        d = {"schema": "ironlaw.serve/1", "workload": self.spec, "hardware": self.hw.name,
+             "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
+             "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
+             "ttft_s": self.ttft_s, "itl_s": self.itl_s, "tokens_per_s": self.tokens_per_s,
+             "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
+             "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
+             "prefill_s": self.prefill_s, "mixed_step_s": self.mixed_step_s, "decode_bottleneck": b,
+             "capacity": self.capacity, "prefill_bottleneck": self.prefill.bottleneck(),
+             "step_model": self.step_model.to_dict()}
+        if self.engine is not None:
+            lim = self.engine.limits
+            d["step_model"]["engine"] = {"max_batch_size": lim.max_batch, "max_num_tokens": lim.max_num_tokens,
+                                         "source": lim.source, "constants": dict(vars(self.engine.run.constants))}
+        return d
 
 
 # ---------------------------------------------------------------------- graph transforms
-# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
-# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
-# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
-# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
-FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
-
-
-def default_kv_dtype(dtype: str) -> str:
-    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
-    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
-    16-bit activations and cache), else ``dtype`` itself."""
-    if dtype in FP8_KV_DTYPES:
-        return "fp8"
-    return "bf16" if dtype == "int4" else dtype
-
-
-def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
-    """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
-    dtype (``default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
-    kv = kv_dtype or default_kv_dtype(g.dtype)
-    return g if kv == g.dtype else with_kv_dtype(g, kv)
-
-
-def _scale_class(g: Graph, cls: str, factor: float) -> Graph:
-    if factor == 1.0:
-        return g
-    out = copy.copy(g)
-    out.ops = []
-    for op in g.ops:
-        o = copy.copy(op)
-        o.bytes = {k: (v * factor if k == cls else v) for k, v in op.bytes.items()}
-        out.ops.append(o)
-    out.footprint = {k: (v * factor if k == cls else v) for k, v in g.footprint.items()}
-    out.meta = dict(g.meta)
-    return out
-
-
-def with_kv_dtype(g: Graph, kv_dtype: str) -> Graph:
-    """KV cache stored in ``kv_dtype`` (fp8 KV halves its traffic and footprint against bf16), attention run in
-    ``graph.attention_dtype``."""
-    out = copy.copy(_scale_class(g, "kv_cache", dtype_bytes(kv_dtype) / dtype_bytes(g.dtype)))
-    att = attention_dtype(g.dtype, kv_dtype)
-    out.ops = [_with_dtype(op, att, kv_dtype) if op.kind == "attention" else op for op in out.ops]
-    return out
-
-
-def _with_dtype(op, dtype: str, kv_dtype: str):
-    """An attention op computing in ``dtype`` on a cache held in ``kv_dtype``."""
-    o = copy.copy(op)
-    o.dtype = dtype
-    o.attrs = {**op.attrs, "kv_dtype": kv_dtype}
-    parts = attention_kernel_parts(str(op.attrs.get("kernel", "")))
-    if parts is not None:                                   # its kernel class names both dtypes
-        o.attrs["kernel"] = attention_kernel(parts[0], dtype, kv_dtype, parts[1])
-    return o
-
-
 def with_weight_bytes(g: Graph, weight_bytes: float) -> Graph:
     """All weights together take ``weight_bytes`` (a quantized file's size, block scales included)."""
     have = float(g.footprint.get("weights", 0.0))
     if have <= 0:
         raise IronlawError(f"{g.name}: has no weights to rescale")
-    return _scale_class(g, "weights", weight_bytes / have)
+    return scale_class(g, "weights", weight_bytes / have)
 
 
 def _mixed(decode: Graph, chunk: Graph) -> Graph:
@@ -212,29 +237,113 @@ def concurrency_grid(cmax: int) -> list[int]:
     return out + [cmax]
 
 
-def check_tokens(x, what: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 or x > MAX_TOKENS:
-        raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
-    return int(x)
-
-
 def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: int = 1, *,
-             dtype: str | None = None, kv_dtype: str | None = None, page_tokens: int = PAGE_TOKENS,
+             dtype: str | None = None, kv_dtype: str | None = None, page_tokens: int | None = None,
              max_seq: int | None = None, chunk: int | None = None, tp: int = 1,
              weight_bytes: float | None = None, reserve_fraction: float = RESERVE_FRACTION,
-             composition: str = "overlap", captured: bool = True) -> ServeEstimate:
+             composition: str = "overlap", captured: bool = True, steps: str | None = None,
+             max_batch: int | None = None, max_num_tokens: int | None = None, constants=None,
+             kv_fraction: float | None = None) -> ServeEstimate:
+    """The online steady state of ``concurrency`` sequences (module docstring), its steps priced by
+    ``step_model(hw, steps)``: the engine on a GPU, the device's own calibration elsewhere. ``max_batch``,
+    ``max_num_tokens``, ``constants`` (a ``step.ServingConstants``; default the TensorRT-LLM fit) and
+    ``kv_fraction`` (of the memory left after weights and workspace; default TensorRT-LLM's) set the engine
+    (the engine step model only: ``serve --engine`` passes its framework's)."""
     from ...machine import hardware
-    from .. import parallel, workloads
-    from ...core.units import fmt_size
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = check_tokens(prompt, "--prompt"), check_tokens(output, "--output")
     concurrency = check_tokens(concurrency, "--concurrency")
     if chunk is not None:
         chunk = check_tokens(chunk, "--chunk")
-    if page_tokens < 0 or page_tokens > MAX_TOKENS:
+    if page_tokens is not None and (page_tokens < 0 or page_tokens > MAX_TOKENS):
         raise IronlawError(f"--page-tokens must be 0 (no paging) or a positive number of tokens, got {page_tokens}")
     if kv_dtype is not None:
         dtype_bytes(kv_dtype)
+    model = step_model(hw, steps)
+    if model.name == DEVICE:
+        if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None:
+            raise IronlawError(f"--max-batch, --max-num-tokens and --engine set the serving engine; {model.rule}")
+        return _on_device(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype,
+                          page_tokens=PAGE_TOKENS if page_tokens is None else page_tokens, max_seq=max_seq, tp=tp,
+                          weight_bytes=weight_bytes, reserve_fraction=reserve_fraction, composition=composition,
+                          captured=captured)
+    _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured)
+    return _on_engine(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype, tp=tp,
+                      max_batch=max_batch, max_num_tokens=max_num_tokens, constants=constants,
+                      kv_fraction=kv_fraction)
+
+
+def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured) -> None:
+    """The device step model's options are errors on the engine's, never ignored."""
+    from .engine import TOKENS_PER_BLOCK
+    why = f"on {hw.name} (kind 'gpu') the serving engine's step model prices the steps"
+    if page_tokens is not None and page_tokens != TOKENS_PER_BLOCK:
+        raise IronlawError(f"--page-tokens {page_tokens}: {why}, and it pages the KV cache in blocks of "
+                           f"{TOKENS_PER_BLOCK} tokens (TensorRT-LLM's tokens_per_block)")
+    for flag, used in (("--max-seq", max_seq is not None), ("a weight file size", weight_bytes is not None),
+                       ("a runtime reserve fraction", reserve_fraction != RESERVE_FRACTION),
+                       ("--serial", composition != "overlap"), ("per-op launches", not captured)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the device step model (CPUs, systems-on-chip); {why}")
+
+
+def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
+               dtype, kv_dtype, tp, max_batch, max_num_tokens, constants, kv_fraction) -> ServeEstimate:
+    """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run``."""
+    from .engine import FITTED, KV_FRACTION, engine_run
+    from .step import step_seconds
+    eng = engine_run(spec, hw, prompt, output, concurrency, tp=tp, dtype=dtype or _model_dtype(spec, hw),
+                     kv_dtype=kv_dtype, max_batch=max_batch, max_num_tokens=max_num_tokens,
+                     constants=FITTED if constants is None else constants,
+                     kv_fraction=KV_FRACTION if kv_fraction is None else kv_fraction)
+    run = eng.run
+    t_dec, e_dec = step_seconds(run, concurrency, 0.0, 0.0, pad=True)
+    t_pre, e_pre = step_seconds(run, 0, float(prompt), 1.0, pad=False)
+    t_mix = None
+    if chunk is not None:
+        c = min(chunk, prompt)
+        t_mix = step_seconds(run, concurrency, float(c), c / prompt, pad=False)[0]
+    ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
+    return ServeEstimate(spec, hw, prompt, output, concurrency, run.kv_dtype, chunk, ttft, itl, rate, t_dec, t_pre,
+                         engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng)
+
+
+def _model_dtype(spec: str, hw) -> str:
+    """The dtype the workload ``spec`` is built in when none is given (its checkpoint's)."""
+    from .. import workloads
+    return workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=1,
+                                               device="cuda" if hw.kind == "gpu" else "cpu")).dtype
+
+
+def engine_capacity(eng) -> dict:
+    """The capacity document of an ``engine.Engine`` (the keys the device step model's capacity has)."""
+    from .engine import blocks_tokens
+    m, run = eng.memory, eng.run
+    cap, budget = m["device_memory_bytes"], m["kv_budget_bytes"]
+    return {"device_memory_bytes": cap, "weights_bytes": m["weights_bytes"],
+            "reserve_bytes": cap - m["weights_bytes"] - budget, "kv_budget_bytes": budget,
+            "kv_bytes_per_token": m["kv_bytes_per_token"],
+            "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output, run.constants.block_tokens),
+            "paged": True, "page_tokens": run.constants.block_tokens, "max_concurrency": eng.max_sequences,
+            "workspace_bytes": m["workspace_bytes"], "kv_fraction": m["kv_fraction"],
+            "reserve_source": _reserve_source(m)}
+
+
+def _reserve_source(m: dict) -> str:
+    """What the engine keeps from the KV cache: TensorRT-LLM's workspace and free-memory fraction, or (``serve
+    --engine vllm|sglang``) the workspace and the runtime memory its framework's memory fraction leaves."""
+    work = f"the activation workspace of one max_num_tokens step ({m['max_num_tokens']:,} tokens)"
+    if m.get("reserve_bytes", 0.0) > 0:
+        return f"{work} and {fmt_size(m['reserve_bytes'])} the framework's memory fraction leaves to its runtime"
+    return (f"TensorRT-LLM: {work} and {1 - m['kv_fraction']:.2f} of the memory left after it "
+            f"(kv_cache_free_gpu_mem_fraction {m['kv_fraction']:g}, the published runs' setting)")
+
+
+def _on_device(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
+               dtype, kv_dtype, page_tokens, max_seq, tp, weight_bytes, reserve_fraction, composition,
+               captured) -> ServeEstimate:
+    """The steady state with every step the workload's graph on the device's own calibration."""
+    from .. import parallel, workloads
     ctx = prompt + output / 2.0
 
     def graph(phase: str, batch: int, seq) -> Graph:
@@ -252,12 +361,28 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     pre = graph("prefill", 1, prompt)
     dec = graph("decode", concurrency, int(round(ctx)))
     kv_dt = kv_dtype or default_kv_dtype(pre.dtype)
+    capacity = device_capacity(spec, hw, pre, dec, concurrency, (prompt, output), kv_dt, page_tokens, max_seq, tp,
+                               reserve_fraction)
+    pricer = DevicePricer(hw, composition, captured)
+    (e_pre, t_pre), (e_dec, t_dec) = pricer.price(pre), pricer.price(dec)
+    t_mix = None
+    if chunk is not None:
+        t_mix = pricer.price(_mixed(dec, graph("prefill", 1, min(chunk, prompt))))[1]
+    ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
+    return ServeEstimate(spec, hw, prompt, output, concurrency, kv_dt, chunk, ttft, itl, rate, t_dec, t_pre,
+                         capacity, e_dec, e_pre, model, pricer, t_mix)
 
-    # ---- capacity (per device)
+
+def device_capacity(spec: str, hw, pre: Graph, dec: Graph, concurrency: int, seq: tuple[int, int], kv_dt: str,
+                    page_tokens: int, max_seq: int | None, tp: int, reserve_fraction: float) -> dict:
+    """The device step model's KV capacity per device (module docstring); more sequences than fit is an error."""
+    from ...core.units import fmt_size
+    prompt, output = seq
+    ctx = round(prompt + output / 2.0)
     cap = hw.memory[hw.device_tier].capacity_bytes
     weights = float(pre.footprint.get("weights", 0.0))
     reserve = reserve_fraction * cap + float(np.max(pre.footprint.get("activations", 0.0)))
-    kv_tok = float(dec.footprint["kv_cache"]) / (concurrency * round(ctx))
+    kv_tok = float(dec.footprint["kv_cache"]) / (concurrency * ctx)
     per_seq = (math.ceil((prompt + output) / page_tokens) * page_tokens if page_tokens
                else (max_seq or prompt + output))
     if max_seq is not None and max_seq < prompt + output:
@@ -269,28 +394,16 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                            f"{fmt_size(reserve)} exceed {fmt_size(cap)}; use --tp N, a smaller --dtype, or a "
                            f"larger device")
     max_conc = int(budget // (per_seq * kv_tok))
-    capacity = {"device_memory_bytes": cap, "weights_bytes": weights, "reserve_bytes": reserve,
-                "kv_budget_bytes": budget, "kv_bytes_per_token": kv_tok, "tokens_reserved_per_sequence": per_seq,
-                "paged": bool(page_tokens), "page_tokens": page_tokens, "max_concurrency": max_conc,
-                "reserve_source": f"estimate: {100 * reserve_fraction:.0f}% of device memory (vLLM's default "
-                                  f"gpu_memory_utilization 0.9) plus the prefill working set"}
     if concurrency > max_conc:
         raise IronlawError(f"--concurrency {concurrency} exceeds the KV-cache capacity of {where}: "
                            f"{max_conc} sequences of {per_seq} tokens fit in the {fmt_size(budget)} left after "
                            f"weights {fmt_size(weights)} and reserve {fmt_size(reserve)} "
                            f"({fmt_size(kv_tok)}/token in {kv_dt}); lower --concurrency, use --kv-dtype fp8, or --tp")
-
-    # ---- time
-    (e_pre, l_pre), (e_dec, l_dec) = predict_step(pre, hw, composition, captured), predict_step(dec, hw, composition, captured)
-    t_pre, t_dec = float(e_pre.time_s) + l_pre, float(e_dec.time_s) + l_dec
-    t_mix = None
-    if chunk is not None:
-        ch = graph("prefill", 1, min(chunk, prompt))
-        e_mix, l_mix = predict_step(_mixed(dec, ch), hw, composition, captured)
-        t_mix = float(e_mix.time_s) + l_mix
-    ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
-    return ServeEstimate(spec, hw, prompt, output, concurrency, kv_dt, chunk, ttft, itl, rate, t_dec, t_pre,
-                         capacity, e_dec, e_pre)
+    return {"device_memory_bytes": cap, "weights_bytes": weights, "reserve_bytes": reserve,
+            "kv_budget_bytes": budget, "kv_bytes_per_token": kv_tok, "tokens_reserved_per_sequence": per_seq,
+            "paged": bool(page_tokens), "page_tokens": page_tokens, "max_concurrency": max_conc,
+            "reserve_source": f"estimate: {100 * reserve_fraction:.0f}% of device memory (vLLM's default "
+                              f"gpu_memory_utilization 0.9) plus the prefill working set"}
 
 
 def steady_cycle(t_dec: float, t_pre: float, t_mix: float | None, prompt: int, output: int, concurrency: int,
@@ -311,12 +424,15 @@ def steady_cycle(t_dec: float, t_pre: float, t_mix: float | None, prompt: int, o
 
 
 def decode_tokens_per_s(spec: str, hw, batch: int = 1, context: int = 0, **kw) -> tuple[float, object]:
-    """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg)."""
+    """Aggregate decode tokens/s of ``batch`` sequences with ``context`` tokens cached (llama-bench's tg): one
+    decode graph on the device step model (``DevicePricer``) whatever the device's kind, as llama.cpp's bench runs
+    it; ``estimate`` picks its step model by ``step_model``'s rule."""
     return _bench_rate(spec, hw, "decode", batch, max(context, 1), batch, kw)
 
 
 def prefill_tokens_per_s(spec: str, hw, prompt: int, **kw) -> tuple[float, object]:
-    """Prompt tokens/s of one ``prompt``-token prefill (llama-bench's pp)."""
+    """Prompt tokens/s of one ``prompt``-token prefill (llama-bench's pp), on the device step model as
+    ``decode_tokens_per_s``."""
     return _bench_rate(spec, hw, "prefill", 1, prompt, prompt, kw)
 
 

@@ -26,7 +26,8 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
-one, and lasts at least ``launches · launch_s`` (``host_floor_s``).
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``). The tensor-parallel all-reduces run on
+TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ import copy
 from dataclasses import dataclass, replace
 
 from ...core.errors import IronlawError
-from ...core.graph import Graph, Op, dtype_bytes
+from ...core.gemmshape import attention_kernel, attention_kernel_parts
+from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
 
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
@@ -48,7 +50,10 @@ def is_head(op: Op) -> bool:
     role = op.attrs.get("role")
     return role == "head" or (role == "norm" and not op.attrs.get("per_layer"))
 HALF = "bf16"
+TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
+# the published TensorRT-LLM runs' cuda_graph_config batch sizes (enable_padding)
+CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,14 @@ class ServingConstants:
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
     moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
+    cuda_graph_batches: tuple = CUDA_GRAPH_BATCHES  # the decode batches the engine captures as CUDA graphs
+    mixed_steps: bool = True    # a step carries decode and prompt tokens together (chunked prefill mixed into
+                                # the decode batch); False: the engine runs a prompt's chunk as a batch of its
+                                # own and the decode batch after it (SGLang without --enable-mixed-chunk)
+    trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
+                                   # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
+    block_tokens: int = 32      # KV-cache block (page) in tokens: a request reserves whole blocks
+                                # (TensorRT-LLM KvCacheConfig.tokens_per_block default 32)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -129,9 +142,65 @@ def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
     return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
 
+# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
+# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
+# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
+FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
+
+
+def default_kv_dtype(dtype: str) -> str:
+    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
+    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
+    16-bit activations and cache), else ``dtype`` itself."""
+    if dtype in FP8_KV_DTYPES:
+        return "fp8"
+    return "bf16" if dtype == "int4" else dtype
+
+
+def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
+    """``g`` with its KV cache in ``kv_dtype``, or where that is None in the checkpoint's default for the model's
+    dtype (``default_kv_dtype``: FP8 for 8- and 4-bit floats)."""
+    kv = kv_dtype or default_kv_dtype(g.dtype)
+    return g if kv == g.dtype else with_kv_dtype(g, kv)
+
+
+def scale_class(g: Graph, cls: str, factor: float) -> Graph:
+    if factor == 1.0:
+        return g
+    out = copy.copy(g)
+    out.ops = []
+    for op in g.ops:
+        o = copy.copy(op)
+        o.bytes = {k: (v * factor if k == cls else v) for k, v in op.bytes.items()}
+        out.ops.append(o)
+    out.footprint = {k: (v * factor if k == cls else v) for k, v in g.footprint.items()}
+    out.meta = dict(g.meta)
+    return out
+
+
+def with_kv_dtype(g: Graph, kv_dtype: str) -> Graph:
+    """KV cache stored in ``kv_dtype`` (fp8 KV halves its traffic and footprint against bf16), attention run in
+    ``graph.attention_dtype``."""
+    out = copy.copy(scale_class(g, "kv_cache", dtype_bytes(kv_dtype) / dtype_bytes(g.dtype)))
+    att = attention_dtype(g.dtype, kv_dtype)
+    out.ops = [_with_dtype(op, att, kv_dtype) if op.kind == "attention" else op for op in out.ops]
+    return out
+
+
+def _with_dtype(op, dtype: str, kv_dtype: str):
+    """An attention op computing in ``dtype`` on a cache held in ``kv_dtype``."""
+    o = copy.copy(op)
+    o.dtype = dtype
+    o.attrs = {**op.attrs, "kv_dtype": kv_dtype}
+    parts = attention_kernel_parts(str(op.attrs.get("kernel", "")))
+    if parts is not None:                                   # its kernel class names both dtypes
+        o.attrs["kernel"] = attention_kernel(parts[0], dtype, kv_dtype, parts[1])
+    return o
+
+
 def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
     from .. import workloads
-    from .online import with_kv_dtype
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=int(batch), seq=int(seq), dtype=dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     if g.phase != phase or "kv_cache_bytes" not in g.meta:
@@ -240,26 +309,53 @@ def half_collectives(g: Graph) -> Graph:
                  uncounted_ops=dict(g.uncounted_ops))
 
 
+def trtllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as TensorRT-LLM's engine runs them: its own ``AllReduce`` op
+    (tensorrt_llm/_torch/distributed/ops.py, strategy AUTO), which picks its custom one-shot/two-shot kernels
+    over NVLink peer memory while the message fits the custom workspace and its strategy table names one, and
+    NCCL otherwise (cpp/tensorrt_llm/thop/allreduceOp.cpp ``AllreduceOp::selectImplementation`` and
+    ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
+    ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
+    (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's.
+    The strategy table covers hidden sizes 128–8192 (``selectStrategyLookUpTable``: index log2(hidden) − 7 < 7);
+    a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
+    all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
+    ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
+    from ...machine.network.calibration import for_hardware
+    from ...machine.network.curves import TRTLLM_ALLREDUCE
+    if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
+        return g
+    curves = for_hardware(hw).curves
+    def own(op) -> bool:
+        return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
+                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+    if not any(own(op) for op in g.ops):
+        return g
+    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
 # ---------------------------------------------------------------------- pricing one step (both ``serve`` modes)
-CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
-
-
-def padded(batch: int, largest: int) -> int:
+def padded(batch: int, largest: int, sizes: tuple = CUDA_GRAPH_BATCHES) -> int:
     """The captured CUDA-graph batch a decode step of ``batch`` sequences is padded to: the next size of the
-    list, capped at the largest capturable one (min(max_batch_size, max_num_tokens); TensorRT-LLM pads to it
-    when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step runs unpadded."""
+    list ``sizes``, capped at the largest capturable one (min(max_batch_size, max_num_tokens, the list's last);
+    TensorRT-LLM pads to it when a listed size exceeds it: _filter_cuda_graph_batch_sizes); beyond it the step
+    runs unpadded."""
+    largest = min(largest, sizes[-1])
     if batch > largest:
         return batch
-    return min(next((b for b in CUDA_GRAPH_BATCHES if b >= batch), batch), largest)
+    return min(next((b for b in sizes if b >= batch), batch), largest)
 
 
 @dataclass
 class EngineRun:
-    """What prices one engine step, whichever mode forms the batch (``throughput.engine_run`` builds it)."""
+    """What prices one engine step, whichever mode forms the batch (``engine.engine_run`` builds it)."""
     spec: str
     hw: object                       # as the user named it (links, memory)
     law_hw: object                   # with the serving constants as its calibration (``engine_hw``)
-    lay: object                      # throughput.Layout: tp, pp, ep, attention_dp
+    lay: object                      # engine.Layout: tp, pp, ep, attention_dp
     dtype: str
     kv_dtype: str
     prompt: int
@@ -286,11 +382,20 @@ def _stage(g: Graph, lay) -> Graph:
 def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
     """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens,
     ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph; any
-    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). The one
-    pricing of a step under both ``serve`` modes: the online steady state and the max-throughput waves."""
-    from ...law import law
+    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). An engine that
+    does not mix (``ServingConstants.mixed_steps`` False) runs the prompt tokens as a step of their own, then the
+    decode batch: the two steps' seconds add up. The one pricing of a step under both ``serve`` modes: the online
+    steady state and the max-throughput waves."""
+    if not run.constants.mixed_steps and decode >= 1 and prefill_tokens > 0:      # a prefill batch, then decode
+        t_pre, est = step_seconds(run, 0, prefill_tokens, contexts, pad=False)
+        return t_pre + step_seconds(run, decode, 0.0, 0.0, pad=True)[0], est
+    return _one_step(run, decode, prefill_tokens, contexts, pad)
+
+
+def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
+    """(seconds, Estimate) of one step carrying all of ``decode`` and ``prefill_tokens`` (``step_seconds``)."""
     from .. import parallel
-    gemm = padded(decode, run.max_batch) if pad else decode + prefill_tokens
+    gemm = padded(decode, run.max_batch, run.constants.cuda_graph_batches) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
                    context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
                    head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)
@@ -300,10 +405,44 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = _stage(half_collectives(g), run.lay)
-    g.meta.update(eager=not pad, launches=launches(g))
-    est = law.predict(g, run.law_hw)
+    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
-    floor = host_floor_s(g, run.constants, not pad)
-    return max(float(est.time_s), floor) + run.constants.step_s, est
+    return t, est
+
+
+def priced(run: EngineRun, g: Graph, eager: bool):
+    """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16): the law on the
+    engine's calibration (``run.law_hw``), at least the host's launches when ``eager``, plus ``step_s``."""
+    from ...law import law
+    g.meta.update(eager=eager, launches=launches(g))
+    est = law.predict(g, run.law_hw)
+    return max(float(est.time_s), host_floor_s(g, run.constants, eager)) + run.constants.step_s, est
+
+
+def graph_seconds(run: EngineRun, g: Graph):
+    """(seconds, Estimate) of a step built outside ``step_graph`` (a workload graph of one phase, already
+    sharded: the serving features' verify, draft and prefix-cached prefill steps) priced as ``step_seconds``
+    prices its own: its ops as the checkpoint runs them (``modelopt``, the routed experts' ``grouped`` GEMM), its
+    TP collectives as the engine runs them (``engine_collectives``), a prefill's final norm on each prompt's last
+    token only (``is_head``), eager when it carries prompt tokens (a prefill), else one CUDA graph."""
+    prefill = g.phase == "prefill"
+    kernels = moe_kernels(run.hw, run.dtype) if run.constants.moe_tables else (GROUPED_GEMM, None)
+    per_token = float(g.meta.get("batch", 1)) / float(g.meta.get("tokens", 1)) if prefill else 1.0
+    ops = []
+    for op in g.ops:
+        if op.kind != "collective":
+            op = grouped(modelopt(op, g.dtype), *kernels)
+            if per_token != 1.0 and is_head(op) and op.attrs.get("role") == "norm":
+                op = scaled(op, per_token)
+        ops.append(op)
+    out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                uncounted_ops=dict(g.uncounted_ops))
+    return priced(run, engine_collectives(run, out), eager=prefill)
+
+
+def engine_collectives(run: EngineRun, g: Graph) -> Graph:
+    """``g``'s TP collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces on
+    TensorRT-LLM's own op where the constants say so (``trtllm_allreduce``)."""
+    g = half_collectives(g)
+    return trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g

@@ -1,7 +1,8 @@
 """Offline max-throughput serving: the scenario of ``trtllm-bench throughput`` (TensorRT-LLM).
 
 All ``requests`` (each ``prompt`` tokens in, ``output`` tokens out) are queued at once. The engine's limits,
-KV cache and batch are ``serving_engine``'s; one step is ``serving_step``'s graph, predicted by the law.
+KV cache and batch are ``engine``'s; one step is ``step.step_seconds``, the pricing the online mode (``online``)
+shares: the two modes differ only in how batches form (waves of queued requests here).
 
     steady state   a request lives S = n_ctx + output − 1 steps (n_ctx = ⌈prompt / max_num_tokens⌉ context
                    steps, which produce its first token); with B sequences in flight on an engine, r = B / S
@@ -38,43 +39,11 @@ import time as _time
 from dataclasses import dataclass, field
 
 from . import engine as eng
-from .online import default_kv_dtype
-from ...core.errors import IronlawError
-from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
-from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, engine_hw, padded, step_seconds,  # noqa: F401
-                   unquantized_weight_bytes)
+from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
+                     prepare)
+from .step import CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, default_kv_dtype, padded, step_seconds  # noqa: F401
 
-# fitted by benchmarks/trtllm_h100.py --fit to the 52 H100 cells of TensorRT-LLM perf-overview.md (dense and MoE):
-# mean |log(predicted/published)| minimised over all of them at once. step_s and launch_s are refitted with the
-# H100's kernel-fitted GEMM and attention terms in place (``step.kernel_terms``) and sit at their lower bounds
-# (BOUNDS in the script): the kernel tables' terms alone already make the H100 steps a few percent longer than
-# published. The other six keep the values of the earlier fit of all eight on the same cells; gemm_eta,
-# gemm_m_half and attention_eta price only devices (and dtypes) without kernel tables.
-FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
-                          step_s=1e-5, launch_s=1.206e-7, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
-                          source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
-                                 "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
-                                 "Maverick and Scout; FP8)")
-MAX_TOKENS = 1 << 22
-
-
-@dataclass
-class Layout:
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    attention_dp: bool = False
-    expert_imbalance: float = 1.0
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp
-
-    @property
-    def dp(self) -> int:
-        """Attention replicas: each runs its own sequences (attention data parallelism over the TP group)."""
-        return self.tp if self.attention_dp else 1
 
 
 @dataclass
@@ -90,7 +59,7 @@ class ThroughputEstimate:
     batch: int                       # sequences in flight, whole system
     batch_per_engine: int            # per attention rank and micro-batch
     batch_limit: str                 # "kv_memory" | "max_batch" | "max_num_tokens"
-    limits: object                   # serving_engine.Limits
+    limits: object                   # engine.Limits
     memory: dict
     time_s: float
     steady: dict
@@ -121,78 +90,6 @@ class ThroughputEstimate:
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
                 "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy}
-
-
-# ---------------------------------------------------------------------- inputs and memory
-def _tokens(x, what: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < 1 or x > MAX_TOKENS:
-        raise IronlawError(f"{what} must be a whole number between 1 and {MAX_TOKENS:,}, got {x!r}")
-    return x
-
-
-def _check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, imbalance) -> None:
-    _tokens(prompt, "--prompt")
-    _tokens(output, "--output")
-    if not (isinstance(kv_fraction, (int, float)) and 0.0 < kv_fraction <= 1.0):
-        raise IronlawError(f"--kv-fraction must be in (0, 1], got {kv_fraction!r}")
-    for v, what in ((requests, "--requests"), (max_batch, "--max-batch"), (max_num_tokens, "--max-num-tokens")):
-        if v is not None:
-            _tokens(v, what)
-    if not (isinstance(imbalance, (int, float)) and 1.0 <= imbalance <= 64.0):
-        raise IronlawError(f"--expert-imbalance must be between 1.0 (balanced) and 64, got {imbalance!r}")
-
-
-def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
-    experts = int(meta.get("experts", 0) or 0)
-    if lay.attention_dp and not experts:
-        raise IronlawError(f"--attention-dp needs a mixture-of-experts model; {spec} is dense (use --tp alone)")
-    if lay.ep > 1 and not experts:
-        raise IronlawError(f"--ep {lay.ep} needs a mixture-of-experts model; {spec} is dense")
-    if experts and experts % lay.ep:
-        raise IronlawError(f"--ep {lay.ep} does not divide the {experts} experts of {spec}; use a divisor of {experts}")
-    if lay.ep > 1 and not lay.attention_dp:
-        raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
-                           f"add --attention-dp")
-    if lay.attention_dp and lay.ep != lay.tp:
-        raise IronlawError(f"--attention-dp shards the experts over the TP group: use --ep {lay.tp} with --tp {lay.tp}")
-    if meta["layers"] % lay.pp:
-        raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
-
-
-def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
-    by = dtype_bytes(dtype)
-    params = float(meta["params"])
-    extra = unquantized_weight_bytes(meta, dtype)
-    if meta.get("experts") and lay.attention_dp:
-        e, k = meta["experts"], meta.get("experts_per_token", 1)
-        expert = (params - float(meta["active_params"])) * e / max(e - k, 1)
-        return ((params - expert) * by + extra + expert * by / lay.ep) / lay.pp
-    return (params * by + extra) / (lay.tp * lay.pp)
-
-
-def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
-           max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
-           reserve_bytes: float = 0.0) -> dict:
-    """Per GPU: weights, activation workspace, KV budget and the KV one request reserves (``kv_sequence_bytes``:
-    the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
-    chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
-    (``parallel.kv_cache_split``), and over PP's stages)."""
-    from ...core.units import fmt_size
-    from ..parallel import kv_cache_split
-    cap = hw.memory[hw.device_tier].capacity_bytes
-    weights = _weights_per_gpu(meta, lay, dtype)
-    free = cap - weights - workspace_bytes - reserve_bytes
-    where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
-    if free <= 0:
-        raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
-                           f" in {dtype}: weights {fmt_size(weights)} + workspace {fmt_size(workspace_bytes)} per GPU "
-                           f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
-                           f"smaller --dtype")
-    kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
-    kv_tok = kv_seq / eng.blocks_tokens(*seq)
-    return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
-            "reserve_bytes": reserve_bytes, "free_bytes": free, "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
-            "kv_bytes_per_token": kv_tok, "kv_bytes_per_sequence": kv_seq, "max_num_tokens": max_num_tokens}
 
 
 # ---------------------------------------------------------------------- one step
@@ -243,62 +140,6 @@ def waves(run: EngineRun, full: Steady, batch: int, requests: int, max_num_token
 
 
 # ---------------------------------------------------------------------- the estimate
-def _prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
-             constants: ServingConstants):
-    """(meta, limits, memory, workspace graph dtype) after every check that needs the model."""
-    from .step import build
-    meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw).meta
-    _check_layout(spec, meta, lay)
-    kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
-    cap = hw.memory[hw.device_tier].capacity_bytes
-    limits = eng.engine_limits(float(meta["params"]), dtype_bytes(dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
-                               output, kv_fraction, max_batch, max_num_tokens)
-    ws = build(spec, "decode", limits.max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"]
-    ws = float(ws) * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
-    kv_seq = float(build(spec, "decode", 1, eng.blocks_tokens(prompt, output), dtype, kv_dtype, hw).footprint["kv_cache"])
-    mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
-                 (prompt, output), constants.reserve_bytes)
-    return meta, limits, mem
-
-
-def _engine_run(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta: dict, limits, mem: dict,
-                per_engine: int, constants: ServingConstants) -> EngineRun:
-    """The engine as ``step.step_seconds`` prices it, ``per_engine`` sequences per rank and micro-batch."""
-    from ..parallel import kv_cache_split
-    kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
-    split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
-    kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
-    footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
-                 "activations": mem["workspace_bytes"]}
-    return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
-                     min(limits.max_batch, limits.max_num_tokens))
-
-
-def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
-               kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
-               max_num_tokens: int | None = None, constants: ServingConstants = FITTED):
-    """(EngineRun, Limits) of one engine (``--tp``, no PP, dense attention) holding ``batch`` sequences of
-    ``prompt`` + ``output`` tokens, with the limits and memory ``max_throughput`` derives for the same inputs:
-    what the online mode's steps are priced on. More sequences than the KV cache holds is an error."""
-    from ...machine import hardware
-    from ...machine.network.topology import check_count
-    hw = hardware.get(hw) if isinstance(hw, str) else hw
-    _check_inputs(prompt, output, kv_fraction, None, max_batch, max_num_tokens, 1.0)
-    _tokens(batch, "--concurrency")
-    lay = Layout(check_count(tp, "--tp"))
-    dtype = dtype or "bf16"
-    hw.peak(dtype)
-    kv_dtype = kv_dtype or default_kv_dtype(dtype)
-    dtype_bytes(kv_dtype)
-    meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                 max_num_tokens, constants)
-    fit, _ = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
-    if batch > fit:
-        raise IronlawError(f"--concurrency {batch} exceeds the {fit} sequences of {prompt + output} tokens the "
-                           f"engine's KV cache holds on {hw.name} (--kv-fraction {kv_fraction})")
-    return _engine_run(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants), limits
-
-
 def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: int = 1, ep: int = 1,
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
@@ -309,14 +150,14 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     from ...machine.network.topology import check_count
     t0 = _time.perf_counter()
     hw = hardware.get(hw) if isinstance(hw, str) else hw
-    _check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
+    check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
                  float(expert_imbalance))
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
     kv_dtype = kv_dtype or default_kv_dtype(dtype)
     dtype_bytes(kv_dtype)
-    meta, limits, mem = _prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
+    meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
     n = requests or eng.requests_for(prompt, output)
     fit, reason = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output,
@@ -324,7 +165,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     per_engine = max(min(fit // lay.pp, math.ceil(n / (lay.dp * lay.pp))), 1)
     if per_engine * lay.dp * lay.pp >= n and per_engine < fit // lay.pp:
         reason = "requests"
-    run = _engine_run(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants)
+    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"

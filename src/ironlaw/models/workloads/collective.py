@@ -10,7 +10,6 @@ from __future__ import annotations
 from ...core import units
 from ...core.errors import IronlawError
 from ...core.graph import Graph, Op
-from ...machine.network.topology import check_count
 from .registry import Request, check_phase, prefix
 
 MAX_BYTES = 1 << 50
@@ -30,6 +29,7 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
     opts = req.options or {}
     if opts.get("gpus") is None:
         raise IronlawError(f"{kind}:{arg} needs the number of devices: add --gpus N (and --nodes M across nodes)")
+    from ...machine.network.topology import check_count    # imported by a collective's build only
     gpus = check_count(opts["gpus"], "--gpus")
     nodes = check_count(opts.get("nodes") or 1, "--nodes")
     if gpus % nodes and nodes <= gpus:

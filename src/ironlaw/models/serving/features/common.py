@@ -1,4 +1,5 @@
-"""Graphs and step times as ``serving.estimate`` builds them, for the feature modules."""
+"""The workload graphs of one serving phase as ``serving.online.estimate`` builds them, for the feature modules
+(each prices its steps on the estimate it extends: ``ServeEstimate.price``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,6 @@ class Setup:
     dtype: str | None = None
     kv_dtype: str | None = None
     tp: int = 1
-    composition: str = "overlap"
-    captured: bool = True
 
 
 def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
@@ -28,18 +27,6 @@ def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
     if s.tp > 1:
         g = parallel.shard_inference(g, hw, {"tp": s.tp, "gpus": s.tp})
     return g
-
-
-def timed(g, hw, s: Setup):
-    """(Estimate, seconds of one engine step): the law's time plus the launch cost, once per step when the step
-    is one captured graph (as ``serving.estimate`` charges it), else once per op inside the law."""
-    from dataclasses import replace
-    from ....law import law
-    if not s.captured:
-        est = law.predict(g, hw, s.composition)
-        return est, float(est.time_s)
-    est = law.predict(g, replace(hw, op_latency_s=0.0), s.composition)
-    return est, float(est.time_s) + hw.op_latency_s
 
 
 def scale_kv(g, factor: float):

@@ -66,9 +66,13 @@ class Serving:
     estimate: object                                  # ServeEstimate
     features: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    engine: object = None                             # frameworks.Engine: the framework serving it (--engine)
 
     def to_dict(self) -> dict:
-        return {**self.estimate.to_dict(), **self.features}
+        d = {**self.estimate.to_dict(), **self.features}
+        if self.engine is not None:
+            d["engine"] = self.engine.to_dict(offline=False)
+        return d
 
 
 @dataclass
@@ -91,7 +95,7 @@ class Frontier:
 def run(est, kw: dict, f: Features) -> Serving:
     """The Serving of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
     from . import common, energy, prefix
-    s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1), kw.get("composition", "overlap"))
+    s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1))
     devices = s.tp
     en = _energy(est, f, devices)
     doc: dict = {"energy": energy.of_serving(est, **en) if en else None}

@@ -45,18 +45,20 @@ def prefill_graph(spec: str, hw, prompt: int, hit: float, s: common.Setup):
 
 
 def estimate(base, hit: float, s: common.Setup, energy: dict | None = None) -> dict:
-    """Serving ``base`` with ``hit`` of every prompt served from the prefix cache."""
+    """Serving ``base`` with ``hit`` of every prompt served from the prefix cache, the cached prefill priced as
+    ``base`` priced its steps (``base.price``)."""
     common.no_chunk(base, "--prefix-hit")
     g = prefill_graph(base.spec, base.hw, base.prompt, hit, s)
-    pre, t_pre = common.timed(g, base.hw, s)
+    pre, t_pre = base.price(g)
     b, out_tok = base.concurrency, base.output
     cycle = out_tok * base.decode_step_s + b * t_pre
-    proj, base_proj = _projections(g), _projections(base.prefill.graph)
+    whole = prefill_graph(base.spec, base.hw, base.prompt, 0.0, s)
+    proj, base_proj = _projections(g), _projections(whole)
     doc = {"schema": "ironlaw.serve-prefix/1", "prefix_hit": hit, "new_tokens": new_tokens(base.prompt, hit),
            "cached_tokens": base.prompt - new_tokens(base.prompt, hit), "prefill_s": t_pre,
            "baseline_prefill_s": base.prefill_s, "ttft_s": t_pre + base.decode_step_s, "baseline_ttft_s": base.ttft_s,
            "itl_s": cycle / out_tok, "tokens_per_s": b * out_tok / cycle, "baseline_tokens_per_s": base.tokens_per_s,
-           "prefill_flops": float(g.flops), "baseline_prefill_flops": float(base.prefill.graph.flops),
+           "prefill_flops": float(g.flops), "baseline_prefill_flops": float(whole.flops),
            "projection_flops": proj, "baseline_projection_flops": base_proj,
            "prefill_bottleneck": pre.bottleneck()["resource"],
            "kv_bytes_per_sequence": base.capacity["kv_bytes_per_token"] * base.capacity["tokens_reserved_per_sequence"]}

@@ -164,14 +164,17 @@ def _check_draft(draft: str, d: Graph, spec: str, t: Graph) -> None:
 
 # ---------------------------------------------------------------------- the estimate
 def estimate(base, sp: Speculation, s: common.Setup, energy: dict | None = None) -> dict:
-    """Speculative decoding against the plain ServeEstimate ``base`` (made with the options in ``s``)."""
+    """Speculative decoding against the plain ServeEstimate ``base`` (made with the options in ``s``): the verify,
+    draft and draft-prefill steps priced as ``base`` priced its own (``base.price``: the engine step model on a
+    GPU, the device's calibration elsewhere)."""
     common.no_chunk(base, "--speculative")
     hw, b, k, ctx = base.hw, base.concurrency, sp.tokens, common.mean_context(base)
-    ver, t_ver = common.timed(verify_graph(base.spec, hw, b, ctx, k, s), hw, s)
-    g_step, g_pre = draft_graphs(sp, base.spec, hw, b, ctx, base.prompt, s, base.decode.graph)
+    ver, t_ver = base.price(verify_graph(base.spec, hw, b, ctx, k, s))
+    target = common.graph(base.spec, hw, "decode", b, ctx, s)
+    g_step, g_pre = draft_graphs(sp, base.spec, hw, b, ctx, base.prompt, s, target)
     _check_memory(base, sp, g_step, ctx)
-    dstep, t_draft = common.timed(g_step, hw, s)
-    dpre, t_dpre = common.timed(g_pre, hw, s)
+    dstep, t_draft = base.price(g_step)
+    dpre, t_dpre = base.price(g_pre)
     e_tok = expected_tokens(sp.acceptance, k)
     t_round = t_ver + k * t_draft
     rounds = base.output / e_tok

@@ -1,0 +1,238 @@
+"""Which serving framework runs the model: ``serve --engine trtllm|vllm|sglang``.
+
+Each framework prices its steps with the kernels it runs (``machine.engines``: the GEMM and attention terms
+fitted on that framework's kernel tables) and forms its batches under its scheduler's defaults, read from its
+source:
+
+    vLLM (vllm-project/vllm, V1 engine; the source at commit 99d7eb5, the v0.11 line):
+        max_num_batched_tokens, max_num_seqs   vllm/engine/arg_utils.py EngineArgs._set_default_args: on a GPU
+                      of ≥ 70 GiB that is not an A100, 16384 tokens and 1024 sequences for the LLM class
+                      (offline: ``vllm bench throughput``), 8192 and 1024 for the OpenAI server (``vllm serve``);
+                      on others 8192/256 and 2048/256; max_num_seqs at most max_num_batched_tokens
+        chunked prefill   always on for generative models (same function): prompt chunks ride the decode batch
+                      within max_num_batched_tokens
+        CUDA graphs   vllm/config/vllm.py VllmConfig._set_cudagraph_sizes: the largest captured batch
+                      min(2 · max_num_seqs, 512, max_num_batched_tokens); the sizes 1, 2, 4, then every 8 below
+                      256, every 16 from 256
+        KV cache      vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9 of the device memory for
+                      weights, activations and KV; block_size 16 tokens on CUDA (vllm/platforms/cuda.py)
+    SGLang (sgl-project/sglang, python/sglang/srt/server_args.py ServerArgs, the v0.5 line):
+        chunked_prefill_size, cuda_graph_max_bs   _handle_gpu_memory_settings by device memory: < 20 GiB
+                      2048 and 8; < 35 GiB 2048 and 24 (80 from TP 4); < 60 GiB 4096 and 32 (160 from TP 4);
+                      < 160 GiB 8192 and 256 (512 from TP 4); else 16384 and 512
+        mem_fraction_static   (memory − reserved) / memory, reserved = 512 MiB + 1.5 MiB · max(chunk, 2048)
+                      + 2 MiB · cuda_graph_max_bs + TP·PP/8 GiB, at least 10 GiB on devices over 60 GiB
+        CUDA graphs   _generate_cuda_graph_batch_sizes: 1, 2, 4, 8, 12, every 8 from 16 to 256, every 16 to
+                      512, every 32 beyond, up to cuda_graph_max_bs
+        max_running_requests   the model runner's min(max(KV tokens / context length · 512, 2048), 4096),
+                      at most KV tokens / 2: 2048 unless the KV pool holds over 4 context lengths
+        page size     1 token (server_args.page_size default)
+        mixing        enable_mixed_chunk off: a prompt chunk runs as a prefill batch of its own, the decode
+                      batch after it (``step.ServingConstants.mixed_steps``)
+    TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
+
+The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
+TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
+frameworks carry TensorRT-LLM's, and their engine line says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from ...core.errors import IronlawError
+from ...machine.engines import DEFAULT, NAMES, check_engine, with_engine
+from .throughput import ThroughputEstimate
+
+MIB, GIB = 2.0**20, 2.0**30
+VLLM_SOURCE = "vllm-project/vllm at commit 99d7eb5 (v0.11 line)"
+SGLANG_SOURCE = "sgl-project/sglang python/sglang/srt/server_args.py (v0.5 line)"
+CARRIED = ("per-step host constants (step_s, launch_s) and expert-GEMM terms carried from the TensorRT-LLM H100 fit "
+           "(no {name} end-to-end results fitted)")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """A framework's scheduler limits and defaults on one device, each with its source."""
+    engine: str
+    max_num_seqs: int               # sequences running at once
+    max_num_batched_tokens: int     # tokens one step carries (vLLM) / prompt tokens one prefill chunk (SGLang)
+    mixed_steps: bool               # chunked prefill rides the decode batch
+    cuda_graph_batches: tuple       # captured decode batch sizes
+    block_tokens: int               # KV block (vLLM) / page (SGLang) in tokens
+    memory_fraction: float          # of device memory for weights and KV (and vLLM's activations)
+    sources: dict                   # field -> where the framework sets it
+
+    def line(self) -> str:
+        vllm = self.engine == "vllm"
+        mixing = "chunked prefill mixed into decode" if self.mixed_steps else "prefill batches apart from decode"
+        return (f"scheduler: max_num_seqs {self.max_num_seqs}, "
+                f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}, "
+                f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
+                f"{self.block_tokens}, memory fraction {self.memory_fraction:g} "
+                f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
+
+    def to_dict(self) -> dict:
+        return {f.name: (list(getattr(self, f.name)) if f.name == "cuda_graph_batches" else getattr(self, f.name))
+                for f in fields(self)}
+
+
+def vllm(hw, offline: bool) -> Scheduler:
+    """vLLM's V1 defaults on ``hw`` (module docstring)."""
+    big = hw.memory[hw.device_tier].capacity_bytes >= 70 * GIB and not hw.name.startswith("a100")
+    tokens = (16384 if offline else 8192) if big else (8192 if offline else 2048)
+    seqs = min(1024 if big else 256, tokens)
+    top = min(2 * seqs, 512, tokens)
+    sizes = [b for b in (1, 2, 4) if b <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    where = "vllm/engine/arg_utils.py EngineArgs._set_default_args"
+    return Scheduler("vllm", seqs, tokens, True, tuple(sizes), 16, 0.9, {
+        "max_num_seqs": f"{where} ({'LLM class' if offline else 'OpenAI server'}, "
+                        f"{'≥ 70 GiB, not A100' if big else 'other GPUs'})",
+        "max_num_batched_tokens": where, "mixed_steps": f"{where}: chunked prefill always on (V1)",
+        "cuda_graph_batches": "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes",
+        "block_tokens": "vllm/platforms/cuda.py (block_size 16 when unset)",
+        "memory_fraction": "vllm/config/cache.py CacheConfig.gpu_memory_utilization"})
+
+
+def sglang(hw, tp: int = 1, pp: int = 1) -> Scheduler:
+    """SGLang's defaults on ``hw`` at ``tp`` × ``pp`` (module docstring)."""
+    mem = hw.memory[hw.device_tier].capacity_bytes / MIB
+    tiers = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512))
+    chunk, graph_bs = next(((c, small if tp < 4 else large) for gib, c, small, large in tiers if mem < gib * 1024),
+                           (16384, 512))
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    frac = round((mem - reserved) / mem, 3)
+    sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, graph_bs + 1, 32))
+    where = "python/sglang/srt/server_args.py ServerArgs"
+    return Scheduler("sglang", 2048, chunk, False, tuple(b for b in sizes if b <= graph_bs), 1, frac, {
+        "max_num_seqs": "model runner: min(max(KV tokens / context length · 512, 2048), 4096) — its floor",
+        "max_num_batched_tokens": f"{where}._handle_gpu_memory_settings (chunked_prefill_size)",
+        "mixed_steps": f"{where}.enable_mixed_chunk default False",
+        "cuda_graph_batches": f"{where}._generate_cuda_graph_batch_sizes (cuda_graph_max_bs {graph_bs})",
+        "block_tokens": f"{where}.page_size default 1",
+        "memory_fraction": f"{where}._handle_gpu_memory_settings (mem_fraction_static)"})
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What ``serve --engine`` changes: the kernels (``hw``), the scheduler (None: TensorRT-LLM's own path)."""
+    name: str
+    hw: object                       # the device with the framework's kernel terms
+    kernels: object                  # machine.engines.EngineKernels
+    scheduler: Scheduler | None
+
+    def lines(self, offline: bool) -> list[str]:
+        head = f"engine: {NAMES[self.name]}" + ("" if self.scheduler else " (default)")
+        out = [head + " — " + self.kernels.line()]
+        if self.scheduler:
+            out.append(self.scheduler.line())
+            if offline:
+                out.append(CARRIED.format(name=NAMES[self.name]))
+        return out
+
+    def to_dict(self, offline: bool) -> dict:
+        return {"name": self.name, "summary": self.lines(offline), "kernels": self.kernels.to_dict(),
+                "scheduler": self.scheduler.to_dict() if self.scheduler else None,
+                "host_constants": ("fitted on TensorRT-LLM H100 results" if self.scheduler is None
+                                   else CARRIED.format(name=NAMES[self.name])) if offline else None}
+
+
+def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False) -> Engine:
+    """The framework ``engine`` on ``hw`` (a catalog name or Hardware)."""
+    from ...machine import hardware
+    check_engine(engine)
+    hw = hardware.get(hw) if isinstance(hw, str) else hw
+    hw2, cov = with_engine(hw, engine)
+    if engine == DEFAULT:
+        return Engine(engine, hw2, cov, None)
+    sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
+    return Engine(engine, hw2, cov, sched)
+
+
+def constants(eng: Engine, base):
+    """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
+    mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device), its TP all-reduce
+    on NCCL's measured curve (TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's)."""
+    s = eng.scheduler
+    cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
+    return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
+                   block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
+                   source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
+
+
+def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, default_kv_fraction: float) -> dict:
+    """``throughput.max_throughput``'s keywords under ``eng``: the scheduler's limits unless given, the KV cache
+    all of what the memory fraction leaves (``constants``)."""
+    if kv_fraction != default_kv_fraction:
+        raise IronlawError(f"--kv-fraction is TensorRT-LLM's kv_cache_free_gpu_mem_fraction; {NAMES[eng.name]} sizes "
+                           f"its KV cache from its memory fraction ({eng.scheduler.memory_fraction:g})")
+    s = eng.scheduler
+    return {"max_batch": s.max_num_seqs if max_batch is None else max_batch,
+            "max_num_tokens": s.max_num_batched_tokens if max_num_tokens is None else max_num_tokens,
+            "kv_fraction": 1.0}
+
+
+def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
+    """``online.estimate``'s keywords under ``eng`` (a GPU: the engine step model): its scheduler's limits, CUDA
+    graphs, mixing and memory fraction (``constants``), the KV cache all of what that fraction leaves, its chunked
+    prefill (vLLM: max_num_batched_tokens per mixed step; SGLang: prompts prefilled apart). A concurrency over its
+    running-request limit, or a device the engine step model does not price, is an error."""
+    from .engine import FITTED
+    from .online import ENGINE, step_model
+    s = eng.scheduler
+    model = step_model(eng.hw)
+    if model.name != ENGINE:
+        raise IronlawError(f"--engine {eng.name}: {NAMES[eng.name]} is modelled on GPUs; {model.rule}")
+    if concurrency > s.max_num_seqs:
+        raise IronlawError(f"--concurrency {concurrency} exceeds {NAMES[eng.name]}'s {s.max_num_seqs} running "
+                           f"requests at once ({s.sources['max_num_seqs']})")
+    if chunk is None and s.mixed_steps:
+        chunk = s.max_num_batched_tokens
+    return {"chunk": chunk, "constants": constants(eng, FITTED), "kv_fraction": 1.0,
+            "max_batch": max(s.max_num_seqs, concurrency), "max_num_tokens": s.max_num_batched_tokens}
+
+
+def lines_of(doc: dict) -> list[str]:
+    """The text lines of an ``Engine.to_dict`` document."""
+    return list(doc["summary"])
+
+
+def limits_source(eng: Engine, given_batch, given_tokens) -> str:
+    """The Limits.source of a run under ``eng``'s scheduler."""
+    if given_batch is not None and given_tokens is not None:
+        return "given"
+    return (f"{NAMES[eng.name]} defaults ({VLLM_SOURCE if eng.name == 'vllm' else SGLANG_SOURCE})"
+            + (", partly given" if given_batch is not None or given_tokens is not None else ""))
+
+
+@dataclass
+class EngineThroughput(ThroughputEstimate):
+    """A ThroughputEstimate that names its framework: ``to_dict()["engine"]`` adds ``name``, the kernels, the
+    scheduler and where the host constants come from to the limits."""
+    framework: Engine = None
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["engine"] = {**d["engine"], **self.framework.to_dict(offline=True)}
+        return d
+
+    def engine_lines(self) -> list[str]:
+        return self.framework.lines(offline=True)
+
+
+def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
+                   default_kv_fraction: float) -> EngineThroughput:
+    """``serve --max-throughput --engine``: TensorRT-LLM's path as it is, or ``throughput.max_throughput`` with the
+    framework's kernels, limits, CUDA graphs, mixing and memory fraction (module docstring)."""
+    from . import throughput
+    eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True)
+    if eng.scheduler is None:
+        est = throughput.max_throughput(spec, on, prompt, output, **kw)
+    else:
+        given = (kw.get("max_batch"), kw.get("max_num_tokens"))
+        kw2 = {**kw, **offline_kwargs(eng, *given, kw.get("kv_fraction", default_kv_fraction), default_kv_fraction)}
+        est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=constants(eng, throughput.FITTED),
+                                        **kw2)
+        est.limits = replace(est.limits, source=limits_source(eng, *given))
+    return EngineThroughput(**{f.name: getattr(est, f.name) for f in fields(est)}, framework=eng)

@@ -1,0 +1,70 @@
+"""One device's analysis imports only what it uses: not the parallel model, serving or the search (they cost the
+cold start of `ironlaw analyze`; benchmarks/cli_speed.py times it). Each case runs in a fresh interpreter."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contract", "compare", "sweep", "report",
+                                                 "serve", "validate", "fit", "probe", "search", "calibrate"))
+HEAVY = OTHER_VERBS + ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
+         "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "pandas", "pyarrow", "torch")
+
+RUN = """
+import contextlib, io, json, sys
+{call}
+print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in {heavy!r}))))
+"""
+CLI = """
+from ironlaw import cli
+sys.argv = ["ironlaw", *{argv!r}]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        cli.main()
+    except SystemExit as e:
+        assert not e.code, e.code
+"""
+
+
+def imported(call: str) -> list[str]:
+    """The heavy modules imported by ``call`` in a fresh interpreter."""
+    r = subprocess.run([sys.executable, "-c", RUN.format(call=call, heavy=HEAVY)], capture_output=True, text=True,
+                       timeout=120, env={"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["analyze", "llama3-8b", "--on", "h100"],
+                                  ["analyze", "llama3-8b", "--on", "h100", "--format", "json"],
+                                  ["analyze", "resnet50", "--on", "a100", "--phase", "train", "--batch", "64"]])
+def test_one_device_analyze_imports_no_parallel_serving_or_search(argv):
+    assert imported(CLI.format(argv=argv)) == []
+
+
+def test_the_library_analyze_on_one_device_is_as_lean():
+    assert imported("import ironlaw; ironlaw.analyze('llama3-8b', on='h100', phase='decode', seq=1024, batch=8)") \
+        == []
+
+
+def test_every_verb_answers_from_its_own_module():
+    """`ironlaw VERB …` imports VERB's module alone: each verb of ``cli.VERBS`` must be the name of the module
+    that registers it, and `ironlaw --help` (every module) lists them all."""
+    from ironlaw import cli
+    from conftest import run_cli
+    for verb in cli.VERBS:
+        r = run_cli(verb, "--help")
+        assert r.rc == 0 and "Usage: ironlaw " + verb in r.out, (verb, r.err)
+    listed = run_cli("--help").out
+    assert all(f" {v} " in listed for v in cli.VERBS)
+
+
+def test_the_check_sees_the_parallel_model_when_it_is_used():
+    """The same check on a multi-device training step finds the parallel model: the test above can fail."""
+    got = imported(CLI.format(argv=["analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "8",
+                                    "--tp", "2", "--global-batch", "64", "--format", "json"]))
+    assert "ironlaw.models.parallel" in got and "ironlaw.models.training" in got
