@@ -62,6 +62,9 @@ def _render(doc: dict, path: str) -> None:
     p = doc["probe"]
     rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
     c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")
+    if p.get("gpu"):
+        from ..measure.probe.runtime import describe
+        c.print(describe(p["gpu"]), markup=False)
     drift = p.get("checks", {}).get("drift", {})
     for reason in p.get("checks", {}).get("refused", []):
         from rich.markup import escape

@@ -29,8 +29,8 @@ def coverage(est) -> dict:
     if cal is None:
         return {"calibrated": [], "borrowed": [],
                 "note": f"{est.hw.name} carries no [calibration] table: no measured kernel tables, every op class "
-                        f"is priced with its datasheet peaks and [efficiency] defaults, none was measured on this "
-                        f"device (ironlaw calibrate --kernels DIR or ironlaw probe calibrates one)"}
+                        f"is priced with its {DATASHEET_NUMBERS}, none was measured on this device ({remedy(est.hw)})",
+                "datasheet_only": list(DATASHEET_ONLY)}
     calibrated, borrowed = [], []
     for cls in sorted(shares, key=lambda c: -shares[c]):
         if cls == "collective":
@@ -45,6 +45,23 @@ def coverage(est) -> dict:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
                              "share_of_time": round(shares[cls], 4)})
     return {"calibrated": calibrated, "borrowed": borrowed}
+
+
+# what prices every op of a device without a [calibration] table: its hardware file's datasheet numbers
+DATASHEET_ONLY = ("peak FLOP/s per dtype", "memory bandwidths", "link bandwidths and latencies",
+                  "[efficiency] defaults")
+DATASHEET_NUMBERS = "datasheet peaks, memory and link bandwidths and [efficiency] defaults"
+
+
+def remedy(hw) -> str:
+    """How a device without measured kernels gets them: the probe where torch runs on it (CUDA, ROCm, a CPU),
+    kernel tables measured on it otherwise (a TPU, Trainium, Gaudi or an Apple GPU: the probe cannot run there)."""
+    kernels = "ironlaw calibrate --kernels DIR with kernel tables measured on it"
+    if hw.kind == "cpu" or hw.title.startswith("NVIDIA"):
+        return f"ironlaw probe on it, or {kernels}"
+    if hw.title.startswith("AMD"):
+        return f"ironlaw probe on it with a ROCm build of torch, or {kernels}"
+    return f"{kernels}; ironlaw probe runs on CUDA, ROCm and CPUs, not on {hw.name}"
 
 
 def own_values(cal: Calibration, cls: str, dtypes: set[str]) -> bool:

@@ -59,6 +59,28 @@ def _check_factors(spread: object, where: str, what: str) -> None:
         raise IronlawError(f"{where}: [low, high] {what}, with 0 < low ≤ 1 ≤ high; got {spread!r}")
 
 
+# [probe.gpu]: the GPU runtime a GPU probe ran on (ironlaw.measure.probe.runtime.GpuRuntime; catalog optional)
+GPU_FIELDS = {"platform": str, "version": str, "device": str, "arch": str, "memory_bytes": float,
+              "catalog_note": str, "gemm_library": str, "collectives": str, "last_cache_bytes": float,
+              "last_cache_source": str}
+
+
+def _check_gpu(gpu: object, where: str) -> None:
+    if not isinstance(gpu, dict):
+        raise IronlawError(f"{where}: expected a table")
+    for key in gpu:
+        if key not in GPU_FIELDS and key != "catalog":
+            raise unknown(f"field in {where}", key, list(GPU_FIELDS) + ["catalog"])
+    for key, typ in GPU_FIELDS.items():
+        if key not in gpu:
+            raise IronlawError(f"{where}: missing required field '{key}'")
+        _check_type(gpu[key], typ, f"{where}.{key}")
+    if gpu["platform"] not in ("cuda", "rocm"):
+        raise IronlawError(f"{where}.platform: \"cuda\" or \"rocm\", got {gpu['platform']!r}")
+    if gpu.get("catalog") is not None:
+        _check_type(gpu["catalog"], str, f"{where}.catalog")
+
+
 def check_probe(probe: object, where: str) -> dict:
     """Refuse a hand-edited [probe] table that is not what ``ironlaw probe`` writes, naming the field."""
     if not isinstance(probe, dict):
@@ -66,9 +88,9 @@ def check_probe(probe: object, where: str) -> dict:
     top = {"date": str, "stamp": str, "host": str, "cpu": str, "torch": str, "threads": int, "quick": bool,
            "duration_s": float, "max_cv": float, "device": str, "rounds": int}
     for key in probe:
-        if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity", "references"):
+        if key not in top and key not in FAMILIES and key not in ("fits", "checks", "capacity", "references", "gpu"):
             raise unknown(f"field in {where}", key, list(top) + list(FAMILIES) + ["fits", "checks", "capacity",
-                                                                                  "references"])
+                                                                                  "references", "gpu"])
     for key in ("date", "host", "torch", "threads"):
         if key not in probe:
             raise IronlawError(f"{where}: missing required field '{key}'")
@@ -86,6 +108,8 @@ def check_probe(probe: object, where: str) -> dict:
         raise IronlawError(f"{where}.threads: must be at least 1, got {probe['threads']}")
     if "references" in probe:
         _check_references(probe["references"], f"{where}.references")
+    if "gpu" in probe:
+        _check_gpu(probe["gpu"], f"{where}.gpu")
     for fam in FAMILIES:
         rows = probe.get(fam, [])
         if not isinstance(rows, list):

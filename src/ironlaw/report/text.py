@@ -48,10 +48,10 @@ def fresh_memory_line(est) -> str | None:
 def coverage_line(est) -> str | None:
     """The op classes priced with another class's numbers, on a calibrated device (None where all are its own);
     on a device without a calibration, that its numbers are the datasheet's (no measured kernel tables)."""
-    from ..law.coverage import coverage, line
+    from ..law.coverage import DATASHEET_NUMBERS, coverage, line, remedy
     if est.hw.calibration is None and not est.hw.extra.get("probe"):
-        return (f"datasheet only: {est.hw.name} has no measured kernel tables; its peaks and [efficiency] defaults "
-                f"price every op (ironlaw calibrate --kernels DIR or ironlaw probe calibrates it)")
+        return (f"datasheet only: {est.hw.name} has no measured kernel tables; its {DATASHEET_NUMBERS} price every "
+                f"op ({remedy(est.hw)})")
     return line(coverage(est))
 
 

@@ -6,11 +6,14 @@
     vector     elementwise and transcendental throughput
     conv       dense, depthwise and grouped convolutions
     reduce     reductions, norms, softmax, pooling (max, avg), embedding gathers
-    cuda       kernel-launch latency and host↔device bandwidth (CUDA events; only with a GPU)
+    cuda       kernel-launch latency and host↔device bandwidth (CUDA / HIP events; only with a GPU)
+    runtime    which GPU runtime it ran on (CUDA or ROCm), its GEMM and collective libraries, the catalog GPU
     pages      what fresh memory costs (page faults, zeroing, giving it back; CPU only)
     attention  fused attention (SDPA) at a few prefill and decode shapes
     published  observations from published GPU measurements (not run here; see its docstring)
 
+On a ROCm build of torch (the same ``torch.cuda`` API) the GPU rows run through HIP; ``runtime`` says which
+runtime and libraries measured them, and which catalog GPU the device is (or why none), under ``probe.gpu``.
 ``run`` measures and returns the raw ``[probe]`` table (rows with median time and spread);
 ``ironlaw.measure.calibrate.build`` turns it into a profile (peaks, tiers, latency, calibration). A row whose
 spread stays above the limit after re-measuring, a lost core or a threefold drift makes ``run`` refuse, naming
@@ -93,7 +96,7 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
                 steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
                               lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
     else:
-        for level, sizes in gpu_levels(quick).items():
+        for level, sizes in gpu_levels(quick, _gpu_runtime()).items():
             for nb in sizes:
                 steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
                               lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
@@ -115,9 +118,15 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
 def cold_pool(device: str) -> ColdPool:
     """The pool cold rows rotate through: twice the last cache level (``gemm.cold_pool_bytes``)."""
     from . import gemm, memory
-    last_cache = max((memory.cpu_caches().get("l3", 0.0),) if device == "cpu" else
-                     (float(getattr(_cuda_props(), "L2_cache_size", 0) or 0),))
+    last_cache = (memory.cpu_caches().get("l3", 0.0) if device == "cpu" else _gpu_runtime().last_cache_bytes)
     return ColdPool(gemm.cold_pool_bytes(last_cache), device)
+
+
+def _gpu_runtime():
+    """The GPU runtime of device 0 (CUDA or ROCm, ``runtime.detect``)."""
+    import torch
+    from . import runtime
+    return runtime.detect(torch)
 
 
 def _cuda_props():
@@ -125,13 +134,24 @@ def _cuda_props():
     return torch.cuda.get_device_properties(0)
 
 
-def gpu_levels(quick: bool) -> dict[str, list[float]]:
+HBM_SIZES = (1 << 28, 1 << 29, 1 << 30)
+
+
+def gpu_levels(quick: bool, rt=None) -> dict[str, list[float]]:
+    """Copy working sets per GPU memory level: the L2; on ROCm the Infinity Cache of the catalog GPU, and device
+    memory from four times it up (an MI300X's 256 MB Infinity Cache would hold the 256 MiB set CUDA starts at)."""
     props = _cuda_props()
     l2 = float(getattr(props, "L2_cache_size", 0) or 0)
+    fracs = (0.2, 0.4) if quick else (0.15, 0.25, 0.35, 0.45)
     out = {}
     if l2:
-        out["l2"] = [l2 * f for f in ((0.2, 0.4) if quick else (0.15, 0.25, 0.35, 0.45))]
-    out["hbm"] = [float(s) for s in ((1 << 28, 1 << 29) if quick else (1 << 28, 1 << 29, 1 << 30))]
+        out["l2"] = [l2 * f for f in fracs]
+    scale = 1.0
+    if rt is not None and rt.platform == "rocm":
+        if rt.catalog and rt.last_cache_bytes > l2:
+            out["infinity-cache"] = [rt.last_cache_bytes * f for f in fracs]
+        scale = max(1.0, 4.0 * rt.last_cache_bytes / HBM_SIZES[0])
+    out["hbm"] = [float(s * scale) for s in HBM_SIZES[: 2 if quick else 3]]
     return out
 
 
@@ -167,6 +187,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()
     pool = cold_pool(device)                      # emptied after each round
+    gpu = _gpu_runtime() if device == "cuda" else None
     if device == "cuda":
         _spin_up(budget)
     steps = plan(quick, device, threads, budget, pool)
@@ -200,10 +221,14 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
         for r in clean.get(fam, []):
             r["threads"] = threads
     dev, capacity = _device_memory(torch, device, threads)
+    if gpu is not None and any(r["level"] == "infinity-cache" for r in clean.get("memory", [])):
+        capacity["infinity-cache"] = gpu.last_cache_bytes
     probe = {"date": now.isoformat(timespec="seconds"), "stamp": now.strftime("%Y%m%d-%H%M%S"),
              "host": socket.gethostname(), "cpu": _cpu_model(), "device": dev, "torch": torch.__version__,
              "threads": threads, "quick": quick, "duration_s": round(time.perf_counter() - t0, 2), "max_cv": max_cv,
              "capacity": capacity, **clean}
+    if gpu is not None:
+        probe["gpu"] = gpu.to_dict()
     if checks:
         probe["checks"] = checks
     if rounds > 1:
