@@ -61,8 +61,8 @@ def table_reach(rows, a: dict, kv_dtype: str) -> dict:
     """The measured rows at the op's heads: the most KV tokens a row read, and the best KV read rate."""
     kvh = a["kv_heads"]
     r = rows[(rows.num_key_value_heads == kvh) & (rows.num_heads == round(a["m"]) * kvh) &
-             (rows.head_dim == round(a["k"])) & (rows.window_size == 0) & (rows.kv_cache_dtype == KV_TABLE_DTYPE[kv_dtype])
-             & (rows.kernel_source == "torch_flow")]
+             (rows.head_dim == round(a["k"])) & (rows.window_size == 0) &
+             (rows.kv_cache_dtype == KV_TABLE_DTYPE[kv_dtype]) & (rows.kernel_source == "torch_flow")]
     if not len(r):
         return {"rows": 0}
     tokens = r.batch_size * (r.step + 1)
