@@ -120,3 +120,16 @@ def test_serving_role_rules_pick_the_ops_the_name_rules_picked(spec, phase):
         assert (role == "router" and op.kind == "matmul") == (op.name == "moe_router"), op.name
         if op.module == "experts":
             assert (role == "column") == (op.name == "mlp_up_proj") and (role == "row") == (op.name == "mlp_down_proj")
+
+
+def test_a_role_given_two_rules_in_one_registry_is_an_error():
+    from ironlaw.core.registry import registrar
+    from ironlaw.models import host, parallel, precision
+    for register, table in ((parallel.sharding, parallel.SHARDING), (precision.lowered, precision.LOWERED),
+                            (host.issued_after, host.AFTER_SYNC)):
+        role = next(iter(table))
+        with pytest.raises(RuntimeError, match=f"duplicate .* rule for role {role}"):
+            register(role)(lambda *a: None)
+    table = {}
+    registrar(table, "demo")("x")(len)
+    assert table == {"x": len}

@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.graph import Op
+from ..core.registry import registrar
 
 VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
            "container) with Transformer Engine modules")
@@ -159,15 +160,7 @@ def exposed_s(dense: LayerHost, moe: LayerHost, sync_s: float, n_dense, n_moe, f
 AFTER_SYNC: dict[str, Callable[[Op], bool]] = {}
 
 
-def issued_after(*roles: str):
-    """Register the rule for ops of ``roles``."""
-    def deco(fn: Callable[[Op], bool]) -> Callable[[Op], bool]:
-        for r in roles:
-            if r in AFTER_SYNC:
-                raise RuntimeError(f"duplicate host rule for role {r}")
-            AFTER_SYNC[r] = fn
-        return fn
-    return deco
+issued_after = registrar(AFTER_SYNC, "host")     # @issued_after(*roles): the rule for ops of those roles
 
 
 @issued_after("column", "row", "activation", "cast")

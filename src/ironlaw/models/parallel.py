@@ -46,6 +46,7 @@ import numpy as np
 from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
 from ..core.graph import Graph, Op, dtype_bytes
+from ..core.registry import registrar
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
 from . import host, nvfp4, offload
 from .precision import in_layers
@@ -290,15 +291,7 @@ COLUMN_ROLES = ("column", "head")             # input replicated, output split o
                                               # output the vocabulary-parallel loss reads split: no collective)
 
 
-def sharding(*roles: str):
-    """Register a tensor-parallel rule for ops of ``roles``."""
-    def deco(fn: Callable) -> Callable:
-        for r in roles:
-            if r in SHARDING:
-                raise RuntimeError(f"duplicate sharding rule for role {r}")
-            SHARDING[r] = fn
-        return fn
-    return deco
+sharding = registrar(SHARDING, "sharding")     # @sharding(*roles): the tensor-parallel rule for ops of those roles
 
 
 @dataclass

@@ -35,6 +35,7 @@ from typing import Callable
 from . import nvfp4
 from ..core.errors import IronlawError
 from ..core.graph import DTYPE_BYTES, Graph, Op
+from ..core.registry import registrar
 
 WIDE = "bf16"
 CAST_READ_BYTES = {"fp8": 2.0 + 2.0, "mxfp8": 2.0}         # per element: amax pass + cast pass | one pass
@@ -49,15 +50,7 @@ TRAINING_DTYPES = tuple(CAST_READ_BYTES) + (nvfp4.DTYPE,)     # fp4: NVIDIA's NV
 LOWERED: dict[str, Callable[[bool], bool]] = {}
 
 
-def lowered(*roles: str):
-    """Register the linears of ``roles`` as lowered by a low-precision recipe, with their casts' TP split."""
-    def deco(fn: Callable[[bool], bool]) -> Callable[[bool], bool]:
-        for r in roles:
-            if r in LOWERED:
-                raise RuntimeError(f"duplicate precision rule for role {r}")
-            LOWERED[r] = fn
-        return fn
-    return deco
+lowered = registrar(LOWERED, "precision")     # @lowered(*roles): those linears are lowered, with their casts' TP split
 
 
 @lowered("column")
