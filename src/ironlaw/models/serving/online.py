@@ -15,12 +15,13 @@ This is how the online mode forms its batches; ``serve --max-throughput`` (``thr
 queued requests. What prices a step is chosen by one named rule, ``step_model(hw)``, and said in the result:
 
     engine   a device of kind "gpu": an in-flight-batching engine as TensorRT-LLM runs one (CUDA-graph decode
-             padded to a captured batch, eager steps that carry prompt tokens, KV in 32-token blocks). Every
+             padded to a captured batch, eager steps that carry prompt tokens, KV in 32-token blocks; ``serve --engine
+             vllm|sglang`` passes that framework's constants, limits and block). Every
              step is ``step.step_seconds`` on ``engine.engine_run``: the engine constants (``engine.FITTED``)
              with the device's kernel-fitted terms, the pricing of ``serve --max-throughput``, so at the same
              batch, lengths and limits a step costs the same in both modes. Capacity is the engine's too
              (``engine.memory``: ``--kv-fraction`` 0.95 of the memory left after weights and the workspace of one
-             max_num_tokens step, each sequence reserving its prompt and output in whole 32-token blocks).
+             max_num_tokens step, each sequence reserving its prompt and output in whole blocks).
     device   any other kind (CPUs; systems-on-chip such as GB10 or Apple silicon, served through llama.cpp): the
              engine's constants were fitted on TensorRT-LLM's H100 runs and say nothing of these runtimes, so a
              step is the workload's decode or prefill graph on the device's own calibration (``law.predict``),
