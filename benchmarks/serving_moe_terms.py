@@ -4,6 +4,7 @@
     python benchmarks/serving_moe_terms.py --gpu b200         # the B200 / GB200 FP4 MoE cells (held out)
     python benchmarks/serving_moe_terms.py --gpu h100         # the H100 MoE cells (the constants' own fit)
     python benchmarks/serving_moe_terms.py --data DIR         # also the measured MoE layer at each cell's shape
+    python benchmarks/serving_moe_terms.py --gpu h100 --gap   # what ``on`` leaves unexplained, per step and layer
 
 Cells: the MoE rows of tests/data/trtllm_perf_overview_{h100,h200,blackwell}.csv (NVIDIA/TensorRT-LLM perf-overview.md,
 Apache-2.0), run as benchmarks/trtllm_h200.py and trtllm_blackwell.py run them. Two predictions per cell:
@@ -88,12 +89,32 @@ def measured_layer_s(data: Path, gpu: str, dtype: str, meta: dict, tokens: float
     return out
 
 
+def gap_line(c: dict, est) -> str:
+    """``--gap``: the published run's mean step (``est``'s steps at the published rate), ``on``'s, their difference
+    per step and per MoE layer, and what a host-bound eager step would need per kernel launch to explain the
+    measured step; the share of steps with a prompt on one rank (as priced) and on any of ``dp`` ranks admitting
+    independently, 1 - (1 - share)^dp (attention DP runs no CUDA graph unless every rank is decode-only)."""
+    steps = sum(n for n, _ in est.steps)
+    measured = est.time_s * est.output_tokens_per_s / c["published"] / steps
+    mean = est.time_s / steps
+    e = max(est.steps, key=lambda s: s[0])[1]
+    layers = max(op.count for op in e.graph.ops if op.module == "experts")
+    launches = max(int(x.graph.meta.get("launches", 0)) for _, x in est.steps)
+    ctx = sum(n for n, x in est.steps if x.graph.meta.get("eager")) / steps
+    dp = int(e.graph.meta.get("attention_dp", 1))
+    return (f"   step ms: published {1e3 * measured:6.1f}, on {1e3 * mean:6.1f}, gap {1e3 * (measured - mean):5.1f} "
+            f"= {1e6 * (measured - mean) / layers:5.0f} µs per MoE layer; published step / launches "
+            f"{1e6 * measured / launches:5.1f} µs; prompt steps {100 * ctx:3.0f}% (any of {dp} ranks: "
+            f"{100 * (1 - (1 - ctx) ** dp):3.0f}%)")
+
+
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=("h100", "h200", "b200"), default="h200",
                     help="h200; h100 (the cells the constants were fitted on); b200 for the B200/GB200 cells")
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
+    ap.add_argument("--gap", action="store_true", help="also what the tables leave unexplained (gap_line)")
     a = ap.parse_args()
     on = replace(st.FITTED, moe_tables=True)
     errs = {"off": [], "on": []}
@@ -117,6 +138,8 @@ def main() -> int:
             m = measured_layer_s(Path(a.data), c["gpu"], c.get("precision", "fp8"), meta, tokens)
             line += (f"   {1e6 * lo:6.0f} {1e6 * ln:6.0f} | {1e6 * m.get('balanced', np.nan):6.0f} "
                      f"{1e6 * m.get('power_law_1.01', np.nan):6.0f}  ({tokens:.0f} tokens)")
+        if a.gap:
+            line += gap_line(c, y)
         print(line)
     mo = statistics.median(abs(e) for e in errs["off"])
     mn = statistics.median(abs(e) for e in errs["on"])
