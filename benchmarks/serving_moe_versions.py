@@ -11,7 +11,8 @@ the same layer measured on the same GPUs with TensorRT-LLM 0.20.0 (uniform rando
 v1.0). The older tables hold one served MoE shape, Qwen3-235B-A22B's (hidden 4096, 128 experts, top-8, inter
 1536), so the cells are that model's.
 
-Per cell: the signed error with ``moe_tables`` (``on``, as benchmarks/serving_moe_terms.py), and the same
+Per cell: the signed error with the stored constants (``off``) and with ``moe_tables`` (``on``, as
+benchmarks/serving_moe_terms.py), and the ``on``
 prediction with every step's routed experts and rows (the ``experts`` and ``rows`` classes of serving_moe_terms)
 scaled by (older layer / 1.3.0rc20 balanced layer) at that step's pooled token count (interpolated in log
 tokens, rank 0 of EP 8, MoE TP 1); the 1.3.0rc20 power_law_1.01 rows as a third column (routing alone). A step
@@ -35,7 +36,9 @@ import trtllm_h100 as h100  # noqa: E402
 
 MODEL = "qwen3-235b-a22b"
 SHAPE = {"hidden_size": 4096, "num_experts": 128, "topk": 8, "inter_size": 1536, "moe_ep_size": 8, "moe_tp_size": 1}
-OLD = (("0.20.0", "uniform"), ("1.0.0rc3", "power_law_1.01"))
+OLD = {"h100": (("0.20.0", "uniform"), ("1.0.0rc3", "power_law_1.01")),
+       "h200": (("0.20.0", "uniform"), ("1.0.0rc3", "power_law_1.01")),
+       "b200": (("1.0.0rc6", "power_law_1.01"),)}      # the older releases aiconfigurator 0.4.0 measured per GPU
 
 
 def old_curve(old: Path, gpu: str, version: str, dist: str, dtype: str) -> tuple | None:
@@ -93,39 +96,42 @@ def rescaled_error(est, published: float, curve: tuple, base: tuple) -> float | 
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", choices=("h100", "h200"), default="h100")
+    ap.add_argument("--gpu", choices=tuple(OLD), default="h100", help="b200: the B200 FP4 cells (GB200 left out)")
     ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data")
     ap.add_argument("--old", required=True, help="aiconfigurator 0.4.0's aiconfigurator/systems/data")
     a = ap.parse_args()
     data, old = Path(a.data), Path(a.old)
-    base = new_curve(data, a.gpu, "balanced", "fp8")
-    columns = {"1.3.0rc20 power_law_1.01": new_curve(data, a.gpu, "power_law_1.01", "fp8")}
-    for version, dist in OLD:
-        c = old_curve(old, a.gpu, version, dist, "fp8")
+    dtype = "nvfp4" if a.gpu == "b200" else "fp8"
+    base = new_curve(data, a.gpu, "balanced", dtype)
+    columns = {"1.3.0rc20 power_law_1.01": new_curve(data, a.gpu, "power_law_1.01", dtype)}
+    for version, dist in OLD[a.gpu]:
+        c = old_curve(old, a.gpu, version, dist, dtype)
         if c is not None:
             columns[f"{version} {dist}"] = c
     on = replace(st.FITTED, moe_tables=True)
     errs = {k: [] for k in columns}
-    print(f"{'gpu':5s} {'ISL/OSL':>10s} {'on':>7s}  " + "  ".join(f"{k:>26s}" for k in columns))
+    print(f"{'gpu':5s} {'ISL/OSL':>10s} {'off':>7s} {'on':>7s}  " + "  ".join(f"{k:>26s}" for k in columns))
     for c in h100.cells(smt.CSV[a.gpu]):
-        if c["model"] != MODEL:
+        if c["model"] != MODEL or c["gpu"] != a.gpu:
             continue
-        est = h100.predict({**c, "spec": h100.spec_for(MODEL)}, c["gpu"], on)
+        cell = {**c, "spec": h100.spec_for(MODEL)}
+        est = h100.predict(cell, c["gpu"], on)
         e_on = 100 * (est.output_tokens_per_s / c["published"] - 1)
+        e_off = 100 * (h100.predict(cell, c["gpu"]).output_tokens_per_s / c["published"] - 1)
         cols = []
         for k, curve in columns.items():
             e = rescaled_error(est, c["published"], curve, base)
             cols.append("outside the table" if e is None else f"{e:+.1f}%")
             if e is not None:
-                errs[k].append((e_on, e))
-        print(f"{c['gpu']:5s} {c['isl']:>5d}/{c['osl']:<4d} {e_on:+6.1f}%  " + "  ".join(f"{x:>26s}" for x in cols))
+                errs[k].append((e_off, e_on, e))
+        print(f"{c['gpu']:5s} {c['isl']:>5d}/{c['osl']:<4d} {e_off:+6.1f}% {e_on:+6.1f}%  " + "  ".join(f"{x:>26s}" for x in cols))
     print()
     for k, v in errs.items():
         if v:
-            on_, re_ = zip(*v)
-            print(f"{k:26s} {len(v):2d} cells in its range: |error| median on {statistics.median(map(abs, on_)):5.1f}% "
-                  f"-> {statistics.median(map(abs, re_)):5.1f}%  signed median {statistics.median(on_):+6.1f}% -> "
-                  f"{statistics.median(re_):+6.1f}%")
+            off_, on_, re_ = zip(*v)
+            print(f"{k:26s} {len(v):2d} cells in its range: |error| median off {statistics.median(map(abs, off_)):5.1f}%, "
+                  f"on {statistics.median(map(abs, on_)):5.1f}% -> {statistics.median(map(abs, re_)):5.1f}%; signed median "
+                  f"off {statistics.median(off_):+6.1f}%, on {statistics.median(on_):+6.1f}% -> {statistics.median(re_):+6.1f}%")
     return 0
 
 
