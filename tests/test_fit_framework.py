@@ -32,7 +32,7 @@ def test_share_scales_kernel_time_in_the_law():
     cal = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["synthetic"], "framework_share": 0.25}
     calibration.check(cal, "test")
     eta = np.full((3,), 0.8)
-    assert np.allclose(efficiency._framework(calibration.Calibration.of(cal), eta), 0.8 / 1.25)
+    assert np.allclose(efficiency.with_framework_share(calibration.Calibration.of(cal), eta), 0.8 / 1.25)
     with pytest.raises(Exception, match="framework_share"):
         calibration.check({**cal, "framework_share": -0.1}, "test")
 
@@ -62,7 +62,7 @@ def test_the_law_uses_the_graphs_front_end_terms():
     for meta, per_op, share in (({"architecture": "BertModel"}, 20e-6, 0.25), ({}, 1e-6, 0.05),
                                 ({"frontend": "transformers"}, 20e-6, 0.25)):
         cols = Graph("g", "infer", "fp32", ops, meta=meta).columns()
-        assert np.allclose(efficiency._framework(calibration.Calibration.of(cal), eta, cols.frontend), 0.8 / (1 + share))
+        assert np.allclose(efficiency.with_framework_share(calibration.Calibration.of(cal), eta, cols.frontend), 0.8 / (1 + share))
         assert np.allclose(efficiency.op_latency(calibration.Calibration.of(cal), cols, np.zeros((1,))), per_op)
     for bad, field in (({"jax": {"framework_s": 1e-6}}, "jax"), ({"torch": {"framework_s": -1.0}}, "torch.framework_s"),
                        ({"torch": {"share": 0.1}}, "share")):

@@ -86,7 +86,7 @@ def test_unnamed_amd_gpu_sizes_its_cold_rows_past_the_largest_infinity_cache(mon
 
 def test_rocm_memory_levels_and_cold_pool_exceed_the_infinity_cache(monkeypatch):
     fake_gpu(monkeypatch, "AMD Instinct MI300X", 191.5, "gfx942")
-    levels = probe_mod.gpu_levels(False, probe_mod._gpu_runtime())
+    levels = probe_mod.gpu_levels(False, probe_mod.gpu_runtime())
     assert max(levels["l2"]) < 4 * MiB
     assert 30 * MiB < min(levels["infinity-cache"]) and max(levels["infinity-cache"]) < 256 * MiB
     assert min(levels["hbm"]) >= 1 * GiB                          # 4× the 256 MiB cache, not CUDA's 256 MiB
@@ -116,7 +116,7 @@ def test_a_rocm_profile_keeps_its_infinity_cache_tier_and_runtime(monkeypatch):
     from ironlaw.measure.calibrate import build
     from ironlaw.machine.hardware import parse_hardware
     fake_gpu(monkeypatch, "AMD Instinct MI300X", 191.5, "gfx942")
-    gpu = probe_mod._gpu_runtime()
+    gpu = probe_mod.gpu_runtime()
     levels = probe_mod.gpu_levels(False, gpu)
     bw = {"l2": 14e12, "infinity-cache": 10e12, "hbm": 4.3e12}
     mem = [{"level": lv, "bytes": s, "time_s": s / bw[lv], "cv": 0.02} for lv, ss in levels.items() for s in ss]

@@ -108,7 +108,7 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
-    return _framework(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
+    return with_framework_share(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
 
 
 def kernel_grid(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -180,7 +180,7 @@ def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = Tru
             out = np.where(total > 0, total / (act / produced + other / streamed), produced)
     else:
         out = base.copy()
-    return _framework(cal, _scoped(cal, cols, out, "memory") if own else out, cols.frontend)
+    return with_framework_share(cal, _scoped(cal, cols, out, "memory") if own else out, cols.frontend)
 
 
 def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
@@ -292,7 +292,7 @@ def _gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
             if name and "eta_max" in p and (present is None or name in present)]
 
 
-def _framework(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
+def with_framework_share(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
     """Kernels run (1 + framework_share) times longer end to end than alone."""
     return eta / (1.0 + framework_terms(cal, frontend)[1])
 

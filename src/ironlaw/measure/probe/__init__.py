@@ -96,7 +96,7 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
                 steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
                               lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
     else:
-        for level, sizes in gpu_levels(quick, _gpu_runtime()).items():
+        for level, sizes in gpu_levels(quick, gpu_runtime()).items():
             for nb in sizes:
                 steps.append(("memory", f"memory {level} {nb / 2**20:.1f} MiB",
                               lambda level=level, nb=nb: memory.measure(level, nb, budget, device)))
@@ -118,11 +118,11 @@ def plan(quick: bool, device: str, threads: int, budget: Budget,
 def cold_pool(device: str) -> ColdPool:
     """The pool cold rows rotate through: twice the last cache level (``gemm.cold_pool_bytes``)."""
     from . import gemm, memory
-    last_cache = (memory.cpu_caches().get("l3", 0.0) if device == "cpu" else _gpu_runtime().last_cache_bytes)
+    last_cache = (memory.cpu_caches().get("l3", 0.0) if device == "cpu" else gpu_runtime().last_cache_bytes)
     return ColdPool(gemm.cold_pool_bytes(last_cache), device)
 
 
-def _gpu_runtime():
+def gpu_runtime():
     """The GPU runtime of device 0 (CUDA or ROCm, ``runtime.detect``)."""
     import torch
     from . import runtime
@@ -187,7 +187,7 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     t0 = time.perf_counter()
     now = _dt.datetime.now().astimezone()
     pool = cold_pool(device)                      # emptied after each round
-    gpu = _gpu_runtime() if device == "cuda" else None
+    gpu = gpu_runtime() if device == "cuda" else None
     if device == "cuda":
         _spin_up(budget)
     steps = plan(quick, device, threads, budget, pool)
