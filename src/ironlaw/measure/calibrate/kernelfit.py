@@ -72,6 +72,11 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (8.0, 8.0, 2.0,
               "generation_attention": (32.0, 4.0, 2.0, 4.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
               "generation_mla": (8.0, 4.0, 2.0, 4.0)}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
+# axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
+# 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
+# 64 and 256 only, docs/accuracy.md)
+GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
+             "generation_mla": (2,)}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
@@ -177,7 +182,7 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); with fewer than
-    ``GRID_ROWS_PER_NODE`` rows per node the steps are squared, and where even the coarsest grid has too many
+    ``GRID_ROWS_PER_NODE`` rows per node reached (``_reached``) the steps are squared (but those of ``GRID_KEEP``), and where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
@@ -187,8 +192,8 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     steps = GRID_STEPS[g.op]
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     size = lambda nd: int(np.prod([len(a) for a in nd]))  # noqa: E731
-    while len(prob.meas) < GRID_ROWS_PER_NODE * size(nodes):      # too few rows for the nodes: each step squared
-        steps = tuple(s * s for s in steps)
+    while len(prob.meas) < GRID_ROWS_PER_NODE * _reached(g.op, nodes, coords):   # too few rows: each step squared
+        steps = tuple(s if i in GRID_KEEP[g.op] else s * s for i, s in enumerate(steps))
         coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
         if size(coarser) == size(nodes):          # each axis at its two ends already: too few rows for a grid
             return table
@@ -202,6 +207,16 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / n * np.eye(n), a.T @ y)
     log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
+
+
+def _reached(op: str, nodes: list[list[float]], coords) -> int:
+    """The grid nodes the rows at ``coords`` weigh on: all of them for a GEMM; for attention only those some row
+    reaches (its M and N both follow the sequence length, so most of the M × N plane holds no row: H100 context
+    attention with one head per KV head has M = 2·N on every row)."""
+    if op == "gemm":
+        return int(np.prod([len(a) for a in nodes]))
+    idx, w = grid_weights(nodes, coords)
+    return int(len(np.unique(idx[w > 0])))
 
 
 def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
