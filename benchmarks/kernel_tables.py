@@ -1,6 +1,6 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
-    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--write | --stored] [--extract DIR]
+    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--op TABLE …] [--write | --stored] [--extract DIR]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
 ``aiconfigurator_core/systems/data/<gpu>/{gemm,attention}/trtllm/<version>/*_perf.parquet``: kernel latencies
@@ -53,7 +53,8 @@ def data_dir(arg: str | None) -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
 
 
-def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False) -> list:
+def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False,
+            ops: tuple = ()) -> list:
     """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
     [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``)."""
     from ironlaw.machine import engines, hardware
@@ -63,7 +64,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         print(f"{GPUS[folder]}: no {framework} GEMM or attention tables", flush=True)
         return []
     tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
-              for t in readable(data / folder, framework)]
+              for t in readable(data / folder, framework, ops)]
     if not tables:
         return []
     hw = hardware.get(GPUS[folder])
@@ -77,8 +78,8 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     if framework == "trtllm":
         base = hw.calibration.table() if hw.calibration is not None else None
         table = kernelfit.merged(base, new)
-    else:
-        table = new
+    else:                     # the engine file stands alone, but for the classes --op leaves as they are
+        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops else new
     scores = kernelfit.score(hw, table, gs)
     print(f"{hw.name} {framework}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
     if write and framework == "trtllm":
@@ -88,13 +89,14 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     return scores
 
 
-def readable(root: Path, framework: str) -> list:
-    """The framework's GEMM and attention tables under ``root``, op by op: a table that cannot be read (A100's
-    vLLM 0.14.0 attention tables lack window_size) is left out with its reason printed."""
+def readable(root: Path, framework: str, ops: tuple = ()) -> list:
+    """The framework's GEMM and attention tables under ``root`` (of ``ops`` only, where given), op by op: a table
+    that cannot be read (A100's vLLM 0.14.0 attention tables lack window_size) is left out with its reason
+    printed."""
     from ironlaw.core.errors import IronlawError
     from ironlaw.measure.calibrate import kernelfit, kerneltable
     out = []
-    for op in kernelfit.OPS:
+    for op in ops or kernelfit.OPS:
         try:
             out += kerneltable.read(root, ops=(op,), framework=framework)
         except IronlawError as e:
@@ -139,6 +141,10 @@ def main() -> int:
     ap.add_argument("--extract", help="write the tests' CSV extract to this folder and stop")
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fit nothing (GEMM, "
                     "attention and MLA classes only)")
+    ap.add_argument("--op", action="append", choices=("gemm", "context_attention", "generation_attention",
+                                                      "context_mla", "generation_mla"),
+                    help="fit or score these tables only (default: all); with --write the other classes keep "
+                         "their stored terms")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")
@@ -151,13 +157,13 @@ def main() -> int:
     frameworks = a.framework or ["trtllm"]
     for fw in frameworks:
         for folder in a.gpu or GPUS:
-            for s in run_gpu(data, folder, a.write, fw, a.stored):
+            for s in run_gpu(data, folder, a.write, fw, a.stored, tuple(a.op or ())):
                 ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
                 name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]")
                 rows.append((name, f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
                              f"({s.rows} rows)", "≤8% / ≤20%", ok))
                 worst.append(s.median_abs_err)
-    for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not a.stored else []):
+    for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not a.stored and not a.op else []):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "
                      f"({len(err)} rows)", "≤8% / ≤20%", ok))

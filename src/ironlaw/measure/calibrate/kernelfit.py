@@ -181,42 +181,67 @@ def fit_one(hw, g: Group, rows) -> dict:
 def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
-    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); with fewer than
-    ``GRID_ROWS_PER_NODE`` rows per node reached (``_reached``) the steps are squared (but those of ``GRID_KEEP``), and where even the coarsest grid has too many
+    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
+    ``GRID_STEPS``, each squared (but those of ``GRID_KEEP``) while there are fewer than ``GRID_ROWS_PER_NODE`` rows
+    per node (an attention's: per node some row reaches, ``_reached``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
                        g.key[0]: {g.key[1]: table}})
     m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    steps = GRID_STEPS[g.op]
-    nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
-    size = lambda nd: int(np.prod([len(a) for a in nd]))  # noqa: E731
-    while len(prob.meas) < GRID_ROWS_PER_NODE * _reached(g.op, nodes, coords):   # too few rows: each step squared
-        steps = tuple(s if i in GRID_KEEP[g.op] else s * s for i, s in enumerate(steps))
-        coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
-        if size(coarser) == size(nodes):          # each axis at its two ends already: too few rows for a grid
-            return table
-        nodes = coarser
+    nodes = _grid_nodes(g.op, coords, len(prob.meas))
+    if nodes is None:
+        return table
     lat = float(table.get("latency_s", 0.0))
     y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
-    idx, w = grid_weights(nodes, coords)
-    n = size(nodes)
-    a = np.zeros((len(y), n))
-    np.add.at(a, (np.arange(len(y))[:, None], idx), w)
-    coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / n * np.eye(n), a.T @ y)
+    cols = np.arange(_size(nodes)) if g.op == "gemm" else _reached_nodes(nodes, coords)
+    coef = np.zeros(_size(nodes))
+    coef[cols] = _grid_solve(nodes, coords, y, cols)
     log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
 
 
-def _reached(op: str, nodes: list[list[float]], coords) -> int:
-    """The grid nodes the rows at ``coords`` weigh on: all of them for a GEMM; for attention only those some row
-    reaches (its M and N both follow the sequence length, so most of the M × N plane holds no row: H100 context
-    attention with one head per KV head has M = 2·N on every row)."""
-    if op == "gemm":
-        return int(np.prod([len(a) for a in nodes]))
+def _grid_nodes(op: str, coords, rows: int) -> list[list[float]] | None:
+    """The grid's nodes: ``GRID_STEPS``, each step squared (but those of ``GRID_KEEP``) while there are fewer
+    than ``GRID_ROWS_PER_NODE`` rows per node (a GEMM's every node, an attention's those the rows reach); None
+    where even each axis at its two ends has too many."""
+    steps = GRID_STEPS[op]
+    count = _size if op == "gemm" else (lambda nd: _reached(nd, coords))  # noqa: E731
+    nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+    while rows < GRID_ROWS_PER_NODE * count(nodes):
+        steps = tuple(s if i in GRID_KEEP[op] else s * s for i, s in enumerate(steps))
+        coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+        if _size(coarser) == _size(nodes):
+            return None
+        nodes = coarser
+    return nodes
+
+
+def _grid_solve(nodes, coords, y, cols: np.ndarray) -> np.ndarray:
+    """The grid's ln factors at the nodes ``cols`` (sorted flat indices; every node the rows reach among them),
+    least squares with the ridge ``GRID_RIDGE`` per node."""
     idx, w = grid_weights(nodes, coords)
-    return int(len(np.unique(idx[w > 0])))
+    n = len(cols)
+    a = np.zeros((len(idx), n))
+    np.add.at(a, (np.arange(len(idx))[:, None], np.minimum(np.searchsorted(cols, idx), n - 1)), w)
+    return np.linalg.solve(a.T @ a + GRID_RIDGE * len(idx) / n * np.eye(n), a.T @ y)
+
+
+def _reached_nodes(nodes, coords) -> np.ndarray:
+    """The flat indices (sorted) of the grid nodes the rows at ``coords`` weigh on."""
+    idx, w = grid_weights(nodes, coords)
+    return np.unique(idx[w > 0])
+
+
+def _reached(nodes, coords) -> int:
+    """How many grid nodes the rows weigh on: an attention's M and N both follow the sequence length, so most of
+    the M × N plane holds no row (with one head per KV head, M = 2·N on every context row)."""
+    return int(len(_reached_nodes(nodes, coords)))
+
+
+def _size(nodes) -> int:
+    return int(np.prod([len(a) for a in nodes]))
 
 
 def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
