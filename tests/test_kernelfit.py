@@ -149,3 +149,42 @@ def test_mla_classes_fitted_and_carried_by_deepseek_attention():
     prov = hardware.get("h200").calibration.provenance                   # the catalog's, from the full tables
     assert {"context mla bf16, KV bf16", "generation mla bf16, KV fp8"} <= set(prov)
     assert prov["generation mla bf16, KV fp8"]["table"].endswith("generation_mla_perf.parquet (NVIDIA H200)")
+
+
+def test_attention_grid_counts_the_nodes_its_rows_reach_and_keeps_every_head_dim():
+    # context rows with one head per KV head: M (query rows) = 2·N (keys per query) on every row, so of a 4×4×…
+    # plane only the diagonal holds rows; head dims 64/128/256 each run a kernel of their own
+    rng = np.random.default_rng(0)
+    n = np.exp(rng.uniform(0.0, np.log(8192.0), 600))
+    k = rng.choice([64.0, 128.0, 256.0], 600)
+    units = np.exp(rng.uniform(np.log(2.0), np.log(512.0), 600))
+    coords = (2.0 * n, n, k, units)
+    nodes = kernelfit._grid_nodes("context_attention", coords, 600)
+    assert nodes[2] == [64.0, 128.0, 256.0]                          # the head dim is never coarsened
+    every = int(np.prod([len(a) for a in nodes]))
+    assert kernelfit._reached(nodes, coords) < every / 1.5            # much of the plane holds no row ...
+    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit._reached(nodes, coords)
+    assert 600 < kernelfit.GRID_ROWS_PER_NODE * every                 # ... so counting every node coarsens
+    # too few rows: the steps are squared, never the head dim's
+    few = kernelfit._grid_nodes("context_attention", tuple(c[:120] for c in coords), 120)
+    assert few[2] == [64.0, 128.0, 256.0]
+    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit._reached(few, tuple(c[:120] for c in coords))
+    assert sum(len(a) for a in few) < sum(len(a) for a in nodes)
+
+
+def test_attention_grid_reproduces_a_step_between_head_dims():
+    # a kernel switch at head dim 128 that a grid with nodes at 64 and 256 only would average away
+    rng = np.random.default_rng(1)
+    rows = 800
+    n = np.exp(rng.uniform(0.0, np.log(4096.0), rows))
+    k = rng.choice([64.0, 128.0, 256.0], rows)
+    coords = (4.0 * n, n, k, np.full(rows, 8.0))
+    y = np.where(k == 128.0, np.log(1.5), 0.0)                      # measured 1.5× the model at head dim 128 only
+    nodes = kernelfit._grid_nodes("context_attention", coords, rows)
+    cols = kernelfit._reached_nodes(nodes, coords)
+    coef = np.zeros(int(np.prod([len(a) for a in nodes])))
+    coef[cols] = kernelfit._grid_solve(nodes, coords, y, cols)
+    p = {"grid_nodes": nodes, "grid_log": " ".join(str(int(round(100 * c))) for c in coef)}
+    from ironlaw.core.gemmshape import grid_factor
+    f = grid_factor(p, *coords)
+    assert np.median(np.abs(f[k == 128.0] / 1.5 - 1)) < 0.03 and np.median(np.abs(f[k != 128.0] - 1)) < 0.03

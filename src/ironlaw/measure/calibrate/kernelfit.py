@@ -68,8 +68,8 @@ PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), 
 # the kernel-choice grid's node spacing per axis (M, N, K, units), each node this many times the one before: GEMMs
 # over M, N, K (units 1); attention over the query rows per KV head, the keys, the head dim and the sequences × KV
 # heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
-GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (8.0, 8.0, 2.0, 8.0),
-              "generation_attention": (32.0, 4.0, 2.0, 4.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
+GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
+              "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
               "generation_mla": (8.0, 4.0, 2.0, 4.0)}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
@@ -203,16 +203,16 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
 
 
 def _grid_nodes(op: str, coords, rows: int) -> list[list[float]] | None:
-    """The grid's nodes: ``GRID_STEPS``, each step squared (but those of ``GRID_KEEP``) while there are fewer
-    than ``GRID_ROWS_PER_NODE`` rows per node (a GEMM's every node, an attention's those the rows reach); None
-    where even each axis at its two ends has too many."""
+    """The grid's nodes at ``GRID_STEPS``, each step squared (but those of ``GRID_KEEP``) while there are fewer than
+    ``GRID_ROWS_PER_NODE`` rows per node (a GEMM's every node, an attention's those the rows reach, ``_reached``);
+    None where even each axis at its two ends has too many."""
     steps = GRID_STEPS[op]
     count = _size if op == "gemm" else (lambda nd: _reached(nd, coords))  # noqa: E731
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     while rows < GRID_ROWS_PER_NODE * count(nodes):
         steps = tuple(s if i in GRID_KEEP[op] else s * s for i, s in enumerate(steps))
         coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
-        if _size(coarser) == _size(nodes):
+        if _size(coarser) == _size(nodes):        # each axis at its two ends already: too few rows for a grid
             return None
         nodes = coarser
     return nodes
