@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_regime, gemm_dims, grid_nodes,
-                               grid_text, grid_units, grid_weights)
+from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
+                               gemm_dims, grid_nodes, grid_text, grid_units, grid_weights)
 from ...core.graph import Graph
 from ...machine.calibration import SCHEMA, check
 from ...models.workloads.hfconfig import MLA
@@ -71,6 +71,12 @@ PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), 
 GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
               "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
               "generation_mla": (8.0, 4.0, 2.0, 4.0)}
+# generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
+# window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
+# class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
+# 7.3% / 19.4% → 8.3% / 24.1%; docs/accuracy.md)
+COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
+          ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -190,27 +196,33 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
                        g.key[0]: {g.key[1]: table}})
     m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    nodes = _grid_nodes(g.op, coords, len(prob.meas))
+    coarse = COARSE.get((g.op, (attention_kernel_parts(g.key[1]) or ("", ""))[1])) if g.key[0] == "kernel" else None
+    every = g.op == "gemm" or coarse is not None                  # count and fit every node, not those rows reach
+    nodes = _grid_nodes(g.op, coords, len(prob.meas), coarse, every)
     if nodes is None:
         return table
     lat = float(table.get("latency_s", 0.0))
     y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
-    cols = np.arange(_size(nodes)) if g.op == "gemm" else _reached_nodes(nodes, coords)
+    cols = np.arange(_size(nodes)) if every else _reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
     coef[cols] = _grid_solve(nodes, coords, y, cols)
     log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
 
 
-def _grid_nodes(op: str, coords, rows: int) -> list[list[float]] | None:
-    """The grid's nodes at ``GRID_STEPS``, each step squared (but those of ``GRID_KEEP``) while there are fewer than
-    ``GRID_ROWS_PER_NODE`` rows per node (a GEMM's every node, an attention's those the rows reach, ``_reached``);
-    None where even each axis at its two ends has too many."""
-    steps = GRID_STEPS[op]
-    count = _size if op == "gemm" else (lambda nd: _reached(nd, coords))  # noqa: E731
+def _grid_nodes(op: str, coords, rows: int, steps: tuple | None = None,
+                every: bool | None = None) -> list[list[float]] | None:
+    """The grid's nodes at ``steps`` (default ``GRID_STEPS``), each step squared while there are fewer than
+    ``GRID_ROWS_PER_NODE`` rows per node: with ``every`` (default: a GEMM's) counting every node, else only those
+    the rows reach (``_reached``) and never squaring the steps of ``GRID_KEEP``. None where even each axis at its
+    two ends has too many."""
+    steps = steps or GRID_STEPS[op]
+    every = op == "gemm" if every is None else every
+    keep = () if every else GRID_KEEP[op]
+    count = _size if every else (lambda nd: _reached(nd, coords))  # noqa: E731
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     while rows < GRID_ROWS_PER_NODE * count(nodes):
-        steps = tuple(s if i in GRID_KEEP[op] else s * s for i, s in enumerate(steps))
+        steps = tuple(s if i in keep else s * s for i, s in enumerate(steps))
         coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
         if _size(coarser) == _size(nodes):        # each axis at its two ends already: too few rows for a grid
             return None
