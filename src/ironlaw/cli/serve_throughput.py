@@ -31,7 +31,8 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
-    extra = d["engine"]["summary"] if d["engine"].get("name", "trtllm") != "trtllm" else []
+    own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
+    extra = d["engine"]["summary"] if own else []
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return
