@@ -58,6 +58,9 @@ NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "la
 # calibration has them (``models.serving.step.kernel_terms``; H100, H200, B200, GB200 … in the catalog), so they
 # are not end-to-end fits any more; the others keep the values the eight-constant fit gave them
 ENGINE = ("step_s", "launch_s")
+# the kernel classes of a release's fused-MoE tables (``step.moe_kernels``): the routed experts' GEMMs and rows
+# priced on them depend on none of ENGINE, so ``CellTerms`` keeps their seconds as the model gave them
+MOE_TABLES = ("moe_grouped_gemm.", "moe_rows.")
 BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0)}
@@ -78,13 +81,38 @@ def cells(path: Path = CSV) -> list[dict]:
              "published": float(r["output_tokens_per_s"])} for r in rows]
 
 
+# which TensorRT-LLM release's kernels price a cell: the cell's own (the CSVs' ``release`` column: 1.0, the perf
+# overview's "NEW for v1.0"), unless ``--release`` names one for every cell (``CATALOG``: the catalog's 1.3.0rc20)
+CATALOG = "catalog"
+RELEASE = {"override": None}
+
+
+def release_arg(ap) -> None:
+    ap.add_argument("--release", help="price every cell on this TensorRT-LLM release's kernels (default: each cell's "
+                                      f"own, the CSV's release column; '{CATALOG}': the catalog's 1.3.0rc20)")
+
+
+def use_release(name: str | None) -> None:
+    RELEASE["override"] = name
+
+
+def release_of(cell: dict) -> str | None:
+    """The release whose kernels price ``cell`` (None: the catalog's)."""
+    r = RELEASE["override"] or cell.get("release") or None
+    return None if r == CATALOG else r
+
+
 def predict(cell: dict, hw: str = "h100", constants=None):
+    """``cell`` as ``ironlaw serve --max-throughput --release R`` runs it (``release_of``): the release's GEMM,
+    attention and fused-MoE terms where it names one (``frameworks.Engine.constants``), ``constants`` otherwise."""
+    from ironlaw.models.serving import frameworks
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
-    return st.max_throughput(cell["spec"], hw, cell["isl"], cell["osl"], tp=cell["tp"],
+    eng = frameworks.select("trtllm", hw, offline=True, release=release_of(cell))
+    return st.max_throughput(cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"],
                              dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
                              ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
-                             kv_fraction=KV_FRACTION, constants=constants or st.FITTED)
+                             kv_fraction=KV_FRACTION, constants=eng.constants(constants or st.FITTED))
 
 
 # ---------------------------------------------------------------------- fast re-evaluation for the fit
@@ -125,7 +153,9 @@ class CellTerms:
             act_s = z.data_s * act_share                       # activations' seconds at η = 1
             grid = np.broadcast_to(kernel_grid(cal, z.cols), act_s.shape) if cal is not None else 1.0
             act_s = np.where(fixed, act_s * grid, act_s)       # a kernel class's grid scales all its traffic
+            frozen = np.array([str(k).startswith(MOE_TABLES) for k in z.cols.kernels]).reshape(z.compute_s.shape)
             self.parts.append(dict(act_share=act_share, fixed=fixed, act_s=act_s, other_fixed=zk.data_s - act_s,
+                frozen=frozen, frozen_s=np.where(frozen, e.op_time_s.reshape(z.compute_s.shape), 0.0),
                 n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi, epi=epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
                                                                                      z.compute_s - mat, 0.0),
@@ -152,6 +182,7 @@ class CellTerms:
             data = p["act_s"] / c["memory_eta"] + p["other_fixed"]
             kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
             op = np.where(p["fixed"], kop, op)
+            op = np.where(p["frozen"], p["frozen_s"], op)      # on a release's MoE tables: no fitted constant
             total += p["n"] * (max(float(np.sum(op * p["count"])), p["launches"] * c["launch_s"]) + c["step_s"])
         return total
 
@@ -253,7 +284,9 @@ def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
+    release_arg(ap)
     args = ap.parse_args()
+    use_release(args.release)
     table, skipped = [], []
     for c in cells():
         spec = spec_for(c["model"])
@@ -266,7 +299,7 @@ def main() -> int:
         est = predict(c)
         walls.append(time.perf_counter() - t0)
         t = CellTerms(est, c)
-        assert abs(t.time(vars(st.FITTED)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
+        assert abs(t.time(vars(est.constants)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
         t.est = est
         terms.append(t)
     const = {k: getattr(st.FITTED, k) for k in NAMES}
