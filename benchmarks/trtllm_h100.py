@@ -2,6 +2,7 @@
 
     python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/engine.py
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
+    python benchmarks/trtllm_h100.py --release catalog   # … on the catalog's 1.3.0rc20 kernels, not the cells' 1.0
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on DGX H100, FP8 ModelOpt checkpoints.
@@ -9,11 +10,14 @@ Runs as published: ``--kv-fraction 0.95`` (the page: "in many cases … 0.95"), 
 ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP (the
 page's later revision puts ``enable_attention_dp: true`` at the top level of the Qwen3 MoE / Llama 4 options),
 the KV cache in each checkpoint's dtype (``KV_DTYPE``).
+Each cell is priced on the kernels of the TensorRT-LLM release it ran (the CSV's ``release`` column: 1.0, the
+page's "NEW for v1.0"; ``serve --release 1.0``: that release's GEMM, attention and fused-MoE terms, the routed
+experts on its MoE tables, ``trtllm_h100.predict``); ``--release`` names one for every cell.
 Fitted (``--fit``): the engine's own costs no kernel table times (``ENGINE``: fixed seconds per step, host seconds
 per kernel of an eager step) — minimising the mean |log(predicted / published)| over every H100 cell, dense and
-MoE; nothing per model, per cell or per GPU. GEMM and attention run at the H100's kernel-fitted terms (its
-catalog ``[calibration]``, fitted on aiconfigurator-core 0.12.0's H100 kernel tables by
-benchmarks/kernel_tables.py); the other ``ServingConstants`` (HBM streaming η, the routed experts' grouped GEMM,
+MoE; nothing per model, per cell or per GPU. GEMM and attention run at the H100's kernel-fitted terms (the
+release's file, catalog/engine/trtllm-1.0/h100.toml, or with ``--release catalog`` the catalog ``[calibration]``
+fitted on aiconfigurator-core 0.12.0's H100 kernel tables, by benchmarks/kernel_tables.py); the other ``ServingConstants`` (HBM streaming η, the routed experts' grouped GEMM,
 the GEMM and attention η of devices without kernel tables) keep the values the earlier eight-constant fit on
 these cells gave them. Leave-one-model-out: refit without
 each model, score that model's cells.

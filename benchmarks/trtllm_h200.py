@@ -1,6 +1,7 @@
 """Offline max-throughput serving against TensorRT-LLM's published H200 table, HELD OUT: nothing is fitted on it.
 
     python benchmarks/trtllm_h200.py
+    python benchmarks/trtllm_h200.py --release catalog   # on the catalog's 1.3.0rc20 kernels, not the cells' 1.0
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 columns fit the serving constants
@@ -8,7 +9,9 @@ Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 
 (fitted on the H100 cells only) and the ``h200`` catalog entry (datasheet peaks, 141 GB, 4.8 TB/s), run as the H100
 cells are (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits,
 MoE rows with EP = TP and attention DP, FP8 KV cache) at the page's H200 TP (Llama 3.3 70B runs TP 1 there, TP 2 on
-H100). No per-GPU factor: only the datasheet changes from one GPU to the other.
+H100). No per-GPU factor: only the datasheet changes from one GPU to the other. Each cell is priced on the
+kernels of the TensorRT-LLM release it ran (the CSV's ``release`` column, 1.0: ``serve --release 1.0``, the GEMM,
+attention and fused-MoE terms fitted on that release's H200 tables; ``trtllm_h100.predict``).
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from ironlaw import api
+from ironlaw.core import schemas
 from ironlaw.core.errors import IronlawError
 from ironlaw.machine import engines, hardware
 from ironlaw.machine.profile import dumps_table
@@ -108,6 +109,9 @@ def test_release_names_engine_release_and_versions_in_json(release_dir):
                                                                              "moe tables")
     assert e["kernels"]["release"] == "1.0" and e["summary"][0].startswith("engine: TensorRT-LLM — kernels:")
     assert any(s.startswith("routed experts: on the 1.0 fused-MoE tables (fp8)") for s in e["summary"])
+    schemas.validate(d)
+    with pytest.raises(Exception):
+        schemas.validate({**d, "engine": {**e, "routed_experts": "guessed"}})
 
 
 def test_release_online_runs_on_the_release_kernels(release_dir):
