@@ -10,21 +10,23 @@ prediction asks for that framework (``serve --engine vllm``), so no other comman
     hw2, cov = engines.with_engine(hw, "vllm")     # hw with vLLM's GEMM and attention terms in place
     cov.line()                                     # which kernel classes are vLLM's, which stay TensorRT-LLM's
 
-A framework's older release whose kernels were measured too (``RELEASES``) is stored the same way, one file per
-release and GPU, and read only when a prediction names that release (``serve --release 1.0``):
-
-    src/ironlaw/machine/catalog/engine/<framework>-<release>/<gpu>.toml
-
-    hw2, cov = engines.with_engine(hw, "trtllm", release="1.0")   # TensorRT-LLM 1.0's terms, its MoE layer too
-
-A release's file replaces the GEMM, attention and MoE-layer classes it holds; a class it lacks keeps the
-catalog's (the default release's) terms and ``EngineKernels.borrowed`` names it. An unknown release, or a GPU
-without that release's file, is an error: a prediction that names a release is priced on its kernels or not at all.
-
 The framework's GEMM dtypes and attention kernel classes replace the TensorRT-LLM ones of the same name
 (their provenance too); a class the framework's tables lack keeps TensorRT-LLM's terms, and ``EngineKernels``
 names each such class, never silently. A GPU without the framework's tables keeps its catalog calibration and
 says so.
+
+A TensorRT-LLM release other than the one the catalog is fitted on (1.3.0rc20) has its own file: the GEMM,
+attention, MLA and fused-MoE terms fitted on that release's kernel tables (``RELEASES``; benchmarks/kernel_tables.py
+--release 1.0 --write), read only when a prediction names the release:
+
+    src/ironlaw/machine/catalog/engine/trtllm-<release>/<gpu>.toml   [calibration]: matmul, kernel, provenance
+
+    hw2, cov = engines.with_engine(hw, "trtllm", release="1.0")   # TensorRT-LLM 1.0's kernels, MoE included
+
+Its classes replace the catalog's of the same name (the ``moe_grouped_gemm.<dtype>`` / ``moe_rows.<dtype>`` MoE
+layer terms too); a GEMM or attention class its tables lack keeps the catalog's (1.3.0rc20) terms, named in
+``borrowed``. The catalog's MoE layer never prices a release: a dtype the release's MoE tables lack has no MoE
+layer under it (``EngineKernels.moe`` names the ones it has).
 """
 from __future__ import annotations
 
@@ -37,13 +39,10 @@ from .calibration import Calibration, check
 ENGINES = ("trtllm", "vllm", "sglang")
 NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 DEFAULT = "trtllm"                     # the catalog's own [calibration] is fitted on TensorRT-LLM's kernels
-# per framework: the release of the kernels its default terms were fitted on (the catalog's [calibration] for
-# TensorRT-LLM: aiconfigurator-core 0.12.0's tables; the engine files for the others), then the older releases
-# stored apart (catalog/engine/<framework>-<release>/): TensorRT-LLM 1.0, the release line of the published perf
-# overview's cells (perf-overview.md "NEW for v1.0"), measured by aiconfigurator 0.8.0 (1.0.0rc3 on Hopper,
-# 1.0.0rc6 on Blackwell)
-RELEASES = {"trtllm": ("1.3.0rc20", "1.0"), "vllm": ("0.24.0",), "sglang": ("0.5.14",)}
 ENGINE_DIR = Path(__file__).with_name("catalog") / "engine"
+MOE_CLASSES = ("moe_grouped_gemm.", "moe_rows.")      # the fused-MoE layer's kernel classes (models/serving/step.py)
+# engine -> releases with their own kernel file (catalog/engine/<engine>-<release>/), the table versions they hold
+RELEASES = {"trtllm": {"1.0": "TensorRT-LLM 1.0.0rc3 (H100, H200) / 1.0.0rc6 (B200, GB200), aiconfigurator 0.8.0"}}
 
 
 @dataclass(frozen=True)
@@ -56,19 +55,14 @@ class EngineKernels:
     borrowed: tuple            # kernel classes fitted on TensorRT-LLM's tables that the engine's tables lack
     versions: tuple            # the engine's table versions ('vllm 0.24.0', …)
     source: str                # the engine file, or why there is none
-    release: str | None = None  # the framework release named (``RELEASES``), None: its default
-    moe: tuple = ()            # MoE-layer kernel classes ('moe_grouped_gemm.fp8', …) the release's tables hold
+    release: str | None = None  # a TensorRT-LLM release with its own kernel file ('1.0'), else None
+    moe: tuple = ()            # the release's MoE-layer kernel classes ('moe_grouped_gemm.fp8', 'moe_rows.fp8', …)
 
     def line(self) -> str:
         """One line: whose kernels price the step."""
         name = NAMES[self.engine]
         if self.release is not None:
-            text = (f"kernels: {name} {self.release} ({', '.join(self.versions)}) on {self.gpu}: {len(self.own)} "
-                    f"GEMM and attention classes{f' and the MoE layer ({len(self.moe)} classes)' if self.moe else ''}"
-                    f" fitted on its tables ({self.source})")
-            if self.borrowed:
-                text += f"; {RELEASES[self.engine][0]}'s for the {len(self.borrowed)} they lack"
-            return text
+            return self._release_line(name)
         if self.engine == DEFAULT:
             return f"kernels: {name}'s (the catalog's [calibration]; {self.source})"
         if not self.own:
@@ -79,12 +73,18 @@ class EngineKernels:
             text += (f"; TensorRT-LLM's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})")
         return text
 
+    def _release_line(self, name: str) -> str:
+        if not self.own:
+            return f"kernels: {self.gpu} has no {name} {self.release} kernel tables: {self.source}"
+        text = (f"kernels: {', '.join(self.versions)} on {self.gpu} ({len(self.own)} kernel classes fitted on its "
+                f"tables)")
+        if self.borrowed:
+            text += f"; the catalog's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})"
+        return text
+
     def to_dict(self) -> dict:
-        d = {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
-             "versions": list(self.versions), "source": self.source}
-        if self.release is not None:           # the default's document stays as it was
-            d.update(release=self.release, moe=list(self.moe))
-        return d
+        return {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
+                "versions": list(self.versions), "source": self.source, "release": self.release}
 
 
 def check_engine(engine: str) -> str:
@@ -95,25 +95,26 @@ def check_engine(engine: str) -> str:
 
 
 def check_release(engine: str, release: str | None) -> str | None:
-    """``release`` if ``engine`` has it stored (None or the default's: None), else one line naming them."""
-    check_engine(engine)
-    if release is None or release == RELEASES[engine][0]:
+    """``release`` if ``engine`` has a kernel file for it (or None), else one line naming the known ones."""
+    if release is None:
         return None
-    if release not in RELEASES[engine]:
-        raise unknown(f"--release for --engine {engine}", release, RELEASES[engine])
+    known = RELEASES.get(check_engine(engine), {})
+    if release not in known:
+        raise unknown(f"{NAMES[engine]} release", release, tuple(known)) if known else \
+            IronlawError(f"{NAMES[engine]} has no kernel release files; --release is for "
+                         f"{', '.join(NAMES[e] for e in RELEASES)}")
     return release
 
 
 def path(gpu: str, engine: str, release: str | None = None) -> Path:
-    return ENGINE_DIR / (engine if release is None else f"{engine}-{release}") / f"{gpu}.toml"
+    return ENGINE_DIR / (f"{engine}-{release}" if release else engine) / f"{gpu}.toml"
 
 
 def load(gpu: str, engine: str, release: str | None = None) -> dict | None:
-    """The checked [calibration] table of ``engine``'s kernels (of ``release``: ``check_release``) on catalog GPU
+    """The checked [calibration] table of ``engine``'s kernels (of ``release``, where given) on catalog GPU
     ``gpu``, or None without one."""
     from .hardware import read_toml
-    release = check_release(engine, release)
-    p = path(gpu, engine, release)
+    p = path(gpu, check_engine(engine), check_release(engine, release))
     if (engine == DEFAULT and release is None) or not p.is_file():
         return None
     doc = read_toml(p, "engine kernel file")
@@ -122,13 +123,14 @@ def load(gpu: str, engine: str, release: str | None = None) -> dict | None:
     return check(doc["calibration"], f"{p.name}: calibration")
 
 
-def write(gpu: str, engine: str, table: dict) -> Path:
-    """Store ``engine``'s fitted kernel table for ``gpu`` (benchmarks/kernel_tables.py --framework … --write)."""
+def write(gpu: str, engine: str, table: dict, release: str | None = None) -> Path:
+    """Store ``engine``'s fitted kernel table for ``gpu`` (benchmarks/kernel_tables.py --framework … --write;
+    ``--release 1.0`` for a TensorRT-LLM release's own file)."""
     from ..core.files import write_atomic
     from .profile import dumps_table
-    if check_engine(engine) == DEFAULT:
+    if check_engine(engine) == DEFAULT and check_release(engine, release) is None:
         raise IronlawError("TensorRT-LLM's kernel terms live in the catalog file's own [calibration]")
-    p = path(gpu, engine)
+    p = path(gpu, engine, release)
     p.parent.mkdir(parents=True, exist_ok=True)
     check(table, f"{p.name}: calibration")
     return write_atomic(p, dumps_table({"calibration": table}) + "\n", "engine kernel file")
@@ -141,14 +143,10 @@ def kernel_groups(cal: Calibration | None) -> list[str]:
     return [g for g in cal.provenance if not g.startswith("moe ")]
 
 
-def moe_classes(table: dict) -> tuple:
-    """The MoE-layer kernel classes (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) of a [calibration] table."""
-    return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(("moe_grouped_gemm.", "moe_rows."))))
-
-
 def with_engine(hw, engine: str, release: str | None = None):
-    """(``hw`` with ``engine``'s GEMM and attention terms in place — ``release``'s, its MoE layer too, where one is
-    named — EngineKernels): see the module docstring."""
+    """(``hw`` with ``engine``'s GEMM and attention terms in place, EngineKernels): see the module docstring.
+    ``release`` (TensorRT-LLM only: ``RELEASES``) puts that release's kernel terms, MoE layer included, in place."""
+    check_engine(engine)
     if check_release(engine, release) is not None:
         return _with_release(hw, engine, release)
     base = hw.calibration
@@ -169,31 +167,35 @@ def with_engine(hw, engine: str, release: str | None = None):
 
 
 def _with_release(hw, engine: str, release: str):
-    """``with_engine`` for a stored older ``release``: its file over the catalog's terms, or an error without one."""
+    """``with_engine`` for a release's own kernel file: every class it holds, MoE included, over the catalog's."""
+    base = hw.calibration
+    have = tuple(base.provenance) if base is not None else ()
     table = load(hw.name, engine, release)
     where = str(path(hw.name, engine, release).relative_to(ENGINE_DIR.parents[2]))
     if table is None:
-        have = sorted(p.stem for p in path("x", engine, release).parent.glob("*.toml"))
-        raise IronlawError(f"--release {release}: {hw.name} has no {NAMES[engine]} {release} kernel tables (no "
-                           f"{where}; {', '.join(have) if have else 'no GPU'} has them)")
-    base = _without_moe(hw.calibration.table()) if hw.calibration is not None else None
-    own = tuple(g for g in table.get("provenance", {}) if not g.startswith("moe "))
+        why = f"its catalog kernel terms stay ({RELEASES[engine][release]} has no tables for it)"
+        return hw, EngineKernels(engine, hw.name, (), have, (), f"no {where}; {why}", release)
+    own = tuple(table.get("provenance", {}))
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
-    borrowed = tuple(g for g in kernel_groups(hw.calibration) if g not in own)
-    merged = _merged(base, table)
-    cov = EngineKernels(engine, hw.name, own, borrowed, versions, where, release, moe_classes(table))
-    return replace(hw, calibration=Calibration.of(merged)), cov
+    cov = EngineKernels(engine, hw.name, own, tuple(g for g in have if g not in own), versions, where, release,
+                        moe_classes(table))
+    return over_catalog(hw, table, catalog_moe=False), cov
 
 
-def _without_moe(table: dict) -> dict:
-    """``table`` without its MoE-layer classes and their provenance: the MoE layer of one release never prices
-    another's (a release without it leaves the routed experts to the engine's own expert constants)."""
-    out = dict(table)
-    out["kernel"] = {k: v for k, v in table.get("kernel", {}).items() if k not in moe_classes(table)}
-    out["provenance"] = {k: v for k, v in table.get("provenance", {}).items() if not k.startswith("moe ")}
-    for key in ("fitted", "held_out"):
-        out[key] = [x for x in table.get(key, []) if not x.startswith("moe ")]
-    return out
+def moe_classes(table: dict) -> tuple:
+    """The MoE-layer kernel classes (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) of a [calibration] table."""
+    return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(MOE_CLASSES)))
+
+
+def over_catalog(hw, table: dict, catalog_moe: bool = True):
+    """``hw`` with a kernel file's ``table`` over its catalog calibration (what ``with_engine`` returns); without
+    the catalog's MoE layer (its classes and their provenance) unless ``catalog_moe``."""
+    base = hw.calibration.table() if hw.calibration is not None else None
+    if base is not None and not catalog_moe:
+        base = {**base, "kernel": {k: v for k, v in base.get("kernel", {}).items() if not k.startswith(MOE_CLASSES)},
+                "provenance": {k: v for k, v in base.get("provenance", {}).items() if not k.startswith("moe ")},
+                **{key: [x for x in base.get(key, []) if not x.startswith("moe ")] for key in ("fitted", "held_out")}}
+    return replace(hw, calibration=Calibration.of(_merged(base, table)))
 
 
 def _merged(base: dict | None, eng: dict) -> dict:

@@ -85,6 +85,7 @@ class Group:
     op: str               # the table's op (kerneltable.COLUMNS)
     table: KernelTable
     rows: object          # pandas.DataFrame: the group's rows, sorted by shape
+    timed: str = ""       # how the rows stand for the class, where not as written ('float16 rows, for bf16')
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,15 @@ class Score:
     p90_abs_err: float
 
 
-def groups(tables: list[KernelTable]) -> list[Group]:
+def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Group]:
     """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
-    out (``SKIPPED``), any other unknown dtype is an error."""
+    out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
+    classes (aiconfigurator 0.8.0's 1.0-line tables time the 16-bit kernels in float16 only; FP16 and BF16 run at
+    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so."""
+    if float16_as not in (None, "bf16"):
+        raise IronlawError(f"float16 rows can stand for bf16 only, not '{float16_as}'")
+    half = {"float16": float16_as} if float16_as else {}
+    note = lambda srcs: f"float16 rows, for {float16_as}" if half and "float16" in srcs else ""  # noqa: E731
     out = []
     for t in tables:
         if t.op == "gemm":
@@ -108,21 +115,21 @@ def groups(tables: list[KernelTable]) -> list[Group]:
                 if src not in GEMM_DTYPES:
                     raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
                                        f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
-                dt = GEMM_DTYPES[src]
-                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op)))
+                dt = half.get(src, GEMM_DTYPES[src])
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op), note((src,))))
             continue
         if t.op.endswith("_mla"):
-            out.extend(_mla_groups(t))
+            out.extend(_mla_groups(t, half, note))
             continue
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
         for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
                 ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
-            dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+            dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             sorted_rows(rows, t.op)))
+                             sorted_rows(rows, t.op), note((a, kv))))
     return out
 
 
@@ -145,7 +152,8 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
-        cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device})",
+        timed = f"; {g.timed}" if g.timed else ""
+        cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date}
@@ -293,7 +301,7 @@ def _attention_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core
     phase = "prefill" if g.op == "context_attention" else "decode"
-    dt, kv = ATTENTION_DTYPES[r.attn_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    dt, kv = _row_dtype(r.attn_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_key_value_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
@@ -302,14 +310,14 @@ def _attention_op(r, g: Group):
     return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
 
 
-def _mla_groups(t: KernelTable) -> list[Group]:
-    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla')."""
+def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``."""
     out = []
     for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
-        dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+        dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
         name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
-                         sorted_rows(rows, t.op)))
+                         sorted_rows(rows, t.op), note((a, kv))))
     return out
 
 
@@ -319,7 +327,7 @@ def _mla_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core, mla_geometry
     phase = PHASES[g.op]
-    dt, kv = ATTENTION_DTYPES[r.mla_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    dt, kv = _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     op = attention_core(a, sh, dt, None, 1, 1, mla_geometry(MLA_DIMS, a.heads, phase))
@@ -340,6 +348,11 @@ def _derived_generation(hw, cal: dict) -> None:
             kern[dst] = {**own, "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
             if "grid_log" in kern[src]:
                 kern[dst]["grid_of"] = src
+
+
+def _row_dtype(x: str, g: Group) -> str:
+    """A row's attention dtype as ironlaw runs it (float16 as bf16 where the group stands for bf16)."""
+    return "bf16" if x == "float16" and g.timed.startswith("float16 rows, for bf16") else ATTENTION_DTYPES[x]
 
 
 def _attention_dtype(x: str, where: str) -> str:

@@ -178,10 +178,22 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     check_release(engine, release)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     hw2, cov = with_engine(hw, engine, release)
+    if release is not None and not cov.own:
+        raise no_release_tables(hw.name, engine, release)
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
     return Engine(engine, hw2, cov, sched)
+
+
+def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
+    """A prediction that names a release is priced on that release's kernels or not at all: which GPUs have them."""
+    from ...machine.engines import ENGINE_DIR, path
+    where = path(gpu, engine, release)
+    have = sorted(p.stem for p in where.parent.glob("*.toml"))
+    return IronlawError(f"--release {release}: {gpu} has no {NAMES[engine]} {release} kernel tables (no "
+                        f"{where.relative_to(ENGINE_DIR.parents[2])}; {', '.join(have) or 'no GPU'} "
+                        f"{'has' if len(have) < 2 else 'have'} them)")
 
 
 def constants(eng: Engine, base):
