@@ -53,7 +53,8 @@ def main() -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     h100.release_arg(ap)
-    h100.use_release(ap.parse_args().release)
+    a = ap.parse_args()
+    h100.use_release(a.release, a.release_classes)
     rows = scored()
     w = (16, 6, 3, 10, 10, 10, 8, 6, 10)
     print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))

@@ -94,10 +94,40 @@ RELEASE = {"override": None}
 def release_arg(ap) -> None:
     ap.add_argument("--release", help="price every cell on this TensorRT-LLM release's kernels (default: each cell's "
                                       f"own, the CSV's release column; '{CATALOG}': the catalog's 1.3.0rc20)")
+    ap.add_argument("--release-classes", choices=tuple(CLASSES), default="all",
+                    help="diagnosis: only these of the release's kernel classes, the catalog's for the rest")
 
 
-def use_release(name: str | None) -> None:
-    RELEASE["override"] = name
+def use_release(name: str | None, classes: str = "all") -> None:
+    RELEASE["override"], RELEASE["classes"] = name, classes
+
+
+# ``--release-classes`` (a diagnosis, not what ``serve --release`` does): which of the release's kernel classes
+# price the cell, the rest the catalog's — all of them (serve), only its fused-MoE layer, or the MoE layer and GEMMs
+CLASSES = {"all": None, "moe": ("moe",), "moe+gemm": ("moe", "gemm")}
+
+
+def _subset(table: dict, keep: tuple) -> dict:
+    """The release file ``table`` holding only the classes of ``keep`` (provenance groups starting so)."""
+    prov = {k: v for k, v in table["provenance"].items() if k.startswith(keep)}
+    dts = {k.split(" ", 1)[1] for k in prov if k.startswith("gemm ")}
+    return {**table, "provenance": prov, "matmul": {d: v for d, v in table.get("matmul", {}).items() if d in dts},
+            "kernel": {k: v for k, v in table.get("kernel", {}).items() if k.startswith(("moe_grouped_gemm.",
+                                                                                          "moe_rows."))},
+            **{key: [x for x in table.get(key, []) if x.startswith(keep)] for key in ("fitted", "held_out")}}
+
+
+def release_engine(hw: str, release: str | None):
+    """``frameworks.select`` at ``release``, restricted to ``--release-classes``."""
+    from dataclasses import replace as _replace
+    from ironlaw.machine import engines, hardware
+    from ironlaw.models.serving import frameworks
+    eng = frameworks.select("trtllm", hw, offline=True, release=release)
+    keep = CLASSES[RELEASE.get("classes", "all")]
+    if release is None or keep is None:
+        return eng
+    table = _subset(engines.load(eng.hw.name, "trtllm", release), keep)
+    return _replace(eng, hw=engines.over_catalog(hardware.get(hw), table, catalog_moe=False))
 
 
 def release_of(cell: dict) -> str | None:
@@ -109,10 +139,9 @@ def release_of(cell: dict) -> str | None:
 def predict(cell: dict, hw: str = "h100", constants=None):
     """``cell`` as ``ironlaw serve --max-throughput --release R`` runs it (``release_of``): the release's GEMM,
     attention and fused-MoE terms where it names one (``frameworks.Engine.constants``), ``constants`` otherwise."""
-    from ironlaw.models.serving import frameworks
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
-    eng = frameworks.select("trtllm", hw, offline=True, release=release_of(cell))
+    eng = release_engine(hw, release_of(cell))
     return st.max_throughput(cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"],
                              dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
                              ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
@@ -214,13 +243,17 @@ def _from_x(x: np.ndarray, names=NAMES) -> dict:
 
 
 def fit(terms: list[CellTerms], start: dict, names=ENGINE) -> dict:
-    """``names`` refitted on ``terms`` (the others kept at ``start``)."""
+    """``names`` refitted on ``terms`` (the others kept at ``start``). Two starts, the stored values and the middle of
+    BOUNDS (in the logistic coordinates of ``_to_x``): a value stored at its bound sits where the loss is flat in
+    those coordinates, and the simplex would stop there whatever the cells say."""
     from ironlaw.measure.calibrate.fitcore import minimize
 
     def loss(x):
         c = {**start, **_from_x(x, names)}
         return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
-    return {**start, **_from_x(minimize(loss, _to_x(start, names), rounds=4, iters=600), names)}
+    best = min((minimize(loss, x0, rounds=4, iters=600) for x0 in (_to_x(start, names), np.zeros(len(names)))),
+               key=loss)
+    return {**start, **_from_x(best, names)}
 
 
 # ---------------------------------------------------------------------- report
@@ -290,7 +323,7 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
     release_arg(ap)
     args = ap.parse_args()
-    use_release(args.release)
+    use_release(args.release, args.release_classes)
     table, skipped = [], []
     for c in cells():
         spec = spec_for(c["model"])

@@ -91,7 +91,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="the summary as a Markdown table (docs/accuracy.md)")
     h100.release_arg(ap)
     args = ap.parse_args()
-    h100.use_release(args.release)
+    h100.use_release(args.release, args.release_classes)
     rows, failed = paired(set(args.gpu))
     if not rows:
         print(f"no cell of {args.gpu} in {h100.AIC.relative_to(h100.ROOT)}: run benchmarks/aiconfigurator_run.py")
