@@ -121,3 +121,39 @@ def test_release_online_runs_on_the_release_kernels(release_dir):
     assert rel.estimate.hw.calibration.provenance["gemm fp8"]["version"] == OLD
     # the same GEMM and attention terms (the test file keeps them) and a dense model: the same numbers
     assert rel.to_dict()["tokens_per_s"] == pytest.approx(base.to_dict()["tokens_per_s"], rel=1e-9)
+
+
+def _kernels(est) -> set:
+    return {str(k) for _, e in est.steps for k in e.cols.kernels}
+
+
+def test_release_10_on_h100_changes_the_terms_it_should():
+    """The stored TensorRT-LLM 1.0 file (aiconfigurator 0.8.0's 1.0.0rc3 H100 tables): the routed experts run on its
+    fused-MoE classes, not the fitted expert constants; GEMM and attention on its classes; the default on neither."""
+    eng = frameworks.select("trtllm", "h100", offline=True, release="1.0")
+    cal = eng.hw.calibration
+    assert {"moe_grouped_gemm.fp8", "moe_rows.fp8"} <= set(eng.kernels.moe)
+    for group in ("moe fp8", "gemm fp8", "generation attention bf16, KV fp8"):
+        assert "1.0.0rc3" in cal.provenance[group]["version"], group
+    assert cal.kernel["moe_grouped_gemm.fp8"] == engines.load("h100", "trtllm", "1.0")["kernel"]["moe_grouped_gemm.fp8"]
+    kw = {k: v for k, v in MOE.items() if k not in ("prompt", "output")}
+    rel = api.serve("qwen3-235b-a22b", "h100", max_throughput=True, release="1.0", **MOE)
+    base = api.serve("qwen3-235b-a22b", "h100", max_throughput=True, **MOE)
+    assert {"moe_grouped_gemm.fp8", "moe_rows.fp8"} <= _kernels(rel) and step.GROUPED_GEMM not in _kernels(rel)
+    assert step.GROUPED_GEMM in _kernels(base) and "moe_grouped_gemm.fp8" not in _kernels(base)
+    assert rel.time_s != base.time_s
+    # the same engine, limits and batch: only the kernels' terms move the time
+    assert (rel.limits, rel.batch) == (base.limits, base.batch) and rel.constants.moe_tables
+    assert base.time_s == throughput.max_throughput("qwen3-235b-a22b", "h100", 1000, 1000, **kw).time_s
+    dense = api.serve("llama3-8b", "h100", max_throughput=True, release="1.0", **DENSE)
+    assert dense.time_s != api.serve("llama3-8b", "h100", max_throughput=True, **DENSE).time_s
+    assert "moe_grouped_gemm.fp8" not in _kernels(dense)
+
+
+def test_release_10_cli_text_names_the_release(cli):
+    r = cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--max-throughput", "--release", "1.0")
+    assert r.rc == 0, r.err
+    text = " ".join(r.out.split())                     # the console wraps long lines
+    assert "engine: TensorRT-LLM — kernels: trtllm 1.0.0rc3 on h100" in text
+    assert "routed experts: on the 1.0 fused-MoE tables (bf16, fp8)" in text
+    assert "engine:" not in cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--max-throughput").out
