@@ -96,10 +96,25 @@ def release_arg(ap) -> None:
                                       f"own, the CSV's release column; '{CATALOG}': the catalog's 1.3.0rc20)")
     ap.add_argument("--release-classes", choices=tuple(CLASSES), default="all",
                     help="diagnosis: only these of the release's kernel classes, the catalog's for the rest")
+    ap.add_argument("--routing", help="what-if: the MoE cells' busiest expert rank as this routing loads it "
+                                      "(power_law_1.01: the 1.0 tables' own), not balanced")
+    ap.add_argument("--constants", help="score with these engine constants in place of engine.FITTED's, e.g. the "
+                                        "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05")
 
 
-def use_release(name: str | None, classes: str = "all") -> None:
-    RELEASE["override"], RELEASE["classes"] = name, classes
+def constants_arg(text: str | None) -> None:
+    """``--constants K=V,…``: FITTED with those values, for every prediction of this run (nothing is stored)."""
+    RELEASE["constants"] = {}
+    for part in (text or "").split(","):
+        if part.strip():
+            k, v = part.split("=")
+            if k.strip() not in NAMES:
+                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES)})")
+            RELEASE["constants"][k.strip()] = float(v)
+
+
+def use_release(name: str | None, classes: str = "all", routing: str | None = None) -> None:
+    RELEASE["override"], RELEASE["classes"], RELEASE["routing"] = name, classes, routing
 
 
 # ``--release-classes`` (a diagnosis, not what ``serve --release`` does): which of the release's kernel classes
@@ -117,6 +132,18 @@ def _subset(table: dict, keep: tuple) -> dict:
             **{key: [x for x in table.get(key, []) if x.startswith(keep)] for key in ("fitted", "held_out")}}
 
 
+def routing_imbalance(cell: dict, est) -> float:
+    """``--routing power_law_<α>`` (a what-if, not what ``serve`` does): the busiest expert rank's routed rows over
+    the mean under the routing the release's MoE tables were measured with (aiconfigurator's collector,
+    ``moefit.power_law_local``), at the cell's pooled decode tokens (the batch over all ranks)."""
+    from ironlaw.measure.calibrate.moefit import routing_of
+    meta = max(est.steps, key=lambda s: s[0])[1].graph.meta
+    e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), est.layout.ep
+    tokens = max(1, int(est.batch * est.layout.dp))
+    rows, _ = routing_of(RELEASE["routing"])(tokens, e, k, ep)
+    return max(1.0, rows / (tokens * k / ep))
+
+
 def release_engine(hw: str, release: str | None):
     """``frameworks.select`` at ``release``, restricted to ``--release-classes``."""
     from dataclasses import replace as _replace
@@ -128,6 +155,12 @@ def release_engine(hw: str, release: str | None):
         return eng
     table = _subset(engines.load(eng.hw.name, "trtllm", release), keep)
     return _replace(eng, hw=engines.over_catalog(hardware.get(hw), table, catalog_moe=False))
+
+
+def fitted():
+    """engine.FITTED, with ``--constants`` in place."""
+    from ironlaw.models.serving import throughput as st
+    return replace(st.FITTED, **RELEASE.get("constants", {}))
 
 
 def release_of(cell: dict) -> str | None:
@@ -142,10 +175,14 @@ def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
     eng = release_engine(hw, release_of(cell))
-    return st.max_throughput(cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"],
-                             dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
-                             ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
-                             kv_fraction=KV_FRACTION, constants=eng.constants(constants or st.FITTED))
+    run = lambda imbalance: st.max_throughput(  # noqa: E731
+        cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype=cell.get("precision", "fp8"),
+        kv_dtype=KV_DTYPE[cell["model"]], ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
+        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()), expert_imbalance=imbalance)
+    est = run(1.0)
+    if RELEASE.get("routing") and moe and cell["tp"] > 1:
+        est = run(routing_imbalance(cell, est))
+    return est
 
 
 # ---------------------------------------------------------------------- fast re-evaluation for the fit
@@ -323,7 +360,8 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
     release_arg(ap)
     args = ap.parse_args()
-    use_release(args.release, args.release_classes)
+    use_release(args.release, args.release_classes, args.routing)
+    constants_arg(args.constants)
     table, skipped = [], []
     for c in cells():
         spec = spec_for(c["model"])
@@ -339,7 +377,7 @@ def main() -> int:
         assert abs(t.time(vars(est.constants)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
         t.est = est
         terms.append(t)
-    const = {k: getattr(st.FITTED, k) for k in NAMES}
+    const = {k: getattr(fitted(), k) for k in NAMES}
     if args.fit:
         const = fit(terms, const)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
@@ -354,7 +392,7 @@ def main() -> int:
                 lomo_pred[key] = t.tokens_per_s(cm)
                 lomo_err[key] = 100.0 * (lomo_pred[key] / t.cell["published"] - 1.0)
         print(f"LOMO {m}: refit without it: " + ", ".join(f"{k}={v:.4g}" for k, v in cm.items()))
-    final = replace(st.FITTED, **const)
+    final = replace(fitted(), **const)
     w = (14, 3, 10, 10, 10, 8, 8, 6, 12, 9, 9)
     print("\n" + _line(("model", "tp", "ISL/OSL", "published", "predicted", "error", "LOMO", "batch", "set by",
                         "h200", "b200"), w))

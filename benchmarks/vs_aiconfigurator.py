@@ -91,7 +91,8 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="the summary as a Markdown table (docs/accuracy.md)")
     h100.release_arg(ap)
     args = ap.parse_args()
-    h100.use_release(args.release, args.release_classes)
+    h100.use_release(args.release, args.release_classes, args.routing)
+    h100.constants_arg(args.constants)
     rows, failed = paired(set(args.gpu))
     if not rows:
         print(f"no cell of {args.gpu} in {h100.AIC.relative_to(h100.ROOT)}: run benchmarks/aiconfigurator_run.py")
