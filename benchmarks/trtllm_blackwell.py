@@ -26,10 +26,12 @@ import trtllm_h100 as h100  # noqa: E402
 CSV = h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"
 
 
-def scored() -> list[dict]:
-    """Every B200 and GB200 cell with its prediction and error (percent), the H100-fitted constants."""
+def scored(gpus=("b200", "gb200")) -> list[dict]:
+    """Every B200 and GB200 cell (of ``gpus``) with its prediction and error (percent), the H100-fitted constants."""
     out = []
     for c in h100.cells(CSV):
+        if c["gpu"] not in gpus:
+            continue
         c = {**c, "spec": h100.spec_for(c["model"])}
         est = h100.predict(c, c["gpu"])
         out.append({**c, "predicted": est.output_tokens_per_s, "batch": est.batch, "limit": est.batch_limit,
@@ -53,10 +55,11 @@ def main() -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     h100.release_arg(ap)
+    ap.add_argument("--gpu", nargs="+", choices=("b200", "gb200"), default=("b200", "gb200"))
     a = ap.parse_args()
     h100.use_release(a.release, a.release_classes, a.routing)
     h100.constants_arg(a.constants)
-    rows = scored()
+    rows = scored(tuple(a.gpu))
     w = (16, 6, 3, 10, 10, 10, 8, 6, 10)
     print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
     for r in rows:
