@@ -140,8 +140,13 @@ class Engine:
         tables where it carries them (module docstring); else ``base``."""
         if not self.kernels.moe:
             return base
-        return replace(base, moe_tables=True, source=f"{base.source}; routed experts on TensorRT-LLM "
-                                                     f"{self.release}'s fused-MoE tables ({self.kernels.source})")
+        key = (id(base), self.release, self.kernels.source)
+        hit = _CONSTANTS.get(key)
+        if hit is None or hit[0] is not base:      # one object per base and release: the engine's caches see it
+            hit = _CONSTANTS[key] = (base, replace(base, moe_tables=True, source=f"{base.source}; routed experts on "
+                                                   f"TensorRT-LLM {self.release}'s fused-MoE tables "
+                                                   f"({self.kernels.source})"))
+        return hit[1]
 
     def lines(self, offline: bool) -> list[str]:
         default = self.scheduler is None and self.release is None
@@ -177,13 +182,27 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     check_engine(engine)
     check_release(engine, release)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
-    hw2, cov = with_engine(hw, engine, release)
+    hw2, cov = _with_engine(hw, engine, release)
     if release is not None and not cov.own:
         raise no_release_tables(hw.name, engine, release)
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
     return Engine(engine, hw2, cov, sched)
+
+
+_ENGINE_HW: dict = {}
+_CONSTANTS: dict = {}
+
+
+def _with_engine(hw, engine: str, release: str | None):
+    """``machine.engines.with_engine``, kept per device (by name, checked equal): the merged calibration is built
+    once per process, and the law's caches keyed on the device see the same object on every prediction."""
+    key = (hw.name, engine, release)
+    hit = _ENGINE_HW.get(key)
+    if hit is None or not (hit[0] is hw or hit[0] == hw):
+        hit = _ENGINE_HW[key] = (hw, *with_engine(hw, engine, release))
+    return hit[1], hit[2]
 
 
 def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
