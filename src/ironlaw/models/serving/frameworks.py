@@ -198,7 +198,8 @@ _CONSTANTS: dict = {}
 def _with_engine(hw, engine: str, release: str | None):
     """``machine.engines.with_engine``, kept per device (by name, checked equal): the merged calibration is built
     once per process, and the law's caches keyed on the device see the same object on every prediction."""
-    key = (hw.name, engine, release)
+    from ...machine import engines
+    key = (hw.name, engine, release, engines.ENGINE_DIR)      # the folder too: a test may point it elsewhere
     hit = _ENGINE_HW.get(key)
     if hit is None or not (hit[0] is hw or hit[0] == hw):
         hit = _ENGINE_HW[key] = (hw, *with_engine(hw, engine, release))
