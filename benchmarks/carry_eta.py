@@ -83,8 +83,8 @@ def write(gpu: str, c) -> None:
     head, sep, rest = text.partition("\n[efficiency]\n")
     body, nxt, tail = rest.partition("\n[")
     m, r = c.ceiling, c.reference_ceiling
-    source = (f"derived: H100's estimates (matmul 0.7, attention 0.5: cuBLAS GEMMs and flash attention on Hopper) "
-              f"times the measured ratio of sustained to datasheet peak, {gpu} over H100, in {TABLES} "
+    source = (f"estimate: Hopper's (H100's matmul 0.7, attention 0.5: cuBLAS GEMMs and flash attention), matmul and "
+              f"attention carried to {gpu} by the measured ratio of sustained to datasheet peak, {gpu} over H100, in {TABLES} "
               f"(ironlaw.measure.calibrate.carry: median achieved / peak over compute-bound rows): GEMMs M,N,K >= "
               f"8192,4096,4096 bf16 {m.gemm['bf16']:.3f} vs {r.gemm['bf16']:.3f}, fp8 {m.gemm['fp8']:.3f} vs "
               f"{r.gemm['fp8']:.3f} (geometric mean of the two ratios {c.matmul_ratio:.3f}; {sum(m.gemm_rows.values())} "
