@@ -50,6 +50,11 @@ GPUS = {"a100_sxm": "a100", "h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": 
 # --release: the table versions and the package that ships them (the unpacked wheel has no dist-info to read)
 RELEASE_ORIGIN = {"1.0": ("aiconfigurator 0.8.0 (NVIDIA, PyPI)", "Apache-2.0")}
 RELEASE_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+# --release: kernel-grid node spacing replacing kernelfit.GRID_STEPS. The 1.0 line's generation kernels change with
+# the heads per KV head (B200 1.0.0rc6, GQA class: +41–48% at 12–16 heads per KV head, −58 to −68% at 24–32 with the
+# catalog's 32× step); every 2× in query rows per KV head takes B200's held-out GQA rows from 16.8% / 83.6% to
+# 7.2% / 25.7% (H100: 7.2% → 6.5%), so the release's generation grids step 2× in M
+RELEASE_GRID_STEPS = {"1.0": {"generation_attention": (2.0, 4.0, 2.0, 4.0)}}
 # --release 1.0 --extract: (table folder, op, rows kept, every n-th shape-sorted row) of the tests' .txt extract
 RELEASE_EXTRACT = (("h100_sxm", "gemm", {"gemm_dtype": ("float16", "fp8")}, 40),
                    ("h100_sxm", "context_attention", {"attn_dtype": ("fp8",)}, 20),
@@ -126,7 +131,7 @@ def run_release(hw, data: Path, folder: str, tables: list, release: str, write: 
     else:
         origin, license = RELEASE_ORIGIN[release]
         t0 = time.perf_counter()
-        new = kernelfit.fit(hw, gs, origin=origin, license=license)
+        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release))
         moe = kernel_moe.release_table(hw.name, kernel_moe.release_fits(data, folder, release), release)
         table = kernelfit.merged(new, moe) if moe else new
         print(f"{hw.name} trtllm {release}: {len(gs)} kernel classes and the MoE layer fitted in "

@@ -139,16 +139,18 @@ def split(rows) -> tuple[object, object]:
     return rows.iloc[idx % 2 == 0], rows.iloc[idx % 2 == 1]
 
 
-def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE) -> dict:
+def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE,
+        grid_steps: dict | None = None) -> dict:
     """A checked [calibration] table of every group's fitted terms, with its provenance: ``origin`` names the
-    tables' publisher and version, ``license`` their license."""
+    tables' publisher and version, ``license`` their license; ``grid_steps`` (op -> steps) replaces
+    ``GRID_STEPS`` for the ops it names."""
     if not gs:
         raise IronlawError("calibrate --kernels: no GEMM or attention rows to fit")
     date = date or _dt.date.today().isoformat()
     cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
     for g in gs:
         fit_rows, held = split(g.rows)
-        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)))
+        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)), (grid_steps or {}).get(g.op))
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -181,18 +183,18 @@ def fit_one(hw, g: Group, rows) -> dict:
     return best
 
 
-def fit_grid(hw, g: Group, rows, table: dict) -> dict:
+def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); with fewer than
     ``GRID_ROWS_PER_NODE`` rows per node the steps are squared, and where even the coarsest grid has too many
-    nodes for the rows, ``table`` stays without a grid."""
+    nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing, else ``GRID_STEPS[g.op]``."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
                        g.key[0]: {g.key[1]: table}})
     m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    steps = GRID_STEPS[g.op]
+    steps = steps or GRID_STEPS[g.op]
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     size = lambda nd: int(np.prod([len(a) for a in nd]))  # noqa: E731
     while len(prob.meas) < GRID_ROWS_PER_NODE * size(nodes):      # too few rows for the nodes: each step squared
