@@ -157,3 +157,8 @@ def test_release_10_cli_text_names_the_release(cli):
     assert "engine: TensorRT-LLM — kernels: trtllm 1.0.0rc3 on h100" in text
     assert "routed experts: on the 1.0 fused-MoE tables (bf16, fp8)" in text
     assert "engine:" not in cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--max-throughput").out
+    r = cli("serve", "llama3-8b", "--on", "h200", "--dtype", "fp8", "--concurrency", "8", "--release", "1.0",
+            "--format", "json")
+    assert r.rc == 0, r.err
+    e = r.json()["engine"]
+    assert (e["name"], e["release"], e["versions"]) == ("trtllm", "1.0", ["trtllm 1.0.0rc3"])
