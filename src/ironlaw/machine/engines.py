@@ -83,8 +83,11 @@ class EngineKernels:
         return text
 
     def to_dict(self) -> dict:
-        return {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
-                "versions": list(self.versions), "source": self.source, "release": self.release}
+        d = {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
+             "versions": list(self.versions), "source": self.source}
+        if self.release is not None:           # the default's document stays as it was
+            d.update(release=self.release, moe=list(self.moe))
+        return d
 
 
 def check_engine(engine: str) -> str:
