@@ -553,13 +553,26 @@ class DeviceMemory:
         return {**self.footprint(), "params_per_device": self.params_per_device, "total_bytes": self.total_bytes}
 
 
+@dataclass(frozen=True)
+class StepFlops:
+    """Work of one optimizer step over the whole job (all data-parallel replicas): model FLOPs
+    (``MODEL_FLOPS``, MFU's numerator), hardware FLOPs (the ops run, recomputation included) and tokens."""
+    model_per_step: float
+    hardware_per_step: float
+    tokens_per_step: float
+
+    def to_dict(self) -> dict:
+        """The ``flops`` of ``ironlaw.train-step/1``: the fields by name, in this order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 @dataclass
 class StepEstimate:
     plan: Plan
     per_microbatch: object                     # Estimate: one micro-batch, forward+backward, slowest stage
     breakdown: StepBreakdown
     memory: DeviceMemory
-    flops: dict[str, float]
+    flops: StepFlops
     mfu: float
     bottleneck: dict
     topology: str
@@ -576,7 +589,7 @@ class StepEstimate:
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
-        return self.flops["tokens_per_step"] / (self.step_s * self.plan.gpus)
+        return self.flops.tokens_per_step / (self.step_s * self.plan.gpus)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -584,7 +597,7 @@ class StepEstimate:
                 "time_s": self.step_s, "step_s": self.step_s, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
                 "mfu": self.mfu, "mfu_convention": f"model FLOPs / (time_s × gpus × {self.peak_flops:.4g} FLOP/s, "
                                                    f"the dtype's dense peak); model FLOPs: {MODEL_FLOPS}",
-                "breakdown": self.breakdown.to_dict(), "memory_per_device": self.memory.to_dict(), "flops": self.flops,
+                "breakdown": self.breakdown.to_dict(), "memory_per_device": self.memory.to_dict(), "flops": self.flops.to_dict(),
                 "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
 
 
@@ -1241,7 +1254,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble, "optimizer": opt_s, "host": m * host_mb}
-    return StepEstimate(plan, est, breakdown, mem, flops, flops["model_per_step"] / (step * peak * plan.gpus),
+    return StepEstimate(plan, est, breakdown, mem, flops, flops.model_per_step / (step * peak * plan.gpus),
                         _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
 
 
@@ -1270,10 +1283,10 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
     return exposed
 
 
-def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
+def _step_flops(g: Graph, plan: Plan) -> StepFlops:
     """Model FLOPs (``MODEL_FLOPS``), hardware FLOPs (with recomputation) and tokens of one step."""
     m = plan.microbatches
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
     hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute)))
-    return {"model_per_step": float(np.max(g.meta["model_flops"])) * m * plan.dp,
-            "hardware_per_step": hw_flops * m * plan.dp, "tokens_per_step": tokens_mb * m * plan.dp}
+    return StepFlops(model_per_step=float(np.max(g.meta["model_flops"])) * m * plan.dp,
+                     hardware_per_step=hw_flops * m * plan.dp, tokens_per_step=tokens_mb * m * plan.dp)
