@@ -47,9 +47,9 @@ def fit(table, console, drop: tuple[str, ...]) -> list[str]:
     for name in drop:
         if not too_wide(table, console, memo) and fits(table, console):
             break
-        kept = [c for c in table.columns if str(c.header) != name]
-        if len(kept) < len(table.columns):
-            table.columns = Table(*kept).columns   # rich renumbers the columns a table is made of (edge padding)
+        at = next((i for i, c in enumerate(table.columns) if str(c.header) == name), None)
+        if at is not None:                          # rich numbers the columns a table is made of (edge padding)
+            table.columns = Table(*(table.columns[:at] + table.columns[at + 1:])).columns
             gone.append(name)
     return gone
 
