@@ -94,8 +94,9 @@ def test_printed_gpt_oss_layout_does_not_fit():
 
 def test_held_out_blackwell_dense_rows():
     """The DGX-GB300, GB200 and B200 rows of the same page (nemo_ref.BLACKWELL), held out: their layouts as
-    printed, each system's catalog entry (datasheets), nothing fitted on them. Every dense row ironlaw
-    predicts stays within 25%, the median within 12% (benchmarks/nemo_blackwell.py prints the table). The FSDP
+    printed, each system's catalog entry (datasheets; GEMM and attention η carried from H100's by the measured
+    kernel ceilings, benchmarks/carry_eta.py), nothing fitted on them. Every dense row ironlaw predicts stays
+    within 14%, the median within 6% (benchmarks/nemo_blackwell.py prints the table). The FSDP
     Llama 3 70B rows run as their recipes do, offloading 40 (GB200) and 20 (GB300) layers' activations to Grace
     memory (nemo_ref.OFFLOAD), both predicted (GB300's Grace share, 236 GB, is smaller than its 288 GiB of HBM:
     the catalog's tier order allows a host tier below the device)."""
@@ -109,8 +110,8 @@ def test_held_out_blackwell_dense_rows():
     assert len(err) == 12
     for system in ("gb200", "gb300"):
         assert abs(err[(system, "llama3-70b", "fp8")]) <= 0.25
-    assert np.median(np.abs(list(err.values()))) <= 0.12, err
-    assert all(abs(e) <= 0.25 for e in err.values()), err
+    assert np.median(np.abs(list(err.values()))) <= 0.06, err
+    assert all(abs(e) <= 0.14 for e in err.values()), err
 
 
 def test_every_held_out_row_is_predicted():
