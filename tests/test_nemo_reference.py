@@ -42,7 +42,7 @@ def test_model_flops_per_token_match_nvidias(predicted):
     for name, (r, st) in predicted.items():
         if name not in DENSE:                   # NVIDIA's formula counts gpt-oss's GLU up-projection as one GEMM
             continue
-        ours = st.flops["model_per_step"] / st.flops["tokens_per_step"]
+        ours = st.flops.model_per_step / st.flops.tokens_per_step
         theirs = r["model_tflops_per_gpu"] * 1e12 / r["tokens_per_s_per_gpu"]
         assert ours == pytest.approx(theirs, rel=0.02), name
 
@@ -80,8 +80,8 @@ def test_tuned_qwen3_run_on_16_h100():
     from nemo_ref import predict_tuned, tuned
     r, st = tuned(), predict_tuned(hardware.get("h100"))
     assert st.step_s == pytest.approx(r["step_s"], rel=0.10)
-    nvidia = r["model_tflops_per_gpu"] * 1e12 * r["step_s"] * r["gpus"] / st.flops["tokens_per_step"]
-    assert st.flops["model_per_step"] / st.flops["tokens_per_step"] == pytest.approx(nvidia, rel=0.02)
+    nvidia = r["model_tflops_per_gpu"] * 1e12 * r["step_s"] * r["gpus"] / st.flops.tokens_per_step
+    assert st.flops.model_per_step / st.flops.tokens_per_step == pytest.approx(nvidia, rel=0.02)
 
 
 def test_printed_gpt_oss_layout_does_not_fit():
