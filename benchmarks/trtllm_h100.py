@@ -180,7 +180,7 @@ class CellTerms:
             kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
             op = np.where(p["fixed"], kop, op)
             h = p["host"]                                      # the host's work overlaps the device's step
-            host = h.speed * (p["launches"] * c["launch_s"] + c["host_step_s"] + c["host_sequence_s"] * h.sequences)
+            host = p["launches"] * c["launch_s"] + h.speed * (c["host_step_s"] + c["host_sequence_s"] * h.sequences)
             total += p["n"] * (max(float(np.sum(op * p["count"])), host) + c["step_s"])
         return total
 

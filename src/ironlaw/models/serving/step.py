@@ -324,6 +324,10 @@ class HostStep:
         host = launches · launch_s (an eager step's kernels; a replayed CUDA graph: none)
              + speed · (host_step_s + host_sequence_s · sequences)
         speed = linear_s of this host / linear_s of the fit's (``ServingConstants.host_linear_s``)
+
+    The launch floor keeps the fitted ``launch_s`` on every host, as it did before the executor's work had a
+    term (so that the executor's terms at zero leave every prediction as it was); the per-core speed scales
+    the executor's own work.
     """
     cpu: str                  # the host CPU the device's hardware file names
     launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
@@ -355,7 +359,7 @@ def host_step(run, g: Graph, eager: bool, sequences: float) -> HostStep:
     speed = cpu.linear_s / c.host_linear_s if stated else 1.0
     name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
     python = speed * (c.host_step_s + c.host_sequence_s * sequences)
-    return HostStep(name, speed * host_floor_s(g, c, eager), python, float(sequences), speed, stated)
+    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated)
 
 
 def charged_s(est, constants: ServingConstants) -> float:
