@@ -291,10 +291,26 @@ def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
               "by benchmarks/vs_aiconfigurator.py")
 
 
+def host_scan(terms: list[CellTerms], const: dict) -> None:
+    """How the H100 cells respond to a host cost per request (the fixed part at zero): the fit's loss, the median
+    |error| and the cells it moves, from zero up to where the shortest steps' host binds."""
+    print("\nHost cost per request on DGX H100's host (host_step_s 0), all H100 cells:")
+    base = score(terms, const)
+    for us in (0, 10, 20, 30, 33, 34, 35, 36, 38, 40):
+        c = {**const, "host_step_s": 0.0, "host_sequence_s": us * 1e-6}
+        errs = score(terms, c)
+        moved = ", ".join(f"{t.cell['model']} {t.cell['isl']}/{t.cell['osl']} {e0:+.1f}→{e:+.1f}%"
+                          for t, e, e0 in zip(terms, errs, base) if abs(e - e0) >= 0.1)
+        print(f"  {us:3d} us/request: loss {loss_of(terms, c):.5f}, |error| median {stats(errs)[0]:.2f}%"
+              f"{'; moves ' + moved if moved else ''}")
+
+
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
+    ap.add_argument("--host-scan", action="store_true", help="print the H100 cells' response to a host cost per "
+                                                             "request (host_scan)")
     ap.add_argument("--host", action="store_true", help="fit (and leave-one-model-out) the executor's host work "
                                                         "per step and per request too (HOST)")
     args = ap.parse_args()
@@ -361,6 +377,8 @@ def main() -> int:
     print(f"ironlaw: {statistics.median(walls) * 1e3:.0f} ms per prediction (median over {len(walls)} cells, "
           f"max {max(walls) * 1e3:.0f} ms)")
     print_peers(table, ours, lomo_pred)
+    if args.host_scan:
+        host_scan(terms, const)
     from _table import print_table
     cell = next((t for t in terms if (t.cell["model"], t.cell["isl"], t.cell["osl"]) == ("llama3.1-8b", 2048, 2048)))
     e9305 = 100.0 * (cell.tokens_per_s(const) / 9305 - 1)
