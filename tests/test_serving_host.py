@@ -120,3 +120,15 @@ def test_serve_text_and_json_show_the_host(tmp_path):
     r = run_cli("serve", "llama3-8b", "--on", "gb200", "--dtype", "fp8", "--prompt", "128", "--output", "128",
                 "--max-throughput")
     assert "host per step" in r.out and "2.75× the fit host's time" in r.out
+
+
+def test_a_host_bound_online_step_names_the_host_and_matches_the_schema():
+    pytest.importorskip("jsonschema")
+    from ironlaw.core import schemas
+    from ironlaw.models.serving import online
+    est = online.estimate("llama3-8b", "gb200", 128, 128, 256, constants=SLOW)
+    d = est.to_dict()
+    assert d["decode_bottleneck"]["resource"] == "host" and "Grace" in d["decode_bottleneck"]["why"]
+    assert d["decode_host"]["host_s"] == pytest.approx(256 * 1e-4 * 37.08 / 13.48, rel=1e-3)
+    assert d["decode_step_s"] == pytest.approx(d["decode_host"]["host_s"] + SLOW.step_s)
+    schemas.validate(d)
