@@ -2,6 +2,7 @@
 
     python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/engine.py
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
+    python benchmarks/trtllm_h100.py --fit --host   # … with the executor's host work per step and per request
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on DGX H100, FP8 ModelOpt checkpoints.
@@ -52,13 +53,16 @@ MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout", "qwen3-30b-a3b")
 KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
-         "expert_stream_eta")
+         "expert_stream_eta", "host_step_s", "host_sequence_s")
 # what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
 # seconds per kernel of an eager step). GEMM and attention η come from the device's kernel tables where its
 # calibration has them (``models.serving.step.kernel_terms``; H100, H200, B200, GB200 … in the catalog), so they
 # are not end-to-end fits any more; the others keep the values the eight-constant fit gave them
 ENGINE = ("step_s", "launch_s")
-BOUNDS = {"gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
+# --host adds the executor's host work per step, overlapped with the device's step (``serving.step.HostStep``): a
+# fixed part and one per request the step carries, on DGX H100's Xeon 8480C; Blackwell cells never fit them
+HOST = ("host_step_s", "host_sequence_s")
+BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0)}
 
@@ -85,6 +89,28 @@ def predict(cell: dict, hw: str = "h100", constants=None):
                              dtype=cell.get("precision", "fp8"), kv_dtype=KV_DTYPE[cell["model"]],
                              ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
                              kv_fraction=KV_FRACTION, constants=constants or st.FITTED)
+
+
+def host_option(ap) -> None:
+    """``--host-costs STEP_S,SEQUENCE_S``: score with the executor's host work at these values (on DGX H100's
+    host; ``--fit --host`` prints them), not FITTED's: a what-if, nothing committed."""
+    ap.add_argument("--host-costs", metavar="STEP_S,SEQUENCE_S", default=None,
+                    help="host seconds per step and per request on the fit host, e.g. 0.0047,34e-6 (what --fit "
+                         "--host of trtllm_h100.py reports); default: the constants in engine.py")
+
+
+def constants_of(args):
+    """FITTED with ``--host-costs`` applied, or None (FITTED itself)."""
+    if args.host_costs is None:
+        return None
+    from ironlaw.models.serving import throughput as st
+    try:
+        a, b = (float(x) for x in args.host_costs.split(","))
+    except ValueError:
+        sys.exit(f"--host-costs: expected STEP_S,SEQUENCE_S (two numbers of seconds), got {args.host_costs!r}")
+    if a < 0 or b < 0:
+        sys.exit(f"--host-costs: seconds cannot be negative, got {args.host_costs!r}")
+    return replace(st.FITTED, host_step_s=a, host_sequence_s=b)
 
 
 # ---------------------------------------------------------------------- fast re-evaluation for the fit
@@ -132,7 +158,8 @@ class CellTerms:
                 comp_fixed=zk.compute_s, lat_fixed=zk.latency_s,
                 lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul",
                 attention=kinds == "attention", grouped=kern == GROUPED_GEMM,
-                m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0))
+                m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0,
+                host=e.graph.meta["host"]))
 
     def time(self, c: dict) -> float:
         """The step times as the law composes them (``serving_step``: the grouped GEMM streams, then computes;
@@ -152,7 +179,9 @@ class CellTerms:
             data = p["act_s"] / c["memory_eta"] + p["other_fixed"]
             kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
             op = np.where(p["fixed"], kop, op)
-            total += p["n"] * (max(float(np.sum(op * p["count"])), p["launches"] * c["launch_s"]) + c["step_s"])
+            h = p["host"]                                      # the host's work overlaps the device's step
+            host = p["launches"] * c["launch_s"] + h.speed * (c["host_step_s"] + c["host_sequence_s"] * h.sequences)
+            total += p["n"] * (max(float(np.sum(op * p["count"])), host) + c["step_s"])
         return total
 
     def tokens_per_s(self, c: dict) -> float:
@@ -163,7 +192,7 @@ def _to_x(c: dict, names=NAMES) -> np.ndarray:
     out = []
     for k in names:
         lo, hi = BOUNDS[k]
-        u = (math.log(c[k]) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        u = (math.log(max(c[k], lo)) - math.log(lo)) / (math.log(hi) - math.log(lo))   # 0 (a term off) starts at lo
         u = min(max(u, 1e-6), 1 - 1e-6)
         out.append(math.log(u / (1 - u)))
     return np.array(out)
@@ -178,14 +207,27 @@ def _from_x(x: np.ndarray, names=NAMES) -> dict:
     return out
 
 
+# where the host fit starts (host_step_s, host_sequence_s): a host cost below the device's step changes no cell, so
+# the loss is flat from zero up to where one cell's host binds; the fit starts on this grid and keeps its best
+HOST_STARTS = tuple((a, b) for a in (0.0, 2e-3, 5e-3) for b in (0.0, 10e-6, 20e-6, 30e-6, 35e-6, 40e-6))
+
+
+def loss_of(terms: list[CellTerms], c: dict) -> float:
+    """The mean |log(predicted / published)| over ``terms`` at the constants ``c``."""
+    return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
+
+
 def fit(terms: list[CellTerms], start: dict, names=ENGINE) -> dict:
-    """``names`` refitted on ``terms`` (the others kept at ``start``)."""
+    """``names`` refitted on ``terms`` (the others kept at ``start``); with the host terms in ``names``, from
+    every start of ``HOST_STARTS``, the best kept."""
     from ironlaw.measure.calibrate.fitcore import minimize
 
     def loss(x):
-        c = {**start, **_from_x(x, names)}
-        return float(np.mean([abs(math.log(t.tokens_per_s(c) / t.cell["published"])) for t in terms]))
-    return {**start, **_from_x(minimize(loss, _to_x(start, names), rounds=4, iters=600), names)}
+        return loss_of(terms, {**start, **_from_x(x, names)})
+    starts = [start] if not set(HOST) <= set(names) else \
+        [{**start, "host_step_s": a, "host_sequence_s": b} for a, b in HOST_STARTS]
+    fits = [{**s0, **_from_x(minimize(loss, _to_x(s0, names), rounds=4, iters=600), names)} for s0 in starts]
+    return min(fits, key=lambda c: loss_of(terms, c))
 
 
 # ---------------------------------------------------------------------- report
@@ -249,10 +291,28 @@ def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
               "by benchmarks/vs_aiconfigurator.py")
 
 
+def host_scan(terms: list[CellTerms], const: dict) -> None:
+    """How the H100 cells respond to a host cost per request (the fixed part at zero): the fit's loss, the median
+    |error| and the cells it moves, from zero up to where the shortest steps' host binds."""
+    print("\nHost cost per request on DGX H100's host (host_step_s 0), all H100 cells:")
+    base = score(terms, const)
+    for us in (0, 10, 20, 30, 33, 34, 35, 36, 38, 40):
+        c = {**const, "host_step_s": 0.0, "host_sequence_s": us * 1e-6}
+        errs = score(terms, c)
+        moved = ", ".join(f"{t.cell['model']} {t.cell['isl']}/{t.cell['osl']} {e0:+.1f}→{e:+.1f}%"
+                          for t, e, e0 in zip(terms, errs, base) if abs(e - e0) >= 0.1)
+        print(f"  {us:3d} us/request: loss {loss_of(terms, c):.5f}, |error| median {stats(errs)[0]:.2f}%"
+              f"{'; moves ' + moved if moved else ''}")
+
+
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
+    ap.add_argument("--host-scan", action="store_true", help="print the H100 cells' response to a host cost per "
+                                                             "request (host_scan)")
+    ap.add_argument("--host", action="store_true", help="fit (and leave-one-model-out) the executor's host work "
+                                                        "per step and per request too (HOST)")
     args = ap.parse_args()
     table, skipped = [], []
     for c in cells():
@@ -270,14 +330,15 @@ def main() -> int:
         t.est = est
         terms.append(t)
     const = {k: getattr(st.FITTED, k) for k in NAMES}
+    names = ENGINE + HOST if args.host else ENGINE
     if args.fit:
-        const = fit(terms, const)
+        const = fit(terms, const, names)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
     errs = score(terms, const)
     models = sorted({c["model"] for c in table})
     lomo_err, lomo_pred = {}, {}
     for m in models:
-        cm = fit([t for t in terms if t.cell["model"] != m], const)
+        cm = fit([t for t in terms if t.cell["model"] != m], const, names)
         for t in terms:
             if t.cell["model"] == m:
                 key = (m, t.cell["isl"], t.cell["osl"])
@@ -316,6 +377,8 @@ def main() -> int:
     print(f"ironlaw: {statistics.median(walls) * 1e3:.0f} ms per prediction (median over {len(walls)} cells, "
           f"max {max(walls) * 1e3:.0f} ms)")
     print_peers(table, ours, lomo_pred)
+    if args.host_scan:
+        host_scan(terms, const)
     from _table import print_table
     cell = next((t for t in terms if (t.cell["model"], t.cell["isl"], t.cell["osl"]) == ("llama3.1-8b", 2048, 2048)))
     e9305 = 100.0 * (cell.tokens_per_s(const) / 9305 - 1)

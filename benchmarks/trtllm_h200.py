@@ -1,6 +1,7 @@
 """Offline max-throughput serving against TensorRT-LLM's published H200 table, HELD OUT: nothing is fitted on it.
 
     python benchmarks/trtllm_h200.py
+    python benchmarks/trtllm_h200.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work (H100 fit)
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 columns fit the serving constants
@@ -24,13 +25,13 @@ CSV = h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv"
 GOAL_DENSE = GOAL_MOE = 10.0      # median |error| of the held-out cells, dense and MoE (the H100 goal, 5%, doubled)
 
 
-def scored() -> list[dict]:
-    """Every H200 cell with its prediction and error (percent), the H100-fitted constants."""
+def scored(constants=None) -> list[dict]:
+    """Every H200 cell with its prediction and error (percent), the H100-fitted constants (or ``constants``)."""
     out = []
     for c in h100.cells(CSV):
         c = {**c, "spec": h100.spec_for(c["model"])}
         t0 = time.perf_counter()
-        est = h100.predict(c, "h200")
+        est = h100.predict(c, "h200", constants)
         wall = time.perf_counter() - t0
         pred = est.output_tokens_per_s
         out.append({**c, "predicted": pred, "error": 100.0 * (pred / c["published"] - 1.0), "batch": est.batch,
@@ -48,8 +49,11 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main() -> int:
+    import argparse
     from _table import print_table
-    rows = scored()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    h100.host_option(ap)
+    rows = scored(h100.constants_of(ap.parse_args()))
     w = (16, 3, 10, 10, 10, 8, 6, 10)
     print(h100._line(("model", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
     for r in rows:
