@@ -103,8 +103,7 @@ def release_stored(data: Path, folder: str, release: str, table: dict) -> list[t
         if f"moe_grouped_gemm.{dt}" not in table.get("kernel", {}):
             continue
         x, t, keep = _layer_terms(gpu, dt, rows, RELEASE_ROUTING)
-        held = ~keep
-        out.append((gpu, dt, np.abs(stored_predict(table["kernel"], dt, x[held]) / t[held] - 1)))
+        out.append((gpu, dt, np.abs(stored_predict(table["kernel"], dt, x[~keep]) / t[~keep] - 1)))
     return out
 
 
@@ -126,10 +125,10 @@ def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     return held_out(moefit.fit, moefit.predict_s, x, t, keep)[1]
 
 
-def _layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> tuple[np.ndarray, np.ndarray,
-                                                                                    np.ndarray]:
-    """(the law's MoE terms of each row on ``gpu`` under the table's ``routing``, measured seconds, the rows of
-    the fitted layer shapes)."""
+def _layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the law's MoE terms of each row on ``gpu`` routed as ``routing``, measured seconds, the rows of the fitted
+    layer shapes)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)

@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import run_cli
+
 pd = pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
@@ -55,6 +57,18 @@ def test_a_bad_older_table_is_one_line(tmp_path, name, drop, cols, message):
     with pytest.raises(IronlawError, match=message) as e:
         kerneltable.read(tmp_path)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("drop, cols, message", [
+    (("n",), {}, "gemm_perf.txt: missing column n for a gemm table"),
+    ((), {"latency_unit": "fortnight"}, "unknown latency unit fortnight"),
+])
+def test_calibrate_refuses_a_bad_older_table_in_one_line(tmp_path, drop, cols, message):
+    _copy(tmp_path, "gemm_perf.txt", drop, **cols)
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "h100", "--out", str(tmp_path / "h100.toml"))
+    assert r.rc == 2, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.err
 
 
 def test_window_defaults_only_in_the_older_layout(tmp_path):
