@@ -2,7 +2,7 @@
 
     python benchmarks/trtllm_blackwell.py
     python benchmarks/trtllm_blackwell.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work
-    python benchmarks/trtllm_blackwell.py --release catalog   # on the catalog's 1.3.0rc20 kernels, not the cells' 1.0
+    python benchmarks/trtllm_blackwell.py --release cell   # each cell on the kernels of the release it ran (1.0)
 
 Source: tests/data/trtllm_perf_overview_blackwell.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the B200 180GB (DGX B200) and GB200 192GB (GB200 NVL72) columns of the page whose H100 columns fit the
@@ -12,8 +12,8 @@ catalog entries (datasheet peaks: FP4 9 / 10 PFLOPS dense, 8 TB/s), run as the H
 (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits, MoE rows
 with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``graph.attention_dtype``). No
 per-GPU or per-dtype factor: only the datasheet and the weights' format change from H100 FP8. Each cell is priced
-on the kernels of the TensorRT-LLM release it ran (the CSV's ``release`` column, 1.0: ``serve --release 1.0``, the
-GEMM, attention and fused-MoE terms fitted on that release's B200 / GB200 tables; ``trtllm_h100.predict``).
+on the catalog's kernel terms; ``--release cell`` on the kernels of the TensorRT-LLM release it ran (the CSV's
+``release`` column, 1.0: ``serve --release 1.0``, the terms fitted on that release's B200 / GB200 tables).
 """
 from __future__ import annotations
 

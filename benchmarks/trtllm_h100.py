@@ -2,7 +2,7 @@
 
     python benchmarks/trtllm_h100.py            # score the constants in src/ironlaw/models/serving/engine.py
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
-    python benchmarks/trtllm_h100.py --release catalog   # … on the catalog's 1.3.0rc20 kernels, not the cells' 1.0
+    python benchmarks/trtllm_h100.py --release cell   # … each cell on the kernels of the release it ran (1.0)
     python benchmarks/trtllm_h100.py --fit --host   # … with the executor's host work per step and per request
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
@@ -11,13 +11,15 @@ Runs as published: ``--kv-fraction 0.95`` (the page: "in many cases … 0.95"), 
 ISL/OSL, trtllm-bench's own max_batch_size / max_num_tokens, MoE rows with EP = TP and attention DP (the
 page's later revision puts ``enable_attention_dp: true`` at the top level of the Qwen3 MoE / Llama 4 options),
 the KV cache in each checkpoint's dtype (``KV_DTYPE``).
-Each cell is priced on the kernels of the TensorRT-LLM release it ran (the CSV's ``release`` column: 1.0, the
-page's "NEW for v1.0"; ``serve --release 1.0``: that release's GEMM, attention and fused-MoE terms, the routed
-experts on its MoE tables, ``trtllm_h100.predict``); ``--release`` names one for every cell.
+Each cell is priced on the catalog's kernel terms (TensorRT-LLM 1.3.0rc20's tables); ``--release cell`` prices it
+on the kernels of the release it ran (the CSV's ``release`` column: 1.0, the page's "NEW for v1.0"; ``serve
+--release 1.0``: that release's GEMM, attention and fused-MoE terms, the routed experts on its MoE tables), and
+``--release R`` names one for every cell. The catalog stays the default: every set scores worse on the 1.0 terms
+(docs/accuracy.md, "The published cells on the release they ran").
 Fitted (``--fit``): the engine's own costs no kernel table times (``ENGINE``: fixed seconds per step, host seconds
 per kernel of an eager step) — minimising the mean |log(predicted / published)| over every H100 cell, dense and
 MoE; nothing per model, per cell or per GPU. GEMM and attention run at the H100's kernel-fitted terms (the
-release's file, catalog/engine/trtllm-1.0/h100.toml, or with ``--release catalog`` the catalog ``[calibration]``
+catalog ``[calibration]``, or with ``--release cell`` the release's file catalog/engine/trtllm-1.0/h100.toml,
 fitted on aiconfigurator-core 0.12.0's H100 kernel tables, by benchmarks/kernel_tables.py); the other ``ServingConstants`` (HBM streaming η, the routed experts' grouped GEMM,
 the GEMM and attention η of devices without kernel tables) keep the values the earlier eight-constant fit on
 these cells gave them. Leave-one-model-out: refit without
@@ -89,15 +91,18 @@ def cells(path: Path = CSV) -> list[dict]:
              "published": float(r["output_tokens_per_s"])} for r in rows]
 
 
-# which TensorRT-LLM release's kernels price a cell: the cell's own (the CSVs' ``release`` column: 1.0, the perf
-# overview's "NEW for v1.0"), unless ``--release`` names one for every cell (``CATALOG``: the catalog's 1.3.0rc20)
-CATALOG = "catalog"
-RELEASE = {"override": None}
+# which TensorRT-LLM release's kernels price a cell: the catalog's (1.3.0rc20) unless ``--release`` names one for
+# every cell, or ``CELL``: each cell's own (the CSVs' ``release`` column: 1.0, the perf overview's "NEW for v1.0").
+# The catalog stays the default: on the 1.0 tables every set scores worse (docs/accuracy.md, "The published cells
+# on the release they ran").
+CATALOG, CELL = "catalog", "cell"
+RELEASE = {"override": CATALOG}
 
 
 def release_arg(ap) -> None:
-    ap.add_argument("--release", help="price every cell on this TensorRT-LLM release's kernels (default: each cell's "
-                                      f"own, the CSV's release column; '{CATALOG}': the catalog's 1.3.0rc20)")
+    ap.add_argument("--release", default=CATALOG,
+                    help=f"price every cell on this TensorRT-LLM release's kernels (default '{CATALOG}': the "
+                         f"catalog's 1.3.0rc20; '{CELL}': each cell's own, the CSV's release column)")
     ap.add_argument("--release-classes", choices=tuple(CLASSES), default="all",
                     help="diagnosis: only these of the release's kernel classes, the catalog's for the rest")
     ap.add_argument("--routing", help="what-if: the MoE cells' busiest expert rank as this routing loads it "
@@ -169,8 +174,8 @@ def fitted():
 
 def release_of(cell: dict) -> str | None:
     """The release whose kernels price ``cell`` (None: the catalog's)."""
-    r = RELEASE["override"] or cell.get("release") or None
-    return None if r == CATALOG else r
+    r = cell.get("release") if RELEASE["override"] == CELL else RELEASE["override"]
+    return None if r in (CATALOG, None, "") else r
 
 
 def predict(cell: dict, hw: str = "h100", constants=None):

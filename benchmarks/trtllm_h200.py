@@ -2,7 +2,7 @@
 
     python benchmarks/trtllm_h200.py
     python benchmarks/trtllm_h200.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work (H100 fit)
-    python benchmarks/trtllm_h200.py --release catalog   # on the catalog's 1.3.0rc20 kernels, not the cells' 1.0
+    python benchmarks/trtllm_h200.py --release cell   # each cell on the kernels of the release it ran (1.0)
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 columns fit the serving constants
@@ -11,8 +11,8 @@ Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 
 cells are (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits,
 MoE rows with EP = TP and attention DP, FP8 KV cache) at the page's H200 TP (Llama 3.3 70B runs TP 1 there, TP 2 on
 H100). No per-GPU factor: only the datasheet changes from one GPU to the other. Each cell is priced on the
-kernels of the TensorRT-LLM release it ran (the CSV's ``release`` column, 1.0: ``serve --release 1.0``, the GEMM,
-attention and fused-MoE terms fitted on that release's H200 tables; ``trtllm_h100.predict``).
+catalog's kernel terms; ``--release cell`` on the kernels of the TensorRT-LLM release it ran (the CSV's ``release``
+column, 1.0: ``serve --release 1.0``, the terms fitted on that release's H200 tables).
 """
 from __future__ import annotations
 

@@ -342,7 +342,7 @@ def test_fp4_checkpoints_run_fp8_attention():
 
 def test_blackwell_fp4_cells_held_out_from_h100_constants():
     """The H100 engine constants with the B200 and GB200 kernel-fitted GEMM and attention terms of the catalog on
-    their FP4 cells (benchmarks/trtllm_blackwell.py --release catalog prints them): the Llama 4 Scout cells within
+    their FP4 cells (benchmarks/trtllm_blackwell.py prints them): the Llama 4 Scout cells within
     12% at the median; the dense cells within 10% at the median and 30% at most (on the datasheet alone every dense
     cell came out 8-47% fast: the FP4 GEMMs reach 0.4-0.6 of their datasheet peak in the kernel tables,
     docs/accuracy.md)."""
