@@ -16,7 +16,6 @@ kernel a two-term law holds. The law has no DeepEP kernel class yet; (2) is what
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -25,6 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
 
 VERSION = "1.3.0rc11"
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300")
@@ -34,15 +35,9 @@ EXTRACT = ("b200_sxm", "h100_sxm")
 
 def rows(data: Path) -> list[tuple[str, str, object]]:
     """[(gpu, table path, rows of the DeepEP HT bf16 exchange)]."""
-    from ironlaw.measure.calibrate import kerneltable
-    out = []
-    for system in SYSTEMS:
-        folder = data / system / "comm" / "trtllm" / VERSION
-        if folder.exists():
-            for t in kerneltable.read(folder, ops=("moe_a2a",)):
-                r = t.rows[(t.rows.comm_backend == BACKEND) & (t.rows.comm_dtype == DTYPE) & (t.rows.node_num == 1)]
-                out.append((t.gpu, f"{system}/comm/trtllm/{VERSION}/moe_a2a_perf.parquet", r))
-    return out
+    return [(t.gpu, path, t.rows[(t.rows.comm_backend == BACKEND) & (t.rows.comm_dtype == DTYPE) &
+                                 (t.rows.node_num == 1)])
+            for _, t, path in tables(data, SYSTEMS, "comm", "trtllm", VERSION, "moe_a2a")]
 
 
 def law_s(gpu: str, ep: int, nbytes: np.ndarray) -> np.ndarray:
@@ -61,11 +56,9 @@ def score(gpu: str, r) -> list[tuple]:
         t = g.latency_s.to_numpy(float)
         ep = int(g.ep_size.iloc[0])
         law = law_s(gpu, ep, n) / t - 1
-        keep = split(n)
-        a, s = fit_line(n[keep], t[keep])
-        line = np.abs((a + n[~keep] * s) / t[~keep] - 1)
-        out.append((phase, len(t), float(np.median(law)), float(np.median(np.abs(law))), float(np.median(line)),
-                    float(np.percentile(line, 90)), a, 1 / s))
+        (a, s), line = held_out(fit_line, lambda f, x: f[0] + x * f[1], n, t, split(n))
+        med, p90 = median_p90(line)
+        out.append((phase, len(t), float(np.median(law)), float(np.median(np.abs(law))), med, p90, a, 1 / s))
     return out
 
 
@@ -74,18 +67,11 @@ def extract(data: Path, out: Path) -> None:
             "ep_size", "node_num", "hidden_size", "topk", "num_experts", "num_tokens", "latency"]
     for gpu, path, r in rows(data):
         if Path(path).parts[0] in EXTRACT:
-            dest = out / Path(path).with_suffix(".csv")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            r[keys].to_csv(dest, index=False, float_format="%.6g")
-            print(f"{dest}: {len(r)} rows")
+            write_extract(r, keys, out / Path(path).with_suffix(".csv"))
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
-    ap.add_argument("--extract", help="write the extract (from --data) to this folder and stop")
-    a = ap.parse_args()
-    data = Path(a.data) if a.data else DATA
+    a, data = arguments(__doc__, DATA)
     if a.extract:
         extract(data, Path(a.extract))
         return 0

@@ -16,7 +16,6 @@ not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regi
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import sys
 from pathlib import Path
@@ -26,6 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
@@ -39,47 +40,41 @@ SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe
 
 def groups(data: Path) -> list[tuple]:
     """[(gpu, ironlaw dtype, table path, rows as a dict of arrays)] of every system and dtype found."""
-    from ironlaw.measure.calibrate import kerneltable
     out = []
-    for system in SYSTEMS:
-        folder = data / system / "moe" / "trtllm" / VERSION
-        if not folder.exists():
-            continue
-        for t in kerneltable.read(folder, ops=("moe",)):
-            rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING)]
-            for dt, law_dt in DTYPES.items():
-                r = rows[rows.moe_dtype == dt]
-                if len(r):
-                    out.append((t.gpu, law_dt, f"{system}/moe/trtllm/{VERSION}/moe_perf.parquet",
-                                {c: r[c].to_numpy() for c in r.columns}))
+    for _, t, path in tables(data, SYSTEMS, "moe", "trtllm", VERSION, "moe"):
+        rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING)]
+        for dt, law_dt in DTYPES.items():
+            r = rows[rows.moe_dtype == dt]
+            if len(r):
+                out.append((t.gpu, law_dt, path, {c: r[c].to_numpy() for c in r.columns}))
     return out
 
 
 def fit_and_score(gpu: str, dtype: str, rows: dict) -> tuple[dict, np.ndarray, int]:
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
-    from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
-    hw = hardware.get(gpu)
-    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
-    t = rows["latency_s"].astype(float)
-    keep = moefit.shape_split(rows)
-    kern = moefit.kernels(moefit.fit(x[keep], t[keep]), dtype)
-    err = np.abs(stored_predict(kern, dtype, x[~keep]) / t[~keep] - 1)
+    x, t, keep = _layer_terms(gpu, dtype, rows)
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
+                         lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
 
 
 def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     """|relative error| of the held-out shapes when the fit and the score keep only the rows of the regime the
     serving engine runs (MoE TP 1: attention DP with the experts split by EP, models/serving/parallel.py)."""
-    from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     tp1 = np.asarray(rows["moe_tp_size"]) == 1
-    sub = {k: np.asarray(v)[tp1] for k, v in rows.items()}
+    x, t, keep = _layer_terms(gpu, dtype, {k: np.asarray(v)[tp1] for k, v in rows.items()})
+    return held_out(moefit.fit, moefit.predict_s, x, t, keep)[1]
+
+
+def _layer_terms(gpu: str, dtype: str, rows: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the law's MoE terms of each row on ``gpu``, measured seconds, the rows of the fitted layer shapes)."""
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
-    x = moefit.terms(sub, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
-    t = sub["latency_s"].astype(float)
-    keep = moefit.shape_split(sub)
-    return np.abs(moefit.predict_s(moefit.fit(x[keep], t[keep]), x[~keep]) / t[~keep] - 1)
+    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
+    return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
 def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
@@ -150,19 +145,11 @@ def extract(data: Path, out: Path) -> None:
             rows = rows.sort_values(SHAPE + ["num_tokens"], kind="stable")
             cols = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens"] + \
                 SHAPE + ["distribution", "latency"]
-            dest = out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            rows[cols].to_csv(dest, index=False, float_format="%.6g")
-            print(f"{dest}: {len(rows)} rows")
+            write_extract(rows, cols, out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
-    ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog's [calibration]")
-    ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
-    a = ap.parse_args()
-    data = Path(a.data) if a.data else DATA
+    a, data = arguments(__doc__, DATA, write="store the fitted terms in the catalog's [calibration]")
     if a.extract:
         extract(data, Path(a.extract))
         return 0
@@ -178,16 +165,19 @@ def main() -> int:
     print(f"{'GPU':14s} {'dtype':5s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  goal")
     for gpu, dt, _, kern, err, _, _ in fits:
         g, r = kern[f"moe_grouped_gemm.{dt}"], kern[f"moe_rows.{dt}"]
-        ok = np.median(err) <= GOAL_MEDIAN and np.percentile(err, 90) <= GOAL_P90
-        print(f"{gpu:14s} {dt:5s} {len(err):8d} {100 * np.median(err):6.1f}% {100 * np.percentile(err, 90):5.1f}% "
+        med, p90 = median_p90(err)
+        ok = med <= GOAL_MEDIAN and p90 <= GOAL_P90
+        print(f"{gpu:14s} {dt:5s} {len(err):8d} {100 * med:6.1f}% {100 * p90:5.1f}% "
               f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f}  "
               f"{'met' if ok else 'MISS'}")
     print("\nthe serving regime only (MoE TP 1 rows, fitted and scored on their own shapes), median / p90:")
     for gpu, dt, _, rows in groups(data):
         e = serving_regime(gpu, dt, rows)
-        print(f"{gpu:14s} {dt:5s} {len(e):8d} {100 * np.median(e):6.1f}% {100 * np.percentile(e, 90):5.1f}%")
+        med, p90 = median_p90(e)
+        print(f"{gpu:14s} {dt:5s} {len(e):8d} {100 * med:6.1f}% {100 * p90:5.1f}%")
     allr = np.concatenate([f[4] for f in fits])
-    print(f"\nall held-out rows: {len(allr)}, median {100 * np.median(allr):.1f}%, p90 {100 * np.percentile(allr, 90):.1f}%")
+    med, p90 = median_p90(allr)
+    print(f"\nall held-out rows: {len(allr)}, median {100 * med:.1f}%, p90 {100 * p90:.1f}%")
     if not a.data:
         print("catalog [calibration.kernel] MoE entries: fitted on the full tables; check them with --data DIR")
         return 0

@@ -48,7 +48,7 @@ def main() -> int:
         if r["model"] in DENSE:
             dense.append(abs(err))
         nv = r["model_tflops_per_gpu"] * 1e3 / r["tokens_per_s_per_gpu"]
-        ours = st.flops["model_per_step"] / st.flops["tokens_per_step"] / 1e9
+        ours = st.flops.model_per_step / st.flops.tokens_per_step / 1e9
         print(f"{r['model']:15s} {r['gpus']:5d} {r['precision']:>4} {r['tokens_per_s_per_gpu']:9.0f} {tps:8.0f} "
               f"{err:+7.1%} {st.mfu:6.1%} {nv:15.1f} {ours:8.1f}  {st.bottleneck['resource']}: {st.bottleneck['why']}")
     print()

@@ -158,7 +158,7 @@ def layer_s(row: dict, st) -> tuple[float, float]:
     """(seconds per layer and micro-batch on a stage that the row's published tokens/s imply, ironlaw's): the
     step ÷ (micro-batches + (pp − 1)/vp) ÷ layers per stage."""
     p = st.plan
-    step = st.flops["tokens_per_step"] / (row["tokens_per_s_per_gpu"] * p.gpus)
+    step = st.flops.tokens_per_step / (row["tokens_per_s_per_gpu"] * p.gpus)
     layers = st.per_microbatch.graph.meta["layers"] / p.pp
     return step / (p.microbatches + (p.pp - 1) / p.interleave) / layers, st.breakdown.microbatch_s / layers
 

@@ -34,12 +34,12 @@ def test_training_flops_per_step(opts, factor):
     g = _train()
     plan = parallel.make_plan(opts, g)
     st = parallel.train_step(g, hardware.get("a100"), plan)
-    n, tokens = g.meta["params"], st.flops["tokens_per_step"]
+    n, tokens = g.meta["params"], st.flops.tokens_per_step
     assert tokens == plan.global_batch * 2048
-    assert st.flops["hardware_per_step"] == pytest.approx(factor * n * tokens, rel=0.05)
-    assert st.flops["model_per_step"] == pytest.approx(6.0 * n * tokens, rel=0.05)
+    assert st.flops.hardware_per_step == pytest.approx(factor * n * tokens, rel=0.05)
+    assert st.flops.model_per_step == pytest.approx(6.0 * n * tokens, rel=0.05)
     # MFU is model FLOPs over (step time × peak × devices), never above 1
-    assert st.mfu == pytest.approx(st.flops["model_per_step"] / (st.step_s * 312e12 * plan.gpus), rel=1e-9)
+    assert st.mfu == pytest.approx(st.flops.model_per_step / (st.step_s * 312e12 * plan.gpus), rel=1e-9)
     assert 0 < st.mfu < 1
 
 

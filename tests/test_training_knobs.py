@@ -37,7 +37,7 @@ def test_context_parallel_splits_activations_and_adds_the_ring():
            for s, st in (("one", one), ("two", two))}
     assert att["two"] == pytest.approx(att["one"] / 2)
     # the same global batch on twice the devices: tokens per step unchanged, the step shorter
-    assert two.flops["tokens_per_step"] == one.flops["tokens_per_step"] and two.step_s < one.step_s
+    assert two.flops.tokens_per_step == one.flops.tokens_per_step and two.step_s < one.step_s
 
 
 def test_context_parallel_ring_by_hand():

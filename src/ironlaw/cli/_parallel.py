@@ -25,8 +25,8 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
              f"throughput: {fmt_num(step.tokens_per_s_per_gpu)} tokens/s per device",
-             f"MFU {100 * step.mfu:.1f}% = model {f(step.flops['model_per_step'], 'FLOP')} / (step × "
-             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops['hardware_per_step'], 'FLOP')}",
+             f"MFU {100 * step.mfu:.1f}% = model {f(step.flops.model_per_step, 'FLOP')} / (step × "
+             f"{f(step.peak_flops, 'FLOP/s')} × {p.gpus}); hardware {f(step.flops.hardware_per_step, 'FLOP')}",
              power.line(step.energy, hw.name)] + run_cost.text(step.run)
     emit_lines(lines, fmt)
     rows = [("micro-batches × (forward + backward, TP collectives)", b.compute_and_tp_s),

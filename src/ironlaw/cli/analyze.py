@@ -6,8 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import (Batch, CheckpointS, DType, Grid, MtbfGpuHours, On, Opt, Phase, Price, RestartS, Seq, Serial,
-                      Spec, TrainTokens)
+from .options import Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
 
 
 def parse_opts(items: list[str]) -> dict:
@@ -31,6 +30,7 @@ def parse_opts(items: list[str]) -> dict:
 
 
 @app.command()
+@with_run_cost
 def analyze(
     spec: Spec,
     on: On = "h100",
@@ -67,12 +67,7 @@ def analyze(
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
     opt: Opt = [],
-    price: Price = None,
-    grid: Grid = None,
-    train_tokens: TrainTokens = None,
-    mtbf_gpu_hours: MtbfGpuHours = None,
-    checkpoint_s: CheckpointS = None,
-    restart_s: RestartS = None,
+    cost: RunCost = RunCost(),
     html: Optional[str] = typer.Option(None, "--html", help="also write a report (one self-contained HTML file); "
                                        "with --phase train and parallel options: the step's timeline"),
 ):
@@ -86,9 +81,7 @@ def analyze(
                       tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                       moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
                       offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
-                      capture=capture, network=network, options=parse_opts(opt), price_per_gpu_hour=price,
-                      grid_gco2_per_kwh=grid, train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours,
-                      checkpoint_s=checkpoint_s, restart_s=restart_s, html=html)
+                      capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step

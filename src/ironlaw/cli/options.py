@@ -1,10 +1,13 @@
-"""Options that several verbs share, defined once (typer ``Annotated`` aliases).
+"""Options that several verbs share, defined once (typer ``Annotated`` aliases), and the run-cost group
+(``with_run_cost``: price, grid and the whole-run options, handed to a command as one ``RunCost``).
 
     def analyze(spec: Spec, on: On = "h100", batch: Batch = 1, seq: Seq = None, …)
 """
 from __future__ import annotations
 
-from typing import Annotated, List, Optional
+import inspect
+from dataclasses import dataclass
+from typing import Annotated, Callable, List, Optional
 
 import typer
 
@@ -33,3 +36,41 @@ CheckpointS = Annotated[Optional[float], typer.Option("--checkpoint-s", help="wi
                                                       "a checkpoint (gives lost work and goodput)")]
 RestartS = Annotated[Optional[float], typer.Option("--restart-s", help="with --checkpoint-s: seconds to restart "
                                                    "after an interruption (default: --checkpoint-s)")]
+
+
+RUN_COST = (("price", Price), ("grid", Grid), ("train_tokens", TrainTokens), ("mtbf_gpu_hours", MtbfGpuHours),
+            ("checkpoint_s", CheckpointS), ("restart_s", RestartS))
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """The run-cost options of one command line, under the names ``api.analyze`` and ``api.search`` take."""
+    price: Optional[float] = None
+    grid: Optional[float] = None
+    train_tokens: Optional[str] = None
+    mtbf_gpu_hours: Optional[float] = None
+    checkpoint_s: Optional[float] = None
+    restart_s: Optional[float] = None
+
+    def api_kwargs(self) -> dict:
+        return {"price_per_gpu_hour": self.price, "grid_gco2_per_kwh": self.grid, "train_tokens": self.train_tokens,
+                "mtbf_gpu_hours": self.mtbf_gpu_hours, "checkpoint_s": self.checkpoint_s, "restart_s": self.restart_s}
+
+
+def with_run_cost(command: Callable) -> Callable:
+    """``command`` with its ``cost: RunCost`` parameter shown to typer as the six ``RUN_COST`` options (same
+    flags, help and place in ``--help``); typer calls it with them, ``command`` gets them as one ``RunCost``."""
+    sig = inspect.signature(command, eval_str=True)
+    params = []
+    for p in sig.parameters.values():
+        params += [inspect.Parameter(name, p.KEYWORD_ONLY, default=None, annotation=kind) for name, kind in RUN_COST] \
+            if p.name == "cost" else [p.replace(kind=p.KEYWORD_ONLY)]
+
+    def run(**kw):
+        cost = RunCost(**{name: kw.pop(name) for name, _ in RUN_COST})
+        return command(**kw, cost=cost)
+    run.__name__, run.__qualname__, run.__doc__ = command.__name__, command.__qualname__, command.__doc__
+    run.__module__ = command.__module__
+    run.__signature__ = sig.replace(parameters=params)
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run

@@ -6,10 +6,11 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import CheckpointS, DType, Grid, MtbfGpuHours, On, Price, RestartS, Spec, TrainTokens
+from .options import DType, On, RunCost, Spec, with_run_cost
 
 
 @app.command()
+@with_run_cost
 def search(
     spec: Spec,
     phase: str = typer.Option("train", "--phase", help="train | serve"),
@@ -50,12 +51,7 @@ def search(
     rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
     prices: Optional[str] = typer.Option(None, "--price", help="serve: USD per GPU-hour by device, e.g. "
                                          "h100=2.5,b200=5 (default: law.power's sourced rates)"),
-    price: Price = None,
-    grid: Grid = None,
-    train_tokens: TrainTokens = None,
-    mtbf_gpu_hours: MtbfGpuHours = None,
-    checkpoint_s: CheckpointS = None,
-    restart_s: RestartS = None,
+    cost: RunCost = RunCost(),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the ranked layouts, why the best "
                                        "wins (one self-contained HTML file)"),
@@ -69,9 +65,7 @@ def search(
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
                      slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
-                     rank=rank, prices=prices, price_per_gpu_hour=price, grid_gco2_per_kwh=grid,
-                     train_tokens=train_tokens, mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_s=checkpoint_s,
-                     restart_s=restart_s, html=html)
+                     rank=rank, prices=prices, html=html, **cost.api_kwargs())
     if fmt == "json":
         emit_json(res.to_dict())
     else:

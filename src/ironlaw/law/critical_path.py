@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .efficiency import composed
+from ..core import passes
 from ..core.errors import IronlawError
 from ..core.units import fmt_time
 
@@ -150,7 +151,7 @@ def tasks_from_estimate(est) -> list[Task]:
     counts = [int(op.count) for op in g.ops]
     if sum(counts) > MAX_NODES:
         raise IronlawError(f"critical path: {sum(counts):,} op invocations is more than {MAX_NODES:,}")
-    first_bwd = next((i for i, op in enumerate(g.ops) if op.name.endswith(".backward")), len(g.ops))
+    first_bwd = next((i for i, op in enumerate(g.ops) if passes.is_backward(op.name)), len(g.ops))
     serial = np.asarray(est.terms.serial, float).reshape(len(g.ops), -1)[:, 0]
     epilogue = np.asarray(est.terms.epilogue, float).reshape(len(g.ops), -1)[:, 0]
     proto = []

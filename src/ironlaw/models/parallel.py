@@ -45,6 +45,7 @@ import numpy as np
 
 from ..core.errors import IronlawError
 from .gemm_rows import with_kernel_rows
+from ..core import passes
 from ..core.graph import Graph, Op, dtype_bytes
 from ..core.registry import registrar
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
@@ -312,7 +313,7 @@ def _split(new: Op, tp: int, kv: int | None = None) -> None:
 
 def is_backward(op: Op) -> bool:
     """A backward op: the builders' ``….backward``, or a captured linear's dgrad or wgrad (``attrs["grad"]``)."""
-    return op.name.endswith(".backward") or "grad" in op.attrs
+    return passes.is_backward(op.name) or "grad" in op.attrs
 
 
 @sharding("column", "head", "row")
@@ -379,7 +380,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
     at = TpSplit(tp, sp, kv_cache_split(meta, tp))
     ops: list[Op] = []
     for op in g.ops:
-        if op.kind == "collective" or base_name(op.name) == "optimizer":
+        if op.kind == "collective" or passes.is_optimizer(op.name):
             ops.append(op)
             continue
         new = copy.copy(op)
@@ -437,7 +438,7 @@ def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str
 def _expert_all_to_alls(ops: list, op: Op, tp: int, nbytes, ep_grp: tuple, dtype: str) -> None:
     """The dispatch before the experts' first GEMM (up in the forward, down in the backward) and the combine
     after their last, appended around ``op``, the last op of ``ops``."""
-    bwd = op.name.endswith(".backward")
+    bwd = passes.is_backward(op.name)
     suffix = ".bwd" if bwd else ""
     if (role(op) == "column") != bwd:
         ops.insert(len(ops) - 1, _coll(f"ep.alltoall.dispatch{suffix}", "alltoall", nbytes, ep_grp, op, dtype, "ep"))
@@ -466,13 +467,13 @@ def grad_sync_exposed(sg: Graph, hw, kind: str, grp: tuple, composition: str,
     """
     from ..law import critical_path, law
     L = max(op.count for op in sg.ops)
-    layer_bwd = [i for i, op in enumerate(sg.ops) if op.name.endswith(".backward") and in_layers(op, L)]
+    layer_bwd = [i for i, op in enumerate(sg.ops) if passes.is_backward(op.name) and in_layers(op, L)]
     if not layer_bwd:
         return 0.0, 0.0
     layer_grads = grad_scale * sum(float(np.max(sg.ops[i].bytes.get("gradients", 0.0))) * sg.ops[i].count
                                    for i in layer_bwd) / L
     other = grad_scale * sum(float(np.max(op.bytes.get("gradients", 0.0))) * op.count for i, op in enumerate(sg.ops)
-                if op.name.endswith(".backward") and i not in layer_bwd)
+                if passes.is_backward(op.name) and i not in layer_bwd)
     ops = list(sg.ops)
     sync = [Op(f"dp.grad.{kind}.layer", "collective", network_bytes=layer_grads, dtype=sg.dtype, count=L,
                module="dp", collective=kind, group=grp, shapes=_shapes(grp), attrs={"grad_sync": True})]
@@ -553,13 +554,26 @@ class DeviceMemory:
         return {**self.footprint(), "params_per_device": self.params_per_device, "total_bytes": self.total_bytes}
 
 
+@dataclass(frozen=True)
+class StepFlops:
+    """Work of one optimizer step over the whole job (all data-parallel replicas): model FLOPs
+    (``MODEL_FLOPS``, MFU's numerator), hardware FLOPs (the ops run, recomputation included) and tokens."""
+    model_per_step: float
+    hardware_per_step: float
+    tokens_per_step: float
+
+    def to_dict(self) -> dict:
+        """The ``flops`` of ``ironlaw.train-step/1``: the fields by name, in this order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 @dataclass
 class StepEstimate:
     plan: Plan
     per_microbatch: object                     # Estimate: one micro-batch, forward+backward, slowest stage
     breakdown: StepBreakdown
     memory: DeviceMemory
-    flops: dict[str, float]
+    flops: StepFlops
     mfu: float
     bottleneck: dict
     topology: str
@@ -576,7 +590,7 @@ class StepEstimate:
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
-        return self.flops["tokens_per_step"] / (self.step_s * self.plan.gpus)
+        return self.flops.tokens_per_step / (self.step_s * self.plan.gpus)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -584,7 +598,7 @@ class StepEstimate:
                 "time_s": self.step_s, "step_s": self.step_s, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
                 "mfu": self.mfu, "mfu_convention": f"model FLOPs / (time_s × gpus × {self.peak_flops:.4g} FLOP/s, "
                                                    f"the dtype's dense peak); model FLOPs: {MODEL_FLOPS}",
-                "breakdown": self.breakdown.to_dict(), "memory_per_device": self.memory.to_dict(), "flops": self.flops,
+                "breakdown": self.breakdown.to_dict(), "memory_per_device": self.memory.to_dict(), "flops": self.flops.to_dict(),
                 "bottleneck": self.bottleneck, "notes": self.notes, "per_microbatch": self.per_microbatch.to_dict(top=20)}
 
 
@@ -636,8 +650,8 @@ def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     """Ops of the first and last pipeline stage (and of a middle one when the embedding and the loss take a
     layer's place: ``stage_layers``; one list when pp == 1), and the optimizer op."""
     L = g.meta.get("layers", -1)
-    opt = next((op for op in g.ops if base_name(op.name) == "optimizer"), None)
-    ops = [op for op in g.ops if base_name(op.name) != "optimizer"]
+    opt = next((op for op in g.ops if passes.is_optimizer(op.name)), None)
+    ops = [op for op in g.ops if not passes.is_optimizer(op.name)]
     if plan.pp == 1:
         return [with_recompute(ops, L, L, plan.recompute)], opt
     middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
@@ -647,6 +661,14 @@ def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     if middle != n_first:
         stages.insert(1, with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
     return stages, opt
+
+
+def compute_s_by_pass(rows: list[dict]) -> tuple[float, float]:
+    """(forward, backward) seconds of the non-collective rows of a micro-batch (recomputed ops count as
+    forward)."""
+    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not passes.is_backward(r["name"]))
+    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and passes.is_backward(r["name"]))
+    return fwd, bwd
 
 
 def first_stage(op: Op) -> bool:
@@ -665,12 +687,12 @@ def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[O
             op = copy.copy(op)
             op.count = op.count * layers / L
         out.append(op)
-        fwd = not op.name.endswith(".backward")
+        fwd = not passes.is_backward(op.name)
         if layer and fwd and (recompute == "full" or (recompute == "selective" and op.kind == "attention")):
             r = copy.copy(op)
-            r.name = op.name + ".recompute"
+            r.name = passes.recompute_of(op.name)
             rc.append(r)
-    i = next((j for j, op in enumerate(out) if op.name.endswith(".backward")), len(out))
+    i = next((j for j, op in enumerate(out) if passes.is_backward(op.name)), len(out))
     return out[:i] + rc + out[i:]
 
 
@@ -685,7 +707,7 @@ def recompute_flops(g: Graph, recompute: str):
     """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
     L = g.meta.get("layers")
     return sum((op.flops * op.count for op in g.ops
-                if in_layers(op, L) and not op.name.endswith(".backward") and base_name(op.name) != "optimizer"
+                if in_layers(op, L) and not passes.is_backward(op.name) and not passes.is_optimizer(op.name)
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
 
@@ -834,7 +856,7 @@ def cp_shard(g: Graph, cp: int) -> Graph:
         return g
     ops = []
     for op in g.ops:
-        if op.kind == "collective" or base_name(op.name) == "optimizer":
+        if op.kind == "collective" or passes.is_optimizer(op.name):
             ops.append(op)
             continue
         new = copy.copy(op)
@@ -857,7 +879,7 @@ def cp_merge(att: Op, cp: int, meta: dict) -> Op:
     (10 bytes per element and step, 6 for the final cast) and each step's dK, dV into the bf16 buffer that
     travels the ring with K and V (6 bytes per element of [t, 2·kv_dim] and step). Memory-bound kernels that
     run after their attention kernels, not under them."""
-    bwd = att.name.endswith(".backward")
+    bwd = passes.is_backward(att.name)
     tokens = np.asarray(meta["tokens"], dtype=float) / cp
     q = tokens * meta["heads"] * meta["head_dim"]
     kv = tokens * 2 * meta.get("kv_heads", meta["heads"]) * meta["head_dim"]
@@ -900,7 +922,7 @@ def cp_ring_send_s(hw, meta: dict, tp: int, tokens, by: float, cp_grp: tuple):
 
 def ring_passes(op: Op) -> float:
     """Chunks an attention passes around the ring per step: K and V forward, and their gradients backward."""
-    return 2.0 if op.name.endswith(".backward") else 1.0
+    return 2.0 if passes.is_backward(op.name) else 1.0
 
 
 def cp_ring_step_exposed(send, passes: float, t_attention, cp: int):
@@ -948,7 +970,7 @@ def tp_overlap_add(op: Op, t, comm: dict, gemm: dict) -> None:
             comm[op.attrs["tp_comm"]] = comm.get(op.attrs["tp_comm"], 0.0) + t
         return
     if role(op) in ("column", "row"):
-        key = (role(op), sublayer(op), op.name.endswith(".backward"))
+        key = (role(op), sublayer(op), passes.is_backward(op.name))
         gemm[key] = gemm.get(key, 0.0) + t
 
 
@@ -1004,8 +1026,7 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], p_dev
     layers = max(op.count for op in sg.ops)
     by = dtype_bytes(sg.dtype)
     ag, rs = fsdp_comm_s(hw, grp["dp"], p_dev * by / layers, _grad_bytes(sg, plan), by, layers)
-    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
-    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    fwd, bwd = compute_s_by_pass(rows)
     return float(2.0 * ag + rs), float(fsdp_exposed(ag, rs, fwd, bwd, layers))
 
 
@@ -1111,7 +1132,7 @@ def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.nd
     from dataclasses import replace
     from ..law import law
     from .workloads.common import optimizer_step
-    if not any(base_name(op.name) == "optimizer" for op in g.ops):
+    if not any(passes.is_optimizer(op.name) for op in g.ops):
         return np.zeros(opt_params.shape)
     u, inv = np.unique(opt_params, return_inverse=True)
     one = optimizer_step(1.0, g.dtype)
@@ -1241,7 +1262,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     shares = {"compute": m * (t_est - net_mb),
               "network": m * (net_mb + ring_exposed + fsdp_exposed) + p2p_s + exposed + gather_s + a2a_alone,
               "pipeline bubble": bubble, "optimizer": opt_s, "host": m * host_mb}
-    return StepEstimate(plan, est, breakdown, mem, flops, flops["model_per_step"] / (step * peak * plan.gpus),
+    return StepEstimate(plan, est, breakdown, mem, flops, flops.model_per_step / (step * peak * plan.gpus),
                         _bottleneck(est, step, shares, host_t.why() if host_t else ""), topo.describe(), notes, peak)
 
 
@@ -1261,8 +1282,7 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
                            f"{tier.name}, more than its {fmt_size(tier.capacity_bytes)}")
     per_layer = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp / L * \
         (1.0 / plan.tp if plan.sequence_parallel else (1 - ACT_SPLIT_FRACTION) + ACT_SPLIT_FRACTION / plan.tp)
-    fwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and not r["name"].endswith(".backward"))
-    bwd = sum(r["time_s"] for r in rows if r["kind"] != "collective" and r["name"].endswith(".backward"))
+    fwd, bwd = compute_s_by_pass(rows)
     copied, exposed = offload.exposed_s(n, per_layer, fwd, bwd, L / plan.pp, tier.bw_Bps)
     notes.append(f"activations of {n} layers per stage offloaded to {tier.name}: {fmt_size(held)} per device, "
                  f"{fmt(copied, 's')} of copies per micro-batch at {fmt(tier.bw_Bps, 'B/s')}, "
@@ -1270,10 +1290,10 @@ def _offload_s(g: Graph, hw, plan: Plan, rows: list[dict], notes: list) -> float
     return exposed
 
 
-def _step_flops(g: Graph, plan: Plan) -> dict[str, float]:
+def _step_flops(g: Graph, plan: Plan) -> StepFlops:
     """Model FLOPs (``MODEL_FLOPS``), hardware FLOPs (with recomputation) and tokens of one step."""
     m = plan.microbatches
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
     hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute)))
-    return {"model_per_step": float(np.max(g.meta["model_flops"])) * m * plan.dp,
-            "hardware_per_step": hw_flops * m * plan.dp, "tokens_per_step": tokens_mb * m * plan.dp}
+    return StepFlops(model_per_step=float(np.max(g.meta["model_flops"])) * m * plan.dp,
+                     hardware_per_step=hw_flops * m * plan.dp, tokens_per_step=tokens_mb * m * plan.dp)

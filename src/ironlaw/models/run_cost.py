@@ -134,7 +134,7 @@ def of_train_step(step, inputs: RunInputs) -> dict:
     e = of_step(step, inputs.usd_per_device_hour, inputs.gco2_per_kwh)
     run = None
     if inputs.tokens is not None:
-        run = of_run(step.per_microbatch.hw, step.step_s, step.flops["tokens_per_step"], step.plan.gpus,
+        run = of_run(step.per_microbatch.hw, step.step_s, step.flops.tokens_per_step, step.plan.gpus,
                      None if e is None else e["power_w_per_device"], inputs).to_dict()
     return {"energy": e, "run": run}
 

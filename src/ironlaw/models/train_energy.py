@@ -38,7 +38,7 @@ def of_step(step, usd_per_device_hour: float | None = None, gco2_per_kwh: float 
     p, u, binding = power.drawn(hw, busy_s(step), t)
     p, u, binding = float(p), float(u), str(binding)
     gpus = step.plan.gpus
-    tokens = step.flops["tokens_per_step"]
+    tokens = step.flops.tokens_per_step
     d = {"schema": "ironlaw.energy/1", "utilization": u, "binding": binding, "power_w_per_device": p,
          "binding_dynamic_w": power.dynamic_w(hw, binding), "memory_w": hw.memory_w,
          "devices": gpus, "time_s": t, "joules": p * t * gpus, "idle_w": hw.idle_w, "tdp_w": hw.tdp_w,

@@ -7,15 +7,16 @@ never wrap.
 """
 from __future__ import annotations
 
+from .table_layout import border_width, layout_widths, measure_column
+
 
 def fits(table, console) -> bool:
     """Whether rich lays ``table`` out in the console's width with every no-wrap column whole and every other
-    column at least as wide as its longest word (rich's own column widths, so nothing it prints is cut)."""
-    opts = console.options
-    widths = table._calculate_column_widths(console, opts.update_width(opts.max_width - table._extra_width))
-    wide = opts.update_width(10_000)
-    for col, w in zip(table.columns, widths):
-        m = table._measure_column(console, wide, col)
+    column at least as wide as its longest word (rich's own column widths, ``layout_widths``, so nothing it prints
+    is cut)."""
+    wide = console.options.update_width(10_000)
+    for i, (col, w) in enumerate(zip(table.columns, layout_widths(table, console))):
+        m = measure_column(table, console, wide, i)
         if w < (m.maximum if col.no_wrap else m.minimum):
             return False
     return True
@@ -29,29 +30,27 @@ def too_wide(table, console, memo: dict) -> bool:
     wide = console.options.update_width(10_000)
     keep = table.pad_edge and not table.collapse_padding
     total = 0
-    for col in table.columns:
+    for i, col in enumerate(table.columns):
         if not keep or id(col) not in memo:
-            m = table._measure_column(console, wide, col)
+            m = measure_column(table, console, wide, i)
             memo[id(col)] = m.maximum if col.no_wrap else m.minimum
         total += memo[id(col)]
-    return total > console.options.max_width - table._extra_width
+    return total > console.options.max_width - border_width(table)
 
 
 def fit(table, console, drop: tuple[str, ...]) -> list[str]:
     """Remove columns named in ``drop`` (in that order) until ``table`` fits ``console.width``; return the
     headers removed."""
+    from rich.table import Table
     gone: list[str] = []
     memo: dict = {}
     for name in drop:
         if not too_wide(table, console, memo) and fits(table, console):
             break
-        for i, col in enumerate(table.columns):
-            if str(col.header) == name:
-                del table.columns[i]
-                for j, c in enumerate(table.columns):
-                    c._index = j                   # rich pads the first and last columns by their index
-                gone.append(name)
-                break
+        at = next((i for i, c in enumerate(table.columns) if str(c.header) == name), None)
+        if at is not None:                          # rich numbers the columns a table is made of (edge padding)
+            table.columns = Table(*(table.columns[:at] + table.columns[at + 1:])).columns
+            gone.append(name)
     return gone
 
 

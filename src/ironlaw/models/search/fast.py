@@ -33,6 +33,7 @@ import numpy as np
 
 from ...law import law
 from .. import host, parallel
+from ...core import passes
 from ...core.graph import Graph, dtype_bytes
 from ...machine.network.collectives import collective_time
 from .space import RECOMPUTE
@@ -100,13 +101,13 @@ def _recompute_keep(sg: Graph) -> dict:
     the attention cores of the block, none drops it."""
     names = [op.name for op in sg.ops]
     every = np.ones(len(names), dtype=bool)
-    first = next((i for i, n in enumerate(names) if n.endswith(".recompute")), None)
+    first = next((i for i, n in enumerate(names) if passes.of(n) is passes.Pass.RECOMPUTE), None)
     if first is None:
         return {"none": every, "selective": every, "full": every}
-    end = next(i for i in range(first, len(names)) if names[i].endswith(".backward"))
+    end = next(i for i in range(first, len(names)) if passes.is_backward(names[i]))
     block = np.zeros(len(names), dtype=bool)
     block[first:end] = True
-    attn = np.array([(op.kind == "attention" or bool(op.attrs.get("cp_merge"))) and op.name.endswith(".recompute")
+    attn = np.array([(op.kind == "attention" or bool(op.attrs.get("cp_merge"))) and passes.of(op.name) is passes.Pass.RECOMPUTE
                      for op in sg.ops])
     return {"none": ~block, "selective": ~block | (block & attn), "full": every}
 
@@ -224,7 +225,7 @@ def _sync(tab: StageTable, layers: int) -> Sync:
 
 
 def _sums(ops, t, count, layer, share) -> dict:
-    bwd = np.array([op.name.endswith(".backward") for op in ops])
+    bwd = np.array([passes.is_backward(op.name) for op in ops])
     comp = ~np.array([op.kind == "collective" for op in ops])
     tl, tc = t * share[:, None], t * count[:, None]
 
@@ -257,7 +258,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     layer = np.array([parallel.in_layers(op, L) for op in ops], dtype=bool)
     share = np.where(layer, count / L, 0.0)
     marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
-    bwd = np.array([op.name.endswith(".backward") for op in ops])
+    bwd = np.array([passes.is_backward(op.name) for op in ops])
     attention = [(i, parallel.ring_passes(op)) for i, op in enumerate(ops) if op.kind == "attention"]
     tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
                      _sums(ops, t, count, layer, share), attention, L)

@@ -98,7 +98,7 @@ def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
     for i in idx:
         st = exact(ctx, row_of(c, int(i)), graphs)
         res["time_s"][i] = st.step_s
-        res["tokens_per_s_per_gpu"][i] = st.flops["tokens_per_step"] / (st.step_s * ctx.gpus)
+        res["tokens_per_s_per_gpu"][i] = st.flops.tokens_per_step / (st.step_s * ctx.gpus)
         res["mfu"][i] = st.mfu
 
 
@@ -119,7 +119,7 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
     p = st.plan
     return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
             "time_s": st.step_s,
-            "tokens_per_s_per_gpu": st.flops["tokens_per_step"] / (st.step_s * ctx.gpus), "mfu": st.mfu,
+            "tokens_per_s_per_gpu": st.flops.tokens_per_step / (st.step_s * ctx.gpus), "mfu": st.mfu,
             "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory.total_bytes,
             "breakdown": st.breakdown.to_dict()}
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from ...core.errors import IronlawError, unknown
+from ...core import passes
 from ...core.graph import Op
 
 STAGES = ("rebuild", "hardware", "graph")
@@ -114,7 +115,7 @@ def copy_op(op: Op, **changes) -> Op:
 
 
 def is_backward(op: Op) -> bool:
-    return op.name.endswith(".backward")
+    return passes.is_backward(op.name)
 
 
 def weight_dtype(op: Op) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import passes
 from ...core.errors import IronlawError
 from ...core.graph import Graph, Op, dtype_bytes
 from .base import Choice, Flag, copy_op, has, is_backward, transform
@@ -182,7 +183,7 @@ def eager_attention(g: Graph, hw, on: bool = True) -> Graph:
             out.append(op)
             continue
         if is_backward(op):
-            fwd = made.get(op.name[:-len(".backward")])
+            fwd = made.get(passes.forward_of(op.name))
             out += _eager_backward(op, fwd) if fwd else [op]
             continue
         b = dtype_bytes(op.dtype)
@@ -231,17 +232,17 @@ def _eager_backward(op: Op, f: dict) -> list[Op]:
     """The eager backward of one attention op (see eager_attention), in the order it runs."""
     sc, b, o_b, kv_b = f["scores"], f["b"], f["o_b"], f["kv_b"]
     s_b = sc * b
-    name, kw = op.name[:-len(".backward")], dict(dtype=op.dtype, count=op.count, module=op.module)
-    out = [Op(name + ".av.backward", "matmul", flops=2.0 * f["gemm"],
+    name, kw = passes.forward_of(op.name), dict(dtype=op.dtype, count=op.count, module=op.module)
+    out = [Op(passes.backward_of(name + ".av"), "matmul", flops=2.0 * f["gemm"],
               bytes={"activations": 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b},     # P', dO, V in; dP', dV out
               bytes_written=s_b + kv_b, **kw)]
     if f["drop"]:
         from ..workloads.transformer import MASK_BYTES
-        out.append(Op(name + ".dropout.backward", "elementwise", flops=sc,
+        out.append(Op(passes.backward_of(name + ".dropout"), "elementwise", flops=sc,
                       bytes={"activations": (2.0 * b + MASK_BYTES) * sc}, bytes_written=s_b, **kw))
-    out.append(Op(name + ".softmax.backward", "softmax", flops=3.0 * sc,          # dS = P ⊙ (dP − Σ dP ⊙ P)
+    out.append(Op(passes.backward_of(name + ".softmax"), "softmax", flops=3.0 * sc,    # dS = P ⊙ (dP − Σ dP ⊙ P)
                   bytes={"activations": 3.0 * s_b}, bytes_written=s_b, **kw))
-    qk = copy_op(op, name=name + ".qk.backward", kind="matmul", flops=2.0 * f["gemm"], vector_flops=0.0,
+    qk = copy_op(op, name=passes.backward_of(name + ".qk"), kind="matmul", flops=2.0 * f["gemm"], vector_flops=0.0,
                  bytes_written=o_b + kv_b)
     qk.bytes["activations"] = 2.0 * s_b + 2.0 * o_b + 2.0 * kv_b               # dS twice, Q, K in; dQ, dK out
     return _tag(out + [qk], op)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import IronlawError
+from ...core import passes
 from ...core.graph import Graph, Op
 from .base import Choice, copy_op, is_backward, transform
 
@@ -42,7 +43,7 @@ def recompute(g: Graph, hw, policy: str) -> Graph:
     if not chosen:
         raise IronlawError(f"recompute={policy}: '{g.name}' has no "
                            f"{'repeated blocks' if policy == 'full' else 'attention ops'} to recompute")
-    again = [copy_op(op, name=op.name + ".recompute") for op in chosen]
+    again = [copy_op(op, name=passes.recompute_of(op.name)) for op in chosen]
     ops = list(g.ops[:first_bwd]) + again + list(g.ops[first_bwd:])
     fp = dict(g.footprint)
     if "activations" in fp:

@@ -14,6 +14,7 @@ Conventions every builder follows (so that graphs compose and compare):
 from __future__ import annotations
 
 from ...core.graph import Num, Op, dtype_bytes
+from ...core import passes
 
 OPTIMIZER_BYTES_PER_PARAM = 12.0      # fp32 master copy + Adam m + Adam v
 CARRIED_ATTRS = ("per_layer", "expert", "attention", "role", "stage")   # what a backward op keeps of its forward's
@@ -74,7 +75,7 @@ def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
         input_grad = not op.attrs.get("graph_input")
         if not input_grad:
             by["activations"] = act
-        out.append(Op(op.name + ".backward", op.kind, flops=(2.0 if input_grad else 1.0) * op.flops, bytes=by,
+        out.append(Op(passes.backward_of(op.name), op.kind, flops=(2.0 if input_grad else 1.0) * op.flops, bytes=by,
                       dtype=op.dtype, count=op.count, module=op.module, shapes=op.shapes,
                       bytes_written=act if input_grad else by.get("gradients", 0.0),
                       attrs={k: op.attrs[k] for k in CARRIED_ATTRS if k in op.attrs}))

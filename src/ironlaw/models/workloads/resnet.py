@@ -28,7 +28,7 @@ from functools import reduce
 
 import numpy as np
 
-from ...core import flopcount
+from ...core import flopcount, passes
 from ...core.errors import IronlawError
 from ...core.graph import Graph, Num, Op, dtype_bytes
 from .registry import Request, builtin, check_phase
@@ -209,7 +209,7 @@ def build(arch: str, req: Request) -> Graph:
     if train:
         bwd = backward(net.ops)
         for op in bwd:
-            scale = net.bwd_act_scale.get(op.name[:-len(".backward")])
+            scale = net.bwd_act_scale.get(passes.forward_of(op.name))
             if scale is not None:
                 op.bytes["activations"] = op.bytes["activations"] * (scale / 2.0)
         ops = net.ops + bwd + [optimizer_step(net.params, dtype)]
