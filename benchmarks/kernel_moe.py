@@ -13,6 +13,11 @@ not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regi
 
     python benchmarks/kernel_moe.py [--data DIR] [--write]   # --write: into the catalog's [calibration]
     python benchmarks/kernel_moe.py --data DIR --extract tests/data/kernel_tables
+
+A TensorRT-LLM release's own MoE layer (``release_fits``: aiconfigurator 0.8.0's 1.0-line ``moe_perf.txt``,
+``kernel_source`` moe_torch_flow, ``distribution`` power_law_1.01 — the only routing those tables hold, its rows
+and experts per rank the collector's expectation, ``moefit.power_law_local``; float16 rows for bf16) is fitted
+and stored by benchmarks/kernel_tables.py --release 1.0, in the release's kernel file.
 """
 from __future__ import annotations
 
@@ -50,10 +55,62 @@ def groups(data: Path) -> list[tuple]:
     return out
 
 
-def fit_and_score(gpu: str, dtype: str, rows: dict) -> tuple[dict, np.ndarray, int]:
+# a release's own MoE rows (aiconfigurator 0.8.0's 1.0-line tables): table dtype -> ironlaw dtype, kernel, routing
+RELEASE_DTYPES = {"float16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}   # fp8_block, w4afp8: no ironlaw dtype runs them
+RELEASE_KERNEL, RELEASE_ROUTING = "moe_torch_flow", "power_law_1.01"
+
+
+def release_groups(data: Path, folder: str, release: str) -> list[tuple]:
+    """[(gpu, ironlaw dtype, table path, rows)] of one GPU folder's MoE rows of ``release`` (``RELEASE_*``)."""
+    from ironlaw.measure.calibrate import kerneltable
+    out = []
+    for t in kerneltable.read(data / folder, ops=("moe",), framework="trtllm", release=release):
+        rows = t.rows[(t.rows.kernel_source == RELEASE_KERNEL) & (t.rows.distribution == RELEASE_ROUTING)]
+        for src, dt in RELEASE_DTYPES.items():
+            r = rows[rows.moe_dtype == src]
+            if len(r):
+                out.append((t.gpu, dt, f"{folder}/{t.path}", {c: r[c].to_numpy() for c in r.columns}))
+    return out
+
+
+def release_fits(data: Path, folder: str, release: str) -> list[tuple]:
+    """[(gpu, dtype, path, kernel entries, held-out |errors|, rows fitted, rows held out)] of a release."""
+    fits = []
+    for gpu, dt, path, rows in release_groups(data, folder, release):
+        kern, err, n_fit = fit_and_score(gpu, dt, rows, RELEASE_ROUTING)
+        fits.append((gpu, dt, path, kern, err, n_fit, len(err)))
+    return fits
+
+
+def release_table(gpu: str, fits: list, release: str) -> dict | None:
+    """A release's MoE entries for ``gpu`` as a [calibration] table (None without MoE rows), its provenance
+    the release's tables: aiconfigurator 0.8.0 (NVIDIA, PyPI, Apache-2.0)."""
+    if not any(f[0] == gpu for f in fits):
+        return None
+    versions = sorted({Path(f[2]).parent.name for f in fits if f[0] == gpu})
+    cal = calibration_table(gpu, fits, package="aiconfigurator 0.8.0 (NVIDIA, PyPI)", version=", ".join(versions),
+                            what=f"TensorRT-LLM {release} fused MoE ({RELEASE_KERNEL}), {RELEASE_ROUTING} routing")
+    for name, p in cal["provenance"].items():
+        if name == "moe bf16":
+            p["table"] += " (float16 rows, for bf16)"
+    return cal
+
+
+def release_stored(data: Path, folder: str, release: str, table: dict) -> list[tuple]:
+    """[(gpu, dtype, held-out |errors|)] of a release file's stored MoE entries on the release's held-out shapes."""
+    out = []
+    for gpu, dt, _, rows in release_groups(data, folder, release):
+        if f"moe_grouped_gemm.{dt}" not in table.get("kernel", {}):
+            continue
+        x, t, keep = _layer_terms(gpu, dt, rows, RELEASE_ROUTING)
+        out.append((gpu, dt, np.abs(stored_predict(table["kernel"], dt, x[~keep]) / t[~keep] - 1)))
+    return out
+
+
+def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> tuple[dict, np.ndarray, int]:
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
     from ironlaw.measure.calibrate import moefit
-    x, t, keep = _layer_terms(gpu, dtype, rows)
+    x, t, keep = _layer_terms(gpu, dtype, rows, routing)
     kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
@@ -68,12 +125,14 @@ def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     return held_out(moefit.fit, moefit.predict_s, x, t, keep)[1]
 
 
-def _layer_terms(gpu: str, dtype: str, rows: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the law's MoE terms of each row on ``gpu``, measured seconds, the rows of the fitted layer shapes)."""
+def _layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the law's MoE terms of each row on ``gpu`` routed as ``routing``, measured seconds, the rows of the fitted
+    layer shapes)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
-    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps)
+    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps, routing)
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
@@ -84,7 +143,8 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
     return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0), x)
 
 
-def calibration_table(gpu: str, fits: list) -> dict:
+def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str = VERSION,
+                      what: str = "TensorRT-LLM CUTLASS fused MoE, balanced routing") -> dict:
     """The [calibration] entries of ``gpu``'s fits, with provenance, in kernelfit's form."""
     from ironlaw.machine.calibration import SCHEMA
     date = datetime.date.today().isoformat()
@@ -92,16 +152,16 @@ def calibration_table(gpu: str, fits: list) -> dict:
     for g, dt, path, kern, _, n_fit, n_held in fits:
         if g != gpu:
             continue
-        name = f"moe {dt} (TensorRT-LLM CUTLASS fused MoE, balanced routing)"
+        name = f"moe {dt} ({what})"
         cal["kernel"].update(kern)
         cal["fitted"].append(f"{name}: even layer shapes")
         cal["held_out"].append(f"{name}: odd layer shapes")
-        cal["provenance"][f"moe {dt}"] = {"table": path, "version": f"{PACKAGE}; trtllm {VERSION}",
+        cal["provenance"][f"moe {dt}"] = {"table": path, "version": f"{package}; trtllm {version}",
                                           "license": LICENSE, "rows_fitted": n_fit, "rows_held_out": n_held,
                                           "date": date}
     cal["source"] = (f"derived: the MoE layer's L, η_w, η_c, η_a per weight dtype fitted to the even layer shapes "
                      f"of measured fused-MoE tables by benchmarks/kernel_moe.py (ironlaw.measure.calibrate.moefit; "
-                     f"{PACKAGE}, {LICENSE})")
+                     f"{package}, {LICENSE})")
     return cal
 
 

@@ -1,6 +1,7 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
     python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--write | --stored] [--extract DIR]
+    python benchmarks/kernel_tables.py --data DIR08 --release 1.0 [--gpu NAME …] [--write | --stored]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
 ``aiconfigurator_core/systems/data/<gpu>/{gemm,attention}/trtllm/<version>/*_perf.parquet``: kernel latencies
@@ -19,6 +20,14 @@ small attributed extract the tests fit on (tests/data/kernel_tables/). The same 
 communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collectives per GPU count on one node;
 benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
 says (``--write`` there stores them).
+
+``--release 1.0`` fits the TensorRT-LLM 1.0 line instead (the release the perf-overview cells ran): DIR08 is
+aiconfigurator 0.8.0's ``aiconfigurator/systems/data`` (PyPI ``aiconfigurator==0.8.0``, NVIDIA, Apache-2.0), its
+``<gpu>/trtllm/1.0.0rc3|1.0.0rc6/<op>_perf.txt`` tables of H100, H200 (rc3), B200 and GB200 (rc6). The 16-bit
+kernels there are timed in float16 and fitted as the bf16 classes (``kernelfit.groups``). Besides GEMM,
+attention and MLA, the fused-MoE layer is fitted on the release's power-law rows (benchmarks/kernel_moe.py
+``release_fits``); ``--write`` stores all of it in src/ironlaw/machine/catalog/engine/trtllm-1.0/<gpu>.toml
+(``engines.with_engine(hw, "trtllm", release="1.0")``), ``--stored`` scores that file's terms.
 """
 from __future__ import annotations
 
@@ -39,6 +48,20 @@ import numpy as np  # noqa: E402
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20            # issue 35: held-out rows per GPU and kernel class
 GPUS = {"a100_sxm": "a100", "h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300",
         "gb200": "gb200", "gb300": "gb300", "l40s": "l40s", "rtx_pro_6000_server": "rtx-pro-6000"}
+# --release: the table versions and the package that ships them (the unpacked wheel has no dist-info to read)
+RELEASE_ORIGIN = {"1.0": ("aiconfigurator 0.8.0 (NVIDIA, PyPI)", "Apache-2.0")}
+RELEASE_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+# --release: kernel-grid node spacing replacing kernelfit.GRID_STEPS. The 1.0 line's generation kernels change with
+# the heads per KV head (B200 1.0.0rc6, GQA class: +41–48% at 12–16 heads per KV head, −58 to −68% at 24–32 with the
+# catalog's 32× step); every 2× in query rows per KV head takes B200's held-out GQA rows from 16.8% / 83.6% to
+# 7.2% / 25.7% (H100: 7.2% → 6.5%), so the release's generation grids step 2× in M
+RELEASE_GRID_STEPS = {"1.0": {"generation_attention": (2.0, 4.0, 2.0, 4.0)}}
+# --release 1.0 --extract: (table folder, op, rows kept, every n-th shape-sorted row) of the tests' .txt extract
+RELEASE_EXTRACT = (("h100_sxm", "gemm", {"gemm_dtype": ("float16", "fp8")}, 40),
+                   ("h100_sxm", "context_attention", {"attn_dtype": ("fp8",)}, 20),
+                   ("h100_sxm", "generation_attention", {"kv_cache_dtype": ("fp8",)}, 20),
+                   ("h100_sxm", "moe", {"moe_dtype": ("fp8",), "kernel_source": ("moe_torch_flow",),
+                                        "distribution": ("power_law_1.01",), "moe_tp_size": (1,)}, 3))
 EXTRACT = (("h100_sxm", ("gemm", "context_attention", "generation_attention"), "bfloat16", 40),   # tests/data:
            ("b200_sxm", ("gemm",), "nvfp4", 100),       # (table folder, ops, GEMM or KV dtype, every n-th row)
            ("h200_sxm", ("context_mla", "generation_mla"), "bfloat16", 4))
@@ -55,10 +78,12 @@ def data_dir(arg: str | None) -> Path:
 
 
 def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False,
-            regrid: bool = False) -> list:
+            release: str | None = None, regrid: bool = False) -> list:
     """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
-    [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``). ``regrid``:
-    only each class's kernel grid refitted on its fit rows, over the stored shape terms (``regridded``)."""
+    [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``); a
+    TensorRT-LLM ``release``'s stand alone in its release file (scored as ``engines.with_engine`` merges it).
+    ``regrid``: only each class's kernel grid refitted on its fit rows, over the stored shape terms
+    (``regridded``; the catalog's and the engine files', not a release's)."""
     from ironlaw.machine import engines, hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
@@ -66,10 +91,12 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         print(f"{GPUS[folder]}: no {framework} GEMM or attention tables", flush=True)
         return []
     tables = [replace(t, path=f"{folder}/{t.path}")                 # paths from the data folder, as in the wheel
-              for t in readable(data / folder, framework)]
+              for t in readable(data / folder, framework, release)]
     if not tables:
         return []
     hw = hardware.get(GPUS[folder])
+    if release is not None:
+        return run_release(hw, data, folder, tables, release, write, stored)
     gs = kernelfit.groups(tables)
     origin, license = kernelfit.origin_of(data)
     if stored or regrid:              # the stored terms (catalog, or the engine file) on the held-out rows
@@ -115,7 +142,38 @@ def regridded(hw, table: dict, gs: list) -> dict:
     return check(out, "calibration")
 
 
-def readable(root: Path, framework: str) -> list:
+def run_release(hw, data: Path, folder: str, tables: list, release: str, write: bool, stored: bool) -> list:
+    """A TensorRT-LLM release's GEMM, attention, MLA and fused-MoE terms on one GPU: fitted (or, ``stored``,
+    read from its release file), then scored on the held-out rows as ``engines.with_engine`` merges them over
+    the catalog (the MoE layer on its held-out shapes, benchmarks/kernel_moe.py)."""
+    import kernel_moe
+    from ironlaw.machine import engines
+    from ironlaw.measure.calibrate import kernelfit
+    gs = kernelfit.groups(tables, float16_as="bf16")
+    if stored:
+        table = engines.load(hw.name, "trtllm", release)
+        if table is None:
+            print(f"{hw.name}: no stored trtllm {release} kernel file", flush=True)
+            return []
+    else:
+        origin, license = RELEASE_ORIGIN[release]
+        t0 = time.perf_counter()
+        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release))
+        moe = kernel_moe.release_table(hw.name, kernel_moe.release_fits(data, folder, release), release)
+        table = kernelfit.merged(new, moe) if moe else new
+        print(f"{hw.name} trtllm {release}: {len(gs)} kernel classes and the MoE layer fitted in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        if write:
+            print(f"wrote {engines.write(hw.name, 'trtllm', table, release).relative_to(ROOT)}", flush=True)
+    hw2 = engines.over_catalog(hw, table)
+    scores = kernelfit.score(hw2, hw2.calibration.table(), gs)
+    for gpu, dt, err in kernel_moe.release_stored(data, folder, release, table):
+        scores.append(kernelfit.Score(gpu, f"moe {dt}", len(err), float(np.median(err)),
+                                      float(np.percentile(err, 90))))
+    return scores
+
+
+def readable(root: Path, framework: str, release: str | None = None) -> list:
     """The framework's GEMM and attention tables under ``root``, op by op: a table that cannot be read (A100's
     vLLM 0.14.0 attention tables lack window_size) is left out with its reason printed."""
     from ironlaw.core.errors import IronlawError
@@ -123,7 +181,7 @@ def readable(root: Path, framework: str) -> list:
     out = []
     for op in kernelfit.OPS:
         try:
-            out += kerneltable.read(root, ops=(op,), framework=framework)
+            out += kerneltable.read(root, ops=(op,), framework=framework, release=release)
         except IronlawError as e:
             print(f"{root.name}: {framework} {op} not fitted: {e}", flush=True)
     return out
@@ -140,6 +198,28 @@ def extract(data: Path, out: Path) -> None:
             rows = kernelfit.sorted_rows(rows, t.op).iloc[::every]
             cols = ["framework", "version", "device"] + list(kerneltable.COLUMNS[t.op][1:]) + ["latency"]
             path = out / folder / Path(t.path).with_suffix(".csv")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rows[cols].to_csv(path, index=False, float_format="%.6g")
+            print(f"{path}: {len(rows)} rows")
+
+
+def extract_release(data: Path, out: Path, release: str) -> None:
+    """The tests' extract of a release's tables (``RELEASE_EXTRACT``), as .txt CSV in the older layout."""
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    for folder, op, keep, every in RELEASE_EXTRACT:
+        for t in kerneltable.read(data / folder, ops=(op,), framework="trtllm", release=release):
+            rows = t.rows
+            for col, vals in keep.items():
+                rows = rows[rows[col].isin(vals)]
+            added = set(kerneltable.OLD_LAYOUT_DEFAULTS.get(op, {})) | {"latency_s"}   # the reader's, not the file's
+            cols = [c for c in rows.columns if c not in added]
+            if op in ("moe", "gemm"):
+                order = ["moe_ep_size", "hidden_size", "inter_size", "num_experts", "num_tokens"] if op == "moe" \
+                    else ["gemm_dtype", "m", "n", "k"]
+                rows = rows.sort_values(order, kind="stable").iloc[::every]
+            else:
+                rows = kernelfit.sorted_rows(rows, op).iloc[::every]
+            path = out / folder / Path(t.path)
             path.parent.mkdir(parents=True, exist_ok=True)
             rows[cols].to_csv(path, index=False, float_format="%.6g")
             print(f"{path}: {len(rows)} rows")
@@ -171,22 +251,34 @@ def main() -> int:
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")
+    ap.add_argument("--release", choices=tuple(RELEASE_ORIGIN),
+                    help="fit a TensorRT-LLM release's tables (--data: aiconfigurator 0.8.0's systems/data) into "
+                         "src/ironlaw/machine/catalog/engine/trtllm-<release>/<gpu>.toml")
     a = ap.parse_args()
+    if a.release and a.framework not in (None, ["trtllm"]):
+        ap.error("--release fits TensorRT-LLM's tables only, without --framework")
+    if a.release and not a.data:
+        ap.error("--release needs --data: aiconfigurator 0.8.0's aiconfigurator/systems/data")
     data = data_dir(a.data)
+    if a.release and a.extract:
+        extract_release(data, Path(a.extract), a.release)
+        return 0
     if a.extract:
         extract(data, Path(a.extract))
         return 0
     rows, worst = [], []
     frameworks = a.framework or ["trtllm"]
     for fw in frameworks:
-        for folder in a.gpu or GPUS:
-            for s in run_gpu(data, folder, a.write, fw, a.stored, a.regrid):
+        for folder in a.gpu or (RELEASE_GPUS if a.release else GPUS):
+            for s in run_gpu(data, folder, a.write, fw, a.stored, a.release, a.regrid):
                 ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
-                name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]")
+                name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]") + \
+                    (f" [trtllm {a.release}]" if a.release else "")
                 rows.append((name, f"{100 * s.median_abs_err:4.1f}% / {100 * s.p90_abs_err:5.1f}% "
                              f"({s.rows} rows)", "≤8% / ≤20%", ok))
                 worst.append(s.median_abs_err)
-    for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not (a.stored or a.regrid)
+    for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not (a.stored or a.release
+                                                                                       or a.regrid)
                           else []):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "

@@ -156,6 +156,7 @@ def main() -> int:
     ap.add_argument("--what-if", action="store_true", help="also the cells with decode attention held to the "
                     "best KV read rate the table measured")
     args = ap.parse_args()
+    h100.use_release(h100.CATALOG)        # the cells on the catalog's terms, the 1.3.0rc20 tables it reads
     for g in args.gpu:
         rows = attention_rows(g, args.data, args.model)
         print_attention(rows, g)

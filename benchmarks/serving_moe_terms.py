@@ -5,6 +5,7 @@
     python benchmarks/serving_moe_terms.py --gpu h100         # the H100 MoE cells (the constants' own fit)
     python benchmarks/serving_moe_terms.py --data DIR         # also the measured MoE layer at each cell's shape
     python benchmarks/serving_moe_terms.py --gpu h100 --gap   # what ``on`` leaves unexplained, per step and layer
+    python benchmarks/serving_moe_terms.py --release 1.0      # ``on``: the release's kernels, its MoE tables
 
 Cells: the MoE rows of tests/data/trtllm_perf_overview_{h100,h200,blackwell}.csv (NVIDIA/TensorRT-LLM perf-overview.md,
 Apache-2.0), run as benchmarks/trtllm_h200.py and trtllm_blackwell.py run them. Two predictions per cell:
@@ -16,7 +17,9 @@ experts' GEMMs, their rows (permute, activation, combine), the EP exchange, atte
 off → on. With ``--data`` (aiconfigurator-core 0.12.0's systems/data), the per-layer time of the routed experts
 in the cell's most frequent step (``off`` and ``on``) beside the measured fused-MoE layer at the same shape and
 pooled token count (TensorRT-LLM 1.3.0rc20 CUTLASS, rank 0 of its EP group, balanced and power_law_1.01 routing,
-interpolated in log tokens). Nothing is fitted here. Goal: the ``on`` median |error| no worse than ``off``'s
+interpolated in log tokens). With ``--release R``, ``on`` is the cell as ``serve --release R`` prices it: that
+release's GEMM, attention and fused-MoE terms (``off`` stays the catalog's with the stored constants). Nothing is
+fitted here. Goal: the ``on`` median |error| no worse than ``off``'s
 (where it is, the tables stay off: ``models/serving/step.py``).
 """
 from __future__ import annotations
@@ -115,6 +118,7 @@ def main() -> int:
                     help="h200; h100 (the cells the constants were fitted on); b200 for the B200/GB200 cells")
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
     ap.add_argument("--gap", action="store_true", help="also what the tables leave unexplained (gap_line)")
+    h100.release_arg(ap)
     a = ap.parse_args()
     on = replace(st.FITTED, moe_tables=True)
     errs = {"off": [], "on": []}
@@ -125,7 +129,10 @@ def main() -> int:
         if c["model"] not in h100.MOE:
             continue
         c = {**c, "spec": h100.spec_for(c["model"])}
-        x, y = h100.predict(c, c["gpu"]), h100.predict(c, c["gpu"], on)
+        h100.use_release(h100.CATALOG)
+        x = h100.predict(c, c["gpu"])
+        h100.use_release(a.release or h100.CATALOG)
+        y = h100.predict(c, c["gpu"], None if a.release else on)
         eo, en = (100 * (e.output_tokens_per_s / c["published"] - 1) for e in (x, y))
         errs["off"].append(eo)
         errs["on"].append(en)

@@ -100,6 +100,7 @@ def main() -> int:
     ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data")
     ap.add_argument("--old", required=True, help="aiconfigurator 0.4.0's aiconfigurator/systems/data")
     a = ap.parse_args()
+    h100.use_release(h100.CATALOG)        # the diagnosis re-times the catalog's (1.3.0rc20) tables-on steps
     data, old = Path(a.data), Path(a.old)
     dtype = "nvfp4" if a.gpu == "b200" else "fp8"
     base = new_curve(data, a.gpu, "balanced", dtype)

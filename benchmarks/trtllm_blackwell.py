@@ -1,6 +1,8 @@
 """Offline max-throughput serving against TensorRT-LLM's published B200 and GB200 FP4 tables, HELD OUT.
 
     python benchmarks/trtllm_blackwell.py
+    python benchmarks/trtllm_blackwell.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work
+    python benchmarks/trtllm_blackwell.py --release cell   # each cell on the kernels of the release it ran (1.0)
 
 Source: tests/data/trtllm_perf_overview_blackwell.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the B200 180GB (DGX B200) and GB200 192GB (GB200 NVL72) columns of the page whose H100 columns fit the
@@ -9,7 +11,9 @@ constants in src/ironlaw/models/serving/engine.py (fitted on the H100 FP8 cells 
 catalog entries (datasheet peaks: FP4 9 / 10 PFLOPS dense, 8 TB/s), run as the H100 cells are
 (``trtllm_h100.predict``: --kv-fraction 0.95, the page's $num_requests, trtllm-bench's own engine limits, MoE rows
 with EP = TP and attention DP where TP > 1, an FP8 KV cache and FP8 attention, ``graph.attention_dtype``). No
-per-GPU or per-dtype factor: only the datasheet and the weights' format change from H100 FP8.
+per-GPU or per-dtype factor: only the datasheet and the weights' format change from H100 FP8. Each cell is priced
+on the catalog's kernel terms; ``--release cell`` on the kernels of the TensorRT-LLM release it ran (the CSV's
+``release`` column, 1.0: ``serve --release 1.0``, the terms fitted on that release's B200 / GB200 tables).
 """
 from __future__ import annotations
 
@@ -23,12 +27,15 @@ import trtllm_h100 as h100  # noqa: E402
 CSV = h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"
 
 
-def scored() -> list[dict]:
-    """Every B200 and GB200 cell with its prediction and error (percent), the H100-fitted constants."""
+def scored(constants=None, gpus=("b200", "gb200")) -> list[dict]:
+    """Every B200 and GB200 cell (of ``gpus``) with its prediction and error (percent), the H100-fitted constants
+    (or ``constants``)."""
     out = []
     for c in h100.cells(CSV):
+        if c["gpu"] not in gpus:
+            continue
         c = {**c, "spec": h100.spec_for(c["model"])}
-        est = h100.predict(c, c["gpu"])
+        est = h100.predict(c, c["gpu"], constants)
         out.append({**c, "predicted": est.output_tokens_per_s, "batch": est.batch, "limit": est.batch_limit,
                     "error": 100.0 * (est.output_tokens_per_s / c["published"] - 1.0)})
     return out
@@ -46,8 +53,28 @@ def summary(rows: list[dict]) -> dict:
     return {g: h100.stats([r["error"] for r in rs]) for g, rs in groups.items() if rs}
 
 
+def gap(rows: list[dict]) -> dict:
+    """{model: [(ISL/OSL, published GB200/B200, predicted GB200/B200)]} over the cells both GPUs ran: same
+    Blackwell GPU, a Grace host against DGX B200's x86 one."""
+    by = {(r["model"], r["isl"], r["osl"], r["gpu"]): r for r in rows}
+    out: dict = {}
+    for (m, i, o, g), r in by.items():
+        b = by.get((m, i, o, "b200"))
+        if g == "gb200" and b is not None:
+            out.setdefault(m, []).append((f"{i}/{o}", r["published"] / b["published"], r["predicted"] / b["predicted"]))
+    return out
+
+
 def main() -> int:
-    rows = scored()
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    h100.release_arg(ap)
+    h100.host_option(ap)
+    ap.add_argument("--gpu", nargs="+", choices=("b200", "gb200"), default=("b200", "gb200"))
+    a = ap.parse_args()
+    h100.use_release(a.release, a.release_classes, a.routing)
+    h100.constants_arg(a.constants)
+    rows = scored(h100.constants_of(a), tuple(a.gpu))
     w = (16, 6, 3, 10, 10, 10, 8, 6, 10)
     print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
     for r in rows:
@@ -56,6 +83,10 @@ def main() -> int:
     print(f"\nB200 and GB200 FP4 cells, held out (H100-fitted constants, datasheets): {len(rows)}")
     for g, (med, p90, mx) in summary(rows).items():
         print(f"  {g:<24} |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    print("\nGB200 / B200 throughput, the same cell (Grace host vs x86): published, predicted")
+    for m, cells in gap(rows).items():
+        pairs = "  ".join(f"{c} {p:.2f}/{q:.2f}" for c, p, q in cells)
+        print(f"  {m:<16} {pairs}")
     signed = [r["error"] for r in rows]
     print(f"  signed error: median {statistics.median(signed):+.1f}% ({sum(e > 0 for e in signed)} of "
           f"{len(signed)} cells above the published throughput)")

@@ -1,6 +1,6 @@
 """ironlaw and NVIDIA aiconfigurator 0.12, side by side on the same published TensorRT-LLM cells.
 
-    python benchmarks/vs_aiconfigurator.py [--gpu h200 b200 gb200 h100] [--cells] [--markdown]
+    python benchmarks/vs_aiconfigurator.py [--gpu h200 b200 gb200 h100] [--cells] [--markdown] [--release cell]
 
 Ground truth: TensorRT-LLM's perf overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0), total output tokens/s of ``trtllm-bench throughput``: tests/data/trtllm_perf_overview_h100.csv (FP8),
@@ -8,7 +8,7 @@ trtllm_perf_overview_h200.csv (FP8), trtllm_perf_overview_blackwell.csv (B200 an
 aiconfigurator: benchmarks/data/aiconfigurator_0.12.csv, written by benchmarks/aiconfigurator_run.py (aiconfigurator
 0.12.0 from PyPI, run offline; its top agg configuration at the published GPU count; the file keeps each run's wall
 seconds). ironlaw: ``trtllm_h100.predict`` on the cell's GPU, as benchmarks/trtllm_h100.py, trtllm_h200.py and
-trtllm_blackwell.py run it (the serving constants fitted on the H100 cells only: H100 rows are ironlaw's own fit,
+trtllm_blackwell.py run it (the catalog's kernel terms; the serving constants fitted on the H100 cells only: H100 rows are ironlaw's own fit,
 every other GPU is held out), timed here per prediction (wall seconds, warm process).
 Only cells both predicted are compared (a cell aiconfigurator could not run is counted, not scored).
 Goal per group: ironlaw's median |error| no worse than aiconfigurator's, at ≥ 30× its speed (median seconds per
@@ -89,7 +89,10 @@ def main() -> int:
     ap.add_argument("--gpu", nargs="*", choices=sorted(TABLES), default=sorted(TABLES))
     ap.add_argument("--cells", action="store_true", help="print every cell too")
     ap.add_argument("--markdown", action="store_true", help="the summary as a Markdown table (docs/accuracy.md)")
+    h100.release_arg(ap)
     args = ap.parse_args()
+    h100.use_release(args.release, args.release_classes, args.routing)
+    h100.constants_arg(args.constants)
     rows, failed = paired(set(args.gpu))
     if not rows:
         print(f"no cell of {args.gpu} in {h100.AIC.relative_to(h100.ROOT)}: run benchmarks/aiconfigurator_run.py")

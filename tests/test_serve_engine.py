@@ -118,8 +118,8 @@ def test_padding_follows_the_engines_capture_sizes():
 
 
 def test_every_engine_file_names_its_data():
-    files = sorted(engines.ENGINE_DIR.glob("*/*.toml"))
-    assert files, "no engine kernel files"
+    files = sorted(p for p in engines.ENGINE_DIR.glob("*/*.toml") if p.parent.name in engines.ENGINES)
+    assert files, "no engine kernel files"          # (a release's own files: tests/test_engine_release.py)
     for p in files:
         cal = engines.load(p.stem, p.parent.name)
         for group, prov in cal["provenance"].items():

@@ -159,7 +159,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm"):
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm",
+          release: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -167,22 +168,25 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
     steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
-    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``)."""
+    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``).
+    ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
+    overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``)."""
     from .core.errors import IronlawError
-    from .machine.engines import check_engine
+    from .machine.engines import check_engine, check_release
     from .models.serving import frameworks, online
     from .models.serving.features import options as feat
     from .report import pages
 
     pages.check(html)
     check_engine(engine)
+    check_release(engine, release)
     if max_throughput:
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance)
-        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95),
+        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
@@ -197,13 +201,16 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=_composition(serial))
-    eng = frameworks.select(engine, on, tp)
+    eng = frameworks.select(engine, on, tp, release=release)
     if eng.scheduler is not None:
         kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
-    est = online.estimate(spec, eng.hw if eng.scheduler is not None else on, prompt, output, concurrency, **kw)
+    elif eng.release is not None:
+        kw.update(frameworks.release_kwargs(eng))
+    own = eng.scheduler is not None or eng.release is not None
+    est = online.estimate(spec, eng.hw if own else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:
         res = feat.frontier(est, kw, feats)
-        if eng.scheduler is not None:             # the default's frontier stays the report page's document
+        if own:                                   # the default's frontier stays the report page's document
             res.doc["engine"] = eng.to_dict(offline=False)
         if plot:
             from .report.frontier import save

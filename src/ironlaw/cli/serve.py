@@ -46,6 +46,8 @@ def serve(
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
     engine: str = typer.Option("trtllm", "--engine", help="serving framework: trtllm | vllm | sglang (its kernels "
                                "and its scheduler's defaults; default trtllm)"),
+    release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "
+                                          "its MoE layer too: 1.0 (default: the catalog's, TensorRT-LLM 1.3.0rc20)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
                                        "concurrency frontier (one self-contained HTML file)"),
@@ -61,26 +63,26 @@ def serve(
                     max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                     expert_imbalance=expert_imbalance, speculative=speculative, prefix_hit=prefix_hit,
                     disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
-                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html, engine=engine)
+                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html, engine=engine, release=release)
     if fmt == "json":
-        emit_json(res.to_dict())
-        return
+        return emit_json(res.to_dict())
     if max_throughput:
         from .serve_throughput import show
         return show(res, spec, prompt, output, fmt)
     if sweep_concurrency:
         head, *rest = res.lines()
-        return emit_lines([head] + _engine_lines(engine, res.doc) + rest, fmt)
+        return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
-             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(engine, d) + [
+             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",
              f"decode step {fmt_time(d['decode_step_s'])}: {d['decode_bottleneck']['resource']}-bound — "
              f"{d['decode_bottleneck']['why']}",
+             *([f"decode step, host: {d['decode_host']['why']}"] if "decode_host" in d else []),
              f"prefill {fmt_time(d['prefill_s'])}: {d['prefill_bottleneck']['resource']}-bound",
              f"capacity: {fmt_size(cap['device_memory_bytes'])} − weights {fmt_size(cap['weights_bytes'])} − reserve "
              f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
@@ -89,9 +91,11 @@ def serve(
     emit_lines(lines, fmt)
 
 
-def _engine_lines(engine: str, d: dict) -> list[str]:
-    """The engine's lines under the head: none for the default (TensorRT-LLM), else whose kernels and limits."""
-    if engine == "trtllm":
+def _engine_lines(d: dict) -> list[str]:
+    """The engine's lines under the head: none for the default (TensorRT-LLM at the catalog's release), else whose
+    kernels and limits."""
+    e = d.get("engine") or {}
+    if e.get("name", "trtllm") == "trtllm" and "release" not in e:
         return []
     from ..models.serving.frameworks import lines_of
     return lines_of(d["engine"])

@@ -25,13 +25,15 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
                                  f"{fmt_size(m['kv_bytes_per_token'])}/token"),
             ("mean step", f"{fmt_time(s['step_s'])}: {s['decode_tokens_per_step']:,} decode + "
                           f"{s['prompt_tokens_per_step']:,.0f} prompt tokens"),
+            ("host per step", _host_row(s)),
             ("steps carrying a prompt", f"{100 * s['mixed_step_share']:.0f}%"),
             ("steps bound by", f"{d['step_bottleneck']['resource']}"
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
-    extra = d["engine"]["summary"] if d["engine"].get("name", "trtllm") != "trtllm" else []
+    own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
+    extra = d["engine"]["summary"] if own else []
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return
@@ -47,6 +49,15 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     for line in extra:
         c.print(line, markup=False)
     c.print(t)
+
+
+def _host_row(s: dict) -> str:
+    """The host's mean work per step against the device's (``serving.step.HostStep``, overlap scheduler)."""
+    from ..core.units import fmt_time
+    speed = f"{s['host_speed']:.2f}× the fit host's time" if s["host_speed_stated"] else "no speed stated"
+    binds = (f"binds in {100 * s['host_bound_share']:.0f}% of steps" if s["host_bound_share"] > 0 else "hidden")
+    return (f"{fmt_time(s['host_s'])} vs device {fmt_time(s['device_s'])}: {binds} (overlap scheduler); "
+            f"{s['host_cpu']}, {speed}")
 
 
 def _kv_share(d: dict, m: dict) -> str:

@@ -14,6 +14,19 @@ The framework's GEMM dtypes and attention kernel classes replace the TensorRT-LL
 (their provenance too); a class the framework's tables lack keeps TensorRT-LLM's terms, and ``EngineKernels``
 names each such class, never silently. A GPU without the framework's tables keeps its catalog calibration and
 says so.
+
+A TensorRT-LLM release other than the one the catalog is fitted on (1.3.0rc20) has its own file: the GEMM,
+attention, MLA and fused-MoE terms fitted on that release's kernel tables (``RELEASES``; benchmarks/kernel_tables.py
+--release 1.0 --write), read only when a prediction names the release:
+
+    src/ironlaw/machine/catalog/engine/trtllm-<release>/<gpu>.toml   [calibration]: matmul, kernel, provenance
+
+    hw2, cov = engines.with_engine(hw, "trtllm", release="1.0")   # TensorRT-LLM 1.0's kernels, MoE included
+
+Its classes replace the catalog's of the same name (the ``moe_grouped_gemm.<dtype>`` / ``moe_rows.<dtype>`` MoE
+layer terms too); a GEMM or attention class its tables lack keeps the catalog's (1.3.0rc20) terms, named in
+``borrowed``. The catalog's MoE layer never prices a release: a dtype the release's MoE tables lack has no MoE
+layer under it (``EngineKernels.moe`` names the ones it has).
 """
 from __future__ import annotations
 
@@ -27,6 +40,9 @@ ENGINES = ("trtllm", "vllm", "sglang")
 NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 DEFAULT = "trtllm"                     # the catalog's own [calibration] is fitted on TensorRT-LLM's kernels
 ENGINE_DIR = Path(__file__).with_name("catalog") / "engine"
+MOE_CLASSES = ("moe_grouped_gemm.", "moe_rows.")      # the fused-MoE layer's kernel classes (models/serving/step.py)
+# engine -> releases with their own kernel file (catalog/engine/<engine>-<release>/), the table versions they hold
+RELEASES = {"trtllm": {"1.0": "TensorRT-LLM 1.0.0rc3 (H100, H200) / 1.0.0rc6 (B200, GB200), aiconfigurator 0.8.0"}}
 
 
 @dataclass(frozen=True)
@@ -39,10 +55,14 @@ class EngineKernels:
     borrowed: tuple            # kernel classes fitted on TensorRT-LLM's tables that the engine's tables lack
     versions: tuple            # the engine's table versions ('vllm 0.24.0', …)
     source: str                # the engine file, or why there is none
+    release: str | None = None  # a TensorRT-LLM release with its own kernel file ('1.0'), else None
+    moe: tuple = ()            # the release's MoE-layer kernel classes ('moe_grouped_gemm.fp8', 'moe_rows.fp8', …)
 
     def line(self) -> str:
         """One line: whose kernels price the step."""
         name = NAMES[self.engine]
+        if self.release is not None:
+            return self._release_line(name)
         if self.engine == DEFAULT:
             return f"kernels: {name}'s (the catalog's [calibration]; {self.source})"
         if not self.own:
@@ -53,9 +73,21 @@ class EngineKernels:
             text += (f"; TensorRT-LLM's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})")
         return text
 
+    def _release_line(self, name: str) -> str:
+        if not self.own:
+            return f"kernels: {self.gpu} has no {name} {self.release} kernel tables: {self.source}"
+        text = (f"kernels: {', '.join(self.versions)} on {self.gpu} ({len(self.own)} kernel classes fitted on its "
+                f"tables)")
+        if self.borrowed:
+            text += f"; the catalog's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})"
+        return text
+
     def to_dict(self) -> dict:
-        return {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
-                "versions": list(self.versions), "source": self.source}
+        d = {"engine": self.engine, "gpu": self.gpu, "own": list(self.own), "borrowed": list(self.borrowed),
+             "versions": list(self.versions), "source": self.source}
+        if self.release is not None:           # the default's document stays as it was
+            d.update(release=self.release, moe=list(self.moe))
+        return d
 
 
 def check_engine(engine: str) -> str:
@@ -65,15 +97,28 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def path(gpu: str, engine: str) -> Path:
-    return ENGINE_DIR / engine / f"{gpu}.toml"
+def check_release(engine: str, release: str | None) -> str | None:
+    """``release`` if ``engine`` has a kernel file for it (or None), else one line naming the known ones."""
+    if release is None:
+        return None
+    known = RELEASES.get(check_engine(engine), {})
+    if release not in known:
+        raise unknown(f"{NAMES[engine]} release", release, tuple(known)) if known else \
+            IronlawError(f"{NAMES[engine]} has no kernel release files; --release is for "
+                         f"{', '.join(NAMES[e] for e in RELEASES)}")
+    return release
 
 
-def load(gpu: str, engine: str) -> dict | None:
-    """The checked [calibration] table of ``engine``'s kernels on catalog GPU ``gpu``, or None without one."""
+def path(gpu: str, engine: str, release: str | None = None) -> Path:
+    return ENGINE_DIR / (f"{engine}-{release}" if release else engine) / f"{gpu}.toml"
+
+
+def load(gpu: str, engine: str, release: str | None = None) -> dict | None:
+    """The checked [calibration] table of ``engine``'s kernels (of ``release``, where given) on catalog GPU
+    ``gpu``, or None without one."""
     from .hardware import read_toml
-    p = path(gpu, check_engine(engine))
-    if engine == DEFAULT or not p.is_file():
+    p = path(gpu, check_engine(engine), check_release(engine, release))
+    if (engine == DEFAULT and release is None) or not p.is_file():
         return None
     doc = read_toml(p, "engine kernel file")
     if set(doc) != {"calibration"}:
@@ -81,13 +126,14 @@ def load(gpu: str, engine: str) -> dict | None:
     return check(doc["calibration"], f"{p.name}: calibration")
 
 
-def write(gpu: str, engine: str, table: dict) -> Path:
-    """Store ``engine``'s fitted kernel table for ``gpu`` (benchmarks/kernel_tables.py --framework … --write)."""
+def write(gpu: str, engine: str, table: dict, release: str | None = None) -> Path:
+    """Store ``engine``'s fitted kernel table for ``gpu`` (benchmarks/kernel_tables.py --framework … --write;
+    ``--release 1.0`` for a TensorRT-LLM release's own file)."""
     from ..core.files import write_atomic
     from .profile import dumps_table
-    if check_engine(engine) == DEFAULT:
+    if check_engine(engine) == DEFAULT and check_release(engine, release) is None:
         raise IronlawError("TensorRT-LLM's kernel terms live in the catalog file's own [calibration]")
-    p = path(gpu, engine)
+    p = path(gpu, engine, release)
     p.parent.mkdir(parents=True, exist_ok=True)
     check(table, f"{p.name}: calibration")
     return write_atomic(p, dumps_table({"calibration": table}) + "\n", "engine kernel file")
@@ -100,9 +146,12 @@ def kernel_groups(cal: Calibration | None) -> list[str]:
     return [g for g in cal.provenance if not g.startswith("moe ")]
 
 
-def with_engine(hw, engine: str):
-    """(``hw`` with ``engine``'s GEMM and attention terms in place, EngineKernels): see the module docstring."""
+def with_engine(hw, engine: str, release: str | None = None):
+    """(``hw`` with ``engine``'s GEMM and attention terms in place, EngineKernels): see the module docstring.
+    ``release`` (TensorRT-LLM only: ``RELEASES``) puts that release's kernel terms, MoE layer included, in place."""
     check_engine(engine)
+    if check_release(engine, release) is not None:
+        return _with_release(hw, engine, release)
     base = hw.calibration
     trt = kernel_groups(base)
     if engine == DEFAULT:
@@ -118,6 +167,38 @@ def with_engine(hw, engine: str):
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
     cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where)
     return replace(hw, calibration=Calibration.of(merged)), cov
+
+
+def _with_release(hw, engine: str, release: str):
+    """``with_engine`` for a release's own kernel file: every class it holds, MoE included, over the catalog's."""
+    base = hw.calibration
+    have = tuple(base.provenance) if base is not None else ()
+    table = load(hw.name, engine, release)
+    where = str(path(hw.name, engine, release).relative_to(ENGINE_DIR.parents[2]))
+    if table is None:
+        why = f"its catalog kernel terms stay ({RELEASES[engine][release]} has no tables for it)"
+        return hw, EngineKernels(engine, hw.name, (), have, (), f"no {where}; {why}", release)
+    own = tuple(table.get("provenance", {}))
+    versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
+    cov = EngineKernels(engine, hw.name, own, tuple(g for g in have if g not in own), versions, where, release,
+                        moe_classes(table))
+    return over_catalog(hw, table, catalog_moe=False), cov
+
+
+def moe_classes(table: dict) -> tuple:
+    """The MoE-layer kernel classes (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) of a [calibration] table."""
+    return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(MOE_CLASSES)))
+
+
+def over_catalog(hw, table: dict, catalog_moe: bool = True):
+    """``hw`` with a kernel file's ``table`` over its catalog calibration (what ``with_engine`` returns); without
+    the catalog's MoE layer (its classes and their provenance) unless ``catalog_moe``."""
+    base = hw.calibration.table() if hw.calibration is not None else None
+    if base is not None and not catalog_moe:
+        base = {**base, "kernel": {k: v for k, v in base.get("kernel", {}).items() if not k.startswith(MOE_CLASSES)},
+                "provenance": {k: v for k, v in base.get("provenance", {}).items() if not k.startswith("moe ")},
+                **{key: [x for x in base.get(key, []) if not x.startswith("moe ")] for key in ("fitted", "held_out")}}
+    return replace(hw, calibration=Calibration.of(_merged(base, table)))
 
 
 def _merged(base: dict | None, eng: dict) -> dict:

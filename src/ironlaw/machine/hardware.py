@@ -199,7 +199,8 @@ class Hardware:
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
             "host": (lambda h: None if h is None else {"cpu": h.cpu, "op_s": h.op_s, "module_s": h.module_s,
-                                                       "sync_s": h.sync_s, "source": h.source})(self.extra.get("host")),
+                                                       "sync_s": h.sync_s, "linear_s": h.linear_s,
+                                                       "source": h.source})(self.extra.get("host")),
             "network": self.network_calibration(),
             "path": self.path,
         }

@@ -159,6 +159,7 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
             ("time for all requests", "time_s", doc["time_s"], fmt_time(doc["time_s"]), "s"),
             ("sequences in flight", "batch", doc["batch"], f"{doc['batch']:,}", "1"),
             ("mean step", "steady_state.step_s", s["step_s"], fmt_time(s["step_s"]), "s"),
+            ("host work per step", "steady_state.host_s", s["host_s"], fmt_time(s["host_s"]), "s"),
             ("steps carrying a prompt", "steady_state.mixed_step_share", s["mixed_step_share"],
              f"{100 * s['mixed_step_share']:.0f}%", "%")]
     b = doc["step_bottleneck"]
@@ -217,8 +218,9 @@ def _steps_table(est) -> str:
                     f'{html.num(n, f"{n:,.0f}")}{html.num(t, fmt_time(t))}{html.num(n * t, fmt_time(n * t))}'
                     f'<td>{100 * n * t / total:.1f}%</td><td class="l">{html.badge(e.bottleneck()["resource"])}</td></tr>')
     return ('<section id="steps"><h2>The run\'s engine steps</h2><p class="note">Time by the law per step; the run '
-            'adds a fixed runtime cost per step and, for eager steps, a floor of the host launching every kernel '
-            '(the constants below), so the steps\' law time is less than the run\'s time.</p>'
+            'adds a fixed runtime cost per step, and a step lasts at least the host\'s work for it (an eager step\'s '
+            'kernel launches, the executor\'s work per step and per request on the host CPU: the overlap '
+            'scheduler; the constants below), so the steps\' law time is less than the run\'s time.</p>'
             + html.table(["kind", "step", "steps", "law time per step", "law time, all", "share", "binds"], rows,
                           tid="steps-table", left=(0, 1, 6)) + "</section>")
 

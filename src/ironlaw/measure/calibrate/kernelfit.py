@@ -86,6 +86,7 @@ class Group:
     op: str               # the table's op (kerneltable.COLUMNS)
     table: KernelTable
     rows: object          # pandas.DataFrame: the group's rows, sorted by shape
+    timed: str = ""       # how the rows stand for the class, where not as written ('float16 rows, for bf16')
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,15 @@ class Score:
     p90_abs_err: float
 
 
-def groups(tables: list[KernelTable]) -> list[Group]:
+def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Group]:
     """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
-    out (``SKIPPED``), any other unknown dtype is an error."""
+    out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
+    classes (aiconfigurator 0.8.0's 1.0-line tables time the 16-bit kernels in float16 only; FP16 and BF16 run at
+    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so."""
+    if float16_as not in (None, "bf16"):
+        raise IronlawError(f"float16 rows can stand for bf16 only, not '{float16_as}'")
+    half = {"float16": float16_as} if float16_as else {}
+    note = lambda srcs: f"float16 rows, for {float16_as}" if half and "float16" in srcs else ""  # noqa: E731
     out = []
     for t in tables:
         if t.op == "gemm":
@@ -109,21 +116,21 @@ def groups(tables: list[KernelTable]) -> list[Group]:
                 if src not in GEMM_DTYPES:
                     raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
                                        f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
-                dt = GEMM_DTYPES[src]
-                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op)))
+                dt = half.get(src, GEMM_DTYPES[src])
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op), note((src,))))
             continue
         if t.op.endswith("_mla"):
-            out.extend(_mla_groups(t))
+            out.extend(_mla_groups(t, half, note))
             continue
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
         for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
                 ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
-            dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+            dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             sorted_rows(rows, t.op)))
+                             sorted_rows(rows, t.op), note((a, kv))))
     return out
 
 
@@ -133,20 +140,23 @@ def split(rows) -> tuple[object, object]:
     return rows.iloc[idx % 2 == 0], rows.iloc[idx % 2 == 1]
 
 
-def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE) -> dict:
+def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE,
+        grid_steps: dict | None = None) -> dict:
     """A checked [calibration] table of every group's fitted terms, with its provenance: ``origin`` names the
-    tables' publisher and version, ``license`` their license."""
+    tables' publisher and version, ``license`` their license; ``grid_steps`` (op -> steps) replaces
+    ``GRID_STEPS`` for the ops it names."""
     if not gs:
         raise IronlawError("calibrate --kernels: no GEMM or attention rows to fit")
     date = date or _dt.date.today().isoformat()
     cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
     for g in gs:
         fit_rows, held = split(g.rows)
-        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)))
+        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)), (grid_steps or {}).get(g.op))
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
-        cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device})",
+        timed = f"; {g.timed}" if g.timed else ""
+        cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date}
@@ -174,7 +184,7 @@ def fit_one(hw, g: Group, rows) -> dict:
     return best
 
 
-def fit_grid(hw, g: Group, rows, table: dict) -> dict:
+def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE``; a node the rows do not reach (``GRID_SUPPORT``: an attention table's
@@ -182,13 +192,13 @@ def fit_grid(hw, g: Group, rows, table: dict) -> dict:
     (``held_nodes``), so outside what was measured the correction is the nearest measured one, never extrapolated
     by the least squares from rows far away nor pulled back to the shape model alone; with fewer than
     ``GRID_ROWS_PER_NODE`` rows per node the steps are squared, and where even the coarsest grid has too many
-    nodes for the rows, ``table`` stays without a grid."""
+    nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing, else ``GRID_STEPS[g.op]``."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
                        g.key[0]: {g.key[1]: table}})
     m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    steps = GRID_STEPS[g.op]
+    steps = steps or GRID_STEPS[g.op]
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     size = lambda nd: int(np.prod([len(a) for a in nd]))  # noqa: E731
     while len(prob.meas) < GRID_ROWS_PER_NODE * size(nodes):      # too few rows for the nodes: each step squared
@@ -312,7 +322,7 @@ def _attention_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core
     phase = "prefill" if g.op == "context_attention" else "decode"
-    dt, kv = ATTENTION_DTYPES[r.attn_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    dt, kv = _row_dtype(r.attn_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_key_value_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
@@ -321,14 +331,14 @@ def _attention_op(r, g: Group):
     return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
 
 
-def _mla_groups(t: KernelTable) -> list[Group]:
-    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla')."""
+def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``."""
     out = []
     for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
-        dt, kvd = (_attention_dtype(x, t.path) for x in (a, kv))
+        dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
         name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
-                         sorted_rows(rows, t.op)))
+                         sorted_rows(rows, t.op), note((a, kv))))
     return out
 
 
@@ -338,7 +348,7 @@ def _mla_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core, mla_geometry
     phase = PHASES[g.op]
-    dt, kv = ATTENTION_DTYPES[r.mla_dtype], ATTENTION_DTYPES[r.kv_cache_dtype]
+    dt, kv = _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     op = attention_core(a, sh, dt, None, 1, 1, mla_geometry(MLA_DIMS, a.heads, phase))
@@ -359,6 +369,11 @@ def _derived_generation(hw, cal: dict) -> None:
             kern[dst] = {**own, "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
             if "grid_log" in kern[src]:
                 kern[dst]["grid_of"] = src
+
+
+def _row_dtype(x: str, g: Group) -> str:
+    """A row's attention dtype as ironlaw runs it (float16 as bf16 where the group stands for bf16)."""
+    return "bf16" if x == "float16" and g.timed.startswith("float16 rows, for bf16") else ATTENTION_DTYPES[x]
 
 
 def _attention_dtype(x: str, where: str) -> str:

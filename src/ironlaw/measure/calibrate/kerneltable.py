@@ -9,6 +9,12 @@ milliseconds (aiconfigurator's collectors write ms). A user's own DIR with the s
 CSV, any folder depth — reads alike; a CSV may name its unit instead (``latency_ms``, ``latency_us``,
 ``latency_s``, or a ``latency_unit`` column of ms | us | s).
 
+aiconfigurator 0.8.0 (PyPI, NVIDIA, Apache-2.0) ships older TensorRT-LLM releases' tables in an older layout,
+read alike: ``<root>/<gpu dir>/trtllm/<version>/<op>_perf.txt`` — CSV text, the same columns, latency in ms. Its
+attention tables predate sliding windows and carry no ``window_size`` column: such a ``.txt`` table times
+global attention and reads as window 0 (``OLD_LAYOUT_DEFAULTS``); anywhere else the column is required.
+``release="1.0"`` keeps the tables of one release line (1.0, 1.0.0rc3, 1.0.0rc6, …) before the newest is picked.
+
     tables = kerneltable.read(DIR, ops=("gemm",), gpu="h100", framework="trtllm")
     for t in tables:             # KernelTable: op, gpu (catalog name), device (as written), framework,
         t.rows                   # version, path, rows (a pandas DataFrame with ``latency_s`` in seconds)
@@ -59,6 +65,10 @@ DEVICES = {
     "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
 }
 PROVENANCE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
+SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <op>_perf.txt, CSV text
+# columns the older layout's .txt tables lack, and the value they stand for: the 1.0-line attention collector
+# timed global attention only (its tables have no window column; window 0 is global in the newer ones)
+OLD_LAYOUT_DEFAULTS = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,8 @@ def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) ->
         raise IronlawError(f"{root}: no such file or folder")
     if root.is_file():                  # one file: its op from its name or its op_name column (``_read_file``)
         return [root]
-    cands = sorted(p for p in root.rglob("*") if p.suffix in (".parquet", ".csv"))
+    cands = sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and (p.suffix != ".txt" or
+                                                                          p.stem.endswith("_perf")))
     out = []
     for p in cands:
         if _op_of_name(p) not in ops:
@@ -105,25 +116,39 @@ def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) ->
     return out
 
 
-def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework: str | None = None
-         ) -> list[KernelTable]:
-    """Every table of ``ops`` under ``root`` (a folder in the wheel's layout, or one .parquet/.csv file),
+def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework: str | None = None,
+         release: str | None = None) -> list[KernelTable]:
+    """Every table of ``ops`` under ``root`` (a folder in the wheel's layout, or one .parquet/.csv/.txt file),
     checked; ``gpu`` keeps one catalog GPU's (and names the GPU of tables whose device the catalog does not
-    know); ``framework`` keeps one framework's (trtllm, sglang, vllm). Errors are one line."""
+    know); ``framework`` keeps one framework's (trtllm, sglang, vllm); ``release`` one release line's versions
+    (``in_release``). Errors are one line."""
     for op in ops:
         if op not in COLUMNS:
             raise unknown("kernel table op", op, COLUMNS)
     paths = files(root, ops, framework)
     if not paths:
         want = ", ".join(f"{op}_perf" for op in ops)
-        raise IronlawError(f"{root}: no kernel table ({want} .parquet or .csv)"
+        raise IronlawError(f"{root}: no kernel table ({want} .parquet, .csv or .txt)"
                            + (f" for framework '{framework}'" if framework else ""))
     out = []
     for p in paths:
         out.extend(_read_file(Path(root), p, gpu))
     if gpu is not None and not out:
         raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
+    if release is not None:
+        found = sorted({t.version for t in out})
+        out = [t for t in out if in_release(t.version, release)]
+        if not out:
+            raise IronlawError(f"{root}: no kernel table of release {release} (versions found: "
+                               f"{', '.join(found) or 'none'})")
     return newest(out)
+
+
+def in_release(version: str, release: str) -> bool:
+    """Whether ``version`` (1.0.0rc3) belongs to the release line ``release`` (1.0): equal, or ``release``
+    followed by more version parts (.0, rc3, .post1) — 1.0 holds 1.0.0rc3 and 1.0.1, not 1.1.0 or 1.00."""
+    v, r = version.strip().lower(), release.strip().lower()
+    return v == r or re.fullmatch(re.escape(r) + r"(\.\d+)*(rc\d+)?(\.?post\d+)?", v) is not None
 
 
 def newest(tables: list[KernelTable]) -> list[KernelTable]:
@@ -150,6 +175,8 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
     except Exception as e:                                 # noqa: BLE001 (a file pandas cannot parse)
         raise IronlawError(f"{rel}: cannot read the table: {str(e).splitlines()[0]}") from None
     op = _op_of_name(path)
+    if path.suffix == ".txt":
+        df = df.assign(**{c: v for c, v in OLD_LAYOUT_DEFAULTS.get(op, {}).items() if c not in df.columns})
     if op not in COLUMNS:
         names = sorted({str(x) for x in df["op_name"].unique()}) if "op_name" in df.columns else []
         if len(names) != 1 or names[0] not in COLUMNS:

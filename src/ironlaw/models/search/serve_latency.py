@@ -11,12 +11,12 @@ From it, for one request:
                                                      flight when it was admitted (as ``serving.estimate``: the
                                                      prefill plus one decode step); queueing before admission
                                                      is not counted
-    t_mixed  the mixed step's time, as the engine charges it: max(law time, the host's kernel launches) plus
-             the runtime's fixed cost per step (``serving_step.host_floor_s``, the engine's constants)
+    t_mixed  the mixed step's time, as the engine charges it: max(law time, the host's work for the step) plus
+             the runtime's fixed cost per step (``serving.step.charged_s``, the engine's constants)
 """
 from __future__ import annotations
 
-from ..serving.step import host_floor_s
+from ..serving.step import charged_s
 
 
 def step_times(est) -> list[tuple[float, bool]]:
@@ -25,8 +25,7 @@ def step_times(est) -> list[tuple[float, bool]]:
     c = est.constants
     out = []
     for _, e in est.steps:
-        eager = bool(e.graph.meta.get("eager"))
-        out.append((max(float(e.time_s), host_floor_s(e.graph, c, eager)) + c.step_s, eager))
+        out.append((charged_s(e, c), bool(e.graph.meta.get("eager"))))
     return out
 
 

@@ -31,6 +31,14 @@ source:
                       batch after it (``step.ServingConstants.mixed_steps``)
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
 
+A release (``serve --engine trtllm --release 1.0``): the kernels of that TensorRT-LLM release
+(``machine.engines.RELEASES``; the published perf overview's cells ran the 1.0 line) in place of the catalog's
+(1.3.0rc20, the default). Where the release's tables carry the fused-MoE layer (``EngineKernels.moe``), the
+routed experts' GEMMs and their rows are priced on it (``step.ServingConstants.moe_tables``: the fitted
+``moe_grouped_gemm.<dtype>`` and ``moe_rows.<dtype>`` classes) instead of the end-to-end expert constants
+(``engine.FITTED`` expert_gemm_eta, expert_stream_eta), which were fitted on H100 against a different kernel; a
+dtype the release's MoE tables lack keeps those constants, and the engine line names them.
+
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
 frameworks carry TensorRT-LLM's, and their engine line says so.
@@ -40,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ...core.errors import IronlawError
-from ...machine.engines import DEFAULT, NAMES, check_engine, with_engine
+from ...machine.engines import DEFAULT, NAMES, check_engine, check_release, with_engine
 from .throughput import ThroughputEstimate
 
 MIB, GIB = 2.0**20, 2.0**30
@@ -122,9 +130,34 @@ class Engine:
     kernels: object                  # machine.engines.EngineKernels
     scheduler: Scheduler | None
 
+    @property
+    def release(self) -> str | None:
+        """The framework release named (``serve --release``), None: its default."""
+        return self.kernels.release
+
+    def constants(self, base):
+        """``base`` (the TensorRT-LLM-fitted ServingConstants) with the routed experts on the release's fused-MoE
+        tables where it carries them (module docstring); else ``base``."""
+        if not self.kernels.moe:
+            return base
+        key = (id(base), self.release, self.kernels.source)
+        hit = _CONSTANTS.get(key)
+        if hit is None or hit[0] is not base:      # one object per base and release: the engine's caches see it
+            hit = _CONSTANTS[key] = (base, replace(base, moe_tables=True, source=f"{base.source}; routed experts on "
+                                                   f"TensorRT-LLM {self.release}'s fused-MoE tables "
+                                                   f"({self.kernels.source})"))
+        return hit[1]
+
     def lines(self, offline: bool) -> list[str]:
-        head = f"engine: {NAMES[self.name]}" + ("" if self.scheduler else " (default)")
+        default = self.scheduler is None and self.release is None
+        head = f"engine: {NAMES[self.name]}" + (" (default)" if default else "")
         out = [head + " — " + self.kernels.line()]
+        if self.release is not None:
+            dts = sorted({k.split(".", 1)[1] for k in self.kernels.moe})
+            out.append(f"routed experts: on the {self.release} fused-MoE tables ({', '.join(dts)}); other dtypes "
+                       f"on the H100-fitted expert constants" if dts else
+                       f"routed experts: on the H100-fitted expert constants ({self.release}'s tables have no "
+                       f"MoE layer here)")
         if self.scheduler:
             out.append(self.scheduler.line())
             if offline:
@@ -132,22 +165,55 @@ class Engine:
         return out
 
     def to_dict(self, offline: bool) -> dict:
-        return {"name": self.name, "summary": self.lines(offline), "kernels": self.kernels.to_dict(),
-                "scheduler": self.scheduler.to_dict() if self.scheduler else None,
-                "host_constants": ("fitted on TensorRT-LLM H100 results" if self.scheduler is None
-                                   else CARRIED.format(name=NAMES[self.name])) if offline else None}
+        d = {"name": self.name, "summary": self.lines(offline), "kernels": self.kernels.to_dict(),
+             "scheduler": self.scheduler.to_dict() if self.scheduler else None,
+             "host_constants": ("fitted on TensorRT-LLM H100 results" if self.scheduler is None
+                                else CARRIED.format(name=NAMES[self.name])) if offline else None}
+        if self.release is not None:           # the default's document stays as it was
+            d.update(release=self.release, versions=list(self.kernels.versions),
+                     routed_experts=("moe tables" if self.kernels.moe else "fitted expert constants"))
+        return d
 
 
-def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False) -> Engine:
-    """The framework ``engine`` on ``hw`` (a catalog name or Hardware)."""
+def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None) -> Engine:
+    """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
+    ``hw`` (a catalog name or Hardware)."""
     from ...machine import hardware
     check_engine(engine)
+    check_release(engine, release)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
-    hw2, cov = with_engine(hw, engine)
+    hw2, cov = _with_engine(hw, engine, release)
+    if release is not None and not cov.own:
+        raise no_release_tables(hw.name, engine, release)
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
     return Engine(engine, hw2, cov, sched)
+
+
+_ENGINE_HW: dict = {}
+_CONSTANTS: dict = {}
+
+
+def _with_engine(hw, engine: str, release: str | None):
+    """``machine.engines.with_engine``, kept per device (by name, checked equal): the merged calibration is built
+    once per process, and the law's caches keyed on the device see the same object on every prediction."""
+    from ...machine import engines
+    key = (hw.name, engine, release, engines.ENGINE_DIR)      # the folder too: a test may point it elsewhere
+    hit = _ENGINE_HW.get(key)
+    if hit is None or not (hit[0] is hw or hit[0] == hw):
+        hit = _ENGINE_HW[key] = (hw, *with_engine(hw, engine, release))
+    return hit[1], hit[2]
+
+
+def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
+    """A prediction that names a release is priced on that release's kernels or not at all: which GPUs have them."""
+    from ...machine.engines import ENGINE_DIR, path
+    where = path(gpu, engine, release)
+    have = sorted(p.stem for p in where.parent.glob("*.toml"))
+    return IronlawError(f"--release {release}: {gpu} has no {NAMES[engine]} {release} kernel tables (no "
+                        f"{where.relative_to(ENGINE_DIR.parents[2])}; {', '.join(have) or 'no GPU'} "
+                        f"{'has' if len(have) < 2 else 'have'} them)")
 
 
 def constants(eng: Engine, base):
@@ -193,6 +259,17 @@ def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
             "max_batch": max(s.max_num_seqs, concurrency), "max_num_tokens": s.max_num_batched_tokens}
 
 
+def release_kwargs(eng: Engine) -> dict:
+    """``online.estimate``'s keywords under TensorRT-LLM at a named release (a GPU: the engine step model): the
+    release's constants (``Engine.constants``); a device the engine step model does not price is an error."""
+    from .engine import FITTED
+    from .online import ENGINE, step_model
+    model = step_model(eng.hw)
+    if model.name != ENGINE:
+        raise IronlawError(f"--release {eng.release}: TensorRT-LLM is modelled on GPUs; {model.rule}")
+    return {"constants": eng.constants(FITTED)}
+
+
 def lines_of(doc: dict) -> list[str]:
     """The text lines of an ``Engine.to_dict`` document."""
     return list(doc["summary"])
@@ -222,13 +299,17 @@ class EngineThroughput(ThroughputEstimate):
 
 
 def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
-                   default_kv_fraction: float) -> EngineThroughput:
-    """``serve --max-throughput --engine``: TensorRT-LLM's path as it is, or ``throughput.max_throughput`` with the
-    framework's kernels, limits, CUDA graphs, mixing and memory fraction (module docstring)."""
+                   default_kv_fraction: float, release: str | None = None) -> EngineThroughput:
+    """``serve --max-throughput --engine [--release]``: TensorRT-LLM's path as it is (on the release's kernels
+    where one is named), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs,
+    mixing and memory fraction (module docstring)."""
     from . import throughput
-    eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True)
-    if eng.scheduler is None:
+    eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release)
+    if eng.scheduler is None and eng.release is None:
         est = throughput.max_throughput(spec, on, prompt, output, **kw)
+    elif eng.scheduler is None:
+        est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=eng.constants(throughput.FITTED),
+                                        **kw)
     else:
         given = (kw.get("max_batch"), kw.get("max_num_tokens"))
         kw2 = {**kw, **offline_kwargs(eng, *given, kw.get("kv_fraction", default_kv_fraction), default_kv_fraction)}

@@ -141,7 +141,8 @@ class ServeEstimate:
         return self.pricer.price(g)
 
     def to_dict(self) -> dict:
-        b = self.decode.bottleneck()
+        from .step import bottleneck
+        b = bottleneck(self.decode) if self.engine is not None else self.decode.bottleneck()
         d = {"schema": "ironlaw.serve/1", "workload": self.spec, "hardware": self.hw.name,
              "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
              "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
@@ -152,6 +153,10 @@ class ServeEstimate:
              "capacity": self.capacity, "prefill_bottleneck": self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict()}
         if self.engine is not None:
+            host = self.decode.graph.meta["host"]
+            d["decode_host"] = {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(self.decode.time_s),
+                                "sequences": host.sequences, "speed": host.speed, "speed_stated": host.stated,
+                                "why": host.why(float(self.decode.time_s))}
             lim = self.engine.limits
             d["step_model"]["engine"] = {"max_batch_size": lim.max_batch, "max_num_tokens": lim.max_num_tokens,
                                          "source": lim.source, "constants": dict(vars(self.engine.run.constants))}

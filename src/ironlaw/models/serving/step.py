@@ -26,7 +26,9 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
-one, and lasts at least ``launches · launch_s`` (``host_floor_s``). The tensor-parallel all-reduces run on
+one, and lasts at least ``launches · launch_s`` (``host_floor_s``). Under the overlap scheduler the host's own
+work for a step (its launches, the executor's fixed and per-request Python) runs beside the device's step, and the
+step lasts the longer of the two (``HostStep``, on the device's named host CPU). The tensor-parallel all-reduces run on
 TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 """
 from __future__ import annotations
@@ -52,6 +54,10 @@ def is_head(op: Op) -> bool:
 HALF = "bf16"
 TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
 QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
+# the per-core speed figure of the CPU the engine constants were fitted on (DGX H100: 2 × Xeon Platinum 8480C): the
+# host time of one torch.nn.Linear forward, 13.48 us, NVIDIA/TransformerEngine issue #2053 (machine/catalog/h100.toml
+# [host] linear_s)
+FIT_HOST_LINEAR_S = 13.48e-6
 # the published TensorRT-LLM runs' cuda_graph_config batch sizes (enable_padding)
 CUDA_GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 
@@ -80,6 +86,11 @@ class ServingConstants:
                                    # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
     block_tokens: int = 32      # KV-cache block (page) in tokens: a request reserves whole blocks
                                 # (TensorRT-LLM KvCacheConfig.tokens_per_block default 32)
+    host_step_s: float = 0.0    # the executor's host seconds per step on the fit's host CPU (scheduling, input
+                                # preparation, sampling, response handling: Python), overlapped with the device
+    host_sequence_s: float = 0.0  # … and per request the step carries (the loops over scheduled requests)
+    host_linear_s: float = FIT_HOST_LINEAR_S  # the fit host's per-core speed figure (``hostcpu.HostCPU.linear_s``):
+                                              # another host runs the same work in host_* × its linear_s / this
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -298,6 +309,74 @@ def host_floor_s(g: Graph, constants: ServingConstants, eager: bool) -> float:
     return launches(g) * constants.launch_s if eager else 0.0
 
 
+@dataclass(frozen=True)
+class HostStep:
+    """The host's work for one engine step, on the device's host CPU (``hostcpu``: its ``[host]`` table).
+
+    TensorRT-LLM's PyTorch executor with the overlap scheduler (tensorrt_llm/_torch/pyexecutor/py_executor.py,
+    ``PyExecutor._executor_loop_overlap``, NVIDIA/TensorRT-LLM, Apache-2.0) schedules step n, launches its forward
+    on the previous step's sampled tokens still on the device (``_forward_step(scheduled_batch,
+    previous_tensors_device)``), and only then updates step n−1's requests and sends their responses
+    (``_update_requests(previous_batch.sample_state)``, ``_process_previous_batch``): the host's Python work for
+    one step runs while the device runs another. The step lasts the longer of the two — the law's ``L_lat`` at
+    work: when the host takes longer than the device, the host is the critical path.
+
+        host = launches · launch_s (an eager step's kernels; a replayed CUDA graph: none)
+             + speed · (host_step_s + host_sequence_s · sequences)
+        speed = linear_s of this host / linear_s of the fit's (``ServingConstants.host_linear_s``)
+
+    The launch floor keeps the fitted ``launch_s`` on every host, as it did before the executor's work had a
+    term (so that the executor's terms at zero leave every prediction as it was); the per-core speed scales
+    the executor's own work.
+    """
+    cpu: str                  # the host CPU the device's hardware file names
+    launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
+    python_s: float           # the executor's per-step and per-request work on this host
+    sequences: float          # requests the step carries
+    speed: float              # this host's seconds per unit of the fit host's (> 1: slower)
+    stated: bool              # False: the hardware file states no ``linear_s``; the fit host's speed is carried
+
+    @property
+    def time_s(self) -> float:
+        return self.launch_s + self.python_s
+
+    def why(self, device_s: float) -> str:
+        """One line: what the host does in the step, against the device's time for it."""
+        from ...core.units import fmt_time
+        speed = (f"{self.speed:.2f}× the fit host's time (linear_s)" if self.stated else
+                 "no linear_s stated: the fit host's speed carried")
+        who = "the host binds" if self.time_s > device_s else "hidden under the device's"
+        return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu} ({self.sequences:,.0f} requests, "
+                f"{speed}) vs {fmt_time(device_s)} on the device: {who} (overlap scheduler)")
+
+
+def host_step(run, g: Graph, eager: bool, sequences: float) -> HostStep:
+    """The host's work for the step ``g`` carrying ``sequences`` requests (``HostStep``)."""
+    from ...machine.hostcpu import of
+    c = run.constants
+    cpu = of(run.hw)
+    stated = cpu is not None and cpu.linear_s is not None
+    speed = cpu.linear_s / c.host_linear_s if stated else 1.0
+    name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
+    python = speed * (c.host_step_s + c.host_sequence_s * sequences)
+    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated)
+
+
+def charged_s(est, constants: ServingConstants) -> float:
+    """The seconds the engine charges a priced step ``est`` (``priced``): the longer of the device's law time
+    and the host's work, plus the fixed ``step_s``."""
+    return max(float(est.time_s), est.graph.meta["host"].time_s) + constants.step_s
+
+
+def bottleneck(est) -> dict:
+    """{'resource', 'tier', 'why'} of a priced engine step: the law's, or the host where its work outlasts the
+    device's (``HostStep``)."""
+    host = est.graph.meta.get("host")
+    if host is not None and host.time_s > float(est.time_s):
+        return {"resource": "host", "tier": None, "why": host.why(float(est.time_s))}
+    return est.bottleneck()
+
+
 def half_collectives(g: Graph) -> Graph:
     """TP all-reduces carry bf16 activations whatever the weights' dtype."""
     by = dtype_bytes(g.dtype)
@@ -405,19 +484,23 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad)
+    requests = decode + (max(contexts, 1.0) if prefill_tokens > 0 else 0.0)
+    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad, sequences=requests)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
     return t, est
 
 
-def priced(run: EngineRun, g: Graph, eager: bool):
-    """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16): the law on the
-    engine's calibration (``run.law_hw``), at least the host's launches when ``eager``, plus ``step_s``."""
+def priced(run: EngineRun, g: Graph, eager: bool, sequences: float):
+    """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16) carrying
+    ``sequences`` requests: the law on the engine's calibration (``run.law_hw``) or the host's work for the step
+    (``host_step``: its launches when ``eager``, the executor's per-step and per-request work), whichever is
+    longer (the overlap scheduler), plus ``step_s``. The step's graph keeps its ``HostStep`` (meta ``host``)."""
     from ...law import law
     g.meta.update(eager=eager, launches=launches(g))
     est = law.predict(g, run.law_hw)
-    return max(float(est.time_s), host_floor_s(g, run.constants, eager)) + run.constants.step_s, est
+    g.meta["host"] = host_step(run, g, eager, sequences)
+    return charged_s(est, run.constants), est
 
 
 def graph_seconds(run: EngineRun, g: Graph):
@@ -438,7 +521,7 @@ def graph_seconds(run: EngineRun, g: Graph):
         ops.append(op)
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
-    return priced(run, engine_collectives(run, out), eager=prefill)
+    return priced(run, engine_collectives(run, out), eager=prefill, sequences=float(g.meta.get("batch", 1)))
 
 
 def engine_collectives(run: EngineRun, g: Graph) -> Graph:

@@ -42,7 +42,8 @@ from . import engine as eng
 from ...core.graph import dtype_bytes
 from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
                      prepare)
-from .step import CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, default_kv_dtype, padded, step_seconds  # noqa: F401
+from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, default_kv_dtype, padded,  # noqa: F401
+                   step_seconds)
 
 
 
@@ -75,7 +76,7 @@ class ThroughputEstimate:
 
     def to_dict(self) -> dict:
         g = self.layout.gpus
-        b = max(self.steps, key=lambda se: se[0] * float(se[1].time_s))[1].bottleneck()
+        b = bottleneck(max(self.steps, key=lambda se: se[0] * float(se[1].time_s))[1])
         return {"schema": "ironlaw.serve/1", "scenario": "max-throughput", "workload": self.spec,
                 "hardware": self.hw.name, "gpus": g, "tp": self.layout.tp, "pp": self.layout.pp,
                 "ep": self.layout.ep, "attention_dp": self.layout.attention_dp,
@@ -115,9 +116,15 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
         parts = [(mixed_share, step_seconds(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
                  (1.0 - mixed_share, step_seconds(run, max(d, 1), 0.0, 0.0, pad=True))]
     t = sum(share * ts for share, (ts, _) in parts)
+    hosts = [(share, est.graph.meta["host"], float(est.time_s)) for share, (_, est) in parts]
     return Steady({"requests_per_step": r, "steps_per_request": S, "context_steps": n_ctx,
                    "decode_tokens_per_step": d, "prompt_tokens_per_step": r * run.prompt,
-                   "mixed_step_share": mixed_share, "step_s": t, "output_tokens_per_step": r * run.output},
+                   "mixed_step_share": mixed_share, "step_s": t, "output_tokens_per_step": r * run.output,
+                   "host_s": sum(w * h.time_s for w, h, _ in hosts),
+                   "device_s": sum(w * dev for w, _, dev in hosts),
+                   "host_bound_share": sum(w for w, h, dev in hosts if h.time_s > dev),
+                   "host_cpu": hosts[0][1].cpu, "host_speed": hosts[0][1].speed,
+                   "host_speed_stated": hosts[0][1].stated},
                   [(share, est) for share, (_, est) in parts])
 
 

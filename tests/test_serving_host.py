@@ -1,0 +1,134 @@
+"""The serving engine's host term (models/serving/step.HostStep): the executor's host work per step and per request,
+overlapped with the device's step; carried between host CPUs by their per-core speed figure (hostcpu linear_s);
+zero by default, so that every prediction stays as it was until the constants are refitted."""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from ironlaw.core.errors import IronlawError
+from ironlaw.machine import hardware
+from ironlaw.machine.hostcpu import check
+from ironlaw.models.serving import throughput as st
+from ironlaw.models.serving.step import FIT_HOST_LINEAR_S, bottleneck, charged_s, launches
+
+GOOD = {"cpu": "x", "op_s": "7 us", "module_s": 0, "sync_s": "1 us", "source": "measured: x"}
+SLOW = replace(st.FITTED, host_sequence_s=1e-4)          # 100 us per request on the fit host: binds at 128/128
+
+
+def _qwen(on: str, constants=st.FITTED):
+    return st.max_throughput("qwen3-30b-a3b", on, 128, 128, dtype="fp4", kv_dtype="fp8", kv_fraction=0.95,
+                             constants=constants)
+
+
+def test_linear_s_is_optional_checked_and_named_in_the_error():
+    assert check(GOOD, "t").linear_s is None
+    assert check({**GOOD, "linear_s": "13.48 us"}, "t").linear_s == pytest.approx(13.48e-6)
+    for bad, msg in (({**GOOD, "linear_s": "0 us"}, "t.linear_s: a host call takes some time"),
+                     ({**GOOD, "linear_s": "2 s"}, "outside 0 to 10 ms"), ({**GOOD, "linear_s": "5 GB"}, "t.linear_s"),
+                     ({**GOOD, "speed": 1}, "unknown field 'speed'; fields: .*linear_s")):
+        with pytest.raises(IronlawError, match=msg):
+            check(bad, "t")
+
+
+def test_catalog_speed_figures_and_their_sources():
+    host = {n: hardware.get(n).extra["host"] for n in ("h100", "h200", "b200", "gb200", "gb300", "b300")}
+    assert host["h100"].linear_s == pytest.approx(FIT_HOST_LINEAR_S)          # the fit's host is DGX H100's
+    assert host["h200"].linear_s == pytest.approx(13.48e-6)
+    assert host["gb200"].linear_s == host["gb300"].linear_s == pytest.approx(37.08e-6)   # Grace, TE #2053
+    assert host["b200"].linear_s == pytest.approx(13.48e-6 * 3.8 / 4.0, rel=1e-3)        # 8570 by max boost
+    assert host["b300"].linear_s is None                                      # not stated: says so, see below
+    for n in ("h100", "b200", "gb200"):
+        assert "#2053" in host[n].source and "linear_s" in host[n].source
+    assert "4.0 GHz" in host["b200"].source
+    assert hardware.get("gb200").to_dict()["host"]["linear_s"] == pytest.approx(37.08e-6)
+
+
+def test_default_constants_leave_the_step_as_it_was():
+    """The executor's terms are zero in FITTED: a step is the law's time or the launch floor, plus step_s."""
+    est = st.max_throughput("llama3-8b", "h100", 128, 128, dtype="fp8")
+    c = est.constants
+    assert c.host_step_s == 0.0 and c.host_sequence_s == 0.0
+    for n, e in est.steps:
+        h = e.graph.meta["host"]
+        assert h.python_s == 0.0
+        assert h.launch_s == pytest.approx(launches(e.graph) * c.launch_s if e.graph.meta["eager"] else 0.0)
+        assert charged_s(e, c) == max(float(e.time_s), h.launch_s) + c.step_s
+    assert est.steady["host_bound_share"] == 0.0
+
+
+def test_a_host_slower_than_the_device_sets_the_step():
+    """Under the overlap scheduler the step lasts the longer of device and host: a host cost above the device's
+    step sets the time, one below it changes nothing."""
+    base, slow = _qwen("b200"), _qwen("b200", SLOW)
+    hidden = _qwen("b200", replace(st.FITTED, host_sequence_s=1e-9))
+    assert hidden.time_s == pytest.approx(base.time_s, rel=1e-12)
+    assert slow.steady["host_bound_share"] == 1.0
+    for n, e in slow.steps:
+        h = e.graph.meta["host"]
+        assert h.time_s > float(e.time_s)
+        assert charged_s(e, SLOW) == pytest.approx(h.time_s + SLOW.step_s)
+        assert h.python_s == pytest.approx(h.speed * 1e-4 * h.sequences)
+    assert slow.output_tokens_per_s < 0.8 * base.output_tokens_per_s
+    assert slow.to_dict()["step_bottleneck"]["resource"] == "host"
+    assert "host work per step" in slow.to_dict()["step_bottleneck"]["why"]
+    assert "Xeon Platinum 8570" in bottleneck(slow.steps[0][1])["why"]
+
+
+def test_grace_pays_its_speed_ratio_the_x86_host_does_not():
+    """The same Blackwell GPU behind a Grace host (GB200) and an x86 one (DGX B200): with the same host constants
+    the per-request work costs each host its linear_s; the ratio is TE #2053's 37.08 / 12.81."""
+    b, g = _qwen("b200", SLOW), _qwen("gb200", SLOW)
+    hb, hg = b.steps[0][1].graph.meta["host"], g.steps[0][1].graph.meta["host"]
+    assert hb.stated and hg.stated and "Grace" in hg.cpu
+    assert hg.speed / hb.speed == pytest.approx(37.08 / (13.48 * 3.8 / 4.0), rel=1e-3)
+    assert hg.python_s / hg.sequences == pytest.approx(hb.python_s / hb.sequences * hg.speed / hb.speed)
+    assert g.output_tokens_per_s < 0.5 * b.output_tokens_per_s
+
+
+def test_a_host_without_a_speed_figure_carries_the_fit_hosts_and_says_so():
+    e = st.max_throughput("llama3-8b", "b300", 128, 128, dtype="fp8", constants=SLOW).steps[0][1]
+    h = e.graph.meta["host"]
+    assert not h.stated and h.speed == 1.0
+    assert "no linear_s stated" in h.why(float(e.time_s))
+
+
+def test_the_benchmark_fast_path_prices_the_host_term_as_the_model_does():
+    """benchmarks/trtllm_h100.py fits the host terms on its per-op arrays: they must time a cell as the model."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import trtllm_h100 as h100
+    cell = {"model": "llama3.1-8b", "spec": "llama3-8b", "tp": 1, "isl": 128, "osl": 128, "published": 1.0}
+    terms = h100.CellTerms(h100.predict(cell), cell)
+    for a, b in ((0.0, 0.0), (5e-3, 0.0), (2e-3, 40e-6)):
+        c = replace(st.FITTED, host_step_s=a, host_sequence_s=b)
+        assert terms.time(vars(c)) == pytest.approx(h100.predict(cell, constants=c).time_s, rel=1e-9)
+
+
+def test_serve_text_and_json_show_the_host(tmp_path):
+    r = run_cli("serve", "llama3-8b", "--on", "gb200", "--prompt", "128", "--output", "128", "--concurrency", "64")
+    assert r.rc == 0, r.err
+    assert "decode step, host:" in r.out and "Grace" in r.out and "overlap scheduler" in r.out
+    r = run_cli("serve", "llama3-8b", "--on", "gb200", "--prompt", "128", "--output", "128", "--concurrency", "64",
+                "--format", "json")
+    import json
+    d = json.loads(r.out)["decode_host"]
+    assert d["speed"] == pytest.approx(37.08 / 13.48, rel=1e-3) and d["sequences"] == 64 and d["speed_stated"]
+    r = run_cli("serve", "llama3-8b", "--on", "gb200", "--dtype", "fp8", "--prompt", "128", "--output", "128",
+                "--max-throughput")
+    assert "host per step" in r.out and "2.75× the fit host's time" in r.out
+
+
+def test_a_host_bound_online_step_names_the_host_and_matches_the_schema():
+    pytest.importorskip("jsonschema")
+    from ironlaw.core import schemas
+    from ironlaw.models.serving import online
+    est = online.estimate("llama3-8b", "gb200", 128, 128, 256, constants=SLOW)
+    d = est.to_dict()
+    assert d["decode_bottleneck"]["resource"] == "host" and "Grace" in d["decode_bottleneck"]["why"]
+    assert d["decode_host"]["host_s"] == pytest.approx(256 * 1e-4 * 37.08 / 13.48, rel=1e-3)
+    assert d["decode_step_s"] == pytest.approx(d["decode_host"]["host_s"] + SLOW.step_s)
+    schemas.validate(d)
