@@ -149,38 +149,3 @@ def test_mla_classes_fitted_and_carried_by_deepseek_attention():
     prov = hardware.get("h200").calibration.provenance                   # the catalog's, from the full tables
     assert {"context mla bf16, KV bf16", "generation mla bf16, KV fp8"} <= set(prov)
     assert prov["generation mla bf16, KV fp8"]["table"].endswith("generation_mla_perf.parquet (NVIDIA H200)")
-
-
-def test_held_nodes_take_the_nearest_measured_value():
-    measured = np.ones(9, bool)
-    measured[8] = False                                        # a 3 × 3 grid without its far corner
-    share = kernelfit.held_nodes(measured, [3, 3])
-    assert share.shape == (9, 8) and np.allclose(share[:8], np.eye(8))
-    assert np.allclose(share[8], np.eye(8)[5] / 2 + np.eye(8)[7] / 2)    # (1, 2) and (2, 1), as near each
-    one = kernelfit.held_nodes(np.eye(1, 9, 0, dtype=bool)[0], [3, 3])
-    assert one.shape == (9, 1) and np.allclose(one, 1.0)
-
-
-def test_grid_nodes_no_row_reaches_hold_the_nearest_measured_correction(h100_fit):
-    """Decode attention tables stop where batch × context filled the GPU's memory: the grid's nodes beyond (long
-    contexts at many sequences) carry the nearest measured node's correction, not the least squares' reach from
-    rows far away nor the shape model alone (factor 1)."""
-    from ironlaw.core.gemmshape import gemm_dims, grid_units, grid_values, grid_weights
-    from ironlaw.measure.calibrate.fitcore import Problem
-    hw, gs, cal = h100_fit
-    held = 0
-    for g in gs:
-        p = cal[g.key[0]][g.key[1]]
-        if "grid_log" not in p:
-            continue
-        prob = Problem(hw, kernelfit.observations(g, kernelfit.split(g.rows)[0]), weighting="per_case")
-        m, n, k = (np.ravel(x) for x in gemm_dims(prob.cols))
-        idx, w = grid_weights(p["grid_nodes"], (m, n, k, grid_units(np.ravel(prob.cols.flops), m, n, k)))
-        support = np.zeros(len(grid_values(p)))
-        np.add.at(support, idx, w)
-        measured = support >= kernelfit.GRID_SUPPORT
-        share = kernelfit.held_nodes(measured, [len(a) for a in p["grid_nodes"]])
-        values = grid_values(p)
-        assert np.allclose(values[~measured], share[~measured] @ values[measured], atol=1.0)   # whole numbers
-        held += int((~measured).sum() and np.any(values[~measured] != 0))
-    assert held                       # some class has unmeasured nodes, held at a correction other than 1

@@ -73,7 +73,6 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (8.0, 8.0, 2.0,
               "generation_mla": (8.0, 4.0, 2.0, 4.0)}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
-GRID_SUPPORT = 1.0       # a node is measured where the fit rows' multilinear weights on it sum to at least one row
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
 
@@ -187,10 +186,7 @@ def fit_one(hw, g: Group, rows) -> dict:
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
-    each node pulled toward 0 by ``GRID_RIDGE``; a node the rows do not reach (``GRID_SUPPORT``: an attention table's
-    long contexts at large batches, which its memory did not hold) is held at its nearest measured node's value
-    (``held_nodes``), so outside what was measured the correction is the nearest measured one, never extrapolated
-    by the least squares from rows far away nor pulled back to the shape model alone; with fewer than
+    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); with fewer than
     ``GRID_ROWS_PER_NODE`` rows per node the steps are squared, and where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing, else ``GRID_STEPS[g.op]``."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
@@ -213,24 +209,9 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     n = size(nodes)
     a = np.zeros((len(y), n))
     np.add.at(a, (np.arange(len(y))[:, None], idx), w)
-    share = held_nodes(a.sum(axis=0) >= GRID_SUPPORT, [len(x) for x in nodes])   # (nodes, measured nodes)
-    b = a @ share
-    coef = np.linalg.solve(b.T @ b + GRID_RIDGE * len(y) / n * np.eye(b.shape[1]), b.T @ y)
-    log = np.round(share @ np.clip(100.0 * coef, -GRID_LOG_MAX, GRID_LOG_MAX)).astype(int)
+    coef = np.linalg.solve(a.T @ a + GRID_RIDGE * len(y) / n * np.eye(n), a.T @ y)
+    log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
-
-
-def held_nodes(measured: np.ndarray, shape: list[int]) -> np.ndarray:
-    """(nodes, measured nodes): each grid node as the measured nodes its value is held at — itself where
-    ``measured``, else the measured nodes nearest to it in grid steps (Euclidean over the node indices), an equal
-    share each where several are as near."""
-    where = np.flatnonzero(measured)
-    if not len(where):
-        return np.eye(len(measured))
-    at = np.stack(np.unravel_index(np.arange(len(measured)), shape), axis=1).astype(float)
-    d = ((at[:, None, :] - at[where][None, :, :]) ** 2).sum(axis=2)          # (nodes, measured nodes)
-    near = d <= d.min(axis=1, keepdims=True) + 1e-9
-    return near / near.sum(axis=1, keepdims=True)
 
 
 def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
