@@ -224,7 +224,7 @@ class CellTerms:
     def __init__(self, est, cell):
         from ironlaw.law import law
         from ironlaw.core.gemmshape import gemm_dims
-        from ironlaw.law.efficiency import kernel_grid
+        from ironlaw.law.efficiency import kernel_grid, streamed_table
         from ironlaw.core.graph import KINDS
         from ironlaw.machine.calibration import STREAMED
         from ironlaw.models.serving.step import GROUPED_GEMM, ServingConstants, engine_hw
@@ -254,9 +254,13 @@ class CellTerms:
             act_s = z.data_s * act_share                       # activations' seconds at η = 1
             grid = np.broadcast_to(kernel_grid(cal, z.cols), act_s.shape) if cal is not None else 1.0
             act_s = np.where(fixed, act_s * grid, act_s)       # a kernel class's grid scales all its traffic
+            streamed = streamed_table(cal, z.cols) if cal is not None else None
+            streamed = np.ones(act_s.shape) if streamed is None else np.where(np.isnan(streamed), 1.0, streamed)
+            with np.errstate(divide="ignore", invalid="ignore"):   # the rest at its table's η, before the bound
+                other_fixed = np.where(fixed, z.data_s * (1.0 - act_share) * grid / streamed, zk.data_s - act_s)
             frozen = np.array([str(k).startswith(MOE_TABLES) for k in z.cols.kernels]).reshape(z.compute_s.shape)
-            self.parts.append(dict(act_share=act_share, fixed=fixed, act_s=act_s, other_fixed=zk.data_s - act_s,
-                frozen=frozen, frozen_s=np.where(frozen, e.op_time_s.reshape(z.compute_s.shape), 0.0),
+            self.parts.append(dict(act_share=act_share, fixed=fixed, act_s=act_s, other_fixed=other_fixed,
+                floor=z.data_s, frozen=frozen, frozen_s=np.where(frozen, e.op_time_s.reshape(z.compute_s.shape), 0.0),
                 n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi, epi=epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
                                                                                      z.compute_s - mat, 0.0),
@@ -281,7 +285,7 @@ class CellTerms:
             read, comp = p["read"] * per_byte, p["comp"] / eta + p["vec"]
             op = np.maximum(read, comp) + np.where(g, np.minimum(read, comp), 0.0) + \
                 p["written"] * per_byte + p["lat"] + p["net"]
-            data = p["act_s"] / c["memory_eta"] + p["other_fixed"]
+            data = np.maximum(p["act_s"] / c["memory_eta"] + p["other_fixed"], p["floor"])   # η ≤ 1 (within_peak)
             kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
             op = np.where(p["fixed"], kop, op)
             op = np.where(p["frozen"], p["frozen_s"], op)      # on a release's MoE tables: no fitted constant

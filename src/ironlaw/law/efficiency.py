@@ -52,9 +52,9 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
         return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
                      np.zeros(shape))
     grid = kernel_grid(cal, cols)
-    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c) / grid, shape),
-                 memory_eta=memory_eta(cal, cols, eta_m) / grid,
-                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False) / grid,
+    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid), shape),
+                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
@@ -90,8 +90,17 @@ def composed(data_s, compute_s, serial, written_s):
 
 # ---------------------------------------------------------------- a calibration, per op
 
-def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
-    """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise."""
+def within_peak(eta, grid=1.0) -> np.ndarray:
+    """An op's kernel η over its class's grid factor (``kernel_grid``), at most 1: the law's bound. No kernel runs
+    above its unit's peak or its tier's bandwidth, so FLOPs / (peak · η) is never under FLOPs / peak and bytes /
+    (BW · η) never under bytes / BW, whatever a fitted table (a ``streamed`` at its fit bound above 1) or a grid
+    (measured ÷ modelled below 1) says. Applied before the framework's share, which only slows the op further."""
+    return np.minimum(eta / grid, 1.0)
+
+
+def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0) -> np.ndarray:
+    """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise; over the
+    kernel grid's factor ``grid`` and at most 1 (``within_peak``), then the framework's share."""
     out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in cal.compute.items():
@@ -108,12 +117,13 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray) -> np.ndarray:
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
-    return with_framework_share(cal, _scoped(cal, cols, out, "compute"), cols.frontend)
+    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "compute"), grid), cols.frontend)
 
 
 def kernel_grid(cal: Calibration, cols: Columns) -> np.ndarray | float:
     """Per op, the measured kernel's time over its shape model's (``gemmshape.grid_factor``) where its table — a
-    GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere. The law divides both of the op's η by it."""
+    GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere. The law divides
+    both of the op's η by it, each held at 1 (``within_peak``)."""
     names = _names(cols, "kernels")
     mine = _gemm_kernels(cal, names)
     tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
@@ -155,12 +165,13 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
     return out
 
 
-def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = True) -> np.ndarray:
+def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = True, grid=1.0) -> np.ndarray:
     """η of the data term per op: the byte-weighted reuse patterns (activations at ``produced``, the rest
     at ``streamed``), a kind's value in place of both — or of ``produced`` only where the op's shape
-    table (matmul, conv) gives its weights their own ``streamed``."""
+    table (matmul, conv) gives its weights their own ``streamed``; over the kernel grid's factor ``grid`` and at
+    most 1 (``within_peak``), then the framework's share."""
     base = np.broadcast_to(eta, cols.flops.shape).astype(float)
-    table_streamed = _table_streamed(cal, cols)
+    table_streamed = streamed_table(cal, cols)
     kinds = np.array(KINDS)[cols.kind_idx]
     by_kind = cal.memory_kind if own else {}
     if cal.memory_streamed is not None or cal.memory_produced is not None or table_streamed is not None or by_kind:
@@ -180,7 +191,8 @@ def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = Tru
             out = np.where(total > 0, total / (act / produced + other / streamed), produced)
     else:
         out = base.copy()
-    return with_framework_share(cal, _scoped(cal, cols, out, "memory") if own else out, cols.frontend)
+    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "memory") if own else out, grid),
+                                cols.frontend)
 
 
 def slow_tier_eta(eta_op, eta_base, bw_llc_Bps: float, bw_tier_Bps: float):
@@ -253,7 +265,7 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
     return out + framework_terms(cal, cols.frontend)[0]
 
 
-def _table_streamed(cal: Calibration, cols: Columns) -> np.ndarray | None:
+def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
     """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
     x @ W, on GEMMs, not GEMVs; conv: ``streamed`` on all), NaN where the table gives none (the
     calibration's memory.streamed applies); None if no table gives one."""

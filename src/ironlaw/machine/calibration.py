@@ -17,7 +17,7 @@ from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
-MAX_MEMORY_ETA = 1.5      # >1 allowed: data that stays in a cache level the tiers do not list
+MAX_MEMORY_ETA = 1.5      # what a file may hold (fits from before the bound); the law holds every η at 1 (efficiency.within_peak)
 MAX_LATENCY_S = 1.0
 SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table besides matmul
 FRAMEWORK_FIELDS = ("framework_s", "framework_share")

@@ -229,7 +229,7 @@ def _fit_kind(sub: Problem, cal: dict, kind: str, scope: tuple | None = None) ->
         axes.append((0.01, 0.1, 0.6))
     if (sub.d0 > 0).any():
         params.append((paths[1], MAX_MEMORY_ETA))
-        axes.append((0.2, 0.6, 1.2))
+        axes.append((0.2, 0.6, 0.8))        # starts under the law's bound: above 1 the loss is flat
     if len(sub.meas) >= MIN_OBS_PER_PARAM * (len(params) + 1):
         params.append((paths[2], MAX_LATENCY_S))
         axes.append(LAT)
@@ -401,7 +401,7 @@ def _fit_class(sub: Problem, cal: dict, name: str) -> dict:
         axes.append((0.003, 0.03, 0.3))
     if (sub.d0 > 0).any():
         params.append((("op", name, "memory"), MAX_MEMORY_ETA))
-        axes.append((0.1, 0.4, 1.2))
+        axes.append((0.1, 0.4, 0.8))        # (efficiency.within_peak), which the simplex cannot leave
     if len(sub.meas) >= MIN_OBS_PER_PARAM * (len(params) + 1):
         params.append((("op", name, "latency_s"), MAX_LATENCY_S))
         axes.append(LAT)
