@@ -313,8 +313,10 @@ def test_feature_documents_match_their_schemas():
 
 # ---------------------------------------------------------------------- the serve command
 def test_cli_serve_features(cli, tmp_path):
+    # a prompt long enough that its eager prefill is device-bound (a short one's kernel launches outlast the device
+    # on the host, and a prefix hit then shortens nothing)
     r = cli("serve", "llama3-70b", "--on", "h100", "--tp", "4", "--concurrency", "16", "--format", "json",
-            "--speculative", f"method=draft,draft={DRAFT_1B},tokens=4,acceptance=0.8", "--prefix-hit", "0.5",
+            "--prompt", "4096", "--speculative", f"method=draft,draft={DRAFT_1B},tokens=4,acceptance=0.8", "--prefix-hit", "0.5",
             "--disaggregate", "prefill=8,decode=8", "--slo", "ttft=2s,itl=50ms", "--price-per-gpu-hour", "3")
     assert r.rc == 0, r.err
     d = r.json()
