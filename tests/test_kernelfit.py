@@ -159,16 +159,16 @@ def test_attention_grid_counts_the_nodes_its_rows_reach_and_keeps_every_head_dim
     k = rng.choice([64.0, 128.0, 256.0], 600)
     units = np.exp(rng.uniform(np.log(2.0), np.log(512.0), 600))
     coords = (2.0 * n, n, k, units)
-    nodes = kernelfit._grid_nodes("context_attention", coords, 600)
+    nodes = kernelfit.fit_nodes("context_attention", coords, 600)
     assert nodes[2] == [64.0, 128.0, 256.0]                          # the head dim is never coarsened
     every = int(np.prod([len(a) for a in nodes]))
-    assert kernelfit._reached(nodes, coords) < every / 1.5            # much of the plane holds no row ...
-    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit._reached(nodes, coords)
+    assert kernelfit.reached_count(nodes, coords) < every / 1.5            # much of the plane holds no row ...
+    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(nodes, coords)
     assert 600 < kernelfit.GRID_ROWS_PER_NODE * every                 # ... so counting every node coarsens
     # too few rows: the steps are squared, never the head dim's
-    few = kernelfit._grid_nodes("context_attention", tuple(c[:120] for c in coords), 120)
+    few = kernelfit.fit_nodes("context_attention", tuple(c[:120] for c in coords), 120)
     assert few[2] == [64.0, 128.0, 256.0]
-    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit._reached(few, tuple(c[:120] for c in coords))
+    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(few, tuple(c[:120] for c in coords))
     assert sum(len(a) for a in few) < sum(len(a) for a in nodes)
 
 
@@ -180,10 +180,10 @@ def test_attention_grid_reproduces_a_step_between_head_dims():
     k = rng.choice([64.0, 128.0, 256.0], rows)
     coords = (4.0 * n, n, k, np.full(rows, 8.0))
     y = np.where(k == 128.0, np.log(1.5), 0.0)                      # measured 1.5× the model at head dim 128 only
-    nodes = kernelfit._grid_nodes("context_attention", coords, rows)
-    cols = kernelfit._reached_nodes(nodes, coords)
+    nodes = kernelfit.fit_nodes("context_attention", coords, rows)
+    cols = kernelfit.reached_nodes(nodes, coords)
     coef = np.zeros(int(np.prod([len(a) for a in nodes])))
-    coef[cols] = kernelfit._grid_solve(nodes, coords, y, cols)
+    coef[cols] = kernelfit.grid_solve(nodes, coords, y, cols)
     p = {"grid_nodes": nodes, "grid_log": " ".join(str(int(round(100 * c))) for c in coef)}
     from ironlaw.core.gemmshape import grid_factor
     f = grid_factor(p, *coords)

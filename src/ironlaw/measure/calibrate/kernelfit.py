@@ -199,7 +199,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
     ``GRID_STEPS``, each squared (but those of ``GRID_KEEP``) while there are fewer than ``GRID_ROWS_PER_NODE`` rows
-    per node (an attention's: per node some row reaches, ``_reached``). Where even the coarsest grid has too many
+    per node (an attention's: per node some row reaches, ``reached_count``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s."""
     prob = Problem(hw, observations(g, rows), weighting="per_case")
@@ -209,30 +209,30 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
     coarse = COARSE.get((g.op, (attention_kernel_parts(g.key[1]) or ("", ""))[1])) if g.key[0] == "kernel" else None
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
-    nodes = _grid_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
+    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
         return table
     lat = float(table.get("latency_s", 0.0))
     y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
-    cols = np.arange(_size(nodes)) if every else _reached_nodes(nodes, coords)
+    cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
-    coef[cols] = _grid_solve(nodes, coords, y, cols)
+    coef[cols] = grid_solve(nodes, coords, y, cols)
     if not every:
-        coef = _held_at_the_rows(nodes, coef, cols)
+        coef = held_at_the_rows(nodes, coef, cols)
     log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
     return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
 
 
-def _grid_nodes(op: str, coords, rows: int, steps: tuple | None = None,
+def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
                 every: bool | None = None) -> list[list[float]] | None:
     """The grid's nodes at ``steps`` (default ``GRID_STEPS``), each step squared while there are fewer than
     ``GRID_ROWS_PER_NODE`` rows per node: with ``every`` (default: a GEMM's) counting every node, else only those
-    the rows reach (``_reached``) and never squaring the steps of ``GRID_KEEP``. None where even each axis at its
+    the rows reach (``reached_count``) and never squaring the steps of ``GRID_KEEP``. None where even each axis at its
     two ends has too many."""
     steps = steps or GRID_STEPS[op]
     every = op == "gemm" if every is None else every
     keep = () if every else GRID_KEEP[op]
-    count = _size if every else (lambda nd: _reached(nd, coords))  # noqa: E731
+    count = _size if every else (lambda nd: reached_count(nd, coords))  # noqa: E731
     nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
     while rows < GRID_ROWS_PER_NODE * count(nodes):
         steps = tuple(s if i in keep else s * s for i, s in enumerate(steps))
@@ -243,7 +243,7 @@ def _grid_nodes(op: str, coords, rows: int, steps: tuple | None = None,
     return nodes
 
 
-def _grid_solve(nodes, coords, y, cols: np.ndarray) -> np.ndarray:
+def grid_solve(nodes, coords, y, cols: np.ndarray) -> np.ndarray:
     """The grid's ln factors at the nodes ``cols`` (sorted flat indices; every node the rows reach among them),
     least squares with the ridge ``GRID_RIDGE`` per node."""
     idx, w = grid_weights(nodes, coords)
@@ -253,7 +253,7 @@ def _grid_solve(nodes, coords, y, cols: np.ndarray) -> np.ndarray:
     return np.linalg.solve(a.T @ a + GRID_RIDGE * len(idx) / n * np.eye(n), a.T @ y)
 
 
-def _held_at_the_rows(nodes, coef: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def held_at_the_rows(nodes, coef: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """``coef`` with each node no row reaches given the value of the nearest node one does (in grid steps, L1):
     the grid held at its measured edge, as at its ends, where a shape model's factor 1 would jump (H100 decode
     attention at 392 sequences of 1,150 cached tokens, beyond the table's 256 at 1,023: 0.82 → 0.86)."""
@@ -267,16 +267,16 @@ def _held_at_the_rows(nodes, coef: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return out
 
 
-def _reached_nodes(nodes, coords) -> np.ndarray:
+def reached_nodes(nodes, coords) -> np.ndarray:
     """The flat indices (sorted) of the grid nodes the rows at ``coords`` weigh on."""
     idx, w = grid_weights(nodes, coords)
     return np.unique(idx[w > 0])
 
 
-def _reached(nodes, coords) -> int:
+def reached_count(nodes, coords) -> int:
     """How many grid nodes the rows weigh on: an attention's M and N both follow the sequence length, so most of
     the M × N plane holds no row (with one head per KV head, M = 2·N on every context row)."""
-    return int(len(_reached_nodes(nodes, coords)))
+    return int(len(reached_nodes(nodes, coords)))
 
 
 def _size(nodes) -> int:
