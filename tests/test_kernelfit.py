@@ -188,3 +188,17 @@ def test_attention_grid_reproduces_a_step_between_head_dims():
     from ironlaw.core.gemmshape import grid_factor
     f = grid_factor(p, *coords)
     assert np.median(np.abs(f[k == 128.0] / 1.5 - 1)) < 0.03 and np.median(np.abs(f[k != 128.0] - 1)) < 0.03
+
+
+def test_a_calibration_fitted_in_parts_names_each_table_once():
+    """Refitting some tables (``kernel_tables.py --op``) merges the fitter's clause: one per origin, every table
+    file either part fitted, other clauses once; merging a source with itself changes nothing."""
+    k = kernelfit.KERNEL_SOURCE
+    base = f"derived: {k} (aic (NVIDIA): a.parquet (t 1); g.parquet (t 1)); the MoE layer (moefit; aic)"
+    new = f"derived: {k} (aic (NVIDIA): a.parquet (t 1); m.parquet (t 1))"
+    out = kernelfit.merged_source(base, new)
+    assert out == (f"derived: {k} (aic (NVIDIA): a.parquet (t 1); g.parquet (t 1); m.parquet (t 1)); "
+                   "the MoE layer (moefit; aic)")
+    assert kernelfit.merged_source(out, out) == out
+    other = kernelfit.merged_source(out, f"derived: {k} (mine: x.csv (t 2))")
+    assert other.count(k) == 2 and other.endswith("(mine: x.csv (t 2))")

@@ -318,8 +318,11 @@ def origin_of(root) -> tuple[str, str]:
 
 def source(gs: list[Group], origin: str = PROVENANCE) -> str:
     files = sorted({f"{g.table.path} ({g.table.framework} {g.table.version})" for g in gs})
-    return (f"derived: GEMM η(M, N, K) per dtype and attention per phase and KV dtype fitted to the even rows of "
-            f"measured kernel tables by `ironlaw calibrate --kernels` ({origin}: {'; '.join(files)})")
+    return f"derived: {KERNEL_SOURCE} ({origin}: {'; '.join(files)})"
+
+
+KERNEL_SOURCE = ("GEMM η(M, N, K) per dtype and attention per phase and KV dtype fitted to the even rows of measured "
+                 "kernel tables by `ironlaw calibrate --kernels`")
 
 
 def merged(base: dict | None, new: dict) -> dict:
@@ -333,8 +336,40 @@ def merged(base: dict | None, new: dict) -> dict:
             out[key] = {**out.get(key, {}), **new[key]}
     for key in ("fitted", "held_out"):
         out[key] = list(dict.fromkeys(list(base.get(key, [])) + list(new.get(key, []))))
-    out["source"] = f"{base['source']}; {new['source'][len('derived: '):]}"
+    out["source"] = merged_source(base["source"], new["source"])
     return check(out, "calibration")
+
+
+def merged_source(base: str, new: str) -> str:
+    """One ``derived:`` source for a calibration fitted in parts: ``base``'s clauses, then ``new``'s; a clause of
+    this fitter (``source``) once per origin, naming every table file either fitted, any other clause once."""
+    head = "derived: "
+    clauses, files = [], {}
+    for text in (base, new):
+        for c in _top_level(text[len(head):] if text.startswith(head) else text, "; "):
+            if c.startswith(KERNEL_SOURCE + " (") and c.endswith(")"):
+                origin, _, listed = c[len(KERNEL_SOURCE) + 2:-1].partition(": ")
+                if origin not in files:
+                    files[origin] = {}
+                    clauses.append(("kernel", origin))
+                files[origin].update(dict.fromkeys(_top_level(listed, "; ")))
+            elif ("text", c) not in clauses:
+                clauses.append(("text", c))
+    return head + "; ".join(f"{KERNEL_SOURCE} ({c}: {'; '.join(sorted(files[c]))})" if kind == "kernel" else c
+                            for kind, c in clauses)
+
+
+def _top_level(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i = i + len(sep)
+            continue
+        i += 1
+    return parts + [text[start:]]
 
 
 # ---------------------------------------------------------------- rows as ironlaw ops
