@@ -76,9 +76,9 @@ def main() -> int:
     h100.constants_arg(a.constants)
     rows = scored(h100.constants_of(a), tuple(a.gpu))
     w = (16, 6, 3, 10, 10, 10, 8, 6, 10)
-    print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
+    print(h100.table_row(("model", "gpu", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
     for r in rows:
-        print(h100._line((r["model"], r["gpu"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
+        print(h100.table_row((r["model"], r["gpu"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
                           f"{r['predicted']:,.0f}", f"{r['error']:+.1f}%", r["batch"], r["limit"]), w))
     print(f"\nB200 and GB200 FP4 cells, held out (H100-fitted constants, datasheets): {len(rows)}")
     for g, (med, p90, mx) in summary(rows).items():

@@ -350,7 +350,7 @@ def stats(errs: list[float]) -> tuple[float, float, float]:
     return statistics.median(a), p90, a[-1]
 
 
-def _line(cols, widths) -> str:
+def table_row(cols, widths) -> str:
     return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
 
 
@@ -375,7 +375,7 @@ def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
     pub = {(c["model"], c["isl"], c["osl"]): c["published"] for c in table}
     print("\nPeer: NVIDIA aiconfigurator 0.12.0 (agg, trtllm backend, loose latency limits) on the H100 Llama cells")
     w = (14, 10, 10, 9, 9, 9, 9, 9)
-    print(_line(("model", "ISL/OSL", "published", "aic", "aic err", "ironlaw", "il err", "il LOMO"), w))
+    print(table_row(("model", "ISL/OSL", "published", "aic", "aic err", "ironlaw", "il err", "il LOMO"), w))
     a_err, i_err, l_err = [], [], []
     for r in aic:
         key = (r["model"], r["isl"], r["osl"])
@@ -386,7 +386,7 @@ def print_peers(table: list[dict], ours: dict, lomo: dict) -> None:
         a_err.append(ea)
         i_err.append(ei)
         l_err.append(el)
-        print(_line((r["model"], f"{r['isl']}/{r['osl']}", f"{pub[key]:,.0f}", f"{r['pred']:,.0f}", f"{ea:+.1f}%",
+        print(table_row((r["model"], f"{r['isl']}/{r['osl']}", f"{pub[key]:,.0f}", f"{r['pred']:,.0f}", f"{ea:+.1f}%",
                      f"{ours[key]:,.0f}", f"{ei:+.1f}%", f"{el:+.1f}%"), w))
     if a_err:
         ma, pa, xa = stats(a_err)
@@ -463,7 +463,7 @@ def main() -> int:
         print(f"LOMO {m}: refit without it: " + ", ".join(f"{k}={v:.4g}" for k, v in cm.items()))
     final = replace(fitted(), **const)
     w = (14, 3, 10, 10, 10, 8, 8, 6, 12, 9, 9)
-    print("\n" + _line(("model", "tp", "ISL/OSL", "published", "predicted", "error", "LOMO", "batch", "set by",
+    print("\n" + table_row(("model", "tp", "ISL/OSL", "published", "predicted", "error", "LOMO", "batch", "set by",
                         "h200", "b200"), w))
     ours = {}
     for t, e in zip(terms, errs):
@@ -476,7 +476,7 @@ def main() -> int:
                 other.append(f"{predict(c, hw, final).output_tokens_per_s:,.0f}")
             except Exception as ex:              # a cell another device cannot run is reported, not hidden
                 other.append(type(ex).__name__)
-        print(_line((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
+        print(table_row((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
                      f"{e:+.1f}%", f"{lomo_err[key]:+.1f}%", t.est.batch, t.est.batch_limit, *other), w))
     med, p90, mx = stats(errs)
     am, ap, ax = stats(list(lomo_err.values()))

@@ -62,9 +62,9 @@ def main() -> int:
     h100.constants_arg(a.constants)
     rows = scored(h100.constants_of(a))
     w = (16, 3, 10, 10, 10, 8, 6, 10)
-    print(h100._line(("model", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
+    print(h100.table_row(("model", "tp", "ISL/OSL", "published", "predicted", "error", "batch", "set by"), w))
     for r in rows:
-        print(h100._line((r["model"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
+        print(h100.table_row((r["model"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
                           f"{r['predicted']:,.0f}", f"{r['error']:+.1f}%", r["batch"], r["limit"]), w))
     s = summary(rows)
     print(f"\nH200 cells, held out (H100-fitted constants, h200 datasheet): {len(rows)}")

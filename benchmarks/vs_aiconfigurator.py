@@ -77,7 +77,7 @@ def group_row(name: str, rs: list[dict]) -> tuple:
 
 
 def show(row: tuple, markdown: bool) -> str:
-    return "| " + " | ".join(str(c) for c in row) + " |" if markdown else h100._line(row, WIDTHS)
+    return "| " + " | ".join(str(c) for c in row) + " |" if markdown else h100.table_row(row, WIDTHS)
 
 
 WIDTHS = (24, 5, 8, 8, 8, 8, 9, 7, 7, 5)
@@ -99,9 +99,9 @@ def main() -> int:
         return 1
     if args.cells:
         w = (16, 6, 3, 10, 10, 10, 8, 10, 8)
-        print(h100._line(("model", "gpu", "tp", "ISL/OSL", "published", "ironlaw", "error", "aic", "error"), w))
+        print(h100.table_row(("model", "gpu", "tp", "ISL/OSL", "published", "ironlaw", "error", "aic", "error"), w))
         for r in rows:
-            print(h100._line((r["model"], r["gpu"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
+            print(h100.table_row((r["model"], r["gpu"], r["tp"], f"{r['isl']}/{r['osl']}", f"{r['published']:,.0f}",
                               f"{r['ironlaw']:,.0f}", f"{r['il_err']:+.1f}%", f"{r['aic']:,.0f}",
                               f"{r['aic_err']:+.1f}%"), w))
         print()
