@@ -60,6 +60,9 @@ KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
          "expert_stream_eta", "host_step_s", "host_sequence_s")
+# constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
+# takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
+SCORED = ("reserve_bytes",)
 # what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
 # seconds per kernel of an eager step). GEMM and attention η come from the device's kernel tables where its
 # calibration has them (``models.serving.step.kernel_terms``; H100, H200, B200, GB200 … in the catalog), so they
@@ -117,8 +120,8 @@ def constants_arg(text: str | None) -> None:
     for part in (text or "").split(","):
         if part.strip():
             k, v = part.split("=")
-            if k.strip() not in NAMES:
-                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES)})")
+            if k.strip() not in NAMES + SCORED:
+                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES + SCORED)})")
             RELEASE["constants"][k.strip()] = float(v)
 
 

@@ -118,12 +118,29 @@ def test_trtllm_bench_engine_limits():
     """trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py): 8B fp8 on one 80 GB H100 at 2048/2048."""
     from ironlaw.models.serving import engine as eng
     # KV requests = 0.95·(80 − 8.03 GiB)/(64 KiB·4096 / GiB) ≈ 260 → max batch 128·⌈260/128⌉ = 384; tokens
-    # 260·2 = 520 → at least 2048
+    # 260·2 = 520 → at least 2048, then (chunked prefill off) at least the prompt plus the max batch: 2048 + 384
     lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 2048, 2048, 0.95)
-    assert (lim.max_batch, lim.max_num_tokens) == (384, 2048)
+    assert (lim.max_batch, lim.max_num_tokens) == (384, 2432)
     lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 128, 128, 0.95)
     assert (lim.max_batch, lim.max_num_tokens) == (4096, 8192)          # capped at 4096 sequences
+    # 20000/2000: ≈ 35 requests → max batch 64; 35·11 = 385 tokens → 2048, below one prompt: 20000 + 64
+    lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 20000, 2000, 0.95)
+    assert (lim.max_batch, lim.max_num_tokens) == (64, 20064)
+    given = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 20000, 2000, 0.95, max_num_tokens=4096)
+    assert given.max_num_tokens == 4096 and given.source == "given"   # a given budget is kept (prompt chunked)
     assert eng.blocks_tokens(128, 2048) == 2176 and eng.blocks_tokens(100, 100) == 224
+
+
+def test_long_prompts_run_whole_not_chunked():
+    """trtllm-bench runs without chunked prefill: a 20,000-token prompt is one context step, and the engine's
+    workspace (one max_num_tokens step) leaves the KV cache less room than a 2,048-token budget would."""
+    est = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8")
+    assert est.limits.max_num_tokens >= 20000 and est.steady["context_steps"] == 1
+    chunked = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8", max_batch=est.limits.max_batch,
+                                max_num_tokens=2048)
+    assert chunked.steady["context_steps"] == 10
+    assert est.memory["workspace_bytes"] > chunked.memory["workspace_bytes"]
+    assert est.memory["kv_budget_bytes"] < chunked.memory["kv_budget_bytes"]
 
 
 def _ep_ops(est) -> dict:
