@@ -35,3 +35,17 @@ def test_a_graph_step_pays_the_share_of_every_table_kernel_call():
     assert small[1] - small[0] == pytest.approx(0.5 * (small[2] - small[0]), rel=1e-6)
     big = [decode_s("llama3-70b", 2, s) for s in (0.0, 1.0)]
     assert big[1] - big[0] > 2.0 * (small[2] - small[0])     # 80 layers against 32
+
+
+def test_the_benchmark_fast_path_prices_the_share_as_the_model_does():
+    """benchmarks/trtllm_h100.py fits the share on its per-op arrays (``CellTerms``): they must time a cell as the
+    model does at every share, the eager context steps and the padded decode steps alike."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import trtllm_h100 as h100
+    cell = {"model": "llama3.3-70b", "spec": "llama3-70b", "tp": 2, "isl": 1000, "osl": 1000, "published": 1.0}
+    terms = h100.CellTerms(h100.predict(cell), cell)
+    for share in (0.0, 0.3, 1.0):
+        c = replace(engine.FITTED, kernel_latency_share=share)
+        assert terms.time(vars(c)) == pytest.approx(h100.predict(cell, constants=c).time_s, rel=1e-9)
