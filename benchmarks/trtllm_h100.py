@@ -114,7 +114,9 @@ def release_arg(ap) -> None:
     ap.add_argument("--routing", help="what-if: the MoE cells' busiest expert rank as this routing loads it "
                                       "(power_law_1.01: the 1.0 tables' own), not balanced")
     ap.add_argument("--constants", help="score with these engine constants in place of engine.FITTED's, e.g. the "
-                                        "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05")
+                                        "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05; also "
+                                        "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
+                                        "that moves the batches, which --fit then leaves where it put them)")
 
 
 def constants_arg(text: str | None) -> None:
