@@ -51,7 +51,9 @@ def test_norm_fused_linears_follow_megatron_core_modules():
     fused = precision.norm_fused(fwd)
     assert {"attn_pre_proj.q_up", "attn_pre_proj.kv_up", "mlp_up_proj.dense"} <= fused
     assert "attn_pre_proj" not in fused and "mlp_up_proj" not in fused and "mlp_up_proj.shared" not in fused
-    per_elem = lambda n: _op(low, f"fp8_cast.{n}").bytes["activations"] / _op(low, f"fp8_cast.{n}").bytes_written  # noqa: E731
+    def per_elem(n):
+        cast = _op(low, f"fp8_cast.{n}")
+        return cast.bytes["activations"] / cast.bytes_written
     assert per_elem("attn_pre_proj.q_up") == pytest.approx(3.0) and per_elem("attn_pre_proj") == pytest.approx(5.0)
 
 
@@ -80,7 +82,8 @@ def test_weights_per_step_copies():
     assert precision.param_step_bytes(meta("fp8"), 1e9, 1e8) == pytest.approx(1e8 * 9)
     assert precision.param_step_bytes(meta("fp8", False), 1e9, 1e8) == pytest.approx(1e8 * 9 + 1e9 * 2)
     assert precision.param_step_bytes(meta(None), 1e9, 1e8) == 0
-    assert precision.param_gather_bytes(meta("fp8"), 2.0) == 1.0 and precision.param_gather_bytes(meta("mxfp8"), 2.0) == 2.0
+    assert precision.param_gather_bytes(meta("fp8"), 2.0) == 1.0
+    assert precision.param_gather_bytes(meta("mxfp8"), 2.0) == 2.0
     # the step charges them with the optimizer: MXFP8 copies every weight, FP8 only the shard
     mx, f8 = (_step(d, gpus=8, global_batch=8, zero=1).breakdown.optimizer_s for d in ("mxfp8", "fp8"))
     assert mx > f8 > 0

@@ -6,10 +6,10 @@ on a wider terminal every column shows. Nothing is cut mid-word: text columns wr
 never wrap.
 
 Whether a table fits is read off rich's own rendering (public API only): the table is rendered once
-(``Console.render_lines``, nothing printed) at the console's width, with an ASCII box in place of its own (every box is one character per edge and divider, so
-the columns keep their widths), each printed line split at the dividers into its columns, and each column's
-words compared with its cells'. A word rich folds across lines, a no-wrap cell it shortens to "…" or a line it
-crops at the edge leaves a word missing.
+(``Console.render_lines``, nothing printed) at the console's width, with an ASCII box in place of its own
+(every box is one character per edge and divider, so the columns keep their widths), each line split at the
+dividers into its columns, and each column's words compared with its cells'. A word rich folds across lines,
+a no-wrap cell it shortens to "…" or a line it crops at the edge leaves a word missing.
 """
 from __future__ import annotations
 
