@@ -9,6 +9,10 @@
                               1024, to 256 above
                         tok = min(bs · (1 + ISL/OSL), 32768), rounded up: to 256 (at least 2048) below 4096,
                               to 512 below 8192, to 1024 above
+                    and then, chunked prefill being off (trtllm-bench's default: ``enable_chunked_prefill``
+                    False), raises tok to at least ISL + bs, so that a whole prompt and a full decode batch fit
+                    one step (tensorrt_llm/bench/benchmark/utils/general.py, get_settings: "Forcing
+                    max_num_tokens to max_isl + max_batch_size")
     KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
                     weights and the activation workspace of one max_num_tokens step are in place
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
@@ -75,7 +79,8 @@ def _round_tokens(raw: float) -> int:
 def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_token_all_heads: float,
                   memory_bytes: float, gpus: int, pp: int, prompt: int, output: int, kv_fraction: float,
                   max_batch: int | None = None, max_num_tokens: int | None = None) -> Limits:
-    """max_batch_size and max_num_tokens as trtllm-bench sets them (module docstring) unless given."""
+    """max_batch_size and max_num_tokens as trtllm-bench sets them (module docstring: its heuristic, then a
+    max_num_tokens of at least ``prompt`` + max_batch_size, chunked prefill being off) unless given."""
     if max_batch is not None and max_num_tokens is not None:
         return Limits(max_batch, max_num_tokens, "given")
     engine = params * weight_bytes_per_param / GIB
@@ -83,9 +88,9 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
     kv_requests = max(cache, 0.0) / (kv_bytes_per_token_all_heads / GIB * (prompt + output))
     raw_bs = min(kv_requests, BATCH_CAP) / pp
     raw_tok = min(raw_bs * (1 + prompt / output), TOKENS_CAP)
-    return Limits(max_batch if max_batch is not None else _round_batch(raw_bs),
-                  max_num_tokens if max_num_tokens is not None else _round_tokens(raw_tok),
-                  "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
+    bs = max_batch if max_batch is not None else _round_batch(raw_bs)
+    tok = max_num_tokens if max_num_tokens is not None else max(_round_tokens(raw_tok), prompt + bs)
+    return Limits(bs, tok, "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
 
 
 def blocks_tokens(prompt: int, output: int, block: int = TOKENS_PER_BLOCK) -> int:
