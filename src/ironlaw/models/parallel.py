@@ -49,7 +49,7 @@ from ..core import passes
 from ..core.graph import Graph, Op, dtype_bytes
 from ..core.registry import registrar
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
-from . import host, nvfp4, offload
+from . import dispatcher, host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -81,6 +81,7 @@ class Plan:
     cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
     redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
     offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
+    moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
 
     @property
     def microbatches(self) -> int:
@@ -124,7 +125,8 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off,
+                dispatcher.check(o.get("moe_dispatcher"), ep))
 
 
 def _redundant(o: dict, ep: int) -> int:
@@ -1049,9 +1051,11 @@ def fsdp_exposed(ag, rs, fwd, bwd, layers):
 
 def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
     """The per-device graph of one stage's ops under ``plan``: context parallelism, then tensor and expert
-    parallelism (``grp``: ``groups``' tp and ep), the hottest expert rank's load, each GEMM's kernel rows."""
+    parallelism (``grp``: ``groups``' tp and ep), the token dispatcher's sorts (``dispatcher``), the hottest expert
+    rank's load, each GEMM's kernel rows."""
     sg = cp_shard(sg, plan.cp)
     sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
+    sg = dispatcher.with_sorts(sg, plan.moe_dispatcher)
     sg = expert_load(sg, plan)
     return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 
