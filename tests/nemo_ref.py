@@ -136,7 +136,8 @@ def predict_tuned(hw):
     """ironlaw's step of the tuned run, its layout as the file gives it."""
     r = tuned()
     opts = dict(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
-                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]))
+                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]),
+                moe_dispatcher="flex")                 # the file's HybridEP dispatcher (ironlaw.models.dispatcher)
     g = training_graph(SPECS[r["model"]], hw, r["seq"], r["precision"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
 
