@@ -29,7 +29,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
             tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
             moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
-          moe_dispatcher: Optional[str] = None,
+            moe_dispatcher: Optional[str] = None,
             offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
             fsdp: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
             options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
