@@ -21,7 +21,7 @@ def _sorts(st):
     return [op for op in st.per_microbatch.graph.ops if op.attrs.get("role") == "sort"]
 
 
-def test_alltoall_sorts_every_routed_row_twice_per_pass():
+def test_alltoall_sorts_every_routed_row_twice_per_pass_and_exchanges_the_probabilities():
     st = _step(ep=8)
     sorts = _sorts(st)
     names = [op.name for op in sorts]
@@ -36,19 +36,27 @@ def test_alltoall_sorts_every_routed_row_twice_per_pass():
         assert op.count == dispatch.count == 48 and op.module == "experts"
     # the forward's sort follows the dispatch, its unsort precedes the combine
     i = [op.name for op in ops]
-    assert i.index("moe_sort_chunks") == i.index("ep.alltoall.dispatch") + 1
+    assert i.index("moe_sort_chunks") == i.index("ep.alltoall.probs") + 1 == i.index("ep.alltoall.dispatch") + 2
     assert i.index("moe_unsort_chunks") == i.index("ep.alltoall.combine") - 1
     assert i.index("moe_unsort_chunks.backward") == i.index("ep.alltoall.dispatch.bwd") + 1
+    # the probabilities' own all-to-all (fp32, one per routed row) with the forward's dispatch and, in the
+    # backward, with the dispatch's backward (after the experts' backward)
+    probs = [op for op in ops if op.name.startswith("ep.alltoall.probs")]
+    assert [op.name for op in probs] == ["ep.alltoall.probs", "ep.alltoall.probs.bwd"]
+    assert all(op.network_bytes == pytest.approx(4096 * 8 * 4) for op in probs)
+    assert i.index("ep.alltoall.probs.bwd") > i.index("ep.alltoall.combine.bwd")
     # issued after the MoE layer's sync in the forward; backward ops are the backward's
     assert host.after_sync(sorts[0]) and host.after_sync(sorts[1]) and host.backward(sorts[2].name)
 
 
-def test_flex_fuses_the_sorts_and_the_step_saves_their_time():
+def test_flex_fuses_the_sorts_and_the_probabilities_exchange_and_saves_their_time():
     a2a, flex = _step(ep=8), _step(ep=8, moe_dispatcher="flex")
     assert not _sorts(flex) and flex.plan.moe_dispatcher == "flex" and a2a.plan.moe_dispatcher == "alltoall"
+    assert not any(op.name.startswith("ep.alltoall.probs") for op in flex.per_microbatch.graph.ops)
     assert any("sorts the routed rows by local expert" in n for n in a2a.notes)
     assert not any("sorts the routed rows" in n for n in flex.notes)
-    sort_s = sum(r["time_s"] for r in a2a.per_microbatch.rows() if r["name"].startswith(("moe_sort", "moe_unsort")))
+    sort_s = sum(r["time_s"] for r in a2a.per_microbatch.rows()
+                 if r["name"].startswith(("moe_sort", "moe_unsort", "ep.alltoall.probs")))
     assert sort_s > 0
     t_a2a, t_flex = a2a.breakdown.microbatch_s, flex.breakdown.microbatch_s
     assert t_a2a > t_flex

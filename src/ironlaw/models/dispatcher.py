@@ -17,20 +17,24 @@ all-to-alls (``moe_token_dispatcher_type``):
               ``apply_flex_dispatcher_backend``), as its GB200 and GB300 Qwen3 and DeepSeek-V3 recipes do.
 
 The exchange itself is the law's all-to-all either way (the catalog's collectives). ``with_sorts`` adds the
-alltoall dispatcher's sorts as memory-bound ops of the routed experts: each reads and writes the bytes its
-all-to-all carries, after the dispatch and before the combine, in every pass. Only with EP > 1 (the all-to-alls
-exist) and more than one local expert. The host's kernel counts (``host.DISPATCH``) are the alltoall
+alltoall dispatcher's own: its sorts as memory-bound ops of the routed experts, each reading and writing the bytes
+its all-to-all carries, after the dispatch and before the combine, in every pass; and the second all-to-all of
+the dispatch, the routed rows' probabilities (``token_dispatch``; flex carries them in its kernel). Only with
+EP > 1 (the all-to-alls exist) and more than one local expert. The host's kernel counts (``host.DISPATCH``) are the alltoall
 dispatcher's for both.
 """
 from __future__ import annotations
 
+import copy
+
 from ..core import passes
 from ..core.errors import IronlawError
-from ..core.graph import Graph, Op
+from ..core.graph import Graph, Op, dtype_bytes
 
 DISPATCHERS = ("alltoall", "flex")
 DEFAULT = "alltoall"
 SORT, UNSORT = "moe_sort_chunks", "moe_unsort_chunks"     # after the dispatch / before the combine (forward)
+PROBS_BYTES = 4.0                                          # a routed row's probability, fp32
 
 
 def check(value, ep: int) -> str:
@@ -61,12 +65,29 @@ def with_sorts(sg: Graph, dispatcher: str) -> Graph:
         dispatch = op.kind == "collective" and op.module == "ep" and ".dispatch" in op.name
         combine = op.kind == "collective" and op.module == "ep" and ".combine" in op.name
         if combine:
-            out.append(_sort(op, _nearest_expert(ops[i - 1::-1] if i else [], op), UNSORT))
+            expert = _nearest_expert(ops[i - 1::-1] if i else [], op)
+            out.append(_sort(op, expert, UNSORT))
         out.append(op)
         if dispatch:
-            out.append(_sort(op, _nearest_expert(ops[i + 1:], op), SORT))
+            expert = _nearest_expert(ops[i + 1:], op)
+        if (dispatch or combine) and (passes.of(expert.name) is passes.Pass.BACKWARD) == combine:
+            out.append(_probs(op, sg.meta.get("hidden")))
+        if dispatch:
+            out.append(_sort(op, expert, SORT))
     return Graph(sg.name, sg.phase, sg.dtype, out, footprint=dict(sg.footprint), meta=dict(sg.meta),
                  uncounted_ops=dict(sg.uncounted_ops))
+
+
+def _probs(a2a: Op, hidden) -> Op:
+    """The all-to-all of the routed rows' probabilities beside the tokens' (``token_dispatch``), fp32 (the Qwen3
+    and DeepSeek-V3 providers' ``moe_router_dtype``): the forward's dispatch and, in the backward, their gradients
+    with the dispatch's backward (ironlaw's ``.combine.bwd``, after the experts' backward)."""
+    rows = a2a.network_bytes / (hidden * dtype_bytes(a2a.dtype)) if hidden else 0.0
+    op = copy.copy(a2a)
+    op.name = "ep.alltoall.probs" + (".bwd" if a2a.name.endswith(".bwd") else "")
+    op.network_bytes = rows * PROBS_BYTES
+    op.attrs = dict(a2a.attrs)
+    return op
 
 
 def _nearest_expert(ops, default: Op) -> Op:
