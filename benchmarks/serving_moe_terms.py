@@ -131,8 +131,9 @@ def main() -> int:
         c = {**c, "spec": h100.spec_for(c["model"])}
         h100.use_release(h100.CATALOG)
         x = h100.predict(c, c["gpu"])
-        h100.use_release(a.release or h100.CATALOG)
-        y = h100.predict(c, c["gpu"], None if a.release else on)
+        release = a.release not in (None, h100.CATALOG)     # --release R: ``on`` is that release's engine
+        h100.use_release(a.release if release else h100.CATALOG)
+        y = h100.predict(c, c["gpu"], None if release else on)
         eo, en = (100 * (e.output_tokens_per_s / c["published"] - 1) for e in (x, y))
         errs["off"].append(eo)
         errs["on"].append(en)

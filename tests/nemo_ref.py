@@ -98,6 +98,13 @@ HELD_CONFIG = {
                                    recompute=("layernorm", "moe_act")),
 }
 CONFIG_LAYOUT = dict(gpus=1, tp=1, pp=1, vp=1, ep=1, global_batch=1, micro_batch=1)       # WorkloadBaseConfig
+# the MXFP8 recipes that turn the distributed optimizer's parameter all-gather overlap off ("keeping this enabled
+# causes NaN grad norm": Megatron-Bridge v0.2.0 scripts/performance/configs, llama3_70b_{gb300,gb200,b200},
+# llama31_405b_{gb300,gb200,b200}, deepseek_v3_{gb300,gb200}, qwen3_235b_a22b_b200 _config): the gather runs
+# after the step (--param-gather-exposed); every other recipe keeps Megatron-Bridge's overlap_param_gather
+PARAM_GATHER_EXPOSED = {("gb300", "llama3-70b"), ("gb200", "llama3-70b"), ("b200", "llama3-70b"),
+                        ("gb300", "llama3.1-405b"), ("gb200", "llama3.1-405b"), ("b200", "llama3.1-405b"),
+                        ("gb300", "deepseek-v3"), ("gb200", "deepseek-v3"), ("b200", "qwen3-235b-a22b")}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 
@@ -184,7 +191,9 @@ def options(row: dict, printed: bool = False) -> dict:
     return dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
                 sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
-                moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)))
+                moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)),
+                param_gather_exposed=(r["precision"] == "mxfp8" and not r["fsdp"]
+                                      and (r.get("system"), r["model"]) in PARAM_GATHER_EXPOSED))
 
 
 def command(row: dict, printed: bool = False) -> str:
@@ -194,7 +203,8 @@ def command(row: dict, printed: bool = False) -> str:
     flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
     flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
-                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"]),
+                              ("--param-gather-exposed", o["param_gather_exposed"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
     flags += [f"--offload-activations {o['offload_layers']}"] if "offload_layers" in o else []

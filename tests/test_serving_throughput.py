@@ -115,15 +115,33 @@ def test_settled_batch_names_what_set_it():
 
 
 def test_trtllm_bench_engine_limits():
-    """trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py): 8B fp8 on one 80 GB H100 at 2048/2048."""
+    """trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py): 8B fp8 on one 80 GB H100 at 2048/2048; then,
+    chunked prefill off, max_num_tokens of at least ISL + max_batch_size (bench/benchmark/utils/general.py)."""
     from ironlaw.models.serving import engine as eng
     # KV requests = 0.95·(80 − 8.03 GiB)/(64 KiB·4096 / GiB) ≈ 260 → max batch 128·⌈260/128⌉ = 384; tokens
-    # 260·2 = 520 → at least 2048
+    # 260·2 = 520 → at least 2048, then (chunked prefill off) at least the prompt plus the max batch: 2048 + 384
     lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 2048, 2048, 0.95)
-    assert (lim.max_batch, lim.max_num_tokens) == (384, 2048)
+    assert (lim.max_batch, lim.max_num_tokens) == (384, 2432)
     lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 128, 128, 0.95)
     assert (lim.max_batch, lim.max_num_tokens) == (4096, 8192)          # capped at 4096 sequences
+    # 20000/2000: ≈ 35 requests → max batch 64; 35·11 = 385 tokens → 2048, below one prompt: 20000 + 64
+    lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 20000, 2000, 0.95)
+    assert (lim.max_batch, lim.max_num_tokens) == (64, 20064)
+    given = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 20000, 2000, 0.95, max_num_tokens=4096)
+    assert given.max_num_tokens == 4096 and given.source == "given"   # a given budget is kept (prompt chunked)
     assert eng.blocks_tokens(128, 2048) == 2176 and eng.blocks_tokens(100, 100) == 224
+
+
+def test_long_prompts_run_whole_not_chunked():
+    """trtllm-bench runs without chunked prefill: a 20,000-token prompt is one context step, and the engine's
+    workspace (one max_num_tokens step) leaves the KV cache less room than a 2,048-token budget would."""
+    est = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8")
+    assert est.limits.max_num_tokens >= 20000 and est.steady["context_steps"] == 1
+    chunked = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8", max_batch=est.limits.max_batch,
+                                max_num_tokens=2048)
+    assert chunked.steady["context_steps"] == 10
+    assert est.memory["workspace_bytes"] > chunked.memory["workspace_bytes"]
+    assert est.memory["kv_budget_bytes"] < chunked.memory["kv_budget_bytes"]
 
 
 def _ep_ops(est) -> dict:
@@ -159,12 +177,42 @@ def test_moe_on_a_multi_node_nvlink_fabric_goes_all_to_all():
 
 
 def test_attention_dp_ranks_admit_prompts_in_the_same_steps():
-    """Identical requests shared out evenly finish on every rank in the same step: a share r·n_ctx of the steps
-    carries prompts (on every rank), not 1 − (1 − r·n_ctx)^dp."""
+    """Identical requests shared out evenly finish on every rank in the same step: a share r·n_ctx / k of the steps
+    carries k prompts each (on every rank), not 1 − (1 − r·n_ctx)^dp."""
     est = st.max_throughput("qwen3-235b-a22b", "h100", 128, 2048, tp=8, ep=8, attention_dp=True, dtype="fp8")
     s = est.steady
     assert s["requests_per_step"] * s["context_steps"] < 1.0
-    assert s["mixed_step_share"] == pytest.approx(s["requests_per_step"] * s["context_steps"])
+    k = s["prompts_per_mixed_step"]
+    assert s["mixed_step_share"] == pytest.approx(s["requests_per_step"] * s["context_steps"] / k)
+
+
+def test_prompts_start_as_many_to_a_step_as_the_token_budget_takes():
+    """The scheduler fills a step with whole prompts while max_num_tokens allows (MicroBatchScheduler), so requests
+    queued at once start, finish and are replaced k to a step: k = ⌊(max_num_tokens − decode tokens) / prompt⌋."""
+    est = st.max_throughput("llama3-8b", "h100", 128, 2048, dtype="fp8")
+    s, lim = est.steady, est.limits
+    k = s["prompts_per_mixed_step"]
+    assert k == (lim.max_num_tokens - s["decode_tokens_per_step"]) // 128 > 1
+    mixed = [e for _, e in est.steps if e.graph.meta["eager"]]
+    assert mixed and all(e.graph.meta["prefill_tokens"] == pytest.approx(k * 128) for e in mixed)
+    # the same requests' prompt tokens in k× fewer eager steps: every prompt token is still priced once
+    assert s["mixed_step_share"] * k * 128 == pytest.approx(s["prompt_tokens_per_step"])
+    assert st.burst(2048, 1, 300, 384, 2432) == 1                      # one whole prompt beside the batch
+    assert st.burst(128, 1, 0, 10, 8192) == 10                         # never more than the batch
+    assert st.burst(20000, 3, 0, 64, 8192) == 1                        # a prompt longer than the budget: a chunk
+
+
+def test_prompt_bursts_cut_the_eager_launch_floor():
+    """With a dear eager launch, the run pays it once per mixed step, k prompts at a time: the same run with one
+    prompt per mixed step (k = 1: a budget of one prompt beside the batch) is slower."""
+    from dataclasses import replace
+    slow = replace(st.FITTED, launch_s=1e-3)
+    one = st.max_throughput("llama3-8b", "h100", 128, 2048, dtype="fp8", constants=slow, max_batch=256,
+                            max_num_tokens=128 + 256)
+    many = st.max_throughput("llama3-8b", "h100", 128, 2048, dtype="fp8", constants=slow, max_batch=256,
+                             max_num_tokens=8192)
+    assert one.steady["prompts_per_mixed_step"] == 1 and many.steady["prompts_per_mixed_step"] > 8
+    assert many.output_tokens_per_s > 1.05 * one.output_tokens_per_s
 
 
 def test_eager_steps_last_at_least_their_kernel_launches():

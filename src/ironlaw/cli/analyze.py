@@ -64,6 +64,7 @@ def analyze(
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
+    param_gather_exposed: bool = typer.Option(False, "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step instead of under the next forward (Megatron's overlap_param_gather off)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
@@ -82,7 +83,8 @@ def analyze(
                       tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                       moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
                       moe_dispatcher=moe_dispatcher,
-                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
+                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp,
+                      param_gather_exposed=param_gather_exposed, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)

@@ -81,6 +81,8 @@ class Plan:
     cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
     redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
     offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
+    param_gather_exposed: bool = False         # ZeRO-1's parameter all-gather after the step, not overlapped with
+                                               # the next forward (Megatron's overlap_param_gather off)
     moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
 
     @property
@@ -124,8 +126,12 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     if a2a and ep == 1:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
+    exposed = bool(o.get("param_gather_exposed", False))
+    if exposed and zero != 1:
+        raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
+                           f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off,
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off, exposed,
                 dispatcher.check(o.get("moe_dispatcher"), ep))
 
 
@@ -1112,22 +1118,44 @@ def pipeline_p2p_s(one, pp, v, m, t_mb, overlap):
 
 def _dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, p_dev: float, composition: str) -> tuple[float, float, float]:
     """(total, exposed, after-step gather) seconds of the data-parallel gradient reduction of the last
-    micro-batch (ZeRO < 3; FSDP reduces every micro-batch's gradients in ``fsdp_exposed``)."""
+    micro-batch (ZeRO < 3; FSDP reduces every micro-batch's gradients in ``fsdp_exposed``). ZeRO-1's parameter
+    all-gather rides in the all-reduce's bytes, overlapped, unless the plan leaves it after the step
+    (``param_gather_exposed``: then a reduce-scatter and the gather, as ZeRO-2's, at the precision's bytes per
+    parameter, ``precision.param_gather_bytes``)."""
     from ..machine.network.collectives import collective_time
+    from .precision import param_gather_bytes
     if plan.dp * plan.cp == 1 or plan.zero >= 3:
         return 0.0, 0.0, 0.0
-    kind = "allreduce" if plan.zero < 2 else "reducescatter"
+    after = plan.zero == 2 or plan.param_gather_exposed
+    kind = "reducescatter" if after else "allreduce"
     comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, _grad_bytes(sg, plan) / dtype_bytes(sg.dtype))
     gather = 0.0
-    if plan.zero == 2:                 # updated parameter shards gathered back after the step
-        a, b = collective_time("allgather", p_dev * dtype_bytes(sg.dtype), group_topology(hw, grp["dp"]))
+    if after:                          # updated parameter shards gathered back after the step
+        by = param_gather_bytes(sg.meta, dtype_bytes(sg.dtype)) if plan.param_gather_exposed else dtype_bytes(sg.dtype)
+        a, b = collective_time("allgather", p_dev * by, group_topology(hw, grp["dp"]))
         gather = float(a + b)
     return comm, exposed, gather
 
 
 def _optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
-    return float(optimizer_s(g, hw, np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)]),
-                             composition)[0])
+    """The optimizer step on the device's shard and the low-precision weight copies it leaves
+    (``param_quantize_s``)."""
+    shard = np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)])
+    return float(optimizer_s(g, hw, shard, composition)[0]
+                 + param_quantize_s(g, hw, np.asarray([p_dev]), shard, composition)[0])
+
+
+def param_quantize_s(g: Graph, hw, p_dev: np.ndarray, shard: np.ndarray, composition: str) -> np.ndarray:
+    """Seconds per step of the low-precision weight copies of a device holding ``p_dev`` parameters of which
+    ``shard`` are its optimizer's (``precision.param_step_bytes``): one memory-bound op through the law."""
+    from ..law import law
+    from .precision import param_step_bytes, WIDE
+    b = param_step_bytes(g.meta, np.asarray(p_dev, dtype=float), np.asarray(shard, dtype=float))
+    if not np.any(b):
+        return np.zeros(np.shape(b))
+    op = Op("param_quantize", "elementwise", bytes={"weights": b}, dtype=WIDE, bytes_written=0.5 * b)
+    og = Graph("param_quantize", "train", g.dtype, [op])
+    return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)
 
 
 def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.ndarray:

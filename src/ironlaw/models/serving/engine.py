@@ -8,7 +8,8 @@
                         bs  = min(kv_requests, 4096) / pp, rounded up: to 32 (at least 64) below 256, to 128 below
                               1024, to 256 above
                         tok = min(bs · (1 + ISL/OSL), 32768), rounded up: to 256 (at least 2048) below 4096,
-                              to 512 below 8192, to 1024 above
+                              to 512 below 8192, to 1024 above; then, chunked prefill being off (trtllm-bench's
+                              default), at least ISL + bs (benchmark/utils/general.py, get_settings)
     KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
                     weights and the activation workspace of one max_num_tokens step are in place
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
@@ -83,9 +84,17 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
     kv_requests = max(cache, 0.0) / (kv_bytes_per_token_all_heads / GIB * (prompt + output))
     raw_bs = min(kv_requests, BATCH_CAP) / pp
     raw_tok = min(raw_bs * (1 + prompt / output), TOKENS_CAP)
-    return Limits(max_batch if max_batch is not None else _round_batch(raw_bs),
-                  max_num_tokens if max_num_tokens is not None else _round_tokens(raw_tok),
-                  "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
+    batch = max_batch if max_batch is not None else _round_batch(raw_bs)
+    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok), prompt, batch)
+    return Limits(batch, tokens, "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
+
+
+def unchunked(max_num_tokens: int, prompt: int, max_batch: int) -> int:
+    """trtllm-bench's max_num_tokens with chunked prefill off (its default; the perf-overview runs pass no
+    --enable_chunked_prefill): at least the longest prompt plus a decode token for every sequence of the max
+    batch, so that a whole prompt fits in one step beside the decode batch (tensorrt_llm/bench/benchmark/utils/
+    general.py, get_settings: ``max(max_num_tokens, dataset_metadata.max_isl + max_batch_size)``)."""
+    return max(max_num_tokens, prompt + max_batch)
 
 
 def blocks_tokens(prompt: int, output: int, block: int = TOKENS_PER_BLOCK) -> int:
