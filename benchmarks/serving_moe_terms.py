@@ -123,7 +123,7 @@ def main() -> int:
     on = replace(st.FITTED, moe_tables=True)
     errs = {"off": [], "on": []}
     print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'off':>7s} {'on':>7s}  " +
-          "  ".join(f"{c:>12s}" for c in CLASSES) + ("   experts µs/layer off, on | table balanced, power law"
+          "  ".join(f"{c:>12s}" for c in CLASSES) + ("   experts µs/layer off, on | table balanced, power law 1.01, 1.2"
                                                       if a.data else ""))
     for c in h100.cells(CSV[a.gpu]):
         if c["model"] not in h100.MOE:
@@ -145,7 +145,7 @@ def main() -> int:
             ln, _, _ = expert_layer_s(y)
             m = measured_layer_s(Path(a.data), c["gpu"], c.get("precision", "fp8"), meta, tokens)
             line += (f"   {1e6 * lo:6.0f} {1e6 * ln:6.0f} | {1e6 * m.get('balanced', np.nan):6.0f} "
-                     f"{1e6 * m.get('power_law_1.01', np.nan):6.0f}  ({tokens:.0f} tokens)")
+                     f"{1e6 * m.get('power_law_1.01', np.nan):6.0f} {1e6 * m.get('power_law_1.2', np.nan):6.0f}  ({tokens:.0f} tokens)")
         if a.gap:
             line += gap_line(c, y)
         print(line)
