@@ -12,8 +12,8 @@ NVIDIA's aiconfigurator collector times TensorRT-LLM's fused MoE (collector/help
                       the expectation over ``DRAWS`` draws (seeded here) is what is used
 
 aiconfigurator's serving model prices the MoE layer on the ``power_law_1.2`` rows by default
-(aiconfigurator_core/sdk/models/moe.py: ``workload_distribution`` "power_law_1.2"), its stand-in for the load
-real routers put on the busiest rank. numpy only (on the prediction path).
+(aiconfigurator-core 0.12.0, sdk/config.py: ``workload_distribution`` "power_law"; sdk/models/moe.py: the alpha
+1.2), its stand-in for the load real routers put on the busiest rank. numpy only (on the prediction path).
 """
 from __future__ import annotations
 
