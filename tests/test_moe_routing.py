@@ -68,3 +68,34 @@ def test_max_throughput_routing_is_checked_and_reported():
     with pytest.raises(IronlawError, match="give one"):
         st.max_throughput("qwen3-235b-a22b", "h100", 1000, 1000, routing="power_law_1.2", expert_imbalance=2.0,
                           **kw)
+
+
+def _rows(latency_of, routing: str) -> dict:
+    import numpy as np
+    shape = dict(num_tokens=np.array([64, 512, 4096]), hidden_size=np.full(3, 4096), inter_size=np.full(3, 1536),
+                 topk=np.full(3, 8), num_experts=np.full(3, 128), moe_tp_size=np.ones(3, int),
+                 moe_ep_size=np.full(3, 8))
+    shape["latency_s"] = latency_of(shape, routing)
+    return shape
+
+
+def test_kernel_moe_routing_prices_each_row_with_its_routing():
+    """benchmarks/kernel_moe_routing.py: a table whose power-law rows take exactly what the stored H100 FP8 classes
+    give under that routing scores 0; the same rows priced as balanced would not."""
+    import sys
+    from pathlib import Path
+    import numpy as np
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import kernel_moe as km
+    import kernel_moe_routing as kmr
+    from ironlaw.measure.calibrate import moefit
+    h100 = hardware.get("h100")
+
+    def stored(rows, routing):
+        x = moefit.terms(rows, "fp8", h100.peak_flops["fp8"], h100.memory[h100.device_tier].bw_Bps, routing)
+        return km.stored_predict(h100.calibration.kernel, "fp8", x)
+    rows = _rows(stored, "power_law_1.2")
+    assert np.allclose(kmr.scored("h100", "fp8", rows, "power_law_1.2"), 0.0, atol=1e-9)
+    off = kmr.scored("h100", "fp8", rows, "balanced")
+    assert np.all(off[1:] < -0.05)         # from 512 tokens the busiest rank's extra rows make the layer slower …
+    assert off[0] > 0.0                    # … at 64 it reaches fewer than all 16 local experts, and streams less
