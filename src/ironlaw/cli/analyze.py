@@ -59,6 +59,7 @@ def analyze(
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
     redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
     offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (DeepEP/HybridEP: permute, exchange and sort fused)"),
     cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
@@ -81,6 +82,7 @@ def analyze(
                       micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
                       tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                       moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
+                      moe_dispatcher=moe_dispatcher,
                       offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp,
                       param_gather_exposed=param_gather_exposed, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())

@@ -49,7 +49,7 @@ from ..core import passes
 from ..core.graph import Graph, Op, dtype_bytes
 from ..core.registry import registrar
 from ..machine.network.topology import build as build_topology, check_count, nodes_for
-from . import host, nvfp4, offload
+from . import dispatcher, host, nvfp4, offload
 from .precision import in_layers
 
 RECOMPUTE = ("none", "selective", "full")
@@ -83,6 +83,7 @@ class Plan:
     offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
     param_gather_exposed: bool = False         # ZeRO-1's parameter all-gather after the step, not overlapped with
                                                # the next forward (Megatron's overlap_param_gather off)
+    moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
 
     @property
     def microbatches(self) -> int:
@@ -130,7 +131,8 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
                            f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off, exposed)
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off, exposed,
+                dispatcher.check(o.get("moe_dispatcher"), ep))
 
 
 def _redundant(o: dict, ep: int) -> int:
@@ -1055,9 +1057,11 @@ def fsdp_exposed(ag, rs, fwd, bwd, layers):
 
 def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
     """The per-device graph of one stage's ops under ``plan``: context parallelism, then tensor and expert
-    parallelism (``grp``: ``groups``' tp and ep), the hottest expert rank's load, each GEMM's kernel rows."""
+    parallelism (``grp``: ``groups``' tp and ep), the token dispatcher's sorts (``dispatcher``), the hottest expert
+    rank's load, each GEMM's kernel rows."""
     sg = cp_shard(sg, plan.cp)
     sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
+    sg = dispatcher.with_sorts(sg, plan.moe_dispatcher)
     sg = expert_load(sg, plan)
     return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 
@@ -1263,6 +1267,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
     notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    notes += dispatcher.notes(rows)
     off_mb = _offload_s(g, hw, plan, rows, notes)
     t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
                                                    off_mb))
