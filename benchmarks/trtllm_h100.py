@@ -63,7 +63,7 @@ NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "la
          "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
-SCORED = ("reserve_bytes",)
+SCORED = ("reserve_bytes", "moe_tables")
 # what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
 # seconds per kernel of an eager step, and how much of the kernel tables' fixed seconds per call — launch, prologue,
 # tail, measured on each kernel alone — a kernel still pays inside the step: ``kernel_latency_share``, 0 for none,
@@ -111,12 +111,15 @@ def release_arg(ap) -> None:
                          f"catalog's 1.3.0rc20; '{CELL}': each cell's own, the CSV's release column)")
     ap.add_argument("--release-classes", choices=tuple(CLASSES), default="all",
                     help="diagnosis: only these of the release's kernel classes, the catalog's for the rest")
-    ap.add_argument("--routing", help="what-if: the MoE cells' busiest expert rank as this routing loads it "
-                                      "(power_law_1.01: the 1.0 tables' own), not balanced")
+    ap.add_argument("--routing", help="the MoE cells' busiest expert rank as this routing loads it at each step's "
+                                      "pooled tokens (core.routing: power_law_1.2, aiconfigurator's serving default; "
+                                      "power_law_1.01, the 1.0 tables' own), not uniform")
     ap.add_argument("--constants", help="score with these engine constants in place of engine.FITTED's, e.g. the "
                                         "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05; also "
                                         "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
-                                        "that moves the batches, which --fit then leaves where it put them)")
+                                        "that moves the batches, which --fit then leaves where it put them); "
+                                        "moe_tables=1: the routed experts on the device's measured MoE layer, not "
+                                        "on the expert η")
 
 
 def constants_arg(text: str | None) -> None:
@@ -127,7 +130,7 @@ def constants_arg(text: str | None) -> None:
             k, v = part.split("=")
             if k.strip() not in NAMES + SCORED:
                 raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES + SCORED)})")
-            RELEASE["constants"][k.strip()] = float(v)
+            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() == "moe_tables" else float(v)
 
 
 def use_release(name: str | None, classes: str = "all", routing: str | None = None) -> None:
@@ -147,18 +150,6 @@ def _subset(table: dict, keep: tuple) -> dict:
             "kernel": {k: v for k, v in table.get("kernel", {}).items() if k.startswith(("moe_grouped_gemm.",
                                                                                           "moe_rows."))},
             **{key: [x for x in table.get(key, []) if x.startswith(keep)] for key in ("fitted", "held_out")}}
-
-
-def routing_imbalance(cell: dict, est) -> float:
-    """``--routing power_law_<α>`` (a what-if, not what ``serve`` does): the busiest expert rank's routed rows over
-    the mean under the routing the release's MoE tables were measured with (aiconfigurator's collector,
-    ``moefit.power_law_local``), at the cell's pooled decode tokens (the batch over all ranks)."""
-    from ironlaw.measure.calibrate.moefit import routing_of
-    meta = max(est.steps, key=lambda s: s[0])[1].graph.meta
-    e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), est.layout.ep
-    tokens = max(1, int(est.batch * est.layout.dp))
-    rows, _ = routing_of(RELEASE["routing"])(tokens, e, k, ep)
-    return max(1.0, rows / (tokens * k / ep))
 
 
 def release_engine(hw: str, release: str | None):
@@ -192,14 +183,11 @@ def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
     eng = release_engine(hw, release_of(cell))
-    run = lambda imbalance: st.max_throughput(  # noqa: E731
+    return st.max_throughput(
         cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype=cell.get("precision", "fp8"),
         kv_dtype=KV_DTYPE[cell["model"]], ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
-        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()), expert_imbalance=imbalance)
-    est = run(1.0)
-    if RELEASE.get("routing") and moe and cell["tp"] > 1:
-        est = run(routing_imbalance(cell, est))
-    return est
+        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()),
+        routing=RELEASE.get("routing") if moe and cell["tp"] > 1 else None)
 
 
 def host_option(ap) -> None:

@@ -141,6 +141,8 @@ class Layout:
     ep: int = 1
     attention_dp: bool = False
     expert_imbalance: float = 1.0
+    routing: str | None = None     # the router's load on the busiest expert rank (``core.routing``), per step;
+                                   # None: uniform routing, times ``expert_imbalance``
 
     @property
     def gpus(self) -> int:
@@ -170,6 +172,18 @@ def check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_token
             whole_tokens(v, what)
     if not (isinstance(imbalance, (int, float)) and 1.0 <= imbalance <= 64.0):
         raise IronlawError(f"--expert-imbalance must be between 1.0 (balanced) and 64, got {imbalance!r}")
+
+
+def check_routing(routing: str | None, imbalance: float) -> None:
+    """A routing (``core.routing``) is a known name and is not given beside an expert imbalance."""
+    if routing is None:
+        return
+    from ...core.routing import ROUTINGS, routing_of
+    if not isinstance(routing, str) or routing_of(routing) is None:
+        raise IronlawError(f"unknown MoE routing {routing!r} (known: {', '.join(ROUTINGS)}, alpha > 1)")
+    if imbalance != 1.0:
+        raise IronlawError(f"--expert-imbalance {imbalance} and routing '{routing}' both set the busiest expert "
+                           "rank's load: give one")
 
 
 def _check_layout(spec: str, meta: dict, lay: Layout) -> None:

@@ -89,7 +89,8 @@ class ThroughputEstimate:
         return {"schema": "ironlaw.serve/1", "scenario": "max-throughput", "workload": self.spec,
                 "hardware": self.hw.name, "gpus": g, "tp": self.layout.tp, "pp": self.layout.pp,
                 "ep": self.layout.ep, "attention_dp": self.layout.attention_dp,
-                "expert_imbalance": self.layout.expert_imbalance, "dtype": self.dtype, "kv_dtype": self.kv_dtype,
+                "expert_imbalance": self.layout.expert_imbalance, "routing": self.layout.routing, "dtype": self.dtype,
+                "kv_dtype": self.kv_dtype,
                 "prompt_tokens": self.prompt, "output_tokens": self.output, "requests": self.requests,
                 "time_s": self.time_s, "output_tokens_per_s": self.output_tokens_per_s,
                 "output_tokens_per_s_per_gpu": self.output_tokens_per_s / g,
@@ -172,15 +173,18 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
                    max_num_tokens: int | None = None, requests: int | None = None,
-                   constants: ServingConstants = FITTED) -> ThroughputEstimate:
-    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring)."""
+                   constants: ServingConstants = FITTED, routing: str | None = None) -> ThroughputEstimate:
+    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``routing``: the busiest expert
+    rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
+    ``expert_imbalance``)."""
     from ...machine import hardware
     from ...machine.network.topology import check_count
     t0 = _time.perf_counter()
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
+    eng.check_routing(routing, expert_imbalance)
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
-                 float(expert_imbalance))
+                 float(expert_imbalance), routing)
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
     kv_dtype = kv_dtype or default_kv_dtype(dtype)
