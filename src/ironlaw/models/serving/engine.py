@@ -238,6 +238,32 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
             "kv_bytes_per_token": kv_tok, "kv_bytes_per_sequence": kv_seq, "max_num_tokens": max_num_tokens}
 
 
+def profiled_tokens(meta: dict, lay: Layout, max_num_tokens: int) -> int:
+    """Tokens of the profiling step whose peak memory the KV cache is sized after: ``max_num_tokens`` on each
+    rank, and, for an MoE model under attention DP, the tokens the fused MoE gathers from every rank.
+    TensorRT-LLM's ``KvCacheCreator`` runs dummy context requests of ``max_num_tokens`` tokens and, with
+    attention DP, replicates them ``tp_size`` times so that every rank runs a full step
+    (``_create_dummy_context_requests``: ``requests = requests * self._mapping.tp_size``); ``estimate_max_tokens``
+    then gives the KV cache ``fraction`` of what that step's peak (torch and non-torch) leaves. The CUTLASS fused
+    MoE all-gathers the ranks' tokens and runs them unchunked unless ``moe_max_num_tokens`` is set (its default
+    is ``max_num_tokens`` × dp size: tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py,
+    ``CutlassFusedMoE.__init__``), so its workspace (permuted rows, fc1/fc2 outputs) holds dp × max_num_tokens
+    rows (NVIDIA/TensorRT-LLM, Apache-2.0, the v1.0 line)."""
+    return max_num_tokens * (lay.dp if meta.get("experts") else 1)
+
+
+def workspace_bytes(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, max_num_tokens: int) -> float:
+    """Activation workspace per GPU of the profiling step (``profiled_tokens``), 16-bit between kernels. Under
+    attention DP the larger of one rank's step (its LM head included) and one layer's live set at the MoE's
+    pooled rows: the experts' permuted input and output and fc1's gated output per routed row, which exceed
+    attention's working set on the built-in MoE models (a prefill of one sequence: one row of logits)."""
+    ws = float(build(spec, "decode", max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"])
+    pooled = profiled_tokens(meta, lay, max_num_tokens)
+    if pooled > max_num_tokens:        # one layer's live set at the gathered rows; the LM head stays per rank
+        ws = max(ws, float(build(spec, "prefill", 1, pooled, dtype, kv_dtype, hw).footprint["activations"]))
+    return ws * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
+
+
 # ---------------------------------------------------------------------- the engine one step is priced on
 def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
             constants: ServingConstants):
@@ -248,8 +274,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     cap = hw.memory[hw.device_tier].capacity_bytes
     limits = engine_limits(float(meta["params"]), dtype_bytes(dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
                            output, kv_fraction, max_batch, max_num_tokens)
-    ws = build(spec, "decode", limits.max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"]
-    ws = float(ws) * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
+    ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens
     kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output, block), dtype, kv_dtype,
                          hw).footprint["kv_cache"])
