@@ -11,7 +11,8 @@
                               to 512 below 8192, to 1024 above; then, chunked prefill being off (trtllm-bench's
                               default), at least ISL + bs (benchmark/utils/general.py, get_settings)
     KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
-                    weights and the activation workspace of one max_num_tokens step are in place
+                    weights and the activation workspace of one max_num_tokens step are in place; under attention
+                    DP an MoE layer's workspace holds every rank's max_num_tokens (``profiled_tokens``)
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
                     reserves each request's whole prompt and output in 32-token blocks (TensorRT-LLM's
                     defaults: capacity policy GUARANTEED_NO_EVICT, tokens_per_block 32); the batch is the smaller
