@@ -233,3 +233,21 @@ def test_generation_rows_whose_cache_fits_the_l2_are_priced_there():
     b200 = hardware.get("b200")                                    # no cache level in its catalog file
     assert repeated_limit_bytes(b200) is None
     assert not any(o.op.attrs.get("resident") for o in kernelfit.observations(g, g.rows, b200))
+
+
+def test_generation_mla_split_holds_out_every_head_count_between_fitted_ones():
+    """MLA's heads per GPU (128 / TP) come 8 to a batch and sequence length: the even/odd split must fit and hold out
+    each head count (sorted with the heads last it held out 2, 8, 32 and 128, the last beyond every fitted row), and
+    the grid keeps a node per head count."""
+    gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))
+    (g,) = gs
+    fit_rows, held = kernelfit.split(g.rows)
+    assert set(held.num_heads) <= set(fit_rows.num_heads) and set(held.num_heads) == set(g.rows.num_heads)
+    assert set(held.step) <= set(fit_rows.step)
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0] * 8)
+    rng = np.random.default_rng(1)
+    coords = (m, np.exp(rng.uniform(0.0, np.log(131072.0), m.size)), np.full(m.size, 576.0),
+              np.exp(rng.uniform(0.0, np.log(2048.0), m.size)))
+    nodes = kernelfit.fit_nodes("generation_mla", coords, 200)     # few rows: the other axes coarsen, heads do not
+    assert list(nodes[0]) == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+    assert len(nodes[1]) < len(kernelfit.fit_nodes("generation_mla", coords, 100_000)[1])

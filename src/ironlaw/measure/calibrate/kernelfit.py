@@ -60,7 +60,10 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                  "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
                                           "window_size"),
                  "context_mla": ("batch_size", "isl", "num_heads", "tp_size", "kv_cache_dtype"),
-                 "generation_mla": ("batch_size", "step", "num_heads", "tp_size", "kv_cache_dtype")}
+                 "generation_mla": ("batch_size", "num_heads", "tp_size", "step", "kv_cache_dtype")}
+# generation MLA's heads per GPU (128 / TP: 1, 2, 4 … 128) come 8 to a batch and sequence length: sorted with the
+# heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
+# sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
 REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
            "_mla": "latent (MLA)"}
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
@@ -74,7 +77,7 @@ PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), 
 # heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
 GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
               "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
-              "generation_mla": (8.0, 4.0, 2.0, 4.0)}
+              "generation_mla": (2.0, 4.0, 2.0, 4.0)}
 # generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
 # window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
 # class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
@@ -84,9 +87,11 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
-# 64 and 256 only, docs/accuracy.md)
+# 64 and 256 only, docs/accuracy.md); and generation MLA's heads per GPU (M: 1, 2, 4 … 128, a node each, step 2),
+# which the grid interpolates only where each has its node (held out, the B200 bf16 class: 7.9% / 23.5% with a node
+# every 8×, squared to 1, 64, 128; 7.1% / 18.7% with a node per head count; docs/accuracy.md)
 GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
-             "generation_mla": (2,)}
+             "generation_mla": (0, 2)}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
