@@ -6,7 +6,7 @@ kernels, ``comm_backend`` trtllm_deepep_ht, bf16, EP 8 on one node), read by ker
 or, by default, from the extract in tests/data/kernel_tables (B200 and H100).
 
 Two things per GPU and phase: (1) the law as it stands — ironlaw times an expert-parallel exchange as an
-all-to-all of tokens · top-k · hidden · 2 bytes (models/parallel.py, models/serving/parallel.py), which on one
+all-to-all of tokens · top-k · hidden · 2 bytes (models/parallel/, models/serving/parallel.py), which on one
 node is the catalog's measured NCCL all-to-all curve — against DeepEP's measured time (nothing fitted);
 (2) one line T = α + n/B per phase fitted on every other token count, scored on the rest: how much of the
 kernel a two-term law holds. The law has no DeepEP kernel class yet; (2) is what one would store for it.

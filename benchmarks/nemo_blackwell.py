@@ -11,9 +11,11 @@ throughput implies (step ÷ (micro-batches + (pp − 1)/vp) ÷ layers per stage)
 the same layout implies where there is one (tests/data/nemo_megatron_bridge_25.09_tokendrop.csv: experts padded
 to capacity, no device→host sync, whole layers CUDA-graph-capturable), ironlaw's, and ironlaw's parts (summed op
 times, before overlap): the routed and shared experts' GEMMs, attention (projections and core), the expert
-all-to-alls, the rest; and the host's time to issue the layer's kernels (``ironlaw.models.host``). Last, the
-median and largest |error| of the dense rows, the MoE rows and all rows against the issue's goals (dense ≤ 5% /
-≤ 12%, MoE ≤ 12% / ≤ 30%), and each row's command.
+all-to-alls, the rest; the host's time to issue the layer's kernels (``ironlaw.models.host``) and what of it the
+step exposes; the token dispatcher each row's config runs (tests/nemo_ref.HELD_CONFIG: Megatron-Core's alltoall
+or the flex dispatcher with HybridEP, ``ironlaw.models.dispatcher``) and its experts per GPU. Then the MoE rows'
+|error| by dispatcher. Last, the median and largest |error| of the dense rows, the MoE rows and all rows against
+the issue's goals (dense ≤ 5% / ≤ 12%, MoE ≤ 12% / ≤ 30%), and each row's command.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ GOALS = {"dense": (0.05, 0.12), "MoE": (0.12, 0.30), "all predicted": (0.12, 0.3
 
 def main() -> int:
     import argparse
+    import statistics
     from ironlaw.core.errors import IronlawError
     from nemo_ref import BLACKWELL, DENSE, command, predict, summary, table
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -50,7 +53,11 @@ def main() -> int:
         errs["dense" if r["model"] in DENSE else "MoE"].append(abs(err))
         print(f"{head} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%} {st.mfu:6.1%}  {st.bottleneck['resource']}")
     print()
-    moe_layers(rows, hardware)
+    by_dispatcher = moe_layers(rows, hardware)
+    print()
+    for name, e in sorted(by_dispatcher.items()):
+        print(f"MoE rows, {name + ' dispatcher:':20s} {len(e)} rows, |error| median {statistics.median(e):.1%}, "
+              f"min {min(e):.1%}, max {max(e):.1%}")
     print()
     for r in rows:
         print(command(r))
@@ -81,17 +88,22 @@ class _Hosts:
         return dataclasses.replace(hw, extra={**hw.extra, "host": h})
 
 
-def moe_layers(rows: list, hardware) -> None:
+def moe_layers(rows: list, hardware) -> dict:
     """Per MoE row, milliseconds per layer and micro-batch on a stage: published (25.11, dropless), the 25.09
-    token-drop run of the same layout, ironlaw and its parts (``nemo_ref.layer_parts``), the host's issue time."""
+    token-drop run of the same layout, ironlaw and its parts (``nemo_ref.layer_parts``), the host's issue time and
+    its exposed part; the row's dispatcher and experts per GPU. Returns each dispatcher's rows' |error|."""
     from nemo_ref import DENSE, layer_parts, layer_s, predict, tokendrop
     print("ms per layer and micro-batch on a stage; ironlaw's parts are op times summed before overlap")
     print(f"{'system':6s} {'model':16s} {'prec':>5} {'EP':>3} {'MBS':>3} {'rows/exp':>8} {'published':>9} "
-          f"{'tokendrop':>9} {'ironlaw':>8} {'experts':>7} {'attn':>6} {'a2a':>6} {'rest':>6} {'host':>6}")
+          f"{'tokendrop':>9} {'ironlaw':>8} {'experts':>7} {'attn':>6} {'a2a':>6} {'rest':>6} {'host':>6} "
+          f"{'exposed':>7} {'dispatcher':>10} {'local':>5}")
+    by_dispatcher: dict[str, list] = {}
     for r in rows:
         if r["model"] in DENSE:
             continue
         st = predict(r, hardware.get(r["system"]))
+        by_dispatcher.setdefault(st.plan.moe_dispatcher, []).append(
+            abs(st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1))
         p, meta = st.plan, st.per_microbatch.graph.meta
         implied, ours = layer_s(r, st)
         t = tokendrop(r)
@@ -103,7 +115,9 @@ def moe_layers(rows: list, hardware) -> None:
               f"{implied * 1e3:9.1f} {td} {ours * 1e3:8.1f} "
               + " ".join(f"{parts[k] * 1e3:{w}.1f}" for k, w in (("experts", 7), ("attention", 6), ("a2a", 6),
                                                                   ("rest", 6)))
-              + f" {st.breakdown.host_issue_s / per * 1e3:6.2f}")
+              + f" {st.breakdown.host_issue_s / per * 1e3:6.2f} {st.breakdown.host_exposed_s / per * 1e3:7.2f}"
+              + f" {p.moe_dispatcher:>10} {meta['experts'] / p.ep:5.0f}")
+    return by_dispatcher
 
 
 if __name__ == "__main__":

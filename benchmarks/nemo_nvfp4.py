@@ -60,12 +60,14 @@ def main() -> int:
     print(f"tokens/s: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, max {max(errs):.1%}")
     print(f"NVFP4 speed-up: {len(ratio_errs)} pairs, median |error| {statistics.median(ratio_errs):.1%}, "
           f"max {max(ratio_errs):.1%}")
+    from nemo_ref import options
     for r in rows:
+        exposed = " --param-gather-exposed" if options(r, printed=True)["param_gather_exposed"] else ""
         print(f"ironlaw analyze {SPEC(r)} --phase train --on {r['system']} --dtype {r['precision']} --seq {r['seq']} "
               f"--global-batch {r['global_batch']} --micro-batch {r['micro_batch']} --gpus {r['gpus']} "
               f"{'--nodes 4 ' if r['gpus'] > 72 else ''}--tp {r['tp']} --pp {r['pp']} --interleave {r['vp']} "
               f"--zero 1{' --sequence-parallel' if r['tp'] > 1 else ''}"
-              f"{' --tp-comm-overlap' if r['tp'] > 1 and r['precision'] != 'fp4' else ''} --overlap-p2p")
+              f"{' --tp-comm-overlap' if r['tp'] > 1 and r['precision'] != 'fp4' else ''} --overlap-p2p{exposed}")
     return 0
 
 

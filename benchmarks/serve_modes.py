@@ -6,8 +6,9 @@ Rows: ``ironlaw serve --concurrency 256`` (the online steady state, every step p
 ``step.step_seconds``, the rule ``online.step_model`` picks on a GPU) and, for reference, the same steady state
 with its steps on the H100's own calibration (``steps="device"``: the law on the workload's decode and prefill
 graphs, the pricing CPUs and systems-on-chip keep); then, at 256 and at the engine's KV limit of 269 sequences,
-the online steady state with ``--chunk`` at the engine's max_num_tokens against ``serve --max-throughput`` at the
-same batch. Goals: the two modes share one capacity (the sequences the KV cache holds) and, at the same batch,
+the online steady state with ``--chunk`` at the prompt tokens max-throughput's mixed step carries (the whole
+prompts its token budget takes, ``throughput.burst``; max_num_tokens where a prompt needs several steps) against
+``serve --max-throughput`` at the same batch. Goals: the two modes share one capacity (the sequences the KV cache holds) and, at the same batch,
 lengths and engine limits, the same steady step time and steady output rate (relative difference below 1e-9);
 what is left between them is how batches form (the waves' tail of the 1,500 queued requests).
 """
@@ -39,7 +40,9 @@ def main() -> int:
     for mb in (256, None):
         m = throughput.max_throughput(*a, dtype="fp8", max_batch=mb)
         s, b = m.steady, m.batch_per_engine
-        e = online.estimate(*a, b, dtype="fp8", chunk=m.limits.max_num_tokens, max_batch=mb)
+        chunk = (int(s["prompts_per_mixed_step"]) * PROMPT if s["context_steps"] == 1 else
+                 m.limits.max_num_tokens)          # the prompt tokens one mixed step carries (throughput.burst)
+        e = online.estimate(*a, b, dtype="fp8", chunk=chunk, max_batch=mb)
         plain = online.estimate(*a, b, dtype="fp8", max_batch=mb)
         q = s["mixed_step_share"]
         step_online = q * e.mixed_step_s + (1 - q) * e.decode_step_s

@@ -13,10 +13,11 @@ Apache-2.0), run as benchmarks/trtllm_h200.py and trtllm_blackwell.py run them. 
 ``expert_gemm_eta`` / ``expert_stream_eta``), and ``on``, the same constants with ``moe_tables`` (the routed
 experts and their rows on the device's MoE layer fitted on measured kernel tables, measure/calibrate/moefit.py).
 Printed per cell: the signed error of each, and the share of the run's time (of ``off``'s total) that the routed
-experts' GEMMs, their rows (permute, activation, combine), the EP exchange, attention and everything else take,
-off → on. With ``--data`` (aiconfigurator-core 0.12.0's systems/data), the per-layer time of the routed experts
+experts' GEMMs, their rows (permute, activation, combine), the EP exchange, the router (its GEMM and top-k), the
+shared expert, attention and everything else take, off → on. ``--routing R`` (core.routing, e.g. power_law_1.2):
+``on`` loads the busiest expert rank as R does at each step's pooled tokens (``off`` stays uniform). With ``--data`` (aiconfigurator-core 0.12.0's systems/data), the per-layer time of the routed experts
 in the cell's most frequent step (``off`` and ``on``) beside the measured fused-MoE layer at the same shape and
-pooled token count (TensorRT-LLM 1.3.0rc20 CUTLASS, rank 0 of its EP group, balanced and power_law_1.01 routing,
+pooled token count (TensorRT-LLM 1.3.0rc20 CUTLASS, rank 0 of its EP group, balanced, power_law_1.01 and 1.2 routing,
 interpolated in log tokens). With ``--release R``, ``on`` is the cell as ``serve --release R`` prices it: that
 release's GEMM, attention and fused-MoE terms (``off`` stays the catalog's with the stored constants). Nothing is
 fitted here. Goal: the ``on`` median |error| no worse than ``off``'s
@@ -37,7 +38,7 @@ import trtllm_h100 as h100  # noqa: E402
 
 CSV = {"h100": h100.CSV, "h200": h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv",
        "b200": h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"}
-CLASSES = ("experts", "rows", "ep", "attention", "other")
+CLASSES = ("experts", "rows", "ep", "router", "shared", "attention", "other")
 TABLE = "moe/trtllm/1.3.0rc20"
 SYSTEM = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200"}
 TABLE_DTYPE = {"fp8": "fp8", "fp4": "nvfp4", "bf16": "bfloat16"}
@@ -48,6 +49,8 @@ def op_class(op, kernel: str) -> str:
         return "rows" if kernel.startswith("moe_rows") else "experts"
     if op.module == "ep":
         return "ep"
+    if op.module in ("router", "shared_experts"):
+        return "router" if op.module == "router" else "shared"
     return "attention" if op.kind == "attention" else "other"
 
 
@@ -123,7 +126,7 @@ def main() -> int:
     on = replace(st.FITTED, moe_tables=True)
     errs = {"off": [], "on": []}
     print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'off':>7s} {'on':>7s}  " +
-          "  ".join(f"{c:>12s}" for c in CLASSES) + ("   experts µs/layer off, on | table balanced, power law"
+          "  ".join(f"{c:>12s}" for c in CLASSES) + ("   experts µs/layer off, on | table balanced, power law 1.01, 1.2"
                                                       if a.data else ""))
     for c in h100.cells(CSV[a.gpu]):
         if c["model"] not in h100.MOE:
@@ -131,8 +134,9 @@ def main() -> int:
         c = {**c, "spec": h100.spec_for(c["model"])}
         h100.use_release(h100.CATALOG)
         x = h100.predict(c, c["gpu"])
-        h100.use_release(a.release or h100.CATALOG)
-        y = h100.predict(c, c["gpu"], None if a.release else on)
+        release = a.release not in (None, h100.CATALOG)     # --release R: ``on`` is that release's engine
+        h100.use_release(a.release if release else h100.CATALOG, routing=a.routing)
+        y = h100.predict(c, c["gpu"], None if release else on)
         eo, en = (100 * (e.output_tokens_per_s / c["published"] - 1) for e in (x, y))
         errs["off"].append(eo)
         errs["on"].append(en)
@@ -144,7 +148,7 @@ def main() -> int:
             ln, _, _ = expert_layer_s(y)
             m = measured_layer_s(Path(a.data), c["gpu"], c.get("precision", "fp8"), meta, tokens)
             line += (f"   {1e6 * lo:6.0f} {1e6 * ln:6.0f} | {1e6 * m.get('balanced', np.nan):6.0f} "
-                     f"{1e6 * m.get('power_law_1.01', np.nan):6.0f}  ({tokens:.0f} tokens)")
+                     f"{1e6 * m.get('power_law_1.01', np.nan):6.0f} {1e6 * m.get('power_law_1.2', np.nan):6.0f}  ({tokens:.0f} tokens)")
         if a.gap:
             line += gap_line(c, y)
         print(line)

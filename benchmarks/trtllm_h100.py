@@ -17,7 +17,8 @@ on the kernels of the release it ran (the CSV's ``release`` column: 1.0, the pag
 ``--release R`` names one for every cell. The catalog stays the default: every set scores worse on the 1.0 terms
 (docs/accuracy.md, "The published cells on the release they ran").
 Fitted (``--fit``): the engine's own costs no kernel table times (``ENGINE``: fixed seconds per step, host seconds
-per kernel of an eager step) — minimising the mean |log(predicted / published)| over every H100 cell, dense and
+per kernel of an eager step, the share of the kernel tables' fixed seconds per call a kernel still pays inside the
+engine's step) — minimising the mean |log(predicted / published)| over every H100 cell, dense and
 MoE; nothing per model, per cell or per GPU. GEMM and attention run at the H100's kernel-fitted terms (the
 catalog ``[calibration]``, or with ``--release cell`` the release's file catalog/engine/trtllm-1.0/h100.toml,
 fitted on aiconfigurator-core 0.12.0's H100 kernel tables, by benchmarks/kernel_tables.py); the other ``ServingConstants`` (HBM streaming η, the routed experts' grouped GEMM,
@@ -59,12 +60,17 @@ MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout", "qwen3-30b-a3b")
 KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
-         "expert_stream_eta", "host_step_s", "host_sequence_s")
+         "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share")
+# constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
+# takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
+SCORED = ("reserve_bytes", "moe_tables")
 # what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
-# seconds per kernel of an eager step). GEMM and attention η come from the device's kernel tables where its
+# seconds per kernel of an eager step, and how much of the kernel tables' fixed seconds per call — launch, prologue,
+# tail, measured on each kernel alone — a kernel still pays inside the step: ``kernel_latency_share``, 0 for none,
+# 1 for all of it, one share for every GPU, each GPU's own measured latencies). GEMM and attention η come from the device's kernel tables where its
 # calibration has them (``models.serving.step.kernel_terms``; H100, H200, B200, GB200 … in the catalog), so they
 # are not end-to-end fits any more; the others keep the values the eight-constant fit gave them
-ENGINE = ("step_s", "launch_s")
+ENGINE = ("step_s", "launch_s", "kernel_latency_share")
 # the kernel classes of a release's fused-MoE tables (``step.moe_kernels``): the routed experts' GEMMs and rows
 # priced on them depend on none of ENGINE, so ``CellTerms`` keeps their seconds as the model gave them
 MOE_TABLES = ("moe_grouped_gemm.", "moe_rows.")
@@ -73,7 +79,7 @@ MOE_TABLES = ("moe_grouped_gemm.", "moe_rows.")
 HOST = ("host_step_s", "host_sequence_s")
 BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
-          "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0)}
+          "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0)}
 
 
 def spec_for(model: str) -> str | None:
@@ -105,10 +111,15 @@ def release_arg(ap) -> None:
                          f"catalog's 1.3.0rc20; '{CELL}': each cell's own, the CSV's release column)")
     ap.add_argument("--release-classes", choices=tuple(CLASSES), default="all",
                     help="diagnosis: only these of the release's kernel classes, the catalog's for the rest")
-    ap.add_argument("--routing", help="what-if: the MoE cells' busiest expert rank as this routing loads it "
-                                      "(power_law_1.01: the 1.0 tables' own), not balanced")
+    ap.add_argument("--routing", help="the MoE cells' busiest expert rank as this routing loads it at each step's "
+                                      "pooled tokens (core.routing: power_law_1.2, aiconfigurator's serving default; "
+                                      "power_law_1.01, the 1.0 tables' own), not uniform")
     ap.add_argument("--constants", help="score with these engine constants in place of engine.FITTED's, e.g. the "
-                                        "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05")
+                                        "values `trtllm_h100.py --fit` printed: step_s=0.01,launch_s=4e-05; also "
+                                        "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
+                                        "that moves the batches, which --fit then leaves where it put them); "
+                                        "moe_tables=1: the routed experts on the device's measured MoE layer, not "
+                                        "on the expert η")
 
 
 def constants_arg(text: str | None) -> None:
@@ -117,9 +128,9 @@ def constants_arg(text: str | None) -> None:
     for part in (text or "").split(","):
         if part.strip():
             k, v = part.split("=")
-            if k.strip() not in NAMES:
-                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES)})")
-            RELEASE["constants"][k.strip()] = float(v)
+            if k.strip() not in NAMES + SCORED:
+                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES + SCORED)})")
+            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() == "moe_tables" else float(v)
 
 
 def use_release(name: str | None, classes: str = "all", routing: str | None = None) -> None:
@@ -139,18 +150,6 @@ def _subset(table: dict, keep: tuple) -> dict:
             "kernel": {k: v for k, v in table.get("kernel", {}).items() if k.startswith(("moe_grouped_gemm.",
                                                                                           "moe_rows."))},
             **{key: [x for x in table.get(key, []) if x.startswith(keep)] for key in ("fitted", "held_out")}}
-
-
-def routing_imbalance(cell: dict, est) -> float:
-    """``--routing power_law_<α>`` (a what-if, not what ``serve`` does): the busiest expert rank's routed rows over
-    the mean under the routing the release's MoE tables were measured with (aiconfigurator's collector,
-    ``moefit.power_law_local``), at the cell's pooled decode tokens (the batch over all ranks)."""
-    from ironlaw.measure.calibrate.moefit import routing_of
-    meta = max(est.steps, key=lambda s: s[0])[1].graph.meta
-    e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), est.layout.ep
-    tokens = max(1, int(est.batch * est.layout.dp))
-    rows, _ = routing_of(RELEASE["routing"])(tokens, e, k, ep)
-    return max(1.0, rows / (tokens * k / ep))
 
 
 def release_engine(hw: str, release: str | None):
@@ -184,14 +183,11 @@ def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
     eng = release_engine(hw, release_of(cell))
-    run = lambda imbalance: st.max_throughput(  # noqa: E731
+    return st.max_throughput(
         cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype=cell.get("precision", "fp8"),
         kv_dtype=KV_DTYPE[cell["model"]], ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
-        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()), expert_imbalance=imbalance)
-    est = run(1.0)
-    if RELEASE.get("routing") and moe and cell["tp"] > 1:
-        est = run(routing_imbalance(cell, est))
-    return est
+        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()),
+        routing=RELEASE.get("routing") if moe and cell["tp"] > 1 else None)
 
 
 def host_option(ap) -> None:
@@ -228,7 +224,7 @@ class CellTerms:
         from ironlaw.core.graph import KINDS
         from ironlaw.machine.calibration import STREAMED
         from ironlaw.models.serving.step import GROUPED_GEMM, ServingConstants, engine_hw
-        neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral")
+        neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral", kernel_latency_share=1.0)
         self.cell, self.requests, self.output = cell, est.requests, est.output
         self.parts = []
         for n, e in est.steps:
@@ -286,7 +282,8 @@ class CellTerms:
             op = np.maximum(read, comp) + np.where(g, np.minimum(read, comp), 0.0) + \
                 p["written"] * per_byte + p["lat"] + p["net"]
             data = np.maximum(p["act_s"] / c["memory_eta"] + p["other_fixed"], p["floor"])   # η ≤ 1 (within_peak)
-            kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + p["lat_fixed"] + p["net"]
+            kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + \
+                p["lat_fixed"] * c["kernel_latency_share"] + p["net"]       # the tables' fixed seconds per call
             op = np.where(p["fixed"], kop, op)
             op = np.where(p["frozen"], p["frozen_s"], op)      # on a release's MoE tables: no fitted constant
             h = p["host"]                                      # the host's work overlaps the device's step

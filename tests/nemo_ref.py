@@ -61,6 +61,50 @@ OFFLOAD = {("gb300", "llama3-70b", "fp8"): 20, ("gb200", "llama3-70b", "fp8"): 4
 # all-to-all leaves the NVLink domain for InfiniBand (ironlaw analyze ... --ep 8 is the printed layout)
 HELD_RECIPE = {("b200", "gpt-oss-120b", "bf16"): {"ep": 64}}
 RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1, "vp": 12, "moe_a2a_overlap": True}}
+# The held-out MoE rows' performance configs at the table's commit 00b7660b (Megatron-Bridge
+# scripts/performance/configs/{qwen/qwen3,deepseek/deepseek,gpt_oss/gpt_oss}_workload_base_configs.py, the
+# *_PRETRAIN_CONFIG_<SYSTEM>_<PRECISION>_BASE_CONFIG of each row; WorkloadBaseConfig's defaults where a config is
+# silent: TP, PP, EP, MBS 1, no VP): their layout, and what the print does not show — the token dispatcher
+# ("flex": moe_flex_dispatcher_backend="hybridep", Megatron-Core's flex dispatcher with HybridEP's fused
+# permute + all-to-all kernels, which Megatron-Bridge's apply_flex_dispatcher_backend allows on GB200/GB300 only;
+# else the model providers' "alltoall", Megatron-Core's MoEAlltoAllTokenDispatcher over NCCL), the CUDA-graph
+# scopes (cuda_graph_impl "transformer_engine"), the expert all-to-all overlap (moe_a2a_overlap) and the
+# recomputed modules. The dispatcher is the same in every config of a system and model (all precisions, every
+# GB200/GB300 Qwen3 and DeepSeek-V3 config sets HybridEP, no gpt-oss config does), so each held-out row runs
+# its config's (``options``); the other settings only where the config's layout is the printed one
+# (``config_matches``: else the row ran another configuration), and even there they are not applied
+# (docs/accuracy.md, Blackwell: what they would change).
+HELD_CONFIG = {
+    ("gb300", "qwen3-30b-a3b"): dict(gpus=8, ep=8, global_batch=512, micro_batch=8, dispatcher="flex",
+                                     cuda_graph=("moe_router", "moe_preprocess")),
+    ("gb200", "qwen3-30b-a3b"): dict(gpus=8, ep=8, global_batch=512, micro_batch=4, dispatcher="flex",
+                                     cuda_graph=("moe_router", "moe_preprocess")),
+    ("b200", "qwen3-30b-a3b"): dict(gpus=8, ep=8, global_batch=512, cuda_graph=("moe_router", "moe_preprocess")),
+    ("gb300", "qwen3-235b-a22b"): dict(gpus=64, tp=2, ep=64, global_batch=1024, micro_batch=4,
+                                       dispatcher="flex", cuda_graph=("moe_router", "moe_preprocess")),
+    ("gb200", "qwen3-235b-a22b"): dict(gpus=64, pp=8, ep=8, global_batch=1024, dispatcher="flex",
+                                       cuda_graph=("attn", "moe_router", "moe_preprocess")),
+    ("b200", "qwen3-235b-a22b"): dict(gpus=64, pp=8, vp=4, ep=8, global_batch=1024, moe_a2a_overlap=True),
+    ("gb300", "deepseek-v3"): dict(gpus=256, pp=4, vp=4, ep=64, global_batch=2048, dispatcher="flex",
+                                   cuda_graph=("attn", "moe_router", "moe_preprocess"), recompute=("moe_act",)),
+    ("gb200", "deepseek-v3"): dict(gpus=256, pp=4, vp=4, ep=64, global_batch=2048, dispatcher="flex",
+                                   cuda_graph=("moe_router", "moe_preprocess"), recompute=("mla_up_proj",)),
+    ("b200", "deepseek-v3"): dict(gpus=256, pp=16, ep=8, global_batch=2048, recompute=("mla_up_proj",)),
+    ("gb300", "gpt-oss-120b"): dict(gpus=64, ep=64, global_batch=512, micro_batch=4,
+                                    cuda_graph=("attn", "moe_router", "moe_preprocess")),
+    ("gb200", "gpt-oss-120b"): dict(gpus=64, ep=64, global_batch=512, micro_batch=4,
+                                    recompute=("layernorm", "moe_act")),
+    ("b200", "gpt-oss-120b"): dict(gpus=64, ep=64, global_batch=512, micro_batch=4,
+                                   recompute=("layernorm", "moe_act")),
+}
+CONFIG_LAYOUT = dict(gpus=1, tp=1, pp=1, vp=1, ep=1, global_batch=1, micro_batch=1)       # WorkloadBaseConfig
+# the MXFP8 recipes that turn the distributed optimizer's parameter all-gather overlap off ("keeping this enabled
+# causes NaN grad norm": Megatron-Bridge v0.2.0 scripts/performance/configs, llama3_70b_{gb300,gb200,b200},
+# llama31_405b_{gb300,gb200,b200}, deepseek_v3_{gb300,gb200}, qwen3_235b_a22b_b200 _config): the gather runs
+# after the step (--param-gather-exposed); every other recipe keeps Megatron-Bridge's overlap_param_gather
+PARAM_GATHER_EXPOSED = {("gb300", "llama3-70b"), ("gb200", "llama3-70b"), ("b200", "llama3-70b"),
+                        ("gb300", "llama3.1-405b"), ("gb200", "llama3.1-405b"), ("b200", "llama3.1-405b"),
+                        ("gb300", "deepseek-v3"), ("gb200", "deepseek-v3"), ("b200", "qwen3-235b-a22b")}
 INT = ("gpus", "global_batch", "micro_batch", "seq", "fsdp", "tp", "pp", "cp", "ep", "ga")
 
 
@@ -99,7 +143,8 @@ def predict_tuned(hw):
     """ironlaw's step of the tuned run, its layout as the file gives it."""
     r = tuned()
     opts = dict(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
-                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]))
+                micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]),
+                moe_dispatcher="flex")                 # the file's HybridEP dispatcher (ironlaw.models.dispatcher)
     g = training_graph(SPECS[r["model"]], hw, r["seq"], r["precision"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
 
@@ -108,6 +153,22 @@ def available(row: dict) -> bool:
     """Whether ironlaw can build the row's model (a built-in name, or a config in tests/data)."""
     spec = SPECS[row["model"]]
     return spec.startswith("hf:") or spec in {w["name"] for w in workloads.catalog()}
+
+
+def held_config(row: dict) -> dict | None:
+    """The performance config of a held-out MoE row (``HELD_CONFIG``) over WorkloadBaseConfig's defaults; None
+    for a dense or a DGX-H100 row."""
+    c = HELD_CONFIG.get((row.get("system"), row["model"]))
+    if c is None:
+        return None
+    return {**CONFIG_LAYOUT, "dispatcher": "alltoall", "cuda_graph": (), "moe_a2a_overlap": False,
+            "recompute": (), **c}
+
+
+def config_matches(row: dict) -> bool:
+    """Whether the row's layout (as predicted, ``options``) is its config's: then the config is what it ran."""
+    c, o = held_config(row), options(row)
+    return c is not None and all(c[k] == (o["interleave"] if k == "vp" else o[k]) for k in CONFIG_LAYOUT)
 
 
 def recipe(row: dict) -> dict:
@@ -125,10 +186,14 @@ def options(row: dict, printed: bool = False) -> dict:
     nodes = {"nodes": r["gpus"] // NVL_JOB_DOMAIN} if r.get("system", "").startswith("gb") and r["gpus"] > 72 else {}
     off = OFFLOAD.get((r.get("system"), r["model"], r["precision"]), 0)
     nodes.update({"offload_layers": off} if off else {})
+    nodes.update({"moe_dispatcher": "flex"} if (HELD_CONFIG.get((r.get("system"), r["model"])) or {}).get(
+        "dispatcher") == "flex" else {})
     return dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
                 sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
-                moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)))
+                moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)),
+                param_gather_exposed=(r["precision"] == "mxfp8" and not r["fsdp"]
+                                      and (r.get("system"), r["model"]) in PARAM_GATHER_EXPOSED))
 
 
 def command(row: dict, printed: bool = False) -> str:
@@ -138,10 +203,12 @@ def command(row: dict, printed: bool = False) -> str:
     flags += [f"--{k} {o[k]}" for k in ("cp", "ep", "interleave") if o[k] > 1]
     flags += ["--fsdp" if o["zero"] == 3 else "--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]), ("--tp-comm-overlap", o["tp_comm_overlap"]),
-                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"])) if on]
+                              ("--overlap-p2p", o["overlap_p2p"]), ("--moe-a2a-overlap", o["moe_a2a_overlap"]),
+                              ("--param-gather-exposed", o["param_gather_exposed"])) if on]
     spec = SPECS[row["model"]].replace(str(DATA), "tests/data")
     flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
     flags += [f"--offload-activations {o['offload_layers']}"] if "offload_layers" in o else []
+    flags += [f"--moe-dispatcher {o['moe_dispatcher']}"] if "moe_dispatcher" in o else []
     return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} "
             f"--seq {row['seq']} --global-batch {o['global_batch']} --micro-batch {o['micro_batch']} "
             + " ".join(flags))

@@ -248,12 +248,13 @@ def test_rank_layout_groups_and_their_concurrency():
 
 def _forced_concurrency(monkeypatch, c):
     """train_step with every group's concurrency forced to ``c`` (1: each group as if alone on its nodes)."""
-    real = parallel.group
+    from ironlaw.models.parallel import layout
+    real = layout.group
 
     def forced(stride, size, gpus_per_node):
         ranks, nodes, _ = real(stride, size, gpus_per_node)
         return ranks, nodes, c
-    monkeypatch.setattr(parallel, "group", forced)
+    monkeypatch.setattr(layout, "group", forced)           # where ``groups`` and ``pp_group`` read it
 
 
 def test_dp_groups_across_nodes_share_the_node(monkeypatch):

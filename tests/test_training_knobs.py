@@ -169,7 +169,7 @@ def test_uneven_pipeline_with_the_embedding_and_loss_in_a_layers_place():
     assert parallel.stage_layers(126, 8, 8) == (16, 15, 15)
     assert parallel.stage_layers(32, 4, 2) == (8, 8, 8)
     g = Graph("x", "train", "bf16", [], meta={"layers": 126, "heads": 8, "kv_heads": 8})
-    parallel._check_model(g, 1, 8, 8, 1)                          # 126 + 2 = 128 = 8 × 8 × 2
+    parallel.check_model(g, 1, 8, 8, 1)                          # 126 + 2 = 128 = 8 × 8 × 2
     assert not parallel.uneven(126, 8, 8) and parallel.uneven(126, 5, 1)
 
 
@@ -183,10 +183,10 @@ def test_uneven_pipeline_layout_as_deepseek_v3s_recipes_split_61_layers():
     assert parallel.stage_layers(61, 4, 1) == (16, 16, 13)
     assert sum(parallel.stage_layers(61, 2, 1)[1:]) == 61
     g = Graph("x", "train", "bf16", [], meta={"layers": 61, "heads": 8, "kv_heads": 8})
-    parallel._check_model(g, 1, 16, 1, 1)
-    parallel._check_model(g, 1, 8, 4, 1)
+    parallel.check_model(g, 1, 16, 1, 1)
+    parallel.check_model(g, 1, 8, 4, 1)
     with pytest.raises(IronlawError, match="64 model chunks cannot hold the 61 layers of x; use at most 61"):
-        parallel._check_model(g, 1, 64, 1, 1)
+        parallel.check_model(g, 1, 64, 1, 1)
     assert parallel.uneven_note(61, 32).startswith("the 61 layers split unevenly over 32 model chunks: 30 of 2 "
                                                   "layers, one of 1, 1 with none")
     st = _step(_train("deepseek-v3", seq=4096, dtype="mxfp8"), "b200", gpus=256, pp=16, ep=8, global_batch=2048, zero=1)

@@ -19,7 +19,8 @@ from typing import Optional, Sequence, Union
 # the names of analyze's parallel options, in the order the CLI passes them on
 PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micro_batch", "interleave", "recompute",
             "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap",
-            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel")
+            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel", "param_gather_exposed",
+            "moe_dispatcher")
 
 
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
@@ -29,8 +30,9 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
             tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
             moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+            moe_dispatcher: Optional[str] = None,
             offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
-            fsdp: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
+            fsdp: bool = False, param_gather_exposed: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
             options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
             grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
             mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
@@ -84,8 +86,9 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
           micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
           tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
           moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
+          moe_dispatcher: Optional[str] = None,
           offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
-          fsdp: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
+          fsdp: bool = False, param_gather_exposed: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
           price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None,
           train_tokens: Union[str, float, None] = None, mtbf_gpu_hours: Optional[float] = None,
           checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, html: Optional[str] = None,

@@ -19,7 +19,8 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{step.topology}",
              f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''}"
              f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
-             f"{f' (ep {p.ep})' if p.ep > 1 else ''}; global batch {p.global_batch} = {b.microbatches} micro-batches "
+             f"{f' (ep {p.ep}, {p.moe_dispatcher} dispatcher)' if p.ep > 1 else ''}; "
+             f"global batch {p.global_batch} = {b.microbatches} micro-batches "
              f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
              f"{'; sequence parallel' if p.sequence_parallel else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",

@@ -59,10 +59,12 @@ def analyze(
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
     redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
     offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (DeepEP/HybridEP: permute, exchange and sort fused)"),
     cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
+    param_gather_exposed: bool = typer.Option(False, "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step instead of under the next forward (Megatron's overlap_param_gather off)"),
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
     network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
@@ -80,7 +82,9 @@ def analyze(
                       micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
                       tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                       moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
-                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp, plot=plot,
+                      moe_dispatcher=moe_dispatcher,
+                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp,
+                      param_gather_exposed=param_gather_exposed, plot=plot,
                       capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)

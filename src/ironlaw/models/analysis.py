@@ -42,7 +42,7 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
-        from .parallel import shard_inference
+        from .parallel.tp import shard_inference
         graph = shard_inference(graph, hw, options)
     est = law.predict(graph, hw, composition)
     if est.cols.cfg_shape == () and not bool(est.placement.fits):

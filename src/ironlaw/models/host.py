@@ -170,6 +170,13 @@ def _expert_part(op: Op) -> bool:
     return bool(op.attrs.get("expert"))
 
 
+@issued_after("sort")
+def _sort(op: Op) -> bool:
+    """The all-to-all dispatcher's sorts of the received rows by local expert and back (``dispatcher``): they
+    follow the dispatch's all-to-all, which waits for the sync."""
+    return True
+
+
 @issued_after("combine")
 def _combine(op: Op) -> bool:
     """The unpermute and weighted combine of the experts' outputs (the permute of the routed tokens, role

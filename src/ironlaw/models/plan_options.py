@@ -5,8 +5,8 @@ from __future__ import annotations
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
                 "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap", "cuda_graph",
-                "redundant_experts", "offload_layers")
+                "grad_fp32", "moe_a2a_overlap", "cuda_graph", "moe_dispatcher",
+                "redundant_experts", "offload_layers", "param_gather_exposed")
 
 
 def requested(options: dict) -> bool:

@@ -17,7 +17,18 @@ What changes, per linear layer of the transformer blocks (its forward GEMM and i
   32 elements along the GEMM's K, found in the same pass) reads once and writes both copies with their scales
   on every device (the transposed GEMM needs blocks along the other axis): 2 + 2·(1 + 1/32). The forward
   quantizes the GEMM's input [T, k], the backward its output gradient [T, n]; the weights' copies are cast
-  once per step and kept across micro-batches (``weight_copy_bytes`` of memory per parameter);
+  once per step and kept across micro-batches (``weight_copy_bytes`` of memory per parameter; the per-step
+  work in ``param_step_bytes``);
+- current scaling's amax of a linear whose input a norm produces (``NORM_FUSED``: Megatron's
+  TELayerNormColumnParallelLinear) comes out of the norm kernel (Transformer Engine v2.9,
+  pytorch/csrc/extensions/normalization.cpp ``FUSED_NORM_AMAX_FP8``): that cast reads the tensor once, 2 bytes.
+  MXFP8's block scales do not fuse there (the same file runs the norm, then the MXFP8 cast, unless
+  ``NVTE_NORM_FWD_USE_CUDNN``), so its casts stay at one read everywhere;
+- before every GEMM on block-scaled operands (MXFP8, NVFP4) Transformer Engine v2.9 copies each operand's scales
+  into the interleaved layout cuBLASLt reads, one kernel per operand (pytorch/csrc/extensions/gemm.cpp
+  ``general_gemm`` → util.cpp ``swizzle_scaling_factors``), the cached weight's included: the forward 2 (input,
+  weight), the backward 4 (dgrad: output gradient, weight; wgrad: input, output gradient) — ``_swizzle``, a
+  memory-bound op reading and writing one byte per ``SCALE_BLOCK`` elements, one kernel launch each;
 - attention stays bf16 (Megatron's FP8 recipes keep dot-product attention in bf16), and so do norms,
   activations, residuals, the router, the LM head and the loss (Megatron's output layer is not a TE module).
 Memory: each linear's input is saved for the backward as its 1-byte copy instead of bf16 (the footprint's
@@ -39,8 +50,14 @@ from ..core.registry import registrar
 
 WIDE = "bf16"
 CAST_READ_BYTES = {"fp8": 2.0 + 2.0, "mxfp8": 2.0}         # per element: amax pass + cast pass | one pass
+FUSED_READ_BYTES = 2.0                                       # current scaling after a norm that found the amax
 COPY_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32.0}       # one FP8 copy per element, with its block scales
 TRAINING_DTYPES = tuple(CAST_READ_BYTES) + (nvfp4.DTYPE,)     # fp4: NVIDIA's NVFP4 recipe (``nvfp4``)
+SCALE_BLOCK = {"mxfp8": 32, nvfp4.DTYPE: 16}               # block-scaled: elements per one-byte scale
+# the linears Megatron-Core builds as TELayerNormColumnParallelLinear (the norm fused in front of the GEMM):
+# attention's QKV (MLA: the up-projections behind q_layernorm and kv_layernorm; its down-projections are
+# TELinear behind a separate TENorm) and a dense MLP's fc1; not the experts' (their norm precedes the router)
+NORM_FUSED = ("attn_pre_proj", "attn_pre_proj.q_up", "attn_pre_proj.kv_up", "mlp_up_proj", "mlp_up_proj.dense")
 
 
 # ---------------------------------------------------------------------- which ops a recipe lowers, by op role
@@ -143,6 +160,7 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
         raise IronlawError(f"{g.name}: {dtype} training needs the layers' linears known (an op role of "
                            f"{', '.join(LOWERED)}, set by ironlaw's builders and by capture)")
     fp4 = dtype == nvfp4.DTYPE
+    fused = norm_fused(fwd)
     ops: list[Op] = []
     for op in g.ops:
         bwd = op.name.endswith(".backward")
@@ -155,7 +173,11 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
         if fp4:
             ops += [nvfp4.cast(f, out_b if bwd else in_b, bwd, _split(f, bwd)), nvfp4.gemm(op, in_b, out_b, bwd)]
         else:
-            ops += [_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout), _gemm(op, dtype, in_b, out_b, bwd)]
+            amax_fused = not bwd and f.name in fused
+            ops += [_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout, amax_fused),
+                    _gemm(op, dtype, in_b, out_b, bwd)]
+        if dtype in SCALE_BLOCK:
+            ops += _swizzle(f, dtype, in_b, out_b, bwd)
     meta = dict(g.meta, precision=dtype, fp8_any_layout=bool(any_layout))
     fp = dict(g.footprint)
     if "activations" in fp:               # each linear's input is saved for its wgrad as the low-precision copy
@@ -188,14 +210,83 @@ def _split(f: Op, bwd: bool) -> bool:
     return LOWERED[f.attrs["role"]](bwd)
 
 
-def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool) -> Op:
+def norm_fused(fwd: dict) -> set:
+    """The names among the lowered forward linears ``fwd`` whose input comes from a norm fused in front of the
+    GEMM (``NORM_FUSED``); MLA's ``attn_pre_proj`` is its down-projection, behind a norm of its own."""
+    mla = "attn_pre_proj.q_up" in fwd
+    return {n for n, f in fwd.items() if n in NORM_FUSED and not f.attrs.get("expert")
+            and not (mla and n == "attn_pre_proj")}
+
+
+def cast_read_bytes(dtype: str, amax_fused: bool = False) -> float:
+    """Bytes a quantizing kernel (with its amax pass) reads per element; ``amax_fused``: a norm in front found
+    current scaling's amax (``NORM_FUSED``)."""
+    return FUSED_READ_BYTES if amax_fused and dtype == "fp8" else CAST_READ_BYTES[dtype]
+
+
+def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool, amax_fused: bool = False) -> Op:
     """Quantizing the forward's input (or the backward's output gradient) of linear ``f``."""
     elems = nbytes / DTYPE_BYTES[WIDE]
     write = cast_write_bytes(dtype, any_layout)
     what = "output gradient" if bwd else "input"
     split = _split(f, bwd)
     return Op(f"fp8_cast.{f.name}{'.backward' if bwd else ''}", "elementwise", flops=2.0 * elems,
-              bytes={"activations": (CAST_READ_BYTES[dtype] + write) * elems}, dtype=WIDE, count=f.count,
+              bytes={"activations": (cast_read_bytes(dtype, amax_fused) + write) * elems}, dtype=WIDE, count=f.count,
               module=f.module, shapes=f"{dtype} quantize of the {what} of {f.name}", bytes_written=write * elems,
               attrs={"tp_split": split, "role": "cast",
                      **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})
+
+
+def _swizzle(f: Op, dtype: str, in_b, out_b, bwd: bool) -> list[Op]:
+    """The scale swizzles before linear ``f``'s block-scaled GEMMs in one pass, one op (kernel) per operand:
+    forward the input's and the weight's scales, backward the output gradient's and the weight's for the dgrad
+    and the input's and the output gradient's for the wgrad; each reads and writes one byte per
+    ``SCALE_BLOCK`` elements, split over TP as its tensor is (the weight always)."""
+    half = DTYPE_BYTES[WIDE]
+    tensors = {"input": (in_b / half, _split(f, False)), "grad": (out_b / half, _split(f, True)),
+               "weight": (f.bytes.get("weights", 0.0) / half, True)}
+    operands = ("dgrad.grad", "dgrad.weight", "wgrad.input", "wgrad.grad") if bwd else ("input", "weight")
+    ops = []
+    for o in operands:
+        elems, split = tensors[o.split(".")[-1]]
+        scales = elems / SCALE_BLOCK[dtype]
+        ops.append(Op(f"scale_swizzle.{f.name}.{o}{'.backward' if bwd else ''}", "elementwise", flops=0.0,
+                      bytes={"activations": 2.0 * scales}, dtype=WIDE, count=f.count, module=f.module,
+                      shapes=f"{dtype} scales of {f.name}'s {o} into cuBLASLt's layout", bytes_written=scales,
+                      attrs={"tp_split": split, "role": "cast",
+                             **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}}))
+    return ops
+
+
+# ---------------------------------------------------------------------- the weights' copies, once per step
+# Megatron-Bridge v0.2.0 (the NeMo 25.11 performance recipes) keeps FP8 and MXFP8 parameters
+# (``bf16_with_fp8_current_scaling_mixed``, ``bf16_with_mxfp8_mixed``: fp8_param_gather, and for MXFP8
+# reuse_grad_buf_for_mxfp8_param_ag); NVFP4 keeps bf16 parameters and Transformer Engine caches their quantized
+# copies from the step's first micro-batch. After the optimizer step (Megatron-Core v0.15
+# distributed_data_parallel.py ``start_param_sync``, optimizer.py ``_copy_main_params_to_param_buffer``):
+# - current scaling: each rank casts its shard of the fp32 master weights (an amax pass and the cast: 4 + 4 read,
+#   one FP8 byte written) and the FP8 bytes are all-gathered; where the device's FP8 GEMMs take the TN layout only
+#   (Hopper) each whole weight's transpose follows (1 read, 1 written);
+# - MXFP8: the shards are all-gathered in bf16 into the gradient buffer, then each whole weight is cast to its two
+#   block-scaled copies (2 read, 2·(1 + 1/32) written) and the buffer zeroed (2 written);
+# - NVFP4: each whole weight's amax pass and cast (``nvfp4.READ_BYTES``), its two 16×16-scaled copies written.
+PARAM_GATHER_BYTES = {"fp8": 1.0, "mxfp8": 2.0}        # bytes per parameter of the all-gather (MXFP8: bf16)
+
+
+def param_gather_bytes(meta: dict, default: float) -> float:
+    """Bytes per parameter the distributed optimizer's all-gather moves for a graph of ``meta`` (``default``:
+    its own dtype's)."""
+    return PARAM_GATHER_BYTES.get(meta.get("precision"), default)
+
+
+def param_step_bytes(meta: dict, params, shard):
+    """HBM bytes per step of the weights' low-precision copies on a device holding ``params`` parameters of
+    which ``shard`` are its optimizer shard (0 without a low-precision recipe)."""
+    dtype = meta.get("precision")
+    if dtype == "mxfp8":
+        return params * (2.0 + cast_write_bytes(dtype) + 2.0)
+    if dtype == "fp8":
+        return shard * (4.0 + 4.0 + 1.0) + (0.0 if meta.get("fp8_any_layout") else params * 2.0)
+    if dtype == nvfp4.DTYPE:
+        return params * (nvfp4.READ_BYTES + nvfp4.WEIGHT_COPY_BYTES)
+    return params * 0.0

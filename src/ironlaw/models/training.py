@@ -10,7 +10,8 @@ from dataclasses import dataclass, fields
 
 from ..core.graph import Graph
 from ..machine.hardware import Hardware
-from .parallel import StepEstimate, training_graph
+from .parallel.results import StepEstimate
+from .parallel.step import training_graph
 
 
 @dataclass

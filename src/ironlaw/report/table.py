@@ -1,41 +1,80 @@
-"""Tables that fit the terminal: drop the least important columns until the narrowest layout fits.
+"""Tables that fit the terminal: drop the least important columns until the table prints with no cell cut.
 
 A table whose columns cannot all fit the console's width (80 columns in a pipe, ``COLUMNS`` where set) loses
 columns in the order the caller names, least important first, and prints one line naming what it left out;
 on a wider terminal every column shows. Nothing is cut mid-word: text columns wrap at spaces, number columns
 never wrap.
+
+Whether a table fits is read off rich's own rendering (public API only): the table is rendered once
+(``Console.render_lines``, nothing printed) at the console's width, with an ASCII box in place of its own
+(every box is one character per edge and divider, so the columns keep their widths), each line split at the
+dividers into its columns, and each column's words compared with its cells'. A word rich folds across lines,
+a no-wrap cell it shortens to "…" or a line it crops at the edge leaves a word missing.
 """
 from __future__ import annotations
 
-from .table_layout import border_width, layout_widths, measure_column
+from collections import Counter
+
+DIVIDER = "|"              # rich.box.ASCII's vertical edges and dividers
+RULE = set("+-=|")         # the characters of its horizontal rules
 
 
 def fits(table, console) -> bool:
-    """Whether rich lays ``table`` out in the console's width with every no-wrap column whole and every other
-    column at least as wide as its longest word (rich's own column widths, ``layout_widths``, so nothing it prints
-    is cut)."""
-    wide = console.options.update_width(10_000)
-    for i, (col, w) in enumerate(zip(table.columns, layout_widths(table, console))):
-        m = measure_column(table, console, wide, i)
-        if w < (m.maximum if col.no_wrap else m.minimum):
-            return False
-    return True
+    """Whether rich prints ``table`` in the console's width with every cell whole: each no-wrap cell on one line
+    and no word of a wrapping cell folded."""
+    cells = _cell_words(table, console)
+    printed = _printed_words(table, console, cells)
+    if printed is None:                              # no box or a divider inside a cell: the whole table at once
+        printed, cells = [_words("\n".join(_lines(table, console)))], [sum(cells, Counter())]
+    return all(not (want - got) for want, got in zip(cells, printed))
 
 
-def too_wide(table, console, memo: dict) -> bool:
-    """True when the columns' least widths (``fits``' rule) add up to more than the console holds: rich's widths
-    never add up to more, so such a table cannot fit and its layout need not be computed. ``memo`` keeps each
-    column's least width across calls (a column's measure does not move with its index when the table pads its
-    edges, rich's default)."""
-    wide = console.options.update_width(10_000)
-    keep = table.pad_edge and not table.collapse_padding
-    total = 0
-    for i, col in enumerate(table.columns):
-        if not keep or id(col) not in memo:
-            m = measure_column(table, console, wide, i)
-            memo[id(col)] = m.maximum if col.no_wrap else m.minimum
-        total += memo[id(col)]
-    return total > console.options.max_width - border_width(table)
+def _lines(table, console) -> list[str]:
+    """``table`` as rich renders it at ``console``'s width, line by line in plain text (nothing printed)."""
+    return ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options, pad=False)]
+
+
+def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None:
+    """The words each column shows when ``table`` prints (None when its columns cannot be told apart)."""
+    import copy
+    from rich import box
+    if table.box is None or any(DIVIDER in w for c in cells for w in c):
+        return None
+    probe = copy.copy(table)
+    probe.box, probe.title, probe.caption = box.ASCII, None, None
+    n = len(table.columns)
+    words = [Counter() for _ in range(n)]
+    for line in _lines(probe, console):
+        if not line.strip() or set(line.strip()) <= RULE:
+            continue
+        parts = line.split(DIVIDER)
+        parts = parts[1:-1] if table.show_edge else parts
+        if len(parts) != n:                        # a line cropped at the console's edge lost a divider
+            return [Counter() for _ in range(n)]
+        for i, part in enumerate(parts):
+            words[i].update(part.split())
+    return words
+
+
+def _cell_words(table, console) -> list[Counter]:
+    """The words of each column's cells, header and footer included where shown (markup resolved)."""
+    out = []
+    for col in table.columns:
+        cells = ([col.header] if table.show_header else []) + list(col.cells) + \
+            ([col.footer] if table.show_footer else [])
+        out.append(sum((_words(_plain(c, console)) for c in cells), Counter()))
+    return out
+
+
+def _plain(cell, console) -> str:
+    """A cell's text as rich prints it: markup (and emoji codes) resolved for a string, ``plain`` for rich Text."""
+    if isinstance(cell, str):
+        return console.render_str(cell).plain if ("[" in cell or ":" in cell) else cell
+    return getattr(cell, "plain", "")
+
+
+def _words(text: str) -> Counter:
+    return Counter(text.split())
 
 
 def fit(table, console, drop: tuple[str, ...]) -> list[str]:
@@ -43,9 +82,8 @@ def fit(table, console, drop: tuple[str, ...]) -> list[str]:
     headers removed."""
     from rich.table import Table
     gone: list[str] = []
-    memo: dict = {}
     for name in drop:
-        if not too_wide(table, console, memo) and fits(table, console):
+        if fits(table, console):
             break
         at = next((i for i, c in enumerate(table.columns) if str(c.header) == name), None)
         if at is not None:                          # rich numbers the columns a table is made of (edge padding)

@@ -19,7 +19,7 @@ collector's own routing, not an estimate: the ``balanced`` rows route token j's 
 (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else (j + m·s) mod E (aiconfigurator collector/helper.py
 balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1; the ``power_law_<α>`` rows (the only
 routing the 1.0-line tables of aiconfigurator 0.8.0 hold) draw each expert's load from a power law and put the
-most loaded rank first (``power_law_local``: the draw is unseeded, so the expectation over ``DRAWS`` draws). L, 1/η_w, 1/η_c and 1/η_a come from
+most loaded rank first (``core.routing.power_law_local``: the draw is unseeded, so the expectation over ``DRAWS`` draws). L, 1/η_w, 1/η_c and 1/η_a come from
 least relative squares (reweighted against outliers, each η at most 1; 1.5 for the weights, which L2 may
 serve) on the fit half of the layer shapes; numpy only. The routed rows' FLOPs and their traffic both grow
 with R, and the tables cannot tell them apart: on every GPU and dtype η_c runs into its bound 1 and η_a
@@ -30,15 +30,14 @@ per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serv
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...core.graph import dtype_bytes
+from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  # noqa: F401  (the collector's routings)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
-DRAWS = 64                # power-law routings drawn per row shape (seeded here: the expectation is what is fitted)
 
 
 @dataclass(frozen=True)
@@ -48,62 +47,6 @@ class MoeFit:
     eta_compute: float        # η_c: fraction of the matrix peak the routed rows' FLOPs run at
     eta_rows: float           # η_a: fraction of HBM bandwidth the permute, activation and combine reach
     rows: int                 # measured rows fitted
-
-
-def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int]:
-    """(routed rows, distinct experts) that land on rank 0 under the collector's balanced routing."""
-    s = math.ceil(experts / k)
-    j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
-    picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
-    local = picks[picks < experts // ep]
-    return int(local.size), int(np.unique(local).size)
-
-
-def power_law_local(tokens: int, experts: int, k: int, ep: int, alpha: float, draws: int = DRAWS,
-                    seed: int = 0) -> tuple[float, float]:
-    """(routed rows, distinct experts with rows) on the measured rank under the collector's power-law routing
-    (aiconfigurator collector helper ``power_law_logits_v3``, Apache-2.0: each expert's load drawn from a power
-    law of exponent ``alpha`` on [1, 0.8·tokens] (on [0.01, 2] when tokens·k ≤ experts), scaled and rounded to
-    tokens·k rows, the most loaded rank's experts swapped to rank 0), averaged over ``draws`` draws."""
-    rng = np.random.default_rng(seed)
-    lo, hi = (1.0, 0.8 * tokens) if tokens * k > experts else (0.01, 2.0)
-    a = 1.0 - alpha
-    x = ((hi ** a - lo ** a) * rng.random((draws, experts)) + lo ** a) ** (1.0 / a)
-    rows, used = [], []
-    for load in x:
-        n = np.round(load / load.sum() * tokens * k).astype(int)
-        _fix_total(n, tokens * k)
-        rank = n.reshape(ep, experts // ep)
-        top = rank[int(np.argmax(rank.sum(1)))]
-        rows.append(top.sum())
-        used.append(np.count_nonzero(top))
-    return float(np.mean(rows)), float(np.mean(used))
-
-
-def _fix_total(n: np.ndarray, total: int) -> None:
-    """The collector's rounding fix, in place: the missing rows go one each to the most loaded experts in turn,
-    the surplus comes one each off the least loaded (off the most loaded where one is empty)."""
-    delta = total - int(n.sum())
-    order = np.argsort(-n, kind="stable")
-    for j in range(abs(delta)):
-        if delta > 0:
-            n[order[j % len(order)]] += 1
-        else:
-            e = order[-(j % len(order)) - 1]
-            n[e if n[e] > 0 else int(np.argmax(n))] -= 1
-
-
-def routing_of(name: str):
-    """The rows-and-experts function of a table's ``distribution`` (balanced, power_law_<α>), or None."""
-    if name == "balanced":
-        return balanced_local
-    if name.startswith("power_law_"):
-        try:
-            alpha = float(name[len("power_law_"):])
-        except ValueError:
-            return None
-        return lambda t, e, k, ep: power_law_local(t, e, k, ep, alpha)
-    return None
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced") -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...law import law
 from .. import host, parallel
+from ..precision import in_layers
 from ...core import passes
 from ...core.graph import Graph, dtype_bytes
 from ...machine.network.collectives import collective_time
@@ -255,7 +256,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     ops = [ref.sg.ops[i] for i in idx]
     t = ref.t[idx]
     count = np.array([op.count for op in ops], dtype=float)
-    layer = np.array([parallel.in_layers(op, L) for op in ops], dtype=bool)
+    layer = np.array([in_layers(op, L) for op in ops], dtype=bool)
     share = np.where(layer, count / L, 0.0)
     marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
     bwd = np.array([passes.is_backward(op.name) for op in ops])
@@ -277,7 +278,7 @@ def tables(g: Graph, key: tuple, rc: str, ctx: Context, need_pp: bool, ref: Pred
     keep = ref.keep[rc]
     out = {"P": _table(ref, keep, L)}
     if need_pp:
-        layer = np.array([parallel.in_layers(op, L) for op in ref.sg.ops], dtype=bool)
+        layer = np.array([in_layers(op, L) for op in ref.sg.ops], dtype=bool)
         first = np.array([parallel.first_stage(op) for op in ref.sg.ops])
         out.update(F=_table(ref, keep & (layer | first), L), M=_table(ref, keep & layer, L),
                    L=_table(ref, keep & (layer | ~first), L))
@@ -562,7 +563,9 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
-    opt_s = parallel.optimizer_s(g, ctx.hw, p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1), ctx.composition)
+    shard = p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1)
+    opt_s = parallel.optimizer_s(g, ctx.hw, shard, ctx.composition) \
+        + parallel.param_quantize_s(g, ctx.hw, p_dev * np.ones(np.shape(shard)), shard, ctx.composition)
     step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))

@@ -138,7 +138,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     (``run_cost.RunInputs``), the whole training ``run`` (``ironlaw.models.run_cost``)."""
     from ...machine import hardware
     from .. import parallel, run_cost
-    from ...machine.network.topology import check_count, nodes_for
+    from ...machine.network.topology import build as build_topology, check_count, nodes_for
     from . import SearchResult
     hw = hardware.get(on) if isinstance(on, str) else on
     gpus = check_count(gpus, "--gpus")
@@ -147,7 +147,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
         raise IronlawError(f"--top must be between 1 and 1000, got {top}")
     engines.check(engine, workers, address)
     nodes = nodes_for(hw, gpus, nodes)
-    parallel.build_topology(hw, gpus, nodes)                     # devices per node the fabric can join
+    build_topology(hw, gpus, nodes)                              # devices per node the fabric can join
     g = training_model(spec, hw, seq, dtype)
     m = g.meta
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),

@@ -8,7 +8,8 @@
                         bs  = min(kv_requests, 4096) / pp, rounded up: to 32 (at least 64) below 256, to 128 below
                               1024, to 256 above
                         tok = min(bs · (1 + ISL/OSL), 32768), rounded up: to 256 (at least 2048) below 4096,
-                              to 512 below 8192, to 1024 above
+                              to 512 below 8192, to 1024 above; then, chunked prefill being off (trtllm-bench's
+                              default), at least ISL + bs (benchmark/utils/general.py, get_settings)
     KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
                     weights and the activation workspace of one max_num_tokens step are in place
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
@@ -83,9 +84,17 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
     kv_requests = max(cache, 0.0) / (kv_bytes_per_token_all_heads / GIB * (prompt + output))
     raw_bs = min(kv_requests, BATCH_CAP) / pp
     raw_tok = min(raw_bs * (1 + prompt / output), TOKENS_CAP)
-    return Limits(max_batch if max_batch is not None else _round_batch(raw_bs),
-                  max_num_tokens if max_num_tokens is not None else _round_tokens(raw_tok),
-                  "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
+    batch = max_batch if max_batch is not None else _round_batch(raw_bs)
+    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok), prompt, batch)
+    return Limits(batch, tokens, "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
+
+
+def unchunked(max_num_tokens: int, prompt: int, max_batch: int) -> int:
+    """trtllm-bench's max_num_tokens with chunked prefill off (its default; the perf-overview runs pass no
+    --enable_chunked_prefill): at least the longest prompt plus a decode token for every sequence of the max
+    batch, so that a whole prompt fits in one step beside the decode batch (tensorrt_llm/bench/benchmark/utils/
+    general.py, get_settings: ``max(max_num_tokens, dataset_metadata.max_isl + max_batch_size)``)."""
+    return max(max_num_tokens, prompt + max_batch)
 
 
 def blocks_tokens(prompt: int, output: int, block: int = TOKENS_PER_BLOCK) -> int:
@@ -117,7 +126,8 @@ def requests_for(prompt: int, output: int) -> int:
 # per step and per request (host_step_s, host_sequence_s: ``step.HostStep``) is off (0) here; ``python
 # benchmarks/trtllm_h100.py --fit --host`` fits it on the same H100 cells (docs/accuracy.md, "host").
 FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
-                          step_s=3.625e-4, launch_s=6.927e-5, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
+                          step_s=1.013e-5, launch_s=1.078e-4, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
+                          kernel_latency_share=0.3787,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")
@@ -131,6 +141,8 @@ class Layout:
     ep: int = 1
     attention_dp: bool = False
     expert_imbalance: float = 1.0
+    routing: str | None = None     # the router's load on the busiest expert rank (``core.routing``), per step;
+                                   # None: uniform routing, times ``expert_imbalance``
 
     @property
     def gpus(self) -> int:
@@ -160,6 +172,18 @@ def check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_token
             whole_tokens(v, what)
     if not (isinstance(imbalance, (int, float)) and 1.0 <= imbalance <= 64.0):
         raise IronlawError(f"--expert-imbalance must be between 1.0 (balanced) and 64, got {imbalance!r}")
+
+
+def check_routing(routing: str | None, imbalance: float) -> None:
+    """A routing (``core.routing``) is a known name and is not given beside an expert imbalance."""
+    if routing is None:
+        return
+    from ...core.routing import ROUTINGS, routing_of
+    if not isinstance(routing, str) or routing_of(routing) is None:
+        raise IronlawError(f"unknown MoE routing {routing!r} (known: {', '.join(ROUTINGS)}, alpha > 1)")
+    if imbalance != 1.0:
+        raise IronlawError(f"--expert-imbalance {imbalance} and routing '{routing}' both set the busiest expert "
+                           "rank's load: give one")
 
 
 def _check_layout(spec: str, meta: dict, lay: Layout) -> None:

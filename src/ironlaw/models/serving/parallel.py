@@ -14,7 +14,9 @@ The ranks step together with equal shares of the tokens (serving_throughput: the
 steps). Attention, norms, router and shared experts run a rank's own tokens; the routed experts run on the
 pooled tokens, E/ep experts per rank, so a rank does its share of the experts' work, times ``imbalance``
 (1.0 = balanced routing) on the busiest expert rank. Its expert weights: the experts it holds that the
-pooled tokens touch, E/ep · (1 − (1 − k/E)^tokens) (uniform routing).
+pooled tokens touch, E/ep · (1 − (1 − k/E)^tokens) (uniform routing). With a named routing (``Layout.routing``:
+``core.routing``, e.g. power_law_1.2, aiconfigurator's serving default) the busiest rank's routed rows and the
+local experts they reach come from that routing at each step's pooled tokens instead.
 """
 from __future__ import annotations
 
@@ -69,13 +71,23 @@ def _expert_op(op, share: float, weight_scale: float):
     return o
 
 
+def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
+    """(the busiest rank's routed rows, its experts' weights) over those of ``tokens`` tokens routed over all
+    ``e`` experts (how the unsharded step's expert ops are built): ``Layout.routing``'s at the pooled tokens, or
+    uniform routing times ``expert_imbalance``."""
+    if lay.routing is None:
+        return lay.expert_imbalance, _touched(e, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
+    from ...core.routing import slowest_rank
+    rows, used = slowest_rank(lay.routing, tokens * lay.dp, e, k, lay.ep)
+    return rows / (tokens * k), used / _touched(e, k, tokens)
+
+
 def shard_attention_dp(g: Graph, hw, lay) -> Graph:
     """One rank's step: ``g`` is its step over its own tokens, unsharded (module docstring)."""
     meta = g.meta
     e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), lay.ep
     tokens = float(meta["tokens"])
-    share = lay.expert_imbalance
-    weight_scale = _touched(e, k, tokens * lay.dp) / ep / _touched(e, k, tokens)
+    share, weight_scale = _busiest(lay, tokens, e, k)
     ops = []
     for op in g.ops:
         if op.module != "experts":

@@ -91,6 +91,8 @@ class ServingConstants:
     host_sequence_s: float = 0.0  # … and per request the step carries (the loops over scheduled requests)
     host_linear_s: float = FIT_HOST_LINEAR_S  # the fit host's per-core speed figure (``hostcpu.HostCPU.linear_s``):
                                               # another host runs the same work in host_* × its linear_s / this
+    kernel_latency_share: float = 0.0  # the share of a kernel-table class's fixed seconds per call (its fitted
+                                       # ``latency_s``) a kernel still pays inside the engine's step (``kernel_terms``)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
@@ -113,25 +115,28 @@ def engine_hw(hw, constants: ServingConstants):
     the device's own kernel-fitted GEMM and attention terms where its calibration has them (``kernel_terms``)."""
     from ...machine.calibration import Calibration
     dts = tuple(d for d in hw.peak_flops)
-    table = kernel_terms(constants.calibration(dts), hw.calibration)
+    table = kernel_terms(constants.calibration(dts), hw.calibration, constants.kernel_latency_share)
     if constants.moe_tables:
         table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
 
 
-def kernel_terms(table: dict, cal) -> dict:
+def kernel_terms(table: dict, cal, latency_share: float = 0.0) -> dict:
     """``table`` (the engine constants' calibration) with the device's terms fitted on measured kernels
     (``ironlaw calibrate --kernels``): each GEMM dtype whose shape table names its kernel data
     (``[calibration.provenance."gemm <dtype>"]``) replaces the constants' GEMM η, and the attention kernel
     classes (``gemmshape.attention_kernel``) price the attention ops they name in place of ``attention_eta``.
-    Their fixed ``latency_s`` stays out: timed alone, a kernel pays its launch, prologue and (FP8) activation
-    quantization each call; inside the engine the step replays a CUDA graph whose kernels start under their
-    predecessors' tails (programmatic dependent launch, TensorRT-LLM's default from Hopper on) and the
-    quantization is fused into the norm before, so the step pays no such fixed cost per kernel — the H100 cells
-    (benchmarks/trtllm_h100.py) agree: with it, every dense cell comes out 2–12% slow."""
+    Their fixed ``latency_s`` counts at ``latency_share`` (``ServingConstants.kernel_latency_share``): timed
+    alone, a kernel pays its launch, prologue, tail and (FP8) activation quantization each call; inside the engine
+    the step replays a CUDA graph whose kernels start under their predecessors' tails (programmatic dependent
+    launch, TensorRT-LLM's default from Hopper on) and the quantization is fused into the norm before, so a step
+    pays only part of that fixed cost per kernel — an engine constant no kernel table times (fitted on the H100
+    cells by benchmarks/trtllm_h100.py): at 0 every dense cell's step is priced as if its kernels ran back to
+    back with no gap, at 1 as if each ran alone."""
     if cal is None or not cal.provenance:
         return table
-    own = lambda p: {k: v for k, v in p.items() if k != "latency_s"}  # noqa: E731
+    def own(p: dict) -> dict:
+        return {k: (v * latency_share if k == "latency_s" else v) for k, v in p.items()}
     gemm = {dt: own(p) for dt, p in cal.shape("matmul").items() if f"gemm {dt}" in cal.provenance}
     attention = {k: own(p) for k, p in cal.kernel.items() if k.startswith("attention_") and "eta_max" in p}
     if not gemm and not attention:

@@ -10,14 +10,23 @@ shares: the two modes differ only in how batches form (waves of queued requests 
                    r · (prompt + output − 1) ≤ max_num_tokens. A step carries d = r·(output − 1) decode tokens,
                    each reading a context of prompt + output/2 on average, and r·prompt prompt tokens:
                        r·n_ctx ≥ 1   every step is mixed:  t = t_step(d, r·prompt)
-                       r·n_ctx < 1   a share r·n_ctx of the steps carries one chunk (prompt / n_ctx tokens),
-                                     the others decode only, as one CUDA graph padded to the next captured
-                                     batch size (the published runs' cuda_graph_config: 1, 2, 4 … 256, 384,
-                                     512, 1024 … 8192, enable_padding). With attention data parallelism
-                                     the dp ranks run each step together (the experts' collectives) and
-                                     admit their prompts in the same steps: identical requests, queued at
-                                     once and shared out evenly, finish on every rank in the same step and
-                                     free the same room, so a mixed step carries a chunk on every rank
+                       r·n_ctx < 1   a share r·n_ctx / k of the steps carries k prompts at once (one chunk,
+                                     prompt / n_ctx tokens, where a prompt needs several steps), the others
+                                     decode only, as one CUDA graph padded to the next captured batch size
+                                     (the published runs' cuda_graph_config: 1, 2, 4 … 256, 384, 512, 1024
+                                     … 8192, enable_padding). k is the most whole prompts the step's token
+                                     budget takes beside its decode tokens, k = ⌊(max_num_tokens − d) /
+                                     prompt⌋ (at least 1, at most B): the scheduler fills a step with
+                                     context requests while max_num_tokens allows (TensorRT-LLM's
+                                     MicroBatchScheduler; docs/source/performance/performance-tuning-guide/
+                                     tuning-max-batch-size-and-max-num-tokens.md), so requests queued at
+                                     once start k to a step, finish k to a step, and free room for the
+                                     next k together: the bursts last as long as the run. With attention
+                                     data parallelism the dp ranks run each step together (the experts'
+                                     collectives) and admit their prompts in the same steps: identical
+                                     requests, queued at once and shared out evenly, finish on every rank
+                                     in the same step and free the same room, so a mixed step carries its
+                                     k prompts on every rank
                    t_step = law(step graph) + step_s (the fixed runtime cost per step); a step with prompt
                    tokens runs eagerly (TensorRT-LLM replays CUDA graphs for decode-only steps; under
                    attention DP only when every rank is decode-only: model_engine._maybe_get_cuda_graph)
@@ -80,7 +89,8 @@ class ThroughputEstimate:
         return {"schema": "ironlaw.serve/1", "scenario": "max-throughput", "workload": self.spec,
                 "hardware": self.hw.name, "gpus": g, "tp": self.layout.tp, "pp": self.layout.pp,
                 "ep": self.layout.ep, "attention_dp": self.layout.attention_dp,
-                "expert_imbalance": self.layout.expert_imbalance, "dtype": self.dtype, "kv_dtype": self.kv_dtype,
+                "expert_imbalance": self.layout.expert_imbalance, "routing": self.layout.routing, "dtype": self.dtype,
+                "kv_dtype": self.kv_dtype,
                 "prompt_tokens": self.prompt, "output_tokens": self.output, "requests": self.requests,
                 "time_s": self.time_s, "output_tokens_per_s": self.output_tokens_per_s,
                 "output_tokens_per_s_per_gpu": self.output_tokens_per_s / g,
@@ -101,6 +111,15 @@ class Steady:
     parts: list                      # [(share of the steps, Estimate of that step)]
 
 
+def burst(prompt: int, n_ctx: int, decode: int, batch: int, max_num_tokens: int) -> int:
+    """Prompts one mixed step admits together (module docstring, k): as many whole prompts as the step's token
+    budget holds beside its ``decode`` tokens, at least one and at most ``batch``; a prompt longer than the
+    budget (``n_ctx`` > 1) runs one chunk a step."""
+    if n_ctx > 1:
+        return 1
+    return max(1, min(batch, (max_num_tokens - decode) // prompt))
+
+
 def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
     n_ctx = math.ceil(run.prompt / max_num_tokens)
@@ -108,18 +127,21 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     r = min(batch / S, max_num_tokens / (run.prompt + run.output - 1))
     d = int(round(r * (run.output - 1)))
     q = r * n_ctx
+    k = r                                # prompts a mixed step carries (on average where every step is mixed)
     if q >= 1.0:
         mixed_share = 1.0
         parts = [(1.0, step_seconds(run, d, r * run.prompt, r, pad=False))]
     else:                                # attention DP: the ranks admit their prompts in the same steps
-        mixed_share = q
-        parts = [(mixed_share, step_seconds(run, d, run.prompt / n_ctx, 1.0 / n_ctx, pad=False)),
+        k = burst(run.prompt, n_ctx, d, batch, max_num_tokens)
+        mixed_share = q / k
+        parts = [(mixed_share, step_seconds(run, d, k * run.prompt / n_ctx, k / n_ctx, pad=False)),
                  (1.0 - mixed_share, step_seconds(run, max(d, 1), 0.0, 0.0, pad=True))]
     t = sum(share * ts for share, (ts, _) in parts)
     hosts = [(share, est.graph.meta["host"], float(est.time_s)) for share, (_, est) in parts]
     return Steady({"requests_per_step": r, "steps_per_request": S, "context_steps": n_ctx,
                    "decode_tokens_per_step": d, "prompt_tokens_per_step": r * run.prompt,
-                   "mixed_step_share": mixed_share, "step_s": t, "output_tokens_per_step": r * run.output,
+                   "mixed_step_share": mixed_share, "prompts_per_mixed_step": float(k), "step_s": t,
+                   "output_tokens_per_step": r * run.output,
                    "host_s": sum(w * h.time_s for w, h, _ in hosts),
                    "device_s": sum(w * dev for w, _, dev in hosts),
                    "host_bound_share": sum(w for w, h, dev in hosts if h.time_s > dev),
@@ -151,15 +173,18 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
                    max_num_tokens: int | None = None, requests: int | None = None,
-                   constants: ServingConstants = FITTED) -> ThroughputEstimate:
-    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring)."""
+                   constants: ServingConstants = FITTED, routing: str | None = None) -> ThroughputEstimate:
+    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``routing``: the busiest expert
+    rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
+    ``expert_imbalance``)."""
     from ...machine import hardware
     from ...machine.network.topology import check_count
     t0 = _time.perf_counter()
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
+    eng.check_routing(routing, expert_imbalance)
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
-                 float(expert_imbalance))
+                 float(expert_imbalance), routing)
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
     kv_dtype = kv_dtype or default_kv_dtype(dtype)

@@ -1,0 +1,111 @@
+"""How a mixture-of-experts router spreads a step's tokens over the expert-parallel ranks: the busiest rank's load.
+
+An expert-parallel MoE layer lasts as long as its busiest rank (the ranks meet again at the combine), so what
+prices the layer is that rank's routed rows R and the distinct local experts U its tokens reach. Two routings, as
+NVIDIA's aiconfigurator collector times TensorRT-LLM's fused MoE (collector/helper.py, Apache-2.0):
+
+    balanced          token j's k picks go to the experts (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else
+                      (j + m·s) mod E (``balanced_logits``); the rank owns experts 0 … E/ep − 1
+    power_law_<α>     each expert's load drawn from a power law of exponent α on [1, 0.8·tokens] (on [0.01, 2]
+                      when tokens·k ≤ E), scaled and rounded to tokens·k rows, the most loaded rank's experts
+                      swapped onto the measured rank (``power_law_logits_v3``); the draw is unseeded there, so
+                      the expectation over ``DRAWS`` draws (seeded here) is what is used
+
+aiconfigurator's serving model prices the MoE layer on the ``power_law_1.2`` rows by default
+(aiconfigurator-core 0.12.0, sdk/config.py: ``workload_distribution`` "power_law"; sdk/models/moe.py: the alpha
+1.2), its stand-in for the load real routers put on the busiest rank. numpy only (on the prediction path).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+DRAWS = 64                # power-law routings drawn per row shape (seeded: the expectation is what is used)
+ROUTINGS = ("balanced", "power_law_<alpha>")
+
+
+def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int]:
+    """(routed rows, distinct experts) that land on rank 0 under the collector's balanced routing."""
+    s = math.ceil(experts / k)
+    j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
+    picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
+    local = picks[picks < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
+def power_law_local(tokens: int, experts: int, k: int, ep: int, alpha: float, draws: int = DRAWS,
+                    seed: int = 0) -> tuple[float, float]:
+    """(routed rows, distinct experts with rows) on the busiest rank under the collector's power-law routing of
+    exponent ``alpha`` (module docstring): the rank a kernel-table row times, averaged over ``draws`` draws."""
+    rows, used, _ = power_law_ranks(tokens, experts, k, ep, alpha, draws, seed)
+    return rows, used
+
+
+@functools.lru_cache(maxsize=4096)
+def power_law_ranks(tokens: int, experts: int, k: int, ep: int, alpha: float, draws: int = DRAWS,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """(routed rows and distinct experts with rows on the rank with the most rows, the most distinct experts with
+    rows on any rank) under the power-law routing of exponent ``alpha``, averaged over ``draws`` draws."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (1.0, 0.8 * tokens) if tokens * k > experts else (0.01, 2.0)
+    a = 1.0 - alpha
+    x = ((hi ** a - lo ** a) * rng.random((draws, experts)) + lo ** a) ** (1.0 / a)
+    rows, used, widest = [], [], []
+    for load in x:
+        n = np.round(load / load.sum() * tokens * k).astype(int)
+        _fix_total(n, tokens * k)
+        rank = n.reshape(ep, experts // ep)
+        top = rank[int(np.argmax(rank.sum(1)))]
+        rows.append(top.sum())
+        used.append(np.count_nonzero(top))
+        widest.append(np.count_nonzero(rank, axis=1).max())
+    return float(np.mean(rows)), float(np.mean(used)), float(np.mean(widest))
+
+
+def _fix_total(n: np.ndarray, total: int) -> None:
+    """The collector's rounding fix, in place: the missing rows go one each to the most loaded experts in turn,
+    the surplus comes one each off the least loaded (off the most loaded where one is empty)."""
+    delta = total - int(n.sum())
+    order = np.argsort(-n, kind="stable")
+    for j in range(abs(delta)):
+        if delta > 0:
+            n[order[j % len(order)]] += 1
+        else:
+            e = order[-(j % len(order)) - 1]
+            n[e if n[e] > 0 else int(np.argmax(n))] -= 1
+
+
+def routing_of(name: str):
+    """The rows-and-experts function (tokens, experts, k, ep) -> (R, U) of a routing's name (balanced,
+    power_law_<α> with α > 1), or None for a name it does not know."""
+    if name == "balanced":
+        return balanced_local
+    if name.startswith("power_law_"):
+        try:
+            alpha = float(name[len("power_law_"):])
+        except ValueError:
+            return None
+        if not (alpha > 1.0 and math.isfinite(alpha)):
+            return None
+        return lambda t, e, k, ep: power_law_local(t, e, k, ep, alpha)
+    return None
+
+
+def slowest_rank(name: str, tokens: float, experts: int, k: int, ep: int) -> tuple[float, float]:
+    """(routed rows, distinct local experts reached) that bound the slowest of ``ep`` ranks when ``tokens`` tokens
+    (the ranks' pooled tokens, rounded to a whole number, at least 1) pick ``k`` of ``experts`` under routing
+    ``name``; an unknown name is an error. An expert-parallel layer lasts as long as its slowest rank (they meet
+    at the combine): the most rows any rank computes and the most experts any rank streams (under a skewed routing
+    not always the same rank: the pair bounds that rank from above, and equals it where one term dominates — the
+    rows in prompt-heavy steps, the weights in decode steps of wide experts)."""
+    route = routing_of(name)
+    if route is None:
+        from .errors import IronlawError
+        raise IronlawError(f"unknown MoE routing '{name}' (known: {', '.join(ROUTINGS)}, alpha > 1)")
+    t, e, kk, n = max(1, int(round(tokens))), int(experts), int(k), int(ep)
+    if name == "balanced":
+        return route(t, e, kk, n)
+    rows, _, widest = power_law_ranks(t, e, kk, n, float(name[len("power_law_"):]))
+    return rows, widest

@@ -1,0 +1,99 @@
+"""Memory per device: weights, gradients, optimizer state and activations of a plan, ZeRO's shards, and the check
+that they fit. Activation memory follows Korthikanti et al. 2022 ("Reducing activation recomputation"): of the
+34·s·b·h bytes a layer saves, 24 split over TP and 10 do not unless sequence parallelism splits them too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.errors import IronlawError
+from ...core.graph import Graph, dtype_bytes
+from .. import offload
+from .experts import expert_slots
+from .plan import Plan
+from .results import DeviceMemory
+
+
+ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
+
+
+def params_split(meta: dict) -> tuple[float, float]:
+    """(dense, expert) parameters of the whole model; expert weights inferred as (params − active)·E/(E − k)."""
+    params = float(meta["params"])
+    expert = 0.0
+    if meta.get("experts"):
+        e, k = meta["experts"], meta.get("experts_per_token", 1)
+        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
+    return params - expert, expert
+
+
+def params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
+    """(dense, expert) parameters one device holds: dense over tp·pp, experts (their replicas too) over tp·pp·ep."""
+    dense, expert = params_split(g.meta)
+    return dense / (plan.tp * plan.pp), expert * expert_slots(g.meta, plan) / (plan.tp * plan.pp * plan.ep)
+
+
+def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
+                 slots=1.0, offloaded=0.0) -> DeviceMemory:
+    """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
+    gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
+    weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
+    data-parallel group, which context parallelism joins (dp·cp ranks hold the same weights; experts over
+    dp·cp/ep); activations (``act``, one micro-batch's, already over cp; ``tokens`` per micro-batch) over tp
+    (with sequence parallelism ``sp``, else Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
+    each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
+    Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep."""
+    from ..precision import weight_copy_bytes
+    dense, expert = params_split(meta)
+    dense, expert = dense / (tp * pp), expert * slots / (tp * pp * ep)
+    p_dev = dense + expert
+    shards = dp * cp
+    sharded = dense / shards + expert / np.maximum(shards // ep, 1)     # one ZeRO shard of this device's params
+    a = ACT_SPLIT_FRACTION
+    tp_factor = np.where(sp, 1.0 / tp, (1 - a) + a / tp)
+    inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)
+    act_dev = act * tp_factor * inflight
+    if np.any(full):
+        L = meta["layers"]
+        inputs = L * tokens / cp * meta["hidden"] * by
+        act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+    if np.any(offloaded):                    # the offloaded layers' share waits in host memory
+        act_dev = act_dev * (1.0 - offloaded)
+    weight_b = by + weight_copy_bytes(meta)
+    return DeviceMemory(np.where(zero >= 3, sharded, p_dev) * weight_b, np.where(zero >= 2, sharded, p_dev) * grad_b,
+                        12.0 * np.where(zero >= 1, sharded, p_dev), act_dev, p_dev)
+
+
+def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:
+    """``memory_bytes`` of one plan, as floats."""
+    act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
+    tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
+    slots = expert_slots(g.meta, plan)                                  # replicas held on the EP group
+    off = offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp) if plan.offload_layers else 0.0
+    mem = memory_bytes(g.meta, dtype_bytes(g.dtype), grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
+                       plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
+                       off)
+    return mem.as_floats()
+
+
+def grad_bytes(g: Graph, plan: Plan) -> float:
+    """Bytes per gradient: fp32 with ``grad_fp32`` (Megatron's main_grad buffer), else the graph's dtype."""
+    return 4.0 if plan.grad_fp32 else dtype_bytes(g.dtype)
+
+
+def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
+    from ...core.units import fmt_size
+    cap = hw.memory[hw.device_tier].capacity_bytes
+    need = mem.total_bytes
+    if need <= cap:
+        return
+    need_full = plan_memory(g, plan, 3, "full").total_bytes
+    if need_full > cap:
+        raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
+                           f"(--zero 3 --recompute full): {fmt_size(need_full)} per device exceeds "
+                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices, larger "
+                           f"--tp/--pp/--cp, or a smaller --micro-batch")
+    raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
+                       f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
+                       f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "
+                       f"{fmt_size(mem.activations_bytes)}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")

@@ -1,0 +1,46 @@
+"""The optimizer step on a device's shard of the parameters and the low-precision weight copies it leaves.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import passes
+from ...core.graph import Graph, Op
+from .plan import Plan
+
+
+def plan_optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
+    """The optimizer step on the device's shard and the low-precision weight copies it leaves
+    (``param_quantize_s``)."""
+    shard = np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)])
+    return float(optimizer_s(g, hw, shard, composition)[0]
+                 + param_quantize_s(g, hw, np.asarray([p_dev]), shard, composition)[0])
+
+
+def param_quantize_s(g: Graph, hw, p_dev: np.ndarray, shard: np.ndarray, composition: str) -> np.ndarray:
+    """Seconds per step of the low-precision weight copies of a device holding ``p_dev`` parameters of which
+    ``shard`` are its optimizer's (``precision.param_step_bytes``): one memory-bound op through the law."""
+    from ...law import law
+    from ..precision import param_step_bytes, WIDE
+    b = param_step_bytes(g.meta, np.asarray(p_dev, dtype=float), np.asarray(shard, dtype=float))
+    if not np.any(b):
+        return np.zeros(np.shape(b))
+    op = Op("param_quantize", "elementwise", bytes={"weights": b}, dtype=WIDE, bytes_written=0.5 * b)
+    og = Graph("param_quantize", "train", g.dtype, [op])
+    return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)
+
+
+def optimizer_s(g: Graph, hw, opt_params: np.ndarray, composition: str) -> np.ndarray:
+    """The optimizer step of each of ``opt_params`` (the parameters of a device's shard) when ``g`` has one:
+    one ``law.predict`` over the distinct shard sizes (AdamW is linear in them)."""
+    from dataclasses import replace
+    from ...law import law
+    from ..workloads.common import optimizer_step
+    if not any(passes.is_optimizer(op.name) for op in g.ops):
+        return np.zeros(opt_params.shape)
+    u, inv = np.unique(opt_params, return_inverse=True)
+    one = optimizer_step(1.0, g.dtype)
+    op = replace(one, flops=one.flops * u, bytes={k: v * u for k, v in one.bytes.items()},
+                 bytes_written=one.bytes_written * u)
+    og = Graph("optimizer", "train", g.dtype, [op], footprint={"optimizer": 12.0 * u})
+    return np.asarray(law.predict(og, hw, composition).total_s, dtype=float).reshape(-1)[inv.reshape(-1)]

@@ -1,0 +1,205 @@
+"""The plan of a run on many devices and its checks (Megatron-LM's knobs): ``make_plan`` reads the options,
+checks each against the others and, given the model, against its layers, heads, experts and sequence.
+
+    --gpus --nodes --tp --pp --cp --dp --ep --global-batch --micro-batch --interleave
+    --sequence-parallel --recompute none|selective|full --zero 0|1|2|3 (--fsdp = --zero 3)
+    --expert-imbalance --tp-comm-overlap --overlap-p2p --grad-fp32 --moe-a2a-overlap;
+    gpus = tp × pp × cp × dp
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.errors import IronlawError
+from ...core.graph import Graph
+from ...machine.network.topology import check_count, nodes_for
+from .. import dispatcher, offload
+from .stages import uneven
+
+
+RECOMPUTE = ("none", "selective", "full")
+MAX_IMBALANCE = 64.0                                          # --expert-imbalance beyond this is a typo
+
+
+@dataclass
+class Plan:
+    gpus: int = 1
+    nodes: int = 1
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    global_batch: int = 1
+    micro_batch: int = 1
+    interleave: int = 1
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    zero: int = 0
+    cp: int = 1
+    expert_imbalance: float = 1.0
+    tp_comm_overlap: bool = False              # TP all-gather/reduce-scatter pipelined with the GEMMs (TE userbuffers)
+    overlap_p2p: bool = False                  # interleaved 1F1B: stage sends overlapped with the next chunk
+    grad_fp32: bool = False                    # gradients accumulated and reduced in fp32 (Megatron's main_grad)
+    moe_a2a_overlap: bool = False              # expert all-to-alls beside another micro-batch's compute
+    cuda_graph: tuple = ()                     # parts of a layer captured in CUDA graphs (``host.SCOPES``)
+    redundant_experts: int = 0                 # extra expert slots holding replicas of hot experts (EPLB)
+    offload_layers: int = 0                    # layers whose saved activations wait in host memory (``offload``)
+    param_gather_exposed: bool = False         # ZeRO-1's parameter all-gather after the step, not overlapped with
+                                               # the next forward (Megatron's overlap_param_gather off)
+    moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
+
+    @property
+    def microbatches(self) -> int:
+        return self.global_batch // (self.micro_batch * self.dp)
+
+
+def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
+    """Read and check the plan; ``graph`` (a transformer) lets it check layers, heads, experts and the sequence
+    too, ``hw`` gives the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``;
+    else 1). ``fsdp`` (True) is ``zero`` 3."""
+    o = {k: v for k, v in (options or {}).items() if v is not None}
+    if o.pop("fsdp", False):
+        if o.get("zero", 3) != 3:
+            raise IronlawError(f"--fsdp is --zero 3 (parameters, gradients and optimizer sharded); it does not "
+                               f"combine with --zero {o['zero']}")
+        o["zero"] = 3
+    tp, pp, cp, ep = (check_count(o.get(k, 1), f"--{k}") for k in ("tp", "pp", "cp", "ep"))
+    gpus, nodes, dp = _devices(o, hw, tp, pp, cp)
+    if dp % ep:
+        raise IronlawError(f"--ep {ep} does not divide --dp {dp}; expert parallelism splits the data-parallel group")
+    mb, gb, v = _schedule(o, pp, dp)
+    rc, zero, sp, imbalance = _options(o, tp, ep)
+    if graph is not None and rc != "none" and "layers" not in graph.meta:
+        raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+    red = _redundant(o, ep)
+    if graph is not None:
+        check_model(graph, tp, pp, v, ep, cp, red)
+    off = o.get("offload_layers", 0)
+    if off and (graph is None or "layers" not in graph.meta):
+        raise IronlawError("--offload-activations needs a transformer built by ironlaw (layers known)")
+    off = offload.check(off, graph.meta["layers"] / pp) if off else 0
+    overlap = bool(o.get("tp_comm_overlap", False))
+    if overlap and not sp:
+        raise IronlawError("--tp-comm-overlap pipelines the all-gather and reduce-scatter of sequence parallelism "
+                           "with the GEMMs; add --sequence-parallel")
+    p2p = bool(o.get("overlap_p2p", False))
+    if p2p and v == 1:
+        raise IronlawError("--overlap-p2p overlaps the stage sends of the interleaved schedule; add --interleave > 1")
+    a2a = bool(o.get("moe_a2a_overlap", False))
+    if a2a and ep == 1:
+        raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
+                           "add --ep > 1")
+    exposed = bool(o.get("param_gather_exposed", False))
+    if exposed and zero != 1:
+        raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
+                           f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
+    return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off, exposed,
+                dispatcher.check(o.get("moe_dispatcher"), ep))
+
+
+def _redundant(o: dict, ep: int) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72)."""
+    r = o.get("redundant_experts", 0)
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if r and ep == 1:
+        raise IronlawError("--redundant-experts spreads replicas of hot experts over the EP group; add --ep > 1")
+    return r
+
+
+def graph_scopes(value) -> tuple:
+    """``--cuda-graph attn,moe_router,moe_preprocess`` (or a sequence): the parts captured in CUDA graphs."""
+    from ..host import SCOPES
+    items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+    return tuple(x for x in SCOPES if x in items)
+
+
+def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
+    """(gpus, nodes, dp): the devices equal tp × pp × cp × dp."""
+    model = tp * pp * cp
+    names = f"--tp {tp} × --pp {pp}{f' × --cp {cp}' if cp > 1 else ''}"
+    gpus = check_count(o.get("gpus", model * o.get("dp", 1) if "dp" in o else model), "--gpus")
+    nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
+    if gpus % model:
+        raise IronlawError(f"{names} = {model} does not divide --gpus {gpus}; choose degrees whose product "
+                           f"divides the devices")
+    dp = check_count(o.get("dp", gpus // model), "--dp")
+    if model * dp != gpus:
+        raise IronlawError(f"{names} × --dp {dp} = {model * dp} devices, but --gpus is {gpus}; the product of the "
+                           f"parallel degrees must equal the devices")
+    if gpus % nodes:
+        raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")
+    return gpus, nodes, dp
+
+
+def _schedule(o: dict, pp: int, dp: int) -> tuple[int, int, int]:
+    """(micro-batch, global batch, interleave), checked against the pipeline."""
+    mb = check_count(o.get("micro_batch", 1), "--micro-batch")
+    gb = check_count(o.get("global_batch", mb * dp), "--global-batch")
+    if gb % (mb * dp):
+        raise IronlawError(f"--global-batch {gb} is not a multiple of --micro-batch {mb} × --dp {dp} = {mb * dp}")
+    v = check_count(o.get("interleave", 1), "--interleave")
+    m = gb // (mb * dp)
+    if v > 1 and pp == 1:
+        raise IronlawError("--interleave needs pipeline parallelism (--pp > 1)")
+    if v > 1 and m % pp:
+        raise IronlawError(f"--interleave needs the micro-batches per step ({m}) to be a multiple of --pp {pp}")
+    return mb, gb, v
+
+
+def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
+    """(recompute, zero, sequence parallel, expert imbalance)."""
+    rc = o.get("recompute", "none")
+    if rc not in RECOMPUTE:
+        raise IronlawError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got '{rc}'")
+    zero = o.get("zero", 0)
+    if zero not in (0, 1, 2, 3):
+        raise IronlawError(f"--zero must be 0, 1, 2 or 3, got {zero!r}")
+    sp = bool(o.get("sequence_parallel", False))
+    if sp and tp == 1:
+        raise IronlawError("--sequence-parallel needs tensor parallelism (--tp > 1)")
+    f = o.get("expert_imbalance", 1.0)
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 1.0 <= f <= MAX_IMBALANCE:
+        raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
+                           f"{MAX_IMBALANCE:g}; got {f!r}")
+    if f > 1.0 and ep == 1:
+        raise IronlawError("--expert-imbalance needs expert parallelism (--ep > 1)")
+    return rc, zero, sp, float(f)
+
+
+def check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
+    meta = g.meta
+    if "layers" not in meta or "heads" not in meta:
+        if meta.get("captured") and g.phase != "train" and pp == ep == cp == 1:
+            return                         # tensor parallelism by the roles capture attaches (``tp_shard``)
+        if tp > 1 or pp > 1 or ep > 1 or cp > 1:
+            raise IronlawError(f"{g.name}: tensor/pipeline/context/expert parallelism needs a transformer built by "
+                               f"ironlaw (layers and heads known; a captured model takes --tp alone, in inference); "
+                               f"use data parallelism (--dp) only")
+        return
+    L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
+    for what, n in (("attention heads", heads), ("key/value heads", kv)):
+        if n % tp:
+            raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
+    if uneven(L, pp, v) and pp * v > L:
+        raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
+                           f"the {L} layers of {g.name}; use at most {L} chunks")
+    e = meta.get("experts", 0)
+    if redundant > e:
+        raise IronlawError(f"--redundant-experts {redundant} is more than the {e} experts of {g.name}")
+    if ep > 1 and (not e or (e + redundant) % ep):
+        extra = f" + {redundant} redundant" if redundant else ""
+        raise IronlawError(f"--ep {ep} does not divide the {e} experts{extra} of {g.name}"
+                           f"{'' if e else ' (a dense model: use --ep 1)'}"
+                           f"{'; --redundant-experts N adds slots so that it does' if e and not redundant else ''}")
+    seq = np.asarray(meta.get("seq", 0))
+    if cp > 1 and np.any(seq % (2 * cp)):
+        raise IronlawError(f"--cp {cp} does not divide the sequence of {int(np.max(seq))} tokens into 2 × cp = "
+                           f"{2 * cp} equal chunks (the load-balanced causal ring); use a --seq that is a multiple "
+                           f"of {2 * cp}")

@@ -1,0 +1,180 @@
+"""Tensor parallelism: ``tp_shard`` splits each op of a graph over the TP group by the rule registered for its role
+(``SHARDING``: column- and row-parallel linears, heads; norms and residual adds replicated, split with sequence
+parallelism) and inserts the TP collectives where Megatron puts them (an all-reduce per sublayer and pass; with
+sequence parallelism a reduce-scatter and an all-gather, and in the backward the re-gather of the column GEMM's input
+for its weight gradient), and the expert all-to-alls around the experts (``experts``).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ...core import passes
+from ...core.errors import IronlawError
+from ...core.graph import Graph, Op, dtype_bytes
+from ...core.registry import registrar
+from ...machine.network.topology import build as build_topology
+from .experts import expert_all_to_alls
+from .layout import collective_op, group
+from .plan import make_plan
+from .roles import base_name, is_backward, role, sublayer
+
+
+def kv_cache_split(meta: dict, tp: int) -> int:
+    """The ranks of a tensor-parallel group of ``tp`` that divide the KV cache between them. Key/value heads split
+    over the ranks (a GQA head held by several ranks when tp exceeds them: min(tp, kv_heads)). Multi-head latent
+    attention caches ONE latent per token that every head reads, so each TP rank keeps all of it: 1 (SGLang's
+    DP-attention guide and PR #1970, "Support DP MLA … to reduce replicated KV cache"; vLLM gives MLA one KV head,
+    "MLA is always replicated as the hidden dim can't be split": vllm/distributed/kv_transfer/kv_connector/utils.py).
+    Attention data parallelism instead gives each rank its own sequences and their whole cache
+    (``serving.parallel``)."""
+    if meta.get("kv_shared_by_heads"):
+        return 1
+    return max(min(tp, int(meta.get("kv_heads", meta.get("heads", tp)) or tp)), 1)
+
+
+# The builders say what each op is to parallelism in ``op.attrs["role"]`` (``workloads.common.linear``'s
+# ``role``; backward ops keep their forward's); ``tp_shard`` splits an op by the rule registered for its role.
+SHARDING: dict[str, Callable] = {}            # role → rule(op, new, at: TpSplit): splits the copy ``new``
+COLUMN_ROLES = ("column", "head")             # input replicated, output split over TP (head: the LM head, whose
+                                              # output the vocabulary-parallel loss reads split: no collective)
+
+
+sharding = registrar(SHARDING, "sharding")     # @sharding(*roles): the tensor-parallel rule for ops of those roles
+
+
+@dataclass
+class TpSplit:
+    """What a sharding rule reads: the TP degree, sequence parallelism, the ranks that divide the KV cache
+    (``kv_cache_split``), and each linear's activation split as its forward set it (for its backward)."""
+    tp: int
+    sp: bool
+    kv: int
+    ratio: dict = field(default_factory=dict)
+
+
+def _split(new: Op, tp: int, kv: int | None = None) -> None:
+    new.flops, new.vector_flops = new.flops / tp, new.vector_flops / tp
+    new.bytes = {k: v / (kv if k == "kv_cache" and kv is not None else tp) for k, v in new.bytes.items()}
+    new.bytes_written = new.bytes_written / tp
+
+
+@sharding("column", "head", "row")
+def _linear(op: Op, new: Op, at: TpSplit) -> None:
+    """Column-parallel (input replicated, output split) and row-parallel (input split, output full, then
+    reduced) linears: FLOPs and weights over tp; activations as the forward splits them (the backward at the
+    forward's ratio; a captured linear's matmuls share it through ``attrs["linear"]``); ``nk`` the device's
+    share of N (column) or of K (row), the other way round for a captured dgrad (x's gradient: N is K's)."""
+    base, bwd, column = op.attrs.get("linear", base_name(op.name)), is_backward(op), op.attrs["role"] in COLUMN_ROLES
+    tp, ratio = at.tp, at.ratio
+    if not bwd:
+        act, w = op.bytes.get("activations", 0.0), op.bytes_written
+        read = act - w
+        split = read + w / tp if column else read / tp + w
+        ratio[base] = split / np.where(act > 0, act, 1.0)
+    new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
+    new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp) for k, v in op.bytes.items()}
+    if "nk" in op.attrs:
+        n, k = op.attrs["nk"]
+        new.attrs = {**op.attrs, "nk": (n / tp, k) if column != (op.attrs.get("grad") == "dgrad") else (n, k / tp)}
+    if not bwd and column:                                    # a column-parallel op writes its share of the output
+        new.bytes_written = op.bytes_written / tp
+    elif op.attrs.get("grad") == "wgrad" or (op.attrs.get("grad") == "dgrad" and not column):
+        new.bytes_written = op.bytes_written / tp             # a weight's gradient, a row's input gradient: split
+
+
+@sharding("heads", "activation", "loss", "embedding", "optimizer")
+def _split_all(op: Op, new: Op, at: TpSplit) -> None:
+    """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
+    activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp, the KV cache over the
+    ranks that divide it. A captured optimizer step updates each rank's share of the weights (the builders'
+    ``optimizer`` op has no role: ``train_step`` sizes it)."""
+    _split(new, at.tp, at.kv)
+
+
+@sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")
+def _replicated(op: Op, new: Op, at: TpSplit) -> None:
+    """On the full hidden state on every rank (dropout: after the reduction; a cast follows its tensor,
+    ``precision.py``; replicated: a captured op on whole tensors, ``capture.roles``), split with sequence
+    parallelism or where the op says its tensor is (``tp_split``)."""
+    if at.sp or op.attrs.get("tp_split"):
+        _split(new, at.tp)
+
+
+def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: int = 1,
+             ep_grp: tuple | None = None) -> Graph:
+    """The per-device graph of ``g`` under tensor parallelism ``tp`` (and expert parallelism ``ep``): each op
+    split by the rule of its role (``SHARDING``), the TP collectives after each row-parallel forward and each
+    column-parallel backward, the expert all-to-alls around the experts."""
+    if tp == 1 and ep == 1:
+        return g
+    meta = g.meta
+    if ("hidden" not in meta or "tokens" not in meta) and not meta.get("captured"):
+        raise IronlawError(f"{g.name}: tensor parallelism needs a transformer built by ironlaw (hidden size and "
+                           f"tokens known) or a captured model")
+    grp = grp or (tp, 1)
+    act_bytes = (meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)     # one [tokens, hidden] tensor
+                 if "hidden" in meta and "tokens" in meta else None)        # captured: per op
+    slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
+    at = TpSplit(tp, sp, kv_cache_split(meta, tp))
+    ops: list[Op] = []
+    for op in g.ops:
+        if op.kind == "collective" or passes.is_optimizer(op.name):
+            ops.append(op)
+            continue
+        new = copy.copy(op)
+        new.bytes = dict(op.bytes)
+        if role(op) in SHARDING:
+            SHARDING[role(op)](op, new, at)
+        elif tp > 1:                                          # expert parallelism alone splits no op
+            where = f" (module '{op.module}')" if op.module else ""
+            raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule{where}: its role "
+                               f"({role(op) or 'none'}) is unknown; tensor parallelism works on graphs of "
+                               f"ironlaw's transformer builder and on captured models whose roles capture can tell")
+        if ep > 1 and op.module == "experts" and "weights" in new.bytes:
+            new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
+            if "gradients" in new.bytes:
+                new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
+        ops.append(new)
+        ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 else []
+        if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
+            expert_all_to_alls(ops, op, tp, act_bytes * meta.get("experts_per_token", 1) / tp, ep_grp or (ep, 1),
+                                g.dtype)
+    out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,
+                footprint=dict(g.footprint), meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
+    out.footprint = {k: v / (at.kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
+                     if k in ("weights", "kv_cache")} | \
+        {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
+    out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
+    return out
+
+
+def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str) -> list[Op]:
+    """What Megatron runs after a row-parallel forward and a column-parallel backward: an all-reduce; with
+    sequence parallelism a reduce-scatter and an all-gather, and in the backward the re-gather of the column
+    GEMM's input for its weight gradient. Each marked with its ``TP_OVERLAP`` key (``attrs["tp_comm"]``).
+    ``act_bytes`` None (a captured graph): the bytes of the tensor reduced, the op's output (a captured column's
+    dgrad carries the backward's collectives, its wgrad none)."""
+    bwd = is_backward(op)
+    if role(op) != ("column" if bwd else "row") or op.attrs.get("grad") == "wgrad":
+        return []
+    act_bytes = op.bytes_written if act_bytes is None else act_bytes
+    sub = sublayer(op)
+    where = f"{'bwd' if bwd else 'fwd'}.{sub}"
+    kinds = [("allreduce", where)]
+    if sp:
+        kinds = [("reducescatter", where), ("allgather", where)] + ([("allgather", f"wgrad.{sub}")] if bwd else [])
+    return [collective_op(f"tp.{kind}.{at}", kind, act_bytes, grp, op, dtype, "tp", {"tp_comm": f"{kind}.{at}"})
+            for kind, at in kinds]
+
+
+def shard_inference(g: Graph, hw, options: dict) -> Graph:
+    """``ironlaw analyze … --phase prefill|decode --tp N``: the per-device graph of tensor-parallel inference."""
+    plan = make_plan({"gpus": options.get("gpus") or options.get("tp", 1), **options}, g, hw)
+    if plan.pp > 1 or plan.dp > 1:
+        raise IronlawError(f"inference ({g.phase}) models tensor parallelism only; use --tp N with --gpus N")
+    topo = build_topology(hw, plan.gpus, plan.nodes)
+    return tp_shard(g, plan.tp, plan.sequence_parallel, group(1, plan.tp, topo.gpus_per_node))
