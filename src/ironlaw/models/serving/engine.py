@@ -127,8 +127,8 @@ def requests_for(prompt: int, output: int) -> int:
 # per step and per request (host_step_s, host_sequence_s: ``step.HostStep``) is off (0) here; ``python
 # benchmarks/trtllm_h100.py --fit --host`` fits it on the same H100 cells (docs/accuracy.md, "host").
 FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
-                          step_s=1.013e-5, launch_s=1.078e-4, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
-                          kernel_latency_share=0.3787,
+                          step_s=1.02e-5, launch_s=1.078e-4, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
+                          kernel_latency_share=0.2458,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")
