@@ -68,6 +68,10 @@ CASES = [
     (["analyze", "resnet50", "--opt", "image"], "KEY=VALUE"),
     # parallel plans and serving limits
     (["analyze", "llama3-8b", "--phase", "train", "--on", "a100", "--gpus", "8", "--tp", "3"], "divide"),
+    (["analyze", "llama3-8b", "--on", "h100", "--tp", "0"], "--tp must be a positive whole number, got 0"),
+    (["analyze", "llama3-8b", "--on", "h100", "--pp", "0"], "--pp must be a positive whole number, got 0"),
+    (["analyze", "llama3-8b", "--on", "h100", "--gpus", "0"], "--gpus must be a positive whole number, got 0"),
+    (["analyze", "llama3-8b", "--on", "h100", "--nodes", "0"], "--nodes must be a positive whole number, got 0"),
     (["serve", "llama3-8b", "--on", "h100", "--prompt", "8192", "--output", "1024", "--concurrency", "100000"],
      "concurrency"),
     # what-if and sweep
