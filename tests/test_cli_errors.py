@@ -59,6 +59,7 @@ CASES = [
     (["analyze", "bert-base", "--phase", "decode"], "no phase"),
     (["analyze", "gpt2", "--seq", "4096"], "position"),
     (["analyze", "resnet50", "--seq", "128"], "seq"),
+    (["serve", "resnet50", "--on", "h100"], "resnet50 has no phase 'decode'"),
     (["analyze", "hf:{tmp}/missing.json"], "no such"),
     (["analyze", "hf:{tmp}/bad.json"], "json"),
     (["analyze", "hf:{tmp}/noheads.json"], "num_attention_heads"),
