@@ -36,6 +36,7 @@ CASES = [
     (["analyze", "gemm:64,64,64", "--seq", "0"], "seq"),
     # dtypes and phases
     (["analyze", "gemm:64,64,64", "--dtype", "fp9"], "unknown dtype"),
+    (["serve", "llama3-8b", "--on", "h100", "--dtype", "fp7"], "unknown dtype 'fp7'"),
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/nofp8.toml", "--dtype", "fp8"], "no fp8"),
     (["analyze", "gemm:64,64,64", "--phase", "decoding"], "unknown phase"),
     (["analyze", "gemm:64,64,64", "--phase", "train"], "no phase"),
