@@ -182,6 +182,14 @@ def test_an_option_a_function_does_not_take_is_a_type_error(fn):
         getattr(ironlaw, fn)("llama3-8b", on="h100", tpp=2)
 
 
+@pytest.mark.parametrize("fn", FRONT_DOOR)
+@pytest.mark.parametrize("on", [None, 123, ["h100", 5]])
+def test_on_that_names_no_hardware_is_one_ironlaw_error(fn, on):
+    kw = {"what_if": "fusion=elementwise"} if fn == "compare" else {}
+    with pytest.raises(IronlawError, match="on= takes a hardware name"):
+        getattr(ironlaw, fn)("llama3-8b", on=on, **kw)
+
+
 def test_builder_options_by_name_are_checked_against_the_builder():
     named = ironlaw.analyze("resnet50", on="h100", image=288)
     given = ironlaw.analyze("resnet50", on="h100", options={"image": 288})
