@@ -29,6 +29,8 @@ CASES = [
     (["analyze", "gemv:64,0", "--on", "h100"], "'64,0': K must be a positive whole number, got 0"),
     (["analyze", "gemm:99999999999,64,64", "--on", "h100"], "absurd"),
     (["analyze", "gemv:64", "--on", "h100"], "M,K"),
+    (["analyze", "allreduce:-64MB", "--on", "a100", "--gpus", "8"], "got -64MB"),
+    (["analyze", "allreduce:0", "--on", "a100", "--gpus", "8"], "got 0"),
     (["analyze", "gemm:64,64,64", "--batch", "0"], "batch"),
     (["analyze", "gemm:64,64,64", "--batch", "-3"], "batch"),
     (["analyze", "gemm:64,64,64", "--batch", "1000000000000"], "absurd"),
