@@ -111,3 +111,10 @@ def test_cli_errors(tmp_path, args, message):
     assert r.rc == 2, r.err
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.err
+
+
+def test_without_pandas_reading_a_table_is_one_line(tmp_path, monkeypatch):
+    path = _csv(tmp_path)
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)           # import fails as without pandas
+    with pytest.raises(IronlawError, match=r"needs pandas .*pip install 'ironlaw\[fit\]'"):
+        kerneltable.read(path)

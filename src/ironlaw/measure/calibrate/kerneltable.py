@@ -166,7 +166,11 @@ def _version_key(v: str) -> tuple:
 
 
 def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError:
+        raise IronlawError("reading kernel tables needs pandas (and pyarrow for parquet): "
+                           "pip install 'ironlaw[fit]'") from None
     rel = str(path.relative_to(root)) if path != root and root in path.parents else path.name
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
