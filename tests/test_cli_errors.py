@@ -46,6 +46,8 @@ CASES = [
     # options
     (["analyze", "gemm:64,64,64", "--format", "yaml"], "--format"),
     (["analyze", "gemm:64,64,64", "--frobnicate"], "no such option"),
+    (["analyze", "gemm:64,64,64", "--top", "-1"], "--top must be a positive whole number, got -1"),
+    (["compare", "llama3-8b", "--what-if", "fusion=elementwise", "--top", "0"], "--top must be a positive"),
     (["hardware", "list", "--format", "md"], "--format"),
     # hardware files
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/missing.toml"], "no such"),
