@@ -230,3 +230,13 @@ def test_a_builder_option_on_one_training_device_keeps_the_batch():
     assert step.to_dict()["schema"] == "ironlaw.train-step/1" and step.plan.micro_batch == 32
     with pytest.raises(IronlawError, match="--batch 256 is one device's batch.*--micro-batch"):
         ironlaw.analyze("resnet50", on="h100", phase="train", batch=256, gpus=8)     # not silently dropped
+
+
+def test_the_readme_max_throughput_number_is_what_the_command_prints():
+    import re
+    line = next(l for l in README.splitlines() if "--max-throughput   # ≈" in l)
+    shown_k = float(re.search(r"≈ ([\d.]+)k tok/s", line).group(1))
+    argv = shlex.split(line.split("#")[0])[2:]
+    assert argv[:1] == ["llama3.1-8b"] and "--dtype" in argv and "fp8" in argv
+    got = ironlaw.serve("llama3.1-8b", on="h100", dtype="fp8", prompt=2048, output=2048, max_throughput=True)
+    assert abs(got.to_dict()["output_tokens_per_s"] / 1e3 - shown_k) <= 0.05 + 1e-9
