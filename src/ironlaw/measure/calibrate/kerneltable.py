@@ -239,6 +239,18 @@ def _checked(df, op: str, where: str):
     return df.assign(latency_s=t * UNITS_S[unit])
 
 
+def check_gemm_dims(df, where: str) -> None:
+    """GEMM rows' m, n, k: positive whole numbers on every row (a zero-size GEMM is no kernel to fit); checked
+    where rows are fitted, not on reading (a release filter may drop the file)."""
+    import pandas as pd
+    dims = df[["m", "n", "k"]].apply(pd.to_numeric, errors="coerce")
+    bad = (dims.isna() | (dims <= 0) | (dims != dims.round())).any(axis=1)
+    if bad.any():
+        r = df[bad].iloc[0]
+        raise IronlawError(f"{where}: {int(bad.sum())} of {len(df)} rows have m, n or k that is not a positive whole "
+                           f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
+
+
 def _framework(rows, path: Path) -> tuple[str, str]:
     """(framework, version) from the rows' columns, else from the layout's folders, else ('', '')."""
     if "framework" in rows.columns and "version" in rows.columns:
