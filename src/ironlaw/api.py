@@ -144,8 +144,8 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
     if not all(names):
         raise IronlawError(f"--on '{on}': empty hardware name in the list")
     if plot:
-        from .core.files import check_output
-        check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
+        from .core.files import check_plot
+        check_plot(plot, (".png", ".svg", ".pdf"))              # fail before the sweep
     res = sw.run(spec, names, _grid(batch), _grid(seq), phase, dtype, _strings(what_if), _composition(serial),
                  usd_per_device_hour=price_per_gpu_hour, gco2_per_kwh=grid_gco2_per_kwh)
     if plot:
