@@ -202,3 +202,11 @@ def test_a_calibration_fitted_in_parts_names_each_table_once():
     assert kernelfit.merged_source(out, out) == out
     other = kernelfit.merged_source(out, f"derived: {k} (mine: x.csv (t 2))")
     assert other.count(k) == 2 and other.endswith("(mine: x.csv (t 2))")
+
+
+def test_calibrate_prints_its_text_report(tmp_path):
+    out = tmp_path / "h100-kernels.toml"
+    r = run_cli("calibrate", "--kernels", str(DATA / "h100_sxm" / "gemm"), "--gpu", "h100", "--out", str(out),
+                timeout=600)
+    assert r.rc == 0, r.err
+    assert "held-out rows" in r.out and "gemm bf16" in r.out and f"wrote {out}" in r.out
