@@ -204,6 +204,55 @@ def test_a_calibration_fitted_in_parts_names_each_table_once():
     assert other.count(k) == 2 and other.endswith("(mine: x.csv (t 2))")
 
 
+def test_generation_rows_whose_cache_fits_the_l2_are_priced_there():
+    """The collector re-reads one KV cache call after call: a generation row whose bytes fit the last cache level
+    is marked resident and priced at that tier, as the law prices a resident op; larger rows, other tables and a
+    device without a cache level keep device memory."""
+    from ironlaw.core.graph import Graph
+    from ironlaw.machine.cache import repeated_limit_bytes
+    hw = hardware.get("h100")
+    gs = {g.name: g for g in kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=kernelfit.OPS,
+                                                                 framework="trtllm"))}
+    g = gs["generation attention bf16, KV bf16"]
+    obs = kernelfit.observations(g, g.rows, hw)
+    byts = np.array([sum(o.op.bytes.values()) for o in obs])
+    marked = np.array([bool(o.op.attrs.get("resident")) for o in obs])
+    limit = repeated_limit_bytes(hw)
+    assert limit == 50 * 2**20 and marked.any() and (~marked).any()
+    assert np.array_equal(marked, byts <= limit)
+    plain = kernelfit.observations(g, g.rows)                     # without a device: as measured
+    assert not any(o.op.attrs.get("resident") for o in plain)
+    i = int(np.flatnonzero(marked & (byts > 0.5 * limit))[0])      # the probe's own fraction would miss it
+    l2 = next(k for k, t in enumerate(hw.memory) if t.role == "cache")
+    kv = obs[i].op.bytes["kv_cache"]
+    for op, tier, moved in ((obs[i].op, l2, byts[i]), (plain[i].op, hw.device_tier, kv)):
+        est = law.predict(Graph("row", "decode", "bf16", [op]), hw)
+        assert np.asarray(est.traffic_bytes)[tier].sum() == pytest.approx(moved)
+    ctx = gs["context attention bf16, KV bf16"]
+    assert not any(o.op.attrs.get("resident") for o in kernelfit.observations(ctx, ctx.rows, hw))
+    b200 = hardware.get("b200")                                    # no cache level in its catalog file
+    assert repeated_limit_bytes(b200) is None
+    assert not any(o.op.attrs.get("resident") for o in kernelfit.observations(g, g.rows, b200))
+
+
+def test_generation_mla_split_holds_out_every_head_count_between_fitted_ones():
+    """MLA's heads per GPU (128 / TP) come 8 to a batch and sequence length: the even/odd split must fit and hold out
+    each head count (sorted with the heads last it held out 2, 8, 32 and 128, the last beyond every fitted row), and
+    the grid keeps a node per head count."""
+    gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))
+    (g,) = gs
+    fit_rows, held = kernelfit.split(g.rows)
+    assert set(held.num_heads) <= set(fit_rows.num_heads) and set(held.num_heads) == set(g.rows.num_heads)
+    assert set(held.step) <= set(fit_rows.step)
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0] * 8)
+    rng = np.random.default_rng(1)
+    coords = (m, np.exp(rng.uniform(0.0, np.log(131072.0), m.size)), np.full(m.size, 576.0),
+              np.exp(rng.uniform(0.0, np.log(2048.0), m.size)))
+    nodes = kernelfit.fit_nodes("generation_mla", coords, 200)     # few rows: the other axes coarsen, heads do not
+    assert list(nodes[0]) == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+    assert len(nodes[1]) < len(kernelfit.fit_nodes("generation_mla", coords, 100_000)[1])
+
+
 def test_calibrate_prints_its_text_report(tmp_path):
     out = tmp_path / "h100-kernels.toml"
     r = run_cli("calibrate", "--kernels", str(DATA / "h100_sxm" / "gemm"), "--gpu", "h100", "--out", str(out),

@@ -7,12 +7,22 @@ import numpy as np
 # activation traffic fits in this fraction of it (an in-place relu_ or add_ reads what the op before wrote); so is
 # every byte of a workload whose whole footprint fits in this fraction of it
 CACHE_RESIDENT_FRACTION = 0.5
+# a kernel timed over and over on the same operands, nothing else running between the calls (a kernel table's
+# collector loop), keeps them in the last cache level up to its whole capacity
+REPEATED_RESIDENT_FRACTION = 1.0
 
 
 def resident_limit_bytes(hw) -> float | None:
     """CACHE_RESIDENT_FRACTION of the last cache level: what stays there between uses (None: no cache)."""
     cache = [t for t in hw.memory if t.role == "cache"]
     return CACHE_RESIDENT_FRACTION * cache[-1].capacity_bytes if cache else None
+
+
+def repeated_limit_bytes(hw) -> float | None:
+    """REPEATED_RESIDENT_FRACTION of the last cache level: the operand bytes a kernel called over and over on the
+    same operands, alone, reads from there on every call but the first (None: no cache)."""
+    cache = [t for t in hw.memory if t.role == "cache"]
+    return REPEATED_RESIDENT_FRACTION * cache[-1].capacity_bytes if cache else None
 
 
 def fits_last_cache(footprint: dict, hw):

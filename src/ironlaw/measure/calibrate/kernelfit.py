@@ -38,6 +38,10 @@ from .fitcore import Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
 
 OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
+# tables whose rows stream their operands once per call (a decode step's KV cache), so that where those fit the last
+# cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
+# fits is bound by its math or its launch, and those tables are fitted as measured
+RESIDENT_OPS = ("generation_attention", "generation_mla")
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -56,7 +60,10 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                  "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
                                           "window_size"),
                  "context_mla": ("batch_size", "isl", "num_heads", "tp_size", "kv_cache_dtype"),
-                 "generation_mla": ("batch_size", "step", "num_heads", "tp_size", "kv_cache_dtype")}
+                 "generation_mla": ("batch_size", "num_heads", "tp_size", "step", "kv_cache_dtype")}
+# generation MLA's heads per GPU (128 / TP: 1, 2, 4 … 128) come 8 to a batch and sequence length: sorted with the
+# heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
+# sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
 REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
            "_mla": "latent (MLA)"}
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
@@ -70,7 +77,7 @@ PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), 
 # heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
 GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
               "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
-              "generation_mla": (8.0, 4.0, 2.0, 4.0)}
+              "generation_mla": (2.0, 4.0, 2.0, 4.0)}
 # generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
 # window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
 # class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
@@ -80,9 +87,11 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
-# 64 and 256 only, docs/accuracy.md)
+# 64 and 256 only, docs/accuracy.md); and generation MLA's heads per GPU (M: 1, 2, 4 … 128, a node each, step 2),
+# which the grid interpolates only where each has its node (held out, the B200 bf16 class: 7.9% / 23.5% with a node
+# every 8×, squared to 1, 64, 128; 7.1% / 18.7% with a node per head count; docs/accuracy.md)
 GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
-             "generation_mla": (2,)}
+             "generation_mla": (0, 2)}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
@@ -179,7 +188,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
 def fit_one(hw, g: Group, rows) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
     generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best."""
-    prob = Problem(hw, observations(g, rows), weighting="per_case")
+    prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
@@ -204,7 +213,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     per node (an attention's: per node some row reaches, ``reached_count``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s."""
-    prob = Problem(hw, observations(g, rows), weighting="per_case")
+    prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
                        g.key[0]: {g.key[1]: table}})
     m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
@@ -293,16 +302,35 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
         held = _spaced(split(g.rows)[1], SCORE_ROWS)
         if not len(held):
             continue
-        prob = Problem(hw, observations(g, held), weighting="per_case")
+        prob = Problem(hw, observations(g, held, hw), weighting="per_case")
         err = np.abs(prob.times(cal) / prob.meas - 1.0)
         out.append(Score(g.table.gpu, g.name, int(len(held)), float(np.median(err)), float(np.percentile(err, 90))))
     return out
 
 
-def observations(g: Group, rows) -> list[Observation]:
-    """The rows as ironlaw ops with their measured seconds."""
+def observations(g: Group, rows, hw=None) -> list[Observation]:
+    """The rows as ironlaw ops with their measured seconds; with ``hw``, a generation row whose operands fit its
+    last cache level marked so (``cache_resident``)."""
     build = _gemm_op if g.op == "gemm" else _mla_op if g.op.endswith("_mla") else _attention_op
-    return [Observation(build(r, g), float(r.latency_s), f"kernels:{g.name}") for r in rows.itertuples()]
+    ops = [build(r, g) for r in rows.itertuples()]
+    if hw is not None and g.op in RESIDENT_OPS:
+        ops = cache_resident(ops, hw)
+    return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+
+
+def cache_resident(ops: list, hw) -> list:
+    """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``) marked
+    ``attrs['resident']``: the tables' collector times one op over and over on the same KV cache, nothing else
+    between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
+    cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
+    the CUDA probe's own repeated rows (``build.observations``). Without a cache level, none is."""
+    from dataclasses import replace
+    from ...machine.cache import repeated_limit_bytes
+    limit = repeated_limit_bytes(hw)
+    if limit is None:
+        return ops
+    return [replace(op, attrs={**op.attrs, "resident": True}) if sum(op.bytes.values()) <= limit else op
+            for op in ops]
 
 
 def origin_of(root) -> tuple[str, str]:
