@@ -182,6 +182,14 @@ def test_an_option_a_function_does_not_take_is_a_type_error(fn):
         getattr(ironlaw, fn)("llama3-8b", on="h100", tpp=2)
 
 
+@pytest.mark.parametrize("fn", FRONT_DOOR)
+@pytest.mark.parametrize("on", [None, 123, ["h100", 5]])
+def test_on_that_names_no_hardware_is_one_ironlaw_error(fn, on):
+    kw = {"what_if": "fusion=elementwise"} if fn == "compare" else {}
+    with pytest.raises(IronlawError, match="on= takes a hardware name"):
+        getattr(ironlaw, fn)("llama3-8b", on=on, **kw)
+
+
 def test_builder_options_by_name_are_checked_against_the_builder():
     named = ironlaw.analyze("resnet50", on="h100", image=288)
     given = ironlaw.analyze("resnet50", on="h100", options={"image": 288})
@@ -222,3 +230,13 @@ def test_a_builder_option_on_one_training_device_keeps_the_batch():
     assert step.to_dict()["schema"] == "ironlaw.train-step/1" and step.plan.micro_batch == 32
     with pytest.raises(IronlawError, match="--batch 256 is one device's batch.*--micro-batch"):
         ironlaw.analyze("resnet50", on="h100", phase="train", batch=256, gpus=8)     # not silently dropped
+
+
+def test_the_readme_max_throughput_number_is_what_the_command_prints():
+    import re
+    line = next(l for l in README.splitlines() if "--max-throughput   # ≈" in l)
+    shown_k = float(re.search(r"≈ ([\d.]+)k tok/s", line).group(1))
+    argv = shlex.split(line.split("#")[0])[2:]
+    assert argv[:1] == ["llama3.1-8b"] and "--dtype" in argv and "fp8" in argv
+    got = ironlaw.serve("llama3.1-8b", on="h100", dtype="fp8", prompt=2048, output=2048, max_throughput=True)
+    assert abs(got.to_dict()["output_tokens_per_s"] / 1e3 - shown_k) <= 0.05 + 1e-9

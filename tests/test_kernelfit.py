@@ -251,3 +251,11 @@ def test_generation_mla_split_holds_out_every_head_count_between_fitted_ones():
     nodes = kernelfit.fit_nodes("generation_mla", coords, 200)     # few rows: the other axes coarsen, heads do not
     assert list(nodes[0]) == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
     assert len(nodes[1]) < len(kernelfit.fit_nodes("generation_mla", coords, 100_000)[1])
+
+
+def test_calibrate_prints_its_text_report(tmp_path):
+    out = tmp_path / "h100-kernels.toml"
+    r = run_cli("calibrate", "--kernels", str(DATA / "h100_sxm" / "gemm"), "--gpu", "h100", "--out", str(out),
+                timeout=600)
+    assert r.rc == 0, r.err
+    assert "held-out rows" in r.out and "gemm bf16" in r.out and f"wrote {out}" in r.out

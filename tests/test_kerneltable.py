@@ -101,13 +101,28 @@ def test_matching_and_versions():
     (["--kernels", "{tmp}/nok.csv"], "missing column k"),
     (["--kernels", "{tmp}/ns.csv"], "unknown latency unit ns"),
     (["--kernels", "{tmp}/table.csv", "--gpu", "b200"], "no kernel table for GPU 'b200'"),
+    (["--kernels", "{tmp}/zero.csv"], "zero.csv: 1 of 2 rows have m, n or k that is not a positive whole number"),
 ])
 def test_cli_errors(tmp_path, args, message):
     for name, cols in (("acme", {"device": ["ACME X1", "ACME X1"]}), ("nok", {"k": None}),
-                       ("ns", {"latency_unit": ["ns", "ns"]}), ("table", {"op_name": ["gemm", "gemm"]})):
+                       ("ns", {"latency_unit": ["ns", "ns"]}), ("table", {"op_name": ["gemm", "gemm"]}),
+                       ("zero", {"op_name": ["gemm", "gemm"], "m": [0, 64]})):
         _csv(tmp_path, f"{name}.csv", **cols)
     argv = [a.format(tmp=tmp_path, data=DATA) for a in args]
     r = run_cli("calibrate", *argv)
     assert r.rc == 2, r.err
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.err
+
+
+def test_without_pandas_reading_a_table_is_one_line(tmp_path, monkeypatch):
+    path = _csv(tmp_path)
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)           # import fails as without pandas
+    with pytest.raises(IronlawError, match=r"needs pandas .*pip install 'ironlaw\[fit\]'"):
+        kerneltable.read(path)
+
+
+def test_a_gemm_row_with_a_zero_dimension_is_named_with_its_table(tmp_path):
+    t = kerneltable.read(_csv(tmp_path, m=[0, 64]))[0]                      # read: a release filter may drop it
+    with pytest.raises(IronlawError, match=r"gemm_perf.csv: 1 of 2 rows have m, n or k .* m=0, n="):
+        kerneltable.check_gemm_dims(t.rows, t.path)

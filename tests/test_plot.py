@@ -70,3 +70,18 @@ def test_cli_plot(cli, tmp_path):
     assert r.rc == 0 and out.stat().st_size > 1000
     r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(tmp_path / "nope" / "x.png"))
     assert r.rc == 2 and r.err.count("\n") == 1 and "--plot" in r.err
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: ironlaw.analyze("gemm:64,64,64", on="h100", plot=p),
+    lambda p: ironlaw.sweep("gemm:64,64,64", on="h100", batch="1,2", plot=p),
+    lambda p: ironlaw.serve("llama3-8b", on="h100", sweep_concurrency=True, plot=p),
+], ids=["analyze", "sweep", "serve"])
+def test_without_matplotlib_plot_is_one_line_before_any_work(call, tmp_path, monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    path = tmp_path / "r.svg"
+    with pytest.raises(IronlawError, match=r"needs matplotlib; install it with pip install 'ironlaw\[plot\]'"):
+        call(str(path))
+    assert not path.exists()

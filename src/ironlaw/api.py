@@ -140,12 +140,12 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
     from .core.errors import IronlawError
     from .models import sweep as sw
 
-    names = [h.strip() for h in on.split(",")] if isinstance(on, str) else list(on)
+    names = [h.strip() for h in on.split(",")] if isinstance(_check_on(on, many=True), str) else list(on)
     if not all(names):
         raise IronlawError(f"--on '{on}': empty hardware name in the list")
     if plot:
-        from .core.files import check_output
-        check_output(plot, "--plot", (".png", ".svg", ".pdf"))   # fail before the sweep
+        from .core.files import check_plot
+        check_plot(plot, (".png", ".svg", ".pdf"))              # fail before the sweep
     res = sw.run(spec, names, _grid(batch), _grid(seq), phase, dtype, _strings(what_if), _composition(serial),
                  usd_per_device_hour=price_per_gpu_hour, gco2_per_kwh=grid_gco2_per_kwh)
     if plot:
@@ -183,6 +183,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     pages.check(html)
     check_engine(engine)
     check_release(engine, release)
+    _check_on(on)
     if max_throughput:
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -253,6 +254,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     cost = _run_inputs(dict(locals()), phase)
     from .report import pages
     pages.check(html)
+    _check_on(on, many=phase == "serve")
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
@@ -433,10 +435,23 @@ def _run_inputs(given: dict, phase: Optional[str]):
                               given.get("restart_s"), phase)
 
 
+def _check_on(on, many: bool = False):
+    """``on`` as given, refused in one line unless it is a hardware name, a .toml file, a Hardware or (``many``) a
+    list of them."""
+    from .core.errors import IronlawError
+    from .machine.hardware import Hardware
+    ok = isinstance(on, (str, Hardware)) or (many and isinstance(on, (list, tuple)) and len(on) > 0
+                                               and all(isinstance(h, (str, Hardware)) for h in on))
+    if not ok:
+        lists = " (or a list of them)" if many else ""
+        raise IronlawError(f"on= takes a hardware name, a .toml file or a Hardware{lists}, got {on!r}")
+    return on
+
+
 def _device(on, network: Optional[str] = None):
     """The hardware ``on`` names (or is), its collectives on the network calibration ``network`` when given."""
     from .machine import hardware
-    hw = hardware.get(on) if isinstance(on, str) else on
+    hw = hardware.get(on) if isinstance(_check_on(on), str) else on
     if network is not None:
         from .machine.network.calibration import with_network
         hw = with_network(hw, network)

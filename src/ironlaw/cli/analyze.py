@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, console, emit_json
+from .common import app, check_format, check_top, console, emit_json
 from .options import Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
 
 
@@ -77,6 +77,7 @@ def analyze(
     from .. import api
 
     check_format(fmt)
+    check_top(top)
     res = api.analyze(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, gpus=gpus, nodes=nodes,
                       tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, expert_imbalance=expert_imbalance, global_batch=global_batch,
                       micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,

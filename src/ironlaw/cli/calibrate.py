@@ -47,12 +47,13 @@ def calibrate_cmd(
     if fmt == "json":
         emit_json(doc)
         return
-    console.print(f"{base.name}: fitted on the even rows of {len(gs)} kernel classes ({framework}); held-out rows:")
+    con = console()
+    con.print(f"{base.name}: fitted on the even rows of {len(gs)} kernel classes ({framework}); held-out rows:")
     for s in scores:
-        console.print(f"  {s.group:<40} {s.rows:>6} rows  median |err| {100 * s.median_abs_err:5.1f}%  "
+        con.print(f"  {s.group:<40} {s.rows:>6} rows  median |err| {100 * s.median_abs_err:5.1f}%  "
                       f"p90 {100 * s.p90_abs_err:5.1f}%")
     if saved:
-        console.print(f"wrote {saved} (use it with --on {saved})")
+        con.print(f"wrote {saved} (use it with --on {saved})")
 
 
 def _write(base, table: dict, out: str) -> str:

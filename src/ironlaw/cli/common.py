@@ -46,6 +46,13 @@ def check_format(fmt: str, allowed=FORMATS) -> str:
     return fmt
 
 
+def check_top(top: int) -> int:
+    """``--top N``: rows to show, at least one (a negative N would slice rows off the end)."""
+    if top < 1:
+        raise IronlawError(f"--top must be a positive whole number, got {top}")
+    return top
+
+
 def emit_json(doc) -> None:
     sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False, default=_json_default) + "\n")
 

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import app, check_format, console, emit_json
+from .common import app, check_format, check_top, console, emit_json
 from .options import Batch, DType, Opt, Phase, Seq, Serial, Spec
 
 
@@ -33,6 +33,7 @@ def compare(
     from .analyze import parse_opts
 
     check_format(fmt)
+    check_top(top)
     c = api.compare(spec, on, what_if=what_if, vs_hardware=vs_hardware, batch=batch, seq=seq, phase=phase,
                     dtype=dtype, serial=serial, options=parse_opts(opt))
     if fmt == "json":

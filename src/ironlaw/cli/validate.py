@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, emit_json
+from .common import app, check_format, check_top, emit_json
 
 
 @app.command()
@@ -26,6 +26,7 @@ def validate(
     """Measure the model end to end and per op, predict it with the profile, show both with the error."""
     from .. import api
     check_format(fmt, ("text", "json"))
+    check_top(top)
     doc = api.validate(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                        threads=threads, out=out).to_dict()
     if fmt == "json":

@@ -40,6 +40,16 @@ def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     return p
 
 
+def check_plot(path, suffixes: tuple[str, ...]) -> Path:
+    """``--plot FILE``: the file checked as :func:`check_output` does, and matplotlib installed (found, not
+    imported), so that a missing optional dependency is one line before any work."""
+    p = check_output(path, "--plot", suffixes)
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:
+        raise IronlawError(f"--plot {path}: drawing needs matplotlib; install it with pip install 'ironlaw[plot]'")
+    return p
+
+
 def write_atomic(path, payload: Payload, option: str = "output") -> Path:
     """Write ``payload`` (text, bytes, or a function that writes into a binary file object) to
     ``path`` through a temporary file and ``os.replace``; nothing partial survives."""

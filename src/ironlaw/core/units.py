@@ -67,11 +67,11 @@ def _scale(suffix: str, unit: str, what: str, raw: str) -> float:
     raise IronlawError(f"{what}: unit '{suffix}' in {raw!r} is not a unit of {unit}")
 
 
-def positive(x: float, what: str, upper: float = math.inf) -> float:
-    """Check 0 < x < upper (finite); return x."""
+def positive(x: float, what: str, upper: float = math.inf, given: str | None = None) -> float:
+    """Check 0 < x < upper (finite); return x. ``given``: the text the user wrote, named in the refusal."""
     if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < upper):
         bound = "" if upper == math.inf else f" and below {upper:g}"
-        raise IronlawError(f"{what} must be a positive finite number{bound}, got {x!r}")
+        raise IronlawError(f"{what} must be a positive finite number{bound}, got {repr(x) if given is None else given}")
     return float(x)
 
 

@@ -133,8 +133,10 @@ class Hardware:
     calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.efficiency)
 
     def peak(self, dtype: str) -> float:
-        """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it."""
+        """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it or no such dtype exists."""
         if dtype not in self.peak_flops:
+            if dtype not in DTYPES:
+                raise unknown("dtype", dtype, DTYPES)
             raise IronlawError(self.lacks(dtype))
         return self.peak_flops[dtype]
 

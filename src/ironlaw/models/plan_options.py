@@ -11,5 +11,5 @@ OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "
 
 def requested(options: dict) -> bool:
     """True when the user asked for more than one device or any parallel knob."""
-    o = {k: v for k, v in (options or {}).items() if k in OPTION_NAMES and v not in (None, False)}
+    o = {k: v for k, v in (options or {}).items() if k in OPTION_NAMES and v is not None and v is not False}
     return any(k not in ("gpus", "nodes") or v != 1 for k, v in o.items())

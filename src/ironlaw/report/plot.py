@@ -24,8 +24,8 @@ TERM_COLOURS = {"data_s": "#1c7ed6", "compute_s": "#d9480f", "latency_s": "#7048
 
 def check_path(path: str | os.PathLike) -> Path:
     """The plot file to write: a .svg or .png whose folder exists and is writable."""
-    from ..core.files import check_output
-    return check_output(path, "--plot", FORMATS)
+    from ..core.files import check_plot
+    return check_plot(path, FORMATS)
 
 
 def _one_config(est) -> None:

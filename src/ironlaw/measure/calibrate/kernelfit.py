@@ -35,7 +35,7 @@ from ...core.graph import Graph
 from ...machine.calibration import SCHEMA, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
-from .kerneltable import PROVENANCE, KernelTable
+from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
 
 OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
 # tables whose rows stream their operands once per call (a decode step's KV cache), so that where those fit the last
@@ -169,6 +169,8 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     date = date or _dt.date.today().isoformat()
     cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
     for g in gs:
+        if g.op == "gemm":
+            check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows)
         table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)), (grid_steps or {}).get(g.op))
         cal.setdefault(g.key[0], {})[g.key[1]] = table

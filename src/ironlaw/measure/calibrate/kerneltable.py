@@ -166,7 +166,11 @@ def _version_key(v: str) -> tuple:
 
 
 def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError:
+        raise IronlawError("reading kernel tables needs pandas (and pyarrow for parquet): "
+                           "pip install 'ironlaw[fit]'") from None
     rel = str(path.relative_to(root)) if path != root and root in path.parents else path.name
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
@@ -233,6 +237,18 @@ def _checked(df, op: str, where: str):
     if t.isna().any() or (t <= 0).any():
         raise IronlawError(f"{where}: column {lat[0]} must hold positive numbers")
     return df.assign(latency_s=t * UNITS_S[unit])
+
+
+def check_gemm_dims(df, where: str) -> None:
+    """GEMM rows' m, n, k: positive whole numbers on every row (a zero-size GEMM is no kernel to fit); checked
+    where rows are fitted, not on reading (a release filter may drop the file)."""
+    import pandas as pd
+    dims = df[["m", "n", "k"]].apply(pd.to_numeric, errors="coerce")
+    bad = (dims.isna() | (dims <= 0) | (dims != dims.round())).any(axis=1)
+    if bad.any():
+        r = df[bad].iloc[0]
+        raise IronlawError(f"{where}: {int(bad.sum())} of {len(df)} rows have m, n or k that is not a positive whole "
+                           f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
 
 
 def _framework(rows, path: Path) -> tuple[str, str]:

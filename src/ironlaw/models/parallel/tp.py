@@ -173,7 +173,8 @@ def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str
 
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
     """``ironlaw analyze … --phase prefill|decode --tp N``: the per-device graph of tensor-parallel inference."""
-    plan = make_plan({"gpus": options.get("gpus") or options.get("tp", 1), **options}, g, hw)
+    gpus = options.get("gpus")
+    plan = make_plan({"gpus": options.get("tp", 1) if gpus is None else gpus, **options}, g, hw)
     if plan.pp > 1 or plan.dp > 1:
         raise IronlawError(f"inference ({g.phase}) models tensor parallelism only; use --tp N with --gpus N")
     topo = build_topology(hw, plan.gpus, plan.nodes)

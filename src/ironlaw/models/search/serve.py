@@ -345,6 +345,9 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     on_text = on if isinstance(on, str) else ",".join(names)
     price = _prices(names, on_text, prices, price_per_gpu_hour)
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
+    for k in ("tp", "ep", "cp", "dp"):
+        if k in fixed:
+            check_count(fixed[k], f"--{k}")
     for k in ("cp", "dp"):
         if fixed.get(k, 1) != 1:
             raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself; leave --{k} out")

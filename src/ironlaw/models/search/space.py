@@ -20,6 +20,7 @@ from itertools import product
 import numpy as np
 
 from ...core.errors import IronlawError
+from ...machine.network.topology import check_count
 
 RECOMPUTE = ("none", "selective", "full")
 COLUMNS = ("tp", "pp", "cp", "dp", "ep", "micro_batch", "interleave", "recompute", "zero", "sequence_parallel")
@@ -59,6 +60,9 @@ def tiles(stride: int, size: int, per_node: int) -> bool:
 def check_fixed(s: Space) -> None:
     """One clear line for fixed degrees that no layout can honour."""
     f = s.fixed
+    for k in ("tp", "pp", "cp", "dp", "ep", "micro_batch", "interleave"):
+        if f.get(k) is not None:
+            check_count(f[k], "--" + k.replace("_", "-"))
     deg = {k: f[k] for k in ("tp", "pp", "cp", "dp") if f.get(k) is not None}
     prod = int(np.prod(list(deg.values()))) if deg else 1
     names = " × ".join(f"--{k} {v}" for k, v in deg.items())

@@ -24,7 +24,8 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
             raise IronlawError(f"allreduce algorithm '{algo}': expected ring or tree (allreduce:BYTES[,ring|tree])")
     if len(parts) != 1 or not parts[0]:
         raise IronlawError(f"'{kind}:{arg}': expected {kind}:BYTES, e.g. {kind}:64MB")
-    nbytes = units.positive(units.parse(parts[0], "bytes", f"{kind} message size"), f"{kind} message size", MAX_BYTES)
+    nbytes = units.positive(units.parse(parts[0], "bytes", f"{kind} message size"), f"{kind} message size", MAX_BYTES,
+                            parts[0])
     check_phase(req, ("infer",), "infer", kind)
     opts = req.options or {}
     if opts.get("gpus") is None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...core.errors import IronlawError
 from ...core.graph import Graph, Op, dtype_bytes
-from .registry import Request, check_phase, check_size, prefix
+from .registry import Request, check_phase, prefix
 
 MAX_DIM = 1 << 24
 
@@ -17,7 +17,10 @@ def _dims(arg: str, n: int, usage: str) -> list[int]:
     except ValueError:
         raise IronlawError(f"'{arg}': expected {usage} with whole numbers") from None
     for v, name in zip(vals, usage.split(",")):
-        check_size(v, f"dimension {name}", MAX_DIM)
+        if v < 1:
+            raise IronlawError(f"'{arg}': {name} must be a positive whole number, got {v}")
+        if v > MAX_DIM:
+            raise IronlawError(f"'{arg}': {name} {v} is absurd (limit {MAX_DIM:,})")
     return vals
 
 

@@ -45,8 +45,8 @@ def check(f: Features) -> None:
     if f.plot and not f.sweep_concurrency:
         raise IronlawError("--plot draws the concurrency frontier; add --sweep-concurrency")
     if f.plot:
-        from ....core.files import check_output
-        check_output(f.plot, "--plot", (".svg", ".png"))
+        from ....core.files import check_plot
+        check_plot(f.plot, (".svg", ".png"))
     power.grid(f.grid_gco2_per_kwh)
     if f.price_per_gpu_hour is not None:
         power.price(None, f.price_per_gpu_hour)
