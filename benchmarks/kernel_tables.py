@@ -1,6 +1,7 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
-    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--op TABLE …] [--write | --stored] [--extract DIR]
+    python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--op TABLE …] [--kernel-class TEXT …]
+                                       [--write | --stored] [--extract DIR]
     python benchmarks/kernel_tables.py --data DIR08 --release 1.0 [--gpu NAME …] [--write | --stored]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
@@ -12,7 +13,8 @@ sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit
 ``<framework>/<version>/`` folders) and ``--write`` stores them in the engine file
 src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml (``ironlaw.machine.engines``, read by
 ``serve --engine``). ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
-(src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields), the way
+(src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields; ``--kernel-class TEXT``
+fits, scores and stores only the kernel classes whose name holds TEXT, e.g. "over 32 heads"), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile; ``--stored`` scores the terms the
 catalog holds on the same held-out rows, fitting nothing (minutes, not the fit's half hour); ``--regrid`` refits only
 each class's kernel grid over the stored shape terms and scores that (``--write`` stores it). ``--extract DIR`` writes the
@@ -78,12 +80,13 @@ def data_dir(arg: str | None) -> Path:
 
 
 def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False,
-            release: str | None = None, regrid: bool = False, ops: tuple = ()) -> list:
+            release: str | None = None, regrid: bool = False, ops: tuple = (), classes: tuple = ()) -> list:
     """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
     [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``); a
     TensorRT-LLM ``release``'s stand alone in its release file (scored as ``engines.with_engine`` merges it).
     ``regrid``: only each class's kernel grid refitted on its fit rows, over the stored shape terms
-    (``regridded``; the catalog's and the engine files', not a release's)."""
+    (``regridded``; the catalog's and the engine files', not a release's). ``classes``: only the kernel classes
+    whose name holds one of these texts, the others kept as stored."""
     from ironlaw.machine import engines, hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
@@ -96,8 +99,10 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         return []
     hw = hardware.get(GPUS[folder])
     if release is not None:
-        return run_release(hw, data, folder, tables, release, write, stored)
-    gs = kernelfit.groups(tables)
+        return run_release(hw, data, folder, tables, release, write, stored, classes)
+    gs = chosen(kernelfit.groups(tables), classes)
+    if not gs:
+        return []
     origin, license = kernelfit.origin_of(data)
     if stored or regrid:              # the stored terms (catalog, or the engine file) on the held-out rows
         table = hw.calibration.table() if framework == "trtllm" else engines.load(hw.name, framework)
@@ -116,7 +121,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         base = hw.calibration.table() if hw.calibration is not None else None
         table = kernelfit.merged(base, new)
     else:                     # the engine file stands alone, but for the classes --op leaves as they are
-        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops else new
+        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops or classes else new
     scores = kernelfit.score(hw, table, gs)
     print(f"{hw.name} {framework}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
     if write and framework == "trtllm":
@@ -124,6 +129,11 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     elif write:
         engines.write(hw.name, framework, table)
     return scores
+
+
+def chosen(gs: list, classes: tuple) -> list:
+    """The groups whose name holds one of ``classes`` (all of them without)."""
+    return [g for g in gs if not classes or any(c in g.name for c in classes)]
 
 
 def regridded(hw, table: dict, gs: list) -> dict:
@@ -142,14 +152,18 @@ def regridded(hw, table: dict, gs: list) -> dict:
     return check(out, "calibration")
 
 
-def run_release(hw, data: Path, folder: str, tables: list, release: str, write: bool, stored: bool) -> list:
+def run_release(hw, data: Path, folder: str, tables: list, release: str, write: bool, stored: bool,
+                classes: tuple = ()) -> list:
     """A TensorRT-LLM release's GEMM, attention, MLA and fused-MoE terms on one GPU: fitted (or, ``stored``,
     read from its release file), then scored on the held-out rows as ``engines.with_engine`` merges them over
-    the catalog (the MoE layer on its held-out shapes, benchmarks/kernel_moe.py)."""
+    the catalog (the MoE layer on its held-out shapes, benchmarks/kernel_moe.py). ``classes``: only the kernel
+    classes whose name holds one of these texts fitted and scored, merged over the stored release file."""
     import kernel_moe
     from ironlaw.machine import engines
     from ironlaw.measure.calibrate import kernelfit
-    gs = kernelfit.groups(tables, float16_as="bf16")
+    gs = chosen(kernelfit.groups(tables, float16_as="bf16"), classes)
+    if not gs:
+        return []
     if stored:
         table = engines.load(hw.name, "trtllm", release)
         if table is None:
@@ -159,15 +173,18 @@ def run_release(hw, data: Path, folder: str, tables: list, release: str, write: 
         origin, license = RELEASE_ORIGIN[release]
         t0 = time.perf_counter()
         new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release))
-        moe = kernel_moe.release_table(hw.name, kernel_moe.release_fits(data, folder, release), release)
-        table = kernelfit.merged(new, moe) if moe else new
+        if classes:
+            table = kernelfit.merged(engines.load(hw.name, "trtllm", release), new)
+        else:
+            moe = kernel_moe.release_table(hw.name, kernel_moe.release_fits(data, folder, release), release)
+            table = kernelfit.merged(new, moe) if moe else new
         print(f"{hw.name} trtllm {release}: {len(gs)} kernel classes and the MoE layer fitted in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
         if write:
             print(f"wrote {engines.write(hw.name, 'trtllm', table, release).relative_to(ROOT)}", flush=True)
     hw2 = engines.over_catalog(hw, table)
     scores = kernelfit.score(hw2, hw2.calibration.table(), gs)
-    for gpu, dt, err in kernel_moe.release_stored(data, folder, release, table):
+    for gpu, dt, err in ([] if classes else kernel_moe.release_stored(data, folder, release, table)):
         scores.append(kernelfit.Score(gpu, f"moe {dt}", len(err), float(np.median(err)),
                                       float(np.percentile(err, 90))))
     return scores
@@ -251,6 +268,9 @@ def main() -> int:
                                                       "context_mla", "generation_mla"),
                     help="fit or score these tables only (default: all); with --write the other classes keep "
                          "their stored terms")
+    ap.add_argument("--kernel-class", action="append", default=[],
+                    help="fit or score only the kernel classes whose name holds this text (e.g. 'over 32 heads'); "
+                         "with --write the other classes keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
@@ -275,7 +295,8 @@ def main() -> int:
     frameworks = a.framework or ["trtllm"]
     for fw in frameworks:
         for folder in a.gpu or (RELEASE_GPUS if a.release else GPUS):
-            for s in run_gpu(data, folder, a.write, fw, a.stored, a.release, a.regrid, tuple(a.op or ())):
+            for s in run_gpu(data, folder, a.write, fw, a.stored, a.release, a.regrid, tuple(a.op or ()),
+                               tuple(a.kernel_class)):
                 ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
                 name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]") + \
                     (f" [trtllm {a.release}]" if a.release else "")
@@ -283,7 +304,8 @@ def main() -> int:
                              f"({s.rows} rows)", "≤8% / ≤20%", ok))
                 worst.append(s.median_abs_err)
     for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not (a.stored or a.release
-                                                                                       or a.regrid or a.op)
+                                                                                       or a.regrid or a.op
+                                                                                       or a.kernel_class)
                           else []):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "

@@ -259,3 +259,25 @@ def test_calibrate_prints_its_text_report(tmp_path):
                 timeout=600)
     assert r.rc == 0, r.err
     assert "held-out rows" in r.out and "gemm bf16" in r.out and f"wrote {out}" in r.out
+
+
+def test_wide_prefill_tiles_each_query_head_on_its_own():
+    """Over 32 heads per KV head a context kernel's M is the query tokens of one head, its heads a grid of CTAs
+    (units = sequences × heads × 2: QKᵀ and PV); up to 32, and in decode, the heads sharing a KV head stay grouped."""
+    import types
+    from ironlaw.core.gemmshape import grid_units, tiled_kv_heads
+    assert tiled_kv_heads("prefill", "_wide", 64, 1) == 64
+    assert tiled_kv_heads("decode", "_wide", 64, 1) == 1 and tiled_kv_heads("prefill", "", 32, 1) == 1
+    g = types.SimpleNamespace(op="context_attention", timed="")
+    for heads, op_name, phase, m_want, units_want in ((64, "context_attention", "prefill", 512.0, 2 * 64 * 2),
+                                                     (32, "context_attention", "prefill", 512.0 * 32, 2 * 1 * 2),
+                                                     (64, "generation_attention", "decode", 64.0, 2 * 1 * 2)):
+        g.op = op_name
+        row = types.SimpleNamespace(attn_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=heads,
+                                    num_key_value_heads=1, batch_size=2, isl=512, step=512, head_dim=128,
+                                    window_size=0)
+        op = kernelfit._attention_op(row, g)
+        m, n, k = op.attrs["mnk"]
+        assert op.attrs["kernel"].endswith("_wide") == (heads > 32)
+        assert m == m_want and k == 128.0
+        assert float(grid_units(op.flops, m, n, k)) == pytest.approx(units_want, rel=0.01)

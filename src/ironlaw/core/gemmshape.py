@@ -124,6 +124,18 @@ def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""
 
 
+def tiled_kv_heads(phase: str, regime: str, heads: int, kv_heads: int) -> int:
+    """The KV heads an attention's kernel tiles its query rows by (``attention_mnk``'s ``kv_heads``): the model's,
+    but for a prefill over ``WIDE_GQA`` heads per KV head, whose context kernel tiles each query head's tokens on
+    their own (M = the query tokens per sequence, the heads a grid of CTAs: sequences × heads units), as MLA's
+    prefill does. Grouped there, M = tokens × 64…96 folds the head count into the tile's rows: held out on
+    aiconfigurator-core 0.12.0's B200 tables, 96 heads ran 16% slower than that M predicted at 16–64 tokens and
+    64 heads 8% faster (docs/accuracy.md)."""
+    if phase == "prefill" and regime == "_wide":
+        return heads
+    return kv_heads
+
+
 def attention_mnk(query_tokens, keys, heads: int, kv_heads: int, head_dim: int) -> tuple:
     """An attention's GEMM shape as its kernels tile it, per sequence and KV head: M = the query rows that
     share a KV head (query tokens per sequence × heads per KV head: a decode step's grouped queries fill a

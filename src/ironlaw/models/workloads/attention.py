@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import flopcount
-from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime
+from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime, tiled_kv_heads
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -134,7 +134,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
                 "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
     regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
     return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
-            "mnk": attention_mnk(query, keys, a.heads, a.kv_heads, geo["qk"])}
+            "mnk": attention_mnk(query, keys, a.heads, tiled_kv_heads(sh.phase, regime, a.heads, a.kv_heads),
+                                 geo["qk"])}
 
 
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
