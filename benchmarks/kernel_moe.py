@@ -102,7 +102,7 @@ def release_stored(data: Path, folder: str, release: str, table: dict) -> list[t
     for gpu, dt, _, rows in release_groups(data, folder, release):
         if f"moe_grouped_gemm.{dt}" not in table.get("kernel", {}):
             continue
-        x, t, keep = _layer_terms(gpu, dt, rows, RELEASE_ROUTING)
+        x, t, keep = layer_terms(gpu, dt, rows, RELEASE_ROUTING)
         out.append((gpu, dt, np.abs(stored_predict(table["kernel"], dt, x[~keep]) / t[~keep] - 1)))
     return out
 
@@ -110,7 +110,7 @@ def release_stored(data: Path, folder: str, release: str, table: dict) -> list[t
 def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> tuple[dict, np.ndarray, int]:
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
     from ironlaw.measure.calibrate import moefit
-    x, t, keep = _layer_terms(gpu, dtype, rows, routing)
+    x, t, keep = layer_terms(gpu, dtype, rows, routing)
     kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
@@ -121,11 +121,11 @@ def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     serving engine runs (MoE TP 1: attention DP with the experts split by EP, models/serving/parallel.py)."""
     from ironlaw.measure.calibrate import moefit
     tp1 = np.asarray(rows["moe_tp_size"]) == 1
-    x, t, keep = _layer_terms(gpu, dtype, {k: np.asarray(v)[tp1] for k, v in rows.items()})
+    x, t, keep = layer_terms(gpu, dtype, {k: np.asarray(v)[tp1] for k, v in rows.items()})
     return held_out(moefit.fit, moefit.predict_s, x, t, keep)[1]
 
 
-def _layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
+def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the law's MoE terms of each row on ``gpu`` routed as ``routing``, measured seconds, the rows of the fitted
     layer shapes)."""

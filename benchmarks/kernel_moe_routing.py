@@ -34,7 +34,7 @@ def scored(gpu: str, dtype: str, rows: dict, routing: str) -> np.ndarray:
     """Signed relative errors of the stored classes of ``gpu`` on ``rows`` routed as ``routing``."""
     from ironlaw.machine import hardware
     kern = hardware.get(gpu).calibration.kernel
-    x, t, _ = km._layer_terms(gpu, dtype, rows, routing)
+    x, t, _ = km.layer_terms(gpu, dtype, rows, routing)
     return km.stored_predict(kern, dtype, x) / t - 1
 
 

@@ -153,3 +153,11 @@ def test_json_output_is_valid_json_alone_on_stdout():
     assert doc["schema"] == "ironlaw.estimate/1"
     # an outside check: 2·M·N·K FLOPs for a GEMM
     assert doc["totals"]["flops"] == 2 * 1024**3
+
+
+def test_serve_tp_that_does_not_divide_the_heads_names_the_model(cli):
+    """The message names the model the user gave, not the serving step's internal graph."""
+    for extra in ((), ("--max-throughput",)):
+        r = cli("serve", "llama3-8b", "--on", "h100", "--tp", "3", *extra)
+        assert r.rc == 2 and r.err.strip() == ("ironlaw: error: --tp 3 does not divide the 32 attention heads of "
+                                               "llama3-8b; use a divisor of 32"), r.err

@@ -99,3 +99,23 @@ def test_kernel_moe_routing_prices_each_row_with_its_routing():
     off = kmr.scored("h100", "fp8", rows, "balanced")
     assert np.all(off[1:] < -0.05)         # from 512 tokens the busiest rank's extra rows make the layer slower …
     assert off[0] > 0.0                    # … at 64 it reaches fewer than all 16 local experts, and streams less
+
+
+def test_serve_moe_routing_from_the_front_door(cli):
+    """``ironlaw serve --max-throughput --moe-routing``: the library's routing reaches the CLI's JSON and slows the
+    busiest expert rank; a dense model, an unknown routing or an online serve is one line, exit 2."""
+    args = ("serve", "qwen3-235b-a22b", "--on", "h100", "--tp", "8", "--ep", "8", "--attention-dp", "--dtype", "fp8",
+            "--prompt", "1000", "--output", "1000", "--max-throughput", "--format", "json")
+    skewed, uniform = cli(*args, "--moe-routing", "power_law_1.2"), cli(*args)
+    assert skewed.rc == 0 and uniform.rc == 0
+    assert skewed.json()["routing"] == "power_law_1.2" and uniform.json()["routing"] is None
+    assert skewed.json()["time_s"] > uniform.json()["time_s"]
+    for bad, said in ((("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--moe-routing", "power_law_1.2"),
+                       "llama3-8b is dense"),
+                      (("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--expert-imbalance", "1.5"),
+                       "llama3-8b is dense"),
+                      (args[:-2] + ("--moe-routing", "zipf"), "unknown MoE routing 'zipf'"),
+                      (("serve", "qwen3-235b-a22b", "--on", "h100", "--moe-routing", "balanced"),
+                       "--moe-routing belongs to the offline scenario")):
+        r = cli(*bad)
+        assert r.rc == 2 and said in r.err and len(r.err.strip().splitlines()) == 1, (bad, r.err)

@@ -163,7 +163,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm",
-          release: Optional[str] = None):
+          release: Optional[str] = None, moe_routing: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -173,7 +173,9 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
     vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``).
     ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
-    overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``)."""
+    overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
+    (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
+    power_law_<alpha>; default uniform rows, times ``expert_imbalance``)."""
     from .core.errors import IronlawError
     from .machine.engines import check_engine, check_release
     from .models.serving import frameworks, online
@@ -189,7 +191,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-                  expert_imbalance=expert_imbalance)
+                  expert_imbalance=expert_imbalance, routing=moe_routing)
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
@@ -198,7 +200,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
                        ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
                        ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
-                       ("--kv-fraction", kv_fraction != 0.95)):
+                       ("--moe-routing", moe_routing is not None), ("--kv-fraction", kv_fraction != 0.95)):
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,

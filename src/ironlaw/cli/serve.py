@@ -36,6 +36,9 @@ def serve(
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="max-throughput: busiest expert rank's "
                                            "load over the mean (1.0 = balanced)"),
+    moe_routing: Optional[str] = typer.Option(None, "--moe-routing", help="max-throughput: the router's load on the "
+                                              "busiest expert rank per step: balanced | power_law_<alpha> (the "
+                                              "kernel collector's routings; default uniform)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
     prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", help="share of prompt tokens served from cache"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),
@@ -61,7 +64,8 @@ def serve(
                     page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp, serial=serial,
                     max_throughput=max_throughput, ep=ep, attention_dp=attention_dp, pp=pp, kv_fraction=kv_fraction,
                     max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-                    expert_imbalance=expert_imbalance, speculative=speculative, prefix_hit=prefix_hit,
+                    expert_imbalance=expert_imbalance, moe_routing=moe_routing,
+                    speculative=speculative, prefix_hit=prefix_hit,
                     disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
                     price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html, engine=engine, release=release)
     if fmt == "json":

@@ -184,9 +184,10 @@ def check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redund
                                f"use data parallelism (--dp) only")
         return
     L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
+    model = meta.get("spec", g.name)       # the model the user named, not a step graph's name
     for what, n in (("attention heads", heads), ("key/value heads", kv)):
         if n % tp:
-            raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {g.name}; use a divisor of {n}")
+            raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {model}; use a divisor of {n}")
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")

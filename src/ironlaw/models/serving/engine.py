@@ -193,6 +193,10 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--attention-dp needs a mixture-of-experts model; {spec} is dense (use --tp alone)")
     if lay.ep > 1 and not experts:
         raise IronlawError(f"--ep {lay.ep} needs a mixture-of-experts model; {spec} is dense")
+    if (lay.routing is not None or lay.expert_imbalance != 1.0) and not experts:
+        what = (f"--moe-routing {lay.routing}" if lay.routing is not None
+                else f"--expert-imbalance {lay.expert_imbalance:g}")
+        raise IronlawError(f"{what} loads the routed experts; {spec} is dense")
     if experts and experts % lay.ep:
         raise IronlawError(f"--ep {lay.ep} does not divide the {experts} experts of {spec}; use a divisor of {experts}")
     if lay.ep > 1 and not lay.attention_dp:
