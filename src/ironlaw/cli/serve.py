@@ -57,7 +57,6 @@ def serve(
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
     from .. import api
-    from ..core.units import fmt as f, fmt_num, fmt_size, fmt_time
 
     check_format(fmt)
     res = api.serve(spec, on, prompt=prompt, output=output, concurrency=concurrency, dtype=dtype, kv_dtype=kv_dtype,
@@ -76,6 +75,13 @@ def serve(
     if sweep_concurrency:
         head, *rest = res.lines()
         return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
+    emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
+
+
+
+def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int) -> list[str]:
+    """The online serve's text: the step model, TTFT and inter-token latency, the bottlenecks, the KV capacity."""
+    from ..core.units import fmt_num, fmt_size, fmt_time
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
@@ -92,8 +98,7 @@ def serve(
              f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
              f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "
              f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}"] + more
-    emit_lines(lines, fmt)
-
+    return lines
 
 def _engine_lines(d: dict) -> list[str]:
     """The engine's lines under the head: none for the default (TensorRT-LLM at the catalog's release), else whose
