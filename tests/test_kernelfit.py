@@ -276,7 +276,7 @@ def test_wide_prefill_tiles_each_query_head_on_its_own():
         row = types.SimpleNamespace(attn_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=heads,
                                     num_key_value_heads=1, batch_size=2, isl=512, step=512, head_dim=128,
                                     window_size=0)
-        op = kernelfit._attention_op(row, g)
+        op = kernelfit.attention_op(row, g)
         m, n, k = op.attrs["mnk"]
         assert op.attrs["kernel"].endswith("_wide") == (heads > 32)
         assert m == m_want and k == 128.0

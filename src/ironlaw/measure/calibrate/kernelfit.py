@@ -311,7 +311,7 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
 def observations(g: Group, rows, hw=None) -> list[Observation]:
     """The rows as ironlaw ops with their measured seconds; with ``hw``, a generation row whose operands fit its
     last cache level marked so (``cache_resident``)."""
-    build = _gemm_op if g.op == "gemm" else _mla_op if g.op.endswith("_mla") else _attention_op
+    build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else attention_op
     ops = [build(r, g) for r in rows.itertuples()]
     if hw is not None and g.op in RESIDENT_OPS:
         ops = cache_resident(ops, hw)
@@ -404,7 +404,7 @@ def _top_level(text: str, sep: str) -> list[str]:
 
 # ---------------------------------------------------------------- rows as ironlaw ops
 
-def _gemm_op(r, g: Group):
+def gemm_op(r, g: Group):
     from ...models.workloads.micro import gemm
     from ...models.workloads.registry import Request
     spec = f"{int(r.m)},{int(r.n)},{int(r.k)}"
@@ -432,7 +432,7 @@ class _Shape:
         return self.b if self.phase == "decode" else self.b * self.s
 
 
-def _attention_op(r, g: Group):
+def attention_op(r, g: Group):
     """The analytic transformer's attention op of one row (window 0: global), its KV cache in the row's dtype."""
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core
@@ -457,7 +457,7 @@ def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
     return out
 
 
-def _mla_op(r, g: Group):
+def mla_op(r, g: Group):
     """The analytic transformer's MLA attention op of one row (DeepSeek-V3's dims, ``MLA_DIMS``; ``num_heads`` the
     heads on one GPU), its cache in the row's KV dtype."""
     from ...models.serving.online import with_kv_dtype
