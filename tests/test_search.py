@@ -107,6 +107,11 @@ def test_fast_path_matches_train_step_moe_a2a_overlap():
                   settings={"moe_a2a_overlap": True})
 
 
+def test_fast_path_matches_train_step_moe_flex_dispatcher():
+    _check_sample("qwen3-30b-a3b", 16, 64, 4096, 6, 8, must=lambda r: r["ep"] in (2, 4) and r["pp"] > 1,
+                  settings={"moe_dispatcher": "flex"})
+
+
 def test_fast_path_matches_train_step_one_layer_stages():
     _check_sample("gpt2", 24, 48, 1024, 12, 3, must=lambda r: r["pp"] == 12 and r["dp"] > 1)
 

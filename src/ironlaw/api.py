@@ -237,7 +237,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            ep: Optional[int] = None, micro_batch: Optional[int] = None, interleave: Optional[int] = None,
            recompute: Optional[str] = None, zero: Optional[int] = None, sequence_parallel: Optional[bool] = None,
            tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
-           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, prompt: int = 1024, output: int = 256,
+           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, moe_dispatcher: Optional[str] = None,
+           prompt: int = 1024, output: int = 256,
            slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
@@ -250,7 +251,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     Serving: ``on="h100,h200,b200"`` (or a list) searches several devices in one ranking; ``rank`` is
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
-    layouts, why the best wins)."""
+    layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
+    the layouts with EP > 1 as ``analyze`` prices it."""
     from .core.errors import IronlawError, unknown
 
     cost = _run_inputs(dict(locals()), phase)
@@ -266,12 +268,15 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
                 raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
         from .models.search import train as run
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap)
+                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap,
+                        moe_dispatcher=moe_dispatcher)
         res = run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
                          quiet=quiet, settings=settings, cost=cost)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
+        if moe_dispatcher is not None:
+            raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
         from .models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)

@@ -41,6 +41,9 @@ def search(
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap/--no-moe-a2a-overlap",
                                          help="train: expert all-to-alls beside another micro-batch's compute"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="train: Megatron-Core's token "
+                                                 "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
+                                                 "(DeepEP/HybridEP: permute, exchange and sort fused)"),
     prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
     output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
@@ -63,7 +66,8 @@ def search(
                      top=top, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                      recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance, prompt=prompt, output=output,
+                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance,
+                     moe_dispatcher=moe_dispatcher, prompt=prompt, output=output,
                      slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
                      rank=rank, prices=prices, html=html, **cost.api_kwargs())
     if fmt == "json":
@@ -100,9 +104,11 @@ def _usd(x) -> str:
 
 
 def _notes(res) -> list[str]:
-    """Below a serving table: what the ranking is by, the prices used, and each device skipped and why."""
+    """Below a serving table: what the ranking is by, the prices used, and each device skipped and why; below a
+    training table: the token dispatcher where it is not the default."""
     if res.phase != "serve":
-        return []
+        d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
+        return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
     s = res.setup
     out = []
     if s.get("rank_by") == "usd-per-million-tokens":

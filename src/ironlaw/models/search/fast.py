@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...law import law
-from .. import host, parallel
+from .. import dispatcher, host, parallel
 from ..precision import in_layers
 from ...core import passes
 from ...core.graph import Graph, dtype_bytes
@@ -79,9 +79,16 @@ def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
     G = ctx.gpus_per_node
     plan = parallel.Plan(tp=tp, ep=ep, cp=cp, sequence_parallel=bool(sp),
                          expert_imbalance=ctx.setting("expert_imbalance", 1.0),
-                         tp_comm_overlap=bool(ctx.setting("tp_comm_overlap", True) and sp))
+                         tp_comm_overlap=bool(ctx.setting("tp_comm_overlap", True) and sp),
+                         moe_dispatcher=dispatcher_of(ctx.settings, ep))
     sg = Graph(g.name, "train", g.dtype, ops, meta=dict(g.meta), uncounted_ops=dict(g.uncounted_ops))
     return parallel.shard(sg, ctx.hw, plan, {"tp": parallel.group(1, tp, G), "ep": parallel.group(tp, ep, G)})
+
+
+def dispatcher_of(settings: dict, ep: int) -> str:
+    """The token dispatcher a layout runs: the chosen one with expert parallelism, the default without (flex
+    exchanges over an EP group; ``dispatcher.check``)."""
+    return settings.get("moe_dispatcher", dispatcher.DEFAULT) if ep > 1 else dispatcher.DEFAULT
 
 
 @dataclass

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from ...core.errors import IronlawError
+from .. import dispatcher
 from . import engines, fast, space
 
 AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the same arithmetic, reordered
@@ -19,7 +20,7 @@ MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints t
 
 
 SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
-            "moe_a2a_overlap": False}
+            "moe_a2a_overlap": False, "moe_dispatcher": dispatcher.DEFAULT}
 
 
 def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
@@ -39,7 +40,8 @@ def training_model(spec: str, hw, seq: int, dtype: str | None):
 
 def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: dict) -> dict:
     """A candidate as ``parallel.make_plan`` options (the CLI's own names). The settings apply where they can:
-    TP communication overlap with sequence parallelism, overlapped stage sends with interleaving."""
+    TP communication overlap with sequence parallelism, overlapped stage sends with interleaving, the token
+    dispatcher with expert parallelism (``fast.dispatcher_of``)."""
     sp, v = row["sequence_parallel"], row["interleave"]
     return {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "tp": row["tp"], "pp": row["pp"],
             "cp": row["cp"], "dp": row["dp"], "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": v,
@@ -47,7 +49,17 @@ def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: 
             "tp_comm_overlap": bool(settings["tp_comm_overlap"] and sp),
             "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
             "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0,
-            "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1)}
+            "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1),
+            "moe_dispatcher": fast.dispatcher_of(settings, row["ep"])}
+
+
+def check_dispatcher(settings: dict, spec: str, experts: int, fixed_ep: int | None) -> None:
+    """``--moe-dispatcher``: a name ``dispatcher.check`` knows; flex applies to the layouts with EP > 1, so it is
+    refused only where no layout has any: EP fixed to 1, or a model without experts."""
+    name = settings["moe_dispatcher"]
+    dispatcher.check(name, 2 if fixed_ep is None else fixed_ep)
+    if name != dispatcher.DEFAULT and not experts:
+        raise IronlawError(f"--moe-dispatcher {name} exchanges the routed tokens of MoE layers; {spec} has no experts")
 
 
 def row_of(c: dict, i: int) -> dict:
@@ -118,7 +130,7 @@ def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
 def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
     p = st.plan
     return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
-            "time_s": st.step_s,
+            "moe_dispatcher": p.moe_dispatcher if p.ep > 1 else None, "time_s": st.step_s,
             "tokens_per_s_per_gpu": st.flops.tokens_per_step / (st.step_s * ctx.gpus), "mfu": st.mfu,
             "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory.total_bytes,
             "breakdown": st.breakdown.to_dict()}
@@ -133,8 +145,9 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
     wherever sequence parallelism is on, stage sends overlapped wherever the schedule interleaves, gradients
     kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), the experts' load imbalance (1:
-    balanced), and the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
-    it: ``moe_a2a_overlap``). Each reported layout carries its step's ``energy`` and, with ``cost.tokens``
+    balanced), the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
+    it: ``moe_a2a_overlap``) and Megatron-Core's token dispatcher (``moe_dispatcher``: alltoall, or flex — HybridEP
+    or DeepEP — on the layouts with EP > 1, ``check_dispatcher``). Each reported layout carries its step's ``energy`` and, with ``cost.tokens``
     (``run_cost.RunInputs``), the whole training ``run`` (``ironlaw.models.run_cost``)."""
     from ...machine import hardware
     from .. import parallel, run_cost
@@ -163,6 +176,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not 1.0 <= f <= parallel.MAX_IMBALANCE:
         raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
                            f"{parallel.MAX_IMBALANCE:g}; got {f!r}")
+    check_dispatcher(settings, spec, int(m.get("experts", 0) or 0), sp.fixed.get("ep"))
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
