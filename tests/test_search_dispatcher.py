@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 from conftest import run_cli
 from ironlaw import api
+from ironlaw.core import schemas
 
 SPEC = "qwen3-30b-a3b"
 SPACE = dict(phase="train", on="gb200", gpus=16, global_batch=64, seq=4096, tp=1, pp=1, cp=1, recompute="selective",
@@ -59,6 +61,10 @@ def test_cli_json_carries_the_dispatcher():
                    "--top", "1", "--moe-dispatcher", "flex")
     assert text.rc == 0 and "token dispatcher: flex" in text.out, text.err
     assert d["settings"]["moe_dispatcher"] == "flex" and d["top"][0]["moe_dispatcher"] == "flex"
+    schemas.validate(d)
+    d["top"][0]["moe_dispatcher"] = "deepep"
+    with pytest.raises(jsonschema.ValidationError):
+        schemas.validate(d)
 
 
 BAD = [
