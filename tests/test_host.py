@@ -79,7 +79,7 @@ def test_train_step_shows_the_host_term_and_grace_pays_more():
     assert grace.breakdown.host_exposed_s > x86.breakdown.host_exposed_s
     # a host-bound step says so: a tiny micro-batch on Grace, every kernel a few microseconds of device work, in
     # FP8 current scaling (4 host calls per quantized tensor; MXFP8's one cast and the device's scale swizzles,
-    # precision._swizzle, leave this micro-batch just device-bound), with the flex dispatcher of the GB200
+    # precision.scale_swizzles, leave this micro-batch just device-bound), with the flex dispatcher of the GB200
     # recipes (no separate sorts by local expert, ``dispatcher``)
     tiny = _step(spec="qwen3-30b-a3b", on="gb200", dtype="fp8", gpus=8, ep=8, global_batch=8, moe_dispatcher="flex")
     assert tiny.bottleneck["share"] == "host" and tiny.bottleneck["resource"] == "latency"

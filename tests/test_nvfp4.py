@@ -106,7 +106,7 @@ def test_held_out_nvfp4_rows_of_the_26_02_summary():
     """benchmarks/nemo_nvfp4.py's rows (tests/data/megatron_bridge_26.02_nvfp4.csv), held out: the GB300 NVFP4 rows
     land within 6% (405B: −5.0%: the TP collectives follow NCCL's measured one-node curves, exposed in the NVFP4
     row, which runs without --tp-comm-overlap, and Transformer Engine's scale swizzles before every block-scaled
-    GEMM, ``precision._swizzle``, cost it 1.3%) and their speed-up over FP8/MXFP8 on the same layout within 5%;
+    GEMM, ``precision.scale_swizzles``, cost it 1.3%) and their speed-up over FP8/MXFP8 on the same layout within 5%;
     on GB200, where ironlaw's MXFP8 rows run 10–11% fast, NVFP4 is still predicted faster than its sibling."""
     import sys
     from pathlib import Path

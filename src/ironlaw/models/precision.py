@@ -27,7 +27,7 @@ What changes, per linear layer of the transformer blocks (its forward GEMM and i
 - before every GEMM on block-scaled operands (MXFP8, NVFP4) Transformer Engine v2.9 copies each operand's scales
   into the interleaved layout cuBLASLt reads, one kernel per operand (pytorch/csrc/extensions/gemm.cpp
   ``general_gemm`` → util.cpp ``swizzle_scaling_factors``), the cached weight's included: the forward 2 (input,
-  weight), the backward 4 (dgrad: output gradient, weight; wgrad: input, output gradient) — ``_swizzle``, a
+  weight), the backward 4 (dgrad: output gradient, weight; wgrad: input, output gradient) — ``scale_swizzles``, a
   memory-bound op reading and writing one byte per ``SCALE_BLOCK`` elements, one kernel launch each;
 - attention stays bf16 (Megatron's FP8 recipes keep dot-product attention in bf16), and so do norms,
   activations, residuals, the router, the LM head and the loss (Megatron's output layer is not a TE module).
@@ -177,7 +177,7 @@ def lower(g: Graph, dtype: str, any_layout: bool = False) -> Graph:
             ops += [_cast(f, dtype, out_b if bwd else in_b, bwd, any_layout, amax_fused),
                     _gemm(op, dtype, in_b, out_b, bwd)]
         if dtype in SCALE_BLOCK:
-            ops += _swizzle(f, dtype, in_b, out_b, bwd)
+            ops += scale_swizzles(f, dtype, in_b, out_b, bwd)
     meta = dict(g.meta, precision=dtype, fp8_any_layout=bool(any_layout))
     fp = dict(g.footprint)
     if "activations" in fp:               # each linear's input is saved for its wgrad as the low-precision copy
@@ -237,7 +237,7 @@ def _cast(f: Op, dtype: str, nbytes, bwd: bool, any_layout: bool, amax_fused: bo
                      **{k: f.attrs[k] for k in ("per_layer", "expert") if k in f.attrs}})
 
 
-def _swizzle(f: Op, dtype: str, in_b, out_b, bwd: bool) -> list[Op]:
+def scale_swizzles(f: Op, dtype: str, in_b, out_b, bwd: bool) -> list[Op]:
     """The scale swizzles before linear ``f``'s block-scaled GEMMs in one pass, one op (kernel) per operand:
     forward the input's and the weight's scales, backward the output gradient's and the weight's for the dgrad
     and the input's and the output gradient's for the wgrad; each reads and writes one byte per
