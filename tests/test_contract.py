@@ -28,3 +28,14 @@ def test_contract_rows_say_what_the_json_says(cli):
                 assert line.split()[-1] == res
     why = [l for l in text.out.splitlines() if l.startswith("DLRM-DCNv2:")][0]
     assert "spill to host-dram" in why
+
+
+def test_the_library_gives_the_commands_document(cli):
+    import json
+
+    import ironlaw
+    doc = cli("contract", "--on", "a100", "--format", "json").json()
+    lib = json.loads(json.dumps(ironlaw.contract("a100").to_dict(), default=float))
+    assert lib == doc
+    assert [w["title"] for w in lib["workloads"]] == ["ResNet-50 training", "Llama-3-8B decode",
+                                                      "DLRM-DCNv2 inference"]

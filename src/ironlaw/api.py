@@ -287,6 +287,13 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     return res
 
 
+def contract(on="h100"):
+    """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
+    decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
+    from .models import contract as c
+    return c.run(_device(on))
+
+
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
           rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the

@@ -3,35 +3,20 @@ from __future__ import annotations
 
 import typer
 
-from .common import app, check_format, console, emit_json
-
-CASES = (
-    ("ResNet-50 training", dict(spec="resnet50", phase="train", batch=256)),
-    ("Llama-3-8B decode", dict(spec="llama3-8b", phase="decode", batch=1, seq=1024)),
-    ("DLRM-DCNv2 inference", dict(spec="dlrm-dcnv2", phase="infer", batch=2048)),
-)
+from .common import app, check_format, emit_json
 
 
 @app.command()
 def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml file"),
              fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Which resource each of three classic workloads saturates first on one device."""
-    from ..machine import hardware
-    from ..law import law
-    from ..models import workloads
-    from ..core.units import fmt as f, fmt_size, fmt_time
+    from .. import api
 
     check_format(fmt)
-    hw = hardware.get(on)
-    results = []
-    for title, kw in CASES:
-        req = workloads.Request(kw["spec"], phase=kw["phase"], batch=kw["batch"], seq=kw.get("seq"),
-                                device="cuda" if hw.kind == "gpu" else "cpu")
-        est = law.predict(workloads.resolve(req), hw)
-        results.append((title, kw, est))
+    res = api.contract(on)
+    hw, results = res.hw, res.results
     if fmt == "json":
-        emit_json({"schema": "ironlaw.contract/1", "hardware": hw.name,
-                   "workloads": [{"title": t, **kw, "estimate": e.to_dict(top=5)} for t, kw, e in results]})
+        emit_json(res.to_dict())
         return
     if fmt == "md":
         _markdown(hw, results)
