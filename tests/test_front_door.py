@@ -240,3 +240,16 @@ def test_the_readme_max_throughput_number_is_what_the_command_prints():
     assert argv[:1] == ["llama3.1-8b"] and "--dtype" in argv and "fp8" in argv
     got = ironlaw.serve("llama3.1-8b", on="h100", dtype="fp8", prompt=2048, output=2048, max_throughput=True)
     assert abs(got.to_dict()["output_tokens_per_s"] / 1e3 - shown_k) <= 0.05 + 1e-9
+
+
+def test_calibrate_from_the_library_gives_the_commands_document(tmp_path):
+    pytest.importorskip("pandas")
+    tables = str(ROOT / "tests/data/kernel_tables/h100_sxm/gemm")
+    r = run_cli("calibrate", "--kernels", tables, "--gpu", "h100", "--format", "json")
+    assert r.rc == 0, r.err
+    res = ironlaw.calibrate(tables, gpu="h100", out=str(tmp_path / "h100.toml"))
+    assert _strip(json.loads(json.dumps(res.to_dict(), default=_plain))) == {**r.json(), "saved": res.saved}
+    assert res.saved == str(tmp_path / "h100.toml")
+    assert ironlaw.analyze("gemm:4096,4096,4096", on=res.saved).time_s > 0
+    with pytest.raises(IronlawError, match="--framework must be one of"):
+        ironlaw.calibrate(tables, gpu="h100", framework="tensorrt")

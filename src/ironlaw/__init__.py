@@ -13,7 +13,7 @@ One function per command of the CLI (``ironlaw.api``): ``analyze``, ``compare``,
 from __future__ import annotations
 
 from ._version import __version__
-from .api import analyze, compare, contract, fit, probe, search, serve, sweep, train, validate
+from .api import analyze, calibrate, compare, contract, fit, probe, search, serve, sweep, train, validate
 from .core.errors import IronlawError
 
-__all__ = ["analyze", "compare", "sweep", "serve", "train", "search", "probe", "validate", "fit", "contract", "IronlawError", "__version__"]
+__all__ = ["analyze", "compare", "sweep", "serve", "train", "search", "probe", "validate", "fit", "contract", "calibrate", "IronlawError", "__version__"]

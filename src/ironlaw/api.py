@@ -14,6 +14,7 @@ An option a function does not take is a TypeError. A workload's builder options 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional, Sequence, Union
 
 # the names of analyze's parallel options, in the order the CLI passes them on
@@ -358,6 +359,39 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
 
 
+def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtllm", out: Optional[str] = None):
+    """``ironlaw calibrate --kernels DIR``: fit a GPU's GEMM and attention terms on measured kernel tables
+    (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the
+    held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
+    :class:`KernelCalibration`. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
+    start from (needed where the tables name several GPUs, or one the catalog lacks)."""
+    from .core.errors import IronlawError
+    from .machine import hardware
+    from .measure.calibrate import kernelfit, kerneltable
+
+    if out is not None and not out.endswith(".toml"):
+        raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
+    if framework not in kernelfit.FRAMEWORKS:
+        raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
+    tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework)
+    gpus = sorted({t.gpu for t in tables})
+    if len(gpus) > 1:
+        raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
+    base = hardware.get(gpu if gpu is not None else gpus[0])
+    origin, license = kernelfit.origin_of(kernels)
+    gs = kernelfit.groups(tables)
+    new = kernelfit.fit(base, gs, origin=origin, license=license)
+    table = kernelfit.merged(base.calibration.table() if base.calibration is not None else None, new)
+    scores = kernelfit.score(base, table, gs)
+    saved = None
+    if out:
+        from .machine.profile import copy_with_table
+        if not base.path or not Path(base.path).is_file():
+            raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
+        saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
+    return KernelCalibration(base.name, framework, len(gs), scores, table, saved)
+
+
 @dataclass
 class Probe:
     """``ironlaw probe``'s result: the profile written (the catalog's format, with its [probe] rows and fitted
@@ -412,6 +446,23 @@ class Fit:
         return {"schema": "ironlaw.fit/1", "hardware": self.hardware, "calibration": self.calibration,
                 "saved": self.saved, **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows]
                                          for g, rows in (("fitted", self.fitted), ("held_out", self.held_out))}}
+
+
+@dataclass
+class KernelCalibration:
+    """``ironlaw calibrate``'s result: the calibrated [calibration] table of ``hardware``, fitted on ``groups``
+    kernel classes of ``framework``, each scored on its held-out rows, and where the profile was saved."""
+    hardware: str
+    framework: str
+    groups: int
+    held_out: list
+    calibration: dict
+    saved: Optional[str]
+
+    def to_dict(self) -> dict:
+        return {"schema": "ironlaw.calibrate-kernels/1", "hardware": self.hardware, "framework": self.framework,
+                "held_out": [s.__dict__ for s in self.held_out], "calibration": self.calibration,
+                "saved": self.saved}
 
 
 # ---------------------------------------------------------------- shared readings of the options

@@ -117,3 +117,10 @@ def replace_table(path: Path, name: str, table: dict) -> Path:
     new = body + "\n\n" + dumps_table({name: table}) + "\n"
     parse_hardware(toml_loads(new), str(path))
     return write_atomic(Path(path), new)
+
+
+def copy_with_table(src: Path, target: Path, name: str, table: dict) -> Path:
+    """``src``'s TOML written to ``target`` (unless they are one file) with its ``[name]`` replaced by ``table``."""
+    if Path(target).resolve() != Path(src).resolve():
+        write_atomic(Path(target), Path(src).read_text(encoding="utf-8"))
+    return replace_table(Path(target), name, table)
