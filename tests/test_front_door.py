@@ -253,3 +253,23 @@ def test_calibrate_from_the_library_gives_the_commands_document(tmp_path):
     assert ironlaw.analyze("gemm:4096,4096,4096", on=res.saved).time_s > 0
     with pytest.raises(IronlawError, match="--framework must be one of"):
         ironlaw.calibrate(tables, gpu="h100", framework="tensorrt")
+
+
+def test_report_from_the_library_writes_the_commands_page(tmp_path):
+    """``api.report`` (not ``ironlaw.report``: that name is the ironlaw.report package)."""
+    import re
+
+    def page(path: Path) -> str:                       # matplotlib's element ids and the stamp differ per run
+        text = re.sub(r'(id="|url\(#|href="#)[a-z0-9]+', r"\1ID", path.read_text())
+        return re.sub(r"generated [0-9-]+ [0-9:]+ UTC", "generated", text)
+
+    cli_page, lib_page = tmp_path / "cli.html", tmp_path / "lib.html"
+    r = run_cli("report", "llama3-8b", "--on", "h100", "--batch", "4", "-w", "flash-attention", "--html",
+                str(cli_page))
+    assert r.rc == 0, r.err
+    res = api.report("llama3-8b", str(lib_page), on="h100", batch=4, what_if="flash-attention")
+    assert res.path == str(lib_page) and res.size_bytes == len(lib_page.read_bytes())
+    assert page(lib_page) == page(cli_page)
+    assert "What if: flash-attention" in page(lib_page)
+    with pytest.raises(IronlawError, match="--top must be at least 1, got 0"):
+        api.report("llama3-8b", str(tmp_path / "x.html"), top=0)

@@ -7,8 +7,10 @@
     >>> est.time_s, est.bottleneck()["resource"]
 
 One function per command of the CLI (``ironlaw.api``): ``analyze``, ``compare``, ``sweep``, ``serve``, ``train``,
-``search`` take the command's options as keywords and return results whose ``.to_dict()`` is its
-``--format json`` document. The core imports without torch; capture, probe and validate import it when called.
+``search``, ``contract``, ``calibrate``, ``probe``, ``validate``, ``fit`` take the command's options as keywords and
+return results whose ``.to_dict()`` is its ``--format json`` document; ``ironlaw.api.report`` writes the HTML page
+(``ironlaw.report`` is the package that draws it). The core imports without torch; capture, probe and validate
+import it when called.
 """
 from __future__ import annotations
 

@@ -288,6 +288,51 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     return res
 
 
+def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None,
+           dtype: Optional[str] = None, serial: bool = False, what_if: Union[str, Sequence[str]] = (),
+           vs_hardware: Optional[str] = None, compare: Optional[str] = None, validate: Optional[str] = None,
+           frontier: Optional[str] = None, top: int = 200):
+    """``ironlaw report``: one self-contained HTML page of an estimate (summary, terms, roofline of every op,
+    sortable ops, footprint) written to ``html``, with a before/after section for ``what_if``/``vs_hardware`` or
+    from a saved ``compare`` document, predicted against measured from a saved ``validate`` document, and the
+    serving ``frontier`` from a saved ``serve --sweep-concurrency`` document; ``top`` rows in the ops table.
+    A :class:`Report`."""
+    from .core import progress
+    from .core.errors import IronlawError
+    from .models import analysis
+    from .report import html as page
+    from .report import inputs
+
+    out = page.check_output(html)                      # fail before any work
+    if top < 1:
+        raise IronlawError(f"--top must be at least 1, got {top}")
+    if compare and (what_if or vs_hardware):
+        raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
+    with progress.task(f"report of {spec}", total=3) as step:
+        est = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial))
+        step(description="what-if and validation")
+        cmp_doc = None
+        if compare:
+            cmp_doc = inputs.load_compare(compare, est)
+        elif what_if or vs_hardware:
+            try:
+                from .models.whatif.compare import compare as run
+            except ImportError:
+                raise IronlawError("--what-if is not available in this build (ironlaw.models.whatif is missing); "
+                                   "use --compare FILE.json") from None
+            cmp_doc = inputs.check_compare(run(est, _strings(what_if), vs_hardware).to_dict(), "--what-if", est)
+        val_doc = inputs.load_validation(validate, est) if validate else None
+        fr_doc = None
+        if frontier:
+            from .report.frontier import check
+            fr_doc = check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}")
+        step(description="drawing the report")
+        text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
+        step()
+    page.write(out, text)
+    return Report(str(out), len(text.encode()), est)
+
+
 def contract(on="h100"):
     """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
     decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
@@ -463,6 +508,14 @@ class KernelCalibration:
         return {"schema": "ironlaw.calibrate-kernels/1", "hardware": self.hardware, "framework": self.framework,
                 "held_out": [s.__dict__ for s in self.held_out], "calibration": self.calibration,
                 "saved": self.saved}
+
+
+@dataclass
+class Report:
+    """``ironlaw report``'s result: the HTML file written, its size and the estimate it shows."""
+    path: str
+    size_bytes: int
+    estimate: object
 
 
 # ---------------------------------------------------------------- shared readings of the options

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import sys
 
-from typing import Optional
 
 import typer
 
@@ -83,15 +82,3 @@ def console():
     from rich.console import Console
     return Console(highlight=False, soft_wrap=False)
 
-
-# register the verbs (each module adds its commands to ``app``)
-
-
-def device(on: str, network: Optional[str] = None):
-    """The hardware ``on`` names, its collectives on the network calibration ``network`` when given."""
-    from ..machine import hardware
-    hw = hardware.get(on)
-    if network is not None:
-        from ..machine.network.calibration import with_network
-        hw = with_network(hw, network)
-    return hw

@@ -31,41 +31,12 @@ def report(
     top: int = typer.Option(200, "--top", help="rows in the ops table (the roofline always shows every op)"),
 ):
     """Write an HTML report: summary, terms, roofline of every op, sortable ops, footprint, what-if, validation."""
-    from ..core.errors import IronlawError
-    from ..report import html as page
-    from ..report import inputs
+    from .. import api
     from ..core.units import fmt, fmt_time
-    from ..models.analysis import predict
-    from .common import device
 
-    out = page.check_output(html)                      # fail before any work
-    if top < 1:
-        raise IronlawError(f"--top must be at least 1, got {top}")
-    if compare_file and (what_if or vs_hardware):
-        raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
-    from ..core import progress
-    with progress.task(f"report of {spec}", total=3) as step:
-        est = predict(spec, device(on), batch, seq, phase, dtype, "serial" if serial else "overlap")
-        step(description="what-if and validation")
-        cmp_doc = None
-        if compare_file:
-            cmp_doc = inputs.load_compare(compare_file, est)
-        elif what_if or vs_hardware:
-            try:
-                from ..models.whatif.compare import compare as run
-            except ImportError:
-                raise IronlawError("--what-if is not available in this build (ironlaw.models.whatif is missing); "
-                                   "use --compare FILE.json") from None
-            cmp_doc = inputs.check_compare(run(est, what_if, vs_hardware).to_dict(), "--what-if", est)
-        val_doc = inputs.load_validation(validate_file, est) if validate_file else None
-        fr_doc = None
-        if frontier_file:
-            from ..report.frontier import check
-            fr_doc = check(inputs.read_json(frontier_file, "--frontier"), f"--frontier {frontier_file}")
-        step(description="drawing the report")
-        text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
-        step()
-    page.write(out, text)
-    b = est.bottleneck()
-    typer.echo(f"wrote {out} ({fmt(len(text.encode()), 'B')}): {est.graph.name} on {est.hw.name}, "
+    res = api.report(spec, html, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, what_if=what_if,
+                     vs_hardware=vs_hardware, compare=compare_file, validate=validate_file, frontier=frontier_file,
+                     top=top)
+    est, b = res.estimate, res.estimate.bottleneck()
+    typer.echo(f"wrote {res.path} ({fmt(res.size_bytes, 'B')}): {est.graph.name} on {est.hw.name}, "
                f"{fmt_time(est.time_s)}, {b['resource']}{' (' + b['tier'] + ')' if b['tier'] else ''}-bound")
