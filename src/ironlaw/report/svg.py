@@ -110,9 +110,15 @@ def roofline(est, width: int = 860, height: int = 460) -> str:
                    f'fill="{BOUND_COLOURS.get(p["bound"], "#495057")}" data-op="{_e(p["name"])}">'
                    f'<title>{_e(tip)}</title></circle>')
     out.append('</g>')
-    # legend in the right margin: every roof with its number, then what binds the points
-    lx, y = ml + pw + 10, mt + 8
-    out.append(f'<text x="{lx}" y="{y}" class="axis">roofs</text>')
+    out += _legend(comp, bw, pts, ml + pw + 10, mt + 8)
+    out.append('</svg>')
+    return "".join(out)
+
+
+def _legend(comp: list, bw: list, pts: list, lx: float, y: float) -> list[str]:
+    """The roofline's legend in the right margin from (``lx``, ``y``): every roof with its number, then what binds
+    the points."""
+    out = [f'<text x="{lx}" y="{y}" class="axis">roofs</text>']
     for i, (name, p, _) in enumerate(comp):
         y += 15
         out.append(f'<line x1="{lx}" y1="{y - 4}" x2="{lx + 18}" y2="{y - 4}" stroke="{FLOP_ROOF_COLOURS[i % 4]}" '
@@ -131,8 +137,7 @@ def roofline(est, width: int = 860, height: int = 460) -> str:
         y += 15
         out.append(f'<circle cx="{lx + 9}" cy="{y - 4}" r="5" fill="{c}"/>'
                    f'<text x="{lx + 22}" y="{y}" class="tick">{b}-bound</text>')
-    out.append('</svg>')
-    return "".join(out)
+    return out
 
 
 def suffix_ids(text: str, uid: str) -> str:
