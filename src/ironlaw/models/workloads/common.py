@@ -32,7 +32,7 @@ def linear(name: str, tokens: Num, k: int, n: int, dtype: str, count: int = 1, b
     flops = 2.0 * tokens * k * n + (tokens * n if bias else 0.0)
     return Op(name, "matmul", flops=flops,
               bytes={"activations": (tokens * k + tokens * n) * b, "weights": (k * n + (n if bias else 0)) * wb},
-              dtype=dtype, count=count, module=module, shapes=f"[{_s(tokens)},{k}]x[{k},{n}]",
+              dtype=dtype, count=count, module=module, shapes=f"[{dim(tokens)},{k}]x[{k},{n}]",
               bytes_written=tokens * n * b, attrs={"nk": (n, k)} | ({"role": role} if role else {}))
 
 
@@ -45,7 +45,7 @@ def elementwise(name: str, elems: Num, dtype: str, flops_per_elem: float = 1.0, 
     if weight_bytes:
         by["weights"] = weight_bytes
     return Op(name, kind, flops=flops_per_elem * elems, bytes=by, dtype=dtype, count=count, module=module,
-              shapes=f"[{_s(elems)}]", bytes_written=elems * b, attrs={"role": role} if role else {})
+              shapes=f"[{dim(elems)}]", bytes_written=elems * b, attrs={"role": role} if role else {})
 
 
 def backward(fwd: list[Op], grad_dtype: str | None = None) -> list[Op]:
@@ -97,8 +97,10 @@ def training_footprint(params: float, dtype: str, saved_activations: Num) -> dic
             "activations": saved_activations}
 
 
-def _s(x: Num) -> str:
+def dim(x: Num, grouped: bool = False) -> str:
+    """A size in an op's ``shapes`` label: a whole number (``grouped``: with thousands commas), "…" for a batch or
+    sequence given as an array."""
     try:
-        return f"{float(x):.0f}"
+        return f"{float(x):,.0f}" if grouped else f"{float(x):.0f}"
     except TypeError:
         return "…"

@@ -34,7 +34,7 @@ from ...core import flopcount
 from ...core.errors import IronlawError, unknown
 from ...core.graph import Graph, Num, Op, dtype_bytes
 from .registry import Request, builtin, check_phase
-from .common import backward, elementwise, linear, optimizer_step, training_footprint
+from .common import backward, dim, elementwise, linear, optimizer_step, training_footprint
 
 SOURCE = "mlcommons/training recommendation_v2/torchrec_dlrm/README.MD (commit 3e2f7317), Apache-2.0"
 PHASES = ("infer", "train")
@@ -159,7 +159,7 @@ def _lookup_backward(cfg: DLRMConfig, batch: Num, table_dtype: str, opt: str) ->
               flops=batch * sum(cfg.hot) * cfg.dim + rows * cfg.dim * flops_per_elem,
               bytes={"tables": 2.0 * rows * row_bytes,                    # read and write each touched row
                      "activations": grads + batch * sum(cfg.hot) * INDEX_BYTES},
-              dtype=table_dtype, module="sparse_arch", shapes=f"~{_s(rows)} distinct rows updated",
+              dtype=table_dtype, module="sparse_arch", shapes=f"~{dim(rows, grouped=True)} distinct rows updated",
               bytes_written=rows * row_bytes)
 
 
@@ -167,14 +167,15 @@ def _interaction(cfg: DLRMConfig, batch: Num, dtype: str) -> list[Op]:
     b = dtype_bytes(dtype)
     f1, d = cfg.features + 1, cfg.dim
     cat = Op("interaction.cat", "copy", bytes={"activations": 2.0 * batch * f1 * d * b}, dtype=dtype,
-             module="inter_arch", shapes=f"[{_s(batch)},{f1},{d}]", bytes_written=batch * f1 * d * b)
+             module="inter_arch", shapes=f"[{dim(batch, grouped=True)},{f1},{d}]", bytes_written=batch * f1 * d * b)
     if cfg.interaction == "dot":
         tri = f1 * (f1 - 1) // 2
         bmm = Op("interaction.bmm", "matmul", flops=2.0 * batch * f1 * f1 * d,
                  bytes={"activations": batch * (2 * f1 * d + f1 * f1) * b}, dtype=dtype, module="inter_arch",
-                 shapes=f"[{_s(batch)},{f1},{d}]x[{d},{f1}]", bytes_written=batch * f1 * f1 * b)
+                 shapes=f"[{dim(batch, grouped=True)},{f1},{d}]x[{d},{f1}]", bytes_written=batch * f1 * f1 * b)
         flat = Op("interaction.triu_cat", "copy", bytes={"activations": 2.0 * batch * (tri + d) * b}, dtype=dtype,
-                  module="inter_arch", shapes=f"[{_s(batch)},{tri + d}]", bytes_written=batch * (tri + d) * b)
+                  module="inter_arch", shapes=f"[{dim(batch, grouped=True)},{tri + d}]",
+                  bytes_written=batch * (tri + d) * b)
         return [cat, bmm, flat]
     n, r, L = cfg.over_in, cfg.dcn_rank, cfg.dcn_layers
     return [cat,
@@ -240,12 +241,6 @@ def _max(values: list) -> Num:
         out = np.maximum(out, v)
     return out
 
-
-def _s(x: Num) -> str:
-    try:
-        return f"{float(x):,.0f}"
-    except TypeError:
-        return "…"
 
 
 def _register(cfg: DLRMConfig) -> None:

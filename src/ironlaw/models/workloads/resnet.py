@@ -32,7 +32,7 @@ from ...core import flopcount, passes
 from ...core.errors import IronlawError
 from ...core.graph import Graph, Num, Op, dtype_bytes
 from .registry import Request, builtin, check_phase
-from .common import backward, elementwise, linear, optimizer_step, training_footprint
+from .common import backward, dim, elementwise, linear, optimizer_step, training_footprint
 
 # name -> (block kind, blocks per stage)
 ARCHS = {
@@ -84,7 +84,7 @@ class _Net:
         op = Op(name, "conv", flops=2.0 * B * macs,
                 bytes={"activations": B * (h * h * cin + ho * ho * cout) * b, "weights": cin * cout * k * k * b},
                 dtype=self.dtype, count=count, module=name.rsplit(".", 1)[0],
-                shapes=f"[{_s(B)},{cin},{h},{h}]*[{cout},{cin},{k},{k}]/{s}", bytes_written=B * ho * ho * cout * b,
+                shapes=f"[{dim(B)},{cin},{h},{h}]*[{cout},{cin},{k},{k}]/{s}", bytes_written=B * ho * ho * cout * b,
                 attrs={"nk": (cout, cin * k * k)})
         self._add(op, ho * ho * cout, count)
         return ho
@@ -116,14 +116,14 @@ class _Net:
         B, b = self.batch, self.b
         op = Op(name, "pool", flops=float(k * k) * B * c * ho * ho,
                 bytes={"activations": B * c * (h * h + ho * ho) * b}, dtype=self.dtype, module=name,
-                shapes=f"[{_s(B)},{c},{h},{h}] {k}x{k}/{s}", bytes_written=B * c * ho * ho * b)
+                shapes=f"[{dim(B)},{c},{h},{h}] {k}x{k}/{s}", bytes_written=B * c * ho * ho * b)
         self._add(op, c * ho * ho, 1)
         return ho
 
     def avgpool(self, name: str, c: int, h: int) -> None:
         B, b = self.batch, self.b
         op = Op(name, "pool", flops=B * c * (h * h + 1.0), bytes={"activations": B * c * (h * h + 1) * b},
-                dtype=self.dtype, module=name, shapes=f"[{_s(B)},{c},{h},{h}] -> [{_s(B)},{c}]",
+                dtype=self.dtype, module=name, shapes=f"[{dim(B)},{c},{h},{h}] -> [{dim(B)},{c}]",
                 bytes_written=B * c * b)
         self._add(op, c, 1)
 
@@ -226,12 +226,6 @@ def build(arch: str, req: Request) -> Graph:
             "macs_per_image": int(net.macs_per_image), "arch": arch}
     return Graph(arch, phase, dtype, ops, footprint=footprint, meta=meta)
 
-
-def _s(x: Num) -> str:
-    try:
-        return f"{float(x):.0f}"
-    except TypeError:
-        return "…"
 
 
 def _register(arch: str) -> None:
