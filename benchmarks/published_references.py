@@ -45,11 +45,11 @@ def llamacpp() -> None:
 
 
 def gpt3_layer() -> None:
-    from test_parallel import _measured, _predict_layer
+    from llmcompass_ref import measured, predict_layer
     print("GPT-3-175B layer, 4×A100 TP 4 (LLMCompass), sum of the layer's ops")
     with tempfile.TemporaryDirectory() as d:
         for phase, batch, seq in (("prefill", 8, 2048), ("decode", 8, 3072)):
-            pred, meas = _predict_layer(Path(d), phase, batch, seq), _measured(phase)
+            pred, meas = predict_layer(Path(d), phase, batch, seq), measured(phase)
             row(f"{phase} b{batch} s{seq}", 1e3 * sum(meas.values()), 1e3 * sum(pred.values()), "ms")
 
 

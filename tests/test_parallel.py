@@ -5,17 +5,17 @@ its attention predicted as LLMCompass ran it (what-if eager-attention: QKᵀ, so
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ironlaw.machine import hardware
-from ironlaw.law import law
 from ironlaw.models import parallel, whatif, workloads
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.graph import Graph
+
+from llmcompass_ref import ATTENTION, harness_offsets, measured, predict_layer
 
 DATA = Path(__file__).parent / "data"
 
@@ -112,74 +112,11 @@ def test_cli_train_step(cli):
 
 
 # ---------------------------------------------------------------------- GPT-3 175B layer, 4×A100, TP 4
-# LLMCompass timed each op from the host: time.time() around one torch call and torch.cuda.synchronize()
-# (software_model/*.py run_on_gpu), so every call carries a host-side cost beyond the kernel. That cost is
-# measured by LLMCompass's own per-op sweeps (tests/data/a100_measured, not the layer): the smallest case
-# of each sweep minus a tiny kernel's CUDA time (ironlaw.measure.calibrate.published: matmul 26.6 µs, softmax 10.1 µs,
-# layernorm 49.1 µs, GELU 43.8 µs). It belongs to that harness, not to the A100, so it is added here only.
-SWEEPS = DATA / "a100_measured"
-
-
-def _measured(phase):
-    rows = csv.DictReader(l for l in (DATA / f"llmcompass_gpt3_layer_{phase}_a100x4_tp4.csv").open()
-                          if not l.startswith("#"))
-    return {r["op"]: float(r["latency_s"]) for r in rows}
-
-
-# LLMCompass ran attention eagerly (TransformerBlock*TP: Q_mul_K = torch.bmm writing the [s, s] scores,
-# A_softmax, A_mul_V = torch.bmm reading them), so the layer graph gets the eager-attention what-if and
-# its three kernels are compared with the three rows one by one
-ATTENTION = ("Q_mul_K", "Softmax", "A_mul_V")
-OPS = {"Q_K_V": "attn_pre_proj", "Q_mul_K": "attention.qk", "Softmax": "attention.softmax",
-       "A_mul_V": "attention.av", "Wo_proj": "attn_post_proj", "W1_proj": "mlp_up_proj",
-       "W2_proj": "mlp_down_proj", "GeLU": "mlp_act", "LayerNorm_MHA": "input_layernorm",
-       "LayerNorm_FFN": "post_attention_layernorm", "AllReduce_MHA": "tp.allreduce.fwd.attn",
-       "AllReduce_FFN": "tp.allreduce.fwd.mlp"}
-# the torch calls LLMCompass's TransformerBlock*.run_on_gpu makes for each measured op: Q_K_V is
-# Q_proj.run_on_gpu() * 3 (three [d, d/4] GEMMs); Q_mul_K and A_mul_V are one torch.bmm each (host cost
-# taken from the torch.matmul sweep: same time.time()/synchronize harness), Softmax one softmax call; the
-# all-reduce rows were entered by hand (no harness call)
-HARNESS_CALLS = {"Q_K_V": ("matmul",) * 3, "Q_mul_K": ("matmul",), "Softmax": ("softmax",), "A_mul_V": ("matmul",),
-                 "Wo_proj": ("matmul",), "W1_proj": ("matmul",), "W2_proj": ("matmul",), "GeLU": ("gelu",),
-                 "LayerNorm_MHA": ("layernorm",), "LayerNorm_FFN": ("layernorm",), "AllReduce_MHA": (),
-                 "AllReduce_FFN": ()}
-
-
-def _harness_offsets():
-    """Host-side seconds per torch call in LLMCompass's harness, from its sweeps (see above)."""
-    from ironlaw.measure.calibrate import published
-    out = {"matmul": published.llmcompass_matmul(SWEEPS / "llmcompass_matmul_a100.csv")[0].offset_s}
-    for name, kind in (("softmax", "softmax"), ("layernorm", "norm"), ("gelu", "elementwise")):
-        out[name] = published.llmcompass_rows(SWEEPS / f"llmcompass_{name}_a100.csv", kind, name)[0].offset_s
-    return out
-
-
-def _predict_layer(tmp_path, phase, batch, seq):
-    """One GPT-3 layer per device as LLMCompass timed it: the a100 catalog entry (its [calibration] was
-    fitted on vidur and the even rows of LLMCompass's GEMM sweep, never on this layer), attention made
-    eager (the what-if registry's eager-attention, as ``ironlaw compare --what-if eager-attention`` applies
-    it: every (query, key) pair, as LLMCompass's unmasked torch.bmm computes them, not the s(s+1)/2 of a
-    causal FlashAttention kernel), plus the harness's host cost per torch call. A fused op the harness ran as
-    k kernels (Q_K_V) also pays k − 1 more kernel latencies."""
-    cfg = json.loads((DATA / "gpt3-175b-config.json").read_text())
-    cfg["n_layer"] = 1
-    p = tmp_path / "gpt3-layer.json"
-    p.write_text(json.dumps(cfg))
-    hw = hardware.get("a100")
-    g = workloads.resolve(workloads.Request(f"hf:{p}", phase=phase, batch=batch, seq=seq, dtype="fp16"))
-    g = parallel.shard_inference(g, hw, {"tp": 4, "gpus": 4})
-    g, hw = whatif.apply(g, hw, ["eager-attention"])
-    rows = {r["name"]: r for r in law.predict(g, hw).rows()}
-    off = _harness_offsets()
-    pred = {}
-    for k, name in OPS.items():
-        r, calls = rows[name], HARNESS_CALLS[k]
-        pred[k] = r["time_s"] + sum(off[c] for c in calls) + max(len(calls) - 1, 0) * r["latency_s"]
-    return pred
+# the layer's prediction and measurement: tests/llmcompass_ref.py (shared with benchmarks/published_references.py)
 
 
 def test_harness_offsets_come_from_the_sweeps():
-    off = _harness_offsets()
+    off = harness_offsets()
     # tens of µs per call (time.time() + synchronize around one torch call), not an A100 kernel's few µs
     assert 20e-6 < off["matmul"] < 35e-6 and 35e-6 < off["gelu"] < 60e-6 and 35e-6 < off["layernorm"] < 60e-6
     assert off["softmax"] < off["matmul"]
@@ -195,7 +132,7 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
     heads) runs at the softmax kernel's rate fitted on the even rows of LLMCompass's softmax sweep (the
     a100 [calibration.kernel.softmax]), a row count 6× beyond the sweep's largest: +20%.
     """
-    pred, meas = _predict_layer(tmp_path, "prefill", 8, 2048), _measured("prefill")
+    pred, meas = predict_layer(tmp_path, "prefill", 8, 2048), measured("prefill")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
     for k in meas:
         assert pred[k] == pytest.approx(meas[k], rel=0.25), k
@@ -206,7 +143,7 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
 def test_gpt3_layer_decode_tp4_weight_streaming(tmp_path):
     """Decode, batch 8: the GEMMs stream weights (M = 8), QKᵀ and ·V stream the KV cache (3072 keys);
     each harness call adds its host cost."""
-    pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
+    pred, meas = predict_layer(tmp_path, "decode", 8, 3072), measured("decode")
     assert sum(pred.values()) == pytest.approx(sum(meas.values()), rel=0.15)
     for k in ("Q_K_V", "Q_mul_K", "Softmax", "A_mul_V", "Wo_proj", "W1_proj", "W2_proj", "GeLU", "LayerNorm_MHA",
               "LayerNorm_FFN"):
@@ -222,7 +159,7 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
     measures the fast mode at 128 and 256 KiB (17.8, 18.2 µs); ironlaw times a one-node group by the curves
     fitted on that table (network/curves.py), so it lands on the fast mode, as LLMCompass's value does, not on
     vidur's slow one."""
-    pred, meas = _predict_layer(tmp_path, "decode", 8, 3072), _measured("decode")
+    pred, meas = predict_layer(tmp_path, "decode", 8, 3072), measured("decode")
     rows = [r for r in csv.DictReader(l for l in (DATA / "vidur_a100_nccl_median.csv").open() if not l.startswith("#"))
             if r["collective"] == "all_reduce" and r["num_workers"] == "4" and r["devices_per_node"] == "4"]
     curve = {int(r["size_bytes"]): float(r["median_ms"]) * 1e-3 for r in rows}
