@@ -182,6 +182,8 @@ def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
 
 
 def scale_class(g: Graph, cls: str, factor: float) -> Graph:
+    """``g`` with the traffic and footprint of one byte class (``"kv_cache"``, ``"weights"`` …) times ``factor``
+    (``g`` itself at 1)."""
     if factor == 1.0:
         return g
     out = copy.copy(g)

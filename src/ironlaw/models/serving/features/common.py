@@ -29,20 +29,6 @@ def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
     return g
 
 
-def scale_kv(g, factor: float):
-    """``g`` with its KV-cache traffic and footprint times ``factor``."""
-    import copy
-    out = copy.copy(g)
-    out.ops = []
-    for op in g.ops:
-        o = copy.copy(op)
-        o.bytes = {k: (v * factor if k == "kv_cache" else v) for k, v in op.bytes.items()}
-        out.ops.append(o)
-    out.footprint = {k: (v * factor if k == "kv_cache" else v) for k, v in g.footprint.items()}
-    out.meta = dict(g.meta)
-    return out
-
-
 def mean_context(base) -> int:
     return int(round(base.prompt + base.output / 2.0))
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ....core.errors import IronlawError, unknown
 from ....core.graph import Graph, Op, dtype_bytes
+from ..step import scale_class
 from . import common
 
 METHODS = ("draft", "mtp", "eagle")
@@ -90,7 +91,7 @@ def _acceptance(text: str | None) -> float:
 # ---------------------------------------------------------------------- graphs
 def verify_graph(spec: str, hw, batch: int, ctx: int, k: int, s: common.Setup) -> Graph:
     """The target over K + 1 query tokens per sequence: weights once, work × (K + 1), KV read once."""
-    g = common.scale_kv(common.graph(spec, hw, "decode", batch * (k + 1), ctx, s), 1.0 / (k + 1))
+    g = scale_class(common.graph(spec, hw, "decode", batch * (k + 1), ctx, s), "kv_cache", 1.0 / (k + 1))
     g.name = f"{g.name} verify {k + 1} tokens"
     return g
 
