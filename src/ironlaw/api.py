@@ -138,12 +138,10 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
           price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None):
     """``ironlaw sweep``: batch (× seq) on one or more devices (``on="h100,b200"`` or a list); a
     :class:`~ironlaw.models.sweep.Sweep` with time, throughput, bottleneck and ridge points."""
-    from .core.errors import IronlawError
+    from .machine.hardware import listed
     from .models import sweep as sw
 
-    names = [h.strip() for h in on.split(",")] if isinstance(_check_on(on, many=True), str) else list(on)
-    if not all(names):
-        raise IronlawError(f"--on '{on}': empty hardware name in the list")
+    names = listed(_check_on(on, many=True))
     if plot:
         from .core.files import check_plot
         check_plot(plot, (".png", ".svg", ".pdf"))              # fail before the sweep

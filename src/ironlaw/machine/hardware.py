@@ -530,3 +530,13 @@ def get(spec: str) -> Hardware:
             if key in hw.aliases:
                 return hw
     raise unknown("hardware", spec, list(files) + ["local"])
+
+
+def listed(on) -> list:
+    """The devices ``on`` names, as given (not loaded): one name, a comma-separated list of names (``--on
+    h100,b200``), a Hardware, or a list of either; an empty name in the list is an error."""
+    items = [h.strip() for h in on.split(",")] if isinstance(on, str) else list(on) if isinstance(on, (list, tuple)) \
+        else [on]
+    if not items or any(isinstance(h, str) and not h for h in items):
+        raise IronlawError(f"--on '{on}': empty hardware name in the list")
+    return items

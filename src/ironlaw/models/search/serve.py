@@ -318,11 +318,7 @@ def _order(entries: list[dict], rank: str) -> list[dict]:
 def devices(on) -> list:
     """The hardware ``on`` names: one name, a comma-separated list of names, a Hardware, or a list of either."""
     from ...machine import hardware
-    items = [h.strip() for h in on.split(",")] if isinstance(on, str) else list(on) if isinstance(on, (list, tuple)) \
-        else [on]
-    if not items or any(isinstance(h, str) and not h for h in items):
-        raise IronlawError(f"--on '{on}': empty hardware name in the list")
-    hws = [hardware.get(h) if isinstance(h, str) else h for h in items]
+    hws = [hardware.get(h) if isinstance(h, str) else h for h in hardware.listed(on)]
     names = [h.name for h in hws]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
