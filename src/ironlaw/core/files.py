@@ -1,4 +1,4 @@
-"""Writing files the user asked for: checked before any work, written atomically.
+"""The user's files: read with one-line errors (``read_text``); written, checked before any work, atomically.
 
 Every output (plots, HTML reports, profiles, validate runs) goes through here: a temporary file in
 the target folder, fsync, then ``os.replace``. On any failure — a full disk, Ctrl-C — the temporary
@@ -8,13 +8,26 @@ name the option and the path.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Union
 
 from .errors import IronlawError
 
 Payload = Union[str, bytes, Callable]
+
+
+def read_text(path, what: str, hint: str = "", max_bytes: int | None = None) -> str:
+    """The UTF-8 text of the file ``path``, a ``what`` ("hardware file", "config file" …), each failure one line:
+    no such file (``hint`` appended), larger than ``max_bytes``, unreadable (a folder, no permission, not UTF-8)."""
+    p = Path(path)
+    try:
+        if max_bytes is not None and p.stat().st_size > max_bytes:
+            raise IronlawError(f"{p}: larger than {max_bytes >> 20} MB; not a {what}")
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IronlawError(f"{p}: no such {what}{hint}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise IronlawError(f"{p}: cannot read {what}: {e.__class__.__name__}") from None
 
 
 def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
@@ -53,6 +66,7 @@ def check_plot(path, suffixes: tuple[str, ...]) -> Path:
 def write_atomic(path, payload: Payload, option: str = "output") -> Path:
     """Write ``payload`` (text, bytes, or a function that writes into a binary file object) to
     ``path`` through a temporary file and ``os.replace``; nothing partial survives."""
+    import tempfile                      # here, not at the top: reading a file stays off this import
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     tmp = None

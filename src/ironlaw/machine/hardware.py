@@ -66,6 +66,7 @@ from pathlib import Path
 from ..core import units
 from .calibration import Calibration, check as check_calibration
 from ..core.errors import IronlawError, suggest, unknown
+from ..core.files import read_text
 from ..core.graph import KINDS as OP_KINDS
 from .home import newest
 from .hostcpu import check as check_host
@@ -227,12 +228,7 @@ def read_toml(path: Path, what: str = "TOML file") -> dict:
     p = Path(path)
     if p.is_dir():
         raise IronlawError(f"{p}: is a directory, expected a {what}")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise IronlawError(f"{p}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise IronlawError(f"{p}: cannot read {what}: {e.__class__.__name__}") from None
+    text = read_text(p, what)
     try:
         if p.parent.resolve() == CATALOG_DIR.resolve():     # the catalog's files: kept as JSON (``tomlcache``)
             return parsed(p, text, toml_loads)

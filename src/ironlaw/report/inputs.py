@@ -28,6 +28,7 @@ import math
 from pathlib import Path
 
 from ..core.errors import IronlawError
+from ..core.files import read_text
 
 VALIDATE_SCHEMA = "ironlaw.validate/1"
 COMPARE_SCHEMA = "ironlaw.compare/1"
@@ -39,14 +40,7 @@ def read_json(path, what: str) -> dict:
     p = Path(path)
     if p.is_dir():
         raise IronlawError(f"{p}: is a directory, expected a {what} JSON file")
-    try:
-        if p.stat().st_size > MAX_BYTES:
-            raise IronlawError(f"{p}: larger than {MAX_BYTES >> 20} MB; not a {what} JSON file")
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise IronlawError(f"{p}: no such {what} JSON file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise IronlawError(f"{p}: cannot read {what} JSON file: {e.__class__.__name__}") from None
+    text = read_text(p, f"{what} JSON file", max_bytes=MAX_BYTES)
 
     def no_constants(name):
         raise IronlawError(f"{p}: {name} is not a number; {what} JSON must hold finite numbers")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.errors import IronlawError
+from ...core.files import read_text
 
 MAX_DIM = 1 << 24
 # architecture class-name prefixes -> model_type, for configs without one (longer prefixes first)
@@ -228,13 +229,8 @@ def load_json(path: str | Path) -> dict:
         if not (p / "config.json").is_file():
             raise IronlawError(f"{p}: is a directory without a config.json; pass the path of a Hugging Face config.json")
         p = p / "config.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        hint = " (a Hub id? download its config.json and pass the file)" if str(path).count("/") == 1 else ""
-        raise IronlawError(f"{p}: no such config file{hint}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise IronlawError(f"{p}: cannot read config file: {e.__class__.__name__}") from None
+    hint = " (a Hub id? download its config.json and pass the file)" if str(path).count("/") == 1 else ""
+    text = read_text(p, "config file", hint)
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as e:
