@@ -14,12 +14,11 @@ import os
 from pathlib import Path
 
 from ..core.errors import IronlawError
+from .svg import BOUND_COLOURS, TERM_COLOURS
+from .svg import BW_ROOF_COLOURS as TIER_COLOURS          # a memory tier's colour: its bandwidth roof's (svg.roofline)
 
 FORMATS = (".svg", ".png")
-BOUND_COLOURS = {"compute": "#d9480f", "latency": "#7048e8", "network": "#2b8a3e"}
-TIER_COLOURS = ("#1c7ed6", "#0ca678", "#5f3dc4", "#868e96", "#364fc7")
 DTYPE_STYLES = ("-", "--", "-.", ":")
-TERM_COLOURS = {"data_s": "#1c7ed6", "compute_s": "#d9480f", "latency_s": "#7048e8", "network_s": "#2b8a3e"}
 
 
 def check_path(path: str | os.PathLike) -> Path:
