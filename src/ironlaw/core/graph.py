@@ -35,6 +35,10 @@ DTYPE_BYTES = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, 
                "int4": 0.5, **{d: (bits + 8.0 / block) / 8.0 for d, (bits, block) in BLOCK_SCALED.items()}}
 
 
+# the dtypes torch runs here (py: and hf --capture builders, the probe), by torch's names; capture reads more back
+TORCH_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
+
+
 def dtype_bytes(dtype: str) -> float:
     if dtype not in DTYPE_BYTES:
         raise unknown("dtype", dtype, DTYPE_BYTES)

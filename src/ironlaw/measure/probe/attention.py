@@ -18,6 +18,7 @@ and V of a decode row as KV cache).
 from __future__ import annotations
 
 from ...core.errors import IronlawError
+from ...core.graph import TORCH_NAMES
 from .pool import ColdPool
 from .timing import Budget, stable
 
@@ -26,7 +27,6 @@ GRID = {"fp32": [(1, 12, 192, 192, 64, True), (6, 12, 1, 160, 64, False), (3, 8,
                  (1, 12, 384, 384, 64, True), (1, 12, 1, 768, 64, False), (12, 12, 1, 48, 64, False),
                  (2, 8, 160, 160, 64, False)]}
 QUICK = {"fp32": 2}
-TORCH_DTYPE = {"fp32": "float32"}
 
 
 def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int, bool]]:
@@ -49,7 +49,7 @@ def measure(dtype: str, b: int, h: int, sq: int, skv: int, d: int, causal: bool,
     """One SDPA call timed; with a ``pool``, on other inputs each call (Q, K and V; a decode row's K and V)."""
     import torch
     from ...models.capture import recorder
-    dt = getattr(torch, TORCH_DTYPE[dtype])
+    dt = getattr(torch, TORCH_NAMES[dtype])
     q = torch.randn(b, h, sq, d, device=device, dtype=dt)
     k = torch.randn(b, h, skv, d, device=device, dtype=dt)
     v = torch.randn(b, h, skv, d, device=device, dtype=dt)

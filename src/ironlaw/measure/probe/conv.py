@@ -16,6 +16,7 @@ Shapes are (batch, channels in, size, channels out, kernel), stride 1, padding k
 """
 from __future__ import annotations
 
+from ...core.graph import TORCH_NAMES
 from .timing import Budget, stable
 
 GRID = {"fp32": [(2, 64, 56, 64, 3), (2, 256, 28, 256, 1), (1, 128, 28, 128, 3)],
@@ -25,7 +26,6 @@ QUICK = {"fp32": 1, "bf16": 0}
 # channels per group: (batch, channels, size, kernel, channels per group)
 GROUPED = {"fp32": [(1, 128, 56, 3, 1), (1, 256, 28, 3, 1), (1, 256, 28, 3, 8), (1, 256, 28, 3, 32)]}
 GROUPED_QUICK = {"fp32": 3}                # quick: the two depthwise rows and channels per group 8
-TORCH_DTYPE = {"fp32": "float32", "bf16": "bfloat16"}
 
 
 def shapes(dtype: str, quick: bool) -> list[tuple[int, int, int, int, int]]:
@@ -46,7 +46,7 @@ def measure(dtype: str, b: int, cin: int, size: int, cout: int, k: int, budget: 
             groups: int = 1) -> dict:
     import torch
     import torch.nn.functional as F
-    dt = getattr(torch, TORCH_DTYPE[dtype])
+    dt = getattr(torch, TORCH_NAMES[dtype])
     x = torch.randn(b, cin, size, size, device=device).to(dt)
     w = torch.randn(cout, cin // groups, k, k, device=device).to(dt)
     # fp32 means fp32: cuDNN would run an fp32 conv on TF32 tensor cores by default (torch.mm does not)

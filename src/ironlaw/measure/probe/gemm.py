@@ -16,6 +16,7 @@ Two kinds of rows:
 """
 from __future__ import annotations
 
+from ...core.graph import TORCH_NAMES
 from .pool import ColdPool
 from .timing import Budget, stable
 
@@ -54,7 +55,6 @@ HOT_NT_QUICK = {"fp32": 0}
 GPU_GRID = [(4096, 4096, 4096), (1024, 1024, 1024), (1, 8192, 8192), (8192, 8192, 8192), (2048, 2048, 2048),
             (256, 256, 256), (64, 4096, 4096), (16, 8192, 8192), (8192, 1024, 1024), (128, 128, 128)]
 GPU_QUICK = 3
-TORCH_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
 
 
 def shapes(dtype: str, quick: bool, device: str = "cpu") -> list[tuple[int, int, int]]:
@@ -132,7 +132,7 @@ def measure(dtype: str, m: int, n: int, k: int, budget: Budget, device: str = "c
     ``F.linear`` (x @ Wᵀ, W stored N×K as nn.Linear keeps it; the row says so)."""
     import torch
     import torch.nn.functional as F
-    dt = getattr(torch, TORCH_DTYPE[dtype])
+    dt = getattr(torch, TORCH_NAMES[dtype])
     a = torch.randn(m, k, device=device).to(dt)
     if layout == "nt":
         w = torch.randn(n, k, device=device).to(dt)
@@ -153,7 +153,7 @@ def measure_cold(dtype: str, m: int, n: int, k: int, pool: "ColdPool | float", b
     for one of its own), so the weights come from main memory every time."""
     import torch
     import torch.nn.functional as F
-    dt = getattr(torch, TORCH_DTYPE[dtype])
+    dt = getattr(torch, TORCH_NAMES[dtype])
     pool = pool if isinstance(pool, ColdPool) else ColdPool(pool, device)
     weights = pool.cycle([(n, k) if layout == "nt" else (k, n)], dt)
     x = torch.randn(m, k, device=device).to(dt)

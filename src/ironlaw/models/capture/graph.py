@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 
 from ...core.gemmshape import attention_nk, conv_groups, conv_nk
-from ...core.graph import DTYPE_BYTES, Graph, Op
+from ...core.graph import DTYPE_BYTES, TORCH_NAMES, Graph, Op
 from .roles import attach
 
-TORCH_DTYPES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
+TORCH_DTYPES = {**{t: d for d, t in TORCH_NAMES.items()},
                 "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "uint8": "int8"}
 
 

@@ -15,9 +15,8 @@ import os
 from pathlib import Path
 
 from ...core.errors import IronlawError, unknown
-from ...core.graph import DTYPE_BYTES
+from ...core.graph import DTYPE_BYTES, TORCH_NAMES
 
-TORCH_DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
 DEFAULT_SEQ = 512
 
 
@@ -64,13 +63,13 @@ def model_class(cfg):
 
 def build_model(cfg, dtype: str):
     import torch
-    if dtype not in TORCH_DTYPE_NAMES:
+    if dtype not in TORCH_NAMES:
         raise IronlawError(f"hf capture: dtype '{dtype}' has no torch equivalent here; use one of "
-                           f"{', '.join(TORCH_DTYPE_NAMES)}")
+                           f"{', '.join(TORCH_NAMES)}")
     cls = model_class(cfg)
     try:
         with torch.device("meta"):
-            model = cls._from_config(cfg, dtype=getattr(torch, TORCH_DTYPE_NAMES[dtype]))
+            model = cls._from_config(cfg, dtype=getattr(torch, TORCH_NAMES[dtype]))
     except Exception as e:
         raise IronlawError(f"hf: transformers cannot build {cls.__name__} from this config: {_one_line(e)}") from None
     return model.eval()

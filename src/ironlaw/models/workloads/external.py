@@ -13,11 +13,11 @@ import numpy as np
 import torch
 
 from ...core.errors import IronlawError, suggest
-from ...core.graph import DTYPE_BYTES, Graph
+from ...core.graph import DTYPE_BYTES, TORCH_NAMES, Graph
 from .registry import TORCH_PREFIXES, Request, prefix
 
 CAPTURE_PHASES = ("infer", "prefill", "train")
-TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
+TORCH_DTYPES = {d: getattr(torch, t) for d, t in TORCH_NAMES.items()}
 
 
 def _one_config(req: Request) -> None:
