@@ -10,19 +10,17 @@ flag's name, underscores for dashes) and returning a typed result whose ``.to_di
 Options that only shape the printed text (``--format``, the ``--top`` of analyze and compare) stay with the CLI.
 An option a function does not take is a TypeError. A workload's builder options (``--opt KEY=VALUE``) go in
 ``options={...}`` or as named keywords, checked against the ones its builder takes.
+
+How the options are read (``options``) and the measuring and writing commands' results (``results``) are this
+package's two modules; the functions are here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-# the names of analyze's parallel options, in the order the CLI passes them on
-PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micro_batch", "interleave", "recompute",
-            "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap",
-            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel", "param_gather_exposed",
-            "moe_dispatcher")
-
+from .options import builder, check_on, composition, device, grid, parallel, run_inputs, strings, write_json
+from .results import Fit, KernelCalibration, Probe, Report, Validation
 
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
             serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
@@ -44,19 +42,19 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
     GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``).
     ``html``: also write its report to that file (the training step's timeline for a Training)."""
-    from .core.errors import IronlawError
-    from .models import analysis
+    from ..core.errors import IronlawError
+    from ..models import analysis
 
     given = dict(locals())
-    par = _parallel(given)
-    cost = _run_inputs(given, phase)
-    opts = {**par, **_builder("analyze", spec, options, builder_options)}
+    par = parallel(given)
+    cost = run_inputs(given, phase)
+    opts = {**par, **builder("analyze", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
     if plot:
-        from .report.plot import check_path
+        from ..report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
-    from .report import pages
+    from ..report import pages
     pages.check(html)
     if par and phase == "train":
         if plot:
@@ -64,15 +62,15 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        from .models import training
-        step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+        from ..models import training
+        step = training.train(spec, device(on, network), seq, dtype, composition(serial), opts, cost)
         if html:
             pages.train_step(html, step)
         return step
-    hw = _device(on, network)
-    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
+    hw = device(on, network)
+    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, composition(serial), opts)
     if plot:
-        from .report.plot import save
+        from ..report.plot import save
         save(est, plot)
     res = analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh, cost)
     if html:
@@ -98,16 +96,16 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     :class:`~ironlaw.models.training.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
     step's ``energy`` …; with ``train_tokens``, the whole ``run``); ``html``: also write its report (the step's
     timeline) to that file."""
-    from .models import training
+    from ..models import training
 
     given = dict(locals())
-    cost = _run_inputs(given, "train")
-    from .report import pages
+    cost = run_inputs(given, "train")
+    from ..report import pages
     pages.check(html)
-    opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
+    opts = {**parallel(given), **builder("train", spec, options, builder_options)}
     if capture:
         opts["capture"] = True
-    step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
+    step = training.train(spec, device(on, network), seq, dtype, composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
     return step
@@ -118,17 +116,17 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
             options: Optional[dict] = None, **builder_options):
     """``ironlaw compare``: before and after a what-if (``"quant=int8,target=weights"``, ``"fusion=elementwise"``
     …) or on other hardware; a :class:`~ironlaw.models.whatif.compare.Comparison`."""
-    from .core.errors import IronlawError
-    from .models import analysis
-    from .models.whatif.compare import compare as run
+    from ..core.errors import IronlawError
+    from ..models import analysis
+    from ..models.whatif.compare import compare as run
 
-    opts = _builder("compare", spec, options, builder_options)
-    steps = _strings(what_if)
+    opts = builder("compare", spec, options, builder_options)
+    steps = strings(what_if)
     if not steps and not vs_hardware:
-        from .models.whatif import names
+        from ..models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
-    before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
+    before = analysis.predict(spec, device(on), batch, seq, phase, dtype, composition(serial), opts)
     return run(before, steps, vs_hardware)
 
 
@@ -138,17 +136,17 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
           price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None):
     """``ironlaw sweep``: batch (× seq) on one or more devices (``on="h100,b200"`` or a list); a
     :class:`~ironlaw.models.sweep.Sweep` with time, throughput, bottleneck and ridge points."""
-    from .machine.hardware import listed
-    from .models import sweep as sw
+    from ..machine.hardware import listed
+    from ..models import sweep as sw
 
-    names = listed(_check_on(on, many=True))
+    names = listed(check_on(on, many=True))
     if plot:
-        from .core.files import check_plot
+        from ..core.files import check_plot
         check_plot(plot, (".png", ".svg", ".pdf"))              # fail before the sweep
-    res = sw.run(spec, names, _grid(batch), _grid(seq), phase, dtype, _strings(what_if), _composition(serial),
+    res = sw.run(spec, names, grid(batch), grid(seq), phase, dtype, strings(what_if), composition(serial),
                  usd_per_device_hour=price_per_gpu_hour, gco2_per_kwh=grid_gco2_per_kwh)
     if plot:
-        from .report.sweep import save
+        from ..report.sweep import save
         save(res, plot)
     return res
 
@@ -175,18 +173,18 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``)."""
-    from .core.errors import IronlawError
-    from .machine.engines import check_engine, check_release
-    from .models.serving import frameworks, online
-    from .models.serving.features import options as feat
-    from .report import pages
+    from ..core.errors import IronlawError
+    from ..machine.engines import check_engine, check_release
+    from ..models.serving import frameworks, online
+    from ..models.serving.features import options as feat
+    from ..report import pages
 
     pages.check(html)
     check_engine(engine)
     check_release(engine, release)
-    _check_on(on)
+    check_on(on)
     if max_throughput:
-        from .models.serving.features import energy
+        from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
@@ -205,7 +203,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
-              composition=_composition(serial))
+              composition=composition(serial))
     eng = frameworks.select(engine, on, tp, release=release)
     if eng.scheduler is not None:
         kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
@@ -218,7 +216,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         if own:                                   # the default's frontier stays the report page's document
             res.doc["engine"] = eng.to_dict(offline=False)
         if plot:
-            from .report.frontier import save
+            from ..report.frontier import save
             save(res.to_dict(), plot)
         if html:
             pages.serve_online(html, est, kw, feats, frontier=res)
@@ -252,12 +250,12 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
     layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
     the layouts with EP > 1 as ``analyze`` prices it."""
-    from .core.errors import IronlawError, unknown
+    from ..core.errors import IronlawError, unknown
 
-    cost = _run_inputs(dict(locals()), phase)
-    from .report import pages
+    cost = run_inputs(dict(locals()), phase)
+    from ..report import pages
     pages.check(html)
-    _check_on(on, many=phase == "serve")
+    check_on(on, many=phase == "serve")
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
@@ -265,7 +263,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None)):
             if used:
                 raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
-        from .models.search import train as run
+        from ..models.search import train as run
         settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                         expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap,
                         moe_dispatcher=moe_dispatcher)
@@ -276,7 +274,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         if moe_dispatcher is not None:
             raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
-        from .models.search import serve as run
+        from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
     else:
@@ -295,11 +293,11 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
     from a saved ``compare`` document, predicted against measured from a saved ``validate`` document, and the
     serving ``frontier`` from a saved ``serve --sweep-concurrency`` document; ``top`` rows in the ops table.
     A :class:`Report`."""
-    from .core import progress
-    from .core.errors import IronlawError
-    from .models import analysis
-    from .report import html as page
-    from .report import inputs
+    from ..core import progress
+    from ..core.errors import IronlawError
+    from ..models import analysis
+    from ..report import html as page
+    from ..report import inputs
 
     out = page.check_output(html)                      # fail before any work
     if top < 1:
@@ -307,22 +305,22 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
     if compare and (what_if or vs_hardware):
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
     with progress.task(f"report of {spec}", total=3) as step:
-        est = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial))
+        est = analysis.predict(spec, device(on), batch, seq, phase, dtype, composition(serial))
         step(description="what-if and validation")
         cmp_doc = None
         if compare:
             cmp_doc = inputs.load_compare(compare, est)
         elif what_if or vs_hardware:
             try:
-                from .models.whatif.compare import compare as run
+                from ..models.whatif.compare import compare as run
             except ImportError:
                 raise IronlawError("--what-if is not available in this build (ironlaw.models.whatif is missing); "
                                    "use --compare FILE.json") from None
-            cmp_doc = inputs.check_compare(run(est, _strings(what_if), vs_hardware).to_dict(), "--what-if", est)
+            cmp_doc = inputs.check_compare(run(est, strings(what_if), vs_hardware).to_dict(), "--what-if", est)
         val_doc = inputs.load_validation(validate, est) if validate else None
         fr_doc = None
         if frontier:
-            from .report.frontier import check
+            from ..report.frontier import check
             fr_doc = check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}")
         step(description="drawing the report")
         text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
@@ -334,8 +332,8 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
 def contract(on="h100"):
     """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
     decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
-    from .models import contract as c
-    return c.run(_device(on))
+    from ..models import contract as c
+    return c.run(device(on))
 
 
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
@@ -345,9 +343,9 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     :class:`Probe`. A probe that fails its checks (a row that stays noisy, a lost core, a threefold drift) is saved
     marked with them (``Probe.unsteady``), every prediction on it carrying the wider range; ``strict`` refuses it
     and saves nothing. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
-    from .machine import profile
-    from .measure import probe as probe_mod
-    from .measure.calibrate import build, selfcal
+    from ..machine import profile
+    from ..measure import probe as probe_mod
+    from ..measure.calibrate import build, selfcal
 
     rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds,
                          refuse=strict)
@@ -362,15 +360,15 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
              repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
     """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
     :class:`Validation` of measured against predicted, per op and end to end. ``out`` also writes the document."""
-    from .measure import validate as v
+    from ..measure import validate as v
 
     if out is not None:
-        from .core.files import check_output
+        from ..core.files import check_output
         check_output(out, "--out", (".json",))                # fail before the (long) run
     res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                            threads=threads))
     if out:
-        _write_json(out, res.to_dict())
+        write_json(out, res.to_dict())
     return res
 
 
@@ -378,18 +376,18 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
         stat: str = "median", save: bool = False):
     """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
     and the held-out runs apart; a :class:`Fit`. ``save`` writes the calibration into the probe profile."""
-    from .core.errors import IronlawError
-    from .machine import calibration, hardware
-    from .measure import validate as v
-    from .measure.calibrate import fit as fitter
-    from .report.inputs import read_json
+    from ..core.errors import IronlawError
+    from ..machine import calibration, hardware
+    from ..measure import validate as v
+    from ..measure.calibrate import fit as fitter
+    from ..report.inputs import read_json
 
     if stat not in v.STATS:
         raise IronlawError(f"--stat must be one of {', '.join(v.STATS)}, got '{stat}'")
     hw = hardware.get(on)
 
     def load(paths):
-        return [c for p in _strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+        return [c for p in strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
@@ -408,9 +406,9 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
     :class:`KernelCalibration`. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
     start from (needed where the tables name several GPUs, or one the catalog lacks)."""
-    from .core.errors import IronlawError
-    from .machine import hardware
-    from .measure.calibrate import kernelfit, kerneltable
+    from ..core.errors import IronlawError
+    from ..machine import hardware
+    from ..measure.calibrate import kernelfit, kerneltable
 
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
@@ -428,170 +426,8 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     scores = kernelfit.score(base, table, gs)
     saved = None
     if out:
-        from .machine.profile import copy_with_table
+        from ..machine.profile import copy_with_table
         if not base.path or not Path(base.path).is_file():
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
     return KernelCalibration(base.name, framework, len(gs), scores, table, saved)
-
-
-@dataclass
-class Probe:
-    """``ironlaw probe``'s result: the profile written (the catalog's format, with its [probe] rows and fitted
-    [calibration]) and where."""
-    path: str
-    profile: dict
-    strict: bool = False
-
-    @property
-    def unsteady(self) -> list[str]:
-        """The checks the probe failed and was saved past (``checks.refused``); [] for a steady machine."""
-        return list(self.profile["probe"].get("checks", {}).get("refused", []))
-
-    def to_dict(self) -> dict:
-        return {"schema": "ironlaw.probe-result/1", "path": self.path, "strict": self.strict,
-                "unsteady": self.unsteady, "profile": self.profile}
-
-
-@dataclass
-class Validation:
-    """``ironlaw validate``'s document (schema ironlaw.validate/1): the case, the machine, per-op and total
-    measured and predicted times, their spread and the score."""
-    doc: dict
-
-    @property
-    def measured_s(self) -> float:
-        return self.doc["total"]["measured_s"]
-
-    @property
-    def predicted_s(self) -> float:
-        return self.doc["total"]["predicted_s"]
-
-    @property
-    def error(self) -> float:
-        return self.doc["total"]["error"]
-
-    def to_dict(self) -> dict:
-        return self.doc
-
-
-@dataclass
-class Fit:
-    """``ironlaw fit``'s result: the fitted [calibration] table, where it was saved, and each run scored (fitted
-    and held out) against it."""
-    hardware: str
-    calibration: dict
-    saved: Optional[str]
-    fitted: list = field(default_factory=list)
-    held_out: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"schema": "ironlaw.fit/1", "hardware": self.hardware, "calibration": self.calibration,
-                "saved": self.saved, **{g: [{k: v for k, v in r.items() if k != "doc"} for r in rows]
-                                         for g, rows in (("fitted", self.fitted), ("held_out", self.held_out))}}
-
-
-@dataclass
-class KernelCalibration:
-    """``ironlaw calibrate``'s result: the calibrated [calibration] table of ``hardware``, fitted on ``groups``
-    kernel classes of ``framework``, each scored on its held-out rows, and where the profile was saved."""
-    hardware: str
-    framework: str
-    groups: int
-    held_out: list
-    calibration: dict
-    saved: Optional[str]
-
-    def to_dict(self) -> dict:
-        return {"schema": "ironlaw.calibrate-kernels/1", "hardware": self.hardware, "framework": self.framework,
-                "held_out": [s.__dict__ for s in self.held_out], "calibration": self.calibration,
-                "saved": self.saved}
-
-
-@dataclass
-class Report:
-    """``ironlaw report``'s result: the HTML file written, its size and the estimate it shows."""
-    path: str
-    size_bytes: int
-    estimate: object
-
-
-# ---------------------------------------------------------------- shared readings of the options
-def _parallel(given: dict) -> dict:
-    """The parallel options given (None and False are not given), in the CLI's order; the plan calls
-    ``--offload-activations`` ``offload_layers``."""
-    out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
-    return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
-
-
-def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
-    """The builder options: ``options`` and the named keywords, these checked against the builder's own."""
-    opts = dict(options or {})
-    if named:
-        from .models import workloads
-        accepted = workloads.builder_options(spec)
-        bad = sorted(set(named) - set(accepted))
-        if bad:
-            takes = ", ".join(accepted) if accepted else "none"
-            raise TypeError(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                            f"{spec}: {takes})")
-        opts.update(named)
-    return opts
-
-
-def _run_inputs(given: dict, phase: Optional[str]):
-    """The run's price, grid, tokens and interruption options (``run_cost.RunInputs``), checked before any work;
-    None when none is given (every consumer reads None as no input, so one device's analysis skips the import)."""
-    names = ("train_tokens", "price_per_gpu_hour", "grid_gco2_per_kwh", "mtbf_gpu_hours", "checkpoint_s", "restart_s")
-    if all(given.get(k) is None for k in names):
-        return None
-    from .models.run_cost import RunInputs
-    return RunInputs.of_flags(given.get("train_tokens"), given.get("price_per_gpu_hour"),
-                              given.get("grid_gco2_per_kwh"), given.get("mtbf_gpu_hours"), given.get("checkpoint_s"),
-                              given.get("restart_s"), phase)
-
-
-def _check_on(on, many: bool = False):
-    """``on`` as given, refused in one line unless it is a hardware name, a .toml file, a Hardware or (``many``) a
-    list of them."""
-    from .core.errors import IronlawError
-    from .machine.hardware import Hardware
-    ok = isinstance(on, (str, Hardware)) or (many and isinstance(on, (list, tuple)) and len(on) > 0
-                                               and all(isinstance(h, (str, Hardware)) for h in on))
-    if not ok:
-        lists = " (or a list of them)" if many else ""
-        raise IronlawError(f"on= takes a hardware name, a .toml file or a Hardware{lists}, got {on!r}")
-    return on
-
-
-def _device(on, network: Optional[str] = None):
-    """The hardware ``on`` names (or is), its collectives on the network calibration ``network`` when given."""
-    from .machine import hardware
-    hw = hardware.get(on) if isinstance(_check_on(on), str) else on
-    if network is not None:
-        from .machine.network.calibration import with_network
-        hw = with_network(hw, network)
-    return hw
-
-
-def _composition(serial: bool) -> str:
-    return "serial" if serial else "overlap"
-
-
-def _strings(v) -> list[str]:
-    return [v] if isinstance(v, str) else list(v)
-
-
-def _write_json(path: str, doc: dict) -> None:
-    """Atomic (see ironlaw.core.files); the folder must exist."""
-    import json
-
-    from .core.files import check_output, write_atomic
-    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
-
-
-def _grid(v):
-    """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
-    if v is None or isinstance(v, str):
-        return v
-    return str(v) if isinstance(v, int) else ",".join(str(x) for x in v)
