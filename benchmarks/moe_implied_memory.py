@@ -2,6 +2,7 @@
 
     python benchmarks/moe_implied_memory.py                          # H100 and H200 MoE cells, power_law_1.2
     python benchmarks/moe_implied_memory.py --gpu h100 --kv-fraction 0.4   # score them at another KV fraction
+    python benchmarks/moe_implied_memory.py --kv-dtype bf16 --kv-fraction 0.95   # … or with a bf16 KV cache
 
 Every H100 MoE cell of the TensorRT-LLM perf overview is KV-memory bound in ironlaw: its batch is what the KV
 budget holds, not trtllm-bench's max batch nor the request count. Throughput is then batch / step, and a published
@@ -160,7 +161,12 @@ def main() -> int:
                     help="the busiest expert rank's load (core.routing), as serving_moe_terms.py --routing")
     ap.add_argument("--kv-fraction", type=float, default=None,
                     help="score every MoE cell at this KV fraction (a what-if), without the implied fractions")
+    ap.add_argument("--kv-dtype", choices=("fp8", "bf16"), default=None,
+                    help="the MoE cells' KV-cache dtype (a what-if; default trtllm_h100.KV_DTYPE: the checkpoints' FP8)")
     args = ap.parse_args()
+    if args.kv_dtype is not None:
+        for m in h100.MOE:
+            h100.KV_DTYPE[m] = args.kv_dtype
     if args.kv_fraction is not None and not 0.0 < args.kv_fraction <= 1.0:
         raise SystemExit(f"--kv-fraction: expected a number in (0, 1], got {args.kv_fraction}")
     f = PUBLISHED_FRACTION if args.kv_fraction is None else args.kv_fraction
@@ -172,7 +178,9 @@ def main() -> int:
         for c in moe_cells(gpu):
             rows.append(row(c, args.routing, f, args.kv_fraction is None))
             print(cell_text(rows[-1]))
-    print(f"\nKV fraction {f:g}, routing {args.routing} (tables); FITTED: engine.FITTED's expert η, uniform routing")
+    kv = args.kv_dtype or "the checkpoints' (fp8)"
+    print(f"\nKV fraction {f:g}, KV dtype {kv}, routing {args.routing} (tables); FITTED: engine.FITTED's expert η, "
+          "uniform routing")
     print("\n".join(summary(rows)))
     return 0
 
