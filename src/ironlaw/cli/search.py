@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, RunCost, Spec, with_run_cost
+from .options import FLOAT, DType, On, RunCost, Spec, with_run_cost
 
 
 @app.command()
@@ -40,7 +40,7 @@ def search(
                                    "(default: bf16, as Megatron-Bridge's recipes)"),
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap/--no-moe-a2a-overlap",
                                          help="train: expert all-to-alls beside another micro-batch's compute"),
-    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
+    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", click_type=FLOAT, help="train: hottest expert's load / mean"),
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="train: Megatron-Core's token "
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
                                                  "(DeepEP/HybridEP: permute, exchange and sort fused)"),

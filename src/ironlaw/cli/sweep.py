@@ -6,6 +6,7 @@ from typing import List, Optional
 import typer
 
 from .common import app, check_format, console, emit_json
+from .options import FLOAT
 
 
 @app.command()
@@ -20,9 +21,9 @@ def sweep(
     serial: bool = typer.Option(False, "--serial/--overlap"),
     fmt: str = typer.Option("text", "--format", help="text | json | csv"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour (default: a sourced "
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT, help="USD per device-hour (default: a sourced "
                                           "cloud rate where ironlaw.law.power has one)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", click_type=FLOAT, help="grid carbon intensity (default: world "
                                          "average 481, Ember 2023)"),
 ):
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
