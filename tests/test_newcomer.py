@@ -23,3 +23,39 @@ def _one_line(r) -> str:
 def test_a_float_option_is_echoed_as_typed(argv, typed):
     line = _one_line(run_cli(*argv))
     assert line.endswith(typed), line          # "got -5", never "got -5.0"
+
+
+# ------------------------------------------------------------------ search --serve-engine
+def test_search_serve_engine_prices_each_layout_as_serve_engine_does():
+    import ironlaw
+    from ironlaw.core.schemas import validate
+    for engine in ("vllm", "sglang"):
+        res = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, tp=1, dtype="fp8", top=1,
+                             serve_engine=engine)
+        doc = res.to_dict()
+        validate(doc)
+        assert doc["settings"] == {"serve_engine": engine}
+        one = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine=engine, dtype="fp8", kv_dtype="fp8")
+        assert res.top[0]["tokens_per_s_per_gpu"] == pytest.approx(one.output_tokens_per_s, rel=1e-9)
+    default = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, tp=1, dtype="fp8", top=1)
+    assert default.to_dict()["settings"] == {"serve_engine": "trtllm"}
+    assert default.top[0]["tokens_per_s_per_gpu"] != res.top[0]["tokens_per_s_per_gpu"]
+
+
+def test_search_serve_engine_schema_refuses_an_unknown_framework():
+    import jsonschema
+    import ironlaw
+    from ironlaw.core.schemas import validate
+    doc = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, tp=1, top=1).to_dict()
+    doc["settings"]["serve_engine"] = "tgi"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc)
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["search", "llama3-8b", "--serve-engine", "vllm"], "--serve-engine belongs to the serving search"),
+    (["search", "llama3-8b", "--phase", "serve", "--engine", "vllm"], "--serve-engine vllm"),
+    (["search", "llama3-8b", "--phase", "serve", "--serve-engine", "tgi"], "unknown --serve-engine 'tgi'"),
+])
+def test_search_serve_engine_bad_input(argv, says):
+    assert says in _one_line(run_cli(*argv))

@@ -239,7 +239,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
            moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, moe_dispatcher: Optional[str] = None,
            prompt: int = 1024, output: int = 256,
-           slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
+           slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
+           workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
@@ -252,7 +253,9 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
     layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
-    the layouts with EP > 1 as ``analyze`` prices it."""
+    the layouts with EP > 1 as ``analyze`` prices it. ``serve_engine`` (serving): the framework whose kernels and
+    scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from .core.errors import IronlawError, unknown
 
     cost = _run_inputs(dict(locals()), phase)
@@ -262,8 +265,13 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    from .machine.engines import ENGINES
+    if engine in ENGINES:
+        raise IronlawError(f"--engine {engine}: search's --engine is where the search runs (local | pool | ray); "
+                           f"the serving framework is --serve-engine {engine} (with --phase serve)")
     if phase == "train":
-        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None)):
+        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None),
+                           ("--serve-engine", serve_engine != "trtllm")):
             if used:
                 raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
         from .models.search import train as run
@@ -279,7 +287,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
             raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
         from .models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
-                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
+                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
     else:
         raise unknown("search phase", phase, ("train", "serve"))
     if html:

@@ -48,7 +48,10 @@ def search(
     output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
                                                           "(without: offline max throughput)"),
-    engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
+    serve_engine: str = typer.Option("trtllm", "--serve-engine", help="serve: the serving framework whose kernels "
+                                     "and scheduler limits price every layout, as `serve --engine`: trtllm | vllm | "
+                                     "sglang"),
+    engine: str = typer.Option("local", "--engine", help="where the search runs: local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
     rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
@@ -68,7 +71,7 @@ def search(
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance,
                      moe_dispatcher=moe_dispatcher, prompt=prompt, output=output,
-                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     slo=slo, serve_engine=serve_engine, engine=engine, workers=workers, address=address, quiet=fmt == "json",
                      rank=rank, prices=prices, html=html, **cost.api_kwargs())
     if fmt == "json":
         emit_json(res.to_dict())
@@ -110,7 +113,9 @@ def _notes(res) -> list[str]:
         d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
         return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
     s = res.setup
-    out = []
+    from ..models.serving.frameworks import NAMES
+    out = [f"serving framework: {NAMES[s['settings']['serve_engine']]} (--serve-engine; its kernels and scheduler "
+           f"limits)"]
     if s.get("rank_by") == "usd-per-million-tokens":
         out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
     seen = {}
