@@ -59,3 +59,16 @@ def test_search_serve_engine_schema_refuses_an_unknown_framework():
 ])
 def test_search_serve_engine_bad_input(argv, says):
     assert says in _one_line(run_cli(*argv))
+
+
+# ------------------------------------------------------------------ options that would be ignored
+@pytest.mark.parametrize("extra,flag", [
+    (["--concurrency", "32"], "--concurrency"), (["--slo", "ttft=2s"], "--slo"),
+    (["--sweep-concurrency"], "--sweep-concurrency"), (["--chunk", "512"], "--chunk"),
+    (["--prefix-hit", "0.5"], "--prefix-hit"), (["--disaggregate", "prefill=2,decode=2"], "--disaggregate"),
+    (["--speculative", "method=draft,draft=llama3.2-1b,tokens=4,acceptance=0.7"], "--speculative"),
+    (["--max-seq", "4096"], "--max-seq"), (["--serial"], "--serial"),
+])
+def test_serve_max_throughput_refuses_an_online_option(extra, flag):
+    line = _one_line(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", *extra))
+    assert f"{flag} belongs to the online scenario" in line

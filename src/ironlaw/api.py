@@ -186,6 +186,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_engine(engine)
     check_release(engine, release)
     _check_on(on)
+    _scenario_options(dict(locals()))
     if max_throughput:
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -197,12 +198,6 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         if html:
             pages.serve_offline(html, est, kw)
         return est
-    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
-                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
-                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
-                       ("--moe-routing", moe_routing is not None), ("--kv-fraction", kv_fraction != 0.95)):
-        if used:
-            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
@@ -416,6 +411,31 @@ class Fit:
 
 
 # ---------------------------------------------------------------- shared readings of the options
+def _scenario_options(g: dict) -> None:
+    """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
+    it, is refused in one line (it would be ignored)."""
+    from .core.errors import IronlawError
+    if g["max_throughput"]:
+        online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
+                  ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),
+                  ("--page-tokens", g["page_tokens"] is not None, ""), ("--max-seq", g["max_seq"] is not None, ""),
+                  ("--serial", g["serial"], ""), ("--speculative", g["speculative"] is not None, ""),
+                  ("--prefix-hit", g["prefix_hit"] is not None, ""),
+                  ("--disaggregate", g["disaggregate"] is not None, ""), ("--slo", g["slo"] is not None, ""),
+                  ("--sweep-concurrency", g["sweep_concurrency"], ""), ("--plot", g["plot"] is not None, ""))
+        for flag, used, hint in online:
+            if used:
+                raise IronlawError(f"{flag} belongs to the online scenario (continuous batching at a set "
+                                   f"concurrency), not to --max-throughput{hint}")
+        return
+    for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
+                       ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
+                       ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),
+                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
 def _parallel(given: dict) -> dict:
     """The parallel options given (None and False are not given), in the CLI's order; the plan calls
     ``--offload-activations`` ``offload_layers``."""
