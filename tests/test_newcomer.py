@@ -72,3 +72,16 @@ def test_search_serve_engine_bad_input(argv, says):
 def test_serve_max_throughput_refuses_an_online_option(extra, flag):
     line = _one_line(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", *extra))
     assert f"{flag} belongs to the online scenario" in line
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["analyze", "gemm:64,64,64", "--seq", "128"], "--seq does not apply to gemm:64,64,64"),
+    (["analyze", "gemm:64,64,64", "--batch", "4"], "--batch does not apply to gemm:64,64,64"),
+    (["analyze", "gemv:64,64", "--batch", "4"], "--batch does not apply to gemv:64,64"),
+    (["sweep", "gemm:64,64,64", "--batch", "1,2"], "--batch does not apply"),
+    (["analyze", "allreduce:64MB", "--gpus", "8", "--batch", "4"], "--batch does not apply to allreduce:64MB"),
+    (["analyze", "allreduce:64MB", "--on", "a100", "--gpus", "1"], "over one device moves nothing"),
+    (["analyze", "allreduce:64MB", "--gpus", "8", "--tp", "2"], "--tp does not apply to one collective"),
+])
+def test_one_kernel_or_collective_refuses_sizes_it_does_not_read(argv, says):
+    assert says in _one_line(run_cli(*argv))
