@@ -85,3 +85,28 @@ def test_serve_max_throughput_refuses_an_online_option(extra, flag):
 ])
 def test_one_kernel_or_collective_refuses_sizes_it_does_not_read(argv, says):
     assert says in _one_line(run_cli(*argv))
+
+
+@pytest.mark.parametrize("flag", [["--recompute", "full"], ["--zero", "1"], ["--fsdp"], ["--grad-fp32"],
+                                  ["--cp", "2", "--gpus", "2"], ["--offload-activations", "2"],
+                                  ["--cuda-graph", "attn"], ["--global-batch", "64"]])
+def test_inference_refuses_a_training_option(flag):
+    line = _one_line(run_cli("analyze", "llama3-8b", "--phase", "decode", *flag))
+    assert f"{flag[0]} shapes a training step; llama3-8b decode does not read it" in line
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["analyze", "llama3-8b", "--capture"], "--capture applies to hf: specs"),
+    (["analyze", "llama3-8b", "--micro-batch", "4", "--batch", "2"], "--micro-batch 4 and --batch 2 contradict"),
+    (["analyze", "llama3-8b", "--phase", "train", "--micro-batch", "0"], "--micro-batch must be a positive whole "
+                                                                          "number, got 0"),
+])
+def test_analyze_contradictions(argv, says):
+    assert says in _one_line(run_cli(*argv))
+
+
+def test_micro_batch_alone_is_the_batch():
+    import ironlaw
+    a = ironlaw.analyze("llama3-8b", on="h100", phase="decode", micro_batch=4)
+    b = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=4, micro_batch=4)
+    assert a.time_s == b.time_s == ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=4).time_s

@@ -49,9 +49,12 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     given = dict(locals())
     par = _parallel(given)
     cost = _run_inputs(given, phase)
-    opts = {**par, **_builder("analyze", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**par, **_builder("analyze", spec, options, builder_options), **_capture(spec, capture)}
+    if micro_batch is not None:
+        from .machine.network.topology import check_count
+        if check_count(micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--micro-batch {micro_batch} and --batch {batch} contradict each other (--micro-batch "
+                               f"sets the batch); give one of them")
     if plot:
         from .report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
@@ -69,7 +72,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             pages.train_step(html, step)
         return step
     hw = _device(on, network)
-    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
+    est = analysis.predict(spec, hw, batch if micro_batch is None else micro_batch, seq, phase, dtype, _composition(serial), opts)
     if plot:
         from .report.plot import save
         save(est, plot)
@@ -103,9 +106,7 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     cost = _run_inputs(given, "train")
     from .report import pages
     pages.check(html)
-    opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**_parallel(given), **_builder("train", spec, options, builder_options), **_capture(spec, capture)}
     step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
@@ -441,6 +442,18 @@ def _parallel(given: dict) -> dict:
     ``--offload-activations`` ``offload_layers``."""
     out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
     return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
+
+
+def _capture(spec, capture: bool) -> dict:
+    """``{"capture": True}`` for an hf: spec asked to be captured; --capture on any other spec is refused (it would
+    be ignored: built-in names are built analytically, py: modules always captured)."""
+    if not capture:
+        return {}
+    if not (isinstance(spec, str) and spec.strip().startswith("hf:")):
+        from .core.errors import IronlawError
+        raise IronlawError(f"--capture applies to hf: specs (a Hugging Face config captured through transformers "
+                           f"and torch); {spec} is not one")
+    return {"capture": True}
 
 
 def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
