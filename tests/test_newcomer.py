@@ -110,3 +110,29 @@ def test_micro_batch_alone_is_the_batch():
     a = ironlaw.analyze("llama3-8b", on="h100", phase="decode", micro_batch=4)
     b = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=4, micro_batch=4)
     assert a.time_s == b.time_s == ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=4).time_s
+
+
+@pytest.mark.parametrize("extra,flag", [
+    (["--global-batch", "7"], "--global-batch"), (["--seq", "100"], "--seq"), (["--grad-fp32"], "--grad-fp32"),
+    (["--no-tp-comm-overlap"], "--tp-comm-overlap"), (["--recompute", "full"], "--recompute"),
+    (["--expert-imbalance", "2"], "--expert-imbalance"), (["--nodes", "1"], "--nodes"),
+])
+def test_the_serving_search_refuses_a_training_option(extra, flag):
+    line = _one_line(run_cli("search", "llama3-8b", "--phase", "serve", "--gpus", "8", *extra))
+    assert f"{flag} belongs to the training search (--phase train)" in line
+
+
+@pytest.mark.parametrize("extra,flag", [(["--prompt", "5"], "--prompt"), (["--output", "5"], "--output"),
+                                        (["--slo", "ttft=2s"], "--slo")])
+def test_the_training_search_refuses_a_serving_option(extra, flag):
+    line = _one_line(run_cli("search", "llama3-8b", "--gpus", "8", *extra))
+    assert f"{flag} belongs to the serving search (--phase serve)" in line
+
+
+def test_the_search_defaults_are_unchanged():
+    import ironlaw
+    r = ironlaw.search("llama3-8b", on="h100", gpus=8, top=1)
+    assert (r.setup["global_batch"], r.setup["seq"]) == (1024, 4096)
+    assert r.setup["settings"]["tp_comm_overlap"] is True and r.setup["settings"]["grad_fp32"] is False
+    s = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, tp=1, top=1)
+    assert (s.setup["prompt"], s.setup["output"]) == (1024, 256)

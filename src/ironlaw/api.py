@@ -228,13 +228,14 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
 
 
 def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
-           global_batch: int = 1024, seq: int = 4096, dtype: Optional[str] = None, top: int = 5,
+           global_batch: Optional[int] = None, seq: Optional[int] = None, dtype: Optional[str] = None, top: int = 5,
            tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None, dp: Optional[int] = None,
            ep: Optional[int] = None, micro_batch: Optional[int] = None, interleave: Optional[int] = None,
            recompute: Optional[str] = None, zero: Optional[int] = None, sequence_parallel: Optional[bool] = None,
-           tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
-           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, moe_dispatcher: Optional[str] = None,
-           prompt: int = 1024, output: int = 256,
+           tp_comm_overlap: Optional[bool] = None, overlap_p2p: Optional[bool] = None,
+           grad_fp32: Optional[bool] = None, moe_a2a_overlap: Optional[bool] = None,
+           expert_imbalance: Optional[float] = None, moe_dispatcher: Optional[str] = None,
+           prompt: Optional[int] = None, output: Optional[int] = None,
            slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
            workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
@@ -249,8 +250,10 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
     layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
-    the layouts with EP > 1 as ``analyze`` prices it. ``serve_engine`` (serving): the framework whose kernels and
-    scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
+    ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
+    ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
+    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
     ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from .core.errors import IronlawError, unknown
 
@@ -265,22 +268,20 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     if engine in ENGINES:
         raise IronlawError(f"--engine {engine}: search's --engine is where the search runs (local | pool | ray); "
                            f"the serving framework is --serve-engine {engine} (with --phase serve)")
+    given = dict(locals())
     if phase == "train":
-        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None),
-                           ("--serve-engine", serve_engine != "trtllm")):
-            if used:
-                raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
+        _other_phase(given, SEARCH_SERVE, "serving search (--phase serve)")
         from .models.search import train as run
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap,
-                        moe_dispatcher=moe_dispatcher)
-        res = run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                         quiet=quiet, settings=settings, cost=cost)
+        d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
+        settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
+                                      "moe_a2a_overlap")}
+        res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
+                         address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        if moe_dispatcher is not None:
-            raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
+        _other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
+        prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from .models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
@@ -412,6 +413,25 @@ class Fit:
 
 
 # ---------------------------------------------------------------- shared readings of the options
+# search: each phase's own options and their defaults (an option left None is not given)
+SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False,
+                "moe_a2a_overlap": False, "expert_imbalance": 1.0, "moe_dispatcher": None, "nodes": None,
+                "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
+                "sequence_parallel": None}
+SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
+                "serve_engine": "trtllm"}
+
+
+def _other_phase(given: dict, options: dict, belongs: str) -> None:
+    """One line for a search option of the other phase (it would be ignored)."""
+    from .core.errors import IronlawError
+    for k, default in options.items():
+        v = given[k]
+        if v is not None and not (k in ("rank", "serve_engine") and v == default):
+            flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
+            raise IronlawError(f"{flag} belongs to the {belongs}")
+
+
 def _scenario_options(g: dict) -> None:
     """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
     it, is refused in one line (it would be ignored)."""
