@@ -136,3 +136,34 @@ def test_the_search_defaults_are_unchanged():
     assert r.setup["settings"]["tp_comm_overlap"] is True and r.setup["settings"]["grad_fp32"] is False
     s = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, tp=1, top=1)
     assert (s.setup["prompt"], s.setup["output"]) == (1024, 256)
+
+
+# ------------------------------------------------------------------ the library's front door
+FRONT = ["analyze", "train", "compare", "sweep", "serve", "search"]
+
+
+@pytest.mark.parametrize("fn", FRONT)
+def test_an_unknown_keyword_is_one_ironlaw_error_and_a_type_error(fn):
+    import ironlaw
+    for kind in (ironlaw.IronlawError, TypeError):
+        with pytest.raises(kind, match="unexpected keyword argument 'concurency'") as e:
+            getattr(ironlaw, fn)("llama3-8b", on="h100", concurency=2)
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("fn,kw,says", [
+    ("analyze", {"dtype": 8}, "unknown dtype '8'"),
+    ("analyze", {"price_per_gpu_hour": "x"}, "--price-per-gpu-hour must be a non-negative number"),
+    ("analyze", {"grid_gco2_per_kwh": "x"}, "--grid-gco2-per-kwh must be between"),
+    ("serve", {"engine": None}, "unknown --engine 'None'"),
+    ("search", {"phase": None}, "unknown search phase 'None'"),
+    ("search", {"phase": "serve", "top": "2"}, "--top must be between 1 and 1000, got '2'"),
+    ("compare", {"what_if": 5}, "--what-if takes a text or a list of texts, got 5"),
+    ("compare", {"what_if": ";;"}, "--what-if: empty"),
+    ("sweep", {"batch": 5.5}, "a batch or seq grid is a text"),
+])
+def test_a_bad_value_is_one_ironlaw_error(fn, kw, says):
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError) as e:
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **kw)
+    assert says in str(e.value) and "\n" not in str(e.value)

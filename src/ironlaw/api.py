@@ -13,6 +13,7 @@ An option a function does not take is a TypeError. A workload's builder options 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
@@ -23,6 +24,28 @@ PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micr
             "moe_dispatcher")
 
 
+def _front_door(fn):
+    """``fn`` with a keyword it does not take refused as one line (``UnknownOption``: an IronlawError and a
+    TypeError, as Python's own), naming the nearest it takes; a builder's keywords (``**builder_options``) are
+    checked by ``_builder``."""
+    import inspect
+    sig = inspect.signature(fn)
+    takes = [n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY]
+    open_ = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not open_:
+            bad = [k for k in kwargs if k not in sig.parameters]
+            if bad:
+                from .core.errors import UnknownOption, suggest
+                raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
+                                    f"{suggest(bad[0], takes)}")
+        return fn(*args, **kwargs)
+    return call
+
+
+@_front_door
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
             serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
             pp: Optional[int] = None, dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -82,6 +105,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     return res
 
 
+@_front_door
 def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
           gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None, pp: Optional[int] = None,
           dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -113,6 +137,7 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     return step
 
 
+@_front_door
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
             batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None, serial: bool = False,
             options: Optional[dict] = None, **builder_options):
@@ -132,6 +157,7 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
     return run(before, steps, vs_hardware)
 
 
+@_front_door
 def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str, Sequence[int]] = "1,2,4,...,1024",
           seq: Union[str, Sequence[int], None] = None, phase: Optional[str] = None, dtype: Optional[str] = None,
           what_if: Union[str, Sequence[str]] = (), serial: bool = False, plot: Optional[str] = None,
@@ -155,6 +181,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
     return res
 
 
+@_front_door
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
           dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
@@ -227,6 +254,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     return res
 
 
+@_front_door
 def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
            global_batch: Optional[int] = None, seq: Optional[int] = None, dtype: Optional[str] = None, top: int = 5,
            tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None, dp: Optional[int] = None,
@@ -264,6 +292,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise IronlawError(f"--top must be between 1 and 1000, got {top!r}")
     from .machine.engines import ENGINES
     if engine in ENGINES:
         raise IronlawError(f"--engine {engine}: search's --engine is where the search runs (local | pool | ray); "
@@ -292,6 +322,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     return res
 
 
+@_front_door
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
           rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
@@ -312,6 +343,7 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     return Probe(str(profile.save(doc, out)), doc, strict)
 
 
+@_front_door
 def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
              repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
     """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
@@ -328,6 +360,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     return res
 
 
+@_front_door
 def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], None] = None, on: str = "local",
         stat: str = "median", save: bool = False):
     """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
@@ -343,7 +376,7 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     hw = hardware.get(on)
 
     def load(paths):
-        return [c for p in _strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+        return [c for p in _strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
@@ -485,8 +518,9 @@ def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
         bad = sorted(set(named) - set(accepted))
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
-            raise TypeError(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                            f"{spec}: {takes})")
+            from .core.errors import UnknownOption
+            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
+                                f"{spec}: {takes})")
         opts.update(named)
     return opts
 
@@ -530,8 +564,14 @@ def _composition(serial: bool) -> str:
     return "serial" if serial else "overlap"
 
 
-def _strings(v) -> list[str]:
-    return [v] if isinstance(v, str) else list(v)
+def _strings(v, what: str = "--what-if") -> list[str]:
+    """One text or a list of texts (what-if steps, file paths); anything else is one line."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    from .core.errors import IronlawError
+    raise IronlawError(f"{what} takes a text or a list of texts, got {v!r}")
 
 
 def _write_json(path: str, doc: dict) -> None:
@@ -546,4 +586,10 @@ def _grid(v):
     """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
     if v is None or isinstance(v, str):
         return v
-    return str(v) if isinstance(v, int) else ",".join(str(x) for x in v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not hasattr(v, "__iter__"):
+        from .core.errors import IronlawError
+        raise IronlawError(f"a batch or seq grid is a text such as '1,2,4,...,1024', a whole number or a list of "
+                           f"them, got {v!r}")
+    return ",".join(str(x) for x in v)
