@@ -167,3 +167,12 @@ def test_a_bad_value_is_one_ironlaw_error(fn, kw, says):
     with pytest.raises(ironlaw.IronlawError) as e:
         getattr(ironlaw, fn)("llama3-8b", on="h100", **kw)
     assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_calibrate_on_a_table_with_a_header_alone_is_one_line(tmp_path):
+    pytest.importorskip("pandas")
+    d = tmp_path / "h100_sxm" / "gemm" / "trtllm" / "1.0"
+    d.mkdir(parents=True)
+    (d / "gemm_perf.csv").write_text("framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n")
+    line = _one_line(run_cli("calibrate", "--kernels", str(tmp_path)))
+    assert "the kernel tables hold no rows (gemm_perf.csv)" in line
