@@ -176,3 +176,17 @@ def test_calibrate_on_a_table_with_a_header_alone_is_one_line(tmp_path):
     (d / "gemm_perf.csv").write_text("framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n")
     line = _one_line(run_cli("calibrate", "--kernels", str(tmp_path)))
     assert "the kernel tables hold no rows (gemm_perf.csv)" in line
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["serve", "llama3-8b", "--on", "epyc-9654", "--engine", "vllm", "--max-throughput"],
+     "--engine vllm: vLLM is modelled on GPUs"),
+    (["serve", "llama3-8b", "--on", "tpu-v5p", "--engine", "sglang", "--max-throughput"],
+     "--engine sglang: SGLang is modelled on GPUs"),
+    (["search", "llama3-8b", "--on", "h100,h200", "--global-batch", "64"], "the training search takes one device"),
+    (["analyze", "{tmp}/config.json"], "give the spec prefix, hf:{tmp}/config.json"),
+])
+def test_more_newcomer_mistakes(argv, says, tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert says.replace("{tmp}", str(tmp_path)) in _one_line(run_cli(*argv))

@@ -301,6 +301,9 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     given = dict(locals())
     if phase == "train":
         _other_phase(given, SEARCH_SERVE, "serving search (--phase serve)")
+        if isinstance(on, (list, tuple)) or (isinstance(on, str) and "," in on):
+            raise IronlawError(f"--on {on}: the training search takes one device; several are searched in one "
+                               f"ranking with --phase serve")
         from .models.search import train as run
         d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
         settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
