@@ -190,3 +190,20 @@ def test_more_newcomer_mistakes(argv, says, tmp_path):
     (tmp_path / "config.json").write_text("{}")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert says.replace("{tmp}", str(tmp_path)) in _one_line(run_cli(*argv))
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["compare", "llama3-8b", "--vs-hardware", "b200", "--what-if", "hardware=h200"],
+     "--vs-hardware b200 and the what-if hardware= both name the 'after' device"),
+    (["sweep", "llama3-8b", "--on", "h100,h100", "--batch", "1"], "--on names h100 twice"),
+])
+def test_contradicting_devices(argv, says):
+    assert says in _one_line(run_cli(*argv))
+
+
+def test_probe_threads_zero_is_refused_not_the_default():
+    pytest.importorskip("torch")
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.measure import probe
+    with pytest.raises(IronlawError, match="--threads must be a positive number of threads, got 0"):
+        probe.run(quick=True, threads=0)

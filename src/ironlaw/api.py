@@ -153,6 +153,11 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         from .models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
+    if vs_hardware is not None:
+        from .models.whatif import parse
+        if any(st.transform.name == "hardware" for text in steps for st in parse(text)):
+            raise IronlawError(f"--vs-hardware {vs_hardware} and the what-if hardware= both name the 'after' device; "
+                               f"give one of them")
     before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
     return run(before, steps, vs_hardware)
 
