@@ -207,3 +207,19 @@ def test_probe_threads_zero_is_refused_not_the_default():
     from ironlaw.measure import probe
     with pytest.raises(IronlawError, match="--threads must be a positive number of threads, got 0"):
         probe.run(quick=True, threads=0)
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import click
+    import typer
+    from ironlaw.cli import app
+
+    def commands(group, prefix=""):
+        for name, cmd in group.commands.items():
+            if isinstance(cmd, click.Group):
+                yield from commands(cmd, prefix + name + " ")
+            else:
+                yield prefix + name, cmd
+    silent = [f"{name} {p.opts[0]}" for name, cmd in commands(typer.main.get_command(app))
+              for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
+    assert not silent, silent
