@@ -223,3 +223,8 @@ def test_every_option_of_every_command_says_what_it_does():
     silent = [f"{name} {p.opts[0]}" for name, cmd in commands(typer.main.get_command(app))
               for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
     assert not silent, silent
+
+
+def test_a_builder_option_given_twice_is_refused():
+    line = _one_line(run_cli("analyze", "resnet50", "--opt", "image=288", "--opt", "image=300"))
+    assert "--opt image given twice (288 and 300)" in line

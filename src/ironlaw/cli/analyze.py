@@ -25,6 +25,8 @@ def parse_opts(items: list[str]) -> dict:
                 break
             except ValueError:
                 pass
+        if key.strip() in out:
+            raise IronlawError(f"--opt {key.strip()} given twice ({out[key.strip()]!r} and {v!r}); give it once")
         out[key.strip()] = v
     return out
 
