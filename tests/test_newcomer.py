@@ -228,3 +228,8 @@ def test_every_option_of_every_command_says_what_it_does():
 def test_a_builder_option_given_twice_is_refused():
     line = _one_line(run_cli("analyze", "resnet50", "--opt", "image=288", "--opt", "image=300"))
     assert "--opt image given twice (288 and 300)" in line
+
+
+def test_a_what_if_range_prints_its_bounds_in_full():
+    line = _one_line(run_cli("compare", "llama3-8b", "--what-if", "batch=0"))
+    assert line.endswith("what-if batch: size must be in [1, 16,777,216], got 0"), line
