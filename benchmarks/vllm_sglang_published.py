@@ -2,6 +2,8 @@
 
     python benchmarks/vllm_sglang_published.py             # every row: published vs predicted, median / p90
     python benchmarks/vllm_sglang_published.py --rows      # … and the per-row table
+    python benchmarks/vllm_sglang_published.py --fit       # what-if: each framework's fixed seconds per step fitted
+                                                           # on its H100 rows (nothing stored), leave-one-model-out
 
 Source: tests/data/vllm_sglang_gpustack_perflab.csv (gpustack/gpustack docs/performance-lab, Apache-2.0; its header
 names the commit, the client command and which results were kept). Each row is one ``vllm bench serve`` run against
@@ -17,7 +19,11 @@ checkpoints), TP / EP / attention DP as the command sets them, and the framework
 (8192 batched tokens on a ≥ 70 GiB GPU, not the offline LLM class's 16384) unless the command sets
 ``--max-num-batched-tokens``.
 
-Scored only: end-to-end rows check, they do not calibrate (nothing here is fitted). ShareGPT rows are priced at the
+Scored only: end-to-end rows check, they do not calibrate. ``--fit`` asks whether the H100 rows would support fitting
+the one engine cost no kernel sees that a vLLM / SGLang step pays serially (``ServingConstants.step_s``: the
+scheduler, input preparation, sampling and output handling — neither engine overlaps them by default), on H100 rows
+only, leave-one-model-out, and what that value does to the other GPUs' rows and to the TensorRT-LLM control; it
+stores nothing. ShareGPT rows are priced at the
 dataset's mean lengths: ironlaw has no length distribution, so they are listed and summarised apart from the
 fixed-length random rows. Rows whose serving mode ironlaw lacks (weight-only quantized GEMMs, MXFP4 experts on
 Hopper, TP above the KV heads) are printed with the reason (the CSV's ``modelled``), not priced.
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 import time
@@ -67,9 +74,17 @@ def server_budget(r: dict) -> int | None:
     return frameworks.vllm(hardware.get(r["gpu"]), offline=False).max_num_batched_tokens
 
 
-def predict(r: dict, constants=None) -> float:
-    """Predicted total tokens/s of row ``r`` through the library's front door."""
+def predict(r: dict, step_s: float | None = None) -> float:
+    """Predicted total tokens/s of row ``r`` through the library's front door; ``step_s`` (``--fit``'s what-if): the
+    engine's fixed seconds per step in place of the TensorRT-LLM-fitted one the framework carries."""
     import ironlaw
+    if step_s is not None:
+        from dataclasses import replace
+        from unittest import mock
+
+        from ironlaw.models.serving import throughput
+        with mock.patch.object(throughput, "FITTED", replace(throughput.FITTED, step_s=step_s)):
+            return predict(r)
     est = ironlaw.serve(SPECS[r["model"]], r["gpu"], prompt=r["prompt"], output=r["output"], tp=r["tp"],
                         ep=r["ep"], attention_dp=bool(r["attention_dp"]), dtype=r["dtype"], kv_dtype="bf16",
                         max_throughput=True, requests=r["num_prompts"], max_num_tokens=server_budget(r),
@@ -89,6 +104,49 @@ def scored(rows: list[dict] | None = None) -> list[dict]:
             r["err"] = r["pred"] / r["total_tok_s"] - 1.0
         out.append(r)
     return out
+
+
+STEPS_S = (1e-5, 1e-3, 2e-3, 4e-3, 7e-3, 1e-2, 1.5e-2, 2e-2, 3e-2, 5e-2, 8e-2)   # --fit's grid, seconds per step
+
+
+def fit_step(rows: list[dict]) -> float:
+    """The grid's step_s minimising the mean |log(predicted / published)| over ``rows``."""
+    def loss(step_s):
+        return statistics.fmean(abs(math.log(predict(r, step_s) / r["total_tok_s"])) for r in rows)
+    return min(STEPS_S, key=loss)
+
+
+def what_if(rows: list[dict]) -> None:
+    """``--fit``: per framework, step_s fitted on its H100 fixed-length rows, leave-one-model-out, and that value
+    on its other rows and on the TensorRT-LLM control's H100 rows (the same pages' GPUs)."""
+    priced = [r for r in rows if r["err"] is not None]
+    for fw in ("vllm", "sglang"):
+        h100 = [r for r in priced if r["framework"] == fw and r["gpu"] == "h100" and r["dataset"] == "random"]
+        if not h100:
+            continue
+        step = fit_step(h100)
+        print(f"\n--fit {fw}: step_s {1e3 * step:g} ms on its {len(h100)} H100 random rows "
+              f"({len({r['model'] for r in h100})} models; grid {', '.join(f'{1e3 * x:g}' for x in STEPS_S)} ms)")
+        for m in sorted({r["model"] for r in h100}):
+            rest = [r for r in h100 if r["model"] != m]
+            if not rest:
+                continue
+            held = [r for r in h100 if r["model"] == m]
+            s_m = fit_step(rest)
+            errs = [abs(predict(r, s_m) / r["total_tok_s"] - 1.0) for r in held]
+            print(f"  without {m}: step_s {1e3 * s_m:g} ms, {m} median |err| {100 * statistics.median(errs):.1f}%")
+        for label, sel in ((f"{fw} H100 random (fitted)", h100),
+                           (f"{fw} other GPUs, random", [r for r in priced if r["framework"] == fw
+                                                         and r["gpu"] != "h100" and r["dataset"] == "random"]),
+                           (f"{fw} all ShareGPT", [r for r in priced if r["framework"] == fw
+                                                   and r["dataset"] == "sharegpt"])):
+            if sel:
+                before = [r["err"] for r in sel]
+                after = [predict(r, step) / r["total_tok_s"] - 1.0 for r in sel]
+                print(f"  {label:<28} n {len(sel):>2}: signed median {100 * statistics.median(before):+.1f}% → "
+                      f"{100 * statistics.median(after):+.1f}%, median |err| "
+                      f"{100 * statistics.median(abs(e) for e in before):.1f}% → "
+                      f"{100 * statistics.median(abs(e) for e in after):.1f}%")
 
 
 def p90(xs: list[float]) -> float:
@@ -113,6 +171,34 @@ def groups(rows: list[dict]) -> list[tuple[str, list[float]]]:
     return out
 
 
+def pairs(rows: list[dict]) -> list[dict]:
+    """Each priced vLLM / SGLang row beside the priced TensorRT-LLM row of the same page, model, weights and workload:
+    published and predicted tokens/s ratios (framework / TensorRT-LLM). The ratio cancels what the page's GPU and
+    harness cost all three engines alike; ``err`` = predicted ratio / published ratio − 1."""
+    def key(r):
+        return r["source_url"], r["model"], r["dtype"], r["tp"], r["dataset"], r["isl"], r["osl"]
+    trt = {key(r): r for r in rows if r["framework"] == "trtllm" and r["err"] is not None}
+    out = []
+    for r in rows:
+        c = trt.get(key(r)) if r["framework"] != "trtllm" and r["err"] is not None else None
+        if c is not None:
+            pub, pred = r["total_tok_s"] / c["total_tok_s"], r["pred"] / c["pred"]
+            out.append({"row": r["row"], "control": c["row"], "framework": r["framework"], "gpu": r["gpu"],
+                        "model": r["model"], "dataset": r["dataset"], "prompt": r["prompt"], "output": r["output"],
+                        "published": pub, "predicted": pred, "err": pred / pub - 1.0})
+    return out
+
+
+def print_pairs(pairs_: list[dict]) -> None:
+    print("\nframework / TensorRT-LLM on the same page, model, weights and workload (tokens/s ratios)")
+    print(f"{'row':>3} {'ctl':>3} {'engine':<6} {'gpu':<4} {'model':<10} {'dataset':<8} {'ISL':>6} {'OSL':>4} "
+          f"{'published':>9} {'ironlaw':>8} {'error':>7}")
+    for p in pairs_:
+        print(f"{p['row']:>3} {p['control']:>3} {p['framework']:<6} {p['gpu']:<4} {p['model']:<10} "
+              f"{p['dataset'][:8]:<8} {p['prompt']:>6} {p['output']:>4} {p['published']:>9.2f} "
+              f"{p['predicted']:>8.2f} {100 * p['err']:>+6.1f}%")
+
+
 def print_rows(rows: list[dict]) -> None:
     print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<15} {'dtype':<5} {'tp':>2} {'ep':>2} {'adp':>3} "
           f"{'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} {'published':>9} {'ironlaw':>9} {'error':>7}")
@@ -129,6 +215,7 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--fit", action="store_true", help="what-if: step_s fitted on each framework's H100 rows")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     rows = scored()
@@ -142,6 +229,17 @@ def main() -> int:
         mag = [abs(e) for e in errs]
         print(f"{label:<36} {len(errs):>3} {100 * statistics.median(mag):>11.1f}% {100 * p90(mag):>9.1f}% "
               f"{100 * statistics.median(errs):>+13.1f}%")
+    pp = pairs(rows)
+    if args.rows:
+        print_pairs(pp)
+    for fw in ("vllm", "sglang"):
+        errs = [p["err"] for p in pp if p["framework"] == fw]
+        if errs:
+            print(f"{fw} / TensorRT-LLM ratio, {len(errs)} pairs: median |err| "
+                  f"{100 * statistics.median(abs(e) for e in errs):.1f}%, signed median "
+                  f"{100 * statistics.median(errs):+.1f}%")
+    if args.fit:
+        what_if(rows)
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
     return 0
