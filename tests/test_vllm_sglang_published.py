@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -17,6 +18,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import vllm_sglang_published as bench  # noqa: E402
 
 COMMIT = "1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc"
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[dict]:
+    return bench.scored()
 
 
 def raw_rows() -> list[dict]:
@@ -71,8 +77,8 @@ def test_loader_reads_every_row():
         assert r["model"] in bench.SPECS
 
 
-def test_every_modelled_row_is_priced():
-    rows = bench.scored()
+def test_every_modelled_row_is_priced(scored):
+    rows = scored
     priced = [r for r in rows if r["err"] is not None]
     assert len(priced) == sum(r["modelled"] == "yes" for r in rows)
     assert {r["framework"] for r in priced} == {"vllm", "sglang", "trtllm"}
@@ -93,8 +99,8 @@ def test_vllm_budget_is_the_servers():
     assert bench.server_budget(next(r for r in rows.values() if r["framework"] == "sglang")) is None
 
 
-def test_pairs_match_page_model_and_workload():
-    rows = bench.scored()
+def test_pairs_match_page_model_and_workload(scored):
+    rows = scored
     by_row = {r["row"]: r for r in rows}
     pairs = bench.pairs(rows)
     assert pairs
@@ -104,3 +110,15 @@ def test_pairs_match_page_model_and_workload():
         for k in ("source_url", "model", "dtype", "tp", "dataset", "isl", "osl"):
             assert r[k] == c[k]
         assert p["published"] == pytest.approx(r["total_tok_s"] / c["total_tok_s"])
+
+
+def test_accuracy_doc_states_the_current_summary(scored):
+    """docs/accuracy.md's summary table of this benchmark is what the benchmark prints now."""
+    doc = (ROOT / "docs/accuracy.md").read_text()
+    section = doc.split("## vLLM and SGLang serving against published results", 1)[1].split("\n## ", 1)[0]
+    assert "python benchmarks/vllm_sglang_published.py" in section
+    for label, errs in bench.groups(scored):
+        mag = [abs(e) for e in errs]
+        line = (f"| {label} | {len(errs)} | {100 * statistics.median(mag):.1f}% | {100 * bench.p90(mag):.1f}% | "
+                f"{100 * statistics.median(errs):+.1f}% |")
+        assert line in section, line
