@@ -41,7 +41,8 @@ dtype the release's MoE tables lack keeps those constants, and the engine line n
 
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
-frameworks carry TensorRT-LLM's, and their engine line says so.
+frameworks carry TensorRT-LLM's, and their engine line says so. Published vLLM and SGLang runs are scored, not
+fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
 
