@@ -19,13 +19,16 @@ checkpoints), TP / EP / attention DP as the command sets them, and the framework
 (8192 batched tokens on a ≥ 70 GiB GPU, not the offline LLM class's 16384) unless the command sets
 ``--max-num-batched-tokens``.
 
+The same pages' TensorRT-LLM runs are priced too, as a control (ironlaw's TensorRT-LLM path as it is: trtllm-bench's
+limits); ``--rows`` also prints each vLLM / SGLang row's tokens/s ratio to its TensorRT-LLM twin (same page, model,
+weights and workload), which cancels what the page's machine and harness cost every engine alike.
+
 Scored only: end-to-end rows check, they do not calibrate. ``--fit`` asks whether the H100 rows would support fitting
 the one engine cost no kernel sees that a vLLM / SGLang step pays serially (``ServingConstants.step_s``: the
 scheduler, input preparation, sampling and output handling — neither engine overlaps them by default), on H100 rows
-only, leave-one-model-out, and what that value does to the other GPUs' rows and to the TensorRT-LLM control; it
-stores nothing. ShareGPT rows are priced at the
-dataset's mean lengths: ironlaw has no length distribution, so they are listed and summarised apart from the
-fixed-length random rows. Rows whose serving mode ironlaw lacks (weight-only quantized GEMMs, MXFP4 experts on
+only, leave-one-model-out, and what that value does to the framework's other rows; it stores nothing. ShareGPT rows
+are priced at the dataset's mean lengths: ironlaw has no length distribution, so they are listed and summarised
+apart from the fixed-length random rows. Rows whose serving mode ironlaw lacks (weight-only quantized GEMMs, MXFP4 experts on
 Hopper, TP above the KV heads) are printed with the reason (the CSV's ``modelled``), not priced.
 Error = predicted / published tokens/s − 1 (positive: ironlaw too fast).
 """
