@@ -104,6 +104,7 @@ VALUE_NODES = {"context_attention": (2,)}
 # side and keep their split
 STRATA = {"context_attention": "head_dim"}
 ONE_SIDED = 0.9
+GRID_PASSES = 2
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
@@ -268,14 +269,17 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     if nodes is None:
         return table
     lat = float(table.get("latency_s", 0.0))
-    y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
-    coef[cols] = grid_solve(nodes, coords, y, cols)
-    if not every:
-        coef = held_at_the_rows(nodes, coef, cols)
-    log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
-    return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
+    for _ in range(GRID_PASSES):
+        y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
+        coef[cols] += grid_solve(nodes, coords, y, cols)
+        if not every:
+            coef = held_at_the_rows(nodes, coef, cols)
+        log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
+        out = {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
+        pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: out}})
+    return out
 
 
 def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
