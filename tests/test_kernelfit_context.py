@@ -106,3 +106,14 @@ def test_the_grid_reaches_a_slow_kernel_under_the_eta_bound():
 
     assert kernelfit.GRID_PASSES["context_attention"] == 2
     assert missed(2) < 0.02 and missed(1) > 0.05     # (on this extract: 1.2% and 6.9%)
+
+
+def test_the_provenance_counts_the_rows_of_other_backends_left_out():
+    main = _rows(head_dims=(64, 128), latency=lambda r: 1e-3)
+    alt = _rows(head_dims=(128,), sources=("flashinfer",), latency=lambda r: 2e-3)
+    t = kerneltable.KernelTable("context_attention", "b200", "NVIDIA B200", "sglang", "0.5.14", "x.parquet",
+                                pd.concat([main, alt], ignore_index=True))
+    (g,) = kernelfit.groups([t])
+    assert g.timed == f"{len(alt)} rows of other backends at shapes trtllm_mha times left out"
+    t1 = kerneltable.KernelTable("context_attention", "b200", "NVIDIA B200", "sglang", "0.5.14", "x.parquet", main)
+    assert kernelfit.groups([t1])[0].timed == ""

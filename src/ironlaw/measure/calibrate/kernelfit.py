@@ -161,12 +161,17 @@ def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Gro
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
-        for (a, kv, regime), rows in one_backend(t.rows.assign(regime=regimes), t.op).groupby(
-                ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
+        every = t.rows.assign(regime=regimes)
+        kept = one_backend(every, t.op)
+        for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
             dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
+            same = (every.attn_dtype == a) & (every.kv_cache_dtype == kv) & (every.regime == regime)
+            left = int(same.sum()) - len(rows)
+            timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
+                                          f"{kept.kernel_source.value_counts().index[0]} times left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             sorted_rows(rows, t.op), note((a, kv))))
+                             sorted_rows(rows, t.op), timed))
     return out
 
 
