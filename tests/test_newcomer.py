@@ -233,3 +233,8 @@ def test_a_builder_option_given_twice_is_refused():
 def test_a_what_if_range_prints_its_bounds_in_full():
     line = _one_line(run_cli("compare", "llama3-8b", "--what-if", "batch=0"))
     assert line.endswith("what-if batch: size must be in [1, 16,777,216], got 0"), line
+
+
+def test_the_serving_search_names_its_own_engine_flag():
+    line = _one_line(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "epyc-9654", "--serve-engine", "vllm"))
+    assert line.startswith("ironlaw: error: --serve-engine vllm: vLLM is modelled on GPUs"), line

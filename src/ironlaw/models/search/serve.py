@@ -33,6 +33,7 @@ else the sourced defaults of ``law.power`` (a device without one has no cost in 
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from ...core.errors import IronlawError
@@ -124,7 +125,19 @@ def _offline(spec, hw, prompt: int, output: int, engine: str, kw: dict):
     from ..serving import frameworks, throughput as st
     if engine == frameworks.DEFAULT:
         return st.max_throughput(spec, hw, prompt, output, **kw)
-    return frameworks.max_throughput(spec, hw, prompt, output, engine, kw, 0.95)
+    with _serve_engine_flag(engine):
+        return frameworks.max_throughput(spec, hw, prompt, output, engine, kw, 0.95)
+
+
+@contextlib.contextmanager
+def _serve_engine_flag(engine: str):
+    """Inside: an error that names ``--engine ENGINE`` (serve's flag) names search's, ``--serve-engine ENGINE``."""
+    try:
+        yield
+    except IronlawError as e:
+        if not str(e).startswith(f"--engine {engine}:"):
+            raise
+        raise IronlawError("--serve-engine" + str(e)[len("--engine"):]) from None
 
 
 def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False,
@@ -198,8 +211,9 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "tr
     def at(c: int):
         if eng is None:
             return serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
-        return serving.estimate(spec, eng.hw, prompt, output, c, dtype=dtype, tp=tp,
-                                **frameworks.online_kwargs(eng, c, None))
+        with _serve_engine_flag(engine):
+            return serving.estimate(spec, eng.hw, prompt, output, c, dtype=dtype, tp=tp,
+                                    **frameworks.online_kwargs(eng, c, None))
     try:
         one = at(1)
     except IronlawError as e:
