@@ -19,9 +19,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .options import builder, check_on, composition, device, grid, parallel, run_inputs, strings, write_json
+from .options import (SEARCH_SERVE, SEARCH_TRAIN, builder, capture_option, check_on, composition, device, front_door,
+                      grid, other_phase, parallel, run_inputs, scenario_options, strings, write_json)
 from .results import Fit, KernelCalibration, Probe, Report, Validation
 
+
+@front_door
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
             serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
             pp: Optional[int] = None, dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -48,9 +51,12 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     given = dict(locals())
     par = parallel(given)
     cost = run_inputs(given, phase)
-    opts = {**par, **builder("analyze", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**par, **builder("analyze", spec, options, builder_options), **capture_option(spec, capture)}
+    if micro_batch is not None:
+        from ..machine.network.topology import check_count
+        if check_count(micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--micro-batch {micro_batch} and --batch {batch} contradict each other (--micro-batch "
+                               f"sets the batch); give one of them")
     if plot:
         from ..report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
@@ -68,7 +74,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             pages.train_step(html, step)
         return step
     hw = device(on, network)
-    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, composition(serial), opts)
+    est = analysis.predict(spec, hw, batch if micro_batch is None else micro_batch, seq, phase, dtype, composition(serial), opts)
     if plot:
         from ..report.plot import save
         save(est, plot)
@@ -78,6 +84,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     return res
 
 
+@front_door
 def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
           gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None, pp: Optional[int] = None,
           dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -102,15 +109,14 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     cost = run_inputs(given, "train")
     from ..report import pages
     pages.check(html)
-    opts = {**parallel(given), **builder("train", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**parallel(given), **builder("train", spec, options, builder_options), **capture_option(spec, capture)}
     step = training.train(spec, device(on, network), seq, dtype, composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
     return step
 
 
+@front_door
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
             batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None, serial: bool = False,
             options: Optional[dict] = None, **builder_options):
@@ -126,10 +132,16 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         from ..models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
+    if vs_hardware is not None:
+        from ..models.whatif import parse
+        if any(st.transform.name == "hardware" for text in steps for st in parse(text)):
+            raise IronlawError(f"--vs-hardware {vs_hardware} and the what-if hardware= both name the 'after' device; "
+                               f"give one of them")
     before = analysis.predict(spec, device(on), batch, seq, phase, dtype, composition(serial), opts)
     return run(before, steps, vs_hardware)
 
 
+@front_door
 def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str, Sequence[int]] = "1,2,4,...,1024",
           seq: Union[str, Sequence[int], None] = None, phase: Optional[str] = None, dtype: Optional[str] = None,
           what_if: Union[str, Sequence[str]] = (), serial: bool = False, plot: Optional[str] = None,
@@ -151,6 +163,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
     return res
 
 
+@front_door
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
           dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
@@ -183,6 +196,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_engine(engine)
     check_release(engine, release)
     check_on(on)
+    scenario_options(dict(locals()))
     if max_throughput:
         from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -194,12 +208,6 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         if html:
             pages.serve_offline(html, est, kw)
         return est
-    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
-                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
-                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
-                       ("--moe-routing", moe_routing is not None), ("--kv-fraction", kv_fraction != 0.95)):
-        if used:
-            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
@@ -228,15 +236,18 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     return res
 
 
+@front_door
 def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
-           global_batch: int = 1024, seq: int = 4096, dtype: Optional[str] = None, top: int = 5,
+           global_batch: Optional[int] = None, seq: Optional[int] = None, dtype: Optional[str] = None, top: int = 5,
            tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None, dp: Optional[int] = None,
            ep: Optional[int] = None, micro_batch: Optional[int] = None, interleave: Optional[int] = None,
            recompute: Optional[str] = None, zero: Optional[int] = None, sequence_parallel: Optional[bool] = None,
-           tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
-           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, moe_dispatcher: Optional[str] = None,
-           prompt: int = 1024, output: int = 256,
-           slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
+           tp_comm_overlap: Optional[bool] = None, overlap_p2p: Optional[bool] = None,
+           grad_fp32: Optional[bool] = None, moe_a2a_overlap: Optional[bool] = None,
+           expert_imbalance: Optional[float] = None, moe_dispatcher: Optional[str] = None,
+           prompt: Optional[int] = None, output: Optional[int] = None,
+           slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
+           workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
@@ -249,7 +260,11 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
     layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
-    the layouts with EP > 1 as ``analyze`` prices it."""
+    the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
+    ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
+    ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
+    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from ..core.errors import IronlawError, unknown
 
     cost = run_inputs(dict(locals()), phase)
@@ -259,24 +274,32 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise IronlawError(f"--top must be between 1 and 1000, got {top!r}")
+    from ..machine.engines import ENGINES
+    if engine in ENGINES:
+        raise IronlawError(f"--engine {engine}: search's --engine is where the search runs (local | pool | ray); "
+                           f"the serving framework is --serve-engine {engine} (with --phase serve)")
+    given = dict(locals())
     if phase == "train":
-        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None)):
-            if used:
-                raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
+        other_phase(given, SEARCH_SERVE, "serving search (--phase serve)")
+        if isinstance(on, (list, tuple)) or (isinstance(on, str) and "," in on):
+            raise IronlawError(f"--on {on}: the training search takes one device; several are searched in one "
+                               f"ranking with --phase serve")
         from ..models.search import train as run
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap,
-                        moe_dispatcher=moe_dispatcher)
-        res = run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                         quiet=quiet, settings=settings, cost=cost)
+        d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
+        settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
+                                      "moe_a2a_overlap")}
+        res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
+                         address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        if moe_dispatcher is not None:
-            raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
+        other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
+        prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
-                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
+                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
     else:
         raise unknown("search phase", phase, ("train", "serve"))
     if html:
@@ -284,6 +307,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     return res
 
 
+@front_door
 def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None,
            dtype: Optional[str] = None, serial: bool = False, what_if: Union[str, Sequence[str]] = (),
            vs_hardware: Optional[str] = None, compare: Optional[str] = None, validate: Optional[str] = None,
@@ -329,6 +353,7 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
     return Report(str(out), len(text.encode()), est)
 
 
+@front_door
 def contract(on="h100"):
     """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
     decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
@@ -336,6 +361,7 @@ def contract(on="h100"):
     return c.run(device(on))
 
 
+@front_door
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
           rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
@@ -356,6 +382,7 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     return Probe(str(profile.save(doc, out)), doc, strict)
 
 
+@front_door
 def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
              repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
     """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
@@ -372,6 +399,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     return res
 
 
+@front_door
 def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], None] = None, on: str = "local",
         stat: str = "median", save: bool = False):
     """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
@@ -387,7 +415,7 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     hw = hardware.get(on)
 
     def load(paths):
-        return [c for p in strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+        return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
@@ -400,6 +428,7 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
 
 
+@front_door
 def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtllm", out: Optional[str] = None):
     """``ironlaw calibrate --kernels DIR``: fit a GPU's GEMM and attention terms on measured kernel tables
     (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the

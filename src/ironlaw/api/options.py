@@ -1,6 +1,8 @@
-"""The front door's shared readings of the options: parallel, builder and run-cost options, ``on=``, grids."""
+"""The front door's shared readings of the options: unknown keywords, parallel, builder and run-cost options,
+each phase's and scenario's own options, ``on=``, grids."""
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 # the names of analyze's parallel options, in the order the CLI passes them on
@@ -10,11 +12,88 @@ PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micr
             "moe_dispatcher")
 
 
+def front_door(fn):
+    """``fn`` with a keyword it does not take refused as one line (``UnknownOption``: an IronlawError and a
+    TypeError, as Python's own), naming the nearest it takes; a builder's keywords (``**builder_options``) are
+    checked by ``builder``."""
+    import inspect
+    sig = inspect.signature(fn)
+    takes = [n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY]
+    open_ = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not open_:
+            bad = [k for k in kwargs if k not in sig.parameters]
+            if bad:
+                from ..core.errors import UnknownOption, suggest
+                raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
+                                    f"{suggest(bad[0], takes)}")
+        return fn(*args, **kwargs)
+    return call
+
+
+# search: each phase's own options and their defaults (an option left None is not given)
+SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False,
+                "moe_a2a_overlap": False, "expert_imbalance": 1.0, "moe_dispatcher": None, "nodes": None,
+                "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
+                "sequence_parallel": None}
+SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
+                "serve_engine": "trtllm"}
+
+
+def other_phase(given: dict, options: dict, belongs: str) -> None:
+    """One line for a search option of the other phase (it would be ignored)."""
+    from ..core.errors import IronlawError
+    for k, default in options.items():
+        v = given[k]
+        if v is not None and not (k in ("rank", "serve_engine") and v == default):
+            flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
+            raise IronlawError(f"{flag} belongs to the {belongs}")
+
+
+def scenario_options(g: dict) -> None:
+    """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
+    it, is refused in one line (it would be ignored)."""
+    from ..core.errors import IronlawError
+    if g["max_throughput"]:
+        online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
+                  ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),
+                  ("--page-tokens", g["page_tokens"] is not None, ""), ("--max-seq", g["max_seq"] is not None, ""),
+                  ("--serial", g["serial"], ""), ("--speculative", g["speculative"] is not None, ""),
+                  ("--prefix-hit", g["prefix_hit"] is not None, ""),
+                  ("--disaggregate", g["disaggregate"] is not None, ""), ("--slo", g["slo"] is not None, ""),
+                  ("--sweep-concurrency", g["sweep_concurrency"], ""), ("--plot", g["plot"] is not None, ""))
+        for flag, used, hint in online:
+            if used:
+                raise IronlawError(f"{flag} belongs to the online scenario (continuous batching at a set "
+                                   f"concurrency), not to --max-throughput{hint}")
+        return
+    for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
+                       ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
+                       ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),
+                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
 def parallel(given: dict) -> dict:
     """The parallel options given (None and False are not given), in the CLI's order; the plan calls
     ``--offload-activations`` ``offload_layers``."""
     out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
     return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
+
+
+def capture_option(spec, capture: bool) -> dict:
+    """``{"capture": True}`` for an hf: spec asked to be captured; --capture on any other spec is refused (it would
+    be ignored: built-in names are built analytically, py: modules always captured)."""
+    if not capture:
+        return {}
+    if not (isinstance(spec, str) and spec.strip().startswith("hf:")):
+        from ..core.errors import IronlawError
+        raise IronlawError(f"--capture applies to hf: specs (a Hugging Face config captured through transformers "
+                           f"and torch); {spec} is not one")
+    return {"capture": True}
 
 
 def builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
@@ -26,8 +105,9 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
         bad = sorted(set(named) - set(accepted))
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
-            raise TypeError(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                            f"{spec}: {takes})")
+            from ..core.errors import UnknownOption
+            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
+                                f"{spec}: {takes})")
         opts.update(named)
     return opts
 
@@ -71,8 +151,14 @@ def composition(serial: bool) -> str:
     return "serial" if serial else "overlap"
 
 
-def strings(v) -> list[str]:
-    return [v] if isinstance(v, str) else list(v)
+def strings(v, what: str = "--what-if") -> list[str]:
+    """One text or a list of texts (what-if steps, file paths); anything else is one line."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    from ..core.errors import IronlawError
+    raise IronlawError(f"{what} takes a text or a list of texts, got {v!r}")
 
 
 def write_json(path: str, doc: dict) -> None:
@@ -87,4 +173,10 @@ def grid(v):
     """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
     if v is None or isinstance(v, str):
         return v
-    return str(v) if isinstance(v, int) else ",".join(str(x) for x in v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not hasattr(v, "__iter__"):
+        from ..core.errors import IronlawError
+        raise IronlawError(f"a batch or seq grid is a text such as '1,2,4,...,1024', a whole number or a list of "
+                           f"them, got {v!r}")
+    return ",".join(str(x) for x in v)
