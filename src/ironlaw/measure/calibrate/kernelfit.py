@@ -47,9 +47,12 @@ PHASES = {"context_attention": "prefill", "generation_attention": "decode", "con
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
 # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), the shapes aiconfigurator collects
 MLA_DIMS = MLA(q_lora=1536, kv_lora=512, nope=128, rope=64, v_dim=128)
-FRAMEWORKS = ("trtllm", "sglang", "vllm")
+# the kernel libraries whose tables fit: TensorRT-LLM, SGLang and vLLM (aiconfigurator-core); aiter (AMD ROCm/aiter,
+# the GEMM and attention kernels vLLM and SGLang call on AMD Instinct GPUs: its tuned tables, benchmarks/amd_kernels.py)
+FRAMEWORKS = ("trtllm", "sglang", "vllm", "aiter")
 # table dtype -> ironlaw dtype ('sq': TensorRT-LLM's SmoothQuant GEMM, INT8 activations times INT8 weights)
-GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8"}
+GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8",
+               "mxfp4": "mxfp4"}        # OCP MXFP4 (AMD CDNA 4, aiter's a4w4 tables)
 ATTENTION_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 SKIPPED = {"fp8_block": "128-element block-scaled FP8 (DeepGEMM): no ironlaw dtype runs it",
            "int8_wo": "INT8 weights on bf16 activations (weight-only): no ironlaw dtype runs it",
