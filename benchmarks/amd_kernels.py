@@ -8,18 +8,21 @@ Data: ROCm/aiter (AMD, MIT license; github.com/ROCm/aiter, commit ``COMMIT``), i
 architecture (``gfx``) and compute-unit count (``cu_num``), M, N, K, the weight dtype and ``us``, the measured
 microseconds of the fastest kernel it found. Matched to catalog GPUs by (gfx, CUs) (``GPUS``): gfx950 with 256 CUs is
 the MI350 series (MI350X and MI355X both have 256 CUs; the table does not say which), gfx942 with 304 CUs is MI300X
-(MI325X has the same die and CU count; the table does not say which). Kept (``KEEP``):
+(MI325X has the same die and CU count; the table does not say which, and nothing is carried to mi325x). Kept (``KEEP``):
 
 - gfx950/256 ``bfloat16`` rows (bf16 in, bf16 out, no bias) -> mi355x gemm bf16;
 - gfx950/256 ``float8_e4m3fn`` rows of the a8w8 tables (FP8 activations with per-token scales times FP8 weights with
   per-channel scales) -> mi355x gemm fp8;
 - gfx950/256 rows of the a4w4_blockscale tables (MXFP4 times MXFP4, one E8M0 scale per 32 values, bf16 out; the
   kernels are ``f4gemm_bf16_per1x32Fp4``) -> mi355x gemm mxfp4;
-- gfx942/304 ``int8`` rows (INT8 per-token times INT8 per-channel, TensorRT-LLM's ``sq``) -> mi300x gemm int8.
+- gfx942/304 rows of the a8w8_blockscale tables (FP8 with 1x128 activation and 128x128 weight scales, bf16 out;
+  23,414 shapes, every 8th of them sorted by shape) -> mi300x gemm fp8 (fitted as fp8: ``kernelfit.groups``
+  ``fp8_block_as``; the only FP8 GEMM timings of the MI300X the data holds; the provenance says so);
+- gfx942/304 ``int8`` rows (INT8 per-token times INT8 per-channel, TensorRT-LLM's ``sq``) -> mi300x gemm int8: 32
+  rows, scored on the datasheet only (under ``MIN_FIT_ROWS`` to fit: nothing stored).
 
-Left out, each for a reason: the 128-element block-scaled FP8 tables (gfx942/304's most rows: no ironlaw dtype runs
-block-scaled FP8, ``kernelfit.SKIPPED``), batched GEMMs
-(the fitted op is one GEMM), gfx942 with 80 CUs (MI308X, not in the catalog), gfx1250 (not in the catalog). A shape
+Left out, each for a reason: gfx950's block-scaled FP8 (its per-token FP8 rows fit fp8), batched GEMMs (the fitted op
+is one GEMM), bf16 GEMMs with a bias or an fp32 output, gfx942 with 80 CUs (MI308X, not in the catalog), gfx1250 (not in the catalog). A shape
 timed in more than one file keeps its fastest time (the tuner's pick). ``--extract`` writes the kept rows in the
 kernel-table layout ``<gpu>/gemm/aiter/<commit>/gemm_perf.csv`` (``ironlaw.measure.calibrate.kerneltable``,
 ``latency_us``), so ``ironlaw calibrate --kernels tests/data/aiter_kernels --gpu mi355x --framework aiter`` reads
@@ -48,10 +51,16 @@ ORIGIN = f"ROCm/aiter {COMMIT[:8]} (AMD), tuned-GEMM tables (tests/data/aiter_ke
 GPUS = {("gfx950", "256"): "mi355x", ("gfx942", "304"): "mi300x"}
 # (gfx, CUs, the table's weight dtype) -> gemm_dtype of the kernel-table layout
 KEEP = {("gfx950", "256", "torch.bfloat16"): "bfloat16", ("gfx950", "256", "torch.float8_e4m3fn"): "fp8",
-        ("gfx942", "304", "torch.int8"): "sq", ("gfx950", "256", "mxfp4"): "mxfp4"}
+        ("gfx942", "304", "torch.int8"): "sq", ("gfx950", "256", "mxfp4"): "mxfp4",
+        ("gfx942", "304", "fp8_block"): "fp8_block"}
+# the block-scaled FP8 rows of gfx942/304 (23,414 shapes): every EVERY-th of the shape-sorted rows is extracted
+EVERY = {("mi300x", "fp8_block"): 8}
+MIN_FIT_ROWS = 100       # a class with fewer fitted rows is scored, never stored (the shape model and grid overfit)
 # the tuned tables whose rows are plain GEMMs: bf16 (``dtype`` column) and a8w8 per-token (``q_dtype_w``)
 # (a4w4_blockscale: MXFP4 times MXFP4, 32-element E8M0 scales, bf16 out; the kernels' names say per1x32Fp4)
-TABLE = re.compile(r"(^|/)([a-z0-9.]+_)?(bf16|a8w8|a8w8_bpreshuffle|a4w4_blockscale)_tuned_gemm(_[a-z0-9.]+)?\.csv$")
+TABLE = re.compile(r"(^|/)([A-Za-z0-9._]+_)?(bf16|a8w8|a8w8_bpreshuffle|a4w4_blockscale)_tuned_gemm(_[A-Za-z0-9._]+)?\.csv$")
+# 128-element block-scaled FP8 (1x128 activation, 128x128 weight scales; bf16 out): a8w8_blockscale_tuned_gemm*.csv
+BLOCK = re.compile(r"(^|/)a8w8_blockscale_tuned_gemm(_[A-Za-z0-9._]+)?\.csv$")
 
 
 def aiter_rows(repo: Path) -> dict:
@@ -60,10 +69,11 @@ def aiter_rows(repo: Path) -> dict:
     names = subprocess.run(git + ["ls-tree", "-r", "--name-only", COMMIT, "aiter/configs"], check=True,
                            capture_output=True, text=True).stdout.split()
     best: dict = {}
-    for name in sorted(n for n in names if TABLE.search(n) and "a8w8_blockscale" not in n):
+    for name in sorted(n for n in names if TABLE.search(n) or BLOCK.search(n)):
         text = subprocess.run(git + ["show", f"{COMMIT}:{name}"], check=True, capture_output=True, text=True).stdout
         for r in csv.DictReader(text.splitlines()):
-            dtype = "mxfp4" if "a4w4_blockscale" in name else r.get("q_dtype_w") or r.get("dtype", "")
+            dtype = ("mxfp4" if "a4w4_blockscale" in name else "fp8_block" if BLOCK.search(name)
+                     else r.get("q_dtype_w") or r.get("dtype", ""))
             key = (r.get("gfx", ""), r.get("cu_num", ""), dtype)
             if key not in KEEP or r.get("outdtype", "torch.bfloat16") != "torch.bfloat16" or \
                     r.get("bias", "False") != "False" or r.get("scaleAB", "False") != "False":
@@ -82,7 +92,10 @@ def extract(repo: Path) -> None:
     for gpu in sorted({k[0] for k in best}):
         out = DATA / gpu / "gemm" / "aiter" / COMMIT[:8] / "gemm_perf.csv"
         out.parent.mkdir(parents=True, exist_ok=True)
-        rows = sorted((k, v) for k, v in best.items() if k[0] == gpu)
+        rows = []
+        for dt in sorted({k[1] for k in best if k[0] == gpu}):
+            mine = sorted((k, v) for k, v in best.items() if k[:2] == (gpu, dt))
+            rows += mine[::EVERY.get((gpu, dt), 1)]
         with out.open("w", newline="") as f:
             w = csv.writer(f, lineterminator="\n")
             w.writerow(["device", "gemm_dtype", "m", "n", "k", "latency_us", "aiter_table"])
@@ -98,16 +111,23 @@ def run_gpu(gpu: str, write: bool, stored: bool) -> list:
     from ironlaw.measure.calibrate import kernelfit, kerneltable
     tables = kerneltable.read(DATA / gpu, ops=("gemm",), gpu=gpu, framework="aiter")
     hw = hardware.get(gpu)
-    gs = kernelfit.groups(tables)
+    every = kernelfit.groups(tables, fp8_block_as="fp8")
+    gs = [g for g in every if len(kernelfit.split(g.rows)[0]) >= MIN_FIT_ROWS]
+    for g in every:
+        if all(g is not x for x in gs):
+            print(f"{gpu} {g.name}: {len(kernelfit.split(g.rows)[0])} rows to fit, under {MIN_FIT_ROWS}: scored on "
+                  "the datasheet only, nothing stored", flush=True)
     if stored:
         table = hw.calibration.table() if hw.calibration is not None else None
     else:
+        table = None
+    if not stored and gs:
         table = kernelfit.fit(hw, gs, origin=ORIGIN, license="MIT")
         if write:
             replace_table(Path(hw.path), "calibration", table)
             print(f"wrote {Path(hw.path).relative_to(ROOT)} [calibration]", flush=True)
     after = {s.group: s for s in kernelfit.score(hw, table, gs)} if table else {}
-    return [(gpu, g.name, after.get(g.name), datasheet_score(hw, g)) for g in gs]
+    return [(gpu, g.name, after.get(g.name), datasheet_score(hw, g)) for g in every]
 
 
 def datasheet_score(hw, g) -> tuple[int, float, float]:

@@ -120,19 +120,28 @@ class Score:
     p90_abs_err: float
 
 
-def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Group]:
+def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_as: str | None = None) -> list[Group]:
     """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
     out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
     classes (aiconfigurator 0.8.0's 1.0-line tables time the 16-bit kernels in float16 only; FP16 and BF16 run at
-    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so."""
+    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so. ``fp8_block_as='fp8'``
+    fits 128-element block-scaled FP8 rows as the fp8 class, said so alike (AMD MI300X: its only public FP8 GEMM
+    timings are aiter's block-scaled ones, the kernels FP8 DeepSeek-V3 and Qwen3 checkpoints run)."""
     if float16_as not in (None, "bf16"):
         raise IronlawError(f"float16 rows can stand for bf16 only, not '{float16_as}'")
+    if fp8_block_as not in (None, "fp8"):
+        raise IronlawError(f"fp8_block rows can stand for fp8 only, not '{fp8_block_as}'")
     half = {"float16": float16_as} if float16_as else {}
     note = lambda srcs: f"float16 rows, for {float16_as}" if half and "float16" in srcs else ""  # noqa: E731
     out = []
     for t in tables:
         if t.op == "gemm":
             for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+                if src == "fp8_block" and fp8_block_as:
+                    out.append(Group(f"gemm {fp8_block_as}", ("matmul", fp8_block_as), t.op, t,
+                                     sorted_rows(rows, t.op), f"fp8_block rows (1x128 / 128x128 scales), for "
+                                                              f"{fp8_block_as}"))
+                    continue
                 if src in SKIPPED:
                     continue
                 if src not in GEMM_DTYPES:
