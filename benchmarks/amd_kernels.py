@@ -37,6 +37,7 @@ import csv
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,8 @@ def run_gpu(gpu: str, write: bool, stored: bool) -> list:
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
-    tables = kerneltable.read(DATA / gpu, ops=("gemm",), gpu=gpu, framework="aiter")
+    tables = [replace(t, path=f"{gpu}/{t.path}")                    # paths from tests/data/aiter_kernels
+              for t in kerneltable.read(DATA / gpu, ops=("gemm",), gpu=gpu, framework="aiter")]
     hw = hardware.get(gpu)
     every = kernelfit.groups(tables, fp8_block_as="fp8")
     gs = [g for g in every if len(kernelfit.split(g.rows)[0]) >= MIN_FIT_ROWS]
@@ -133,8 +135,6 @@ def run_gpu(gpu: str, write: bool, stored: bool) -> list:
 def datasheet_score(hw, g) -> tuple[int, float, float]:
     """(rows, median, p90 |error|) of the catalog's datasheet terms alone (no [calibration]) on ``g``'s held-out
     rows, the rows ``kernelfit.score`` runs."""
-    from dataclasses import replace
-
     import numpy as np
     from ironlaw.law import law
     from ironlaw.measure.calibrate import kernelfit
