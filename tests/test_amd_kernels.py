@@ -94,3 +94,14 @@ def test_calibrate_refuses_an_unknown_framework_in_one_line(tmp_path):
     r = run_cli("calibrate", "--kernels", str(DATA / "mi355x"), "--gpu", "mi355x", "--framework", "rocm")
     assert r.rc == 2
     assert r.err.strip() == "ironlaw: error: --framework must be one of trtllm, sglang, vllm, aiter, got 'rocm'"
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "mi355x"])
+def test_measured_gemms_leave_the_other_classes_named_as_borrowing(cli, gpu):
+    """GEMMs measured, nothing else: a decode step's attention and elementwise ops say they borrow the datasheet's
+    [efficiency] defaults, and the device no longer claims to have no tables."""
+    r = cli("analyze", "llama3-8b", "--phase", "decode", "--batch", "8", "--seq", "1024", "--on", gpu)
+    assert r.rc == 0, r.err
+    text = " ".join(r.out.split())
+    assert "no measured kernel tables" not in text
+    assert "attention" in text and "(borrows [efficiency] defaults)" in text
