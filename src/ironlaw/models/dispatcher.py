@@ -31,7 +31,8 @@ each local expert's rows to the quantized GEMM's alignment (16 rows; 32 for MXFP
 routing's splits are almost never all aligned (the copy is skipped only then), and none of the Megatron-Bridge
 v0.2.0 recipes set ``moe_router_padding_for_quantization``, the routing-map padding that makes them so. HybridEP
 writes the padded layout in its dispatch kernel (``_HybridEPManager.dispatch``, ``pad_multiple``), so flex pays no
-copy. Token drop's capacity-sized splits are aligned too; ironlaw prices dropless MoE only.
+copy (DeepEP pads only through that routing-map option, ``_DeepepManager``; flex is priced as HybridEP, which
+every flex row checked runs). Token drop's capacity-sized splits are aligned too; ironlaw prices dropless MoE only.
 """
 from __future__ import annotations
 
