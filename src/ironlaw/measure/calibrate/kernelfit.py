@@ -86,7 +86,7 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
 # classes whose kernel may split the whole sequence, not the window, into blocks (TensorRT-LLM's XQA decode kernel:
-# ``core.splitkv``); the fit tries that launch grid beside the plain one (``fit_grid``)
+# ``core.splitkv``); the fit tries that launch beside the plain one (``fit_class``)
 SPLIT_CLASSES = {("generation_attention", "_window")}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
@@ -256,8 +256,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
 
 
 def _grid_on(op: str, coords, y: np.ndarray, steps, every: bool) -> tuple | None:
-    """(nodes, 100 · ln factor per node as whole numbers, squared log residual) of one grid fitted at ``coords``;
-    None where even the coarsest grid has too many nodes for the rows."""
+    """(nodes, 100 · ln factor per node as whole numbers) of one grid fitted to ``y`` at ``coords``; None where even
+    the coarsest grid has too many nodes for the rows."""
     nodes = fit_nodes(op, coords, len(y), steps, every)
     if nodes is None:
         return None
@@ -266,10 +266,7 @@ def _grid_on(op: str, coords, y: np.ndarray, steps, every: bool) -> tuple | None
     coef[cols] = grid_solve(nodes, coords, y, cols)
     if not every:
         coef = held_at_the_rows(nodes, coef, cols)
-    log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
-    idx, w = grid_weights(nodes, coords)
-    resid = y - (log[idx] * w).sum(axis=1) / 100.0
-    return nodes, log, float(resid @ resid)
+    return nodes, np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
 
 
 def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
