@@ -115,7 +115,6 @@ def gap_line(c: dict, est) -> str:
 
 
 def main() -> int:
-    from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=("h100", "h200", "b200"), default="h200",
                     help="h200; h100 (the cells the constants were fitted on); b200 for the B200/GB200 cells")
@@ -123,7 +122,8 @@ def main() -> int:
     ap.add_argument("--gap", action="store_true", help="also what the tables leave unexplained (gap_line)")
     h100.release_arg(ap)
     a = ap.parse_args()
-    on = replace(st.FITTED, moe_tables=True)
+    h100.constants_arg(a.constants)                 # --constants: both predictions (moe_kv_fraction: the KV too)
+    on = replace(h100.fitted(), moe_tables=True)
     errs = {"off": [], "on": []}
     print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'off':>7s} {'on':>7s}  " +
           "  ".join(f"{c:>12s}" for c in CLASSES) + ("   experts µs/layer off, on | table balanced, power law 1.01, 1.2"

@@ -64,6 +64,9 @@ NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "la
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
 SCORED = ("reserve_bytes", "moe_tables")
+# … and one that is not an engine constant at all: the KV fraction of the attention-DP MoE cells (what-if; default
+# KV_FRACTION, the overview's 0.95; benchmarks/moe_implied_memory.py: what the Hopper MoE cells imply for it)
+MOE_KV = "moe_kv_fraction"
 # what --fit refits: the engine's own costs that no kernel table times (the fixed seconds per step, the host's
 # seconds per kernel of an eager step, and how much of the kernel tables' fixed seconds per call — launch, prologue,
 # tail, measured on each kernel alone — a kernel still pays inside the step: ``kernel_latency_share``, 0 for none,
@@ -119,17 +122,24 @@ def release_arg(ap) -> None:
                                         "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
                                         "that moves the batches, which --fit then leaves where it put them); "
                                         "moe_tables=1: the routed experts on the device's measured MoE layer, not "
-                                        "on the expert η")
+                                        "on the expert η; moe_kv_fraction=F: the attention-DP MoE cells' KV "
+                                        "fraction (default 0.95, the overview's)")
 
 
 def constants_arg(text: str | None) -> None:
     """``--constants K=V,…``: FITTED with those values, for every prediction of this run (nothing is stored)."""
-    RELEASE["constants"] = {}
+    RELEASE["constants"], RELEASE[MOE_KV] = {}, None
     for part in (text or "").split(","):
         if part.strip():
             k, v = part.split("=")
+            if k.strip() == MOE_KV:
+                RELEASE[MOE_KV] = float(v)
+                if not 0.0 < RELEASE[MOE_KV] <= 1.0:
+                    raise SystemExit(f"--constants: {MOE_KV} is a fraction in (0, 1], got {v.strip()}")
+                continue
             if k.strip() not in NAMES + SCORED:
-                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {', '.join(NAMES + SCORED)})")
+                known = ", ".join(NAMES + SCORED + (MOE_KV,))
+                raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {known})")
             RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() == "moe_tables" else float(v)
 
 
@@ -183,10 +193,11 @@ def predict(cell: dict, hw: str = "h100", constants=None):
     from ironlaw.models.serving import throughput as st
     moe = cell["model"] in MOE
     eng = release_engine(hw, release_of(cell))
+    kv_fraction = (RELEASE.get(MOE_KV) or KV_FRACTION) if moe and cell["tp"] > 1 else KV_FRACTION
     return st.max_throughput(
         cell["spec"], eng.hw, cell["isl"], cell["osl"], tp=cell["tp"], dtype=cell.get("precision", "fp8"),
         kv_dtype=KV_DTYPE[cell["model"]], ep=cell["tp"] if moe else 1, attention_dp=moe and cell["tp"] > 1,
-        kv_fraction=KV_FRACTION, constants=eng.constants(constants or fitted()),
+        kv_fraction=kv_fraction, constants=eng.constants(constants or fitted()),
         routing=RELEASE.get("routing") if moe and cell["tp"] > 1 else None)
 
 

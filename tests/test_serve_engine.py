@@ -125,3 +125,17 @@ def test_every_engine_file_names_its_data():
         for group, prov in cal["provenance"].items():
             assert p.parent.name in prov["version"] and "aiconfigurator-core 0.12.0" in prov["version"]
             assert prov["rows_fitted"] > 0 and prov["rows_held_out"] > 0 and prov["license"] == "Apache-2.0"
+
+
+def test_sglang_kv_pool_is_its_memory_fraction_less_weights():
+    """SGLang sizes its KV pool as memory · mem_fraction_static − weights (model_runner profile_max_num_token):
+    its reserve holds the activations, so the workspace is not taken a second time; vLLM's profiled activations
+    come out of its gpu_memory_utilization share besides the weights."""
+    sg = api.serve("qwen3-32b", "h100", prompt=1024, output=256, max_throughput=True, engine="sglang")
+    vl = api.serve("qwen3-32b", "h100", prompt=1024, output=256, max_throughput=True, engine="vllm")
+    m_sg, m_vl = sg.to_dict()["memory_per_gpu"], vl.to_dict()["memory_per_gpu"]
+    cap = m_sg["device_memory_bytes"]
+    frac = frameworks.sglang(hardware.get("h100")).memory_fraction
+    assert m_sg["free_bytes"] == pytest.approx(frac * cap - m_sg["weights_bytes"])
+    assert m_vl["free_bytes"] == pytest.approx(0.9 * cap - m_vl["weights_bytes"] - m_vl["workspace_bytes"])
+    assert m_sg["workspace_bytes"] > 0 and not throughput.FITTED.reserve_holds_workspace

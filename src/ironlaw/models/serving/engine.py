@@ -223,15 +223,17 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
 
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
            max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
-           reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK) -> dict:
+           reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK, reserve_holds_workspace: bool = False) -> dict:
     """Per GPU: weights, activation workspace, KV budget and the KV one request reserves (``kv_sequence_bytes``:
     the builder's cache of prompt + output tokens in whole blocks, every layer's own kind — global, windowed,
     chunked, latent — split over TP's key/value heads, not for a latent cache every TP rank holds whole
-    (``parallel.kv_cache_split``), and over PP's stages)."""
+    (``parallel.kv_cache_split``), and over PP's stages). ``reserve_holds_workspace``: the runtime's reserve
+    already holds the activations (SGLang sizes its KV pool as memory · mem_fraction_static − weights), so the
+    workspace is not taken again."""
     from ..parallel import kv_cache_split
     cap = hw.memory[hw.device_tier].capacity_bytes
     weights = _weights_per_gpu(meta, lay, dtype)
-    free = cap - weights - workspace_bytes - reserve_bytes
+    free = cap - weights - reserve_bytes - (0.0 if reserve_holds_workspace else workspace_bytes)
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
@@ -241,7 +243,8 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
-            "reserve_bytes": reserve_bytes, "free_bytes": free, "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
+            "reserve_bytes": reserve_bytes, "reserve_holds_workspace": reserve_holds_workspace, "free_bytes": free,
+            "kv_fraction": kv_fraction, "kv_budget_bytes": kv_fraction * free,
             "kv_bytes_per_token": kv_tok, "kv_bytes_per_sequence": kv_seq, "max_num_tokens": max_num_tokens}
 
 
@@ -286,7 +289,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output, block), dtype, kv_dtype,
                          hw).footprint["kv_cache"])
     mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
-                 (prompt, output), constants.reserve_bytes, block)
+                 (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
     return meta, limits, mem
 
 
@@ -335,6 +338,8 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
         kept = (f"--kv-fraction {kv_fraction:g} of the memory left after weights {fmt_size(mem['weights_bytes'])} "
                 f"and workspace {fmt_size(mem['workspace_bytes'])}" if constants.reserve_bytes == 0 else
+                f"what is left after weights {fmt_size(mem['weights_bytes'])} and the runtime's "
+                f"{fmt_size(constants.reserve_bytes)} (activations included)" if constants.reserve_holds_workspace else
                 f"what is left after weights {fmt_size(mem['weights_bytes'])}, workspace "
                 f"{fmt_size(mem['workspace_bytes'])} and the runtime's {fmt_size(constants.reserve_bytes)}")
         fixes = "lower --concurrency or use --tp" if kv_dtype in FP8_KV_DTYPES else \

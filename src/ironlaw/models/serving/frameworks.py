@@ -21,7 +21,10 @@ source:
                       2048 and 8; < 35 GiB 2048 and 24 (80 from TP 4); < 60 GiB 4096 and 32 (160 from TP 4);
                       < 160 GiB 8192 and 256 (512 from TP 4); else 16384 and 512
         mem_fraction_static   (memory − reserved) / memory, reserved = 512 MiB + 1.5 MiB · max(chunk, 2048)
-                      + 2 MiB · cuda_graph_max_bs + TP·PP/8 GiB, at least 10 GiB on devices over 60 GiB
+                      + 2 MiB · cuda_graph_max_bs + TP·PP/8 GiB, at least 10 GiB on devices over 60 GiB; the
+                      KV pool is what weights leave of memory · mem_fraction_static (model_runner
+                      profile_max_num_token: rest = free after loading − free at start · (1 − fraction)), so
+                      the reserve holds the activations and nothing else is taken for them
         CUDA graphs   _generate_cuda_graph_batch_sizes: 1, 2, 4, 8, 12, every 8 from 16 to 256, every 16 to
                       512, every 32 beyond, up to cuda_graph_max_bs
         max_running_requests   the model runner's min(max(KV tokens / context length · 512, 2048), 4096),
@@ -41,7 +44,8 @@ dtype the release's MoE tables lack keeps those constants, and the engine line n
 
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
-frameworks carry TensorRT-LLM's, and their engine line says so.
+frameworks carry TensorRT-LLM's, and their engine line says so. Published vLLM and SGLang runs are scored, not
+fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
 
@@ -218,12 +222,14 @@ def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
 
 def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
-    mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device), its TP all-reduce
-    on NCCL's measured curve (TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's)."""
+    mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device: vLLM's beside
+    its profiled activations, SGLang's holding them), its TP all-reduce on NCCL's measured curve (TensorRT-LLM's
+    own all-reduce kernel is TensorRT-LLM's)."""
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
+                   reserve_holds_workspace=eng.name == "sglang",
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 

@@ -339,6 +339,9 @@ def _reserve_source(m: dict) -> str:
     """What the engine keeps from the KV cache: TensorRT-LLM's workspace and free-memory fraction, or (``serve
     --engine vllm|sglang``) the workspace and the runtime memory its framework's memory fraction leaves."""
     work = f"the activation workspace of one max_num_tokens step ({m['max_num_tokens']:,} tokens)"
+    if m.get("reserve_holds_workspace"):
+        return (f"{fmt_size(m['reserve_bytes'])} the framework's memory fraction leaves to its runtime "
+                f"(activations included)")
     if m.get("reserve_bytes", 0.0) > 0:
         return f"{work} and {fmt_size(m['reserve_bytes'])} the framework's memory fraction leaves to its runtime"
     return (f"TensorRT-LLM: {work} and {1 - m['kv_fraction']:.2f} of the memory left after it "

@@ -93,6 +93,8 @@ class ServingConstants:
                                               # another host runs the same work in host_* × its linear_s / this
     kernel_latency_share: float = 0.0  # the share of a kernel-table class's fixed seconds per call (its fitted
                                        # ``latency_s``) a kernel still pays inside the engine's step (``kernel_terms``)
+    reserve_holds_workspace: bool = False  # the runtime reserve (``reserve_bytes``) holds the activation workspace
+                                           # too: the KV cache is what weights and the reserve leave (SGLang)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""

@@ -1,0 +1,252 @@
+"""vLLM and SGLang serving against published results: gpustack's performance lab, scored through ``ironlaw.serve``.
+
+    python benchmarks/vllm_sglang_published.py             # every row: published vs predicted, median / p90
+    python benchmarks/vllm_sglang_published.py --rows      # … and the per-row table
+    python benchmarks/vllm_sglang_published.py --fit       # what-if: each framework's fixed seconds per step fitted
+                                                           # on its H100 rows (nothing stored), leave-one-model-out
+
+Source: tests/data/vllm_sglang_gpustack_perflab.csv (gpustack/gpustack docs/performance-lab, Apache-2.0; its header
+names the commit, the client command and which results were kept). Each row is one ``vllm bench serve`` run against
+``vllm serve`` (v0.11.0) or ``sglang.launch_server`` (v0.5.3 – v0.5.5.post1) on H100 SXM, H200 SXM or A100 SXM 80GB,
+every request sent at once; the published figure is the run's duration, compared here as total tokens/s
+((input + output tokens) / duration, as the page prints it).
+
+Each row is priced by ``ironlaw.serve(model, gpu, max_throughput=True, engine=vllm|sglang, requests=N, ...)``: the
+N requests queued at once, at the row's mean lengths (input_tokens / N, output_tokens / N), the checkpoint's weight
+dtype, the KV cache in BF16 (both engines' kv_cache_dtype "auto" follows the model dtype, BF16 for these FP8
+checkpoints), TP / EP / attention DP as the command sets them, and the framework's scheduler defaults
+(``ironlaw.models.serving.frameworks``) for the OpenAI server the page started — vLLM's ``vllm serve`` budget
+(8192 batched tokens on a ≥ 70 GiB GPU, not the offline LLM class's 16384) unless the command sets
+``--max-num-batched-tokens``.
+
+The same pages' TensorRT-LLM runs are priced too, as a control (ironlaw's TensorRT-LLM path as it is: trtllm-bench's
+limits); ``--rows`` also prints each vLLM / SGLang row's tokens/s ratio to its TensorRT-LLM twin (same page, model,
+weights and workload), which cancels what the page's machine and harness cost every engine alike.
+
+Scored only: end-to-end rows check, they do not calibrate. ``--fit`` asks whether the H100 rows would support fitting
+the one engine cost no kernel sees that a vLLM / SGLang step pays serially (``ServingConstants.step_s``: the
+scheduler, input preparation, sampling and output handling — neither engine overlaps them by default), on H100 rows
+only, leave-one-model-out, and what that value does to the framework's other rows; it stores nothing. ShareGPT rows
+are priced at the dataset's mean lengths: ironlaw has no length distribution, so they are listed and summarised
+apart from the fixed-length random rows. Rows whose serving mode ironlaw lacks (weight-only quantized GEMMs, MXFP4 experts on
+Hopper, TP above the KV heads) are printed with the reason (the CSV's ``modelled``), not priced.
+Error = predicted / published tokens/s − 1 (positive: ironlaw too fast).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
+# the rows' models as ironlaw names them (built-ins; Qwen3-14B from its Hugging Face config)
+SPECS = {"qwen3-14b": "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-14b.json"), "qwen3-32b": "qwen3-32b",
+         "deepseek-r1": "deepseek-r1", "gpt-oss-20b": "gpt-oss-20b", "qwen3-235b-a22b": "qwen3-235b-a22b"}
+PROVENANCE = ("framework", "version", "gpu", "serve_command", "dataset", "source_url", "source_section",
+              "source_date", "license")
+
+
+def load(path: Path = CSV) -> list[dict]:
+    """The CSV's rows (``#`` lines are its header), numbers as numbers; mean lengths per request added."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    for r in rows:
+        for k in ("row", "gpus", "tp", "ep", "attention_dp", "num_prompts", "input_tokens", "output_tokens"):
+            r[k] = int(r[k])
+        for k in ("duration_s", "total_tok_s", "output_tok_s"):
+            r[k] = float(r[k])
+        r["prompt"] = round(r["input_tokens"] / r["num_prompts"])
+        r["output"] = max(1, round(r["output_tokens"] / r["num_prompts"]))
+    return rows
+
+
+def server_budget(r: dict) -> int | None:
+    """The batched-token budget the row's server ran with: the command's, else vLLM's OpenAI-server default on
+    that GPU (``frameworks.vllm(hw, offline=False)``); SGLang's chunk is the same online and offline (None)."""
+    if r["max_num_batched_tokens"]:
+        return int(r["max_num_batched_tokens"])
+    if r["framework"] != "vllm":
+        return None
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import frameworks
+    return frameworks.vllm(hardware.get(r["gpu"]), offline=False).max_num_batched_tokens
+
+
+def predict(r: dict, step_s: float | None = None) -> float:
+    """Predicted total tokens/s of row ``r`` through the library's front door; ``step_s`` (``--fit``'s what-if): the
+    engine's fixed seconds per step in place of the TensorRT-LLM-fitted one the framework carries."""
+    import ironlaw
+    if step_s is not None:
+        from dataclasses import replace
+        from unittest import mock
+
+        from ironlaw.models.serving import throughput
+        with mock.patch.object(throughput, "FITTED", replace(throughput.FITTED, step_s=step_s)):
+            return predict(r)
+    est = ironlaw.serve(SPECS[r["model"]], r["gpu"], prompt=r["prompt"], output=r["output"], tp=r["tp"],
+                        ep=r["ep"], attention_dp=bool(r["attention_dp"]), dtype=r["dtype"], kv_dtype="bf16",
+                        max_throughput=True, requests=r["num_prompts"], max_num_tokens=server_budget(r),
+                        engine=r["framework"])
+    return r["num_prompts"] * (r["prompt"] + r["output"]) / est.time_s
+
+
+def scored(rows: list[dict] | None = None) -> list[dict]:
+    """Every row with ``pred`` (tokens/s) and ``err`` (predicted / published − 1), None where not modelled."""
+    out = []
+    for r in rows if rows is not None else load():
+        r = dict(r, pred=None, err=None, seconds=None)
+        if r["modelled"] == "yes":
+            t0 = time.perf_counter()
+            r["pred"] = predict(r)
+            r["seconds"] = time.perf_counter() - t0
+            r["err"] = r["pred"] / r["total_tok_s"] - 1.0
+        out.append(r)
+    return out
+
+
+STEPS_S = (1e-5, 1e-3, 2e-3, 4e-3, 7e-3, 1e-2, 1.5e-2, 2e-2, 3e-2, 5e-2, 8e-2)   # --fit's grid, seconds per step
+
+
+def fit_step(rows: list[dict]) -> float:
+    """The grid's step_s minimising the mean |log(predicted / published)| over ``rows``."""
+    def loss(step_s):
+        return statistics.fmean(abs(math.log(predict(r, step_s) / r["total_tok_s"])) for r in rows)
+    return min(STEPS_S, key=loss)
+
+
+def what_if(rows: list[dict]) -> None:
+    """``--fit``: per framework, step_s fitted on its H100 fixed-length rows, leave-one-model-out, and that value
+    on its other rows and on the TensorRT-LLM control's H100 rows (the same pages' GPUs)."""
+    priced = [r for r in rows if r["err"] is not None]
+    for fw in ("vllm", "sglang"):
+        h100 = [r for r in priced if r["framework"] == fw and r["gpu"] == "h100" and r["dataset"] == "random"]
+        if not h100:
+            continue
+        step = fit_step(h100)
+        print(f"\n--fit {fw}: step_s {1e3 * step:g} ms on its {len(h100)} H100 random rows "
+              f"({len({r['model'] for r in h100})} models; grid {', '.join(f'{1e3 * x:g}' for x in STEPS_S)} ms)")
+        for m in sorted({r["model"] for r in h100}):
+            rest = [r for r in h100 if r["model"] != m]
+            if not rest:
+                continue
+            held = [r for r in h100 if r["model"] == m]
+            s_m = fit_step(rest)
+            errs = [abs(predict(r, s_m) / r["total_tok_s"] - 1.0) for r in held]
+            print(f"  without {m}: step_s {1e3 * s_m:g} ms, {m} median |err| {100 * statistics.median(errs):.1f}%")
+        for label, sel in ((f"{fw} H100 random (fitted)", h100),
+                           (f"{fw} other GPUs, random", [r for r in priced if r["framework"] == fw
+                                                         and r["gpu"] != "h100" and r["dataset"] == "random"]),
+                           (f"{fw} all ShareGPT", [r for r in priced if r["framework"] == fw
+                                                   and r["dataset"] == "sharegpt"])):
+            if sel:
+                before = [r["err"] for r in sel]
+                after = [predict(r, step) / r["total_tok_s"] - 1.0 for r in sel]
+                print(f"  {label:<28} n {len(sel):>2}: signed median {100 * statistics.median(before):+.1f}% → "
+                      f"{100 * statistics.median(after):+.1f}%, median |err| "
+                      f"{100 * statistics.median(abs(e) for e in before):.1f}% → "
+                      f"{100 * statistics.median(abs(e) for e in after):.1f}%")
+
+
+def p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+
+
+def groups(rows: list[dict]) -> list[tuple[str, list[float]]]:
+    """(label, signed errors) per framework × GPU × dataset kind, and per framework and dataset kind."""
+    out = []
+    for fw in ("vllm", "sglang", "trtllm"):
+        for kind in ("random", "sharegpt"):
+            for gpu in ("h100", "h200", "a100"):
+                errs = [r["err"] for r in rows if r["err"] is not None and r["framework"] == fw
+                        and r["gpu"] == gpu and r["dataset"] == kind]
+                if errs:
+                    out.append((f"{fw} {gpu} {kind}" + (" (control)" if fw == "trtllm" else ""), errs))
+            errs = [r["err"] for r in rows if r["err"] is not None and r["framework"] == fw
+                    and r["dataset"] == kind]
+            if errs:
+                out.append((f"{fw} all GPUs {kind}" + (" (control)" if fw == "trtllm" else ""), errs))
+    return out
+
+
+def pairs(rows: list[dict]) -> list[dict]:
+    """Each priced vLLM / SGLang row beside the priced TensorRT-LLM row of the same page, model, weights and workload:
+    published and predicted tokens/s ratios (framework / TensorRT-LLM). The ratio cancels what the page's GPU and
+    harness cost all three engines alike; ``err`` = predicted ratio / published ratio − 1."""
+    def key(r):
+        return r["source_url"], r["model"], r["dtype"], r["tp"], r["dataset"], r["isl"], r["osl"]
+    trt = {key(r): r for r in rows if r["framework"] == "trtllm" and r["err"] is not None}
+    out = []
+    for r in rows:
+        c = trt.get(key(r)) if r["framework"] != "trtllm" and r["err"] is not None else None
+        if c is not None:
+            pub, pred = r["total_tok_s"] / c["total_tok_s"], r["pred"] / c["pred"]
+            out.append({"row": r["row"], "control": c["row"], "framework": r["framework"], "gpu": r["gpu"],
+                        "model": r["model"], "dataset": r["dataset"], "prompt": r["prompt"], "output": r["output"],
+                        "published": pub, "predicted": pred, "err": pred / pub - 1.0})
+    return out
+
+
+def print_pairs(pairs_: list[dict]) -> None:
+    print("\nframework / TensorRT-LLM on the same page, model, weights and workload (tokens/s ratios)")
+    print(f"{'row':>3} {'ctl':>3} {'engine':<6} {'gpu':<4} {'model':<10} {'dataset':<8} {'ISL':>6} {'OSL':>4} "
+          f"{'published':>9} {'ironlaw':>8} {'error':>7}")
+    for p in pairs_:
+        print(f"{p['row']:>3} {p['control']:>3} {p['framework']:<6} {p['gpu']:<4} {p['model']:<10} "
+              f"{p['dataset'][:8]:<8} {p['prompt']:>6} {p['output']:>4} {p['published']:>9.2f} "
+              f"{p['predicted']:>8.2f} {100 * p['err']:>+6.1f}%")
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<15} {'dtype':<5} {'tp':>2} {'ep':>2} {'adp':>3} "
+          f"{'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} {'published':>9} {'ironlaw':>9} {'error':>7}")
+    for r in rows:
+        head = (f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<15} {r['dtype']:<5} {r['tp']:>2} "
+                f"{r['ep']:>2} {r['attention_dp']:>3} {r['dataset'][:8]:<8} {r['prompt']:>6} {r['output']:>4} "
+                f"{r['num_prompts']:>5} {r['total_tok_s']:>9.0f}")
+        if r["err"] is None:
+            print(f"{head} {'—':>9}  not modelled ({r['modelled'].removeprefix('no: ')})")
+        else:
+            print(f"{head} {r['pred']:>9.0f} {100 * r['err']:>+6.1f}%")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--fit", action="store_true", help="what-if: step_s fitted on each framework's H100 rows")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "src"))
+    rows = scored()
+    if args.rows:
+        print_rows(rows)
+    n_mod = sum(r["err"] is not None for r in rows)
+    print(f"\n{len(rows)} published rows, {n_mod} priced, {len(rows) - n_mod} not modelled "
+          f"(tests/data/vllm_sglang_gpustack_perflab.csv); error = predicted / published total tokens/s − 1")
+    print(f"{'rows':<36} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
+    for label, errs in groups(rows):
+        mag = [abs(e) for e in errs]
+        print(f"{label:<36} {len(errs):>3} {100 * statistics.median(mag):>11.1f}% {100 * p90(mag):>9.1f}% "
+              f"{100 * statistics.median(errs):>+13.1f}%")
+    pp = pairs(rows)
+    if args.rows:
+        print_pairs(pp)
+    for fw in ("vllm", "sglang"):
+        errs = [p["err"] for p in pp if p["framework"] == fw]
+        if errs:
+            print(f"{fw} / TensorRT-LLM ratio, {len(errs)} pairs: median |err| "
+                  f"{100 * statistics.median(abs(e) for e in errs):.1f}%, signed median "
+                  f"{100 * statistics.median(errs):+.1f}%")
+    if args.fit:
+        what_if(rows)
+    secs = [r["seconds"] for r in rows if r["seconds"] is not None]
+    print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
