@@ -148,7 +148,7 @@ def regridded(hw, table: dict, gs: list) -> dict:
         if p is None or "grid_of" in p:
             continue
         shape = {k: v for k, v in p.items() if k not in ("grid_nodes", "grid_log")}
-        out[g.key[0]][g.key[1]] = kernelfit.fit_grid(hw, g, kernelfit.split(g.rows)[0], shape)
+        out[g.key[0]][g.key[1]] = kernelfit.fit_grid(hw, g, kernelfit.split(g.rows, g.op)[0], shape)
     return check(out, "calibration")
 
 

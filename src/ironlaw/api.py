@@ -13,6 +13,7 @@ An option a function does not take is a TypeError. A workload's builder options 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
@@ -23,6 +24,28 @@ PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micr
             "moe_dispatcher")
 
 
+def _front_door(fn):
+    """``fn`` with a keyword it does not take refused as one line (``UnknownOption``: an IronlawError and a
+    TypeError, as Python's own), naming the nearest it takes; a builder's keywords (``**builder_options``) are
+    checked by ``_builder``."""
+    import inspect
+    sig = inspect.signature(fn)
+    takes = [n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY]
+    open_ = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not open_:
+            bad = [k for k in kwargs if k not in sig.parameters]
+            if bad:
+                from .core.errors import UnknownOption, suggest
+                raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
+                                    f"{suggest(bad[0], takes)}")
+        return fn(*args, **kwargs)
+    return call
+
+
+@_front_door
 def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
             serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
             pp: Optional[int] = None, dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -49,9 +72,12 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     given = dict(locals())
     par = _parallel(given)
     cost = _run_inputs(given, phase)
-    opts = {**par, **_builder("analyze", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**par, **_builder("analyze", spec, options, builder_options), **_capture(spec, capture)}
+    if micro_batch is not None:
+        from .machine.network.topology import check_count
+        if check_count(micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--micro-batch {micro_batch} and --batch {batch} contradict each other (--micro-batch "
+                               f"sets the batch); give one of them")
     if plot:
         from .report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
@@ -69,7 +95,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
             pages.train_step(html, step)
         return step
     hw = _device(on, network)
-    est = analysis.predict(spec, hw, micro_batch or batch, seq, phase, dtype, _composition(serial), opts)
+    est = analysis.predict(spec, hw, batch if micro_batch is None else micro_batch, seq, phase, dtype, _composition(serial), opts)
     if plot:
         from .report.plot import save
         save(est, plot)
@@ -79,6 +105,7 @@ def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = N
     return res
 
 
+@_front_door
 def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
           gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None, pp: Optional[int] = None,
           dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
@@ -103,15 +130,14 @@ def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial
     cost = _run_inputs(given, "train")
     from .report import pages
     pages.check(html)
-    opts = {**_parallel(given), **_builder("train", spec, options, builder_options)}
-    if capture:
-        opts["capture"] = True
+    opts = {**_parallel(given), **_builder("train", spec, options, builder_options), **_capture(spec, capture)}
     step = training.train(spec, _device(on, network), seq, dtype, _composition(serial), opts, cost)
     if html:
         pages.train_step(html, step)
     return step
 
 
+@_front_door
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
             batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None, serial: bool = False,
             options: Optional[dict] = None, **builder_options):
@@ -127,10 +153,16 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         from .models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
+    if vs_hardware is not None:
+        from .models.whatif import parse
+        if any(st.transform.name == "hardware" for text in steps for st in parse(text)):
+            raise IronlawError(f"--vs-hardware {vs_hardware} and the what-if hardware= both name the 'after' device; "
+                               f"give one of them")
     before = analysis.predict(spec, _device(on), batch, seq, phase, dtype, _composition(serial), opts)
     return run(before, steps, vs_hardware)
 
 
+@_front_door
 def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str, Sequence[int]] = "1,2,4,...,1024",
           seq: Union[str, Sequence[int], None] = None, phase: Optional[str] = None, dtype: Optional[str] = None,
           what_if: Union[str, Sequence[str]] = (), serial: bool = False, plot: Optional[str] = None,
@@ -154,6 +186,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
     return res
 
 
+@_front_door
 def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
           dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
@@ -186,6 +219,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_engine(engine)
     check_release(engine, release)
     _check_on(on)
+    _scenario_options(dict(locals()))
     if max_throughput:
         from .models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -197,12 +231,6 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         if html:
             pages.serve_offline(html, est, kw)
         return est
-    for flag, used in (("--ep", ep != 1), ("--attention-dp", attention_dp), ("--pp", pp != 1),
-                       ("--max-batch", max_batch is not None), ("--max-num-tokens", max_num_tokens is not None),
-                       ("--requests", requests is not None), ("--expert-imbalance", expert_imbalance != 1.0),
-                       ("--moe-routing", moe_routing is not None), ("--kv-fraction", kv_fraction != 0.95)):
-        if used:
-            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
@@ -231,15 +259,18 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     return res
 
 
+@_front_door
 def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: Optional[int] = None,
-           global_batch: int = 1024, seq: int = 4096, dtype: Optional[str] = None, top: int = 5,
+           global_batch: Optional[int] = None, seq: Optional[int] = None, dtype: Optional[str] = None, top: int = 5,
            tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None, dp: Optional[int] = None,
            ep: Optional[int] = None, micro_batch: Optional[int] = None, interleave: Optional[int] = None,
            recompute: Optional[str] = None, zero: Optional[int] = None, sequence_parallel: Optional[bool] = None,
-           tp_comm_overlap: bool = True, overlap_p2p: bool = True, grad_fp32: bool = False,
-           moe_a2a_overlap: bool = False, expert_imbalance: float = 1.0, moe_dispatcher: Optional[str] = None,
-           prompt: int = 1024, output: int = 256,
-           slo: Optional[str] = None, engine: str = "local", workers: Optional[int] = None,
+           tp_comm_overlap: Optional[bool] = None, overlap_p2p: Optional[bool] = None,
+           grad_fp32: Optional[bool] = None, moe_a2a_overlap: Optional[bool] = None,
+           expert_imbalance: Optional[float] = None, moe_dispatcher: Optional[str] = None,
+           prompt: Optional[int] = None, output: Optional[int] = None,
+           slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
+           workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
@@ -252,7 +283,11 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
     layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
-    the layouts with EP > 1 as ``analyze`` prices it."""
+    the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
+    ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
+    ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
+    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from .core.errors import IronlawError, unknown
 
     cost = _run_inputs(dict(locals()), phase)
@@ -262,24 +297,32 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
 
     fixed = dict(tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
                  recompute=recompute, zero=zero, sequence_parallel=sequence_parallel)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise IronlawError(f"--top must be between 1 and 1000, got {top!r}")
+    from .machine.engines import ENGINES
+    if engine in ENGINES:
+        raise IronlawError(f"--engine {engine}: search's --engine is where the search runs (local | pool | ray); "
+                           f"the serving framework is --serve-engine {engine} (with --phase serve)")
+    given = dict(locals())
     if phase == "train":
-        for flag, used in (("--rank", rank != "tokens-per-gpu"), ("--price", prices is not None)):
-            if used:
-                raise IronlawError(f"{flag} belongs to the serving search (--phase serve)")
+        _other_phase(given, SEARCH_SERVE, "serving search (--phase serve)")
+        if isinstance(on, (list, tuple)) or (isinstance(on, str) and "," in on):
+            raise IronlawError(f"--on {on}: the training search takes one device; several are searched in one "
+                               f"ranking with --phase serve")
         from .models.search import train as run
-        settings = dict(tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                        expert_imbalance=expert_imbalance, moe_a2a_overlap=moe_a2a_overlap,
-                        moe_dispatcher=moe_dispatcher)
-        res = run.search(spec, on, gpus, global_batch, seq, dtype, nodes, top, fixed, engine, workers, address,
-                         quiet=quiet, settings=settings, cost=cost)
+        d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
+        settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
+                                      "moe_a2a_overlap")}
+        res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
+                         address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
     elif phase == "serve":
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
-        if moe_dispatcher is not None:
-            raise IronlawError("--moe-dispatcher is Megatron-Core's training token dispatcher (--phase train)")
+        _other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
+        prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from .models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
-                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost)
+                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
     else:
         raise unknown("search phase", phase, ("train", "serve"))
     if html:
@@ -287,6 +330,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     return res
 
 
+@_front_door
 def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[int] = None, max_cv: float = 0.15,
           rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
@@ -307,6 +351,7 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     return Probe(str(profile.save(doc, out)), doc, strict)
 
 
+@_front_door
 def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Optional[str] = None, on: str = "local",
              repeats: int = 5, warmup: int = 2, threads: Optional[int] = None, out: Optional[str] = None):
     """``ironlaw validate``: run the model here (torch), predict it with the profile ``on``; a
@@ -323,6 +368,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     return res
 
 
+@_front_door
 def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], None] = None, on: str = "local",
         stat: str = "median", save: bool = False):
     """``ironlaw fit``: fit the profile's [calibration] from ``ironlaw validate --out`` documents, score the fitted
@@ -338,7 +384,7 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     hw = hardware.get(on)
 
     def load(paths):
-        return [c for p in _strings(paths or []) for c in v.cases_of(read_json(p, "validate"), p)]
+        return [c for p in _strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
@@ -408,11 +454,67 @@ class Fit:
 
 
 # ---------------------------------------------------------------- shared readings of the options
+# search: each phase's own options and their defaults (an option left None is not given)
+SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False,
+                "moe_a2a_overlap": False, "expert_imbalance": 1.0, "moe_dispatcher": None, "nodes": None,
+                "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
+                "sequence_parallel": None}
+SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
+                "serve_engine": "trtllm"}
+
+
+def _other_phase(given: dict, options: dict, belongs: str) -> None:
+    """One line for a search option of the other phase (it would be ignored)."""
+    from .core.errors import IronlawError
+    for k, default in options.items():
+        v = given[k]
+        if v is not None and not (k in ("rank", "serve_engine") and v == default):
+            flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
+            raise IronlawError(f"{flag} belongs to the {belongs}")
+
+
+def _scenario_options(g: dict) -> None:
+    """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
+    it, is refused in one line (it would be ignored)."""
+    from .core.errors import IronlawError
+    if g["max_throughput"]:
+        online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
+                  ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),
+                  ("--page-tokens", g["page_tokens"] is not None, ""), ("--max-seq", g["max_seq"] is not None, ""),
+                  ("--serial", g["serial"], ""), ("--speculative", g["speculative"] is not None, ""),
+                  ("--prefix-hit", g["prefix_hit"] is not None, ""),
+                  ("--disaggregate", g["disaggregate"] is not None, ""), ("--slo", g["slo"] is not None, ""),
+                  ("--sweep-concurrency", g["sweep_concurrency"], ""), ("--plot", g["plot"] is not None, ""))
+        for flag, used, hint in online:
+            if used:
+                raise IronlawError(f"{flag} belongs to the online scenario (continuous batching at a set "
+                                   f"concurrency), not to --max-throughput{hint}")
+        return
+    for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
+                       ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
+                       ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),
+                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95)):
+        if used:
+            raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
 def _parallel(given: dict) -> dict:
     """The parallel options given (None and False are not given), in the CLI's order; the plan calls
     ``--offload-activations`` ``offload_layers``."""
     out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
     return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
+
+
+def _capture(spec, capture: bool) -> dict:
+    """``{"capture": True}`` for an hf: spec asked to be captured; --capture on any other spec is refused (it would
+    be ignored: built-in names are built analytically, py: modules always captured)."""
+    if not capture:
+        return {}
+    if not (isinstance(spec, str) and spec.strip().startswith("hf:")):
+        from .core.errors import IronlawError
+        raise IronlawError(f"--capture applies to hf: specs (a Hugging Face config captured through transformers "
+                           f"and torch); {spec} is not one")
+    return {"capture": True}
 
 
 def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
@@ -424,8 +526,9 @@ def _builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
         bad = sorted(set(named) - set(accepted))
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
-            raise TypeError(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                            f"{spec}: {takes})")
+            from .core.errors import UnknownOption
+            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
+                                f"{spec}: {takes})")
         opts.update(named)
     return opts
 
@@ -469,8 +572,14 @@ def _composition(serial: bool) -> str:
     return "serial" if serial else "overlap"
 
 
-def _strings(v) -> list[str]:
-    return [v] if isinstance(v, str) else list(v)
+def _strings(v, what: str = "--what-if") -> list[str]:
+    """One text or a list of texts (what-if steps, file paths); anything else is one line."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    from .core.errors import IronlawError
+    raise IronlawError(f"{what} takes a text or a list of texts, got {v!r}")
 
 
 def _write_json(path: str, doc: dict) -> None:
@@ -485,4 +594,10 @@ def _grid(v):
     """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
     if v is None or isinstance(v, str):
         return v
-    return str(v) if isinstance(v, int) else ",".join(str(x) for x in v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not hasattr(v, "__iter__"):
+        from .core.errors import IronlawError
+        raise IronlawError(f"a batch or seq grid is a text such as '1,2,4,...,1024', a whole number or a list of "
+                           f"them, got {v!r}")
+    return ",".join(str(x) for x in v)

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, check_top, console, emit_json
-from .options import Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
+from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
 
 
 def parse_opts(items: list[str]) -> dict:
@@ -25,6 +25,8 @@ def parse_opts(items: list[str]) -> dict:
                 break
             except ValueError:
                 pass
+        if key.strip() in out:
+            raise IronlawError(f"--opt {key.strip()} given twice ({out[key.strip()]!r} and {v!r}); give it once")
         out[key.strip()] = v
     return out
 
@@ -48,7 +50,7 @@ def analyze(
     dp: Optional[int] = typer.Option(None, "--dp", help="data-parallel degree (default: gpus / (tp·pp))"),
     cp: Optional[int] = typer.Option(None, "--cp", help="context-parallel degree (ring attention; 2·cp divides --seq)"),
     ep: Optional[int] = typer.Option(None, "--ep", help="expert-parallel degree (divides dp and the experts)"),
-    expert_imbalance: Optional[float] = typer.Option(None, "--expert-imbalance", help="hottest expert's load over the mean (≥ 1; default 1: balanced)"),
+    expert_imbalance: Optional[float] = typer.Option(None, "--expert-imbalance", click_type=FLOAT, help="hottest expert's load over the mean (≥ 1; default 1: balanced)"),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", help="sequences per optimizer step"),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="sequences per micro-batch (sets --batch)"),
     interleave: Optional[int] = typer.Option(None, "--interleave", help="virtual pipeline stages per device"),

@@ -9,7 +9,35 @@ import inspect
 from dataclasses import dataclass
 from typing import Annotated, Callable, List, Optional
 
+import click
 import typer
+
+
+class AsTyped(float):
+    """A float option's value that prints as the user typed it: ``--price-per-gpu-hour -5`` is refused with
+    "got -5", not "got -5.0" (``str``, ``repr`` and ``f"{v}"``; arithmetic gives plain floats)."""
+
+    def __new__(cls, text: str, value: float):
+        obj = super().__new__(cls, value)
+        obj.text = text.strip()
+        return obj
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+class _TypedFloat(click.types.FloatParamType):
+    """click's FLOAT (same checks, same message on 'abc'), whose value remembers its text."""
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return super().convert(value, param, ctx)
+        return AsTyped(value, super().convert(value, param, ctx))
+
+
+FLOAT = _TypedFloat()   # every float option's click_type
 
 Spec = Annotated[str, typer.Argument(help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, "
                                           "gemm:M,N,K, py:file.py:factory …")]
@@ -24,17 +52,17 @@ DType = Annotated[Optional[str], typer.Option("--dtype", help="fp32 | tf32 | bf1
 Serial = Annotated[bool, typer.Option("--serial/--overlap", help="compose data, compute and latency serially (sum) "
                                                                  "or overlapped (max + latency)")]
 Opt = Annotated[List[str], typer.Option("--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288")]
-Price = Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per device-hour (default: a sourced "
+Price = Annotated[Optional[float], typer.Option("--price-per-gpu-hour", click_type=FLOAT, help="USD per device-hour (default: a sourced "
                                                                              "cloud rate where ironlaw.law.power has one)")]
-Grid = Annotated[Optional[float], typer.Option("--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
+Grid = Annotated[Optional[float], typer.Option("--grid-gco2-per-kwh", click_type=FLOAT, help="grid carbon intensity (default: world "
                                                                            "average 481, Ember 2023)")]
 TrainTokens = Annotated[Optional[str], typer.Option("--train-tokens", help="train: price the whole run of this many "
                                                                            "tokens, e.g. 15T (K, M, B, T suffixes)")]
-MtbfGpuHours = Annotated[Optional[float], typer.Option("--mtbf-gpu-hours", help="with --train-tokens: GPU-hours per "
+MtbfGpuHours = Annotated[Optional[float], typer.Option("--mtbf-gpu-hours", click_type=FLOAT, help="with --train-tokens: GPU-hours per "
                                                        "interruption, per GPU (default: Llama 3's, 50,677)")]
-CheckpointS = Annotated[Optional[float], typer.Option("--checkpoint-s", help="with --train-tokens: seconds to write "
+CheckpointS = Annotated[Optional[float], typer.Option("--checkpoint-s", click_type=FLOAT, help="with --train-tokens: seconds to write "
                                                       "a checkpoint (gives lost work and goodput)")]
-RestartS = Annotated[Optional[float], typer.Option("--restart-s", help="with --checkpoint-s: seconds to restart "
+RestartS = Annotated[Optional[float], typer.Option("--restart-s", click_type=FLOAT, help="with --checkpoint-s: seconds to restart "
                                                    "after an interruption (default: --checkpoint-s)")]
 
 

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
+from .options import FLOAT
 
 
 @app.command()
@@ -15,7 +16,7 @@ def probe(
                                                          "$IRONLAW_HOME/profiles, which `--on local` reads)"),
     quick: bool = typer.Option(False, "--quick", help="a smaller grid, fewer repeats and two reference runs (about 20 s on 2 cores)"),
     threads: Optional[int] = typer.Option(None, "--threads", help="threads to measure with (default: torch's)"),
-    max_cv: float = typer.Option(0.15, "--max-cv", help="largest spread (stdev/median) a measurement may keep"),
+    max_cv: float = typer.Option(0.15, "--max-cv", click_type=FLOAT, help="largest spread (stdev/median) a measurement may keep"),
     rounds: int = typer.Option(1, "--rounds", help="run everything this many times and keep each measurement's "
                                                   "median round (a shared machine whose speed drifts; N × the time)"),
     references: bool = typer.Option(True, "--references/--no-references",

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import DType, On, RunCost, Spec, with_run_cost
+from .options import FLOAT, DType, On, RunCost, Spec, with_run_cost
 
 
 @app.command()
@@ -17,8 +17,9 @@ def search(
     on: On = "h100",
     gpus: int = typer.Option(8, "--gpus", help="devices in all"),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes (default: whole nodes of the catalog's size)"),
-    global_batch: int = typer.Option(1024, "--global-batch", help="train: sequences per optimizer step"),
-    seq: int = typer.Option(4096, "--seq", help="train: sequence length"),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", help="train: sequences per optimizer step "
+                                               "(default 1024)"),
+    seq: Optional[int] = typer.Option(None, "--seq", help="train: sequence length (default 4096)"),
     dtype: DType = None,
     top: int = typer.Option(5, "--top", help="layouts to show"),
     tp: Optional[int] = typer.Option(None, "--tp", help="fix the tensor-parallel degree"),
@@ -32,23 +33,30 @@ def search(
     zero: Optional[int] = typer.Option(None, "--zero", help="fix the ZeRO stage 0 | 1 | 2 | 3"),
     sequence_parallel: Optional[bool] = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                                      help="fix sequence parallelism on or off"),
-    tp_comm_overlap: bool = typer.Option(True, "--tp-comm-overlap/--no-tp-comm-overlap",
-                                         help="train: TP collectives pipelined with the GEMMs where sequence parallel"),
-    overlap_p2p: bool = typer.Option(True, "--overlap-p2p/--no-overlap-p2p",
-                                     help="train: stage sends overlapped where the schedule interleaves"),
-    grad_fp32: bool = typer.Option(False, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in fp32 "
-                                   "(default: bf16, as Megatron-Bridge's recipes)"),
-    moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap/--no-moe-a2a-overlap",
-                                         help="train: expert all-to-alls beside another micro-batch's compute"),
-    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="train: hottest expert's load / mean"),
+    tp_comm_overlap: Optional[bool] = typer.Option(None, "--tp-comm-overlap/--no-tp-comm-overlap",
+                                                   help="train: TP collectives pipelined with the GEMMs where "
+                                                        "sequence parallel (default: on)"),
+    overlap_p2p: Optional[bool] = typer.Option(None, "--overlap-p2p/--no-overlap-p2p",
+                                               help="train: stage sends overlapped where the schedule interleaves "
+                                                    "(default: on)"),
+    grad_fp32: Optional[bool] = typer.Option(None, "--grad-fp32/--no-grad-fp32", help="train: gradients reduced in "
+                                             "fp32 (default: bf16, as Megatron-Bridge's recipes)"),
+    moe_a2a_overlap: Optional[bool] = typer.Option(None, "--moe-a2a-overlap/--no-moe-a2a-overlap",
+                                                   help="train: expert all-to-alls beside another micro-batch's "
+                                                        "compute (default: off)"),
+    expert_imbalance: Optional[float] = typer.Option(None, "--expert-imbalance", click_type=FLOAT,
+                                                     help="train: hottest expert's load / mean (default 1)"),
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="train: Megatron-Core's token "
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
                                                  "(DeepEP/HybridEP: permute, exchange and sort fused)"),
-    prompt: int = typer.Option(1024, "--prompt", help="serve: prompt tokens per request"),
-    output: int = typer.Option(256, "--output", help="serve: generated tokens per request"),
+    prompt: Optional[int] = typer.Option(None, "--prompt", help="serve: prompt tokens per request (default 1024)"),
+    output: Optional[int] = typer.Option(None, "--output", help="serve: generated tokens per request (default 256)"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
                                                           "(without: offline max throughput)"),
-    engine: str = typer.Option("local", "--engine", help="local | pool | ray"),
+    serve_engine: str = typer.Option("trtllm", "--serve-engine", help="serve: the serving framework whose kernels "
+                                     "and scheduler limits price every layout, as `serve --engine`: trtllm | vllm | "
+                                     "sglang"),
+    engine: str = typer.Option("local", "--engine", help="where the search runs: local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
     rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
@@ -68,7 +76,7 @@ def search(
                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
                      moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance,
                      moe_dispatcher=moe_dispatcher, prompt=prompt, output=output,
-                     slo=slo, engine=engine, workers=workers, address=address, quiet=fmt == "json",
+                     slo=slo, serve_engine=serve_engine, engine=engine, workers=workers, address=address, quiet=fmt == "json",
                      rank=rank, prices=prices, html=html, **cost.api_kwargs())
     if fmt == "json":
         emit_json(res.to_dict())
@@ -110,7 +118,9 @@ def _notes(res) -> list[str]:
         d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
         return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
     s = res.setup
-    out = []
+    from ..models.serving.frameworks import NAMES
+    out = [f"serving framework: {NAMES[s['settings']['serve_engine']]} (--serve-engine; its kernels and scheduler "
+           f"limits)"]
     if s.get("rank_by") == "usd-per-million-tokens":
         out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
     seen = {}

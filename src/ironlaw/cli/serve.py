@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, emit_json, emit_lines
+from .options import FLOAT
 
 
 @app.command()
@@ -29,24 +30,24 @@ def serve(
     ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
-    kv_fraction: float = typer.Option(0.95, "--kv-fraction", help="max-throughput: share of free memory for KV "
+    kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FLOAT, help="max-throughput: share of free memory for KV "
                                       "(0.95 as the published TensorRT-LLM runs; its own default is 0.90)"),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: engine max batch size"),
     max_num_tokens: Optional[int] = typer.Option(None, "--max-num-tokens", help="max-throughput: tokens per step"),
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
-    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", help="max-throughput: busiest expert rank's "
+    expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", click_type=FLOAT, help="max-throughput: busiest expert rank's "
                                            "load over the mean (1.0 = balanced)"),
     moe_routing: Optional[str] = typer.Option(None, "--moe-routing", help="max-throughput: the router's load on the "
                                               "busiest expert rank per step: balanced | power_law_<alpha> (the "
                                               "kernel collector's routings; default uniform)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
-    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", help="share of prompt tokens served from cache"),
+    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FLOAT, help="share of prompt tokens served from cache"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),
     slo: Optional[str] = typer.Option(None, "--slo", help="ttft=2s,itl=50ms: the most concurrency meeting both"),
     sweep_concurrency: bool = typer.Option(False, "--sweep-concurrency", help="tokens/s per GPU vs per user"),
     plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour (default: sourced)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="gCO2/kWh (default 481, Ember 2023)"),
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT, help="USD per GPU-hour (default: sourced)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", click_type=FLOAT, help="gCO2/kWh (default 481, Ember 2023)"),
     engine: str = typer.Option("trtllm", "--engine", help="serving framework: trtllm | vllm | sglang (its kernels "
                                "and its scheduler's defaults; default trtllm)"),
     release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "

@@ -6,6 +6,7 @@ from typing import List, Optional
 import typer
 
 from .common import app, check_format, console, emit_json
+from .options import FLOAT, DType, Phase, Serial
 
 
 @app.command()
@@ -14,16 +15,17 @@ def sweep(
     on: str = typer.Option("h100", "--on", help="hardware, comma-separated: h100,b200"),
     batch: str = typer.Option("1,2,4,...,1024", "--batch", help="batch sizes: 1,2,4,...,1024 or 8,16,24,...,128 or 1,8,64"),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequence / context lengths, same syntax"),
-    phase: Optional[str] = typer.Option(None, "--phase"),
-    dtype: Optional[str] = typer.Option(None, "--dtype"),
+    phase: Phase = None,
+    dtype: DType = None,
     what_if: List[str] = typer.Option([], "--what-if", "-w", help="apply transforms to every point"),
-    serial: bool = typer.Option(False, "--serial/--overlap"),
+    serial: Serial = False,
     fmt: str = typer.Option("text", "--format", help="text | json | csv"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
-    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", help="USD per device-hour (default: a sourced "
-                                          "cloud rate where ironlaw.law.power has one)"),
-    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", help="grid carbon intensity (default: world "
-                                         "average 481, Ember 2023)"),
+    price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT,
+                                          help="USD per device-hour (default: a sourced cloud rate where "
+                                               "ironlaw.law.power has one)"),
+    grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", click_type=FLOAT,
+                                         help="grid carbon intensity (default: world average 481, Ember 2023)"),
 ):
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
     from .. import api

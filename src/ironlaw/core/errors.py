@@ -12,11 +12,17 @@ class IronlawError(Exception):
     """A problem with the user's input (names, files, sizes, dtypes, capacity)."""
 
 
+class UnknownOption(IronlawError, TypeError):
+    """A keyword the library function does not take: an IronlawError (one clear line, as every bad input) and,
+    as Python's own for an unexpected keyword, a TypeError."""
+
+
 def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
     """' (did you mean: a, b?)' for the nearest names, or '' when nothing is close."""
     import difflib
 
     choices = list(choices)
+    name = str(name)
     close = difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.5)
     if not close:
         close = [c for c in choices if name.lower() in c or c in name.lower()][:n]
@@ -25,6 +31,7 @@ def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
 
 def unknown(what: str, name: str, choices: Iterable[str]) -> IronlawError:
     choices = sorted(choices)
+    name = str(name)
     hint = suggest(name, choices)
     if not hint:
         shown = ", ".join(choices[:12]) + (", …" if len(choices) > 12 else "")

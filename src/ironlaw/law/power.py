@@ -99,10 +99,15 @@ def power_w(hw, u, resource: str = "compute"):
     return hw.idle_w + dynamic_w(hw, resource) * np.asarray(u, dtype=float)
 
 
+def _number(x) -> bool:
+    """A real number (not a bool, not text): what a price or a grid intensity must be."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
 def price(hw, usd_per_device_hour: float | None) -> tuple[float | None, str]:
     """The price per device-hour to use and where it comes from (None: no default for this device)."""
     if usd_per_device_hour is not None:
-        if not np.isfinite(usd_per_device_hour) or usd_per_device_hour < 0:
+        if not _number(usd_per_device_hour) or not np.isfinite(usd_per_device_hour) or usd_per_device_hour < 0:
             raise IronlawError(f"--price-per-gpu-hour must be a non-negative number of USD, got {usd_per_device_hour}")
         return float(usd_per_device_hour), "given: --price-per-gpu-hour"
     if hw.name in PRICES_USD_PER_DEVICE_HOUR:
@@ -113,7 +118,7 @@ def price(hw, usd_per_device_hour: float | None) -> tuple[float | None, str]:
 def grid(gco2_per_kwh: float | None) -> tuple[float, str]:
     if gco2_per_kwh is None:
         return GRID_GCO2_PER_KWH, GRID_SOURCE
-    if not np.isfinite(gco2_per_kwh) or gco2_per_kwh < 0 or gco2_per_kwh > 5000:
+    if not _number(gco2_per_kwh) or not np.isfinite(gco2_per_kwh) or gco2_per_kwh < 0 or gco2_per_kwh > 5000:
         raise IronlawError(f"--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got {gco2_per_kwh}")
     return float(gco2_per_kwh), "given: --grid-gco2-per-kwh"
 

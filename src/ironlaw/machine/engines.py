@@ -90,10 +90,10 @@ class EngineKernels:
         return d
 
 
-def check_engine(engine: str) -> str:
-    """``engine`` if known, else one line naming the known ones."""
+def check_engine(engine: str, flag: str = "--engine") -> str:
+    """``engine`` if known, else one line naming the known ones (and ``flag``, the option that gave it)."""
     if engine not in ENGINES:
-        raise unknown("--engine", engine, ENGINES)
+        raise unknown(flag, engine, ENGINES)
     return engine
 
 

@@ -35,12 +35,13 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     from ..core.units import fmt_size
     from ..law import law
     from . import workloads
-    from .plan_options import requested
+    from .plan_options import refuse_unread, requested
 
     options = dict(options or {})
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
+    refuse_unread(options, graph)
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference
         graph = shard_inference(graph, hw, options)

@@ -137,6 +137,10 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     hws = [hardware.get(h) if isinstance(h, str) else h for h in ([on] if isinstance(on, str) else on)]
     if not hws:
         raise IronlawError("sweep: no hardware given; e.g. --on h100,b200")
+    names = [h.name for h in hws]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise IronlawError(f"--on names {', '.join(twice)} twice; give each device once")
     b = _vector(batch, "batch")
     s = None if seq is None else _vector(seq, "seq")
     n = len(hws) * b.size * (1 if s is None else s.size)

@@ -30,9 +30,10 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
-                               gemm_dims, grid_nodes, grid_text, grid_units, grid_weights)
+                               grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
-from ...machine.calibration import SCHEMA, check
+from ...law.efficiency import grid_coords, split_blocks
+from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
@@ -84,6 +85,9 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 # 7.3% / 19.4% → 8.3% / 24.1%; docs/accuracy.md)
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
+# classes whose kernel may split the whole sequence, not the window, into blocks (TensorRT-LLM's XQA decode kernel:
+# ``core.splitkv``); the fit tries that launch beside the plain one (``fit_class``)
+SPLIT_CLASSES = {("generation_attention", "_window")}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -92,6 +96,23 @@ GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser 
 # every 8×, squared to 1, 64, 128; 7.1% / 18.7% with a node per head count; docs/accuracy.md)
 GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
              "generation_mla": (0, 2)}
+# axes with a node at each value the rows hold, not at a step: context attention's head dim, each value a kernel of
+# its own (vLLM 0.24.0 and SGLang 0.5.14 run head dim 192 on Triton, 64/128/256/512 on FlashInfer's TRT-LLM kernels or
+# FlashAttention: B200, held out with nodes at 64, 128, 256, 512 only, head dim 192 24% too fast at the median;
+# docs/accuracy.md)
+VALUE_NODES = {"context_attention": (2,)}
+# the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
+# the vLLM and SGLang tables hold blocks of two head dims per batch, sequence and heads, so the even/odd split fitted
+# one and held out the other (SGLang L40S, over 32 heads per KV head: 96% of head dim 128 held out, 65-74% median
+# |error|; vLLM B200: all of head dim 128 held out); TensorRT-LLM's tables put 21-79% of each head dim's rows on each
+# side and keep their split
+STRATA = {"context_attention": "head_dim"}
+ONE_SIDED = 0.9
+# passes of the grid's least squares per op, each on the residual of the one before: where the law's η bound holds a
+# term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
+# and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
+# after one pass, 2% after two; docs/accuracy.md)
+GRID_PASSES = {"context_attention": 2}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
           "attention": grid([0.5], [10.0, 1000.0], [100.0, 3000.0], [50.0], [0.8], [5e-6, 1e-5])}
@@ -144,19 +165,56 @@ def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Gro
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
-        for (a, kv, regime), rows in t.rows.assign(regime=regimes).groupby(
-                ["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
+        every = t.rows.assign(regime=regimes)
+        kept = one_backend(every, t.op)
+        for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
             dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
+            same = (every.attn_dtype == a) & (every.kv_cache_dtype == kv) & (every.regime == regime)
+            left = int(same.sum()) - len(rows)
+            timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
+                                          f"{kept.kernel_source.value_counts().index[0]} times left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             sorted_rows(rows, t.op), note((a, kv))))
+                             sorted_rows(rows, t.op), timed))
     return out
 
 
-def split(rows) -> tuple[object, object]:
-    """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group."""
+def one_backend(rows, op: str):
+    """``rows`` with each shape timed once: where several attention backends (``kernel_source``) time the same shape
+    and dtypes, the row of the backend that times most of the table, the engine's default there. aiconfigurator-core
+    0.12.0's SGLang 0.5.14 tables of B200, B300, GB200 and GB300 time 3,876 context shapes twice — TRT-LLM's MHA
+    kernels (``trtllm_mha``, SGLang's default attention backend on SM100/SM103: python/sglang/srt/server_args.py,
+    ``ServerArgs._handle_attention_backend_compatibility``) and FlashInfer (head dim 128) or Triton (head dim 256)
+    as alternatives — the two 1.65× apart at the median, 6.1× at p90 (B200), which no single time per shape fits
+    (docs/accuracy.md). A table without the column, or with one backend per shape, is returned as it is."""
+    if "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+        return rows
+    key = list(SHAPE_COLUMNS[op]) + [c for c in ("attn_dtype", "mla_dtype", "kv_cache_dtype") if c in rows.columns]
+    key = list(dict.fromkeys(key))
+    main = rows["kernel_source"].value_counts().index[0]
+    twice = rows.duplicated(key, keep=False)
+    return rows[~twice | (rows["kernel_source"] == main)]
+
+
+def split(rows, op: str = "") -> tuple[object, object]:
+    """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group; for an op of ``STRATA``, where
+    that leaves some value of its column (a head dim) on one side alone (``one_sided``), the even and the odd rows of
+    each value's own rows, so that every head dim is both fitted and held out."""
     idx = np.arange(len(rows))
-    return rows.iloc[idx % 2 == 0], rows.iloc[idx % 2 == 1]
+    odd = idx % 2 == 1
+    col = STRATA.get(op)
+    if col is not None and col in rows.columns and one_sided(rows[col].to_numpy(), odd):
+        odd = rows.groupby(col, sort=False).cumcount().to_numpy() % 2 == 1
+    return rows.iloc[~odd], rows.iloc[odd]
+
+
+def one_sided(values: np.ndarray, odd: np.ndarray) -> bool:
+    """Whether some value of ``values`` has more than ``ONE_SIDED`` of its rows on one side of the split ``odd``."""
+    for v in np.unique(values):
+        share = float(odd[values == v].mean())
+        if share > ONE_SIDED or share < 1.0 - ONE_SIDED:
+            return True
+    return False
 
 
 def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE,
@@ -171,8 +229,8 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     for g in gs:
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
-        fit_rows, held = split(g.rows)
-        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)), (grid_steps or {}).get(g.op))
+        fit_rows, held = split(g.rows, g.op)
+        table = fit_class(hw, g, fit_rows, (grid_steps or {}).get(g.op))
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -185,12 +243,31 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     return check(cal, "calibration")
 
 
-def fit_one(hw, g: Group, rows) -> dict:
+def fit_class(hw, g: Group, rows, steps: tuple | None = None) -> dict:
+    """One group's table, its shape model (``fit_one``, on at most ``FIT_ROWS`` of ``rows``) and its grid
+    (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
+    SMs is fitted twice, as the kernel that launches one CTA per sequence and KV head and as the split-KV kernel
+    that splits the whole sequence into blocks (``split_kv = "history"``, ``core.splitkv``); the one with the smaller
+    loss on the fitted rows is kept."""
+    spaced = _spaced(rows, FIT_ROWS)
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    tries = ({}, {"split_kv": "history"}) if (g.op, regime) in SPLIT_CLASSES and getattr(hw, "sms", None) else ({},)
+    tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra), steps) for extra in tries]
+    if len(tables) == 1:
+        return tables[0]
+    prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
+    loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
+            for t in tables]
+    return tables[int(np.argmin(loss))]
+
+
+def fit_one(hw, g: Group, rows, extra: dict | None = None) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
-    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best."""
+    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best.
+    ``extra``: fields the table holds as given (``split_kv``)."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
-             "latency_s": 5e-6}
+             "latency_s": 5e-6, **(extra or {})}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     for tile in (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
@@ -212,26 +289,33 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     ``GRID_STEPS``, each squared (but those of ``GRID_KEEP``) while there are fewer than ``GRID_ROWS_PER_NODE`` rows
     per node (an attention's: per node some row reaches, ``reached_count``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
-    (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s."""
+    (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
+    The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
+    per block and the blocks of a split-KV kernel)."""
+    own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
+    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
-    pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
-                       g.key[0]: {g.key[1]: table}})
-    m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
-    coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    coarse = COARSE.get((g.op, (attention_kernel_parts(g.key[1]) or ("", ""))[1])) if g.key[0] == "kernel" else None
+    pred = prob.times(cal)
+    lat = float(own.get("latency_s", 0.0))
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
+    blocks = split_blocks(Calibration.of(cal), prob.cols, hw)
+    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, blocks))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
-        return table
-    lat = float(table.get("latency_s", 0.0))
-    y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
+        return own
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
-    coef[cols] = grid_solve(nodes, coords, y, cols)
-    if not every:
-        coef = held_at_the_rows(nodes, coef, cols)
-    log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
-    return {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
+    for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
+        y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
+        coef[cols] += grid_solve(nodes, coords, y, cols)
+        if not every:
+            coef = held_at_the_rows(nodes, coef, cols)
+        out = {**own, "grid_nodes": nodes,
+               "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
+        pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
+    return out
 
 
 def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
@@ -244,14 +328,21 @@ def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
     every = op == "gemm" if every is None else every
     keep = () if every else GRID_KEEP[op]
     count = _size if every else (lambda nd: reached_count(nd, coords))  # noqa: E731
-    nodes = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+    nodes = _axis_nodes(op, coords, steps)
     while rows < GRID_ROWS_PER_NODE * count(nodes):
         steps = tuple(s if i in keep else s * s for i, s in enumerate(steps))
-        coarser = [grid_nodes(x, s) for x, s in zip(coords, steps)]
+        coarser = _axis_nodes(op, coords, steps)
         if _size(coarser) == _size(nodes):        # each axis at its two ends already: too few rows for a grid
             return None
         nodes = coarser
     return nodes
+
+
+def _axis_nodes(op: str, coords, steps: tuple) -> list[list[float]]:
+    """Each axis's nodes at its step (``gemmshape.grid_nodes``), but the axes of ``VALUE_NODES[op]``, which take a
+    node at each value the rows hold."""
+    return [sorted({float(f"{v:.6g}") for v in np.asarray(x, float)}) if i in VALUE_NODES.get(op, ())
+            else grid_nodes(x, s) for i, (x, s) in enumerate(zip(coords, steps))]
 
 
 def grid_solve(nodes, coords, y, cols: np.ndarray) -> np.ndarray:
@@ -299,7 +390,7 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
     and 90th-percentile |error|."""
     out = []
     for g in gs:
-        held = _spaced(split(g.rows)[1], SCORE_ROWS)
+        held = _spaced(split(g.rows, g.op)[1], SCORE_ROWS)
         if not len(held):
             continue
         prob = Problem(hw, observations(g, held, hw), weighting="per_case")

@@ -135,6 +135,9 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
         out.extend(_read_file(Path(root), p, gpu))
     if gpu is not None and not out:
         raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
+    if not out:                                  # every table holds its header alone
+        raise IronlawError(f"{root}: the kernel tables hold no rows ({', '.join(str(p.name) for p in paths[:3])}"
+                           f"{', …' if len(paths) > 3 else ''})")
     if release is not None:
         found = sorted({t.version for t in out})
         out = [t for t in out if in_release(t.version, release)]

@@ -178,8 +178,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     _check_options(max_cv, rounds)
     device = device or ("cuda" if cuda.available() else "cpu")
     have = torch.get_num_threads()
-    threads = threads or have
-    if threads < 1 or threads > 4096:
+    threads = have if threads is None else threads         # 0 is refused, not read as "the default"
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1 or threads > 4096:
         raise IronlawError(f"--threads must be a positive number of threads, got {threads}")
     torch.set_num_threads(threads)
     budget = Budget(repeat_s=0.025 if quick else 0.03, repeats=5, max_cv=max_cv,

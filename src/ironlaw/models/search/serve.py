@@ -23,6 +23,9 @@ Across devices (``--on h100,h200,b200``): each device is searched alike and the 
 a device where nothing fits, whose compute lacks the dtype asked for, where no layout meets the targets, or that
 has no price when ranking by cost, is skipped with its reason — an error only when every device is.
 
+Serving framework (``--serve-engine trtllm|vllm|sglang``, as ``serve --engine``): every candidate is priced on
+that framework's kernels and under its scheduler's limits (``serving.frameworks``); TensorRT-LLM by default.
+
 Ranking (``--rank``):  tokens-per-gpu (default) output tokens/s per GPU of the layout, highest first;
 usd-per-million-tokens  USD per million output tokens = $/GPU-hour / 3600 / (tokens/s per GPU) · 10⁶, lowest
 first. Prices: ``--price-per-gpu-hour`` for one device, ``--price h100=2.5,b200=5`` for any of those searched,
@@ -30,6 +33,7 @@ else the sourced defaults of ``law.power`` (a device without one has no cost in 
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from ...core.errors import IronlawError
@@ -116,17 +120,37 @@ def _grid(gpus: int, meta: dict, tps, eps, fixed: dict) -> list[tuple[int, int, 
     return out
 
 
-def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False):
+def _offline(spec, hw, prompt: int, output: int, engine: str, kw: dict):
+    """One offline max-throughput run under the serving framework ``engine`` (TensorRT-LLM: its own path)."""
+    from ..serving import frameworks, throughput as st
+    if engine == frameworks.DEFAULT:
+        return st.max_throughput(spec, hw, prompt, output, **kw)
+    with _serve_engine_flag(engine):
+        return frameworks.max_throughput(spec, hw, prompt, output, engine, kw, 0.95)
+
+
+@contextlib.contextmanager
+def _serve_engine_flag(engine: str):
+    """Inside: an error that names ``--engine ENGINE`` (serve's flag) names search's, ``--serve-engine ENGINE``."""
+    try:
+        yield
+    except IronlawError as e:
+        if not str(e).startswith(f"--engine {engine}:"):
+            raise
+        raise IronlawError("--serve-engine" + str(e)[len("--engine"):]) from None
+
+
+def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False,
+                    engine: str = "trtllm"):
     """Offline max-throughput (``serving_throughput``) over the layouts × dtype: (entries, the first error,
     candidates evaluated, the options of each entry); with ``latency`` the entries carry TTFT and ITL."""
-    from ..serving import throughput as st
     out, kws, why, evaluated = [], [], None, 0
     for tp, pp, adp in layouts:
         for dt in dts:
             kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt)
             evaluated += 1
             try:
-                est = st.max_throughput(spec, hw, prompt, output, **kw)
+                est = _offline(spec, hw, prompt, output, engine, kw)
             except IronlawError as e:
                 why = why or str(e)
                 continue
@@ -136,12 +160,11 @@ def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, late
     return out, why, evaluated, kws
 
 
-def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int):
+def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int, engine: str = "trtllm"):
     """Each layout at the largest batch of the concurrency grid whose TTFT and ITL meet ``targets`` (found by
     bisection: latencies grow with the batch), taken from the best layout at its full batch down; a layout whose
     full batch cannot enter the ``top`` (tokens/s per GPU grow with the batch) is not searched further.
     (entries that meet the targets, candidates evaluated, the best latencies reached)."""
-    from ..serving import throughput as st
     from ..serving.online import concurrency_grid
     meets = lambda e: all(e[k] <= v for k, v in targets.items())          # noqa: E731
     best = {k: min(e[k] for e in entries) for k in targets}
@@ -157,8 +180,8 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
         while hi - lo > 1:
             mid = (lo + hi) // 2
             one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
-            got = _max_entry(st.max_throughput(spec, hw, prompt, output, max_batch=grid[mid], requests=one_wave, **kw),
-                             kw["dtype"], True)
+            got = _max_entry(_offline(spec, hw, prompt, output, engine,
+                                      {**kw, "max_batch": grid[mid], "requests": one_wave}), kw["dtype"], True)
             evaluated += 1
             best = {k: min(v, got[k]) for k, v in best.items()}
             lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)
@@ -166,12 +189,12 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
     return ok, evaluated, best
 
 
-def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
+def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine: str = "trtllm"):
     """Continuous batching (``serving.estimate``) over tp × dtype × concurrency."""
     entries, evaluated, shortest = [], 0, None
     for tp in tps:
         for dt in dts:
-            got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"))
+            got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"), engine)
             evaluated += len(got) + (why is not None)
             shortest = shortest or why
             entries += got
@@ -179,24 +202,36 @@ def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step):
     return entries, evaluated, shortest
 
 
-def _layouts(spec, hw, prompt, output, tp, dtype, concurrency):
-    """Estimates of one (tp, dtype) over the concurrencies; (entries, the error when none fits)."""
-    from ..serving import online as serving
+def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "trtllm"):
+    """Estimates of one (tp, dtype) over the concurrencies (vLLM, SGLang: up to their running-request limit);
+    (entries, the error when none fits)."""
+    from ..serving import frameworks, online as serving
+    eng = None if engine == frameworks.DEFAULT else frameworks.select(engine, hw, tp)
+
+    def at(c: int):
+        if eng is None:
+            return serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
+        with _serve_engine_flag(engine):
+            return serving.estimate(spec, eng.hw, prompt, output, c, dtype=dtype, tp=tp,
+                                    **frameworks.online_kwargs(eng, c, None))
     try:
-        one = serving.estimate(spec, hw, prompt, output, 1, dtype=dtype, tp=tp)
+        one = at(1)
     except IronlawError as e:
         return [], str(e)
     max_conc = one.capacity["max_concurrency"]
+    if eng is not None:
+        max_conc = min(max_conc, eng.scheduler.max_num_seqs)
     concs = [concurrency] if concurrency else serving.concurrency_grid(max_conc)
     out = []
     for c in concs:
-        est = one if c == 1 else serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
+        est = one if c == 1 else at(c)
         out.append(_entry(est, tp, dtype))
     return out, None
 
 
 # ---------------------------------------------------------------------- one device
-def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top) -> tuple[list, int, object]:
+def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top,
+            engine: str = "trtllm") -> tuple[list, int, object]:
     """(candidates that meet the targets, candidates evaluated, the model's graph) on ``hw``; an IronlawError
     naming why when none does."""
     from ...core import progress
@@ -216,14 +251,14 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
         layouts = _grid(gpus, m, tps, eps, fixed)
         with progress.task(f"serving layouts on {hw.name}", total=len(layouts), quiet=quiet) as step:
             entries, shortest, evaluated, kws = _max_throughput(spec, hw, prompt, output, layouts, dts, step,
-                                                                slo is not None)
+                                                                slo is not None, engine)
     else:
         with progress.task(f"serving layouts on {hw.name}", total=len(tps) * len(dts), quiet=quiet) as step:
-            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step)
+            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine)
     if not entries:
         raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
     if slo is not None and experts:
-        ok, more, best = _within(spec, hw, prompt, output, entries, kws, targets, top)
+        ok, more, best = _within(spec, hw, prompt, output, entries, kws, targets, top, engine)
         evaluated += more
     else:
         ok = [e for e in entries if all(e[k] <= v for k, v in targets.items())]
@@ -332,12 +367,14 @@ def devices(on) -> list:
 
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
-           prices=None, price_per_gpu_hour: float | None = None, cost=None):
-    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring);
-    each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
-    (``run_cost.RunInputs``)."""
+           prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str = "trtllm"):
+    """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring),
+    priced under the serving framework ``engine``; each reported layout carries its ``energy`` per output token at
+    its device's price and ``cost``'s grid (``run_cost.RunInputs``)."""
+    from ...machine.engines import check_engine
     from ...machine.network.topology import check_count
     from ..serving import online as serving
+    check_engine(engine, "--serve-engine")
     rank = _check_rank(rank)
     hws = devices(on)
     names = [h.name for h in hws]
@@ -359,7 +396,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
             usd_h, src = price[hw.name]
             if rank == "usd-per-million-tokens" and usd_h is None:
                 raise IronlawError(f"--rank usd-per-million-tokens: {src}")
-            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top)
+            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, engine)
         except IronlawError as e:
             if len(hws) == 1:
                 raise
@@ -371,6 +408,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
         raise IronlawError(f"no device can serve {spec}: " + "; ".join(f"{s['hardware']}: {s['reason']}"
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
+    res.setup["settings"] = {"serve_engine": engine}
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
         e["energy"] = _energy(e, price[e["hardware"]][0], grid)

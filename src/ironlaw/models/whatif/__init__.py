@@ -49,7 +49,7 @@ def catalog() -> list[dict]:
 def parse(text: str) -> list[Step]:
     """'quant=int8,target=weights; fusion=elementwise' -> [Step, Step]; bad input -> IronlawError."""
     _load_all()
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.replace(";", " ").strip():          # "" and ";;" alike
         raise IronlawError("--what-if: empty; e.g. --what-if \"sparsity=0.9,format=csr\" "
                            f"(transforms: {', '.join(sorted(TRANSFORMS))})")
     return [_parse_step(s.strip()) for s in text.split(";") if s.strip()]

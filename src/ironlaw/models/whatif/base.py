@@ -26,6 +26,11 @@ class Choice:
         return raw
 
 
+def _bound(x: float) -> str:
+    """A range's bound as a person writes it: 16,777,216 (not 1.67772e+07), 0.5, inf."""
+    return f"{int(x):,}" if math.isfinite(x) and x == int(x) else f"{x:g}"
+
+
 @dataclass(frozen=True)
 class Number:
     lo: float = -math.inf
@@ -42,7 +47,7 @@ class Number:
             raise IronlawError(f"{what}: expected {kind}, got '{raw}'") from None
         if not math.isfinite(x) or x < self.lo or x > self.hi or (self.lo_open and x == self.lo) \
                 or (self.hi_open and x == self.hi):
-            lo, hi = ("(" if self.lo_open else "[") + f"{self.lo:g}", f"{self.hi:g}" + (")" if self.hi_open else "]")
+            lo, hi = ("(" if self.lo_open else "[") + _bound(self.lo), _bound(self.hi) + (")" if self.hi_open else "]")
             raise IronlawError(f"{what} must be in {lo}, {hi}, got {raw}")
         return x
 

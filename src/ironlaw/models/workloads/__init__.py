@@ -63,6 +63,10 @@ def resolve(req: Request) -> Graph:
             raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
         check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
+    elif spec.strip().lower().endswith((".json", ".py")):
+        kind = ("hf", "a Hugging Face config") if spec.strip().lower().endswith(".json") else \
+            ("py", "a PyTorch module: py:FILE.py:FACTORY")
+        raise IronlawError(f"unknown workload '{spec}': for {kind[1]} give the spec prefix, {kind[0]}:{spec}")
     else:
         raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
     g.meta.setdefault("spec", spec)

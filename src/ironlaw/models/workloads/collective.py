@@ -27,11 +27,15 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
     nbytes = units.positive(units.parse(parts[0], "bytes", f"{kind} message size"), f"{kind} message size", MAX_BYTES,
                             parts[0])
     check_phase(req, ("infer",), "infer", kind)
+    from .micro import unread_sizes
+    unread_sizes(req, f"{kind}:{arg}", "its BYTES over --gpus")
     opts = req.options or {}
     if opts.get("gpus") is None:
         raise IronlawError(f"{kind}:{arg} needs the number of devices: add --gpus N (and --nodes M across nodes)")
     from ...machine.network.topology import check_count    # imported by a collective's build only
     gpus = check_count(opts["gpus"], "--gpus")
+    if gpus == 1:
+        raise IronlawError(f"{kind}:{arg} over one device moves nothing; use --gpus 2 or more")
     nodes = check_count(opts.get("nodes") or 1, "--nodes")
     if gpus % nodes and nodes <= gpus:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")

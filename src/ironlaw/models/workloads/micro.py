@@ -8,6 +8,15 @@ from .registry import Request, check_phase, prefix
 MAX_DIM = 1 << 24
 
 
+def unread_sizes(req: Request, what: str, sizes: str) -> None:
+    """--batch and --seq do not apply to one kernel or one collective: its sizes are in its spec (``sizes``)."""
+    import numpy as np
+    if req.seq is not None:
+        raise IronlawError(f"--seq does not apply to {what}: its sizes are {sizes}; drop --seq")
+    if np.any(np.asarray(req.batch) != 1):
+        raise IronlawError(f"--batch does not apply to {what}: its sizes are {sizes}; drop --batch")
+
+
 def _dims(arg: str, n: int, usage: str) -> list[int]:
     parts = [p.strip() for p in arg.split(",")]
     if len(parts) != n:
@@ -28,6 +37,7 @@ def _dims(arg: str, n: int, usage: str) -> list[int]:
 def gemm(arg: str, req: Request) -> Graph:
     m, n, k = _dims(arg, 3, "M,N,K")
     check_phase(req, ("infer",), "infer", "gemm")
+    unread_sizes(req, f"gemm:{arg}", "M,N,K (M rows)")
     dt = req.dtype or "bf16"
     b = dtype_bytes(dt)
     op = Op(f"gemm {m}x{n}x{k}", "matmul", flops=2.0 * m * n * k,
@@ -42,6 +52,7 @@ def gemm(arg: str, req: Request) -> Graph:
 def gemv(arg: str, req: Request) -> Graph:
     m, k = _dims(arg, 2, "M,K")
     check_phase(req, ("infer",), "infer", "gemv")
+    unread_sizes(req, f"gemv:{arg}", "M,K")
     dt = req.dtype or "bf16"
     b = dtype_bytes(dt)
     op = Op(f"gemv {m}x{k}", "matmul", flops=2.0 * m * k,
