@@ -16,7 +16,8 @@ def calibrate_cmd(
                                 "<version>/<op>_perf.parquet|.csv, aiconfigurator-core's layout) or one such file"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="catalog GPU or hardware .toml: whose tables to fit and "
                                       "the profile to start from (needed where the tables name a GPU the catalog lacks)"),
-    framework: str = typer.Option("trtllm", "--framework", help="the framework whose kernels to fit: trtllm | sglang | vllm"),
+    framework: str = typer.Option("trtllm", "--framework", 
+                                   help="the framework whose kernels to fit: trtllm | sglang | vllm | aiter (AMD)"),
     out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):

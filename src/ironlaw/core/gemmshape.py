@@ -31,7 +31,8 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of")
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv")
+SPLIT_KV = ("history",)   # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted

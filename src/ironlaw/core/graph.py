@@ -182,6 +182,8 @@ class Columns:
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
+    history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
+                                             # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     frontend: str = "torch"                  # the graph's front end (FRONTENDS): its framework terms
 
     @staticmethod
@@ -222,4 +224,6 @@ class Columns:
                        if any(op.attrs.get("resident") for op in g.ops) else None,
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
                        if any(op.attrs.get("weights_kn") for op in g.ops) else None,
-                       written=stack(lambda op: op.bytes_written), frontend=frontend(g.meta))
+                       written=stack(lambda op: op.bytes_written),
+                       history=stack(lambda op: op.attrs.get("history", 0.0))
+                       if any("history" in op.attrs for op in g.ops) else None, frontend=frontend(g.meta))

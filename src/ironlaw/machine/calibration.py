@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS
+from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 
 SCHEMA = "ironlaw.calibration/1"
@@ -220,6 +220,8 @@ def _check_grid(p: dict, w: str) -> None:
     GRID_LOG_MAX, space-separated, ``0*n`` for n zeros) come together."""
     if "grid_of" in p and not isinstance(p["grid_of"], str):
         raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
+    if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
+        raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     if "grid_nodes" not in p and "grid_log" not in p:
         return
     nodes, text = p.get("grid_nodes"), p.get("grid_log")

@@ -17,6 +17,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     [vector]                           # the non-matrix unit: elementwise, norms, softmax
     peak_flops = "67 TFLOP/s"
     source = "…"
+    sms = 132                          # optional (GPUs): streaming multiprocessors, a split-KV kernel's grid
+    sms_source = "datasheet: …"        # (ironlaw.core.splitkv); its own source
     [[memory]]                         # fastest first
     name = "hbm3"
     role = "device"                    # cache | device | host | storage
@@ -132,6 +134,7 @@ class Hardware:
     path: str = ""
     extra: dict = field(default_factory=dict)   # [probe] of measured profiles, [network] by name
     calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.efficiency)
+    sms: int | None = None                # [vector] sms: streaming multiprocessors (a split-KV kernel's grid, core.splitkv)
 
     def peak(self, dtype: str) -> float:
         """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it or no such dtype exists."""
@@ -287,9 +290,7 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     name, kind, aliases = _identity(top, where)
     sources: dict[str, str] = {}
     peaks = _compute(top, where, sources)
-    v = _Table(top.req("vector"), f"{where}.vector", ("peak_flops", "source"))
-    vector = v.qty("peak_flops", "flops", upper=1e19)
-    sources["vector"] = v.source()
+    vector, sms = _vector(top, where, sources)
     tiers = _tiers(top, where)
     lat = _Table(top.req("latency"), f"{where}.latency", ("op_s", "source"))
     op_latency = lat.qty("op_s", "s", upper=1.0)
@@ -302,7 +303,30 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
                     links=tuple(links), tdp_w=tdp, idle_w=idle, memory_w=memory_w, features=feats, aliases=tuple(aliases), path=where,
-                    extra=extra, calibration=cal)
+                    extra=extra, calibration=cal, sms=sms)
+
+
+MAX_SMS = 4096
+
+
+def _vector(top: _Table, where: str, sources: dict) -> tuple[float, int | None]:
+    """[vector]: peak_flops and its source; ``sms``, the streaming multiprocessors (GPU compute units) a kernel's
+    launch heuristic divides its blocks over (``core.splitkv``), optional, with its own ``sms_source``."""
+    v = _Table(top.req("vector"), f"{where}.vector", ("peak_flops", "source", "sms", "sms_source"))
+    vector = v.qty("peak_flops", "flops", upper=1e19)
+    sources["vector"] = v.source()
+    if "sms" not in v.data:
+        if "sms_source" in v.data:
+            raise IronlawError(f"{where}.vector.sms_source: given without sms")
+        return vector, None
+    sms = v.data["sms"]
+    if isinstance(sms, bool) or not isinstance(sms, int) or not 1 <= sms <= MAX_SMS:
+        raise IronlawError(f"{where}.vector.sms: expected a whole number of SMs, 1 … {MAX_SMS}, got {sms!r}")
+    src = v.text("sms_source")
+    if not src.startswith(SOURCE_PREFIXES):
+        raise IronlawError(f"{where}.vector.sms_source must start with one of {', '.join(SOURCE_PREFIXES)}")
+    sources["vector.sms"] = src
+    return vector, sms
 
 
 def _identity(top: _Table, where: str) -> tuple[str, str, list]:

@@ -22,6 +22,17 @@ its all-to-all carries, after the dispatch and before the combine, in every pass
 the dispatch, the routed rows' probabilities (``token_dispatch``; flex carries them in its kernel). Only with
 EP > 1 (the all-to-alls exist) and more than one local expert. The host's kernel counts (``host.DISPATCH``) are the alltoall
 dispatcher's for both.
+
+With quantized expert GEMMs (FP8, MXFP8, FP4) the alltoall dispatcher also pays Transformer Engine's padding of
+each local expert's rows to the quantized GEMM's alignment (16 rows; 32 for MXFP8): core_v0.15.0 / 0d8e0714
+``TEGroupedMLP.forward`` runs ``Fp8Padding`` on the experts' input and ``Fp8Unpadding`` on their output whenever
+``config.fp8`` (or ``fp4``), and TE v2.9's ``_Fp8Padding`` / ``_Fp8Unpadding`` copy every row into a new tensor
+(``fused_multi_row_padding`` / ``fused_multi_row_unpadding``), forward and, on the gradients, backward. Dropless
+routing's splits are almost never all aligned (the copy is skipped only then), and none of the Megatron-Bridge
+v0.2.0 recipes set ``moe_router_padding_for_quantization``, the routing-map padding that makes them so. HybridEP
+writes the padded layout in its dispatch kernel (``_HybridEPManager.dispatch``, ``pad_multiple``), so flex pays no
+copy (DeepEP pads only through that routing-map option, ``_DeepepManager``; flex is priced as HybridEP, which
+every flex row checked runs). Token drop's capacity-sized splits are aligned too; ironlaw prices dropless MoE only.
 """
 from __future__ import annotations
 
@@ -34,6 +45,7 @@ from ..core.graph import Graph, Op, dtype_bytes
 DISPATCHERS = ("alltoall", "flex")
 DEFAULT = "alltoall"
 SORT, UNSORT = "moe_sort_chunks", "moe_unsort_chunks"     # after the dispatch / before the combine (forward)
+PAD, UNPAD = "moe_quant_pad", "moe_quant_unpad"           # the experts' input / output (forward), quantized GEMMs
 PROBS_BYTES = 4.0                                          # a routed row's probability, fp32
 
 
@@ -54,10 +66,17 @@ def local_experts(meta: dict) -> float:
     return meta.get("expert_slots", meta.get("experts", 0)) / max(meta.get("ep", 1), 1)
 
 
+def quantized_experts(sg: Graph) -> bool:
+    """Whether the routed experts' GEMMs run on quantized operands (under one byte per element: FP8, MXFP8, FP4)."""
+    return any(op.module == "experts" and op.kind == "matmul" and dtype_bytes(op.dtype) < 2.0 for op in sg.ops)
+
+
 def with_sorts(sg: Graph, dispatcher: str) -> Graph:
     """The per-device graph ``sg`` (after ``parallel.tp_shard``) with the alltoall dispatcher's sorts by local
-    expert beside its all-to-alls; ``sg`` itself for flex, without EP or with one local expert."""
-    if dispatcher != "alltoall" or sg.meta.get("ep", 1) == 1 or local_experts(sg.meta) <= 1:
+    expert beside its all-to-alls (more than one local expert) and, with quantized expert GEMMs, Transformer
+    Engine's padding copies of the experts' rows next to them; ``sg`` itself for flex or without EP."""
+    sort, pad = local_experts(sg.meta) > 1, quantized_experts(sg)
+    if dispatcher != "alltoall" or sg.meta.get("ep", 1) == 1 or not (sort or pad):
         return sg
     ops = list(sg.ops)
     out: list[Op] = []
@@ -66,14 +85,14 @@ def with_sorts(sg: Graph, dispatcher: str) -> Graph:
         combine = op.kind == "collective" and op.module == "ep" and ".combine" in op.name
         if combine:
             expert = _nearest_expert(ops[i - 1::-1] if i else [], op)
-            out.append(_sort(op, expert, UNSORT))
+            out += [_pad(op, expert, UNPAD)] * pad + [_sort(op, expert, UNSORT)] * sort
         out.append(op)
         if dispatch:
             expert = _nearest_expert(ops[i + 1:], op)
-        if (dispatch or combine) and (passes.of(expert.name) is passes.Pass.BACKWARD) == combine:
+        if sort and (dispatch or combine) and (passes.of(expert.name) is passes.Pass.BACKWARD) == combine:
             out.append(_probs(op, sg.meta.get("hidden")))
         if dispatch:
-            out.append(_sort(op, expert, SORT))
+            out += [_sort(op, expert, SORT)] * sort + [_pad(op, expert, PAD)] * pad
     return Graph(sg.name, sg.phase, sg.dtype, out, footprint=dict(sg.footprint), meta=dict(sg.meta),
                  uncounted_ops=dict(sg.uncounted_ops))
 
@@ -95,28 +114,52 @@ def _nearest_expert(ops, default: Op) -> Op:
     return next((op for op in ops if op.module == "experts"), default)
 
 
-def _sort(a2a: Op, expert: Op, name: str) -> Op:
-    """The sort beside ``a2a``, in the pass of ``expert``, the expert op next to it. In the backward the
-    gradients arrive through the combine's all-to-all (named ``.dispatch.bwd`` here: it feeds the experts'
-    backward) and are sorted as the forward's unsort undoes, and leave sorted back as its sort: the backward's
-    op after the dispatch is the unsort's backward, the one before the combine the sort's."""
+def _copy_name(expert: Op, name: str, pair: tuple[str, str]) -> str:
+    """The name of a copy beside an all-to-all, in the pass of ``expert``, the expert op next to it. In the
+    backward the gradients arrive through the combine's all-to-all (named ``.dispatch.bwd`` here: it feeds the
+    experts' backward) and pass the forward's copies in reverse: the backward's op after the dispatch is the
+    backward of the forward's op before the combine (``pair``: the forward's after-dispatch and before-combine
+    names), and the other way round."""
     p = passes.of(expert.name)
     if p is passes.Pass.BACKWARD:
-        name = passes.backward_of(UNSORT if name == SORT else SORT)
-    elif p is passes.Pass.RECOMPUTE:
-        name = passes.recompute_of(name)
+        return passes.backward_of(pair[1] if name == pair[0] else pair[0])
+    if p is passes.Pass.RECOMPUTE:
+        return passes.recompute_of(name)
+    return name
+
+
+def _copy(a2a: Op, name: str, role: str, shapes: str) -> Op:
+    """A memory-bound copy of the rows ``a2a`` carries: reads and writes each once."""
     layers = {"per_layer": a2a.attrs["per_layer"]} if "per_layer" in a2a.attrs else {}
     nbytes = a2a.network_bytes
     return Op(name, "elementwise", flops=0.0, bytes={"activations": 2.0 * nbytes}, dtype=a2a.dtype, count=a2a.count,
-              module="experts", shapes="the routed rows, chunks by local expert", bytes_written=nbytes,
-              attrs=layers | {"role": "sort", "expert": "routed"})
+              module="experts", shapes=shapes, bytes_written=nbytes,
+              attrs=layers | {"role": role, "expert": "routed"})
+
+
+def _sort(a2a: Op, expert: Op, name: str) -> Op:
+    """The sort beside ``a2a`` (``_copy_name``): the received rows from [rank][expert] to [expert][rank] order and
+    back."""
+    return _copy(a2a, _copy_name(expert, name, (SORT, UNSORT)), "sort", "the routed rows, chunks by local expert")
+
+
+def _pad(a2a: Op, expert: Op, name: str) -> Op:
+    """Transformer Engine's padding copy beside ``a2a`` (``_copy_name``): each local expert's rows padded to the
+    quantized GEMM's alignment on the way in, unpadded on the way out (TE v2.9 ``Fp8Padding``, ``Fp8Unpadding``)."""
+    return _copy(a2a, _copy_name(expert, name, (PAD, UNPAD)), "pad", "the routed rows, padded per local expert")
 
 
 def notes(rows: list[dict]) -> list[str]:
     """The step's note on the sorts (``rows``: the stage's law rows), none without them."""
     t = sum(r["time_s"] for r in rows if r["name"].split(".")[0] in (SORT, UNSORT))
-    if not t:
-        return []
-    return [f"Megatron-Core's alltoall token dispatcher sorts the routed rows by local expert after each dispatch and "
-            f"back before each combine, forward and backward: {1e3 * t:.1f} ms per micro-batch (--moe-dispatcher "
-            f"flex fuses them into DeepEP's or HybridEP's exchange)"]
+    p = sum(r["time_s"] for r in rows if r["name"].split(".")[0] in (PAD, UNPAD))
+    out = []
+    if t:
+        out.append(f"Megatron-Core's alltoall token dispatcher sorts the routed rows by local expert after each "
+                   f"dispatch and back before each combine, forward and backward: {1e3 * t:.1f} ms per micro-batch "
+                   f"(--moe-dispatcher flex fuses them into DeepEP's or HybridEP's exchange)")
+    if p:
+        out.append(f"Transformer Engine pads each local expert's rows to the quantized GEMM's alignment and unpads "
+                   f"the output, forward and backward: {1e3 * p:.1f} ms per micro-batch (HybridEP's dispatch, "
+                   f"--moe-dispatcher flex, writes the padded layout itself)")
+    return out

@@ -170,10 +170,10 @@ def _expert_part(op: Op) -> bool:
     return bool(op.attrs.get("expert"))
 
 
-@issued_after("sort")
+@issued_after("sort", "pad")
 def _sort(op: Op) -> bool:
-    """The all-to-all dispatcher's sorts of the received rows by local expert and back (``dispatcher``): they
-    follow the dispatch's all-to-all, which waits for the sync."""
+    """The all-to-all dispatcher's sorts of the received rows by local expert and back, and the quantized experts'
+    padding copies (``dispatcher``): they follow the dispatch's all-to-all, which waits for the sync."""
     return True
 
 

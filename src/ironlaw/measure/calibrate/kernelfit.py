@@ -30,9 +30,10 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
-                               gemm_dims, grid_nodes, grid_text, grid_units, grid_weights)
+                               grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
-from ...machine.calibration import SCHEMA, check
+from ...law.efficiency import grid_coords, split_blocks
+from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
@@ -47,9 +48,12 @@ PHASES = {"context_attention": "prefill", "generation_attention": "decode", "con
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
 # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128), the shapes aiconfigurator collects
 MLA_DIMS = MLA(q_lora=1536, kv_lora=512, nope=128, rope=64, v_dim=128)
-FRAMEWORKS = ("trtllm", "sglang", "vllm")
+# the kernel libraries whose tables fit: TensorRT-LLM, SGLang and vLLM (aiconfigurator-core); aiter (AMD ROCm/aiter,
+# the GEMM and attention kernels vLLM and SGLang call on AMD Instinct GPUs: its tuned tables, benchmarks/amd_kernels.py)
+FRAMEWORKS = ("trtllm", "sglang", "vllm", "aiter")
 # table dtype -> ironlaw dtype ('sq': TensorRT-LLM's SmoothQuant GEMM, INT8 activations times INT8 weights)
-GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8"}
+GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "nvfp4": "fp4", "sq": "int8",
+               "mxfp4": "mxfp4"}        # OCP MXFP4 (AMD CDNA 4, aiter's a4w4 tables)
 ATTENTION_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 SKIPPED = {"fp8_block": "128-element block-scaled FP8 (DeepGEMM): no ironlaw dtype runs it",
            "int8_wo": "INT8 weights on bf16 activations (weight-only): no ironlaw dtype runs it",
@@ -84,6 +88,9 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 # 7.3% / 19.4% → 8.3% / 24.1%; docs/accuracy.md)
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
+# classes whose kernel may split the whole sequence, not the window, into blocks (TensorRT-LLM's XQA decode kernel:
+# ``core.splitkv``); the fit tries that launch beside the plain one (``fit_class``)
+SPLIT_CLASSES = {("generation_attention", "_window")}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -134,19 +141,28 @@ class Score:
     p90_abs_err: float
 
 
-def groups(tables: list[KernelTable], float16_as: str | None = None) -> list[Group]:
+def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_as: str | None = None) -> list[Group]:
     """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
     out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
     classes (aiconfigurator 0.8.0's 1.0-line tables time the 16-bit kernels in float16 only; FP16 and BF16 run at
-    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so."""
+    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so. ``fp8_block_as='fp8'``
+    fits 128-element block-scaled FP8 rows as the fp8 class, said so alike (AMD MI300X: its only public FP8 GEMM
+    timings are aiter's block-scaled ones, the kernels FP8 DeepSeek-V3 and Qwen3 checkpoints run)."""
     if float16_as not in (None, "bf16"):
         raise IronlawError(f"float16 rows can stand for bf16 only, not '{float16_as}'")
+    if fp8_block_as not in (None, "fp8"):
+        raise IronlawError(f"fp8_block rows can stand for fp8 only, not '{fp8_block_as}'")
     half = {"float16": float16_as} if float16_as else {}
     note = lambda srcs: f"float16 rows, for {float16_as}" if half and "float16" in srcs else ""  # noqa: E731
     out = []
     for t in tables:
         if t.op == "gemm":
             for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+                if src == "fp8_block" and fp8_block_as:
+                    out.append(Group(f"gemm {fp8_block_as}", ("matmul", fp8_block_as), t.op, t,
+                                     sorted_rows(rows, t.op), f"fp8_block rows (1x128 / 128x128 scales), for "
+                                                              f"{fp8_block_as}"))
+                    continue
                 if src in SKIPPED:
                     continue
                 if src not in GEMM_DTYPES:
@@ -226,7 +242,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
-        table = fit_grid(hw, g, fit_rows, fit_one(hw, g, _spaced(fit_rows, FIT_ROWS)), (grid_steps or {}).get(g.op))
+        table = fit_class(hw, g, fit_rows, (grid_steps or {}).get(g.op))
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -239,12 +255,31 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     return check(cal, "calibration")
 
 
-def fit_one(hw, g: Group, rows) -> dict:
+def fit_class(hw, g: Group, rows, steps: tuple | None = None) -> dict:
+    """One group's table, its shape model (``fit_one``, on at most ``FIT_ROWS`` of ``rows``) and its grid
+    (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
+    SMs is fitted twice, as the kernel that launches one CTA per sequence and KV head and as the split-KV kernel
+    that splits the whole sequence into blocks (``split_kv = "history"``, ``core.splitkv``); the one with the smaller
+    loss on the fitted rows is kept."""
+    spaced = _spaced(rows, FIT_ROWS)
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    tries = ({}, {"split_kv": "history"}) if (g.op, regime) in SPLIT_CLASSES and getattr(hw, "sms", None) else ({},)
+    tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra), steps) for extra in tries]
+    if len(tables) == 1:
+        return tables[0]
+    prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
+    loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
+            for t in tables]
+    return tables[int(np.argmin(loss))]
+
+
+def fit_one(hw, g: Group, rows, extra: dict | None = None) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
-    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best."""
+    generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best.
+    ``extra``: fields the table holds as given (``split_kv``)."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
-             "latency_s": 5e-6}
+             "latency_s": 5e-6, **(extra or {})}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     for tile in (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
@@ -266,28 +301,32 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     ``GRID_STEPS``, each squared (but those of ``GRID_KEEP``) while there are fewer than ``GRID_ROWS_PER_NODE`` rows
     per node (an attention's: per node some row reaches, ``reached_count``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
-    (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s."""
+    (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
+    The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
+    per block and the blocks of a split-KV kernel)."""
+    own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
+    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
-    pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name],
-                       g.key[0]: {g.key[1]: table}})
-    m, n, k = (np.asarray(x, float).reshape(-1) for x in gemm_dims(prob.cols))
-    coords = (m, n, k, grid_units(np.asarray(prob.cols.flops, float).reshape(-1), m, n, k))
-    coarse = COARSE.get((g.op, (attention_kernel_parts(g.key[1]) or ("", ""))[1])) if g.key[0] == "kernel" else None
+    pred = prob.times(cal)
+    lat = float(own.get("latency_s", 0.0))
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
+    blocks = split_blocks(Calibration.of(cal), prob.cols, hw)
+    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, blocks))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
-        return table
-    lat = float(table.get("latency_s", 0.0))
+        return own
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
-    for _ in range(GRID_PASSES.get(g.op, 1)):
+    for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
         y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
         coef[cols] += grid_solve(nodes, coords, y, cols)
         if not every:
             coef = held_at_the_rows(nodes, coef, cols)
-        log = np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int)
-        out = {**table, "grid_nodes": nodes, "grid_log": grid_text(log)}
-        pred = prob.times({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: out}})
+        out = {**own, "grid_nodes": nodes,
+               "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
+        pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
 
 

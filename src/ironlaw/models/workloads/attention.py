@@ -123,7 +123,8 @@ def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: di
 def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -> dict:
     """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
     its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), for grouped-query and
-    multi-head latent attention (regime '_mla') in inference ({} for training and encoders)."""
+    multi-head latent attention (regime '_mla') in inference ({} for training and encoders); a sliding-window
+    decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -133,9 +134,13 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
         return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, "_mla"),
                 "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
     regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
-    return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
-            "mnk": attention_mnk(query, keys, a.heads, tiled_kv_heads(sh.phase, regime, a.heads, a.kv_heads),
-                                 geo["qk"])}
+    out = {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
+           "mnk": attention_mnk(query, keys, a.heads, tiled_kv_heads(sh.phase, regime, a.heads, a.kv_heads),
+                                geo["qk"])}
+    if sh.phase == "decode" and regime == "_window":   # its split-KV kernel splits the whole sequence, not the
+        s = sh.s                                         # window (``core.splitkv``): the cached tokens and the new one
+        out["history"] = float(s) + 1.0 if np.ndim(s) == 0 else np.asarray(s, float) + 1.0
+    return out
 
 
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:

@@ -1,0 +1,120 @@
+"""A sliding-window decode attention as its split-KV kernel launches it: the op states its whole sequence beside its
+window, the blocks follow TensorRT-LLM XQA's heuristic (``core.splitkv``), and the law prices the keys it reads
+(the window's) and the CTAs it launches (over the whole sequence) where the kernel class says it splits."""
+import tomllib
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import ironlaw
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.splitkv import blocks_per_sequence
+from ironlaw.law import efficiency
+from ironlaw.machine import calibration, hardware
+from ironlaw.machine.hardware import parse_hardware
+
+H100_SMS = 132
+WINDOW_CLASS = "attention_generation_bf16_kv_bf16_window"
+
+
+def test_blocks_follow_the_whole_history_and_stop_at_eight_waves():
+    """computeMultiBlockCount: ⌊history / 128⌋, at most round(√(8·blocks)), then at most 8 waves of CTAs; checked
+    where aiconfigurator-core 0.12.0's H100 window-128 table (32 heads on 8 KV heads) steps: batch 8 grows from
+    127 to 4,095 cached tokens and then holds, batch 64 steps once at 255, batch 128 never does."""
+    hist = np.array([128, 256, 512, 1024, 2048, 4096, 8192, 131072], float)
+    assert blocks_per_sequence(hist, 8 * 8, H100_SMS).tolist() == [1, 2, 4, 8, 11, 16, 16, 16]
+    assert blocks_per_sequence(hist[:4], 64 * 8, H100_SMS).tolist() == [1, 2, 2, 2]
+    assert blocks_per_sequence(hist[:4], 128 * 8, H100_SMS).tolist() == [1, 1, 1, 1]
+    assert blocks_per_sequence([1.0, 127.0], 1, H100_SMS).tolist() == [1, 1]          # never below one block
+    assert blocks_per_sequence([131072.0], 1, 188)[0] == 91                # round(√(8 · 1024))
+    assert blocks_per_sequence([131072.0], 1, 1)[0] == 8                   # eight waves on one SM
+
+
+def _attention_ops(seq, phase="decode", on="h100", batch=8):
+    a = ironlaw.analyze("gpt-oss-20b", on=on, batch=batch, seq=seq, phase=phase)
+    return a, {o.name: (i, o) for i, o in enumerate(a.graph.ops) if o.kind == "attention"}
+
+
+def test_a_windowed_decode_states_its_sequence_and_a_global_one_does_not():
+    _, ops = _attention_ops(4095)
+    assert ops["attention.window"][1].attrs["history"] == 4096.0           # s cached, one new
+    assert ops["attention.window"][1].attrs["mnk"][1] == 128.0              # keys: the window
+    assert "history" not in ops["attention"][1].attrs
+    _, pre = _attention_ops(4096, phase="prefill")
+    assert all("history" not in o.attrs for _, o in pre.values())
+
+
+def test_analyze_prices_the_blocks_launched_over_the_sequence_not_the_window():
+    """The catalog's H100 window class splits the whole sequence: gpt-oss's windowed layers at 8 sequences read the
+    same 128 keys at 1,023 and at 8,191 cached tokens but launch 8 and 16 blocks, and take longer for it; a
+    global layer's time follows its keys."""
+    hw = hardware.get("h100")
+    assert hw.sms == H100_SMS and hw.calibration.kernel[WINDOW_CLASS].get("split_kv") == "history"
+    t, kv = {}, {}
+    for seq in (1023, 8191):
+        a, ops = _attention_ops(seq)
+        i, op = ops["attention.window"]
+        t[seq], kv[seq] = _op_time(a, i), op.bytes["kv_cache"]
+    assert kv[8191] == kv[1023] and t[8191] > 1.2 * t[1023]
+    # per layer, against the measured rows of this shape (64 heads on 8 KV heads x 64, window 128, batch 8:
+    # aiconfigurator-core 0.12.0's H100 table, 20.9 and 31.4 us; the plain launch gave 15.6 us at both)
+    for seq, row_s in ((1023, 20.9e-6), (8191, 31.4e-6)):
+        assert t[seq] == pytest.approx(row_s, rel=0.10)
+    cal = hw.calibration.table()
+    cal["kernel"][WINDOW_CLASS] = {k: v for k, v in cal["kernel"][WINDOW_CLASS].items() if k != "split_kv"}
+    plain = replace(hw, calibration=calibration.Calibration.of(cal))
+    a, ops = _attention_ops(8191, on=plain)
+    assert _op_time(a, ops["attention.window"][0]) < t[8191]
+
+
+def _op_time(a, i: int) -> float:
+    return float(np.asarray(a.op_time_s).reshape(len(a.graph.ops), -1)[i, 0])
+
+
+def test_a_split_class_on_a_device_without_an_sm_count_is_refused():
+    hw = replace(hardware.get("h100"), sms=None)
+    with pytest.raises(IronlawError, match=r"SM count \(\[vector\] sms"):
+        ironlaw.analyze("gpt-oss-20b", on=hw, batch=8, seq=4095, phase="decode")
+    ironlaw.analyze("gpt-oss-20b", on=hw, batch=8, seq=4095, phase="prefill")    # no split-KV op: no need
+
+
+def _vector(**extra):
+    with open(hardware.get("h100").path, "rb") as f:
+        data = tomllib.load(f)
+    data["vector"] = {k: v for k, v in data["vector"].items() if k not in ("sms", "sms_source")} | extra
+    return data
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"sms": 132}, "sms_source"),
+    ({"sms": True, "sms_source": "datasheet: x"}, "whole number of SMs"),
+    ({"sms": 0, "sms_source": "datasheet: x"}, "whole number of SMs"),
+    ({"sms": 132, "sms_source": "my guess"}, "must start with one of"),
+    ({"sms_source": "datasheet: x"}, "given without sms"),
+])
+def test_an_sm_count_is_a_whole_number_with_its_source(extra, match):
+    with pytest.raises(IronlawError, match=match):
+        parse_hardware(_vector(**extra), "x.toml")
+    assert parse_hardware(_vector(sms=132, sms_source="datasheet: x"), "x.toml").sms == 132
+    assert parse_hardware(_vector(), "x.toml").sms is None
+
+
+def test_split_kv_names_a_known_split():
+    cal = hardware.get("h100").calibration.table()
+    cal["kernel"][WINDOW_CLASS] = {**cal["kernel"][WINDOW_CLASS], "split_kv": "window"}
+    with pytest.raises(IronlawError, match="split_kv: must be one of history"):
+        calibration.check(cal, "calibration")
+
+
+def test_grid_coords_keep_the_flops_of_a_split_op():
+    a, ops = _attention_ops(8191)
+    cols = a.cols
+    blocks = efficiency.split_blocks(a.hw.calibration, cols, a.hw)
+    i, _ = ops["attention.window"]
+    j, _ = ops["attention"]
+    m, n, k, units = efficiency.grid_coords(cols, blocks)
+    m0, n0, k0, u0 = efficiency.grid_coords(cols)
+    assert blocks.reshape(len(a.graph.ops), -1)[i, 0] == 16 and blocks.reshape(len(a.graph.ops), -1)[j, 0] == 1
+    assert (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])
+    assert units[i] == pytest.approx(16 * u0[i]) and units[j] == pytest.approx(u0[j])
