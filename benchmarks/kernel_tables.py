@@ -23,6 +23,12 @@ communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collective
 benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
 says (``--write`` there stores them).
 
+``--gemm-fill tile`` fits each GEMM class's M term as the rows' fill of whole tiles (``kernelfit.GEMM_TILES``, the
+best kept) with the streamed weights' η at most 1, in place of the catalog's M/(M+m_half) (``--gemm-fill half``, the
+default); with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
+bound label the law gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 (``fill_lines``). Nothing is written unless
+``--write``.
+
 ``--release 1.0`` fits the TensorRT-LLM 1.0 line instead (the release the perf-overview cells ran): DIR08 is
 aiconfigurator 0.8.0's ``aiconfigurator/systems/data`` (PyPI ``aiconfigurator==0.8.0``, NVIDIA, Apache-2.0), its
 ``<gpu>/trtllm/1.0.0rc3|1.0.0rc6/<op>_perf.txt`` tables of H100, H200 (rc3), B200 and GB200 (rc6). The 16-bit
@@ -57,6 +63,8 @@ RELEASE_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
 # the heads per KV head (B200 1.0.0rc6, GQA class: +41–48% at 12–16 heads per KV head, −58 to −68% at 24–32 with the
 # catalog's 32× step); every 2× in query rows per KV head takes B200's held-out GQA rows from 16.8% / 83.6% to
 # 7.2% / 25.7% (H100: 7.2% → 6.5%), so the release's generation grids step 2× in M
+LABEL_M = (1, 8, 64, 256, 4096)       # --gemm-fill's bound labels: gemm:M,4096,4096 at each M
+LABEL_NK = (4096, 4096)
 RELEASE_GRID_STEPS = {"1.0": {"generation_attention": (2.0, 4.0, 2.0, 4.0)}}
 # --release 1.0 --extract: (table folder, op, rows kept, every n-th shape-sorted row) of the tests' .txt extract
 RELEASE_EXTRACT = (("h100_sxm", "gemm", {"gemm_dtype": ("float16", "fp8")}, 40),
@@ -80,13 +88,15 @@ def data_dir(arg: str | None) -> Path:
 
 
 def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False,
-            release: str | None = None, regrid: bool = False, ops: tuple = (), classes: tuple = ()) -> list:
+            release: str | None = None, regrid: bool = False, ops: tuple = (), classes: tuple = (),
+            gemm_fill: str = "half") -> list:
     """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
     [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``); a
     TensorRT-LLM ``release``'s stand alone in its release file (scored as ``engines.with_engine`` merges it).
     ``regrid``: only each class's kernel grid refitted on its fit rows, over the stored shape terms
     (``regridded``; the catalog's and the engine files', not a release's). ``classes``: only the kernel classes
-    whose name holds one of these texts, the others kept as stored."""
+    whose name holds one of these texts, the others kept as stored. ``gemm_fill``: the GEMM classes' M term
+    (``kernelfit.GEMM_FILLS``); the stored and the fitted GEMM terms are printed (``fill_lines``)."""
     from ironlaw.machine import engines, hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate import kernelfit, kerneltable
@@ -107,6 +117,8 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     if stored or regrid:              # the stored terms (catalog, or the engine file) on the held-out rows
         table = hw.calibration.table() if framework == "trtllm" else engines.load(hw.name, framework)
         if not table or not regrid:
+            for line in fill_lines(hw, table, None, gs) if table else []:
+                print(line, flush=True)
             return kernelfit.score(hw, table, gs) if table else []
         t0 = time.perf_counter()
         table = regridded(hw, table, gs)
@@ -116,10 +128,12 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
                 engines.write(hw.name, framework, table)
         return kernelfit.score(hw, table, gs)
     t0 = time.perf_counter()
-    new = kernelfit.fit(hw, gs, origin=origin, license=license)
+    new = kernelfit.fit(hw, gs, origin=origin, license=license, gemm_fill=gemm_fill)
     if framework == "trtllm":
         base = hw.calibration.table() if hw.calibration is not None else None
         table = kernelfit.merged(base, new)
+        for line in fill_lines(hw, base, table, gs):
+            print(line, flush=True)
     else:                     # the engine file stands alone, but for the classes --op leaves as they are
         table = kernelfit.merged(engines.load(hw.name, framework), new) if ops or classes else new
     scores = kernelfit.score(hw, table, gs)
@@ -129,6 +143,39 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     elif write:
         engines.write(hw.name, framework, table)
     return scores
+
+
+def fill_lines(hw, stored: dict | None, fitted: dict, gs: list) -> list[str]:
+    """Per GEMM class of ``gs``, a line each for the ``stored`` and the ``fitted`` calibration tables (either may be
+    None): the M term (m_half or m_tile), eta_max, the streamed weights' η and the bound label the law gives
+    gemm:M,4096,4096 on ``hw`` with that table at each M of ``LABEL_M``."""
+    out = []
+    for g in gs:
+        if g.op != "gemm":
+            continue
+        for what, table in (("stored", stored), ("fitted", fitted)):
+            p = (table or {}).get("matmul", {}).get(g.key[1])
+            if p is None:
+                continue
+            term = f"m_tile {p['m_tile']:g}" if "m_tile" in p else f"m_half {p['m_half']:g}"
+            marks = " ".join(f"{m}:{gemm_label(hw, table, g.key[1], m)}" for m in LABEL_M)
+            out.append(f"{hw.name:<6} {g.name:<10} {what:<6} {term:<13} eta_max {p['eta_max']:<6g} "
+                       f"streamed {p.get('streamed', 1.0):<6g} latency {1e6 * p.get('latency_s', 0.0):.2f} us  "
+                       f"gemm:M,{LABEL_NK[0]},{LABEL_NK[1]} {marks}")
+    return out
+
+
+def gemm_label(hw, table: dict, dtype: str, m: int) -> str:
+    """The law's bound label ('compute', 'bandwidth:hbm3e', 'latency' …) of gemm:M,N,K (``LABEL_NK``) in ``dtype``
+    on ``hw`` with the calibration ``table``, as ``ironlaw analyze`` labels it."""
+    from ironlaw.law.explain import labels
+    from ironlaw.law.law import predict
+    from ironlaw.machine.calibration import Calibration
+    from ironlaw.models.workloads.micro import gemm
+    from ironlaw.models.workloads.registry import Request
+    spec = f"{m},{LABEL_NK[0]},{LABEL_NK[1]}"
+    graph = gemm(spec, Request(f"gemm:{spec}", phase="infer", dtype=dtype, device="cuda"))
+    return str(np.asarray(labels(predict(graph, replace(hw, calibration=Calibration.of(table))))).reshape(-1)[0])
 
 
 def chosen(gs: list, classes: tuple) -> list:
@@ -273,6 +320,9 @@ def main() -> int:
                          "with --write the other classes keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
+    ap.add_argument("--gemm-fill", choices=("half", "tile"), default="half",
+                    help="the GEMM classes' M term: half, M/(M+m_half) (default, the catalog's); tile, the rows' fill "
+                         "of whole tiles with the streamed weights' η at most 1")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")
@@ -282,6 +332,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.release and a.framework not in (None, ["trtllm"]):
         ap.error("--release fits TensorRT-LLM's tables only, without --framework")
+    if a.gemm_fill != "half" and (a.release or a.stored or a.regrid or a.extract):
+        ap.error("--gemm-fill fits the GEMM classes: not with --release, --stored, --regrid or --extract")
     if a.release and not a.data:
         ap.error("--release needs --data: aiconfigurator 0.8.0's aiconfigurator/systems/data")
     data = data_dir(a.data)
@@ -296,7 +348,7 @@ def main() -> int:
     for fw in frameworks:
         for folder in a.gpu or (RELEASE_GPUS if a.release else GPUS):
             for s in run_gpu(data, folder, a.write, fw, a.stored, a.release, a.regrid, tuple(a.op or ()),
-                               tuple(a.kernel_class)):
+                               tuple(a.kernel_class), a.gemm_fill):
                 ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
                 name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]") + \
                     (f" [trtllm {a.release}]" if a.release else "")

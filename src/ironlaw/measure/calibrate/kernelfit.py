@@ -71,6 +71,13 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
 REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
            "_mla": "latent (MLA)"}
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
+# a GEMM class's M term (``fit(gemm_fill=…)``): "half", M/(M+m_half), the catalog's; "tile", the rows' fill of whole
+# tiles of each of GEMM_TILES rows (tried in turn, the best kept), with the streamed weights' η at most 1
+# (``STREAMED_PHYSICAL``): below a tile the compute term is the whole tile's, so that a small-M row the weights bind
+# is priced as their streaming, not as compute (benchmarks/kernel_tables.py --gemm-fill; docs/accuracy.md)
+GEMM_FILLS = ("half", "tile")
+GEMM_TILES = (16.0, 64.0, 128.0)
+STREAMED_PHYSICAL = 1.0
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
@@ -230,19 +237,21 @@ def one_sided(values: np.ndarray, odd: np.ndarray) -> bool:
 
 
 def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE,
-        grid_steps: dict | None = None) -> dict:
+        grid_steps: dict | None = None, gemm_fill: str = "half") -> dict:
     """A checked [calibration] table of every group's fitted terms, with its provenance: ``origin`` names the
     tables' publisher and version, ``license`` their license; ``grid_steps`` (op -> steps) replaces
-    ``GRID_STEPS`` for the ops it names."""
+    ``GRID_STEPS`` for the ops it names; ``gemm_fill`` the GEMM classes' M term (``GEMM_FILLS``)."""
     if not gs:
         raise IronlawError("calibrate --kernels: no GEMM or attention rows to fit")
+    if gemm_fill not in GEMM_FILLS:
+        raise IronlawError(f"unknown GEMM fill '{gemm_fill}' (known: {', '.join(GEMM_FILLS)})")
     date = date or _dt.date.today().isoformat()
     cal = {"schema": SCHEMA, "source": source(gs, origin), "fitted": [], "held_out": [], "provenance": {}}
     for g in gs:
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
-        table = fit_class(hw, g, fit_rows, (grid_steps or {}).get(g.op))
+        table = fit_class(hw, g, fit_rows, (grid_steps or {}).get(g.op), gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -255,16 +264,17 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     return check(cal, "calibration")
 
 
-def fit_class(hw, g: Group, rows, steps: tuple | None = None) -> dict:
+def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> dict:
     """One group's table, its shape model (``fit_one``, on at most ``FIT_ROWS`` of ``rows``) and its grid
     (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
     SMs is fitted twice, as the kernel that launches one CTA per sequence and KV head and as the split-KV kernel
     that splits the whole sequence into blocks (``split_kv = "history"``, ``core.splitkv``); the one with the smaller
-    loss on the fitted rows is kept."""
+    loss on the fitted rows is kept. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
     spaced = _spaced(rows, FIT_ROWS)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     tries = ({}, {"split_kv": "history"}) if (g.op, regime) in SPLIT_CLASSES and getattr(hw, "sms", None) else ({},)
-    tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra), steps) for extra in tries]
+    tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
+    tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra, tiles), steps) for extra in tries]
     if len(tables) == 1:
         return tables[0]
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
@@ -273,20 +283,23 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None) -> dict:
     return tables[int(np.argmin(loss))]
 
 
-def fit_one(hw, g: Group, rows, extra: dict | None = None) -> dict:
+def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
     generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best.
-    ``extra``: fields the table holds as given (``split_kv``)."""
+    ``extra``: fields the table holds as given (``split_kv``). ``tiles``: only whole tiles of each of these rows
+    tried, ``streamed`` at most ``STREAMED_PHYSICAL`` (a GEMM's tile fill, ``GEMM_FILLS``)."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6, **(extra or {})}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
-    for tile in (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
+    bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
+    for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
-        params = [((g.key[0], g.key[1], name), upper) for name, upper in PARAMS if not (tile and name == "m_half")]
-        pick = [[x for (name, _), x in zip(PARAMS, st) if not (tile and name == "m_half")] for st in starts]
+        params = [((g.key[0], g.key[1], name), upper) for name, upper in bounds if not (tile and name == "m_half")]
+        pick = list(dict.fromkeys(tuple(min(x, upper) for (name, upper), x in zip(bounds, st)
+                                        if not (tile and name == "m_half")) for st in starts))
         c = fit_group(prob, cal, params, pick)
         loss = prob.loss(c)
         if loss < best_loss:
