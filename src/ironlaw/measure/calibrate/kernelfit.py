@@ -76,7 +76,7 @@ M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped quer
 # (``STREAMED_PHYSICAL``): below a tile the compute term is the whole tile's, so that a small-M row the weights bind
 # is priced as their streaming, not as compute (benchmarks/kernel_tables.py --gemm-fill; docs/accuracy.md)
 GEMM_FILLS = ("half", "tile")
-GEMM_TILES = (16.0, 64.0, 128.0)
+GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
 STREAMED_PHYSICAL = 1.0
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed

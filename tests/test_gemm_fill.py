@@ -1,0 +1,66 @@
+"""The GEMM tile-fill form (``kernelfit.fit(gemm_fill="tile")``, benchmarks/kernel_tables.py --gemm-fill tile,
+benchmarks/gemm_fill.py) fitted on the H100 extract of aiconfigurator-core 0.12.0 (tests/data/kernel_tables): its M
+term a whole-tile fill, its streamed η at most 1, its held-out rows as close as the half-point form's bound, and a
+small-M GEMM it labels as weight streaming."""
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+
+from ironlaw.core.errors import IronlawError  # noqa: E402
+from ironlaw.machine import hardware  # noqa: E402
+from ironlaw.machine.calibration import Calibration  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "kernel_tables"
+ROOT = Path(__file__).resolve().parents[1]
+GEMM_BOUND = (0.10, 0.35)        # test_kernelfit.BOUNDS["gemm"]: the extract's every-40th-row fit
+
+
+@pytest.fixture(scope="module")
+def fits():
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("gemm",), framework="trtllm"))
+    fit = lambda fill: kernelfit.fit(hw, gs, date="2026-12-05", origin="extract",  # noqa: E731
+                                     license="Apache-2.0", gemm_fill=fill)
+    return hw, gs, fit("half"), fit("tile")
+
+
+def test_tile_fill_fits_whole_tiles_and_streams_at_most_at_full_bandwidth(fits):
+    hw, gs, half, tile = fits
+    p = tile["matmul"]["bf16"]
+    assert p["m_tile"] in kernelfit.GEMM_TILES and p["streamed"] <= kernelfit.STREAMED_PHYSICAL
+    assert "m_tile" not in half["matmul"]["bf16"]           # the default keeps the half-point form
+    scores = kernelfit.score(hw, tile, gs)
+    assert scores and all(s.median_abs_err <= GEMM_BOUND[0] and s.p90_abs_err <= GEMM_BOUND[1] for s in scores)
+
+
+def test_below_a_tile_the_compute_term_is_the_whole_tiles(fits):
+    hw, _, _, tile = fits
+    from ironlaw.law import law
+    from ironlaw.models import workloads
+    shape = {k: v for k, v in tile["matmul"]["bf16"].items() if k not in ("grid_nodes", "grid_log")}
+    hw2 = replace(hw, calibration=Calibration.of({**tile, "matmul": {"bf16": shape}}))   # the form, without its grid
+    est = [law.predict(workloads.resolve(workloads.Request(f"gemm:{m},4096,4096", phase="infer", dtype="bf16",
+                                                           device="cuda")), hw2) for m in (1, 8)]
+    compute = [float(e.term("compute_s")) for e in est]
+    assert compute[1] == pytest.approx(compute[0], rel=1e-9)      # 1 and 8 rows both fill one tile
+    assert float(est[0].term("data_s")) > compute[0]             # and the weights' streaming binds
+
+
+def test_the_benchmark_labels_a_small_gemm_by_its_weights(fits):
+    hw, _, _, tile = fits
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernel_tables
+    assert kernel_tables.gemm_label(hw, tile, "bf16", 1).startswith("bandwidth")
+    assert kernel_tables.gemm_label(hw, tile, "bf16", 8192) == "compute"
+
+
+def test_an_unknown_fill_is_an_error(fits):
+    hw, gs, _, _ = fits
+    with pytest.raises(IronlawError, match="unknown GEMM fill 'wave'"):
+        kernelfit.fit(hw, gs, gemm_fill="wave")
