@@ -298,8 +298,10 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
         params = [((g.key[0], g.key[1], name), upper) for name, upper in bounds if not (tile and name == "m_half")]
-        pick = list(dict.fromkeys(tuple(min(x, upper) for (name, upper), x in zip(bounds, st)
-                                        if not (tile and name == "m_half")) for st in starts))
+        pick = [[min(x, upper) for (name, upper), x in zip(bounds, st) if not (tile and name == "m_half")]
+                for st in starts]
+        if tiles:             # without m_half the starts repeat: the best two distinct ones
+            pick = [list(x) for x in dict.fromkeys(tuple(x) for x in pick)]
         c = fit_group(prob, cal, params, pick)
         loss = prob.loss(c)
         if loss < best_loss:
