@@ -98,7 +98,7 @@ def check_table(t: object, where: str) -> dict:
     if extra:
         raise IronlawError(f"{where}: unknown field '{extra[0]}' (expected {', '.join(TABLE_FIELDS)})")
     name = t.get("calibration")
-    if name not in BY_NAME:
+    if not isinstance(name, str) or name not in BY_NAME:
         raise unknown(f"network calibration in {where}", str(name), tuple(BY_NAME))
     if not isinstance(t.get("source"), str) or not t["source"].strip():
         raise IronlawError(f"{where}: 'source' must say where the calibration comes from")
