@@ -98,6 +98,14 @@ CASES = [
     (["analyze", "gemm:64,64,64", "--plot", "{tmp}/plots.svg"], "directory"),
     (["analyze", "gemm:64,64,64", "--plot", "{tmp}/nowhere/p.svg"], "does not exist"),
     (["report", "gemm:64,64,64", "--html", "{tmp}/dir.toml"], "directory"),
+    # an output file whose name says another format than the option writes
+    (["analyze", "gemm:64,64,64", "--html", "{tmp}/x.svg"], "x.svg: the file name must end in .html or .htm"),
+    (["report", "gemm:64,64,64", "--html", "{tmp}/x.svg"], "must end in .html or .htm"),
+    (["serve", "llama3-8b", "--on", "h100", "--html", "{tmp}/x.png"], "must end in .html or .htm"),
+    (["search", "llama3-8b", "--on", "h100", "--html", "{tmp}/x.json"], "must end in .html or .htm"),
+    (["analyze", "gemm:64,64,64", "--plot", "{tmp}/x.html"], "must end in"),
+    (["serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--plot", "{tmp}/x.pdf"], "must end in"),
+    (["sweep", "llama3-8b", "--plot", "{tmp}/x.html"], "must end in"),
 ]
 
 

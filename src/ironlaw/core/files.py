@@ -36,11 +36,11 @@ def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     if path is None or str(path).strip() == "":
         raise IronlawError(f"{option}: empty output path; give a file name")
     p = Path(path)
+    if p.is_dir():
+        raise IronlawError(f"{option} {path}: is a directory; give a file name inside it")
     if suffixes and p.suffix.lower() not in suffixes:
         names = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
         raise IronlawError(f"{option} {path}: the file name must end in {names}")
-    if p.is_dir():
-        raise IronlawError(f"{option} {path}: is a directory; give a file name inside it")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.exists():
         raise IronlawError(f"{option} {path}: folder '{folder}' does not exist; create it or choose another path")

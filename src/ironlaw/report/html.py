@@ -479,9 +479,9 @@ def fragment(est, top: int = 10) -> str:
 # ---------------------------------------------------------------------------------------- writing
 
 def check_output(path) -> Path:
-    """Fail early (before any work) on an output path that cannot be written."""
+    """Fail early (before any work) on an output path that cannot be written or whose name says another format."""
     from ..core.files import check_output as check
-    return check(path, "--html")
+    return check(path, "--html", (".html", ".htm"))
 
 
 def write(path, text: str) -> Path:
