@@ -329,8 +329,9 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     lay = Layout(check_count(tp, "--tp"))
     dtype = dtype or "bf16"
     hw.peak(dtype)
+    from .kvcache import check as check_kv
+    check_kv(kv_dtype, hw)
     kv_dtype = kv_dtype or default_kv_dtype(dtype)
-    dtype_bytes(kv_dtype)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                 max_num_tokens, constants)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)

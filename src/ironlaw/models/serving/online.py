@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.graph import Graph, dtype_bytes
+from ...core.graph import Graph
 from ...core.units import fmt_size
 from .engine import MAX_TOKENS, whole_tokens as check_tokens  # noqa: F401  (public here too)
 from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
@@ -263,8 +263,8 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
         chunk = check_tokens(chunk, "--chunk")
     if page_tokens is not None and (page_tokens < 0 or page_tokens > MAX_TOKENS):
         raise IronlawError(f"--page-tokens must be 0 (no paging) or a positive number of tokens, got {page_tokens}")
-    if kv_dtype is not None:
-        dtype_bytes(kv_dtype)
+    from .kvcache import check as check_kv
+    check_kv(kv_dtype, hw)
     model = step_model(hw, steps)
     if model.name == DEVICE:
         if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None:

@@ -48,7 +48,6 @@ import time as _time
 from dataclasses import dataclass, field
 
 from . import engine as eng
-from ...core.graph import dtype_bytes
 from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
                      prepare)
 from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, default_kv_dtype, padded,  # noqa: F401
@@ -187,8 +186,9 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                  float(expert_imbalance), routing)
     dtype = dtype or "bf16"
     hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
+    from .kvcache import check as check_kv
+    check_kv(kv_dtype, hw)
     kv_dtype = kv_dtype or default_kv_dtype(dtype)
-    dtype_bytes(kv_dtype)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
     n = requests or eng.requests_for(prompt, output)

@@ -1,0 +1,42 @@
+"""The KV-cache dtypes a serving engine can store on a device (``serve --kv-dtype``).
+
+The engines ironlaw models keep the cache in the model's own dtype, in FP8, or in NVFP4 (``fp4`` here), and in
+nothing else:
+
+- TensorRT-LLM: ``KvCacheConfig(dtype=...)`` takes ``auto`` (the model's), ``fp8`` and ``nvfp4`` (TensorRT-LLM
+  docs, features/quantization.html, "FP8 KV Cache" and "NVFP4 KV Cache"; PR NVIDIA/TensorRT-LLM#11487 adds
+  ``trtllm-serve --kv_cache_dtype auto|fp8|nvfp4``).
+- NVFP4 KV cache is a Blackwell format: "a new KV format that enables significant performance gains on NVIDIA
+  Blackwell GPUs" (NVIDIA technical blog, "Optimizing Inference for Long Context and Large Batch Sizes with NVFP4
+  KV Cache", 2025-12-08). Here a device stores it where its catalog entry has an ``fp4`` tensor-core rate
+  (B200, B300, GB200, GB300 …), i.e. never on Hopper or Ampere.
+- vLLM (``--kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2``, ``nvfp4`` from v0.21) and SGLang (``--kv-cache-dtype
+  auto|fp8_e5m2|fp8_e4m3|fp4_e2m1``, docs.sglang.io advanced_features/quantized_kv_cache) offer no more.
+
+No engine stores an int4, int8 or MX-format KV cache, so those are errors, never a silent fallback."""
+from __future__ import annotations
+
+from ...core.errors import IronlawError
+
+# the model's own dtype ("auto"), FP8, and NVFP4 where the device has FP4 tensor cores
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "fp4")
+NEEDS_DEVICE = ("fp4",)
+
+
+def storable(hw) -> tuple[str, ...]:
+    """The KV-cache dtypes ``hw`` can hold: ``KV_DTYPES``, less NVFP4 where the device has no FP4 rate."""
+    return tuple(d for d in KV_DTYPES if d not in NEEDS_DEVICE or d in hw.peak_flops)
+
+
+def check(kv_dtype: str | None, hw) -> None:
+    """``--kv-dtype`` refused (one line, exit 2) when no engine stores a KV cache in it on ``hw``; None (the
+    checkpoint's default) passes."""
+    if kv_dtype is None:
+        return
+    can = ", ".join(storable(hw))
+    if kv_dtype not in KV_DTYPES:
+        raise IronlawError(f"--kv-dtype {kv_dtype}: no serving engine ironlaw models (TensorRT-LLM, vLLM, SGLang) "
+                           f"stores a KV cache in {kv_dtype}; on {hw.name} it can be {can}")
+    if kv_dtype not in storable(hw):
+        raise IronlawError(f"--kv-dtype {kv_dtype}: an NVFP4 KV cache needs FP4 tensor cores (Blackwell), which "
+                           f"{hw.name} lacks; on {hw.name} it can be {can}")
