@@ -143,3 +143,17 @@ def test_a_serving_search_without_its_devices_or_a_row_without_its_price_is_refu
     row = {k: v for k, v in doc["top"][0].items() if k != "usd_per_million_output_tokens"}
     with pytest.raises(jsonschema.ValidationError, match="usd_per_million_output_tokens"):
         schemas.validate({**doc, "top": [row]})
+
+
+def test_serve_time_s_only_where_the_result_has_one_wall_time(cli):
+    """Offline (--max-throughput): requests stated, time_s the time to serve them all. Online: a steady state of
+    concurrent sequences with no stated number of requests has no one wall time, so time_s is refused there (one
+    request's wall time is request_latency_s)."""
+    off = cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--format", "json").json()
+    schemas.validate(off)
+    assert off["time_s"] == pytest.approx(off["requests"] / off["requests_per_s"])
+    on = cli(*COMMANDS["serve"], "--format", "json").json()
+    schemas.validate(on)
+    assert "time_s" not in on and on["request_latency_s"] > on["ttft_s"] > 0
+    with pytest.raises(jsonschema.ValidationError):
+        schemas.validate({**on, "time_s": on["request_latency_s"]})
