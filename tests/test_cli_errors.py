@@ -106,6 +106,7 @@ CASES = [
     (["analyze", "gemm:64,64,64", "--plot", "{tmp}/x.html"], "must end in"),
     (["serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--plot", "{tmp}/x.pdf"], "must end in"),
     (["sweep", "llama3-8b", "--plot", "{tmp}/x.html"], "must end in"),
+    (["probe", "--quick", "--out", "{tmp}/p.json"], "p.json: a profile file name must end in .toml"),
 ]
 
 

@@ -373,9 +373,9 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     from ..measure import probe as probe_mod
     from ..measure.calibrate import build, selfcal
 
-    if out is not None:
-        from ..core.files import check_output
-        check_output(out, "--out", (".toml",))                # fail before the (long) probe
+    from ..core.errors import IronlawError
+    if out is not None and not str(out).endswith(".toml"):  # fail before the (long) probe; save makes the folder
+        raise IronlawError(f"--out {out}: a profile file name must end in .toml")
     rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds,
                          refuse=strict)
     # selfcal fits the rows and the reference runs together, so the rows' own fit is skipped then
