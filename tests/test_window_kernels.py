@@ -1,5 +1,5 @@
 """Sliding-window generation runs one of two TensorRT-LLM kernels, each its own kernel class: XQA for 2 to 32 query
-heads per KV head at head dim 64 or 128, the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
+heads per KV head at head dim 64, 128 or 256, the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
 groups the tables' rows and the decode op names its class by the same rule."""
 from dataclasses import replace
 
@@ -13,7 +13,7 @@ from ironlaw.models.workloads import Request
 
 
 @pytest.mark.parametrize("heads, kv_heads, head_dim, kernel", [
-    (64, 8, 64, "xqa"), (32, 8, 128, "xqa"), (2, 1, 64, "xqa"), (128, 4, 64, "xqa"),    # 2 … 32 per KV head
+    (64, 8, 64, "xqa"), (32, 8, 128, "xqa"), (2, 1, 64, "xqa"), (128, 4, 64, "xqa"), (16, 8, 256, "xqa"),    # 2 … 32 per KV head
     (8, 8, 128, "mmha"),            # vanilla MHA: supportConfigCommon refuses it
     (128, 2, 64, "mmha"),           # 64 per KV head: over the 32 supportConfigHMMA / QGMMA take
     (32, 8, 192, "mmha")])          # head dim 192: timed as MMHA in the 1.3.0rc20 tables

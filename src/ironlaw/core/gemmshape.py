@@ -35,9 +35,10 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 SPLIT_KV = ("history",)   # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
-# head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel; aiconfigurator-core 0.12.0's 1.3.0rc20 window
-# tables (H100, H200, L40S, RTX PRO 6000) time head dim 192 as the MMHA fallback (docs/accuracy.md)
-XQA_HEAD_DIMS = (64, 128)
+# head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its kernels are built for 64, 128 and 256
+# (the XQA copy alibaba/rtp-llm vendors documents them: ``supportXqa``, head_dim 64, 128, 256); aiconfigurator-core
+# 0.12.0's 1.3.0rc20 window tables time head dim 192 as the MMHA fallback and hold no window row at 256
+XQA_HEAD_DIMS = (64, 128, 256)
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
