@@ -35,6 +35,10 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 SPLIT_KV = ("history",)   # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
+# head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its kernels are built for 64, 128 and 256
+# (the XQA copy alibaba/rtp-llm vendors documents them: ``supportXqa``, head_dim 64, 128, 256); aiconfigurator-core
+# 0.12.0's 1.3.0rc20 window tables time head dim 192 as the MMHA fallback and hold no window row at 256
+XQA_HEAD_DIMS = (64, 128, 256)
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
@@ -105,21 +109,32 @@ def attention_kernel(phase: str, dtype: str, kv_dtype: str, regime: str = "") ->
     return f"attention_{ATTENTION_PHASES[phase]}_{dtype}_kv_{kv_dtype}{regime}"
 
 
-def attention_regime(window: bool, heads: int, kv_heads: int) -> str:
+def attention_regime(window: bool, heads: int, kv_heads: int, head_dim: int = 0, generation: bool = False) -> str:
     """The kernel path a grouped-query attention runs on, as measured kernels tell them apart ('_mla' names multi-head
-    latent attention's own kernels, ``workloads.attention``): '_window' for a sliding window,
-    '_mha' for one query head per KV head, '_wide' for more than ``WIDE_GQA`` (TensorRT-LLM's generation kernels
-    run those ~8× slower per byte: aiconfigurator-core 0.12.0's H100 tables), '' otherwise."""
+    latent attention's own kernels, ``workloads.attention``): '_window' for a sliding window (a generation step's on
+    TensorRT-LLM's XQA kernel), '_window_mmha' for a sliding-window generation step XQA refuses, which falls back to
+    the masked multi-head attention kernel (``window_kernel``), '_mha' for one query head per KV head, '_wide' for
+    more than ``WIDE_GQA`` (TensorRT-LLM's generation kernels run those ~8× slower per byte: aiconfigurator-core
+    0.12.0's H100 tables), '' otherwise."""
     if window:
-        return "_window"
+        return "_window" if not generation or window_kernel(heads, kv_heads, head_dim) == "xqa" else "_window_mmha"
     if heads <= kv_heads:
         return "_mha"
     return "_wide" if heads > WIDE_GQA * max(kv_heads, 1) else ""
 
 
+def window_kernel(heads: int, kv_heads: int, head_dim: int) -> str:
+    """The decode kernel TensorRT-LLM picks for a grouped-query attention: 'xqa' for 2 to ``WIDE_GQA`` query heads
+    per KV head (``decoderXQAImplJIT/kernelUtils.cpp``: ``supportConfigCommon`` refuses vanilla MHA,
+    ``supportConfigHMMA`` / ``supportConfigQGMMA`` a head group over 32) at a head dim of ``XQA_HEAD_DIMS``;
+    'mmha' (``decoderMaskedMultiheadAttention``) otherwise."""
+    group = heads // max(kv_heads, 1)
+    return "xqa" if 2 <= group <= WIDE_GQA and int(head_dim) in XQA_HEAD_DIMS else "mmha"
+
+
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     """(phase, regime) of an ``attention_kernel`` name; None for another name."""
-    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window|_mha|_wide|_mla)?", name)
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window_mmha|_window|_mha|_wide|_mla)?", name)
     if m is None:
         return None
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""

@@ -68,7 +68,7 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
 # generation MLA's heads per GPU (128 / TP: 1, 2, 4 … 128) come 8 to a batch and sequence length: sorted with the
 # heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
 # sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
-REGIMES = {"_window": "sliding window", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
+REGIMES = {"_window": "sliding window", "_window_mmha": "sliding window, MMHA kernel", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
            "_mla": "latent (MLA)"}
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
 # a GEMM class's M term (``fit(gemm_fill=…)``): "half", M/(M+m_half), the catalog's; "tile", the rows' fill of whole
@@ -94,10 +94,11 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 # class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
 # 7.3% / 19.4% → 8.3% / 24.1%; docs/accuracy.md)
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
+          ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
 # classes whose kernel may split the whole sequence, not the window, into blocks (TensorRT-LLM's XQA decode kernel:
 # ``core.splitkv``); the fit tries that launch beside the plain one (``fit_class``)
-SPLIT_CLASSES = {("generation_attention", "_window")}
+SPLIT_CLASSES = {("generation_attention", "_window"), ("generation_attention", "_window_mmha")}
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -182,8 +183,8 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
             out.extend(_mla_groups(t, half, note))
             continue
         phase = PHASES[t.op]
-        regimes = [attention_regime(w > 0, h, kv) for w, h, kv in
-                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads)]
+        regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
+                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
         every = t.rows.assign(regime=regimes)
         kept = one_backend(every, t.op)
         for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):

@@ -133,11 +133,12 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
         kv = 1 if sh.phase == "decode" else a.heads
         return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, "_mla"),
                 "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
-    regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads)
+    regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads, geo["qk"],
+                              sh.phase == "decode")
     out = {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
            "mnk": attention_mnk(query, keys, a.heads, tiled_kv_heads(sh.phase, regime, a.heads, a.kv_heads),
                                 geo["qk"])}
-    if sh.phase == "decode" and regime == "_window":   # its split-KV kernel splits the whole sequence, not the
+    if sh.phase == "decode" and regime.startswith("_window"):   # its split-KV kernel splits the whole sequence, not the
         s = sh.s                                         # window (``core.splitkv``): the cached tokens and the new one
         out["history"] = float(s) + 1.0 if np.ndim(s) == 0 else np.asarray(s, float) + 1.0
     return out

@@ -1,0 +1,79 @@
+"""Sliding-window generation runs one of two TensorRT-LLM kernels, each its own kernel class: XQA for 2 to 32 query
+heads per KV head at head dim 64, 128 or 256, the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
+groups the tables' rows and the decode op names its class by the same rule."""
+from dataclasses import replace
+
+import pytest
+
+from ironlaw.core.gemmshape import attention_kernel, attention_kernel_parts, attention_regime, window_kernel
+from ironlaw.machine import hardware
+from ironlaw.models import workloads
+from ironlaw.models.workloads import transformer as T
+from ironlaw.models.workloads import Request
+
+
+@pytest.mark.parametrize("heads, kv_heads, head_dim, kernel", [
+    (64, 8, 64, "xqa"), (32, 8, 128, "xqa"), (2, 1, 64, "xqa"), (128, 4, 64, "xqa"), (16, 8, 256, "xqa"),    # 2 … 32 per KV head
+    (8, 8, 128, "mmha"),            # vanilla MHA: supportConfigCommon refuses it
+    (128, 2, 64, "mmha"),           # 64 per KV head: over the 32 supportConfigHMMA / QGMMA take
+    (32, 8, 192, "mmha")])          # head dim 192: timed as MMHA in the 1.3.0rc20 tables
+def test_the_window_kernel_follows_xqas_dispatch(heads, kv_heads, head_dim, kernel):
+    assert window_kernel(heads, kv_heads, head_dim) == kernel
+    want = "_window" if kernel == "xqa" else "_window_mmha"
+    assert attention_regime(True, heads, kv_heads, head_dim, generation=True) == want
+    assert attention_regime(True, heads, kv_heads, head_dim) == "_window"       # context attention: one class
+    name = attention_kernel("decode", "bf16", "fp8", want)
+    assert attention_kernel_parts(name) == ("decode", want)
+
+
+def _rows():
+    out = []
+    for h, kv, d in ((32, 8, 64), (8, 8, 64), (32, 8, 192), (64, 1, 128), (32, 8, 128)):
+        for w in (0, 128):
+            for b in (1, 8):
+                for s in (127, 1023):
+                    out.append({"device": "NVIDIA H100 80GB HBM3", "batch_size": b, "step": s, "isl": 1,
+                                "num_heads": h, "num_key_value_heads": kv, "head_dim": d, "window_size": w,
+                                "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16", "kernel_source": "default",
+                                "latency_s": 1e-5})
+    return out
+
+
+def test_the_fitter_groups_window_rows_by_the_kernel_they_run():
+    pd = pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    t = kerneltable.KernelTable("generation_attention", "h100", "NVIDIA H100 80GB HBM3", "trtllm", "1.3.0rc20",
+                                "x.parquet", pd.DataFrame(_rows()))
+    shapes = {g.key[1]: {(int(r.num_heads), int(r.num_key_value_heads), int(r.head_dim))
+                         for r in g.rows.itertuples()} for g in kernelfit.groups([t])}
+    assert shapes["attention_generation_bf16_kv_bf16_window"] == {(32, 8, 64), (32, 8, 128)}
+    assert shapes["attention_generation_bf16_kv_bf16_window_mmha"] == {(8, 8, 64), (32, 8, 192), (64, 1, 128)}
+    names = {g.key[1]: g.name for g in kernelfit.groups([t])}
+    assert names["attention_generation_bf16_kv_bf16_window_mmha"].endswith("sliding window, MMHA kernel")
+
+
+def _window_op(arch, phase="decode"):
+    g = T.build(arch, Request("x", phase=phase, batch=8, seq=1023), "x")
+    (op,) = [o for o in g.ops if o.kind == "attention"]
+    return op
+
+
+def test_a_windowed_decode_names_the_kernel_the_runtime_picks():
+    llama = replace(T.builtin_arch("llama3-8b"), sliding_window=128)        # 32 heads on 8 KV heads x 128
+    assert _window_op(llama).attrs["kernel"] == "attention_generation_bf16_kv_bf16_window"
+    mha = replace(llama, kv_heads=32)                                        # one head per KV head
+    op = _window_op(mha)
+    assert op.attrs["kernel"] == "attention_generation_bf16_kv_bf16_window_mmha"
+    assert op.attrs["history"] == 1024.0                                     # MMHA's class may split, too
+    assert _window_op(mha, "prefill").attrs["kernel"] == "attention_context_bf16_kv_bf16_window"
+    g = workloads.resolve(workloads.Request("gpt-oss-20b", phase="decode", batch=8, seq=1023, dtype="bf16",
+                                            device="cuda"))
+    kernels = {o.name: o.attrs["kernel"] for o in g.ops if o.kind == "attention"}
+    assert kernels["attention.window"].endswith("_kv_bf16_window")           # 64 heads on 8 KV heads x 64: XQA
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200", "l40s", "rtx-pro-6000", "b200"])
+def test_the_catalog_holds_both_window_generation_classes(gpu):
+    kern = hardware.get(gpu).calibration.kernel
+    for cls in ("attention_generation_bf16_kv_bf16_window", "attention_generation_bf16_kv_bf16_window_mmha"):
+        assert cls in kern and kern[cls]["eta_max"] > 0
