@@ -66,7 +66,7 @@ def run(data: Path, folder: str, dtypes: tuple) -> list[str]:
     tile = kernelfit.merged(stored, kernelfit.fit(hw, gs, origin=origin, license=license, gemm_fill="tile"))
     out = []
     for g in gs:
-        held = kernelfit._spaced(kernelfit.split(g.rows, g.op)[1], kernelfit.SCORE_ROWS)
+        held = kernelfit.held_out(g)
         prob = Problem(hw, kernelfit.observations(g, held, hw), weighting="per_case")
         for what, cal in (("half", stored), ("tile", tile)):
             p = cal["matmul"][g.key[1]]

@@ -418,7 +418,7 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
     and 90th-percentile |error|."""
     out = []
     for g in gs:
-        held = _spaced(split(g.rows, g.op)[1], SCORE_ROWS)
+        held = held_out(g)
         if not len(held):
             continue
         prob = Problem(hw, observations(g, held, hw), weighting="per_case")
@@ -619,6 +619,11 @@ def _attention_dtype(x: str, where: str) -> str:
 def sorted_rows(rows, op: str):
     """A table's rows in shape order (the order the even/odd split follows)."""
     return rows.sort_values(list(SHAPE_COLUMNS[op]), kind="stable").reset_index(drop=True)
+
+
+def held_out(g: Group):
+    """The rows ``score`` times for ``g``: at most ``SCORE_ROWS`` of its held-out side of ``split``, evenly spaced."""
+    return _spaced(split(g.rows, g.op)[1], SCORE_ROWS)
 
 
 def _spaced(rows, n: int):
