@@ -137,8 +137,8 @@ def test_fast_path_matches_train_step_alternating_attention():
 
 
 def test_closed_form_overlap_equals_the_replayed_schedule():
-    """fast._exposed (closed form) against fast._replay (the schedule, repetition by repetition) on both block
-    kinds: with tensor-parallel collectives in the layer (tp 4) and without (tp 1)."""
+    """fast.exposed_closed_form (closed form) against fast.exposed_replayed (the schedule, repetition by
+    repetition) on both block kinds: with tensor-parallel collectives in the layer (tp 4) and without (tp 1)."""
     rng = np.random.default_rng(0)
     for tp in (1, 4):
         c, ctx = _space("llama3-8b", 16, 128, 4096, tp=tp)
@@ -147,15 +147,15 @@ def test_closed_form_overlap_equals_the_replayed_schedule():
         tab = fast.tables(g, key, "selective", ctx, False, fast.predicted(g, key, ctx))["P"]
         for layers in (2, 7, 32):
             sy = tab.sync(layers)
-            assert fast._closed_form(sy)
+            assert fast.has_closed_form(sy)
             assert any(k == "n" for k, _ in sy.segs) == (tp > 1)
             n = 64
             t = tab.t[:, rng.integers(0, 2, n)]
             g_layer = t[tab.layer].sum(axis=0) * rng.uniform(0.05, 3.0, n)    # hidden … far longer than a layer
             g_rest = g_layer * rng.uniform(0.0, 2.0, n)
             has = rng.uniform(size=n) > 0.3
-            a = fast._exposed(sy, t, g_layer, g_rest, has)
-            b = fast._replay(sy, t, g_layer, g_rest, has)
+            a = fast.exposed_closed_form(sy, t, g_layer, g_rest, has)
+            b = fast.exposed_replayed(sy, t, g_layer, g_rest, has)
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-15)
 
 

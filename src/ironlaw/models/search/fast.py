@@ -16,8 +16,8 @@ sequence parallel, cp, ep) — and for each group:
    ``fsdp_exposed``, ``microbatch_s``, ``p2p_transfer_s``/``pipeline_p2p_s``, ``bubble_s``, ``optimizer_s``,
    ``step_s``; a stage's micro-batch is (its layers) × Σ layer ops + its other ops. What is its own: the slowest
    stage read from those sums instead of a law.predict per stage, and the data-parallel gradient reduction's
-   exposed part, ``critical_path``'s schedule of the slowest stage in closed form (``_exposed``, checked
-   against the layer-by-layer replay ``_replay``).
+   exposed part, ``critical_path``'s schedule of the slowest stage in closed form (``exposed_closed_form``, checked
+   against the layer-by-layer replay ``exposed_replayed``).
 
 The two evaluators agree to floating-point rounding (tests/test_search.py: ≤ 1e-9 relative on random layouts of
 dense, MoE, FP8 and context-parallel searches). One case is left to train_step instead of approximated: a
@@ -296,10 +296,11 @@ def _dur(t_ops: np.ndarray, items: list) -> np.ndarray:
     return sum(t_ops[i] * m for i, m in items)
 
 
-def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has_rest: np.ndarray) -> np.ndarray:
-    """``_replay``'s end of the schedule beyond its ops' own time, in closed form (no loop over the repetitions),
-    for the usual block: collectives only before the gradient sync in the block, none after the block. With
-    C one repetition's ops, p the compute after the sync in the block, T the ops after the block, n the
+def exposed_closed_form(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray,
+                        has_rest: np.ndarray) -> np.ndarray:
+    """``exposed_replayed``'s end of the schedule beyond its ops' own time, in closed form (no loop over the
+    repetitions), for the usual block: collectives only before the gradient sync in the block, none after the
+    block. With C one repetition's ops, p the compute after the sync in the block, T the ops after the block, n the
     repetitions:
       a (tensor-parallel) collective in the block: each of the n − 1 syncs but the last delays the next
         repetition's first collective by max(0, g − the compute before it); the last sync ends g − p − T after
@@ -324,13 +325,13 @@ def _exposed(sy: Sync, t_ops: np.ndarray, g: np.ndarray, g_rest: np.ndarray, has
     return end - tc_end
 
 
-def _closed_form(sy: Sync) -> bool:
-    """Whether ``_exposed`` applies: no collective after the sync in the block nor after the block."""
+def has_closed_form(sy: Sync) -> bool:
+    """Whether ``exposed_closed_form`` applies: no collective after the sync in the block nor after the block."""
     gpos = next(i for i, (k, _) in enumerate(sy.segs) if k == "G")
     return all(k == "c" for k, _ in sy.segs[gpos + 1:]) and all(k == "c" for _, b in sy.tail for k, _ in b)
 
 
-def _replay(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
+def exposed_replayed(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: np.ndarray,
             has_rest: np.ndarray) -> np.ndarray:
     """The end of the stage's schedule beyond its ops' own time: ``critical_path``'s schedule from the start of
     its repeated block (everything before it is blocking and ends with both streams idle), repetition by
@@ -480,7 +481,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     for tab, sy, rows in jobs:
         if sy.segs:
             t = tab.t[:, mbi[rows]]
-            fn = _exposed if _closed_form(sy) else _replay
+            fn = exposed_closed_form if has_closed_form(sy) else exposed_replayed
             # the overlapped schedule − (the blocking schedule − the law's reduction); both schedules run
             # int(count) of each op, the law top per-layer reductions
             raw = fn(sy, t, g_layer[rows], g_rest[rows], rest[rows] > 0) + (sy.layers - sy.top) * g_layer[rows]
