@@ -1,0 +1,31 @@
+"""What a demanding new user meets, third pass: each defect found, pinned by the test that failed before its fix."""
+import pytest
+
+from conftest import run_cli
+
+
+def _one_line(r) -> str:
+    assert r.rc == 2, (r.rc, r.out, r.err)
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.err + r.out, r.err
+    return lines[0]
+
+
+# ------------------------------------------------------------------ energy of a step on several devices
+@pytest.mark.parametrize("spec, kw, devices", [
+    ("llama3-8b", dict(phase="decode", seq=1024, batch=8, tp=2, gpus=2), 2),     # tensor-parallel inference
+    ("allreduce:64MB", dict(gpus=8), 8),                                          # every rank of a collective
+])
+def test_energy_and_cost_count_every_device_of_the_step(spec, kw, devices):
+    import ironlaw
+    from ironlaw.law.power import PRICES_USD_PER_DEVICE_HOUR
+    est = ironlaw.analyze(spec, on="h100", **kw)
+    e = est.energy
+    assert e["devices"] == devices
+    assert e["joules"] == pytest.approx(e["power_w_per_device"] * est.time_s * devices)
+    units = e["units_per_step"]
+    usd_h = PRICES_USD_PER_DEVICE_HOUR["h100"][0]
+    unit = "tokens" if "usd_per_million_tokens" in e else "samples"
+    assert e[f"usd_per_million_{unit}"] == pytest.approx(devices * usd_h * est.time_s / 3600 / units * 1e6)
+    one = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024, batch=8).energy
+    assert one["devices"] == 1
