@@ -29,3 +29,27 @@ def test_energy_and_cost_count_every_device_of_the_step(spec, kw, devices):
     assert e[f"usd_per_million_{unit}"] == pytest.approx(devices * usd_h * est.time_s / 3600 / units * 1e6)
     one = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024, batch=8).energy
     assert one["devices"] == 1
+
+
+# ------------------------------------------------------------------ calibrate --kernels on a user's own folder
+def _gemm_csv(path, framework=None):
+    """A GEMM table as a user writes it: the documented columns, latency in µs, maybe a framework column."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = ("framework,version," if framework else "") + "device,gemm_dtype,m,n,k,latency_us"
+    rows = [head]
+    for i, (m, n, k) in enumerate((m, n, k) for m in (1, 16, 128, 1024, 4096) for n in (4096, 8192)
+                                  for k in (4096, 8192)):
+        t = 15 + 2 * m * n * k / 600e12 * 1e6 + 2 * n * k / 2.5e12 * 1e6
+        rows.append((f"{framework},0.1," if framework else "") + f"My GPU X,bfloat16,{m},{n},{k},{t:.3f}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_calibrate_provenance_names_no_folder_as_framework(tmp_path):
+    """A file read alone: the folders above it are not a framework and a version (they read 'nu3 kt')."""
+    from ironlaw.measure.calibrate import kerneltable
+    t = kerneltable.read(_gemm_csv(tmp_path / "nu3" / "kt" / "gemm_perf.csv"), gpu="h100")[0]
+    assert (t.framework, t.version) == ("", "")
+    layout = tmp_path / "x" / "h100_sxm" / "gemm" / "vllm" / "0.24.0" / "gemm_perf.csv"
+    t = kerneltable.read(_gemm_csv(layout), gpu="h100")[0]
+    assert (t.framework, t.version) == ("vllm", "0.24.0")

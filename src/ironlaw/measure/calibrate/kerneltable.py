@@ -69,6 +69,8 @@ SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <
 # columns the older layout's .txt tables lack, and the value they stand for: the 1.0-line attention collector
 # timed global attention only (its tables have no window column; window 0 is global in the newer ones)
 OLD_LAYOUT_DEFAULTS = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
+# the layout's framework folders (``<family>/<framework>/<version>/``); a user's own folder names none of them
+FRAMEWORK_FOLDERS = ("trtllm", "sglang", "vllm", "aiter")
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,7 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
             raise IronlawError(f"{rel}: GPU '{device}' matches no catalog GPU; name it with --gpu NAME")
         if want is not None and name is not None and name != want:
             continue
-        fw, ver = _framework(rows, path)
+        fw, ver = _framework(rows, _folders(root, path))
         out.append(KernelTable(op, name or gpu, str(device), fw, ver, rel, rows.reset_index(drop=True)))
     return out
 
@@ -254,9 +256,19 @@ def check_gemm_dims(df, where: str) -> None:
                            f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
 
 
-def _framework(rows, path: Path) -> tuple[str, str]:
-    """(framework, version) from the rows' columns, else from the layout's folders, else ('', '')."""
+def _folders(root: Path, path: Path) -> tuple[str, ...]:
+    """The folders that place a table in the layout: those between ``root`` and the file, or a file read alone,
+    its own folders."""
+    return path.relative_to(root).parts[:-1] if root in path.parents else path.resolve().parts[:-1]
+
+
+def _framework(rows, folders: tuple[str, ...]) -> tuple[str, str]:
+    """(framework, version) from the rows' columns, else from the layout's folders (a framework folder and the
+    version folder under it), else ('', ''): a folder of any other name names no framework."""
     if "framework" in rows.columns and "version" in rows.columns:
         return str(rows["framework"].iloc[0]).lower(), str(rows["version"].iloc[0])
-    parts = path.parts
-    return (parts[-3], parts[-2]) if len(parts) >= 3 else ("", "")
+    at = [i for i, f in enumerate(folders) if f in FRAMEWORK_FOLDERS]
+    if not at:
+        return "", ""
+    i = at[-1]
+    return folders[i], (folders[i + 1] if i + 1 < len(folders) else "")
