@@ -45,6 +45,15 @@ def _gemm_csv(path, framework=None):
     return path
 
 
+def test_calibrate_keeps_tables_whose_rows_name_the_framework(tmp_path):
+    """A table whose framework column names another framework is not fitted as the one asked for."""
+    import ironlaw
+    sg = _gemm_csv(tmp_path / "sg" / "gemm_perf.csv", framework="SGLang")
+    assert ironlaw.calibrate(str(sg), gpu="h100", framework="sglang").groups == 1
+    line = _one_line(run_cli("calibrate", "--kernels", str(sg), "--gpu", "h100", "--framework", "vllm"))
+    assert "no kernel table for framework 'vllm'" in line and "names sglang" in line, line
+
+
 def test_calibrate_provenance_names_no_folder_as_framework(tmp_path):
     """A file read alone: the folders above it are not a framework and a version (they read 'nu3 kt')."""
     from ironlaw.measure.calibrate import kerneltable

@@ -132,9 +132,16 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
         want = ", ".join(f"{op}_perf" for op in ops)
         raise IronlawError(f"{root}: no kernel table ({want} .parquet, .csv or .txt)"
                            + (f" for framework '{framework}'" if framework else ""))
-    out = []
+    out, others = [], set()
     for p in paths:
-        out.extend(_read_file(Path(root), p, gpu))
+        for t in _read_file(Path(root), p, gpu):
+            if framework and t.framework and t.framework != framework:
+                others.add(t.framework)                   # its rows name another framework
+            else:
+                out.append(t)
+    if others and not out:
+        raise IronlawError(f"{root}: no kernel table for framework '{framework}': the tables' framework column "
+                           f"names {', '.join(sorted(others))}; pass --framework {sorted(others)[0]}")
     if gpu is not None and not out:
         raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
     if not out:                                  # every table holds its header alone
