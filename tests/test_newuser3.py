@@ -45,13 +45,27 @@ def _gemm_csv(path, framework=None):
     return path
 
 
+def test_calibrate_reads_a_users_folder_in_any_layout(tmp_path):
+    """README: `ironlaw calibrate --kernels DIR --gpu h100`; a DIR of the user's own (no <framework>/<version>
+    folders) was refused as 'no kernel table … for framework trtllm'."""
+    import ironlaw
+    _gemm_csv(tmp_path / "mine" / "gemm_perf.csv")
+    _gemm_csv(tmp_path / "deep" / "a" / "b" / "gemm_perf.csv")
+    for folder, framework in (("mine", "trtllm"), ("deep", "vllm")):
+        res = ironlaw.calibrate(str(tmp_path / folder), gpu="h100", framework=framework)
+        assert res.groups == 1 and res.framework == framework
+    r = run_cli("calibrate", "--kernels", str(tmp_path / "mine"), "--gpu", "h100")
+    assert r.rc == 0, r.err
+
+
 def test_calibrate_keeps_tables_whose_rows_name_the_framework(tmp_path):
     """A table whose framework column names another framework is not fitted as the one asked for."""
     import ironlaw
-    sg = _gemm_csv(tmp_path / "sg" / "gemm_perf.csv", framework="SGLang")
-    assert ironlaw.calibrate(str(sg), gpu="h100", framework="sglang").groups == 1
-    line = _one_line(run_cli("calibrate", "--kernels", str(sg), "--gpu", "h100", "--framework", "vllm"))
-    assert "no kernel table for framework 'vllm'" in line and "names sglang" in line, line
+    _gemm_csv(tmp_path / "sg" / "gemm_perf.csv", framework="SGLang")
+    assert ironlaw.calibrate(str(tmp_path / "sg"), gpu="h100", framework="sglang").groups == 1
+    for target in (tmp_path / "sg", tmp_path / "sg" / "gemm_perf.csv"):
+        line = _one_line(run_cli("calibrate", "--kernels", str(target), "--gpu", "h100", "--framework", "vllm"))
+        assert "no kernel table for framework 'vllm'" in line and "names sglang" in line, line
 
 
 def test_calibrate_provenance_names_no_folder_as_framework(tmp_path):

@@ -100,7 +100,8 @@ def match_gpu(device: str) -> str | None:
 
 def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) -> list[Path]:
     """The table files under ``root`` (or ``root`` itself) for ``ops``, in a stable order; the framework
-    filter matches the folder name as the layout gives it (``.../<framework>/<version>/``)."""
+    filter matches the folder name as the layout gives it (``.../<framework>/<version>/``) and keeps the files
+    under no framework folder (a user's own layout: their ``framework`` column, if any, is checked on reading)."""
     root = Path(root)
     if not root.exists():
         raise IronlawError(f"{root}: no such file or folder")
@@ -112,7 +113,8 @@ def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) ->
     for p in cands:
         if _op_of_name(p) not in ops:
             continue
-        if framework and not root.is_file() and framework not in p.relative_to(root).parts[:-1]:
+        folders = p.relative_to(root).parts[:-1]
+        if framework and framework not in folders and any(f in FRAMEWORK_FOLDERS for f in folders):
             continue
         out.append(p)
     return out
