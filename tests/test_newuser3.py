@@ -76,3 +76,45 @@ def test_calibrate_provenance_names_no_folder_as_framework(tmp_path):
     layout = tmp_path / "x" / "h100_sxm" / "gemm" / "vllm" / "0.24.0" / "gemm_perf.csv"
     t = kerneltable.read(_gemm_csv(layout), gpu="h100")[0]
     assert (t.framework, t.version) == ("vllm", "0.24.0")
+
+
+# ------------------------------------------------------------------ a quantized checkpoint's config.json
+QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+         "intermediate_size": 18944, "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28,
+         "vocab_size": 152064, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1e6,
+         "tie_word_embeddings": False, "torch_dtype": "bfloat16", "hidden_act": "silu"}
+W8A8 = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+    "weights": {"num_bits": 8, "type": "float"}, "input_activations": {"num_bits": 8, "type": "float"}}}}
+
+
+def _config(tmp_path, name, **extra):
+    import json
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps({**QWEN2, **extra}))
+    return f"hf:{p}"
+
+
+@pytest.mark.parametrize("quant, dtype", [
+    ({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8"),
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+    (W8A8, "fp8"),
+])
+def test_an_fp8_checkpoint_is_predicted_in_fp8(tmp_path, quant, dtype):
+    """quantization_config was ignored: an FP8 checkpoint was priced in bf16, its weights read at twice the bytes."""
+    import ironlaw
+    plain, quantized = _config(tmp_path, "plain"), _config(tmp_path, "fp8", quantization_config=quant)
+    est = ironlaw.analyze(quantized, on="h100", phase="decode", seq=2048, batch=4)
+    assert est.graph.dtype == dtype
+    assert est.time_s == pytest.approx(ironlaw.analyze(plain, on="h100", phase="decode", seq=2048, batch=4,
+                                                       dtype=dtype).time_s)
+    assert ironlaw.analyze(quantized, on="h100", phase="decode", seq=2048, dtype="bf16").graph.dtype == "bf16"
+    assert ironlaw.train(quantized, on="h100", gpus=8, global_batch=8, zero=3).graph.dtype == "bf16"  # trained in bf16
+    srv = ironlaw.serve(quantized, on="h100")
+    assert srv.estimate.kv_dtype == "fp8"
+
+
+def test_a_checkpoint_in_a_format_ironlaw_does_not_build_is_one_line(tmp_path):
+    spec = _config(tmp_path, "awq", quantization_config={"quant_method": "awq", "bits": 4, "group_size": 128})
+    line = _one_line(run_cli("analyze", spec, "--phase", "decode"))
+    assert "quant_method 'awq'" in line and "give --dtype" in line, line
+    assert run_cli("analyze", spec, "--phase", "decode", "--dtype", "bf16").rc == 0

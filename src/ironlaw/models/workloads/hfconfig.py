@@ -240,6 +240,46 @@ def load_json(path: str | Path) -> dict:
     return cfg
 
 
+# a quantized checkpoint's ``quantization_config`` -> the dtype it serves in: transformers' quant_method names
+# (``fp8``: DeepSeek-V3's and Qwen3-FP8's block-scaled FP8; ``fbgemm_fp8``), NVIDIA ModelOpt's quant_algo, and
+# llm-compressor's ``compressed-tensors`` with 8-bit float weights and activations in every group (W8A8 FP8)
+QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8"}
+MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "fp4", "MXFP8": "mxfp8"}
+EXPERTS_ONLY = ("mxfp4",)            # gpt-oss: the experts' weight format alone (Arch.expert_dtype)
+
+
+def checkpoint_dtype(cfg: dict, where: str) -> str | None:
+    """The dtype a quantized checkpoint's config states (``quantization_config``) for inference; None for an
+    unquantized one or one whose experts alone are quantized. A format ironlaw does not build is one line."""
+    q = cfg.get("quantization_config")
+    if q is None:
+        return None
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method in EXPERTS_ONLY:
+        return None
+    if method in QUANT_METHODS:
+        return QUANT_METHODS[method]
+    algo = q.get("quant_algo") if method == "modelopt" else None
+    if algo in MODELOPT_ALGOS:
+        return MODELOPT_ALGOS[algo]
+    if method == "compressed-tensors" and _w8a8_float(q):
+        return "fp8"
+    said = f"quant_method '{method}'" + (f", quant_algo '{algo}'" if algo else "")
+    raise IronlawError(f"{where}: a quantized checkpoint (quantization_config {said}) in a format ironlaw does not "
+                       f"build; give --dtype (bf16 prices the unquantized model, fp8 an FP8 one)")
+
+
+def _w8a8_float(q: dict) -> bool:
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        return False
+    for g in groups.values():
+        parts = [g.get("weights"), g.get("input_activations")] if isinstance(g, dict) else [None]
+        if not all(isinstance(x, dict) and x.get("num_bits") == 8 and x.get("type") == "float" for x in parts):
+            return False
+    return True
+
+
 def model_type(cfg: dict) -> str:
     mt = cfg.get("model_type")
     if isinstance(mt, str) and mt:

@@ -51,6 +51,7 @@ training: what autograd saves for the backward without recomputation) and the tr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -388,16 +389,20 @@ for _n, _d in BUILTIN_NAMES.items():
 
 
 @prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
-              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch)")
+              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch); an FP8 "
+              "checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:
         raise IronlawError("hf: needs a path to a Hugging Face config.json, e.g. hf:models/llama/config.json")
-    if req.options.get("capture"):
-        return _capture(path, req, "capture requested")
     cfg = hfconfig.load_json(path)
     file = Path(path).expanduser()
     file = file / "config.json" if file.is_dir() else file
+    if req.dtype is None and req.phase != "train":            # inference in the checkpoint's own format
+        dtype = hfconfig.checkpoint_dtype(cfg, str(file))
+        req = replace(req, dtype=dtype) if dtype else req
+    if req.options.get("capture"):
+        return _capture(path, req, "capture requested")
     try:
         arch = families.parse(cfg, str(file), file.stem if file.stem != "config" else None)
     except hfconfig.Unsupported as e:
