@@ -118,3 +118,30 @@ def test_a_checkpoint_in_a_format_ironlaw_does_not_build_is_one_line(tmp_path):
     line = _one_line(run_cli("analyze", spec, "--phase", "decode"))
     assert "quant_method 'awq'" in line and "give --dtype" in line, line
     assert run_cli("analyze", spec, "--phase", "decode", "--dtype", "bf16").rc == 0
+
+
+# ------------------------------------------------------------------ a request longer than the model's context
+@pytest.mark.parametrize("argv, says", [
+    (["serve", "llama3-8b", "--prompt", "100000"], "--prompt 100000 + --output 256 = 100,256 tokens exceed the "
+                                                   "8,192-token context of llama3-8b"),
+    (["serve", "llama3-8b", "--prompt", "100000", "--max-throughput"], "8,192-token context of llama3-8b"),
+    (["serve", "llama3-8b", "--prompt", "8000", "--output", "500", "--on", "epyc-9654"], "8,500 tokens exceed"),
+    (["serve", "gpt2"], "--prompt 1024 + --output 256 = 1,280 tokens exceed the 1,024-token context of gpt2"),
+])
+def test_serve_refuses_a_request_beyond_the_models_context(argv, says):
+    """llama3-8b (8,192 positions) served a 100,000-token prompt; gpt2's refusal named a --seq nobody typed."""
+    line = _one_line(run_cli(*argv))
+    assert says in line and "--seq" not in line, line
+
+
+def test_context_follows_rope_scaling(tmp_path):
+    from ironlaw.models.workloads import hfconfig
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    assert hfconfig.context_tokens({"rope_scaling": yarn}, 40960) == 131072        # Qwen3's YaRN recipe
+    assert hfconfig.context_tokens({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, 131072) == 131072
+    assert hfconfig.context_tokens({"rope_scaling": {"type": "linear", "factor": 2.0}}, 4096) == 8192
+    assert hfconfig.context_tokens({}, 8192) == 8192
+    import ironlaw
+    spec = _config(tmp_path, "yarn", max_position_embeddings=32768, rope_scaling=yarn)
+    assert ironlaw.serve(spec, on="h200", prompt=100000, output=1000).estimate.prompt == 100000
+    assert ironlaw.serve("gemma3-27b", on="h200", prompt=100000, output=1000).estimate.prompt == 100000

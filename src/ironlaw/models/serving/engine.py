@@ -189,6 +189,15 @@ def check_routing(routing: str | None, imbalance: float) -> None:
                            "rank's load: give one")
 
 
+def check_context(spec: str, meta: dict, prompt: int, output: int) -> None:
+    """A request of ``prompt`` + ``output`` tokens fits the model's context (``context_tokens``: what vLLM takes
+    for max_model_len, TensorRT-LLM for max_seq_len); an engine refuses a longer one."""
+    ctx = meta.get("context_tokens")
+    if ctx and prompt + output > ctx:
+        raise IronlawError(f"--prompt {prompt} + --output {output} = {prompt + output:,} tokens exceed the {ctx:,}-token "
+                           f"context of {spec} (the positions its config states); an engine refuses such a request")
+
+
 def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
     experts = int(meta.get("experts", 0) or 0)
     if lay.attention_dp and not experts:
@@ -279,6 +288,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
             constants: ServingConstants):
     """(meta, limits, memory, workspace graph dtype) after every check that needs the model."""
     meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw).meta
+    check_context(spec, meta, prompt, output)
     _check_layout(spec, meta, lay)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes

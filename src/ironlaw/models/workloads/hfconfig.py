@@ -89,6 +89,7 @@ class Arch:
     sandwich_norm: bool = False  # norms after attention and after the MLP too (Gemma 3): four per layer
     mtp_layers: int = 0       # DeepSeek multi-token-prediction modules (counted apart from the main model)
     expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
+    context: int | None = None  # tokens one sequence may span when served (``context_tokens``); None: max_pos
 
     # ------------------------------------------------------------------ layer patterns
     def layer_spans(self) -> tuple:
@@ -278,6 +279,22 @@ def _w8a8_float(q: dict) -> bool:
         if not all(isinstance(x, dict) and x.get("num_bits") == 8 and x.get("type") == "float" for x in parts):
             return False
     return True
+
+
+def context_tokens(cfg: dict, max_pos: int | None) -> int | None:
+    """The tokens a served sequence (prompt + output) may span, as vLLM derives max_model_len from a config
+    (vllm/config.py ``_get_and_verify_max_len``): max_position_embeddings, times ``rope_scaling``'s factor for a
+    scaling that stretches the positions (linear, dynamic; yarn: original_max_position_embeddings × factor);
+    llama3, longrope and su scalings already state the long context in max_position_embeddings."""
+    rs = cfg.get("rope_scaling")
+    if max_pos is None or not isinstance(rs, dict):
+        return max_pos
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    factor = rs.get("factor", 1.0)
+    if kind in ("su", "longrope", "llama3", "default") or not isinstance(factor, (int, float)) or factor < 1:
+        return max_pos
+    base = rs.get("original_max_position_embeddings", max_pos) if kind == "yarn" else max_pos
+    return int(base * factor) if isinstance(base, int) else max_pos
 
 
 def model_type(cfg: dict) -> str:

@@ -345,7 +345,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
             "kv_heads": a.kv_heads, "head_dim": a.head_dim, "vocab": a.vocab,
             "attention_pairs": "full" if a.encoder else "causal",
-            "attention_dropout": a.attn_dropout if phase == "train" else 0.0, "frontend": "transformers"}
+            "attention_dropout": a.attn_dropout if phase == "train" else 0.0, "frontend": "transformers",
+            "context_tokens": a.context or a.max_pos}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
                     shared_expert=bool(a.shared_inter))
