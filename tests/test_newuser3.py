@@ -145,3 +145,15 @@ def test_context_follows_rope_scaling(tmp_path):
     spec = _config(tmp_path, "yarn", max_position_embeddings=32768, rope_scaling=yarn)
     assert ironlaw.serve(spec, on="h200", prompt=100000, output=1000).estimate.prompt == 100000
     assert ironlaw.serve("gemma3-27b", on="h200", prompt=100000, output=1000).estimate.prompt == 100000
+
+
+# ------------------------------------------------------------------ --format md
+def test_serve_frontier_as_markdown_is_one_table():
+    """`serve --sweep-concurrency --format md` printed its padded text rows as separate paragraphs."""
+    r = run_cli("serve", "llama3-8b", "--sweep-concurrency", "--slo", "ttft=1s,itl=20ms", "--format", "md")
+    assert r.rc == 0, r.err
+    rows = [line for line in r.out.splitlines() if line.startswith("|")]
+    assert rows[0] == "| concurrency | tokens/s/device | tokens/s/user | TTFT | ITL | J/token | SLO |"
+    assert rows[1].startswith("| ---: |") and all(row.count("|") == 8 for row in rows)
+    block = r.out.split(rows[0])[1].split("\n\n")[0]             # no blank line inside the table
+    assert block.count("\n") == len(rows) - 1 and rows[-1].endswith(("met |", "missed |"))

@@ -75,7 +75,7 @@ def serve(
         from .serve_throughput import show
         return show(res, spec, prompt, output, fmt)
     if sweep_concurrency:
-        head, *rest = res.lines()
+        head, *rest = res.lines(md=fmt == "md")
         return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
     emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
 
