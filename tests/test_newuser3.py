@@ -157,3 +157,12 @@ def test_serve_frontier_as_markdown_is_one_table():
     assert rows[1].startswith("| ---: |") and all(row.count("|") == 8 for row in rows)
     block = r.out.split(rows[0])[1].split("\n\n")[0]             # no blank line inside the table
     assert block.count("\n") == len(rows) - 1 and rows[-1].endswith(("met |", "missed |"))
+
+
+# ------------------------------------------------------------------ the text headline
+def test_the_text_headline_keeps_the_tensor_parallel_name():
+    """The graph of `analyze --tp 2` is named 'llama3-8b [tp 2]'; rich read '[tp 2]' as markup and dropped it,
+    leaving 'llama3-8b  · decode'."""
+    r = run_cli("analyze", "llama3-8b", "--phase", "decode", "--tp", "2", "--gpus", "2")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[0].startswith("llama3-8b [tp 2] · decode · bf16"), r.out.splitlines()[0]
