@@ -166,3 +166,13 @@ def test_the_text_headline_keeps_the_tensor_parallel_name():
     r = run_cli("analyze", "llama3-8b", "--phase", "decode", "--tp", "2", "--gpus", "2")
     assert r.rc == 0, r.err
     assert r.out.splitlines()[0].startswith("llama3-8b [tp 2] · decode · bf16"), r.out.splitlines()[0]
+
+
+# ------------------------------------------------------------------ speculative decoding
+def test_mtp_needs_a_checkpoint_with_an_mtp_module():
+    """`serve llama3-8b --speculative method=mtp` priced a DeepSeek-style MTP head Llama does not have (+42%)."""
+    line = _one_line(run_cli("serve", "llama3-8b", "--speculative", "method=mtp,tokens=1,acceptance=0.8"))
+    assert "llama3-8b has none" in line and "method=eagle" in line, line
+    r = run_cli("serve", "deepseek-v3", "--on", "h200", "--tp", "8", "--dtype", "fp8", "--speculative",
+                "method=mtp,tokens=1,acceptance=0.85")
+    assert r.rc == 0, r.err
