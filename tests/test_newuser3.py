@@ -176,3 +176,17 @@ def test_mtp_needs_a_checkpoint_with_an_mtp_module():
     r = run_cli("serve", "deepseek-v3", "--on", "h200", "--tp", "8", "--dtype", "fp8", "--speculative",
                 "method=mtp,tokens=1,acceptance=0.85")
     assert r.rc == 0, r.err
+
+
+def test_calibrate_refuses_to_save_another_engines_fit_as_the_profiles(tmp_path):
+    """`calibrate --framework vllm --out my.toml` wrote vLLM's kernel terms into [calibration], which analyze and
+    serve price as TensorRT-LLM's, while `serve --engine vllm --on my.toml` replaced them by the catalog's."""
+    folder = _gemm_csv(tmp_path / "mine" / "gemm_perf.csv").parent
+    out = tmp_path / "my.toml"
+    for fw in ("vllm", "sglang"):
+        line = _one_line(run_cli("calibrate", "--kernels", str(folder), "--gpu", "h100", "--framework", fw,
+                                 "--out", str(out)))
+        assert f"--framework {fw} --out {out}" in line and "drop --out" in line, line
+    assert not out.exists()
+    assert run_cli("calibrate", "--kernels", str(folder), "--gpu", "h100", "--out", str(out)).rc == 0
+    assert out.exists()

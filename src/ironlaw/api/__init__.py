@@ -440,12 +440,14 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     start from (needed where the tables name several GPUs, or one the catalog lacks)."""
     from ..core.errors import IronlawError
     from ..machine import hardware
+    from ..machine.engines import check_profile_framework
     from ..measure.calibrate import kernelfit, kerneltable
 
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
     if framework not in kernelfit.FRAMEWORKS:
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
+    check_profile_framework(framework, out)
     tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework)
     gpus = sorted({t.gpu for t in tables})
     if len(gpus) > 1:

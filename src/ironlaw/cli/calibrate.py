@@ -18,7 +18,8 @@ def calibrate_cmd(
                                       "the profile to start from (needed where the tables name a GPU the catalog lacks)"),
     framework: str = typer.Option("trtllm", "--framework", 
                                    help="the framework whose kernels to fit: trtllm | sglang | vllm | aiter (AMD)"),
-    out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml"),
+    out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
+                                      "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Fit GEMM η per dtype and attention per phase and KV dtype on measured kernel latencies."""
