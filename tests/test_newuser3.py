@@ -190,3 +190,15 @@ def test_calibrate_refuses_to_save_another_engines_fit_as_the_profiles(tmp_path)
     assert not out.exists()
     assert run_cli("calibrate", "--kernels", str(folder), "--gpu", "h100", "--out", str(out)).rc == 0
     assert out.exists()
+
+
+# ------------------------------------------------------------------ a command without its verb
+@pytest.mark.parametrize("argv, commands", [
+    ([], "analyze, contract, compare"),
+    (["hardware"], "list, show"),
+    (["workloads"], "list"),
+])
+def test_a_group_without_its_command_names_the_commands_in_one_line(argv, commands):
+    """`ironlaw` alone printed 'ironlaw: error: Usage: ironlaw [OPTIONS] …' — the whole help squashed into one line."""
+    line = _one_line(run_cli(*argv))
+    assert line.startswith("ironlaw: error: missing a command: ") and commands in line and "Usage:" not in line, line
