@@ -202,3 +202,12 @@ def test_a_group_without_its_command_names_the_commands_in_one_line(argv, comman
     """`ironlaw` alone printed 'ironlaw: error: Usage: ironlaw [OPTIONS] …' — the whole help squashed into one line."""
     line = _one_line(run_cli(*argv))
     assert line.startswith("ironlaw: error: missing a command: ") and commands in line and "Usage:" not in line, line
+
+
+# ------------------------------------------------------------------ --max-throughput off a GPU
+@pytest.mark.parametrize("hw", ["xeon-8480", "tpu-v6e", "apple-m3-max"])
+def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
+    """`serve --max-throughput --on xeon-8480` priced trtllm-bench on a CPU (630 tokens/s), while the online mode
+    and --engine vllm|sglang refuse the engine there."""
+    line = _one_line(run_cli("serve", "llama3-8b", "--on", hw, "--max-throughput"))
+    assert "--max-throughput prices trtllm-bench's offline run" in line and f"{hw} is kind" in line, line
