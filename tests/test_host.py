@@ -54,7 +54,7 @@ def test_kernels_per_moe_layer_follow_the_local_experts_and_the_recipe():
     assert f8.kernels - bf.kernels == pytest.approx(4 * 2 * (2 + 2 * 128 / 8) + 6)
     # CUDA graphs replay the captured parts as one launch per pass
     _, g = host.layers(MOE, CPU, ep=8, precision="mxfp8", graphed=("attn", "moe_router", "moe_preprocess"))
-    captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (15 + 1)
+    captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (17 + 1)
     assert m8.kernels - g.kernels == pytest.approx(captured - 3 * 2)
 
 
@@ -82,6 +82,20 @@ def test_moe_parts_add_up_to_the_layer():
     assert [n for n, *_ in parts] == ["attention", "router", "preprocess", "dispatch", "experts", "padding",
                                       "shared expert"]
     assert host.moe_parts({"layers": 32}) == []
+
+
+def test_backward_collectives_count_as_backward_device_time():
+    # the expert all-to-alls of the backward and the TP collectives of the backward (a ``bwd`` or ``wgrad`` name
+    # part) are the backward's device time, not time after the forward's sync
+    for name in ("ep.alltoall.dispatch.bwd", "ep.alltoall.combine.bwd", "ep.alltoall.probs.bwd",
+                 "tp.allgather.bwd.mlp", "tp.reducescatter.bwd.attn", "tp.allgather.wgrad.mlp", "qkv.backward",
+                 "attn_core.recompute"):
+        assert host.backward(name), name
+    for name in ("ep.alltoall.dispatch", "ep.alltoall.probs", "tp.allgather.fwd.mlp", "moe_router"):
+        assert not host.backward(name), name
+    st = _step(gpus=8, ep=8, global_batch=64)
+    ops = st.per_microbatch.graph.ops
+    assert any(host.after_sync(op) and host.backward(op.name) for op in ops if op.module == "ep")
 
 
 def test_exposed_host_time_by_hand():

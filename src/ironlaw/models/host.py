@@ -37,6 +37,7 @@ from ..core.registry import registrar
 VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
            "container) with Transformer Engine modules")
 SCOPES = ("attn", "moe_router", "moe_preprocess")       # Megatron-Core's cuda_graph_scope values modelled here
+BACKWARD_PARTS = frozenset({"bwd", "wgrad"})   # name parts of the backward's collectives (``parallel.experts``, ``tp``)
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,17 @@ ROUTER = Calls(fwd=6, bwd=6, modules=1)
 #   preprocess routing_map.sum, the input splits, the all-gather of the counts over the EP group, the local
 #              slice, two sums, the splits over TP, then the D2H copies of tokens_per_expert, input and output
 #              splits, output_splits_tp and num_out_tokens on the side stream and the event (6) = 13; the fused
-#              permute of tokens and probabilities (2): 15 forward, the permute's backward 1
-PREPROCESS = Calls(fwd=15, bwd=1)
+#              permute of tokens and probabilities (TE v2.9 ``moe_permute_with_probs``: three Triton passes of
+#              ``make_row_id_map`` and ``permute_with_mask_map``, 4): 17 forward, the permute's backward
+#              (``unpermute_with_mask_map``) 1
+PREPROCESS = Calls(fwd=17, bwd=1)
 # MoE after its sync, without the per-expert GEMMs: the all-to-alls of tokens and probabilities (2), the sort
-#   by local expert (fused, 2), the weighted bias-SwiGLU, the sort back, the combine all-to-all, the fused
-#   unpermute, bias-dropout-add = 9 forward; backward: bias-dropout-add, unpermute, the all-to-all, the sort, the
-#   SwiGLU, the sort of tokens and probabilities (2), their all-to-alls (2) = 9; two GroupedLinear modules
-DISPATCH = Calls(fwd=9, bwd=9, modules=2)
+#   by local expert (TE v2.9 fused ``moe_sort_chunks_by_index_with_probs``: ``make_chunk_sort_map`` and
+#   ``sort_chunks_by_map``, 2), the weighted bias-SwiGLU, the sort back (2), the combine all-to-all, the fused
+#   unpermute, bias-dropout-add = 10 forward; backward: bias-dropout-add, unpermute, the all-to-all, the sort, the
+#   SwiGLU, the sort of tokens and probabilities (one ``sort_chunks_by_map`` on the kept map), their all-to-alls
+#   (2) = 8; two GroupedLinear modules
+DISPATCH = Calls(fwd=10, bwd=8, modules=2)
 # per local expert (TE GroupedLinear: one GEMM each for fc1 and fc2 forward, a dgrad and a wgrad each backward;
 # in FP8/MXFP8 a quantize of each expert's input and output gradient, tex.split_quantize)
 EXPERT = Calls(fwd=2, bwd=4, quantize=2)
@@ -225,8 +230,10 @@ def moe_layers(ops) -> float:
 
 
 def backward(name: str) -> bool:
-    """A backward op, or a forward op recomputed in the backward."""
-    return name.endswith(".backward") or ".recompute" in name
+    """A backward op, or a forward op recomputed in the backward: ``<op>.backward``, the backward's collectives
+    (``ep.alltoall.dispatch.bwd``, ``tp.allgather.bwd.mlp``, ``tp.allgather.wgrad.mlp``: ``BACKWARD_PARTS``) and
+    ``.recompute``."""
+    return name.endswith(".backward") or ".recompute" in name or not BACKWARD_PARTS.isdisjoint(name.split("."))
 
 
 @dataclass
