@@ -140,14 +140,13 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
     padded = dispatcher == "alltoall" and ep > 1 and precision is not None
-    parts = [("attention", False, _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)),
-             ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
-             ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),
-             ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
-             ("experts", True, EXPERT.scaled(local)),
-             ("padding", True, PADDING if padded else Calls()),
-             ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
-    return parts
+    return [("attention", False, _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)),
+            ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
+            ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),
+            ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
+            ("experts", True, EXPERT.scaled(local)),
+            ("padding", True, PADDING if padded else Calls()),
+            ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
 
 
 def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
