@@ -1,0 +1,170 @@
+"""The MoE serving cells with each step's routed MoE layer timed by the measured fused-MoE table itself (a what-if).
+
+    python benchmarks/moe_measured_layer.py --data DIR                          # B200 + GB200, 98 cells
+    python benchmarks/moe_measured_layer.py --data DIR --gpu h200|h100          # the Hopper cells (fp8 tables)
+    python benchmarks/moe_measured_layer.py --data DIR --cells                  # every MoE cell
+    (DIR: aiconfigurator-core 0.12.0's systems/data)
+
+Each cell is priced as ``trtllm_blackwell.py`` / ``trtllm_h200.py`` / ``trtllm_h100.py`` price it with
+``--constants moe_tables=1 --routing power_law_1.2`` (the routed experts on the MoE layer fitted on the tables,
+``measure/calibrate/moefit.py``; the busiest expert rank of an EP group loaded as power_law_1.2 at each step's
+pooled tokens). Then, step kind by step kind, the law's routed-layer time (the grouped GEMMs and the routed rows'
+permute, activation and combine: ``serving_moe_terms.op_class`` "experts" and "rows") is replaced by the
+measured layer at the cell's own layer shape (hidden, expert inter size, top-k, experts, MoE TP 1, the cell's EP)
+and the step's pooled tokens:
+
+    step = max(device − own routed layers + layers · table(tokens), host) + step_s
+    table(tokens)   TensorRT-LLM 1.3.0rc20's ``moe_torch_flow_cutlass`` rows (the CUTLASS fused MoE, the v1.0
+                    line's default ``MoeConfig.backend``; the perf overview's options set no moe_config), median
+                    over repeated rows, interpolated in log tokens between rows; below the first row its time;
+                    above the last row (16,384 tokens) its time × tokens / 16,384 (aiconfigurator extrapolates
+                    the same way). Distribution: ``balanced`` on one GPU (EP 1: the rows the fit used), the
+                    ``--routing`` rows (default power_law_1.2) where EP > 1.
+
+Nothing is fitted and nothing here is the model: it measures how far the law's fitted MoE form (one L, η_w, η_c,
+η_a per GPU and dtype over every layer shape of the table) sits from the measured layer at the served shapes, and
+what the cells would say if the law's MoE terms reproduced the table there. Goal (issue 35): B200/GB200 FP4
+median ≤ 6%, p90 ≤ 15%.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import serving_moe_terms as terms  # noqa: E402
+import trtllm_h100 as h100  # noqa: E402
+
+KERNEL = "moe_torch_flow_cutlass"
+GOALS = {"b200": (6.0, 15.0), "h200": (5.0, 12.0), "h100": (5.0, None)}
+
+
+def layer_shape(est) -> dict:
+    """The routed layer's shape of a priced cell: hidden, experts, top-k and EP from its step graph's meta."""
+    meta = max(est.steps, key=lambda s: s[0])[1].graph.meta
+    return {"hidden_size": int(meta["hidden"]), "num_experts": int(meta["experts"]),
+            "topk": int(meta.get("experts_per_token", 1)), "moe_ep_size": int(meta.get("ep", 1))}
+
+
+def curve(data: Path, gpu: str, dtype: str, shape: dict, distribution: str) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, seconds) of the measured layer at ``shape`` on ``gpu`` (median over repeated rows), MoE TP 1."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.measure.calibrate import kerneltable
+    folder = data / terms.SYSTEM[gpu] / terms.TABLE
+    for t in kerneltable.read(folder, ops=("moe",)):
+        r = t.rows
+        r = r[(r.kernel_source == KERNEL) & (r.moe_dtype == terms.TABLE_DTYPE[dtype]) & (r.moe_tp_size == 1) &
+              (r.distribution == distribution)]
+        for k, v in shape.items():
+            r = r[r[k] == v]
+        if r.inter_size.nunique() > 1:
+            raise IronlawError(f"{gpu}: several expert inter sizes at {shape}: {sorted(r.inter_size.unique())}")
+        if len(r):
+            med = r.groupby("num_tokens")["latency_s"].median()
+            return med.index.to_numpy(float), med.to_numpy(float)
+    raise IronlawError(f"{gpu}: no {KERNEL} {dtype} rows at {shape}, {distribution} in {folder}")
+
+
+def table_s(tokens_seconds: tuple[np.ndarray, np.ndarray], tokens: float) -> float:
+    """The measured layer at ``tokens`` pooled tokens (module docstring: log interpolation, linear past the end)."""
+    x, y = tokens_seconds
+    if tokens > x[-1]:
+        return float(y[-1] * tokens / x[-1])
+    return float(np.exp(np.interp(math.log(max(tokens, 1.0)), np.log(x), np.log(y))))
+
+
+def step_parts(e) -> tuple[float, float, int, float]:
+    """(device seconds, the law's routed-layer seconds in them, MoE layers, pooled tokens) of one priced step."""
+    g = e.graph
+    t = e.op_time_s.reshape(len(g.ops), -1)[:, 0]
+    own = sum(float(t[j]) * op.count for j, op in enumerate(g.ops)
+              if terms.op_class(op, str(e.cols.kernels[j])) in ("experts", "rows"))
+    layers = max(op.count for op in g.ops if op.module == "experts")
+    return float(e.time_s), own, layers, float(g.meta["tokens"]) * g.meta.get("attention_dp", 1)
+
+
+def repriced_s(est, tokens_seconds, step_s: float) -> float:
+    """The run's seconds with every step's routed layers on the measured table (module docstring)."""
+    total = 0.0
+    for n, e in est.steps:
+        device, own, layers, tokens = step_parts(e)
+        device += layers * table_s(tokens_seconds, tokens) - own
+        total += n * (max(device, e.graph.meta["host"].time_s) + step_s)
+    return total
+
+
+def scored(gpu: str, data: Path, routing: str) -> list[dict]:
+    """Every cell of ``gpu``'s CSV (``serving_moe_terms.CSV``): the tables-on error and the measured layer's."""
+    constants = replace(h100.fitted(), moe_tables=True)
+    h100.use_release(h100.CATALOG, routing=routing)
+    out = []
+    for c in h100.cells(terms.CSV[gpu]):
+        c = {**c, "spec": h100.spec_for(c["model"])}
+        est = h100.predict(c, c["gpu"], constants)
+        on = est.output_tokens_per_s
+        row = {**c, "on": 100 * (on / c["published"] - 1), "table": None, "layer": None}
+        if c["model"] in h100.MOE:
+            shape = layer_shape(est)
+            dist = routing if shape["moe_ep_size"] > 1 else "balanced"
+            ts = curve(data, c["gpu"], c.get("precision", "fp8"), shape, dist)
+            time_s = repriced_s(est, ts, constants.step_s)
+            rate = est.requests * est.output / time_s
+            lo, tokens, _ = terms.expert_layer_s(est)
+            row.update(table=100 * (rate / c["published"] - 1), layer=(lo, table_s(ts, tokens), tokens, dist))
+        out.append(row)
+    return out
+
+
+def summary(rows: list[dict], key: str) -> dict:
+    """{set: (median, p90, max) |error|}: all, dense, MoE, per model and GPU (``key``: 'on' or 'table')."""
+    err = [(r, r[key] if r[key] is not None else r["on"]) for r in rows]
+    groups = {"all": err, "dense": [x for x in err if x[0]["model"] not in h100.MOE],
+              "MoE": [x for x in err if x[0]["model"] in h100.MOE]}
+    for m, g in dict.fromkeys((r["model"], r["gpu"]) for r in rows):
+        groups[f"{m} {g}"] = [x for x in err if x[0]["model"] == m and x[0]["gpu"] == g]
+    return {k: h100.stats([e for _, e in v]) for k, v in groups.items() if v}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's systems/data")
+    ap.add_argument("--gpu", choices=("b200", "h200", "h100"), default="b200", help="b200: the B200 and GB200 cells")
+    ap.add_argument("--routing", default="power_law_1.2", help="the EP > 1 cells' routing (core.routing)")
+    ap.add_argument("--cells", action="store_true", help="print every MoE cell")
+    a = ap.parse_args()
+    rows = scored(a.gpu, Path(a.data), a.routing)
+    if a.cells:
+        print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'tables':>8s} {'measured':>9s}   routed layer µs: "
+              "fitted form vs table (tokens, rows)")
+        for r in rows:
+            if r["table"] is None:
+                continue
+            lo, lt, tok, dist = r["layer"]
+            print(f"{r['model']:16s} {r['gpu']:5s} {r['isl']:>5d}/{r['osl']:<4d} {r['on']:+7.1f}% {r['table']:+8.1f}%"
+                  f"   {1e6 * lo:6.0f} vs {1e6 * lt:6.0f} ({tok:.0f}, {dist})")
+        print()
+    on, tab = summary(rows, "on"), summary(rows, "table")
+    print(f"{len(rows)} cells ({a.gpu}{' + gb200' if a.gpu == 'b200' else ''}), |error| median / p90 / max: "
+          f"tables on (fitted form) -> routed layer on the measured table")
+    for k in on:
+        print(f"  {k:<24} {on[k][0]:5.1f}% / {on[k][1]:5.1f}% / {on[k][2]:5.1f}%  ->  "
+              f"{tab[k][0]:5.1f}% / {tab[k][1]:5.1f}% / {tab[k][2]:5.1f}%")
+    signed = [r["table"] for r in rows if r["table"] is not None]
+    print(f"  MoE signed median {statistics.median(signed):+.1f}% ({sum(e > 0 for e in signed)} of {len(signed)} "
+          "above the published throughput)")
+    med, p90 = GOALS[a.gpu]
+    from _table import print_table
+    checks = [("all cells, median |error|", f"{tab['all'][0]:.1f}%", f"<= {med:g}%", tab["all"][0] <= med)]
+    if p90 is not None:
+        checks.append(("all cells, p90 |error|", f"{tab['all'][1]:.1f}%", f"<= {p90:g}%", tab["all"][1] <= p90))
+    return print_table(checks, f"MoE layer on the measured table (what-if), {a.gpu}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
