@@ -3,7 +3,8 @@
     python benchmarks/moe_measured_layer.py --data DIR                          # B200 + GB200, 98 cells
     python benchmarks/moe_measured_layer.py --data DIR --gpu h200|h100          # the Hopper cells (fp8 tables)
     python benchmarks/moe_measured_layer.py --data DIR --cells                  # every MoE cell
-    (DIR: aiconfigurator-core 0.12.0's systems/data)
+    python benchmarks/moe_measured_layer.py --data DIR --release-data DIR08     # the v1.0 line's layer where it has it
+    (DIR: aiconfigurator-core 0.12.0's systems/data; DIR08: aiconfigurator 0.8.0's systems/data)
 
 Each cell is priced as ``trtllm_blackwell.py`` / ``trtllm_h200.py`` / ``trtllm_h100.py`` price it with
 ``--constants moe_tables=1 --routing power_law_1.2`` (the routed experts on the MoE layer fitted on the tables,
@@ -20,6 +21,10 @@ and the step's pooled tokens:
                     above the last row (16,384 tokens) its time × tokens / 16,384 (aiconfigurator extrapolates
                     the same way). Distribution: ``balanced`` on one GPU (EP 1: the rows the fit used), the
                     ``--routing`` rows (default power_law_1.2) where EP > 1.
+    --release-data  where aiconfigurator 0.8.0's TensorRT-LLM 1.0-line table (1.0.0rc3 on H100/H200, 1.0.0rc6 on
+                    B200/GB200: the release of the published runs) times the cell's shape, its ``moe_torch_flow``
+                    rows instead; it holds power-law rows only (power_law_1.2, or ``--routing``'s α where EP > 1),
+                    and of the served shapes only Qwen3-235B-A22B's (4096 / 1536, top-8 of 128) on B200.
 
 Nothing is fitted and nothing here is the model: it measures how far the law's fitted MoE form (one L, η_w, η_c,
 η_a per GPU and dtype over every layer shape of the table) sits from the measured layer at the served shapes, and
@@ -42,6 +47,7 @@ import serving_moe_terms as terms  # noqa: E402
 import trtllm_h100 as h100  # noqa: E402
 
 KERNEL = "moe_torch_flow_cutlass"
+RELEASE, RELEASE_KERNEL = "1.0", "moe_torch_flow"      # the v1.0 line's tables (aiconfigurator 0.8.0)
 GOALS = {"b200": (6.0, 15.0), "h200": (5.0, 12.0), "h100": (5.0, None)}
 
 
@@ -52,14 +58,21 @@ def layer_shape(est) -> dict:
             "topk": int(meta.get("experts_per_token", 1)), "moe_ep_size": int(meta.get("ep", 1))}
 
 
-def curve(data: Path, gpu: str, dtype: str, shape: dict, distribution: str) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, seconds) of the measured layer at ``shape`` on ``gpu`` (median over repeated rows), MoE TP 1."""
+def curve(data: Path, gpu: str, dtype: str, shape: dict, distribution: str,
+          release: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """(tokens, seconds) of the measured layer at ``shape`` on ``gpu`` (median over repeated rows), MoE TP 1;
+    ``release``: the v1.0 line's table under ``data`` (None where it lacks the shape)."""
     from ironlaw.core.errors import IronlawError
     from ironlaw.measure.calibrate import kerneltable
-    folder = data / terms.SYSTEM[gpu] / terms.TABLE
-    for t in kerneltable.read(folder, ops=("moe",)):
+    if release:
+        folder, kernel = data / terms.SYSTEM[gpu], RELEASE_KERNEL
+        tables = kerneltable.read(folder, ops=("moe",), framework="trtllm", release=RELEASE)
+    else:
+        folder, kernel = data / terms.SYSTEM[gpu] / terms.TABLE, KERNEL
+        tables = kerneltable.read(folder, ops=("moe",))
+    for t in tables:
         r = t.rows
-        r = r[(r.kernel_source == KERNEL) & (r.moe_dtype == terms.TABLE_DTYPE[dtype]) & (r.moe_tp_size == 1) &
+        r = r[(r.kernel_source == kernel) & (r.moe_dtype == terms.TABLE_DTYPE[dtype]) & (r.moe_tp_size == 1) &
               (r.distribution == distribution)]
         for k, v in shape.items():
             r = r[r[k] == v]
@@ -68,6 +81,8 @@ def curve(data: Path, gpu: str, dtype: str, shape: dict, distribution: str) -> t
         if len(r):
             med = r.groupby("num_tokens")["latency_s"].median()
             return med.index.to_numpy(float), med.to_numpy(float)
+    if release:
+        return None
     raise IronlawError(f"{gpu}: no {KERNEL} {dtype} rows at {shape}, {distribution} in {folder}")
 
 
@@ -91,16 +106,25 @@ def step_parts(e) -> tuple[float, float, int, float]:
 
 def repriced_s(est, tokens_seconds, step_s: float) -> float:
     """The run's seconds with every step's routed layers on the measured table (module docstring)."""
-    total = 0.0
+    return repriced(est, tokens_seconds, step_s)[0]
+
+
+def repriced(est, tokens_seconds, step_s: float) -> tuple[float, float]:
+    """(the run's seconds with every step's routed layers on the measured table, the share of them in steps whose
+    host work — an eager step's kernel launches, ``step.HostStep`` — outlasts the device)."""
+    total = bound = 0.0
     for n, e in est.steps:
         device, own, layers, tokens = step_parts(e)
         device += layers * table_s(tokens_seconds, tokens) - own
-        total += n * (max(device, e.graph.meta["host"].time_s) + step_s)
-    return total
+        host = e.graph.meta["host"].time_s
+        total += n * (max(device, host) + step_s)
+        bound += n * (host + step_s) if host > device else 0.0
+    return total, bound / total
 
 
-def scored(gpu: str, data: Path, routing: str) -> list[dict]:
-    """Every cell of ``gpu``'s CSV (``serving_moe_terms.CSV``): the tables-on error and the measured layer's."""
+def scored(gpu: str, data: Path, routing: str, release_data: Path | None = None) -> list[dict]:
+    """Every cell of ``gpu``'s CSV (``serving_moe_terms.CSV``): the tables-on error and the measured layer's
+    (on the v1.0 line's table where ``release_data`` has the shape)."""
     constants = replace(h100.fitted(), moe_tables=True)
     h100.use_release(h100.CATALOG, routing=routing)
     out = []
@@ -112,11 +136,18 @@ def scored(gpu: str, data: Path, routing: str) -> list[dict]:
         if c["model"] in h100.MOE:
             shape = layer_shape(est)
             dist = routing if shape["moe_ep_size"] > 1 else "balanced"
-            ts = curve(data, c["gpu"], c.get("precision", "fp8"), shape, dist)
-            time_s = repriced_s(est, ts, constants.step_s)
+            dtype = c.get("precision", "fp8")
+            ts = None
+            if release_data is not None:
+                old = routing if shape["moe_ep_size"] > 1 and routing != "balanced" else "power_law_1.2"
+                ts = curve(release_data, c["gpu"], dtype, shape, old, release=True)
+                dist = f"{old}, {RELEASE}" if ts is not None else dist
+            ts = ts if ts is not None else curve(data, c["gpu"], dtype, shape, dist)
+            time_s, host = repriced(est, ts, constants.step_s)
             rate = est.requests * est.output / time_s
             lo, tokens, _ = terms.expert_layer_s(est)
-            row.update(table=100 * (rate / c["published"] - 1), layer=(lo, table_s(ts, tokens), tokens, dist))
+            row.update(table=100 * (rate / c["published"] - 1), layer=(lo, table_s(ts, tokens), tokens, dist),
+                       host=host)
         out.append(row)
     return out
 
@@ -137,17 +168,19 @@ def main() -> int:
     ap.add_argument("--gpu", choices=("b200", "h200", "h100"), default="b200", help="b200: the B200 and GB200 cells")
     ap.add_argument("--routing", default="power_law_1.2", help="the EP > 1 cells' routing (core.routing)")
     ap.add_argument("--cells", action="store_true", help="print every MoE cell")
+    ap.add_argument("--release-data", help="aiconfigurator 0.8.0's systems/data: the v1.0 line's MoE layer where "
+                                           "its table has the cell's shape")
     a = ap.parse_args()
-    rows = scored(a.gpu, Path(a.data), a.routing)
+    rows = scored(a.gpu, Path(a.data), a.routing, Path(a.release_data) if a.release_data else None)
     if a.cells:
-        print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'tables':>8s} {'measured':>9s}   routed layer µs: "
-              "fitted form vs table (tokens, rows)")
+        print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'tables':>8s} {'measured':>9s} {'host-bound':>10s}   "
+              "routed layer µs: fitted form vs table (tokens, rows)")
         for r in rows:
             if r["table"] is None:
                 continue
             lo, lt, tok, dist = r["layer"]
             print(f"{r['model']:16s} {r['gpu']:5s} {r['isl']:>5d}/{r['osl']:<4d} {r['on']:+7.1f}% {r['table']:+8.1f}%"
-                  f"   {1e6 * lo:6.0f} vs {1e6 * lt:6.0f} ({tok:.0f}, {dist})")
+                  f" {100 * r['host']:9.0f}%   {1e6 * lo:6.0f} vs {1e6 * lt:6.0f} ({tok:.0f}, {dist})")
         print()
     on, tab = summary(rows, "on"), summary(rows, "table")
     print(f"{len(rows)} cells ({a.gpu}{' + gb200' if a.gpu == 'b200' else ''}), |error| median / p90 / max: "
