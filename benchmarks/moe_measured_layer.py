@@ -4,6 +4,7 @@
     python benchmarks/moe_measured_layer.py --data DIR --gpu h200|h100          # the Hopper cells (fp8 tables)
     python benchmarks/moe_measured_layer.py --data DIR --cells                  # every MoE cell
     python benchmarks/moe_measured_layer.py --data DIR --release-data DIR08     # the v1.0 line's layer where it has it
+    python benchmarks/moe_measured_layer.py --data DIR --same-chip              # B200 against GB200, row by row
     (DIR: aiconfigurator-core 0.12.0's systems/data; DIR08: aiconfigurator 0.8.0's systems/data)
 
 Each cell is priced as ``trtllm_blackwell.py`` / ``trtllm_h200.py`` / ``trtllm_h100.py`` price it with
@@ -25,6 +26,10 @@ and the step's pooled tokens:
                     B200/GB200: the release of the published runs) times the cell's shape, its ``moe_torch_flow``
                     rows instead; it holds power-law rows only (power_law_1.2, or ``--routing``'s α where EP > 1),
                     and of the served shapes only Qwen3-235B-A22B's (4096 / 1536, top-8 of 128) on B200.
+
+``--same-chip``: B200 and GB200 carry the same Blackwell die and HBM3e (8 TB/s), so their two tables should time a
+layer alike; it prints, per weight dtype, how often the two disagree by more than 1.5× (CUTLASS rows, MoE TP 1,
+every distribution, 32 tokens and more) and the B200 / GB200 ratio at the served single-GPU shapes.
 
 Nothing is fitted and nothing here is the model: it measures how far the law's fitted MoE form (one L, η_w, η_c,
 η_a per GPU and dtype over every layer shape of the table) sits from the measured layer at the served shapes, and
@@ -152,6 +157,31 @@ def scored(gpu: str, data: Path, routing: str, release_data: Path | None = None)
     return out
 
 
+SERVED = {"llama4-scout": (5120, 8192, 1, 16, 1), "qwen3-30b-a3b": (2048, 768, 8, 128, 1)}  # h, inter, k, E, ep
+SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_ep_size"]
+
+
+def same_chip(data: Path) -> None:
+    """``--same-chip`` (module docstring)."""
+    from ironlaw.measure.calibrate import kerneltable
+    rows = {}
+    for gpu in ("b200", "gb200"):
+        t = kerneltable.read(data / terms.SYSTEM[gpu] / terms.TABLE, ops=("moe",))[0].rows
+        t = t[(t.kernel_source == KERNEL) & (t.moe_tp_size == 1) & (t.num_tokens >= 32)]
+        rows[gpu] = t.groupby(["moe_dtype", "distribution", "num_tokens"] + SHAPE)["latency_s"].median()
+    ratio = (rows["b200"] / rows["gb200"]).dropna()
+    print("B200 / GB200 fused-MoE layer time, the same row (CUTLASS, MoE TP 1, >= 32 tokens)")
+    for dt, r in ratio.groupby(level="moe_dtype"):
+        off = (r > 1.5) | (r < 1 / 1.5)
+        shapes = r[off].reset_index().groupby(SHAPE).ngroups
+        print(f"  {dt:<9} rows {len(r):6d}: median ratio {r.median():.2f}, B200 > 1.5x GB200 {100 * (r > 1.5).mean():4.1f}%, "
+              f"GB200 > 1.5x B200 {100 * (r < 1 / 1.5).mean():4.1f}% ({shapes} shapes)")
+    for model, shape in SERVED.items():
+        r = ratio.xs(("nvfp4", "balanced"), level=("moe_dtype", "distribution"))
+        r = r.xs(shape, level=SHAPE)
+        print(f"  {model} nvfp4 balanced: ratio " + " ".join(f"{int(n)}:{v:.2f}" for n, v in r.items()))
+
+
 def summary(rows: list[dict], key: str) -> dict:
     """{set: (median, p90, max) |error|}: all, dense, MoE, per model and GPU (``key``: 'on' or 'table')."""
     err = [(r, r[key] if r[key] is not None else r["on"]) for r in rows]
@@ -170,7 +200,11 @@ def main() -> int:
     ap.add_argument("--cells", action="store_true", help="print every MoE cell")
     ap.add_argument("--release-data", help="aiconfigurator 0.8.0's systems/data: the v1.0 line's MoE layer where "
                                            "its table has the cell's shape")
+    ap.add_argument("--same-chip", action="store_true", help="only compare the B200 and GB200 tables, row by row")
     a = ap.parse_args()
+    if a.same_chip:
+        same_chip(Path(a.data))
+        return 0
     rows = scored(a.gpu, Path(a.data), a.routing, Path(a.release_data) if a.release_data else None)
     if a.cells:
         print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'tables':>8s} {'measured':>9s} {'host-bound':>10s}   "
