@@ -127,9 +127,20 @@ def repriced(est, tokens_seconds, step_s: float) -> tuple[float, float]:
     return total, bound / total
 
 
-def scored(gpu: str, data: Path, routing: str, release_data: Path | None = None) -> list[dict]:
+TWIN = {"b200": "gb200", "gb200": "b200"}      # the same Blackwell die and HBM3e
+
+
+def paired(own: tuple, twin: tuple, pair: str) -> tuple[np.ndarray, np.ndarray]:
+    """The layer curve at ``own``'s token counts: the slower or the faster of the two GPUs' measured times."""
+    other = np.array([table_s(twin, t) for t in own[0]])
+    pick = np.maximum if pair == "slower" else np.minimum
+    return own[0], pick(own[1], other)
+
+
+def scored(gpu: str, data: Path, routing: str, release_data: Path | None = None, pair: str = "own") -> list[dict]:
     """Every cell of ``gpu``'s CSV (``serving_moe_terms.CSV``): the tables-on error and the measured layer's
-    (on the v1.0 line's table where ``release_data`` has the shape)."""
+    (on the v1.0 line's table where ``release_data`` has the shape; ``pair``: on B200 and GB200, the slower or the
+    faster of the two same-chip tables at each token count, or each GPU's own)."""
     constants = replace(h100.fitted(), moe_tables=True)
     h100.use_release(h100.CATALOG, routing=routing)
     out = []
@@ -147,7 +158,12 @@ def scored(gpu: str, data: Path, routing: str, release_data: Path | None = None)
                 old = routing if shape["moe_ep_size"] > 1 and routing != "balanced" else "power_law_1.2"
                 ts = curve(release_data, c["gpu"], dtype, shape, old, release=True)
                 dist = f"{old}, {RELEASE}" if ts is not None else dist
-            ts = ts if ts is not None else curve(data, c["gpu"], dtype, shape, dist)
+            if ts is None:
+                ts = curve(data, c["gpu"], dtype, shape, dist)
+                twin = TWIN.get(c["gpu"]) if pair != "own" else None
+                if twin is not None:
+                    ts = paired(ts, curve(data, twin, dtype, shape, dist), pair)
+                    dist += f", {pair} of {c['gpu']} and {twin}"
             time_s, host = repriced(est, ts, constants.step_s)
             rate = est.requests * est.output / time_s
             lo, tokens, _ = terms.expert_layer_s(est)
@@ -201,11 +217,14 @@ def main() -> int:
     ap.add_argument("--release-data", help="aiconfigurator 0.8.0's systems/data: the v1.0 line's MoE layer where "
                                            "its table has the cell's shape")
     ap.add_argument("--same-chip", action="store_true", help="only compare the B200 and GB200 tables, row by row")
+    ap.add_argument("--pair", choices=("own", "slower", "faster"), default="own",
+                    help="B200 and GB200 cells: each GPU's own table (default), or the slower / faster of the two "
+                         "same-chip tables at each token count (a sensitivity, not a rule)")
     a = ap.parse_args()
     if a.same_chip:
         same_chip(Path(a.data))
         return 0
-    rows = scored(a.gpu, Path(a.data), a.routing, Path(a.release_data) if a.release_data else None)
+    rows = scored(a.gpu, Path(a.data), a.routing, Path(a.release_data) if a.release_data else None, a.pair)
     if a.cells:
         print(f"{'model':16s} {'gpu':5s} {'ISL/OSL':>10s} {'tables':>8s} {'measured':>9s} {'host-bound':>10s}   "
               "routed layer µs: fitted form vs table (tokens, rows)")
