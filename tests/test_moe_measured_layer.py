@@ -52,3 +52,11 @@ def test_a_table_equal_to_the_law_s_own_layer_gives_back_the_run_time():
 def test_the_layer_shape_is_the_cell_s_routed_layer_on_its_ep_rank():
     assert mml.layer_shape(priced(QWEN3)) == {"hidden_size": 4096, "num_experts": 128, "topk": 8, "moe_ep_size": 8}
     assert mml.layer_shape(priced(SCOUT)) == {"hidden_size": 5120, "num_experts": 16, "topk": 1, "moe_ep_size": 1}
+
+
+def test_the_pair_takes_the_slower_or_the_faster_twin_at_the_own_token_counts():
+    own = (np.array([64.0, 256.0]), np.array([2e-4, 4e-4]))
+    twin = (np.array([64.0, 1024.0]), np.array([3e-4, 3e-4]))
+    tokens, slower = mml.paired(own, twin, "slower")
+    assert list(tokens) == [64.0, 256.0] and list(slower) == pytest.approx([3e-4, 4e-4])
+    assert list(mml.paired(own, twin, "faster")[1]) == pytest.approx([2e-4, 3e-4])
