@@ -199,10 +199,13 @@ def same_chip(data: Path) -> None:
 
 
 def summary(rows: list[dict], key: str) -> dict:
-    """{set: (median, p90, max) |error|}: all, dense, MoE, per model and GPU (``key``: 'on' or 'table')."""
+    """{set: (median, p90, max) |error|}: all, per GPU, dense, MoE, per model and GPU (``key``: 'on' or 'table')."""
     err = [(r, r[key] if r[key] is not None else r["on"]) for r in rows]
-    groups = {"all": err, "dense": [x for x in err if x[0]["model"] not in h100.MOE],
-              "MoE": [x for x in err if x[0]["model"] in h100.MOE]}
+    groups = {"all": err}
+    for g in dict.fromkeys(r["gpu"] for r in rows):
+        groups[g] = [x for x in err if x[0]["gpu"] == g]
+    groups.update(dense=[x for x in err if x[0]["model"] not in h100.MOE],
+                  MoE=[x for x in err if x[0]["model"] in h100.MOE])
     for m, g in dict.fromkeys((r["model"], r["gpu"]) for r in rows):
         groups[f"{m} {g}"] = [x for x in err if x[0]["model"] == m and x[0]["gpu"] == g]
     return {k: h100.stats([e for _, e in v]) for k, v in groups.items() if v}
