@@ -77,18 +77,12 @@ def analyze(
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     from .. import api
+    from ..api.options import step_keywords
 
     check_format(fmt)
     check_top(top)
-    res = api.analyze(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, gpus=gpus, nodes=nodes,
-                      tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, expert_imbalance=expert_imbalance, global_batch=global_batch,
-                      micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
-                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                      moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
-                      moe_dispatcher=moe_dispatcher,
-                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp,
-                      param_gather_exposed=param_gather_exposed, plot=plot,
-                      capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())
+    res = api.analyze(spec, on, batch=batch, phase=phase, plot=plot, options=parse_opts(opt),
+                      **step_keywords(locals()), **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step
