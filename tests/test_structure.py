@@ -229,6 +229,13 @@ def test_no_module_reaches_into_another_modules_private_names():
     assert not found, "private names used outside their module: " + ", ".join(f"{f}:{n} {x}" for f, n, x in found)
 
 
+@pytest.mark.parametrize("folder", ["tests", "benchmarks", "examples"])
+def test_no_test_or_script_reaches_into_ironlaws_private_names(folder):
+    """What a test or a benchmark needs of a module is public there (one definition, used under its own name)."""
+    found = private_reach_ins(ROOT / folder, "ironlaw")
+    assert not found, "private names of ironlaw used here: " + ", ".join(f"{f}:{n} {x}" for f, n, x in found)
+
+
 def test_the_private_name_check_sees_planted_reach_ins(tmp_path):
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
