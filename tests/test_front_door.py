@@ -64,7 +64,7 @@ def library_call(argv: list[str]):
     ones goes to the ironlaw function of the same name, by the same name."""
     import typer
     from ironlaw.cli import app
-    from ironlaw.cli.analyze import parse_opts
+    from ironlaw.cli.options import parse_opts
 
     name, *rest = argv
     ctx = typer.main.get_command(app).commands[name].make_context(name, list(rest))

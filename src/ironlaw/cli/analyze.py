@@ -6,29 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, check_top, console, emit_json
-from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
-
-
-def parse_opts(items: list[str]) -> dict:
-    """--opt KEY=VALUE pairs; values that read as numbers become numbers."""
-    from ..core.errors import IronlawError
-
-    out: dict = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip() or not value.strip():
-            raise IronlawError(f"--opt expects KEY=VALUE, got '{item}'")
-        v: object = value.strip()
-        for conv in (int, float):
-            try:
-                v = conv(value)
-                break
-            except ValueError:
-                pass
-        if key.strip() in out:
-            raise IronlawError(f"--opt {key.strip()} given twice ({out[key.strip()]!r} and {v!r}); give it once")
-        out[key.strip()] = v
-    return out
+from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, parse_opts, with_run_cost
 
 
 @app.command()
