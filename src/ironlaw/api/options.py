@@ -163,9 +163,12 @@ def takes_step_options(fn):
     return fn
 
 
-def step_keywords(local: dict) -> dict:
-    """The ``StepOptions`` among a command's local names (the CLI's, which share the front door's names)."""
-    return {k: local[k] for k in StepOptions.names() if k in local}
+def keywords_for(fn, local: dict) -> dict:
+    """The keyword-only options of ``fn`` (a front-door function) among a command's local names: the CLI names
+    each option as the function does, so one call passes them all; the names it does not take (``--format``'s)
+    stay out."""
+    takes = [n for n, p in inspect.signature(fn).parameters.items() if p.kind == p.KEYWORD_ONLY]
+    return {k: local[k] for k in takes if k in local}
 
 
 def capture_option(spec, capture: bool) -> dict:

@@ -55,12 +55,11 @@ def analyze(
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     from .. import api
-    from ..api.options import step_keywords
+    from ..api.options import keywords_for
 
     check_format(fmt)
     check_top(top)
-    res = api.analyze(spec, on, batch=batch, phase=phase, plot=plot, options=parse_opts(opt),
-                      **step_keywords(locals()), **cost.api_kwargs())
+    res = api.analyze(spec, on, options=parse_opts(opt), **keywords_for(api.analyze, locals()), **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step
