@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
-                      other_phase, run_inputs, scenario_options, strings, takes_step_options, write_json)
+                      other_phase, run_inputs, scenario_options, strings, takes_step_options)
 from .results import Fit, KernelCalibration, Probe, Report, Validation
 
 
@@ -375,6 +375,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                            threads=threads))
     if out:
+        from ..core.files import write_json
         write_json(out, res.to_dict())
     return res
 

@@ -248,14 +248,6 @@ def strings(v, what: str = "--what-if") -> list[str]:
     raise IronlawError(f"{what} takes a text or a list of texts, got {v!r}")
 
 
-def write_json(path: str, doc: dict) -> None:
-    """Atomic (see ironlaw.core.files); the folder must exist."""
-    import json
-
-    from ..core.files import check_output, write_atomic
-    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
-
-
 def grid(v):
     """A batch or seq grid: the CLI's text (``1,2,4,...,1024``), one int, or a sequence of ints."""
     if v is None or isinstance(v, str):
