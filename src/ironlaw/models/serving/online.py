@@ -47,7 +47,8 @@ from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...core.units import fmt_size
 from .engine import MAX_TOKENS, check_context, whole_tokens as check_tokens  # noqa: F401  (public here too)
-from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
+from .kvcache import FP8_KV_DTYPES, default_kv_dtype  # noqa: F401  (public here too)
+from .step import scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size

@@ -254,7 +254,7 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- memory
-def _mlp_elems(a: Arch, saved: bool = False) -> int:
+def mlp_elems(a: Arch, saved: bool = False) -> int:
     """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's); ``saved``: those it
     keeps for the backward. An MoE layer holds the routed tokens twice at once (the experts' input and output
     copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
@@ -275,9 +275,9 @@ def _mlp_elems(a: Arch, saved: bool = False) -> int:
 def _layer_elems_per_token(a: Arch) -> tuple[float, float]:
     """(live working set, saved for backward) elements per token in one layer."""
     h = a.hidden
-    attn, mlp = working_elems(a), _mlp_elems(a)                      # normed x, projections, O; MLP
+    attn, mlp = working_elems(a), mlp_elems(a)                      # normed x, projections, O; MLP
     live = h + max(attn, mlp)                                        # + the residual stream
-    saved = 2 * h + attn + _mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
+    saved = 2 * h + attn + mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
     return live, saved
 
 
