@@ -87,7 +87,7 @@ CASES = [
      "--micro-batch must be a positive whole number, got -1"),
     (["search", "llama3-70b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--ep", "0"],
      "--ep must be a positive whole number, got 0"),
-    (["serve", "llama3-8b", "--on", "h100", "--prompt", "8192", "--output", "1024", "--concurrency", "100000"],
+    (["serve", "llama3-8b", "--on", "h100", "--prompt", "4096", "--output", "1024", "--concurrency", "100000"],
      "concurrency"),
     # what-if and sweep
     (["compare", "llama3-8b", "--what-if", "sparsity=1.5"], "density"),
