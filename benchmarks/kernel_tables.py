@@ -320,7 +320,7 @@ def main() -> int:
                          "with --write the other classes keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
-    ap.add_argument("--gemm-fill", choices=("half", "tile"), default="half",
+    ap.add_argument("--gemm-fill", choices=("half", "tile", "stream"), default="half",
                     help="the GEMM classes' M term: half, M/(M+m_half) (default, the catalog's); tile, the rows' fill "
                          "of whole tiles with the streamed weights' η at most 1")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
