@@ -122,3 +122,24 @@ def test_a_stream_table_needs_its_streamed_eta(fits):
     p = {k: v for k, v in half["matmul"]["bf16"].items() if k != "streamed"}
     with pytest.raises(IronlawError, match="streamed_half needs the streamed"):
         check({**half, "matmul": {"bf16": {**p, "streamed_half": 1e6}}}, "calibration")
+
+
+def test_the_stream_form_labels_a_small_gemm_by_its_weights_and_a_large_one_by_compute(fits, stream):
+    hw, _, _, _ = fits
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernel_tables
+    assert kernel_tables.gemm_label(hw, stream, "bf16", 8).startswith("bandwidth")
+    assert kernel_tables.gemm_label(hw, stream, "bf16", 8192) == "compute"
+
+
+def test_the_catalog_labels_a_small_blackwell_bf16_gemm_by_its_weights():
+    """B200's stored bf16 terms (the stream form, fitted on aiconfigurator-core 0.12.0's B200 table, where 4096×4096
+    takes 9.9 µs at M = 1 and 9.5 µs at M = 64: the weights' streaming) name HBM, not compute, below a few hundred
+    rows."""
+    from ironlaw.law import law
+    from ironlaw.law.explain import labels
+    hw = hardware.get("b200")
+    assert "streamed_half" in hw.calibration.table()["matmul"]["bf16"]
+    for m, want in ((1, "bandwidth"), (64, "bandwidth"), (8192, "compute")):
+        lab = str(np.asarray(labels(law.predict(_gemm(f"{m},4096,4096"), hw))).reshape(-1)[0])
+        assert lab.startswith(want), (m, lab)

@@ -19,7 +19,9 @@ Per group the fitted terms are the shape model η = eta_max · M/(M+m_half) · N
 ``gemmshape.attention_mnk``), the streamed bytes' η (GEMM weights, attention KV cache) and a fixed
 ``latency_s``, and then, on all the fit rows, the kernel grid (``fit_grid``, ``gemmshape.grid_factor``): the
 measured over the modelled time per node of a log-spaced grid over M, N, K and units. docs/accuracy.md says which
-data chose this form over a tile-and-wave one and over the shape model alone.
+data chose this form over a tile-and-wave one and over the shape model alone. ``fit(gemm_fill="stream")`` fits a
+GEMM class's weights at an η that grows with their tiles (``gemmshape.streamed_eta``, ``fit_stream``), the form the
+catalog's Hopper and datacenter-Blackwell GEMM classes hold.
 """
 from __future__ import annotations
 
