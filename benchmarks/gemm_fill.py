@@ -1,13 +1,13 @@
 """The GEMM M term, half-point against tile fill and tile streaming, on measured kernel tables: held-out error by M
 band and bound labels.
 
-    python benchmarks/gemm_fill.py [--data DIR] [--gpu NAME …] [--dtype bf16|fp8|fp4 …] [--form tile|stream …]
+    python benchmarks/gemm_fill.py [--data DIR] [--gpu NAME …] [--dtype bf16|fp8|fp4 …] [--form half|tile|stream …]
 
-Per GPU × GEMM dtype, the catalog's stored terms (η's M term M/(M+m_half), ``gemmshape.gemm_eta``) against the forms
-fitted here: "tile" (``kernelfit.fit(gemm_fill="tile")``: the rows' fill of whole tiles of ``kernelfit.GEMM_TILES``
-rows, the best kept, the streamed weights' η at most 1) and "stream" (no M term in the compute; the weights'
-streamed η growing with their tiles, streamed · N·K/(N·K + streamed_half), at most 1; a fitted serial share), each
-with its kernel grid, on the same held-out rows as
+Per GPU × GEMM dtype, the catalog's stored terms against the forms fitted here: "half" (η's M term M/(M+m_half),
+``gemmshape.gemm_eta``), "tile" (``kernelfit.fit(gemm_fill="tile")``: the rows' fill of whole tiles of ``kernelfit.GEMM_TILES``
+rows, the best kept, the streamed weights' η at most 1) and "stream" (``kernelfit.fit_stream``: the weights'
+streamed η growing with their tiles, streamed · N·K/(N·K + streamed_half), at most 1; a fitted serial share; the
+compute's M term 1 or a half-point, the better kept), each with its kernel grid, on the same held-out rows as
 ``benchmarks/kernel_tables.py --op gemm`` (the odd rows of the shape-sorted class): median / p90 |error| over all of
 them and over M ≤ 16, 16 < M ≤ 256 and M > 256; then the bound label ``ironlaw analyze`` gives gemm:M,4096,4096 at M =
 1, 8, 64, 256, 4096 and Llama-3-8B decode at batch 1 and 1,024 tokens in that dtype, under each. Nothing is written.
@@ -32,7 +32,7 @@ from kernel_tables import GPUS, LABEL_M, data_dir, gemm_label  # noqa: E402
 BANDS = ((0, 16), (16, 256), (256, float("inf")))      # M ranges the held-out error is split into
 DEFAULT_GPUS = ("b200_sxm", "gb200", "h100_sxm", "h200_sxm")
 MODEL = ("llama3-8b", 1, 1024)                           # decode: model, batch, cached tokens
-FORMS = ("tile", "stream")                               # the forms fitted beside the catalog's half-point
+FORMS = ("half", "tile", "stream")                       # the forms fitted (kernelfit.GEMM_FILLS), beside the stored
 
 
 def band_errors(prob, cal: dict, m: np.ndarray) -> list[tuple[str, int, float, float]]:
@@ -83,7 +83,7 @@ def run(data: Path, folder: str, dtypes: tuple, forms: tuple = FORMS) -> list[st
     for g in gs:
         held = kernelfit.held_out(g)
         prob = Problem(hw, kernelfit.observations(g, held, hw), weighting="per_case")
-        for what, cal in [("half", stored)] + fitted:
+        for what, cal in [("stored", stored)] + fitted:
             p = cal["matmul"][g.key[1]]
             errs = " | ".join(f"{b} {100 * med:.1f}%/{100 * p90:.1f}% ({n})"
                               for b, n, med, p90 in band_errors(prob, cal, held.m.to_numpy()))
@@ -99,7 +99,7 @@ def main() -> int:
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
     ap.add_argument("--gpu", action="append", choices=tuple(GPUS), help=f"table folder(s) (default: {DEFAULT_GPUS})")
     ap.add_argument("--dtype", action="append", choices=("bf16", "fp8", "fp4"), help="GEMM classes (default: bf16, fp8)")
-    ap.add_argument("--form", action="append", choices=("tile", "stream"), help=f"fitted forms (default: {FORMS})")
+    ap.add_argument("--form", action="append", choices=FORMS, help=f"fitted forms (default: {FORMS})")
     a = ap.parse_args()
     data = data_dir(a.data)
     for folder in a.gpu or DEFAULT_GPUS:
