@@ -194,9 +194,13 @@ def gemm_serial(p: dict, m, kn=False):
 
 def streamed_eta(p: dict, n, k):
     """The weights' streamed η of a table with ``streamed_half``: streamed · N·K / (N·K + streamed_half), the η a
-    GEMM's weight tiles reach with the CTAs they put in flight (see module doc)."""
+    GEMM's weight tiles reach with the CTAs they put in flight (see module doc); ``streamed`` where N·K is not
+    positive (an op without a shape: no weight bytes for the η to divide)."""
     w = np.asarray(n, float) * np.asarray(k, float)
-    return float(p["streamed"]) * w / (w + float(p["streamed_half"]))
+    half = float(p["streamed_half"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ramp = np.where(w > 0, w / (w + half), 1.0) if half > 0 else np.ones(w.shape)
+    return float(p["streamed"]) * ramp
 
 
 def is_gemv(p: dict, m, kn=False) -> np.ndarray:
