@@ -302,23 +302,7 @@ def main() -> int:
     from ironlaw.cli.fit import framework_line
     hw = hardware.get(args.on)
     print(f"profile: {hw.path} ({hw.name}); threads {args.threads or 'from profile'}; statistic {args.stat}")
-    if args.src:
-        docs = load(args.src)
-    else:
-        gemv_before = gemv_sentinels(hw)
-        before = (float("nan"), float("nan")) if args.interleave else machine_speed(hw)   # no profile yet
-        docs, hw = measure(args, hw)
-        after, gemv_after = machine_speed(hw), gemv_sentinels(hw)
-        (Path(args.out) / "machine.json").write_text(json.dumps(         # kept with the run, for re-fits later
-            {"profile": str(hw.path), "gemm_share": {"before": before[0], "after": after[0]},
-             "dram_share": {"before": before[1], "after": after[1]},
-             "gemv_us_per_MB": {"before": gemv_before, "after": gemv_after}}, indent=1), encoding="utf-8")
-        print("probe-style cold GEMVs (µs per MB of weights), before → after: " + ", ".join(
-            f"{key} {gemv_before[key]:.0f} → {gemv_after[key]:.0f}" for key in gemv_before))
-        share = lambda x: "—" if x != x else f"{x:.0%}"                        # noqa: E731 (NaN: not measured)
-        print(f"machine speed, the profile's fastest fp32 GEMM: {share(before[0])} of it before measuring, "
-              f"{share(after[0])} after; its largest DRAM copy: {share(before[1])} before, {share(after[1])} after "
-              f"(a run measured on a slower machine than it was probed on reads as under-prediction)")
+    docs, hw = (load(args.src), hw) if args.src else measure_watched(args, hw)
     if args.probe_only:
         return probe_only(hw, docs, args.stat)
     role = {file_name(s, b, q, p): r for s, b, q, p, _, r in CASES}
@@ -336,22 +320,7 @@ def main() -> int:
 
     groups = {}
     for r, title in GROUPS.items():
-        rows = fit.score(hw_cal, by_role[r], args.stat)
-        groups[title] = rows
-        print(f"\n{title}")
-        print(f"{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'error':>7} {'naive':>7} "
-              f"{'uncal.':>7} {'ops ±25%':>9} {'faults':>7} {'machine':>9}")
-        for r in rows:
-            print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
-                  f"{100 * r['error']:+6.1f}% {100 * r['naive_error']:+6.1f}% {100 * r['uncalibrated_error']:+6.1f}% "
-                  f"{100 * r['within_25pct_share']:8.0f}% {fresh(r['doc']['total']):>7} {moment(r['doc']):>9}")
-        if rows:
-            s = summarize(rows)
-            print(f"  median |error| {100 * s['median_abs_err']:.1f}%, p90 {100 * s['p90_abs_err']:.1f}%, ops within ±25%: "
-                  f"{100 * s['within_25pct_share']:.0f}% of measured op time; naive roofline pred/meas "
-                  f"{min(s['naive_ratio']):.2f}–{max(s['naive_ratio']):.2f} (median |error| "
-                  f"{100 * s['naive_median_abs_err']:.0f}%), uncalibrated profile median |error| "
-                  f"{100 * s['uncal_median_abs_err']:.0f}%")
+        groups[title] = print_group(title, fit.score(hw_cal, by_role[r], args.stat))
     pooled = [row for r in GROUPS if r != "fit" for row in groups[GROUPS[r]]]
     gemv_by_row_length(pooled)
     misses = 0
@@ -374,6 +343,45 @@ def main() -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "calibration.json").write_text(json.dumps(cal, indent=1), encoding="utf-8")
     return 1 if misses else 0
+
+
+def measure_watched(args, hw):
+    """Measure the cases (``measure``), with the machine's speed and the probe-style cold GEMVs before and after,
+    printed and kept with the run (machine.json, for re-fits later); (documents, the profile predicted with)."""
+    gemv_before = gemv_sentinels(hw)
+    before = (float("nan"), float("nan")) if args.interleave else machine_speed(hw)   # no profile yet
+    docs, hw = measure(args, hw)
+    after, gemv_after = machine_speed(hw), gemv_sentinels(hw)
+    (Path(args.out) / "machine.json").write_text(json.dumps(         # kept with the run, for re-fits later
+        {"profile": str(hw.path), "gemm_share": {"before": before[0], "after": after[0]},
+         "dram_share": {"before": before[1], "after": after[1]},
+         "gemv_us_per_MB": {"before": gemv_before, "after": gemv_after}}, indent=1), encoding="utf-8")
+    print("probe-style cold GEMVs (µs per MB of weights), before → after: " + ", ".join(
+        f"{key} {gemv_before[key]:.0f} → {gemv_after[key]:.0f}" for key in gemv_before))
+    share = lambda x: "—" if x != x else f"{x:.0%}"                        # noqa: E731 (NaN: not measured)
+    print(f"machine speed, the profile's fastest fp32 GEMM: {share(before[0])} of it before measuring, "
+          f"{share(after[0])} after; its largest DRAM copy: {share(before[1])} before, {share(after[1])} after "
+          f"(a run measured on a slower machine than it was probed on reads as under-prediction)")
+    return docs, hw
+
+
+def print_group(title: str, rows: list[dict]) -> list[dict]:
+    """One group's table of cases and its summary line; ``rows`` back."""
+    print(f"\n{title}")
+    print(f"{'case':<34} {'measured':>10} {'CV':>5} {'predicted':>10} {'error':>7} {'naive':>7} "
+          f"{'uncal.':>7} {'ops ±25%':>9} {'faults':>7} {'machine':>9}")
+    for r in rows:
+        print(f"{r['case']:<34} {1e3 * r['measured_s']:8.2f}ms {100 * r['cv']:4.0f}% {1e3 * r['predicted_s']:8.2f}ms "
+              f"{100 * r['error']:+6.1f}% {100 * r['naive_error']:+6.1f}% {100 * r['uncalibrated_error']:+6.1f}% "
+              f"{100 * r['within_25pct_share']:8.0f}% {fresh(r['doc']['total']):>7} {moment(r['doc']):>9}")
+    if rows:
+        s = summarize(rows)
+        print(f"  median |error| {100 * s['median_abs_err']:.1f}%, p90 {100 * s['p90_abs_err']:.1f}%, ops within ±25%: "
+              f"{100 * s['within_25pct_share']:.0f}% of measured op time; naive roofline pred/meas "
+              f"{min(s['naive_ratio']):.2f}–{max(s['naive_ratio']):.2f} (median |error| "
+              f"{100 * s['naive_median_abs_err']:.0f}%), uncalibrated profile median |error| "
+              f"{100 * s['uncal_median_abs_err']:.0f}%")
+    return rows
 
 
 def probe_only(hw, docs: dict[str, dict], stat: str) -> int:

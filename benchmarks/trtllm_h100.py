@@ -428,6 +428,38 @@ def host_scan(terms: list[CellTerms], const: dict) -> None:
               f"{'; moves ' + moved if moved else ''}")
 
 
+def leave_one_model_out(terms, const: dict, names, models) -> tuple[dict, dict]:
+    """Each model's cells predicted with the constants refitted without it: (error %, tokens/s) by (model, ISL,
+    OSL); each refit printed."""
+    lomo_err, lomo_pred = {}, {}
+    for m in models:
+        cm = fit([t for t in terms if t.cell["model"] != m], const, names)
+        for t in terms:
+            if t.cell["model"] == m:
+                key = (m, t.cell["isl"], t.cell["osl"])
+                lomo_pred[key] = t.tokens_per_s(cm)
+                lomo_err[key] = 100.0 * (lomo_pred[key] / t.cell["published"] - 1.0)
+        print(f"LOMO {m}: refit without it: " + ", ".join(f"{k}={v:.4g}" for k, v in cm.items()))
+    return lomo_err, lomo_pred
+
+
+def print_summary(terms, errs: list, lomo_err: dict, models) -> tuple[float, float]:
+    """The |error| lines: all cells, dense and MoE, leave-one-model-out, per model; (median, LOMO median)."""
+    med, p90, mx = stats(errs)
+    am, ap, ax = stats(list(lomo_err.values()))
+    print(f"\nall H100 cells (all fitted): {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
+    for group, names in (("dense", [m for m in models if m not in MOE]), ("MoE", [m for m in models if m in MOE])):
+        ge = stats([e for t, e in zip(terms, errs) if t.cell["model"] in names])
+        print(f"  {group:<5} cells: |error| median {ge[0]:.1f}%  p90 {ge[1]:.1f}%  max {ge[2]:.1f}%")
+    print(f"leave-one-model-out, all cells: |error| median {am:.1f}%  p90 {ap:.1f}%  max {ax:.1f}%")
+    for m in models:
+        e = [x for (mm, _, _), x in lomo_err.items() if mm == m]
+        f = [x for t, x in zip(terms, errs) if t.cell["model"] == m]
+        print(f"  {m:<16} fit median {stats(f)[0]:.1f}%  max {stats(f)[2]:.1f}%   LOMO median {stats(e)[0]:.1f}%  "
+              f"max {stats(e)[2]:.1f}%")
+    return med, am
+
+
 def main() -> int:
     from ironlaw.models.serving import throughput as st
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -462,15 +494,7 @@ def main() -> int:
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
     errs = score(terms, const)
     models = sorted({c["model"] for c in table})
-    lomo_err, lomo_pred = {}, {}
-    for m in models:
-        cm = fit([t for t in terms if t.cell["model"] != m], const, names)
-        for t in terms:
-            if t.cell["model"] == m:
-                key = (m, t.cell["isl"], t.cell["osl"])
-                lomo_pred[key] = t.tokens_per_s(cm)
-                lomo_err[key] = 100.0 * (lomo_pred[key] / t.cell["published"] - 1.0)
-        print(f"LOMO {m}: refit without it: " + ", ".join(f"{k}={v:.4g}" for k, v in cm.items()))
+    lomo_err, lomo_pred = leave_one_model_out(terms, const, names, models)
     final = replace(fitted(), **const)
     w = (14, 3, 10, 10, 10, 8, 8, 6, 12, 9, 9)
     print("\n" + table_row(("model", "tp", "ISL/OSL", "published", "predicted", "error", "LOMO", "batch", "set by",
@@ -488,18 +512,7 @@ def main() -> int:
                 other.append(type(ex).__name__)
         print(table_row((c["model"], c["tp"], f"{c['isl']}/{c['osl']}", f"{c['published']:,.0f}", f"{ours[key]:,.0f}",
                      f"{e:+.1f}%", f"{lomo_err[key]:+.1f}%", t.est.batch, t.est.batch_limit, *other), w))
-    med, p90, mx = stats(errs)
-    am, ap, ax = stats(list(lomo_err.values()))
-    print(f"\nall H100 cells (all fitted): {len(errs)}; |error| median {med:.1f}%  p90 {p90:.1f}%  max {mx:.1f}%")
-    for group, names in (("dense", [m for m in models if m not in MOE]), ("MoE", [m for m in models if m in MOE])):
-        ge = stats([e for t, e in zip(terms, errs) if t.cell["model"] in names])
-        print(f"  {group:<5} cells: |error| median {ge[0]:.1f}%  p90 {ge[1]:.1f}%  max {ge[2]:.1f}%")
-    print(f"leave-one-model-out, all cells: |error| median {am:.1f}%  p90 {ap:.1f}%  max {ax:.1f}%")
-    for m in models:
-        e = [x for (mm, _, _), x in lomo_err.items() if mm == m]
-        f = [x for t, x in zip(terms, errs) if t.cell["model"] == m]
-        print(f"  {m:<16} fit median {stats(f)[0]:.1f}%  max {stats(f)[2]:.1f}%   LOMO median {stats(e)[0]:.1f}%  "
-              f"max {stats(e)[2]:.1f}%")
+    med, am = print_summary(terms, errs, lomo_err, models)
     print(f"ironlaw: {statistics.median(walls) * 1e3:.0f} ms per prediction (median over {len(walls)} cells, "
           f"max {max(walls) * 1e3:.0f} ms)")
     print_peers(table, ours, lomo_pred)

@@ -80,7 +80,7 @@ def test_the_fit_gives_a_decode_steps_kv_cache_its_own_eta_and_attention_its_own
     prob = fitcore.Problem(cpu(), [calibrate.Observation(o, t, f"validate:{i % 3}", 0.01)
                                 for i, (o, t) in enumerate(zip(ops, times))])
     start = {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]}
-    cal = fit._fit_kinds(prob, start)
+    cal = fit.fit_kinds(prob, start)
     assert cal["attention"]["fp32"]["streamed"] == pytest.approx(0.4, rel=0.1)
     assert cal["latency_s"]["attention"] == pytest.approx(20e-6, rel=0.25)
     err = prob.times(cal) / prob.meas - 1

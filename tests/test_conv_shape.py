@@ -89,11 +89,11 @@ def synthetic_convs(k_half: float) -> list:
 def test_the_fit_recovers_a_k_dependent_conv_rate_and_keeps_it():
     obs = synthetic_convs(80.0)
     prob = fitcore.Problem(cpu(), obs)
-    cal = fit._fit_kinds(prob, {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]})
+    cal = fit.fit_kinds(prob, {"schema": calibration.SCHEMA, "source": "measured: test", "fitted": ["test"]})
     assert "k_half" in cal["conv"]["fp32"]
     err = np.abs(prob.times(cal) / prob.meas - 1)
     assert np.all(err[:10] < 0.03) and np.all(err < 0.15), err     # the two small batch-1 ops weigh least (√time)
     # an op class 'aten::convolution' would flatten the shape model to one η: not fitted where one exists
-    assert "aten::convolution" not in fit._fit_classes(prob, cal).get("op", {})
+    assert "aten::convolution" not in fit.fit_classes(prob, cal).get("op", {})
     flat = {k: v for k, v in cal.items() if k != "conv"}
-    assert "aten::convolution" in fit._fit_classes(prob, flat).get("op", {})   # (it would be without one)
+    assert "aten::convolution" in fit.fit_classes(prob, flat).get("op", {})   # (it would be without one)

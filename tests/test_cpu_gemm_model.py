@@ -112,10 +112,10 @@ def test_a_shared_cache_is_as_large_as_the_copies_that_still_ran_at_its_rate():
     mib = 2 ** 20
     rows = [{"level": "l3", "bytes": s * mib, "time_s": s * mib / bw}
             for s, bw in ((48, 57e9), (72, 56.8e9), (96, 54e9), (144, 46.7e9), (216, 35.6e9), (336, 29.7e9))]
-    kept, cap = build._effective_cache(rows, 55e9, 0.0)
+    kept, cap = build.effective_cache(rows, 55e9, 0.0)
     assert cap == 144 * mib and len(kept) == 4
     calm = [dict(r, time_s=r["bytes"] / 55e9) for r in rows]
-    assert build._effective_cache(calm, 55e9, 0.0) == (calm, None)     # every size kept the rate: the OS's
+    assert build.effective_cache(calm, 55e9, 0.0) == (calm, None)     # every size kept the rate: the OS's
 
 
 def test_gemv_m_is_read_off_the_cold_rows():

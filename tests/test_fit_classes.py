@@ -31,11 +31,11 @@ def test_an_op_name_seen_at_one_shape_gets_no_class_of_its_own():
     # a launch-bound mean (60 µs whatever its size), timed three times at one shape: one η fitted to it would
     # scale those 60 µs with the FLOPs of a batch-8 call (8× the channels) to 480 µs
     prob = fitcore.Problem(cpu(), observed([1280] * 3, lambda op: 60e-6))
-    assert "aten::mean" not in fit._fit_classes(prob, dict(TABLE)).get("op", {})
+    assert "aten::mean" not in fit.fit_classes(prob, dict(TABLE)).get("op", {})
 
 
 def test_an_op_name_seen_at_several_shapes_gets_the_values_they_pin():
     # a mean that really runs at 1% of the vector peak, at four sizes: its own compute η, near 0.01
     prob = fitcore.Problem(cpu(), observed([320, 640, 1280, 2560], lambda op: op.flops / (0.01 * VECTOR)))
-    own = fit._fit_classes(prob, dict(TABLE)).get("op", {}).get("aten::mean", {})
+    own = fit.fit_classes(prob, dict(TABLE)).get("op", {}).get("aten::mean", {})
     assert 0.007 < own.get("compute", 0.0) < 0.014

@@ -133,9 +133,9 @@ def test_a_hand_edited_pages_row_is_refused_naming_the_field():
 
 
 def test_a_validate_row_keeps_what_its_op_writes_and_an_older_row_gets_it_from_its_out_shapes():
-    from ironlaw.measure.validate import _written
+    from ironlaw.measure.validate import bytes_written_of
 
     row = {"dtype": "fp32", "out_shapes": [[8, 96, 112, 112]], "bytes_written": 1234.0}
-    assert _written(row) == 1234.0
-    assert _written({k: v for k, v in row.items() if k != "bytes_written"}) == 4.0 * 8 * 96 * 112 * 112
-    assert _written({"dtype": "bf16", "out_shapes": []}) == 0.0
+    assert bytes_written_of(row) == 1234.0
+    assert bytes_written_of({k: v for k, v in row.items() if k != "bytes_written"}) == 4.0 * 8 * 96 * 112 * 112
+    assert bytes_written_of({"dtype": "bf16", "out_shapes": []}) == 0.0

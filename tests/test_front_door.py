@@ -64,7 +64,7 @@ def library_call(argv: list[str]):
     ones goes to the ironlaw function of the same name, by the same name."""
     import typer
     from ironlaw.cli import app
-    from ironlaw.cli.analyze import parse_opts
+    from ironlaw.cli.options import parse_opts
 
     name, *rest = argv
     ctx = typer.main.get_command(app).commands[name].make_context(name, list(rest))
@@ -206,6 +206,25 @@ def test_each_command_option_is_a_keyword_of_the_same_name(cmd):
     params -= {"fmt"} | (set() if cmd == "search" else FORMAT_ONLY)
     takes = set(inspect.signature(getattr(api, cmd)).parameters)
     assert {RENAMED.get(p, p) for p in params} <= takes
+
+
+def test_analyze_and_train_take_one_definition_of_the_step_options():
+    """``StepOptions`` is the one list: both functions show it as their keywords, the CLI's analyze declares each
+    (the run cost through its option group), and its plan options are the ones the model's plan reads."""
+    from ironlaw.api.options import StepOptions
+    from ironlaw.cli import app
+    from ironlaw.models.plan_options import OPTION_NAMES
+    import typer
+    names = set(StepOptions.names())
+    own = {"spec", "on", "builder_options"}
+    assert set(inspect.signature(api.train).parameters) == names | own
+    assert set(inspect.signature(api.analyze).parameters) == names | own | {"batch", "phase", "plot"}
+    cli = {RENAMED.get(p.name, p.name) for p in typer.main.get_command(app).commands["analyze"].params}
+    assert names <= cli
+    plan = {"offload_layers" if k == "offload_activations" else k for k in names} & set(OPTION_NAMES)
+    assert plan == set(OPTION_NAMES)
+    o, named = StepOptions.of({"tp": 2, "gpus": 2, "offload_activations": 1, "fsdp": False, "image": 288})
+    assert o.parallel() == {"gpus": 2, "tp": 2, "offload_layers": 1} and named == {"image": 288}
 
 
 def test_the_library_is_lazy():

@@ -157,3 +157,23 @@ def test_serve_time_s_only_where_the_result_has_one_wall_time(cli):
     assert "time_s" not in on and on["request_latency_s"] > on["ttft_s"] > 0
     with pytest.raises(jsonschema.ValidationError):
         schemas.validate({**on, "time_s": on["request_latency_s"]})
+
+
+def test_search_time_s_only_where_the_layout_has_one_wall_time(cli):
+    """The serving search as serve: an online row (continuous batching at a set concurrency, ``--slo`` on a dense
+    model) carries its request's ``request_latency_s`` and no ``time_s``, nor does its document; a max-throughput
+    row keeps ``time_s`` (its requests served), and so does the document, the best row's."""
+    on = cli(*COMMANDS["search-serve"], "--format", "json").json()
+    schemas.validate(on)
+    best = on["top"][0]
+    assert "time_s" not in on and all("time_s" not in e for e in on["top"])
+    assert best["latency_from"] == "serving.estimate" and best["request_latency_s"] > best["ttft_s"] > 0
+    for bad in ({**on, "time_s": best["request_latency_s"]}, {**on, "top": [{**best, "time_s": 1.0}]},
+                {**on, "top": [{k: v for k, v in best.items() if k != "request_latency_s"}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            schemas.validate(bad)
+    off = cli(*COMMANDS["search-serve-max"], "--format", "json").json()
+    schemas.validate(off)
+    assert off["time_s"] == off["top"][0]["time_s"] > 0 and "request_latency_s" not in off["top"][0]
+    with pytest.raises(jsonschema.ValidationError, match="time_s"):
+        schemas.validate({k: v for k, v in off.items() if k != "time_s"})

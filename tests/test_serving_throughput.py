@@ -135,9 +135,9 @@ def test_trtllm_bench_engine_limits():
 def test_long_prompts_run_whole_not_chunked():
     """trtllm-bench runs without chunked prefill: a 20,000-token prompt is one context step, and the engine's
     workspace (one max_num_tokens step) leaves the KV cache less room than a 2,048-token budget would."""
-    est = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8")
+    est = st.max_throughput("llama3.1-8b", "h100", 20000, 2000, dtype="fp8")
     assert est.limits.max_num_tokens >= 20000 and est.steady["context_steps"] == 1
-    chunked = st.max_throughput("llama3-8b", "h100", 20000, 2000, dtype="fp8", max_batch=est.limits.max_batch,
+    chunked = st.max_throughput("llama3.1-8b", "h100", 20000, 2000, dtype="fp8", max_batch=est.limits.max_batch,
                                 max_num_tokens=2048)
     assert chunked.steady["context_steps"] == 10
     assert est.memory["workspace_bytes"] > chunked.memory["workspace_bytes"]

@@ -393,6 +393,6 @@ def test_moe_training_keeps_the_routed_tokens_once():
     """An MoE layer holds the routed tokens twice at once (experts' input and output) but saves only the grouped
     fc1's input for the backward (Megatron-Core's combine unpermutes without the routing weights)."""
     a = T.builtin_arch("deepseek-v3")
-    assert T._mlp_elems(a) - T._mlp_elems(a, saved=True) == a.top_k * a.hidden
+    assert T.mlp_elems(a) - T.mlp_elems(a, saved=True) == a.top_k * a.hidden
     dense = T.builtin_arch("llama3-8b")
-    assert T._mlp_elems(dense) == T._mlp_elems(dense, saved=True)
+    assert T.mlp_elems(dense) == T.mlp_elems(dense, saved=True)

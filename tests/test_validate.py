@@ -233,7 +233,7 @@ def test_rounds_of_one_case_merge_and_other_cases_are_refused(tiny_doc):
 def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     """Cold mm GEMVs at 20 GB/s (as the probe times them) and, in three other cases, a bmm GEMV of a 154 MB head
     at 10 GB/s (GPT-2's tied LM head in a prefill, as one run measured it): the weights' bandwidth follows the
-    mm ones, though the bmm cases are the majority (each case weighs the same; see fit._fit_gemv)."""
+    mm ones, though the bmm cases are the majority (each case weighs the same; see fit.fit_gemv)."""
     from ironlaw.measure.calibrate import calibrate, fit, fitcore
     from ironlaw.law import efficiency
     from ironlaw.machine import calibration
@@ -248,7 +248,7 @@ def test_a_batched_gemv_does_not_set_the_bandwidth_of_weights():
     obs = [gemv("aten::mm", 4096, 1024, 20e9, "probe:gemm"), gemv("aten::mm", 8192, 1024, 20e9, "probe:gemm"),
            gemv("aten::addmm", 3072, 768, 20e9, "validate:a"), gemv("aten::addmm", 768, 3072, 20e9, "validate:a"),
            *(gemv("aten::bmm", 50257, 768, 10e9, f"validate:{c}") for c in "bcd")]      # three prefills of three
-    cal = fit._fit_gemv(fitcore.Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
+    cal = fit.fit_gemv(fitcore.Problem(hw, obs), {"matmul": {"fp32": {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}}})
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
 
 
@@ -275,7 +275,7 @@ def test_a_dtype_that_streams_slower_does_not_set_the_bandwidth_of_weights():
            *(gemv("bf16", n, 4096, 13e9, f"validate:{c}") for c, n in zip("abcd", (4096, 8192, 2048, 6144)))]
     table = {"eta_max": 0.5, "m_half": 8.0, "nk_half": 64.0}
     prob = fitcore.Problem(hw, obs)
-    cal = fit._fit_gemv(prob, {"matmul": {"fp32": dict(table), "bf16": dict(table)}})
+    cal = fit.fit_gemv(prob, {"matmul": {"fp32": dict(table), "bf16": dict(table)}})
     assert cal["memory"]["streamed"] * dram == pytest.approx(20e9, rel=0.05)
     bf16 = prob.dtypes == "bf16"
     assert prob.times(cal)[bf16] == pytest.approx(prob.meas[bf16], rel=0.05)
@@ -309,7 +309,7 @@ def test_the_runs_gemms_set_the_ceiling_the_probes_shape_model_leaves():
     runs = [o for i, ds in enumerate("abc") for o in
             timed([gemm(m, n, k) for m in (64 * (i + 1), 256 * (i + 1)) for n, k in ((768, 3072), (3072, 768), (768, 768))],
                   run_truth, f"validate:{ds}")]
-    cal = fit._fit_kinds(fitcore.Problem(hw, probe + runs), {k: probe_truth[k] for k in ("schema", "source", "fitted")})
+    cal = fit.fit_kinds(fitcore.Problem(hw, probe + runs), {k: probe_truth[k] for k in ("schema", "source", "fitted")})
     mm = cal["matmul"]["fp32"]
     assert mm["serial"] == pytest.approx(1.0, rel=0.1)           # the probe's packing, kept
     held = [gemm(384, 2304, 768), gemm(1024, 768, 768)]

@@ -19,100 +19,77 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .options import (SEARCH_SERVE, SEARCH_TRAIN, builder, capture_option, check_on, composition, device, front_door,
-                      grid, other_phase, parallel, run_inputs, scenario_options, strings, write_json)
+from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
+                      other_phase, run_inputs, scenario_options, strings, takes_step_options)
 from .results import Fit, KernelCalibration, Probe, Report, Validation
 
 
 @front_door
-def analyze(spec: str, on="h100", *, batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None,
-            serial: bool = False, gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None,
-            pp: Optional[int] = None, dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
-            expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
-            micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
-            tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
-            moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
-            moe_dispatcher: Optional[str] = None,
-            offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
-            fsdp: bool = False, param_gather_exposed: bool = False, plot: Optional[str] = None, capture: bool = False, network: Optional[str] = None,
-            options: Optional[dict] = None, price_per_gpu_hour: Optional[float] = None,
-            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
-            mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
-            restart_s: Optional[float] = None, html: Optional[str] = None, **builder_options):
+@takes_step_options
+def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot: Optional[str] = None, **keywords):
     """``ironlaw analyze``: an :class:`~ironlaw.models.analysis.Analysis` (an Estimate with the energy of its
     step); with ``phase="train"`` and any parallel option, a :class:`~ironlaw.models.training.Training` step.
     ``batch`` and ``seq`` may be numpy arrays: the estimate then holds one value per configuration.
     ``train_tokens`` (``"15T"`` or a number; ``phase="train"``) adds the whole run (``.run``): wall time,
     GPU-hours, energy, cost, carbon and interruptions (``mtbf_gpu_hours``, ``checkpoint_s``, ``restart_s``).
-    ``html``: also write its report to that file (the training step's timeline for a Training)."""
+    ``html``: also write its report to that file (the training step's timeline for a Training). The keywords
+    besides ``batch``, ``phase`` and ``plot`` are :class:`~ironlaw.api.options.StepOptions`' (``train``'s too)."""
     from ..core.errors import IronlawError
     from ..models import analysis
 
-    given = dict(locals())
-    par = parallel(given)
-    cost = run_inputs(given, phase)
-    opts = {**par, **builder("analyze", spec, options, builder_options), **capture_option(spec, capture)}
-    if micro_batch is not None:
+    o, named = StepOptions.of(keywords)
+    cost = o.run(phase)
+    opts = o.plan("analyze", spec, named)
+    if o.micro_batch is not None:
         from ..machine.network.topology import check_count
-        if check_count(micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
-            raise IronlawError(f"--micro-batch {micro_batch} and --batch {batch} contradict each other (--micro-batch "
+        if check_count(o.micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
+            raise IronlawError(f"--micro-batch {o.micro_batch} and --batch {batch} contradict each other (--micro-batch "
                                f"sets the batch); give one of them")
     if plot:
         from ..report.plot import check_path
         check_path(plot)                     # fail before the analysis, not after it
     from ..report import pages
-    pages.check(html)
-    if par and phase == "train":
+    pages.check(o.html)
+    if o.parallel() and phase == "train":
         if plot:
             raise IronlawError("--plot draws one device's estimate; it does not combine with parallel options")
         if not (getattr(batch, "ndim", 0) == 0 and batch == 1):
             raise IronlawError(f"--batch {batch} is one device's batch; a training step on many devices takes "
                                f"--micro-batch (sequences per micro-batch) and --global-batch")
-        from ..models import training
-        step = training.train(spec, device(on, network), seq, dtype, composition(serial), opts, cost)
-        if html:
-            pages.train_step(html, step)
-        return step
-    hw = device(on, network)
-    est = analysis.predict(spec, hw, batch if micro_batch is None else micro_batch, seq, phase, dtype, composition(serial), opts)
+        return _train_step(spec, on, o, opts, cost)
+    hw = device(on, o.network)
+    est = analysis.predict(spec, hw, batch if o.micro_batch is None else o.micro_batch, o.seq, phase, o.dtype,
+                           composition(o.serial), opts)
     if plot:
         from ..report.plot import save
         save(est, plot)
-    res = analysis.analysis(est, price_per_gpu_hour, grid_gco2_per_kwh, cost)
-    if html:
-        pages.estimate(html, res)
+    res = analysis.analysis(est, o.price_per_gpu_hour, o.grid_gco2_per_kwh, cost)
+    if o.html:
+        pages.estimate(o.html, res)
     return res
 
 
 @front_door
-def train(spec: str, on="h100", *, seq=None, dtype: Optional[str] = None, serial: bool = False,
-          gpus: Optional[int] = None, nodes: Optional[int] = None, tp: Optional[int] = None, pp: Optional[int] = None,
-          dp: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
-          expert_imbalance: Optional[float] = None, global_batch: Optional[int] = None,
-          micro_batch: Optional[int] = None, interleave: Optional[int] = None, sequence_parallel: bool = False,
-          tp_comm_overlap: bool = False, overlap_p2p: bool = False, grad_fp32: bool = False,
-          moe_a2a_overlap: bool = False, cuda_graph: Optional[str] = None, redundant_experts: Optional[int] = None,
-          moe_dispatcher: Optional[str] = None,
-          offload_activations: Optional[int] = None, recompute: Optional[str] = None, zero: Optional[int] = None,
-          fsdp: bool = False, param_gather_exposed: bool = False, capture: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
-          price_per_gpu_hour: Optional[float] = None, grid_gco2_per_kwh: Optional[float] = None,
-          train_tokens: Union[str, float, None] = None, mtbf_gpu_hours: Optional[float] = None,
-          checkpoint_s: Optional[float] = None, restart_s: Optional[float] = None, html: Optional[str] = None,
-          **builder_options):
+@takes_step_options
+def train(spec: str, on="h100", **keywords):
     """One training step on many devices (``ironlaw analyze SPEC --phase train --gpus N --tp … --pp …``): a
     :class:`~ironlaw.models.training.Training` (``time_s``, ``mfu``, ``breakdown``, ``memory``, ``plan``, the
     step's ``energy`` …; with ``train_tokens``, the whole ``run``); ``html``: also write its report (the step's
-    timeline) to that file."""
-    from ..models import training
-
-    given = dict(locals())
-    cost = run_inputs(given, "train")
+    timeline) to that file. The keywords are :class:`~ironlaw.api.options.StepOptions`' (``analyze``'s too)."""
+    o, named = StepOptions.of(keywords)
+    cost = o.run("train")
     from ..report import pages
-    pages.check(html)
-    opts = {**parallel(given), **builder("train", spec, options, builder_options), **capture_option(spec, capture)}
-    step = training.train(spec, device(on, network), seq, dtype, composition(serial), opts, cost)
-    if html:
-        pages.train_step(html, step)
+    pages.check(o.html)
+    return _train_step(spec, on, o, o.plan("train", spec, named), cost)
+
+
+def _train_step(spec: str, on, o: StepOptions, opts: dict, cost):
+    """One training step (``models.training.train``) and, with ``html``, its report."""
+    from ..models import training
+    from ..report import pages
+    step = training.train(spec, device(on, o.network), o.seq, o.dtype, composition(o.serial), opts, cost)
+    if o.html:
+        pages.train_step(o.html, step)
     return step
 
 
@@ -398,6 +375,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                            threads=threads))
     if out:
+        from ..core.files import write_json
         write_json(out, res.to_dict())
     return res
 
@@ -440,12 +418,14 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     start from (needed where the tables name several GPUs, or one the catalog lacks)."""
     from ..core.errors import IronlawError
     from ..machine import hardware
+    from ..machine.engines import check_profile_framework
     from ..measure.calibrate import kernelfit, kerneltable
 
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
     if framework not in kernelfit.FRAMEWORKS:
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
+    check_profile_framework(framework, out)
     tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework)
     gpus = sorted({t.gpu for t in tables})
     if len(gpus) > 1:

@@ -1,15 +1,13 @@
-"""The front door's shared readings of the options: unknown keywords, parallel, builder and run-cost options,
-each phase's and scenario's own options, ``on=``, grids."""
+"""The front door's shared readings of the options: unknown keywords, the options of one step (``StepOptions``:
+``analyze``'s and ``train``'s), builder and run-cost options, each phase's and scenario's own options, ``on=``,
+grids."""
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Optional
-
-# the names of analyze's parallel options, in the order the CLI passes them on
-PARALLEL = ("gpus", "nodes", "tp", "pp", "cp", "dp", "ep", "global_batch", "micro_batch", "interleave", "recompute",
-            "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap",
-            "cuda_graph", "redundant_experts", "offload_activations", "sequence_parallel", "param_gather_exposed",
-            "moe_dispatcher")
+import inspect
+from dataclasses import dataclass
+from typing import Optional, Union
 
 
 def front_door(fn):
@@ -77,11 +75,100 @@ def scenario_options(g: dict) -> None:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
 
 
-def parallel(given: dict) -> dict:
-    """The parallel options given (None and False are not given), in the CLI's order; the plan calls
-    ``--offload-activations`` ``offload_layers``."""
-    out = {k: given[k] for k in PARALLEL if k in given and given[k] is not None and given[k] is not False}
-    return {("offload_layers" if k == "offload_activations" else k): v for k, v in out.items()}
+@dataclass(frozen=True)
+class StepOptions:
+    """The keywords ``analyze`` and ``train`` share: the step's sequence, dtype and composition, the plan of a run on
+    many devices (``ironlaw.models.plan_options`` owns which of these the plan reads), the run's price, grid, tokens
+    and interruptions, the builder's ``options``, capture, the network calibration and the report file. Each
+    function takes them as keywords (``takes_step_options``); ``of`` reads them, ``run`` and ``plan`` check them."""
+    seq: object = None
+    dtype: Optional[str] = None
+    serial: bool = False
+    gpus: Optional[int] = None
+    nodes: Optional[int] = None
+    tp: Optional[int] = None
+    pp: Optional[int] = None
+    cp: Optional[int] = None
+    dp: Optional[int] = None
+    ep: Optional[int] = None
+    global_batch: Optional[int] = None
+    micro_batch: Optional[int] = None
+    interleave: Optional[int] = None
+    recompute: Optional[str] = None
+    zero: Optional[int] = None
+    fsdp: bool = False
+    expert_imbalance: Optional[float] = None
+    tp_comm_overlap: bool = False
+    overlap_p2p: bool = False
+    grad_fp32: bool = False
+    moe_a2a_overlap: bool = False
+    cuda_graph: Optional[str] = None
+    redundant_experts: Optional[int] = None
+    offload_activations: Optional[int] = None
+    sequence_parallel: bool = False
+    param_gather_exposed: bool = False
+    moe_dispatcher: Optional[str] = None
+    capture: bool = False
+    network: Optional[str] = None
+    options: Optional[dict] = None
+    price_per_gpu_hour: Optional[float] = None
+    grid_gco2_per_kwh: Optional[float] = None
+    train_tokens: Union[str, float, None] = None
+    mtbf_gpu_hours: Optional[float] = None
+    checkpoint_s: Optional[float] = None
+    restart_s: Optional[float] = None
+    html: Optional[str] = None
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def of(cls, keywords: dict) -> tuple["StepOptions", dict]:
+        """The step options among ``keywords`` and the rest (the builder's named options)."""
+        names = cls.names()
+        return (cls(**{k: v for k, v in keywords.items() if k in names}),
+                {k: v for k, v in keywords.items() if k not in names})
+
+    def parallel(self) -> dict:
+        """The plan options given (None and False are not given), in this class's order; the plan calls
+        ``--offload-activations`` ``offload_layers``."""
+        from ..models.plan_options import OPTION_NAMES
+        out = {}
+        for k in self.names():
+            name, v = ("offload_layers" if k == "offload_activations" else k), getattr(self, k)
+            if name in OPTION_NAMES and v is not None and v is not False:
+                out[name] = v
+        return out
+
+    def run(self, phase: Optional[str]):
+        """The run's inputs (``run_inputs``), checked before any work."""
+        return run_inputs({k: getattr(self, k) for k in self.names()}, phase)
+
+    def plan(self, fn: str, spec: str, named: dict) -> dict:
+        """The options the model reads: the plan's, the builder's (``options`` and ``named``, checked against the
+        builder's own) and capture's (checked against ``spec``)."""
+        return {**self.parallel(), **builder(fn, spec, self.options, named), **capture_option(spec, self.capture)}
+
+
+def takes_step_options(fn):
+    """``fn`` (``def f(spec, …, **keywords)``) shown with ``StepOptions``' fields as its keyword-only parameters,
+    before ``**builder_options``: ``inspect.signature``, ``help`` and ``front_door``'s suggestions list them."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    step = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+            for f in dataclasses.fields(StepOptions)]
+    rest = inspect.Parameter("builder_options", inspect.Parameter.VAR_KEYWORD)
+    fn.__signature__ = sig.replace(parameters=own + step + [rest])
+    return fn
+
+
+def keywords_for(fn, local: dict) -> dict:
+    """The keyword-only options of ``fn`` (a front-door function) among a command's local names: the CLI names
+    each option as the function does, so one call passes them all; the names it does not take (``--format``'s)
+    stay out."""
+    takes = [n for n, p in inspect.signature(fn).parameters.items() if p.kind == p.KEYWORD_ONLY]
+    return {k: local[k] for k in takes if k in local}
 
 
 def capture_option(spec, capture: bool) -> dict:
@@ -159,14 +246,6 @@ def strings(v, what: str = "--what-if") -> list[str]:
         return list(v)
     from ..core.errors import IronlawError
     raise IronlawError(f"{what} takes a text or a list of texts, got {v!r}")
-
-
-def write_json(path: str, doc: dict) -> None:
-    """Atomic (see ironlaw.core.files); the folder must exist."""
-    import json
-
-    from ..core.files import check_output, write_atomic
-    write_atomic(check_output(path, "--out"), json.dumps(doc, indent=1, allow_nan=False), "--out")
 
 
 def grid(v):

@@ -57,6 +57,17 @@ def _is_usage_error(e: Exception) -> bool:
     return any(c.__name__ == "ClickException" for c in type(e).__mro__) and hasattr(e, "format_message")
 
 
+def _usage_message(e: Exception) -> str:
+    """A usage error's message; a group called without its command (click's message is then the group's whole
+    help) names its commands instead."""
+    ctx = getattr(e, "ctx", None)
+    if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
+        path = ctx.command_path
+        return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
+                f"`{path} --help` says what each does")
+    return e.format_message()
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         raise
     except Exception as e:
         if _is_usage_error(e):            # click/typer usage errors: unknown option, bad value …
-            fail(e.format_message(), 2)
+            fail(_usage_message(e), 2)
         if debug:                         # a bug in ironlaw
             raise
         fail(f"internal error: {e.__class__.__name__}: {e} (run again with --debug for the traceback)", 1)

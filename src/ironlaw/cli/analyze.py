@@ -6,29 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, check_top, console, emit_json
-from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, with_run_cost
-
-
-def parse_opts(items: list[str]) -> dict:
-    """--opt KEY=VALUE pairs; values that read as numbers become numbers."""
-    from ..core.errors import IronlawError
-
-    out: dict = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip() or not value.strip():
-            raise IronlawError(f"--opt expects KEY=VALUE, got '{item}'")
-        v: object = value.strip()
-        for conv in (int, float):
-            try:
-                v = conv(value)
-                break
-            except ValueError:
-                pass
-        if key.strip() in out:
-            raise IronlawError(f"--opt {key.strip()} given twice ({out[key.strip()]!r} and {v!r}); give it once")
-        out[key.strip()] = v
-    return out
+from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, parse_opts, with_run_cost
 
 
 @app.command()
@@ -77,18 +55,11 @@ def analyze(
 ):
     """Predict one workload on one device: terms, bottleneck, footprint, per-op table."""
     from .. import api
+    from ..api.options import keywords_for
 
     check_format(fmt)
     check_top(top)
-    res = api.analyze(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, gpus=gpus, nodes=nodes,
-                      tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, expert_imbalance=expert_imbalance, global_batch=global_batch,
-                      micro_batch=micro_batch, interleave=interleave, sequence_parallel=sequence_parallel,
-                      tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                      moe_a2a_overlap=moe_a2a_overlap, cuda_graph=cuda_graph, redundant_experts=redundant_experts,
-                      moe_dispatcher=moe_dispatcher,
-                      offload_activations=offload_activations, recompute=recompute, zero=zero, fsdp=fsdp,
-                      param_gather_exposed=param_gather_exposed, plot=plot,
-                      capture=capture, network=network, options=parse_opts(opt), html=html, **cost.api_kwargs())
+    res = api.analyze(spec, on, options=parse_opts(opt), **keywords_for(api.analyze, locals()), **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step

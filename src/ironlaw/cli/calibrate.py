@@ -13,12 +13,14 @@ from .common import app, check_format, console, emit_json
 @app.command("calibrate")
 def calibrate_cmd(
     kernels: str = typer.Option(..., "--kernels", help="a folder of kernel tables (<gpu>/<family>/<framework>/"
-                                "<version>/<op>_perf.parquet|.csv, aiconfigurator-core's layout) or one such file"),
+                                "<version>/<op>_perf.parquet|.csv, aiconfigurator-core's layout, or <op>_perf.csv "
+                                "files at any depth of your own folder) or one such file"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="catalog GPU or hardware .toml: whose tables to fit and "
                                       "the profile to start from (needed where the tables name a GPU the catalog lacks)"),
     framework: str = typer.Option("trtllm", "--framework", 
                                    help="the framework whose kernels to fit: trtllm | sglang | vllm | aiter (AMD)"),
-    out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml"),
+    out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
+                                      "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
     fmt: str = typer.Option("text", "--format", help="text | json"),
 ):
     """Fit GEMM η per dtype and attention per phase and KV dtype on measured kernel latencies."""

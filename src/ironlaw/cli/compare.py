@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from .common import app, check_format, check_top, console, emit_json
-from .options import Batch, DType, Opt, Phase, Seq, Serial, Spec
+from .options import Batch, DType, Opt, Phase, Seq, Serial, Spec, parse_opts
 
 
 @app.command()
@@ -30,7 +30,6 @@ def compare(
 ):
     """Does an optimization shorten the critical path? Terms, bottleneck and path, before and after."""
     from .. import api
-    from .analyze import parse_opts
 
     check_format(fmt)
     check_top(top)

@@ -1,5 +1,6 @@
 """Options that several verbs share, defined once (typer ``Annotated`` aliases), and the run-cost group
-(``with_run_cost``: price, grid and the whole-run options, handed to a command as one ``RunCost``).
+(``with_run_cost``: price, grid and the whole-run options, handed to a command as one ``RunCost``), and the
+reader of ``--opt`` (``parse_opts``).
 
     def analyze(spec: Spec, on: On = "h100", batch: Batch = 1, seq: Seq = None, …)
 """
@@ -52,6 +53,30 @@ DType = Annotated[Optional[str], typer.Option("--dtype", help="fp32 | tf32 | bf1
 Serial = Annotated[bool, typer.Option("--serial/--overlap", help="compose data, compute and latency serially (sum) "
                                                                  "or overlapped (max + latency)")]
 Opt = Annotated[List[str], typer.Option("--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288")]
+
+
+def parse_opts(items: list[str]) -> dict:
+    """``--opt`` (``Opt``): its KEY=VALUE pairs; values that read as numbers become numbers."""
+    from ..core.errors import IronlawError
+
+    out: dict = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise IronlawError(f"--opt expects KEY=VALUE, got '{item}'")
+        v: object = value.strip()
+        for conv in (int, float):
+            try:
+                v = conv(value)
+                break
+            except ValueError:
+                pass
+        if key.strip() in out:
+            raise IronlawError(f"--opt {key.strip()} given twice ({out[key.strip()]!r} and {v!r}); give it once")
+        out[key.strip()] = v
+    return out
+
+
 Price = Annotated[Optional[float], typer.Option("--price-per-gpu-hour", click_type=FLOAT, help="USD per device-hour (default: a sourced "
                                                                              "cloud rate where ironlaw.law.power has one)")]
 Grid = Annotated[Optional[float], typer.Option("--grid-gco2-per-kwh", click_type=FLOAT, help="grid carbon intensity (default: world "

@@ -69,15 +69,9 @@ def search(
 ):
     """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
     from .. import api
+    from ..api.options import keywords_for
     check_format(fmt)
-    res = api.search(spec, phase=phase, on=on, gpus=gpus, nodes=nodes, global_batch=global_batch, seq=seq, dtype=dtype,
-                     top=top, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, micro_batch=micro_batch, interleave=interleave,
-                     recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
-                     tp_comm_overlap=tp_comm_overlap, overlap_p2p=overlap_p2p, grad_fp32=grad_fp32,
-                     moe_a2a_overlap=moe_a2a_overlap, expert_imbalance=expert_imbalance,
-                     moe_dispatcher=moe_dispatcher, prompt=prompt, output=output,
-                     slo=slo, serve_engine=serve_engine, engine=engine, workers=workers, address=address, quiet=fmt == "json",
-                     rank=rank, prices=prices, html=html, **cost.api_kwargs())
+    res = api.search(spec, quiet=fmt == "json", **keywords_for(api.search, locals()), **cost.api_kwargs())
     if fmt == "json":
         emit_json(res.to_dict())
     else:

@@ -59,23 +59,17 @@ def serve(
 ):
     """Time to first token, inter-token latency, tokens/s and KV capacity of serving an LLM."""
     from .. import api
+    from ..api.options import keywords_for
 
     check_format(fmt)
-    res = api.serve(spec, on, prompt=prompt, output=output, concurrency=concurrency, dtype=dtype, kv_dtype=kv_dtype,
-                    page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp, serial=serial,
-                    max_throughput=max_throughput, ep=ep, attention_dp=attention_dp, pp=pp, kv_fraction=kv_fraction,
-                    max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-                    expert_imbalance=expert_imbalance, moe_routing=moe_routing,
-                    speculative=speculative, prefix_hit=prefix_hit,
-                    disaggregate=disaggregate, slo=slo, sweep_concurrency=sweep_concurrency, plot=plot,
-                    price_per_gpu_hour=price, grid_gco2_per_kwh=grid, html=html, engine=engine, release=release)
+    res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
     if fmt == "json":
         return emit_json(res.to_dict())
     if max_throughput:
         from .serve_throughput import show
         return show(res, spec, prompt, output, fmt)
     if sweep_concurrency:
-        head, *rest = res.lines()
+        head, *rest = res.lines(md=fmt == "md")
         return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
     emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
 

@@ -94,3 +94,9 @@ def write_atomic(path, payload: Payload, option: str = "output") -> Path:
             except OSError:
                 pass
     return p
+
+
+def write_json(path, doc: dict, option: str = "--out") -> Path:
+    """``doc`` as JSON at ``path`` (checked as ``check_output`` checks it; the folder must exist), atomically."""
+    import json
+    return write_atomic(check_output(path, option), json.dumps(doc, indent=1, allow_nan=False), option)

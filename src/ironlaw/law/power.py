@@ -151,16 +151,18 @@ def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: 
             "usd_per_gpu_hour": usd_h, "price_source": usd_src, "grid_gco2_per_kwh": g, "grid_source": g_src}
 
 
-def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None) -> dict | None:
-    """One step of ``est`` on one device: power, energy and, per token (or sample) it processes, joules, USD and
-    gCO₂ (None when the device states no power)."""
+def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None,
+                devices: int = 1) -> dict | None:
+    """One step of ``est`` (one device's share of the work) on ``devices`` devices that each run it (tensor-parallel
+    shards, the ranks of a collective): power, energy and, per token (or sample) the step processes, joules, USD
+    and gCO₂ of them all (None when the device states no power)."""
     if not has_power(est.hw):
         return None
     g = est.graph
-    d = step(est)
+    d = step(est, devices)
     tokens = g.meta.get("tokens")
     units, unit = (float(tokens), "token") if tokens is not None else (float(g.meta.get("batch", 1)), "sample")
-    d.update(per_unit(est.hw, d["joules"], d["time_s"], units, 1, usd_per_device_hour, gco2_per_kwh, unit))
+    d.update(per_unit(est.hw, d["joules"], d["time_s"], units, devices, usd_per_device_hour, gco2_per_kwh, unit))
     d["schema"], d["units_per_step"] = "ironlaw.energy/1", units
     return d
 

@@ -109,6 +109,18 @@ def check_release(engine: str, release: str | None) -> str | None:
     return release
 
 
+def check_profile_framework(framework: str, out: str | None) -> None:
+    """``calibrate --kernels --framework F --out FILE``: a profile's [calibration] holds the default engine's
+    kernel terms (TensorRT-LLM's: what ``analyze`` and ``serve`` price with), and ``serve --engine vllm|sglang``
+    reads that engine's terms from its catalog file by GPU name (``with_engine``), so a vLLM or SGLang fit saved
+    into a profile would be priced as TensorRT-LLM's and replaced under its own ``--engine``: one line."""
+    if out is not None and framework in ENGINES and framework != DEFAULT:
+        raise IronlawError(f"--framework {framework} --out {out}: a profile's [calibration] holds the kernel terms "
+                           f"analyze and serve price as {NAMES[DEFAULT]}'s, and serve --engine {framework} reads "
+                           f"{NAMES[framework]}'s from the catalog's engine file, so this fit would be used as the "
+                           f"wrong engine's; drop --out to score the fit on its held-out rows")
+
+
 def path(gpu: str, engine: str, release: str | None = None) -> Path:
     return ENGINE_DIR / (f"{engine}-{release}" if release else engine) / f"{gpu}.toml"
 

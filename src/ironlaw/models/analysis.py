@@ -59,11 +59,18 @@ def analysis(est: Estimate, usd_per_device_hour: float | None = None,
     """``est`` with the energy of its step (none for a sweep over arrays) and, with ``cost.tokens``
     (``run_cost.RunInputs``), the whole training run."""
     from ..law import power
-    energy = power.of_estimate(est, usd_per_device_hour, gco2_per_kwh) if est.cols.cfg_shape == () else None
+    energy = power.of_estimate(est, usd_per_device_hour, gco2_per_kwh, devices(est.graph)) \
+        if est.cols.cfg_shape == () else None
     if cost is None:                                   # no run asked for: run_cost is not imported
         return Analysis.of(est, energy)
     from . import run_cost
     return Analysis.of(est, energy, run_cost.of_estimate(est, energy, cost))
+
+
+def devices(graph) -> int:
+    """The devices one step of ``graph`` runs on, each doing the work the graph describes: the shards of
+    tensor-parallel inference (``tp``), the ranks of a collective (``gpus``), else one."""
+    return int(graph.meta.get("tp") or graph.meta.get("gpus") or 1)
 
 
 def __getattr__(name: str):

@@ -56,11 +56,12 @@ def coverage_line(est) -> str | None:
 
 
 def render(est, top: int = 10, console=None) -> None:
+    from rich.markup import escape
     from rich.table import Table
     from . import _console
     c = console or _console()
     b = est.bottleneck()
-    c.print(f"[bold]{headline(est)}[/bold]")
+    c.print(f"[bold]{escape(headline(est))}[/bold]")          # a name such as "llama3-8b [tp 2]" is no markup
     for extra in (time_range_line(est), fresh_memory_line(est), coverage_line(est)):
         if extra:
             c.print(extra, markup=False)

@@ -38,7 +38,7 @@ def _peak_row(rows: list[dict]) -> tuple[float, dict, int]:
     return top["flops_per_s"], top, len(large)
 
 
-def _peaks(probe: dict) -> dict:
+def compute_peaks(probe: dict) -> dict:
     by_dt: dict[str, list[dict]] = {}
     for r in probe.get("gemm", []):
         if r.get("weights") != "cold":            # the kernel's rate, not main memory's
@@ -87,7 +87,7 @@ def _vector(probe: dict) -> dict:
 CACHE_RATE_KEPT = 0.75     # a cache working set copying slower than this share of the level's rate has spilled
 
 
-def _effective_cache(rows: list[dict], bw: float, overhead: float) -> tuple[list[dict], float | None]:
+def effective_cache(rows: list[dict], bw: float, overhead: float) -> tuple[list[dict], float | None]:
     """The working sets that still ran at the cache's rate, and the largest of them when a larger one did
     not (a VM's last level is shared: the OS reports the whole chip's). None when every size kept the rate."""
     ok = [r for r in rows if r["bytes"] / max(r["time_s"] - overhead, 1e-12) >= CACHE_RATE_KEPT * bw]
@@ -116,7 +116,7 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
             raise IronlawError(f"probe: no capacity recorded for memory level '{level}' (probe.capacity)")
         cap, cap_how = capacity[level], "capacity as the OS / driver reports it"
         if role == "cache":
-            kept, effective = _effective_cache(lr, bw, overhead)
+            kept, effective = effective_cache(lr, bw, overhead)
             if effective is not None and effective < cap:
                 cap_how = (f"capacity {effective / 2**20:.0f} MiB, the largest working set that still copied at ≥ "
                            f"{CACHE_RATE_KEPT:.0%} of the level's rate (the OS reports {cap / 2**20:.0f} MiB, shared "
@@ -331,7 +331,7 @@ def profile(probe: dict, calibrate_fit: bool = True) -> dict:
     launch = [r for r in probe.get("cuda", []) if r["what"] == "launch"]
     if launch:
         what_lat += f"; CUDA kernel launch alone {launch[0]['time_s'] * 1e6:.1f} µs (device time)"
-    compute = _peaks(probe)
+    compute = compute_peaks(probe)
     fp = compute.get("fp32") or next(iter(compute.values()))
     fp_dt = "fp32" if "fp32" in compute else next(iter(compute))
     gemm_eta = [r["flops_per_s"] / fp["peak_flops"] for r in probe["gemm"]

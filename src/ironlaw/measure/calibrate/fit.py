@@ -143,9 +143,9 @@ def fit(hw, cases: list[dict], held_out: list[dict] = (), stat: str = "median", 
     prob = Problem(hw, obs)
     if "probe" in hw.extra:                   # measured, not fitted: where the GEMV path ends
         cal["matmul"] = gemv_tables(hw.extra["probe"])
-    cal = _fit_kinds(prob, cal)
+    cal = fit_kinds(prob, cal)
     cal["matmul"] = {dt: p for dt, p in cal.get("matmul", {}).items() if "eta_max" in p}   # dtypes never run
-    cal = _fit_classes(prob, cal)
+    cal = fit_classes(prob, cal)
     cal.update(framework_pair(cases, stat))
     by_frontend = framework_by_frontend(cases, stat)
     if by_frontend:
@@ -187,7 +187,7 @@ def _shapes(prob: Problem) -> int:
 LAT = (1e-6, 5e-6, 30e-6)
 
 
-def _fit_kinds(prob: Problem, cal: dict) -> dict:
+def fit_kinds(prob: Problem, cal: dict) -> dict:
     """Per kind (not matmul): compute η, memory η, latency; then GEMVs; GEMMs per dtype; GEMVs again
     (against each dtype's GEMM η); then the conv and attention shape models."""
     split = _split_classes(prob)
@@ -199,12 +199,12 @@ def _fit_kinds(prob: Problem, cal: dict) -> dict:
     produced = mk.get("elementwise", mk.get("copy"))
     if produced is not None:
         cal.setdefault("memory", {})["produced"] = produced
-    cal = _fit_gemv(prob, cal)
+    cal = fit_gemv(prob, cal)
     mm = prob.kinds == "matmul"
     dts = sorted(set(prob.dtypes[mm].tolist()), key=lambda d: (-int((mm & (prob.dtypes == d)).sum()), d))
     for dt in dts:                     # the dtype with the most ops first: it alone fits the shared latency
         cal = _fit_gemms(prob, cal, dt, first=dt == dts[0])
-    cal = _fit_gemv(prob, cal)
+    cal = fit_gemv(prob, cal)
     for kind in ("conv", "attention"):
         for dt in sorted(set(prob.dtypes[prob.kinds == kind].tolist())):
             cal = _fit_shape(prob.sub((prob.kinds == kind) & (prob.dtypes == dt) & (split == "")), cal, kind, dt)
@@ -318,7 +318,7 @@ def _fit_shape(sub: Problem, cal: dict, kind: str, dt: str) -> dict:
 GEMV_ETA_STARTS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
-def _fit_gemv(prob: Problem, cal: dict) -> dict:
+def fit_gemv(prob: Problem, cal: dict) -> dict:
     """Matrix-vector products (the probe's hot and cold GEMVs, decode at batch 1) of every dtype:
     the bandwidth weights read from memory reach (memory.streamed, which every streamed class shares)
     and, per dtype with enough of them, a GEMV compute η. Fitted before the GEMMs, on these rows alone,
@@ -367,7 +367,7 @@ def _fit_gemv(prob: Problem, cal: dict) -> dict:
     return cal
 
 
-def _fit_classes(prob: Problem, cal: dict) -> dict:
+def fit_classes(prob: Problem, cal: dict) -> dict:
     """Op names worth their own class (see the module doc), fitted one after another, biggest first."""
     share: dict[str, float] = {}                      # the largest share of one case's op time
     for name in set(prob.names.tolist()):

@@ -69,6 +69,8 @@ SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <
 # columns the older layout's .txt tables lack, and the value they stand for: the 1.0-line attention collector
 # timed global attention only (its tables have no window column; window 0 is global in the newer ones)
 OLD_LAYOUT_DEFAULTS = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
+# the layout's framework folders (``<family>/<framework>/<version>/``); a user's own folder names none of them
+FRAMEWORK_FOLDERS = ("trtllm", "sglang", "vllm", "aiter")
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,8 @@ def match_gpu(device: str) -> str | None:
 
 def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) -> list[Path]:
     """The table files under ``root`` (or ``root`` itself) for ``ops``, in a stable order; the framework
-    filter matches the folder name as the layout gives it (``.../<framework>/<version>/``)."""
+    filter matches the folder name as the layout gives it (``.../<framework>/<version>/``) and keeps the files
+    under no framework folder (a user's own layout: their ``framework`` column, if any, is checked on reading)."""
     root = Path(root)
     if not root.exists():
         raise IronlawError(f"{root}: no such file or folder")
@@ -110,7 +113,8 @@ def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) ->
     for p in cands:
         if _op_of_name(p) not in ops:
             continue
-        if framework and not root.is_file() and framework not in p.relative_to(root).parts[:-1]:
+        folders = p.relative_to(root).parts[:-1]
+        if framework and framework not in folders and any(f in FRAMEWORK_FOLDERS for f in folders):
             continue
         out.append(p)
     return out
@@ -130,9 +134,16 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
         want = ", ".join(f"{op}_perf" for op in ops)
         raise IronlawError(f"{root}: no kernel table ({want} .parquet, .csv or .txt)"
                            + (f" for framework '{framework}'" if framework else ""))
-    out = []
+    out, others = [], set()
     for p in paths:
-        out.extend(_read_file(Path(root), p, gpu))
+        for t in _read_file(Path(root), p, gpu):
+            if framework and t.framework and t.framework != framework:
+                others.add(t.framework)                   # its rows name another framework
+            else:
+                out.append(t)
+    if others and not out:
+        raise IronlawError(f"{root}: no kernel table for framework '{framework}': the tables' framework column "
+                           f"names {', '.join(sorted(others))}; pass --framework {sorted(others)[0]}")
     if gpu is not None and not out:
         raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
     if not out:                                  # every table holds its header alone
@@ -199,7 +210,7 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
             raise IronlawError(f"{rel}: GPU '{device}' matches no catalog GPU; name it with --gpu NAME")
         if want is not None and name is not None and name != want:
             continue
-        fw, ver = _framework(rows, path)
+        fw, ver = _framework(rows, _folders(root, path))
         out.append(KernelTable(op, name or gpu, str(device), fw, ver, rel, rows.reset_index(drop=True)))
     return out
 
@@ -254,9 +265,19 @@ def check_gemm_dims(df, where: str) -> None:
                            f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
 
 
-def _framework(rows, path: Path) -> tuple[str, str]:
-    """(framework, version) from the rows' columns, else from the layout's folders, else ('', '')."""
+def _folders(root: Path, path: Path) -> tuple[str, ...]:
+    """The folders that place a table in the layout: those between ``root`` and the file, or a file read alone,
+    its own folders."""
+    return path.relative_to(root).parts[:-1] if root in path.parents else path.resolve().parts[:-1]
+
+
+def _framework(rows, folders: tuple[str, ...]) -> tuple[str, str]:
+    """(framework, version) from the rows' columns, else from the layout's folders (a framework folder and the
+    version folder under it), else ('', ''): a folder of any other name names no framework."""
     if "framework" in rows.columns and "version" in rows.columns:
         return str(rows["framework"].iloc[0]).lower(), str(rows["version"].iloc[0])
-    parts = path.parts
-    return (parts[-3], parts[-2]) if len(parts) >= 3 else ("", "")
+    at = [i for i, f in enumerate(folders) if f in FRAMEWORK_FOLDERS]
+    if not at:
+        return "", ""
+    i = at[-1]
+    return folders[i], (folders[i + 1] if i + 1 < len(folders) else "")

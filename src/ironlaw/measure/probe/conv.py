@@ -3,7 +3,7 @@
 A framework runs convolutions through another library than its GEMMs (PyTorch on a CPU: oneDNN for
 conv, MKL for ``torch.mm``), and the two need not reach the same rate (MKL takes an AVX2 path on AMD
 CPUs, oneDNN AVX-512). So the probe times convolutions too, and a dtype's peak is the fastest of its
-GEMMs and convolutions (``build._peaks``): the GEMM model then sits below 1 on such a machine instead
+GEMMs and convolutions (``build.compute_peaks``): the GEMM model then sits below 1 on such a machine instead
 of the conv running "faster than the peak".
 
 Depthwise and grouped convolutions run other kernels again (oneDNN's depthwise path streams its input

@@ -154,13 +154,13 @@ def graph_of(doc: dict):
     w = doc["workload"]
     ops = [Op(r["name"], r["kind"], flops=float(r["flops"]), bytes=dict(r["bytes"]), dtype=r["dtype"],
               count=int(r["count"]), module=r.get("module", ""), shapes=r.get("shapes", ""),
-              bytes_written=_written(r), attrs=row_attrs(r)) for r in doc["ops"]]
+              bytes_written=bytes_written_of(r), attrs=row_attrs(r)) for r in doc["ops"]]
     meta = {k: v for k, v in w.items() if k not in ("footprint",)}
     meta["views"] = doc["total"].get("views", 0)
     return Graph(w["name"], w["phase"], w.get("dtype", "fp32"), ops, footprint=dict(w.get("footprint", {})), meta=meta)
 
 
-def _written(row: dict) -> float:
+def bytes_written_of(row: dict) -> float:
     """Bytes an op row writes: as its graph op stated them, or for a row saved before rows carried that, what
     its measured out_shapes hold at the row's dtype."""
     from ...core.graph import dtype_bytes

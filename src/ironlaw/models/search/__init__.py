@@ -31,12 +31,15 @@ class SearchResult:
     results: dict | None = field(default=None, repr=False)
 
     @property
-    def time_s(self) -> float:
-        """The best candidate's time (train: the step)."""
-        return self.top[0]["time_s"]
+    def time_s(self) -> float | None:
+        """The best candidate's one wall time (train: the step; serving's max-throughput: its requests served);
+        None for the online steady state (continuous batching at a set concurrency), which has none: its rows
+        carry ``request_latency_s``."""
+        return self.top[0].get("time_s")
 
     def to_dict(self) -> dict:
+        wall = {} if self.time_s is None else {"time_s": self.time_s}
         return {"schema": SCHEMA, "phase": self.phase, "workload": self.spec, "hardware": self.hardware,
                 "dtype": self.dtype, **self.setup, "engine": self.engine,
                 "candidates_evaluated": self.candidates_evaluated, "fits": self.fits, "search_s": self.search_s,
-                "time_s": self.time_s, "top": self.top, "check": self.check}
+                **wall, "top": self.top, "check": self.check}

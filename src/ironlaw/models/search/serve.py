@@ -82,7 +82,7 @@ def _entry(est, tp: int, dtype: str) -> dict:
     b = est.decode.bottleneck()
     return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "attention_dp": False, "concurrency": est.concurrency,
             "dtype": dtype, "kv_dtype": est.kv_dtype, "latency_from": "serving.estimate", "_est": est,
-            "time_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
+            "request_latency_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
             "output_tokens_per_s": est.tokens_per_s, "tokens_per_s_per_gpu": est.tokens_per_s / tp,
             "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)),
             "bottleneck": {"resource": b["resource"], "why": b["why"]},

@@ -20,7 +20,7 @@
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
-    KV dtype        without --kv-dtype, the checkpoint's (``step.default_kv_dtype``): FP8 for a model in an 8-
+    KV dtype        without --kv-dtype, the checkpoint's (``kvcache.default_kv_dtype``): FP8 for a model in an 8-
                     or 4-bit float, as NVIDIA's quantized checkpoints state it.
     one engine      ``engine_run``: the limits, the memory per GPU (``memory``: weights, the workspace of one
                     max_num_tokens step, the KV budget and what one request reserves) and the ``step.EngineRun``
@@ -37,7 +37,8 @@ from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
 from ...core.units import fmt_size
-from .step import FP8_KV_DTYPES, EngineRun, ServingConstants, build, default_kv_dtype, engine_hw, unquantized_weight_bytes
+from .kvcache import FP8_KV_DTYPES
+from .step import EngineRun, ServingConstants, build, engine_hw, unquantized_weight_bytes
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -190,6 +191,15 @@ def check_routing(routing: str | None, imbalance: float) -> None:
                            "rank's load: give one")
 
 
+def check_context(spec: str, meta: dict, prompt: int, output: int) -> None:
+    """A request of ``prompt`` + ``output`` tokens fits the model's context (``context_tokens``: what vLLM takes
+    for max_model_len, TensorRT-LLM for max_seq_len); an engine refuses a longer one."""
+    ctx = meta.get("context_tokens")
+    if ctx and prompt + output > ctx:
+        raise IronlawError(f"--prompt {prompt} + --output {output} = {prompt + output:,} tokens exceed the {ctx:,}-token "
+                           f"context of {spec} (the positions its config states); an engine refuses such a request")
+
+
 def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
     experts = int(meta.get("experts", 0) or 0)
     if lay.attention_dp and not experts:
@@ -300,6 +310,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
             constants: ServingConstants):
     """(meta, limits, memory, workspace graph dtype) after every check that needs the model."""
     meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw).meta
+    check_context(spec, meta, prompt, output)
     _check_layout(spec, meta, lay)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes
@@ -347,11 +358,8 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     check_inputs(prompt, output, kv_fraction, None, max_batch, max_num_tokens, 1.0)
     whole_tokens(batch, "--concurrency")
     lay = Layout(check_count(tp, "--tp"))
-    dtype = dtype or "bf16"
-    hw.peak(dtype)
-    from .kvcache import check as check_kv
-    check_kv(kv_dtype, hw)
-    kv_dtype = kv_dtype or default_kv_dtype(dtype)
+    from .kvcache import dtypes
+    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                 max_num_tokens, constants)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)

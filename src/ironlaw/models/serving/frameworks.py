@@ -311,11 +311,13 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
     mixing and memory fraction (module docstring)."""
     from . import throughput
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release)
-    if eng.scheduler is not None:                  # as online_kwargs: the framework's limits are a GPU engine's
-        from .online import ENGINE, step_model
-        model = step_model(eng.hw)
-        if model.name != ENGINE:
-            raise IronlawError(f"--engine {eng.name}: {NAMES[eng.name]} is modelled on GPUs; {model.rule}")
+    from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
+    model = step_model(eng.hw)
+    if model.name != ENGINE:
+        what = (f"--engine {eng.name}: {NAMES[eng.name]} is modelled on GPUs" if eng.scheduler is not None else
+                "--max-throughput prices trtllm-bench's offline run on the serving engine, modelled on GPUs "
+                "(without it, serve prices the device's own steps)")
+        raise IronlawError(f"{what}; {model.rule}")
     if eng.scheduler is None and eng.release is None:
         est = throughput.max_throughput(spec, on, prompt, output, **kw)
     elif eng.scheduler is None:

@@ -1,4 +1,5 @@
-"""The KV-cache dtypes a serving engine can store on a device (``serve --kv-dtype``).
+"""The KV-cache dtypes: the checkpoint's when none is given (``default_kv_dtype``), and those a serving engine can
+store on a device (``serve --kv-dtype``; ``check``, ``dtypes``).
 
 The engines ironlaw models keep the cache in the model's own dtype, in FP8, or in NVFP4 (``fp4`` here), and in
 nothing else:
@@ -17,6 +18,22 @@ No engine stores an int4, int8 or MX-format KV cache, so those are errors, never
 from __future__ import annotations
 
 from ...core.errors import IronlawError
+
+# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
+# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
+# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
+# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
+FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
+
+
+def default_kv_dtype(dtype: str) -> str:
+    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
+    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
+    16-bit activations and cache), else ``dtype`` itself."""
+    if dtype in FP8_KV_DTYPES:
+        return "fp8"
+    return "bf16" if dtype == "int4" else dtype
+
 
 # the model's own dtype ("auto"), FP8, and NVFP4 where the device has FP4 tensor cores
 KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "fp4")
@@ -40,3 +57,12 @@ def check(kv_dtype: str | None, hw) -> None:
     if kv_dtype not in storable(hw):
         raise IronlawError(f"--kv-dtype {kv_dtype}: an NVFP4 KV cache needs FP4 tensor cores (Blackwell), which "
                            f"{hw.name} lacks; on {hw.name} it can be {can}")
+
+
+def dtypes(hw, dtype: str | None, kv_dtype: str | None) -> tuple[str, str]:
+    """An engine's compute dtype (default bf16; one ``hw`` cannot compute in is an error, not a fallback) and its
+    KV-cache dtype (``check``ed; default the checkpoint's, ``default_kv_dtype``)."""
+    dtype = dtype or "bf16"
+    hw.peak(dtype)
+    check(kv_dtype, hw)
+    return dtype, kv_dtype or default_kv_dtype(dtype)

@@ -46,8 +46,9 @@ import numpy as np
 from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...core.units import fmt_size
-from .engine import MAX_TOKENS, whole_tokens as check_tokens  # noqa: F401  (public here too)
-from .step import FP8_KV_DTYPES, default_kv_dtype, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
+from .engine import MAX_TOKENS, check_context, whole_tokens as check_tokens  # noqa: F401  (public here too)
+from .kvcache import FP8_KV_DTYPES, default_kv_dtype  # noqa: F401  (public here too)
+from .step import scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size
@@ -367,6 +368,8 @@ def _on_device(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
             g = parallel.shard_inference(g, hw, {"tp": tp, "gpus": tp})
         return g
 
+    check_context(spec, workloads.resolve(workloads.Request(spec, phase="decode", seq=1, dtype=dtype)).meta,
+                  prompt, output)
     pre = graph("prefill", 1, prompt)
     dec = graph("decode", concurrency, int(round(ctx)))
     kv_dt = kv_dtype or default_kv_dtype(pre.dtype)

@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 from ...core.errors import IronlawError
 from ...core.gemmshape import attention_kernel, attention_kernel_parts
 from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
+from .kvcache import default_kv_dtype
+
 
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
@@ -161,22 +163,6 @@ def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
     fitted = fitted_moe(hw)
     gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
     return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
-
-
-# the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
-# and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
-# kv_cache_quant_algo FP8, group_size 16) and in the FP8 ones (TensorRT-LLM's accuracy tests assert
-# kv_cache_quant_algo == FP8 for the Llama 4 FP8 checkpoints: tests/integration/defs/accuracy/test_llm_api_pytorch.py)
-FP8_KV_DTYPES = ("fp8", "mxfp8", "fp4", "mxfp4")
-
-
-def default_kv_dtype(dtype: str) -> str:
-    """The KV-cache dtype of a model run in ``dtype`` when none is given: FP8 for 8- and 4-bit floats
-    (``FP8_KV_DTYPES``: the checkpoints' kv_cache_quant_algo), bf16 for int4 (weight-only 4-bit integers keep
-    16-bit activations and cache), else ``dtype`` itself."""
-    if dtype in FP8_KV_DTYPES:
-        return "fp8"
-    return "bf16" if dtype == "int4" else dtype
 
 
 def with_kv(g: Graph, kv_dtype: str | None) -> Graph:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from . import engine as eng
 from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
                      prepare)
-from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, default_kv_dtype, padded,  # noqa: F401
+from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, padded,  # noqa: F401
                    step_seconds)
 
 
@@ -184,11 +184,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     eng.check_routing(routing, expert_imbalance)
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
                  float(expert_imbalance), routing)
-    dtype = dtype or "bf16"
-    hw.peak(dtype)                                   # a dtype the device lacks is an error, not a fallback
-    from .kvcache import check as check_kv
-    check_kv(kv_dtype, hw)
-    kv_dtype = kv_dtype or default_kv_dtype(dtype)
+    from .kvcache import dtypes
+    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
     n = requests or eng.requests_for(prompt, output)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.errors import IronlawError
-from .hfconfig import MLA, Arch, Unsupported, exact_div, Fields, model_type
+from .hfconfig import MLA, Arch, Unsupported, context_tokens, exact_div, Fields, model_type
 
 FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
@@ -72,7 +72,8 @@ def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str
     return dict(name=name, model_type=mt, encoder=False, **_attention(f), layers=f.int("num_hidden_layers"),
                 inter=f.int("intermediate_size"), vocab=f.int("vocab_size"),
                 max_pos=f.int("max_position_embeddings", None), positions="rope", norm="rms", act=ACTS[act],
-                glu=True, tied=f.bool("tie_word_embeddings", False), qkv_bias=bias, o_bias=bias, mlp_bias=False)
+                glu=True, tied=f.bool("tie_word_embeddings", False), qkv_bias=bias, o_bias=bias, mlp_bias=False,
+                context=context_tokens(f.cfg, f.int("max_position_embeddings", None)))
 
 
 def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
@@ -173,6 +174,7 @@ def _gemma3(f: Fields, mt: str, name: str) -> Arch:
     f = Fields({**GEMMA3_DEFAULTS, **f.cfg}, f.where)
     act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
+    d["context"] = d["max_pos"]          # its rope_scaling stretches the global layers within max_position_embeddings
     pattern = f.int("sliding_window_pattern", 6)
     return Arch(**d, qk_norm="rms", sandwich_norm=True,
                 spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: (i + 1) % pattern == 0))

@@ -89,6 +89,7 @@ class Arch:
     sandwich_norm: bool = False  # norms after attention and after the MLP too (Gemma 3): four per layer
     mtp_layers: int = 0       # DeepSeek multi-token-prediction modules (counted apart from the main model)
     expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
+    context: int | None = None  # tokens one sequence may span when served (``context_tokens``); None: max_pos
 
     # ------------------------------------------------------------------ layer patterns
     def layer_spans(self) -> tuple:
@@ -238,6 +239,62 @@ def load_json(path: str | Path) -> dict:
     if not isinstance(cfg, dict):
         raise IronlawError(f"{p}: expected a JSON object (a Hugging Face config), got {type(cfg).__name__}")
     return cfg
+
+
+# a quantized checkpoint's ``quantization_config`` -> the dtype it serves in: transformers' quant_method names
+# (``fp8``: DeepSeek-V3's and Qwen3-FP8's block-scaled FP8; ``fbgemm_fp8``), NVIDIA ModelOpt's quant_algo, and
+# llm-compressor's ``compressed-tensors`` with 8-bit float weights and activations in every group (W8A8 FP8)
+QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8"}
+MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "fp4", "MXFP8": "mxfp8"}
+EXPERTS_ONLY = ("mxfp4",)            # gpt-oss: the experts' weight format alone (Arch.expert_dtype)
+
+
+def checkpoint_dtype(cfg: dict, where: str) -> str | None:
+    """The dtype a quantized checkpoint's config states (``quantization_config``) for inference; None for an
+    unquantized one or one whose experts alone are quantized. A format ironlaw does not build is one line."""
+    q = cfg.get("quantization_config")
+    if q is None:
+        return None
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method in EXPERTS_ONLY:
+        return None
+    if method in QUANT_METHODS:
+        return QUANT_METHODS[method]
+    algo = q.get("quant_algo") if method == "modelopt" else None
+    if algo in MODELOPT_ALGOS:
+        return MODELOPT_ALGOS[algo]
+    if method == "compressed-tensors" and _w8a8_float(q):
+        return "fp8"
+    said = f"quant_method '{method}'" + (f", quant_algo '{algo}'" if algo else "")
+    raise IronlawError(f"{where}: a quantized checkpoint (quantization_config {said}) in a format ironlaw does not "
+                       f"build; give --dtype (bf16 prices the unquantized model, fp8 an FP8 one)")
+
+
+def _w8a8_float(q: dict) -> bool:
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        return False
+    for g in groups.values():
+        parts = [g.get("weights"), g.get("input_activations")] if isinstance(g, dict) else [None]
+        if not all(isinstance(x, dict) and x.get("num_bits") == 8 and x.get("type") == "float" for x in parts):
+            return False
+    return True
+
+
+def context_tokens(cfg: dict, max_pos: int | None) -> int | None:
+    """The tokens a served sequence (prompt + output) may span, as vLLM derives max_model_len from a config
+    (vllm/config.py ``_get_and_verify_max_len``): max_position_embeddings, times ``rope_scaling``'s factor for a
+    scaling that stretches the positions (linear, dynamic; yarn: original_max_position_embeddings × factor);
+    llama3, longrope and su scalings already state the long context in max_position_embeddings."""
+    rs = cfg.get("rope_scaling")
+    if max_pos is None or not isinstance(rs, dict):
+        return max_pos
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    factor = rs.get("factor", 1.0)
+    if kind in ("su", "longrope", "llama3", "default") or not isinstance(factor, (int, float)) or factor < 1:
+        return max_pos
+    base = rs.get("original_max_position_embeddings", max_pos) if kind == "yarn" else max_pos
+    return int(base * factor) if isinstance(base, int) else max_pos
 
 
 def model_type(cfg: dict) -> str:

@@ -139,12 +139,7 @@ def _basic(net: _Net, pre: str, cin: int, planes: int, stride: int, h: int, coun
     net.relu(f"{pre}.relu1", planes, ho, count)
     net.conv(f"{pre}.conv2", planes, planes, 3, 1, 1, ho, count)
     net.bn(f"{pre}.bn2", planes, ho, count)
-    if stride != 1 or cin != planes:
-        net.conv(f"{pre}.downsample.0", cin, planes, 1, stride, 0, h, count)
-        net.bn(f"{pre}.downsample.1", planes, ho, count)
-    net.add(f"{pre}.add", planes, ho, count)
-    net.relu(f"{pre}.relu2", planes, ho, count)
-    return planes, ho
+    return _residual(net, pre, cin, planes, stride, h, ho, count, "relu2")
 
 
 def _bottleneck(net: _Net, pre: str, cin: int, planes: int, stride: int, h: int, count: int) -> tuple[int, int]:
@@ -157,11 +152,17 @@ def _bottleneck(net: _Net, pre: str, cin: int, planes: int, stride: int, h: int,
     net.relu(f"{pre}.relu2", width, ho, count)
     net.conv(f"{pre}.conv3", width, cout, 1, 1, 0, ho, count)
     net.bn(f"{pre}.bn3", cout, ho, count)
+    return _residual(net, pre, cin, cout, stride, h, ho, count, "relu3")
+
+
+def _residual(net: _Net, pre: str, cin: int, cout: int, stride: int, h: int, ho: int, count: int,
+              relu: str) -> tuple[int, int]:
+    """A block's end: the 1x1 downsample of its input where the shape changes, the add, the last ReLU."""
     if stride != 1 or cin != cout:
         net.conv(f"{pre}.downsample.0", cin, cout, 1, stride, 0, h, count)
         net.bn(f"{pre}.downsample.1", cout, ho, count)
     net.add(f"{pre}.add", cout, ho, count)
-    net.relu(f"{pre}.relu3", cout, ho, count)
+    net.relu(f"{pre}.{relu}", cout, ho, count)
     return cout, ho
 
 

@@ -51,6 +51,7 @@ training: what autograd saves for the backward without recomputation) and the tr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -253,7 +254,7 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- memory
-def _mlp_elems(a: Arch, saved: bool = False) -> int:
+def mlp_elems(a: Arch, saved: bool = False) -> int:
     """Elements per token an MLP holds at once (the larger of a dense and an MoE layer's); ``saved``: those it
     keeps for the backward. An MoE layer holds the routed tokens twice at once (the experts' input and output
     copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
@@ -274,9 +275,9 @@ def _mlp_elems(a: Arch, saved: bool = False) -> int:
 def _layer_elems_per_token(a: Arch) -> tuple[float, float]:
     """(live working set, saved for backward) elements per token in one layer."""
     h = a.hidden
-    attn, mlp = working_elems(a), _mlp_elems(a)                      # normed x, projections, O; MLP
+    attn, mlp = working_elems(a), mlp_elems(a)                      # normed x, projections, O; MLP
     live = h + max(attn, mlp)                                        # + the residual stream
-    saved = 2 * h + attn + _mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
+    saved = 2 * h + attn + mlp_elems(a, saved=True)                 # norm inputs, projection and act inputs
     return live, saved
 
 
@@ -344,7 +345,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "arch": a.model_type, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
             "kv_heads": a.kv_heads, "head_dim": a.head_dim, "vocab": a.vocab,
             "attention_pairs": "full" if a.encoder else "causal",
-            "attention_dropout": a.attn_dropout if phase == "train" else 0.0, "frontend": "transformers"}
+            "attention_dropout": a.attn_dropout if phase == "train" else 0.0, "frontend": "transformers",
+            "context_tokens": a.context or a.max_pos}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
                     shared_expert=bool(a.shared_inter))
@@ -388,16 +390,20 @@ for _n, _d in BUILTIN_NAMES.items():
 
 
 @prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
-              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch)")
+              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch); an FP8 "
+              "checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:
         raise IronlawError("hf: needs a path to a Hugging Face config.json, e.g. hf:models/llama/config.json")
-    if req.options.get("capture"):
-        return _capture(path, req, "capture requested")
     cfg = hfconfig.load_json(path)
     file = Path(path).expanduser()
     file = file / "config.json" if file.is_dir() else file
+    if req.dtype is None and req.phase != "train":            # inference in the checkpoint's own format
+        dtype = hfconfig.checkpoint_dtype(cfg, str(file))
+        req = replace(req, dtype=dtype) if dtype else req
+    if req.options.get("capture"):
+        return _capture(path, req, "capture requested")
     try:
         arch = families.parse(cfg, str(file), file.stem if file.stem != "config" else None)
     except hfconfig.Unsupported as e:

@@ -85,8 +85,8 @@ class Frontier:
     def points(self) -> list[dict]:
         return self.doc["points"]
 
-    def lines(self) -> list[str]:
-        return frontier_lines(self.doc)
+    def lines(self, md: bool = False) -> list[str]:
+        return frontier_lines(self.doc, md)
 
     def to_dict(self) -> dict:
         return self.doc
@@ -190,19 +190,29 @@ def frontier(est, kw: dict, f: Features) -> Frontier:
     return Frontier(doc)
 
 
-def frontier_lines(doc: dict) -> list[str]:
+def frontier_lines(doc: dict, md: bool = False) -> list[str]:
+    """The frontier as text lines: a head, the table (padded columns; ``md``: one Markdown table, its rows joined
+    by newlines so that paragraphs do not split it), the goodput."""
     lines = [f"{doc['workload']} on {doc['hardware']}: concurrency frontier (prompt {doc['prompt_tokens']}, output "
              f"{doc['output_tokens']}; tokens/s per device against tokens/s per user)"]
     energy = any("joules_per_output_token" in p for p in doc["points"])
     slo = any("meets_slo" in p for p in doc["points"])
-    lines.append(f"{'concurrency':>11} {'tokens/s/device':>15} {'tokens/s/user':>13} {'TTFT':>9} {'ITL':>9}"
-                 + (f" {'J/token':>8}" if energy else "") + (" SLO" if slo else ""))
+    head = (["concurrency", "tokens/s/device", "tokens/s/user", "TTFT", "ITL"] + (["J/token"] if energy else [])
+            + (["SLO"] if slo else []))
+    rows = []
     for p in doc["points"]:
-        e = f" {fmt_num(p['joules_per_output_token']):>8}" if "joules_per_output_token" in p else ""
-        m = "" if "meets_slo" not in p else (" met" if p["meets_slo"] else " missed")
-        lines.append(f"{fmt_num(p['concurrency']):>11} {fmt_num(p['tokens_per_s_per_device']):>15} "
-                     f"{fmt_num(p['tokens_per_s_per_user']):>13} {fmt_time(p['ttft_s']):>9} "
-                     f"{fmt_time(p['itl_s']):>9}{e}{m}")
+        rows.append([fmt_num(p["concurrency"]), fmt_num(p["tokens_per_s_per_device"]),
+                     fmt_num(p["tokens_per_s_per_user"]), fmt_time(p["ttft_s"]), fmt_time(p["itl_s"])]
+                    + ([fmt_num(p["joules_per_output_token"]) if "joules_per_output_token" in p else ""] if energy
+                       else [])
+                    + (["" if "meets_slo" not in p else ("met" if p["meets_slo"] else "missed")] if slo else []))
+    if md:
+        table = [head, ["---:"] * (len(head) - slo) + ["---"] * slo] + rows
+        lines.append("\n".join("| " + " | ".join(r) + " |" for r in table))
+    else:
+        width = [11, 15, 13, 9, 9] + ([8] if energy else [])
+        lines += [" ".join(c.rjust(w) for c, w in zip(r, width)) + (f" {r[-1]}" if slo and r[-1] else "")
+                  for r in [head] + rows]
     if "goodput" in doc:
         lines.append(_goodput_line(doc["goodput"]))
     return lines

@@ -151,6 +151,10 @@ def draft_graphs(sp: Speculation, spec: str, hw, batch: int, ctx: int, prompt: i
     if sp.method == "draft":
         _check_draft(sp.draft, common.graph(sp.draft, hw, "decode", 1, 1, s), spec, target)     # before its sizes
         return common.graph(sp.draft, hw, "decode", batch, ctx, s), common.graph(sp.draft, hw, "prefill", 1, prompt, s)
+    if sp.method == "mtp" and not target.meta.get("mtp_layers"):
+        raise IronlawError(f"--speculative method=mtp drafts with the checkpoint's own multi-token-prediction "
+                           f"module, and {spec} has none (its config states no num_nextn_predict_layers); use "
+                           f"method=eagle (a trained EAGLE head) or method=draft,draft=MODEL")
     return head_graph(target, sp.method), head_graph(common.graph(spec, hw, "prefill", 1, prompt, s), sp.method)
 
 
