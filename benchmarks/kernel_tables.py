@@ -24,8 +24,11 @@ benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and
 says (``--write`` there stores them).
 
 ``--gemm-fill tile`` fits each GEMM class's M term as the rows' fill of whole tiles (``kernelfit.GEMM_TILES``, the
-best kept) with the streamed weights' η at most 1, in place of the catalog's M/(M+m_half) (``--gemm-fill half``, the
-default); with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
+best kept) with the streamed weights' η at most 1, in place of M/(M+m_half) (``--gemm-fill half``, the default);
+``--gemm-fill stream`` fits the weights' streamed η as growing with their tiles, streamed · N·K/(N·K +
+streamed_half) at most 1, with a serial share and the compute's M term as 1 or a half-point, the better kept
+(``kernelfit.fit_stream``; the form the catalog's H100, H200, B200, B300, GB200 and GB300 GEMM classes and A100 bf16
+hold, docs/accuracy.md); with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
 bound label the law gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 (``fill_lines``). Nothing is written unless
 ``--write``.
 
@@ -320,9 +323,10 @@ def main() -> int:
                          "with --write the other classes keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
-    ap.add_argument("--gemm-fill", choices=("half", "tile"), default="half",
-                    help="the GEMM classes' M term: half, M/(M+m_half) (default, the catalog's); tile, the rows' fill "
-                         "of whole tiles with the streamed weights' η at most 1")
+    ap.add_argument("--gemm-fill", choices=("half", "tile", "stream"), default="half",
+                    help="the GEMM classes' M term: half, M/(M+m_half) (default); tile, the rows' fill of whole "
+                         "tiles with the streamed weights' η at most 1; stream, the weights' η growing with N·K "
+                         "(streamed_half), a serial share, the compute's M term 1 or a half-point")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")

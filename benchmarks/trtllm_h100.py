@@ -271,7 +271,7 @@ class CellTerms:
                 n=n, count=z.cols.count, read=z.data_s * (1 - epi), written=z.data_s * epi, epi=epi,
                 comp=np.where(kinds == "attention", mat, z.compute_s), vec=np.where(kinds == "attention",
                                                                                      z.compute_s - mat, 0.0),
-                comp_fixed=zk.compute_s, lat_fixed=zk.latency_s,
+                comp_fixed=zk.compute_s, lat_fixed=zk.latency_s, serial_fixed=np.broadcast_to(zk.terms.serial, zk.compute_s.shape),
                 lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul",
                 attention=kinds == "attention", grouped=kern == GROUPED_GEMM,
                 m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0,
@@ -279,7 +279,9 @@ class CellTerms:
 
     def time(self, c: dict) -> float:
         """The step times as the law composes them (``serving_step``: the grouped GEMM streams, then computes;
-        an op the device's kernel-fitted terms price keeps their η, its activations at ``memory_eta``)."""
+        an op the device's kernel-fitted terms price keeps their η, its activations at ``memory_eta``, and their
+        ``serial`` share: ``efficiency.composed``)."""
+        from ironlaw.law.efficiency import composed
         total = 0.0
         eta_w = c.get("expert_stream_eta") or c["memory_eta"]
         for p in self.parts:
@@ -293,7 +295,7 @@ class CellTerms:
             op = np.maximum(read, comp) + np.where(g, np.minimum(read, comp), 0.0) + \
                 p["written"] * per_byte + p["lat"] + p["net"]
             data = np.maximum(p["act_s"] / c["memory_eta"] + p["other_fixed"], p["floor"])   # η ≤ 1 (within_peak)
-            kop = np.maximum(data * (1 - p["epi"]), p["comp_fixed"]) + data * p["epi"] + \
+            kop = composed(data * (1 - p["epi"]), p["comp_fixed"], p["serial_fixed"], 0.0) + data * p["epi"] + \
                 p["lat_fixed"] * c["kernel_latency_share"] + p["net"]       # the tables' fixed seconds per call
             op = np.where(p["fixed"], kop, op)
             op = np.where(p["frozen"], p["frozen_s"], op)      # on a release's MoE tables: no fitted constant

@@ -51,9 +51,12 @@ def test_columns_sum_to_the_terms_and_obey_the_law(spec, kw, composition):
     est = _est(spec, composition=composition, **kw)
     df = est.to_frame()
     # per op: the composition rule of the law
-    if composition == "overlap":                 # a GPU GEMM's epilogue (its stores) follows its main loop
-        write = df.data_s * np.asarray(est.terms.epilogue).reshape(-1)
-        rule = np.maximum(df.data_s - write, df.compute_s) + write + df.latency_s + df.network_s
+    if composition == "overlap":                 # a GPU GEMM's epilogue (its stores) follows its main loop, and a
+        write = df.data_s * np.asarray(est.terms.epilogue).reshape(-1)     # table's serial share of the shorter term
+        serial = np.broadcast_to(np.asarray(est.terms.serial), np.shape(est.terms.epilogue)).reshape(-1)
+        read = df.data_s - write
+        rule = np.maximum(read, df.compute_s) + serial * np.minimum(read, df.compute_s) + write + df.latency_s + \
+            df.network_s
     else:
         rule = df.data_s + df.compute_s + df.latency_s + df.network_s
     np.testing.assert_allclose(df.time_s, rule, rtol=1e-12, atol=0)

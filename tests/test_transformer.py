@@ -225,13 +225,24 @@ def test_decode_batch1_is_hbm_bandwidth_bound_5_to_8_ms(cli):
     d = r.json()
     assert d["bottleneck"]["resource"] == "bandwidth" and d["bottleneck"]["tier"] == "hbm3"
     assert 5e-3 <= d["time_s"] <= 8e-3
-    # ≈ (weights streamed + KV read) / (3.35 TB/s · η): the embedding table is gathered, not streamed
+    # ≈ (weights streamed + KV read) / (3.35 TB/s · η): the embedding table is gathered, not streamed; the
+    # projections stream at the h100's kernel-fitted GEMM η at M = 1 (its weights' η grows with N·K,
+    # gemmshape.streamed_eta: 0.82–0.86 here), within 10% of the device's plain memory η
     hw = hardware.get("h100")
     a = T.builtin_arch("llama3-8b")
     streamed = (a.params() - a.lookup_only_params()) * 2 + REF["kv_cache_llama3_8b_bf16_bytes_per_1024_tokens"]["value"]
     ideal = streamed / (3.35e12 * hw.efficiency["memory"])
-    # within 3%: the projections stream at the h100's kernel-fitted GEMV η (shape table and kernel grid at M = 1)
-    assert d["terms"]["data_s"] == pytest.approx(ideal, rel=0.03)
+    assert d["terms"]["data_s"] == pytest.approx(ideal, rel=0.10)
+    # and the fused QKV projection (6144×4096 at M = 1) takes what H100's measured kernel does: aiconfigurator-core
+    # 0.12.0's row in tests/data/kernel_tables (TensorRT-LLM 1.3.0rc20, Apache-2.0), within 10%
+    import csv
+    rows = csv.DictReader(open(Path(__file__).parent / "data/kernel_tables/h100_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.csv"))
+    measured_s = next(1e-3 * float(r["latency"]) for r in rows
+                      if (r["gemm_dtype"], r["m"], r["n"], r["k"]) == ("bfloat16", "1", "6144", "4096"))
+    est = law.predict(build("llama3-8b", phase="decode", batch=1, seq=1024), hw)
+    qkv = [i for i, o in enumerate(est.graph.ops) if o.name == "attn_pre_proj"][0]
+    per_call = float(est.op_total_s[qkv]) / est.graph.ops[qkv].count
+    assert per_call == pytest.approx(measured_s, rel=0.10)
 
 
 def test_decode_large_batch_turns_compute_bound():

@@ -13,6 +13,12 @@ exp(grid_log / 100), so the op's time without its fixed latency scales by that f
 With ``m_tile`` the M term is the rows' fill of whole tiles, M / (⌈M/m_tile⌉·m_tile), in place of M/(M+m_half)
 (a decode attention's grouped query heads fill one tile of rows per KV head).
 
+With ``streamed_half`` (weight elements N·K) the weights stream at an η that grows with the kernel's CTAs in flight,
+which grow with the weight tiles (N over the tile's columns, times the K splits): streamed · N·K / (N·K +
+streamed_half) on every row, M = 1 included (``streamed_eta``). Such a table's compute M term is 1 (``m_half`` 0):
+what a small-M GEMM pays per weight element is the weights' streaming, and ``serial`` the share of the shorter of the
+two terms its kernel does not overlap.
+
 The fields, how a shape is recovered and what each field is measured or fitted on: docs/how-it-models.md.
 """
 from __future__ import annotations
@@ -31,7 +37,7 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv")
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half")
 SPLIT_KV = ("history",)   # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
@@ -186,9 +192,23 @@ def gemm_serial(p: dict, m, kn=False):
     return np.where(is_gemv(p, m, kn), 0.0, float(p.get("serial", 0.0)))
 
 
+def streamed_eta(p: dict, n, k):
+    """The weights' streamed η of a table with ``streamed_half``: streamed · N·K / (N·K + streamed_half), the η a
+    GEMM's weight tiles reach with the CTAs they put in flight (see module doc); ``streamed`` where N·K is not
+    positive (an op without a shape: no weight bytes for the η to divide)."""
+    w = np.asarray(n, float) * np.asarray(k, float)
+    half = float(p["streamed_half"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ramp = np.where(w > 0, w / (w + half), 1.0) if half > 0 else np.ones(w.shape)
+    return float(p["streamed"]) * ramp
+
+
 def is_gemv(p: dict, m, kn=False) -> np.ndarray:
     """Rows whose M the table's library runs as matrix-vector products (M ≤ gemv_m, or gemv_m_kn for
-    x @ W ops; default 1)."""
+    x @ W ops; default 1); none for a table whose weights' η follows their tiles (``streamed_half``: one form
+    from M = 1 on, fitted on measured kernels)."""
+    if "streamed_half" in p:
+        return np.zeros(np.shape(m), bool)
     limit = np.where(kn, float(p.get("gemv_m_kn", 1)), float(p.get("gemv_m", 1)))
     return np.asarray(m) < limit + GEMV_M - 1.0
 

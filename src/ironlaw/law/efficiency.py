@@ -16,7 +16,7 @@ import numpy as np
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
 from ..core.gemmshape import (gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units, is_gemv, kn_rows,
-                              row_factor, row_length)
+                              row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
 from ..core.splitkv import blocks_per_sequence
@@ -305,7 +305,7 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
 
 def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
     """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
-    x @ W, on GEMMs, not GEMVs; conv: ``streamed`` on all), NaN where the table gives none (the
+    x @ W, on GEMMs, not GEMVs, or with ``streamed_half`` ``gemmshape.streamed_eta`` on all; conv: ``streamed`` on all), NaN where the table gives none (the
     calibration's memory.streamed applies); None if no table gives one."""
     kinds = np.array(KINDS)[cols.kind_idx]
     dts = np.array(cols.dtypes)
@@ -321,6 +321,8 @@ def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
                 dims = dims or gemm_dims(cols)
                 kn = kn_rows(cols)[r]
                 gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
+                if "streamed_half" in p:            # the weight tiles' CTAs in flight (gemmshape.streamed_eta)
+                    gemm = streamed_eta(p, dims[1][r], dims[2][r])
                 out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
             elif "streamed" in p:
                 out[r] = p["streamed"]

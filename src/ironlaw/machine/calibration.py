@@ -201,6 +201,9 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "serial", w, 1.0, zero_ok=True)
     for key in ("streamed", "streamed_kn"):
         _num(p, key, w, MAX_MEMORY_ETA)
+    _num(p, "streamed_half", w, 1e12, zero_ok=True)
+    if "streamed_half" in p and "streamed" not in p:
+        raise IronlawError(f"{w}: streamed_half needs the streamed η it scales")
     _num(p, "pack", w, 8.0, zero_ok=True)
     for key in ("gemv_pass", "gemv_pass_kn"):
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)

@@ -19,7 +19,9 @@ Per group the fitted terms are the shape model η = eta_max · M/(M+m_half) · N
 ``gemmshape.attention_mnk``), the streamed bytes' η (GEMM weights, attention KV cache) and a fixed
 ``latency_s``, and then, on all the fit rows, the kernel grid (``fit_grid``, ``gemmshape.grid_factor``): the
 measured over the modelled time per node of a log-spaced grid over M, N, K and units. docs/accuracy.md says which
-data chose this form over a tile-and-wave one and over the shape model alone.
+data chose this form over a tile-and-wave one and over the shape model alone. ``fit(gemm_fill="stream")`` fits a
+GEMM class's weights at an η that grows with their tiles (``gemmshape.streamed_eta``, ``fit_stream``), the form the
+catalog's Hopper and datacenter-Blackwell GEMM classes hold.
 """
 from __future__ import annotations
 
@@ -75,9 +77,18 @@ M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped quer
 # tiles of each of GEMM_TILES rows (tried in turn, the best kept), with the streamed weights' η at most 1
 # (``STREAMED_PHYSICAL``): below a tile the compute term is the whole tile's, so that a small-M row the weights bind
 # is priced as their streaming, not as compute (benchmarks/kernel_tables.py --gemm-fill; docs/accuracy.md)
-GEMM_FILLS = ("half", "tile")
+# "stream": the weights stream at an η growing with their tiles' CTAs in flight, streamed · N·K/(N·K + streamed_half)
+# (``gemmshape.streamed_eta``), streamed at most 1, on every row; ``serial`` the share of the shorter term not
+# overlapped (fitted, at most 1); the compute's M term fitted twice, as 1 (m_half 0: a small-M GEMM's cost per weight
+# element is their streaming, and the law labels it so) and as M/(M+m_half), the one with the smaller loss on the
+# fitted rows kept (``fit_stream``)
+GEMM_FILLS = ("half", "tile", "stream")
 GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
 STREAMED_PHYSICAL = 1.0
+STREAM_PARAMS = (("eta_max", 1.0), ("nk_half", 1e6), ("k_half", 1e6), ("streamed", STREAMED_PHYSICAL),
+                 ("streamed_half", 1e9), ("serial", 1.0), ("latency_s", 1e-3))
+STREAM_STARTS = grid([0.8], [50.0, 500.0], [50.0, 500.0], [0.8], [1e6, 1e7], [0.3, 1.0], [3e-6])
+STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: its bound and starts
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
@@ -270,12 +281,15 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
     SMs is fitted twice, as the kernel that launches one CTA per sequence and KV head and as the split-KV kernel
     that splits the whole sequence into blocks (``split_kv = "history"``, ``core.splitkv``); the one with the smaller
-    loss on the fitted rows is kept. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
+    loss on the fitted rows is kept; so is one of the "stream" form's two shape tables (``fit_stream``), each with
+    its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
     spaced = _spaced(rows, FIT_ROWS)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     tries = ({}, {"split_kv": "history"}) if (g.op, regime) in SPLIT_CLASSES and getattr(hw, "sms", None) else ({},)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
-    tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra, tiles), steps) for extra in tries]
+    shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
+        (lambda *a: [fit_one(*a)])  # noqa: E731
+    tables = [fit_grid(hw, g, rows, t, steps) for extra in tries for t in shapes(hw, g, spaced, extra, tiles)]
     if len(tables) == 1:
         return tables[0]
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
@@ -308,6 +322,25 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
         if loss < best_loss:
             best, best_loss = c[g.key[0]][g.key[1]], loss
     return best
+
+
+def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
+    """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
+    k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
+    (``STREAM_M_HALF``); ``fit_class`` keeps the one with the smaller loss after its grid. Both are needed: the
+    joint fit stops in the half-point form's minimum (B200 bf16's fitted rows with their grids: 0.0671 against
+    0.0606 for m_half 0), while FP8 classes fit better with an M term (B200 fp8 0.0363 against 0.0481).
+    ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature)."""
+    prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
+    start = {"eta_max": 0.5, "m_half": 0.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
+             "streamed_half": 1e6, "serial": 0.5, "latency_s": 5e-6, **(extra or {})}
+    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: start}}
+    params = [((g.key[0], g.key[1], name), upper) for name, upper in STREAM_PARAMS]
+    (name, upper), m_starts = STREAM_M_HALF
+    tries = [fit_group(prob, cal, params, STREAM_STARTS),
+             fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
+                       [s + [m] for s in STREAM_STARTS for m in m_starts])]
+    return [c[g.key[0]][g.key[1]] for c in tries]
 
 
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
