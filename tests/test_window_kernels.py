@@ -1,5 +1,5 @@
 """Sliding-window generation runs one of two TensorRT-LLM kernels, each its own kernel class: XQA for 2 to 32 query
-heads per KV head at head dim 64, 128 or 256, the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
+heads per KV head at a head dim its JIT kernels take (a multiple of 16 up to 256), the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
 groups the tables' rows and the decode op names its class by the same rule."""
 from dataclasses import replace
 
@@ -16,7 +16,8 @@ from ironlaw.models.workloads import Request
     (64, 8, 64, "xqa"), (32, 8, 128, "xqa"), (2, 1, 64, "xqa"), (128, 4, 64, "xqa"), (16, 8, 256, "xqa"),    # 2 … 32 per KV head
     (8, 8, 128, "mmha"),            # vanilla MHA: supportConfigCommon refuses it
     (128, 2, 64, "mmha"),           # 64 per KV head: over the 32 supportConfigHMMA / QGMMA take
-    (32, 8, 192, "mmha")])          # head dim 192: timed as MMHA in the 1.3.0rc20 tables
+    (32, 8, 192, "xqa"),            # head dim 192: a multiple of 16 up to 256, split as XQA in the 1.3.0rc20 tables
+    (8, 8, 192, "mmha"), (8, 1, 200, "mmha"), (8, 1, 288, "mmha")])   # MHA; not a multiple of 16; over 256
 def test_the_window_kernel_follows_xqas_dispatch(heads, kv_heads, head_dim, kernel):
     assert window_kernel(heads, kv_heads, head_dim) == kernel
     want = "_window" if kernel == "xqa" else "_window_mmha"
@@ -28,7 +29,7 @@ def test_the_window_kernel_follows_xqas_dispatch(heads, kv_heads, head_dim, kern
 
 def _rows():
     out = []
-    for h, kv, d in ((32, 8, 64), (8, 8, 64), (32, 8, 192), (64, 1, 128), (32, 8, 128)):
+    for h, kv, d in ((32, 8, 64), (8, 8, 64), (32, 8, 192), (8, 8, 192), (64, 1, 128), (32, 8, 128)):
         for w in (0, 128):
             for b in (1, 8):
                 for s in (127, 1023):
@@ -46,8 +47,8 @@ def test_the_fitter_groups_window_rows_by_the_kernel_they_run():
                                 "x.parquet", pd.DataFrame(_rows()))
     shapes = {g.key[1]: {(int(r.num_heads), int(r.num_key_value_heads), int(r.head_dim))
                          for r in g.rows.itertuples()} for g in kernelfit.groups([t])}
-    assert shapes["attention_generation_bf16_kv_bf16_window"] == {(32, 8, 64), (32, 8, 128)}
-    assert shapes["attention_generation_bf16_kv_bf16_window_mmha"] == {(8, 8, 64), (32, 8, 192), (64, 1, 128)}
+    assert shapes["attention_generation_bf16_kv_bf16_window"] == {(32, 8, 64), (32, 8, 128), (32, 8, 192)}
+    assert shapes["attention_generation_bf16_kv_bf16_window_mmha"] == {(8, 8, 64), (8, 8, 192), (64, 1, 128)}
     names = {g.key[1]: g.name for g in kernelfit.groups([t])}
     assert names["attention_generation_bf16_kv_bf16_window_mmha"].endswith("sliding window, MMHA kernel")
 
