@@ -105,6 +105,9 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
                  ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
                                                                  for t in MMHA_THREADS)}
+# the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
+# decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
+SPLIT_FRAMEWORK = "trtllm"
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -274,12 +277,13 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
 def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> dict:
     """One group's table, its shape model (``fit_one``, on at most ``FIT_ROWS`` of ``rows``) and its grid
     (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
-    SMs is fitted as the kernel that launches one CTA per sequence and KV head and as each split-KV launch its
-    kernel may make over the whole sequence (``split_kv``, ``core.splitkv``); the one with the smallest loss on the
-    fitted rows is kept. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
+    SMs is fitted as the kernel that launches one CTA per sequence and KV head and, for TensorRT-LLM's tables
+    (``SPLIT_FRAMEWORK``), as each split-KV launch its kernel may make over the whole sequence (``split_kv``,
+    ``core.splitkv``); the one with the smallest loss on the fitted rows is kept. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
     spaced = _spaced(rows, FIT_ROWS)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if getattr(hw, "sms", None) else ())
+    splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
+    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     tables = [fit_grid(hw, g, rows, fit_one(hw, g, spaced, extra, tiles), steps) for extra in tries]
     if len(tables) == 1:
