@@ -46,8 +46,9 @@ def test_mmha_splits_each_query_head_by_the_sms_and_its_key_loop():
     assert mmha_blocks_per_sequence(hist, 8, H100_SMS, 1024).tolist() == [1, 2, 9, 17, 17]
     assert mmha_blocks_per_sequence(hist, 256, H100_SMS, 1024).tolist() == [1, 1, 1, 1, 1]
     assert mmha_blocks_per_sequence(hist, 132, H100_SMS, 1024).tolist() == [1, 1, 1, 1, 1]  # one wave already
-    waves = in_whole_waves(np.array([1.0, 2.0, 17.0, 9.0]), np.array([1.0, 1.0, 8.0, 16.0]), H100_SMS)
-    assert (waves * np.array([1, 1, 8, 16])).tolist() == [1, 132, 264, 264]   # unsplit; one wave; two; two
+    waves = in_whole_waves(np.array([1.0, 2.0, 17.0, 9.0]), np.array([1.0, 1.0, 8.0, 16.0]), H100_SMS, 1024)
+    assert (waves * np.array([1, 1, 8, 16])).tolist() == [1, 528, 1056, 1056]   # unsplit; one wave; two; two (×4)
+    assert in_whole_waves(2.0, 1.0, H100_SMS, 512) == 264                # a 512-thread block: two 256-thread CTAs
 
 
 def test_an_mmha_op_launches_a_cta_per_query_head():
@@ -63,7 +64,8 @@ def test_an_mmha_op_launches_a_cta_per_query_head():
     cols = g.columns()
     split = efficiency.split_blocks(calibration.Calibration.of(cal), cols, hw)
     blocks = split.blocks.reshape(len(g.ops), -1)[i, 0]
-    assert blocks == pytest.approx(2 * 132 / 64)     # 2 · 32 CTAs, ⌈132 / 64⌉ = 3 blocks: 192 CTAs, two waves
+    assert blocks == pytest.approx(4 * 2 * 132 / 64)   # 2 · 32 CTAs, ⌈132 / 64⌉ = 3 blocks: 192 CTAs, two waves of
+                                                       # 1,024-thread blocks, each four 256-thread CTAs' slots
     m, n, k, units = efficiency.grid_coords(cols, split)
     m0, n0, k0, u0 = efficiency.grid_coords(cols)
     assert m[i] == 1.0 and (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])

@@ -44,6 +44,7 @@ MMHA_UNROLL = 8                      # keys per thread group per loop: ``multi_b
 MMHA_VECTOR_BYTES = 16               # ``threads_per_value``: dh · sizeof(T) / 16, one 16-byte vector per thread
 MMHA_MATH_BYTES = 2                  # T: the kernel's 16-bit math (bf16, fp16), the cache's dtype aside
 MMHA_THREADS = (512, 1024)           # the block sizes a multi-block launch takes (``MMHA_512/1024_BLOCKSIZE_CHECK``)
+MMHA_CTA_THREADS = 256               # an unsplit launch's block (``mmha_launch_kernel_dispatch``: THDS_PER_BLOCK 256)
 
 
 def mmha_tokens_per_loop(head_dim, threads) -> np.ndarray:
@@ -74,13 +75,18 @@ def mmha_blocks_per_sequence(history, ctas, sms: int, tokens_per_loop) -> np.nda
     return np.where(most > 1.0, np.maximum(np.minimum(most, by_keys), 1.0), 1.0)
 
 
-def in_whole_waves(blocks, ctas, sms: int) -> np.ndarray:
-    """Per row, ``blocks`` per sequence and head as the SMs run a multi-block launch (``blocks`` > 1): one block per
-    SM (``mmha_blocks_per_sequence``), so ``ctas`` · blocks take whole waves of ``sms`` blocks and the kernel holds
-    the SMs for ⌈ctas · blocks / sms⌉ · sms block slots; returned per sequence and head, those slots / ``ctas``. A
-    single block (no split) stays as it is. H100, one head at 64, window 128: 9 µs unsplit, 13–14 µs in one wave of
-    2–129 blocks, 19–22 µs in two (8 sequences from 16,383 cached tokens: 17 blocks, 136 CTAs on 132 SMs)."""
+def in_whole_waves(blocks, ctas, sms: int, threads) -> np.ndarray:
+    """Per row, ``blocks`` per sequence and head as the SMs hold a multi-block launch (``blocks`` > 1), in the
+    kernel's own 256-thread CTAs (``MMHA_CTA_THREADS``), the unit its unsplit launch runs in: one block of
+    ``threads`` per SM (``mmha_blocks_per_sequence``), so ``ctas`` · blocks take whole waves of ``sms`` blocks, and
+    each block fills the SM as threads / 256 of its unsplit CTAs would (the two fill the same registers: the
+    1,024-thread block fits once per SM, the 256-thread CTA four times). Returned per sequence and head: the SMs'
+    CTA slots over ``ctas``. A single block (no split) stays as it is. H100, one head at 64, window 128: 9 µs
+    unsplit, 13–14 µs in one wave of 2–129 blocks, 19 µs in two (8 sequences from 16,383 cached tokens: 17 blocks,
+    136 CTAs on 132 SMs); 131,072 unsplit CTAs (2,048 sequences of 64 heads, one cached token) take 1.23 ms, 5 µs per
+    round of four CTAs per SM."""
     blocks = np.asarray(blocks, float)
     ctas = np.maximum(np.asarray(ctas, float), 1.0)
     waves = np.ceil(ctas * blocks / float(sms))
-    return np.where(blocks > 1.0, waves * float(sms) / ctas, blocks)
+    slots = waves * float(sms) * np.asarray(threads, float) / MMHA_CTA_THREADS
+    return np.where(blocks > 1.0, slots / ctas, blocks)

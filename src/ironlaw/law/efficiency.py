@@ -198,9 +198,9 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     mmha = np.broadcast_to(kinds["mmha"], units.shape) & (history > 0)
     blocks = np.where(xqa, blocks_per_sequence(history, units / 2.0, sms), 1.0)
     heads = units / 2.0 * np.maximum(m, 1.0)           # sequences × KV heads × heads per KV head
-    loop = mmha_tokens_per_loop(k, _per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead))
-    tiles = mmha_blocks_per_sequence(history, heads, sms, loop)
-    blocks = np.where(mmha, in_whole_waves(tiles, heads, sms), blocks)
+    threads = _per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead)
+    tiles = mmha_blocks_per_sequence(history, heads, sms, mmha_tokens_per_loop(k, threads))
+    blocks = np.where(mmha, in_whole_waves(tiles, heads, sms, threads), blocks)
     return Split(blocks, np.where(mmha, np.maximum(m, 1.0), 1.0))
 
 
