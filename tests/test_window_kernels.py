@@ -78,3 +78,21 @@ def test_the_catalog_holds_both_window_generation_classes(gpu):
     kern = hardware.get(gpu).calibration.kernel
     for cls in ("attention_generation_bf16_kv_bf16_window", "attention_generation_bf16_kv_bf16_window_mmha"):
         assert cls in kern and kern[cls]["eta_max"] > 0
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang"])
+@pytest.mark.parametrize("gpu", ["h100", "b200", "l40s"])
+def test_vllm_and_sglang_time_their_own_window_classes(framework, gpu):
+    """The engine files hold both window generation classes, fitted on the framework's own window rows (which of
+    them runs which shape is the same rule), so the coverage line borrows neither from TensorRT-LLM; their decode
+    kernels are not TensorRT-LLM's, so neither class takes its split-KV launch."""
+    from ironlaw.models.serving import frameworks
+    eng = frameworks.select(framework, gpu)
+    kern = eng.hw.calibration.kernel
+    for cls in ("attention_generation_bf16_kv_bf16_window", "attention_generation_bf16_kv_bf16_window_mmha"):
+        assert framework in eng.hw.calibration.provenance[
+            "generation attention bf16, KV bf16, sliding window" + (", MMHA kernel" if cls.endswith("mmha") else "")
+        ]["version"]
+        assert "split_kv" not in kern[cls]
+    window = [g for g in eng.kernels.borrowed if g.startswith("generation attention") and "sliding window" in g]
+    assert not window, window
