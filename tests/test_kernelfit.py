@@ -21,9 +21,10 @@ DATA = Path(__file__).parent / "data" / "kernel_tables"
 # tables' numbers per GPU; the attention groups are split by regime: window, one head per KV head, wide GQA)
 # the extract holds every 40th row: a kernel grid fitted on rows that far apart interpolates coarsely (the sliding-
 # window generation class: p90 71%; on the full tables the grid's held-out rows are the fitted rows' neighbours)
-# the window class MMHA runs (one head per KV head, over 32 per KV head, head dim 192) has 52 rows in the extract, 26
-# fitted: 30% / 95% held out there (the full tables: 21% / 45%, docs/accuracy.md); the fit must still beat none
-BOUNDS = {"generation attention bf16, KV bf16, sliding window, MMHA kernel": (0.35, 1.0),
+# the window class MMHA runs (one head per KV head, or over 32 per KV head) has 30 rows in the extract, 15 fitted:
+# 12.4% / 24.8% held out there with its multi-block launch (split_kv = "mmha"), 62% / 94% with no fit
+# (docs/accuracy.md has the full tables' numbers)
+BOUNDS = {"generation attention bf16, KV bf16, sliding window, MMHA kernel": (0.15, 0.30),
           "gemm": (0.10, 0.35), "context attention": (0.15, 0.45), "generation attention": (0.30, 0.75)}
 GROUPS = 10                 # gemm bf16, 4 regimes of context and 5 of generation attention (bf16, KV bf16: the
                             # sliding window split into its XQA and MMHA kernels)

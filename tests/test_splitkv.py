@@ -9,10 +9,13 @@ import pytest
 
 import ironlaw
 from ironlaw.core.errors import IronlawError
-from ironlaw.core.splitkv import blocks_per_sequence
+from ironlaw.core.splitkv import (blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
+                                  mmha_tokens_per_loop)
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
 from ironlaw.machine.hardware import parse_hardware
+from ironlaw.models.workloads import Request
+from ironlaw.models.workloads import transformer as T
 
 H100_SMS = 132
 WINDOW_CLASS = "attention_generation_bf16_kv_bf16_window"
@@ -29,6 +32,43 @@ def test_blocks_follow_the_whole_history_and_stop_at_eight_waves():
     assert blocks_per_sequence([1.0, 127.0], 1, H100_SMS).tolist() == [1, 1]          # never below one block
     assert blocks_per_sequence([131072.0], 1, 188)[0] == 91                # round(√(8 · 1024))
     assert blocks_per_sequence([131072.0], 1, 1)[0] == 8                   # eight waves on one SM
+
+
+def test_mmha_splits_each_query_head_by_the_sms_and_its_key_loop():
+    """multi_block_grid_setup: at most ⌈SMs / (sequences · heads)⌉ blocks, at most ⌈(history + 1) / keys per loop⌉;
+    checked where aiconfigurator-core 0.12.0's H100 window-128 table (one head at 64, 1,024 keys per loop of a
+    1,024-thread block) steps: one sequence splits from 1,023 cached tokens on (9 → 13-14 µs), 8 sequences reach
+    17 blocks at 16,383 (136 CTAs, two waves on 132 SMs: 19 µs), 256 sequences never split."""
+    assert mmha_tokens_per_loop([64, 128, 192, 256], 1024).tolist() == [1024, 512, 256, 256]
+    assert mmha_tokens_per_loop(192, 512) == 128
+    hist = np.array([512, 1024, 8192, 16384, 131072], float)             # s + 1: 511 … 131,071 cached tokens
+    assert mmha_blocks_per_sequence(hist, 1, H100_SMS, 1024).tolist() == [1, 2, 9, 17, 129]
+    assert mmha_blocks_per_sequence(hist, 8, H100_SMS, 1024).tolist() == [1, 2, 9, 17, 17]
+    assert mmha_blocks_per_sequence(hist, 256, H100_SMS, 1024).tolist() == [1, 1, 1, 1, 1]
+    assert mmha_blocks_per_sequence(hist, 132, H100_SMS, 1024).tolist() == [1, 1, 1, 1, 1]  # one wave already
+    waves = in_whole_waves(np.array([1.0, 2.0, 17.0, 9.0]), np.array([1.0, 1.0, 8.0, 16.0]), H100_SMS, 1024)
+    assert (waves * np.array([1, 1, 8, 16])).tolist() == [1, 528, 1056, 1056]   # unsplit; one wave; two; two (×4)
+    assert in_whole_waves(2.0, 1.0, H100_SMS, 512) == 264                # a 512-thread block: two 256-thread CTAs
+
+
+def test_an_mmha_op_launches_a_cta_per_query_head():
+    """A one-head-per-KV-head windowed decode (MMHA): its grid coordinates are per CTA, one query row each, the
+    FLOPs unchanged, and the law prices the split the class names."""
+    hw = hardware.get("h100")
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, kv_heads=32)      # 32 heads, one per KV head
+    g = T.build(arch, Request("x", phase="decode", batch=2, seq=16383), "x")
+    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    assert op.attrs["kernel"].endswith("_window_mmha")
+    cal = hw.calibration.table()
+    cal["kernel"][op.attrs["kernel"]] = {**cal["kernel"][op.attrs["kernel"]], "split_kv": "mmha", "mmha_threads": 1024}
+    cols = g.columns()
+    split = efficiency.split_blocks(calibration.Calibration.of(cal), cols, hw)
+    blocks = split.blocks.reshape(len(g.ops), -1)[i, 0]
+    assert blocks == pytest.approx(4 * 2 * 132 / 64)   # 2 · 32 CTAs, ⌈132 / 64⌉ = 3 blocks: 192 CTAs, two waves of
+                                                       # 1,024-thread blocks, each four 256-thread CTAs' slots
+    m, n, k, units = efficiency.grid_coords(cols, split)
+    m0, n0, k0, u0 = efficiency.grid_coords(cols)
+    assert m[i] == 1.0 and (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])
 
 
 def _attention_ops(seq, phase="decode", on="h100", batch=8):
@@ -103,18 +143,26 @@ def test_an_sm_count_is_a_whole_number_with_its_source(extra, match):
 def test_split_kv_names_a_known_split():
     cal = hardware.get("h100").calibration.table()
     cal["kernel"][WINDOW_CLASS] = {**cal["kernel"][WINDOW_CLASS], "split_kv": "window"}
-    with pytest.raises(IronlawError, match="split_kv: must be one of history"):
+    with pytest.raises(IronlawError, match="split_kv: must be one of history, mmha"):
+        calibration.check(cal, "calibration")
+    cal["kernel"][WINDOW_CLASS] = {**cal["kernel"][WINDOW_CLASS], "split_kv": "history", "mmha_threads": 1024}
+    with pytest.raises(IronlawError, match="mmha_threads: an MMHA class's"):       # XQA's split has no block size
+        calibration.check(cal, "calibration")
+    cal["kernel"][WINDOW_CLASS] = {**cal["kernel"][WINDOW_CLASS], "split_kv": "mmha", "mmha_threads": 768}
+    with pytest.raises(IronlawError, match="one of 512, 1024; got 768"):
         calibration.check(cal, "calibration")
 
 
 def test_grid_coords_keep_the_flops_of_a_split_op():
     a, ops = _attention_ops(8191)
     cols = a.cols
-    blocks = efficiency.split_blocks(a.hw.calibration, cols, a.hw)
+    split = efficiency.split_blocks(a.hw.calibration, cols, a.hw)
+    blocks = split.blocks
     i, _ = ops["attention.window"]
     j, _ = ops["attention"]
-    m, n, k, units = efficiency.grid_coords(cols, blocks)
+    m, n, k, units = efficiency.grid_coords(cols, split)
     m0, n0, k0, u0 = efficiency.grid_coords(cols)
     assert blocks.reshape(len(a.graph.ops), -1)[i, 0] == 16 and blocks.reshape(len(a.graph.ops), -1)[j, 0] == 1
+    assert np.all(split.fold == 1.0)                                       # XQA: the heads share a CTA
     assert (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])
     assert units[i] == pytest.approx(16 * u0[i]) and units[j] == pytest.approx(u0[j])

@@ -1,5 +1,5 @@
 """Sliding-window generation runs one of two TensorRT-LLM kernels, each its own kernel class: XQA for 2 to 32 query
-heads per KV head at head dim 64, 128 or 256, the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
+heads per KV head at a head dim its JIT kernels take (a multiple of 16 up to 256), the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
 groups the tables' rows and the decode op names its class by the same rule."""
 from dataclasses import replace
 
@@ -16,7 +16,8 @@ from ironlaw.models.workloads import Request
     (64, 8, 64, "xqa"), (32, 8, 128, "xqa"), (2, 1, 64, "xqa"), (128, 4, 64, "xqa"), (16, 8, 256, "xqa"),    # 2 … 32 per KV head
     (8, 8, 128, "mmha"),            # vanilla MHA: supportConfigCommon refuses it
     (128, 2, 64, "mmha"),           # 64 per KV head: over the 32 supportConfigHMMA / QGMMA take
-    (32, 8, 192, "mmha")])          # head dim 192: timed as MMHA in the 1.3.0rc20 tables
+    (32, 8, 192, "xqa"),            # head dim 192: a multiple of 16 up to 256, split as XQA in the 1.3.0rc20 tables
+    (8, 8, 192, "mmha"), (8, 1, 200, "mmha"), (8, 1, 288, "mmha")])   # MHA; not a multiple of 16; over 256
 def test_the_window_kernel_follows_xqas_dispatch(heads, kv_heads, head_dim, kernel):
     assert window_kernel(heads, kv_heads, head_dim) == kernel
     want = "_window" if kernel == "xqa" else "_window_mmha"
@@ -28,7 +29,7 @@ def test_the_window_kernel_follows_xqas_dispatch(heads, kv_heads, head_dim, kern
 
 def _rows():
     out = []
-    for h, kv, d in ((32, 8, 64), (8, 8, 64), (32, 8, 192), (64, 1, 128), (32, 8, 128)):
+    for h, kv, d in ((32, 8, 64), (8, 8, 64), (32, 8, 192), (8, 8, 192), (64, 1, 128), (32, 8, 128)):
         for w in (0, 128):
             for b in (1, 8):
                 for s in (127, 1023):
@@ -46,8 +47,8 @@ def test_the_fitter_groups_window_rows_by_the_kernel_they_run():
                                 "x.parquet", pd.DataFrame(_rows()))
     shapes = {g.key[1]: {(int(r.num_heads), int(r.num_key_value_heads), int(r.head_dim))
                          for r in g.rows.itertuples()} for g in kernelfit.groups([t])}
-    assert shapes["attention_generation_bf16_kv_bf16_window"] == {(32, 8, 64), (32, 8, 128)}
-    assert shapes["attention_generation_bf16_kv_bf16_window_mmha"] == {(8, 8, 64), (32, 8, 192), (64, 1, 128)}
+    assert shapes["attention_generation_bf16_kv_bf16_window"] == {(32, 8, 64), (32, 8, 128), (32, 8, 192)}
+    assert shapes["attention_generation_bf16_kv_bf16_window_mmha"] == {(8, 8, 64), (8, 8, 192), (64, 1, 128)}
     names = {g.key[1]: g.name for g in kernelfit.groups([t])}
     assert names["attention_generation_bf16_kv_bf16_window_mmha"].endswith("sliding window, MMHA kernel")
 
@@ -77,3 +78,21 @@ def test_the_catalog_holds_both_window_generation_classes(gpu):
     kern = hardware.get(gpu).calibration.kernel
     for cls in ("attention_generation_bf16_kv_bf16_window", "attention_generation_bf16_kv_bf16_window_mmha"):
         assert cls in kern and kern[cls]["eta_max"] > 0
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang"])
+@pytest.mark.parametrize("gpu", ["h100", "b200", "l40s"])
+def test_vllm_and_sglang_time_their_own_window_classes(framework, gpu):
+    """The engine files hold both window generation classes, fitted on the framework's own window rows (which of
+    them runs which shape is the same rule), so the coverage line borrows neither from TensorRT-LLM; their decode
+    kernels are not TensorRT-LLM's, so neither class takes its split-KV launch."""
+    from ironlaw.models.serving import frameworks
+    eng = frameworks.select(framework, gpu)
+    kern = eng.hw.calibration.kernel
+    for cls in ("attention_generation_bf16_kv_bf16_window", "attention_generation_bf16_kv_bf16_window_mmha"):
+        assert framework in eng.hw.calibration.provenance[
+            "generation attention bf16, KV bf16, sliding window" + (", MMHA kernel" if cls.endswith("mmha") else "")
+        ]["version"]
+        assert "split_kv" not in kern[cls]
+    window = [g for g in eng.kernels.borrowed if g.startswith("generation attention") and "sliding window" in g]
+    assert not window, window

@@ -37,14 +37,18 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half")
-SPLIT_KV = ("history",)   # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``)
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads")
+# split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
+# (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
+SPLIT_KV = ("history", "mmha")
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
-# head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its kernels are built for 64, 128 and 256
-# (the XQA copy alibaba/rtp-llm vendors documents them: ``supportXqa``, head_dim 64, 128, 256); aiconfigurator-core
-# 0.12.0's 1.3.0rc20 window tables time head dim 192 as the MMHA fallback and hold no window row at 256
-XQA_HEAD_DIMS = (64, 128, 256)
+# head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16
+# to 256 (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigHMMA`` and ``supportConfigQGMMA``: ``head_size % 16 !=
+# 0 || head_size < 16 || head_size > 256`` refused). aiconfigurator-core 0.12.0's 1.3.0rc20 H100 table runs head dim
+# 192 with 2 to 8 heads per KV head as XQA splits it (64 heads on 8 KV heads, window 128, 16 sequences: 12 µs at 127
+# cached tokens, 40 µs from 1,023 on, 8 blocks at the 8-wave cap), and one head per KV head as MMHA (flat)
+XQA_HEAD_DIM_STEP, XQA_HEAD_DIM_MAX = 16, 256
 MEASURED_FIELDS = ("gemv_m", "gemv_m_kn", "gemv_pass", "gemv_pass_kn",   # set by the probe, never fitted
                    "gemv_row", "gemv_row_kn")
 ROW_FIELDS = ("gemv_row", "gemv_row_kn")      # [[length, factor], …] (the others are numbers)
@@ -132,10 +136,13 @@ def attention_regime(window: bool, heads: int, kv_heads: int, head_dim: int = 0,
 def window_kernel(heads: int, kv_heads: int, head_dim: int) -> str:
     """The decode kernel TensorRT-LLM picks for a grouped-query attention: 'xqa' for 2 to ``WIDE_GQA`` query heads
     per KV head (``decoderXQAImplJIT/kernelUtils.cpp``: ``supportConfigCommon`` refuses vanilla MHA,
-    ``supportConfigHMMA`` / ``supportConfigQGMMA`` a head group over 32) at a head dim of ``XQA_HEAD_DIMS``;
-    'mmha' (``decoderMaskedMultiheadAttention``) otherwise."""
+    ``supportConfigHMMA`` / ``supportConfigQGMMA`` a head group over 32) at a head dim their JIT kernels take (a
+    multiple of ``XQA_HEAD_DIM_STEP`` up to ``XQA_HEAD_DIM_MAX``); 'mmha' (``decoderMaskedMultiheadAttention``)
+    otherwise."""
     group = heads // max(kv_heads, 1)
-    return "xqa" if 2 <= group <= WIDE_GQA and int(head_dim) in XQA_HEAD_DIMS else "mmha"
+    d = int(head_dim)
+    xqa_dim = d % XQA_HEAD_DIM_STEP == 0 and XQA_HEAD_DIM_STEP <= d <= XQA_HEAD_DIM_MAX
+    return "xqa" if 2 <= group <= WIDE_GQA and xqa_dim else "mmha"
 
 
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:

@@ -37,3 +37,56 @@ def blocks_per_sequence(history, ctas, sms: int) -> np.ndarray:
     blocks = np.where(over > 1.0, np.floor(blocks / np.maximum(over, 1.0)), blocks)
     return np.maximum(blocks, 1.0)
 
+
+
+# TensorRT-LLM's masked multi-head attention kernel (MMHA), the windowed decode XQA refuses (``gemmshape.window_kernel``)
+MMHA_UNROLL = 8                      # keys per thread group per loop: ``multi_block_grid_setup``'s "unroll size is 8"
+MMHA_VECTOR_BYTES = 16               # ``threads_per_value``: dh · sizeof(T) / 16, one 16-byte vector per thread
+MMHA_MATH_BYTES = 2                  # T: the kernel's 16-bit math (bf16, fp16), the cache's dtype aside
+MMHA_THREADS = (512, 1024)           # the block sizes a multi-block launch takes (``MMHA_512/1024_BLOCKSIZE_CHECK``)
+MMHA_CTA_THREADS = 256               # an unsplit launch's block (``mmha_launch_kernel_dispatch``: THDS_PER_BLOCK 256)
+
+
+def mmha_tokens_per_loop(head_dim, threads) -> np.ndarray:
+    """Keys one MMHA block covers per pass of its key loop: ⌈threads / threads_per_value⌉ · 8, threads_per_value =
+    dh_max · 2 / 16 with dh_max the head dim rounded up to a power of two (``mmha::dh_max``): a 1,024-thread block
+    at head dim 64, 1,024 keys; at 192 (dh_max 256), 256."""
+    dh_max = 2.0 ** np.ceil(np.log2(np.maximum(np.asarray(head_dim, float), 1.0)))
+    per_value = dh_max * MMHA_MATH_BYTES / MMHA_VECTOR_BYTES
+    return np.ceil(np.asarray(threads, float) / per_value) * MMHA_UNROLL
+
+
+def mmha_blocks_per_sequence(history, ctas, sms: int, tokens_per_loop) -> np.ndarray:
+    """Per row, the blocks (``seq_len_tile``) TensorRT-LLM's MMHA kernel splits each sequence and query head into:
+    ``history`` the sequence's whole length (tokens, ``timestep``), ``ctas`` the sequences × query heads (its grid
+    is one CTA per sequence and query head, ``mmha_launch_kernel_ex``), ``sms`` the GPU's SMs, ``tokens_per_loop``
+    ``mmha_tokens_per_loop``.
+
+    ``cpp/tensorrt_llm/common/attentionOp.cpp``, ``getMaxNumSeqLenTile``: at most ⌈SMs / (sequences · heads)⌉
+    blocks, multi-block mode only where that exceeds 1; ``decoderMaskedMultiheadAttentionLaunch.h``,
+    ``multi_block_grid_setup``: ⌈SMs · blocks per SM / CTAs⌉ clamped to at most that and to ⌈(history + 1) /
+    tokens_per_loop⌉, so that each block runs one pass of its key loop. One block per SM in multi-block mode
+    (a 512- or 1,024-thread block), so the bound is one wave. Like XQA's, the count follows the whole history, not
+    the window: each of the blocks then reads ⌈(min(history, window) + 1) / blocks⌉ keys (``timesteps_per_block``)."""
+    history = np.asarray(history, float)
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    most = np.ceil(float(sms) / ctas)
+    by_keys = np.ceil((history + 1.0) / np.asarray(tokens_per_loop, float))
+    return np.where(most > 1.0, np.maximum(np.minimum(most, by_keys), 1.0), 1.0)
+
+
+def in_whole_waves(blocks, ctas, sms: int, threads) -> np.ndarray:
+    """Per row, ``blocks`` per sequence and head as the SMs hold a multi-block launch (``blocks`` > 1), in the
+    kernel's own 256-thread CTAs (``MMHA_CTA_THREADS``), the unit its unsplit launch runs in: one block of
+    ``threads`` per SM (``mmha_blocks_per_sequence``), so ``ctas`` · blocks take whole waves of ``sms`` blocks, and
+    each block fills the SM as threads / 256 of its unsplit CTAs would (the two fill the same registers: the
+    1,024-thread block fits once per SM, the 256-thread CTA four times). Returned per sequence and head: the SMs'
+    CTA slots over ``ctas``. A single block (no split) stays as it is. H100, one head at 64, window 128: 9 µs
+    unsplit, 13–14 µs in one wave of 2–129 blocks, 19 µs in two (8 sequences from 16,383 cached tokens: 17 blocks,
+    136 CTAs on 132 SMs); 131,072 unsplit CTAs (2,048 sequences of 64 heads, one cached token) take 1.23 ms, 5 µs per
+    round of four CTAs per SM."""
+    blocks = np.asarray(blocks, float)
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    waves = np.ceil(ctas * blocks / float(sms))
+    slots = waves * float(sms) * np.asarray(threads, float) / MMHA_CTA_THREADS
+    return np.where(blocks > 1.0, slots / ctas, blocks)

@@ -15,11 +15,12 @@ import numpy as np
 
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
-from ..core.gemmshape import (gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units, is_gemv, kn_rows,
-                              row_factor, row_length, streamed_eta)
+from ..core.gemmshape import (SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
+                              is_gemv, kn_rows, row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
-from ..core.splitkv import blocks_per_sequence
+from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
+                            mmha_tokens_per_loop)
 from ..machine.hardware import Hardware
 
 
@@ -53,9 +54,9 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     if cal is None:
         return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
                      np.zeros(shape))
-    blocks = split_blocks(cal, cols, hw)
-    grid = kernel_grid(cal, cols, blocks)
-    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid, blocks), shape),
+    split = split_blocks(cal, cols, hw)
+    grid = kernel_grid(cal, cols, split)
+    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid, split), shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat),
@@ -101,10 +102,10 @@ def within_peak(eta, grid=1.0) -> np.ndarray:
     return np.minimum(eta / grid, 1.0)
 
 
-def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0, blocks=None) -> np.ndarray:
+def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0, split=None) -> np.ndarray:
     """η per op: the GEMM shape model for matmuls of a calibrated dtype, per-kind values otherwise; over the
-    kernel grid's factor ``grid`` and at most 1 (``within_peak``), then the framework's share. ``blocks``
-    (``split_blocks``): a split-KV kernel class's shape model sees the keys per launched block."""
+    kernel grid's factor ``grid`` and at most 1 (``within_peak``), then the framework's share. ``split``
+    (``split_blocks``): a split-KV kernel class's shape model sees the keys and query rows per launched CTA."""
     out = np.broadcast_to(eta, cols.flops.shape).astype(float).copy()
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in cal.compute.items():
@@ -121,14 +122,14 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0, bloc
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
-    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "compute", blocks), grid), cols.frontend)
+    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "compute", split), grid), cols.frontend)
 
 
-def kernel_grid(cal: Calibration, cols: Columns, blocks=None) -> np.ndarray | float:
+def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | float:
     """Per op, the measured kernel's time over its shape model's (``gemmshape.grid_factor``) where its table — a
     GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere, at the
-    op's M, N, K and units as its kernel launches them (``grid_coords``, ``blocks``: a windowed decode's split-KV
-    blocks, ``split_blocks``). The law divides both of the op's η by it, each held at 1 (``within_peak``)."""
+    op's M, N, K and units as its kernel launches them (``grid_coords``, ``split``: a windowed decode's split-KV
+    launch, ``split_blocks``). The law divides both of the op's η by it, each held at 1 (``within_peak``)."""
     names = _names(cols, "kernels")
     mine = _gemm_kernels(cal, names)
     tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
@@ -144,34 +145,46 @@ def kernel_grid(cal: Calibration, cols: Columns, blocks=None) -> np.ndarray | fl
     if not rows:
         return 1.0
     out = np.ones(cols.flops.shape)
-    m, n, k, units = grid_coords(cols, blocks)
+    m, n, k, units = grid_coords(cols, split)
     for r, p in rows:
         out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
     return out
 
 
-def grid_coords(cols: Columns, blocks=None) -> tuple:
+@dataclass(frozen=True)
+class Split:
+    """How a split-KV decode kernel launches each op (``split_blocks``), arrays (n_ops, *cfg): ``blocks`` the blocks
+    each sequence is split into (1 where none), ``fold`` the query rows a kernel gives a CTA each of its own (MMHA's
+    one CTA per query head: the heads per KV head; 1 where the rows share a tile)."""
+    blocks: np.ndarray
+    fold: np.ndarray
+
+
+def grid_coords(cols: Columns, split: Split | None = None) -> tuple:
     """(M, N, K, units) of every op as its kernel tiles and launches it: ``gemmshape.gemm_dims`` and ``grid_units``;
-    with ``blocks`` ((n_ops, *cfg), ``split_blocks``), N the keys per launched block and the units × the blocks
-    (the FLOPs, 2 · units · M · N · K, unchanged)."""
+    with ``split`` (``split_blocks``), N the keys per launched block, M the query rows per CTA (÷ ``fold``) and the
+    units × the blocks × ``fold`` (the FLOPs, 2 · units · M · N · K, unchanged)."""
     m, n, k = gemm_dims(cols)
     units = grid_units(cols.flops, m, n, k)
-    if blocks is None:
+    if split is None:
         return m, n, k, units
-    return m, n / blocks, k, units * blocks
+    return m / split.fold, n / split.blocks, k, units * split.blocks * split.fold
 
 
-def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | None:
-    """(n_ops, *cfg) the blocks a split-KV kernel launches per sequence and KV head (``splitkv.blocks_per_sequence``
-    on ``hw``'s SMs), for the ops that state the whole sequence (``op.attrs['history']``, a windowed decode) of a
-    kernel class that splits it (``split_kv = "history"``), 1 for every other op; None where no op is such. Such an
-    op on a device without an SM count is an error: its launch cannot be placed."""
+def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """How the ops that state the whole sequence (``op.attrs['history']``, a windowed decode) of a kernel class that
+    splits it launch (``Split``) on ``hw``'s SMs: ``split_kv = "history"``, TensorRT-LLM's XQA
+    (``splitkv.blocks_per_sequence``, per sequence and KV head); ``"mmha"``, its MMHA kernel, one CTA per sequence
+    and query head, split by ``splitkv.mmha_blocks_per_sequence`` (blocks of the class's ``mmha_threads``). Every
+    other op: 1 block, no fold; None where no op is such. Such an op on a device without an SM count is an error:
+    its launch cannot be placed."""
     if cols.history is None or not cal.kernel:
         return None
     names = _names(cols, "kernels")
-    split = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == "history"])
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    history = np.where(split.reshape(lead), cols.history, 0.0)
+    kinds = {kind: np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
+             for kind in SPLIT_KV}
+    history = np.where(kinds["history"] | kinds["mmha"], cols.history, 0.0)
     if not np.any(history > 0):
         return None
     sms = getattr(hw, "sms", None)
@@ -181,7 +194,20 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.nda
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     history = np.broadcast_to(history, units.shape)
-    return np.where(history > 0, blocks_per_sequence(history, units / 2.0, sms), 1.0)
+    xqa = np.broadcast_to(kinds["history"], units.shape) & (history > 0)
+    mmha = np.broadcast_to(kinds["mmha"], units.shape) & (history > 0)
+    blocks = np.where(xqa, blocks_per_sequence(history, units / 2.0, sms), 1.0)
+    heads = units / 2.0 * np.maximum(m, 1.0)           # sequences × KV heads × heads per KV head
+    threads = _per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead)
+    tiles = mmha_blocks_per_sequence(history, heads, sms, mmha_tokens_per_loop(k, threads))
+    blocks = np.where(mmha, in_whole_waves(tiles, heads, sms, threads), blocks)
+    return Split(blocks, np.where(mmha, np.maximum(m, 1.0), 1.0))
+
+
+def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
+    """(n_ops, 1…) each op's kernel class's ``field``, ``default`` where its class has none."""
+    return np.array([float(cal.kernel.get(nm, {}).get(field, default)) if nm else default
+                     for nm in names]).reshape(lead)
 
 
 def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
@@ -368,10 +394,10 @@ def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str, blocks=None) -> np.ndarray:
+def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str, split=None) -> np.ndarray:
     """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones; a kernel
     entry with ``eta_max`` is a GEMM shape table of its own (a grouped GEMM's η follows its M per group), at the
-    keys per launched block where ``blocks`` (``split_blocks``) splits them."""
+    keys and query rows per launched CTA where ``split`` (``split_blocks``) splits them."""
     for table, attr in ((cal.kernel, "kernels"), (cal.op, "names")):
         if table:
             names = _names(cols, attr)
@@ -380,6 +406,6 @@ def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str, blocks
                     out[names == name] = p[field]
                 elif field == "compute" and "eta_max" in p and name and (names == name).any():
                     r = names == name
-                    m, n, k, _ = grid_coords(cols, blocks)
+                    m, n, k, _ = grid_coords(cols, split)
                     out[r] = gemm_eta(p, m[r], n[r], k[r])
     return out

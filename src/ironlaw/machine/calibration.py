@@ -14,6 +14,7 @@ from typing import Mapping
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
+from ..core.splitkv import MMHA_THREADS
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
@@ -225,6 +226,10 @@ def _check_grid(p: dict, w: str) -> None:
         raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
+    if "mmha_threads" in p and (p.get("split_kv") != "mmha" or p["mmha_threads"] not in MMHA_THREADS
+                                or isinstance(p["mmha_threads"], bool)):
+        raise IronlawError(f"{w}.mmha_threads: an MMHA class's (split_kv = \"mmha\") threads per block, one of "
+                           f"{', '.join(map(str, MMHA_THREADS))}; got {p['mmha_threads']!r}")
     if "grid_nodes" not in p and "grid_log" not in p:
         return
     nodes, text = p.get("grid_nodes"), p.get("grid_log")

@@ -34,6 +34,7 @@ from ...core.errors import IronlawError
 from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
                                grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
+from ...core.splitkv import MMHA_THREADS
 from ...law.efficiency import grid_coords, split_blocks
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
@@ -107,9 +108,17 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
-# classes whose kernel may split the whole sequence, not the window, into blocks (TensorRT-LLM's XQA decode kernel:
-# ``core.splitkv``); the fit tries that launch beside the plain one (``fit_class``)
-SPLIT_CLASSES = {("generation_attention", "_window"), ("generation_attention", "_window_mmha")}
+# classes whose kernel may split the whole sequence, not the window, into blocks, and the launches the fit tries beside
+# the plain one (``fit_class``): TensorRT-LLM's XQA decode kernel per sequence and KV head (``core.splitkv``,
+# ``split_kv = "history"``); its MMHA kernel per sequence and query head, in blocks of each of ``MMHA_THREADS``
+# threads (``split_kv = "mmha"``: which block fits one per SM is the compiled kernel's register count, not in the
+# source; the tables step where each puts it, docs/accuracy.md)
+SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
+                 ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
+                                                                 for t in MMHA_THREADS)}
+# the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
+# decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
+SPLIT_FRAMEWORK = "trtllm"
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -279,13 +288,14 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
 def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> dict:
     """One group's table, its shape model (``fit_one``, on at most ``FIT_ROWS`` of ``rows``) and its grid
     (``fit_grid``, on all of them). A sliding-window generation class (``SPLIT_CLASSES``) on a device that states its
-    SMs is fitted twice, as the kernel that launches one CTA per sequence and KV head and as the split-KV kernel
-    that splits the whole sequence into blocks (``split_kv = "history"``, ``core.splitkv``); the one with the smaller
-    loss on the fitted rows is kept; so is one of the "stream" form's two shape tables (``fit_stream``), each with
-    its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
+    SMs is fitted as the kernel that launches one CTA per sequence and KV head and, for TensorRT-LLM's tables
+    (``SPLIT_FRAMEWORK``), as each split-KV launch its kernel may make over the whole sequence (``split_kv``,
+    ``core.splitkv``); the one with the smallest loss on the fitted rows is kept; so is one of the "stream" form's
+    two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
     spaced = _spaced(rows, FIT_ROWS)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    tries = ({}, {"split_kv": "history"}) if (g.op, regime) in SPLIT_CLASSES and getattr(hw, "sms", None) else ({},)
+    splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
+    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -361,8 +371,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
-    blocks = split_blocks(Calibration.of(cal), prob.cols, hw)
-    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, blocks))
+    split = split_blocks(Calibration.of(cal), prob.cols, hw)
+    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, split))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
         return own
