@@ -111,7 +111,7 @@ GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,)
 # its own (vLLM 0.24.0 and SGLang 0.5.14 run head dim 192 on Triton, 64/128/256/512 on FlashInfer's TRT-LLM kernels or
 # FlashAttention: B200, held out with nodes at 64, 128, 256, 512 only, head dim 192 24% too fast at the median;
 # docs/accuracy.md)
-VALUE_NODES = {"context_attention": (2,)}
+VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,)}
 # the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
 # the vLLM and SGLang tables hold blocks of two head dims per batch, sequence and heads, so the even/odd split fitted
 # one and held out the other (SGLang L40S, over 32 heads per KV head: 96% of head dim 128 held out, 65-74% median
