@@ -1,7 +1,7 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
     python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--op TABLE …] [--kernel-class TEXT …]
-                                       [--write | --stored] [--extract DIR]
+                                       [--skip-class TEXT …] [--write | --stored] [--extract DIR]
     python benchmarks/kernel_tables.py --data DIR08 --release 1.0 [--gpu NAME …] [--write | --stored]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
@@ -14,7 +14,8 @@ sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit
 src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml (``ironlaw.machine.engines``, read by
 ``serve --engine``). ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
 (src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields; ``--kernel-class TEXT``
-fits, scores and stores only the kernel classes whose name holds TEXT, e.g. "over 32 heads"), the way
+fits, scores and stores only the kernel classes whose name holds TEXT, e.g. "over 32 heads"; ``--skip-class TEXT``
+leaves out those whose name holds it, which keep their stored terms), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile; ``--stored`` scores the terms the
 catalog holds on the same held-out rows, fitting nothing (minutes, not the fit's half hour); ``--regrid`` refits only
 each class's kernel grid over the stored shape terms and scores that (``--write`` stores it). ``--extract DIR`` writes the
@@ -338,6 +339,8 @@ def main() -> int:
         ap.error("--release fits TensorRT-LLM's tables only, without --framework")
     if a.gemm_fill != "half" and (a.release or a.stored or a.regrid or a.extract):
         ap.error("--gemm-fill fits the GEMM classes: not with --release, --stored, --regrid or --extract")
+    if a.release and a.skip_class:
+        ap.error("--skip-class works on the catalog and the engine files, not with --release")
     if a.release and not a.data:
         ap.error("--release needs --data: aiconfigurator 0.8.0's aiconfigurator/systems/data")
     data = data_dir(a.data)

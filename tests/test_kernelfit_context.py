@@ -136,3 +136,18 @@ def test_one_token_context_rows_on_the_decode_kernel_are_left_out():
     gen = kernelfit.own_kernel(rows.assign(step=7), "generation_attention")
     assert len(gen) == len(rows)
     assert len(kernelfit.own_kernel(rows.drop(columns="kernel_source"), "context_attention")) == len(rows)
+
+
+def test_the_benchmark_leaves_the_skipped_classes_out():
+    """``kernel_tables.py --skip-class TEXT``: the classes whose name holds TEXT are neither fitted nor stored anew
+    (the sliding-window decode classes, kept as stored while the other decode classes are refitted)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import kernel_tables
+    names = ["generation attention bf16, KV bf16", "generation attention bf16, KV bf16, sliding window",
+             "generation attention bf16, KV bf16, sliding window, MMHA kernel", "generation attention bf16, KV fp8"]
+    gs = [kernelfit.Group(n, ("kernel", n), "generation_attention", None, None) for n in names]
+    kept = [g.name for g in kernel_tables.chosen(gs, (), ("sliding window",))]
+    assert kept == [names[0], names[3]]
+    assert [g.name for g in kernel_tables.chosen(gs, ("KV fp8",), ("sliding window",))] == [names[3]]
+    assert len(kernel_tables.chosen(gs, ())) == 4
