@@ -16,6 +16,12 @@ step exposes; the token dispatcher each row's config runs (tests/nemo_ref.HELD_C
 or the flex dispatcher with HybridEP, ``ironlaw.models.dispatcher``) and its experts per GPU. Then the MoE rows'
 |error| by dispatcher. Last, the median and largest |error| of the dense rows, the MoE rows and all rows against
 the issue's goals (dense ≤ 5% / ≤ 12%, MoE ≤ 12% / ≤ 30%), and each row's command.
+
+    python benchmarks/nemo_blackwell.py --host-counts
+
+prints instead, per MoE row, the host's kernels per MoE layer and micro-batch by part (``ironlaw.models.host``,
+counted from Megatron-Core's and Transformer Engine's code), their time at the catalog's ``[host]`` costs, and the
+cost per launch at which the host alone would take as long as the published layer.
 """
 from __future__ import annotations
 
@@ -36,8 +42,18 @@ def main() -> int:
     ap.add_argument("--host-cost-factor", type=float, default=1.0, metavar="F",
                     help="diagnostic: every system's [host] op_s and module_s times F (how large a host cost "
                          "the rows would need; nothing is fitted)")
-    hardware = _Hosts(ap.parse_args().host_cost_factor)
+    ap.add_argument("--host-counts", action="store_true",
+                    help="diagnostic: per MoE row, the host's kernels per MoE layer by part, their priced time and "
+                         "the cost per launch a host-bound layer would need (nothing is fitted)")
+    args = ap.parse_args()
+    hardware = _Hosts(args.host_cost_factor)
     rows = table(BLACKWELL)
+    if args.host_counts:
+        from nemo_ref import print_host_counts
+        moe = [r for r in rows if r["model"] not in DENSE]
+        print_host_counts([(r["system"], r, predict(r, hardware.get(r["system"])), hardware.get(r["system"]))
+                           for r in moe])
+        return 0
     errs = {"dense": [], "MoE": [], "all predicted": []}
     print(f"{'system':6s} {'model':16s} {'GPUs':>5} {'prec':>5} {'published':>9} {'ironlaw':>8} {'error':>7} "
           f"{'MFU':>6}  binds")

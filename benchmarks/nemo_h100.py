@@ -12,6 +12,11 @@ the published throughput implies (step ÷ (micro-batches + bubble) ÷ layers per
 the MoE rows' printed layouts give (beside the 25.09 token-drop run of the same layout,
 tests/data/nemo_megatron_bridge_25.09_tokendrop.csv, where there is one); a later, tuned Qwen3-30B-A3B run on 16 H100 (Megatron-Bridge PR #5123); and
 the median and the largest |error| against the goal (8%, 20%).
+
+    python benchmarks/nemo_h100.py --host-counts
+
+prints instead, per MoE row, the host's kernels per MoE layer and micro-batch by part, their time at the catalog's
+``[host]`` costs, and the cost per launch at which the host alone would take as long as the published layer.
 """
 from __future__ import annotations
 
@@ -24,10 +29,19 @@ GOAL_MEDIAN, GOAL_MAX = 0.08, 0.20
 
 
 def main() -> int:
+    import argparse
     from ironlaw.machine import hardware
     from ironlaw.core.errors import IronlawError
-    from nemo_ref import DENSE, available, command, predict, summary, table
+    from nemo_ref import DENSE, available, command, predict, print_host_counts, summary, table
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host-counts", action="store_true",
+                    help="diagnostic: per MoE row, the host's kernels per MoE layer by part, their priced time and "
+                         "the cost per launch a host-bound layer would need (nothing is fitted)")
     hw = hardware.get("h100")
+    if ap.parse_args().host_counts:
+        moe = [r for r in table() if r["model"] not in DENSE and available(r)]
+        print_host_counts([("h100", r, predict(r, hw), hw) for r in moe])
+        return 0
     errs, dense = [], []
     print(f"{'model':15s} {'GPUs':>5} {'prec':>4} {'published':>9} {'ironlaw':>8} {'error':>7} {'MFU':>6} "
           f"{'GF/token NVIDIA':>15} {'ironlaw':>8}  binds")

@@ -250,3 +250,39 @@ def summary(what: str, errs: list, rows: int, goal_median: float, goal_max: floa
     import statistics
     return (f"{what:14s} {len(errs)} of {rows} rows: median |error| {statistics.median(errs):.1%} "
             f"(goal ≤ {goal_median:.0%}), max {max(errs):.1%} (goal ≤ {goal_max:.0%})")
+
+
+def host_parts(st, hw) -> list[tuple[str, bool, float, float]]:
+    """What the host issues for one MoE layer and micro-batch of the step ``st`` on ``hw``, part by part
+    (``host.moe_parts`` with the step's layout, recipe, CUDA-graph scopes and dispatcher): (part, issued after
+    the layer's sync, kernels forward and backward, host seconds at the catalog's ``[host]`` costs)."""
+    from ironlaw.models import host
+    p, meta = st.plan, st.per_microbatch.graph.meta
+    cpu, prec = hw.extra["host"], meta.get("precision")
+    out = []
+    for name, after, calls in host.moe_parts(meta, p.tp, p.sequence_parallel, p.ep, prec, p.cuda_graph,
+                                             p.moe_dispatcher):
+        f, b, k = host.seconds(calls, cpu, prec)
+        out.append((name, after, k, f + b))
+    return out
+
+
+def print_host_counts(runs: list) -> None:
+    """Per MoE row (``runs``: (system name, row, step, hardware)), the host's kernels per MoE layer and micro-batch
+    by part and their priced milliseconds, the layer time the published throughput implies, ironlaw's, and the cost
+    per launch at which the host alone would take the published time (published ms ÷ kernels): what a host-bound
+    explanation needs, beside the catalog's ``[host] op_s``."""
+    print("host per MoE layer and micro-batch (forward + backward): kernels and ms at the catalog's [host] costs")
+    names = [n for n, *_ in host_parts(runs[0][2], runs[0][3])] if runs else []
+    print(f"{'system':6s} {'model':16s} {'disp':>8} {'local':>5} "
+          + " ".join(f"{n[:10]:>10}" for n in names) + f" {'kernels':>7} {'host ms':>7} {'published':>9} "
+          f"{'ironlaw':>7} {'us/launch needed':>16} {'[host] op_s':>11}")
+    for system, r, st, hw in runs:
+        parts = host_parts(st, hw)
+        k = sum(p[2] for p in parts)
+        implied, ours = layer_s(r, st)
+        meta = st.per_microbatch.graph.meta
+        print(f"{system:6s} {r['model']:16s} {st.plan.moe_dispatcher:>8} {meta['experts'] / st.plan.ep:5.0f} "
+              + " ".join(f"{p[2]:10.0f}" for p in parts)
+              + f" {k:7.0f} {sum(p[3] for p in parts) * 1e3:7.2f} {implied * 1e3:9.1f} {ours * 1e3:7.1f}"
+              + f" {implied / k * 1e6:16.1f} {hw.extra['host'].op_s * 1e6:11.2f}")

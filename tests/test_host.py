@@ -48,13 +48,54 @@ def test_kernels_per_moe_layer_follow_the_local_experts_and_the_recipe():
     assert m4.kernels - m8.kernels == pytest.approx(10 * (128 / 4 - 128 / 8))
     assert m8.syncs == 1 and d8.syncs == 0 and d8.after_s == 0
     _, bf = host.layers(MOE, CPU, ep=8)
-    assert m8.kernels - bf.kernels == pytest.approx(2 * (2 + 2 * 128 / 8))   # QKV, projection, fc1, fc2 per expert
+    # QKV, projection, fc1, fc2 per expert; and TE's padding copies of the routed rows (3 forward, 3 backward)
+    assert m8.kernels - bf.kernels == pytest.approx(2 * (2 + 2 * 128 / 8) + 6)
     _, f8 = host.layers(MOE, CPU, ep=8, precision="fp8")      # current scaling: amax, reduction, scale, cast
-    assert f8.kernels - bf.kernels == pytest.approx(4 * 2 * (2 + 2 * 128 / 8))
+    assert f8.kernels - bf.kernels == pytest.approx(4 * 2 * (2 + 2 * 128 / 8) + 6)
     # CUDA graphs replay the captured parts as one launch per pass
     _, g = host.layers(MOE, CPU, ep=8, precision="mxfp8", graphed=("attn", "moe_router", "moe_preprocess"))
-    captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (15 + 1)
+    captured = (host.ATTENTION.fwd + host.ATTENTION.bwd + 2 * 2) + (6 + 6) + (17 + 1)
     assert m8.kernels - g.kernels == pytest.approx(captured - 3 * 2)
+
+
+def test_padding_copies_are_issued_by_the_alltoall_dispatcher_only():
+    # Fp8Padding of the rows and the probabilities, Fp8Unpadding of fc2's output: one TE launch each, forward and
+    # backward, after the sync, with quantized experts and expert parallelism on the alltoall dispatcher
+    _, a2a = host.layers(MOE, CPU, ep=8, precision="mxfp8")
+    _, flex = host.layers(MOE, CPU, ep=8, precision="mxfp8", dispatcher="flex")
+    assert a2a.kernels - flex.kernels == pytest.approx(6)
+    assert a2a.after_s - flex.after_s == pytest.approx(3 * CPU.op_s)
+    assert a2a.bwd_s - flex.bwd_s == pytest.approx(3 * CPU.op_s) and a2a.before_s == flex.before_s
+    for kw in ({"ep": 8}, {"ep": 1, "precision": "mxfp8"}):         # bf16 experts; no all-to-all
+        assert dict((n, c) for n, _, c in host.moe_parts(MOE, **kw))["padding"] == host.Calls()
+
+
+def test_moe_parts_add_up_to_the_layer():
+    kw = {"tp": 2, "sp": True, "ep": 8, "precision": "fp8", "graphed": ("moe_router",)}
+    _, moe = host.layers({**MOE, "shared_expert": True}, CPU, **kw)
+    parts = host.moe_parts({**MOE, "shared_expert": True}, **kw)
+    before = sum((c for _, after, c in parts if not after), host.Calls())
+    after = sum((c for _, after, c in parts if after), host.Calls())
+    assert host.seconds(before, CPU, "fp8")[0] == pytest.approx(moe.before_s)
+    assert host.seconds(after, CPU, "fp8")[0] == pytest.approx(moe.after_s)
+    assert sum(host.seconds(c, CPU, "fp8")[2] for _, _, c in parts) == pytest.approx(moe.kernels)
+    assert [n for n, *_ in parts] == ["attention", "router", "preprocess", "dispatch", "experts", "padding",
+                                      "shared expert"]
+    assert host.moe_parts({"layers": 32}) == []
+
+
+def test_backward_collectives_count_as_backward_device_time():
+    # the expert all-to-alls of the backward and the TP collectives of the backward (a ``bwd`` or ``wgrad`` name
+    # part) are the backward's device time, not time after the forward's sync
+    for name in ("ep.alltoall.dispatch.bwd", "ep.alltoall.combine.bwd", "ep.alltoall.probs.bwd",
+                 "tp.allgather.bwd.mlp", "tp.reducescatter.bwd.attn", "tp.allgather.wgrad.mlp", "qkv.backward",
+                 "attn_core.recompute"):
+        assert host.backward(name), name
+    for name in ("ep.alltoall.dispatch", "ep.alltoall.probs", "tp.allgather.fwd.mlp", "moe_router"):
+        assert not host.backward(name), name
+    st = _step(gpus=8, ep=8, global_batch=64)
+    ops = st.per_microbatch.graph.ops
+    assert any(host.after_sync(op) and host.backward(op.name) for op in ops if op.module == "ep")
 
 
 def test_exposed_host_time_by_hand():

@@ -72,6 +72,22 @@ def test_moe_rows_are_bounded_by_the_device(predicted):
     assert not any("device→host syncs" in n for name in DENSE for n in predicted[name][1].notes)
 
 
+def test_host_parts_add_up_to_the_steps_host_issue(predicted):
+    """``nemo_ref.host_parts`` (``--host-counts``) is the step's own host term, part by part: on Qwen3-30B-A3B,
+    every layer an MoE layer, the parts' seconds are the step's host issue per layer and micro-batch; at the
+    measured x86 cost per launch the host would have to take 5× longer per launch to make the published layer."""
+    from nemo_ref import host_parts, layer_s
+    r, st = predicted["qwen3-30b-a3b"]
+    hw = hardware.get("h100")
+    parts = host_parts(st, hw)
+    per = st.plan.microbatches * st.per_microbatch.graph.meta["layers"] / st.plan.pp
+    assert sum(p[3] for p in parts) == pytest.approx(st.breakdown.host_issue_s / per, rel=1e-9)
+    launches = sum(p[2] for p in parts)
+    assert dict((p[0], p[2]) for p in parts)["padding"] == 6            # FP8 experts, alltoall dispatcher
+    implied, _ = layer_s(r, st)
+    assert implied / launches > 5 * hw.extra["host"].op_s               # the negative result in docs/accuracy.md
+
+
 def test_tuned_qwen3_run_on_16_h100():
     """A later Megatron-Bridge recipe for Qwen3-30B-A3B on 16 H100 (tests/data/megatron_bridge_qwen3_30b_h100_tuned.csv:
     EP 16 over two nodes, BF16, the all-to-alls overlapped, the router in CUDA graphs) measured 20.15 s per step:

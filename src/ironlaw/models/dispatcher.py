@@ -21,7 +21,7 @@ alltoall dispatcher's own: its sorts as memory-bound ops of the routed experts, 
 its all-to-all carries, after the dispatch and before the combine, in every pass; and the second all-to-all of
 the dispatch, the routed rows' probabilities (``token_dispatch``; flex carries them in its kernel). Only with
 EP > 1 (the all-to-alls exist) and more than one local expert. The host's kernel counts (``host.DISPATCH``) are the alltoall
-dispatcher's for both.
+dispatcher's for both; the padding copies' launches (``host.PADDING``) the alltoall dispatcher's only.
 
 With quantized expert GEMMs (FP8, MXFP8, FP4) the alltoall dispatcher also pays Transformer Engine's padding of
 each local expert's rows to the quantized GEMM's alignment (16 rows; 32 for MXFP8): core_v0.15.0 / 0d8e0714

@@ -37,6 +37,7 @@ from ..core.registry import registrar
 VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
            "container) with Transformer Engine modules")
 SCOPES = ("attn", "moe_router", "moe_preprocess")       # Megatron-Core's cuda_graph_scope values modelled here
+BACKWARD_PARTS = frozenset({"bwd", "wgrad"})   # name parts of the backward's collectives (``parallel.experts``, ``tp``)
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,26 @@ ROUTER = Calls(fwd=6, bwd=6, modules=1)
 #   preprocess routing_map.sum, the input splits, the all-gather of the counts over the EP group, the local
 #              slice, two sums, the splits over TP, then the D2H copies of tokens_per_expert, input and output
 #              splits, output_splits_tp and num_out_tokens on the side stream and the event (6) = 13; the fused
-#              permute of tokens and probabilities (2): 15 forward, the permute's backward 1
-PREPROCESS = Calls(fwd=15, bwd=1)
+#              permute of tokens and probabilities (TE v2.9 ``moe_permute_with_probs``: three Triton passes of
+#              ``make_row_id_map`` and ``permute_with_mask_map``, 4): 17 forward, the permute's backward
+#              (``unpermute_with_mask_map``) 1
+PREPROCESS = Calls(fwd=17, bwd=1)
 # MoE after its sync, without the per-expert GEMMs: the all-to-alls of tokens and probabilities (2), the sort
-#   by local expert (fused, 2), the weighted bias-SwiGLU, the sort back, the combine all-to-all, the fused
-#   unpermute, bias-dropout-add = 9 forward; backward: bias-dropout-add, unpermute, the all-to-all, the sort, the
-#   SwiGLU, the sort of tokens and probabilities (2), their all-to-alls (2) = 9; two GroupedLinear modules
-DISPATCH = Calls(fwd=9, bwd=9, modules=2)
+#   by local expert (TE v2.9 fused ``moe_sort_chunks_by_index_with_probs``: ``make_chunk_sort_map`` and
+#   ``sort_chunks_by_map``, 2), the weighted bias-SwiGLU, the sort back (2), the combine all-to-all, the fused
+#   unpermute, bias-dropout-add = 10 forward; backward: bias-dropout-add, unpermute, the all-to-all, the sort, the
+#   SwiGLU, the sort of tokens and probabilities (one ``sort_chunks_by_map`` on the kept map), their all-to-alls
+#   (2) = 8; two GroupedLinear modules
+DISPATCH = Calls(fwd=10, bwd=8, modules=2)
 # per local expert (TE GroupedLinear: one GEMM each for fc1 and fc2 forward, a dgrad and a wgrad each backward;
 # in FP8/MXFP8 a quantize of each expert's input and output gradient, tex.split_quantize)
 EXPERT = Calls(fwd=2, bwd=4, quantize=2)
+# Transformer Engine's padding of the routed rows for quantized expert GEMMs, alltoall dispatcher only
+#   (``dispatcher``): Megatron-Core's TEGroupedMLP.forward pads the rows and their probabilities
+#   (``Fp8Padding``) and unpads fc2's output (``Fp8Unpadding``); TE v2.9 makes each one
+#   ``fused_multi_row_padding`` / ``fused_multi_row_unpadding`` launch, and the backward the reverse copy of each
+#   gradient: 3 forward, 3 backward. HybridEP writes the padded layout in its dispatch, so flex pays none.
+PADDING = Calls(fwd=3, bwd=3)
 # TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
 # forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
 # kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
@@ -110,7 +121,7 @@ def _graphed(c: Calls, on: bool) -> Calls:
     return Calls(fwd=1.0, bwd=1.0) if on else c
 
 
-def _seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
+def seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
     """(forward s, backward s, kernels) of the calls on ``cpu``; ``precision``: the linears' low-precision
     recipe (None: bf16)."""
     q = c.quantize * QUANTIZE_KERNELS[precision] if precision else 0.0
@@ -118,22 +129,41 @@ def _seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]
     return (f * cpu.op_s + c.modules * cpu.module_s, b * cpu.op_s + c.modules * cpu.module_s, f + b)
 
 
-def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
-           graphed: tuple = ()) -> tuple[LayerHost, LayerHost]:
-    """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
-    tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
-    attn = _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)
-    dense = attn + MLP + tpc.scaled(0.5)
-    fd, bd, kd = _seconds(dense, cpu, precision)
-    dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
+def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
+              graphed: tuple = (), dispatcher: str = "alltoall") -> list[tuple[str, bool, Calls]]:
+    """What the host issues for one MoE layer and micro-batch of the model ``meta`` describes, part by part:
+    (part, issued after the layer's sync, its calls); ``dispatcher``: Megatron-Core's token dispatcher
+    (``models.dispatcher``). An empty list for a model without experts."""
     experts = meta.get("experts", 0)
     if not experts:
-        return dense_h, dense_h
+        return []
+    tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
-    pre = attn + _graphed(ROUTER, "moe_router" in graphed) + _graphed(PREPROCESS, "moe_preprocess" in graphed)
-    post = DISPATCH + EXPERT.scaled(local) + tpc.scaled(0.5) + (MLP if meta.get("shared_expert") else Calls())
-    f1, b1, k1 = _seconds(pre, cpu, precision)
-    f2, b2, k2 = _seconds(post, cpu, precision)
+    padded = dispatcher == "alltoall" and ep > 1 and precision is not None
+    return [("attention", False, _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)),
+            ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
+            ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),
+            ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
+            ("experts", True, EXPERT.scaled(local)),
+            ("padding", True, PADDING if padded else Calls()),
+            ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
+
+
+def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
+           graphed: tuple = (), dispatcher: str = "alltoall") -> tuple[LayerHost, LayerHost]:
+    """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
+    tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
+    dense = _graphed(ATTENTION, "attn" in graphed) + MLP + tpc
+    fd, bd, kd = seconds(dense, cpu, precision)
+    dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
+    parts = moe_parts(meta, tp, sp, ep, precision, graphed, dispatcher)
+    if not parts:
+        return dense_h, dense_h
+    pre, post = Calls(), Calls()
+    for _, after, calls in parts:
+        pre, post = (pre, post + calls) if after else (pre + calls, post)
+    f1, b1, k1 = seconds(pre, cpu, precision)
+    f2, b2, k2 = seconds(post, cpu, precision)
     return dense_h, LayerHost(f1, f2, b1 + b2, k1 + k2, 1.0)
 
 
@@ -199,8 +229,10 @@ def moe_layers(ops) -> float:
 
 
 def backward(name: str) -> bool:
-    """A backward op, or a forward op recomputed in the backward."""
-    return name.endswith(".backward") or ".recompute" in name
+    """A backward op, or a forward op recomputed in the backward: ``<op>.backward``, the backward's collectives
+    (``ep.alltoall.dispatch.bwd``, ``tp.allgather.bwd.mlp``, ``tp.allgather.wgrad.mlp``: ``BACKWARD_PARTS``) and
+    ``.recompute``."""
+    return name.endswith(".backward") or ".recompute" in name or not BACKWARD_PARTS.isdisjoint(name.split("."))
 
 
 @dataclass
@@ -219,14 +251,15 @@ class HostTerm:
                 f"{1e3 * self.issue_s:.1f} ms{wait}; the device waits {1e3 * self.exposed_s:.1f} ms for it")
 
 
-def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tuple = ()) -> HostTerm | None:
+def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tuple = (),
+              dispatcher: str = "alltoall") -> HostTerm | None:
     """The host term of one micro-batch of the stage graph ``sg`` (its law rows ``rows``) on ``hw``; None where
     the hardware file names no host (``[host]``)."""
     from ..machine.hostcpu import of
     cpu = of(hw)
     if cpu is None or "layers" not in sg.meta:
         return None
-    dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed)
+    dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed, dispatcher)
     R = max(op.count for op in sg.ops)
     n_moe = moe_layers(sg.ops)
     after = rest = bwd = 0.0

@@ -143,7 +143,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem.params_per_device)
     hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
-    host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph)
+    host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph,
+                            plan.moe_dispatcher)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
     notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
     notes += dispatcher.notes(rows)

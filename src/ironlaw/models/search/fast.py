@@ -452,7 +452,7 @@ def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.nd
         return np.zeros(i.shape)
     tp, sp, _, ep = key
     dense, moe = host.layers(meta, cpu, tp, bool(sp), ep, meta.get("precision"),
-                             parallel.graph_scopes(ctx.setting("cuda_graph", ())))
+                             parallel.graph_scopes(ctx.setting("cuda_graph", ())), dispatcher_of(ctx.settings, ep))
     n_moe = R * meta.get("moe_layers", 0) / meta["layers"] if meta.get("experts") else np.zeros(R.shape)
     part = {k: R * s[k][0][i] + s[k][1][i] for k in ("h_after", "h_rest", "h_bwd")}
     return host.exposed_s(dense, moe, cpu.sync_s, R - n_moe, n_moe, part["h_after"], part["h_rest"], part["h_bwd"])

@@ -15,7 +15,8 @@
                     DP an MoE layer's workspace holds every rank's max_num_tokens (``profiled_tokens``)
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
                     reserves each request's whole prompt and output in 32-token blocks (TensorRT-LLM's
-                    defaults: capacity policy GUARANTEED_NO_EVICT, tokens_per_block 32); the batch is the smaller
+                    defaults: capacity policy GUARANTEED_NO_EVICT, tokens_per_block 32), in every layer, a
+                    chunked-attention layer's included (``kv_sequence_bytes``); the batch is the smaller
                     of B and the engine's max batch size, and names which one set it.
     requests        the perf-overview's dataset size for its ISL/OSL pairs (docs/source/performance/
                     perf-overview.md, "$num_requests"), else 1,500.
@@ -274,6 +275,26 @@ def workspace_bytes(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype
     return ws * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
 
 
+def kv_sequence_bytes(spec: str, hw, meta: dict, dtype: str, kv_dtype: str, tokens: int,
+                      constants: ServingConstants) -> float:
+    """KV bytes one request of ``tokens`` (whole blocks) reserves over all heads and layers. The analytic cache
+    holds min(s, c) tokens in a chunked-attention layer (Llama 4: chunks of c = 8192); TensorRT-LLM keeps all s
+    (``constants.chunked_kv_whole``): its KV cache manager gives every layer the same attention window,
+    max_seq_len, unless ``kv_cache_config.max_attention_window`` lists several (variable sliding window), and the
+    chunk reaches only the attention kernel's mask ("Chunked attention is applied to context requests only":
+    tensorrt_llm/_torch/modules/attention.py, ``Attention.__init__``; the KV cache manager built in
+    tensorrt_llm/_torch/pyexecutor/_util.py, ``KvCacheCreator._create_kv_cache_manager``; NVIDIA/TensorRT-LLM,
+    Apache-2.0, the v1.0 line). The perf-overview and trtllm-bench set no max_attention_window."""
+    kv = float(build(spec, "decode", 1, tokens, dtype, kv_dtype, hw).footprint["kv_cache"])
+    if not constants.chunked_kv_whole:
+        return kv
+    per_token_layer = float(meta["kv_elems_per_token_layer"]) * dtype_bytes(kv_dtype)
+    for span, layers in meta.get("layer_spans", {}).items():
+        if span.startswith("chunk "):
+            kv += layers * max(tokens - int(span.split()[1]), 0) * per_token_layer
+    return kv
+
+
 # ---------------------------------------------------------------------- the engine one step is priced on
 def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
             constants: ServingConstants):
@@ -286,8 +307,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
                            output, kv_fraction, max_batch, max_num_tokens)
     ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens
-    kv_seq = float(build(spec, "decode", 1, blocks_tokens(prompt, output, block), dtype, kv_dtype,
-                         hw).footprint["kv_cache"])
+    kv_seq = kv_sequence_bytes(spec, hw, meta, dtype, kv_dtype, blocks_tokens(prompt, output, block), constants)
     mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
                  (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
     return meta, limits, mem

@@ -95,6 +95,9 @@ class ServingConstants:
                                        # ``latency_s``) a kernel still pays inside the engine's step (``kernel_terms``)
     reserve_holds_workspace: bool = False  # the runtime reserve (``reserve_bytes``) holds the activation workspace
                                            # too: the KV cache is what weights and the reserve leave (SGLang)
+    chunked_kv_whole: bool = True  # a chunked-attention layer (Llama 4) keeps the KV of every token of the request,
+                                   # not of its chunk alone (TensorRT-LLM: ``engine.kv_sequence_bytes``); False:
+                                   # of the chunk alone, as the analytic cache counts it (vLLM, SGLang: as before)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
