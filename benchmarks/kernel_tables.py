@@ -1,7 +1,7 @@
 """GEMM and attention terms fitted per GPU on measured kernel tables; the held-out rows scored per kernel class.
 
     python benchmarks/kernel_tables.py [--data DIR] [--gpu NAME …] [--op TABLE …] [--kernel-class TEXT …]
-                                       [--write | --stored] [--extract DIR]
+                                       [--skip-class TEXT …] [--write | --stored] [--extract DIR]
     python benchmarks/kernel_tables.py --data DIR08 --release 1.0 [--gpu NAME …] [--write | --stored]
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
@@ -14,7 +14,8 @@ sorted by shape; the even rows are fitted (``ironlaw.measure.calibrate.kernelfit
 src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml (``ironlaw.machine.engines``, read by
 ``serve --engine``). ``--write`` stores each GPU's fitted terms, with their provenance, in its catalog file's ``[calibration]``
 (src/ironlaw/machine/catalog/<gpu>.toml; an existing calibration keeps its other fields; ``--kernel-class TEXT``
-fits, scores and stores only the kernel classes whose name holds TEXT, e.g. "over 32 heads"), the way
+fits, scores and stores only the kernel classes whose name holds TEXT, e.g. "over 32 heads"; ``--skip-class TEXT``
+leaves out those whose name holds it, which keep their stored terms), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile; ``--stored`` scores the terms the
 catalog holds on the same held-out rows, fitting nothing (minutes, not the fit's half hour); ``--regrid`` refits only
 each class's kernel grid over the stored shape terms and scores that (``--write`` stores it). ``--extract DIR`` writes the
@@ -92,13 +93,14 @@ def data_dir(arg: str | None) -> Path:
 
 def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", stored: bool = False,
             release: str | None = None, regrid: bool = False, ops: tuple = (), classes: tuple = (),
-            gemm_fill: str = "half") -> list:
+            gemm_fill: str = "half", skip: tuple = ()) -> list:
     """Fit and score one GPU's tables of ``framework``: TensorRT-LLM's merge into the catalog file's
     [calibration]; vLLM's and SGLang's stand alone in the engine file (``ironlaw.machine.engines``); a
     TensorRT-LLM ``release``'s stand alone in its release file (scored as ``engines.with_engine`` merges it).
     ``regrid``: only each class's kernel grid refitted on its fit rows, over the stored shape terms
     (``regridded``; the catalog's and the engine files', not a release's). ``classes``: only the kernel classes
-    whose name holds one of these texts, the others kept as stored. ``gemm_fill``: the GEMM classes' M term
+    whose name holds one of these texts, the others kept as stored; ``skip``: those whose name holds one of these
+    texts left out, kept as stored. ``gemm_fill``: the GEMM classes' M term
     (``kernelfit.GEMM_FILLS``); the stored and the fitted GEMM terms are printed (``fill_lines``)."""
     from ironlaw.machine import engines, hardware
     from ironlaw.machine.profile import replace_table
@@ -113,7 +115,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
     hw = hardware.get(GPUS[folder])
     if release is not None:
         return run_release(hw, data, folder, tables, release, write, stored, classes)
-    gs = chosen(kernelfit.groups(tables), classes)
+    gs = chosen(kernelfit.groups(tables), classes, skip)
     if not gs:
         return []
     origin, license = kernelfit.origin_of(data)
@@ -138,7 +140,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         for line in fill_lines(hw, base, table, gs):
             print(line, flush=True)
     else:                     # the engine file stands alone, but for the classes --op leaves as they are
-        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops or classes else new
+        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops or classes or skip else new
     scores = kernelfit.score(hw, table, gs)
     print(f"{hw.name} {framework}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
     if write and framework == "trtllm":
@@ -181,9 +183,9 @@ def gemm_label(hw, table: dict, dtype: str, m: int) -> str:
     return str(np.asarray(labels(predict(graph, replace(hw, calibration=Calibration.of(table))))).reshape(-1)[0])
 
 
-def chosen(gs: list, classes: tuple) -> list:
-    """The groups whose name holds one of ``classes`` (all of them without)."""
-    return [g for g in gs if not classes or any(c in g.name for c in classes)]
+def chosen(gs: list, classes: tuple, skip: tuple = ()) -> list:
+    """The groups whose name holds one of ``classes`` (all of them without) and none of ``skip``."""
+    return [g for g in gs if (not classes or any(c in g.name for c in classes)) and not any(c in g.name for c in skip)]
 
 
 def regridded(hw, table: dict, gs: list) -> dict:
@@ -321,6 +323,9 @@ def main() -> int:
     ap.add_argument("--kernel-class", action="append", default=[],
                     help="fit or score only the kernel classes whose name holds this text (e.g. 'over 32 heads'); "
                          "with --write the other classes keep their stored terms")
+    ap.add_argument("--skip-class", action="append", default=[],
+                    help="leave out the kernel classes whose name holds this text (e.g. 'sliding window'); with "
+                         "--write they keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
     ap.add_argument("--gemm-fill", choices=("half", "tile", "stream"), default="half",
@@ -338,6 +343,8 @@ def main() -> int:
         ap.error("--release fits TensorRT-LLM's tables only, without --framework")
     if a.gemm_fill != "half" and (a.release or a.stored or a.regrid or a.extract):
         ap.error("--gemm-fill fits the GEMM classes: not with --release, --stored, --regrid or --extract")
+    if a.release and a.skip_class:
+        ap.error("--skip-class works on the catalog and the engine files, not with --release")
     if a.release and not a.data:
         ap.error("--release needs --data: aiconfigurator 0.8.0's aiconfigurator/systems/data")
     data = data_dir(a.data)
@@ -352,7 +359,7 @@ def main() -> int:
     for fw in frameworks:
         for folder in a.gpu or (RELEASE_GPUS if a.release else GPUS):
             for s in run_gpu(data, folder, a.write, fw, a.stored, a.release, a.regrid, tuple(a.op or ()),
-                               tuple(a.kernel_class), a.gemm_fill):
+                               tuple(a.kernel_class), a.gemm_fill, tuple(a.skip_class)):
                 ok = s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90
                 name = f"{s.gpu:<12} {s.group}" + ("" if fw == "trtllm" else f" [{fw}]") + \
                     (f" [trtllm {a.release}]" if a.release else "")
@@ -361,7 +368,8 @@ def main() -> int:
                 worst.append(s.median_abs_err)
     for gpu, cls, err in (comm_and_moe(data, a.gpu) if "trtllm" in frameworks and not (a.stored or a.release
                                                                                        or a.regrid or a.op
-                                                                                       or a.kernel_class)
+                                                                                       or a.kernel_class
+                                                                                       or a.skip_class)
                           else []):
         ok = statistics.median(err) <= GOAL_MEDIAN and float(np.percentile(err, 90)) <= GOAL_P90
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "

@@ -72,7 +72,10 @@ def test_each_head_dim_the_rows_hold_is_a_grid_node():
     coords = (4.0 * n, n, k, np.exp(rng.uniform(np.log(2.0), np.log(512.0), 2000)))
     nodes = kernelfit.fit_nodes("context_attention", coords, 2000)
     assert nodes[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
-    assert kernelfit.fit_nodes("generation_attention", coords, 2000)[2] == [64.0, 128.0, 256.0, 512.0]
+    # decode alike: vLLM 0.24.0 runs head dim 192 on Triton with an FP8 cache (B200), SGLang 0.5.14 on Triton
+    # everywhere; held out between nodes at 128 and 256, vLLM B200's FP8-cache rows at 192 came out 26% too fast
+    assert kernelfit.fit_nodes("generation_attention", coords, 2000)[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
+    assert kernelfit.fit_nodes("generation_mla", coords, 2000)[2] != [64.0, 128.0, 192.0, 256.0, 512.0]
 
 
 def test_the_grid_reaches_a_slow_kernel_under_the_eta_bound():
@@ -117,3 +120,34 @@ def test_the_provenance_counts_the_rows_of_other_backends_left_out():
     assert g.timed == f"{len(alt)} rows of other backends at shapes trtllm_mha times left out"
     t1 = kerneltable.KernelTable("context_attention", "b200", "NVIDIA B200", "sglang", "0.5.14", "x.parquet", main)
     assert kernelfit.groups([t1])[0].timed == ""
+
+
+def test_one_token_context_rows_on_the_decode_kernel_are_left_out():
+    """vLLM's FlashInfer backend runs a request of one query token as a decode (``reorder_batch_threshold`` 1): its
+    context tables' one-token rows name the decode kernel and time it, so the prefill class neither fits nor scores
+    them, and its provenance counts them; a generation table's decode rows are its own."""
+    rows = _rows(isl=(1, 16, 64, 256), sources=("vllm_flashinfer_trtllmprefill",), latency=lambda r: 1e-3)
+    rows.loc[rows.isl == 1, "kernel_source"] = "vllm_flashinfer_trtllmdecode"
+    one = int((rows.isl == 1).sum())
+    t = kerneltable.KernelTable("context_attention", "b200", "NVIDIA B200", "vllm", "0.24.0", "x.parquet", rows)
+    (g,) = kernelfit.groups([t])
+    assert len(g.rows) == len(rows) - one > 0 and (g.rows.isl > 1).all()
+    assert g.timed == f"{one} one-token rows the framework runs on its decode kernel left out"
+    gen = kernelfit.own_kernel(rows.assign(step=7), "generation_attention")
+    assert len(gen) == len(rows)
+    assert len(kernelfit.own_kernel(rows.drop(columns="kernel_source"), "context_attention")) == len(rows)
+
+
+def test_the_benchmark_leaves_the_skipped_classes_out():
+    """``kernel_tables.py --skip-class TEXT``: the classes whose name holds TEXT are neither fitted nor stored anew
+    (the sliding-window decode classes, kept as stored while the other decode classes are refitted)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import kernel_tables
+    names = ["generation attention bf16, KV bf16", "generation attention bf16, KV bf16, sliding window",
+             "generation attention bf16, KV bf16, sliding window, MMHA kernel", "generation attention bf16, KV fp8"]
+    gs = [kernelfit.Group(n, ("kernel", n), "generation_attention", None, None) for n in names]
+    kept = [g.name for g in kernel_tables.chosen(gs, (), ("sliding window",))]
+    assert kept == [names[0], names[3]]
+    assert [g.name for g in kernel_tables.chosen(gs, ("KV fp8",), ("sliding window",))] == [names[3]]
+    assert len(kernel_tables.chosen(gs, ())) == 4

@@ -131,7 +131,7 @@ GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,)
 # its own (vLLM 0.24.0 and SGLang 0.5.14 run head dim 192 on Triton, 64/128/256/512 on FlashInfer's TRT-LLM kernels or
 # FlashAttention: B200, held out with nodes at 64, 128, 256, 512 only, head dim 192 24% too fast at the median;
 # docs/accuracy.md)
-VALUE_NODES = {"context_attention": (2,)}
+VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,)}
 # the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
 # the vLLM and SGLang tables hold blocks of two head dims per batch, sequence and heads, so the even/odd split fitted
 # one and held out the other (SGLang L40S, over 32 heads per KV head: 96% of head dim 128 held out, 65-74% median
@@ -139,6 +139,9 @@ VALUE_NODES = {"context_attention": (2,)}
 # side and keep their split
 STRATA = {"context_attention": "head_dim"}
 ONE_SIDED = 0.9
+# the decode kernels a serving framework's context table names for its one-token rows (``own_kernel``): vLLM 0.24.0's
+# FlashInfer backend, TRT-LLM's decode kernel (B200, B300, GB200, GB300) and FlashInfer's own (L40S, RTX PRO 6000)
+DECODE_KERNELS = ("vllm_flashinfer_trtllmdecode", "vllm_flashinfer_fidecode")
 # passes of the grid's least squares per op, each on the residual of the one before: where the law's η bound holds a
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
@@ -206,14 +209,18 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
         regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
         every = t.rows.assign(regime=regimes)
-        kept = one_backend(every, t.op)
+        once = one_backend(every, t.op)
+        kept = own_kernel(once, t.op)
         for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
             dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
-            same = (every.attn_dtype == a) & (every.kv_cache_dtype == kv) & (every.regime == regime)
-            left = int(same.sum()) - len(rows)
+            n = [int(((x.attn_dtype == a) & (x.kv_cache_dtype == kv) & (x.regime == regime)).sum())
+                 for x in (every, once)]
+            left, decode = n[0] - n[1], n[1] - len(rows)
             timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
-                                          f"{kept.kernel_source.value_counts().index[0]} times left out") if x)
+                                          f"{once.kernel_source.value_counts().index[0]} times left out",
+                                          decode and f"{decode} one-token rows the framework runs on its decode "
+                                          f"kernel left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
                              sorted_rows(rows, t.op), timed))
     return out
@@ -234,6 +241,18 @@ def one_backend(rows, op: str):
     main = rows["kernel_source"].value_counts().index[0]
     twice = rows.duplicated(key, keep=False)
     return rows[~twice | (rows["kernel_source"] == main)]
+
+
+def own_kernel(rows, op: str):
+    """``rows`` without the context rows the framework runs on its decode kernel (``DECODE_KERNELS``): vLLM's
+    FlashInfer backend treats a request of at most ``reorder_batch_threshold`` = 1 query token as a decode
+    (vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``; ``split_decodes_and_prefills``), so its
+    context tables' one-token rows (``isl`` 1) time the decode kernel, whose whole time (B200, 9-10 µs at 40-64
+    heads on one KV head, batch 4) is about the prefill class's fixed latency: held out 25% too slow at the median
+    (B300, every head dim; docs/accuracy.md). A table without the column is returned as it is."""
+    if op != "context_attention" or "kernel_source" not in rows.columns:
+        return rows
+    return rows[~rows["kernel_source"].isin(DECODE_KERNELS)]
 
 
 def split(rows, op: str = "") -> tuple[object, object]:
