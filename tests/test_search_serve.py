@@ -115,6 +115,30 @@ def test_cli_text_across_devices_names_each_row_and_what_was_skipped():
     assert max(len(line) for line in r.out.splitlines()) <= 80
 
 
+@pytest.mark.parametrize("on,slo", [("xeon-8480", None), ("tpu-v5e", None), ("apple-m2", None),
+                                    ("tpu-v5e", "ttft=10s,itl=1s")])
+def test_off_a_gpu_the_engine_search_is_refused_in_one_line(on, slo):
+    """The max-throughput engine is a GPU's, as `serve --max-throughput` refuses it off a GPU; a dense model
+    with --slo is searched on the device's own steps instead."""
+    spec = MOE if slo else "llama3-8b"
+    r = run_cli("search", spec, "--phase", "serve", "--on", on, "--gpus", "1", *(["--slo", slo] if slo else []))
+    assert r.rc == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "modelled on GPUs" in r.err and f"{on} is kind " in r.err
+
+
+def test_across_devices_one_off_a_gpu_is_skipped_with_its_reason():
+    d = search_json("llama3-8b", "--on", "h100,xeon-8480,tpu-v5e", "--gpus", "1")
+    assert [k["hardware"] for k in d["skipped"]] == ["xeon-8480", "tpu-v5e"]
+    assert all("offline max-throughput run, modelled on GPUs" in k["reason"] for k in d["skipped"])
+    assert {e["hardware"] for e in d["top"]} == {"h100"}
+    assert d["dtype"] == "/".join(dict.fromkeys(e["dtype"] for e in d["top"])) and "fp8" in d["dtype"]
+
+
+def test_a_dense_model_within_targets_is_searched_on_a_cpu_s_own_steps():
+    d = search_json("llama3-8b", "--on", "xeon-8480", "--gpus", "1", "--slo", "ttft=10s,itl=1s")
+    assert d["top"] and all(e["latency_from"] == "serving.estimate" for e in d["top"])
+
+
 def test_library_takes_the_same_keywords():
     res = ironlaw.search("llama3-8b", phase="serve", on=["h100", "b200"], gpus=1, rank="usd-per-million-tokens",
                          prices={"b200": 6.0, "h100": 2.0})

@@ -21,7 +21,10 @@ With ``--slo ttft=…,itl=…``: a candidate is kept when its TTFT and inter-tok
 
 Across devices (``--on h100,h200,b200``): each device is searched alike and the candidates ranked in one table;
 a device where nothing fits, whose compute lacks the dtype asked for, where no layout meets the targets, or that
-has no price when ranking by cost, is skipped with its reason — an error only when every device is.
+has no price when ranking by cost, is skipped with its reason — an error only when every device is. The
+max-throughput engine is a GPU's (``serve --max-throughput`` refuses it elsewhere): a CPU, TPU or Apple device
+is skipped from it, and searched only for a dense model with ``--slo`` (on the device's own steps).
+The header's dtype is that of the layouts shown (each picks its weight dtype).
 
 Serving framework (``--serve-engine trtllm|vllm|sglang``, as ``serve --engine``): every candidate is priced on
 that framework's kernels and under its scheduler's limits (``serving.frameworks``); TensorRT-LLM by default.
@@ -230,6 +233,19 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "tr
 
 
 # ---------------------------------------------------------------------- one device
+def _engine_device(hw, slo) -> None:
+    """The offline max-throughput run (trtllm-bench's, ``serving.throughput``) is a GPU engine's, as
+    ``serve --max-throughput`` refuses it off a GPU (``serving.frameworks.max_throughput``): an IronlawError naming
+    why on any other device."""
+    from ..serving.online import ENGINE, step_model
+    model = step_model(hw)
+    if model.name != ENGINE:
+        what = ("the serving search without --slo prices trtllm-bench's offline max-throughput run, modelled on GPUs "
+                "(with --slo a dense model is searched on the device's own steps)" if slo is None else
+                "a mixture-of-experts model's serving search prices the max-throughput engine, modelled on GPUs")
+        raise IronlawError(f"{what}; {model.rule}")
+
+
 def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top,
             engine: str = "trtllm") -> tuple[list, int, object]:
     """(candidates that meet the targets, candidates evaluated, the model's graph) on ``hw``; an IronlawError
@@ -242,6 +258,8 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
     if "heads" not in m:
         raise IronlawError(f"{spec}: serving needs a decoder LLM built by ironlaw (heads known)")
     experts = int(m.get("experts", 0) or 0)
+    if slo is None or experts:
+        _engine_device(hw, slo)
     if slo is not None and not experts and fixed.get("pp", 1) != 1:
         raise IronlawError(f"--pp {fixed['pp']}: with --slo a dense model's search models tensor parallelism only "
                            f"(serving.estimate); leave --pp out")
@@ -432,5 +450,6 @@ def _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, e
     setup = {"gpus": gpus, "prompt": prompt, "output": output, "slo": dict(targets),
              "scenario": "max-throughput" if slo is None else "latency targets", "rank_by": rank,
              "devices": names, "skipped": skipped}
-    return SearchResult("serve", spec, ",".join(names), g.dtype, setup, evaluated, len(ok), ok[:top], "local",
+    dtypes = "/".join(dict.fromkeys(e["dtype"] for e in ok[:top]))      # each layout picks its weight dtype
+    return SearchResult("serve", spec, ",".join(names), dtypes, setup, evaluated, len(ok), ok[:top], "local",
                         time.perf_counter() - t0)
