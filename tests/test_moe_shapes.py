@@ -76,3 +76,27 @@ def test_permute_bytes_by_hand():
     assert p.flops == 0.0 and p.module == "experts" and p.count == 94
     names = [op.name for op in g.ops]
     assert names.index("moe_topk") < names.index("moe_permute") < names.index("mlp_up_proj")
+
+
+def _mlp_allreduces(g) -> list[tuple[int, str]]:
+    """(invocations, the op it follows) of each forward MLP all-reduce of a sharded graph."""
+    names = [op.name for op in g.ops]
+    return [(op.count, names[i - 1]) for i, op in enumerate(g.ops) if op.name == "tp.allreduce.fwd.mlp"]
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_inference_reduces_shared_and_routed_experts_once(phase):
+    """DeepSeek-V3 (3 dense + 58 MoE layers) at TP 8: vLLM's DeepseekV2MoE and TensorRT-LLM's Deepseekv3MoE add
+    the shared expert's output to the routed one and all-reduce the sum once per MoE layer, after the shared
+    expert's down projection; the dense layers keep theirs."""
+    sg = parallel.tp_shard(_graph("deepseek-v3", phase, 4, 1 if phase == "decode" else 512), 8)
+    assert _mlp_allreduces(sg) == [(3, "mlp_down_proj.dense"), (58, "mlp_down_proj.shared")]
+
+
+def test_training_and_a_model_without_a_shared_expert_keep_their_reductions():
+    """Megatron-Core reduces the shared expert and the routed experts apart; Qwen3-30B-A3B has no shared expert:
+    its routed experts' down projection carries the layer's all-reduce."""
+    sg = parallel.tp_shard(_graph("deepseek-v3", "train", 1, 512), 8)
+    assert _mlp_allreduces(sg) == [(3, "mlp_down_proj.dense"), (58, "mlp_down_proj"), (58, "mlp_down_proj.shared")]
+    sg = parallel.tp_shard(_graph("qwen3-30b-a3b", "decode", 4, 1), 4)
+    assert _mlp_allreduces(sg) == [(48, "mlp_down_proj")]

@@ -139,7 +139,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         ops.append(new)
-        ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 else []
+        ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 and not _summed_first(op, g) else []
         if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
             expert_all_to_alls(ops, op, tp, act_bytes * meta.get("experts_per_token", 1) / tp, ep_grp or (ep, 1),
                                 g.dtype)
@@ -150,6 +150,18 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
+
+
+def _summed_first(op: Op, g: Graph) -> bool:
+    """Inference's routed experts beside a shared expert: no all-reduce of their own. The engines add the
+    shared expert's partial output to the routed one and all-reduce the sum once per MoE layer (vLLM
+    model_executor/models/deepseek_v2.py DeepseekV2MoE: the shared DeepseekV2MLP built with reduce_results=False,
+    the fused MoE reducing the combined output; TensorRT-LLM _torch/models/modeling_deepseekv3.py
+    Deepseekv3MoE.forward: ``shared_output + routed_output``, then one ``self.allreduce``). The shared expert's
+    row-parallel GEMM, after the routed ones, carries that one all-reduce. Training keeps Megatron-Core's two
+    (the shared expert's own row-parallel reduction and the token dispatcher's)."""
+    return (g.phase in ("prefill", "decode") and bool(g.meta.get("shared_expert"))
+            and op.attrs.get("expert") == "routed" and not is_backward(op))
 
 
 def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str) -> list[Op]:
