@@ -170,3 +170,21 @@ def test_serve_tp_that_does_not_divide_the_heads_names_the_model(cli):
         r = cli("serve", "llama3-8b", "--on", "h100", "--tp", "3", *extra)
         assert r.rc == 2 and r.err.strip() == ("ironlaw: error: --tp 3 does not divide the 32 attention heads of "
                                                "llama3-8b; use a divisor of 32"), r.err
+
+
+@pytest.mark.parametrize("args", [["analyze", "llama3-8b"], ["analyze", "llama3-8b", "--format", "json"],
+                                  ["hardware", "list"]])
+def test_a_reader_gone_is_a_quiet_exit(args):
+    """`ironlaw … | head -1`: stdout's reader closed before ironlaw writes; ironlaw exits as a Unix tool killed by
+    SIGPIPE does (128 + 13) and prints nothing on stderr, no BrokenPipeError at the interpreter's exit."""
+    import subprocess
+    import sys
+    r, w = os.pipe()
+    os.close(r)                                   # the reader is gone before the first write: EPIPE every time
+    env = dict(os.environ, HF_HUB_OFFLINE="1", COLUMNS="200", NO_COLOR="1")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ironlaw", *args], stdout=w, stderr=subprocess.PIPE, env=env,
+                              text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 141 and proc.stderr == "", proc.stderr

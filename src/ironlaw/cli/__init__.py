@@ -68,6 +68,19 @@ def _usage_message(e: Exception) -> str:
     return e.format_message()
 
 
+def _reader_gone() -> None:
+    """The reader of stdout went away (``ironlaw … | head -1``): exit quietly, as a Unix tool killed by SIGPIPE
+    does (status 128 + 13), with stdout pointed at /dev/null so that the interpreter's last flush cannot raise
+    BrokenPipeError again (Python docs, library/signal "Note on SIGPIPE"; SIGPIPE itself stays ignored, as
+    Python sets it)."""
+    import os
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
+    raise SystemExit(141)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -98,8 +111,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except BrokenPipeError:
-        raise SystemExit(0)
-    except SystemExit:
+        _reader_gone()
+    except SystemExit as e:
+        if e.code == 1 and (isinstance(e.__context__, BrokenPipeError)       # rich's Console.on_broken_pipe
+                            or "PacifyFlushWrapper" in type(sys.stdout).__name__):   # click's and typer's
+            _reader_gone()
         raise
     except Exception as e:
         if _is_usage_error(e):            # click/typer usage errors: unknown option, bad value …
