@@ -213,3 +213,25 @@ def test_precision_lowering_refuses_a_captured_model_with_the_reason(models):
     g = capture_graph(m, args, phase="train", dtype="bf16")
     with pytest.raises(IronlawError, match="fp8 training of a captured model is not modelled"):
         precision.lower(g, "fp8")
+
+
+def test_what_ifs_tell_a_captured_linear_s_dgrad_and_wgrad_as_backward(models):
+    """One definition of a backward op (core.passes.is_backward_op): quantizing the weights of a captured training
+    step saves the forward linears' weight bytes once (not again for each dgrad that reads the same weight), and
+    recomputation finds the backward at the first linear's gradient."""
+    from ironlaw.core import passes
+    from ironlaw.machine import hardware
+    from ironlaw.models import whatif
+    from ironlaw.models.whatif import base
+    assert base.is_backward is parallel.roles.is_backward is passes.is_backward_op
+    m, args = models[1]["tiny"]()
+    g = capture_graph(m, args, phase="train", dtype="bf16")
+    q, _ = whatif.apply(g, hardware.get("h100"), ["quant=fp8,target=weights"])
+    saved = sum((a.bytes.get("weights", 0.0) - b.bytes.get("weights", 0.0)) * a.count
+                for a, b in zip(g.ops, q.ops) if "grad" not in a.attrs and not passes.is_backward(a.name))
+    assert 0 < saved < g.footprint["weights"]
+    assert q.footprint["weights"] == pytest.approx(g.footprint["weights"] - saved)
+    r, _ = whatif.apply(g, hardware.get("h100"), ["recompute=selective"])
+    first = next(i for i, op in enumerate(g.ops) if "grad" in op.attrs)          # lm_head's wgrad or dgrad
+    again = [i for i, op in enumerate(r.ops) if op.name.endswith(".recompute")]
+    assert again == [first, first + 1]                                          # the 2 attentions, before it

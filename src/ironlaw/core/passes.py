@@ -35,6 +35,12 @@ def is_backward(name: str) -> bool:
     return name.endswith(SUFFIX[Pass.BACKWARD])
 
 
+def is_backward_op(op) -> bool:
+    """An op of the backward: the builders' ``….backward``, or a captured linear's dgrad or wgrad, which capture
+    names after the module and marks ``attrs["grad"]`` (``models.capture.graph``)."""
+    return is_backward(op.name) or "grad" in op.attrs
+
+
 def is_optimizer(name: str) -> bool:
     return name.split(".")[0] == OPTIMIZER
 

@@ -12,9 +12,7 @@ def base_name(name: str) -> str:
     return name.split(".")[0]
 
 
-def is_backward(op: Op) -> bool:
-    """A backward op: the builders' ``….backward``, or a captured linear's dgrad or wgrad (``attrs["grad"]``)."""
-    return passes.is_backward(op.name) or "grad" in op.attrs
+is_backward = passes.is_backward_op          # the builders' ``….backward`` or a captured linear's dgrad/wgrad
 
 
 def role(op: Op) -> str:

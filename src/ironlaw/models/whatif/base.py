@@ -119,8 +119,7 @@ def copy_op(op: Op, **changes) -> Op:
     return replace(op, **changes)
 
 
-def is_backward(op: Op) -> bool:
-    return passes.is_backward(op.name)
+is_backward = passes.is_backward_op          # the builders' ``….backward`` or a captured linear's dgrad/wgrad
 
 
 def weight_dtype(op: Op) -> str:
