@@ -147,6 +147,12 @@ def use_release(name: str | None, classes: str = "all", routing: str | None = No
     RELEASE["override"], RELEASE["classes"], RELEASE["routing"] = name, classes, routing
 
 
+def defaults() -> None:
+    """Every option of a run back to its default: the catalog's kernels and FITTED as it is (``RELEASE``)."""
+    constants_arg(None)
+    use_release(CATALOG)
+
+
 # ``--release-classes`` (a diagnosis, not what ``serve --release`` does): which of the release's kernel classes
 # price the cell, the rest the catalog's — all of them (serve), only its fused-MoE layer, or the MoE layer and GEMMs
 CLASSES = {"all": None, "moe": ("moe",), "moe+gemm": ("moe", "gemm")}

@@ -1,4 +1,4 @@
-"""Shared test helpers: run the real CLI in a subprocess."""
+"""Shared test helpers: run the real CLI in a subprocess; benchmarks/trtllm_h100.py back on its defaults."""
 from __future__ import annotations
 
 import json
@@ -32,3 +32,15 @@ def run_cli(*args: str, env: dict | None = None, cwd: str | None = None, timeout
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def trtllm_defaults():
+    """benchmarks/trtllm_h100.py keeps a run's options in ``RELEASE``: a test that sets them starts and ends on the
+    defaults (``pytestmark = pytest.mark.usefixtures("trtllm_defaults")``)."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    import trtllm_h100
+    trtllm_h100.defaults()
+    yield
+    trtllm_h100.defaults()

@@ -16,14 +16,7 @@ QWEN3 = {"model": "qwen3-235b-a22b", "spec": "qwen3-235b-a22b", "tp": 8, "isl": 
 DENSE = {"model": "llama3.3-70b", "spec": "llama3-70b", "tp": 2, "isl": 1000, "osl": 1000, "published": 4205.0}
 
 
-@pytest.fixture(autouse=True)
-def clean_release():
-    """The scripts keep their options in trtllm_h100.RELEASE: every test starts and ends on the defaults."""
-    h100.constants_arg(None)
-    h100.use_release(h100.CATALOG)
-    yield
-    h100.constants_arg(None)
-    h100.use_release(h100.CATALOG)
+pytestmark = pytest.mark.usefixtures("trtllm_defaults")       # conftest: RELEASE back on its defaults
 
 
 def test_moe_kv_fraction_moves_the_attention_dp_moe_cells_only():

@@ -18,13 +18,7 @@ QWEN3 = {"model": "qwen3-235b-a22b", "spec": "qwen3-235b-a22b", "tp": 8, "isl": 
          "precision": "fp4", "published": 42391.0}
 
 
-@pytest.fixture(autouse=True)
-def clean_release():
-    h100.constants_arg(None)
-    h100.use_release(h100.CATALOG)
-    yield
-    h100.constants_arg(None)
-    h100.use_release(h100.CATALOG)
+pytestmark = pytest.mark.usefixtures("trtllm_defaults")       # conftest: RELEASE back on its defaults
 
 
 def priced(cell):
