@@ -233,13 +233,14 @@ def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "tr
 
 
 # ---------------------------------------------------------------------- one device
-def _engine_device(hw, slo) -> None:
+def _engine_device(hw, slo, engine: str) -> None:
     """The offline max-throughput run (trtllm-bench's, ``serving.throughput``) is a GPU engine's, as
     ``serve --max-throughput`` refuses it off a GPU (``serving.frameworks.max_throughput``): an IronlawError naming
-    why on any other device."""
+    why on any other device (vLLM, SGLang: ``frameworks`` refuses them itself, naming ``--serve-engine``)."""
+    from ..serving import frameworks
     from ..serving.online import ENGINE, step_model
     model = step_model(hw)
-    if model.name != ENGINE:
+    if model.name != ENGINE and engine == frameworks.DEFAULT:
         what = ("the serving search without --slo prices trtllm-bench's offline max-throughput run, modelled on GPUs "
                 "(with --slo a dense model is searched on the device's own steps)" if slo is None else
                 "a mixture-of-experts model's serving search prices the max-throughput engine, modelled on GPUs")
@@ -259,7 +260,7 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
         raise IronlawError(f"{spec}: serving needs a decoder LLM built by ironlaw (heads known)")
     experts = int(m.get("experts", 0) or 0)
     if slo is None or experts:
-        _engine_device(hw, slo)
+        _engine_device(hw, slo, engine)
     if slo is not None and not experts and fixed.get("pp", 1) != 1:
         raise IronlawError(f"--pp {fixed['pp']}: with --slo a dense model's search models tensor parallelism only "
                            f"(serving.estimate); leave --pp out")
