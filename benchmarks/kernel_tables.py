@@ -29,7 +29,9 @@ best kept) with the streamed weights' η at most 1, in place of M/(M+m_half) (``
 ``--gemm-fill stream`` fits the weights' streamed η as growing with their tiles, streamed · N·K/(N·K +
 streamed_half) at most 1, with a serial share and the compute's M term as 1 or a half-point, the better kept
 (``kernelfit.fit_stream``; the form the catalog's H100, H200, B200, B300, GB200 and GB300 GEMM classes and A100 bf16
-hold, docs/accuracy.md); with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
+hold, docs/accuracy.md); ``--gemm-fill auto`` fits both and keeps per class the one whose held-out p90 is lower
+(``kernelfit.better_form``, the rule that chose the catalog's forms; what ``ironlaw calibrate --kernels`` fits) and
+prints the choice and both scores; with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
 bound label the law gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 (``fill_lines``). Nothing is written unless
 ``--write``.
 
@@ -134,6 +136,10 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         return kernelfit.score(hw, table, gs)
     t0 = time.perf_counter()
     new = kernelfit.fit(hw, gs, origin=origin, license=license, gemm_fill=gemm_fill)
+    for c in kernelfit.form_choices(new):             # --gemm-fill auto: the form each GEMM class took
+        print(f"{hw.name:<6} {c['group']:<10} {c['form']} form; held out, median / p90: " + ", ".join(
+            f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%" for f in kernelfit.AUTO_FORMS),
+            flush=True)
     if framework == "trtllm":
         base = hw.calibration.table() if hw.calibration is not None else None
         table = kernelfit.merged(base, new)
@@ -328,10 +334,11 @@ def main() -> int:
                          "--write they keep their stored terms")
     ap.add_argument("--regrid", action="store_true", help="refit only the kernel grids over the stored shape terms "
                     "(minutes) and score them; with --write, store them")
-    ap.add_argument("--gemm-fill", choices=("half", "tile", "stream"), default="half",
+    ap.add_argument("--gemm-fill", choices=("half", "tile", "stream", "auto"), default="half",
                     help="the GEMM classes' M term: half, M/(M+m_half) (default); tile, the rows' fill of whole "
                          "tiles with the streamed weights' η at most 1; stream, the weights' η growing with N·K "
-                         "(streamed_half), a serial share, the compute's M term 1 or a half-point")
+                         "(streamed_half), a serial share, the compute's M term 1 or a half-point; auto, per class "
+                         "half or stream, whichever holds out better (kernelfit.better_form, as calibrate --kernels)")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")

@@ -108,6 +108,8 @@ def test_calibrate_writes_a_profile_that_on_uses(tmp_path):
     schemas.validate(doc)
     assert [s["group"] for s in doc["held_out"]] == ["gemm bf16"] and doc["saved"] == str(out)
     hw = hardware.get(str(out))
+    assert [c["group"] for c in doc["gemm_forms"]] == ["gemm bf16"]        # the form each GEMM class took
+    assert doc["gemm_forms"][0]["form"] == hw.calibration.provenance["gemm bf16"]["gemm_form"]
     assert hw.name == "h100" and hw.calibration.provenance["gemm bf16"]["table"].startswith("trtllm/1.3.0rc20/")
     a = run_cli("analyze", "gemm:2048,4096,4096", "--on", str(out), "--format", "json")
     assert a.rc == 0, a.err
@@ -264,6 +266,7 @@ def test_calibrate_prints_its_text_report(tmp_path):
                 timeout=600)
     assert r.rc == 0, r.err
     assert "held-out rows" in r.out and "gemm bf16" in r.out and f"wrote {out}" in r.out
+    assert "gemm bf16: stream form" in r.out or "gemm bf16: half form" in r.out
 
 
 def test_wide_prefill_tiles_each_query_head_on_its_own():

@@ -414,7 +414,8 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     """``ironlaw calibrate --kernels DIR``: fit a GPU's GEMM and attention terms on measured kernel tables
     (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the
     held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
-    :class:`KernelCalibration`. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
+    :class:`KernelCalibration`. Each GEMM class takes the form, half-point or stream, that holds out better on its
+    own rows (``kernelfit.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
     start from (needed where the tables name several GPUs, or one the catalog lacks)."""
     from ..core.errors import IronlawError
     from ..machine import hardware
@@ -433,7 +434,7 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     base = hardware.get(gpu if gpu is not None else gpus[0])
     origin, license = kernelfit.origin_of(kernels)
     gs = kernelfit.groups(tables)
-    new = kernelfit.fit(base, gs, origin=origin, license=license)
+    new = kernelfit.fit(base, gs, origin=origin, license=license, gemm_fill="auto")
     table = kernelfit.merged(base.calibration.table() if base.calibration is not None else None, new)
     scores = kernelfit.score(base, table, gs)
     saved = None
@@ -442,4 +443,4 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
         if not base.path or not Path(base.path).is_file():
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
-    return KernelCalibration(base.name, framework, len(gs), scores, table, saved)
+    return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new))

@@ -65,18 +65,20 @@ class Fit:
 @dataclass
 class KernelCalibration:
     """``ironlaw calibrate``'s result: the calibrated [calibration] table of ``hardware``, fitted on ``groups``
-    kernel classes of ``framework``, each scored on its held-out rows, and where the profile was saved."""
+    kernel classes of ``framework``, each scored on its held-out rows, where the profile was saved, and per GEMM
+    class the form it took (``kernelfit.form_choices``)."""
     hardware: str
     framework: str
     groups: int
     held_out: list
     calibration: dict
     saved: Optional[str]
+    gemm_forms: list = field(default_factory=list)   # per GEMM class: the form kept, each form's held-out errors
 
     def to_dict(self) -> dict:
         return {"schema": "ironlaw.calibrate-kernels/1", "hardware": self.hardware, "framework": self.framework,
                 "held_out": [s.__dict__ for s in self.held_out], "calibration": self.calibration,
-                "saved": self.saved}
+                "saved": self.saved, "gemm_forms": self.gemm_forms}
 
 
 @dataclass

@@ -36,5 +36,11 @@ def calibrate_cmd(
     for s in res.held_out:
         con.print(f"  {s.group:<40} {s.rows:>6} rows  median |err| {100 * s.median_abs_err:5.1f}%  "
                       f"p90 {100 * s.p90_abs_err:5.1f}%")
+    if res.gemm_forms:
+        con.print("GEMM form per class (the lower held-out p90 kept), median / p90 |err|:")
+    for c in res.gemm_forms:
+        scores = ", ".join(f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%"
+                           for f in ("half", "stream") if f in c)
+        con.print(f"  {c['group']}: {c['form']} form ({scores})")
     if res.saved:
         con.print(f"wrote {res.saved} (use it with --on {res.saved})")

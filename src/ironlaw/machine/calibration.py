@@ -28,6 +28,9 @@ TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "me
 # [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
 PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted": int, "rows_held_out": int,
                      "date": str}
+# a GEMM class whose form ``calibrate --kernels`` chose (``measure.calibrate.kernelfit.chosen_form``): the form kept
+# and each form's held-out median and p90 |error| (fractions)
+FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")}}
 
 @dataclass(frozen=True)
 class Calibration:
@@ -270,13 +273,18 @@ def _check_op_tables(cal: dict, where: str) -> None:
 
 
 def _check_provenance(cal: dict, where: str) -> None:
-    """[calibration.provenance."<group>"]: table, version, license, rows_fitted, rows_held_out, date."""
+    """[calibration.provenance."<group>"]: table, version, license, rows_fitted, rows_held_out, date; a GEMM class
+    whose form was chosen, ``FORM_FIELDS`` too."""
     for name in _table(cal, "provenance", where):
         p = _table(cal["provenance"], name, f"{where}.provenance")
         w = f"{where}.provenance.{name}"
         for key in p:
-            if key not in PROVENANCE_FIELDS:
-                raise unknown(f"field in {w}", key, PROVENANCE_FIELDS)
+            if key not in PROVENANCE_FIELDS and key not in FORM_FIELDS:
+                raise unknown(f"field in {w}", key, {**PROVENANCE_FIELDS, **FORM_FIELDS})
+        for key in set(p) & set(FORM_FIELDS):
+            typ = FORM_FIELDS[key]
+            if not isinstance(p[key], (int, float) if typ is float else typ) or isinstance(p[key], bool):
+                raise IronlawError(f"{w}.{key}: expected a {'number' if typ is float else 'string'}, got {p[key]!r}")
         for key, typ in PROVENANCE_FIELDS.items():
             ok = isinstance(p.get(key), typ) and not isinstance(p.get(key), bool)
             if not ok or (typ is int and p[key] < 0):

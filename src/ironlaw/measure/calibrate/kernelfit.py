@@ -83,7 +83,11 @@ M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped quer
 # overlapped (fitted, at most 1); the compute's M term fitted twice, as 1 (m_half 0: a small-M GEMM's cost per weight
 # element is their streaming, and the law labels it so) and as M/(M+m_half), the one with the smaller loss on the
 # fitted rows kept (``fit_stream``)
-GEMM_FILLS = ("half", "tile", "stream")
+# "auto": per GEMM class, "half" and "stream" (``AUTO_FORMS``) each fitted on the even rows and scored on the odd rows
+# ``score`` holds out, the one ``better_form`` names kept (``chosen_form``), the choice and both scores in the class's
+# provenance (``FORM_FIELDS``): what ``ironlaw calibrate --kernels`` fits
+GEMM_FILLS = ("half", "tile", "stream", "auto")
+AUTO_FORMS = ("half", "stream")
 GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
 STREAMED_PHYSICAL = 1.0
 STREAM_PARAMS = (("eta_max", 1.0), ("nk_half", 1e6), ("k_half", 1e6), ("streamed", STREAMED_PHYSICAL),
@@ -291,7 +295,11 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
-        table = fit_class(hw, g, fit_rows, (grid_steps or {}).get(g.op), gemm_fill)
+        steps, form = (grid_steps or {}).get(g.op), {}
+        if g.op == "gemm" and gemm_fill == "auto":
+            table, form = chosen_form(hw, g, fit_rows, steps)
+        else:
+            table = fit_class(hw, g, fit_rows, steps, "half" if gemm_fill == "auto" else gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -299,7 +307,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
-                                     "rows_held_out": int(len(held)), "date": date}
+                                     "rows_held_out": int(len(held)), "date": date, **form}
     _derived_generation(hw, cal)
     return check(cal, "calibration")
 
@@ -325,6 +333,45 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
             for t in tables]
     return tables[int(np.argmin(loss))]
+
+
+def chosen_form(hw, g: Group, rows, steps: tuple | None = None) -> tuple[dict, dict]:
+    """A GEMM group's table in the form of ``AUTO_FORMS`` that holds out better (``better_form``): each fitted on
+    ``rows`` (``fit_class``) and scored on the group's held-out rows (``held_out``) over ``hw``'s own calibration, as
+    ``score`` scores them; and the provenance fields (``FORM_FIELDS``) that say which form and both scores."""
+    tables = {f: fit_class(hw, g, rows, steps, f) for f in AUTO_FORMS}
+    base = hw.calibration.table() if getattr(hw, "calibration", None) is not None else {}
+    held = {}
+    for f, t in tables.items():
+        cal = {"fitted": [g.name], **base, "schema": SCHEMA, "source": "derived: choosing the form",
+               g.key[0]: {**base.get(g.key[0], {}), g.key[1]: t}}
+        err = held_errors(hw, cal, g)
+        held[f] = (float(np.median(err)), float(np.percentile(err, 90)))
+    form = better_form(held)
+    fields = {"gemm_form": form}
+    for f, (med, p90) in held.items():
+        fields[f"held_out_{f}_median"], fields[f"held_out_{f}_p90"] = round(med, 4), round(p90, 4)
+    return tables[form], fields
+
+
+def better_form(held: dict[str, tuple[float, float]]) -> str:
+    """The form (name -> held-out (median, p90) |error|) that holds out better: the lower p90, then the lower
+    median, then the half-point form. The rule that kept the catalog's A100 int8, L40S and RTX PRO 6000 GEMM classes
+    in the half-point form and moved the other 17 to the stream form (docs/accuracy.md, "The GEMM weights'
+    streaming that grows with their tiles")."""
+    return min(held, key=lambda f: (held[f][1], held[f][0], f != "half"))
+
+
+def form_choices(cal: dict) -> list[dict]:
+    """Per GEMM class of ``cal`` whose form was chosen (``chosen_form``): its name, the form kept and each form's
+    held-out median and p90 |error|, from the class's provenance."""
+    out = []
+    for name, p in (cal.get("provenance") or {}).items():
+        if "gemm_form" in p:
+            out.append({"group": name, "form": p["gemm_form"],
+                        **{f: {"median_abs_err": p[f"held_out_{f}_median"], "p90_abs_err": p[f"held_out_{f}_p90"]}
+                           for f in AUTO_FORMS if f"held_out_{f}_median" in p}})
+    return out
 
 
 def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> dict:
@@ -480,13 +527,20 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
     and 90th-percentile |error|."""
     out = []
     for g in gs:
-        held = held_out(g)
-        if not len(held):
-            continue
-        prob = Problem(hw, observations(g, held, hw), weighting="per_case")
-        err = np.abs(prob.times(cal) / prob.meas - 1.0)
-        out.append(Score(g.table.gpu, g.name, int(len(held)), float(np.median(err)), float(np.percentile(err, 90))))
+        err = held_errors(hw, cal, g)
+        if len(err):
+            out.append(Score(g.table.gpu, g.name, int(len(err)), float(np.median(err)),
+                             float(np.percentile(err, 90))))
     return out
+
+
+def held_errors(hw, cal: dict, g: Group) -> np.ndarray:
+    """|predicted / measured − 1| of the law with ``cal`` on ``g``'s held-out rows (``held_out``)."""
+    held = held_out(g)
+    if not len(held):
+        return np.zeros(0)
+    prob = Problem(hw, observations(g, held, hw), weighting="per_case")
+    return np.abs(prob.times(cal) / prob.meas - 1.0)
 
 
 def observations(g: Group, rows, hw=None) -> list[Observation]:
