@@ -14,26 +14,21 @@ pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.machine import hardware  # noqa: E402
 from ironlaw.machine.calibration import Calibration  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 
-DATA = Path(__file__).parent / "data" / "kernel_tables"
 ROOT = Path(__file__).resolve().parents[1]
 GEMM_BOUND = (0.10, 0.35)        # test_kernelfit.BOUNDS["gemm"]: the extract's every-40th-row fit
 
 
 @pytest.fixture(scope="module")
-def fits():
-    hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("gemm",), framework="trtllm"))
-    fit = lambda fill: kernelfit.fit(hw, gs, date="2026-12-05", origin="extract",  # noqa: E731
-                                     license="Apache-2.0", gemm_fill=fill)
+def fits(h100_gemm_fit):
+    hw, gs, fit = h100_gemm_fit
     return hw, gs, fit("half"), fit("tile")
 
 
 @pytest.fixture(scope="module")
-def stream(fits):
-    hw, gs, _, _ = fits
-    return kernelfit.fit(hw, gs, date="2026-12-05", origin="extract", license="Apache-2.0", gemm_fill="stream")
+def stream(h100_gemm_fit):
+    return h100_gemm_fit[2]("stream")
 
 
 def _shape_only(hw, table: dict, dt: str = "bf16"):

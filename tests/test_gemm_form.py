@@ -2,17 +2,13 @@
 ``better_form``): half-point or stream, whichever holds out better on the user's own rows, the choice and both
 held-out scores in the class's provenance, fitted on the H100 extract of aiconfigurator-core 0.12.0
 (tests/data/kernel_tables)."""
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
-from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
-
-DATA = Path(__file__).parent / "data" / "kernel_tables"
+from ironlaw.machine import calibration  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 
 
 def test_the_rule_keeps_the_lower_p90():
@@ -27,11 +23,8 @@ def test_the_rule_keeps_the_lower_p90():
 
 
 @pytest.fixture(scope="module")
-def h100():
-    hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("gemm",), framework="trtllm"))
-    fit = lambda fill: kernelfit.fit(hw, gs, date="2026-12-06", origin="extract",  # noqa: E731
-                                     license="Apache-2.0", gemm_fill=fill)
+def h100(h100_gemm_fit):
+    hw, gs, fit = h100_gemm_fit
     return hw, gs, fit("auto"), fit("half")
 
 
