@@ -3,18 +3,11 @@ units, MLA's KV cache under tensor parallelism, the KV dtype of 8- and 4-bit flo
 layout whose groups fill their last node partly, ``--version``, and what-if messages that say their prefix once."""
 import pytest
 
-from conftest import run_cli
+from conftest import one_line_error, run_cli
 
 # DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3): 61 layers, kv_lora_rank 512, qk_rope_head_dim 64 — the cache
 # holds the latent and the shared rotary key per token and layer, one byte each in FP8
 DEEPSEEK_V3_LATENT_FP8_BYTES_PER_TOKEN = 61 * (512 + 64) * 1
-
-
-def _one_line_error(r) -> str:
-    assert r.rc == 2, (r.rc, r.out, r.err)
-    lines = [line for line in r.err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.err + r.out, r.err
-    return lines[0]
 
 
 # ---------------------------------------------------------------------- item 1: search --phase serve, text and md
@@ -37,7 +30,7 @@ def test_serving_search_without_slo_prints_its_table(fmt):
     ("ttft=1s,latency=3s", "ttft=TIME"),
 ])
 def test_slo_bad_input_is_one_line(slo, keyword):
-    line = _one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--slo", slo))
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--slo", slo))
     assert keyword in line, line
     if "=1," in slo or slo.endswith("=50"):
         assert "unit" in line and "ms" in line, line
@@ -129,7 +122,7 @@ def test_a_group_filling_its_last_node_partly():
 
 
 def test_uneven_devices_the_user_gives_are_refused_with_their_numbers():
-    line = _one_line_error(run_cli("analyze", "allreduce:64MB", "--on", "h100", "--gpus", "16", "--nodes", "3"))
+    line = one_line_error(run_cli("analyze", "allreduce:64MB", "--on", "h100", "--gpus", "16", "--nodes", "3"))
     assert "--gpus 16" in line and "--nodes 3" in line
 
 
@@ -147,5 +140,5 @@ def test_compare_help_shows_2_4_sparsity():
 
 @pytest.mark.parametrize("what_if", ["sparsity=1.5", "sparsity=abc"])
 def test_what_if_errors_say_their_prefix_once(what_if):
-    line = _one_line_error(run_cli("compare", "llama3-8b", "--what-if", what_if))
+    line = one_line_error(run_cli("compare", "llama3-8b", "--what-if", what_if))
     assert "sparsity: sparsity" not in line and line.count("what-if") == 1, line

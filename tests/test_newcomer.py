@@ -2,14 +2,7 @@
 on stderr and exit 2 (or one IronlawError), with the user's own numbers in the message."""
 import pytest
 
-from conftest import run_cli
-
-
-def _one_line(r) -> str:
-    assert r.rc == 2, (r.rc, r.out, r.err)
-    lines = [line for line in r.err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.err + r.out, r.err
-    return lines[0]
+from conftest import one_line_error, run_cli
 
 
 @pytest.mark.parametrize("argv,typed", [
@@ -21,7 +14,7 @@ def _one_line(r) -> str:
     (["analyze", "llama3-8b", "--phase", "train", "--train-tokens", "1T", "--checkpoint-s", "-5"], "got -5"),
 ])
 def test_a_float_option_is_echoed_as_typed(argv, typed):
-    line = _one_line(run_cli(*argv))
+    line = one_line_error(run_cli(*argv))
     assert line.endswith(typed), line          # "got -5", never "got -5.0"
 
 
@@ -58,7 +51,7 @@ def test_search_serve_engine_schema_refuses_an_unknown_framework():
     (["search", "llama3-8b", "--phase", "serve", "--serve-engine", "tgi"], "unknown --serve-engine 'tgi'"),
 ])
 def test_search_serve_engine_bad_input(argv, says):
-    assert says in _one_line(run_cli(*argv))
+    assert says in one_line_error(run_cli(*argv))
 
 
 # ------------------------------------------------------------------ options that would be ignored
@@ -70,7 +63,7 @@ def test_search_serve_engine_bad_input(argv, says):
     (["--max-seq", "4096"], "--max-seq"), (["--serial"], "--serial"),
 ])
 def test_serve_max_throughput_refuses_an_online_option(extra, flag):
-    line = _one_line(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", *extra))
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", *extra))
     assert f"{flag} belongs to the online scenario" in line
 
 
@@ -84,14 +77,14 @@ def test_serve_max_throughput_refuses_an_online_option(extra, flag):
     (["analyze", "allreduce:64MB", "--gpus", "8", "--tp", "2"], "--tp does not apply to one collective"),
 ])
 def test_one_kernel_or_collective_refuses_sizes_it_does_not_read(argv, says):
-    assert says in _one_line(run_cli(*argv))
+    assert says in one_line_error(run_cli(*argv))
 
 
 @pytest.mark.parametrize("flag", [["--recompute", "full"], ["--zero", "1"], ["--fsdp"], ["--grad-fp32"],
                                   ["--cp", "2", "--gpus", "2"], ["--offload-activations", "2"],
                                   ["--cuda-graph", "attn"], ["--global-batch", "64"]])
 def test_inference_refuses_a_training_option(flag):
-    line = _one_line(run_cli("analyze", "llama3-8b", "--phase", "decode", *flag))
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--phase", "decode", *flag))
     assert f"{flag[0]} shapes a training step; llama3-8b decode does not read it" in line
 
 
@@ -102,7 +95,7 @@ def test_inference_refuses_a_training_option(flag):
                                                                           "number, got 0"),
 ])
 def test_analyze_contradictions(argv, says):
-    assert says in _one_line(run_cli(*argv))
+    assert says in one_line_error(run_cli(*argv))
 
 
 def test_micro_batch_alone_is_the_batch():
@@ -118,14 +111,14 @@ def test_micro_batch_alone_is_the_batch():
     (["--expert-imbalance", "2"], "--expert-imbalance"), (["--nodes", "1"], "--nodes"),
 ])
 def test_the_serving_search_refuses_a_training_option(extra, flag):
-    line = _one_line(run_cli("search", "llama3-8b", "--phase", "serve", "--gpus", "8", *extra))
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--gpus", "8", *extra))
     assert f"{flag} belongs to the training search (--phase train)" in line
 
 
 @pytest.mark.parametrize("extra,flag", [(["--prompt", "5"], "--prompt"), (["--output", "5"], "--output"),
                                         (["--slo", "ttft=2s"], "--slo")])
 def test_the_training_search_refuses_a_serving_option(extra, flag):
-    line = _one_line(run_cli("search", "llama3-8b", "--gpus", "8", *extra))
+    line = one_line_error(run_cli("search", "llama3-8b", "--gpus", "8", *extra))
     assert f"{flag} belongs to the serving search (--phase serve)" in line
 
 
@@ -169,12 +162,12 @@ def test_a_bad_value_is_one_ironlaw_error(fn, kw, says):
     assert says in str(e.value) and "\n" not in str(e.value)
 
 
-def test_calibrate_on_a_table_with_a_header_alone_is_one_line(tmp_path):
+def test_calibrate_on_a_table_with_a_header_alone_isone_line_error(tmp_path):
     pytest.importorskip("pandas")
     d = tmp_path / "h100_sxm" / "gemm" / "trtllm" / "1.0"
     d.mkdir(parents=True)
     (d / "gemm_perf.csv").write_text("framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n")
-    line = _one_line(run_cli("calibrate", "--kernels", str(tmp_path)))
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path)))
     assert "the kernel tables hold no rows (gemm_perf.csv)" in line
 
 
@@ -189,7 +182,7 @@ def test_calibrate_on_a_table_with_a_header_alone_is_one_line(tmp_path):
 def test_more_newcomer_mistakes(argv, says, tmp_path):
     (tmp_path / "config.json").write_text("{}")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert says.replace("{tmp}", str(tmp_path)) in _one_line(run_cli(*argv))
+    assert says.replace("{tmp}", str(tmp_path)) in one_line_error(run_cli(*argv))
 
 
 @pytest.mark.parametrize("argv,says", [
@@ -198,7 +191,7 @@ def test_more_newcomer_mistakes(argv, says, tmp_path):
     (["sweep", "llama3-8b", "--on", "h100,h100", "--batch", "1"], "--on names h100 twice"),
 ])
 def test_contradicting_devices(argv, says):
-    assert says in _one_line(run_cli(*argv))
+    assert says in one_line_error(run_cli(*argv))
 
 
 def test_probe_threads_zero_is_refused_not_the_default():
@@ -226,15 +219,15 @@ def test_every_option_of_every_command_says_what_it_does():
 
 
 def test_a_builder_option_given_twice_is_refused():
-    line = _one_line(run_cli("analyze", "resnet50", "--opt", "image=288", "--opt", "image=300"))
+    line = one_line_error(run_cli("analyze", "resnet50", "--opt", "image=288", "--opt", "image=300"))
     assert "--opt image given twice (288 and 300)" in line
 
 
 def test_a_what_if_range_prints_its_bounds_in_full():
-    line = _one_line(run_cli("compare", "llama3-8b", "--what-if", "batch=0"))
+    line = one_line_error(run_cli("compare", "llama3-8b", "--what-if", "batch=0"))
     assert line.endswith("what-if batch: size must be in [1, 16,777,216], got 0"), line
 
 
 def test_the_serving_search_names_its_own_engine_flag():
-    line = _one_line(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "epyc-9654", "--serve-engine", "vllm"))
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "epyc-9654", "--serve-engine", "vllm"))
     assert line.startswith("ironlaw: error: --serve-engine vllm: vLLM is modelled on GPUs"), line

@@ -1,14 +1,8 @@
-"""What a demanding new user meets, third pass: each defect found, pinned by the test that failed before its fix."""
+"""What a newcomer meets beyond bad input: answers that were wrong, options that were ignored and output that
+misled, each pinned by the test that failed before its fix."""
 import pytest
 
-from conftest import run_cli
-
-
-def _one_line(r) -> str:
-    assert r.rc == 2, (r.rc, r.out, r.err)
-    lines = [line for line in r.err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.err + r.out, r.err
-    return lines[0]
+from conftest import one_line_error, run_cli
 
 
 # ------------------------------------------------------------------ energy of a step on several devices
@@ -64,7 +58,7 @@ def test_calibrate_keeps_tables_whose_rows_name_the_framework(tmp_path):
     _gemm_csv(tmp_path / "sg" / "gemm_perf.csv", framework="SGLang")
     assert ironlaw.calibrate(str(tmp_path / "sg"), gpu="h100", framework="sglang").groups == 1
     for target in (tmp_path / "sg", tmp_path / "sg" / "gemm_perf.csv"):
-        line = _one_line(run_cli("calibrate", "--kernels", str(target), "--gpu", "h100", "--framework", "vllm"))
+        line = one_line_error(run_cli("calibrate", "--kernels", str(target), "--gpu", "h100", "--framework", "vllm"))
         assert "no kernel table for framework 'vllm'" in line and "names sglang" in line, line
 
 
@@ -113,9 +107,9 @@ def test_an_fp8_checkpoint_is_predicted_in_fp8(tmp_path, quant, dtype):
     assert srv.estimate.kv_dtype == "fp8"
 
 
-def test_a_checkpoint_in_a_format_ironlaw_does_not_build_is_one_line(tmp_path):
+def test_a_checkpoint_in_a_format_ironlaw_does_not_build_isone_line_error(tmp_path):
     spec = _config(tmp_path, "awq", quantization_config={"quant_method": "awq", "bits": 4, "group_size": 128})
-    line = _one_line(run_cli("analyze", spec, "--phase", "decode"))
+    line = one_line_error(run_cli("analyze", spec, "--phase", "decode"))
     assert "quant_method 'awq'" in line and "give --dtype" in line, line
     assert run_cli("analyze", spec, "--phase", "decode", "--dtype", "bf16").rc == 0
 
@@ -130,7 +124,7 @@ def test_a_checkpoint_in_a_format_ironlaw_does_not_build_is_one_line(tmp_path):
 ])
 def test_serve_refuses_a_request_beyond_the_models_context(argv, says):
     """llama3-8b (8,192 positions) served a 100,000-token prompt; gpt2's refusal named a --seq nobody typed."""
-    line = _one_line(run_cli(*argv))
+    line = one_line_error(run_cli(*argv))
     assert says in line and "--seq" not in line, line
 
 
@@ -171,7 +165,7 @@ def test_the_text_headline_keeps_the_tensor_parallel_name():
 # ------------------------------------------------------------------ speculative decoding
 def test_mtp_needs_a_checkpoint_with_an_mtp_module():
     """`serve llama3-8b --speculative method=mtp` priced a DeepSeek-style MTP head Llama does not have (+42%)."""
-    line = _one_line(run_cli("serve", "llama3-8b", "--speculative", "method=mtp,tokens=1,acceptance=0.8"))
+    line = one_line_error(run_cli("serve", "llama3-8b", "--speculative", "method=mtp,tokens=1,acceptance=0.8"))
     assert "llama3-8b has none" in line and "method=eagle" in line, line
     r = run_cli("serve", "deepseek-v3", "--on", "h200", "--tp", "8", "--dtype", "fp8", "--speculative",
                 "method=mtp,tokens=1,acceptance=0.85")
@@ -184,7 +178,7 @@ def test_calibrate_refuses_to_save_another_engines_fit_as_the_profiles(tmp_path)
     folder = _gemm_csv(tmp_path / "mine" / "gemm_perf.csv").parent
     out = tmp_path / "my.toml"
     for fw in ("vllm", "sglang"):
-        line = _one_line(run_cli("calibrate", "--kernels", str(folder), "--gpu", "h100", "--framework", fw,
+        line = one_line_error(run_cli("calibrate", "--kernels", str(folder), "--gpu", "h100", "--framework", fw,
                                  "--out", str(out)))
         assert f"--framework {fw} --out {out}" in line and "drop --out" in line, line
     assert not out.exists()
@@ -198,9 +192,9 @@ def test_calibrate_refuses_to_save_another_engines_fit_as_the_profiles(tmp_path)
     (["hardware"], "list, show"),
     (["workloads"], "list"),
 ])
-def test_a_group_without_its_command_names_the_commands_in_one_line(argv, commands):
+def test_a_group_without_its_command_names_the_commands_inone_line_error(argv, commands):
     """`ironlaw` alone printed 'ironlaw: error: Usage: ironlaw [OPTIONS] …' — the whole help squashed into one line."""
-    line = _one_line(run_cli(*argv))
+    line = one_line_error(run_cli(*argv))
     assert line.startswith("ironlaw: error: missing a command: ") and commands in line and "Usage:" not in line, line
 
 
@@ -209,5 +203,5 @@ def test_a_group_without_its_command_names_the_commands_in_one_line(argv, comman
 def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
     """`serve --max-throughput --on xeon-8480` priced trtllm-bench on a CPU (630 tokens/s), while the online mode
     and --engine vllm|sglang refuse the engine there."""
-    line = _one_line(run_cli("serve", "llama3-8b", "--on", hw, "--max-throughput"))
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", hw, "--max-throughput"))
     assert "--max-throughput prices trtllm-bench's offline run" in line and f"{hw} is kind" in line, line
