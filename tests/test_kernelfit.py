@@ -170,12 +170,14 @@ def test_attention_grid_counts_the_nodes_its_rows_reach_and_keeps_every_head_dim
     assert nodes[2] == [64.0, 128.0, 256.0]                          # the head dim is never coarsened
     every = int(np.prod([len(a) for a in nodes]))
     assert kernelfit.reached_count(nodes, coords) < every / 1.5            # much of the plane holds no row ...
-    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(nodes, coords)
+    folded = kernelfit.without_values("context_attention", nodes, coords)   # the head dims' nodes not counted
+    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(*folded)
     assert 600 < kernelfit.GRID_ROWS_PER_NODE * every                 # ... so counting every node coarsens
     # too few rows: the steps are squared, never the head dim's
     few = kernelfit.fit_nodes("context_attention", tuple(c[:120] for c in coords), 120)
     assert few[2] == [64.0, 128.0, 256.0]
-    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(few, tuple(c[:120] for c in coords))
+    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(
+        *kernelfit.without_values("context_attention", few, tuple(c[:120] for c in coords)))
     assert sum(len(a) for a in few) < sum(len(a) for a in nodes)
 
 

@@ -151,3 +151,22 @@ def test_the_benchmark_leaves_the_skipped_classes_out():
     assert kept == [names[0], names[3]]
     assert [g.name for g in kernel_tables.chosen(gs, ("KV fp8",), ("sliding window",))] == [names[3]]
     assert len(kernel_tables.chosen(gs, ())) == 4
+
+
+def test_a_new_head_dim_does_not_coarsen_the_other_axes():
+    """The head dims a class holds are kernels, not a resolution its rows must fill: with the same rows spread over
+    five head dims instead of one, the grid keeps the other axes' nodes (``kernelfit.without_values``; counted,
+    vLLM H100's one-head decode class had its key and unit steps squared when head dim 192 got its node)."""
+    rng = np.random.default_rng(3)
+    rows = 500
+    n = np.exp(rng.uniform(0.0, np.log(16384.0), rows))
+    units = np.exp(rng.uniform(0.0, np.log(2048.0), rows))
+    one = kernelfit.fit_nodes("generation_attention", (np.ones(rows), n, np.full(rows, 128.0), units), rows)
+    five = kernelfit.fit_nodes("generation_attention", (np.ones(rows), n, rng.choice(
+        [64.0, 128.0, 192.0, 256.0, 512.0], rows), units), rows)
+    assert five[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
+    assert [five[i] for i in (0, 1, 3)] == [one[i] for i in (0, 1, 3)]
+    # the rows still bound the other axes: a tenth of them squares their steps
+    few = kernelfit.fit_nodes("generation_attention", (np.ones(50), n[:50], np.full(50, 128.0), units[:50]), 50)
+    assert len(few[1]) < len(one[1])
+
