@@ -10,6 +10,11 @@ Whether a table fits is read off rich's own rendering (public API only): the tab
 (every box is one character per edge and divider, so the columns keep their widths), each line split at the
 dividers into its columns, and each column's words compared with its cells'. A word rich folds across lines,
 a no-wrap cell it shortens to "…" or a line it crops at the edge leaves a word missing.
+
+Before rendering, one sum settles the tables that cannot fit (``_too_wide``): on the boxed copy every column is a
+fixed-width strip between dividers on every line, so a column shows its longest word whole only if the strip is
+at least that word's cells wide plus its padding, and the strips, the dividers and the edges share the console's
+width; when those already exceed it, rich must cut a word, and the render is skipped.
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ def fits(table, console) -> bool:
     """Whether rich prints ``table`` in the console's width with every cell whole: each no-wrap cell on one line
     and no word of a wrapping cell folded."""
     cells = _cell_words(table, console)
+    if _too_wide(table, console, cells):
+        return False
     printed = _printed_words(table, console, cells)
     if printed is None:                              # no box or a divider inside a cell: the whole table at once
         printed, cells = [_words("\n".join(_lines(table, console)))], [sum(cells, Counter())]
@@ -32,6 +39,31 @@ def fits(table, console) -> bool:
 def _lines(table, console) -> list[str]:
     """``table`` as rich renders it at ``console``'s width, line by line in plain text (nothing printed)."""
     return ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options, pad=False)]
+
+
+def _too_wide(table, console, cells: list[Counter]) -> bool:
+    """Whether the columns' longest words (in terminal cells, as rich measures them), each with its cells'
+    left and right padding, the dividers between the columns and the table's edges exceed the console's width:
+    then no layout shows every word whole. Only where the columns can be told apart (a box and no divider inside
+    a cell), as in ``_printed_words``."""
+    from rich.cells import cell_len
+    if table.box is None or any(DIVIDER in w for c in cells for w in c):
+        return False
+    n = len(cells)
+    need = sum(max(map(cell_len, c), default=0) + _padding(table, i, n) for i, c in enumerate(cells))
+    return need + n - 1 + (2 if table.show_edge else 0) > console.width
+
+
+def _padding(table, i: int, n: int) -> int:
+    """The spaces rich puts left and right of column ``i``'s cells (rich's Table._get_cells, from the table's
+    public padding, collapse_padding and pad_edge)."""
+    _, right, _, left = table.padding
+    if table.collapse_padding and i > 0:
+        left = max(0, left - right)
+    if not table.pad_edge:
+        left = 0 if i == 0 else left
+        right = 0 if i == n - 1 else right
+    return left + right
 
 
 def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None:
