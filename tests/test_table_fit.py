@@ -76,38 +76,43 @@ def test_fit_keeps_every_column_when_they_fit_and_drops_until_nothing_is_cut():
     assert "a" * 20 in text and "b" * 12 in text and "…" not in text
 
 
-def test_the_width_sum_refuses_only_tables_the_render_refuses(monkeypatch):
-    """``fits`` skips the render where the columns' longest words, padding, dividers and edges exceed the width;
-    on 300 random tables (wrapping and no-wrap columns, padding, pad_edge, collapse_padding, show_edge, wide
-    characters) it answers as the render alone does, and the sum alone refuses some of them."""
+def _random_table(rng):
+    """A random table: wrapping and no-wrap columns, padding, pad_edge, collapse_padding, show_edge, wide and
+    marked-up words, a Text cell, now and then no box or a divider in a cell."""
+    from rich.text import Text
+    words = ["a" * n for n in range(1, 25)] + ["—", "η·x", "全角", "x" * 40, "[bold]b[/bold]", "a|b"]
+    t = Table(box=rng.choice((box.HEAVY_HEAD, box.SIMPLE_HEAD, box.ASCII2, None)), pad_edge=rng.random() < 0.5,
+              collapse_padding=rng.random() < 0.3, show_edge=rng.random() < 0.7,
+              padding=(0, rng.randint(0, 2), 0, rng.randint(0, 2)))
+    n = rng.randint(1, 5)
+    for i in range(n):
+        t.add_column(f"c{i}", no_wrap=rng.random() < 0.5)
+    for _ in range(rng.randint(1, 3)):
+        row = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(n)]
+        t.add_row(*(Text(c) if rng.random() < 0.1 else c for c in row))
+    return t
+
+
+def test_the_width_sums_answer_as_the_render_does(monkeypatch):
+    """``fits`` skips the render where the columns' longest words, padding, dividers and edges exceed the width
+    (``_too_wide``: no fit) or their widest cells fit it (``_roomy``: fits); on 400 random tables it answers as
+    the render alone does, and each shortcut settles some of them."""
     from ironlaw.report import table as fitting
     rng = random.Random(36)
-    words = ["a" * n for n in range(1, 25)] + ["—", "η·x", "全角", "x" * 40]
-
-    def table():
-        t = Table(box=rng.choice((box.HEAVY_HEAD, box.SIMPLE_HEAD, box.ASCII2)), pad_edge=rng.random() < 0.5,
-                  collapse_padding=rng.random() < 0.3, show_edge=rng.random() < 0.7,
-                  padding=(0, rng.randint(0, 2), 0, rng.randint(0, 2)))
-        n = rng.randint(1, 5)
-        for i in range(n):
-            t.add_column(f"c{i}", no_wrap=rng.random() < 0.5)
-        for _ in range(rng.randint(1, 3)):
-            t.add_row(*(" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(n)))
-        return t
-
-    skipped = 0
-    for _ in range(300):
-        state = rng.getstate()
-        width = rng.randint(10, 90)
-        quick = fits(table(), con(width))
+    settled = {"wide": 0, "roomy": 0}
+    for _ in range(400):
+        state, width = rng.getstate(), rng.randint(10, 90)
+        quick = fits(_random_table(rng), con(width))
         rng.setstate(state)
         rng.randint(10, 90)
+        t = _random_table(rng)
         with monkeypatch.context() as m:
             m.setattr(fitting, "_too_wide", lambda *a: False)
-            rendered = fits(table(), con(width))
+            m.setattr(fitting, "_roomy", lambda *a: False)
+            rendered = fits(t, con(width))
         assert quick == rendered, width
-        rng.setstate(state)
-        rng.randint(10, 90)
-        t = table()
-        skipped += fitting._too_wide(t, con(width), fitting._cell_words(t, con(width)))
-    assert 30 < skipped < 270
+        cells = fitting._cell_words(t, con(width))
+        if fitting._apart(t, cells):
+            settled["roomy"] += fitting._roomy(t, con(width), cells)
+            settled["wide"] += fitting._too_wide(t, con(width), cells)
+    assert settled["wide"] > 30 and settled["roomy"] > 30, settled
