@@ -95,7 +95,7 @@ def _random_table(rng):
 
 def test_the_width_sums_answer_as_the_render_does(monkeypatch):
     """``fits`` skips the render where the columns' longest words, padding, dividers and edges exceed the width
-    (``_too_wide``: no fit) or their widest cells fit it (``_roomy``: fits); on 400 random tables it answers as
+    (``too_wide``: no fit) or their widest cells fit it (``roomy``: fits); on 400 random tables it answers as
     the render alone does, and each shortcut settles some of them."""
     from ironlaw.report import table as fitting
     rng = random.Random(36)
@@ -107,12 +107,12 @@ def test_the_width_sums_answer_as_the_render_does(monkeypatch):
         rng.randint(10, 90)
         t = _random_table(rng)
         with monkeypatch.context() as m:
-            m.setattr(fitting, "_too_wide", lambda *a: False)
-            m.setattr(fitting, "_roomy", lambda *a: False)
+            m.setattr(fitting, "too_wide", lambda *a: False)
+            m.setattr(fitting, "roomy", lambda *a: False)
             rendered = fits(t, con(width))
         assert quick == rendered, width
-        cells = fitting._cell_words(t, con(width))
-        if fitting._apart(t, cells):
-            settled["roomy"] += fitting._roomy(t, con(width), cells)
-            settled["wide"] += fitting._too_wide(t, con(width), cells)
+        cells = fitting.cell_words(t, con(width))
+        if fitting.columns_apart(t, cells):
+            settled["roomy"] += fitting.roomy(t, con(width), cells)
+            settled["wide"] += fitting.too_wide(t, con(width), cells)
     assert settled["wide"] > 30 and settled["roomy"] > 30, settled

@@ -11,11 +11,11 @@ Whether a table fits is read off rich's own rendering (public API only): the tab
 dividers into its columns, and each column's words compared with its cells'. A word rich folds across lines,
 a no-wrap cell it shortens to "…" or a line it crops at the edge leaves a word missing.
 
-Before rendering, one sum settles the tables that cannot fit (``_too_wide``): on the boxed copy every column is a
+Before rendering, one sum settles the tables that cannot fit (``too_wide``): on the boxed copy every column is a
 fixed-width strip between dividers on every line, so a column shows its longest word whole only if the strip is
 at least that word's cells wide plus its padding, and the strips, the dividers and the edges share the console's
 width; when those already exceed it, rich must cut a word, and the render is skipped. The other way round
-(``_roomy``): where every column at its widest cell (plus padding), the dividers and the edges fit the width,
+(``roomy``): where every column at its widest cell (plus padding), the dividers and the edges fit the width,
 rich gives each column that width and cuts nothing, and the render is skipped too.
 """
 from __future__ import annotations
@@ -29,11 +29,11 @@ RULE = set("+-=|")         # the characters of its horizontal rules
 def fits(table, console) -> bool:
     """Whether rich prints ``table`` in the console's width with every cell whole: each no-wrap cell on one line
     and no word of a wrapping cell folded."""
-    cells = _cell_words(table, console)
-    if _apart(table, cells):
-        if _roomy(table, console, cells):
+    cells = cell_words(table, console)
+    if columns_apart(table, cells):
+        if roomy(table, console, cells):
             return True
-        if _too_wide(table, console, cells):
+        if too_wide(table, console, cells):
             return False
     printed = _printed_words(table, console, cells)
     if printed is None:                              # no box or a divider inside a cell: the whole table at once
@@ -46,13 +46,13 @@ def _lines(table, console) -> list[str]:
     return ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options, pad=False)]
 
 
-def _apart(table, cells: list[Counter]) -> bool:
+def columns_apart(table, cells: list[Counter]) -> bool:
     """Whether the render can tell the columns apart (a box and no divider inside a cell), as in
     ``_printed_words``."""
     return table.box is not None and not any(DIVIDER in w for c in cells for w in c)
 
 
-def _roomy(table, console, cells: list[Counter]) -> bool:
+def roomy(table, console, cells: list[Counter]) -> bool:
     """Whether every column fits at its widest cell: the cells' longest lines (in terminal cells, as rich
     measures a text's maximum), each with its padding, rich's width of at least 1 per column, the dividers and
     the edges within the console's width. Then rich (Table._calculate_column_widths) gives each column its
@@ -80,11 +80,11 @@ def _roomy(table, console, cells: list[Counter]) -> bool:
     return sum(widths) + n - 1 + (2 if table.show_edge else 0) <= console.width
 
 
-def _too_wide(table, console, cells: list[Counter]) -> bool:
+def too_wide(table, console, cells: list[Counter]) -> bool:
     """Whether the columns' longest words (in terminal cells, as rich measures them), each with its cells'
     left and right padding, the dividers between the columns and the table's edges exceed the console's width:
     then no layout shows every word whole. Only where the columns can be told apart (a box and no divider inside
-    a cell: ``_apart``)."""
+    a cell: ``columns_apart``)."""
     from rich.cells import cell_len
     n = len(cells)
     need = sum(max(map(cell_len, c), default=0) + _padding(table, i, n) for i, c in enumerate(cells))
@@ -107,7 +107,7 @@ def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None
     """The words each column shows when ``table`` prints (None when its columns cannot be told apart)."""
     import copy
     from rich import box
-    if not _apart(table, cells):
+    if not columns_apart(table, cells):
         return None
     probe = copy.copy(table)
     probe.box, probe.title, probe.caption = box.ASCII, None, None
@@ -125,7 +125,7 @@ def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None
     return words
 
 
-def _cell_words(table, console) -> list[Counter]:
+def cell_words(table, console) -> list[Counter]:
     """The words of each column's cells, header and footer included where shown (markup resolved)."""
     out = []
     for col in table.columns:
