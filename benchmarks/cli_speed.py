@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from _table import print_table, repeat, summary
+from bench import print_table, repeat, summary
 
 
 def cold(args: list[str]) -> list[float]:

@@ -52,7 +52,7 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main() -> int:
-    from _table import print_table
+    from bench import print_table
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     h100.release_arg(ap)
