@@ -77,7 +77,7 @@ def roomy(table, console, cells: list[Counter]) -> bool:
             return False
         widest = max((cell_len(line) for t in texts for line in t.splitlines()), default=0)
         widths.append(max(widest + _padding(table, i, n), 1))
-    return sum(widths) + n - 1 + (2 if table.show_edge else 0) <= console.width
+    return sum(widths) + _rules(table) <= console.width
 
 
 def too_wide(table, console, cells: list[Counter]) -> bool:
@@ -88,7 +88,13 @@ def too_wide(table, console, cells: list[Counter]) -> bool:
     from rich.cells import cell_len
     n = len(cells)
     need = sum(max(map(cell_len, c), default=0) + _padding(table, i, n) for i, c in enumerate(cells))
-    return need + n - 1 + (2 if table.show_edge else 0) > console.width
+    return need + _rules(table) > console.width
+
+
+def _rules(table) -> int:
+    """The cells a boxed table's vertical rules take on a line: one between each two columns, one per edge where
+    shown (rich's Table._extra_width)."""
+    return len(table.columns) - 1 + (2 if table.show_edge else 0)
 
 
 def _padding(table, i: int, n: int) -> int:
