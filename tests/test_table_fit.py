@@ -78,9 +78,10 @@ def test_fit_keeps_every_column_when_they_fit_and_drops_until_nothing_is_cut():
 
 def _random_table(rng):
     """A random table: wrapping and no-wrap columns, padding, pad_edge, collapse_padding, show_edge, wide and
-    marked-up words, a Text cell, now and then no box or a divider in a cell."""
+    marked-up words, odd line breaks and tabs, a Text cell, now and then no box or a divider in a cell."""
     from rich.text import Text
-    words = ["a" * n for n in range(1, 25)] + ["—", "η·x", "全角", "x" * 40, "[bold]b[/bold]", "a|b"]
+    words = ["a" * n for n in range(1, 25)] + ["—", "η·x", "全角", "x" * 40, "[bold]b[/bold]", "a|b", "-", "c\rd",
+                                                "e\u2028" + "f" * 12, "g\th"]
     t = Table(box=rng.choice((box.HEAVY_HEAD, box.SIMPLE_HEAD, box.ASCII2, None)), pad_edge=rng.random() < 0.5,
               collapse_padding=rng.random() < 0.3, show_edge=rng.random() < 0.7,
               padding=(0, rng.randint(0, 2), 0, rng.randint(0, 2)))

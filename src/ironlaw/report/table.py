@@ -24,6 +24,9 @@ from collections import Counter
 
 DIVIDER = "|"              # rich.box.ASCII's vertical edges and dividers
 RULE = set("+-=|")         # the characters of its horizontal rules
+# a tab rich expands, and the line breaks str.splitlines (rich's measure of a text) knows but rich's render,
+# which breaks lines at "\n" only, does not
+UNEVEN = "\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def fits(table, console) -> bool:
@@ -56,9 +59,9 @@ def roomy(table, console, cells: list[Counter]) -> bool:
     """Whether every column fits at its widest cell: the cells' longest lines (in terminal cells, as rich
     measures a text's maximum), each with its padding, rich's width of at least 1 per column, the dividers and
     the edges within the console's width. Then rich (Table._calculate_column_widths) gives each column its
-    maximum and neither wraps nor cuts a cell. Only for text cells (str or rich Text, no tabs) in a table and
-    columns of no set width and not expanded, with no word that reads as a rule (a row of such words is skipped
-    as one); anything else is left to the render."""
+    maximum and neither wraps nor cuts a cell. Only for text cells (str or rich Text, none of ``UNEVEN`` in
+    them) in a table and columns of no set width and not expanded, with no word that reads as a rule (a row of
+    such words is skipped as one); anything else is left to the render."""
     from rich.cells import cell_len
     from rich.text import Text
     if table.width is not None or table.expand or table.min_width is not None or \
@@ -73,7 +76,7 @@ def roomy(table, console, cells: list[Counter]) -> bool:
         if not shown or not all(isinstance(c, (str, Text)) for c in shown):
             return False
         texts = [_plain(c, console) for c in shown]
-        if any("\t" in t for t in texts):
+        if any(ch in t for t in texts for ch in UNEVEN):
             return False
         widest = max((cell_len(line) for t in texts for line in t.splitlines()), default=0)
         widths.append(max(widest + _padding(table, i, n), 1))
