@@ -96,6 +96,11 @@ EXPERT = Calls(fwd=2, bwd=4, quantize=2)
 #   ``fused_multi_row_padding`` / ``fused_multi_row_unpadding`` launch, and the backward the reverse copy of each
 #   gradient: 3 forward, 3 backward. HybridEP writes the padded layout in its dispatch, so flex pays none.
 PADDING = Calls(fwd=3, bwd=3)
+# the routed experts' fc2 bias applied outside the GEMM (``expert_bias``; experts with biases, e.g. gpt-oss):
+#   per local expert ``b * p`` and the add forward, then one ``cat``; backward the mul's two products and their
+#   two sums per local expert (the cat and the add hand back views)
+BIAS = Calls(fwd=2, bwd=4)
+BIAS_CAT = Calls(fwd=1)
 # TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
 # forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
 # kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
@@ -146,6 +151,7 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
             ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
             ("experts", True, EXPERT.scaled(local)),
             ("padding", True, PADDING if padded else Calls()),
+            ("expert bias", True, BIAS.scaled(local) + BIAS_CAT if meta.get("expert_bias") else Calls()),
             ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
 
 
@@ -193,7 +199,7 @@ AFTER_SYNC: dict[str, Callable[[Op], bool]] = {}
 issued_after = registrar(AFTER_SYNC, "host")     # @issued_after(*roles): the rule for ops of those roles
 
 
-@issued_after("column", "row", "activation", "cast")
+@issued_after("column", "row", "activation", "cast", "bias")
 def _expert_part(op: Op) -> bool:
     """The experts' GEMMs, activations and quantizes (routed and shared experts: ``attrs["expert"]``); a dense
     layer's are issued before (it has no sync)."""

@@ -191,6 +191,8 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     up.shapes = down.shapes = f"{k} of {e} experts per token"
     for op in (up, act, down):
         op.attrs["expert"] = "routed"
+    if a.mlp_bias:
+        down.attrs["bias"] = True                                   # fc2's bias (``models.expert_bias``)
     shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
     for op in shared:
         op.attrs["expert"] = "shared"
@@ -349,7 +351,7 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "context_tokens": a.context or a.max_pos}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
-                    shared_expert=bool(a.shared_inter))
+                    shared_expert=bool(a.shared_inter), expert_bias=a.mlp_bias)
     meta.update(_attention_meta(a))
     if a.mtp_layers:
         meta.update(mtp_layers=a.mtp_layers, mtp_params=a.mtp_params())
