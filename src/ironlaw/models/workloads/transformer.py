@@ -353,6 +353,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
                     shared_expert=bool(a.shared_inter), expert_bias=a.mlp_bias)
     meta.update(_attention_meta(a))
+    if a.rope_mscale != 1.0:
+        meta["rope_mscale"] = a.rope_mscale                         # YaRN's factor (``models.rope_unfused``)
     if a.mtp_layers:
         meta.update(mtp_layers=a.mtp_layers, mtp_params=a.mtp_params())
     if a.expert_dtype:
