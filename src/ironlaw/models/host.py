@@ -96,11 +96,14 @@ EXPERT = Calls(fwd=2, bwd=4, quantize=2)
 #   ``fused_multi_row_padding`` / ``fused_multi_row_unpadding`` launch, and the backward the reverse copy of each
 #   gradient: 3 forward, 3 backward. HybridEP writes the padded layout in its dispatch, so flex pays none.
 PADDING = Calls(fwd=3, bwd=3)
-# the routed experts' fc2 bias applied outside the GEMM (``expert_bias``; experts with biases, e.g. gpt-oss):
+# the routed experts' fc2 bias applied outside the GEMM (``grouped_mlp``; experts with biases, e.g. gpt-oss):
 #   per local expert ``b * p`` and the add forward, then one ``cat``; backward the mul's two products and their
 #   two sums per local expert (the cat and the add hand back views)
 BIAS = Calls(fwd=2, bwd=4)
 BIAS_CAT = Calls(fwd=1)
+# the clamped GLU's input (``grouped_mlp``; gpt-oss): two clamps and the cat forward; the clamps' masks and
+#   ``where``s (2 + 4) and the chunk's cat backward
+CLAMP = Calls(fwd=3, bwd=7)
 # TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
 # forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
 # kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
@@ -162,6 +165,7 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
             ("experts", True, EXPERT.scaled(local)),
             ("padding", True, PADDING if padded else Calls()),
             ("expert bias", True, BIAS.scaled(local) + BIAS_CAT if meta.get("expert_bias") else Calls()),
+            ("expert clamp", True, CLAMP if meta.get("expert_clamp") else Calls()),
             ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
 
 

@@ -192,7 +192,9 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     for op in (up, act, down):
         op.attrs["expert"] = "routed"
     if a.mlp_bias:
-        down.attrs["bias"] = True                                   # fc2's bias (``models.expert_bias``)
+        down.attrs["bias"] = True                                   # fc2's bias (``models.grouped_mlp``)
+    if a.act == "swiglu_oai":
+        up.attrs["clamp"] = True                                    # the clamped GLU's input (``models.grouped_mlp``)
     shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
     for op in shared:
         op.attrs["expert"] = "shared"
@@ -351,7 +353,8 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "context_tokens": a.context or a.max_pos}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
-                    shared_expert=bool(a.shared_inter), expert_bias=a.mlp_bias)
+                    shared_expert=bool(a.shared_inter), expert_bias=a.mlp_bias,
+                    expert_clamp=a.act == "swiglu_oai")
     meta.update(_attention_meta(a))
     if a.rope_mscale != 1.0:
         meta["rope_mscale"] = a.rope_mscale                         # YaRN's factor (``models.rope_unfused``)
