@@ -87,3 +87,13 @@ def test_gpt_oss_rope_runs_unfused_in_training_and_fused_elsewhere():
     g = workloads.resolve(workloads.Request("gpt-oss-120b", phase="prefill", batch=1, seq=4096, dtype="bf16"))
     assert rope_unfused.unfused(g.meta)
     assert next(op for op in g.ops if op.name == "attn_rope").bytes["activations"] == pytest.approx(3 * t)
+
+
+def test_the_clamped_copy_is_kept_for_the_backward():
+    from dataclasses import replace
+    from ironlaw.models.workloads.transformer import builtin_arch, mlp_elems
+    oss = builtin_arch("gpt-oss-120b")
+    plain = replace(oss, act="silu")                  # the same layer with an unclamped GLU
+    # per token: the clamped copy of fc1's output, 2 × 2880 per routed row, top-4; kept only for the backward
+    assert mlp_elems(oss, saved=True) - mlp_elems(plain, saved=True) == 2 * 2880 * 4
+    assert mlp_elems(oss) == mlp_elems(plain)

@@ -24,8 +24,9 @@ fusions/fused_bias_geglu.py, for routed experts (gpt-oss: ``add_bias_linear``, `
   ``grad · p`` summed over the rows (the bias gradient) and ``grad · b`` summed over the hidden axis (the
   probabilities' gradient): reads 4·X, writes 2·X; 4 kernels per local expert.
 
-All memory-bound, priced by the law's data term; the host's launches are ``host.CLAMP`` and ``host.BIAS``. Not
-counted: the clamped copy the fused activation saves for the backward (U per MoE layer of activation memory).
+All memory-bound, priced by the law's data term; the host's launches are ``host.CLAMP`` and ``host.BIAS``; the
+clamped copy the fused activation saves for its backward is in the activation footprint
+(``workloads.transformer.mlp_elems``).
 """
 from __future__ import annotations
 

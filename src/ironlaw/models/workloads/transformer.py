@@ -264,14 +264,16 @@ def mlp_elems(a: Arch, saved: bool = False) -> int:
     copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
     the experts' activation applies (Megatron-Core core_v0.15.0 token_dispatcher.py
     MoEAlltoAllTokenDispatcher.token_unpermutation calls unpermute without probs; experts.py
-    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map."""
+    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map. A clamped GLU (gpt-oss) keeps fc1's
+    output for the clamps' backward and the clamped copy for the fused activation's (``models.grouped_mlp``)."""
     h = a.hidden
 
     def gated(i: int, m: int) -> int:                                # up output and act output of m MLPs
         return m * ((2 * i if a.glu else i) + i)
     routed = (1 if saved else 2) * a.top_k * h                       # permuted in (and out) copies
+    clamp = 2 * a.expert_inter * a.top_k if saved and a.act == "swiglu_oai" else 0   # the clamped copy
     dense = h + gated(a.inter, 1) if a.layers > a.moe_layers else 0
-    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed \
+    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed + clamp \
         if a.moe_layers else 0                                       # router logits
     return max(dense, moe)
 
