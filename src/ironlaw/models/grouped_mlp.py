@@ -34,7 +34,7 @@ from ..core import passes
 from ..core.graph import Graph, Op, dtype_bytes
 
 BIAS, CLAMP = "moe_expert_bias", "moe_glu_clamp"
-# (read, written, FLOPs) per byte of the GEMM output the op works on, forward and backward
+# (bytes read, bytes written) per byte of the GEMM's output the op works on, and FLOPs per element; forward, backward
 TERMS = {BIAS: ((3.0, 3.0, 2.0), (4.0, 2.0, 4.0)),
          CLAMP: ((2.0, 2.0, 1.0), (4.5, 3.0, 2.0))}
 GEMM_ROLE = {BIAS: "row", CLAMP: "column"}      # fc2's output / fc1's output
