@@ -21,6 +21,7 @@ of the HBM bandwidth), as carry.py keeps ``memory``. The measured MoE layer (``m
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 from functools import lru_cache
 
@@ -63,7 +64,7 @@ def _ceiling(hw, dtype: str) -> float | None:
     rate = ServingConstants(1.0, 1.0, 1.0, 1.0, 0.0, "the device's kernel-fitted GEMM terms, no fixed seconds")
     est = predict(g, engine_hw(hw, rate))
     flops = np.array([op.flops for op in ops])
-    return float(np.median(flops / (np.asarray(est.op_time_s).reshape(len(ops)) * hw.peak(dtype))))
+    return float(statistics.median(flops / (np.asarray(est.op_time_s).reshape(len(ops)) * hw.peak(dtype))))  # numpy.ma: slow import
 
 
 @lru_cache(maxsize=1)
