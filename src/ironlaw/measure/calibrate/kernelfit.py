@@ -26,7 +26,7 @@ catalog's Hopper and datacenter-Blackwell GEMM classes hold.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,6 +87,13 @@ M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped quer
 # ``score`` holds out, the one ``better_form`` names kept (``chosen_form``), the choice and both scores in the class's
 # provenance (``FORM_FIELDS``): what ``ironlaw calibrate --kernels`` fits
 GEMM_FILLS = ("half", "tile", "stream", "auto")
+# a GEMM class's operands as its collector's repeated calls read them (``fit_operands``), the first kept on a tie:
+# "memory", as the law prices a lone GEMM (from device memory, but a workload whose whole footprint fits
+# ``cache.CACHE_RESIDENT_FRACTION`` of the last cache level); "cache", every row whose operands fit the whole last cache
+# level (``cache.REPEATED_RESIDENT_FRACTION``) read from there. aiconfigurator-core 0.12.0's L40S bf16 table (96 MiB L2)
+# runs gemm:2304,12288,32 (57 MiB written) in 33 µs and gemm:3584,12288,32 (88 MiB) in 128 µs; the fit's loss chooses
+# per class (docs/accuracy.md, "GEMM operands the collector keeps in the last cache level")
+OPERANDS = ("memory", "cache")
 AUTO_FORMS = ("half", "stream")
 GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
 STREAMED_PHYSICAL = 1.0
@@ -165,6 +172,7 @@ class Group:
     table: KernelTable
     rows: object          # pandas.DataFrame: the group's rows, sorted by shape
     timed: str = ""       # how the rows stand for the class, where not as written ('float16 rows, for bf16')
+    operands: str = "memory"   # a GEMM class's operands on the collector's repeated calls (``OPERANDS``)
 
 
 @dataclass(frozen=True)
@@ -296,10 +304,14 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
         steps, form = (grid_steps or {}).get(g.op), {}
+        if g.op == "gemm":
+            g, table = fit_operands(hw, g, fit_rows, steps, "half" if gemm_fill == "auto" else gemm_fill)
+            form = {"operands_from": g.operands}
         if g.op == "gemm" and gemm_fill == "auto":
-            table, form = chosen_form(hw, g, fit_rows, steps)
-        else:
-            table = fit_class(hw, g, fit_rows, steps, "half" if gemm_fill == "auto" else gemm_fill)
+            table, chosen = chosen_form(hw, g, fit_rows, steps)
+            form = {**form, **chosen}
+        elif g.op != "gemm":
+            table = fit_class(hw, g, fit_rows, steps, gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
@@ -333,6 +345,32 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
             for t in tables]
     return tables[int(np.argmin(loss))]
+
+
+def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
+    """A GEMM group timed as its collector ran it (``OPERANDS``), and its table (``fit_class``): fitted with the rows
+    whose operands fit ``hw``'s last cache level read from there (``cache_resident``, "cache") and as the law prices
+    them unmarked ("memory": from device memory, but a workload whose whole footprint fits half the cache), the one
+    with the smaller loss on the fitted rows kept. Without a cache level, "memory"."""
+    from ...machine.cache import repeated_limit_bytes
+    if repeated_limit_bytes(hw) is None:
+        return g, fit_class(hw, g, rows, steps, gemm_fill)
+    spaced, best = _spaced(rows, FIT_ROWS), None
+    for how in OPERANDS:
+        timed = replace(g, operands=how)
+        table = fit_class(hw, timed, rows, steps, gemm_fill)
+        cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: table}}
+        loss = Problem(hw, observations(timed, spaced, hw), weighting="per_case").loss(cal)
+        if best is None or loss < best[0]:
+            best = (loss, timed, table)
+    return best[1], best[2]
+
+
+def timed_as(cal: dict, g: Group) -> Group:
+    """``g`` with its operands as ``cal``'s provenance says the class was fitted (``fit_operands``; "memory" where
+    it does not say)."""
+    how = ((cal.get("provenance") or {}).get(g.name) or {}).get("operands_from", "memory")
+    return replace(g, operands=how) if g.op == "gemm" else g
 
 
 def chosen_form(hw, g: Group, rows, steps: tuple | None = None) -> tuple[dict, dict]:
@@ -527,7 +565,7 @@ def score(hw, cal: dict, gs: list[Group]) -> list[Score]:
     and 90th-percentile |error|."""
     out = []
     for g in gs:
-        err = held_errors(hw, cal, g)
+        err = held_errors(hw, cal, timed_as(cal, g))
         if len(err):
             out.append(Score(g.table.gpu, g.name, int(len(err)), float(np.median(err)),
                              float(np.percentile(err, 90))))
@@ -548,14 +586,15 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     last cache level marked so (``cache_resident``)."""
     build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else attention_op
     ops = [build(r, g) for r in rows.itertuples()]
-    if hw is not None and g.op in RESIDENT_OPS:
+    if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
 
 
 def cache_resident(ops: list, hw) -> list:
     """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``) marked
-    ``attrs['resident']``: the tables' collector times one op over and over on the same KV cache, nothing else
+    ``attrs['resident']`` (a GEMM class's too where ``fit_operands`` chose "cache"): the tables' collector times one
+    op over and over on the same KV cache, nothing else
     between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
     cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
     the CUDA probe's own repeated rows (``build.observations``). Without a cache level, none is."""
