@@ -101,6 +101,7 @@ STREAM_PARAMS = (("eta_max", 1.0), ("nk_half", 1e6), ("k_half", 1e6), ("streamed
                  ("streamed_half", 1e9), ("serial", 1.0), ("latency_s", 1e-3))
 STREAM_STARTS = grid([0.8], [50.0, 500.0], [50.0, 500.0], [0.8], [1e6, 1e7], [0.3, 1.0], [3e-6])
 STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: its bound and starts
+FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
@@ -423,6 +424,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
+    bounds, starts = within_floor(g, rows, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -438,6 +440,26 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     return best
 
 
+def latency_floor(g: Group, rows) -> float | None:
+    """A GEMM class's bound on its fixed ``latency_s``: the fastest call among ``rows`` (every call pays it); None
+    for another op. Unbounded, the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the
+    grid, which scales only the time above it, could not bring the smallest shapes back down (aiconfigurator-core
+    0.12.0's A100 bf16 table: 2.5-3.5 µs measured up to 64×256×1024, 4.5 µs fitted; held out 5.5% / 20.8% → 5.0% /
+    15.4%, docs/accuracy.md)."""
+    return float(np.min(rows.latency_s)) if g.op == "gemm" and len(rows) else None
+
+
+def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` ((name, upper) …) and ``starts`` (each a list in the order of ``bounds``) with ``latency_s`` at
+    most ``latency_floor`` (a start at ``FLOOR_START`` of it); as given where there is none."""
+    floor = latency_floor(g, rows)
+    if floor is None:
+        return bounds, starts
+    at = [n for n, _ in bounds].index("latency_s")
+    bounds = tuple((n, min(u, floor) if n == "latency_s" else u) for n, u in bounds)
+    return bounds, [[min(x, FLOOR_START * floor) if i == at else x for i, x in enumerate(st)] for st in starts]
+
+
 def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
@@ -449,11 +471,12 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     start = {"eta_max": 0.5, "m_half": 0.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "streamed_half": 1e6, "serial": 0.5, "latency_s": 5e-6, **(extra or {})}
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: start}}
-    params = [((g.key[0], g.key[1], name), upper) for name, upper in STREAM_PARAMS]
+    bounds, starts = within_floor(g, rows, STREAM_PARAMS, STREAM_STARTS)
+    params = [((g.key[0], g.key[1], name), upper) for name, upper in bounds]
     (name, upper), m_starts = STREAM_M_HALF
-    tries = [fit_group(prob, cal, params, STREAM_STARTS),
+    tries = [fit_group(prob, cal, params, starts),
              fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
-                       [s + [m] for s in STREAM_STARTS for m in m_starts])]
+                       [s + [m] for s in starts for m in m_starts])]
     return [c[g.key[0]][g.key[1]] for c in tries]
 
 
