@@ -91,7 +91,7 @@ GEMM_FILLS = ("half", "tile", "stream", "auto")
 # "memory", as the law prices a lone GEMM (from device memory, but a workload whose whole footprint fits
 # ``cache.CACHE_RESIDENT_FRACTION`` of the last cache level); "cache", every row whose operands fit the whole last cache
 # level (``cache.REPEATED_RESIDENT_FRACTION``) read from there. aiconfigurator-core 0.12.0's L40S bf16 table (96 MiB L2)
-# runs gemm:2304,12288,32 (57 MiB written) in 33 µs and gemm:3584,12288,32 (88 MiB) in 128 µs; the fit's loss chooses
+# runs gemm:2304,12288,32 (57 MB written) in 33 µs and gemm:3584,12288,32 (88 MB) in 128 µs; the fit's loss chooses
 # per class (docs/accuracy.md, "GEMM operands the collector keeps in the last cache level")
 OPERANDS = ("memory", "cache")
 AUTO_FORMS = ("half", "stream")
@@ -444,8 +444,8 @@ def latency_floor(g: Group, rows) -> float | None:
     """A GEMM class's bound on its fixed ``latency_s``: the fastest call among ``rows`` (every call pays it); None
     for another op. Unbounded, the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the
     grid, which scales only the time above it, could not bring the smallest shapes back down (aiconfigurator-core
-    0.12.0's A100 bf16 table: 2.5-3.5 µs measured up to 64×256×1024, 4.5 µs fitted; held out 5.5% / 20.8% → 5.0% /
-    15.4%, docs/accuracy.md)."""
+    0.12.0's A100 bf16 table: its smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held
+    out 5.7% / 23.9% → 5.0% / 15.4%, docs/accuracy.md)."""
     return float(np.min(rows.latency_s)) if g.op == "gemm" and len(rows) else None
 
 
