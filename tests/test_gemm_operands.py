@@ -22,7 +22,7 @@ def test_the_fixed_latency_stays_under_the_fastest_fitted_call(h100_gemm_fit):
         cal = fit(fill)
         for g in gs:
             fitted_rows, _ = kernelfit.split(g.rows, g.op)
-            floor = float(np.min(kernelfit._spaced(fitted_rows, kernelfit.FIT_ROWS).latency_s))
+            floor = float(np.min(kernelfit.shape_rows(fitted_rows).latency_s))
             assert 0 < cal["matmul"][g.key[1]]["latency_s"] <= floor * (1 + 1e-3), (fill, g.name)
 
 
@@ -53,7 +53,7 @@ def test_the_fit_keeps_the_operands_with_the_smaller_loss_and_scores_as_it_fitte
     g = gs[0]
     how = cal["provenance"][g.name]["operands_from"]
     assert how in kernelfit.OPERANDS and kernelfit.timed_as(cal, g).operands == how
-    rows = kernelfit._spaced(kernelfit.split(g.rows, g.op)[0], kernelfit.FIT_ROWS)
+    rows = kernelfit.shape_rows(kernelfit.split(g.rows, g.op)[0])
     loss = {}
     for other in kernelfit.OPERANDS:
         timed = replace(g, operands=other)

@@ -332,7 +332,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     (``SPLIT_FRAMEWORK``), as each split-KV launch its kernel may make over the whole sequence (``split_kv``,
     ``core.splitkv``); the one with the smallest loss on the fitted rows is kept; so is one of the "stream" form's
     two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
-    spaced = _spaced(rows, FIT_ROWS)
+    spaced = shape_rows(rows)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
@@ -356,7 +356,7 @@ def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str 
     from ...machine.cache import repeated_limit_bytes
     if repeated_limit_bytes(hw) is None:
         return g, fit_class(hw, g, rows, steps, gemm_fill)
-    spaced, best = _spaced(rows, FIT_ROWS), None
+    spaced, best = shape_rows(rows), None
     for how in OPERANDS:
         timed = replace(g, operands=how)
         table = fit_class(hw, timed, rows, steps, gemm_fill)
@@ -802,6 +802,11 @@ def sorted_rows(rows, op: str):
 def held_out(g: Group):
     """The rows ``score`` times for ``g``: at most ``SCORE_ROWS`` of its held-out side of ``split``, evenly spaced."""
     return _spaced(split(g.rows, g.op)[1], SCORE_ROWS)
+
+
+def shape_rows(rows):
+    """The rows of a group's fit half its shape model is fitted on: at most ``FIT_ROWS``, evenly spaced."""
+    return _spaced(rows, FIT_ROWS)
 
 
 def _spaced(rows, n: int):
