@@ -29,3 +29,47 @@ def test_a_checkpoint_dtype_the_device_lacks_is_refused_naming_the_checkpoint(ar
     assert "a100 has no fp8" in line and "--dtype" in line, line
     r = run_cli(*argv, "--on", "a100", "--dtype", "bf16")      # 1.3 TB of bf16 weights: served by 8 A100s or not
     assert "checkpoint" not in r.err and (r.rc == 0 or "does not fit" in r.err), r.err
+
+
+# ------------------------------------------------------------------ a captured model's backward and optimizer
+TINY = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self, d=256, h=4):
+        super().__init__()
+        self.h, self.qkv, self.o = h, nn.Linear(d, 3 * d), nn.Linear(d, d)
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        return x + self.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d))
+
+def make(batch=2, seq=128):
+    return nn.Sequential(Block(), Block()), (torch.randn(batch, seq, 256),)
+'''
+
+
+def _tiny(tmp_path) -> str:
+    pytest.importorskip("torch")
+    p = tmp_path / "tiny.py"
+    p.write_text(TINY)
+    return f"py:{p}:make"
+
+
+def test_a_captured_models_backward_and_optimizer_ops_are_seen_as_such(tmp_path):
+    """Captured ops of the backward are labelled '<aten name> (backward)': attention's backward (and every other
+    non-linear one) ran as forward work, so a data-parallel step had no gradient reduction and the optimizer step
+    was counted inside each micro-batch."""
+    import ironlaw
+    from ironlaw.core import passes
+    from ironlaw.models import workloads
+    spec = _tiny(tmp_path)
+    g = workloads.resolve(workloads.Request(spec, phase="train", device="cuda"))
+    att = [o for o in g.ops if o.kind == "attention"]
+    assert [passes.is_backward_op(o) for o in att] == [False, False, True, True], [o.name for o in att]
+    assert passes.forward_of(att[2].name) == att[2].name.removesuffix(" (backward)")
+    assert any(passes.is_optimizer(o.name) for o in g.ops)
+    b = ironlaw.analyze(spec, on="h100", phase="train", gpus=2).breakdown
+    assert b.dp_grad_comm_s > 0 and b.optimizer_s > 0
