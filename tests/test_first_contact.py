@@ -73,3 +73,28 @@ def test_a_captured_models_backward_and_optimizer_ops_are_seen_as_such(tmp_path)
     assert any(passes.is_optimizer(o.name) for o in g.ops)
     b = ironlaw.analyze(spec, on="h100", phase="train", gpus=2).breakdown
     assert b.dp_grad_comm_s > 0 and b.optimizer_s > 0
+
+
+def test_full_recompute_of_a_captured_model_checkpoints_each_numbered_block(tmp_path):
+    """`compare py:… --what-if recompute=full` was refused ('no repeated blocks': captured ops have count 1);
+    the rule torch.utils.checkpoint users follow: each numbered child (an nn.Sequential's, a ModuleList's) keeps
+    its input and runs its forward again before the backward."""
+    import ironlaw
+    from ironlaw.core import passes
+    from ironlaw.models import workloads
+    from ironlaw.models.whatif import apply
+    spec = _tiny(tmp_path)
+    g = workloads.resolve(workloads.Request(spec, phase="train", device="cuda"))
+    from ironlaw.machine import hardware
+    full, _ = apply(g, hardware.get("h100"), ["recompute=full"])
+    again = [o for o in full.ops if passes.of(o.name) is passes.Pass.RECOMPUTE]
+    fwd = [o for o in g.ops if o.module.split(".")[0] in ("0", "1") and passes.of(o.name) is passes.Pass.FORWARD]
+    assert len(again) == len(fwd) == 8
+    assert sum(o.flops for o in again) == pytest.approx(sum(o.flops for o in fwd))
+    x = 1 * 128 * 256 * 4                                    # one block's input: batch 1 × 128 × 256 in fp32
+    assert full.footprint["activations"] == pytest.approx(2 * x + sum(
+        o.bytes_written for o in g.ops if passes.of(o.name) is passes.Pass.FORWARD and o.module == ""
+        and o.kind not in ("collective", "copy")))
+    assert run_cli("compare", spec, "--phase", "train", "--on", "h100", "--what-if", "recompute=full").rc == 0
+    line = one_line_error(run_cli("analyze", spec, "--phase", "train", "--on", "h100", "--recompute", "full"))
+    assert "is captured op by op" in line and "--what-if recompute=full" in line, line
