@@ -98,3 +98,13 @@ def test_full_recompute_of_a_captured_model_checkpoints_each_numbered_block(tmp_
     assert run_cli("compare", spec, "--phase", "train", "--on", "h100", "--what-if", "recompute=full").rc == 0
     line = one_line_error(run_cli("analyze", spec, "--phase", "train", "--on", "h100", "--recompute", "full"))
     assert "is captured op by op" in line and "--what-if recompute=full" in line, line
+
+
+# ------------------------------------------------------------------ parallel degrees inference does not model
+@pytest.mark.parametrize("spec, flag", [("llama3-8b", "--pp"), ("llama3-8b", "--dp"), ("mixtral-8x7b", "--ep")])
+def test_inference_refuses_a_parallel_degree_by_the_flag_typed(spec, flag):
+    """`analyze llama3-8b --phase decode --pp 2` said '--tp 1 × --pp 2 = 2 does not divide --gpus 1' (a --tp and a
+    --gpus nobody typed); --ep 2 said it 'does not divide --dp 1'."""
+    line = one_line_error(run_cli("analyze", spec, "--phase", "decode", flag, "2"))
+    assert line.startswith(f"ironlaw: error: {flag} 2: inference (decode) models tensor parallelism only"), line
+    assert "--gpus 1" not in line and "--dp 1" not in line, line
