@@ -118,3 +118,14 @@ def test_dtype_on_a_collective_of_bytes_is_refused(spec):
     line = one_line_error(run_cli("analyze", spec, "--gpus", "8", "--dtype", "fp8"))
     assert f"--dtype does not apply to {spec}: its size is BYTES" in line, line
     assert run_cli("analyze", spec, "--gpus", "8").rc == 0
+
+
+# ------------------------------------------------------------------ an --slo that is no time at all
+@pytest.mark.parametrize("slo, value", [("ttft=-1", "-1"), ("itl=inf", "inf"), ("itl=0", "0")])
+def test_an_slo_that_is_no_positive_time_is_not_told_to_add_a_unit(slo, value):
+    """`serve --slo ttft=-1` answered 'give the time with its unit, e.g. ttft=-1ms', a target it then refused;
+    itl=inf was told to write 'itl=infms'."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--slo", slo))
+    assert "must be a positive time of at most an hour" in line and f"got '{value}'" in line, line
+    assert f"={value}ms" not in line, line
+    assert "give the time with its unit, e.g. itl=5ms" in one_line_error(run_cli("serve", "llama3-8b", "--slo", "itl=5"))

@@ -217,6 +217,9 @@ def parse_slo(text: str) -> dict[str, float]:
             raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (or tpot=TIME), {SLO_EXAMPLE}, got '{part}'")
         if f"{key}_s" in out:
             raise IronlawError(f"--slo gives the {key} target twice ('{text}'); tpot and itl are the same target")
+        if _is_number(value) and not 0 < float(value) <= 3600:
+            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, with its unit "
+                               f"({SLO_EXAMPLE}), got '{value}'")
         if _is_number(value):
             raise IronlawError(f"--slo {part.strip()}: give the time with its unit, e.g. {key}={value}ms or "
                                f"{key}={value}s")
