@@ -129,3 +129,16 @@ def test_an_slo_that_is_no_positive_time_is_not_told_to_add_a_unit(slo, value):
     assert "must be a positive time of at most an hour" in line and f"got '{value}'" in line, line
     assert f"={value}ms" not in line, line
     assert "give the time with its unit, e.g. itl=5ms" in one_line_error(run_cli("serve", "llama3-8b", "--slo", "itl=5"))
+
+
+# ------------------------------------------------------------------ a plan's devices, named as typed
+@pytest.mark.parametrize("argv, says", [
+    (["--cp", "3"], "--cp 3 does not divide --gpus 64"),
+    (["--dp", "3"], "--dp 3 = 3 devices, but --gpus is 64"),
+    (["--tp", "8", "--pp", "3"], "--tp 8 × --pp 3 = 24 does not divide --gpus 64"),
+])
+def test_a_plan_that_does_not_fill_the_devices_names_the_degrees_typed(argv, says):
+    """`--gpus 64 --cp 3` said '--tp 1 × --pp 1 × --cp 3 = 3 does not divide --gpus 64': two degrees nobody gave."""
+    line = one_line_error(run_cli("analyze", "llama3-70b", "--phase", "train", "--gpus", "64", *argv))
+    assert says in line, line
+    assert ("--tp 1" not in line) and ("--pp 1" not in line), line

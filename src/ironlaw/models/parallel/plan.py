@@ -135,15 +135,16 @@ def graph_scopes(value) -> tuple:
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
     """(gpus, nodes, dp): the devices equal tp × pp × cp × dp."""
     model = tp * pp * cp
-    names = f"--tp {tp} × --pp {pp}{f' × --cp {cp}' if cp > 1 else ''}"
+    typed = [f"--{k} {v}" for k, v in (("tp", tp), ("pp", pp), ("cp", cp)) if k in o or v > 1]
+    names = " × ".join(typed) + (f" = {model}" if len(typed) > 1 else "")       # the degrees the user gave
     gpus = check_count(o.get("gpus", model * o.get("dp", 1) if "dp" in o else model), "--gpus")
     nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
     if gpus % model:
-        raise IronlawError(f"{names} = {model} does not divide --gpus {gpus}; choose degrees whose product "
+        raise IronlawError(f"{names} does not divide --gpus {gpus}; choose degrees whose product "
                            f"divides the devices")
     dp = check_count(o.get("dp", gpus // model), "--dp")
     if model * dp != gpus:
-        raise IronlawError(f"{names} × --dp {dp} = {model * dp} devices, but --gpus is {gpus}; the product of the "
+        raise IronlawError(f"{' × '.join([*typed, f'--dp {dp}'])} = {model * dp} devices, but --gpus is {gpus}; the product of the "
                            f"parallel degrees must equal the devices")
     if gpus % nodes:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")
