@@ -142,3 +142,17 @@ def test_a_plan_that_does_not_fill_the_devices_names_the_degrees_typed(argv, say
     line = one_line_error(run_cli("analyze", "llama3-70b", "--phase", "train", "--gpus", "64", *argv))
     assert says in line, line
     assert ("--tp 1" not in line) and ("--pp 1" not in line), line
+
+
+# ------------------------------------------------------------------ a refusal in JSON names its schema
+@pytest.mark.parametrize("argv", [["analyze", "llama3-8b", "--batch", "0"], ["hardware", "show", "nope"],
+                                  ["serve", "llama3-8b", "--slo", "itl=5"]])
+def test_a_refused_command_in_json_writes_a_document_with_its_schema(argv):
+    """`--format json` wrote {"error": …, "exit_code": 2}: the one JSON document without a schema version."""
+    from ironlaw.core import schemas
+    r = run_cli(*argv, "--format", "json")
+    line = one_line_error(r)
+    doc = r.json()
+    assert doc["schema"] == "ironlaw.error/1" and doc["exit_code"] == 2
+    assert line == f"ironlaw: error: {doc['error']}"
+    schemas.validate(doc)
