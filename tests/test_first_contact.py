@@ -156,3 +156,13 @@ def test_a_refused_command_in_json_writes_a_document_with_its_schema(argv):
     assert doc["schema"] == "ironlaw.error/1" and doc["exit_code"] == 2
     assert line == f"ironlaw: error: {doc['error']}"
     schemas.validate(doc)
+
+
+# ------------------------------------------------------------------ validate --warmup -1
+def test_validate_refuses_a_negative_warmup():
+    """`validate … --warmup -1` ran (no warm-up) and wrote "warmup": -1 into its JSON document."""
+    from conftest import ROOT
+    data = ROOT / "tests" / "data"
+    line = one_line_error(run_cli("validate", f"py:{data / 'validate_models.py'}:tiny", "--on",
+                                  str(data / "validate-cpu.toml"), "--warmup", "-1"))
+    assert line == "ironlaw: error: validate: --warmup must be a whole number of runs, 0 or more, got -1", line
