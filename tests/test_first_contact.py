@@ -166,3 +166,13 @@ def test_validate_refuses_a_negative_warmup():
     line = one_line_error(run_cli("validate", f"py:{data / 'validate_models.py'}:tiny", "--on",
                                   str(data / "validate-cpu.toml"), "--warmup", "-1"))
     assert line == "ironlaw: error: validate: --warmup must be a whole number of runs, 0 or more, got -1", line
+
+
+# ------------------------------------------------------------------ a layout search of a model without layers
+@pytest.mark.parametrize("spec", ["resnet50", "gemm:1024,1024,1024"])
+def test_a_layout_search_of_a_model_without_layers_says_so(spec):
+    """`search resnet50 --gpus 8` answered '--seq does not apply to a CNN; drop it' and `search gemm:…` 'gemm has no
+    phase train': the search's own defaults held against the user, who typed neither."""
+    line = one_line_error(run_cli("search", spec, "--gpus", "8"))
+    assert "a layout search needs a transformer built by ironlaw" in line, line
+    assert "--seq" not in line and "has no phase" not in line, line
