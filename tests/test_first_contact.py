@@ -176,3 +176,20 @@ def test_a_layout_search_of_a_model_without_layers_says_so(spec):
     line = one_line_error(run_cli("search", spec, "--gpus", "8"))
     assert "a layout search needs a transformer built by ironlaw" in line, line
     assert "--seq" not in line and "has no phase" not in line, line
+
+
+# ------------------------------------------------------------------ inference beyond the model's context
+@pytest.mark.parametrize("argv, says", [
+    (["analyze", "llama3-8b", "--phase", "prefill", "--seq", "100000"],
+     "--seq 100000 exceeds the 8,192-token context of llama3-8b"),
+    (["analyze", "llama3-8b", "--phase", "decode", "--seq", "8192"],
+     "--seq 8192 + the decoded token exceeds the 8,192-token context of llama3-8b"),
+    (["sweep", "llama3-8b", "--phase", "decode", "--seq", "4096,16384"], "--seq 16384 + the decoded token"),
+])
+def test_inference_beyond_the_models_context_is_refused(argv, says):
+    """`analyze llama3-8b --phase prefill --seq 100000` priced a prompt 12× the model's 8,192 positions (6.85 s)
+    while `serve llama3-8b --prompt 100000` refused it; learned-position models were already refused."""
+    line = one_line_error(run_cli(*argv))
+    assert says in line, line
+    assert run_cli("analyze", "llama3.1-8b", "--phase", "prefill", "--seq", "100000").rc == 0     # 128K context
+    assert run_cli("analyze", "llama3-8b", "--phase", "train", "--seq", "16384").rc == 0         # context extension
