@@ -4,6 +4,7 @@
     python benchmarks/trtllm_h100.py --fit      # refit them on the H100 cells, then score (prints the new values)
     python benchmarks/trtllm_h100.py --release cell   # … each cell on the kernels of the release it ran (1.0)
     python benchmarks/trtllm_h100.py --fit --host   # … with the executor's host work per step and per request
+    python benchmarks/trtllm_h100.py --fit --experts   # … with the routed experts' grouped-GEMM η refitted too
 
 Source: tests/data/trtllm_perf_overview_h100.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): total output tokens/s of ``trtllm-bench throughput`` on DGX H100, FP8 ModelOpt checkpoints.
@@ -80,6 +81,10 @@ MOE_TABLES = ("moe_grouped_gemm.", "moe_rows.")
 # --host adds the executor's host work per step, overlapped with the device's step (``serving.step.HostStep``): a
 # fixed part and one per request the step carries, on DGX H100's Xeon 8480C; Blackwell cells never fit them
 HOST = ("host_step_s", "host_sequence_s")
+# --experts adds the routed experts' grouped-GEMM η (compute and weight streaming), which the engine refits since the
+# eight-constant fit have left where that fit put them (the kernel terms, the token budget and the KV sizing moved
+# under them): refitted on the H100 cells only, with ENGINE, and left out per model in the leave-one-model-out
+EXPERTS = ("expert_gemm_eta", "expert_stream_eta")
 BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0)}
@@ -474,6 +479,8 @@ def main() -> int:
                                                              "request (host_scan)")
     ap.add_argument("--host", action="store_true", help="fit (and leave-one-model-out) the executor's host work "
                                                         "per step and per request too (HOST)")
+    ap.add_argument("--experts", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
+                                                           "grouped-GEMM η too (EXPERTS)")
     release_arg(ap)
     args = ap.parse_args()
     use_release(args.release, args.release_classes, args.routing)
@@ -494,7 +501,7 @@ def main() -> int:
         t.est = est
         terms.append(t)
     const = {k: getattr(fitted(), k) for k in NAMES}
-    names = ENGINE + HOST if args.host else ENGINE
+    names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ())
     if args.fit:
         const = fit(terms, const, names)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))
