@@ -5,7 +5,9 @@ Trades activation memory for extra forward FLOPs, on training graphs (forward op
 - full: every repeated block (a transformer layer, a ResNet stage — consecutive ops sharing a
   ``count`` > 1) keeps only its input; the backward re-runs the block's forward first. Extra
   work = one more forward pass of those blocks (training FLOPs go from 6·N·tokens toward 8·N·tokens).
-  Saved activations become the block inputs plus what the non-repeated ops saved.
+  Saved activations become the block inputs plus what the non-repeated ops saved. A captured graph (its ops
+  counted once each) checkpoints each numbered child of a container holding two or more (``model.layers.<i>``,
+  an ``nn.Sequential``'s ``<i>``), as ``torch.utils.checkpoint`` wraps each layer (``captured_blocks``).
 - selective (Megatron-LM's): only attention (and softmax) ops are recomputed; their saved outputs
   leave the footprint.
 - none: nothing changes (the builders save everything).
