@@ -73,7 +73,8 @@ def place(graph: Graph, hw: Hardware) -> Placed:
     fits, hot_limit, dev = fits_last_cache(graph.footprint, hw), resident_limit_bytes(hw), hw.device_tier
     matrix = {}                                     # dtype -> FLOP/s of the matrix unit
     for dt in matrix_dtypes(cols):
-        check_default_dtype(graph, hw, dt)
+        if dt not in hw.peak_flops:                # refused here: by where a dtype nobody typed came from
+            check_default_dtype(graph, hw, dt)
         matrix[dt] = hw.peak(dt)
     resident = resident_ops(cols, fits)
     traffic = placed_traffic(cols, hw.memory, dev, placement, resident, hot_limit)
