@@ -41,7 +41,7 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
-    check_context(graph, seq)
+    workloads.check_context(graph, seq)
     refuse_unread(options, graph)
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference
@@ -53,21 +53,6 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
         raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt_size(fp['total_bytes'])} "
                            f"exceeds all memory tiers together ({fmt_size(total)})")
     return est
-
-
-def check_context(graph, seq) -> None:
-    """Inference beyond the positions a model's config states (``context_tokens``: max_position_embeddings with
-    its rope scaling; decode appends one token) is refused, as a serving engine refuses such a request; training
-    may run longer sequences (context extension)."""
-    import numpy as np
-    ctx = graph.meta.get("context_tokens")
-    if seq is None or not ctx or graph.phase == "train":
-        return
-    top = int(np.max(seq))
-    extra = 1 if graph.phase == "decode" else 0
-    if top + extra > ctx:
-        raise IronlawError(f"--seq {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
-                           f"of {graph.name} (the positions its config states); use --seq <= {ctx - extra}")
 
 
 def analysis(est: Estimate, usd_per_device_hour: float | None = None,
