@@ -531,7 +531,7 @@ def main() -> int:
     print_peers(table, ours, lomo_pred)
     if args.host_scan:
         host_scan(terms, const)
-    from _table import print_table
+    from bench import print_table
     cell = next((t for t in terms if (t.cell["model"], t.cell["isl"], t.cell["osl"]) == ("llama3.1-8b", 2048, 2048)))
     e9305 = 100.0 * (cell.tokens_per_s(const) / 9305 - 1)
     return print_table([

@@ -123,7 +123,7 @@ def print_tail(rows: list[dict], on_h100: dict | None = None) -> None:
 
 
 def main() -> int:
-    from _table import print_table
+    from bench import print_table
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     h100.release_arg(ap)
