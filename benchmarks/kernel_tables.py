@@ -140,6 +140,9 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         print(f"{hw.name:<6} {c['group']:<10} {c['form']} form; held out, median / p90: " + ", ".join(
             f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%" for f in kernelfit.AUTO_FORMS),
             flush=True)
+    for name, p in new.get("provenance", {}).items():     # the GEMM classes' operands (kernelfit.fit_operands)
+        if "operands_from" in p:
+            print(f"{hw.name:<6} {name:<10} operands from {p['operands_from']}", flush=True)
     if framework == "trtllm":
         base = hw.calibration.table() if hw.calibration is not None else None
         table = kernelfit.merged(base, new)

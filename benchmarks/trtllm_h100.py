@@ -286,7 +286,7 @@ class CellTerms:
                 lat=z.latency_s, net=z.network_s, coll=z.cols.network_bytes > 0, matmul=kinds == "matmul",
                 attention=kinds == "attention", grouped=kern == GROUPED_GEMM,
                 m=gemm_dims(z.cols)[0], launches=e.graph.meta["launches"] if e.graph.meta["eager"] else 0,
-                host=e.graph.meta["host"]))
+                host=e.graph.meta["host"], expert_ratio=expert_ratio(est.hw, z.cols.dtypes, kern == GROUPED_GEMM)))
 
     def time(self, c: dict) -> float:
         """The step times as the law composes them (``serving_step``: the grouped GEMM streams, then computes;
@@ -299,7 +299,8 @@ class CellTerms:
             g = p["grouped"]
             eta = np.where(p["matmul"], c["gemm_eta"] * p["m"] / (p["m"] + c["gemm_m_half"]),
                            np.where(p["attention"], c["attention_eta"], 1.0))
-            eta = np.where(g, c.get("expert_gemm_eta") or c["gemm_eta"], eta)
+            expert = c["expert_gemm_eta"] * p["expert_ratio"] if c.get("expert_gemm_eta") else c["gemm_eta"]
+            eta = np.where(g, expert, eta)                     # carried to the device (serving/expertcarry.py)
             per_byte = np.where(g, p["act_share"] / c["memory_eta"] + (1.0 - p["act_share"]) / eta_w,
                                 1.0 / c["memory_eta"])
             read, comp = p["read"] * per_byte, p["comp"] / eta + p["vec"]
@@ -317,6 +318,14 @@ class CellTerms:
 
     def tokens_per_s(self, c: dict) -> float:
         return self.requests * self.output / self.time(c)
+
+
+def expert_ratio(hw, dtypes, grouped) -> float:
+    """The routed experts' compute η carry to ``hw`` in their dtype (``expertcarry.expert_ratio``; 1 on H100 FP8,
+    where the constants are fitted, and where a step has no routed experts)."""
+    from ironlaw.models.serving.expertcarry import expert_ratio as ratio
+    dts = {d for d, g in zip(dtypes, np.ravel(grouped)) if g}
+    return ratio(hw, dts.pop()) if len(dts) == 1 else 1.0
 
 
 def _to_x(c: dict, names=NAMES) -> np.ndarray:

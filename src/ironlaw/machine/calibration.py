@@ -31,6 +31,12 @@ PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted"
 # a GEMM class whose form ``calibrate --kernels`` chose (``measure.calibrate.kernelfit.chosen_form``): the form kept
 # and each form's held-out median and p90 |error| (fractions)
 FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")}}
+# a GEMM class's rows as its collector timed them (``measure.calibrate.kernelfit.fit_operands``): "cache", the
+# operands that fit the last cache level read from there on the repeated calls; "memory", from device memory unless
+# the workload fits
+OPERANDS_FIELDS = {"operands_from": str}
+OPERANDS_FROM = ("cache", "memory")
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -274,17 +280,19 @@ def _check_op_tables(cal: dict, where: str) -> None:
 
 def _check_provenance(cal: dict, where: str) -> None:
     """[calibration.provenance."<group>"]: table, version, license, rows_fitted, rows_held_out, date; a GEMM class
-    whose form was chosen, ``FORM_FIELDS`` too."""
+    whose form was chosen, ``FORM_FIELDS`` too; one fitted on measured GEMM kernels, ``OPERANDS_FIELDS``."""
     for name in _table(cal, "provenance", where):
         p = _table(cal["provenance"], name, f"{where}.provenance")
         w = f"{where}.provenance.{name}"
         for key in p:
-            if key not in PROVENANCE_FIELDS and key not in FORM_FIELDS:
-                raise unknown(f"field in {w}", key, {**PROVENANCE_FIELDS, **FORM_FIELDS})
-        for key in set(p) & set(FORM_FIELDS):
-            typ = FORM_FIELDS[key]
+            if key not in PROVENANCE_FIELDS and key not in FORM_FIELDS and key not in OPERANDS_FIELDS:
+                raise unknown(f"field in {w}", key, {**PROVENANCE_FIELDS, **FORM_FIELDS, **OPERANDS_FIELDS})
+        for key in set(p) & (set(FORM_FIELDS) | set(OPERANDS_FIELDS)):
+            typ = {**FORM_FIELDS, **OPERANDS_FIELDS}[key]
             if not isinstance(p[key], (int, float) if typ is float else typ) or isinstance(p[key], bool):
                 raise IronlawError(f"{w}.{key}: expected a {'number' if typ is float else 'string'}, got {p[key]!r}")
+        if p.get("operands_from", OPERANDS_FROM[0]) not in OPERANDS_FROM:
+            raise IronlawError(f"{w}.operands_from: must be one of {', '.join(OPERANDS_FROM)}, got {p['operands_from']!r}")
         for key, typ in PROVENANCE_FIELDS.items():
             ok = isinstance(p.get(key), typ) and not isinstance(p.get(key), bool)
             if not ok or (typ is int and p[key] < 0):

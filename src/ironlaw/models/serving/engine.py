@@ -333,6 +333,9 @@ def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta
     kv_split = 1 if lay.attention_dp else kv_cache_split(meta, lay.tp)      # … and the KV cache by this
     footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
                  "activations": mem["workspace_bytes"]}
+    if meta.get("experts"):                             # the routed experts' compute η at this GPU's ceiling
+        from .expertcarry import carried
+        constants = carried(constants, hw, dtype)
     return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
                      min(limits.max_batch, limits.max_num_tokens))
 

@@ -16,7 +16,8 @@ its M (``gemmshape.gemm_eta``), attention its own η, every byte the HBM streami
 inside the law. The routed experts' grouped GEMM (``GROUPED_GEMM``) is a kernel class of its own: it streams
 the weights of every expert the step's tokens touch, once per step, at its own fraction of the HBM bandwidth
 (``expert_stream_eta``), and runs their tokens' FLOPs at its own flat fraction of the matrix peak
-(``expert_gemm_eta``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
+(``expert_gemm_eta``; fitted on H100 FP8, carried to another GPU and dtype by the share of its datasheet peak its
+measured GEMM kernels sustain: ``expertcarry``), the one after the other (serial share 1: time = weights/(BW·η_w) + FLOPs/(peak·η_c)), so
 below peak·η_c / (2·BW·η_w) rows per expert (one-byte weights) its time is mostly the weights' streaming and
 follows the HBM bandwidth of the device. With constants that say so (``moe_tables``) and where the device's
 own calibration holds the MoE layer fitted on measured kernel tables (``moe_grouped_gemm.<dtype>`` and

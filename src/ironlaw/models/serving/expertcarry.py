@@ -1,0 +1,96 @@
+"""The routed experts' compute η carried from the H100 fit to another GPU and dtype by its measured GEMM ceiling.
+
+``engine.FITTED``'s ``expert_gemm_eta`` is a share of the datasheet matrix peak, fitted end to end on H100's FP8
+cells. A GPU's tensor cores need not sustain the same share of their datasheet peak in another dtype: the kernel
+tables measure NVIDIA's own NVFP4 GEMMs on B200 at about 0.39 of the 9 PFLOP/s FP4 peak where they are
+compute-bound, H100's FP8 GEMMs at about 0.62 of theirs (aiconfigurator-core 0.12.0, TensorRT-LLM 1.3.0rc20
+``gemm_perf``; docs/accuracy.md). So the experts' compute η on a device is the fit's, times the device's
+**ceiling** in the experts' dtype over H100's in FP8 — the rule ``measure/calibrate/carry.py`` carries
+training's matmul η by:
+
+    η_c(gpu, dtype) = expert_gemm_eta · ceiling(gpu, dtype) / ceiling(h100, fp8)
+
+The ceiling is read off the device's own kernel-fitted GEMM term (``[calibration.matmul.<dtype>]`` and its
+grid, which ``calibrate --kernels`` fits on measured tables and whose provenance names them): the median, over
+the compute-bound shapes of carry.py's rule (M ≥ 8192, N and K ≥ 4096: ``SHAPES``), of the GEMM's FLOPs ÷
+(the law's time for it × the datasheet peak), priced as the engine prices a GEMM (``step.engine_hw``) without
+the tables' fixed seconds per call (a ceiling is a rate; so it depends on the device alone). H100's
+FP8 cells therefore keep their η exactly (ratio 1). A device or dtype without a kernel-fitted GEMM keeps the
+fit's share of its datasheet peak, as before; so does the experts' streaming η (``expert_stream_eta``, a share
+of the HBM bandwidth), as carry.py keeps ``memory``. The measured MoE layer (``moe_tables``) is not touched.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from functools import lru_cache
+
+REFERENCE = ("h100", "fp8")        # the GPU and dtype engine.FITTED's expert η were fitted on
+SHAPES = tuple((m, n, k) for m in (8192, 16384) for n in (4096, 8192, 16384) for k in (4096, 8192, 16384))
+_CEILINGS: dict = {}               # (device, dtype, peak, memory, the dtype's GEMM term) -> ceiling
+
+
+def gemm_ceiling(hw, dtype: str) -> float | None:
+    """Median share of ``hw``'s datasheet ``dtype`` peak its kernel-fitted GEMM term sustains over ``SHAPES``;
+    None where ``hw`` has no GEMM of ``dtype`` fitted on measured kernels. Kept per device and GEMM term (a
+    prediction prices many steps on one device), keyed by what the ceiling reads."""
+    cal = hw.calibration
+    term = sorted(cal.shape("matmul").get(dtype, {}).items()) if cal is not None else None
+    key = (hw.name, dtype, hw.peak_flops.get(dtype), repr(hw.memory), repr(term),
+           repr(cal.provenance.get(f"gemm {dtype}")) if cal is not None else None)
+    if key not in _CEILINGS:
+        if len(_CEILINGS) > 64:
+            _CEILINGS.clear()
+        _CEILINGS[key] = _ceiling(hw, dtype)
+    return _CEILINGS[key]
+
+
+def _ceiling(hw, dtype: str) -> float | None:
+    import numpy as np
+    from ...core.graph import Graph, Op, dtype_bytes
+    from ...law.law import predict
+    from .step import ServingConstants, engine_hw
+    cal = hw.calibration
+    if cal is None or f"gemm {dtype}" not in cal.provenance or dtype not in hw.peak_flops:
+        return None
+    b = dtype_bytes(dtype)
+    ops = [Op(f"gemm {m}x{n}x{k}", "matmul", flops=2.0 * m * n * k,
+              bytes={"activations": (m * k + m * n) * b, "weights": k * n * b}, dtype=dtype,
+              bytes_written=m * n * b, attrs={"nk": (n, k)}) for m, n, k in SHAPES]
+    big = max(SHAPES, key=lambda s: s[0] * s[2] + s[0] * s[1] + s[1] * s[2])
+    m, n, k = big
+    g = Graph("gemm ceiling", "infer", dtype, ops,
+              footprint={"activations": (m * k + m * n) * b, "weights": k * n * b})
+    rate = ServingConstants(1.0, 1.0, 1.0, 1.0, 0.0, "the device's kernel-fitted GEMM terms, no fixed seconds")
+    est = predict(g, engine_hw(hw, rate))
+    flops = np.array([op.flops for op in ops])
+    return float(statistics.median(flops / (np.asarray(est.op_time_s).reshape(len(ops)) * hw.peak(dtype))))  # numpy.ma: slow import
+
+
+@lru_cache(maxsize=1)
+def reference_ceiling() -> float:
+    """H100's FP8 ceiling (``gemm_ceiling``) from the catalog's ``h100`` entry."""
+    from ...core.errors import IronlawError
+    from ...machine import hardware
+    gpu, dtype = REFERENCE
+    c = gemm_ceiling(hardware.get(gpu), dtype)
+    if c is None:
+        raise IronlawError(f"the catalog's {gpu} has no kernel-fitted {dtype} GEMM to carry the expert η from")
+    return c
+
+
+def expert_ratio(hw, dtype: str) -> float:
+    """``hw``'s ceiling in ``dtype`` over the reference's (1 where ``hw`` has no kernel-fitted ``dtype`` GEMM)."""
+    mine = gemm_ceiling(hw, dtype)
+    return 1.0 if mine is None else mine / reference_ceiling()
+
+
+def carried(constants, hw, dtype: str):
+    """``constants`` with ``expert_gemm_eta`` carried to ``hw`` and ``dtype`` (module docstring); unchanged where
+    the constants keep no expert η of their own or price the experts on the measured MoE layer."""
+    if constants.expert_gemm_eta is None or constants.moe_tables:
+        return constants
+    ratio = expert_ratio(hw, dtype)
+    if ratio == 1.0:
+        return constants
+    return replace(constants, expert_gemm_eta=constants.expert_gemm_eta * ratio)

@@ -1,0 +1,66 @@
+"""The routed experts' compute η carried from the H100 FP8 fit by each GPU's measured GEMM ceiling
+(models/serving/expertcarry.py)."""
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ironlaw.machine import hardware
+from ironlaw.models.serving import engine, expertcarry, step
+from ironlaw.models.serving.engine import FITTED
+
+B200_GEMM = Path(__file__).parent / "data" / "kernel_tables" / "b200_sxm" / "gemm" / "trtllm" / "1.3.0rc20" / "gemm_perf.csv"
+
+
+def test_h100_fp8_keeps_the_fitted_expert_eta():
+    """The constants were fitted on H100's FP8 cells: there the carry is the identity, exactly."""
+    assert expertcarry.expert_ratio(hardware.get("h100"), "fp8") == 1.0
+    assert expertcarry.carried(FITTED, hardware.get("h100"), "fp8") is FITTED
+
+
+def test_b200_fp4_ceiling_is_its_measured_rows():
+    """B200's NVFP4 ceiling read off its kernel-fitted GEMM term lands on the compute-bound rows of the B200
+    NVFP4 extract (M ≥ 8192, N and K ≥ 4096: achieved FLOP/s over the 9 PFLOP/s datasheet peak), and the carried
+    η is about 0.63 of the fit's (H100 FP8 sustains about 0.62 of its peak, B200 NVFP4 about 0.39)."""
+    hw = hardware.get("b200")
+    with B200_GEMM.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["gemm_dtype"] == "nvfp4" and int(r["m"]) >= 8192
+                and int(r["n"]) >= 4096 and int(r["k"]) >= 4096]
+    assert len(rows) >= 4
+    measured = statistics.median(2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["latency"]) * 1e-3)
+                                 / hw.peak("fp4") for r in rows)
+    assert expertcarry.gemm_ceiling(hw, "fp4") == pytest.approx(measured, rel=0.10)
+    ratio = expertcarry.expert_ratio(hw, "fp4")
+    assert 0.55 < ratio < 0.70
+    assert expertcarry.carried(FITTED, hw, "fp4").expert_gemm_eta == pytest.approx(FITTED.expert_gemm_eta * ratio)
+
+
+def test_what_the_carry_leaves_alone():
+    """A device without a kernel-fitted GEMM in the dtype keeps the fit's share of its datasheet peak; the measured
+    MoE layer (moe_tables) and constants without expert η of their own are not touched; the streaming η is kept."""
+    h20 = hardware.get("h20")
+    assert expertcarry.gemm_ceiling(h20, "fp8") is None and expertcarry.carried(FITTED, h20, "fp8") is FITTED
+    b200 = hardware.get("b200")
+    tables = replace(FITTED, moe_tables=True)
+    assert expertcarry.carried(tables, b200, "fp4") is tables
+    own = replace(FITTED, expert_gemm_eta=None)
+    assert expertcarry.carried(own, b200, "fp4") is own
+    assert expertcarry.carried(FITTED, b200, "fp4").expert_stream_eta == FITTED.expert_stream_eta
+
+
+def test_the_engine_prices_the_grouped_gemm_at_the_carried_eta():
+    """A B200 FP4 MoE engine's grouped-GEMM class runs at the carried η, and its step is slower for it than at the
+    fit's own share of the FP4 peak (a prompt-heavy step, where the experts' FLOPs count)."""
+    hw = hardware.get("b200")
+    lay = engine.Layout()
+    meta, limits, mem = engine.prepare("qwen3-30b-a3b", hw, lay, "fp4", "fp8", 2048, 128, 0.9, 2048, None, FITTED)
+    run = engine.engine_of("qwen3-30b-a3b", hw, lay, "fp4", "fp8", (2048, 128), meta, limits, mem, 256, FITTED)
+    ratio = expertcarry.expert_ratio(hw, "fp4")
+    assert run.constants.expert_gemm_eta == pytest.approx(FITTED.expert_gemm_eta * ratio)
+    grouped = run.law_hw.calibration.kernel[step.GROUPED_GEMM]
+    assert grouped["eta_max"] == pytest.approx(FITTED.expert_gemm_eta * ratio)
+    assert step.engine_hw(hw, FITTED).calibration.kernel[step.GROUPED_GEMM]["eta_max"] == FITTED.expert_gemm_eta
