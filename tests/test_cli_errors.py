@@ -69,7 +69,7 @@ CASES = [
     (["analyze", "hf:{tmp}/missing.json"], "no such"),
     (["analyze", "hf:{tmp}/bad.json"], "json"),
     (["analyze", "hf:{tmp}/noheads.json"], "num_attention_heads"),
-    (["analyze", "llama3-70b", "--on", "rtx-4090", "--phase", "decode", "--batch", "200000", "--seq", "8192"],
+    (["analyze", "llama3-70b", "--on", "rtx-4090", "--phase", "decode", "--batch", "200000", "--seq", "8000"],
      "does not fit"),
     (["analyze", "resnet50", "--opt", "imag=3"], "did you mean: image"),
     (["analyze", "resnet50", "--opt", "image"], "KEY=VALUE"),

@@ -68,7 +68,8 @@ NEW = list(TOTAL)
 
 
 def build(spec, **kw):
-    return resolve(Request(spec, **kw))
+    """The hand counts below are in bf16 (2 bytes); DeepSeek-V3's inference default is its FP8 checkpoint's."""
+    return resolve(Request(spec, **{"dtype": "bf16", **kw}))
 
 
 def op(g, name):

@@ -71,7 +71,7 @@ def test_ridge_point_of_llama_decode_on_h100_is_exact_and_physical():
 
 
 def test_sweep_marks_what_does_not_fit():
-    res = sweep.run("llama3-70b", "h100", [1, 4096], [8192], phase="decode")
+    res = sweep.run("llama3-70b", "h100", [1, 4096], [8191], phase="decode")
     rows = res.rows()
     assert rows[-1]["time_s"] is None and rows[-1]["throughput"] == 0.0
     assert rows[-1]["bottleneck"].startswith("capacity")

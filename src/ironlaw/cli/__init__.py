@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     def fail(msg: str, code: int) -> None:
         msg = " ".join(str(msg).split())
         if as_json:
-            sys.stdout.write(json.dumps({"error": msg, "exit_code": code}) + "\n")
+            sys.stdout.write(json.dumps({"schema": "ironlaw.error/1", "error": msg, "exit_code": code}) + "\n")
         sys.stderr.write(f"ironlaw: error: {msg}\n")
         raise SystemExit(code)
 

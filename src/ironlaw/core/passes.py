@@ -21,6 +21,9 @@ class Pass(Enum):
 
 SUFFIX = {Pass.BACKWARD: ".backward", Pass.RECOMPUTE: ".recompute"}
 OPTIMIZER = "optimizer"                # the optimizer step's first name part
+# a captured graph labels an op of the backward or the optimizer step "<aten name> (<pass>)"
+# (``models.capture.graph.to_graph``): "aten::_scaled_dot_product_flash_attention_backward (backward)"
+CAPTURED = {Pass.BACKWARD: " (backward)", Pass.OPTIMIZER: " (optimizer)"}
 
 
 def of(name: str) -> Pass:
@@ -28,21 +31,25 @@ def of(name: str) -> Pass:
     for p, suffix in SUFFIX.items():
         if name.endswith(suffix):
             return p
+    for p, suffix in CAPTURED.items():
+        if name.endswith(suffix):
+            return p
     return Pass.OPTIMIZER if is_optimizer(name) else Pass.FORWARD
 
 
 def is_backward(name: str) -> bool:
-    return name.endswith(SUFFIX[Pass.BACKWARD])
+    return name.endswith(SUFFIX[Pass.BACKWARD]) or name.endswith(CAPTURED[Pass.BACKWARD])
 
 
 def is_backward_op(op) -> bool:
-    """An op of the backward: the builders' ``….backward``, or a captured linear's dgrad or wgrad, which capture
-    names after the module and marks ``attrs["grad"]`` (``models.capture.graph``)."""
+    """An op of the backward: the builders' ``….backward``, a captured op's ``… (backward)`` (attention's,
+    elementwise ones'), or a captured linear's dgrad or wgrad, which capture names after the module and marks
+    ``attrs["grad"]`` (``models.capture.graph``)."""
     return is_backward(op.name) or "grad" in op.attrs
 
 
 def is_optimizer(name: str) -> bool:
-    return name.split(".")[0] == OPTIMIZER
+    return name.split(".")[0] == OPTIMIZER or name.endswith(CAPTURED[Pass.OPTIMIZER])
 
 
 def backward_of(name: str) -> str:
@@ -57,5 +64,5 @@ def recompute_of(name: str) -> str:
 
 def forward_of(name: str) -> str:
     """The forward op's name of a backward or recomputed op (``name`` itself otherwise)."""
-    suffix = SUFFIX.get(of(name))
+    suffix = next((s for s in (*SUFFIX.values(), CAPTURED[Pass.BACKWARD]) if name.endswith(s)), None)
     return name[:-len(suffix)] if suffix else name

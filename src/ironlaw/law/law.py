@@ -57,6 +57,14 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap") -> Estimat
     return timed(place(graph, hw), hw, composition)
 
 
+def check_default_dtype(graph: Graph, hw: Hardware, dtype: str) -> None:
+    """A dtype no one typed (a quantized checkpoint's, ``meta["dtype_source"]``) that ``hw`` lacks is refused
+    naming where it came from."""
+    if dtype not in hw.peak_flops and graph.meta.get("dtype_source"):
+        raise IronlawError(f"{graph.meta['dtype_source']} is {dtype}, and {hw.lacks(dtype).split('; ')[0]}; give "
+                           f"--dtype (bf16 prices the unquantized model)")
+
+
 def place(graph: Graph, hw: Hardware) -> Placed:
     """The ops placed on ``hw``'s memory tiers and units; the device is read here, in one pass (its capacity
     placement, whether the footprint fits the last cache level, its resident limit, device tier and peaks)."""
@@ -65,6 +73,8 @@ def place(graph: Graph, hw: Hardware) -> Placed:
     fits, hot_limit, dev = fits_last_cache(graph.footprint, hw), resident_limit_bytes(hw), hw.device_tier
     matrix = {}                                     # dtype -> FLOP/s of the matrix unit
     for dt in matrix_dtypes(cols):
+        if dt not in hw.peak_flops:                # refused here: by where a dtype nobody typed came from
+            check_default_dtype(graph, hw, dt)
         matrix[dt] = hw.peak(dt)
     resident = resident_ops(cols, fits)
     traffic = placed_traffic(cols, hw.memory, dev, placement, resident, hot_limit)

@@ -41,6 +41,7 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
+    workloads.check_context(graph, seq)
     refuse_unread(options, graph)
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference

@@ -213,6 +213,7 @@ def _predict(spec, hw, batch, seq, phase, dtype, whatif, composition):
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu")
     g = workloads.resolve(req)
+    workloads.check_context(g, seq)
     if whatif:
         from ..models import whatif as wi
         g, hw = wi.apply(g, hw, list(whatif))

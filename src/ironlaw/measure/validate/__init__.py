@@ -51,6 +51,8 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
 
     if stat not in STATS:
         raise IronlawError(f"validate: stat must be one of {', '.join(STATS)}, got {stat!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:     # before anything is captured
+        raise IronlawError(f"validate: --warmup must be a whole number of runs, 0 or more, got {warmup!r}")
     hw = hw or hardware.get(on)
     if hw.kind != "cpu":
         raise IronlawError(f"validate runs the model on this machine's CPU; '{on}' is a {hw.kind} ({hw.name}). "

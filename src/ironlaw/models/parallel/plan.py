@@ -55,6 +55,18 @@ class Plan:
         return self.global_batch // (self.micro_batch * self.dp)
 
 
+def _no_layers(flag: str, value, graph: Graph) -> str:
+    """Why ``flag`` is refused on a graph without layers: the step splits its recomputation and memory by the
+    layers of a transformer ironlaw builds; a captured graph has only the ops torch ran."""
+    what = (f"{graph.name} is captured op by op, without them" if graph.meta.get("captured") else
+            f"{graph.name} has none")
+    hint = (f"; `ironlaw compare {graph.name} --phase train --what-if recompute={value}` prices it on one device, "
+            f"{', checkpointing each numbered block' if value == 'full' else ''}"
+            if graph.meta.get("captured") and flag == "--recompute" else "")
+    return (f"{flag} {value} in a training step needs the layers of a transformer ironlaw builds (a built-in or an "
+            f"hf: config); {what}{hint}")
+
+
 def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     """Read and check the plan; ``graph`` (a transformer) lets it check layers, heads, experts and the sequence
     too, ``hw`` gives the default node count (whole nodes of the catalog's node size, ``topology.nodes_for``;
@@ -72,7 +84,7 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     mb, gb, v = _schedule(o, pp, dp)
     rc, zero, sp, imbalance = _options(o, tp, ep)
     if graph is not None and rc != "none" and "layers" not in graph.meta:
-        raise IronlawError(f"--recompute {rc} needs a transformer built by ironlaw (layers known)")
+        raise IronlawError(_no_layers("--recompute", rc, graph))
     red = _redundant(o, ep)
     if graph is not None:
         check_model(graph, tp, pp, v, ep, cp, red)
@@ -123,15 +135,16 @@ def graph_scopes(value) -> tuple:
 def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
     """(gpus, nodes, dp): the devices equal tp × pp × cp × dp."""
     model = tp * pp * cp
-    names = f"--tp {tp} × --pp {pp}{f' × --cp {cp}' if cp > 1 else ''}"
+    typed = [f"--{k} {v}" for k, v in (("tp", tp), ("pp", pp), ("cp", cp)) if k in o or v > 1]
+    names = " × ".join(typed) + (f" = {model}" if len(typed) > 1 else "")       # the degrees the user gave
     gpus = check_count(o.get("gpus", model * o.get("dp", 1) if "dp" in o else model), "--gpus")
     nodes = nodes_for(hw, gpus, o.get("nodes")) if hw is not None else check_count(o.get("nodes", 1), "--nodes")
     if gpus % model:
-        raise IronlawError(f"{names} = {model} does not divide --gpus {gpus}; choose degrees whose product "
+        raise IronlawError(f"{names} does not divide --gpus {gpus}; choose degrees whose product "
                            f"divides the devices")
     dp = check_count(o.get("dp", gpus // model), "--dp")
     if model * dp != gpus:
-        raise IronlawError(f"{names} × --dp {dp} = {model * dp} devices, but --gpus is {gpus}; the product of the "
+        raise IronlawError(f"{' × '.join([*typed, f'--dp {dp}'])} = {model * dp} devices, but --gpus is {gpus}; the product of the "
                            f"parallel degrees must equal the devices")
     if gpus % nodes:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")

@@ -265,6 +265,8 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
         raise IronlawError(f"--pp {fixed['pp']}: with --slo a dense model's search models tensor parallelism only "
                            f"(serving.estimate); leave --pp out")
     tps, eps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed, experts)
+    from ...law.law import check_default_dtype
+    check_default_dtype(g, hw, g.dtype)                 # a checkpoint's own dtype the device lacks, named
     dts = _dtypes(hw, g.dtype, dtype)
     if slo is None or experts:
         layouts = _grid(gpus, m, tps, eps, fixed)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ...core.errors import IronlawError
-from .. import dispatcher
+from .. import dispatcher, workloads
 from . import engines, fast, space
 
 AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the same arithmetic, reordered
@@ -29,13 +29,23 @@ def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
 
 
 def training_model(spec: str, hw, seq: int, dtype: str | None):
-    g = graph(spec, hw, seq, dtype)
+    try:
+        g = graph(spec, hw, seq, dtype)
+    except IronlawError:
+        _check_transformer(spec, workloads.resolve(workloads.Request(spec)).meta)   # the reason, not --seq's
+        raise
     if g.phase != "train":
         raise IronlawError(f"{spec}: has no training phase to search")
-    if "layers" not in g.meta or "heads" not in g.meta or "hidden" not in g.meta or g.meta["layers"] < 2:
+    _check_transformer(spec, g.meta)
+    return g
+
+
+def _check_transformer(spec: str, meta: dict) -> None:
+    """A layout search splits a transformer's layers and heads; another model (a CNN, a kernel) is refused as
+    such, before the search's own --seq or --phase train is held against it."""
+    if "layers" not in meta or "heads" not in meta or "hidden" not in meta or meta["layers"] < 2:
         raise IronlawError(f"{spec}: a layout search needs a transformer built by ironlaw (layers and heads "
                            f"known); use `ironlaw analyze --phase train --dp N` for other models")
-    return g
 
 
 def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: dict) -> dict:

@@ -362,7 +362,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     whole_tokens(batch, "--concurrency")
     lay = Layout(check_count(tp, "--tp"))
     from .kvcache import dtypes
-    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype)
+    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                 max_num_tokens, constants)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)

@@ -59,10 +59,22 @@ def check(kv_dtype: str | None, hw) -> None:
                            f"{hw.name} lacks; on {hw.name} it can be {can}")
 
 
-def dtypes(hw, dtype: str | None, kv_dtype: str | None) -> tuple[str, str]:
-    """An engine's compute dtype (default bf16; one ``hw`` cannot compute in is an error, not a fallback) and its
-    KV-cache dtype (``check``ed; default the checkpoint's, ``default_kv_dtype``)."""
-    dtype = dtype or "bf16"
+def model_dtype(spec: str, hw) -> str:
+    """The dtype the workload ``spec`` is built in when none is given (its checkpoint's: DeepSeek-V3/R1 FP8); one
+    ``hw`` lacks is refused naming the checkpoint."""
+    from .. import workloads
+    from ...law.law import check_default_dtype
+    g = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=1,
+                                            device="cuda" if hw.kind == "gpu" else "cpu"))
+    check_default_dtype(g, hw, g.dtype)
+    return g.dtype
+
+
+def dtypes(hw, dtype: str | None, kv_dtype: str | None, spec: str | None = None) -> tuple[str, str]:
+    """An engine's compute dtype (default the checkpoint's, ``model_dtype``, or bf16 without a ``spec``; one
+    ``hw`` cannot compute in is an error, not a fallback) and its KV-cache dtype (``check``ed; default the
+    checkpoint's, ``default_kv_dtype``)."""
+    dtype = dtype or (model_dtype(spec, hw) if spec else "bf16")
     hw.peak(dtype)
     check(kv_dtype, hw)
     return dtype, kv_dtype or default_kv_dtype(dtype)

@@ -217,6 +217,9 @@ def parse_slo(text: str) -> dict[str, float]:
             raise IronlawError(f"--slo expects ttft=TIME and/or itl=TIME (or tpot=TIME), {SLO_EXAMPLE}, got '{part}'")
         if f"{key}_s" in out:
             raise IronlawError(f"--slo gives the {key} target twice ('{text}'); tpot and itl are the same target")
+        if _is_number(value) and not 0 < float(value) <= 3600:
+            raise IronlawError(f"--slo {key} must be a positive time of at most an hour, with its unit "
+                               f"({SLO_EXAMPLE}), got '{value}'")
         if _is_number(value):
             raise IronlawError(f"--slo {part.strip()}: give the time with its unit, e.g. {key}={value}ms or "
                                f"{key}={value}s")
@@ -299,7 +302,7 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run``."""
     from .engine import FITTED, KV_FRACTION, engine_run
     from .step import step_seconds
-    eng = engine_run(spec, hw, prompt, output, concurrency, tp=tp, dtype=dtype or _model_dtype(spec, hw),
+    eng = engine_run(spec, hw, prompt, output, concurrency, tp=tp, dtype=dtype,
                      kv_dtype=kv_dtype, max_batch=max_batch, max_num_tokens=max_num_tokens,
                      constants=FITTED if constants is None else constants,
                      kv_fraction=KV_FRACTION if kv_fraction is None else kv_fraction)
@@ -313,13 +316,6 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
     return ServeEstimate(spec, hw, prompt, output, concurrency, run.kv_dtype, chunk, ttft, itl, rate, t_dec, t_pre,
                          engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng)
-
-
-def _model_dtype(spec: str, hw) -> str:
-    """The dtype the workload ``spec`` is built in when none is given (its checkpoint's)."""
-    from .. import workloads
-    return workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=1,
-                                               device="cuda" if hw.kind == "gpu" else "cpu")).dtype
 
 
 def engine_capacity(eng) -> dict:

@@ -185,7 +185,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
                  float(expert_imbalance), routing)
     from .kvcache import dtypes
-    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype)   # a dtype the device lacks is an error, not a fallback
+    dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
     n = requests or eng.requests_for(prompt, output)

@@ -5,7 +5,9 @@ Trades activation memory for extra forward FLOPs, on training graphs (forward op
 - full: every repeated block (a transformer layer, a ResNet stage — consecutive ops sharing a
   ``count`` > 1) keeps only its input; the backward re-runs the block's forward first. Extra
   work = one more forward pass of those blocks (training FLOPs go from 6·N·tokens toward 8·N·tokens).
-  Saved activations become the block inputs plus what the non-repeated ops saved.
+  Saved activations become the block inputs plus what the non-repeated ops saved. A captured graph (its ops
+  counted once each) checkpoints each numbered child of a container holding two or more (``model.layers.<i>``,
+  an ``nn.Sequential``'s ``<i>``), as ``torch.utils.checkpoint`` wraps each layer (``captured_blocks``).
 - selective (Megatron-LM's): only attention (and softmax) ops are recomputed; their saved outputs
   leave the footprint.
 - none: nothing changes (the builders save everything).
@@ -36,18 +38,24 @@ def recompute(g: Graph, hw, policy: str) -> Graph:
         raise IronlawError(f"recompute: cannot tell forward from backward ops in '{g.name}' "
                            f"(no '*.backward' op)")
     fwd = [op for op in g.ops[:first_bwd] if op.kind not in ("collective", "copy")]
-    if policy == "full":
+    blocks = captured_blocks(fwd) if g.meta.get("captured") else None
+    if policy == "full" and blocks is not None:
+        chosen = [op for op, b in zip(fwd, blocks) if b]
+    elif policy == "full":
         chosen = [op for op in fwd if op.count > 1]
     else:
         chosen = [op for op in fwd if op.kind in SELECTIVE_KINDS]
     if not chosen:
-        raise IronlawError(f"recompute={policy}: '{g.name}' has no "
-                           f"{'repeated blocks' if policy == 'full' else 'attention ops'} to recompute")
+        what = ("numbered blocks (modules '<container>.<i>', e.g. an nn.ModuleList of layers)" if blocks is not None
+                else "repeated blocks") if policy == "full" else "attention ops"
+        raise IronlawError(f"recompute={policy}: '{g.name}' has no {what} to recompute")
     again = [copy_op(op, name=passes.recompute_of(op.name)) for op in chosen]
     ops = list(g.ops[:first_bwd]) + again + list(g.ops[first_bwd:])
     fp = dict(g.footprint)
     if "activations" in fp:
-        if policy == "full":
+        if policy == "full" and blocks is not None:
+            fp["activations"] = np.minimum(fp["activations"], _captured_kept(fwd, blocks))
+        elif policy == "full":
             kept = _block_inputs(fwd) + sum((op.bytes_written * op.count for op in fwd if op.count == 1), 0.0)
             fp["activations"] = np.minimum(fp["activations"], kept)
         else:
@@ -68,3 +76,34 @@ def _block_inputs(fwd: list[Op]):
             total = total + inp * op.count
         prev_count = op.count
     return total
+
+
+def _block_of(module: str) -> str | None:
+    """The numbered child a captured op's module lies in: ``transformer.h.3.attn`` -> ``transformer.h.3``."""
+    parts = module.split(".") if module else []
+    i = next((j for j, p in enumerate(parts) if p.isdigit()), None)
+    return ".".join(parts[:i + 1]) if i is not None else None
+
+
+def captured_blocks(fwd: list[Op]) -> list[str | None]:
+    """Per forward op of a captured graph, the block full recomputation checkpoints (None outside any): a
+    numbered child of a container holding at least two (``model.layers.<i>``, an ``nn.Sequential``'s ``<i>``),
+    as ``torch.utils.checkpoint`` wraps each layer of a Hugging Face or Megatron model."""
+    found = [_block_of(op.module) for op in fwd]
+    siblings: dict[str, set] = {}
+    for b in filter(None, found):
+        siblings.setdefault(b.rsplit(".", 1)[0] if "." in b else "", set()).add(b)
+    return [b if b and len(siblings[b.rsplit(".", 1)[0] if "." in b else ""]) > 1 else None for b in found]
+
+
+def _captured_kept(fwd: list[Op], blocks: list[str | None]):
+    """What full checkpointing of a captured graph keeps: each block's input (the activations its first op
+    read) and what the ops outside the blocks saved."""
+    kept, prev = 0.0, None
+    for op, b in zip(fwd, blocks):
+        if b is None:
+            kept = kept + op.bytes_written * op.count
+        elif b != prev:
+            kept = kept + np.maximum(op.bytes.get("activations", 0.0) - op.bytes_written, 0.0) * op.count
+        prev = b
+    return kept

@@ -95,3 +95,16 @@ def catalog() -> list[dict]:
     return rows
 
 
+def check_context(graph, seq) -> None:
+    """Inference beyond the positions a model's config states (``context_tokens``: max_position_embeddings with
+    its rope scaling; decode appends one token) is refused, as a serving engine refuses such a request; training
+    may run longer sequences (context extension)."""
+    import numpy as np
+    ctx = graph.meta.get("context_tokens")
+    if seq is None or not ctx or graph.phase == "train":
+        return
+    top = int(np.max(seq))
+    extra = 1 if graph.phase == "decode" else 0
+    if top + extra > ctx:
+        raise IronlawError(f"--seq {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
+                           f"of {graph.name} (the positions its config states); use --seq <= {ctx - extra}")

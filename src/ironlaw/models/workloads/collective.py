@@ -29,6 +29,9 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
     check_phase(req, ("infer",), "infer", kind)
     from .micro import unread_sizes
     unread_sizes(req, f"{kind}:{arg}", "its BYTES over --gpus")
+    if req.dtype is not None:                    # the time is the bytes' over the links, whatever their elements
+        raise IronlawError(f"--dtype does not apply to {kind}:{arg}: its size is BYTES, whatever the elements; "
+                           f"drop --dtype (fp8 halves a bf16 message: give half the bytes)")
     opts = req.options or {}
     if opts.get("gpus") is None:
         raise IronlawError(f"{kind}:{arg} needs the number of devices: add --gpus N (and --nodes M across nodes)")
@@ -47,9 +50,9 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
 
 def _graph(kind: str, arg: str, req: Request) -> Graph:
     name, nbytes, gpus, nodes = _parse(kind, arg, req)
-    op = Op(f"{name} {units.fmt(nbytes, 'B')}", "collective", network_bytes=nbytes, dtype=req.dtype or "bf16",
+    op = Op(f"{name} {units.fmt(nbytes, 'B')}", "collective", network_bytes=nbytes, dtype="bf16",
             collective=name, group=(gpus, nodes), shapes=f"[{nbytes:.0f} B] over {gpus} devices on {nodes} node(s)")
-    return Graph(f"{kind}:{arg}", "infer", req.dtype or "bf16", [op],
+    return Graph(f"{kind}:{arg}", "infer", "bf16", [op],
                  meta={"bytes": nbytes, "gpus": gpus, "nodes": nodes, "collective": name})
 
 

@@ -89,8 +89,9 @@ BUILTIN_NAMES = {"gpt2": "GPT-2 124M (learned positions, tied embeddings, GELU-t
                  "qwen3-32b": "Qwen3-32B (GQA 64/8 heads x 128, qk-norm)",
                  "qwen3-30b-a3b": "Qwen3-30B-A3B (128 experts, top-8; qk-norm)",
                  "qwen3-235b-a22b": "Qwen3-235B-A22B (128 experts, top-8; qk-norm)",
-                 "deepseek-v3": "DeepSeek-V3 (MLA, 3 dense + 58 MoE layers: 256 routed top-8 + 1 shared; MTP apart)",
-                 "deepseek-r1": "DeepSeek-R1 (the DeepSeek-V3 architecture)",
+                 "deepseek-v3": "DeepSeek-V3 (MLA, 3 dense + 58 MoE layers: 256 routed top-8 + 1 shared; MTP apart; "
+                                "FP8 checkpoint: inference defaults to fp8)",
+                 "deepseek-r1": "DeepSeek-R1 (the DeepSeek-V3 architecture, FP8 checkpoint)",
                  "gpt-oss-20b": "gpt-oss-20b (32 experts top-4, sliding window 128 / global alternating, sinks)",
                  "gpt-oss-120b": "gpt-oss-120b (128 experts top-4, sliding window 128 / global alternating, sinks)",
                  "llama4-scout": "Llama-4-Scout-17B-16E text model (16 experts top-1 + shared, chunked attention)",
@@ -381,9 +382,33 @@ def _attention_meta(a: Arch) -> dict:
 
 
 # ---------------------------------------------------------------------- registries
-def builtin_arch(name: str) -> Arch:
+def _builtin_config(name: str) -> tuple[dict, str]:
     path = CONFIG_DIR / f"{ALIASES.get(name, name)}.json"
-    return families.parse(json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}", name)
+    return json.loads(path.read_text(encoding="utf-8")), f"built-in config {path.name}"
+
+
+def builtin_arch(name: str) -> Arch:
+    cfg, where = _builtin_config(name)
+    return families.parse(cfg, where, name)
+
+
+def checkpoint_request(req: Request, cfg: dict, where: str) -> Request:
+    """Inference with no --dtype runs in the checkpoint's own format (its ``quantization_config``: DeepSeek-V3/R1
+    ship block-scaled FP8); training and an explicit --dtype are left as they are."""
+    if req.dtype is not None or req.phase == "train":
+        return req
+    dtype = hfconfig.checkpoint_dtype(cfg, where)
+    return replace(req, dtype=dtype) if dtype else req
+
+
+def in_checkpoint_format(req: Request, cfg: dict, where: str, build_graph) -> Graph:
+    """``build_graph(req)`` for the request in the checkpoint's format (``checkpoint_request``); a graph whose
+    dtype came from the checkpoint says so (``meta["dtype_source"]``, named when a device lacks that dtype)."""
+    asked = checkpoint_request(req, cfg, where)
+    g = build_graph(asked)
+    if asked.dtype != req.dtype:
+        g.meta["dtype_source"] = f"{g.name}'s checkpoint ({where}: quantization_config)"
+    return g
 
 
 def _register(name: str, description: str) -> None:
@@ -391,7 +416,8 @@ def _register(name: str, description: str) -> None:
 
     @builtin(name, description, ENCODER_PHASES if encoder else DECODER_PHASES, "encoder" if encoder else "llm")
     def _build(req: Request) -> Graph:
-        return build(builtin_arch(name), req, name)
+        cfg, where = _builtin_config(name)
+        return in_checkpoint_format(req, cfg, where, lambda r: build(families.parse(cfg, where, name), r, name))
 
 
 for _n, _d in BUILTIN_NAMES.items():
@@ -408,9 +434,10 @@ def hf(arg: str, req: Request) -> Graph:
     cfg = hfconfig.load_json(path)
     file = Path(path).expanduser()
     file = file / "config.json" if file.is_dir() else file
-    if req.dtype is None and req.phase != "train":            # inference in the checkpoint's own format
-        dtype = hfconfig.checkpoint_dtype(cfg, str(file))
-        req = replace(req, dtype=dtype) if dtype else req
+    return in_checkpoint_format(req, cfg, str(file), lambda r: _hf_graph(path, cfg, file, r))
+
+
+def _hf_graph(path: str, cfg: dict, file: Path, req: Request) -> Graph:
     if req.options.get("capture"):
         return _capture(path, req, "capture requested")
     try:

@@ -1,0 +1,195 @@
+"""Defects a new user meets on first contact: wrong defaults, options that were ignored or refused for the wrong
+reason, and bad input that did not end in one line. Each test failed before its fix."""
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ DeepSeek-V3/R1 ship FP8
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-r1"])
+def test_deepseek_inference_defaults_to_its_fp8_checkpoint(name):
+    """The built-in DeepSeek-V3/R1 (block-scaled FP8 checkpoints, quantization_config in their config) were priced
+    in bf16 with no --dtype: twice the weight bytes, a 157 GiB decode that spilled to host memory on 8 H200s."""
+    import ironlaw
+    kw = dict(on="h200", phase="decode", batch=8, tp=8)
+    est = ironlaw.analyze(name, **kw)
+    assert est.graph.dtype == "fp8"
+    assert est.time_s == pytest.approx(ironlaw.analyze(name, dtype="fp8", **kw).time_s)
+    assert ironlaw.analyze(name, dtype="bf16", **kw).graph.dtype == "bf16"
+    assert ironlaw.serve(name, on="h200", tp=8, max_throughput=True).dtype == "fp8"
+    assert ironlaw.analyze("llama3-8b", on="h200", phase="decode").graph.dtype == "bf16"
+
+
+@pytest.mark.parametrize("argv", [["analyze", "deepseek-r1", "--phase", "decode", "--tp", "8"],
+                                  ["serve", "deepseek-v3", "--tp", "8"],
+                                  ["serve", "deepseek-v3", "--tp", "8", "--max-throughput"]])
+def test_a_checkpoint_dtype_the_device_lacks_is_refused_naming_the_checkpoint(argv):
+    line = one_line_error(run_cli(*argv, "--on", "a100"))
+    assert "checkpoint (built-in config deepseek-v3.json: quantization_config) is fp8" in line, line
+    assert "a100 has no fp8" in line and "--dtype" in line, line
+    r = run_cli(*argv, "--on", "a100", "--dtype", "bf16")      # 1.3 TB of bf16 weights: served by 8 A100s or not
+    assert "checkpoint" not in r.err and (r.rc == 0 or "does not fit" in r.err), r.err
+
+
+# ------------------------------------------------------------------ a captured model's backward and optimizer
+TINY = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self, d=256, h=4):
+        super().__init__()
+        self.h, self.qkv, self.o = h, nn.Linear(d, 3 * d), nn.Linear(d, d)
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        return x + self.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d))
+
+def make(batch=2, seq=128):
+    return nn.Sequential(Block(), Block()), (torch.randn(batch, seq, 256),)
+'''
+
+
+def _tiny(tmp_path) -> str:
+    pytest.importorskip("torch")
+    p = tmp_path / "tiny.py"
+    p.write_text(TINY)
+    return f"py:{p}:make"
+
+
+def test_a_captured_models_backward_and_optimizer_ops_are_seen_as_such(tmp_path):
+    """Captured ops of the backward are labelled '<aten name> (backward)': attention's backward (and every other
+    non-linear one) ran as forward work, so a data-parallel step had no gradient reduction and the optimizer step
+    was counted inside each micro-batch."""
+    import ironlaw
+    from ironlaw.core import passes
+    from ironlaw.models import workloads
+    spec = _tiny(tmp_path)
+    g = workloads.resolve(workloads.Request(spec, phase="train", device="cuda"))
+    att = [o for o in g.ops if o.kind == "attention"]
+    assert [passes.is_backward_op(o) for o in att] == [False, False, True, True], [o.name for o in att]
+    assert passes.forward_of(att[2].name) == att[2].name.removesuffix(" (backward)")
+    assert any(passes.is_optimizer(o.name) for o in g.ops)
+    b = ironlaw.analyze(spec, on="h100", phase="train", gpus=2).breakdown
+    assert b.dp_grad_comm_s > 0 and b.optimizer_s > 0
+
+
+def test_full_recompute_of_a_captured_model_checkpoints_each_numbered_block(tmp_path):
+    """`compare py:… --what-if recompute=full` was refused ('no repeated blocks': captured ops have count 1);
+    the rule torch.utils.checkpoint users follow: each numbered child (an nn.Sequential's, a ModuleList's) keeps
+    its input and runs its forward again before the backward."""
+    import ironlaw
+    from ironlaw.core import passes
+    from ironlaw.models import workloads
+    from ironlaw.models.whatif import apply
+    spec = _tiny(tmp_path)
+    g = workloads.resolve(workloads.Request(spec, phase="train", device="cuda"))
+    from ironlaw.machine import hardware
+    full, _ = apply(g, hardware.get("h100"), ["recompute=full"])
+    again = [o for o in full.ops if passes.of(o.name) is passes.Pass.RECOMPUTE]
+    fwd = [o for o in g.ops if o.module.split(".")[0] in ("0", "1") and passes.of(o.name) is passes.Pass.FORWARD]
+    assert len(again) == len(fwd) == 8
+    assert sum(o.flops for o in again) == pytest.approx(sum(o.flops for o in fwd))
+    x = 1 * 128 * 256 * 4                                    # one block's input: batch 1 × 128 × 256 in fp32
+    assert full.footprint["activations"] == pytest.approx(2 * x + sum(
+        o.bytes_written for o in g.ops if passes.of(o.name) is passes.Pass.FORWARD and o.module == ""
+        and o.kind not in ("collective", "copy")))
+    assert run_cli("compare", spec, "--phase", "train", "--on", "h100", "--what-if", "recompute=full").rc == 0
+    line = one_line_error(run_cli("analyze", spec, "--phase", "train", "--on", "h100", "--recompute", "full"))
+    assert "is captured op by op" in line and "--what-if recompute=full" in line, line
+
+
+# ------------------------------------------------------------------ parallel degrees inference does not model
+@pytest.mark.parametrize("spec, flag", [("llama3-8b", "--pp"), ("llama3-8b", "--dp"), ("mixtral-8x7b", "--ep")])
+def test_inference_refuses_a_parallel_degree_by_the_flag_typed(spec, flag):
+    """`analyze llama3-8b --phase decode --pp 2` said '--tp 1 × --pp 2 = 2 does not divide --gpus 1' (a --tp and a
+    --gpus nobody typed); --ep 2 said it 'does not divide --dp 1'."""
+    line = one_line_error(run_cli("analyze", spec, "--phase", "decode", flag, "2"))
+    assert line.startswith(f"ironlaw: error: {flag} 2: inference (decode) models tensor parallelism only"), line
+    assert "--gpus 1" not in line and "--dp 1" not in line, line
+
+
+# ------------------------------------------------------------------ --dtype on a collective of BYTES
+@pytest.mark.parametrize("spec", ["allreduce:64MB", "alltoall:8MB"])
+def test_dtype_on_a_collective_of_bytes_is_refused(spec):
+    """`analyze allreduce:64MB --dtype fp8 --gpus 8` printed 'fp8' in its header and the bf16 time (315 µs):
+    the option was read by nothing."""
+    line = one_line_error(run_cli("analyze", spec, "--gpus", "8", "--dtype", "fp8"))
+    assert f"--dtype does not apply to {spec}: its size is BYTES" in line, line
+    assert run_cli("analyze", spec, "--gpus", "8").rc == 0
+
+
+# ------------------------------------------------------------------ an --slo that is no time at all
+@pytest.mark.parametrize("slo, value", [("ttft=-1", "-1"), ("itl=inf", "inf"), ("itl=0", "0")])
+def test_an_slo_that_is_no_positive_time_is_not_told_to_add_a_unit(slo, value):
+    """`serve --slo ttft=-1` answered 'give the time with its unit, e.g. ttft=-1ms', a target it then refused;
+    itl=inf was told to write 'itl=infms'."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--slo", slo))
+    assert "must be a positive time of at most an hour" in line and f"got '{value}'" in line, line
+    assert f"={value}ms" not in line, line
+    assert "give the time with its unit, e.g. itl=5ms" in one_line_error(run_cli("serve", "llama3-8b", "--slo", "itl=5"))
+
+
+# ------------------------------------------------------------------ a plan's devices, named as typed
+@pytest.mark.parametrize("argv, says", [
+    (["--cp", "3"], "--cp 3 does not divide --gpus 64"),
+    (["--dp", "3"], "--dp 3 = 3 devices, but --gpus is 64"),
+    (["--tp", "8", "--pp", "3"], "--tp 8 × --pp 3 = 24 does not divide --gpus 64"),
+])
+def test_a_plan_that_does_not_fill_the_devices_names_the_degrees_typed(argv, says):
+    """`--gpus 64 --cp 3` said '--tp 1 × --pp 1 × --cp 3 = 3 does not divide --gpus 64': two degrees nobody gave."""
+    line = one_line_error(run_cli("analyze", "llama3-70b", "--phase", "train", "--gpus", "64", *argv))
+    assert says in line, line
+    assert ("--tp 1" not in line) and ("--pp 1" not in line), line
+
+
+# ------------------------------------------------------------------ a refusal in JSON names its schema
+@pytest.mark.parametrize("argv", [["analyze", "llama3-8b", "--batch", "0"], ["hardware", "show", "nope"],
+                                  ["serve", "llama3-8b", "--slo", "itl=5"]])
+def test_a_refused_command_in_json_writes_a_document_with_its_schema(argv):
+    """`--format json` wrote {"error": …, "exit_code": 2}: the one JSON document without a schema version."""
+    from ironlaw.core import schemas
+    r = run_cli(*argv, "--format", "json")
+    line = one_line_error(r)
+    doc = r.json()
+    assert doc["schema"] == "ironlaw.error/1" and doc["exit_code"] == 2
+    assert line == f"ironlaw: error: {doc['error']}"
+    schemas.validate(doc)
+
+
+# ------------------------------------------------------------------ validate --warmup -1
+def test_validate_refuses_a_negative_warmup():
+    """`validate … --warmup -1` ran (no warm-up) and wrote "warmup": -1 into its JSON document."""
+    from conftest import ROOT
+    data = ROOT / "tests" / "data"
+    line = one_line_error(run_cli("validate", f"py:{data / 'validate_models.py'}:tiny", "--on",
+                                  str(data / "validate-cpu.toml"), "--warmup", "-1"))
+    assert line == "ironlaw: error: validate: --warmup must be a whole number of runs, 0 or more, got -1", line
+
+
+# ------------------------------------------------------------------ a layout search of a model without layers
+@pytest.mark.parametrize("spec", ["resnet50", "gemm:1024,1024,1024"])
+def test_a_layout_search_of_a_model_without_layers_says_so(spec):
+    """`search resnet50 --gpus 8` answered '--seq does not apply to a CNN; drop it' and `search gemm:…` 'gemm has no
+    phase train': the search's own defaults held against the user, who typed neither."""
+    line = one_line_error(run_cli("search", spec, "--gpus", "8"))
+    assert "a layout search needs a transformer built by ironlaw" in line, line
+    assert "--seq" not in line and "has no phase" not in line, line
+
+
+# ------------------------------------------------------------------ inference beyond the model's context
+@pytest.mark.parametrize("argv, says", [
+    (["analyze", "llama3-8b", "--phase", "prefill", "--seq", "100000"],
+     "--seq 100000 exceeds the 8,192-token context of llama3-8b"),
+    (["analyze", "llama3-8b", "--phase", "decode", "--seq", "8192"],
+     "--seq 8192 + the decoded token exceeds the 8,192-token context of llama3-8b"),
+    (["sweep", "llama3-8b", "--phase", "decode", "--seq", "4096,16384"], "--seq 16384 + the decoded token"),
+])
+def test_inference_beyond_the_models_context_is_refused(argv, says):
+    """`analyze llama3-8b --phase prefill --seq 100000` priced a prompt 12× the model's 8,192 positions (6.85 s)
+    while `serve llama3-8b --prompt 100000` refused it; learned-position models were already refused."""
+    line = one_line_error(run_cli(*argv))
+    assert says in line, line
+    assert run_cli("analyze", "llama3.1-8b", "--phase", "prefill", "--seq", "100000").rc == 0     # 128K context
+    assert run_cli("analyze", "llama3-8b", "--phase", "train", "--seq", "16384").rc == 0         # context extension
