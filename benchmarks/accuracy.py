@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 HERE = Path(__file__).parent
 BERT = f"hf:{HERE / 'configs' / 'bert-small.json'}"

@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20            # issue 35: held-out rows per GPU and kernel class
 DATA = ROOT / "tests" / "data" / "aiter_kernels"

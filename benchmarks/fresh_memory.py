@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 HERE = Path(__file__).parent
 BERT = f"hf:{HERE / 'configs' / 'bert-small.json'}"

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
+from kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
 
 VERSION = "1.3.0rc11"
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300")

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
+from kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")

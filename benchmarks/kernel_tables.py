@@ -55,7 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 

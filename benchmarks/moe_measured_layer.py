@@ -248,7 +248,7 @@ def main() -> int:
     print(f"  MoE signed median {statistics.median(signed):+.1f}% ({sum(e > 0 for e in signed)} of {len(signed)} "
           "above the published throughput)")
     med, p90 = GOALS[a.gpu]
-    from _table import print_table
+    from bench import print_table
     checks = [("all cells, median |error|", f"{tab['all'][0]:.1f}%", f"<= {med:g}%", tab["all"][0] <= med)]
     if p90 is not None:
         checks.append(("all cells, p90 |error|", f"{tab['all'][1]:.1f}%", f"<= {p90:g}%", tab["all"][1] <= p90))

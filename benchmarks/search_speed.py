@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from _table import print_table, repeat, summary
+from bench import print_table, repeat, summary
 
 SPEC, GPUS, GBS, SEQ, DTYPE = "llama3-70b", 1024, 1024, 8192, "bf16"
 GOAL = 10_000

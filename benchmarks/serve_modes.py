@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 from ironlaw.models.serving import online, throughput  # noqa: E402
 

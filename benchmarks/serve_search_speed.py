@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from _table import print_table, repeat, summary
+from bench import print_table, repeat, summary
 
 PER_DEVICE_GOAL_S = 2.0
 SLO = "ttft=2s,itl=50ms"

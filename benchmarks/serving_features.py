@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _table import print_table  # noqa: E402
+from bench import print_table  # noqa: E402
 
 from ironlaw.models.serving import online as serving  # noqa: E402
 from ironlaw.models.serving.features import common, disaggregate, goodput, prefix, speculative  # noqa: E402

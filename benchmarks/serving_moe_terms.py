@@ -156,7 +156,7 @@ def main() -> int:
     mn = statistics.median(abs(e) for e in errs["on"])
     print(f"\n{len(errs['off'])} MoE cells: |error| median off {mo:.1f}%, on {mn:.1f}%; signed median off "
           f"{statistics.median(errs['off']):+.1f}%, on {statistics.median(errs['on']):+.1f}%")
-    from _table import print_table
+    from bench import print_table
     return print_table([("MoE cells with the fitted MoE tables, median |error|", f"{mn:.1f}%",
                          f"<= {mo:.1f}% (off)", mn <= mo)], f"serving MoE terms, {a.gpu}")
 

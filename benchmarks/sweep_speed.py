@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from _table import print_table, repeat, summary
+from bench import print_table, repeat, summary
 
 WORKLOADS = [("llama3-8b", "decode"), ("llama3-70b", "decode"), ("gpt2", "prefill"), ("mixtral-8x7b", "prefill"),
              ("llama3-8b", "prefill")]

@@ -13,8 +13,9 @@ nothing fitted per row. What the table does not print comes from Megatron-Bridge
     bf16 gradients              every model's set_*_common_configs sets grad_reduce_in_fp32 = False
     expert all-to-all overlap   Qwen3-30B-A3B's H100 recipe sets moe_a2a_overlap (overlap_moe_expert_parallel_comm
                                 with delay_wgrad_compute: the all-to-alls beside another micro-batch's compute)
-    no activation recomputation (gpt-oss's recompute_modules ["layernorm", "moe_act"] are not modelled: they
-                                save memory and re-run two elementwise ops)
+    no activation recomputation (gpt-oss's recompute_modules ["layernorm", "moe_act"] are inert: its recipe
+                                leaves recompute_granularity unset, and Megatron-Core reads the modules only
+                                under "selective", transformer_config.py / experts.py at 0d8e0714)
 The MoE rows print layouts their own recipes do not run (``RECIPE``): the 25.11 recipes (Megatron-Bridge
 v0.2.0, the 25.11 release, scripts/performance/configs/{gpt_oss,qwen3}/workload_base_configs.py) set
 micro-batch 1 for both and VP 12 for Qwen3-30B-A3B, where the table prints MBS 4 / GA 2 (gpt-oss: GA 2 is

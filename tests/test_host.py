@@ -80,7 +80,7 @@ def test_moe_parts_add_up_to_the_layer():
     assert host.seconds(after, CPU, "fp8")[0] == pytest.approx(moe.after_s)
     assert sum(host.seconds(c, CPU, "fp8")[2] for _, _, c in parts) == pytest.approx(moe.kernels)
     assert [n for n, *_ in parts] == ["attention", "router", "preprocess", "dispatch", "experts", "padding",
-                                      "shared expert"]
+                                      "expert bias", "expert clamp", "shared expert"]
     assert host.moe_parts({"layers": 32}) == []
 
 

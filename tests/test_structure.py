@@ -252,3 +252,31 @@ def test_the_private_name_check_sees_planted_reach_ins(tmp_path):
         (pkg / f).write_text(body)
     assert private_reach_ins(pkg, "pkg") == [("far.py", 2, "pkg.sub._impl"), ("far.py", 3, "pkg.sub._impl.X"),
                                              ("high.py", 2, "pkg.low._helper"), ("high.py", 6, "pkg.low._helper")]
+
+
+def private_script_imports(root: Path, scripts: Path) -> list[tuple[str, int, str]]:
+    """(file, line, module) of every import, in the .py files below ``root``, of a ``_``-prefixed module that
+    lives in ``scripts`` (a folder of scripts that import each other by file name, as benchmarks/ does): what
+    several scripts share is a public module there."""
+    own = {p.stem for p in scripts.glob("*.py")}
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            out += [(str(path.relative_to(root)), node.lineno, n) for n in names
+                    if n.split(".")[0] in own and n.startswith("_")]
+    return out
+
+
+@pytest.mark.parametrize("folder", ["tests", "benchmarks"])
+def test_what_benchmark_scripts_share_is_a_public_module(folder):
+    found = private_script_imports(ROOT / folder, ROOT / "benchmarks")
+    assert not found, "private benchmark modules imported: " + ", ".join(f"{f}:{n} {m}" for f, n, m in found)
+
+
+def test_the_script_import_check_sees_a_planted_private_module(tmp_path):
+    (tmp_path / "_helpers.py").write_text("X = 1\n")
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "run.py").write_text("import helpers\nfrom _helpers import X\n\n\ndef f():\n    import _helpers\n")
+    assert private_script_imports(tmp_path, tmp_path) == [("run.py", 2, "_helpers"), ("run.py", 6, "_helpers")]

@@ -74,3 +74,46 @@ def test_fit_keeps_every_column_when_they_fit_and_drops_until_nothing_is_cut():
     out.print(t)
     text = out.export_text()
     assert "a" * 20 in text and "b" * 12 in text and "…" not in text
+
+
+def _random_table(rng):
+    """A random table: wrapping and no-wrap columns, padding, pad_edge, collapse_padding, show_edge, wide and
+    marked-up words, odd line breaks and tabs, a Text cell, now and then no box or a divider in a cell."""
+    from rich.text import Text
+    words = ["a" * n for n in range(1, 25)] + ["—", "η·x", "全角", "x" * 40, "[bold]b[/bold]", "a|b", "-", "c\rd",
+                                                "e\u2028" + "f" * 12, "g\th"]
+    t = Table(box=rng.choice((box.HEAVY_HEAD, box.SIMPLE_HEAD, box.ASCII2, None)), pad_edge=rng.random() < 0.5,
+              collapse_padding=rng.random() < 0.3, show_edge=rng.random() < 0.7,
+              padding=(0, rng.randint(0, 2), 0, rng.randint(0, 2)))
+    n = rng.randint(1, 5)
+    for i in range(n):
+        t.add_column(f"c{i}", no_wrap=rng.random() < 0.5)
+    for _ in range(rng.randint(1, 3)):
+        row = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(n)]
+        t.add_row(*(Text(c) if rng.random() < 0.1 else c for c in row))
+    return t
+
+
+def test_the_width_sums_answer_as_the_render_does(monkeypatch):
+    """``fits`` skips the render where the columns' longest words, padding, dividers and edges exceed the width
+    (``too_wide``: no fit) or their widest cells fit it (``roomy``: fits); on 400 random tables it answers as
+    the render alone does, and each shortcut settles some of them."""
+    from ironlaw.report import table as fitting
+    rng = random.Random(36)
+    settled = {"wide": 0, "roomy": 0}
+    for _ in range(400):
+        state, width = rng.getstate(), rng.randint(10, 90)
+        quick = fits(_random_table(rng), con(width))
+        rng.setstate(state)
+        rng.randint(10, 90)
+        t = _random_table(rng)
+        with monkeypatch.context() as m:
+            m.setattr(fitting, "too_wide", lambda *a: False)
+            m.setattr(fitting, "roomy", lambda *a: False)
+            rendered = fits(t, con(width))
+        assert quick == rendered, width
+        cells = fitting.cell_words(t, con(width))
+        if fitting.columns_apart(t, cells):
+            settled["roomy"] += fitting.roomy(t, con(width), cells)
+            settled["wide"] += fitting.too_wide(t, con(width), cells)
+    assert settled["wide"] > 30 and settled["roomy"] > 30, settled

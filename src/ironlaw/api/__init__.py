@@ -21,7 +21,17 @@ from typing import Optional, Sequence, Union
 
 from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
                       other_phase, run_inputs, scenario_options, strings, takes_step_options)
-from .results import Fit, KernelCalibration, Probe, Report, Validation
+
+RESULTS = ("Fit", "KernelCalibration", "Probe", "Report", "Validation")   # ``results``' classes, read from here too
+
+
+def __getattr__(name: str):
+    """The measuring and writing commands' result classes (``RESULTS``), imported when first asked for: a
+    prediction does not load them."""
+    if name in RESULTS:
+        from . import results
+        return getattr(results, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @front_door
@@ -327,6 +337,7 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
         text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
         step()
     page.write(out, text)
+    from .results import Report
     return Report(str(out), len(text.encode()), est)
 
 
@@ -359,6 +370,7 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     doc = build.profile(rows, calibrate_fit=not references)
     if references:
         doc = selfcal.calibrate(doc, quick, progress=progress)
+    from .results import Probe
     return Probe(str(profile.save(doc, out)), doc, strict)
 
 
@@ -372,6 +384,7 @@ def validate(spec: str, *, batch: int = 1, seq: Optional[int] = None, phase: Opt
     if out is not None:
         from ..core.files import check_output
         check_output(out, "--out", (".json",))                # fail before the (long) run
+    from .results import Validation
     res = Validation(v.run(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                            threads=threads))
     if out:
@@ -406,6 +419,7 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
             raise IronlawError(f"--save: {hw.path} is not a probe profile (no [probe] table); calibrate a profile "
                                "written by `ironlaw probe` (--on local)")
         saved = str(fitter.save(hw.path, cal))
+    from .results import Fit
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
 
 
@@ -443,4 +457,5 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
         if not base.path or not Path(base.path).is_file():
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
+    from .results import KernelCalibration
     return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new))

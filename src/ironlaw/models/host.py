@@ -96,12 +96,25 @@ EXPERT = Calls(fwd=2, bwd=4, quantize=2)
 #   ``fused_multi_row_padding`` / ``fused_multi_row_unpadding`` launch, and the backward the reverse copy of each
 #   gradient: 3 forward, 3 backward. HybridEP writes the padded layout in its dispatch, so flex pays none.
 PADDING = Calls(fwd=3, bwd=3)
+# the routed experts' fc2 bias applied outside the GEMM (``grouped_mlp``; experts with biases, e.g. gpt-oss):
+#   per local expert ``b * p`` and the add forward, then one ``cat``; backward the mul's two products and their
+#   two sums per local expert (the cat and the add hand back views)
+BIAS = Calls(fwd=2, bwd=4)
+BIAS_CAT = Calls(fwd=1)
+# the clamped GLU's input (``grouped_mlp``; gpt-oss): two clamps and the cat forward; the clamps' masks and
+#   ``where``s (2 + 4) and the chunk's cat backward
+CLAMP = Calls(fwd=3, bwd=7)
 # TP collectives per layer (tp > 1): with sequence parallelism an all-gather and a reduce-scatter per sublayer
 # forward, and in the backward those two and the re-gather of the column GEMM's input; else an all-reduce
 # kernels per quantized tensor (Transformer Engine 2.x): FP8 current scaling an amax, the amax reduction, the scale
 # and the cast (4); MXFP8 one fused block-scaled cast; NVFP4 the amax pass over the tensor and its Hadamard
 # transform, then the cast (2, ``nvfp4``)
 QUANTIZE_KERNELS = {"fp8": 4.0, "mxfp8": 1.0, "fp4": 2.0}
+# RoPE unfused under YaRN (``rope_unfused``; gpt-oss), beyond ATTENTION's two fused kernels: per tensor (q, k)
+#   forward cos, sin, their scaling and casts (6), the two products, the negation, the rotate's cat, the sum and
+#   the final cat (6); backward the two products, the negation, the chunk's cat, the sum of the two paths and the
+#   slice's zeros and copy (7)
+UNFUSED_ROPE = Calls(fwd=2 * 12 - 2, bwd=2 * 7 - 2)
 TP_SP = Calls(fwd=4, bwd=6)
 TP_AR = Calls(fwd=2, bwd=2)
 
@@ -129,6 +142,11 @@ def seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
     return (f * cpu.op_s + c.modules * cpu.module_s, b * cpu.op_s + c.modules * cpu.module_s, f + b)
 
 
+def _rope(meta: dict) -> Calls:
+    """The unfused rotary's extra kernels where Megatron-Core runs it unfused (a YaRN factor other than 1)."""
+    return UNFUSED_ROPE if abs(meta.get("rope_mscale", 1.0) - 1.0) > 1e-9 else Calls()
+
+
 def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision: str | None = None,
               graphed: tuple = (), dispatcher: str = "alltoall") -> list[tuple[str, bool, Calls]]:
     """What the host issues for one MoE layer and micro-batch of the model ``meta`` describes, part by part:
@@ -140,12 +158,14 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
     padded = dispatcher == "alltoall" and ep > 1 and precision is not None
-    return [("attention", False, _graphed(ATTENTION, "attn" in graphed) + tpc.scaled(0.5)),
+    return [("attention", False, _graphed(ATTENTION + _rope(meta), "attn" in graphed) + tpc.scaled(0.5)),
             ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
             ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),
             ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
             ("experts", True, EXPERT.scaled(local)),
             ("padding", True, PADDING if padded else Calls()),
+            ("expert bias", True, BIAS.scaled(local) + BIAS_CAT if meta.get("expert_bias") else Calls()),
+            ("expert clamp", True, CLAMP if meta.get("expert_clamp") else Calls()),
             ("shared expert", True, MLP if meta.get("shared_expert") else Calls())]
 
 
@@ -153,7 +173,7 @@ def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precisio
            graphed: tuple = (), dispatcher: str = "alltoall") -> tuple[LayerHost, LayerHost]:
     """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
-    dense = _graphed(ATTENTION, "attn" in graphed) + MLP + tpc
+    dense = _graphed(ATTENTION + _rope(meta), "attn" in graphed) + MLP + tpc
     fd, bd, kd = seconds(dense, cpu, precision)
     dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
     parts = moe_parts(meta, tp, sp, ep, precision, graphed, dispatcher)
@@ -193,7 +213,7 @@ AFTER_SYNC: dict[str, Callable[[Op], bool]] = {}
 issued_after = registrar(AFTER_SYNC, "host")     # @issued_after(*roles): the rule for ops of those roles
 
 
-@issued_after("column", "row", "activation", "cast")
+@issued_after("column", "row", "activation", "cast", "bias")
 def _expert_part(op: Op) -> bool:
     """The experts' GEMMs, activations and quantizes (routed and shared experts: ``attrs["expert"]``); a dense
     layer's are issued before (it has no sync)."""

@@ -10,6 +10,13 @@ Whether a table fits is read off rich's own rendering (public API only): the tab
 (every box is one character per edge and divider, so the columns keep their widths), each line split at the
 dividers into its columns, and each column's words compared with its cells'. A word rich folds across lines,
 a no-wrap cell it shortens to "…" or a line it crops at the edge leaves a word missing.
+
+Before rendering, one sum settles the tables that cannot fit (``too_wide``): on the boxed copy every column is a
+fixed-width strip between dividers on every line, so a column shows its longest word whole only if the strip is
+at least that word's cells wide plus its padding, and the strips, the dividers and the edges share the console's
+width; when those already exceed it, rich must cut a word, and the render is skipped. The other way round
+(``roomy``): where every column at its widest cell (plus padding), the dividers and the edges fit the width,
+rich gives each column that width and cuts nothing, and the render is skipped too.
 """
 from __future__ import annotations
 
@@ -17,12 +24,20 @@ from collections import Counter
 
 DIVIDER = "|"              # rich.box.ASCII's vertical edges and dividers
 RULE = set("+-=|")         # the characters of its horizontal rules
+# a tab rich expands, and the line breaks str.splitlines (rich's measure of a text) knows but rich's render,
+# which breaks lines at "\n" only, does not
+UNEVEN = "\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def fits(table, console) -> bool:
     """Whether rich prints ``table`` in the console's width with every cell whole: each no-wrap cell on one line
     and no word of a wrapping cell folded."""
-    cells = _cell_words(table, console)
+    cells = cell_words(table, console)
+    if columns_apart(table, cells):
+        if roomy(table, console, cells):
+            return True
+        if too_wide(table, console, cells):
+            return False
     printed = _printed_words(table, console, cells)
     if printed is None:                              # no box or a divider inside a cell: the whole table at once
         printed, cells = [_words("\n".join(_lines(table, console)))], [sum(cells, Counter())]
@@ -34,11 +49,74 @@ def _lines(table, console) -> list[str]:
     return ["".join(seg.text for seg in line) for line in console.render_lines(table, console.options, pad=False)]
 
 
+def columns_apart(table, cells: list[Counter]) -> bool:
+    """Whether the render can tell the columns apart (a box and no divider inside a cell), as in
+    ``_printed_words``."""
+    return table.box is not None and not any(DIVIDER in w for c in cells for w in c)
+
+
+def roomy(table, console, cells: list[Counter]) -> bool:
+    """Whether every column fits at its widest cell: the cells' longest lines (in terminal cells, as rich
+    measures a text's maximum), each with its padding, rich's width of at least 1 per column, the dividers and
+    the edges within the console's width. Then rich (Table._calculate_column_widths) gives each column its
+    maximum and neither wraps nor cuts a cell. Only for text cells (str or rich Text, none of ``UNEVEN`` in
+    them) in a table and columns of no set width and not expanded, with no word that reads as a rule (a row of
+    such words is skipped as one); anything else is left to the render."""
+    from rich.cells import cell_len
+    from rich.text import Text
+    if table.width is not None or table.expand or table.min_width is not None or \
+            any(set(w) <= RULE for c in cells for w in c):
+        return False
+    n, widths = len(table.columns), []
+    for i, col in enumerate(table.columns):
+        if (col.width, col.min_width, col.max_width) != (None, None, None):
+            return False
+        shown = ([col.header] if table.show_header else []) + list(col.cells) + \
+            ([col.footer] if table.show_footer else [])
+        if not shown or not all(isinstance(c, (str, Text)) for c in shown):
+            return False
+        texts = [_plain(c, console) for c in shown]
+        if any(ch in t for t in texts for ch in UNEVEN):
+            return False
+        widest = max((cell_len(line) for t in texts for line in t.splitlines()), default=0)
+        widths.append(max(widest + _padding(table, i, n), 1))
+    return sum(widths) + _rules(table) <= console.width
+
+
+def too_wide(table, console, cells: list[Counter]) -> bool:
+    """Whether the columns' longest words (in terminal cells, as rich measures them), each with its cells'
+    left and right padding, the dividers between the columns and the table's edges exceed the console's width:
+    then no layout shows every word whole. Only where the columns can be told apart (a box and no divider inside
+    a cell: ``columns_apart``)."""
+    from rich.cells import cell_len
+    n = len(cells)
+    need = sum(max(map(cell_len, c), default=0) + _padding(table, i, n) for i, c in enumerate(cells))
+    return need + _rules(table) > console.width
+
+
+def _rules(table) -> int:
+    """The cells a boxed table's vertical rules take on a line: one between each two columns, one per edge where
+    shown (rich's Table._extra_width)."""
+    return len(table.columns) - 1 + (2 if table.show_edge else 0)
+
+
+def _padding(table, i: int, n: int) -> int:
+    """The spaces rich puts left and right of column ``i``'s cells (rich's Table._get_cells, from the table's
+    public padding, collapse_padding and pad_edge)."""
+    _, right, _, left = table.padding
+    if table.collapse_padding and i > 0:
+        left = max(0, left - right)
+    if not table.pad_edge:
+        left = 0 if i == 0 else left
+        right = 0 if i == n - 1 else right
+    return left + right
+
+
 def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None:
     """The words each column shows when ``table`` prints (None when its columns cannot be told apart)."""
     import copy
     from rich import box
-    if table.box is None or any(DIVIDER in w for c in cells for w in c):
+    if not columns_apart(table, cells):
         return None
     probe = copy.copy(table)
     probe.box, probe.title, probe.caption = box.ASCII, None, None
@@ -56,7 +134,7 @@ def _printed_words(table, console, cells: list[Counter]) -> list[Counter] | None
     return words
 
 
-def _cell_words(table, console) -> list[Counter]:
+def cell_words(table, console) -> list[Counter]:
     """The words of each column's cells, header and footer included where shown (markup resolved)."""
     out = []
     for col in table.columns:

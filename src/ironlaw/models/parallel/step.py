@@ -12,7 +12,7 @@ import numpy as np
 from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...machine.network.topology import build as build_topology
-from .. import dispatcher, host, nvfp4, offload
+from .. import dispatcher, grouped_mlp, host, nvfp4, offload, rope_unfused
 from ..gemm_rows import with_kernel_rows
 from .cp import cp_ring_exposed, cp_shard
 from .experts import expert_load
@@ -33,11 +33,14 @@ from .tp import tp_shard
 
 def shard(sg: Graph, hw, plan: Plan, grp: dict) -> Graph:
     """The per-device graph of one stage's ops under ``plan``: context parallelism, then tensor and expert
-    parallelism (``grp``: ``groups``' tp and ep), the token dispatcher's sorts (``dispatcher``), the hottest expert
-    rank's load, each GEMM's kernel rows."""
+    parallelism (``grp``: ``groups``' tp and ep), the token dispatcher's sorts (``dispatcher``), the routed
+    experts' eager clamp and fc2 bias (``grouped_mlp``), RoPE unfused under YaRN (``rope_unfused``), the hottest
+    expert rank's load, each GEMM's kernel rows."""
     sg = cp_shard(sg, plan.cp)
     sg = tp_shard(sg, plan.tp, plan.sequence_parallel, grp["tp"], plan.ep, grp["ep"])
     sg = dispatcher.with_sorts(sg, plan.moe_dispatcher)
+    sg = grouped_mlp.with_eager_ops(sg)
+    sg = rope_unfused.with_unfused_rope(sg)
     sg = expert_load(sg, plan)
     return with_kernel_rows(sg, hw, plan.tp, plan.tp_comm_overlap, plan.ep)
 

@@ -310,6 +310,10 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
     where one is named), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs,
     mixing and memory fraction (module docstring)."""
     from . import throughput
+    from ...machine import hardware
+    check_engine(engine)                           # before the device, as select checks them
+    check_release(engine, release)
+    on = hardware.get(on) if isinstance(on, str) else on      # read once: select and the run share it
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release)
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
     model = step_model(eng.hw)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.errors import IronlawError
-from .hfconfig import MLA, Arch, Unsupported, context_tokens, exact_div, Fields, model_type
+from .hfconfig import MLA, Arch, Unsupported, context_tokens, exact_div, Fields, model_type, yarn_concentration
 
 FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
@@ -73,7 +73,8 @@ def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str
                 inter=f.int("intermediate_size"), vocab=f.int("vocab_size"),
                 max_pos=f.int("max_position_embeddings", None), positions="rope", norm="rms", act=ACTS[act],
                 glu=True, tied=f.bool("tie_word_embeddings", False), qkv_bias=bias, o_bias=bias, mlp_bias=False,
-                context=context_tokens(f.cfg, f.int("max_position_embeddings", None)))
+                context=context_tokens(f.cfg, f.int("max_position_embeddings", None)),
+                rope_mscale=yarn_concentration(f.cfg))
 
 
 def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:

@@ -90,6 +90,7 @@ class Arch:
     mtp_layers: int = 0       # DeepSeek multi-token-prediction modules (counted apart from the main model)
     expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
     context: int | None = None  # tokens one sequence may span when served (``context_tokens``); None: max_pos
+    rope_mscale: float = 1.0  # YaRN's concentration factor on cos and sin (``yarn_concentration``); 1: none
 
     # ------------------------------------------------------------------ layer patterns
     def layer_spans(self) -> tuple:
@@ -295,6 +296,26 @@ def context_tokens(cfg: dict, max_pos: int | None) -> int | None:
         return max_pos
     base = rs.get("original_max_position_embeddings", max_pos) if kind == "yarn" else max_pos
     return int(base * factor) if isinstance(base, int) else max_pos
+
+
+def yarn_concentration(cfg: dict) -> float:
+    """YaRN's attention ("concentration") factor that multiplies the rotary cos and sin, as Megatron-Core
+    core_v0.15.0 computes it (``yarn_rotary_pos_embedding._yarn_get_concentration_factor``): with ``mscale`` and
+    ``mscale_all_dim`` both given, (0.1·m·ln s + 1) / (0.1·m_all·ln s + 1) (DeepSeek-V3: 1.0 / 1.0 → 1); with
+    either missing, 0.1·ln s + 1 (gpt-oss, factor 32: 1.347). 1 without YaRN scaling."""
+    rs = cfg.get("rope_scaling")
+    if not isinstance(rs, dict) or rs.get("rope_type", rs.get("type")) != "yarn":
+        return 1.0
+    s = rs.get("factor", 1.0)
+    if not isinstance(s, (int, float)) or s <= 1:
+        return 1.0
+
+    def mscale(m: float) -> float:
+        return 0.1 * m * math.log(s) + 1.0
+    m, m_all = rs.get("mscale"), rs.get("mscale_all_dim")
+    if isinstance(m, (int, float)) and isinstance(m_all, (int, float)):
+        return mscale(m) / mscale(m_all)
+    return mscale(1.0)
 
 
 def model_type(cfg: dict) -> str:

@@ -191,6 +191,10 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     up.shapes = down.shapes = f"{k} of {e} experts per token"
     for op in (up, act, down):
         op.attrs["expert"] = "routed"
+    if a.mlp_bias:
+        down.attrs["bias"] = True                                   # fc2's bias (``models.grouped_mlp``)
+    if a.act == "swiglu_oai":
+        up.attrs["clamp"] = True                                    # the clamped GLU's input (``models.grouped_mlp``)
     shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
     for op in shared:
         op.attrs["expert"] = "shared"
@@ -260,14 +264,16 @@ def mlp_elems(a: Arch, saved: bool = False) -> int:
     copies) but keeps one: the grouped fc1's input. Its output is combined without the routing weights, which
     the experts' activation applies (Megatron-Core core_v0.15.0 token_dispatcher.py
     MoEAlltoAllTokenDispatcher.token_unpermutation calls unpermute without probs; experts.py
-    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map."""
+    weighted_bias_swiglu_impl), so the fused unpermute keeps only its row map. A clamped GLU (gpt-oss) keeps fc1's
+    output for the clamps' backward and the clamped copy for the fused activation's (``models.grouped_mlp``)."""
     h = a.hidden
 
     def gated(i: int, m: int) -> int:                                # up output and act output of m MLPs
         return m * ((2 * i if a.glu else i) + i)
     routed = (1 if saved else 2) * a.top_k * h                       # permuted in (and out) copies
+    clamp = 2 * a.expert_inter * a.top_k if saved and a.act == "swiglu_oai" else 0   # the clamped copy
     dense = h + gated(a.inter, 1) if a.layers > a.moe_layers else 0
-    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed \
+    moe = h + gated(a.expert_inter, a.top_k) + gated(a.shared_inter, 1) + a.experts + routed + clamp \
         if a.moe_layers else 0                                       # router logits
     return max(dense, moe)
 
@@ -349,8 +355,11 @@ def build(a: Arch, req: Request, name: str) -> Graph:
             "context_tokens": a.context or a.max_pos}
     if a.experts:
         meta.update(experts=a.experts, experts_per_token=a.top_k, moe_layers=a.moe_layers,
-                    shared_expert=bool(a.shared_inter))
+                    shared_expert=bool(a.shared_inter), expert_bias=a.mlp_bias,
+                    expert_clamp=a.act == "swiglu_oai")
     meta.update(_attention_meta(a))
+    if a.rope_mscale != 1.0:
+        meta["rope_mscale"] = a.rope_mscale                         # YaRN's factor (``models.rope_unfused``)
     if a.mtp_layers:
         meta.update(mtp_layers=a.mtp_layers, mtp_params=a.mtp_params())
     if a.expert_dtype:

@@ -1,0 +1,66 @@
+"""benchmarks/trtllm_h200.py --tail: the H200 cells past the p90 goal, grouped by what sets their batch, and the
+pairs of cells whose published ratio no prediction in the model's ratio can meet within the goal; and
+trtllm_h100.py --experts, which refits the routed experts' η with the engine's constants."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+import trtllm_h100 as h100  # noqa: E402
+import trtllm_h200 as h200  # noqa: E402
+
+
+def row(model, isl, osl, limit, error=0.0, batch=1504, published=1000.0, predicted=1000.0):
+    return {"model": model, "tp": 8, "isl": isl, "osl": osl, "limit": limit, "error": error, "batch": batch,
+            "per_rank": batch // 8, "graph_max": 8192, "published": published, "predicted": predicted}
+
+
+def test_each_cell_falls_in_the_group_of_what_sets_its_batch():
+    assert h200.group_of(row("llama3.1-8b", 128, 2048, "requests")) == "dense"
+    assert h200.group_of(row("qwen3-235b-a22b", 128, 2048, "requests")) == "MoE, every request in flight"
+    assert h200.group_of(row("qwen3-235b-a22b", 20000, 2000, "kv_memory")) == "MoE, long prompts"
+    assert h200.group_of(row("llama4-scout", 1000, 1000, "kv_memory")) == "MoE, KV-bound batch"
+    assert h200.group_of(row("llama4-scout", 128, 128, "max_batch")) == "MoE, KV-bound batch"
+
+
+@pytest.mark.parametrize("published, predicted", [((42821, 28026), (31554, 27465)), ((1.0, 2.0), (3.0, 1.0))])
+def test_the_pair_floor_is_the_least_max_error_and_is_reached(published, predicted):
+    floor = h200.pair_floor(published, predicted)
+    q = (predicted[0] / predicted[1]) / (published[0] / published[1])
+    x, y = 2 * q / (1 + q), 2 / (1 + q)                  # the two predictions over their published values
+    assert x / y == pytest.approx(q)
+    assert 100 * abs(x - 1) == pytest.approx(floor) and 100 * abs(y - 1) == pytest.approx(floor)
+    for s in (0.9, 0.95, 1.05, 1.1):                     # any other scale of the same ratio does worse
+        assert max(abs(s * x - 1), abs(s * y - 1)) * 100 > floor
+    assert h200.pair_floor(published, published) == pytest.approx(0.0)
+
+
+def test_pairs_are_one_models_cells_with_every_request_in_flight_at_one_batch():
+    rows = [row("qwen3-235b-a22b", 128, 2048, "requests", batch=3000, published=42821, predicted=31554),
+            row("qwen3-235b-a22b", 500, 2000, "requests", batch=3000, published=28026, predicted=27465),
+            row("qwen3-235b-a22b", 128, 4096, "requests", batch=1504),          # another batch
+            row("llama4-maverick", 500, 2000, "kv_memory", batch=3000),         # its batch is the KV cache's
+            row("llama3.1-8b", 128, 2048, "requests", batch=3000)]              # dense
+    pairs = h200.same_batch_pairs(rows)
+    assert [(a["isl"], b["isl"]) for a, b, _ in pairs] == [(128, 500)]
+    assert pairs[0][2] == pytest.approx(14.2, abs=0.05)          # 42,821 / 28,026 published against 1.149
+
+
+def test_the_tail_lists_only_cells_past_the_goal_largest_first(capsys):
+    rows = [row("qwen3-235b-a22b", 128, 2048, "requests", error=-26.3, batch=3000),
+            row("llama4-scout", 20000, 2000, "kv_memory", error=30.9, batch=180),
+            row("llama3.1-8b", 128, 128, "max_batch", error=10.7)]
+    h200.print_tail(rows, on_h100={("qwen3-235b-a22b", 128, 2048): -1.9})
+    out = capsys.readouterr().out
+    tail = out.split("per group")[0]
+    assert tail.index("20000/2000") < tail.index("128/2048") and "128/128" not in tail
+    assert "375->384" in tail and "-1.9%" in tail                  # 3000 over 8 ranks, padded to the next graph
+    assert re.search(r"MoE, long prompts\s+1\s+\+30\.9%\s+1\n", out)        # cells, signed median, past it
+
+
+def test_experts_names_are_fittable_constants():
+    assert set(h100.EXPERTS) <= set(h100.NAMES) and all(k in h100.BOUNDS for k in h100.EXPERTS)
