@@ -54,3 +54,26 @@ def test_provenance_checks_the_form_fields(h100):
         calibration.check({**auto, "provenance": {"gemm bf16": {**p, "gemm_form": 1}}}, "calibration")
     with pytest.raises(IronlawError, match="unknown field"):
         calibration.check({**auto, "provenance": {"gemm bf16": {**p, "gemm_forms": "stream"}}}, "calibration")
+
+
+def test_the_h100_benchmark_prices_its_cells_on_a_refitted_form(h100_gemm_fit, trtllm_defaults):
+    """benchmarks/trtllm_h100.py --gemm-form FORM --data DIR: the H100 cells on the H100 GEMM classes refitted in
+    FORM on DIR's tables (in memory), as ``kernelfit.fit`` fits them; the defaults put the catalog back."""
+    import sys
+    from pathlib import Path
+    root = Path(__file__).parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import trtllm_h100 as h100
+    _, _, fit = h100_gemm_fit
+    hw = h100.gemm_form_hw("half", root / "tests/data/kernel_tables")
+    assert hw.calibration.table()["matmul"]["bf16"] == fit("half")["matmul"]["bf16"]   # the extract: bf16
+    assert "streamed_half" not in hw.calibration.table()["matmul"]["bf16"]
+    cell = {"model": "llama3.3-70b", "spec": "llama3-70b", "tp": 2, "isl": 1000, "osl": 1000, "published": 1.0}
+    catalog = h100.predict(cell).output_tokens_per_s
+    h100.RELEASE["h100"] = hw
+    refit = h100.predict(cell).output_tokens_per_s
+    assert refit != pytest.approx(catalog, rel=1e-4)            # the refitted GEMMs price the cell
+    h100.defaults()
+    assert h100.predict(cell).output_tokens_per_s == pytest.approx(catalog, rel=1e-12)
+    with pytest.raises(SystemExit, match="--gemm-form: .*l40s"):
+        h100.gemm_form_hw("half", root / "tests/data/kernel_tables", folder="l40s")
