@@ -186,8 +186,9 @@ def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
     """``ironlaw analyze … --phase prefill|decode --tp N``: the per-device graph of tensor-parallel inference."""
     gpus = options.get("gpus")
-    for flag in ("pp", "dp", "ep"):                     # refused by what was typed, before any device arithmetic
-        if options.get(flag) not in (None, 1):
+    for flag in ("pp", "dp", "ep"):     # refused by what was typed, before any device arithmetic; 0 or less: the plan's check
+        value = options.get(flag)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
             raise IronlawError(f"--{flag} {options[flag]}: inference ({g.phase}) models tensor parallelism only; "
                                f"use --tp N with --gpus N (serve --max-throughput takes --pp and --ep)")
     plan = make_plan({"gpus": options.get("tp", 1) if gpus is None else gpus, **options}, g, hw)
