@@ -1,6 +1,6 @@
 """AMD Instinct GEMM terms fitted on AMD's own measured, tuned GEMM latencies; the held-out rows scored per dtype.
 
-    python benchmarks/amd_kernels.py [--gpu NAME …] [--write | --stored]
+    python benchmarks/amd_kernels.py [--gpu NAME …] [--gemm-fill half|tile|stream|auto] [--write | --stored]
     python benchmarks/amd_kernels.py --extract AITER_REPO        # rewrite tests/data/aiter_kernels/ from aiter
 
 Data: ROCm/aiter (AMD, MIT license; github.com/ROCm/aiter, commit ``COMMIT``), its tuned-GEMM tables
@@ -29,6 +29,9 @@ kernel-table layout ``<gpu>/gemm/aiter/<commit>/gemm_perf.csv`` (``ironlaw.measu
 them. Each class's rows are sorted by shape; the even rows are fitted (``kernelfit.fit``), the odd rows scored here,
 beside the datasheet-only prediction (the catalog without ``[calibration]``) on the same rows. ``--write`` stores
 the fitted terms in src/ironlaw/machine/catalog/<gpu>.toml's ``[calibration]``; ``--stored`` scores the stored ones.
+``--gemm-fill`` is the GEMM classes' M term (``kernelfit.GEMM_FILLS``, as in benchmarks/kernel_tables.py): ``auto``
+fits "half" and "stream" and keeps per class the one whose held-out p90 is lower (``kernelfit.better_form``) and
+prints the choice and both scores.
 """
 from __future__ import annotations
 
@@ -105,7 +108,7 @@ def extract(repo: Path) -> None:
         print(f"wrote {out.relative_to(ROOT)}: {len(rows)} rows")
 
 
-def run_gpu(gpu: str, write: bool, stored: bool) -> list:
+def run_gpu(gpu: str, write: bool, stored: bool, gemm_fill: str = "half") -> list:
     """[(gpu, held-out score with the fitted or stored terms, score of the datasheet alone)] per kernel class."""
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
@@ -124,7 +127,11 @@ def run_gpu(gpu: str, write: bool, stored: bool) -> list:
     else:
         table = None
     if not stored and gs:
-        table = kernelfit.fit(hw, gs, origin=ORIGIN, license="MIT")
+        table = kernelfit.fit(hw, gs, origin=ORIGIN, license="MIT", gemm_fill=gemm_fill)
+        for c in kernelfit.form_choices(table):           # --gemm-fill auto: the form each class took
+            print(f"{gpu} {c['group']}: {c['form']} form; held out, median / p90: " + ", ".join(
+                f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%"
+                for f in kernelfit.AUTO_FORMS), flush=True)
         if write:
             replace_table(Path(hw.path), "calibration", table)
             print(f"wrote {Path(hw.path).relative_to(ROOT)} [calibration]", flush=True)
@@ -153,13 +160,18 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog's [calibration]")
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fitting nothing")
     ap.add_argument("--extract", metavar="AITER_REPO", help="rewrite tests/data/aiter_kernels from an aiter clone")
+    ap.add_argument("--gemm-fill", choices=("half", "tile", "stream", "auto"), default="half",
+                    help="the GEMM classes' M term (kernelfit.GEMM_FILLS); auto keeps per class the form whose "
+                         "held-out p90 is lower, as calibrate --kernels")
     a = ap.parse_args()
+    if a.gemm_fill != "half" and (a.stored or a.extract):
+        ap.error("--gemm-fill fits the GEMM classes: not with --stored or --extract")
     if a.extract:
         extract(Path(a.extract))
         return 0
     rows, table = [], []
     for gpu in a.gpu or sorted(set(GPUS.values())):
-        for g, name, s, (n, bmed, bp90) in run_gpu(gpu, a.write, a.stored):
+        for g, name, s, (n, bmed, bp90) in run_gpu(gpu, a.write, a.stored, a.gemm_fill):
             fitted = (f"{100 * s.median_abs_err:.1f}% / {100 * s.p90_abs_err:.1f}%" if s else
                       f"not fitted (under {MIN_FIT_ROWS} rows to fit)")
             ok = s is not None and s.median_abs_err <= GOAL_MEDIAN and s.p90_abs_err <= GOAL_P90

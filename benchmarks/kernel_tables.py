@@ -41,7 +41,8 @@ aiconfigurator 0.8.0's ``aiconfigurator/systems/data`` (PyPI ``aiconfigurator==0
 kernels there are timed in float16 and fitted as the bf16 classes (``kernelfit.groups``). Besides GEMM,
 attention and MLA, the fused-MoE layer is fitted on the release's power-law rows (benchmarks/kernel_moe.py
 ``release_fits``); ``--write`` stores all of it in src/ironlaw/machine/catalog/engine/trtllm-1.0/<gpu>.toml
-(``engines.with_engine(hw, "trtllm", release="1.0")``), ``--stored`` scores that file's terms.
+(``engines.with_engine(hw, "trtllm", release="1.0")``), ``--stored`` scores that file's terms. ``--gemm-fill``
+applies to the release's GEMM classes as to the catalog's (the stored 1.0 files: ``--gemm-fill auto``).
 """
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         return []
     hw = hardware.get(GPUS[folder])
     if release is not None:
-        return run_release(hw, data, folder, tables, release, write, stored, classes)
+        return run_release(hw, data, folder, tables, release, write, stored, classes, gemm_fill)
     gs = chosen(kernelfit.groups(tables), classes, skip)
     if not gs:
         return []
@@ -214,11 +215,12 @@ def regridded(hw, table: dict, gs: list) -> dict:
 
 
 def run_release(hw, data: Path, folder: str, tables: list, release: str, write: bool, stored: bool,
-                classes: tuple = ()) -> list:
+                classes: tuple = (), gemm_fill: str = "half") -> list:
     """A TensorRT-LLM release's GEMM, attention, MLA and fused-MoE terms on one GPU: fitted (or, ``stored``,
     read from its release file), then scored on the held-out rows as ``engines.with_engine`` merges them over
     the catalog (the MoE layer on its held-out shapes, benchmarks/kernel_moe.py). ``classes``: only the kernel
-    classes whose name holds one of these texts fitted and scored, merged over the stored release file."""
+    classes whose name holds one of these texts fitted and scored, merged over the stored release file.
+    ``gemm_fill``: the GEMM classes' M term (``kernelfit.GEMM_FILLS``; "auto" keeps per class the better form)."""
     import kernel_moe
     from ironlaw.machine import engines
     from ironlaw.measure.calibrate import kernelfit
@@ -233,7 +235,12 @@ def run_release(hw, data: Path, folder: str, tables: list, release: str, write: 
     else:
         origin, license = RELEASE_ORIGIN[release]
         t0 = time.perf_counter()
-        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release))
+        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release),
+                            gemm_fill=gemm_fill)
+        for c in kernelfit.form_choices(new):         # --gemm-fill auto: the form each GEMM class took
+            print(f"{hw.name:<6} {c['group']:<10} {c['form']} form; held out, median / p90: " + ", ".join(
+                f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%"
+                for f in kernelfit.AUTO_FORMS), flush=True)
         if classes:
             table = kernelfit.merged(engines.load(hw.name, "trtllm", release), new)
         else:
@@ -351,8 +358,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.release and a.framework not in (None, ["trtllm"]):
         ap.error("--release fits TensorRT-LLM's tables only, without --framework")
-    if a.gemm_fill != "half" and (a.release or a.stored or a.regrid or a.extract):
-        ap.error("--gemm-fill fits the GEMM classes: not with --release, --stored, --regrid or --extract")
+    if a.gemm_fill != "half" and (a.stored or a.regrid or a.extract):
+        ap.error("--gemm-fill fits the GEMM classes: not with --stored, --regrid or --extract")
     if a.release and a.skip_class:
         ap.error("--skip-class works on the catalog and the engine files, not with --release")
     if a.release and not a.data:
