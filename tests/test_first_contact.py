@@ -193,3 +193,15 @@ def test_inference_beyond_the_models_context_is_refused(argv, says):
     assert says in line, line
     assert run_cli("analyze", "llama3.1-8b", "--phase", "prefill", "--seq", "100000").rc == 0     # 128K context
     assert run_cli("analyze", "llama3-8b", "--phase", "train", "--seq", "16384").rc == 0         # context extension
+
+
+# ------------------------------------------------------------------ a collective's header names no dtype
+@pytest.mark.parametrize("argv, says", [(["allreduce:64MB", "--gpus", "8"], "allreduce:64MB · infer · 8 GPUs on h100:"),
+                                        (["alltoall:8MB", "--gpus", "16", "--nodes", "2"],
+                                         "alltoall:8MB · infer · 16 GPUs, 2 nodes on h100:")])
+def test_a_collectives_header_names_its_devices_not_a_dtype(argv, says):
+    """`analyze allreduce:64MB --gpus 8` said 'allreduce:64MB · infer · bf16 on h100': a dtype nobody chose, for a
+    size given in bytes (and --dtype is refused there)."""
+    for fmt in ("text", "md"):
+        r = run_cli("analyze", *argv, "--format", fmt)
+        assert r.rc == 0 and says in r.out.splitlines()[0] and "bf16" not in r.out.splitlines()[0], r.out[:300]
