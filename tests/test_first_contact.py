@@ -205,3 +205,24 @@ def test_a_collectives_header_names_its_devices_not_a_dtype(argv, says):
     for fmt in ("text", "md"):
         r = run_cli("analyze", *argv, "--format", fmt)
         assert r.rc == 0 and says in r.out.splitlines()[0] and "bf16" not in r.out.splitlines()[0], r.out[:300]
+
+
+# ------------------------------------------------------------------ --format md on the listing commands
+@pytest.mark.parametrize("argv, header", [
+    (["hardware", "list"], "| name | device | bf16 peak | fp32 peak | memory | bandwidth | TDP |"),
+    (["workloads", "list"], "| name | family | phases | description |"),
+    (["calibrate", "--kernels", "tests/data/kernel_tables/h100_sxm/gemm", "--gpu", "h100"],
+     "| kernel class | rows | median \\|err\\| | p90 \\|err\\| |"),
+])
+def test_listing_commands_write_markdown_tables(argv, header):
+    """`hardware list --format md` (and `workloads list`, `calibrate`) said "--format must be one of text, json",
+    the only commands without the Markdown every other command writes."""
+    from conftest import ROOT
+    r = run_cli(*argv, "--format", "md", cwd=str(ROOT), timeout=600)
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    at = lines.index(header)
+    assert set(lines[at + 1].replace("|", "").split()) <= {"---", "---:"}
+    body = [x for x in lines[at + 2:] if x.startswith("| ")]
+    assert body and all(x.count(" | ") == header.count(" | ") for x in body), body[:3]
+    assert "\x1b[" not in r.out and "┃" not in r.out

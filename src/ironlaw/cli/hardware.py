@@ -7,12 +7,12 @@ from .common import check_format, console, emit_json, hardware_app
 
 
 @hardware_app.command("list")
-def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
+def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """All devices in the catalog, with their headline numbers."""
     from ..machine import hardware
     from ..core.units import fmt as f, fmt_size
 
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     devices = hardware.catalog()
     if fmt == "json":
         emit_json({"schema": "ironlaw.hardware-list/1", "devices": [d.to_dict() for d in devices]})
@@ -28,6 +28,10 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
                   f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
                   f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
                   fmt_size(dev.capacity_bytes), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
+    if fmt == "md":
+        from ..report.table import markdown
+        print(markdown(t))
+        return
     print_fitted(t, console(), ("device", "TDP", "fp32 peak"))
 
 
