@@ -226,3 +226,47 @@ def test_listing_commands_write_markdown_tables(argv, header):
     body = [x for x in lines[at + 2:] if x.startswith("| ")]
     assert body and all(x.count(" | ") == header.count(" | ") for x in body), body[:3]
     assert "\x1b[" not in r.out and "┃" not in r.out
+
+
+# ------------------------------------------------------------------ a model that calls torch.utils.checkpoint
+CKPT = '''
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+class Net(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.how, self.a, self.b = how, nn.Linear(256, 256), nn.Linear(256, 256)
+    def forward(self, x):
+        f = lambda t: torch.relu(self.a(t))
+        x = f(x) if self.how is None else checkpoint(f, x, use_reentrant=self.how)
+        return self.b(x)
+
+def plain():
+    return Net(None), (torch.randn(2, 128, 256),)
+def nonreentrant():
+    return Net(False), (torch.randn(2, 128, 256),)
+def reentrant():
+    return Net(True), (torch.randn(2, 128, 256),)
+'''
+
+
+@pytest.mark.parametrize("variant", ["nonreentrant", "reentrant"])
+def test_a_model_that_checkpoints_is_captured_as_its_forward(tmp_path, variant):
+    """`analyze py:… --phase train` of a model calling torch.utils.checkpoint failed: 'the model's training step
+    failed on fake tensors: AssertionError: Please convert all Tensors to FakeTensors first …' (the recompute ran
+    on the module's own parameters, outside the capture). The region is captured as forward ops; recompute is
+    the what-if's."""
+    pytest.importorskip("torch")
+    import torch.utils.checkpoint as ck
+    from ironlaw.models import workloads
+    p = tmp_path / "ckpt.py"
+    p.write_text(CKPT)
+    graph = lambda fn: workloads.resolve(workloads.Request(f"py:{p}:{fn}", phase="train", device="cuda"))
+    g, ref = graph(variant), graph("plain")
+    assert [o.name for o in g.ops] == [o.name for o in ref.ops]
+    assert sum(o.flops for o in g.ops) == pytest.approx(sum(o.flops for o in ref.ops))
+    assert any("1 torch.utils.checkpoint region(s) captured as forward ops" in n for n in g.meta["notes"])
+    assert ck.CheckpointFunction.__name__ == "CheckpointFunction"          # restored after the capture
+    assert run_cli("analyze", f"py:{p}:{variant}", "--phase", "train", "--on", "h100").rc == 0
