@@ -270,3 +270,19 @@ def test_a_model_that_checkpoints_is_captured_as_its_forward(tmp_path, variant):
     assert any("1 torch.utils.checkpoint region(s) captured as forward ops" in n for n in g.meta["notes"])
     assert ck.CheckpointFunction.__name__ == "CheckpointFunction"          # restored after the capture
     assert run_cli("analyze", f"py:{p}:{variant}", "--phase", "train", "--on", "h100").rc == 0
+
+
+# ------------------------------------------------------------------ a model file typed without its spec prefix
+@pytest.mark.parametrize("spec, says", [
+    ("{tmp}/net.py:make", "for a PyTorch module give the spec prefix, py:{tmp}/net.py:make"),
+    ("{tmp}/net.py", "the function that returns (module, args), py:{tmp}/net.py:FACTORY"),
+    ("{tmp}/model.onnx", "for an ONNX model give the spec prefix, onnx:{tmp}/model.onnx"),
+])
+def test_a_model_file_without_its_prefix_is_told_the_spec_to_type(spec, says, tmp_path):
+    """`analyze net.py:make` said "unknown workload prefix 'net.py:' (did you mean: py:?)", `analyze model.onnx`
+    listed the built-in workloads, and `analyze net.py` suggested 'py:net.py', a spec refused for its missing
+    factory (a config.json was already told 'hf:')."""
+    spec, says = (x.replace("{tmp}", str(tmp_path)) for x in (spec, says))
+    line = one_line_error(run_cli("analyze", spec))
+    assert line == f"ironlaw: error: unknown workload '{spec}': {says}" or says in line, line
+    assert "did you mean" not in line and "known:" not in line, line
