@@ -213,9 +213,13 @@ def test_a_collectives_header_names_its_devices_not_a_dtype(argv, says):
     (["workloads", "list"], "| name | family | phases | description |"),
     (["calibrate", "--kernels", "tests/data/kernel_tables/h100_sxm/gemm", "--gpu", "h100"],
      "| kernel class | rows | median \\|err\\| | p90 \\|err\\| |"),
+    (["hardware", "show", "gb200"], "| link | kind | bandwidth | latency | source |"),
+    (["sweep", "llama3-8b", "--phase", "decode", "--batch", "1,64"],
+     "| hardware | batch | time | tokens/s | bottleneck | J/token | $/M tokens |"),
 ])
 def test_listing_commands_write_markdown_tables(argv, header):
-    """`hardware list --format md` (and `workloads list`, `calibrate`) said "--format must be one of text, json",
+    """`hardware list --format md` (and `workloads list`, `calibrate`, `hardware show`) said "--format must be one
+    of text, json"; `sweep` "one of text, json, csv": the only commands without the Markdown others write.
     the only commands without the Markdown every other command writes."""
     from conftest import ROOT
     r = run_cli(*argv, "--format", "md", cwd=str(ROOT), timeout=600)
