@@ -290,3 +290,12 @@ def test_a_model_file_without_its_prefix_is_told_the_spec_to_type(spec, says, tm
     line = one_line_error(run_cli("analyze", spec))
     assert line == f"ironlaw: error: unknown workload '{spec}': {says}" or says in line, line
     assert "did you mean" not in line and "known:" not in line, line
+
+
+# ------------------------------------------------------------------ the serving search's --prompt, by its name
+@pytest.mark.parametrize("prompt", ["0", "-5"])
+def test_the_serving_searchs_prompt_is_refused_by_its_own_name(prompt):
+    """`search llama3-8b --phase serve --prompt 0` said '--seq must be a positive whole number, got 0': an option
+    the serving search refuses ('--seq belongs to the training search')."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--prompt", prompt))
+    assert line == f"ironlaw: error: --prompt must be a whole number between 1 and 4,194,304, got {prompt}", line
