@@ -299,3 +299,11 @@ def test_the_serving_searchs_prompt_is_refused_by_its_own_name(prompt):
     the serving search refuses ('--seq belongs to the training search')."""
     line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--prompt", prompt))
     assert line == f"ironlaw: error: --prompt must be a whole number between 1 and 4,194,304, got {prompt}", line
+
+
+# ------------------------------------------------------------------ a collective over --nodes 0
+@pytest.mark.parametrize("nodes", ["0", "-1"])
+def test_a_collective_over_no_nodes_is_refused(nodes):
+    """`analyze allreduce:64MB --gpus 8 --nodes 0` priced one node (315 µs): 0 read as 'not given'."""
+    line = one_line_error(run_cli("analyze", "allreduce:64MB", "--gpus", "8", "--nodes", nodes))
+    assert line == f"ironlaw: error: --nodes must be a positive whole number, got {nodes}", line
