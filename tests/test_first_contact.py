@@ -307,3 +307,14 @@ def test_a_collective_over_no_nodes_is_refused(nodes):
     """`analyze allreduce:64MB --gpus 8 --nodes 0` priced one node (315 µs): 0 read as 'not given'."""
     line = one_line_error(run_cli("analyze", "allreduce:64MB", "--gpus", "8", "--nodes", nodes))
     assert line == f"ironlaw: error: --nodes must be a positive whole number, got {nodes}", line
+
+
+# ------------------------------------------------------------------ two devices where one is taken
+@pytest.mark.parametrize("argv", [["analyze", "llama3-8b"], ["serve", "llama3-8b"], ["hardware", "show"]])
+def test_two_devices_where_one_is_taken_say_so(argv):
+    """`analyze llama3-8b --on h100,b200` said "unknown hardware 'h100,b200' (did you mean: h200, h100, b200?)":
+    two devices the catalog has, called unknown."""
+    on = ["h100,b200"] if argv[0] == "hardware" else ["--on", "h100,b200"]
+    line = one_line_error(run_cli(*argv, *on))
+    assert "'h100,b200' names 2 devices; this command takes one" in line and "unknown" not in line, line
+    assert "did you mean" in one_line_error(run_cli("hardware", "show", "h100,nope"))
