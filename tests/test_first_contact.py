@@ -318,12 +318,3 @@ def test_two_devices_where_one_is_taken_say_so(argv):
     line = one_line_error(run_cli(*argv, *on))
     assert "'h100,b200' names 2 devices; this command takes one" in line and "unknown" not in line, line
     assert "did you mean" in one_line_error(run_cli("hardware", "show", "h100,nope"))
-
-
-# ------------------------------------------------------------------ a concurrency the frontier ignored
-def test_the_concurrency_frontier_refuses_a_concurrency_it_would_ignore():
-    """`serve llama3-8b --sweep-concurrency --concurrency 8` wrote the same frontier as without --concurrency."""
-    line = one_line_error(run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8"))
-    assert line == ("ironlaw: error: --concurrency 8: --sweep-concurrency sweeps the concurrency itself; "
-                    "drop --concurrency"), line
-    assert run_cli("serve", "llama3-8b", "--sweep-concurrency").rc == 0

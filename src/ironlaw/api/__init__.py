@@ -197,10 +197,6 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         return est
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
-    if sweep_concurrency and concurrency != 1:             # the frontier's points set it: a given one was ignored
-        from ..core.errors import IronlawError
-        raise IronlawError(f"--concurrency {concurrency}: --sweep-concurrency sweeps the concurrency itself; "
-                           f"drop --concurrency")
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=composition(serial))
     eng = frameworks.select(engine, on, tp, release=release)
