@@ -38,6 +38,8 @@ def test_the_floor_bounds_gemm_and_decode_attention_latency_only():
         bounds, starts = kernelfit.within_floor(replace(g, op=op), rows, kernelfit.PARAMS, [[1.0] * 6])
         assert dict(bounds)["latency_s"] == 2.5e-6 and starts[0][-1] == pytest.approx(0.9 * 2.5e-6)
         assert dict(bounds)["m_half"] == 1e6 and starts[0][:-1] == [1.0] * 5
+    wide = replace(g, op="generation_attention", key=("kernel", "attention_generation_bf16_kv_bf16_wide"))
+    assert kernelfit.within_floor(wide, rows, kernelfit.PARAMS, [[1.0] * 6]) == (kernelfit.PARAMS, [[1.0] * 6])
 
 
 def test_cache_operands_mark_the_rows_that_fit_the_last_cache_level(h100_gemm_fit):
