@@ -193,3 +193,128 @@ def test_inference_beyond_the_models_context_is_refused(argv, says):
     assert says in line, line
     assert run_cli("analyze", "llama3.1-8b", "--phase", "prefill", "--seq", "100000").rc == 0     # 128K context
     assert run_cli("analyze", "llama3-8b", "--phase", "train", "--seq", "16384").rc == 0         # context extension
+
+
+# ------------------------------------------------------------------ a collective's header names no dtype
+@pytest.mark.parametrize("argv, says", [(["allreduce:64MB", "--gpus", "8"], "allreduce:64MB · infer · 8 GPUs on h100:"),
+                                        (["alltoall:8MB", "--gpus", "16", "--nodes", "2"],
+                                         "alltoall:8MB · infer · 16 GPUs, 2 nodes on h100:")])
+def test_a_collectives_header_names_its_devices_not_a_dtype(argv, says):
+    """`analyze allreduce:64MB --gpus 8` said 'allreduce:64MB · infer · bf16 on h100': a dtype nobody chose, for a
+    size given in bytes (and --dtype is refused there)."""
+    for fmt in ("text", "md"):
+        r = run_cli("analyze", *argv, "--format", fmt)
+        assert r.rc == 0 and says in r.out.splitlines()[0] and "bf16" not in r.out.splitlines()[0], r.out[:300]
+
+
+# ------------------------------------------------------------------ --format md on the listing commands
+@pytest.mark.parametrize("argv, header", [
+    (["hardware", "list"], "| name | device | bf16 peak | fp32 peak | memory | bandwidth | TDP |"),
+    (["workloads", "list"], "| name | family | phases | description |"),
+    (["calibrate", "--kernels", "tests/data/kernel_tables/h100_sxm/gemm", "--gpu", "h100"],
+     "| kernel class | rows | median \\|err\\| | p90 \\|err\\| |"),
+    (["hardware", "show", "gb200"], "| link | kind | bandwidth | latency | source |"),
+    (["sweep", "llama3-8b", "--phase", "decode", "--batch", "1,64"],
+     "| hardware | batch | time | tokens/s | bottleneck | J/token | $/M tokens |"),
+])
+def test_listing_commands_write_markdown_tables(argv, header):
+    """`hardware list --format md` (and `workloads list`, `calibrate`, `hardware show`) said "--format must be one
+    of text, json"; `sweep` "one of text, json, csv": the only commands without the Markdown others write.
+    the only commands without the Markdown every other command writes."""
+    from conftest import ROOT
+    r = run_cli(*argv, "--format", "md", cwd=str(ROOT), timeout=600)
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    at = lines.index(header)
+    assert set(lines[at + 1].replace("|", "").split()) <= {"---", "---:"}
+    body = [x for x in lines[at + 2:] if x.startswith("| ")]
+    assert body and all(x.count(" | ") == header.count(" | ") for x in body), body[:3]
+    assert "\x1b[" not in r.out and "┃" not in r.out
+
+
+# ------------------------------------------------------------------ a model that calls torch.utils.checkpoint
+CKPT = '''
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+class Net(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.how, self.a, self.b = how, nn.Linear(256, 256), nn.Linear(256, 256)
+    def forward(self, x):
+        f = lambda t: torch.relu(self.a(t))
+        x = f(x) if self.how is None else checkpoint(f, x, use_reentrant=self.how)
+        return self.b(x)
+
+def plain():
+    return Net(None), (torch.randn(2, 128, 256),)
+def nonreentrant():
+    return Net(False), (torch.randn(2, 128, 256),)
+def reentrant():
+    return Net(True), (torch.randn(2, 128, 256),)
+'''
+
+
+@pytest.mark.parametrize("variant", ["nonreentrant", "reentrant"])
+def test_a_model_that_checkpoints_is_captured_as_its_forward(tmp_path, variant):
+    """`analyze py:… --phase train` of a model calling torch.utils.checkpoint failed: 'the model's training step
+    failed on fake tensors: AssertionError: Please convert all Tensors to FakeTensors first …' (the recompute ran
+    on the module's own parameters, outside the capture). The region is captured as forward ops; recompute is
+    the what-if's."""
+    pytest.importorskip("torch")
+    import torch.utils.checkpoint as ck
+    from ironlaw.models import workloads
+    p = tmp_path / "ckpt.py"
+    p.write_text(CKPT)
+    graph = lambda fn: workloads.resolve(workloads.Request(f"py:{p}:{fn}", phase="train", device="cuda"))
+    g, ref = graph(variant), graph("plain")
+    assert [o.name for o in g.ops] == [o.name for o in ref.ops]
+    assert sum(o.flops for o in g.ops) == pytest.approx(sum(o.flops for o in ref.ops))
+    assert any("1 torch.utils.checkpoint region(s) captured as forward ops" in n for n in g.meta["notes"])
+    assert ck.CheckpointFunction.__name__ == "CheckpointFunction"          # restored after the capture
+    assert run_cli("analyze", f"py:{p}:{variant}", "--phase", "train", "--on", "h100").rc == 0
+
+
+# ------------------------------------------------------------------ a model file typed without its spec prefix
+@pytest.mark.parametrize("spec, says", [
+    ("{tmp}/net.py:make", "for a PyTorch module give the spec prefix, py:{tmp}/net.py:make"),
+    ("{tmp}/net.py", "the function that returns (module, args), py:{tmp}/net.py:FACTORY"),
+    ("{tmp}/model.onnx", "for an ONNX model give the spec prefix, onnx:{tmp}/model.onnx"),
+])
+def test_a_model_file_without_its_prefix_is_told_the_spec_to_type(spec, says, tmp_path):
+    """`analyze net.py:make` said "unknown workload prefix 'net.py:' (did you mean: py:?)", `analyze model.onnx`
+    listed the built-in workloads, and `analyze net.py` suggested 'py:net.py', a spec refused for its missing
+    factory (a config.json was already told 'hf:')."""
+    spec, says = (x.replace("{tmp}", str(tmp_path)) for x in (spec, says))
+    line = one_line_error(run_cli("analyze", spec))
+    assert line == f"ironlaw: error: unknown workload '{spec}': {says}" or says in line, line
+    assert "did you mean" not in line and "known:" not in line, line
+
+
+# ------------------------------------------------------------------ the serving search's --prompt, by its name
+@pytest.mark.parametrize("prompt", ["0", "-5"])
+def test_the_serving_searchs_prompt_is_refused_by_its_own_name(prompt):
+    """`search llama3-8b --phase serve --prompt 0` said '--seq must be a positive whole number, got 0': an option
+    the serving search refuses ('--seq belongs to the training search')."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--prompt", prompt))
+    assert line == f"ironlaw: error: --prompt must be a whole number between 1 and 4,194,304, got {prompt}", line
+
+
+# ------------------------------------------------------------------ a collective over --nodes 0
+@pytest.mark.parametrize("nodes", ["0", "-1"])
+def test_a_collective_over_no_nodes_is_refused(nodes):
+    """`analyze allreduce:64MB --gpus 8 --nodes 0` priced one node (315 µs): 0 read as 'not given'."""
+    line = one_line_error(run_cli("analyze", "allreduce:64MB", "--gpus", "8", "--nodes", nodes))
+    assert line == f"ironlaw: error: --nodes must be a positive whole number, got {nodes}", line
+
+
+# ------------------------------------------------------------------ two devices where one is taken
+@pytest.mark.parametrize("argv", [["analyze", "llama3-8b"], ["serve", "llama3-8b"], ["hardware", "show"]])
+def test_two_devices_where_one_is_taken_say_so(argv):
+    """`analyze llama3-8b --on h100,b200` said "unknown hardware 'h100,b200' (did you mean: h200, h100, b200?)":
+    two devices the catalog has, called unknown."""
+    on = ["h100,b200"] if argv[0] == "hardware" else ["--on", "h100,b200"]
+    line = one_line_error(run_cli(*argv, *on))
+    assert "'h100,b200' names 2 devices; this command takes one" in line and "unknown" not in line, line
+    assert "did you mean" in one_line_error(run_cli("hardware", "show", "h100,nope"))

@@ -21,15 +21,18 @@ def calibrate_cmd(
                                    help="the framework whose kernels to fit: trtllm | sglang | vllm | aiter (AMD)"),
     out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
                                       "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
-    fmt: str = typer.Option("text", "--format", help="text | json"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Fit GEMM η per dtype and attention per phase and KV dtype on measured kernel latencies."""
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     from .. import api
 
     res = api.calibrate(kernels, gpu=gpu, framework=framework, out=out)
     if fmt == "json":
         emit_json(res.to_dict())
+        return
+    if fmt == "md":
+        print(_markdown(res, framework))
         return
     con = console()
     con.print(f"{res.hardware}: fitted on the even rows of {res.groups} kernel classes ({framework}); held-out rows:")
@@ -44,3 +47,27 @@ def calibrate_cmd(
         con.print(f"  {c['group']}: {c['form']} form ({scores})")
     if res.saved:
         con.print(f"wrote {res.saved} (use it with --on {res.saved})")
+
+
+def _markdown(res, framework: str) -> str:
+    """The held-out scores (and the GEMM form chosen per class) as Markdown tables."""
+    from rich.table import Table
+    from ..report.table import markdown
+    t = Table(title=f"{res.hardware}: fitted on the even rows of {res.groups} kernel classes ({framework}); "
+              f"held-out rows")
+    for col in ("kernel class", "rows", "median |err|", "p90 |err|"):
+        t.add_column(col, justify="left" if col == "kernel class" else "right")
+    for s in res.held_out:
+        t.add_row(s.group, f"{s.rows:,}", f"{100 * s.median_abs_err:.1f}%", f"{100 * s.p90_abs_err:.1f}%")
+    parts = [markdown(t)]
+    if res.gemm_forms:
+        f = Table(title="GEMM form per class (the lower held-out p90 kept)")
+        for col in ("kernel class", "form", "half: median / p90", "stream: median / p90"):
+            f.add_column(col)
+        for c in res.gemm_forms:
+            f.add_row(c["group"], c["form"], *(f"{100 * c[k]['median_abs_err']:.1f}% / {100 * c[k]['p90_abs_err']:.1f}%"
+                                               if k in c else "—" for k in ("half", "stream")))
+        parts.append(markdown(f))
+    if res.saved:
+        parts.append(f"wrote `{res.saved}` (use it with `--on {res.saved}`)")
+    return "\n\n".join(parts)

@@ -7,12 +7,12 @@ from .common import check_format, console, emit_json, hardware_app
 
 
 @hardware_app.command("list")
-def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
+def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """All devices in the catalog, with their headline numbers."""
     from ..machine import hardware
     from ..core.units import fmt as f, fmt_size
 
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     devices = hardware.catalog()
     if fmt == "json":
         emit_json({"schema": "ironlaw.hardware-list/1", "devices": [d.to_dict() for d in devices]})
@@ -28,39 +28,55 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
                   f(d.peak_flops["bf16"], "FLOP/s") if "bf16" in d.peak_flops else "—",
                   f(d.peak_flops["fp32"], "FLOP/s") if "fp32" in d.peak_flops else "—",
                   fmt_size(dev.capacity_bytes), f(dev.bw_Bps, "B/s"), f"{d.tdp_w:g} W" if d.tdp_w else "—")
+    if fmt == "md":
+        from ..report.table import markdown
+        print(markdown(t))
+        return
     print_fitted(t, console(), ("device", "TDP", "fp32 peak"))
 
 
 @hardware_app.command("show")
 def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or a .toml file"),
-         fmt: str = typer.Option("text", "--format", help="text | json")):
+         fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Every number of one device, with its source."""
     from ..machine import hardware
-    from ..core.units import fmt as f, fmt_size, fmt_time
 
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     d = hardware.get(name)
     if fmt == "json":
         emit_json(d.to_dict())
         return
-    from rich.markup import escape as esc       # sources may hold [brackets] ("the [calibration] table")
-    from rich.table import Table
+    parts = _parts(d)
+    if fmt == "md":
+        from ..report.table import markdown
+        print("\n\n".join(p if isinstance(p, str) else markdown(p) for p in parts))
+        return
     c = console()
-    c.print(f"[bold]{d.name}[/bold] — {esc(d.title)} ({d.kind})  [dim]{esc(str(d.path))}[/dim]")
+    c.print(parts[0], style="bold", markup=False)
+    for p in parts[1:]:
+        c.print(p, markup=False) if isinstance(p, str) else c.print(p)
+
+
+def _parts(d) -> list:
+    """The device's title line, its tables (rich Tables, cells without markup) and its sourced lines, in order."""
+    from rich.table import Table
+    from rich.text import Text
+    from ..core.units import fmt as f, fmt_size, fmt_time
+    T = Text                                    # sources may hold [brackets] ("the [calibration] table")
+    parts: list = [f"{d.name} — {d.title} ({d.kind})  {d.path}"]
     t = Table(title="compute (dense)", show_lines=False)
     for col in ("dtype", "peak", "source"):
         t.add_column(col, no_wrap=col != "source")
     for dt, v in d.peak_flops.items():
-        t.add_row(dt, f(v, "FLOP/s"), esc(d.sources[f"compute.{dt}"]))
-    t.add_row("vector", f(d.vector_flops, "FLOP/s"), esc(d.sources["vector"]))
-    c.print(t)
+        t.add_row(dt, f(v, "FLOP/s"), T(d.sources[f"compute.{dt}"]))
+    t.add_row("vector", f(d.vector_flops, "FLOP/s"), T(d.sources["vector"]))
+    parts.append(t)
     t = Table(title="memory tiers (fastest first)")
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
         t.add_column(col, no_wrap=col != "source")
     for m in d.memory:
-        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), esc(m.source))
-    c.print(t)
-    c.print(f"per-op latency: {fmt_time(d.op_latency_s)} — {esc(d.sources['latency'])}")
+        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), T(m.source))
+    parts += [t, f"per-op latency: {fmt_time(d.op_latency_s)} — {d.sources['latency']}"]
     if d.links:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
@@ -68,19 +84,17 @@ def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or 
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
                 (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
-            t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), esc(l.source))
-        c.print(t)
+            t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), T(l.source))
         net = d.network_calibration()
-        c.print(f"collectives: calibration '{net['calibration']}' — {esc(net['source'])}")
+        parts += [t, f"collectives: calibration '{net['calibration']}' — {net['source']}"]
     eff = ", ".join(f"{k} {v:g}" for k, v in d.efficiency.items())
-    c.print(f"efficiency: {eff} — {esc(d.sources['efficiency'])}")
+    parts.append(f"efficiency: {eff} — {d.sources['efficiency']}")
     if d.extra.get("host") is not None:
         h = d.extra["host"]
-        c.print(f"host: {esc(h.cpu)}; {fmt_time(h.op_s)} per eager op, {fmt_time(h.module_s)} more per Transformer "
-                f"Engine module, {fmt_time(h.sync_s)} per device→host sync — {esc(h.source)}")
-    if d.tdp_w:
-        c.print(f"TDP: {d.tdp_w:g} W — {esc(d.sources['power'])}")
-    if d.idle_w is not None:
-        c.print(f"idle: {d.idle_w:g} W — {esc(d.sources['power.idle'])}")
-    if d.memory_w is not None:
-        c.print(f"device memory flat out: {d.memory_w:g} W — {esc(d.sources['power.memory'])}")
+        parts.append(f"host: {h.cpu}; {fmt_time(h.op_s)} per eager op, {fmt_time(h.module_s)} more per Transformer "
+                     f"Engine module, {fmt_time(h.sync_s)} per device→host sync — {h.source}")
+    for w, label, key in ((d.tdp_w, "TDP", "power"), (d.idle_w, "idle", "power.idle"),
+                          (d.memory_w, "device memory flat out", "power.memory")):
+        if w is not None and (w or key != "power"):
+            parts.append(f"{label}: {w:g} W — {d.sources[key]}")
+    return parts

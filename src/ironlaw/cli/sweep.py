@@ -19,7 +19,7 @@ def sweep(
     dtype: DType = None,
     what_if: List[str] = typer.Option([], "--what-if", "-w", help="apply transforms to every point"),
     serial: Serial = False,
-    fmt: str = typer.Option("text", "--format", help="text | json | csv"),
+    fmt: str = typer.Option("text", "--format", help="text | json | csv | md"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a throughput-vs-batch plot (.png, .svg, .pdf)"),
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT,
                                           help="USD per device-hour (default: a sourced cloud rate where "
@@ -30,7 +30,7 @@ def sweep(
     """Sweep batch (and seq) on one or more devices: time, throughput, bottleneck, and where the bound flips."""
     from .. import api
 
-    check_format(fmt, ("text", "json", "csv"))
+    check_format(fmt, ("text", "json", "csv", "md"))
     res = api.sweep(spec, on, batch=batch, seq=seq, phase=phase, dtype=dtype, what_if=what_if, serial=serial,
                     plot=plot, price_per_gpu_hour=price, grid_gco2_per_kwh=grid)
     if fmt == "json":
@@ -46,16 +46,21 @@ def sweep(
                         "" if r["time_s"] is None else f"{r['time_s']:.6g}", f"{r['throughput']:.6g}",
                         res.throughput_unit, r["bottleneck"]] + ["" if r[k] is None else f"{r[k]:.6g}" for k in extra])
     else:
-        text(res)
+        text(res, md=fmt == "md")
 
 
-def text(res) -> None:
+def text(res, md: bool = False) -> None:
+    """The sweep as a terminal table, or (``md``) as a Markdown table with the same lines around it."""
     from rich import box
     from rich.table import Table
     from ..core.units import fmt_num, fmt_time
     from ..report.table import print_fitted
     con = console()
-    con.print(f"[bold]{res.spec} · {res.phase} · {res.dtype}: {res.points} points[/bold]")
+    head = f"{res.spec} · {res.phase} · {res.dtype}: {res.points} points"
+    if md:
+        print(f"**{head}**\n")
+    else:
+        con.print(head, style="bold", markup=False)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     per = res.throughput_unit.split("/")[0].rstrip("s")
     cols = ["hardware", "batch"] + (["seq"] if res.seq is not None else []) + ["time", res.throughput_unit, "bottleneck",
@@ -68,7 +73,12 @@ def text(res) -> None:
                 fmt_num(r["throughput"]), r["bottleneck"]]
         row += ["–" if r[k] is None else fmt_num(r[k]) for k in ("joules_per_unit", "usd_per_million_units")]
         t.add_row(*row)
-    print_fitted(t, con, ("seq", f"$/M {per}s"))
+    if md:
+        from ..report.table import markdown
+        print(markdown(t) + "\n")
+        con = _Paragraphs()
+    else:
+        print_fitted(t, con, ("seq", f"$/M {per}s"))
     con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + the binding "
               "resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()), markup=False)
@@ -78,3 +88,9 @@ def text(res) -> None:
         s = f" at seq {rp['seq']}" if rp["seq"] is not None else ""
         con.print(f"ridge point on {rp['hardware']}{s}: {rp['from']} → {rp['to']} at batch {rp['batch']} "
                   f"(between {rp['batch_before']} and {rp['batch_after']} on the grid)")
+
+
+class _Paragraphs:
+    """``console().print`` for Markdown: each line a paragraph, printed as given."""
+    def print(self, line: str, markup: bool = True) -> None:
+        print(line + "\n")

@@ -7,11 +7,11 @@ from .common import check_format, console, emit_json, workloads_app
 
 
 @workloads_app.command("list")
-def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
+def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Built-in workloads and the spec prefixes that build others."""
     from ..models import workloads
 
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     rows = workloads.catalog()
     if fmt == "json":
         emit_json({"schema": "ironlaw.workloads-list/1", "workloads": rows})
@@ -23,4 +23,8 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json")):
         t.add_column(col, no_wrap=col in ("name", "family"), overflow="fold")
     for r in rows:
         t.add_row(r["name"], r["family"], ", ".join(r["phases"]), r["description"])
+    if fmt == "md":
+        from ..report.table import markdown
+        print(markdown(t))
+        return
     console().print(t)

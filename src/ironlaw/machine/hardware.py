@@ -549,6 +549,10 @@ def get(spec: str) -> Hardware:
             hw = load_file(path)
             if key in hw.aliases:
                 return hw
+    parts = [x.strip().lower() for x in spec.split(",")]
+    if len(parts) > 1 and all(x in files or x == "local" for x in parts):
+        raise IronlawError(f"'{spec}' names {len(parts)} devices; this command takes one (sweep --on and the serving "
+                           f"search --on take a list; compare takes --vs-hardware)")
     raise unknown("hardware", spec, list(files) + ["local"])
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..core.errors import IronlawError
 from ..core.units import fmt, fmt_time
 from . import svg
-from .text import headline
+from .text import element_label, headline
 
 MPL_MAX_OPS = 1000         # above this, matplotlib's SVG (~0.9 kB per point) would crowd the 2 MB: svg.roofline (~0.25 kB)
 TERMS = (("data_s", "data", "D_vol / BW"), ("compute_s", "compute", "O / (R_peak · η)"),
@@ -404,7 +404,7 @@ def render(est, compare: dict | None = None, validation_doc: dict | None = None,
         parts.append(section(frontier_doc))
     parts.append(sources(est))
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq", "image") if k in g.meta)
-    sub = (f"{_e(g.phase)} · {_e(g.dtype)}{_e(' · ' + meta if meta else '')} · "
+    sub = (f"{_e(g.phase)} · {_e(element_label(g))}{_e(' · ' + meta if meta else '')} · "
            f"spec <code>{_e(g.meta.get('spec', g.name))}</code>")
     return document(f"ironlaw · {g.name} on {est.hw.name}", f"{g.name} on {est.hw.title}", sub, parts)
 

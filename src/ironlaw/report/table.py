@@ -183,3 +183,19 @@ def print_fitted(table, console, drop: tuple[str, ...]) -> None:
     console.print(table)
     if note:
         console.print(note, markup=False)
+
+
+def markdown(table) -> str:
+    """``table`` (a rich Table) as a Markdown pipe table, its title as a bold line above: the ``--format md`` of a
+    command whose text output is a table. Markup is resolved and pipes escaped."""
+    from rich.console import Console
+    con = Console(highlight=False)
+
+    def cell(c) -> str:
+        return " ".join(_plain(c, con).split()).replace("|", "\\|") if c is not None else ""
+
+    cols = table.columns
+    rows = [[cell(c.header) for c in cols], ["---:" if c.justify == "right" else "---" for c in cols]]
+    rows += [[cell(x) for x in r] for r in zip(*(list(c.cells) for c in cols))]
+    head = [f"**{cell(table.title)}**", ""] if table.title else []
+    return "\n".join(head + ["| " + " | ".join(r) + " |" for r in rows])

@@ -10,11 +10,20 @@ OPS_DROPPED = ("data", "compute", "latency", "FLOPs", "kind", "tier", "bytes")
 FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share of the predicted time
 
 
+def element_label(g) -> str:
+    """What the header names after the phase: the dtype, or for a collective of BYTES (whose elements no option
+    sets) the devices it runs over."""
+    if "collective" not in g.meta:
+        return g.dtype
+    nodes = g.meta.get("nodes", 1)
+    return f"{g.meta['gpus']} GPUs" + (f", {nodes} nodes" if nodes > 1 else "")
+
+
 def headline(est) -> str:
     g, b = est.graph, est.bottleneck()
     tier = f" ({b['tier']})" if b["tier"] else ""
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
-    return (f"{g.name} · {g.phase} · {g.dtype}{' · ' + meta if meta else ''} on {est.hw.name}: "
+    return (f"{g.name} · {g.phase} · {element_label(g)}{' · ' + meta if meta else ''} on {est.hw.name}: "
             f"{fmt_time(est.time_s)} ({est.composition}) — {b['resource']}{tier}-bound")
 
 

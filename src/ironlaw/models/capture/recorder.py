@@ -97,6 +97,7 @@ class Recorder(TorchDispatchMode):
         self.live_bytes = 0.0
         self.tracked: dict[int, float] = {}    # storage key -> bytes counted as live activations
         self.peak_live_bytes = 0.0
+        self.checkpointed = 0         # torch.utils.checkpoint regions run as plain forward code
 
     def module_path(self) -> str:
         parents = [p for p in self.tracker.parents if p != "Global"]
@@ -292,6 +293,9 @@ def capture(module: torch.nn.Module, args=(), kwargs=None, *, real: bool = False
         r.bytes_read = _by_class(r._reads, classes)
         r.bytes_written = _by_class(r._writes, classes)
         r._reads, r._writes = [], []
+    if rec.checkpointed:
+        notes.append(f"{rec.checkpointed} torch.utils.checkpoint region(s) captured as forward ops; their "
+                     f"recompute is the what-if's (--what-if recompute=full)")
     return Capture(rec.records, n_params, footprint, str(dev), notes)
 
 
@@ -347,7 +351,7 @@ def _run(module, params: dict, state: dict, args, kwargs: dict, rec: "Recorder",
     leaves = [v for k, v in state.items() if k in params and v.requires_grad]
     grads, opt = [], None
     try:
-        with outer, grad_ctx, tracker, unpacked_sequences(), rec:
+        with outer, grad_ctx, tracker, unpacked_sequences(), plain_checkpoints(rec), rec:
             out = torch.func.functional_call(module, state, tuple(args), kwargs)
             produced_kv = _cache_tensors({"cache": getattr(out, "cache", None)
                                           or getattr(out, "past_key_values", None)})
@@ -390,6 +394,35 @@ def unpacked_sequences():
         yield
     finally:
         mu.find_packed_sequence_indices = orig
+
+
+@contextlib.contextmanager
+def plain_checkpoints(rec: "Recorder"):
+    """Run each ``torch.utils.checkpoint`` region as the plain forward code it wraps.
+
+    Checkpointing trades memory for a second forward during the backward; that recompute is a what-if
+    (``recompute=full``) applied to the captured graph, not ops to record. A recompute at backward time would
+    also run outside ``functional_call``, on the module's own (not fake) parameters. Both the reentrant and
+    the non-reentrant variant are looked up by ``checkpoint`` at call time, however the model imported it.
+    """
+    import torch.utils.checkpoint as ck
+
+    def forward_only(*_args, **_kwargs):
+        rec.checkpointed += 1
+        yield                                       # checkpoint() runs the function between two next()s
+
+    class Plain:
+        @staticmethod
+        def apply(function, _preserve, *args):
+            rec.checkpointed += 1
+            return function(*args)
+
+    saved = ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction
+    ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction = forward_only, Plain
+    try:
+        yield
+    finally:
+        ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction = saved
 
 
 def record(module, args, kwargs=None, *, real: bool, phase: str = "infer", device: str = "cpu") -> list[OpRecord]:

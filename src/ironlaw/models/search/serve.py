@@ -391,7 +391,9 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     from ...machine.engines import check_engine
     from ...machine.network.topology import check_count
     from ..serving import online as serving
+    from ..serving.engine import whole_tokens
     check_engine(engine, "--serve-engine")
+    prompt = whole_tokens(prompt, "--prompt")         # before the model is built on seq=prompt (named --seq there)
     rank = _check_rank(rank)
     hws = devices(on)
     names = [h.name for h in hws]

@@ -30,6 +30,24 @@ def _load_torch_prefixes() -> None:
 NOT_TRAINED_IN = ("fp4", "mxfp4", "int8", "int4")
 
 
+def _file_hint(spec: str) -> str | None:
+    """For a file given without its spec prefix (``model.onnx``, ``config.json``, ``net.py``, ``net.py:make``),
+    the spec to type instead; None for anything else (a spec with a known prefix included)."""
+    if spec.partition(":")[0].lower() in (*PREFIXES, *TORCH_PREFIXES):
+        return None
+    path, _, factory = spec.strip().partition(".py:") if ".py:" in spec else (spec.strip(), "", "")
+    if factory and not factory.startswith(("/", "\\")):
+        return f"for a PyTorch module give the spec prefix, py:{path}.py:{factory}"
+    low = spec.strip().lower()
+    if low.endswith(".py"):
+        return (f"for a PyTorch module give the spec prefix and the function that returns (module, args), "
+                f"py:{spec.strip()}:FACTORY")
+    for ext, head, what in ((".json", "hf", "a Hugging Face config"), (".onnx", "onnx", "an ONNX model")):
+        if low.endswith(ext):
+            return f"for {what} give the spec prefix, {head}:{spec.strip()}"
+    return None
+
+
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
     load_all()
@@ -53,6 +71,8 @@ def resolve(req: Request) -> Graph:
     if key in BUILTINS:
         check_options(req, key, BUILTINS[key].options)
         g = BUILTINS[key].build(req)
+    elif (hint := _file_hint(spec)) is not None:
+        raise IronlawError(f"unknown workload '{spec}': {hint}")
     elif ":" in spec:
         head, arg = spec.split(":", 1)
         if head.lower() not in PREFIXES and head.lower() in TORCH_PREFIXES:
@@ -63,10 +83,6 @@ def resolve(req: Request) -> Graph:
             raise unknown("workload prefix", head + ":", [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
         check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
-    elif spec.strip().lower().endswith((".json", ".py")):
-        kind = ("hf", "a Hugging Face config") if spec.strip().lower().endswith(".json") else \
-            ("py", "a PyTorch module: py:FILE.py:FACTORY")
-        raise IronlawError(f"unknown workload '{spec}': for {kind[1]} give the spec prefix, {kind[0]}:{spec}")
     else:
         raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
     g.meta.setdefault("spec", spec)

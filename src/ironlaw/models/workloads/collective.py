@@ -39,7 +39,7 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
     gpus = check_count(opts["gpus"], "--gpus")
     if gpus == 1:
         raise IronlawError(f"{kind}:{arg} over one device moves nothing; use --gpus 2 or more")
-    nodes = check_count(opts.get("nodes") or 1, "--nodes")
+    nodes = check_count(1 if opts.get("nodes") is None else opts["nodes"], "--nodes")
     if gpus % nodes and nodes <= gpus:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
     if kind == "sendrecv" and gpus != 2:
