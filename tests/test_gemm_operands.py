@@ -26,7 +26,7 @@ def test_the_fixed_latency_stays_under_the_fastest_fitted_call(h100_gemm_fit):
             assert 0 < cal["matmul"][g.key[1]]["latency_s"] <= floor * (1 + 1e-3), (fill, g.name)
 
 
-def test_the_floor_bounds_only_gemm_latency():
+def test_the_floor_bounds_gemm_and_decode_attention_latency_only():
     g = kernelfit.Group("gemm bf16", ("matmul", "bf16"), "gemm", None, None)
     rows = type("Rows", (), {"latency_s": np.array([4e-6, 2.5e-6, 9e-6]), "__len__": lambda self: 3})()
     bounds, starts = kernelfit.within_floor(g, rows, kernelfit.STREAM_PARAMS, [[0.8, 1.0, 2.0, 0.5, 1e6, 0.3, 3e-6]])
@@ -34,6 +34,12 @@ def test_the_floor_bounds_only_gemm_latency():
     assert dict(bounds)["eta_max"] == 1.0 and starts[0][:-1] == [0.8, 1.0, 2.0, 0.5, 1e6, 0.3]
     attn = replace(g, op="context_attention")
     assert kernelfit.within_floor(attn, rows, kernelfit.PARAMS, [[1.0] * 6]) == (kernelfit.PARAMS, [[1.0] * 6])
+    for op in ("generation_attention", "generation_mla"):     # decode classes are capped as GEMMs are
+        bounds, starts = kernelfit.within_floor(replace(g, op=op), rows, kernelfit.PARAMS, [[1.0] * 6])
+        assert dict(bounds)["latency_s"] == 2.5e-6 and starts[0][-1] == pytest.approx(0.9 * 2.5e-6)
+        assert dict(bounds)["m_half"] == 1e6 and starts[0][:-1] == [1.0] * 5
+    wide = replace(g, op="generation_attention", key=("kernel", "attention_generation_bf16_kv_bf16_wide"))
+    assert kernelfit.within_floor(wide, rows, kernelfit.PARAMS, [[1.0] * 6]) == (kernelfit.PARAMS, [[1.0] * 6])
 
 
 def test_cache_operands_mark_the_rows_that_fit_the_last_cache_level(h100_gemm_fit):

@@ -101,6 +101,12 @@ STREAM_PARAMS = (("eta_max", 1.0), ("nk_half", 1e6), ("k_half", 1e6), ("streamed
                  ("streamed_half", 1e9), ("serial", 1.0), ("latency_s", 1e-3))
 STREAM_STARTS = grid([0.8], [50.0, 500.0], [50.0, 500.0], [0.8], [1e6, 1e7], [0.3, 1.0], [3e-6])
 STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: its bound and starts
+# ops whose fixed latency_s the fit holds under the fastest fitted call (``latency_floor``): GEMMs, and the generation
+# attention and MLA classes (L40S bf16 decode, held out: 2.3% / 22.1% → 2.0% / 13.8%; docs/accuracy.md, "The fixed
+# latency of generation attention and MLA classes") but over 32 heads per KV head (``FLOOR_FREE_REGIMES``: its coarse
+# grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); context classes left unbounded (not measured)
+FLOOR_OPS = ("gemm", "generation_attention", "generation_mla")
+FLOOR_FREE_REGIMES = ("_wide",)
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -441,12 +447,16 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
 
 
 def latency_floor(g: Group, rows) -> float | None:
-    """A GEMM class's bound on its fixed ``latency_s``: the fastest call among ``rows`` (every call pays it); None
-    for another op. Unbounded, the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the
-    grid, which scales only the time above it, could not bring the smallest shapes back down (aiconfigurator-core
-    0.12.0's A100 bf16 table: its smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held
-    out 5.7% / 23.9% → 5.0% / 15.4%, docs/accuracy.md)."""
-    return float(np.min(rows.latency_s)) if g.op == "gemm" and len(rows) else None
+    """A class's bound on its fixed ``latency_s`` (a GEMM's, a generation attention's or MLA's, ``FLOOR_OPS``, but
+    not ``FLOOR_FREE_REGIMES``): the fastest call among ``rows`` (every call pays it); None for another. Unbounded,
+    the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the grid, which scales only the
+    time above it, could not bring the smallest shapes back down (aiconfigurator-core 0.12.0's A100 bf16 table: its
+    smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held out 5.7% / 23.9% → 5.0% / 15.4%,
+    docs/accuracy.md)."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES or not len(rows):
+        return None
+    return float(np.min(rows.latency_s))
 
 
 def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
