@@ -48,7 +48,7 @@ CASES = [
     (["analyze", "gemm:64,64,64", "--frobnicate"], "no such option"),
     (["analyze", "gemm:64,64,64", "--top", "-1"], "--top must be a positive whole number, got -1"),
     (["compare", "llama3-8b", "--what-if", "fusion=elementwise", "--top", "0"], "--top must be a positive"),
-    (["hardware", "list", "--format", "md"], "--format"),
+    (["hardware", "list", "--format", "html"], "--format"),
     # hardware files
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/missing.toml"], "no such"),
     (["analyze", "gemm:64,64,64", "--on", "{tmp}/dir.toml"], "directory"),
