@@ -109,8 +109,8 @@ FLOOR_OPS = ("gemm", "generation_attention", "generation_mla")
 FLOOR_FREE_REGIMES = ("_wide",)
 # ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
 # (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
-# takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md, "The
-# generation MLA kernel's walk over the cache"); where the kernel splits the cache the fit takes key_s to its floor
+# takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
+# "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
 KEY_WALK_OPS = ("generation_mla",)
 KEY_S_STARTS = (1e-11, 5e-8)
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
