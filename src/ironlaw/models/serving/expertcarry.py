@@ -94,3 +94,20 @@ def carried(constants, hw, dtype: str):
     if ratio == 1.0:
         return constants
     return replace(constants, expert_gemm_eta=constants.expert_gemm_eta * ratio)
+
+
+def one_gpu_layer(constants, hw, dtype: str, lay):
+    """``constants`` with the routed experts on ``hw``'s measured MoE layer (``moe_tables``) where the MoE layer
+    runs on one GPU (``lay.tp`` 1: every expert local, no expert-parallel exchange, no attention DP) and ``hw``
+    holds that layer fitted on measured kernel tables in ``dtype``; unchanged elsewhere.
+
+    ``expert_gemm_eta`` and ``expert_stream_eta`` were fitted end to end on H100 cells that all ran their MoE
+    layers under expert parallelism with attention DP (EP = TP = 4 or 8): beside the grouped GEMM they carry what
+    those layers wait on across ranks, which a one-GPU layer does not. There the measured fused-MoE layer is the
+    kernel truth the house rules ask for (docs/accuracy.md, "One-GPU MoE layers on the measured layer")."""
+    from .step import GROUPED_GEMM, moe_kernels
+    if constants.moe_tables or constants.expert_gemm_eta is None or lay.tp != 1:
+        return constants
+    if moe_kernels(hw, dtype)[0] == GROUPED_GEMM:
+        return constants
+    return replace(constants, moe_tables=True)
