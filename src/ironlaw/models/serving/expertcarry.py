@@ -18,6 +18,9 @@ the tables' fixed seconds per call (a ceiling is a rate; so it depends on the de
 FP8 cells therefore keep their η exactly (ratio 1). A device or dtype without a kernel-fitted GEMM keeps the
 fit's share of its datasheet peak, as before; so does the experts' streaming η (``expert_stream_eta``, a share
 of the HBM bandwidth), as carry.py keeps ``memory``. The measured MoE layer (``moe_tables``) is not touched.
+
+A MoE layer on one GPU runs on that measured layer instead, where the device has it (``one_gpu_layer``): the
+end-to-end η were fitted on cells whose layers ran under expert parallelism and attention DP.
 """
 from __future__ import annotations
 
