@@ -62,3 +62,26 @@ def test_a_key_s_out_of_range_is_refused(h200_mla, bad):
     table = {**hw.calibration.table()["kernel"][g.key[1]], "key_s": bad}
     with pytest.raises(IronlawError, match="key_s"):
         calibration.check(_cal(g, table), "calibration")
+
+
+def test_a_split_launch_adds_split_s_only_where_it_splits():
+    """H100's sliding-window XQA rows (extract): ``split_s`` added where the launch splits a sequence into blocks
+    (``splitkv.blocks_per_sequence`` > 1), nothing where it runs one block per sequence and KV head."""
+    from ironlaw.core.splitkv import blocks_per_sequence
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("sliding window"))
+    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
+    assert table["split_kv"] == "history"
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    added = prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
+    blocks = blocks_per_sequence(g.rows.step + 1.0, g.rows.batch_size * g.rows.num_key_value_heads, hw.sms)
+    assert (blocks > 1).any() and (blocks == 1).any()
+    assert np.allclose(added, np.where(blocks > 1, 4e-6, 0.0), rtol=1e-9, atol=1e-15)
+
+
+def test_split_s_needs_a_split_launch(h200_mla):
+    hw, g = h200_mla
+    table = {**hw.calibration.table()["kernel"][g.key[1]], "split_s": 1e-6}
+    with pytest.raises(IronlawError, match="split_s.*split_kv"):
+        calibration.check(_cal(g, table), "calibration")

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, KEY_S_MAX, ROW_FIELDS,
-                              SHAPE_FIELDS, SPLIT_KV)
+                              SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
 
@@ -220,6 +220,9 @@ def _check_shape_table(p: dict, w: str) -> None:
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
+    _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
+    if "split_s" in p and "split_kv" not in p:
+        raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)

@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
                                attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
-from ...law.efficiency import grid_coords, key_walk_s, split_blocks
+from ...law.efficiency import grid_coords, key_walk_s, split_blocks, split_reduce_s
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
@@ -113,6 +113,9 @@ FLOOR_FREE_REGIMES = ("_wide",)
 # "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
 KEY_WALK_OPS = ("generation_mla",)
 KEY_S_STARTS = (1e-11, 5e-8)
+# a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
+# written and reduced, ``efficiency.split_reduce_s``), from each of these starts
+SPLIT_S_STARTS = (1e-8, 3e-6)
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -436,7 +439,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
-    bounds, starts = with_key_walk(g, *within_floor(g, rows, bounds, starts))
+    bounds, starts = with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds, starts)))
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -484,6 +487,23 @@ def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     return bounds + (("key_s", KEY_S_MAX),), [list(st) + [k] for st in starts for k in KEY_S_STARTS]
 
 
+def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
+    ``extra`` names a split-KV launch (``split_kv``); as given otherwise."""
+    if not (extra or {}).get("split_kv"):
+        return bounds, starts
+    return bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
+
+
+def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
+    """Per row of ``prob``, the seconds a class's ``table`` (within ``cal``) adds to an op whatever its η: its
+    ``latency_s``, its walk over the keys (``key_walk_s``) and its split's reduction (``split_reduce_s``, ``split``
+    the launch)."""
+    c = Calibration.of(cal)
+    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split)
+    return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
+
+
 def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
@@ -518,11 +538,11 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times(cal)
-    lat = float(own.get("latency_s", 0.0)) + np.reshape(key_walk_s(Calibration.of(cal), prob.cols), -1)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
+    lat = fixed_seconds(own, cal, prob, split)
     coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, split))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
