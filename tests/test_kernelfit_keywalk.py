@@ -85,3 +85,21 @@ def test_split_s_needs_a_split_launch(h200_mla):
     table = {**hw.calibration.table()["kernel"][g.key[1]], "split_s": 1e-6}
     with pytest.raises(IronlawError, match="split_s.*split_kv"):
         calibration.check(_cal(g, table), "calibration")
+
+
+def test_an_mmha_split_adds_split_s_only_where_its_launch_splits():
+    """H100's sliding-window MMHA rows (extract): ``split_s`` added where the MMHA launch runs several blocks per
+    sequence and head (``splitkv.mmha_blocks_per_sequence`` > 1), nothing where one CTA per head covers it."""
+    from ironlaw.core.splitkv import mmha_blocks_per_sequence, mmha_tokens_per_loop
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("sliding window, MMHA kernel"))
+    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
+    assert table["split_kv"] == "mmha"
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    added = prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
+    heads = g.rows.batch_size * g.rows.num_heads
+    per_loop = mmha_tokens_per_loop(g.rows.head_dim, float(table["mmha_threads"]))
+    blocks = mmha_blocks_per_sequence(g.rows.step + 1.0, heads, hw.sms, per_loop)
+    assert (blocks > 1).any() and (blocks == 1).any()
+    assert np.allclose(added, np.where(blocks > 1, 4e-6, 0.0), rtol=1e-9, atol=1e-15)
