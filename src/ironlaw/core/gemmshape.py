@@ -38,7 +38,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "split_s")
+                "key_s", "split_s", "merge_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -51,6 +51,9 @@ KEY_WALK_FREE = 64.0
 # split_s: seconds a split-KV class's launch adds once it splits a sequence (blocks > 1, ``core.splitkv``): the blocks'
 # partial results written out and reduced after them (``efficiency.split_reduce_s``). At most SPLIT_S_MAX (100 µs)
 SPLIT_S_MAX = 1e-4
+# merge_s: seconds per block a split XQA launch ("history") adds beyond split_s: the last block of a sequence and KV
+# head merges the blocks' partial results one after another (``efficiency.split_reduce_s``). At most MERGE_S_MAX (1 µs)
+MERGE_S_MAX = 1e-6
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -233,22 +233,25 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
 def split_reduce_s(cal: Calibration, cols: Columns, split: Split | None) -> np.ndarray | float:
     """Per op, the seconds a split-KV kernel class (``split_kv``) adds once its launch splits the op's sequences
     (``split``'s blocks > 1, ``split_blocks``): its class's ``split_s``, the blocks' partial results (a row of
-    outputs and the softmax's max and sum each) written out and reduced once the last block of a sequence is done;
-    0 for every other op and for a launch that does not split. aiconfigurator-core 0.12.0's H100 table, window 128,
-    2 heads on 1 KV head × 64, batch 1: 8.6 µs at 255 cached tokens (one block), 13.3 µs at 1,023 (7 blocks of 18
-    keys each, fewer keys than one block of 128 read)."""
+    outputs and the softmax's max and sum each) written out and reduced once the last block of a sequence is done,
+    and, for XQA ("history"), ``merge_s`` per block: that last block merges the blocks' partial results one after
+    another; 0 for every other op and for a launch that does not split. aiconfigurator-core 0.12.0's H100 table,
+    window 128, 2 heads on 1 KV head × 64, batch 1: 8.6 µs at 255 cached tokens (one block), 13.3 µs at 1,023 (7
+    blocks of 18 keys each, fewer keys than one block of 128 read), 13.5, 16.3 and 19.0 µs at 16,383, 65,535 and
+    131,071 (32, 64 and 90 blocks, one wave on 132 SMs, the window's keys the same)."""
     if split is None:
         return 0.0
     names = _names(cols, "kernels")
-    own = [(name, float(p["split_s"])) for name, p in (cal.kernel or {}).items()
-           if name and p.get("split_s") and (names == name).any()]
+    own = [(name, float(p.get("split_s", 0.0)), float(p.get("merge_s", 0.0)))
+           for name, p in (cal.kernel or {}).items()
+           if name and (p.get("split_s") or p.get("merge_s")) and (names == name).any()]
     if not own:
         return 0.0
     blocks = np.broadcast_to(split.blocks, cols.flops.shape)
     out = np.zeros(cols.flops.shape)
-    for name, split_s in own:
+    for name, split_s, merge_s in own:
         r = names == name
-        out[r] = np.where(blocks[r] > 1.0, split_s, 0.0)
+        out[r] = np.where(blocks[r] > 1.0, split_s + merge_s * blocks[r], 0.0)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, KEY_S_MAX, ROW_FIELDS,
-                              SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX)
+                              SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, MERGE_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
 
@@ -223,6 +223,9 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
     if "split_s" in p and "split_kv" not in p:
         raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
+    _num(p, "merge_s", w, MERGE_S_MAX, zero_ok=True)
+    if "merge_s" in p and p.get("split_kv") != "history":
+        raise IronlawError(f"{w}: merge_s is a split XQA launch's merge per block: it needs split_kv = \"history\"")
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
                                attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
@@ -116,6 +116,8 @@ KEY_S_STARTS = (1e-11, 5e-8)
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
+# an XQA split launch (``split_kv = "history"``) fits ``merge_s`` too, its last block's merge per block, from this start
+MERGE_S_START = 3e-8
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -489,10 +491,15 @@ def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
 
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
-    ``extra`` names a split-KV launch (``split_kv``); as given otherwise."""
-    if not (extra or {}).get("split_kv"):
+    ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
+    ``MERGE_S_START``) where that launch is XQA's ("history"); as given otherwise."""
+    kind = (extra or {}).get("split_kv")
+    if not kind:
         return bounds, starts
-    return bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
+    bounds, starts = bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
+    if kind != "history":
+        return bounds, starts
+    return bounds + (("merge_s", MERGE_S_MAX),), [list(st) + [MERGE_S_START] for st in starts]
 
 
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
