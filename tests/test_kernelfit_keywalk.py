@@ -103,3 +103,32 @@ def test_an_mmha_split_adds_split_s_only_where_its_launch_splits():
     blocks = mmha_blocks_per_sequence(g.rows.step + 1.0, heads, hw.sms, per_loop)
     assert (blocks > 1).any() and (blocks == 1).any()
     assert np.allclose(added, np.where(blocks > 1, 4e-6, 0.0), rtol=1e-9, atol=1e-15)
+
+
+def test_a_split_xqa_launch_adds_merge_s_per_block_where_it_splits():
+    """H100's sliding-window XQA rows (extract): ``merge_s`` per block beside ``split_s`` where the launch splits
+    (the last block merges the blocks' partial results one after another), nothing where it does not."""
+    from ironlaw.core.splitkv import blocks_per_sequence
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("sliding window"))
+    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k not in ("split_s", "merge_s")}
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    added = prob.times(_cal(g, {**table, "split_s": 4e-6, "merge_s": 5e-8})) - prob.times(_cal(g, table))
+    blocks = blocks_per_sequence(g.rows.step + 1.0, g.rows.batch_size * g.rows.num_key_value_heads, hw.sms)
+    assert (blocks > 2).any()
+    assert np.allclose(added, np.where(blocks > 1, 4e-6 + 5e-8 * blocks, 0.0), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("bad", [-1e-9, 2e-6, float("nan")])
+def test_a_merge_s_out_of_range_or_off_xqa_is_refused(bad):
+    hw = hardware.get("h100")
+    name = "attention_generation_bf16_kv_bf16_window"
+    table = {**hw.calibration.table()["kernel"][name], "merge_s": bad}
+    with pytest.raises(IronlawError, match="merge_s"):
+        calibration.check({"schema": calibration.SCHEMA, "source": "derived: test", "kernel": {name: table}},
+                          "calibration")
+    mmha = {**hw.calibration.table()["kernel"][name + "_mmha"], "merge_s": 1e-8}
+    with pytest.raises(IronlawError, match="merge_s.*history"):
+        calibration.check({"schema": calibration.SCHEMA, "source": "derived: test", "kernel": {name + "_mmha": mmha}},
+                          "calibration")

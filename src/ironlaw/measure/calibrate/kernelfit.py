@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
-                               attention_regime, grid_nodes, grid_text, grid_weights)
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel,
+                               attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
 from ...law.efficiency import grid_coords, key_walk_s, split_blocks, split_reduce_s
