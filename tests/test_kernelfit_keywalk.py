@@ -124,11 +124,10 @@ def test_a_split_xqa_launch_adds_merge_s_per_block_where_it_splits():
 def test_a_merge_s_out_of_range_or_off_xqa_is_refused(bad):
     hw = hardware.get("h100")
     name = "attention_generation_bf16_kv_bf16_window"
+    head = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["test"]}
     table = {**hw.calibration.table()["kernel"][name], "merge_s": bad}
     with pytest.raises(IronlawError, match="merge_s"):
-        calibration.check({"schema": calibration.SCHEMA, "source": "derived: test", "kernel": {name: table}},
-                          "calibration")
+        calibration.check({**head, "kernel": {name: table}}, "calibration")
     mmha = {**hw.calibration.table()["kernel"][name + "_mmha"], "merge_s": 1e-8}
     with pytest.raises(IronlawError, match="merge_s.*history"):
-        calibration.check({"schema": calibration.SCHEMA, "source": "derived: test", "kernel": {name + "_mmha": mmha}},
-                          "calibration")
+        calibration.check({**head, "kernel": {name + "_mmha": mmha}}, "calibration")
