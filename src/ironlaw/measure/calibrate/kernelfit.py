@@ -521,7 +521,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
-    coords = tuple(np.asarray(x, float).reshape(-1) for x in kernel_coords(Calibration.of(cal), prob.cols, split))
+    coords = tuple(np.asarray(x, float).reshape(-1)
+                   for x in kernel_coords(Calibration.of(cal), prob.cols, split))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
         return own
