@@ -38,10 +38,14 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s")
+                "key_s", "grid_keys")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
+# grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
+# pass over the whole sequence (``op.attrs['history']``) in place of the window's, for a context kernel that walks every
+# key block of the sequence and only masks the ones outside the window (SGLang's and vLLM's Triton prefill)
+GRID_KEYS = ("sequence",)
 # key_s: seconds per cached key of a decode kernel that walks each sequence's cache in one CTA, unsplit: its time adds
 # key_s · (keys − KEY_WALK_FREE) (``efficiency.key_walk_s``), which concurrent sequences do not shorten; the first
 # KEY_WALK_FREE keys run within the fixed latency (aiconfigurator-core 0.12.0's L40S generation MLA table, batch 1:
