@@ -336,8 +336,9 @@ def grid_nodes(values, step: float) -> list[float]:
 def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarray]:
     """(index, weight), each (rows, 2**axes with more than one node): the grid nodes around each row's point and
     their multilinear weights in log space (held at the ends)."""
-    idx = np.zeros((len(coords[0]), 1), int)
-    w = np.ones((len(coords[0]), 1))
+    rows = len(coords[0])
+    idx = np.zeros((rows, 1), int)
+    w = np.ones((rows, 1))
     for nd, x in zip(nodes, coords):
         if len(nd) == 1:                      # one node: every row on it (the corners do not double)
             continue
@@ -345,8 +346,15 @@ def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarr
         lx = np.log(np.maximum(np.asarray(x, float), 1e-30))
         i = np.clip(np.searchsorted(ln, lx) - 1, 0, len(ln) - 2)
         t = np.clip((lx - ln[i]) / (ln[i + 1] - ln[i]), 0.0, 1.0)
-        idx = (idx[:, :, None] * len(ln) + np.stack([i, i + 1], axis=1)[:, None, :]).reshape(len(lx), -1)
-        w = (w[:, :, None] * np.stack([1.0 - t, t], axis=1)[:, None, :]).reshape(len(lx), -1)
+        # the corners below and above on this axis after those of the axes before: (rows, corners, 2)
+        corners = idx.shape[1]
+        nxt_idx, nxt_w = np.empty((rows, corners, 2), idx.dtype), np.empty((rows, corners, 2))
+        np.multiply(idx, len(ln), out=nxt_idx[:, :, 0])
+        np.add(nxt_idx[:, :, 0], i[:, None], out=nxt_idx[:, :, 0])
+        np.add(nxt_idx[:, :, 0], 1, out=nxt_idx[:, :, 1])
+        np.multiply(w, (1.0 - t)[:, None], out=nxt_w[:, :, 0])
+        np.multiply(w, t[:, None], out=nxt_w[:, :, 1])
+        idx, w = nxt_idx.reshape(rows, -1), nxt_w.reshape(rows, -1)
     return idx, w
 
 
