@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV
+from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX, ROW_FIELDS,
+                              SHAPE_FIELDS, SPLIT_KV)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
 
@@ -218,6 +219,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     for key in ("gemv_pass", "gemv_pass_kn"):
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+    _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
@@ -235,6 +237,8 @@ def _check_grid(p: dict, w: str) -> None:
         raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
+    if "grid_keys" in p and p["grid_keys"] not in GRID_KEYS:
+        raise IronlawError(f"{w}.grid_keys: must be one of {', '.join(GRID_KEYS)}, got {p['grid_keys']!r}")
     if "mmha_threads" in p and (p.get("split_kv") != "mmha" or p["mmha_threads"] not in MMHA_THREADS
                                 or isinstance(p["mmha_threads"], bool)):
         raise IronlawError(f"{w}.mmha_threads: an MMHA class's (split_kv = \"mmha\") threads per block, one of "

@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
-                               grid_nodes, grid_text, grid_weights)
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
+                               attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
-from ...law.efficiency import grid_coords, split_blocks
+from ...law.efficiency import kernel_coords, key_walk_s, split_blocks
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
@@ -107,6 +107,12 @@ STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: 
 # grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); context classes left unbounded (not measured)
 FLOOR_OPS = ("gemm", "generation_attention", "generation_mla")
 FLOOR_FREE_REGIMES = ("_wide",)
+# ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
+# (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
+# takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
+# "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
+KEY_WALK_OPS = ("generation_mla",)
+KEY_S_STARTS = (1e-11, 5e-8)
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -137,6 +143,15 @@ SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},)
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
+# classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
+# vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
+# the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
+# key block up to each query tile and masks the ones outside it (sglang triton_ops/extend_attention.py, ``_fwd_kernel``:
+# ``SKIP_TILE`` skips a masked tile's math, not its step). aiconfigurator-core 0.12.0's SGLang 0.5.14 B200 table, head
+# dim 192 on Triton, window 128: priced over the window's keys, 62-86% too fast from 1,536 tokens on (held out); the
+# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md)
+WALK_CLASSES = (("context_attention", "_window"),)
+WALK_FRAMEWORKS = ("vllm", "sglang")
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -430,7 +445,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
-    bounds, starts = within_floor(g, rows, bounds, starts)
+    bounds, starts = with_key_walk(g, *within_floor(g, rows, bounds, starts))
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -470,6 +485,14 @@ def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, li
     return bounds, [[min(x, FLOOR_START * floor) if i == at else x for i, x in enumerate(st)] for st in starts]
 
 
+def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``key_s`` (at most ``KEY_S_MAX``, each start from each of ``KEY_S_STARTS``)
+    for a class of ``KEY_WALK_OPS``; as given for another."""
+    if g.op not in KEY_WALK_OPS:
+        return bounds, starts
+    return bounds + (("key_s", KEY_S_MAX),), [list(st) + [k] for st in starts for k in KEY_S_STARTS]
+
+
 def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
@@ -490,7 +513,7 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     return [c[g.key[0]][g.key[1]] for c in tries]
 
 
-def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
+def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
@@ -499,17 +522,21 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
     The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
-    per block and the blocks of a split-KV kernel)."""
+    per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
+    its grid over the window's keys and over the whole sequence's (``walked_grid``)."""
+    if walk and walks(g):
+        return walked_grid(hw, g, rows, table, steps)
     own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times(cal)
-    lat = float(own.get("latency_s", 0.0))
+    lat = float(own.get("latency_s", 0.0)) + np.reshape(key_walk_s(Calibration.of(cal), prob.cols), -1)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
-    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, split))
+    coords = tuple(np.asarray(x, float).reshape(-1)
+                   for x in kernel_coords(Calibration.of(cal), prob.cols, split))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
         return own
@@ -524,6 +551,25 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def walks(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WALK_CLASSES`` fitted on a framework's tables of ``WALK_FRAMEWORKS``."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (g.op, regime) in WALK_CLASSES and g.table.framework in WALK_FRAMEWORKS
+
+
+def walked_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
+    """``g``'s grid (``fit_grid``) over the window's keys and over the whole sequence's (``grid_keys =
+    "sequence"``, ``efficiency.kernel_coords``), the one with the smaller loss on the fitted rows (``shape_rows``)
+    kept: the class's rows may run a kernel that skips the key blocks outside the window (FlashAttention 3,
+    TRT-LLM's, FlashInfer's) or one that walks them all (Triton), per head dim (``WALK_CLASSES``)."""
+    plain = {k: v for k, v in table.items() if k != "grid_keys"}
+    tables = [fit_grid(hw, g, rows, t, steps, walk=False) for t in (plain, {**plain, "grid_keys": "sequence"})]
+    prob = Problem(hw, observations(g, shape_rows(rows), hw), weighting="per_case")
+    loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
+            for t in tables]
+    return tables[int(np.argmin(loss))]
 
 
 def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,
