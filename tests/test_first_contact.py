@@ -318,3 +318,14 @@ def test_two_devices_where_one_is_taken_say_so(argv):
     line = one_line_error(run_cli(*argv, *on))
     assert "'h100,b200' names 2 devices; this command takes one" in line and "unknown" not in line, line
     assert "did you mean" in one_line_error(run_cli("hardware", "show", "h100,nope"))
+
+
+# ------------------------------------------------------------------ a concurrency the sweep would ignore
+def test_a_concurrency_with_the_concurrency_sweep_is_refused_unless_a_report_marks_it(tmp_path):
+    """`serve --sweep-concurrency --concurrency 8` printed the same frontier as without --concurrency: the
+    option was silently ignored. With --html it marks the report's current point."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8"))
+    assert line.startswith("ironlaw: error: --concurrency 8 is one point; --sweep-concurrency sweeps"), line
+    page = tmp_path / "serve.html"
+    r = run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8", "--html", str(page))
+    assert r.rc == 0 and page.exists(), r.err
