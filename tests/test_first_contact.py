@@ -329,3 +329,38 @@ def test_a_concurrency_with_the_concurrency_sweep_is_refused_unless_a_report_mar
     page = tmp_path / "serve.html"
     r = run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8", "--html", str(page))
     assert r.rc == 0 and page.exists(), r.err
+
+
+# ------------------------------------------------------------------ --format md on the measuring commands
+@pytest.mark.torch
+def test_probe_validate_and_fit_print_markdown_tables(monkeypatch, tmp_path, capsys):
+    """`probe`, `validate` and `fit` said "--format must be one of text, json, got 'md'" where every other command
+    prints Markdown: their tables come out as pipe tables, their lines as paragraphs with no rich markup."""
+    pytest.importorskip("torch")
+    import ironlaw.measure.probe as probe_mod
+    from ironlaw.cli import main
+    from test_probe import fake_probe
+    from test_schemas import PROFILE, TINY
+
+    def md(argv) -> str:
+        try:
+            main(argv)
+        except SystemExit as e:
+            assert e.code in (0, None)
+        out = capsys.readouterr().out
+        assert "[bold]" not in out and "[yellow]" not in out and "┃" not in out and "━" not in out, out
+        return out
+
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
+    monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe())
+    out = md(["probe", "--quick", "--no-references", "--format", "md"])
+    assert "**GEMM peak per dtype (best shape)**" in out and "| dtype | peak | note |" in out, out
+    runs = []
+    for b in (1, 2):
+        runs.append(str(tmp_path / f"b{b}.json"))
+        out = md(["validate", TINY, "--batch", str(b), "--on", str(PROFILE), "--repeats", "2", "--warmup", "1",
+                  "--threads", "1", "--format", "md", "--out", runs[-1]])
+        assert "| kind | ops | predicted | measured | spread (IQR) | error |" in out, out
+        assert "| **total** |" not in out and "| total |" in out, out
+    out = md(["fit", runs[0], "--hold-out", runs[1], "--on", str(PROFILE), "--format", "md"])
+    assert "**HELD OUT (never fitted)**" in out and "| case | measured | CV |" in out, out
