@@ -364,3 +364,20 @@ def test_probe_validate_and_fit_print_markdown_tables(monkeypatch, tmp_path, cap
         assert "| **total** |" not in out and "| total |" in out, out
     out = md(["fit", runs[0], "--hold-out", runs[1], "--on", str(PROFILE), "--format", "md"])
     assert "**HELD OUT (never fitted)**" in out and "| case | measured | CV |" in out, out
+
+
+# ------------------------------------------------------------------ a collective of fractional bytes
+@pytest.mark.parametrize("size, says", [("1.5B", "1.5B (1.5 bytes)"), ("0.5", "0.5 (0.5 bytes)"),
+                                        ("1.1KiB", "1.1KiB (1126.4 bytes)")])
+def test_a_collective_of_fractional_bytes_is_refused(size, says):
+    """`analyze allreduce:1.5B --gpus 8` priced a message of one and a half bytes: bytes are whole."""
+    line = one_line_error(run_cli("analyze", f"allreduce:{size}", "--on", "a100", "--gpus", "8"))
+    assert line == f"ironlaw: error: allreduce message size must be a whole number of bytes, got {says}", line
+
+
+def test_a_collective_of_whole_bytes_written_with_a_fraction_is_taken():
+    import ironlaw
+    t = ironlaw.analyze("allreduce:0.1KB", on="a100", gpus=8).time_s     # 0.1 × 1000 is 100.00000000000001
+    assert t == ironlaw.analyze("allreduce:100", on="a100", gpus=8).time_s
+    assert ironlaw.analyze("allreduce:1.5KB", on="a100", gpus=8).time_s == \
+        ironlaw.analyze("allreduce:1500", on="a100", gpus=8).time_s
