@@ -381,3 +381,26 @@ def test_a_collective_of_whole_bytes_written_with_a_fraction_is_taken():
     assert t == ironlaw.analyze("allreduce:100", on="a100", gpus=8).time_s
     assert ironlaw.analyze("allreduce:1.5KB", on="a100", gpus=8).time_s == \
         ironlaw.analyze("allreduce:1500", on="a100", gpus=8).time_s
+
+
+# ------------------------------------------------------------------ torch's private checkpoint names
+def test_a_torch_without_the_private_checkpoint_names_captures_or_says_why(tmp_path, monkeypatch):
+    """Capture replaces torch.utils.checkpoint's private CheckpointFunction and
+    _checkpoint_without_reentrant_generator; on a torch without them it raised AttributeError for every model."""
+    pytest.importorskip("torch")
+    import torch.utils.checkpoint as ck
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models import workloads
+    p = tmp_path / "ckpt.py"
+    p.write_text(CKPT)
+    for name in ("CheckpointFunction", "_checkpoint_without_reentrant_generator"):
+        monkeypatch.delattr(ck, name)
+    graph = lambda fn: workloads.resolve(workloads.Request(f"py:{p}:{fn}", phase="train", device="cuda"))
+    assert any(o.kind == "matmul" for o in graph("plain").ops)
+    assert not hasattr(ck, "CheckpointFunction")                      # nothing left behind
+    for variant in ("nonreentrant", "reentrant"):
+        with pytest.raises(IronlawError) as e:
+            graph(variant)
+        msg = str(e.value)
+        assert "has no torch.utils.checkpoint._checkpoint_without_reentrant_generator, " \
+               "torch.utils.checkpoint.CheckpointFunction" in msg and "\n" not in msg, msg
