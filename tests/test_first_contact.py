@@ -404,3 +404,14 @@ def test_a_torch_without_the_private_checkpoint_names_captures_or_says_why(tmp_p
         msg = str(e.value)
         assert "has no torch.utils.checkpoint._checkpoint_without_reentrant_generator, " \
                "torch.utils.checkpoint.CheckpointFunction" in msg and "\n" not in msg, msg
+
+
+# ------------------------------------------------------------------ a price of "-0"
+def test_a_price_or_grid_of_minus_zero_is_zero_not_negative():
+    """`serve --price-per-gpu-hour -0 --format json` wrote "usd_per_million_output_tokens": -0.0."""
+    import math
+    d = run_cli("serve", "llama3-8b", "--price-per-gpu-hour", "-0", "--grid-gco2-per-kwh", "-0", "--format",
+                "json").json()["energy"]
+    for k in ("usd_per_gpu_hour", "usd_per_million_output_tokens", "grid_gco2_per_kwh",
+              "gco2_per_million_output_tokens"):
+        assert d[k] == 0 and math.copysign(1.0, d[k]) == 1.0, (k, d[k])
