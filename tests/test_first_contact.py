@@ -429,3 +429,17 @@ def test_a_recommender_training_that_does_not_fit_says_so(argv, says):
     full recomputation, which needs a transformer's layers, and named options DLRM refuses."""
     line = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--phase", "train", "--on", "h100", *argv))
     assert line == f"ironlaw: error: {says}", line
+
+
+# ------------------------------------------------------------------ a sweep over seq at 80 columns
+def test_a_sweep_over_seq_keeps_the_seq_column_at_80_columns(monkeypatch, capsys):
+    """`sweep llama3-8b --phase decode --seq 128,256 --batch 1` at 80 columns dropped the seq column first: two
+    rows 'h100 1 7.09 ms' and 'h100 1 7.1 ms' with nothing to tell them apart."""
+    from ironlaw.cli import main
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--seq", "128,256", "--batch", "1"])
+    out = capsys.readouterr().out
+    head = next(ln for ln in out.splitlines() if "hardware" in ln and "batch" in ln)
+    assert "seq" in head.split() and all(len(ln) <= 80 for ln in out.splitlines()), out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip().startswith("h100")]
+    assert [r[2] for r in rows] == ["128", "256"], out
