@@ -443,3 +443,13 @@ def test_a_sweep_over_seq_keeps_the_seq_column_at_80_columns(monkeypatch, capsys
     assert "seq" in head.split() and all(len(ln) <= 80 for ln in out.splitlines()), out
     rows = [ln.split() for ln in out.splitlines() if ln.strip().startswith("h100")]
     assert [r[2] for r in rows] == ["128", "256"], out
+
+
+# ------------------------------------------------------------------ a run of one and a half tokens
+def test_a_fractional_token_count_is_refused():
+    """`analyze … --phase train --train-tokens 1.5` priced 'training run: 1.5 tokens = 1 steps of 8,192 tokens'."""
+    argv = ["analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "8", "--zero", "3"]
+    line = one_line_error(run_cli(*argv, "--train-tokens", "1.5"))
+    assert line == "ironlaw: error: --train-tokens must be a whole number, got '1.5'", line
+    r = run_cli(*argv, "--train-tokens", "0.1K")
+    assert r.rc == 0 and "training run: 100 tokens = 1 step of 8,192 tokens" in r.out, r.err
