@@ -453,3 +453,19 @@ def test_a_fractional_token_count_is_refused():
     assert line == "ironlaw: error: --train-tokens must be a whole number, got '1.5'", line
     r = run_cli(*argv, "--train-tokens", "0.1K")
     assert r.rc == 0 and "training run: 100 tokens = 1 step of 8,192 tokens" in r.out, r.err
+
+
+# ------------------------------------------------------------------ a price given as text to the API
+@pytest.mark.parametrize("kw, says", [
+    ({"price_per_gpu_hour": "2"}, "--price-per-gpu-hour must be a non-negative number of USD, got '2'"),
+    ({"grid_gco2_per_kwh": "400"}, "--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got '400'"),
+])
+def test_a_price_given_as_text_is_refused_quoted(kw, says):
+    """`ironlaw.serve(…, price_per_gpu_hour="2")` said "must be a non-negative number of USD, got 2": 2 is one."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError) as e:
+        ironlaw.serve("llama3-8b", on="h100", **kw)
+    assert str(e.value) == says
+    line = one_line_error(run_cli("serve", "llama3-8b", "--price-per-gpu-hour", "-1"))
+    assert line.endswith("got -1"), line
