@@ -469,3 +469,19 @@ def test_a_price_given_as_text_is_refused_quoted(kw, says):
     assert str(e.value) == says
     line = one_line_error(run_cli("serve", "llama3-8b", "--price-per-gpu-hour", "-1"))
     assert line.endswith("got -1"), line
+
+
+# ------------------------------------------------------------------ --nodes without --gpus
+@pytest.mark.parametrize("argv, says", [
+    (["--phase", "decode", "--nodes", "2"], "--nodes 2 needs --tp N --gpus N with N a multiple of 2"),
+    (["--phase", "decode", "--tp", "2", "--nodes", "4"],
+     "--nodes 4 needs --tp N --gpus N with N a multiple of 4 (got --tp 2)"),
+    (["--phase", "train", "--tp", "2", "--nodes", "4"],
+     "--nodes 4 needs --gpus N, a multiple of 4 (the parallel degrees given make 2 devices)"),
+    (["--phase", "train", "--gpus", "6", "--nodes", "4"], "--gpus 6 does not divide evenly over --nodes 4"),
+])
+def test_nodes_without_gpus_names_what_was_typed(argv, says):
+    """`analyze llama3-8b --phase decode --nodes 2` said '--gpus 1 does not divide evenly over --nodes 2': a --gpus
+    nobody typed."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", *argv))
+    assert line == f"ironlaw: error: {says}", line
