@@ -107,4 +107,3 @@ class MarkdownConsole:
 def console_for(fmt: str):
     """The console a command's text prints on: ``MarkdownConsole`` for ``md`` (call its ``emit``), else rich's."""
     return MarkdownConsole() if fmt == "md" else console()
-
