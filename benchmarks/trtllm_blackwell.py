@@ -4,6 +4,10 @@
     python benchmarks/trtllm_blackwell.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work
     python benchmarks/trtllm_blackwell.py --release cell   # each cell on the kernels of the release it ran (1.0)
 
+Also printed: the GB200 / B200 ratio of each cell both GPUs ran (the same Blackwell GPU; GB200 has the higher power
+limit and a Grace host), published and predicted, and the pairs whose published ratio no prediction at the
+predicted ratio meets within 12% on both cells (``floor``): published GB200 cells up to 39% below B200's.
+
 Source: tests/data/trtllm_perf_overview_blackwell.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the B200 180GB (DGX B200) and GB200 192GB (GB200 NVL72) columns of the page whose H100 columns fit the
 serving constants (benchmarks/trtllm_h100.py), NVFP4 ModelOpt checkpoints. Every cell is predicted with the
@@ -65,6 +69,21 @@ def gap(rows: list[dict]) -> dict:
     return out
 
 
+def floor(published: float, predicted: float) -> float:
+    """The least max |error| (percent) any prediction with the ``predicted`` GB200/B200 ratio reaches on a pair of
+    cells whose published ratio is ``published``: the two cells' errors at one common scale s are s·a − 1 and
+    s·a·predicted/published − 1, and their larger magnitude is least where they are equal and opposite,
+    |predicted − published| / (predicted + published). At least one cell of the pair is that far off."""
+    return 100.0 * abs(predicted - published) / (predicted + published)
+
+
+def floors(rows: list[dict], least: float = 12.0) -> list[tuple]:
+    """[(model, ISL/OSL, published ratio, predicted ratio, floor)] of the GB200/B200 pairs whose floor is past
+    ``least`` percent (``floor``), largest first."""
+    out = [(m, c, p, q, floor(p, q)) for m, cells in gap(rows).items() for c, p, q in cells]
+    return sorted((f for f in out if f[4] > least), key=lambda f: -f[4])
+
+
 def main() -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -87,6 +106,11 @@ def main() -> int:
     for m, cells in gap(rows).items():
         pairs = "  ".join(f"{c} {p:.2f}/{q:.2f}" for c, p, q in cells)
         print(f"  {m:<16} {pairs}")
+    tight = floors(rows)
+    print(f"  pairs no prediction at its predicted ratio gets both cells of within 12% (the floor: the least "
+          f"max |error| of the two): {len(tight)}")
+    for m, c, p, q, f in tight:
+        print(f"    {m:<16} {c:>10}  published {p:.2f}, predicted {q:.2f}: floor {f:.1f}%")
     signed = [r["error"] for r in rows]
     print(f"  signed error: median {statistics.median(signed):+.1f}% ({sum(e > 0 for e in signed)} of "
           f"{len(signed)} cells above the published throughput)")

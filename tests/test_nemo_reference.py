@@ -161,3 +161,23 @@ def test_token_drop_runs_are_the_same_models_and_layouts():
     assert len(pairs) == 5
     assert pairs[("b200", "qwen3-30b-a3b")] > 1.8 and pairs[("h100", "qwen3-30b-a3b")] > 1.8
     assert pairs[("gb200", "qwen3-30b-a3b")] == pytest.approx(1.0, abs=0.02)
+
+
+def test_qwen3_30b_alltoall_rows_run_their_recipes():
+    """The Qwen3-30B-A3B rows that miss most (DGX-B200 MXFP8, DGX-H100 FP8) are predicted with what their 25.11
+    recipes set (Megatron-Bridge 00b7660b: qwen3_workload_base_configs.py, qwen3_llm_pretrain.py
+    set_qwen3_common_configs, utils/overrides.py; the Qwen3MoEModelProvider the bridge builds: alltoall dispatcher,
+    grouped GEMM, permute fusion; docs/accuracy.md, "Recipe check"): B200 at its printed layout (the config's
+    EP 8, MBS 1, GBS 512, no VP), the alltoall dispatcher, no expert all-to-all overlap, no recomputation;
+    DGX-H100 at its recipe's MBS 1, PP 2 x VP 12 with the all-to-all overlap."""
+    from nemo_ref import BLACKWELL, config_matches, held_config, options
+    b200 = next(r for r in table(BLACKWELL) if (r["system"], r["model"]) == ("b200", "qwen3-30b-a3b"))
+    cfg, opts = held_config(b200), options(b200)
+    assert config_matches(b200) and cfg["dispatcher"] == "alltoall" and cfg["recompute"] == ()
+    assert "moe_dispatcher" not in opts and not opts["moe_a2a_overlap"]
+    assert (opts["ep"], opts["micro_batch"], opts["interleave"], opts["global_batch"]) == (8, 1, 1, 512)
+    h100 = next(r for r in table() if r["model"] == "qwen3-30b-a3b")
+    o = options(h100)
+    assert (o["micro_batch"], o["pp"], o["interleave"], o["ep"]) == (1, 2, 12, 8) and o["moe_a2a_overlap"]
+    st = predict(b200, hardware.get("b200"))
+    assert st.plan.recompute == "none" and st.plan.ep == 8 and st.plan.micro_batch == 1

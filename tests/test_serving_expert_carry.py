@@ -53,10 +53,10 @@ def test_what_the_carry_leaves_alone():
 
 
 def test_the_engine_prices_the_grouped_gemm_at_the_carried_eta():
-    """A B200 FP4 MoE engine's grouped-GEMM class runs at the carried η, and its step is slower for it than at the
-    fit's own share of the FP4 peak (a prompt-heavy step, where the experts' FLOPs count)."""
+    """A B200 FP4 MoE engine under expert parallelism and attention DP (the layout the expert η were fitted on)
+    prices its grouped-GEMM class at the carried η."""
     hw = hardware.get("b200")
-    lay = engine.Layout()
+    lay = engine.Layout(tp=4, ep=4, attention_dp=True)
     meta, limits, mem = engine.prepare("qwen3-30b-a3b", hw, lay, "fp4", "fp8", 2048, 128, 0.9, 2048, None, FITTED)
     run = engine.engine_of("qwen3-30b-a3b", hw, lay, "fp4", "fp8", (2048, 128), meta, limits, mem, 256, FITTED)
     ratio = expertcarry.expert_ratio(hw, "fp4")
@@ -64,3 +64,34 @@ def test_the_engine_prices_the_grouped_gemm_at_the_carried_eta():
     grouped = run.law_hw.calibration.kernel[step.GROUPED_GEMM]
     assert grouped["eta_max"] == pytest.approx(FITTED.expert_gemm_eta * ratio)
     assert step.engine_hw(hw, FITTED).calibration.kernel[step.GROUPED_GEMM]["eta_max"] == FITTED.expert_gemm_eta
+
+
+def test_a_one_gpu_moe_layer_runs_on_the_measured_layer():
+    """On one GPU (TP 1: every expert local, no exchange, no attention DP) the routed experts run on the device's
+    MoE layer fitted on measured kernel tables, not on the end-to-end η fitted on the H100 EP cells; with TP > 1,
+    on a device without a fitted MoE layer, or on constants already on the tables, nothing changes."""
+    b200, h20 = hardware.get("b200"), hardware.get("h20")
+    one, ep4 = engine.Layout(), engine.Layout(tp=4, ep=4, attention_dp=True)
+    assert expertcarry.one_gpu_layer(FITTED, b200, "fp4", one).moe_tables
+    assert expertcarry.one_gpu_layer(FITTED, b200, "fp4", ep4) is FITTED
+    assert expertcarry.one_gpu_layer(FITTED, h20, "fp8", one) is FITTED
+    tables = replace(FITTED, moe_tables=True)
+    assert expertcarry.one_gpu_layer(tables, b200, "fp4", one) is tables
+    meta, limits, mem = engine.prepare("llama4-scout", b200, one, "fp4", "fp8", 1000, 2000, 0.95, 2048, None, FITTED)
+    run = engine.engine_of("llama4-scout", b200, one, "fp4", "fp8", (1000, 2000), meta, limits, mem, 413, FITTED)
+    assert run.constants.moe_tables and run.constants.expert_gemm_eta == FITTED.expert_gemm_eta
+    assert f"{step.GROUPED_GEMM}.fp4" in run.law_hw.calibration.kernel
+
+
+def test_one_gpu_scout_decode_step_is_the_measured_layer_s_not_the_fitted_eta_s():
+    """Llama 4 Scout's decode step on one B200 (413 sequences): on the measured fused-MoE layer its step is at
+    least a quarter shorter than on the H100-fitted expert η, whose routed experts take about 2x the measured
+    layer at Scout's shape (docs/accuracy.md, "One-GPU MoE layers on the measured layer")."""
+    b200, one = hardware.get("b200"), engine.Layout()
+    meta, limits, mem = engine.prepare("llama4-scout", b200, one, "fp4", "fp8", 1000, 2000, 0.95, 2048, None, FITTED)
+    run = engine.engine_of("llama4-scout", b200, one, "fp4", "fp8", (1000, 2000), meta, limits, mem, 413, FITTED)
+    fitted = replace(run, constants=expertcarry.carried(FITTED, b200, "fp4"),
+                     law_hw=step.engine_hw(b200, expertcarry.carried(FITTED, b200, "fp4")))
+    measured_s = step.step_seconds(run, 413, 0.0, 0.0, True)[0]
+    fitted_s = step.step_seconds(fitted, 413, 0.0, 0.0, True)[0]
+    assert measured_s < 0.75 * fitted_s

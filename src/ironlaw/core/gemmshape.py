@@ -37,10 +37,17 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads")
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
+                "key_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
+# key_s: seconds per cached key of a decode kernel that walks each sequence's cache in one CTA, unsplit: its time adds
+# key_s · (keys − KEY_WALK_FREE) (``efficiency.key_walk_s``), which concurrent sequences do not shorten; the first
+# KEY_WALK_FREE keys run within the fixed latency (aiconfigurator-core 0.12.0's L40S generation MLA table, batch 1:
+# 9.0 µs at 3, 15 and 63 cached tokens, then 78 ns per key: 14.3 µs at 127, 24 µs at 255). At most KEY_S_MAX (1 µs)
+KEY_S_MAX = 1e-6
+KEY_WALK_FREE = 64.0
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
-from ..core.gemmshape import (SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
+from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
@@ -59,7 +59,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid, split), shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
-                 latency_s=op_latency(cal, cols, lat),
+                 latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
@@ -208,6 +208,26 @@ def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lea
     """(n_ops, 1…) each op's kernel class's ``field``, ``default`` where its class has none."""
     return np.array([float(cal.kernel.get(nm, {}).get(field, default)) if nm else default
                      for nm in names]).reshape(lead)
+
+
+def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds a decode kernel that walks each sequence's cache in one CTA, unsplit, spends on its keys
+    one after another: its kernel class's ``key_s`` × the op's keys (the grid's N, ``gemm_dims``) beyond the first
+    ``KEY_WALK_FREE``, which its fixed latency holds; 0 for every other op. Concurrent sequences and heads run beside that walk, not shortening it, so it adds to the op's time
+    like a latency. aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 generation MLA tables on A100, L40S and RTX
+    PRO 6000: at batch 1 the time is the same from 1 to 128 heads and grows as the cached tokens (L40S: 1.28 ms at 16,383
+    tokens, 5.10 ms at 65,535, 78 ns per key), far under any bandwidth (docs/accuracy.md)."""
+    names = _names(cols, "kernels")
+    own = [(name, float(p["key_s"])) for name, p in (cal.kernel or {}).items()
+           if name and p.get("key_s") and (names == name).any()]
+    if not own:
+        return 0.0
+    n = gemm_dims(cols)[1]
+    out = np.zeros(cols.flops.shape)
+    for name, key_s in own:
+        r = names == name
+        out[r] = key_s * np.maximum(n[r] - KEY_WALK_FREE, 0.0)
+    return out
 
 
 def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:

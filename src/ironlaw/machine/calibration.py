@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV
+from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, KEY_S_MAX, ROW_FIELDS,
+                              SHAPE_FIELDS, SPLIT_KV)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
 
@@ -218,6 +219,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     for key in ("gemv_pass", "gemv_pass_kn"):
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
+    _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)

@@ -23,6 +23,7 @@ from ...core.graph import KINDS, Columns, Graph, Op
 # fitting bounds: a parameter that runs to the edge says the data cannot pin it, not that it is 0 or ∞
 ETA_MIN = 1e-4
 LAT_BOUNDS = (1e-8, MAX_LATENCY_S)
+KEY_S_FLOOR = 1e-13      # a kernel's seconds per key walked (``key_s``): 0.1 ps, no walk to speak of
 HALF_BOUNDS = (1e-2, 1e6)
 KERNEL_ONLY = ("framework_s", "framework_share", "frontend")   # spent between ops, not in a timed op
 
@@ -174,6 +175,8 @@ def floor(path: tuple) -> float:
     which the table's check rightly refuses)."""
     if "latency_s" in path:
         return LAT_BOUNDS[0]
+    if path[-1] == "key_s":
+        return KEY_S_FLOOR
     if path[-1] in ("m_half", "nk_half", "m_half_nt", "k_half"):
         return HALF_BOUNDS[0]
     return ETA_MIN

@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts, attention_regime,
-                               grid_nodes, grid_text, grid_weights)
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, WIDE_GQA, attention_kernel, attention_kernel_parts,
+                               attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
-from ...law.efficiency import grid_coords, split_blocks
+from ...law.efficiency import grid_coords, key_walk_s, split_blocks
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
@@ -107,6 +107,12 @@ STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: 
 # grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); context classes left unbounded (not measured)
 FLOOR_OPS = ("gemm", "generation_attention", "generation_mla")
 FLOOR_FREE_REGIMES = ("_wide",)
+# ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
+# (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
+# takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
+# "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
+KEY_WALK_OPS = ("generation_mla",)
+KEY_S_STARTS = (1e-11, 5e-8)
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -430,7 +436,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
-    bounds, starts = within_floor(g, rows, bounds, starts)
+    bounds, starts = with_key_walk(g, *within_floor(g, rows, bounds, starts))
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -470,6 +476,14 @@ def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, li
     return bounds, [[min(x, FLOOR_START * floor) if i == at else x for i, x in enumerate(st)] for st in starts]
 
 
+def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``key_s`` (at most ``KEY_S_MAX``, each start from each of ``KEY_S_STARTS``)
+    for a class of ``KEY_WALK_OPS``; as given for another."""
+    if g.op not in KEY_WALK_OPS:
+        return bounds, starts
+    return bounds + (("key_s", KEY_S_MAX),), [list(st) + [k] for st in starts for k in KEY_S_STARTS]
+
+
 def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
@@ -504,7 +518,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times(cal)
-    lat = float(own.get("latency_s", 0.0))
+    lat = float(own.get("latency_s", 0.0)) + np.reshape(key_walk_s(Calibration.of(cal), prob.cols), -1)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     coarse = COARSE.get((g.op, regime))
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node

@@ -18,6 +18,9 @@ the tables' fixed seconds per call (a ceiling is a rate; so it depends on the de
 FP8 cells therefore keep their η exactly (ratio 1). A device or dtype without a kernel-fitted GEMM keeps the
 fit's share of its datasheet peak, as before; so does the experts' streaming η (``expert_stream_eta``, a share
 of the HBM bandwidth), as carry.py keeps ``memory``. The measured MoE layer (``moe_tables``) is not touched.
+
+A MoE layer on one GPU runs on that measured layer instead, where the device has it (``one_gpu_layer``): the
+end-to-end η were fitted on cells whose layers ran under expert parallelism and attention DP.
 """
 from __future__ import annotations
 
@@ -94,3 +97,20 @@ def carried(constants, hw, dtype: str):
     if ratio == 1.0:
         return constants
     return replace(constants, expert_gemm_eta=constants.expert_gemm_eta * ratio)
+
+
+def one_gpu_layer(constants, hw, dtype: str, lay):
+    """``constants`` with the routed experts on ``hw``'s measured MoE layer (``moe_tables``) where the MoE layer
+    runs on one GPU (``lay.tp`` 1: every expert local, no expert-parallel exchange, no attention DP) and ``hw``
+    holds that layer fitted on measured kernel tables in ``dtype``; unchanged elsewhere.
+
+    ``expert_gemm_eta`` and ``expert_stream_eta`` were fitted end to end on H100 cells that all ran their MoE
+    layers under expert parallelism with attention DP (EP = TP = 4 or 8): beside the grouped GEMM they carry what
+    those layers wait on across ranks, which a one-GPU layer does not. There the measured fused-MoE layer is the
+    kernel truth the house rules ask for (docs/accuracy.md, "One-GPU MoE layers on the measured layer")."""
+    from .step import GROUPED_GEMM, moe_kernels
+    if constants.moe_tables or constants.expert_gemm_eta is None or lay.tp != 1:
+        return constants
+    if moe_kernels(hw, dtype)[0] == GROUPED_GEMM:
+        return constants
+    return replace(constants, moe_tables=True)
