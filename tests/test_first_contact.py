@@ -318,3 +318,170 @@ def test_two_devices_where_one_is_taken_say_so(argv):
     line = one_line_error(run_cli(*argv, *on))
     assert "'h100,b200' names 2 devices; this command takes one" in line and "unknown" not in line, line
     assert "did you mean" in one_line_error(run_cli("hardware", "show", "h100,nope"))
+
+
+# ------------------------------------------------------------------ a concurrency the sweep would ignore
+def test_a_concurrency_with_the_concurrency_sweep_is_refused_unless_a_report_marks_it(tmp_path):
+    """`serve --sweep-concurrency --concurrency 8` printed the same frontier as without --concurrency: the
+    option was silently ignored. With --html it marks the report's current point."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8"))
+    assert line.startswith("ironlaw: error: --concurrency 8 is one point; --sweep-concurrency sweeps"), line
+    page = tmp_path / "serve.html"
+    r = run_cli("serve", "llama3-8b", "--sweep-concurrency", "--concurrency", "8", "--html", str(page))
+    assert r.rc == 0 and page.exists(), r.err
+
+
+# ------------------------------------------------------------------ --format md on the measuring commands
+@pytest.mark.torch
+def test_probe_validate_and_fit_print_markdown_tables(monkeypatch, tmp_path, capsys):
+    """`probe`, `validate` and `fit` said "--format must be one of text, json, got 'md'" where every other command
+    prints Markdown: their tables come out as pipe tables, their lines as paragraphs with no rich markup."""
+    pytest.importorskip("torch")
+    import ironlaw.measure.probe as probe_mod
+    from ironlaw.cli import main
+    from test_probe import fake_probe
+    from test_schemas import PROFILE, TINY
+
+    def md(argv) -> str:
+        try:
+            main(argv)
+        except SystemExit as e:
+            assert e.code in (0, None)
+        out = capsys.readouterr().out
+        assert "[bold]" not in out and "[yellow]" not in out and "┃" not in out and "━" not in out, out
+        return out
+
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
+    monkeypatch.setattr(probe_mod, "run", lambda **kw: fake_probe())
+    out = md(["probe", "--quick", "--no-references", "--format", "md"])
+    assert "**GEMM peak per dtype (best shape)**" in out and "| dtype | peak | note |" in out, out
+    runs = []
+    for b in (1, 2):
+        runs.append(str(tmp_path / f"b{b}.json"))
+        out = md(["validate", TINY, "--batch", str(b), "--on", str(PROFILE), "--repeats", "2", "--warmup", "1",
+                  "--threads", "1", "--format", "md", "--out", runs[-1]])
+        assert "| kind | ops | predicted | measured | spread (IQR) | error |" in out, out
+        assert "| **total** |" not in out and "| total |" in out, out
+    out = md(["fit", runs[0], "--hold-out", runs[1], "--on", str(PROFILE), "--format", "md"])
+    assert "**HELD OUT (never fitted)**" in out and "| case | measured | CV |" in out, out
+
+
+# ------------------------------------------------------------------ a collective of fractional bytes
+@pytest.mark.parametrize("size, says", [("1.5B", "1.5B (1.5 bytes)"), ("0.5", "0.5 (0.5 bytes)"),
+                                        ("1.1KiB", "1.1KiB (1126.4 bytes)")])
+def test_a_collective_of_fractional_bytes_is_refused(size, says):
+    """`analyze allreduce:1.5B --gpus 8` priced a message of one and a half bytes: bytes are whole."""
+    line = one_line_error(run_cli("analyze", f"allreduce:{size}", "--on", "a100", "--gpus", "8"))
+    assert line == f"ironlaw: error: allreduce message size must be a whole number of bytes, got {says}", line
+
+
+def test_a_collective_of_whole_bytes_written_with_a_fraction_is_taken():
+    import ironlaw
+    t = ironlaw.analyze("allreduce:0.1KB", on="a100", gpus=8).time_s     # 0.1 × 1000 is 100.00000000000001
+    assert t == ironlaw.analyze("allreduce:100", on="a100", gpus=8).time_s
+    assert ironlaw.analyze("allreduce:1.5KB", on="a100", gpus=8).time_s == \
+        ironlaw.analyze("allreduce:1500", on="a100", gpus=8).time_s
+
+
+# ------------------------------------------------------------------ torch's private checkpoint names
+def test_a_torch_without_the_private_checkpoint_names_captures_or_says_why(tmp_path, monkeypatch):
+    """Capture replaces torch.utils.checkpoint's private CheckpointFunction and
+    _checkpoint_without_reentrant_generator; on a torch without them it raised AttributeError for every model."""
+    pytest.importorskip("torch")
+    import torch.utils.checkpoint as ck
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models import workloads
+    p = tmp_path / "ckpt.py"
+    p.write_text(CKPT)
+    for name in ("CheckpointFunction", "_checkpoint_without_reentrant_generator"):
+        monkeypatch.delattr(ck, name)
+    graph = lambda fn: workloads.resolve(workloads.Request(f"py:{p}:{fn}", phase="train", device="cuda"))
+    assert any(o.kind == "matmul" for o in graph("plain").ops)
+    assert not hasattr(ck, "CheckpointFunction")                      # nothing left behind
+    for variant in ("nonreentrant", "reentrant"):
+        with pytest.raises(IronlawError) as e:
+            graph(variant)
+        msg = str(e.value)
+        assert "has no torch.utils.checkpoint._checkpoint_without_reentrant_generator, " \
+               "torch.utils.checkpoint.CheckpointFunction" in msg and "\n" not in msg, msg
+
+
+# ------------------------------------------------------------------ a price of "-0"
+def test_a_price_or_grid_of_minus_zero_is_zero_not_negative():
+    """`serve --price-per-gpu-hour -0 --format json` wrote "usd_per_million_output_tokens": -0.0."""
+    import math
+    d = run_cli("serve", "llama3-8b", "--price-per-gpu-hour", "-0", "--grid-gco2-per-kwh", "-0", "--format",
+                "json").json()["energy"]
+    for k in ("usd_per_gpu_hour", "usd_per_million_output_tokens", "grid_gco2_per_kwh",
+              "gco2_per_million_output_tokens"):
+        assert d[k] == 0 and math.copysign(1.0, d[k]) == 1.0, (k, d[k])
+
+
+# ------------------------------------------------------------------ a recommender that does not fit its devices
+@pytest.mark.parametrize("argv, says", [
+    (["--gpus", "8"], "this plan needs 390 GiB per device, 310 GiB more than the 80 GiB of h100 (weights 48.7 GiB, "
+                      "gradients 48.7 GiB, optimizer 292 GiB, activations 77.8 KiB); try --zero 3 (or more devices)"),
+    (["--gpus", "2", "--zero", "3"], "dlrm-dcnv2 cannot fit on 2 × h100 even fully sharded (--zero 3): 195 GiB per "
+                                     "device exceeds 80 GiB by 115 GiB; use more devices"),
+])
+def test_a_recommender_training_that_does_not_fit_says_so(argv, says):
+    """`analyze dlrm-dcnv2 --phase train --gpus 8` said "internal error: KeyError: 'tokens'": the refusal priced
+    full recomputation, which needs a transformer's layers, and named options DLRM refuses."""
+    line = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--phase", "train", "--on", "h100", *argv))
+    assert line == f"ironlaw: error: {says}", line
+
+
+# ------------------------------------------------------------------ a sweep over seq at 80 columns
+def test_a_sweep_over_seq_keeps_the_seq_column_at_80_columns(monkeypatch, capsys):
+    """`sweep llama3-8b --phase decode --seq 128,256 --batch 1` at 80 columns dropped the seq column first: two
+    rows 'h100 1 7.09 ms' and 'h100 1 7.1 ms' with nothing to tell them apart."""
+    from ironlaw.cli import main
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--seq", "128,256", "--batch", "1"])
+    out = capsys.readouterr().out
+    head = next(ln for ln in out.splitlines() if "hardware" in ln and "batch" in ln)
+    assert "seq" in head.split() and all(len(ln) <= 80 for ln in out.splitlines()), out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip().startswith("h100")]
+    assert [r[2] for r in rows] == ["128", "256"], out
+
+
+# ------------------------------------------------------------------ a run of one and a half tokens
+def test_a_fractional_token_count_is_refused():
+    """`analyze … --phase train --train-tokens 1.5` priced 'training run: 1.5 tokens = 1 steps of 8,192 tokens'."""
+    argv = ["analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "8", "--zero", "3"]
+    line = one_line_error(run_cli(*argv, "--train-tokens", "1.5"))
+    assert line == "ironlaw: error: --train-tokens must be a whole number, got '1.5'", line
+    r = run_cli(*argv, "--train-tokens", "0.1K")
+    assert r.rc == 0 and "training run: 100 tokens = 1 step of 8,192 tokens" in r.out, r.err
+
+
+# ------------------------------------------------------------------ a price given as text to the API
+@pytest.mark.parametrize("kw, says", [
+    ({"price_per_gpu_hour": "2"}, "--price-per-gpu-hour must be a non-negative number of USD, got '2'"),
+    ({"grid_gco2_per_kwh": "400"}, "--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got '400'"),
+])
+def test_a_price_given_as_text_is_refused_quoted(kw, says):
+    """`ironlaw.serve(…, price_per_gpu_hour="2")` said "must be a non-negative number of USD, got 2": 2 is one."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError) as e:
+        ironlaw.serve("llama3-8b", on="h100", **kw)
+    assert str(e.value) == says
+    line = one_line_error(run_cli("serve", "llama3-8b", "--price-per-gpu-hour", "-1"))
+    assert line.endswith("got -1"), line
+
+
+# ------------------------------------------------------------------ --nodes without --gpus
+@pytest.mark.parametrize("argv, says", [
+    (["--phase", "decode", "--nodes", "2"], "--nodes 2 needs --tp N --gpus N with N a multiple of 2"),
+    (["--phase", "decode", "--tp", "2", "--nodes", "4"],
+     "--nodes 4 needs --tp N --gpus N with N a multiple of 4 (got --tp 2)"),
+    (["--phase", "train", "--tp", "2", "--nodes", "4"],
+     "--nodes 4 needs --gpus N, a multiple of 4 (the parallel degrees given make 2 devices)"),
+    (["--phase", "train", "--gpus", "6", "--nodes", "4"], "--gpus 6 does not divide evenly over --nodes 4"),
+])
+def test_nodes_without_gpus_names_what_was_typed(argv, says):
+    """`analyze llama3-8b --phase decode --nodes 2` said '--gpus 1 does not divide evenly over --nodes 2': a --gpus
+    nobody typed."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", *argv))
+    assert line == f"ironlaw: error: {says}", line

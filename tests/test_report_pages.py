@@ -119,7 +119,9 @@ def test_page_is_complete_and_its_numbers_are_the_json_documents(pages, name):
 def test_serve_frontier_is_the_sweeps(pages):
     """The online report's frontier is `serve --sweep-concurrency`'s document; the current point is on it."""
     emb = _embedded(pages["serve"][0])
-    r = run_cli(*PAGES["serve"][0], "--sweep-concurrency", "--format", "json")
+    args = PAGES["serve"][0]
+    assert args[-2:] == ("--concurrency", "8")              # the sweep covers every concurrency: no --concurrency
+    r = run_cli(*args[:-2], "--sweep-concurrency", "--format", "json")
     assert r.rc == 0, r.err
     assert emb["frontier"] == r.json()
     point = next(p for p in emb["frontier"]["points"] if p["concurrency"] == 8)

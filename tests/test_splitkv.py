@@ -81,8 +81,9 @@ def test_a_windowed_decode_states_its_sequence_and_a_global_one_does_not():
     assert ops["attention.window"][1].attrs["history"] == 4096.0           # s cached, one new
     assert ops["attention.window"][1].attrs["mnk"][1] == 128.0              # keys: the window
     assert "history" not in ops["attention"][1].attrs
-    _, pre = _attention_ops(4096, phase="prefill")
-    assert all("history" not in o.attrs for _, o in pre.values())
+    _, pre = _attention_ops(4096, phase="prefill")      # a windowed prefill its s tokens (efficiency.kernel_coords)
+    assert pre["attention.window"][1].attrs["history"] == 4096.0
+    assert "history" not in pre["attention"][1].attrs
 
 
 def test_analyze_prices_the_blocks_launched_over_the_sequence_not_the_window():

@@ -52,7 +52,8 @@ def other_phase(given: dict, options: dict, belongs: str) -> None:
 
 def scenario_options(g: dict) -> None:
     """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
-    it, is refused in one line (it would be ignored)."""
+    it, is refused in one line (it would be ignored); so is a concurrency with ``sweep_concurrency`` but no
+    ``html`` (the sweep covers every concurrency; the report marks the given one)."""
     from ..core.errors import IronlawError
     if g["max_throughput"]:
         online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
@@ -67,6 +68,9 @@ def scenario_options(g: dict) -> None:
                 raise IronlawError(f"{flag} belongs to the online scenario (continuous batching at a set "
                                    f"concurrency), not to --max-throughput{hint}")
         return
+    if g["sweep_concurrency"] and g["concurrency"] != 1 and not g["html"]:
+        raise IronlawError(f"--concurrency {g['concurrency']} is one point; --sweep-concurrency sweeps every "
+                           f"concurrency (drop one; with --html, --concurrency marks the report's current point)")
     for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
                        ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
                        ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),

@@ -82,3 +82,28 @@ def console():
     from rich.console import Console
     return Console(highlight=False, soft_wrap=False)
 
+
+class MarkdownConsole:
+    """``console()``'s stand-in for ``--format md`` where a command prints lines and rich Tables: each table a
+    Markdown pipe table (``report.table.markdown``), each line a paragraph, its markup resolved; ``emit`` prints
+    them."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+
+    def print(self, obj, *, markup: bool = True, **_style) -> None:
+        from rich.table import Table
+        if isinstance(obj, Table):
+            from ..report.table import markdown
+            self.parts.append(markdown(obj))
+        else:
+            from rich.console import Console
+            self.parts.append(Console(highlight=False).render_str(str(obj)).plain if markup else str(obj))
+
+    def emit(self) -> None:
+        print("\n\n".join(self.parts))
+
+
+def console_for(fmt: str):
+    """The console a command's text prints on: ``MarkdownConsole`` for ``md`` (call its ``emit``), else rich's."""
+    return MarkdownConsole() if fmt == "md" else console()

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import app, check_format, emit_json
+from .common import app, check_format, console_for, emit_json
 
 
 @app.command("fit")
@@ -16,19 +16,18 @@ def fit_cmd(
     on: str = typer.Option("local", "--on", help="the profile to calibrate: 'local' (newest probe profile) or a .toml"),
     stat: str = typer.Option("median", "--stat", help="median | min: the measured time fitted and scored"),
     save: bool = typer.Option(False, "--save", help="write the fitted [calibration] into the profile (atomic)"),
-    fmt: str = typer.Option("text", "--format", help="text | json"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
     from .. import api
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     res = api.fit(runs, hold_out=hold_out, on=on, stat=stat, save=save)
     if fmt == "json":
         emit_json(res.to_dict())
         return
     cal, saved, groups = res.calibration, res.saved, {"fitted": res.fitted, "held_out": res.held_out}
     from rich.table import Table
-    from .common import console
-    c = console()
+    c = console_for(fmt)
     for g, rows in groups.items():
         if not rows:
             continue
@@ -41,6 +40,8 @@ def fit_cmd(
         c.print(t)
     c.print(f"calibration: {len(cal.get('op', {}))} op classes, {framework_line(cal)}"
             + (f"; saved into {saved}" if saved else " (not saved; --save writes it into the profile)"))
+    if fmt == "md":
+        c.emit()
 
 
 def framework_line(cal: dict) -> str:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, console, emit_json
+from .common import app, check_format, console_for, emit_json
 from .options import FLOAT
 
 
@@ -26,7 +26,7 @@ def probe(
                                                         "core is lost or the machine's speed changes threefold; "
                                                         "without it such a probe is saved marked unsteady and "
                                                         "every prediction on it carries the wider range"),
-    fmt: str = typer.Option("text", "--format", help="text | json"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
     reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
@@ -34,7 +34,7 @@ def probe(
     profile in the catalog's format."""
     from .. import api
 
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     show_bar = fmt == "text" and sys.stdout.isatty()
     kw = dict(out=out, quick=quick, threads=threads, max_cv=max_cv, rounds=rounds, references=references,
               strict=strict)
@@ -52,14 +52,16 @@ def probe(
     if fmt == "json":
         emit_json(res.to_dict())
         return
-    _render(res.profile, res.path)
+    c = console_for(fmt)
+    _render(res.profile, res.path, c)
+    if fmt == "md":
+        c.emit()
 
 
-def _render(doc: dict, path: str) -> None:
+def _render(doc: dict, path: str, c) -> None:
     from rich.table import Table
     from ..core.units import fmt, fmt_size, fmt_time
 
-    c = console()
     p = doc["probe"]
     rounds = f", median of {p['rounds']} rounds" if p.get("rounds", 1) > 1 else ""
     c.print(f"[bold]{doc['title']}[/bold]  ({p['duration_s']:.0f} s{', quick' if p['quick'] else ''}{rounds})")

@@ -78,7 +78,8 @@ def text(res, md: bool = False) -> None:
         print(markdown(t) + "\n")
         con = _Paragraphs()
     else:
-        print_fitted(t, con, ("seq", f"$/M {per}s"))
+        varies = len({r["seq"] for r in res.rows()}) > 1          # then seq tells the rows apart: kept
+        print_fitted(t, con, (f"$/M {per}s", f"J/{per}", "seq") if varies else ("seq", f"$/M {per}s"))
     con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + the binding "
               "resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()), markup=False)

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, check_top, emit_json
+from .common import app, check_format, check_top, console_for, emit_json
 
 
 @app.command()
@@ -19,20 +19,23 @@ def validate(
     repeats: int = typer.Option(5, "--repeats", help="timed end-to-end runs (median and spread are reported)"),
     warmup: int = typer.Option(2, "--warmup", help="untimed runs first"),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads (default: the profile's probe threads)"),
-    fmt: str = typer.Option("text", "--format", help="text | json"),
+    fmt: str = typer.Option("text", "--format", help="text | json | md"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the JSON document to this file"),
     top: int = typer.Option(10, "--top", help="per-op rows shown (text)"),
 ):
     """Measure the model end to end and per op, predict it with the profile, show both with the error."""
     from .. import api
-    check_format(fmt, ("text", "json"))
+    check_format(fmt)
     check_top(top)
     doc = api.validate(spec, batch=batch, seq=seq, phase=phase, on=on, repeats=repeats, warmup=warmup,
                        threads=threads, out=out).to_dict()
     if fmt == "json":
         emit_json(doc)
-    else:
-        render(doc, top=top)
+        return
+    c = console_for(fmt)
+    render(doc, top=top, console=c)
+    if fmt == "md":
+        c.emit()
 
 
 def _pct(x) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
 
 import numpy as np
 
@@ -38,10 +39,14 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "split_s", "merge_s")
+                "key_s", "grid_keys", "split_s", "merge_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
+# grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
+# pass over the whole sequence (``op.attrs['history']``) in place of the window's, for a context kernel that walks every
+# key block of the sequence and only masks the ones outside the window (SGLang's and vLLM's Triton prefill)
+GRID_KEYS = ("sequence",)
 # key_s: seconds per cached key of a decode kernel that walks each sequence's cache in one CTA, unsplit: its time adds
 # key_s · (keys − KEY_WALK_FREE) (``efficiency.key_walk_s``), which concurrent sequences do not shorten; the first
 # KEY_WALK_FREE keys run within the fixed latency (aiconfigurator-core 0.12.0's L40S generation MLA table, batch 1:
@@ -70,7 +75,60 @@ GEMV_ROW_MAX = 16.0       # a GEMV 16× slower per byte for its row length is a 
 
 
 def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc)."""
+    """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc); read-only.
+
+    One evaluation asks for the dims of the same columns several times (``law.efficiency``: η, grid, serial
+    share, streamed η, extra bytes): the last columns' dims are kept while those columns live and hold the same
+    arrays they were computed from (``_DimsMemo``)."""
+    dims = _LAST_DIMS.get(cols)
+    if dims is None:
+        dims = _gemm_dims(cols)
+        for x in dims:
+            x.setflags(write=False)
+        _LAST_DIMS.keep(cols, dims)
+    return dims
+
+
+class _DimsMemo:
+    """The dims of the last columns ``gemm_dims`` computed: held by weak references to the columns and to the
+    arrays and dtype list they read (an entry whose columns are gone, or that now hold another array, is stale);
+    the entry is dropped with its columns."""
+
+    def __init__(self):
+        self._entry = None
+
+    @staticmethod
+    def _inputs(cols: Columns) -> tuple:
+        return (cols.flops, cols.bytes.get("weights"), cols.bytes.get("activations"), cols.nk, cols.mnk)
+
+    def get(self, cols: Columns):
+        entry = self._entry
+        if entry is None or entry[0]() is not cols or entry[1] != (tuple(cols.dtypes), cols.cfg_shape):
+            return None
+        if any((r is None) != (x is None) or (r is not None and r() is not x)
+               for r, x in zip(entry[2], self._inputs(cols))):
+            return None
+        return entry[3]
+
+    def keep(self, cols: Columns, dims: tuple) -> None:
+        try:
+            inputs = tuple(None if x is None else weakref.ref(x) for x in self._inputs(cols))
+            ref = weakref.ref(cols, self._forget)
+        except TypeError:                         # columns built of what takes no weak reference: not kept
+            self._entry = None
+            return
+        self._entry = (ref, (tuple(cols.dtypes), cols.cfg_shape), inputs, dims)
+
+    def _forget(self, ref) -> None:
+        entry = self._entry
+        if entry is not None and entry[0] is ref:
+            self._entry = None
+
+
+_LAST_DIMS = _DimsMemo()
+
+
+def _gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
     f = cols.flops
     w = cols.bytes.get("weights", np.zeros_like(f)) / b
@@ -295,8 +353,9 @@ def grid_nodes(values, step: float) -> list[float]:
 def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarray]:
     """(index, weight), each (rows, 2**axes with more than one node): the grid nodes around each row's point and
     their multilinear weights in log space (held at the ends)."""
-    idx = np.zeros((len(coords[0]), 1), int)
-    w = np.ones((len(coords[0]), 1))
+    rows = len(coords[0])
+    idx = np.zeros((rows, 1), int)
+    w = np.ones((rows, 1))
     for nd, x in zip(nodes, coords):
         if len(nd) == 1:                      # one node: every row on it (the corners do not double)
             continue
@@ -304,8 +363,15 @@ def grid_weights(nodes: list[list[float]], coords) -> tuple[np.ndarray, np.ndarr
         lx = np.log(np.maximum(np.asarray(x, float), 1e-30))
         i = np.clip(np.searchsorted(ln, lx) - 1, 0, len(ln) - 2)
         t = np.clip((lx - ln[i]) / (ln[i + 1] - ln[i]), 0.0, 1.0)
-        idx = (idx[:, :, None] * len(ln) + np.stack([i, i + 1], axis=1)[:, None, :]).reshape(len(lx), -1)
-        w = (w[:, :, None] * np.stack([1.0 - t, t], axis=1)[:, None, :]).reshape(len(lx), -1)
+        # the corners below and above on this axis after those of the axes before: (rows, corners, 2)
+        corners = idx.shape[1]
+        nxt_idx, nxt_w = np.empty((rows, corners, 2), idx.dtype), np.empty((rows, corners, 2))
+        np.multiply(idx, len(ln), out=nxt_idx[:, :, 0])
+        np.add(nxt_idx[:, :, 0], i[:, None], out=nxt_idx[:, :, 0])
+        np.add(nxt_idx[:, :, 0], 1, out=nxt_idx[:, :, 1])
+        np.multiply(w, (1.0 - t)[:, None], out=nxt_w[:, :, 0])
+        np.multiply(w, t[:, None], out=nxt_w[:, :, 1])
+        idx, w = nxt_idx.reshape(rows, -1), nxt_w.reshape(rows, -1)
     return idx, w
 
 

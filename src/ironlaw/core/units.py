@@ -134,7 +134,7 @@ _COUNT_RE = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]?
 
 def count(value: object, what: str) -> float:
     """A count with an optional K, M, B (or G) or T suffix (powers of 1000): '15T' -> 1.5e13, '2.5B' -> 2.5e9; a
-    number as it is."""
+    number as it is. A count is whole: '1.5' is refused."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         x = float(value)
     else:
@@ -145,4 +145,6 @@ def count(value: object, what: str) -> float:
         x = float(m.group(1)) * _COUNT[m.group(2)]
     if not math.isfinite(x) or x <= 0:
         raise IronlawError(f"{what} must be positive, got {value!r}")
+    if abs(x - round(x)) > 1e-9 * x:                   # '2.5B' is whole; '1.5' is not (0.1K reads 100.00000000000001)
+        raise IronlawError(f"{what} must be a whole number, got {value!r}")
     return x

@@ -145,7 +145,7 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
     if not rows:
         return 1.0
     out = np.ones(cols.flops.shape)
-    m, n, k, units = grid_coords(cols, split)
+    m, n, k, units = kernel_coords(cal, cols, split)
     for r, p in rows:
         out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
     return out
@@ -169,6 +169,25 @@ def grid_coords(cols: Columns, split: Split | None = None) -> tuple:
     if split is None:
         return m, n, k, units
     return m / split.fold, n / split.blocks, k, units * split.blocks * split.fold
+
+
+def kernel_coords(cal: Calibration, cols: Columns, split: Split | None = None) -> tuple:
+    """``grid_coords``, but N of each op of a kernel class whose grid reads the whole sequence's keys
+    (``grid_keys = "sequence"``, ``gemmshape.GRID_KEYS``) and that states it (``op.attrs['history']``, a windowed
+    prefill's s tokens): the keys per query of a causal pass over it, (s + 1) / 2, at least the window's. Such a
+    kernel (SGLang's Triton prefill, ``triton_ops/extend_attention.py``) loops over every key block up to each query
+    tile and only masks those outside the window, so its time follows the sequence, which the window's keys do not
+    show."""
+    m, n, k, units = grid_coords(cols, split)
+    if cols.history is None or not cal.kernel:
+        return m, n, k, units
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    walks = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("grid_keys") == "sequence"]).reshape(lead)
+    history = np.broadcast_to(np.where(walks, cols.history, 0.0), np.shape(n))
+    if not np.any(history > 0):
+        return m, n, k, units
+    return m, np.where(history > 0, np.maximum(n, (history + 1.0) / 2.0), n), k, units
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:

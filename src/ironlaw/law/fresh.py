@@ -22,8 +22,6 @@ MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ raised) pays none of it.
 """
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 
 PAGE_BYTES = 4096.0          # Linux's base page on x86-64 and most arm64 kernels (getconf PAGESIZE)
@@ -37,6 +35,7 @@ def cost_s_per_byte(probe: dict) -> float | None:
     rows = probe.get("pages") or []
     if not rows:
         return None
+    import statistics                             # a probed CPU profile only: a cold `analyze` skips its import
     return max(0.0, statistics.median((r["time_s"] - r["warm_s"]) / r["bytes"] for r in rows))
 
 

@@ -121,13 +121,16 @@ def placed_traffic(cols: Columns, tiers: list, dev: int, placement: capacity.Pla
         frac = placement.fraction(cls)                        # (n_tiers, *cfg)
         unplaced = frac.sum(axis=0) == 0                      # traffic of a class with no footprint
         frac[dev] = np.where(unplaced, 1.0, frac[dev])         # lives in device memory
-        share = frac[:, None] * b[None]                       # (n_tiers, n_ops, *cfg)
+        share = [frac[t][None] * b for t in range(n_tiers)]   # per tier (n_ops, *cfg): no (tiers × ops × …) temporary
         if cache and (cls == "activations" or np.any(resident)):
             hot = (b <= hot_limit) if cls == "activations" else np.broadcast_to(resident, b.shape)
-            moved = np.where(hot[None], share, 0.0).sum(axis=0)
-            share = np.where(hot[None], 0.0, share)
+            moved = np.where(hot, share[0], 0.0)              # summed over the tiers in their order
+            for s in share[1:]:
+                moved = moved + np.where(hot, s, 0.0)
+            share = [np.where(hot, 0.0, s) for s in share]
             share[cache[-1]] += moved
-        traffic += share
+        for t, s in enumerate(share):
+            traffic[t] += s
     return traffic
 
 
@@ -135,18 +138,21 @@ def data_term(p: Placed, hw: Hardware, terms: efficiency.Terms) -> tuple[np.ndar
     """(traffic, seconds) per tier and op: bytes / (BW_tier · η_mem), a calibration's extra weight bytes
     (spilled packed copies, GEMV passes and rows) read from device memory, and on tiers slower than the
     last cache level an op's own η as its kernel's rate in that cache (``efficiency.slow_tier_eta``)."""
-    cols, cfg = p.cols, p.cols.cfg_shape
-    traffic = p.traffic.copy()
-    traffic[p.device_tier] += terms.extra_bytes
+    traffic = p.traffic
+    if np.any(terms.extra_bytes):                   # (none on most devices: the placed traffic is the traffic)
+        traffic = traffic.copy()
+        traffic[p.device_tier] += terms.extra_bytes
     eta_mem = terms.memory_eta
-    bw = np.array([t.bw_Bps for t in hw.memory]).reshape((len(hw.memory), 1) + (1,) * len(cfg))
-    data_tier_s = traffic / (bw * eta_mem[None])
+    bw = np.array([t.bw_Bps for t in hw.memory])
     cache = [i for i, t in enumerate(hw.memory) if t.role == "cache"]
-    if cache and terms.memory_eta_base is not None:
-        llc = cache[-1]
-        for t in range(llc + 1, len(hw.memory)):
+    llc = cache[-1] if cache and terms.memory_eta_base is not None else len(hw.memory)
+    data_tier_s = np.empty(np.broadcast_shapes(traffic.shape, (1,) + np.shape(eta_mem)))
+    for t in range(len(hw.memory)):                 # a tier at a time: no (tiers × ops × configurations) temporary
+        if t > llc:
             eta_t = efficiency.slow_tier_eta(eta_mem, terms.memory_eta_base, hw.memory[llc].bw_Bps, hw.memory[t].bw_Bps)
-            data_tier_s[t] = traffic[t] / (hw.memory[t].bw_Bps * eta_t)
+            np.divide(traffic[t], hw.memory[t].bw_Bps * eta_t, out=data_tier_s[t])
+        else:
+            np.divide(traffic[t], bw[t] * eta_mem, out=data_tier_s[t])
     return traffic, data_tier_s
 
 

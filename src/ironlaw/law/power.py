@@ -104,12 +104,18 @@ def _number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
+def _given(x) -> str:
+    """A refused value as the caller gave it: a text quoted (the API's "2" is not the number 2), else as it prints."""
+    return repr(x) if isinstance(x, str) else str(x)
+
+
 def price(hw, usd_per_device_hour: float | None) -> tuple[float | None, str]:
     """The price per device-hour to use and where it comes from (None: no default for this device)."""
     if usd_per_device_hour is not None:
         if not _number(usd_per_device_hour) or not np.isfinite(usd_per_device_hour) or usd_per_device_hour < 0:
-            raise IronlawError(f"--price-per-gpu-hour must be a non-negative number of USD, got {usd_per_device_hour}")
-        return float(usd_per_device_hour), "given: --price-per-gpu-hour"
+            raise IronlawError(f"--price-per-gpu-hour must be a non-negative number of USD, got "
+                               f"{_given(usd_per_device_hour)}")
+        return float(usd_per_device_hour) + 0.0, "given: --price-per-gpu-hour"   # + 0.0: -0 is 0
     if hw.name in PRICES_USD_PER_DEVICE_HOUR:
         return PRICES_USD_PER_DEVICE_HOUR[hw.name]
     return None, f"no default price for {hw.name}; give --price-per-gpu-hour"
@@ -119,8 +125,8 @@ def grid(gco2_per_kwh: float | None) -> tuple[float, str]:
     if gco2_per_kwh is None:
         return GRID_GCO2_PER_KWH, GRID_SOURCE
     if not _number(gco2_per_kwh) or not np.isfinite(gco2_per_kwh) or gco2_per_kwh < 0 or gco2_per_kwh > 5000:
-        raise IronlawError(f"--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got {gco2_per_kwh}")
-    return float(gco2_per_kwh), "given: --grid-gco2-per-kwh"
+        raise IronlawError(f"--grid-gco2-per-kwh must be between 0 and 5000 gCO2/kWh, got {_given(gco2_per_kwh)}")
+    return float(gco2_per_kwh) + 0.0, "given: --grid-gco2-per-kwh"                # + 0.0: -0 is 0
 
 
 def step(est, devices: int = 1, time_s=None) -> dict:

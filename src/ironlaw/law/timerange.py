@@ -30,7 +30,6 @@ scaled by that spread. A catalog device was not probed: no range.
 from __future__ import annotations
 
 import math
-import statistics
 
 import numpy as np
 
@@ -51,6 +50,7 @@ def factors(hw) -> dict | None:
     every = drift.get("rounds", drift)             # with --rounds, every round's sentinels
     g = _drift(every.get("gemm_flops_per_s"))
     c = _drift(every.get("copy_Bps"))
+    import statistics                              # a probed profile only: a cold `analyze` skips its import
     spread = max if unsteady(hw) else statistics.median
     gemm = [r for r in probe.get("gemm", []) if r.get("weights") != "cold"] + probe.get("conv", [])
     compute = _widened(g, _cv(gemm, spread))
@@ -138,13 +138,18 @@ def _drift(values) -> tuple[float, float]:
     least two."""
     if not values or len(values) < 2:
         return 1.0, 1.0
+    import statistics
     med = statistics.median(values)
     lo, hi = np.percentile(values, [100 * q for q in QUANTILES])
     return float(lo) / med, float(hi) / med
 
 
-def _cv(rows: list[dict], spread=statistics.median) -> float:
-    """The rows' spread: their median cv, or with ``spread=max`` the largest (an unsteady probe)."""
+def _cv(rows: list[dict], spread=None) -> float:
+    """The rows' spread: their median cv (``spread`` None), or with ``spread=max`` the largest (an unsteady
+    probe)."""
+    if spread is None:
+        import statistics
+        spread = statistics.median
     return spread(r["cv"] for r in rows) if rows else 0.0
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_LOG_MAX, KEY_S_MAX, ROW_FIELDS,
-                              SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, MERGE_S_MAX)
+from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX,
+                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
 
@@ -243,6 +243,8 @@ def _check_grid(p: dict, w: str) -> None:
         raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
+    if "grid_keys" in p and p["grid_keys"] not in GRID_KEYS:
+        raise IronlawError(f"{w}.grid_keys: must be one of {', '.join(GRID_KEYS)}, got {p['grid_keys']!r}")
     if "mmha_threads" in p and (p.get("split_kv") != "mmha" or p["mmha_threads"] not in MMHA_THREADS
                                 or isinstance(p["mmha_threads"], bool)):
         raise IronlawError(f"{w}.mmha_threads: an MMHA class's (split_kv = \"mmha\") threads per block, one of "

@@ -79,7 +79,7 @@ def check_seconds(x: float | None, flag: str) -> float | None:
         return None
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
         raise IronlawError(f"{flag} must be a non-negative number of seconds, got {x}")
-    return float(x)
+    return float(x) + 0.0                                 # -0 is 0
 
 
 def daly_interval_s(checkpoint_s: float, job_mtbf_s: float) -> float:

@@ -165,8 +165,8 @@ def lines(r: dict) -> list[str]:
     it = r["interruptions"]
     usd = (f"${r['usd']:,.0f} at ${r['usd_per_gpu_hour']:g} per GPU-hour" if r["usd"] is not None
            else r["price_source"])
-    out = [f"training run: {fmt(r['tokens'], '').replace(' ', '')} tokens = {r['steps']:,.0f} steps of "
-           f"{r['tokens_per_step']:,.0f} tokens",
+    out = [f"training run: {fmt(r['tokens'], '').replace(' ', '')} tokens = {r['steps']:,.0f} "
+           f"step{'s' if r['steps'] != 1 else ''} of {r['tokens_per_step']:,.0f} tokens",
            f"  wall {duration(r['wall_s'])} on {r['gpus']:,} GPUs, {r['gpu_hours']:,.0f} GPU-hours",
            f"  cost {usd}"]
     if r["energy_mwh"] is None:

@@ -35,7 +35,7 @@ from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
-from ...law.efficiency import grid_coords, key_walk_s, split_blocks, split_reduce_s
+from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
@@ -148,6 +148,15 @@ SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},)
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
+# classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
+# vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
+# the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
+# key block up to each query tile and masks the ones outside it (sglang triton_ops/extend_attention.py, ``_fwd_kernel``:
+# ``SKIP_TILE`` skips a masked tile's math, not its step). aiconfigurator-core 0.12.0's SGLang 0.5.14 B200 table, head
+# dim 192 on Triton, window 128: priced over the window's keys, 62-86% too fast from 1,536 tokens on (held out); the
+# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md)
+WALK_CLASSES = (("context_attention", "_window"),)
+WALK_FRAMEWORKS = ("vllm", "sglang")
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -531,7 +540,7 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     return [c[g.key[0]][g.key[1]] for c in tries]
 
 
-def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
+def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
@@ -540,7 +549,10 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
     The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
-    per block and the blocks of a split-KV kernel)."""
+    per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
+    its grid over the window's keys and over the whole sequence's (``walked_grid``)."""
+    if walk and walks(g):
+        return walked_grid(hw, g, rows, table, steps)
     own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
@@ -550,7 +562,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
     lat = fixed_seconds(own, cal, prob, split)
-    coords = tuple(np.asarray(x, float).reshape(-1) for x in grid_coords(prob.cols, split))
+    coords = tuple(np.asarray(x, float).reshape(-1)
+                   for x in kernel_coords(Calibration.of(cal), prob.cols, split))
     nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
     if nodes is None:
         return own
@@ -565,6 +578,25 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dic
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def walks(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WALK_CLASSES`` fitted on a framework's tables of ``WALK_FRAMEWORKS``."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (g.op, regime) in WALK_CLASSES and g.table.framework in WALK_FRAMEWORKS
+
+
+def walked_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None) -> dict:
+    """``g``'s grid (``fit_grid``) over the window's keys and over the whole sequence's (``grid_keys =
+    "sequence"``, ``efficiency.kernel_coords``), the one with the smaller loss on the fitted rows (``shape_rows``)
+    kept: the class's rows may run a kernel that skips the key blocks outside the window (FlashAttention 3,
+    TRT-LLM's, FlashInfer's) or one that walks them all (Triton), per head dim (``WALK_CLASSES``)."""
+    plain = {k: v for k, v in table.items() if k != "grid_keys"}
+    tables = [fit_grid(hw, g, rows, t, steps, walk=False) for t in (plain, {**plain, "grid_keys": "sequence"})]
+    prob = Problem(hw, observations(g, shape_rows(rows), hw), weighting="per_case")
+    loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
+            for t in tables]
+    return tables[int(np.argmin(loss))]
 
 
 def fit_nodes(op: str, coords, rows: int, steps: tuple | None = None,

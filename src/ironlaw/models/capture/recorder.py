@@ -98,6 +98,7 @@ class Recorder(TorchDispatchMode):
         self.tracked: dict[int, float] = {}    # storage key -> bytes counted as live activations
         self.peak_live_bytes = 0.0
         self.checkpointed = 0         # torch.utils.checkpoint regions run as plain forward code
+        self.checkpoint_missing: list[str] = []   # the private names plain_checkpoints found missing
 
     def module_path(self) -> str:
         parents = [p for p in self.tracker.parents if p != "Global"]
@@ -371,7 +372,7 @@ def _run(module, params: dict, state: dict, args, kwargs: dict, rec: "Recorder",
     except Exception as e:
         where = "on fake tensors" if not real else "on real tensors"
         raise IronlawError(f"the model's {'training step' if train else 'forward'} failed {where}: "
-                           f"{e.__class__.__name__}: {_first_line(e)}") from None
+                           f"{e.__class__.__name__}: {_first_line(e)}{_missing_checkpoint_note(rec)}") from None
     return produced_kv, grads, opt
 
 
@@ -404,6 +405,8 @@ def plain_checkpoints(rec: "Recorder"):
     (``recompute=full``) applied to the captured graph, not ops to record. A recompute at backward time would
     also run outside ``functional_call``, on the module's own (not fake) parameters. Both the reentrant and
     the non-reentrant variant are looked up by ``checkpoint`` at call time, however the model imported it.
+    They are private names: one this torch lacks is left alone (a model without checkpoints captures as before)
+    and a capture that then fails says so (``_missing_checkpoint_note``).
     """
     import torch.utils.checkpoint as ck
 
@@ -417,12 +420,26 @@ def plain_checkpoints(rec: "Recorder"):
             rec.checkpointed += 1
             return function(*args)
 
-    saved = ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction
-    ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction = forward_only, Plain
+    ours = {"_checkpoint_without_reentrant_generator": forward_only, "CheckpointFunction": Plain}
+    saved = {n: getattr(ck, n) for n in ours if hasattr(ck, n)}
+    rec.checkpoint_missing = [n for n in ours if n not in saved]      # a torch that renamed them: see _run
+    for n in saved:
+        setattr(ck, n, ours[n])
     try:
         yield
     finally:
-        ck._checkpoint_without_reentrant_generator, ck.CheckpointFunction = saved
+        for n, v in saved.items():
+            setattr(ck, n, v)
+
+
+def _missing_checkpoint_note(rec: "Recorder") -> str:
+    """Why a capture failed where this torch lacks the private names ``plain_checkpoints`` replaces: a
+    checkpointed region then recomputes outside the capture."""
+    if not rec.checkpoint_missing:
+        return ""
+    names = ", ".join(f"torch.utils.checkpoint.{n}" for n in rec.checkpoint_missing)
+    return (f" (torch {torch.__version__} has no {names}, which ironlaw replaces to capture a "
+            f"torch.utils.checkpoint region as its forward: a model that checkpoints cannot be captured with it)")
 
 
 def record(module, args, kwargs=None, *, real: bool, phase: str = "infer", device: str = "cpu") -> list[OpRecord]:

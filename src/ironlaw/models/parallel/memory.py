@@ -87,13 +87,16 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
     need = mem.total_bytes
     if need <= cap:
         return
-    need_full = plan_memory(g, plan, 3, "full").total_bytes
+    layered = "tokens" in g.meta and "layers" in g.meta         # full recompute keeps a transformer layer's input
+    most = "--zero 3 --recompute full" if layered else "--zero 3"
+    need_full = plan_memory(g, plan, 3, "full" if layered else "none").total_bytes
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
-                           f"(--zero 3 --recompute full): {fmt_size(need_full)} per device exceeds "
-                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices, larger "
-                           f"--tp/--pp/--cp, or a smaller --micro-batch")
+                           f"({most}): {fmt_size(need_full)} per device exceeds "
+                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices"
+                           + (", larger --tp/--pp/--cp, or a smaller --micro-batch" if layered else ""))
     raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
                        f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
                        f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "
-                       f"{fmt_size(mem.activations_bytes)}); try --zero 3, --recompute full, or larger --tp/--pp/--cp")
+                       f"{fmt_size(mem.activations_bytes)}); try {most.replace(' --', ', --')}"
+                       + (", or larger --tp/--pp/--cp" if layered else " (or more devices)"))

@@ -147,6 +147,9 @@ def _devices(o: dict, hw, tp: int, pp: int, cp: int) -> tuple[int, int, int]:
         raise IronlawError(f"{' × '.join([*typed, f'--dp {dp}'])} = {model * dp} devices, but --gpus is {gpus}; the product of the "
                            f"parallel degrees must equal the devices")
     if gpus % nodes:
+        if "gpus" not in o:                       # the devices the degrees imply, not a --gpus the user typed
+            raise IronlawError(f"--nodes {nodes} needs --gpus N, a multiple of {nodes} (the parallel degrees given "
+                               f"make {gpus} device{'s' if gpus > 1 else ''})")
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}")
     return gpus, nodes, dp
 

@@ -191,7 +191,12 @@ def shard_inference(g: Graph, hw, options: dict) -> Graph:
         if isinstance(value, int) and not isinstance(value, bool) and value > 1:
             raise IronlawError(f"--{flag} {options[flag]}: inference ({g.phase}) models tensor parallelism only; "
                                f"use --tp N with --gpus N (serve --max-throughput takes --pp and --ep)")
-    plan = make_plan({"gpus": options.get("tp", 1) if gpus is None else gpus, **options}, g, hw)
+    tp, nodes = options.get("tp", 1), options.get("nodes")
+    if gpus is None and isinstance(tp, int) and isinstance(nodes, int) and not isinstance(nodes, bool) \
+            and nodes > 1 and tp % nodes:                  # no --gpus typed: name what was
+        raise IronlawError(f"--nodes {nodes} needs --tp N --gpus N with N a multiple of {nodes}"
+                           + (f" (got --tp {tp})" if "tp" in options else ""))
+    plan = make_plan({"gpus": tp if gpus is None else gpus, **options}, g, hw)
     if plan.pp > 1 or plan.dp > 1:
         raise IronlawError(f"inference ({g.phase}) models tensor parallelism only; use --tp N with --gpus N")
     topo = build_topology(hw, plan.gpus, plan.nodes)

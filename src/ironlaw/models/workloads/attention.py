@@ -124,7 +124,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
     its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), for grouped-query and
     multi-head latent attention (regime '_mla') in inference ({} for training and encoders); a sliding-window
-    decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at."""
+    decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at, and a
+    sliding-window prefill its s tokens."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -141,6 +142,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     if sh.phase == "decode" and regime.startswith("_window"):   # its split-KV kernel splits the whole sequence, not the
         s = sh.s                                         # window (``core.splitkv``): the cached tokens and the new one
         out["history"] = float(s) + 1.0 if np.ndim(s) == 0 else np.asarray(s, float) + 1.0
+    elif regime.startswith("_window"):       # a windowed prefill's whole sequence: the keys a kernel that walks every
+        s = sh.s                             # key block spans (``gemmshape.GRID_KEYS``)
+        out["history"] = float(s) if np.ndim(s) == 0 else np.asarray(s, float)
     return out
 
 
