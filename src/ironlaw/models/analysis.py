@@ -62,8 +62,8 @@ def routed_experts(graph, hw):
 
     An inference graph (prefill, decode) on a device whose calibration holds the MoE layer fitted on measured
     fused-MoE kernel tables (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``: measure/calibrate/moefit.py) runs
-    its routed GEMMs, permute, activation and combine on those kernel classes (``serving.step.grouped``, as an
-    engine step with ``moe_tables`` does). On a GPU without such a table each routed GEMM states the shape the
+    its routed GEMMs, permute, activation and combine on those kernel classes (``on_moe_layer``, as an engine step
+    with ``moe_tables`` does). On a GPU without such a table each routed GEMM states the shape the
     grouped kernel launches (``grouped_launch``). A CPU loops over its experts one GEMM at a time, and a training
     graph's grouped GEMMs run the rows ``gemm_rows`` gives them (``parallel.step``): those are left as they are."""
     if hw.kind != "gpu" or graph.phase not in ("prefill", "decode") or \
@@ -71,8 +71,18 @@ def routed_experts(graph, hw):
         return graph
     from .serving.step import GROUPED_GEMM, grouped, moe_kernels
     kernels = moe_kernels(hw, graph.dtype)
-    fitted = kernels[0] != GROUPED_GEMM
-    return replace(graph, ops=[grouped(op, *kernels) if fitted else grouped_launch(op) for op in graph.ops])
+    if kernels[0] == GROUPED_GEMM:
+        return replace(graph, ops=[grouped_launch(op) for op in graph.ops])
+    return replace(graph, ops=[on_moe_layer(op, graph.dtype, kernels) for op in graph.ops])
+
+
+def on_moe_layer(op, dtype: str, kernels: tuple):
+    """An op of the routed layer on the fitted MoE kernel classes (``serving.step.grouped``), its activations in
+    bf16 between the kernels as the fit counts them (``moefit.HALF_BYTES``; ``serving.step.modelopt``); any other
+    op as it is."""
+    from .serving.step import grouped, modelopt
+    on = grouped(op, *kernels)
+    return op if on is op else grouped(modelopt(op, dtype), *kernels)
 
 
 def grouped_launch(op):
