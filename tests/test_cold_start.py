@@ -68,3 +68,18 @@ def test_the_check_sees_the_parallel_model_when_it_is_used():
     got = imported(CLI.format(argv=["analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "8",
                                     "--tp", "2", "--global-batch", "64", "--format", "json"]))
     assert "ironlaw.models.parallel" in got and "ironlaw.models.training" in got
+
+
+def test_one_blas_thread_unless_chosen_or_measuring():
+    """A command asks numpy's OpenBLAS for one thread; a user's own setting and the measuring verbs keep theirs."""
+    from ironlaw.cli import one_blas_thread
+    env = {}
+    one_blas_thread(("analyze",), env)
+    assert env == {"OPENBLAS_NUM_THREADS": "1"}
+    env = {"OPENBLAS_NUM_THREADS": "8"}
+    one_blas_thread(("analyze",), env)
+    assert env["OPENBLAS_NUM_THREADS"] == "8"
+    for verb in ("probe", "validate"):
+        env = {}
+        one_blas_thread((verb,), env)
+        assert env == {}

@@ -9,6 +9,7 @@ with a short message; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import typer
@@ -43,6 +44,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# verbs that time the machine: their BLAS keeps the threads its user configured
+MEASURING_VERBS = ("probe", "validate")
+
+
+def one_blas_thread(verbs: tuple[str, ...], environ) -> None:
+    """Ask numpy's OpenBLAS for one thread unless the user chose a number or a verb measures the machine.
+    OpenBLAS starts a thread per core (up to 64 in numpy's wheels) when numpy is imported; the commands multiply
+    small arrays, so those threads only cost start-up time, the more the more cores the host has. numpy is not
+    imported before this runs."""
+    if not set(verbs) & set(MEASURING_VERBS):
+        environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _wants_json(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
         if a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json":
@@ -73,7 +87,6 @@ def _reader_gone() -> None:
     does (status 128 + 13), with stdout pointed at /dev/null so that the interpreter's last flush cannot raise
     BrokenPipeError again (Python docs, library/signal "Note on SIGPIPE"; SIGPIPE itself stays ignored, as
     Python sets it)."""
-    import os
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
     except (OSError, AttributeError, ValueError):
@@ -95,7 +108,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(code)
 
     try:
-        load(verbs_of(argv))
+        verbs = verbs_of(argv)
+        one_blas_thread(verbs, os.environ)
+        load(verbs)
         rv = common.app(args=argv, prog_name="ironlaw", standalone_mode=False)
         # typer turns Ctrl-C into Exit(130) and, outside standalone mode, *returns* exit codes
         if isinstance(rv, int) and not isinstance(rv, bool) and rv != 0:
