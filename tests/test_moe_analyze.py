@@ -22,7 +22,7 @@ import pytest
 from ironlaw import api
 from ironlaw.core.units import fmt
 from ironlaw.law import explain
-from ironlaw.models.analysis import grouped_launch
+from ironlaw.models.routed import grouped_launch
 
 TABLE = Path(__file__).parent / "data" / "moe_layer_deepseek_v3_h200.csv"
 ROUTED = ("moe_permute", "mlp_up_proj", "mlp_act", "mlp_down_proj", "moe_combine")   # the fused layer's parts
@@ -91,3 +91,11 @@ def test_without_a_moe_table_a_routed_gemm_states_its_grouped_launch():
             assert op.bytes["weights"] / float(np.ravel(est.data_s[i])[0]) > 0.35 * bw   # was 0.17–0.22
     dense = [op for op in est.graph.ops if op.kind == "matmul" and op.attrs.get("expert") != "routed"]
     assert dense and all(grouped_launch(op) is op and "mnk" not in op.attrs for op in dense)
+
+
+def test_sweep_prices_the_routed_experts_as_analyze_does():
+    """`sweep` (one law.predict over the batches) and `analyze` (one batch) give one MoE decode step one time."""
+    s = api.sweep("qwen3-30b-a3b", on="h200", batch="16,64", seq="4096", phase="decode", dtype="fp8").to_dict()
+    for p in s["points"]:
+        one = api.analyze("qwen3-30b-a3b", on="h200", batch=p["batch"], seq=4096, phase="decode", dtype="fp8")
+        assert p["time_s"] == pytest.approx(float(one.total_s), rel=1e-9)
