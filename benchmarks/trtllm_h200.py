@@ -100,7 +100,7 @@ def print_tail(rows: list[dict], on_h100: dict | None = None) -> None:
     """The cells past ``TAIL``, largest first, with their group, batch per attention rank and the CUDA-graph batch
     its decode steps are padded to (``step.padded``), and the same cell's H100 error; per group, the signed median and the count past ``TAIL``; the same-batch pairs."""
     from ironlaw.models.serving.step import padded
-    on_h100 = h100_errors()
+    on_h100 = h100_errors() if on_h100 is None else on_h100
     w = (16, 10, 8, 6, 8, 9, 28)
     print(f"\nThe tail: cells past |error| {TAIL:.0f}%, largest first")
     print(h100.table_row(("model", "ISL/OSL", "error", "batch", "per rank", "H100 err", "group"), w))
