@@ -17,6 +17,23 @@ def labels(est) -> np.ndarray:
     return lab
 
 
+def rate_Bps(est, tier: int, moved: float) -> float:
+    """The rate the ops move ``moved`` bytes from memory tier ``tier`` at: those bytes over their data time there
+    (each op at its own η, its extra weight bytes included); the tier's bandwidth where they take no time."""
+    data_s = float((est.data_tier_s[tier] * est.cols.count).sum())
+    return moved / data_s if data_s > 0 else est.hw.memory[tier].bw_Bps
+
+
+def moved_at(est, tier: int, moved: float) -> str:
+    """'82.4 GB in 37.3 ms, 2.21 TB/s: 46% of its 4.8 TB/s': the bytes from a tier, their data time and the rate
+    the ops reach, against the tier's bandwidth (a line that quotes the bandwidth alone would contradict the time
+    of ops that reach a fraction of it)."""
+    bw = est.hw.memory[tier].bw_Bps
+    rate = rate_Bps(est, tier, moved)
+    return (f"{fmt(moved, 'B')} in {fmt_time(moved / rate)}, {fmt(rate, 'B/s')}: {100.0 * rate / bw:.0f}% of its "
+            f"{fmt(bw, 'B/s')}")
+
+
 def why(est) -> dict:
     hw, total = est.hw, float(est.total_s)
     shares = est.workload_shares_s
@@ -61,7 +78,7 @@ def why(est) -> dict:
                 f"compute would take only {fmt_time(compute_s)}")
         return {"resource": "bandwidth", "tier": tier,
                 "why": f"moving data from {tier} owns {pct:.0f}% of the critical path: about "
-                       f"{fmt(moved, 'B')} at {fmt(t.bw_Bps, 'B/s')}; {tail}"}
+                       f"{moved_at(est, i, moved)}; {tail}"}
     if res == "latency":
         n = int(est.cols.count.sum())
         return {"resource": "latency", "tier": None,
@@ -95,7 +112,7 @@ def brief(est) -> str:
     if res == "bandwidth":
         k = [m.name for m in hw.memory].index(tier)
         moved = float((est.traffic_bytes[k] * est.cols.count).sum())
-        return f"{fmt(moved, 'B')} from {tier} at {fmt(hw.tier(tier).bw_Bps, 'B/s')}: {pct:.0f}% of the critical path"
+        return f"{fmt(moved, 'B')} from {tier} at {fmt(rate_Bps(est, k, moved), 'B/s')}: {pct:.0f}% of the critical path"
     if res == "latency":
         n = int(est.cols.count.sum())
         return f"{n} ops × {fmt_time(hw.op_latency_s)} launch: {pct:.0f}% of the time"

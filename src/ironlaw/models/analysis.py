@@ -36,6 +36,7 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     from ..law import law
     from . import workloads
     from .plan_options import refuse_unread, requested
+    from .routed import routed_experts
 
     options = dict(options or {})
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
@@ -46,7 +47,7 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference
         graph = shard_inference(graph, hw, options)
-    est = law.predict(graph, hw, composition)
+    est = law.predict(routed_experts(graph, hw), hw, composition)
     if est.cols.cfg_shape == () and not bool(est.placement.fits):
         fp = est.footprint()
         total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
