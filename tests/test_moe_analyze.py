@@ -99,3 +99,14 @@ def test_sweep_prices_the_routed_experts_as_analyze_does():
     for p in s["points"]:
         one = api.analyze("qwen3-30b-a3b", on="h200", batch=p["batch"], seq=4096, phase="decode", dtype="fp8")
         assert p["time_s"] == pytest.approx(float(one.total_s), rel=1e-9)
+
+
+@pytest.mark.parametrize("after", ["a100", "b200"])
+def test_compare_prices_the_routed_experts_on_the_after_device(after):
+    """The 'after' device of `compare` prices the routed experts on its own kernels (A100: the grouped launch on its
+    dense GEMM table; B200: its measured MoE layer), not on the 'before' device's MoE layer: the after time is
+    `analyze`'s on that device."""
+    kw = dict(batch=64, seq=4096, phase="decode")
+    c = api.compare("qwen3-30b-a3b", on="h200", vs_hardware=after, **kw)
+    alone = api.analyze("qwen3-30b-a3b", on=after, **kw)
+    assert c.to_dict()["time_after_s"] == pytest.approx(alone.time_s, rel=1e-9)

@@ -32,11 +32,15 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
             composition: str = "overlap", options: dict | None = None) -> Estimate:
     """Build ``spec``, shard it over tensor-parallel devices when ``options`` ask for them (inference), predict it
     on ``hw``; a single configuration that fits in no memory tier at all is refused."""
-    from ..core.units import fmt_size
-    from ..law import law
+    return on_device(graph_of(spec, hw, batch, seq, phase, dtype, options), hw, composition)
+
+
+def graph_of(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: str | None = None,
+             options: dict | None = None):
+    """``spec``'s graph for ``hw``'s kind of device, sharded over tensor-parallel devices when ``options`` ask for
+    them (inference); its routed experts as the workload states them (``on_device`` prices them for a device)."""
     from . import workloads
     from .plan_options import refuse_unread, requested
-    from .routed import routed_experts
 
     options = dict(options or {})
     req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
@@ -47,6 +51,16 @@ def predict(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: s
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference
         graph = shard_inference(graph, hw, options)
+    return graph
+
+
+def on_device(graph, hw, composition: str = "overlap") -> Estimate:
+    """``graph`` predicted on ``hw``, its routed experts on the device's own MoE kernels (``routed.routed_experts``);
+    a single configuration that fits in no memory tier at all is refused."""
+    from ..core.units import fmt_size
+    from ..law import law
+    from .routed import routed_experts
+
     est = law.predict(routed_experts(graph, hw), hw, composition)
     if est.cols.cfg_shape == () and not bool(est.placement.fits):
         fp = est.footprint()

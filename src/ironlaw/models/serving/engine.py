@@ -125,14 +125,14 @@ def requests_for(prompt: int, output: int) -> int:
 # are refitted with the H100's kernel-fitted GEMM and attention terms in place (``step.kernel_terms``, under the
 # law's η ≤ 1 bound), trtllm-bench's unchunked token budget, prompts admitted k to a step and the KV cache sized
 # after the profiling step: 10 µs per step (its lower bound), 109 µs per kernel launched outside a CUDA graph and
-# 0.283 of the kernel tables' fixed seconds per call. The other six keep the values of the
+# 0.2775 of the kernel tables' fixed seconds per call. The other six keep the values of the
 # earlier fit of all eight on the same cells; gemm_eta,
 # gemm_m_half and attention_eta price only devices (and dtypes) without kernel tables. The executor's host work
 # per step and per request (host_step_s, host_sequence_s: ``step.HostStep``) is off (0) here; ``python
 # benchmarks/trtllm_h100.py --fit --host`` fits it on the same H100 cells (docs/accuracy.md, "host").
 FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
                           step_s=1.005e-5, launch_s=1.089e-4, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
-                          kernel_latency_share=0.283,
+                          kernel_latency_share=0.2775,
                           source="fitted by benchmarks/trtllm_h100.py to the H100 cells of TensorRT-LLM "
                                  "perf-overview.md (Llama 3.1 8B, 3.3 70B, 3.1 405B, Qwen3-235B-A22B, Llama 4 "
                                  "Maverick and Scout; FP8)")

@@ -131,16 +131,18 @@ def _sparse_on_vector(est) -> bool:
     return any(op.attrs.get("format") in ("csr", "bitmap") for op in est.graph.ops)
 
 
-def compare(before, steps: list[str], vs_hardware: str | None = None) -> Comparison:
-    """Compare a single-configuration Estimate with the same workload after ``steps``."""
+def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None, prepare=None) -> Comparison:
+    """Compare a single-configuration Estimate with the same workload after ``steps``. ``graph``: the workload as
+    built, before any device-specific pricing ``before.graph`` carries (default ``before.graph``); ``prepare(graph,
+    hw)`` gives the 'after' graph that pricing on the 'after' device (``analysis.on_device``'s routed experts)."""
     from . import apply
     steps = list(steps)
     if vs_hardware:
         steps.append(f"hardware={vs_hardware}")
     if not steps:
         raise IronlawError("compare needs at least one --what-if or --vs-hardware")
-    g, hw = apply(before.graph, before.hw, steps)
-    after = law.predict(g, hw, before.composition)
+    g, hw = apply(before.graph if graph is None else graph, before.hw, steps)
+    after = law.predict(g if prepare is None else prepare(g, hw), hw, before.composition)
     if not bool(after.placement.fits):
         fp = after.footprint()
         raise IronlawError(f"after {'; '.join(steps)}: {g.name} does not fit on {hw.name} "
