@@ -64,17 +64,23 @@ def test_a_key_s_out_of_range_is_refused(h200_mla, bad):
         calibration.check(_cal(g, table), "calibration")
 
 
+def _split_s_added(suffix: str):
+    """(hw, group, its class table without split_s, the seconds split_s = 4 µs adds per row) for H100's
+    generation class whose name ends with ``suffix`` (extract)."""
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith(suffix))
+    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    return hw, g, table, prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
+
+
 def test_a_split_launch_adds_split_s_only_where_it_splits():
     """H100's sliding-window XQA rows (extract): ``split_s`` added where the launch splits a sequence into blocks
     (``splitkv.blocks_per_sequence`` > 1), nothing where it runs one block per sequence and KV head."""
     from ironlaw.core.splitkv import blocks_per_sequence
-    hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
-    g = next(x for x in gs if x.name.endswith("sliding window"))
-    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
+    hw, g, table, added = _split_s_added("sliding window")
     assert table["split_kv"] == "history"
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
-    added = prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
     blocks = blocks_per_sequence(g.rows.step + 1.0, g.rows.batch_size * g.rows.num_key_value_heads, hw.sms)
     assert (blocks > 1).any() and (blocks == 1).any()
     assert np.allclose(added, np.where(blocks > 1, 4e-6, 0.0), rtol=1e-9, atol=1e-15)
@@ -91,13 +97,8 @@ def test_an_mmha_split_adds_split_s_only_where_its_launch_splits():
     """H100's sliding-window MMHA rows (extract): ``split_s`` added where the MMHA launch runs several blocks per
     sequence and head (``splitkv.mmha_blocks_per_sequence`` > 1), nothing where one CTA per head covers it."""
     from ironlaw.core.splitkv import mmha_blocks_per_sequence, mmha_tokens_per_loop
-    hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
-    g = next(x for x in gs if x.name.endswith("sliding window, MMHA kernel"))
-    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
+    hw, g, table, added = _split_s_added("sliding window, MMHA kernel")
     assert table["split_kv"] == "mmha"
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
-    added = prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
     heads = g.rows.batch_size * g.rows.num_heads
     per_loop = mmha_tokens_per_loop(g.rows.head_dim, float(table["mmha_threads"]))
     blocks = mmha_blocks_per_sequence(g.rows.step + 1.0, heads, hw.sms, per_loop)
