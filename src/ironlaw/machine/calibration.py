@@ -220,6 +220,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
+    if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
+        raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
     if "split_s" in p and "split_kv" not in p:
         raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
@@ -241,8 +243,6 @@ def _check_grid(p: dict, w: str) -> None:
     GRID_LOG_MAX, space-separated, ``0*n`` for n zeros) come together."""
     if "grid_of" in p and not isinstance(p["grid_of"], str):
         raise IronlawError(f"{w}.grid_of: must be a kernel class's name, got {p['grid_of']!r}")
-    if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
-        raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     if "grid_keys" in p and p["grid_keys"] not in GRID_KEYS:
         raise IronlawError(f"{w}.grid_keys: must be one of {', '.join(GRID_KEYS)}, got {p['grid_keys']!r}")
     if "mmha_threads" in p and (p.get("split_kv") != "mmha" or p["mmha_threads"] not in MMHA_THREADS
