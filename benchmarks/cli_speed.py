@@ -83,13 +83,21 @@ def evals_per_s(srcs: list[Path], n: int = 100_000, rounds: int = 3, sweeps: int
     return out
 
 
+def sources(baseline: Path | None) -> list[Path]:
+    """This checkout's src, then the baseline's if one is given."""
+    return [SRC] + ([baseline] if baseline else [])
+
+
+def per_source(runs: dict, s: Path) -> tuple[tuple, tuple, str]:
+    """(summary of the wall figures, summary of the CPU figures, the row's baseline label) of checkout ``s``."""
+    return summary(runs[s][0]), summary(runs[s][1]), "" if s == SRC else f" [baseline {s}]"
+
+
 def evals_rows(baseline: Path | None) -> list[tuple]:
-    srcs = [SRC] + ([baseline] if baseline else [])
+    srcs = sources(baseline)
     runs, rows = evals_per_s(srcs), []
     for s in srcs:
-        med, lo, hi, _ = summary(runs[s][0])
-        cpu, cpu_lo, cpu_hi, _ = summary(runs[s][1])
-        who = "" if s == SRC else f" [baseline {s}]"
+        (med, lo, hi, _), (cpu, cpu_lo, cpu_hi, _), who = per_source(runs, s)
         rows.append((f"llama3-8b decode evaluations / s (100k batch sweep){who}",
                      f"{med:,.0f} [{lo:,.0f}–{hi:,.0f}]; per cpu s {cpu:,.0f} [{cpu_lo:,.0f}–{cpu_hi:,.0f}]",
                      "≥ 100,000", med >= 1e5))
@@ -103,14 +111,12 @@ def max_throughput_s() -> list[float]:
 
 
 def cold_rows(baseline: Path | None) -> list[tuple]:
-    srcs = [SRC] + ([baseline] if baseline else [])
+    srcs = sources(baseline)
     rows = []
     for args in COLD:
         runs = cold(args, srcs)
         for s in srcs:
-            med, lo, hi, cv = summary(runs[s][0])
-            cpu, cpu_lo, cpu_hi, _ = summary(runs[s][1])
-            who = "" if s == SRC else f" [baseline {s}]"
+            (med, lo, hi, cv), (cpu, cpu_lo, cpu_hi, _), who = per_source(runs, s)
             rows.append((f"ironlaw {' '.join(args)} (cold){who}",
                          f"{med:.3f} s [{lo:.3f}–{hi:.3f}] cv {cv:.0%}; cpu {cpu:.3f} s [{cpu_lo:.3f}–{cpu_hi:.3f}]",
                          "≤ 0.3 s", med <= 0.3))
