@@ -39,7 +39,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "unit_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -59,6 +59,12 @@ SPLIT_S_MAX = 1e-4
 # merge_s: seconds per block a split XQA launch ("history") adds beyond split_s: the last block of a sequence and KV
 # head merges the blocks' partial results one after another (``efficiency.split_reduce_s``). At most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
+# unit_s: seconds a decode launch adds per sequence and KV head (its CTAs' own work whatever the keys: the query loaded,
+# the page table read, the output written), on top of its fixed latency (``efficiency.unit_launch_s``).
+# aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables, one cached token, batch 2048: 11-37 ns
+# per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
+# × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
+UNIT_S_MAX = 1e-6
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

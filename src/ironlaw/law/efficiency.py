@@ -59,7 +59,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid, split), shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
-                 latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split),
+                 latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
+                 + unit_launch_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
@@ -246,6 +247,27 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     for name, key_s in own:
         r = names == name
         out[r] = key_s * np.maximum(n[r] - KEY_WALK_FREE, 0.0)
+    return out
+
+
+def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds a decode kernel class's launch adds per sequence and KV head (``unit_s``, the grid's
+    units over QKᵀ and PV, halved): each CTA's own work whatever its keys (the query loaded, the page table read, the
+    output written), which the device runs its SMs' worth at a time, so that it adds like a latency growing with the
+    batch; 0 for every other op. aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables at one
+    cached token: 11-37 ns per sequence and KV head at batch 2048 on H100, B200, L40S and RTX PRO 6000, far above
+    their bytes' time (``gemmshape.UNIT_S_MAX``)."""
+    names = _names(cols, "kernels")
+    own = [(name, float(p["unit_s"])) for name, p in (cal.kernel or {}).items()
+           if name and p.get("unit_s") and (names == name).any()]
+    if not own:
+        return 0.0
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    out = np.zeros(cols.flops.shape)
+    for name, unit_s in own:
+        r = names == name
+        out[r] = unit_s * units[r] / 2.0
     return out
 
 

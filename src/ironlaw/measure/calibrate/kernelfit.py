@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel,
+from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, UNIT_S_MAX, WIDE_GQA, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
-from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s
+from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
 from ...machine.calibration import SCHEMA, Calibration, check
 from ...models.workloads.hfconfig import MLA
 from .fitcore import Observation, Problem, fit_group, grid
@@ -113,6 +113,15 @@ FLOOR_FREE_REGIMES = ("_wide",)
 # "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
 KEY_WALK_OPS = ("generation_mla",)
 KEY_S_STARTS = (1e-11, 5e-8)
+# classes whose fit adds ``unit_s``, the seconds a decode launch pays per sequence and KV head whatever its keys
+# (``efficiency.unit_launch_s``), from ``UNIT_S_START``: vLLM's and SGLang's generation attention. Their tables at one
+# cached token grow with the sequences × KV heads, 11-37 ns each at batch 2048 (H100 FA3, B200 TRT-LLM and FlashInfer
+# decode, L40S and RTX PRO 6000 FlashAttention 2, FlashInfer and Triton), which neither the fixed latency nor the
+# bytes price; held out, docs/accuracy.md ("Decode launches: a cost per sequence and KV head"). TensorRT-LLM's
+# classes keep their fit (another owner's, not refitted here)
+UNIT_OPS = ("generation_attention",)
+UNIT_FRAMEWORKS = ("vllm", "sglang")
+UNIT_S_START = 2e-8
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -137,6 +146,10 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
+# the frameworks whose sliding-window generation classes keep ``COARSE``'s steps: TensorRT-LLM's (the tables that chose
+# them). vLLM's and SGLang's, fitted with their cost per sequence and KV head (``unit_s``), take ``GRID_STEPS``: the
+# H100 SGLang window class (bf16 cache) held out 8.2% / 29.5% coarse, 5.0% / 25.6% on the finer grid (docs/accuracy.md)
+COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
 # classes whose kernel may split the whole sequence, not the window, into blocks, and the launches the fit tries beside
 # the plain one (``fit_class``): TensorRT-LLM's XQA decode kernel per sequence and KV head (``core.splitkv``,
 # ``split_kv = "history"``); its MMHA kernel per sequence and query head, in blocks of each of ``MMHA_THREADS``
@@ -451,6 +464,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
     bounds, starts = with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds, starts)))
+    bounds, starts = with_unit_cost(g, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -498,6 +512,14 @@ def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     return bounds + (("key_s", KEY_S_MAX),), [list(st) + [k] for st in starts for k in KEY_S_STARTS]
 
 
+def with_unit_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``unit_s`` (at most ``UNIT_S_MAX``, each start from ``UNIT_S_START``) for a
+    class of ``UNIT_OPS`` fitted on a table of ``UNIT_FRAMEWORKS``; as given for another."""
+    if g.op not in UNIT_OPS or g.table.framework not in UNIT_FRAMEWORKS:
+        return bounds, starts
+    return bounds + (("unit_s", UNIT_S_MAX),), [list(st) + [UNIT_S_START] for st in starts]
+
+
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
     ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
@@ -516,7 +538,7 @@ def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     ``latency_s``, its walk over the keys (``key_walk_s``) and its split's reduction (``split_reduce_s``, ``split``
     the launch)."""
     c = Calibration.of(cal)
-    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split)
+    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols)
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 
@@ -558,7 +580,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times(cal)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    coarse = COARSE.get((g.op, regime))
+    coarse = COARSE.get((g.op, regime)) if coarse_for(g.table.framework, regime) else None
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
     lat = fixed_seconds(own, cal, prob, split)
@@ -578,6 +600,12 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def coarse_for(framework: str, regime: str) -> bool:
+    """Whether a generation class of ``regime`` fitted on ``framework``'s tables keeps ``COARSE``'s grid steps: over 32
+    heads per KV head, on every framework's; a sliding window, on ``COARSE_WINDOW_FRAMEWORKS``' only."""
+    return regime == "_wide" or framework in COARSE_WINDOW_FRAMEWORKS
 
 
 def walks(g: Group) -> bool:
