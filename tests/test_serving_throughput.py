@@ -500,3 +500,28 @@ def test_one_wave_of_many_short_requests_takes_its_ramp():
     assert est.batch_limit == "requests" and est.batch_per_engine == 3750
     assert s["ramp_steps"] > 60 and s["wave_steps"] == s["ramp_steps"] + 127
     assert est.time_s > 1.05 * 3750 / s["requests_per_step"] * s["step_s"]    # the steady state's wave
+
+
+def test_one_wave_priced_in_runs_of_steps_is_within_two_percent_of_each_step_priced():
+    """``one_wave`` prices its ramp and drain in ``RAMP_SEGMENTS`` runs of steps at each run's mean; priced step
+    by step (every ramp step with its own decode tokens and prompts, every drain step at its own batch) the same
+    wave takes within 2% of that."""
+    import math
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import engine as eng
+    from ironlaw.models.serving.step import step_seconds
+    hw, (P, O, n) = hardware.get("h100"), (1000, 300, 120)
+    lay = eng.Layout()
+    meta, limits, mem = eng.prepare("llama3-8b", hw, lay, "fp8", "fp8", P, O, eng.KV_FRACTION, None, None,
+                                    eng.FITTED)
+    run = eng.engine_of("llama3-8b", hw, lay, "fp8", "fp8", (P, O), meta, limits, mem, n, eng.FITTED)
+    full = st.steady(run, n, limits.max_num_tokens)
+    total, parts = st.one_wave(run, full, n, limits.max_num_tokens)
+    steps = st.ramp(P, O, n, limits.max_num_tokens)
+    assert 4 < len(steps) < O
+    each = sum(step_seconds(run, a, k * P, k, pad=False)[0] for a, k in steps)
+    each += (O - len(steps)) * step_seconds(run, n, 0.0, 0.0, pad=True)[0]
+    each += sum(step_seconds(run, n - a - k, 0.0, 0.0, pad=True)[0] for a, k in steps[:-1])
+    assert total == pytest.approx(each, rel=0.02)
+    assert sum(c for c, _ in parts) == len(steps) + O - 1 == full.stats["wave_steps"]
+    assert math.isclose(full.stats["prompts_per_ramp_step"], n / len(steps))
