@@ -503,9 +503,9 @@ def test_one_wave_of_many_short_requests_takes_its_ramp():
 
 
 def test_one_wave_priced_in_runs_of_steps_is_within_two_percent_of_each_step_priced():
-    """``one_wave`` prices its ramp and drain in ``RAMP_SEGMENTS`` runs of steps at each run's mean; priced step
-    by step (every ramp step with its own decode tokens and prompts, every drain step at its own batch) the same
-    wave takes within 2% of that."""
+    """``one_wave`` prices its ramp at its mean step and its drain in ``DRAIN_SEGMENTS`` runs of steps at each
+    run's mean; priced step by step (every ramp step with its own decode tokens and prompts, every drain step at
+    its own batch) the same wave takes within 2% of that."""
     import math
     from ironlaw.machine import hardware
     from ironlaw.models.serving import engine as eng

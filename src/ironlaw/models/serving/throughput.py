@@ -61,7 +61,7 @@ from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine
 from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, padded,  # noqa: F401
                    step_seconds)
 
-RAMP_SEGMENTS = 3      # runs of steps the one wave's ramp and its drain are each priced in (``one_wave``)
+DRAIN_SEGMENTS = 3     # runs of steps the one wave's drain is priced in (``one_wave``)
 
 
 @dataclass
@@ -176,7 +176,7 @@ def ramp(prompt: int, output: int, requests: int, max_num_tokens: int) -> list[t
     return steps
 
 
-def segments(values: list, n: int = RAMP_SEGMENTS) -> list[tuple[int, tuple]]:
+def segments(values: list, n: int) -> list[tuple[int, tuple]]:
     """``values`` (tuples of numbers, in order) in at most ``n`` runs of consecutive steps: [(steps in the run,
     the run's mean of each number)]."""
     out = []
@@ -192,20 +192,22 @@ def one_wave(run: EngineRun, full: Steady, requests: int, max_num_tokens: int) -
     pipeline interleaves them (module docstring, one wave): the ramp's R mixed steps (``ramp``), then
     output − 1 decode-only steps (one CUDA graph each): output − R at the whole batch, then R − 1 while the
     ramp's cohorts finish in the order they started, each step's batch the requests admitted after the
-    cohort that just finished. R + output − 1 steps in all. Ramp and drain are priced in ``RAMP_SEGMENTS`` runs
-    of steps at each run's mean (a step's time is convex in its tokens: the host's launch floor, the weights'
-    read). None where ``ramp`` is None or the engine pipelines (pp > 1); ``full`` gets the wave's counts."""
+    cohort that just finished. R + output − 1 steps in all. The ramp is priced at its mean step (each of its
+    steps fills the token budget to within a prompt, so they differ only in how many of those tokens decode);
+    the drain in ``DRAIN_SEGMENTS`` runs of steps at each run's mean (its batch falls from the whole wave to one
+    cohort, and a step's time is convex in its batch: the CUDA graph's padding, the weights' read). None where
+    ``ramp`` is None or the engine pipelines (pp > 1); ``full`` gets the wave's counts."""
     steps = ramp(run.prompt, run.output, requests, max_num_tokens) if run.lay.pp == 1 else None
     if steps is None:
         return None
     parts, total = [], 0.0
-    for n, (d, k) in segments(steps):
+    for n, (d, k) in segments(steps, 1):
         t, est = step_seconds(run, int(round(d)), k * run.prompt, k, pad=False)
         parts.append((n, est))
         total += n * t
     plateau = run.output - len(steps)                 # every request decoding, none admitted yet finished
     drain = [(requests - a - k,) for a, k in steps[:-1]]   # … then one cohort fewer each step
-    for n, (d,) in ([(plateau, (requests,))] if plateau else []) + segments(drain):
+    for n, (d,) in ([(plateau, (requests,))] if plateau else []) + segments(drain, DRAIN_SEGMENTS):
         t, est = step_seconds(run, max(int(round(d)), 1), 0.0, 0.0, pad=True)
         parts.append((n, est))
         total += n * t
