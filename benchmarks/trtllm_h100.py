@@ -568,7 +568,7 @@ def main() -> int:
         assert abs(t.time(vars(est.constants)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
         t.est = est
         terms.append(t)
-    const = {k: getattr(fitted(), k) for k in NAMES}
+    const = {k: getattr(fitted(), k) for k in NAMES if getattr(fitted(), k) is not None}   # a level left off: none
     names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ()) + \
         (LAYER if args.layer_scale else ())
     if args.layer_scale and fitted().expert_layer_scale is None:
