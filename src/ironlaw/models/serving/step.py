@@ -27,7 +27,9 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). Those cells all ran their MoE
 layers under expert parallelism and attention DP; where the layer runs on one GPU (TP 1) the engine prices the
-routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``). A decode-only step
+routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``); with a level constant
+(``expert_layer_scale``, a what-if FITTED leaves off) an expert-parallel layer runs on it too, its time times the
+constant (``expertcarry.measured_layer``). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
 one, and lasts at least ``launches · launch_s`` (``host_floor_s``). Under the overlap scheduler the host's own
 work for a step (its launches, the executor's fixed and per-request Python) runs beside the device's step, and the
