@@ -46,6 +46,24 @@ def test_one_device_analyze_imports_no_parallel_serving_or_search(argv):
     assert imported(CLI.format(argv=argv)) == []
 
 
+def test_text_output_loads_no_emoji_table():
+    """The consoles print emoji codes as typed, so rich's emoji table is never imported by a text report; a
+    ":name:" that rich would turn into a pictogram stays as it was written."""
+    code = "import contextlib, io, sys" + CLI.format(argv=["analyze", "llama3-8b", "--on", "h100"])
+    r = subprocess.run([sys.executable, "-c", code + "\nprint('rich._emoji_codes' in sys.modules)"],
+                       capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "80"})
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "False", r.stdout + r.stderr
+    import io
+    from ironlaw.cli.common import MarkdownConsole, console
+    c = console()
+    c.file = io.StringIO()
+    c.print("layer :thumbs_up: [bold]x[/bold]")
+    assert c.file.getvalue() == "layer :thumbs_up: x\n"
+    md = MarkdownConsole()
+    md.print("layer :thumbs_up:")
+    assert md.parts == ["layer :thumbs_up:"]
+
+
 def test_the_library_analyze_on_one_device_is_as_lean():
     assert imported("import ironlaw; ironlaw.analyze('llama3-8b', on='h100', phase='decode', seq=1024, batch=8)") \
         == []
