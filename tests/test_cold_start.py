@@ -51,7 +51,8 @@ def test_text_output_loads_no_emoji_table():
     ":name:" that rich would turn into a pictogram stays as it was written."""
     code = "import contextlib, io, sys" + CLI.format(argv=["analyze", "llama3-8b", "--on", "h100"])
     r = subprocess.run([sys.executable, "-c", code + "\nprint('rich._emoji_codes' in sys.modules)"],
-                       capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "80"})
+                       capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "80"})
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "False", r.stdout + r.stderr
     import io
     from ironlaw.cli.common import MarkdownConsole, console
