@@ -485,3 +485,14 @@ def test_nodes_without_gpus_names_what_was_typed(argv, says):
     nobody typed."""
     line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", *argv))
     assert line == f"ironlaw: error: {says}", line
+
+
+# ------------------------------------------------------------------ a what-if beyond the model's context
+@pytest.mark.parametrize("phase, limit", [("prefill", 8192), ("decode", 8191)])
+def test_a_what_if_seq_beyond_the_context_is_refused_as_seq_is(phase, limit):
+    """`compare llama3-8b --what-if seq=999999` priced a 999,999-token prefill of a model with 8,192 positions
+    ('21002.96× slower') while `analyze --seq 999999` refuses it."""
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", phase, "--what-if", "seq=999999"))
+    assert "what-if seq 999999" in line and "8,192-token context of llama3-8b" in line, line
+    assert f"use what-if seq <= {limit}" in line, line
+    assert run_cli("compare", "llama3-8b", "--phase", phase, "--what-if", f"seq={limit}").rc == 0

@@ -111,10 +111,10 @@ def catalog() -> list[dict]:
     return rows
 
 
-def check_context(graph, seq) -> None:
+def check_context(graph, seq, flag: str = "--seq") -> None:
     """Inference beyond the positions a model's config states (``context_tokens``: max_position_embeddings with
     its rope scaling; decode appends one token) is refused, as a serving engine refuses such a request; training
-    may run longer sequences (context extension)."""
+    may run longer sequences (context extension). ``flag``: how the user gave the length (``--seq``, a what-if)."""
     import numpy as np
     ctx = graph.meta.get("context_tokens")
     if seq is None or not ctx or graph.phase == "train":
@@ -122,5 +122,5 @@ def check_context(graph, seq) -> None:
     top = int(np.max(seq))
     extra = 1 if graph.phase == "decode" else 0
     if top + extra > ctx:
-        raise IronlawError(f"--seq {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
-                           f"of {graph.name} (the positions its config states); use --seq <= {ctx - extra}")
+        raise IronlawError(f"{flag} {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
+                           f"of {graph.name} (the positions its config states); use {flag} <= {ctx - extra}")
