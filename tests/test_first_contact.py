@@ -496,3 +496,16 @@ def test_a_what_if_seq_beyond_the_context_is_refused_as_seq_is(phase, limit):
     assert "what-if seq 999999" in line and "8,192-token context of llama3-8b" in line, line
     assert f"use what-if seq <= {limit}" in line, line
     assert run_cli("compare", "llama3-8b", "--phase", phase, "--what-if", f"seq={limit}").rc == 0
+
+
+# ------------------------------------------------------------------ expert options on a dense model's search
+@pytest.mark.parametrize("argv, flag", [(["--expert-imbalance", "2"], "--expert-imbalance"),
+                                        (["--moe-a2a-overlap"], "--moe-a2a-overlap")])
+def test_a_layout_search_refuses_expert_options_on_a_dense_model(argv, flag):
+    """`search llama3-8b --expert-imbalance 2` ranked llama3-8b's layouts as if nothing were typed (no layout has
+    EP > 1), while analyze and serve refuse the option on a dense model."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--on", "h100", "--gpus", "8", *argv))
+    assert line == f"ironlaw: error: {flag} shapes the routed experts of MoE layers; llama3-8b has no experts", line
+    import ironlaw
+    best = ironlaw.search("qwen3-30b-a3b", on="h100", gpus=8, global_batch=64, seq=1024, expert_imbalance=1.5, top=1)
+    assert best.top[0]["time_s"] > 0
