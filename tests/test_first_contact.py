@@ -509,3 +509,16 @@ def test_a_layout_search_refuses_expert_options_on_a_dense_model(argv, flag):
     import ironlaw
     best = ironlaw.search("qwen3-30b-a3b", on="h100", gpus=8, global_batch=64, seq=1024, expert_imbalance=1.5, top=1)
     assert best.top[0]["time_s"] > 0
+
+
+# ------------------------------------------------------------------ --capture's default length
+def test_a_captured_config_is_priced_at_the_analytic_builders_default_length():
+    """`analyze hf:config.json` priced a decoder at seq 1024 and the same command with --capture at seq 512: the
+    two ways of reading one config answered different questions when --seq was left out."""
+    pytest.importorskip("transformers")
+    import ironlaw
+    from pathlib import Path
+    spec = f"hf:{Path(__file__).parent / 'data' / 'gpt2_config.json'}"
+    built = ironlaw.analyze(spec, on="h100")
+    captured = ironlaw.analyze(spec, on="h100", capture=True)
+    assert built.graph.meta["seq"] == captured.graph.meta["seq"] == 1024
