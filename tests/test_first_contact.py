@@ -522,3 +522,17 @@ def test_a_captured_config_is_priced_at_the_analytic_builders_default_length():
     built = ironlaw.analyze(spec, on="h100")
     captured = ironlaw.analyze(spec, on="h100", capture=True)
     assert built.graph.meta["seq"] == captured.graph.meta["seq"] == 1024
+
+
+# ------------------------------------------------------------------ a misspelt keyword of analyze and train
+@pytest.mark.parametrize("fn, typo, near", [("analyze", "bach", "batch"), ("train", "globl_batch", "global_batch"),
+                                            ("analyze", "tp_degre", "tp")])
+def test_a_misspelt_keyword_names_the_keyword_meant(fn, typo, near):
+    """`ironlaw.analyze("llama3-8b", bach=4)` said only '(the builder options of llama3-8b: none)': the keywords
+    analyze and train take (batch, global_batch, tp …) were never suggested, as the other functions' are."""
+    import ironlaw
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{typo}'") as e:
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **{typo: 4})
+    assert "did you mean: " in str(e.value) and near in str(e.value).split("did you mean: ")[1], e.value
+    with pytest.raises(TypeError, match=r"\(the builder options of llama3-8b: none\)"):
+        getattr(ironlaw, fn)("llama3-8b", on="h100", zzz=4)

@@ -196,11 +196,19 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
         bad = sorted(set(named) - set(accepted))
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
-            from ..core.errors import UnknownOption
-            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                                f"{spec}: {takes})")
+            from ..core.errors import UnknownOption, suggest
+            near = suggest(bad[0], [*accepted, *_keywords(fn)])
+            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}'"
+                                + (near or f" (the builder options of {spec}: {takes})"))
         opts.update(named)
     return opts
+
+
+def _keywords(fn: str) -> list[str]:
+    """The keywords the front door's function ``fn`` takes by name (its signature, ``StepOptions``' fields too)."""
+    from .. import api
+    sig = inspect.signature(getattr(api, fn))
+    return [n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def run_inputs(given: dict, phase: Optional[str]):
