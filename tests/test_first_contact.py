@@ -536,3 +536,15 @@ def test_a_misspelt_keyword_names_the_keyword_meant(fn, typo, near):
     assert "did you mean: " in str(e.value) and near in str(e.value).split("did you mean: ")[1], e.value
     with pytest.raises(TypeError, match=r"\(the builder options of llama3-8b: none\)"):
         getattr(ironlaw, fn)("llama3-8b", on="h100", zzz=4)
+
+
+# ------------------------------------------------------------------ a spec that is no string
+@pytest.mark.parametrize("spec, shown", [(42, "int 42"), (None, "NoneType None"), (["llama3-8b"], "list ['llama3-8b']")])
+def test_a_spec_that_is_no_string_is_named_not_called_empty(spec, shown):
+    """`ironlaw.analyze(42)` said 'workload: empty spec': the user gave something, just not a string."""
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match="a spec is a string") as e:
+        ironlaw.analyze(spec, on="h100")
+    assert f"got {shown};" in str(e.value) and "empty" not in str(e.value), e.value
+    with pytest.raises(ironlaw.IronlawError, match="workload: empty spec"):
+        ironlaw.analyze("  ", on="h100")

@@ -51,7 +51,10 @@ def _file_hint(spec: str) -> str | None:
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
     load_all()
-    spec = req.spec.strip() if isinstance(req.spec, str) else ""
+    if not isinstance(req.spec, str):
+        raise IronlawError(f"workload: a spec is a string (a built-in name, hf:config.json, py:file.py:factory, "
+                           f"gemm:M,N,K …), got {type(req.spec).__name__} {req.spec!r}; see `ironlaw workloads list`")
+    spec = req.spec.strip()
     if not spec:
         raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
     check_size(req.batch, "batch", MAX_BATCH)
