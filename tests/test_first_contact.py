@@ -548,3 +548,17 @@ def test_a_spec_that_is_no_string_is_named_not_called_empty(spec, shown):
     assert f"got {shown};" in str(e.value) and "empty" not in str(e.value), e.value
     with pytest.raises(ironlaw.IronlawError, match="workload: empty spec"):
         ironlaw.analyze("  ", on="h100")
+
+
+# ------------------------------------------------------------------ serving a model that decodes nothing
+@pytest.mark.parametrize("argv, says", [
+    (["serve", "resnet50"], "serve: resnet50 is no decoder LLM (its phases: infer, train)"),
+    (["serve", "gemm:64,64,64", "--max-throughput"], "serve: gemm:64,64,64 is no decoder LLM (a gemm: spec)"),
+    (["search", "bert-large", "--phase", "serve"],
+     "search --phase serve: bert-large is no decoder LLM (its phases: infer, train)")])
+def test_serving_a_model_without_decode_says_what_serving_needs(argv, says):
+    """`serve resnet50` said 'resnet50 has no phase 'decode'; it supports: infer, train': serve has no --phase,
+    and the line did not say that serving needs a decoder LLM."""
+    line = one_line_error(run_cli(*argv, "--on", "h100"))
+    assert line.startswith(f"ironlaw: error: {says}; serving prices a prompt's prefill"), line
+    assert "hf:config.json" in line and "no phase" not in line, line

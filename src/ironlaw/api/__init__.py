@@ -187,6 +187,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_release(engine, release)
     check_on(on)
     scenario_options(dict(locals()))
+    from ..models import workloads
+    workloads.check_serves(spec, "serve")
     if max_throughput:
         from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -286,6 +288,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
+        from ..models import workloads
+        workloads.check_serves(spec, "search --phase serve")
         prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,

@@ -114,6 +114,25 @@ def catalog() -> list[dict]:
     return rows
 
 
+def check_serves(spec, command: str) -> None:
+    """``serve`` and the serving search price a decoder's prompt and its tokens one by one: a built-in without a
+    decode phase, or a spec of one kernel, collective or captured module (every prefix but ``hf:``), is refused by
+    what serving needs, not by a ``--phase decode`` the user never typed (``resolve`` names any other problem)."""
+    load_all()
+    key = spec.strip().lower() if isinstance(spec, str) else ""
+    if key in BUILTINS:
+        phases = BUILTINS[key].phases
+        if "decode" in phases:
+            return
+        what = f"its phases: {', '.join(phases)}"
+    elif ":" in key and key.split(":", 1)[0] in (*PREFIXES, *TORCH_PREFIXES) and not key.startswith("hf:"):
+        what = f"a {key.split(':', 1)[0]}: spec"
+    else:
+        return
+    raise IronlawError(f"{command}: {spec} is no decoder LLM ({what}); serving prices a prompt's prefill and the "
+                       f"decode of its tokens: give a built-in LLM (`ironlaw workloads list`) or hf:config.json")
+
+
 def check_context(graph, seq, flag: str = "--seq") -> None:
     """Inference beyond the positions a model's config states (``context_tokens``: max_position_embeddings with
     its rope scaling; decode appends one token) is refused, as a serving engine refuses such a request; training
