@@ -562,3 +562,14 @@ def test_serving_a_model_without_decode_says_what_serving_needs(argv, says):
     line = one_line_error(run_cli(*argv, "--on", "h100"))
     assert line.startswith(f"ironlaw: error: {says}; serving prices a prompt's prefill"), line
     assert "hf:config.json" in line and "no phase" not in line, line
+
+
+# ------------------------------------------------------------------ a network calibration nothing reads
+def test_a_network_calibration_on_one_device_without_collectives_is_refused():
+    """`analyze llama3-8b --network a100-vidur` on one H100 printed the plain estimate: no collective read the
+    calibration it named."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--network", "a100-vidur"))
+    assert line == ("ironlaw: error: --network a100-vidur calibrates collectives; llama3-8b prefill on one device "
+                    "runs none: add --tp N --gpus N (or a collective spec) or drop --network"), line
+    for argv in (["llama3-8b", "--tp", "8", "--gpus", "8"], ["allreduce:64MB", "--gpus", "8"]):
+        assert run_cli("analyze", *argv, "--on", "a100", "--network", "a100-vidur").rc == 0

@@ -70,6 +70,9 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
     hw = device(on, o.network)
     est = analysis.predict(spec, hw, batch if o.micro_batch is None else o.micro_batch, o.seq, phase, o.dtype,
                            composition(o.serial), opts)
+    if o.network is not None and not any(op.kind == "collective" for op in est.graph.ops):
+        raise IronlawError(f"--network {o.network} calibrates collectives; {est.graph.name} {est.graph.phase} on one "
+                           f"device runs none: add --tp N --gpus N (or a collective spec) or drop --network")
     if plot:
         from ..report.plot import save
         save(est, plot)
