@@ -573,3 +573,22 @@ def test_a_network_calibration_on_one_device_without_collectives_is_refused():
                     "runs none: add --tp N --gpus N (or a collective spec) or drop --network"), line
     for argv in (["llama3-8b", "--tp", "8", "--gpus", "8"], ["allreduce:64MB", "--gpus", "8"]):
         assert run_cli("analyze", *argv, "--on", "a100", "--network", "a100-vidur").rc == 0
+
+
+# ------------------------------------------------------------------ a missing model file where torch is missing
+def test_a_missing_model_file_is_said_before_a_missing_torch(tmp_path):
+    """Without PyTorch, `analyze py:nothere.py:make` said 'this spec needs PyTorch to capture the model': the user
+    installs torch, only to learn that the file was never there."""
+    import os
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")])}
+    missing = tmp_path / "nothere.py"
+    line = one_line_error(run_cli("analyze", f"py:{missing}:make", "--on", "h100", env=env))
+    assert line == f"ironlaw: error: py:{missing}:make: no such file '{missing}'", line
+    line = one_line_error(run_cli("analyze", f"onnx:{tmp_path / 'm.onnx'}", "--on", "h100", env=env))
+    assert line == f"ironlaw: error: onnx:{tmp_path / 'm.onnx'}: no such file", line
+    (tmp_path / "there.py").write_text("def make():\n    pass\n")
+    line = one_line_error(run_cli("analyze", f"py:{tmp_path / 'there.py'}:make", "--on", "h100", env=env))
+    assert "this spec needs PyTorch to capture the model" in line, line

@@ -17,7 +17,13 @@ def load_all() -> None:
     from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
 
 
-def _load_torch_prefixes() -> None:
+def _load_torch_prefixes(head: str = "", arg: str = "") -> None:
+    """The spec formats that capture through torch or onnx; a file such a spec names that does not exist is said
+    first (``external``'s own words), whether or not PyTorch is installed."""
+    from pathlib import Path
+    path = arg.rpartition(":")[0] if head == "py" else arg if head == "onnx" else ""
+    if path and not Path(path).is_file():
+        raise IronlawError(f"py:{arg}: no such file '{path}'" if head == "py" else f"onnx:{arg}: no such file")
     try:
         from . import external  # noqa: F401
     except ImportError as e:
@@ -79,7 +85,7 @@ def resolve(req: Request) -> Graph:
     elif ":" in spec:
         head, arg = spec.split(":", 1)
         if head.lower() not in PREFIXES and head.lower() in TORCH_PREFIXES:
-            _load_torch_prefixes()
+            _load_torch_prefixes(head.lower(), arg)
             if head.lower() not in PREFIXES:
                 raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
         if head.lower() not in PREFIXES:
