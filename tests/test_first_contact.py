@@ -592,3 +592,20 @@ def test_a_missing_model_file_is_said_before_a_missing_torch(tmp_path):
     (tmp_path / "there.py").write_text("def make():\n    pass\n")
     line = one_line_error(run_cli("analyze", f"py:{tmp_path / 'there.py'}:make", "--on", "h100", env=env))
     assert "this spec needs PyTorch to capture the model" in line, line
+
+
+# ------------------------------------------------------------------ the latency bottleneck's launches
+def test_a_latency_bound_why_names_the_launch_cost_the_terms_carry():
+    """`analyze gemm:64,64,64 --on h100` said '1 ops × 5 µs launch/dispatch' (the catalog's op_latency) beside an
+    L_lat of 2.54 µs in its own terms table (the calibrated GEMM launch): the explanation contradicted the numbers."""
+    import numpy as np
+    import ironlaw
+    from ironlaw.core.units import fmt_time
+    est = ironlaw.analyze("gemm:64,64,64", on="h100")
+    why = est.bottleneck()["why"]
+    assert est.bottleneck()["resource"] == "latency"
+    assert f"1 ops × {fmt_time(float(est.term('latency_s')))} launch/dispatch" in why, why
+    mixed = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=4, tp=8, gpus=8)
+    lat, n = float(mixed.term("latency_s")), int(np.sum(mixed.cols.count))
+    assert mixed.bottleneck()["resource"] == "latency"
+    assert f"{fmt_time(lat)} of launch/dispatch over {n:,} ops" in mixed.bottleneck()["why"], mixed.bottleneck()
