@@ -609,3 +609,20 @@ def test_a_latency_bound_why_names_the_launch_cost_the_terms_carry():
     lat, n = float(mixed.term("latency_s")), int(np.sum(mixed.cols.count))
     assert mixed.bottleneck()["resource"] == "latency"
     assert f"{fmt_time(lat)} of launch/dispatch over {n:,} ops" in mixed.bottleneck()["why"], mixed.bottleneck()
+
+
+# ------------------------------------------------------------------ per-op views of an estimate over arrays
+@pytest.mark.parametrize("view", ["bottleneck", "rows", "top_ops", "by_kind", "footprint", "to_dict", "to_frame"])
+def test_a_per_op_view_of_many_configurations_is_one_clear_error(view):
+    """`ironlaw.analyze(..., batch=np.arange(1, 9)).bottleneck()` ended in 'TypeError: only 0-dimensional arrays can
+    be converted to Python scalars' (rows, top_ops, by_kind, footprint alike); to_dict and to_frame said 'index a
+    sweep first', an operation an estimate does not have."""
+    import numpy as np
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=np.arange(1, 9))
+    for kind in (ironlaw.IronlawError, ValueError):
+        with pytest.raises(kind, match=rf"^{view}\(\) describes one configuration; this estimate holds 8 ") as e:
+            getattr(est, view)()
+        assert "index a sweep" not in str(e.value) and "time_s" in str(e.value)
+    assert est.time_s.shape == (8,)
+    assert ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=8).bottleneck()["resource"] == "bandwidth"
