@@ -626,3 +626,13 @@ def test_a_per_op_view_of_many_configurations_is_one_clear_error(view):
         assert "index a sweep" not in str(e.value) and "time_s" in str(e.value)
     assert est.time_s.shape == (8,)
     assert ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=8).bottleneck()["resource"] == "bandwidth"
+
+
+# ------------------------------------------------------------------ a --top past the last op
+@pytest.mark.parametrize("fmt, top, says", [("text", "100000", "all 14 ops by time"), ("md", "100000", "All 14 ops:"),
+                                            ("text", "5", "top 5 ops by time"), ("md", "5", "Top 5 ops:")])
+def test_the_top_ops_title_counts_the_rows_it_shows(fmt, top, says):
+    """`analyze llama3-8b --top 100000` titled its table of 14 rows 'top 100000 ops by time'."""
+    r = run_cli("analyze", "llama3-8b", "--on", "h100", "--top", top, "--format", fmt)
+    assert r.rc == 0 and says in r.out, r.out
+    assert "100000" not in r.out
