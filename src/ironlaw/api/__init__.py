@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
-                      other_phase, run_inputs, scenario_options, strings, takes_step_options)
+                      keywords_of, other_phase, run_inputs, scenario_options, strings, takes_step_options)
 
 RESULTS = ("Fit", "KernelCalibration", "Probe", "Report", "Validation")   # ``results``' classes, read from here too
 
@@ -49,7 +49,7 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
 
     o, named = StepOptions.of(keywords)
     cost = o.run(phase)
-    opts = o.plan("analyze", spec, named)
+    opts = o.plan("analyze", spec, named, keywords_of(analyze))
     if o.micro_batch is not None:
         from ..machine.network.topology import check_count
         if check_count(o.micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
@@ -93,7 +93,7 @@ def train(spec: str, on="h100", **keywords):
     cost = o.run("train")
     from ..report import pages
     pages.check(o.html)
-    return _train_step(spec, on, o, o.plan("train", spec, named), cost)
+    return _train_step(spec, on, o, o.plan("train", spec, named, keywords_of(train)), cost)
 
 
 def _train_step(spec: str, on, o: StepOptions, opts: dict, cost):
@@ -116,7 +116,7 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
     from ..models import analysis
     from ..models.whatif.compare import compare as run
 
-    opts = builder("compare", spec, options, builder_options)
+    opts = builder("compare", spec, options, builder_options, keywords_of(compare))
     steps = strings(what_if)
     if not steps and not vs_hardware:
         from ..models.whatif import names
