@@ -636,3 +636,20 @@ def test_the_top_ops_title_counts_the_rows_it_shows(fmt, top, says):
     r = run_cli("analyze", "llama3-8b", "--on", "h100", "--top", top, "--format", fmt)
     assert r.rc == 0 and says in r.out, r.out
     assert "100000" not in r.out
+
+
+# ------------------------------------------------------------------ a result typed at the prompt
+def test_a_result_printed_at_the_prompt_is_a_line_not_a_megabyte():
+    """`est = ironlaw.analyze("llama3-8b")` then `est` at a Python prompt printed 144 kB (the hardware's every
+    calibration row and source, each op's arrays); a serve result 1 MB, a comparison 368 kB, the contract 695 kB."""
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode")
+    assert repr(est) == f"Analysis('llama3-8b', 'decode', 'bf16' on 'h100': time_s={est.time_s!r})"
+    step = ironlaw.train("llama3-8b", on="h100", gpus=8, global_batch=64, zero=1)
+    assert repr(step) == f"Training(tp=1, pp=1, dp=8, gpus=8: step_s={step.step_s!r}, mfu={step.mfu!r})"
+    cmp = ironlaw.compare("llama3-8b", on="h100", vs_hardware="b200")
+    assert repr(cmp).startswith("Comparison('hardware=b200': ") and f"speedup={cmp.speedup!r}" in repr(cmp)
+    assert repr(est.hw) == "Hardware('h100', 'NVIDIA H100 SXM5 80 GB', kind='gpu')"
+    for r in (est, step, cmp, ironlaw.contract(on="h100"), ironlaw.serve("llama3-8b", on="h100"),
+              ironlaw.serve("llama3-8b", on="h100", max_throughput=True)):
+        assert len(repr(r)) < 10_000, (type(r).__name__, len(repr(r)))

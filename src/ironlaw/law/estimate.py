@@ -35,6 +35,11 @@ class Estimate:
     op_time_s: np.ndarray     # composed time of one invocation
     terms: Terms              # the per-op efficiency table the terms were priced at
 
+    def __repr__(self) -> str:                  # the per-op arrays run to 100 kB: the answer, as a person reads it
+        g = self.graph
+        return (f"{type(self).__name__}({g.name!r}, {g.phase!r}, {g.dtype!r} on {self.hw.name!r}: "
+                f"time_s={self.time_s!r})")
+
     # ------------------------------------------------------------------ totals
     @cached_property
     def op_total_s(self) -> np.ndarray:
