@@ -99,6 +99,9 @@ class Graph:
     meta: dict = field(default_factory=dict)          # batch, seq, params, model_flops, tokens, spec …
     uncounted_ops: dict[str, int] = field(default_factory=dict)
 
+    def __repr__(self) -> str:                  # every op's dataclass would be printed: say what the graph is
+        return f"Graph({self.name!r}, {self.phase!r}, {self.dtype!r}, {len(self.ops)} ops)"
+
     def __post_init__(self):
         for c in self.footprint:
             if c not in CLASSES:
