@@ -126,7 +126,8 @@ FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bo
 # at most at its data time, so that its binding resource is a memory tier and the time a half-point M term carried as a
 # tiny compute η is the weights' streaming (their η, the grid) instead. Where the fit's m_half breaks it, the class is
 # refitted with m_half at most GEMV_RULE_MARGIN of the value at which the worst GEMV's compute would equal its data
-# time (a GEMV's compute term scales as 1 + m_half), up to GEMV_RULE_TRIES times, then with m_half at its floor.
+# time (a GEMV's compute term scales as 1 + m_half), up to GEMV_RULE_TRIES times, then with m_half at its floor; in
+# the stream form, which holds an m_half 0 table beside it, its half-point is refitted at its floor (``streaming_gemvs``).
 # Without the rule the half-point forms put H200 bf16 gemm:1,8192,8192, the L40S, RTX PRO 6000 and Blackwell FP4
 # GEMVs on the tensor cores (docs/accuracy.md, "A GEMV's time is its weights' streaming")
 GEMV_RULE_NK = 1024
@@ -377,12 +378,14 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
-        (lambda *a, **kw: [fit_one(*a, **kw)])  # noqa: E731
-    fitted = lambda extra, top=None: [fit_grid(hw, g, rows, t, steps)  # noqa: E731
-                                      for t in shapes(hw, g, spaced, extra, tiles, m_half_max=top)]
-    tables = [t for extra in tries for t in fitted(extra)]
-    if g.op == "gemm":
-        tables = [gemvs_stream(hw, g, rows, t, lambda top: fitted({}, top)[-1]) for t in tables]
+        (lambda *a: [fit_one(*a)])  # noqa: E731
+    tables = [fit_grid(hw, g, rows, t, steps) for extra in tries for t in shapes(hw, g, spaced, extra, tiles)]
+    if g.op == "gemm" and gemm_fill == "stream":
+        tables = streaming_gemvs(hw, g, rows, tables, lambda: [fit_grid(hw, g, rows, t, steps) for t in fit_stream(
+            hw, g, spaced, m_half_max=HALF_BOUNDS[0])])
+    elif g.op == "gemm":
+        tables = [gemvs_stream(hw, g, rows, t, lambda top: fit_grid(hw, g, rows, fit_one(
+            hw, g, spaced, None, tiles, m_half_max=top), steps)) for t in tables]
     if len(tables) == 1:
         return tables[0]
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
@@ -548,7 +551,7 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     joint fit stops in the half-point form's minimum (B200 bf16's fitted rows with their grids: 0.0671 against
     0.0606 for m_half 0), while FP8 classes fit better with an M term (B200 fp8 0.0363 against 0.0481).
     ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature). With ``m_half_max`` (the
-    small-M rule, ``gemvs_stream``) only the second table, its m_half at most that."""
+    small-M rule, ``streaming_gemvs``) only the second table, its m_half at most that."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 0.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "streamed_half": 1e6, "serial": 0.5, "latency_s": 5e-6, **(extra or {})}
@@ -590,6 +593,21 @@ def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     est = law.timed(placed, replace(bare, calibration=Calibration.of(cal)))
     data, compute = (np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s))
     return float(np.max(compute / np.maximum(data, 1e-30)))
+
+
+def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[dict]:
+    """The small-M rule in the stream form (``fit_stream``'s tables, each with its grid): those whose GEMVs bind
+    memory (``gemv_share`` at most 1), and where one breaks it, ``at_floor()``'s tables in its place: its half-point
+    refitted with m_half at its floor (from the half-point try's own starts), not at the rule's edge, since the m_half
+    0 table already prices a small-M GEMM's cost per weight element as the weights' streaming, and a bound the fit
+    runs into says the rows cannot pin it. None left is an error."""
+    kept = [t for t in tables if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if len(kept) < len(tables):
+        kept += [t for t in at_floor() if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if not kept:
+        raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound in "
+                           f"the stream form; no GEMM form prices them so")
+    return kept
 
 
 def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
