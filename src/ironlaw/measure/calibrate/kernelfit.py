@@ -577,14 +577,16 @@ def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     """The largest compute over data time the law with ``table`` gives ``g``'s GEMVs that stream their weights from
     device memory: gemm:1,N,K at each N, K of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s
     last cache level (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them
-    there); None where ``rows`` hold no such N, K."""
+    there), or where no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach
+    131 M weight elements, its 256 MiB cache holds them); None where those do not exceed it either."""
     from types import SimpleNamespace
     from ...law import law
     from ...machine.cache import repeated_limit_bytes
-    nk = sorted({(int(n), int(k)) for n, k in zip(rows.n, rows.k) if n >= GEMV_RULE_NK and k >= GEMV_RULE_NK})
-    ops = [gemm_op(SimpleNamespace(m=1, n=n, k=k), g) for n, k in nk]
     limit = repeated_limit_bytes(hw) or 0.0
-    ops = [op for op in ops if op.bytes.get("weights", 0.0) > limit]
+    gemv = lambda pairs: [op for op in (gemm_op(SimpleNamespace(m=1, n=n, k=k), g) for n, k in sorted(pairs))  # noqa: E731
+                          if op.bytes.get("weights", 0.0) > limit]
+    ops = gemv({(int(n), int(k)) for n, k in zip(rows.n, rows.k) if n >= GEMV_RULE_NK and k >= GEMV_RULE_NK}) or \
+        gemv({(int(np.max(rows.n)), int(np.max(rows.k)))})
     if not ops:
         return None
     bare = without_calibration(hw)
