@@ -36,9 +36,9 @@ from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s
-from ...machine.calibration import SCHEMA, Calibration, check
+from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
-from .fitcore import Observation, Problem, fit_group, grid
+from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
 
 OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
@@ -119,6 +119,20 @@ SPLIT_S_STARTS = (1e-8, 3e-6)
 # an XQA split launch (``split_kv = "history"``) fits ``merge_s`` too, its last block's merge per block, from this start
 MERGE_S_START = 3e-8
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
+# the small-M rule (``gemvs_stream``): a GEMV, gemm:1,N,K with N and K at least GEMV_RULE_NK (a 1024 × 1024 weight: an
+# LLM's smallest projection) whose weights exceed the last cache level (a decode step's), streams its weights from
+# device memory (L40S bf16, aiconfigurator-core 0.12.0: gemm:1,8192,8192 at 924 GB/s of the GDDR6's 864 GB/s,
+# gemm:1,16384,16384 at 793 GB/s); a GEMM class's fitted table, in any form, prices such a row's compute
+# at most at its data time, so that its binding resource is a memory tier and the time a half-point M term carried as a
+# tiny compute η is the weights' streaming (their η, the grid) instead. Where the fit's m_half breaks it, the class is
+# refitted with m_half at most GEMV_RULE_MARGIN of the value at which the worst GEMV's compute would equal its data
+# time (a GEMV's compute term scales as 1 + m_half), up to GEMV_RULE_TRIES times, then with m_half at its floor; in
+# the stream form, which holds an m_half 0 table beside it, its half-point is refitted at its floor (``streaming_gemvs``).
+# Without the rule the half-point forms put H200 bf16 gemm:1,8192,8192, the L40S, RTX PRO 6000 and Blackwell FP4
+# GEMVs on the tensor cores (docs/accuracy.md, "A GEMV's time is its weights' streaming")
+GEMV_RULE_NK = 1024
+GEMV_RULE_MARGIN = 0.9
+GEMV_RULE_TRIES = 3
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
@@ -366,6 +380,12 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
     tables = [fit_grid(hw, g, rows, t, steps) for extra in tries for t in shapes(hw, g, spaced, extra, tiles)]
+    if g.op == "gemm" and gemm_fill == "stream":
+        tables = streaming_gemvs(hw, g, rows, tables, lambda: [fit_grid(hw, g, rows, t, steps) for t in fit_stream(
+            hw, g, spaced, m_half_max=HALF_BOUNDS[0])])
+    elif g.op == "gemm":
+        tables = [gemvs_stream(hw, g, rows, t, lambda top: fit_grid(hw, g, rows, fit_one(
+            hw, g, spaced, None, tiles, m_half_max=top), steps)) for t in tables]
     if len(tables) == 1:
         return tables[0]
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
@@ -439,17 +459,20 @@ def form_choices(cal: dict) -> list[dict]:
     return out
 
 
-def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> dict:
+def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None,
+            m_half_max: float | None = None) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
     generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best.
     ``extra``: fields the table holds as given (``split_kv``). ``tiles``: only whole tiles of each of these rows
-    tried, ``streamed`` at most ``STREAMED_PHYSICAL`` (a GEMM's tile fill, ``GEMM_FILLS``)."""
+    tried, ``streamed`` at most ``STREAMED_PHYSICAL`` (a GEMM's tile fill, ``GEMM_FILLS``). ``m_half_max``: m_half's
+    upper bound in place of ``PARAMS``' (the small-M rule, ``gemvs_stream``)."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6, **(extra or {})}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
+    bounds = with_m_half_max(bounds, m_half_max)
     bounds, starts = with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds, starts)))
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
@@ -520,13 +543,15 @@ def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 
-def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
+def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None,
+               m_half_max: float | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
     (``STREAM_M_HALF``); ``fit_class`` keeps the one with the smaller loss after its grid. Both are needed: the
     joint fit stops in the half-point form's minimum (B200 bf16's fitted rows with their grids: 0.0671 against
     0.0606 for m_half 0), while FP8 classes fit better with an M term (B200 fp8 0.0363 against 0.0481).
-    ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature)."""
+    ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature). With ``m_half_max`` (the
+    small-M rule, ``streaming_gemvs``) only the second table, its m_half at most that."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 0.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "streamed_half": 1e6, "serial": 0.5, "latency_s": 5e-6, **(extra or {})}
@@ -534,10 +559,77 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     bounds, starts = within_floor(g, rows, STREAM_PARAMS, STREAM_STARTS)
     params = [((g.key[0], g.key[1], name), upper) for name, upper in bounds]
     (name, upper), m_starts = STREAM_M_HALF
-    tries = [fit_group(prob, cal, params, starts),
-             fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
-                       [s + [m] for s in starts for m in m_starts])]
+    upper = upper if m_half_max is None else min(upper, m_half_max)
+    tries = [] if m_half_max is not None else [fit_group(prob, cal, params, starts)]
+    tries.append(fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
+                           [s + [min(m, upper)] for s in starts for m in m_starts]))
     return [c[g.key[0]][g.key[1]] for c in tries]
+
+
+def with_m_half_max(bounds: tuple, m_half_max: float | None) -> tuple:
+    """``bounds`` ((name, upper) …) with m_half's upper bound at most ``m_half_max`` (as given where None)."""
+    if m_half_max is None:
+        return bounds
+    return tuple((n, min(u, m_half_max) if n == "m_half" else u) for n, u in bounds)
+
+
+def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
+    """The largest compute over data time the law with ``table`` gives ``g``'s GEMVs that stream their weights from
+    device memory: gemm:1,N,K at each N, K of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s
+    last cache level (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them
+    there), or where no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach
+    131 M weight elements, its 256 MiB cache holds them); None where those do not exceed it either."""
+    from types import SimpleNamespace
+    from ...law import law
+    from ...machine.cache import repeated_limit_bytes
+    limit = repeated_limit_bytes(hw) or 0.0
+    gemv = lambda pairs: [op for op in (gemm_op(SimpleNamespace(m=1, n=n, k=k), g) for n, k in sorted(pairs))  # noqa: E731
+                          if op.bytes.get("weights", 0.0) > limit]
+    ops = gemv({(int(n), int(k)) for n, k in zip(rows.n, rows.k) if n >= GEMV_RULE_NK and k >= GEMV_RULE_NK}) or \
+        gemv({(int(np.max(rows.n)), int(np.max(rows.k)))})
+    if not ops:
+        return None
+    bare = without_calibration(hw)
+    placed = law.place(Graph("gemvs", "infer", g.key[1], ops), bare)
+    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: table}}
+    est = law.timed(placed, replace(bare, calibration=Calibration.of(cal)))
+    data, compute = (np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s))
+    return float(np.max(compute / np.maximum(data, 1e-30)))
+
+
+def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[dict]:
+    """The small-M rule in the stream form (``fit_stream``'s tables, each with its grid): those whose GEMVs bind
+    memory (``gemv_share`` at most 1), and where one breaks it, ``at_floor()``'s tables in its place: its half-point
+    refitted with m_half at its floor (from the half-point try's own starts), not at the rule's edge, since the m_half
+    0 table already prices a small-M GEMM's cost per weight element as the weights' streaming, and a bound the fit
+    runs into says the rows cannot pin it. None left is an error."""
+    kept = [t for t in tables if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if len(kept) < len(tables):
+        kept += [t for t in at_floor() if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if not kept:
+        raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound in "
+                           f"the stream form; no GEMM form prices them so")
+    return kept
+
+
+def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
+    """``table`` where its GEMVs bind memory (``gemv_share`` at most 1: the small-M rule, ``GEMV_RULE_NK``); else
+    ``refit(m_half_max)``'s table, m_half at most ``GEMV_RULE_MARGIN`` of the value at which the worst GEMV's compute
+    would equal its data time, until they do (at most ``GEMV_RULE_TRIES`` times, then with m_half at its floor).
+    A table whose GEMVs still bind compute with m_half at its floor is an error: no form may price them so."""
+    share = gemv_share(hw, g, rows, table)
+    for i in range(GEMV_RULE_TRIES + 1):
+        if share is None or share <= 1.0:
+            return table
+        m_half = float(table.get("m_half", 0.0))
+        if m_half <= HALF_BOUNDS[0]:
+            break
+        top = HALF_BOUNDS[0] if i == GEMV_RULE_TRIES else \
+            max(GEMV_RULE_MARGIN * (1.0 + m_half) / share - 1.0, HALF_BOUNDS[0])
+        table = refit(top)
+        share = gemv_share(hw, g, rows, table)
+    raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound "
+                       f"({share:.2f} × their data time) with m_half at its floor; no GEMM form prices them so")
 
 
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
