@@ -13,7 +13,7 @@ pd = pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import KEY_WALK_FREE, XQA_MLA_HEADS, attention_kernel  # noqa: E402
 from ironlaw.core.graph import Graph  # noqa: E402
-from ironlaw.law import law  # noqa: E402
+from ironlaw.law import efficiency, law  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
 from ironlaw.machine.calibration import Calibration  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit  # noqa: E402
@@ -68,7 +68,6 @@ def test_the_parent_names_its_variant_at_128_heads_only():
     plain = _cal(slow, fast)
     t128, t64 = (_times(hw, c, [_op(128), _op(64)]) for c in (linked, plain))
     assert t128[0] < 0.3 * t64[0] and t128[1] == pytest.approx(t64[1], rel=1e-12)
-    from ironlaw.law import efficiency
     cols = Graph("t", "decode", "bf16", [_op(128)]).columns()
     _, math = efficiency.with_variants(Calibration.of(linked), cols, hw)
     assert np.ravel(math)[0] == pytest.approx(hw.peak("fp8") / hw.peak(cols.dtypes[0]))
@@ -77,7 +76,6 @@ def test_the_parent_names_its_variant_at_128_heads_only():
 def test_the_walk_runs_in_waves_over_the_sms_and_floors_the_op():
     """key_ctas CTAs per grid unit in waves over the 188 SMs: one wave up to 188 CTAs, then one more per 188; the
     walk's seconds, waves · (cta_s + key_s · (keys − 64)), are the op's time where they exceed its data and math."""
-    from ironlaw.law import efficiency
     hw = hardware.get("rtx-pro-6000")
     walk = {**SHAPE, "eta_max": 1.0, "streamed": 1.0, "latency_s": 1e-6, "key_s": 2e-8, "cta_s": 1e-5,
             "key_ctas": kernelfit.WALK_WAVES[("generation_mla", "_mla_xqa")][0]["key_ctas"]}
@@ -107,3 +105,18 @@ def test_the_walk_runs_in_waves_over_the_sms_and_floors_the_op():
 def test_a_variant_or_a_walk_in_waves_out_of_shape_is_refused(bad, match):
     with pytest.raises(IronlawError, match=match):
         calibration.check(_cal({**SHAPE, **bad}, dict(SHAPE)), "calibration")
+
+
+def test_deepseek_v3_decode_on_rtx_pro_6000_runs_the_xqa_mla_class():
+    """DeepSeek-V3 in FP8 on one RTX PRO 6000 (128 heads per GPU), 8 sequences at 4,095 cached tokens: its decode
+    attention on an FP8 cache is priced as the XQA MLA class, within 10% of the 85.0 µs aiconfigurator-core 0.12.0's
+    TensorRT-LLM 1.3.0rc20 table times for that shape (245 µs before the class; docs/accuracy.md)."""
+    from ironlaw.models.serving import step
+    hw = hardware.get("rtx-pro-6000")
+    g = step.build("deepseek-v3", "decode", 8, 4095, "fp8", "fp8", hw)
+    (i,) = [i for i, op in enumerate(g.ops) if op.kind == "attention"]
+    cols = g.columns()
+    named, _ = efficiency.with_variants(hw.calibration, cols, hw)
+    assert named.kernels[i] == VARIANT
+    t = float(np.ravel(law.timed(law.place(g, hw), hw).op_time_s[i])[0])
+    assert t == pytest.approx(85.0e-6, rel=0.10)
