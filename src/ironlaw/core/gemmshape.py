@@ -236,7 +236,8 @@ def window_kernel(heads: int, kv_heads: int, head_dim: int) -> str:
 
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     """(phase, regime) of an ``attention_kernel`` name; None for another name."""
-    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window_mmha|_window|_mha|_wide|_mla_xqa|_mla)?", name)
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+"
+                     r"(_window_mmha|_window|_mha|_wide|_mla_xqa|_mla)?", name)
     if m is None:
         return None
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""

@@ -881,7 +881,7 @@ def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
         xqa = rows.num_heads == XQA_MLA_HEADS if xqa_mla(t, kvd) else np.zeros(len(rows), bool)
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
                          sorted_rows(rows[~xqa], t.op), note((a, kv))))
-        if xqa.any():                        # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
+        if xqa.any():               # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
             out.append(Group(f"{name}, {REGIMES['_mla_xqa']}", ("kernel", attention_kernel(PHASES[t.op], "fp8", kvd,
                                                                                             "_mla_xqa")),
                              t.op, t, sorted_rows(rows[xqa], t.op),
