@@ -38,7 +38,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "key_ctas", "cta_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -52,12 +52,30 @@ GRID_KEYS = ("sequence",)
 # 9.0 µs at 3, 15 and 63 cached tokens, then 78 ns per key: 14.3 µs at 127, 24 µs at 255). At most KEY_S_MAX (1 µs)
 KEY_S_MAX = 1e-6
 KEY_WALK_FREE = 64.0
+# key_ctas, cta_s: a walking class whose CTAs (key_ctas per grid unit, the op's FLOPs / (2·M·N·K)) run in waves over
+# the device's SMs, each CTA paying cta_s and then key_s per key: the walk, waves · (cta_s + key_s · (keys −
+# KEY_WALK_FREE)), is the op's time floor, overlapping its data and compute (``efficiency.walk_eta``) in place of adding
+# to them. TensorRT-LLM's XQA MLA decode launches XQA_MLA_CTAS CTAs per sequence (``decoderXQAImplJIT.cpp``:
+# ``dimGrid{4 * inputSeqLen, multiBlock, batch_size}``, multiBlock 1 for MLA, ``computeMultiBlockCountForMLA``);
+# aiconfigurator-core 0.12.0's RTX PRO 6000 table (188 SMs), 128 heads on an FP8 cache, 131,071 cached tokens: 2.20 ms
+# from 1 to 32 sequences (one wave), 4.46 ms at 64 (two), 6.85 ms at 128 (three); at one cached token 15 µs for one
+# wave, 0.40 ms at 1,024 sequences (22 waves). key_ctas at most KEY_CTAS_MAX, cta_s at most CTA_S_MAX (100 µs)
+XQA_MLA_CTAS = 4
+KEY_CTAS_MAX = 64.0
+CTA_S_MAX = 1e-4
 # split_s: seconds a split-KV class's launch adds once it splits a sequence (blocks > 1, ``core.splitkv``): the blocks'
 # partial results written out and reduced after them (``efficiency.split_reduce_s``). At most SPLIT_S_MAX (100 µs)
 SPLIT_S_MAX = 1e-4
 # merge_s: seconds per block a split XQA launch ("history") adds beyond split_s: the last block of a sequence and KV
 # head merges the blocks' partial results one after another (``efficiency.split_reduce_s``). At most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
+# variant, variant_m: a kernel class whose ops at M (query rows per KV head) = variant_m run another kernel, the class
+# ``variant`` names (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
+# MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0
+# with an FP8 query and cache (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``), the other head counts on
+# the kernel that walks each sequence's latent cache in one CTA (aiconfigurator-core 0.12.0's RTX PRO 6000 table,
+# FP8 cache, batch 1: 0.56 ms at 32,767 cached tokens on 128 heads, 1.83 ms on 1 to 64)
+XQA_MLA_HEADS = 128
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16
@@ -179,7 +197,8 @@ def window_kernel(heads: int, kv_heads: int, head_dim: int) -> str:
 
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     """(phase, regime) of an ``attention_kernel`` name; None for another name."""
-    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window_mmha|_window|_mha|_wide|_mla)?", name)
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+"
+                     r"(_window_mmha|_window|_mha|_wide|_mla_xqa|_mla)?", name)
     if m is None:
         return None
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""

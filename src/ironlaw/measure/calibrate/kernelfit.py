@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, attention_kernel,
+from ...core.gemmshape import (CTA_S_MAX, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS,
+                               XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
@@ -72,7 +73,25 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
 # heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
 # sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
 REGIMES = {"_window": "sliding window", "_window_mmha": "sliding window, MMHA kernel", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
-           "_mla": "latent (MLA)"}
+           "_mla": "latent (MLA)", "_mla_xqa": "XQA MLA kernel"}
+# catalog GPUs whose TensorRT-LLM decodes DeepSeek's MLA at XQA_MLA_HEADS heads per GPU on an FP8 cache with its XQA
+# MLA kernel (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``: SM 12.0 only; ``xqaParams.h``, ``isMLA``:
+# 128 query heads on one KV head): the RTX PRO 6000 Blackwell Server Edition (GB202, compute capability 12.0;
+# aiconfigurator-core 0.12.0's rtx_pro_6000_server.yaml, sm_version 120). Those rows are a class of their own
+# (``_mla_groups``, regime '_mla_xqa'), which the FP8-cache class names as its ``variant`` at M = XQA_MLA_HEADS
+# (``efficiency.with_variants``); the other GPUs' tables run those rows 1.0-1.7x as long as 64 heads, RTX PRO 6000's
+# 0.3x (batch 1, 16,383 cached tokens: 0.29 ms against 0.92 ms)
+XQA_MLA_GPUS = ("rtx-pro-6000",)
+# generation MLA's walk in waves (``gemmshape`` key_ctas, ``efficiency.walk_s``), fitted beside the plain walk and the
+# smaller loss on the fitted rows kept (``fit_class``; on a device that states its SMs, TensorRT-LLM's tables), its
+# per-CTA seconds ``cta_s`` from each of CTA_S_STARTS: the XQA MLA class's XQA_MLA_CTAS CTAs per sequence; the other
+# classes' one CTA per sequence (the kernel that walks each sequence's latent cache in one CTA: aiconfigurator-core
+# 0.12.0's RTX PRO 6000 table, FP8 cache, 16,383 cached tokens, 0.92 ms from 1 to 64 heads at batch 1). key_ctas counts
+# CTAs per grid unit: a decode op's units per sequence are (qk + pv) / qk of DeepSeek-V3's absorbed latent, 1088 / 576
+MLA_UNITS_PER_SEQUENCE = (2 * MLA_DIMS.kv_lora + MLA_DIMS.rope) / (MLA_DIMS.kv_lora + MLA_DIMS.rope)
+WALK_WAVES = {("generation_mla", "_mla_xqa"): ({"key_ctas": round(XQA_MLA_CTAS / MLA_UNITS_PER_SEQUENCE, 4)},),
+              ("generation_mla", "_mla"): ({"key_ctas": round(1.0 / MLA_UNITS_PER_SEQUENCE, 4)},)}
+CTA_S_STARTS = (1e-6, 1e-5)
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
 # a GEMM class's M term (``fit(gemm_fill=…)``): "half", M/(M+m_half), the catalog's; "tile", the rows' fill of whole
 # tiles of each of GEMM_TILES rows (tried in turn, the best kept), with the streamed weights' η at most 1
@@ -361,6 +380,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
                                      "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
+    linked_variants(cal, gs)
     _derived_generation(hw, cal)
     return check(cal, "calibration")
 
@@ -375,7 +395,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     spaced = shape_rows(rows)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
-    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
+    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -473,7 +493,8 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
     bounds = with_m_half_max(bounds, m_half_max)
-    bounds, starts = with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds, starts)))
+    bounds, starts = with_walk_waves(extra, *with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds,
+                                                                                                  starts))))
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -532,6 +553,14 @@ def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
     if kind != "history":
         return bounds, starts
     return bounds + (("merge_s", MERGE_S_MAX),), [list(st) + [MERGE_S_START] for st in starts]
+
+
+def with_walk_waves(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``cta_s`` (at most ``CTA_S_MAX``, from each of ``CTA_S_STARTS``) where ``extra``
+    names a walk in waves (``key_ctas``); as given otherwise."""
+    if not (extra or {}).get("key_ctas"):
+        return bounds, starts
+    return bounds + (("cta_s", CTA_S_MAX),), [list(st) + [x] for st in starts for x in CTA_S_STARTS]
 
 
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
@@ -642,7 +671,11 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
     The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
     per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
-    its grid over the window's keys and over the whole sequence's (``walked_grid``)."""
+    its grid over the window's keys and over the whole sequence's (``walked_grid``). A class that walks its keys in
+    waves (``key_ctas``) keeps no grid: its walk bounds the time the grid would scale (``efficiency.walk_eta``), and
+    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%."""
+    if "key_ctas" in table:
+        return table
     if walk and walks(g):
         return walked_grid(hw, g, rows, table, steps)
     own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
@@ -930,14 +963,38 @@ def attention_op(r, g: Group):
 
 
 def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
-    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``."""
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``. On a GPU
+    of ``XQA_MLA_GPUS`` the FP8-cache generation rows at ``XQA_MLA_HEADS`` heads are a class of their own (regime
+    '_mla_xqa'), TensorRT-LLM's XQA MLA kernel."""
     out = []
     for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
         dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
         name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
+        xqa = rows.num_heads == XQA_MLA_HEADS if xqa_mla(t, kvd) else np.zeros(len(rows), bool)
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
-                         sorted_rows(rows, t.op), note((a, kv))))
+                         sorted_rows(rows[~xqa], t.op), note((a, kv))))
+        if xqa.any():               # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
+            out.append(Group(f"{name}, {REGIMES['_mla_xqa']}", ("kernel", attention_kernel(PHASES[t.op], "fp8", kvd,
+                                                                                            "_mla_xqa")),
+                             t.op, t, sorted_rows(rows[xqa], t.op),
+                             "; ".join(x for x in (note((a, kv)), f"{a} model, the kernel's math in fp8") if x)))
     return out
+
+
+def xqa_mla(t: KernelTable, kv_dtype: str) -> bool:
+    """Whether ``t``'s rows of a ``kv_dtype`` cache run TensorRT-LLM's XQA MLA kernel at ``XQA_MLA_HEADS`` heads:
+    a TensorRT-LLM generation MLA table of a GPU of ``XQA_MLA_GPUS``, on an FP8 cache."""
+    return t.op == "generation_mla" and t.framework == "trtllm" and t.gpu in XQA_MLA_GPUS and kv_dtype == "fp8"
+
+
+def linked_variants(cal: dict, gs: list[Group]) -> None:
+    """Each XQA MLA class fitted in ``cal`` named, with its M (``XQA_MLA_HEADS``), as the ``variant`` of the class
+    its rows were taken from, where that class was fitted too (``efficiency.with_variants``)."""
+    kern, by_name = cal.get("kernel", {}), {g.name: g for g in gs}
+    for g in gs:
+        parent = by_name.get(g.name.rsplit(f", {REGIMES['_mla_xqa']}", 1)[0]) if g.key[1].endswith("_mla_xqa") else None
+        if parent is not None and parent.key[1] in kern and g.key[1] in kern:
+            kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS}
 
 
 def mla_op(r, g: Group):
@@ -946,11 +1003,15 @@ def mla_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core, mla_geometry
     phase = PHASES[g.op]
-    dt, kv = _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
+    xqa = g.key[1].endswith("_mla_xqa")          # the XQA MLA kernel's rows: its math in FP8 (``_mla_groups``)
+    dt, kv = "fp8" if xqa else _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
-    op = attention_core(a, sh, dt, None, 1, 1, mla_geometry(MLA_DIMS, a.heads, phase))
-    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    op = with_kv_dtype(Graph("attention", phase, dt, [attention_core(a, sh, dt, None, 1, 1,
+                                                                  mla_geometry(MLA_DIMS, a.heads, phase))]), kv).ops[0]
+    if xqa:                                      # the variant class's rows, named as ``efficiency.with_variants`` does
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
 
 
 def _derived_generation(hw, cal: dict) -> None:
