@@ -170,9 +170,11 @@ def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
 
 # ---------------------------------------------------------------------- multi-head latent attention
 def _per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
-    """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n)."""
+    """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n). Its kernel
+    grid is one GEMM's of M = t, K = k and N = heads·n (the heads' tiles side by side), so ``nk`` says so."""
     op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn", role="heads")
     op.bytes["weights"] = a.heads * k * n * dtype_bytes(dt)
+    op.attrs["nk"] = (a.heads * n, k)
     op.shapes = f"{a.heads} heads x [{k}]x[{k},{n}] per token"
     return op
 
