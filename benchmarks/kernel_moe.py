@@ -5,7 +5,9 @@ systems/data/<system>/moe/trtllm/1.3.0rc20/moe_perf.parquet: TensorRT-LLM 1.3.0r
 GPU per row), read by ironlaw.measure.calibrate.kerneltable from ``--data DIR`` (the wheel's systems/data)
 or, by default, from the extract in tests/data/kernel_tables (every 8th layer shape of two GPUs' fp8 rows).
 Rows used: ``kernel_source`` moe_torch_flow_cutlass (the gated CUTLASS path), ``distribution`` balanced (the
-collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4.
+collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4; and the
+block-scaled FP8 rows (``fp8_block``, DeepSeek-V3/R1's recipe) as a class of their own, whichever gated kernel the
+GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm).
 
 Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
 its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
@@ -35,8 +37,9 @@ from kernel_rows import arguments, held_out, median_p90, tables, write_extract  
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
-DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "fp8_block": "fp8_block"}
 KERNEL, ROUTING = "moe_torch_flow_cutlass", "balanced"
+KERNELS = {"fp8_block": ("moe_torch_flow_cutlass", "deepgemm")}   # table dtype -> the gated kernels timing it
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"))      # (table folder, dtype): every 8th shape
@@ -47,11 +50,12 @@ def groups(data: Path) -> list[tuple]:
     """[(gpu, ironlaw dtype, table path, rows as a dict of arrays)] of every system and dtype found."""
     out = []
     for _, t, path in tables(data, SYSTEMS, "moe", "trtllm", VERSION, "moe"):
-        rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING)]
+        rows = t.rows[t.rows.distribution == ROUTING]
         for dt, law_dt in DTYPES.items():
-            r = rows[rows.moe_dtype == dt]
+            r = rows[(rows.moe_dtype == dt) & rows.kernel_source.isin(KERNELS.get(dt, (KERNEL,)))]
             if len(r):
-                out.append((t.gpu, law_dt, path, {c: r[c].to_numpy() for c in r.columns}))
+                said = f" ({dt} rows, {', '.join(sorted(set(r.kernel_source)))})" if dt in KERNELS else ""
+                out.append((t.gpu, law_dt, path + said, {c: r[c].to_numpy() for c in r.columns}))
     return out
 
 
@@ -132,7 +136,8 @@ def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
-    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps, routing)
+    x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
+                     routing)
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
@@ -152,7 +157,7 @@ def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str
     for g, dt, path, kern, _, n_fit, n_held in fits:
         if g != gpu:
             continue
-        name = f"moe {dt} ({what})"
+        name = f"moe {dt} ({what.replace('CUTLASS ', '') if dt in KERNELS else what})"   # its kernel: the table's
         cal["kernel"].update(kern)
         cal["fitted"].append(f"{name}: even layer shapes")
         cal["held_out"].append(f"{name}: odd layer shapes")

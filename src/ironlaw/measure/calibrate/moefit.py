@@ -26,7 +26,15 @@ with R, and the tables cannot tell them apart: on every GPU and dtype η_c runs 
 (0.2–0.6, far below streaming: the permute gathers rows, the combine sums k of them per token) carries the
 per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serving/step.py):
 ``moe_grouped_gemm.<dtype>`` (η_c, η_w, not overlapped, L split over its two GEMMs) and ``moe_rows.<dtype>``
-(η_a for the permute, the routed activation and the combine).
+(η_a for the permute, the routed activation and the combine; ``latency_s`` 0: the layer's fixed cost L is the
+grouped GEMMs', and a kernel class without its own latency would pay the device's default per op on top of it).
+
+Block-scaled FP8 (``fp8_block``: DeepSeek-V3/R1's recipe, 128 × 128 weight blocks with an fp32 scale each, the
+activations quantized per token in 1 × 128 groups before each GEMM) is a weight format of its own, not a dtype:
+its layers run on the FP8 tensor cores (``COMPUTE_DTYPE``), stream one byte per weight plus the scales
+(``weight_bytes``) and pay the per-group activation quantization, which the fit's η_a carries with the rows'
+other traffic. Its rows are fitted as the classes ``moe_grouped_gemm.fp8_block`` / ``moe_rows.fp8_block``; a
+model whose checkpoint is block-scaled (``models.precision.moe_recipe``) runs on them.
 """
 from __future__ import annotations
 
@@ -38,6 +46,19 @@ from ...core.graph import dtype_bytes
 from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  # noqa: F401  (the collector's routings)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
+FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
+WEIGHT_BLOCK = 128 * 128  # weights per fp32 scale of the block-scaled format (weight_block_size [128, 128])
+COMPUTE_DTYPE = {FP8_BLOCK: "fp8"}      # a weight format -> the tensor-core dtype its GEMMs run in (peak)
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype whose matrix peak a layer of weight format ``dtype`` runs at."""
+    return COMPUTE_DTYPE.get(dtype, dtype)
+
+
+def weight_bytes(dtype: str) -> float:
+    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale)."""
+    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(dtype)
 
 
 @dataclass(frozen=True)
@@ -64,7 +85,7 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
                    zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))],
                   float).reshape(-1, 2)
     r, u = ru[:, 0], ru[:, 1]
-    w = u * 3.0 * h * i * dtype_bytes(dtype)
+    w = u * 3.0 * h * i * weight_bytes(dtype)
     f = 2.0 * r * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
@@ -90,7 +111,7 @@ def kernels(f: MoeFit, dtype: str) -> dict:
     return {f"moe_grouped_gemm.{dtype}": {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0,
                                           "streamed": round(f.eta_stream, 4), "serial": 1.0,
                                           "latency_s": float(f"{f.latency_s / 2:.4g}")},
-            f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4)}}
+            f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4), "latency_s": 0.0}}
 
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
