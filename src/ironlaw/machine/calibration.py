@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX,
+from ..core.gemmshape import (EXPERT_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
@@ -220,6 +220,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _num(p, key, w, GEMV_PASS_MAX, zero_ok=True)
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
+    _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
