@@ -63,7 +63,7 @@ MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout", "qwen3-30b-a3b")
 KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
-         "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share")
+         "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share", "expert_layer_scale")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
 SCORED = ("reserve_bytes", "moe_tables")
@@ -87,9 +87,14 @@ HOST = ("host_step_s", "host_sequence_s")
 # eight-constant fit have left where that fit put them (the kernel terms, the token budget and the KV sizing moved
 # under them): refitted on the H100 cells only, with ENGINE, and left out per model in the leave-one-model-out
 EXPERTS = ("expert_gemm_eta", "expert_stream_eta")
+# --layer-scale adds the level constant of the routed experts on the measured MoE layer (``expert_layer_scale``:
+# the expert-parallel layers' measured time × this, ``expertcarry.measured_layer``); the cells must be priced with
+# one set (``--constants expert_layer_scale=K``): the fit rescales their measured layers' seconds from K
+LAYER = ("expert_layer_scale",)
 BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
-          "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0)}
+          "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0),
+          "expert_layer_scale": (0.5, 5.0)}
 
 
 def spec_for(model: str) -> str | None:
@@ -293,6 +298,8 @@ class CellTerms:
         from ironlaw.models.serving.step import GROUPED_GEMM, ServingConstants, engine_hw
         neutral = ServingConstants(1.0, 1e-9, 1.0, 1.0, 0.0, "neutral", kernel_latency_share=1.0)
         self.cell, self.requests, self.output = cell, est.requests, est.output
+        # the level the expert-parallel measured layers were priced at (None: not on the measured layer)
+        self.layer_scale = est.constants.expert_layer_scale if est.constants.moe_tables and cell["tp"] > 1 else None
         self.parts = []
         for n, e in est.steps:
             hw = engine_hw(replace(est.hw, calibration=None), neutral)
@@ -355,7 +362,9 @@ class CellTerms:
             kop = composed(data * (1 - p["epi"]), p["comp_fixed"], p["serial_fixed"], 0.0) + data * p["epi"] + \
                 p["lat_fixed"] * c["kernel_latency_share"] + p["net"]       # the tables' fixed seconds per call
             op = np.where(p["fixed"], kop, op)
-            op = np.where(p["frozen"], p["frozen_s"], op)      # on a release's MoE tables: no fitted constant
+            layer = c["expert_layer_scale"] / self.layer_scale if self.layer_scale and c.get("expert_layer_scale") \
+                else 1.0                                       # the measured layer's level (LAYER)
+            op = np.where(p["frozen"], p["frozen_s"] * layer, op)   # on measured MoE tables: no other constant
             h = p["host"]                                      # the host's work overlaps the device's step
             host = p["launches"] * c["launch_s"] + h.speed * (c["host_step_s"] + c["host_sequence_s"] * h.sequences)
             total += p["n"] * (max(float(np.sum(op * p["count"])), host) + c["step_s"])
@@ -535,6 +544,9 @@ def main() -> int:
                                                         "per step and per request too (HOST)")
     ap.add_argument("--experts", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
                                                            "grouped-GEMM η too (EXPERTS)")
+    ap.add_argument("--layer-scale", action="store_true", help="fit (and leave-one-model-out) the level constant "
+                                                               "of the measured MoE layer too (LAYER; needs "
+                                                               "--constants expert_layer_scale=K)")
     release_arg(ap)
     gemm_form_arg(ap)
     args = ap.parse_args()
@@ -556,8 +568,12 @@ def main() -> int:
         assert abs(t.time(vars(est.constants)) / est.time_s - 1) < 1e-6, c   # the fast path is the model itself
         t.est = est
         terms.append(t)
-    const = {k: getattr(fitted(), k) for k in NAMES}
-    names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ())
+    const = {k: getattr(fitted(), k) for k in NAMES if getattr(fitted(), k) is not None}   # a level left off: none
+    names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ()) + \
+        (LAYER if args.layer_scale else ())
+    if args.layer_scale and fitted().expert_layer_scale is None:
+        raise SystemExit("--layer-scale: price the cells on the measured MoE layer first "
+                         "(--constants expert_layer_scale=K)")
     if args.fit:
         const = fit(terms, const, names)
         print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in const.items()))

@@ -4,6 +4,7 @@
     python benchmarks/trtllm_h200.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work (H100 fit)
     python benchmarks/trtllm_h200.py --release cell   # each cell on the kernels of the release it ran (1.0)
     python benchmarks/trtllm_h200.py --tail   # … and the cells past the p90 goal, grouped by what sets their batch
+    python benchmarks/trtllm_h200.py --rows   # … and each MoE cell's routed rows per expert against the H100 cells'
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
 Apache-2.0): the H200 SXM 141GB (DGX H200) columns of the same table whose H100 columns fit the serving constants
@@ -43,8 +44,54 @@ def scored(constants=None) -> list[dict]:
         out.append({**c, "predicted": pred, "error": 100.0 * (pred / c["published"] - 1.0), "batch": est.batch,
                     "limit": est.batch_limit, "wall_s": wall,
                     "graph_max": min(est.limits.max_batch, est.limits.max_num_tokens),
-                    "per_rank": est.batch_per_engine})
+                    "per_rank": est.batch_per_engine, "rows": expert_rows(est)})
     return out
+
+
+def expert_rows(est) -> float | None:
+    """Rows per touched expert of one rank's routed grouped GEMM (its M: FLOPs ÷ 2 × the touched experts' weight
+    elements, ``routed.grouped_launch``) in the run's fullest decode-only step (CUDA-graph padding and attention
+    DP's pooled tokens included); None for a dense model or a run without a decode-only step."""
+    from ironlaw.core.graph import dtype_bytes
+    out = None
+    for _, step in est.steps:
+        if step.graph.meta.get("prefill_tokens", 0) > 0:
+            continue
+        for op in step.graph.ops:
+            if op.kind == "matmul" and op.attrs.get("expert") == "routed" and op.bytes.get("weights"):
+                m = float(op.flops / (2.0 * op.bytes["weights"] / dtype_bytes(op.dtype)))
+                out = m if out is None else max(out, m)
+                break
+    return out
+
+
+def h100_rows() -> dict:
+    """{model: (least, most) ``expert_rows``} over the H100 MoE cells (where the constants were fitted)."""
+    out: dict = {}
+    for c in h100.cells():
+        if c["model"] in h100.MOE:
+            r = expert_rows(h100.predict({**c, "spec": h100.spec_for(c["model"])}))
+            if r is None:
+                continue
+            lo, hi = out.get(c["model"], (r, r))
+            out[c["model"]] = (min(lo, r), max(hi, r))
+    return out
+
+
+def print_rows(rows: list[dict], on_h100: dict | None = None) -> None:
+    """Each MoE cell's rows per expert (``expert_rows``) against the range the same model's H100 cells
+    exercised: where the H200 cells run the routed GEMM outside what the H100 fit saw."""
+    on_h100 = h100_rows() if on_h100 is None else on_h100
+    w = (16, 10, 8, 8, 12, 12, 8)
+    print("\nrouted rows per expert in each MoE cell's fullest decode-only step, against the same model's H100 cells")
+    print(h100.table_row(("model", "ISL/OSL", "error", "batch", "rows/expert", "H100 range", "outside"), w))
+    for r in rows:
+        if r.get("rows") is None or r["model"] not in on_h100:
+            continue
+        lo, hi = on_h100[r["model"]]
+        print(h100.table_row((r["model"], f"{r['isl']}/{r['osl']}", f"{r['error']:+.1f}%", r["batch"],
+                              f"{r['rows']:.0f}", f"{lo:.0f}-{hi:.0f}",
+                              "above" if r["rows"] > hi else "below" if r["rows"] < lo else ""), w))
 
 
 def summary(rows: list[dict]) -> dict:
@@ -130,6 +177,8 @@ def main() -> int:
     h100.host_option(ap)
     ap.add_argument("--tail", action="store_true", help="print the cells past the p90 goal grouped by what sets "
                                                         "their batch, and the same-batch pairs (print_tail)")
+    ap.add_argument("--rows", action="store_true", help="print each MoE cell's routed rows per expert against "
+                                                        "the range the H100 cells exercised (print_rows)")
     a = ap.parse_args()
     h100.use_release(a.release, a.release_classes, a.routing)
     h100.constants_arg(a.constants)
@@ -146,6 +195,8 @@ def main() -> int:
     print(f"ironlaw: {statistics.median(r['wall_s'] for r in rows) * 1e3:.0f} ms per prediction (median)")
     if a.tail:
         print_tail(rows)
+    if a.rows:
+        print_rows(rows)
     return print_table([
         ("H200 dense cells, held out: median |error|", f"{s['dense'][0]:.1f}%", f"<= {GOAL_DENSE:.0f}%",
          s["dense"][0] <= GOAL_DENSE),

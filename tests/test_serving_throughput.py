@@ -322,13 +322,15 @@ def test_a_bf16_kv_cache_holds_half_the_sequences():
 
 
 def test_identical_requests_run_in_waves():
-    """Requests queued at once start together and finish together: 200 requests that all fit run one wave of
-    S steps (no tail at a shrinking batch); 300 with room for 200 run a full wave and a wave of the other 100."""
+    """Requests queued at once start together and finish together: 200 requests that all fit run one wave (a
+    ramp of steps admitting what the token budget holds, then output − 1 decode steps: no tail at a shrinking
+    batch); 300 with room for 200 run a full wave and a wave of the other 100."""
     one = st.max_throughput("llama3-8b", "h100", 1000, 1000, dtype="fp8", requests=200)
     s = one.steady
     assert one.batch == 200 and one.batch_limit == "requests"
     assert (s["waves"], s["tail_requests"], s["tail_steps"]) == (1, 0, 0.0)
-    assert s["wave_steps"] == pytest.approx(s["steps_per_request"])
+    assert 1 < s["ramp_steps"] < 1000
+    assert s["wave_steps"] == s["ramp_steps"] + 1000 - 1
     more = st.max_throughput("llama3-8b", "h100", 1000, 1000, dtype="fp8", requests=300, max_batch=200)
     assert more.batch == 200 and (more.steady["waves"], more.steady["tail_requests"]) == (1, 100)
     assert more.steady["tail_steps"] == pytest.approx(more.steady["steps_per_request"])
@@ -474,3 +476,52 @@ def test_max_throughput_json_matches_the_serve_schema(cli):
     del d["batch_limit"]
     with pytest.raises(Exception):
         schemas.validate(d)
+
+
+def test_one_wave_ramp_admits_what_the_token_budget_holds():
+    """The ramp of one wave: each step admits ⌊(max_num_tokens − admitted) / prompt⌋ whole prompts beside the
+    decode tokens of those admitted before; none where a step admits nothing or the ramp outlasts a request."""
+    steps = st.ramp(128, 128, 300, 1024)
+    assert steps[:3] == [(0, 8), (8, 7), (15, 7)]               # 1024 // 128; (1024 − 8) // 128; (1024 − 15) // 128
+    assert sum(k for _, k in steps) == 300
+    assert all(a + k * 128 <= 1024 for a, k in steps)           # each step within the token budget
+    assert st.ramp(2048, 128, 10, 1024) is None                 # a prompt longer than the budget: chunked, not here
+    assert st.ramp(128, 4, 300, 1024) is None                   # the first requests finish before the ramp ends
+
+
+def test_one_wave_of_many_short_requests_takes_its_ramp():
+    """All requests in flight at once (Qwen3-235B-A22B 128/128 on 8 B200, attention DP: 3,750 per rank) is not the
+    steady state of a stream: the ramp admits about 64 prompts a step against a token budget of 8,192, so the wave
+    takes its ramp plus 127 decode steps, and the throughput falls below the steady state's at the same batch."""
+    args = ("qwen3-235b-a22b", "b200", 128, 128)
+    kw = dict(tp=8, ep=8, attention_dp=True, dtype="fp4", requests=30000)
+    est = st.max_throughput(*args, **kw)
+    s = est.steady
+    assert est.batch_limit == "requests" and est.batch_per_engine == 3750
+    assert s["ramp_steps"] > 60 and s["wave_steps"] == s["ramp_steps"] + 127
+    assert est.time_s > 1.05 * 3750 / s["requests_per_step"] * s["step_s"]    # the steady state's wave
+
+
+def test_one_wave_priced_in_runs_of_steps_is_within_two_percent_of_each_step_priced():
+    """``one_wave`` prices its ramp at its mean step and its drain in ``DRAIN_SEGMENTS`` runs of steps at each
+    run's mean; priced step by step (every ramp step with its own decode tokens and prompts, every drain step at
+    its own batch) the same wave takes within 2% of that."""
+    import math
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import engine as eng
+    from ironlaw.models.serving.step import step_seconds
+    hw, (P, O, n) = hardware.get("h100"), (1000, 300, 120)
+    lay = eng.Layout()
+    meta, limits, mem = eng.prepare("llama3-8b", hw, lay, "fp8", "fp8", P, O, eng.KV_FRACTION, None, None,
+                                    eng.FITTED)
+    run = eng.engine_of("llama3-8b", hw, lay, "fp8", "fp8", (P, O), meta, limits, mem, n, eng.FITTED)
+    full = st.steady(run, n, limits.max_num_tokens)
+    total, parts = st.one_wave(run, full, n, limits.max_num_tokens)
+    steps = st.ramp(P, O, n, limits.max_num_tokens)
+    assert 4 < len(steps) < O
+    each = sum(step_seconds(run, a, k * P, k, pad=False)[0] for a, k in steps)
+    each += (O - len(steps)) * step_seconds(run, n, 0.0, 0.0, pad=True)[0]
+    each += sum(step_seconds(run, n - a - k, 0.0, 0.0, pad=True)[0] for a, k in steps[:-1])
+    assert total == pytest.approx(each, rel=0.02)
+    assert sum(c for c, _ in parts) == len(steps) + O - 1 == full.stats["wave_steps"]
+    assert math.isclose(full.stats["prompts_per_ramp_step"], n / len(steps))

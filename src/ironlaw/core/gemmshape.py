@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import re
-import weakref
 
 import numpy as np
 
@@ -83,54 +82,16 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc); read-only.
 
     One evaluation asks for the dims of the same columns several times (``law.efficiency``: η, grid, serial
-    share, streamed η, extra bytes): the last columns' dims are kept while those columns live and hold the same
-    arrays they were computed from (``_DimsMemo``)."""
-    dims = _LAST_DIMS.get(cols)
-    if dims is None:
-        dims = _gemm_dims(cols)
-        for x in dims:
-            x.setflags(write=False)
-        _LAST_DIMS.keep(cols, dims)
+    share, streamed η, extra bytes): they are computed once and kept on the columns, which are immutable
+    (``Columns.derived``)."""
+    return cols.derived("gemm_dims", _read_only_dims)
+
+
+def _read_only_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    dims = _gemm_dims(cols)
+    for x in dims:
+        x.setflags(write=False)
     return dims
-
-
-class _DimsMemo:
-    """The dims of the last columns ``gemm_dims`` computed: held by weak references to the columns and to the
-    arrays and dtype list they read (an entry whose columns are gone, or that now hold another array, is stale);
-    the entry is dropped with its columns."""
-
-    def __init__(self):
-        self._entry = None
-
-    @staticmethod
-    def _inputs(cols: Columns) -> tuple:
-        return (cols.flops, cols.bytes.get("weights"), cols.bytes.get("activations"), cols.nk, cols.mnk)
-
-    def get(self, cols: Columns):
-        entry = self._entry
-        if entry is None or entry[0]() is not cols or entry[1] != (tuple(cols.dtypes), cols.cfg_shape):
-            return None
-        if any((r is None) != (x is None) or (r is not None and r() is not x)
-               for r, x in zip(entry[2], self._inputs(cols))):
-            return None
-        return entry[3]
-
-    def keep(self, cols: Columns, dims: tuple) -> None:
-        try:
-            inputs = tuple(None if x is None else weakref.ref(x) for x in self._inputs(cols))
-            ref = weakref.ref(cols, self._forget)
-        except TypeError:                         # columns built of what takes no weak reference: not kept
-            self._entry = None
-            return
-        self._entry = (ref, (tuple(cols.dtypes), cols.cfg_shape), inputs, dims)
-
-    def _forget(self, ref) -> None:
-        entry = self._entry
-        if entry is not None and entry[0] is ref:
-            self._entry = None
-
-
-_LAST_DIMS = _DimsMemo()
 
 
 def _gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,7 +11,9 @@ each class at the bandwidth of the tier it lives in:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Union
 
 import numpy as np
@@ -162,20 +164,23 @@ def frontend(meta: dict) -> str:
     return "transformers" if "architecture" in meta else "torch"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Columns:
-    """The graph as arrays: one row per op, trailing axes = configurations."""
+    """The graph as arrays: one row per op, trailing axes = configurations.
+
+    Immutable once built: its fields cannot be rebound, its arrays are read-only, ``bytes`` is a read-only
+    mapping and the per-op lists are tuples; so what is derived from them once (``derived``) never goes stale."""
     flops: np.ndarray                 # (n_ops, *cfg) on the op's own unit (matrix unit for MATRIX_KINDS)
-    bytes: dict[str, np.ndarray]      # class -> (n_ops, *cfg)
+    bytes: Mapping[str, np.ndarray]   # class -> (n_ops, *cfg), read-only
     network_bytes: np.ndarray         # (n_ops, *cfg)
     count: np.ndarray                 # (n_ops, 1…)
     kind_idx: np.ndarray              # (n_ops,) index into KINDS
-    dtypes: list[str]
+    dtypes: tuple[str, ...]
     cfg_shape: tuple
     vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
-    names: list[str] | None = None           # op names (calibration may refine an op class by name)
-    kernels: list[str] | None = None         # own_kernel(op): op.attrs["kernel"], a split op class, or ""
+    names: tuple[str, ...] | None = None     # op names (calibration may refine an op class by name)
+    kernels: tuple[str, ...] | None = None   # own_kernel(op): op.attrs["kernel"], a split op class, or ""
     mnk: np.ndarray | None = None            # (n_ops, 3, *cfg) GEMM M, N, K from op.attrs["mnk"], 0 where not given
     nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
                                              # with a weight matrix), 0 where not given
@@ -187,6 +192,25 @@ class Columns:
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     frontend: str = "torch"                  # the graph's front end (FRONTENDS): its framework terms
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("dtypes", "names", "kernels"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "bytes", MappingProxyType(dict(self.bytes)))
+        for x in (self.flops, *self.bytes.values(), self.network_bytes, self.count, self.kind_idx, self.vector_flops,
+                  self.eta_scale, self.mnk, self.nk, self.resident, self.weights_kn, self.written, self.history):
+            if x is not None:
+                x.setflags(write=False)
+
+    def derived(self, key: str, compute):
+        """``compute(self)``, computed once for these columns and kept with them (``gemmshape.gemm_dims``)."""
+        kept = self._derived.get(key)
+        if kept is None:
+            kept = self._derived[key] = compute(self)
+        return kept
 
     @staticmethod
     def of(g: Graph) -> "Columns":

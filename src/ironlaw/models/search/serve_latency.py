@@ -20,11 +20,12 @@ from ..serving.step import charged_s
 
 
 def step_times(est) -> list[tuple[float, bool]]:
-    """(seconds, eager) of each step kind of the first wave of ``est`` (a ThroughputEstimate), as the engine
+    """(seconds, eager) of each step kind of the steady state of ``est`` (a ThroughputEstimate: its
+    ``steady_parts``, not the run's own steps, which for one wave are its ramp and drain), as the engine
     charged it."""
     c = est.constants
     out = []
-    for _, e in est.steps:
+    for _, e in est.steady_parts:
         out.append((charged_s(e, c), bool(e.graph.meta.get("eager"))))
     return out
 

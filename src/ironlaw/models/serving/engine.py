@@ -334,8 +334,8 @@ def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta
     footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
                  "activations": mem["workspace_bytes"]}
     if meta.get("experts"):                             # the routed experts' compute η at this GPU's ceiling
-        from .expertcarry import carried, one_gpu_layer
-        constants = carried(one_gpu_layer(constants, hw, dtype, lay), hw, dtype)
+        from .expertcarry import carried, measured_layer, one_gpu_layer
+        constants = carried(measured_layer(one_gpu_layer(constants, hw, dtype, lay), hw, dtype, lay), hw, dtype)
     return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
                      min(limits.max_batch, limits.max_num_tokens))
 

@@ -113,4 +113,22 @@ def one_gpu_layer(constants, hw, dtype: str, lay):
         return constants
     if moe_kernels(hw, dtype)[0] == GROUPED_GEMM:
         return constants
+    return replace(constants, moe_tables=True, expert_layer_scale=None)
+
+
+def measured_layer(constants, hw, dtype: str, lay):
+    """``constants`` with an expert-parallel routed layer (``lay.tp`` > 1) on ``hw``'s measured MoE layer in
+    ``dtype`` times the level constant ``expert_layer_scale``, where the constants set one and ``hw`` holds that
+    layer fitted on measured kernel tables; unchanged elsewhere (the expert η, carried by ``carried``).
+
+    The layer's shape — how its time grows with the rows per expert, the local experts the rows reach (EP) and
+    the weights' dtype — is then the device's own measured fused-MoE layer (measure/calibrate/moefit.py); the one
+    number fitted end to end on H100 cells is the level: what an expert-parallel layer under attention DP waits
+    on beyond the isolated kernel the collector times (docs/accuracy.md, "The expert term's shape from the
+    measured MoE layer")."""
+    from .step import GROUPED_GEMM, moe_kernels
+    if constants.moe_tables or constants.expert_layer_scale is None or lay.tp == 1:
+        return constants
+    if moe_kernels(hw, dtype)[0] == GROUPED_GEMM:
+        return constants
     return replace(constants, moe_tables=True)

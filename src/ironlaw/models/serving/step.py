@@ -27,7 +27,9 @@ compute and streaming η, its launch latency) and the routed rows' permute, acti
 their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
 rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). Those cells all ran their MoE
 layers under expert parallelism and attention DP; where the layer runs on one GPU (TP 1) the engine prices the
-routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``). A decode-only step
+routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``); with a level constant
+(``expert_layer_scale``, a what-if FITTED leaves off) an expert-parallel layer runs on it too, its time times the
+constant (``expertcarry.measured_layer``). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
 one, and lasts at least ``launches · launch_s`` (``host_floor_s``). Under the overlap scheduler the host's own
 work for a step (its launches, the executor's fixed and per-request Python) runs beside the device's step, and the
@@ -84,6 +86,9 @@ class ServingConstants:
     expert_stream_eta: float | None = None  # fraction of HBM bandwidth the grouped GEMM streams the touched
                                             # experts' weights at (None: memory_eta)
     moe_tables: bool = False    # the routed experts on the device's fitted MoE kernel tables where it has them
+    expert_layer_scale: float | None = None  # a level constant: an expert-parallel routed layer on the device's
+                                             # measured MoE layer (its shape in rows, EP and dtype), its time
+                                             # times this (``expertcarry.measured_layer``); None: the expert η
     cuda_graph_batches: tuple = CUDA_GRAPH_BATCHES  # the decode batches the engine captures as CUDA graphs
     mixed_steps: bool = True    # a step carries decode and prompt tokens together (chunked prefill mixed into
                                 # the decode batch); False: the engine runs a prompt's chunk as a batch of its
@@ -128,7 +133,7 @@ def engine_hw(hw, constants: ServingConstants):
     dts = tuple(d for d in hw.peak_flops)
     table = kernel_terms(constants.calibration(dts), hw.calibration, constants.kernel_latency_share)
     if constants.moe_tables:
-        table["kernel"] = {**table["kernel"], **fitted_moe(hw)}
+        table["kernel"] = {**table["kernel"], **scaled_moe(fitted_moe(hw), constants.expert_layer_scale)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
 
 
@@ -160,6 +165,19 @@ def fitted_moe(hw) -> dict:
     """The device calibration's MoE kernel tables fitted on measured kernel tables (module docstring)."""
     kernels = hw.calibration.kernel if hw.calibration is not None else {}
     return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + "."))}
+
+
+def scaled_moe(kernels: dict, scale: float | None) -> dict:
+    """The measured MoE layer's classes (``fitted_moe``) with their time times ``scale`` (None or 1: as they
+    are): every η of the class divided by it, its fixed seconds multiplied (``expertcarry.measured_layer``)."""
+    if scale is None or scale == 1.0:
+        return kernels
+    if not scale > 0.0:
+        raise IronlawError(f"expert_layer_scale must be a positive factor, got {scale!r}")
+    eta = ("eta_max", "streamed", "memory")
+    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s") else v)
+                for n, v in p.items()}
+            for k, p in kernels.items()}
 
 
 def moe_kernels(hw, dtype: str, recipe: str | None = None) -> tuple[str, str | None]:

@@ -35,6 +35,14 @@ shares: the two modes differ only in how batches form (waves of queued requests 
                    together, and free their room for the next pp·B; each rank's n = ⌈N/dp⌉ requests make
                    ⌊n/(pp·B)⌋ full waves of pp·B/r steps at batch B, and the rest b = n mod pp·B one more wave
                    at batch b/pp:  time = ⌊n/(pp·B)⌋ · pp·B/r · t(B) + b/r_b · t(b/pp)
+    one wave       where a rank's n requests all fit its batch at once (n ≤ B, no PP) no request arrives after
+                   the first admissions, so there is no steady stream: a ramp of R steps admits them, each
+                   step as many whole prompts as max_num_tokens holds beside the decode tokens of those
+                   admitted before (k_i = ⌊(max_num_tokens − admitted) / prompt⌋), then output − 1 decode-only
+                   steps: output − R at the whole batch, R − 1 while the cohorts finish in the order they
+                   started. R + output − 1 steps in all, against the n/r = S steps (n = B) of the
+                   steady state, whose every step would carry r·prompt prompt tokens beside its decode
+                   (``one_wave``; where the ramp would outlast a request's life, the steady state)
     parallelism    --tp N: tensor parallel (``parallel.shard_inference``); --pp N: N stages of layers/N, N
                    micro-batches in flight (a step is one stage's work on one micro-batch, plus the
                    stage-to-stage send); --attention-dp with --ep (MoE): every rank runs attention on its own
@@ -53,6 +61,7 @@ from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine
 from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, padded,  # noqa: F401
                    step_seconds)
 
+DRAIN_SEGMENTS = 3     # runs of steps the one wave's drain is priced in (``one_wave``)
 
 
 @dataclass
@@ -77,6 +86,8 @@ class ThroughputEstimate:
     predict_s: float = 0.0
     notes: list = field(default_factory=list)
     energy: dict | None = None       # per output token (``serving.features.energy.with_energy``; None: not asked)
+    steady_parts: list = field(default_factory=list)  # [(share of the steps, Estimate)] of the steady state at
+                                                      # the batch: what a stream of requests meets (latencies)
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -149,10 +160,71 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
                   [(share, est) for share, (_, est) in parts])
 
 
+def ramp(prompt: int, output: int, requests: int, max_num_tokens: int) -> list[tuple[int, int]] | None:
+    """[(decode tokens, prompts admitted)] of each step of the ramp that admits ``requests`` queued at once into
+    an engine that holds them all (module docstring, one wave): each step takes as many whole prompts as its
+    token budget holds beside the decode tokens of the requests admitted before it, k_i = ⌊(max_num_tokens −
+    admitted) / prompt⌋. None where a step admits none or the ramp outlasts a request's life (its first requests
+    would finish and free room during it: the steady state's case)."""
+    admitted, steps = 0, []
+    while admitted < requests:
+        k = min(requests - admitted, (max_num_tokens - admitted) // prompt)
+        if k < 1 or len(steps) >= output:
+            return None
+        steps.append((admitted, k))
+        admitted += k
+    return steps
+
+
+def segments(values: list, n: int) -> list[tuple[int, tuple]]:
+    """``values`` (tuples of numbers, in order) in at most ``n`` runs of consecutive steps: [(steps in the run,
+    the run's mean of each number)]."""
+    out = []
+    for i in range(min(n, len(values))):
+        run = values[i * len(values) // n:(i + 1) * len(values) // n]
+        if run:
+            out.append((len(run), tuple(sum(col) / len(run) for col in zip(*run))))
+    return out
+
+
+def one_wave(run: EngineRun, full: Steady, requests: int, max_num_tokens: int) -> tuple[float, list] | None:
+    """(seconds, [(steps, Estimate)]) of one rank's ``requests`` where they all fit its batch at once and no
+    pipeline interleaves them (module docstring, one wave): the ramp's R mixed steps (``ramp``), then
+    output − 1 decode-only steps (one CUDA graph each): output − R at the whole batch, then R − 1 while the
+    ramp's cohorts finish in the order they started, each step's batch the requests admitted after the
+    cohort that just finished. R + output − 1 steps in all. The ramp is priced at its mean step (each of its
+    steps fills the token budget to within a prompt, so they differ only in how many of those tokens decode);
+    the drain in ``DRAIN_SEGMENTS`` runs of steps at each run's mean (its batch falls from the whole wave to one
+    cohort, and a step's time is convex in its batch: the CUDA graph's padding, the weights' read). None where
+    ``ramp`` is None or the engine pipelines (pp > 1); ``full`` gets the wave's counts."""
+    steps = ramp(run.prompt, run.output, requests, max_num_tokens) if run.lay.pp == 1 else None
+    if steps is None:
+        return None
+    parts, total = [], 0.0
+    for n, (d, k) in segments(steps, 1):
+        t, est = step_seconds(run, int(round(d)), k * run.prompt, k, pad=False)
+        parts.append((n, est))
+        total += n * t
+    plateau = run.output - len(steps)                 # every request decoding, none admitted yet finished
+    drain = [(requests - a - k,) for a, k in steps[:-1]]   # … then one cohort fewer each step
+    for n, (d,) in ([(plateau, (requests,))] if plateau else []) + segments(drain, DRAIN_SEGMENTS):
+        t, est = step_seconds(run, max(int(round(d)), 1), 0.0, 0.0, pad=True)
+        parts.append((n, est))
+        total += n * t
+    full.stats.update(waves=1, wave_steps=float(len(steps) + plateau + len(drain)), tail_requests=0, tail_steps=0.0,
+                      ramp_steps=len(steps), prompts_per_ramp_step=requests / len(steps))
+    return total, parts
+
+
 def waves(run: EngineRun, full: Steady, batch: int, requests: int, max_num_tokens: int) -> tuple[float, list]:
     """(seconds, [(steps, Estimate)]) for one rank's ``requests`` run in waves of pp·``batch`` (module
-    docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts."""
+    docstring); ``full`` is the steady state at ``batch``, updated with the waves' counts. Where they make one
+    wave, its ramp and decode (``one_wave``)."""
     pp = run.lay.pp
+    if requests <= pp * batch:
+        wave = one_wave(run, full, requests, max_num_tokens)
+        if wave is not None:
+            return wave
     n_full, rest = divmod(requests, pp * batch)
     full_steps = n_full * pp * batch / full.stats["requests_per_step"]
     parts = [(full_steps * w, e) for w, e in full.parts]
@@ -201,4 +273,4 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
-                              _time.perf_counter() - t0)
+                              _time.perf_counter() - t0, steady_parts=full.parts)

@@ -12,9 +12,34 @@ from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, R
                        TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_phase, check_size, prefix)
 
 
+# the modules that file builders in the registries, in the order they are imported: a spec's module is found by
+# importing them in this order until one has filed it (most specs are language models, the second), so a registry
+# lists its names in the same order however far the imports went
+MODULES = ("micro", "transformer", "resnet", "dlrm", "collective")
+
+
 def load_all() -> None:
-    # importing the modules files their builders in the registries
-    from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
+    """Import every workload module: each files its builders in the registries."""
+    for _ in _loading():
+        pass
+
+
+def load_for(key: str) -> None:
+    """Import the workload modules (``MODULES``, in order) until one has filed ``key`` (a built-in name, or a
+    spec's prefix followed by ':'), all of them if none does."""
+    head = key.split(":", 1)[0] if ":" in key else None
+    for _ in _loading():
+        if key in BUILTINS or (head is not None and head in PREFIXES):
+            return
+
+
+def _loading():
+    """Import ``MODULES`` in order, yielding before each import and once all are imported."""
+    import importlib
+    for name in MODULES:
+        yield
+        importlib.import_module(f".{name}", __name__)
+    yield
 
 
 def _load_torch_prefixes() -> None:
@@ -50,8 +75,8 @@ def _file_hint(spec: str) -> str | None:
 
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
-    load_all()
     spec = req.spec.strip() if isinstance(req.spec, str) else ""
+    load_for(spec.lower())
     if not spec:
         raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
     check_size(req.batch, "batch", MAX_BATCH)
@@ -92,8 +117,8 @@ def resolve(req: Request) -> Graph:
 def builder_options(spec: str) -> tuple[str, ...] | None:
     """The builder options (``--opt KEY=VALUE``) the workload ``spec`` names takes; None for a spec that names
     no workload (``resolve`` says why)."""
-    load_all()
     key = spec.strip().lower() if isinstance(spec, str) else ""
+    load_for(key)
     if key in BUILTINS:
         return tuple(BUILTINS[key].options)
     head = key.split(":", 1)[0] if ":" in key else None
