@@ -8,7 +8,7 @@ other shape): 5.2% median, 15.1% p90 with the per-slot cost; 7.6% / 26.0% withou
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -84,8 +84,7 @@ def test_a_grouped_launch_pays_per_local_expert_slot():
     up = next(i for i, op in enumerate(est.graph.ops) if op.name == "mlp_up_proj" and op.module == "experts")
     assert est.graph.ops[up].attrs["local_experts"] == 256
     assert float(np.ravel(est.latency_s[up])[0]) == pytest.approx(g["latency_s"] + 256 * g["expert_s"])
-    cols = copy.copy(est.cols)
-    cols.local_experts = None                                    # an op that states no slots pays none
+    cols = dataclasses.replace(est.cols, local_experts=None)     # an op that states no slots pays none
     assert efficiency.expert_setup_s(est.hw.calibration, cols) == 0.0
 
 
