@@ -254,7 +254,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     Serving: ``on="h100,h200,b200"`` (or a list) searches several devices in one ranking; ``rank`` is
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
-    layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
+    layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default), ``"flex"`` or ``"deepep"``, priced on
     the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
     ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
     ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).

@@ -38,7 +38,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "key_ctas", "cta_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "key_ctas", "cta_s", "expert_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -51,6 +51,11 @@ GRID_KEYS = ("sequence",)
 # KEY_WALK_FREE keys run within the fixed latency (aiconfigurator-core 0.12.0's L40S generation MLA table, batch 1:
 # 9.0 µs at 3, 15 and 63 cached tokens, then 78 ns per key: 14.3 µs at 127, 24 µs at 255). At most KEY_S_MAX (1 µs)
 KEY_S_MAX = 1e-6
+# expert_s: seconds per local expert a grouped MoE GEMM class's launch adds (``efficiency.expert_setup_s``): its time
+# adds expert_s · the op's local experts (``op.attrs["local_experts"]``), reached by its tokens or not (aiconfigurator-core
+# 0.12.0's H200 block-scaled FP8 MoE rows at one token: 27 µs with 1–16 local experts, 107 µs with 256). At most
+# EXPERT_S_MAX (1 µs)
+EXPERT_S_MAX = 1e-6
 KEY_WALK_FREE = 64.0
 # key_ctas, cta_s: a walking class whose CTAs (key_ctas per grid unit, the op's FLOPs / (2·M·N·K)) run in waves over
 # the device's SMs, each CTA paying cta_s and then key_s per key: the walk, waves · (cta_s + key_s · (keys −

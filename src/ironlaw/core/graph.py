@@ -190,6 +190,8 @@ class Columns:
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
+    local_experts: np.ndarray | None = None  # (n_ops,) op.attrs["local_experts"]: the expert slots on the rank a grouped
+                                             # MoE GEMM launches over (``efficiency.expert_setup_s``), 0 where not given
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     frontend: str = "torch"                  # the graph's front end (FRONTENDS): its framework terms
@@ -252,5 +254,7 @@ class Columns:
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
                        if any(op.attrs.get("weights_kn") for op in g.ops) else None,
                        written=stack(lambda op: op.bytes_written),
+                       local_experts=np.array([float(op.attrs.get("local_experts", 0.0)) for op in g.ops])
+                       if any("local_experts" in op.attrs for op in g.ops) else None,
                        history=stack(lambda op: op.attrs.get("history", 0.0))
                        if any("history" in op.attrs for op in g.ops) else None, frontend=frontend(g.meta))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX,
-                              KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
+from ..core.gemmshape import (EXPERT_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
+                              KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
@@ -227,6 +227,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}: key_ctas is a walking class's CTAs per grid unit: it needs key_s")
     if "cta_s" in p and "key_ctas" not in p:
         raise IronlawError(f"{w}: cta_s is a walking class's seconds per CTA in waves: it needs key_ctas")
+    _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
