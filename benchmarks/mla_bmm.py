@@ -3,7 +3,7 @@
 DeepSeek's absorbed MLA multiplies each head's query by its own [128, 512] slice of the KV up-projection before
 attention (``mla_gen_pre``) and each head's output by its own [512, 128] slice after it (``mla_gen_post``): a
 matmul batched over the heads on the rank. ironlaw prices them as one GEMM of M = tokens, K = k and N = heads·n
-(the heads' tiles side by side: ``models.workloads.attention._per_head``), on each GPU's fitted GEMM terms; nothing
+(the heads' tiles side by side: ``models.workloads.attention.per_head``), on each GPU's fitted GEMM terms; nothing
 here is fitted on these rows.
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0) ``<gpu>/mla_bmm/trtllm/1.3.0rc20/mla_bmm_perf.parquet``
@@ -39,8 +39,8 @@ def predicted_s(hw, name: str, dtype: str, tokens: int, heads: int, k: int, n: i
     """ironlaw's seconds for one per-head product of ``heads`` heads over ``tokens`` tokens on ``hw``."""
     from ironlaw.core.graph import Graph
     from ironlaw.law.law import predict
-    from ironlaw.models.workloads.attention import _per_head
-    op = _per_head(name, SimpleNamespace(heads=heads, layers=1), tokens, k, n, dtype)
+    from ironlaw.models.workloads.attention import per_head
+    op = per_head(name, SimpleNamespace(heads=heads, layers=1), tokens, k, n, dtype)
     return float(np.asarray(predict(Graph(name, "decode", dtype, [op]), hw).time_s).reshape(-1)[0])
 
 
