@@ -189,16 +189,20 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
 def write_catalog(fits: dict, meta: dict) -> list[Path]:
     """Replace (or append) the [network] table of every fitted GPU's catalog file."""
     from ironlaw.machine import hardware
+    import kernel_deepep
     done = []
     for gpu in sorted(meta):
         path = hardware.CATALOG_DIR / f"{gpu}.toml"
         text = path.read_text()
         block = network_block(gpu, fits, meta)
         pattern = re.compile(r"^\[network\]\n.*?(?=^\[(?!\[network\.curve\]\])|\Z)", re.S | re.M)
+        deepep = kernel_deepep.deepep_parts(text)           # the DeepEP curves kernel_deepep.py stored: kept
         if pattern.search(text):
             text = pattern.sub(lambda _: block + "\n", text, count=1).rstrip("\n") + "\n"
         else:
             text = text.rstrip("\n") + "\n\n" + block
+        if deepep[0]:
+            text = kernel_deepep.with_deepep(text, *deepep).rstrip("\n") + "\n"
         path.write_text(text)
         done.append(path)
     return done

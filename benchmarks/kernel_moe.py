@@ -5,7 +5,9 @@ systems/data/<system>/moe/trtllm/1.3.0rc20/moe_perf.parquet: TensorRT-LLM 1.3.0r
 GPU per row), read by ironlaw.measure.calibrate.kerneltable from ``--data DIR`` (the wheel's systems/data)
 or, by default, from the extract in tests/data/kernel_tables (every 8th layer shape of two GPUs' fp8 rows).
 Rows used: ``kernel_source`` moe_torch_flow_cutlass (the gated CUTLASS path), ``distribution`` balanced (the
-collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4.
+collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4; and the
+block-scaled FP8 rows (``fp8_block``, DeepSeek-V3/R1's recipe) as a class of their own, whichever gated kernel the
+GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm).
 
 Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
 its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
@@ -35,11 +37,16 @@ from kernel_rows import arguments, held_out, median_p90, tables, write_extract  
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
-DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "fp8_block": "fp8_block"}
 KERNEL, ROUTING = "moe_torch_flow_cutlass", "balanced"
+KERNELS = {"fp8_block": ("moe_torch_flow_cutlass", "deepgemm")}   # table dtype -> the gated kernels timing it
+# the classes fitted with a cost per local expert slot (moefit.fit per_expert): block-scaled FP8, where the rows
+# show it (H200, one token: 27 µs at 1–16 local experts, 107 µs at 256); the other dtypes' ~0.04 µs per slot
+# (bf16, fp8) moves their held-out median by under 0.5 point, and the serving cells rest on their stored terms
+PER_EXPERT = ("fp8_block",)
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
-EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"))      # (table folder, dtype): every 8th shape
+EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
 SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
 
 
@@ -47,11 +54,12 @@ def groups(data: Path) -> list[tuple]:
     """[(gpu, ironlaw dtype, table path, rows as a dict of arrays)] of every system and dtype found."""
     out = []
     for _, t, path in tables(data, SYSTEMS, "moe", "trtllm", VERSION, "moe"):
-        rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING)]
+        rows = t.rows[t.rows.distribution == ROUTING]
         for dt, law_dt in DTYPES.items():
-            r = rows[rows.moe_dtype == dt]
+            r = rows[(rows.moe_dtype == dt) & rows.kernel_source.isin(KERNELS.get(dt, (KERNEL,)))]
             if len(r):
-                out.append((t.gpu, law_dt, path, {c: r[c].to_numpy() for c in r.columns}))
+                said = f" ({dt} rows, {', '.join(sorted(set(r.kernel_source)))})" if dt in KERNELS else ""
+                out.append((t.gpu, law_dt, path + said, {c: r[c].to_numpy() for c in r.columns}))
     return out
 
 
@@ -111,7 +119,7 @@ def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> t
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = layer_terms(gpu, dtype, rows, routing)
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, per_expert=dtype in PER_EXPERT), dtype),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
 
@@ -122,7 +130,7 @@ def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     from ironlaw.measure.calibrate import moefit
     tp1 = np.asarray(rows["moe_tp_size"]) == 1
     x, t, keep = layer_terms(gpu, dtype, {k: np.asarray(v)[tp1] for k, v in rows.items()})
-    return held_out(moefit.fit, moefit.predict_s, x, t, keep)[1]
+    return held_out(lambda x, t: moefit.fit(x, t, per_expert=dtype in PER_EXPERT), moefit.predict_s, x, t, keep)[1]
 
 
 def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
@@ -132,7 +140,8 @@ def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
-    x = moefit.terms(rows, dtype, hw.peak_flops[dtype], hw.memory[hw.device_tier].bw_Bps, routing)
+    x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
+                     routing)
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
@@ -140,7 +149,8 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
     """The layer time from the stored kernel entries (what the catalog holds, rounded as written)."""
     from ironlaw.measure.calibrate.moefit import MoeFit, predict_s
     g, r = kern[f"moe_grouped_gemm.{dtype}"], kern[f"moe_rows.{dtype}"]
-    return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0), x)
+    return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0, 2 * g.get("expert_s", 0.0)),
+                     x)
 
 
 def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str = VERSION,
@@ -152,7 +162,7 @@ def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str
     for g, dt, path, kern, _, n_fit, n_held in fits:
         if g != gpu:
             continue
-        name = f"moe {dt} ({what})"
+        name = f"moe {dt} ({what.replace('CUTLASS ', '') if dt in KERNELS else what})"   # its kernel: the table's
         cal["kernel"].update(kern)
         cal["fitted"].append(f"{name}: even layer shapes")
         cal["held_out"].append(f"{name}: odd layer shapes")
@@ -192,20 +202,25 @@ def catalog_matches(fits: list) -> list[str]:
 
 
 def extract(data: Path, out: Path) -> None:
-    """The tests' extract (``EXTRACT``): every 8th layer shape (all its token counts) of some GPUs' rows."""
+    """The tests' extract (``EXTRACT``): every 8th layer shape (all its token counts) of some GPUs' rows, one file
+    per GPU."""
+    import pandas as pd
     from ironlaw.measure.calibrate import kerneltable
-    for system, dt in EXTRACT:
+    cols = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens"] + \
+        SHAPE + ["distribution", "latency"]
+    for system in dict.fromkeys(s for s, _ in EXTRACT):
         folder = data / system / "moe" / "trtllm" / VERSION
+        parts = []
         for t in kerneltable.read(folder, ops=("moe",)):
-            rows = t.rows[(t.rows.kernel_source == KERNEL) & (t.rows.distribution == ROUTING) &
-                          (t.rows.moe_dtype == {v: k for k, v in DTYPES.items()}[dt])]
-            shapes = sorted(set(map(tuple, rows[SHAPE].to_numpy().tolist())))
-            keep = {s for j, s in enumerate(shapes) if j % 8 == 0}
-            rows = rows[[tuple(s) in keep for s in rows[SHAPE].to_numpy().tolist()]]
-            rows = rows.sort_values(SHAPE + ["num_tokens"], kind="stable")
-            cols = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens"] + \
-                SHAPE + ["distribution", "latency"]
-            write_extract(rows, cols, out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv")
+            for dt in (d for s, d in EXTRACT if s == system):
+                src = {v: k for k, v in DTYPES.items()}[dt]
+                rows = t.rows[t.rows.kernel_source.isin(KERNELS.get(src, (KERNEL,))) &
+                              (t.rows.distribution == ROUTING) & (t.rows.moe_dtype == src)]
+                shapes = sorted(set(map(tuple, rows[SHAPE].to_numpy().tolist())))
+                keep = {s for j, s in enumerate(shapes) if j % 8 == 0}
+                rows = rows[[tuple(s) in keep for s in rows[SHAPE].to_numpy().tolist()]]
+                parts.append(rows.sort_values(SHAPE + ["num_tokens"], kind="stable"))
+        write_extract(pd.concat(parts), cols, out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv")
 
 
 def main() -> int:
@@ -222,19 +237,19 @@ def main() -> int:
             print(f"wrote {write(gpu, fits).relative_to(ROOT)}")
     print(f"MoE layer (TensorRT-LLM {VERSION} CUTLASS fused MoE, balanced routing), {PACKAGE}: fitted on every "
           f"other layer shape, scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
-    print(f"{'GPU':14s} {'dtype':5s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  goal")
+    print(f"{'GPU':14s} {'dtype':9s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  L_e ns  goal")
     for gpu, dt, _, kern, err, _, _ in fits:
         g, r = kern[f"moe_grouped_gemm.{dt}"], kern[f"moe_rows.{dt}"]
         med, p90 = median_p90(err)
         ok = med <= GOAL_MEDIAN and p90 <= GOAL_P90
-        print(f"{gpu:14s} {dt:5s} {len(err):8d} {100 * med:6.1f}% {100 * p90:5.1f}% "
-              f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f}  "
-              f"{'met' if ok else 'MISS'}")
+        print(f"{gpu:14s} {dt:9s} {len(err):8d} {100 * med:6.1f}% {100 * p90:5.1f}% "
+              f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f} "
+              f"{2e9 * g.get('expert_s', 0.0):7.0f}  {'met' if ok else 'MISS'}")
     print("\nthe serving regime only (MoE TP 1 rows, fitted and scored on their own shapes), median / p90:")
     for gpu, dt, _, rows in groups(data):
         e = serving_regime(gpu, dt, rows)
         med, p90 = median_p90(e)
-        print(f"{gpu:14s} {dt:5s} {len(e):8d} {100 * med:6.1f}% {100 * p90:5.1f}%")
+        print(f"{gpu:14s} {dt:9s} {len(e):8d} {100 * med:6.1f}% {100 * p90:5.1f}%")
     allr = np.concatenate([f[4] for f in fits])
     med, p90 = median_p90(allr)
     print(f"\nall held-out rows: {len(allr)}, median {100 * med:.1f}%, p90 {100 * p90:.1f}%")

@@ -4,16 +4,16 @@ its decode step against `serve`'s.
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0) ``h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet`` (``--data
 DIR``: the wheel's systems/data; every token count), or by default the extract tests/data/moe_layer_deepseek_v3_h200.csv
 (32, 64, 128 tokens). Rows: hidden 7168, inter 2048, top-8 of 256 experts, moe_tp_size 8, moe_ep_size 1 (analyze's
---tp 8 shards each expert eight ways), fp8_block (the only FP8 rows at that shape; ironlaw's fp8 is per-tensor FP8),
+--tp 8 shards each expert eight ways), fp8_block (the only FP8 rows at that shape; DeepSeek-V3's checkpoint is
+block-scaled FP8, priced on the ``moe_*.fp8_block`` classes fitted on the table's other fp8_block shapes),
 balanced and power_law_1.01 routing. Analyze's routed layer: moe_permute + mlp_up_proj + mlp_act + mlp_down_proj +
 moe_combine of one layer (what the fused kernel times; the router GEMM and top-k are apart in both).
 
     python benchmarks/moe_analyze.py [--data DIR]
 
-Goal: analyze's layer at 64 tokens (the decode step of the issue) within 35% of the measured layer under either
-routing (the per-tensor fit's own gap to the
-fp8_block rows at this shape, stated in tests/test_moe_analyze.py); analyze's decode step at 64 sequences within
-1.5× of serve's (serve keeps its end-to-end fitted expert terms: engine.FITTED).
+Goal: analyze's layer at 64 tokens (the decode step of the issue) within 25% of the measured layer under either
+routing (the block-scaled fit's own gap to the rows at this shape, stated in tests/test_moe_analyze.py); analyze's
+decode step at 64 sequences within 1.5× of serve's (serve keeps its end-to-end fitted expert terms: engine.FITTED).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ TABLE = "h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet"
 SHAPE = {"hidden_size": 7168, "inter_size": 2048, "topk": 8, "num_experts": 256, "moe_tp_size": 8, "moe_ep_size": 1}
 ROUTED = ("moe_permute", "mlp_up_proj", "mlp_act", "mlp_down_proj", "moe_combine")
 ROUTINGS = ("balanced", "power_law_1.01")
-GOAL_LAYER, GOAL_STEP = 0.35, 1.5
+GOAL_LAYER, GOAL_STEP = 0.25, 1.5
 
 
 def measured(data: str | None) -> dict:
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     ratio = float(dec.total_s) / float(srv.estimate.decode_step_s)
     print()
     print(f"{'what':<52} {'measured':>10} {'goal':>10} ok")
-    print(f"{'routed layer at 64 tokens vs measured, worst routing':<52} {worst:>10.0%} {'<= 35%':>10} "
+    print(f"{'routed layer at 64 tokens vs measured, worst routing':<52} {worst:>10.0%} {'<= 25%':>10} "
           f"{'yes' if worst <= GOAL_LAYER else 'NO'}")
     print(f"{'routed layer, every row: median |error|':<52} {float(np.median(every)):>10.0%} {'-':>10} -")
     print(f"{'analyze decode step / serve decode step (64 seqs)':<52} {ratio:>10.2f} {'<= 1.5x':>10} "

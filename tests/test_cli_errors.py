@@ -65,7 +65,7 @@ CASES = [
     (["analyze", "bert-base", "--phase", "decode"], "no phase"),
     (["analyze", "gpt2", "--seq", "4096"], "position"),
     (["analyze", "resnet50", "--seq", "128"], "seq"),
-    (["serve", "resnet50", "--on", "h100"], "resnet50 has no phase 'decode'"),
+    (["serve", "resnet50", "--on", "h100"], "serve: resnet50 is no decoder LLM (its phases: infer, train)"),
     (["analyze", "hf:{tmp}/missing.json"], "no such"),
     (["analyze", "hf:{tmp}/bad.json"], "json"),
     (["analyze", "hf:{tmp}/noheads.json"], "num_attention_heads"),

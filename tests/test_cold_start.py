@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import ironlaw
+
 ROOT = Path(__file__).resolve().parents[1]
 OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contract", "compare", "sweep", "report",
                                                  "serve", "validate", "fit", "probe", "search", "calibrate"))
@@ -44,6 +46,25 @@ def imported(call: str) -> list[str]:
                                   ["analyze", "resnet50", "--on", "a100", "--phase", "train", "--batch", "64"]])
 def test_one_device_analyze_imports_no_parallel_serving_or_search(argv):
     assert imported(CLI.format(argv=argv)) == []
+
+
+def test_text_output_loads_no_emoji_table():
+    """The consoles print emoji codes as typed, so rich's emoji table is never imported by a text report; a
+    ":name:" that rich would turn into a pictogram stays as it was written."""
+    code = "import contextlib, io, sys" + CLI.format(argv=["analyze", "llama3-8b", "--on", "h100"])
+    r = subprocess.run([sys.executable, "-c", code + "\nprint('rich._emoji_codes' in sys.modules)"],
+                       capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "80"})
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "False", r.stdout + r.stderr
+    import io
+    from ironlaw.cli.common import MarkdownConsole, console
+    c = console()
+    c.file = io.StringIO()
+    c.print("layer :thumbs_up: [bold]x[/bold]")
+    assert c.file.getvalue() == "layer :thumbs_up: x\n"
+    md = MarkdownConsole()
+    md.print("layer :thumbs_up:")
+    assert md.parts == ["layer :thumbs_up:"]
 
 
 def test_the_library_analyze_on_one_device_is_as_lean():
@@ -83,3 +104,35 @@ def test_one_blas_thread_unless_chosen_or_measuring():
         env = {}
         one_blas_thread((verb,), env)
         assert env == {}
+
+
+def test_a_builtin_spec_imports_only_the_workload_modules_up_to_its_own():
+    """`analyze llama3-8b` imports the workload modules in order up to the one that files it (transformer), not
+    resnet, dlrm or collective; the registries list every name in the same order once all are imported."""
+    mods = tuple(f"ironlaw.models.workloads.{m}" for m in ("micro", "transformer", "resnet", "dlrm", "collective"))
+    code = ("import json, sys, ironlaw; ironlaw.analyze('llama3-8b', on='h100')\n"
+            f"print(json.dumps([m for m in {mods!r} if m in sys.modules]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == list(mods[:2])
+    code = ("import json, ironlaw\nfrom ironlaw.models import workloads as w\n"
+            "ironlaw.analyze('llama3-8b', on='h100'); first = [list(w.BUILTINS), list(w.PREFIXES)]\n"
+            "w.load_all(); print(json.dumps([first, [list(w.BUILTINS), list(w.PREFIXES)]]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 0, r.stderr
+    (names, prefixes), (all_names, all_prefixes) = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "resnet50" not in names and "resnet50" in all_names and "allreduce" in all_prefixes
+    assert all_names[:len(names)] == names and all_prefixes[:len(prefixes)] == prefixes
+    assert ironlaw.analyze("resnet50", on="h100", phase="train", batch=8).time_s > 0
+
+
+def test_a_workload_name_is_filed_once():
+    from ironlaw.models.workloads import registry
+    registry.builtin("house-test-once", "a test", ("infer",), "test")(lambda req: None)
+    try:
+        with pytest.raises(ValueError, match="filed twice"):
+            registry.builtin("house-test-once", "again", ("infer",), "test")(test_a_workload_name_is_filed_once)
+    finally:
+        registry.BUILTINS.pop("house-test-once")

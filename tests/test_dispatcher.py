@@ -107,14 +107,14 @@ def test_no_sorts_without_expert_parallelism_or_with_one_local_expert():
 
 
 def test_option_errors_are_one_line():
-    with pytest.raises(IronlawError, match="takes alltoall or flex"):
+    with pytest.raises(IronlawError, match="takes alltoall, flex or deepep"):
         dispatcher.check("allgather", 8)
     with pytest.raises(IronlawError, match="add --ep > 1"):
         dispatcher.check("flex", 1)
     args = ("analyze", "qwen3-30b-a3b", "--phase", "train", "--on", "gb200", "--gpus", "8", "--ep", "8",
             "--global-batch", "64", "--moe-dispatcher")
-    bad = run_cli(*args, "deepep")
-    assert bad.rc == 2 and bad.err.strip().count("\n") == 0 and "got 'deepep'" in bad.err
+    bad = run_cli(*args, "hybridep")
+    assert bad.rc == 2 and bad.err.strip().count("\n") == 0 and "got 'hybridep'" in bad.err
     assert "Traceback" not in bad.err
     ok = run_cli(*args, "flex")
     assert ok.rc == 0, ok.err

@@ -485,3 +485,171 @@ def test_nodes_without_gpus_names_what_was_typed(argv, says):
     nobody typed."""
     line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", *argv))
     assert line == f"ironlaw: error: {says}", line
+
+
+# ------------------------------------------------------------------ a what-if beyond the model's context
+@pytest.mark.parametrize("phase, limit", [("prefill", 8192), ("decode", 8191)])
+def test_a_what_if_seq_beyond_the_context_is_refused_as_seq_is(phase, limit):
+    """`compare llama3-8b --what-if seq=999999` priced a 999,999-token prefill of a model with 8,192 positions
+    ('21002.96× slower') while `analyze --seq 999999` refuses it."""
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", phase, "--what-if", "seq=999999"))
+    assert "what-if seq 999999" in line and "8,192-token context of llama3-8b" in line, line
+    assert f"use what-if seq <= {limit}" in line, line
+    assert run_cli("compare", "llama3-8b", "--phase", phase, "--what-if", f"seq={limit}").rc == 0
+
+
+# ------------------------------------------------------------------ expert options on a dense model's search
+@pytest.mark.parametrize("argv, flag", [(["--expert-imbalance", "2"], "--expert-imbalance"),
+                                        (["--moe-a2a-overlap"], "--moe-a2a-overlap")])
+def test_a_layout_search_refuses_expert_options_on_a_dense_model(argv, flag):
+    """`search llama3-8b --expert-imbalance 2` ranked llama3-8b's layouts as if nothing were typed (no layout has
+    EP > 1), while analyze and serve refuse the option on a dense model."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--on", "h100", "--gpus", "8", *argv))
+    assert line == f"ironlaw: error: {flag} shapes the routed experts of MoE layers; llama3-8b has no experts", line
+    import ironlaw
+    best = ironlaw.search("qwen3-30b-a3b", on="h100", gpus=8, global_batch=64, seq=1024, expert_imbalance=1.5, top=1)
+    assert best.top[0]["time_s"] > 0
+
+
+# ------------------------------------------------------------------ --capture's default length
+def test_a_captured_config_is_priced_at_the_analytic_builders_default_length():
+    """`analyze hf:config.json` priced a decoder at seq 1024 and the same command with --capture at seq 512: the
+    two ways of reading one config answered different questions when --seq was left out."""
+    pytest.importorskip("transformers")
+    import ironlaw
+    from pathlib import Path
+    spec = f"hf:{Path(__file__).parent / 'data' / 'gpt2_config.json'}"
+    built = ironlaw.analyze(spec, on="h100")
+    captured = ironlaw.analyze(spec, on="h100", capture=True)
+    assert built.graph.meta["seq"] == captured.graph.meta["seq"] == 1024
+
+
+# ------------------------------------------------------------------ a misspelt keyword of analyze and train
+@pytest.mark.parametrize("fn, typo, near", [("analyze", "bach", "batch"), ("train", "globl_batch", "global_batch"),
+                                            ("analyze", "tp_degre", "tp")])
+def test_a_misspelt_keyword_names_the_keyword_meant(fn, typo, near):
+    """`ironlaw.analyze("llama3-8b", bach=4)` said only '(the builder options of llama3-8b: none)': the keywords
+    analyze and train take (batch, global_batch, tp …) were never suggested, as the other functions' are."""
+    import ironlaw
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{typo}'") as e:
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **{typo: 4})
+    assert "did you mean: " in str(e.value) and near in str(e.value).split("did you mean: ")[1], e.value
+    with pytest.raises(TypeError, match=r"\(the builder options of llama3-8b: none\)"):
+        getattr(ironlaw, fn)("llama3-8b", on="h100", zzz=4)
+
+
+# ------------------------------------------------------------------ a spec that is no string
+@pytest.mark.parametrize("spec, shown", [(42, "int 42"), (None, "NoneType None"), (["llama3-8b"], "list ['llama3-8b']")])
+def test_a_spec_that_is_no_string_is_named_not_called_empty(spec, shown):
+    """`ironlaw.analyze(42)` said 'workload: empty spec': the user gave something, just not a string."""
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match="a spec is a string") as e:
+        ironlaw.analyze(spec, on="h100")
+    assert f"got {shown};" in str(e.value) and "empty" not in str(e.value), e.value
+    with pytest.raises(ironlaw.IronlawError, match="workload: empty spec"):
+        ironlaw.analyze("  ", on="h100")
+
+
+# ------------------------------------------------------------------ serving a model that decodes nothing
+@pytest.mark.parametrize("argv, says", [
+    (["serve", "resnet50"], "serve: resnet50 is no decoder LLM (its phases: infer, train)"),
+    (["serve", "gemm:64,64,64", "--max-throughput"], "serve: gemm:64,64,64 is no decoder LLM (a gemm: spec)"),
+    (["search", "bert-large", "--phase", "serve"],
+     "search --phase serve: bert-large is no decoder LLM (its phases: infer, train)")])
+def test_serving_a_model_without_decode_says_what_serving_needs(argv, says):
+    """`serve resnet50` said 'resnet50 has no phase 'decode'; it supports: infer, train': serve has no --phase,
+    and the line did not say that serving needs a decoder LLM."""
+    line = one_line_error(run_cli(*argv, "--on", "h100"))
+    assert line.startswith(f"ironlaw: error: {says}; serving prices a prompt's prefill"), line
+    assert "hf:config.json" in line and "no phase" not in line, line
+
+
+# ------------------------------------------------------------------ a network calibration nothing reads
+def test_a_network_calibration_on_one_device_without_collectives_is_refused():
+    """`analyze llama3-8b --network a100-vidur` on one H100 printed the plain estimate: no collective read the
+    calibration it named."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--network", "a100-vidur"))
+    assert line == ("ironlaw: error: --network a100-vidur calibrates collectives; llama3-8b prefill on one device "
+                    "runs none: add --tp N --gpus N (or a collective spec) or drop --network"), line
+    for argv in (["llama3-8b", "--tp", "8", "--gpus", "8"], ["allreduce:64MB", "--gpus", "8"]):
+        assert run_cli("analyze", *argv, "--on", "a100", "--network", "a100-vidur").rc == 0
+
+
+# ------------------------------------------------------------------ a missing model file where torch is missing
+def test_a_missing_model_file_is_said_before_a_missing_torch(tmp_path):
+    """Without PyTorch, `analyze py:nothere.py:make` said 'this spec needs PyTorch to capture the model': the user
+    installs torch, only to learn that the file was never there."""
+    import os
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")])}
+    missing = tmp_path / "nothere.py"
+    line = one_line_error(run_cli("analyze", f"py:{missing}:make", "--on", "h100", env=env))
+    assert line == f"ironlaw: error: py:{missing}:make: no such file '{missing}'", line
+    line = one_line_error(run_cli("analyze", f"onnx:{tmp_path / 'm.onnx'}", "--on", "h100", env=env))
+    assert line == f"ironlaw: error: onnx:{tmp_path / 'm.onnx'}: no such file", line
+    (tmp_path / "there.py").write_text("def make():\n    pass\n")
+    line = one_line_error(run_cli("analyze", f"py:{tmp_path / 'there.py'}:make", "--on", "h100", env=env))
+    assert "this spec needs PyTorch to capture the model" in line, line
+
+
+# ------------------------------------------------------------------ the latency bottleneck's launches
+def test_a_latency_bound_why_names_the_launch_cost_the_terms_carry():
+    """`analyze gemm:64,64,64 --on h100` said '1 ops × 5 µs launch/dispatch' (the catalog's op_latency) beside an
+    L_lat of 2.54 µs in its own terms table (the calibrated GEMM launch): the explanation contradicted the numbers."""
+    import numpy as np
+    import ironlaw
+    from ironlaw.core.units import fmt_time
+    est = ironlaw.analyze("gemm:64,64,64", on="h100")
+    why = est.bottleneck()["why"]
+    assert est.bottleneck()["resource"] == "latency"
+    assert f"1 ops × {fmt_time(float(est.term('latency_s')))} launch/dispatch" in why, why
+    mixed = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=4, tp=8, gpus=8)
+    lat, n = float(mixed.term("latency_s")), int(np.sum(mixed.cols.count))
+    assert mixed.bottleneck()["resource"] == "latency"
+    assert f"{fmt_time(lat)} of launch/dispatch over {n:,} ops" in mixed.bottleneck()["why"], mixed.bottleneck()
+
+
+# ------------------------------------------------------------------ per-op views of an estimate over arrays
+@pytest.mark.parametrize("view", ["bottleneck", "rows", "top_ops", "by_kind", "footprint", "to_dict", "to_frame"])
+def test_a_per_op_view_of_many_configurations_is_one_clear_error(view):
+    """`ironlaw.analyze(..., batch=np.arange(1, 9)).bottleneck()` ended in 'TypeError: only 0-dimensional arrays can
+    be converted to Python scalars' (rows, top_ops, by_kind, footprint alike); to_dict and to_frame said 'index a
+    sweep first', an operation an estimate does not have."""
+    import numpy as np
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=np.arange(1, 9))
+    for kind in (ironlaw.IronlawError, ValueError):
+        with pytest.raises(kind, match=rf"^{view}\(\) describes one configuration; this estimate holds 8 ") as e:
+            getattr(est, view)()
+        assert "index a sweep" not in str(e.value) and "time_s" in str(e.value)
+    assert est.time_s.shape == (8,)
+    assert ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=8).bottleneck()["resource"] == "bandwidth"
+
+
+# ------------------------------------------------------------------ a --top past the last op
+@pytest.mark.parametrize("fmt, top, says", [("text", "100000", "all 14 ops by time"), ("md", "100000", "All 14 ops:"),
+                                            ("text", "5", "top 5 ops by time"), ("md", "5", "Top 5 ops:")])
+def test_the_top_ops_title_counts_the_rows_it_shows(fmt, top, says):
+    """`analyze llama3-8b --top 100000` titled its table of 14 rows 'top 100000 ops by time'."""
+    r = run_cli("analyze", "llama3-8b", "--on", "h100", "--top", top, "--format", fmt)
+    assert r.rc == 0 and says in r.out, r.out
+    assert "100000" not in r.out
+
+
+# ------------------------------------------------------------------ a result typed at the prompt
+def test_a_result_printed_at_the_prompt_is_a_line_not_a_megabyte():
+    """`est = ironlaw.analyze("llama3-8b")` then `est` at a Python prompt printed 144 kB (the hardware's every
+    calibration row and source, each op's arrays); a serve result 1 MB, a comparison 368 kB, the contract 695 kB."""
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode")
+    assert repr(est) == f"Analysis('llama3-8b', 'decode', 'bf16' on 'h100': time_s={est.time_s!r})"
+    step = ironlaw.train("llama3-8b", on="h100", gpus=8, global_batch=64, zero=1)
+    assert repr(step) == f"Training(tp=1, pp=1, dp=8, gpus=8: step_s={step.step_s!r}, mfu={step.mfu!r})"
+    cmp = ironlaw.compare("llama3-8b", on="h100", vs_hardware="b200")
+    assert repr(cmp).startswith("Comparison('hardware=b200': ") and f"speedup={cmp.speedup!r}" in repr(cmp)
+    assert repr(est.hw) == "Hardware('h100', 'NVIDIA H100 SXM5 80 GB', kind='gpu')"
+    for r in (est, step, cmp, ironlaw.contract(on="h100"), ironlaw.serve("llama3-8b", on="h100"),
+              ironlaw.serve("llama3-8b", on="h100", max_throughput=True)):
+        assert len(repr(r)) < 10_000, (type(r).__name__, len(repr(r)))

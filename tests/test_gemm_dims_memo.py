@@ -1,5 +1,6 @@
-"""``gemmshape.gemm_dims`` keeps the last columns' dims: the same numbers as computing them afresh, never another
-columns' dims, and arrays no caller can change under the next one."""
+"""``gemmshape.gemm_dims`` keeps the dims on the columns they were computed from: the same numbers as computing them
+afresh, never another columns' dims, and neither the dims nor what they were derived from can change after."""
+import dataclasses
 import gc
 import weakref
 
@@ -38,11 +39,22 @@ def test_memo_never_answers_for_other_columns():
     assert float(gemmshape.gemm_dims(a)[0][0]) == pytest.approx(64)   # back to a: computed again, right
 
 
-def test_memo_sees_an_array_replaced_in_the_columns():
+def test_the_columns_cannot_change_under_their_kept_dims():
+    """The dims were kept in a module-level memo keyed by weak references to the columns' arrays: an array written
+    in place would have left them stale. The columns are now immutable, so nothing kept from them can go stale."""
     cols = _cols(64, 4096, 1024)
     assert float(gemmshape.gemm_dims(cols)[0][0]) == pytest.approx(64)
-    cols.flops = cols.flops * 2.0                                    # twice the FLOPs on the same weights: M doubles
-    assert float(gemmshape.gemm_dims(cols)[0][0]) == pytest.approx(128)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cols.flops = cols.flops * 2.0                                # rebinding a field
+    with pytest.raises(ValueError):
+        cols.flops[0] *= 2.0                                         # writing an array in place
+    with pytest.raises(ValueError):
+        cols.bytes["weights"][0] = 0.0
+    with pytest.raises(TypeError):
+        cols.bytes["weights"] = cols.bytes["weights"] * 2.0          # replacing a class's bytes
+    with pytest.raises(AttributeError):
+        cols.dtypes.append("fp8")                                    # the per-op lists are tuples
+    assert float(gemmshape.gemm_dims(cols)[0][0]) == pytest.approx(64)
 
 
 def test_kept_dims_are_read_only_and_dropped_with_their_columns():

@@ -7,9 +7,11 @@ Apache-2.0; tests/data/kernel_tables/LICENSE.aiconfigurator-core)
 ``h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet`` with DeepSeek-V3's layer (hidden 7168, inter 2048, top-8 of
 256 experts), TP 8, EP 1, 32/64/128 tokens, fp8_block, balanced and power_law_1.01 routing (latency in ms: the
 whole fused MoE layer of one rank). At 64 tokens it measures 0.507 ms (balanced: every expert hit) and 0.409 ms
-(power law); ironlaw prices FP8 as per-tensor FP8 on the layer fitted on the table's fp8 rows of other shapes
-(which at this shape, balanced, gives 0.381 ms) with uniform routing (222 of 256 experts hit): 0.344 ms. The bound
-below (35%) is that gap, stated; the dense GEMM table at one expert's 512 × 7168 gave 3.64 ms (7×).
+(power law); DeepSeek-V3's checkpoint is block-scaled FP8, so ironlaw prices the layer on the classes fitted on the
+table's fp8_block rows of other shapes (``moe_grouped_gemm.fp8_block``, with its cost per local expert slot: all 256
+on each rank under TP 8) with uniform routing (222 of 256 experts hit): 0.397 ms, 22% / 3% under the two rows. The
+bound below (25%) is that gap, stated (per-tensor FP8's layer gave 0.351 ms, 31%); the dense GEMM table at one
+expert's 512 × 7168 gave 3.64 ms (7×).
 """
 from __future__ import annotations
 
@@ -45,18 +47,18 @@ def layer_s(est) -> float:
                if op.module == "experts" and op.name in ROUTED)
 
 
-def test_routed_layer_is_within_35_percent_of_the_measured_layer(decode):
+def test_routed_layer_is_within_25_percent_of_the_measured_layer(decode):
     rows = measured_s(64)
     assert set(rows) == {"balanced", "power_law_1.01"}
     t = layer_s(decode)
     for dist, m in rows.items():
-        assert abs(t / m - 1.0) <= 0.35, (dist, t, m)
+        assert abs(t / m - 1.0) <= 0.25, (dist, t, m)
 
 
 def test_routed_gemms_run_on_the_device_fitted_moe_layer(decode):
     kernels = {op.name: op.attrs.get("kernel") for op in decode.graph.ops if op.module == "experts"}
-    assert kernels["mlp_up_proj"] == kernels["mlp_down_proj"] == "moe_grouped_gemm.fp8"
-    assert kernels["moe_permute"] == kernels["moe_combine"] == "moe_rows.fp8"
+    assert kernels["mlp_up_proj"] == kernels["mlp_down_proj"] == "moe_grouped_gemm.fp8_block"   # its checkpoint's
+    assert kernels["moe_permute"] == kernels["moe_combine"] == "moe_rows.fp8_block"
 
 
 def test_analyze_and_serve_decode_step_agree_within_1_5x(decode):

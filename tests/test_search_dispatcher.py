@@ -62,13 +62,13 @@ def test_cli_json_carries_the_dispatcher():
     assert text.rc == 0 and "token dispatcher: flex" in text.out, text.err
     assert d["settings"]["moe_dispatcher"] == "flex" and d["top"][0]["moe_dispatcher"] == "flex"
     schemas.validate(d)
-    d["top"][0]["moe_dispatcher"] = "deepep"
+    d["top"][0]["moe_dispatcher"] = "hybridep"
     with pytest.raises(jsonschema.ValidationError):
         schemas.validate(d)
 
 
 BAD = [
-    ([SPEC, "--moe-dispatcher", "deepep"], "got 'deepep'"),
+    ([SPEC, "--moe-dispatcher", "hybridep"], "got 'hybridep'"),
     ([SPEC, "--ep", "1", "--moe-dispatcher", "flex"], "add --ep > 1"),
     (["llama3-8b", "--moe-dispatcher", "flex"], "llama3-8b has no experts"),
     ([SPEC, "--phase", "serve", "--moe-dispatcher", "flex"], "(--phase train)"),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
-                      other_phase, run_inputs, scenario_options, strings, takes_step_options)
+                      keywords_of, other_phase, run_inputs, scenario_options, strings, takes_step_options)
 
 RESULTS = ("Fit", "KernelCalibration", "Probe", "Report", "Validation")   # ``results``' classes, read from here too
 
@@ -49,7 +49,7 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
 
     o, named = StepOptions.of(keywords)
     cost = o.run(phase)
-    opts = o.plan("analyze", spec, named)
+    opts = o.plan("analyze", spec, named, keywords_of(analyze))
     if o.micro_batch is not None:
         from ..machine.network.topology import check_count
         if check_count(o.micro_batch, "--micro-batch") != batch and not (getattr(batch, "ndim", 0) == 0 and batch == 1):
@@ -70,6 +70,9 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
     hw = device(on, o.network)
     est = analysis.predict(spec, hw, batch if o.micro_batch is None else o.micro_batch, o.seq, phase, o.dtype,
                            composition(o.serial), opts)
+    if o.network is not None and not any(op.kind == "collective" for op in est.graph.ops):
+        raise IronlawError(f"--network {o.network} calibrates collectives; {est.graph.name} {est.graph.phase} on one "
+                           f"device runs none: add --tp N --gpus N (or a collective spec) or drop --network")
     if plot:
         from ..report.plot import save
         save(est, plot)
@@ -90,7 +93,7 @@ def train(spec: str, on="h100", **keywords):
     cost = o.run("train")
     from ..report import pages
     pages.check(o.html)
-    return _train_step(spec, on, o, o.plan("train", spec, named), cost)
+    return _train_step(spec, on, o, o.plan("train", spec, named, keywords_of(train)), cost)
 
 
 def _train_step(spec: str, on, o: StepOptions, opts: dict, cost):
@@ -113,7 +116,7 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
     from ..models import analysis
     from ..models.whatif.compare import compare as run
 
-    opts = builder("compare", spec, options, builder_options)
+    opts = builder("compare", spec, options, builder_options, keywords_of(compare))
     steps = strings(what_if)
     if not steps and not vs_hardware:
         from ..models.whatif import names
@@ -187,6 +190,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_release(engine, release)
     check_on(on)
     scenario_options(dict(locals()))
+    from ..models import workloads
+    workloads.check_serves(spec, "serve")
     if max_throughput:
         from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -249,7 +254,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     Serving: ``on="h100,h200,b200"`` (or a list) searches several devices in one ranking; ``rank`` is
     ``"tokens-per-gpu"`` or ``"usd-per-million-tokens"``; ``prices`` (``"h100=2.5,b200=5"`` or a dict, USD per
     GPU-hour) or, for one device, ``price_per_gpu_hour`` override the sourced defaults. ``html``: also write its report to that file (the ranked
-    layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default) or ``"flex"``, priced on
+    layouts, why the best wins). ``moe_dispatcher`` (training): ``"alltoall"`` (default), ``"flex"`` or ``"deepep"``, priced on
     the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
     ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
     ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
@@ -286,6 +291,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
+        from ..models import workloads
+        workloads.check_serves(spec, "search --phase serve")
         prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 
 def front_door(fn):
@@ -149,10 +149,11 @@ class StepOptions:
         """The run's inputs (``run_inputs``), checked before any work."""
         return run_inputs({k: getattr(self, k) for k in self.names()}, phase)
 
-    def plan(self, fn: str, spec: str, named: dict) -> dict:
+    def plan(self, fn: str, spec: str, named: dict, keywords: Sequence[str] = ()) -> dict:
         """The options the model reads: the plan's, the builder's (``options`` and ``named``, checked against the
         builder's own) and capture's (checked against ``spec``)."""
-        return {**self.parallel(), **builder(fn, spec, self.options, named), **capture_option(spec, self.capture)}
+        return {**self.parallel(), **builder(fn, spec, self.options, named, keywords),
+                **capture_option(spec, self.capture)}
 
 
 def takes_step_options(fn):
@@ -187,8 +188,9 @@ def capture_option(spec, capture: bool) -> dict:
     return {"capture": True}
 
 
-def builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
-    """The builder options: ``options`` and the named keywords, these checked against the builder's own."""
+def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:
+    """The builder options: ``options`` and the named keywords, these checked against the builder's own (a
+    misspelt one named with the nearest of the builder's and ``keywords``, the function's own)."""
     opts = dict(options or {})
     if named:
         from ..models import workloads
@@ -196,11 +198,18 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict) -> dict:
         bad = sorted(set(named) - set(accepted))
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
-            from ..core.errors import UnknownOption
-            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}' (the builder options of "
-                                f"{spec}: {takes})")
+            from ..core.errors import UnknownOption, suggest
+            near = suggest(bad[0], [*accepted, *keywords])
+            raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}'"
+                                + (near or f" (the builder options of {spec}: {takes})"))
         opts.update(named)
     return opts
+
+
+def keywords_of(fn) -> list[str]:
+    """The keywords the front door's function ``fn`` takes by name (its signature, ``StepOptions``' fields too)."""
+    sig = inspect.signature(fn)
+    return [n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def run_inputs(given: dict, phase: Optional[str]):

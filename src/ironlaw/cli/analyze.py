@@ -39,7 +39,7 @@ def analyze(
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
     redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
     offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
-    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (DeepEP/HybridEP: permute, exchange and sort fused)"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (HybridEP: permute, exchange and sort fused) | deepep (flex on DeepEP: its measured dispatch/combine kernels)"),
     cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts of a layer captured in CUDA graphs: attn, moe_router, moe_preprocess (comma-separated; default none: eager)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),

@@ -79,8 +79,10 @@ def emit_lines(lines: list[str], fmt: str) -> None:
 
 
 def console():
+    """rich's console, emoji codes off: a name holding ":name:" prints as typed, and rich's table of emoji (~6% of
+    the instructions of a cold `analyze`) is never loaded."""
     from rich.console import Console
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, emoji=False)
 
 
 class MarkdownConsole:
@@ -98,7 +100,7 @@ class MarkdownConsole:
             self.parts.append(markdown(obj))
         else:
             from rich.console import Console
-            self.parts.append(Console(highlight=False).render_str(str(obj)).plain if markup else str(obj))
+            self.parts.append(Console(highlight=False, emoji=False).render_str(str(obj)).plain if markup else str(obj))
 
     def emit(self) -> None:
         print("\n\n".join(self.parts))

@@ -48,7 +48,8 @@ def search(
                                                      help="train: hottest expert's load / mean (default 1)"),
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="train: Megatron-Core's token "
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
-                                                 "(DeepEP/HybridEP: permute, exchange and sort fused)"),
+                                                 "(HybridEP: permute, exchange and sort fused) | deepep (flex on "
+                                                 "DeepEP: its measured dispatch/combine)"),
     prompt: Optional[int] = typer.Option(None, "--prompt", help="serve: prompt tokens per request (default 1024)"),
     output: Optional[int] = typer.Option(None, "--output", help="serve: generated tokens per request (default 256)"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "

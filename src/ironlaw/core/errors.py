@@ -12,6 +12,11 @@ class IronlawError(Exception):
     """A problem with the user's input (names, files, sizes, dtypes, capacity)."""
 
 
+class OneConfiguration(IronlawError, ValueError):
+    """A per-op view (rows, bottleneck, document) asked of an estimate that holds many configurations (batch or
+    seq given as arrays): an IronlawError and, as before, a ValueError."""
+
+
 class UnknownOption(IronlawError, TypeError):
     """A keyword the library function does not take: an IronlawError (one clear line, as every bad input) and,
     as Python's own for an unexpected keyword, a TypeError."""

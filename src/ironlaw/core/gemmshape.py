@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import re
-import weakref
 
 import numpy as np
 
@@ -39,7 +38,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s", "unit_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "key_ctas", "cta_s", "expert_s", "unit_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -52,7 +51,23 @@ GRID_KEYS = ("sequence",)
 # KEY_WALK_FREE keys run within the fixed latency (aiconfigurator-core 0.12.0's L40S generation MLA table, batch 1:
 # 9.0 µs at 3, 15 and 63 cached tokens, then 78 ns per key: 14.3 µs at 127, 24 µs at 255). At most KEY_S_MAX (1 µs)
 KEY_S_MAX = 1e-6
+# expert_s: seconds per local expert a grouped MoE GEMM class's launch adds (``efficiency.expert_setup_s``): its time
+# adds expert_s · the op's local experts (``op.attrs["local_experts"]``), reached by its tokens or not (aiconfigurator-core
+# 0.12.0's H200 block-scaled FP8 MoE rows at one token: 27 µs with 1–16 local experts, 107 µs with 256). At most
+# EXPERT_S_MAX (1 µs)
+EXPERT_S_MAX = 1e-6
 KEY_WALK_FREE = 64.0
+# key_ctas, cta_s: a walking class whose CTAs (key_ctas per grid unit, the op's FLOPs / (2·M·N·K)) run in waves over
+# the device's SMs, each CTA paying cta_s and then key_s per key: the walk, waves · (cta_s + key_s · (keys −
+# KEY_WALK_FREE)), is the op's time floor, overlapping its data and compute (``efficiency.walk_eta``) in place of adding
+# to them. TensorRT-LLM's XQA MLA decode launches XQA_MLA_CTAS CTAs per sequence (``decoderXQAImplJIT.cpp``:
+# ``dimGrid{4 * inputSeqLen, multiBlock, batch_size}``, multiBlock 1 for MLA, ``computeMultiBlockCountForMLA``);
+# aiconfigurator-core 0.12.0's RTX PRO 6000 table (188 SMs), 128 heads on an FP8 cache, 131,071 cached tokens: 2.20 ms
+# from 1 to 32 sequences (one wave), 4.46 ms at 64 (two), 6.85 ms at 128 (three); at one cached token 15 µs for one
+# wave, 0.40 ms at 1,024 sequences (22 waves). key_ctas at most KEY_CTAS_MAX, cta_s at most CTA_S_MAX (100 µs)
+XQA_MLA_CTAS = 4
+KEY_CTAS_MAX = 64.0
+CTA_S_MAX = 1e-4
 # split_s: seconds a split-KV class's launch adds once it splits a sequence (blocks > 1, ``core.splitkv``): the blocks'
 # partial results written out and reduced after them (``efficiency.split_reduce_s``). At most SPLIT_S_MAX (100 µs)
 SPLIT_S_MAX = 1e-4
@@ -65,6 +80,13 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
+# variant, variant_m: a kernel class whose ops at M (query rows per KV head) = variant_m run another kernel, the class
+# ``variant`` names (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
+# MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0
+# with an FP8 query and cache (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``), the other head counts on
+# the kernel that walks each sequence's latent cache in one CTA (aiconfigurator-core 0.12.0's RTX PRO 6000 table,
+# FP8 cache, batch 1: 0.56 ms at 32,767 cached tokens on 128 heads, 1.83 ms on 1 to 64)
+XQA_MLA_HEADS = 128
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16
@@ -84,54 +106,16 @@ def gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(M, N, K) arrays shaped like cols.flops, derived from flops and bytes (see module doc); read-only.
 
     One evaluation asks for the dims of the same columns several times (``law.efficiency``: η, grid, serial
-    share, streamed η, extra bytes): the last columns' dims are kept while those columns live and hold the same
-    arrays they were computed from (``_DimsMemo``)."""
-    dims = _LAST_DIMS.get(cols)
-    if dims is None:
-        dims = _gemm_dims(cols)
-        for x in dims:
-            x.setflags(write=False)
-        _LAST_DIMS.keep(cols, dims)
+    share, streamed η, extra bytes): they are computed once and kept on the columns, which are immutable
+    (``Columns.derived``)."""
+    return cols.derived("gemm_dims", _read_only_dims)
+
+
+def _read_only_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    dims = _gemm_dims(cols)
+    for x in dims:
+        x.setflags(write=False)
     return dims
-
-
-class _DimsMemo:
-    """The dims of the last columns ``gemm_dims`` computed: held by weak references to the columns and to the
-    arrays and dtype list they read (an entry whose columns are gone, or that now hold another array, is stale);
-    the entry is dropped with its columns."""
-
-    def __init__(self):
-        self._entry = None
-
-    @staticmethod
-    def _inputs(cols: Columns) -> tuple:
-        return (cols.flops, cols.bytes.get("weights"), cols.bytes.get("activations"), cols.nk, cols.mnk)
-
-    def get(self, cols: Columns):
-        entry = self._entry
-        if entry is None or entry[0]() is not cols or entry[1] != (tuple(cols.dtypes), cols.cfg_shape):
-            return None
-        if any((r is None) != (x is None) or (r is not None and r() is not x)
-               for r, x in zip(entry[2], self._inputs(cols))):
-            return None
-        return entry[3]
-
-    def keep(self, cols: Columns, dims: tuple) -> None:
-        try:
-            inputs = tuple(None if x is None else weakref.ref(x) for x in self._inputs(cols))
-            ref = weakref.ref(cols, self._forget)
-        except TypeError:                         # columns built of what takes no weak reference: not kept
-            self._entry = None
-            return
-        self._entry = (ref, (tuple(cols.dtypes), cols.cfg_shape), inputs, dims)
-
-    def _forget(self, ref) -> None:
-        entry = self._entry
-        if entry is not None and entry[0] is ref:
-            self._entry = None
-
-
-_LAST_DIMS = _DimsMemo()
 
 
 def _gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -224,7 +208,8 @@ def window_kernel(heads: int, kv_heads: int, head_dim: int) -> str:
 
 def attention_kernel_parts(name: str) -> tuple[str, str] | None:
     """(phase, regime) of an ``attention_kernel`` name; None for another name."""
-    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+(_window_mmha|_window|_mha|_wide|_mla)?", name)
+    m = re.fullmatch(r"attention_(context|generation)_[a-z0-9]+_kv_[a-z0-9]+"
+                     r"(_window_mmha|_window|_mha|_wide|_mla_xqa|_mla)?", name)
     if m is None:
         return None
     return {v: k for k, v in ATTENTION_PHASES.items()}[m.group(1)], m.group(2) or ""

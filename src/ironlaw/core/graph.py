@@ -11,7 +11,9 @@ each class at the bandwidth of the tier it lives in:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Union
 
 import numpy as np
@@ -97,6 +99,9 @@ class Graph:
     meta: dict = field(default_factory=dict)          # batch, seq, params, model_flops, tokens, spec …
     uncounted_ops: dict[str, int] = field(default_factory=dict)
 
+    def __repr__(self) -> str:                  # every op's dataclass would be printed: say what the graph is
+        return f"Graph({self.name!r}, {self.phase!r}, {self.dtype!r}, {len(self.ops)} ops)"
+
     def __post_init__(self):
         for c in self.footprint:
             if c not in CLASSES:
@@ -162,29 +167,53 @@ def frontend(meta: dict) -> str:
     return "transformers" if "architecture" in meta else "torch"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Columns:
-    """The graph as arrays: one row per op, trailing axes = configurations."""
+    """The graph as arrays: one row per op, trailing axes = configurations.
+
+    Immutable once built: its fields cannot be rebound, its arrays are read-only, ``bytes`` is a read-only
+    mapping and the per-op lists are tuples; so what is derived from them once (``derived``) never goes stale."""
     flops: np.ndarray                 # (n_ops, *cfg) on the op's own unit (matrix unit for MATRIX_KINDS)
-    bytes: dict[str, np.ndarray]      # class -> (n_ops, *cfg)
+    bytes: Mapping[str, np.ndarray]   # class -> (n_ops, *cfg), read-only
     network_bytes: np.ndarray         # (n_ops, *cfg)
     count: np.ndarray                 # (n_ops, 1…)
     kind_idx: np.ndarray              # (n_ops,) index into KINDS
-    dtypes: list[str]
+    dtypes: tuple[str, ...]
     cfg_shape: tuple
     vector_flops: np.ndarray | None = None   # (n_ops, *cfg) extra vector-unit FLOPs; None when no op has any
     eta_scale: np.ndarray | None = None      # (n_ops, *cfg) compute-efficiency multiplier; None when all are 1
-    names: list[str] | None = None           # op names (calibration may refine an op class by name)
-    kernels: list[str] | None = None         # own_kernel(op): op.attrs["kernel"], a split op class, or ""
+    names: tuple[str, ...] | None = None     # op names (calibration may refine an op class by name)
+    kernels: tuple[str, ...] | None = None   # own_kernel(op): op.attrs["kernel"], a split op class, or ""
     mnk: np.ndarray | None = None            # (n_ops, 3, *cfg) GEMM M, N, K from op.attrs["mnk"], 0 where not given
     nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
                                              # with a weight matrix), 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
+    local_experts: np.ndarray | None = None  # (n_ops,) op.attrs["local_experts"]: the expert slots on the rank a grouped
+                                             # MoE GEMM launches over (``efficiency.expert_setup_s``), 0 where not given
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     frontend: str = "torch"                  # the graph's front end (FRONTENDS): its framework terms
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("dtypes", "names", "kernels"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "bytes", MappingProxyType(dict(self.bytes)))
+        for x in (self.flops, *self.bytes.values(), self.network_bytes, self.count, self.kind_idx, self.vector_flops,
+                  self.eta_scale, self.mnk, self.nk, self.resident, self.weights_kn, self.written, self.history):
+            if x is not None:
+                x.setflags(write=False)
+
+    def derived(self, key: str, compute):
+        """``compute(self)``, computed once for these columns and kept with them (``gemmshape.gemm_dims``)."""
+        kept = self._derived.get(key)
+        if kept is None:
+            kept = self._derived[key] = compute(self)
+        return kept
 
     @staticmethod
     def of(g: Graph) -> "Columns":
@@ -225,5 +254,7 @@ class Columns:
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
                        if any(op.attrs.get("weights_kn") for op in g.ops) else None,
                        written=stack(lambda op: op.bytes_written),
+                       local_experts=np.array([float(op.attrs.get("local_experts", 0.0)) for op in g.ops])
+                       if any("local_experts" in op.attrs for op in g.ops) else None,
                        history=stack(lambda op: op.attrs.get("history", 0.0))
                        if any("history" in op.attrs for op in g.ops) else None, frontend=frontend(g.meta))

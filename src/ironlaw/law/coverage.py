@@ -109,15 +109,18 @@ def _network(est) -> str | None:
     """None where every collective of ``est`` is timed by curves measured at its own group size; else what it
     borrows: the α-β model, or the curve of another measured group size (``curves.nearest``)."""
     from ..machine.network.calibration import for_hardware
-    from ..machine.network.curves import nearest
+    from ..machine.network.curves import DEEPEP, nearest
     cal = for_hardware(est.hw)
     for op in est.graph.ops:
         if op.kind == "collective" and op.collective:
             ranks, nodes = int(op.group[0]), int(op.group[1])
-            if ranks > 1 and (nodes > 1 or nearest(cal.curves, op.collective, ranks) is None):
+            name = op.collective
+            if name in DEEPEP and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
+                name = "alltoall"                   # no DeepEP curve here: the law's all-to-all (collectives.py)
+            if ranks > 1 and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
                 return f"the α-β network model ({cal.name})"
-            if ranks > 1 and (op.collective, ranks) not in cal.curves:
-                return f"the measured {op.collective} curve of another group size (none measured on {ranks} GPUs)"
+            if ranks > 1 and (name, ranks) not in cal.curves:
+                return f"the measured {name} curve of another group size (none measured on {ranks} GPUs)"
     return None
 
 

@@ -9,7 +9,8 @@ formulas and the fields are in docs/how-it-models.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,16 +55,40 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     if cal is None:
         return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
                      np.zeros(shape))
+    cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
     grid = kernel_grid(cal, cols, split)
-    return Terms(compute_eta=np.broadcast_to(compute_eta(cal, cols, eta_c, grid, split), shape),
+    eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
+    eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
+    return Terms(compute_eta=np.broadcast_to(eta_comp, shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
-                 + unit_launch_s(cal, cols),
+                 + expert_setup_s(cal, cols) + unit_launch_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
+
+
+def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Columns, np.ndarray | float]:
+    """``cols`` with each op of a kernel class that names a ``variant`` (``gemmshape.SHAPE_FIELDS``) whose M, the
+    query rows per KV head its shape states (``op.attrs['mnk']``), is the class's ``variant_m`` at every
+    configuration, named as that variant's op: the kernel the device runs there (TensorRT-LLM's XQA MLA decode at
+    128 heads on an FP8 cache, SM 12.0 only; ``gemmshape.XQA_MLA_HEADS``); and per op (n_ops, 1…) the variant's math
+    peak over the op's own (the XQA MLA kernel computes in FP8 whatever the model's dtype), which its compute η is
+    multiplied by; ``cols`` itself and 1 where no op runs a variant."""
+    own = {name: (p["variant"], float(p["variant_m"])) for name, p in (cal.kernel or {}).items() if "variant" in p}
+    if not own or cols.kernels is None or cols.mnk is None:
+        return cols, 1.0
+    kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
+    for i, name in enumerate(kernels):
+        if name in own and np.all(cols.mnk[i, 0] == own[name][1]):
+            kernels[i] = own[name][0]
+            dt = re.fullmatch(r"attention_[a-z]+_([a-z0-9]+)_kv_.*", own[name][0])
+            math[i] = hw.peak(dt.group(1)) / hw.peak(cols.dtypes[i]) if dt else 1.0
+    if kernels == list(cols.kernels):
+        return cols, 1.0
+    return replace(cols, kernels=kernels), math
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
@@ -239,7 +264,7 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     tokens, 5.10 ms at 65,535, 78 ns per key), far under any bandwidth (docs/accuracy.md)."""
     names = _names(cols, "kernels")
     own = [(name, float(p["key_s"])) for name, p in (cal.kernel or {}).items()
-           if name and p.get("key_s") and (names == name).any()]
+           if name and p.get("key_s") and "key_ctas" not in p and (names == name).any()]
     if not own:
         return 0.0
     n = gemm_dims(cols)[1]
@@ -268,6 +293,61 @@ def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     for name, unit_s in own:
         r = names == name
         out[r] = unit_s * units[r] / 2.0
+    return out
+
+
+def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a walking class in waves (``key_ctas``, ``gemmshape.SHAPE_FIELDS``), its CTAs' walk: ceil(units ·
+    key_ctas / ``sms``) waves, each of cta_s + key_s · (keys − ``KEY_WALK_FREE``) (units and keys the op's grid
+    units and N, ``grid_coords``); 0 for every other op."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in (cal.kernel or {}).items() if name and "key_ctas" in p and (names == name).any()]
+    if not own:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} walks its keys in waves over the SMs (key_ctas): the device "
+                           f"states no [vector] sms")
+    _, n, _, units = grid_coords(cols)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = names == name
+        waves = np.ceil(units[r] * float(p["key_ctas"]) / float(sms))
+        out[r] = waves * (float(p.get("cta_s", 0.0)) + float(p["key_s"]) * np.maximum(n[r] - KEY_WALK_FREE, 0.0))
+    return out
+
+
+def walk_eta(cal: Calibration, cols: Columns, hw: Hardware) -> np.ndarray | float:
+    """Per op, the compute η at which its FLOPs take its walk (``walk_s``): FLOPs / (peak · walk), so that the
+    law's compute term is never shorter than the walk its CTAs take one key after another, which overlaps the
+    op's data as its compute does; 1 (no bound) for an op that does not walk in waves."""
+    walk = walk_s(cal, cols, getattr(hw, "sms", None))
+    if np.ndim(walk) == 0:
+        return 1.0
+    lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
+    walks = np.any(walk > 0, axis=tuple(range(1, walk.ndim))) if walk.ndim > 1 else walk > 0
+    peak = np.array([hw.peak(dt) if w else 1.0 for dt, w in zip(cols.dtypes, walks)]).reshape(lead)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eta = np.where(walk > 0, cols.flops / (peak * walk), 1.0)
+    return np.minimum(eta, 1.0)
+
+
+def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds a grouped MoE GEMM launch spends on each expert slot of its rank, whether its tokens reach
+    it or not: its kernel class's ``expert_s`` × the op's local experts (``op.attrs["local_experts"]``); 0 for every
+    other op. aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 block-scaled FP8 MoE tables (H200, one token,
+    top-8): 27 µs with 1–16 local experts, 63 µs with 128, 107 µs with 256 (``measure/calibrate/moefit``)."""
+    if cols.local_experts is None:
+        return 0.0
+    names = _names(cols, "kernels")
+    own = [(name, float(p["expert_s"])) for name, p in (cal.kernel or {}).items()
+           if name and p.get("expert_s") and (names == name).any()]
+    if not own:
+        return 0.0
+    lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
+    out = np.zeros(lead)
+    for name, expert_s in own:
+        r = names == name
+        out[r] = (expert_s * cols.local_experts[r]).reshape((-1,) + lead[1:])
     return out
 
 

@@ -35,6 +35,11 @@ class Estimate:
     op_time_s: np.ndarray     # composed time of one invocation
     terms: Terms              # the per-op efficiency table the terms were priced at
 
+    def __repr__(self) -> str:                  # the per-op arrays run to 100 kB: the answer, as a person reads it
+        g = self.graph
+        return (f"{type(self).__name__}({g.name!r}, {g.phase!r}, {g.dtype!r} on {self.hw.name!r}: "
+                f"time_s={self.time_s!r})")
+
     # ------------------------------------------------------------------ totals
     @cached_property
     def op_total_s(self) -> np.ndarray:
@@ -102,14 +107,26 @@ class Estimate:
     def capacity_bound(self) -> np.ndarray:
         return (self.placement.spilled_bytes > 0) | ~self.placement.fits
 
+    def one(self, what: str) -> None:
+        """A per-op view ``what`` of one configuration: refused in one line on an estimate of many (arrays of
+        batch or seq), which carries its times as arrays (``time_s``, ``term``) instead."""
+        shape = self.cols.cfg_shape
+        if shape != ():
+            from ..core.errors import OneConfiguration
+            raise OneConfiguration(f"{what}() describes one configuration; this estimate holds {int(np.prod(shape))} "
+                                   f"(batch or seq given as arrays, shape {shape}): read its arrays (time_s, "
+                                   f"term(...)) or analyze one batch and one seq for it")
+
     def bottleneck(self) -> dict:
         """{'resource', 'tier', 'why'} for a single configuration."""
+        self.one("bottleneck")
         from .explain import why
         return why(self)
 
     # ------------------------------------------------------------------ rows
     def rows(self) -> list[dict]:
         """One dict per op (single configuration), with totals over the op's ``count``."""
+        self.one("rows")
         c = self.cols.count[:, 0] if self.cols.count.ndim > 1 else self.cols.count
         tier_idx = np.argmax(self.data_tier_s, axis=0)
         tiers = [t.name for t in self.hw.memory]
@@ -132,9 +149,11 @@ class Estimate:
         return out
 
     def top_ops(self, n: int = 10) -> list[dict]:
+        self.one("top_ops")
         return sorted(self.rows(), key=lambda r: -r["time_s"])[:n]
 
     def by_kind(self) -> dict[str, dict]:
+        self.one("by_kind")
         agg: dict[str, dict] = {}
         for r in self.rows():
             a = agg.setdefault(r["kind"], {"count": 0, "flops": 0.0, "bytes": 0.0, "data_s": 0.0, "compute_s": 0.0,
@@ -146,8 +165,7 @@ class Estimate:
     def to_frame(self):
         """The per-op table as a pandas DataFrame: one row per op, the columns of ``rows()`` (totals over
         each op's count; the time columns sum to ``term(...)`` and ``time_s``). pandas is imported here only."""
-        if self.cols.cfg_shape != ():
-            raise ValueError("to_frame() describes one configuration; index a sweep first")
+        self.one("to_frame")
         try:
             import pandas as pd
         except ImportError:
@@ -165,6 +183,7 @@ class Estimate:
 
     # ------------------------------------------------------------------ footprint
     def footprint(self) -> dict:
+        self.one("footprint")
         fp = {k: float(v) for k, v in self.graph.footprint.items() if float(v) > 0}
         tiers = []
         for i, t in enumerate(self.hw.memory):
@@ -176,8 +195,7 @@ class Estimate:
 
     # ------------------------------------------------------------------ document
     def to_dict(self, top: int | None = None) -> dict:
-        if self.cols.cfg_shape != ():
-            raise ValueError("to_dict() describes one configuration; index a sweep first")
+        self.one("to_dict")
         from . import coverage, fresh, timerange
         g = self.graph
         rows = self.rows()

@@ -80,13 +80,23 @@ def why(est) -> dict:
                 "why": f"moving data from {tier} owns {pct:.0f}% of the critical path: about "
                        f"{moved_at(est, i, moved)}; {tail}"}
     if res == "latency":
-        n = int(est.cols.count.sum())
         return {"resource": "latency", "tier": None,
-                "why": f"fixed per-op costs own {pct:.0f}% of the time: {n} ops × {fmt_time(hw.op_latency_s)} "
-                       f"launch/dispatch, while the ops' own work (compute {fmt_time(float(est.term('compute_s')))}, "
+                "why": f"fixed per-op costs own {pct:.0f}% of the time: {launches(est)}, while the "
+                       f"ops' own work (compute {fmt_time(float(est.term('compute_s')))}, "
                        f"data {fmt_time(float(est.term('data_s')))}) is too small to saturate the device"}
     return {"resource": res, "tier": tier,
             "why": f"{res} owns {pct:.0f}% of the critical path ({fmt_time(float(est.term('network_s')))})"}
+
+
+def launches(est) -> str:
+    """The latency term the estimate carries, each op's own L_lat (a calibrated launch, a kernel class's fixed
+    cost): 'N ops × t launch/dispatch', or the sum over the ops where their costs differ."""
+    n = int(est.cols.count.sum())
+    lat = np.asarray(est.latency_s, dtype=float).reshape(len(est.cols.count), -1)[:, 0]
+    total = float(est.term("latency_s"))
+    if n and np.ptp(lat) <= 1e-3 * max(float(lat.max()), 1e-30):
+        return f"{n:,} ops × {fmt_time(float(lat[0]))} launch/dispatch"
+    return f"{fmt_time(total)} of launch/dispatch over {n:,} ops ({fmt_time(total / max(n, 1))} each on average)"
 
 
 def brief(est) -> str:

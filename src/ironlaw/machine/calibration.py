@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX,
+from ..core.gemmshape import (EXPERT_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
+                              KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.splitkv import MMHA_THREADS
@@ -221,6 +222,13 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     _num(p, "unit_s", w, UNIT_S_MAX, zero_ok=True)
+    _num(p, "cta_s", w, CTA_S_MAX, zero_ok=True)
+    _num(p, "key_ctas", w, KEY_CTAS_MAX)
+    if "key_ctas" in p and "key_s" not in p:
+        raise IronlawError(f"{w}: key_ctas is a walking class's CTAs per grid unit: it needs key_s")
+    if "cta_s" in p and "key_ctas" not in p:
+        raise IronlawError(f"{w}: cta_s is a walking class's seconds per CTA in waves: it needs key_ctas")
+    _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
@@ -232,6 +240,21 @@ def _check_shape_table(p: dict, w: str) -> None:
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
+    _check_variant(p, w)
+
+
+def _check_variant(p: dict, w: str) -> None:
+    """``variant`` (a kernel class's name) and ``variant_m`` (the M, query rows per KV head, at which its ops run it,
+    a whole number > 0) come together (``gemmshape.SHAPE_FIELDS``)."""
+    if ("variant" in p) != ("variant_m" in p):
+        raise IronlawError(f"{w}: variant and variant_m come together (the class and the M its ops run it at)")
+    if "variant" not in p:
+        return
+    if not isinstance(p["variant"], str) or not p["variant"]:
+        raise IronlawError(f"{w}.variant: must be a kernel class's name, got {p['variant']!r}")
+    m = p["variant_m"]
+    if isinstance(m, bool) or not isinstance(m, int) or m <= 0:
+        raise IronlawError(f"{w}.variant_m: must be a whole number > 0, got {m!r}")
 
 
 _GRID_WORD = rf"(?:-?(?:{'|'.join(str(x) for x in range(GRID_LOG_MAX // 100))})?\d{{1,2}}|-?{GRID_LOG_MAX // 100}00|0\*\d+)"
@@ -280,6 +303,9 @@ def _check_op_tables(cal: dict, where: str) -> None:
                 if "grid_of" in p and ("grid_log" not in src or "grid_log" in p):
                     raise IronlawError(f"{w}.grid_of: must name another kernel class with a grid of its own "
                                        f"(and the class none), got {p['grid_of']!r}")
+                if "variant" in p and (p["variant"] == name or "eta_max" not in cal["kernel"].get(p["variant"], {})):
+                    raise IronlawError(f"{w}.variant: must name another kernel class with a shape table, "
+                                       f"got {p['variant']!r}")
                 continue
             for key in p:
                 if key not in OP_FIELDS:

@@ -133,6 +133,9 @@ class Hardware:
     aliases: tuple[str, ...] = ()
     path: str = ""
     extra: dict = field(default_factory=dict)   # [probe] of measured profiles, [network] by name
+
+    def __repr__(self) -> str:                  # the fields (calibration, sources) run to 100 kB: name the device
+        return f"Hardware({self.name!r}, {self.title!r}, kind={self.kind!r})"
     calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.efficiency)
     sms: int | None = None                # [vector] sms: streaming multiprocessors (a split-KV kernel's grid, core.splitkv)
 

@@ -12,7 +12,7 @@ from ..core.errors import IronlawError
 from ..law.estimate import Estimate
 
 
-@dataclass
+@dataclass(repr=False)                          # Estimate's short repr
 class Analysis(Estimate):
     """An Estimate with the energy, cost and carbon of its step (``ironlaw.law.power``; None for a sweep over
     arrays or a device that states no power) and, with ``--train-tokens``, the whole training run

@@ -15,8 +15,15 @@ all-to-alls (``moe_token_dispatcher_type``):
               sorts ("permute + dispatch a2a + permute", ``_HybridEPManager``), no separate sort. Megatron-Bridge
               sets it with ``moe_flex_dispatcher_backend`` (HybridEP on GB200/GB300 NVL72 only,
               ``apply_flex_dispatcher_backend``), as its GB200 and GB300 Qwen3 and DeepSeek-V3 recipes do.
+    deepep    ``MoEFlexTokenDispatcher`` with ``moe_flex_dispatcher_backend = "deepep"`` (``_DeepepManager``): the
+              same fused exchange, timed by DeepEP's own measured dispatch and combine kernels where the device has
+              them (``[[network.curve]]`` ``alltoall-deepep-dispatch`` / ``-combine``, fitted on aiconfigurator-core
+              0.12.0's TensorRT-LLM DeepEP high-throughput tables by benchmarks/kernel_deepep.py; one node, bf16
+              rows), else as the all-to-all (machine/network/collectives.py); no sort, but Transformer Engine's
+              padding copies with quantized experts (DeepEP pads only through the routing-map option, below).
 
-The exchange itself is the law's all-to-all either way (the catalog's collectives). ``with_sorts`` adds the
+The exchange itself is the law's all-to-all for alltoall and flex (the catalog's collectives), DeepEP's curves for
+deepep (``on_deepep``). ``with_sorts`` adds the
 alltoall dispatcher's own: its sorts as memory-bound ops of the routed experts, each reading and writing the bytes
 its all-to-all carries, after the dispatch and before the combine, in every pass; and the second all-to-all of
 the dispatch, the routed rows' probabilities (``token_dispatch``; flex carries them in its kernel). Only with
@@ -42,7 +49,7 @@ from ..core import passes
 from ..core.errors import IronlawError
 from ..core.graph import Graph, Op, dtype_bytes
 
-DISPATCHERS = ("alltoall", "flex")
+DISPATCHERS = ("alltoall", "flex", "deepep")
 DEFAULT = "alltoall"
 SORT, UNSORT = "moe_sort_chunks", "moe_unsort_chunks"     # after the dispatch / before the combine (forward)
 PAD, UNPAD = "moe_quant_pad", "moe_quant_unpad"           # the experts' input / output (forward), quantized GEMMs
@@ -53,7 +60,7 @@ def check(value, ep: int) -> str:
     """``--moe-dispatcher``: one of ``DISPATCHERS``; flex needs expert parallelism."""
     name = DEFAULT if value is None else value
     if name not in DISPATCHERS:
-        raise IronlawError(f"--moe-dispatcher takes {' or '.join(DISPATCHERS)} (Megatron-Core's "
+        raise IronlawError(f"--moe-dispatcher takes {', '.join(DISPATCHERS[:-1])} or {DISPATCHERS[-1]} (Megatron-Core's "
                            f"moe_token_dispatcher_type), got '{name}'")
     if name != DEFAULT and ep == 1:
         raise IronlawError(f"--moe-dispatcher {name} exchanges the routed tokens over the expert-parallel group; "
@@ -74,9 +81,12 @@ def quantized_experts(sg: Graph) -> bool:
 def with_sorts(sg: Graph, dispatcher: str) -> Graph:
     """The per-device graph ``sg`` (after ``parallel.tp_shard``) with the alltoall dispatcher's sorts by local
     expert beside its all-to-alls (more than one local expert) and, with quantized expert GEMMs, Transformer
-    Engine's padding copies of the experts' rows next to them; ``sg`` itself for flex or without EP."""
-    sort, pad = local_experts(sg.meta) > 1, quantized_experts(sg)
-    if dispatcher != "alltoall" or sg.meta.get("ep", 1) == 1 or not (sort or pad):
+    Engine's padding copies of the experts' rows next to them; for deepep the exchange on DeepEP's kernels
+    (``on_deepep``) and the padding copies alone; ``sg`` itself for flex or without EP."""
+    if dispatcher == "deepep" and sg.meta.get("ep", 1) > 1:
+        sg = on_deepep(sg)
+    sort, pad = local_experts(sg.meta) > 1 and dispatcher == "alltoall", quantized_experts(sg)
+    if dispatcher == "flex" or sg.meta.get("ep", 1) == 1 or not (sort or pad):
         return sg
     ops = list(sg.ops)
     out: list[Op] = []
@@ -94,6 +104,21 @@ def with_sorts(sg: Graph, dispatcher: str) -> Graph:
         if dispatch:
             out += [_sort(op, expert, SORT)] * sort + [_pad(op, expert, PAD)] * pad
     return Graph(sg.name, sg.phase, sg.dtype, out, footprint=dict(sg.footprint), meta=dict(sg.meta),
+                 uncounted_ops=dict(sg.uncounted_ops))
+
+
+def on_deepep(sg: Graph) -> Graph:
+    """``sg`` with its expert exchange on DeepEP's kernels: each EP all-to-all that feeds the experts (``.dispatch``,
+    forward and backward) times as DeepEP's dispatch, each that leaves them (``.combine``) as its combine (the
+    collectives ``curves.DEEPEP``); the bytes are the all-to-all's, as the curves were fitted on."""
+    from ..machine.network.curves import DEEPEP_COMBINE, DEEPEP_DISPATCH
+    ops = []
+    for op in sg.ops:
+        if op.kind == "collective" and op.module == "ep" and op.collective == "alltoall":
+            op = copy.copy(op)
+            op.collective = DEEPEP_DISPATCH if ".dispatch" in op.name else DEEPEP_COMBINE
+        ops.append(op)
+    return Graph(sg.name, sg.phase, sg.dtype, ops, footprint=dict(sg.footprint), meta=dict(sg.meta),
                  uncounted_ops=dict(sg.uncounted_ops))
 
 

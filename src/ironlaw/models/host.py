@@ -157,7 +157,7 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
         return []
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
-    padded = dispatcher == "alltoall" and ep > 1 and precision is not None
+    padded = dispatcher in ("alltoall", "deepep") and ep > 1 and precision is not None   # flex (HybridEP) pads in its kernel
     return [("attention", False, _graphed(ATTENTION + _rope(meta), "attn" in graphed) + tpc.scaled(0.5)),
             ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
             ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),

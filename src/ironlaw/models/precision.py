@@ -290,3 +290,13 @@ def param_step_bytes(meta: dict, params, shard):
     if dtype == nvfp4.DTYPE:
         return params * (nvfp4.READ_BYTES + nvfp4.WEIGHT_COPY_BYTES)
     return params * 0.0
+
+
+# ---------------------------------------------------------------------- inference: the checkpoint's weight format
+def moe_recipe(g: Graph) -> str | None:
+    """The weight format of ``g``'s routed experts where it is more than the dtype says: ``fp8_block`` for an fp8
+    graph of a block-scaled FP8 checkpoint (``meta["weight_format"]``, from its quantization_config: DeepSeek-V3/R1's
+    128 × 128 weight blocks, activations quantized per 1 × 128 token group), whose MoE layer runs on the kernel
+    classes fitted on block-scaled rows (``moe_grouped_gemm.fp8_block``); None for per-tensor or other formats."""
+    fmt = g.meta.get("weight_format")
+    return fmt if fmt == "fp8_block" and g.dtype == "fp8" else None

@@ -23,20 +23,29 @@ def routed_experts(graph, hw):
     if hw.kind != "gpu" or graph.phase not in ("prefill", "decode") or \
             not any(op.attrs.get("expert") == "routed" for op in graph.ops):
         return graph
+    from .precision import moe_recipe
     from .serving.step import GROUPED_GEMM, grouped, moe_kernels
-    kernels = moe_kernels(hw, graph.dtype)
+    kernels = moe_kernels(hw, graph.dtype, moe_recipe(graph))
     if kernels[0] == GROUPED_GEMM:
         return replace(graph, ops=[grouped_launch(op) for op in graph.ops])
-    return replace(graph, ops=[on_moe_layer(op, graph.dtype, kernels) for op in graph.ops])
+    from .dispatcher import local_experts
+    slots = local_experts(graph.meta)
+    return replace(graph, ops=[on_moe_layer(op, graph.dtype, kernels, slots) for op in graph.ops])
 
 
-def on_moe_layer(op, dtype: str, kernels: tuple):
+def on_moe_layer(op, dtype: str, kernels: tuple, slots: float = 0.0):
     """An op of the routed layer on the fitted MoE kernel classes (``serving.step.grouped``), its activations in
-    bf16 between the kernels as the fit counts them (``moefit.HALF_BYTES``; ``serving.step.modelopt``); any other
-    op as it is."""
+    bf16 between the kernels as the fit counts them (``moefit.HALF_BYTES``; ``serving.step.modelopt``), a routed
+    GEMM stating the expert slots its launch covers (``slots``, ``attrs["local_experts"]``: a class fitted with a
+    cost per slot, ``expert_s``, pays it); any other op as it is."""
     from .serving.step import grouped, modelopt
     on = grouped(op, *kernels)
-    return op if on is op else grouped(modelopt(op, dtype), *kernels)
+    if on is op:
+        return op
+    o = grouped(modelopt(op, dtype), *kernels)
+    if slots and o.kind == "matmul":
+        o.attrs["local_experts"] = slots
+    return o
 
 
 def grouped_launch(op):

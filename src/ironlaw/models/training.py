@@ -14,7 +14,7 @@ from .parallel.results import StepEstimate
 from .parallel.step import training_graph
 
 
-@dataclass
+@dataclass(repr=False)                          # StepEstimate's short repr
 class Training(StepEstimate):
     """One training step on many devices (a StepEstimate) with the micro-batch graph it was planned on and the
     hardware; its document is ``ironlaw analyze --phase train --gpus N … --format json``'s."""

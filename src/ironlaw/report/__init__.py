@@ -3,4 +3,4 @@
 
 def _console():
     from rich.console import Console
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..core.units import fmt, fmt_size, fmt_time
-from .text import coverage_line, fresh_memory_line, headline, time_range_line
+from .text import coverage_line, fresh_memory_line, headline, time_range_line, top_ops_label
 
 
 def render(est, top: int = 10) -> str:
@@ -15,7 +15,7 @@ def render(est, top: int = 10) -> str:
                      ("network_s", "network")):
         lines.append(f"| {label} | {fmt_time(est.term(k))} |")
     lines.append(f"| **critical path ({est.composition})** | **{fmt_time(est.time_s)}** |")
-    lines += ["", f"Top {top} ops:", "",
+    lines += ["", f"{top_ops_label(top, len(est.graph.ops)).capitalize()} ops:", "",
               "| op | kind | × | FLOPs | bytes | tier | data | compute | latency | time | bound |",
               "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in est.top_ops(top):

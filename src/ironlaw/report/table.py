@@ -145,7 +145,7 @@ def cell_words(table, console) -> list[Counter]:
 
 
 def _plain(cell, console) -> str:
-    """A cell's text as rich prints it: markup (and emoji codes) resolved for a string, ``plain`` for rich Text."""
+    """A cell's text as rich prints it: markup resolved for a string, ``plain`` for rich Text."""
     if isinstance(cell, str):
         return console.render_str(cell).plain if ("[" in cell or ":" in cell) else cell
     return getattr(cell, "plain", "")
@@ -189,7 +189,7 @@ def markdown(table) -> str:
     """``table`` (a rich Table) as a Markdown pipe table, its title as a bold line above: the ``--format md`` of a
     command whose text output is a table. Markup is resolved and pipes escaped."""
     from rich.console import Console
-    con = Console(highlight=False)
+    con = Console(highlight=False, emoji=False)
 
     def cell(c) -> str:
         return " ".join(_plain(c, con).split()).replace("|", "\\|") if c is not None else ""

@@ -5,6 +5,12 @@ from ..core.units import fmt, fmt_num, fmt_size, fmt_time
 from ..models.capture.roles import no_role_ops
 from .table import print_fitted
 
+
+def top_ops_label(top: int, ops: int) -> str:
+    """'top 10' of a table that shows ``top`` of ``ops`` rows; 'all 14' where --top reaches past the last."""
+    return f"top {top:,}" if top < ops else f"all {ops:,}"
+
+
 # the top-ops table's columns left out first where the terminal is narrow (the terms table above sums them)
 OPS_DROPPED = ("data", "compute", "latency", "FLOPs", "kind", "tier", "bytes")
 FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share of the predicted time
@@ -96,7 +102,7 @@ def render(est, top: int = 10, console=None) -> None:
     if no_role:
         c.print("[yellow]ops without a parallel role (capture could not tell; --tp refuses them):[/yellow] "
                 + ", ".join(f"{k}×{v}" for k, v in no_role.items()), markup=True)
-    t = Table(title=f"top {top} ops by time")
+    t = Table(title=f"{top_ops_label(top, len(est.graph.ops))} ops by time")
     for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
         left = col in ("op", "kind", "tier", "bound")
         t.add_column(col, justify="left" if left else "right", no_wrap=col != "op")

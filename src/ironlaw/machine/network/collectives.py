@@ -24,7 +24,9 @@ own tuning model, src/graph/tuning.cc):
     send/recv         α = launch + h          β = n / B_link   (B_node of the pair when it spans nodes)
 ``allreduce-trtllm`` is TensorRT-LLM's own all-reduce op (curves.py): timed by its measured curve at its own
 group size on one node, else as NCCL's ``allreduce`` (what TensorRT-LLM falls back to without NVLink peer
-access or beyond its workspace).
+access or beyond its workspace). ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
+(curves.py): timed by the device's measured DeepEP curve (its group size, else the nearest measured) on one node,
+else as the ``alltoall`` below (a device without DeepEP tables, a group across nodes: an estimate, not DeepEP's).
 A group on one node whose device file has measured curves for the collective (curves.py: NCCL's own
 latency-plus-bandwidth lines per protocol, fitted on measured tables) is timed by them instead; all-reduce
 then stands for NCCL's own choice of algorithm, as measured (``allreduce-ring``/``-tree`` keep the formulas).
@@ -36,13 +38,13 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 from . import calibration
-from .curves import TRTLLM_ALLREDUCE, curve_time, nearest
+from .curves import DEEPEP, TRTLLM_ALLREDUCE, curve_time, nearest
 from .topology import Topology, build
 
 COLLECTIVES = {
     "allreduce": "collective", "allreduce-ring": "collective", "allreduce-tree": "collective",
     "allgather": "collective", "reducescatter": "collective", "alltoall": "p2p", "sendrecv": "p2p",
-    TRTLLM_ALLREDUCE: "collective",
+    TRTLLM_ALLREDUCE: "collective", DEEPEP[0]: "p2p", DEEPEP[1]: "p2p",
 }
 
 
@@ -96,6 +98,11 @@ def collective_time(name: str, nbytes, topo: Topology, cal=None):
         if own is not None:
             return curve_time(own, name, p, n)
         name = "allreduce"            # no measured TensorRT-LLM curve for this group: its NCCL fallback
+    if name in DEEPEP:
+        own = nearest(cal.curves, name, p) if m == 1 and cal.curves else None
+        if own is not None:
+            return curve_time(own, name, p, n)
+        name = "alltoall"             # no measured DeepEP curve for this device or group: the law's all-to-all
     lines = nearest(cal.curves, name, p) if m == 1 and cal.curves else None
     if lines is not None:
         return curve_time(lines, name, p, n)

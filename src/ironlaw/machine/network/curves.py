@@ -10,7 +10,8 @@ with ``n`` the message bytes as nccl-tests count them (collectives.py), ``f(p)``
 fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per device in its hardware file:
 
     [[network.curve]]
-    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm
+    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm |
+                                  # alltoall-deepep-dispatch | alltoall-deepep-combine
     gpus = 8                      # ranks, all on one node
     alpha_s = [2.5e-05, 2.7e-05, 9.0e-05]
     bus_Bps = [1.7e10, 3.4e11, 7.6e11]
@@ -33,8 +34,14 @@ from ...core.errors import IronlawError, unknown
 # AUTO: its one-shot/two-shot custom kernels over NVLink peer memory up to the workspace and the strategy table,
 # NCCL beyond; cpp/tensorrt_llm/thop/allreduceOp.cpp ``selectImplementation``), measured as one curve
 TRTLLM_ALLREDUCE = "allreduce-trtllm"
+# DeepEP's high-throughput dispatch and combine kernels (the expert exchange of wide EP: each token's rows sent to
+# the ranks of its top-k experts over NVLink peer memory, and the weighted rows summed back), measured per phase as
+# one curve each on the all-to-all's bytes (tokens · top-k · hidden · 2): aiconfigurator-core 0.12.0's
+# ``comm/trtllm/1.3.0rc11/moe_a2a_perf`` tables (benchmarks/kernel_deepep.py)
+DEEPEP_DISPATCH, DEEPEP_COMBINE = "alltoall-deepep-dispatch", "alltoall-deepep-combine"
+DEEPEP = (DEEPEP_DISPATCH, DEEPEP_COMBINE)
 
-CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE)
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP
 CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0

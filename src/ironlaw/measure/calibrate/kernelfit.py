@@ -31,14 +31,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, UNIT_S_MAX, WIDE_GQA, attention_kernel,
+from ...core.gemmshape import (CTA_S_MAX, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS,
+                               XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
-from ...machine.calibration import SCHEMA, Calibration, check
+from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
-from .fitcore import Observation, Problem, fit_group, grid
+from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
 
 OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
@@ -72,7 +73,25 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
 # heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
 # sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
 REGIMES = {"_window": "sliding window", "_window_mmha": "sliding window, MMHA kernel", "_mha": "one head per KV head", "_wide": f"over {WIDE_GQA} heads per KV head",
-           "_mla": "latent (MLA)"}
+           "_mla": "latent (MLA)", "_mla_xqa": "XQA MLA kernel"}
+# catalog GPUs whose TensorRT-LLM decodes DeepSeek's MLA at XQA_MLA_HEADS heads per GPU on an FP8 cache with its XQA
+# MLA kernel (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``: SM 12.0 only; ``xqaParams.h``, ``isMLA``:
+# 128 query heads on one KV head): the RTX PRO 6000 Blackwell Server Edition (GB202, compute capability 12.0;
+# aiconfigurator-core 0.12.0's rtx_pro_6000_server.yaml, sm_version 120). Those rows are a class of their own
+# (``_mla_groups``, regime '_mla_xqa'), which the FP8-cache class names as its ``variant`` at M = XQA_MLA_HEADS
+# (``efficiency.with_variants``); the other GPUs' tables run those rows 1.0-1.7x as long as 64 heads, RTX PRO 6000's
+# 0.3x (batch 1, 16,383 cached tokens: 0.29 ms against 0.92 ms)
+XQA_MLA_GPUS = ("rtx-pro-6000",)
+# generation MLA's walk in waves (``gemmshape`` key_ctas, ``efficiency.walk_s``), fitted beside the plain walk and the
+# smaller loss on the fitted rows kept (``fit_class``; on a device that states its SMs, TensorRT-LLM's tables), its
+# per-CTA seconds ``cta_s`` from each of CTA_S_STARTS: the XQA MLA class's XQA_MLA_CTAS CTAs per sequence; the other
+# classes' one CTA per sequence (the kernel that walks each sequence's latent cache in one CTA: aiconfigurator-core
+# 0.12.0's RTX PRO 6000 table, FP8 cache, 16,383 cached tokens, 0.92 ms from 1 to 64 heads at batch 1). key_ctas counts
+# CTAs per grid unit: a decode op's units per sequence are (qk + pv) / qk of DeepSeek-V3's absorbed latent, 1088 / 576
+MLA_UNITS_PER_SEQUENCE = (2 * MLA_DIMS.kv_lora + MLA_DIMS.rope) / (MLA_DIMS.kv_lora + MLA_DIMS.rope)
+WALK_WAVES = {("generation_mla", "_mla_xqa"): ({"key_ctas": round(XQA_MLA_CTAS / MLA_UNITS_PER_SEQUENCE, 4)},),
+              ("generation_mla", "_mla"): ({"key_ctas": round(1.0 / MLA_UNITS_PER_SEQUENCE, 4)},)}
+CTA_S_STARTS = (1e-6, 1e-5)
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
 # a GEMM class's M term (``fit(gemm_fill=…)``): "half", M/(M+m_half), the catalog's; "tile", the rows' fill of whole
 # tiles of each of GEMM_TILES rows (tried in turn, the best kept), with the streamed weights' η at most 1
@@ -128,6 +147,20 @@ SPLIT_S_STARTS = (1e-8, 3e-6)
 # an XQA split launch (``split_kv = "history"``) fits ``merge_s`` too, its last block's merge per block, from this start
 MERGE_S_START = 3e-8
 FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bound (``within_floor``)
+# the small-M rule (``gemvs_stream``): a GEMV, gemm:1,N,K with N and K at least GEMV_RULE_NK (a 1024 × 1024 weight: an
+# LLM's smallest projection) whose weights exceed the last cache level (a decode step's), streams its weights from
+# device memory (L40S bf16, aiconfigurator-core 0.12.0: gemm:1,8192,8192 at 924 GB/s of the GDDR6's 864 GB/s,
+# gemm:1,16384,16384 at 793 GB/s); a GEMM class's fitted table, in any form, prices such a row's compute
+# at most at its data time, so that its binding resource is a memory tier and the time a half-point M term carried as a
+# tiny compute η is the weights' streaming (their η, the grid) instead. Where the fit's m_half breaks it, the class is
+# refitted with m_half at most GEMV_RULE_MARGIN of the value at which the worst GEMV's compute would equal its data
+# time (a GEMV's compute term scales as 1 + m_half), up to GEMV_RULE_TRIES times, then with m_half at its floor; in
+# the stream form, which holds an m_half 0 table beside it, its half-point is refitted at its floor (``streaming_gemvs``).
+# Without the rule the half-point forms put H200 bf16 gemm:1,8192,8192, the L40S, RTX PRO 6000 and Blackwell FP4
+# GEMVs on the tensor cores (docs/accuracy.md, "A GEMV's time is its weights' streaming")
+GEMV_RULE_NK = 1024
+GEMV_RULE_MARGIN = 0.9
+GEMV_RULE_TRIES = 3
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
 LICENSE = "Apache-2.0"
@@ -360,6 +393,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
                                      "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
+    linked_variants(cal, gs)
     _derived_generation(hw, cal)
     return check(cal, "calibration")
 
@@ -374,11 +408,17 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     spaced = shape_rows(rows)
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
-    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) if splits else ())
+    tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
     tables = [fit_grid(hw, g, rows, t, steps) for extra in tries for t in shapes(hw, g, spaced, extra, tiles)]
+    if g.op == "gemm" and gemm_fill == "stream":
+        tables = streaming_gemvs(hw, g, rows, tables, lambda: [fit_grid(hw, g, rows, t, steps) for t in fit_stream(
+            hw, g, spaced, m_half_max=HALF_BOUNDS[0])])
+    elif g.op == "gemm":
+        tables = [gemvs_stream(hw, g, rows, t, lambda top: fit_grid(hw, g, rows, fit_one(
+            hw, g, spaced, None, tiles, m_half_max=top), steps)) for t in tables]
     if len(tables) == 1:
         return tables[0]
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
@@ -452,18 +492,22 @@ def form_choices(cal: dict) -> list[dict]:
     return out
 
 
-def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> dict:
+def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None,
+            m_half_max: float | None = None) -> dict:
     """One group's shape table (eta_max, m_half, nk_half, k_half, streamed, latency_s), fitted on ``rows``; a
     generation group tries each of ``M_TILES`` for whole tiles of rows in place of ``m_half`` and keeps the best.
     ``extra``: fields the table holds as given (``split_kv``). ``tiles``: only whole tiles of each of these rows
-    tried, ``streamed`` at most ``STREAMED_PHYSICAL`` (a GEMM's tile fill, ``GEMM_FILLS``)."""
+    tried, ``streamed`` at most ``STREAMED_PHYSICAL`` (a GEMM's tile fill, ``GEMM_FILLS``). ``m_half_max``: m_half's
+    upper bound in place of ``PARAMS``' (the small-M rule, ``gemvs_stream``)."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6, **(extra or {})}
     starts = STARTS["gemm" if g.op == "gemm" else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
-    bounds, starts = with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds, starts)))
+    bounds = with_m_half_max(bounds, m_half_max)
+    bounds, starts = with_walk_waves(extra, *with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds,
+                                                                                                  starts))))
     bounds, starts = with_unit_cost(g, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
@@ -533,22 +577,32 @@ def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
     return bounds + (("merge_s", MERGE_S_MAX),), [list(st) + [MERGE_S_START] for st in starts]
 
 
+def with_walk_waves(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``cta_s`` (at most ``CTA_S_MAX``, from each of ``CTA_S_STARTS``) where ``extra``
+    names a walk in waves (``key_ctas``); as given otherwise."""
+    if not (extra or {}).get("key_ctas"):
+        return bounds, starts
+    return bounds + (("cta_s", CTA_S_MAX),), [list(st) + [x] for st in starts for x in CTA_S_STARTS]
+
+
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     """Per row of ``prob``, the seconds a class's ``table`` (within ``cal``) adds to an op whatever its η: its
-    ``latency_s``, its walk over the keys (``key_walk_s``) and its split's reduction (``split_reduce_s``, ``split``
-    the launch)."""
+    ``latency_s``, its walk over the keys (``key_walk_s``), its split's reduction (``split_reduce_s``, ``split``
+    the launch) and its cost per sequence and KV head (``unit_launch_s``)."""
     c = Calibration.of(cal)
     extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols)
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 
-def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None) -> list[dict]:
+def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None = None,
+               m_half_max: float | None = None) -> list[dict]:
     """A GEMM group's two shape tables in the "stream" form (``GEMM_FILLS``), fitted on ``rows``: eta_max, nk_half,
     k_half, streamed (at most 1), streamed_half, serial and latency_s, with m_half 0 and with m_half fitted too
     (``STREAM_M_HALF``); ``fit_class`` keeps the one with the smaller loss after its grid. Both are needed: the
     joint fit stops in the half-point form's minimum (B200 bf16's fitted rows with their grids: 0.0671 against
     0.0606 for m_half 0), while FP8 classes fit better with an M term (B200 fp8 0.0363 against 0.0481).
-    ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature)."""
+    ``extra``: fields held as given; ``tiles`` is not used (``fit_one``'s signature). With ``m_half_max`` (the
+    small-M rule, ``streaming_gemvs``) only the second table, its m_half at most that."""
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 0.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "streamed_half": 1e6, "serial": 0.5, "latency_s": 5e-6, **(extra or {})}
@@ -556,10 +610,77 @@ def fit_stream(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | Non
     bounds, starts = within_floor(g, rows, STREAM_PARAMS, STREAM_STARTS)
     params = [((g.key[0], g.key[1], name), upper) for name, upper in bounds]
     (name, upper), m_starts = STREAM_M_HALF
-    tries = [fit_group(prob, cal, params, starts),
-             fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
-                       [s + [m] for s in starts for m in m_starts])]
+    upper = upper if m_half_max is None else min(upper, m_half_max)
+    tries = [] if m_half_max is not None else [fit_group(prob, cal, params, starts)]
+    tries.append(fit_group(prob, cal, params + [((g.key[0], g.key[1], name), upper)],
+                           [s + [min(m, upper)] for s in starts for m in m_starts]))
     return [c[g.key[0]][g.key[1]] for c in tries]
+
+
+def with_m_half_max(bounds: tuple, m_half_max: float | None) -> tuple:
+    """``bounds`` ((name, upper) …) with m_half's upper bound at most ``m_half_max`` (as given where None)."""
+    if m_half_max is None:
+        return bounds
+    return tuple((n, min(u, m_half_max) if n == "m_half" else u) for n, u in bounds)
+
+
+def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
+    """The largest compute over data time the law with ``table`` gives ``g``'s GEMVs that stream their weights from
+    device memory: gemm:1,N,K at each N, K of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s
+    last cache level (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them
+    there), or where no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach
+    131 M weight elements, its 256 MiB cache holds them); None where those do not exceed it either."""
+    from types import SimpleNamespace
+    from ...law import law
+    from ...machine.cache import repeated_limit_bytes
+    limit = repeated_limit_bytes(hw) or 0.0
+    gemv = lambda pairs: [op for op in (gemm_op(SimpleNamespace(m=1, n=n, k=k), g) for n, k in sorted(pairs))  # noqa: E731
+                          if op.bytes.get("weights", 0.0) > limit]
+    ops = gemv({(int(n), int(k)) for n, k in zip(rows.n, rows.k) if n >= GEMV_RULE_NK and k >= GEMV_RULE_NK}) or \
+        gemv({(int(np.max(rows.n)), int(np.max(rows.k)))})
+    if not ops:
+        return None
+    bare = without_calibration(hw)
+    placed = law.place(Graph("gemvs", "infer", g.key[1], ops), bare)
+    cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: table}}
+    est = law.timed(placed, replace(bare, calibration=Calibration.of(cal)))
+    data, compute = (np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s))
+    return float(np.max(compute / np.maximum(data, 1e-30)))
+
+
+def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[dict]:
+    """The small-M rule in the stream form (``fit_stream``'s tables, each with its grid): those whose GEMVs bind
+    memory (``gemv_share`` at most 1), and where one breaks it, ``at_floor()``'s tables in its place: its half-point
+    refitted with m_half at its floor (from the half-point try's own starts), not at the rule's edge, since the m_half
+    0 table already prices a small-M GEMM's cost per weight element as the weights' streaming, and a bound the fit
+    runs into says the rows cannot pin it. None left is an error."""
+    kept = [t for t in tables if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if len(kept) < len(tables):
+        kept += [t for t in at_floor() if (gemv_share(hw, g, rows, t) or 0.0) <= 1.0]
+    if not kept:
+        raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound in "
+                           f"the stream form; no GEMM form prices them so")
+    return kept
+
+
+def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
+    """``table`` where its GEMVs bind memory (``gemv_share`` at most 1: the small-M rule, ``GEMV_RULE_NK``); else
+    ``refit(m_half_max)``'s table, m_half at most ``GEMV_RULE_MARGIN`` of the value at which the worst GEMV's compute
+    would equal its data time, until they do (at most ``GEMV_RULE_TRIES`` times, then with m_half at its floor).
+    A table whose GEMVs still bind compute with m_half at its floor is an error: no form may price them so."""
+    share = gemv_share(hw, g, rows, table)
+    for i in range(GEMV_RULE_TRIES + 1):
+        if share is None or share <= 1.0:
+            return table
+        m_half = float(table.get("m_half", 0.0))
+        if m_half <= HALF_BOUNDS[0]:
+            break
+        top = HALF_BOUNDS[0] if i == GEMV_RULE_TRIES else \
+            max(GEMV_RULE_MARGIN * (1.0 + m_half) / share - 1.0, HALF_BOUNDS[0])
+        table = refit(top)
+        share = gemv_share(hw, g, rows, table)
+    raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound "
+                       f"({share:.2f} × their data time) with m_half at its floor; no GEMM form prices them so")
 
 
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
@@ -572,7 +693,11 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     (a release's, ``fit(grid_steps=…)``), every node counted and fitted and every step squared, as ``COARSE``'s.
     The grid's axes are the op's as its kernel launches it (``efficiency.grid_coords``: with ``split_kv``, the keys
     per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
-    its grid over the window's keys and over the whole sequence's (``walked_grid``)."""
+    its grid over the window's keys and over the whole sequence's (``walked_grid``). A class that walks its keys in
+    waves (``key_ctas``) keeps no grid: its walk bounds the time the grid would scale (``efficiency.walk_eta``), and
+    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%."""
+    if "key_ctas" in table:
+        return table
     if walk and walks(g):
         return walked_grid(hw, g, rows, table, steps)
     own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
@@ -866,14 +991,38 @@ def attention_op(r, g: Group):
 
 
 def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
-    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``."""
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``. On a GPU
+    of ``XQA_MLA_GPUS`` the FP8-cache generation rows at ``XQA_MLA_HEADS`` heads are a class of their own (regime
+    '_mla_xqa'), TensorRT-LLM's XQA MLA kernel."""
     out = []
     for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
         dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
         name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
+        xqa = rows.num_heads == XQA_MLA_HEADS if xqa_mla(t, kvd) else np.zeros(len(rows), bool)
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
-                         sorted_rows(rows, t.op), note((a, kv))))
+                         sorted_rows(rows[~xqa], t.op), note((a, kv))))
+        if xqa.any():               # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
+            out.append(Group(f"{name}, {REGIMES['_mla_xqa']}", ("kernel", attention_kernel(PHASES[t.op], "fp8", kvd,
+                                                                                            "_mla_xqa")),
+                             t.op, t, sorted_rows(rows[xqa], t.op),
+                             "; ".join(x for x in (note((a, kv)), f"{a} model, the kernel's math in fp8") if x)))
     return out
+
+
+def xqa_mla(t: KernelTable, kv_dtype: str) -> bool:
+    """Whether ``t``'s rows of a ``kv_dtype`` cache run TensorRT-LLM's XQA MLA kernel at ``XQA_MLA_HEADS`` heads:
+    a TensorRT-LLM generation MLA table of a GPU of ``XQA_MLA_GPUS``, on an FP8 cache."""
+    return t.op == "generation_mla" and t.framework == "trtllm" and t.gpu in XQA_MLA_GPUS and kv_dtype == "fp8"
+
+
+def linked_variants(cal: dict, gs: list[Group]) -> None:
+    """Each XQA MLA class fitted in ``cal`` named, with its M (``XQA_MLA_HEADS``), as the ``variant`` of the class
+    its rows were taken from, where that class was fitted too (``efficiency.with_variants``)."""
+    kern, by_name = cal.get("kernel", {}), {g.name: g for g in gs}
+    for g in gs:
+        parent = by_name.get(g.name.rsplit(f", {REGIMES['_mla_xqa']}", 1)[0]) if g.key[1].endswith("_mla_xqa") else None
+        if parent is not None and parent.key[1] in kern and g.key[1] in kern:
+            kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS}
 
 
 def mla_op(r, g: Group):
@@ -882,11 +1031,15 @@ def mla_op(r, g: Group):
     from ...models.serving.online import with_kv_dtype
     from ...models.workloads.attention import attention_core, mla_geometry
     phase = PHASES[g.op]
-    dt, kv = _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
+    xqa = g.key[1].endswith("_mla_xqa")          # the XQA MLA kernel's rows: its math in FP8 (``_mla_groups``)
+    dt, kv = "fp8" if xqa else _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
     a = _Heads(int(r.num_heads), int(r.num_heads))
     sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
-    op = attention_core(a, sh, dt, None, 1, 1, mla_geometry(MLA_DIMS, a.heads, phase))
-    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    op = with_kv_dtype(Graph("attention", phase, dt, [attention_core(a, sh, dt, None, 1, 1,
+                                                                  mla_geometry(MLA_DIMS, a.heads, phase))]), kv).ops[0]
+    if xqa:                                      # the variant class's rows, named as ``efficiency.with_variants`` does
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
 
 
 def _derived_generation(hw, cal: dict) -> None:

@@ -26,7 +26,15 @@ with R, and the tables cannot tell them apart: on every GPU and dtype η_c runs 
 (0.2–0.6, far below streaming: the permute gathers rows, the combine sums k of them per token) carries the
 per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serving/step.py):
 ``moe_grouped_gemm.<dtype>`` (η_c, η_w, not overlapped, L split over its two GEMMs) and ``moe_rows.<dtype>``
-(η_a for the permute, the routed activation and the combine).
+(η_a for the permute, the routed activation and the combine; ``latency_s`` 0: the layer's fixed cost L is the
+grouped GEMMs', and a kernel class without its own latency would pay the device's default per op on top of it).
+
+Block-scaled FP8 (``fp8_block``: DeepSeek-V3/R1's recipe, 128 × 128 weight blocks with an fp32 scale each, the
+activations quantized per token in 1 × 128 groups before each GEMM) is a weight format of its own, not a dtype:
+its layers run on the FP8 tensor cores (``COMPUTE_DTYPE``), stream one byte per weight plus the scales
+(``weight_bytes``) and pay the per-group activation quantization, which the fit's η_a carries with the rows'
+other traffic. Its rows are fitted as the classes ``moe_grouped_gemm.fp8_block`` / ``moe_rows.fp8_block``; a
+model whose checkpoint is block-scaled (``models.precision.moe_recipe``) runs on them.
 """
 from __future__ import annotations
 
@@ -38,6 +46,19 @@ from ...core.graph import dtype_bytes
 from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  # noqa: F401  (the collector's routings)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
+FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
+WEIGHT_BLOCK = 128 * 128  # weights per fp32 scale of the block-scaled format (weight_block_size [128, 128])
+COMPUTE_DTYPE = {FP8_BLOCK: "fp8"}      # a weight format -> the tensor-core dtype its GEMMs run in (peak)
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype whose matrix peak a layer of weight format ``dtype`` runs at."""
+    return COMPUTE_DTYPE.get(dtype, dtype)
+
+
+def weight_bytes(dtype: str) -> float:
+    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale)."""
+    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(dtype)
 
 
 @dataclass(frozen=True)
@@ -47,12 +68,14 @@ class MoeFit:
     eta_compute: float        # η_c: fraction of the matrix peak the routed rows' FLOPs run at
     eta_rows: float           # η_a: fraction of HBM bandwidth the permute, activation and combine reach
     rows: int                 # measured rows fitted
+    expert_s: float = 0.0     # L_e: seconds per local expert slot (``fit``'s per_expert; 0: not fitted)
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced") -> np.ndarray:
-    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1) of arrays ``rows`` (num_tokens,
-    hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the
-    table's distribution: balanced, or power_law_<α>)."""
+    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1) and, last, the rank's expert slots
+    E/ep (a count: ``fit``'s per-expert term) of arrays ``rows`` (num_tokens, hidden_size, inter_size, topk,
+    num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
+    power_law_<α>)."""
     route = routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
@@ -64,37 +87,45 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
                    zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))],
                   float).reshape(-1, 2)
     r, u = ru[:, 0], ru[:, 1]
-    w = u * 3.0 * h * i * dtype_bytes(dtype)
+    w = u * 3.0 * h * i * weight_bytes(dtype)
     f = 2.0 * r * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
-    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps], 1)
+    local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
+    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local], 1)
 
 
-def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20) -> MoeFit:
+def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
-    the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM)."""
+    the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
+    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0."""
     t = np.asarray(time_s, float)
+    cols = [0, 1, 2, 3] + ([5] if per_expert else [])
+    lower = [0.0, 1 / 1.5, 1.0, 1.0] + ([0.0] if per_expert else [])
+    X = x[:, cols]
     w = np.ones_like(t)
-    c = np.zeros(4)
     y = 1 - x[:, 4] / t
     for _ in range(iters):
-        c, *_ = np.linalg.lstsq(x[:, :4] / t[:, None] * w[:, None], y * w, rcond=None)
-        c = np.maximum(c, [0.0, 1 / 1.5, 1.0, 1.0])
-        w = 1 / np.sqrt(np.maximum(np.abs((x[:, :4] @ c + x[:, 4]) / t - 1), 0.02))
-    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t))
+        c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
+        c = np.maximum(c, lower)
+        w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
+    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t),
+                  float(c[4]) if per_expert else 0.0)
 
 
 def kernels(f: MoeFit, dtype: str) -> dict:
-    """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring)."""
-    return {f"moe_grouped_gemm.{dtype}": {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0,
-                                          "streamed": round(f.eta_stream, 4), "serial": 1.0,
-                                          "latency_s": float(f"{f.latency_s / 2:.4g}")},
-            f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4)}}
+    """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L and L_e
+    (``expert_s``, where fitted) split over the two grouped GEMMs."""
+    gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
+            "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
+    if f.expert_s:
+        gemm["expert_s"] = float(f"{f.expert_s / 2:.4g}")
+    return {f"moe_grouped_gemm.{dtype}": gemm, f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4), "latency_s": 0.0}}
 
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
-    return f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
+    return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
+            + f.expert_s * x[:, 5])
 
 
 def shape_split(rows: dict) -> np.ndarray:

@@ -17,7 +17,9 @@ from pathlib import Path
 from ...core.errors import IronlawError, unknown
 from ...core.graph import DTYPE_BYTES, TORCH_NAMES
 
-DEFAULT_SEQ = 512
+# The analytic builder's defaults (models.workloads.transformer.DEFAULT_SEQ): the same config, captured or built,
+# is priced at the same length when --seq is not given
+DEFAULT_SEQ = {"decoder": 1024, "encoder": 512}
 
 
 def load_config(path: str):
@@ -98,7 +100,8 @@ def build(path: str, req):
     allowed = ("prefill", "decode", "train", "infer") if causal else ("infer", "train")
     if phase not in allowed:
         raise IronlawError(f"{type(model).__name__} has no phase '{phase}'; it supports: {', '.join(allowed)}")
-    seq = int(req.seq) if req.seq is not None else min(DEFAULT_SEQ, getattr(cfg, "max_position_embeddings", DEFAULT_SEQ))
+    default = DEFAULT_SEQ["decoder" if causal else "encoder"]
+    seq = int(req.seq) if req.seq is not None else min(default, getattr(cfg, "max_position_embeddings", default))
     device = "cpu" if req.device in ("cuda", "gpu") and not torch.cuda.is_available() else req.device
     meta = {"batch": batch, "seq": seq, "config": str(path), "architecture": type(model).__name__,
             "frontend": "transformers"}

@@ -98,7 +98,7 @@ class Recorder(TorchDispatchMode):
         self.tracked: dict[int, float] = {}    # storage key -> bytes counted as live activations
         self.peak_live_bytes = 0.0
         self.checkpointed = 0         # torch.utils.checkpoint regions run as plain forward code
-        self.checkpoint_missing: list[str] = []   # the private names plain_checkpoints found missing
+        self.checkpoint_missing: list[str] = []   # the names plain_checkpoints replaces that torch lacks
 
     def module_path(self) -> str:
         parents = [p for p in self.tracker.parents if p != "Global"]
@@ -402,11 +402,17 @@ def plain_checkpoints(rec: "Recorder"):
     """Run each ``torch.utils.checkpoint`` region as the plain forward code it wraps.
 
     Checkpointing trades memory for a second forward during the backward; that recompute is a what-if
-    (``recompute=full``) applied to the captured graph, not ops to record. A recompute at backward time would
-    also run outside ``functional_call``, on the module's own (not fake) parameters. Both the reentrant and
-    the non-reentrant variant are looked up by ``checkpoint`` at call time, however the model imported it.
-    They are private names: one this torch lacks is left alone (a model without checkpoints captures as before)
-    and a capture that then fails says so (``_missing_checkpoint_note``).
+    (``recompute=full``) applied to the captured graph, not ops to record. ``checkpoint`` looks both variants up at
+    call time, however the model imported it: the reentrant one calls ``CheckpointFunction.apply`` (a public name,
+    in ``torch.utils.checkpoint.__all__``), the non-reentrant one the private
+    ``_checkpoint_without_reentrant_generator``.
+    The recorder alone (a ``TorchDispatchMode``, as ``torch.utils.flop_counter`` counts) cannot stand in for the
+    private one (tests/test_capture_checkpoint.py): no public name or option reaches a call the model makes
+    (``context_fn`` is the caller's argument), the region's start and end are marked only by a private saved-tensors
+    hook, and left alone the region recomputes during the backward, after ``torch.func.functional_call`` has
+    returned: on fake tensors on the module's own parameters (it fails), on real ones recorded a second time as
+    backward ops. A name this torch lacks is left alone (a model without checkpoints captures as before) and a
+    capture that then fails says so (``_missing_checkpoint_note``).
     """
     import torch.utils.checkpoint as ck
 
@@ -433,7 +439,7 @@ def plain_checkpoints(rec: "Recorder"):
 
 
 def _missing_checkpoint_note(rec: "Recorder") -> str:
-    """Why a capture failed where this torch lacks the private names ``plain_checkpoints`` replaces: a
+    """Why a capture failed where this torch lacks a name ``plain_checkpoints`` replaces: a
     checkpointed region then recomputes outside the capture."""
     if not rec.checkpoint_missing:
         return ""

@@ -97,6 +97,11 @@ class StepEstimate:
     notes: list[str] = field(default_factory=list)
     peak_flops: float = 0.0                    # the dtype's peak per device, MFU's denominator
 
+    def __repr__(self) -> str:                 # the micro-batch's Estimate and the breakdown: the step, in short
+        p = self.plan
+        return (f"{type(self).__name__}(tp={p.tp}, pp={p.pp}, dp={p.dp}, gpus={p.gpus}: step_s={self.step_s!r}, "
+                f"mfu={self.mfu!r})")
+
     @property
     def step_s(self) -> float:
         return self.breakdown.step_s

@@ -91,8 +91,12 @@ def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     """Split by heads (attention, rotary, per-head norms, the CP merge), by the column GEMM's output (the
     activation) or by the vocabulary (embedding, loss): every byte and FLOP over tp, the KV cache over the
     ranks that divide it. A captured optimizer step updates each rank's share of the weights (the builders'
-    ``optimizer`` op has no role: ``train_step`` sizes it)."""
+    ``optimizer`` op has no role: ``train_step`` sizes it). A matmul batched over heads keeps its share of them
+    in ``nk``'s N."""
     _split(new, at.tp, at.kv)
+    if "nk" in op.attrs:
+        n, k = op.attrs["nk"]
+        new.attrs = {**op.attrs, "nk": (n / at.tp, k)}
 
 
 @sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")

@@ -72,6 +72,15 @@ def check_dispatcher(settings: dict, spec: str, experts: int, fixed_ep: int | No
         raise IronlawError(f"--moe-dispatcher {name} exchanges the routed tokens of MoE layers; {spec} has no experts")
 
 
+def check_expert_settings(settings: dict, spec: str, experts: int) -> None:
+    """``--expert-imbalance`` and ``--moe-a2a-overlap`` shape the routed experts; on a model without any, no
+    layout reads them, so they are refused as ``analyze`` and ``serve`` refuse them."""
+    given = [flag for flag, on in (("--expert-imbalance", settings["expert_imbalance"] != 1.0),
+                                   ("--moe-a2a-overlap", bool(settings["moe_a2a_overlap"]))) if on]
+    if given and not experts:
+        raise IronlawError(f"{given[0]} shapes the routed experts of MoE layers; {spec} has no experts")
+
+
 def row_of(c: dict, i: int) -> dict:
     r = {k: int(c[k][i]) for k in space.COLUMNS}
     r["recompute"] = space.RECOMPUTE[r["recompute"]]
@@ -187,6 +196,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
         raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
                            f"{parallel.MAX_IMBALANCE:g}; got {f!r}")
     check_dispatcher(settings, spec, int(m.get("experts", 0) or 0), sp.fixed.get("ep"))
+    check_expert_settings(settings, spec, int(m.get("experts", 0) or 0))
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
     res = evaluate_all(ctx, c, engine, workers, address, quiet)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from ...core.errors import IronlawError
 from ...core.gemmshape import attention_kernel, attention_kernel_parts
 from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
+from ..precision import moe_recipe
 from .kvcache import default_kv_dtype
 
 
@@ -174,13 +175,18 @@ def scaled_moe(kernels: dict, scale: float | None) -> dict:
     if not scale > 0.0:
         raise IronlawError(f"expert_layer_scale must be a positive factor, got {scale!r}")
     eta = ("eta_max", "streamed", "memory")
-    return {k: {n: (v / scale if n in eta else v * scale if n == "latency_s" else v) for n, v in p.items()}
+    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s") else v)
+                for n, v in p.items()}
             for k, p in kernels.items()}
 
 
-def moe_kernels(hw, dtype: str) -> tuple[str, str | None]:
-    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``."""
+def moe_kernels(hw, dtype: str, recipe: str | None = None) -> tuple[str, str | None]:
+    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``; a weight
+    format of its own (``recipe``: ``precision.moe_recipe``, block-scaled FP8) on its classes where ``hw`` has them
+    fitted, else on the dtype's."""
     fitted = fitted_moe(hw)
+    if recipe and f"{GROUPED_GEMM}.{recipe}" in fitted:
+        dtype = recipe
     gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
     return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
 
@@ -309,7 +315,7 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
             ops.append(scaled(op, head_tokens / T))
         else:
             ops.append(op)
-    kernels = moe_kernels(hw, dtype) if moe_tables else (GROUPED_GEMM, None)
+    kernels = moe_kernels(hw, dtype, moe_recipe(tok)) if moe_tables else (GROUPED_GEMM, None)
     ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
@@ -528,7 +534,7 @@ def graph_seconds(run: EngineRun, g: Graph):
     TP collectives as the engine runs them (``engine_collectives``), a prefill's final norm on each prompt's last
     token only (``is_head``), eager when it carries prompt tokens (a prefill), else one CUDA graph."""
     prefill = g.phase == "prefill"
-    kernels = moe_kernels(run.hw, run.dtype) if run.constants.moe_tables else (GROUPED_GEMM, None)
+    kernels = moe_kernels(run.hw, run.dtype, moe_recipe(g)) if run.constants.moe_tables else (GROUPED_GEMM, None)
     per_token = float(g.meta.get("batch", 1)) / float(g.meta.get("tokens", 1)) if prefill else 1.0
     ops = []
     for op in g.ops:

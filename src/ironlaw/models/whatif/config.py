@@ -32,6 +32,8 @@ def _rebuild(g: Graph, hw, **change) -> Graph:
                             seq=change.get("seq", g.meta.get("seq")), dtype=g.dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=dict(g.meta.get("options", {})))
     new = workloads.resolve(req)
+    if "seq" in change:                        # beyond the model's context, as analyze --seq refuses it
+        workloads.check_context(new, change["seq"], "what-if seq")
     if "whatif" in g.meta:                     # earlier rebuild steps (the rebuild stage runs first)
         new.meta["whatif"] = list(g.meta["whatif"])
     return new

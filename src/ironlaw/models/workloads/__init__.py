@@ -12,12 +12,43 @@ from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, R
                        TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_phase, check_size, prefix)
 
 
+# the modules that file builders in the registries, in the order they are imported: a spec's module is found by
+# importing them in this order until one has filed it (most specs are language models, the second), so a registry
+# lists its names in the same order however far the imports went
+MODULES = ("micro", "transformer", "resnet", "dlrm", "collective")
+
+
 def load_all() -> None:
-    # importing the modules files their builders in the registries
-    from . import micro, transformer, resnet, dlrm, collective  # noqa: F401
+    """Import every workload module: each files its builders in the registries."""
+    for _ in _loading():
+        pass
 
 
-def _load_torch_prefixes() -> None:
+def load_for(key: str) -> None:
+    """Import the workload modules (``MODULES``, in order) until one has filed ``key`` (a built-in name, or a
+    spec's prefix followed by ':'), all of them if none does."""
+    head = key.split(":", 1)[0] if ":" in key else None
+    for _ in _loading():
+        if key in BUILTINS or (head is not None and head in PREFIXES):
+            return
+
+
+def _loading():
+    """Import ``MODULES`` in order, yielding before each import and once all are imported."""
+    import importlib
+    for name in MODULES:
+        yield
+        importlib.import_module(f".{name}", __name__)
+    yield
+
+
+def _load_torch_prefixes(head: str = "", arg: str = "") -> None:
+    """The spec formats that capture through torch or onnx; a file such a spec names that does not exist is said
+    first (``external``'s own words), whether or not PyTorch is installed."""
+    from pathlib import Path
+    path = arg.rpartition(":")[0] if head == "py" else arg if head == "onnx" else ""
+    if path and not Path(path).is_file():
+        raise IronlawError(f"py:{arg}: no such file '{path}'" if head == "py" else f"onnx:{arg}: no such file")
     try:
         from . import external  # noqa: F401
     except ImportError as e:
@@ -50,8 +81,11 @@ def _file_hint(spec: str) -> str | None:
 
 def resolve(req: Request) -> Graph:
     """Build the Graph a spec names."""
-    load_all()
-    spec = req.spec.strip() if isinstance(req.spec, str) else ""
+    if not isinstance(req.spec, str):
+        raise IronlawError(f"workload: a spec is a string (a built-in name, hf:config.json, py:file.py:factory, "
+                           f"gemm:M,N,K …), got {type(req.spec).__name__} {req.spec!r}; see `ironlaw workloads list`")
+    spec = req.spec.strip()
+    load_for(spec.lower())
     if not spec:
         raise IronlawError("workload: empty spec; see `ironlaw workloads list`")
     check_size(req.batch, "batch", MAX_BATCH)
@@ -76,7 +110,7 @@ def resolve(req: Request) -> Graph:
     elif ":" in spec:
         head, arg = spec.split(":", 1)
         if head.lower() not in PREFIXES and head.lower() in TORCH_PREFIXES:
-            _load_torch_prefixes()
+            _load_torch_prefixes(head.lower(), arg)
             if head.lower() not in PREFIXES:
                 raise IronlawError(f"the '{head}:' spec format is not available in this build of ironlaw")
         if head.lower() not in PREFIXES:
@@ -92,8 +126,8 @@ def resolve(req: Request) -> Graph:
 def builder_options(spec: str) -> tuple[str, ...] | None:
     """The builder options (``--opt KEY=VALUE``) the workload ``spec`` names takes; None for a spec that names
     no workload (``resolve`` says why)."""
-    load_all()
     key = spec.strip().lower() if isinstance(spec, str) else ""
+    load_for(key)
     if key in BUILTINS:
         return tuple(BUILTINS[key].options)
     head = key.split(":", 1)[0] if ":" in key else None
@@ -111,10 +145,29 @@ def catalog() -> list[dict]:
     return rows
 
 
-def check_context(graph, seq) -> None:
+def check_serves(spec, command: str) -> None:
+    """``serve`` and the serving search price a decoder's prompt and its tokens one by one: a built-in without a
+    decode phase, or a spec of one kernel, collective or captured module (every prefix but ``hf:``), is refused by
+    what serving needs, not by a ``--phase decode`` the user never typed (``resolve`` names any other problem)."""
+    load_all()
+    key = spec.strip().lower() if isinstance(spec, str) else ""
+    if key in BUILTINS:
+        phases = BUILTINS[key].phases
+        if "decode" in phases:
+            return
+        what = f"its phases: {', '.join(phases)}"
+    elif ":" in key and key.split(":", 1)[0] in (*PREFIXES, *TORCH_PREFIXES) and not key.startswith("hf:"):
+        what = f"a {key.split(':', 1)[0]}: spec"
+    else:
+        return
+    raise IronlawError(f"{command}: {spec} is no decoder LLM ({what}); serving prices a prompt's prefill and the "
+                       f"decode of its tokens: give a built-in LLM (`ironlaw workloads list`) or hf:config.json")
+
+
+def check_context(graph, seq, flag: str = "--seq") -> None:
     """Inference beyond the positions a model's config states (``context_tokens``: max_position_embeddings with
     its rope scaling; decode appends one token) is refused, as a serving engine refuses such a request; training
-    may run longer sequences (context extension)."""
+    may run longer sequences (context extension). ``flag``: how the user gave the length (``--seq``, a what-if)."""
     import numpy as np
     ctx = graph.meta.get("context_tokens")
     if seq is None or not ctx or graph.phase == "train":
@@ -122,5 +175,5 @@ def check_context(graph, seq) -> None:
     top = int(np.max(seq))
     extra = 1 if graph.phase == "decode" else 0
     if top + extra > ctx:
-        raise IronlawError(f"--seq {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
-                           f"of {graph.name} (the positions its config states); use --seq <= {ctx - extra}")
+        raise IronlawError(f"{flag} {top}{' + the decoded token' if extra else ''} exceeds the {ctx:,}-token context "
+                           f"of {graph.name} (the positions its config states); use {flag} <= {ctx - extra}")

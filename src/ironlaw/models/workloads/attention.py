@@ -169,10 +169,12 @@ def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
 
 
 # ---------------------------------------------------------------------- multi-head latent attention
-def _per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
-    """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n)."""
+def per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
+    """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n). Its kernel
+    grid is one GEMM's of M = t, K = k and N = heads·n (the heads' tiles side by side), so ``nk`` says so."""
     op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn", role="heads")
     op.bytes["weights"] = a.heads * k * n * dtype_bytes(dt)
+    op.attrs["nk"] = (a.heads * n, k)
     op.shapes = f"{a.heads} heads x [{k}]x[{k},{n}] per token"
     return op
 
@@ -192,8 +194,8 @@ def mla_ops(a: Arch, sh, dt: str) -> list[Op]:
     ops.append(_rope(a, t * (n + 1) * m.rope, dt, L))
     geo = mla_geometry(m, n, sh.phase)
     if sh.phase == "decode":
-        ops += [_per_head("attention.q_absorb", a, t, m.nope, m.kv_lora, dt), *_cores(a, sh, dt, geo),
-                _per_head("attention.v_up", a, t, m.kv_lora, m.v_dim, dt)]
+        ops += [per_head("attention.q_absorb", a, t, m.nope, m.kv_lora, dt), *_cores(a, sh, dt, geo),
+                per_head("attention.v_up", a, t, m.kv_lora, m.v_dim, dt)]
     else:
         ops += [linear("attn_pre_proj.kv_up", t, m.kv_lora, n * (m.nope + m.v_dim), dt, L, module="attn",
                        role="column"),

@@ -250,6 +250,16 @@ MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "fp4", "MXFP8": "mxfp8"}
 EXPERTS_ONLY = ("mxfp4",)            # gpt-oss: the experts' weight format alone (Arch.expert_dtype)
 
 
+def weight_format(cfg: dict) -> str | None:
+    """The block-scaled weight format a checkpoint's FP8 is (``fp8_block``: transformers' ``quant_method`` fp8 with a
+    ``weight_block_size``, DeepSeek-V3/R1's [128, 128] and Qwen3-FP8's), None for any other; the dtype stays fp8
+    (``checkpoint_dtype``), the format picks the MoE kernel classes fitted on block-scaled rows."""
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict) or QUANT_METHODS.get(q.get("quant_method")) != "fp8":
+        return None
+    return "fp8_block" if q.get("weight_block_size") else None
+
+
 def checkpoint_dtype(cfg: dict, where: str) -> str | None:
     """The dtype a quantized checkpoint's config states (``quantization_config``) for inference; None for an
     unquantized one or one whose experts alone are quantized. A format ironlaw does not build is one line."""

@@ -52,6 +52,7 @@ PREFIX_OPTIONS: dict[str, tuple[str, ...]] = {}
 def builtin(name: str, description: str, phases: tuple[str, ...], family: str, options: tuple[str, ...] = ()):
     """File a built-in workload; ``options`` are the builder options (``--opt KEY=VALUE``) it reads."""
     def deco(fn):
+        _file_once(name, BUILTINS, fn)
         BUILTINS[name] = Builtin(name, description, fn, phases, family, tuple(options))
         return fn
     return deco
@@ -60,10 +61,21 @@ def builtin(name: str, description: str, phases: tuple[str, ...], family: str, o
 def prefix(name: str, usage: str, options: tuple[str, ...] = ()):
     """File a spec prefix (``name:argument``); ``options`` as for :func:`builtin`."""
     def deco(fn):
+        _file_once(name, PREFIXES, fn)
         PREFIXES[name] = (usage, fn)
         PREFIX_OPTIONS[name] = tuple(options)
         return fn
     return deco
+
+
+def _file_once(name: str, registry: dict, fn) -> None:
+    """A name is filed by one builder: the workload modules are imported only until a spec's name is found
+    (``workloads.load_for``), so a name filed twice would build what the modules imported so far say."""
+    if name in registry:
+        kept = registry[name]
+        kept = kept.build if isinstance(kept, Builtin) else kept[1]
+        if (kept.__module__, kept.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"workload '{name}' filed twice: {kept.__module__} and {fn.__module__}")
 
 
 def check_options(req: Request, what: str, accepted: tuple[str, ...]) -> None:

@@ -403,11 +403,15 @@ def checkpoint_request(req: Request, cfg: dict, where: str) -> Request:
 
 def in_checkpoint_format(req: Request, cfg: dict, where: str, build_graph) -> Graph:
     """``build_graph(req)`` for the request in the checkpoint's format (``checkpoint_request``); a graph whose
-    dtype came from the checkpoint says so (``meta["dtype_source"]``, named when a device lacks that dtype)."""
+    dtype came from the checkpoint says so (``meta["dtype_source"]``, named when a device lacks that dtype); one run in
+    fp8 on a block-scaled FP8 checkpoint names that format (``meta["weight_format"]``: ``hfconfig.weight_format``)."""
     asked = checkpoint_request(req, cfg, where)
     g = build_graph(asked)
     if asked.dtype != req.dtype:
         g.meta["dtype_source"] = f"{g.name}'s checkpoint ({where}: quantization_config)"
+    fmt = hfconfig.weight_format(cfg)
+    if fmt and g.dtype == "fp8":
+        g.meta["weight_format"] = fmt
     return g
 
 
