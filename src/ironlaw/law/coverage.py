@@ -44,7 +44,9 @@ def coverage(est) -> dict:
         else:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
                              "share_of_time": round(shares[cls], 4)})
-    return {"calibrated": calibrated, "borrowed": borrowed}
+    borrowed += [{"class": want, "borrows": used, "share_of_time": round(share, 4)}
+                 for (want, used), share in _kernels_for(est).items()]
+    return {"calibrated": calibrated, "borrowed": sorted(borrowed, key=lambda b: -b["share_of_time"])}
 
 
 # what prices every op of a device without a [calibration] table: its hardware file's datasheet numbers
@@ -127,6 +129,20 @@ def _network(est) -> str | None:
             if why and why not in out:
                 out.append(why)
     return "; ".join(out) or None
+
+
+def _kernels_for(est) -> dict[tuple[str, str], float]:
+    """{(kernel class an op stands in for, the class that prices it): share of the predicted time} over the ops
+    priced on another format's measured kernels (``attrs["kernel_for"]``: block-scaled FP8 experts on a device
+    fitted on per-tensor FP8 alone, ``serving.step.moe_kernels``)."""
+    total = float(est.op_total_s.sum()) or 1.0
+    out: dict[tuple[str, str], float] = {}
+    for op, t in zip(est.graph.ops, est.op_total_s):
+        want = op.attrs.get("kernel_for")
+        if want:
+            key = (want, str(op.attrs.get("kernel", "")))
+            out[key] = out.get(key, 0.0) + float(t) / total
+    return out
 
 
 def _deepep_carried(cal, name: str, ranks: int, nodes: int) -> str:
