@@ -134,13 +134,14 @@ def _network(est) -> str | None:
 def _kernels_for(est) -> dict[tuple[str, str], float]:
     """{(kernel class an op stands in for, the class that prices it): share of the predicted time} over the ops
     priced on another format's measured kernels (``attrs["kernel_for"]``: block-scaled FP8 experts on a device
-    fitted on per-tensor FP8 alone, ``serving.step.moe_kernels``)."""
+    fitted on per-tensor FP8 alone, ``serving.step.moe_kernels``) or on the dense GEMM (``matmul``) where the
+    device's measured MoE layer lacks their dtype or format (``routed.routed_experts``)."""
     total = float(est.op_total_s.sum()) or 1.0
     out: dict[tuple[str, str], float] = {}
     for op, t in zip(est.graph.ops, est.op_total_s):
         want = op.attrs.get("kernel_for")
         if want:
-            key = (want, str(op.attrs.get("kernel", "")))
+            key = (want, str(op.attrs.get("kernel") or "matmul"))      # a grouped launch on the dense GEMM
             out[key] = out.get(key, 0.0) + float(t) / total
     return out
 
