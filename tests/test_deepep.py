@@ -87,3 +87,39 @@ def test_another_network_writer_keeps_the_deepep_curves():
     bare = kernel_deepep.with_deepep(text, "", "", [])
     assert "alltoall-deepep" not in bare and "moe_a2a_perf" not in bare
     assert kernel_deepep.with_deepep(bare, *parts) == text
+
+
+def test_deepep_on_a_device_without_its_curves_is_refused_naming_those_that_have_them():
+    with pytest.raises(IronlawError, match=r"^--moe-dispatcher deepep: a100 has no measured DeepEP curve \(measured "
+                                           r"on b200 \(EP 8\), .*gb200 \(EP 4\), .*h100 \(EP 8\).*\); use alltoall or flex$"):
+        api.analyze("qwen3-30b-a3b", on="a100", moe_dispatcher="deepep", **TRAIN)
+    api.analyze("qwen3-30b-a3b", on="a100", moe_dispatcher="flex", **dict(TRAIN, zero=3))   # the law's all-to-all
+    with pytest.raises(IronlawError, match="a100 has no measured DeepEP curve"):
+        api.search("qwen3-30b-a3b", on="a100", gpus=8, global_batch=64, seq=4096, phase="train", dtype="bf16",
+                   moe_dispatcher="deepep")
+
+
+def test_deepep_refusal_through_the_cli_is_one_line_exit_2():
+    from conftest import one_line_error, run_cli
+    r = run_cli("analyze", "qwen3-30b-a3b", "--on", "l40s", "--phase", "train", "--dtype", "bf16", "--seq", "4096",
+                "--global-batch", "64", "--gpus", "8", "--ep", "8", "--moe-dispatcher", "deepep")
+    msg = one_line_error(r)
+    assert "--moe-dispatcher deepep: l40s has no measured DeepEP curve" in msg and "use alltoall or flex" in msg
+
+
+def _collective_borrows(r) -> str:
+    cov = r.to_dict()["per_microbatch"]["calibration_coverage"]
+    return next((b["borrows"] for b in cov["borrowed"] if b["class"] == "collective"), "")
+
+
+def test_coverage_states_how_deepep_was_carried_to_another_group_or_across_nodes():
+    """H100's DeepEP curves are measured at EP 8 on one node: EP 4 runs on them (the coverage says so), EP 16 over
+    two nodes runs as the α-β all-to-all (the coverage says so); EP 8 on one node is their own."""
+    own = api.analyze("qwen3-30b-a3b", on="h100", moe_dispatcher="deepep", **dict(TRAIN, zero=3))
+    assert "DeepEP" not in _collective_borrows(own)
+    ep4 = api.analyze("qwen3-30b-a3b", on="h100", moe_dispatcher="deepep", **dict(TRAIN, ep=4, zero=3))
+    assert "DeepEP's dispatch curve measured at EP 8, carried to EP 4" in _collective_borrows(ep4)
+    assert "DeepEP's combine curve measured at EP 8, carried to EP 4" in _collective_borrows(ep4)
+    wide = api.analyze("qwen3-30b-a3b", on="h100", moe_dispatcher="deepep", nodes=2, **dict(TRAIN, gpus=16, ep=16, zero=3))
+    assert ("the α-β all-to-all for DeepEP's dispatch over EP 16 on 2 nodes (measured: EP 8 on one node)"
+            in _collective_borrows(wide))

@@ -108,3 +108,38 @@ def test_block_scaled_rows_of_the_extract_held_out():
     assert len(err[True]) > 300
     assert np.median(err[True]) <= MEDIAN_BOUND and np.percentile(err[True], 90) <= P90_BOUND
     assert np.percentile(err[True], 90) < np.percentile(err[False], 90)
+
+
+def test_block_scaled_experts_on_a_gpu_without_their_classes_say_they_are_carried():
+    """L40S and RTX PRO 6000 are fitted on per-tensor FP8 MoE rows only: DeepSeek-V3's block-scaled experts run on
+    those classes, and the coverage (JSON and text line) names the class each stands in for; on H200, which holds
+    the block-scaled fits, nothing is carried."""
+    from ironlaw.law.coverage import coverage, line
+    for gpu in ("l40s", "rtx-pro-6000"):
+        est = api.analyze("deepseek-v3", on=gpu, batch=64, seq=4096, phase="decode", tp=8, dtype="fp8")
+        k = routed_kernels(est)
+        assert k["mlp_up_proj"] == "moe_grouped_gemm.fp8" and k["moe_permute"] == "moe_rows.fp8"
+        cov = coverage(est)
+        assert est.to_dict()["calibration_coverage"] == cov                    # the JSON carries the same
+        carried = {b["class"]: b for b in cov["borrowed"] if b["class"].endswith(".fp8_block")}
+        assert carried["moe_grouped_gemm.fp8_block"]["borrows"] == "moe_grouped_gemm.fp8", gpu
+        assert carried["moe_rows.fp8_block"]["borrows"] == "moe_rows.fp8", gpu
+        assert carried["moe_grouped_gemm.fp8_block"]["share_of_time"] > 0.1
+        assert "moe_grouped_gemm.fp8_block" in line(cov) and "(borrows moe_grouped_gemm.fp8's η)" in line(cov)
+    h200 = api.analyze("deepseek-v3", on="h200", batch=64, seq=4096, phase="decode", tp=8, dtype="fp8")
+    assert not any(b["class"].endswith(".fp8_block") for b in coverage(h200)["borrowed"])
+
+
+def test_routed_experts_on_the_dense_gemm_name_the_moe_class_they_stand_in_for():
+    """H100's measured MoE layer holds bf16, fp8 and fp8_block: fp16 experts run as one grouped launch on the dense
+    GEMM, and the coverage says which class that stands in for; MI300X has no measured MoE layer, so DeepSeek-V3's
+    block-scaled experts on its dense fp8 GEMM are named the same way. Per-tensor fp8 on H100 carries nothing."""
+    from ironlaw.law.coverage import coverage
+    kw = dict(batch=64, seq=4096, phase="decode")
+    for spec, gpu, dtype, want, extra in (("qwen3-30b-a3b", "h100", "fp16", "moe_grouped_gemm.fp16", {}),
+                                          ("deepseek-v3", "mi300x", "fp8", "moe_grouped_gemm.fp8_block", {"tp": 8})):
+        cov = coverage(api.analyze(spec, on=gpu, dtype=dtype, **kw, **extra))
+        got = [b for b in cov["borrowed"] if b["class"] == want]
+        assert len(got) == 1 and got[0]["borrows"] == "matmul" and got[0]["share_of_time"] > 0.3, (gpu, cov)
+    cov = coverage(api.analyze("qwen3-30b-a3b", on="h100", dtype="fp8", **kw))
+    assert not any(b["class"].startswith("moe_") for b in cov["borrowed"])

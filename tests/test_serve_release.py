@@ -90,8 +90,8 @@ def test_release_prices_routed_experts_on_its_moe_tables(release_dir):
     eng = frameworks.select("trtllm", "h100", offline=True, release="1.0")
     c = eng.constants(throughput.FITTED)
     assert c.moe_tables and not throughput.FITTED.moe_tables and "1.0's fused-MoE tables" in c.source
-    assert step.moe_kernels(eng.hw, "fp8") == ("moe_grouped_gemm.fp8", "moe_rows.fp8")
-    assert step.moe_kernels(eng.hw, "bf16") == (step.GROUPED_GEMM, None)     # a dtype it lacks: the constants
+    assert step.moe_kernels(eng.hw, "fp8") == ("moe_grouped_gemm.fp8", "moe_rows.fp8", None)
+    assert step.moe_kernels(eng.hw, "bf16") == (step.GROUPED_GEMM, None, None)   # a dtype it lacks: the constants
     est = api.serve("qwen3-235b-a22b", "h100", max_throughput=True, release="1.0", **MOE)
     ref = throughput.max_throughput("qwen3-235b-a22b", eng.hw, 1000, 1000, constants=c,
                                     **{k: v for k, v in MOE.items() if k not in ("prompt", "output")})

@@ -95,3 +95,23 @@ def test_one_gpu_scout_decode_step_is_the_measured_layer_s_not_the_fitted_eta_s(
     measured_s = step.step_seconds(run, 413, 0.0, 0.0, True)[0]
     fitted_s = step.step_seconds(fitted, 413, 0.0, 0.0, True)[0]
     assert measured_s < 0.75 * fitted_s
+
+
+def test_an_unscaled_or_carried_expert_price_is_stated_in_the_serve_notes():
+    """H20 has no kernel-fitted FP8 GEMM: the expert η stays the H100 fit's share of its datasheet peak and the
+    max-throughput result (JSON ``notes``, the text's ``note:`` lines) says so; on H100 nothing is carried. A step
+    whose block-scaled experts ran on per-tensor classes (``kernel_for``) is named too."""
+    from types import SimpleNamespace
+    from ironlaw.core.graph import Graph, Op
+    from ironlaw.models.serving.throughput import max_throughput
+    h20 = max_throughput("qwen3-30b-a3b", hardware.get("h20"), 1024, 1024, dtype="fp8")
+    assert h20.to_dict()["notes"] == [
+        f"the routed experts' compute η ({FITTED.expert_gemm_eta:.3g} of the datasheet fp8 peak) is h100's fp8 fit "
+        f"carried to h20 unscaled: h20 has no fp8 GEMM fitted on measured kernels to scale it by"]
+    assert max_throughput("qwen3-30b-a3b", hardware.get("h100"), 1024, 1024, dtype="fp8").notes == []
+    op = Op("mlp_up_proj", "matmul", flops=1.0, dtype="fp8", module="experts",
+            attrs={"kernel": "moe_grouped_gemm.fp8", "kernel_for": "moe_grouped_gemm.fp8_block"})
+    run = SimpleNamespace(constants=replace(FITTED, moe_tables=True), hw=hardware.get("l40s"), dtype="fp8")
+    est = SimpleNamespace(graph=Graph("g", "decode", "fp8", [op]))
+    assert expertcarry.notes(run, [est]) == ["moe_grouped_gemm.fp8_block priced on moe_grouped_gemm.fp8: l40s has "
+                                             "no moe_grouped_gemm.fp8_block fitted on measured kernel tables"]

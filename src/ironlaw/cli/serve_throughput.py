@@ -33,7 +33,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
     own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
-    extra = d["engine"]["summary"] if own else []
+    extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]]
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return

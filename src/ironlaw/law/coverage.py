@@ -44,7 +44,9 @@ def coverage(est) -> dict:
         else:
             borrowed.append({"class": cls, "borrows": borrows(cal, cls, dtypes[cls]),
                              "share_of_time": round(shares[cls], 4)})
-    return {"calibrated": calibrated, "borrowed": borrowed}
+    borrowed += [{"class": want, "borrows": used, "share_of_time": round(share, 4)}
+                 for (want, used), share in _kernels_for(est).items()]
+    return {"calibrated": calibrated, "borrowed": sorted(borrowed, key=lambda b: -b["share_of_time"])}
 
 
 # what prices every op of a device without a [calibration] table: its hardware file's datasheet numbers
@@ -94,7 +96,8 @@ def line(cov: dict) -> str | None:
     if not shown:
         return None
     parts = [f"{b['class']} {b['share_of_time']:.0%} of the predicted time (borrows "
-             + (b["borrows"] if b["borrows"] == EFFICIENCY else f"{b['borrows']}'s η") + ")" for b in shown]
+             + (b["borrows"] if b["borrows"] == EFFICIENCY or b["class"] == "collective" else f"{b['borrows']}'s η")
+             + ")" for b in shown]
     rest = len(cov["borrowed"]) - len(shown)
     return "uncalibrated: " + "; ".join(parts) + (f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
 
@@ -106,22 +109,56 @@ def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:
 
 
 def _network(est) -> str | None:
-    """None where every collective of ``est`` is timed by curves measured at its own group size; else what it
-    borrows: the α-β model, or the curve of another measured group size (``curves.nearest``)."""
+    """None where every collective of ``est`` is timed by curves measured at its own group size; else what they
+    borrow, each once: the α-β model, the curve of another measured group size (``curves.nearest``), or for
+    DeepEP's exchange how it was carried (``_deepep_carried``)."""
     from ..machine.network.calibration import for_hardware
     from ..machine.network.curves import DEEPEP, nearest
     cal = for_hardware(est.hw)
+    out: list[str] = []
     for op in est.graph.ops:
         if op.kind == "collective" and op.collective:
             ranks, nodes = int(op.group[0]), int(op.group[1])
-            name = op.collective
-            if name in DEEPEP and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
-                name = "alltoall"                   # no DeepEP curve here: the law's all-to-all (collectives.py)
-            if ranks > 1 and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
-                return f"the α-β network model ({cal.name})"
-            if ranks > 1 and (name, ranks) not in cal.curves:
-                return f"the measured {name} curve of another group size (none measured on {ranks} GPUs)"
-    return None
+            name, why = op.collective, None
+            if name in DEEPEP and ranks > 1 and (nodes > 1 or (name, ranks) not in cal.curves):
+                why = _deepep_carried(cal, name, ranks, nodes)
+            elif ranks > 1 and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
+                why = f"the α-β network model ({cal.name})"
+            elif ranks > 1 and (name, ranks) not in cal.curves:
+                why = f"the measured {name} curve of another group size (none measured on {ranks} GPUs)"
+            if why and why not in out:
+                out.append(why)
+    return "; ".join(out) or None
+
+
+def _kernels_for(est) -> dict[tuple[str, str], float]:
+    """{(kernel class an op stands in for, the class that prices it): share of the predicted time} over the ops
+    priced on another format's measured kernels (``attrs["kernel_for"]``: block-scaled FP8 experts on a device
+    fitted on per-tensor FP8 alone, ``serving.step.moe_kernels``) or on the dense GEMM (``matmul``) where the
+    device's measured MoE layer lacks their dtype or format (``routed.routed_experts``)."""
+    total = float(est.op_total_s.sum()) or 1.0
+    out: dict[tuple[str, str], float] = {}
+    for op, t in zip(est.graph.ops, est.op_total_s):
+        want = op.attrs.get("kernel_for")
+        if want:
+            key = (want, str(op.attrs.get("kernel") or "matmul"))      # a grouped launch on the dense GEMM
+            out[key] = out.get(key, 0.0) + float(t) / total
+    return out
+
+
+def _deepep_carried(cal, name: str, ranks: int, nodes: int) -> str:
+    """How DeepEP's ``name`` (dispatch or combine) over ``ranks`` on ``nodes`` is priced where its curves (one
+    node's, ``curves.nearest``) lack that group: across nodes as the α-β all-to-all (collectives.py), on one node
+    on the curve of another measured EP size."""
+    from ..machine.network.curves import nearest
+    sizes = sorted(g for c, g in cal.curves if c == name)
+    phase = name.rsplit("-", 1)[-1]
+    measured = f"EP {'/'.join(map(str, sizes))} on one node" if sizes else "none on this device"
+    if nodes > 1 or not sizes:
+        return f"the α-β all-to-all for DeepEP's {phase} over EP {ranks} on {nodes} nodes (measured: {measured})"
+    lines = nearest(cal.curves, name, ranks)
+    size = next(g for g in sizes if cal.curves[(name, g)] is lines)
+    return f"DeepEP's {phase} curve measured at EP {size}, carried to EP {ranks}"
 
 
 def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:

@@ -19,7 +19,8 @@ all-to-alls (``moe_token_dispatcher_type``):
               same fused exchange, timed by DeepEP's own measured dispatch and combine kernels where the device has
               them (``[[network.curve]]`` ``alltoall-deepep-dispatch`` / ``-combine``, fitted on aiconfigurator-core
               0.12.0's TensorRT-LLM DeepEP high-throughput tables by benchmarks/kernel_deepep.py; one node, bf16
-              rows), else as the all-to-all (machine/network/collectives.py); no sort, but Transformer Engine's
+              rows; a device without them is refused, ``check_device``; a group size or node count they do not
+              cover is priced as the coverage says); no sort, but Transformer Engine's
               padding copies with quantized experts (DeepEP pads only through the routing-map option, below).
 
 The exchange itself is the law's all-to-all for alltoall and flex (the catalog's collectives), DeepEP's curves for
@@ -66,6 +67,26 @@ def check(value, ep: int) -> str:
         raise IronlawError(f"--moe-dispatcher {name} exchanges the routed tokens over the expert-parallel group; "
                            f"add --ep > 1")
     return name
+
+
+def check_device(name: str, hw) -> None:
+    """``--moe-dispatcher deepep`` prices the exchange on DeepEP's measured curves; a device whose hardware file
+    holds none is refused, naming the devices that have them (the law's all-to-all in its place would be flex's
+    price under deepep's name). A group size or node count the curves do not cover is priced as stated in the
+    coverage (``law.coverage``)."""
+    if name != "deepep" or _deepep_sizes(hw):
+        return
+    from ..machine import hardware
+    where = [f"{h.name} (EP {'/'.join(map(str, s))})" for h in hardware.catalog() if (s := _deepep_sizes(h))]
+    raise IronlawError(f"--moe-dispatcher deepep: {hw.name} has no measured DeepEP curve (measured on "
+                       f"{', '.join(where)}); use alltoall or flex")
+
+
+def _deepep_sizes(hw) -> list[int]:
+    """The EP group sizes (one node) of ``hw``'s measured DeepEP dispatch curves."""
+    from ..machine.network.calibration import for_hardware
+    from ..machine.network.curves import DEEPEP_DISPATCH
+    return sorted(g for c, g in for_hardware(hw).curves if c == DEEPEP_DISPATCH)
 
 
 def local_experts(meta: dict) -> float:

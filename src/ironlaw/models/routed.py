@@ -24,10 +24,14 @@ def routed_experts(graph, hw):
             not any(op.attrs.get("expert") == "routed" for op in graph.ops):
         return graph
     from .precision import moe_recipe
-    from .serving.step import GROUPED_GEMM, grouped, moe_kernels
-    kernels = moe_kernels(hw, graph.dtype, moe_recipe(graph))
+    from .serving.step import GROUPED_GEMM, fitted_moe, moe_kernels
+    recipe = moe_recipe(graph)
+    kernels = moe_kernels(hw, graph.dtype, recipe)
     if kernels[0] == GROUPED_GEMM:
-        return replace(graph, ops=[grouped_launch(op) for op in graph.ops])
+        # a device with measured MoE layers in other dtypes, or a weight format of its own: say which class the
+        # dense GEMM table stands in for (``law.coverage``)
+        want = f"{GROUPED_GEMM}.{recipe or graph.dtype}" if recipe or fitted_moe(hw) else None
+        return replace(graph, ops=[grouped_launch(op, want) for op in graph.ops])
     from .dispatcher import local_experts
     slots = local_experts(graph.meta)
     return replace(graph, ops=[on_moe_layer(op, graph.dtype, kernels, slots) for op in graph.ops])
@@ -48,12 +52,13 @@ def on_moe_layer(op, dtype: str, kernels: tuple, slots: float = 0.0):
     return o
 
 
-def grouped_launch(op):
+def grouped_launch(op, kernel_for: str | None = None):
     """A routed expert GEMM (``attrs["expert"] == "routed"``, ``attrs["nk"]``: one expert's N, K) as the grouped
     kernel launches it: the touched experts' weight tiles side by side, one GEMM of M = the rows per expert,
     N = touched experts × N, K (``attrs["mnk"]``; same FLOPs and bytes). The dense GEMM table then sees the CTAs
     in flight and the weight tiles a grouped launch streams, not one small expert GEMM's (at 64 decode tokens,
-    DeepSeek-V3 under TP 8: N = 512, K = 7168 per expert, streamed at a tenth of the HBM bandwidth alone)."""
+    DeepSeek-V3 under TP 8: N = 512, K = 7168 per expert, streamed at a tenth of the HBM bandwidth alone).
+    ``kernel_for``: the measured MoE class the device lacks and this launch stands in for (``attrs["kernel_for"]``)."""
     if op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs or "mnk" in op.attrs:
         return op
     w = op.bytes.get("weights", 0.0) / dtype_bytes(op.dtype)
@@ -61,5 +66,5 @@ def grouped_launch(op):
         return op
     k = float(op.attrs["nk"][1])
     o = copy.copy(op)
-    o.attrs = {**op.attrs, "mnk": (op.flops / (2.0 * w), w / k, k)}
+    o.attrs = {**op.attrs, "mnk": (op.flops / (2.0 * w), w / k, k)} | ({"kernel_for": kernel_for} if kernel_for else {})
     return o

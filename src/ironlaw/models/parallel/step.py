@@ -130,6 +130,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
         g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
                   meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
     peak = hw.peak(g.meta.get("precision", g.dtype))          # a dtype the device lacks is an error, first
+    dispatcher.check_device(plan.moe_dispatcher if plan.ep > 1 else dispatcher.DEFAULT, hw)
     topo = build_topology(hw, plan.gpus, plan.nodes)
     grp = groups(plan, topo.gpus_per_node, plan.nodes)
     mem = plan_memory(g, plan, plan.zero, plan.recompute)

@@ -196,6 +196,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
         raise IronlawError(f"--expert-imbalance is the hottest expert's load over the mean, from 1 (balanced) to "
                            f"{parallel.MAX_IMBALANCE:g}; got {f!r}")
     check_dispatcher(settings, spec, int(m.get("experts", 0) or 0), sp.fixed.get("ep"))
+    dispatcher.check_device(settings["moe_dispatcher"], hw)
     check_expert_settings(settings, spec, int(m.get("experts", 0) or 0))
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)

@@ -132,3 +132,23 @@ def measured_layer(constants, hw, dtype: str, lay):
     if moe_kernels(hw, dtype)[0] == GROUPED_GEMM:
         return constants
     return replace(constants, moe_tables=True)
+
+
+def notes(run, ests) -> list[str]:
+    """What a serving run (``run``: its ``EngineRun``, the constants as ``engine_of`` carried them; ``ests``: its
+    steps' estimates) carried to price its routed experts without measurements of their own, one line each:
+    the expert η unscaled where the device has no kernel-fitted GEMM in the experts' dtype (``carried``), and
+    block-scaled FP8 experts on per-tensor FP8 MoE classes (``step.moe_kernels``; ``law.coverage`` says it per
+    estimate)."""
+    c, hw, dtype = run.constants, run.hw, run.dtype
+    out = []
+    if c.expert_gemm_eta is not None and not c.moe_tables and gemm_ceiling(hw, dtype) is None:
+        gpu, ref = REFERENCE
+        out.append(f"the routed experts' compute η ({c.expert_gemm_eta:.3g} of the datasheet {dtype} peak) is "
+                   f"{gpu}'s {ref} fit carried to {hw.name} unscaled: {hw.name} has no {dtype} GEMM fitted on "
+                   f"measured kernels to scale it by")
+    carried_for = sorted({(op.attrs["kernel_for"], op.attrs.get("kernel", "")) for e in ests for op in e.graph.ops
+                          if op.attrs.get("kernel_for")})
+    for want, used in carried_for:
+        out.append(f"{want} priced on {used}: {hw.name} has no {want} fitted on measured kernel tables")
+    return out

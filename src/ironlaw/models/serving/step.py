@@ -180,15 +180,17 @@ def scaled_moe(kernels: dict, scale: float | None) -> dict:
             for k, p in kernels.items()}
 
 
-def moe_kernels(hw, dtype: str, recipe: str | None = None) -> tuple[str, str | None]:
-    """(the routed GEMMs' kernel class, the routed rows' one or None) for experts in ``dtype`` on ``hw``; a weight
-    format of its own (``recipe``: ``precision.moe_recipe``, block-scaled FP8) on its classes where ``hw`` has them
-    fitted, else on the dtype's."""
+def moe_kernels(hw, dtype: str, recipe: str | None = None) -> tuple[str, str | None, str | None]:
+    """(the routed GEMMs' kernel class, the routed rows' one or None, the weight format they stand in for or None)
+    for experts in ``dtype`` on ``hw``; a weight format of its own (``recipe``: ``precision.moe_recipe``,
+    block-scaled FP8) on its classes where ``hw`` has them fitted, else on the dtype's, the third entry then naming
+    the format they are carried to (``grouped`` marks the ops, ``law.coverage`` states it)."""
     fitted = fitted_moe(hw)
+    carried = recipe
     if recipe and f"{GROUPED_GEMM}.{recipe}" in fitted:
-        dtype = recipe
+        dtype, carried = recipe, None
     gemm, rows = f"{GROUPED_GEMM}.{dtype}", f"{MOE_ROWS}.{dtype}"
-    return (gemm, rows if rows in fitted else None) if gemm in fitted else (GROUPED_GEMM, None)
+    return (gemm, rows if rows in fitted else None, carried) if gemm in fitted else (GROUPED_GEMM, None, None)
 
 
 def with_kv(g: Graph, kv_dtype: str | None) -> Graph:
@@ -271,9 +273,11 @@ def modelopt(op, dtype: str):
     return o
 
 
-def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
+def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str | None = None):
     """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
-    fitted MoE layer the routed rows' permute, activation and combine run as ``rows``."""
+    fitted MoE layer the routed rows' permute, activation and combine run as ``rows``. ``carried``: the weight
+    format (``moe_kernels``) whose classes the device lacks, these standing in for them: each op names the class
+    it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``)."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
     elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
@@ -282,6 +286,8 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None):
         return op
     o = copy.copy(op)
     o.attrs = {**op.attrs, "kernel": kernel}
+    if carried:
+        o.attrs["kernel_for"] = f"{kernel.rsplit('.', 1)[0]}.{carried}"
     return o
 
 

@@ -56,6 +56,7 @@ import time as _time
 from dataclasses import dataclass, field
 
 from . import engine as eng
+from .expertcarry import notes as expert_notes
 from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
                      prepare)
 from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, padded,  # noqa: F401
@@ -273,4 +274,5 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
-                              _time.perf_counter() - t0, steady_parts=full.parts)
+                              _time.perf_counter() - t0, steady_parts=full.parts,
+                              notes=expert_notes(run, [e for _, e in steps]))
