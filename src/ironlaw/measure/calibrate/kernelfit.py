@@ -46,7 +46,7 @@ OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "gene
 # tables whose rows stream their operands once per call (a decode step's KV cache), so that where those fit the last
 # cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
 # fits is bound by its math or its launch, and those tables are fitted as measured
-RESIDENT_OPS = ("generation_attention", "generation_mla")
+RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
