@@ -1074,9 +1074,10 @@ def _spaced(rows, n: int):
 MLA_BMM_PRODUCTS = {"mla_gen_pre": ("attention.q_absorb", MLA_DIMS.nope, MLA_DIMS.kv_lora),
                     "mla_gen_post": ("attention.v_up", MLA_DIMS.kv_lora, MLA_DIMS.v_dim)}
 MLA_BMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
-# how a dtype's rows stand for ironlaw's, where not as written: aiconfigurator-core 0.12.0's fp8 rows time
-# TensorRT-LLM's block-scaled BMM (kernel_source trtllm_fp8_block_scaling_bmm_out), where ironlaw's fp8 is per-tensor
-MLA_BMM_TIMED = {"fp8": "fp8 rows: TensorRT-LLM's block-scaled FP8 BMM (trtllm_fp8_block_scaling_bmm_out), for fp8"}
+# rows of a block-scaled FP8 kernel (their ``kernel_source`` holds this text), which stand for ironlaw's fp8, per-tensor
+# scaled, said so in the provenance: aiconfigurator-core 0.12.0's fp8 rows time TensorRT-LLM's
+# trtllm_fp8_block_scaling_bmm_out (DeepSeek-V3's FP8 checkpoints scale in 128-element blocks)
+MLA_BMM_BLOCK_SCALED = "block_scaling"
 
 
 def mla_bmm_groups(t: KernelTable) -> list[Group]:
@@ -1092,8 +1093,10 @@ def mla_bmm_groups(t: KernelTable) -> list[Group]:
         if src not in MLA_BMM_DTYPES:
             raise IronlawError(f"{t.path}: unknown bmm_dtype '{src}' (known: {', '.join(MLA_BMM_DTYPES)})")
         dt = MLA_BMM_DTYPES[src]
-        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op),
-                         MLA_BMM_TIMED.get(dt, "")))
+        kernels = sorted(set(rows.kernel_source)) if "kernel_source" in rows.columns else []
+        block = [k for k in kernels if MLA_BMM_BLOCK_SCALED in str(k)]
+        timed = f"{src} rows: block-scaled FP8 BMM ({', '.join(block)}), for {dt}" if block else ""
+        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed))
     return out
 
 
