@@ -37,7 +37,7 @@ def test_groups_one_class_per_dtype_block_scaling_said():
     assert {g.key for g in gs} == {("kernel", "mla_bmm_bf16"), ("kernel", "mla_bmm_fp8")}
     by = {g.key[1]: g for g in gs}
     assert set(by["mla_bmm_bf16"].rows.op_name) == {"mla_gen_pre", "mla_gen_post"}
-    assert "block-scaled" in by["mla_bmm_fp8"].timed and by["mla_bmm_bf16"].timed == ""
+    assert "block-scaled FP8" in by["mla_bmm_fp8"].timed and by["mla_bmm_bf16"].timed == ""
 
 
 def test_unknown_product_or_dtype_is_one_line(tmp_path):

@@ -1074,10 +1074,12 @@ def _spaced(rows, n: int):
 MLA_BMM_PRODUCTS = {"mla_gen_pre": ("attention.q_absorb", MLA_DIMS.nope, MLA_DIMS.kv_lora),
                     "mla_gen_post": ("attention.v_up", MLA_DIMS.kv_lora, MLA_DIMS.v_dim)}
 MLA_BMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
-# rows of a block-scaled FP8 kernel (their ``kernel_source`` holds this text), which stand for ironlaw's fp8, per-tensor
-# scaled, said so in the provenance: aiconfigurator-core 0.12.0's fp8 rows time TensorRT-LLM's
-# trtllm_fp8_block_scaling_bmm_out (DeepSeek-V3's FP8 checkpoints scale in 128-element blocks)
-MLA_BMM_BLOCK_SCALED = "block_scaling"
+# kernels whose rows stand for ironlaw's fp8 (per-tensor scaled) though they run otherwise (their ``kernel_source``
+# holds the text), said so in the provenance: aiconfigurator-core 0.12.0's fp8 rows time TensorRT-LLM's
+# trtllm_fp8_block_scaling_bmm_out on H100, H200, L40S and RTX PRO 6000 (DeepSeek-V3's FP8 checkpoints scale in
+# 128-element blocks) and trtllm_bmm_out_dequant_bf16 on B200, B300, GB200 and GB300 (the weights dequantized, the
+# product in BF16)
+MLA_BMM_AS_FP8 = {"block_scaling": "block-scaled FP8", "dequant_bf16": "FP8 weights dequantized, the product in BF16"}
 
 
 def mla_bmm_groups(t: KernelTable) -> list[Group]:
@@ -1093,9 +1095,9 @@ def mla_bmm_groups(t: KernelTable) -> list[Group]:
         if src not in MLA_BMM_DTYPES:
             raise IronlawError(f"{t.path}: unknown bmm_dtype '{src}' (known: {', '.join(MLA_BMM_DTYPES)})")
         dt = MLA_BMM_DTYPES[src]
-        kernels = sorted(set(rows.kernel_source)) if "kernel_source" in rows.columns else []
-        block = [k for k in kernels if MLA_BMM_BLOCK_SCALED in str(k)]
-        timed = f"{src} rows: block-scaled FP8 BMM ({', '.join(block)}), for {dt}" if block else ""
+        kernels = sorted(map(str, set(rows.kernel_source))) if "kernel_source" in rows.columns else []
+        runs = [f"{k}: {what}" for k in kernels for mark, what in MLA_BMM_AS_FP8.items() if mark in k]
+        timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else ""
         out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed))
     return out
 
