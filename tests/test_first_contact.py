@@ -653,3 +653,16 @@ def test_a_result_printed_at_the_prompt_is_a_line_not_a_megabyte():
     for r in (est, step, cmp, ironlaw.contract(on="h100"), ironlaw.serve("llama3-8b", on="h100"),
               ironlaw.serve("llama3-8b", on="h100", max_throughput=True)):
         assert len(repr(r)) < 10_000, (type(r).__name__, len(repr(r)))
+
+
+
+def test_one_op_is_counted_in_the_singular():
+    one = run_cli("analyze", "gemm:1,1,1", "--on", "h100")
+    assert one.rc == 0 and "1 op invocation (1 distinct row)" in one.out, one.out
+    many = run_cli("analyze", "llama3-8b", "--on", "h100")
+    assert many.rc == 0 and " op invocations (" in many.out and " distinct rows)" in many.out, many.out
+
+
+def test_fit_names_a_missing_run_file_before_a_missing_profile(tmp_path):
+    r = run_cli("fit", str(tmp_path / "nothere.json"), env={"IRONLAW_HOME": str(tmp_path / "home")})
+    assert "nothere.json: no such validate JSON file" in one_line_error(r)

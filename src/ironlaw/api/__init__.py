@@ -416,11 +416,11 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
 
     if stat not in v.STATS:
         raise IronlawError(f"--stat must be one of {', '.join(v.STATS)}, got '{stat}'")
-    hw = hardware.get(on)
 
     def load(paths):
         return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
-    fitted, held = load(runs), load(hold_out)
+    fitted, held = load(runs), load(hold_out)          # the files the user named are read before the profile
+    hw = hardware.get(on)
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
     saved = None

@@ -94,7 +94,8 @@ def render(est, top: int = 10, console=None) -> None:
     c.print(t)
     tot = est.to_dict(top=0)["totals"]
     c.print(f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
-            f"{fmt_num(tot['op_invocations'])} op invocations ({tot['ops']} distinct rows)")
+            f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
+            f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
     if est.graph.uncounted_ops:
         c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
                 + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
