@@ -180,6 +180,14 @@ def attention_kernel(phase: str, dtype: str, kv_dtype: str, regime: str = "") ->
     return f"attention_{ATTENTION_PHASES[phase]}_{dtype}_kv_{kv_dtype}{regime}"
 
 
+def mla_bmm_kernel(dtype: str) -> str:
+    """The kernel class of MLA's per-head decode products (``attention.q_absorb``, ``attention.v_up``) in ``dtype``:
+    'mla_bmm_bf16', 'mla_bmm_fp8' (TensorRT-LLM's batched matmuls over the heads; a calibration fitted on their
+    measured tables holds a GEMM shape table of each under ``[calibration.kernel]``, without one the op keeps its
+    dtype's GEMM terms)."""
+    return f"mla_bmm_{dtype}"
+
+
 def attention_regime(window: bool, heads: int, kv_heads: int, head_dim: int = 0, generation: bool = False) -> str:
     """The kernel path a grouped-query attention runs on, as measured kernels tell them apart ('_mla' names multi-head
     latent attention's own kernels, ``workloads.attention``): '_window' for a sliding window (a generation step's on

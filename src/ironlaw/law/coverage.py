@@ -13,6 +13,7 @@ network model's numbers. ``coverage`` says which, with each borrower's share of 
 from __future__ import annotations
 
 from ..machine.calibration import Calibration
+from ..core.gemmshape import mla_bmm_kernel
 from ..core.graph import SPLIT_CLASSES, op_class
 
 EFFICIENCY = "[efficiency] defaults"
@@ -46,7 +47,27 @@ def coverage(est) -> dict:
                              "share_of_time": round(shares[cls], 4)})
     borrowed += [{"class": want, "borrows": used, "share_of_time": round(share, 4)}
                  for (want, used), share in _kernels_for(est).items()]
+    borrowed += _gemm_priced_kernels(est, cal)
     return {"calibrated": calibrated, "borrowed": sorted(borrowed, key=lambda b: -b["share_of_time"])}
+
+
+# kernel classes fitted on their own measured tables whose ops, on a device whose calibration lacks the class, keep
+# their dtype's GEMM terms: MLA's per-head decode products (``workloads.attention.per_head``)
+GEMM_PRICED_KERNELS = {"mla_bmm": mla_bmm_kernel}
+
+
+def _gemm_priced_kernels(est, cal: Calibration) -> list[dict]:
+    """A borrower per kernel class of ``GEMM_PRICED_KERNELS`` and dtype whose ops ``cal`` holds no table of: priced
+    with that dtype's GEMM terms (``matmul <dtype>``), or the [efficiency] defaults where there are none either."""
+    total = float(est.op_total_s.sum()) or 1.0
+    share: dict[tuple[str, str], float] = {}
+    for op, t in zip(est.graph.ops, est.op_total_s):
+        name = str(op.attrs.get("kernel", ""))
+        for cls, kernel in GEMM_PRICED_KERNELS.items():
+            if name == kernel(op.dtype) and "eta_max" not in cal.kernel.get(name, {}):
+                share[(cls, op.dtype)] = share.get((cls, op.dtype), 0.0) + float(t) / total
+    return [{"class": f"{cls} {dt}", "borrows": f"matmul {dt}" if dt in cal.shape("matmul") else EFFICIENCY,
+             "share_of_time": round(s, 4)} for (cls, dt), s in share.items()]
 
 
 # what prices every op of a device without a [calibration] table: its hardware file's datasheet numbers

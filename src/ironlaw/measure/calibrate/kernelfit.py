@@ -42,11 +42,11 @@ from ...models.workloads.hfconfig import MLA
 from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
 from .kerneltable import PROVENANCE, KernelTable, check_gemm_dims
 
-OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla")
+OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla", "mla_bmm")
 # tables whose rows stream their operands once per call (a decode step's KV cache), so that where those fit the last
 # cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
 # fits is bound by its math or its launch, and those tables are fitted as measured
-RESIDENT_OPS = ("generation_attention", "generation_mla")
+RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -68,7 +68,8 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                  "generation_attention": ("batch_size", "step", "num_heads", "num_key_value_heads", "head_dim",
                                           "window_size"),
                  "context_mla": ("batch_size", "isl", "num_heads", "tp_size", "kv_cache_dtype"),
-                 "generation_mla": ("batch_size", "num_heads", "tp_size", "step", "kv_cache_dtype")}
+                 "generation_mla": ("batch_size", "num_heads", "tp_size", "step", "kv_cache_dtype"),
+                 "mla_bmm": ("op_name", "num_heads", "num_tokens")}
 # generation MLA's heads per GPU (128 / TP: 1, 2, 4 … 128) come 8 to a batch and sequence length: sorted with the
 # heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
 # sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves
@@ -124,7 +125,7 @@ STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: 
 # attention and MLA classes (L40S bf16 decode, held out: 2.3% / 22.1% → 2.0% / 13.8%; docs/accuracy.md, "The fixed
 # latency of generation attention and MLA classes") but over 32 heads per KV head (``FLOOR_FREE_REGIMES``: its coarse
 # grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); context classes left unbounded (not measured)
-FLOOR_OPS = ("gemm", "generation_attention", "generation_mla")
+FLOOR_OPS = ("gemm", "generation_attention", "generation_mla", "mla_bmm")
 FLOOR_FREE_REGIMES = ("_wide",)
 # ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
 # (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
@@ -171,7 +172,7 @@ PARAMS = (("eta_max", 1.0), ("m_half", 1e6), ("nk_half", 1e6), ("k_half", 1e6), 
 # heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
 GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
               "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
-              "generation_mla": (2.0, 4.0, 2.0, 4.0)}
+              "generation_mla": (2.0, 4.0, 2.0, 4.0), "mla_bmm": (4.0, 4.0, 4.0, 4.0)}
 # generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
 # window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
 # class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
@@ -210,12 +211,12 @@ GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser 
 # which the grid interpolates only where each has its node (held out, the B200 bf16 class: 7.9% / 23.5% with a node
 # every 8×, squared to 1, 64, 128; 7.1% / 18.7% with a node per head count; docs/accuracy.md)
 GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
-             "generation_mla": (0, 2)}
+             "generation_mla": (0, 2), "mla_bmm": (2,)}
 # axes with a node at each value the rows hold, not at a step: context attention's head dim, each value a kernel of
 # its own (vLLM 0.24.0 and SGLang 0.5.14 run head dim 192 on Triton, 64/128/256/512 on FlashInfer's TRT-LLM kernels or
 # FlashAttention: B200, held out with nodes at 64, 128, 256, 512 only, head dim 192 24% too fast at the median;
 # docs/accuracy.md)
-VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,)}
+VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,), "mla_bmm": (2,)}
 # the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
 # the vLLM and SGLang tables hold blocks of two head dims per batch, sequence and heads, so the even/odd split fitted
 # one and held out the other (SGLang L40S, over 32 heads per KV head: 96% of head dim 128 held out, 65-74% median
@@ -289,6 +290,9 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
             continue
         if t.op.endswith("_mla"):
             out.extend(_mla_groups(t, half, note))
+            continue
+        if t.op == "mla_bmm":
+            out.extend(mla_bmm_groups(t))
             continue
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
@@ -502,7 +506,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     start = {"eta_max": 0.5, "m_half": 100.0, "nk_half": 100.0, "k_half": 100.0, "streamed": 0.8,
              "latency_s": 5e-6, **(extra or {})}
-    starts = STARTS["gemm" if g.op == "gemm" else "attention"]
+    starts = STARTS["gemm" if g.op in ("gemm", "mla_bmm") else "attention"]
     best, best_loss = None, float("inf")
     bounds = PARAMS if tiles is None else tuple((n, STREAMED_PHYSICAL if n == "streamed" else u) for n, u in PARAMS)
     bounds = with_m_half_max(bounds, m_half_max)
@@ -854,7 +858,8 @@ def held_errors(hw, cal: dict, g: Group) -> np.ndarray:
 def observations(g: Group, rows, hw=None) -> list[Observation]:
     """The rows as ironlaw ops with their measured seconds; with ``hw``, a generation row whose operands fit its
     last cache level marked so (``cache_resident``)."""
-    build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else attention_op
+    build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else \
+        mla_bmm_op if g.op == "mla_bmm" else attention_op
     ops = [build(r, g) for r in rows.itertuples()]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw)
@@ -1089,3 +1094,52 @@ def _spaced(rows, n: int):
     if len(rows) <= n:
         return rows
     return rows.iloc[np.linspace(0, len(rows) - 1, n).round().astype(int)]
+
+
+# ---------------------------------------------------------------- MLA's per-head decode products
+# the products a mla_bmm table's op_name times ([t, k] x [k, n] per head, DeepSeek-V3's dims, ``MLA_DIMS``): the
+# query's absorption into the latent (``attention.q_absorb``) and the output's up-projection (``attention.v_up``)
+MLA_BMM_PRODUCTS = {"mla_gen_pre": ("attention.q_absorb", MLA_DIMS.nope, MLA_DIMS.kv_lora),
+                    "mla_gen_post": ("attention.v_up", MLA_DIMS.kv_lora, MLA_DIMS.v_dim)}
+MLA_BMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+# kernels whose rows stand for ironlaw's fp8 (per-tensor scaled) though they run otherwise (their ``kernel_source``
+# holds the text), said so in the provenance: aiconfigurator-core 0.12.0's fp8 rows time TensorRT-LLM's
+# trtllm_fp8_block_scaling_bmm_out on H100, H200, L40S and RTX PRO 6000 (DeepSeek-V3's FP8 checkpoints scale in
+# 128-element blocks) and trtllm_bmm_out_dequant_bf16 on B200, B300, GB200 and GB300 (the weights dequantized, the
+# product in BF16)
+MLA_BMM_AS_FP8 = {"block_scaling": "block-scaled FP8", "dequant_bf16": "FP8 weights dequantized, the product in BF16"}
+
+
+def mla_bmm_groups(t: KernelTable) -> list[Group]:
+    """A mla_bmm table's kernel classes: one per dtype (``gemmshape.mla_bmm_kernel``), both products in it (the
+    grid's K axis, 128 or 512, tells them apart); a dtype the catalog's ops do not run is an error."""
+    from ...core.gemmshape import mla_bmm_kernel
+    unknown_names = sorted(set(t.rows.op_name) - set(MLA_BMM_PRODUCTS))
+    if unknown_names:
+        raise IronlawError(f"{t.path}: unknown op_name '{unknown_names[0]}' for a mla_bmm table (known: "
+                           f"{', '.join(MLA_BMM_PRODUCTS)})")
+    out = []
+    for src, rows in t.rows.groupby("bmm_dtype", sort=True):
+        if src not in MLA_BMM_DTYPES:
+            raise IronlawError(f"{t.path}: unknown bmm_dtype '{src}' (known: {', '.join(MLA_BMM_DTYPES)})")
+        dt = MLA_BMM_DTYPES[src]
+        kernels = sorted(map(str, set(rows.kernel_source))) if "kernel_source" in rows.columns else []
+        runs = [f"{k}: {what}" for k in kernels for mark, what in MLA_BMM_AS_FP8.items() if mark in k]
+        timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else ""
+        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed))
+    return out
+
+
+def mla_bmm_op(r, g: Group):
+    """The analytic transformer's per-head product of one row (``attention.per_head``): ``num_heads`` heads over
+    ``num_tokens`` tokens, one layer, named its kernel class."""
+    from ...models.workloads.attention import per_head
+    name, k, n = MLA_BMM_PRODUCTS[r.op_name]
+    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, MLA_BMM_DTYPES[r.bmm_dtype])
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """The part of a model's architecture a per-head product reads: its heads, one layer."""
+    heads: int
+    layers: int = 1

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import flopcount
-from ...core.gemmshape import ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime, tiled_kv_heads
+from ...core.gemmshape import (ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime, mla_bmm_kernel,
+                               tiled_kv_heads)
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -171,8 +172,11 @@ def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
 # ---------------------------------------------------------------------- multi-head latent attention
 def per_head(name: str, a: Arch, t: Num, k: int, n: int, dt: str) -> Op:
     """A matmul batched over heads: [t, k] x [k, n] for each of ``a.heads`` heads (weights heads·k·n). Its kernel
-    grid is one GEMM's of M = t, K = k and N = heads·n (the heads' tiles side by side), so ``nk`` says so."""
+    grid is one GEMM's of M = t, K = k and N = heads·n (the heads' tiles side by side), so ``nk`` says so. Its kernel
+    class (``gemmshape.mla_bmm_kernel``) is fitted on the measured BMM kernels where the calibration holds it; without
+    it the op keeps its dtype's GEMM terms."""
     op = linear(name, t * a.heads, k, n, dt, a.layers, module="attn", role="heads")
+    op.attrs["kernel"] = mla_bmm_kernel(dt)
     op.bytes["weights"] = a.heads * k * n * dtype_bytes(dt)
     op.attrs["nk"] = (a.heads * n, k)
     op.shapes = f"{a.heads} heads x [{k}]x[{k},{n}] per token"
