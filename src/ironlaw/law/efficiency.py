@@ -263,8 +263,7 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     PRO 6000: at batch 1 the time is the same from 1 to 128 heads and grows as the cached tokens (L40S: 1.28 ms at 16,383
     tokens, 5.10 ms at 65,535, 78 ns per key), far under any bandwidth (docs/accuracy.md)."""
     names = _names(cols, "kernels")
-    own = [(name, float(p["key_s"])) for name, p in (cal.kernel or {}).items()
-           if name and p.get("key_s") and "key_ctas" not in p and (names == name).any()]
+    own = [(name, float(p["key_s"])) for name, p in classes_with(cal, names, "key_s") if "key_ctas" not in p]
     if not own:
         return 0.0
     n = gemm_dims(cols)[1]
@@ -283,8 +282,7 @@ def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     cached token: 11-37 ns per sequence and KV head at batch 2048 on H100, B200, L40S and RTX PRO 6000, far above
     their bytes' time (``gemmshape.UNIT_S_MAX``)."""
     names = _names(cols, "kernels")
-    own = [(name, float(p["unit_s"])) for name, p in (cal.kernel or {}).items()
-           if name and p.get("unit_s") and (names == name).any()]
+    own = [(name, float(p["unit_s"])) for name, p in classes_with(cal, names, "unit_s")]
     if not own:
         return 0.0
     m, n, k = gemm_dims(cols)
@@ -301,7 +299,7 @@ def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | flo
     key_ctas / ``sms``) waves, each of cta_s + key_s · (keys − ``KEY_WALK_FREE``) (units and keys the op's grid
     units and N, ``grid_coords``); 0 for every other op."""
     names = _names(cols, "kernels")
-    own = [(name, p) for name, p in (cal.kernel or {}).items() if name and "key_ctas" in p and (names == name).any()]
+    own = classes_with(cal, names, "key_ctas")
     if not own:
         return 0.0
     if not sms:
@@ -339,8 +337,7 @@ def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     if cols.local_experts is None:
         return 0.0
     names = _names(cols, "kernels")
-    own = [(name, float(p["expert_s"])) for name, p in (cal.kernel or {}).items()
-           if name and p.get("expert_s") and (names == name).any()]
+    own = [(name, float(p["expert_s"])) for name, p in classes_with(cal, names, "expert_s")]
     if not own:
         return 0.0
     lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
@@ -364,8 +361,7 @@ def split_reduce_s(cal: Calibration, cols: Columns, split: Split | None) -> np.n
         return 0.0
     names = _names(cols, "kernels")
     own = [(name, float(p.get("split_s", 0.0)), float(p.get("merge_s", 0.0)))
-           for name, p in (cal.kernel or {}).items()
-           if name and (p.get("split_s") or p.get("merge_s")) and (names == name).any()]
+           for name, p in classes_with(cal, names, "split_s", "merge_s")]
     if not own:
         return 0.0
     blocks = np.broadcast_to(split.blocks, cols.flops.shape)
@@ -539,6 +535,13 @@ def _gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
 def with_framework_share(cal: Calibration, eta: np.ndarray, frontend: str = "torch") -> np.ndarray:
     """Kernels run (1 + framework_share) times longer end to end than alone."""
     return eta / (1.0 + framework_terms(cal, frontend)[1])
+
+
+def classes_with(cal: Calibration, names: np.ndarray, *fields: str) -> list[tuple[str, dict]]:
+    """The kernel classes that carry one of ``fields`` (non-zero) and that an op names (``names``: the ops'
+    kernels), with their tables."""
+    return [(name, p) for name, p in (cal.kernel or {}).items()
+            if name and any(p.get(f) for f in fields) and (names == name).any()]
 
 
 def _names(cols: Columns, attr: str = "names") -> np.ndarray:
