@@ -59,15 +59,23 @@ GEMM_PRICED_KERNELS = {"mla_bmm": mla_bmm_kernel}
 def _gemm_priced_kernels(est, cal: Calibration) -> list[dict]:
     """A borrower per kernel class of ``GEMM_PRICED_KERNELS`` and dtype whose ops ``cal`` holds no table of: priced
     with that dtype's GEMM terms (``matmul <dtype>``), or the [efficiency] defaults where there are none either."""
-    total = float(est.op_total_s.sum()) or 1.0
-    share: dict[tuple[str, str], float] = {}
-    for op, t in zip(est.graph.ops, est.op_total_s):
+    def lacking(op):
         name = str(op.attrs.get("kernel", ""))
-        for cls, kernel in GEMM_PRICED_KERNELS.items():
-            if name == kernel(op.dtype) and "eta_max" not in cal.kernel.get(name, {}):
-                share[(cls, op.dtype)] = share.get((cls, op.dtype), 0.0) + float(t) / total
+        return next(((cls, op.dtype) for cls, kernel in GEMM_PRICED_KERNELS.items()
+                     if name == kernel(op.dtype) and "eta_max" not in cal.kernel.get(name, {})), None)
     return [{"class": f"{cls} {dt}", "borrows": f"matmul {dt}" if dt in cal.shape("matmul") else EFFICIENCY,
-             "share_of_time": round(s, 4)} for (cls, dt), s in share.items()]
+             "share_of_time": round(s, 4)} for (cls, dt), s in time_shares(est, lacking).items()]
+
+
+def time_shares(est, key) -> dict:
+    """{key(op): its ops' share of the predicted time} over the ops of ``est`` whose ``key`` is not None."""
+    total = float(est.op_total_s.sum()) or 1.0
+    out: dict = {}
+    for op, t in zip(est.graph.ops, est.op_total_s):
+        k = key(op)
+        if k is not None:
+            out[k] = out.get(k, 0.0) + float(t) / total
+    return out
 
 
 # what prices every op of a device without a [calibration] table: its hardware file's datasheet numbers
@@ -157,14 +165,8 @@ def _kernels_for(est) -> dict[tuple[str, str], float]:
     priced on another format's measured kernels (``attrs["kernel_for"]``: block-scaled FP8 experts on a device
     fitted on per-tensor FP8 alone, ``serving.step.moe_kernels``) or on the dense GEMM (``matmul``) where the
     device's measured MoE layer lacks their dtype or format (``routed.routed_experts``)."""
-    total = float(est.op_total_s.sum()) or 1.0
-    out: dict[tuple[str, str], float] = {}
-    for op, t in zip(est.graph.ops, est.op_total_s):
-        want = op.attrs.get("kernel_for")
-        if want:
-            key = (want, str(op.attrs.get("kernel") or "matmul"))      # a grouped launch on the dense GEMM
-            out[key] = out.get(key, 0.0) + float(t) / total
-    return out
+    return time_shares(est, lambda op: (op.attrs["kernel_for"], str(op.attrs.get("kernel") or "matmul"))
+                       if op.attrs.get("kernel_for") else None)      # "matmul": a grouped launch on the dense GEMM
 
 
 def _deepep_carried(cal, name: str, ranks: int, nodes: int) -> str:
