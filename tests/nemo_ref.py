@@ -268,16 +268,46 @@ def host_parts(st, hw) -> list[tuple[str, bool, float, float]]:
     return out
 
 
+def serial_bound_s(st, hw) -> float:
+    """Seconds per MoE layer and micro-batch if the host never ran ahead of the device at all: the host's issue
+    time of the layer (``host_parts``, at the catalog's ``[host]`` costs) plus ironlaw's layer time, as if every
+    kernel waited for its own launch. A device→host sync can only take away the host's run-ahead, so no sync
+    structure (one sync per MoE layer or one after every kernel, forward and backward) makes a layer longer."""
+    layers = st.per_microbatch.graph.meta["layers"] / st.plan.pp
+    return sum(p[3] for p in host_parts(st, hw)) + st.breakdown.microbatch_s / layers
+
+
+def launch_cost_ratio(runs: list) -> tuple[float, float, float]:
+    """(the smallest per-launch cost at which an x86 alltoall row's host alone takes its published layer, the
+    smallest upper bound a Grace flex row puts on Grace's per-launch cost — its host cannot take longer than its
+    published layer —, their ratio): the Grace ÷ x86 host cost per launch the published rows allow if the host
+    explains the x86 rows, beside the catalog's (``[host] op_s``, NVIDIA/TransformerEngine issue #2053)."""
+    x86, grace = [], []
+    for _, r, st, hw in runs:
+        k = sum(p[2] for p in host_parts(st, hw))
+        per_launch = layer_s(r, st)[0] / k
+        cpu = hw.extra["host"].cpu
+        if "Grace" in cpu and st.plan.moe_dispatcher == "flex":
+            grace.append(per_launch)
+        elif "Grace" not in cpu and st.plan.moe_dispatcher == "alltoall" and r["model"] != "gpt-oss-120b":
+            x86.append(per_launch)
+    if not x86 or not grace:
+        return float("nan"), float("nan"), float("nan")
+    return min(x86), min(grace), min(grace) / min(x86)
+
+
 def print_host_counts(runs: list) -> None:
     """Per MoE row (``runs``: (system name, row, step, hardware)), the host's kernels per MoE layer and micro-batch
-    by part and their priced milliseconds, the layer time the published throughput implies, ironlaw's, and the cost
+    by part and their priced milliseconds, the layer time the published throughput implies, ironlaw's, the
+    serial bound (``serial_bound_s``: host and device one after the other, no overlap at all), and the cost
     per launch at which the host alone would take the published time (published ms ÷ kernels): what a host-bound
-    explanation needs, beside the catalog's ``[host] op_s``."""
+    explanation needs, beside the catalog's ``[host] op_s``. Last, the Grace ÷ x86 cost per launch the rows
+    allow (``launch_cost_ratio``) beside the catalog's."""
     print("host per MoE layer and micro-batch (forward + backward): kernels and ms at the catalog's [host] costs")
     names = [n for n, *_ in host_parts(runs[0][2], runs[0][3])] if runs else []
     print(f"{'system':6s} {'model':16s} {'disp':>8} {'local':>5} "
           + " ".join(f"{n[:10]:>10}" for n in names) + f" {'kernels':>7} {'host ms':>7} {'published':>9} "
-          f"{'ironlaw':>7} {'us/launch needed':>16} {'[host] op_s':>11}")
+          f"{'ironlaw':>7} {'serial':>6} {'us/launch needed':>16} {'[host] op_s':>11}")
     for system, r, st, hw in runs:
         parts = host_parts(st, hw)
         k = sum(p[2] for p in parts)
@@ -286,4 +316,17 @@ def print_host_counts(runs: list) -> None:
         print(f"{system:6s} {r['model']:16s} {st.plan.moe_dispatcher:>8} {meta['experts'] / st.plan.ep:5.0f} "
               + " ".join(f"{p[2]:10.0f}" for p in parts)
               + f" {k:7.0f} {sum(p[3] for p in parts) * 1e3:7.2f} {implied * 1e3:9.1f} {ours * 1e3:7.1f}"
+              + f" {serial_bound_s(st, hw) * 1e3:6.1f}"
               + f" {implied / k * 1e6:16.1f} {hw.extra['host'].op_s * 1e6:11.2f}")
+    need, bound, ratio = launch_cost_ratio(runs)
+    if ratio == ratio:
+        print(f"x86 alltoall rows (not gpt-oss) need at least {need * 1e6:.1f} us per launch for a host-bound layer; "
+              f"the Grace flex rows allow Grace at most {bound * 1e6:.1f} us: Grace / x86 <= {ratio:.2f}, "
+              f"where the catalog's [host] op_s (TransformerEngine issue #2053) makes it "
+              f"{grace_over_x86():.2f}")
+
+
+def grace_over_x86() -> float:
+    """The catalog's Grace ÷ x86 host cost per launch (``gb200`` against ``b200`` ``[host] op_s``)."""
+    from ironlaw.machine import hardware
+    return hardware.get("gb200").extra["host"].op_s / hardware.get("b200").extra["host"].op_s

@@ -110,6 +110,24 @@ def test_exposed_host_time_by_hand():
     assert host.exposed_s(dense, lay, 0.1, 2, 0, 0.0, 5.0, 5.0) == 0.0
 
 
+def test_a_sync_exposes_at_most_the_hosts_own_time():
+    """Whatever the split of host and device time around the MoE layer's sync, the device waits at most the
+    host's whole issue time (and the syncs): a sync takes the host's run-ahead away, never more. This is the
+    serial bound ``tests/nemo_ref.serial_bound_s`` prints."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        b, a, bwd_h, d_b, d_a, d_bwd = rng.uniform(0.0, 3.0, 6)
+        moe = host.LayerHost(before_s=b, after_s=a, bwd_s=bwd_h, kernels=0, syncs=1)
+        dense = host.LayerHost(before_s=b, after_s=0.0, bwd_s=bwd_h, kernels=0, syncs=0)
+        n_dense, n_moe = rng.integers(0, 4), rng.integers(1, 4)
+        layers = n_dense + n_moe
+        got = host.exposed_s(dense, moe, 0.01, n_dense, n_moe, fwd_after=n_moe * d_a, fwd_rest=layers * d_b,
+                             bwd=layers * d_bwd)
+        issue = n_dense * (b + bwd_h) + n_moe * (b + a + bwd_h)
+        assert 0.0 <= got <= issue + n_moe * 0.01 + 1e-12
+
+
 def test_train_step_shows_the_host_term_and_grace_pays_more():
     x86 = _step(on="b200", gpus=8, ep=8, global_batch=64)
     grace = _step(on="gb200", gpus=8, ep=8, global_batch=64)
