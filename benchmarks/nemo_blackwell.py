@@ -21,7 +21,10 @@ the issue's goals (dense ≤ 5% / ≤ 12%, MoE ≤ 12% / ≤ 30%), and each row'
 
 prints instead, per MoE row, the host's kernels per MoE layer and micro-batch by part (``ironlaw.models.host``,
 counted from Megatron-Core's and Transformer Engine's code), their time at the catalog's ``[host]`` costs, and the
-cost per launch at which the host alone would take as long as the published layer.
+serial bound (that host time and ironlaw's layer one after the other: the longest any placement of device→host
+syncs can make the layer, ``nemo_ref.serial_bound_s``), the cost per launch at which the host alone would take as
+long as the published layer, and last the Grace ÷ x86 cost per launch the rows allow beside the catalog's
+(``nemo_ref.launch_cost_ratio``).
 """
 from __future__ import annotations
 

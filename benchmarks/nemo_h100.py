@@ -16,7 +16,9 @@ the median and the largest |error| against the goal (8%, 20%).
     python benchmarks/nemo_h100.py --host-counts
 
 prints instead, per MoE row, the host's kernels per MoE layer and micro-batch by part, their time at the catalog's
-``[host]`` costs, and the cost per launch at which the host alone would take as long as the published layer.
+``[host]`` costs, the serial bound (that host time and ironlaw's layer one after the other: the longest any
+placement of device→host syncs can make the layer, ``nemo_ref.serial_bound_s``), and the cost per launch at which
+the host alone would take as long as the published layer.
 """
 from __future__ import annotations
 
