@@ -62,7 +62,7 @@ def engine_step(hw, batch: int, seq: int, decode: bool) -> float:
     prompt of ``seq`` tokens prefilled alone (bf16, KV in bf16, as measured)."""
     from ironlaw.models.serving.engine import engine_run
     from ironlaw.models.serving.step import step_seconds
-    run = engine_run("llama3-8b", hw, seq, 1, batch, dtype="bf16", kv_dtype="bf16").run     # context seq + 1 // 2
+    run = engine_run("llama3.1-8b", hw, seq, 1, batch, dtype="bf16", kv_dtype="bf16").run   # 8,192 + 1 tokens: past llama3-8b's context
     if decode:
         return step_seconds(run, batch, 0.0, 0.0, pad=True)[0]
     return step_seconds(run, 0, float(seq), 1.0, pad=False)[0]
