@@ -120,8 +120,8 @@ def print_tail(rows: list[dict]) -> None:
                               "-" if f is None else f"{f:.1f}%"), w))
     forced = sum(1 for _, _, _, _, f in floors(rows, TAIL))
     room = len(rows) - math.ceil(0.9 * len(rows))
-    print(f"  {len(tail)} cells past {TAIL:.0f}%; the p90 goal leaves room for {room}; {forced} GB200/B200 pairs have a "
-          f"floor past {TAIL:.0f}% (one cell of each is past it whatever the common scale)")
+    print(f"  {len(tail)} cells past {TAIL:.0f}%; the p90 goal leaves room for {room}; {forced} GB200/B200 pairs have "
+          f"a floor past {TAIL:.0f}% (one cell of each is past it whatever the common scale)")
     print(f"  too slow, the host outlasting the device in at least a fifth of the run: "
           f"{sum(r['error'] < 0 and r['host_share'] >= 0.2 for r in tail)}; too fast, mostly decode-only steps "
           f"(eager under a tenth): {sum(r['error'] > 0 and r['eager_share'] < 0.1 for r in tail)}")
