@@ -63,7 +63,8 @@ MOE = ("qwen3-235b-a22b", "llama4-maverick", "llama4-scout", "qwen3-30b-a3b")
 KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
-         "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share", "expert_layer_scale")
+         "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share", "expert_layer_scale",
+         "host_prompt_s")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
 SCORED = ("reserve_bytes", "moe_tables")
@@ -91,7 +92,11 @@ EXPERTS = ("expert_gemm_eta", "expert_stream_eta")
 # the expert-parallel layers' measured time × this, ``expertcarry.measured_layer``); the cells must be priced with
 # one set (``--constants expert_layer_scale=K``): the fit rescales their measured layers' seconds from K
 LAYER = ("expert_layer_scale",)
-BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
+# --prompt-host adds the executor's host work per prompt a step admits (``host_prompt_s``: a context request's own
+# Python, overlapped with the device's step like the others), on DGX H100's Xeon 8480C; Blackwell cells never fit it
+PROMPT = ("host_prompt_s",)
+PROMPT_STARTS = (0.0, 1e-4, 3e-4, 1e-3)
+BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "host_prompt_s": (1e-8, 1e-2), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0),
           "expert_layer_scale": (0.5, 5.0)}
@@ -366,7 +371,8 @@ class CellTerms:
                 else 1.0                                       # the measured layer's level (LAYER)
             op = np.where(p["frozen"], p["frozen_s"] * layer, op)   # on measured MoE tables: no other constant
             h = p["host"]                                      # the host's work overlaps the device's step
-            host = p["launches"] * c["launch_s"] + h.speed * (c["host_step_s"] + c["host_sequence_s"] * h.sequences)
+            host = p["launches"] * c["launch_s"] + h.speed * (c["host_step_s"] + c["host_sequence_s"] * h.sequences
+                                                               + c.get("host_prompt_s", 0.0) * h.prompts)
             total += p["n"] * (max(float(np.sum(op * p["count"])), host) + c["step_s"])
         return total
 
@@ -422,6 +428,8 @@ def fit(terms: list[CellTerms], start: dict, names=ENGINE) -> dict:
         return loss_of(terms, {**start, **_from_x(x, names)})
     starts = [start] if not set(HOST) <= set(names) else \
         [{**start, "host_step_s": a, "host_sequence_s": b} for a, b in HOST_STARTS]
+    if set(PROMPT) <= set(names):
+        starts = [{**s0, "host_prompt_s": p} for s0 in starts for p in PROMPT_STARTS]
     x0s = [_to_x(s0, names) for s0 in starts] + [np.zeros(len(names))]
     fits = [{**start, **_from_x(minimize(loss, x0, rounds=4, iters=600), names)} for x0 in x0s]
     return min(fits, key=lambda c: loss_of(terms, c))
@@ -547,6 +555,8 @@ def main() -> int:
     ap.add_argument("--layer-scale", action="store_true", help="fit (and leave-one-model-out) the level constant "
                                                                "of the measured MoE layer too (LAYER; needs "
                                                                "--constants expert_layer_scale=K)")
+    ap.add_argument("--prompt-host", action="store_true", help="fit (and leave-one-model-out) the executor's host "
+                                                               "work per admitted prompt too (PROMPT)")
     release_arg(ap)
     gemm_form_arg(ap)
     args = ap.parse_args()
@@ -570,7 +580,7 @@ def main() -> int:
         terms.append(t)
     const = {k: getattr(fitted(), k) for k in NAMES if getattr(fitted(), k) is not None}   # a level left off: none
     names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ()) + \
-        (LAYER if args.layer_scale else ())
+        (LAYER if args.layer_scale else ()) + (PROMPT if args.prompt_host else ())
     if args.layer_scale and fitted().expert_layer_scale is None:
         raise SystemExit("--layer-scale: price the cells on the measured MoE layer first "
                          "(--constants expert_layer_scale=K)")

@@ -35,3 +35,27 @@ def test_floors_lists_only_the_pairs_past_the_bound():
              for g, pub, pred in (("b200", 11147.0, 10776.0), ("gb200", 12189.0, 11753.0))]
     out = trtllm_blackwell.floors(rows)
     assert [(m, c) for m, c, *_ in out] == [("m", "1000/1000")]
+
+
+def _cell(model: str, gpu: str, isl: int, osl: int) -> dict:
+    h100 = trtllm_blackwell.h100
+    c = next(c for c in h100.cells(trtllm_blackwell.CSV)
+             if (c["model"], c["gpu"], c["isl"], c["osl"]) == (model, gpu, isl, osl))
+    return {**c, "spec": h100.spec_for(model)}
+
+
+def test_run_shares_say_where_a_cell_goes():
+    """``--tail``'s columns: B200 Qwen3-30B-A3B 1000/1000 carries prompts in every step (eager share 1) and its
+    host's launches outlast the device in part of it (host share in (0, 1)); B200 Llama 4 Maverick 128/128 runs
+    its 3,750 requests a rank as one wave, whose ramp is every eager step of it (ramp share = eager share) and
+    whose decode-only steps are CUDA graphs (eager share below 1)."""
+    h100 = trtllm_blackwell.h100
+    h100.use_release(h100.CATALOG)
+    c = _cell("qwen3-30b-a3b", "b200", 1000, 1000)
+    s = trtllm_blackwell.run_shares(h100.predict(c, "b200"))
+    assert s["eager_share"] == pytest.approx(1.0)
+    assert 0.0 < s["host_share"] < 1.0 and s["ramp_share"] == 0.0
+    c = _cell("llama4-maverick", "b200", 128, 128)
+    s = trtllm_blackwell.run_shares(h100.predict(c, "b200"))
+    assert 0.0 < s["ramp_share"] < 1.0
+    assert s["ramp_share"] == pytest.approx(s["eager_share"])

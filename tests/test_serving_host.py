@@ -52,7 +52,7 @@ def test_default_constants_leave_the_step_as_it_was():
     """The executor's terms are zero in FITTED: a step is the law's time or the launch floor, plus step_s."""
     est = st.max_throughput("llama3-8b", "h100", 128, 128, dtype="fp8")
     c = est.constants
-    assert c.host_step_s == 0.0 and c.host_sequence_s == 0.0
+    assert c.host_step_s == 0.0 and c.host_sequence_s == 0.0 and c.host_prompt_s == 0.0
     for n, e in est.steps:
         h = e.graph.meta["host"]
         assert h.python_s == 0.0
@@ -91,6 +91,22 @@ def test_grace_pays_its_speed_ratio_the_x86_host_does_not():
     assert g.output_tokens_per_s < 0.5 * b.output_tokens_per_s
 
 
+def test_a_cost_per_prompt_lands_on_the_steps_that_admit_prompts_at_the_hosts_speed():
+    """``host_prompt_s``: each prompt a step admits costs the host that many seconds (on the fit host; Grace pays its
+    linear_s ratio); a decode-only step (a CUDA graph, no prompt) pays none of it."""
+    per = replace(st.FITTED, host_prompt_s=1e-3)
+    for on in ("b200", "gb200"):
+        est = st.max_throughput("qwen3-30b-a3b", on, 128, 2048, dtype="fp4", kv_dtype="fp8", constants=per)
+        kinds = {e.graph.meta["eager"] for _, e in est.steps}
+        assert kinds == {True, False}                      # both step kinds priced
+        for n, e in est.steps:
+            h = e.graph.meta["host"]
+            assert h.prompts == (0.0 if not e.graph.meta["eager"] else pytest.approx(h.sequences - e.graph.meta[
+                "decode_sequences"]))
+            assert h.python_s == pytest.approx(h.speed * 1e-3 * h.prompts)
+            assert (h.prompts > 0) == e.graph.meta["eager"]
+
+
 def test_a_host_without_a_speed_figure_carries_the_fit_hosts_and_says_so():
     e = st.max_throughput("llama3-8b", "b300", 128, 128, dtype="fp8", constants=SLOW).steps[0][1]
     h = e.graph.meta["host"]
@@ -104,8 +120,8 @@ def test_the_benchmark_fast_path_prices_the_host_term_as_the_model_does():
     import trtllm_h100 as h100
     cell = {"model": "llama3.1-8b", "spec": "llama3-8b", "tp": 1, "isl": 128, "osl": 128, "published": 1.0}
     terms = h100.CellTerms(h100.predict(cell), cell)
-    for a, b in ((0.0, 0.0), (5e-3, 0.0), (2e-3, 40e-6)):
-        c = replace(st.FITTED, host_step_s=a, host_sequence_s=b)
+    for a, b, p in ((0.0, 0.0, 0.0), (5e-3, 0.0, 0.0), (2e-3, 40e-6, 0.0), (0.0, 0.0, 3e-3)):
+        c = replace(st.FITTED, host_step_s=a, host_sequence_s=b, host_prompt_s=p)
         assert terms.time(vars(c)) == pytest.approx(h100.predict(cell, constants=c).time_s, rel=1e-9)
 
 

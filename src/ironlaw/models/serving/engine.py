@@ -129,7 +129,8 @@ def requests_for(prompt: int, output: int) -> int:
 # earlier fit of all eight on the same cells; gemm_eta,
 # gemm_m_half and attention_eta price only devices (and dtypes) without kernel tables. The executor's host work
 # per step and per request (host_step_s, host_sequence_s: ``step.HostStep``) is off (0) here; ``python
-# benchmarks/trtllm_h100.py --fit --host`` fits it on the same H100 cells (docs/accuracy.md, "host").
+# benchmarks/trtllm_h100.py --fit --host`` fits it on the same H100 cells (docs/accuracy.md, "host"). So is its
+# work per admitted prompt (host_prompt_s): ``--fit --prompt-host`` puts it at its lower bound (docs/accuracy.md).
 FITTED = ServingConstants(gemm_eta=0.6906, gemm_m_half=GPU_M_HALF, memory_eta=0.9377, attention_eta=0.3264,
                           step_s=1.005e-5, launch_s=1.089e-4, expert_gemm_eta=0.1827, expert_stream_eta=0.3288,
                           kernel_latency_share=0.2775,

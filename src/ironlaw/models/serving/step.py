@@ -100,6 +100,7 @@ class ServingConstants:
     host_step_s: float = 0.0    # the executor's host seconds per step on the fit's host CPU (scheduling, input
                                 # preparation, sampling, response handling: Python), overlapped with the device
     host_sequence_s: float = 0.0  # … and per request the step carries (the loops over scheduled requests)
+    host_prompt_s: float = 0.0  # … and per prompt the step admits (a context request's own setup and first token)
     host_linear_s: float = FIT_HOST_LINEAR_S  # the fit host's per-core speed figure (``hostcpu.HostCPU.linear_s``):
                                               # another host runs the same work in host_* × its linear_s / this
     kernel_latency_share: float = 0.0  # the share of a kernel-table class's fixed seconds per call (its fitted
@@ -352,7 +353,7 @@ class HostStep:
     work: when the host takes longer than the device, the host is the critical path.
 
         host = launches · launch_s (an eager step's kernels; a replayed CUDA graph: none)
-             + speed · (host_step_s + host_sequence_s · sequences)
+             + speed · (host_step_s + host_sequence_s · sequences + host_prompt_s · prompts)
         speed = linear_s of this host / linear_s of the fit's (``ServingConstants.host_linear_s``)
 
     The launch floor keeps the fitted ``launch_s`` on every host, as it did before the executor's work had a
@@ -365,6 +366,7 @@ class HostStep:
     sequences: float          # requests the step carries
     speed: float              # this host's seconds per unit of the fit host's (> 1: slower)
     stated: bool              # False: the hardware file states no ``linear_s``; the fit host's speed is carried
+    prompts: float = 0.0      # prompts the step admits (context requests)
 
     @property
     def time_s(self) -> float:
@@ -380,16 +382,17 @@ class HostStep:
                 f"{speed}) vs {fmt_time(device_s)} on the device: {who} (overlap scheduler)")
 
 
-def host_step(run, g: Graph, eager: bool, sequences: float) -> HostStep:
-    """The host's work for the step ``g`` carrying ``sequences`` requests (``HostStep``)."""
+def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0) -> HostStep:
+    """The host's work for the step ``g`` carrying ``sequences`` requests, ``prompts`` of them admitted in it
+    (``HostStep``)."""
     from ...machine.hostcpu import of
     c = run.constants
     cpu = of(run.hw)
     stated = cpu is not None and cpu.linear_s is not None
     speed = cpu.linear_s / c.host_linear_s if stated else 1.0
     name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
-    python = speed * (c.host_step_s + c.host_sequence_s * sequences)
-    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated)
+    python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
+    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts))
 
 
 def charged_s(est, constants: ServingConstants) -> float:
@@ -514,22 +517,24 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
         g = shard_attention_dp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    requests = decode + (max(contexts, 1.0) if prefill_tokens > 0 else 0.0)
-    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad, sequences=requests)
+    prompts = max(contexts, 1.0) if prefill_tokens > 0 else 0.0
+    t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad, sequences=decode + prompts,
+                    prompts=prompts)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
     return t, est
 
 
-def priced(run: EngineRun, g: Graph, eager: bool, sequences: float):
+def priced(run: EngineRun, g: Graph, eager: bool, sequences: float, prompts: float = 0.0):
     """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16) carrying
-    ``sequences`` requests: the law on the engine's calibration (``run.law_hw``) or the host's work for the step
-    (``host_step``: its launches when ``eager``, the executor's per-step and per-request work), whichever is
-    longer (the overlap scheduler), plus ``step_s``. The step's graph keeps its ``HostStep`` (meta ``host``)."""
+    ``sequences`` requests, ``prompts`` of them admitted in it: the law on the engine's calibration
+    (``run.law_hw``) or the host's work for the step (``host_step``: its launches when ``eager``, the executor's
+    per-step, per-request and per-prompt work), whichever is longer (the overlap scheduler), plus ``step_s``. The
+    step's graph keeps its ``HostStep`` (meta ``host``)."""
     from ...law import law
     g.meta.update(eager=eager, launches=launches(g))
     est = law.predict(g, run.law_hw)
-    g.meta["host"] = host_step(run, g, eager, sequences)
+    g.meta["host"] = host_step(run, g, eager, sequences, prompts)
     return charged_s(est, run.constants), est
 
 
@@ -551,7 +556,8 @@ def graph_seconds(run: EngineRun, g: Graph):
         ops.append(op)
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
-    return priced(run, engine_collectives(run, out), eager=prefill, sequences=float(g.meta.get("batch", 1)))
+    n = float(g.meta.get("batch", 1))
+    return priced(run, engine_collectives(run, out), eager=prefill, sequences=n, prompts=n if prefill else 0.0)
 
 
 def engine_collectives(run: EngineRun, g: Graph) -> Graph:
