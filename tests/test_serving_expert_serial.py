@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ironlaw.core.errors import IronlawError
 from ironlaw.machine import hardware
 from ironlaw.models.serving import engine, step
 from ironlaw.models.serving.engine import FITTED
@@ -24,6 +25,8 @@ def test_fitted_pays_the_two_one_after_the_other():
     assert FITTED.expert_serial == 1.0
     assert FITTED.grouped_gemm()["serial"] == 1.0
     assert replace(FITTED, expert_serial=0.0).grouped_gemm()["serial"] == 0.0
+    with pytest.raises(IronlawError, match=r"expert_serial must be a share in \[0, 1\], got 1.5"):
+        replace(FITTED, expert_serial=1.5).grouped_gemm()
 
 
 def _routed(serial: float):

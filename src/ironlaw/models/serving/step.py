@@ -118,6 +118,8 @@ class ServingConstants:
         shorter of the two paid after the longer."""
         eta_c = self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta
         eta_w = self.memory_eta if self.expert_stream_eta is None else self.expert_stream_eta
+        if not 0.0 <= self.expert_serial <= 1.0:
+            raise IronlawError(f"expert_serial must be a share in [0, 1], got {self.expert_serial:g}")
         return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w,
                 "serial": self.expert_serial}
 
