@@ -64,7 +64,7 @@ KV_DTYPE = {m: "fp8" for m in SPECS}
 KV_FRACTION = 0.95
 NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "launch_s", "expert_gemm_eta",
          "expert_stream_eta", "host_step_s", "host_sequence_s", "kernel_latency_share", "expert_layer_scale",
-         "host_prompt_s")
+         "host_prompt_s", "expert_serial")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
 SCORED = ("reserve_bytes", "moe_tables")
@@ -99,7 +99,7 @@ PROMPT_STARTS = (0.0, 1e-4, 3e-4, 1e-3)
 BOUNDS = {"host_step_s": (1e-6, 0.05), "host_sequence_s": (1e-8, 1e-4), "host_prompt_s": (1e-8, 1e-2), "gemm_eta": (0.2, 1.0), "gemm_m_half": (1.0, 2048.0), "memory_eta": (0.3, 1.0),
           "attention_eta": (0.05, 1.0), "step_s": (1e-5, 0.05), "launch_s": (1e-7, 1e-3),
           "expert_gemm_eta": (0.05, 1.0), "expert_stream_eta": (0.05, 1.0), "kernel_latency_share": (1e-3, 1.0),
-          "expert_layer_scale": (0.5, 5.0)}
+          "expert_layer_scale": (0.5, 5.0), "expert_serial": (1e-3, 1.0)}
 
 
 def spec_for(model: str) -> str | None:
@@ -361,7 +361,7 @@ class CellTerms:
             per_byte = np.where(g, p["act_share"] / c["memory_eta"] + (1.0 - p["act_share"]) / eta_w,
                                 1.0 / c["memory_eta"])
             read, comp = p["read"] * per_byte, p["comp"] / eta + p["vec"]
-            op = np.maximum(read, comp) + np.where(g, np.minimum(read, comp), 0.0) + \
+            op = np.maximum(read, comp) + np.where(g, c.get("expert_serial", 1.0) * np.minimum(read, comp), 0.0) + \
                 p["written"] * per_byte + p["lat"] + p["net"]
             data = np.maximum(p["act_s"] / c["memory_eta"] + p["other_fixed"], p["floor"])   # η ≤ 1 (within_peak)
             kop = composed(data * (1 - p["epi"]), p["comp_fixed"], p["serial_fixed"], 0.0) + data * p["epi"] + \

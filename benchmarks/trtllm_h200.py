@@ -4,6 +4,7 @@
     python benchmarks/trtllm_h200.py --host-costs STEP_S,SEQUENCE_S   # what-if: the executor's host work (H100 fit)
     python benchmarks/trtllm_h200.py --release cell   # each cell on the kernels of the release it ran (1.0)
     python benchmarks/trtllm_h200.py --tail   # … and the cells past the p90 goal, grouped by what sets their batch
+                                              # (and the request-bound MoE cells by KV need)
     python benchmarks/trtllm_h200.py --rows   # … and each MoE cell's routed rows per expert against the H100 cells'
 
 Source: tests/data/trtllm_perf_overview_h200.csv (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
@@ -30,6 +31,8 @@ CSV = h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv"
 GOAL_DENSE = GOAL_MOE = 10.0      # median |error| of the held-out cells, dense and MoE (the H100 goal, 5%, doubled)
 TAIL = 12.0                       # the p90 goal of the H200 cells (issue 35): a cell past it is in the tail
 LONG_PROMPT = 5000                # prompt tokens from which a cell's time is mostly its long prompts' steps
+NEED_SPLIT = 0.85                 # a KV need (``kv_need``) from which the run holds every request only if its KV
+                                  # cache is within 15% of ironlaw's (``print_need``: a reading, not a model term)
 
 
 def scored(constants=None) -> list[dict]:
@@ -44,8 +47,18 @@ def scored(constants=None) -> list[dict]:
         out.append({**c, "predicted": pred, "error": 100.0 * (pred / c["published"] - 1.0), "batch": est.batch,
                     "limit": est.batch_limit, "wall_s": wall,
                     "graph_max": min(est.limits.max_batch, est.limits.max_num_tokens),
-                    "per_rank": est.batch_per_engine, "rows": expert_rows(est)})
+                    "per_rank": est.batch_per_engine, "rows": expert_rows(est), "kv_need": kv_need(est)})
     return out
+
+
+def kv_need(est) -> float:
+    """The share of one attention rank's KV budget that all of the rank's requests take at once: ⌈N / dp⌉ ×
+    the KV one request reserves (``engine.blocks_tokens``) ÷ the budget (``engine.memory``; the scoring scripts
+    run no PP). Above 1 the KV cache sets the batch; below 1 every request is in flight, if the run's KV cache is
+    as large as ironlaw's."""
+    import math
+    per_rank = math.ceil(est.requests / est.layout.dp)
+    return per_rank * est.memory["kv_bytes_per_sequence"] / est.memory["kv_budget_bytes"]
 
 
 def expert_rows(est) -> float | None:
@@ -163,10 +176,31 @@ def print_tail(rows: list[dict], on_h100: dict | None = None) -> None:
         errs = [r["error"] for r in rows if group_of(r) == g]
         print(f"  {g:<30} {len(errs):3d}  {statistics.median(errs):+6.1f}%  {sum(abs(e) > TAIL for e in errs):3d}")
     print("\nsame model, every request in flight at the same batch: published and predicted ratio, and the least max"
-          " |error| any prediction in the predicted ratio reaches")
+          " |error| any prediction in the predicted ratio reaches; each cell's KV need (kv_need)")
     for a, b, floor in same_batch_pairs(rows):
+        need = "" if a.get("kv_need") is None else f"; KV need {a['kv_need']:.2f} / {b['kv_need']:.2f}"
         print(f"  {a['model']:<16} {a['isl']}/{a['osl']} vs {b['isl']}/{b['osl']} (batch {a['batch']}): published "
-              f"{a['published'] / b['published']:.3f}, predicted {a['predicted'] / b['predicted']:.3f}, floor {floor:.1f}%")
+              f"{a['published'] / b['published']:.3f}, predicted {a['predicted'] / b['predicted']:.3f}, floor "
+              f"{floor:.1f}%{need}")
+    print_need(rows)
+
+
+def print_need(rows: list[dict]) -> None:
+    """The MoE cells whose batch is every request (``requests``), by the share of the rank's KV budget those
+    requests take (``kv_need``), with their signed error; and the signed median of those at and above
+    ``NEED_SPLIT`` against those below it."""
+    held = sorted((r for r in rows if r["model"] in h100.MOE and r["limit"] == "requests"
+                   and r.get("kv_need") is not None), key=lambda r: r["kv_need"])
+    if not held:
+        return
+    print("\nMoE, every request in flight: KV need (all of a rank's requests / its KV budget) and signed error")
+    for r in held:
+        print(f"  {r['model']:<16} {r['isl']:>5}/{r['osl']:<5} KV need {r['kv_need']:.2f}  error {r['error']:+6.1f}%")
+    lo = [r["error"] for r in held if r["kv_need"] < NEED_SPLIT]
+    hi = [r["error"] for r in held if r["kv_need"] >= NEED_SPLIT]
+    for name, errs in ((f"below {NEED_SPLIT:.2f}", lo), (f"at or above {NEED_SPLIT:.2f}", hi)):
+        if errs:
+            print(f"  KV need {name:<14} {len(errs):2d} cells, signed median {statistics.median(errs):+6.1f}%")
 
 
 def main() -> int:

@@ -64,3 +64,27 @@ def test_the_tail_lists_only_cells_past_the_goal_largest_first(capsys):
 
 def test_experts_names_are_fittable_constants():
     assert set(h100.EXPERTS) <= set(h100.NAMES) and all(k in h100.BOUNDS for k in h100.EXPERTS)
+
+
+def test_kv_need_is_the_share_of_the_rank_s_budget_all_its_requests_take():
+    """Qwen3-235B-A22B 128/2048 on H200 (EP 8, attention DP): 3,000 requests, 375 a rank, each reserving
+    ⌈2,176 / 32⌉ blocks; the KV cache holds them all (every request in flight) at about three quarters of it."""
+    cell = next(c for c in h100.cells(h200.CSV) if (c["model"], c["isl"], c["osl"]) == ("qwen3-235b-a22b", 128, 2048))
+    est = h100.predict({**cell, "spec": h100.spec_for(cell["model"])}, "h200")
+    need = h200.kv_need(est)
+    assert need == pytest.approx(375 * est.memory["kv_bytes_per_sequence"] / est.memory["kv_budget_bytes"])
+    assert est.batch_limit == "requests" and 0.6 < need < 0.85
+
+
+def test_the_need_table_splits_the_request_bound_cells_at_need_split(capsys):
+    rows = [{**row("qwen3-235b-a22b", 128, 2048, "requests", error=-26.6), "kv_need": 0.76},
+            {**row("qwen3-235b-a22b", 1000, 2000, "requests", error=-18.8), "kv_need": 0.53},
+            {**row("qwen3-235b-a22b", 500, 2000, "requests", error=-3.2), "kv_need": 0.88},
+            {**row("llama4-scout", 1000, 1000, "kv_memory", error=-25.9), "kv_need": 1.41},   # KV-bound: not listed
+            {**row("llama3.1-8b", 128, 2048, "requests", error=2.9), "kv_need": 0.5}]         # dense: not listed
+    h200.print_need(rows)
+    out = capsys.readouterr().out.splitlines()
+    listed = [ln for ln in out if "KV need 0." in ln and "error" in ln]
+    assert [ln.split()[1] for ln in listed] == ["1000/2000", "128/2048", "500/2000"]
+    assert re.search(r"below 0\.85\s+2 cells, signed median\s+-22\.7%", "\n".join(out))
+    assert re.search(r"at or above 0\.85\s+1 cells, signed median\s+-3\.2%", "\n".join(out))

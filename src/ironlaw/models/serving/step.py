@@ -107,15 +107,22 @@ class ServingConstants:
                                        # ``latency_s``) a kernel still pays inside the engine's step (``kernel_terms``)
     reserve_holds_workspace: bool = False  # the runtime reserve (``reserve_bytes``) holds the activation workspace
                                            # too: the KV cache is what weights and the reserve leave (SGLang)
+    expert_serial: float = 1.0  # share of min(weights' streaming, FLOPs) the grouped GEMM pays on top of the larger
+                                # (1: the one after the other, FITTED's form; 0: overlapped, as a pipelined kernel
+                                # streams one tile's weights beside another's MMAs: ``efficiency.composed``)
     chunked_kv_whole: bool = True  # a chunked-attention layer (Llama 4) keeps the KV of every token of the request,
                                    # not of its chunk alone (TensorRT-LLM: ``engine.kv_sequence_bytes``); False:
                                    # of the chunk alone, as the analytic cache counts it (vLLM, SGLang: as before)
 
     def grouped_gemm(self) -> dict:
-        """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, not overlapped."""
+        """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the
+        shorter of the two paid after the longer."""
         eta_c = self.gemm_eta if self.expert_gemm_eta is None else self.expert_gemm_eta
         eta_w = self.memory_eta if self.expert_stream_eta is None else self.expert_stream_eta
-        return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w, "serial": 1.0}
+        if not 0.0 <= self.expert_serial <= 1.0:
+            raise IronlawError(f"expert_serial must be a share in [0, 1], got {self.expert_serial:g}")
+        return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w,
+                "serial": self.expert_serial}
 
     def calibration(self, dtypes) -> dict:
         gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
