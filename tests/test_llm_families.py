@@ -11,6 +11,7 @@ import pytest
 
 from ironlaw.core.errors import IronlawError
 from ironlaw.models.workloads import Request, catalog, resolve
+from ironlaw.models.workloads import families
 from ironlaw.models.workloads import transformer as T
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
@@ -467,3 +468,23 @@ def test_hf_model_type_from_architectures(tmp_path, name):
     del cfg["model_type"]
     g = build(f"hf:{_write(tmp_path, cfg)}", phase="decode", seq=16)
     assert g.meta["params"] == T.builtin_arch(name).params()
+
+
+def test_deepseek_v2_builds_analytically_with_the_published_counts():
+    """DeepSeek-V2-Lite (model_type deepseek_v2) is the DeepSeek-V3 layout: MLA with queries projected straight from
+    the hidden state (q_lora_rank null), 1 dense + 26 MoE layers of 64 routed top-6 + 2 shared experts, a softmax
+    router without score-correction bias. Its README: '16B total params, 2.4B active params'; transformers'
+    DeepseekV2ForCausalLM holds 15,706,484,224 parameters (counted by capturing it). A decode step's matrix work
+    is 2 x the active parameters a token multiplies, plus attention: not HF eager's re-expansion of the whole
+    latent cache through kv_b_proj on every step (~116 GFLOP at 1k context)."""
+    g = build(f"hf:{DATA / 'deepseek-v2-lite.json'}", phase="decode", batch=1, seq=1024)
+    assert g.meta["arch"] == "deepseek_v2" and g.meta["attention"] == "mla"
+    assert g.meta["params"] == 15_706_484_224
+    assert 2.4 * B <= g.meta["active_compute_params"] < 2.5 * B
+    assert g.meta["kv_cache_bytes"] == 27 * (512 + 64) * 2 * 1024        # latent + rotary key, bf16
+    assert 2 * g.meta["active_compute_params"] < g.meta["model_flops"] < 2.6 * g.meta["active_compute_params"]
+    cfg = json.loads((DATA / "deepseek-v2-lite.json").read_text())
+    assert cfg["_license"] and cfg["topk_method"] == "greedy"
+    assert not families.parse(cfg, "deepseek-v2-lite.json").router_bias      # no e_score_correction_bias
+    del cfg["model_type"]                                                      # DeepseekV2ForCausalLM names it
+    assert families.parse(cfg, "deepseek-v2-lite.json").model_type == "deepseek_v2"

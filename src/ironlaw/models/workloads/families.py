@@ -6,6 +6,8 @@
     qwen3_moe               qwen3 with top-k routed experts of ``moe_intermediate_size``, no shared expert
     deepseek_v3             multi-head latent attention, leading dense layers, routed + shared experts,
                             multi-token-prediction modules (``num_nextn_predict_layers``)
+    deepseek_v2             the same layout (DeepSeek-V2, V2-Lite, V2.5): softmax router without the score-correction
+                            bias, queries projected straight from the hidden state where ``q_lora_rank`` is null
     gpt_oss                 alternating sliding-window / global attention, attention sinks, biases everywhere,
                             top-k experts with a clamped SwiGLU
     llama4                  text model: chunked local attention with a NoPE global layer every 4th, routed top-1
@@ -29,6 +31,7 @@ FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu"}
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
+TOPK_METHOD = {"deepseek_v3": "noaux_tc", "deepseek_v2": "greedy"}   # transformers' config defaults
 # fields the published Gemma 3 configs leave at transformers' Gemma3TextConfig defaults
 GEMMA3_DEFAULTS = {"vocab_size": 262_208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
                    "tie_word_embeddings": True, "max_position_embeddings": 131_072, "sliding_window": 4096}
@@ -127,7 +130,7 @@ def _qwen3_moe(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"), moe_mask=mask)
 
 
-@family("deepseek_v3")
+@family("deepseek_v3", "deepseek_v2")
 def _deepseek_v3(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     mla = MLA(f.count("q_lora_rank", 0), f.int("kv_lora_rank"), f.int("qk_nope_head_dim"),
@@ -138,7 +141,7 @@ def _deepseek_v3(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**d, mla=mla, **_routed(f, "n_routed_experts"), moe_inter=moe_inter,
                 shared_inter=f.count("n_shared_experts", 0) * moe_inter,
                 moe_mask=tuple(i >= first and i % freq == 0 for i in range(d["layers"])),
-                router_bias=f.str("topk_method", "noaux_tc") == "noaux_tc",   # e_score_correction_bias
+                router_bias=f.str("topk_method", TOPK_METHOD[mt]) == "noaux_tc",   # e_score_correction_bias
                 mtp_layers=f.count("num_nextn_predict_layers", 0))
 
 
