@@ -205,3 +205,21 @@ def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
     and --engine vllm|sglang refuse the engine there."""
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", hw, "--max-throughput"))
     assert "--max-throughput prices trtllm-bench's offline run" in line and f"{hw} is kind" in line, line
+
+
+# ------------------------------------------------------------------ serving a config only graph capture builds
+PHI3 = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 256, "intermediate_size": 512,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 32064,
+        "max_position_embeddings": 4096, "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["search", "--phase", "serve", "--gpus", "2"]])
+def test_serving_a_captured_config_names_why_it_is_refused(tmp_path, argv):
+    """`serve hf:phi3/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
+    decoder LLM with prefill and decode phases' of a decoder LLM: the refusal is now the real reason, at once."""
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(PHI3))
+    line = one_line_error(run_cli(argv[0], f"hf:{path}", *argv[1:]))
+    assert f"hf:{path} is a 'phi3' config" in line and "captures with torch" in line, line
+    assert f"`ironlaw analyze hf:{path} --phase decode`" in line and "prefill and decode phases" not in line, line
