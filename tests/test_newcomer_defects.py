@@ -223,3 +223,15 @@ def test_serving_a_captured_config_names_why_it_is_refused(tmp_path, argv):
     line = one_line_error(run_cli(argv[0], f"hf:{path}", *argv[1:]))
     assert f"hf:{path} is a 'phi3' config" in line and "captures with torch" in line, line
     assert f"`ironlaw analyze hf:{path} --phase decode`" in line and "prefill and decode phases" not in line, line
+
+
+# ------------------------------------------------------------------ help text that names a value the option refuses
+def test_moe_routing_help_names_no_default_value_it_refuses():
+    """`serve --help` said '--moe-routing … balanced | power_law_<alpha> (…; default uniform)', and
+    `--moe-routing uniform` is refused: the default is no routing given (experts drawn uniformly at random)."""
+    import typer
+    from ironlaw.cli import app
+    (opt,) = [p for p in typer.main.get_command(app).commands["serve"].params if "--moe-routing" in p.opts]
+    line = one_line_error(run_cli("serve", "qwen3-30b-a3b", "--max-throughput", "--moe-routing", "uniform"))
+    assert "unknown MoE routing 'uniform'" in line, line
+    assert "default uniform" not in opt.help and "default: none" in opt.help, opt.help
