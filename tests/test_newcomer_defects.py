@@ -208,20 +208,20 @@ def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
 
 
 # ------------------------------------------------------------------ serving a config only graph capture builds
-PHI3 = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 256, "intermediate_size": 512,
-        "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 32064,
-        "max_position_embeddings": 4096, "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+NEOX = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": 256, "intermediate_size": 1024,
+        "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1024, "max_position_embeddings": 2048,
+        "hidden_act": "gelu", "rotary_pct": 0.25, "use_parallel_residual": True, "bos_token_id": 0, "eos_token_id": 0}
 
 
 @pytest.mark.parametrize("argv", [["serve"], ["search", "--phase", "serve", "--gpus", "2"]])
 def test_serving_a_captured_config_names_why_it_is_refused(tmp_path, argv):
-    """`serve hf:phi3/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
+    """`serve hf:pythia/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
     decoder LLM with prefill and decode phases' of a decoder LLM: the refusal is now the real reason, at once."""
     import json
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(PHI3))
+    path.write_text(json.dumps(NEOX))
     line = one_line_error(run_cli(argv[0], f"hf:{path}", *argv[1:]))
-    assert f"hf:{path} is a 'phi3' config" in line and "captures with torch" in line, line
+    assert f"hf:{path} is a 'gpt_neox' config" in line and "captures with torch" in line, line
     assert f"`ironlaw analyze hf:{path} --phase decode`" in line and "prefill and decode phases" not in line, line
 
 
@@ -235,3 +235,10 @@ def test_moe_routing_help_names_no_default_value_it_refuses():
     line = one_line_error(run_cli("serve", "qwen3-30b-a3b", "--max-throughput", "--moe-routing", "uniform"))
     assert "unknown MoE routing 'uniform'" in line, line
     assert "default uniform" not in opt.help and "default: none" in opt.help, opt.help
+
+
+def test_a_cnn_refusing_seq_names_the_users_image_and_the_flag():
+    """`analyze resnet50 --opt image=288 --seq 100` said 'the input size is the option image=224, e.g.
+    ironlaw.analyze('resnet50', image=288)': the default, not the 288 given, and the library's spelling on the CLI."""
+    line = one_line_error(run_cli("analyze", "resnet50", "--opt", "image=288", "--seq", "100"))
+    assert "image of 288 pixels" in line and "--opt image=N" in line and "image=224" not in line, line

@@ -428,8 +428,9 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
-              "deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch); "
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi3, mixtral, qwen3, "
+              "qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, gpt2, bert analytic; others "
+              "captured with torch); "
               "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
