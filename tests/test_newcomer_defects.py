@@ -242,3 +242,16 @@ def test_a_cnn_refusing_seq_names_the_users_image_and_the_flag():
     ironlaw.analyze('resnet50', image=288)': the default, not the 288 given, and the library's spelling on the CLI."""
     line = one_line_error(run_cli("analyze", "resnet50", "--opt", "image=288", "--seq", "100"))
     assert "image of 288 pixels" in line and "--opt image=N" in line and "image=224" not in line, line
+
+
+def test_a_spill_over_two_tiers_names_each_tiers_share():
+    """Llama-3.1-405B decode on one h100 (756 GiB): the footprint places 256 GiB in host DRAM and 420 GiB on NVMe, and
+    the data term prices each; the explanation said '676 GiB of weights spill to nvme (7 GB/s)'."""
+    import ironlaw
+    est = ironlaw.analyze("llama3.1-405b", on="h100", phase="decode", seq=1024)
+    why = est.bottleneck()["why"]
+    assert "676 GiB of weights spill: 256 GiB to host-dram (64 GB/s), 420 GiB to nvme (7 GB/s)" in why, why
+    hold = {t["name"]: t["holds"].get("weights", 0) for t in est.to_dict()["footprint"]["tiers"]}
+    assert hold["host-dram"] == 256 * 2**30 and round(hold["nvme"] / 2**30) == 420
+    one = ironlaw.analyze("dlrm-dcnv2", on="h100", batch=2048).bottleneck()["why"]
+    assert "17.4 GiB of tables spill to host-dram (64 GB/s), where their traffic takes" in one, one
