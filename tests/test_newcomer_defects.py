@@ -255,3 +255,13 @@ def test_a_spill_over_two_tiers_names_each_tiers_share():
     assert hold["host-dram"] == 256 * 2**30 and round(hold["nvme"] / 2**30) == 420
     one = ironlaw.analyze("dlrm-dcnv2", on="h100", batch=2048).bottleneck()["why"]
     assert "17.4 GiB of tables spill to host-dram (64 GB/s), where their traffic takes" in one, one
+
+
+def test_a_network_what_if_on_a_graph_without_collectives_is_refused():
+    """`compare llama3-8b --phase decode -w network=a100-vidur` answered 'no gain … the terms barely change': an option
+    the run ignores, which `analyze --network` refuses on the same graph."""
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "-w", "network=a100-vidur"))
+    assert "what-if network=a100-vidur calibrates collectives" in line and "runs none" in line, line
+    import ironlaw
+    c = ironlaw.compare("llama3-8b", on="a100", phase="decode", what_if="tp=2;network=a100-vidur")
+    assert c.after.term("network_s") > 0
