@@ -87,3 +87,30 @@ def test_batch_norm_on_running_statistics_is_a_scale_and_a_shift():
     bn.eval()
     (infer,) = norms()
     assert infer.flops == 2 * x.numel() and train.flops == 5 * x.numel()
+
+
+def test_grouped_mm_counts_its_flops_and_reads_the_groups_its_rows_reach():
+    """``torch._grouped_mm`` runs transformers' MoE experts (one matrix per expert, rows split by ``offs``): a
+    matmul of 2·M·K·N FLOPs, never an uncounted op; M rows reach at most M of the G expert matrices, so a
+    3-row step over 8 experts reads 3 of them (a decode token's top-k experts are distinct)."""
+    if not hasattr(torch, "_grouped_mm"):
+        pytest.skip("this torch has no _grouped_mm")
+
+    class Experts(torch.nn.Module):
+        def __init__(self, g=8, k=16, n=32):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(g, k, n, dtype=torch.bfloat16))
+
+        def forward(self, x, offs):
+            return torch._grouped_mm(x, self.w, offs=offs)
+
+    x, offs = torch.randn(3, 16, dtype=torch.bfloat16), torch.tensor([1, 1, 2, 2, 3, 3, 3, 3], dtype=torch.int32)
+    (r,) = by_name(record(Experts(), (x, offs), real=False), "aten::_grouped_mm")
+    assert r.kind == "matmul" and r.flops == 2 * 3 * 16 * 32
+    assert r.bytes_read["weights"] == 3 * 16 * 32 * 2
+    assert r.bytes_written == {"activations": 3 * 32 * 2}
+    g = capture_graph(Experts(), (x, offs))
+    assert not g.uncounted_ops
+    wide = torch.randn(64, 16, dtype=torch.bfloat16)                        # more rows than groups: all 8 read
+    (r,) = by_name(record(Experts(), (wide, offs * 21), real=False), "aten::_grouped_mm")
+    assert r.bytes_read["weights"] == 8 * 16 * 32 * 2 and r.flops == 2 * 64 * 16 * 32

@@ -208,6 +208,20 @@ def test_each_command_option_is_a_keyword_of_the_same_name(cmd):
     assert {RENAMED.get(p, p) for p in params} <= takes
 
 
+@pytest.mark.parametrize("cmd", ["analyze", "compare", "sweep", "serve", "search", "validate", "fit", "probe"])
+def test_each_flag_names_its_keyword(cmd):
+    """The flag a user types, dashes as underscores, is the library's keyword (`search --price` was ``prices=``);
+    ``--opt KEY=VALUE`` is ``options={...}`` (the front door's docstring) and --format/--top stay with the CLI."""
+    import typer
+    from ironlaw.cli import app
+    takes = set(inspect.signature(getattr(api, cmd)).parameters)
+    for p in typer.main.get_command(app).commands[cmd].params:
+        flags = {f[2:].replace("-", "_") for f in p.opts if f.startswith("--")}
+        if flags & ({"format", "opt"} | (set() if cmd == "search" else {"top"})) or not flags:
+            continue
+        assert flags & takes, (cmd, sorted(flags))
+
+
 def test_analyze_and_train_take_one_definition_of_the_step_options():
     """``StepOptions`` is the one list: both functions show it as their keywords, the CLI's analyze declares each
     (the run cost through its option group), and its plan options are the ones the model's plan reads."""

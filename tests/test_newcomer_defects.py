@@ -205,3 +205,63 @@ def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
     and --engine vllm|sglang refuse the engine there."""
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", hw, "--max-throughput"))
     assert "--max-throughput prices trtllm-bench's offline run" in line and f"{hw} is kind" in line, line
+
+
+# ------------------------------------------------------------------ serving a config only graph capture builds
+NEOX = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": 256, "intermediate_size": 1024,
+        "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1024, "max_position_embeddings": 2048,
+        "hidden_act": "gelu", "rotary_pct": 0.25, "use_parallel_residual": True, "bos_token_id": 0, "eos_token_id": 0}
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["search", "--phase", "serve", "--gpus", "2"]])
+def test_serving_a_captured_config_names_why_it_is_refused(tmp_path, argv):
+    """`serve hf:pythia/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
+    decoder LLM with prefill and decode phases' of a decoder LLM: the refusal is now the real reason, at once."""
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(NEOX))
+    line = one_line_error(run_cli(argv[0], f"hf:{path}", *argv[1:]))
+    assert f"hf:{path} is a 'gpt_neox' config" in line and "captures with torch" in line, line
+    assert f"`ironlaw analyze hf:{path} --phase decode`" in line and "prefill and decode phases" not in line, line
+
+
+# ------------------------------------------------------------------ help text that names a value the option refuses
+def test_moe_routing_help_names_no_default_value_it_refuses():
+    """`serve --help` said '--moe-routing … balanced | power_law_<alpha> (…; default uniform)', and
+    `--moe-routing uniform` is refused: the default is no routing given (experts drawn uniformly at random)."""
+    import typer
+    from ironlaw.cli import app
+    (opt,) = [p for p in typer.main.get_command(app).commands["serve"].params if "--moe-routing" in p.opts]
+    line = one_line_error(run_cli("serve", "qwen3-30b-a3b", "--max-throughput", "--moe-routing", "uniform"))
+    assert "unknown MoE routing 'uniform'" in line, line
+    assert "default uniform" not in opt.help and "default: none" in opt.help, opt.help
+
+
+def test_a_cnn_refusing_seq_names_the_users_image_and_the_flag():
+    """`analyze resnet50 --opt image=288 --seq 100` said 'the input size is the option image=224, e.g.
+    ironlaw.analyze('resnet50', image=288)': the default, not the 288 given, and the library's spelling on the CLI."""
+    line = one_line_error(run_cli("analyze", "resnet50", "--opt", "image=288", "--seq", "100"))
+    assert "image of 288 pixels" in line and "--opt image=N" in line and "image=224" not in line, line
+
+
+def test_a_spill_over_two_tiers_names_each_tiers_share():
+    """Llama-3.1-405B decode on one h100 (756 GiB): the footprint places 256 GiB in host DRAM and 420 GiB on NVMe, and
+    the data term prices each; the explanation said '676 GiB of weights spill to nvme (7 GB/s)'."""
+    import ironlaw
+    est = ironlaw.analyze("llama3.1-405b", on="h100", phase="decode", seq=1024)
+    why = est.bottleneck()["why"]
+    assert "676 GiB of weights spill: 256 GiB to host-dram (64 GB/s), 420 GiB to nvme (7 GB/s)" in why, why
+    hold = {t["name"]: t["holds"].get("weights", 0) for t in est.to_dict()["footprint"]["tiers"]}
+    assert hold["host-dram"] == 256 * 2**30 and round(hold["nvme"] / 2**30) == 420
+    one = ironlaw.analyze("dlrm-dcnv2", on="h100", batch=2048).bottleneck()["why"]
+    assert "17.4 GiB of tables spill to host-dram (64 GB/s), where their traffic takes" in one, one
+
+
+def test_a_network_what_if_on_a_graph_without_collectives_is_refused():
+    """`compare llama3-8b --phase decode -w network=a100-vidur` answered 'no gain … the terms barely change': an option
+    the run ignores, which `analyze --network` refuses on the same graph."""
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "-w", "network=a100-vidur"))
+    assert "what-if network=a100-vidur calibrates collectives" in line and "runs none" in line, line
+    import ironlaw
+    c = ironlaw.compare("llama3-8b", on="a100", phase="decode", what_if="tp=2;network=a100-vidur")
+    assert c.after.term("network_s") > 0

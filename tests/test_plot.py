@@ -85,3 +85,12 @@ def test_without_matplotlib_plot_is_one_line_before_any_work(call, tmp_path, mon
     with pytest.raises(IronlawError, match=r"needs matplotlib; install it with pip install 'ironlaw\[plot\]'"):
         call(str(path))
     assert not path.exists()
+
+
+def test_roof_labels_read_in_si_units_not_exponents():
+    """The h100's fp8 and int8 roofs were labelled '1.98e+03 TFLOP/s' (and l2 '5,500 GB/s'): the legend speaks the
+    units the text output does."""
+    labels = [t.get_text() for t in plot.roofline(ironlaw.analyze("gpt2", on="h100", seq=128)).axes[0]
+              .get_legend().get_texts()]
+    assert "fp8 1.98 PFLOP/s" in labels and "bf16 989 TFLOP/s" in labels and "l2 5.5 TB/s" in labels, labels
+    assert not any("e+" in s for s in labels), labels

@@ -461,6 +461,16 @@ def test_a_cache_level_no_faster_than_the_next_is_merged_and_said():
         build.profile(p)
 
 
+def test_a_noisy_probe_names_both_bandwidths_as_measured():
+    """'dram measured faster than l3 (4 vs 0 GB/s)': an l3 copy of a few hundred MB/s printed as 0."""
+    p = fake_probe()
+    for r in p["memory"]:
+        if r["level"] == "l3":
+            r["time_s"] = r["bytes"] / 0.4e9
+    with pytest.raises(IronlawError, match=r"\(\d[\d.]* GB/s vs 400 MB/s\)"):
+        build.profile(p)
+
+
 def test_attention_rows_read_their_inputs_cold_and_are_priced_from_memory():
     """With a pool (as `ironlaw probe` runs it) each call takes the next copy of its inputs from one shared buffer —
     a prefill row Q, K and V, a decode row its K and V — and the row says so ("inputs": "cold"); the fit then

@@ -61,7 +61,7 @@ def search(
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
     rank: str = typer.Option("tokens-per-gpu", "--rank", help="serve: tokens-per-gpu | usd-per-million-tokens"),
-    prices: Optional[str] = typer.Option(None, "--price", help="serve: USD per GPU-hour by device, e.g. "
+    prices: Optional[str] = typer.Option(None, "--price", "--prices", help="serve: USD per GPU-hour by device, e.g. "
                                          "h100=2.5,b200=5 (default: law.power's sourced rates)"),
     cost: RunCost = RunCost(),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),

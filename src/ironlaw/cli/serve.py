@@ -40,7 +40,8 @@ def serve(
                                            "load over the mean (1.0 = balanced)"),
     moe_routing: Optional[str] = typer.Option(None, "--moe-routing", help="max-throughput: the router's load on the "
                                               "busiest expert rank per step: balanced | power_law_<alpha> (the "
-                                              "kernel collector's routings; default uniform)"),
+                                              "kernel collector's routings; default: none, experts drawn "
+                                              "uniformly at random, times --expert-imbalance)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
     prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FLOAT, help="share of prompt tokens served from cache"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),

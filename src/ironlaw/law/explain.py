@@ -34,6 +34,14 @@ def moved_at(est, tier: int, moved: float) -> str:
             f"{fmt(bw, 'B/s')}")
 
 
+def spilled(est) -> list:
+    """(tier, bytes) of each tier beyond the device that holds spilled bytes, fastest first."""
+    hw = est.hw
+    held = [(hw.memory[i], float(sum(np.sum(v[i]) for v in est.placement.bytes.values())))
+            for i in range(hw.device_tier + 1, len(hw.memory))]
+    return [(t, b) for t, b in held if b > 0]
+
+
 def why(est) -> dict:
     hw, total = est.hw, float(est.total_s)
     shares = est.workload_shares_s
@@ -48,6 +56,7 @@ def why(est) -> dict:
             return {"resource": "capacity", "tier": None,
                     "why": f"the footprint ({fmt_size(fp['total_bytes'])}) does not fit in all memory tiers of {hw.name} together"}
         spill_t = hw.memory[int(est.placement.spill_tier)]
+        held = spilled(est)
         moved = {k: float(v[hw.device_tier + 1:].sum()) for k, v in est.placement.bytes.items()
                  if float(v[hw.device_tier + 1:].sum()) > 0}
         what = ", ".join(k.replace("_", " ") for k in moved)
@@ -55,9 +64,12 @@ def why(est) -> dict:
         t_spill = float(sum((est.data_tier_s[i] * est.cols.count).sum() for i in beyond))
         return {"resource": "capacity", "tier": spill_t.name,
                 "why": f"{fmt_size(fp['total_bytes'])} footprint exceeds {dev.name} ({fmt_size(dev.capacity_bytes)}): "
-                       f"{fmt_size(float(est.placement.spilled_bytes))} of {what} spill to {spill_t.name} "
-                       f"({fmt(spill_t.bw_Bps, 'B/s')}), where their traffic takes {fmt_time(t_spill)} "
-                       f"({100 * t_spill / total:.0f}% of the time)"}
+                       f"{fmt_size(float(est.placement.spilled_bytes))} of {what} spill"
+                       + (f" to {spill_t.name} ({fmt(spill_t.bw_Bps, 'B/s')}), where their traffic takes "
+                          if len(held) == 1 else
+                          ": " + ", ".join(f"{fmt_size(b)} to {t.name} ({fmt(t.bw_Bps, 'B/s')})" for t, b in held)
+                          + "; their traffic takes ")
+                       + f"{fmt_time(t_spill)} ({100 * t_spill / total:.0f}% of the time)"}
     if res == "compute":
         flops = float(est.graph.flops)
         dt = est.graph.meta.get("precision", est.graph.dtype)        # FP8 training: the GEMMs' dtype
@@ -111,11 +123,11 @@ def brief(est) -> str:
         fp = est.footprint()
         if not fp["fits"]:
             return f"{fmt_size(fp['total_bytes'])} does not fit in {hw.name}'s memory"
-        spill_t = hw.memory[int(est.placement.spill_tier)]
         beyond = range(hw.device_tier + 1, len(hw.memory))
         t_spill = float(sum((est.data_tier_s[k] * est.cols.count).sum() for k in beyond))
-        return (f"{fmt_size(float(est.placement.spilled_bytes))} spill to {spill_t.name} "
-                f"({fmt(spill_t.bw_Bps, 'B/s')}): {100 * t_spill / total:.0f}% of the time")
+        held = spilled(est)
+        to = " and ".join(t.name for t, _ in held) + (f" ({fmt(held[0][0].bw_Bps, 'B/s')})" if len(held) == 1 else "")
+        return f"{fmt_size(float(est.placement.spilled_bytes))} spill to {to}: {100 * t_spill / total:.0f}% of the time"
     if res == "compute":
         peak = hw.peak_flops.get(est.graph.dtype, hw.vector_flops)
         return f"{fmt(float(est.graph.flops), 'FLOP')} at {fmt(peak, 'FLOP/s')}: {pct:.0f}% of the critical path"

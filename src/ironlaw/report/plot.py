@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from ..core.errors import IronlawError
+from ..core.units import fmt
 from .svg import BOUND_COLOURS, TERM_COLOURS
 from .svg import BW_ROOF_COLOURS as TIER_COLOURS          # a memory tier's colour: its bandwidth roof's (svg.roofline)
 
@@ -79,14 +80,14 @@ def roofline(est, ax=None):
     # roofs: one diagonal per memory tier, one horizontal per compute dtype (+ the vector unit)
     for t in hw.memory:
         style = dict(lw=2.2 if t.role == "device" else 1.0, color=_tier_colour(hw, t.name))
-        ax.plot(x, [min(top, t.bw_Bps * v) for v in x], **style, label=f"{t.name} {t.bw_Bps / 1e9:,.0f} GB/s")
+        ax.plot(x, [min(top, t.bw_Bps * v) for v in x], **style, label=f"{t.name} {fmt(t.bw_Bps, 'B/s')}")
     dtypes = [d for d in peaks if any(op.dtype == d for op in est.graph.ops)] or list(peaks)[:1]
     for k, d in enumerate(sorted(peaks, key=lambda d: -peaks[d])):
         main = d in dtypes
         ax.axhline(peaks[d], color="#212529" if main else "#adb5bd", lw=1.6 if main else 0.8,
-                   ls=DTYPE_STYLES[k % len(DTYPE_STYLES)], label=f"{d} {peaks[d] / 1e12:,.3g} TFLOP/s")
+                   ls=DTYPE_STYLES[k % len(DTYPE_STYLES)], label=f"{d} {fmt(peaks[d], 'FLOP/s')}")
     ax.axhline(hw.vector_flops, color="#868e96", lw=1.0, ls=(0, (1, 2)),
-               label=f"vector {hw.vector_flops / 1e12:,.3g} TFLOP/s")
+               label=f"vector {fmt(hw.vector_flops, 'FLOP/s')}")
 
     # ops: area ∝ share of the time; one scatter per bound (hundreds of ops stay fast)
     if pts:

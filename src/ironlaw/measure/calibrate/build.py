@@ -12,6 +12,7 @@ import statistics
 from . import calibrate
 from ...machine.cache import CACHE_RESIDENT_FRACTION
 from ...core.errors import IronlawError
+from ...core.units import fmt
 from .fitcore import Observation
 from ...core.gemmshape import GEMV_PASS_MAX
 from ...core.graph import Op, dtype_bytes
@@ -146,8 +147,8 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
             i += 1
     for a, b in zip(tiers, tiers[1:]):
         if b["bw_Bps"] > a["bw_Bps"]:
-            raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({b['bw_Bps'] / 1e9:.0f} vs "
-                               f"{a['bw_Bps'] / 1e9:.0f} GB/s) — the machine was too noisy; nothing saved, run again")
+            raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({fmt(b['bw_Bps'], 'B/s')} vs "
+                               f"{fmt(a['bw_Bps'], 'B/s')}) — the machine was too noisy; nothing saved, run again")
     return tiers, fits
 
 

@@ -210,6 +210,32 @@ for _name, _pos in IS_CAUSAL_AT.items():
                                                          1 if _name.endswith("backward") else 0)
 
 
+# Grouped GEMM (``torch._grouped_mm``: transformers' MoE experts, one matrix per expert). ``offs`` splits one
+# operand's rows (or, for 2-D × 2-D, the shared K) into groups; each output element is a K-long dot product:
+#   (M, K) × (G, K, N) -> (M, N)    rows routed to groups          FLOPs 2·M·K·N
+#   (G, M, K) × (G, K, N) -> (G, M, N) / (G, M, K) × (K, N) -> (M, N): likewise 2·out·K
+#   (M, K) × (K, N) -> (G, M, N)    K split over the groups (the weight gradient)   FLOPs 2·M·K·N
+@formula(*_packets("_grouped_mm"), kind="matmul")
+def grouped_mm(args, kwargs, out):
+    a, b = args[0], args[1]
+    if a.dim() == 2 and b.dim() == 2:
+        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+    return 2.0 * out.numel() * a.shape[-1]
+
+
+@bytes_rule(*_packets("_grouped_mm"))
+def grouped_mm_bytes(args, kwargs, out):
+    """Rows routed to G matrices (2-D × 3-D) read only the matrices of the groups holding rows: at most one per
+    row, min(M, G) of G (the offsets' values are unknown on fake tensors; a token's top-k experts are distinct,
+    so for one token this is exact, like ``embedding``'s rows). Every other layout reads its operands whole."""
+    a, b = args[0], args[1]
+    reads = [(t, distinct_elements(t)) for t in tensors(list(args[2:]) + list(kwargs.values()))]
+    if a.dim() == 2 and b.dim() == 3:
+        groups = min(a.shape[0], b.shape[0])
+        return [(a, distinct_elements(a)), (b, groups * b.shape[1] * b.shape[2])] + reads, [(out, out.numel())]
+    return [(a, distinct_elements(a)), (b, distinct_elements(b))] + reads, [(out, out.numel())]
+
+
 # ---------------------------------------------------------------- elementwise
 def per_element(cost: float):
     return lambda args, kwargs, out: cost * out_elems(out)

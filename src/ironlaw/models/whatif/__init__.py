@@ -105,6 +105,10 @@ def apply(graph: Graph, hw, steps: Iterable[str | Step]):
                 graph = _record(graph, s)
             else:
                 graph = _record(s.transform.fn(graph, hw, **s.params), s)
+    for s in parsed:
+        if s.transform.name == "network" and not any(op.kind == "collective" for op in graph.ops):
+            raise IronlawError(f"what-if {s.text} calibrates collectives; {graph.name} {graph.phase} on one device runs "
+                               f"none: add what-if tp=N (or analyze a collective spec) or drop it")
     return graph, hw
 
 

@@ -158,6 +158,10 @@ def check_serves(spec, command: str) -> None:
         what = f"its phases: {', '.join(phases)}"
     elif ":" in key and key.split(":", 1)[0] in (*PREFIXES, *TORCH_PREFIXES) and not key.startswith("hf:"):
         what = f"a {key.split(':', 1)[0]}: spec"
+    elif key.startswith("hf:"):
+        from . import transformer
+        transformer.check_hf_serves(spec.strip()[3:], command)
+        return
     else:
         return
     raise IronlawError(f"{command}: {spec} is no decoder LLM ({what}); serving prices a prompt's prefill and the "

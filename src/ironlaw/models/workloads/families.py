@@ -1,17 +1,23 @@
 """One reader per Hugging Face ``model_type``: config fields -> ``Arch`` (the registry ``FAMILIES``).
 
-    llama, mistral, qwen2   decoder, RMSNorm, RoPE, SwiGLU MLP, grouped-query attention
+    llama, mistral, qwen2,  decoder, RMSNorm, RoPE, SwiGLU MLP, grouped-query attention (Phi-3's fused qkv_proj and
+    phi3                    gate_up_proj hold the same weights)
     mixtral                 the same with a top-k mixture of SwiGLU experts and a router
     qwen3                   Llama-like, RMSNorm on each head's q and k (qk-norm), head_dim apart from hidden/heads
     qwen3_moe               qwen3 with top-k routed experts of ``moe_intermediate_size``, no shared expert
     deepseek_v3             multi-head latent attention, leading dense layers, routed + shared experts,
                             multi-token-prediction modules (``num_nextn_predict_layers``)
+    deepseek_v2             the same layout (DeepSeek-V2, V2-Lite, V2.5): softmax router without the score-correction
+                            bias, queries projected straight from the hidden state where ``q_lora_rank`` is null
     gpt_oss                 alternating sliding-window / global attention, attention sinks, biases everywhere,
                             top-k experts with a clamped SwiGLU
     llama4                  text model: chunked local attention with a NoPE global layer every 4th, routed top-1
                             + shared expert, MoE every ``interleave_moe_layer_step`` layers, dense layers between
     gemma3                  text model: 5 sliding-window layers to 1 global, qk-norm, four norms per layer,
                             GeGLU, tied embeddings
+    gemma2                  sliding-window and global layers alternating (the first slides), four norms per layer,
+                            GeGLU, tied embeddings; its attention and final logit soft-capping (a tanh per
+                            score and per logit) are not counted
     gpt2                    decoder, LayerNorm, learned positions, fused QKV with bias, GELU-tanh MLP
     bert                    encoder (post-norm), learned positions and token types, GELU MLP, pooler
 Multimodal configs (llama4, gemma3) nest the text model under ``text_config``; their vision towers are
@@ -29,6 +35,9 @@ FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu"}
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
+TOPK_METHOD = {"deepseek_v3": "noaux_tc", "deepseek_v2": "greedy"}   # transformers' config defaults
+# fields the published Gemma 2 configs leave at transformers' Gemma2Config defaults
+GEMMA2_DEFAULTS = {"tie_word_embeddings": True, "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096}
 # fields the published Gemma 3 configs leave at transformers' Gemma3TextConfig defaults
 GEMMA3_DEFAULTS = {"vocab_size": 262_208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
                    "tie_word_embeddings": True, "max_position_embeddings": 131_072, "sliding_window": 4096}
@@ -95,7 +104,7 @@ def _spans(f: Fields, layers: int, window: int, default_global) -> tuple:
 
 
 # ---------------------------------------------------------------------- the families
-@family("llama", "mistral", "qwen2", "mixtral")
+@family("llama", "mistral", "qwen2", "mixtral", "phi3")
 def _llama(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     d.update(qkv_bias=d["qkv_bias"] or mt == "qwen2", mlp_bias=f.bool("mlp_bias", False),
@@ -127,7 +136,7 @@ def _qwen3_moe(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"), moe_mask=mask)
 
 
-@family("deepseek_v3")
+@family("deepseek_v3", "deepseek_v2")
 def _deepseek_v3(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
     mla = MLA(f.count("q_lora_rank", 0), f.int("kv_lora_rank"), f.int("qk_nope_head_dim"),
@@ -138,7 +147,7 @@ def _deepseek_v3(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**d, mla=mla, **_routed(f, "n_routed_experts"), moe_inter=moe_inter,
                 shared_inter=f.count("n_shared_experts", 0) * moe_inter,
                 moe_mask=tuple(i >= first and i % freq == 0 for i in range(d["layers"])),
-                router_bias=f.str("topk_method", "noaux_tc") == "noaux_tc",   # e_score_correction_bias
+                router_bias=f.str("topk_method", TOPK_METHOD[mt]) == "noaux_tc",   # e_score_correction_bias
                 mtp_layers=f.count("num_nextn_predict_layers", 0))
 
 
@@ -179,6 +188,14 @@ def _gemma3(f: Fields, mt: str, name: str) -> Arch:
     pattern = f.int("sliding_window_pattern", 6)
     return Arch(**d, qk_norm="rms", sandwich_norm=True,
                 spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: (i + 1) % pattern == 0))
+
+
+@family("gemma2")
+def _gemma2(f: Fields, mt: str, name: str) -> Arch:
+    f = Fields({**GEMMA2_DEFAULTS, **f.cfg}, f.where)
+    act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
+    d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
+    return Arch(**d, sandwich_norm=True, spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
 
 
 @family("gpt2")

@@ -6,9 +6,9 @@ graph capture (torch).
 
 Parameter counts follow the Hugging Face modules exactly (``LlamaForCausalLM``, ``GPT2LMHeadModel``,
 ``MixtralForCausalLM``, ``BertModel`` with its pooler, ``Qwen3MoeForCausalLM``, ``DeepseekV3ForCausalLM``,
-``GptOssForCausalLM``, the text models of Llama 4 and Gemma 3): embeddings, per-layer projections with
-the biases each layout has, norm gains (and biases for LayerNorm), routers, shared experts, the untied
-LM head.
+``DeepseekV2ForCausalLM``, ``GptOssForCausalLM``, ``Gemma2ForCausalLM``, ``Phi3ForCausalLM``, the text models of
+Llama 4 and Gemma 3): embeddings, per-layer projections with the biases each layout has, norm gains (and biases for
+LayerNorm), routers, shared experts, the untied LM head.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from ...core.files import read_text
 
 MAX_DIM = 1 << 24
 # architecture class-name prefixes -> model_type, for configs without one (longer prefixes first)
-ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"), ("gptoss", "gpt_oss"),
-                 ("llama4", "llama4"), ("gemma3", "gemma3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
+ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"),
+                 ("deepseekv2", "deepseek_v2"), ("gptoss", "gpt_oss"), ("llama4", "llama4"), ("gemma3", "gemma3"),
+                 ("gemma2", "gemma2"), ("phi3", "phi3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
                  ("qwen2", "qwen2"), ("llama", "llama"), ("gpt2", "gpt2"), ("bert", "bert"))
 
 

@@ -198,8 +198,9 @@ def _image(req: Request, name: str) -> int:
 def build(arch: str, req: Request) -> Graph:
     phase = check_phase(req, PHASES, "infer", arch)     # first: serve and search ask for decode with a seq
     if req.seq is not None:
-        raise IronlawError(f"{arch}: --seq does not apply to a CNN; drop it (the input size is the option "
-                           f"image={DEFAULT_IMAGE}, e.g. ironlaw.analyze('{arch}', image=288))")
+        raise IronlawError(f"{arch}: --seq does not apply to a CNN; drop it (its input is a square image of "
+                           f"{req.options.get('image', DEFAULT_IMAGE)} pixels a side, the builder option image: "
+                           f"--opt image=N on the command line, image=N in ironlaw.analyze)")
     image = _image(req, arch)
     dtype = req.dtype or "bf16"
     train = phase == "train"

@@ -428,9 +428,10 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, mixtral, qwen3, qwen3_moe, "
-              "deepseek_v3, gpt_oss, llama4, gemma3, gpt2, bert analytic; others captured with torch); an FP8 "
-              "checkpoint's quantization_config sets the default --dtype for inference")
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi3, mixtral, qwen3, "
+              "qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, gpt2, bert analytic; others "
+              "captured with torch); "
+              "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
     path = arg.strip()
     if not path:
@@ -439,6 +440,19 @@ def hf(arg: str, req: Request) -> Graph:
     file = Path(path).expanduser()
     file = file / "config.json" if file.is_dir() else file
     return in_checkpoint_format(req, cfg, str(file), lambda r: _hf_graph(path, cfg, file, r))
+
+
+def check_hf_serves(path: str, command: str) -> None:
+    """Serving prices a KV cache laid out by an analytic family (``families``); a config no family reads is built
+    by graph capture, whose graph states no cache layout: refused here by name, before a capture of seconds."""
+    cfg = hfconfig.load_json(path.strip())
+    mt = hfconfig.model_type(cfg)
+    if not mt or mt in families.FAMILIES:
+        return
+    raise IronlawError(f"{command}: hf:{path.strip()} is a '{mt}' config, which ironlaw captures with torch rather "
+                       f"than building it from its fields (those it builds: {', '.join(families.FAMILIES)}); "
+                       f"serving needs the KV-cache layout a built model states: `ironlaw analyze hf:{path.strip()} "
+                       f"--phase decode` prices one step")
 
 
 def _hf_graph(path: str, cfg: dict, file: Path, req: Request) -> Graph:
