@@ -99,7 +99,9 @@ def test_cli_sweep_csv_json_and_plot(cli, tmp_path):
     (["--on", "h1000"], "did you mean"),
     (["--format", "xml"], "--format must be one of"),
     (["--plot", "out.txt"], ".png, .svg or .pdf"),
-    (["--what-if", "batch=64"], "conflicts with the sweep's own"),
+    (["--what-if", "batch=64"], "conflicts with the sweep's own --batch;"),
+    (["--what-if", "hw=b200"], "conflicts with the sweep's own --on;"),
+    (["--what-if", "network=a100-vidur"], "changes the device (network), and the sweep prices each --on device"),
     (["--what-if", "sparsity=2"], "sparsity must be in [0, 1)"),
 ])
 def test_cli_sweep_bad_input_exit_2(cli, args, needle):

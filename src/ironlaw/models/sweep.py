@@ -192,9 +192,20 @@ def _check_whatif(steps) -> list:
     parsed = [p for s in steps for p in (wi.parse(s) if isinstance(s, str) else [s])]
     for p in parsed:
         if p.transform.stage != "graph":
-            raise IronlawError(f"sweep: what-if '{p.text}' conflicts with the sweep's own --batch/--seq/--on; "
-                               f"put those values in the sweep lists instead")
+            raise IronlawError(f"sweep: what-if '{p.text}' {_owned(p.transform.name)}")
     return parsed
+
+
+# what-ifs that change what the sweep itself varies or holds fixed -> the sweep's flag that owns it
+SWEEP_FLAGS = {"batch": "--batch", "seq": "--seq", "hardware": "--on"}
+
+
+def _owned(name: str) -> str:
+    """Why the what-if ``name`` (a rebuild or device step) cannot run inside a sweep, naming the flag that owns it."""
+    if name in SWEEP_FLAGS:
+        return f"conflicts with the sweep's own {SWEEP_FLAGS[name]}; put those values in the {SWEEP_FLAGS[name]} list"
+    return (f"changes the device ({name}), and the sweep prices each --on device as its catalog entry states it; "
+            f"price it with `ironlaw analyze` (--{name}) or `ironlaw compare` instead")
 
 
 def _vector(x, what: str) -> np.ndarray:
