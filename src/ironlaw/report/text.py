@@ -70,6 +70,17 @@ def coverage_line(est) -> str | None:
     return line(coverage(est))
 
 
+def expert_weights_line(g) -> str | None:
+    """The routed experts' weight dtype and where it came from, for a model whose checkpoint states one
+    (gpt-oss: MXFP4), else None."""
+    dt, src = g.meta.get("expert_weight_dtype"), g.meta.get("expert_weight_source")
+    if not dt or not src:
+        return None
+    math = g.meta.get("expert_math_dtype")
+    how = f", weight-only: math in {math} after dequantizing" if math and math != dt else ""
+    return f"routed experts' weights: {dt}{how} (from {src})"
+
+
 def render(est, top: int = 10, console=None) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -77,7 +88,7 @@ def render(est, top: int = 10, console=None) -> None:
     c = console or _console()
     b = est.bottleneck()
     c.print(f"[bold]{escape(headline(est))}[/bold]")          # a name such as "llama3-8b [tp 2]" is no markup
-    for extra in (time_range_line(est), fresh_memory_line(est), coverage_line(est)):
+    for extra in (expert_weights_line(est.graph), time_range_line(est), fresh_memory_line(est), coverage_line(est)):
         if extra:
             c.print(extra, markup=False)
     c.print(f"why: {b['why']}")

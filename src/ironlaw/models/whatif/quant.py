@@ -5,9 +5,8 @@ The model (every constant is named and stated here):
   +1/64 byte per element; per-channel int8 scales are smaller still). The block-scaled formats (fp4 =
   NVFP4, mxfp4, mxfp8) carry their own scales in their element size (graph.BLOCK_SCALED): no group scale.
 - ``target=weights`` (weight-only, the usual LLM case): the matrix op keeps computing in its
-  activation dtype; the kernel dequantizes every weight element it loads (convert + scale =
-  DEQUANT_FLOPS on the vector unit) once per M-tile of TILE_M rows of the GEMM. For decode
-  (M = batch) that is once per element; for large M it amortizes.
+  activation dtype; the kernel dequantizes every weight element it loads (``core.weightonly``:
+  DEQUANT_FLOPS on the vector unit once per M-tile of TILE_M rows of the GEMM).
 - ``target=weights+activations``: the matrix op runs natively at the new dtype's peak — only
   where the device has it (``hw.peak``), else an IronlawError; no dequantization.
 - ``target=activations`` alone: activation bytes shrink; matrix ops dequantize their inputs.
@@ -21,12 +20,11 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 from ...core.graph import BLOCK_SCALED, DTYPE_BYTES, MATRIX_KINDS, Graph, dtype_bytes
+from ...core.weightonly import DEQUANT_FLOPS, TILE_M, store_weights  # noqa: F401  (TILE_M: public here too)
 from .base import Choice, Number, copy_op, has, is_backward, transform, weight_dtype
 
 QUANT_DTYPES = ("int8", "fp8", "int4", "fp4", "mxfp8", "mxfp4", "fp16", "bf16")
 TARGETS = ("weights", "activations", "kv")
-DEQUANT_FLOPS = 2.0          # convert + multiply by the scale, per element, on the vector unit
-TILE_M = 128                 # rows of the GEMM one thread block holds (weights dequantized once per tile)
 SCALE_BYTES = 2.0            # one fp16 scale per group
 
 
@@ -58,23 +56,10 @@ def quant(g: Graph, hw, dtype: str, target=frozenset({"weights"}), group: int = 
         op = copy_op(op)
         matrix = op.kind in MATRIX_KINDS
         if "weights" in target and matrix and has(op.bytes.get("weights", 0.0)) and weight_dtype(op) != dtype:
-            before = old_w = op.bytes["weights"]
-            wd = weight_dtype(op)
-            _check_narrower(dtype, wd, "weights", op.name)
-            old_w = old_w - op.attrs.get("weight_scale_bytes", 0.0)
-            idx = op.attrs.get("weight_index_bytes", 0.0)
-            nnz = (old_w - idx) / DTYPE_BYTES[wd]                     # stored values (all, unless sparse)
-            elems = nnz / op.attrs.get("density", 1.0)                # elements of the dense matrix
-            op.bytes["weights"] = nnz * (new_b + scale) + idx
-            op.attrs["weight_scale_bytes"] = nnz * scale
-            op.attrs["weight_dtype"] = dtype
+            _check_narrower(dtype, weight_dtype(op), "weights", op.name)
+            saved = store_weights(op, dtype, scale, dequantize=not native)
             if not is_backward(op):
-                w_saving = w_saving + (before - op.bytes["weights"]) * op.count
-            if not native and dtype != op.dtype:
-                m = np.ceil(op.flops / np.maximum(2.0 * elems, 1.0) / TILE_M) if has(op.flops) else 1.0
-                dq = DEQUANT_FLOPS * nnz * m
-                op.vector_flops = op.vector_flops - op.attrs.get("dequant_flops", 0.0) + dq
-                op.attrs["dequant_flops"] = dq
+                w_saving = w_saving + saved * op.count
         if "activations" in target and has(op.bytes.get("activations", 0.0)) and op.dtype not in ("fp32", "fp64", dtype):
             old_b = dtype_bytes(op.dtype)
             _check_narrower(dtype, op.dtype, "activations", op.name)

@@ -261,6 +261,14 @@ def weight_format(cfg: dict) -> str | None:
     return "fp8_block" if q.get("weight_block_size") else None
 
 
+def expert_format(cfg: dict) -> str | None:
+    """The format a checkpoint stores its routed experts alone in (``EXPERTS_ONLY``: gpt-oss's ``quant_method``
+    mxfp4, the rest of the model in bf16), None for any other."""
+    q = cfg.get("quantization_config")
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    return method if method in EXPERTS_ONLY else None
+
+
 def checkpoint_dtype(cfg: dict, where: str) -> str | None:
     """The dtype a quantized checkpoint's config states (``quantization_config``) for inference; None for an
     unquantized one or one whose experts alone are quantized. A format ironlaw does not build is one line."""

@@ -50,6 +50,7 @@ training: what autograd saves for the backward without recomputation) and the tr
 """
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -58,7 +59,8 @@ import numpy as np
 
 from ...core import flopcount
 from ...core.errors import IronlawError
-from ...core.graph import Graph, Num, Op, dtype_bytes
+from ...core.graph import DTYPE_BYTES, MATRIX_KINDS, Graph, Num, Op, dtype_bytes
+from ...core.weightonly import store_weights, weight_dtype
 from .registry import Request, builtin, check_phase, prefix
 from . import families, hfconfig
 from .attention import ROPE_FLOPS, SUBLAYERS, kv_cache_bytes, sublayer, working_elems
@@ -365,6 +367,7 @@ def build(a: Arch, req: Request, name: str) -> Graph:
         meta.update(mtp_layers=a.mtp_layers, mtp_params=a.mtp_params())
     if a.expert_dtype:
         meta["checkpoint_expert_dtype"] = a.expert_dtype
+        meta["routed_expert_weights"] = a.experts * a.moe_layers * (2 + a.glu) * a.hidden * a.expert_inter
     if phase in ("prefill", "decode"):
         meta["kv_cache_bytes"] = kv_cache_bytes(a, b, s, dt)
     if a.max_pos and a.positions == "rope" and np.any(np.asarray(s) > a.max_pos):
@@ -412,7 +415,41 @@ def in_checkpoint_format(req: Request, cfg: dict, where: str, build_graph) -> Gr
     fmt = hfconfig.weight_format(cfg)
     if fmt and g.dtype == "fp8":
         g.meta["weight_format"] = fmt
+    experts = hfconfig.expert_format(cfg)
+    if experts and req.dtype is not None:
+        g.meta.update(expert_weight_dtype=weight_dtype_of_experts(g),
+                      expert_weight_source=f"--dtype {req.dtype}; the checkpoint stores them in {experts}")
+    elif experts and g.phase != "train":
+        g = with_checkpoint_experts(g, experts, f"{g.name}'s checkpoint ({where}: quantization_config "
+                                                f"quant_method {experts})")
     return g
+
+
+def weight_dtype_of_experts(g: Graph) -> str:
+    """The dtype the routed experts' weights are stored in (the graph's unless a format says otherwise)."""
+    return next((weight_dtype(op) for op in g.ops if op.attrs.get("expert") == "routed" and op.kind in MATRIX_KINDS),
+                g.dtype)
+
+
+def with_checkpoint_experts(g: Graph, fmt: str, source: str) -> Graph:
+    """``g`` with its routed experts' weights stored in the checkpoint's ``fmt`` (gpt-oss: MXFP4, 4 bits and one
+    8-bit scale per 32 values, 4.25 bits a weight) and their GEMMs computed in ``g.dtype`` after dequantizing them
+    (weight-only, ``core.weightonly``); a format no wider than ``g.dtype`` is left as it is."""
+    if DTYPE_BYTES[fmt] >= dtype_bytes(g.dtype):
+        return g
+    ops = []
+    for op in g.ops:
+        if op.attrs.get("expert") == "routed" and op.kind in MATRIX_KINDS and "weights" in op.bytes:
+            op = copy.copy(op)
+            op.bytes, op.attrs = dict(op.bytes), dict(op.attrs)
+            store_weights(op, fmt, 0.0, dequantize=True)
+        ops.append(op)
+    saved = g.meta["routed_expert_weights"] * (dtype_bytes(g.dtype) - DTYPE_BYTES[fmt])   # all experts, stored
+    fp = dict(g.footprint)
+    fp["weights"] = fp["weights"] - saved
+    meta = {**g.meta, "weight_bytes": g.meta["weight_bytes"] - saved, "expert_weight_dtype": fmt,
+            "expert_weight_source": source, "expert_math_dtype": g.dtype}
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
 def _register(name: str, description: str) -> None:

@@ -1,0 +1,74 @@
+"""gpt-oss's checkpoint stores its routed experts in MXFP4 (config.json quantization_config quant_method mxfp4, the
+rest in bf16): with no --dtype, inference prices those weights at 4.25 bits, their GEMMs weight-only in bf16."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ironlaw.core.graph import DTYPE_BYTES
+from ironlaw.core.weightonly import DEQUANT_FLOPS
+from ironlaw.models.workloads import Request, resolve
+
+SOURCE = "gpt-oss-120b's checkpoint (built-in config gpt-oss-120b.json: quantization_config quant_method mxfp4)"
+
+
+def build(**kw):
+    return resolve(Request("gpt-oss-120b", **kw))
+
+
+def routed(g):
+    return [o for o in g.ops if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
+
+
+def test_mxfp4_is_4_25_bits():
+    assert DTYPE_BYTES["mxfp4"] == pytest.approx(4.25 / 8)
+
+
+def test_checkpoint_experts_are_stored_in_mxfp4_and_computed_in_bf16():
+    g, wide = build(phase="decode", seq=1024), build(phase="decode", seq=1024, dtype="bf16")
+    experts = g.meta["routed_expert_weights"]
+    assert experts == 128 * 36 * 3 * 2880 * 2880
+    assert g.dtype == "bf16" and g.meta["expert_weight_dtype"] == "mxfp4" and g.meta["expert_math_dtype"] == "bf16"
+    assert g.meta["expert_weight_source"] == SOURCE
+    saved = experts * (2.0 - 4.25 / 8)
+    assert g.footprint["weights"] == pytest.approx(wide.footprint["weights"] - saved)
+    assert g.meta["weight_bytes"] == pytest.approx(g.footprint["weights"])
+    assert g.footprint["weights"] / 2**30 < 64                        # OpenAI: runs on one 80 GB GPU
+    for o, w in zip(routed(g), routed(wide)):
+        assert o.dtype == "bf16" and o.attrs["weight_dtype"] == "mxfp4"
+        assert o.bytes["weights"] == pytest.approx(w.bytes["weights"] * 4.25 / 16)
+        elems = w.bytes["weights"] / 2.0
+        assert o.vector_flops == pytest.approx(w.vector_flops + DEQUANT_FLOPS * elems)   # decode: M < one tile
+        assert o.flops == w.flops
+    others = [(o, w) for o, w in zip(g.ops, wide.ops) if o.attrs.get("expert") != "routed"]
+    assert others and all(o.bytes == w.bytes and o.dtype == w.dtype for o, w in others)
+
+
+def test_an_explicit_dtype_wins_and_is_stated():
+    g = build(phase="decode", seq=16, dtype="bf16")
+    assert g.footprint["weights"] == pytest.approx(g.meta["params"] * 2.0)
+    assert g.meta["expert_weight_dtype"] == "bf16"
+    assert g.meta["expert_weight_source"] == "--dtype bf16; the checkpoint stores them in mxfp4"
+    assert all("weight_dtype" not in o.attrs for o in routed(g))
+
+
+def test_training_keeps_the_dtype_it_trains_in():
+    g = build(phase="train", seq=16)
+    assert "expert_weight_dtype" not in g.meta and all("weight_dtype" not in o.attrs for o in routed(g))
+
+
+def test_a_model_without_an_expert_format_is_unchanged():
+    g = resolve(Request("qwen3-30b-a3b", phase="decode", seq=16))
+    assert "expert_weight_dtype" not in g.meta
+
+
+@pytest.mark.parametrize("hw", ["h100", "b200"])
+def test_cli_analyze_states_the_expert_dtype_and_fits_one_gpu(cli, hw):
+    r = cli("analyze", "gpt-oss-120b", "--phase", "decode", "--on", hw)
+    assert r.rc == 0, r.err
+    assert f"routed experts' weights: mxfp4, weight-only: math in bf16 after dequantizing (from {SOURCE})" in r.out
+    assert "capacity (host-dram)-bound" not in r.out and "spill to" not in r.out
+    d = json.loads(cli("analyze", "gpt-oss-120b", "--phase", "decode", "--on", hw, "--format", "json").out)
+    assert d["workload"]["expert_weight_dtype"] == "mxfp4" and d["workload"]["expert_weight_source"] == SOURCE
+    assert d["footprint"]["fits"] is True
