@@ -72,3 +72,17 @@ def test_cli_analyze_states_the_expert_dtype_and_fits_one_gpu(cli, hw):
     d = json.loads(cli("analyze", "gpt-oss-120b", "--phase", "decode", "--on", hw, "--format", "json").out)
     assert d["workload"]["expert_weight_dtype"] == "mxfp4" and d["workload"]["expert_weight_source"] == SOURCE
     assert d["footprint"]["fits"] is True
+
+
+SERVED = "serving prices every weight in bf16; the checkpoint stores the routed experts in mxfp4, which `ironlaw analyze`"
+
+
+def test_cli_serve_states_that_it_prices_the_experts_in_its_dtype(cli):
+    r = cli("serve", "gpt-oss-120b", "--on", "h100", "--max-throughput")
+    assert r.rc == 2 and "the checkpoint stores its routed experts in mxfp4; serving prices every weight in bf16" in r.err
+    d = json.loads(cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--format", "json").out)
+    assert d["expert_weight_dtype"] == "bf16" and d["expert_weight_source"].startswith(SERVED)
+    r = cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--max-throughput")
+    assert r.rc == 0 and "routed experts' weights: bf16 (serving prices every weight in bf16" in r.out.replace("\n", " ")
+    plain = json.loads(cli("serve", "llama3-8b", "--on", "h100", "--format", "json").out)
+    assert "expert_weight_dtype" not in plain

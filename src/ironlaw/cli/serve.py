@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, emit_json, emit_lines
+from .serve_throughput import expert_lines
 from .options import FLOAT
 
 
@@ -83,7 +84,7 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
              f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
-             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + [
+             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",

@@ -33,7 +33,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
     own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
-    extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]]
+    extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]] + expert_lines(d)
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return
@@ -49,6 +49,12 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     for line in extra:
         c.print(line, markup=False)
     c.print(t)
+
+
+def expert_lines(d: dict) -> list[str]:
+    """The routed experts' weight dtype and its source, for a checkpoint that states one (gpt-oss)."""
+    return [f"routed experts' weights: {d['expert_weight_dtype']} ({d['expert_weight_source']})"] \
+        if "expert_weight_source" in d else []
 
 
 def _host_row(s: dict) -> str:

@@ -233,6 +233,14 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
     return (params * by + extra) / (lay.tp * lay.pp)
 
 
+def _stored_experts(meta: dict, dtype: str) -> str:
+    """For a checkpoint storing its routed experts narrower than ``dtype`` (gpt-oss: MXFP4), that serving does not
+    price that format (``step.expert_weights``)."""
+    fmt = meta.get("checkpoint_expert_dtype")
+    return (f" (the checkpoint stores its routed experts in {fmt}; serving prices every weight in {dtype}: "
+            f"`ironlaw analyze` without --dtype prices the stored format)") if fmt and fmt != dtype else ""
+
+
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
            max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
            reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK, reserve_holds_workspace: bool = False) -> dict:
@@ -251,7 +259,7 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
                            f" in {dtype}: weights {fmt_size(weights)} + workspace {fmt_size(workspace_bytes)} per GPU "
                            f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
-                           f"smaller --dtype")
+                           f"smaller --dtype{_stored_experts(meta, dtype)}")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,

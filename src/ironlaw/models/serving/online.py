@@ -152,7 +152,9 @@ class ServeEstimate:
              "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
              "prefill_s": self.prefill_s, "mixed_step_s": self.mixed_step_s, "decode_bottleneck": b,
              "capacity": self.capacity, "prefill_bottleneck": self.prefill.bottleneck(),
-             "step_model": self.step_model.to_dict()}
+             "step_model": self.step_model.to_dict(),
+             **{k: self.decode.graph.meta[k] for k in ("expert_weight_dtype", "expert_weight_source")
+                if k in self.decode.graph.meta}}
         if self.engine is not None:
             host = self.decode.graph.meta["host"]
             d["decode_host"] = {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(self.decode.time_s),

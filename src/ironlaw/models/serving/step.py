@@ -250,7 +250,21 @@ def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     if g.phase != phase or "kv_cache_bytes" not in g.meta:
         raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
+    if g.meta.get("checkpoint_expert_dtype"):
+        g.meta.update(expert_weights(g.meta, dtype))
     return with_kv_dtype(g, kv_dtype)
+
+
+def expert_weights(meta: dict, dtype: str) -> dict:
+    """What serving states of a checkpoint whose routed experts alone are stored narrower (gpt-oss: MXFP4): the
+    engine prices every weight in its ``dtype``; ``ironlaw analyze`` without --dtype prices the stored format.
+    Empty for any other model."""
+    fmt = meta.get("checkpoint_expert_dtype")
+    if not fmt:
+        return {}
+    return {"expert_weight_dtype": dtype,
+            "expert_weight_source": f"serving prices every weight in {dtype}; the checkpoint stores the routed experts "
+                                    f"in {fmt}, which `ironlaw analyze` without --dtype prices"}
 
 
 def scaled(op, factor: float, name: str | None = None):

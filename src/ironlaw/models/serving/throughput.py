@@ -111,7 +111,13 @@ class ThroughputEstimate:
                 "engine": {"max_batch_size": self.limits.max_batch, "max_num_tokens": self.limits.max_num_tokens,
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
-                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy}
+                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy,
+                **_expert_weights(self.steps[0][1].graph.meta)}
+
+
+def _expert_weights(meta: dict) -> dict:
+    """The routed experts' weight dtype and its source where the checkpoint states one (``step.expert_weights``)."""
+    return {k: meta[k] for k in ("expert_weight_dtype", "expert_weight_source") if k in meta}
 
 
 # ---------------------------------------------------------------------- one step
