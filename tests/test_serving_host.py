@@ -149,3 +149,19 @@ def test_a_host_bound_online_step_names_the_host_and_matches_the_schema():
     assert d["decode_host"]["host_s"] == pytest.approx(256 * 1e-4 * 37.08 / 13.48, rel=1e-3)
     assert d["decode_step_s"] == pytest.approx(d["decode_host"]["host_s"] + SLOW.step_s)
     schemas.validate(d)
+
+
+def test_online_serve_states_the_host_term_of_both_steps():
+    """The online decode step replays one CUDA graph (no launches); the prefill step is eager, its launches the
+    host term that max-throughput's prompt-carrying steps price too: both are stated, and the host binds there."""
+    import json
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--format", "json")
+    d = json.loads(r.out)
+    dec, pre = d["decode_host"], d["prefill_host"]
+    assert not dec["eager"] and dec["launch_s"] == 0.0 and pre["eager"] and pre["launch_s"] > 0.0
+    assert pre["host_s"] == pytest.approx(pre["launch_s"] + pre["executor_s"])
+    assert pre["host_s"] > pre["device_s"] and d["prefill_bottleneck"]["resource"] == "host"
+    assert d["prefill_s"] == pytest.approx(pre["host_s"] + d["step_model"]["engine"]["constants"]["step_s"])
+    out = run_cli("serve", "llama3-8b", "--on", "h100").out.replace("\n", " ")
+    assert "launches 0 s (one replayed CUDA graph)" in out and "prefill step, host:" in out
+    assert "(eager: its kernels one by one)" in out and "prefill" in out and ": host-bound" in out

@@ -92,6 +92,7 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
              f"{d['decode_bottleneck']['why']}",
              *([f"decode step, host: {d['decode_host']['why']}"] if "decode_host" in d else []),
              f"prefill {fmt_time(d['prefill_s'])}: {d['prefill_bottleneck']['resource']}-bound",
+             *([f"prefill step, host: {d['prefill_host']['why']}"] if "prefill_host" in d else []),
              f"capacity: {fmt_size(cap['device_memory_bytes'])} − weights {fmt_size(cap['weights_bytes'])} − reserve "
              f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
              f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "

@@ -151,19 +151,27 @@ class ServeEstimate:
              "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
              "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
              "prefill_s": self.prefill_s, "mixed_step_s": self.mixed_step_s, "decode_bottleneck": b,
-             "capacity": self.capacity, "prefill_bottleneck": self.prefill.bottleneck(),
+             "capacity": self.capacity,
+             "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
              **{k: self.decode.graph.meta[k] for k in ("expert_weight_dtype", "expert_weight_source")
                 if k in self.decode.graph.meta}}
         if self.engine is not None:
-            host = self.decode.graph.meta["host"]
-            d["decode_host"] = {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(self.decode.time_s),
-                                "sequences": host.sequences, "speed": host.speed, "speed_stated": host.stated,
-                                "why": host.why(float(self.decode.time_s))}
+            d["decode_host"] = _host(self.decode)
+            if "host" in self.prefill.graph.meta:
+                d["prefill_host"] = _host(self.prefill)
             lim = self.engine.limits
             d["step_model"]["engine"] = {"max_batch_size": lim.max_batch, "max_num_tokens": lim.max_num_tokens,
                                          "source": lim.source, "constants": dict(vars(self.engine.run.constants))}
         return d
+
+
+def _host(est) -> dict:
+    """The host's work for the engine step ``est`` (``step.HostStep``) against the device's time for it."""
+    host = est.graph.meta["host"]
+    return {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(est.time_s), "sequences": host.sequences,
+            "speed": host.speed, "speed_stated": host.stated, "eager": host.eager, "launch_s": host.launch_s,
+            "executor_s": host.python_s, "why": host.why(float(est.time_s))}
 
 
 # ---------------------------------------------------------------------- graph transforms

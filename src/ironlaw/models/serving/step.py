@@ -388,6 +388,7 @@ class HostStep:
     speed: float              # this host's seconds per unit of the fit host's (> 1: slower)
     stated: bool              # False: the hardware file states no ``linear_s``; the fit host's speed is carried
     prompts: float = 0.0      # prompts the step admits (context requests)
+    eager: bool = True        # False: the step replays one captured CUDA graph (no launches)
 
     @property
     def time_s(self) -> float:
@@ -399,8 +400,11 @@ class HostStep:
         speed = (f"{self.speed:.2f}× the fit host's time (linear_s)" if self.stated else
                  "no linear_s stated: the fit host's speed carried")
         who = "the host binds" if self.time_s > device_s else "hidden under the device's"
-        return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu} ({self.sequences:,.0f} requests, "
-                f"{speed}) vs {fmt_time(device_s)} on the device: {who} (overlap scheduler)")
+        launches = (f"launches {fmt_time(self.launch_s)} (eager: its kernels one by one)" if self.eager else
+                    "launches 0 s (one replayed CUDA graph)")
+        return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
+                f"{fmt_time(self.python_s)} ({self.sequences:,.0f} requests, {speed}) vs {fmt_time(device_s)} on "
+                f"the device: {who} (overlap scheduler)")
 
 
 def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0) -> HostStep:
@@ -413,7 +417,7 @@ def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0
     speed = cpu.linear_s / c.host_linear_s if stated else 1.0
     name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
     python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
-    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts))
+    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts), eager)
 
 
 def charged_s(est, constants: ServingConstants) -> float:
