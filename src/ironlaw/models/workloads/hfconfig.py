@@ -248,7 +248,8 @@ def load_json(path: str | Path) -> dict:
 # llm-compressor's ``compressed-tensors`` with 8-bit float weights and activations in every group (W8A8 FP8)
 QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8"}
 MODELOPT_ALGOS = {"FP8": "fp8", "NVFP4": "fp4", "MXFP8": "mxfp8"}
-EXPERTS_ONLY = ("mxfp4",)            # gpt-oss: the experts' weight format alone (Arch.expert_dtype)
+EXPERTS_ONLY = ("mxfp4",)   # gpt-oss: the experts' weight format alone (Arch.expert_dtype); openai/gpt-oss-120b README
+# on Hugging Face: "MXFP4 quantization" of the MoE weights lets gpt-oss-120b run on a single 80GB GPU (H100, MI300X)
 
 
 def weight_format(cfg: dict) -> str | None:
