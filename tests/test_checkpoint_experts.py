@@ -86,3 +86,11 @@ def test_cli_serve_states_that_it_prices_the_experts_in_its_dtype(cli):
     assert r.rc == 0 and "routed experts' weights: bf16 (serving prices every weight in bf16" in r.out.replace("\n", " ")
     plain = json.loads(cli("serve", "llama3-8b", "--on", "h100", "--format", "json").out)
     assert "expert_weight_dtype" not in plain
+
+
+def test_a_wider_quant_what_if_names_the_checkpoint_and_the_way_out(cli):
+    r = cli("compare", "gpt-oss-120b", "--phase", "decode", "--on", "h100", "-w", "quant=fp8")
+    assert r.rc == 2 and f"already mxfp4 (narrower), as {SOURCE} stores them" in r.err
+    assert "or start from the unquantized model with --dtype bf16" in r.err
+    r = cli("compare", "gpt-oss-120b", "--phase", "decode", "--on", "h100", "--dtype", "bf16", "-w", "quant=fp8")
+    assert r.rc == 0, r.err

@@ -56,7 +56,7 @@ def quant(g: Graph, hw, dtype: str, target=frozenset({"weights"}), group: int = 
         op = copy_op(op)
         matrix = op.kind in MATRIX_KINDS
         if "weights" in target and matrix and has(op.bytes.get("weights", 0.0)) and weight_dtype(op) != dtype:
-            _check_narrower(dtype, weight_dtype(op), "weights", op.name)
+            _check_narrower(dtype, weight_dtype(op), "weights", op.name, g.meta.get("expert_weight_source"))
             saved = store_weights(op, dtype, scale, dequantize=not native)
             if not is_backward(op):
                 w_saving = w_saving + saved * op.count
@@ -99,10 +99,12 @@ def quant(g: Graph, hw, dtype: str, target=frozenset({"weights"}), group: int = 
     return Graph(g.name, g.phase, g.dtype, ops, footprint=fp, meta=meta, uncounted_ops=dict(g.uncounted_ops))
 
 
-def _check_narrower(new: str, old: str, what: str, op: str) -> None:
+def _check_narrower(new: str, old: str, what: str, op: str, source: str | None = None) -> None:
     if DTYPE_BYTES[new] > DTYPE_BYTES[old]:
-        raise IronlawError(f"quant={new}: the {what} of '{op}' are already {old} (narrower); "
-                           f"choose a dtype narrower than {old}")
+        where, start = (f", as {source} stores them", ", or start from the unquantized model with --dtype bf16") \
+            if source else ("", "")
+        raise IronlawError(f"quant={new}: the {what} of '{op}' are already {old} (narrower){where}; "
+                           f"choose a dtype narrower than {old}{start}")
 
 
 def _check_native(hw, dtype: str, g: Graph) -> None:
