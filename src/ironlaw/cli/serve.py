@@ -41,6 +41,14 @@ def serve(
     moe_routing: Optional[str] = typer.Option(None, "--moe-routing", help="max-throughput: the router's load on the "
                                               "busiest expert rank per step: balanced | power_law_<alpha> (the "
                                               "kernel collector's routings; default uniform)"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="max-throughput: TensorRT-LLM's "
+                                                 "DeepEP strategy for the expert exchange: deepep (high-throughput "
+                                                 "kernels) | deepep-ll (low-latency kernels, ≤ 256 tokens per rank); "
+                                                 "timed by the GPU's measured DeepEP curves (default: the engine's "
+                                                 "all-gather/reduce-scatter, MNNVL all-to-all on NVL72)"),
+    redundant_experts: int = typer.Option(0, "--redundant-experts", help="max-throughput: extra expert slots for "
+                                          "replicas of hot experts (EPLB), so that --ep divides experts + N "
+                                          "(DeepSeek's 256 + 32 over 72)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
     prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FLOAT, help="share of prompt tokens served from cache"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),

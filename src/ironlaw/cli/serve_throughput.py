@@ -29,6 +29,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
             ("steps carrying a prompt", f"{100 * s['mixed_step_share']:.0f}%"),
             ("steps bound by", f"{d['step_bottleneck']['resource']}"
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
+    rows += _moe_rows(d.get("moe"))
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
@@ -49,6 +50,28 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     for line in extra:
         c.print(line, markup=False)
     c.print(t)
+
+
+def _moe_rows(moe: dict | None) -> list[tuple[str, str]]:
+    """An MoE model's expert slots per GPU and, under attention DP with EP, its expert exchange and what times it
+    (``serving.throughput.moe_plan``)."""
+    if moe is None:
+        return []
+    p, x = moe["placement"], moe["exchange"]
+    extra = f" + {p['redundant_slots']} redundant" if p["redundant_slots"] else ""
+    split = (f" ({p['experts_per_rank']:.3g} routed + {p['redundant_per_rank']:.3g} redundant on average)"
+             if p["redundant_slots"] else "")
+    rows = [("experts per GPU", f"{p['slots_per_rank']} slots: {p['experts']}{extra} over EP {p['ranks']}{split}")]
+    if x is None:
+        return rows
+    rows.append(("expert exchange", f"{x['strategy']} ({x['chosen']}): dispatch {x['dispatch']['collective']} "
+                                    f"{x['dispatch']['wire_dtype']}, combine {x['combine']['collective']} "
+                                    f"{x['combine']['wire_dtype']}"))
+    same = x["dispatch"]["source"].split(" curve ")[-1] == x["combine"]["source"].split(" curve ")[-1]
+    rows += ([("exchange timed by", x["dispatch"]["source"].replace(f" {x['dispatch']['collective']} curve",
+                                                                    " curves"))] if same else
+             [("dispatch timed by", x["dispatch"]["source"]), ("combine timed by", x["combine"]["source"])])
+    return rows
 
 
 def _host_row(s: dict) -> str:

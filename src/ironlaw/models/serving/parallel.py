@@ -10,6 +10,22 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
     On a multi-node NVLink fabric (an NVLink domain of more than one 8-GPU board: GB200/GB300 NVL72) the
     tokens go all-to-all instead (MnnvlMoe): each rank sends its tokens' k expert copies, bf16.
     (``network.collectives``: α + β over the NVLink domain, or across nodes when ep exceeds it)
+    ``dispatcher`` names one of TensorRT-LLM's DeepEP strategies instead (``TRTLLM_FORCE_COMM_METHOD``;
+    tensorrt_llm/_torch/modules/fused_moe/communication/, Apache-2.0), each token's k expert copies sent to the
+    ranks that hold them and the weighted rows summed back, timed by the device's measured DeepEP curves
+    (machine/network/curves.py, fitted by benchmarks/kernel_deepep.py), never by another collective:
+    deepep     ``DeepEP``, the high-throughput kernels: dispatch of bf16 rows (``alltoall-deepep-dispatch``), or
+               of NVFP4 rows and their scales where the experts run NVFP4 (its only post-quant dispatch:
+               ``alltoall-deepep-dispatch-fp4``); combine of bf16 rows (``alltoall-deepep-combine``)
+    deepep-ll  ``DeepEPLowLatency``, the low-latency kernels of decode (CUDA-graph safe): dispatch of the
+               experts' dtype where it is FP8 or NVFP4 (post-quant), else bf16 (``alltoall-deepep-ll-dispatch``),
+               combine of bf16 rows (``alltoall-deepep-ll-combine``). Its buffers hold a set number of tokens per
+               rank; past it TensorRT-LLM switches the layer to all-gather/reduce-scatter for the rest of the run
+               (``ConfigurableMoE`` on ``is_workload_feasible``), so an engine whose step may carry more than the
+               measured rows reach (``DEEPEP_LL_MAX_TOKENS`` per rank) is refused (``check_dispatcher``).
+    A device without the curves, or an EP group across nodes (the curves are one node's), is refused.
+Redundant expert slots (``redundant_experts``, EPLB's replicas of hot experts) add (E + R)/ep slots per rank in all:
+their weights are held, and the pooled rows spread over E + R slots (the replicas share their expert's load).
 The ranks step together with equal shares of the tokens (serving_throughput: they admit prompts in the same
 steps). Attention, norms, router and shared experts run a rank's own tokens; the routed experts run on the
 pooled tokens, E/ep experts per rank, so a rank does its share of the experts' work, times ``imbalance``
@@ -22,11 +38,15 @@ from __future__ import annotations
 
 import copy
 
+from ...core.errors import IronlawError
 from ...core.graph import Graph, Op, dtype_bytes
 from ...machine.network.topology import node_size, nodes_for
 
 COMBINE_DTYPE = "bf16"
 BOARD_GPUS = 8            # GPUs on one NVLink board (DGX/HGX H100, H200, B200); a larger NVLink domain is multi-node
+DISPATCHERS = ("deepep", "deepep-ll")
+STRATEGY = {"allgather": "AllGatherReduceScatter", "alltoall": "MNNVL all-to-all", "deepep": "DeepEP",
+            "deepep-ll": "DeepEPLowLatency"}     # TensorRT-LLM's name for each exchange
 
 
 def _touched(experts: int, k: int, tokens: float) -> float:
@@ -44,11 +64,28 @@ def _collective(name: str, kind: str, nbytes: float, ranks: int, nodes: int, cou
               collective=kind, group=(ranks, nodes), shapes=f"{ranks} ranks on {nodes} node(s)")
 
 
+def _deepep_names(dispatcher: str, dtype: str) -> tuple[str, str, str]:
+    """(dispatch collective, combine collective, dispatch wire dtype) of a DeepEP strategy (module docstring)."""
+    from ...machine.network import curves as c
+    if dispatcher == "deepep":
+        return (c.DEEPEP_DISPATCH_FP4, c.DEEPEP_COMBINE, "fp4") if dtype == "fp4" else \
+            (c.DEEPEP_DISPATCH, c.DEEPEP_COMBINE, COMBINE_DTYPE)
+    return c.DEEPEP_LL_DISPATCH, c.DEEPEP_LL_COMBINE, dtype if dtype in ("fp8", "fp4") else COMBINE_DTYPE
+
+
 def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> tuple[Op, Op]:
     """(dispatch, combine) collectives of one MoE layer (module docstring)."""
     ep, hidden = lay.ep, meta["hidden"]
     k = int(meta.get("experts_per_token", 1))
     nodes = nodes_for(hw, ep)
+    if lay.dispatcher in DISPATCHERS:
+        from ...machine.network.curves import DEEPEP_WIRE_BYTES
+        out, back, wire = _deepep_names(lay.dispatcher, dtype)
+        rows = tokens * k * hidden
+        return (_collective(f"ep.{lay.dispatcher}.dispatch", out, rows * DEEPEP_WIRE_BYTES[wire], ep, nodes, count,
+                            dtype),
+                _collective(f"ep.{lay.dispatcher}.combine", back, rows * DEEPEP_WIRE_BYTES[COMBINE_DTYPE], ep, nodes,
+                            count, dtype))
     if exchange(hw) == "alltoall":
         a2a = tokens * k * hidden * dtype_bytes(COMBINE_DTYPE)
         return (_collective("ep.alltoall.dispatch", "alltoall", a2a, ep, nodes, count, dtype),
@@ -58,6 +95,78 @@ def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> tu
     return (_collective("ep.allgather.dispatch", "allgather", pooled * dtype_bytes(wire), ep, nodes, count, dtype),
             _collective("ep.reducescatter.combine", "reducescatter", pooled * dtype_bytes(COMBINE_DTYPE), ep, nodes,
                         count, dtype))
+
+
+def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) -> None:
+    """One line where ``lay.dispatcher`` cannot be priced from measurements: an unknown name, no expert exchange to
+    run it (attention DP with EP > 1), a device without its curves, an EP group across nodes, or (deepep-ll) steps
+    of more tokens per rank than the measured low-latency rows reach."""
+    from ...machine.network.collectives import measured_curve
+    from ...machine.network.curves import DEEPEP_LABELS, DEEPEP_LL_MAX_TOKENS
+    d = lay.dispatcher
+    if d is None:
+        return
+    check_dispatcher_name(lay)
+    nodes = nodes_for(hw, lay.ep)
+    for name in _deepep_names(d, dtype)[:2]:
+        if measured_curve(hw, name, lay.ep, nodes) is None:
+            why = (f"EP {lay.ep} spans {nodes} nodes of {hw.name} and DeepEP's curves are one node's"
+                   if nodes > 1 else f"{hw.name} has no measured DeepEP {DEEPEP_LABELS[name]} curve")
+            raise IronlawError(f"--moe-dispatcher {d}: {why} (measured: {_measured_on(name)})")
+    if d == "deepep-ll" and max_tokens_per_rank > DEEPEP_LL_MAX_TOKENS:
+        raise IronlawError(f"--moe-dispatcher deepep-ll: a step carries up to {max_tokens_per_rank:,} tokens per rank "
+                           f"and DeepEP's low-latency kernels are measured up to {DEEPEP_LL_MAX_TOKENS} (past its "
+                           f"token limit TensorRT-LLM switches to all-gather/reduce-scatter): use --max-num-tokens "
+                           f"{DEEPEP_LL_MAX_TOKENS} or less, or --moe-dispatcher deepep")
+
+
+def check_dispatcher_name(lay) -> None:
+    """One line for a dispatcher name serving does not model, or one given without an expert exchange to run."""
+    from ...core.errors import unknown
+    if lay.dispatcher not in DISPATCHERS:
+        raise unknown("--moe-dispatcher (serving)", str(lay.dispatcher), DISPATCHERS)
+    if not (lay.attention_dp and lay.ep > 1):
+        raise IronlawError(f"--moe-dispatcher {lay.dispatcher} prices the expert exchange of attention DP with "
+                           f"expert parallelism: add --attention-dp and --ep > 1")
+
+
+def _measured_on(name: str) -> str:
+    """The catalog devices with a measured curve for ``name``, each with its group sizes."""
+    from ...machine import hardware
+    from ...machine.network.calibration import for_hardware
+    where = [f"{h.name} (EP {'/'.join(str(g) for c, g in sorted(for_hardware(h).curves) if c == name)})"
+             for h in hardware.catalog() if any(c == name for c, _ in for_hardware(h).curves)]
+    return ", ".join(where) or "none"
+
+
+def experts_per_rank(meta: dict, lay) -> dict:
+    """The routed experts' placement: the model's experts, the redundant slots, the slots each rank holds."""
+    e, r = int(meta["experts"]), int(lay.redundant_experts)
+    return {"experts": e, "redundant_slots": r, "ranks": lay.ep, "slots_per_rank": (e + r) // lay.ep,
+            "experts_per_rank": e / lay.ep, "redundant_per_rank": r / lay.ep}
+
+
+def _wires(d: str, dtype: str) -> tuple[str, str]:
+    """(dispatch, combine) wire dtypes of exchange ``d`` (module docstring)."""
+    if d in DISPATCHERS:
+        return _deepep_names(d, dtype)[2], COMBINE_DTYPE
+    if d == "alltoall":
+        return COMBINE_DTYPE, COMBINE_DTYPE
+    return (dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE), COMBINE_DTYPE
+
+
+def exchange_plan(hw, meta: dict, lay, dtype: str) -> dict:
+    """What prices the expert exchange: TensorRT-LLM's strategy, and per phase the collective, its wire dtype and
+    the source of its time (``network.collectives.time_source``)."""
+    from ...machine.network.collectives import time_source
+    d = lay.dispatcher or exchange(hw)
+    out = {"dispatcher": d, "strategy": STRATEGY[d], "chosen": "given" if lay.dispatcher else "engine default"}
+    ops = _exchanges(hw, meta, lay, 1.0, dtype, 1)
+    for phase, op, wire in zip(("dispatch", "combine"), ops, _wires(d, dtype)):
+        ranks, nodes = op.group
+        out[phase] = {"collective": op.collective, "wire_dtype": wire, "ranks": ranks, "nodes": nodes,
+                      "source": time_source(hw, op.collective, ranks, nodes)}
+    return out
 
 
 def _expert_op(op, share: float, weight_scale: float):
@@ -74,9 +183,10 @@ def _expert_op(op, share: float, weight_scale: float):
 def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
     """(the busiest rank's routed rows, its experts' weights) over those of ``tokens`` tokens routed over all
     ``e`` experts (how the unsharded step's expert ops are built): ``Layout.routing``'s at the pooled tokens, or
-    uniform routing times ``expert_imbalance``."""
+    uniform routing times ``expert_imbalance`` over the e + redundant slots."""
     if lay.routing is None:
-        return lay.expert_imbalance, _touched(e, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
+        slots = e + lay.redundant_experts
+        return lay.expert_imbalance, _touched(slots, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
     from ...core.routing import slowest_rank
     rows, used = slowest_rank(lay.routing, tokens * lay.dp, e, k, lay.ep)
     return rows / (tokens * k), used / _touched(e, k, tokens)
