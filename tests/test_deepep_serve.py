@@ -158,3 +158,16 @@ def test_the_cli_states_the_exchange_and_refuses_in_one_line():
     assert "DeepEP (given)" in r.out and "alltoall-deepep-dispatch" in r.out
     r = run_cli(*args, "deepep-ll")
     assert "--moe-dispatcher deepep-ll: a step carries up to" in one_line_error(r)
+
+
+def test_analyze_states_the_experts_per_rank_and_what_times_the_exchange():
+    train = dict(phase="train", dtype="bf16", seq=4096, global_batch=64, micro_batch=1, gpus=8, tp=1, pp=1, ep=8)
+    deep = api.analyze("qwen3-30b-a3b", on="b200", moe_dispatcher="deepep", redundant_experts=8, **train)
+    note = next(n for n in deep.to_dict()["notes"] if n.startswith("expert exchange"))
+    assert note.startswith("expert exchange (deepep dispatcher): 17 expert slots per rank (128 + 8 redundant over EP 8)")
+    assert "dispatch as alltoall-deepep-dispatch: b200's measured alltoall-deepep-dispatch curve" in note
+    assert "b200_sxm/comm/trtllm/1.3.0rc11/moe_a2a_perf" in note
+    wide = api.analyze("qwen3-30b-a3b", on="h100", moe_dispatcher="deepep", nodes=2, zero=3,
+                       **dict(train, gpus=16, ep=16))
+    note = next(n for n in wide.to_dict()["notes"] if n.startswith("expert exchange"))
+    assert "the α-β all-to-all model" in note and "2 node(s)" in note
