@@ -113,10 +113,10 @@ def test_deepep_ll_times_every_step_on_the_low_latency_curves_within_their_token
 
 
 def test_deepep_is_refused_where_no_curve_measures_it():
-    with pytest.raises(IronlawError, match=r"^--moe-dispatcher deepep: h20 has no measured DeepEP dispatch curve "
+    with pytest.raises(IronlawError, match=r"^--moe-dispatcher deepep: h20 has no measured DeepEP dispatch curve, alltoall-deepep-dispatch "
                                            r"\(measured: b200 \(EP 8\), .*gb200 \(EP 4\), .*h100 \(EP 8\)"):
         api.serve("qwen3-235b-a22b", **dict(QWEN, on="h20"), moe_dispatcher="deepep")
-    with pytest.raises(IronlawError, match="EP 16 spans 2 nodes of h100 and DeepEP's curves are one node's"):
+    with pytest.raises(IronlawError, match="EP 16 spans 2 nodes of h100 and the measured curves are one node's"):
         api.serve("qwen3-235b-a22b", **dict(QWEN, tp=16, ep=16), moe_dispatcher="deepep")
     with pytest.raises(IronlawError, match="unknown --moe-dispatcher"):
         api.serve("qwen3-235b-a22b", **QWEN, moe_dispatcher="hybrid")
@@ -171,3 +171,37 @@ def test_analyze_states_the_experts_per_rank_and_what_times_the_exchange():
                        **dict(train, gpus=16, ep=16))
     note = next(n for n in wide.to_dict()["notes"] if n.startswith("expert exchange"))
     assert "the α-β all-to-all model" in note and "2 node(s)" in note
+
+
+def test_the_catalog_holds_the_mnnvl_fit_of_the_extract():
+    """GB200's MNNVL all-to-all (TensorRT-LLM 1.2.0rc6's NVLinkOneSided and NVLinkTwoSided, DeepSeek's shape): one
+    line per phase and EP size, held out on every other token count at 0.6–9.8% median."""
+    from ironlaw.machine.network.curves import MNNVL_ONE, MNNVL_TWO
+    m = kernel_deepep.mnnvl_fits(kernel_deepep.DATA)
+    assert {(c, ep) for _, c, ep in m} == ({(c, ep) for c in MNNVL_ONE for ep in (2, 4, 8, 16, 32)} |
+                                           {(c, ep) for c in MNNVL_TWO for ep in (2, 4, 8, 16, 32, 64)})
+    curves = for_hardware(hardware.get("gb200")).curves
+    for (gpu, coll, ep), (lines, k, err, _) in m.items():
+        assert gpu == "gb200" and np.median(err) <= 0.10, (coll, ep, np.median(err))
+        assert np.allclose(np.array(lines), np.array(curves[(coll, ep)]), rtol=1e-3)
+    assert np.median(np.concatenate([v[2] for v in m.values()])) <= 0.03
+
+
+def test_nvlink_strategies_time_the_nvl72_exchange_on_their_curves():
+    kw = dict(on="gb200", dtype="fp4", max_throughput=True, tp=32, ep=32, attention_dp=True, prompt=1024,
+              output=1024, requests=4000)
+    two = api.serve("deepseek-r1", moe_dispatcher="nvlink-two-sided", **kw)
+    x = two.to_dict()["moe"]["exchange"]
+    assert x["strategy"] == "NVLinkTwoSided" and [p for p in ("prepare", "dispatch", "combine") if p in x] == [
+        "prepare", "dispatch", "combine"]
+    assert x["dispatch"]["wire_dtype"] == "fp4" and x["prepare"]["wire_dtype"] == "int32"
+    assert "measured at 32 GPUs" in x["dispatch"]["source"] and "trtllm_alltoall_perf" in x["dispatch"]["source"]
+    ops = _exchange_ops(two)
+    assert set(ops) == {"alltoall-mnnvl-two-sided-prepare", "alltoall-mnnvl-two-sided-dispatch",
+                        "alltoall-mnnvl-two-sided-combine"}
+    one = api.serve("deepseek-r1", moe_dispatcher="nvlink-one-sided", **dict(kw, tp=64, ep=64))
+    assert "measured at 32 GPUs on one node, carried to 64 GPUs" in one.to_dict()["moe"]["exchange"]["combine"]["source"]
+    with pytest.raises(IronlawError, match="measured dispatching NVFP4 alone, not --dtype fp8"):
+        api.serve("deepseek-r1", moe_dispatcher="nvlink-one-sided", **dict(kw, dtype="fp8"))
+    with pytest.raises(IronlawError, match="b200 has no measured MNNVL two-sided prepare curve"):
+        api.serve("qwen3-235b-a22b", moe_dispatcher="nvlink-two-sided", **dict(QWEN, on="b200"))

@@ -180,9 +180,10 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher`` (max-throughput,
-    attention DP with EP): TensorRT-LLM's DeepEP strategy for the expert exchange, ``"deepep"`` (high-throughput
-    kernels) or ``"deepep-ll"`` (low-latency kernels), timed by the device's measured DeepEP curves (default: the
-    engine's all-gather/reduce-scatter, or the MNNVL all-to-all on an NVL72 domain); ``redundant_experts``: EPLB's
+    attention DP with EP): TensorRT-LLM's strategy for the expert exchange, ``"deepep"`` (DeepEP's high-throughput
+    kernels), ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL
+    all-to-all kernels), timed by the device's measured curves (default: the engine's all-gather/reduce-scatter,
+    or the MNNVL all-to-all on an NVL72 domain); ``redundant_experts``: EPLB's
     extra expert slots over the EP group (``ironlaw.models.serving.parallel``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release

@@ -42,9 +42,10 @@ def serve(
                                               "busiest expert rank per step: balanced | power_law_<alpha> (the "
                                               "kernel collector's routings; default uniform)"),
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="max-throughput: TensorRT-LLM's "
-                                                 "DeepEP strategy for the expert exchange: deepep (high-throughput "
-                                                 "kernels) | deepep-ll (low-latency kernels, ≤ 256 tokens per rank); "
-                                                 "timed by the GPU's measured DeepEP curves (default: the engine's "
+                                                 "strategy for the expert exchange, timed by the GPU's measured "
+                                                 "curves: deepep (DeepEP high-throughput) | deepep-ll (DeepEP "
+                                                 "low-latency, ≤ 256 tokens per rank) | nvlink-one-sided | "
+                                                 "nvlink-two-sided (MNNVL all-to-all, GB200) (default: the engine's "
                                                  "all-gather/reduce-scatter, MNNVL all-to-all on NVL72)"),
     redundant_experts: int = typer.Option(0, "--redundant-experts", help="max-throughput: extra expert slots for "
                                           "replicas of hot experts (EPLB), so that --ep divides experts + N "

@@ -42,7 +42,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     from .common import console
     t = Table.grid(padding=(0, 2), pad_edge=True)      # the value column wraps under itself, not under the names
     t.add_column(no_wrap=True)
-    t.add_column()
+    t.add_column(overflow="fold")                    # a long table path folds, never cut
     for a, b in rows:
         t.add_row(a, b)
     c = console()
@@ -64,14 +64,14 @@ def _moe_rows(moe: dict | None) -> list[tuple[str, str]]:
     rows = [("experts per GPU", f"{p['slots_per_rank']} slots: {p['experts']}{extra} over EP {p['ranks']}{split}")]
     if x is None:
         return rows
-    rows.append(("expert exchange", f"{x['strategy']} ({x['chosen']}): dispatch {x['dispatch']['collective']} "
-                                    f"{x['dispatch']['wire_dtype']}, combine {x['combine']['collective']} "
-                                    f"{x['combine']['wire_dtype']}"))
-    same = x["dispatch"]["source"].split(" curve ")[-1] == x["combine"]["source"].split(" curve ")[-1]
-    rows += ([("exchange timed by", x["dispatch"]["source"].replace(f" {x['dispatch']['collective']} curve",
-                                                                    " curves"))] if same else
-             [("dispatch timed by", x["dispatch"]["source"]), ("combine timed by", x["combine"]["source"])])
-    return rows
+    phases = [ph for ph in ("prepare", "dispatch", "combine") if ph in x]
+    rows.append(("expert exchange", f"{x['strategy']} ({x['chosen']}): " + ", ".join(
+        f"{ph} {x[ph]['collective']} {x[ph]['wire_dtype']}" for ph in phases)))
+    tails = {x[ph]["source"].split(" curve ")[-1] for ph in phases}
+    if len(tails) == 1:
+        first = x[phases[0]]
+        return rows + [("exchange timed by", first["source"].replace(f" {first['collective']} curve", " curves"))]
+    return rows + [(f"{ph} timed by", x[ph]["source"]) for ph in phases]
 
 
 def _host_row(s: dict) -> str:

@@ -175,13 +175,13 @@ def _deepep_carried(cal, name: str, ranks: int, nodes: int) -> str:
     on the curve of another measured EP size."""
     from ..machine.network.curves import DEEPEP_LABELS, nearest
     sizes = sorted(g for c, g in cal.curves if c == name)
-    phase = DEEPEP_LABELS[name]
+    owner, phase = DEEPEP_LABELS[name]
     measured = f"EP {'/'.join(map(str, sizes))} on one node" if sizes else "none on this device"
     if nodes > 1 or not sizes:
-        return f"the α-β all-to-all for DeepEP's {phase} over EP {ranks} on {nodes} nodes (measured: {measured})"
+        return f"the α-β all-to-all for {owner}'s {phase} over EP {ranks} on {nodes} nodes (measured: {measured})"
     lines = nearest(cal.curves, name, ranks)
     size = next(g for g in sizes if cal.curves[(name, g)] is lines)
-    return f"DeepEP's {phase} curve measured at EP {size}, carried to EP {ranks}"
+    return f"{owner}'s {phase} curve measured at EP {size}, carried to EP {ranks}"
 
 
 def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:

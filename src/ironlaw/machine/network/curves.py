@@ -50,15 +50,27 @@ DEEPEP = (DEEPEP_DISPATCH, DEEPEP_COMBINE, DEEPEP_DISPATCH_FP4)
 # same tables' ``trtllm_deepep_ll`` rows, dispatch in bf16, fp8 and nvfp4, combine in bf16 (benchmarks/kernel_deepep.py)
 DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE = "alltoall-deepep-ll-dispatch", "alltoall-deepep-ll-combine"
 DEEPEP_LL = (DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE)
-DEEPEP_LABELS = {DEEPEP_DISPATCH: "dispatch", DEEPEP_COMBINE: "combine", DEEPEP_DISPATCH_FP4: "NVFP4 dispatch",
-                 DEEPEP_LL_DISPATCH: "low-latency dispatch", DEEPEP_LL_COMBINE: "low-latency combine"}
+# TensorRT-LLM's MNNVL all-to-all kernels on a multi-node NVLink domain (GB200 NVL72: NVLinkOneSided, the first
+# strategy its factory tries, and NVLinkTwoSided with its prepare step that exchanges the routing metadata), one
+# curve per phase and EP size: aiconfigurator-core 0.12.0's ``gb200/comm/trtllm/1.3.0rc10/trtllm_alltoall_perf``
+# (TensorRT-LLM 1.2.0rc6; DeepSeek's shape: hidden 7168, top-8, 256 experts; EP 2–32 one-sided, 2–64 two-sided)
+MNNVL_ONE = ("alltoall-mnnvl-one-sided-dispatch", "alltoall-mnnvl-one-sided-combine")
+MNNVL_TWO = ("alltoall-mnnvl-two-sided-prepare", "alltoall-mnnvl-two-sided-dispatch", "alltoall-mnnvl-two-sided-combine")
+MNNVL = MNNVL_ONE + MNNVL_TWO
+MEASURED_ONLY = DEEPEP_LL + MNNVL       # timed by their measured curve or refused, never the α-β all-to-all
+DEEPEP_LABELS = {DEEPEP_DISPATCH: ("DeepEP", "dispatch"), DEEPEP_COMBINE: ("DeepEP", "combine"),
+                 DEEPEP_DISPATCH_FP4: ("DeepEP", "NVFP4 dispatch"),
+                 DEEPEP_LL_DISPATCH: ("DeepEP", "low-latency dispatch"),
+                 DEEPEP_LL_COMBINE: ("DeepEP", "low-latency combine"),
+                 **{name: ("MNNVL", name.removeprefix("alltoall-mnnvl-").replace("-sided-", "-sided "))
+                    for name in MNNVL}}   # (whose kernel, which phase) of each exchange curve
 DEEPEP_LL_MAX_TOKENS = 256        # tokens per rank the measured low-latency rows reach (1–256)
 # bytes per hidden element a DeepEP exchange moves in each wire dtype: bf16; fp8 as TensorRT-LLM's post-quant
 # dispatch sends it (per-tensor scale, no per-row scales: communication/deep_ep_low_latency.py); NVFP4 with its
 # one-byte scale per 16 elements (``hidden_states_sf``, hidden / 16 bytes a row)
 DEEPEP_WIRE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1.0 / 16}
 
-CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP + DEEPEP_LL
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP + DEEPEP_LL + MNNVL
 CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0

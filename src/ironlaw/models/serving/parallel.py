@@ -23,7 +23,12 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
                rank; past it TensorRT-LLM switches the layer to all-gather/reduce-scatter for the rest of the run
                (``ConfigurableMoE`` on ``is_workload_feasible``), so an engine whose step may carry more than the
                measured rows reach (``DEEPEP_LL_MAX_TOKENS`` per rank) is refused (``check_dispatcher``).
-    A device without the curves, or an EP group across nodes (the curves are one node's), is refused.
+    nvlink-one-sided, nvlink-two-sided  TensorRT-LLM's MNNVL all-to-all kernels on a multi-node NVLink domain
+               (``NVLinkOneSided``, the first its factory tries, measured dispatching NVFP4 alone; ``NVLinkTwoSided``
+               with its prepare step, the routing metadata: 4 bytes per routed row), dispatch of the experts' dtype
+               where it is FP8 or NVFP4, else bf16; combine of bf16 rows (``alltoall-mnnvl-*``: GB200, EP 2–64).
+    A device without the curves, or an EP group across nodes (the curves are one node's or one NVLink domain's), is
+    refused.
 Redundant expert slots (``redundant_experts``, EPLB's replicas of hot experts) add (E + R)/ep slots per rank in all:
 their weights are held, and the pooled rows spread over E + R slots (the replicas share their expert's load).
 The ranks step together with equal shares of the tokens (serving_throughput: they admit prompts in the same
@@ -44,9 +49,10 @@ from ...machine.network.topology import node_size, nodes_for
 
 COMBINE_DTYPE = "bf16"
 BOARD_GPUS = 8            # GPUs on one NVLink board (DGX/HGX H100, H200, B200); a larger NVLink domain is multi-node
-DISPATCHERS = ("deepep", "deepep-ll")
+DISPATCHERS = ("deepep", "deepep-ll", "nvlink-one-sided", "nvlink-two-sided")
 STRATEGY = {"allgather": "AllGatherReduceScatter", "alltoall": "MNNVL all-to-all", "deepep": "DeepEP",
-            "deepep-ll": "DeepEPLowLatency"}     # TensorRT-LLM's name for each exchange
+            "deepep-ll": "DeepEPLowLatency", "nvlink-one-sided": "NVLinkOneSided",
+            "nvlink-two-sided": "NVLinkTwoSided"}     # TensorRT-LLM's name for each exchange
 
 
 def _touched(experts: int, k: int, tokens: float) -> float:
@@ -64,43 +70,50 @@ def _collective(name: str, kind: str, nbytes: float, ranks: int, nodes: int, cou
               collective=kind, group=(ranks, nodes), shapes=f"{ranks} ranks on {nodes} node(s)")
 
 
-def _deepep_names(dispatcher: str, dtype: str) -> tuple[str, str, str]:
-    """(dispatch collective, combine collective, dispatch wire dtype) of a DeepEP strategy (module docstring)."""
+def _measured_names(dispatcher: str, dtype: str) -> dict:
+    """{phase: (collective, wire dtype)} of a measured strategy (module docstring): prepare (NVLinkTwoSided's routing
+    metadata, int32 slot ids), dispatch, combine."""
     from ...machine.network import curves as c
-    if dispatcher == "deepep":
-        return (c.DEEPEP_DISPATCH_FP4, c.DEEPEP_COMBINE, "fp4") if dtype == "fp4" else \
-            (c.DEEPEP_DISPATCH, c.DEEPEP_COMBINE, COMBINE_DTYPE)
-    return c.DEEPEP_LL_DISPATCH, c.DEEPEP_LL_COMBINE, dtype if dtype in ("fp8", "fp4") else COMBINE_DTYPE
+    quantized = dtype if dtype in ("fp8", "fp4") else COMBINE_DTYPE        # TensorRT-LLM's post-quant dispatch
+    table = {"deepep": {"dispatch": (c.DEEPEP_DISPATCH_FP4, "fp4") if dtype == "fp4" else (c.DEEPEP_DISPATCH,
+                                                                                           COMBINE_DTYPE),
+                        "combine": (c.DEEPEP_COMBINE, COMBINE_DTYPE)},
+             "deepep-ll": {"dispatch": (c.DEEPEP_LL_DISPATCH, quantized), "combine": (c.DEEPEP_LL_COMBINE, COMBINE_DTYPE)},
+             "nvlink-one-sided": {"dispatch": (c.MNNVL_ONE[0], "fp4"), "combine": (c.MNNVL_ONE[1], COMBINE_DTYPE)},
+             "nvlink-two-sided": {"prepare": (c.MNNVL_TWO[0], "int32"), "dispatch": (c.MNNVL_TWO[1], quantized),
+                                  "combine": (c.MNNVL_TWO[2], COMBINE_DTYPE)}}
+    return table[dispatcher]
 
 
-def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> tuple[Op, Op]:
-    """(dispatch, combine) collectives of one MoE layer (module docstring)."""
+def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> list[tuple[str, Op]]:
+    """[(phase, collective)] of one MoE layer's exchange, in order: prepare (where the strategy has one), dispatch
+    before the experts, combine after (module docstring)."""
     ep, hidden = lay.ep, meta["hidden"]
     k = int(meta.get("experts_per_token", 1))
     nodes = nodes_for(hw, ep)
     if lay.dispatcher in DISPATCHERS:
         from ...machine.network.curves import DEEPEP_WIRE_BYTES
-        out, back, wire = _deepep_names(lay.dispatcher, dtype)
-        rows = tokens * k * hidden
-        return (_collective(f"ep.{lay.dispatcher}.dispatch", out, rows * DEEPEP_WIRE_BYTES[wire], ep, nodes, count,
-                            dtype),
-                _collective(f"ep.{lay.dispatcher}.combine", back, rows * DEEPEP_WIRE_BYTES[COMBINE_DTYPE], ep, nodes,
-                            count, dtype))
+        wire = dict(DEEPEP_WIRE_BYTES, int32=4.0 / hidden)               # the slot ids: 4 bytes per routed row
+        return [(phase, _collective(f"ep.{lay.dispatcher}.{phase}", name, tokens * k * hidden * wire[w], ep, nodes,
+                                    count, dtype))
+                for phase, (name, w) in _measured_names(lay.dispatcher, dtype).items()]
     if exchange(hw) == "alltoall":
         a2a = tokens * k * hidden * dtype_bytes(COMBINE_DTYPE)
-        return (_collective("ep.alltoall.dispatch", "alltoall", a2a, ep, nodes, count, dtype),
-                _collective("ep.alltoall.combine", "alltoall", a2a, ep, nodes, count, dtype))
+        return [("dispatch", _collective("ep.alltoall.dispatch", "alltoall", a2a, ep, nodes, count, dtype)),
+                ("combine", _collective("ep.alltoall.combine", "alltoall", a2a, ep, nodes, count, dtype))]
     pooled = tokens * lay.dp * hidden
     wire = dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE
-    return (_collective("ep.allgather.dispatch", "allgather", pooled * dtype_bytes(wire), ep, nodes, count, dtype),
-            _collective("ep.reducescatter.combine", "reducescatter", pooled * dtype_bytes(COMBINE_DTYPE), ep, nodes,
-                        count, dtype))
+    return [("dispatch", _collective("ep.allgather.dispatch", "allgather", pooled * dtype_bytes(wire), ep, nodes,
+                                     count, dtype)),
+            ("combine", _collective("ep.reducescatter.combine", "reducescatter", pooled * dtype_bytes(COMBINE_DTYPE),
+                                    ep, nodes, count, dtype))]
 
 
 def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) -> None:
     """One line where ``lay.dispatcher`` cannot be priced from measurements: an unknown name, no expert exchange to
-    run it (attention DP with EP > 1), a device without its curves, an EP group across nodes, or (deepep-ll) steps
-    of more tokens per rank than the measured low-latency rows reach."""
+    run it (attention DP with EP > 1), a device without its curves, an EP group across nodes, a dtype the strategy
+    was not measured in (NVLinkOneSided: NVFP4 alone), or (deepep-ll) steps of more tokens per rank than the
+    measured low-latency rows reach."""
     from ...machine.network.collectives import measured_curve
     from ...machine.network.curves import DEEPEP_LABELS, DEEPEP_LL_MAX_TOKENS
     d = lay.dispatcher
@@ -108,11 +121,14 @@ def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) 
         return
     check_dispatcher_name(lay)
     nodes = nodes_for(hw, lay.ep)
-    for name in _deepep_names(d, dtype)[:2]:
+    for name, _ in _measured_names(d, dtype).values():
         if measured_curve(hw, name, lay.ep, nodes) is None:
-            why = (f"EP {lay.ep} spans {nodes} nodes of {hw.name} and DeepEP's curves are one node's"
-                   if nodes > 1 else f"{hw.name} has no measured DeepEP {DEEPEP_LABELS[name]} curve")
+            why = (f"EP {lay.ep} spans {nodes} nodes of {hw.name} and the measured curves are one node's"
+                   if nodes > 1 else f"{hw.name} has no measured {' '.join(DEEPEP_LABELS[name])} curve, {name}")
             raise IronlawError(f"--moe-dispatcher {d}: {why} (measured: {_measured_on(name)})")
+    if d == "nvlink-one-sided" and dtype != "fp4":
+        raise IronlawError(f"--moe-dispatcher nvlink-one-sided: its kernels are measured dispatching NVFP4 alone, "
+                           f"not --dtype {dtype}; use --dtype fp4 or --moe-dispatcher nvlink-two-sided")
     if d == "deepep-ll" and max_tokens_per_rank > DEEPEP_LL_MAX_TOKENS:
         raise IronlawError(f"--moe-dispatcher deepep-ll: a step carries up to {max_tokens_per_rank:,} tokens per rank "
                            f"and DeepEP's low-latency kernels are measured up to {DEEPEP_LL_MAX_TOKENS} (past its "
@@ -146,13 +162,13 @@ def experts_per_rank(meta: dict, lay) -> dict:
             "experts_per_rank": e / lay.ep, "redundant_per_rank": r / lay.ep}
 
 
-def _wires(d: str, dtype: str) -> tuple[str, str]:
-    """(dispatch, combine) wire dtypes of exchange ``d`` (module docstring)."""
+def _wires(d: str, dtype: str) -> dict:
+    """{phase: wire dtype} of exchange ``d`` (module docstring)."""
     if d in DISPATCHERS:
-        return _deepep_names(d, dtype)[2], COMBINE_DTYPE
+        return {phase: w for phase, (_, w) in _measured_names(d, dtype).items()}
     if d == "alltoall":
-        return COMBINE_DTYPE, COMBINE_DTYPE
-    return (dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE), COMBINE_DTYPE
+        return {"dispatch": COMBINE_DTYPE, "combine": COMBINE_DTYPE}
+    return {"dispatch": dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE, "combine": COMBINE_DTYPE}
 
 
 def exchange_plan(hw, meta: dict, lay, dtype: str) -> dict:
@@ -161,10 +177,10 @@ def exchange_plan(hw, meta: dict, lay, dtype: str) -> dict:
     from ...machine.network.collectives import time_source
     d = lay.dispatcher or exchange(hw)
     out = {"dispatcher": d, "strategy": STRATEGY[d], "chosen": "given" if lay.dispatcher else "engine default"}
-    ops = _exchanges(hw, meta, lay, 1.0, dtype, 1)
-    for phase, op, wire in zip(("dispatch", "combine"), ops, _wires(d, dtype)):
+    wires = _wires(d, dtype)
+    for phase, op in _exchanges(hw, meta, lay, 1.0, dtype, 1):
         ranks, nodes = op.group
-        out[phase] = {"collective": op.collective, "wire_dtype": wire, "ranks": ranks, "nodes": nodes,
+        out[phase] = {"collective": op.collective, "wire_dtype": wires[phase], "ranks": ranks, "nodes": nodes,
                       "source": time_source(hw, op.collective, ranks, nodes)}
     return out
 
@@ -203,11 +219,11 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
         if op.module != "experts":
             ops.append(op)
             continue
-        dispatch, combine = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
+        exchange_ops = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
         if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
-            ops.append(dispatch)
+            ops += [o for phase, o in exchange_ops if phase != "combine"]
         ops.append(_expert_op(op, share, weight_scale))
         if op.attrs.get("role") == "row":
-            ops.append(combine)
+            ops += [o for phase, o in exchange_ops if phase == "combine"]
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),
                  meta={**meta, "ep": ep, "attention_dp": lay.dp})
