@@ -179,12 +179,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
-    power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher`` (max-throughput,
-    attention DP with EP): TensorRT-LLM's strategy for the expert exchange, ``"deepep"`` (DeepEP's high-throughput
-    kernels), ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL
-    all-to-all kernels), timed by the device's measured curves (default: the engine's all-gather/reduce-scatter,
-    or the MNNVL all-to-all on an NVL72 domain); ``redundant_experts``: EPLB's
-    extra expert slots over the EP group (``ironlaw.models.serving.parallel``)."""
+    power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
+    ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
@@ -204,11 +200,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance, routing=moe_routing)
-        if moe_dispatcher is not None or redundant_experts:
-            if engine != "trtllm":
-                raise IronlawError(f"--moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP strategies "
-                                   f"(its measured DeepEP tables); --engine {engine} is not modelled with them")
-            kw.update(dispatcher=moe_dispatcher, redundant_experts=redundant_experts)
+        from .options import wide_ep
+        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:

@@ -81,6 +81,22 @@ def scenario_options(g: dict) -> None:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
 
 
+def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int) -> dict:
+    """``serve --max-throughput``'s wide-EP options as the offline run takes them: ``moe_dispatcher``, TensorRT-LLM's
+    strategy for the expert exchange under attention DP with EP — ``"deepep"`` (DeepEP's high-throughput kernels),
+    ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL all-to-all
+    kernels), timed by the device's measured curves (None: the engine's all-gather/reduce-scatter, or the MNNVL
+    all-to-all on an NVL72 domain); ``redundant_experts``, EPLB's extra expert slots over the EP group
+    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's)."""
+    if moe_dispatcher is None and not redundant_experts:
+        return {}
+    if engine != "trtllm":
+        from ..core.errors import IronlawError
+        raise IronlawError(f"--moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP strategies (its "
+                           f"measured tables); --engine {engine} is not modelled with them")
+    return {"dispatcher": moe_dispatcher, "redundant_experts": redundant_experts}
+
+
 @dataclass(frozen=True)
 class StepOptions:
     """The keywords ``analyze`` and ``train`` share: the step's sequence, dtype and composition, the plan of a run on
