@@ -99,17 +99,20 @@ def test_deepep_prices_the_exchange_on_its_high_throughput_curves():
 
 
 def test_deepep_ll_times_every_step_on_the_low_latency_curves_within_their_token_range():
-    ll = api.serve("qwen3-235b-a22b", moe_dispatcher="deepep-ll", max_num_tokens=256, max_batch=256, **QWEN)
+    ll = api.serve("qwen3-235b-a22b", moe_dispatcher="deepep-ll", max_num_tokens=128, max_batch=128, **QWEN)
     x = ll.to_dict()["moe"]["exchange"]
     assert (x["strategy"], x["dispatch"]["collective"], x["dispatch"]["wire_dtype"]) == (
         "DeepEPLowLatency", DEEPEP_LL_DISPATCH, "fp8")
-    ops = _exchange_ops(ll)
-    assert set(ops) == {DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE}
+    assert set(_exchange_ops(ll)) == {DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE}
     k, hidden = 8, 4096                                           # Qwen3-235B-A22B: top-8 of 128, hidden 4096
-    disp = ops[DEEPEP_LL_DISPATCH]
-    assert float(np.max(disp.network_bytes)) <= 256 * k * hidden * 1.0        # fp8 rows, ≤ 256 tokens per rank
+    sent = [float(np.max(op.network_bytes)) for _, e in ll.steps for op in e.graph.ops
+            if op.collective == DEEPEP_LL_DISPATCH]
+    assert len(sent) > 1 and max(sent) <= 256 * k * hidden * 1.0             # fp8 rows, ≤ 256 tokens per rank
     with pytest.raises(IronlawError, match=r"up to [0-9,]+ tokens per rank .* measured up to 256"):
         api.serve("qwen3-235b-a22b", moe_dispatcher="deepep-ll", **QWEN)
+    with pytest.raises(IronlawError, match=r"a step carries 384 tokens per rank \(its decode tokens beside a prompt "
+                                           r"chunk\) .* measured up to 256"):
+        api.serve("qwen3-235b-a22b", moe_dispatcher="deepep-ll", max_num_tokens=256, **dict(QWEN, requests=2000))
 
 
 def test_deepep_is_refused_where_no_curve_measures_it():

@@ -21,8 +21,9 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
                experts' dtype where it is FP8 or NVFP4 (post-quant), else bf16 (``alltoall-deepep-ll-dispatch``),
                combine of bf16 rows (``alltoall-deepep-ll-combine``). Its buffers hold a set number of tokens per
                rank; past it TensorRT-LLM switches the layer to all-gather/reduce-scatter for the rest of the run
-               (``ConfigurableMoE`` on ``is_workload_feasible``), so an engine whose step may carry more than the
-               measured rows reach (``DEEPEP_LL_MAX_TOKENS`` per rank) is refused (``check_dispatcher``).
+               (``ConfigurableMoE`` on ``is_workload_feasible``, fused_moe/configurable_moe.py), so an engine
+               whose step may carry more than the measured rows reach (``DEEPEP_LL_MAX_TOKENS`` per rank) is
+               refused (``check_dispatcher`` on its token budget, ``_check_ll_tokens`` on each step).
     nvlink-one-sided, nvlink-two-sided  TensorRT-LLM's MNNVL all-to-all kernels on a multi-node NVLink domain
                (``NVLinkOneSided``, the first its factory tries, measured dispatching NVFP4 alone; ``NVLinkTwoSided``
                with its prepare step, the routing metadata: 4 bytes per routed row), dispatch of the experts' dtype
@@ -136,6 +137,18 @@ def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) 
                            f"{DEEPEP_LL_MAX_TOKENS} or less, or --moe-dispatcher deepep")
 
 
+def _check_ll_tokens(lay, tokens: float) -> None:
+    """One line where a step of the engine carries more tokens per rank than DeepEP's low-latency rows measure (a
+    mixed step: its decode tokens beside a prompt chunk)."""
+    from ...machine.network.curves import DEEPEP_LL_MAX_TOKENS
+    if lay.dispatcher == "deepep-ll" and tokens > DEEPEP_LL_MAX_TOKENS:
+        raise IronlawError(f"--moe-dispatcher deepep-ll: a step carries {tokens:,.0f} tokens per rank (its decode "
+                           f"tokens beside a prompt chunk) and DeepEP's low-latency kernels are measured up to "
+                           f"{DEEPEP_LL_MAX_TOKENS} (past its token limit TensorRT-LLM switches to "
+                           f"all-gather/reduce-scatter): lower --max-num-tokens and --max-batch so that a step's "
+                           f"tokens stay within {DEEPEP_LL_MAX_TOKENS}, or use --moe-dispatcher deepep")
+
+
 def check_dispatcher_name(lay) -> None:
     """One line for a dispatcher name serving does not model, or one given without an expert exchange to run."""
     from ...core.errors import unknown
@@ -213,6 +226,7 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
     meta = g.meta
     e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), lay.ep
     tokens = float(meta["tokens"])
+    _check_ll_tokens(lay, tokens)
     share, weight_scale = _busiest(lay, tokens, e, k)
     ops = []
     for op in g.ops:
