@@ -134,7 +134,7 @@ def test_redundant_slots_are_held_and_stated():
     weights are held (the expert weights per GPU grow by 288/256); without them EP 72 does not divide 256."""
     kw = dict(on="gb200", dtype="fp4", max_throughput=True, tp=72, ep=72, attention_dp=True, prompt=1024,
               output=1024, requests=2000)
-    with pytest.raises(IronlawError, match="--ep 72 does not divide the 256 expert slots .*--redundant-experts N"):
+    with pytest.raises(IronlawError, match="--ep 72 does not divide the 256 experts .*--redundant-experts N"):
         api.serve("deepseek-r1", **kw)
     d = api.serve("deepseek-r1", redundant_experts=32, **kw).to_dict()
     p = d["moe"]["placement"]

@@ -218,9 +218,10 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         from .parallel import check_dispatcher_name
         check_dispatcher_name(lay)
     if experts and (experts + lay.redundant_experts) % lay.ep:
-        extra = f" + {lay.redundant_experts} redundant" if lay.redundant_experts else ""
-        raise IronlawError(f"--ep {lay.ep} does not divide the {experts}{extra} expert slots of {spec}; use a divisor "
-                           f"of {experts + lay.redundant_experts}"
+        what = (f"{experts} + {lay.redundant_experts} redundant expert slots" if lay.redundant_experts
+                else f"{experts} experts")
+        raise IronlawError(f"--ep {lay.ep} does not divide the {what} of {spec}; use a divisor of "
+                           f"{experts + lay.redundant_experts}"
                            f"{' or --redundant-experts N so that it does' if not lay.redundant_experts else ''}")
     if lay.ep > 1 and not lay.attention_dp:
         raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
