@@ -131,3 +131,13 @@ def test_the_stream_form_refits_a_half_point_whose_gemvs_bind_compute_at_its_flo
     assert kernelfit.streaming_gemvs(hw, g, rows, [table], lambda: 1 / 0) == [table]    # nothing to refit
     with pytest.raises(IronlawError, match="compute-bound"):
         kernelfit.streaming_gemvs(hw, g, rows, [wide], lambda: [wide])
+
+
+def test_the_rule_weighs_compute_and_memory_by_the_power_each_draws():
+    """On a device whose file states its memory's own power (H200), the rule's share is the compute's power over the
+    memory's, as ``power.utilization`` names the binding resource; elsewhere both draw the TDP and it is the time's."""
+    from ironlaw.measure.calibrate import kernelfit
+    h200 = hardware.get("h200")
+    assert h200.memory_w is not None
+    assert kernelfit.power_ratio(h200) == pytest.approx((h200.tdp_w - h200.idle_w) / (h200.memory_w - h200.idle_w))
+    assert kernelfit.power_ratio(hardware.get("h100")) == 1.0
