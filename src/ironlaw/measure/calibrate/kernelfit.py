@@ -630,10 +630,12 @@ def with_m_half_max(bounds: tuple, m_half_max: float | None) -> tuple:
 
 def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     """The largest compute over data time the law with ``table`` gives ``g``'s GEMVs that stream their weights from
-    device memory: gemm:1,N,K at each N, K of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s
-    last cache level (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them
-    there), or where no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach
-    131 M weight elements, its 256 MiB cache holds them); None where those do not exceed it either."""
+    device memory, each weighed by the power its resource draws flat out (``power_ratio``): gemm:1,N,K at each N, K
+    of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s last cache level
+    (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them there), or where
+    no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach 131 M weight elements,
+    its 256 MiB cache holds them); None where those do not exceed it either. At most 1: the GEMVs bind memory both in
+    time (``explain.labels``) and in power (``power.utilization``)."""
     from types import SimpleNamespace
     from ...law import law
     from ...machine.cache import repeated_limit_bytes
@@ -649,7 +651,18 @@ def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: table}}
     est = law.timed(placed, replace(bare, calibration=Calibration.of(cal)))
     data, compute = (np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s))
-    return float(np.max(compute / np.maximum(data, 1e-30)))
+    return float(np.max(compute / np.maximum(data, 1e-30))) * power_ratio(hw)
+
+
+def power_ratio(hw) -> float:
+    """The tensor cores' power flat out over the device memory's (``power.dynamic_w``): where a hardware file states
+    its memory's own power (H200: 469 W of a 700 W TDP, 120 W idle, 0.60 of the compute's above idle), a GEMV whose
+    compute time is 0.6-1 of its data time binds memory in time but draws the tensor cores' power
+    (tests/test_gemv_binding.py); 1 on a device without that figure or without power figures."""
+    from ...law.power import dynamic_w, has_power
+    if not has_power(hw):
+        return 1.0
+    return dynamic_w(hw, "compute") / dynamic_w(hw, f"bandwidth:{hw.memory[hw.device_tier].name}")
 
 
 def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[dict]:
