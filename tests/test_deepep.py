@@ -83,7 +83,7 @@ def test_another_network_writer_keeps_the_deepep_curves():
     """benchmarks/kernel_comm.py rewrites [network] whole; the DeepEP curves and their provenance go back in."""
     text = (hardware.CATALOG_DIR / "h200.toml").read_text()
     parts = kernel_deepep.deepep_parts(text)
-    assert parts[0].count("[[network.curve]]") == 2 and "moe_a2a_perf" in parts[1] and len(parts[2]) == 2
+    assert parts[0].count("[[network.curve]]") == 5 and "moe_a2a_perf" in parts[1] and len(parts[2]) == 4
     bare = kernel_deepep.with_deepep(text, "", "", [])
     assert "alltoall-deepep" not in bare and "moe_a2a_perf" not in bare
     assert kernel_deepep.with_deepep(bare, *parts) == text

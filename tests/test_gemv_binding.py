@@ -1,14 +1,15 @@
-"""A GEMV streams its weights: on every catalog GPU whose GEMM classes carry fitted terms, gemm:1,N,K whose weights
-exceed the last cache level (a decode step's projections) binds a memory tier, not the tensor cores, whatever form
-its class was fitted in (``kernelfit.gemvs_stream``, the small-M rule); and the fitter's rule itself, on the H100
-extract of aiconfigurator-core 0.12.0 (tests/data/kernel_tables)."""
+"""A GEMV streams its weights: on every catalog GPU whose GEMM classes carry fitted terms, and under every vLLM and
+SGLang engine file's GEMM classes (``engines.with_engine``), gemm:1,N,K whose weights exceed the last cache level (a
+decode step's projections) binds a memory tier, not the tensor cores, whatever form its class was fitted in
+(``kernelfit.gemvs_stream``, the small-M rule); and the fitter's rule itself, on the H100 extract of
+aiconfigurator-core 0.12.0 (tests/data/kernel_tables)."""
 from pathlib import Path
 
 import pytest
 
 from ironlaw.core.graph import DTYPE_BYTES
 from ironlaw.law import law, power
-from ironlaw.machine import cache, hardware
+from ironlaw.machine import cache, engines, hardware
 from ironlaw.models import workloads
 
 CATALOG = Path(hardware.CATALOG_DIR)
@@ -29,7 +30,18 @@ def _fitted_gemm_classes():
     return out
 
 
+def _engine_gemm_classes():
+    out = []
+    for engine in ("vllm", "sglang"):
+        for path in sorted((engines.ENGINE_DIR / engine).glob("*.toml")):
+            table = engines.load(path.stem, engine)
+            out += [(path.stem, engine, dt) for dt, p in table.get("matmul", {}).items()
+                    if "eta_max" in p and f"gemm {dt}" in table.get("provenance", {})]
+    return out
+
+
 CLASSES = _fitted_gemm_classes()
+ENGINE_CLASSES = _engine_gemm_classes()
 # classes whose stored terms predate the rule and stay: refitted under it they hold out as well (B200 fp4 2.3% / 7.7%
 # → 2.4% / 8.0%, GB200 2.3% / 8.6% → 2.4% / 8.3%) but move the Blackwell serving cells the H100-fitted engine
 # constants sit on (benchmarks/trtllm_blackwell.py, vs_aiconfigurator.py: B200 dense 5.4% → 5.7% against
@@ -45,7 +57,25 @@ def test_the_catalog_has_fitted_gemm_classes_to_check():
 @pytest.mark.parametrize("gpu, dtype", [pytest.param(*c, marks=pytest.mark.xfail(
     strict=True, reason="stored terms kept, fitted before the small-M rule")) if c in KEPT else c for c in CLASSES])
 def test_a_gemv_binds_memory(gpu, dtype):
-    hw = hardware.get(gpu)
+    assert_gemvs_bind_memory(hardware.get(gpu), dtype)
+
+
+def test_the_engine_files_have_fitted_gemm_classes_to_check():
+    assert len(ENGINE_CLASSES) >= 40
+    assert {(g, e) for g, e, _ in ENGINE_CLASSES} >= {(g, e) for g in ("h100", "h200", "b200", "l40s", "rtx-pro-6000")
+                                                       for e in ("vllm", "sglang")}
+
+
+@pytest.mark.parametrize("gpu, engine, dtype", ENGINE_CLASSES)
+def test_a_gemv_binds_memory_under_the_engine_files(gpu, engine, dtype):
+    hw, cov = engines.with_engine(hardware.get(gpu), engine)
+    assert f"gemm {dtype}" in cov.own
+    assert_gemvs_bind_memory(hw, dtype)
+
+
+def assert_gemvs_bind_memory(hw, dtype: str) -> None:
+    """gemm:1,N,K in ``dtype`` on ``hw`` binds a memory tier at every ``SHAPES`` pair whose weights exceed its last
+    cache level (at least three of them)."""
     limit = cache.repeated_limit_bytes(hw) or 0.0
     checked = 0
     for n, k in SHAPES:
@@ -53,7 +83,7 @@ def test_a_gemv_binds_memory(gpu, dtype):
             continue
         est = law.predict(workloads.resolve(workloads.Request(f"gemm:1,{n},{k}", dtype=dtype)), hw)
         _, binding = power.utilization(est)
-        assert str(binding).startswith("bandwidth"), (gpu, dtype, n, k, str(binding))
+        assert str(binding).startswith("bandwidth"), (hw.name, dtype, n, k, str(binding))
         checked += 1
     assert checked >= 3
 
@@ -101,3 +131,13 @@ def test_the_stream_form_refits_a_half_point_whose_gemvs_bind_compute_at_its_flo
     assert kernelfit.streaming_gemvs(hw, g, rows, [table], lambda: 1 / 0) == [table]    # nothing to refit
     with pytest.raises(IronlawError, match="compute-bound"):
         kernelfit.streaming_gemvs(hw, g, rows, [wide], lambda: [wide])
+
+
+def test_the_rule_weighs_compute_and_memory_by_the_power_each_draws():
+    """On a device whose file states its memory's own power (H200), the rule's share is the compute's power over the
+    memory's, as ``power.utilization`` names the binding resource; elsewhere both draw the TDP and it is the time's."""
+    from ironlaw.measure.calibrate import kernelfit
+    h200 = hardware.get("h200")
+    assert h200.memory_w is not None
+    assert kernelfit.power_ratio(h200) == pytest.approx((h200.tdp_w - h200.idle_w) / (h200.memory_w - h200.idle_w))
+    assert kernelfit.power_ratio(hardware.get("h100")) == 1.0

@@ -168,3 +168,23 @@ def test_grid_coords_keep_the_flops_of_a_split_op():
     assert np.all(split.fold == 1.0)                                       # XQA: the heads share a CTA
     assert (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])
     assert units[i] == pytest.approx(16 * u0[i]) and units[j] == pytest.approx(u0[j])
+
+
+@pytest.mark.parametrize("gpu, sms", [("b300", 148), ("gb200", 152), ("gb300", 152)])
+def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu, sms):
+    """B300, GB200 and GB300 state their enabled SMs (CUDA device reports; the full Blackwell Ultra die's 160 is not
+    what a launch sees), so their FP8-cache MMHA window classes take MMHA's multi-block launch, placed on those SMs:
+    2 sequences × 32 query heads, 16,383 cached tokens, head dim 128, 512-thread blocks."""
+    hw = hardware.get(gpu)
+    assert hw.sms == sms and hw.sources["vector.sms"].startswith("estimate: third-party: CUDA device reports")
+    cls = "attention_generation_bf16_kv_fp8_window_mmha"
+    assert hw.calibration.kernel[cls]["split_kv"] == "mmha"
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, kv_heads=32)      # 32 heads, one per KV head
+    g = T.build(arch, Request("x", phase="decode", batch=2, seq=16383), "x")
+    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    op.attrs["kernel"] = cls
+    threads = hw.calibration.kernel[cls]["mmha_threads"]
+    split = efficiency.split_blocks(hw.calibration, g.columns(), hw)
+    tiles = mmha_blocks_per_sequence(op.attrs["history"], 64, sms, mmha_tokens_per_loop(128, threads))
+    assert tiles > 1
+    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(in_whole_waves(tiles, 64, sms, threads))

@@ -166,7 +166,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm",
-          release: Optional[str] = None, moe_routing: Optional[str] = None):
+          release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
+          redundant_experts: int = 0):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -178,7 +179,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
-    power_law_<alpha>; default uniform rows, times ``expert_imbalance``)."""
+    power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
+    ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
@@ -198,6 +200,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance, routing=moe_routing)
+        from .options import wide_ep
+        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:

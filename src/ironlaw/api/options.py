@@ -74,9 +74,27 @@ def scenario_options(g: dict) -> None:
     for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
                        ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
                        ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),
-                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95)):
+                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95),
+                       ("--moe-dispatcher", g["moe_dispatcher"] is not None),
+                       ("--redundant-experts", g["redundant_experts"] != 0)):
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
+def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int) -> dict:
+    """``serve --max-throughput``'s wide-EP options as the offline run takes them: ``moe_dispatcher``, TensorRT-LLM's
+    strategy for the expert exchange under attention DP with EP — ``"deepep"`` (DeepEP's high-throughput kernels),
+    ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL all-to-all
+    kernels), timed by the device's measured curves (None: the engine's all-gather/reduce-scatter, or the MNNVL
+    all-to-all on an NVL72 domain); ``redundant_experts``, EPLB's extra expert slots over the EP group
+    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's)."""
+    if moe_dispatcher is None and not redundant_experts:
+        return {}
+    if engine != "trtllm":
+        from ..core.errors import IronlawError
+        raise IronlawError(f"--moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP strategies (its "
+                           f"measured tables); --engine {engine} is not modelled with them")
+    return {"dispatcher": moe_dispatcher, "redundant_experts": redundant_experts}
 
 
 @dataclass(frozen=True)

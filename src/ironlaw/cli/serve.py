@@ -43,6 +43,15 @@ def serve(
                                               "busiest expert rank per step: balanced | power_law_<alpha> (the "
                                               "kernel collector's routings; default: none, experts drawn "
                                               "uniformly at random, times --expert-imbalance)"),
+    moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="max-throughput: TensorRT-LLM's "
+                                                 "strategy for the expert exchange, timed by the GPU's measured "
+                                                 "curves: deepep (DeepEP high-throughput) | deepep-ll (DeepEP "
+                                                 "low-latency, ≤ 256 tokens per rank) | nvlink-one-sided | "
+                                                 "nvlink-two-sided (MNNVL all-to-all, GB200) (default: the engine's "
+                                                 "all-gather/reduce-scatter, MNNVL all-to-all on NVL72)"),
+    redundant_experts: int = typer.Option(0, "--redundant-experts", help="max-throughput: extra expert slots for "
+                                          "replicas of hot experts (EPLB), so that --ep divides experts + N "
+                                          "(DeepSeek's 256 + 32 over 72)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
     prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FLOAT, help="share of prompt tokens served from cache"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),

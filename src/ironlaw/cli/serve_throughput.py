@@ -29,6 +29,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
             ("steps carrying a prompt", f"{100 * s['mixed_step_share']:.0f}%"),
             ("steps bound by", f"{d['step_bottleneck']['resource']}"
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
+    rows += _moe_rows(d.get("moe"))
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{est.requests:,} requests of {prompt} + {output} tokens")
@@ -41,7 +42,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     from .common import console
     t = Table.grid(padding=(0, 2), pad_edge=True)      # the value column wraps under itself, not under the names
     t.add_column(no_wrap=True)
-    t.add_column()
+    t.add_column(overflow="fold")                    # a long table path folds, never cut
     for a, b in rows:
         t.add_row(a, b)
     c = console()
@@ -55,6 +56,28 @@ def expert_lines(d: dict) -> list[str]:
     """The routed experts' weight dtype and its source, for a checkpoint that states one (gpt-oss)."""
     return [f"routed experts' weights: {d['expert_weight_dtype']} ({d['expert_weight_source']})"] \
         if "expert_weight_source" in d else []
+
+
+def _moe_rows(moe: dict | None) -> list[tuple[str, str]]:
+    """An MoE model's expert slots per GPU and, under attention DP with EP, its expert exchange and what times it
+    (``serving.throughput.moe_plan``)."""
+    if moe is None:
+        return []
+    p, x = moe["placement"], moe["exchange"]
+    extra = f" + {p['redundant_slots']} redundant" if p["redundant_slots"] else ""
+    split = (f" ({p['experts_per_rank']:.3g} routed + {p['redundant_per_rank']:.3g} redundant on average)"
+             if p["redundant_slots"] else "")
+    rows = [("experts per GPU", f"{p['slots_per_rank']} slots: {p['experts']}{extra} over EP {p['ranks']}{split}")]
+    if x is None:
+        return rows
+    phases = [ph for ph in ("prepare", "dispatch", "combine") if ph in x]
+    rows.append(("expert exchange", f"{x['strategy']} ({x['chosen']}): " + ", ".join(
+        f"{ph} {x[ph]['collective']} {x[ph]['wire_dtype']}" for ph in phases)))
+    tails = {x[ph]["source"].split(" curve ")[-1] for ph in phases}
+    if len(tails) == 1:
+        first = x[phases[0]]
+        return rows + [("exchange timed by", first["source"].replace(f" {first['collective']} curve", " curves"))]
+    return rows + [(f"{ph} timed by", x[ph]["source"]) for ph in phases]
 
 
 def _host_row(s: dict) -> str:

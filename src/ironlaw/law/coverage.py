@@ -142,14 +142,14 @@ def _network(est) -> str | None:
     borrow, each once: the α-β model, the curve of another measured group size (``curves.nearest``), or for
     DeepEP's exchange how it was carried (``_deepep_carried``)."""
     from ..machine.network.calibration import for_hardware
-    from ..machine.network.curves import DEEPEP, nearest
+    from ..machine.network.curves import DEEPEP_LABELS, nearest
     cal = for_hardware(est.hw)
     out: list[str] = []
     for op in est.graph.ops:
         if op.kind == "collective" and op.collective:
             ranks, nodes = int(op.group[0]), int(op.group[1])
             name, why = op.collective, None
-            if name in DEEPEP and ranks > 1 and (nodes > 1 or (name, ranks) not in cal.curves):
+            if name in DEEPEP_LABELS and ranks > 1 and (nodes > 1 or (name, ranks) not in cal.curves):
                 why = _deepep_carried(cal, name, ranks, nodes)
             elif ranks > 1 and (nodes > 1 or nearest(cal.curves, name, ranks) is None):
                 why = f"the α-β network model ({cal.name})"
@@ -173,15 +173,15 @@ def _deepep_carried(cal, name: str, ranks: int, nodes: int) -> str:
     """How DeepEP's ``name`` (dispatch or combine) over ``ranks`` on ``nodes`` is priced where its curves (one
     node's, ``curves.nearest``) lack that group: across nodes as the α-β all-to-all (collectives.py), on one node
     on the curve of another measured EP size."""
-    from ..machine.network.curves import nearest
+    from ..machine.network.curves import DEEPEP_LABELS, nearest
     sizes = sorted(g for c, g in cal.curves if c == name)
-    phase = name.rsplit("-", 1)[-1]
+    owner, phase = DEEPEP_LABELS[name]
     measured = f"EP {'/'.join(map(str, sizes))} on one node" if sizes else "none on this device"
     if nodes > 1 or not sizes:
-        return f"the α-β all-to-all for DeepEP's {phase} over EP {ranks} on {nodes} nodes (measured: {measured})"
+        return f"the α-β all-to-all for {owner}'s {phase} over EP {ranks} on {nodes} nodes (measured: {measured})"
     lines = nearest(cal.curves, name, ranks)
     size = next(g for g in sizes if cal.curves[(name, g)] is lines)
-    return f"DeepEP's {phase} curve measured at EP {size}, carried to EP {ranks}"
+    return f"{owner}'s {phase} curve measured at EP {size}, carried to EP {ranks}"
 
 
 def _shares(est) -> tuple[dict[str, float], dict[str, set], dict[str, set]]:

@@ -209,3 +209,23 @@ def notes(rows: list[dict]) -> list[str]:
                    f"the output, forward and backward: {1e3 * p:.1f} ms per micro-batch (HybridEP's dispatch, "
                    f"--moe-dispatcher flex, writes the padded layout itself)")
     return out
+
+
+def exchange_note(sg: Graph, hw, dispatcher: str) -> list[str]:
+    """The step's note on its expert exchange: the dispatcher, the collective its ops (dispatch, combine, the
+    routing probabilities) are timed as and what times it (``network.collectives.time_source``: a measured curve,
+    its rows and table, or the α-β model); none without EP."""
+    from ..machine.network.collectives import time_source
+    seen: dict = {}
+    for op in sg.ops:
+        if op.kind == "collective" and op.module == "ep" and op.collective and int(op.group[0]) > 1:
+            part = op.name.split(".")[2] if op.name.count(".") >= 2 else op.name
+            names = seen.setdefault((op.collective, int(op.group[0]), int(op.group[1])), [])
+            names += [part] if part not in names else []
+    parts = [f"{', '.join(names)} as {name}: {time_source(hw, name, p, m)}" for (name, p, m), names in seen.items()]
+    if not parts:
+        return []
+    e, slots = sg.meta.get("experts", 0), sg.meta.get("expert_slots", sg.meta.get("experts", 0))
+    held = (f"{local_experts(sg.meta):g} expert slots per rank ({e}{f' + {slots - e} redundant' if slots > e else ''}"
+            f" over EP {sg.meta.get('ep', 1)}); ") if e else ""
+    return [f"expert exchange ({dispatcher} dispatcher): {held}" + "; ".join(parts)]

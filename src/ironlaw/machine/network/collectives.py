@@ -27,6 +27,10 @@ group size on one node, else as NCCL's ``allreduce`` (what TensorRT-LLM falls ba
 access or beyond its workspace). ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
 (curves.py): timed by the device's measured DeepEP curve (its group size, else the nearest measured) on one node,
 else as the ``alltoall`` below (a device without DeepEP tables, a group across nodes: an estimate, not DeepEP's).
+``alltoall-deepep-ll-dispatch`` / ``-ll-combine`` (DeepEP's low-latency kernels) and ``alltoall-mnnvl-*``
+(TensorRT-LLM's MNNVL all-to-all on an NVL72 domain) are timed by the device's measured curve (its group size, else
+the nearest measured) on one node or NVLink domain, and nothing else — a device or group without one is an error
+(``check_measured``), never the α-β all-to-all.
 A group on one node whose device file has measured curves for the collective (curves.py: NCCL's own
 latency-plus-bandwidth lines per protocol, fitted on measured tables) is timed by them instead; all-reduce
 then stands for NCCL's own choice of algorithm, as measured (``allreduce-ring``/``-tree`` keep the formulas).
@@ -38,14 +42,63 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 from . import calibration
-from .curves import DEEPEP, TRTLLM_ALLREDUCE, curve_time, nearest
+from .curves import DEEPEP, DEEPEP_LL, MEASURED_ONLY, MNNVL, TRTLLM_ALLREDUCE, curve_time, nearest
 from .topology import Topology, build
 
 COLLECTIVES = {
     "allreduce": "collective", "allreduce-ring": "collective", "allreduce-tree": "collective",
     "allgather": "collective", "reducescatter": "collective", "alltoall": "p2p", "sendrecv": "p2p",
-    TRTLLM_ALLREDUCE: "collective", DEEPEP[0]: "p2p", DEEPEP[1]: "p2p",
+    TRTLLM_ALLREDUCE: "collective", **{name: "p2p" for name in DEEPEP + DEEPEP_LL + MNNVL},
 }
+
+
+def measured_curve(hw, name: str, p: int, nodes: int):
+    """The lines of ``hw``'s measured curve for ``name`` over ``p`` ranks on ``nodes`` node(s), with the group size
+    they were measured at: (lines, measured size), or None (none measured for that collective, or a group across
+    nodes: the curves are one node's)."""
+    cal = calibration.for_hardware(hw)
+    sizes = sorted(g for c, g in cal.curves if c == name) if cal.curves else []
+    if nodes != 1 or not sizes:
+        return None
+    below = [g for g in sizes if g <= p]
+    size = below[-1] if below else sizes[0]
+    return cal.curves[(name, size)], size
+
+
+def time_source(hw, name: str, p: int, nodes: int) -> str:
+    """In words, what times ``name`` over ``p`` ranks on ``nodes`` node(s) of ``hw`` (``collective_time``): its
+    measured curve (the group size it was measured at, the rows it was fitted on, the tables its provenance
+    names) or the α-β model."""
+    import re
+    own = measured_curve(hw, name, p, nodes)
+    cal = calibration.for_hardware(hw)
+    if name == TRTLLM_ALLREDUCE and (nodes != 1 or (name, p) not in cal.curves):
+        return time_source(hw, "allreduce", p, nodes)
+    if own is None:
+        if name in MEASURED_ONLY:
+            return "none: refused"
+        return f"the α-β {'all-to-all' if name in DEEPEP else name} model ({cal.name} calibration), {nodes} node(s)"
+    size = own[1]
+    rows = next((c.get("rows", 0) for c in hw.extra.get("network", {}).get("curve", [])
+                 if c.get("collective") == name and c.get("gpus") == size), 0)
+    tables = sorted(set(re.findall(r"systems/data/([\w./-]+?)\.parquet", hw.extra.get("network", {}).get("source", ""))))
+    key = "moe_a2a_perf" if name in DEEPEP + DEEPEP_LL else "trtllm_alltoall_perf" if name in MNNVL else ("custom_allreduce_perf" if name == TRTLLM_ALLREDUCE
+                                                             else "nccl_perf")
+    table = next((t for t in tables if key in t), None)
+    at = f"measured at {size} GPUs on one node" + (f", carried to {p} GPUs" if size != p else "")
+    of = f"of aiconfigurator-core 0.12.0 {table}" if table else "named by the hardware file's [network] source"
+    return f"{hw.name}'s measured {name} curve ({at}; {rows} rows {of})"
+
+
+def check_measured(hw, name: str, p: int, nodes: int) -> None:
+    """One line where ``hw`` has no measured curve for ``name`` (``curves.MEASURED_ONLY``) over ``p`` ranks on
+    ``nodes``."""
+    if measured_curve(hw, name, p, nodes) is not None:
+        return
+    why = f"EP {p} spans {nodes} nodes and the measured curves are one node's" if nodes != 1 else \
+        f"{hw.name} has no measured {name} curve"
+    raise IronlawError(f"{name}: {why} (benchmarks/kernel_deepep.py fits them on aiconfigurator-core's moe_a2a and "
+                       f"trtllm_alltoall tables)")
 
 
 def inter_node_Bps(topo: Topology, fam: str, cal) -> float:
@@ -103,6 +156,9 @@ def collective_time(name: str, nbytes, topo: Topology, cal=None):
         if own is not None:
             return curve_time(own, name, p, n)
         name = "alltoall"             # no measured DeepEP curve for this device or group: the law's all-to-all
+    if name in MEASURED_ONLY:
+        check_measured(topo.hw, name, p, m)
+        return curve_time(measured_curve(topo.hw, name, p, m)[0], name, p, n)
     lines = nearest(cal.curves, name, p) if m == 1 and cal.curves else None
     if lines is not None:
         return curve_time(lines, name, p, n)

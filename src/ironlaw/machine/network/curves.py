@@ -11,7 +11,8 @@ fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per d
 
     [[network.curve]]
     collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm |
-                                  # alltoall-deepep-dispatch | alltoall-deepep-combine
+                                  # alltoall-deepep-dispatch | alltoall-deepep-combine |
+                                  # alltoall-deepep-ll-dispatch | alltoall-deepep-ll-combine
     gpus = 8                      # ranks, all on one node
     alpha_s = [2.5e-05, 2.7e-05, 9.0e-05]
     bus_Bps = [1.7e10, 3.4e11, 7.6e11]
@@ -39,9 +40,37 @@ TRTLLM_ALLREDUCE = "allreduce-trtllm"
 # one curve each on the all-to-all's bytes (tokens · top-k · hidden · 2): aiconfigurator-core 0.12.0's
 # ``comm/trtllm/1.3.0rc11/moe_a2a_perf`` tables (benchmarks/kernel_deepep.py)
 DEEPEP_DISPATCH, DEEPEP_COMBINE = "alltoall-deepep-dispatch", "alltoall-deepep-combine"
-DEEPEP = (DEEPEP_DISPATCH, DEEPEP_COMBINE)
+# the high-throughput dispatch of NVFP4 activations (TensorRT-LLM's post-quant dispatch, values and scales), its own
+# curve on its own bytes: it does not move them at the bf16 curve's rate (the bf16 line is 24–48% fast on them)
+DEEPEP_DISPATCH_FP4 = "alltoall-deepep-dispatch-fp4"
+DEEPEP = (DEEPEP_DISPATCH, DEEPEP_COMBINE, DEEPEP_DISPATCH_FP4)
+# DeepEP's low-latency dispatch and combine (the decode steps' expert exchange: CUDA-graph-safe, each token's rows
+# written straight into the receiving expert's buffer, at most ``DEEPEP_LL_MAX_TOKENS`` tokens per rank), one curve
+# per phase on the bytes the kernel moves (tokens · top-k · hidden · the wire dtype's bytes, scales included): the
+# same tables' ``trtllm_deepep_ll`` rows, dispatch in bf16, fp8 and nvfp4, combine in bf16 (benchmarks/kernel_deepep.py)
+DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE = "alltoall-deepep-ll-dispatch", "alltoall-deepep-ll-combine"
+DEEPEP_LL = (DEEPEP_LL_DISPATCH, DEEPEP_LL_COMBINE)
+# TensorRT-LLM's MNNVL all-to-all kernels on a multi-node NVLink domain (GB200 NVL72: NVLinkOneSided, the first
+# strategy its factory tries, and NVLinkTwoSided with its prepare step that exchanges the routing metadata), one
+# curve per phase and EP size: aiconfigurator-core 0.12.0's ``gb200/comm/trtllm/1.3.0rc10/trtllm_alltoall_perf``
+# (TensorRT-LLM 1.2.0rc6; DeepSeek's shape: hidden 7168, top-8, 256 experts; EP 2–32 one-sided, 2–64 two-sided)
+MNNVL_ONE = ("alltoall-mnnvl-one-sided-dispatch", "alltoall-mnnvl-one-sided-combine")
+MNNVL_TWO = ("alltoall-mnnvl-two-sided-prepare", "alltoall-mnnvl-two-sided-dispatch", "alltoall-mnnvl-two-sided-combine")
+MNNVL = MNNVL_ONE + MNNVL_TWO
+MEASURED_ONLY = DEEPEP_LL + MNNVL       # timed by their measured curve or refused, never the α-β all-to-all
+DEEPEP_LABELS = {DEEPEP_DISPATCH: ("DeepEP", "dispatch"), DEEPEP_COMBINE: ("DeepEP", "combine"),
+                 DEEPEP_DISPATCH_FP4: ("DeepEP", "NVFP4 dispatch"),
+                 DEEPEP_LL_DISPATCH: ("DeepEP", "low-latency dispatch"),
+                 DEEPEP_LL_COMBINE: ("DeepEP", "low-latency combine"),
+                 **{name: ("MNNVL", name.removeprefix("alltoall-mnnvl-").replace("-sided-", "-sided "))
+                    for name in MNNVL}}   # (whose kernel, which phase) of each exchange curve
+DEEPEP_LL_MAX_TOKENS = 256        # tokens per rank the measured low-latency rows reach (1–256)
+# bytes per hidden element a DeepEP exchange moves in each wire dtype: bf16; fp8 as TensorRT-LLM's post-quant
+# dispatch sends it (per-tensor scale, no per-row scales: communication/deep_ep_low_latency.py); NVFP4 with its
+# one-byte scale per 16 elements (``hidden_states_sf``, hidden / 16 bytes a row)
+DEEPEP_WIRE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1.0 / 16}
 
-CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP + DEEPEP_LL + MNNVL
 CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0

@@ -292,7 +292,7 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
             out.extend(_mla_groups(t, half, note))
             continue
         if t.op == "mla_bmm":
-            out.extend(mla_bmm_groups(t))
+            out.extend(mla_bmm_groups(t, half))
             continue
         phase = PHASES[t.op]
         regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
@@ -630,10 +630,12 @@ def with_m_half_max(bounds: tuple, m_half_max: float | None) -> tuple:
 
 def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     """The largest compute over data time the law with ``table`` gives ``g``'s GEMVs that stream their weights from
-    device memory: gemm:1,N,K at each N, K of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s
-    last cache level (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them
-    there), or where no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach
-    131 M weight elements, its 256 MiB cache holds them); None where those do not exceed it either."""
+    device memory, each weighed by the power its resource draws flat out (``power_ratio``): gemm:1,N,K at each N, K
+    of ``rows`` both at least ``GEMV_RULE_NK`` whose weights exceed ``hw``'s last cache level
+    (``cache.repeated_limit_bytes``: neither a lone op nor the collector's repeated calls keep them there), or where
+    no such pair's do, at the largest N and K of ``rows`` (ROCm/aiter's MI300X fp8 rows reach 131 M weight elements,
+    its 256 MiB cache holds them); None where those do not exceed it either. At most 1: the GEMVs bind memory both in
+    time (``explain.labels``) and in power (``power.utilization``)."""
     from types import SimpleNamespace
     from ...law import law
     from ...machine.cache import repeated_limit_bytes
@@ -649,7 +651,18 @@ def gemv_share(hw, g: Group, rows, table: dict) -> float | None:
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: table}}
     est = law.timed(placed, replace(bare, calibration=Calibration.of(cal)))
     data, compute = (np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s))
-    return float(np.max(compute / np.maximum(data, 1e-30)))
+    return float(np.max(compute / np.maximum(data, 1e-30))) * power_ratio(hw)
+
+
+def power_ratio(hw) -> float:
+    """The tensor cores' power flat out over the device memory's (``power.dynamic_w``): where a hardware file states
+    its memory's own power (H200: 469 W of a 700 W TDP, 120 W idle, 0.60 of the compute's above idle), a GEMV whose
+    compute time is 0.6-1 of its data time binds memory in time but draws the tensor cores' power
+    (tests/test_gemv_binding.py); 1 on a device without that figure or without power figures."""
+    from ...law.power import dynamic_w, has_power
+    if not has_power(hw):
+        return 1.0
+    return dynamic_w(hw, "compute") / dynamic_w(hw, f"bandwidth:{hw.memory[hw.device_tier].name}")
 
 
 def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[dict]:
@@ -1110,9 +1123,11 @@ MLA_BMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 MLA_BMM_AS_FP8 = {"block_scaling": "block-scaled FP8", "dequant_bf16": "FP8 weights dequantized, the product in BF16"}
 
 
-def mla_bmm_groups(t: KernelTable) -> list[Group]:
+def mla_bmm_groups(t: KernelTable, half: dict | None = None) -> list[Group]:
     """A mla_bmm table's kernel classes: one per dtype (``gemmshape.mla_bmm_kernel``), both products in it (the
-    grid's K axis, 128 or 512, tells them apart); a dtype the catalog's ops do not run is an error."""
+    grid's K axis, 128 or 512, tells them apart); ``half`` ({'float16': 'bf16'}, ``groups``' ``float16_as``) fits
+    the 1.0 line's float16 rows as the bf16 class, said so; any other dtype the catalog's ops do not run is an
+    error."""
     from ...core.gemmshape import mla_bmm_kernel
     unknown_names = sorted(set(t.rows.op_name) - set(MLA_BMM_PRODUCTS))
     if unknown_names:
@@ -1120,12 +1135,13 @@ def mla_bmm_groups(t: KernelTable) -> list[Group]:
                            f"{', '.join(MLA_BMM_PRODUCTS)})")
     out = []
     for src, rows in t.rows.groupby("bmm_dtype", sort=True):
-        if src not in MLA_BMM_DTYPES:
+        dt = (half or {}).get(src) or MLA_BMM_DTYPES.get(src)
+        if dt is None:
             raise IronlawError(f"{t.path}: unknown bmm_dtype '{src}' (known: {', '.join(MLA_BMM_DTYPES)})")
-        dt = MLA_BMM_DTYPES[src]
         kernels = sorted(map(str, set(rows.kernel_source))) if "kernel_source" in rows.columns else []
         runs = [f"{k}: {what}" for k in kernels for mark, what in MLA_BMM_AS_FP8.items() if mark in k]
-        timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else ""
+        timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else \
+            f"{src} rows, for {dt}" if src not in MLA_BMM_DTYPES else ""
         out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed))
     return out
 
@@ -1135,7 +1151,7 @@ def mla_bmm_op(r, g: Group):
     ``num_tokens`` tokens, one layer, named its kernel class."""
     from ...models.workloads.attention import per_head
     name, k, n = MLA_BMM_PRODUCTS[r.op_name]
-    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, MLA_BMM_DTYPES[r.bmm_dtype])
+    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, g.name.rsplit(" ", 1)[-1])
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,10 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     "custom_allreduce": ("device", "op_name", "allreduce_dtype", "num_gpus", "message_size"),  # elements
     "moe_a2a": ("device", "comm_backend", "phase", "comm_dtype", "ep_size", "node_num", "hidden_size", "topk",
                 "num_experts", "num_tokens"),                     # DeepEP-style dispatch / combine
+    # TensorRT-LLM's MNNVL all-to-all (kernel_source NVLinkOneSided | NVLinkTwoSided; op_name alltoall_prepare |
+    # alltoall_dispatch | alltoall_combine | alltoall_combine_low_precision)
+    "trtllm_alltoall": ("device", "op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size", "topk",
+                        "num_experts", "moe_ep_size", "distribution"),
 }
 OPTIONAL = ("framework", "version", "kernel_source", "op_name")
 # ops whose ``latency`` column is not in ms: aiconfigurator's moe_a2a collector writes µs (latency = transmit_us +

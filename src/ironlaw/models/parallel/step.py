@@ -151,7 +151,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
                             plan.moe_dispatcher)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
     notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
-    notes += dispatcher.notes(rows)
+    notes += dispatcher.notes(rows) + dispatcher.exchange_note(sg, hw, plan.moe_dispatcher)
     off_mb = _offload_s(g, hw, plan, rows, notes)
     t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
                                                    off_mb))

@@ -149,6 +149,9 @@ class Layout:
     expert_imbalance: float = 1.0
     routing: str | None = None     # the router's load on the busiest expert rank (``core.routing``), per step;
                                    # None: uniform routing, times ``expert_imbalance``
+    dispatcher: str | None = None  # the expert exchange: a DeepEP strategy (``parallel.DISPATCHERS``); None: the
+                                   # engine's default (``parallel.exchange``)
+    redundant_experts: int = 0     # extra expert slots holding replicas of hot experts (EPLB), over the EP group
 
     @property
     def gpus(self) -> int:
@@ -211,8 +214,16 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         what = (f"--moe-routing {lay.routing}" if lay.routing is not None
                 else f"--expert-imbalance {lay.expert_imbalance:g}")
         raise IronlawError(f"{what} loads the routed experts; {spec} is dense")
-    if experts and experts % lay.ep:
-        raise IronlawError(f"--ep {lay.ep} does not divide the {experts} experts of {spec}; use a divisor of {experts}")
+    _check_redundant(spec, experts, lay)
+    if lay.dispatcher is not None:
+        from .parallel import check_dispatcher_name
+        check_dispatcher_name(lay)
+    if experts and (experts + lay.redundant_experts) % lay.ep:
+        what = (f"{experts} + {lay.redundant_experts} redundant expert slots" if lay.redundant_experts
+                else f"{experts} experts")
+        raise IronlawError(f"--ep {lay.ep} does not divide the {what} of {spec}; use a divisor of "
+                           f"{experts + lay.redundant_experts}"
+                           f"{' or --redundant-experts N so that it does' if not lay.redundant_experts else ''}")
     if lay.ep > 1 and not lay.attention_dp:
         raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
                            f"add --attention-dp")
@@ -222,6 +233,24 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
 
 
+def _check_redundant(spec: str, experts: int, lay: Layout) -> None:
+    """``--redundant-experts N``: a whole number of slots, at most the experts, over an EP group, under uniform
+    routing (a named routing's busiest rank is drawn over the experts alone: ``core.routing``)."""
+    r = lay.redundant_experts
+    if not r:
+        return
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if not experts or lay.ep == 1:
+        raise IronlawError(f"--redundant-experts {r} spreads replicas of hot experts over an EP group: "
+                           f"{'add --ep > 1 with --attention-dp' if experts else f'{spec} is dense'}")
+    if r > experts:
+        raise IronlawError(f"--redundant-experts {r} is more than the {experts} experts of {spec}")
+    if lay.routing is not None:
+        raise IronlawError(f"--moe-routing {lay.routing} draws the busiest rank over the {experts} experts alone; "
+                           f"with --redundant-experts use --expert-imbalance")
+
+
 def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
     by = dtype_bytes(dtype)
     params = float(meta["params"])
@@ -229,7 +258,8 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
     if meta.get("experts") and lay.attention_dp:
         e, k = meta["experts"], meta.get("experts_per_token", 1)
         expert = (params - float(meta["active_params"])) * e / max(e - k, 1)
-        return ((params - expert) * by + extra + expert * by / lay.ep) / lay.pp
+        slots = (e + lay.redundant_experts) / e                   # redundant slots hold replicas' weights
+        return ((params - expert) * by + extra + expert * slots * by / lay.ep) / lay.pp
     return (params * by + extra) / (lay.tp * lay.pp)
 
 

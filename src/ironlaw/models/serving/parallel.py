@@ -10,6 +10,28 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
     On a multi-node NVLink fabric (an NVLink domain of more than one 8-GPU board: GB200/GB300 NVL72) the
     tokens go all-to-all instead (MnnvlMoe): each rank sends its tokens' k expert copies, bf16.
     (``network.collectives``: α + β over the NVLink domain, or across nodes when ep exceeds it)
+    ``dispatcher`` names one of TensorRT-LLM's DeepEP strategies instead (``TRTLLM_FORCE_COMM_METHOD``;
+    tensorrt_llm/_torch/modules/fused_moe/communication/, Apache-2.0), each token's k expert copies sent to the
+    ranks that hold them and the weighted rows summed back, timed by the device's measured DeepEP curves
+    (machine/network/curves.py, fitted by benchmarks/kernel_deepep.py), never by another collective:
+    deepep     ``DeepEP``, the high-throughput kernels: dispatch of bf16 rows (``alltoall-deepep-dispatch``), or
+               of NVFP4 rows and their scales where the experts run NVFP4 (its only post-quant dispatch:
+               ``alltoall-deepep-dispatch-fp4``); combine of bf16 rows (``alltoall-deepep-combine``)
+    deepep-ll  ``DeepEPLowLatency``, the low-latency kernels of decode (CUDA-graph safe): dispatch of the
+               experts' dtype where it is FP8 or NVFP4 (post-quant), else bf16 (``alltoall-deepep-ll-dispatch``),
+               combine of bf16 rows (``alltoall-deepep-ll-combine``). Its buffers hold a set number of tokens per
+               rank; past it TensorRT-LLM switches the layer to all-gather/reduce-scatter for the rest of the run
+               (``ConfigurableMoE`` on ``is_workload_feasible``, fused_moe/configurable_moe.py), so an engine
+               whose step may carry more than the measured rows reach (``DEEPEP_LL_MAX_TOKENS`` per rank) is
+               refused (``check_dispatcher`` on its token budget, ``_check_ll_tokens`` on each step).
+    nvlink-one-sided, nvlink-two-sided  TensorRT-LLM's MNNVL all-to-all kernels on a multi-node NVLink domain
+               (``NVLinkOneSided``, the first its factory tries, measured dispatching NVFP4 alone; ``NVLinkTwoSided``
+               with its prepare step, the routing metadata: 4 bytes per routed row), dispatch of the experts' dtype
+               where it is FP8 or NVFP4, else bf16; combine of bf16 rows (``alltoall-mnnvl-*``: GB200, EP 2–64).
+    A device without the curves, or an EP group across nodes (the curves are one node's or one NVLink domain's), is
+    refused.
+Redundant expert slots (``redundant_experts``, EPLB's replicas of hot experts) add (E + R)/ep slots per rank in all:
+their weights are held, and the pooled rows spread over E + R slots (the replicas share their expert's load).
 The ranks step together with equal shares of the tokens (serving_throughput: they admit prompts in the same
 steps). Attention, norms, router and shared experts run a rank's own tokens; the routed experts run on the
 pooled tokens, E/ep experts per rank, so a rank does its share of the experts' work, times ``imbalance``
@@ -22,11 +44,16 @@ from __future__ import annotations
 
 import copy
 
+from ...core.errors import IronlawError
 from ...core.graph import Graph, Op, dtype_bytes
 from ...machine.network.topology import node_size, nodes_for
 
 COMBINE_DTYPE = "bf16"
 BOARD_GPUS = 8            # GPUs on one NVLink board (DGX/HGX H100, H200, B200); a larger NVLink domain is multi-node
+DISPATCHERS = ("deepep", "deepep-ll", "nvlink-one-sided", "nvlink-two-sided")
+STRATEGY = {"allgather": "AllGatherReduceScatter", "alltoall": "MNNVL all-to-all", "deepep": "DeepEP",
+            "deepep-ll": "DeepEPLowLatency", "nvlink-one-sided": "NVLinkOneSided",
+            "nvlink-two-sided": "NVLinkTwoSided"}     # TensorRT-LLM's name for each exchange
 
 
 def _touched(experts: int, k: int, tokens: float) -> float:
@@ -44,20 +71,131 @@ def _collective(name: str, kind: str, nbytes: float, ranks: int, nodes: int, cou
               collective=kind, group=(ranks, nodes), shapes=f"{ranks} ranks on {nodes} node(s)")
 
 
-def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> tuple[Op, Op]:
-    """(dispatch, combine) collectives of one MoE layer (module docstring)."""
+def _measured_names(dispatcher: str, dtype: str) -> dict:
+    """{phase: (collective, wire dtype)} of a measured strategy (module docstring): prepare (NVLinkTwoSided's routing
+    metadata, int32 slot ids), dispatch, combine."""
+    from ...machine.network import curves as c
+    quantized = dtype if dtype in ("fp8", "fp4") else COMBINE_DTYPE        # TensorRT-LLM's post-quant dispatch
+    table = {"deepep": {"dispatch": (c.DEEPEP_DISPATCH_FP4, "fp4") if dtype == "fp4" else (c.DEEPEP_DISPATCH,
+                                                                                           COMBINE_DTYPE),
+                        "combine": (c.DEEPEP_COMBINE, COMBINE_DTYPE)},
+             "deepep-ll": {"dispatch": (c.DEEPEP_LL_DISPATCH, quantized), "combine": (c.DEEPEP_LL_COMBINE, COMBINE_DTYPE)},
+             "nvlink-one-sided": {"dispatch": (c.MNNVL_ONE[0], "fp4"), "combine": (c.MNNVL_ONE[1], COMBINE_DTYPE)},
+             "nvlink-two-sided": {"prepare": (c.MNNVL_TWO[0], "int32"), "dispatch": (c.MNNVL_TWO[1], quantized),
+                                  "combine": (c.MNNVL_TWO[2], COMBINE_DTYPE)}}
+    return table[dispatcher]
+
+
+def _exchanges(hw, meta: dict, lay, tokens: float, dtype: str, count: int) -> list[tuple[str, Op]]:
+    """[(phase, collective)] of one MoE layer's exchange, in order: prepare (where the strategy has one), dispatch
+    before the experts, combine after (module docstring)."""
     ep, hidden = lay.ep, meta["hidden"]
     k = int(meta.get("experts_per_token", 1))
     nodes = nodes_for(hw, ep)
+    if lay.dispatcher in DISPATCHERS:
+        from ...machine.network.curves import DEEPEP_WIRE_BYTES
+        wire = dict(DEEPEP_WIRE_BYTES, int32=4.0 / hidden)               # the slot ids: 4 bytes per routed row
+        return [(phase, _collective(f"ep.{lay.dispatcher}.{phase}", name, tokens * k * hidden * wire[w], ep, nodes,
+                                    count, dtype))
+                for phase, (name, w) in _measured_names(lay.dispatcher, dtype).items()]
     if exchange(hw) == "alltoall":
         a2a = tokens * k * hidden * dtype_bytes(COMBINE_DTYPE)
-        return (_collective("ep.alltoall.dispatch", "alltoall", a2a, ep, nodes, count, dtype),
-                _collective("ep.alltoall.combine", "alltoall", a2a, ep, nodes, count, dtype))
+        return [("dispatch", _collective("ep.alltoall.dispatch", "alltoall", a2a, ep, nodes, count, dtype)),
+                ("combine", _collective("ep.alltoall.combine", "alltoall", a2a, ep, nodes, count, dtype))]
     pooled = tokens * lay.dp * hidden
     wire = dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE
-    return (_collective("ep.allgather.dispatch", "allgather", pooled * dtype_bytes(wire), ep, nodes, count, dtype),
-            _collective("ep.reducescatter.combine", "reducescatter", pooled * dtype_bytes(COMBINE_DTYPE), ep, nodes,
-                        count, dtype))
+    return [("dispatch", _collective("ep.allgather.dispatch", "allgather", pooled * dtype_bytes(wire), ep, nodes,
+                                     count, dtype)),
+            ("combine", _collective("ep.reducescatter.combine", "reducescatter", pooled * dtype_bytes(COMBINE_DTYPE),
+                                    ep, nodes, count, dtype))]
+
+
+def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) -> None:
+    """One line where ``lay.dispatcher`` cannot be priced from measurements: an unknown name, no expert exchange to
+    run it (attention DP with EP > 1), a device without its curves, an EP group across nodes, a dtype the strategy
+    was not measured in (NVLinkOneSided: NVFP4 alone), or (deepep-ll) steps of more tokens per rank than the
+    measured low-latency rows reach."""
+    from ...machine.network.collectives import measured_curve
+    from ...machine.network.curves import DEEPEP_LABELS, DEEPEP_LL_MAX_TOKENS
+    d = lay.dispatcher
+    if d is None:
+        return
+    check_dispatcher_name(lay)
+    nodes = nodes_for(hw, lay.ep)
+    for name, _ in _measured_names(d, dtype).values():
+        if measured_curve(hw, name, lay.ep, nodes) is None:
+            why = (f"EP {lay.ep} spans {nodes} nodes of {hw.name} and the measured curves are one node's"
+                   if nodes > 1 else f"{hw.name} has no measured {' '.join(DEEPEP_LABELS[name])} curve, {name}")
+            raise IronlawError(f"--moe-dispatcher {d}: {why} (measured: {_measured_on(name)})")
+    if d == "nvlink-one-sided" and dtype != "fp4":
+        raise IronlawError(f"--moe-dispatcher nvlink-one-sided: its kernels are measured dispatching NVFP4 alone, "
+                           f"not --dtype {dtype}; use --dtype fp4 or --moe-dispatcher nvlink-two-sided")
+    if d == "deepep-ll" and max_tokens_per_rank > DEEPEP_LL_MAX_TOKENS:
+        raise IronlawError(f"--moe-dispatcher deepep-ll: a step carries up to {max_tokens_per_rank:,} tokens per rank "
+                           f"and DeepEP's low-latency kernels are measured up to {DEEPEP_LL_MAX_TOKENS} (past its "
+                           f"token limit TensorRT-LLM switches to all-gather/reduce-scatter): use --max-num-tokens "
+                           f"{DEEPEP_LL_MAX_TOKENS} or less, or --moe-dispatcher deepep")
+
+
+def _check_ll_tokens(lay, tokens: float) -> None:
+    """One line where a step of the engine carries more tokens per rank than DeepEP's low-latency rows measure (a
+    mixed step: its decode tokens beside a prompt chunk)."""
+    from ...machine.network.curves import DEEPEP_LL_MAX_TOKENS
+    if lay.dispatcher == "deepep-ll" and tokens > DEEPEP_LL_MAX_TOKENS:
+        raise IronlawError(f"--moe-dispatcher deepep-ll: a step carries {tokens:,.0f} tokens per rank (its decode "
+                           f"tokens beside a prompt chunk) and DeepEP's low-latency kernels are measured up to "
+                           f"{DEEPEP_LL_MAX_TOKENS} (past its token limit TensorRT-LLM switches to "
+                           f"all-gather/reduce-scatter): lower --max-num-tokens and --max-batch so that a step's "
+                           f"tokens stay within {DEEPEP_LL_MAX_TOKENS}, or use --moe-dispatcher deepep")
+
+
+def check_dispatcher_name(lay) -> None:
+    """One line for a dispatcher name serving does not model, or one given without an expert exchange to run."""
+    from ...core.errors import unknown
+    if lay.dispatcher not in DISPATCHERS:
+        raise unknown("--moe-dispatcher (serving)", str(lay.dispatcher), DISPATCHERS)
+    if not (lay.attention_dp and lay.ep > 1):
+        raise IronlawError(f"--moe-dispatcher {lay.dispatcher} prices the expert exchange of attention DP with "
+                           f"expert parallelism: add --attention-dp and --ep > 1")
+
+
+def _measured_on(name: str) -> str:
+    """The catalog devices with a measured curve for ``name``, each with its group sizes."""
+    from ...machine import hardware
+    from ...machine.network.calibration import for_hardware
+    where = [f"{h.name} (EP {'/'.join(str(g) for c, g in sorted(for_hardware(h).curves) if c == name)})"
+             for h in hardware.catalog() if any(c == name for c, _ in for_hardware(h).curves)]
+    return ", ".join(where) or "none"
+
+
+def experts_per_rank(meta: dict, lay) -> dict:
+    """The routed experts' placement: the model's experts, the redundant slots, the slots each rank holds."""
+    e, r = int(meta["experts"]), int(lay.redundant_experts)
+    return {"experts": e, "redundant_slots": r, "ranks": lay.ep, "slots_per_rank": (e + r) // lay.ep,
+            "experts_per_rank": e / lay.ep, "redundant_per_rank": r / lay.ep}
+
+
+def _wires(d: str, dtype: str) -> dict:
+    """{phase: wire dtype} of exchange ``d`` (module docstring)."""
+    if d in DISPATCHERS:
+        return {phase: w for phase, (_, w) in _measured_names(d, dtype).items()}
+    if d == "alltoall":
+        return {"dispatch": COMBINE_DTYPE, "combine": COMBINE_DTYPE}
+    return {"dispatch": dtype if dtype_bytes(dtype) <= 1.0 else COMBINE_DTYPE, "combine": COMBINE_DTYPE}
+
+
+def exchange_plan(hw, meta: dict, lay, dtype: str) -> dict:
+    """What prices the expert exchange: TensorRT-LLM's strategy, and per phase the collective, its wire dtype and
+    the source of its time (``network.collectives.time_source``)."""
+    from ...machine.network.collectives import time_source
+    d = lay.dispatcher or exchange(hw)
+    out = {"dispatcher": d, "strategy": STRATEGY[d], "chosen": "given" if lay.dispatcher else "engine default"}
+    wires = _wires(d, dtype)
+    for phase, op in _exchanges(hw, meta, lay, 1.0, dtype, 1):
+        ranks, nodes = op.group
+        out[phase] = {"collective": op.collective, "wire_dtype": wires[phase], "ranks": ranks, "nodes": nodes,
+                      "source": time_source(hw, op.collective, ranks, nodes)}
+    return out
 
 
 def _expert_op(op, share: float, weight_scale: float):
@@ -74,9 +212,10 @@ def _expert_op(op, share: float, weight_scale: float):
 def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
     """(the busiest rank's routed rows, its experts' weights) over those of ``tokens`` tokens routed over all
     ``e`` experts (how the unsharded step's expert ops are built): ``Layout.routing``'s at the pooled tokens, or
-    uniform routing times ``expert_imbalance``."""
+    uniform routing times ``expert_imbalance`` over the e + redundant slots."""
     if lay.routing is None:
-        return lay.expert_imbalance, _touched(e, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
+        slots = e + lay.redundant_experts
+        return lay.expert_imbalance, _touched(slots, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
     from ...core.routing import slowest_rank
     rows, used = slowest_rank(lay.routing, tokens * lay.dp, e, k, lay.ep)
     return rows / (tokens * k), used / _touched(e, k, tokens)
@@ -87,17 +226,18 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
     meta = g.meta
     e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), lay.ep
     tokens = float(meta["tokens"])
+    _check_ll_tokens(lay, tokens)
     share, weight_scale = _busiest(lay, tokens, e, k)
     ops = []
     for op in g.ops:
         if op.module != "experts":
             ops.append(op)
             continue
-        dispatch, combine = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
+        exchange_ops = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
         if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
-            ops.append(dispatch)
+            ops += [o for phase, o in exchange_ops if phase != "combine"]
         ops.append(_expert_op(op, share, weight_scale))
         if op.attrs.get("role") == "row":
-            ops.append(combine)
+            ops += [o for phase, o in exchange_ops if phase == "combine"]
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),
                  meta={**meta, "ep": ep, "attention_dp": lay.dp})

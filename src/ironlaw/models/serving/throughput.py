@@ -89,6 +89,7 @@ class ThroughputEstimate:
     energy: dict | None = None       # per output token (``serving.features.energy.with_energy``; None: not asked)
     steady_parts: list = field(default_factory=list)  # [(share of the steps, Estimate)] of the steady state at
                                                       # the batch: what a stream of requests meets (latencies)
+    moe: dict | None = None          # an MoE model's experts per rank and expert exchange (``moe_plan``)
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -111,7 +112,7 @@ class ThroughputEstimate:
                 "engine": {"max_batch_size": self.limits.max_batch, "max_num_tokens": self.limits.max_num_tokens,
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
-                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy,
+                "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy, "moe": self.moe,
                 **_expert_weights(self.steps[0][1].graph.meta)}
 
 
@@ -251,10 +252,12 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
                    max_num_tokens: int | None = None, requests: int | None = None,
-                   constants: ServingConstants = FITTED, routing: str | None = None) -> ThroughputEstimate:
+                   constants: ServingConstants = FITTED, routing: str | None = None, dispatcher: str | None = None,
+                   redundant_experts: int = 0) -> ThroughputEstimate:
     """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``routing``: the busiest expert
     rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
-    ``expert_imbalance``)."""
+    ``expert_imbalance``); ``dispatcher``, ``redundant_experts``: the expert exchange and EPLB's extra slots
+    (``serving.parallel``)."""
     from ...machine import hardware
     from ...machine.network.topology import check_count
     t0 = _time.perf_counter()
@@ -262,11 +265,13 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     check_inputs(prompt, output, kv_fraction, requests, max_batch, max_num_tokens, expert_imbalance)
     eng.check_routing(routing, expert_imbalance)
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
-                 float(expert_imbalance), routing)
+                 float(expert_imbalance), routing, dispatcher, redundant_experts)
     from .kvcache import dtypes
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
                                  max_num_tokens, constants)
+    from .parallel import check_dispatcher
+    check_dispatcher(hw, meta, lay, dtype, limits.max_num_tokens)
     n = requests or eng.requests_for(prompt, output)
     fit, reason = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output,
                                    limits.max_batch * lay.pp)
@@ -281,4 +286,14 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0, steady_parts=full.parts,
-                              notes=expert_notes(run, [e for _, e in steps]))
+                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype))
+
+
+def moe_plan(hw, meta: dict, lay: Layout, dtype: str) -> dict | None:
+    """An MoE model's routed experts per rank (redundant slots included) and, under attention DP with EP, the
+    expert exchange and what times it (``serving.parallel``); None for a dense model."""
+    if not meta.get("experts"):
+        return None
+    from .parallel import exchange_plan, experts_per_rank
+    exchange = exchange_plan(hw, meta, lay, dtype) if lay.attention_dp and lay.ep > 1 else None
+    return {"placement": experts_per_rank(meta, lay), "exchange": exchange}
