@@ -127,7 +127,7 @@ def test_gpt3_layer_prefill_tp4(tmp_path):
 
     Q_mul_K is a bmm with K = d_h = 128 that writes the 1.6 GB score matrix per device: its epilogue's stores
     follow a 128-deep main loop and cannot hide behind it (law: a GPU GEMM's written bytes run after its
-    overlapped reads and compute), −7% (−33% if the stores overlapped). A_mul_V reads the same
+    overlapped reads and compute): +4%. A_mul_V reads the same
     matrix under a 2048-deep main loop and writes little: −4%. Softmax (805M scores per device, 24 of the 96
     heads) runs at the softmax kernel's rate fitted on the even rows of LLMCompass's softmax sweep (the
     a100 [calibration.kernel.softmax]), a row count 6× beyond the sweep's largest: +20%.
