@@ -222,7 +222,8 @@ def _sync(tab: StageTable, layers: int) -> Sync:
         b += 1
     segs = _runs(tab.coll, range(a, pos + 1)) + [("G", [])] + _runs(tab.coll, range(pos + 1, b))
     tail, i = [], b
-    while i < n:                                          # critical_path._blocks: a run repeats as a whole
+    # runs of one count, as the critical path groups them: a run repeats as a whole
+    while i < n:
         j = i + 1
         while j < n and reps[j] == reps[i] and reps[i] > 1:
             j += 1
