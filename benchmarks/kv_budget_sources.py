@@ -40,6 +40,7 @@ differ is each term. Per cell, printed in GiB per GPU:
                the dummy requests' blocks (``graphs_captured``); where it does hold it, the pool is one decode step
                at that batch: the MoE at dp x batch rows and the batch's BF16 logits
     excess     what the sourced terms keep out beyond ironlaw's, signed: total + (moe - ws) + graphs
+    KV x       the KV cache the sourced terms leave, over ironlaw's: 1 - excess / (ironlaw's free memory)
     needed     the absolute reserve per GPU at which the cell, on the measured fused-MoE layer at the router's
                skew (``moe_implied_memory.py``, routing power_law_1.2), is no faster than published (0.0: already
                slow at ironlaw's KV; "—": no reserve reaches it)
@@ -145,9 +146,10 @@ def sourced(cell: dict, est) -> dict:
     graphs = graph_pool_bytes(largest_graph_batch(batch, mnt), tp, e) if captured else 0.0
     total = mem["device_memory_bytes"] - DRIVER_TOTAL_BYTES[cell["gpu"]]
     moe = moe_live_bytes(mnt, tp, e)
+    excess = total + (moe - mem["workspace_bytes"]) + graphs
     return {"mnt": mnt, "max_batch": batch, "blocks": estimation_blocks(mnt, seq, tp), "captured": captured,
-            "total": total, "ws": mem["workspace_bytes"], "moe": moe, "graphs": graphs,
-            "excess": total + (moe - mem["workspace_bytes"]) + graphs}
+            "total": total, "ws": mem["workspace_bytes"], "moe": moe, "graphs": graphs, "excess": excess,
+            "kv_ratio": 1.0 - excess / mem["free_bytes"]}
 
 
 def needed_reserve(cell: dict, routing: str) -> float | None:
@@ -156,15 +158,17 @@ def needed_reserve(cell: dict, routing: str) -> float | None:
     return r["reserve_gib"]
 
 
-WIDTHS = (16, 5, 10, 6, 6, 7, 6, 6, 6, 6, 7, 8)
-HEAD = ("model", "gpu", "ISL/OSL", "mnt", "batch", "blocks", "total", "ws", "moe", "graphs", "excess", "needed")
+WIDTHS = (16, 5, 10, 6, 6, 7, 6, 6, 6, 6, 7, 7, 8)
+HEAD = ("model", "gpu", "ISL/OSL", "mnt", "batch", "blocks", "total", "ws", "moe", "graphs", "excess", "KV x",
+        "needed")
 
 
 def cell_text(c: dict, s: dict, need: float | None, show_need: bool) -> str:
     g = lambda x: f"{x / GIB:.1f}"  # noqa: E731
     needed = ("—" if need is None else f"{need:.1f}") if show_need else ""
     return h100.table_row((c["model"], c["gpu"], f"{c['isl']}/{c['osl']}", s["mnt"], s["max_batch"], s["blocks"],
-                           g(s["total"]), g(s["ws"]), g(s["moe"]), g(s["graphs"]), g(s["excess"]), needed), WIDTHS)
+                           g(s["total"]), g(s["ws"]), g(s["moe"]), g(s["graphs"]), g(s["excess"]),
+                           f"{s['kv_ratio']:.2f}", needed), WIDTHS)
 
 
 def summary(rows: list[tuple]) -> list[str]:
@@ -175,8 +179,9 @@ def summary(rows: list[tuple]) -> list[str]:
         need = [n for _, n in rs if n is not None]
         cap = sum(s["captured"] for s, _ in rs)
         span = f", needed {min(need):.1f} … {max(need):.1f} (median {statistics.median(need):.1f})" if need else ""
+        kv = [s["kv_ratio"] for s, _ in rs]
         out.append(f"{gpu} {model}: {len(rs)} cells, sourced excess over ironlaw {min(ex):+.1f} … {max(ex):+.1f} GiB"
-                   f" (CUDA graphs resident at the sizing in {cap}){span}")
+                   f" (CUDA graphs resident at the sizing in {cap}), KV x {min(kv):.2f} … {max(kv):.2f}{span}")
     return out
 
 
@@ -197,7 +202,8 @@ def main() -> int:
             print(cell_text(c, s, need, not args.no_needed))
     print("\nGiB per GPU. total: catalog capacity - driver total; ws: ironlaw's workspace; moe: TensorRT-LLM's fused-"
           "MoE live set at dp x max_num_tokens rows; graphs: CUDA-graph pool resident at the sizing (0: warmup "
-          "captured none); excess = total + moe - ws + graphs; needed: the reserve the measured MoE layer asks")
+          "captured none); excess = total + moe - ws + graphs; KV x: the sourced KV over ironlaw's; needed: the "
+          "reserve the measured MoE layer asks")
     print("\n".join(summary(rows)))
     return 0
 
