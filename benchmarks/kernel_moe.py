@@ -7,13 +7,15 @@ or, by default, from the extract in tests/data/kernel_tables (every 8th layer sh
 Rows used: ``kernel_source`` moe_torch_flow_cutlass (the gated CUTLASS path), ``distribution`` balanced (the
 collector's deterministic routing, reconstructed exactly), weight dtypes bfloat16, fp8 and nvfp4; and the
 block-scaled FP8 rows (``fp8_block``, DeepSeek-V3/R1's recipe) as a class of their own, whichever gated kernel the
-GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm).
+GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm); and the weight-only MXFP4 rows
+(``w4a16_mxfp4``, gpt-oss's experts: ``moe_torch_flow``, gpt-oss's 13–14 layer shapes per GPU) as another.
 
 Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
 its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
 not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regime the serving engine runs).
 
-    python benchmarks/kernel_moe.py [--data DIR] [--write]   # --write: into the catalog's [calibration]
+    python benchmarks/kernel_moe.py [--data DIR] [--write] [--only DTYPE]   # --write: into the catalog's
+                                                                           # [calibration] (--only: that dtype's)
     python benchmarks/kernel_moe.py --data DIR --extract tests/data/kernel_tables
 
 A TensorRT-LLM release's own MoE layer (``release_fits``: aiconfigurator 0.8.0's 1.0-line ``moe_perf.txt``,
@@ -37,14 +39,20 @@ from kernel_rows import arguments, held_out, median_p90, tables, write_extract  
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
-DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "fp8_block": "fp8_block"}
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "fp8_block": "fp8_block", "w4a16_mxfp4": "w4a16_mxfp4"}
 KERNEL, ROUTING = "moe_torch_flow_cutlass", "balanced"
-KERNELS = {"fp8_block": ("moe_torch_flow_cutlass", "deepgemm")}   # table dtype -> the gated kernels timing it
+# table dtype -> the gated kernels timing it (weight-only MXFP4: TensorRT-LLM's torch-flow MoE, gpt-oss's shapes)
+KERNELS = {"fp8_block": ("moe_torch_flow_cutlass", "deepgemm"), "w4a16_mxfp4": ("moe_torch_flow",)}
 # the classes fitted with a cost per local expert slot (moefit.fit per_expert): block-scaled FP8, where the rows
 # show it (H200, one token: 27 µs at 1–16 local experts, 107 µs at 256); the other dtypes' ~0.04 µs per slot
 # (bf16, fp8) moves their held-out median by under 0.5 point, and the serving cells rest on their stored terms
 PER_EXPERT = ("fp8_block",)
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
+# fits printed and scored but not stored: Hopper's weight-only MXFP4 layer (TensorRT-LLM's torch-flow MoE) pays a
+# cost per token the law's form has no term for (H100, 128 experts over EP 128, one local expert: 16,384 tokens in
+# 1.17 ms for 25.5 GFLOP), so its held-out shapes miss (median 34%, p90 175%); gpt-oss there stays on the bf16
+# classes, the coverage line naming the stand-in (docs/accuracy.md, "Weight-only MXFP4 experts")
+NOT_STORED = {("h100", "w4a16_mxfp4"), ("h200", "w4a16_mxfp4")}
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
 SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
@@ -224,17 +232,20 @@ def extract(data: Path, out: Path) -> None:
 
 
 def main() -> int:
-    a, data = arguments(__doc__, DATA, write="store the fitted terms in the catalog's [calibration]")
+    a, data = arguments(__doc__, DATA, write="store the fitted terms in the catalog's [calibration]",
+                        only="fit, print and write only this ironlaw MoE dtype (repeatable)")
     if a.extract:
         extract(data, Path(a.extract))
         return 0
     fits = []
-    for gpu, dt, path, rows in groups(data):
+    chosen = [g for g in groups(data) if not a.only or g[1] in a.only]
+    for gpu, dt, path, rows in chosen:
         kern, err, n_fit = fit_and_score(gpu, dt, rows)
         fits.append((gpu, dt, path, kern, err, n_fit, len(err)))
+    stored = [f for f in fits if (f[0], f[1]) not in NOT_STORED]
     if a.write:
-        for gpu in sorted({f[0] for f in fits}):
-            print(f"wrote {write(gpu, fits).relative_to(ROOT)}")
+        for gpu in sorted({f[0] for f in stored}):
+            print(f"wrote {write(gpu, stored).relative_to(ROOT)}")
     print(f"MoE layer (TensorRT-LLM {VERSION} CUTLASS fused MoE, balanced routing), {PACKAGE}: fitted on every "
           f"other layer shape, scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
     print(f"{'GPU':14s} {'dtype':9s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  L_e ns  goal")
@@ -244,9 +255,10 @@ def main() -> int:
         ok = med <= GOAL_MEDIAN and p90 <= GOAL_P90
         print(f"{gpu:14s} {dt:9s} {len(err):8d} {100 * med:6.1f}% {100 * p90:5.1f}% "
               f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f} "
-              f"{2e9 * g.get('expert_s', 0.0):7.0f}  {'met' if ok else 'MISS'}")
+              f"{2e9 * g.get('expert_s', 0.0):7.0f}  {'met' if ok else 'MISS'}"
+              f"{' (not stored)' if (gpu, dt) in NOT_STORED else ''}")
     print("\nthe serving regime only (MoE TP 1 rows, fitted and scored on their own shapes), median / p90:")
-    for gpu, dt, _, rows in groups(data):
+    for gpu, dt, _, rows in chosen:
         e = serving_regime(gpu, dt, rows)
         med, p90 = median_p90(e)
         print(f"{gpu:14s} {dt:9s} {len(e):8d} {100 * med:6.1f}% {100 * p90:5.1f}%")
@@ -256,7 +268,7 @@ def main() -> int:
     if not a.data:
         print("catalog [calibration.kernel] MoE entries: fitted on the full tables; check them with --data DIR")
         return 0
-    stale = catalog_matches(fits)
+    stale = catalog_matches(stored)
     print("catalog [calibration.kernel] MoE entries: " + ("match this fit" if not stale else
                                                          f"STALE for {', '.join(stale)} (run with --data … --write)"))
     return 0

@@ -35,6 +35,13 @@ its layers run on the FP8 tensor cores (``COMPUTE_DTYPE``), stream one byte per 
 (``weight_bytes``) and pay the per-group activation quantization, which the fit's η_a carries with the rows'
 other traffic. Its rows are fitted as the classes ``moe_grouped_gemm.fp8_block`` / ``moe_rows.fp8_block``; a
 model whose checkpoint is block-scaled (``models.precision.moe_recipe``) runs on them.
+
+Weight-only MXFP4 (``w4a16_mxfp4``: gpt-oss's checkpoint, its experts' weights 4 bits and one 8-bit scale per 32
+values, the activations bf16) is another: its GEMMs dequantize each weight they load and run on the bf16 tensor
+cores, stream 4.25 bits a weight, and the fitted η carry the dequantization (the tables time it inside the
+layer). Its rows (TensorRT-LLM's ``moe_torch_flow``, gpt-oss's layer shapes alone) are fitted as
+``moe_grouped_gemm.w4a16_mxfp4`` / ``moe_rows.w4a16_mxfp4``; a model whose routed experts are stored in MXFP4 with
+bf16 math runs on them.
 """
 from __future__ import annotations
 
@@ -48,7 +55,9 @@ from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
 WEIGHT_BLOCK = 128 * 128  # weights per fp32 scale of the block-scaled format (weight_block_size [128, 128])
-COMPUTE_DTYPE = {FP8_BLOCK: "fp8"}      # a weight format -> the tensor-core dtype its GEMMs run in (peak)
+W4A16_MXFP4 = "w4a16_mxfp4"   # MXFP4 weights, bf16 activations (the tables' moe_dtype; gpt-oss's checkpoint)
+COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
+STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
 
 def compute_dtype(dtype: str) -> str:
@@ -57,8 +66,9 @@ def compute_dtype(dtype: str) -> str:
 
 
 def weight_bytes(dtype: str) -> float:
-    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale)."""
-    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(dtype)
+    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale;
+    weight-only MXFP4: 4.25 bits)."""
+    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(STORED_DTYPE.get(dtype, dtype))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from ...core.errors import IronlawError
 from ...core.gemmshape import attention_kernel, attention_kernel_parts
 from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
-from ..precision import moe_recipe
+from ..precision import WEIGHT_ONLY_MOE, moe_recipe
 from .kvcache import default_kv_dtype
 
 
@@ -333,7 +333,9 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``. ``carried``: the weight
     format (``moe_kernels``) whose classes the device lacks, these standing in for them: each op names the class
-    it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``)."""
+    it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``). On a class fitted on weight-only rows
+    (``precision.WEIGHT_ONLY_MOE``: gpt-oss's MXFP4 experts) the op's dequantization FLOPs (``core.weightonly``)
+    leave its vector work: the measured layer's time holds them."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
     elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
@@ -344,6 +346,8 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     o.attrs = {**op.attrs, "kernel": kernel}
     if carried:
         o.attrs["kernel_for"] = f"{kernel.rsplit('.', 1)[0]}.{carried}"
+    elif kernel.rsplit(".", 1)[-1] in WEIGHT_ONLY_MOE and "dequant_flops" in op.attrs:
+        o.vector_flops = op.vector_flops - op.attrs["dequant_flops"]    # the measured layer times its dequantization
     return o
 
 
