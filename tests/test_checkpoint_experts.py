@@ -154,17 +154,18 @@ def test_a_wider_quant_what_if_names_the_checkpoint_and_the_way_out(cli):
 
 
 def test_mxfp4_experts_run_on_the_weight_only_moe_class_where_fitted():
-    """B200 holds the MoE layer fitted on TensorRT-LLM's weight-only MXFP4 rows (moe_grouped_gemm.w4a16_mxfp4): the
-    routed GEMMs run there, their dequantization inside the measured layer; H100's fit misses its goal and is not
-    stored, so its bf16 classes stand in and say so."""
+    """B200 and H100 hold the MoE layer fitted on TensorRT-LLM's weight-only MXFP4 rows (moe_grouped_gemm.w4a16_mxfp4):
+    the routed GEMMs run there, their dequantization inside the measured layer; the RTX PRO 6000 has no such rows,
+    so its bf16 classes stand in and say so."""
     from ironlaw.machine import hardware
     from ironlaw.models.precision import moe_recipe
     from ironlaw.models.serving.step import StoredExperts, moe_kernels, step_graph
     g = build(phase="decode", seq=16)
     assert moe_recipe(g) == "w4a16_mxfp4" and moe_recipe(build(phase="decode", seq=16, dtype="bf16")) is None
-    b200, h100 = hardware.get("b200"), hardware.get("h100")
+    b200, rtx = hardware.get("b200"), hardware.get("rtx-pro-6000")
     assert moe_kernels(b200, "bf16", "w4a16_mxfp4") == ("moe_grouped_gemm.w4a16_mxfp4", "moe_rows.w4a16_mxfp4", None)
-    assert moe_kernels(h100, "bf16", "w4a16_mxfp4") == ("moe_grouped_gemm.bf16", "moe_rows.bf16", "w4a16_mxfp4")
+    assert moe_kernels(hardware.get("h100"), "bf16", "w4a16_mxfp4")[0] == "moe_grouped_gemm.w4a16_mxfp4"
+    assert moe_kernels(rtx, "bf16", "w4a16_mxfp4") == ("moe_grouped_gemm.bf16", "moe_rows.bf16", "w4a16_mxfp4")
     experts = StoredExperts("mxfp4", SOURCE)
     args = dict(gemm_tokens=64, decode=64, context=1024, prompt=1024, prefill_tokens=0.0, head_tokens=64.0,
                 moe_tables=True, experts=experts)
@@ -174,7 +175,7 @@ def test_mxfp4_experts_run_on_the_weight_only_moe_class_where_fitted():
     plain = [o for o in build(phase="decode", seq=1024, batch=64).ops
              if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
     assert all(o.vector_flops == pytest.approx(p.vector_flops - p.attrs["dequant_flops"]) for o, p in zip(on, plain))
-    stand = [o for o in step_graph("gpt-oss-120b", h100, "bf16", "bf16", **args).ops
+    stand = [o for o in step_graph("gpt-oss-120b", rtx, "bf16", "bf16", **args).ops
              if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
     assert all(o.attrs["kernel_for"] == "moe_grouped_gemm.w4a16_mxfp4" for o in stand)
     assert all(o.vector_flops == p.vector_flops for o, p in zip(stand, plain))

@@ -105,10 +105,12 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local], 1)
 
 
-def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False) -> MoeFit:
+def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
+        exact: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
-    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0."""
+    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0. Each reweighted step solves the unbounded
+    problem and clips it to the bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
     cols = [0, 1, 2, 3] + ([5] if per_expert else [])
     lower = [0.0, 1 / 1.5, 1.0, 1.0] + ([0.0] if per_expert else [])
@@ -116,11 +118,35 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
     for _ in range(iters):
-        c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
-        c = np.maximum(c, lower)
+        if exact:
+            c = bounded_lstsq(X / t[:, None] * w[:, None], y * w, np.array(lower))
+        else:
+            c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
+            c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
     return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t),
                   float(c[4]) if per_expert else 0.0)
+
+
+def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """argmin |a·c − y|² subject to c ≥ ``lower``: every choice of the coefficients held at their bound (2^n for
+    the layer's four or five terms), the others solved freely, the feasible solution of least residual."""
+    import itertools
+    n = a.shape[1]
+    best, best_c = np.inf, np.asarray(lower, float)
+    for held in itertools.product((False, True), repeat=n):
+        c = np.asarray(lower, float).copy()
+        free = [j for j in range(n) if not held[j]]
+        if free:
+            rest = y - a[:, [j for j in range(n) if held[j]]] @ c[[j for j in range(n) if held[j]]]
+            sol, *_ = np.linalg.lstsq(a[:, free], rest, rcond=None)
+            if np.any(sol < c[free]):
+                continue
+            c[free] = sol
+        res = float(np.sum((a @ c - y) ** 2))
+        if res < best:
+            best, best_c = res, c
+    return best_c
 
 
 def kernels(f: MoeFit, dtype: str) -> dict:
