@@ -39,7 +39,7 @@ from ...core.graph import dtype_bytes
 from ...core.units import fmt_size
 from .kvcache import FP8_KV_DTYPES
 from .step import (EngineRun, ServingConstants, StoredExperts, build, engine_hw, routed_weight_bytes,
-                   stored_weight_bytes, unquantized_weight_bytes)
+                   stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -356,8 +356,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     _check_layout(spec, meta, lay)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes
-    params = float(meta["params"])
-    limits = engine_limits(params, stored_weight_bytes(meta, dtype) / params, kv_all, cap, lay.gpus, lay.pp, prompt,
+    limits = engine_limits(float(meta["params"]), stored_bytes_per_param(meta, dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
                            output, kv_fraction, max_batch, max_num_tokens)
     ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens

@@ -291,8 +291,14 @@ def routed_weight_bytes(meta: dict, dtype: str) -> float:
 def stored_weight_bytes(meta: dict, dtype: str) -> float:
     """The model's weights in ``dtype``, its routed experts as stored (``routed_weight_bytes``), the ModelOpt
     checkpoint's bf16 embedding and LM head left out (``unquantized_weight_bytes``)."""
-    routed = float(meta.get("routed_expert_weights", 0.0))
-    return float(meta["params"]) * dtype_bytes(dtype) - routed * (dtype_bytes(dtype) - routed_weight_bytes(meta, dtype))
+    return float(meta["params"]) * stored_bytes_per_param(meta, dtype)
+
+
+def stored_bytes_per_param(meta: dict, dtype: str) -> float:
+    """Mean bytes per weight of the model as stored (``stored_weight_bytes``): ``dtype``'s, less the routed experts'
+    share of what their narrower format saves (exactly ``dtype``'s for any other model)."""
+    share = float(meta.get("routed_expert_weights", 0.0)) / float(meta["params"])
+    return dtype_bytes(dtype) - share * (dtype_bytes(dtype) - routed_weight_bytes(meta, dtype))
 
 
 def expert_weights(meta: dict) -> dict:
