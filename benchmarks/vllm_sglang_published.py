@@ -4,6 +4,8 @@
     python benchmarks/vllm_sglang_published.py --rows      # … and the per-row table
     python benchmarks/vllm_sglang_published.py --fit       # what-if: each framework's fixed seconds per step fitted
                                                            # on its H100 rows (nothing stored), leave-one-model-out
+    python benchmarks/vllm_sglang_published.py --mxfp4     # … and the gpt-oss rows the summary leaves out, priced
+                                                           # in the checkpoint's format (MXFP4 experts), apart
 
 Source: tests/data/vllm_sglang_gpustack_perflab.csv (gpustack/gpustack docs/performance-lab, Apache-2.0; its header
 names the commit, the client command and which results were kept). Each row is one ``vllm bench serve`` run against
@@ -30,7 +32,10 @@ only, leave-one-model-out, and what that value does to the framework's other row
 are priced at the dataset's mean lengths: ironlaw has no length distribution, so they are listed and summarised
 apart from the fixed-length random rows. Rows whose serving mode ironlaw lacks (weight-only quantized GEMMs, MXFP4 experts on
 Hopper, TP above the KV heads) are printed with the reason (the CSV's ``modelled``), not priced.
-Error = predicted / published tokens/s − 1 (positive: ironlaw too fast).
+Error = predicted / published tokens/s − 1 (positive: ironlaw too fast). ``--mxfp4`` prices the gpt-oss rows
+(MXFP4 experts on Hopper, which the summary leaves out) with no --dtype, so that ``serve`` stores the routed experts
+as the checkpoint does (MXFP4, weight-only in bf16: ``serving.step.StoredExperts``), beside the same rows with every
+weight in bf16 (``dtype="bf16"``); scored apart, never in the summary's groups.
 """
 from __future__ import annotations
 
@@ -93,6 +98,33 @@ def predict(r: dict, step_s: float | None = None) -> float:
                         max_throughput=True, requests=r["num_prompts"], max_num_tokens=server_budget(r),
                         engine=r["framework"])
     return r["num_prompts"] * (r["prompt"] + r["output"]) / est.time_s
+
+
+def mxfp4_rows(rows: list[dict] | None = None) -> list[dict]:
+    """The rows of an MXFP4-expert checkpoint (gpt-oss) priced as the checkpoint stores its experts (``pred``, no
+    --dtype) and with every weight in bf16 (``pred_bf16``), each with its error against the published tokens/s."""
+    out = []
+    for r in rows if rows is not None else load():
+        if r["dtype"] != "mxfp4":
+            continue
+        pred, wide = predict(dict(r, dtype=None)), predict(dict(r, dtype="bf16"))
+        out.append(dict(r, pred=pred, err=pred / r["total_tok_s"] - 1.0, pred_bf16=wide,
+                        err_bf16=wide / r["total_tok_s"] - 1.0))
+    return out
+
+
+def print_mxfp4(rows: list[dict]) -> None:
+    print("\nMXFP4-expert rows (gpt-oss, not in the summary): the checkpoint's format vs every weight in bf16")
+    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} "
+          f"{'published':>9} {'mxfp4':>8} {'error':>7} {'bf16':>8} {'error':>7}")
+    for r in rows:
+        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['dataset'][:8]:<8} "
+              f"{r['prompt']:>6} {r['output']:>4} {r['num_prompts']:>5} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
+              f"{100 * r['err']:>+6.1f}% {r['pred_bf16']:>8.0f} {100 * r['err_bf16']:>+6.1f}%")
+    if rows:
+        mag = [abs(r["err"]) for r in rows]
+        print(f"{len(rows)} rows: median |err| {100 * statistics.median(mag):.1f}% (MXFP4 experts), "
+              f"{100 * statistics.median(abs(r['err_bf16']) for r in rows):.1f}% (all bf16)")
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -219,6 +251,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row")
     ap.add_argument("--fit", action="store_true", help="what-if: step_s fitted on each framework's H100 rows")
+    ap.add_argument("--mxfp4", action="store_true", help="also the gpt-oss (MXFP4-expert) rows, scored apart")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     rows = scored()
@@ -243,6 +276,8 @@ def main() -> int:
                   f"{100 * statistics.median(errs):+.1f}%")
     if args.fit:
         what_if(rows)
+    if args.mxfp4:
+        print_mxfp4(mxfp4_rows())
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
     return 0

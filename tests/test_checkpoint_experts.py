@@ -74,18 +74,75 @@ def test_cli_analyze_states_the_expert_dtype_and_fits_one_gpu(cli, hw):
     assert d["footprint"]["fits"] is True
 
 
-SERVED = "serving prices every weight in bf16; the checkpoint stores the routed experts in mxfp4, which `ironlaw analyze`"
+# gpt-oss-120b by hand: every weight but the routed experts' in bf16, those 4.25 bits (MXFP4) apiece
+ROUTED = 128 * 36 * 3 * 2880 * 2880
+OVERRIDE = "--dtype bf16; the checkpoint stores them in mxfp4"
 
 
-def test_cli_serve_states_that_it_prices_the_experts_in_its_dtype(cli):
-    r = cli("serve", "gpt-oss-120b", "--on", "h100", "--max-throughput")
-    assert r.rc == 2 and "the checkpoint stores its routed experts in mxfp4; serving prices every weight in bf16" in r.err
-    d = json.loads(cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--format", "json").out)
-    assert d["expert_weight_dtype"] == "bf16" and d["expert_weight_source"].startswith(SERVED)
-    r = cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--max-throughput")
-    assert r.rc == 0 and "routed experts' weights: bf16 (serving prices every weight in bf16" in r.out.replace("\n", " ")
+def stored_bytes(params: float) -> float:
+    return (params - ROUTED) * 2.0 + ROUTED * 4.25 / 8
+
+
+def test_cli_serve_stores_the_experts_as_the_checkpoint_does_and_fits_one_h100(cli):
+    """OpenAI: gpt-oss-120b runs on one 80 GB GPU; in bf16 (218 GiB of weights) it does not."""
+    d = json.loads(cli("serve", "gpt-oss-120b", "--on", "h100", "--format", "json").out)
+    assert d["expert_weight_dtype"] == "mxfp4" and d["expert_math_dtype"] == "bf16"
+    assert d["expert_weight_source"] == SOURCE
+    params = build(phase="decode", seq=16).meta["params"]
+    assert 116e9 < params < 118e9                                   # OpenAI's model card: 117B parameters
+    weights = d["capacity"]["weights_bytes"]
+    assert weights == pytest.approx(stored_bytes(params))
+    assert 60e9 < weights < 66e9                                    # the published checkpoint: ~61-65 GB of files
+    cap = d["capacity"]
+    assert cap["kv_budget_bytes"] > 10 * 2**30 and cap["max_concurrency"] > 100
+    r = cli("serve", "gpt-oss-120b", "--on", "h100")
+    assert r.rc == 0, r.err
+    flat = " ".join(r.out.split())
+    assert f"routed experts' weights: mxfp4, weight-only: math in bf16 after dequantizing (from {SOURCE})" in flat
+    r = cli("serve", "gpt-oss-120b", "--on", "h100", "--dtype", "bf16")
+    assert r.rc == 2 and "does not fit on h100 at --tp 1 in bf16: weights 218 GiB" in r.err
     plain = json.loads(cli("serve", "llama3-8b", "--on", "h100", "--format", "json").out)
     assert "expert_weight_dtype" not in plain
+
+
+def test_cli_serve_max_throughput_fits_one_h100_and_an_explicit_dtype_wins(cli):
+    r = cli("serve", "gpt-oss-120b", "--on", "h100", "--max-throughput", "--format", "json")
+    assert r.rc == 0, r.err
+    d = r.json()
+    assert d["expert_weight_dtype"] == "mxfp4" and d["expert_weight_source"] == SOURCE and d["dtype"] == "bf16"
+    params = build(phase="decode", seq=16).meta["params"]
+    assert d["memory_per_gpu"]["weights_bytes"] == pytest.approx(stored_bytes(params))
+    wide = cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--max-throughput", "--dtype", "bf16",
+               "--format", "json").json()
+    assert wide["expert_weight_dtype"] == "bf16" and wide["expert_weight_source"] == OVERRIDE
+    assert "expert_math_dtype" not in wide
+    assert wide["memory_per_gpu"]["weights_bytes"] == pytest.approx(params * 2.0 / 2)
+    r = cli("serve", "gpt-oss-120b", "--on", "b200", "--tp", "2", "--max-throughput", "--dtype", "bf16")
+    assert r.rc == 0 and f"routed experts' weights: bf16 (from {OVERRIDE})" in " ".join(r.out.split())
+
+
+def test_serve_streams_the_stored_experts_each_decode_step():
+    """The decode step reads the touched experts' weights at 4.25 bits, not 16: a one-sequence step on two B200s
+    (where the bf16 model fits too) moves fewer bytes and takes less time, the rest of the step unchanged."""
+    import ironlaw
+    narrow = ironlaw.serve("gpt-oss-120b", on="b200", tp=2).estimate
+    wide = ironlaw.serve("gpt-oss-120b", on="b200", tp=2, dtype="bf16").estimate
+    def routed_weights(est):
+        return sum(float(o.bytes["weights"]) * o.count for o in est.decode.graph.ops
+                   if o.attrs.get("expert") == "routed" and o.kind == "matmul")
+    assert routed_weights(narrow) == pytest.approx(routed_weights(wide) * 4.25 / 16)
+    assert narrow.decode.graph.meta["expert_weight_dtype"] == "mxfp4"
+    assert narrow.itl_s < wide.itl_s
+    others = lambda est: sum(float(o.bytes.get("weights", 0.0)) * o.count for o in est.decode.graph.ops  # noqa: E731
+                             if o.attrs.get("expert") != "routed")
+    assert others(narrow) == pytest.approx(others(wide))
+
+
+def test_search_serves_the_checkpoints_experts_on_one_h100():
+    import ironlaw
+    r = ironlaw.search("gpt-oss-120b", phase="serve", on="h100", gpus=1)
+    best = r.top[0]
+    assert best["dtype"] == "bf16" and best["expert_weight_dtype"] == "mxfp4" and best["tp"] == 1
 
 
 def test_a_wider_quant_what_if_names_the_checkpoint_and_the_way_out(cli):
@@ -94,3 +151,31 @@ def test_a_wider_quant_what_if_names_the_checkpoint_and_the_way_out(cli):
     assert "or start from the unquantized model with --dtype bf16" in r.err
     r = cli("compare", "gpt-oss-120b", "--phase", "decode", "--on", "h100", "--dtype", "bf16", "-w", "quant=fp8")
     assert r.rc == 0, r.err
+
+
+def test_mxfp4_experts_run_on_the_weight_only_moe_class_where_fitted():
+    """B200 and H100 hold the MoE layer fitted on TensorRT-LLM's weight-only MXFP4 rows (moe_grouped_gemm.w4a16_mxfp4):
+    the routed GEMMs run there, their dequantization inside the measured layer; the RTX PRO 6000 has no such rows,
+    so its bf16 classes stand in and say so."""
+    from ironlaw.machine import hardware
+    from ironlaw.models.precision import moe_recipe
+    from ironlaw.models.serving.step import StoredExperts, moe_kernels, step_graph
+    g = build(phase="decode", seq=16)
+    assert moe_recipe(g) == "w4a16_mxfp4" and moe_recipe(build(phase="decode", seq=16, dtype="bf16")) is None
+    b200, rtx = hardware.get("b200"), hardware.get("rtx-pro-6000")
+    assert moe_kernels(b200, "bf16", "w4a16_mxfp4") == ("moe_grouped_gemm.w4a16_mxfp4", "moe_rows.w4a16_mxfp4", None)
+    assert moe_kernels(hardware.get("h100"), "bf16", "w4a16_mxfp4")[0] == "moe_grouped_gemm.w4a16_mxfp4"
+    assert moe_kernels(rtx, "bf16", "w4a16_mxfp4") == ("moe_grouped_gemm.bf16", "moe_rows.bf16", "w4a16_mxfp4")
+    experts = StoredExperts("mxfp4", SOURCE)
+    args = dict(gemm_tokens=64, decode=64, context=1024, prompt=1024, prefill_tokens=0.0, head_tokens=64.0,
+                moe_tables=True, experts=experts)
+    on = [o for o in step_graph("gpt-oss-120b", b200, "bf16", "bf16", **args).ops
+          if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
+    assert on and all(o.attrs["kernel"] == "moe_grouped_gemm.w4a16_mxfp4" and "kernel_for" not in o.attrs for o in on)
+    plain = [o for o in build(phase="decode", seq=1024, batch=64).ops
+             if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
+    assert all(o.vector_flops == pytest.approx(p.vector_flops - p.attrs["dequant_flops"]) for o, p in zip(on, plain))
+    stand = [o for o in step_graph("gpt-oss-120b", rtx, "bf16", "bf16", **args).ops
+             if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
+    assert all(o.attrs["kernel_for"] == "moe_grouped_gemm.w4a16_mxfp4" for o in stand)
+    assert all(o.vector_flops == p.vector_flops for o, p in zip(stand, plain))

@@ -109,3 +109,20 @@ def test_a_moe_kernel_entry_is_checked():
     data["calibration"]["kernel"]["moe_rows.fp8"]["memory"] = 7.0
     with pytest.raises(IronlawError, match="memory"):
         hardware.parse_hardware(data, "b200.toml")
+
+
+def test_the_exact_bounded_solve_keeps_every_term_at_or_above_its_bound():
+    """``moefit.bounded_lstsq``: the unbounded solution where it is feasible; else the best feasible one, which
+    clipping the unbounded solution need not be."""
+    import numpy as np
+    from ironlaw.measure.calibrate.moefit import bounded_lstsq
+    rng = np.random.default_rng(0)
+    a = rng.random((40, 3))
+    c = np.array([2.0, 3.0, 0.5])
+    y = a @ c
+    assert np.allclose(bounded_lstsq(a, y, np.zeros(3)), c)
+    lower = np.array([0.0, 0.0, 1.0])
+    got = bounded_lstsq(a, y, lower)
+    assert np.all(got >= lower - 1e-12) and got[2] == 1.0
+    clipped = np.maximum(np.linalg.lstsq(a, y, rcond=None)[0], lower)
+    assert np.sum((a @ got - y) ** 2) < np.sum((a @ clipped - y) ** 2)

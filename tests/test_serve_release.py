@@ -20,14 +20,14 @@ OLD = "aiconfigurator 0.8.0 (NVIDIA); trtllm 1.0.0rc3"
 
 def _release_table(gpu: str, stream: float) -> dict:
     """A release file as the fitter writes one: the catalog's terms with the fp8 MoE layer's weight streaming at
-    ``stream`` (a slower kernel) and the provenance of the older tables; no bf16 GEMM (a class it lacks), no bf16 or
-    block-scaled FP8 MoE layer (the 1.0 fitter's dtypes: kernel_moe.RELEASE_DTYPES)."""
+    ``stream`` (a slower kernel) and the provenance of the older tables; no bf16 GEMM (a class it lacks), no bf16,
+    block-scaled FP8 or weight-only MXFP4 MoE layer (the 1.0 fitter's dtypes: kernel_moe.RELEASE_DTYPES)."""
     t = copy.deepcopy(hardware.get(gpu).calibration.table())
     t["kernel"]["moe_grouped_gemm.fp8"]["streamed"] = stream
-    for k in [k for k in t["kernel"] if k.endswith((".bf16", ".fp8_block")) and k.startswith("moe_")]:
+    for k in [k for k in t["kernel"] if k.endswith((".bf16", ".fp8_block", ".w4a16_mxfp4")) and k.startswith("moe_")]:
         del t["kernel"][k]
     t["provenance"] = {k: {**v, "version": OLD} for k, v in t["provenance"].items()
-                       if k not in ("gemm bf16", "moe bf16", "moe fp8_block")}
+                       if k not in ("gemm bf16", "moe bf16", "moe fp8_block", "moe w4a16_mxfp4")}
     t["source"] = "derived: a test release file"
     return t
 

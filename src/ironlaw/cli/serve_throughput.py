@@ -53,9 +53,13 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
 
 
 def expert_lines(d: dict) -> list[str]:
-    """The routed experts' weight dtype and its source, for a checkpoint that states one (gpt-oss)."""
-    return [f"routed experts' weights: {d['expert_weight_dtype']} ({d['expert_weight_source']})"] \
-        if "expert_weight_source" in d else []
+    """The routed experts' weight dtype, how they compute and its source, for a checkpoint that states one
+    (gpt-oss), as ``analyze`` states it."""
+    if "expert_weight_source" not in d:
+        return []
+    math = d.get("expert_math_dtype")
+    how = f", weight-only: math in {math} after dequantizing" if math and math != d["expert_weight_dtype"] else ""
+    return [f"routed experts' weights: {d['expert_weight_dtype']}{how} (from {d['expert_weight_source']})"]
 
 
 def _moe_rows(moe: dict | None) -> list[tuple[str, str]]:

@@ -293,10 +293,20 @@ def param_step_bytes(meta: dict, params, shard):
 
 
 # ---------------------------------------------------------------------- inference: the checkpoint's weight format
+# weight-only MoE formats -> the dtype their weights are stored in: gpt-oss's MXFP4 experts computed in bf16 (the
+# kernel tables' moe_dtype ``w4a16_mxfp4``, measure/calibrate/moefit.py)
+WEIGHT_ONLY_MOE = {"w4a16_mxfp4": ("mxfp4", "bf16")}     # format -> (stored dtype, math dtype)
+
+
 def moe_recipe(g: Graph) -> str | None:
     """The weight format of ``g``'s routed experts where it is more than the dtype says: ``fp8_block`` for an fp8
     graph of a block-scaled FP8 checkpoint (``meta["weight_format"]``, from its quantization_config: DeepSeek-V3/R1's
     128 × 128 weight blocks, activations quantized per 1 × 128 token group), whose MoE layer runs on the kernel
-    classes fitted on block-scaled rows (``moe_grouped_gemm.fp8_block``); None for per-tensor or other formats."""
+    classes fitted on block-scaled rows (``moe_grouped_gemm.fp8_block``); ``w4a16_mxfp4`` for routed experts stored
+    in MXFP4 and computed in bf16 (gpt-oss's checkpoint: ``meta["expert_weight_dtype"]``, ``"expert_math_dtype"``),
+    on the classes fitted on weight-only MXFP4 rows (``WEIGHT_ONLY_MOE``); None for per-tensor or other formats."""
     fmt = g.meta.get("weight_format")
-    return fmt if fmt == "fp8_block" and g.dtype == "fp8" else None
+    if fmt == "fp8_block" and g.dtype == "fp8":
+        return fmt
+    stored = (g.meta.get("expert_weight_dtype"), g.meta.get("expert_math_dtype"))
+    return next((f for f, dts in WEIGHT_ONLY_MOE.items() if dts == stored), None)

@@ -32,7 +32,8 @@ def layout(e: dict) -> str:
     if "concurrency" in e:
         par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
             + (" adp" if e.get("attention_dp") else "")
-        return f"{par} {e['dtype']} ×{e['concurrency']}"
+        experts = f" (experts {e['expert_weight_dtype']})" if e.get("expert_weight_dtype") else ""
+        return f"{par} {e['dtype']}{experts} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
     s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""

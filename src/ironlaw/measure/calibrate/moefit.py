@@ -35,6 +35,13 @@ its layers run on the FP8 tensor cores (``COMPUTE_DTYPE``), stream one byte per 
 (``weight_bytes``) and pay the per-group activation quantization, which the fit's η_a carries with the rows'
 other traffic. Its rows are fitted as the classes ``moe_grouped_gemm.fp8_block`` / ``moe_rows.fp8_block``; a
 model whose checkpoint is block-scaled (``models.precision.moe_recipe``) runs on them.
+
+Weight-only MXFP4 (``w4a16_mxfp4``: gpt-oss's checkpoint, its experts' weights 4 bits and one 8-bit scale per 32
+values, the activations bf16) is another: its GEMMs dequantize each weight they load and run on the bf16 tensor
+cores, stream 4.25 bits a weight, and the fitted η carry the dequantization (the tables time it inside the
+layer). Its rows (TensorRT-LLM's ``moe_torch_flow``, gpt-oss's layer shapes alone) are fitted as
+``moe_grouped_gemm.w4a16_mxfp4`` / ``moe_rows.w4a16_mxfp4``; a model whose routed experts are stored in MXFP4 with
+bf16 math runs on them.
 """
 from __future__ import annotations
 
@@ -48,7 +55,9 @@ from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
 WEIGHT_BLOCK = 128 * 128  # weights per fp32 scale of the block-scaled format (weight_block_size [128, 128])
-COMPUTE_DTYPE = {FP8_BLOCK: "fp8"}      # a weight format -> the tensor-core dtype its GEMMs run in (peak)
+W4A16_MXFP4 = "w4a16_mxfp4"   # MXFP4 weights, bf16 activations (the tables' moe_dtype; gpt-oss's checkpoint)
+COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
+STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
 
 def compute_dtype(dtype: str) -> str:
@@ -57,8 +66,9 @@ def compute_dtype(dtype: str) -> str:
 
 
 def weight_bytes(dtype: str) -> float:
-    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale)."""
-    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(dtype)
+    """Bytes per expert weight of ``dtype`` (block-scaled FP8: one byte and its share of the block's fp32 scale;
+    weight-only MXFP4: 4.25 bits)."""
+    return 1.0 + 4.0 / WEIGHT_BLOCK if dtype == FP8_BLOCK else dtype_bytes(STORED_DTYPE.get(dtype, dtype))
 
 
 @dataclass(frozen=True)
@@ -95,10 +105,12 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local], 1)
 
 
-def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False) -> MoeFit:
+def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
+        exact: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
-    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0."""
+    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0. Each reweighted step solves the unbounded
+    problem and clips it to the bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
     cols = [0, 1, 2, 3] + ([5] if per_expert else [])
     lower = [0.0, 1 / 1.5, 1.0, 1.0] + ([0.0] if per_expert else [])
@@ -106,11 +118,35 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
     for _ in range(iters):
-        c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
-        c = np.maximum(c, lower)
+        if exact:
+            c = bounded_lstsq(X / t[:, None] * w[:, None], y * w, np.array(lower))
+        else:
+            c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
+            c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
     return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t),
                   float(c[4]) if per_expert else 0.0)
+
+
+def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """argmin |a·c − y|² subject to c ≥ ``lower``: every choice of the coefficients held at their bound (2^n for
+    the layer's four or five terms), the others solved freely, the feasible solution of least residual."""
+    import itertools
+    n = a.shape[1]
+    best, best_c = np.inf, np.asarray(lower, float)
+    for held in itertools.product((False, True), repeat=n):
+        c = np.asarray(lower, float).copy()
+        free = [j for j in range(n) if not held[j]]
+        if free:
+            rest = y - a[:, [j for j in range(n) if held[j]]] @ c[[j for j in range(n) if held[j]]]
+            sol, *_ = np.linalg.lstsq(a[:, free], rest, rcond=None)
+            if np.any(sol < c[free]):
+                continue
+            c[free] = sol
+        res = float(np.sum((a @ c - y) ** 2))
+        if res < best:
+            best, best_c = res, c
+    return best_c
 
 
 def kernels(f: MoeFit, dtype: str) -> dict:

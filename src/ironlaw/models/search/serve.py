@@ -68,11 +68,14 @@ def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> t
     return tps, eps
 
 
-def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
+def _dtypes(hw, default: str, fixed: str | None) -> list[str | None]:
+    """The dtypes searched: ``fixed`` (--dtype) alone, else the checkpoint's own format (None: its dtype, and the
+    weights as it stores them, gpt-oss's MXFP4 experts included: ``serving.step.StoredExperts``) and FP8 where the
+    device has it."""
     if fixed:
         hw.peak(fixed)                       # a dtype the device lacks is an error, never a fallback
         return [fixed]
-    out = [default]
+    out: list[str | None] = [None]
     try:
         hw.peak("fp8")
         out.append("fp8") if default != "fp8" else None
@@ -81,8 +84,9 @@ def _dtypes(hw, default: str, fixed: str | None) -> list[str]:
     return out
 
 
-def _entry(est, tp: int, dtype: str) -> dict:
+def _entry(est, tp: int, dtype: str | None) -> dict:
     b = est.decode.bottleneck()
+    dtype = dtype or est.decode.graph.dtype
     return {"tp": tp, "pp": 1, "cp": 1, "dp": 1, "ep": 1, "attention_dp": False, "concurrency": est.concurrency,
             "dtype": dtype, "kv_dtype": est.kv_dtype, "latency_from": "serving.estimate", "_est": est,
             "request_latency_s": est.request_latency_s, "ttft_s": est.ttft_s, "itl_s": est.itl_s,
@@ -90,13 +94,21 @@ def _entry(est, tp: int, dtype: str) -> dict:
             "mfu": float(est.decode.graph.flops) / (est.decode_step_s * est.hw.peak(dtype)),
             "bottleneck": {"resource": b["resource"], "why": b["why"]},
             "memory_per_gpu_bytes": est.capacity["weights_bytes"] + est.capacity["reserve_bytes"]
-            + est.concurrency * est.capacity["tokens_reserved_per_sequence"] * est.capacity["kv_bytes_per_token"]}
+            + est.concurrency * est.capacity["tokens_reserved_per_sequence"] * est.capacity["kv_bytes_per_token"],
+            **_stored_experts(est.decode.graph.meta, dtype)}
 
 
-def _max_entry(est, dtype: str, latency: bool = False) -> dict:
+def _stored_experts(meta: dict, dtype: str) -> dict:
+    """The routed experts' stored weight dtype where it differs from the layout's (gpt-oss's checkpoint: MXFP4)."""
+    experts = meta.get("expert_weight_dtype", dtype)
+    return {} if experts == dtype else {"expert_weight_dtype": experts}
+
+
+def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
     """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout); with
-    ``latency``, its steady state's TTFT and ITL (``serve_latency``)."""
+    ``latency``, its steady state's TTFT and ITL (``serve_latency``); ``dtype`` None: the checkpoint's own."""
     lay, g = est.layout, est.layout.gpus
+    dtype = dtype or est.dtype
     d = est.to_dict()
     flops = sum(n * float(e.graph.flops) for n, e in est.steps)
     m = est.memory
@@ -106,7 +118,7 @@ def _max_entry(est, dtype: str, latency: bool = False) -> dict:
            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
            "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"],
-           "_est": est}
+           "_est": est, **_stored_experts(d, dtype)}
     if latency:
         from .serve_latency import latencies
         out["ttft_s"], out["itl_s"] = latencies(est)

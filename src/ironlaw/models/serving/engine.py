@@ -38,7 +38,8 @@ from ...core.gemmshape import GPU_M_HALF
 from ...core.graph import dtype_bytes
 from ...core.units import fmt_size
 from .kvcache import FP8_KV_DTYPES
-from .step import EngineRun, ServingConstants, build, engine_hw, unquantized_weight_bytes
+from .step import (EngineRun, ServingConstants, StoredExperts, build, engine_hw, routed_weight_bytes,
+                   stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)
 
 GIB = 2.0**30
 # the published runs' kv_cache_free_gpu_mem_fraction (perf-overview.md: "in many cases … 0.95"; also trtllm-bench's
@@ -252,6 +253,8 @@ def _check_redundant(spec: str, experts: int, lay: Layout) -> None:
 
 
 def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
+    """Weight bytes per GPU: ``dtype``'s, the routed experts as the graph stores them (``step.routed_weight_bytes``:
+    gpt-oss's MXFP4 where no --dtype is given), the ModelOpt checkpoint's bf16 embedding and LM head."""
     by = dtype_bytes(dtype)
     params = float(meta["params"])
     extra = unquantized_weight_bytes(meta, dtype)
@@ -259,16 +262,15 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
         e, k = meta["experts"], meta.get("experts_per_token", 1)
         expert = (params - float(meta["active_params"])) * e / max(e - k, 1)
         slots = (e + lay.redundant_experts) / e                   # redundant slots hold replicas' weights
-        return ((params - expert) * by + extra + expert * slots * by / lay.ep) / lay.pp
-    return (params * by + extra) / (lay.tp * lay.pp)
+        routed_by = routed_weight_bytes(meta, dtype)
+        return ((params - expert) * by + extra + expert * slots * routed_by / lay.ep) / lay.pp
+    return (stored_weight_bytes(meta, dtype) + extra) / (lay.tp * lay.pp)
 
 
-def _stored_experts(meta: dict, dtype: str) -> str:
-    """For a checkpoint storing its routed experts narrower than ``dtype`` (gpt-oss: MXFP4), that serving does not
-    price that format (``step.expert_weights``)."""
-    fmt = meta.get("checkpoint_expert_dtype")
-    return (f" (the checkpoint stores its routed experts in {fmt}; serving prices every weight in {dtype}: "
-            f"`ironlaw analyze` without --dtype prices the stored format)") if fmt and fmt != dtype else ""
+def _in_dtype(meta: dict, dtype: str) -> str:
+    """``dtype``, and the routed experts' stored dtype where it differs (gpt-oss: "bf16, routed experts mxfp4")."""
+    experts = meta.get("expert_weight_dtype", dtype)
+    return dtype if experts == dtype else f"{dtype}, routed experts {experts}"
 
 
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
@@ -287,9 +289,9 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
-                           f" in {dtype}: weights {fmt_size(weights)} + workspace {fmt_size(workspace_bytes)} per GPU "
-                           f"exceed its {fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp or --pp, or a "
-                           f"smaller --dtype{_stored_experts(meta, dtype)}")
+                           f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)} + workspace "
+                           f"{fmt_size(workspace_bytes)} per GPU exceed its {fmt_size(cap)} by {fmt_size(-free)}; use "
+                           f"a larger --tp or --pp, or a smaller --dtype")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
@@ -346,14 +348,15 @@ def kv_sequence_bytes(spec: str, hw, meta: dict, dtype: str, kv_dtype: str, toke
 
 # ---------------------------------------------------------------------- the engine one step is priced on
 def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
-            constants: ServingConstants):
-    """(meta, limits, memory, workspace graph dtype) after every check that needs the model."""
-    meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw).meta
+            constants: ServingConstants, experts: StoredExperts | None = None):
+    """(meta, limits, memory) after every check that needs the model, its routed experts' weights stored as
+    ``experts`` says where given (``step.StoredExperts``)."""
+    meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw, experts).meta
     check_context(spec, meta, prompt, output)
     _check_layout(spec, meta, lay)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes
-    limits = engine_limits(float(meta["params"]), dtype_bytes(dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
+    limits = engine_limits(float(meta["params"]), stored_bytes_per_param(meta, dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
                            output, kv_fraction, max_batch, max_num_tokens)
     ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens
@@ -364,8 +367,9 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
 
 
 def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta: dict, limits, mem: dict,
-              per_engine: int, constants: ServingConstants) -> EngineRun:
-    """The engine as ``step.step_seconds`` prices it, ``per_engine`` sequences per rank and micro-batch."""
+              per_engine: int, constants: ServingConstants, experts: StoredExperts | None = None) -> EngineRun:
+    """The engine as ``step.step_seconds`` prices it, ``per_engine`` sequences per rank and micro-batch, its
+    routed experts' weights stored as ``experts`` says where given."""
     from ..parallel import kv_cache_split
     kv_in_use = per_engine * lay.pp * mem["kv_bytes_per_sequence"]
     split = 1 if lay.attention_dp else lay.tp                 # the TP shard divides what it is given by tp
@@ -376,7 +380,7 @@ def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta
         from .expertcarry import carried, measured_layer, one_gpu_layer
         constants = carried(measured_layer(one_gpu_layer(constants, hw, dtype, lay), hw, dtype, lay), hw, dtype)
     return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
-                     min(limits.max_batch, limits.max_num_tokens))
+                     min(limits.max_batch, limits.max_num_tokens), experts)
 
 
 @dataclass
@@ -401,9 +405,11 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     whole_tokens(batch, "--concurrency")
     lay = Layout(check_count(tp, "--tp"))
     from .kvcache import dtypes
+    from .step import checkpoint_experts
+    experts = checkpoint_experts(spec, hw, dtype)
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                max_num_tokens, constants)
+                                max_num_tokens, constants, experts)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
     if batch > fit:
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
@@ -420,7 +426,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
                            f"{fmt_size(mem['kv_budget_bytes'])} the engine keeps for KV ({kept}; "
                            f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); {fixes}")
     limits = _holding(limits, batch, max_batch)
-    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants)
+    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants, experts)
     return Engine(run, limits, mem, fit)
 
 

@@ -48,7 +48,7 @@ from ...core.graph import Graph
 from ...core.units import fmt_size
 from .engine import MAX_TOKENS, check_context, whole_tokens as check_tokens  # noqa: F401  (public here too)
 from .kvcache import FP8_KV_DTYPES, default_kv_dtype  # noqa: F401  (public here too)
-from .step import scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
+from .step import expert_weights, scale_class, with_kv, with_kv_dtype  # noqa: F401  (public here too)
 
 RESERVE_FRACTION = 0.10        # estimate: vLLM gpu_memory_utilization default 0.9
 PAGE_TOKENS = 16               # vLLM's default KV block size
@@ -154,8 +154,7 @@ class ServeEstimate:
              "capacity": self.capacity,
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
-             **{k: self.decode.graph.meta[k] for k in ("expert_weight_dtype", "expert_weight_source")
-                if k in self.decode.graph.meta}}
+             **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)
             if "host" in self.prefill.graph.meta:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from ...core.errors import IronlawError
 from ...core.gemmshape import attention_kernel, attention_kernel_parts
 from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
-from ..precision import moe_recipe
+from ..precision import WEIGHT_ONLY_MOE, moe_recipe
 from .kvcache import default_kv_dtype
 
 
@@ -244,27 +244,67 @@ def _with_dtype(op, dtype: str, kv_dtype: str):
     return o
 
 
-def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw) -> Graph:
+@dataclass(frozen=True)
+class StoredExperts:
+    """The routed experts' weights as the checkpoint stores them, narrower than the engine's dtype (gpt-oss: MXFP4,
+    4.25 bits a weight, their GEMMs weight-only in the engine's dtype after dequantizing), and where that came from.
+    The engine stores them so where no --dtype is given (``checkpoint_experts``); a --dtype given stores every
+    weight in it, as ``analyze`` does (``workloads.transformer.in_checkpoint_format``)."""
+    dtype: str
+    source: str
+
+
+def checkpoint_experts(spec: str, hw, dtype: str | None) -> StoredExperts | None:
+    """The routed experts as ``spec``'s checkpoint stores them when ``dtype`` (the user's --dtype) is None and the
+    checkpoint stores them narrower than the model's dtype; None otherwise (a dtype given wins)."""
+    if dtype is not None:
+        return None
     from .. import workloads
+    meta = workloads.resolve(workloads.Request(spec, phase="decode", batch=1, seq=1,
+                                               device="cuda" if hw.kind == "gpu" else "cpu")).meta
+    if not meta.get("expert_math_dtype"):
+        return None
+    return StoredExperts(meta["expert_weight_dtype"], meta["expert_weight_source"])
+
+
+def build(spec: str, phase: str, batch: int, seq: int, dtype: str, kv_dtype: str, hw,
+          experts: StoredExperts | None = None) -> Graph:
+    """The workload graph of one phase in ``dtype``, its KV cache in ``kv_dtype``, its routed experts' weights
+    stored as ``experts`` says where given (``StoredExperts``)."""
+    from .. import workloads
+    from ..workloads.transformer import with_checkpoint_experts
     g = workloads.resolve(workloads.Request(spec, phase=phase, batch=int(batch), seq=int(seq), dtype=dtype,
                                             device="cuda" if hw.kind == "gpu" else "cpu"))
     if g.phase != phase or "kv_cache_bytes" not in g.meta:
         raise IronlawError(f"{spec}: serving needs a decoder LLM with prefill and decode phases")
-    if g.meta.get("checkpoint_expert_dtype"):
-        g.meta.update(expert_weights(g.meta, dtype))
+    if experts is not None:
+        g = with_checkpoint_experts(g, experts.dtype, experts.source)
     return with_kv_dtype(g, kv_dtype)
 
 
-def expert_weights(meta: dict, dtype: str) -> dict:
-    """What serving states of a checkpoint whose routed experts alone are stored narrower (gpt-oss: MXFP4): the
-    engine prices every weight in its ``dtype``; ``ironlaw analyze`` without --dtype prices the stored format.
-    Empty for any other model."""
-    fmt = meta.get("checkpoint_expert_dtype")
-    if not fmt:
-        return {}
-    return {"expert_weight_dtype": dtype,
-            "expert_weight_source": f"serving prices every weight in {dtype}; the checkpoint stores the routed experts "
-                                    f"in {fmt}, which `ironlaw analyze` without --dtype prices"}
+def routed_weight_bytes(meta: dict, dtype: str) -> float:
+    """Bytes one routed expert weight is stored in: the checkpoint's format where the graph keeps it
+    (``StoredExperts``: gpt-oss MXFP4, 4.25 bits), else ``dtype``'s."""
+    return dtype_bytes(meta.get("expert_weight_dtype", dtype))
+
+
+def stored_weight_bytes(meta: dict, dtype: str) -> float:
+    """The model's weights in ``dtype``, its routed experts as stored (``routed_weight_bytes``), the ModelOpt
+    checkpoint's bf16 embedding and LM head left out (``unquantized_weight_bytes``)."""
+    return float(meta["params"]) * stored_bytes_per_param(meta, dtype)
+
+
+def stored_bytes_per_param(meta: dict, dtype: str) -> float:
+    """Mean bytes per weight of the model as stored (``stored_weight_bytes``): ``dtype``'s, less the routed experts'
+    share of what their narrower format saves (exactly ``dtype``'s for any other model)."""
+    share = float(meta.get("routed_expert_weights", 0.0)) / float(meta["params"])
+    return dtype_bytes(dtype) - share * (dtype_bytes(dtype) - routed_weight_bytes(meta, dtype))
+
+
+def expert_weights(meta: dict) -> dict:
+    """The routed experts' weight dtype, its source and, stored narrower than they compute in, their math dtype,
+    where the checkpoint states a format for them (gpt-oss): the serve output's fields."""
+    return {k: meta[k] for k in ("expert_weight_dtype", "expert_weight_source", "expert_math_dtype") if k in meta}
 
 
 def scaled(op, factor: float, name: str | None = None):
@@ -299,7 +339,9 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``. ``carried``: the weight
     format (``moe_kernels``) whose classes the device lacks, these standing in for them: each op names the class
-    it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``)."""
+    it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``). On a class fitted on weight-only rows
+    (``precision.WEIGHT_ONLY_MOE``: gpt-oss's MXFP4 experts) the op's dequantization FLOPs (``core.weightonly``)
+    leave its vector work: the measured layer's time holds them."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
     elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
@@ -310,6 +352,8 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     o.attrs = {**op.attrs, "kernel": kernel}
     if carried:
         o.attrs["kernel_for"] = f"{kernel.rsplit('.', 1)[0]}.{carried}"
+    elif kernel.rsplit(".", 1)[-1] in WEIGHT_ONLY_MOE and "dequant_flops" in op.attrs:
+        o.vector_flops = op.vector_flops - op.attrs["dequant_flops"]    # the measured layer times its dequantization
     return o
 
 
@@ -322,10 +366,12 @@ def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
 
 
 def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, decode: int, context: int,
-               prompt: int, prefill_tokens: float, head_tokens: float, moe_tables: bool = False) -> Graph:
-    """The step's graph on one attention rank (unsharded): see the module docstring."""
+               prompt: int, prefill_tokens: float, head_tokens: float, moe_tables: bool = False,
+               experts: StoredExperts | None = None) -> Graph:
+    """The step's graph on one attention rank (unsharded): see the module docstring; the routed experts' weights
+    stored as ``experts`` says where given."""
     T = max(int(round(gemm_tokens)), 1)
-    tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw)
+    tok = build(spec, "decode", T, 1, dtype, kv_dtype, hw, experts)
     parts: dict[str, list] = {op.name: [] for op in tok.ops if op.kind == "attention"}
     if decode >= 1:                                  # every attention op (global, windowed, chunked) of the model
         for op in build(spec, "decode", decode, context, dtype, kv_dtype, hw).ops:
@@ -500,6 +546,7 @@ class EngineRun:
     footprint: dict                  # per engine, unsharded: weights, kv_cache, activations
     constants: ServingConstants
     max_batch: int                   # the largest captured CUDA-graph batch: min(max_batch_size, max_num_tokens)
+    experts: StoredExperts | None = None  # the routed experts as the checkpoint stores them (no --dtype given)
 
 
 def _stage(g: Graph, lay) -> Graph:
@@ -535,7 +582,8 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
     gemm = padded(decode, run.max_batch, run.constants.cuda_graph_batches) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
                    context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
-                   head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables)
+                   head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables,
+                   experts=run.experts)
     g.footprint = dict(run.footprint)
     if run.lay.attention_dp:
         from .parallel import shard_attention_dp

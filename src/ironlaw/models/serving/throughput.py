@@ -59,8 +59,8 @@ from . import engine as eng
 from .expertcarry import notes as expert_notes
 from .engine import (FITTED, MAX_TOKENS, Layout, check_inputs, engine_of, engine_run, memory,  # noqa: F401
                      prepare)
-from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, padded,  # noqa: F401
-                   step_seconds)
+from .step import (CUDA_GRAPH_BATCHES, EngineRun, ServingConstants, bottleneck, expert_weights,  # noqa: F401
+                   padded, step_seconds)
 
 DRAIN_SEGMENTS = 3     # runs of steps the one wave's drain is priced in (``one_wave``)
 
@@ -113,12 +113,7 @@ class ThroughputEstimate:
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
                 "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy, "moe": self.moe,
-                **_expert_weights(self.steps[0][1].graph.meta)}
-
-
-def _expert_weights(meta: dict) -> dict:
-    """The routed experts' weight dtype and its source where the checkpoint states one (``step.expert_weights``)."""
-    return {k: meta[k] for k in ("expert_weight_dtype", "expert_weight_source") if k in meta}
+                **expert_weights(self.steps[0][1].graph.meta)}
 
 
 # ---------------------------------------------------------------------- one step
@@ -267,9 +262,11 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     lay = Layout(check_count(tp, "--tp"), check_count(pp, "--pp"), check_count(ep, "--ep"), bool(attention_dp),
                  float(expert_imbalance), routing, dispatcher, redundant_experts)
     from .kvcache import dtypes
+    from .step import checkpoint_experts
+    experts = checkpoint_experts(spec, hw, dtype)           # no --dtype: the experts as the checkpoint stores them
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                 max_num_tokens, constants)
+                                 max_num_tokens, constants, experts)
     from .parallel import check_dispatcher
     check_dispatcher(hw, meta, lay, dtype, limits.max_num_tokens)
     n = requests or eng.requests_for(prompt, output)
@@ -278,7 +275,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     per_engine = max(min(fit // lay.pp, math.ceil(n / (lay.dp * lay.pp))), 1)
     if per_engine * lay.dp * lay.pp >= n and per_engine < fit // lay.pp:
         reason = "requests"
-    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants)
+    run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants,
+                    experts)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
