@@ -121,7 +121,8 @@ def _read_only_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
     f = cols.flops
-    w = cols.bytes.get("weights", np.zeros_like(f)) / b
+    wb = b if cols.weight_elem_bytes is None else np.where(cols.weight_elem_bytes > 0, cols.weight_elem_bytes, b)
+    w = cols.bytes.get("weights", np.zeros_like(f)) / wb      # elements, whatever dtype they are stored in
     a = cols.bytes.get("activations", np.zeros_like(f)) / b
     cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
