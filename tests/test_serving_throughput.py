@@ -202,6 +202,22 @@ def test_prompts_start_as_many_to_a_step_as_the_token_budget_takes():
     assert st.burst(20000, 3, 0, 64, 8192) == 1                        # a prompt longer than the budget: a chunk
 
 
+@pytest.mark.parametrize("prompt, output, budget", [(1024, 256, 256), (200, 256, 256), (3000, 100, 1024)])
+def test_a_steps_decode_tokens_and_prompt_chunk_share_the_token_budget(prompt, output, budget):
+    """The scheduler gives a step's decode tokens their share of max_num_tokens first and chunks the prompt to the
+    rest (TensorRT-LLM's ctxTokensCapacity = maxNumTokens − generation tokens; vLLM's token budget): no step
+    carries decode tokens plus a whole budget of prompt tokens."""
+    est = st.max_throughput("llama3-8b", "h100", prompt, output, max_num_tokens=budget, requests=2000)
+    s = est.steady
+    assert s["decode_tokens_per_step"] > 0 and s["context_steps"] > prompt // budget
+    assert all(e.graph.meta["tokens"] <= budget * (1 + 1e-9) for _, e in est.steps)
+    chunk = s["prompts_per_mixed_step"] * prompt / s["context_steps"] if s["mixed_step_share"] < 1 \
+        else s["prompt_tokens_per_step"]
+    assert s["decode_tokens_per_step"] + chunk <= budget + 0.5          # decode tokens: the mean, rounded
+    assert st.context_steps(1024, 256, 64, 8192) == 1                   # fits beside its decode tokens: no chunks
+    assert st.context_steps(1024, 256, 256, 256) == 5                   # 51 decode tokens leave 205 a step
+
+
 def test_prompt_bursts_cut_the_eager_launch_floor():
     """With a dear eager launch, the run pays it once per mixed step, k prompts at a time: the same run with one
     prompt per mixed step (k = 1: a budget of one prompt beside the batch) is slower."""
