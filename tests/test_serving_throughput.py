@@ -216,6 +216,7 @@ def test_a_steps_decode_tokens_and_prompt_chunk_share_the_token_budget(prompt, o
     assert s["decode_tokens_per_step"] + chunk <= budget + 0.5          # decode tokens: the mean, rounded
     assert st.context_steps(1024, 256, 64, 8192) == 1                   # fits beside its decode tokens: no chunks
     assert st.context_steps(1024, 256, 256, 256) == 5                   # 51 decode tokens leave 205 a step
+    assert st.context_steps(1024, 256, 256, 256, mixed=False) == 4      # SGLang: the prefill a step of its own
 
 
 def test_prompt_bursts_cut_the_eager_launch_floor():

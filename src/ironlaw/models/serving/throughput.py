@@ -147,22 +147,27 @@ def rate(prompt: int, output: int, batch: int, max_num_tokens: int, n_ctx: int) 
     return r, int(round(r * (output - 1)))
 
 
-def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int) -> int:
+def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mixed: bool = True) -> int:
     """Steps a prompt's context takes (module docstring, n_ctx): one where it fits beside the step's decode
-    tokens, else chunks of what they leave of the token budget. The scheduler gives a step's generation requests
+    tokens, else chunks of what they leave of the token budget; an engine that does not mix them (``mixed``
+    False: SGLang, its prefill batch a step of its own, ``ServingConstants.mixed_steps``) chunks the prompt to
+    the whole budget. The scheduler gives a step's generation requests
     their tokens first and the context chunks the rest: TensorRT-LLM's MicroBatchScheduler sizes them to
     ``ctxTokensCapacity = maxNumTokensRuntime − batchNumTokens`` (cpp/tensorrt_llm/batch_manager/
     microBatchScheduler.cpp), vLLM's scheduler schedules its running requests before it chunks a waiting prompt
     to the token budget left (vllm/v1/core/sched/scheduler.py). Chunks are equal (no rounding to the chunk
     unit). The decode tokens are those of the first estimate, n_ctx = ⌈prompt / max_num_tokens⌉; more context
     steps only lower them, so decode + chunk stays within the budget."""
-    _, d = rate(prompt, output, batch, max_num_tokens, math.ceil(prompt / max_num_tokens))
+    n_ctx = math.ceil(prompt / max_num_tokens)
+    if not mixed:
+        return n_ctx
+    _, d = rate(prompt, output, batch, max_num_tokens, n_ctx)
     return math.ceil(prompt / max(max_num_tokens - d, 1))
 
 
 def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
-    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens)
+    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, run.constants.mixed_steps)
     S = n_ctx + run.output - 1
     r, d = rate(run.prompt, run.output, batch, max_num_tokens, n_ctx)
     q = r * n_ctx
