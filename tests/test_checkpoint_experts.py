@@ -45,6 +45,21 @@ def test_checkpoint_experts_are_stored_in_mxfp4_and_computed_in_bf16():
     assert others and all(o.bytes == w.bytes and o.dtype == w.dtype for o, w in others)
 
 
+@pytest.mark.parametrize("on, batch", [("h100", 1), ("h100", 64), ("b200", 64)])
+def test_mxfp4_experts_keep_the_bf16_matrix_time(on, batch):
+    # weight-only: the experts' GEMMs keep their bf16 rate (η read at their own M, not at bytes ÷ 2); only the
+    # dequantization is added, on the vector unit
+    from ironlaw.law import law
+    from ironlaw.machine import hardware
+    hw = hardware.get(on)
+    g, wide = (build(phase="decode", batch=batch, seq=1024, device="cuda", **kw) for kw in ({}, {"dtype": "bf16"}))
+    e, ew = law.predict(g, hw), law.predict(wide, hw)
+    dequant = sum(o.attrs.get("dequant_flops", 0.0) * o.count for o in g.ops)
+    assert dequant > 0
+    vector_s = dequant / (hw.vector_flops * hw.eta("elementwise"))
+    assert e.term("compute_s") == pytest.approx(ew.term("compute_s") + vector_s, rel=1e-9)
+
+
 def test_an_explicit_dtype_wins_and_is_stated():
     g = build(phase="decode", seq=16, dtype="bf16")
     assert g.footprint["weights"] == pytest.approx(g.meta["params"] * 2.0)

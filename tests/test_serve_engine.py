@@ -85,7 +85,8 @@ def test_the_default_engine_is_todays_path():
 
 def test_online_vllm_uses_its_chunk_block_and_seq_limit(cli):
     s = api.serve(SPEC, "h100", concurrency=16, engine="vllm")
-    assert s.estimate.chunk == 8192 and s.to_dict()["capacity"]["page_tokens"] == 16
+    # the 16 decode tokens take their share of the 8192-token budget first; the prompt chunk gets the rest
+    assert s.estimate.chunk == 8192 - 16 and s.to_dict()["capacity"]["page_tokens"] == 16
     assert api.serve(SPEC, "h100", concurrency=16, engine="sglang").estimate.chunk is None
     r = cli("serve", SPEC, "--on", "l4", "--engine", "vllm", "--concurrency", "300", "--dtype", "fp8")
     assert r.rc == 2 and "--concurrency 300 exceeds vLLM's 256" in r.err

@@ -135,6 +135,43 @@ def test_disaggregated_ttft_includes_the_kv_transfer():
         dg.parse("prefill=4")
 
 
+def test_disaggregated_load_is_a_closed_loop():
+    base = _base(64)
+    for p, d in ((8, 4), (4, 4), (4, 12)):                     # decode-bound, then the one prefill instance binds
+        r = dg.split(base, p, d, TP4)
+        n = (d // 4) * 64
+        assert r["sequences_in_flight"] == n
+        first = base.prefill_s + r["transfer_s"]
+        # Little's law over the loop: every request in flight is waiting for, in, or past its first token
+        assert r["requests_per_s"] * (r["ttft_s"] + base.output * base.decode_step_s) == pytest.approx(n)
+        assert r["requests_per_s"] <= (p // 4) / base.prefill_s * (1 + 1e-12)
+        if r["bound"] == "decode pool":
+            assert r["ttft_s"] == pytest.approx(first) and r["prefill_wait_s"] == 0
+        else:
+            assert r["ttft_s"] == pytest.approx(n * base.prefill_s - base.output * base.decode_step_s)
+    assert [dg.split(base, p, 4, TP4)["bound"] for p in (8, 4)] == ["decode pool", "prefill pool"]
+
+
+def test_closed_loop_wait_is_bounded_by_the_requests_in_flight():
+    # 64 requests, 25 prefills/s, 40 ms to the first token, 2.4 s decoding: the loop carries 64 / 2.44 s = 26.2/s,
+    # above the prefill pool's 25/s, so 0.16 s of the cycle is waiting; never the 0.999-load M/D/1 wait (19 s)
+    lam, ttft = dg.closed_loop(64, 25.0, 0.04, 2.4)
+    assert lam == 25.0 and ttft == pytest.approx(64 / 25.0 - 2.4)
+    assert dg.closed_loop(8, 25.0, 0.04, 2.4) == (pytest.approx(8 / 2.44), pytest.approx(0.04))
+    assert dg.closed_loop(0, 25.0, 0.04, 2.4) == (0.0, 0.04)
+
+
+def test_disaggregated_ttft_target_admits_fewer_requests():
+    base = _base(64)
+    free = dg.split(base, 4, 12, TP4)
+    held = dg.split(base, 4, 12, TP4, ttft_slo=base.prefill_s + 0.5)
+    assert free["bound"] == "prefill pool" and free["ttft_s"] > base.prefill_s + 0.5
+    assert held["ttft_s"] <= base.prefill_s + 0.5 and held["sequences_in_flight"] < free["sequences_in_flight"]
+    assert held["requests_per_s"] == pytest.approx(free["requests_per_s"])       # the prefill pool still binds
+    none = dg.split(base, 4, 12, TP4, ttft_slo=base.prefill_s / 2)
+    assert none["requests_per_s"] == 0 and none["bound"] == "TTFT target"
+
+
 def test_best_split_meets_the_slo():
     at = lambda c: _base(c)
     slo = gp.parse_slo("ttft=1s,itl=40ms")

@@ -6,6 +6,8 @@ and, with ``moe_max_num_tokens`` unset, runs them in one chunk (fused_moe_cutlas
 holds dp × max_num_tokens rows, and the KV cache gets the fraction of what that peak leaves."""
 from __future__ import annotations
 
+import math
+
 from ironlaw.machine import hardware
 from ironlaw.models.serving import engine
 from ironlaw.models.serving import throughput as st
@@ -49,3 +51,28 @@ def test_dense_models_and_tp_without_attention_dp_keep_one_ranks_step():
     a = engine.workspace_bytes("llama3-70b", h100, meta, Layout(tp=8), "fp8", "fp8", 4096)
     one = float(build("llama3-70b", "decode", 4096, 1, "fp8", "fp8", h100).footprint["activations"]) * 2.0
     assert a == one
+
+
+def test_deepep_ranks_size_their_moe_rows_by_what_they_receive():
+    """DeepEP's normal dispatch hands a rank each token once that routes to one of its slots; its low-latency
+    buffer holds [local slots, ep · T] rows run as top-1. The MNNVL and NVLink one/two-sided exchanges receive into
+    ep · T padded rows, the all-gather's pool (DeepSeek-R1: 256 experts + 32 redundant over EP 72, top-8)."""
+    r1 = {"experts": 256, "experts_per_token": 8}
+    lay = dict(tp=72, ep=72, attention_dp=True, redundant_experts=32)
+    reach = 1.0 - (1.0 - 4 / 288) ** 8                                   # a token reaches a rank's 4 slots
+    assert profiled_tokens(r1, Layout(**lay, dispatcher="deepep"), 4608) == math.ceil(72 * 4608 * reach)
+    assert 0.10 < reach < 0.11                                           # a tenth of the pool, not all of it
+    assert profiled_tokens(r1, Layout(**lay, dispatcher="deepep-ll"), 256) == 4 * 72 * 256 // 8
+    for d in (None, "nvlink-one-sided", "nvlink-two-sided"):
+        assert profiled_tokens(r1, Layout(**lay, dispatcher=d), 4608) == 72 * 4608
+    assert profiled_tokens(r1, Layout(tp=8, ep=8, dispatcher="deepep"), 4608) == 4608   # no attention DP: no pool
+
+
+def test_a_pool_that_does_not_fit_names_the_token_budget(cli):
+    r = cli("serve", "deepseek-r1", "--on", "gb200", "--max-throughput", "--tp", "72", "--ep", "72", "--attention-dp",
+            "--redundant-experts", "32")
+    assert r.rc == 2 and "a smaller --max-num-tokens shrinks it" in r.err and r.err.count("\n") == 1, r.err
+    small = cli("serve", "deepseek-r1", "--on", "gb200", "--max-throughput", "--tp", "72", "--ep", "72",
+                "--attention-dp", "--redundant-experts", "32", "--moe-dispatcher", "deepep", "--format", "json")
+    assert small.rc == 0, small.err
+    assert small.json()["memory_per_gpu"]["workspace_bytes"] < 0.2 * 431 * GIB

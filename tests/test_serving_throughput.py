@@ -139,7 +139,9 @@ def test_long_prompts_run_whole_not_chunked():
     assert est.limits.max_num_tokens >= 20000 and est.steady["context_steps"] == 1
     chunked = st.max_throughput("llama3.1-8b", "h100", 20000, 2000, dtype="fp8", max_batch=est.limits.max_batch,
                                 max_num_tokens=2048)
-    assert chunked.steady["context_steps"] == 10
+    # the step's decode tokens take their share of the 2,048 first: 11 chunks, not 20,000 / 2,048 → 10
+    assert chunked.steady["context_steps"] == 11
+    assert all(e.graph.meta["tokens"] <= 2048 for _, e in chunked.steps)
     assert est.memory["workspace_bytes"] > chunked.memory["workspace_bytes"]
     assert est.memory["kv_budget_bytes"] < chunked.memory["kv_budget_bytes"]
 
@@ -200,6 +202,23 @@ def test_prompts_start_as_many_to_a_step_as_the_token_budget_takes():
     assert st.burst(2048, 1, 300, 384, 2432) == 1                      # one whole prompt beside the batch
     assert st.burst(128, 1, 0, 10, 8192) == 10                         # never more than the batch
     assert st.burst(20000, 3, 0, 64, 8192) == 1                        # a prompt longer than the budget: a chunk
+
+
+@pytest.mark.parametrize("prompt, output, budget", [(1024, 256, 256), (200, 256, 256), (3000, 100, 1024)])
+def test_a_steps_decode_tokens_and_prompt_chunk_share_the_token_budget(prompt, output, budget):
+    """The scheduler gives a step's decode tokens their share of max_num_tokens first and chunks the prompt to the
+    rest (TensorRT-LLM's ctxTokensCapacity = maxNumTokens − generation tokens; vLLM's token budget): no step
+    carries decode tokens plus a whole budget of prompt tokens."""
+    est = st.max_throughput("llama3-8b", "h100", prompt, output, max_num_tokens=budget, requests=2000)
+    s = est.steady
+    assert s["decode_tokens_per_step"] > 0 and s["context_steps"] > prompt // budget
+    assert all(e.graph.meta["tokens"] <= budget * (1 + 1e-9) for _, e in est.steps)
+    chunk = s["prompts_per_mixed_step"] * prompt / s["context_steps"] if s["mixed_step_share"] < 1 \
+        else s["prompt_tokens_per_step"]
+    assert s["decode_tokens_per_step"] + chunk <= budget + 0.5          # decode tokens: the mean, rounded
+    assert st.context_steps(1024, 256, 64, 8192) == 1                   # fits beside its decode tokens: no chunks
+    assert st.context_steps(1024, 256, 256, 256) == 5                   # 51 decode tokens leave 205 a step
+    assert st.context_steps(1024, 256, 256, 256, mixed=False) == 4      # SGLang: the prefill a step of its own
 
 
 def test_prompt_bursts_cut_the_eager_launch_floor():

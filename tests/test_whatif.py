@@ -125,6 +125,21 @@ def test_weight_only_int8_halves_weight_bytes_and_adds_dequantization():
     assert e1.term("compute_s") == pytest.approx(2.0 * 8192 * 8192 / 100e12 / 0.5 + 2.0 * elems / (10e12 * 0.25))
 
 
+@pytest.mark.parametrize("on, batch", [("h100", 1), ("h100", 8), ("b200", 1)])
+def test_weight_only_quant_keeps_the_matrix_units_time(on, batch):
+    # the calibrated GEMV η grows with M; halving the weight bytes must not read as twice the rows
+    hw = hardware.get(on)
+    g = workloads.resolve(workloads.Request("llama3-8b", phase="decode", batch=batch, seq=1024, device="cuda"))
+    for dtype in ("int8", "int4"):
+        g2, _ = whatif.apply(g, hw, [f"quant={dtype},target=weights"])
+        e0, e1 = law.predict(g, hw), law.predict(g2, hw)
+        dequant = sum(op.vector_flops * op.count for op in g2.ops) - sum(op.vector_flops * op.count for op in g.ops)
+        assert dequant > 0
+        vector_s = dequant / (hw.vector_flops * hw.eta("elementwise"))
+        assert e1.term("compute_s") == pytest.approx(e0.term("compute_s") + vector_s, rel=1e-9), dtype
+        assert e1.term("data_s") < 0.6 * e0.term("data_s")
+
+
 def test_native_int8_runs_at_the_int8_peak():
     hw, g = device(), gemv(tokens=65536)                                      # compute-bound GEMM
     g2, _ = whatif.apply(g, hw, ["quant=int8,target=weights+activations"])

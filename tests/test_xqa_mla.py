@@ -64,7 +64,7 @@ def test_the_parent_names_its_variant_at_128_heads_only():
     variant's FP8 math doubles the compute η of a bf16 op that runs it (RTX PRO 6000: 1,000 against 500 TFLOP/s)."""
     hw = hardware.get("rtx-pro-6000")
     slow, fast = dict(SHAPE, eta_max=0.05, streamed=0.05), dict(SHAPE, eta_max=1.0, streamed=1.0)
-    linked = _cal({**slow, "variant": VARIANT, "variant_m": XQA_MLA_HEADS}, fast)
+    linked = _cal({**slow, "variant": VARIANT, "variant_m": XQA_MLA_HEADS, "variant_dtype": "fp8"}, fast)
     plain = _cal(slow, fast)
     t128, t64 = (_times(hw, c, [_op(128), _op(64)]) for c in (linked, plain))
     assert t128[0] < 0.3 * t64[0] and t128[1] == pytest.approx(t64[1], rel=1e-12)
@@ -96,8 +96,10 @@ def test_the_walk_runs_in_waves_over_the_sms_and_floors_the_op():
 
 @pytest.mark.parametrize("bad, match", [
     ({"variant": VARIANT}, "come together"),
-    ({"variant": "attention_nothing", "variant_m": 128}, "variant"),
-    ({"variant": VARIANT, "variant_m": 0}, "variant_m"),
+    ({"variant": VARIANT, "variant_m": 128}, "come together"),
+    ({"variant": "attention_nothing", "variant_m": 128, "variant_dtype": "fp8"}, "variant"),
+    ({"variant": VARIANT, "variant_m": 0, "variant_dtype": "fp8"}, "variant_m"),
+    ({"variant": VARIANT, "variant_m": 128, "variant_dtype": "fp7"}, "variant_dtype"),
     ({"key_ctas": 1.0}, "needs key_s"),
     ({"key_s": 1e-8, "cta_s": 1e-6}, "needs key_ctas"),
     ({"key_s": 1e-8, "key_ctas": 1.0, "cta_s": 1.0}, "cta_s"),

@@ -38,7 +38,7 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "key_ctas", "cta_s", "expert_s", "unit_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -80,8 +80,8 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
-# variant, variant_m: a kernel class whose ops at M (query rows per KV head) = variant_m run another kernel, the class
-# ``variant`` names (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
+# variant, variant_m, variant_dtype: a kernel class whose ops at M (query rows per KV head) = variant_m run another
+# kernel, the class ``variant`` names, computing in variant_dtype (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
 # MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0
 # with an FP8 query and cache (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``), the other head counts on
 # the kernel that walks each sequence's latent cache in one CTA (aiconfigurator-core 0.12.0's RTX PRO 6000 table,
@@ -121,7 +121,8 @@ def _read_only_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _gemm_dims(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = np.array([DTYPE_BYTES[d] for d in cols.dtypes]).reshape((-1,) + (1,) * len(cols.cfg_shape))
     f = cols.flops
-    w = cols.bytes.get("weights", np.zeros_like(f)) / b
+    wb = b if cols.weight_elem_bytes is None else np.where(cols.weight_elem_bytes > 0, cols.weight_elem_bytes, b)
+    w = cols.bytes.get("weights", np.zeros_like(f)) / wb      # elements, whatever dtype they are stored in
     a = cols.bytes.get("activations", np.zeros_like(f)) / b
     cube = np.cbrt(np.maximum(f, 0.0) / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -194,6 +194,9 @@ class Columns:
                                              # MoE GEMM launches over (``efficiency.expert_setup_s``), 0 where not given
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
+    weight_elem_bytes: np.ndarray | None = None  # (n_ops, 1…) op.attrs["weight_elem_bytes"]: stored bytes per weight
+                                             # element of a GEMM whose weights are narrower than its math
+                                             # (``core.weightonly``), 0 where not given (its dtype's size)
     frontend: str = "torch"                  # the graph's front end (FRONTENDS): its framework terms
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -204,7 +207,7 @@ class Columns:
                 object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "bytes", MappingProxyType(dict(self.bytes)))
         for x in (self.flops, *self.bytes.values(), self.network_bytes, self.count, self.kind_idx, self.vector_flops,
-                  self.eta_scale, self.mnk, self.nk, self.resident, self.weights_kn, self.written, self.history):
+                  self.eta_scale, self.mnk, self.nk, self.resident, self.weights_kn, self.written, self.history, self.weight_elem_bytes):
             if x is not None:
                 x.setflags(write=False)
 
@@ -257,4 +260,7 @@ class Columns:
                        local_experts=np.array([float(op.attrs.get("local_experts", 0.0)) for op in g.ops])
                        if any("local_experts" in op.attrs for op in g.ops) else None,
                        history=stack(lambda op: op.attrs.get("history", 0.0))
-                       if any("history" in op.attrs for op in g.ops) else None, frontend=frontend(g.meta))
+                       if any("history" in op.attrs for op in g.ops) else None,
+                       weight_elem_bytes=np.array([float(op.attrs.get("weight_elem_bytes", 0.0)) for op in g.ops])
+                       .reshape((n,) + (1,) * len(cfg_shape))
+                       if any("weight_elem_bytes" in op.attrs for op in g.ops) else None, frontend=frontend(g.meta))

@@ -9,7 +9,6 @@ formulas and the fields are in docs/how-it-models.md.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -77,15 +76,15 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     128 heads on an FP8 cache, SM 12.0 only; ``gemmshape.XQA_MLA_HEADS``); and per op (n_ops, 1…) the variant's math
     peak over the op's own (the XQA MLA kernel computes in FP8 whatever the model's dtype), which its compute η is
     multiplied by; ``cols`` itself and 1 where no op runs a variant."""
-    own = {name: (p["variant"], float(p["variant_m"])) for name, p in (cal.kernel or {}).items() if "variant" in p}
+    own = {name: (p["variant"], float(p["variant_m"]), p["variant_dtype"]) for name, p in (cal.kernel or {}).items()
+           if "variant" in p}
     if not own or cols.kernels is None or cols.mnk is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
     for i, name in enumerate(kernels):
         if name in own and np.all(cols.mnk[i, 0] == own[name][1]):
             kernels[i] = own[name][0]
-            dt = re.fullmatch(r"attention_[a-z]+_([a-z0-9]+)_kv_.*", own[name][0])
-            math[i] = hw.peak(dt.group(1)) / hw.peak(cols.dtypes[i]) if dt else 1.0
+            math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
     if kernels == list(cols.kernels):
         return cols, 1.0
     return replace(cols, kernels=kernels), math

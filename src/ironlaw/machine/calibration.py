@@ -244,12 +244,17 @@ def _check_shape_table(p: dict, w: str) -> None:
 
 
 def _check_variant(p: dict, w: str) -> None:
-    """``variant`` (a kernel class's name) and ``variant_m`` (the M, query rows per KV head, at which its ops run it,
-    a whole number > 0) come together (``gemmshape.SHAPE_FIELDS``)."""
-    if ("variant" in p) != ("variant_m" in p):
-        raise IronlawError(f"{w}: variant and variant_m come together (the class and the M its ops run it at)")
+    """``variant`` (a kernel class's name), ``variant_m`` (the M, query rows per KV head, at which its ops run it,
+    a whole number > 0) and ``variant_dtype`` (the dtype its kernel computes in) come together
+    (``gemmshape.SHAPE_FIELDS``)."""
+    given = [k for k in ("variant", "variant_m", "variant_dtype") if k in p]
+    if given and len(given) != 3:
+        raise IronlawError(f"{w}: variant, variant_m and variant_dtype come together (the class, the M its ops run it "
+                           f"at and the dtype it computes in), got {', '.join(given)}")
     if "variant" not in p:
         return
+    if p["variant_dtype"] not in DTYPE_BYTES:
+        raise unknown(f"{w}.variant_dtype", str(p["variant_dtype"]), DTYPE_BYTES)
     if not isinstance(p["variant"], str) or not p["variant"]:
         raise IronlawError(f"{w}.variant: must be a kernel class's name, got {p['variant']!r}")
     m = p["variant_m"]

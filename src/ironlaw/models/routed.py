@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core.graph import dtype_bytes
+from ..core.weightonly import elem_bytes
 
 
 def routed_experts(graph, hw):
@@ -61,7 +61,7 @@ def grouped_launch(op, kernel_for: str | None = None):
     ``kernel_for``: the measured MoE class the device lacks and this launch stands in for (``attrs["kernel_for"]``)."""
     if op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs or "mnk" in op.attrs:
         return op
-    w = op.bytes.get("weights", 0.0) / dtype_bytes(op.dtype)
+    w = op.bytes.get("weights", 0.0) / elem_bytes(op)               # elements, whatever dtype they are stored in
     if not np.all(np.asarray(w) > 0):
         return op
     k = float(op.attrs["nk"][1])

@@ -77,7 +77,8 @@ def time_source(hw, name: str, p: int, nodes: int) -> str:
     if own is None:
         if name in MEASURED_ONLY:
             return "none: refused"
-        return f"the α-β {'all-to-all' if name in DEEPEP else name} model ({cal.name} calibration), {nodes} node(s)"
+        return (f"the α-β {'all-to-all' if name in DEEPEP else name} model ({cal.name} calibration), {nodes} node(s)"
+                + _unmeasured(cal, name, nodes))
     size = own[1]
     rows = next((c.get("rows", 0) for c in hw.extra.get("network", {}).get("curve", [])
                  if c.get("collective") == name and c.get("gpus") == size), 0)
@@ -88,6 +89,13 @@ def time_source(hw, name: str, p: int, nodes: int) -> str:
     at = f"measured at {size} GPUs on one node" + (f", carried to {p} GPUs" if size != p else "")
     of = f"of aiconfigurator-core 0.12.0 {table}" if table else "named by the hardware file's [network] source"
     return f"{hw.name}'s measured {name} curve ({at}; {rows} rows {of})"
+
+
+def _unmeasured(cal, name: str, nodes: int) -> str:
+    """Why a DeepEP collective is priced by the α-β all-to-all (``collective_time``), for its source line."""
+    if name not in DEEPEP or not any(c == name for c, _ in cal.curves or {}):
+        return ""
+    return f": its measured curves are one node's, this group spans {nodes} nodes" if nodes > 1 else ""
 
 
 def check_measured(hw, name: str, p: int, nodes: int) -> None:

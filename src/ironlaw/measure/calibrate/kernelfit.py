@@ -247,6 +247,7 @@ class Group:
     rows: object          # pandas.DataFrame: the group's rows, sorted by shape
     timed: str = ""       # how the rows stand for the class, where not as written ('float16 rows, for bf16')
     operands: str = "memory"   # a GEMM class's operands on the collector's repeated calls (``OPERANDS``)
+    dtype: str = ""       # the dtype its kernels compute in ('fp8' for the XQA MLA class of a bf16 model)
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                 if src == "fp8_block" and fp8_block_as:
                     out.append(Group(f"gemm {fp8_block_as}", ("matmul", fp8_block_as), t.op, t,
                                      sorted_rows(rows, t.op), f"fp8_block rows (1x128 / 128x128 scales), for "
-                                                              f"{fp8_block_as}"))
+                                                              f"{fp8_block_as}", dtype=fp8_block_as))
                     continue
                 if src in SKIPPED:
                     continue
@@ -286,7 +287,8 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                     raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
                                        f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
                 dt = half.get(src, GEMM_DTYPES[src])
-                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op), note((src,))))
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op), note((src,)),
+                                 dtype=dt))
             continue
         if t.op.endswith("_mla"):
             out.extend(_mla_groups(t, half, note))
@@ -311,7 +313,7 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                                           decode and f"{decode} one-token rows the framework runs on its decode "
                                           f"kernel left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
-                             sorted_rows(rows, t.op), timed))
+                             sorted_rows(rows, t.op), timed, dtype=dt))
     return out
 
 
@@ -1018,12 +1020,13 @@ def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
         name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
         xqa = rows.num_heads == XQA_MLA_HEADS if xqa_mla(t, kvd) else np.zeros(len(rows), bool)
         out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
-                         sorted_rows(rows[~xqa], t.op), note((a, kv))))
+                         sorted_rows(rows[~xqa], t.op), note((a, kv)), dtype=dt))
         if xqa.any():               # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
             out.append(Group(f"{name}, {REGIMES['_mla_xqa']}", ("kernel", attention_kernel(PHASES[t.op], "fp8", kvd,
                                                                                             "_mla_xqa")),
                              t.op, t, sorted_rows(rows[xqa], t.op),
-                             "; ".join(x for x in (note((a, kv)), f"{a} model, the kernel's math in fp8") if x)))
+                             "; ".join(x for x in (note((a, kv)), f"{a} model, the kernel's math in fp8") if x),
+                             dtype="fp8"))
     return out
 
 
@@ -1040,7 +1043,8 @@ def linked_variants(cal: dict, gs: list[Group]) -> None:
     for g in gs:
         parent = by_name.get(g.name.rsplit(f", {REGIMES['_mla_xqa']}", 1)[0]) if g.key[1].endswith("_mla_xqa") else None
         if parent is not None and parent.key[1] in kern and g.key[1] in kern:
-            kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS}
+            kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS,
+                                   "variant_dtype": g.dtype}
 
 
 def mla_op(r, g: Group):
@@ -1142,7 +1146,8 @@ def mla_bmm_groups(t: KernelTable, half: dict | None = None) -> list[Group]:
         runs = [f"{k}: {what}" for k in kernels for mark, what in MLA_BMM_AS_FP8.items() if mark in k]
         timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else \
             f"{src} rows, for {dt}" if src not in MLA_BMM_DTYPES else ""
-        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed))
+        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed,
+                         dtype=dt))
     return out
 
 
@@ -1151,7 +1156,7 @@ def mla_bmm_op(r, g: Group):
     ``num_tokens`` tokens, one layer, named its kernel class."""
     from ...models.workloads.attention import per_head
     name, k, n = MLA_BMM_PRODUCTS[r.op_name]
-    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, g.name.rsplit(" ", 1)[-1])
+    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, g.dtype)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@
                               default), at least ISL + bs (benchmark/utils/general.py, get_settings)
     KV cache        ``kv_fraction`` (kv_cache_free_gpu_mem_fraction, default 0.95) of the memory FREE once the
                     weights and the activation workspace of one max_num_tokens step are in place; under attention
-                    DP an MoE layer's workspace holds every rank's max_num_tokens (``profiled_tokens``)
+                    DP an MoE layer's workspace holds every rank's max_num_tokens (``profiled_tokens``; with a
+                    DeepEP dispatcher, the rows a rank receives: ``received_tokens``)
     batch           the KV cache holds B = ⌊KV tokens / (⌈(ISL + OSL) / 32⌉ · 32)⌋ sequences: the scheduler
                     reserves each request's whole prompt and output in 32-token blocks (TensorRT-LLM's
                     defaults: capacity policy GUARANTEED_NO_EVICT, tokens_per_block 32), in every layer, a
@@ -273,6 +274,15 @@ def _in_dtype(meta: dict, dtype: str) -> str:
     return dtype if experts == dtype else f"{dtype}, routed experts {experts}"
 
 
+def _pooled(meta: dict, lay: Layout, max_num_tokens: int) -> str:
+    """Where the MoE's pooled rows make the workspace (``profiled_tokens``): the token budget that sizes them."""
+    pooled = profiled_tokens(meta, lay, max_num_tokens)
+    if pooled <= max_num_tokens:
+        return ""
+    return (f" (the workspace holds the experts' rows of {pooled:,} tokens, {lay.dp} ranks' max_num_tokens "
+            f"{max_num_tokens:,} as the exchange receives them: a smaller --max-num-tokens shrinks it)")
+
+
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
            max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
            reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK, reserve_holds_workspace: bool = False) -> dict:
@@ -291,7 +301,7 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
                            f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)} + workspace "
                            f"{fmt_size(workspace_bytes)} per GPU exceed its {fmt_size(cap)} by {fmt_size(-free)}; use "
-                           f"a larger --tp or --pp, or a smaller --dtype")
+                           f"a larger --tp or --pp, or a smaller --dtype{_pooled(meta, lay, max_num_tokens)}")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,
@@ -310,8 +320,38 @@ def profiled_tokens(meta: dict, lay: Layout, max_num_tokens: int) -> int:
     MoE all-gathers the ranks' tokens and runs them unchunked unless ``moe_max_num_tokens`` is set (its default
     is ``max_num_tokens`` × dp size: tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py,
     ``CutlassFusedMoE.__init__``), so its workspace (permuted rows, fc1/fc2 outputs) holds dp × max_num_tokens
-    rows (NVIDIA/TensorRT-LLM, Apache-2.0, the v1.0 line)."""
-    return max_num_tokens * (lay.dp if meta.get("experts") else 1)
+    rows (NVIDIA/TensorRT-LLM, Apache-2.0, the v1.0 line). The all-to-all exchanges on a multi-node NVLink domain
+    (MNNVL, NVLinkOneSided/TwoSided) receive into ep × max_num_tokens rows, padded (``_mnnvl_utils``:
+    ``local_token_allocation_count = max_token_count_per_rank * ep_size``; NVLinkOneSided's workspace holds
+    ``[ep_size, max_tokens]`` tokens), and the MoE runner sizes its buffers by k × those rows
+    (``CutlassMoeFCRunner::getWorkspaceDeviceBufferSizes``: ``num_moe_inputs = k * num_rows``): the same pool.
+    Where the tokens are not pooled whole (``received_tokens``) the pool is what a rank receives."""
+    if not meta.get("experts") or lay.dp == 1:
+        return max_num_tokens
+    return received_tokens(meta, lay, max_num_tokens) if lay.dispatcher in RECEIVED_ONLY else max_num_tokens * lay.dp
+
+
+RECEIVED_ONLY = ("deepep", "deepep-ll")      # the exchanges that hand a rank only its own rows (``received_tokens``)
+
+
+def received_tokens(meta: dict, lay: Layout, max_num_tokens: int) -> int:
+    """Tokens whose rows one rank's MoE runs in the profiling step, each rank sending ``max_num_tokens``, for the
+    DeepEP exchanges (``--moe-dispatcher``), in tokens of k routed rows each (the unit ``workspace_bytes`` builds):
+        deepep     DeepEP's normal dispatch hands a rank each token once that routes to any of its s slots
+                   (``Buffer.dispatch``: ``recv_x`` of the received count; TensorRT-LLM's ``DeepEP.dispatch``,
+                   fused_moe/communication/deep_ep.py): dp · T · (1 − (1 − s/S)^k) of the S = E + R slots,
+                   uniform routing, in expectation
+        deepep-ll  the low-latency buffer holds ``[s, ep · T, hidden]`` rows, run as top-1 (fused_moe_wide_ep.py:
+                   "x shape: [#local experts, EP size * deep_ep_max_num_tokens, hidden_size]", "fake top_k=1"):
+                   s · ep · T rows, s · ep · T / k tokens
+    DeepEP's own NVLink/RDMA buffers are sized by its config, not the batch (deep_ep_utils.py ``reserve``), and
+    left out: they are fixed and small beside these rows."""
+    k = int(meta.get("experts_per_token", 1))
+    slots = int(meta["experts"]) + int(lay.redundant_experts)
+    local = slots // lay.ep
+    if lay.dispatcher == "deepep-ll":
+        return math.ceil(local * lay.ep * max_num_tokens / k)
+    return math.ceil(lay.dp * max_num_tokens * (1.0 - (1.0 - local / slots) ** k))
 
 
 def workspace_bytes(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, max_num_tokens: int) -> float:

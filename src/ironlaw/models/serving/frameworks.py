@@ -248,7 +248,8 @@ def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, d
 def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
     """``online.estimate``'s keywords under ``eng`` (a GPU: the engine step model): its scheduler's limits, CUDA
     graphs, mixing and memory fraction (``constants``), the KV cache all of what that fraction leaves, its chunked
-    prefill (vLLM: max_num_batched_tokens per mixed step; SGLang: prompts prefilled apart). A concurrency over its
+    prefill (vLLM: max_num_batched_tokens per mixed step, decode tokens and the prompt chunk together,
+    ``mixed_chunk``; SGLang: prompts prefilled apart). A concurrency over its
     running-request limit, or a device the engine step model does not price, is an error."""
     from .engine import FITTED
     from .online import ENGINE, step_model
@@ -260,9 +261,22 @@ def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
         raise IronlawError(f"--concurrency {concurrency} exceeds {NAMES[eng.name]}'s {s.max_num_seqs} running "
                            f"requests at once ({s.sources['max_num_seqs']})")
     if chunk is None and s.mixed_steps:
-        chunk = s.max_num_batched_tokens
+        chunk = mixed_chunk(eng, concurrency)
     return {"chunk": chunk, "constants": constants(eng, FITTED), "kv_fraction": 1.0,
             "max_batch": max(s.max_num_seqs, concurrency), "max_num_tokens": s.max_num_batched_tokens}
+
+
+def mixed_chunk(eng: Engine, concurrency: int) -> int:
+    """Prompt tokens a mixed step carries beside ``concurrency`` decode tokens: what they leave of the token budget.
+    vLLM schedules its running requests first and chunks a waiting prompt to the budget left
+    (vllm/v1/core/sched/scheduler.py: ``num_new_tokens = min(num_new_tokens, token_budget)``)."""
+    s = eng.scheduler
+    room = s.max_num_batched_tokens - concurrency
+    if room < 1:
+        raise IronlawError(f"--concurrency {concurrency}: its decode tokens fill {NAMES[eng.name]}'s "
+                           f"{s.max_num_batched_tokens} tokens per step ({s.sources['max_num_batched_tokens']}), "
+                           f"leaving no room for a prompt chunk")
+    return room
 
 
 def release_kwargs(eng: Engine) -> dict:

@@ -28,8 +28,10 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
                (``NVLinkOneSided``, the first its factory tries, measured dispatching NVFP4 alone; ``NVLinkTwoSided``
                with its prepare step, the routing metadata: 4 bytes per routed row), dispatch of the experts' dtype
                where it is FP8 or NVFP4, else bf16; combine of bf16 rows (``alltoall-mnnvl-*``: GB200, EP 2–64).
-    A device without the curves, or an EP group across nodes (the curves are one node's or one NVLink domain's), is
-    refused.
+    A device without the curves is refused. An EP group across nodes (the curves are one node's or one NVLink
+    domain's) takes the rule training's exchange takes (``network.collectives``): DeepEP's high-throughput
+    collectives are priced as the law's α-β all-to-all over the nodes, said in the exchange's source line; the
+    measured-only ones (``curves.MEASURED_ONLY``: low-latency, MNNVL) are refused.
 Redundant expert slots (``redundant_experts``, EPLB's replicas of hot experts) add (E + R)/ep slots per rank in all:
 their weights are held, and the pooled rows spread over E + R slots (the replicas share their expert's load).
 The ranks step together with equal shares of the tokens (serving_throughput: they admit prompts in the same
@@ -116,17 +118,19 @@ def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) 
     was not measured in (NVLinkOneSided: NVFP4 alone), or (deepep-ll) steps of more tokens per rank than the
     measured low-latency rows reach."""
     from ...machine.network.collectives import measured_curve
-    from ...machine.network.curves import DEEPEP_LABELS, DEEPEP_LL_MAX_TOKENS
+    from ...machine.network.curves import DEEPEP_LABELS, DEEPEP_LL_MAX_TOKENS, MEASURED_ONLY
     d = lay.dispatcher
     if d is None:
         return
     check_dispatcher_name(lay)
     nodes = nodes_for(hw, lay.ep)
     for name, _ in _measured_names(d, dtype).values():
-        if measured_curve(hw, name, lay.ep, nodes) is None:
-            why = (f"EP {lay.ep} spans {nodes} nodes of {hw.name} and the measured curves are one node's"
-                   if nodes > 1 else f"{hw.name} has no measured {' '.join(DEEPEP_LABELS[name])} curve, {name}")
-            raise IronlawError(f"--moe-dispatcher {d}: {why} (measured: {_measured_on(name)})")
+        if measured_curve(hw, name, lay.ep, 1) is None:
+            raise IronlawError(f"--moe-dispatcher {d}: {hw.name} has no measured {' '.join(DEEPEP_LABELS[name])} "
+                               f"curve, {name} (measured: {_measured_on(name)})")
+        if nodes > 1 and name in MEASURED_ONLY:
+            raise IronlawError(f"--moe-dispatcher {d}: EP {lay.ep} spans {nodes} nodes of {hw.name} and the measured "
+                               f"{name} curves are one node's (measured: {_measured_on(name)})")
     if d == "nvlink-one-sided" and dtype != "fp4":
         raise IronlawError(f"--moe-dispatcher nvlink-one-sided: its kernels are measured dispatching NVFP4 alone, "
                            f"not --dtype {dtype}; use --dtype fp4 or --moe-dispatcher nvlink-two-sided")

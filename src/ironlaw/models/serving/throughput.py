@@ -4,8 +4,10 @@ All ``requests`` (each ``prompt`` tokens in, ``output`` tokens out) are queued a
 KV cache and batch are ``engine``'s; one step is ``step.step_seconds``, the pricing the online mode (``online``)
 shares: the two modes differ only in how batches form (waves of queued requests here).
 
-    steady state   a request lives S = n_ctx + output − 1 steps (n_ctx = ⌈prompt / max_num_tokens⌉ context
-                   steps, which produce its first token); with B sequences in flight on an engine, r = B / S
+    steady state   a request lives S = n_ctx + output − 1 steps (n_ctx context steps, which produce its first
+                   token: one where the prompt fits the token budget beside the step's decode tokens, else
+                   ⌈prompt / (max_num_tokens − d)⌉ chunks, ``context_steps``); with B sequences in flight
+                   on an engine, r = B / S
                    requests finish per step (Little's law), fewer where the token budget binds:
                    r · (prompt + output − 1) ≤ max_num_tokens. A step carries d = r·(output − 1) decode tokens,
                    each reading a context of prompt + output/2 on average, and r·prompt prompt tokens:
@@ -133,12 +135,36 @@ def burst(prompt: int, n_ctx: int, decode: int, batch: int, max_num_tokens: int)
     return max(1, min(batch, (max_num_tokens - decode) // prompt))
 
 
+def rate(prompt: int, output: int, batch: int, max_num_tokens: int, n_ctx: int) -> tuple[float, int]:
+    """(requests finishing per step, decode tokens per step) of ``batch`` sequences whose prompts take ``n_ctx``
+    context steps (module docstring, steady state)."""
+    r = min(batch / (n_ctx + output - 1), max_num_tokens / (prompt + output - 1))
+    return r, int(round(r * (output - 1)))
+
+
+def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mixed: bool = True) -> int:
+    """Steps a prompt's context takes (module docstring, n_ctx): one where it fits beside the step's decode
+    tokens, else chunks of what they leave of the token budget; an engine that does not mix them (``mixed``
+    False: SGLang, its prefill batch a step of its own, ``ServingConstants.mixed_steps``) chunks the prompt to
+    the whole budget. The scheduler gives a step's generation requests
+    their tokens first and the context chunks the rest: TensorRT-LLM's MicroBatchScheduler sizes them to
+    ``ctxTokensCapacity = maxNumTokensRuntime − batchNumTokens`` (cpp/tensorrt_llm/batch_manager/
+    microBatchScheduler.cpp), vLLM's scheduler schedules its running requests before it chunks a waiting prompt
+    to the token budget left (vllm/v1/core/sched/scheduler.py). Chunks are equal (no rounding to the chunk
+    unit). The decode tokens are those of the first estimate, n_ctx = ⌈prompt / max_num_tokens⌉; more context
+    steps only lower them, so decode + chunk stays within the budget."""
+    n_ctx = math.ceil(prompt / max_num_tokens)
+    if not mixed:
+        return n_ctx
+    _, d = rate(prompt, output, batch, max_num_tokens, n_ctx)
+    return math.ceil(prompt / max(max_num_tokens - d, 1))
+
+
 def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
-    n_ctx = math.ceil(run.prompt / max_num_tokens)
+    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, run.constants.mixed_steps)
     S = n_ctx + run.output - 1
-    r = min(batch / S, max_num_tokens / (run.prompt + run.output - 1))
-    d = int(round(r * (run.output - 1)))
+    r, d = rate(run.prompt, run.output, batch, max_num_tokens, n_ctx)
     q = r * n_ctx
     k = r                                # prompts a mixed step carries (on average where every step is mixed)
     if q >= 1.0:

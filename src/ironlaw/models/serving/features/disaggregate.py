@@ -6,16 +6,23 @@
                    nvlink link's max_devices), else the scale-out network (its per-device share of the node's
                    ports_per_node ports):  T_xfer = bytes / (tp · bw) + link latency
     decode pool    N_d / tp instances, each decoding ``concurrency`` sequences with no prefill stalls:
-                   ITL = T_decode(concurrency), λ_d = concurrency / (output · ITL) requests/s each
-    TTFT           = T_prefill + T_xfer + the wait for a prefill instance, M/D/1 at load ρ = λ / (instances · μ_p):
-                     W = ρ · T_prefill / (2 (1 − ρ))
-    rate λ         = the most requests/s both pools carry; with a TTFT target the prefill load is held to
-                     ρ ≤ 2S / (T_prefill + 2S), S = target − T_prefill − T_xfer
+                   ITL = T_decode(concurrency), a request holds its decode slot D = output · ITL
+    the loop       as the rest of ``serve`` prices its load: a closed loop of n = (N_d / tp) · concurrency requests
+                   in flight, each finished request replaced by the next, deterministic steps (no random
+                   arrivals). Each request cycles prefill → transfer → decode; the prefill pool completes at most
+                   μ = (N_p / tp) / T_prefill requests/s, the loop at most n / (T_prefill + T_xfer + D):
+                       rate λ = min(μ, n / (T_prefill + T_xfer + D))
+                       TTFT   = n / λ − D  (Little's law over the loop; = T_prefill + T_xfer while the decode pool
+                                binds, plus the wait for a prefill instance once the prefill pool binds)
+                   With a TTFT target the loop admits at most n ≤ μ · (target + D) requests (the rest wait outside,
+                   as a router holding requests back does); ITL stays priced at the full decode batch (an upper
+                   bound when fewer are admitted).
     tokens/s       = λ · output, per device / (N_p + N_d)
 The best split of N devices is the N_p (a multiple of tp) with the most tokens/s that meets the targets.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from ....core.errors import IronlawError
@@ -63,21 +70,28 @@ def split(base, p: int, d: int, s: common.Setup, ttft_slo: float | None = None) 
     lk, bw, why = link(base.hw, p + d)
     kv_bytes = base.capacity["kv_bytes_per_token"] * s.tp * base.prompt        # the whole prompt, all shards
     t_x = kv_bytes / (s.tp * bw) + lk.latency_s
-    mu = (p // s.tp) / base.prefill_s
-    lam_d = (d // s.tp) * base.concurrency / (base.output * base.decode_step_s)
-    rho_max = 0.999
+    mu, first = (p // s.tp) / base.prefill_s, base.prefill_s + t_x
+    serve_s = base.output * base.decode_step_s                   # D: a request's time in a decode slot
+    n = (d // s.tp) * base.concurrency
     if ttft_slo is not None:
-        slack = ttft_slo - base.prefill_s - t_x
-        rho_max = min(rho_max, 2 * slack / (base.prefill_s + 2 * slack)) if slack > 0 else 0.0
-    lam = min(lam_d, rho_max * mu)
-    rho = lam / mu
-    ttft = base.prefill_s + t_x + rho * base.prefill_s / (2 * (1 - rho))
+        n = min(n, math.floor(mu * (ttft_slo + serve_s) * (1 + 1e-12))) if ttft_slo >= first else 0
+    lam, ttft = closed_loop(n, mu, first, serve_s)
     tps = lam * base.output
     return {"prefill_devices": p, "decode_devices": d, "link": lk.name, "link_bw_Bps": bw, "link_why": why,
             "kv_bytes_per_prompt": kv_bytes, "transfer_s": t_x, "prefill_s": base.prefill_s, "ttft_s": ttft,
             "itl_s": base.decode_step_s, "requests_per_s": lam, "tokens_per_s": tps,
-            "tokens_per_s_per_device": tps / (p + d), "prefill_load": rho,
-            "bound": "decode pool" if lam_d <= rho_max * mu else "prefill pool"}
+            "tokens_per_s_per_device": tps / (p + d), "prefill_load": lam / mu,
+            "sequences_in_flight": n, "prefill_wait_s": ttft - first,
+            "bound": "TTFT target" if not n else "decode pool" if ttft == first else "prefill pool"}
+
+
+def closed_loop(n: int, mu: float, first_s: float, serve_s: float) -> tuple[float, float]:
+    """(requests/s, TTFT) of ``n`` requests cycling through a prefill pool of rate ``mu``, ``first_s`` to their first
+    token when none waits, then ``serve_s`` decoding (module docstring); no rate when none is admitted."""
+    if n < 1:
+        return 0.0, first_s
+    loop = n / (first_s + serve_s)                    # the rate the loop carries when none waits
+    return (loop, first_s) if loop <= mu else (mu, n / mu - serve_s)
 
 
 def best_split(estimate_at, total: int, s: common.Setup, slo: dict | None = None) -> dict:

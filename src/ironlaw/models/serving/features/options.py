@@ -165,8 +165,9 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
     best = dg.best_split(at, p + d, s, slo)
     lines = [f"disaggregated prefill={p}, decode={d}: TTFT {fmt_time(given['ttft_s'])} (prefill "
              f"{fmt_time(given['prefill_s'])} + KV {given['kv_bytes_per_prompt'] / 1e6:.1f} MB over {given['link']} "
-             f"in {fmt_time(given['transfer_s'])}) · ITL {fmt_time(given['itl_s'])} · {fmt_num(given['tokens_per_s'])} "
-             f"tokens/s ({given['bound']} binds)"]
+             f"in {fmt_time(given['transfer_s'])}{_wait(given)}) · ITL {fmt_time(given['itl_s'])} · "
+             f"{fmt_num(given['tokens_per_s'])} tokens/s ({given['bound']} binds; a closed loop of "
+             f"{given['sequences_in_flight']} requests in flight)"]
     if best["met"]:
         b = best["best"]
         lines.append(f"best split of {p + d} devices{' for the SLO' if slo else ''}: prefill={b['prefill_devices']}, "
@@ -175,6 +176,11 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
     else:
         lines.append(f"best split of {p + d} devices: none meets the SLO — {best['why']}")
     return {"given": given, **best}, lines
+
+
+def _wait(given: dict) -> str:
+    w = given["prefill_wait_s"]
+    return f" + {fmt_time(w)} waiting for a prefill instance" if w > 0 else ""
 
 
 def frontier(est, kw: dict, f: Features) -> Frontier:
