@@ -217,9 +217,12 @@ SPLIT_FRAMEWORK = "trtllm"
 # key block up to each query tile and masks the ones outside it (sglang triton_ops/extend_attention.py, ``_fwd_kernel``:
 # ``SKIP_TILE`` skips a masked tile's math, not its step). aiconfigurator-core 0.12.0's SGLang 0.5.14 B200 table, head
 # dim 192 on Triton, window 128: priced over the window's keys, 62-86% too fast from 1,536 tokens on (held out); the
-# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md)
+# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md). TensorRT-LLM's own window classes
+# too, the fit choosing per class by its loss: aiconfigurator-core 0.12.0's 1.3.0rc20 L40S tables (SM 8.9), window 128,
+# head dim 64, priced over the window's keys 44-53% too fast at 12,288-16,384 tokens; fitted both ways, each of its
+# three window classes keeps the sequence's keys (held out, docs/accuracy.md, "Sliding-window prefill on L40S")
 WALK_CLASSES = (("context_attention", "_window"),)
-WALK_FRAMEWORKS = ("vllm", "sglang")
+WALK_FRAMEWORKS = ("vllm", "sglang", "trtllm")
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
