@@ -76,11 +76,12 @@ def test_a_walking_kernels_window_rows_are_fitted_over_the_whole_sequence():
     assert p90(e_walk[~long]) < 0.05
 
 
-def test_trtllm_tables_and_other_classes_keep_the_windows_keys():
-    """The rule is the serving frameworks' (``WALK_FRAMEWORKS``) context window classes': TensorRT-LLM's window
-    prefill runs its own kernel, and a global class states no whole sequence."""
-    assert kernelfit.walks(_group("sglang")) and kernelfit.walks(_group("vllm"))
-    assert not kernelfit.walks(_group("trtllm"))
+def test_every_frameworks_window_class_tries_the_sequence_and_a_global_class_keeps_its_keys():
+    """The rule is the context window classes' of ``WALK_FRAMEWORKS`` — vLLM's, SGLang's and TensorRT-LLM's (its L40S
+    window prefill follows the sequence too; the fit chooses per class) — and a global class states no whole
+    sequence."""
+    assert all(kernelfit.walks(_group(f)) for f in ("sglang", "vllm", "trtllm"))
+    assert not kernelfit.walks(_group("aiter"))
     g = _group("sglang")
     glob = kernelfit.Group(g.name, ("kernel", "attention_context_bf16_kv_bf16"), g.op, g.table, g.rows)
     assert not kernelfit.walks(glob)

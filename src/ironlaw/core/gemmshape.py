@@ -38,7 +38,11 @@ GEMV_M = 1.5                       # M below this is a matrix-vector product (ge
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
-                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s")
+                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s",
+                "math")
+# math: the dtype a kernel class computes in whatever its ops' own (``efficiency.with_variants``): TensorRT-LLM's context
+# kernels on an FP8 KV cache, whose FMHA runs FP8 math for a bf16 model (``kernelfit.FP8_CONTEXT``); the op's compute η
+# is multiplied by that dtype's peak over its own, so that its bound is that dtype's peak
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")

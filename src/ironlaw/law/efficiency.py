@@ -73,19 +73,23 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     """``cols`` with each op of a kernel class that names a ``variant`` (``gemmshape.SHAPE_FIELDS``) whose M, the
     query rows per KV head its shape states (``op.attrs['mnk']``), is the class's ``variant_m`` at every
     configuration, named as that variant's op: the kernel the device runs there (TensorRT-LLM's XQA MLA decode at
-    128 heads on an FP8 cache, SM 12.0 only; ``gemmshape.XQA_MLA_HEADS``); and per op (n_ops, 1…) the variant's math
-    peak over the op's own (the XQA MLA kernel computes in FP8 whatever the model's dtype), which its compute η is
-    multiplied by; ``cols`` itself and 1 where no op runs a variant."""
+    128 heads on an FP8 cache, SM 12.0 only; ``gemmshape.XQA_MLA_HEADS``); and per op (n_ops, 1…) the math peak of
+    the kernel it runs over the op's own, which its compute η is multiplied by: the variant's (``variant_dtype``: the
+    XQA MLA kernel computes in FP8 whatever the model's dtype) or its class's ``math`` (a context FMHA that runs FP8
+    math on an FP8 cache); ``cols`` itself and 1 where no op runs either."""
     own = {name: (p["variant"], float(p["variant_m"]), p["variant_dtype"]) for name, p in (cal.kernel or {}).items()
            if "variant" in p}
-    if not own or cols.kernels is None or cols.mnk is None:
+    maths = {name: p["math"] for name, p in (cal.kernel or {}).items() if "math" in p}
+    if (not own and not maths) or cols.kernels is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
     for i, name in enumerate(kernels):
-        if name in own and np.all(cols.mnk[i, 0] == own[name][1]):
+        if name in own and cols.mnk is not None and np.all(cols.mnk[i, 0] == own[name][1]):
             kernels[i] = own[name][0]
             math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
-    if kernels == list(cols.kernels):
+        elif name in maths:
+            math[i] = hw.peak(maths[name]) / hw.peak(cols.dtypes[i])
+    if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
     return replace(cols, kernels=kernels), math
 
@@ -316,16 +320,18 @@ def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | flo
 def walk_eta(cal: Calibration, cols: Columns, hw: Hardware) -> np.ndarray | float:
     """Per op, the compute η at which its FLOPs take its walk (``walk_s``): FLOPs / (peak · walk), so that the
     law's compute term is never shorter than the walk its CTAs take one key after another, which overlaps the
-    op's data as its compute does; 1 (no bound) for an op that does not walk in waves."""
+    op's data as its compute does, at most 1; infinite (no bound) for an op that does not walk in waves, whose compute
+    η (``compute_eta``, at most 1 but for a kernel that computes in a faster dtype than the op's, ``with_variants``)
+    stands."""
     walk = walk_s(cal, cols, getattr(hw, "sms", None))
     if np.ndim(walk) == 0:
-        return 1.0
+        return np.inf
     lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
     walks = np.any(walk > 0, axis=tuple(range(1, walk.ndim))) if walk.ndim > 1 else walk > 0
     peak = np.array([hw.peak(dt) if w else 1.0 for dt, w in zip(cols.dtypes, walks)]).reshape(lead)
     with np.errstate(divide="ignore", invalid="ignore"):
-        eta = np.where(walk > 0, cols.flops / (peak * walk), 1.0)
-    return np.minimum(eta, 1.0)
+        eta = np.where(walk > 0, cols.flops / (peak * walk), np.inf)
+    return np.where(walk > 0, np.minimum(eta, 1.0), np.inf)
 
 
 def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:

@@ -93,6 +93,22 @@ MLA_UNITS_PER_SEQUENCE = (2 * MLA_DIMS.kv_lora + MLA_DIMS.rope) / (MLA_DIMS.kv_l
 WALK_WAVES = {("generation_mla", "_mla_xqa"): ({"key_ctas": round(XQA_MLA_CTAS / MLA_UNITS_PER_SEQUENCE, 4)},),
               ("generation_mla", "_mla"): ({"key_ctas": round(1.0 / MLA_UNITS_PER_SEQUENCE, 4)},)}
 CTA_S_STARTS = (1e-6, 1e-5)
+# context kernels that run FP8 math on an FP8 KV cache whatever the model's dtype, per table op: the GPUs and the
+# TensorRT-LLM versions whose tables (their bf16-math FP8-cache classes, ``FP8_CONTEXT_CLASS``) are fitted with
+# ``math = "fp8"`` (``efficiency.with_variants``: the op's compute η bounded at the FP8 peak, not the bf16 one).
+# Context MLA: TensorRT-LLM sets its FP8 context MLA on SM 90, 100, 103 and 120 wherever the cache is FP8
+# (cpp/tensorrt_llm/thop/attentionOp.cpp, ``mFP8ContextMLA``): H100, H200, B200, B300, GB200, GB300, RTX PRO 6000.
+# Context attention: aiconfigurator-core 0.12.0's 1.3.0rc20 tables time a bf16-math FP8-cache row at its FP8-math
+# row's time on SM 90, 100 and 103 (B300, head dim 128, median ratio 1.01-1.07 from 16 to 16,384 tokens; against the
+# bf16-cache row 0.71 at 16,384: 4 sequences of 16,384 tokens, 20 heads on 4 KV heads, 2.78 ms, 2.79 ms FP8 math,
+# 4.31 ms bf16) and at its bf16 row's time on L40S (SM 8.9) and RTX PRO 6000 (SM 12.0), ratio 0.97-1.02: the FP8
+# FMHA TensorRT-LLM enables on an FP8 cache (thop/attentionOp.cpp, ``mFP8ContextFMHA``) where the device has it
+# (docs/accuracy.md, "Context kernels that run FP8 math on an FP8 cache")
+FP8_CONTEXT = {"context_attention": ("h100", "h200", "b200", "b300", "gb200", "gb300"),
+               "context_mla": ("h100", "h200", "b200", "b300", "gb200", "gb300", "rtx-pro-6000")}
+FP8_CONTEXT_CLASS = "attention_context_bf16_kv_fp8"
+FP8_CONTEXT_VERSIONS = ("1.3.",)
+FP8_CONTEXT_FRAMEWORK = "trtllm"
 M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped queries may fill (tried in turn)
 # a GEMM class's M term (``fit(gemm_fill=…)``): "half", M/(M+m_half), the catalog's; "tile", the rows' fill of whole
 # tiles of each of GEMM_TILES rows (tried in turn, the best kept), with the streamed weights' η at most 1
@@ -201,9 +217,12 @@ SPLIT_FRAMEWORK = "trtllm"
 # key block up to each query tile and masks the ones outside it (sglang triton_ops/extend_attention.py, ``_fwd_kernel``:
 # ``SKIP_TILE`` skips a masked tile's math, not its step). aiconfigurator-core 0.12.0's SGLang 0.5.14 B200 table, head
 # dim 192 on Triton, window 128: priced over the window's keys, 62-86% too fast from 1,536 tokens on (held out); the
-# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md)
+# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md). TensorRT-LLM's own window classes
+# too, the fit choosing per class by its loss: aiconfigurator-core 0.12.0's 1.3.0rc20 L40S tables (SM 8.9), window 128,
+# head dim 64, priced over the window's keys 44-53% too fast at 12,288-16,384 tokens; fitted both ways, each of its
+# three window classes keeps the sequence's keys (held out, docs/accuracy.md, "Sliding-window prefill on L40S")
 WALK_CLASSES = (("context_attention", "_window"),)
-WALK_FRAMEWORKS = ("vllm", "sglang")
+WALK_FRAMEWORKS = ("vllm", "sglang", "trtllm")
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
 # axes a coarser grid keeps at their step: attention's head dim (K), where each value the tables hold (64, 128, 192,
 # 256) runs a kernel of its own (L40S FP8 context attention, one head per KV head: head dim 128 +48% off with nodes at
@@ -400,7 +419,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
     linked_variants(cal, gs)
-    _derived_generation(hw, cal)
+    derived_generation(hw, cal)
     return check(cal, "calibration")
 
 
@@ -415,6 +434,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
+    tries = tuple({**extra, **kernel_math(hw, g)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -431,6 +451,14 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
             for t in tables]
     return tables[int(np.argmin(loss))]
+
+
+def kernel_math(hw, g: Group) -> dict:
+    """``{"math": "fp8"}`` for a bf16-math FP8-cache context class whose kernel runs FP8 math on ``hw``
+    (``FP8_CONTEXT``: TensorRT-LLM's, of the versions named there); ``{}`` otherwise."""
+    fp8 = g.key[0] == "kernel" and g.key[1].startswith(FP8_CONTEXT_CLASS) and g.table.framework == FP8_CONTEXT_FRAMEWORK \
+        and hw.name in FP8_CONTEXT.get(g.op, ()) and str(g.table.version).startswith(FP8_CONTEXT_VERSIONS)
+    return {"math": "fp8"} if fp8 else {}
 
 
 def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
@@ -1064,18 +1092,20 @@ def mla_op(r, g: Group):
     return op
 
 
-def _derived_generation(hw, cal: dict) -> None:
+def derived_generation(hw, cal: dict) -> None:
     """Generation kernels run their math in bf16 on any cache (the tables time them so), and so do MLA's context
     kernels (its tables time bf16 math only): an FP8 model's decode attention, or MLA prefill (math dtype fp8 in
-    ironlaw), gets the bf16 math's table, eta_max rescaled to the FP8 peak, its grid by name (``grid_of``)."""
+    ironlaw), gets the bf16 math's table, eta_max rescaled to the FP8 peak, its grid by name (``grid_of``); a
+    table whose kernel runs FP8 math already (``math``, ``kernel_math``) keeps its eta_max."""
     kern = cal.get("kernel", {})
     pairs = [("decode", kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)] + \
         [("prefill", kv, "_mla") for kv in ("bf16", "fp8")]
     for phase, kv, regime in pairs:
         src, dst = (attention_kernel(phase, m, kv, regime) for m in ("bf16", "fp8"))
         if src in kern and dst not in kern and "fp8" in hw.peak_flops and "bf16" in hw.peak_flops:
-            own = {k: v for k, v in kern[src].items() if k not in ("grid_nodes", "grid_log")}
-            kern[dst] = {**own, "eta_max": float(f"{kern[src]['eta_max'] * hw.peak_flops['bf16'] / hw.peak_flops['fp8']:.4g}")}
+            own = {k: v for k, v in kern[src].items() if k not in ("grid_nodes", "grid_log", "math")}
+            ratio = hw.peak_flops[kern[src].get("math", "bf16")] / hw.peak_flops["fp8"]
+            kern[dst] = {**own, "eta_max": float(f"{kern[src]['eta_max'] * ratio:.4g}")}
             if "grid_log" in kern[src]:
                 kern[dst]["grid_of"] = src
 
