@@ -602,3 +602,23 @@ def test_olmo2_output_norms_and_full_qk_norm():
     assert names.index("attn_layernorm") < names.index("attn_residual_add") < names.index("mlp_up_proj")
     assert names.index("mlp_layernorm") < names.index("mlp_residual_add")
     assert op(g, "attn_rope.qk_norm").bytes["weights"] == (4096 + 4096) * 2
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "deepseek-v3", "llama3.1-8b", "qwen3-8b"])
+def test_rope_parameters_as_transformers_5_saves_them(name):
+    """transformers 5's save_pretrained writes the RoPE scaling under ``rope_parameters`` (with rope_theta) and no
+    ``rope_scaling``: such a config read as one without scaling, so gpt-oss lost YaRN's concentration factor and a
+    Qwen3 config with Qwen's YaRN (factor 4 over 32,768, its model card) served 40,960 tokens, not 131,072."""
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    if name == "qwen3-8b":
+        cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    v5 = {k: v for k, v in cfg.items() if k != "rope_scaling"}
+    v5["rope_parameters"] = {**cfg["rope_scaling"], "rope_theta": cfg.get("rope_theta", 10000.0)}
+    old, new = families.parse(cfg, name), families.parse(v5, name)
+    assert (new.context, new.rope_mscale) == (old.context, old.rope_mscale)
+    if name == "qwen3-8b":
+        assert new.context == 131_072
+    if name == "gpt-oss-20b":
+        assert new.rope_mscale == pytest.approx(0.1 * np.log(32) + 1)
+    nested = {**v5, "rope_parameters": {"full_attention": v5["rope_parameters"], "sliding_attention": {}}}
+    assert families.parse(nested, name).context == old.context

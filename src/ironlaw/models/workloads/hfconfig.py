@@ -316,13 +316,26 @@ def _w8a8_float(q: dict) -> bool:
     return True
 
 
+def rope_scaling(cfg: dict) -> dict | None:
+    """The config's RoPE scaling: ``rope_scaling``, or ``rope_parameters`` where transformers 5 writes it (a
+    config saved by ``save_pretrained`` under transformers >= 5 keeps no ``rope_scaling``; a model with layer types
+    keeps one dict per type there, the global layers' under ``full_attention``)."""
+    rs = cfg.get("rope_scaling")
+    if isinstance(rs, dict):
+        return rs
+    rp = cfg.get("rope_parameters")
+    if isinstance(rp, dict) and isinstance(rp.get("full_attention"), dict):
+        rp = rp["full_attention"]
+    return rp if isinstance(rp, dict) else None
+
+
 def context_tokens(cfg: dict, max_pos: int | None) -> int | None:
     """The tokens a served sequence (prompt + output) may span, as vLLM derives max_model_len from a config
     (vllm/config.py ``_get_and_verify_max_len``): max_position_embeddings, times ``rope_scaling``'s factor for a
     scaling that stretches the positions (linear, dynamic; yarn: original_max_position_embeddings × factor);
     llama3, longrope and su scalings already state the long context in max_position_embeddings."""
-    rs = cfg.get("rope_scaling")
-    if max_pos is None or not isinstance(rs, dict):
+    rs = rope_scaling(cfg)
+    if max_pos is None or rs is None:
         return max_pos
     kind = rs.get("rope_type", rs.get("type", "default"))
     factor = rs.get("factor", 1.0)
@@ -337,8 +350,8 @@ def yarn_concentration(cfg: dict) -> float:
     core_v0.15.0 computes it (``yarn_rotary_pos_embedding._yarn_get_concentration_factor``): with ``mscale`` and
     ``mscale_all_dim`` both given, (0.1·m·ln s + 1) / (0.1·m_all·ln s + 1) (DeepSeek-V3: 1.0 / 1.0 → 1); with
     either missing, 0.1·ln s + 1 (gpt-oss, factor 32: 1.347). 1 without YaRN scaling."""
-    rs = cfg.get("rope_scaling")
-    if not isinstance(rs, dict) or rs.get("rope_type", rs.get("type")) != "yarn":
+    rs = rope_scaling(cfg)
+    if rs is None or rs.get("rope_type", rs.get("type")) != "yarn":
         return 1.0
     s = rs.get("factor", 1.0)
     if not isinstance(s, (int, float)) or s <= 1:
