@@ -622,3 +622,18 @@ def test_rope_parameters_as_transformers_5_saves_them(name):
         assert new.rope_mscale == pytest.approx(0.1 * np.log(32) + 1)
     nested = {**v5, "rope_parameters": {"full_attention": v5["rope_parameters"], "sliding_attention": {}}}
     assert families.parse(nested, name).context == old.context
+
+
+SAVED_BY_TRANSFORMERS_5 = [p.stem for p in sorted(DATA.glob("*.json")) if not p.stem.startswith("llama4")]
+
+
+@pytest.mark.parametrize("name", SAVED_BY_TRANSFORMERS_5)
+def test_a_config_saved_by_transformers_5_reads_as_the_published_one(name):
+    """A fine-tuned checkpoint's config.json is what transformers wrote: under transformers 5 its RoPE scaling sits in
+    ``rope_parameters`` and Qwen3-MoE's expert count in ``num_local_experts`` (a Qwen3-MoE config it saved failed
+    with "missing field 'num_experts'"). Each stored config, loaded and saved by transformers (AutoConfig.for_model
+    .to_dict), reads as the same Arch. (Llama 4's stored configs hold a field transformers 5 refuses.)"""
+    transformers = pytest.importorskip("transformers")
+    raw = json.loads((DATA / f"{name}.json").read_text())
+    saved = transformers.AutoConfig.for_model(**{k: v for k, v in raw.items() if not k.startswith("_")}).to_dict()
+    assert families.parse(json.loads(json.dumps(saved)), name, name) == families.parse(raw, name, name)

@@ -99,6 +99,10 @@ def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str
 
 
 def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
+    """Routed experts and top-k. Qwen's ``num_experts`` is ``num_local_experts`` in a config that transformers 5
+    saved (Qwen3MoeConfig's attribute_map), so either is read."""
+    if experts_key == "num_experts" and f.cfg.get("num_experts") is None and f.cfg.get("num_local_experts") is not None:
+        experts_key = "num_local_experts"
     experts = f.int(experts_key)
     top_k = next((f.int(k) for k in top_k_keys if f.cfg.get(k) is not None), None)
     if top_k is None:
