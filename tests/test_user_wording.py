@@ -1,0 +1,14 @@
+"""Output and help a new user misreads: each pinned by the test that failed before its fix."""
+import ironlaw
+
+
+def test_critical_path_text_does_not_call_a_bandwidth_bound_path_compute():
+    """`compare llama3-8b --phase decode` printed 'bandwidth (hbm3)' as the bottleneck and, under it, 'on the path:
+    compute 7.14 ms' and every op 'compute': the stream that runs every kernel was named like the compute term."""
+    cmp = ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=int8,target=weights")
+    assert cmp.verdict().startswith("shortens") and "bandwidth" in cmp.verdict()
+    text = cmp.cp_before.text()
+    assert "on the path: kernel stream" in text and "streams busy: kernel stream" in text
+    rows = text.splitlines()[3:]
+    assert rows and all("kernel stream" in r and " compute " not in r for r in rows)
+    assert cmp.to_dict()["critical_path_before"]["on_path_s"]["compute"] > 0      # the JSON keeps the stream's key
