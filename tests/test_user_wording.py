@@ -12,3 +12,14 @@ def test_critical_path_text_does_not_call_a_bandwidth_bound_path_compute():
     rows = text.splitlines()[3:]
     assert rows and all("kernel stream" in r and " compute " not in r for r in rows)
     assert cmp.to_dict()["critical_path_before"]["on_path_s"]["compute"] > 0      # the JSON keeps the stream's key
+
+
+def test_search_dtype_help_says_the_serving_search_tries_fp8_too():
+    """`search --help` said '--dtype … (default: the workload's own)'; a serving search without --dtype ranks the
+    workload's own dtype and fp8 together (Qwen1.5-MoE, a bf16 checkpoint, came back 'serve · fp8')."""
+    import typer
+    from ironlaw.cli import app
+    (opt,) = [p for p in typer.main.get_command(app).commands["search"].params if "--dtype" in p.opts]
+    assert "serve: the workload's own and fp8 where the device computes in it" in opt.help
+    ranked = ironlaw.search("llama3-8b", on="h100", phase="serve", gpus=1, top=10).top
+    assert {e["dtype"] for e in ranked} == {"bf16", "fp8"}
