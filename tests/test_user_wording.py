@@ -23,3 +23,15 @@ def test_search_dtype_help_says_the_serving_search_tries_fp8_too():
     assert "serve: the workload's own and fp8 where the device computes in it" in opt.help
     ranked = ironlaw.search("llama3-8b", on="h100", phase="serve", gpus=1, top=10).top
     assert {e["dtype"] for e in ranked} == {"bf16", "fp8"}
+
+
+def test_the_online_capacity_error_names_no_option_the_online_scenario_refuses():
+    """`serve llama3-8b --concurrency 100000` said the KV cache is '--kv-fraction 0.95 of the memory left …'; the
+    online scenario refuses --kv-fraction ('belongs to the offline scenario'), so the hint led to a second error."""
+    from conftest import one_line_error, run_cli
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "100000"))
+    assert "--concurrency 100000 exceeds the KV-cache capacity of h100: 392 sequences" in line, line
+    assert "--kv-fraction" not in line and "0.95 of the memory left after weights" in line, line
+    assert "lower --concurrency, use --kv-dtype fp8, or --tp" in line
+    again = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--kv-fraction", "0.99"))
+    assert "--kv-fraction belongs to the offline scenario" in again
