@@ -588,6 +588,8 @@ def test_olmo_nonparametric_norm_and_clip():
     assert clipped.qkv_clip and clipped.params() == a.params()
     c = T.build(clipped, Request("olmo", phase="prefill", batch=1, seq=1024, dtype="bf16"), "olmo")
     assert op(c, "attn_pre_proj.clip").flops == 1024 * 3 * 4096 * 2.0
+    with pytest.raises(IronlawError, match="field 'clip_qkv' must be a positive bound"):
+        families.parse({**cfg, "clip_qkv": -1}, "olmo-7b.json")
 
 
 def test_olmo2_output_norms_and_full_qk_norm():

@@ -262,8 +262,10 @@ def _gpt_neox(f: Fields, mt: str, name: str) -> Arch:
 @family("olmo")
 def _olmo(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
-    clip = f.cfg.get("clip_qkv") is not None and f.float("clip_qkv", None) > 0
-    return Arch(**{**d, "norm": "nonparam"}, qkv_clip=clip)
+    clip = f.cfg.get("clip_qkv")
+    if clip is not None and not f.float("clip_qkv", None) > 0:
+        raise IronlawError(f"{f.where}: field 'clip_qkv' must be a positive bound (or null), got {clip!r}")
+    return Arch(**{**d, "norm": "nonparam"}, qkv_clip=clip is not None)
 
 
 @family("olmo2")
