@@ -11,7 +11,8 @@ own chunk (Llama 4). For ``b`` sequences of ``s`` tokens (decode: ``s`` already 
     cache resident per layer      global  s   window min(s, w)   chunk min(s, c) (a chunk is reserved)
 
 Grouped-query attention (``gqa``): fused QKV projection, OLMo's optional clamp of q, k and v, optional qk-norm,
-RoPE (not on Llama 4's NoPE layers; on ``rotary_dims`` of each head), attention, output projection. The cache holds K and V: 2·kv_heads·head_dim per token and layer.
+RoPE (not on Llama 4's NoPE layers; on ``rotary_dims`` of each head), attention, output projection. The cache
+holds K and V: 2·kv_heads·head_dim per token and layer.
 
 Multi-head latent attention (``mla``, DeepSeek-V2/V3): the hidden state is projected down to a query
 latent (q_lora) and a KV latent (kv_lora) plus one rotary key shared by all heads (rope); the cache

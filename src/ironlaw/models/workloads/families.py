@@ -18,7 +18,7 @@
     gemma2                  sliding-window and global layers alternating (the first slides), four norms per layer,
                             GeGLU, tied embeddings; its attention and final logit soft-capping (a tanh per
                             score and per logit) are not counted
-    qwen2_moe               qwen2 attention (q, k, v biases) with top-k routed experts of ``moe_intermediate_size`` and
+    qwen2_moe               qwen2 attention (q, k, v biases), top-k routed experts of ``moe_intermediate_size`` and
                             a shared expert of ``shared_expert_intermediate_size`` whose output a sigmoid gate scales
                             (``shared_expert_gate``, a [hidden, 1] linear; Qwen1.5-MoE, Qwen2-57B-A14B)
     gpt_neox                LayerNorm, fused QKV and every linear with bias, GELU MLP, untied head; rotary on
@@ -101,7 +101,7 @@ def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str
 def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
     """Routed experts and top-k. Qwen's ``num_experts`` is ``num_local_experts`` in a config that transformers 5
     saved (Qwen3MoeConfig's attribute_map), so either is read."""
-    if experts_key == "num_experts" and f.cfg.get("num_experts") is None and f.cfg.get("num_local_experts") is not None:
+    if experts_key == "num_experts" and f.cfg.get("num_experts") is None and f.cfg.get("num_local_experts"):
         experts_key = "num_local_experts"
     experts = f.int(experts_key)
     top_k = next((f.int(k) for k in top_k_keys if f.cfg.get(k) is not None), None)

@@ -80,7 +80,7 @@ class Arch:
     dropout: float = 0.0      # training dropout probability of the residual/MLP paths
     attn_dropout: float = 0.0  # training dropout probability of the attention probabilities
     qk_norm: str = ""         # "rms": a gain of head_dim on q and k (Qwen3, Gemma 3); "l2": no weights (Llama 4);
-    #                           "rms_full": one RMSNorm over all heads' q and one over all k (OLMo-2: q_dim + kv_dim gains)
+    #                           "rms_full": one RMSNorm over all heads' q, one over all k (OLMo-2: q_dim + kv_dim)
     mla: MLA | None = None
     moe_inter: int = 0        # a routed expert's intermediate size (0: ``inter``)
     shared_inter: int = 0     # the always-on shared expert(s) together (0: none)
