@@ -35,3 +35,14 @@ def test_the_online_capacity_error_names_no_option_the_online_scenario_refuses()
     assert "lower --concurrency, use --kv-dtype fp8, or --tp" in line
     again = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--kv-fraction", "0.99"))
     assert "--kv-fraction belongs to the offline scenario" in again
+
+
+def test_a_hardware_keyword_points_to_on():
+    """`ironlaw.analyze("llama3-8b", hardware="h100")` answered "(the builder options of llama3-8b: none)": the
+    device is on= (the CLI's --on), which the message did not name."""
+    import pytest
+    for fn, kw in ((ironlaw.analyze, {"phase": "decode"}), (ironlaw.compare, {"phase": "decode"})):
+        with pytest.raises(TypeError, match=r"unexpected keyword argument 'hardware' \(did you mean: on\?\)"):
+            fn("llama3-8b", hardware="h100", **kw)
+    with pytest.raises(TypeError, match="did you mean: options"):
+        ironlaw.analyze("resnet50", opt={"image": 288})
