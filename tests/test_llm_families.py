@@ -510,6 +510,8 @@ def test_gemma2_and_phi3_build_analytically_with_the_modules_counts(name, params
 NEW_FAMILIES = {
     "qwen1.5-moe-a2.7b-chat": (14_315_784_192, 14.3 * B, "qwen2_moe",
                                "Qwen1.5-MoE-A2.7B model card: '14.3B parameters in total and 2.7B activated'"),
+    "qwen2-57b-a14b": (57_408_658_944, 57.4 * B, "qwen2_moe",
+                       "Qwen/Qwen2-57B-A14B model page: 'Model size 57.4B params'; its card: 14B activated"),
     "pythia-1.4b": (1_414_647_808, 1_414_647_808, "gpt_neox", "Pythia paper (Biderman et al. 2023), Table 1"),
     "gpt-neox-20b": (20_554_567_680, 20_554_567_680, "gpt_neox", "GPT-NeoX-20B paper (Black et al. 2022), Table 1"),
     "olmo-7b": (6_888_095_744, 6.88 * B, "olmo", "OLMo paper (Groeneveld et al. 2024), Table 1: 6.88B"),
@@ -567,6 +569,7 @@ def test_qwen2_moe_shared_expert_gate():
     a = _arch("qwen1.5-moe-a2.7b-chat")
     assert a.shared_gate and a.shared_inter == 5632 and a.expert_inter == 1408 and a.qkv_bias and not a.o_bias
     assert 2.65 * B <= a.params(active=True) < 2.75 * B
+    assert 13.5 * B <= _arch("qwen2-57b-a14b").params(active=True) < 14.5 * B             # 'A14B': 14.25B
     g = build(f"hf:{DATA / 'qwen1.5-moe-a2.7b-chat.json'}", phase="decode", batch=8, seq=1024)
     gate = op(g, "moe_shared_gate")
     assert gate.flops == 2 * 8 * 2048 and gate.bytes["weights"] == 2048 * 2 and gate.count == 24
