@@ -504,3 +504,141 @@ def test_gemma2_and_phi3_build_analytically_with_the_modules_counts(name, params
     a = families.parse(json.loads((DATA / (name + ".json")).read_text()), name)
     assert a.tied == (arch == "gemma2") and a.sandwich_norm == (arch == "gemma2")
     assert 2 * a.active_compute_params() < g.meta["model_flops"] < 2.2 * a.active_compute_params()   # + attention
+
+
+# name: (transformers' module count from this config, published total, model_type, where it is published)
+NEW_FAMILIES = {
+    "qwen1.5-moe-a2.7b-chat": (14_315_784_192, 14.3 * B, "qwen2_moe",
+                               "Qwen1.5-MoE-A2.7B model card: '14.3B parameters in total and 2.7B activated'"),
+    "qwen2-57b-a14b": (57_408_658_944, 57.4 * B, "qwen2_moe",
+                       "Qwen/Qwen2-57B-A14B model page: 'Model size 57.4B params'; its card: 14B activated"),
+    "pythia-1.4b": (1_414_647_808, 1_414_647_808, "gpt_neox", "Pythia paper (Biderman et al. 2023), Table 1"),
+    "gpt-neox-20b": (20_554_567_680, 20_554_567_680, "gpt_neox", "GPT-NeoX-20B paper (Black et al. 2022), Table 1"),
+    "olmo-7b": (6_888_095_744, 6.88 * B, "olmo", "OLMo paper (Groeneveld et al. 2024), Table 1: 6.88B"),
+    "olmo2-7b": (7_298_617_344, 7.30 * B, "olmo2", "OLMo-2-1124-7B model card: 7.30B (HF 'Model size 7.3B')"),
+}
+
+
+def _arch(name):
+    return families.parse(json.loads((DATA / f"{name}.json").read_text()), f"{name}.json")
+
+
+@pytest.mark.parametrize("name", list(NEW_FAMILIES))
+def test_qwen2_moe_neox_olmo_build_analytically_with_the_modules_counts(name):
+    """These configs went to graph capture (and serve refused them). The counts are transformers 5's
+    Qwen2MoeForCausalLM, GPTNeoXForCausalLM, OlmoForCausalLM and Olmo2ForCausalLM built from these configs on
+    the meta device, each equal to (or within the rounding of) its published total; a forward pass over the whole
+    sequence is 2 FLOPs per multiplying parameter per token plus attention and the elementwise ops."""
+    exact, published, arch, _ = NEW_FAMILIES[name]
+    g = build(f"hf:{DATA / (name + '.json')}", phase="infer", batch=1, seq=2048)
+    assert g.meta["arch"] == arch and g.meta["frontend"] == "transformers" and not g.meta.get("captured")
+    assert g.meta["params"] == exact == pytest.approx(published, rel=0.002)
+    matmul = sum(o.flops * o.count for o in g.ops if o.kind == "matmul")
+    assert matmul == pytest.approx(2 * 2048 * g.meta["active_compute_params"], rel=2e-3)   # + biases, gate, router
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    assert cfg["_license"] and cfg["_origin"].startswith("https://huggingface.co/")
+    del cfg["model_type"]                                                  # the architectures entry names it
+    assert families.parse(cfg, name).model_type == arch
+
+
+def test_gpt_neox_partial_rotary_and_parallel_residual():
+    """GPT-NeoX (transformers GPTNeoXLayer with use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x))): both
+    LayerNorms (gain and bias) read the layer's input, two adds join the branches; RoPE turns int(128·0.25) = 32
+    of each head's 128 dims (rotary_pct), so the rotary op runs on a quarter of q and k; every linear but the
+    head has a bias, and the MLP is plain GELU (not gated)."""
+    a = _arch("pythia-1.4b")
+    assert a.parallel_residual and a.rotary_dims == 32 and a.norm == "layer" and not a.glu and a.mlp_bias
+    g = build(f"hf:{DATA / 'pythia-1.4b.json'}", phase="prefill", batch=2, seq=512)
+    assert op(g, "attn_rope").flops == 2 * 512 * (16 + 16) * 32 * T.ROPE_FLOPS
+    names = [o.name for o in g.ops if o.attrs.get("per_layer")]
+    assert names.index("post_attention_layernorm") < names.index("attn_residual_add")   # on x, not x + attn
+    assert op(g, "input_layernorm").bytes["weights"] == 2 * 2048 * 2                    # gain and bias, bf16
+    assert op(g, "mlp_act").flops == 2 * 512 * 8192 * T.ACT_FLOPS["gelu"]
+    cfg = {**json.loads((DATA / "pythia-1.4b.json").read_text()), "use_parallel_residual": False}
+    seq = T.build(families.parse(cfg, "pythia-1.4b.json"), Request("p", phase="prefill", batch=2, seq=512,
+                                                                  dtype="bf16"), "p")
+    assert not families.parse(cfg, "pythia-1.4b.json").parallel_residual
+    assert sum(o.flops * o.count for o in seq.ops) == sum(o.flops * o.count for o in g.ops)   # same arithmetic
+    assert _arch("gpt-neox-20b").act == "gelu_new"             # gelu_fast: the tanh approximation
+
+
+def test_qwen2_moe_shared_expert_gate():
+    """Qwen1.5-MoE-A2.7B: 24 MoE layers of 60 routed experts (1408) top-4 and a shared expert (5632) whose output
+    sigmoid(x·w_g) scales, w_g a [2048, 1] linear without bias (transformers Qwen2MoeSparseMoeBlock); q, k, v
+    biases, none on o_proj. Active: 2.69B with the embedding, Qwen's '2.7B activated'."""
+    a = _arch("qwen1.5-moe-a2.7b-chat")
+    assert a.shared_gate and a.shared_inter == 5632 and a.expert_inter == 1408 and a.qkv_bias and not a.o_bias
+    assert 2.65 * B <= a.params(active=True) < 2.75 * B
+    assert 13.5 * B <= _arch("qwen2-57b-a14b").params(active=True) < 14.5 * B             # 'A14B': 14.25B
+    g = build(f"hf:{DATA / 'qwen1.5-moe-a2.7b-chat.json'}", phase="decode", batch=8, seq=1024)
+    gate = op(g, "moe_shared_gate")
+    assert gate.flops == 2 * 8 * 2048 and gate.bytes["weights"] == 2048 * 2 and gate.count == 24
+    assert op(g, "moe_shared_gate.scale").attrs["expert"] == "shared" and g.meta["shared_expert"]
+    assert g.meta["kv_cache_bytes"] == 24 * 2 * 16 * 128 * 2 * 8 * 1024
+
+
+def test_olmo_nonparametric_norm_and_clip():
+    """OLMo (transformers OlmoLayerNorm: F.layer_norm without weight or bias) holds no norm parameters but runs
+    the LayerNorm's arithmetic; clip_qkv (OLMo-7B-0424: 8) clamps q, k and v, a min and a max per element."""
+    a = _arch("olmo-7b")
+    assert a.norm == "nonparam" and a.norm_params == 0 and not a.qkv_clip
+    g = build(f"hf:{DATA / 'olmo-7b.json'}", phase="prefill", batch=1, seq=1024)
+    norm = op(g, "input_layernorm")
+    assert norm.bytes.get("weights", 0) == 0 and norm.flops == 1024 * 4096 * T.flopcount.LAYERNORM
+    assert not ops(g, "attn_pre_proj.clip") and [o.name for o in ops(g, "attn_pre_proj")] == ["attn_pre_proj"]
+    cfg = {**json.loads((DATA / "olmo-7b.json").read_text()), "clip_qkv": 8.0}
+    clipped = families.parse(cfg, "olmo-7b.json")
+    assert clipped.qkv_clip and clipped.params() == a.params()
+    c = T.build(clipped, Request("olmo", phase="prefill", batch=1, seq=1024, dtype="bf16"), "olmo")
+    assert op(c, "attn_pre_proj.clip").flops == 1024 * 3 * 4096 * 2.0
+    with pytest.raises(IronlawError, match="field 'clip_qkv' must be a positive bound"):
+        families.parse({**cfg, "clip_qkv": -1}, "olmo-7b.json")
+
+
+def test_olmo2_output_norms_and_full_qk_norm():
+    """OLMo-2 (transformers Olmo2DecoderLayer): no norm before attention or MLP; each output is RMSNormed, then
+    added to the residual; q_norm and k_norm are one RMSNorm over all heads' q (4096 gains) and one over all k."""
+    a = _arch("olmo2-7b")
+    assert a.output_norm and a.qk_norm == "rms_full"
+    assert a.attn_params() == 4 * 4096 * 4096 + 4096 + 4096
+    g = build(f"hf:{DATA / 'olmo2-7b.json'}", phase="decode", batch=1, seq=1024)
+    names = [o.name for o in g.ops if o.attrs.get("per_layer")]
+    assert "input_layernorm" not in names and "post_attention_layernorm" not in names
+    assert names.index("attn_layernorm") < names.index("attn_residual_add") < names.index("mlp_up_proj")
+    assert names.index("mlp_layernorm") < names.index("mlp_residual_add")
+    assert op(g, "attn_rope.qk_norm").bytes["weights"] == (4096 + 4096) * 2
+
+
+@pytest.mark.parametrize("name", ["gpt-oss-20b", "deepseek-v3", "llama3.1-8b", "qwen3-8b"])
+def test_rope_parameters_as_transformers_5_saves_them(name):
+    """transformers 5's save_pretrained writes the RoPE scaling under ``rope_parameters`` (with rope_theta) and no
+    ``rope_scaling``: such a config read as one without scaling, so gpt-oss lost YaRN's concentration factor and a
+    Qwen3 config with Qwen's YaRN (factor 4 over 32,768, its model card) served 40,960 tokens, not 131,072."""
+    cfg = json.loads((DATA / f"{name}.json").read_text())
+    if name == "qwen3-8b":
+        cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    v5 = {k: v for k, v in cfg.items() if k != "rope_scaling"}
+    v5["rope_parameters"] = {**cfg["rope_scaling"], "rope_theta": cfg.get("rope_theta", 10000.0)}
+    old, new = families.parse(cfg, name), families.parse(v5, name)
+    assert (new.context, new.rope_mscale) == (old.context, old.rope_mscale)
+    if name == "qwen3-8b":
+        assert new.context == 131_072
+    if name == "gpt-oss-20b":
+        assert new.rope_mscale == pytest.approx(0.1 * np.log(32) + 1)
+    nested = {**v5, "rope_parameters": {"full_attention": v5["rope_parameters"], "sliding_attention": {}}}
+    assert families.parse(nested, name).context == old.context
+
+
+SAVED_BY_TRANSFORMERS_5 = [p.stem for p in sorted(DATA.glob("*.json")) if not p.stem.startswith("llama4")]
+
+
+@pytest.mark.parametrize("name", SAVED_BY_TRANSFORMERS_5)
+def test_a_config_saved_by_transformers_5_reads_as_the_published_one(name):
+    """A fine-tuned checkpoint's config.json is what transformers wrote: under transformers 5 its RoPE scaling sits in
+    ``rope_parameters`` and Qwen3-MoE's expert count in ``num_local_experts`` (a Qwen3-MoE config it saved failed
+    with "missing field 'num_experts'"). Each stored config, loaded and saved by transformers (AutoConfig.for_model
+    .to_dict), reads as the same Arch. (Llama 4's stored configs hold a field transformers 5 refuses.)"""
+    transformers = pytest.importorskip("transformers")
+    raw = json.loads((DATA / f"{name}.json").read_text())
+    saved = transformers.AutoConfig.for_model(**{k: v for k, v in raw.items() if not k.startswith("_")}).to_dict()
+    assert families.parse(json.loads(json.dumps(saved)), name, name) == families.parse(raw, name, name)

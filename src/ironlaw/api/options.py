@@ -206,6 +206,10 @@ def capture_option(spec, capture: bool) -> dict:
     return {"capture": True}
 
 
+# keywords a user brings from elsewhere, and the front door's name for the same thing (`--on h100` is on="h100")
+SYNONYMS = {"hardware": "on", "device": "on", "gpu": "on"}
+
+
 def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:
     """The builder options: ``options`` and the named keywords, these checked against the builder's own (a
     misspelt one named with the nearest of the builder's and ``keywords``, the function's own)."""
@@ -217,7 +221,8 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: 
         if bad:
             takes = ", ".join(accepted) if accepted else "none"
             from ..core.errors import UnknownOption, suggest
-            near = suggest(bad[0], [*accepted, *keywords])
+            near = (f" (did you mean: {SYNONYMS[bad[0]]}?)" if SYNONYMS.get(bad[0]) in keywords else
+                    suggest(bad[0], [*accepted, *keywords]))
             raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}'"
                                 + (near or f" (the builder options of {spec}: {takes})"))
         opts.update(named)

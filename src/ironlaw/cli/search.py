@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import FLOAT, DType, On, RunCost, Spec, with_run_cost
+from .options import FLOAT, On, RunCost, Spec, with_run_cost
 
 
 @app.command()
@@ -20,7 +20,9 @@ def search(
     global_batch: Optional[int] = typer.Option(None, "--global-batch", help="train: sequences per optimizer step "
                                                "(default 1024)"),
     seq: Optional[int] = typer.Option(None, "--seq", help="train: sequence length (default 4096)"),
-    dtype: DType = None,
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 | fp4 "
+                                        "(NVFP4) | mxfp8 | mxfp4 (default: train: the workload's own; serve: the "
+                                        "workload's own and fp8 where the device computes in it, ranked together)"),
     top: int = typer.Option(5, "--top", help="layouts to show"),
     tp: Optional[int] = typer.Option(None, "--tp", help="fix the tensor-parallel degree"),
     pp: Optional[int] = typer.Option(None, "--pp", help="fix the pipeline-parallel degree"),

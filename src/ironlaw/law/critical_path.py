@@ -34,6 +34,9 @@ from ..core.errors import IronlawError
 from ..core.units import fmt_time
 
 STREAMS = ("compute", "memory", "network")
+# the streams as the text names them: the "compute" stream runs every kernel, whatever binds it (a bandwidth-bound
+# op is on it too), so the text does not call it compute beside a bandwidth bottleneck
+STREAM_TEXT = {"compute": "kernel stream", "memory": "copy engine", "network": "network"}
 MAX_NODES = 2_000_000
 
 
@@ -109,10 +112,12 @@ class CriticalPath:
         on = self.on_path_s()
         lines = [f"critical path {fmt_time(self.time_s)} (law, op by op: {fmt_time(self.law_s)}; "
                  f"hidden by overlap across ops: {fmt_time(max(self.hidden_s, 0.0))})",
-                 "  on the path: " + ", ".join(f"{s} {fmt_time(on[s])}" for s in STREAMS if on[s] > 0),
-                 "  streams busy: " + ", ".join(f"{s} {fmt_time(v)}" for s, v in self.busy_s.items() if v > 0)]
+                 "  on the path: " + ", ".join(f"{STREAM_TEXT[s]} {fmt_time(on[s])}" for s in STREAMS if on[s] > 0),
+                 "  streams busy: " + ", ".join(f"{STREAM_TEXT.get(s, s)} {fmt_time(v)}"
+                                                for s, v in self.busy_s.items() if v > 0)]
         for a in self.summary(top):
-            lines.append(f"  {a['op'][:48]:48s} {a['stream']:8s} ×{a['times']:<5d} {fmt_time(a['seconds'])}")
+            lines.append(f"  {a['op'][:44]:44s} {STREAM_TEXT.get(a['stream'], a['stream']):13s} ×{a['times']:<5d} "
+                         f"{fmt_time(a['seconds'])}")
         return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 
 from ...core.errors import IronlawError
+from ...core.units import fmt_size, fmt_time
 from .timing import Budget, stable
 
 MiB = 1 << 20
@@ -100,6 +101,8 @@ def fit(rows: list[dict], overhead_s: float | None = None) -> tuple[float, float
     slope = statistics.median(slopes) if slopes else 0.0
     if slope <= 0:
         level = rows[0]["level"]
-        raise IronlawError(f"probe: {level} copy time did not grow with size (machine too noisy); run again")
+        seen = ", ".join(f"{fmt_size(x)} in {fmt_time(y)}" for x, y in pts)
+        raise IronlawError(f"probe: {level} copy time did not grow with size ({seen}): the machine was too noisy; "
+                           f"nothing saved; run again, or with --rounds 3 (each measurement's median round)")
     overhead = statistics.median(y - slope * x for x, y in pts)
     return 1.0 / slope, max(overhead, 0.0)

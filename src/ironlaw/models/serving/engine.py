@@ -453,8 +453,9 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
     if batch > fit:
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
-        kept = (f"--kv-fraction {kv_fraction:g} of the memory left after weights {fmt_size(mem['weights_bytes'])} "
-                f"and workspace {fmt_size(mem['workspace_bytes'])}" if constants.reserve_bytes == 0 else
+        kept = (f"{kv_fraction:g} of the memory left after weights {fmt_size(mem['weights_bytes'])} and workspace "
+                f"{fmt_size(mem['workspace_bytes'])}, the engine's kv_cache_free_gpu_mem_fraction"
+                if constants.reserve_bytes == 0 else
                 f"what is left after weights {fmt_size(mem['weights_bytes'])} and the runtime's "
                 f"{fmt_size(constants.reserve_bytes)} (activations included)" if constants.reserve_holds_workspace else
                 f"what is left after weights {fmt_size(mem['weights_bytes'])}, workspace "

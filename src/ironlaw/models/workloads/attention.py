@@ -10,8 +10,9 @@ own chunk (Llama 4). For ``b`` sequences of ``s`` tokens (decode: ``s`` already 
                                   chunk   n·c(c+1)/2 + r(r+1)/2 (s = n·c + r)   decode (s mod c) + 1
     cache resident per layer      global  s   window min(s, w)   chunk min(s, c) (a chunk is reserved)
 
-Grouped-query attention (``gqa``): fused QKV projection, optional qk-norm, RoPE (not on Llama 4's NoPE
-layers), attention, output projection. The cache holds K and V: 2·kv_heads·head_dim per token and layer.
+Grouped-query attention (``gqa``): fused QKV projection, OLMo's optional clamp of q, k and v, optional qk-norm,
+RoPE (not on Llama 4's NoPE layers; on ``rotary_dims`` of each head), attention, output projection. The cache
+holds K and V: 2·kv_heads·head_dim per token and layer.
 
 Multi-head latent attention (``mla``, DeepSeek-V2/V3): the hidden state is projected down to a query
 latent (q_lora) and a KV latent (kv_lora) plus one rotary key shared by all heads (rope); the cache
@@ -92,11 +93,17 @@ def _rope(a: Arch, elems: Num, dt: str, count: int) -> Op:
 
 
 def _qk_norm(a: Arch, elems: Num, dt: str, count: int) -> Op:
-    w = 2 * a.head_dim * dtype_bytes(dt) if a.qk_norm == "rms" else 0.0
+    gains = {"rms": 2 * a.head_dim, "rms_full": a.q_dim + a.kv_dim}.get(a.qk_norm, 0)
     op = elementwise("attn_rope.qk_norm", elems, dt, flopcount.RMSNORM, count=count, kind="norm",
-                     weight_bytes=w, module="attn", role="heads")
-    op.shapes = f"{a.qk_norm} norm per head on q and k, [{a.head_dim}] x {a.heads}+{a.kv_heads} heads"
+                     weight_bytes=gains * dtype_bytes(dt), module="attn", role="heads")
+    op.shapes = f"{a.qk_norm} norm per head on q and k, [{a.head_dim}] x {a.heads}+{a.kv_heads} heads" \
+        if a.qk_norm != "rms_full" else f"rms norm over q [{a.q_dim}] and over k [{a.kv_dim}]"
     return op
+
+
+def _qkv_clip(a: Arch, elems: Num, dt: str, count: int) -> Op:
+    """OLMo's ``clip_qkv``: q, k and v clamped to [-c, c] (a min and a max per element)."""
+    return elementwise("attn_pre_proj.clip", elems, dt, 2.0, count=count, module="attn", role="heads")
 
 
 def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: dict) -> Op:
@@ -158,10 +165,12 @@ def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
 def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
     t, h, L = sh.tokens, a.hidden, a.layers
     ops = [linear("attn_pre_proj", t, h, a.q_dim + 2 * a.kv_dim, dt, L, a.qkv_bias, "attn", role="column")]
+    if a.qkv_clip:
+        ops.append(_qkv_clip(a, t * (a.q_dim + 2 * a.kv_dim), dt, L))
     if a.qk_norm:
-        ops.append(_qk_norm(a, t * (a.q_dim + a.kv_dim), dt, L if a.qk_norm == "rms" else a.rope_layers))
-    if a.positions == "rope":
-        ops.append(_rope(a, t * (a.q_dim + a.kv_dim), dt, a.rope_layers))
+        ops.append(_qk_norm(a, t * (a.q_dim + a.kv_dim), dt, L if a.qk_norm != "l2" else a.rope_layers))
+    if a.positions == "rope":                    # partial rotary (GPT-NeoX): only rotary_dims of each head
+        ops.append(_rope(a, t * (a.heads + a.kv_heads) * a.rotary_dims, dt, a.rope_layers))
     geo = {"qk": a.head_dim, "pv": a.head_dim, "q": a.q_dim, "kv_new": 2 * a.kv_dim, "o": a.q_dim,
            "cache": 2 * a.kv_dim, "shape": f"{a.heads} heads / {a.kv_heads} kv x {a.head_dim}"}
     ops += _cores(a, sh, dt, geo)

@@ -18,6 +18,17 @@
     gemma2                  sliding-window and global layers alternating (the first slides), four norms per layer,
                             GeGLU, tied embeddings; its attention and final logit soft-capping (a tanh per
                             score and per logit) are not counted
+    qwen2_moe               qwen2 attention (q, k, v biases), top-k routed experts of ``moe_intermediate_size`` and
+                            a shared expert of ``shared_expert_intermediate_size`` whose output a sigmoid gate scales
+                            (``shared_expert_gate``, a [hidden, 1] linear; Qwen1.5-MoE, Qwen2-57B-A14B)
+    gpt_neox                LayerNorm, fused QKV and every linear with bias, GELU MLP, untied head; rotary on
+                            ``rotary_pct`` of each head's dims (Pythia, GPT-NeoX-20B: 0.25) and, with
+                            ``use_parallel_residual``, attention and MLP both on the layer's input:
+                            x + attn(ln1(x)) + mlp(ln2(x)) (the same ops, the second norm reads x)
+    olmo                    the llama layout with LayerNorm that has no gain and no bias (OLMo-7B, OLMo-1B);
+                            ``clip_qkv`` clamps q, k and v
+    olmo2                   llama-like, RMSNorm on each sublayer's output before the residual add (no input norm)
+                            and one RMSNorm over all heads' q and one over all k (OLMo-2)
     gpt2                    decoder, LayerNorm, learned positions, fused QKV with bias, GELU-tanh MLP
     bert                    encoder (post-norm), learned positions and token types, GELU MLP, pooler
 Multimodal configs (llama4, gemma3) nest the text model under ``text_config``; their vision towers are
@@ -33,7 +44,8 @@ from .hfconfig import MLA, Arch, Unsupported, context_tokens, exact_div, Fields,
 
 FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
-ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu"}
+ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu",
+        "gelu_fast": "gelu_new"}            # gelu_fast: the tanh approximation (transformers' FastGELUActivation)
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
 TOPK_METHOD = {"deepseek_v3": "noaux_tc", "deepseek_v2": "greedy"}   # transformers' config defaults
 # fields the published Gemma 2 configs leave at transformers' Gemma2Config defaults
@@ -87,6 +99,10 @@ def _decoder(f: Fields, mt: str, name: str, acts=("silu", "swish"), act_key: str
 
 
 def _routed(f: Fields, experts_key: str, top_k_keys=("num_experts_per_tok",)) -> dict:
+    """Routed experts and top-k. Qwen's ``num_experts`` is ``num_local_experts`` in a config that transformers 5
+    saved (Qwen3MoeConfig's attribute_map), so either is read."""
+    if experts_key == "num_experts" and f.cfg.get("num_experts") is None and f.cfg.get("num_local_experts"):
+        experts_key = "num_local_experts"
     experts = f.int(experts_key)
     top_k = next((f.int(k) for k in top_k_keys if f.cfg.get(k) is not None), None)
     if top_k is None:
@@ -122,6 +138,13 @@ def _qwen3_fields(f: Fields, mt: str, name: str) -> dict:
     return {**d, "qk_norm": "rms"}
 
 
+def _moe_mask(f: Fields, layers: int) -> tuple:
+    """Qwen's MoE layers: every ``decoder_sparse_step``-th but those in ``mlp_only_layers``."""
+    dense = f.indices("mlp_only_layers", layers) or set()
+    step = f.int("decoder_sparse_step", 1)
+    return tuple(i not in dense and (i + 1) % step == 0 for i in range(layers))
+
+
 @family("qwen3")
 def _qwen3(f: Fields, mt: str, name: str) -> Arch:
     return Arch(**_qwen3_fields(f, mt, name))
@@ -130,10 +153,20 @@ def _qwen3(f: Fields, mt: str, name: str) -> Arch:
 @family("qwen3_moe")
 def _qwen3_moe(f: Fields, mt: str, name: str) -> Arch:
     d = _qwen3_fields(f, mt, name)
-    dense = f.indices("mlp_only_layers", d["layers"]) or set()
-    step = f.int("decoder_sparse_step", 1)
-    mask = tuple(i not in dense and (i + 1) % step == 0 for i in range(d["layers"]))
-    return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"), moe_mask=mask)
+    return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"),
+                moe_mask=_moe_mask(f, d["layers"]))
+
+
+@family("qwen2_moe")
+def _qwen2_moe(f: Fields, mt: str, name: str) -> Arch:
+    d = _decoder(f, mt, name)
+    d.update(qkv_bias=f.bool("qkv_bias", True), o_bias=False)        # Qwen2MoeConfig's default; o_proj has none
+    if f.bool("use_sliding_window", False):      # transformers' Qwen2MoeConfig: odd-numbered layers below
+        last = f.count("max_window_layers", d["layers"])               # max_window_layers slide
+        d["spans"] = _spans(f, d["layers"], f.int("sliding_window"), lambda i: not ((i + 1) % 2 and i < last))
+    shared = f.count("shared_expert_intermediate_size", 0)
+    return Arch(**d, **_routed(f, "num_experts"), moe_inter=f.int("moe_intermediate_size"), shared_inter=shared,
+                shared_gate=shared > 0, moe_mask=_moe_mask(f, d["layers"]))
 
 
 @family("deepseek_v3", "deepseek_v2")
@@ -196,6 +229,48 @@ def _gemma2(f: Fields, mt: str, name: str) -> Arch:
     act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
     return Arch(**d, sandwich_norm=True, spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
+
+
+def _rotary_frac(f: Fields) -> float:
+    """The rotating share of each head (``rotary_pct``; transformers 5 saves ``partial_rotary_factor``, also under
+    ``rope_parameters``); GPTNeoXConfig's default 0.25."""
+    rp = f.cfg.get("rope_parameters")
+    keys = [k for k in ("rotary_pct", "partial_rotary_factor") if f.cfg.get(k) is not None]
+    frac = f.float(keys[0], None) if keys else float((rp if isinstance(rp, dict) else {}).get(
+        "partial_rotary_factor", 0.25))
+    if not 0 < frac <= 1:
+        raise IronlawError(f"{f.where}: field '{keys[0] if keys else 'partial_rotary_factor'}' must be in (0, 1], "
+                           f"got {frac:g}")
+    return frac
+
+
+@family("gpt_neox")
+def _gpt_neox(f: Fields, mt: str, name: str) -> Arch:
+    h, heads = f.int("hidden_size"), f.int("num_attention_heads")
+    act = f.str("hidden_act", "gelu")
+    if act not in ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"):
+        raise Unsupported(f"gpt_neox with hidden_act={act}")
+    bias, max_pos = f.bool("attention_bias", True), f.int("max_position_embeddings", None)
+    return Arch(name, mt, False, h, f.int("num_hidden_layers"), heads, heads,
+                exact_div(h, heads, f.where, "hidden_size", "num_attention_heads"), f.int("intermediate_size"),
+                f.int("vocab_size"), max_pos, "rope", "layer", ACTS[act], False, f.bool("tie_word_embeddings", False),
+                bias, bias, True, rotary_frac=_rotary_frac(f),
+                parallel_residual=f.bool("use_parallel_residual", True), context=context_tokens(f.cfg, max_pos),
+                dropout=f.float("hidden_dropout", 0.0), attn_dropout=f.float("attention_dropout", 0.0))
+
+
+@family("olmo")
+def _olmo(f: Fields, mt: str, name: str) -> Arch:
+    d = _decoder(f, mt, name)
+    clip = f.cfg.get("clip_qkv")
+    if clip is not None and not f.float("clip_qkv", None) > 0:
+        raise IronlawError(f"{f.where}: field 'clip_qkv' must be a positive bound (or null), got {clip!r}")
+    return Arch(**{**d, "norm": "nonparam"}, qkv_clip=clip is not None)
+
+
+@family("olmo2")
+def _olmo2(f: Fields, mt: str, name: str) -> Arch:
+    return Arch(**_decoder(f, mt, name), qk_norm="rms_full", output_norm=True)
 
 
 @family("gpt2")

@@ -6,7 +6,8 @@ graph capture (torch).
 
 Parameter counts follow the Hugging Face modules exactly (``LlamaForCausalLM``, ``GPT2LMHeadModel``,
 ``MixtralForCausalLM``, ``BertModel`` with its pooler, ``Qwen3MoeForCausalLM``, ``DeepseekV3ForCausalLM``,
-``DeepseekV2ForCausalLM``, ``GptOssForCausalLM``, ``Gemma2ForCausalLM``, ``Phi3ForCausalLM``, the text models of
+``DeepseekV2ForCausalLM``, ``GptOssForCausalLM``, ``Gemma2ForCausalLM``, ``Phi3ForCausalLM``,
+``Qwen2MoeForCausalLM``, ``GPTNeoXForCausalLM``, ``OlmoForCausalLM``, ``Olmo2ForCausalLM``, the text models of
 Llama 4 and Gemma 3): embeddings, per-layer projections with the biases each layout has, norm gains (and biases for
 LayerNorm), routers, shared experts, the untied LM head.
 """
@@ -22,7 +23,8 @@ from ...core.files import read_text
 
 MAX_DIM = 1 << 24
 # architecture class-name prefixes -> model_type, for configs without one (longer prefixes first)
-ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"),
+ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen2moe", "qwen2_moe"), ("gptneox", "gpt_neox"), ("olmo2", "olmo2"),
+                 ("olmo", "olmo"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"),
                  ("deepseekv2", "deepseek_v2"), ("gptoss", "gpt_oss"), ("llama4", "llama4"), ("gemma3", "gemma3"),
                  ("gemma2", "gemma2"), ("phi3", "phi3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
                  ("qwen2", "qwen2"), ("llama", "llama"), ("gpt2", "gpt2"), ("bert", "bert"))
@@ -62,7 +64,7 @@ class Arch:
     vocab: int
     max_pos: int | None       # None: no stated limit
     positions: str            # "rope" | "learned"
-    norm: str                 # "rms" | "layer"
+    norm: str                 # "rms" | "layer" | "nonparam" (OLMo: LayerNorm without gain or bias)
     act: str                  # "silu" | "gelu_new" | "gelu" | "swiglu_oai"
     glu: bool                 # gated MLP (gate and up projections)
     tied: bool                # LM head shares the token embedding
@@ -77,7 +79,8 @@ class Arch:
     sliding_window: int | None = None
     dropout: float = 0.0      # training dropout probability of the residual/MLP paths
     attn_dropout: float = 0.0  # training dropout probability of the attention probabilities
-    qk_norm: str = ""         # "rms": a gain of head_dim on q and k (Qwen3, Gemma 3); "l2": no weights (Llama 4)
+    qk_norm: str = ""         # "rms": a gain of head_dim on q and k (Qwen3, Gemma 3); "l2": no weights (Llama 4);
+    #                           "rms_full": one RMSNorm over all heads' q, one over all k (OLMo-2: q_dim + kv_dim)
     mla: MLA | None = None
     moe_inter: int = 0        # a routed expert's intermediate size (0: ``inter``)
     shared_inter: int = 0     # the always-on shared expert(s) together (0: none)
@@ -92,6 +95,11 @@ class Arch:
     expert_dtype: str | None = None  # the released checkpoint's expert weight format (gpt-oss: mxfp4)
     context: int | None = None  # tokens one sequence may span when served (``context_tokens``); None: max_pos
     rope_mscale: float = 1.0  # YaRN's concentration factor on cos and sin (``yarn_concentration``); 1: none
+    rotary_frac: float = 1.0  # share of each head's dims that rotate (GPT-NeoX rotary_pct: 0.25)
+    parallel_residual: bool = False  # GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x)), both norms on the layer's input
+    output_norm: bool = False  # OLMo-2: each sublayer's output normed before the residual add, no input norm
+    shared_gate: bool = False  # Qwen2-MoE: sigmoid(x·w_g) (a [hidden, 1] linear) scales the shared expert's output
+    qkv_clip: bool = False    # OLMo clip_qkv: q, k and v clamped to [-c, c]
 
     # ------------------------------------------------------------------ layer patterns
     def layer_spans(self) -> tuple:
@@ -125,7 +133,12 @@ class Arch:
 
     @property
     def norm_params(self) -> int:
-        return self.hidden * (2 if self.norm == "layer" else 1)
+        return self.hidden * {"layer": 2, "rms": 1, "nonparam": 0}[self.norm]
+
+    @property
+    def rotary_dims(self) -> int:
+        """Per head, the dims RoPE rotates (HF GPTNeoXAttention: ``int(head_size * rotary_pct)``)."""
+        return int(self.head_dim * self.rotary_frac)
 
     @property
     def expert_inter(self) -> int:
@@ -141,7 +154,8 @@ class Arch:
         h = self.hidden
         p = h * (self.q_dim + 2 * self.kv_dim) + self.q_dim * h
         p += (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
-        return p + (2 * self.head_dim if self.qk_norm == "rms" else 0) + (self.heads if self.sinks else 0)
+        qk_norm = {"rms": 2 * self.head_dim, "rms_full": self.q_dim + self.kv_dim}.get(self.qk_norm, 0)
+        return p + qk_norm + (self.heads if self.sinks else 0)
 
     def _mla_params(self) -> int:
         m, h, n = self.mla, self.hidden, self.heads
@@ -167,11 +181,11 @@ class Arch:
     def moe_params(self, active: bool = False) -> int:
         """One MoE layer's MLP: the routed experts (the top-k of them if ``active``), router, shared expert."""
         n = self.top_k if active else self.experts
-        shared = self.mlp_params(self.shared_inter) if self.shared_inter else 0
+        shared = self.mlp_params(self.shared_inter) + self.hidden * self.shared_gate if self.shared_inter else 0
         return n * self.expert_params() + self.router_params() + shared
 
     def layer_norm_params(self) -> int:
-        return (4 if self.sandwich_norm else 2) * self.norm_params
+        return (4 if self.sandwich_norm else 2) * self.norm_params     # OLMo-2's two are on the outputs
 
     def layers_params(self, active: bool = False) -> int:
         """All decoder (or encoder) layers together."""
@@ -302,13 +316,26 @@ def _w8a8_float(q: dict) -> bool:
     return True
 
 
+def rope_scaling(cfg: dict) -> dict | None:
+    """The config's RoPE scaling: ``rope_scaling``, or ``rope_parameters`` where transformers 5 writes it (a
+    config saved by ``save_pretrained`` under transformers >= 5 keeps no ``rope_scaling``; a model with layer types
+    keeps one dict per type there, the global layers' under ``full_attention``)."""
+    rs = cfg.get("rope_scaling")
+    if isinstance(rs, dict):
+        return rs
+    rp = cfg.get("rope_parameters")
+    if isinstance(rp, dict) and isinstance(rp.get("full_attention"), dict):
+        rp = rp["full_attention"]
+    return rp if isinstance(rp, dict) else None
+
+
 def context_tokens(cfg: dict, max_pos: int | None) -> int | None:
     """The tokens a served sequence (prompt + output) may span, as vLLM derives max_model_len from a config
     (vllm/config.py ``_get_and_verify_max_len``): max_position_embeddings, times ``rope_scaling``'s factor for a
     scaling that stretches the positions (linear, dynamic; yarn: original_max_position_embeddings × factor);
     llama3, longrope and su scalings already state the long context in max_position_embeddings."""
-    rs = cfg.get("rope_scaling")
-    if max_pos is None or not isinstance(rs, dict):
+    rs = rope_scaling(cfg)
+    if max_pos is None or rs is None:
         return max_pos
     kind = rs.get("rope_type", rs.get("type", "default"))
     factor = rs.get("factor", 1.0)
@@ -323,8 +350,8 @@ def yarn_concentration(cfg: dict) -> float:
     core_v0.15.0 computes it (``yarn_rotary_pos_embedding._yarn_get_concentration_factor``): with ``mscale`` and
     ``mscale_all_dim`` both given, (0.1·m·ln s + 1) / (0.1·m_all·ln s + 1) (DeepSeek-V3: 1.0 / 1.0 → 1); with
     either missing, 0.1·ln s + 1 (gpt-oss, factor 32: 1.347). 1 without YaRN scaling."""
-    rs = cfg.get("rope_scaling")
-    if not isinstance(rs, dict) or rs.get("rope_type", rs.get("type")) != "yarn":
+    rs = rope_scaling(cfg)
+    if rs is None or rs.get("rope_type", rs.get("type")) != "yarn":
         return 1.0
     s = rs.get("factor", 1.0)
     if not isinstance(s, (int, float)) or s <= 1:

@@ -1,5 +1,6 @@
 """Analytic transformers without torch: decoders (Llama/Mistral/Qwen2/Qwen3 with GQA, the MoE families
-Mixtral, Qwen3-MoE, DeepSeek-V3 with MLA, gpt-oss, Llama 4, Gemma 3, GPT-2) and encoders (BERT), built
+Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V3 with MLA, gpt-oss, Llama 4, Gemma 2/3, GPT-NeoX, OLMo, OLMo-2, GPT-2) and
+encoders (BERT), built
 from a Hugging Face config (``hfconfig.Arch``, read by ``families``).
 
 Phases (``--seq`` is tokens per sequence; ``b`` = batch, ``s`` = seq, ``T`` = tokens in flight):
@@ -199,6 +200,7 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     if a.act == "swiglu_oai":
         up.attrs["clamp"] = True                                    # the clamped GLU's input (``models.grouped_mlp``)
     shared = _mlp_ops(a, t, a.shared_inter, dt, L, ".shared", "shared_experts") if a.shared_inter else []
+    shared += _shared_gate(a, t, dt, L) if a.shared_inter and a.shared_gate else []
     for op in shared:
         op.attrs["expert"] = "shared"
     return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router", role="router"),
@@ -206,6 +208,15 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
                         role="router"),
             _permute(t, k, h, dt, L), up, act, down, *shared,
             elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="combine")]
+
+
+def _shared_gate(a: Arch, t: Num, dt: str, L: int) -> list[Op]:
+    """Qwen2-MoE's gate on the shared expert (transformers Qwen2MoeSparseMoeBlock: ``sigmoid(shared_expert_gate(x))
+    * shared_expert_output``): a [hidden, 1] linear, a sigmoid per token and a product per element of the output."""
+    h = a.hidden
+    return [linear("moe_shared_gate", t, h, 1, dt, L, False, "shared_experts", role="router"),
+            elementwise("moe_shared_gate.scale", t * h, dt, 1.0 + flopcount.SIGMOID / h, inputs=2, count=L,
+                        module="shared_experts", role="combine")]
 
 
 def _mlp(a: Arch, sh: _Shape, dt: str) -> list[Op]:
@@ -225,6 +236,12 @@ def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     if a.post_norm:
         return attn + [_add("attn_residual_add", t * h, dt, L), _norm("attn_layernorm", a, t, dt, L)] + mlp + \
             [_add("mlp_residual_add", t * h, dt, L), _norm("mlp_layernorm", a, t, dt, L)]
+    if a.output_norm:                                                # OLMo-2: each output normed, no input norm
+        return attn + [_norm("attn_layernorm", a, t, dt, L), _add("attn_residual_add", t * h, dt, L)] + mlp + \
+            [_norm("mlp_layernorm", a, t, dt, L), _add("mlp_residual_add", t * h, dt, L)]
+    if a.parallel_residual:                                          # GPT-NeoX: both norms read the layer's input
+        return [_norm("input_layernorm", a, t, dt, L)] + attn + [_norm("post_attention_layernorm", a, t, dt, L)] + \
+            mlp + [_add("attn_residual_add", t * h, dt, L), _add("mlp_residual_add", t * h, dt, L)]
     if a.sandwich_norm:                                              # Gemma 3: norm each sublayer's output too
         attn.append(_norm("attn_layernorm", a, t, dt, L))
         mlp.append(_norm("mlp_layernorm", a, t, dt, L))
@@ -466,7 +483,8 @@ for _n, _d in BUILTIN_NAMES.items():
 
 
 @prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi3, mixtral, qwen3, "
-              "qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, gpt2, bert analytic; others "
+              "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, gpt_neox, olmo, olmo2, "
+              "gpt2, bert analytic; others "
               "captured with torch); "
               "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
