@@ -27,8 +27,9 @@ def test_every_fresh_fill_faults_in_every_page_and_costs_more_than_a_warm_fill()
     row = pages.measure(nbytes, timing.Budget(repeat_s=0.01, repeats=3, retries=0))
     assert row["bytes"] == nbytes and row["time_s"] > row["warm_s"] > 0
     cost = fresh.cost_s_per_byte({"pages": [row]})
-    # Linux maps and zeroes a 4 KiB page in ~0.1–2 µs (0.9 µs on a 2-vCPU KVM VM): 2e-11 … 5e-10 s per byte
-    assert 1e-12 < cost < 2e-9
+    # Linux maps and zeroes a 4 KiB page in ~0.1–2 µs (0.9 µs on a 2-vCPU KVM VM): 2e-11 … 5e-10 s per byte; a
+    # loaded shared machine has measured 7.5e-9, so the bound is a unit check (ms or ns per byte fail), not a speed goal
+    assert 1e-12 < cost < 5e-8
     # the premise, from the OS: a 64 MiB block is above glibc's mmap threshold, so each call faults in
     # all of it again (within 5%), however many times it ran before
     for _ in range(3):
