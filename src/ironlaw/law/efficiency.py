@@ -59,7 +59,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     split = split_blocks(cal, cols, hw)
     grid = kernel_grid(cal, cols, split)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
-    eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
+    eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk) * class_math(cal, cols, hw)
     return Terms(compute_eta=np.broadcast_to(eta_comp, shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
@@ -89,6 +89,22 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     if kernels == list(cols.kernels):
         return cols, 1.0
     return replace(cols, kernels=kernels), math
+
+
+def class_math(cal: Calibration, cols: Columns, hw: Hardware) -> np.ndarray | float:
+    """Per op (n_ops, 1…), the peak of the dtype its kernel class computes in (``math``, ``gemmshape.SHAPE_FIELDS``)
+    over the op's own, which its compute η is multiplied by: vLLM's prefill on TRT-LLM's kernels with an FP8 cache
+    computes in FP8 whatever the model's dtype; 1 where the class states none. It multiplies the η that is at most 1
+    at the op's own peak, so the op runs at most at the faster one's (a class that walks in waves, ``key_ctas``, whose
+    bound is in the op's own peak, states none: ``calibration.check``)."""
+    own = {name: p["math"] for name, p in (cal.kernel or {}).items() if "math" in p}
+    if not own or cols.kernels is None:
+        return 1.0
+    out = np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
+    for i, name in enumerate(cols.kernels):
+        if name in own and own[name] != cols.dtypes[i]:
+            out[i] = hw.peak(own[name]) / hw.peak(cols.dtypes[i])
+    return out
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
