@@ -237,12 +237,14 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "merge_s", w, MERGE_S_MAX, zero_ok=True)
     if "merge_s" in p and p.get("split_kv") != "history":
         raise IronlawError(f"{w}: merge_s is a split XQA launch's merge per block: it needs split_kv = \"history\"")
-    if "math" in p and p["math"] not in DTYPE_BYTES:
-        raise unknown(f"math dtype in {w}", p["math"], tuple(DTYPE_BYTES))
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
     _check_variant(p, w)
+    if "math" in p and p["math"] not in DTYPE_BYTES:
+        raise IronlawError(f"{w}.math: must be a dtype ({', '.join(DTYPE_BYTES)}), got {p['math']!r}")
+    if "math" in p and "key_ctas" in p:
+        raise IronlawError(f"{w}: math and key_ctas exclude each other (a walk's bound is at the op's own peak)")
 
 
 def _check_variant(p: dict, w: str) -> None:

@@ -26,6 +26,7 @@ catalog's Hopper and datacenter-Blackwell GEMM classes hold.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -246,6 +247,14 @@ ONE_SIDED = 0.9
 # the decode kernels a serving framework's context table names for its one-token rows (``own_kernel``): vLLM 0.24.0's
 # FlashInfer backend, TRT-LLM's decode kernel (B200, B300, GB200, GB300) and FlashInfer's own (L40S, RTX PRO 6000)
 DECODE_KERNELS = ("vllm_flashinfer_trtllmdecode", "vllm_flashinfer_fidecode")
+# the context kernels whose query the framework quantizes to the KV cache's dtype, so that they compute in it (a class's
+# ``math``, ``gemmshape.SHAPE_FIELDS``; ``math_of``): vLLM 0.24.0's FlashInfer backend on TRT-LLM's context kernels
+# (B200, B300, GB200, GB300; vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``), and SGLang
+# 0.5.14's MLA prefill on TRT-LLM's ragged kernel, which casts its query, keys and values to FP8 on an FP8 cache
+# (python/sglang/srt/layers/attention/trtllm_mla_backend.py, ``TRTLLMMLABackend.forward_extend``); the tables name
+# them 'vllm_flashinfer_trtllmprefill' and 'trtllm_mla'
+QUERY_AS_CACHE = ("vllm_flashinfer_trtllmprefill", "trtllm_mla")
+MATH_OPS = ("context_attention", "context_mla")
 # passes of the grid's least squares per op, each on the residual of the one before: where the law's η bound holds a
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
@@ -434,7 +443,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
-    tries = tuple({**extra, **kernel_math(hw, g)} for extra in tries)
+    tries = tuple({**extra, **math_of(g), **kernel_math(hw, g)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -459,6 +468,19 @@ def kernel_math(hw, g: Group) -> dict:
     fp8 = g.key[0] == "kernel" and g.key[1].startswith(FP8_CONTEXT_CLASS) and g.table.framework == FP8_CONTEXT_FRAMEWORK \
         and hw.name in FP8_CONTEXT.get(g.op, ()) and str(g.table.version).startswith(FP8_CONTEXT_VERSIONS)
     return {"math": "fp8"} if fp8 else {}
+
+
+def math_of(g: Group) -> dict:
+    """``{"math": the KV cache's dtype}`` for a context attention or MLA class (``MATH_OPS``) whose rows run mostly
+    on a kernel of ``QUERY_AS_CACHE`` with a cache in another dtype than the class's math (its ops compute in the
+    cache's dtype, ``efficiency.with_variants``); {} for any other class. aiconfigurator-core 0.12.0's vLLM 0.24.0 B300
+    table, 4,096 tokens and more: up to 2.61 PFLOP/s on the FP8 cache, over bf16's 2.25 peak; its SGLang 0.5.14 B300
+    MLA table, 16,384 tokens and more: the FP8 cache 1.55× faster than the bf16 one at the median (docs/accuracy.md)."""
+    if g.op not in MATH_OPS or g.key[0] != "kernel" or "kernel_source" not in g.rows.columns or \
+            not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in QUERY_AS_CACHE:
+        return {}
+    m = re.fullmatch(r"attention_context_([a-z0-9]+)_kv_([a-z0-9]+).*", g.key[1])
+    return {"math": m.group(2)} if m and m.group(1) != m.group(2) else {}
 
 
 def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
@@ -1095,8 +1117,8 @@ def mla_op(r, g: Group):
 def derived_generation(hw, cal: dict) -> None:
     """Generation kernels run their math in bf16 on any cache (the tables time them so), and so do MLA's context
     kernels (its tables time bf16 math only): an FP8 model's decode attention, or MLA prefill (math dtype fp8 in
-    ironlaw), gets the bf16 math's table, eta_max rescaled to the FP8 peak, its grid by name (``grid_of``); a
-    table whose kernel runs FP8 math already (``math``, ``kernel_math``) keeps its eta_max."""
+    ironlaw), gets the bf16 math's table, eta_max rescaled from the peak that class computes at (bf16's, or its
+    ``math``'s: ``kernel_math``, ``math_of``) to the FP8 peak, its grid by name (``grid_of``)."""
     kern = cal.get("kernel", {})
     pairs = [("decode", kv, r) for kv in ("bf16", "fp8") for r in ("",) + tuple(REGIMES)] + \
         [("prefill", kv, "_mla") for kv in ("bf16", "fp8")]
