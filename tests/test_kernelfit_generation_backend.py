@@ -56,3 +56,28 @@ def test_a_context_table_and_a_one_backend_table_are_as_they_were():
     assert len(kernelfit.one_backend_per_head_dim(rows, "context_attention")) == len(rows)
     single = rows[rows.kernel_source == "triton"]
     assert len(kernelfit.one_backend_per_head_dim(single, "generation_attention")) == len(single)
+
+
+def _class(rows, framework="sglang"):
+    t = kerneltable.KernelTable("generation_attention", "l40s", "NVIDIA L40S", framework, "0.5.14", "x.parquet", rows)
+    return {g.name: g for g in kernelfit.groups([t])}
+
+
+def test_flashinfers_16_bit_decode_grid_steps_2x_in_heads_per_kv_head():
+    """SGLang's FlashInfer backend decodes a bf16 cache on tensor cores from 4 heads per KV head and on its CUDA-core
+    kernel below (``should_use_tensor_core``): that grouped-query class's grid takes a node every 2× in M; an FP8
+    cache (tensor cores throughout), another main backend, another framework's table or another regime keep
+    ``GRID_STEPS``."""
+    rows = pd.concat([_rows(128, h, 1, "flashinfer", 2e-5) for h in (2, 3, 4, 8)] + [_rows(64, 8, 1, "triton", 3e-5)],
+                     ignore_index=True)
+    steps = kernelfit.GRID_STEPS["generation_attention"]
+    g = _class(rows)["generation attention bf16, KV bf16"]
+    assert kernelfit.group_switch_steps(g, "") == (kernelfit.GROUP_SWITCH_M_STEP,) + steps[1:]
+    assert kernelfit.GROUP_SWITCH_M_STEP < steps[0]
+    fp8 = _class(rows.assign(kv_cache_dtype="fp8"))["generation attention bf16, KV fp8"]
+    assert kernelfit.group_switch_steps(fp8, "") is None
+    fa3 = _class(rows.assign(kernel_source="fa3"))["generation attention bf16, KV bf16"]
+    assert kernelfit.group_switch_steps(fa3, "") is None
+    vllm = _class(rows, framework="vllm")["generation attention bf16, KV bf16"]
+    assert kernelfit.group_switch_steps(vllm, "") is None
+    assert kernelfit.group_switch_steps(g, "_window") is None
