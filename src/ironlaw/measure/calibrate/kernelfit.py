@@ -180,7 +180,7 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
-# (framework, main backend, KV dtype) of the grouped-query decode classes whose kernel switches with the query heads
+# (framework, backend, KV dtype) of the grouped-query decode classes whose kernel switches with the query heads
 # per KV head: SGLang's FlashInfer backend decodes a 16-bit cache on tensor cores from 4 heads per KV head, on its CUDA-
 # core decode kernel below (python/sglang/srt/layers/attention/flashinfer_backend.py, ``should_use_tensor_core``; an
 # FP8 cache always on tensor cores), the default backend on L40S (SM89) and RTX PRO 6000 (SM120). Their grids step
@@ -189,6 +189,10 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 # nothing there, 3.2% / 13.0% → 3.7% / 18.4%; docs/accuracy.md)
 GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "float16")}
 GROUP_SWITCH_M_STEP = 2.0
+# the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
+# FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
+# → 5.4% / 45.8%
+GROUP_SWITCH_REGIMES = ("",)
 # the frameworks whose sliding-window generation classes keep ``COARSE``'s steps: TensorRT-LLM's (the tables that chose
 # them). vLLM's and SGLang's, fitted with their cost per sequence and KV head (``unit_s``), take ``GRID_STEPS``: the
 # H100 SGLang window class (bf16 cache) held out 8.2% / 29.5% coarse, 5.0% / 25.6% on the finer grid (docs/accuracy.md)
@@ -781,14 +785,14 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
 
 
 def group_switch_steps(g: Group, regime: str) -> tuple | None:
-    """The grid steps of a class whose decode kernel switches at a count of query heads per KV head
-    (``GROUP_SWITCH``): ``GRID_STEPS`` with the M axis (query rows per KV head, a decode's heads per KV head) at
-    ``GROUP_SWITCH_M_STEP``, so that a node stands on each side of the switch; None otherwise (``GRID_STEPS``)."""
-    if g.op != "generation_attention" or regime or "kernel_source" not in g.rows.columns or not len(g.rows):
+    """The grid steps of a grouped-query class (``GROUP_SWITCH_REGIMES``) whose rows hold a decode kernel that switches
+    at a count of query heads per KV head (``GROUP_SWITCH``): ``GRID_STEPS`` with the M axis (query rows per KV head, a
+    decode's heads per KV head) at ``GROUP_SWITCH_M_STEP``, so that a node stands on each side of the switch; None
+    otherwise (``GRID_STEPS``)."""
+    if g.op != "generation_attention" or regime not in GROUP_SWITCH_REGIMES or "kernel_source" not in g.rows.columns:
         return None
-    main = g.rows["kernel_source"].value_counts().index[0]
-    kv = str(g.rows["kv_cache_dtype"].iloc[0])
-    if (g.table.framework, main, kv) not in GROUP_SWITCH:
+    held = set(zip(g.rows["kernel_source"], g.rows["kv_cache_dtype"].astype(str)))
+    if not any((g.table.framework, src, kv) in GROUP_SWITCH for src, kv in held):
         return None
     return (GROUP_SWITCH_M_STEP,) + tuple(GRID_STEPS[g.op][1:])
 
