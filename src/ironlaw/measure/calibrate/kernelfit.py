@@ -197,6 +197,19 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
 COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
           ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
+# (framework, backend, KV dtype) of the grouped-query decode classes whose kernel switches with the query heads
+# per KV head: SGLang's FlashInfer backend decodes a 16-bit cache on tensor cores from 4 heads per KV head, on its CUDA-
+# core decode kernel below (python/sglang/srt/layers/attention/flashinfer_backend.py, ``should_use_tensor_core``; an
+# FP8 cache always on tensor cores), the default backend on L40S (SM89) and RTX PRO 6000 (SM120). Their grids step
+# ``GROUP_SWITCH_M_STEP`` in M, nodes at 2, 4, 8 … heads per KV head, where the generation grid's 8× put 2 and 16 only
+# (L40S bf16 cache, held out: 3.5% / 34.5% → 1.9% / 19.6%; the same 2× step on H100's FA3 class, which switches
+# nothing there, 3.2% / 13.0% → 3.7% / 18.4%; docs/accuracy.md)
+GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "float16")}
+GROUP_SWITCH_M_STEP = 2.0
+# the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
+# FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
+# → 5.4% / 45.8%
+GROUP_SWITCH_REGIMES = ("",)
 # the frameworks whose sliding-window generation classes keep ``COARSE``'s steps: TensorRT-LLM's (the tables that chose
 # them). vLLM's and SGLang's, fitted with their cost per sequence and KV head (``unit_s``), take ``GRID_STEPS``: the
 # H100 SGLang window class (bf16 cache) held out 8.2% / 29.5% coarse, 5.0% / 25.6% on the finer grid (docs/accuracy.md)
@@ -244,6 +257,11 @@ VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,), "mla_bmm
 # side and keep their split
 STRATA = {"context_attention": "head_dim"}
 ONE_SIDED = 0.9
+# ops whose kernel classes keep one backend per head dim (``one_backend_per_head_dim``), and the columns that name a
+# class's head dim: generation attention (SGLang 0.5.14's tables: Qwen3.5's head dim 256 on Triton beside trtllm_mha on
+# B200 … GB300, Llama 4's 128 on Triton beside FlashInfer on RTX PRO 6000)
+HEAD_DIM_BACKEND_OPS = ("generation_attention",)
+HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
 # the decode kernels a serving framework's context table names for its one-token rows (``own_kernel``): vLLM 0.24.0's
 # FlashInfer backend, TRT-LLM's decode kernel (B200, B300, GB200, GB300) and FlashInfer's own (L40S, RTX PRO 6000)
 DECODE_KERNELS = ("vllm_flashinfer_trtllmdecode", "vllm_flashinfer_fidecode")
@@ -329,15 +347,19 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
         every = t.rows.assign(regime=regimes)
         once = one_backend(every, t.op)
-        kept = own_kernel(once, t.op)
+        alone = one_backend_per_head_dim(once, t.op)
+        kept = own_kernel(alone, t.op)
         for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
             dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
             n = [int(((x.attn_dtype == a) & (x.kv_cache_dtype == kv) & (x.regime == regime)).sum())
-                 for x in (every, once)]
-            left, decode = n[0] - n[1], n[1] - len(rows)
+                 for x in (every, once, alone)]
+            left, dims, decode = n[0] - n[1], n[1] - n[2], n[2] - len(rows)
+            main = once.kernel_source.value_counts().index[0] if left or dims else ""
             timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
-                                          f"{once.kernel_source.value_counts().index[0]} times left out",
+                                          f"{main} times left out",
+                                          dims and f"{dims} rows of other backends at head dims {main} times left "
+                                          f"out",
                                           decode and f"{decode} one-token rows the framework runs on its decode "
                                           f"kernel left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
@@ -360,6 +382,24 @@ def one_backend(rows, op: str):
     main = rows["kernel_source"].value_counts().index[0]
     twice = rows.duplicated(key, keep=False)
     return rows[~twice | (rows["kernel_source"] == main)]
+
+
+def one_backend_per_head_dim(rows, op: str):
+    """``rows`` (with their ``regime``) with each kernel class's head dim timed by one backend: where the table's
+    main backend (the engine's default, ``one_backend``) times a head dim of a class, its rows there alone, for an op
+    of ``HEAD_DIM_BACKEND_OPS``; a head dim only other backends time keeps theirs (SGLang 0.5.14's head dim 192, on
+    Triton). aiconfigurator's SGLang collector runs each model on the backend SGLang picks for it (the
+    ``sglang_backends`` of its model cases, collector/cases/models/*_cases.yaml): Qwen3.5's head dim 256 on Triton on
+    SM100/103, beside ``trtllm_mha``'s 256 of the other models: at batch 1, 131,071 cached tokens and 1-2 KV heads,
+    2.0-2.2 ms on Triton, 47-60 µs on ``trtllm_mha`` (B200, bf16 cache), which one grid node per head dim cannot
+    hold both (docs/accuracy.md). ironlaw prices the engine's default backend; a table without the column is returned
+    as it is."""
+    if op not in HEAD_DIM_BACKEND_OPS or "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+        return rows
+    rank = {k: i for i, k in enumerate(rows["kernel_source"].value_counts().index)}
+    order = rows["kernel_source"].map(rank)
+    best = order.groupby([rows[c] for c in HEAD_DIM_CLASS]).transform("min")
+    return rows[order == best]
 
 
 def own_kernel(rows, op: str):
@@ -780,7 +820,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     lat = fixed_seconds(own, cal, prob, split)
     coords = tuple(np.asarray(x, float).reshape(-1)
                    for x in kernel_coords(Calibration.of(cal), prob.cols, split))
-    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse, every)
+    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse or group_switch_steps(g, regime), every)
     if nodes is None:
         return own
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
@@ -794,6 +834,19 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def group_switch_steps(g: Group, regime: str) -> tuple | None:
+    """The grid steps of a grouped-query class (``GROUP_SWITCH_REGIMES``) whose rows hold a decode kernel that switches
+    at a count of query heads per KV head (``GROUP_SWITCH``): ``GRID_STEPS`` with the M axis (query rows per KV head, a
+    decode's heads per KV head) at ``GROUP_SWITCH_M_STEP``, so that a node stands on each side of the switch; None
+    otherwise (``GRID_STEPS``)."""
+    if g.op != "generation_attention" or regime not in GROUP_SWITCH_REGIMES or "kernel_source" not in g.rows.columns:
+        return None
+    held = set(zip(g.rows["kernel_source"], g.rows["kv_cache_dtype"].astype(str)))
+    if not any((g.table.framework, src, kv) in GROUP_SWITCH for src, kv in held):
+        return None
+    return (GROUP_SWITCH_M_STEP,) + tuple(GRID_STEPS[g.op][1:])
 
 
 def coarse_for(framework: str, regime: str) -> bool:
