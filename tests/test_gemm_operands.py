@@ -66,9 +66,9 @@ def test_the_fit_keeps_the_operands_with_the_smaller_loss_and_scores_as_it_fitte
         table = kernelfit.fit_class(hw, timed, kernelfit.split(g.rows, g.op)[0])
         one = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": [g.name], "matmul": {g.key[1]: table}}
         loss[other] = Problem(hw, kernelfit.observations(timed, rows, hw), weighting="per_case").loss(one)
-    assert how == min(loss, key=loss.get) and loss["cache"] != loss["memory"]
+    assert how == min(loss, key=loss.get) and loss["copies"] != loss["memory"]
     flipped = {**cal, "provenance": {**cal["provenance"], g.name: {**cal["provenance"][g.name],
-                                                                     "operands_from": "cache" if how == "memory" else "memory"}}}
+                                                                     "operands_from": "copies" if how == "memory" else "memory"}}}
     as_fitted, other = (kernelfit.score(hw, c, [g])[0] for c in (cal, flipped))
     assert as_fitted.median_abs_err != other.median_abs_err     # the score reads the recorded choice
 
@@ -84,5 +84,5 @@ def test_an_unknown_operands_source_is_refused():
     base = hardware.get("l40s").calibration.table()
     name = next(iter(base["provenance"]))
     bad = {**base, "provenance": {**base["provenance"], name: {**base["provenance"][name], "operands_from": "l2"}}}
-    with pytest.raises(IronlawError, match="operands_from: must be one of cache, memory, got 'l2'"):
+    with pytest.raises(IronlawError, match="operands_from: must be one of cache, copies, memory, got 'l2'"):
         calibration.check(bad, "calibration")

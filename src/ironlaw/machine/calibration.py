@@ -34,10 +34,10 @@ PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted"
 # and each form's held-out median and p90 |error| (fractions)
 FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")}}
 # a GEMM class's rows as its collector timed them (``measure.calibrate.kernelfit.fit_operands``): "cache", the
-# operands that fit the last cache level read from there on the repeated calls; "memory", from device memory unless
-# the workload fits
+# operands that fit the last cache level read from there on the repeated calls; "copies", the weights read from there
+# where all the collector's copies of them fit it together; "memory", from device memory unless the workload fits
 OPERANDS_FIELDS = {"operands_from": str}
-OPERANDS_FROM = ("cache", "memory")
+OPERANDS_FROM = ("cache", "copies", "memory")
 
 
 @dataclass(frozen=True)

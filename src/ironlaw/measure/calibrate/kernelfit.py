@@ -26,6 +26,7 @@ catalog's Hopper and datacenter-Blackwell GEMM classes hold.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -126,11 +127,50 @@ M_TILES = (8.0, 16.0, 32.0)   # rows per tile a generation kernel's grouped quer
 GEMM_FILLS = ("half", "tile", "stream", "auto")
 # a GEMM class's operands as its collector's repeated calls read them (``fit_operands``), the first kept on a tie:
 # "memory", as the law prices a lone GEMM (from device memory, but a workload whose whole footprint fits
-# ``cache.CACHE_RESIDENT_FRACTION`` of the last cache level); "cache", every row whose operands fit the whole last cache
-# level (``cache.REPEATED_RESIDENT_FRACTION``) read from there. aiconfigurator-core 0.12.0's L40S bf16 table (96 MiB L2)
-# runs gemm:2304,12288,32 (57 MB written) in 33 µs and gemm:3584,12288,32 (88 MB) in 128 µs; the fit's loss chooses
-# per class (docs/accuracy.md, "GEMM operands the collector keeps in the last cache level")
-OPERANDS = ("memory", "cache")
+# ``cache.CACHE_RESIDENT_FRACTION`` of the last cache level); "copies", as the collector ran each row: it times
+# ``collector_copies`` distinct copies of the weights called in turn, so a row's weights stay in the last cache level
+# from one call to the next only where all the copies fit it together (``as_collected``). "cache" (every row whose
+# operands fit the whole last cache level, one copy) is how classes fitted before the copies were known were timed:
+# ``timed_as`` still reads it, the fit no longer offers it (docs/accuracy.md, "GEMM weights as the collector cycles
+# them")
+OPERANDS = ("memory", "copies")
+
+
+def trtllm_copies(version: str, dtype: str, weight_bytes: float, cache_bytes: float) -> int:
+    """TensorRT-LLM's collector: from the 1.3 line on, as many copies as it takes to span the L2 it reads from
+    the device, one to five (ai-dynamo/aiconfigurator #588, collector/trtllm/collect_gemm.py: ``outside_loop_count =
+    max(1, min(5, ceil(l2_cache_bytes / weight_bytes)))``); the 1.0 line's tables (aiconfigurator 0.8.0), five."""
+    if release(version) < (1, 3):
+        return 5
+    return int(max(1, min(5, math.ceil(cache_bytes / weight_bytes))))
+
+
+def vllm_copies(version: str, dtype: str, weight_bytes: float, cache_bytes: float) -> int:
+    """vLLM's collector: six copies, one for NVFP4 (collector/vllm/collect_gemm.py: ``outside_loop_count = 1 if
+    gemm_type in ("fp8_block", "nvfp4") else 6``)."""
+    return 1 if dtype == "fp4" else 6
+
+
+def sglang_copies(version: str, dtype: str, weight_bytes: float, cache_bytes: float) -> int:
+    """SGLang's collector: six copies wherever six fit 45% of the GPU's memory, every weight the L2 could hold
+    (collector/sglang/collect_gemm.py: ``min(6, (budget - transient) // persistent)``); five before 0.5.7
+    (``repeat_n = 5``)."""
+    return 5 if release(version) < (0, 5, 7) else 6
+
+
+# framework -> the copies of one GEMM's weights its collector calls in turn per timed iteration (aiconfigurator's
+# collector/<framework>/collect_gemm.py); a framework not named here (aiter's tuned tables) has no known rule, and
+# its GEMM classes fit "memory" alone
+COLLECTOR_COPIES = {"trtllm": trtllm_copies, "vllm": vllm_copies, "sglang": sglang_copies}
+
+
+def release(version: str) -> tuple:
+    """(major, minor, patch) of a table's version string ('1.3.0rc20' -> (1, 3, 0))."""
+    parts = [int(p) for p in re.findall(r"\d+", version.split("rc")[0].split(".post")[0])[:3]]
+    return tuple(parts + [0] * (3 - len(parts)))
+# bytes per weight element as aiconfigurator's collectors size their copies (collector/trtllm/collect_gemm.py,
+# ``_bytes_per_elem``: bfloat16 2, fp8 1, nvfp4 0.5; its scales not counted)
+COLLECTOR_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "mxfp4": 0.5}
 AUTO_FORMS = ("half", "stream")
 GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
 STREAMED_PHYSICAL = 1.0
@@ -525,11 +565,12 @@ def math_of(g: Group) -> dict:
 
 def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
     """A GEMM group timed as its collector ran it (``OPERANDS``), and its table (``fit_class``): fitted with the rows
-    whose operands fit ``hw``'s last cache level read from there (``cache_resident``, "cache") and as the law prices
-    them unmarked ("memory": from device memory, but a workload whose whole footprint fits half the cache), the one
-    with the smaller loss on the fitted rows kept. Without a cache level, "memory"."""
+    whose weights' copies fit ``hw``'s last cache level together read from there (``as_collected``, "copies") and as
+    the law prices them unmarked ("memory": from device memory, but a workload whose whole footprint fits half the
+    cache), the one with the smaller loss on the fitted rows kept. Without a cache level, or without a known collector
+    (``COLLECTOR_COPIES``), "memory"."""
     from ...machine.cache import repeated_limit_bytes
-    if repeated_limit_bytes(hw) is None:
+    if repeated_limit_bytes(hw) is None or g.table.framework not in COLLECTOR_COPIES:
         return g, fit_class(hw, g, rows, steps, gemm_fill)
     spaced, best = shape_rows(rows), None
     for how in OPERANDS:
@@ -981,12 +1022,14 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     ops = [build(r, g) for r in rows.itertuples()]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw)
+    elif hw is not None and g.operands == "copies":
+        ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
 
 
 def cache_resident(ops: list, hw) -> list:
     """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``) marked
-    ``attrs['resident']`` (a GEMM class's too where ``fit_operands`` chose "cache"): the tables' collector times one
+    ``attrs['resident']`` (a stored GEMM class's too where it was fitted with "cache"): the tables' collector times one
     op over and over on the same KV cache, nothing else
     between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
     cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
@@ -998,6 +1041,31 @@ def cache_resident(ops: list, hw) -> list:
         return ops
     return [replace(op, attrs={**op.attrs, "resident": True}) if sum(op.bytes.values()) <= limit else op
             for op in ops]
+
+
+def as_collected(ops: list, rows, g: Group, hw) -> list:
+    """``ops`` (a GEMM class's rows) with each whose weights stay in ``hw``'s last cache level between the collector's
+    calls marked ``attrs['resident']``: the collector calls ``collector_copies`` distinct copies of the weights in
+    turn, so a row's weights are read from the cache on every call but the first only where all the copies fit it
+    together (``warm_weights``). Without a cache level, none is."""
+    from dataclasses import replace
+    from ...machine.cache import repeated_limit_bytes
+    limit = repeated_limit_bytes(hw)
+    if limit is None:
+        return ops
+    return [replace(op, attrs={**op.attrs, "resident": True})
+            if warm_weights(g, float(r.n) * float(r.k), limit) else op for op, r in zip(ops, rows.itertuples())]
+
+
+def warm_weights(g: Group, weight_elements: float, cache_bytes: float) -> bool:
+    """Whether the collector's copies of one row's weights (``weight_elements`` of ``g``'s dtype) fit
+    ``cache_bytes`` together: L40S (96 MiB L2), bf16, TensorRT-LLM 1.3: 8192×6144 (96 MiB, one copy) yes, 4096×12288
+    at 48 MiB (two copies, 96 MiB) yes, 6144×6144 (72 MiB, two copies) no; vLLM or SGLang (six copies) from 16 MiB on
+    no. aiconfigurator-core 0.12.0's L40S bf16 tables at M ≤ 16: the weights of the rows it marks stream at a median
+    1.3-1.6 TB/s (TensorRT-LLM), the rest at 0.67-0.70 TB/s (the GDDR6 serves 864 GB/s; docs/accuracy.md)."""
+    weight_bytes = weight_elements * COLLECTOR_WEIGHT_BYTES.get(g.key[1], 2.0)
+    copies = COLLECTOR_COPIES[g.table.framework](g.table.version, g.key[1], weight_bytes, cache_bytes)
+    return copies * weight_bytes <= cache_bytes
 
 
 def origin_of(root) -> tuple[str, str]:

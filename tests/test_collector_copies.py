@@ -1,0 +1,98 @@
+"""A GEMM kernel-table row is timed with the weights as its collector cycled them (``kernelfit.COLLECTOR_COPIES``,
+``as_collected``): distinct copies called in turn, so the weights stay in the last cache level between calls only
+where all the copies fit it together. That is the measurement's condition, set on the table's ops by the fitter; a
+prediction's GEMM reads its weights from device memory unless the whole workload fits (``law.resident_ops``)."""
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+import pandas as pd  # noqa: E402
+
+from ironlaw.core.graph import Graph  # noqa: E402
+from ironlaw.law import law  # noqa: E402
+from ironlaw.machine import hardware  # noqa: E402
+from ironlaw.machine.cache import repeated_limit_bytes  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit  # noqa: E402
+from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
+from ironlaw.models import workloads  # noqa: E402
+
+MiB = 2.0 ** 20
+L40S_L2 = 96 * MiB
+DRAM = "gddr6"     # L40S device memory (catalog l40s.toml)
+
+
+def group(framework: str, version: str, dtype: str = "bf16", rows=None, operands: str = "memory") -> kernelfit.Group:
+    table = KernelTable("gemm", "l40s", "NVIDIA L40S", framework, version, "gemm_perf.parquet", rows)
+    return kernelfit.Group(f"gemm {dtype}", ("matmul", dtype), "gemm", table, rows, operands=operands)
+
+
+def test_the_tensorrt_llm_collector_spans_the_l2_with_one_to_five_copies():
+    copies = kernelfit.COLLECTOR_COPIES["trtllm"]
+    assert [copies("1.3.0rc20", "bf16", w * MiB, L40S_L2) for w in (200, 96, 72, 48, 32, 20, 16, 1)] == \
+        [1, 1, 2, 2, 3, 5, 5, 5]
+    assert copies("1.0.0rc3", "bf16", 96 * MiB, L40S_L2) == 5           # the 1.0 line's tables: five, always
+
+
+def test_the_vllm_and_sglang_collectors_cycle_six_copies():
+    assert kernelfit.COLLECTOR_COPIES["vllm"]("0.24.0", "bf16", 96 * MiB, L40S_L2) == 6
+    assert kernelfit.COLLECTOR_COPIES["vllm"]("0.24.0", "fp4", 96 * MiB, L40S_L2) == 1
+    assert kernelfit.COLLECTOR_COPIES["sglang"]("0.5.14", "fp8", 1 * MiB, L40S_L2) == 6
+    assert kernelfit.COLLECTOR_COPIES["sglang"]("0.5.6.post2", "fp8", 1 * MiB, L40S_L2) == 5
+    assert kernelfit.release("1.3.0rc20") == (1, 3, 0) and kernelfit.release("0.5.6.post2") == (0, 5, 6)
+
+
+@pytest.mark.parametrize("framework, version, n, k, warm", [
+    ("trtllm", "1.3.0rc20", 8192, 6144, True),      # 96 MiB, one copy: the whole L2
+    ("trtllm", "1.3.0rc20", 4096, 6144, True),      # 48 MiB, two copies: the whole L2
+    ("trtllm", "1.3.0rc20", 6144, 6144, False),     # 72 MiB, two copies: 144 MiB
+    ("trtllm", "1.3.0rc20", 1024, 1024, True),      # 2 MiB, five copies
+    ("vllm", "0.24.0", 8192, 6144, False),          # six copies of 96 MiB
+    ("sglang", "0.5.14", 4096, 2048, True),         # 16 MiB, six copies: the whole L2
+    ("sglang", "0.5.14", 4096, 2304, False),        # 18 MiB, six copies: 108 MiB
+])
+def test_a_row_is_warm_where_all_its_copies_fit_the_l2(framework, version, n, k, warm):
+    assert kernelfit.warm_weights(group(framework, version), n * k, L40S_L2) is warm
+
+
+def _rows(*shapes):
+    return pd.DataFrame({"m": [s[0] for s in shapes], "n": [s[1] for s in shapes], "k": [s[2] for s in shapes],
+                         "latency_s": [1e-4] * len(shapes)})
+
+
+def _weight_tiers(hw, op) -> dict:
+    """Bytes of ``op`` the law reads from each of ``hw``'s tiers."""
+    placed = law.place(Graph("row", "infer", op.dtype, [op]), hw)
+    return {t.name: float(placed.traffic[i].sum()) for i, t in enumerate(hw.memory) if placed.traffic[i].sum() > 0}
+
+
+def test_the_table_row_reads_its_weights_from_the_l2_and_the_served_gemv_from_gddr6():
+    hw = hardware.get("l40s")
+    assert repeated_limit_bytes(hw) == L40S_L2
+    rows = _rows((8, 8192, 6144), (8, 6144, 6144))
+    trt = kernelfit.observations(group("trtllm", "1.3.0rc20", rows=rows, operands="copies"), rows, hw)
+    assert [bool(o.op.attrs.get("resident")) for o in trt] == [True, False]
+    warm = _weight_tiers(hw, trt[0].op)
+    assert warm["l2"] >= 8192 * 6144 * 2 and warm.get(DRAM, 0.0) == 0.0
+    # the same shape timed by vLLM's collector (six copies) and as a served model's projection: from the GDDR6
+    vllm = kernelfit.observations(group("vllm", "0.24.0", rows=rows, operands="copies"), rows, hw)
+    assert not any(o.op.attrs.get("resident") for o in vllm)
+    served = workloads.resolve(workloads.Request("gemm:8,8192,6144", dtype="bf16"))
+    assert not any(op.attrs.get("resident") for op in served.ops)
+    for op in (vllm[0].op, served.ops[0]):
+        assert _weight_tiers(hw, op).get(DRAM, 0.0) >= 8192 * 6144 * 2
+    est = law.predict(served, hw)
+    assert est.data_tier_s[[t.name for t in hw.memory].index(DRAM)].sum() > 0
+
+
+def test_a_workload_that_fits_half_the_l2_is_warm_in_prediction_too():
+    hw = hardware.get("l40s")
+    small = workloads.resolve(workloads.Request("gemm:8,2048,2048", dtype="bf16"))      # 8 MiB of weights
+    est = law.predict(small, hw)
+    tiers = [t.name for t in hw.memory]
+    assert est.data_tier_s[tiers.index("l2")].sum() > 0 and est.data_tier_s[tiers.index(DRAM)].sum() == 0
+
+
+def test_a_framework_without_a_known_collector_fits_memory_operands():
+    assert "aiter" in kernelfit.FRAMEWORKS and "aiter" not in kernelfit.COLLECTOR_COPIES
+    assert kernelfit.OPERANDS == ("memory", "copies")
+    assert np.all([kernelfit.COLLECTOR_WEIGHT_BYTES[d] > 0 for d in ("bf16", "fp8", "fp4")])
