@@ -617,6 +617,7 @@ def test_gemma_head_dim_geglu_scaled_embedding_tied_head():
     assert two.act == "gelu_new" and two.kv_heads == 1 and two.head_dim == 256
     assert build(f"hf:{DATA / 'gemma-2b.json'}", phase="decode", batch=1, seq=1024).meta["kv_cache_bytes"] == \
         18 * 2 * 256 * 2 * 1024
+    assert _arch("gemma2-9b").embed_scale and _arch("gemma3-27b").embed_scale        # Gemma 2 and 3 scale it too
     cfg = json.loads((DATA / "gemma-7b.json").read_text())
     assert families.parse({**cfg, "hidden_activation": "gelu"}, "g").act == "gelu"     # stated: exact GELU
     with pytest.raises(families.Unsupported):

@@ -14,13 +14,13 @@
     llama4                  text model: chunked local attention with a NoPE global layer every 4th, routed top-1
                             + shared expert, MoE every ``interleave_moe_layer_step`` layers, dense layers between
     gemma3                  text model: 5 sliding-window layers to 1 global, qk-norm, four norms per layer,
-                            GeGLU, tied embeddings
+                            GeGLU, tied embeddings, the embedding times sqrt(hidden) as Gemma 1's
     gemma                   Gemma 1 (Gemma-2B, 7B): the llama layout with head_dim 256 apart from hidden/heads, GeGLU
                             (tanh GELU; a legacy ``hidden_act`` "gelu" means it, as transformers reads it), the
                             embedding's output times sqrt(hidden), tied head, RMSNorm scaled by (1 + w) (the same
                             hidden gains per norm)
     gemma2                  sliding-window and global layers alternating (the first slides), four norms per layer,
-                            GeGLU, tied embeddings; its attention and final logit soft-capping (a tanh per
+                            GeGLU, tied embeddings, the embedding times sqrt(hidden); its attention and final logit soft-capping (a tanh per
                             score and per logit) are not counted
     qwen2_moe               qwen2 attention (q, k, v biases), top-k routed experts of ``moe_intermediate_size`` and
                             a shared expert of ``shared_expert_intermediate_size`` whose output a sigmoid gate scales
@@ -227,7 +227,7 @@ def _gemma3(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
     d["context"] = d["max_pos"]          # its rope_scaling stretches the global layers within max_position_embeddings
     pattern = f.int("sliding_window_pattern", 6)
-    return Arch(**d, qk_norm="rms", sandwich_norm=True,
+    return Arch(**d, qk_norm="rms", sandwich_norm=True, embed_scale=True,
                 spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: (i + 1) % pattern == 0))
 
 
@@ -236,7 +236,8 @@ def _gemma2(f: Fields, mt: str, name: str) -> Arch:
     f = Fields({**GEMMA2_DEFAULTS, **f.cfg}, f.where)
     act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
-    return Arch(**d, sandwich_norm=True, spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
+    return Arch(**d, sandwich_norm=True, embed_scale=True,
+                spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
 
 
 @family("gemma")
