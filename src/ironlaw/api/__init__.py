@@ -370,7 +370,8 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     calibration on them and save the profile (``out``, else a new file that ``on="local"`` reads); a
     :class:`Probe`. A probe that fails its checks (a row that stays noisy, a lost core, a threefold drift, a copy
     time that did not grow with size) is saved marked with them (``Probe.unsteady``), every prediction on it
-    carrying the wider range; ``strict`` refuses it and saves nothing. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
+    carrying the wider range; ``strict`` refuses it and saves nothing. ``progress(done, total, label)`` is called
+    as it goes (the CLI's bar)."""
     from ..machine import profile
     from ..measure import probe as probe_mod
     from ..measure.calibrate import build, selfcal
