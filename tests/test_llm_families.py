@@ -13,6 +13,7 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.models.workloads import Request, catalog, resolve
 from ironlaw.models.workloads import families
 from ironlaw.models.workloads import transformer as T
+from conftest import run_cli
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
 B = 1e9
@@ -516,6 +517,9 @@ NEW_FAMILIES = {
     "gpt-neox-20b": (20_554_567_680, 20_554_567_680, "gpt_neox", "GPT-NeoX-20B paper (Black et al. 2022), Table 1"),
     "olmo-7b": (6_888_095_744, 6.88 * B, "olmo", "OLMo paper (Groeneveld et al. 2024), Table 1: 6.88B"),
     "olmo2-7b": (7_298_617_344, 7.30 * B, "olmo2", "OLMo-2-1124-7B model card: 7.30B (HF 'Model size 7.3B')"),
+    "gemma-2b": (2_506_172_416, 2.51 * B, "gemma", "HF model page google/gemma-2b: 'Model size 2.51B params'"),
+    "gemma-7b": (8_537_680_896, 8.54 * B, "gemma", "HF model page google/gemma-7b: 'Model size 8.54B params'"),
+    "phi-2": (2_779_683_840, 2.78 * B, "phi", "HF model page microsoft/phi-2: 'Model size 2.78B params'"),
 }
 
 
@@ -526,7 +530,8 @@ def _arch(name):
 @pytest.mark.parametrize("name", list(NEW_FAMILIES))
 def test_qwen2_moe_neox_olmo_build_analytically_with_the_modules_counts(name):
     """These configs went to graph capture (and serve refused them). The counts are transformers 5's
-    Qwen2MoeForCausalLM, GPTNeoXForCausalLM, OlmoForCausalLM and Olmo2ForCausalLM built from these configs on
+    Qwen2MoeForCausalLM, GPTNeoXForCausalLM, OlmoForCausalLM, Olmo2ForCausalLM, GemmaForCausalLM and
+    PhiForCausalLM built from these configs on
     the meta device, each equal to (or within the rounding of) its published total; a forward pass over the whole
     sequence is 2 FLOPs per multiplying parameter per token plus attention and the elementwise ops."""
     exact, published, arch, _ = NEW_FAMILIES[name]
@@ -593,6 +598,52 @@ def test_olmo_nonparametric_norm_and_clip():
     assert op(c, "attn_pre_proj.clip").flops == 1024 * 3 * 4096 * 2.0
     with pytest.raises(IronlawError, match="field 'clip_qkv' must be a positive bound"):
         families.parse({**cfg, "clip_qkv": -1}, "olmo-7b.json")
+
+
+def test_gemma_head_dim_geglu_scaled_embedding_tied_head():
+    """Gemma 1 (transformers GemmaForCausalLM): head_dim 256 though 3072/16 = 192 (q and o are 16·256 = 4096
+    wide), a tanh-GELU gated MLP (the released config's legacy hidden_act "gelu" is read as the tanh GELU, as
+    GemmaConfig does), the embedding's output times sqrt(3072) (one product per element), the head tied to the
+    embedding, RMSNorm scaled by (1 + w): one gain per hidden element. Gemma-2B has one KV head (MQA)."""
+    a = _arch("gemma-7b")
+    assert (a.head_dim, a.q_dim, a.act, a.glu, a.tied, a.embed_scale, a.norm) == \
+        (256, 4096, "gelu_new", True, True, True, "rms")
+    assert a.attn_params() == 3072 * 4096 * 4 and a.head_params() == 0 and a.layer_norm_params() == 2 * 3072
+    g = build(f"hf:{DATA / 'gemma-7b.json'}", phase="prefill", batch=2, seq=512)
+    assert op(g, "embedding_scale").flops == 2 * 512 * 3072 and op(g, "embedding_scale").count == 1
+    assert op(g, "mlp_act").flops == 2 * 512 * 24576 * (T.ACT_FLOPS["gelu_new"] + 1)
+    assert op(g, "lm_head").flops == 2 * 2 * 3072 * 256_000                  # prefill: the last token's logits
+    two = _arch("gemma-2b")
+    assert two.act == "gelu_new" and two.kv_heads == 1 and two.head_dim == 256
+    assert build(f"hf:{DATA / 'gemma-2b.json'}", phase="decode", batch=1, seq=1024).meta["kv_cache_bytes"] == \
+        18 * 2 * 256 * 2 * 1024
+    assert _arch("gemma2-9b").embed_scale and _arch("gemma3-27b").embed_scale        # Gemma 2 and 3 scale it too
+    cfg = json.loads((DATA / "gemma-7b.json").read_text())
+    assert families.parse({**cfg, "hidden_activation": "gelu"}, "g").act == "gelu"     # stated: exact GELU
+    with pytest.raises(families.Unsupported):
+        families.parse({**cfg, "hidden_activation": "silu"}, "g")
+
+
+def test_phi_parallel_branches_on_one_norm_partial_rotary_head_bias():
+    """Phi-2 (transformers PhiDecoderLayer): x + attn(ln(x)) + mlp(ln(x)), one LayerNorm (gain and bias) per
+    layer that both branches read; RoPE on int(80 · 0.4) = 32 of each head's 80 dims; q, k, v, dense, fc1, fc2
+    with biases, a plain GELU-tanh MLP, the untied LM head with a bias of vocab elements. It was captured with
+    torch, where --tp is refused; analytic, it shards."""
+    a = _arch("phi-2")
+    assert (a.shared_norm, a.rotary_dims, a.norm, a.glu, a.tied, a.head_bias) == (True, 32, "layer", False, False, True)
+    assert a.layer_norm_params() == 2 * 2560 and a.head_params() == 51200 * 2560 + 51200
+    g = build(f"hf:{DATA / 'phi-2.json'}", phase="prefill", batch=2, seq=512)
+    names = [o.name for o in g.ops if o.attrs.get("per_layer")]
+    assert names.count("input_layernorm") == 1 and "post_attention_layernorm" not in names
+    assert names.index("mlp_down_proj") < names.index("attn_residual_add") < names.index("mlp_residual_add")
+    assert op(g, "attn_rope").flops == 2 * 512 * (32 + 32) * 32 * T.ROPE_FLOPS
+    assert op(g, "lm_head").bytes["weights"] == (2560 * 51200 + 51200) * 2
+    r = run_cli("analyze", f"hf:{DATA / 'phi-2.json'}", "--phase", "decode", "--tp", "2", "--gpus", "2")
+    assert r.rc == 0 and "[tp 2]" in r.out.splitlines()[0] and "tp.allreduce" in r.out, r.err
+    cfg = json.loads((DATA / "phi-2.json").read_text())
+    with pytest.raises(families.Unsupported):                       # per-head q/k LayerNorm: captured instead
+        families.parse({**cfg, "qk_layernorm": True}, "phi-2.json")
+    assert families.parse({k: v for k, v in cfg.items() if k != "partial_rotary_factor"}, "p").rotary_frac == 0.5
 
 
 def test_olmo2_output_norms_and_full_qk_norm():

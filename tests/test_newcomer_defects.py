@@ -208,20 +208,21 @@ def test_max_throughput_is_refused_where_the_engine_does_not_price(hw):
 
 
 # ------------------------------------------------------------------ serving a config only graph capture builds
-PHI = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": 256, "intermediate_size": 1024,
-       "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1024, "max_position_embeddings": 2048,
-       "hidden_act": "gelu_new", "partial_rotary_factor": 0.4, "bos_token_id": 0, "eos_token_id": 0}
+STABLELM = {"architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_size": 256,
+            "intermediate_size": 1024, "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2,
+            "vocab_size": 1024, "max_position_embeddings": 2048, "hidden_act": "silu",
+            "partial_rotary_factor": 0.25, "bos_token_id": 0, "eos_token_id": 0}
 
 
 @pytest.mark.parametrize("argv", [["serve"], ["search", "--phase", "serve", "--gpus", "2"]])
 def test_serving_a_captured_config_names_why_it_is_refused(tmp_path, argv):
-    """`serve hf:phi-2/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
+    """`serve hf:stablelm/config.json` captured the model with torch (seconds to minutes), then said 'serving needs a
     decoder LLM with prefill and decode phases' of a decoder LLM: the refusal is now the real reason, at once."""
     import json
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(PHI))
+    path.write_text(json.dumps(STABLELM))
     line = one_line_error(run_cli(argv[0], f"hf:{path}", *argv[1:]))
-    assert f"hf:{path} is a 'phi' config" in line and "captures with torch" in line, line
+    assert f"hf:{path} is a 'stablelm' config" in line and "captures with torch" in line, line
     assert f"`ironlaw analyze hf:{path} --phase decode`" in line and "prefill and decode phases" not in line, line
 
 

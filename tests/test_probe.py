@@ -661,3 +661,31 @@ def run_cli_local(argv: list[str], capsys) -> str:
         main(argv) or sys.exit(0)
     assert e.value.code in (0, None)
     return capsys.readouterr().out
+
+
+def test_a_bandwidth_fit_that_fails_on_a_noisy_machine_is_saved_unsteady_without_strict():
+    """`ironlaw probe` (no --strict) refused to save anything when a level's copy time did not grow with size,
+    though --strict's help says such a probe is otherwise saved marked unsteady. Without strict the level is
+    rated by its median rate (bytes / time over the sizes), the reason joins checks.refused (so every prediction
+    carries the wider range); strict still refuses, naming what it measured."""
+    p = fake_probe()
+    l2 = [r for r in p["memory"] if r["level"] == "l2"]
+    for r, t in zip(l2, (1.2e-5, 1.1e-5, 1.05e-5, 1.0e-5)):       # 0.3 → 1 MiB, each copy faster than the last
+        r["time_s"] = t
+    with pytest.raises(IronlawError, match=r"l2 copy time did not grow with size.*nothing saved"):
+        build.profile(p, calibrate_fit=False)
+    doc = build.profile(p, calibrate_fit=False, strict=False)
+    refused = doc["probe"]["checks"]["refused"]
+    assert len(refused) == 1 and "l2 copy time did not grow" in refused[0] and "median rate" in refused[0]
+    o = doc["probe"]["fits"]["l2"]["overhead_s"]
+    assert o == pytest.approx(2.1e-6)                                  # the dispatch latency, below every copy
+    rate = sorted(r["bytes"] / (r["time_s"] - o) for r in l2)
+    assert doc["probe"]["fits"]["l2"]["bw_Bps"] == pytest.approx((rate[1] + rate[2]) / 2)
+    assert "unsteady: 1 check(s) failed" in doc["title"] and "refused" not in p["checks"]     # p itself unchanged
+    hw = hardware.parse_hardware(doc, "probe")
+    from ironlaw.law import timerange
+    assert timerange.unsteady(hw) == refused
+    import typer
+    from ironlaw.cli import app
+    (opt,) = [o for o in typer.main.get_command(app).commands["probe"].params if "--strict" in o.opts]
+    assert "copy's time does not grow with its size" in opt.help and "saved marked unsteady" in opt.help

@@ -368,9 +368,10 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
           rounds: int = 1, references: bool = True, strict: bool = False, progress=None):
     """``ironlaw probe``: micro-benchmark this machine, time the reference models (with ``references``), fit the
     calibration on them and save the profile (``out``, else a new file that ``on="local"`` reads); a
-    :class:`Probe`. A probe that fails its checks (a row that stays noisy, a lost core, a threefold drift) is saved
-    marked with them (``Probe.unsteady``), every prediction on it carrying the wider range; ``strict`` refuses it
-    and saves nothing. ``progress(done, total, label)`` is called as it goes (the CLI's bar)."""
+    :class:`Probe`. A probe that fails its checks (a row that stays noisy, a lost core, a threefold drift, a copy
+    time that did not grow with size) is saved marked with them (``Probe.unsteady``), every prediction on it
+    carrying the wider range; ``strict`` refuses it and saves nothing. ``progress(done, total, label)`` is called
+    as it goes (the CLI's bar)."""
     from ..machine import profile
     from ..measure import probe as probe_mod
     from ..measure.calibrate import build, selfcal
@@ -381,7 +382,7 @@ def probe(*, out: Optional[str] = None, quick: bool = False, threads: Optional[i
     rows = probe_mod.run(quick=quick, threads=threads, max_cv=max_cv, progress=progress, rounds=rounds,
                          refuse=strict)
     # selfcal fits the rows and the reference runs together, so the rows' own fit is skipped then
-    doc = build.profile(rows, calibrate_fit=not references)
+    doc = build.profile(rows, calibrate_fit=not references, strict=strict)
     if references:
         doc = selfcal.calibrate(doc, quick, progress=progress)
     from .results import Probe

@@ -23,7 +23,8 @@ def probe(
                                     help="after the micro-benchmarks, time the built-in reference models and fit "
                                          "the calibration on them too (CPU; --no-references: the probe's rows alone)"),
     strict: bool = typer.Option(False, "--strict", help="refuse (save nothing) when a measurement stays noisy, a "
-                                                        "core is lost or the machine's speed changes threefold; "
+                                                        "core is lost, the machine's speed changes threefold or a "
+                                                        "copy's time does not grow with its size; "
                                                         "without it such a probe is saved marked unsteady and "
                                                         "every prediction on it carries the wider range"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),

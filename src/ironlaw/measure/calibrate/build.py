@@ -99,7 +99,9 @@ def effective_cache(rows: list[dict], bw: float, overhead: float) -> tuple[list[
     return [r for r in ok if r["bytes"] <= largest_ok], largest_ok
 
 
-def _tiers(probe: dict) -> tuple[list[dict], dict]:
+def _tiers(probe: dict, noisy: list[str] | None = None) -> tuple[list[dict], dict]:
+    """The memory tiers and their fits; a level whose copy time did not grow with size is refused, or with
+    ``noisy`` (a probe saved past its checks) rated by its median rate and the reason appended to ``noisy``."""
     rows = probe.get("memory", [])
     capacity = probe.get("capacity", {})
     disp = [r["time_s"] for r in probe.get("dispatch", [])]
@@ -112,7 +114,8 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
         # on a GPU the copies are replayed from a CUDA graph (no host overhead) and every device-memory set is
         # many times the L2: the bandwidth is the median rate over the sizes
         known = 0.0 if probe.get("cuda") and role == "device" else dispatch_s
-        bw, overhead = memory_probe.fit(lr, known)
+        failed = len(noisy or [])
+        bw, overhead = memory_probe.fit(lr, known, noisy)
         if level not in capacity:
             raise IronlawError(f"probe: no capacity recorded for memory level '{level}' (probe.capacity)")
         cap, cap_how = capacity[level], "capacity as the OS / driver reports it"
@@ -123,9 +126,11 @@ def _tiers(probe: dict) -> tuple[list[dict], dict]:
                            f"{CACHE_RATE_KEPT:.0%} of the level's rate (the OS reports {cap / 2**20:.0f} MiB, shared "
                            f"with other tenants; {len(lr) - len(kept)} larger set(s) ran at the next level's speed)")
                 cap, lr = effective, kept
-                bw, overhead = memory_probe.fit(lr, dispatch_s)
+                bw, overhead = memory_probe.fit(lr, dispatch_s, noisy)
         fits[level] = {"bw_Bps": bw, "overhead_s": overhead, "sizes": len(lr)}
         how = ("BW = the median rate (bytes / time) of copies replayed from a CUDA graph over" if known == 0.0 else
+               "BW = the median rate, as the copy time did not grow with size (a noisy machine), over"
+               if len(noisy or []) > failed else
                "fit t = overhead + bytes/BW" if overhead != dispatch_s else
                "t = overhead + bytes/BW with the overhead = the per-op dispatch latency (too small to fit here), "
                "BW = median over")
@@ -320,10 +325,16 @@ def observations(probe: dict, dataset: str = "probe") -> list[Observation]:
     return out
 
 
-def profile(probe: dict, calibrate_fit: bool = True) -> dict:
-    """The profile document (catalog TOML format) for the measured rows in ``probe``."""
+def profile(probe: dict, calibrate_fit: bool = True, strict: bool = True) -> dict:
+    """The profile document (catalog TOML format) for the measured rows in ``probe``. A memory level whose copy
+    time did not grow with size refuses it (``strict``), or is kept at its median rate and the reason added to
+    ``checks.refused``: the profile is unsteady (``ironlaw probe`` without --strict)."""
     kind = "gpu" if probe.get("cuda") else "cpu"
-    tiers, fits = _tiers(probe)
+    noisy: list[str] | None = None if strict else []
+    tiers, fits = _tiers(probe, noisy)
+    if noisy:
+        checks = probe.get("checks", {})
+        probe = {**probe, "checks": {**checks, "refused": [*checks.get("refused", []), *noisy]}}
     disp = [r["time_s"] for r in probe.get("dispatch", [])]
     if not disp:
         raise IronlawError("probe: no dispatch latency measured; cannot write a profile")

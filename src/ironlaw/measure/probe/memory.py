@@ -86,12 +86,14 @@ def measure(level: str, nbytes: float, budget: Budget, device: str = "cpu") -> d
 OVERHEAD_VISIBLE = 100.0
 
 
-def fit(rows: list[dict], overhead_s: float | None = None) -> tuple[float, float]:
+def fit(rows: list[dict], overhead_s: float | None = None, noisy: list[str] | None = None) -> tuple[float, float]:
     """Robust line t = overhead + bytes/BW (Theil–Sen: the median of the pairwise slopes, so one size
     hit by a noisy neighbour does not tilt it); returns (bw_Bps, overhead_s).
 
     With ``overhead_s`` known (the per-op dispatch latency) and every time far above it (DRAM-sized
-    copies), BW = median over sizes of bytes / (t − overhead): same law, better conditioned."""
+    copies), BW = median over sizes of bytes / (t − overhead): same law, better conditioned.
+    A copy time that did not grow with size (a noisy machine) is refused; with ``noisy`` (a probe saved past its
+    checks) the reason is appended to it and BW is the median rate over the sizes, the overhead the known one."""
     pts = sorted((r["bytes"], r["time_s"]) for r in rows)
     if overhead_s is not None and pts and min(y for _, y in pts) > OVERHEAD_VISIBLE * overhead_s:
         return statistics.median(x / (y - overhead_s) for x, y in pts), overhead_s
@@ -100,9 +102,13 @@ def fit(rows: list[dict], overhead_s: float | None = None) -> tuple[float, float
     slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1:] if x2 > x1)
     slope = statistics.median(slopes) if slopes else 0.0
     if slope <= 0:
-        level = rows[0]["level"]
         seen = ", ".join(f"{fmt_size(x)} in {fmt_time(y)}" for x, y in pts)
-        raise IronlawError(f"probe: {level} copy time did not grow with size ({seen}): the machine was too noisy; "
-                           f"nothing saved; run again, or with --rounds 3 (each measurement's median round)")
+        reason = f"probe: {rows[0]['level']} copy time did not grow with size ({seen}): the machine was too noisy"
+        if noisy is None:
+            raise IronlawError(f"{reason}; nothing saved; run again, or with --rounds 3 (each measurement's median "
+                               f"round)")
+        noisy.append(f"{reason}; its bandwidth is the median rate over the sizes")
+        o = overhead_s if overhead_s is not None and min(y for _, y in pts) > overhead_s else 0.0
+        return statistics.median(x / (y - o) for x, y in pts), o
     overhead = statistics.median(y - slope * x for x, y in pts)
     return 1.0 / slope, max(overhead, 0.0)

@@ -14,9 +14,13 @@
     llama4                  text model: chunked local attention with a NoPE global layer every 4th, routed top-1
                             + shared expert, MoE every ``interleave_moe_layer_step`` layers, dense layers between
     gemma3                  text model: 5 sliding-window layers to 1 global, qk-norm, four norms per layer,
-                            GeGLU, tied embeddings
+                            GeGLU, tied embeddings, the embedding times sqrt(hidden) as Gemma 1's
+    gemma                   Gemma 1 (Gemma-2B, 7B): the llama layout with head_dim 256 apart from hidden/heads, GeGLU
+                            (tanh GELU; a legacy ``hidden_act`` "gelu" means it, as transformers reads it), the
+                            embedding's output times sqrt(hidden), tied head, RMSNorm scaled by (1 + w) (the same
+                            hidden gains per norm)
     gemma2                  sliding-window and global layers alternating (the first slides), four norms per layer,
-                            GeGLU, tied embeddings; its attention and final logit soft-capping (a tanh per
+                            GeGLU, tied embeddings, the embedding times sqrt(hidden); its attention and final logit soft-capping (a tanh per
                             score and per logit) are not counted
     qwen2_moe               qwen2 attention (q, k, v biases), top-k routed experts of ``moe_intermediate_size`` and
                             a shared expert of ``shared_expert_intermediate_size`` whose output a sigmoid gate scales
@@ -29,6 +33,9 @@
                             ``clip_qkv`` clamps q, k and v
     olmo2                   llama-like, RMSNorm on each sublayer's output before the residual add (no input norm)
                             and one RMSNorm over all heads' q and one over all k (OLMo-2)
+    phi                     Phi-1/1.5/2: attention and MLP in parallel on one LayerNorm, x + attn(ln(x)) + mlp(ln(x));
+                            rotary on ``partial_rotary_factor`` of each head (Phi-2: 0.4, 32 of 80 dims), biases on
+                            every linear, GELU MLP (not gated), untied head with a bias
     gpt2                    decoder, LayerNorm, learned positions, fused QKV with bias, GELU-tanh MLP
     bert                    encoder (post-norm), learned positions and token types, GELU MLP, pooler
 Multimodal configs (llama4, gemma3) nest the text model under ``text_config``; their vision towers are
@@ -49,6 +56,7 @@ ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
 TOPK_METHOD = {"deepseek_v3": "noaux_tc", "deepseek_v2": "greedy"}   # transformers' config defaults
 # fields the published Gemma 2 configs leave at transformers' Gemma2Config defaults
+GEMMA_DEFAULTS = {"tie_word_embeddings": True, "head_dim": 256}        # transformers' GemmaConfig defaults
 GEMMA2_DEFAULTS = {"tie_word_embeddings": True, "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096}
 # fields the published Gemma 3 configs leave at transformers' Gemma3TextConfig defaults
 GEMMA3_DEFAULTS = {"vocab_size": 262_208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
@@ -219,7 +227,7 @@ def _gemma3(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
     d["context"] = d["max_pos"]          # its rope_scaling stretches the global layers within max_position_embeddings
     pattern = f.int("sliding_window_pattern", 6)
-    return Arch(**d, qk_norm="rms", sandwich_norm=True,
+    return Arch(**d, qk_norm="rms", sandwich_norm=True, embed_scale=True,
                 spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: (i + 1) % pattern == 0))
 
 
@@ -228,16 +236,45 @@ def _gemma2(f: Fields, mt: str, name: str) -> Arch:
     f = Fields({**GEMMA2_DEFAULTS, **f.cfg}, f.where)
     act_key = "hidden_activation" if f.cfg.get("hidden_activation") else "hidden_act"
     d = _decoder(f, mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
-    return Arch(**d, sandwich_norm=True, spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
+    return Arch(**d, sandwich_norm=True, embed_scale=True,
+                spans=_spans(f, d["layers"], f.int("sliding_window"), lambda i: i % 2 == 1))
 
 
-def _rotary_frac(f: Fields) -> float:
+@family("gemma")
+def _gemma(f: Fields, mt: str, name: str) -> Arch:
+    """transformers' GemmaConfig reads a legacy ``hidden_act`` "gelu" (the released configs') as the tanh GELU
+    (configuration_gemma.py; 4.x's GemmaMLP read ``hidden_activation``, tanh when it was unset)."""
+    cfg = {**GEMMA_DEFAULTS, **f.cfg}
+    act_key = "hidden_activation" if cfg.get("hidden_activation") else "hidden_act"
+    if act_key == "hidden_act" and cfg.get("hidden_act", "gelu") == "gelu":
+        cfg["hidden_act"] = "gelu_pytorch_tanh"
+    d = _decoder(Fields(cfg, f.where), mt, name, ("gelu_pytorch_tanh", "gelu_new", "gelu"), act_key)
+    return Arch(**d, embed_scale=True)
+
+
+@family("phi")
+def _phi(f: Fields, mt: str, name: str) -> Arch:
+    if f.bool("qk_layernorm", False):
+        raise Unsupported("phi with qk_layernorm")          # a LayerNorm per head on q and k: not modelled
+    act = f.str("hidden_act", "gelu_new")
+    if act not in ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"):
+        raise Unsupported(f"phi with hidden_act={act}")
+    at, max_pos = _attention(f), f.int("max_position_embeddings", None)
+    return Arch(name, mt, False, at["hidden"], f.int("num_hidden_layers"), at["heads"], at["kv_heads"],
+                at["head_dim"], f.int("intermediate_size"), f.int("vocab_size"), max_pos, "rope", "layer",
+                ACTS[act], False, f.bool("tie_word_embeddings", False), True, True, True,
+                rotary_frac=_rotary_frac(f, 0.5), parallel_residual=True, shared_norm=True, head_bias=True,
+                context=context_tokens(f.cfg, max_pos), dropout=f.float("resid_pdrop", 0.0),
+                attn_dropout=f.float("attention_dropout", 0.0))
+
+
+def _rotary_frac(f: Fields, default: float = 0.25) -> float:
     """The rotating share of each head (``rotary_pct``; transformers 5 saves ``partial_rotary_factor``, also under
-    ``rope_parameters``); GPTNeoXConfig's default 0.25."""
+    ``rope_parameters``); ``default``: GPTNeoXConfig's 0.25, PhiConfig's 0.5."""
     rp = f.cfg.get("rope_parameters")
     keys = [k for k in ("rotary_pct", "partial_rotary_factor") if f.cfg.get(k) is not None]
     frac = f.float(keys[0], None) if keys else float((rp if isinstance(rp, dict) else {}).get(
-        "partial_rotary_factor", 0.25))
+        "partial_rotary_factor", default))
     if not 0 < frac <= 1:
         raise IronlawError(f"{f.where}: field '{keys[0] if keys else 'partial_rotary_factor'}' must be in (0, 1], "
                            f"got {frac:g}")

@@ -6,10 +6,11 @@ graph capture (torch).
 
 Parameter counts follow the Hugging Face modules exactly (``LlamaForCausalLM``, ``GPT2LMHeadModel``,
 ``MixtralForCausalLM``, ``BertModel`` with its pooler, ``Qwen3MoeForCausalLM``, ``DeepseekV3ForCausalLM``,
-``DeepseekV2ForCausalLM``, ``GptOssForCausalLM``, ``Gemma2ForCausalLM``, ``Phi3ForCausalLM``,
+``DeepseekV2ForCausalLM``, ``GptOssForCausalLM``, ``GemmaForCausalLM``, ``Gemma2ForCausalLM``, ``PhiForCausalLM``,
+``Phi3ForCausalLM``,
 ``Qwen2MoeForCausalLM``, ``GPTNeoXForCausalLM``, ``OlmoForCausalLM``, ``Olmo2ForCausalLM``, the text models of
 Llama 4 and Gemma 3): embeddings, per-layer projections with the biases each layout has, norm gains (and biases for
-LayerNorm), routers, shared experts, the untied LM head.
+LayerNorm), routers, shared experts, the untied LM head (and its bias, Phi).
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ MAX_DIM = 1 << 24
 ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen2moe", "qwen2_moe"), ("gptneox", "gpt_neox"), ("olmo2", "olmo2"),
                  ("olmo", "olmo"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"),
                  ("deepseekv2", "deepseek_v2"), ("gptoss", "gpt_oss"), ("llama4", "llama4"), ("gemma3", "gemma3"),
-                 ("gemma2", "gemma2"), ("phi3", "phi3"), ("mixtral", "mixtral"), ("mistral", "mistral"),
-                 ("qwen2", "qwen2"), ("llama", "llama"), ("gpt2", "gpt2"), ("bert", "bert"))
+                 ("gemma2", "gemma2"), ("gemmafor", "gemma"), ("phi3", "phi3"), ("phifor", "phi"),
+                 ("mixtral", "mixtral"), ("mistral", "mistral"), ("qwen2", "qwen2"), ("llama", "llama"),
+                 ("gpt2", "gpt2"), ("bert", "bert"))
 
 
 class Unsupported(Exception):
@@ -100,6 +102,9 @@ class Arch:
     output_norm: bool = False  # OLMo-2: each sublayer's output normed before the residual add, no input norm
     shared_gate: bool = False  # Qwen2-MoE: sigmoid(x·w_g) (a [hidden, 1] linear) scales the shared expert's output
     qkv_clip: bool = False    # OLMo clip_qkv: q, k and v clamped to [-c, c]
+    shared_norm: bool = False  # Phi: one LayerNorm feeds attention and MLP, x + attn(ln(x)) + mlp(ln(x))
+    head_bias: bool = False   # Phi: the LM head has a bias (vocab elements)
+    embed_scale: bool = False  # Gemma: the embedding's output multiplied by sqrt(hidden), one product per element
 
     # ------------------------------------------------------------------ layer patterns
     def layer_spans(self) -> tuple:
@@ -185,7 +190,8 @@ class Arch:
         return n * self.expert_params() + self.router_params() + shared
 
     def layer_norm_params(self) -> int:
-        return (4 if self.sandwich_norm else 2) * self.norm_params     # OLMo-2's two are on the outputs
+        per = 4 if self.sandwich_norm else 1 if self.shared_norm else 2           # OLMo-2's two are on the outputs
+        return per * self.norm_params
 
     def layers_params(self, active: bool = False) -> int:
         """All decoder (or encoder) layers together."""
@@ -205,7 +211,9 @@ class Arch:
         return p
 
     def head_params(self) -> int:
-        return 0 if (self.tied or self.encoder) else self.vocab * self.hidden
+        if self.encoder:
+            return 0
+        return (0 if self.tied else self.vocab * self.hidden) + (self.vocab if self.head_bias else 0)
 
     def final_norm_params(self) -> int:
         return 0 if self.post_norm else self.norm_params

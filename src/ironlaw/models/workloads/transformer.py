@@ -239,6 +239,9 @@ def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     if a.output_norm:                                                # OLMo-2: each output normed, no input norm
         return attn + [_norm("attn_layernorm", a, t, dt, L), _add("attn_residual_add", t * h, dt, L)] + mlp + \
             [_norm("mlp_layernorm", a, t, dt, L), _add("mlp_residual_add", t * h, dt, L)]
+    if a.shared_norm:                                                # Phi: one norm feeds both branches
+        return [_norm("input_layernorm", a, t, dt, L)] + attn + mlp + [_add("attn_residual_add", t * h, dt, L),
+                                                                      _add("mlp_residual_add", t * h, dt, L)]
     if a.parallel_residual:                                          # GPT-NeoX: both norms read the layer's input
         return [_norm("input_layernorm", a, t, dt, L)] + attn + [_norm("post_attention_layernorm", a, t, dt, L)] + \
             mlp + [_add("attn_residual_add", t * h, dt, L), _add("mlp_residual_add", t * h, dt, L)]
@@ -252,6 +255,9 @@ def _layer(a: Arch, sh: _Shape, dt: str) -> list[Op]:
 
 def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
     ops = [_embedding(a, sh, dt)]
+    if a.embed_scale:                            # Gemma: the embedding times sqrt(hidden)
+        ops.append(elementwise("embedding_scale", sh.tokens * a.hidden, dt, 1.0, module="embeddings",
+                               role="replicated"))
     if _train_dropout(a, sh):
         ops.append(_dropout("embedding_dropout", sh.tokens * a.hidden, dt, 1, "embeddings"))
     if a.post_norm:
@@ -268,7 +274,8 @@ def forward_ops(a: Arch, sh: _Shape, dt: str) -> list[Op]:
                             role="pooler")]
     if not a.encoder:
         ops += [_norm("final_norm", a, sh.tokens, dt, 1),
-                linear("lm_head", sh.head_tokens, a.hidden, a.vocab, dt, 1, module="lm_head", role="head")]
+                linear("lm_head", sh.head_tokens, a.hidden, a.vocab, dt, 1, a.head_bias, module="lm_head",
+                       role="head")]
     if sh.phase == "train" and not a.encoder:
         by, n = dtype_bytes(dt), sh.tokens * a.vocab
         ops.append(Op("cross_entropy", "softmax", flops=n * (flopcount.SOFTMAX + 1.0),
@@ -482,9 +489,9 @@ for _n, _d in BUILTIN_NAMES.items():
     _register(_n, _d)
 
 
-@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi3, mixtral, qwen3, "
-              "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma2, gemma3, gpt_neox, olmo, olmo2, "
-              "gpt2, bert analytic; others "
+@prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi, phi3, mixtral, "
+              "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma, gemma2, gemma3, "
+              "gpt_neox, olmo, olmo2, gpt2, bert analytic; others "
               "captured with torch); "
               "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
