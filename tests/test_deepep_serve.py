@@ -226,3 +226,28 @@ def test_nvlink_strategies_time_the_nvl72_exchange_on_their_curves():
         api.serve("deepseek-r1", moe_dispatcher="nvlink-one-sided", **dict(kw, dtype="fp8"))
     with pytest.raises(IronlawError, match="b200 has no measured MNNVL two-sided prepare curve"):
         api.serve("qwen3-235b-a22b", moe_dispatcher="nvlink-two-sided", **dict(QWEN, on="b200"))
+
+
+def test_deepep_is_refused_where_tensorrt_llm_refuses_its_layout():
+    """TensorRT-LLM's DeepEP runs EP 2, 4 or 8 on one host of that many ranks, or on 2, 4, 8 or 16 hosts of 8 ranks
+    (``DeepEP._is_deepep_feasible``); an NVL72 rack's host is a compute tray of 4 GPUs, so there EP 4 runs and
+    EP 8 or 72 is refused (the EP 4 curve is not carried to them); 8-GPU boards run EP 8, 16 and 64, not 24."""
+    from conftest import one_line_error, run_cli
+    from ironlaw.models.serving.engine import Layout
+    from ironlaw.models.serving.parallel import deepep_feasible
+    cases = {("gb200", 4, 4): True, ("gb200", 2, 2): True, ("gb200", 8, 8): False, ("gb200", 72, 72): False,
+             ("gb200", 4, 8): True, ("h100", 8, 8): True, ("h100", 16, 16): True, ("h100", 64, 64): True,
+             ("h100", 4, 4): True, ("h100", 4, 8): False, ("h100", 24, 24): False, ("h100", 256, 256): False}
+    for (gpu, ep, gpus), ok in cases.items():
+        lay = Layout(tp=gpus, ep=ep, attention_dp=True, dispatcher="deepep")
+        assert deepep_feasible(hardware.get(gpu), lay) is ok, (gpu, ep, gpus)
+    gb_kw = dict(on="gb200", dtype="fp4", max_throughput=True, attention_dp=True, prompt=1024, output=1024,
+                 requests=2000)
+    with pytest.raises(IronlawError, match=r"^--moe-dispatcher deepep: TensorRT-LLM's DeepEP refuses EP 72 with 4 "
+                                           r"ranks on a host of gb200 .*use --ep 4"):
+        api.serve("deepseek-r1", moe_dispatcher="deepep", redundant_experts=32, **dict(gb_kw, tp=72, ep=72))
+    four = api.serve("deepseek-r1", moe_dispatcher="deepep", **dict(gb_kw, tp=4, ep=4)).to_dict()["moe"]["exchange"]
+    assert four["strategy"] == "DeepEP" and "measured at 4 GPUs" in four["dispatch"]["source"], four
+    r = run_cli("serve", "deepseek-r1", "--on", "gb200", "--dtype", "fp4", "--max-throughput", "--tp", "8", "--ep",
+                "8", "--attention-dp", "--moe-dispatcher", "deepep")
+    assert "TensorRT-LLM's DeepEP refuses EP 8 with 4 ranks on a host of gb200" in one_line_error(r)

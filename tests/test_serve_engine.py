@@ -140,3 +140,32 @@ def test_sglang_kv_pool_is_its_memory_fraction_less_weights():
     assert m_sg["free_bytes"] == pytest.approx(frac * cap - m_sg["weights_bytes"])
     assert m_vl["free_bytes"] == pytest.approx(0.9 * cap - m_vl["weights_bytes"] - m_vl["workspace_bytes"])
     assert m_sg["workspace_bytes"] > 0 and not throughput.FITTED.reserve_holds_workspace
+
+
+def test_a_chunk_must_fit_beside_the_decode_tokens_in_the_step_budget(cli):
+    """A mixed step carries the decode batch's tokens first and the prompt chunk in what they leave of
+    max_num_tokens (TensorRT-LLM's MicroBatchScheduler ctxTokensCapacity, vLLM's token budget): a ``--chunk`` that
+    cannot fit is refused with the numbers given, one that fits is priced."""
+    # 8 H100 at 128 + 1024 tokens: trtllm-bench's max_num_tokens 4,608, and 4,500 sequences fit the KV cache
+    args = ("serve", "llama3.1-8b", "--on", "h100", "--dtype", "fp8", "--tp", "8", "--prompt", "128", "--output",
+            "1024", "--chunk")
+    r = cli(*args, "512", "--concurrency", "4500")
+    assert r.rc == 2 and r.err.count("\n") == 1, r.err
+    assert ("--chunk 512 (capped at --prompt 128) with --concurrency 4500: a step carries 4,500 decode tokens and "
+            "the 128-token chunk, 4,628 tokens, over the engine's max_num_tokens 4,608") in r.err
+    assert "use --chunk 108 or less" in r.err
+    assert cli(*args, "128", "--concurrency", "4400").rc == 0
+    r = cli("serve", "llama3.1-8b", "--on", "h100", "--engine", "vllm", "--prompt", "8192", "--chunk", "8192",
+            "--concurrency", "16")
+    assert r.rc == 2 and "over the engine's max_num_tokens 8,192" in r.err and "use --chunk 8176 or less" in r.err
+
+
+def test_vllms_own_chunk_is_what_each_concurrency_leaves_of_the_budget():
+    """``serve --engine vllm`` chunks the prompt to what the decode tokens leave (``mixed_chunk``) at every
+    concurrency a sweep visits, never the first concurrency's chunk carried to a larger batch."""
+    eng = frameworks.select("vllm", "h100", 1)
+    kw = frameworks.online_kwargs(eng, 1, None)
+    for c in (1, 16, 48):
+        assert online.estimate("llama3.1-8b", eng.hw, 8192, 128, c, **kw).chunk == 8192 - c
+    front = api.serve("llama3.1-8b", "h100", engine="vllm", prompt=8192, output=128, sweep_concurrency=True).to_dict()
+    assert front["points"][-1]["concurrency"] > 1

@@ -72,7 +72,9 @@ def test_a_pool_that_does_not_fit_names_the_token_budget(cli):
     r = cli("serve", "deepseek-r1", "--on", "gb200", "--max-throughput", "--tp", "72", "--ep", "72", "--attention-dp",
             "--redundant-experts", "32")
     assert r.rc == 2 and "a smaller --max-num-tokens shrinks it" in r.err and r.err.count("\n") == 1, r.err
-    small = cli("serve", "deepseek-r1", "--on", "gb200", "--max-throughput", "--tp", "72", "--ep", "72",
-                "--attention-dp", "--redundant-experts", "32", "--moe-dispatcher", "deepep", "--format", "json")
+    wide = ("serve", "deepseek-r1", "--on", "b200", "--max-throughput", "--tp", "64", "--ep", "64", "--attention-dp")
+    pooled = cli(*wide)
+    assert pooled.rc == 2 and "workspace 338 GiB per GPU" in pooled.err, pooled.err
+    small = cli(*wide, "--moe-dispatcher", "deepep", "--format", "json")      # 8 hosts of 8: DeepEP runs there
     assert small.rc == 0, small.err
-    assert small.json()["memory_per_gpu"]["workspace_bytes"] < 0.2 * 431 * GIB
+    assert small.json()["memory_per_gpu"]["workspace_bytes"] < 0.2 * 338 * GIB

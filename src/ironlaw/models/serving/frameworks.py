@@ -249,7 +249,8 @@ def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
     """``online.estimate``'s keywords under ``eng`` (a GPU: the engine step model): its scheduler's limits, CUDA
     graphs, mixing and memory fraction (``constants``), the KV cache all of what that fraction leaves, its chunked
     prefill (vLLM: max_num_batched_tokens per mixed step, decode tokens and the prompt chunk together,
-    ``mixed_chunk``; SGLang: prompts prefilled apart). A concurrency over its
+    ``mixed_chunk``, re-derived at each concurrency a sweep visits: ``budget_chunk``; SGLang: prompts prefilled
+    apart). A concurrency over its
     running-request limit, or a device the engine step model does not price, is an error."""
     from .engine import FITTED
     from .online import ENGINE, step_model
@@ -260,9 +261,10 @@ def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
     if concurrency > s.max_num_seqs:
         raise IronlawError(f"--concurrency {concurrency} exceeds {NAMES[eng.name]}'s {s.max_num_seqs} running "
                            f"requests at once ({s.sources['max_num_seqs']})")
-    if chunk is None and s.mixed_steps:
-        chunk = mixed_chunk(eng, concurrency)
-    return {"chunk": chunk, "constants": constants(eng, FITTED), "kv_fraction": 1.0,
+    budget = chunk is None and s.mixed_steps          # the chunk is what each concurrency's decode tokens leave
+    if budget:
+        mixed_chunk(eng, concurrency)
+    return {"chunk": chunk, "budget_chunk": budget, "constants": constants(eng, FITTED), "kv_fraction": 1.0,
             "max_batch": max(s.max_num_seqs, concurrency), "max_num_tokens": s.max_num_batched_tokens}
 
 

@@ -262,12 +262,13 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
              weight_bytes: float | None = None, reserve_fraction: float = RESERVE_FRACTION,
              composition: str = "overlap", captured: bool = True, steps: str | None = None,
              max_batch: int | None = None, max_num_tokens: int | None = None, constants=None,
-             kv_fraction: float | None = None) -> ServeEstimate:
+             kv_fraction: float | None = None, budget_chunk: bool = False) -> ServeEstimate:
     """The online steady state of ``concurrency`` sequences (module docstring), its steps priced by
     ``step_model(hw, steps)``: the engine on a GPU, the device's own calibration elsewhere. ``max_batch``,
     ``max_num_tokens``, ``constants`` (a ``step.ServingConstants``; default the TensorRT-LLM fit) and
     ``kv_fraction`` (of the memory left after weights and workspace; default TensorRT-LLM's) set the engine
-    (the engine step model only: ``serve --engine`` passes its framework's)."""
+    (the engine step model only: ``serve --engine`` passes its framework's). ``budget_chunk`` (with no ``chunk``):
+    the prompt chunk is what the decode tokens leave of ``max_num_tokens`` (vLLM's scheduler)."""
     from ...machine import hardware
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = check_tokens(prompt, "--prompt"), check_tokens(output, "--output")
@@ -280,7 +281,8 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     check_kv(kv_dtype, hw)
     model = step_model(hw, steps)
     if model.name == DEVICE:
-        if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None:
+        if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None \
+                or budget_chunk:
             raise IronlawError(f"--max-batch, --max-num-tokens and --engine set the serving engine; {model.rule}")
         return _on_device(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype,
                           page_tokens=PAGE_TOKENS if page_tokens is None else page_tokens, max_seq=max_seq, tp=tp,
@@ -289,7 +291,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured)
     return _on_engine(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype, tp=tp,
                       max_batch=max_batch, max_num_tokens=max_num_tokens, constants=constants,
-                      kv_fraction=kv_fraction)
+                      kv_fraction=kv_fraction, budget_chunk=budget_chunk)
 
 
 def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured) -> None:
@@ -307,7 +309,8 @@ def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, co
 
 
 def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
-               dtype, kv_dtype, tp, max_batch, max_num_tokens, constants, kv_fraction) -> ServeEstimate:
+               dtype, kv_dtype, tp, max_batch, max_num_tokens, constants, kv_fraction,
+               budget_chunk=False) -> ServeEstimate:
     """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run``."""
     from .engine import FITTED, KV_FRACTION, engine_run
     from .step import step_seconds
@@ -319,12 +322,34 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     t_dec, e_dec = step_seconds(run, concurrency, 0.0, 0.0, pad=True)
     t_pre, e_pre = step_seconds(run, 0, float(prompt), 1.0, pad=False)
     t_mix = None
+    if chunk is None and budget_chunk:
+        chunk = eng.limits.max_num_tokens - concurrency
     if chunk is not None:
         c = min(chunk, prompt)
+        check_chunk(chunk, c, concurrency, eng.limits.max_num_tokens, run.constants.mixed_steps)
         t_mix = step_seconds(run, concurrency, float(c), c / prompt, pad=False)[0]
     ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
     return ServeEstimate(spec, hw, prompt, output, concurrency, run.kv_dtype, chunk, ttft, itl, rate, t_dec, t_pre,
                          engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng)
+
+
+def check_chunk(chunk: int, tokens: int, concurrency: int, max_num_tokens: int, mixed: bool) -> None:
+    """One line where a prompt chunk of ``tokens`` (``--chunk``, at most the prompt) does not fit the engine's step
+    token budget: a mixed step carries the decode batch's ``concurrency`` tokens first and the chunk in what they
+    leave (TensorRT-LLM's MicroBatchScheduler: ``ctxTokensCapacity = maxNumTokensRuntime − batchNumTokens``,
+    cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp; vLLM's scheduler chunks a waiting prompt to the token
+    budget its running requests leave, vllm/v1/core/sched/scheduler.py); an engine that prefills apart
+    (``mixed`` False) fits the chunk alone."""
+    decode = concurrency if mixed else 0
+    if decode + tokens <= max_num_tokens:
+        return
+    room = max_num_tokens - decode
+    given = f"--chunk {chunk}" + (f" (capped at --prompt {tokens})" if tokens < chunk else "")
+    fix = f"use --chunk {room} or less, or lower --concurrency" if room > 0 else "lower --concurrency"
+    raise IronlawError(f"{given} with --concurrency {concurrency}: a step carries {decode:,} decode tokens and the "
+                       f"{tokens:,}-token chunk, {decode + tokens:,} tokens, over the engine's max_num_tokens "
+                       f"{max_num_tokens:,} (its scheduler fills a step with the decode tokens first and chunks the "
+                       f"prompt to the {max(room, 0):,} tokens left); {fix}")
 
 
 def engine_capacity(eng) -> dict:

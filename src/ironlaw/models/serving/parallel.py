@@ -28,7 +28,8 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
                (``NVLinkOneSided``, the first its factory tries, measured dispatching NVFP4 alone; ``NVLinkTwoSided``
                with its prepare step, the routing metadata: 4 bytes per routed row), dispatch of the experts' dtype
                where it is FP8 or NVFP4, else bf16; combine of bf16 rows (``alltoall-mnnvl-*``: GB200, EP 2–64).
-    A device without the curves is refused. An EP group across nodes (the curves are one node's or one NVLink
+    A device without the curves is refused, and so is a DeepEP group TensorRT-LLM refuses (``deepep_feasible``:
+    its ``DeepEP`` strategy raises in its constructor, which a forced method does not survive). An EP group across nodes (the curves are one node's or one NVLink
     domain's) takes the rule training's exchange takes (``network.collectives``): DeepEP's high-throughput
     collectives are priced as the law's α-β all-to-all over the nodes, said in the exchange's source line; the
     measured-only ones (``curves.MEASURED_ONLY``: low-latency, MNNVL) are refused.
@@ -56,6 +57,46 @@ DISPATCHERS = ("deepep", "deepep-ll", "nvlink-one-sided", "nvlink-two-sided")
 STRATEGY = {"allgather": "AllGatherReduceScatter", "alltoall": "MNNVL all-to-all", "deepep": "DeepEP",
             "deepep-ll": "DeepEPLowLatency", "nvlink-one-sided": "NVLinkOneSided",
             "nvlink-two-sided": "NVLinkTwoSided"}     # TensorRT-LLM's name for each exchange
+
+
+# TensorRT-LLM's DeepEP feasibility rule (tensorrt_llm/_torch/modules/fused_moe/communication/deep_ep.py,
+# ``DeepEP._is_deepep_feasible``, checked in ``DeepEP.__init__``; the same rule as ``is_deepep_feasible`` in
+# fused_moe_wide_ep.py ``select_alltoall_method_type`` of the releases before it): one host of 2, 4 or 8 ranks
+# with EP = its ranks, or 8 ranks a host on 2, 4, 8 or 16 hosts (``local_mpi_size()``: the ranks on one host)
+DEEPEP_INTRANODE_RANKS = (2, 4, 8)
+DEEPEP_HOST_RANKS = 8
+DEEPEP_HOSTS = (2, 4, 8, 16)
+# GPUs on one host of a multi-node NVLink rack: GB200/GB300 NVL72 datasheets, 18 compute trays of 2 Grace CPUs and
+# 4 Blackwell GPUs each (72 GPUs); one tray is one operating system, the MPI node ``local_mpi_size`` counts
+TRAY_GPUS = 4
+
+
+def host_gpus(hw) -> int:
+    """GPUs on one host of ``hw``: an NVLink board's (at most ``BOARD_GPUS``), a compute tray's on a multi-node
+    NVLink fabric (``TRAY_GPUS``)."""
+    size = node_size(hw)
+    if size is not None and size > BOARD_GPUS:
+        return TRAY_GPUS
+    return min(size or BOARD_GPUS, BOARD_GPUS)
+
+
+def deepep_feasible(hw, lay) -> bool:
+    """TensorRT-LLM's DeepEP rule (``DEEPEP_INTRANODE_RANKS``): the ranks on one host are the run's GPUs up to a
+    host's (``host_gpus``); EP must be those ranks (2, 4 or 8), or span 2, 4, 8 or 16 hosts of 8 ranks."""
+    local = min(lay.gpus, host_gpus(hw))
+    if lay.ep == local and lay.ep in DEEPEP_INTRANODE_RANKS:
+        return True
+    return local == DEEPEP_HOST_RANKS and lay.ep // local in DEEPEP_HOSTS
+
+
+def _check_deepep_layout(hw, lay) -> None:
+    """One line where TensorRT-LLM's DeepEP strategy refuses the EP group (``deepep_feasible``)."""
+    if lay.dispatcher == "deepep" and not deepep_feasible(hw, lay):
+        local = min(lay.gpus, host_gpus(hw))
+        raise IronlawError(f"--moe-dispatcher deepep: TensorRT-LLM's DeepEP refuses EP {lay.ep} with {local} ranks "
+                           f"on a host of {hw.name} (DeepEP._is_deepep_feasible: EP 2, 4 or 8 on one host of that "
+                           f"many ranks, or 2, 4, 8 or 16 hosts of 8 ranks); use --ep "
+                           f"{local if local in DEEPEP_INTRANODE_RANKS else 8} or another --moe-dispatcher")
 
 
 def _touched(experts: int, k: int, tokens: float) -> float:
@@ -123,6 +164,7 @@ def check_dispatcher(hw, meta: dict, lay, dtype: str, max_tokens_per_rank: int) 
     if d is None:
         return
     check_dispatcher_name(lay)
+    _check_deepep_layout(hw, lay)
     nodes = nodes_for(hw, lay.ep)
     for name, _ in _measured_names(d, dtype).values():
         if measured_curve(hw, name, lay.ep, 1) is None:
