@@ -94,7 +94,6 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     return replace(cols, kernels=kernels), math
 
 
-
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
     """(n_ops, *cfg) share of an op's data time that its kernel spends storing its output after the main
     loop, not overlapped with compute: a GPU GEMM's epilogue (the written bytes' share of its traffic);
