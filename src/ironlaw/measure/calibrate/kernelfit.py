@@ -168,6 +168,8 @@ def release(version: str) -> tuple:
     """(major, minor, patch) of a table's version string ('1.3.0rc20' -> (1, 3, 0))."""
     parts = [int(p) for p in re.findall(r"\d+", version.split("rc")[0].split(".post")[0])[:3]]
     return tuple(parts + [0] * (3 - len(parts)))
+
+
 # bytes per weight element as aiconfigurator's collectors size their copies (collector/trtllm/collect_gemm.py,
 # ``_bytes_per_elem``: bfloat16 2, fp8 1, nvfp4 0.5; its scales not counted)
 COLLECTOR_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "mxfp4": 0.5}
@@ -1048,7 +1050,6 @@ def as_collected(ops: list, rows, g: Group, hw) -> list:
     calls marked ``attrs['resident']``: the collector calls ``collector_copies`` distinct copies of the weights in
     turn, so a row's weights are read from the cache on every call but the first only where all the copies fit it
     together (``warm_weights``). Without a cache level, none is."""
-    from dataclasses import replace
     from ...machine.cache import repeated_limit_bytes
     limit = repeated_limit_bytes(hw)
     if limit is None:
