@@ -96,3 +96,19 @@ def test_the_fp8_math_multiplies_only_its_class():
     other = kernelfit.attention_op(LONG._replace(kv_cache_dtype="bfloat16"), _group("b300"))
     _, math = efficiency.with_variants(cal, Graph("t", "prefill", "bf16", [op, other]).columns(), hw)
     assert np.ravel(math).tolist() == [pytest.approx(2.0), 1.0]
+
+
+def test_the_catalog_stores_fp8_math_wherever_the_rule_names_it():
+    """Every catalog GPU of ``kernelfit.FP8_CONTEXT`` holds its TensorRT-LLM 1.3 bf16-math FP8-cache context classes
+    (each regime of context attention, and context MLA) fitted with ``math = "fp8"``; the GPUs the rule leaves out
+    (L40S; RTX PRO 6000's context attention) hold them without it."""
+    for gpu in ("h100", "h200", "b200", "gb200", "b300", "gb300", "l40s", "rtx-pro-6000"):
+        kernels = hardware.get(gpu).calibration.table()["kernel"]
+        assert attention_kernel("prefill", "bf16", "fp8") in kernels, gpu
+        for op, regimes in (("context_attention", ("", "_mha", "_wide", "_window")), ("context_mla", ("_mla",))):
+            for regime in regimes:
+                name = attention_kernel("prefill", "bf16", "fp8", regime)
+                if name not in kernels:
+                    continue
+                want = "fp8" if gpu in kernelfit.FP8_CONTEXT[op] else None
+                assert kernels[name].get("math") == want, (gpu, name)
