@@ -96,3 +96,38 @@ def test_a_framework_without_a_known_collector_fits_memory_operands():
     assert "aiter" in kernelfit.FRAMEWORKS and "aiter" not in kernelfit.COLLECTOR_COPIES
     assert kernelfit.OPERANDS == ("memory", "copies")
     assert np.all([kernelfit.COLLECTOR_WEIGHT_BYTES[d] > 0 for d in ("bf16", "fp8", "fp4")])
+
+
+def test_trtllm_and_vllm_reuse_one_input_and_sglang_builds_one_per_copy():
+    assert [kernelfit.COLLECTOR_INPUTS[f](6) for f in ("trtllm", "vllm", "sglang")] == [1, 1, 6]
+    assert 0.5 < kernelfit.COLLECTOR_OUTPUT_SHARE < 1.0
+
+
+@pytest.mark.parametrize("framework, version, shape, warm", [
+    ("trtllm", "1.3.0rc20", (4352, 32, 8192), True),     # 68 MiB of input, five copies of 512 KiB of weights
+    ("vllm", "0.24.0", (4352, 32, 8192), True),          # one input for its six copies too
+    ("sglang", "0.5.14", (4352, 32, 8192), False),       # six inputs of 68 MiB
+    ("trtllm", "1.3.0rc20", (2304, 12288, 32), True),    # 54 MiB of output: under three quarters of the L2
+    ("trtllm", "1.3.0rc20", (3584, 12288, 32), False),   # 84 MiB of output: over
+    ("trtllm", "1.3.0rc20", (8, 8192, 6144), False),     # weights warm, but one copy of 96 MiB fills the L2
+])
+def test_a_row_is_warm_through_where_its_collector_iteration_fits_the_l2(framework, version, shape, warm):
+    rows = _rows(shape)
+    assert kernelfit.warm_cycle(group(framework, version), next(rows.itertuples()), L40S_L2) is warm
+
+
+def test_the_table_row_reads_its_reused_input_from_the_l2_and_the_served_gemm_from_gddr6():
+    hw = hardware.get("l40s")
+    rows = _rows((4352, 32, 8192))
+    act = 4352 * 8192 * 2
+    trt = kernelfit.observations(group("trtllm", "1.3.0rc20", rows=rows, operands="copies"), rows, hw)[0].op
+    assert trt.attrs.get("warm_activations") and trt.bytes["activations"] > repeated_limit_bytes(hw) / 2
+    warm = _weight_tiers(hw, trt)
+    assert warm["l2"] >= act and warm.get(DRAM, 0.0) == 0.0
+    sgl = kernelfit.observations(group("sglang", "0.5.14", rows=rows, operands="copies"), rows, hw)[0].op
+    served = workloads.resolve(workloads.Request("gemm:4352,32,8192", dtype="bf16")).ops[0]
+    for op in (sgl, served):
+        assert not op.attrs.get("warm_activations")
+        assert _weight_tiers(hw, op).get(DRAM, 0.0) >= act
+    assert law.predict(Graph("row", "infer", "bf16", [trt]), hw).time_s < \
+        law.predict(Graph("row", "infer", "bf16", [served]), hw).time_s
