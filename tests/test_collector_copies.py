@@ -131,3 +131,23 @@ def test_the_table_row_reads_its_reused_input_from_the_l2_and_the_served_gemm_fr
         assert _weight_tiers(hw, op).get(DRAM, 0.0) >= act
     assert law.predict(Graph("row", "infer", "bf16", [trt]), hw).time_s < \
         law.predict(Graph("row", "infer", "bf16", [served]), hw).time_s
+
+
+def test_an_mla_bmm_row_reads_its_input_and_output_from_the_l2_where_all_of_it_fits():
+    """L40S bf16, 8 heads, mla_gen_pre ([t,128]x[128,512] per head): at 6,144 tokens (61 MiB in all, 48 MiB of it
+    written) the collector's one product called over and over reads its activations from the L2; at 12,288 tokens
+    from the GDDR6, as does the same product in a served step."""
+    from types import SimpleNamespace
+    from ironlaw.models.workloads.attention import per_head
+    hw = hardware.get("l40s")
+    assert "mla_bmm" in kernelfit.WARM_THROUGH_OPS
+
+    def op(tokens):
+        return per_head("attention.q_absorb", SimpleNamespace(heads=8, layers=1), tokens, 128, 512, "bf16")
+
+    fits, over = kernelfit.warm_through(kernelfit.cache_resident([op(6144), op(12288)], hw), hw)
+    assert fits.attrs.get("warm_activations") and not over.attrs.get("warm_activations")
+    assert fits.bytes["activations"] > repeated_limit_bytes(hw) / 2          # beyond what a served op keeps there
+    assert _weight_tiers(hw, fits).get(DRAM, 0.0) == 0.0
+    served = op(6144)
+    assert _weight_tiers(hw, served).get(DRAM, 0.0) >= served.bytes["activations"]
