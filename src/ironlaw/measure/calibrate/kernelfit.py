@@ -186,11 +186,12 @@ def input_per_copy(copies: int) -> int:
 COLLECTOR_INPUTS = {"trtllm": one_input, "vllm": one_input, "sglang": input_per_copy}
 # the share of the last cache level that the output a collector's calls rewrite, call after call, stays in
 # (``warm_cycle``): inputs read over and over stay up to the whole L2, outputs rewritten up to about three quarters.
-# aiconfigurator-core 0.12.0, TensorRT-LLM 1.3.0rc20 bf16 tables, rows by the size of the one operand that dominates
-# (median rate over all operand bytes): L40S (96 MiB L2, GDDR6 864 GB/s), K ≤ 64, outputs of 56–72 MiB 1.5 TB/s, of
-# 72–80 MiB 0.91, of 80–88 MiB 0.74; N ≤ 128, inputs of 80–88 MiB 1.9 TB/s, 96–104 MiB 1.0, 104–112 MiB 0.64. RTX PRO
-# 6000 (128 MiB L2, GDDR7 1.79 TB/s), outputs of 88–96 MiB 2.3 TB/s, of 104–112 MiB 1.5; inputs of 120–128 MiB 2.7
-# TB/s, of 136–144 MiB 1.4 (docs/accuracy.md, "A GEMM row's activations as the collector reuses them")
+# aiconfigurator-core 0.12.0, TensorRT-LLM 1.3.0rc20 bf16 tables, rows by the size of the one operand that
+# dominates (median rate over all operand bytes): L40S (96 MiB L2, GDDR6 864 GB/s), K ≤ 64, outputs of 56–72 MiB
+# 1.5 TB/s, of 72–80 MiB 0.91, of 80–88 MiB 0.74; N ≤ 128, inputs of 80–88 MiB 1.9 TB/s, 96–104 MiB 1.0, 104–112
+# MiB 0.64. RTX PRO 6000 (128 MiB L2, GDDR7 1.79 TB/s), outputs of 88–96 MiB 2.3 TB/s, of 104–112 MiB 1.5; inputs
+# of 120–128 MiB 2.7 TB/s, of 136–144 MiB 1.4 (docs/accuracy.md, "A GEMM row's activations as the collector
+# reuses them")
 COLLECTOR_OUTPUT_SHARE = 0.75
 
 
