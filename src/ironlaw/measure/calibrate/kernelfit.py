@@ -279,6 +279,15 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 # nothing there, 3.2% / 13.0% → 3.7% / 18.4%; docs/accuracy.md)
 GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "float16")}
 GROUP_SWITCH_M_STEP = 2.0
+# (framework, dtype) -> the GPUs (catalog names) on which that framework's GEMM kernel switches its CUTLASS tile
+# configuration at each power of two of M, so that its class's grid takes ``M_SWITCH_STEP`` in M, a node on each side
+# of every switch (``gemm_switch_steps``), where ``GRID_STEPS``' 4× put nodes at 16, 64 and 256 only. SM 8.9 (L40S):
+# vLLM's FP8 GEMM (csrc/quantization/cutlass_w8a8/scaled_mm_c2x_sm89_fp8_dispatch.cuh, ``cutlass_gemm_sm89_fp8_
+# dispatch``: one configuration for M up to 32, 64, 128, 256 and above) and SGLang's (sgl-kernel/csrc/gemm/
+# fp8_gemm_kernel.cu, ``sm89_fp8_dispatch_shape``: up to 64, 128, 256, 512 and above), each also by N
+# (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
+M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
+M_SWITCH_STEP = 2.0
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
@@ -894,7 +903,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     lat = fixed_seconds(own, cal, prob, split)
     coords = tuple(np.asarray(x, float).reshape(-1)
                    for x in kernel_coords(Calibration.of(cal), prob.cols, split))
-    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse or group_switch_steps(g, regime), every)
+    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse or group_switch_steps(g, regime)
+                      or gemm_switch_steps(g), every)
     if nodes is None:
         return own
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
@@ -921,6 +931,14 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
     if not any((g.table.framework, src, kv) in GROUP_SWITCH for src, kv in held):
         return None
     return (GROUP_SWITCH_M_STEP,) + tuple(GRID_STEPS[g.op][1:])
+
+
+def gemm_switch_steps(g: Group) -> tuple | None:
+    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` on one of
+    its GPUs; None otherwise (``GRID_STEPS``)."""
+    if g.op != "gemm" or g.table.gpu not in M_SWITCH_GEMMS.get((g.table.framework, g.key[1]), ()):
+        return None
+    return (M_SWITCH_STEP,) + tuple(GRID_STEPS["gemm"][1:])
 
 
 def coarse_for(framework: str, regime: str) -> bool:
