@@ -96,3 +96,58 @@ def test_a_framework_without_a_known_collector_fits_memory_operands():
     assert "aiter" in kernelfit.FRAMEWORKS and "aiter" not in kernelfit.COLLECTOR_COPIES
     assert kernelfit.OPERANDS == ("memory", "copies")
     assert np.all([kernelfit.COLLECTOR_WEIGHT_BYTES[d] > 0 for d in ("bf16", "fp8", "fp4")])
+
+
+def test_trtllm_and_vllm_reuse_one_input_and_sglang_builds_one_per_copy():
+    assert [kernelfit.COLLECTOR_INPUTS[f](6) for f in ("trtllm", "vllm", "sglang")] == [1, 1, 6]
+    assert 0.5 < kernelfit.COLLECTOR_OUTPUT_SHARE < 1.0
+
+
+@pytest.mark.parametrize("framework, version, shape, warm", [
+    ("trtllm", "1.3.0rc20", (4352, 32, 8192), True),     # 68 MiB of input, five copies of 512 KiB of weights
+    ("vllm", "0.24.0", (4352, 32, 8192), True),          # one input for its six copies too
+    ("sglang", "0.5.14", (4352, 32, 8192), False),       # six inputs of 68 MiB
+    ("trtllm", "1.3.0rc20", (2304, 12288, 32), True),    # 54 MiB of output: under three quarters of the L2
+    ("trtllm", "1.3.0rc20", (3584, 12288, 32), False),   # 84 MiB of output: over
+    ("trtllm", "1.3.0rc20", (8, 8192, 6144), False),     # weights warm, but one copy of 96 MiB fills the L2
+])
+def test_a_row_is_warm_through_where_its_collector_iteration_fits_the_l2(framework, version, shape, warm):
+    rows = _rows(shape)
+    assert kernelfit.warm_cycle(group(framework, version), next(rows.itertuples()), L40S_L2) is warm
+
+
+def test_the_table_row_reads_its_reused_input_from_the_l2_and_the_served_gemm_from_gddr6():
+    hw = hardware.get("l40s")
+    rows = _rows((4352, 32, 8192))
+    act = 4352 * 8192 * 2
+    trt = kernelfit.observations(group("trtllm", "1.3.0rc20", rows=rows, operands="copies"), rows, hw)[0].op
+    assert trt.attrs.get("warm_activations") and trt.bytes["activations"] > repeated_limit_bytes(hw) / 2
+    warm = _weight_tiers(hw, trt)
+    assert warm["l2"] >= act and warm.get(DRAM, 0.0) == 0.0
+    sgl = kernelfit.observations(group("sglang", "0.5.14", rows=rows, operands="copies"), rows, hw)[0].op
+    served = workloads.resolve(workloads.Request("gemm:4352,32,8192", dtype="bf16")).ops[0]
+    for op in (sgl, served):
+        assert not op.attrs.get("warm_activations")
+        assert _weight_tiers(hw, op).get(DRAM, 0.0) >= act
+    assert law.predict(Graph("row", "infer", "bf16", [trt]), hw).time_s < \
+        law.predict(Graph("row", "infer", "bf16", [served]), hw).time_s
+
+
+def test_an_mla_bmm_row_reads_its_input_and_output_from_the_l2_where_all_of_it_fits():
+    """L40S bf16, 8 heads, mla_gen_pre ([t,128]x[128,512] per head): at 6,144 tokens (61 MiB in all, 48 MiB of it
+    written) the collector's one product called over and over reads its activations from the L2; at 12,288 tokens
+    from the GDDR6, as does the same product in a served step."""
+    from types import SimpleNamespace
+    from ironlaw.models.workloads.attention import per_head
+    hw = hardware.get("l40s")
+    assert "mla_bmm" in kernelfit.WARM_THROUGH_OPS
+
+    def op(tokens):
+        return per_head("attention.q_absorb", SimpleNamespace(heads=8, layers=1), tokens, 128, 512, "bf16")
+
+    fits, over = kernelfit.warm_through(kernelfit.cache_resident([op(6144), op(12288)], hw), hw)
+    assert fits.attrs.get("warm_activations") and not over.attrs.get("warm_activations")
+    assert fits.bytes["activations"] > repeated_limit_bytes(hw) / 2          # beyond what a served op keeps there
+    assert _weight_tiers(hw, fits).get(DRAM, 0.0) == 0.0
+    served = op(6144)
+    assert _weight_tiers(hw, served).get(DRAM, 0.0) >= served.bytes["activations"]

@@ -188,6 +188,9 @@ class Columns:
     nk: np.ndarray | None = None             # (n_ops, 2) GEMM N, K from op.attrs["nk"] (convolutions, products
                                              # with a weight matrix), 0 where not given
     resident: np.ndarray | None = None       # (n_ops,) op.attrs["resident"]: all its traffic in the last cache
+    warm_activations: np.ndarray | None = None  # (n_ops,) op.attrs["warm_activations"]: its activations read from the
+                                             # last cache level whatever their size (a table row whose collector
+                                             # calls reuse one input the cache holds with all else they touch)
     weights_kn: np.ndarray | None = None     # (n_ops,) op.attrs["weights_kn"]: x @ W with W row-major K×N
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
     local_experts: np.ndarray | None = None  # (n_ops,) op.attrs["local_experts"]: the expert slots on the rank a grouped
@@ -207,7 +210,8 @@ class Columns:
                 object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "bytes", MappingProxyType(dict(self.bytes)))
         for x in (self.flops, *self.bytes.values(), self.network_bytes, self.count, self.kind_idx, self.vector_flops,
-                  self.eta_scale, self.mnk, self.nk, self.resident, self.weights_kn, self.written, self.history, self.weight_elem_bytes):
+                  self.eta_scale, self.mnk, self.nk, self.resident, self.warm_activations, self.weights_kn, self.written,
+                  self.history, self.weight_elem_bytes):
             if x is not None:
                 x.setflags(write=False)
 
@@ -254,6 +258,8 @@ class Columns:
                        if any("nk" in op.attrs for op in g.ops) else None,
                        resident=np.array([bool(op.attrs.get("resident")) for op in g.ops])
                        if any(op.attrs.get("resident") for op in g.ops) else None,
+                       warm_activations=np.array([bool(op.attrs.get("warm_activations")) for op in g.ops])
+                       if any(op.attrs.get("warm_activations") for op in g.ops) else None,
                        weights_kn=np.array([bool(op.attrs.get("weights_kn")) for op in g.ops])
                        if any(op.attrs.get("weights_kn") for op in g.ops) else None,
                        written=stack(lambda op: op.bytes_written),

@@ -113,9 +113,11 @@ def placed_traffic(cols: Columns, tiers: list, dev: int, placement: capacity.Pla
     """(n_tiers, n_ops, *cfg) bytes each op moves from each of the device's memory ``tiers``: every storage
     class from the tiers it occupies (traffic of a class with no footprint from device memory, tier ``dev``);
     activations that fit the resident fraction (``hot_limit`` bytes), and all traffic of resident ops, from
-    the last cache level."""
+    the last cache level, as are the activations of ops marked ``warm_activations`` (a kernel table's row whose
+    collector loop keeps its one input in the cache with all else it touches)."""
     n_tiers, cfg = len(tiers), cols.cfg_shape
     cache = [i for i, t in enumerate(tiers) if t.role == "cache"]
+    warm = False if cols.warm_activations is None else cols.warm_activations.reshape((-1,) + (1,) * len(cfg))
     traffic = np.zeros((n_tiers, len(cols.kind_idx), *cfg))
     for cls, b in cols.bytes.items():
         frac = placement.fraction(cls)                        # (n_tiers, *cfg)
@@ -123,7 +125,7 @@ def placed_traffic(cols: Columns, tiers: list, dev: int, placement: capacity.Pla
         frac[dev] = np.where(unplaced, 1.0, frac[dev])         # lives in device memory
         share = [frac[t][None] * b for t in range(n_tiers)]   # per tier (n_ops, *cfg): no (tiers × ops × …) temporary
         if cache and (cls == "activations" or np.any(resident)):
-            hot = (b <= hot_limit) if cls == "activations" else np.broadcast_to(resident, b.shape)
+            hot = ((b <= hot_limit) | warm) if cls == "activations" else np.broadcast_to(resident, b.shape)
             moved = np.where(hot, share[0], 0.0)              # summed over the tiers in their order
             for s in share[1:]:
                 moved = moved + np.where(hot, s, 0.0)

@@ -49,6 +49,11 @@ OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "gene
 # cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
 # fits is bound by its math or its launch, and those tables are fitted as measured
 RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
+# ops whose collector calls one kernel over and over on the same input and into the same output block (MLA's per-head
+# products: collector/{trtllm,vllm,sglang}/collect_mla_bmm.py, ``kernel_func``), so that a row whose whole footprint
+# fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
+# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288
+WARM_THROUGH_OPS = ("mla_bmm",)
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -164,6 +169,32 @@ def sglang_copies(version: str, dtype: str, weight_bytes: float, cache_bytes: fl
 COLLECTOR_COPIES = {"trtllm": trtllm_copies, "vllm": vllm_copies, "sglang": sglang_copies}
 
 
+def one_input(copies: int) -> int:
+    """TensorRT-LLM's and vLLM's collectors: one bf16 input ``x`` for every copy (collector/trtllm/collect_gemm.py
+    and collector/vllm/collect_gemm.py, ``run_gemm``: ``x = torch.randn((m, k))`` once, then ``op.forward(x)`` for
+    each op of ``op_list``)."""
+    return 1
+
+
+def input_per_copy(copies: int) -> int:
+    """SGLang's collector: each copy builds its own bf16 input with its weights (collector/sglang/collect_gemm.py,
+    ``create_gemm``: ``torch.randn(M, K)`` inside)."""
+    return copies
+
+
+# framework -> the bf16 inputs (M×K) its collector's calls of one row read in turn, from its copies of the weights
+COLLECTOR_INPUTS = {"trtllm": one_input, "vllm": one_input, "sglang": input_per_copy}
+# the share of the last cache level that the output a collector's calls rewrite, call after call, stays in
+# (``warm_cycle``): inputs read over and over stay up to the whole L2, outputs rewritten up to about three quarters.
+# aiconfigurator-core 0.12.0, TensorRT-LLM 1.3.0rc20 bf16 tables, rows by the size of the one operand that
+# dominates (median rate over all operand bytes): L40S (96 MiB L2, GDDR6 864 GB/s), K ≤ 64, outputs of 56–72 MiB
+# 1.5 TB/s, of 72–80 MiB 0.91, of 80–88 MiB 0.74; N ≤ 128, inputs of 80–88 MiB 1.9 TB/s, 96–104 MiB 1.0, 104–112
+# MiB 0.64. RTX PRO 6000 (128 MiB L2, GDDR7 1.79 TB/s), outputs of 88–96 MiB 2.3 TB/s, of 104–112 MiB 1.5; inputs
+# of 120–128 MiB 2.7 TB/s, of 136–144 MiB 1.4 (docs/accuracy.md, "A GEMM row's activations as the collector
+# reuses them")
+COLLECTOR_OUTPUT_SHARE = 0.75
+
+
 def release(version: str) -> tuple:
     """(major, minor, patch) of a table's version string ('1.3.0rc20' -> (1, 3, 0))."""
     parts = [int(p) for p in re.findall(r"\d+", version.split("rc")[0].split(".post")[0])[:3]]
@@ -248,6 +279,15 @@ COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
 # nothing there, 3.2% / 13.0% → 3.7% / 18.4%; docs/accuracy.md)
 GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "float16")}
 GROUP_SWITCH_M_STEP = 2.0
+# (framework, dtype) -> the GPUs (catalog names) on which that framework's GEMM kernel switches its CUTLASS tile
+# configuration at each power of two of M, so that its class's grid takes ``M_SWITCH_STEP`` in M, a node on each side
+# of every switch (``gemm_switch_steps``), where ``GRID_STEPS``' 4× put nodes at 16, 64 and 256 only. SM 8.9 (L40S):
+# vLLM's FP8 GEMM (csrc/quantization/cutlass_w8a8/scaled_mm_c2x_sm89_fp8_dispatch.cuh, ``cutlass_gemm_sm89_fp8_
+# dispatch``: one configuration for M up to 32, 64, 128, 256 and above) and SGLang's (sgl-kernel/csrc/gemm/
+# fp8_gemm_kernel.cu, ``sm89_fp8_dispatch_shape``: up to 64, 128, 256, 512 and above), each also by N
+# (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
+M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
+M_SWITCH_STEP = 2.0
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
@@ -863,7 +903,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     lat = fixed_seconds(own, cal, prob, split)
     coords = tuple(np.asarray(x, float).reshape(-1)
                    for x in kernel_coords(Calibration.of(cal), prob.cols, split))
-    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse or group_switch_steps(g, regime), every)
+    nodes = fit_nodes(g.op, coords, len(prob.meas), steps or coarse or group_switch_steps(g, regime)
+                      or gemm_switch_steps(g), every)
     if nodes is None:
         return own
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
@@ -890,6 +931,14 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
     if not any((g.table.framework, src, kv) in GROUP_SWITCH for src, kv in held):
         return None
     return (GROUP_SWITCH_M_STEP,) + tuple(GRID_STEPS[g.op][1:])
+
+
+def gemm_switch_steps(g: Group) -> tuple | None:
+    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` on one of
+    its GPUs; None otherwise (``GRID_STEPS``)."""
+    if g.op != "gemm" or g.table.gpu not in M_SWITCH_GEMMS.get((g.table.framework, g.key[1]), ()):
+        return None
+    return (M_SWITCH_STEP,) + tuple(GRID_STEPS["gemm"][1:])
 
 
 def coarse_for(framework: str, regime: str) -> bool:
@@ -1024,6 +1073,7 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     ops = [build(r, g) for r in rows.itertuples()]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw)
+        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
@@ -1045,6 +1095,25 @@ def cache_resident(ops: list, hw) -> list:
             for op in ops]
 
 
+def warm_through(ops: list, hw) -> list:
+    """``ops`` with each whose bytes read, and its written bytes counted as ``COLLECTOR_OUTPUT_SHARE`` of the cache,
+    fit ``hw``'s last cache level marked ``attrs['warm_activations']`` too: the collector calls the one op over and
+    over on the same input and into the same output, so its activations are read from there whatever their size
+    (``WARM_THROUGH_OPS``). Without a cache level, none is."""
+    from ...machine.cache import repeated_limit_bytes
+    limit = repeated_limit_bytes(hw)
+    if limit is None:
+        return ops
+    return [replace(op, attrs={**op.attrs, "warm_activations": True}) if fits_through(op, limit) else op
+            for op in ops]
+
+
+def fits_through(op, cache_bytes: float) -> bool:
+    """Whether ``op``'s bytes read plus its written bytes over ``COLLECTOR_OUTPUT_SHARE`` fit ``cache_bytes``."""
+    written = float(np.max(op.bytes_written))
+    return sum(float(np.max(b)) for b in op.bytes.values()) - written + written / COLLECTOR_OUTPUT_SHARE <= cache_bytes
+
+
 def as_collected(ops: list, rows, g: Group, hw) -> list:
     """``ops`` (a GEMM class's rows) with each whose weights stay in ``hw``'s last cache level between the collector's
     calls marked ``attrs['resident']``: the collector calls ``collector_copies`` distinct copies of the weights in
@@ -1054,8 +1123,24 @@ def as_collected(ops: list, rows, g: Group, hw) -> list:
     limit = repeated_limit_bytes(hw)
     if limit is None:
         return ops
-    return [replace(op, attrs={**op.attrs, "resident": True})
+    return [replace(op, attrs={**op.attrs, "resident": True, **({"warm_activations": True}
+                                                                 if warm_cycle(g, r, limit) else {})})
             if warm_weights(g, float(r.n) * float(r.k), limit) else op for op, r in zip(ops, rows.itertuples())]
+
+
+def warm_cycle(g: Group, r, cache_bytes: float) -> bool:
+    """Whether everything one timed iteration of the collector touches for row ``r`` fits ``cache_bytes``: its
+    copies of the weights and its bf16 inputs (``COLLECTOR_INPUTS``: one shared by every copy, or one per copy), with
+    the bf16 output each call rewrites in the same freed block counted as its share of the cache
+    (``COLLECTOR_OUTPUT_SHARE``). Then the activations too are read from the cache on every call but the first,
+    whatever their size: L40S (96 MiB L2), TensorRT-LLM 1.3.0rc20, gemm:4352,32,8192 (68 MiB of input, five copies of
+    512 KiB of weights) 37 µs measured, where the GDDR6's 864 GB/s would take 83 µs for the input alone."""
+    m, n, k = float(r.m), float(r.n), float(r.k)
+    weight_bytes = n * k * COLLECTOR_WEIGHT_BYTES.get(g.key[1], 2.0)
+    copies = COLLECTOR_COPIES[g.table.framework](g.table.version, g.key[1], weight_bytes, cache_bytes)
+    inputs = COLLECTOR_INPUTS[g.table.framework](copies)
+    read = copies * weight_bytes + inputs * m * k * 2.0
+    return read + m * n * 2.0 / COLLECTOR_OUTPUT_SHARE <= cache_bytes
 
 
 def warm_weights(g: Group, weight_elements: float, cache_bytes: float) -> bool:
