@@ -57,6 +57,10 @@ KEY_S_MAX = 1e-6
 # 0.12.0's H200 block-scaled FP8 MoE rows at one token: 27 µs with 1–16 local experts, 107 µs with 256). At most
 # EXPERT_S_MAX (1 µs)
 EXPERT_S_MAX = 1e-6
+# token_s: seconds per token an MoE layer takes in that a routed-rows class's op stating its tokens adds
+# (``efficiency.token_setup_s``, ``op.attrs["tokens"]``: the combine's), routed to the rank or not (aiconfigurator-core
+# 0.12.0's H100 weight-only MXFP4 MoE rows, TensorRT-LLM's Triton MoE: ~60 ns per token). At most TOKEN_S_MAX (1 µs)
+TOKEN_S_MAX = 1e-6
 KEY_WALK_FREE = 64.0
 # key_ctas, cta_s: a walking class whose CTAs (key_ctas per grid unit, the op's FLOPs / (2·M·N·K)) run in waves over
 # the device's SMs, each CTA paying cta_s and then key_s per key: the walk, waves · (cta_s + key_s · (keys −

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (EXPERT_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
+from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
@@ -25,6 +25,9 @@ MAX_LATENCY_S = 1.0
 SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table besides matmul
 FRAMEWORK_FIELDS = ("framework_s", "framework_share")
 OP_FIELDS = ("compute", "memory", "latency_s")
+# a kernel class without a GEMM shape table: an op's fields, and an MoE layer's seconds per token it takes in
+# (``token_s``: ``efficiency.token_setup_s``)
+KERNEL_OP_FIELDS = (*OP_FIELDS, "token_s")
 TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
               "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend", "provenance")
 # [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
@@ -316,9 +319,11 @@ def _check_op_tables(cal: dict, where: str) -> None:
                     raise IronlawError(f"{w}.variant: must name another kernel class with a shape table, "
                                        f"got {p['variant']!r}")
                 continue
+            fields = KERNEL_OP_FIELDS if table == "kernel" else OP_FIELDS
             for key in p:
-                if key not in OP_FIELDS:
-                    raise unknown(f"field in {w}", key, OP_FIELDS)
+                if key not in fields:
+                    raise unknown(f"field in {w}", key, fields)
+            _num(p, "token_s", w, TOKEN_S_MAX, zero_ok=True)
             _num(p, "compute", w, 1.0 + 1e-9)
             _num(p, "memory", w, MAX_MEMORY_ETA)
             _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
