@@ -57,6 +57,11 @@ EXACT = ("w4a16_mxfp4",)
 # and, under EP, prunes and compacts the routing one program per token of the step, local or not
 # (tensorrt_llm/_torch/modules/fused_moe/fused_moe_triton.py, TritonEPRouter.__call__ / prune_routing_ep)
 PER_TOKEN = ("w4a16_mxfp4",)
+# the (GPU, class) whose grouped GEMMs pad each expert's rows to an M block (core.routing.M_BLOCKS): gpt-oss's layer
+# on Hopper, which the collector runs on TensorRT-LLM's Triton MoE (aiconfigurator collector/trtllm/collect_moe.py:
+# GPT-OSS below SM 100 takes moe_backend "triton"), triton_kernels' matmul_ogs picking its block_m from the rows per
+# expert. Without it Hopper's held-out rows miss on the block changes (H100 10.1% / 23.2%)
+M_BLOCK = {("h100", "w4a16_mxfp4"): "triton", ("h200", "w4a16_mxfp4"): "triton"}
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
@@ -132,7 +137,7 @@ def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> t
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = layer_terms(gpu, dtype, rows, routing)
-    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t, dtype), dtype),
+    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t, dtype), dtype, M_BLOCK.get((gpu, dtype))),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
 
@@ -160,7 +165,7 @@ def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
     x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
-                     routing)
+                     routing, M_BLOCK.get((gpu, dtype)))
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 

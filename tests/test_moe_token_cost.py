@@ -1,10 +1,11 @@
-"""The MoE layer's cost per token it takes in (``token_s``): fitted by moefit, stored on the routed rows' class,
-paid by the combine in ``analyze``.
+"""Hopper's weight-only MXFP4 MoE layer (gpt-oss's experts on TensorRT-LLM's Triton MoE): the cost per token the
+layer takes in (``token_s``: fitted by moefit, stored on the routed rows' class, paid by the combine) and each
+expert's rows padded to the M block triton_kernels' matmul_ogs picks (``m_block`` "triton": the fit's FLOPs and the
+law's compute η).
 
-Where it is stored: Hopper's weight-only MXFP4 classes (gpt-oss's experts; aiconfigurator-core 0.12.0's H100 and
-H200 ``moe_perf`` rows, TensorRT-LLM's Triton MoE, whose router runs one program per token of the step). Full
-tables, held out (benchmarks/kernel_moe.py --data DIR --only w4a16_mxfp4): H100 17.9% / 37.0% → 10.1% / 23.2%,
-H200 18.5% / 39.5% → 9.6% / 24.9% median / p90 (docs/accuracy.md).
+Data: aiconfigurator-core 0.12.0's H100 and H200 ``moe_perf`` w4a16_mxfp4 rows (the full tables, not in the
+repository's extract). Held out (benchmarks/kernel_moe.py --data DIR --only w4a16_mxfp4), median / p90: H100 17.9% /
+37.0% → 5.4% / 16.0%, H200 18.5% / 39.5% → 5.4% / 17.1% (docs/accuracy.md).
 """
 from __future__ import annotations
 
@@ -80,4 +81,33 @@ def test_token_s_is_checked():
     data["calibration"]["kernel"]["moe_rows.w4a16_mxfp4"]["token_s"] = 6e-8
     data["calibration"]["op"] = {"moe_combine": {"token_s": 6e-8}}     # an op table has no cost per token
     with pytest.raises(IronlawError, match="token_s"):
+        hardware.parse_hardware(data, "h100.toml")
+
+
+def test_tritons_block_m_follows_the_rows_per_expert():
+    """triton_kernels' matmul_ogs (NVIDIA): block_m = max(16, min(next_power_of_2(gathered rows // experts), 128))."""
+    from ironlaw.core.routing import block_m, padded_rows
+    assert list(block_m("triton", np.array([1, 128, 136, 256, 520, 4096, 1e6]), 8)) == [16, 16, 32, 32, 128, 128, 128]
+    assert padded_rows(np.array([4.0, 256.0, 0.0]), np.array([4.0, 32.0, 0.0]), 16) == pytest.approx([64, 512, 0])
+    with pytest.raises(IronlawError, match="M block"):
+        block_m("cutlass", 64, 8)
+
+
+def test_hoppers_weight_only_layer_pads_each_experts_rows_to_tritons_block():
+    """gpt-oss-20b (32 experts, top 4) decoding on H100: at one token each of its 4 rows fills a 16-row block
+    (η × 1/16); at 64 tokens 256 rows over 32 experts, 8 each, in 16-row blocks (× 1/2); on B200 (CUTLASS, no
+    m_block) nothing is padded."""
+    assert hardware.get("h100").calibration.kernel["moe_grouped_gemm.w4a16_mxfp4"]["m_block"] == "triton"
+    for batch, scale in ((1, 1 / 16), (64, 1 / 2), (1024, 1.0)):
+        est = api.analyze("gpt-oss-20b", on="h100", batch=batch, seq=1024, phase="decode")
+        up = next(op for op in est.graph.ops if op.name == "mlp_up_proj" and op.module == "experts")
+        assert float(np.ravel(up.eta_scale)[0]) == pytest.approx(scale, rel=2e-3)
+    est = api.analyze("gpt-oss-20b", on="b200", batch=1, seq=1024, phase="decode")
+    assert all(np.all(op.eta_scale == 1.0) for op in est.graph.ops if op.module == "experts")
+
+
+def test_an_unknown_m_block_is_refused():
+    data = hardware.read_toml(hardware.CATALOG_DIR / "h100.toml")
+    data["calibration"]["kernel"]["moe_grouped_gemm.w4a16_mxfp4"]["m_block"] = "cutlass"
+    with pytest.raises(IronlawError, match="m_block"):
         hardware.parse_hardware(data, "h100.toml")

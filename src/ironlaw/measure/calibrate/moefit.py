@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.graph import dtype_bytes
-from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  # noqa: F401  (the collector's routings)
+from ...core.routing import DRAWS, balanced_local, block_m, padded_rows, power_law_local, routing_of  # noqa: F401
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -86,11 +86,13 @@ class MoeFit:
     token_s: float = 0.0      # L_t: seconds per token of the layer's input (``fit``'s per_token; 0: not fitted)
 
 
-def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced") -> np.ndarray:
+def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
+          m_block: str | None = None) -> np.ndarray:
     """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep and,
-    last, the tokens t the layer takes in (counts: ``fit``'s per-expert and per-token terms) of arrays ``rows`` (num_tokens, hidden_size, inter_size, topk,
-    num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
-    power_law_<α>)."""
+    last, the tokens t the layer takes in (counts: ``fit``'s per-expert and per-token terms) of arrays ``rows``
+    (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
+    power_law_<α>); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows padded to the
+    M block the kernel picks."""
     route = routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
@@ -103,10 +105,12 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
                   float).reshape(-1, 2)
     r, u = ru[:, 0], ru[:, 1]
     w = u * 3.0 * h * i * weight_bytes(dtype)
-    f = 2.0 * r * h * 3.0 * i
+    local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
+    if m_block:
+        r_pad = padded_rows(r, u, block_m(m_block, t * np.asarray(rows["topk"], float), local))
+    f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
-    local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t], 1)
 
 
@@ -155,14 +159,17 @@ def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray
     return best_c
 
 
-def kernels(f: MoeFit, dtype: str) -> dict:
+def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
     """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L and L_e
     (``expert_s``, where fitted) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
-    rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine)."""
+    rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine); ``m_block``
+    where the fit padded the rows (``terms``): the law pads them the same way (``models.serving.step.blocked_rows``)."""
     gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
             "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
     if f.expert_s:
         gemm["expert_s"] = float(f"{f.expert_s / 2:.4g}")
+    if m_block:
+        gemm["m_block"] = m_block
     rows = {"memory": round(f.eta_rows, 4), "latency_s": 0.0}
     if f.token_s:
         rows["token_s"] = float(f"{f.token_s:.4g}")
