@@ -183,7 +183,7 @@ def scaled_moe(kernels: dict, scale: float | None) -> dict:
     if not scale > 0.0:
         raise IronlawError(f"expert_layer_scale must be a positive factor, got {scale!r}")
     eta = ("eta_max", "streamed", "memory")
-    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s") else v)
+    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s", "token_s") else v)
                 for n, v in p.items()}
             for k, p in kernels.items()}
 
