@@ -34,7 +34,7 @@ def routed_experts(graph, hw):
         return replace(graph, ops=[grouped_launch(op, want) for op in graph.ops])
     from .dispatcher import local_experts
     slots = local_experts(graph.meta)
-    gathered = float(graph.meta.get("tokens", 0.0)) * float(graph.meta.get("experts_per_token", 0.0))
+    gathered = np.asarray(graph.meta.get("tokens", 0.0), float) * float(graph.meta.get("experts_per_token", 0.0))
     from .serving.step import blocked_rows
     return replace(graph, ops=[blocked_rows(on_moe_layer(op, graph.dtype, kernels, slots), hw.calibration, gathered,
                                             slots) for op in graph.ops])

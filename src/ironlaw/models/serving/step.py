@@ -357,12 +357,17 @@ def blocked_rows(op, cal, gathered_rows, slots: float):
     return o
 
 
-def on_table_rows(op, hw, meta: dict, tokens: float):
+def on_table_rows(op, hw, meta: dict, tokens):
     """A routed GEMM on a measured MoE class whose grouped GEMM pads each expert's rows to an M block
     (``blocked_rows``) for the step's ``tokens`` picking ``experts_per_token`` experts each over the rank's
     expert slots; any other op as it is."""
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+        return op
+    import numpy as np
+
     from ..dispatcher import local_experts
-    return blocked_rows(op, hw.calibration, tokens * float(meta.get("experts_per_token", 0.0)), local_experts(meta))
+    gathered = np.asarray(tokens, float) * float(meta.get("experts_per_token", 0.0))
+    return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
 
 
 def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str | None = None):
@@ -653,7 +658,7 @@ def graph_seconds(run: EngineRun, g: Graph):
     ops = []
     for op in g.ops:
         if op.kind != "collective":
-            op = on_table_rows(grouped(modelopt(op, g.dtype), *kernels), run.hw, g.meta, float(g.meta.get("tokens", 1)))
+            op = on_table_rows(grouped(modelopt(op, g.dtype), *kernels), run.hw, g.meta, g.meta.get("tokens", 1))
             if per_token != 1.0 and is_head(op) and op.attrs.get("role") == "norm":
                 op = scaled(op, per_token)
         ops.append(op)
