@@ -10,8 +10,9 @@ block-scaled FP8 rows (``fp8_block``, DeepSeek-V3/R1's recipe) as a class of the
 GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm); and the weight-only MXFP4 rows
 (``w4a16_mxfp4``, gpt-oss's experts: ``moe_torch_flow``, gpt-oss's 13–14 layer shapes per GPU) as another.
 
-Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a on every other layer shape (all
-its token counts); scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
+Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a (and L_e per local expert slot,
+``PER_EXPERT``; L_t per token of the layer, ``PER_TOKEN``) on every other layer shape (all its token counts);
+scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
 not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regime the serving engine runs).
 
     python benchmarks/kernel_moe.py [--data DIR] [--write] [--only DTYPE]   # --write: into the catalog's
@@ -51,6 +52,16 @@ PER_EXPERT = ("fp8_block",)
 # lands Hopper's η_a at 0.02 and holds out at 34% / 175% (H100) against 17.9% / 37.0% solved within the bounds; on
 # Blackwell both give the same fit. The other classes keep the clipped fit they are stored with
 EXACT = ("w4a16_mxfp4",)
+# the classes fitted with a cost per token the layer takes in (moefit.fit per_token): weight-only MXFP4, whose Hopper
+# layer is TensorRT-LLM's Triton MoE (the collector's moe_backend "triton" below SM 100): its router runs the top-k
+# and, under EP, prunes and compacts the routing one program per token of the step, local or not
+# (tensorrt_llm/_torch/modules/fused_moe/fused_moe_triton.py, TritonEPRouter.__call__ / prune_routing_ep)
+PER_TOKEN = ("w4a16_mxfp4",)
+# the (GPU, class) whose grouped GEMMs pad each expert's rows to an M block (core.routing.M_BLOCKS): gpt-oss's layer
+# on Hopper, which the collector runs on TensorRT-LLM's Triton MoE (aiconfigurator collector/trtllm/collect_moe.py:
+# GPT-OSS below SM 100 takes moe_backend "triton"), triton_kernels' matmul_ogs picking its block_m from the rows per
+# expert. Without it Hopper's held-out rows miss on the block changes (H100 10.1% / 23.2%)
+M_BLOCK = {("h100", "w4a16_mxfp4"): "triton", ("h200", "w4a16_mxfp4"): "triton"}
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
@@ -126,8 +137,7 @@ def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING) -> t
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = layer_terms(gpu, dtype, rows, routing)
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, per_expert=dtype in PER_EXPERT,
-                                                                 exact=dtype in EXACT), dtype),
+    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t, dtype), dtype, M_BLOCK.get((gpu, dtype))),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
 
@@ -138,8 +148,13 @@ def serving_regime(gpu: str, dtype: str, rows: dict) -> np.ndarray:
     from ironlaw.measure.calibrate import moefit
     tp1 = np.asarray(rows["moe_tp_size"]) == 1
     x, t, keep = layer_terms(gpu, dtype, {k: np.asarray(v)[tp1] for k, v in rows.items()})
-    return held_out(lambda x, t: moefit.fit(x, t, per_expert=dtype in PER_EXPERT, exact=dtype in EXACT),
-                    moefit.predict_s, x, t, keep)[1]
+    return held_out(lambda x, t: fitted(x, t, dtype), moefit.predict_s, x, t, keep)[1]
+
+
+def fitted(x: np.ndarray, t: np.ndarray, dtype: str):
+    """moefit.fit of ``dtype``'s rows in the form this benchmark gives the class (PER_EXPERT, EXACT, PER_TOKEN)."""
+    from ironlaw.measure.calibrate import moefit
+    return moefit.fit(x, t, per_expert=dtype in PER_EXPERT, exact=dtype in EXACT, per_token=dtype in PER_TOKEN)
 
 
 def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
@@ -150,7 +165,7 @@ def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
     x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
-                     routing)
+                     routing, M_BLOCK.get((gpu, dtype)))
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
@@ -158,8 +173,8 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
     """The layer time from the stored kernel entries (what the catalog holds, rounded as written)."""
     from ironlaw.measure.calibrate.moefit import MoeFit, predict_s
     g, r = kern[f"moe_grouped_gemm.{dtype}"], kern[f"moe_rows.{dtype}"]
-    return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0, 2 * g.get("expert_s", 0.0)),
-                     x)
+    return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0, 2 * g.get("expert_s", 0.0),
+                            r.get("token_s", 0.0)), x)
 
 
 def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str = VERSION,
@@ -248,14 +263,15 @@ def main() -> int:
             print(f"wrote {write(gpu, fits).relative_to(ROOT)}")
     print(f"MoE layer (TensorRT-LLM {VERSION} CUTLASS fused MoE, balanced routing), {PACKAGE}: fitted on every "
           f"other layer shape, scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
-    print(f"{'GPU':14s} {'dtype':9s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  L_e ns  goal")
+    print(f"{'GPU':14s} {'dtype':9s} {'held-out':>8s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  L_e ns  "
+          f"L_t ns  goal")
     for gpu, dt, _, kern, err, _, _ in fits:
         g, r = kern[f"moe_grouped_gemm.{dt}"], kern[f"moe_rows.{dt}"]
         med, p90 = median_p90(err)
         ok = med <= GOAL_MEDIAN and p90 <= GOAL_P90
         print(f"{gpu:14s} {dt:9s} {len(err):8d} {100 * med:6.1f}% {100 * p90:5.1f}% "
               f"{2e6 * g['latency_s']:6.1f} {g['streamed']:5.2f} {g['eta_max']:5.2f} {r['memory']:5.2f} "
-              f"{2e9 * g.get('expert_s', 0.0):7.0f}  {'met' if ok else 'MISS'}")
+              f"{2e9 * g.get('expert_s', 0.0):7.0f} {1e9 * r.get('token_s', 0.0):7.1f}  {'met' if ok else 'MISS'}")
     print("\nthe serving regime only (MoE TP 1 rows, fitted and scored on their own shapes), median / p90:")
     for gpu, dt, _, rows in chosen:
         e = serving_regime(gpu, dt, rows)

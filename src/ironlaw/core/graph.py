@@ -195,6 +195,8 @@ class Columns:
     written: np.ndarray | None = None        # (n_ops, *cfg) op.bytes_written: the part of the bytes written
     local_experts: np.ndarray | None = None  # (n_ops,) op.attrs["local_experts"]: the expert slots on the rank a grouped
                                              # MoE GEMM launches over (``efficiency.expert_setup_s``), 0 where not given
+    tokens: np.ndarray | None = None         # (n_ops, *cfg) op.attrs["tokens"]: the tokens an MoE layer's op takes in,
+                                             # routed to the rank or not (``efficiency.token_setup_s``), 0 where not given
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     weight_elem_bytes: np.ndarray | None = None  # (n_ops, 1…) op.attrs["weight_elem_bytes"]: stored bytes per weight
@@ -265,6 +267,8 @@ class Columns:
                        written=stack(lambda op: op.bytes_written),
                        local_experts=np.array([float(op.attrs.get("local_experts", 0.0)) for op in g.ops])
                        if any("local_experts" in op.attrs for op in g.ops) else None,
+                       tokens=stack(lambda op: op.attrs.get("tokens", 0.0))
+                       if any("tokens" in op.attrs for op in g.ops) else None,
                        history=stack(lambda op: op.attrs.get("history", 0.0))
                        if any("history" in op.attrs for op in g.ops) else None,
                        weight_elem_bytes=np.array([float(op.attrs.get("weight_elem_bytes", 0.0)) for op in g.ops])

@@ -109,3 +109,29 @@ def slowest_rank(name: str, tokens: float, experts: int, k: int, ep: int) -> tup
         return route(t, e, kk, n)
     rows, _, widest = power_law_ranks(t, e, kk, n, float(name[len("power_law_"):]))
     return rows, widest
+
+
+# The M blocks a grouped MoE GEMM may pad each expert's rows to (a kernel class's ``m_block``): "triton", OpenAI's
+# triton_kernels ``matmul_ogs`` on NVIDIA GPUs (triton_kernels/matmul_ogs_details/opt_flags.py,
+# ``make_default_opt_flags_nvidia``: block_m = max(16, min(next_power_of_2(tokens_per_expt), 128)), tokens_per_expt
+# = the gathered rows // the experts of the routing, at least 1) — TensorRT-LLM's Triton MoE (gpt-oss on Hopper),
+# whose router gathers every token's k picks (t·k rows) over the rank's local experts
+M_BLOCKS = ("triton",)
+TRITON_BLOCK_M = (16.0, 128.0)
+
+
+def block_m(rule: str, gathered_rows, local_experts):
+    """The M block of rule ``rule`` (``M_BLOCKS``) for ``gathered_rows`` token-expert rows over ``local_experts``."""
+    if rule not in M_BLOCKS:
+        from .errors import IronlawError
+        raise IronlawError(f"unknown M block rule '{rule}' (known: {', '.join(M_BLOCKS)})")
+    lo, hi = TRITON_BLOCK_M
+    per = np.maximum(1.0, np.floor(np.asarray(gathered_rows, float) / np.maximum(local_experts, 1.0)))
+    return np.clip(2.0 ** np.ceil(np.log2(per)), lo, hi)
+
+
+def padded_rows(rows, touched, block):
+    """The rows a grouped GEMM computes when each of ``touched`` experts' share of ``rows`` is padded to whole M blocks
+    of ``block`` rows (the rows spread evenly, as the balanced routing spreads them)."""
+    u = np.maximum(np.asarray(touched, float), 1.0)
+    return np.where(np.asarray(rows, float) > 0, u * np.ceil(np.asarray(rows, float) / u / block) * block, 0.0)

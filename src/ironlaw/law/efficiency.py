@@ -63,7 +63,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
-                 + expert_setup_s(cal, cols) + unit_launch_s(cal, cols),
+                 + expert_setup_s(cal, cols) + token_setup_s(cal, cols) + unit_launch_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
@@ -350,6 +350,25 @@ def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     for name, expert_s in own:
         r = names == name
         out[r] = (expert_s * cols.local_experts[r]).reshape((-1,) + lead[1:])
+    return out
+
+
+def token_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds an MoE layer spends on each token it takes in, routed to the rank or not: its kernel
+    class's ``token_s`` × the op's tokens (``op.attrs["tokens"]``, the combine's); 0 for every other op.
+    TensorRT-LLM's Triton MoE (gpt-oss's weight-only MXFP4 experts on Hopper) runs its router's top-k and, under
+    EP, its pruning and compaction one program per token (fused_moe_triton.py, ``TritonEPRouter``): ~60 ns per
+    token of aiconfigurator-core 0.12.0's H100 and H200 tables (``measure/calibrate/moefit``)."""
+    if cols.tokens is None:
+        return 0.0
+    names = _names(cols, "kernels")
+    own = [(name, float(p["token_s"])) for name, p in classes_with(cal, names, "token_s")]
+    if not own:
+        return 0.0
+    out = np.zeros(cols.tokens.shape)
+    for name, token_s in own:
+        r = names == name
+        out[r] = token_s * cols.tokens[r]
     return out
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
-from ..core.gemmshape import (EXPERT_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
+from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
+from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_THREADS
 
 SCHEMA = "ironlaw.calibration/1"
@@ -25,6 +26,9 @@ MAX_LATENCY_S = 1.0
 SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table besides matmul
 FRAMEWORK_FIELDS = ("framework_s", "framework_share")
 OP_FIELDS = ("compute", "memory", "latency_s")
+# a kernel class without a GEMM shape table: an op's fields, and an MoE layer's seconds per token it takes in
+# (``token_s``: ``efficiency.token_setup_s``)
+KERNEL_OP_FIELDS = (*OP_FIELDS, "token_s")
 TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
               "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend", "provenance")
 # [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
@@ -229,6 +233,8 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "cta_s" in p and "key_ctas" not in p:
         raise IronlawError(f"{w}: cta_s is a walking class's seconds per CTA in waves: it needs key_ctas")
     _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
+    if "m_block" in p and p["m_block"] not in M_BLOCKS:
+        raise IronlawError(f"{w}.m_block: must be one of {', '.join(M_BLOCKS)}, got {p['m_block']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:
         raise IronlawError(f"{w}.split_kv: must be one of {', '.join(SPLIT_KV)}, got {p['split_kv']!r}")
     _num(p, "split_s", w, SPLIT_S_MAX, zero_ok=True)
@@ -316,9 +322,11 @@ def _check_op_tables(cal: dict, where: str) -> None:
                     raise IronlawError(f"{w}.variant: must name another kernel class with a shape table, "
                                        f"got {p['variant']!r}")
                 continue
+            fields = KERNEL_OP_FIELDS if table == "kernel" else OP_FIELDS
             for key in p:
-                if key not in OP_FIELDS:
-                    raise unknown(f"field in {w}", key, OP_FIELDS)
+                if key not in fields:
+                    raise unknown(f"field in {w}", key, fields)
+            _num(p, "token_s", w, TOKEN_S_MAX, zero_ok=True)
             _num(p, "compute", w, 1.0 + 1e-9)
             _num(p, "memory", w, MAX_MEMORY_ETA)
             _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)

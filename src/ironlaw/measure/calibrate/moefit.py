@@ -41,7 +41,11 @@ values, the activations bf16) is another: its GEMMs dequantize each weight they 
 cores, stream 4.25 bits a weight, and the fitted η carry the dequantization (the tables time it inside the
 layer). Its rows (TensorRT-LLM's ``moe_torch_flow``, gpt-oss's layer shapes alone) are fitted as
 ``moe_grouped_gemm.w4a16_mxfp4`` / ``moe_rows.w4a16_mxfp4``; a model whose routed experts are stored in MXFP4 with
-bf16 math runs on them.
+bf16 math runs on them. On Hopper that layer is TensorRT-LLM's Triton MoE (the collector's ``moe_backend`` "triton"
+below SM 100), whose router runs the top-k and, under EP, prunes and compacts the routing one program per token of
+the step, routed to the rank or not (tensorrt_llm/_torch/modules/fused_moe/fused_moe_triton.py, ``TritonEPRouter``):
+its rows are fitted with T += L_t·t (``fit``'s ``per_token``), stored as ``token_s`` on ``moe_rows.<dtype>`` and paid
+by the combine, the op that states the layer's tokens (``efficiency.token_setup_s``).
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.graph import dtype_bytes
-from ...core.routing import DRAWS, balanced_local, power_law_local, routing_of  # noqa: F401  (the collector's routings)
+from ...core.routing import DRAWS, balanced_local, block_m, padded_rows, power_law_local, routing_of  # noqa: F401
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -79,13 +83,16 @@ class MoeFit:
     eta_rows: float           # η_a: fraction of HBM bandwidth the permute, activation and combine reach
     rows: int                 # measured rows fitted
     expert_s: float = 0.0     # L_e: seconds per local expert slot (``fit``'s per_expert; 0: not fitted)
+    token_s: float = 0.0      # L_t: seconds per token of the layer's input (``fit``'s per_token; 0: not fitted)
 
 
-def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced") -> np.ndarray:
-    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1) and, last, the rank's expert slots
-    E/ep (a count: ``fit``'s per-expert term) of arrays ``rows`` (num_tokens, hidden_size, inter_size, topk,
-    num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
-    power_law_<α>)."""
+def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
+          m_block: str | None = None) -> np.ndarray:
+    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep and,
+    last, the tokens t the layer takes in (counts: ``fit``'s per-expert and per-token terms) of arrays ``rows``
+    (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
+    power_law_<α>); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows padded to the
+    M block the kernel picks."""
     route = routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
@@ -98,22 +105,25 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
                   float).reshape(-1, 2)
     r, u = ru[:, 0], ru[:, 1]
     w = u * 3.0 * h * i * weight_bytes(dtype)
-    f = 2.0 * r * h * 3.0 * i
+    local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
+    if m_block:
+        r_pad = padded_rows(r, u, block_m(m_block, t * np.asarray(rows["topk"], float), local))
+    f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
-    local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
-    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local], 1)
+    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t], 1)
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
-        exact: bool = False) -> MoeFit:
+        exact: bool = False, per_token: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
-    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0. Each reweighted step solves the unbounded
+    L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
+    layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0. Each reweighted step solves the unbounded
     problem and clips it to the bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
-    cols = [0, 1, 2, 3] + ([5] if per_expert else [])
-    lower = [0.0, 1 / 1.5, 1.0, 1.0] + ([0.0] if per_expert else [])
+    cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else [])
+    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token)
     X = x[:, cols]
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
@@ -125,7 +135,7 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
             c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
     return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t),
-                  float(c[4]) if per_expert else 0.0)
+                  float(c[4]) if per_expert else 0.0, float(c[-1]) if per_token else 0.0)
 
 
 def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
@@ -149,19 +159,26 @@ def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray
     return best_c
 
 
-def kernels(f: MoeFit, dtype: str) -> dict:
+def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
     """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L and L_e
-    (``expert_s``, where fitted) split over the two grouped GEMMs."""
+    (``expert_s``, where fitted) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
+    rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine); ``m_block``
+    where the fit padded the rows (``terms``): the law pads them the same way (``models.serving.step.blocked_rows``)."""
     gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
             "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
     if f.expert_s:
         gemm["expert_s"] = float(f"{f.expert_s / 2:.4g}")
-    return {f"moe_grouped_gemm.{dtype}": gemm, f"moe_rows.{dtype}": {"memory": round(f.eta_rows, 4), "latency_s": 0.0}}
+    if m_block:
+        gemm["m_block"] = m_block
+    rows = {"memory": round(f.eta_rows, 4), "latency_s": 0.0}
+    if f.token_s:
+        rows["token_s"] = float(f"{f.token_s:.4g}")
+    return {f"moe_grouped_gemm.{dtype}": gemm, f"moe_rows.{dtype}": rows}
 
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
     return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
-            + f.expert_s * x[:, 5])
+            + f.expert_s * x[:, 5] + f.token_s * x[:, 6])
 
 
 def shape_split(rows: dict) -> np.ndarray:

@@ -183,7 +183,7 @@ def scaled_moe(kernels: dict, scale: float | None) -> dict:
     if not scale > 0.0:
         raise IronlawError(f"expert_layer_scale must be a positive factor, got {scale!r}")
     eta = ("eta_max", "streamed", "memory")
-    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s") else v)
+    return {k: {n: (v / scale if n in eta else v * scale if n in ("latency_s", "expert_s", "token_s") else v)
                 for n, v in p.items()}
             for k, p in kernels.items()}
 
@@ -335,6 +335,41 @@ def modelopt(op, dtype: str):
     return o
 
 
+def blocked_rows(op, cal, gathered_rows, slots: float):
+    """A routed GEMM on a grouped-GEMM class that pads each expert's rows to an M block (its ``m_block``,
+    ``core.routing.M_BLOCKS``: the fit counted the padded rows' FLOPs, ``moefit.terms``) with its compute η scaled by
+    rows / padded rows (``eta_scale``): R = its FLOPs / (2·N·K), spread over the U experts whose weights it streams,
+    the block picked from the ``gathered_rows`` token-expert rows over the rank's ``slots`` experts; any other op as
+    it is."""
+    rule = ((cal.kernel or {}).get(op.attrs.get("kernel", ""), {}) if cal is not None else {}).get("m_block")
+    if not rule or op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs:
+        return op
+    import numpy as np
+
+    from ...core.routing import block_m, padded_rows
+    from ...core.weightonly import elem_bytes
+    n, k = (float(v) for v in op.attrs["nk"])
+    rows = np.asarray(op.flops, float) / (2.0 * n * k)
+    touched = np.asarray(op.bytes.get("weights", 0.0), float) / (n * k * elem_bytes(op))
+    pad = padded_rows(rows, touched, block_m(rule, np.maximum(gathered_rows, 1.0), max(slots, 1.0)))
+    o = copy.copy(op)
+    o.eta_scale = op.eta_scale * np.where(pad > 0, rows / np.maximum(pad, 1e-30), 1.0)
+    return o
+
+
+def on_table_rows(op, hw, meta: dict, tokens):
+    """A routed GEMM on a measured MoE class whose grouped GEMM pads each expert's rows to an M block
+    (``blocked_rows``) for the step's ``tokens`` picking ``experts_per_token`` experts each over the rank's
+    expert slots; any other op as it is."""
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed":
+        return op
+    import numpy as np
+
+    from ..dispatcher import local_experts
+    gathered = np.asarray(tokens, float) * float(meta.get("experts_per_token", 0.0))
+    return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
+
+
 def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str | None = None):
     """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``. ``carried``: the weight
@@ -390,7 +425,7 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
         else:
             ops.append(op)
     kernels = moe_kernels(hw, dtype, moe_recipe(tok)) if moe_tables else (GROUPED_GEMM, None)
-    ops = [grouped(modelopt(op, dtype), *kernels) for op in ops]
+    ops = [on_table_rows(grouped(modelopt(op, dtype), *kernels), hw, tok.meta, T) for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
@@ -623,7 +658,7 @@ def graph_seconds(run: EngineRun, g: Graph):
     ops = []
     for op in g.ops:
         if op.kind != "collective":
-            op = grouped(modelopt(op, g.dtype), *kernels)
+            op = on_table_rows(grouped(modelopt(op, g.dtype), *kernels), run.hw, g.meta, g.meta.get("tokens", 1))
             if per_token != 1.0 and is_head(op) and op.attrs.get("role") == "norm":
                 op = scaled(op, per_token)
         ops.append(op)

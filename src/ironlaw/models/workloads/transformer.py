@@ -206,8 +206,15 @@ def _moe(a: Arch, sh: _Shape, dt: str, L: int) -> list[Op]:
     return [linear("moe_router", t, h, e, dt, L, a.router_bias, module="router", role="router"),
             elementwise("moe_topk", t * e, dt, flopcount.SOFTMAX + 1.0, count=L, kind="softmax", module="router",
                         role="router"),
-            _permute(t, k, h, dt, L), up, act, down, *shared,
-            elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="combine")]
+            _permute(t, k, h, dt, L), up, act, down, *shared, _combine(t, k, h, dt, L)]
+
+
+def _combine(t: Num, k: int, h: int, dt: str, L: int) -> Op:
+    """The unpermute and probability-weighted sum of each token's k expert rows, stating the tokens the layer takes
+    in (``attrs["tokens"]``: a routed-rows class with a cost per token pays it here, ``efficiency.token_setup_s``)."""
+    op = elementwise("moe_combine", t * h, dt, 2.0 * k, inputs=k, count=L, module="experts", role="combine")
+    op.attrs["tokens"] = t
+    return op
 
 
 def _shared_gate(a: Arch, t: Num, dt: str, L: int) -> list[Op]:
