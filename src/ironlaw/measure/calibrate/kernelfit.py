@@ -49,6 +49,9 @@ OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "gene
 # cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
 # fits is bound by its math or its launch, and those tables are fitted as measured
 RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
+# of those, the tables whose rows' KV cache alone decides whether they are resident (``reread_bytes``): decode
+# attention; MLA's decode and its BMMs keep every byte of the op (their rows at the L2's size not examined)
+CACHE_DECIDES_OPS = ("generation_attention",)
 # the tables whose decode rows ran on a K-only cache pool (``k_only_pool``): TensorRT-LLM's attention decode before
 # the 1.3 line (A100's 1.0.0 table; aiconfigurator 0.8.0's 1.0.0rc3 / rc6 tables), its grouped-query class
 K_ONLY_OP, K_ONLY_FRAMEWORK, K_ONLY_BEFORE, K_ONLY_REGIMES = "generation_attention", "trtllm", (1, 3), ("",)
@@ -1028,7 +1031,7 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     if k_only_pool(g):
         ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
-        ops = cache_resident(ops, hw)
+        ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
@@ -1050,9 +1053,9 @@ def k_only_pool(g: Group) -> bool:
             and release(g.table.version) < K_ONLY_BEFORE)
 
 
-def cache_resident(ops: list, hw) -> list:
-    """``ops`` with each whose re-read operands fit ``hw``'s last cache level (``cache.repeated_limit_bytes``;
-    ``reread_bytes``) marked ``attrs['resident']`` (a stored GEMM class's too where it was fitted with "cache"): the
+def cache_resident(ops: list, hw, by_cache: bool = False) -> list:
+    """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``; with
+    ``by_cache``, its KV cache's: ``reread_bytes``) marked ``attrs['resident']`` (a stored GEMM class's too where it was fitted with "cache"): the
     tables' collector times one op over and over on the same KV cache, nothing else
     between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
     cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
@@ -1062,17 +1065,18 @@ def cache_resident(ops: list, hw) -> list:
     limit = repeated_limit_bytes(hw)
     if limit is None:
         return ops
-    return [replace(op, attrs={**op.attrs, "resident": True}) if reread_bytes(op) <= limit else op for op in ops]
+    return [replace(op, attrs={**op.attrs, "resident": True}) if reread_bytes(op, by_cache) <= limit else op
+            for op in ops]
 
 
-def reread_bytes(op) -> float:
-    """The bytes of ``op`` whose residency decides where the collector's repeated calls read it from: a decode's KV
-    cache where it reads one (its query, output and new token, at most a few MiB, stream through beside it), else
-    all its bytes. RTX PRO 6000 (128 MiB L2), SGLang 0.5.14, a bf16 cache of exactly 128 MiB (batch 2, 131,071
-    cached tokens, one KV head × 128): 50.5 µs, 2.7 TB/s on 1.6 TB/s GDDR7; its 951 bf16 rows of a cache that size
-    (window rows aside) read it at a median 2.7 TB/s, its 858 rows of twice that size at 1.4 TB/s (docs/accuracy.md,
-    "Decode rows whose KV cache is the L2's size")."""
-    cache = op.bytes.get("kv_cache")
+def reread_bytes(op, by_cache: bool = True) -> float:
+    """The bytes of ``op`` whose residency decides where the collector's repeated calls read it from: with
+    ``by_cache`` (a decode attention table's rows, ``CACHE_DECIDES_OPS``) its KV cache where it reads one (its query,
+    output and new token stream through beside it), else all its bytes. RTX PRO 6000 (128 MiB L2), SGLang 0.5.14, a
+    bf16 cache of exactly 128 MiB (batch 2, 131,071 cached tokens, one KV head × 128): 50.5 µs, 2.7 TB/s on 1.6 TB/s
+    GDDR7; its 951 bf16 rows of a cache that size (window rows aside) read it at a median 2.7 TB/s, its 858 rows of
+    twice that size at 1.4 TB/s (docs/accuracy.md, "Decode rows whose KV cache is the L2's size")."""
+    cache = op.bytes.get("kv_cache") if by_cache else None
     return float(np.sum(cache)) if cache is not None else float(sum(np.sum(b) for b in op.bytes.values()))
 
 
