@@ -1055,8 +1055,8 @@ def k_only_pool(g: Group) -> bool:
 
 def cache_resident(ops: list, hw, by_cache: bool = False) -> list:
     """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``; with
-    ``by_cache``, its KV cache's: ``reread_bytes``) marked ``attrs['resident']`` (a stored GEMM class's too where it was fitted with "cache"): the
-    tables' collector times one op over and over on the same KV cache, nothing else
+    ``by_cache``, its KV cache's: ``reread_bytes``) marked ``attrs['resident']`` (a stored GEMM class's too where it
+    was fitted with "cache"): the tables' collector times one op over and over on the same KV cache, nothing else
     between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
     cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
     the CUDA probe's own repeated rows (``build.observations``). Without a cache level, none is."""
