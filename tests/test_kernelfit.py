@@ -214,7 +214,7 @@ def test_a_calibration_fitted_in_parts_names_each_table_once():
 
 
 def test_generation_rows_whose_cache_fits_the_l2_are_priced_there():
-    """The collector re-reads one KV cache call after call: a generation row whose bytes fit the last cache level
+    """The collector re-reads one KV cache call after call: a generation row whose cache fits the last cache level
     is marked resident and priced at that tier, as the law prices a resident op; larger rows, other tables and a
     device without a cache level keep device memory."""
     from ironlaw.core.graph import Graph
@@ -225,10 +225,11 @@ def test_generation_rows_whose_cache_fits_the_l2_are_priced_there():
     g = gs["generation attention bf16, KV bf16"]
     obs = kernelfit.observations(g, g.rows, hw)
     byts = np.array([sum(o.op.bytes.values()) for o in obs])
+    cache = np.array([o.op.bytes["kv_cache"] for o in obs])
     marked = np.array([bool(o.op.attrs.get("resident")) for o in obs])
     limit = repeated_limit_bytes(hw)
     assert limit == 50 * 2**20 and marked.any() and (~marked).any()
-    assert np.array_equal(marked, byts <= limit)
+    assert np.array_equal(marked, cache <= limit)                  # the cache the calls re-read decides
     plain = kernelfit.observations(g, g.rows)                     # without a device: as measured
     assert not any(o.op.attrs.get("resident") for o in plain)
     i = int(np.flatnonzero(marked & (byts > 0.5 * limit))[0])      # the probe's own fraction would miss it
@@ -291,3 +292,50 @@ def test_wide_prefill_tiles_each_query_head_on_its_own():
         assert op.attrs["kernel"].endswith("_wide") == (heads > 32)
         assert m == m_want and k == 128.0
         assert float(grid_units(op.flops, m, n, k)) == pytest.approx(units_want, rel=0.01)
+
+
+def decode_table(version: str, rows: list[tuple], gpu: str = "a100") -> kerneltable.KernelTable:
+    """A TensorRT-LLM generation-attention table of ``rows`` (batch, cached tokens, heads, KV heads, head dim), bf16."""
+    import pandas as pd
+    frame = pd.DataFrame([dict(batch_size=b, isl=1, num_heads=h, num_key_value_heads=kv, head_dim=d, window_size=0,
+                               attn_dtype="bfloat16", kv_cache_dtype="bfloat16", step=s, kernel_source="torch_flow",
+                               latency_s=1e-3) for b, s, h, kv, d in rows])
+    return kerneltable.KernelTable("generation_attention", gpu, "device", "trtllm", version, "x.parquet", frame)
+
+
+def test_decode_rows_on_the_collectors_k_only_pool_move_half_the_cache():
+    """aiconfigurator's TensorRT-LLM collector ran decode attention on a K-only cache pool before the 1.3 line: the
+    grouped-query rows of those tables (A100's 1.0.0 table, the 1.0-line tables) are the op with half its cache's
+    bytes; the 1.3.0rc20 tables' rows, one head per KV head (MMHA, which streams both), MLA's and a served step keep
+    both keys and values."""
+    shape = [(16, 65535, 16, 8, 128)]
+    old, new = (kernelfit.groups([decode_table(v, shape)])[0] for v in ("1.0.0", "1.3.0rc20"))
+    assert kernelfit.k_only_pool(old) and not kernelfit.k_only_pool(new)
+    mha = kernelfit.groups([decode_table("1.0.0", [(16, 65535, 8, 8, 128)])])[0]
+    assert mha.name.endswith("one head per KV head") and not kernelfit.k_only_pool(mha)
+    kv = 16 * 65536 * 8 * 128 * 2 * 2                                      # keys and values, bf16
+    (o_old,), (o_new,) = (kernelfit.observations(g, g.rows) for g in (old, new))
+    assert o_new.op.bytes["kv_cache"] == pytest.approx(kv)
+    assert o_old.op.bytes["kv_cache"] == pytest.approx(kv / 2)
+    assert o_old.op.bytes["activations"] == o_new.op.bytes["activations"]
+    mla = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))[0]
+    assert not kernelfit.k_only_pool(replace_version(mla, "1.0.0"))
+
+
+def replace_version(g, version: str):
+    from dataclasses import replace
+    return replace(g, table=replace(g.table, version=version))
+
+
+def test_a_decode_whose_kv_cache_is_the_l2s_size_is_read_from_there():
+    """RTX PRO 6000 (128 MiB L2): a bf16 cache of exactly 128 MiB (batch 2, 131,071 cached tokens, one KV head × 128)
+    is resident though its query, output and new token take the op past 128 MiB; twice that cache is not."""
+    from ironlaw.machine.cache import repeated_limit_bytes
+    hw = hardware.get("rtx-pro-6000")
+    limit = repeated_limit_bytes(hw)
+    g = kernelfit.groups([decode_table("1.3.0rc20", [(2, 131071, 2, 1, 128), (4, 131071, 2, 1, 128)],
+                                       "rtx-pro-6000")])[0]
+    at, twice = kernelfit.observations(g, g.rows, hw)
+    assert at.op.bytes["kv_cache"] == limit < sum(at.op.bytes.values())
+    assert at.op.attrs.get("resident") and not twice.op.attrs.get("resident")
+    assert kernelfit.reread_bytes(at.op) == limit

@@ -54,6 +54,12 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
 # 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288
 WARM_THROUGH_OPS = ("mla_bmm",)
+# of those, the tables whose rows' KV cache alone decides whether they are resident (``reread_bytes``): decode
+# attention; MLA's decode and its BMMs keep every byte of the op (their rows at the L2's size not examined)
+CACHE_DECIDES_OPS = ("generation_attention",)
+# the tables whose decode rows ran on a K-only cache pool (``k_only_pool``): TensorRT-LLM's attention decode before
+# the 1.3 line (A100's 1.0.0 table; aiconfigurator 0.8.0's 1.0.0rc3 / rc6 tables), its grouped-query class
+K_ONLY_OP, K_ONLY_FRAMEWORK, K_ONLY_BEFORE, K_ONLY_REGIMES = "generation_attention", "trtllm", (1, 3), ("",)
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -1071,18 +1077,36 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else \
         mla_bmm_op if g.op == "mla_bmm" else attention_op
     ops = [build(r, g) for r in rows.itertuples()]
+    if k_only_pool(g):
+        ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
-        ops = cache_resident(ops, hw)
+        ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
         ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
 
 
-def cache_resident(ops: list, hw) -> list:
-    """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``) marked
-    ``attrs['resident']`` (a stored GEMM class's too where it was fitted with "cache"): the tables' collector times one
-    op over and over on the same KV cache, nothing else
+def k_only_pool(g: Group) -> bool:
+    """Whether ``g``'s decode rows read their values from the keys' lines: aiconfigurator's TensorRT-LLM collector
+    allocated its attention cache as ``CacheType.SELFKONLY`` (a K-only pool, as TensorRT-LLM serves MLA's latent
+    cache) until it moved to the 1.3.0rc20 line, which allocates ``CacheType.SELF`` as serving does
+    (collector/trtllm/collect_attn.py, ai-dynamo/aiconfigurator dec5f4cd2, "Regular GQA/MHA has separate K and V
+    tensors"). On such a pool the grouped-query decode class (2 to 32 query heads per KV head, ``K_ONLY_REGIMES``)
+    moves half the cache's bytes: A100's TensorRT-LLM 1.0.0 table reads a 4 GiB bf16 cache (batch 16, 65,535 tokens,
+    8 KV heads × 128) in 1.31 ms, 3.3 TB/s counted as keys and values on a 2.04 TB/s part (its rows over 16× the L2:
+    3.0-3.4 TB/s), 1.63 TB/s counted as keys alone; its one-head-per-KV-head rows (MMHA) stream both, 1.7 TB/s at the
+    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). Its rows are
+    the op as the collector ran it: its cache's bytes halved (``observations``); a served step reads both."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else None
+    return (g.op == K_ONLY_OP and regime in K_ONLY_REGIMES and g.table.framework == K_ONLY_FRAMEWORK
+            and release(g.table.version) < K_ONLY_BEFORE)
+
+
+def cache_resident(ops: list, hw, by_cache: bool = False) -> list:
+    """``ops`` with each whose bytes fit ``hw``'s last cache level (``cache.repeated_limit_bytes``; with
+    ``by_cache``, its KV cache's: ``reread_bytes``) marked ``attrs['resident']`` (a stored GEMM class's too where it
+    was fitted with "cache"): the tables' collector times one op over and over on the same KV cache, nothing else
     between the calls, so such a cache is read from the last cache level (L40S, 96 MiB L2: one layer's 64 MiB bf16
     cache read at 2.4 TB/s, the GDDR6 serves 864 GB/s), and the law prices a resident op's bytes at that tier, as
     the CUDA probe's own repeated rows (``build.observations``). Without a cache level, none is."""
@@ -1091,7 +1115,7 @@ def cache_resident(ops: list, hw) -> list:
     limit = repeated_limit_bytes(hw)
     if limit is None:
         return ops
-    return [replace(op, attrs={**op.attrs, "resident": True}) if sum(op.bytes.values()) <= limit else op
+    return [replace(op, attrs={**op.attrs, "resident": True}) if reread_bytes(op, by_cache) <= limit else op
             for op in ops]
 
 
@@ -1112,6 +1136,17 @@ def fits_through(op, cache_bytes: float) -> bool:
     """Whether ``op``'s bytes read plus its written bytes over ``COLLECTOR_OUTPUT_SHARE`` fit ``cache_bytes``."""
     written = float(np.max(op.bytes_written))
     return sum(float(np.max(b)) for b in op.bytes.values()) - written + written / COLLECTOR_OUTPUT_SHARE <= cache_bytes
+
+
+def reread_bytes(op, by_cache: bool = True) -> float:
+    """The bytes of ``op`` whose residency decides where the collector's repeated calls read it from: with
+    ``by_cache`` (a decode attention table's rows, ``CACHE_DECIDES_OPS``) its KV cache where it reads one (its query,
+    output and new token stream through beside it), else all its bytes. RTX PRO 6000 (128 MiB L2), SGLang 0.5.14, a
+    bf16 cache of exactly 128 MiB (batch 2, 131,071 cached tokens, one KV head × 128): 50.5 µs, 2.7 TB/s on 1.6 TB/s
+    GDDR7; its 951 bf16 rows of a cache that size (window rows aside) read it at a median 2.7 TB/s, its 858 rows of
+    twice that size at 1.4 TB/s (docs/accuracy.md, "Decode rows whose KV cache is the L2's size")."""
+    cache = op.bytes.get("kv_cache") if by_cache else None
+    return float(np.sum(cache)) if cache is not None else float(sum(np.sum(b) for b in op.bytes.values()))
 
 
 def as_collected(ops: list, rows, g: Group, hw) -> list:
