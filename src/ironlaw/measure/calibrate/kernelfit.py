@@ -37,7 +37,7 @@ from ...core.gemmshape import (CTA_S_MAX, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, 
                                XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
-from ...core.splitkv import MMHA_THREADS
+from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
@@ -263,7 +263,8 @@ COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
 # source; the tables step where each puts it, docs/accuracy.md)
 SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
                  ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
-                                                                 for t in MMHA_THREADS)}
+                                                                 for t in MMHA_THREADS)
+                 + tuple({"split_kv": "mmha", "mmha_occupancy": c} for c in MMHA_OCCUPANCY)}
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
