@@ -219,7 +219,8 @@ def test_grid_coords_keep_the_flops_of_a_split_op():
 def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu, sms):
     """B300, GB200 and GB300 state their enabled SMs (CUDA device reports; the full Blackwell Ultra die's 160 is not
     what a launch sees), so their FP8-cache MMHA window classes take MMHA's multi-block launch, placed on those SMs:
-    2 sequences × 32 query heads, 16,383 cached tokens, head dim 128, 512-thread blocks."""
+    2 sequences × 32 query heads, 16,383 cached tokens, head dim 128, in the blocks the class states (``mmha_threads``)
+    or its launch tunes (``mmha_occupancy``)."""
     hw = hardware.get(gpu)
     assert hw.sms == sms and hw.sources["vector.sms"].startswith("estimate: third-party: CUDA device reports")
     cls = "attention_generation_bf16_kv_fp8_window_mmha"
@@ -228,8 +229,12 @@ def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu
     g = T.build(arch, Request("x", phase="decode", batch=2, seq=16383), "x")
     (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
     op.attrs["kernel"] = cls
-    threads = hw.calibration.kernel[cls]["mmha_threads"]
+    p = hw.calibration.kernel[cls]
     split = efficiency.split_blocks(hw.calibration, g.columns(), hw)
-    tiles = mmha_blocks_per_sequence(op.attrs["history"], 64, sms, mmha_tokens_per_loop(128, threads))
-    assert tiles > 1
-    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(in_whole_waves(tiles, 64, sms, threads))
+    if "mmha_occupancy" in p:                                   # the launch tuned to the CTAs (mmha_tuned_launch)
+        slots, tiles = mmha_tuned_launch(op.attrs["history"], 64, sms, 128, p["mmha_occupancy"])
+    else:
+        tiles = mmha_blocks_per_sequence(op.attrs["history"], 64, sms, mmha_tokens_per_loop(128, p["mmha_threads"]))
+        slots = in_whole_waves(tiles, 64, sms, p["mmha_threads"])
+    assert tiles > 1 and split.splits.reshape(len(g.ops), -1)[i, 0]
+    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(slots)

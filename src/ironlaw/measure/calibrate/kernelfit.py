@@ -260,7 +260,8 @@ COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
 # the plain one (``fit_class``): TensorRT-LLM's XQA decode kernel per sequence and KV head (``core.splitkv``,
 # ``split_kv = "history"``); its MMHA kernel per sequence and query head, in blocks of each of ``MMHA_THREADS``
 # threads (``split_kv = "mmha"``: which block fits one per SM is the compiled kernel's register count, not in the
-# source; the tables step where each puts it, docs/accuracy.md)
+# source; the tables step where each puts it, docs/accuracy.md), and as it tunes its block to the CTAs, split or not, for
+# each of ``MMHA_OCCUPANCY`` 256-thread CTAs per SM (``mmha_occupancy``, ``splitkv.mmha_tuned_launch``)
 SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
                  ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
                                                                  for t in MMHA_THREADS)
