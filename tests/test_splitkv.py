@@ -10,7 +10,7 @@ import pytest
 import ironlaw
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.splitkv import (blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
-                                  mmha_tokens_per_loop)
+                                  mmha_tokens_per_loop, mmha_tuned_launch, mmha_tuned_threads)
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
 from ironlaw.machine.hardware import parse_hardware
@@ -51,6 +51,26 @@ def test_mmha_splits_each_query_head_by_the_sms_and_its_key_loop():
     assert in_whole_waves(2.0, 1.0, H100_SMS, 512) == 264                # a 512-thread block: two 256-thread CTAs
 
 
+B200_SMS = 148
+
+
+def test_mmha_tunes_its_block_to_the_idle_sms_and_runs_it_in_whole_waves():
+    """mmha_launch_kernel_ex below 4 CTAs per SM: blocks of 256 · min(⌈SMs · occupancy / CTAs⌉, occupancy) threads
+    (a 1,024-thread block that does not fit falls back to 512), split or not, in whole waves; checked where
+    aiconfigurator-core 0.12.0's B200 window-128 table (one KV head × 64, bf16 cache) steps, at 3 CTAs per SM: 64
+    heads at batch 1, 8.7 µs unsplit, 12.8 µs at 511 cached tokens (2 blocks, one wave), 17.9 µs at 1,023 (3, two
+    waves); 96 heads at batch 2, 4, 8 and 16 at one cached token: 12.8, 19.0, 13.2, 23.1 µs (2, 3, 2, 4 waves)."""
+    assert mmha_tuned_threads([64, 192, 384, 512, 768, 4096], B200_SMS, 3).tolist() == [512, 512, 512, 256, 256, 256]
+    assert mmha_tuned_threads([64, 192, 384], B200_SMS, 4).tolist() == [1024, 1024, 512]
+    assert mmha_tuned_threads(600, B200_SMS, 4) == 256                    # from 4 CTAs per SM on: untuned
+    waves = lambda hist, ctas: (lambda slots, tiles: (slots * ctas / (B200_SMS * 3), tiles))(  # noqa: E731
+        *mmha_tuned_launch(hist, ctas, B200_SMS, 64, 3))
+    assert [waves(h, 64) for h in (256.0, 512.0, 1024.0, 16384.0)] == [(1, 1), (1, 2), (2, 3), (2, 3)]
+    assert [waves(2.0, 96 * b)[0] for b in (1, 2, 4, 8, 16)] == [1, 2, 3, 2, 4]
+    assert waves(512.0, 96) == (2, 2)                                    # 19.1 µs: split in two, two waves
+    assert waves(512.0, 192) == (2, 1)                                   # 15.1 µs: unsplit, two waves
+
+
 def test_an_mmha_op_launches_a_cta_per_query_head():
     """A one-head-per-KV-head windowed decode (MMHA): its grid coordinates are per CTA, one query row each, the
     FLOPs unchanged, and the law prices the split the class names."""
@@ -69,6 +89,26 @@ def test_an_mmha_op_launches_a_cta_per_query_head():
     m, n, k, units = efficiency.grid_coords(cols, split)
     m0, n0, k0, u0 = efficiency.grid_coords(cols)
     assert m[i] == 1.0 and (m * n * k * units)[i] == pytest.approx((m0 * n0 * k0 * u0)[i])
+
+
+@pytest.mark.parametrize("seq, blocks, reduce_s", [(127, 148 * 3 / 32, 0.0), (16383, 2 * 148 * 3 / 32, 2e-6)])
+def test_a_tuned_mmha_launch_pays_its_split_only_where_it_splits(seq, blocks, reduce_s):
+    """A class that states its CTAs per SM (``mmha_occupancy``) launches as TensorRT-LLM tunes it: on B200 (148 SMs,
+    3 per SM), one sequence of 32 query heads (× 128) runs 512-thread blocks, one per SM, 256 keys per loop;
+    unsplit at 127 cached tokens, its 32 CTAs still take a whole wave (``blocks``: the wave's 444 256-thread slots
+    over 32 CTAs) and pay no ``split_s``; at 16,383 it splits in ⌈148 / 32⌉ = 5 (160 blocks, two waves) and pays
+    it."""
+    hw = hardware.get("b200")
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, kv_heads=32)      # 32 heads, one per KV head
+    g = T.build(arch, Request("x", phase="decode", batch=1, seq=seq), "x")
+    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    cal = hw.calibration.table()
+    plain = {k: v for k, v in cal["kernel"][op.attrs["kernel"]].items() if k not in ("mmha_threads", "split_s")}
+    cal["kernel"][op.attrs["kernel"]] = {**plain, "split_kv": "mmha", "mmha_occupancy": 3, "split_s": 2e-6}
+    c, cols = calibration.Calibration.of(cal), g.columns()
+    split = efficiency.split_blocks(c, cols, hw)
+    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(blocks)
+    assert np.reshape(efficiency.split_reduce_s(c, cols, split), (len(g.ops), -1))[i, 0] == pytest.approx(reduce_s)
 
 
 def _attention_ops(seq, phase="decode", on="h100", batch=8):
@@ -153,6 +193,11 @@ def test_split_kv_names_a_known_split():
     cal["kernel"][WINDOW_CLASS] = {**plain, "split_kv": "mmha", "mmha_threads": 768}
     with pytest.raises(IronlawError, match="one of 512, 1024; got 768"):
         calibration.check(cal, "calibration")
+    for bad in ({"split_kv": "mmha", "mmha_occupancy": 5}, {"split_kv": "history", "mmha_occupancy": 3},
+                {"split_kv": "mmha", "mmha_occupancy": 3, "mmha_threads": 512}):
+        cal["kernel"][WINDOW_CLASS] = {**plain, **bad}
+        with pytest.raises(IronlawError, match="mmha_occupancy: an MMHA class's"):
+            calibration.check(cal, "calibration")
 
 
 def test_grid_coords_keep_the_flops_of_a_split_op():
@@ -174,7 +219,8 @@ def test_grid_coords_keep_the_flops_of_a_split_op():
 def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu, sms):
     """B300, GB200 and GB300 state their enabled SMs (CUDA device reports; the full Blackwell Ultra die's 160 is not
     what a launch sees), so their FP8-cache MMHA window classes take MMHA's multi-block launch, placed on those SMs:
-    2 sequences × 32 query heads, 16,383 cached tokens, head dim 128, 512-thread blocks."""
+    2 sequences × 32 query heads, 16,383 cached tokens, head dim 128, in the blocks the class states (``mmha_threads``)
+    or its launch tunes (``mmha_occupancy``)."""
     hw = hardware.get(gpu)
     assert hw.sms == sms and hw.sources["vector.sms"].startswith("estimate: third-party: CUDA device reports")
     cls = "attention_generation_bf16_kv_fp8_window_mmha"
@@ -183,8 +229,12 @@ def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu
     g = T.build(arch, Request("x", phase="decode", batch=2, seq=16383), "x")
     (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
     op.attrs["kernel"] = cls
-    threads = hw.calibration.kernel[cls]["mmha_threads"]
+    p = hw.calibration.kernel[cls]
     split = efficiency.split_blocks(hw.calibration, g.columns(), hw)
-    tiles = mmha_blocks_per_sequence(op.attrs["history"], 64, sms, mmha_tokens_per_loop(128, threads))
-    assert tiles > 1
-    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(in_whole_waves(tiles, 64, sms, threads))
+    if "mmha_occupancy" in p:                                   # the launch tuned to the CTAs (mmha_tuned_launch)
+        slots, tiles = mmha_tuned_launch(op.attrs["history"], 64, sms, 128, p["mmha_occupancy"])
+    else:
+        tiles = mmha_blocks_per_sequence(op.attrs["history"], 64, sms, mmha_tokens_per_loop(128, p["mmha_threads"]))
+        slots = in_whole_waves(tiles, 64, sms, p["mmha_threads"])
+    assert tiles > 1 and split.splits.reshape(len(g.ops), -1)[i, 0]
+    assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(slots)

@@ -37,12 +37,14 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads",
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads", "mmha_occupancy",
                 "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s",
                 "math", "m_block")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
+# mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
+# CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
 # pass over the whole sequence (``op.attrs['history']``) in place of the window's, for a context kernel that walks every
 # key block of the sequence and only masks the ones outside the window (SGLang's and vLLM's Triton prefill)

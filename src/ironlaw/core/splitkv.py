@@ -90,3 +90,45 @@ def in_whole_waves(blocks, ctas, sms: int, threads) -> np.ndarray:
     waves = np.ceil(ctas * blocks / float(sms))
     slots = waves * float(sms) * np.asarray(threads, float) / MMHA_CTA_THREADS
     return np.where(blocks > 1.0, slots / ctas, blocks)
+
+
+# MMHA's launch below SMs · MMHA_TUNE_CTAS CTAs tunes its block size to the SMs left idle, split or not
+MMHA_TUNE_CTAS = 4                   # ``mmha_launch_kernel_ex``: ``kernel_total_blocks >= multi_processor_count * 4``
+MMHA_OCCUPANCY = (2, 3, 4)           # 256-thread CTAs per SM the unsplit kernel's registers allow (fitted, tried in turn)
+
+
+def mmha_tuned_threads(ctas, sms: int, occupancy: int) -> np.ndarray:
+    """Per row, the threads per block MMHA launches ``ctas`` (sequences × query heads) with, its 256-thread kernel
+    holding ``occupancy`` CTAs per SM (``cudaOccupancyMaxActiveBlocksPerMultiprocessor``, the registers'; not in the
+    source, fitted): ``mmha_launch_kernel_ex`` keeps 256 from ``MMHA_TUNE_CTAS`` CTAs per SM on, and below it
+    takes 256 · min(⌈SMs · occupancy / CTAs⌉, occupancy), at most 1,024, rounded down to 256, 512 or 1,024; a block
+    that does not fit an SM falls back to half its size (``MMHA_1024_BLOCKSIZE_CHECK``, ``MMHA_512_BLOCKSIZE_CHECK``),
+    the SM holding ``occupancy`` · 256 threads of any block size."""
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    size = np.minimum(MMHA_CTA_THREADS * np.minimum(np.ceil(sms * occupancy / ctas), occupancy), max(MMHA_THREADS))
+    threads = np.where(size >= 1024, 1024.0, np.where(size >= 512, 512.0, 256.0))
+    threads = np.where(ctas >= MMHA_TUNE_CTAS * sms, float(MMHA_CTA_THREADS), threads)
+    for _ in MMHA_THREADS:
+        threads = np.where(occupancy * MMHA_CTA_THREADS < threads, threads / 2.0, threads)
+    return threads
+
+
+def mmha_tuned_launch(history, ctas, sms: int, head_dim, occupancy: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, (the SMs' 256-thread CTA slots over the waves a launch takes, per sequence and head; the blocks each
+    sequence and head is split into) for TensorRT-LLM's MMHA kernel as ``mmha_launch_kernel_ex`` launches it, its
+    256-thread kernel holding ``occupancy`` CTAs per SM: blocks of ``mmha_tuned_threads``, ⌊occupancy · 256 /
+    threads⌋ per SM, split (``multi_block_grid_setup``) into at most ⌈SMs · blocks per SM / CTAs⌉ blocks and at most
+    ⌈(history + 1) / keys per loop⌉ (``mmha_tokens_per_loop``); every block, split or not, in whole waves over the SMs.
+    aiconfigurator-core 0.12.0's B200 table (148 SMs), window 128, one KV head × 64, bf16 cache, at 3 CTAs per SM:
+    64 heads at batch 1 (512 threads, one per SM) 8.7 µs unsplit, 12.8 µs at 511 cached tokens (2 blocks, one wave),
+    17.9–19.0 µs from 1,023 on (3 blocks, two waves); 96 heads unsplit at batch 2, 4 and 8 (192 and 384 CTAs of 512
+    threads, 768 of 256) in two, three and two waves: 12.8, 19.0, 13.2 µs at one cached token."""
+    history = np.asarray(history, float)
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    threads = mmha_tuned_threads(ctas, sms, occupancy)
+    per_sm = np.floor(occupancy * MMHA_CTA_THREADS / threads)
+    by_keys = np.ceil((history + 1.0) / mmha_tokens_per_loop(head_dim, threads))
+    tiles = np.where(ctas >= MMHA_TUNE_CTAS * sms, 1.0,
+                     np.maximum(np.minimum(np.ceil(sms * per_sm / ctas), by_keys), 1.0))
+    waves = np.ceil(ctas * tiles / (sms * per_sm))
+    return waves * sms * occupancy / ctas, tiles

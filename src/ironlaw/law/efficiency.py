@@ -20,7 +20,7 @@ from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
-                            mmha_tokens_per_loop)
+                            mmha_tokens_per_loop, mmha_tuned_launch)
 from ..machine.hardware import Hardware
 
 
@@ -184,9 +184,11 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
 class Split:
     """How a split-KV decode kernel launches each op (``split_blocks``), arrays (n_ops, *cfg): ``blocks`` the blocks
     each sequence is split into (1 where none), ``fold`` the query rows a kernel gives a CTA each of its own (MMHA's
-    one CTA per query head: the heads per KV head; 1 where the rows share a tile)."""
+    one CTA per query head: the heads per KV head; 1 where the rows share a tile), ``splits`` whether the launch
+    splits a sequence (where a tuned MMHA launch counts its unsplit CTAs in whole waves, ``blocks`` > 1 does not say)."""
     blocks: np.ndarray
     fold: np.ndarray
+    splits: np.ndarray | None = None
 
 
 def grid_coords(cols: Columns, split: Split | None = None) -> tuple:
@@ -223,7 +225,8 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     """How the ops that state the whole sequence (``op.attrs['history']``, a windowed decode) of a kernel class that
     splits it launch (``Split``) on ``hw``'s SMs: ``split_kv = "history"``, TensorRT-LLM's XQA
     (``splitkv.blocks_per_sequence``, per sequence and KV head); ``"mmha"``, its MMHA kernel, one CTA per sequence
-    and query head, split by ``splitkv.mmha_blocks_per_sequence`` (blocks of the class's ``mmha_threads``). Every
+    and query head, split by ``splitkv.mmha_blocks_per_sequence`` (blocks of the class's ``mmha_threads``), or, for a
+    class that states its kernel's CTAs per SM (``mmha_occupancy``), launched as ``splitkv.mmha_tuned_launch``. Every
     other op: 1 block, no fold; None where no op is such. Such an op on a device without an SM count is an error:
     its launch cannot be placed."""
     if cols.history is None or not cal.kernel:
@@ -248,8 +251,14 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     heads = units / 2.0 * np.maximum(m, 1.0)           # sequences × KV heads × heads per KV head
     threads = _per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead)
     tiles = mmha_blocks_per_sequence(history, heads, sms, mmha_tokens_per_loop(k, threads))
-    blocks = np.where(mmha, in_whole_waves(tiles, heads, sms, threads), blocks)
-    return Split(blocks, np.where(mmha, np.maximum(m, 1.0), 1.0))
+    slots = in_whole_waves(tiles, heads, sms, threads)
+    occupancy = np.broadcast_to(_per_op(cal, names, "mmha_occupancy", 0.0, lead), units.shape)
+    for c in np.unique(occupancy[mmha & (occupancy > 0)]):
+        tuned = mmha & (occupancy == c)
+        slots, tiles = (np.where(tuned, x, y) for x, y in zip(mmha_tuned_launch(history, heads, sms, k, int(c)),
+                                                              (slots, tiles)))
+    splits = np.where(mmha, tiles > 1.0, blocks > 1.0)
+    return Split(np.where(mmha, slots, blocks), np.where(mmha, np.maximum(m, 1.0), 1.0), splits)
 
 
 def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
@@ -389,10 +398,11 @@ def split_reduce_s(cal: Calibration, cols: Columns, split: Split | None) -> np.n
     if not own:
         return 0.0
     blocks = np.broadcast_to(split.blocks, cols.flops.shape)
+    splits = np.broadcast_to(blocks > 1.0 if split.splits is None else split.splits, cols.flops.shape)
     out = np.zeros(cols.flops.shape)
     for name, split_s, merge_s in own:
         r = names == name
-        out[r] = np.where(blocks[r] > 1.0, split_s + merge_s * blocks[r], 0.0)
+        out[r] = np.where(splits[r], split_s + merge_s * blocks[r], 0.0)
     return out
 
 

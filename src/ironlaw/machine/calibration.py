@@ -17,7 +17,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.routing import M_BLOCKS
-from ..core.splitkv import MMHA_THREADS
+from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
@@ -288,6 +288,10 @@ def _check_grid(p: dict, w: str) -> None:
                                 or isinstance(p["mmha_threads"], bool)):
         raise IronlawError(f"{w}.mmha_threads: an MMHA class's (split_kv = \"mmha\") threads per block, one of "
                            f"{', '.join(map(str, MMHA_THREADS))}; got {p['mmha_threads']!r}")
+    if "mmha_occupancy" in p and (p.get("split_kv") != "mmha" or "mmha_threads" in p
+                                  or p["mmha_occupancy"] not in MMHA_OCCUPANCY or isinstance(p["mmha_occupancy"], bool)):
+        raise IronlawError(f"{w}.mmha_occupancy: an MMHA class's (split_kv = \"mmha\", no mmha_threads) 256-thread "
+                           f"CTAs per SM, one of {', '.join(map(str, MMHA_OCCUPANCY))}; got {p['mmha_occupancy']!r}")
     if "grid_nodes" not in p and "grid_log" not in p:
         return
     nodes, text = p.get("grid_nodes"), p.get("grid_log")

@@ -37,7 +37,7 @@ from ...core.gemmshape import (CTA_S_MAX, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, 
                                XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
-from ...core.splitkv import MMHA_THREADS
+from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
@@ -306,10 +306,12 @@ COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
 # the plain one (``fit_class``): TensorRT-LLM's XQA decode kernel per sequence and KV head (``core.splitkv``,
 # ``split_kv = "history"``); its MMHA kernel per sequence and query head, in blocks of each of ``MMHA_THREADS``
 # threads (``split_kv = "mmha"``: which block fits one per SM is the compiled kernel's register count, not in the
-# source; the tables step where each puts it, docs/accuracy.md)
+# source; the tables step where each puts it, docs/accuracy.md), and as it tunes its block to the CTAs, split or not, for
+# each of ``MMHA_OCCUPANCY`` 256-thread CTAs per SM (``mmha_occupancy``, ``splitkv.mmha_tuned_launch``)
 SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
                  ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
-                                                                 for t in MMHA_THREADS)}
+                                                                 for t in MMHA_THREADS)
+                 + tuple({"split_kv": "mmha", "mmha_occupancy": c} for c in MMHA_OCCUPANCY)}
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
