@@ -95,3 +95,30 @@ def test_math_must_name_a_dtype_and_no_walk():
         calibration.check(_cal({**SHAPE, "math": "fp9"}), "calibration")
     with pytest.raises(IronlawError, match="math and key_ctas"):
         calibration.check(_cal({**SHAPE, "math": "fp8", "key_s": 1e-8, "key_ctas": 4.0}), "calibration")
+
+
+def test_vllms_triton_head_dim_keeps_the_models_math():
+    """vLLM's FlashInfer backend takes no head dim 192 (``FlashInferBackend.get_supported_head_sizes``): its rows run
+    on vLLM's Triton prefill, whose query stays bf16. The class's ``math`` names the head dims TRT-LLM's kernel times
+    (``math_head_dims``), and an op at 192 keeps bf16's peak while one at 128 runs at FP8's."""
+    t = _table("vllm_flashinfer_trtllmprefill")
+    tri = t.rows.assign(head_dim=192, kernel_source="vllm_triton_attn")
+    (g,) = kernelfit.groups([replace(t, rows=pd.concat([t.rows, tri, t.rows.assign(head_dim=64)]))])
+    assert kernelfit.math_of(g) == {"math": "fp8", "math_head_dims": [64, 128]}
+    (alone,) = kernelfit.groups([t])
+    assert "math_head_dims" not in kernelfit.math_of(alone)
+    hw = hardware.get("b300")
+    p = {**SHAPE, "math": "fp8", "math_head_dims": [64, 128]}
+    g128 = kernelfit.Group("g", ("kernel", FP8_CACHE), "context_attention", t, None)
+    ops = [kernelfit.attention_op(next(r.head(1).itertuples()), g128) for r in (t.rows, tri)]
+    cols = Graph("t", "prefill", "bf16", ops).columns()
+    _, math = efficiency.with_variants(Calibration.of(_cal(p)), cols, hw)
+    assert np.ravel(math).tolist() == [pytest.approx(hw.peak("fp8") / hw.peak("bf16")), 1.0]
+
+
+def test_math_head_dims_need_math_and_head_dims():
+    with pytest.raises(IronlawError, match="it needs math"):
+        calibration.check(_cal({**SHAPE, "math_head_dims": [128]}), "calibration")
+    for bad in ([], [0], "128", [True]):
+        with pytest.raises(IronlawError, match="math_head_dims: must be a non-empty list"):
+            calibration.check(_cal({**SHAPE, "math": "fp8", "math_head_dims": bad}), "calibration")

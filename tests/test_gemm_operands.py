@@ -3,6 +3,7 @@ keep in the last cache level (``kernelfit.fit_operands``, provenance ``operands_
 under the fastest measured call (``kernelfit.latency_floor``); on the H100 extract of aiconfigurator-core 0.12.0
 (tests/data/kernel_tables)."""
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,14 +27,20 @@ def test_the_fixed_latency_stays_under_the_fastest_fitted_call(h100_gemm_fit):
             assert 0 < cal["matmul"][g.key[1]]["latency_s"] <= floor * (1 + 1e-3), (fill, g.name)
 
 
-def test_the_floor_bounds_gemm_and_decode_attention_latency_only():
+def test_the_floor_bounds_gemm_decode_and_serving_framework_prefill_latency_only():
     g = kernelfit.Group("gemm bf16", ("matmul", "bf16"), "gemm", None, None)
     rows = type("Rows", (), {"latency_s": np.array([4e-6, 2.5e-6, 9e-6]), "__len__": lambda self: 3})()
     bounds, starts = kernelfit.within_floor(g, rows, kernelfit.STREAM_PARAMS, [[0.8, 1.0, 2.0, 0.5, 1e6, 0.3, 3e-6]])
     assert dict(bounds)["latency_s"] == 2.5e-6 and starts[0][-1] == pytest.approx(0.9 * 2.5e-6)
     assert dict(bounds)["eta_max"] == 1.0 and starts[0][:-1] == [0.8, 1.0, 2.0, 0.5, 1e6, 0.3]
-    attn = replace(g, op="context_attention")
+    attn = replace(g, op="context_attention", table=SimpleNamespace(framework="trtllm"))
     assert kernelfit.within_floor(attn, rows, kernelfit.PARAMS, [[1.0] * 6]) == (kernelfit.PARAMS, [[1.0] * 6])
+    for framework in ("vllm", "sglang"):                      # their context classes are capped, every regime
+        for regime in ("", "_mha", "_wide", "_window"):
+            ctx = replace(attn, key=("kernel", f"attention_context_bf16_kv_bf16{regime}"),
+                          table=SimpleNamespace(framework=framework))
+            bounds, starts = kernelfit.within_floor(ctx, rows, kernelfit.PARAMS, [[1.0] * 6])
+            assert dict(bounds)["latency_s"] == 2.5e-6 and starts[0][-1] == pytest.approx(0.9 * 2.5e-6)
     for op in ("generation_attention", "generation_mla"):     # decode classes are capped as GEMMs are
         bounds, starts = kernelfit.within_floor(replace(g, op=op), rows, kernelfit.PARAMS, [[1.0] * 6])
         assert dict(bounds)["latency_s"] == 2.5e-6 and starts[0][-1] == pytest.approx(0.9 * 2.5e-6)

@@ -37,9 +37,9 @@ GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
-                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half", "mmha_threads", "mmha_occupancy",
-                "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m", "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s",
-                "math", "m_block")
+                "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
+                "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
+                "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -102,6 +102,11 @@ XQA_MLA_HEADS = 128
 # so with an FP8 cache its prefill on B200 … GB300 computes in FP8: aiconfigurator-core 0.12.0's vLLM 0.24.0 B300
 # table, 4,096 tokens and more, head dim 256: 1.66 PFLOP/s at the median on the FP8 cache (to 2.61, over the 2.25 of
 # bf16's peak), 1.32 on the bf16 cache, at the same shapes
+# math_head_dims: the head dims (the op's K) a ``math`` class's kernel computes in that dtype at; an op at another head
+# dim keeps its own peak. vLLM's FlashInfer backend takes head dims 64, 128 and 256 (vllm/v1/attention/backends/
+# flashinfer.py, ``FlashInferBackend.get_supported_head_sizes``; 0.24.0's tables time 512 on it too), so its head dim
+# 192 (MiMo-V2) runs on vLLM's Triton prefill (``vllm_triton_attn``), whose query stays in the model's dtype: B300,
+# FP8 cache, 8,193 tokens and more, head dim 192 priced at FP8's peak ran 59% too fast at the median (held out)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -76,10 +76,11 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     128 heads on an FP8 cache, SM 12.0 only; ``gemmshape.XQA_MLA_HEADS``); and per op (n_ops, 1…) the math peak of
     the kernel it runs over the op's own, which its compute η is multiplied by: the variant's (``variant_dtype``: the
     XQA MLA kernel computes in FP8 whatever the model's dtype) or its class's ``math`` (a context FMHA that runs FP8
-    math on an FP8 cache); ``cols`` itself and 1 where no op runs either."""
+    math on an FP8 cache), at its ``math_head_dims`` where it names them (``at_math_head_dim``); ``cols`` itself and 1
+    where no op runs either."""
     own = {name: (p["variant"], float(p["variant_m"]), p["variant_dtype"]) for name, p in (cal.kernel or {}).items()
            if "variant" in p}
-    maths = {name: p["math"] for name, p in (cal.kernel or {}).items() if "math" in p}
+    maths = {name: (p["math"], p.get("math_head_dims")) for name, p in (cal.kernel or {}).items() if "math" in p}
     if (not own and not maths) or cols.kernels is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
@@ -87,11 +88,19 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
         if name in own and cols.mnk is not None and np.all(cols.mnk[i, 0] == own[name][1]):
             kernels[i] = own[name][0]
             math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
-        elif name in maths:
-            math[i] = hw.peak(maths[name]) / hw.peak(cols.dtypes[i])
+        elif name in maths and at_math_head_dim(maths[name][1], cols, i):
+            math[i] = hw.peak(maths[name][0]) / hw.peak(cols.dtypes[i])
     if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
     return replace(cols, kernels=kernels), math
+
+
+def at_math_head_dim(dims: list | None, cols: Columns, i: int) -> bool:
+    """Whether op ``i`` runs its class's ``math`` kernel: at every head dim where the class names none
+    (``math_head_dims``), else where the op's head dim (its stated K, ``op.attrs['mnk']``) is one of ``dims``."""
+    if dims is None:
+        return True
+    return cols.mnk is not None and bool(np.all(np.isin(cols.mnk[i, 2], np.asarray(dims, float))))
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:

@@ -251,6 +251,18 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}.math: must be a dtype ({', '.join(DTYPE_BYTES)}), got {p['math']!r}")
     if "math" in p and "key_ctas" in p:
         raise IronlawError(f"{w}: math and key_ctas exclude each other (a walk's bound is at the op's own peak)")
+    if "math_head_dims" in p:
+        _check_head_dims(p, w)
+
+
+def _check_head_dims(p: dict, w: str) -> None:
+    """``math_head_dims``: a non-empty list of positive head dims, on a class that names its ``math``."""
+    dims = p["math_head_dims"]
+    if "math" not in p:
+        raise IronlawError(f"{w}: math_head_dims are the head dims a math class computes in its dtype at: it needs math")
+    if not isinstance(dims, list) or not dims or not all(
+            isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise IronlawError(f"{w}.math_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:

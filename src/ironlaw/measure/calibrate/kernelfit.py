@@ -220,9 +220,16 @@ STREAM_M_HALF = (("m_half", 1e6), (10.0, 100.0))     # the M term's second try: 
 # ops whose fixed latency_s the fit holds under the fastest fitted call (``latency_floor``): GEMMs, and the generation
 # attention and MLA classes (L40S bf16 decode, held out: 2.3% / 22.1% → 2.0% / 13.8%; docs/accuracy.md, "The fixed
 # latency of generation attention and MLA classes") but over 32 heads per KV head (``FLOOR_FREE_REGIMES``: its coarse
-# grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); context classes left unbounded (not measured)
+# grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); and the context attention classes of the frameworks of
+# ``FLOOR_CONTEXT_FRAMEWORKS``, every regime: unbounded, each of vLLM's and SGLang's 149 context classes (aiconfigurator-
+# core 0.12.0) took a fixed latency over its fastest fitted call (SGLang B200 FP8 cache, one head per KV head: 20.6 µs
+# against 11.6 µs; Triton's head dim 256 at 12.4 µs held out 66-87% too slow), which the grid cannot take back
+# (docs/accuracy.md, "Context attention's fixed latency under the fastest call"). TensorRT-LLM's context classes keep
+# their fit (not refitted here)
 FLOOR_OPS = ("gemm", "generation_attention", "generation_mla", "mla_bmm")
 FLOOR_FREE_REGIMES = ("_wide",)
+FLOOR_CONTEXT_OPS = ("context_attention",)
+FLOOR_CONTEXT_FRAMEWORKS = ("vllm", "sglang")
 # ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
 # (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
 # takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
@@ -610,7 +617,20 @@ def math_of(g: Group) -> dict:
             not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in QUERY_AS_CACHE:
         return {}
     m = re.fullmatch(r"attention_context_([a-z0-9]+)_kv_([a-z0-9]+).*", g.key[1])
-    return {"math": m.group(2)} if m and m.group(1) != m.group(2) else {}
+    return {"math": m.group(2), **math_head_dims(g.rows)} if m and m.group(1) != m.group(2) else {}
+
+
+def math_head_dims(rows) -> dict:
+    """``{"math_head_dims": [...]}``, the head dims ``rows`` time on a kernel of ``QUERY_AS_CACHE`` alone, where some
+    other head dim of theirs runs another kernel (vLLM 0.24.0's head dim 192 on its Triton prefill,
+    ``vllm_triton_attn``: ``gemmshape`` math_head_dims); {} where every head dim runs one (or rows without head
+    dims: MLA's)."""
+    if "head_dim" not in rows.columns:
+        return {}
+    on = rows["kernel_source"].isin(QUERY_AS_CACHE)
+    other = set(rows["head_dim"][~on])
+    dims = sorted(int(d) for d in set(rows["head_dim"][on]) - other)
+    return {"math_head_dims": dims} if other and dims else {}
 
 
 def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
@@ -713,13 +733,15 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
 
 def latency_floor(g: Group, rows) -> float | None:
     """A class's bound on its fixed ``latency_s`` (a GEMM's, a generation attention's or MLA's, ``FLOOR_OPS``, but
-    not ``FLOOR_FREE_REGIMES``): the fastest call among ``rows`` (every call pays it); None for another. Unbounded,
+    not ``FLOOR_FREE_REGIMES``; a context attention class's of ``FLOOR_CONTEXT_FRAMEWORKS``, any regime): the fastest
+    call among ``rows`` (every call pays it); None for another. Unbounded,
     the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the grid, which scales only the
     time above it, could not bring the smallest shapes back down (aiconfigurator-core 0.12.0's A100 bf16 table: its
     smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held out 5.7% / 23.9% → 5.0% / 15.4%,
     docs/accuracy.md)."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES or not len(rows):
+    context = g.op in FLOOR_CONTEXT_OPS and getattr(g.table, "framework", None) in FLOOR_CONTEXT_FRAMEWORKS
+    if not context and (g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES) or not len(rows):
         return None
     return float(np.min(rows.latency_s))
 
