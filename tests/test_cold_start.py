@@ -1,5 +1,6 @@
-"""One device's analysis imports only what it uses: not the parallel model, serving or the search (they cost the
-cold start of `ironlaw analyze`; benchmarks/cli_speed.py times it). Each case runs in a fresh interpreter."""
+"""One device's analysis imports only what it uses: not the parallel model, serving, the search or capture (they
+cost the cold start of `ironlaw analyze`; benchmarks/cli_speed.py times it). Each case runs in a fresh
+interpreter."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contract", "compare", "sweep", "report",
                                                  "serve", "validate", "fit", "probe", "search", "calibrate"))
 HEAVY = OTHER_VERBS + ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
-         "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "pandas", "pyarrow", "torch")
+         "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "ironlaw.models.capture", "pandas", "pyarrow",
+         "torch")
 
 RUN = """
 import contextlib, io, json, sys
