@@ -66,9 +66,10 @@ def pause_collector(verbs: tuple[str, ...]) -> bool:
     """Pause Python's cyclic garbage collector for a command that answers at once (``ONE_SHOT_VERBS``, or none
     named: help, a typo); True where this paused it (``main`` turns it back on). The modules a cold `ironlaw
     analyze` imports and the catalog it reads leave some 30,000 objects that live to the end; the collector's 74
-    passes over the young ones freed 367 objects and cost about 10 ms of its ~200 ms of CPU (a capture through
-    torch, `analyze hf:gpt2 --capture`, peaks at the same 360 MB either way). A command that may run long (probe,
-    validate, fit, calibrate, search, sweep) keeps the collector on."""
+    passes over the young ones freed 367 objects and cost about 10 ms of its ~200 ms of CPU, 6-7 ms of it after
+    ``main`` starts (the imports of ironlaw and typer come first). A capture through torch, `analyze hf:gpt2
+    --capture`, peaks at the same 360 MB either way. A command that may run long (probe, validate, fit,
+    calibrate, search, sweep) keeps the collector on."""
     if not gc.isenabled() or not (verbs == VERBS or set(verbs) <= set(ONE_SHOT_VERBS)):
         return False
     gc.disable()
