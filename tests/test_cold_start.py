@@ -138,3 +138,25 @@ def test_a_workload_name_is_filed_once():
             registry.builtin("house-test-once", "again", ("infer",), "test")(test_a_workload_name_is_filed_once)
     finally:
         registry.BUILTINS.pop("house-test-once")
+
+
+def test_one_shot_verbs_pause_the_collector_and_main_turns_it_back_on(capsys):
+    """A one-shot verb (or help) runs with Python's cyclic collector paused; a verb that may run long keeps it; the
+    collector is on again when ``main`` returns, as it was for an in-process caller."""
+    import gc
+    from ironlaw import cli
+    assert gc.isenabled()
+    try:
+        assert cli.pause_collector(("analyze",)) and not gc.isenabled()
+        assert not cli.pause_collector(("serve",))             # already paused: nothing for this call to undo
+    finally:
+        gc.enable()
+    assert cli.pause_collector(cli.VERBS)                      # no verb named: help, a typo
+    gc.enable()
+    for verb in ("probe", "validate", "fit", "calibrate", "search", "sweep"):
+        assert not cli.pause_collector((verb,)) and gc.isenabled()
+    with pytest.raises(SystemExit):                           # an error exit turns it back on too
+        cli.main(["hardware", "show", "no-such-device"])
+    assert gc.isenabled()
+    cli.main(["workloads", "list"])
+    assert gc.isenabled() and "llama3-8b" in capsys.readouterr().out
