@@ -10,6 +10,8 @@ A shared machine's speed swings two- to fourfold within minutes: ``--baseline`` 
 (main's, say) in the same run, each cold start alternated with this tree's, and prints its rows beside these.
 Every cold row also gives the process's CPU seconds (user + system), which waiting for a busy CPU does not add to.
 The evaluations row is timed the same way: in a process per checkout, alternated, wall and CPU rates.
+A line after the table times the floor the same way: the interpreter and the third-party modules a cold `analyze`
+imports (``FLOOR``: numpy, typer, rich), without ironlaw; what no change to ironlaw's own code takes off.
 """
 from __future__ import annotations
 
@@ -25,19 +27,26 @@ from bench import print_table, repeat, summary
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 COLD = (["--help"], ["analyze", "llama3-8b", "--on", "h100"])
+# what any cold `ironlaw analyze` imports before ironlaw's own code: the interpreter, numpy (one OpenBLAS thread,
+# as the CLI asks), typer with click, rich's console and table; the row after the table times it alone
+FLOOR = "import numpy, typer, typer.main, rich.console, rich.table, rich.markup, json, dataclasses, pathlib"
 MAX_THROUGHPUT = dict(spec="llama3.1-8b", on="h100", dtype="fp8", prompt=2048, output=2048, max_throughput=True)
 
 
-def cold(args: list[str], srcs: list[Path], n: int = 9) -> dict[Path, tuple[list[float], list[float]]]:
-    """Wall and CPU seconds of ``ironlaw ARGS`` run cold with each of ``srcs`` first on PYTHONPATH, alternated;
-    one warm-up round."""
+def cold(args: list[str], srcs: list[Path], n: int = 9,
+         code: str | None = None) -> dict[Path, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of ``ironlaw ARGS`` (or of ``python -c CODE``) run cold with each of ``srcs`` first on
+    PYTHONPATH, alternated; one warm-up round."""
     # -X importtime is not used: we time the whole process, as a user would feel it
     out = {s: ([], []) for s in srcs}
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "ironlaw", *args]
     for k in range(n + 1):
         for s in srcs:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(s), os.environ.get("PYTHONPATH", "")]))
+            if code:                                  # as the CLI asks before numpy loads
+                env.setdefault("OPENBLAS_NUM_THREADS", "1")
             r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "ironlaw", *args], capture_output=True, env=env)
+            r = subprocess.run(cmd, capture_output=True, env=env)
             wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
             assert r.returncode == 0, r.stderr.decode()
             if k:
@@ -135,7 +144,11 @@ def main() -> int:
     rows.append((f"{MAX_THROUGHPUT['spec']} {MAX_THROUGHPUT['on']} {MAX_THROUGHPUT['dtype']} max-throughput "
                  f"prediction (warm)", f"{med:.3f} s [{lo:.3f}–{hi:.3f}] cv {cv:.0%}", "≤ 0.2 s", med <= 0.2))
     rows += evals_rows(args.baseline)
-    return print_table(rows, "CLI cold start, one max-throughput prediction and sweep throughput")
+    misses = print_table(rows, "CLI cold start, one max-throughput prediction and sweep throughput")
+    (med, lo, hi, _), (cpu, cpu_lo, cpu_hi, _), _ = per_source(cold([], [SRC], code=FLOOR), SRC)
+    print(f"floor under these (no goal): python -c '{FLOOR}' cold: {med:.3f} s [{lo:.3f}–{hi:.3f}]; "
+          f"cpu {cpu:.3f} s [{cpu_lo:.3f}–{cpu_hi:.3f}]")
+    return misses
 
 
 if __name__ == "__main__":

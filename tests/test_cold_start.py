@@ -1,5 +1,6 @@
-"""One device's analysis imports only what it uses: not the parallel model, serving or the search (they cost the
-cold start of `ironlaw analyze`; benchmarks/cli_speed.py times it). Each case runs in a fresh interpreter."""
+"""One device's analysis imports only what it uses: not the parallel model, serving, the search or capture (they
+cost the cold start of `ironlaw analyze`; benchmarks/cli_speed.py times it). Each case runs in a fresh
+interpreter."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contract", "compare", "sweep", "report",
                                                  "serve", "validate", "fit", "probe", "search", "calibrate"))
 HEAVY = OTHER_VERBS + ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
-         "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "pandas", "pyarrow", "torch")
+         "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "ironlaw.models.capture", "pandas", "pyarrow",
+         "torch")
 
 RUN = """
 import contextlib, io, json, sys
@@ -136,3 +138,25 @@ def test_a_workload_name_is_filed_once():
             registry.builtin("house-test-once", "again", ("infer",), "test")(test_a_workload_name_is_filed_once)
     finally:
         registry.BUILTINS.pop("house-test-once")
+
+
+def test_one_shot_verbs_pause_the_collector_and_main_turns_it_back_on(capsys):
+    """A one-shot verb (or help) runs with Python's cyclic collector paused; a verb that may run long keeps it; the
+    collector is on again when ``main`` returns, as it was for an in-process caller."""
+    import gc
+    from ironlaw import cli
+    assert gc.isenabled()
+    try:
+        assert cli.pause_collector(("analyze",)) and not gc.isenabled()
+        assert not cli.pause_collector(("serve",))             # already paused: nothing for this call to undo
+    finally:
+        gc.enable()
+    assert cli.pause_collector(cli.VERBS)                      # no verb named: help, a typo
+    gc.enable()
+    for verb in ("probe", "validate", "fit", "calibrate", "search", "sweep"):
+        assert not cli.pause_collector((verb,)) and gc.isenabled()
+    with pytest.raises(SystemExit):                           # an error exit turns it back on too
+        cli.main(["hardware", "show", "no-such-device"])
+    assert gc.isenabled()
+    cli.main(["workloads", "list"])
+    assert gc.isenabled() and "llama3-8b" in capsys.readouterr().out

@@ -74,3 +74,28 @@ def test_a_class_may_share_another_class_grid_by_name():
         with pytest.raises(IronlawError, match="grid_of"):
             calibration.check({**cal, "kernel": {**cal["kernel"], "b": {**cal["kernel"]["b"], "grid_of": bad}}},
                               "calibration")
+
+
+def test_grid_log_nodes_reads_what_the_whole_text_pattern_reads():
+    """``calibration.grid_log_nodes`` matches each distinct word once; it accepts exactly the strings that one
+    pattern over the whole text accepts (whole numbers |x| ≤ GRID_LOG_MAX, up to three digits, ``0*n`` runs, single
+    spaces) and counts their nodes as the tokens expand."""
+    import random
+    import re
+    from ironlaw.core.gemmshape import GRID_LOG_MAX
+    assert GRID_LOG_MAX == 300                     # the reference pattern below spells 0-299 and 300 out
+    word = r"(?:-?[0-2]?\d{1,2}|-?300|0\*\d+)"
+    whole = re.compile(rf"{word}(?: {word})*")
+    rng = random.Random(7)
+    pieces = ["0", "7", "-7", "12", "-12", "299", "300", "-300", "301", "1000", "007", "0*3", "0*12", "0*", "*3",
+              "-0*3", "+5", "x", "٣", "", " ", "  ", "\t", "\n", "3 "]
+    for _ in range(3000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+        if rng.random() < 0.2:
+            text = text.strip() + rng.choice(["", " ", "\n"])
+        want = None
+        if whole.fullmatch(text):
+            want = len(text.split()) + sum(int(r) - 1 for r in re.findall(r"0\*(\d+)", text))
+            assert want == len(grid_tokens(text))
+        assert calibration.grid_log_nodes(text) == want, repr(text)
+    assert calibration.grid_log_nodes(None) is None and calibration.grid_log_nodes(["1"]) is None

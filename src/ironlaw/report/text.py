@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..core.units import fmt, fmt_num, fmt_size, fmt_time
-from ..models.capture.roles import no_role_ops
 from .table import print_fitted
 
 
@@ -81,6 +80,19 @@ def expert_weights_line(g) -> str | None:
     return f"routed experts' weights: {dt}{how} (from {src})"
 
 
+def no_role_line(g) -> str | None:
+    """The ops of a captured graph that capture could not give a parallel role, else None (``capture.roles``:
+    only a captured graph's ops can lack one, so a built-in model's report does not import it)."""
+    if not g.meta.get("captured"):
+        return None
+    from ..models.capture.roles import no_role_ops
+    no_role = no_role_ops(g)
+    if not no_role:
+        return None
+    return ("[yellow]ops without a parallel role (capture could not tell; --tp refuses them):[/yellow] "
+            + ", ".join(f"{k}×{v}" for k, v in no_role.items()))
+
+
 def render(est, top: int = 10, console=None) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -110,10 +122,9 @@ def render(est, top: int = 10, console=None) -> None:
     if est.graph.uncounted_ops:
         c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
                 + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
-    no_role = no_role_ops(est.graph)
+    no_role = no_role_line(est.graph)
     if no_role:
-        c.print("[yellow]ops without a parallel role (capture could not tell; --tp refuses them):[/yellow] "
-                + ", ".join(f"{k}×{v}" for k, v in no_role.items()), markup=True)
+        c.print(no_role, markup=True)
     t = Table(title=f"{top_ops_label(top, len(est.graph.ops))} ops by time")
     for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
         left = col in ("op", "kind", "tier", "bound")
