@@ -426,6 +426,9 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
         return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)          # the files the user named are read before the profile
     hw = hardware.get(on)
+    if hw.kind != "cpu":                               # validate measures on this machine's CPU only
+        raise IronlawError(f"fit calibrates the CPU profile its validate runs were measured on; '{on}' is a "
+                           f"{hw.kind} ({hw.name}). Use --on local (the newest probe profile) or a CPU profile file")
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
     saved = None
@@ -463,6 +466,11 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     base = hardware.get(gpu if gpu is not None else gpus[0])
     origin, license = kernelfit.origin_of(kernels)
     gs = kernelfit.groups(tables)
+    for g in gs:                       # every class is fitted on its even rows and scored on its odd ones
+        if min(len(part) for part in kernelfit.split(g.rows, g.op)) == 0:
+            raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
+                               f"kernel class is fitted on its even rows and scored on its odd ones: give it at "
+                               f"least 2 rows, or drop it")
     new = kernelfit.fit(base, gs, origin=origin, license=license, gemm_fill="auto")
     table = kernelfit.merged(base.calibration.table() if base.calibration is not None else None, new)
     scores = kernelfit.score(base, table, gs)

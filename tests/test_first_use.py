@@ -1,0 +1,29 @@
+"""What a demanding first user meets beyond the examples: a small table of their own, a profile of the wrong
+kind, a device the defaults do not suit, a hardware file of their own. Each pinned by the test that failed
+before its fix."""
+import json
+
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ calibrate --kernels on a tiny table
+def test_a_kernel_class_of_one_row_is_refused_naming_it(tmp_path):
+    pytest.importorskip("pandas")
+    (tmp_path / "gemm_perf.csv").write_text(
+        "device,gemm_dtype,m,n,k,latency\n"
+        "NVIDIA H100 80GB HBM3,bfloat16,768,5120,4096,0.0457\n"
+        "NVIDIA H100 80GB HBM3,fp8,769,3584,768,0.0175\n"
+        "NVIDIA H100 80GB HBM3,fp8,4353,768,3584,0.0581\n")
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path)))
+    assert "gemm_perf.csv: gemm bf16 has 1 row;" in line and "at least 2 rows" in line
+
+
+# ------------------------------------------------------------------ fit on a profile of another kind
+def test_fit_refuses_a_gpu_profile_for_cpu_runs(tmp_path):
+    run = tmp_path / "run.json"        # the fields a validate document's case needs (``validate.cases_of``)
+    run.write_text(json.dumps({"schema": "ironlaw.validate/1", "workload": {}, "total": {}, "spread": {},
+                               "ops": []}))
+    line = one_line_error(run_cli("fit", str(run), "--on", "h100"))
+    assert "'h100' is a gpu (h100)" in line and "CPU profile" in line
