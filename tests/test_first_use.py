@@ -27,3 +27,17 @@ def test_fit_refuses_a_gpu_profile_for_cpu_runs(tmp_path):
                                "ops": []}))
     line = one_line_error(run_cli("fit", str(run), "--on", "h100"))
     assert "'h100' is a gpu (h100)" in line and "CPU profile" in line
+
+
+# ------------------------------------------------------------------ contract on a device without bf16
+def test_contract_takes_the_dtype_its_refusal_names():
+    import ironlaw
+    line = one_line_error(run_cli("contract", "--on", "v100"))
+    assert "v100 has no bf16" in line and "--dtype" in line
+    r = run_cli("contract", "--on", "v100", "--dtype", "fp16")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[0].endswith(", in fp16")
+    doc = run_cli("contract", "--on", "v100", "--dtype", "fp16", "--format", "json").json()
+    assert {w["estimate"]["workload"]["dtype"] for w in doc["workloads"]} == {"fp16"}
+    lib = ironlaw.contract(on="v100", dtype="fp16").to_dict()
+    assert [w["estimate"]["time_s"] for w in lib["workloads"]] == [w["estimate"]["time_s"] for w in doc["workloads"]]

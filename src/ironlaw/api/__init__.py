@@ -356,11 +356,13 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
 
 
 @front_door
-def contract(on="h100"):
+def contract(on="h100", *, dtype: Optional[str] = None):
     """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
-    decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
+    decode, DLRM-DCNv2 inference) on one device, in ``dtype`` (default: each workload's own, bf16 for the two
+    networks; a device without bf16, such as the V100 and T4, takes ``dtype="fp16"``); a
+    :class:`~ironlaw.models.contract.Contract`."""
     from ..models import contract as c
-    return c.run(device(on))
+    return c.run(device(on), dtype)
 
 
 @front_door
