@@ -50,3 +50,14 @@ def test_a_dense_model_carries_no_routed_expert_note():
     assert not any("routed experts" in n for n in dense.get("notes", []))
     moe = ironlaw.serve("mixtral-8x7b", on="mi300x", max_throughput=True).to_dict()
     assert any("routed experts' compute η" in n and "mi300x" in n for n in moe["notes"])
+
+
+# ------------------------------------------------------------------ a hand-written hardware file
+def test_a_hardware_file_names_every_missing_table_at_once(tmp_path):
+    path = tmp_path / "mygpu.toml"
+    path.write_text('schema = "ironlaw.hardware/1"\nname = "mygpu"\nkind = "gpu"\n'
+                    '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: mine"\n'
+                    '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "80 GiB"\nbw_Bps = "3 TB/s"\n'
+                    'source = "estimate: mine"\n')
+    line = one_line_error(run_cli("hardware", "show", str(path)))
+    assert line.endswith("missing required fields 'title', 'vector', 'latency', 'efficiency'")
