@@ -61,3 +61,16 @@ def test_a_hardware_file_names_every_missing_table_at_once(tmp_path):
                     'source = "estimate: mine"\n')
     line = one_line_error(run_cli("hardware", "show", str(path)))
     assert line.endswith("missing required fields 'title', 'vector', 'latency', 'efficiency'")
+
+
+def test_contract_refuses_a_device_that_holds_a_case_nowhere_as_analyze_does(tmp_path):
+    path = tmp_path / "small.toml"      # 40 GiB and no host tier: DLRM-DCNv2's 97 GiB fits nowhere
+    path.write_text('schema = "ironlaw.hardware/1"\nname = "small"\ntitle = "A small GPU"\nkind = "gpu"\n'
+                    '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: a test device"\n'
+                    '[vector]\npeak_flops = "60 TFLOP/s"\nsource = "estimate: a test device"\n'
+                    '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "40 GiB"\nbw_Bps = "3 TB/s"\n'
+                    'source = "estimate: a test device"\n[latency]\nop_s = "5 us"\nsource = "estimate: a test device"\n'
+                    '[efficiency]\nother = 0.8\nmemory = 0.85\nsource = "estimate: a test device"\n')
+    want = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--batch", "2048", "--on", str(path)))
+    for fmt in ("text", "json"):
+        assert one_line_error(run_cli("contract", "--on", str(path), "--format", fmt)) == want
