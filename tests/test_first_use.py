@@ -74,3 +74,16 @@ def test_contract_refuses_a_device_that_holds_a_case_nowhere_as_analyze_does(tmp
     want = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--batch", "2048", "--on", str(path)))
     for fmt in ("text", "json"):
         assert one_line_error(run_cli("contract", "--on", str(path), "--format", fmt)) == want
+
+
+# ------------------------------------------------------------------ report --frontier from another case
+def test_report_refuses_a_frontier_of_another_device_or_workload(tmp_path):
+    fr = tmp_path / "fr.json"
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--format", "json")
+    fr.write_text(r.out)
+    html = str(tmp_path / "r.html")
+    line = one_line_error(run_cli("report", "llama3-8b", "--on", "b200", "--html", html, "--frontier", str(fr)))
+    assert "is on hardware 'h100', but the report is on 'b200'" in line
+    line = one_line_error(run_cli("report", "mixtral-8x7b", "--html", html, "--frontier", str(fr)))
+    assert "is about workload 'llama3-8b', but the report is about 'mixtral-8x7b'" in line
+    assert run_cli("report", "llama3-8b", "--phase", "decode", "--html", html, "--frontier", str(fr)).rc == 0

@@ -346,7 +346,8 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
         fr_doc = None
         if frontier:
             from ..report.frontier import check
-            fr_doc = check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}")
+            fr_doc = inputs.check_frontier(check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}"),
+                                           f"--frontier {frontier}", est)
         step(description="drawing the report")
         text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
         step()
