@@ -87,3 +87,15 @@ def test_report_refuses_a_frontier_of_another_device_or_workload(tmp_path):
     line = one_line_error(run_cli("report", "mixtral-8x7b", "--html", html, "--frontier", str(fr)))
     assert "is about workload 'llama3-8b', but the report is about 'mixtral-8x7b'" in line
     assert run_cli("report", "llama3-8b", "--phase", "decode", "--html", html, "--frontier", str(fr)).rc == 0
+
+
+# ------------------------------------------------------------------ hf: an encoder-decoder config
+def test_an_encoder_decoder_config_is_refused_by_name(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    cfg = tmp_path / "t5.json"
+    cfg.write_text(json.dumps({"architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "d_model": 512,
+                               "d_ff": 2048, "d_kv": 64, "num_heads": 8, "num_layers": 6, "num_decoder_layers": 6,
+                               "vocab_size": 32128, "is_encoder_decoder": True, "decoder_start_token_id": 0}))
+    line = one_line_error(run_cli("analyze", f"hf:{cfg}", "--on", "h100"))
+    assert "is an encoder-decoder model (t5)" in line
