@@ -99,3 +99,12 @@ def test_an_encoder_decoder_config_is_refused_by_name(tmp_path):
                                "vocab_size": 32128, "is_encoder_decoder": True, "decoder_start_token_id": 0}))
     line = one_line_error(run_cli("analyze", f"hf:{cfg}", "--on", "h100"))
     assert "is an encoder-decoder model (t5)" in line
+
+
+# ------------------------------------------------------------------ search: one degree that does not divide
+def test_search_names_one_degree_once():
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match=r"^--tp 3 does not divide --gpus 8;"):
+        ironlaw.search("llama3-8b", on="h100", gpus=8, tp=3)
+    with pytest.raises(ironlaw.IronlawError, match=r"^--tp 2 × --pp 3 = 6 does not divide --gpus 8;"):
+        ironlaw.search("llama3-8b", on="h100", gpus=8, tp=2, pp=3)
