@@ -108,3 +108,25 @@ def test_search_names_one_degree_once():
         ironlaw.search("llama3-8b", on="h100", gpus=8, tp=3)
     with pytest.raises(ironlaw.IronlawError, match=r"^--tp 2 × --pp 3 = 6 does not divide --gpus 8;"):
         ironlaw.search("llama3-8b", on="h100", gpus=8, tp=2, pp=3)
+
+
+# ------------------------------------------------------------------ calibrate --gpu past another GPU's table
+def test_calibrate_for_one_gpu_is_not_stopped_by_another_gpus_table(tmp_path):
+    pytest.importorskip("pandas")
+    gemm = tmp_path / "h100_sxm" / "gemm" / "vllm" / "0.24.0" / "gemm_perf.csv"
+    gemm.parent.mkdir(parents=True)
+    rows = ["device,gemm_dtype,m,n,k,latency"]
+    for m in (1, 16, 128, 1024, 4096):
+        for n, k in ((4096, 4096), (8192, 4096)):
+            t_ms = 0.006 + 2 * m * n * k / 600e12 * 1e3 + 2 * n * k / 2.5e12 * 1e3
+            rows.append(f"NVIDIA H100 80GB HBM3,bfloat16,{m},{n},{k},{t_ms:.6f}")
+    gemm.write_text("\n".join(rows) + "\n")
+    attn = tmp_path / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    attn.parent.mkdir(parents=True)             # an older table without window_size, as A100's vLLM 0.14.0 ones
+    attn.write_text("device,batch_size,isl,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,step,"
+                    "latency\nNVIDIA A100-SXM4-80GB,1,1024,32,8,128,bfloat16,bfloat16,0,0.1\n")
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "h100", "--framework", "vllm")
+    assert r.rc == 0, r.err
+    assert "gemm bf16" in r.out
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm"))
+    assert "missing column window_size" in line
