@@ -346,7 +346,8 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
         fr_doc = None
         if frontier:
             from ..report.frontier import check
-            fr_doc = check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}")
+            fr_doc = inputs.check_frontier(check(inputs.read_json(frontier, "--frontier"), f"--frontier {frontier}"),
+                                           f"--frontier {frontier}", est)
         step(description="drawing the report")
         text = page.render(est, compare=cmp_doc, validation_doc=val_doc, top=top, frontier_doc=fr_doc)
         step()
@@ -356,11 +357,13 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
 
 
 @front_door
-def contract(on="h100"):
+def contract(on="h100", *, dtype: Optional[str] = None):
     """``ironlaw contract``: the silicon contract's three textbook workloads (ResNet-50 training, Llama-3-8B
-    decode, DLRM-DCNv2 inference) on one device; a :class:`~ironlaw.models.contract.Contract`."""
+    decode, DLRM-DCNv2 inference) on one device, in ``dtype`` (default: each workload's own, bf16 for the two
+    networks; a device without bf16, such as the V100 and T4, takes ``dtype="fp16"``); a
+    :class:`~ironlaw.models.contract.Contract`."""
     from ..models import contract as c
-    return c.run(device(on))
+    return c.run(device(on), dtype)
 
 
 @front_door
@@ -426,6 +429,9 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
         return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
     fitted, held = load(runs), load(hold_out)          # the files the user named are read before the profile
     hw = hardware.get(on)
+    if hw.kind != "cpu":                               # validate measures on this machine's CPU only
+        raise IronlawError(f"fit calibrates the CPU profile its validate runs were measured on; '{on}' is a "
+                           f"{hw.kind} ({hw.name}). Use --on local (the newest probe profile) or a CPU profile file")
     cal = fitter.fit(hw, fitted, held_out=held, stat=stat)
     hw_cal = calibration.with_calibration(hw, cal)
     saved = None
@@ -463,6 +469,11 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
     base = hardware.get(gpu if gpu is not None else gpus[0])
     origin, license = kernelfit.origin_of(kernels)
     gs = kernelfit.groups(tables)
+    for g in gs:                       # every class is fitted on its even rows and scored on its odd ones
+        if min(len(part) for part in kernelfit.split(g.rows, g.op)) == 0:
+            raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
+                               f"kernel class is fitted on its even rows and scored on its odd ones: give it at "
+                               f"least 2 rows, or drop it")
     new = kernelfit.fit(base, gs, origin=origin, license=license, gemm_fill="auto")
     table = kernelfit.merged(base.calibration.table() if base.calibration is not None else None, new)
     scores = kernelfit.score(base, table, gs)

@@ -4,35 +4,41 @@ from __future__ import annotations
 import typer
 
 from .common import app, check_format, emit_json
+from .options import DType
 
 
 @app.command()
 def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml file"),
+             dtype: DType = None,
              fmt: str = typer.Option("text", "--format", help="text | json | md")):
     """Which resource each of three classic workloads saturates first on one device."""
     from .. import api
 
     check_format(fmt)
-    res = api.contract(on)
+    res = api.contract(on, dtype=dtype)
     hw, results = res.hw, res.results
     if fmt == "json":
         emit_json(res.to_dict())
         return
     if fmt == "md":
-        _markdown(hw, results)
+        _markdown(hw, results, res.dtype)
         return
-    _text(hw, results)
+    _text(hw, results, res.dtype)
 
 
 def _config(kw: dict) -> str:
     return f"b{kw['batch']}" + (f" ctx{kw['seq']}" if kw.get("seq") else "")
 
 
-def _markdown(hw, results) -> None:
+def _in(dtype) -> str:
+    return f", in {dtype}" if dtype else ""
+
+
+def _markdown(hw, results, dtype=None) -> None:
     from ..core.units import fmt_size, fmt_time
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     dev = hw.memory[hw.device_tier]
-    print(f"### The silicon contract on {hw.name} ({hw.title})\n")
+    print(f"### The silicon contract on {hw.name} ({hw.title}){_in(dtype)}\n")
     print("| " + " | ".join(heads) + " |")
     print("|" + "---|" * len(heads))
     for title, kw, e in results:
@@ -44,7 +50,7 @@ def _markdown(hw, results) -> None:
         print("| " + " | ".join(row) + " |")
 
 
-def _text(hw, results) -> None:
+def _text(hw, results, dtype=None) -> None:
     """A table that fits 80 columns, then one line per workload saying why its resource binds."""
     from ..law.explain import brief
     from ..core.units import fmt_size, fmt_time
@@ -58,7 +64,7 @@ def _text(hw, results) -> None:
         return "  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"The silicon contract on {hw.name} ({fmt_size(dev.capacity_bytes)} {dev.name})", "",
+    out = [f"The silicon contract on {hw.name} ({fmt_size(dev.capacity_bytes)} {dev.name}){_in(dtype)}", "",
            line(heads), "  ".join("─" * w for w in widths)]
     out += [line(r) for r in rows]
     out.append("")

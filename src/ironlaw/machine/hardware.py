@@ -285,11 +285,17 @@ def _hint(key: str, allowed) -> str:
     return suggest(key, allowed)
 
 
+REQUIRED = ("schema", "name", "title", "kind", "compute", "vector", "memory", "latency", "efficiency")
+
+
 def parse_hardware(data: dict, where: str) -> Hardware:
     """A checked Hardware from a TOML document (catalog entry or measured profile)."""
     top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
                                "latency", "links", "power", "efficiency", "features", "probe", "calibration",
                                "network", "host"))
+    missing = [k for k in REQUIRED if k not in data]            # all at once: a hand-written file lacks several
+    if len(missing) > 1:
+        raise IronlawError(f"{where}: missing required fields {', '.join(repr(k) for k in missing)}")
     name, kind, aliases = _identity(top, where)
     sources: dict[str, str] = {}
     peaks = _compute(top, where, sources)

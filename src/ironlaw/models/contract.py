@@ -13,22 +13,33 @@ CASES = (
 
 @dataclass
 class Contract:
-    """``ironlaw contract``'s result: the device and, per case, its title, its request and its estimate."""
+    """``ironlaw contract``'s result: the device and, per case, its title, its request and its estimate; the dtype
+    asked for (None: each workload's own)."""
     hw: object
     results: list
+    dtype: str | None = None
 
     def to_dict(self) -> dict:
         return {"schema": "ironlaw.contract/1", "hardware": self.hw.name,
                 "workloads": [{"title": t, **kw, "estimate": e.to_dict(top=5)} for t, kw, e in self.results]}
 
 
-def run(hw) -> Contract:
-    """The three cases on ``hw`` (a Hardware), each on the device kind's own builder."""
+def run(hw, dtype: str | None = None) -> Contract:
+    """The three cases on ``hw`` (a Hardware), each on the device kind's own builder, in ``dtype`` (None: each
+    workload's own, bf16 for the two networks)."""
+    from ..core.errors import IronlawError
+    from ..core.units import fmt_size
     from ..law import law
     from . import workloads
     results = []
     for title, kw in CASES:
         req = workloads.Request(kw["spec"], phase=kw["phase"], batch=kw["batch"], seq=kw.get("seq"),
-                                device="cuda" if hw.kind == "gpu" else "cpu")
-        results.append((title, kw, law.predict(workloads.resolve(req), hw)))
-    return Contract(hw, results)
+                                dtype=dtype, device="cuda" if hw.kind == "gpu" else "cpu")
+        est = law.predict(workloads.resolve(req), hw)
+        if not bool(est.placement.fits):       # refused as analysis.on_device refuses it (its time is inf)
+            total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
+            raise IronlawError(f"{est.graph.name} does not fit on {hw.name}: footprint "
+                               f"{fmt_size(est.footprint()['total_bytes'])} exceeds all memory tiers together "
+                               f"({fmt_size(total)})")
+        results.append((title, kw, est))
+    return Contract(hw, results, dtype)

@@ -18,8 +18,11 @@
   ``bottleneck_before``, ``bottleneck_after``, ``shortens_critical_path`` (bool, agreeing with the speedup),
   ``verdict``.
 
+``--frontier FILE.json`` — an ``ironlaw.serve-frontier/1`` document (``report.frontier.check``) about the report's
+  workload on its hardware.
+
 Anything else — another schema, a missing or mistyped field, NaN, a speedup that disagrees with the two
-times, a document about another workload — is an IronlawError naming the file and the field.
+times, a document about another workload or device — is an IronlawError naming the file and the field.
 """
 from __future__ import annotations
 
@@ -210,3 +213,13 @@ def check_compare(doc: dict, where: str, est=None) -> dict:
             "bottleneck_after": _bottleneck(_field(doc, "bottleneck_after", w, (str, dict), "a label"),
                                             f"{w}.bottleneck_after"),
             "what_if": doc.get("what_if") if isinstance(doc.get("what_if"), (str, list)) else None, "path": w}
+
+
+def check_frontier(doc: dict, where: str, est) -> dict:
+    """A checked serving frontier (``report.frontier.check``) that is about the report's workload on its hardware."""
+    _check_workload(_name_of(doc.get("workload"), f"{where}.workload"), est, where)
+    hw = _name_of(doc.get("hardware"), f"{where}.hardware")
+    if hw is not None and hw != est.hw.name:
+        raise IronlawError(f"{where}: is on hardware '{hw}', but the report is on '{est.hw.name}'; give --on {hw} or "
+                           f"the matching file")
+    return doc

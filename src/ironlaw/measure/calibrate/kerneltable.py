@@ -208,8 +208,13 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
             raise IronlawError(f"{rel}: cannot tell which kernels the table holds: name it <op>_perf.csv (op one of "
                                f"{', '.join(COLUMNS)}) or give it one op_name of those")
         op = names[0]
-    df = _checked(df, op, rel)
     want = None if gpu is None else _catalog_name(gpu)
+    if want is not None and "device" in df.columns:       # another GPU's rows are not checked for this one's fit
+        keep = [d for d in df["device"].unique() if match_gpu(str(d)) in (None, want)]
+        if not keep:
+            return []
+        df = df[df["device"].isin(keep)]
+    df = _checked(df, op, rel)
     out = []
     for device, rows in df.groupby("device", sort=True):
         name = match_gpu(str(device))

@@ -89,6 +89,10 @@ def build(path: str, req):
         if v is not None and np.ndim(v) > 0:
             raise IronlawError(f"hf capture records one configuration; give one --{what}, not an array")
     cfg = load_config(path)
+    if getattr(cfg, "is_encoder_decoder", False):      # its forward needs decoder inputs too: refused, by name
+        raise IronlawError(f"hf: '{path}' is an encoder-decoder model ({cfg.model_type}); the capture runs one "
+                           f"stack's forward (decoder-only LLMs, encoders, image models), not a "
+                           f"sequence-to-sequence pair")
     dtype = req.dtype or "bf16"
     if dtype not in DTYPE_BYTES:
         raise unknown("dtype", dtype, DTYPE_BYTES)

@@ -71,7 +71,8 @@ def check_fixed(s: Space) -> None:
         raise IronlawError(f"{names} = {prod} devices, but --gpus is {s.gpus}; the product of tp, pp, cp and dp "
                            f"must equal the GPUs")
     if deg and s.gpus % prod:
-        raise IronlawError(f"{names} = {prod} does not divide --gpus {s.gpus}; the product of tp, pp, cp and dp "
+        raise IronlawError(f"{names if len(deg) == 1 else f'{names} = {prod}'} does not divide --gpus {s.gpus}; "
+                           f"the product of tp, pp, cp and dp "
                            f"must equal the GPUs")
     if f.get("tp") and (s.heads % f["tp"] or s.kv_heads % f["tp"]):
         raise IronlawError(f"--tp {f['tp']} does not divide the {s.heads} attention heads and {s.kv_heads} "

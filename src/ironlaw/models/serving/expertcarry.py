@@ -137,12 +137,14 @@ def measured_layer(constants, hw, dtype: str, lay):
 def notes(run, ests) -> list[str]:
     """What a serving run (``run``: its ``EngineRun``, the constants as ``engine_of`` carried them; ``ests``: its
     steps' estimates) carried to price its routed experts without measurements of their own, one line each:
-    the expert η unscaled where the device has no kernel-fitted GEMM in the experts' dtype (``carried``), and
+    the expert η unscaled where the model routes experts and the device has no kernel-fitted GEMM in their dtype
+    (``carried``), and
     block-scaled FP8 experts on per-tensor FP8 MoE classes (``step.moe_kernels``; ``law.coverage`` says it per
     estimate)."""
     c, hw, dtype = run.constants, run.hw, run.dtype
     out = []
-    if c.expert_gemm_eta is not None and not c.moe_tables and gemm_ceiling(hw, dtype) is None:
+    routed = any(op.attrs.get("expert") == "routed" for e in ests for op in e.graph.ops)
+    if routed and c.expert_gemm_eta is not None and not c.moe_tables and gemm_ceiling(hw, dtype) is None:
         gpu, ref = REFERENCE
         out.append(f"the routed experts' compute η ({c.expert_gemm_eta:.3g} of the datasheet {dtype} peak) is "
                    f"{gpu}'s {ref} fit carried to {hw.name} unscaled: {hw.name} has no {dtype} GEMM fitted on "

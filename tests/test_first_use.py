@@ -1,0 +1,132 @@
+"""What a demanding first user meets beyond the examples: a small table of their own, a profile of the wrong
+kind, a device the defaults do not suit, a hardware file of their own. Each pinned by the test that failed
+before its fix."""
+import json
+
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ calibrate --kernels on a tiny table
+def test_a_kernel_class_of_one_row_is_refused_naming_it(tmp_path):
+    pytest.importorskip("pandas")
+    (tmp_path / "gemm_perf.csv").write_text(
+        "device,gemm_dtype,m,n,k,latency\n"
+        "NVIDIA H100 80GB HBM3,bfloat16,768,5120,4096,0.0457\n"
+        "NVIDIA H100 80GB HBM3,fp8,769,3584,768,0.0175\n"
+        "NVIDIA H100 80GB HBM3,fp8,4353,768,3584,0.0581\n")
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path)))
+    assert "gemm_perf.csv: gemm bf16 has 1 row;" in line and "at least 2 rows" in line
+
+
+# ------------------------------------------------------------------ fit on a profile of another kind
+def test_fit_refuses_a_gpu_profile_for_cpu_runs(tmp_path):
+    run = tmp_path / "run.json"        # the fields a validate document's case needs (``validate.cases_of``)
+    run.write_text(json.dumps({"schema": "ironlaw.validate/1", "workload": {}, "total": {}, "spread": {},
+                               "ops": []}))
+    line = one_line_error(run_cli("fit", str(run), "--on", "h100"))
+    assert "'h100' is a gpu (h100)" in line and "CPU profile" in line
+
+
+# ------------------------------------------------------------------ contract on a device without bf16
+def test_contract_takes_the_dtype_its_refusal_names():
+    import ironlaw
+    line = one_line_error(run_cli("contract", "--on", "v100"))
+    assert "v100 has no bf16" in line and "--dtype" in line
+    r = run_cli("contract", "--on", "v100", "--dtype", "fp16")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[0].endswith(", in fp16")
+    doc = run_cli("contract", "--on", "v100", "--dtype", "fp16", "--format", "json").json()
+    assert {w["estimate"]["workload"]["dtype"] for w in doc["workloads"]} == {"fp16"}
+    lib = ironlaw.contract(on="v100", dtype="fp16").to_dict()
+    assert [w["estimate"]["time_s"] for w in lib["workloads"]] == [w["estimate"]["time_s"] for w in doc["workloads"]]
+
+
+# ------------------------------------------------------------------ notes about experts a dense model lacks
+def test_a_dense_model_carries_no_routed_expert_note():
+    import ironlaw
+    dense = ironlaw.serve("llama3-8b", on="mi300x", max_throughput=True).to_dict()
+    assert not any("routed experts" in n for n in dense.get("notes", []))
+    moe = ironlaw.serve("mixtral-8x7b", on="mi300x", max_throughput=True).to_dict()
+    assert any("routed experts' compute η" in n and "mi300x" in n for n in moe["notes"])
+
+
+# ------------------------------------------------------------------ a hand-written hardware file
+def test_a_hardware_file_names_every_missing_table_at_once(tmp_path):
+    path = tmp_path / "mygpu.toml"
+    path.write_text('schema = "ironlaw.hardware/1"\nname = "mygpu"\nkind = "gpu"\n'
+                    '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: mine"\n'
+                    '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "80 GiB"\nbw_Bps = "3 TB/s"\n'
+                    'source = "estimate: mine"\n')
+    line = one_line_error(run_cli("hardware", "show", str(path)))
+    assert line.endswith("missing required fields 'title', 'vector', 'latency', 'efficiency'")
+
+
+def test_contract_refuses_a_device_that_holds_a_case_nowhere_as_analyze_does(tmp_path):
+    path = tmp_path / "small.toml"      # 40 GiB and no host tier: DLRM-DCNv2's 97 GiB fits nowhere
+    path.write_text('schema = "ironlaw.hardware/1"\nname = "small"\ntitle = "A small GPU"\nkind = "gpu"\n'
+                    '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: a test device"\n'
+                    '[vector]\npeak_flops = "60 TFLOP/s"\nsource = "estimate: a test device"\n'
+                    '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "40 GiB"\nbw_Bps = "3 TB/s"\n'
+                    'source = "estimate: a test device"\n[latency]\nop_s = "5 us"\nsource = "estimate: a test device"\n'
+                    '[efficiency]\nother = 0.8\nmemory = 0.85\nsource = "estimate: a test device"\n')
+    want = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--batch", "2048", "--on", str(path)))
+    for fmt in ("text", "json"):
+        assert one_line_error(run_cli("contract", "--on", str(path), "--format", fmt)) == want
+
+
+# ------------------------------------------------------------------ report --frontier from another case
+def test_report_refuses_a_frontier_of_another_device_or_workload(tmp_path):
+    fr = tmp_path / "fr.json"
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--format", "json")
+    fr.write_text(r.out)
+    html = str(tmp_path / "r.html")
+    line = one_line_error(run_cli("report", "llama3-8b", "--on", "b200", "--html", html, "--frontier", str(fr)))
+    assert "is on hardware 'h100', but the report is on 'b200'" in line
+    line = one_line_error(run_cli("report", "mixtral-8x7b", "--html", html, "--frontier", str(fr)))
+    assert "is about workload 'llama3-8b', but the report is about 'mixtral-8x7b'" in line
+    assert run_cli("report", "llama3-8b", "--phase", "decode", "--html", html, "--frontier", str(fr)).rc == 0
+
+
+# ------------------------------------------------------------------ hf: an encoder-decoder config
+def test_an_encoder_decoder_config_is_refused_by_name(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    cfg = tmp_path / "t5.json"
+    cfg.write_text(json.dumps({"architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "d_model": 512,
+                               "d_ff": 2048, "d_kv": 64, "num_heads": 8, "num_layers": 6, "num_decoder_layers": 6,
+                               "vocab_size": 32128, "is_encoder_decoder": True, "decoder_start_token_id": 0}))
+    line = one_line_error(run_cli("analyze", f"hf:{cfg}", "--on", "h100"))
+    assert "is an encoder-decoder model (t5)" in line
+
+
+# ------------------------------------------------------------------ search: one degree that does not divide
+def test_search_names_one_degree_once():
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match=r"^--tp 3 does not divide --gpus 8;"):
+        ironlaw.search("llama3-8b", on="h100", gpus=8, tp=3)
+    with pytest.raises(ironlaw.IronlawError, match=r"^--tp 2 × --pp 3 = 6 does not divide --gpus 8;"):
+        ironlaw.search("llama3-8b", on="h100", gpus=8, tp=2, pp=3)
+
+
+# ------------------------------------------------------------------ calibrate --gpu past another GPU's table
+def test_calibrate_for_one_gpu_is_not_stopped_by_another_gpus_table(tmp_path):
+    pytest.importorskip("pandas")
+    gemm = tmp_path / "h100_sxm" / "gemm" / "vllm" / "0.24.0" / "gemm_perf.csv"
+    gemm.parent.mkdir(parents=True)
+    rows = ["device,gemm_dtype,m,n,k,latency"]
+    for m in (1, 16, 128, 1024, 4096):
+        for n, k in ((4096, 4096), (8192, 4096)):
+            t_ms = 0.006 + 2 * m * n * k / 600e12 * 1e3 + 2 * n * k / 2.5e12 * 1e3
+            rows.append(f"NVIDIA H100 80GB HBM3,bfloat16,{m},{n},{k},{t_ms:.6f}")
+    gemm.write_text("\n".join(rows) + "\n")
+    attn = tmp_path / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    attn.parent.mkdir(parents=True)             # an older table without window_size, as A100's vLLM 0.14.0 ones
+    attn.write_text("device,batch_size,isl,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,step,"
+                    "latency\nNVIDIA A100-SXM4-80GB,1,1024,32,8,128,bfloat16,bfloat16,0,0.1\n")
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "h100", "--framework", "vllm")
+    assert r.rc == 0, r.err
+    assert "gemm bf16" in r.out
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm"))
+    assert "missing column window_size" in line
