@@ -359,16 +359,7 @@ def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     top-8): 27 µs with 1–16 local experts, 63 µs with 128, 107 µs with 256 (``measure/calibrate/moefit``)."""
     if cols.local_experts is None:
         return 0.0
-    names = _names(cols, "kernels")
-    own = [(name, float(p["expert_s"])) for name, p in classes_with(cal, names, "expert_s")]
-    if not own:
-        return 0.0
-    lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
-    out = np.zeros(lead)
-    for name, expert_s in own:
-        r = names == name
-        out[r] = (expert_s * cols.local_experts[r]).reshape((-1,) + lead[1:])
-    return out
+    return per_unit_s(cal, cols, "expert_s", cols.local_experts, (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape))
 
 
 def token_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -379,14 +370,20 @@ def token_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     token of aiconfigurator-core 0.12.0's H100 and H200 tables (``measure/calibrate/moefit``)."""
     if cols.tokens is None:
         return 0.0
+    return per_unit_s(cal, cols, "token_s", cols.tokens, cols.tokens.shape)
+
+
+def per_unit_s(cal: Calibration, cols: Columns, field: str, units: np.ndarray, shape: tuple) -> np.ndarray | float:
+    """Per op (an array of ``shape``), its kernel class's seconds per unit ``field`` × the op's ``units``; 0 for an
+    op whose class states no ``field``."""
     names = _names(cols, "kernels")
-    own = [(name, float(p["token_s"])) for name, p in classes_with(cal, names, "token_s")]
+    own = [(name, float(p[field])) for name, p in classes_with(cal, names, field)]
     if not own:
         return 0.0
-    out = np.zeros(cols.tokens.shape)
-    for name, token_s in own:
+    out = np.zeros(shape)
+    for name, unit_s in own:
         r = names == name
-        out[r] = token_s * cols.tokens[r]
+        out[r] = (unit_s * units[r]).reshape((-1,) + tuple(shape[1:]))
     return out
 
 
