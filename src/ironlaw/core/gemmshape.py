@@ -35,6 +35,10 @@ from .graph import DTYPE_BYTES, Columns
 # on every GPU without a calibrated GEMM table of its own (training: ``ironlaw.models.gemm_rows``)
 GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
+# the small-M rule (docs/accuracy.md, "A GEMV's time is its weights' streaming"): a GEMV whose weights stream from
+# device memory has its compute at most this share of its data time (the kernel-fitted classes' bound,
+# ``measure.calibrate.kernelfit.GEMV_RULE_MARGIN``, is the same share)
+GEMV_STREAM_MARGIN = 0.9
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
@@ -283,6 +287,16 @@ def gemm_eta(p: dict, m, n, k, kn=False):
         # rate grows with M
         eta = np.where(is_gemv(p, m, kn), np.minimum(p["gemv_eta"] * np.maximum(m, 1.0), 1.0), eta)
     return eta
+
+
+def gemv_m_half_max(peak_flops: float, bw_Bps: float, eta_max: float, memory_eta: float, weight_bytes: float) -> float:
+    """The largest half-point ``m_half`` under which a GEMV (M = 1, N and K large) streaming its weights from device
+    memory stays bound by memory (the small-M rule): its compute, 2·N·K·(1 + m_half)/(peak·eta_max), at most
+    ``GEMV_STREAM_MARGIN`` of its weights' streaming, N·K·weight_bytes/(BW·memory_eta):
+
+        1 + m_half ≤ margin · peak·eta_max·weight_bytes / (2·BW·memory_eta)       (0 at least)"""
+    balance = peak_flops * eta_max * weight_bytes / (2.0 * bw_Bps * memory_eta)
+    return max(GEMV_STREAM_MARGIN * balance - 1.0, 0.0)
 
 
 def gemm_serial(p: dict, m, kn=False):

@@ -42,7 +42,7 @@ import copy
 from dataclasses import dataclass, replace
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import attention_kernel, attention_kernel_parts
+from ...core.gemmshape import attention_kernel, attention_kernel_parts, gemv_m_half_max
 from ...core.graph import Graph, Op, attention_dtype, dtype_bytes
 from ..precision import WEIGHT_ONLY_MOE, moe_recipe
 from .kvcache import default_kv_dtype
@@ -124,11 +124,19 @@ class ServingConstants:
         return {"eta_max": eta_c, "m_half": 0.0, "nk_half": 0.0, "streamed": eta_w,
                 "serial": self.expert_serial}
 
-    def calibration(self, dtypes) -> dict:
-        gemm = {"eta_max": self.gemm_eta, "m_half": self.gemm_m_half, "nk_half": 1.0}
+    def gemm_table(self, hw, dtype: str) -> dict:
+        """The constants' GEMM table on ``hw`` in ``dtype`` (a device or dtype without kernel tables):
+        η = gemm_eta · M/(M + m_half), ``gemm_m_half`` bounded by the small-M rule the kernel-fitted classes obey
+        (``gemmshape.gemv_m_half_max``): a GEMV streams its weights at ``memory_eta`` of the device memory's
+        bandwidth, and a device with few FLOPs per byte does not bind it on its matrix units."""
+        bw_Bps = hw.memory[hw.device_tier].bw_Bps
+        top = gemv_m_half_max(hw.peak_flops[dtype], bw_Bps, self.gemm_eta, self.memory_eta, dtype_bytes(dtype))
+        return {"eta_max": self.gemm_eta, "m_half": min(self.gemm_m_half, top), "nk_half": 1.0}
+
+    def calibration(self, hw) -> dict:
         grouped = self.grouped_gemm()
         return {"source": self.source, "fitted": ("TensorRT-LLM perf-overview.md H100 cells",),
-                "matmul": {dt: dict(gemm) for dt in dtypes}, "kernel": {GROUPED_GEMM: grouped},
+                "matmul": {dt: self.gemm_table(hw, dt) for dt in hw.peak_flops}, "kernel": {GROUPED_GEMM: grouped},
                 "compute": {"attention": self.attention_eta},
                 "memory": {"streamed": self.memory_eta, "produced": self.memory_eta},
                 "latency_s": {"default": 0.0}}
@@ -138,8 +146,7 @@ def engine_hw(hw, constants: ServingConstants):
     """``hw`` as the law sees it inside a serving engine: the constants as its calibration, no launch cost, and
     the device's own kernel-fitted GEMM and attention terms where its calibration has them (``kernel_terms``)."""
     from ...machine.calibration import Calibration
-    dts = tuple(d for d in hw.peak_flops)
-    table = kernel_terms(constants.calibration(dts), hw.calibration, constants.kernel_latency_share)
+    table = kernel_terms(constants.calibration(hw), hw.calibration, constants.kernel_latency_share)
     if constants.moe_tables:
         table["kernel"] = {**table["kernel"], **scaled_moe(fitted_moe(hw), constants.expert_layer_scale)}
     return replace(hw, op_latency_s=0.0, calibration=Calibration.of(table))
