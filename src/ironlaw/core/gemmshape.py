@@ -36,8 +36,8 @@ from .graph import DTYPE_BYTES, Columns
 GPU_M_HALF = 179.0
 GEMV_M = 1.5                       # M below this is a matrix-vector product (gemm_dims gives M ≈ 1)
 # the small-M rule (docs/accuracy.md, "A GEMV's time is its weights' streaming"): a GEMV whose weights stream from
-# device memory has its compute at most this share of its data time (the kernel-fitted classes' bound,
-# ``measure.calibrate.kernelfit.GEMV_RULE_MARGIN``, is the same share)
+# device memory has its compute at most this share of its data time, in the kernel-fitted classes
+# (``measure.calibrate.kernelfit``) and in the serving engine's datasheet table alike
 GEMV_STREAM_MARGIN = 0.9
 SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed", "gemv_m", "gemv_m_kn", "pack",
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",

@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.gemmshape import (CTA_S_MAX, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS,
-                               XQA_MLA_HEADS, attention_kernel,
+from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX,
+                               UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
@@ -257,13 +257,12 @@ FLOOR_START = 0.9        # a GEMM fit's start of latency_s, as a share of its bo
 # gemm:1,16384,16384 at 793 GB/s); a GEMM class's fitted table, in any form, prices such a row's compute
 # at most at its data time, so that its binding resource is a memory tier and the time a half-point M term carried as a
 # tiny compute η is the weights' streaming (their η, the grid) instead. Where the fit's m_half breaks it, the class is
-# refitted with m_half at most GEMV_RULE_MARGIN of the value at which the worst GEMV's compute would equal its data
+# refitted with m_half at most GEMV_STREAM_MARGIN (core.gemmshape) of the value at which the worst GEMV's compute would equal its data
 # time (a GEMV's compute term scales as 1 + m_half), up to GEMV_RULE_TRIES times, then with m_half at its floor; in
 # the stream form, which holds an m_half 0 table beside it, its half-point is refitted at its floor (``streaming_gemvs``).
 # Without the rule the half-point forms put H200 bf16 gemm:1,8192,8192, the L40S, RTX PRO 6000 and Blackwell FP4
 # GEMVs on the tensor cores (docs/accuracy.md, "A GEMV's time is its weights' streaming")
 GEMV_RULE_NK = 1024
-GEMV_RULE_MARGIN = 0.9
 GEMV_RULE_TRIES = 3
 FIT_ROWS = 1500          # rows of a group's fit half the fitter runs on (evenly spaced), for speed
 SCORE_ROWS = 4000        # held-out rows scored per group (evenly spaced), for speed
@@ -887,7 +886,7 @@ def streaming_gemvs(hw, g: Group, rows, tables: list[dict], at_floor) -> list[di
 
 def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
     """``table`` where its GEMVs bind memory (``gemv_share`` at most 1: the small-M rule, ``GEMV_RULE_NK``); else
-    ``refit(m_half_max)``'s table, m_half at most ``GEMV_RULE_MARGIN`` of the value at which the worst GEMV's compute
+    ``refit(m_half_max)``'s table, m_half at most ``GEMV_STREAM_MARGIN`` of the value at which the worst GEMV's compute
     would equal its data time, until they do (at most ``GEMV_RULE_TRIES`` times, then with m_half at its floor).
     A table whose GEMVs still bind compute with m_half at its floor is an error: no form may price them so."""
     share = gemv_share(hw, g, rows, table)
@@ -898,7 +897,7 @@ def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
         if m_half <= HALF_BOUNDS[0]:
             break
         top = HALF_BOUNDS[0] if i == GEMV_RULE_TRIES else \
-            max(GEMV_RULE_MARGIN * (1.0 + m_half) / share - 1.0, HALF_BOUNDS[0])
+            max(GEMV_STREAM_MARGIN * (1.0 + m_half) / share - 1.0, HALF_BOUNDS[0])
         table = refit(top)
         share = gemv_share(hw, g, rows, table)
     raise IronlawError(f"calibrate --kernels: {g.name}: its GEMVs (gemm:1,N,K) come out compute-bound "
