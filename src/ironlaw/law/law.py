@@ -57,6 +57,18 @@ def predict(graph: Graph, hw: Hardware, composition: str = "overlap") -> Estimat
     return timed(place(graph, hw), hw, composition)
 
 
+def placed(est: Estimate, hw: Hardware) -> Estimate:
+    """``est`` (one configuration) if it fits ``hw``'s memory tiers; refused where it fits in none of them at all
+    (its time would be infinite). A sweep over arrays is returned as it is: each configuration says whether it fits."""
+    if est.cols.cfg_shape == () and not bool(est.placement.fits):
+        from ..core.units import fmt_size
+        total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
+        raise IronlawError(f"{est.graph.name} does not fit on {hw.name}: footprint "
+                           f"{fmt_size(est.footprint()['total_bytes'])} exceeds all memory tiers together "
+                           f"({fmt_size(total)})")
+    return est
+
+
 def check_default_dtype(graph: Graph, hw: Hardware, dtype: str) -> None:
     """A dtype no one typed (a quantized checkpoint's, ``meta["dtype_source"]``) that ``hw`` lacks is refused
     naming where it came from."""

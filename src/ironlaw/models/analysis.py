@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..core.errors import IronlawError
 from ..law.estimate import Estimate
 
 
@@ -57,17 +56,10 @@ def graph_of(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: 
 def on_device(graph, hw, composition: str = "overlap") -> Estimate:
     """``graph`` predicted on ``hw``, its routed experts on the device's own MoE kernels (``routed.routed_experts``);
     a single configuration that fits in no memory tier at all is refused."""
-    from ..core.units import fmt_size
     from ..law import law
     from .routed import routed_experts
 
-    est = law.predict(routed_experts(graph, hw), hw, composition)
-    if est.cols.cfg_shape == () and not bool(est.placement.fits):
-        fp = est.footprint()
-        total = sum(t.capacity_bytes for t in hw.memory if t.role != "cache")
-        raise IronlawError(f"{graph.name} does not fit on {hw.name}: footprint {fmt_size(fp['total_bytes'])} "
-                           f"exceeds all memory tiers together ({fmt_size(total)})")
-    return est
+    return law.placed(law.predict(routed_experts(graph, hw), hw, composition), hw)
 
 
 def analysis(est: Estimate, usd_per_device_hour: float | None = None,
