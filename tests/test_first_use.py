@@ -130,3 +130,62 @@ def test_calibrate_for_one_gpu_is_not_stopped_by_another_gpus_table(tmp_path):
     assert "gemm bf16" in r.out
     line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm"))
     assert "missing column window_size" in line
+
+
+# ------------------------------------------------------------------ probe on a noisy VM
+def test_a_probe_whose_dram_outran_its_l3_is_saved_unsteady_without_strict():
+    """`ironlaw probe` refused with "dram measured faster than l3 (4.83 GB/s vs 437 MB/s)" though only --strict
+    refuses: without it the l3 level is left out, the reason joins the unsteady marks; --strict still refuses."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import build
+    from test_probe import fake_probe
+    p = fake_probe()
+    for r in p["memory"]:
+        if r["level"] == "l3":
+            r["time_s"] = r["bytes"] / 0.437e9
+    with pytest.raises(IronlawError, match="dram measured faster than l3 .*nothing saved"):
+        build.profile(p, calibrate_fit=False)
+    doc = build.profile(p, calibrate_fit=False, strict=False)
+    assert [t["name"] for t in doc["memory"]] == ["l2", "dram"]
+    (why,) = doc["probe"]["checks"]["refused"]
+    assert "dram measured faster than l3 (33 GB/s vs 437 MB/s)" in why and "l3 is not listed" in why
+    assert doc["probe"]["fits"]["l3"]["not_listed"] == "measured slower than dram"
+    assert "unsteady: 1 check(s) failed" in doc["title"]
+    hardware.parse_hardware(doc, "probe")                       # a valid profile, fastest tier first
+
+
+# ------------------------------------------------------------------ calibrate --kernels: what it leaves out
+FP8_BLOCK_ROWS = ("NVIDIA H100 80GB HBM3,fp8_block,769,3584,768,0.0175\n"
+                  "NVIDIA H100 80GB HBM3,fp8_block,4353,768,3584,0.0581\n"
+                  "NVIDIA H100 80GB HBM3,fp8_block,4096,4096,4096,0.09\n")
+
+
+def test_calibrate_says_which_rows_it_left_out_and_counts_in_the_singular(tmp_path):
+    """Block-scaled FP8 rows vanished without a word ("fitted on ... 1 kernel classes", "1 rows"); now the
+    result names them (text, md, json, library alike), and a table of nothing else is refused saying why."""
+    pytest.importorskip("pandas")
+    import ironlaw
+    (tmp_path / "gemm_perf.csv").write_text(
+        "device,gemm_dtype,m,n,k,latency\n"
+        "NVIDIA H100 80GB HBM3,bfloat16,768,5120,4096,0.0457\n"
+        "NVIDIA H100 80GB HBM3,bfloat16,4096,4096,4096,0.16\n"
+        "NVIDIA H100 80GB HBM3,bfloat16,64,4096,4096,0.03\n" + FP8_BLOCK_ROWS)
+    r = run_cli("calibrate", "--kernels", str(tmp_path))
+    assert r.rc == 0, r.err
+    said = " ".join(r.out.split())
+    assert "fitted on the even rows of 1 kernel class (trtllm)" in said and " 1 row " in said
+    assert "left out: 3 rows of gemm_dtype fp8_block in" in said and "block-scaled FP8" in said
+    assert "left out: 3 rows of gemm_dtype fp8_block" in run_cli("calibrate", "--kernels", str(tmp_path),
+                                                                 "--format", "md").out
+    doc = run_cli("calibrate", "--kernels", str(tmp_path), "--format", "json").json()
+    from ironlaw.core import schemas
+    schemas.validate(doc)
+    (k,) = doc["skipped"]
+    assert (k["gemm_dtype"], k["rows"]) == ("fp8_block", 3) and "no ironlaw dtype runs it" in k["why"]
+    assert ironlaw.calibrate(str(tmp_path)).to_dict()["skipped"] == doc["skipped"]
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "gemm_perf.csv").write_text("device,gemm_dtype,m,n,k,latency\n" + FP8_BLOCK_ROWS)
+    line = one_line_error(run_cli("calibrate", "--kernels", str(only)))
+    assert "no rows to fit; left out 3 fp8_block rows (128-element block-scaled FP8" in line

@@ -468,7 +468,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
     base = hardware.get(gpu if gpu is not None else gpus[0])
     origin, license = kernelfit.origin_of(kernels)
-    gs = kernelfit.groups(tables)
+    gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)
+    if not gs and left_out:
+        raise IronlawError(f"{kernels}: no rows to fit; left out " + "; ".join(
+            f"{k['rows']} {k['gemm_dtype']} row{'s' if k['rows'] != 1 else ''} ({k['why']})" for k in left_out))
     for g in gs:                       # every class is fitted on its even rows and scored on its odd ones
         if min(len(part) for part in kernelfit.split(g.rows, g.op)) == 0:
             raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
@@ -484,4 +487,5 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
     from .results import KernelCalibration
-    return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new))
+    return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new),
+                             left_out)

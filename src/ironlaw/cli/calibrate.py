@@ -35,10 +35,13 @@ def calibrate_cmd(
         print(_markdown(res, framework))
         return
     con = console()
-    con.print(f"{res.hardware}: fitted on the even rows of {res.groups} kernel classes ({framework}); held-out rows:")
+    con.print(f"{res.hardware}: fitted on the even rows of {_n(res.groups, 'kernel class', 'es')} ({framework})")
+    con.print("held-out rows, median / p90 |err|:")
     for s in res.held_out:
-        con.print(f"  {s.group:<40} {s.rows:>6} rows  median |err| {100 * s.median_abs_err:5.1f}%  "
-                      f"p90 {100 * s.p90_abs_err:5.1f}%")
+        con.print(f"  {s.group:<40} {s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
+                  f"{100 * s.median_abs_err:5.1f}% / {100 * s.p90_abs_err:5.1f}%")
+    for k in res.skipped:
+        con.print(f"left out: {_skipped(k)}")
     if res.gemm_forms:
         con.print("GEMM form per class (the lower held-out p90 kept), median / p90 |err|:")
     for c in res.gemm_forms:
@@ -53,8 +56,8 @@ def _markdown(res, framework: str) -> str:
     """The held-out scores (and the GEMM form chosen per class) as Markdown tables."""
     from rich.table import Table
     from ..report.table import markdown
-    t = Table(title=f"{res.hardware}: fitted on the even rows of {res.groups} kernel classes ({framework}); "
-              f"held-out rows")
+    t = Table(title=f"{res.hardware}: fitted on the even rows of {_n(res.groups, 'kernel class', 'es')} "
+              f"({framework}); held-out rows")
     for col in ("kernel class", "rows", "median |err|", "p90 |err|"):
         t.add_column(col, justify="left" if col == "kernel class" else "right")
     for s in res.held_out:
@@ -68,6 +71,16 @@ def _markdown(res, framework: str) -> str:
             f.add_row(c["group"], c["form"], *(f"{100 * c[k]['median_abs_err']:.1f}% / {100 * c[k]['p90_abs_err']:.1f}%"
                                                if k in c else "—" for k in ("half", "stream")))
         parts.append(markdown(f))
+    parts += [f"left out: {_skipped(k)}" for k in res.skipped]
     if res.saved:
         parts.append(f"wrote `{res.saved}` (use it with `--on {res.saved}`)")
     return "\n\n".join(parts)
+
+
+def _n(n: int, word: str, plural: str = "s") -> str:
+    return f"{n} {word}{plural if n != 1 else ''}"
+
+
+def _skipped(k: dict) -> str:
+    """One line per left-out dtype of a table: how many rows, where, and why."""
+    return f"{_n(k['rows'], 'row')} of gemm_dtype {k['gemm_dtype']} in {k['table']}: {k['why']}"

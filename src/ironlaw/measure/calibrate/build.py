@@ -150,11 +150,29 @@ def _tiers(probe: dict, noisy: list[str] | None = None) -> tuple[list[dict], dic
             del tiers[i]
         else:
             i += 1
-    for a, b in zip(tiers, tiers[1:]):
-        if b["bw_Bps"] > a["bw_Bps"]:
-            raise IronlawError(f"probe: {b['name']} measured faster than {a['name']} ({fmt(b['bw_Bps'], 'B/s')} vs "
-                               f"{fmt(a['bw_Bps'], 'B/s')}) — the machine was too noisy; nothing saved, run again")
+    _out_of_order(tiers, fits, noisy)
     return tiers, fits
+
+
+def _out_of_order(tiers: list[dict], fits: dict, noisy: list[str] | None) -> None:
+    """A level measured faster than the cache above it (a noisy machine): refused, or with ``noisy`` the cache
+    is not listed as a tier of its own (its working sets take the faster level's rate) and the reason joins
+    ``noisy``, so the profile is saved marked unsteady."""
+    i = 0
+    while i + 1 < len(tiers):
+        a, b = tiers[i], tiers[i + 1]
+        if b["bw_Bps"] <= a["bw_Bps"]:
+            i += 1
+            continue
+        said = (f"probe: {b['name']} measured faster than {a['name']} ({fmt(b['bw_Bps'], 'B/s')} vs "
+                f"{fmt(a['bw_Bps'], 'B/s')}) — the machine was too noisy")
+        if noisy is None or a["role"] != "cache":
+            raise IronlawError(f"{said}; nothing saved, run again")
+        noisy.append(f"{said}; {a['name']} is not listed as a tier of its own")
+        b["source"] += f"; {a['name']} copies measured slower ({fmt(a['bw_Bps'], 'B/s')}), so it is not listed"
+        fits[a["name"]]["not_listed"] = f"measured slower than {b['name']}"
+        del tiers[i]
+        i = max(i - 1, 0)
 
 
 def _host_link(probe: dict, fits: dict, tiers: list[dict]) -> list[dict]:

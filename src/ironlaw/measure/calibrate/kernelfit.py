@@ -401,6 +401,19 @@ class Score:
     p90_abs_err: float
 
 
+def skipped(tables: list[KernelTable], fp8_block_as: str | None = None) -> list[dict]:
+    """The GEMM rows ``groups`` leaves out (a dtype ironlaw does not run, ``SKIPPED``): per table and dtype,
+    how many rows and why, so that a fit can say what it did not use."""
+    out = []
+    for t in tables:
+        if t.op != "gemm":
+            continue
+        for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+            if src in SKIPPED and not (src == "fp8_block" and fp8_block_as):
+                out.append({"table": str(t.path), "gemm_dtype": src, "rows": len(rows), "why": SKIPPED[src]})
+    return out
+
+
 def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_as: str | None = None) -> list[Group]:
     """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
     out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
