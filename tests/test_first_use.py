@@ -189,3 +189,27 @@ def test_calibrate_says_which_rows_it_left_out_and_counts_in_the_singular(tmp_pa
     (only / "gemm_perf.csv").write_text("device,gemm_dtype,m,n,k,latency\n" + FP8_BLOCK_ROWS)
     line = one_line_error(run_cli("calibrate", "--kernels", str(only)))
     assert "no rows to fit; left out 3 fp8_block rows (128-element block-scaled FP8" in line
+
+
+# ------------------------------------------------------------------ a ViT from its config.json
+def test_a_vit_config_is_captured_without_a_library_warning(tmp_path):
+    """Capturing a Hugging Face ViT printed transformers' "`past_key_values`/`cache_params` are deprecated" on
+    stderr: the capture read the deprecated alias on an output that has no cache."""
+    pytest.importorskip("transformers")
+    cfg = tmp_path / "vit" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"architectures": ["ViTForImageClassification"], "model_type": "vit",
+                               "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "intermediate_size": 128, "image_size": 32, "patch_size": 16, "num_channels": 3}))
+    r = run_cli("analyze", f"hf:{cfg}", "--on", "h100", "--format", "json")
+    assert r.rc == 0, r.err
+    assert r.err.strip() == "" and r.json()["time_s"] > 0
+
+
+# ------------------------------------------------------------------ a one-op workload's table
+def test_a_one_op_workload_titles_its_table_in_the_singular():
+    """`analyze gemv:4096,4096` titled its table 'all 1 ops by time' (md: 'All 1 ops:')."""
+    text = run_cli("analyze", "gemv:4096,4096", "--on", "h100")
+    assert text.rc == 0 and "the 1 op by time" in text.out and "1 ops" not in text.out
+    md = run_cli("analyze", "gemv:4096,4096", "--on", "h100", "--format", "md")
+    assert "The 1 op:" in md.out and "1 ops" not in md.out

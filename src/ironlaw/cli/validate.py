@@ -95,7 +95,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
             f"±25%; {100 * sc['ops_within_2x_count_share']:.0f}% of ops within 2×")
     if top > 0:
         from ..report.text import top_ops_label
-        to = Table(title=f"{top_ops_label(top, len(doc['ops']))} ops by measured time")
+        to = Table(title=f"{top_ops_label(top, len(doc['ops']))} by measured time")
         for col in ("#", "op", "kind", "shapes", "predicted", "measured", "CV", "error", "bound"):
             to.add_column(col, justify="left" if col in ("op", "kind", "shapes", "bound") else "right")
         for r in sorted(doc["ops"], key=lambda r: -r["measured_s"])[:top]:

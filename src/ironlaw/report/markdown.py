@@ -16,7 +16,7 @@ def render(est, top: int = 10) -> str:
                      ("network_s", "network")):
         lines.append(f"| {label} | {fmt_time(est.term(k))} |")
     lines.append(f"| **critical path ({est.composition})** | **{fmt_time(est.time_s)}** |")
-    lines += ["", f"{top_ops_label(top, len(est.graph.ops)).capitalize()} ops:", "",
+    lines += ["", f"{top_ops_label(top, len(est.graph.ops)).capitalize()}:", "",
               "| op | kind | × | FLOPs | bytes | tier | data | compute | latency | time | bound |",
               "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in est.top_ops(top):

@@ -6,8 +6,9 @@ from .table import print_fitted
 
 
 def top_ops_label(top: int, ops: int) -> str:
-    """'top 10' of a table that shows ``top`` of ``ops`` rows; 'all 14' where --top reaches past the last."""
-    return f"top {top:,}" if top < ops else f"all {ops:,}"
+    """'top 10 ops' of a table that shows ``top`` of ``ops`` rows; 'all 14 ops' where --top reaches past the
+    last; 'the 1 op' of a one-op workload."""
+    return f"top {top:,} ops" if top < ops else f"all {ops:,} ops" if ops != 1 else "the 1 op"
 
 
 # the top-ops table's columns left out first where the terminal is narrow (the terms table above sums them)
@@ -125,7 +126,7 @@ def render(est, top: int = 10, console=None) -> None:
     no_role = no_role_line(est.graph)
     if no_role:
         c.print(no_role, markup=True)
-    t = Table(title=f"{top_ops_label(top, len(est.graph.ops))} ops by time")
+    t = Table(title=f"{top_ops_label(top, len(est.graph.ops))} by time")
     for col in ("op", "kind", "×", "FLOPs", "bytes", "tier", "data", "compute", "latency", "time", "bound"):
         left = col in ("op", "kind", "tier", "bound")
         t.add_column(col, justify="left" if left else "right", no_wrap=col != "op")

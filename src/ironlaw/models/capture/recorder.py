@@ -354,8 +354,7 @@ def _run(module, params: dict, state: dict, args, kwargs: dict, rec: "Recorder",
     try:
         with outer, grad_ctx, tracker, unpacked_sequences(), plain_checkpoints(rec), rec:
             out = torch.func.functional_call(module, state, tuple(args), kwargs)
-            produced_kv = _cache_tensors({"cache": getattr(out, "cache", None)
-                                          or getattr(out, "past_key_values", None)})
+            produced_kv = _cache_tensors({"cache": _output_cache(out)})
             if train:
                 value = (loss or _default_loss)(out)
                 value.backward()
@@ -478,6 +477,16 @@ def _unique(d: dict) -> dict:
             seen.add(key)
             out[k] = v
     return out
+
+
+def _output_cache(out):
+    """The KV cache a step's output carries: the field ``cache`` (transformers 5.x) or ``past_key_values`` (4.x)
+    where its output class declares one, never 5.x's deprecated alias (reading it prints a warning)."""
+    fields = getattr(out, "__dataclass_fields__", None)
+    if fields is None:
+        return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    name = next((n for n in ("cache", "past_key_values") if n in fields), None)
+    return getattr(out, name, None) if name else None
 
 
 def _cache_tensors(kwargs) -> list:
