@@ -204,6 +204,9 @@ def test_a_vit_config_is_captured_without_a_library_warning(tmp_path):
     r = run_cli("analyze", f"hf:{cfg}", "--on", "h100", "--format", "json")
     assert r.rc == 0, r.err
     assert r.err.strip() == "" and r.json()["time_s"] > 0
+    # --seq was taken and ignored (the same time, no seq in the header): an image model refuses it
+    line = one_line_error(run_cli("analyze", f"hf:{cfg}", "--on", "h100", "--seq", "128"))
+    assert "--seq does not apply to an image model" in line and "32 pixels a side" in line
 
 
 # ------------------------------------------------------------------ a one-op workload's table
@@ -213,3 +216,28 @@ def test_a_one_op_workload_titles_its_table_in_the_singular():
     assert text.rc == 0 and "the 1 op by time" in text.out and "1 ops" not in text.out
     md = run_cli("analyze", "gemv:4096,4096", "--on", "h100", "--format", "md")
     assert "The 1 op:" in md.out and "1 ops" not in md.out
+
+
+# ------------------------------------------------------------------ low-precision training on one device
+def test_one_device_fp8_and_fp4_training_lower_the_gemms_as_the_step_does():
+    """`analyze llama3-8b --phase train --dtype fp4 --on b200` refused "fp4 training is not modelled … fp4 serves
+    inference" though `--gpus 8` runs NVIDIA's NVFP4 recipe; `--dtype fp8` built the whole graph in fp8 (every
+    activation and norm in one byte) where the step lowers the linear GEMMs only. Now one device lowers alike, and
+    sweep and compare's rebuilt 'after' graph agree with analyze."""
+    import ironlaw
+    for dt in ("fp8", "fp4"):
+        r = run_cli("analyze", "llama3-8b", "--phase", "train", "--dtype", dt, "--on", "b200")
+        assert r.rc == 0, r.err
+        assert r.out.startswith(f"llama3-8b · train · {dt} GEMMs, bf16 elsewhere · batch 1")
+        est = ironlaw.analyze("llama3-8b", on="b200", phase="train", dtype=dt)
+        dts = {op.name: op.dtype for op in est.graph.ops}
+        assert dts["mlp_up_proj"] == dt and dts["lm_head"] == "bf16"
+        two = ironlaw.analyze("llama3-8b", on="b200", phase="train", dtype=dt, batch=2).time_s
+        swp = ironlaw.sweep("llama3-8b", on="b200", phase="train", dtype=dt, batch="1,2").to_dict()
+        assert swp["dtype"] == dt and swp["points"][1]["time_s"] == pytest.approx(two, rel=1e-9)
+        cmp = ironlaw.compare("llama3-8b", on="b200", phase="train", dtype=dt, what_if="batch=2")
+        assert cmp.after.time_s == pytest.approx(two, rel=1e-9)
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--phase", "train", "--dtype", "fp4", "--on", "h100"))
+    assert "NVFP4 recipe" in line and "h100 has no fp4 tensor cores" in line
+    line = one_line_error(run_cli("analyze", "resnet50", "--phase", "train", "--dtype", "fp8"))
+    assert "fp8 training needs the layers' linears known" in line

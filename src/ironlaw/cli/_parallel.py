@@ -20,7 +20,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"plan: tp {p.tp} × pp {p.pp}{f' (interleave {p.interleave})' if p.interleave > 1 else ''}"
              f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
              f"{f' (ep {p.ep}, {p.moe_dispatcher} dispatcher)' if p.ep > 1 else ''}; "
-             f"global batch {p.global_batch} = {b.microbatches} micro-batches "
+             f"global batch {p.global_batch} = {b.microbatches} micro-batch{'es' if b.microbatches != 1 else ''} "
              f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
              f"{'; sequence parallel' if p.sequence_parallel else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",

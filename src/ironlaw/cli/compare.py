@@ -73,7 +73,8 @@ def text(c, top: int) -> None:
     con = console()
     g = c.before.graph
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
-    con.print(f"[bold]{g.name} · {g.phase} · {g.dtype}{' · ' + meta if meta else ''}: "
+    from ..report.text import element_label
+    con.print(f"[bold]{g.name} · {g.phase} · {element_label(g)}{' · ' + meta if meta else ''}: "
               f"{'; '.join(c.steps)}[/bold]")
     con.print(f"verdict: {c.verdict()}")
     t = Table(title=f"before ({c.before.hw.name}) vs after ({c.after.hw.name})")

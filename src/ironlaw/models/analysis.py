@@ -38,15 +38,20 @@ def graph_of(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: 
              options: dict | None = None):
     """``spec``'s graph for ``hw``'s kind of device, sharded over tensor-parallel devices when ``options`` ask for
     them (inference); its routed experts as the workload states them (``on_device`` prices them for a device)."""
-    from . import workloads
+    from . import precision, workloads
     from .plan_options import refuse_unread, requested
 
     options = dict(options or {})
-    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
+    # a training step in fp8, mxfp8 or fp4 lowers its layers' linear GEMMs of a bf16 step, as on many devices
+    low = dtype if phase == "train" and dtype is not None and precision.is_low(dtype) else None
+    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=precision.WIDE if low else dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=options)
     graph = workloads.resolve(req)
     workloads.check_context(graph, seq)
     refuse_unread(options, graph)
+    if low:
+        from .parallel.step import lowered
+        graph = lowered(precision.lower(graph, low, hw.features.get("fp8_any_layout", False)), hw)
     if requested(options) and "collective" not in graph.meta:      # tensor-parallel inference
         from .parallel.tp import shard_inference
         graph = shard_inference(graph, hw, options)

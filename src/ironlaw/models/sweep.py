@@ -152,7 +152,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     for hw in hws:
         est = _predict(spec, hw, b[:, None], None if s is None else s[None, :], phase, dtype, whatif, composition)
         g = est.graph
-        g_phase, g_dtype = g.phase, g.dtype
+        g_phase, g_dtype = g.phase, g.meta.get("precision", g.dtype)     # a lowered training step: its GEMMs'
         shape = (b.size, 1 if s is None else s.size)
         t = np.broadcast_to(est.total_s, shape)
         units, unit = _work_units(g, shape)
@@ -220,11 +220,8 @@ def _vector(x, what: str) -> np.ndarray:
 
 
 def _predict(spec, hw, batch, seq, phase, dtype, whatif, composition):
-    from . import workloads
-    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=dtype,
-                            device="cuda" if hw.kind == "gpu" else "cpu")
-    g = workloads.resolve(req)
-    workloads.check_context(g, seq)
+    from .analysis import graph_of
+    g = graph_of(spec, hw, batch, seq, phase, dtype)     # a low-precision training step lowers its GEMMs
     if whatif:
         from ..models import whatif as wi
         g, hw = wi.apply(g, hw, list(whatif))

@@ -18,9 +18,10 @@ FRESH_SHOWN = 0.01          # the fresh-memory line is printed from this share o
 
 def element_label(g) -> str:
     """What the header names after the phase: the dtype, or for a collective of BYTES (whose elements no option
-    sets) the devices it runs over."""
+    sets) the devices it runs over; a training step lowered to fp8, mxfp8 or fp4 names its GEMMs' dtype too."""
     if "collective" not in g.meta:
-        return g.dtype
+        low = g.meta.get("precision", g.dtype)
+        return g.dtype if low == g.dtype else f"{low} GEMMs, {g.dtype} elsewhere"
     nodes = g.meta.get("nodes", 1)
     return f"{g.meta['gpus']} GPUs" + (f", {nodes} nodes" if nodes > 1 else "")
 

@@ -115,6 +115,9 @@ def build(path: str, req):
     prefill = fake_mode = None
     if not text:
         size = _image_size(cfg)
+        if req.seq is not None:
+            raise IronlawError(f"{type(model).__name__}: --seq does not apply to an image model; drop it (its input "
+                               f"is a square image of {size} pixels a side, the config's image_size)")
         kwargs = {"pixel_values": torch.zeros(batch, getattr(cfg, "num_channels", 3), size, size,
                                               dtype=next(model.parameters()).dtype, device="meta")}
         if phase == "train":

@@ -491,7 +491,7 @@ class HostStep:
         launches = (f"launches {fmt_time(self.launch_s)} (eager: its kernels one by one)" if self.eager else
                     "launches 0 s (one replayed CUDA graph)")
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
-                f"{fmt_time(self.python_s)} ({self.sequences:,.0f} requests, {speed}) vs {fmt_time(device_s)} on "
+                f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
                 f"the device: {who} (overlap scheduler)")
 
 

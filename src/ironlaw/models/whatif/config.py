@@ -32,6 +32,11 @@ def _rebuild(g: Graph, hw, **change) -> Graph:
                             seq=change.get("seq", g.meta.get("seq")), dtype=g.dtype,
                             device="cuda" if hw.kind == "gpu" else "cpu", options=dict(g.meta.get("options", {})))
     new = workloads.resolve(req)
+    low = g.meta.get("precision", g.dtype)
+    if low != g.dtype:                         # a training step with its GEMMs lowered: lowered alike
+        from .. import precision
+        from ..parallel.step import lowered
+        new = lowered(precision.lower(new, low, hw.features.get("fp8_any_layout", False)), hw)
     if "seq" in change:                        # beyond the model's context, as analyze --seq refuses it
         workloads.check_context(new, change["seq"], "what-if seq")
     if "whatif" in g.meta:                     # earlier rebuild steps (the rebuild stage runs first)

@@ -98,9 +98,12 @@ def resolve(req: Request) -> Graph:
         if req.dtype not in DTYPE_BYTES:
             raise unknown("dtype", req.dtype, DTYPE_BYTES)
         if req.phase == "train" and req.dtype in NOT_TRAINED_IN:
+            if req.dtype == "fp4":
+                raise IronlawError("a training graph is not built in fp4: NVFP4 training lowers the linear GEMMs of "
+                                   "a bf16 step (models.precision.lower; `analyze --phase train --dtype fp4`)")
             raise IronlawError(f"--dtype {req.dtype} training is not modelled: a training step runs in fp32, tf32, "
-                               f"bf16 or fp16, or with its linear GEMMs lowered to fp8 or mxfp8 (--dtype fp8|mxfp8); "
-                               f"{req.dtype} serves inference (--phase prefill|decode)")
+                               f"bf16 or fp16, or with its linear GEMMs lowered to fp8, mxfp8 or fp4 (NVFP4) "
+                               f"(--dtype fp8|mxfp8|fp4); {req.dtype} serves inference (--phase prefill|decode)")
     key = spec.lower()
     if key in BUILTINS:
         check_options(req, key, BUILTINS[key].options)
