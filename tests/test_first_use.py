@@ -241,3 +241,12 @@ def test_one_device_fp8_and_fp4_training_lower_the_gemms_as_the_step_does():
     assert "NVFP4 recipe" in line and "h100 has no fp4 tensor cores" in line
     line = one_line_error(run_cli("analyze", "resnet50", "--phase", "train", "--dtype", "fp8"))
     assert "fp8 training needs the layers' linears known" in line
+
+
+# ------------------------------------------------------------------ counts of one
+def test_one_micro_batch_and_one_request_are_said_in_the_singular():
+    """'global batch 1 = 1 micro-batches of 1 × dp' and a prefill's host line '(1 requests, …)'."""
+    step = run_cli("analyze", "gpt2", "--phase", "train", "--on", "h100", "--gpus", "1", "--global-batch", "1")
+    assert step.rc == 0 and "= 1 micro-batch of 1 × dp" in " ".join(step.out.split())
+    srv = " ".join(run_cli("serve", "llama3-8b", "--on", "h100").out.split())
+    assert "(1 request, " in srv and "1 requests" not in srv
