@@ -220,8 +220,16 @@ def _vector(x, what: str) -> np.ndarray:
 
 
 def _predict(spec, hw, batch, seq, phase, dtype, whatif, composition):
-    from .analysis import graph_of
-    g = graph_of(spec, hw, batch, seq, phase, dtype)     # a low-precision training step lowers its GEMMs
+    from . import precision, workloads
+    # a training step in fp8, mxfp8 or fp4 lowers its layers' linear GEMMs of a bf16 step, as analyze does
+    low = dtype if phase == "train" and dtype is not None and precision.is_low(dtype) else None
+    req = workloads.Request(spec, phase=phase, batch=batch, seq=seq, dtype=precision.WIDE if low else dtype,
+                            device="cuda" if hw.kind == "gpu" else "cpu")
+    g = workloads.resolve(req)
+    workloads.check_context(g, seq)
+    if low:
+        from .parallel.step import lowered
+        g = lowered(precision.lower(g, low, hw.features.get("fp8_any_layout", False)), hw)
     if whatif:
         from ..models import whatif as wi
         g, hw = wi.apply(g, hw, list(whatif))
