@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..core.units import counted
 from .common import app, check_format, console, emit_json
 
 
@@ -35,7 +36,7 @@ def calibrate_cmd(
         print(_markdown(res, framework))
         return
     con = console()
-    con.print(f"{res.hardware}: fitted on the even rows of {_n(res.groups, 'kernel class', 'es')} ({framework})")
+    con.print(f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} ({framework})")
     con.print("held-out rows, median / p90 |err|:")
     for s in res.held_out:
         con.print(f"  {s.group:<40} {s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
@@ -56,7 +57,7 @@ def _markdown(res, framework: str) -> str:
     """The held-out scores (and the GEMM form chosen per class) as Markdown tables."""
     from rich.table import Table
     from ..report.table import markdown
-    t = Table(title=f"{res.hardware}: fitted on the even rows of {_n(res.groups, 'kernel class', 'es')} "
+    t = Table(title=f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} "
               f"({framework}); held-out rows")
     for col in ("kernel class", "rows", "median |err|", "p90 |err|"):
         t.add_column(col, justify="left" if col == "kernel class" else "right")
@@ -77,10 +78,6 @@ def _markdown(res, framework: str) -> str:
     return "\n\n".join(parts)
 
 
-def _n(n: int, word: str, plural: str = "s") -> str:
-    return f"{n} {word}{plural if n != 1 else ''}"
-
-
 def _skipped(k: dict) -> str:
     """One line per left-out dtype of a table: how many rows, where, and why."""
-    return f"{_n(k['rows'], 'row')} of gemm_dtype {k['gemm_dtype']} in {k['table']}: {k['why']}"
+    return f"{counted(k['rows'], 'row')} of gemm_dtype {k['gemm_dtype']} in {k['table']}: {k['why']}"

@@ -132,9 +132,9 @@ def _notes(res) -> list[str]:
 
 
 def show(res, fmt: str) -> None:
-    from ..core.units import fmt_time
+    from ..core.units import counted, fmt_time
     s = res.setup
-    what = (f"{s['gpus']} GPUs on {s['nodes']} node(s), global batch {s['global_batch']} × seq {s['seq']}"
+    what = (f"{counted(s['gpus'], 'GPU')} on {counted(s['nodes'], 'node')}, global batch {s['global_batch']} × seq {s['seq']}"
             if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, "
                                          f"prompt {s['prompt']}, output {s['output']}")
     kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))

@@ -1,6 +1,7 @@
 """`ironlaw serve SPEC --max-throughput …`: the offline scenario's table (text, md) or document (json)."""
 from __future__ import annotations
 
+from ..core.units import counted
 from .common import emit_lines
 
 
@@ -32,7 +33,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     rows += _moe_rows(d.get("moe"))
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
-            f"{est.requests:,} requests of {prompt} + {output} tokens")
+            f"{counted(est.requests, 'request')} of {prompt} + {output} tokens")
     own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
     extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]] + expert_lines(d)
     if fmt == "md":

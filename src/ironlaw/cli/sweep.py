@@ -5,6 +5,7 @@ from typing import List, Optional
 
 import typer
 
+from ..core.units import counted
 from .common import app, check_format, console, emit_json
 from .options import FLOAT, DType, Phase, Serial
 
@@ -56,7 +57,7 @@ def text(res, md: bool = False) -> None:
     from ..core.units import fmt_num, fmt_time
     from ..report.table import print_fitted
     con = console()
-    head = f"{res.spec} · {res.phase} · {res.dtype}: {res.points} points"
+    head = f"{res.spec} · {res.phase} · {res.dtype}: {counted(res.points, 'point')}"
     if md:
         print(f"**{head}**\n")
     else:

@@ -5,6 +5,7 @@ from typing import Optional
 
 import typer
 
+from ..core.units import counted
 from .common import app, check_format, check_top, console_for, emit_json
 
 
@@ -72,7 +73,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)
     cal = "calibrated" if hw["calibrated"] else "not calibrated"
     c.print(f"[bold]{w['name']} · {w['phase']} · {shape} on {hw['name']}[/bold] ({cal}; "
-            f"{doc['case']['threads']} threads, {doc['case']['repeats']} runs)")
+            f"{counted(doc['case']['threads'], 'thread')}, {counted(doc['case']['repeats'], 'run')})")
     c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
             f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "
             f"({_pct(t['error'])}) · naive roofline {fmt_time(t['naive_s'])} ({_pct(t['naive_error'])})")

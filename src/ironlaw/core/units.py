@@ -128,6 +128,12 @@ def fmt_num(x: float, digits: int = 3) -> str:
     return s.rstrip("0").rstrip(".") if "." in s else s
 
 
+def counted(n: float, word: str, plural: str | None = None) -> str:
+    """'1 row', '3 rows', '1,500 requests': a whole count with its noun, singular for exactly one (``plural``
+    where the noun does not take an s: 'micro-batches')."""
+    return f"{n:,.0f} {word if round(n) == 1 else plural or word + 's'}"
+
+
 _COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 _COUNT_RE = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]?)\s*$")
 
