@@ -361,6 +361,14 @@ HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
 # the decode kernels a serving framework's context table names for its one-token rows (``own_kernel``): vLLM 0.24.0's
 # FlashInfer backend, TRT-LLM's decode kernel (B200, B300, GB200, GB300) and FlashInfer's own (L40S, RTX PRO 6000)
 DECODE_KERNELS = ("vllm_flashinfer_trtllmdecode", "vllm_flashinfer_fidecode")
+# (framework, regime) of the kernel classes that name one kernel of the framework's default attention backend, whose
+# rows of any other backend are left out (``main_backend``): TensorRT-LLM's sliding-window decode on MMHA. aiconfigurator-
+# core 0.12.0's 1.3.0rc20 tables of B200, B300, GB200 and GB300 time head dim 256, window 1024, one head on one KV head
+# on TensorRT-LLM's FLASHINFER attention backend (``kernel_source`` 'torch_flow_flashinfer'; collector/trtllm/
+# collect_attn.py, ``run_attention_torch``: the backend only Gemma4 routes to, pinned to FlashInfer's trtllm-gen FMHA),
+# not on MMHA: in the MMHA class they held out up to 91% too slow and pulled its launch fit off MMHA's own steps
+# (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
+MAIN_BACKEND_CLASSES = (("trtllm", "_window_mmha"),)
 # the context kernels whose query the framework quantizes to the KV cache's dtype, so that they compute in it (a class's
 # ``math``, ``gemmshape.SHAPE_FIELDS``; ``math_of``): vLLM 0.24.0's FlashInfer backend on TRT-LLM's context kernels
 # (B200, B300, GB200, GB300; vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``), and SGLang
@@ -445,19 +453,21 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
         once = one_backend(every, t.op)
         alone = one_backend_per_head_dim(once, t.op)
         kept = own_kernel(alone, t.op)
-        for (a, kv, regime), rows in kept.groupby(["attn_dtype", "kv_cache_dtype", "regime"], sort=True):
+        for (a, kv, regime), rows in main_backend(kept, t.framework).groupby(["attn_dtype", "kv_cache_dtype", "regime"],
+                                                                             sort=True):
             dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
             name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
             n = [int(((x.attn_dtype == a) & (x.kv_cache_dtype == kv) & (x.regime == regime)).sum())
-                 for x in (every, once, alone)]
-            left, dims, decode = n[0] - n[1], n[1] - n[2], n[2] - len(rows)
+                 for x in (every, once, alone, kept)]
+            left, dims, decode, other = n[0] - n[1], n[1] - n[2], n[2] - n[3], n[3] - len(rows)
             main = once.kernel_source.value_counts().index[0] if left or dims else ""
             timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
                                           f"{main} times left out",
                                           dims and f"{dims} rows of other backends at head dims {main} times left "
                                           f"out",
                                           decode and f"{decode} one-token rows the framework runs on its decode "
-                                          f"kernel left out") if x)
+                                          f"kernel left out",
+                                          other and f"{other} rows of other attention backends left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
                              sorted_rows(rows, t.op), timed, dtype=dt))
     return out
@@ -508,6 +518,18 @@ def own_kernel(rows, op: str):
     if op != "context_attention" or "kernel_source" not in rows.columns:
         return rows
     return rows[~rows["kernel_source"].isin(DECODE_KERNELS)]
+
+
+def main_backend(rows, framework: str):
+    """``rows`` (with their ``regime``) without, in a class of ``MAIN_BACKEND_CLASSES``, the rows of any backend
+    (``kernel_source``) but the one that times most of the table, the framework's default: such a class names one
+    kernel of that backend (TensorRT-LLM's MMHA window class, not FlashInfer's trtllm-gen FMHA beside it). A table
+    without the column, or of another framework, is returned as it is."""
+    regimes = [r for f, r in MAIN_BACKEND_CLASSES if f == framework]
+    if not regimes or "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+        return rows
+    main = rows["kernel_source"].value_counts().index[0]
+    return rows[~rows["regime"].isin(regimes) | (rows["kernel_source"] == main)]
 
 
 def split(rows, op: str = "") -> tuple[object, object]:
