@@ -100,8 +100,9 @@ def test_vllm_and_sglang_time_their_own_window_classes(framework, gpu):
 
 def _blackwell_rows():
     out = []
-    for h, kv, d, w, src in ((64, 1, 64, 128, "torch_flow"), (1, 1, 64, 128, "torch_flow"), (8, 1, 64, 128, "torch_flow"),
-                             (1, 1, 256, 1024, "torch_flow_flashinfer"), (4, 1, 256, 1024, "torch_flow_flashinfer")):
+    for h, kv, d, w, src in ((64, 1, 64, 128, "torch_flow"), (1, 1, 64, 128, "torch_flow"),
+                             (8, 1, 64, 128, "torch_flow"), (1, 1, 256, 1024, "torch_flow_flashinfer"),
+                             (4, 1, 256, 1024, "torch_flow_flashinfer")):
         for b in (1, 8):
             for s in (127, 1023):
                 out.append({"device": "NVIDIA B200", "batch_size": b, "step": s, "isl": 1, "num_heads": h,
