@@ -11,7 +11,7 @@ import ironlaw
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.splitkv import (blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                                   mmha_tokens_per_loop, mmha_tuned_launch, mmha_tuned_threads)
-from ironlaw.law import efficiency
+from ironlaw.law import efficiency, law
 from ironlaw.machine import calibration, hardware
 from ironlaw.machine.hardware import parse_hardware
 from ironlaw.models.workloads import Request
@@ -238,3 +238,24 @@ def test_blackwells_fp8_cache_mmha_window_class_splits_over_the_gpus_own_sms(gpu
         slots = in_whole_waves(tiles, 64, sms, p["mmha_threads"])
     assert tiles > 1 and split.splits.reshape(len(g.ops), -1)[i, 0]
     assert split.blocks.reshape(len(g.ops), -1)[i, 0] == pytest.approx(slots)
+
+
+@pytest.mark.parametrize("gpu, table_us", [("b200", (9.1, 19.2)), ("b300", (8.9, 19.0)), ("gb200", (11.0, 19.4)),
+                                            ("gb300", (10.9, 19.6))])
+def test_blackwells_bf16_mmha_window_decode_steps_with_the_waves_its_tuned_launch_takes(gpu, table_us):
+    """On Blackwell the collector's windowed decode falls back to MMHA (its cache's window is not the layer's, which
+    TensorRT-LLM's trtllm-gen dispatch refuses), launched as ``mmha_launch_kernel_ex`` tunes it. The bf16-cache class
+    states 3 CTAs per SM. aiconfigurator-core 0.12.0's tables (``table_us``), 64 heads on one KV head × 64, window
+    128, batch 2, at 255 and 511 cached tokens: 128 CTAs of 512 threads, split in 2 from 511 on, two waves against
+    one, 1.8-2.1× the time where the keys read do not move. The law steps with them (a plain launch: the same time)."""
+    hw = hardware.get(gpu)
+    assert hw.calibration.kernel["attention_generation_bf16_kv_bf16_window_mmha"]["mmha_occupancy"] == 3
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, heads=64, kv_heads=1, head_dim=64)
+    t = []
+    for seq in (255, 511):
+        g = T.build(arch, Request("x", phase="decode", batch=2, seq=seq), "x")
+        (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+        assert op.attrs["kernel"] == "attention_generation_bf16_kv_bf16_window_mmha"
+        t.append(1e6 * float(np.ravel(law.predict(g, hw).op_time_s)[i]))
+    assert t[1] > 1.5 * t[0]
+    assert t == pytest.approx(list(table_us), rel=0.2)

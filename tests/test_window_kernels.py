@@ -96,3 +96,34 @@ def test_vllm_and_sglang_time_their_own_window_classes(framework, gpu):
         assert "split_kv" not in kern[cls]
     window = [g for g in eng.kernels.borrowed if g.startswith("generation attention") and "sliding window" in g]
     assert not window, window
+
+
+def _blackwell_rows():
+    out = []
+    for h, kv, d, w, src in ((64, 1, 64, 128, "torch_flow"), (1, 1, 64, 128, "torch_flow"),
+                             (8, 1, 64, 128, "torch_flow"), (1, 1, 256, 1024, "torch_flow_flashinfer"),
+                             (4, 1, 256, 1024, "torch_flow_flashinfer")):
+        for b in (1, 8):
+            for s in (127, 1023):
+                out.append({"device": "NVIDIA B200", "batch_size": b, "step": s, "isl": 1, "num_heads": h,
+                            "num_key_value_heads": kv, "head_dim": d, "window_size": w, "attn_dtype": "bfloat16",
+                            "kv_cache_dtype": "bfloat16", "kernel_source": src, "latency_s": 1e-5})
+    return out
+
+
+@pytest.mark.parametrize("framework, left", [("trtllm", 4), ("vllm", 0)])
+def test_the_mmha_window_class_keeps_the_default_backends_rows(framework, left):
+    """TensorRT-LLM's Blackwell tables time head dim 256, window 1024 on its FlashInfer backend (trtllm-gen's FMHA,
+    Gemma4's path): the MMHA class leaves those rows out and says so; the XQA-rule class and other frameworks'
+    classes keep every backend's rows."""
+    pd = pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    t = kerneltable.KernelTable("generation_attention", "b200", "NVIDIA B200", framework, "1.3.0rc20", "x.parquet",
+                                pd.DataFrame(_blackwell_rows()))
+    gs = {g.key[1]: g for g in kernelfit.groups([t])}
+    mmha = gs["attention_generation_bf16_kv_bf16_window_mmha"]
+    assert (set(mmha.rows.kernel_source) == {"torch_flow"}) == bool(left)
+    assert len(mmha.rows) == 12 - left
+    assert (f"{left} rows of other attention backends left out" in mmha.timed) == bool(left)
+    assert set(gs["attention_generation_bf16_kv_bf16_window"].rows.kernel_source) == {"torch_flow",
+                                                                                       "torch_flow_flashinfer"}
