@@ -71,7 +71,7 @@ def _eta(op, p: dict) -> float:
 def test_the_law_prices_the_waves_at_the_tiled_head_dims_only():
     """A one-wave prefill (1,024 tokens, one head, 32 tiles on 132 SMs) runs at 1/8 of its balanced η; at a head dim
     the class does not tile, as without ``query_tiles``."""
-    tiled = {**SHAPE, "query_tiles": [[512, 32]]}
+    tiled = {**SHAPE, "query_tiles": [[512, 32, 1]]}
     op = _prefill(1024.0)
     assert _eta(op, SHAPE) / _eta(op, tiled) == pytest.approx(132 * 32 / (32 * 33 / 2))
     other = _prefill(1024.0, head_dim=128)
@@ -80,10 +80,10 @@ def test_the_law_prices_the_waves_at_the_tiled_head_dims_only():
 
 def test_query_tiles_are_head_dim_and_block_pairs():
     base = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"]}
-    for bad in ([], [[512]], [[512, 0]], [[512.5, 32]], "512:32"):
+    for bad in ([], [[512, 32]], [[512, 0, 1]], [[512.5, 32, 1]], "512:32:1"):
         with pytest.raises(IronlawError, match="query_tiles"):
             calibration.check({**base, "kernel": {MHA: {**SHAPE, "query_tiles": bad}}}, "calibration")
-    calibration.check({**base, "kernel": {MHA: {**SHAPE, "query_tiles": [[512, 32]]}}}, "calibration")
+    calibration.check({**base, "kernel": {MHA: {**SHAPE, "query_tiles": [[512, 32, 1]]}}}, "calibration")
 
 
 def _groups(framework: str, gpu: str, window: int = 0, source: str = "triton") -> list:
@@ -98,7 +98,7 @@ def test_sglangs_triton_rows_of_a_tiled_head_dim_take_its_tiles():
     """SGLang's Triton prefill on SM 9.x: head dim 512 in tiles of 32 query rows; not vLLM's rows, not another
     backend's, not a sliding window's, not a GPU the table does not name."""
     (g,) = _groups("sglang", "h100")
-    assert kernelfit.query_tiles_of(hardware.get("h100"), g) == {"query_tiles": [[512, 32]]}
+    assert kernelfit.query_tiles_of(hardware.get("h100"), g) == {"query_tiles": [[512, 32, 1]]}
     assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("vllm", "h100")[0]) == {}
     assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", source="fa3")[0]) == {}
     assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", window=128)[0]) == {}
@@ -111,7 +111,7 @@ def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypa
     more (the waves are what sets them)."""
     from ironlaw.measure.calibrate.fitcore import Problem
     hw = hardware.get("h100")
-    truth = {**SHAPE, "eta_max": 0.1, "latency_s": 1.2e-5, "query_tiles": [[512, 32]]}
+    truth = {**SHAPE, "eta_max": 0.1, "latency_s": 1.2e-5, "query_tiles": [[512, 32, 1]]}
     rows = pd.DataFrame([dict(batch_size=b, isl=s, num_heads=1, num_key_value_heads=1, head_dim=512, window_size=0,
                               attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0, kernel_source="triton",
                               latency_s=1.0)
@@ -122,7 +122,7 @@ def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypa
     timed = g.rows.assign(latency_s=Problem(hw, kernelfit.observations(g, g.rows, hw)).times(cal))
     g = kernelfit.Group(g.name, g.key, g.op, g.table, timed)
     fitted = kernelfit.fit(hw, [g])
-    assert fitted["kernel"][g.key[1]]["query_tiles"] == [[512, 32]]
+    assert fitted["kernel"][g.key[1]]["query_tiles"] == [[512, 32, 1]]
     assert np.percentile(kernelfit.held_errors(hw, fitted, g), 90) < 0.02
     monkeypatch.setattr(kernelfit, "TRITON_TILES", {})
     untiled = kernelfit.fit(hw, [g])

@@ -5,11 +5,11 @@ SGLang's Triton prefill (python/sglang/srt/layers/attention/triton_ops/extend_at
 and ``_get_block_sizes_for_extend_attention``) launches the grid (sequences, query heads, ⌈s / BLOCK_M⌉): one CTA per
 sequence, query head and tile of BLOCK_M query rows, the tile index the slowest axis, so the CTAs start in the order
 of their tile. Tile j of a causal pass walks the keys up to its own last row, (j + 1) · BLOCK_M of them: the later
-tiles are the longer ones, and they start last. With one CTA per SM (``SLOTS_PER_SM``) the launch runs in waves of
-SMs CTAs, each as long as its longest CTA, the last tile it holds:
+tiles are the longer ones, and they start last. With c CTAs per SM (as many as its shared memory holds of the tile's
+operands) the launch runs in waves of c · SMs CTAs, each as long as its longest CTA, the last tile it holds:
 
     walk    = Σ over waves w of (j_w + 1),   j_w = ⌊(last CTA of wave w) / (sequences · query heads)⌋
-    balanced = sequences · query heads · T (T + 1) / 2 / SMs        (T = ⌈s / BLOCK_M⌉ tiles per query head)
+    balanced = sequences · query heads · T (T + 1) / 2 / (c · SMs)  (T = ⌈s / BLOCK_M⌉ tiles per query head)
     factor  = walk / balanced ≥ 1 (about 1 over many waves)
 
 aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512 (BLOCK_M = 32 on SM 9.x), one head, batch 1:
@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-SLOTS_PER_SM = 1          # CTAs an SM holds of the tiled prefill: its BLOCK_M × head-dim fp32 accumulator and tiles
-                          # fill the register file at the head dims it runs (≥ 192: 64 KB of accumulator at 64 × 256)
+TILE_OPERAND_BYTES = 2    # bytes per element of the query, key and value tiles a CTA stages (bf16; FP8 caches dequantized)
+
+
+def ctas_per_sm(head_dim: int, block_m: int, block_n: int, shared_bytes: int) -> int:
+    """The CTAs an SM of ``shared_bytes`` shared memory holds at once: its query tile (BLOCK_M × head dim) and one
+    key and one value tile (BLOCK_N × head dim each, one stage), at least 1."""
+    tile = (block_m + 2 * block_n) * head_dim * TILE_OPERAND_BYTES
+    return max(int(shared_bytes // tile), 1)
 
 
 def floor_sum(n, m, a, b) -> np.ndarray:

@@ -19,7 +19,7 @@ from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
-from ..core.querytiles import SLOTS_PER_SM, wave_factor
+from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                             mmha_tokens_per_loop, mmha_tuned_launch)
 from ..machine.hardware import Hardware
@@ -191,7 +191,8 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
 
 
 def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
-    """Per op of a context class that tiles each query head's rows (``query_tiles``: [[head dim, BLOCK_M], …],
+    """Per op of a context class that tiles each query head's rows (``query_tiles``: [[head dim, BLOCK_M, CTAs per
+    SM], …],
     ``gemmshape.SHAPE_FIELDS``) at its head dim (K), the waves of its launch over their balanced time
     (``querytiles.wave_factor``, ≥ 1), which the law divides both η by as it does the grid's factor; 1 for every other
     op. A causal pass's query rows s = 2N − 1 (N the keys per query, ``gemm_dims``), at most M; the CTAs per tile the
@@ -210,11 +211,11 @@ def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndar
     rows = np.minimum(2.0 * n - 1.0, m)
     out = np.ones(cols.flops.shape)
     for name, p in own:
-        for dim, block_m in p["query_tiles"]:
+        for dim, block_m, slots in p["query_tiles"]:
             r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
             if np.any(r):
                 per_tile = units[r] / 2.0 * m[r] / np.maximum(rows[r], 1.0)
-                out[r] = wave_factor(rows[r], per_tile, float(block_m), float(sms) * SLOTS_PER_SM)
+                out[r] = wave_factor(rows[r], per_tile, float(block_m), float(sms) * slots)
     return out
 
 

@@ -258,12 +258,13 @@ def _check_shape_table(p: dict, w: str) -> None:
 
 
 def _check_query_tiles(tiles, w: str) -> None:
-    """``query_tiles``: a non-empty list of [head dim, BLOCK_M] pairs, each a whole number > 0."""
+    """``query_tiles``: a non-empty list of [head dim, BLOCK_M, CTAs per SM], each a whole number > 0."""
     ok = isinstance(tiles, list) and tiles and all(
-        isinstance(x, list) and len(x) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in x)
+        isinstance(x, list) and len(x) == 3 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in x)
         for x in tiles)
     if not ok:
-        raise IronlawError(f"{w}.query_tiles: must be a non-empty list of [head dim, BLOCK_M] whole numbers > 0, "
+        raise IronlawError(f"{w}.query_tiles: must be a non-empty list of [head dim, BLOCK_M, CTAs per SM] whole "
+                           f"numbers > 0, "
                            f"got {tiles!r}")
 
 

@@ -37,6 +37,7 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
                                UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
+from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
@@ -373,11 +374,12 @@ MATH_OPS = ("context_attention", "context_mla")
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
 # after one pass, 2% after two; docs/accuracy.md)
-# SGLang's Triton prefill: query rows per CTA (BLOCK_M) per GPU and head dim, as
+# SGLang's Triton prefill per GPU: its SMs' shared memory (bytes; CUDA C++ Programming Guide, the technical
+# specifications per compute capability: 228 KB on SM 9.0) and, per head dim, its (BLOCK_M, BLOCK_N) as
 # python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``, sets
-# them (SM 9.x, head dim over 256: (BLOCK_M, BLOCK_N) = (32, 64)); the context classes whose rows time those head dims
-# on it (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``)
-TRITON_TILES = {"h100": {512: 32}, "h200": {512: 32}}
+# them (SM 9.x, head dim over 256: (32, 64)); the context classes whose rows time those head dims on it
+# (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``, ``query_tiles_of``)
+TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)})}
 TRITON_KERNELS = {"sglang": "triton"}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 GRID_PASSES = {"context_attention": 2}
@@ -627,17 +629,17 @@ def math_of(g: Group) -> dict:
 
 
 def query_tiles_of(hw, g: Group) -> dict:
-    """``{"query_tiles": [[head dim, BLOCK_M], …]}`` for a context attention class without a window (``TILE_REGIMES``)
-    of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on that kernel; {}
-    otherwise. aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens,
+    """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
+    (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise. aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens,
     555 µs at 4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
-    kernel, tiles = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, {})
+    kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
     regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
     if g.op != "context_attention" or kernel is None or not tiles or regime not in TILE_REGIMES or \
             "kernel_source" not in g.rows.columns:
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
-    return {"query_tiles": [[d, tiles[d]] for d in dims]} if dims else {}
+    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
 
 
 def math_head_dims(rows) -> dict:
