@@ -113,8 +113,9 @@ XQA_MLA_HEADS = 128
 # 192 (MiMo-V2) runs on vLLM's Triton prefill (``vllm_triton_attn``), whose query stays in the model's dtype: B300,
 # FP8 cache, 8,193 tokens and more, head dim 192 priced at FP8's peak ran 59% too fast at the median (held out)
 # query_tiles: [[head dim, BLOCK_M, CTAs per SM], …] of a context class whose kernel gives each CTA one tile of BLOCK_M
-# rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a time), each as long as its longest tile's causal walk, stretch
-# the op's time (``efficiency.query_waves``, ``core.querytiles``; SGLang's Triton prefill, ``kernelfit.TRITON_TILES``)
+# rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a time), each as long
+# as its longest tile's causal walk, stretch the op's time (``efficiency.query_waves``, ``core.querytiles``; SGLang's
+# Triton prefill, ``kernelfit.TRITON_TILES``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-TILE_OPERAND_BYTES = 2    # bytes per element of the query, key and value tiles a CTA stages (bf16; FP8 caches dequantized)
+TILE_OPERAND_BYTES = 2    # bytes per element of the query, key and value tiles a CTA stages (bf16)
 
 
 def ctas_per_sm(head_dim: int, block_m: int, block_n: int, shared_bytes: int) -> int:

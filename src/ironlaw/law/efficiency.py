@@ -192,8 +192,7 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
 
 def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
     """Per op of a context class that tiles each query head's rows (``query_tiles``: [[head dim, BLOCK_M, CTAs per
-    SM], …],
-    ``gemmshape.SHAPE_FIELDS``) at its head dim (K), the waves of its launch over their balanced time
+    SM], …], ``gemmshape.SHAPE_FIELDS``) at its head dim (K), the waves of its launch over their balanced time
     (``querytiles.wave_factor``, ≥ 1), which the law divides both η by as it does the grid's factor; 1 for every other
     op. A causal pass's query rows s = 2N − 1 (N the keys per query, ``gemm_dims``), at most M; the CTAs per tile the
     sequences × query heads, units / 2 × M / s. Such an op on a device without an SM count is an error."""

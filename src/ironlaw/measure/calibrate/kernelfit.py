@@ -631,8 +631,9 @@ def math_of(g: Group) -> dict:
 def query_tiles_of(hw, g: Group) -> dict:
     """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
     (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
-    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise. aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens,
-    555 µs at 4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise.
+    aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
+    4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
     regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
     if g.op != "context_attention" or kernel is None or not tiles or regime not in TILE_REGIMES or \
@@ -940,7 +941,8 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
     its grid over the window's keys and over the whole sequence's (``walked_grid``). A class that walks its keys in
     waves (``key_ctas``) keeps no grid: its walk bounds the time the grid would scale (``efficiency.walk_eta``), and
-    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%."""
+    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%.
+    A class with ``query_tiles`` (``tiles``) is fitted with and without its grid (``tiled_grid``)."""
     if "key_ctas" in table:
         return table
     if tiles and "query_tiles" in table:
