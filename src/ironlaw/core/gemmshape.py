@@ -43,7 +43,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
-                "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims")
+                "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
+                "query_tiles")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -111,6 +112,10 @@ XQA_MLA_HEADS = 128
 # flashinfer.py, ``FlashInferBackend.get_supported_head_sizes``; 0.24.0's tables time 512 on it too), so its head dim
 # 192 (MiMo-V2) runs on vLLM's Triton prefill (``vllm_triton_attn``), whose query stays in the model's dtype: B300,
 # FP8 cache, 8,193 tokens and more, head dim 192 priced at FP8's peak ran 59% too fast at the median (held out)
+# query_tiles: [[head dim, BLOCK_M, CTAs per SM], …] of a context class whose kernel gives each CTA one tile of BLOCK_M
+# rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a time), each as long
+# as its longest tile's causal walk, stretch the op's time (``efficiency.query_waves``, ``core.querytiles``; SGLang's
+# Triton prefill, ``kernelfit.TRITON_TILES``)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

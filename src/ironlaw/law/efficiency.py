@@ -19,6 +19,7 @@ from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns
+from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                             mmha_tokens_per_loop, mmha_tuned_launch)
 from ..machine.hardware import Hardware
@@ -56,7 +57,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                      np.zeros(shape))
     cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
-    grid = kernel_grid(cal, cols, split)
+    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     return Terms(compute_eta=np.broadcast_to(eta_comp, shape),
@@ -186,6 +187,34 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
     m, n, k, units = kernel_coords(cal, cols, split)
     for r, p in rows:
         out[r] = grid_factor(p, m[r], n[r], k[r], units[r])
+    return out
+
+
+def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
+    """Per op of a context class that tiles each query head's rows (``query_tiles``: [[head dim, BLOCK_M, CTAs per
+    SM], …], ``gemmshape.SHAPE_FIELDS``) at its head dim (K), the waves of its launch over their balanced time
+    (``querytiles.wave_factor``, ≥ 1), which the law divides both η by as it does the grid's factor; 1 for every other
+    op. A causal pass's query rows s = 2N − 1 (N the keys per query, ``gemm_dims``), at most M; the CTAs per tile the
+    sequences × query heads, units / 2 × M / s. Such an op on a device without an SM count is an error."""
+    if not cal.kernel or cols.kernels is None:
+        return 1.0
+    names = _names(cols, "kernels")
+    own = classes_with(cal, names, "query_tiles")
+    if not own:
+        return 1.0
+    sms = getattr(hw, "sms", None)
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} launches its query tiles in waves over the SMs (query_tiles): "
+                           f"{getattr(hw, 'name', 'the device')} states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.minimum(2.0 * n - 1.0, m)
+    out = np.ones(cols.flops.shape)
+    for name, p in own:
+        for dim, block_m, slots in p["query_tiles"]:
+            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
+            if np.any(r):
+                per_tile = units[r] / 2.0 * m[r] / np.maximum(rows[r], 1.0)
+                out[r] = wave_factor(rows[r], per_tile, float(block_m), float(sms) * slots)
     return out
 
 

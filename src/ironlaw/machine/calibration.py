@@ -253,6 +253,19 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}: math and key_ctas exclude each other (a walk's bound is at the op's own peak)")
     if "math_head_dims" in p:
         _check_head_dims(p, w)
+    if "query_tiles" in p:
+        _check_query_tiles(p["query_tiles"], w)
+
+
+def _check_query_tiles(tiles, w: str) -> None:
+    """``query_tiles``: a non-empty list of [head dim, BLOCK_M, CTAs per SM], each a whole number > 0."""
+    ok = isinstance(tiles, list) and tiles and all(
+        isinstance(x, list) and len(x) == 3 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in x)
+        for x in tiles)
+    if not ok:
+        raise IronlawError(f"{w}.query_tiles: must be a non-empty list of [head dim, BLOCK_M, CTAs per SM] whole "
+                           f"numbers > 0, "
+                           f"got {tiles!r}")
 
 
 def _check_head_dims(p: dict, w: str) -> None:

@@ -37,6 +37,7 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
                                UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
+from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
@@ -388,6 +389,14 @@ MATH_OPS = ("context_attention", "context_mla")
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
 # after one pass, 2% after two; docs/accuracy.md)
+# SGLang's Triton prefill per GPU: its SMs' shared memory (bytes; CUDA C++ Programming Guide, the technical
+# specifications per compute capability: 228 KB on SM 9.0) and, per head dim, its (BLOCK_M, BLOCK_N) as
+# python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``, sets
+# them (SM 9.x, head dim over 256: (32, 64)); the context classes whose rows time those head dims on it
+# (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``, ``query_tiles_of``)
+TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)})}
+TRITON_KERNELS = {"sglang": "triton"}
+TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 GRID_PASSES = {"context_attention": 2}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 STARTS = {"gemm": grid([0.8], [50.0, 300.0], [50.0, 500.0], [50.0, 500.0], [0.8], [3e-6, 1e-5]),
@@ -622,7 +631,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
-    tries = tuple({**extra, **math_of(g), **kernel_math(hw, g)} for extra in tries)
+    tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -662,6 +671,21 @@ def math_of(g: Group) -> dict:
         return {}
     m = re.fullmatch(r"attention_context_([a-z0-9]+)_kv_([a-z0-9]+).*", g.key[1])
     return {"math": m.group(2), **math_head_dims(g.rows)} if m and m.group(1) != m.group(2) else {}
+
+
+def query_tiles_of(hw, g: Group) -> dict:
+    """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
+    (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise.
+    aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
+    4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
+    kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
+    regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
+    if g.op != "context_attention" or kernel is None or not tiles or regime not in TILE_REGIMES or \
+            "kernel_source" not in g.rows.columns:
+        return {}
+    dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
+    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
 
 
 def math_head_dims(rows) -> dict:
@@ -949,7 +973,8 @@ def gemvs_stream(hw, g: Group, rows, table: dict, refit) -> dict:
                        f"({share:.2f} × their data time) with m_half at its floor; no GEMM form prices them so")
 
 
-def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
+def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True,
+             tiles: bool = True) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
     each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
@@ -961,9 +986,12 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     per block and the blocks of a split-KV kernel). A class of ``WALK_CLASSES`` (``walk``) is fitted both ways,
     its grid over the window's keys and over the whole sequence's (``walked_grid``). A class that walks its keys in
     waves (``key_ctas``) keeps no grid: its walk bounds the time the grid would scale (``efficiency.walk_eta``), and
-    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%."""
+    fitted over it the grid took the RTX PRO 6000 XQA MLA class's held-out rows from 4.9% / 26.0% to 4.3% / 39.0%.
+    A class with ``query_tiles`` (``tiles``) is fitted with and without its grid (``tiled_grid``)."""
     if "key_ctas" in table:
         return table
+    if tiles and "query_tiles" in table:
+        return tiled_grid(hw, g, rows, table, steps, walk)
     if walk and walks(g):
         return walked_grid(hw, g, rows, table, steps)
     own = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
@@ -992,6 +1020,20 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def tiled_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:
+    """A class with ``query_tiles``: ``table`` with its grid (``fit_grid``) and without one, the one with the smaller
+    loss on the fitted rows (``shape_rows``) kept. Its launch's waves price what the grid's corners took up where
+    the rows are few: aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, bf16 on an FP8 cache, one head per KV
+    head (Triton, head dim 512, 51 fitted rows, a grid of two nodes per axis), the grid's corners at its ±300 bound
+    and its held-out rows 27.3% / 48.6%, 8.7% / 25.5% without it (docs/accuracy.md)."""
+    plain = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
+    gridded = fit_grid(hw, g, rows, plain, steps, walk, tiles=False)
+    prob = Problem(hw, observations(g, shape_rows(rows), hw), weighting="per_case")
+    loss = [prob.loss({"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}})
+            for t in (gridded, plain)]
+    return (gridded, plain)[int(np.argmin(loss))]
 
 
 def group_switch_steps(g: Group, regime: str) -> tuple | None:
