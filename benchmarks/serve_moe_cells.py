@@ -1,12 +1,14 @@
 """One published MoE serving cell taken apart: its routed layer on the end-to-end η, on the kernel tables, and as
 the published rate implies it.
 
-    python benchmarks/serve_moe_cells.py --data DIR [--release-data DIR08]          # the four default cells
+    python benchmarks/serve_moe_cells.py --data DIR [--release-data DIR08]          # the six default cells
     python benchmarks/serve_moe_cells.py --data DIR --cell h200:llama4-scout:1000/1000
+    python benchmarks/serve_moe_cells.py --data DIR --all        # every EP cell: implied / measured, by batch limit
     (DIR: aiconfigurator-core 0.12.0's systems/data; DIR08: aiconfigurator 0.8.0's systems/data)
 
-Cells: tests/data/trtllm_perf_overview_{h100,h200}.csv (NVIDIA/TensorRT-LLM perf-overview.md, Apache-2.0), priced
-as benchmarks/trtllm_h200.py prices them (``engine.FITTED``; attention DP, EP = TP). Per cell, in its most frequent
+Cells: tests/data/trtllm_perf_overview_{h100,h200,blackwell}.csv (NVIDIA/TensorRT-LLM perf-overview.md, Apache-2.0;
+``b200:`` and ``gb200:`` name the Blackwell file's rows), priced as
+benchmarks/trtllm_h200.py prices them (``engine.FITTED``; attention DP, EP = TP). Per cell, in its most frequent
 step (the steady decode step at the rank's CUDA-graph batch):
     layout       sequences per attention rank, the padded CUDA-graph batch, the tokens the ranks pool into each
                  MoE layer, the routed rows and local experts of the busiest rank (uniform routing, as the step
@@ -19,8 +21,9 @@ step (the steady decode step at the rank's CUDA-graph batch):
                  balanced rows by measure/calibrate/moefit.py), uniform and power_law_1.2 routing
       measured   the fused-MoE layer itself at the cell's shape (MoE TP 1, the cell's EP) and pooled tokens:
                  TensorRT-LLM 1.3.0rc20 ``moe_torch_flow_cutlass`` (balanced, power_law_1.01, power_law_1.2) and,
-                 with --release-data, the v1.0 line's 1.0.0rc3 ``moe_torch_flow`` (power_law_1.2, its only
-                 routing) where it times the shape (``moe_measured_layer.curve``)
+                 with --release-data, the v1.0 line's table (1.0.0rc3 on Hopper, 1.0.0rc6 on Blackwell:
+                 ``moe_torch_flow``, power_law_1.2, its only routing) where it times the shape
+                 (``moe_measured_layer.curve``)
       implied    what the published rate leaves for the routed layer when the rest of the run is priced as
                  FITTED prices it: the FITTED layer × (its routed seconds − (FITTED's run − the published run's))
                  / its routed seconds
@@ -40,15 +43,16 @@ import serving_moe_terms as terms  # noqa: E402
 import trtllm_h100 as h100  # noqa: E402
 
 CELLS = ("h200:qwen3-235b-a22b:128/2048", "h200:llama4-maverick:1000/2000",
-         "h100:qwen3-235b-a22b:128/2048", "h100:llama4-maverick:1000/2000")
+         "h100:qwen3-235b-a22b:128/2048", "h100:llama4-maverick:1000/2000",
+         "b200:qwen3-235b-a22b:128/2048", "b200:llama4-maverick:1000/2000")
 SKEW = "power_law_1.2"
 
 
 def cell_of(text: str) -> dict:
     gpu, model, io = text.split(":")
     isl, osl = (int(v) for v in io.split("/"))
-    for c in h100.cells(terms.CSV[gpu]):
-        if c["model"] == model and c["isl"] == isl and c["osl"] == osl:
+    for c in h100.cells(terms.CSV["b200" if gpu == "gb200" else gpu]):
+        if c["model"] == model and c["isl"] == isl and c["osl"] == osl and c["gpu"] == gpu:
             return {**c, "spec": h100.spec_for(model)}
     raise SystemExit(f"no published {gpu} cell {model} {isl}/{osl}")
 
@@ -111,6 +115,41 @@ def measured(data: Path, release: Path | None, c: dict, shape: dict, tokens: flo
     return out
 
 
+def implied_us(c: dict, x) -> tuple[float, float]:
+    """(the routed layers' seconds in FITTED's run ``x``, the µs per MoE layer of its most frequent step that the
+    published rate implies): the FITTED layer × (its routed seconds − (FITTED's run − the published run's)) / its
+    routed seconds (module docstring)."""
+    share = terms.shares(x)
+    routed = share["experts"] + share["rows"]
+    published_s = x.time_s * x.output_tokens_per_s / c["published"]
+    return routed, 1e6 * terms.expert_layer_s(x)[0] * (routed - (x.time_s - published_s)) / routed
+
+
+def survey(data: Path) -> None:
+    """``--all``: every expert-parallel MoE cell's implied layer over the measured balanced layer at its pooled
+    tokens, one line each, then the median per GPU, model and what set the batch."""
+    import statistics
+    groups: dict = {}
+    for gpu in ("h100", "h200", "b200"):
+        for c in h100.cells(terms.CSV[gpu]):
+            if c["model"] not in h100.MOE or c["tp"] == 1:
+                continue
+            c = {**c, "spec": h100.spec_for(c["model"])}
+            x, err = priced(c, None, None)
+            meta = max(x.steps, key=lambda s: s[0])[1].graph.meta
+            pooled = float(meta["tokens"]) * meta.get("attention_dp", 1)
+            balanced = 1e6 * mml.table_s(mml.curve(data, c["gpu"], c.get("precision", "fp8"), mml.layer_shape(x),
+                                                   "balanced"), pooled)
+            ratio = implied_us(c, x)[1] / balanced
+            groups.setdefault((c["gpu"], c["model"], x.batch_limit), []).append(ratio)
+            print(f"{c['gpu']:6s} {c['model']:16s} {c['isl']:>5d}/{c['osl']:<5d} set by {x.batch_limit:9s} "
+                  f"{pooled:>7,.0f} pooled tokens  FITTED {err:+6.1f}%  implied / measured balanced {ratio:5.2f}")
+    print("\nmedian implied / measured balanced, by GPU, model and what set the batch:")
+    for (gpu, model, limit), r in sorted(groups.items()):
+        print(f"  {gpu:6s} {model:16s} {limit:9s} {len(r):3d} cells  {statistics.median(r):5.2f}  "
+              f"(range {min(r):.2f}–{max(r):.2f})")
+
+
 def report(c: dict, data: Path, release: Path | None) -> None:
     on = replace(h100.fitted(), moe_tables=True)
     x, err_off = priced(c, None, None)
@@ -123,10 +162,7 @@ def report(c: dict, data: Path, release: Path | None) -> None:
     r_u, u_u = busiest(meta, pooled, None)
     r_s, u_s = busiest(meta, pooled, SKEW)
     w, f, act, rows = fitted_split(x)
-    share = terms.shares(x)
-    routed = share["experts"] + share["rows"]
-    published_s = x.time_s * x.output_tokens_per_s / c["published"]
-    implied = (w + f + act + rows) * (routed - (x.time_s - published_s)) / routed
+    routed, implied = implied_us(c, x)
     m = measured(data, release, c, shape, pooled)
     print(f"{c['gpu'].upper()} {c['model']} {c['isl']}/{c['osl']}, TP = EP {c['tp']}, attention DP: published "
           f"{c['published']:,.0f} tok/s; batch {x.batch:,} ({x.batch_per_engine} per rank, set by {x.batch_limit}); "
@@ -141,7 +177,7 @@ def report(c: dict, data: Path, release: Path | None) -> None:
           f"activations {act:,.0f} + rows {rows:,.0f}); "
           f"tables uniform {1e6 * terms.expert_layer_s(y)[0]:,.0f}, {SKEW} {1e6 * terms.expert_layer_s(z)[0]:,.0f}; "
           f"measured 1.3.0rc20 balanced {1e6 * m['balanced']:,.0f}, power_law_1.01 {1e6 * m['power_law_1.01']:,.0f}, "
-          f"{SKEW} {1e6 * m[SKEW]:,.0f}; 1.0.0rc3 {SKEW} {old}; implied by the published rate {implied:,.0f}")
+          f"{SKEW} {1e6 * m[SKEW]:,.0f}; v1.0 line {SKEW} {old}; implied by the published rate {implied:,.0f}")
     print(f"  routed layer {100 * routed / x.time_s:.0f}% of FITTED's run; implied / measured balanced "
           f"{implied / (1e6 * m['balanced']):.2f}; signed error FITTED {err_off:+.1f}%, tables {err_on:+.1f}%, "
           f"tables {SKEW} {err_skew:+.1f}%")
@@ -151,8 +187,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's systems/data")
     ap.add_argument("--release-data", help="aiconfigurator 0.8.0's systems/data (the v1.0 line's MoE tables)")
-    ap.add_argument("--cell", action="append", help="gpu:model:isl/osl (repeatable; default: the four of CELLS)")
+    ap.add_argument("--cell", action="append", help="gpu:model:isl/osl (repeatable; default: the six of CELLS)")
+    ap.add_argument("--all", action="store_true", help="every expert-parallel MoE cell's implied / measured layer")
     a = ap.parse_args()
+    if a.all:
+        survey(Path(a.data))
+        return 0
     for text in a.cell or CELLS:
         report(cell_of(text), Path(a.data), Path(a.release_data) if a.release_data else None)
     return 0
