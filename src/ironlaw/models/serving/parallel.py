@@ -6,7 +6,9 @@ with the full (replicated) weights of those layers; the routed experts are shard
 layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py, Apache-2.0):
     dispatch   all-gather of every rank's tokens (the experts' input, quantized before the gather where the
                experts run in a one-byte dtype; bf16 otherwise) before the experts' up-projection
-    combine    reduce-scatter of the experts' bf16 outputs back to the ranks after the down-projection
+    combine    reduce-scatter of the experts' bf16 outputs back to the ranks after the down-projection (the
+               fused MoE's finalize writes a row for every gathered token first: on the measured MoE rows
+               class, whose fit counts that write, the combine op does too; ``_pooled_combine``)
     On a multi-node NVLink fabric (an NVLink domain of more than one 8-GPU board: GB200/GB300 NVL72) the
     tokens go all-to-all instead (MnnvlMoe): each rank sends its tokens' k expert copies, bf16.
     (``network.collectives``: α + β over the NVLink domain, or across nodes when ep exceeds it)
@@ -255,6 +257,24 @@ def _expert_op(op, share: float, weight_scale: float):
     return o
 
 
+def _pooled_combine(op, share: float, dp: int):
+    """The routed rows' combine on one EP rank of the all-gather exchange: it sums the rank's own routed rows
+    (``share`` of the step's, as ``_expert_op``) into an output row for every token the ranks pooled (``dp`` times
+    the rank's own), which the reduce-scatter then sums over the ranks. TensorRT-LLM's CUTLASS fused MoE under
+    attention DP runs on the gathered tokens and its finalize writes each one's row (fused_moe_cutlass.py,
+    Apache-2.0); the fused-MoE tables time the layer so at the pooled token count, and the fitted rows' term
+    counts that write (measure/calibrate/moefit.py: (R + t)·h, t the layer's tokens). Applied to a combine whose
+    class was fitted so (``attrs["pooled_write"]``, set by ``step.grouped`` on the measured rows class); on the
+    end-to-end expert η (FITTED) the combine stays the rank's own tokens, as those η were fitted with it."""
+    o = _expert_op(op, share, 1.0)
+    write = op.bytes_written
+    o.bytes["activations"] = (op.bytes.get("activations", 0.0) - write) * share + write * dp
+    o.bytes_written = write * dp
+    if "tokens" in op.attrs:
+        o.attrs = {**op.attrs, "tokens": op.attrs["tokens"] * dp}
+    return o
+
+
 def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
     """(the busiest rank's routed rows, its experts' weights) over those of ``tokens`` tokens routed over all
     ``e`` experts (how the unsharded step's expert ops are built): ``Layout.routing``'s at the pooled tokens, or
@@ -282,7 +302,8 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
         exchange_ops = _exchanges(hw, meta, lay, tokens, g.dtype, op.count)
         if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
             ops += [o for phase, o in exchange_ops if phase != "combine"]
-        ops.append(_expert_op(op, share, weight_scale))
+        pooled = op.attrs.get("pooled_write") and (lay.dispatcher or exchange(hw)) == "allgather"
+        ops.append(_pooled_combine(op, share, lay.dp) if pooled else _expert_op(op, share, weight_scale))
         if op.attrs.get("role") == "row":
             ops += [o for phase, o in exchange_ops if phase == "combine"]
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),

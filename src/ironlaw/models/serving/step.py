@@ -24,8 +24,11 @@ own calibration holds the MoE layer fitted on measured kernel tables (``moe_grou
 ``moe_rows.<dtype>``, measure/calibrate/moefit.py), the routed experts' GEMMs run at that table instead (its
 compute and streaming η, its launch latency) and the routed rows' permute, activation and combine
 (``MOE_ROWS``) at its fraction of the HBM bandwidth. The constants fitted end to end on H100 (``FITTED``) keep
-their own expert terms: they were fitted together with them, and swapping the tables in without refitting the
-rest moves the H200 MoE cells from a 12.8% to a 50% median (docs/accuracy.md). Those cells all ran their MoE
+their own expert terms: they were fitted together with them; swapping the tables in without refitting the rest
+moves the H200 MoE cells from a 13.0% to a 36.9% median, and refitting the rest with them takes H100's
+leave-one-model-out to 23–33% (docs/accuracy.md, "The routed experts on the kernel tables, cell by cell"). On the
+tables' rows class, the combine of the all-gather exchange writes a row for every pooled token, as the class was
+fitted (``parallel._pooled_combine``). Those cells all ran their MoE
 layers under expert parallelism and attention DP; where the layer runs on one GPU (TP 1) the engine prices the
 routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``); with a level constant
 (``expert_layer_scale``, a what-if FITTED leaves off) an expert-parallel layer runs on it too, its time times the
@@ -383,7 +386,8 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     format (``moe_kernels``) whose classes the device lacks, these standing in for them: each op names the class
     it stands in for (``attrs["kernel_for"]``, read by ``law.coverage``). On a class fitted on weight-only rows
     (``precision.WEIGHT_ONLY_MOE``: gpt-oss's MXFP4 experts) the op's dequantization FLOPs (``core.weightonly``)
-    leave its vector work: the measured layer's time holds them."""
+    leave its vector work: the measured layer's time holds them. Its combine writes a row for every token the ranks
+    pool under attention DP (``attrs["pooled_write"]``), as the rows class was fitted."""
     if op.kind == "matmul" and op.attrs.get("expert") == "routed":
         kernel = gemm
     elif rows and op.module == "experts" and op.attrs.get("role") in ROUTED_ROLES:
@@ -392,6 +396,8 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
         return op
     o = copy.copy(op)
     o.attrs = {**op.attrs, "kernel": kernel}
+    if kernel == rows and op.attrs.get("role") == "combine":
+        o.attrs["pooled_write"] = True          # fitted at the layer's pooled tokens (``parallel._pooled_combine``)
     if carried:
         o.attrs["kernel_for"] = f"{kernel.rsplit('.', 1)[0]}.{carried}"
     elif kernel.rsplit(".", 1)[-1] in WEIGHT_ONLY_MOE and "dequant_flops" in op.attrs:
