@@ -12,8 +12,8 @@ fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweig
            over the device's SMs (a fixed cost per CTA: prologue, epilogue, scale loads)
     U+t    + both of the first two
     roof   the grouped GEMMs as a roofline instead of a sum: max(W/η_w, F/η_c) + σ·min(W/η_w, F/η_c) — their
-           weights stream under their MMAs but for the share σ (the law's ``serial``, efficiency.composed), η_c no
-           longer pinned at 1 by the routed rows' traffic; σ the best of ``SIGMAS`` on the fit half
+           weights stream under their MMAs but for the share σ (the law's ``serial``, efficiency.composed), η_c
+           fitted beside that overlap (in the sum it runs into its bound 1); σ the best of ``SIGMAS`` on the fit half
     roof+waves     roof, the compute side gaining a cost per wave of output tiles (the tiles above over the SMs):
                    a cost per touched expert that scales with its GEMMs' N tiles (2i'/128 up, h/128 down)
     roof+waves+U   roof+waves and a cost per touched expert outside the roofline
