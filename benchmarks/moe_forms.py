@@ -1,10 +1,12 @@
-"""Candidate terms for the fused MoE layer's held-out tail, scored per GPU × dtype class (none of them stored).
+"""Candidate terms for the fused MoE layer's held-out tail, scored per GPU × dtype class.
 
 The classes of benchmarks/kernel_moe.py (aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 ``moe_perf`` tables,
 NVIDIA, Apache-2.0; balanced routing; fitted on every other layer shape, scored on the rest) — or, with
 ``--release 1.0``, the TensorRT-LLM 1.0 classes (aiconfigurator 0.8.0's tables, power_law_1.01 routing,
-``kernel_moe.release_groups``) — with the law's form as stored (``kernel_moe.fitted``) and with one change each,
-fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half:
+``kernel_moe.release_groups``) — with the law's base form (``kernel_moe.fitted`` without the costs per touched
+expert and per token that the Blackwell classes store, ``kernel_moe.TOUCHED``: what every class stored before them)
+and with one change each, fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweighted as
+moefit.fit) on the fit half (U+t is the form ``kernel_moe.TOUCHED`` stores):
 
     U      + a cost per touched expert (the local experts the step's rows reach, under the table's routing)
     t      + a cost per token the layer takes in (routed to the rank or not: the router's and the permute's work)
@@ -25,7 +27,7 @@ fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweig
 
 ``--tail``: per class, the share of the held-out rows whose layer shape times fewer tokens slower than more
 (a row ≥ 10% under the slowest row of fewer tokens at the same shape: a kernel tactic changing with the token
-count, not a law term), and the stored form's held-out median / p90 on the other rows; and the rows the law's
+count, not a law term), and the base form's held-out median / p90 on the other rows; and the rows the law's
 terms cannot tell apart ("twins": the same hidden, inter/TP, top-k, tokens, routed rows R and touched experts U,
 at different local expert counts — the autotuner's cache key, TensorRT-LLM's tactic per (dtype, hidden,
 inter/TP, local experts), aiconfigurator collector/trtllm/collect_moe.py), with the |deviation| of each from its
@@ -47,7 +49,7 @@ import kernel_moe  # noqa: E402
 from kernel_rows import median_p90  # noqa: E402
 from kernel_tables import RELEASE_GPUS  # noqa: E402
 
-FORMS = ("stored", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U")
+FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U")
 TILE = 128.0          # rows and columns of one grouped-GEMM output tile
 SIGMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 INIT_US = 2.0         # the alternating fit's starting µs per unit of a compute-side column (0 would never leave
@@ -72,7 +74,7 @@ def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe
 
 
 def base(dtype: str) -> list[int]:
-    """The columns of moefit.terms the class's stored form fits (L, the η terms, and L_e / L_t where it has them)."""
+    """The columns of moefit.terms the class's base form fits (L, the η terms, and L_e / L_t where it has them)."""
     return [0, 1, 2, 3] + [5] * (dtype in kernel_moe.PER_EXPERT) + [6] * (dtype in kernel_moe.PER_TOKEN)
 
 
@@ -81,7 +83,7 @@ def lower_bounds(dtype: str, n_extra: int) -> np.ndarray:
 
 
 def fit_extra(x: np.ndarray, t: np.ndarray, extra: np.ndarray, dtype: str, iters: int = 20) -> np.ndarray:
-    """Coefficients of T = [x's stored-form columns, extra]·c + G, reweighted least relative squares in bounds."""
+    """Coefficients of T = [x's base-form columns, extra]·c + G, reweighted least relative squares in bounds."""
     from ironlaw.measure.calibrate.moefit import bounded_lstsq
     X = np.column_stack([x[:, base(dtype)], extra])
     lower = lower_bounds(dtype, extra.shape[1])
@@ -148,7 +150,7 @@ def scores(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) 
     from ironlaw.measure.calibrate import moefit
     x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
     f = kernel_moe.fitted(x[keep], t[keep], dtype)
-    out = {"stored": median_p90(np.abs(moefit.predict_s(f, x[~keep]) / t[~keep] - 1))}
+    out = {"base": median_p90(np.abs(moefit.predict_s(f, x[~keep]) / t[~keep] - 1))}
     cols = extra_columns(gpu, rows, x, routing)
     for form in FORMS[1:5]:
         extra = np.column_stack([cols[n] for n in form.split("+")])
@@ -181,7 +183,7 @@ def non_monotone(rows: dict, tol: float = MONOTONE_TOL) -> np.ndarray:
 
 
 def tail(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) -> tuple[float, tuple, tuple]:
-    """(share of held-out rows in non-monotone shapes, the stored form's (median, p90) on the other held-out
+    """(share of held-out rows in non-monotone shapes, the base form's (median, p90) on the other held-out
     rows, its (median, p90) on all held-out rows)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
@@ -251,7 +253,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.tail:
         print(f"held-out rows whose shape is non-monotone in tokens (≥ {MONOTONE_TOL:.0%} under a row of fewer "
-              f"tokens); the stored form's median / p90 without them, and with; twins (all rows): their share, "
+              f"tokens); the base form's median / p90 without them, and with; twins (all rows): their share, "
               f"median / p90 |deviation| from their twins' median, groups where more local slots run "
               f"≥ {TWIN_FASTER:.0%} faster")
         for gpu, dt, rows, routing in chosen_groups(a):
