@@ -13,17 +13,21 @@ from typing import Callable
 import numpy as np
 
 
-def arguments(doc: str, default: Path, write: str | None = None,
-              only: str | None = None) -> tuple[argparse.Namespace, Path]:
+def arguments(doc: str, default: Path, write: str | None = None, only: str | None = None, gpu: str | None = None,
+              flags: dict[str, str] | None = None) -> tuple[argparse.Namespace, Path]:
     """(the command line of a kernel-table benchmark: ``--data DIR``, ``--extract DIR`` and, given their help,
-    ``--write`` and ``--only X`` (repeatable); the tables' folder: ``--data`` or ``default``, the repository's
-    extract)."""
+    ``--write``, ``--only X`` and ``--gpu X`` (repeatable) and each of ``flags`` (name: help, a switch); the tables'
+    folder: ``--data`` or ``default``, the repository's extract)."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
     if write:
         ap.add_argument("--write", action="store_true", help=write)
     if only:
         ap.add_argument("--only", action="append", help=only)
+    if gpu:
+        ap.add_argument("--gpu", action="append", help=gpu)
+    for name, text in (flags or {}).items():
+        ap.add_argument(f"--{name}", action="store_true", help=text)
     ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
     a = ap.parse_args()
     return a, Path(a.data) if a.data else default

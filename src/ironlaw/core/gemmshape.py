@@ -44,7 +44,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
                 "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
-                "query_tiles")
+                "query_tiles", "touched_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -64,6 +64,10 @@ KEY_S_MAX = 1e-6
 # 0.12.0's H200 block-scaled FP8 MoE rows at one token: 27 µs with 1–16 local experts, 107 µs with 256). At most
 # EXPERT_S_MAX (1 µs)
 EXPERT_S_MAX = 1e-6
+# touched_s: seconds per expert its rows reach a grouped MoE GEMM class's launch adds (``efficiency.touched_setup_s``):
+# its time adds touched_s · the experts whose weights the op streams (aiconfigurator-core 0.12.0's TensorRT-LLM
+# 1.3.0rc20 CUTLASS MoE rows on Blackwell, ``measure.calibrate.moefit``). At most TOUCHED_S_MAX (2 µs)
+TOUCHED_S_MAX = 2e-6
 # token_s: seconds per token an MoE layer takes in that a routed-rows class's op stating its tokens adds
 # (``efficiency.token_setup_s``, ``op.attrs["tokens"]``: the combine's), routed to the rank or not (aiconfigurator-core
 # 0.12.0's H100 weight-only MXFP4 MoE rows, TensorRT-LLM's Triton MoE: ~60 ns per token). At most TOKEN_S_MAX (1 µs)

@@ -18,7 +18,7 @@ from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
 from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta)
 from ..core.errors import IronlawError
-from ..core.graph import KINDS, Columns
+from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                             mmha_tokens_per_loop, mmha_tuned_launch)
@@ -64,7 +64,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
-                 + expert_setup_s(cal, cols) + token_setup_s(cal, cols) + unit_launch_s(cal, cols),
+                 + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
+                 + unit_launch_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
@@ -389,6 +390,26 @@ def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     if cols.local_experts is None:
         return 0.0
     return per_unit_s(cal, cols, "expert_s", cols.local_experts, (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape))
+
+
+def touched_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds a grouped MoE GEMM launch spends on each expert its rows reach: its kernel class's
+    ``touched_s`` × the experts whose weights it streams, its weight elements over one expert's N × K
+    (``op.attrs["nk"]``, the elements at ``op.attrs["weight_elem_bytes"]`` or its dtype's size: the U the routing
+    gives it); 0 for every other op. aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 CUTLASS MoE tables on
+    Blackwell (``measure/calibrate/moefit``, ``fit``'s per_touched)."""
+    names = _names(cols, "kernels")
+    if cols.nk is None or not classes_with(cal, names, "touched_s"):
+        return 0.0
+    n_ops = len(cols.kind_idx)
+    eb = np.array([dtype_bytes(d) for d in cols.dtypes], float).reshape((n_ops,) + (1,) * len(cols.cfg_shape))
+    if cols.weight_elem_bytes is not None:
+        eb = np.where(cols.weight_elem_bytes > 0, cols.weight_elem_bytes, eb)
+    nk = (cols.nk[:, 0] * cols.nk[:, 1]).reshape((n_ops,) + (1,) * len(cols.cfg_shape))
+    w = cols.bytes.get("weights", np.zeros(cols.flops.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        touched = np.broadcast_to(np.where(nk > 0, w / (nk * eb), 0.0), cols.flops.shape)
+    return per_unit_s(cal, cols, "touched_s", touched, cols.flops.shape)
 
 
 def token_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:

@@ -14,7 +14,7 @@ from typing import Mapping
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
-                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
+                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
@@ -233,6 +233,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "cta_s" in p and "key_ctas" not in p:
         raise IronlawError(f"{w}: cta_s is a walking class's seconds per CTA in waves: it needs key_ctas")
     _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
+    _num(p, "touched_s", w, TOUCHED_S_MAX, zero_ok=True)
     if "m_block" in p and p["m_block"] not in M_BLOCKS:
         raise IronlawError(f"{w}.m_block: must be one of {', '.join(M_BLOCKS)}, got {p['m_block']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:

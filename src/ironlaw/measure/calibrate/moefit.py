@@ -46,6 +46,10 @@ below SM 100), whose router runs the top-k and, under EP, prunes and compacts th
 the step, routed to the rank or not (tensorrt_llm/_torch/modules/fused_moe/fused_moe_triton.py, ``TritonEPRouter``):
 its rows are fitted with T += L_t·t (``fit``'s ``per_token``), stored as ``token_s`` on ``moe_rows.<dtype>`` and paid
 by the combine, the op that states the layer's tokens (``efficiency.token_setup_s``).
+
+A cost per expert the rows reach (``fit``'s ``per_touched``, T += L_u·U; stored as ``touched_s`` on the grouped GEMMs,
+``efficiency.touched_setup_s``) and per token: on Blackwell's CUTLASS classes the two lower every class's held-out
+median and p90 (benchmarks/kernel_moe.py ``--touched``); no stored class holds them (docs/accuracy.md, the MoE layer).
 """
 from __future__ import annotations
 
@@ -84,12 +88,14 @@ class MoeFit:
     rows: int                 # measured rows fitted
     expert_s: float = 0.0     # L_e: seconds per local expert slot (``fit``'s per_expert; 0: not fitted)
     token_s: float = 0.0      # L_t: seconds per token of the layer's input (``fit``'s per_token; 0: not fitted)
+    touched_s: float = 0.0    # L_u: seconds per expert the rows reach (``fit``'s per_touched; 0: not fitted)
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
           m_block: str | None = None) -> np.ndarray:
-    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep and,
-    last, the tokens t the layer takes in (counts: ``fit``'s per-expert and per-token terms) of arrays ``rows``
+    """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep, the
+    tokens t the layer takes in and, last, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
+    per-touched terms) of arrays ``rows``
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
     power_law_<α>); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows padded to the
     M block the kernel picks."""
@@ -111,19 +117,20 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
-    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t], 1)
+    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u], 1)
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
-        exact: bool = False, per_token: bool = False) -> MoeFit:
+        exact: bool = False, per_token: bool = False, per_touched: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
     L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
-    layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0. Each reweighted step solves the unbounded
-    problem and clips it to the bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
+    layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0; ``per_touched``: also L_u, seconds per expert the
+    rank's rows reach (T gains L_u·U), ≥ 0. Each reweighted step solves the unbounded problem and clips it to the
+    bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
-    cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else [])
-    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token)
+    cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else []) + ([7] if per_touched else [])
+    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched)
     X = x[:, cols]
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
@@ -134,8 +141,8 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
             c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
             c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
-    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t),
-                  float(c[4]) if per_expert else 0.0, float(c[-1]) if per_token else 0.0)
+    extra = dict(zip([5, 6, 7], [0.0] * 3)) | {j: float(v) for j, v in zip(cols[4:], c[4:])}
+    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t), extra[5], extra[6], extra[7])
 
 
 def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
@@ -160,14 +167,17 @@ def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray
 
 
 def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
-    """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L and L_e
-    (``expert_s``, where fitted) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
+    """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L, L_e
+    (``expert_s``, where fitted) and L_u (``touched_s``, where fitted: each GEMM streams the same U experts,
+    ``efficiency.touched_setup_s``) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
     rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine); ``m_block``
     where the fit padded the rows (``terms``): the law pads them the same way (``models.serving.step.blocked_rows``)."""
     gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
             "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
     if f.expert_s:
         gemm["expert_s"] = float(f"{f.expert_s / 2:.4g}")
+    if f.touched_s:
+        gemm["touched_s"] = float(f"{f.touched_s / 2:.4g}")
     if m_block:
         gemm["m_block"] = m_block
     rows = {"memory": round(f.eta_rows, 4), "latency_s": 0.0}
@@ -178,7 +188,7 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
     return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
-            + f.expert_s * x[:, 5] + f.token_s * x[:, 6])
+            + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7])
 
 
 def shape_split(rows: dict) -> np.ndarray:
