@@ -14,7 +14,7 @@ from typing import Mapping
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
-                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX)
+                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, UNIT_S_MAX, VECTOR_MODES)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
@@ -253,6 +253,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}: math and key_ctas exclude each other (a walk's bound is at the op's own peak)")
     if "math_head_dims" in p:
         _check_head_dims(p, w)
+    if "vector" in p and p["vector"] not in VECTOR_MODES:
+        raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
 
 
 def _check_head_dims(p: dict, w: str) -> None:
