@@ -44,7 +44,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
                 "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
-                "query_tiles", "touched_s")
+                "query_tiles", "touched_s", "vector")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -120,6 +120,17 @@ XQA_MLA_HEADS = 128
 # rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a time), each as long
 # as its longest tile's causal walk, stretch the op's time (``efficiency.query_waves``, ``core.querytiles``; SGLang's
 # Triton prefill, ``kernelfit.TRITON_TILES``)
+# vector: how a kernel class's vector work (an attention's softmax, ``op.vector_flops``) meets its matrix work
+# (``efficiency.vector_overlap``, ``law.compute_term``): "overlap", run beside it, the op's compute the longer of the
+# two, where the law otherwise adds them. A warp-specialized Blackwell FMHA computes one tile's softmax in its softmax
+# warpgroups while its MMA warp runs the next tile's QKᵀ and PV on the tensor cores (FlashAttention 4, the public
+# kernel of that design: flash_attn/cute/flash_fwd_sm100.py, ``softmax_loop`` beside ``mma``); vLLM's FlashInfer
+# backend runs TRT-LLM's such kernels on B200 … GB300 (vllm/v1/attention/backends/flashinfer.py, ``FlashInferImpl.
+# forward``: ``trtllm_batch_context_with_kv_cache``). Added, the softmax at the vector unit's FP32 rate alone was
+# 65-70% of the measured time of aiconfigurator-core 0.12.0's fastest vLLM 0.24.0 B300 prefills (bf16 cache, head dim
+# 128, 8,192 tokens and more, 1.5 PFLOP/s), which no fit of the class's η could bring down. At a ``math`` class's
+# ``math_head_dims`` only, where it names them (another kernel runs the other head dims)
+VECTOR_MODES = ("overlap",)
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -38,6 +38,8 @@ class Terms:
     vector_eta: float                 # η of the vector unit for an op's added vector work (what-ifs)
     extra_bytes: np.ndarray           # (n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond
                                       # its weights once (packed copies that spill, GEMV passes and rows)
+    vector_overlap: np.ndarray | bool = False   # (n_ops, 1…) whether an op's vector work runs beside its matrix
+                                                # work, not after it (``vector_overlap``)
 
 
 def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
@@ -68,7 +70,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  + unit_launch_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
-                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape))
+                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
+                 vector_overlap=vector_overlap(cal, cols))
 
 
 def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Columns, np.ndarray | float]:
@@ -95,6 +98,17 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
     return replace(cols, kernels=kernels), math
+
+
+def vector_overlap(cal: Calibration, cols: Columns) -> np.ndarray | bool:
+    """Per op (n_ops, 1…), whether its kernel class runs its vector work beside its matrix work (``vector =
+    "overlap"``, ``gemmshape.VECTOR_MODES``), at the class's ``math_head_dims`` where it names them; False where no
+    class says so."""
+    modes = {name: p.get("math_head_dims") for name, p in (cal.kernel or {}).items() if p.get("vector") == "overlap"}
+    if not modes or cols.kernels is None:
+        return False
+    out = np.array([name in modes and at_math_head_dim(modes[name], cols, i) for i, name in enumerate(cols.kernels)])
+    return out.reshape((-1,) + (1,) * len(cols.cfg_shape))
 
 
 def at_math_head_dim(dims: list | None, cols: Columns, i: int) -> bool:

@@ -191,7 +191,8 @@ def peaks(cols: Columns, matrix: dict, vector_flops: float) -> np.ndarray:
 
 
 def compute_term(cols: Columns, hw: Hardware, peak: np.ndarray, terms: efficiency.Terms) -> np.ndarray:
-    """(n_ops, *cfg) flops / (peak · η); what-ifs scale η (sparse kernels) and add vector work."""
+    """(n_ops, *cfg) flops / (peak · η); what-ifs scale η (sparse kernels) and add vector work, or run it beside the
+    matrix work where the op's kernel class says so (``terms.vector_overlap``: the longer of the two)."""
     eta = terms.compute_eta
     if cols.eta_scale is not None:
         eta = eta * cols.eta_scale
@@ -199,8 +200,9 @@ def compute_term(cols: Columns, hw: Hardware, peak: np.ndarray, terms: efficienc
         compute_s = cols.flops / (peak * eta)
     compute_s = np.where(cols.flops > 0, compute_s, 0.0)       # no FLOPs, no compute time (whatever η says)
     if cols.vector_flops is not None:
-        compute_s = compute_s + cols.vector_flops / (hw.vector_flops * terms.vector_eta
-                                                     * (1.0 if cols.eta_scale is None else cols.eta_scale))
+        vector_s = cols.vector_flops / (hw.vector_flops * terms.vector_eta
+                                        * (1.0 if cols.eta_scale is None else cols.eta_scale))
+        compute_s = np.where(terms.vector_overlap, np.maximum(compute_s, vector_s), compute_s + vector_s)
     return compute_s
 
 

@@ -385,6 +385,10 @@ MAIN_BACKEND_CLASSES = (("trtllm", "_window_mmha"),)
 # them 'vllm_flashinfer_trtllmprefill' and 'trtllm_mla'
 QUERY_AS_CACHE = ("vllm_flashinfer_trtllmprefill", "trtllm_mla")
 MATH_OPS = ("context_attention", "context_mla")
+# the context kernels that run their softmax beside their tensor-core work (a class's ``vector = "overlap"``,
+# ``gemmshape.VECTOR_MODES``; ``vector_of``): TRT-LLM's warp-specialized FMHA as vLLM 0.24.0's FlashInfer backend runs
+# it on B200 … GB300 ('vllm_flashinfer_trtllmprefill'). Each class whose rows run mostly on one of them takes it
+OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill",)
 # passes of the grid's least squares per op, each on the residual of the one before: where the law's η bound holds a
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
@@ -631,7 +635,8 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
-    tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g)} for extra in tries)
+    tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
+                   **vector_of(g)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -686,6 +691,15 @@ def query_tiles_of(hw, g: Group) -> dict:
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
     return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
+
+
+def vector_of(g: Group) -> dict:
+    """``{"vector": "overlap"}`` for a context attention class whose rows run mostly on a kernel of
+    ``OVERLAP_KERNELS`` (its softmax beside its matrix work, ``law.compute_term``); {} for any other class."""
+    if g.op != "context_attention" or g.key[0] != "kernel" or "kernel_source" not in g.rows.columns or \
+            not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in OVERLAP_KERNELS:
+        return {}
+    return {"vector": "overlap"}
 
 
 def math_head_dims(rows) -> dict:
