@@ -44,7 +44,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
                 "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
-                "query_tiles", "touched_s", "vector")
+                "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -96,6 +96,14 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
+# latency_head_dims, latency_head_dim_s: the head dims at which a decode class's call runs launches of its own, and the
+# seconds each adds to the class's fixed latency (``efficiency.head_dim_latency_s``). aiconfigurator-core 0.12.0's
+# SGLang 0.5.14 sliding-window decode tables time one model's attention call per head dim, each on the backend its
+# collector picks for that model (collector/cases/models/*_cases.yaml, ``sglang_backends``): H100, bf16 cache, batch 1,
+# one cached token, whatever the heads: gpt-oss's head dim 64 (FA3, sinks) 9.4-9.8 µs, Llama 4's 128 (FA3) 9.7-10.1,
+# MiMo-V2's 192 (FA3, value head 128, sinks) 15.6-17.7, Gemma 4's 256 (Triton) 7.0-9.6. At most
+# LATENCY_HEAD_DIM_S_MAX (100 µs) each
+LATENCY_HEAD_DIM_S_MAX = 1e-4
 # variant, variant_m, variant_dtype: a kernel class whose ops at M (query rows per KV head) = variant_m run another
 # kernel, the class ``variant`` names, computing in variant_dtype (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
 # MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0

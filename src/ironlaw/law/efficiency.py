@@ -67,7 +67,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
                  + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
-                 + unit_launch_s(cal, cols),
+                 + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
@@ -356,6 +356,24 @@ def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     for name, unit_s in own:
         r = names == name
         out[r] = unit_s * units[r] / 2.0
+    return out
+
+
+def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op, the seconds its decode kernel class's call adds to the class's fixed latency at the op's head dim (its
+    K, ``gemm_dims``): ``latency_head_dim_s`` at the matching one of ``latency_head_dims``, 0 at another head dim and
+    for every other op. The call at that head dim runs launches of its own (another backend, attention sinks, a
+    value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``)."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
+    if not own:
+        return 0.0
+    k = np.broadcast_to(gemm_dims(cols)[2], cols.flops.shape)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = names == name
+        for dim, secs in zip(p["latency_head_dims"], p["latency_head_dim_s"]):
+            out[r] = np.where(k[r] == float(dim), float(secs), out[r])
     return out
 
 

@@ -15,7 +15,7 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
-                              VECTOR_MODES)
+                              VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
@@ -259,6 +259,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_query_tiles(p["query_tiles"], w)
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
+    if "latency_head_dims" in p or "latency_head_dim_s" in p:
+        _check_latency_head_dims(p, w)
 
 
 def _check_query_tiles(tiles, w: str) -> None:
@@ -280,6 +282,22 @@ def _check_head_dims(p: dict, w: str) -> None:
     if not isinstance(dims, list) or not dims or not all(
             isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
         raise IronlawError(f"{w}.math_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
+
+
+def _check_latency_head_dims(p: dict, w: str) -> None:
+    """``latency_head_dims`` (head dims > 0) and ``latency_head_dim_s`` (seconds, each ≥ 0 and at most
+    ``LATENCY_HEAD_DIM_S_MAX``) come together, one second count per head dim."""
+    dims, secs = p.get("latency_head_dims"), p.get("latency_head_dim_s")
+    if dims is None or secs is None:
+        raise IronlawError(f"{w}: latency_head_dims and latency_head_dim_s come together (the head dims and the seconds "
+                           f"each adds to the fixed latency)")
+    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
+    if not isinstance(dims, list) or not dims or not all(num(d) and d > 0 for d in dims):
+        raise IronlawError(f"{w}.latency_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
+    if not isinstance(secs, list) or len(secs) != len(dims) or not all(
+            num(x) and 0.0 <= x <= LATENCY_HEAD_DIM_S_MAX for x in secs):
+        raise IronlawError(f"{w}.latency_head_dim_s: must be one number of seconds in [0, {LATENCY_HEAD_DIM_S_MAX:g}] "
+                           f"per head dim of latency_head_dims, got {secs!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:

@@ -39,7 +39,8 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
-from ...law.efficiency import kernel_coords, key_walk_s, split_blocks, split_reduce_s, unit_launch_s
+from ...law.efficiency import (head_dim_latency_s, kernel_coords, key_walk_s, split_blocks, split_reduce_s,
+                                unit_launch_s)
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
 from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
@@ -328,6 +329,15 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
+# 0.5.14's sliding-window decode. aiconfigurator's SGLang collector times one model's attention call per head dim
+# there (collector/cases/models/*_cases.yaml): gpt-oss's 64 (window 128, attention sinks), Llama 4's 128 (8,192-token
+# chunks), MiMo-V2's 192 (value head 128, window 128, sinks), Gemma 4's 256 (window 1,024), each on the backend the
+# collector names for that model on the GPU (``sglang_backends``: FA3, Triton, trtllm_mha, FlashInfer), and each
+# call times its own launches around the attention kernel (RadixAttention's forward: the new token's K/V stored, the
+# decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
+# class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
+HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
 # classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
 # vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
 # the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
@@ -636,7 +646,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
-                   **vector_of(g)} for extra in tries)
+                   **vector_of(g), **head_dim_latency(g, rows)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -655,6 +665,23 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     if (g.op, regime) in P90_CHOICE_CLASSES:
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
+
+
+def head_dim_latency(g: Group, rows) -> dict:
+    """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY``: each head
+    dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
+    launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
+    or where no head dim is slower."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (g.table.framework, g.op, regime) not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
+        return {}
+    fastest = rows.groupby("head_dim")["latency_s"].min()
+    extra = fastest - fastest.min()
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
 
 
 def kernel_math(hw, g: Group) -> dict:
@@ -879,9 +906,11 @@ def with_walk_waves(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     """Per row of ``prob``, the seconds a class's ``table`` (within ``cal``) adds to an op whatever its η: its
     ``latency_s``, its walk over the keys (``key_walk_s``), its split's reduction (``split_reduce_s``, ``split``
-    the launch) and its cost per sequence and KV head (``unit_launch_s``)."""
+    the launch), its cost per sequence and KV head (``unit_launch_s``) and its head dim's own launches
+    (``head_dim_latency_s``)."""
     c = Calibration.of(cal)
-    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols)
+    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols) \
+        + head_dim_latency_s(c, prob.cols)
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 

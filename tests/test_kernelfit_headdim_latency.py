@@ -1,0 +1,88 @@
+"""A decode class's fixed latency per head dim (``latency_head_dims``, ``latency_head_dim_s``,
+``efficiency.head_dim_latency_s``): the law adds it at the listed head dims only, the fitter measures it from each head
+dim's fastest call on SGLang's sliding-window decode tables only, and a calibration file's values are checked."""
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+
+from ironlaw.core.errors import IronlawError  # noqa: E402
+from ironlaw.core.gemmshape import LATENCY_HEAD_DIM_S_MAX  # noqa: E402
+from ironlaw.machine import calibration, hardware  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "kernel_tables"
+ADDED_S = 6e-6        # SGLang 0.5.14's H100 window tables: MiMo-V2's head dim 192 on FA3 ~6 µs over gpt-oss's 64
+
+
+@pytest.fixture(scope="module")
+def h100_window():
+    """H100's sliding-window decode class of the extract (TensorRT-LLM rows, window 128 at head dims 64 and 192)."""
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("sliding window") and set(x.rows.head_dim) >= {64, 192})
+    return hw, g
+
+
+def _cal(g, table: dict) -> dict:
+    return {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {g.key[1]: table}}
+
+
+def _plain(hw, g) -> dict:
+    return {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items()
+            if k not in ("latency_head_dims", "latency_head_dim_s")}
+
+
+def test_the_law_adds_the_seconds_at_the_listed_head_dim_only(h100_window):
+    hw, g = h100_window
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    table = _plain(hw, g)
+    own = {**table, "latency_head_dims": [192], "latency_head_dim_s": [ADDED_S]}
+    added = prob.times(_cal(g, own)) - prob.times(_cal(g, table))
+    at = (g.rows.head_dim == 192).to_numpy()
+    assert at.any() and (~at).any()
+    assert np.allclose(added[at], ADDED_S, rtol=1e-9) and np.allclose(added[~at], 0.0, atol=1e-15)
+
+
+def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_only(h100_window, monkeypatch):
+    """The extract's window rows with 6 µs added at head dim 192, fitted as SGLang's table: the seconds the fit keeps
+    at 192 exceed those of the rows as measured by those 6 µs (each head dim's fastest call against the class's);
+    fitted as TensorRT-LLM's table the class keeps one fixed latency (``HEAD_DIM_LATENCY``); and the added rows hold
+    out better with the head dims' seconds than fitted as SGLang's without them."""
+    hw, g = h100_window
+    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 192, ADDED_S, 0.0))
+    sglang = replace(g, table=replace(g.table, framework="sglang"), rows=rows)
+    plain = kernelfit.head_dim_latency(replace(sglang, rows=g.rows), g.rows)
+    shifted = kernelfit.head_dim_latency(sglang, rows)
+    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
+    after = dict(zip(shifted["latency_head_dims"], shifted["latency_head_dim_s"]))
+    assert after[192] - before.get(192, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    assert kernelfit.head_dim_latency(replace(g, rows=rows), rows) == {}
+    fit_rows = kernelfit.split(rows, g.op)[0]
+    own = kernelfit.fit_class(hw, sglang, fit_rows)
+    assert own["latency_head_dims"] == shifted["latency_head_dims"]
+    assert "latency_head_dims" not in kernelfit.fit_class(hw, replace(g, rows=rows), fit_rows)
+    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY", set())
+    one = kernelfit.fit_class(hw, sglang, fit_rows)
+    assert "latency_head_dims" not in one
+    (s,), (s0,) = (kernelfit.score(hw, _cal(g, t), [sglang]) for t in (own, one))
+    assert s.median_abs_err < s0.median_abs_err, (s, s0)
+
+
+@pytest.mark.parametrize("bad", [
+    {"latency_head_dims": [192]},
+    {"latency_head_dim_s": [ADDED_S]},
+    {"latency_head_dims": [192, 256], "latency_head_dim_s": [ADDED_S]},
+    {"latency_head_dims": [192], "latency_head_dim_s": [-1e-9]},
+    {"latency_head_dims": [192], "latency_head_dim_s": [2 * LATENCY_HEAD_DIM_S_MAX]},
+    {"latency_head_dims": [0], "latency_head_dim_s": [ADDED_S]},
+    {"latency_head_dims": [], "latency_head_dim_s": []},
+    {"latency_head_dims": [192], "latency_head_dim_s": ["6us"]},
+])
+def test_a_head_dim_latency_out_of_form_is_refused(h100_window, bad):
+    hw, g = h100_window
+    with pytest.raises(IronlawError, match="latency_head_dim"):
+        calibration.check(_cal(g, {**_plain(hw, g), **bad}), "calibration")
