@@ -316,10 +316,17 @@ COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
 # threads (``split_kv = "mmha"``: which block fits one per SM is the compiled kernel's register count, not in the
 # source; the tables step where each puts it, docs/accuracy.md), and as it tunes its block to the CTAs, split or not, for
 # each of ``MMHA_OCCUPANCY`` 256-thread CTAs per SM (``mmha_occupancy``, ``splitkv.mmha_tuned_launch``)
+MMHA_LAUNCHES = tuple({"split_kv": "mmha", "mmha_threads": t} for t in MMHA_THREADS) \
+    + tuple({"split_kv": "mmha", "mmha_occupancy": c} for c in MMHA_OCCUPANCY)
+# TensorRT-LLM decodes on MMHA too wherever XQA refuses the head group (``gemmshape.window_kernel``): over
+# ``WIDE_GQA`` query heads per KV head ('_wide') and one ('_mha'), each query head a CTA of its own that reads its KV
+# head's cache (``mmha_launch_kernel_ex``); aiconfigurator-core 0.12.0's 1.3.0rc20 RTX PRO 6000 table, over 32 heads
+# per KV head, one cached token, 96 heads × 64: 7.0, 10.8, 13.0, 10.9 µs at batch 1, 2, 4, 8, the tuned launch's
+# waves (docs/accuracy.md, "Decode over 32 heads per KV head, and one, on MMHA's launch")
 SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
-                 ("generation_attention", "_window_mmha"): tuple({"split_kv": "mmha", "mmha_threads": t}
-                                                                 for t in MMHA_THREADS)
-                 + tuple({"split_kv": "mmha", "mmha_occupancy": c} for c in MMHA_OCCUPANCY)}
+                 ("generation_attention", "_window_mmha"): MMHA_LAUNCHES,
+                 ("generation_attention", "_wide"): MMHA_LAUNCHES,
+                 ("generation_attention", "_mha"): MMHA_LAUNCHES}
 # the classes whose launch the fit keeps by the 90th percentile of its fitted rows' |error|, the goal's measure, not by
 # the loss: MMHA's window class, whose tuned launches (``mmha_occupancy``) differ in the waves its small launches take,
 # steps the loss trades against the grid. Blackwell's bf16-cache classes, fitted rows' p90 at 2 / 3 CTAs per SM: GB300

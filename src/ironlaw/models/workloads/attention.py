@@ -36,7 +36,7 @@ import numpy as np
 
 from ...core import flopcount
 from ...core.gemmshape import (ATTENTION_PHASES, attention_kernel, attention_mnk, attention_regime, mla_bmm_kernel,
-                               tiled_kv_heads)
+                               tiled_kv_heads, window_kernel)
 from ...core.graph import Num, Op, attention_dtype, dtype_bytes
 from .common import elementwise, linear
 from .hfconfig import Arch
@@ -132,8 +132,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     """An inference attention's kernel class (``gemmshape.attention_kernel``: phase, math and KV dtype, regime) and
     its shape per sequence and KV head (``gemmshape.attention_mnk``; arrays in a sweep), for grouped-query and
     multi-head latent attention (regime '_mla') in inference ({} for training and encoders); a sliding-window
-    decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at, and a
-    sliding-window prefill its s tokens."""
+    decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at, as does a
+    decode TensorRT-LLM runs on its MMHA kernel (``gemmshape.window_kernel``: one query head per KV head, or over
+    ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -147,8 +148,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     out = {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
            "mnk": attention_mnk(query, keys, a.heads, tiled_kv_heads(sh.phase, regime, a.heads, a.kv_heads),
                                 geo["qk"])}
-    if sh.phase == "decode" and regime.startswith("_window"):   # its split-KV kernel splits the whole sequence, not the
-        s = sh.s                                         # window (``core.splitkv``): the cached tokens and the new one
+    mmha = window_kernel(a.heads, a.kv_heads, geo["qk"]) == "mmha"
+    if sh.phase == "decode" and (regime.startswith("_window") or mmha):   # its split-KV kernel splits the whole
+        s = sh.s                 # sequence, not the window (``core.splitkv``): the cached tokens and the new one
         out["history"] = float(s) + 1.0 if np.ndim(s) == 0 else np.asarray(s, float) + 1.0
     elif regime.startswith("_window"):       # a windowed prefill's whole sequence: the keys a kernel that walks every
         s = sh.s                             # key block spans (``gemmshape.GRID_KEYS``)
