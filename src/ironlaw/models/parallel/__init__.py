@@ -12,6 +12,7 @@ knobs), one concept per module, each importing only the ones below it (pyproject
                 the stage-to-stage sends (1/tp of the activation per rank: Megatron's scatter/gather)
     flops       model FLOPs, hardware FLOPs, Megatron-LM's count
     memory      bytes per device (Korthikanti et al. 2022 for the activations) and the check that they fit
+    kvheads     TP past the key/value heads: each rank one KV head, replicated over tp / kv_heads ranks
     tp          ``tp_shard``: each op split over the TP group by the rule of its role (``SHARDING``), the TP
                 collectives where Megatron puts them; ``shard_inference``
     cp          ``cp_shard``: seq/cp tokens per rank, the K/V ring (``cp_ring_exposed``), the merge of its steps
@@ -46,6 +47,7 @@ from .results import MODEL_FLOPS, DeviceMemory, StepBreakdown, StepEstimate, Ste
 from .roles import base_name, compute_s_by_pass, is_backward, role, sublayer
 from .stages import stage_layers, stage_layers_of, uneven, uneven_note
 from .step import NO_HOST_NOTE, REDUNDANT_NOTE, lowered, microbatch_s, shard, step_s, train_step, training_graph
+from .kvheads import kv_head_replicas, kv_tp_choices, replicated_kv_weight_bytes, tp_fits_kv_heads
 from .tp import COLUMN_ROLES, SHARDING, TpSplit, kv_cache_split, shard_inference, sharding, tp_shard
 
 __all__ = [
@@ -68,5 +70,6 @@ __all__ = [
     "base_name", "compute_s_by_pass", "is_backward", "role", "sublayer",
     "stage_layers", "stage_layers_of", "uneven", "uneven_note",
     "NO_HOST_NOTE", "REDUNDANT_NOTE", "lowered", "microbatch_s", "shard", "step_s", "train_step", "training_graph",
+    "kv_head_replicas", "kv_tp_choices", "replicated_kv_weight_bytes", "tp_fits_kv_heads",
     "COLUMN_ROLES", "SHARDING", "TpSplit", "kv_cache_split", "shard_inference", "sharding", "tp_shard",
 ]

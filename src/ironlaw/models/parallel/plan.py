@@ -16,6 +16,7 @@ from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...machine.network.topology import check_count, nodes_for
 from .. import dispatcher, offload
+from .kvheads import kv_tp_choices, tp_fits_kv_heads
 from .stages import uneven
 
 
@@ -201,9 +202,13 @@ def check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redund
         return
     L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
     model = meta.get("spec", g.name)       # the model the user named, not a step graph's name
-    for what, n in (("attention heads", heads), ("key/value heads", kv)):
-        if n % tp:
-            raise IronlawError(f"--tp {tp} does not divide the {n} {what} of {model}; use a divisor of {n}")
+    if heads % tp:
+        raise IronlawError(f"--tp {tp} does not divide the {heads} attention heads of {model}; use one of "
+                           f"{[t for t in kv_tp_choices(heads, kv) if g.phase != 'train' or kv % t == 0]}")
+    if kv % tp and (g.phase == "train" or not tp_fits_kv_heads(tp, kv)):
+        raise IronlawError(f"--tp {tp} does not divide the {kv} key/value heads of {model}"
+                           + (f"; use a divisor of {kv} (training splits them: Megatron-Core)" if g.phase == "train"
+                              else f" nor is a multiple of them; use one of {kv_tp_choices(heads, kv)}"))
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")

@@ -14,10 +14,12 @@ import numpy as np
 
 from ...core import passes
 from ...core.errors import IronlawError
+from ...core.gemmshape import attention_kernel_parts, attention_regime
 from ...core.graph import Graph, Op, dtype_bytes
 from ...core.registry import registrar
 from ...machine.network.topology import build as build_topology
 from .experts import expert_all_to_alls
+from .kvheads import kv_head_replicas, replicated_kv_weight_bytes
 from .layout import collective_op, group
 from .plan import make_plan
 from .roles import base_name, is_backward, role, sublayer
@@ -49,17 +51,26 @@ sharding = registrar(SHARDING, "sharding")     # @sharding(*roles): the tensor-p
 @dataclass
 class TpSplit:
     """What a sharding rule reads: the TP degree, sequence parallelism, the ranks that divide the KV cache
-    (``kv_cache_split``), and each linear's activation split as its forward set it (for its backward)."""
+    (``kv_cache_split``), the ranks each KV head is held by (``kvheads.kv_head_replicas``), and each linear's
+    activation split as its forward set it (for its backward)."""
     tp: int
     sp: bool
     kv: int
     ratio: dict = field(default_factory=dict)
+    replicas: int = 1
+    heads: int = 0
+
+    def share(self, op: Op) -> float:
+        """The part of ``op`` one rank runs: 1/tp, its K/V part (``attrs["kv_share"]``) replicas/tp."""
+        s = op.attrs.get("kv_share", 0.0) if self.replicas > 1 else 0.0
+        return (1.0 - s + s * self.replicas) / self.tp
 
 
-def _split(new: Op, tp: int, kv: int | None = None) -> None:
-    new.flops, new.vector_flops = new.flops / tp, new.vector_flops / tp
-    new.bytes = {k: v / (kv if k == "kv_cache" and kv is not None else tp) for k, v in new.bytes.items()}
-    new.bytes_written = new.bytes_written / tp
+def _split(new: Op, tp: int, kv: int | None = None, share: float | None = None) -> None:
+    f = 1.0 / tp if share is None else share
+    new.flops, new.vector_flops = new.flops * f, new.vector_flops * f
+    new.bytes = {k: v / kv if k == "kv_cache" and kv is not None else v * f for k, v in new.bytes.items()}
+    new.bytes_written = new.bytes_written * f
 
 
 @sharding("column", "head", "row")
@@ -69,21 +80,21 @@ def _linear(op: Op, new: Op, at: TpSplit) -> None:
     forward's ratio; a captured linear's matmuls share it through ``attrs["linear"]``); ``nk`` the device's
     share of N (column) or of K (row), the other way round for a captured dgrad (x's gradient: N is K's)."""
     base, bwd, column = op.attrs.get("linear", base_name(op.name)), is_backward(op), op.attrs["role"] in COLUMN_ROLES
-    tp, ratio = at.tp, at.ratio
+    tp, ratio, f = at.tp, at.ratio, at.share(op)              # f: 1/tp, more where K/V heads are replicated
     if not bwd:
         act, w = op.bytes.get("activations", 0.0), op.bytes_written
         read = act - w
-        split = read + w / tp if column else read / tp + w
+        split = read + w * f if column else read * f + w
         ratio[base] = split / np.where(act > 0, act, 1.0)
-    new.flops, new.vector_flops = op.flops / tp, op.vector_flops / tp
-    new.bytes = {k: (v * ratio.get(base, 1.0 / tp) if k == "activations" else v / tp) for k, v in op.bytes.items()}
+    new.flops, new.vector_flops = op.flops * f, op.vector_flops * f
+    new.bytes = {k: (v * ratio.get(base, f) if k == "activations" else v * f) for k, v in op.bytes.items()}
     if "nk" in op.attrs:
         n, k = op.attrs["nk"]
-        new.attrs = {**op.attrs, "nk": (n / tp, k) if column != (op.attrs.get("grad") == "dgrad") else (n, k / tp)}
+        new.attrs = {**op.attrs, "nk": (n * f, k) if column != (op.attrs.get("grad") == "dgrad") else (n, k * f)}
     if not bwd and column:                                    # a column-parallel op writes its share of the output
-        new.bytes_written = op.bytes_written / tp
+        new.bytes_written = op.bytes_written * f
     elif op.attrs.get("grad") == "wgrad" or (op.attrs.get("grad") == "dgrad" and not column):
-        new.bytes_written = op.bytes_written / tp             # a weight's gradient, a row's input gradient: split
+        new.bytes_written = op.bytes_written * f              # a weight's gradient, a row's input gradient: split
 
 
 @sharding("heads", "activation", "loss", "embedding", "optimizer")
@@ -93,10 +104,29 @@ def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     ranks that divide it. A captured optimizer step updates each rank's share of the weights (the builders'
     ``optimizer`` op has no role: ``train_step`` sizes it). A matmul batched over heads keeps its share of them
     in ``nk``'s N."""
-    _split(new, at.tp, at.kv)
+    _split(new, at.tp, at.kv, at.share(op))
     if "nk" in op.attrs:
         n, k = op.attrs["nk"]
         new.attrs = {**op.attrs, "nk": (n / at.tp, k)}
+    if at.replicas > 1 and "mnk" in op.attrs:
+        new.attrs = {**new.attrs, **_one_kv_head(op.attrs, at)}
+
+
+def _one_kv_head(attrs: dict, at: TpSplit) -> dict:
+    """An attention's kernel and shape on a rank that holds one KV head (``kvheads``): its heads / tp query heads
+    grouped on that head (g = heads / tp), the kernel regime that group selects (``attention_regime``) and
+    M = the query rows per sequence × g (a prefill over ``WIDE_GQA`` heads per KV head: the query rows alone)."""
+    parts = attention_kernel_parts(attrs.get("kernel", ""))
+    if parts is None or parts[1].startswith("_mla"):
+        return {}
+    phase, regime = parts
+    heads, kv = at.heads, at.tp // at.replicas
+    g = heads // at.tp
+    m, n, k = attrs["mnk"]
+    rows = m / heads * kv if not (phase == "prefill" and regime == "_wide") else m      # query rows per sequence
+    new = attention_regime(regime.startswith("_window"), g, 1, int(k), phase == "decode")
+    kernel = attrs["kernel"][:len(attrs["kernel"]) - len(regime)] + new
+    return {"kernel": kernel, "mnk": (rows if phase == "prefill" and new == "_wide" else rows * g, n, k)}
 
 
 @sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")
@@ -123,7 +153,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
     act_bytes = (meta["tokens"] * meta["hidden"] * dtype_bytes(g.dtype)     # one [tokens, hidden] tensor
                  if "hidden" in meta and "tokens" in meta else None)        # captured: per op
     slots_per_expert = meta.get("expert_slots", meta.get("experts", 1)) / max(meta.get("experts", 1), 1)
-    at = TpSplit(tp, sp, kv_cache_split(meta, tp))
+    at = TpSplit(tp, sp, kv_cache_split(meta, tp), replicas=kv_head_replicas(meta, tp), heads=int(meta.get("heads", 0)))
     ops: list[Op] = []
     for op in g.ops:
         if op.kind == "collective" or passes.is_optimizer(op.name):
@@ -152,6 +182,8 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
     out.footprint = {k: v / (at.kv if k == "kv_cache" else tp) for k, v in g.footprint.items()
                      if k in ("weights", "kv_cache")} | \
         {k: v for k, v in g.footprint.items() if k not in ("weights", "kv_cache")}
+    if "weights" in out.footprint and at.replicas > 1:                  # each rank's replicas of its K/V head
+        out.footprint["weights"] = out.footprint["weights"] + replicated_kv_weight_bytes(meta, tp, dtype_bytes(g.dtype))
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
 

@@ -48,8 +48,9 @@ PRICE_EXAMPLE = "e.g. --price h100=2.5,b200=5 (USD per GPU-hour)"
 def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> tuple[list[int], list[int]]:
     """(tensor-parallel degrees, attention-DP/EP degrees) within one node; ``fixed`` tp or ep narrows them."""
     from ...machine.network.topology import node_size
+    from ..parallel import tp_fits_kv_heads
     cap = min(gpus, node_size(hw) or gpus)
-    tps = [t for t in range(1, cap + 1) if heads % t == 0 and kv % t == 0]
+    tps = [t for t in range(1, cap + 1) if heads % t == 0 and tp_fits_kv_heads(t, kv)]
     eps = [t for t in range(2, cap + 1) if experts and experts % t == 0]
     if fixed.get("ep", 1) > 1:
         if fixed["ep"] not in eps or fixed.get("tp", fixed["ep"]) != fixed["ep"]:
@@ -61,8 +62,8 @@ def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> t
         eps = []
     if fixed.get("tp") is not None:
         if fixed["tp"] not in tps + eps:
-            raise IronlawError(f"--tp {fixed['tp']}: serving needs a divisor of the {heads} heads and {kv} key/value "
-                               f"heads within one node of at most {cap} GPUs; choose from {tps}"
+            raise IronlawError(f"--tp {fixed['tp']}: serving needs a divisor of the {heads} heads that divides or is a "
+                               f"multiple of the {kv} key/value heads, within one node of at most {cap} GPUs; choose from {tps}"
                                + (f" (or, with attention data parallelism, {eps})" if eps else ""))
         return [t for t in tps if t == fixed["tp"]], [t for t in eps if t == fixed["tp"]]
     return tps, eps

@@ -265,7 +265,9 @@ def _weights_per_gpu(meta: dict, lay: Layout, dtype: str) -> float:
         slots = (e + lay.redundant_experts) / e                   # redundant slots hold replicas' weights
         routed_by = routed_weight_bytes(meta, dtype)
         return ((params - expert) * by + extra + expert * slots * routed_by / lay.ep) / lay.pp
-    return (stored_weight_bytes(meta, dtype) + extra) / (lay.tp * lay.pp)
+    from ..parallel import replicated_kv_weight_bytes
+    replicas = replicated_kv_weight_bytes(meta, lay.tp, by)      # a KV head on several ranks (``parallel.kvheads``)
+    return (stored_weight_bytes(meta, dtype) + extra) / (lay.tp * lay.pp) + replicas / lay.pp
 
 
 def _in_dtype(meta: dict, dtype: str) -> str:

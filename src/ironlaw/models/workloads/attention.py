@@ -173,6 +173,9 @@ def gqa_ops(a: Arch, sh, dt: str) -> list[Op]:
         ops.append(_qk_norm(a, t * (a.q_dim + a.kv_dim), dt, L if a.qk_norm != "l2" else a.rope_layers))
     if a.positions == "rope":                    # partial rotary (GPT-NeoX): only rotary_dims of each head
         ops.append(_rope(a, t * (a.heads + a.kv_heads) * a.rotary_dims, dt, a.rope_layers))
+    for op in ops:            # the part on K and V, which a TP past the KV heads replicates (``parallel.kvheads``)
+        op.attrs["kv_share"] = a.kv_dim / (a.q_dim + a.kv_dim) if op.name.endswith(("qk_norm", "rope")) \
+            else 2 * a.kv_dim / (a.q_dim + 2 * a.kv_dim)
     geo = {"qk": a.head_dim, "pv": a.head_dim, "q": a.q_dim, "kv_new": 2 * a.kv_dim, "o": a.q_dim,
            "cache": 2 * a.kv_dim, "shape": f"{a.heads} heads / {a.kv_heads} kv x {a.head_dim}"}
     ops += _cores(a, sh, dt, geo)

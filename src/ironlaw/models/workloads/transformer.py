@@ -412,7 +412,8 @@ def _attention_meta(a: Arch) -> dict:
     """What serving and parallel plans read about the cache: its layout and the layers per span."""
     spans = {("global" if w is None else f"{a.local} {w}"): n for w, n in a.span_groups().items()}
     return {"attention": sublayer(a), "layer_spans": spans, "kv_elems_per_token_layer": a.kv_elems_per_token(),
-            "kv_shared_by_heads": bool(a.mla)}
+            "kv_shared_by_heads": bool(a.mla),
+            "kv_proj_params": 0 if a.mla else a.layers * (a.hidden + a.qkv_bias) * 2 * a.kv_dim}
 
 
 # ---------------------------------------------------------------------- registries
