@@ -3,10 +3,11 @@ holds ONE KV head, every head on tp / kv_heads ranks (its K/V projection weights
 replicated there), and its heads / tp query heads attend to that one head. The engines do so: vLLM
 ``QKVParallelLinear`` (model_executor/layers/linear.py: ``num_kv_head_replicas = divide(tp_size,
 self.total_num_kv_heads)``, one KV head per rank), TensorRT-LLM ``_torch/modules/attention.py`` ``Attention.__init__``
-(``num_key_value_heads`` over tp_size, at least 1: ``max(num_key_value_heads // tp_size, 1)``) and SGLang
-``QKVParallelLinear`` (python/sglang/srt/layers/linear.py, the same ``num_kv_head_replicas``). Megatron-Core's
-training refuses it (``SelfAttention``: ``divide(num_query_groups, world_size)``), so training keeps TP a divisor
-of the KV heads. A TP that neither divides nor is a multiple of them is refused (``tp_fits_kv_heads``).
+(KV heads per rank rounded up, ⌈num_key_value_heads / tp_size⌉ = 1, its fused QKV linear 2·tp_size·kv_size
+columns wide) and SGLang ``QKVParallelLinear`` (python/sglang/srt/layers/linear.py, the same
+``num_kv_head_replicas``). Megatron-Core's training refuses it (megatron/core/transformer/attention.py
+``Attention.__init__``: ``num_query_groups_per_partition = divide(num_query_groups, world_size)``), so training
+keeps TP a divisor of the KV heads. A TP that neither divides nor is a multiple of them is refused (``tp_fits_kv_heads``).
 
     replicas   = tp / kv_heads  (tp > kv_heads), else 1; a latent cache (MLA) is one every rank holds: 1
     N per rank = q_dim / tp + 2·kv_dim · replicas / tp   (the fused QKV projection's output columns)
