@@ -192,6 +192,9 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_release(engine, release)
     check_on(on)
     scenario_options(dict(locals()))
+    from ..machine import hardware
+    from ..models.serving import kvcache
+    kvcache.check_with_engine(kv_dtype, engine, hardware.get(on) if isinstance(on, str) else on)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:

@@ -18,8 +18,8 @@ def serve(
     output: int = typer.Option(256, "--output", help="generated tokens per request"),
     concurrency: int = typer.Option(1, "--concurrency", help="sequences in flight (continuous batching)"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
-    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16, fp16, fp8, or fp4 (NVFP4, "
-                                           "Blackwell only) (default: --dtype; fp8 for 8- and 4-bit float models, as "
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16, fp16, fp8 (TensorRT-LLM: "
+                                           "GPUs with FP8 only), or fp4 (NVFP4, Blackwell only) (default: --dtype; fp8 for 8- and 4-bit float models, as "
                                            "their checkpoints)"),
     page_tokens: Optional[int] = typer.Option(None, "--page-tokens", help="KV page size in tokens; 0 = no paging "
                                               "(default: 32-token blocks on a GPU's engine, else 16)"),

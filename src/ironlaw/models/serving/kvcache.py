@@ -14,7 +14,21 @@ nothing else:
 - vLLM (``--kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2``, ``nvfp4`` from v0.21) and SGLang (``--kv-cache-dtype
   auto|fp8_e5m2|fp8_e4m3|fp4_e2m1``, docs.sglang.io advanced_features/quantized_kv_cache) offer no more.
 
-No engine stores an int4, int8 or MX-format KV cache, so those are errors, never a silent fallback."""
+No engine stores an int4, int8 or MX-format KV cache, so those are errors, never a silent fallback.
+
+Where each engine stores an FP8 cache (``check_with_engine``):
+
+- TensorRT-LLM only on devices with FP8 arithmetic (Ada SM 89, Hopper, Blackwell): its support matrix
+  (docs/source/reference/support-matrix.md, "Precision") lists FP8 for Hopper and Ada Lovelace and none for
+  Ampere (SM 80, SM 86). The A100 MLA generation table aiconfigurator-core 0.12.0 collected on TensorRT-LLM 1.0
+  with kv_cache_dtype fp8 has the bf16 rows' latencies (median ratio 1.000 over 2,534 pairs, 50 ms both at batch
+  1024 and 16k tokens), i.e. no cache read at half the bytes. Here: a device whose catalog entry has no ``fp8``
+  rate (A100, V100, T4, MI250X …).
+- vLLM stores FP8 on Ampere too and converts it to 16 bits inside attention: vllm-project/vllm issue #3965 and
+  #4827 (the cache is quantised and upconverted for compute, no FP8 hardware needed), PR #24577 (FP8 KV cache for
+  the FlashInfer and Triton backends off SM 100, run on A100 at twice the KV tokens).
+- SGLang likewise: ``--kv-cache-dtype fp8_e4m3|fp8_e5m2`` (docs.sglang.io advanced_features/quantized_kv_cache)
+  on its FlashInfer and Triton attention backends, which dequantise the cache inside the kernel."""
 from __future__ import annotations
 
 from ...core.errors import IronlawError
@@ -57,6 +71,27 @@ def check(kv_dtype: str | None, hw) -> None:
     if kv_dtype not in storable(hw):
         raise IronlawError(f"--kv-dtype {kv_dtype}: an NVFP4 KV cache needs FP4 tensor cores (Blackwell), which "
                            f"{hw.name} lacks; on {hw.name} it can be {can}")
+
+
+# engine -> the KV dtypes it stores only where the device has that rate (module docstring)
+NEEDS_RATE = {"trtllm": ("fp8",)}
+
+
+def check_with_engine(kv_dtype: str | None, engine: str, hw) -> None:
+    """``--kv-dtype`` refused (one line, exit 2) where ``engine`` cannot store a cache in it on the GPU ``hw``,
+    naming what works there: the engines that can and ``--kv-dtype bf16``. None, a device the engine step model
+    does not price (kind not 'gpu') and a dtype ``check`` refuses pass here."""
+    if kv_dtype is None or hw.kind != "gpu" or kv_dtype in hw.peak_flops:
+        return
+    if kv_dtype not in NEEDS_RATE.get(engine, ()):
+        return
+    from ...machine.engines import NAMES
+    can = [f"--engine {e} ({NAMES[e]})" for e in NAMES if kv_dtype not in NEEDS_RATE.get(e, ())]
+    own = "bf16" if "bf16" in hw.peak_flops else "fp16"
+    raise IronlawError(f"--kv-dtype {kv_dtype} --engine {engine}: {NAMES[engine]} stores an {kv_dtype.upper()} KV "
+                       f"cache only on a GPU with {kv_dtype.upper()} arithmetic (Ada, Hopper, Blackwell), which "
+                       f"{hw.name} lacks; use {' or '.join(can)}, which store it and dequantise it in attention, "
+                       f"or --kv-dtype {own}")
 
 
 def model_dtype(spec: str, hw) -> str:
