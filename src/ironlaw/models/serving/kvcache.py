@@ -32,6 +32,7 @@ Where each engine stores an FP8 cache (``check_with_engine``):
 from __future__ import annotations
 
 from ...core.errors import IronlawError
+from ...machine.engines import NAMES
 
 # the cache dtype NVIDIA's ModelOpt checkpoints state in hf_quant_config.json (kv_cache_quant_algo), which TensorRT-LLM
 # and vLLM (kv_cache_dtype "auto") take: FP8 in the NVFP4 ones (nvidia/Llama-3.3-70B-Instruct-FP4: quant_algo NVFP4,
@@ -85,7 +86,6 @@ def check_with_engine(kv_dtype: str | None, engine: str, hw) -> None:
         return
     if kv_dtype not in NEEDS_RATE.get(engine, ()):
         return
-    from ...machine.engines import NAMES
     can = [f"--engine {e} ({NAMES[e]})" for e in NAMES if kv_dtype not in NEEDS_RATE.get(e, ())]
     own = "bf16" if "bf16" in hw.peak_flops else "fp16"
     raise IronlawError(f"--kv-dtype {kv_dtype} --engine {engine}: {NAMES[engine]} stores an {kv_dtype.upper()} KV "

@@ -8,7 +8,7 @@ layer the ranks pool their tokens (tensorrt_llm/_torch/modules/fused_moe/fused_m
                experts run in a one-byte dtype; bf16 otherwise) before the experts' up-projection
     combine    reduce-scatter of the experts' bf16 outputs back to the ranks after the down-projection (the
                fused MoE's finalize writes a row for every gathered token first: on the measured MoE rows
-               class, whose fit counts that write, the combine op does too; ``_pooled_combine``)
+               class, whose fit counts that write, the combine op does too; ``pooled_combine``)
     On a multi-node NVLink fabric (an NVLink domain of more than one 8-GPU board: GB200/GB300 NVL72) the
     tokens go all-to-all instead (MnnvlMoe): each rank sends its tokens' k expert copies, bf16.
     (``network.collectives``: α + β over the NVLink domain, or across nodes when ep exceeds it)
@@ -257,7 +257,7 @@ def _expert_op(op, share: float, weight_scale: float):
     return o
 
 
-def _pooled_combine(op, share: float, dp: int):
+def pooled_combine(op, share: float, dp: int):
     """The routed rows' combine on one EP rank of the all-gather exchange: it sums the rank's own routed rows
     (``share`` of the step's, as ``_expert_op``) into an output row for every token the ranks pooled (``dp`` times
     the rank's own), which the reduce-scatter then sums over the ranks. TensorRT-LLM's CUTLASS fused MoE under
@@ -303,7 +303,7 @@ def shard_attention_dp(g: Graph, hw, lay) -> Graph:
         if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
             ops += [o for phase, o in exchange_ops if phase != "combine"]
         pooled = op.attrs.get("pooled_write") and (lay.dispatcher or exchange(hw)) == "allgather"
-        ops.append(_pooled_combine(op, share, lay.dp) if pooled else _expert_op(op, share, weight_scale))
+        ops.append(pooled_combine(op, share, lay.dp) if pooled else _expert_op(op, share, weight_scale))
         if op.attrs.get("role") == "row":
             ops += [o for phase, o in exchange_ops if phase == "combine"]
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),

@@ -28,7 +28,7 @@ their own expert terms: they were fitted together with them; swapping the tables
 moves the H200 MoE cells from a 13.0% to a 36.9% median, and refitting the rest with them takes H100's
 leave-one-model-out to 23–33% (docs/accuracy.md, "The routed experts on the kernel tables, cell by cell"). On the
 tables' rows class, the combine of the all-gather exchange writes a row for every pooled token, as the class was
-fitted (``parallel._pooled_combine``). Those cells all ran their MoE
+fitted (``parallel.pooled_combine``). Those cells all ran their MoE
 layers under expert parallelism and attention DP; where the layer runs on one GPU (TP 1) the engine prices the
 routed experts on the device's measured layer instead (``expertcarry.one_gpu_layer``); with a level constant
 (``expert_layer_scale``, a what-if FITTED leaves off) an expert-parallel layer runs on it too, its time times the
@@ -397,7 +397,7 @@ def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str 
     o = copy.copy(op)
     o.attrs = {**op.attrs, "kernel": kernel}
     if kernel == rows and op.attrs.get("role") == "combine":
-        o.attrs["pooled_write"] = True          # fitted at the layer's pooled tokens (``parallel._pooled_combine``)
+        o.attrs["pooled_write"] = True          # fitted at the layer's pooled tokens (``parallel.pooled_combine``)
     if carried:
         o.attrs["kernel_for"] = f"{kernel.rsplit('.', 1)[0]}.{carried}"
     elif kernel.rsplit(".", 1)[-1] in WEIGHT_ONLY_MOE and "dequant_flops" in op.attrs:
