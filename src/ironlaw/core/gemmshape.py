@@ -44,7 +44,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
                 "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
-                "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s")
+                "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
+                "vector_head_dims")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -139,6 +140,11 @@ XQA_MLA_HEADS = 128
 # 128, 8,192 tokens and more, 1.5 PFLOP/s), which no fit of the class's η could bring down. At a ``math`` class's
 # ``math_head_dims`` only, where it names them (another kernel runs the other head dims)
 VECTOR_MODES = ("overlap",)
+# vector_head_dims: the head dims (the op's K) at which a ``vector`` class's kernel runs its softmax so, where it names
+# them (in place of its ``math_head_dims``): another kernel runs the other head dims. SGLang 0.5.14 on B200 … GB300 runs
+# TRT-LLM's context FMHA (``trtllm_mha``: python/sglang/srt/layers/attention/trtllm_mha_backend.py,
+# ``TRTLLMHAAttnBackend.forward_extend``, flashinfer's ``trtllm_batch_context_with_kv_cache``) at head dims 64, 128, 256
+# and 512 and its Triton prefill, whose softmax follows each tile's QKᵀ in the same warps, at 192
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16

@@ -102,9 +102,10 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
 
 def vector_overlap(cal: Calibration, cols: Columns) -> np.ndarray | bool:
     """Per op (n_ops, 1…), whether its kernel class runs its vector work beside its matrix work (``vector =
-    "overlap"``, ``gemmshape.VECTOR_MODES``), at the class's ``math_head_dims`` where it names them; False where no
-    class says so."""
-    modes = {name: p.get("math_head_dims") for name, p in (cal.kernel or {}).items() if p.get("vector") == "overlap"}
+    "overlap"``, ``gemmshape.VECTOR_MODES``), at the class's ``vector_head_dims`` where it names them, else at its
+    ``math_head_dims`` where it names them; False where no class says so."""
+    modes = {name: p.get("vector_head_dims", p.get("math_head_dims")) for name, p in (cal.kernel or {}).items()
+             if p.get("vector") == "overlap"}
     if not modes or cols.kernels is None:
         return False
     out = np.array([name in modes and at_math_head_dim(modes[name], cols, i) for i, name in enumerate(cols.kernels)])

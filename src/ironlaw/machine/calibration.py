@@ -261,6 +261,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
     if "latency_head_dims" in p or "latency_head_dim_s" in p:
         _check_latency_head_dims(p, w)
+    if "vector_head_dims" in p:
+        _check_vector_head_dims(p, w)
 
 
 def _check_query_tiles(tiles, w: str) -> None:
@@ -282,6 +284,16 @@ def _check_head_dims(p: dict, w: str) -> None:
     if not isinstance(dims, list) or not dims or not all(
             isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
         raise IronlawError(f"{w}.math_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
+
+
+def _check_vector_head_dims(p: dict, w: str) -> None:
+    """``vector_head_dims``: a non-empty list of positive head dims, on a class that names its ``vector``."""
+    dims = p["vector_head_dims"]
+    if "vector" not in p:
+        raise IronlawError(f"{w}: vector_head_dims are the head dims a vector class runs its softmax so at: it needs vector")
+    if not isinstance(dims, list) or not dims or not all(
+            isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise IronlawError(f"{w}.vector_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
 
 
 def _check_latency_head_dims(p: dict, w: str) -> None:

@@ -232,6 +232,14 @@ FLOOR_OPS = ("gemm", "generation_attention", "generation_mla", "mla_bmm")
 FLOOR_FREE_REGIMES = ("_wide",)
 FLOOR_CONTEXT_OPS = ("context_attention",)
 FLOOR_CONTEXT_FRAMEWORKS = ("vllm", "sglang")
+# and MLA's context classes, every framework's: unbounded, TensorRT-LLM 1.3.0rc20's RTX PRO 6000 class, bf16 on an FP8
+# cache, took 15.0 µs against its fastest call's 13.1 µs, and its batch-1 rows up to 16 tokens held out 19-25% too slow;
+# SGLang's H100 class on an FP8 cache 18.6 µs against 16.8 µs (docs/accuracy.md, "Context MLA's fixed latency under the
+# fastest call"). But for the classes whose rows run mostly on a kernel of FLOOR_FREE_KERNELS: SGLang 0.5.14's MLA
+# prefill on TRT-LLM's ragged kernel (B200 … GB300), which held out worse under it (B300 FP8 cache 5.5% / 17.6% → 6.7% /
+# 21.5%, B200 4.5% / 12.7% → 5.4% / 17.3%) and keeps its fit
+FLOOR_ANY_OPS = ("context_mla",)
+FLOOR_FREE_KERNELS = ("trtllm_mla",)
 # ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
 # (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
 # takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
@@ -404,8 +412,11 @@ QUERY_AS_CACHE = ("vllm_flashinfer_trtllmprefill", "trtllm_mla")
 MATH_OPS = ("context_attention", "context_mla")
 # the context kernels that run their softmax beside their tensor-core work (a class's ``vector = "overlap"``,
 # ``gemmshape.VECTOR_MODES``; ``vector_of``): TRT-LLM's warp-specialized FMHA as vLLM 0.24.0's FlashInfer backend runs
-# it on B200 … GB300 ('vllm_flashinfer_trtllmprefill'). Each class whose rows run mostly on one of them takes it
-OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill",)
+# it on B200 … GB300 ('vllm_flashinfer_trtllmprefill'), and SGLang 0.5.14's default there ('trtllm_mha', the same
+# kernels through flashinfer's ``trtllm_batch_context_with_kv_cache``). Each class whose rows run mostly on one of them
+# takes it; where some head dim of its rows runs another kernel (Triton), at the head dims they run on these alone
+# (``vector_head_dims``, a class without ``math_head_dims``)
+OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
 # passes of the grid's least squares per op, each on the residual of the one before: where the law's η bound holds a
 # term (η / factor ≤ 1: context attention's streamed bytes at η 1.5) the op's time is not proportional to the factor
 # and one pass under-corrects (SGLang B200, head dim 192 on Triton, 4-5× the shape model: fitted rows 15% too fast
@@ -729,11 +740,18 @@ def query_tiles_of(hw, g: Group) -> dict:
 
 def vector_of(g: Group) -> dict:
     """``{"vector": "overlap"}`` for a context attention class whose rows run mostly on a kernel of
-    ``OVERLAP_KERNELS`` (its softmax beside its matrix work, ``law.compute_term``); {} for any other class."""
+    ``OVERLAP_KERNELS`` (its softmax beside its matrix work, ``law.compute_term``), with ``vector_head_dims``, the
+    head dims its rows time on those kernels alone, where some other head dim runs another kernel and the class
+    names no ``math_head_dims`` (which the overlap then follows); {} for any other class."""
     if g.op != "context_attention" or g.key[0] != "kernel" or "kernel_source" not in g.rows.columns or \
             not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in OVERLAP_KERNELS:
         return {}
-    return {"vector": "overlap"}
+    if "head_dim" not in g.rows.columns or math_head_dims(g.rows):
+        return {"vector": "overlap"}
+    on = g.rows["kernel_source"].isin(OVERLAP_KERNELS)
+    other = set(g.rows["head_dim"][~on])
+    dims = sorted(int(d) for d in set(g.rows["head_dim"][on]) - other)
+    return {"vector": "overlap", "vector_head_dims": dims} if other and dims else {"vector": "overlap"}
 
 
 def math_head_dims(rows) -> dict:
@@ -849,17 +867,26 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
 
 def latency_floor(g: Group, rows) -> float | None:
     """A class's bound on its fixed ``latency_s`` (a GEMM's, a generation attention's or MLA's, ``FLOOR_OPS``, but
-    not ``FLOOR_FREE_REGIMES``; a context attention class's of ``FLOOR_CONTEXT_FRAMEWORKS``, any regime): the fastest
+    not ``FLOOR_FREE_REGIMES``; a context attention class's of ``FLOOR_CONTEXT_FRAMEWORKS``, any regime; a class of
+    ``FLOOR_ANY_OPS``, any framework's, whose rows run mostly on no kernel of ``FLOOR_FREE_KERNELS``): the fastest
     call among ``rows`` (every call pays it); None for another. Unbounded,
     the fit let the fixed latency take up what the smallest GEMMs' streaming costs and the grid, which scales only the
     time above it, could not bring the smallest shapes back down (aiconfigurator-core 0.12.0's A100 bf16 table: its
     smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held out 5.7% / 23.9% → 5.0% / 15.4%,
     docs/accuracy.md)."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    context = g.op in FLOOR_CONTEXT_OPS and getattr(g.table, "framework", None) in FLOOR_CONTEXT_FRAMEWORKS
+    context = g.op in FLOOR_CONTEXT_OPS and getattr(g.table, "framework", None) in FLOOR_CONTEXT_FRAMEWORKS \
+        or g.op in FLOOR_ANY_OPS and main_kernel(rows) not in FLOOR_FREE_KERNELS
     if not context and (g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES) or not len(rows):
         return None
     return float(np.min(rows.latency_s))
+
+
+def main_kernel(rows) -> str:
+    """The kernel most of ``rows`` time (their ``kernel_source``); "" where they name none."""
+    if "kernel_source" not in rows.columns or not len(rows):
+        return ""
+    return str(rows["kernel_source"].value_counts().index[0])
 
 
 def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
