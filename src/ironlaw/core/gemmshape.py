@@ -143,8 +143,9 @@ VECTOR_MODES = ("overlap",)
 # vector_head_dims: the head dims (the op's K) at which a ``vector`` class's kernel runs its softmax so, where it names
 # them (in place of its ``math_head_dims``): another kernel runs the other head dims. SGLang 0.5.14 on B200 … GB300 runs
 # TRT-LLM's context FMHA (``trtllm_mha``: python/sglang/srt/layers/attention/trtllm_mha_backend.py,
-# ``TRTLLMHAAttnBackend.forward_extend``, flashinfer's ``trtllm_batch_context_with_kv_cache``) at head dims 64, 128, 256
-# and 512 and its Triton prefill, whose softmax follows each tile's QKᵀ in the same warps, at 192
+# ``TRTLLMHAAttnBackend.forward_extend``, flashinfer's ``trtllm_batch_context_with_kv_cache``) and its Triton prefill,
+# whose softmax follows each tile's QKᵀ in the same warps: aiconfigurator-core 0.12.0's tables time head dims 64, 128
+# and 512 on the first alone, 192 and 256 on Triton too
 ATTENTION_PHASES = {"prefill": "context", "decode": "generation"}   # graph phase -> attention kernel family
 WIDE_GQA = 32             # query heads per KV head beyond which attention kernels take their slow path
 # head dims whose sliding-window decode runs TensorRT-LLM's XQA kernel: its JIT path takes any multiple of 16 from 16
