@@ -193,8 +193,11 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
+    from ..machine.engines import check_runs_on
     from ..models.serving import kvcache
-    kvcache.check_with_engine(kv_dtype, engine, hardware.get(on) if isinstance(on, str) else on)
+    device = hardware.get(on) if isinstance(on, str) else on
+    check_runs_on(engine, device)
+    kvcache.check_with_engine(kv_dtype, engine, device)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:

@@ -250,8 +250,10 @@ def _engine_device(hw, slo, engine: str) -> None:
     """The offline max-throughput run (trtllm-bench's, ``serving.throughput``) is a GPU engine's, as
     ``serve --max-throughput`` refuses it off a GPU (``serving.frameworks.max_throughput``): an IronlawError naming
     why on any other device (vLLM, SGLang: ``frameworks`` refuses them itself, naming ``--serve-engine``)."""
+    from ...machine.engines import check_runs_on
     from ..serving import frameworks
     from ..serving.online import ENGINE, step_model
+    check_runs_on(engine, hw, "--serve-engine")
     model = step_model(hw)
     if model.name != ENGINE and engine == frameworks.DEFAULT:
         what = ("the serving search without --slo prices trtllm-bench's offline max-throughput run, modelled on GPUs "

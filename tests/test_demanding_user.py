@@ -1,0 +1,30 @@
+"""What a demanding ML engineer meets trying every command: an engine on a GPU it does not run on, units that
+differ between commands, a device named as what it is not, bytes split by the wrong count. Each pinned by the
+test that failed before its fix."""
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ TensorRT-LLM runs on NVIDIA GPUs only
+@pytest.mark.parametrize("on", ["mi300x", "gaudi3"])
+def test_serve_refuses_tensorrt_llm_off_nvidia(on):
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--engine", "trtllm"))
+    assert "--engine trtllm: TensorRT-LLM" in line and "NVIDIA GPUs only" in line and on in line
+    assert "--engine vllm or --engine sglang" in line
+    assert "NVIDIA GPUs only" in one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--max-throughput"))
+
+
+def test_search_skips_tensorrt_llm_off_nvidia_and_serves_it_with_vllm():
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2"))
+    assert "--serve-engine trtllm:" in line and "NVIDIA GPUs only" in line
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2", "--serve-engine", "vllm")
+    assert r.rc == 0, r.err
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_vllm_and_sglang_on_amd_name_the_tables_that_price_them(engine):
+    import ironlaw
+    res = ironlaw.serve("llama3-8b", on="mi300x", engine=engine, max_throughput=True)
+    line = res.to_dict()["engine"]["kernels"]["source"]
+    assert "aiter" in line and "gemm fp8" in line and "TensorRT-LLM" not in line
