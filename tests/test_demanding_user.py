@@ -28,3 +28,11 @@ def test_vllm_and_sglang_on_amd_name_the_tables_that_price_them(engine):
     res = ironlaw.serve("llama3-8b", on="mi300x", engine=engine, max_throughput=True)
     line = res.to_dict()["engine"]["kernels"]["source"]
     assert "aiter" in line and "gemm fp8" in line and "TensorRT-LLM" not in line
+
+
+# ------------------------------------------------------------------ fit prints times as every command does
+def test_fit_prints_seconds_as_seconds():
+    from ironlaw.cli.fit import row_cells
+    cells = row_cells({"case": "resnet18 b8", "measured_s": 2.28297, "cv": 0.02, "predicted_s": 0.0413,
+                       "error": -0.1, "naive_error": 0.5, "within_25pct_share": 0.8})
+    assert cells[1] == "2.28 s" and cells[3] == "41.3 ms", cells
