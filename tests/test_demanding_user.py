@@ -36,3 +36,22 @@ def test_fit_prints_seconds_as_seconds():
     cells = row_cells({"case": "resnet18 b8", "measured_s": 2.28297, "cv": 0.02, "predicted_s": 0.0413,
                        "error": -0.1, "naive_error": 0.5, "within_25pct_share": 0.8})
     assert cells[1] == "2.28 s" and cells[3] == "41.3 ms", cells
+
+
+# ------------------------------------------------------------------ a CPU is not a GPU
+def test_search_on_a_cpu_counts_cpus():
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "xeon-8480", "--gpus", "2", "--slo",
+                "ttft=20s,itl=1s", "--top", "2")
+    assert r.rc == 0, r.err
+    assert "up to 2 CPUs" in r.out and "tok/s/CPU" in r.out and "mem/CPU" in r.out and "/GPU" not in r.out and "GPUs," not in r.out, r.out
+    assert "serving framework: none" in r.out and "TensorRT-LLM" not in r.out, r.out
+
+
+def test_training_two_sockets_on_one_node_needs_no_network():
+    """Two CPUs, --nodes 1, pp 1: the stage-to-stage pair past the last stage was built as a two-node group and
+    refused for want of a network link, 'use --nodes 1', which was given."""
+    import ironlaw
+    step = ironlaw.train("llama3-8b", on="xeon-8480", gpus=2, nodes=1, global_batch=8, seq=1024)
+    assert step.time_s > 0
+    res = ironlaw.search("llama3-8b", on="xeon-8480", gpus=2, global_batch=8, seq=1024, top=1)
+    assert res.to_dict()["device_unit"] == "CPU"

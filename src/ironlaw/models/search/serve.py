@@ -404,6 +404,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     priced under the serving framework ``engine``; each reported layout carries its ``energy`` per output token at
     its device's price and ``cost``'s grid (``run_cost.RunInputs``)."""
     from ...machine.engines import check_engine
+    from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
     from ..serving import online as serving
     from ..serving.engine import whole_tokens
@@ -443,6 +444,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
     res.setup["settings"] = {"serve_engine": engine}
+    res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
         e["energy"] = _energy(e, price[e["hardware"]][0], grid)
