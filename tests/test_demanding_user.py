@@ -55,3 +55,41 @@ def test_training_two_sockets_on_one_node_needs_no_network():
     assert step.time_s > 0
     res = ironlaw.search("llama3-8b", on="xeon-8480", gpus=2, global_batch=8, seq=1024, top=1)
     assert res.to_dict()["device_unit"] == "CPU"
+
+
+# ------------------------------------------------------------------ tensor parallel past the KV heads
+def _attention(tp: int):
+    import ironlaw
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024, batch=8, tp=tp, gpus=tp)
+    return next(op for op in est.graph.ops if op.kind == "attention")
+
+
+def test_a_rank_holding_one_kv_head_reads_that_heads_new_k_and_v():
+    """Llama-3-8B (32 query heads, 8 KV heads, head dim 128) on TP 32: each rank holds one KV head, four ranks
+    each. Its attention reads its query head, that KV head's new K and V, and writes its output head and that
+    K/V to the cache: q/32 + 2·kv/8 + o/32 of the whole, not all over 32."""
+    whole, rank = _attention(1), _attention(32)
+    q, kv, o = 4096, 2 * 1024, 4096
+    assert rank.bytes["activations"] == pytest.approx(whole.bytes["activations"] * (q / 32 + kv / 8 + o / 32)
+                                                      / (q + kv + o))
+    assert rank.bytes_written == pytest.approx(whole.bytes_written * (o / 32 + kv / 8) / (o + kv))
+    assert rank.bytes["kv_cache"] == pytest.approx(whole.bytes["kv_cache"] / 8)
+
+
+def test_a_decode_moved_to_mmha_by_tp_states_its_history_as_the_builder_does():
+    """One query head per KV head (TP 32 on 8 KV heads) runs TensorRT-LLM's MMHA kernel, whose launch splits the
+    whole sequence: the builder states it (``history``) for such a model on one GPU; the TP rule did not."""
+    import ironlaw
+    rank = _attention(32)
+    assert rank.attrs["kernel"].endswith("_mha") and rank.attrs["history"] == 1025.0
+    mha = ironlaw.analyze("gpt2", on="h100", phase="decode", seq=1023, batch=8)        # 12 heads on 12 KV heads
+    assert next(op for op in mha.graph.ops if op.kind == "attention").attrs["history"] == 1024.0
+
+
+@pytest.mark.parametrize("tp", [4, 8])
+def test_mxfp4_experts_under_tp_take_no_negative_time(tp):
+    """gpt-oss's MXFP4 experts on a measured MoE layer drop their dequantization FLOPs (the layer's time holds
+    them); under TP the op's vector FLOPs were split, its dequantization FLOPs were not: a negative time."""
+    import ironlaw
+    est = ironlaw.analyze("gpt-oss-20b", on="h100", phase="decode", seq=1024, batch=8, tp=tp, gpus=tp)
+    assert est.time_s > 0 and all(o["flops"] >= 0 and o["time_s"] > 0 for o in est.to_dict()["ops"])
