@@ -93,3 +93,17 @@ def test_mxfp4_experts_under_tp_take_no_negative_time(tp):
     import ironlaw
     est = ironlaw.analyze("gpt-oss-20b", on="h100", phase="decode", seq=1024, batch=8, tp=tp, gpus=tp)
     assert est.time_s > 0 and all(o["flops"] >= 0 and o["time_s"] > 0 for o in est.to_dict()["ops"])
+
+
+# ------------------------------------------------------------------ the eager prefill's host term, explained
+def test_the_prefill_host_term_says_what_it_is_made_of():
+    """A 128-token prompt's TTFT on H100 is mostly the eager prefill's launches: the line and the document say
+    how many kernels at what cost, and that the cost is a constant fitted on TensorRT-LLM's H100 cells."""
+    import ironlaw
+    from ironlaw.models.serving.engine import FITTED
+    d = ironlaw.serve("llama3.1-8b", on="h100", prompt=128).to_dict()
+    h = d["prefill_host"]
+    assert h["eager"] and h["kernels"] > 0 and h["launch_s_per_kernel"] == FITTED.launch_s
+    assert h["launch_s"] == pytest.approx(h["kernels"] * FITTED.launch_s)
+    assert f"{h['kernels']:,} kernels × 109 µs" in h["why"] and "fitted on TensorRT-LLM's H100" in h["why"]
+    assert d["decode_host"]["kernels"] == 0 and "one replayed CUDA graph" in d["decode_host"]["why"]

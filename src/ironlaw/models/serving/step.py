@@ -474,6 +474,18 @@ class HostStep:
     The launch floor keeps the fitted ``launch_s`` on every host, as it did before the executor's work had a
     term (so that the executor's terms at zero leave every prediction as it was); the per-core speed scales
     the executor's own work.
+
+    A step that carries prompt tokens runs eagerly: TensorRT-LLM captures CUDA graphs for generation-only batches
+    (tensorrt_llm/_torch/pyexecutor/model_engine.py ``_maybe_get_cuda_graph``: a batch with context requests
+    runs without one), SGLang for decode batches (python/sglang/srt/model_executor/cuda_graph_runner.py
+    ``CudaGraphRunner.can_run``: ``forward_mode.is_cuda_graph()``, decode and target-verify only). vLLM V1 also
+    replays piecewise graphs around its attention for any step of up to its largest capture size in tokens
+    (vllm/v1/worker/gpu_model_runner.py, ``pad_for_cudagraph``): not modelled, its prefill steps priced eager as
+    TensorRT-LLM's. The line says so, and what the term is: kernels · ``launch_s``, a constant fitted end to end
+    on TensorRT-LLM's H100 throughput cells (``engine.FITTED``), not a measured launch. On a short prompt it is most
+    of the TTFT: Llama-3.1-8B's 355 kernels × 109 µs = 38.7 ms. This project's own H200 run of Llama-3.1-8B's shapes
+    in eager PyTorch (tests/data/h200_llama8b_measured.json) took 26–40 ms per decode step against 7.6–26 ms
+    replayed as one graph: an eager host of that order.
     """
     cpu: str                  # the host CPU the device's hardware file names
     launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
@@ -483,6 +495,8 @@ class HostStep:
     stated: bool              # False: the hardware file states no ``linear_s``; the fit host's speed is carried
     prompts: float = 0.0      # prompts the step admits (context requests)
     eager: bool = True        # False: the step replays one captured CUDA graph (no launches)
+    kernels: int = 0          # the kernels an eager step launches
+    per_launch_s: float = 0.0  # host seconds per launch (``ServingConstants.launch_s``)
 
     @property
     def time_s(self) -> float:
@@ -494,8 +508,9 @@ class HostStep:
         speed = (f"{self.speed:.2f}× the fit host's time (linear_s)" if self.stated else
                  "no linear_s stated: the fit host's speed carried")
         who = "the host binds" if self.time_s > device_s else "hidden under the device's"
-        launches = (f"launches {fmt_time(self.launch_s)} (eager: its kernels one by one)" if self.eager else
-                    "launches 0 s (one replayed CUDA graph)")
+        launches = (f"launches {fmt_time(self.launch_s)} (eager, as a step with prompt tokens runs: "
+                    f"{self.kernels:,} kernels × {fmt_time(self.per_launch_s)}, launch_s fitted on TensorRT-LLM's "
+                    f"H100 throughput cells)" if self.eager else "launches 0 s (one replayed CUDA graph)")
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
                 f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
                 f"the device: {who} (overlap scheduler)")
@@ -511,7 +526,8 @@ def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0
     speed = cpu.linear_s / c.host_linear_s if stated else 1.0
     name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
     python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
-    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts), eager)
+    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts), eager,
+                    launches(g) if eager else 0, c.launch_s if eager else 0.0)
 
 
 def charged_s(est, constants: ServingConstants) -> float:
