@@ -477,8 +477,8 @@ class HostStep:
 
     A step that carries prompt tokens runs eagerly: TensorRT-LLM captures CUDA graphs for generation-only batches
     (tensorrt_llm/_torch/pyexecutor/model_engine.py ``_maybe_get_cuda_graph``: a batch with context requests
-    runs without one), SGLang for decode batches (python/sglang/srt/model_executor/cuda_graph_runner.py
-    ``CudaGraphRunner.can_run``: ``forward_mode.is_cuda_graph()``, decode and target-verify only). vLLM V1 also
+    runs without one), SGLang for decode batches (python/sglang/srt/model_executor/model_runner.py
+    ``ModelRunner.forward``: a graph only where ``forward_mode.is_cuda_graph()``, decode and target-verify). vLLM V1 also
     replays piecewise graphs around its attention for any step of up to its largest capture size in tokens
     (vllm/v1/worker/gpu_model_runner.py, ``pad_for_cudagraph``): not modelled, its prefill steps priced eager as
     TensorRT-LLM's. The line says so, and what the term is: kernels · ``launch_s``, a constant fitted end to end
