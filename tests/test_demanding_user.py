@@ -107,3 +107,12 @@ def test_the_prefill_host_term_says_what_it_is_made_of():
     assert h["launch_s"] == pytest.approx(h["kernels"] * FITTED.launch_s)
     assert f"{h['kernels']:,} kernels × 109 µs" in h["why"] and "fitted on TensorRT-LLM's H100" in h["why"]
     assert d["decode_host"]["kernels"] == 0 and "one replayed CUDA graph" in d["decode_host"]["why"]
+
+
+# ------------------------------------------------------------------ the user's numbers, the user's flags
+def test_a_serving_search_past_the_context_names_prompt_and_output():
+    """`search gpt2 --phase serve` (default prompt 1024, output 256 on a 1,024-position model) said "--seq 1024
+    exceeds the 1024 learned positions": an option the user never gave, a sum it never checked."""
+    line = one_line_error(run_cli("search", "gpt2", "--phase", "serve", "--on", "h100", "--gpus", "1"))
+    assert "--prompt 1024 + --output 256 = 1,280 tokens exceed the 1,024-token context of gpt2" in line, line
+    assert "--seq" not in line

@@ -410,6 +410,10 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     from ..serving.engine import whole_tokens
     check_engine(engine, "--serve-engine")
     prompt = whole_tokens(prompt, "--prompt")         # before the model is built on seq=prompt (named --seq there)
+    from .. import workloads                          # a request longer than the model's context, named as serve
+    from ..serving.engine import check_context        # names it (--prompt + --output), not as the build (--seq)
+    check_context(spec, workloads.resolve(workloads.Request(spec, phase="decode", seq=1, dtype=dtype)).meta,
+                  prompt, whole_tokens(output, "--output"))
     rank = _check_rank(rank)
     hws = devices(on)
     names = [h.name for h in hws]
