@@ -105,7 +105,7 @@ def test_the_prefill_host_term_says_what_it_is_made_of():
     h = d["prefill_host"]
     assert h["eager"] and h["kernels"] > 0 and h["launch_s_per_kernel"] == FITTED.launch_s
     assert h["launch_s"] == pytest.approx(h["kernels"] * FITTED.launch_s)
-    assert f"{h['kernels']:,} kernels × 109 µs" in h["why"] and "fitted on TensorRT-LLM's H100" in h["why"]
+    assert f"kernels, {h['kernels']:,} × 109 µs" in h["why"] and "fitted on TensorRT-LLM's H100" in h["why"]
     assert d["decode_host"]["kernels"] == 0 and "one replayed CUDA graph" in d["decode_host"]["why"]
 
 
@@ -116,3 +116,17 @@ def test_a_serving_search_past_the_context_names_prompt_and_output():
     line = one_line_error(run_cli("search", "gpt2", "--phase", "serve", "--on", "h100", "--gpus", "1"))
     assert "--prompt 1024 + --output 256 = 1,280 tokens exceed the 1,024-token context of gpt2" in line, line
     assert "--seq" not in line
+
+
+def test_vllm_replays_piecewise_graphs_for_a_short_prefill():
+    """vLLM V1 replays piecewise CUDA graphs around its attention for a step of up to its largest capture size
+    (512 tokens on H100): a 128-token prompt's host pays its attention kernels and the graphs between them, not
+    every kernel; a 2,000-token prompt runs eagerly. TensorRT-LLM and SGLang run every prefill eagerly."""
+    import ironlaw
+    short = ironlaw.serve("llama3.1-8b", on="h100", prompt=128, engine="vllm").to_dict()["prefill_host"]
+    assert short["piecewise"] and short["kernels"] == 2 * 32 + 1 and "piecewise CUDA graphs" in short["why"]
+    long = ironlaw.serve("llama3.1-8b", on="h100", prompt=2000, engine="vllm").to_dict()["prefill_host"]
+    assert not long["piecewise"] and long["kernels"] > 300
+    for engine in ("trtllm", "sglang"):
+        h = ironlaw.serve("llama3.1-8b", on="h100", prompt=128, engine=engine).to_dict()["prefill_host"]
+        assert not h["piecewise"] and h["kernels"] == long["kernels"]
