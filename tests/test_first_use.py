@@ -46,9 +46,9 @@ def test_contract_takes_the_dtype_its_refusal_names():
 # ------------------------------------------------------------------ notes about experts a dense model lacks
 def test_a_dense_model_carries_no_routed_expert_note():
     import ironlaw
-    dense = ironlaw.serve("llama3-8b", on="mi300x", max_throughput=True).to_dict()
+    dense = ironlaw.serve("llama3-8b", on="mi300x", max_throughput=True, engine="vllm").to_dict()
     assert not any("routed experts" in n for n in dense.get("notes", []))
-    moe = ironlaw.serve("mixtral-8x7b", on="mi300x", max_throughput=True).to_dict()
+    moe = ironlaw.serve("mixtral-8x7b", on="mi300x", max_throughput=True, engine="vllm").to_dict()
     assert any("routed experts' compute η" in n and "mi300x" in n for n in moe["notes"])
 
 

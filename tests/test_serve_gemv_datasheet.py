@@ -25,7 +25,8 @@ LOW_RIDGE = ('schema = "ironlaw.hardware/1"\nname = "lowridge"\ntitle = "A GPU w
 
 
 def _serve_and_analyze(on: str):
-    step = api.serve("llama3-8b", on=on).estimate
+    amd = not on.endswith(".toml") and hardware.get(on).title.startswith("AMD")    # TensorRT-LLM: NVIDIA only
+    step = api.serve("llama3-8b", on=on, **({"engine": "vllm"} if amd else {})).estimate
     return step, api.analyze("llama3-8b", on=on, phase="decode")
 
 

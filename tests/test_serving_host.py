@@ -164,4 +164,4 @@ def test_online_serve_states_the_host_term_of_both_steps():
     assert d["prefill_s"] == pytest.approx(pre["host_s"] + d["step_model"]["engine"]["constants"]["step_s"])
     out = run_cli("serve", "llama3-8b", "--on", "h100").out.replace("\n", " ")
     assert "launches 0 s (one replayed CUDA graph)" in out and "prefill step, host:" in out
-    assert "(eager: its kernels one by one)" in out and "prefill" in out and ": host-bound" in out
+    assert "(eager, as a step with prompt tokens runs: " in out and "prefill" in out and ": host-bound" in out

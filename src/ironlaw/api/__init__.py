@@ -182,7 +182,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
-    from ..machine.engines import check_engine, check_release
+    from ..machine.engines import check_engine, check_release, check_runs_on
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
@@ -194,7 +194,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     scenario_options(dict(locals()))
     from ..machine import hardware
     from ..models.serving import kvcache
-    kvcache.check_with_engine(kv_dtype, engine, hardware.get(on) if isinstance(on, str) else on)
+    device = hardware.get(on) if isinstance(on, str) else on
+    kvcache.check_with_engine(kv_dtype, check_runs_on(engine, device), device)     # TensorRT-LLM: NVIDIA only
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:

@@ -35,13 +35,19 @@ def fit_cmd(
         for col in ("case", "measured", "CV", "predicted", "error", "naive", "ops ±25%"):
             t.add_column(col, justify="left" if col == "case" else "right")
         for r in rows:
-            t.add_row(r["case"], f"{1e3 * r['measured_s']:.2f} ms", f"{100 * r['cv']:.0f}%", f"{1e3 * r['predicted_s']:.2f} ms",
-                      f"{100 * r['error']:+.1f}%", f"{100 * r['naive_error']:+.1f}%", f"{100 * r['within_25pct_share']:.0f}%")
+            t.add_row(*row_cells(r))
         c.print(t)
     c.print(f"calibration: {len(cal.get('op', {}))} op classes, {framework_line(cal)}"
             + (f"; saved into {saved}" if saved else " (not saved; --save writes it into the profile)"))
     if fmt == "md":
         c.emit()
+
+
+def row_cells(r: dict) -> list[str]:
+    """One case's cells: times as every command prints them (``fmt_time``: 2.28 s, 41.3 ms), shares in %."""
+    from ..core.units import fmt_time
+    return [r["case"], fmt_time(r["measured_s"]), f"{100 * r['cv']:.0f}%", fmt_time(r["predicted_s"]),
+            f"{100 * r['error']:+.1f}%", f"{100 * r['naive_error']:+.1f}%", f"{100 * r['within_25pct_share']:.0f}%"]
 
 
 def framework_line(cal: dict) -> str:

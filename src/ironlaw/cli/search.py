@@ -89,9 +89,10 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
     several = len(res.setup.get("devices", ())) > 1                 # one table over devices: name each row's
     # across devices or by cost: the device and USD per million output tokens in place of memory and what binds
     usd = several or res.setup.get("rank_by") == "usd-per-million-tokens"
-    head = ["#"] + (["GPU"] if several else []) + ["layout"] + (["rc/z"] if train else []) + \
-        ["tok/s/GPU", "ITL" if not (train or offline) else "MFU",
-         "step" if train else "all reqs" if offline else "TTFT"] + (["$/Mtok"] if usd else ["mem/GPU", "binds"])
+    unit = res.setup.get("device_unit", "GPU")
+    head = ["#"] + ([unit] if several else []) + ["layout"] + (["rc/z"] if train else []) + \
+        [f"tok/s/{unit}", "ITL" if not (train or offline) else "MFU",
+         "step" if train else "all reqs" if offline else "TTFT"] + (["$/Mtok"] if usd else [f"mem/{unit}", "binds"])
     rows = []
     for e in res.top:
         extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
@@ -117,7 +118,9 @@ def _notes(res) -> list[str]:
     s = res.setup
     from ..models.serving.frameworks import NAMES
     out = [f"serving framework: {NAMES[s['settings']['serve_engine']]} (--serve-engine; its kernels and scheduler "
-           f"limits)"]
+           f"limits)" if s.get("device_unit", "GPU") in ("GPU", "device") else
+           f"serving framework: none (a {s['device_unit']}'s steps are priced on its own calibration; --serve-engine "
+           f"prices GPUs)"]
     if s.get("rank_by") == "usd-per-million-tokens":
         out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
     seen = {}
@@ -134,8 +137,9 @@ def _notes(res) -> list[str]:
 def show(res, fmt: str) -> None:
     from ..core.units import counted, fmt_time
     s = res.setup
-    what = (f"{counted(s['gpus'], 'GPU')} on {counted(s['nodes'], 'node')}, global batch {s['global_batch']} × seq {s['seq']}"
-            if res.phase == "train" else f"up to {s['gpus']} GPUs{' each' if len(s.get('devices', ())) > 1 else ''}, "
+    unit = s.get("device_unit", "GPU")
+    what = (f"{counted(s['gpus'], unit)} on {counted(s['nodes'], 'node')}, global batch {s['global_batch']} × seq {s['seq']}"
+            if res.phase == "train" else f"up to {counted(s['gpus'], unit)}{' each' if len(s.get('devices', ())) > 1 else ''}, "
                                          f"prompt {s['prompt']}, output {s['output']}")
     kv = ", ".join(dict.fromkeys(e["kv_dtype"] for e in res.top if "kv_dtype" in e))
     title = (f"{res.spec} · {res.phase} · {res.dtype}{f' (KV {kv})' if kv else ''} on {res.hardware}: {what}; "
@@ -156,7 +160,8 @@ def show(res, fmt: str) -> None:
     c.print(title)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for h in head:
-        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", "GPU") else "right", no_wrap=True)
+        t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", s.get("device_unit", "GPU")) else "right",
+                     no_wrap=True)
     for r in rows:
         t.add_row(*r)
     c.print(t)

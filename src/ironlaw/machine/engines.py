@@ -97,6 +97,22 @@ def check_engine(engine: str, flag: str = "--engine") -> str:
     return engine
 
 
+# A GPU whose maker is one of these (its catalog title's first word) runs no TensorRT-LLM: its kernels are CUDA's
+# (NVIDIA/TensorRT-LLM README, "TensorRT-LLM ... on NVIDIA GPUs"); vLLM and SGLang build for ROCm (AMD) and
+# Gaudi (Intel, vLLM's HPU plugin)
+NOT_CUDA = ("AMD", "Intel")
+
+
+def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:
+    """``engine`` if it runs on ``hw``, else one line: TensorRT-LLM on an AMD or Intel GPU. A device the engine
+    step model does not price (kind not 'gpu') passes: its steps are priced on its own calibration."""
+    maker = hw.title.split(" ", 1)[0]
+    if engine == "trtllm" and hw.kind == "gpu" and maker in NOT_CUDA:
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} (the default engine) runs on NVIDIA GPUs only, and "
+                           f"{hw.name} is an {hw.title}; use {flag} vllm or {flag} sglang")
+    return engine
+
+
 def check_release(engine: str, release: str | None) -> str | None:
     """``release`` if ``engine`` has a kernel file for it (or None), else one line naming the known ones."""
     if release is None:
@@ -172,13 +188,20 @@ def with_engine(hw, engine: str, release: str | None = None):
     table = load(hw.name, engine)
     where = str(path(hw.name, engine).relative_to(ENGINE_DIR.parents[2]))
     if table is None:
-        why = "TensorRT-LLM's kernel terms stay" if trt else "its datasheet and own calibration stay"
+        why = f"the catalog's kernel terms stay ({_fitted_on(base, trt)})" if trt else \
+            "its datasheet and own calibration stay"
         return hw, EngineKernels(engine, hw.name, (), tuple(trt), (), f"no {where}; {why}")
     own = tuple(table.get("provenance", {}))
     merged = _merged(base.table() if base is not None else None, table)
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
     cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where)
     return replace(hw, calibration=Calibration.of(merged)), cov
+
+
+def _fitted_on(cal: Calibration, groups) -> str:
+    """'gemm fp8 fitted on aiter e4048607 tables': the classes ``groups`` of ``cal`` and the tables they came from."""
+    vers = sorted({cal.provenance[g].get("version", "?").split("; ")[-1] for g in groups})
+    return f"{', '.join(groups)} fitted on {', '.join(vers)} tables; the rest on its catalog efficiency"
 
 
 def _with_release(hw, engine: str, release: str):

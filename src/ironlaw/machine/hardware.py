@@ -84,6 +84,14 @@ MATRIX_UNIT = {"NVIDIA": "tensor cores", "AMD": "matrix cores", "Google": "MXU m
 # and runs the GEMM at a wider dtype (gpt-oss's MXFP4 experts on Hopper run as bf16 GEMMs).
 MX_DTYPES = ("mxfp8", "mxfp4")
 KINDS = ("gpu", "cpu", "tpu", "soc")
+# what one device of a kind is called where a count or a per-device rate names it ("up to 8 GPUs", "tok/s/CPU")
+UNIT_NAMES = {"gpu": "GPU", "cpu": "CPU", "tpu": "TPU", "soc": "device"}
+
+
+def unit_name(kinds) -> str:
+    """'GPU' for devices of kind gpu, 'CPU', 'TPU', 'device' for a system-on-chip or devices of several kinds."""
+    kinds = set(kinds)
+    return UNIT_NAMES[kinds.pop()] if len(kinds) == 1 else "device"
 ROLES = ("cache", "device", "host", "storage")
 LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "ici", "xgmi", "nvlink-c2c", "neuronlink", "roce-mesh")
 # neuronlink: AWS Trainium's chip-to-chip fabric; roce-mesh: Gaudi's on-board all-to-all RoCE ports (scale-up)

@@ -179,7 +179,9 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
                                       "kv_bytes_per_token")], "memory-table") + "</section>")
     parts = [summary, memory, _energy(doc.get("energy"), "energy"), _steps_table(est)]
     for i, (n, e) in enumerate(_distinct_steps(est), 1):
-        how = "eager" if e.graph.meta.get("eager") else "a replayed CUDA graph"
+        host = e.graph.meta.get("host")
+        how = ("piecewise CUDA graphs around attention" if getattr(host, "piecewise", False) else
+               "eager" if e.graph.meta.get("eager") else "a replayed CUDA graph")
         parts.append(step_section(e, f"step-{i}", f"Step kind {i}: {e.graph.name}",
                                   f"{n:,.0f} such steps in the run ({how})."))
         parts.append(roofline_section(e, f"step-{i}", f"Roofline: step kind {i}"))

@@ -82,11 +82,13 @@ def shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):
+        if not used:                 # a group of one rank, or the pair past the last stage: no topology
+            continue
         t = group_topology(hw, grp[key])
-        if used and t.inter is not None and t.concurrent > 1:
+        if t.inter is not None and t.concurrent > 1:
             out.append(f"{what}: {t.concurrent} groups per node run at once and share its network, "
                        f"{fmt(inter_node_Bps(t, fam, for_hardware(hw)), 'B/s')} each between nodes")
-        if used and t.gpus % t.nodes:
+        if t.gpus % t.nodes:
             out.append(f"{what}: each group's {t.gpus} ranks span {t.nodes} nodes unevenly, at most "
                        f"{t.gpus_per_node} on one; timed on the fullest node")
     return out

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core import passes
 from ...core.errors import IronlawError
-from ...core.gemmshape import attention_kernel_parts, attention_regime
+from ...core.gemmshape import attention_kernel_parts, attention_regime, window_kernel
 from ...core.graph import Graph, Op, dtype_bytes
 from ...core.registry import registrar
 from ...machine.network.topology import build as build_topology
@@ -108,8 +108,21 @@ def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     if "nk" in op.attrs:
         n, k = op.attrs["nk"]
         new.attrs = {**op.attrs, "nk": (n / at.tp, k)}
+    if at.replicas > 1 and "kv_new_share" in op.attrs:    # an attention on one KV head: its new K/V and the cache
+        _one_kv_head_bytes(op, new, at)                   # it writes are that head's, 1/(tp / replicas) of them
     if at.replicas > 1 and "mnk" in op.attrs:
         new.attrs = {**new.attrs, **_one_kv_head(op.attrs, at)}
+
+
+def _one_kv_head_bytes(op: Op, new: Op, at: TpSplit) -> None:
+    """The new K/V an attention reads (``attrs["kv_new_share"]`` of its activations) and the K/V it writes to the
+    cache (``attrs["kv_write_share"]`` of its written bytes) on a rank that holds one KV head: replicas / tp of
+    them, the query and output heads' 1 / tp."""
+    def part(total, s):
+        return total * (1.0 - s + s * at.replicas) / at.tp
+    if "activations" in op.bytes:
+        new.bytes["activations"] = part(op.bytes["activations"], op.attrs["kv_new_share"])
+    new.bytes_written = part(op.bytes_written, op.attrs.get("kv_write_share", 0.0))
 
 
 def _one_kv_head(attrs: dict, at: TpSplit) -> dict:
@@ -126,7 +139,10 @@ def _one_kv_head(attrs: dict, at: TpSplit) -> dict:
     rows = m / heads * kv if not (phase == "prefill" and regime == "_wide") else m      # query rows per sequence
     new = attention_regime(regime.startswith("_window"), g, 1, int(k), phase == "decode")
     kernel = attrs["kernel"][:len(attrs["kernel"]) - len(regime)] + new
-    return {"kernel": kernel, "mnk": (rows if phase == "prefill" and new == "_wide" else rows * g, n, k)}
+    out = {"kernel": kernel, "mnk": (rows if phase == "prefill" and new == "_wide" else rows * g, n, k)}
+    if phase == "decode" and "history" not in attrs and window_kernel(g, 1, int(k)) == "mmha":
+        out["history"] = n        # a decode moved to MMHA splits the whole sequence, its keys (s + 1), as the
+    return out                    # builder states it (``workloads.attention._kernel_attrs``)
 
 
 @sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")
@@ -172,6 +188,7 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
+        _parts_follow(op, new)
         ops.append(new)
         ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 and not _summed_first(op, g) else []
         if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
@@ -186,6 +203,18 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
         out.footprint["weights"] = out.footprint["weights"] + replicated_kv_weight_bytes(meta, tp, dtype_bytes(g.dtype))
     out.meta.update(tp=tp, sequence_parallel=sp, ep=ep)
     return out
+
+
+# attrs that state a part of an op's vector FLOPs or weight bytes (``core.weightonly``: the dequantization of weights
+# stored narrower, their block scales): a rank's op holds that part of its own share
+PARTS = {"dequant_flops": lambda o: o.vector_flops, "weight_scale_bytes": lambda o: o.bytes.get("weights", 0.0)}
+
+
+def _parts_follow(op: Op, new: Op) -> None:
+    """``new`` (a rank's share of ``op``) with each part ``PARTS`` names scaled as its whole was."""
+    for key, whole in PARTS.items():
+        if key in op.attrs and np.all(np.asarray(whole(op)) > 0):
+            new.attrs = {**new.attrs, key: op.attrs[key] * (whole(new) / whole(op))}
 
 
 def _summed_first(op: Op, g: Graph) -> bool:

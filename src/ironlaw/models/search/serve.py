@@ -250,8 +250,10 @@ def _engine_device(hw, slo, engine: str) -> None:
     """The offline max-throughput run (trtllm-bench's, ``serving.throughput``) is a GPU engine's, as
     ``serve --max-throughput`` refuses it off a GPU (``serving.frameworks.max_throughput``): an IronlawError naming
     why on any other device (vLLM, SGLang: ``frameworks`` refuses them itself, naming ``--serve-engine``)."""
+    from ...machine.engines import check_runs_on
     from ..serving import frameworks
     from ..serving.online import ENGINE, step_model
+    check_runs_on(engine, hw, "--serve-engine")
     model = step_model(hw)
     if model.name != ENGINE and engine == frameworks.DEFAULT:
         what = ("the serving search without --slo prices trtllm-bench's offline max-throughput run, modelled on GPUs "
@@ -402,11 +404,16 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     priced under the serving framework ``engine``; each reported layout carries its ``energy`` per output token at
     its device's price and ``cost``'s grid (``run_cost.RunInputs``)."""
     from ...machine.engines import check_engine
+    from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
     from ..serving import online as serving
     from ..serving.engine import whole_tokens
     check_engine(engine, "--serve-engine")
     prompt = whole_tokens(prompt, "--prompt")         # before the model is built on seq=prompt (named --seq there)
+    from .. import workloads                          # a request longer than the model's context, named as serve
+    from ..serving.engine import check_context        # names it (--prompt + --output), not as the build (--seq)
+    check_context(spec, workloads.resolve(workloads.Request(spec, phase="decode", seq=1, dtype=dtype)).meta,
+                  prompt, whole_tokens(output, "--output"))
     rank = _check_rank(rank)
     hws = devices(on)
     names = [h.name for h in hws]
@@ -441,6 +448,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
     res.setup["settings"] = {"serve_engine": engine}
+    res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
         e["energy"] = _energy(e, price[e["hardware"]][0], grid)

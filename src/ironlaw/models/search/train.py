@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from ...core.errors import IronlawError
+from ...machine.hardware import UNIT_NAMES
 from .. import dispatcher, workloads
 from . import engines, fast, space
 
@@ -222,5 +223,6 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     used = "pool" if engine == "local" and (workers or 1) > 1 else engine
     setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
     setup["settings"] = settings
+    setup["device_unit"] = UNIT_NAMES[hw.kind]
     return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
                         search_s, {"rows": len(entries), "max_rel_diff": worst}, columns=c, results=res)

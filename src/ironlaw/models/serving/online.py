@@ -170,6 +170,7 @@ def _host(est) -> dict:
     host = est.graph.meta["host"]
     return {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(est.time_s), "sequences": host.sequences,
             "speed": host.speed, "speed_stated": host.stated, "eager": host.eager, "launch_s": host.launch_s,
+            "kernels": host.kernels, "launch_s_per_kernel": host.per_launch_s, "piecewise": host.piecewise,
             "executor_s": host.python_s, "why": host.why(float(est.time_s))}
 
 

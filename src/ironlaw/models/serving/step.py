@@ -106,6 +106,8 @@ class ServingConstants:
     host_prompt_s: float = 0.0  # … and per prompt the step admits (a context request's own setup and first token)
     host_linear_s: float = FIT_HOST_LINEAR_S  # the fit host's per-core speed figure (``hostcpu.HostCPU.linear_s``):
                                               # another host runs the same work in host_* × its linear_s / this
+    piecewise_tokens: int = 0   # a step with prompt tokens of up to this many tokens replays piecewise CUDA graphs
+                                # around its attention (vLLM V1: its largest capture size); 0: it runs eagerly
     kernel_latency_share: float = 0.0  # the share of a kernel-table class's fixed seconds per call (its fitted
                                        # ``latency_s``) a kernel still pays inside the engine's step (``kernel_terms``)
     reserve_holds_workspace: bool = False  # the runtime reserve (``reserve_bytes``) holds the activation workspace
@@ -452,7 +454,28 @@ def launches(g: Graph) -> int:
 
 def host_floor_s(g: Graph, constants: ServingConstants, eager: bool) -> float:
     """The least time an eager step takes: the host launches its kernels one after another."""
-    return launches(g) * constants.launch_s if eager else 0.0
+    return host_launches(g, constants, eager) * constants.launch_s
+
+
+def piecewise(g: Graph, constants: ServingConstants) -> bool:
+    """Whether a step with prompt tokens replays piecewise CUDA graphs (``ServingConstants.piecewise_tokens``):
+    vLLM V1 pads a step of up to its largest capture size in tokens to a captured size and replays the graphs
+    between its attention layers, whatever its mix of prompt and decode tokens (vllm/v1/worker/gpu_model_runner.py
+    ``_determine_batch_execution_and_padding``: ``pad_for_cudagraph``; vllm/config/compilation.py ``CUDAGraphMode``
+    FULL_AND_PIECEWISE, the V1 default: piecewise graphs for prefill and mixed batches)."""
+    return 0 < float(g.meta.get("tokens", 0.0)) <= constants.piecewise_tokens
+
+
+def host_launches(g: Graph, constants: ServingConstants, eager: bool) -> int:
+    """The launches the host pays for a step: none for a replayed graph; for piecewise graphs each attention
+    kernel (run eagerly between the pieces) and each piece (one more than the attention layers); else every
+    kernel (``launches``)."""
+    if not eager:
+        return 0
+    if piecewise(g, constants):
+        attention = int(sum(op.count for op in g.ops if op.kind == "attention"))
+        return 2 * attention + 1
+    return launches(g)
 
 
 @dataclass(frozen=True)
@@ -474,6 +497,18 @@ class HostStep:
     The launch floor keeps the fitted ``launch_s`` on every host, as it did before the executor's work had a
     term (so that the executor's terms at zero leave every prediction as it was); the per-core speed scales
     the executor's own work.
+
+    A step that carries prompt tokens runs eagerly: TensorRT-LLM captures CUDA graphs for generation-only batches
+    (tensorrt_llm/_torch/pyexecutor/model_engine.py ``_maybe_get_cuda_graph``: a batch with context requests
+    runs without one), SGLang for decode batches (python/sglang/srt/model_executor/model_runner.py
+    ``ModelRunner.forward``: a graph only where ``forward_mode.is_cuda_graph()``, decode and target-verify). vLLM V1
+    replays piecewise graphs around its attention for any step of up to its largest capture size in tokens
+    (``piecewise``): its host launches the attention kernels and the graphs. The line says so, and what the term
+    is: kernels · ``launch_s``, a constant fitted end to end
+    on TensorRT-LLM's H100 throughput cells (``engine.FITTED``), not a measured launch. On a short prompt it is most
+    of the TTFT: Llama-3.1-8B's 355 kernels × 109 µs = 38.7 ms. This project's own H200 run of Llama-3.1-8B's shapes
+    in eager PyTorch (tests/data/h200_llama8b_measured.json) took 26–40 ms per decode step against 7.6–26 ms
+    replayed as one graph: an eager host of that order.
     """
     cpu: str                  # the host CPU the device's hardware file names
     launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
@@ -483,6 +518,9 @@ class HostStep:
     stated: bool              # False: the hardware file states no ``linear_s``; the fit host's speed is carried
     prompts: float = 0.0      # prompts the step admits (context requests)
     eager: bool = True        # False: the step replays one captured CUDA graph (no launches)
+    kernels: int = 0          # the kernels an eager step launches (piecewise: its attention kernels and graphs)
+    per_launch_s: float = 0.0  # host seconds per launch (``ServingConstants.launch_s``)
+    piecewise: bool = False   # the step replays piecewise graphs around its attention (vLLM V1)
 
     @property
     def time_s(self) -> float:
@@ -494,7 +532,10 @@ class HostStep:
         speed = (f"{self.speed:.2f}× the fit host's time (linear_s)" if self.stated else
                  "no linear_s stated: the fit host's speed carried")
         who = "the host binds" if self.time_s > device_s else "hidden under the device's"
-        launches = (f"launches {fmt_time(self.launch_s)} (eager: its kernels one by one)" if self.eager else
+        how = ("piecewise CUDA graphs around attention: attention kernels and graphs" if self.piecewise else
+               "eager, as a step with prompt tokens runs: kernels")
+        launches = (f"launches {fmt_time(self.launch_s)} ({how}, {self.kernels:,} × {fmt_time(self.per_launch_s)}, "
+                    f"launch_s fitted on TensorRT-LLM's H100 throughput cells)" if self.eager else
                     "launches 0 s (one replayed CUDA graph)")
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
                 f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
@@ -511,7 +552,9 @@ def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0
     speed = cpu.linear_s / c.host_linear_s if stated else 1.0
     name = cpu.cpu if cpu is not None else f"{run.hw.name}'s host (not named)"
     python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
-    return HostStep(name, host_floor_s(g, c, eager), python, float(sequences), speed, stated, float(prompts), eager)
+    n = host_launches(g, c, eager)
+    return HostStep(name, n * c.launch_s, python, float(sequences), speed, stated, float(prompts), eager, n,
+                    c.launch_s if eager else 0.0, eager and piecewise(g, c))
 
 
 def charged_s(est, constants: ServingConstants) -> float:

@@ -122,6 +122,10 @@ def attention_core(a: Arch, sh, dt: str, span, count: int, n_spans: int, geo: di
     if attention_dtype(dt) != dt:                       # a 4-bit float model: its cache in dt, its math in FP8
         attrs["kv_dtype"] = dt
     attrs.update(_kernel_attrs(a, sh, geo, pairs, attention_dtype(dt), attrs.get("kv_dtype", dt), span))
+    if geo.get("kind") != "mla":      # the new K/V read and the cache written: a TP past the KV heads replicates them
+        attrs["kv_new_share"] = geo["kv_new"] / (geo["q"] + geo["kv_new"] + geo["o"])     # (``parallel.kvheads``)
+        if "kv_cache" in b:                            # inference writes each token's K/V: kv_write = tokens
+            attrs["kv_write_share"] = geo["cache"] / (geo["o"] + geo["cache"])
     return Op(name, "attention", flops=pairs * a.heads * 2.0 * (geo["qk"] + geo["pv"]), bytes=b,
               dtype=attention_dtype(dt), count=count, module="attn",
               vector_flops=pairs * a.heads * flopcount.SOFTMAX, shapes=f"{label}{sinks}, {geo['shape']}",
