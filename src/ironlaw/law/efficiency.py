@@ -15,8 +15,8 @@ import numpy as np
 
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
-from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, WRITE_CTA_THREADS, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
-                              is_gemv, kn_rows, row_factor, row_length, streamed_eta)
+from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
+                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.querytiles import wave_factor

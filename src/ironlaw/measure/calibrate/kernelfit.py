@@ -39,8 +39,8 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
-from ...law.efficiency import (cache_write_s, head_dim_latency_s, kernel_coords, key_walk_s, split_blocks, split_reduce_s,
-                                unit_launch_s)
+from ...law.efficiency import (cache_write_s, head_dim_latency_s, kernel_coords, key_walk_s, split_blocks,
+                                split_reduce_s, unit_launch_s)
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
 from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
