@@ -45,7 +45,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
                 "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
-                "vector_head_dims")
+                "vector_head_dims", "write_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -97,6 +97,17 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
+# write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
+# each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:
+# ``dim3 grid(num_tokens)``, ``dim3 block(std::min(num_heads * head_size, 512))``), which aiconfigurator's vLLM collector
+# times with the prefill (collector/vllm/collect_attn.py: ``do_kv_cache_update`` in the timed ``run`` where the backend's
+# forward does not write the cache): the writer's CTAs run their SMs' worth at a time, so that its time adds
+# write_s · tokens · threads / SMs (``efficiency.cache_write_s``) beside the bytes it moves. aiconfigurator-core 0.12.0's
+# vLLM 0.24.0 H100 table (FA3, 512 token-heads × 128 at 512 tokens each): 8 sequences of 64 heads 0.25 ms (bf16 cache) and
+# 0.30 ms (FP8), 128 sequences of 4 heads 0.48 and 0.75 ms: same FLOPs and bytes, 16× the writer's CTAs. At most
+# WRITE_S_MAX (100 ns)
+WRITE_S_MAX = 1e-7
+WRITE_CTA_THREADS = 512
 # latency_head_dims, latency_head_dim_s: the head dims at which a decode class's call runs launches of its own, and the
 # seconds each adds to the class's fixed latency (``efficiency.head_dim_latency_s``). aiconfigurator-core 0.12.0's
 # SGLang 0.5.14 sliding-window decode tables time one model's attention call per head dim, each on the backend its

@@ -16,7 +16,7 @@ import numpy as np
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
 from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
-                              is_gemv, kn_rows, row_factor, row_length, streamed_eta)
+                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.querytiles import wave_factor
@@ -67,7 +67,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
                  + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
-                 + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols),
+                 + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols)
+                 + cache_write_s(cal, cols, getattr(hw, "sms", None)),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
@@ -357,6 +358,32 @@ def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     for name, unit_s in own:
         r = names == name
         out[r] = unit_s * units[r] / 2.0
+    return out
+
+
+def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a prefill class that states ``write_s``, the seconds its cache writer adds: one CTA per token it
+    writes (``op.attrs["cache_writes"]``), each of min(KV heads · head dim, ``WRITE_CTA_THREADS``) threads, run its
+    SMs' worth at a time: write_s · tokens · threads / ``sms`` (``gemmshape.WRITE_S_MAX``); 0 for every other op.
+    The class runs one query head per KV head (the regime ``kernelfit.WRITE_CLASSES`` fits it on), so that its M is a
+    sequence's tokens and the KV heads · head dim a token writes are units · M · K / (2 · tokens), the units
+    (``grid_units``: sequences × KV heads, × 2 for QKᵀ and PV) as the op is split over its GPUs."""
+    names = _names(cols, "kernels")
+    own = [(name, float(p["write_s"])) for name, p in classes_with(cal, names, "write_s")]
+    if not own or cols.cache_writes is None:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} writes the cache one CTA per token over the SMs (write_s): the "
+                           f"device states no [vector] sms")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    tokens = np.broadcast_to(cols.cache_writes, cols.flops.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_token = np.where(tokens > 0, units * m * k / (2.0 * tokens), 0.0)
+    out = np.zeros(cols.flops.shape)
+    for name, write_s in own:
+        r = names == name
+        out[r] = write_s * tokens[r] * np.minimum(per_token[r], WRITE_CTA_THREADS) / float(sms)
     return out
 
 

@@ -34,13 +34,13 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX,
-                               UNIT_S_MAX, WIDE_GQA, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
+                               UNIT_S_MAX, WIDE_GQA, WRITE_S_MAX, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
-from ...law.efficiency import (head_dim_latency_s, kernel_coords, key_walk_s, split_blocks, split_reduce_s,
-                                unit_launch_s)
+from ...law.efficiency import (cache_write_s, head_dim_latency_s, kernel_coords, key_walk_s, split_blocks,
+                                split_reduce_s, unit_launch_s)
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
 from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
@@ -255,6 +255,14 @@ KEY_S_STARTS = (1e-11, 5e-8)
 UNIT_OPS = ("generation_attention",)
 UNIT_FRAMEWORKS = ("vllm", "sglang")
 UNIT_S_START = 2e-8
+# classes whose fit adds ``write_s``, the seconds per thread its cache writer's CTAs hold an SM (one CTA per token
+# written, ``efficiency.cache_write_s``), from ``WRITE_S_START``: (framework, op, regime). vLLM's prefill with one query
+# head per KV head: aiconfigurator's vLLM collector times the cache writer with the attention (collector/vllm/
+# collect_attn.py), and at the same sequences × KV heads and tokens per sequence its tables' time grows with the
+# tokens (H100, 128 tokens × 128 head dim, 512 sequence-heads: 8 × 64 heads 86 µs, 128 × 4 heads 197 µs on an FP8
+# cache); held out, docs/accuracy.md ("vLLM's prefill with one head per KV head: the cache writer's CTAs")
+WRITE_CLASSES = (("vllm", "context_attention", "_mha"),)
+WRITE_S_START = 1e-9
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -850,6 +858,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     bounds, starts = with_walk_waves(extra, *with_split_cost(extra, *with_key_walk(g, *within_floor(g, rows, bounds,
                                                                                                   starts))))
     bounds, starts = with_unit_cost(g, bounds, starts)
+    bounds, starts = with_write_cost(g, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -916,6 +925,15 @@ def with_unit_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     return bounds + (("unit_s", UNIT_S_MAX),), [list(st) + [UNIT_S_START] for st in starts]
 
 
+def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``write_s`` (at most ``WRITE_S_MAX``, each start from ``WRITE_S_START``) for a
+    class of ``WRITE_CLASSES``; as given for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (getattr(g.table, "framework", None), g.op, regime) not in WRITE_CLASSES:
+        return bounds, starts
+    return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
+
+
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
     ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
@@ -940,11 +958,11 @@ def with_walk_waves(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     """Per row of ``prob``, the seconds a class's ``table`` (within ``cal``) adds to an op whatever its η: its
     ``latency_s``, its walk over the keys (``key_walk_s``), its split's reduction (``split_reduce_s``, ``split``
-    the launch), its cost per sequence and KV head (``unit_launch_s``) and its head dim's own launches
-    (``head_dim_latency_s``)."""
+    the launch), its cost per sequence and KV head (``unit_launch_s``), its head dim's own launches
+    (``head_dim_latency_s``) and its cache writer's CTAs (``cache_write_s``)."""
     c = Calibration.of(cal)
     extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols) \
-        + head_dim_latency_s(c, prob.cols)
+        + head_dim_latency_s(c, prob.cols) + cache_write_s(c, prob.cols, getattr(prob.hw, "sms", None))
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 

@@ -138,7 +138,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     multi-head latent attention (regime '_mla') in inference ({} for training and encoders); a sliding-window
     decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at, as does a
     decode TensorRT-LLM runs on its MMHA kernel (``gemmshape.window_kernel``: one query head per KV head, or over
-    ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens."""
+    ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens; a
+    prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs)."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -159,6 +160,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     elif regime.startswith("_window"):       # a windowed prefill's whole sequence: the keys a kernel that walks every
         s = sh.s                             # key block spans (``gemmshape.GRID_KEYS``)
         out["history"] = float(s) if np.ndim(s) == 0 else np.asarray(s, float)
+    if sh.phase == "prefill":                # the tokens it writes to the cache, one cache writer CTA each
+        t = sh.tokens                        # (``efficiency.cache_write_s``)
+        out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)
     return out
 
 

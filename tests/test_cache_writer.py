@@ -1,0 +1,84 @@
+"""A prefill's cache writer, one CTA per token written (``write_s``, ``efficiency.cache_write_s``): the law adds
+write_s · tokens · min(KV heads · head dim, 512) / SMs, the op states the tokens it writes, the fitter recovers the
+cost on vLLM's one-head prefill rows only, and a calibration file's value is checked."""
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+
+from ironlaw.core.errors import IronlawError  # noqa: E402
+from ironlaw.core.gemmshape import WRITE_CTA_THREADS, WRITE_S_MAX  # noqa: E402
+from ironlaw.machine import calibration, hardware  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "kernel_tables"
+WRITE_S = 1e-9        # vLLM 0.24.0's H100 FP8-cache prefill: ~1 ns per writer thread per SM (docs/accuracy.md)
+CLASS = "context attention bf16, KV bf16, one head per KV head"
+
+
+@pytest.fixture(scope="module")
+def h100_mha():
+    """H100's one-head prefill class (the extract's TensorRT-LLM rows, standing in for a vLLM table)."""
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("context_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name == CLASS)
+    return hw, g, replace(g, table=replace(g.table, framework="vllm"))
+
+
+def _cal(g, table: dict) -> dict:
+    return {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {g.key[1]: table}}
+
+
+def _writer_threads(rows) -> np.ndarray:
+    """Per row, the tokens written × each one's CTA's threads (min(KV heads · head dim, 512))."""
+    tokens = (rows.batch_size * rows.isl).to_numpy(float)
+    return tokens * np.minimum((rows.num_key_value_heads * rows.head_dim).to_numpy(float), WRITE_CTA_THREADS)
+
+
+def test_write_s_adds_per_token_and_writer_thread(h100_mha):
+    hw, g, _ = h100_mha
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    table = hw.calibration.table()["kernel"][g.key[1]]
+    added = prob.times(_cal(g, {**table, "write_s": WRITE_S})) - prob.times(_cal(g, table))
+    assert np.allclose(added, WRITE_S * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
+
+
+def test_a_prefill_states_the_tokens_it_writes_and_a_decode_does_not(h100_mha):
+    _, g, _ = h100_mha
+    r = next(g.rows.itertuples())
+    assert kernelfit.attention_op(r, g).attrs["cache_writes"] == r.batch_size * r.isl
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    d = gs[0]
+    assert "cache_writes" not in kernelfit.attention_op(next(d.rows.itertuples()), d).attrs
+
+
+def test_the_fit_recovers_the_writer_on_vllm_s_one_head_prefill_only(h100_mha):
+    """The extract's rows with 1 ns per writer thread per SM added, fitted as vLLM's table: write_s within 30% of it
+    (the rows as measured hold some of their own); fitted as TensorRT-LLM's (``WRITE_CLASSES``) the class has no
+    write_s."""
+    hw, g, as_vllm = h100_mha
+    rows = g.rows.assign(latency_s=g.rows.latency_s + WRITE_S * _writer_threads(g.rows) / hw.sms)
+    table = kernelfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
+    plain = kernelfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
+    assert table["write_s"] - plain["write_s"] == pytest.approx(WRITE_S, rel=0.3)
+    assert "write_s" not in kernelfit.fit_class(hw, replace(g, rows=rows), kernelfit.split(rows, g.op)[0])
+
+
+@pytest.mark.parametrize("bad", [-1e-9, 2 * WRITE_S_MAX, "1ns", True])
+def test_a_write_s_out_of_range_is_refused(h100_mha, bad):
+    hw, g, _ = h100_mha
+    table = {**hw.calibration.table()["kernel"][g.key[1]], "write_s": bad}
+    with pytest.raises(IronlawError, match="write_s"):
+        calibration.check(_cal(g, table), "calibration")
+
+
+def test_a_device_without_sms_cannot_place_the_writer(h100_mha):
+    hw, g, _ = h100_mha
+    prob = kernelfit.Problem(replace(hw, sms=None), kernelfit.observations(g, g.rows.iloc[:3], hw),
+                             weighting="per_case")
+    table = {**hw.calibration.table()["kernel"][g.key[1]], "write_s": WRITE_S}
+    with pytest.raises(IronlawError, match="write_s"):
+        prob.times(_cal(g, table))
