@@ -1,6 +1,7 @@
 """A prefill's cache writer, one CTA per token written (``write_s``, ``efficiency.cache_write_s``): the law adds
-write_s · tokens · min(KV heads · head dim, 512) / SMs, the op states the tokens it writes, the fitter recovers the
-cost on vLLM's one-head prefill rows only, and a calibration file's value is checked."""
+write_s · tokens · min(KV heads · head dim, 512) / SMs, the op states the tokens it writes and the KV heads · head
+dim each one writes (on its GPU, under tensor parallelism too), the fitter recovers the cost on vLLM's prefill rows
+(one head per KV head and grouped-query) only, and a calibration file's value is checked."""
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 WRITE_S = 1e-9        # vLLM 0.24.0's H100 FP8-cache prefill: ~1 ns per writer thread per SM (docs/accuracy.md)
 CLASS = "context attention bf16, KV bf16, one head per KV head"
+GQA_CLASS = "context attention bf16, KV bf16"
 
 
 @pytest.fixture(scope="module")
@@ -46,16 +48,55 @@ def test_write_s_adds_per_token_and_writer_thread(h100_mha):
     assert np.allclose(added, WRITE_S * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
 
 
+@pytest.fixture(scope="module")
+def h100_gqa():
+    """H100's grouped-query prefill class (the extract's TensorRT-LLM rows, standing in for a vLLM table)."""
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("context_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name == GQA_CLASS)
+    return hw, g, replace(g, table=replace(g.table, framework="vllm"))
+
+
+def test_a_grouped_query_prefill_s_writer_has_one_thread_per_kv_head_element(h100_gqa):
+    """Its M folds the query heads per KV head into the rows: the writer's threads are the KV heads · head dim the
+    op states (``cache_write_width``), not the query heads'."""
+    hw, g, _ = h100_gqa
+    assert (g.rows.num_heads > g.rows.num_key_value_heads).all()
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    table = hw.calibration.table()["kernel"][g.key[1]]
+    added = prob.times(_cal(g, {**table, "write_s": WRITE_S})) - prob.times(_cal(g, table))
+    assert np.allclose(added, WRITE_S * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
+
+
+def test_the_fit_recovers_the_writer_on_vllm_s_grouped_query_prefill(h100_gqa):
+    hw, g, as_vllm = h100_gqa
+    rows = g.rows.assign(latency_s=g.rows.latency_s + WRITE_S * _writer_threads(g.rows) / hw.sms)
+    table = kernelfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
+    plain = kernelfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
+    assert table["write_s"] - plain["write_s"] == pytest.approx(WRITE_S, rel=0.3)
+
+
+def test_a_rank_writes_its_own_kv_heads():
+    """qwen3-30b-a3b (4 KV heads × 128): TP 2 writes 2 heads a token on each rank, TP 8 (each head on two ranks)
+    one."""
+    from ironlaw.models import parallel
+    from ironlaw.models.workloads import Request, resolve
+    g = resolve(Request("qwen3-30b-a3b", phase="prefill", batch=2, seq=64, dtype="bf16"))
+    width = lambda s: next(o for o in s.ops if o.kind == "attention").attrs["cache_write_width"]  # noqa: E731
+    assert (width(g), width(parallel.tp_shard(g, 2)), width(parallel.tp_shard(g, 8))) == (512, 256, 128)
+
+
 def test_a_prefill_states_the_tokens_it_writes_and_a_decode_does_not(h100_mha):
     _, g, _ = h100_mha
     r = next(g.rows.itertuples())
     assert kernelfit.attention_op(r, g).attrs["cache_writes"] == r.batch_size * r.isl
+    assert kernelfit.attention_op(r, g).attrs["cache_write_width"] == r.num_key_value_heads * r.head_dim
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
     d = gs[0]
-    assert "cache_writes" not in kernelfit.attention_op(next(d.rows.itertuples()), d).attrs
+    assert not {"cache_writes", "cache_write_width"} & set(kernelfit.attention_op(next(d.rows.itertuples()), d).attrs)
 
 
-def test_the_fit_recovers_the_writer_on_vllm_s_one_head_prefill_only(h100_mha):
+def test_the_fit_recovers_the_writer_on_vllm_s_one_head_prefill_not_tensorrt_llm_s(h100_mha):
     """The extract's rows with 1 ns per writer thread per SM added, fitted as vLLM's table: write_s within 30% of it
     (the rows as measured hold some of their own); fitted as TensorRT-LLM's (``WRITE_CLASSES``) the class has no
     write_s."""

@@ -200,6 +200,9 @@ class Columns:
     cache_writes: np.ndarray | None = None   # (n_ops, *cfg) op.attrs["cache_writes"]: the tokens a prefill attention
                                              # writes to the KV cache, one cache writer CTA each
                                              # (``efficiency.cache_write_s``), 0 where not given
+    cache_write_width: np.ndarray | None = None  # (n_ops, *cfg) op.attrs["cache_write_width"]: the KV heads · head dim
+                                             # a prefill attention's token writes (its cache writer CTA's threads
+                                             # before their cap), 0 where not given
     history: np.ndarray | None = None        # (n_ops, *cfg) op.attrs["history"]: the whole sequence a windowed decode
                                              # attention's split-KV kernel splits (``core.splitkv``), 0 where not given
     weight_elem_bytes: np.ndarray | None = None  # (n_ops, 1…) op.attrs["weight_elem_bytes"]: stored bytes per weight
@@ -216,7 +219,7 @@ class Columns:
         object.__setattr__(self, "bytes", MappingProxyType(dict(self.bytes)))
         for x in (self.flops, *self.bytes.values(), self.network_bytes, self.count, self.kind_idx, self.vector_flops,
                   self.eta_scale, self.mnk, self.nk, self.resident, self.warm_activations, self.weights_kn, self.written,
-                  self.history, self.cache_writes, self.weight_elem_bytes):
+                  self.history, self.cache_writes, self.cache_write_width, self.weight_elem_bytes):
             if x is not None:
                 x.setflags(write=False)
 
@@ -274,6 +277,8 @@ class Columns:
                        if any("tokens" in op.attrs for op in g.ops) else None,
                        cache_writes=stack(lambda op: op.attrs.get("cache_writes", 0.0))
                        if any("cache_writes" in op.attrs for op in g.ops) else None,
+                       cache_write_width=stack(lambda op: op.attrs.get("cache_write_width", 0.0))
+                       if any("cache_write_width" in op.attrs for op in g.ops) else None,
                        history=stack(lambda op: op.attrs.get("history", 0.0))
                        if any("history" in op.attrs for op in g.ops) else None,
                        weight_elem_bytes=np.array([float(op.attrs.get("weight_elem_bytes", 0.0)) for op in g.ops])

@@ -365,9 +365,9 @@ def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarra
     """Per op of a prefill class that states ``write_s``, the seconds its cache writer adds: one CTA per token it
     writes (``op.attrs["cache_writes"]``), each of min(KV heads · head dim, ``WRITE_CTA_THREADS``) threads, run its
     SMs' worth at a time: write_s · tokens · threads / ``sms`` (``gemmshape.WRITE_S_MAX``); 0 for every other op.
-    The class runs one query head per KV head (the regime ``kernelfit.WRITE_CLASSES`` fits it on), so that its M is a
-    sequence's tokens and the KV heads · head dim a token writes are units · M · K / (2 · tokens), the units
-    (``grid_units``: sequences × KV heads, × 2 for QKᵀ and PV) as the op is split over its GPUs."""
+    The KV heads · head dim a token writes are the op's ``cache_write_width`` (on its GPU) where it states one, else
+    units · M · K / (2 · tokens), the units (``grid_units``: sequences × KV heads, × 2 for QKᵀ and PV) as the op is
+    split over its GPUs: one query head per KV head, where M is a sequence's tokens."""
     names = _names(cols, "kernels")
     own = [(name, float(p["write_s"])) for name, p in classes_with(cal, names, "write_s")]
     if not own or cols.cache_writes is None:
@@ -380,6 +380,9 @@ def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarra
     tokens = np.broadcast_to(cols.cache_writes, cols.flops.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_token = np.where(tokens > 0, units * m * k / (2.0 * tokens), 0.0)
+    if cols.cache_write_width is not None:
+        width = np.broadcast_to(cols.cache_write_width, cols.flops.shape)
+        per_token = np.where(width > 0, width, per_token)
     out = np.zeros(cols.flops.shape)
     for name, write_s in own:
         r = names == name

@@ -260,8 +260,11 @@ UNIT_S_START = 2e-8
 # head per KV head: aiconfigurator's vLLM collector times the cache writer with the attention (collector/vllm/
 # collect_attn.py), and at the same sequences × KV heads and tokens per sequence its tables' time grows with the
 # tokens (H100, 128 tokens × 128 head dim, 512 sequence-heads: 8 × 64 heads 86 µs, 128 × 4 heads 197 µs on an FP8
-# cache); held out, docs/accuracy.md ("vLLM's prefill with one head per KV head: the cache writer's CTAs")
-WRITE_CLASSES = (("vllm", "context_attention", "_mha"),)
+# cache); held out, docs/accuracy.md ("vLLM's prefill with one head per KV head: the cache writer's CTAs"). Its
+# grouped-query prefill (regimes '' and '_wide') times the same writer: H100 FP8 cache, 2 KV heads × 256 sequences
+# 0.78 ms, 8 sequences × 64 heads 0.30 ms (docs/accuracy.md, "the cache writer in the grouped-query classes")
+WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
+                 ("vllm", "context_attention", "_wide"))
 WRITE_S_START = 1e-9
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts

@@ -108,6 +108,8 @@ def _split_all(op: Op, new: Op, at: TpSplit) -> None:
     if "nk" in op.attrs:
         n, k = op.attrs["nk"]
         new.attrs = {**op.attrs, "nk": (n / at.tp, k)}
+    if "cache_write_width" in op.attrs:                  # the KV heads a rank writes: kv / tp, at least one
+        new.attrs = {**new.attrs, "cache_write_width": op.attrs["cache_write_width"] * at.replicas / at.tp}
     if at.replicas > 1 and "kv_new_share" in op.attrs:    # an attention on one KV head: its new K/V and the cache
         _one_kv_head_bytes(op, new, at)                   # it writes are that head's, 1/(tp / replicas) of them
     if at.replicas > 1 and "mnk" in op.attrs:

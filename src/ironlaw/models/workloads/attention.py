@@ -139,7 +139,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     decode also states ``history``, the whole sequence (s + 1 tokens) beside the window its keys stop at, as does a
     decode TensorRT-LLM runs on its MMHA kernel (``gemmshape.window_kernel``: one query head per KV head, or over
     ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens; a
-    prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs)."""
+    prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs) and the KV heads · head
+    dim each token writes (``cache_write_width``)."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -163,6 +164,7 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     if sh.phase == "prefill":                # the tokens it writes to the cache, one cache writer CTA each
         t = sh.tokens                        # (``efficiency.cache_write_s``)
         out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)
+        out["cache_write_width"] = float(a.kv_heads * geo["qk"])
     return out
 
 
