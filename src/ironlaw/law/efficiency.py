@@ -391,17 +391,27 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     """Per op, the seconds its decode kernel class's call adds to the class's fixed latency at the op's head dim (its
     K, ``gemm_dims``): ``latency_head_dim_s`` at the matching one of ``latency_head_dims``, 0 at another head dim and
     for every other op. The call at that head dim runs launches of its own (another backend, attention sinks, a
-    value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``)."""
+    value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``). With
+    ``latency_groups`` each entry holds at its head dim and its query rows per KV head (the op's M) together: one CTA's
+    tile of G query rows, which at one wave sets the launch's time (``gemmshape``, latency_groups); with
+    ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
+    fewer (a launch of its own there)."""
     names = _names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
         return 0.0
-    k = np.broadcast_to(gemm_dims(cols)[2], cols.flops.shape)
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    m, n, k = (np.broadcast_to(x, cols.flops.shape) for x in (m, n, k))
     out = np.zeros(cols.flops.shape)
     for name, p in own:
         r = names == name
-        for dim, secs in zip(p["latency_head_dims"], p["latency_head_dim_s"]):
-            out[r] = np.where(k[r] == float(dim), float(secs), out[r])
+        groups = p.get("latency_groups") or [None] * len(p["latency_head_dims"])
+        few = (units[r] <= float(p.get("latency_units_max", np.inf)) * (1.0 + 1e-9)) \
+            & (n[r] <= float(p.get("latency_keys_max", np.inf)) * (1.0 + 1e-9))
+        for dim, group, secs in zip(p["latency_head_dims"], groups, p["latency_head_dim_s"]):
+            at = (k[r] == float(dim)) & (True if group is None else np.isclose(m[r], float(group), rtol=1e-3)) & few
+            out[r] = np.where(at, float(secs), out[r])
     return out
 
 

@@ -260,7 +260,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_query_tiles(p["query_tiles"], w)
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
-    if "latency_head_dims" in p or "latency_head_dim_s" in p:
+    if any(f in p for f in ("latency_head_dims", "latency_head_dim_s", "latency_groups", "latency_units_max",
+                            "latency_keys_max")):
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_vector_head_dims(p, w)
@@ -311,6 +312,15 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
             num(x) and 0.0 <= x <= LATENCY_HEAD_DIM_S_MAX for x in secs):
         raise IronlawError(f"{w}.latency_head_dim_s: must be one number of seconds in [0, {LATENCY_HEAD_DIM_S_MAX:g}] "
                            f"per head dim of latency_head_dims, got {secs!r}")
+    groups = p.get("latency_groups")
+    if groups is not None and (not isinstance(groups, list) or len(groups) != len(dims) or not all(
+            num(g) and g > 0 for g in groups)):
+        raise IronlawError(f"{w}.latency_groups: must be one number of query rows per KV head > 0 per head dim of "
+                           f"latency_head_dims, got {groups!r}")
+    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query")):
+        most = p.get(field)
+        if most is not None and not (num(most) and most >= 1):
+            raise IronlawError(f"{w}.{field}: must be a number of {what} ≥ 1, got {most!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:

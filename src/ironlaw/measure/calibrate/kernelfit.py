@@ -56,6 +56,16 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
 # 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288
 WARM_THROUGH_OPS = ("mla_bmm",)
+# (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
+# level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
+# query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
+# output (collector/sglang/collect_attn.py, ``run_iter``: ``layer(q, k, v, forward_batch)`` under a CUDA graph;
+# collector/vllm/collect_attn.py likewise), and at G query heads per KV head the query and output, 2·G·head dim
+# elements per sequence and KV head, outweigh the cache read at one cached token G-fold: aiconfigurator-core
+# 0.12.0's SGLang 0.5.14 L40S table (96 MiB L2, GDDR6 864 GB/s), 128 heads on one KV head × 256, batch 512, one
+# cached token: 67 MiB of query and output in 23.6 µs, 2.9 TB/s (docs/accuracy.md, "Decode over 32 heads per KV
+# head on vLLM and SGLang")
+WARM_THROUGH_CLASSES = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
 # of those, the tables whose rows' KV cache alone decides whether they are resident (``reread_bytes``): decode
 # attention; MLA's decode and its BMMs keep every byte of the op (their rows at the L2's size not examined)
 CACHE_DECIDES_OPS = ("generation_attention",)
@@ -361,6 +371,27 @@ SPLIT_FRAMEWORK = "trtllm"
 # decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
 # class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
 HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
+# per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
+# per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
+# (FlashAttention 3's one or two MMA warpgroups; SGLang 0.5.14 H100, bf16 cache, head dim 128: 9.4 µs at 48 and 64
+# heads per KV head, 10.9-11.1 µs at 96 and 128; TRT-LLM-gen on B300: 12.6, 14.5, 18.6, 20.7 µs at 48, 64, 96, 128)
+GROUP_LATENCY = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
+# of those, (framework, GPUs) whose decode kernel pays that latency per head dim and head group only where at least
+# two CTAs per sequence and KV head fit the SMs (``latency_units_max``, half the GPU's SMs) and the sequence holds at
+# most GROUP_SPLIT_KEYS keys (``latency_keys_max``), another launch beyond either: SGLang 0.5.14's TRT-LLM-gen decode
+# on SM 10.x (its ``trtllm_mha`` backend; collector/sglang/collect_attn.py maps SM 100 and 103 to it; which launch
+# the kernel picks is FlashInfer's TRT-LLM-gen kernel selection, not read here, only its tables' steps). Its seconds
+# there are the median call's over the rows of at most GROUP_SPLIT_STEP cached tokens (one wave, flat in the batch),
+# not the fastest call's: B300, 64 heads on one KV head × 128, 14.5 µs at one to 255 cached tokens, 11.6-12.6 µs at
+# 511-4,095
+# the rows that measure a head dim and group's latency: at most GROUP_WAVE_UNITS sequences × KV heads (one CTA each,
+# fewer than any catalog GPU's SMs: one wave); a head dim and group without such rows takes none (vLLM 0.24.0's RTX
+# PRO 6000 FP8-cache table times head dim 128 at batch 1,024 only, whose fastest call, 35 µs, is no launch's latency)
+GROUP_WAVE_UNITS = 8
+GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
+GROUP_SPLIT_STEP = 127
+GROUP_SPLIT_KEYS = 256
 # classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
 # vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
 # the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
@@ -672,7 +703,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
-                   **vector_of(g), **head_dim_latency(g, rows)} for extra in tries)
+                   **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -693,13 +724,16 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
 
 
-def head_dim_latency(g: Group, rows) -> dict:
+def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY``: each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (g.table.framework, g.op, regime) not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
+    key = (g.table.framework, g.op, regime)
+    if key in GROUP_LATENCY and len(rows):
+        return group_latency(rows, group_split_units(hw, g))
+    if key not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
     extra = fastest - fastest.min()
@@ -708,6 +742,34 @@ def head_dim_latency(g: Group, rows) -> dict:
         return {}
     return {"latency_head_dims": [int(d) for d in extra.index],
             "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
+
+
+def group_split_units(hw, g: Group) -> int | None:
+    """The most sequences × KV heads at which ``g``'s decode kernel splits each sequence's keys (``GROUP_SPLIT``: half
+    ``hw``'s SMs, two CTAs per sequence and KV head), None where it names none."""
+    sms = getattr(hw, "sms", None)
+    gpus = GROUP_SPLIT.get(getattr(g.table, "framework", None), ())
+    return int(sms // 2) if sms and getattr(hw, "name", None) in gpus else None
+
+
+def group_latency(rows, most: int | None = None) -> dict:
+    """For a class of ``GROUP_LATENCY``: each (head dim, query heads per KV head) whose median call at one wave
+    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``GROUP_SPLIT_STEP`` cached tokens among ``rows``
+    is slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
+    ``latency_head_dim_s``); {} where none is. With ``most`` (``group_split_units``): its median call at that many
+    sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
+    (``latency_units_max``, ``latency_keys_max``)."""
+    group = rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1)
+    at = rows.assign(group=group, units=rows["batch_size"] * rows["num_key_value_heads"])
+    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= GROUP_SPLIT_STEP)]
+    median = at.groupby(["head_dim", "group"])["latency_s"].median()
+    extra = median - (median.min() if most is None else float(rows["latency_s"].min()))
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()],
+            **({"latency_units_max": most, "latency_keys_max": GROUP_SPLIT_KEYS} if most is not None else {})}
 
 
 def kernel_math(hw, g: Group) -> dict:
@@ -1286,10 +1348,16 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
         ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
-        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS else ops
+        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS or warm_class(g) else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+
+
+def warm_class(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WARM_THROUGH_CLASSES`` (its rows' activations warm where everything fits)."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (getattr(g.table, "framework", None), g.op, regime) in WARM_THROUGH_CLASSES
 
 
 def k_only_pool(g: Group) -> bool:
