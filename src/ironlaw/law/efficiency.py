@@ -293,7 +293,7 @@ def key_block_share(cal: Calibration, cols: Columns) -> tuple:
     if cols.history is None or not cal.kernel:
         return 1.0, 1.0
     names = _names(cols, "kernels")
-    m, n, k = gemm_dims(cols)
+    _, n, k = gemm_dims(cols)
     blocks, block_n = window_key_blocks(cal, cols, names, n, k)
     if not np.any(block_n > 0):
         return 1.0, 1.0
