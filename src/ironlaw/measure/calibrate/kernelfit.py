@@ -339,7 +339,7 @@ SPLIT_FRAMEWORK = "trtllm"
 # decode classes whose kernel computes every key block its window touches in full (``core.keyblocks``): vLLM's
 # FlashAttention 3 on Hopper (its tables' ``kernel_source``), whose time steps with the blocks (H200, window 128, head
 # dim 64, batch 2,048: 310–366 µs up to 127 cached tokens, 702–705 µs from 255 on) where the window's keys stay 128.
-# Fitted with and without the blocks' keys on the grid's N, the smaller loss on the fitted rows kept
+# Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
 KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
 KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
@@ -683,8 +683,9 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
 
 def key_blocks_of(g: Group, rows) -> tuple:
     """``({"key_blocks": kernel},)`` for a class of ``KEY_BLOCK_CLASSES`` whose rows all time that kernel
-    (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the grid over the whole key blocks the window touches
-    (``core.keyblocks``, ``efficiency.kernel_coords``) beside the window's keys; () for another."""
+    (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the law over the whole key blocks the window touches
+    (``core.keyblocks``, ``efficiency.key_block_share`` and ``kernel_coords``) beside the window's keys; () for
+    another."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     if (g.table.framework, g.op, regime) not in KEY_BLOCK_CLASSES or "kernel_source" not in rows.columns:
         return ()
