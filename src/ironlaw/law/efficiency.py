@@ -19,6 +19,7 @@ from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
+from ..core.keyblocks import KEY_BLOCK_KERNELS, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                             mmha_tokens_per_loop, mmha_tuned_launch)
@@ -62,9 +63,10 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
-    return Terms(compute_eta=np.broadcast_to(eta_comp, shape),
-                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
-                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
+    keys_read, bytes_read = key_block_share(cal, cols)
+    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read, shape),
+                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
                  + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
                  + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols)
@@ -269,11 +271,56 @@ def kernel_coords(cal: Calibration, cols: Columns, split: Split | None = None) -
         return m, n, k, units
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
+    n = key_block_coords(cal, cols, names, n, k)
     walks = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("grid_keys") == "sequence"]).reshape(lead)
     history = np.broadcast_to(np.where(walks, cols.history, 0.0), np.shape(n))
     if not np.any(history > 0):
         return m, n, k, units
     return m, np.where(history > 0, np.maximum(n, (history + 1.0) / 2.0), n), k, units
+
+
+def key_block_coords(cal: Calibration, cols: Columns, names: np.ndarray, n, k):
+    """The grid's N of each windowed decode op (``op.attrs['history']``) of a kernel class that names its kernel's key
+    blocks (``key_blocks = "fa3"``, ``core.keyblocks``): the keys of the whole blocks its window touches, which that
+    kernel computes in full; ``n`` as given for every other op."""
+    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
+    return np.where(block_n > 0, blocks * block_n, n)
+
+
+def key_block_share(cal: Calibration, cols: Columns) -> tuple:
+    """(keys, bytes) per op: the keys a windowed decode of a class naming its kernel's ``key_blocks`` computes (whole
+    blocks, ``key_block_coords``) over the window's keys the op states, and the bytes it moves over the op's, its
+    KV cache read in those blocks; (1, 1) for every other op. The law divides the op's compute η by the first and
+    its data η by the second: the kernel computes and reads the blocks' keys, whichever of them the window masks."""
+    if cols.history is None or not cal.kernel:
+        return 1.0, 1.0
+    names = _names(cols, "kernels")
+    _, n, k = gemm_dims(cols)
+    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
+    if not np.any(block_n > 0):
+        return 1.0, 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = np.where(block_n > 0, blocks * block_n / np.maximum(n, 1.0), 1.0)
+        zero = np.zeros(cols.flops.shape)
+        total = sum(cols.bytes.values(), zero)
+        cache = cols.bytes.get("kv_cache", zero)
+        data = np.where(total > 0, (total + cache * (keys - 1.0)) / total, 1.0)
+    return keys, data
+
+
+def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) -> tuple:
+    """(blocks, BLOCK_N) per op, shaped as ``n``: the key blocks a windowed decode (``op.attrs['history']``) of a class
+    naming its kernel's ``key_blocks`` touches (``keyblocks.window_blocks``) and that kernel's BLOCK_N at the op's head
+    dim (``k``, ``keyblocks.fa3_block_n``); 1 and 0 for every other op."""
+    shape = np.shape(n)
+    tiled = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("key_blocks") in KEY_BLOCK_KERNELS])
+    if cols.history is None or not np.any(tiled):
+        return np.ones(shape), np.zeros(shape)
+    history = np.broadcast_to(cols.history, shape)
+    tiled = np.broadcast_to(tiled.reshape((-1,) + (1,) * len(cols.cfg_shape)), shape) & (history > 0)
+    block_n = np.where(tiled, fa3_block_n(np.broadcast_to(k, shape)), 0.0)
+    blocks = np.where(tiled, window_blocks(history, n, np.maximum(block_n, 1.0)), 1.0)
+    return blocks, block_n
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:

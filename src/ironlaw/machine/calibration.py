@@ -17,6 +17,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
                               VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
+from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 
@@ -265,6 +266,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_vector_head_dims(p, w)
+    if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
+        raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
 
 
 def _check_query_tiles(tiles, w: str) -> None:

@@ -362,6 +362,12 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
+# decode classes whose kernel computes every key block its window touches in full (``core.keyblocks``): vLLM's
+# FlashAttention 3 on Hopper (its tables' ``kernel_source``), whose time steps with the blocks (H200, window 128, head
+# dim 64, batch 2,048: 310–366 µs up to 127 cached tokens, 702–705 µs from 255 on) where the window's keys stay 128.
+# Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
+KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
+KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
 # 0.5.14's sliding-window decode. aiconfigurator's SGLang collector times one model's attention call per head dim
 # there (collector/cases/models/*_cases.yaml): gpt-oss's 64 (window 128, attention sinks), Llama 4's 128 (8,192-token
@@ -702,6 +708,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
+    tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
                    **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
@@ -722,6 +729,19 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     if (g.op, regime) in P90_CHOICE_CLASSES:
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
+
+
+def key_blocks_of(g: Group, rows) -> tuple:
+    """``({"key_blocks": kernel},)`` for a class of ``KEY_BLOCK_CLASSES`` whose rows all time that kernel
+    (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the law over the whole key blocks the window touches
+    (``core.keyblocks``, ``efficiency.key_block_share`` and ``kernel_coords``) beside the window's keys; () for
+    another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (g.table.framework, g.op, regime) not in KEY_BLOCK_CLASSES or "kernel_source" not in rows.columns:
+        return ()
+    sources = set(rows["kernel_source"].unique())
+    kernels = {KEY_BLOCK_SOURCES.get(s) for s in sources}
+    return ({"key_blocks": kernels.pop()},) if len(kernels) == 1 and None not in kernels else ()
 
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
