@@ -72,7 +72,7 @@ M_BLOCK = {("h100", "w4a16_mxfp4"): "triton", ("h200", "w4a16_mxfp4"): "triton"}
 # Blackwell, every one of whose classes both terms improve in median and p90 (benchmarks/moe_forms.py, "U+t": B200
 # fp4 14.7% / 38.6% → 9.8% / 29.5%, GB300 fp4 10.3% / 33.2% → 5.9% / 17.3%); on Hopper they lower the medians and not
 # the p90 (H200 fp8 54.1% → 56.1%). Not the stored form: written, they take benchmarks/trtllm_blackwell.py's MoE
-# cells from 8.6% to 14.2% median (docs/accuracy.md, the MoE layer). The 1.0 release's classes keep their form
+# cells from 8.6% to 14.2% median (docs/accuracy.md, the MoE layer). The 1.0 release's classes: RELEASE_FORM
 TOUCHED = {(gpu, dt) for gpu in ("b200", "b300", "gb200", "gb300") for dt in ("bf16", "fp8", "fp4")}
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"

@@ -91,3 +91,16 @@ def test_the_step_prices_a_pytorch_router_on_its_class():
     assert "kernel" not in step.on_router(op, hw, meta, step.GROUPED_GEMM).attrs       # the tables off
     plain = hardware.get("b200")                                                        # the catalog: no router class
     assert "kernel" not in step.on_router(op, plain, meta, "moe_grouped_gemm.fp8").attrs
+
+
+def test_the_law_prices_the_router_class_as_fitted():
+    """The ``moe_topk`` op on the class: L_r + its bf16 logits (t·E read and written) at η_r, every layer."""
+    from ironlaw.core.graph import Graph
+    from ironlaw.law import law
+    hw, _ = engines.with_engine(hardware.get("b200"), "trtllm", release="1.0")
+    op = next(o for o in step.build("deepseek-v3", "decode", 4096, 1, "fp8", "fp8", hw).ops if o.name == "moe_topk")
+    on = step.on_router(step.modelopt(op, "fp8"), hw, {"experts": 256, "experts_per_token": 8}, "moe_grouped_gemm.fp8")
+    q = hw.calibration.kernel["moe_router.fp8"]
+    per_layer = q["latency_s"] + 2 * 2.0 * 4096 * 256 / (hw.memory[hw.device_tier].bw_Bps * q["memory"])
+    assert law.predict(Graph("router", "decode", "fp8", [on]), hw).total_s == pytest.approx(per_layer * op.count,
+                                                                                            rel=1e-3)
