@@ -88,19 +88,30 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     if (not own and not maths) or cols.kernels is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
-    mnk = cols.mnk
+    mnk, history = cols.mnk, cols.history
     for i, name in enumerate(kernels):
         if name in own and cols.mnk is not None and runs_variant(own[name][1], cols, i):
             kernels[i] = own[name][0]
             math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
-            if "variant_blocks_below" in own[name][1]:        # MMHA: one query head to a CTA, M = 1
-                mnk = np.array(mnk) if mnk is cols.mnk else mnk
-                mnk[i, 0] = 1.0
+            if "variant_blocks_below" in own[name][1]:    # MMHA: one query head to a CTA (M = 1), over the keys
+                mnk, history = as_mmha(cols, i, mnk, history)
         elif name in maths and at_math_head_dim(maths[name][1], cols, i):
             math[i] = hw.peak(maths[name][0]) / hw.peak(cols.dtypes[i])
     if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
-    return replace(cols, kernels=kernels, mnk=mnk), math
+    return replace(cols, kernels=kernels, mnk=mnk, history=history), math
+
+
+def as_mmha(cols: Columns, i: int, mnk: np.ndarray, history: np.ndarray | None) -> tuple:
+    """(mnk, history) with op ``i`` a decode as TensorRT-LLM's MMHA runs it: one query head to a CTA (M = 1) over its
+    whole sequence, the op's keys (its history, as ``workloads.attention`` states an MMHA decode's), so that an MMHA
+    class's split-KV launch (``split_blocks``) places it; the arrays copied before the first change."""
+    mnk = np.array(mnk) if mnk is cols.mnk else mnk
+    if history is None or history is cols.history:
+        history = np.zeros(cols.flops.shape) if history is None else np.array(history)
+    mnk[i, 0] = 1.0
+    history[i] = mnk[i, 1]
+    return mnk, history
 
 
 def runs_variant(p: dict, cols: Columns, i: int) -> bool:
