@@ -43,7 +43,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
-                "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
+                "variant_dtype", "variant_m_above", "variant_blocks_below", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks")
@@ -139,6 +139,12 @@ LATENCY_HEAD_DIM_S_MAX = 1e-4
 # the kernel that walks each sequence's latent cache in one CTA (aiconfigurator-core 0.12.0's RTX PRO 6000 table,
 # FP8 cache, batch 1: 0.56 ms at 32,767 cached tokens on 128 heads, 1.83 ms on 1 to 64)
 XQA_MLA_HEADS = 128
+# variant_m_above, variant_blocks_below (in place of variant_m): the class's ops run ``variant`` where their M is above
+# the value, or where XQA would launch fewer CTAs than the value, XQA_HISTORY_BLOCK cached tokens to a CTA
+# (sequences × KV heads × max(1, ⌊keys / XQA_HISTORY_BLOCK⌋), ``xqa_blocks``): TensorRT-LLM 1.0's decode dispatch as
+# its kernel tables time it (``measure.calibrate.kernelfit``, ``dispatched``)
+XQA_HISTORY_BLOCK = 128
+VARIANT_RULES = ("variant_m", "variant_m_above", "variant_blocks_below")
 # math: the dtype a kernel class computes in where it is not its ops' own (``efficiency.with_variants``): the op's
 # compute η is multiplied by that dtype's peak over its own, so that its bound is that dtype's peak. TensorRT-LLM's
 # context kernels on an FP8 KV cache run FP8 math for a bf16 model (``kernelfit.FP8_CONTEXT``). vLLM's FlashInfer backend quantizes the query to the KV cache's
@@ -432,6 +438,14 @@ def grid_units(flops, m, n, k):
     for QKᵀ and PV, of an attention), at least 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.maximum(np.where(m * n * k > 0, np.asarray(flops, float) / (2.0 * m * n * k), 1.0), 1.0)
+
+
+def xqa_blocks(units, n):
+    """The CTAs TensorRT-LLM's XQA decode launches, as its enabling rule counts them: the sequences × KV heads (an
+    attention's ``grid_units`` over 2, QKᵀ and PV) × one per ``XQA_HISTORY_BLOCK`` cached tokens, at least one
+    (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQARunner.cpp, ``mayHavePerfGain``;
+    ``kMinHistoryTokensPerBlock``)."""
+    return np.asarray(units, float) / 2.0 * np.maximum(1.0, np.floor(np.asarray(n, float) / XQA_HISTORY_BLOCK))
 
 
 def grid_nodes(values, step: float) -> list[float]:

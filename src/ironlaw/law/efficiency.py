@@ -16,7 +16,8 @@ import numpy as np
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
 from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
-                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS)
+                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS,
+                              xqa_blocks)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa3_block_n, window_blocks
@@ -86,21 +87,50 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     XQA MLA kernel computes in FP8 whatever the model's dtype) or its class's ``math`` (a context FMHA that runs FP8
     math on an FP8 cache), at its ``math_head_dims`` where it names them (``at_math_head_dim``); ``cols`` itself and 1
     where no op runs either."""
-    own = {name: (p["variant"], float(p["variant_m"]), p["variant_dtype"]) for name, p in (cal.kernel or {}).items()
-           if "variant" in p}
+    own = {name: (p["variant"], p, p["variant_dtype"]) for name, p in (cal.kernel or {}).items() if "variant" in p}
     maths = {name: (p["math"], p.get("math_head_dims")) for name, p in (cal.kernel or {}).items() if "math" in p}
     if (not own and not maths) or cols.kernels is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
+    mnk, history = cols.mnk, cols.history
     for i, name in enumerate(kernels):
-        if name in own and cols.mnk is not None and np.all(cols.mnk[i, 0] == own[name][1]):
+        if name in own and cols.mnk is not None and runs_variant(own[name][1], cols, i):
             kernels[i] = own[name][0]
             math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
+            if "variant_blocks_below" in own[name][1]:    # MMHA: one query head to a CTA (M = 1), over the keys
+                mnk, history = as_mmha(cols, i, mnk, history)
         elif name in maths and at_math_head_dim(maths[name][1], cols, i):
             math[i] = hw.peak(maths[name][0]) / hw.peak(cols.dtypes[i])
     if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
-    return replace(cols, kernels=kernels), math
+    return replace(cols, kernels=kernels, mnk=mnk, history=history), math
+
+
+def as_mmha(cols: Columns, i: int, mnk: np.ndarray, history: np.ndarray | None) -> tuple:
+    """(mnk, history) with op ``i`` a decode as TensorRT-LLM's MMHA runs it: one query head to a CTA (M = 1) over its
+    whole sequence, the op's keys (its history, as ``workloads.attention`` states an MMHA decode's), so that an MMHA
+    class's split-KV launch (``split_blocks``) places it; the arrays copied before the first change."""
+    mnk = np.array(mnk) if mnk is cols.mnk else mnk
+    if history is None or history is cols.history:
+        history = np.zeros(cols.flops.shape) if history is None else np.array(history)
+    mnk[i, 0] = 1.0
+    history[i] = mnk[i, 1]
+    return mnk, history
+
+
+def runs_variant(p: dict, cols: Columns, i: int) -> bool:
+    """Whether op ``i`` of a class with a ``variant`` (``p``, the class's fields) runs it at every configuration:
+    where its M (query rows per KV head, ``op.attrs['mnk']``) is ``variant_m``, or above ``variant_m_above``, or
+    where XQA would launch fewer CTAs than ``variant_blocks_below`` (``gemmshape.xqa_blocks``: TensorRT-LLM 1.0's
+    decode then runs its MMHA kernel, ``decoderXQARunner.cpp``, ``mayHavePerfGain``, which runs each query head on
+    CTAs of its own: ``with_variants`` prices it at M = 1, its units the sequences × query heads)."""
+    m, n, k = (cols.mnk[i, j] for j in range(3))
+    if "variant_m" in p:
+        return bool(np.all(m == float(p["variant_m"])))
+    if "variant_m_above" in p:
+        return bool(np.all(m > float(p["variant_m_above"])))
+    units = grid_units(cols.flops[i], m, n, k)
+    return bool(np.all(xqa_blocks(units, n) < float(p["variant_blocks_below"])))
 
 
 def vector_overlap(cal: Calibration, cols: Columns) -> np.ndarray | bool:

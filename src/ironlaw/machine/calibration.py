@@ -15,7 +15,7 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
-                              VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
+                              VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
@@ -327,22 +327,30 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
 
 
 def _check_variant(p: dict, w: str) -> None:
-    """``variant`` (a kernel class's name), ``variant_m`` (the M, query rows per KV head, at which its ops run it,
-    a whole number > 0) and ``variant_dtype`` (the dtype its kernel computes in) come together
-    (``gemmshape.SHAPE_FIELDS``)."""
-    given = [k for k in ("variant", "variant_m", "variant_dtype") if k in p]
-    if given and len(given) != 3:
-        raise IronlawError(f"{w}: variant, variant_m and variant_dtype come together (the class, the M its ops run it "
-                           f"at and the dtype it computes in), got {', '.join(given)}")
+    """``variant`` (a kernel class's name), ``variant_dtype`` (the dtype its kernel computes in) and one rule for
+    the ops that run it come together (``gemmshape.SHAPE_FIELDS``, ``VARIANT_RULES``): ``variant_m``, the M (query
+    rows per KV head) they run it at, a whole number > 0; ``variant_m_above``, the M above which they do, a whole
+    number ≥ 0; or ``variant_blocks_below``, the XQA CTA count below which they do, a number > 0."""
+    rules = [k for k in VARIANT_RULES if k in p]
+    given = [k for k in ("variant", "variant_dtype") if k in p] + rules
+    if given and (len(given) != 3 or len(rules) != 1):
+        raise IronlawError(f"{w}: variant, variant_dtype and one of {', '.join(VARIANT_RULES)} come together (the "
+                           f"class, the dtype it computes in and which ops run it), got {', '.join(given)}")
     if "variant" not in p:
         return
     if p["variant_dtype"] not in DTYPE_BYTES:
         raise unknown(f"{w}.variant_dtype", str(p["variant_dtype"]), DTYPE_BYTES)
     if not isinstance(p["variant"], str) or not p["variant"]:
         raise IronlawError(f"{w}.variant: must be a kernel class's name, got {p['variant']!r}")
-    m = p["variant_m"]
-    if isinstance(m, bool) or not isinstance(m, int) or m <= 0:
+    rule, m = rules[0], p[rules[0]]
+    whole = not isinstance(m, bool) and isinstance(m, int)
+    if rule == "variant_m" and (not whole or m <= 0):
         raise IronlawError(f"{w}.variant_m: must be a whole number > 0, got {m!r}")
+    if rule == "variant_m_above" and (not whole or m < 0):
+        raise IronlawError(f"{w}.variant_m_above: must be a whole number ≥ 0, got {m!r}")
+    if rule == "variant_blocks_below" and (isinstance(m, bool) or not isinstance(m, (int, float))
+                                           or not math.isfinite(m) or m <= 0):
+        raise IronlawError(f"{w}.variant_blocks_below: must be a number > 0, got {m!r}")
 
 
 _GRID_WORD = rf"(?:-?(?:{'|'.join(str(x) for x in range(GRID_LOG_MAX // 100))})?\d{{1,2}}|-?{GRID_LOG_MAX // 100}00|0\*\d+)"

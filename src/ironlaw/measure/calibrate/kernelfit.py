@@ -72,6 +72,25 @@ CACHE_DECIDES_OPS = ("generation_attention",)
 # the tables whose decode rows ran on a K-only cache pool (``k_only_pool``): TensorRT-LLM's attention decode before
 # the 1.3 line (A100's 1.0.0 table; aiconfigurator 0.8.0's 1.0.0rc3 / rc6 tables), its grouped-query class
 K_ONLY_OP, K_ONLY_FRAMEWORK, K_ONLY_BEFORE, K_ONLY_REGIMES = "generation_attention", "trtllm", (1, 3), ("",)
+# and, on the GPUs whose decode runs the trtllm-gen kernels for every head ratio (SM 100: TensorRT-LLM's
+# ``XqaDispatcher``, cpp/tensorrt_llm/kernels/xqaDispatcher.cpp, its trtllm-gen runner "for SM == 100"), the
+# one-head-per-KV-head class too: aiconfigurator 0.8.0's B200 and GB200 1.0.0rc6 tables read a cache of 1 GiB or more
+# at a median 1.45-1.48x HBM counted as keys and values in both classes (their 1.3.0rc20 rows: 0.88-0.91x), where
+# H100's and H200's 1.0.0rc3 one-head rows (MMHA) stream both (0.76-0.88x; grouped: 1.34-1.68x)
+K_ONLY_ALL_HEADS_GPUS, K_ONLY_ALL_HEADS_REGIMES = ("b200", "gb200"), ("", "_mha")
+# TensorRT-LLM 1.0's decode dispatch as aiconfigurator 0.8.0's 1.0-line tables time it (``dispatch_rule``): per GPU,
+# the regime of the class some of whose rows run another kernel, that kernel's class (regime), and which rows
+# (``gemmshape.VARIANT_RULES``; None: the GPU's SMs over XQA_MIN_BLOCK_FACTOR). H100 and H200 (1.0.0rc3): XQA runs a
+# grouped-query decode only where it would launch at least a quarter of the SMs' worth of CTAs (decoderXQARunner.cpp,
+# ``mayHavePerfGain``: ``kEnableMinBlockFactor`` 4, a CTA per ``kMinHistoryTokensPerBlock`` 128 cached tokens); the
+# others run MMHA, the one-head class's kernel: their FP8-cache rows take a median 1.64x the 1.3.0rc20 rows' time of
+# the same shape (XQA's rows 1.01x; bf16 cache 0.97x and 1.00x). B200 and GB200 (1.0.0rc6): 24 and 32 query heads per
+# KV head run the over-32 class's kernel, whose time follows the query heads: one cached token, 32 heads on 1 KV head
+# at 1,024 sequences, 64 on 1 at 512 and 128 on 2 at 256 take 0.386-0.388 ms, 16 on 1 at 2,048 0.048 ms (their
+# 1.3.0rc20 rows at 24-32 heads per KV head: over 2x faster in 67-75% of them)
+DISPATCH_BEFORE, XQA_MIN_BLOCK_FACTOR = (1, 3), 4.0
+DISPATCH = {"h100": ("", "_mha", "variant_blocks_below", None), "h200": ("", "_mha", "variant_blocks_below", None),
+            "b200": ("", "_wide", "variant_m_above", 16), "gb200": ("", "_wide", "variant_m_above", 16)}
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -682,6 +701,9 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             table, chosen = chosen_form(hw, g, fit_rows, steps)
             form = {**form, **chosen}
         elif g.op != "gemm":
+            rule = dispatch_rule(g, hw)           # rows another kernel runs: that class's, not fitted here
+            fit_rows = fit_rows[~dispatched(g, fit_rows, rule)] if rule else fit_rows
+            fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
             table = fit_class(hw, g, fit_rows, steps, gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
@@ -692,6 +714,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
     linked_variants(cal, gs)
+    linked_dispatch(hw, cal, gs)
     derived_generation(hw, cal)
     return check(cal, "calibration")
 
@@ -1389,10 +1412,14 @@ def k_only_pool(g: Group) -> bool:
     moves half the cache's bytes: A100's TensorRT-LLM 1.0.0 table reads a 4 GiB bf16 cache (batch 16, 65,535 tokens,
     8 KV heads × 128) in 1.31 ms, 3.3 TB/s counted as keys and values on a 2.04 TB/s part (its rows over 16× the L2:
     3.0-3.4 TB/s), 1.63 TB/s counted as keys alone; its one-head-per-KV-head rows (MMHA) stream both, 1.7 TB/s at the
-    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). Its rows are
+    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). On SM 100
+    (``K_ONLY_ALL_HEADS_GPUS``) the one-head class runs the same trtllm-gen decode and reads half too: B200 1.0.0rc6,
+    batch 8, 16,383 tokens, 64 heads on 64 KV heads × 128, a 4 GiB bf16 cache in 0.363 ms, 11.8 TB/s counted as both
+    on an 8 TB/s part (H100 1.0.0rc3, the same row: 1.53 ms, 2.8 TB/s on 3.35 TB/s). Its rows are
     the op as the collector ran it: its cache's bytes halved (``observations``); a served step reads both."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else None
-    return (g.op == K_ONLY_OP and regime in K_ONLY_REGIMES and g.table.framework == K_ONLY_FRAMEWORK
+    regimes = K_ONLY_ALL_HEADS_REGIMES if g.table.gpu in K_ONLY_ALL_HEADS_GPUS else K_ONLY_REGIMES
+    return (g.op == K_ONLY_OP and regime in regimes and g.table.framework == K_ONLY_FRAMEWORK
             and release(g.table.version) < K_ONLY_BEFORE)
 
 
@@ -1592,7 +1619,10 @@ def attention_op(r, g: Group):
     d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
     geo = {"qk": d, "pv": d, "q": qd, "kv_new": 2 * kvd, "o": qd, "cache": 2 * kvd, "shape": f"{a.heads}/{a.kv_heads}x{d}"}
     op = attention_core(a, sh, dt, int(r.window_size) or None, 1, 1, geo)
-    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    op = with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    if getattr(r, "as_class", False) is True:      # another class's row this class's kernel runs (``with_dispatched``)
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
 
 
 def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
@@ -1630,6 +1660,73 @@ def linked_variants(cal: dict, gs: list[Group]) -> None:
         if parent is not None and parent.key[1] in kern and g.key[1] in kern:
             kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS,
                                    "variant_dtype": g.dtype}
+
+
+def dispatch_rule(g: Group, hw) -> dict | None:
+    """The ``variant`` fields (``gemmshape.VARIANT_RULES``) of ``g``'s class where TensorRT-LLM's decode dispatch
+    as ``g``'s table times it sends some of its rows to another class's kernel (``DISPATCH``: the 1.0 line's
+    generation attention on H100, H200, B200 and GB200); None for any other class."""
+    rule = DISPATCH.get(g.table.gpu)
+    if (rule is None or g.op != "generation_attention" or g.key[0] != "kernel" or g.table.framework != "trtllm"
+            or release(g.table.version) >= DISPATCH_BEFORE):
+        return None
+    regime, variant, field, value = rule
+    if (attention_kernel_parts(g.key[1]) or ("", None))[1] != regime:
+        return None
+    if value is None:
+        value = float(getattr(hw, "sms", 0) or 0) / XQA_MIN_BLOCK_FACTOR
+        if value <= 0:
+            return None
+    return {"variant": g.key[1] + variant, "variant_dtype": g.dtype or g.key[1].split("_")[2], field: value}
+
+
+def dispatched(g: Group, rows, rule: dict) -> np.ndarray:
+    """Which of ``g``'s ``rows`` run the kernel of ``rule``'s ``variant`` (as ``efficiency.runs_variant`` decides
+    on their ops)."""
+    from ...core.gemmshape import grid_units, xqa_blocks
+    out = []
+    for r in rows.itertuples():
+        op = attention_op(r, g)
+        m, n, k = (float(np.max(x)) for x in op.attrs["mnk"])
+        if "variant_m_above" in rule:
+            out.append(m > rule["variant_m_above"])
+        else:
+            units = grid_units(float(np.max(op.flops)), m, n, k)
+            out.append(float(xqa_blocks(units, n)) < rule["variant_blocks_below"])
+    return np.array(out, bool)
+
+
+def with_dispatched(g: Group, rows, hw):
+    """``rows`` (``g``'s fit rows) with the fit rows of the class of ``g``'s table whose dispatch sends them by their
+    M to ``g``'s kernel (``variant_m_above``: B200's and GB200's 24 and 32 heads per KV head, on the over-32 class),
+    marked ``as_class`` (``attention_op`` builds them as ``g``'s ops): that kernel's rows, fitted with its own. The
+    other class's split is its own, so none of its held-out rows is fitted."""
+    import pandas as pd
+    rule = DISPATCH.get(g.table.gpu)
+    if rule is None or rule[2] != "variant_m_above" or g.op != "generation_attention" or g.key[0] != "kernel" \
+            or not g.key[1].endswith(rule[1]) or g.table.framework != "trtllm" \
+            or release(g.table.version) >= DISPATCH_BEFORE:
+        return rows
+    parent = g.key[1][: -len(rule[1])]
+    for half in (None, "bf16"):
+        for p in groups([g.table], float16_as=half):
+            own = dispatch_rule(p, hw) if p.key == ("kernel", parent) else None
+            if own and own["variant"] == g.key[1]:
+                fit = split(p.rows, p.op)[0]
+                moved = fit[dispatched(p, fit, own)].assign(as_class=True)
+                return sorted_rows(pd.concat([rows.assign(as_class=False), moved]), g.op)
+    return rows
+
+
+def linked_dispatch(hw, cal: dict, gs: list[Group]) -> None:
+    """Each class fitted in ``cal`` whose table's dispatch sends some rows to another class's kernel
+    (``dispatch_rule``) named with that class as its ``variant``, where that class was fitted too
+    (``efficiency.with_variants``)."""
+    kern = cal.get("kernel", {})
+    for g in gs:
+        rule = dispatch_rule(g, hw)
+        if rule and g.key[1] in kern and rule["variant"] in kern:
+            kern[g.key[1]] = {**kern[g.key[1]], **rule}
 
 
 def mla_op(r, g: Group):
