@@ -54,8 +54,11 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # ops whose collector calls one kernel over and over on the same input and into the same output block (MLA's per-head
 # products: collector/{trtllm,vllm,sglang}/collect_mla_bmm.py, ``kernel_func``), so that a row whose whole footprint
 # fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
-# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288
-WARM_THROUGH_OPS = ("mla_bmm",)
+# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288. Generation MLA likewise: its
+# collector captures one ``attn.forward`` in a CUDA graph and replays it on the same query, cache and output
+# (collector/trtllm/collect_mla.py, ``run_mla``): L40S bf16, 512 sequences of 64 heads at 1-15 cached tokens (68 MiB of
+# query and output) 54 µs, where the GDDR6's 864 GB/s would take 83 µs
+WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
 # query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
@@ -347,6 +350,20 @@ GROUP_SWITCH_M_STEP = 2.0
 # (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
 M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
 M_SWITCH_STEP = 2.0
+# (framework, dtype) -> the GPUs on which that framework's CUTLASS FP8 GEMM takes its next configuration from M one past
+# each power of two, so that its class's grid takes, beside the node at every power of two of M (``M_SWITCH_STEP``), a
+# node one past it where the rows hold that M (``past_switch_nodes``). vLLM's dispatches (csrc/quantization/cutlass_w8a8:
+# c3x/scaled_mm_sm90_fp8_dispatch.cuh ``cutlass_gemm_sm90_fp8_dispatch``, its sm100 and sm120 files alike, and the sm89
+# c2x one) and SGLang's (sgl-kernel/csrc/gemm/fp8_gemm_kernel.cu, ``sm90_fp8_dispatch_shape``, ``sm100_fp8_dispatch_
+# shape``, ``sm120_fp8_dispatch_shape``) pick tile and cluster by M's bucket (M or its next power of two), and the time
+# jumps one past a bucket's top and falls back as M fills the next: aiconfigurator-core 0.12.0's H200 SGLang 0.5.14 fp8
+# table, gemm:M,16384,8192, 43 µs at M = 128, 86 at 129, 57 at 256, 158 at 257, 104 at 512, 219 at 513 (vLLM 0.24.0's:
+# 44, 87, 54, 162, 94, 197), which nodes at the powers of two alone interpolate across. Every vLLM and SGLang FP8 class
+# held out better with them but SGLang's on L40S, 7.4% / 22.7% → 7.3% / 23.5%, which keeps the powers of two alone
+# (docs/accuracy.md, "GEMM grids one past the FP8 kernels' M switches")
+M_PAST_GEMMS = {("vllm", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "l40s", "rtx-pro-6000"),
+                ("sglang", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "rtx-pro-6000")}
+M_PAST_FROM = 4            # the smallest power of two whose M + 1 takes a node (the tables hold every M up to 17)
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
@@ -1209,6 +1226,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                       or gemm_switch_steps(g), every)
     if nodes is None:
         return own
+    nodes = past_switch_nodes(g, nodes, coords, len(prob.meas))
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
     for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
@@ -1250,11 +1268,31 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
 
 
 def gemm_switch_steps(g: Group) -> tuple | None:
-    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` on one of
-    its GPUs; None otherwise (``GRID_STEPS``)."""
-    if g.op != "gemm" or g.table.gpu not in M_SWITCH_GEMMS.get((g.table.framework, g.key[1]), ()):
+    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` or
+    ``M_PAST_GEMMS`` on one of its GPUs; None otherwise (``GRID_STEPS``)."""
+    if g.op != "gemm" or not (switches(g, M_SWITCH_GEMMS) or switches(g, M_PAST_GEMMS)):
         return None
     return (M_SWITCH_STEP,) + tuple(GRID_STEPS["gemm"][1:])
+
+
+def switches(g: Group, keyed: dict) -> bool:
+    """Whether GEMM class ``g``'s (framework, dtype) lists its GPU in ``keyed``."""
+    return g.op == "gemm" and g.table.gpu in keyed.get((g.table.framework, g.key[1]), ())
+
+
+def past_switch_nodes(g: Group, nodes: list, coords, rows: int) -> list:
+    """``nodes`` with, for a class of ``M_PAST_GEMMS``, a node on the M axis at each power of two plus one (from
+    ``M_PAST_FROM``) that the rows hold and that lies inside the axis: the kernel's time jumps there and falls back
+    toward the next power of two, which nodes at the powers alone interpolate across. As given where the rows are too
+    few for the added nodes (``GRID_ROWS_PER_NODE``)."""
+    if not switches(g, M_PAST_GEMMS):
+        return nodes
+    m = np.asarray(coords[0], float)
+    held = set(np.unique(m).tolist())
+    past = [2.0 ** j + 1 for j in range(int(math.log2(M_PAST_FROM)), 40) if 2.0 ** j + 1 in held
+            and nodes[0][0] < 2.0 ** j + 1 < nodes[0][-1]]
+    out = [sorted(set(nodes[0]) | set(past))] + list(nodes[1:])
+    return out if rows >= GRID_ROWS_PER_NODE * _size(out) else nodes
 
 
 def coarse_for(framework: str, regime: str) -> bool:
