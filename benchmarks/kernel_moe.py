@@ -23,7 +23,10 @@ not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regi
 A TensorRT-LLM release's own MoE layer (``release_fits``: aiconfigurator 0.8.0's 1.0-line ``moe_perf.txt``,
 ``kernel_source`` moe_torch_flow, ``distribution`` power_law_1.01 — the only routing those tables hold, its rows
 and experts per rank the collector's expectation, ``moefit.power_law_local``; float16 rows for bf16) is fitted
-and stored by benchmarks/kernel_tables.py --release 1.0, in the release's kernel file.
+in ``RELEASE_FORM`` and stored by benchmarks/kernel_tables.py --release 1.0, in the release's kernel file, or (its
+MoE classes alone, merged over the file) by
+
+    python benchmarks/kernel_moe.py --data DIR08 --release 1.0 [--gpu GPU] [--only DTYPE] [--write]
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ DATA = ROOT / "tests" / "data" / "kernel_tables"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
+from ironlaw.core.routing import TORCH_ROUTER_ABOVE  # noqa: E402
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
@@ -68,7 +72,7 @@ M_BLOCK = {("h100", "w4a16_mxfp4"): "triton", ("h200", "w4a16_mxfp4"): "triton"}
 # Blackwell, every one of whose classes both terms improve in median and p90 (benchmarks/moe_forms.py, "U+t": B200
 # fp4 14.7% / 38.6% → 9.8% / 29.5%, GB300 fp4 10.3% / 33.2% → 5.9% / 17.3%); on Hopper they lower the medians and not
 # the p90 (H200 fp8 54.1% → 56.1%). Not the stored form: written, they take benchmarks/trtllm_blackwell.py's MoE
-# cells from 8.6% to 14.2% median (docs/accuracy.md, the MoE layer). The 1.0 release's classes keep their form
+# cells from 8.6% to 14.2% median (docs/accuracy.md, the MoE layer). The 1.0 release's classes: RELEASE_FORM
 TOUCHED = {(gpu, dt) for gpu in ("b200", "b300", "gb200", "gb300") for dt in ("bf16", "fp8", "fp4")}
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
@@ -92,6 +96,13 @@ def groups(data: Path) -> list[tuple]:
 # a release's own MoE rows (aiconfigurator 0.8.0's 1.0-line tables): table dtype -> ironlaw dtype, kernel, routing
 RELEASE_DTYPES = {"float16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}   # fp8_block, w4afp8: no ironlaw dtype runs them
 RELEASE_KERNEL, RELEASE_ROUTING = "moe_torch_flow", "power_law_1.01"
+# the release's form: the base terms, a cost per touched expert and per token, and the router's PyTorch top-k where the
+# layer routes on it (core.routing.TORCH_ROUTER_ABOVE: above 128 experts or top-8; the collector times the layer with
+# TensorRT-LLM's renormalize router), solved within the bounds (moefit.fit per_touched, per_token, per_router, exact).
+# Held out on the full tables it takes the 10 classes (H100, H200 bf16/fp8; B200, GB200 bf16/fp8/fp4) from 7.6–20.1% /
+# p90 23.2–38.5% to 4.3–6.5% / 11.4–18.6% (docs/accuracy.md, "Kernel tables of the v1.0 release")
+RELEASE_FORM = {"per_touched": True, "per_token": True, "per_router": True, "exact": True}
+RELEASE_ROUTER = {"1.0": TORCH_ROUTER_ABOVE}
 
 
 def release_groups(data: Path, folder: str, release: str) -> list[tuple]:
@@ -111,7 +122,7 @@ def release_fits(data: Path, folder: str, release: str) -> list[tuple]:
     """[(gpu, dtype, path, kernel entries, held-out |errors|, rows fitted, rows held out)] of a release."""
     fits = []
     for gpu, dt, path, rows in release_groups(data, folder, release):
-        kern, err, n_fit = fit_and_score(gpu, dt, rows, RELEASE_ROUTING)
+        kern, err, n_fit = fit_and_score(gpu, dt, rows, RELEASE_ROUTING, release=release)
         fits.append((gpu, dt, path, kern, err, n_fit, len(err)))
     return fits
 
@@ -136,20 +147,23 @@ def release_stored(data: Path, folder: str, release: str, table: dict) -> list[t
     for gpu, dt, _, rows in release_groups(data, folder, release):
         if f"moe_grouped_gemm.{dt}" not in table.get("kernel", {}):
             continue
-        x, t, keep = layer_terms(gpu, dt, rows, RELEASE_ROUTING)
+        x, t, keep = layer_terms(gpu, dt, rows, RELEASE_ROUTING, RELEASE_ROUTER.get(release))
         out.append((gpu, dt, np.abs(stored_predict(table["kernel"], dt, x[~keep]) / t[~keep] - 1)))
     return out
 
 
 def fit_and_score(gpu: str, dtype: str, rows: dict, routing: str = ROUTING,
-                  touched: bool = False) -> tuple[dict, np.ndarray, int]:
+                  touched: bool = False, release: str | None = None) -> tuple[dict, np.ndarray, int]:
     """(kernel entries as stored, |relative error| of the held-out shapes, rows fitted); ``touched``: a
-    ``TOUCHED`` class on the balanced tables fitted with its costs per touched expert and per token."""
+    ``TOUCHED`` class on the balanced tables fitted with its costs per touched expert and per token; ``release``: a
+    release's own rows, fitted in ``RELEASE_FORM``."""
     from ironlaw.measure.calibrate import moefit
-    x, t, keep = layer_terms(gpu, dtype, rows, routing)
+    x, t, keep = layer_terms(gpu, dtype, rows, routing, RELEASE_ROUTER.get(release))
     touched = touched and routing == ROUTING and (gpu, dtype) in TOUCHED
-    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t, dtype, touched), dtype, M_BLOCK.get((gpu, dtype))),
-                         lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
+    def fit(x, t):
+        f = moefit.fit(x, t, **RELEASE_FORM) if release else fitted(x, t, dtype, touched)
+        return moefit.kernels(f, dtype, M_BLOCK.get((gpu, dtype)))
+    kern, err = held_out(fit, lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum())
 
 
@@ -171,15 +185,15 @@ def fitted(x: np.ndarray, t: np.ndarray, dtype: str, touched: bool = False):
                       per_token=dtype in PER_TOKEN or touched, per_touched=touched)
 
 
-def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING
+def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING, router_above: tuple | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the law's MoE terms of each row on ``gpu`` routed as ``routing``, measured seconds, the rows of the fitted
-    layer shapes)."""
+    layer shapes); ``router_above``: the release's router kernel limits (``RELEASE_ROUTER``, moefit.terms)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
     x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
-                     routing, M_BLOCK.get((gpu, dtype)))
+                     routing, M_BLOCK.get((gpu, dtype)), router_above)
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 
@@ -187,8 +201,10 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
     """The layer time from the stored kernel entries (what the catalog holds, rounded as written)."""
     from ironlaw.measure.calibrate.moefit import MoeFit, predict_s
     g, r = kern[f"moe_grouped_gemm.{dtype}"], kern[f"moe_rows.{dtype}"]
+    q = kern.get(f"moe_router.{dtype}", {})
     return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0, 2 * g.get("expert_s", 0.0),
-                            r.get("token_s", 0.0), 2 * g.get("touched_s", 0.0)), x)
+                            r.get("token_s", 0.0), 2 * g.get("touched_s", 0.0), q.get("latency_s", 0.0),
+                            q.get("memory", 0.0)), x)
 
 
 def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str = VERSION,
@@ -261,14 +277,50 @@ def extract(data: Path, out: Path) -> None:
         write_extract(pd.concat(parts), cols, out / system / "moe" / "trtllm" / VERSION / "moe_perf.csv")
 
 
+def release_main(a, data: Path) -> int:
+    """``--release``: the release's MoE classes fitted in ``RELEASE_FORM`` and scored per GPU and dtype beside the
+    release file's stored entries; ``--write``: merged over that file (its other classes untouched)."""
+    from ironlaw.machine import engines
+    from ironlaw.measure.calibrate.kernelfit import merged
+    from kernel_tables import RELEASE_GPUS
+    print(f"MoE layer (TensorRT-LLM {a.release}, {RELEASE_ROUTING}), aiconfigurator 0.8.0: fitted on every other "
+          f"layer shape, scored on the rest; stored → this fit, median / p90")
+    for folder in RELEASE_GPUS:
+        fits = [f for f in release_fits(data, folder, a.release)
+                if (not a.only or f[1] in a.only) and (not a.gpu or f[0] in a.gpu)]
+        if not fits:
+            continue
+        gpu = fits[0][0]
+        table = engines.load(gpu, "trtllm", a.release) or {}
+        stored = {dt: err for _, dt, err in release_stored(data, folder, a.release, table)} if table else {}
+        for _, dt, _, kern, err, _, _ in fits:
+            was = "      —      " if dt not in stored else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(stored[dt])))
+            med, p90 = median_p90(err)
+            q = kern.get(f"moe_router.{dt}", {})
+            print(f"{gpu:6s} {dt:5s} {was} → {100 * med:5.1f}% / {100 * p90:5.1f}%  "
+                  f"{'met' if med <= GOAL_MEDIAN and p90 <= GOAL_P90 else 'MISS'}   L_u "
+                  f"{2e9 * kern[f'moe_grouped_gemm.{dt}'].get('touched_s', 0.0):5.0f} ns, L_t "
+                  f"{1e9 * kern[f'moe_rows.{dt}'].get('token_s', 0.0):4.1f} ns, router L_r "
+                  f"{1e6 * q.get('latency_s', 0.0):5.1f} µs η_r {q.get('memory', 0.0):.4f}", flush=True)
+        if a.write:
+            new = release_table(gpu, fits, a.release)
+            print(f"wrote {engines.write(gpu, 'trtllm', merged(table or None, new), a.release).relative_to(ROOT)}")
+    return 0
+
+
 def main() -> int:
     a, data = arguments(__doc__, DATA, write="store the fitted terms in the catalog's [calibration]",
                         only="fit, print and write only this ironlaw MoE dtype (repeatable)",
                         gpu="fit, print and write only this GPU (ironlaw's name, repeatable)",
-                        flags={"touched": "the TOUCHED classes with a cost per touched expert and per token"})
+                        flags={"touched": "the TOUCHED classes with a cost per touched expert and per token"},
+                        choices={"release": ("a TensorRT-LLM release's own MoE classes (--data: aiconfigurator 0.8.0's "
+                                             "systems/data); --write merges them into its kernel files",
+                                             tuple(RELEASE_ROUTER))})
     if a.extract:
         extract(data, Path(a.extract))
         return 0
+    if a.release:
+        return release_main(a, data)
     fits = []
     chosen = [g for g in groups(data) if (not a.only or g[1] in a.only) and (not a.gpu or g[0] in a.gpu)]
     for gpu, dt, path, rows in chosen:

@@ -14,10 +14,11 @@ import numpy as np
 
 
 def arguments(doc: str, default: Path, write: str | None = None, only: str | None = None, gpu: str | None = None,
-              flags: dict[str, str] | None = None) -> tuple[argparse.Namespace, Path]:
+              flags: dict[str, str] | None = None, choices: dict[str, tuple] | None = None
+              ) -> tuple[argparse.Namespace, Path]:
     """(the command line of a kernel-table benchmark: ``--data DIR``, ``--extract DIR`` and, given their help,
-    ``--write``, ``--only X`` and ``--gpu X`` (repeatable) and each of ``flags`` (name: help, a switch); the tables'
-    folder: ``--data`` or ``default``, the repository's extract)."""
+    ``--write``, ``--only X`` and ``--gpu X`` (repeatable), each of ``flags`` (name: help, a switch) and of ``choices``
+    (name: (help, its values), one value); the tables' folder: ``--data`` or ``default``, the repository's extract)."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--data", help="aiconfigurator_core/systems/data of an unpacked aiconfigurator-core 0.12.0 wheel")
     if write:
@@ -28,6 +29,8 @@ def arguments(doc: str, default: Path, write: str | None = None, only: str | Non
         ap.add_argument("--gpu", action="append", help=gpu)
     for name, text in (flags or {}).items():
         ap.add_argument(f"--{name}", action="store_true", help=text)
+    for name, (text, values) in (choices or {}).items():
+        ap.add_argument(f"--{name}", choices=values, help=text)
     ap.add_argument("--extract", help="write the tests' CSV extract (from --data) to this folder and stop")
     a = ap.parse_args()
     return a, Path(a.data) if a.data else default

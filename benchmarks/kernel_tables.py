@@ -73,6 +73,10 @@ RELEASE_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
 LABEL_M = (1, 8, 64, 256, 4096)       # --gemm-fill's bound labels: gemm:M,4096,4096 at each M
 LABEL_NK = (4096, 4096)
 RELEASE_GRID_STEPS = {"1.0": {"generation_attention": (2.0, 4.0, 2.0, 4.0)}}
+# per GPU, in place of those: H100's and H200's grouped-query classes are fitted on the rows XQA runs (1,099-1,147 of
+# 1,471-1,535 fit rows; the others run MMHA, kernelfit.DISPATCH), short of the 4 a node (kernelfit.GRID_ROWS_PER_NODE)
+# the 2× M, 4× units grid needs (1,440); 8× in units keeps the 2× M nodes (1,080)
+RELEASE_GRID_GPU_STEPS = {("1.0", gpu): {"generation_attention": (2.0, 4.0, 2.0, 8.0)} for gpu in ("h100", "h200")}
 # --release 1.0 --extract: (table folder, op, rows kept, every n-th shape-sorted row) of the tests' .txt extract
 RELEASE_EXTRACT = (("h100_sxm", "gemm", {"gemm_dtype": ("float16", "fp8")}, 40),
                    ("h100_sxm", "context_attention", {"attn_dtype": ("fp8",)}, 20),
@@ -117,7 +121,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         return []
     hw = hardware.get(GPUS[folder])
     if release is not None:
-        return run_release(hw, data, folder, tables, release, write, stored, classes, gemm_fill)
+        return run_release(hw, data, folder, tables, release, write, stored, classes, gemm_fill, bool(ops))
     gs = chosen(kernelfit.groups(tables), classes, skip)
     if not gs:
         return []
@@ -215,11 +219,12 @@ def regridded(hw, table: dict, gs: list) -> dict:
 
 
 def run_release(hw, data: Path, folder: str, tables: list, release: str, write: bool, stored: bool,
-                classes: tuple = (), gemm_fill: str = "half") -> list:
+                classes: tuple = (), gemm_fill: str = "half", some_ops: bool = False) -> list:
     """A TensorRT-LLM release's GEMM, attention, MLA and fused-MoE terms on one GPU: fitted (or, ``stored``,
     read from its release file), then scored on the held-out rows as ``engines.with_engine`` merges them over
     the catalog (the MoE layer on its held-out shapes, benchmarks/kernel_moe.py). ``classes``: only the kernel
-    classes whose name holds one of these texts fitted and scored, merged over the stored release file.
+    classes whose name holds one of these texts fitted and scored, merged over the stored release file (``some_ops``:
+    the tables of some ops only, alike).
     ``gemm_fill``: the GEMM classes' M term (``kernelfit.GEMM_FILLS``; "auto" keeps per class the better form)."""
     import kernel_moe
     from ironlaw.machine import engines
@@ -235,13 +240,13 @@ def run_release(hw, data: Path, folder: str, tables: list, release: str, write: 
     else:
         origin, license = RELEASE_ORIGIN[release]
         t0 = time.perf_counter()
-        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=RELEASE_GRID_STEPS.get(release),
-                            gemm_fill=gemm_fill)
+        steps = RELEASE_GRID_GPU_STEPS.get((release, hw.name)) or RELEASE_GRID_STEPS.get(release)
+        new = kernelfit.fit(hw, gs, origin=origin, license=license, grid_steps=steps, gemm_fill=gemm_fill)
         for c in kernelfit.form_choices(new):         # --gemm-fill auto: the form each GEMM class took
             print(f"{hw.name:<6} {c['group']:<10} {c['form']} form; held out, median / p90: " + ", ".join(
                 f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%"
                 for f in kernelfit.AUTO_FORMS), flush=True)
-        if classes:
+        if classes or some_ops:
             table = kernelfit.merged(engines.load(hw.name, "trtllm", release), new)
         else:
             moe = kernel_moe.release_table(hw.name, kernel_moe.release_fits(data, folder, release), release)
@@ -252,7 +257,7 @@ def run_release(hw, data: Path, folder: str, tables: list, release: str, write: 
             print(f"wrote {engines.write(hw.name, 'trtllm', table, release).relative_to(ROOT)}", flush=True)
     hw2 = engines.over_catalog(hw, table)
     scores = kernelfit.score(hw2, hw2.calibration.table(), gs)
-    for gpu, dt, err in ([] if classes else kernel_moe.release_stored(data, folder, release, table)):
+    for gpu, dt, err in ([] if classes or some_ops else kernel_moe.release_stored(data, folder, release, table)):
         scores.append(kernelfit.Score(gpu, f"moe {dt}", len(err), float(np.median(err)),
                                       float(np.percentile(err, 90))))
     return scores

@@ -16,9 +16,14 @@ on H100, H200, L40S and RTX PRO 6000, ``trtllm_bmm_out_dequant_bf16`` (the FP8 w
 BF16) on B200, B300, GB200 and GB300.
 
     python benchmarks/mla_bmm.py --data DIR [--gpu h200_sxm ...]
+    python benchmarks/mla_bmm.py --data DIR --by-bytes [--framework vllm] --gpu b200_sxm b300_sxm
 
 Prints per GPU × product × dtype the held-out rows' median and p90 |error| and signed median with the GEMM terms and
-with the kernel class; the goal is the kernel tables' (median ≤ 8%, p90 ≤ 20%), on the kernel class.
+with the kernel class; the goal is the kernel tables' (median ≤ 8%, p90 ≤ 20%), on the kernel class. ``--by-bytes``
+prints instead, per GPU, the bf16 class's held-out rows (the framework's tables, scored on its stored class: the
+catalog's for TensorRT-LLM, the engine file's for vLLM and SGLang) by their operands' bytes (``BYTE_EDGES_MIB``):
+median |error|, signed median and rows over 20% off (docs/accuracy.md, "MLA's per-head decode products on the measured
+BMM kernels").
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ GPUS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": 
 PRODUCTS = {"mla_gen_pre": "attention.q_absorb", "mla_gen_post": "attention.v_up"}
 DTYPES_RUN = {"mla_bmm_bf16": "bf16", "mla_bmm_fp8": "fp8"}
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
+BYTE_EDGES_MIB = (0.0, 8.0, 64.0, 128.0, float("inf"))    # --by-bytes: the operands' bytes, MiB
 
 
 def scored(data: Path, gpu: str) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
@@ -64,11 +70,46 @@ def scored(data: Path, gpu: str) -> list[tuple[str, str, np.ndarray, np.ndarray]
     return out
 
 
+def by_bytes(data: Path, gpu: str, framework: str = "trtllm") -> list[tuple[str, int, float, float, int]]:
+    """[(bytes range, rows, median |error|, signed median, rows over 20%)] of one GPU's bf16 class on ``framework``'s
+    held-out rows, by each row's operand bytes (its op's reads and writes) in ``BYTE_EDGES_MIB``."""
+    from ironlaw.machine import engines, hardware
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    from ironlaw.measure.calibrate.fitcore import Problem
+    files = sorted((data / gpu / "mla_bmm" / framework).glob("*/mla_bmm_perf.parquet"))
+    hw = hardware.get(GPUS[gpu])
+    cal = hw.calibration.table() if framework == "trtllm" else engines.load(hw.name, framework)
+    if not files or cal is None:
+        return []
+    out = []
+    for g in kernelfit.groups(kerneltable.read(files[-1].parent, ops=("mla_bmm",), framework=framework)):
+        if g.key[1] != "mla_bmm_bf16":
+            continue
+        obs = kernelfit.observations(g, kernelfit.held_out(g), hw)
+        err = Problem(hw, obs, weighting="per_case").times(cal) / np.array([o.time_s for o in obs]) - 1.0
+        mib = np.array([sum(float(np.sum(b)) for b in o.op.bytes.values()) for o in obs]) / 2.0 ** 20
+        for lo, hi in zip(BYTE_EDGES_MIB, BYTE_EDGES_MIB[1:]):
+            e = err[(mib > lo) & (mib <= hi)]
+            if len(e):
+                out.append((f"{lo:g}-{hi:g} MiB", int(len(e)), float(np.median(np.abs(e))), float(np.median(e)),
+                            int(np.sum(np.abs(e) > 0.2))))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, type=Path, help="aiconfigurator-core's systems/data directory")
     ap.add_argument("--gpu", nargs="*", default=list(GPUS), choices=list(GPUS))
+    ap.add_argument("--by-bytes", action="store_true", help="the bf16 class's held-out rows by their operand bytes")
+    ap.add_argument("--framework", default="trtllm", choices=("trtllm", "vllm", "sglang"),
+                    help="--by-bytes: whose tables and stored class")
     args = ap.parse_args(argv)
+    if args.by_bytes:
+        for gpu in args.gpu:
+            for rng, n, med, sgn, over in by_bytes(args.data, gpu, args.framework):
+                print(f"{gpu:<20} {args.framework:<7} {rng:<14} {n:>5} rows  median {med:6.1%}  signed {sgn:+7.1%}  "
+                      f"over 20%: {over}")
+        return 0
     def stats(err):
         return (float(np.median(np.abs(err))), float(np.percentile(np.abs(err), 90)), float(np.median(err)))
 

@@ -19,6 +19,9 @@ moefit.fit) on the fit half (U+t is the form ``kernel_moe.TOUCHED`` stores):
     roof+waves     roof, the compute side gaining a cost per wave of output tiles (the tiles above over the SMs):
                    a cost per touched expert that scales with its GEMMs' N tiles (2i'/128 up, h/128 down)
     roof+waves+U   roof+waves and a cost per touched expert outside the roofline
+and, with ``--release 1.0`` (``RELEASE_FORMS``), the router's top-k on PyTorch where the layer routes on it
+(``core.routing.torch_router``: a fixed cost and its logits' bytes, moefit.terms' last two columns) alone (R), with
+U and t (U+t+R: ``kernel_moe.RELEASE_FORM``, stored) and with a cost per local expert slot (E+R)
 
     python benchmarks/moe_forms.py --data DIR [--only DTYPE] [--gpu GPU] [--tail]
     python benchmarks/moe_forms.py --data DIR08 --release 1.0 [--gpu GPU]
@@ -50,6 +53,7 @@ from kernel_rows import median_p90  # noqa: E402
 from kernel_tables import RELEASE_GPUS  # noqa: E402
 
 FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U")
+RELEASE_FORMS = ("R", "U+t+R", "E+R")     # --release: the forms with the router's PyTorch top-k
 TILE = 128.0          # rows and columns of one grouped-GEMM output tile
 SIGMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 INIT_US = 2.0         # the alternating fit's starting µs per unit of a compute-side column (0 would never leave
@@ -70,7 +74,8 @@ def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe
     i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
     m_tiles = np.maximum(u, 1) * np.ceil(r / np.maximum(u, 1) / TILE)
     tiles = m_tiles * (np.ceil(2 * i / TILE) + np.ceil(h / TILE)) / (hardware.get(gpu).sms or 132)
-    return {"U": u * 1e-6, "t": x[:, 6] * 1e-6, "tiles": tiles * 1e-6, "waves": tiles * 1e-6}
+    return {"U": u * 1e-6, "t": x[:, 6] * 1e-6, "tiles": tiles * 1e-6, "waves": tiles * 1e-6, "E": x[:, 5] * 1e-6,
+            "R": x[:, 8:10]}
 
 
 def base(dtype: str) -> list[int]:
@@ -148,11 +153,12 @@ def roof_scores(x, t, keep, dtype, inner, outer) -> tuple[tuple[float, float], f
 def scores(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) -> dict:
     """{form: (median, p90)} of the held-out rows, and {roofline form: (σ, η_c)}."""
     from ironlaw.measure.calibrate import moefit
-    x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
+    release = routing == kernel_moe.RELEASE_ROUTING
+    x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing, kernel_moe.RELEASE_ROUTER["1.0"] if release else None)
     f = kernel_moe.fitted(x[keep], t[keep], dtype)
     out = {"base": median_p90(np.abs(moefit.predict_s(f, x[~keep]) / t[~keep] - 1))}
     cols = extra_columns(gpu, rows, x, routing)
-    for form in FORMS[1:5]:
+    for form in FORMS[1:5] + (RELEASE_FORMS if release else ()):
         extra = np.column_stack([cols[n] for n in form.split("+")])
         c = fit_extra(x[keep], t[keep], extra[keep], dtype)
         pred = np.column_stack([x[~keep][:, base(dtype)], extra[~keep]]) @ c + x[~keep, 4]
@@ -259,13 +265,14 @@ def main() -> int:
         for gpu, dt, rows, routing in chosen_groups(a):
             print(tail_line(gpu, dt, rows, routing), flush=True)
         return 0
-    print("held-out median / p90 per form (benchmarks/kernel_moe.py's split); " + ", ".join(FORMS) +
+    forms = FORMS + (RELEASE_FORMS if a.release else ())
+    print("held-out median / p90 per form (benchmarks/kernel_moe.py's split); " + ", ".join(forms) +
           "; then σ, η_c of roof+waves")
-    print(f"{'GPU':14s} {'dtype':12s} " + " ".join(f"{f:>13s}" for f in FORMS))
+    print(f"{'GPU':14s} {'dtype':12s} " + " ".join(f"{f:>13s}" for f in forms))
     for gpu, dt, rows, routing in chosen_groups(a):
         s, roof = scores(gpu, dt, rows, routing)
         sigma, eta_c = roof["roof+waves"]
-        print(f"{gpu:14s} {dt:12s} " + " ".join(f"{100 * s[f][0]:5.1f}/{100 * s[f][1]:5.1f}%" for f in FORMS) +
+        print(f"{gpu:14s} {dt:12s} " + " ".join(f"{100 * s[f][0]:5.1f}/{100 * s[f][1]:5.1f}%" for f in forms) +
               f"  {sigma:.2f} {eta_c:.2f}", flush=True)
     return 0
 

@@ -151,3 +151,30 @@ def test_an_mla_bmm_row_reads_its_input_and_output_from_the_l2_where_all_of_it_f
     assert _weight_tiers(hw, fits).get(DRAM, 0.0) == 0.0
     served = op(6144)
     assert _weight_tiers(hw, served).get(DRAM, 0.0) >= served.bytes["activations"]
+
+
+def test_a_generation_mla_row_reads_its_query_and_output_from_the_l2_where_all_of_it_fits():
+    """L40S bf16, TensorRT-LLM's generation MLA collector replays one captured decode call on the same query, cache
+    and output: 512 sequences of 64 heads at 7 cached tokens (68 MiB of query and output) read them from the L2,
+    1,024 sequences of 128 heads (four times as much) from the GDDR6. The catalog's class, fitted so, prices the
+    first near its measured 54 µs; the same op in a served step reads its activations from device memory."""
+    from types import SimpleNamespace
+    hw = hardware.get("l40s")
+    assert "generation_mla" in kernelfit.WARM_THROUGH_OPS
+    table = KernelTable("generation_mla", "l40s", "NVIDIA L40S", "trtllm", "1.3.0rc20", "generation_mla_perf.parquet",
+                        None)
+    g = kernelfit.Group("generation mla bf16, KV bf16", ("kernel", "attention_generation_bf16_kv_bf16_mla"),
+                        "generation_mla", table, None)
+
+    def op(batch, heads):
+        row = SimpleNamespace(mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=heads, batch_size=batch,
+                              step=7, isl=1)
+        return kernelfit.mla_op(row, g)
+
+    fits, over = kernelfit.warm_through(kernelfit.cache_resident([op(512, 64), op(1024, 128)], hw), hw)
+    assert fits.attrs.get("warm_activations") and not over.attrs.get("warm_activations")
+    assert fits.bytes["activations"] > repeated_limit_bytes(hw) / 2          # beyond what a served op keeps there
+    timed = law.predict(Graph("row", "decode", "bf16", [fits]), hw).time_s
+    assert 40e-6 < float(np.max(timed)) < 70e-6                                # measured 53.8 µs (held-out row)
+    served = law.predict(Graph("row", "decode", "bf16", [op(512, 64)]), hw).time_s
+    assert float(np.max(served)) > 1.3 * float(np.max(timed))

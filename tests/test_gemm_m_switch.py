@@ -20,7 +20,8 @@ def group(framework: str, dtype: str, gpu: str = "l40s") -> kernelfit.Group:
     ("sglang", "fp8", "l40s", True),
     ("vllm", "bf16", "l40s", False),            # cuBLAS: no documented switch
     ("trtllm", "fp8", "l40s", False),
-    ("vllm", "fp8", "h100", False),             # SM 9.0: another dispatch
+    ("vllm", "fp8", "h100", True),              # SM 9.0: its c3x dispatch, with the nodes one past (M_PAST_GEMMS)
+    ("vllm", "fp8", "a100", False),             # no FP8 GEMM on SM 8.0
 ])
 def test_the_m_axis_steps_by_two_where_the_kernel_switches_at_powers_of_two(framework, dtype, gpu, switched):
     steps = kernelfit.gemm_switch_steps(group(framework, dtype, gpu))
@@ -33,3 +34,44 @@ def test_the_m_axis_steps_by_two_where_the_kernel_switches_at_powers_of_two(fram
     assert {32.0, 64.0, 128.0, 256.0, 512.0} <= set(m_nodes)
     plain = kernelfit.fit_nodes("gemm", coords, 8000)[0]
     assert 32.0 not in plain and 128.0 not in plain
+
+
+@pytest.mark.parametrize("framework, dtype, gpu, past", [
+    ("sglang", "fp8", "h200", True),            # sgl-kernel's sm90 dispatch
+    ("vllm", "fp8", "h100", True),              # vLLM's c3x sm90 dispatch
+    ("vllm", "bf16", "h200", False),            # cuBLAS
+    ("trtllm", "fp8", "h200", False),
+])
+def test_the_m_axis_takes_a_node_one_past_each_power_of_two_the_rows_hold(framework, dtype, gpu, past):
+    g = group(framework, dtype, gpu)
+    held = np.array([1, 2, 4, 5, 8, 9, 16, 17, 32, 33, 48, 64, 65, 128, 129, 160, 256, 257, 512, 513, 768, 769, 1024],
+                    float)
+    m = np.resize(held, 8000)
+    coords = (m, np.full(8000, 4096.0), np.full(8000, 4096.0), np.ones(8000))
+    nodes = kernelfit.fit_nodes("gemm", coords, 8000, kernelfit.gemm_switch_steps(g))
+    out = kernelfit.past_switch_nodes(g, nodes, coords, 8000)
+    if not past:
+        assert out == nodes
+        return
+    assert {5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0, 513.0} <= set(out[0])
+    assert 769.0 not in out[0] and 49.0 not in out[0]          # one past a power of two only
+    assert {128.0, 256.0, 512.0} <= set(out[0]) and out[1:] == nodes[1:]
+    assert kernelfit.past_switch_nodes(g, nodes, coords, 10) == nodes     # too few rows for the added nodes
+
+
+def test_a_grid_one_past_the_switch_follows_the_jump_and_the_fall_back():
+    """Rows whose time doubles one past each power of two and falls back by the next (the H200 tables' shape) are
+    followed by the grid with the added nodes, and averaged across by the powers of two alone."""
+    from ironlaw.core.gemmshape import grid_weights
+    m = np.array([64, 65, 96, 128, 129, 192, 256, 257, 384, 512], float)
+    y = np.log(np.array([1.0, 2.0, 1.5, 1.0, 2.0, 1.5, 1.0, 2.0, 1.5, 1.0]))
+    coords = (m, np.full(m.size, 4096.0), np.full(m.size, 4096.0), np.ones(m.size))
+    g = group("sglang", "fp8", "h200")
+    pow2 = [[64.0, 128.0, 256.0, 512.0], [4096.0], [4096.0], [1.0]]
+    past = kernelfit.past_switch_nodes(g, pow2, coords, 1000)
+    for nodes, worst in ((pow2, 0.3), (past, 0.1)):
+        cols = np.arange(int(np.prod([len(a) for a in nodes])))
+        coef = kernelfit.grid_solve(nodes, coords, y, cols)
+        idx, w = grid_weights(nodes, coords)
+        fit = (coef[idx] * w).sum(axis=1)
+        assert (np.max(np.abs(fit - y)) > worst) == (nodes is pow2)

@@ -322,6 +322,20 @@ def test_decode_rows_on_the_collectors_k_only_pool_move_half_the_cache():
     assert not kernelfit.k_only_pool(replace_version(mla, "1.0.0"))
 
 
+def test_sm100_one_head_decode_rows_on_the_k_only_pool_move_half_the_cache_too():
+    """On B200 and GB200 the 1.0 line decodes one head per KV head with the same trtllm-gen kernels as grouped
+    queries, and those tables' one-head rows read half the cache as well; Hopper's (MMHA) and the 1.3 line's keep
+    both keys and values."""
+    mha = [(16, 65535, 8, 8, 128)]
+    on = {(gpu, v): kernelfit.groups([decode_table(v, mha, gpu)])[0]
+          for gpu in ("b200", "gb200", "h100", "h200") for v in ("1.0.0rc6", "1.3.0rc20")}
+    assert all(g.name.endswith("one head per KV head") for g in on.values())
+    assert {k for k, g in on.items() if kernelfit.k_only_pool(g)} == {("b200", "1.0.0rc6"), ("gb200", "1.0.0rc6")}
+    kv = 16 * 65536 * 8 * 128 * 2 * 2                                      # keys and values, bf16
+    (o_old,), (o_new,) = (kernelfit.observations(g, g.rows) for g in (on["b200", "1.0.0rc6"], on["b200", "1.3.0rc20"]))
+    assert o_old.op.bytes["kv_cache"] == pytest.approx(kv / 2) and o_new.op.bytes["kv_cache"] == pytest.approx(kv)
+
+
 def replace_version(g, version: str):
     from dataclasses import replace
     return replace(g, table=replace(g.table, version=version))

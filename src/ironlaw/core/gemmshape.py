@@ -43,9 +43,10 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "m_half_nt", "k_half", "gemv_pass", "gemv_pass_kn", "streamed_kn", "gemv_row", "gemv_row_kn",
                 "latency_s", "m_tile", "grid_nodes", "grid_log", "grid_of", "split_kv", "streamed_half",
                 "mmha_threads", "mmha_occupancy", "key_s", "grid_keys", "split_s", "merge_s", "variant", "variant_m",
-                "variant_dtype", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
+                "variant_dtype", "variant_m_above", "variant_blocks_below", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
-                "vector_head_dims", "write_s")
+                "vector_head_dims", "write_s",
+                "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -116,6 +117,21 @@ WRITE_CTA_THREADS = 512
 # MiMo-V2's 192 (FA3, value head 128, sinks) 15.6-17.7, Gemma 4's 256 (Triton) 7.0-9.6. At most
 # LATENCY_HEAD_DIM_S_MAX (100 µs) each
 LATENCY_HEAD_DIM_S_MAX = 1e-4
+# latency_groups: beside latency_head_dims, one query-row count per KV head (the op's M: a decode step's heads per KV
+# head) each entry of latency_head_dim_s holds at, so that an entry prices one head dim at one head group. A decode
+# kernel that gives each sequence and KV head one CTA holding its G query rows runs, at one wave, as long as one such
+# CTA, which grows with the rows its tile pads G to and the head dim: FlashAttention 3 (SM 9.0) runs head dim 128 on
+# one MMA warpgroup (64 rows) up to 64 rows and on two (128 rows) above (hopper/heuristics.h, ``use_one_mma_wg``;
+# hopper/tile_size.h, ``tile_size_fwd_sm90``: kBlockM 128 at head dims 128 and 256). aiconfigurator-core 0.12.0's
+# SGLang 0.5.14 H100 table, bf16 cache, batch 1-8, up to 31 cached tokens: head dim 128 9.4 µs at 48 and 64 heads per
+# KV head, 10.9 and 11.1 at 96 and 128; head dim 256 11.3-12.2 (``efficiency.head_dim_latency_s``)
+# latency_units_max, latency_keys_max: the most sequences × KV heads, and keys per query, at which a class's
+# latency_head_dim_s holds, beyond either none: a decode kernel that runs another launch where two or more CTAs per
+# sequence and KV head fit the SMs and the sequence is short. TRT-LLM-gen's decode as SGLang 0.5.14 runs it on SM 10.x
+# (``trtllm_mha``): aiconfigurator-core 0.12.0's B300 table (148 SMs), bf16 cache, one cached token, 64 heads on one KV
+# head × 128: 14.5 µs from batch 1 to 64, 10.5 µs at 128; 96 heads on 2 KV heads, 14.6 µs at batch 32, 10.4 at 64;
+# 128 heads on one KV head × 256, 29 µs to batch 64, 10.4-11.7 at 128; and at batch 1-4 the 29 µs hold to 127
+# cached tokens, 16.6 µs from 511 (96 heads × 256: 24.8 µs, then 18.6 at 255 and 14.6 from 511)
 # variant, variant_m, variant_dtype: a kernel class whose ops at M (query rows per KV head) = variant_m run another
 # kernel, the class ``variant`` names, computing in variant_dtype (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
 # MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0
@@ -123,6 +139,12 @@ LATENCY_HEAD_DIM_S_MAX = 1e-4
 # the kernel that walks each sequence's latent cache in one CTA (aiconfigurator-core 0.12.0's RTX PRO 6000 table,
 # FP8 cache, batch 1: 0.56 ms at 32,767 cached tokens on 128 heads, 1.83 ms on 1 to 64)
 XQA_MLA_HEADS = 128
+# variant_m_above, variant_blocks_below (in place of variant_m): the class's ops run ``variant`` where their M is above
+# the value, or where XQA would launch fewer CTAs than the value, XQA_HISTORY_BLOCK cached tokens to a CTA
+# (sequences × KV heads × max(1, ⌊keys / XQA_HISTORY_BLOCK⌋), ``xqa_blocks``): TensorRT-LLM 1.0's decode dispatch as
+# its kernel tables time it (``measure.calibrate.kernelfit``, ``dispatched``)
+XQA_HISTORY_BLOCK = 128
+VARIANT_RULES = ("variant_m", "variant_m_above", "variant_blocks_below")
 # math: the dtype a kernel class computes in where it is not its ops' own (``efficiency.with_variants``): the op's
 # compute η is multiplied by that dtype's peak over its own, so that its bound is that dtype's peak. TensorRT-LLM's
 # context kernels on an FP8 KV cache run FP8 math for a bf16 model (``kernelfit.FP8_CONTEXT``). vLLM's FlashInfer backend quantizes the query to the KV cache's
@@ -416,6 +438,14 @@ def grid_units(flops, m, n, k):
     for QKᵀ and PV, of an attention), at least 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.maximum(np.where(m * n * k > 0, np.asarray(flops, float) / (2.0 * m * n * k), 1.0), 1.0)
+
+
+def xqa_blocks(units, n):
+    """The CTAs TensorRT-LLM's XQA decode launches, as its enabling rule counts them: the sequences × KV heads (an
+    attention's ``grid_units`` over 2, QKᵀ and PV) × one per ``XQA_HISTORY_BLOCK`` cached tokens, at least one
+    (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQARunner.cpp, ``mayHavePerfGain``;
+    ``kMinHistoryTokensPerBlock``)."""
+    return np.asarray(units, float) / 2.0 * np.maximum(1.0, np.floor(np.asarray(n, float) / XQA_HISTORY_BLOCK))
 
 
 def grid_nodes(values, step: float) -> list[float]:

@@ -111,6 +111,19 @@ def slowest_rank(name: str, tokens: float, experts: int, k: int, ep: int) -> tup
     return rows, widest
 
 
+# TensorRT-LLM 1.0's renormalize router (tensorrt_llm/_torch/modules/fused_moe/routing.py,
+# ``RenormalizeMoeRoutingMethod.apply``, the router aiconfigurator 0.8.0's collector times the fused MoE with) runs
+# its own top-k kernel (``renorm_moe_routing_op``) up to 128 experts and top-8, and above either falls back to
+# PyTorch's ``torch.topk`` and ``softmax`` over the router logits (later releases raise the limits to 512 and 16)
+TORCH_ROUTER_ABOVE = (128, 8)
+
+
+def torch_router(experts, topk, above: tuple = TORCH_ROUTER_ABOVE):
+    """Whether a layer of ``experts`` experts picking ``topk`` each routes on PyTorch's top-k (``above``: the
+    router kernel's largest experts and top-k)."""
+    return (np.asarray(experts) > above[0]) | (np.asarray(topk) > above[1])
+
+
 # The M blocks a grouped MoE GEMM may pad each expert's rows to (a kernel class's ``m_block``): "triton", OpenAI's
 # triton_kernels ``matmul_ogs`` on NVIDIA GPUs (triton_kernels/matmul_ogs_details/opt_flags.py,
 # ``make_default_opt_flags_nvidia``: block_m = max(16, min(next_power_of_2(tokens_per_expt), 128)), tokens_per_expt

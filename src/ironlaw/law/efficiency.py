@@ -16,9 +16,11 @@ import numpy as np
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
 from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
-                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS)
+                              is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS,
+                              xqa_blocks)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
+from ..core.keyblocks import KEY_BLOCK_KERNELS, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
                             mmha_tokens_per_loop, mmha_tuned_launch)
@@ -62,9 +64,10 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
-    return Terms(compute_eta=np.broadcast_to(eta_comp, shape),
-                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid),
-                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid),
+    keys_read, bytes_read = key_block_share(cal, cols)
+    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read, shape),
+                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
                  latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
                  + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
                  + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols)
@@ -84,21 +87,50 @@ def with_variants(cal: Calibration, cols: Columns, hw: Hardware) -> tuple[Column
     XQA MLA kernel computes in FP8 whatever the model's dtype) or its class's ``math`` (a context FMHA that runs FP8
     math on an FP8 cache), at its ``math_head_dims`` where it names them (``at_math_head_dim``); ``cols`` itself and 1
     where no op runs either."""
-    own = {name: (p["variant"], float(p["variant_m"]), p["variant_dtype"]) for name, p in (cal.kernel or {}).items()
-           if "variant" in p}
+    own = {name: (p["variant"], p, p["variant_dtype"]) for name, p in (cal.kernel or {}).items() if "variant" in p}
     maths = {name: (p["math"], p.get("math_head_dims")) for name, p in (cal.kernel or {}).items() if "math" in p}
     if (not own and not maths) or cols.kernels is None:
         return cols, 1.0
     kernels, math = list(cols.kernels), np.ones((len(cols.kernels),) + (1,) * len(cols.cfg_shape))
+    mnk, history = cols.mnk, cols.history
     for i, name in enumerate(kernels):
-        if name in own and cols.mnk is not None and np.all(cols.mnk[i, 0] == own[name][1]):
+        if name in own and cols.mnk is not None and runs_variant(own[name][1], cols, i):
             kernels[i] = own[name][0]
             math[i] = hw.peak(own[name][2]) / hw.peak(cols.dtypes[i])
+            if "variant_blocks_below" in own[name][1]:    # MMHA: one query head to a CTA (M = 1), over the keys
+                mnk, history = as_mmha(cols, i, mnk, history)
         elif name in maths and at_math_head_dim(maths[name][1], cols, i):
             math[i] = hw.peak(maths[name][0]) / hw.peak(cols.dtypes[i])
     if kernels == list(cols.kernels) and np.all(math == 1.0):
         return cols, 1.0
-    return replace(cols, kernels=kernels), math
+    return replace(cols, kernels=kernels, mnk=mnk, history=history), math
+
+
+def as_mmha(cols: Columns, i: int, mnk: np.ndarray, history: np.ndarray | None) -> tuple:
+    """(mnk, history) with op ``i`` a decode as TensorRT-LLM's MMHA runs it: one query head to a CTA (M = 1) over its
+    whole sequence, the op's keys (its history, as ``workloads.attention`` states an MMHA decode's), so that an MMHA
+    class's split-KV launch (``split_blocks``) places it; the arrays copied before the first change."""
+    mnk = np.array(mnk) if mnk is cols.mnk else mnk
+    if history is None or history is cols.history:
+        history = np.zeros(cols.flops.shape) if history is None else np.array(history)
+    mnk[i, 0] = 1.0
+    history[i] = mnk[i, 1]
+    return mnk, history
+
+
+def runs_variant(p: dict, cols: Columns, i: int) -> bool:
+    """Whether op ``i`` of a class with a ``variant`` (``p``, the class's fields) runs it at every configuration:
+    where its M (query rows per KV head, ``op.attrs['mnk']``) is ``variant_m``, or above ``variant_m_above``, or
+    where XQA would launch fewer CTAs than ``variant_blocks_below`` (``gemmshape.xqa_blocks``: TensorRT-LLM 1.0's
+    decode then runs its MMHA kernel, ``decoderXQARunner.cpp``, ``mayHavePerfGain``, which runs each query head on
+    CTAs of its own: ``with_variants`` prices it at M = 1, its units the sequences × query heads)."""
+    m, n, k = (cols.mnk[i, j] for j in range(3))
+    if "variant_m" in p:
+        return bool(np.all(m == float(p["variant_m"])))
+    if "variant_m_above" in p:
+        return bool(np.all(m > float(p["variant_m_above"])))
+    units = grid_units(cols.flops[i], m, n, k)
+    return bool(np.all(xqa_blocks(units, n) < float(p["variant_blocks_below"])))
 
 
 def vector_overlap(cal: Calibration, cols: Columns) -> np.ndarray | bool:
@@ -269,11 +301,56 @@ def kernel_coords(cal: Calibration, cols: Columns, split: Split | None = None) -
         return m, n, k, units
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
+    n = key_block_coords(cal, cols, names, n, k)
     walks = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("grid_keys") == "sequence"]).reshape(lead)
     history = np.broadcast_to(np.where(walks, cols.history, 0.0), np.shape(n))
     if not np.any(history > 0):
         return m, n, k, units
     return m, np.where(history > 0, np.maximum(n, (history + 1.0) / 2.0), n), k, units
+
+
+def key_block_coords(cal: Calibration, cols: Columns, names: np.ndarray, n, k):
+    """The grid's N of each windowed decode op (``op.attrs['history']``) of a kernel class that names its kernel's key
+    blocks (``key_blocks = "fa3"``, ``core.keyblocks``): the keys of the whole blocks its window touches, which that
+    kernel computes in full; ``n`` as given for every other op."""
+    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
+    return np.where(block_n > 0, blocks * block_n, n)
+
+
+def key_block_share(cal: Calibration, cols: Columns) -> tuple:
+    """(keys, bytes) per op: the keys a windowed decode of a class naming its kernel's ``key_blocks`` computes (whole
+    blocks, ``key_block_coords``) over the window's keys the op states, and the bytes it moves over the op's, its
+    KV cache read in those blocks; (1, 1) for every other op. The law divides the op's compute η by the first and
+    its data η by the second: the kernel computes and reads the blocks' keys, whichever of them the window masks."""
+    if cols.history is None or not cal.kernel:
+        return 1.0, 1.0
+    names = _names(cols, "kernels")
+    _, n, k = gemm_dims(cols)
+    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
+    if not np.any(block_n > 0):
+        return 1.0, 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = np.where(block_n > 0, blocks * block_n / np.maximum(n, 1.0), 1.0)
+        zero = np.zeros(cols.flops.shape)
+        total = sum(cols.bytes.values(), zero)
+        cache = cols.bytes.get("kv_cache", zero)
+        data = np.where(total > 0, (total + cache * (keys - 1.0)) / total, 1.0)
+    return keys, data
+
+
+def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) -> tuple:
+    """(blocks, BLOCK_N) per op, shaped as ``n``: the key blocks a windowed decode (``op.attrs['history']``) of a class
+    naming its kernel's ``key_blocks`` touches (``keyblocks.window_blocks``) and that kernel's BLOCK_N at the op's head
+    dim (``k``, ``keyblocks.fa3_block_n``); 1 and 0 for every other op."""
+    shape = np.shape(n)
+    tiled = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("key_blocks") in KEY_BLOCK_KERNELS])
+    if cols.history is None or not np.any(tiled):
+        return np.ones(shape), np.zeros(shape)
+    history = np.broadcast_to(cols.history, shape)
+    tiled = np.broadcast_to(tiled.reshape((-1,) + (1,) * len(cols.cfg_shape)), shape) & (history > 0)
+    block_n = np.where(tiled, fa3_block_n(np.broadcast_to(k, shape)), 0.0)
+    blocks = np.where(tiled, window_blocks(history, n, np.maximum(block_n, 1.0)), 1.0)
+    return blocks, block_n
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -394,17 +471,27 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     """Per op, the seconds its decode kernel class's call adds to the class's fixed latency at the op's head dim (its
     K, ``gemm_dims``): ``latency_head_dim_s`` at the matching one of ``latency_head_dims``, 0 at another head dim and
     for every other op. The call at that head dim runs launches of its own (another backend, attention sinks, a
-    value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``)."""
+    value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``). With
+    ``latency_groups`` each entry holds at its head dim and its query rows per KV head (the op's M) together: one CTA's
+    tile of G query rows, which at one wave sets the launch's time (``gemmshape``, latency_groups); with
+    ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
+    fewer (a launch of its own there)."""
     names = _names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
         return 0.0
-    k = np.broadcast_to(gemm_dims(cols)[2], cols.flops.shape)
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    m, n, k = (np.broadcast_to(x, cols.flops.shape) for x in (m, n, k))
     out = np.zeros(cols.flops.shape)
     for name, p in own:
         r = names == name
-        for dim, secs in zip(p["latency_head_dims"], p["latency_head_dim_s"]):
-            out[r] = np.where(k[r] == float(dim), float(secs), out[r])
+        groups = p.get("latency_groups") or [None] * len(p["latency_head_dims"])
+        few = (units[r] <= float(p.get("latency_units_max", np.inf)) * (1.0 + 1e-9)) \
+            & (n[r] <= float(p.get("latency_keys_max", np.inf)) * (1.0 + 1e-9))
+        for dim, group, secs in zip(p["latency_head_dims"], groups, p["latency_head_dim_s"]):
+            at = (k[r] == float(dim)) & (True if group is None else np.isclose(m[r], float(group), rtol=1e-3)) & few
+            out[r] = np.where(at, float(secs), out[r])
     return out
 
 

@@ -15,8 +15,9 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
-                              VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
+                              VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
+from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
 from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
 
@@ -260,10 +261,13 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_query_tiles(p["query_tiles"], w)
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
-    if "latency_head_dims" in p or "latency_head_dim_s" in p:
+    if any(f in p for f in ("latency_head_dims", "latency_head_dim_s", "latency_groups", "latency_units_max",
+                            "latency_keys_max")):
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_vector_head_dims(p, w)
+    if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
+        raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
 
 
 def _check_query_tiles(tiles, w: str) -> None:
@@ -311,25 +315,42 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
             num(x) and 0.0 <= x <= LATENCY_HEAD_DIM_S_MAX for x in secs):
         raise IronlawError(f"{w}.latency_head_dim_s: must be one number of seconds in [0, {LATENCY_HEAD_DIM_S_MAX:g}] "
                            f"per head dim of latency_head_dims, got {secs!r}")
+    groups = p.get("latency_groups")
+    if groups is not None and (not isinstance(groups, list) or len(groups) != len(dims) or not all(
+            num(g) and g > 0 for g in groups)):
+        raise IronlawError(f"{w}.latency_groups: must be one number of query rows per KV head > 0 per head dim of "
+                           f"latency_head_dims, got {groups!r}")
+    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query")):
+        most = p.get(field)
+        if most is not None and not (num(most) and most >= 1):
+            raise IronlawError(f"{w}.{field}: must be a number of {what} ≥ 1, got {most!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:
-    """``variant`` (a kernel class's name), ``variant_m`` (the M, query rows per KV head, at which its ops run it,
-    a whole number > 0) and ``variant_dtype`` (the dtype its kernel computes in) come together
-    (``gemmshape.SHAPE_FIELDS``)."""
-    given = [k for k in ("variant", "variant_m", "variant_dtype") if k in p]
-    if given and len(given) != 3:
-        raise IronlawError(f"{w}: variant, variant_m and variant_dtype come together (the class, the M its ops run it "
-                           f"at and the dtype it computes in), got {', '.join(given)}")
+    """``variant`` (a kernel class's name), ``variant_dtype`` (the dtype its kernel computes in) and one rule for
+    the ops that run it come together (``gemmshape.SHAPE_FIELDS``, ``VARIANT_RULES``): ``variant_m``, the M (query
+    rows per KV head) they run it at, a whole number > 0; ``variant_m_above``, the M above which they do, a whole
+    number ≥ 0; or ``variant_blocks_below``, the XQA CTA count below which they do, a number > 0."""
+    rules = [k for k in VARIANT_RULES if k in p]
+    given = [k for k in ("variant", "variant_dtype") if k in p] + rules
+    if given and (len(given) != 3 or len(rules) != 1):
+        raise IronlawError(f"{w}: variant, variant_dtype and one of {', '.join(VARIANT_RULES)} come together (the "
+                           f"class, the dtype it computes in and which ops run it), got {', '.join(given)}")
     if "variant" not in p:
         return
     if p["variant_dtype"] not in DTYPE_BYTES:
         raise unknown(f"{w}.variant_dtype", str(p["variant_dtype"]), DTYPE_BYTES)
     if not isinstance(p["variant"], str) or not p["variant"]:
         raise IronlawError(f"{w}.variant: must be a kernel class's name, got {p['variant']!r}")
-    m = p["variant_m"]
-    if isinstance(m, bool) or not isinstance(m, int) or m <= 0:
+    rule, m = rules[0], p[rules[0]]
+    whole = not isinstance(m, bool) and isinstance(m, int)
+    if rule == "variant_m" and (not whole or m <= 0):
         raise IronlawError(f"{w}.variant_m: must be a whole number > 0, got {m!r}")
+    if rule == "variant_m_above" and (not whole or m < 0):
+        raise IronlawError(f"{w}.variant_m_above: must be a whole number ≥ 0, got {m!r}")
+    if rule == "variant_blocks_below" and (isinstance(m, bool) or not isinstance(m, (int, float))
+                                           or not math.isfinite(m) or m <= 0):
+        raise IronlawError(f"{w}.variant_blocks_below: must be a number > 0, got {m!r}")
 
 
 _GRID_WORD = rf"(?:-?(?:{'|'.join(str(x) for x in range(GRID_LOG_MAX // 100))})?\d{{1,2}}|-?{GRID_LOG_MAX // 100}00|0\*\d+)"

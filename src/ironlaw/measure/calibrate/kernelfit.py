@@ -54,14 +54,46 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # ops whose collector calls one kernel over and over on the same input and into the same output block (MLA's per-head
 # products: collector/{trtllm,vllm,sglang}/collect_mla_bmm.py, ``kernel_func``), so that a row whose whole footprint
 # fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
-# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288
-WARM_THROUGH_OPS = ("mla_bmm",)
+# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288. Generation MLA likewise: its
+# collector captures one ``attn.forward`` in a CUDA graph and replays it on the same query, cache and output
+# (collector/trtllm/collect_mla.py, ``run_mla``): L40S bf16, 512 sequences of 64 heads at 1-15 cached tokens (68 MiB of
+# query and output) 54 µs, where the GDDR6's 864 GB/s would take 83 µs
+WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
+# (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
+# level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
+# query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
+# output (collector/sglang/collect_attn.py, ``run_iter``: ``layer(q, k, v, forward_batch)`` under a CUDA graph;
+# collector/vllm/collect_attn.py likewise), and at G query heads per KV head the query and output, 2·G·head dim
+# elements per sequence and KV head, outweigh the cache read at one cached token G-fold: aiconfigurator-core
+# 0.12.0's SGLang 0.5.14 L40S table (96 MiB L2, GDDR6 864 GB/s), 128 heads on one KV head × 256, batch 512, one
+# cached token: 67 MiB of query and output in 23.6 µs, 2.9 TB/s (docs/accuracy.md, "Decode over 32 heads per KV
+# head on vLLM and SGLang")
+WARM_THROUGH_CLASSES = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
 # of those, the tables whose rows' KV cache alone decides whether they are resident (``reread_bytes``): decode
 # attention; MLA's decode and its BMMs keep every byte of the op (their rows at the L2's size not examined)
 CACHE_DECIDES_OPS = ("generation_attention",)
 # the tables whose decode rows ran on a K-only cache pool (``k_only_pool``): TensorRT-LLM's attention decode before
 # the 1.3 line (A100's 1.0.0 table; aiconfigurator 0.8.0's 1.0.0rc3 / rc6 tables), its grouped-query class
 K_ONLY_OP, K_ONLY_FRAMEWORK, K_ONLY_BEFORE, K_ONLY_REGIMES = "generation_attention", "trtllm", (1, 3), ("",)
+# and, on the GPUs whose decode runs the trtllm-gen kernels for every head ratio (SM 100: TensorRT-LLM's
+# ``XqaDispatcher``, cpp/tensorrt_llm/kernels/xqaDispatcher.cpp, its trtllm-gen runner "for SM == 100"), the
+# one-head-per-KV-head class too: aiconfigurator 0.8.0's B200 and GB200 1.0.0rc6 tables read a cache of 1 GiB or more
+# at a median 1.45-1.48x HBM counted as keys and values in both classes (their 1.3.0rc20 rows: 0.88-0.91x), where
+# H100's and H200's 1.0.0rc3 one-head rows (MMHA) stream both (0.76-0.88x; grouped: 1.34-1.68x)
+K_ONLY_ALL_HEADS_GPUS, K_ONLY_ALL_HEADS_REGIMES = ("b200", "gb200"), ("", "_mha")
+# TensorRT-LLM 1.0's decode dispatch as aiconfigurator 0.8.0's 1.0-line tables time it (``dispatch_rule``): per GPU,
+# the regime of the class some of whose rows run another kernel, that kernel's class (regime), and which rows
+# (``gemmshape.VARIANT_RULES``; None: the GPU's SMs over XQA_MIN_BLOCK_FACTOR). H100 and H200 (1.0.0rc3): XQA runs a
+# grouped-query decode only where it would launch at least a quarter of the SMs' worth of CTAs (decoderXQARunner.cpp,
+# ``mayHavePerfGain``: ``kEnableMinBlockFactor`` 4, a CTA per ``kMinHistoryTokensPerBlock`` 128 cached tokens); the
+# others run MMHA, the one-head class's kernel: their FP8-cache rows take a median 1.64x the 1.3.0rc20 rows' time of
+# the same shape (XQA's rows 1.01x; bf16 cache 0.97x and 1.00x). B200 and GB200 (1.0.0rc6): 24 and 32 query heads per
+# KV head run the over-32 class's kernel, whose time follows the query heads: one cached token, 32 heads on 1 KV head
+# at 1,024 sequences, 64 on 1 at 512 and 128 on 2 at 256 take 0.386-0.388 ms, 16 on 1 at 2,048 0.048 ms (their
+# 1.3.0rc20 rows at 24-32 heads per KV head: over 2x faster in 67-75% of them)
+DISPATCH_BEFORE, XQA_MIN_BLOCK_FACTOR = (1, 3), 4.0
+DISPATCH = {"h100": ("", "_mha", "variant_blocks_below", None), "h200": ("", "_mha", "variant_blocks_below", None),
+            "b200": ("", "_wide", "variant_m_above", 16), "gb200": ("", "_wide", "variant_m_above", 16)}
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -321,6 +353,20 @@ GROUP_SWITCH_M_STEP = 2.0
 # (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
 M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
 M_SWITCH_STEP = 2.0
+# (framework, dtype) -> the GPUs on which that framework's CUTLASS FP8 GEMM takes its next configuration from M one past
+# each power of two, so that its class's grid takes, beside the node at every power of two of M (``M_SWITCH_STEP``), a
+# node one past it where the rows hold that M (``past_switch_nodes``). vLLM's dispatches (csrc/quantization/cutlass_w8a8:
+# c3x/scaled_mm_sm90_fp8_dispatch.cuh ``cutlass_gemm_sm90_fp8_dispatch``, its sm100 and sm120 files alike, and the sm89
+# c2x one) and SGLang's (sgl-kernel/csrc/gemm/fp8_gemm_kernel.cu, ``sm90_fp8_dispatch_shape``, ``sm100_fp8_dispatch_
+# shape``, ``sm120_fp8_dispatch_shape``) pick tile and cluster by M's bucket (M or its next power of two), and the time
+# jumps one past a bucket's top and falls back as M fills the next: aiconfigurator-core 0.12.0's H200 SGLang 0.5.14 fp8
+# table, gemm:M,16384,8192, 43 µs at M = 128, 86 at 129, 57 at 256, 158 at 257, 104 at 512, 219 at 513 (vLLM 0.24.0's:
+# 44, 87, 54, 162, 94, 197), which nodes at the powers of two alone interpolate across. Every vLLM and SGLang FP8 class
+# held out better with them but SGLang's on L40S, 7.4% / 22.7% → 7.3% / 23.5%, which keeps the powers of two alone
+# (docs/accuracy.md, "GEMM grids one past the FP8 kernels' M switches")
+M_PAST_GEMMS = {("vllm", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "l40s", "rtx-pro-6000"),
+                ("sglang", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "rtx-pro-6000")}
+M_PAST_FROM = 4            # the smallest power of two whose M + 1 takes a node (the tables hold every M up to 17)
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
@@ -355,6 +401,12 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
+# decode classes whose kernel computes every key block its window touches in full (``core.keyblocks``): vLLM's
+# FlashAttention 3 on Hopper (its tables' ``kernel_source``), whose time steps with the blocks (H200, window 128, head
+# dim 64, batch 2,048: 310–366 µs up to 127 cached tokens, 702–705 µs from 255 on) where the window's keys stay 128.
+# Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
+KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
+KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
 # 0.5.14's sliding-window decode. aiconfigurator's SGLang collector times one model's attention call per head dim
 # there (collector/cases/models/*_cases.yaml): gpt-oss's 64 (window 128, attention sinks), Llama 4's 128 (8,192-token
@@ -364,6 +416,27 @@ SPLIT_FRAMEWORK = "trtllm"
 # decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
 # class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
 HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
+# per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
+# per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
+# (FlashAttention 3's one or two MMA warpgroups; SGLang 0.5.14 H100, bf16 cache, head dim 128: 9.4 µs at 48 and 64
+# heads per KV head, 10.9-11.1 µs at 96 and 128; TRT-LLM-gen on B300: 12.6, 14.5, 18.6, 20.7 µs at 48, 64, 96, 128)
+GROUP_LATENCY = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
+# of those, (framework, GPUs) whose decode kernel pays that latency per head dim and head group only where at least
+# two CTAs per sequence and KV head fit the SMs (``latency_units_max``, half the GPU's SMs) and the sequence holds at
+# most GROUP_SPLIT_KEYS keys (``latency_keys_max``), another launch beyond either: SGLang 0.5.14's TRT-LLM-gen decode
+# on SM 10.x (its ``trtllm_mha`` backend; collector/sglang/collect_attn.py maps SM 100 and 103 to it; which launch
+# the kernel picks is FlashInfer's TRT-LLM-gen kernel selection, not read here, only its tables' steps). Its seconds
+# there are the median call's over the rows of at most GROUP_SPLIT_STEP cached tokens (one wave, flat in the batch),
+# not the fastest call's: B300, 64 heads on one KV head × 128, 14.5 µs at one to 255 cached tokens, 11.6-12.6 µs at
+# 511-4,095
+# the rows that measure a head dim and group's latency: at most GROUP_WAVE_UNITS sequences × KV heads (one CTA each,
+# fewer than any catalog GPU's SMs: one wave); a head dim and group without such rows takes none (vLLM 0.24.0's RTX
+# PRO 6000 FP8-cache table times head dim 128 at batch 1,024 only, whose fastest call, 35 µs, is no launch's latency)
+GROUP_WAVE_UNITS = 8
+GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
+GROUP_SPLIT_STEP = 127
+GROUP_SPLIT_KEYS = 256
 # classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
 # vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
 # the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
@@ -648,6 +721,9 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             table, chosen = chosen_form(hw, g, fit_rows, steps)
             form = {**form, **chosen}
         elif g.op != "gemm":
+            rule = dispatch_rule(g, hw)           # rows another kernel runs: that class's, not fitted here
+            fit_rows = fit_rows[~dispatched(g, fit_rows, rule)] if rule else fit_rows
+            fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
             table = fit_class(hw, g, fit_rows, steps, gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
@@ -658,6 +734,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
     linked_variants(cal, gs)
+    linked_dispatch(hw, cal, gs)
     derived_generation(hw, cal)
     return check(cal, "calibration")
 
@@ -674,8 +751,9 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
+    tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
-                   **vector_of(g), **head_dim_latency(g, rows)} for extra in tries)
+                   **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
@@ -696,13 +774,29 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
 
 
-def head_dim_latency(g: Group, rows) -> dict:
+def key_blocks_of(g: Group, rows) -> tuple:
+    """``({"key_blocks": kernel},)`` for a class of ``KEY_BLOCK_CLASSES`` whose rows all time that kernel
+    (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the law over the whole key blocks the window touches
+    (``core.keyblocks``, ``efficiency.key_block_share`` and ``kernel_coords``) beside the window's keys; () for
+    another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (g.table.framework, g.op, regime) not in KEY_BLOCK_CLASSES or "kernel_source" not in rows.columns:
+        return ()
+    sources = set(rows["kernel_source"].unique())
+    kernels = {KEY_BLOCK_SOURCES.get(s) for s in sources}
+    return ({"key_blocks": kernels.pop()},) if len(kernels) == 1 and None not in kernels else ()
+
+
+def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY``: each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (g.table.framework, g.op, regime) not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
+    key = (g.table.framework, g.op, regime)
+    if key in GROUP_LATENCY and len(rows):
+        return group_latency(rows, group_split_units(hw, g))
+    if key not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
     extra = fastest - fastest.min()
@@ -711,6 +805,34 @@ def head_dim_latency(g: Group, rows) -> dict:
         return {}
     return {"latency_head_dims": [int(d) for d in extra.index],
             "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
+
+
+def group_split_units(hw, g: Group) -> int | None:
+    """The most sequences × KV heads at which ``g``'s decode kernel splits each sequence's keys (``GROUP_SPLIT``: half
+    ``hw``'s SMs, two CTAs per sequence and KV head), None where it names none."""
+    sms = getattr(hw, "sms", None)
+    gpus = GROUP_SPLIT.get(getattr(g.table, "framework", None), ())
+    return int(sms // 2) if sms and getattr(hw, "name", None) in gpus else None
+
+
+def group_latency(rows, most: int | None = None) -> dict:
+    """For a class of ``GROUP_LATENCY``: each (head dim, query heads per KV head) whose median call at one wave
+    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``GROUP_SPLIT_STEP`` cached tokens among ``rows``
+    is slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
+    ``latency_head_dim_s``); {} where none is. With ``most`` (``group_split_units``): its median call at that many
+    sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
+    (``latency_units_max``, ``latency_keys_max``)."""
+    group = rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1)
+    at = rows.assign(group=group, units=rows["batch_size"] * rows["num_key_value_heads"])
+    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= GROUP_SPLIT_STEP)]
+    median = at.groupby(["head_dim", "group"])["latency_s"].median()
+    extra = median - (median.min() if most is None else float(rows["latency_s"].min()))
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()],
+            **({"latency_units_max": most, "latency_keys_max": GROUP_SPLIT_KEYS} if most is not None else {})}
 
 
 def kernel_math(hw, g: Group) -> dict:
@@ -1107,6 +1229,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                       or gemm_switch_steps(g), every)
     if nodes is None:
         return own
+    nodes = past_switch_nodes(g, nodes, coords, len(prob.meas))
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
     for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
@@ -1148,11 +1271,31 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
 
 
 def gemm_switch_steps(g: Group) -> tuple | None:
-    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` on one of
-    its GPUs; None otherwise (``GRID_STEPS``)."""
-    if g.op != "gemm" or g.table.gpu not in M_SWITCH_GEMMS.get((g.table.framework, g.key[1]), ()):
+    """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` or
+    ``M_PAST_GEMMS`` on one of its GPUs; None otherwise (``GRID_STEPS``)."""
+    if g.op != "gemm" or not (switches(g, M_SWITCH_GEMMS) or switches(g, M_PAST_GEMMS)):
         return None
     return (M_SWITCH_STEP,) + tuple(GRID_STEPS["gemm"][1:])
+
+
+def switches(g: Group, keyed: dict) -> bool:
+    """Whether GEMM class ``g``'s (framework, dtype) lists its GPU in ``keyed``."""
+    return g.op == "gemm" and g.table.gpu in keyed.get((g.table.framework, g.key[1]), ())
+
+
+def past_switch_nodes(g: Group, nodes: list, coords, rows: int) -> list:
+    """``nodes`` with, for a class of ``M_PAST_GEMMS``, a node on the M axis at each power of two plus one (from
+    ``M_PAST_FROM``) that the rows hold and that lies inside the axis: the kernel's time jumps there and falls back
+    toward the next power of two, which nodes at the powers alone interpolate across. As given where the rows are too
+    few for the added nodes (``GRID_ROWS_PER_NODE``)."""
+    if not switches(g, M_PAST_GEMMS):
+        return nodes
+    m = np.asarray(coords[0], float)
+    held = set(np.unique(m).tolist())
+    past = [2.0 ** j + 1 for j in range(int(math.log2(M_PAST_FROM)), 40) if 2.0 ** j + 1 in held
+            and nodes[0][0] < 2.0 ** j + 1 < nodes[0][-1]]
+    out = [sorted(set(nodes[0]) | set(past))] + list(nodes[1:])
+    return out if rows >= GRID_ROWS_PER_NODE * _size(out) else nodes
 
 
 def coarse_for(framework: str, regime: str) -> bool:
@@ -1289,10 +1432,16 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
         ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache"):
         ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
-        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS else ops
+        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS or warm_class(g) else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+
+
+def warm_class(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WARM_THROUGH_CLASSES`` (its rows' activations warm where everything fits)."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (getattr(g.table, "framework", None), g.op, regime) in WARM_THROUGH_CLASSES
 
 
 def k_only_pool(g: Group) -> bool:
@@ -1304,10 +1453,14 @@ def k_only_pool(g: Group) -> bool:
     moves half the cache's bytes: A100's TensorRT-LLM 1.0.0 table reads a 4 GiB bf16 cache (batch 16, 65,535 tokens,
     8 KV heads × 128) in 1.31 ms, 3.3 TB/s counted as keys and values on a 2.04 TB/s part (its rows over 16× the L2:
     3.0-3.4 TB/s), 1.63 TB/s counted as keys alone; its one-head-per-KV-head rows (MMHA) stream both, 1.7 TB/s at the
-    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). Its rows are
+    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). On SM 100
+    (``K_ONLY_ALL_HEADS_GPUS``) the one-head class runs the same trtllm-gen decode and reads half too: B200 1.0.0rc6,
+    batch 8, 16,383 tokens, 64 heads on 64 KV heads × 128, a 4 GiB bf16 cache in 0.363 ms, 11.8 TB/s counted as both
+    on an 8 TB/s part (H100 1.0.0rc3, the same row: 1.53 ms, 2.8 TB/s on 3.35 TB/s). Its rows are
     the op as the collector ran it: its cache's bytes halved (``observations``); a served step reads both."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else None
-    return (g.op == K_ONLY_OP and regime in K_ONLY_REGIMES and g.table.framework == K_ONLY_FRAMEWORK
+    regimes = K_ONLY_ALL_HEADS_REGIMES if g.table.gpu in K_ONLY_ALL_HEADS_GPUS else K_ONLY_REGIMES
+    return (g.op == K_ONLY_OP and regime in regimes and g.table.framework == K_ONLY_FRAMEWORK
             and release(g.table.version) < K_ONLY_BEFORE)
 
 
@@ -1507,7 +1660,10 @@ def attention_op(r, g: Group):
     d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
     geo = {"qk": d, "pv": d, "q": qd, "kv_new": 2 * kvd, "o": qd, "cache": 2 * kvd, "shape": f"{a.heads}/{a.kv_heads}x{d}"}
     op = attention_core(a, sh, dt, int(r.window_size) or None, 1, 1, geo)
-    return with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    op = with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    if getattr(r, "as_class", False) is True:      # another class's row this class's kernel runs (``with_dispatched``)
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
 
 
 def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
@@ -1545,6 +1701,73 @@ def linked_variants(cal: dict, gs: list[Group]) -> None:
         if parent is not None and parent.key[1] in kern and g.key[1] in kern:
             kern[parent.key[1]] = {**kern[parent.key[1]], "variant": g.key[1], "variant_m": XQA_MLA_HEADS,
                                    "variant_dtype": g.dtype}
+
+
+def dispatch_rule(g: Group, hw) -> dict | None:
+    """The ``variant`` fields (``gemmshape.VARIANT_RULES``) of ``g``'s class where TensorRT-LLM's decode dispatch
+    as ``g``'s table times it sends some of its rows to another class's kernel (``DISPATCH``: the 1.0 line's
+    generation attention on H100, H200, B200 and GB200); None for any other class."""
+    rule = DISPATCH.get(g.table.gpu)
+    if (rule is None or g.op != "generation_attention" or g.key[0] != "kernel" or g.table.framework != "trtllm"
+            or release(g.table.version) >= DISPATCH_BEFORE):
+        return None
+    regime, variant, field, value = rule
+    if (attention_kernel_parts(g.key[1]) or ("", None))[1] != regime:
+        return None
+    if value is None:
+        value = float(getattr(hw, "sms", 0) or 0) / XQA_MIN_BLOCK_FACTOR
+        if value <= 0:
+            return None
+    return {"variant": g.key[1] + variant, "variant_dtype": g.dtype or g.key[1].split("_")[2], field: value}
+
+
+def dispatched(g: Group, rows, rule: dict) -> np.ndarray:
+    """Which of ``g``'s ``rows`` run the kernel of ``rule``'s ``variant`` (as ``efficiency.runs_variant`` decides
+    on their ops)."""
+    from ...core.gemmshape import grid_units, xqa_blocks
+    out = []
+    for r in rows.itertuples():
+        op = attention_op(r, g)
+        m, n, k = (float(np.max(x)) for x in op.attrs["mnk"])
+        if "variant_m_above" in rule:
+            out.append(m > rule["variant_m_above"])
+        else:
+            units = grid_units(float(np.max(op.flops)), m, n, k)
+            out.append(float(xqa_blocks(units, n)) < rule["variant_blocks_below"])
+    return np.array(out, bool)
+
+
+def with_dispatched(g: Group, rows, hw):
+    """``rows`` (``g``'s fit rows) with the fit rows of the class of ``g``'s table whose dispatch sends them by their
+    M to ``g``'s kernel (``variant_m_above``: B200's and GB200's 24 and 32 heads per KV head, on the over-32 class),
+    marked ``as_class`` (``attention_op`` builds them as ``g``'s ops): that kernel's rows, fitted with its own. The
+    other class's split is its own, so none of its held-out rows is fitted."""
+    import pandas as pd
+    rule = DISPATCH.get(g.table.gpu)
+    if rule is None or rule[2] != "variant_m_above" or g.op != "generation_attention" or g.key[0] != "kernel" \
+            or not g.key[1].endswith(rule[1]) or g.table.framework != "trtllm" \
+            or release(g.table.version) >= DISPATCH_BEFORE:
+        return rows
+    parent = g.key[1][: -len(rule[1])]
+    for half in (None, "bf16"):
+        for p in groups([g.table], float16_as=half):
+            own = dispatch_rule(p, hw) if p.key == ("kernel", parent) else None
+            if own and own["variant"] == g.key[1]:
+                fit = split(p.rows, p.op)[0]
+                moved = fit[dispatched(p, fit, own)].assign(as_class=True)
+                return sorted_rows(pd.concat([rows.assign(as_class=False), moved]), g.op)
+    return rows
+
+
+def linked_dispatch(hw, cal: dict, gs: list[Group]) -> None:
+    """Each class fitted in ``cal`` whose table's dispatch sends some rows to another class's kernel
+    (``dispatch_rule``) named with that class as its ``variant``, where that class was fitted too
+    (``efficiency.with_variants``)."""
+    kern = cal.get("kernel", {})
+    for g in gs:
+        rule = dispatch_rule(g, hw)
+        if rule and g.key[1] in kern and rule["variant"] in kern:
+            kern[g.key[1]] = {**kern[g.key[1]], **rule}
 
 
 def mla_op(r, g: Group):

@@ -49,7 +49,14 @@ by the combine, the op that states the layer's tokens (``efficiency.token_setup_
 
 A cost per expert the rows reach (``fit``'s ``per_touched``, T += L_u·U; stored as ``touched_s`` on the grouped GEMMs,
 ``efficiency.touched_setup_s``) and per token: on Blackwell's CUTLASS classes the two lower every class's held-out
-median and p90 (benchmarks/kernel_moe.py ``--touched``); no stored class holds them (docs/accuracy.md, the MoE layer).
+median and p90 (benchmarks/kernel_moe.py ``--touched``); the TensorRT-LLM 1.0 release files store them.
+
+The router's top-k on PyTorch (``fit``'s ``per_router``, ``terms``' ``router_above``): TensorRT-LLM 1.0's renormalize
+router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``torch.topk`` and ``softmax`` above
+(``core.routing.torch_router``), which the layer's time holds: T += [torch] · (L_r + D_r / (BW·η_r)), D_r the router
+logits' bytes as the law's ``moe_topk`` op moves them (t·E bf16 elements read and written). Stored as the kernel class
+``moe_router.<dtype>`` (``latency_s`` L_r, ``memory`` η_r), which prices the ``moe_topk`` op of a layer that routes
+on PyTorch (models/serving/step.py ``on_router``).
 """
 from __future__ import annotations
 
@@ -58,7 +65,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.graph import dtype_bytes
-from ...core.routing import DRAWS, balanced_local, block_m, padded_rows, power_law_local, routing_of  # noqa: F401
+from ...core.routing import (DRAWS, balanced_local, block_m, padded_rows, power_law_local,  # noqa: F401
+                             routing_of, torch_router)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -89,13 +97,17 @@ class MoeFit:
     expert_s: float = 0.0     # L_e: seconds per local expert slot (``fit``'s per_expert; 0: not fitted)
     token_s: float = 0.0      # L_t: seconds per token of the layer's input (``fit``'s per_token; 0: not fitted)
     touched_s: float = 0.0    # L_u: seconds per expert the rows reach (``fit``'s per_touched; 0: not fitted)
+    router_s: float = 0.0     # L_r: fixed seconds of the router's PyTorch top-k (``fit``'s per_router; 0: not fitted)
+    router_eta: float = 0.0   # η_r: fraction of HBM bandwidth its logits move at (0: not fitted)
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
-          m_block: str | None = None) -> np.ndarray:
+          m_block: str | None = None, router_above: tuple | None = None) -> np.ndarray:
     """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep, the
-    tokens t the layer takes in and, last, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
-    per-touched terms) of arrays ``rows``
+    tokens t the layer takes in, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
+    per-touched terms) and, last, whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
+    (``router_above``: the router kernel's largest experts and top-k, ``core.routing.torch_router``; None: 0) of
+    arrays ``rows``
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
     power_law_<α>); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows padded to the
     M block the kernel picks."""
@@ -117,20 +129,26 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
-    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u], 1)
+    torch = (torch_router(rows["num_experts"], rows["topk"], router_above) if router_above
+             else np.zeros_like(t, bool)).astype(float)
+    logits = torch * 2.0 * HALF_BYTES * t * np.asarray(rows["num_experts"], float)
+    return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u, torch,
+                     logits / bw_Bps], 1)
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
-        exact: bool = False, per_token: bool = False, per_touched: bool = False) -> MoeFit:
+        exact: bool = False, per_token: bool = False, per_touched: bool = False, per_router: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
     L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
     layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0; ``per_touched``: also L_u, seconds per expert the
-    rank's rows reach (T gains L_u·U), ≥ 0. Each reweighted step solves the unbounded problem and clips it to the
+    rank's rows reach (T gains L_u·U), ≥ 0; ``per_router``: also L_r and 1/η_r of the router's PyTorch top-k (T gains
+    [torch]·(L_r + D_r/(BW·η_r)), ``terms``), L_r ≥ 0, η_r at most 1. Each reweighted step solves the unbounded problem and clips it to the
     bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
-    cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else []) + ([7] if per_touched else [])
-    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched)
+    cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else []) + ([7] if per_touched else []) \
+        + ([8, 9] if per_router else [])
+    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched) + [0.0, 1.0] * per_router
     X = x[:, cols]
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
@@ -141,8 +159,9 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
             c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
             c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
-    extra = dict(zip([5, 6, 7], [0.0] * 3)) | {j: float(v) for j, v in zip(cols[4:], c[4:])}
-    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t), extra[5], extra[6], extra[7])
+    extra = dict(zip([5, 6, 7, 8, 9], [0.0] * 5)) | {j: float(v) for j, v in zip(cols[4:], c[4:])}
+    return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t), extra[5], extra[6], extra[7],
+                  extra[8], 1 / extra[9] if extra[9] else 0.0)
 
 
 def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
@@ -170,7 +189,8 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
     """The fit as [calibration.kernel] entries of the law's MoE kernel classes (module docstring); L, L_e
     (``expert_s``, where fitted) and L_u (``touched_s``, where fitted: each GEMM streams the same U experts,
     ``efficiency.touched_setup_s``) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
-    rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine); ``m_block``
+    rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine), the router's
+    PyTorch top-k (where fitted) as ``moe_router.<dtype>`` (its L_r and η_r); ``m_block``
     where the fit padded the rows (``terms``): the law pads them the same way (``models.serving.step.blocked_rows``)."""
     gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
             "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
@@ -183,12 +203,16 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
     rows = {"memory": round(f.eta_rows, 4), "latency_s": 0.0}
     if f.token_s:
         rows["token_s"] = float(f"{f.token_s:.4g}")
-    return {f"moe_grouped_gemm.{dtype}": gemm, f"moe_rows.{dtype}": rows}
+    out = {f"moe_grouped_gemm.{dtype}": gemm, f"moe_rows.{dtype}": rows}
+    if f.router_eta:
+        out[f"moe_router.{dtype}"] = {"memory": float(f"{f.router_eta:.4g}"), "latency_s": float(f"{f.router_s:.4g}")}
+    return out
 
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
+    router = f.router_s * x[:, 8] + x[:, 9] / f.router_eta if f.router_eta else 0.0     # (``terms``' last two)
     return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
-            + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7])
+            + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7] + router)
 
 
 def shape_split(rows: dict) -> np.ndarray:

@@ -144,7 +144,7 @@ def _one_kv_head(attrs: dict, at: TpSplit) -> dict:
     out = {"kernel": kernel, "mnk": (rows if phase == "prefill" and new == "_wide" else rows * g, n, k)}
     if phase == "decode" and "history" not in attrs and window_kernel(g, 1, int(k)) == "mmha":
         out["history"] = n        # a decode moved to MMHA splits the whole sequence, its keys (s + 1), as the
-    return out                    # builder states it (``workloads.attention._kernel_attrs``)
+    return out                    # builder states it (``models.workloads.attention``)
 
 
 @sharding("norm", "residual", "dropout", "router", "permute", "combine", "pooler", "cast", "replicated")

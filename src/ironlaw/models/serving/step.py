@@ -53,6 +53,7 @@ from .kvcache import default_kv_dtype
 
 GROUPED_GEMM = "moe_grouped_gemm"      # the kernel class of the routed experts' GEMMs (one GEMM per expert)
 MOE_ROWS = "moe_rows"                  # the routed rows' own kernels: permute, activation, combine
+MOE_ROUTER = "moe_router"              # the router's top-k where it runs on PyTorch (``on_router``)
 ROUTED_ROLES = ("permute", "activation", "combine")    # … by op role (``attrs["role"]``), in module "experts"
 BF16_ROLES = ("head", "embedding")     # the ops whose weights a ModelOpt checkpoint keeps in bf16
 
@@ -184,7 +185,7 @@ def kernel_terms(table: dict, cal, latency_share: float = 0.0) -> dict:
 def fitted_moe(hw) -> dict:
     """The device calibration's MoE kernel tables fitted on measured kernel tables (module docstring)."""
     kernels = hw.calibration.kernel if hw.calibration is not None else {}
-    return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + "."))}
+    return {k: dict(v) for k, v in kernels.items() if k.startswith((GROUPED_GEMM + ".", MOE_ROWS + ".", MOE_ROUTER + "."))}
 
 
 def scaled_moe(kernels: dict, scale: float | None) -> dict:
@@ -382,6 +383,22 @@ def on_table_rows(op, hw, meta: dict, tokens):
     return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
 
 
+def on_router(op, hw, meta: dict, gemm: str):
+    """The router's top-k (``moe_topk``) on the measured layer's router class (``moe_router.<dtype>``, the dtype of the
+    routed GEMMs' class ``gemm``) where the device's calibration holds one and the model routes on PyTorch's top-k
+    (``core.routing.torch_router``: more experts or a larger top-k than the release's router kernel takes;
+    measure/calibrate/moefit.py, ``per_router``); any other op as it is."""
+    if op.name != "moe_topk" or "." not in gemm or hw.calibration is None:
+        return op
+    from ...core.routing import torch_router
+    kernel = f"{MOE_ROUTER}.{gemm.rsplit('.', 1)[1]}"
+    if kernel not in hw.calibration.kernel or not torch_router(meta.get("experts", 0), meta.get("experts_per_token", 0)):
+        return op
+    o = copy.copy(op)
+    o.attrs = {**op.attrs, "kernel": kernel}
+    return o
+
+
 def grouped(op, gemm: str = GROUPED_GEMM, rows: str | None = None, carried: str | None = None):
     """A routed expert's matmul runs as TensorRT-LLM's grouped GEMM (its own kernel class, ``gemm``); with a
     fitted MoE layer the routed rows' permute, activation and combine run as ``rows``. ``carried``: the weight
@@ -440,7 +457,8 @@ def step_graph(spec: str, hw, dtype: str, kv_dtype: str, *, gemm_tokens: int, de
         else:
             ops.append(op)
     kernels = moe_kernels(hw, dtype, moe_recipe(tok)) if moe_tables else (GROUPED_GEMM, None)
-    ops = [on_table_rows(grouped(modelopt(op, dtype), *kernels), hw, tok.meta, T) for op in ops]
+    ops = [on_router(on_table_rows(grouped(modelopt(op, dtype), *kernels), hw, tok.meta, T), hw, tok.meta, kernels[0])
+           for op in ops]
     meta = dict(tok.meta)
     meta.update(tokens=T, decode_sequences=decode, prefill_tokens=prefill_tokens)
     return Graph(f"{spec} step: {decode} decoding + {prefill_tokens:.0f} prompt tokens", "decode", dtype, ops,
@@ -714,7 +732,8 @@ def graph_seconds(run: EngineRun, g: Graph):
     ops = []
     for op in g.ops:
         if op.kind != "collective":
-            op = on_table_rows(grouped(modelopt(op, g.dtype), *kernels), run.hw, g.meta, g.meta.get("tokens", 1))
+            op = on_router(on_table_rows(grouped(modelopt(op, g.dtype), *kernels), run.hw, g.meta, g.meta.get("tokens", 1)),
+                           run.hw, g.meta, kernels[0])
             if per_token != 1.0 and is_head(op) and op.attrs.get("role") == "norm":
                 op = scaled(op, per_token)
         ops.append(op)

@@ -1,0 +1,56 @@
+"""The keys a tiled decode kernel reads over a sliding window: whole key blocks, not the window's keys.
+
+A FlashAttention decode CTA walks the cache in blocks of BLOCK_N keys and computes every block it touches in full,
+masking the keys outside the window. FlashAttention 3 (Hopper) runs a local (sliding-window) pass over the blocks from
+the one holding the window's first key to the one holding the new token's (``hopper/block.h``,
+``BlockMN::get_n_block_min_max``), so a decode computes
+
+    blocks = ⌊last / BLOCK_N⌋ − ⌊first / BLOCK_N⌋ + 1,   last = history − 1,  first = max(last − keys, 0)
+
+blocks of BLOCK_N keys, ``keys`` the window's (min(history, window)). BLOCK_N per head dim is FlashAttention 3's for a
+local pass with 16-bit operands (``hopper/tile_size.h``, ``tile_size_fwd_sm90``: 160 at head dim ≤ 64, 128 at ≤ 96
+and ≤ 128, 96 at ≤ 192, 64 above). ``first`` is the key a window of w + 1 keys reaches, one before the w − 1 left keys
+vLLM passes (``FlashAttentionImpl``, ``sliding_window = (w − 1, 0)``): aiconfigurator-core 0.12.0's vLLM 0.24.0 H200
+table (``vllm_flash_attn_fa3``) times two blocks at every length from 256 tokens on at head dim 64, window 128
+(2,048 and 32,768 tokens included, where a window of w keys would sit in one block of 160), and the other head dims
+agree (256, window 1,024: 1, 2, 4, 8, 16 blocks of 64 at 64 … 1,024 tokens, 22, 26, 38, 54, 85 µs at batch 256;
+192, window 128: 21 µs up to 64 tokens, 25–27 µs from 128 on, two or three blocks of 96); where the off-by-one lies
+(the collector's cache or the kernel's bound) is not resolved. Held out on that table's bf16 class, the window of w
+keys prices it at 6.4% / 20.0% (median / p90), the window of w + 1 at 4.3% / 16.3%. The same table,
+head dim 64, 16 heads on 8 KV heads, bf16 cache: batch 2,048 runs 310–366 µs from 1 to 127 cached tokens and
+702–705 µs from 255 on, where the window's keys stay 128.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# FlashAttention 3's BLOCK_N for a local pass, 16-bit operands, by head dim (at most): ``tile_size_fwd_sm90``
+FA3_LOCAL_BLOCK_N = ((64, 160), (96, 128), (128, 128), (192, 96), (256, 64))
+# the kernels whose key blocks a class may name (``key_blocks``, ``efficiency.kernel_coords``)
+KEY_BLOCK_KERNELS = ("fa3",)
+
+
+def fa3_block_n(head_dim) -> np.ndarray:
+    """Per row, FlashAttention 3's BLOCK_N for a local pass at ``head_dim`` (``FA3_LOCAL_BLOCK_N``; above its largest
+    head dim, the largest's)."""
+    head_dim = np.asarray(head_dim, float)
+    out = np.full(head_dim.shape, float(FA3_LOCAL_BLOCK_N[-1][1]))
+    for dim, block in reversed(FA3_LOCAL_BLOCK_N):
+        out = np.where(head_dim <= dim, float(block), out)
+    return out
+
+
+def window_blocks(history, keys, block_n) -> np.ndarray:
+    """Per row, the blocks of ``block_n`` keys a decode's window touches: its ``keys`` (min(history, window)) ending
+    at the new token, the ``history``-th (1-based) of the sequence."""
+    last = np.maximum(np.asarray(history, float), 1.0) - 1.0
+    first = np.maximum(last - np.maximum(np.asarray(keys, float), 1.0), 0.0)
+    block_n = np.asarray(block_n, float)
+    return np.floor(last / block_n) - np.floor(first / block_n) + 1.0
+
+
+def block_keys(history, keys, head_dim) -> np.ndarray:
+    """Per row, the keys FlashAttention 3 computes for a windowed decode: whole blocks (``window_blocks``) of its
+    BLOCK_N at ``head_dim`` (``fa3_block_n``)."""
+    block_n = fa3_block_n(head_dim)
+    return window_blocks(history, keys, block_n) * block_n

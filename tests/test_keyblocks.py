@@ -1,0 +1,80 @@
+"""A windowed decode on FlashAttention 3 computes whole key blocks (``core.keyblocks``, ``key_blocks = "fa3"``): the
+block count follows the window's position in the sequence, the law prices the blocks' keys and bytes for a class that
+names them, the fitter tries them on vLLM's FA3 window classes only, and a calibration file's value is checked."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import ironlaw
+from ironlaw.core.errors import IronlawError
+from ironlaw.core.keyblocks import FA3_LOCAL_BLOCK_N, fa3_block_n, window_blocks
+from ironlaw.machine import calibration, engines, hardware
+
+# aiconfigurator-core 0.12.0, vLLM 0.24.0, H200 (vllm_flash_attn_fa3), bf16 cache, window 128, 64 heads on 8 KV
+# heads x 64 (gpt-oss-20b's windowed layers), batch 64: 20.3 us at 127 cached tokens, 32.9 us at 255
+H200_ROWS_S = {127: 20.3e-6, 255: 32.9e-6}
+
+
+def test_fa3_s_block_n_per_head_dim_is_its_local_tile():
+    assert FA3_LOCAL_BLOCK_N == ((64, 160), (96, 128), (128, 128), (192, 96), (256, 64))
+    assert list(fa3_block_n([64, 80, 128, 192, 256, 512])) == [160, 128, 128, 96, 64, 64]
+
+
+def test_the_window_touches_one_block_then_two_as_the_table_steps():
+    """Head dim 64 (blocks of 160), window 128: one block up to 128 tokens, two from 256 on at every length the
+    table times; head dim 256 (blocks of 64), window 1,024: 1, 2, 4, 8, 16 blocks at 64 … 1,024 tokens."""
+    history = np.array([2.0, 64, 128, 256, 512, 2048, 32768])
+    assert list(window_blocks(history, np.minimum(history, 128), 160)) == [1, 1, 1, 2, 2, 2, 2]
+    history = np.array([64.0, 128, 256, 512, 1024])
+    assert list(window_blocks(history, np.minimum(history, 1024), 64)) == [1, 2, 4, 8, 16]
+
+
+def _window_time(hw, seq: int, batch: int = 64) -> tuple[float, float]:
+    a = ironlaw.analyze("gpt-oss-20b", on=hw, batch=batch, seq=seq, phase="decode")
+    (i, op), = [(i, o) for i, o in enumerate(a.graph.ops) if o.name == "attention.window"]
+    return float(np.asarray(a.op_time_s).reshape(len(a.graph.ops), -1)[i, 0]), float(op.bytes["kv_cache"])
+
+
+def test_vllm_on_h200_prices_the_second_block_its_window_touches():
+    """gpt-oss's windowed layers on vLLM's H200 terms read the same 128 keys at 127 and 255 cached tokens, but FA3
+    computes one block of 160 keys, then two: the law follows the table's step (1.6x) within 20% per row; the same
+    class without ``key_blocks`` prices both lengths alike."""
+    hw, _ = engines.with_engine(hardware.get("h200"), "vllm")
+    (t127, kv127), (t255, kv255) = (_window_time(hw, s) for s in (127, 255))
+    assert kv127 == kv255 and t255 > 1.3 * t127
+    for seq, t in ((127, t127), (255, t255)):
+        assert t == pytest.approx(H200_ROWS_S[seq], rel=0.20)
+    cal = hw.calibration.table()
+    name = next(n for n, p in cal["kernel"].items() if p.get("key_blocks") == "fa3" and n.endswith("_kv_bf16_window"))
+    cal["kernel"][name] = {k: v for k, v in cal["kernel"][name].items() if k != "key_blocks"}
+    plain = replace(hw, calibration=calibration.Calibration.of(cal))
+    (p127, _), (p255, _) = (_window_time(plain, s) for s in (127, 255))
+    assert p255 == pytest.approx(p127, rel=0.05)
+
+
+def test_key_blocks_names_a_known_kernel():
+    cal = engines.with_engine(hardware.get("h200"), "vllm")[0].calibration.table()
+    name = next(n for n, p in cal["kernel"].items() if p.get("key_blocks"))
+    cal["kernel"][name] = {**cal["kernel"][name], "key_blocks": "fa2"}
+    with pytest.raises(IronlawError, match="key_blocks: must be one of fa3"):
+        calibration.check(cal, "calibration")
+
+
+def test_the_fitter_tries_the_blocks_on_vllm_s_fa3_window_classes_only():
+    """``kernelfit.key_blocks_of``: the extract's H100 window decode rows, as vLLM's FA3 rows, try the blocks; as
+    TensorRT-LLM's, or timed on another kernel, or on two, they do not."""
+    pytest.importorskip("pandas")
+    from pathlib import Path
+
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    data = Path(__file__).parent / "data" / "kernel_tables" / "h100_sxm"
+    gs = kernelfit.groups(kerneltable.read(data, ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("sliding window"))
+    vllm = replace(g, table=replace(g.table, framework="vllm"))
+    fa3 = g.rows.assign(kernel_source="vllm_flash_attn_fa3")
+    assert kernelfit.key_blocks_of(vllm, fa3) == ({"key_blocks": "fa3"},)
+    assert kernelfit.key_blocks_of(g, fa3) == ()
+    assert kernelfit.key_blocks_of(vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa2")) == ()
+    mixed = fa3.assign(kernel_source=np.where(np.arange(len(fa3)) % 2, "vllm_triton_attn", "vllm_flash_attn_fa3"))
+    assert kernelfit.key_blocks_of(vllm, mixed) == ()
