@@ -123,3 +123,13 @@ def test_a_device_without_sms_cannot_place_the_writer(h100_mha):
     table = {**hw.calibration.table()["kernel"][g.key[1]], "write_s": WRITE_S}
     with pytest.raises(IronlawError, match="write_s"):
         prob.times(_cal(g, table))
+
+
+def test_a_step_s_share_of_a_prefill_writes_its_own_tokens(h100_gqa):
+    """A served step prices its prompt tokens as the model's prefill op scaled to them (``step.scaled``): the
+    tokens it writes scale with them."""
+    from ironlaw.models.serving.step import scaled
+    _, g, _ = h100_gqa
+    op = kernelfit.attention_op(next(g.rows.itertuples()), g)
+    assert scaled(op, 0.25).attrs["cache_writes"] == pytest.approx(op.attrs["cache_writes"] * 0.25)
+    assert scaled(op, 0.25).attrs["cache_write_width"] == op.attrs["cache_write_width"]
