@@ -21,13 +21,18 @@ CLASS = "context attention bf16, KV bf16, one head per KV head"
 GQA_CLASS = "context attention bf16, KV bf16"
 
 
-@pytest.fixture(scope="module")
-def h100_mha():
-    """H100's one-head prefill class (the extract's TensorRT-LLM rows, standing in for a vLLM table)."""
+def h100_class(name: str):
+    """H100's prefill class ``name`` (the extract's TensorRT-LLM rows), and the same rows standing in for a vLLM table."""
     hw = hardware.get("h100")
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("context_attention",), framework="trtllm"))
-    g = next(x for x in gs if x.name == CLASS)
+    g = next(x for x in gs if x.name == name)
     return hw, g, replace(g, table=replace(g.table, framework="vllm"))
+
+
+@pytest.fixture(scope="module")
+def h100_mha():
+    """H100's one-head prefill class."""
+    return h100_class(CLASS)
 
 
 def _cal(g, table: dict) -> dict:
@@ -50,11 +55,8 @@ def test_write_s_adds_per_token_and_writer_thread(h100_mha):
 
 @pytest.fixture(scope="module")
 def h100_gqa():
-    """H100's grouped-query prefill class (the extract's TensorRT-LLM rows, standing in for a vLLM table)."""
-    hw = hardware.get("h100")
-    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("context_attention",), framework="trtllm"))
-    g = next(x for x in gs if x.name == GQA_CLASS)
-    return hw, g, replace(g, table=replace(g.table, framework="vllm"))
+    """H100's grouped-query prefill class."""
+    return h100_class(GQA_CLASS)
 
 
 def test_a_grouped_query_prefill_s_writer_has_one_thread_per_kv_head_element(h100_gqa):

@@ -265,7 +265,7 @@ def _check_shape_table(p: dict, w: str) -> None:
                             "latency_keys_max")):
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
-        _check_vector_head_dims(p, w)
+        _check_head_dims(p, w, "vector_head_dims", "vector")
     if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
         raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
 
@@ -281,24 +281,16 @@ def _check_query_tiles(tiles, w: str) -> None:
                            f"got {tiles!r}")
 
 
-def _check_head_dims(p: dict, w: str) -> None:
-    """``math_head_dims``: a non-empty list of positive head dims, on a class that names its ``math``."""
-    dims = p["math_head_dims"]
-    if "math" not in p:
-        raise IronlawError(f"{w}: math_head_dims are the head dims a math class computes in its dtype at: it needs math")
+def _check_head_dims(p: dict, w: str, field: str = "math_head_dims", needs: str = "math") -> None:
+    """``math_head_dims`` / ``vector_head_dims``: a non-empty list of positive head dims, on a class that names its
+    ``math`` / ``vector`` (the head dims the class computes in its math dtype at / runs its softmax beside its
+    products at)."""
+    dims = p[field]
+    if needs not in p:
+        raise IronlawError(f"{w}: {field} are the head dims a {needs} class applies its {needs} at: it needs {needs}")
     if not isinstance(dims, list) or not dims or not all(
             isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
-        raise IronlawError(f"{w}.math_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
-
-
-def _check_vector_head_dims(p: dict, w: str) -> None:
-    """``vector_head_dims``: a non-empty list of positive head dims, on a class that names its ``vector``."""
-    dims = p["vector_head_dims"]
-    if "vector" not in p:
-        raise IronlawError(f"{w}: vector_head_dims are the head dims a vector class runs its softmax so at: it needs vector")
-    if not isinstance(dims, list) or not dims or not all(
-            isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
-        raise IronlawError(f"{w}.vector_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
+        raise IronlawError(f"{w}.{field}: must be a non-empty list of head dims > 0, got {dims!r}")
 
 
 def _check_latency_head_dims(p: dict, w: str) -> None:
