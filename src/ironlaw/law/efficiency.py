@@ -10,6 +10,7 @@ formulas and the fields are in docs/how-it-models.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -68,10 +69,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read, shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
-                 latency_s=op_latency(cal, cols, lat) + key_walk_s(cal, cols) + split_reduce_s(cal, cols, split)
-                 + expert_setup_s(cal, cols) + touched_setup_s(cal, cols) + token_setup_s(cal, cols)
-                 + unit_launch_s(cal, cols) + head_dim_latency_s(cal, cols)
-                 + cache_write_s(cal, cols, getattr(hw, "sms", None)),
+                 latency_s=op_latency(cal, cols, lat) + class_latency_s(cal, cols, getattr(hw, "sms", None), split),
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
@@ -610,6 +608,28 @@ def split_reduce_s(cal: Calibration, cols: Columns, split: Split | None) -> np.n
         r = names == name
         out[r] = np.where(splits[r], split_s + merge_s * blocks[r], 0.0)
     return out
+
+
+# The seconds a kernel class adds to each call of its ops whatever their η, one small function per class field (each
+# ``(cal, cols, sms, split)`` -> seconds per op, 0 for an op whose class states no such field): the law's L_lat beyond
+# an op's fixed latency (``op_latency``). ``evaluate`` prices an op with their sum (``class_latency_s``), and
+# ``measure/calibrate/kernelfit`` fits a class against the same sum. A new per-call cost is one more entry here.
+CLASS_LATENCY_TERMS: dict[str, Callable] = {
+    "key_s": lambda cal, cols, sms, split: key_walk_s(cal, cols),
+    "split_s": lambda cal, cols, sms, split: split_reduce_s(cal, cols, split),
+    "expert_s": lambda cal, cols, sms, split: expert_setup_s(cal, cols),
+    "touched_s": lambda cal, cols, sms, split: touched_setup_s(cal, cols),
+    "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
+    "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols),
+    "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
+    "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
+}
+
+
+def class_latency_s(cal: Calibration, cols: Columns, sms: int | None, split: Split | None) -> np.ndarray | float:
+    """Per op, the seconds its kernel class adds to each call whatever its η: the sum of ``CLASS_LATENCY_TERMS``
+    (``sms`` the device's SM count, ``split`` the launch's split of the keys, ``split_blocks``)."""
+    return sum(term(cal, cols, sms, split) for term in CLASS_LATENCY_TERMS.values())
 
 
 def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:

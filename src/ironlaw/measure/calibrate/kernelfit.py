@@ -39,8 +39,7 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
 from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
-from ...law.efficiency import (cache_write_s, head_dim_latency_s, kernel_coords, key_walk_s, split_blocks,
-                                split_reduce_s, unit_launch_s)
+from ...law.efficiency import class_latency_s, kernel_coords, split_blocks
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
 from .fitcore import HALF_BOUNDS, Observation, Problem, fit_group, grid
@@ -1082,12 +1081,10 @@ def with_walk_waves(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
 
 def fixed_seconds(table: dict, cal: dict, prob: Problem, split) -> np.ndarray:
     """Per row of ``prob``, the seconds a class's ``table`` (within ``cal``) adds to an op whatever its η: its
-    ``latency_s``, its walk over the keys (``key_walk_s``), its split's reduction (``split_reduce_s``, ``split``
-    the launch), its cost per sequence and KV head (``unit_launch_s``), its head dim's own launches
-    (``head_dim_latency_s``) and its cache writer's CTAs (``cache_write_s``)."""
-    c = Calibration.of(cal)
-    extra = key_walk_s(c, prob.cols) + split_reduce_s(c, prob.cols, split) + unit_launch_s(c, prob.cols) \
-        + head_dim_latency_s(c, prob.cols) + cache_write_s(c, prob.cols, getattr(prob.hw, "sms", None))
+    ``latency_s`` and the per-call terms its fields state (``efficiency.class_latency_s``: its walk over the keys,
+    its split's reduction, ``split`` the launch, its cost per sequence and KV head, its head dim's own launches,
+    its cache writer's CTAs)."""
+    extra = class_latency_s(Calibration.of(cal), prob.cols, getattr(prob.hw, "sms", None), split)
     return float(table.get("latency_s", 0.0)) + np.reshape(extra, -1)
 
 
