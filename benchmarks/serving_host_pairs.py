@@ -12,17 +12,21 @@ prompts: no CUDA graph, the host launches each kernel), the launches of such a s
 its eager and its decode-only steps, the published step time (the cell's output tokens per step over the published
 rate) and, if the eager steps were bound by the host's launches and the decode-only steps took the model's device
 time, the host seconds per launch that the published rate implies (``implied_launch_s``; only where at least a
-quarter of the steps are eager). Then the 98 Blackwell cells re-priced with the launch floor carried to each host
-by a sourced speed ratio (``what_if``): the engine's ``launch_s`` (fitted on DGX H100's Xeon 8480C) times the
-ratio of the host's figure to the 8480C's. The ratios (machine/catalog ``[host]`` and docs/accuracy.md, "Grace
-against x86 for the executor's host work"): torch.nn.Linear's host time, NVIDIA/TransformerEngine #2053: Grace
-37.08 / 13.48 µs = 2.75; DGX B200's Xeon 8570 by boost clock 3.8 / 4.0 = 0.95; one pure-Python call,
-pytorch/pytorch #187862: GB200 71.6 ns against 67.5 ns on an H100 system, 1.06. The H100 cells are priced at ratio
-1 in every scenario, so the H100 fit of ``launch_s`` is the same under each.
+quarter of the steps are eager). Then the 98 Blackwell cells with the eager steps' launch floor re-priced
+(``SCENARIOS``): the engine's ``launch_s`` (fitted on DGX H100's Xeon 8480C) carried to each host by a sourced speed
+ratio, or with the one op dispatch a launch holds at the host's own ``[host] op_s``, and the routed experts launched
+as one call per layer. The ratios (machine/catalog ``[host]`` and docs/accuracy.md, "Grace against x86 for the
+executor's host work"): torch.nn.Linear's host time, NVIDIA/TransformerEngine #2053: Grace 37.08 / 13.48 µs = 2.75;
+DGX B200's Xeon 8570 by boost clock 3.8 / 4.0 = 0.95; one pure-Python call, pytorch/pytorch #187862: GB200 71.6 ns
+against 67.5 ns on an H100 system, 1.06. The H100 cells keep ratio 1 and their own op_s in every scenario, so the
+H100 fit of ``launch_s`` stands under each but the fused count (which moves the H100 MoE cells' eager steps too and
+is scored without a refit).
 
 ``--terms``: the cells past the p90 goal (Blackwell 15%, H200 12%), each step kind's device time per step split
 by term (decode and prefill attention, dense GEMMs, the routed experts, the router, the rest, the all-to-all or
-other network ops), the host's time, the step's tokens and prompts, and the cell's error.
+other network ops), the host's time, the step's tokens and prompts, and the cell's error; then the H200 MoE cells
+beside the same cells on H100 (the GPU the engine constants were fitted on): sequences per rank and the H200/H100
+throughput, published and predicted.
 """
 from __future__ import annotations
 
@@ -38,12 +42,33 @@ BLACKWELL = h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"
 H200 = h100.ROOT / "tests/data/trtllm_perf_overview_h200.csv"
 SINGLE = ("qwen3-30b-a3b", "llama4-scout", "llama3.3-70b")    # the models both columns run on one GPU
 EAGER_LEAST = 0.25                # the eager share of steps from which a cell's implied launch cost is printed
-# the host speed ratios the what-ifs carry ``launch_s`` by (host seconds against DGX H100's Xeon 8480C; sources
-# in the module docstring)
+# the what-ifs: each host's seconds per launch of an eager step from the engine's ``launch_s`` (fitted on DGX H100's
+# Xeon 8480C), by a sourced ratio (module docstring) or by swapping the one op dispatch a launch holds from the fit
+# host's measured ``[host] op_s`` (7.22 µs, the x86 probe) to the device host's (Grace 19.86 µs, the catalog), the
+# rest of the launch as Python at the Python-call ratio or unchanged; ``fused``: the routed experts (permute, the two
+# grouped GEMMs, activation, combine) launched by the host as one call per layer, as TensorRT-LLM's fused MoE op is
+# (``torch.ops.trtllm.fused_moe`` in tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py, NVIDIA/TensorRT-LLM,
+# Apache-2.0), not one per kernel
+TORCH_LINEAR = {"b200": 12.81 / 13.48, "gb200": 37.08 / 13.48}
+PYTHON_CALL = {"b200": 12.81 / 13.48, "gb200": 71.6 / 67.5}
+FIT_OP_S = 7.22e-6
+
+
+def host_op_s(gpu: str) -> float:
+    """The catalog's ``[host] op_s`` of the device's host CPU: one eager op's host time."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.hostcpu import of
+    return of(hardware.get(gpu)).op_s
+
+
 SCENARIOS = {
-    "fitted (launch_s on every host)": {"b200": 1.0, "gb200": 1.0},
-    "torch Linear: 8570 0.95, Grace 2.75": {"b200": 12.81 / 13.48, "gb200": 37.08 / 13.48},
-    "Python call: 8570 0.95, Grace 1.06": {"b200": 12.81 / 13.48, "gb200": 71.6 / 67.5},
+    "fitted (launch_s on every host)": (lambda g, L: L, False),
+    "torch Linear: 8570 0.95, Grace 2.75": (lambda g, L: L * TORCH_LINEAR[g], False),
+    "Python call: 8570 0.95, Grace 1.06": (lambda g, L: L * PYTHON_CALL[g], False),
+    "one op at the host's op_s": (lambda g, L: L - FIT_OP_S + host_op_s(g), False),
+    "… the rest at the Python-call ratio": (lambda g, L: (L - FIT_OP_S) * PYTHON_CALL[g] + host_op_s(g), False),
+    "fused MoE one call (launch_s everywhere)": (lambda g, L: L, True),
+    "fused MoE, one op at the host's op_s": (lambda g, L: L - FIT_OP_S + host_op_s(g), True),
 }
 TAIL = {"b200": 15.0, "gb200": 15.0, "h200": 12.0}
 
@@ -97,14 +122,26 @@ def implied_launch_s(row: dict) -> float | None:
     return rest / (share * launches) if rest > 0 else None
 
 
-def repriced_error(row: dict, ratio: float) -> float:
-    """The cell's error (percent) with each eager step's launch floor times ``ratio`` (the executor's Python part
+def host_calls(e, fused: bool) -> int:
+    """The launches the host pays for the priced step ``e``: its own count, or with the routed experts' kernels as
+    one call per layer (``fused``)."""
+    n = e.graph.meta["host"].kernels
+    if not fused or not n:
+        return n
+    routed = [op for op in e.graph.ops if term_of(op) == "experts"]
+    return n - sum(op.count for op in routed) + max((op.count for op in routed), default=0)
+
+
+def repriced_error(row: dict, ratio: float = 1.0, per_launch=None, fused: bool = False) -> float:
+    """The cell's error (percent) with each eager step's launch floor re-priced: its launches (``host_calls``) at
+    ``per_launch(gpu, launch_s)`` seconds each, else at ``ratio`` × the step's own (the executor's Python part
     unchanged): the run re-timed over the same priced steps."""
     est = row["est"]
     t = 0.0
     for n, e in est.steps:
         h = e.graph.meta["host"]
-        host = h.kernels * h.per_launch_s * ratio + h.python_s
+        each = per_launch(row["gpu"], h.per_launch_s) if per_launch else h.per_launch_s * ratio
+        host = host_calls(e, fused) * each + h.python_s
         t += n * (max(float(e.time_s), host) + est.constants.step_s)
     return 100.0 * (est.output_tokens_per_s * est.time_s / t / row["published"] - 1.0)
 
@@ -134,11 +171,15 @@ def print_pairs(rows: list[dict]) -> None:
 
 
 def print_what_if(rows: list[dict]) -> None:
-    print("\nThe 98 cells with the launch floor carried by a host speed ratio (median / p90 |error|)")
-    w = (38, 13, 13, 13, 13, 22, 22)
-    print(h100.table_row(("scenario", "all", "dense", "MoE", "GB200", "Qwen3-30B GB200/B200", "Scout GB200/B200"), w))
-    for name, ratio in SCENARIOS.items():
-        errs = [{**r, "e": repriced_error(r, ratio[r["gpu"]])} for r in rows]
+    print("\nThe 98 cells with the eager steps' launch floor re-priced (median / p90 |error|)")
+    w = (42, 13, 13, 13, 13, 22, 22, 12)
+    low = low_pairs(rows)
+    print(f"(pairs: the median predicted GB200/B200 ratio of the {len(low)} pairs published below {LOW_PAIR:.2f}, "
+          f"published median {statistics.median(p for *_, p in low):.2f})")
+    print(h100.table_row(("scenario", "all", "dense", "MoE", "GB200", "Qwen3-30B GB200/B200", "Scout GB200/B200",
+                          "pairs"), w))
+    for name, (per_launch, fused) in SCENARIOS.items():
+        errs = [{**r, "e": repriced_error(r, per_launch=per_launch, fused=fused)} for r in rows]
 
         def st(sel, key="e"):
             xs = [abs(r[key]) for r in errs if sel(r)]
@@ -148,9 +189,22 @@ def print_what_if(rows: list[dict]) -> None:
         def pair(model):
             return " / ".join(f"{statistics.median(abs(r['e']) for r in errs if r['model'] == model and r['gpu'] == g):.1f}"
                               for g in ("gb200", "b200")) + "%"
+        pred = {(r["model"], r["isl"], r["osl"], r["gpu"]): r["published"] * (1 + r["e"] / 100) for r in errs}
+        ratio = statistics.median(pred[(m, i, o, "gb200")] / pred[(m, i, o, "b200")] for m, i, o, _ in low)
         print(h100.table_row((name, st(lambda r: True), st(lambda r: r["model"] not in h100.MOE),
                               st(lambda r: r["model"] in h100.MOE), st(lambda r: r["gpu"] == "gb200"),
-                              pair("qwen3-30b-a3b"), pair("llama4-scout")), w))
+                              pair("qwen3-30b-a3b"), pair("llama4-scout"), f"{ratio:.2f}"), w))
+
+
+LOW_PAIR = 0.85                   # a GB200/B200 pair published below this ratio: GB200 slower than B200
+
+
+def low_pairs(rows: list[dict]) -> list[tuple]:
+    """[(model, isl, osl, published GB200/B200 ratio)] of the pairs published below ``LOW_PAIR``."""
+    by = {(r["model"], r["isl"], r["osl"], r["gpu"]): r["published"] for r in rows}
+    out = [(m, i, o, by[(m, i, o, "gb200")] / p) for (m, i, o, g), p in by.items()
+           if g == "b200" and (m, i, o, "gb200") in by]
+    return [x for x in out if x[3] < LOW_PAIR]
 
 
 TERMS = ("attn decode", "attn prefill", "gemm", "experts", "router", "network", "rest")
@@ -197,6 +251,23 @@ def print_terms(rows: list[dict]) -> None:
                                  + tuple(f"{t[k] * 1e3:.1f}" for k in TERMS) + (f"{h.time_s * 1e3:.1f}",), w))
 
 
+def print_hopper(h200: list[dict], h100_rows: list[dict]) -> None:
+    """The H200 MoE cells against the same cells on H100 (the fit's GPU): each GPU's error, sequences per rank,
+    and the H200/H100 throughput published and predicted, worst H200 error first."""
+    print("\nH200 MoE cells against the same H100 cells (the fit's): per-rank sequences, H200/H100 throughput")
+    w = (16, 10, 9, 9, 10, 8, 8)
+    print(h100.table_row(("model", "ISL/OSL", "H200", "H100", "per rank", "pub", "pred"), w))
+    by = {(r["model"], r["isl"], r["osl"]): r for r in h100_rows}
+    for r in sorted(h200, key=lambda r: r["error"]):
+        q = by.get((r["model"], r["isl"], r["osl"]))
+        if q is None:
+            continue
+        e, f = r["est"], q["est"]
+        print(h100.table_row((r["model"], f"{r['isl']}/{r['osl']}", f"{r['error']:+.1f}%", f"{q['error']:+.1f}%",
+                              f"{e.batch_per_engine}/{f.batch_per_engine}", f"{r['published'] / q['published']:.2f}",
+                              f"{e.output_tokens_per_s / f.output_tokens_per_s:.2f}"), w))
+
+
 def main() -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -207,7 +278,9 @@ def main() -> int:
     print_pairs([r for r in rows if r["model"] in SINGLE])
     print_what_if(rows)
     if a.terms:
-        print_terms(rows + priced(H200, ("h200",), h100.MOE))
+        h200 = priced(H200, ("h200",), h100.MOE)
+        print_terms(rows + h200)
+        print_hopper(h200, priced(h100.CSV, ("h100",), h100.MOE))
     return 0
 
 

@@ -47,3 +47,22 @@ def test_implied_launch_cost_of_an_all_eager_cell(qwen_1k):
     assert shp.implied_launch_s(b) == pytest.approx((pub - b["est"].constants.step_s) / kinds["eager"][2])
     ratio = shp.implied_launch_s(g) / shp.implied_launch_s(b)
     assert 1.3 < ratio < 1.7                         # between the sourced Python (1.06) and torch-op (2.89) ratios
+
+
+def test_the_fused_moe_is_one_host_call_per_layer(qwen_1k):
+    """Qwen3-30B-A3B's 48 MoE layers each run five routed kernels (permute, two grouped GEMMs, activation,
+    combine); launched as TensorRT-LLM's one fused-MoE op they are 48 host calls, not 240."""
+    n, e = qwen_1k["b200"]["est"].steps[0]
+    kernels = e.graph.meta["host"].kernels
+    assert shp.host_calls(e, False) == kernels
+    assert shp.host_calls(e, True) == kernels - 4 * 48
+
+
+def test_swapping_the_op_dispatch_to_grace_costs_the_op_s_difference(qwen_1k):
+    """One op of each launch at the host's own ``[host] op_s`` (x86 7.22 µs, Grace 19.86 µs): the B200 cell is
+    unchanged, the host-bound GB200 cell slows by the difference per launch."""
+    swap = shp.SCENARIOS["one op at the host's op_s"][0]
+    b, g = qwen_1k["b200"], qwen_1k["gb200"]
+    assert shp.repriced_error(b, per_launch=swap) == pytest.approx(b["error"], abs=1e-6)
+    assert swap("gb200", 1e-4) == pytest.approx(1e-4 + 19.86e-6 - 7.22e-6)
+    assert shp.repriced_error(g, per_launch=swap) < g["error"] - 5.0
