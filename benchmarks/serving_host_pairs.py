@@ -2,6 +2,7 @@
 
     python benchmarks/serving_host_pairs.py              # the GB200/B200 pairs, the launch cost each implies, what-ifs
     python benchmarks/serving_host_pairs.py --terms      # … and the tail cells' device step by term (B200, GB200, H200)
+    python benchmarks/serving_host_pairs.py --launch-s 5.438e-5   # the what-ifs at another launch_s (fit host)
 
 B200 (DGX B200: 2 × Xeon Platinum 8570) and GB200 (GB200 NVL72: Grace, Neoverse V2) run the same Blackwell GPU;
 the perf-overview's columns of one cell differ in the host CPU, the power limit and the memory (180 / 192 GB).
@@ -170,7 +171,7 @@ def print_pairs(rows: list[dict]) -> None:
               f"against the 8570's 12.81 µs), Python call 1.06-1.09")
 
 
-def print_what_if(rows: list[dict]) -> None:
+def print_what_if(rows: list[dict], launch_s: float | None = None) -> None:
     print("\nThe 98 cells with the eager steps' launch floor re-priced (median / p90 |error|)")
     w = (42, 13, 13, 13, 13, 22, 22, 12)
     low = low_pairs(rows)
@@ -178,8 +179,11 @@ def print_what_if(rows: list[dict]) -> None:
           f"published median {statistics.median(p for *_, p in low):.2f})")
     print(h100.table_row(("scenario", "all", "dense", "MoE", "GB200", "Qwen3-30B GB200/B200", "Scout GB200/B200",
                           "pairs"), w))
+    if launch_s is not None:
+        print(f"(launch_s {launch_s * 1e6:.1f} µs on the fit host in place of the engine's)")
     for name, (per_launch, fused) in SCENARIOS.items():
-        errs = [{**r, "e": repriced_error(r, per_launch=per_launch, fused=fused)} for r in rows]
+        each = per_launch if launch_s is None else (lambda g, _, f=per_launch: f(g, launch_s))
+        errs = [{**r, "e": repriced_error(r, per_launch=each, fused=fused)} for r in rows]
 
         def st(sel, key="e"):
             xs = [abs(r[key]) for r in errs if sel(r)]
@@ -273,10 +277,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--terms", action="store_true", help="also the tail cells' device step by term (B200, GB200, "
                                                          "H200)")
+    ap.add_argument("--launch-s", type=float, default=None,
+                    help="the what-ifs with this launch_s on the fit host (seconds; e.g. 5.438e-5, trtllm_h100.py's "
+                         "leave-one-model-out refit without Llama 3.3 70B), each step's device time as priced")
     a = ap.parse_args()
     rows = priced(BLACKWELL, ("b200", "gb200"))
     print_pairs([r for r in rows if r["model"] in SINGLE])
-    print_what_if(rows)
+    print_what_if(rows, a.launch_s)
     if a.terms:
         h200 = priced(H200, ("h200",), h100.MOE)
         print_terms(rows + h200)
