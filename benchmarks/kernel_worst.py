@@ -15,8 +15,8 @@ latency, µs): which term binds, and what the worst rows share.
 ``--spikes`` (a GEMM class): the table's rows whose time is over ``SPIKE_RATIO`` times off both their neighbours in M
 at the same N and K, those two within ``SPIKE_AGREE`` of each other (``kernelfit.SPIKE_RATIO``, ``SPIKE_AGREE``): single
 timings, where a kernel switch would hold for the M after it; and the held-out score with and without them, so
-that a class's p90 that its spikes alone put over the goal reads as such (docs/accuracy.md, "The vLLM B200 FP8 GEMM
-table's spikes").
+that a class's p90 that its spikes alone put over the goal reads as such (docs/accuracy.md, "GEMM grids one past the
+FP8 kernels' M switches"; the decode classes: "Decode classes and vLLM B300's MLA BMMs still out").
 """
 from __future__ import annotations
 
