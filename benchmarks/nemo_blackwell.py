@@ -24,7 +24,9 @@ counted from Megatron-Core's and Transformer Engine's code), their time at the c
 serial bound (that host time and ironlaw's layer one after the other: the longest any placement of device→host
 syncs can make the layer, ``nemo_ref.serial_bound_s``), the cost per launch at which the host alone would take as
 long as the published layer, and last the Grace ÷ x86 cost per launch the rows allow beside the catalog's
-(``nemo_ref.launch_cost_ratio``).
+(``nemo_ref.launch_cost_ratio``). Then, per MoE row, the published layer's time beyond ironlaw's per kernel the
+host issues for each local expert (``nemo_ref.expert_gap``), and its range on the x86 alltoall rows with at least
+16 local experts and on the flex rows.
 """
 from __future__ import annotations
 
@@ -52,10 +54,12 @@ def main() -> int:
     hardware = _Hosts(args.host_cost_factor)
     rows = table(BLACKWELL)
     if args.host_counts:
-        from nemo_ref import print_host_counts
+        from nemo_ref import print_expert_gaps, print_host_counts
         moe = [r for r in rows if r["model"] not in DENSE]
-        print_host_counts([(r["system"], r, predict(r, hardware.get(r["system"])), hardware.get(r["system"]))
-                           for r in moe])
+        runs = [(r["system"], r, predict(r, hardware.get(r["system"])), hardware.get(r["system"])) for r in moe]
+        print_host_counts(runs)
+        print()
+        print_expert_gaps(runs)
         return 0
     errs = {"dense": [], "MoE": [], "all predicted": []}
     print(f"{'system':6s} {'model':16s} {'GPUs':>5} {'prec':>5} {'published':>9} {'ironlaw':>8} {'error':>7} "

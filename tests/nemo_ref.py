@@ -326,6 +326,45 @@ def print_host_counts(runs: list) -> None:
               f"{grace_over_x86():.2f}")
 
 
+EXPERT_PARTS = ("experts", "expert bias")      # the host parts issued once per local expert (``host.moe_parts``)
+MANY_EXPERTS = 8                                  # local experts from which the gap is read per expert
+
+
+def expert_gap(r: dict, st, hw) -> tuple[float, float, float, float, float]:
+    """(local experts, the host's kernels per local expert in one MoE layer and micro-batch — ``EXPERT_PARTS`` of
+    ``host_parts`` —, the seconds the published layer takes beyond ironlaw's, that gap per per-expert kernel, the
+    host term's own seconds per per-expert kernel at the catalog's ``[host]`` costs): the miss read as a cost
+    added per launch the framework issues for each local expert, beside what the host term charges for it."""
+    local = st.per_microbatch.graph.meta["experts"] / st.plan.ep
+    parts = [p for p in host_parts(st, hw) if p[0] in EXPERT_PARTS]
+    kernels = sum(p[2] for p in parts)
+    implied, ours = layer_s(r, st)
+    return local, kernels / local, implied - ours, (implied - ours) / kernels, sum(p[3] for p in parts) / kernels
+
+
+def print_expert_gaps(runs: list) -> None:
+    """Per MoE row (``runs`` as ``print_host_counts``), the gap per per-expert kernel beside the host term's own
+    cost of one (``expert_gap``), then the gap's range over the rows with ``MANY_EXPERTS`` or more local experts:
+    the x86 alltoall ones and the flex ones."""
+    print("the published layer beyond ironlaw's, per kernel the host issues per local expert (MoE layer, micro-batch),"
+          " beside the host term's own cost of one")
+    print(f"{'system':6s} {'model':16s} {'prec':>5} {'disp':>8} {'local':>5} {'k/expert':>8} {'gap ms':>7} "
+          f"{'gap us/kernel':>13} {'host us/kernel':>14}")
+    spans: dict[str, list] = {f"x86 alltoall rows, >= {MANY_EXPERTS} local experts": [],
+                              f"flex rows, >= {MANY_EXPERTS} local experts": []}
+    for system, r, st, hw in runs:
+        local, k, gap, per, cost = expert_gap(r, st, hw)
+        print(f"{system:6s} {r['model']:16s} {r['precision']:>5} {st.plan.moe_dispatcher:>8} {local:5.0f} {k:8.1f} "
+              f"{gap * 1e3:7.2f} {per * 1e6:13.1f} {cost * 1e6:14.1f}")
+        x86 = "Grace" not in hw.extra["host"].cpu
+        key = ("flex" if st.plan.moe_dispatcher == "flex" else "x86 alltoall" if x86 else None)
+        if key and local >= MANY_EXPERTS:
+            spans[f"{key} rows, >= {MANY_EXPERTS} local experts"].append(per)
+    for name, v in spans.items():
+        if v:
+            print(f"{name}: {min(v) * 1e6:.1f} to {max(v) * 1e6:.1f} us per per-expert kernel ({len(v)} rows)")
+
+
 def grace_over_x86() -> float:
     """The catalog's Grace ÷ x86 host cost per launch (``gb200`` against ``b200`` ``[host] op_s``)."""
     from ironlaw.machine import hardware

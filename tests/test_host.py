@@ -58,6 +58,25 @@ def test_kernels_per_moe_layer_follow_the_local_experts_and_the_recipe():
     assert m8.kernels - g.kernels == pytest.approx(captured - 3 * 2)
 
 
+def test_grouped_linear_gemms_pay_their_measured_cublaslt_call():
+    # TransformerEngine PR #3134: 8 expert GEMMs on TE's multi-stream cuBLASLt path 0.267 ms, CUTLASS's one launch
+    # of the same GEMMs 0.069 ms: 24.75 us per expert GEMM on the DGX B200 host, a multiple of its eager op
+    assert host.STREAMED_GEMM_S == pytest.approx(24.75e-6)
+    assert host.STREAMED_GEMM_OPS * hardware.get("b200").extra["host"].op_s == pytest.approx(24.75e-6)
+    grace = hardware.get("gb200").extra["host"]                       # carried with the host's op_s
+    assert host.STREAMED_GEMM_OPS * grace.op_s == pytest.approx(24.75e-6 * 37.08 / 13.48, rel=1e-3)
+    # per local expert 2 GEMMs forward and 4 backward at that cost, each still one kernel; MXFP8's quantizes of the
+    # expert's input and output gradient at one eager op each
+    _, m8 = host.layers(MOE, CPU, ep=8, precision="mxfp8")
+    _, m4 = host.layers(MOE, CPU, ep=4, precision="mxfp8")
+    more, gemm = 128 / 4 - 128 / 8, host.STREAMED_GEMM_OPS * CPU.op_s
+    assert m4.after_s - m8.after_s == pytest.approx(more * (2 * gemm + 2 * CPU.op_s))
+    assert m4.bwd_s - m8.bwd_s == pytest.approx(more * (4 * gemm + 2 * CPU.op_s))
+    assert m4.kernels - m8.kernels == pytest.approx(10 * more) and m4.before_s == m8.before_s
+    assert host.Calls(streamed_fwd=1) + host.Calls(fwd=2, streamed_bwd=3) == host.Calls(2, 0, 0, 0, 1, 3)
+    assert host.EXPERT.scaled(2) == host.Calls(4, 8, 0, 4, 4, 8)
+
+
 def test_padding_copies_are_issued_by_the_alltoall_dispatcher_only():
     # Fp8Padding of the rows and the probabilities, Fp8Unpadding of fc2's output: one TE launch each, forward and
     # backward, after the sync, with quantized experts and expert parallelism on the alltoall dispatcher

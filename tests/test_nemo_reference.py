@@ -117,6 +117,29 @@ def test_rows_allow_grace_a_smaller_launch_cost_ratio_than_the_catalog():
     assert ratio < 1.5 < 2.5 < grace_over_x86()
 
 
+def test_the_gap_per_local_expert_is_additive_on_the_x86_alltoall_rows():
+    """Read per kernel the host issues for each local expert (MXFP8: 6 GEMMs and 4 quantizes), the DGX-B200
+    alltoall rows' miss is one cost, 29-36 us, on 16 and 32 local experts alike and on device layers of 3.9 to
+    16.7 ms, where a host that overlapped the device would leave a gap shrinking as the device's layer grows; the
+    flex rows of Qwen3-30B-A3B on GB200/GB300 leave at most 15 us. The host term's own cost of such a kernel,
+    17.7 us on x86 (GroupedLinear's cuBLASLt calls at TransformerEngine PR #3134's 24.75 us, the quantizes at one
+    eager op), is half of it even were none of it overlapped (docs/accuracy.md, "The gap per local expert")."""
+    from nemo_ref import BLACKWELL, expert_gap
+    picks = {("b200", "qwen3-30b-a3b"), ("b200", "qwen3-235b-a22b"), ("b200", "deepseek-v3"),
+             ("gb200", "qwen3-30b-a3b"), ("gb300", "qwen3-30b-a3b")}
+    rows = [r for r in table(BLACKWELL) if (r["system"], r["model"]) in picks]
+    assert len(rows) == len(picks)
+    for r in rows:
+        hw = hardware.get(r["system"])
+        local, k, gap, per, cost = expert_gap(r, predict(r, hw), hw)
+        assert k == 10 and local in (16, 32) and gap > 0, r["model"]
+        if r["system"] == "b200":
+            assert 25e-6 < per < 40e-6 and per > 1.5 * cost, r["model"]
+            assert cost == pytest.approx((6 * 24.75 + 4 * 7.22) / 10 * 1e-6, rel=1e-3)
+        else:
+            assert per < 16e-6, r["system"]
+
+
 def test_tuned_qwen3_run_on_16_h100():
     """A later Megatron-Bridge recipe for Qwen3-30B-A3B on 16 H100 (tests/data/megatron_bridge_qwen3_30b_h100_tuned.csv:
     EP 16 over two nodes, BF16, the all-to-alls overlapped, the router in CUDA graphs) measured 20.15 s per step:

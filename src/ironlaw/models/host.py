@@ -20,13 +20,15 @@ rest), device time d_a and d_b:
     forward, no sync / backward:   max(host, device) over the whole pass         (the host runs ahead)
     exposed  = (forward + backward as above) − (device forward + device backward)
 
-Host time = kernels × ``op_s`` + Transformer Engine module calls × ``module_s``; the per-device costs and the
-CPU that pays them come from the hardware file's ``[host]`` table (``ironlaw.machine.hostcpu``). The kernel
-counts per layer (``CALLS``) are read off the framework's code, never fitted.
+Host time = kernels × ``op_s`` + Transformer Engine module calls × ``module_s`` + each per-expert GEMM that
+Transformer Engine's GroupedLinear issues as its own cuBLASLt call the rest of its measured cost
+(``STREAMED_GEMM_OPS``, TransformerEngine PR #3134); the per-device costs and the CPU that pays them come from
+the hardware file's ``[host]`` table (``ironlaw.machine.hostcpu``). The kernel counts per layer (``CALLS``) are
+read off the framework's code, never fitted.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -48,12 +50,14 @@ class Calls:
     modules: float = 0.0       # Transformer Engine module calls (forward; the backward runs as many autograd nodes)
     quantize: float = 0.0      # tensors a low-precision recipe quantizes in each pass: a linear's input (forward)
                                # and output gradient (backward), ``QUANTIZE_KERNELS`` kernels each
+    streamed_fwd: float = 0.0  # of the forward's kernels, per-expert GEMMs issued each as its own cuBLASLt call
+    streamed_bwd: float = 0.0  # … and of the backward's (``STREAMED_GEMM_OPS`` eager ops of host time each)
 
     def __add__(self, o: "Calls") -> "Calls":
-        return Calls(self.fwd + o.fwd, self.bwd + o.bwd, self.modules + o.modules, self.quantize + o.quantize)
+        return Calls(*(getattr(self, f.name) + getattr(o, f.name) for f in fields(Calls)))
 
     def scaled(self, f: float) -> "Calls":
-        return Calls(self.fwd * f, self.bwd * f, self.modules * f, self.quantize * f)
+        return Calls(*(getattr(self, k.name) * f for k in fields(Calls)))
 
 
 # Kernels per layer and micro-batch, read off Megatron-Core core_v0.15.0 (megatron/core/transformer/) with the
@@ -89,7 +93,19 @@ PREPROCESS = Calls(fwd=17, bwd=1)
 DISPATCH = Calls(fwd=10, bwd=8, modules=2)
 # per local expert (TE GroupedLinear: one GEMM each for fc1 and fc2 forward, a dgrad and a wgrad each backward;
 # in FP8/MXFP8 a quantize of each expert's input and output gradient, tex.split_quantize)
-EXPERT = Calls(fwd=2, bwd=4, quantize=2)
+EXPERT = Calls(fwd=2, bwd=4, quantize=2, streamed_fwd=2, streamed_bwd=4)
+# Transformer Engine's GroupedLinear (v2.9, ``general_grouped_gemm`` → ``nvte_multi_tensor_gemm``) runs each local
+# expert's GEMM as its own cuBLASLt call on one of 4 streams: per GEMM the matmul and layout descriptors, the
+# heuristic query and the launch, so a GEMM costs the host more than one eager op. Measured: NVIDIA/
+# TransformerEngine PR #3134 (2026-06; SM100; ``benchmarks/linear/benchmark_grouped_linear.py
+# --compare-nvfp4-grouped-gemm``, torch.utils.benchmark wall clock), TN fprop of 8 experts × 128 rows, N = K = 2048,
+# the GEMMs alone ("pure": operands pre-swizzled): TE's multi-stream path 0.267 ms per call, CUTLASS's single
+# launch of the same 8 GEMMs 0.069 ms. Each GEMM is 1.07 GFLOP, a few µs of device time, so the calls are
+# host-bound and the 0.198 ms between them is the host's: 24.75 µs per expert GEMM, one eager launch included.
+# The PR names no host; the benchmark script's own profiles are DGX B200's, so the x86 DGX B200 host is assumed
+# and the cost is carried as a multiple of that host's ``[host] op_s`` (7.22 µs, the catalog's) to every host.
+STREAMED_GEMM_S = (0.267e-3 - 0.069e-3) / 8
+STREAMED_GEMM_OPS = STREAMED_GEMM_S / 7.22e-6
 # Transformer Engine's padding of the routed rows for quantized expert GEMMs, alltoall dispatcher only
 #   (``dispatcher``): Megatron-Core's TEGroupedMLP.forward pads the rows and their probabilities
 #   (``Fp8Padding``) and unpads fc2's output (``Fp8Unpadding``); TE v2.9 makes each one
@@ -139,7 +155,9 @@ def seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
     recipe (None: bf16)."""
     q = c.quantize * QUANTIZE_KERNELS[precision] if precision else 0.0
     f, b = c.fwd + q, c.bwd + q
-    return (f * cpu.op_s + c.modules * cpu.module_s, b * cpu.op_s + c.modules * cpu.module_s, f + b)
+    gemm = (STREAMED_GEMM_OPS - 1.0) * cpu.op_s              # a streamed GEMM's host time beyond its launch
+    return (f * cpu.op_s + c.streamed_fwd * gemm + c.modules * cpu.module_s,
+            b * cpu.op_s + c.streamed_bwd * gemm + c.modules * cpu.module_s, f + b)
 
 
 def _rope(meta: dict) -> Calls:
