@@ -297,6 +297,14 @@ UNIT_S_START = 2e-8
 WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
                  ("vllm", "context_attention", "_wide"))
 WRITE_S_START = 1e-9
+# FP8-cache prefill classes whose fit adds ``write_s`` too, per (framework, op, kernel class): the GPUs. SGLang's
+# prefill writes the new tokens' K and V (MLA: the latent) into its FP8 cache inside the timed call
+# (``MHATokenToKVPool.set_kv_buffer`` / ``MLATokenToKVPool.set_mla_kv_buffer``: cast to FP8, scattered by token;
+# aiconfigurator's collector/sglang/collect_attn.py and collect_mla.py time ``layer(q, k, v, forward_batch)``).
+# aiconfigurator-core 0.12.0's SGLang 0.5.14 H200 context MLA table: the FP8-cache row less the bf16-cache row at the
+# same shape is 5.3 µs at one token and ~2.0 ns per token beyond, the same at 1 to 128 heads (e.g. 128 sequences of
+# 512 tokens, 2 heads: 0.29 → 0.44 ms); held out, docs/accuracy.md ("SGLang's FP8-cache writer in the prefill")
+WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",)}
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -1051,9 +1059,11 @@ def with_unit_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
 
 def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``write_s`` (at most ``WRITE_S_MAX``, each start from ``WRITE_S_START``) for a
-    class of ``WRITE_CLASSES``; as given for another."""
+    class of ``WRITE_CLASSES``, or of ``WRITE_CACHE_CLASSES`` on one of its GPUs; as given for another."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (getattr(g.table, "framework", None), g.op, regime) not in WRITE_CLASSES:
+    framework = getattr(g.table, "framework", None)
+    cache = getattr(g.table, "gpu", None) in WRITE_CACHE_CLASSES.get((framework, g.op, g.key[1]), ())
+    if (framework, g.op, regime) not in WRITE_CLASSES and not cache:
         return bounds, starts
     return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
 
