@@ -1,7 +1,8 @@
 """A prefill's cache writer, one CTA per token written (``write_s``, ``efficiency.cache_write_s``): the law adds
 write_s · tokens · min(KV heads · head dim, 512) / SMs, the op states the tokens it writes and the KV heads · head
-dim each one writes (on its GPU, under tensor parallelism too), the fitter recovers the cost on vLLM's prefill rows
-(one head per KV head and grouped-query) only, and a calibration file's value is checked."""
+dim each one writes (on its GPU, under tensor parallelism too; an MLA prefill its one latent), the fitter recovers the
+cost on vLLM's prefill rows (one head per KV head and grouped-query) only, gives it to SGLang's H200 FP8-cache MLA
+prefill and to no other MLA class, and a calibration file's value is checked."""
 from dataclasses import replace
 from pathlib import Path
 
@@ -135,3 +136,53 @@ def test_a_step_s_share_of_a_prefill_writes_its_own_tokens(h100_gqa):
     op = kernelfit.attention_op(next(g.rows.itertuples()), g)
     assert scaled(op, 0.25).attrs["cache_writes"] == pytest.approx(op.attrs["cache_writes"] * 0.25)
     assert scaled(op, 0.25).attrs["cache_write_width"] == op.attrs["cache_write_width"]
+
+
+@pytest.fixture(scope="module")
+def h200_mla():
+    """H200's context MLA class (the extract's TensorRT-LLM rows), and the same rows standing in for SGLang's
+    FP8-cache class (``kernelfit.WRITE_CACHE_CLASSES``)."""
+    hw = hardware.get("h200")
+    gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("context_mla",), framework="trtllm"))
+    g = next(x for x in gs if x.name == "context mla bf16, KV bf16")
+    fp8 = replace(g, key=("kernel", "attention_context_bf16_kv_fp8_mla"), table=replace(g.table, framework="sglang"),
+                  rows=g.rows.assign(kv_cache_dtype="fp8"))
+    return hw, g, fp8
+
+
+def test_an_mla_prefill_writes_its_one_latent_whatever_its_heads(h200_mla):
+    """The latent a token writes is kv_lora + rope (576 for DeepSeek-V3) at any heads per GPU; a decode writes none
+    here."""
+    _, g, _ = h200_mla
+    assert g.rows.num_heads.nunique() > 1
+    for r in g.rows.itertuples():
+        attrs = kernelfit.mla_op(r, g).attrs
+        assert attrs["cache_writes"] == r.batch_size * r.isl
+        assert attrs["cache_write_width"] == kernelfit.MLA_DIMS.kv_lora + kernelfit.MLA_DIMS.rope
+    gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))
+    assert "cache_writes" not in kernelfit.mla_op(next(gs[0].rows.itertuples()), gs[0]).attrs
+
+
+def test_the_writer_is_fitted_on_sglang_s_fp8_cache_mla_prefill_on_its_gpus_only(h200_mla):
+    """``with_write_cost`` adds write_s to SGLang's H200 FP8-cache context MLA class, not to the bf16-cache one, not
+    to TensorRT-LLM's, not on another GPU."""
+    _, g, fp8 = h200_mla
+    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    assert names(fp8) == ["eta_max", "write_s"]
+    assert names(replace(fp8, key=g.key)) == ["eta_max"]
+    assert names(replace(fp8, table=g.table)) == ["eta_max"]
+    assert names(replace(fp8, table=replace(fp8.table, gpu="h100"))) == ["eta_max"]
+
+
+def test_sglang_s_h200_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_its_heads(h200_mla):
+    """The engine file's class states write_s, and the law adds write_s · tokens · 512 / SMs to each of its ops: the
+    same per token at 1 and at 16 heads."""
+    from ironlaw.machine import engines
+    hw, _, fp8 = h200_mla
+    table = engines.load("h200", "sglang")["kernel"][fp8.key[1]]
+    assert 0.0 < table["write_s"] <= WRITE_S_MAX
+    prob = kernelfit.Problem(hw, kernelfit.observations(fp8, fp8.rows, hw), weighting="per_case")
+    plain = {k: v for k, v in table.items() if k != "write_s"}
+    added = prob.times(_cal(fp8, table)) - prob.times(_cal(fp8, plain))
+    tokens = (fp8.rows.batch_size * fp8.rows.isl).to_numpy(float)
+    assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)

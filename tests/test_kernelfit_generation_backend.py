@@ -82,3 +82,35 @@ def test_flashinfers_16_bit_decode_grid_steps_2x_in_heads_per_kv_head():
     assert kernelfit.group_switch_steps(vllm, "") is None
     assert kernelfit.group_switch_steps(g, "_window") is None      # held out worse on it (docs/accuracy.md)
     assert kernelfit.group_switch_steps(g, "_wide") is None        # over 32 heads per KV head: on tensor cores
+
+
+def _context(head_dim, heads, kv_heads, source, latency_s, dtype="fp8", window=0):
+    """Prefill rows in the tables' columns: one per batch and length, computing in ``dtype`` on an FP8 cache."""
+    return pd.DataFrame([{"device": "NVIDIA GB200", "batch_size": b, "isl": s, "num_heads": heads,
+                          "num_key_value_heads": kv_heads, "head_dim": head_dim, "window_size": window,
+                          "attn_dtype": dtype, "kv_cache_dtype": "fp8", "kernel_source": source,
+                          "latency_s": latency_s} for b in (1, 8, 64) for s in (16, 1024, 16384)])
+
+
+def _context_groups(rows, gpu="gb200", framework="sglang"):
+    t = kerneltable.KernelTable("context_attention", gpu, "x", framework, "0.5.14", "x.parquet", rows)
+    return {g.name: g for g in kernelfit.groups([t])}
+
+
+def test_sglang_s_blackwell_fp8_prefill_keeps_the_main_backend_s_head_dims_alone():
+    """SGLang 0.5.14's GB200 FP8 prefill times head dim 256 on trtllm_mha and Qwen3.5's 6 heads on one KV head on
+    Triton (``HEAD_DIM_BACKEND_CLASSES``): the FP8 class keeps trtllm_mha's rows there; the bf16-math FP8-cache class,
+    a sliding-window class, another GPU's and another framework's tables keep every row."""
+    main = pd.concat([_context(128, 8, 1, "trtllm_mha", 2e-5), _context(256, 8, 2, "trtllm_mha", 3e-5)])
+    other = _context(256, 6, 1, "triton", 2e-3)
+    rows = pd.concat([main, other], ignore_index=True)
+    g = _context_groups(rows)["context attention fp8, KV fp8"]
+    assert len(g.rows) == len(main) and set(g.rows.kernel_source) == {"trtllm_mha"}
+    assert f"{len(other)} rows of other backends at head dims trtllm_mha times left out" in g.timed
+    bf16 = pd.concat([main, other.assign(attn_dtype="bfloat16")], ignore_index=True)
+    assert set(_context_groups(bf16)["context attention bf16, KV fp8"].rows.kernel_source) == {"triton"}
+    window = pd.concat([main, other.assign(window_size=1024)], ignore_index=True)
+    assert set(_context_groups(window)["context attention fp8, KV fp8, sliding window"].rows.kernel_source) == \
+        {"triton"}
+    for gs in (_context_groups(rows, gpu="h100"), _context_groups(rows, framework="vllm")):
+        assert len(gs["context attention fp8, KV fp8"].rows) == len(rows)

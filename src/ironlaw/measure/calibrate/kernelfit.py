@@ -297,6 +297,14 @@ UNIT_S_START = 2e-8
 WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
                  ("vllm", "context_attention", "_wide"))
 WRITE_S_START = 1e-9
+# FP8-cache prefill classes whose fit adds ``write_s`` too, per (framework, op, kernel class): the GPUs. SGLang's MLA
+# prefill saves the new tokens' latent into its cache pool inside the timed call (``MLATokenToKVPool``; on an FP8 cache
+# a cast and a scatter per token; aiconfigurator's collector/sglang/collect_mla.py, ``benchmark_layer``, times
+# ``layer(q, k, v, forward_batch, …)``). aiconfigurator-core 0.12.0's SGLang 0.5.14 H200 context MLA table: the
+# FP8-cache row less the bf16-cache row at the same shape is 5.3 µs at one token and ~2.0 ns per token beyond, the
+# same at 1 to 128 heads (128 sequences of 512 tokens, 2 heads: 0.29 → 0.44 ms); held out, docs/accuracy.md
+# ("SGLang's FP8-cache writer in the MLA prefill (H200)")
+WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",)}
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -481,6 +489,13 @@ ONE_SIDED = 0.9
 # B200 … GB300, Llama 4's 128 on Triton beside FlashInfer on RTX PRO 6000)
 HEAD_DIM_BACKEND_OPS = ("generation_attention",)
 HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
+# context classes that keep one backend per head dim alike, per (framework, op): the GPUs and the (attn_dtype,
+# kv_cache_dtype) of their rows. aiconfigurator-core 0.12.0's SGLang 0.5.14 FP8 context tables of B200 … GB300 time head
+# dim 256 on ``trtllm_mha`` (SGLang's default backend there) and, for Qwen3.5's 3 and 6 heads on one KV head, on Triton,
+# whose rows held out 60-84% too fast in the FP8 class (GB200: 8 sequences × 16,384 tokens, 6 heads, 23.6 ms measured,
+# 3.8 ms priced; ``trtllm_mha`` 2 × 16,384, 4 heads: 0.70 ms); docs/accuracy.md ("SGLang's Blackwell FP8 prefill:
+# one backend per head dim")
+HEAD_DIM_BACKEND_CLASSES = {("sglang", "context_attention"): (("b200", "b300", "gb200", "gb300"), (("fp8", "fp8"),))}
 # the decode kernels a serving framework's context table names for its one-token rows (``own_kernel``): vLLM 0.24.0's
 # FlashInfer backend, TRT-LLM's decode kernel (B200, B300, GB200, GB300) and FlashInfer's own (L40S, RTX PRO 6000)
 DECODE_KERNELS = ("vllm_flashinfer_trtllmdecode", "vllm_flashinfer_fidecode")
@@ -603,7 +618,7 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                    zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
         every = t.rows.assign(regime=regimes)
         once = one_backend(every, t.op)
-        alone = one_backend_per_head_dim(once, t.op)
+        alone = one_backend_per_head_dim(once, t.op, t)
         kept = own_kernel(alone, t.op)
         for (a, kv, regime), rows in main_backend(kept, t.framework).groupby(["attn_dtype", "kv_cache_dtype", "regime"],
                                                                              sort=True):
@@ -642,7 +657,7 @@ def one_backend(rows, op: str):
     return rows[~twice | (rows["kernel_source"] == main)]
 
 
-def one_backend_per_head_dim(rows, op: str):
+def one_backend_per_head_dim(rows, op: str, table=None):
     """``rows`` (with their ``regime``) with each kernel class's head dim timed by one backend: where the table's
     main backend (the engine's default, ``one_backend``) times a head dim of a class, its rows there alone, for an op
     of ``HEAD_DIM_BACKEND_OPS``; a head dim only other backends time keeps theirs (SGLang 0.5.14's head dim 192, on
@@ -651,13 +666,21 @@ def one_backend_per_head_dim(rows, op: str):
     SM100/103, beside ``trtllm_mha``'s 256 of the other models: at batch 1, 131,071 cached tokens and 1-2 KV heads,
     2.0-2.2 ms on Triton, 47-60 µs on ``trtllm_mha`` (B200, bf16 cache), which one grid node per head dim cannot
     hold both (docs/accuracy.md). ironlaw prices the engine's default backend; a table without the column is returned
-    as it is."""
-    if op not in HEAD_DIM_BACKEND_OPS or "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+    as it is. The context rows of a class of ``HEAD_DIM_BACKEND_CLASSES`` (``table``'s framework and GPU, the rows'
+    dtypes; without a window, ``TILE_REGIMES``) alike, the others as they are."""
+    keyed = HEAD_DIM_BACKEND_CLASSES.get((getattr(table, "framework", None), op))
+    keyed = keyed if keyed and getattr(table, "gpu", None) in keyed[0] else None
+    if op not in HEAD_DIM_BACKEND_OPS and not keyed or "kernel_source" not in rows.columns or \
+            rows["kernel_source"].nunique() < 2:
         return rows
     rank = {k: i for i, k in enumerate(rows["kernel_source"].value_counts().index)}
     order = rows["kernel_source"].map(rank)
     best = order.groupby([rows[c] for c in HEAD_DIM_CLASS]).transform("min")
-    return rows[order == best]
+    if op in HEAD_DIM_BACKEND_OPS:
+        return rows[order == best]
+    own = [(a, kv) in keyed[1] and r in TILE_REGIMES
+           for a, kv, r in zip(rows["attn_dtype"], rows["kv_cache_dtype"], rows["regime"])]
+    return rows[(order == best) | ~np.asarray(own, bool)]
 
 
 def own_kernel(rows, op: str):
@@ -1060,9 +1083,11 @@ def with_unit_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
 
 def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``write_s`` (at most ``WRITE_S_MAX``, each start from ``WRITE_S_START``) for a
-    class of ``WRITE_CLASSES``; as given for another."""
+    class of ``WRITE_CLASSES``, or of ``WRITE_CACHE_CLASSES`` on one of its GPUs; as given for another."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (getattr(g.table, "framework", None), g.op, regime) not in WRITE_CLASSES:
+    framework = getattr(g.table, "framework", None)
+    cache = getattr(g.table, "gpu", None) in WRITE_CACHE_CLASSES.get((framework, g.op, g.key[1]), ())
+    if (framework, g.op, regime) not in WRITE_CLASSES and not cache:
         return bounds, starts
     return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
 

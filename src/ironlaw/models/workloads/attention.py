@@ -140,15 +140,17 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     decode TensorRT-LLM runs on its MMHA kernel (``gemmshape.window_kernel``: one query head per KV head, or over
     ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens; a
     prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs) and the KV heads · head
-    dim each token writes (``cache_write_width``)."""
+    dim each token writes (``cache_write_width``; an MLA prefill's: its one latent, ``cache_elems``, whatever the
+    heads)."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
     keys = np.asarray(pairs, float) / (np.asarray(sh.b, float) * np.asarray(query, float))
     if geo.get("kind") == "mla":      # decode (absorbed): every head's query on the one latent; prefill: per head
         kv = 1 if sh.phase == "decode" else a.heads
-        return {"kernel": attention_kernel(sh.phase, dt, kv_dtype, "_mla"),
-                "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
+        out = {"kernel": attention_kernel(sh.phase, dt, kv_dtype, "_mla"),
+               "mnk": attention_mnk(query, keys, a.heads, kv, geo["qk"])}
+        return {**out, **_cache_writes(sh, geo["cache"])} if sh.phase == "prefill" else out
     regime = attention_regime(span is not None and a.local != "chunk", a.heads, a.kv_heads, geo["qk"],
                               sh.phase == "decode")
     out = {"kernel": attention_kernel(sh.phase, dt, kv_dtype, regime),
@@ -161,11 +163,16 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     elif regime.startswith("_window"):       # a windowed prefill's whole sequence: the keys a kernel that walks every
         s = sh.s                             # key block spans (``gemmshape.GRID_KEYS``)
         out["history"] = float(s) if np.ndim(s) == 0 else np.asarray(s, float)
-    if sh.phase == "prefill":                # the tokens it writes to the cache, one cache writer CTA each
-        t = sh.tokens                        # (``efficiency.cache_write_s``)
-        out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)
-        out["cache_write_width"] = float(a.kv_heads * geo["qk"])
+    if sh.phase == "prefill":
+        out.update(_cache_writes(sh, a.kv_heads * geo["qk"]))
     return out
+
+
+def _cache_writes(sh, width: float) -> dict:
+    """A prefill's cache writes (``efficiency.cache_write_s``): the tokens it writes, one cache writer CTA each, and
+    the elements each token writes (``width``)."""
+    t = sh.tokens
+    return {"cache_writes": float(t) if np.ndim(t) == 0 else np.asarray(t, float), "cache_write_width": float(width)}
 
 
 def _cores(a: Arch, sh, dt: str, geo: dict) -> list[Op]:
