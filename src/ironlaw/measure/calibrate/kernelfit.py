@@ -418,8 +418,8 @@ HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "g
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim on the GPUs named
 # (``head_dim_latency``): TensorRT-LLM 1.3's sliding-window decode on XQA on Hopper, whose launch at head dim 64 takes
 # longer than at 128 and 192 whatever its keys. aiconfigurator-core 0.12.0's H100 1.3.0rc20 table, FP8 cache, 1 to 16
-# sequences × KV heads, 1 to 63 cached tokens: head dim 64 (window 128) 8.4-9.0 µs, 192 (window 128) 6.1-6.5 µs, 128
-# (window 8,192) 5.7-6.1 µs, the cache's bytes under 0.1 µs; the class's one fixed latency held the fastest head
+# sequences × KV heads, 1 to 63 cached tokens: head dim 64 (window 128) 8.4-9.0 µs, 192 (window 128) 6.1-6.8 µs, 128
+# (window 8,192) 5.7-6.7 µs, the cache's bytes under 0.2 µs; the class's one fixed latency held the fastest head
 # dim's, and its unsplit small launches held out 16% too fast at the median (docs/accuracy.md, "XQA's sliding-window
 # decode on Hopper: a fixed latency per head dim")
 HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200")}
