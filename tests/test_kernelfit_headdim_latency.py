@@ -50,7 +50,8 @@ def test_the_law_adds_the_seconds_at_the_listed_head_dim_only(h100_window):
 def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_only(h100_window, monkeypatch):
     """The extract's window rows with 6 µs added at head dim 192, fitted as SGLang's table: the seconds the fit keeps
     at 192 exceed those of the rows as measured by those 6 µs (each head dim's fastest call against the class's);
-    fitted as TensorRT-LLM's table the class keeps one fixed latency (``HEAD_DIM_LATENCY``); and the added rows hold
+    fitted as TensorRT-LLM's table on a GPU ``HEAD_DIM_LATENCY_GPUS`` does not name, the class keeps one fixed latency
+    (``HEAD_DIM_LATENCY``); and the added rows hold
     out better with the head dims' seconds than fitted as SGLang's without them."""
     hw, g = h100_window
     rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 192, ADDED_S, 0.0))
@@ -64,12 +65,30 @@ def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_o
     fit_rows = kernelfit.split(rows, g.op)[0]
     own = kernelfit.fit_class(hw, sglang, fit_rows)
     assert own["latency_head_dims"] == shifted["latency_head_dims"]
+    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY_GPUS", {})
     assert "latency_head_dims" not in kernelfit.fit_class(hw, replace(g, rows=rows), fit_rows)
     monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY", set())
     one = kernelfit.fit_class(hw, sglang, fit_rows)
     assert "latency_head_dims" not in one
     (s,), (s0,) = (kernelfit.score(hw, _cal(g, t), [sglang]) for t in (own, one))
     assert s.median_abs_err < s0.median_abs_err, (s, s0)
+
+
+def test_tensorrt_llm_s_window_decode_takes_a_head_dim_s_latency_on_hopper_only(h100_window, monkeypatch):
+    """TensorRT-LLM's sliding-window decode on XQA (``HEAD_DIM_LATENCY_GPUS``): on H100 the fitter measures each head
+    dim's fastest call over the class's fastest, as for SGLang's; on a GPU the table does not name (B200), and on H100
+    with the table emptied, the class keeps one fixed latency."""
+    hw, g = h100_window
+    fastest = g.rows.groupby("head_dim")["latency_s"].min()
+    slower = {int(d): float(f"{x:.4g}") for d, x in (fastest - fastest.min()).items() if x > 0.0}
+    got = kernelfit.head_dim_latency(g, g.rows, hw)
+    assert slower and dict(zip(got["latency_head_dims"], got["latency_head_dim_s"])) == slower
+    assert kernelfit.head_dim_latency(g, g.rows, hardware.get("b200")) == {}
+    fit_rows = kernelfit.split(g.rows, g.op)[0]
+    assert kernelfit.fit_class(hw, g, fit_rows)["latency_head_dims"] == got["latency_head_dims"]
+    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY_GPUS", {})
+    assert kernelfit.head_dim_latency(g, g.rows, hw) == {}
+    assert "latency_head_dims" not in kernelfit.fit_class(hw, g, fit_rows)
 
 
 @pytest.mark.parametrize("bad", [

@@ -14,9 +14,15 @@ vLLM passes (``FlashAttentionImpl``, ``sliding_window = (w − 1, 0)``): aiconfi
 table (``vllm_flash_attn_fa3``) times two blocks at every length from 256 tokens on at head dim 64, window 128
 (2,048 and 32,768 tokens included, where a window of w keys would sit in one block of 160), and the other head dims
 agree (256, window 1,024: 1, 2, 4, 8, 16 blocks of 64 at 64 … 1,024 tokens, 22, 26, 38, 54, 85 µs at batch 256;
-192, window 128: 21 µs up to 64 tokens, 25–27 µs from 128 on, two or three blocks of 96); where the off-by-one lies
-(the collector's cache or the kernel's bound) is not resolved. Held out on that table's bf16 class, the window of w
-keys prices it at 6.4% / 20.0% (median / p90), the window of w + 1 at 4.3% / 16.3%. The same table,
+192, window 128: 21 µs up to 64 tokens, 25–27 µs from 128 on, two or three blocks of 96). The sources do not give
+that key: the collector (aiconfigurator's ``collector/vllm/collect_attn.py``) runs a row of ``step`` cached tokens
+with ``seq_lens = step + 1`` (the op's history) and FA3's scheduler metadata for the window (w − 1, 0)
+(``aot_sliding_window``); FlashAttention 3's ``get_n_block_min_max`` then starts at key history − 1 − (w − 1), w keys
+(one block of 160 at 2,048 and 32,768 tokens), and vLLM's fork of it (vllm-project/flash-attention,
+``hopper/block.h``) shifts the keys by ``n_offset`` = history − w so that the window starts a block, ⌈w / BLOCK_N⌉
+blocks at any length (one of 160 at head dim 64, window 128, where the table's time doubles from 256 tokens on). The
+rule here is the table's. Held out on that table's bf16 class, the window of w keys prices it at 6.4% / 20.0%
+(median / p90), the window of w + 1 at 4.3% / 16.3%. The same table,
 head dim 64, 16 heads on 8 KV heads, bf16 cache: batch 2,048 runs 310–366 µs from 1 to 127 cached tokens and
 702–705 µs from 255 on, where the window's keys stay 128.
 """

@@ -442,6 +442,14 @@ KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
 # decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
 # class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
 HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim on the GPUs named
+# (``head_dim_latency``): TensorRT-LLM 1.3's sliding-window decode on XQA on Hopper, whose launch at head dim 64 takes
+# longer than at 128 and 192 whatever its keys. aiconfigurator-core 0.12.0's H100 1.3.0rc20 table, FP8 cache, 1 to 16
+# sequences × KV heads, 1 to 63 cached tokens: head dim 64 (window 128) 8.4-9.0 µs, 192 (window 128) 6.1-6.8 µs, 128
+# (window 8,192) 5.7-6.7 µs, the cache's bytes under 0.2 µs; the class's one fixed latency held the fastest head
+# dim's, and its unsplit small launches held out 16% too fast at the median (docs/accuracy.md, "XQA's sliding-window
+# decode on Hopper: a fixed latency per head dim")
+HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -837,7 +845,8 @@ def key_blocks_of(g: Group, rows) -> tuple:
 
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
-    """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY``: each head
+    """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
+    ``HEAD_DIM_LATENCY_GPUS`` on one of its GPUs, ``hw``): each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
@@ -845,7 +854,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    if key not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
+    own = key in HEAD_DIM_LATENCY or getattr(hw, "name", None) in HEAD_DIM_LATENCY_GPUS.get(key, ())
+    if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
     extra = fastest - fastest.min()
