@@ -436,6 +436,30 @@ def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     return out
 
 
+def swap_copy_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op of a decode class that states ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds: at one
+    query token with more query heads than KV heads it runs each sequence's head group as the rows of one query
+    (``seqlenq_ngroups_swapped``), and the query's reshape into those rows and the output's back are copies, two
+    launches of their own, wherever the call holds more than one sequence and more than one KV head (with either at 1
+    the reshape is a view; ``gemmshape.SWAP_S_MAX``). The sequences are the tokens a decode writes to the cache
+    (``op.attrs["cache_writes"]``, one each), its KV heads its grid units (sequences × KV heads, ``grid_units``) over
+    them, its query rows per KV head its M; 0 for every other op, and for an op that states no sequences."""
+    names = _names(cols, "kernels")
+    own = [(name, float(p["swap_s"])) for name, p in classes_with(cal, names, "swap_s")]
+    if not own or cols.cache_writes is None:
+        return 0.0
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    sequences = np.broadcast_to(cols.cache_writes, cols.flops.shape)
+    rows = np.broadcast_to(m, cols.flops.shape)
+    swapped = (sequences > 1.5) & (units > 1.5 * sequences) & (rows > 1.5)
+    out = np.zeros(cols.flops.shape)
+    for name, swap_s in own:
+        r = names == name
+        out[r] = np.where(swapped[r], swap_s, 0.0)
+    return out
+
+
 def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
     """Per op of a prefill class that states ``write_s``, the seconds its cache writer adds: one CTA per token it
     writes (``op.attrs["cache_writes"]``), each of min(KV heads · head dim, ``WRITE_CTA_THREADS``) threads, run its
@@ -623,6 +647,7 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
+    "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
 }
 
 

@@ -14,7 +14,8 @@ from typing import Mapping
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
-                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
+                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
+                              WRITE_S_MAX,
                               VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
@@ -228,6 +229,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     _num(p, "unit_s", w, UNIT_S_MAX, zero_ok=True)
+    _num(p, "swap_s", w, SWAP_S_MAX, zero_ok=True)
     _num(p, "write_s", w, WRITE_S_MAX, zero_ok=True)
     _num(p, "cta_s", w, CTA_S_MAX, zero_ok=True)
     _num(p, "key_ctas", w, KEY_CTAS_MAX)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX,
-                               UNIT_S_MAX, WIDE_GQA, WRITE_S_MAX, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
+                               SWAP_S_MAX, UNIT_S_MAX, WIDE_GQA, WRITE_S_MAX, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
@@ -297,6 +297,15 @@ UNIT_S_START = 2e-8
 WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
                  ("vllm", "context_attention", "_wide"))
 WRITE_S_START = 1e-9
+# classes whose fit adds ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds where it copies the query
+# into its head-group rows and the output back (more than one sequence and more than one KV head,
+# ``efficiency.swap_copy_s``), from ``SWAP_S_START``: (framework, op, regime) whose rows run mostly on a kernel of
+# ``SWAP_KERNELS``. vLLM 0.24.0 decodes a bf16 cache on FlashAttention 2 on L40S and RTX PRO 6000; aiconfigurator-core
+# 0.12.0's tables there, up to 15 cached tokens: 8.9-9.0 µs at batch 1 or on one KV head, 12.3-13.2 µs at batch 2-16 on
+# 2-8 KV heads, whatever the heads per KV head (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+SWAP_CLASSES = (("vllm", "generation_attention", ""), ("vllm", "generation_attention", "_wide"))
+SWAP_KERNELS = ("vllm_flash_attn_fa2",)
+SWAP_S_START = 3e-6
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -983,6 +992,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
                                                                                                   starts))))
     bounds, starts = with_unit_cost(g, bounds, starts)
     bounds, starts = with_write_cost(g, bounds, starts)
+    bounds, starts = with_swap_cost(g, rows, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -1056,6 +1066,15 @@ def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]
     if (getattr(g.table, "framework", None), g.op, regime) not in WRITE_CLASSES:
         return bounds, starts
     return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
+
+
+def with_swap_cost(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``swap_s`` (at most ``SWAP_S_MAX``, each start from ``SWAP_S_START``) for a class
+    of ``SWAP_CLASSES`` whose ``rows`` run mostly on a kernel of ``SWAP_KERNELS``; as given for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (getattr(g.table, "framework", None), g.op, regime) not in SWAP_CLASSES or main_kernel(rows) not in SWAP_KERNELS:
+        return bounds, starts
+    return bounds + (("swap_s", SWAP_S_MAX),), [list(st) + [SWAP_S_START] for st in starts]
 
 
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:

@@ -140,7 +140,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     decode TensorRT-LLM runs on its MMHA kernel (``gemmshape.window_kernel``: one query head per KV head, or over
     ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens; a
     prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs) and the KV heads · head
-    dim each token writes (``cache_write_width``)."""
+    dim each token writes (``cache_write_width``); a decode the tokens it writes, one per sequence (``cache_writes``, b:
+    the sequences FlashAttention 2's grouped-query swap copies, ``efficiency.swap_copy_s``)."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -161,9 +162,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     elif regime.startswith("_window"):       # a windowed prefill's whole sequence: the keys a kernel that walks every
         s = sh.s                             # key block spans (``gemmshape.GRID_KEYS``)
         out["history"] = float(s) if np.ndim(s) == 0 else np.asarray(s, float)
-    if sh.phase == "prefill":                # the tokens it writes to the cache, one cache writer CTA each
-        t = sh.tokens                        # (``efficiency.cache_write_s``)
-        out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)
+    t = sh.tokens                            # the tokens it writes to the cache: a prefill's, one cache writer CTA
+    out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)   # each (``efficiency.cache_write_s``);
+    if sh.phase == "prefill":                # a decode's, one per sequence (``efficiency.swap_copy_s``)
         out["cache_write_width"] = float(a.kv_heads * geo["qk"])
     return out
 
