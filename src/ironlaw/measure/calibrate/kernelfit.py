@@ -424,6 +424,10 @@ KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
 # decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
 # class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
 HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
+# and, per (framework, op, regime), the GPUs whose decode class is fitted so as well: SGLang 0.5.14's one-head decode on
+# L40S and RTX PRO 6000, FlashInfer's at head dims 64, 128 and 256 and Triton's alone at 192 (``one_backend_per_head_dim``),
+# whose calls at up to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
+HEAD_DIM_LATENCY_GPUS = {("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -804,7 +808,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    if key not in HEAD_DIM_LATENCY or "head_dim" not in rows.columns or not len(rows):
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ())
+    if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
     extra = fastest - fastest.min()
