@@ -46,7 +46,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "variant_dtype", "variant_m_above", "variant_blocks_below", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
-                "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s")
+                "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
+                "unit_launch")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -98,6 +99,11 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
+# unit_launch: how a class pays unit_s. "waves": per sequence and KV head past the first wave of the device's SMs, in
+# whole waves (``efficiency.unit_launch_s``): a launch of one CTA per sequence and KV head that fits one wave is as long
+# as one CTA, which the fixed latency holds. aiconfigurator-core 0.12.0's vLLM 0.24.0 L40S table (142 SMs), over 32 heads
+# on one KV head (FlashAttention 2), up to 15 cached tokens: 9.0-10.2 µs from batch 1 to 128, 15.0 µs at 256
+UNIT_LAUNCHES = ("waves",)
 # write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
 # each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:
 # ``dim3 grid(num_tokens)``, ``dim3 block(std::min(num_heads * head_size, 512))``), which aiconfigurator's vLLM collector

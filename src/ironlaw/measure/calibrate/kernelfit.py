@@ -306,6 +306,14 @@ WRITE_S_START = 1e-9
 SWAP_CLASSES = (("vllm", "generation_attention", ""), ("vllm", "generation_attention", "_wide"))
 SWAP_KERNELS = ("vllm_flash_attn_fa2",)
 SWAP_S_START = 3e-6
+# classes whose fit also tries ``unit_launch = "waves"`` (``unit_s`` paid on the sequences × KV heads past the first
+# wave of the SMs, in whole waves: ``efficiency.past_first_wave``) beside ``unit_s`` on every one, the smaller loss on
+# the fitted rows kept: (framework, op, regime) whose rows run mostly on a kernel of ``UNIT_WAVE_KERNELS``, on a device
+# that states its SMs. vLLM 0.24.0's FlashAttention 2 decode over 32 heads per KV head, one CTA per sequence and KV head
+# (the head group is one 64-row tile): L40S (142 SMs), up to 15 cached tokens, 9.0-10.2 µs from batch 1 to 128, 15.0 µs
+# at 256, 24.3 µs at 512 (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"),)
+UNIT_WAVE_KERNELS = ("vllm_flash_attn_fa2",)
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -764,6 +772,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
+    tries = tries + tuple({**extra, **waves} for extra in tries for waves in unit_waves_of(hw, g, rows))
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
                    **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
@@ -784,6 +793,16 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     if (g.op, regime) in P90_CHOICE_CLASSES:
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
+
+
+def unit_waves_of(hw, g: Group, rows) -> tuple:
+    """``({"unit_launch": "waves"},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
+    ``UNIT_WAVE_KERNELS``, on a device that states its SMs (its fit tries its ``unit_s`` in waves beside it on every
+    sequence and KV head); () for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    own = (getattr(g.table, "framework", None), g.op, regime) in UNIT_WAVE_CLASSES
+    return ({"unit_launch": "waves"},) if own and getattr(hw, "sms", None) and main_kernel(rows) in UNIT_WAVE_KERNELS \
+        else ()
 
 
 def key_blocks_of(g: Group, rows) -> tuple:
@@ -1075,11 +1094,20 @@ def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]
 
 def with_swap_cost(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``swap_s`` (at most ``SWAP_S_MAX``, each start from ``SWAP_S_START``) for a class
-    of ``SWAP_CLASSES`` whose ``rows`` run mostly on a kernel of ``SWAP_KERNELS``; as given for another."""
+    of ``SWAP_CLASSES`` whose ``rows`` run mostly on a kernel of ``SWAP_KERNELS`` and hold calls that swap (``swaps``);
+    as given for another (vLLM's tables time over 32 heads per KV head on one KV head only: nothing there to fit)."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (getattr(g.table, "framework", None), g.op, regime) not in SWAP_CLASSES or main_kernel(rows) not in SWAP_KERNELS:
+    if (getattr(g.table, "framework", None), g.op, regime) not in SWAP_CLASSES or main_kernel(rows) not in SWAP_KERNELS \
+            or not swaps(rows).any():
         return bounds, starts
     return bounds + (("swap_s", SWAP_S_MAX),), [list(st) + [SWAP_S_START] for st in starts]
+
+
+def swaps(rows) -> np.ndarray:
+    """Per decode row, whether FlashAttention 2's grouped-query swap copies its query and output: more than one
+    sequence, more than one KV head and more query heads than KV heads (``efficiency.swap_copy_s``)."""
+    return ((rows.batch_size > 1) & (rows.num_key_value_heads > 1)
+            & (rows.num_heads > rows.num_key_value_heads)).to_numpy()
 
 
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
