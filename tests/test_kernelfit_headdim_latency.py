@@ -105,3 +105,21 @@ def test_a_head_dim_latency_out_of_form_is_refused(h100_window, bad):
     hw, g = h100_window
     with pytest.raises(IronlawError, match="latency_head_dim"):
         calibration.check(_cal(g, {**_plain(hw, g), **bad}), "calibration")
+
+
+def test_sglang_s_one_head_decode_has_a_latency_per_head_dim_on_the_listed_gpus_only():
+    """The extract's one-head decode rows with 6 µs added at their largest head dim (as Triton's head dim 192 beside
+    FlashInfer's on L40S and RTX PRO 6000), as SGLang's table: on L40S (``HEAD_DIM_LATENCY_GPUS``) the class measures
+    those seconds at that head dim; on H100 it keeps one fixed latency."""
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name.endswith("one head per KV head"))
+    top = int(g.rows.head_dim.max())
+    assert g.rows.head_dim.nunique() > 1
+    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    on = lambda gpu: replace(g, table=replace(g.table, framework="sglang", gpu=gpu), rows=rows)  # noqa: E731
+    plain = kernelfit.head_dim_latency(replace(on("l40s"), rows=g.rows), g.rows)
+    own = kernelfit.head_dim_latency(on("l40s"), rows)
+    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
+    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
+    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    assert kernelfit.head_dim_latency(on("h100"), rows) == {}

@@ -73,3 +73,38 @@ def test_a_unit_s_out_of_range_is_refused(h100_decode, bad):
 def test_only_trtllm_window_classes_keep_the_coarse_grid():
     assert kernelfit.coarse_for("trtllm", "_window") and kernelfit.coarse_for("vllm", "_wide")
     assert not kernelfit.coarse_for("vllm", "_window") and not kernelfit.coarse_for("sglang", "_window_mmha")
+
+
+def test_unit_s_in_waves_is_paid_past_the_first_wave_of_the_sms(h100_decode):
+    """``unit_launch = "waves"``: unit_s on the sequences × KV heads past the first wave of the SMs, in whole waves
+    (H100: 132 SMs; 1-132 units pay nothing, 133-264 one wave's 132)."""
+    hw, g = h100_decode
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    table = hw.calibration.table()["kernel"][g.key[1]]
+    waves = {**table, "unit_s": UNIT_S, "unit_launch": "waves"}
+    added = prob.times(_cal(g, waves)) - prob.times(_cal(g, table))
+    units = _units(g)
+    want = UNIT_S * hw.sms * np.maximum(np.ceil(units / hw.sms) - 1, 0)
+    assert (units <= hw.sms).any() and (units > hw.sms).any()
+    assert np.allclose(added, want, rtol=1e-9, atol=1e-15)
+    with pytest.raises(IronlawError, match="sms"):
+        prob2 = kernelfit.Problem(replace(hw, sms=None), kernelfit.observations(g, g.rows, hw), weighting="per_case")
+        prob2.times(_cal(g, waves))
+
+
+@pytest.mark.parametrize("bad", [{"unit_launch": "tiles", "unit_s": UNIT_S}, {"unit_launch": "waves"}])
+def test_a_unit_launch_out_of_form_is_refused(h100_decode, bad):
+    hw, g = h100_decode
+    table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "unit_s"}
+    with pytest.raises(IronlawError, match="unit_launch"):
+        calibration.check(_cal(g, {**table, **bad}), "calibration")
+
+
+def test_only_vllm_s_flash_attention_2_decode_over_32_heads_tries_its_unit_cost_in_waves(h100_decode):
+    hw, g = h100_decode
+    wide = replace(g, key=("kernel", g.key[1] + "_wide"), table=replace(g.table, framework="vllm"),
+                   rows=g.rows.assign(kernel_source=kernelfit.UNIT_WAVE_KERNELS[0]))
+    assert kernelfit.unit_waves_of(hw, wide, wide.rows) == ({"unit_launch": "waves"},)
+    assert kernelfit.unit_waves_of(hw, replace(wide, key=g.key), wide.rows) == ()
+    assert kernelfit.unit_waves_of(hw, wide, wide.rows.assign(kernel_source="flashinfer")) == ()
+    assert kernelfit.unit_waves_of(replace(hw, sms=None), wide, wide.rows) == ()

@@ -46,7 +46,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "variant_dtype", "variant_m_above", "variant_blocks_below", "key_ctas", "cta_s", "expert_s", "unit_s", "math", "m_block", "math_head_dims",
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
-                "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks")
+                "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
+                "unit_launch")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
 SPLIT_KV = ("history", "mmha")
@@ -98,6 +99,11 @@ MERGE_S_MAX = 1e-6
 # per sequence and KV head at the median on H100 (FA3), B200, L40S and RTX PRO 6000 (H100 SGLang, 8 heads on 8 KV heads
 # × 128: 358 µs, its bytes under 10 µs at 3.35 TB/s). At most UNIT_S_MAX (1 µs)
 UNIT_S_MAX = 1e-6
+# unit_launch: how a class pays unit_s. "waves": per sequence and KV head past the first wave of the device's SMs, in
+# whole waves (``efficiency.unit_launch_s``): a launch of one CTA per sequence and KV head that fits one wave is as long
+# as one CTA, which the fixed latency holds. aiconfigurator-core 0.12.0's vLLM 0.24.0 L40S table (142 SMs), over 32 heads
+# on one KV head (FlashAttention 2), up to 15 cached tokens: 9.0-10.2 µs from batch 1 to 128, 15.0 µs at 256
+UNIT_LAUNCHES = ("waves",)
 # write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
 # each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:
 # ``dim3 grid(num_tokens)``, ``dim3 block(std::min(num_heads * head_size, 512))``), which aiconfigurator's vLLM collector
@@ -108,6 +114,14 @@ UNIT_S_MAX = 1e-6
 # 0.30 ms (FP8), 128 sequences of 4 heads 0.48 and 0.75 ms: same FLOPs and bytes, 16× the writer's CTAs. At most
 # WRITE_S_MAX (100 ns)
 WRITE_S_MAX = 1e-7
+# swap_s: seconds a decode call adds where FlashAttention 2 swaps a grouped query's heads into its rows and copies the
+# query in and the output back (flash_api.cpp, ``mha_varlen_fwd``: ``seqlenq_ngroups_swapped`` at one query token, more
+# query heads than KV heads and no window; ``q.reshape({b, h_k, ngroups, d}).transpose(1, 2).reshape({b * ngroups, h_k,
+# d})`` copies unless b or h_k is 1, and so does the output's reshape back), two launches of their own
+# (``efficiency.swap_copy_s``). aiconfigurator-core 0.12.0's vLLM 0.24.0 L40S bf16-cache decode table (FlashAttention
+# 2), up to 15 cached tokens: 8.9-9.0 µs at batch 1 or one KV head, 12.3-13.1 µs at batch 2-16 on 2-8 KV heads (RTX PRO
+# 6000: 8.9 µs, 13.0-13.2 µs). At most SWAP_S_MAX (20 µs)
+SWAP_S_MAX = 2e-5
 WRITE_CTA_THREADS = 512
 # latency_head_dims, latency_head_dim_s: the head dims at which a decode class's call runs launches of its own, and the
 # seconds each adds to the class's fixed latency (``efficiency.head_dim_latency_s``). aiconfigurator-core 0.12.0's

@@ -197,9 +197,10 @@ class Columns:
                                              # MoE GEMM launches over (``efficiency.expert_setup_s``), 0 where not given
     tokens: np.ndarray | None = None         # (n_ops, *cfg) op.attrs["tokens"]: the tokens an MoE layer's op takes in,
                                              # routed to the rank or not (``efficiency.token_setup_s``), 0 where not given
-    cache_writes: np.ndarray | None = None   # (n_ops, *cfg) op.attrs["cache_writes"]: the tokens a prefill attention
-                                             # writes to the KV cache, one cache writer CTA each
-                                             # (``efficiency.cache_write_s``), 0 where not given
+    cache_writes: np.ndarray | None = None   # (n_ops, *cfg) op.attrs["cache_writes"]: the tokens an attention writes
+                                             # to the KV cache: a prefill's, one cache writer CTA each
+                                             # (``efficiency.cache_write_s``); a decode's, one per sequence
+                                             # (``efficiency.swap_copy_s``); 0 where not given
     cache_write_width: np.ndarray | None = None  # (n_ops, *cfg) op.attrs["cache_write_width"]: the KV heads · head dim
                                              # a prefill attention's token writes (its cache writer CTA's threads
                                              # before their cap), 0 where not given

@@ -416,23 +416,57 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     return out
 
 
-def unit_launch_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None) -> np.ndarray | float:
     """Per op, the seconds a decode kernel class's launch adds per sequence and KV head (``unit_s``, the grid's
     units over QKᵀ and PV, halved): each CTA's own work whatever its keys (the query loaded, the page table read, the
     output written), which the device runs its SMs' worth at a time, so that it adds like a latency growing with the
     batch; 0 for every other op. aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables at one
     cached token: 11-37 ns per sequence and KV head at batch 2048 on H100, B200, L40S and RTX PRO 6000, far above
-    their bytes' time (``gemmshape.UNIT_S_MAX``)."""
+    their bytes' time (``gemmshape.UNIT_S_MAX``). A class with ``unit_launch = "waves"`` pays it on the units past the
+    first wave of ``sms`` SMs, in whole waves (``past_first_wave``)."""
     names = _names(cols, "kernels")
-    own = [(name, float(p["unit_s"])) for name, p in classes_with(cal, names, "unit_s")]
+    own = [(name, float(p["unit_s"]), p.get("unit_launch")) for name, p in classes_with(cal, names, "unit_s")]
     if not own:
         return 0.0
     m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
     out = np.zeros(cols.flops.shape)
-    for name, unit_s in own:
+    for name, unit_s, launch in own:
         r = names == name
-        out[r] = unit_s * units[r] / 2.0
+        out[r] = unit_s * (units[r] if launch is None else past_first_wave(units[r], sms, name))
+    return out
+
+
+def past_first_wave(units: np.ndarray, sms: int | None, name: str) -> np.ndarray:
+    """The CTAs (one per sequence and KV head) a launch runs past its first wave over ``sms`` SMs, in whole waves: a
+    class with ``unit_launch = "waves"`` pays ``unit_s`` on those (``gemmshape.UNIT_LAUNCHES``)."""
+    if not sms:
+        raise IronlawError(f"kernel class {name} pays its unit_s in waves over the SMs (unit_launch): the device states "
+                           f"no [vector] sms")
+    return float(sms) * np.maximum(np.ceil(units / float(sms) - 1e-9) - 1.0, 0.0)
+
+
+def swap_copy_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op of a decode class that states ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds: at one
+    query token with more query heads than KV heads it runs each sequence's head group as the rows of one query
+    (``seqlenq_ngroups_swapped``), and the query's reshape into those rows and the output's back are copies, two
+    launches of their own, wherever the call holds more than one sequence and more than one KV head (with either at 1
+    the reshape is a view; ``gemmshape.SWAP_S_MAX``). The sequences are the tokens a decode writes to the cache
+    (``op.attrs["cache_writes"]``, one each), its KV heads its grid units (sequences × KV heads, ``grid_units``) over
+    them, its query rows per KV head its M; 0 for every other op, and for an op that states no sequences."""
+    names = _names(cols, "kernels")
+    own = [(name, float(p["swap_s"])) for name, p in classes_with(cal, names, "swap_s")]
+    if not own or cols.cache_writes is None:
+        return 0.0
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    sequences = np.broadcast_to(cols.cache_writes, cols.flops.shape)
+    rows = np.broadcast_to(m, cols.flops.shape)
+    swapped = (sequences > 1.5) & (units > 1.5 * sequences) & (rows > 1.5)
+    out = np.zeros(cols.flops.shape)
+    for name, swap_s in own:
+        r = names == name
+        out[r] = np.where(swapped[r], swap_s, 0.0)
     return out
 
 
@@ -620,9 +654,10 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "expert_s": lambda cal, cols, sms, split: expert_setup_s(cal, cols),
     "touched_s": lambda cal, cols, sms, split: touched_setup_s(cal, cols),
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
-    "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols),
+    "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
+    "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
 }
 
 

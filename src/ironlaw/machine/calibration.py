@@ -14,8 +14,9 @@ from typing import Mapping
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
-                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
-                              VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
+                              ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
+                              WRITE_S_MAX,
+                              UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
@@ -228,6 +229,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     _num(p, "unit_s", w, UNIT_S_MAX, zero_ok=True)
+    _num(p, "swap_s", w, SWAP_S_MAX, zero_ok=True)
     _num(p, "write_s", w, WRITE_S_MAX, zero_ok=True)
     _num(p, "cta_s", w, CTA_S_MAX, zero_ok=True)
     _num(p, "key_ctas", w, KEY_CTAS_MAX)
@@ -259,6 +261,9 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_head_dims(p, w)
     if "query_tiles" in p:
         _check_query_tiles(p["query_tiles"], w)
+    if "unit_launch" in p and (p["unit_launch"] not in UNIT_LAUNCHES or "unit_s" not in p):
+        raise IronlawError(f"{w}.unit_launch: must be one of {', '.join(UNIT_LAUNCHES)}, with the unit_s it pays, got "
+                           f"{p['unit_launch']!r}")
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
     if any(f in p for f in ("latency_head_dims", "latency_head_dim_s", "latency_groups", "latency_units_max",

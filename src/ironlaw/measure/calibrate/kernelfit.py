@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX,
-                               UNIT_S_MAX, WIDE_GQA, WRITE_S_MAX, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
+                               SWAP_S_MAX, UNIT_S_MAX, WIDE_GQA, WRITE_S_MAX, XQA_MLA_CTAS, XQA_MLA_HEADS, attention_kernel,
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
@@ -316,6 +316,23 @@ WRITE_S_START = 1e-9
 # same at 1 to 128 heads (128 sequences of 512 tokens, 2 heads: 0.29 → 0.44 ms); held out, docs/accuracy.md
 # ("SGLang's FP8-cache writer in the MLA prefill (H200)")
 WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",)}
+# classes whose fit adds ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds where it copies the query
+# into its head-group rows and the output back (more than one sequence and more than one KV head,
+# ``efficiency.swap_copy_s``), from ``SWAP_S_START``: (framework, op, regime) whose rows run mostly on a kernel of
+# ``SWAP_KERNELS``. vLLM 0.24.0 decodes a bf16 cache on FlashAttention 2 on L40S and RTX PRO 6000; aiconfigurator-core
+# 0.12.0's tables there, up to 15 cached tokens: 8.9-9.0 µs at batch 1 or on one KV head, 12.3-13.2 µs at batch 2-16 on
+# 2-8 KV heads, whatever the heads per KV head (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+SWAP_CLASSES = (("vllm", "generation_attention", ""), ("vllm", "generation_attention", "_wide"))
+SWAP_KERNELS = ("vllm_flash_attn_fa2",)
+SWAP_S_START = 3e-6
+# classes whose fit also tries ``unit_launch = "waves"`` (``unit_s`` paid on the sequences × KV heads past the first
+# wave of the SMs, in whole waves: ``efficiency.past_first_wave``) beside ``unit_s`` on every one, the smaller loss on
+# the fitted rows kept: (framework, op, regime) whose rows run mostly on a kernel of ``UNIT_WAVE_KERNELS``, on a device
+# that states its SMs. vLLM 0.24.0's FlashAttention 2 decode over 32 heads per KV head, one CTA per sequence and KV head
+# (the head group is one 64-row tile): L40S (142 SMs), up to 15 cached tokens, 9.0-10.2 µs from batch 1 to 128, 15.0 µs
+# at 256, 24.3 µs at 512 (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"),)
+UNIT_WAVE_KERNELS = ("vllm_flash_attn_fa2",)
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -448,8 +465,11 @@ HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "g
 # sequences × KV heads, 1 to 63 cached tokens: head dim 64 (window 128) 8.4-9.0 µs, 192 (window 128) 6.1-6.8 µs, 128
 # (window 8,192) 5.7-6.7 µs, the cache's bytes under 0.2 µs; the class's one fixed latency held the fastest head
 # dim's, and its unsplit small launches held out 16% too fast at the median (docs/accuracy.md, "XQA's sliding-window
-# decode on Hopper: a fixed latency per head dim")
-HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200")}
+# decode on Hopper: a fixed latency per head dim"). SGLang 0.5.14's one-head decode on L40S and RTX PRO 6000,
+# FlashInfer's at head dims 64, 128 and 256 and Triton's alone at 192 (``one_backend_per_head_dim``), whose calls at up
+# to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
+HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200"),
+                         ("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -809,6 +829,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
+    tries = tries + tuple({**extra, **waves} for extra in tries for waves in unit_waves_of(hw, g, rows))
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
                    **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
@@ -829,6 +850,16 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     if (g.op, regime) in P90_CHOICE_CLASSES:
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
+
+
+def unit_waves_of(hw, g: Group, rows) -> tuple:
+    """``({"unit_launch": "waves"},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
+    ``UNIT_WAVE_KERNELS``, on a device that states its SMs (its fit tries its ``unit_s`` in waves beside it on every
+    sequence and KV head); () for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    own = (getattr(g.table, "framework", None), g.op, regime) in UNIT_WAVE_CLASSES
+    return ({"unit_launch": "waves"},) if own and getattr(hw, "sms", None) and main_kernel(rows) in UNIT_WAVE_KERNELS \
+        else ()
 
 
 def key_blocks_of(g: Group, rows) -> tuple:
@@ -854,7 +885,7 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    own = key in HEAD_DIM_LATENCY or getattr(hw, "name", None) in HEAD_DIM_LATENCY_GPUS.get(key, ())
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ())
     if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
@@ -1043,6 +1074,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
                                                                                                   starts))))
     bounds, starts = with_unit_cost(g, bounds, starts)
     bounds, starts = with_write_cost(g, bounds, starts)
+    bounds, starts = with_swap_cost(g, rows, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -1118,6 +1150,24 @@ def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]
     if (framework, g.op, regime) not in WRITE_CLASSES and not cache:
         return bounds, starts
     return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
+
+
+def with_swap_cost(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``swap_s`` (at most ``SWAP_S_MAX``, each start from ``SWAP_S_START``) for a class
+    of ``SWAP_CLASSES`` whose ``rows`` run mostly on a kernel of ``SWAP_KERNELS`` and hold calls that swap (``swaps``);
+    as given for another (vLLM's tables time over 32 heads per KV head on one KV head only: nothing there to fit)."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (getattr(g.table, "framework", None), g.op, regime) not in SWAP_CLASSES or main_kernel(rows) not in SWAP_KERNELS \
+            or not swaps(rows).any():
+        return bounds, starts
+    return bounds + (("swap_s", SWAP_S_MAX),), [list(st) + [SWAP_S_START] for st in starts]
+
+
+def swaps(rows) -> np.ndarray:
+    """Per decode row, whether FlashAttention 2's grouped-query swap copies its query and output: more than one
+    sequence, more than one KV head and more query heads than KV heads (``efficiency.swap_copy_s``)."""
+    return ((rows.batch_size > 1) & (rows.num_key_value_heads > 1)
+            & (rows.num_heads > rows.num_key_value_heads)).to_numpy()
 
 
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:

@@ -328,7 +328,7 @@ def scaled(op, factor: float, name: str | None = None):
     o.vector_flops = op.vector_flops * factor
     o.bytes = {k: (v if k == "weights" else v * factor) for k, v in op.bytes.items()}
     o.bytes_written = op.bytes_written * factor
-    if "cache_writes" in op.attrs:               # the tokens a prefill writes to the cache, one writer CTA each
+    if "cache_writes" in op.attrs:               # the tokens an attention writes to the cache (a prefill's, a decode's)
         o.attrs = {**op.attrs, "cache_writes": op.attrs["cache_writes"] * factor}
     return o
 

@@ -141,7 +141,8 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
     ``WIDE_GQA``), whose launch splits that sequence too (``core.splitkv``); a sliding-window prefill its s tokens; a
     prefill the tokens it writes to the cache (``cache_writes``, b · s: a cache writer's CTAs) and the KV heads · head
     dim each token writes (``cache_write_width``; an MLA prefill's: its one latent, ``cache_elems``, whatever the
-    heads)."""
+    heads); a decode the tokens it writes, one per sequence (``cache_writes``, b: the sequences FlashAttention 2's
+    grouped-query swap copies, ``efficiency.swap_copy_s``)."""
     if sh.phase not in ATTENTION_PHASES or a.encoder:
         return {}
     query = 1.0 if sh.phase == "decode" else sh.s
@@ -165,6 +166,9 @@ def _kernel_attrs(a: Arch, sh, geo: dict, pairs, dt: str, kv_dtype: str, span) -
         out["history"] = float(s) if np.ndim(s) == 0 else np.asarray(s, float)
     if sh.phase == "prefill":
         out.update(_cache_writes(sh, a.kv_heads * geo["qk"]))
+    else:                                    # a decode's tokens written, one per sequence (``efficiency.swap_copy_s``)
+        t = sh.tokens
+        out["cache_writes"] = float(t) if np.ndim(t) == 0 else np.asarray(t, float)
     return out
 
 
