@@ -61,7 +61,7 @@ def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_o
     before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
     after = dict(zip(shifted["latency_head_dims"], shifted["latency_head_dim_s"]))
     assert after[192] - before.get(192, 0.0) == pytest.approx(ADDED_S, rel=0.05)
-    assert kernelfit.head_dim_latency(replace(g, rows=rows), rows) == {}
+    assert kernelfit.head_dim_latency(replace(g, table=replace(g.table, gpu="b200"), rows=rows), rows) == {}
     fit_rows = kernelfit.split(rows, g.op)[0]
     own = kernelfit.fit_class(hw, sglang, fit_rows)
     assert own["latency_head_dims"] == shifted["latency_head_dims"]
@@ -83,7 +83,7 @@ def test_tensorrt_llm_s_window_decode_takes_a_head_dim_s_latency_on_hopper_only(
     slower = {int(d): float(f"{x:.4g}") for d, x in (fastest - fastest.min()).items() if x > 0.0}
     got = kernelfit.head_dim_latency(g, g.rows, hw)
     assert slower and dict(zip(got["latency_head_dims"], got["latency_head_dim_s"])) == slower
-    assert kernelfit.head_dim_latency(g, g.rows, hardware.get("b200")) == {}
+    assert kernelfit.head_dim_latency(replace(g, table=replace(g.table, gpu="b200")), g.rows) == {}
     fit_rows = kernelfit.split(g.rows, g.op)[0]
     assert kernelfit.fit_class(hw, g, fit_rows)["latency_head_dims"] == got["latency_head_dims"]
     monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY_GPUS", {})
