@@ -11,15 +11,37 @@ from conftest import one_line_error, run_cli
 def test_serve_refuses_tensorrt_llm_off_nvidia(on):
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--engine", "trtllm"))
     assert "--engine trtllm: TensorRT-LLM" in line and "NVIDIA GPUs only" in line and on in line
-    assert "--engine vllm or --engine sglang" in line
-    assert "NVIDIA GPUs only" in one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--max-throughput"))
+    assert "--engine vllm or --engine sglang" in line and "vLLM is the default there" in line
 
 
-def test_search_skips_tensorrt_llm_off_nvidia_and_serves_it_with_vllm():
-    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2"))
+@pytest.mark.parametrize("on, maker", [("mi300x", "AMD"), ("gaudi3", "Intel")])
+def test_serve_without_an_engine_runs_vllm_off_nvidia_and_says_so(on, maker):
+    import ironlaw
+    note = f"engine: vLLM (the default on {maker} GPUs: TensorRT-LLM runs on NVIDIA GPUs only)"
+    for argv in ((), ("--max-throughput",)):
+        r = run_cli("serve", "llama3-8b", "--on", on, *argv)
+        assert r.rc == 0 and note in " ".join(r.out.split()), r.err or r.out
+    lib = ironlaw.serve("llama3-8b", on=on, max_throughput=True).to_dict()
+    ref = ironlaw.serve("llama3-8b", on=on, max_throughput=True, engine="vllm").to_dict()
+    assert lib["engine"]["name"] == "vllm" and lib["time_s"] == ref["time_s"]
+    assert "NVIDIA" not in ironlaw.serve("llama3-8b", on="h100").to_dict()["engine"]["summary"][0]
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--release", "1.0"))
+    assert "--release 1.0: a TensorRT-LLM release" in line and "vLLM" in line
+
+
+def test_search_without_an_engine_runs_each_devices_default():
+    import ironlaw
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2")
+    assert r.rc == 0 and "serving framework: vLLM" in r.out, r.err
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2",
+                                  "--serve-engine", "trtllm"))
     assert "--serve-engine trtllm:" in line and "NVIDIA GPUs only" in line
-    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2", "--serve-engine", "vllm")
-    assert r.rc == 0, r.err
+    both = ironlaw.search("llama3-8b", phase="serve", on="h100,mi300x", gpus=1, top=5).to_dict()
+    assert both["settings"] == {"serve_engine": "per-device", "serve_engines": {"h100": "trtllm", "mi300x": "vllm"}}
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "h100,mi300x", "--gpus", "1")
+    assert "serving framework: TensorRT-LLM on h100, vLLM on mi300x" in " ".join(r.out.split()), r.out
+    line = one_line_error(run_cli("search", "llama3-8b", "--serve-engine", "trtllm"))
+    assert "--serve-engine belongs to the serving search" in line
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -165,7 +165,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm",
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
           redundant_experts: int = 0):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
@@ -174,28 +174,34 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     with ``max_throughput=True`` the offline scenario's
     :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
-    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
-    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``).
+    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm, vllm or sglang
+    — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``); None: TensorRT-LLM on an
+    NVIDIA GPU, vLLM on an AMD or Intel GPU, where TensorRT-LLM does not run (``machine.engines.default_for``).
     ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
-    from ..machine.engines import check_engine, check_release, check_runs_on
+    from ..machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, resolve
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
 
     pages.check(html)
-    check_engine(engine)
-    check_release(engine, release)
+    if engine is not None:
+        check_release(check_engine(engine), release)
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
     from ..models.serving import kvcache
     device = hardware.get(on) if isinstance(on, str) else on
-    kvcache.check_with_engine(kv_dtype, check_runs_on(engine, device), device)     # TensorRT-LLM: NVIDIA only
+    if engine is None and release is not None and default_for(device) != DEFAULT:
+        raise IronlawError(f"--release {release}: a TensorRT-LLM release, and {device.name} runs no TensorRT-LLM "
+                           f"(its default engine is {NAMES[default_for(device)]}); leave --release out")
+    engine = resolve(engine, device)                   # TensorRT-LLM: NVIDIA only, and the default there only
+    check_release(engine, release)
+    kvcache.check_with_engine(kv_dtype, engine, device)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -249,7 +255,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            grad_fp32: Optional[bool] = None, moe_a2a_overlap: Optional[bool] = None,
            expert_imbalance: Optional[float] = None, moe_dispatcher: Optional[str] = None,
            prompt: Optional[int] = None, output: Optional[int] = None,
-           slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
+           slo: Optional[str] = None, serve_engine: Optional[str] = None, engine: str = "local",
            workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
@@ -266,7 +272,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
     ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
     ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
-    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"``,
+    ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)`` (None: each device's default, as ``serve``'s);
     ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from ..core.errors import IronlawError, unknown
 

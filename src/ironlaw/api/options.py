@@ -37,7 +37,7 @@ SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "ove
                 "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
                 "sequence_parallel": None}
 SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
-                "serve_engine": "trtllm"}
+                "serve_engine": None}
 
 
 def other_phase(given: dict, options: dict, belongs: str) -> None:
@@ -45,7 +45,7 @@ def other_phase(given: dict, options: dict, belongs: str) -> None:
     from ..core.errors import IronlawError
     for k, default in options.items():
         v = given[k]
-        if v is not None and not (k in ("rank", "serve_engine") and v == default):
+        if v is not None and not (k == "rank" and v == default):
             flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
             raise IronlawError(f"{flag} belongs to the {belongs}")
 

@@ -60,8 +60,9 @@ def serve(
     plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT, help="USD per GPU-hour (default: sourced)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", click_type=FLOAT, help="gCO2/kWh (default 481, Ember 2023)"),
-    engine: str = typer.Option("trtllm", "--engine", help="serving framework: trtllm (NVIDIA GPUs only) | vllm | "
-                               "sglang (its kernels and its scheduler's defaults; default trtllm)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="serving framework: trtllm (NVIDIA GPUs only) | "
+                                         "vllm | sglang (its kernels and its scheduler's defaults; default: "
+                                         "trtllm on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
     release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "
                                           "its MoE layer too: 1.0 (default: the catalog's, TensorRT-LLM 1.3.0rc20)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),

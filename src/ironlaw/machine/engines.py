@@ -101,15 +101,39 @@ def check_engine(engine: str, flag: str = "--engine") -> str:
 # (NVIDIA/TensorRT-LLM README, "TensorRT-LLM ... on NVIDIA GPUs"); vLLM and SGLang build for ROCm (AMD) and
 # Gaudi (Intel, vLLM's HPU plugin)
 NOT_CUDA = ("AMD", "Intel")
+OFF_CUDA_DEFAULT = "vllm"              # the engine a serve on such a GPU runs when none is named
+
+
+def _maker_off_cuda(hw) -> str | None:
+    """The maker of ``hw`` when it is a GPU TensorRT-LLM does not run on ('AMD', 'Intel'), else None."""
+    maker = hw.title.split(" ", 1)[0]
+    return maker if hw.kind == "gpu" and maker in NOT_CUDA else None
+
+
+def default_for(hw) -> str:
+    """The engine a prediction on ``hw`` runs when none is named: vLLM on an AMD or Intel GPU (TensorRT-LLM runs
+    on NVIDIA GPUs only), else TensorRT-LLM (``DEFAULT``: the catalog's own [calibration] holds its kernels)."""
+    return OFF_CUDA_DEFAULT if _maker_off_cuda(hw) else DEFAULT
+
+
+def default_note(hw) -> str | None:
+    """Why the engine ``default_for(hw)`` is not TensorRT-LLM, in a few words; None where it is."""
+    maker = _maker_off_cuda(hw)
+    return (f"the default on {maker} GPUs: TensorRT-LLM runs on NVIDIA GPUs only") if maker else None
+
+
+def resolve(engine: str | None, hw, flag: str = "--engine") -> str:
+    """``engine`` (``default_for(hw)`` where None) if known and it runs on ``hw``, else one line."""
+    return check_runs_on(default_for(hw) if engine is None else check_engine(engine, flag), hw, flag)
 
 
 def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:
     """``engine`` if it runs on ``hw``, else one line: TensorRT-LLM on an AMD or Intel GPU. A device the engine
     step model does not price (kind not 'gpu') passes: its steps are priced on its own calibration."""
-    maker = hw.title.split(" ", 1)[0]
-    if engine == "trtllm" and hw.kind == "gpu" and maker in NOT_CUDA:
-        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} (the default engine) runs on NVIDIA GPUs only, and "
-                           f"{hw.name} is an {hw.title}; use {flag} vllm or {flag} sglang")
+    if engine == "trtllm" and _maker_off_cuda(hw):
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} runs on NVIDIA GPUs only, and {hw.name} is an "
+                           f"{hw.title}; use {flag} vllm or {flag} sglang (leave {flag} out: "
+                           f"{NAMES[OFF_CUDA_DEFAULT]} is the default there)")
     return engine
 
 
