@@ -183,7 +183,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
-    from ..machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, resolve
+    from ..machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, named, resolve
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
@@ -199,9 +199,9 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     if engine is None and release is not None and default_for(device) != DEFAULT:
         raise IronlawError(f"--release {release}: a TensorRT-LLM release, and {device.name} runs no TensorRT-LLM "
                            f"(its default engine is {NAMES[default_for(device)]}); leave --release out")
-    engine = resolve(engine, device)                   # TensorRT-LLM: NVIDIA only, and the default there only
+    given, engine = engine, resolve(engine, device)    # TensorRT-LLM: NVIDIA only, and the default there only
     check_release(engine, release)
-    kvcache.check_with_engine(kv_dtype, engine, device)
+    kvcache.check_with_engine(kv_dtype, engine, device, named(engine, given, device))
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -211,7 +211,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance, routing=moe_routing)
         from .options import wide_ep
-        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts))
+        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named(engine, given, device)))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
@@ -455,14 +455,31 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
 
 
+def _framework_of(kernels: str) -> str:
+    """The framework ``calibrate`` reads when none is given: TensorRT-LLM's tables where the folder holds them (or
+    names no framework), else the one framework the folder holds (aiter's in an AMD folder); several: one line."""
+    from ..core.errors import IronlawError
+    from ..measure.calibrate import kernelfit, kerneltable
+    have = kerneltable.frameworks_in(kernels, kernelfit.OPS)
+    if not have or kernelfit.FRAMEWORKS[0] in have:
+        return kernelfit.FRAMEWORKS[0]
+    if len(have) > 1:
+        raise IronlawError(f"{kernels}: tables of {', '.join(have)} and none of trtllm (the default); name one "
+                           f"with --framework")
+    return have[0]
+
+
 @front_door
-def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtllm", out: Optional[str] = None):
+def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[str] = None,
+              out: Optional[str] = None):
     """``ironlaw calibrate --kernels DIR``: fit a GPU's GEMM and attention terms on measured kernel tables
     (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the
     held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
     :class:`KernelCalibration`. Each GEMM class takes the form, half-point or stream, that holds out better on its
     own rows (``kernelfit.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
-    start from (needed where the tables name several GPUs, or one the catalog lacks)."""
+    start from (needed where the tables name several GPUs, or one the catalog lacks). ``framework``: whose tables
+    to read where the folder holds several (None: trtllm's, else the one framework the folder holds); the result's ``framework`` is the one the tables name
+    (their framework column or ``<framework>/<version>/`` folder), else the one given, else "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
     from ..machine.engines import check_profile_framework
@@ -470,10 +487,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
 
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
-    if framework not in kernelfit.FRAMEWORKS:
+    if framework is not None and framework not in kernelfit.FRAMEWORKS:
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
     check_profile_framework(framework, out)
-    tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework)
+    tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework or _framework_of(kernels))
     gpus = sorted({t.gpu for t in tables})
     if len(gpus) > 1:
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
@@ -498,5 +515,6 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
     from .results import KernelCalibration
-    return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new),
-                             left_out)
+    named = sorted({t.framework for t in tables if t.framework})
+    return KernelCalibration(base.name, ", ".join(named) or framework or "unstated", len(gs), scores, table, saved,
+                             kernelfit.form_choices(new), left_out)

@@ -111,11 +111,12 @@ def _usd(x) -> str:
 
 
 def _framework(settings: dict) -> str:
-    """'vLLM', or 'TensorRT-LLM on h100, vLLM on mi300x' where the ranked devices ran their own defaults."""
+    """'vLLM', or 'TensorRT-LLM on h100, vLLM on mi300x' where the ranked devices ran their own defaults (a device
+    off a GPU: 'none', its own steps)."""
     from ..models.serving.frameworks import NAMES
     if settings["serve_engine"] != "per-device":
         return NAMES[settings["serve_engine"]]
-    return ", ".join(f"{NAMES[e]} on {hw}" for hw, e in settings["serve_engines"].items())
+    return ", ".join(f"{NAMES.get(e, 'none (its own steps)')} on {hw}" for hw, e in settings["serve_engines"].items())
 
 
 def _notes(res) -> list[str]:
@@ -125,7 +126,6 @@ def _notes(res) -> list[str]:
         d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
         return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
     s = res.setup
-    from ..models.serving.frameworks import NAMES
     out = [f"serving framework: {_framework(s['settings'])} (--serve-engine; its kernels and scheduler limits)"
            if s.get("device_unit", "GPU") in ("GPU", "device") else
            f"serving framework: none (a {s['device_unit']}'s steps are priced on its own calibration; --serve-engine "

@@ -22,7 +22,8 @@ def serve(
                                            "GPUs with FP8 only), or fp4 (NVFP4, Blackwell only) (default: --dtype; fp8 for 8- and 4-bit float models, as "
                                            "their checkpoints)"),
     page_tokens: Optional[int] = typer.Option(None, "--page-tokens", help="KV page size in tokens; 0 = no paging "
-                                              "(default: 32-token blocks on a GPU's engine, else 16)"),
+                                              "(on a GPU: the engine's own block, TensorRT-LLM 32, vLLM 16, SGLang "
+                                              "1; elsewhere default 16)"),
     max_seq: Optional[int] = typer.Option(None, "--max-seq", help="without paging: tokens reserved per sequence"),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel devices"),

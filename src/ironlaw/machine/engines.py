@@ -123,8 +123,20 @@ def default_note(hw) -> str | None:
 
 
 def resolve(engine: str | None, hw, flag: str = "--engine") -> str:
-    """``engine`` (``default_for(hw)`` where None) if known and it runs on ``hw``, else one line."""
-    return check_runs_on(default_for(hw) if engine is None else check_engine(engine, flag), hw, flag)
+    """``engine`` (``default_for(hw)`` where None) if known and it runs on ``hw``, else one line; an engine named
+    for a device that is not a GPU (whose serving steps are priced on its own calibration, no framework's) too."""
+    if engine is None:
+        return default_for(hw)
+    check_engine(engine, flag)
+    if hw.kind != "gpu":
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} is modelled on GPUs; {hw.name} is kind '{hw.kind}', "
+                           f"whose serving steps are priced on its own calibration, no framework's: leave {flag} out")
+    return check_runs_on(engine, hw, flag)
+
+
+def named(engine: str, given: str | None, hw, flag: str = "--engine") -> str:
+    """How a refusal names the engine: as the user gave it ('--engine vllm'), or as the default it is."""
+    return f"{flag} {engine}" if given is not None else f"the default engine on {hw.name} ({NAMES[engine]})"
 
 
 def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:

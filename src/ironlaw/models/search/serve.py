@@ -436,9 +436,9 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
             usd_h, src = price[hw.name]
             if rank == "usd-per-million-tokens" and usd_h is None:
                 raise IronlawError(f"--rank usd-per-million-tokens: {src}")
-            used[hw.name] = resolve(engine, hw, "--serve-engine")
-            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top,
-                                 used[hw.name])
+            eng = resolve(engine, hw, "--serve-engine")
+            used[hw.name] = eng if hw.kind == "gpu" else "none"   # off a GPU: its own steps, no framework's
+            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, eng)
         except IronlawError as e:
             if len(hws) == 1:
                 raise
@@ -459,12 +459,12 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
 
 
 def engine_settings(engine: str | None, used: dict, served: set) -> dict:
-    """The search's ``settings``: ``serve_engine``, the framework every ranked device ran; where the devices'
-    defaults differ, ``"per-device"`` and ``serve_engines``, each ranked device's."""
+    """The search's ``settings``: ``serve_engine``, the framework every ranked device ran ("none" off a GPU: its
+    own steps); where the devices' differ, ``"per-device"`` and ``serve_engines``, each ranked device's."""
     per = {name: e for name, e in used.items() if name in served}
     one = set(per.values())
-    if engine is not None or len(one) == 1:
-        return {"serve_engine": engine or one.pop()}
+    if len(one) == 1:
+        return {"serve_engine": one.pop()}
     return {"serve_engine": "per-device", "serve_engines": per}
 
 
