@@ -183,7 +183,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
-    from ..machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, named, resolve
+    from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
@@ -194,14 +194,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
-    from ..models.serving import kvcache
-    device = hardware.get(on) if isinstance(on, str) else on
-    if engine is None and release is not None and default_for(device) != DEFAULT:
-        raise IronlawError(f"--release {release}: a TensorRT-LLM release, and {device.name} runs no TensorRT-LLM "
-                           f"(its default engine is {NAMES[default_for(device)]}); leave --release out")
-    given, engine = engine, resolve(engine, device)    # TensorRT-LLM: NVIDIA only, and the default there only
-    check_release(engine, release)
-    kvcache.check_with_engine(kv_dtype, engine, device, named(engine, given, device))
+    from .options import engine_on
+    engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -211,7 +205,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance, routing=moe_routing)
         from .options import wide_ep
-        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named(engine, given, device)))
+        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:

@@ -81,6 +81,22 @@ def scenario_options(g: dict) -> None:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
 
 
+def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: Optional[str]) -> tuple[str, str]:
+    """``serve``'s engine on ``device``: (the one given or the device's default, ``machine.engines.default_for``;
+    how a refusal names it). TensorRT-LLM off an NVIDIA GPU, an engine named for a CPU, a release with a default
+    that is not TensorRT-LLM and a KV dtype the engine cannot store there are refused in one line."""
+    from ..core.errors import IronlawError
+    from ..machine.engines import DEFAULT, NAMES, check_release, default_for, named, resolve
+    from ..models.serving import kvcache
+    if engine is None and release is not None and default_for(device) != DEFAULT:
+        raise IronlawError(f"--release {release}: a TensorRT-LLM release, and {device.name} runs no TensorRT-LLM "
+                           f"(its default engine is {NAMES[default_for(device)]}); leave --release out")
+    given, engine = engine, resolve(engine, device)    # TensorRT-LLM: NVIDIA only, and the default there only
+    check_release(engine, release)
+    kvcache.check_with_engine(kv_dtype, engine, device, named(engine, given, device))
+    return engine, named(engine, given, device)
+
+
 def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int, named: Optional[str] = None) -> dict:
     """``serve --max-throughput``'s wide-EP options as the offline run takes them: ``moe_dispatcher``, TensorRT-LLM's
     strategy for the expert exchange under attention DP with EP — ``"deepep"`` (DeepEP's high-throughput kernels),

@@ -401,8 +401,9 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str | None = None):
     """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring),
-    priced under the serving framework ``engine`` (None: each device's default, ``machine.engines.default_for``); each reported layout carries its ``energy`` per output token at
-    its device's price and ``cost``'s grid (``run_cost.RunInputs``)."""
+    priced under the serving framework ``engine`` (None: each device's default, ``machine.engines.default_for``);
+    each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
+    (``run_cost.RunInputs``)."""
     from ...machine.engines import check_engine, resolve
     from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
@@ -450,7 +451,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
         raise IronlawError(f"no device can serve {spec}: " + "; ".join(f"{s['hardware']}: {s['reason']}"
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
-    res.setup["settings"] = engine_settings(engine, used, {e["hardware"] for e in entries})
+    res.setup["settings"] = engine_settings(used, {e["hardware"] for e in entries})
     res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
@@ -458,7 +459,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     return res
 
 
-def engine_settings(engine: str | None, used: dict, served: set) -> dict:
+def engine_settings(used: dict, served: set) -> dict:
     """The search's ``settings``: ``serve_engine``, the framework every ranked device ran ("none" off a GPU: its
     own steps); where the devices' differ, ``"per-device"`` and ``serve_engines``, each ranked device's."""
     per = {name: e for name, e in used.items() if name in served}
