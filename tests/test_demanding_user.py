@@ -1,9 +1,14 @@
 """What a demanding ML engineer meets trying every command: an engine on a GPU it does not run on, units that
 differ between commands, a device named as what it is not, bytes split by the wrong count. Each pinned by the
 test that failed before its fix."""
+import sys
+from pathlib import Path
+
 import pytest
 
 from conftest import one_line_error, run_cli
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 
 
 # ------------------------------------------------------------------ TensorRT-LLM runs on NVIDIA GPUs only
@@ -11,15 +16,37 @@ from conftest import one_line_error, run_cli
 def test_serve_refuses_tensorrt_llm_off_nvidia(on):
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--engine", "trtllm"))
     assert "--engine trtllm: TensorRT-LLM" in line and "NVIDIA GPUs only" in line and on in line
-    assert "--engine vllm or --engine sglang" in line
-    assert "NVIDIA GPUs only" in one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--max-throughput"))
+    assert "--engine vllm or --engine sglang" in line and "vLLM is the default there" in line
 
 
-def test_search_skips_tensorrt_llm_off_nvidia_and_serves_it_with_vllm():
-    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2"))
+@pytest.mark.parametrize("on, maker", [("mi300x", "AMD"), ("gaudi3", "Intel")])
+def test_serve_without_an_engine_runs_vllm_off_nvidia_and_says_so(on, maker):
+    import ironlaw
+    note = f"engine: vLLM (the default on {maker} GPUs: TensorRT-LLM runs on NVIDIA GPUs only)"
+    for argv in ((), ("--max-throughput",)):
+        r = run_cli("serve", "llama3-8b", "--on", on, *argv)
+        assert r.rc == 0 and note in " ".join(r.out.split()), r.err or r.out
+    lib = ironlaw.serve("llama3-8b", on=on, max_throughput=True).to_dict()
+    ref = ironlaw.serve("llama3-8b", on=on, max_throughput=True, engine="vllm").to_dict()
+    assert lib["engine"]["name"] == "vllm" and lib["time_s"] == ref["time_s"]
+    assert "NVIDIA" not in ironlaw.serve("llama3-8b", on="h100").to_dict()["engine"]["summary"][0]
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", on, "--release", "1.0"))
+    assert "--release 1.0: a TensorRT-LLM release" in line and "vLLM" in line
+
+
+def test_search_without_an_engine_runs_each_devices_default():
+    import ironlaw
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2")
+    assert r.rc == 0 and "serving framework: vLLM" in r.out, r.err
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2",
+                                  "--serve-engine", "trtllm"))
     assert "--serve-engine trtllm:" in line and "NVIDIA GPUs only" in line
-    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "mi355x", "--gpus", "2", "--serve-engine", "vllm")
-    assert r.rc == 0, r.err
+    both = ironlaw.search("llama3-8b", phase="serve", on="h100,mi300x", gpus=1, top=5).to_dict()
+    assert both["settings"] == {"serve_engine": "per-device", "serve_engines": {"h100": "trtllm", "mi300x": "vllm"}}
+    r = run_cli("search", "llama3-8b", "--phase", "serve", "--on", "h100,mi300x", "--gpus", "1")
+    assert "serving framework: TensorRT-LLM on h100, vLLM on mi300x" in " ".join(r.out.split()), r.out
+    line = one_line_error(run_cli("search", "llama3-8b", "--serve-engine", "trtllm"))
+    assert "--serve-engine belongs to the serving search" in line
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -130,3 +157,163 @@ def test_vllm_replays_piecewise_graphs_for_a_short_prefill():
     for engine in ("trtllm", "sglang"):
         h = ironlaw.serve("llama3.1-8b", on="h100", prompt=128, engine=engine).to_dict()["prefill_host"]
         assert not h["piecewise"] and h["kernels"] == long["kernels"]
+
+
+# ------------------------------------------------------------------ the speed benchmark counts what it searched
+def test_serve_search_speed_names_a_skipped_device_and_does_not_count_it():
+    """benchmarks/serve_search_speed.py labelled a four-device search "on 4 devices" and gave it 4 × 2 s though
+    the search skipped mi355x (TensorRT-LLM runs on NVIDIA GPUs only)."""
+    import ironlaw
+    from serve_search_speed import searched
+    res = ironlaw.search("llama3-8b", phase="serve", on="h100,mi355x", gpus=1, top=1, serve_engine="trtllm")
+    assert searched("llama3-8b on 2 devices", "h100,mi355x", res.to_dict()["skipped"]) == \
+        ("llama3-8b on 2 devices (1 searched; skipped mi355x)", 1)
+    assert searched("x", "h100,h200", []) == ("x", 2)
+
+
+# ------------------------------------------------------------------ a refusal quotes the what-if as written
+@pytest.mark.parametrize("target", ["all", "activations+weights"])
+def test_a_quant_refusal_quotes_the_users_target(target):
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "--on", "a100", "--what-if",
+                                  f"quant=fp8,target={target}"))
+    assert line.startswith(f"ironlaw: error: quant=fp8,target={target}: a100 has no fp8 matrix unit"), line
+
+
+# ------------------------------------------------------------------ a user's own kernel table names no framework
+def _user_gemm(folder, framework=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [("framework,version," if framework else "") + "device,gemm_dtype,m,n,k,latency"]
+    for m in (16, 256, 4096):
+        for n, k in ((4096, 4096), (14336, 4096)):
+            t_ms = 0.006 + 2 * m * n * k / 600e12 * 1e3 + 2 * (m + n) * k / 3e12 * 1e3
+            rows.append((f"{framework},0.1," if framework else "") + f"NVIDIA H100 80GB HBM3,bfloat16,{m},{n},{k},"
+                        f"{t_ms:.6f}")
+    (folder / "gemm_perf.csv").write_text("\n".join(rows) + "\n")
+    return str(folder)
+
+
+def test_calibrate_labels_a_users_table_with_the_framework_it_names(tmp_path):
+    """`calibrate --kernels MYDIR` printed "(trtllm)" over a table that names no framework, and its JSON said
+    framework "trtllm"; a table whose rows name SGLang is labelled sglang; --framework labels an unnamed one."""
+    pytest.importorskip("pandas")
+    import ironlaw
+    mine = _user_gemm(tmp_path / "mine")
+    r = run_cli("calibrate", "--kernels", mine)
+    assert r.rc == 0 and "(framework unstated: the tables name none)" in " ".join(r.out.split()), r.err or r.out
+    assert "trtllm" not in r.out
+    res = ironlaw.calibrate(mine)
+    assert res.framework == "unstated"
+    assert res.calibration["provenance"]["gemm bf16"]["version"] == f"kernel tables in {mine}"
+    assert "( )" not in res.calibration["source"]
+    assert ironlaw.calibrate(mine, framework="vllm").framework == "vllm"
+    named = _user_gemm(tmp_path / "sg", framework="sglang")
+    assert ironlaw.calibrate(named, framework="sglang").framework == "sglang"
+
+
+# ------------------------------------------------------------------ an engine named for a CPU is not ignored
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+def test_an_engine_named_for_a_cpu_is_refused_not_ignored(engine):
+    """`serve --on xeon-8480 --engine trtllm` answered on the CPU's own steps ("serving framework: none") and
+    dropped the option; vLLM was refused. Both are now; without --engine the CPU's own steps price it."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "xeon-8480", "--engine", engine))
+    assert f"--engine {engine}:" in line and "modelled on GPUs" in line and "leave --engine out" in line
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "serve", "--on", "epyc-9654", "--serve-engine",
+                                  engine, "--slo", "ttft=10s,itl=1s"))
+    assert line.startswith(f"ironlaw: error: --serve-engine {engine}:") and "modelled on GPUs" in line
+    assert run_cli("serve", "llama3-8b", "--on", "xeon-8480").rc == 0
+
+
+# ------------------------------------------------------------------ a refusal names what the user gave
+def test_a_refusal_names_the_default_engine_as_a_default_not_as_a_flag():
+    """`serve --on a100 --kv-dtype fp8` said "--kv-dtype fp8 --engine trtllm: …" and `serve mixtral-8x7b --on
+    mi300x --redundant-experts 2 …` said "--engine vllm is not modelled", flags the user never typed; and the
+    wide-EP refusal named --moe-dispatcher when only --redundant-experts was given."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "a100", "--kv-dtype", "fp8"))
+    assert "--kv-dtype fp8 with the default engine on a100 (TensorRT-LLM):" in line and "--engine trtllm" not in line
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "a100", "--kv-dtype", "fp8", "--engine", "trtllm"))
+    assert "--kv-dtype fp8 --engine trtllm:" in line
+    line = one_line_error(run_cli("serve", "mixtral-8x7b", "--on", "mi300x", "--max-throughput", "--tp", "2", "--ep",
+                                  "2", "--redundant-experts", "2"))
+    assert line.startswith("ironlaw: error: --redundant-experts 2: ") and "--engine vllm" not in line
+    assert "the default engine on mi300x (vLLM) is not modelled" in line
+    line = one_line_error(run_cli("serve", "mixtral-8x7b", "--on", "h100", "--max-throughput", "--engine", "sglang",
+                                  "--moe-dispatcher", "deepep"))
+    assert line.startswith("ironlaw: error: --moe-dispatcher deepep: ") and "--engine sglang is not" in line
+
+
+# ------------------------------------------------------------------ redundant experts: advice that leads somewhere
+@pytest.mark.parametrize("argv, says", [
+    (("llama3-8b", "--phase", "train", "--gpus", "8", "--global-batch", "64"),
+     "--redundant-experts 4: llama3-8b is dense (no routed experts to replicate)"),
+    (("mixtral-8x7b", "--phase", "decode"), "--redundant-experts 4: inference (decode) models tensor parallelism"),
+    (("mixtral-8x7b", "--phase", "train", "--gpus", "8", "--global-batch", "64"),
+     "--redundant-experts 4 spreads replicas of hot experts over the EP group; add --ep > 1"),
+])
+def test_redundant_experts_refusals_lead_somewhere(argv, says):
+    """A dense model was told "add --ep > 1" (then: "--ep 2 does not divide the 0 experts"), and an inference
+    phase too (then: "--ep 2: inference models tensor parallelism only")."""
+    line = one_line_error(run_cli("analyze", *argv, "--on", "h100", "--redundant-experts", "4"))
+    assert says in line, line
+
+
+# ------------------------------------------------------------------ a CPU's serving search names no framework
+def test_a_cpu_serving_search_names_no_framework_in_its_json():
+    """The text said "serving framework: none" and the JSON "serve_engine": "trtllm" for the same CPU search; a
+    CPU beside a GPU was listed under TensorRT-LLM too."""
+    import ironlaw
+    from ironlaw.core.schemas import validate
+    cpu = ironlaw.search("llama3-8b", phase="serve", on="xeon-8480", gpus=1, slo="ttft=20s,itl=1s", top=1).to_dict()
+    validate(cpu)
+    assert cpu["settings"] == {"serve_engine": "none"}
+    both = ironlaw.search("llama3-8b", phase="serve", on="xeon-8480,h100", gpus=1, slo="ttft=20s,itl=1s",
+                          top=5).to_dict()
+    validate(both)
+    assert both["settings"]["serve_engines"] == {"xeon-8480": "none", "h100": "trtllm"}
+
+
+# ------------------------------------------------------------------ memory in GiB in the HTML reports too
+def test_html_reports_print_memory_in_gib_as_the_text_does(tmp_path):
+    """The text says an H100 holds 80 GiB; the serve, training and analyze reports said "85.9 GB" for the same
+    memory (decimal prefixes are for traffic and bandwidth)."""
+    import ironlaw
+    serve = tmp_path / "serve.html"
+    ironlaw.serve("llama3-8b", on="h100", html=str(serve))
+    train = tmp_path / "train.html"
+    ironlaw.train("llama3-8b", on="h100", gpus=8, global_batch=64, seq=1024, zero=3, html=str(train))
+    page = tmp_path / "analyze.html"
+    ironlaw.api.report("llama3-8b", str(page), on="h100", phase="decode")
+    for path in (serve, train, page):
+        text = path.read_text()
+        assert "80 GiB" in text and "85.9 GB" not in text, path.name
+
+
+def test_fit_prints_its_framework_term_as_a_time():
+    """`fit` printed "framework 8448.0 µs per op"; every other command prints that time as 8.45 ms."""
+    from ironlaw.cli.fit import framework_line
+    cal = {"framework_s": 8.448e-3, "framework_share": 0.0, "frontend": {"hf": {"framework_s": 2e-5,
+                                                                              "framework_share": 0.1}}}
+    assert framework_line(cal) == "framework 8.45 ms per op + 0.0%, hf 20 µs per op + 10.0%"
+
+
+# ------------------------------------------------------------------ --page-tokens: each engine's own block
+def test_page_tokens_takes_each_engines_own_block_and_the_help_says_which():
+    """`serve --engine vllm --page-tokens 16` (vLLM's own block, the one its capacity line uses) was refused as
+    "blocks of 32 tokens (TensorRT-LLM's tokens_per_block)"; the help said 32-token blocks on any GPU engine."""
+    import ironlaw
+    for engine, block in (("trtllm", 32), ("vllm", 16), ("sglang", 1)):
+        d = ironlaw.serve("llama3-8b", on="h100", engine=engine, page_tokens=block).to_dict()
+        assert d["capacity"]["page_tokens"] == block
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--engine", "vllm", "--page-tokens", "32"))
+    assert "--page-tokens 32:" in line and "blocks of 16 tokens" in line
+    helptext = " ".join(run_cli("serve", "--help").out.split())
+    assert "TensorRT-LLM 32, vLLM 16, SGLang 1" in helptext
+
+
+def test_calibrate_reads_an_amd_folder_without_framework():
+    """`calibrate --kernels AMD_DIR` said "no kernel table … for framework 'trtllm'", a framework the user never
+    named; a folder holding one framework's tables (aiter's) is read as that framework's."""
+    pytest.importorskip("pandas")
+    import ironlaw
+    data = Path(__file__).parent / "data" / "aiter_kernels" / "mi355x"
+    res = ironlaw.calibrate(str(data))
+    assert res.framework == "aiter" and res.groups == ironlaw.calibrate(str(data), framework="aiter").groups

@@ -7,7 +7,8 @@ from conftest import one_line_error, run_cli
 
 def test_trtllm_refuses_an_fp8_cache_on_a100_naming_what_works():
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", "a100", "--kv-dtype", "fp8"))
-    assert line.startswith("ironlaw: error: --kv-dtype fp8 --engine trtllm: TensorRT-LLM"), line
+    assert line.startswith("ironlaw: error: --kv-dtype fp8 with the default engine on a100 (TensorRT-LLM): "
+                           "TensorRT-LLM"), line
     assert "a100 lacks" in line and "--engine vllm" in line and "--engine sglang" in line
     assert line.endswith("or --kv-dtype bf16")
 

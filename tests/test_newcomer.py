@@ -148,7 +148,7 @@ def test_an_unknown_keyword_is_one_ironlaw_error_and_a_type_error(fn):
     ("analyze", {"dtype": 8}, "unknown dtype '8'"),
     ("analyze", {"price_per_gpu_hour": "x"}, "--price-per-gpu-hour must be a non-negative number"),
     ("analyze", {"grid_gco2_per_kwh": "x"}, "--grid-gco2-per-kwh must be between"),
-    ("serve", {"engine": None}, "unknown --engine 'None'"),
+    ("serve", {"engine": 7}, "unknown --engine '7'"),
     ("search", {"phase": None}, "unknown search phase 'None'"),
     ("search", {"phase": "serve", "top": "2"}, "--top must be between 1 and 1000, got '2'"),
     ("compare", {"what_if": 5}, "--what-if takes a text or a list of texts, got 5"),

@@ -165,7 +165,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           requests: Optional[int] = None, expert_imbalance: float = 1.0, speculative: Optional[str] = None,
           prefix_hit: Optional[float] = None, disaggregate: Optional[str] = None, slo: Optional[str] = None,
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
-          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: str = "trtllm",
+          grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
           redundant_experts: int = 0):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
@@ -174,28 +174,28 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     with ``max_throughput=True`` the offline scenario's
     :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
-    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm (default),
-    vllm or sglang — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``).
+    steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm, vllm or sglang
+    — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``); None: TensorRT-LLM on an
+    NVIDIA GPU, vLLM on an AMD or Intel GPU, where TensorRT-LLM does not run (``machine.engines.default_for``).
     ``release``: the framework release whose kernels price the steps (TensorRT-LLM "1.0", the published perf
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
     from ..core.errors import IronlawError
-    from ..machine.engines import check_engine, check_release, check_runs_on
+    from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
 
     pages.check(html)
-    check_engine(engine)
-    check_release(engine, release)
+    if engine is not None:
+        check_release(check_engine(engine), release)
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
-    from ..models.serving import kvcache
-    device = hardware.get(on) if isinstance(on, str) else on
-    kvcache.check_with_engine(kv_dtype, check_runs_on(engine, device), device)     # TensorRT-LLM: NVIDIA only
+    from .options import engine_on
+    engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -205,7 +205,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                   kv_fraction=kv_fraction, max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
                   expert_imbalance=expert_imbalance, routing=moe_routing)
         from .options import wide_ep
-        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts))
+        kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
@@ -249,7 +249,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            grad_fp32: Optional[bool] = None, moe_a2a_overlap: Optional[bool] = None,
            expert_imbalance: Optional[float] = None, moe_dispatcher: Optional[str] = None,
            prompt: Optional[int] = None, output: Optional[int] = None,
-           slo: Optional[str] = None, serve_engine: str = "trtllm", engine: str = "local",
+           slo: Optional[str] = None, serve_engine: Optional[str] = None, engine: str = "local",
            workers: Optional[int] = None,
            address: Optional[str] = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
@@ -266,7 +266,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     the layouts with EP > 1 as ``analyze`` prices it. An option of the other phase is refused (training:
     ``global_batch`` 1024, ``seq`` 4096 and the overlap, gradient and expert options; serving: ``prompt`` 1024,
     ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
-    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"`` (default), ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)``;
+    ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"``,
+    ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)`` (None: each device's default, as ``serve``'s);
     ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
     from ..core.errors import IronlawError, unknown
 
@@ -448,14 +449,31 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
     return Fit(hw.name, cal, saved, fitter.score(hw_cal, fitted, stat), fitter.score(hw_cal, held, stat))
 
 
+def _framework_of(kernels: str) -> str:
+    """The framework ``calibrate`` reads when none is given: TensorRT-LLM's tables where the folder holds them (or
+    names no framework), else the one framework the folder holds (aiter's in an AMD folder); several: one line."""
+    from ..core.errors import IronlawError
+    from ..measure.calibrate import kernelfit, kerneltable
+    have = kerneltable.frameworks_in(kernels, kernelfit.OPS)
+    if not have or kernelfit.FRAMEWORKS[0] in have:
+        return kernelfit.FRAMEWORKS[0]
+    if len(have) > 1:
+        raise IronlawError(f"{kernels}: tables of {', '.join(have)} and none of trtllm (the default); name one "
+                           f"with --framework")
+    return have[0]
+
+
 @front_door
-def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtllm", out: Optional[str] = None):
+def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[str] = None,
+              out: Optional[str] = None):
     """``ironlaw calibrate --kernels DIR``: fit a GPU's GEMM and attention terms on measured kernel tables
     (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the
     held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
     :class:`KernelCalibration`. Each GEMM class takes the form, half-point or stream, that holds out better on its
     own rows (``kernelfit.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
-    start from (needed where the tables name several GPUs, or one the catalog lacks)."""
+    start from (needed where the tables name several GPUs, or one the catalog lacks). ``framework``: whose tables
+    to read where the folder holds several (None: trtllm's, else the one framework the folder holds); the result's ``framework`` is the one the tables name
+    (their framework column or ``<framework>/<version>/`` folder), else the one given, else "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
     from ..machine.engines import check_profile_framework
@@ -463,10 +481,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
 
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
-    if framework not in kernelfit.FRAMEWORKS:
+    if framework is not None and framework not in kernelfit.FRAMEWORKS:
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
     check_profile_framework(framework, out)
-    tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework)
+    tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework or _framework_of(kernels))
     gpus = sorted({t.gpu for t in tables})
     if len(gpus) > 1:
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
@@ -491,5 +509,6 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: str = "trtl
             raise IronlawError(f"{base.name}: no hardware file to start the profile from; give --gpu FILE.toml")
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
     from .results import KernelCalibration
-    return KernelCalibration(base.name, framework, len(gs), scores, table, saved, kernelfit.form_choices(new),
-                             left_out)
+    named = sorted({t.framework for t in tables if t.framework})
+    return KernelCalibration(base.name, ", ".join(named) or framework or "unstated", len(gs), scores, table, saved,
+                             kernelfit.form_choices(new), left_out)

@@ -37,7 +37,7 @@ SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "ove
                 "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
                 "sequence_parallel": None}
 SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
-                "serve_engine": "trtllm"}
+                "serve_engine": None}
 
 
 def other_phase(given: dict, options: dict, belongs: str) -> None:
@@ -45,7 +45,7 @@ def other_phase(given: dict, options: dict, belongs: str) -> None:
     from ..core.errors import IronlawError
     for k, default in options.items():
         v = given[k]
-        if v is not None and not (k in ("rank", "serve_engine") and v == default):
+        if v is not None and not (k == "rank" and v == default):
             flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
             raise IronlawError(f"{flag} belongs to the {belongs}")
 
@@ -81,19 +81,39 @@ def scenario_options(g: dict) -> None:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
 
 
-def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int) -> dict:
+def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: Optional[str]) -> tuple[str, str]:
+    """``serve``'s engine on ``device``: (the one given or the device's default, ``machine.engines.default_for``;
+    how a refusal names it). TensorRT-LLM off an NVIDIA GPU, an engine named for a CPU, a release with a default
+    that is not TensorRT-LLM and a KV dtype the engine cannot store there are refused in one line."""
+    from ..core.errors import IronlawError
+    from ..machine.engines import DEFAULT, NAMES, check_release, default_for, named, resolve
+    from ..models.serving import kvcache
+    if engine is None and release is not None and default_for(device) != DEFAULT:
+        raise IronlawError(f"--release {release}: a TensorRT-LLM release, and {device.name} runs no TensorRT-LLM "
+                           f"(its default engine is {NAMES[default_for(device)]}); leave --release out")
+    given, engine = engine, resolve(engine, device)    # TensorRT-LLM: NVIDIA only, and the default there only
+    check_release(engine, release)
+    kvcache.check_with_engine(kv_dtype, engine, device, named(engine, given, device))
+    return engine, named(engine, given, device)
+
+
+def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int, named: Optional[str] = None) -> dict:
     """``serve --max-throughput``'s wide-EP options as the offline run takes them: ``moe_dispatcher``, TensorRT-LLM's
     strategy for the expert exchange under attention DP with EP — ``"deepep"`` (DeepEP's high-throughput kernels),
     ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL all-to-all
     kernels), timed by the device's measured curves (None: the engine's all-gather/reduce-scatter, or the MNNVL
     all-to-all on an NVL72 domain); ``redundant_experts``, EPLB's extra expert slots over the EP group
-    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's)."""
+    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's),
+    naming the options given and the engine as ``named`` does (default ``--engine ENGINE``)."""
     if moe_dispatcher is None and not redundant_experts:
         return {}
     if engine != "trtllm":
         from ..core.errors import IronlawError
-        raise IronlawError(f"--moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP strategies (its "
-                           f"measured tables); --engine {engine} is not modelled with them")
+        given = " ".join(([f"--moe-dispatcher {moe_dispatcher}"] if moe_dispatcher is not None else []) +
+                         ([f"--redundant-experts {redundant_experts}"] if redundant_experts else []))
+        raise IronlawError(f"{given}: --moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP "
+                           f"strategies (its measured tables); {named or '--engine ' + engine} is not modelled "
+                           f"with them")
     return {"dispatcher": moe_dispatcher, "redundant_experts": redundant_experts}
 
 

@@ -18,8 +18,10 @@ def calibrate_cmd(
                                 "files at any depth of your own folder) or one such file"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="catalog GPU or hardware .toml: whose tables to fit and "
                                       "the profile to start from (needed where the tables name a GPU the catalog lacks)"),
-    framework: str = typer.Option("trtllm", "--framework", 
-                                   help="the framework whose kernels to fit: trtllm | sglang | vllm | aiter (AMD)"),
+    framework: Optional[str] = typer.Option(None, "--framework",
+                                             help="the framework whose kernels to fit: trtllm | sglang | vllm | "
+                                             "aiter (AMD) (default: trtllm's, else the one framework the folder "
+                                             "holds; a table of your own that names none is labelled with it)"),
     out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
                                       "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
@@ -33,10 +35,11 @@ def calibrate_cmd(
         emit_json(res.to_dict())
         return
     if fmt == "md":
-        print(_markdown(res, framework))
+        print(_markdown(res))
         return
     con = console()
-    con.print(f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} ({framework})")
+    con.print(f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} "
+              f"({_framework(res)})")
     con.print("held-out rows, median / p90 |err|:")
     for s in res.held_out:
         con.print(f"  {s.group:<40} {s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
@@ -53,12 +56,12 @@ def calibrate_cmd(
         con.print(f"wrote {res.saved} (use it with --on {res.saved})")
 
 
-def _markdown(res, framework: str) -> str:
+def _markdown(res) -> str:
     """The held-out scores (and the GEMM form chosen per class) as Markdown tables."""
     from rich.table import Table
     from ..report.table import markdown
     t = Table(title=f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} "
-              f"({framework}); held-out rows")
+              f"({_framework(res)}); held-out rows")
     for col in ("kernel class", "rows", "median |err|", "p90 |err|"):
         t.add_column(col, justify="left" if col == "kernel class" else "right")
     for s in res.held_out:
@@ -76,6 +79,11 @@ def _markdown(res, framework: str) -> str:
     if res.saved:
         parts.append(f"wrote `{res.saved}` (use it with `--on {res.saved}`)")
     return "\n\n".join(parts)
+
+
+def _framework(res) -> str:
+    """'vllm', or what the tables leave unstated: a user's own table names no framework."""
+    return "framework unstated: the tables name none" if res.framework == "unstated" else res.framework
 
 
 def _skipped(k: dict) -> str:

@@ -51,8 +51,11 @@ def row_cells(r: dict) -> list[str]:
 
 
 def framework_line(cal: dict) -> str:
-    """The fitted framework terms: the global pair, then each front end's own where fitted."""
+    """The fitted framework terms: the global pair, then each front end's own where fitted (times as every command
+    prints them: ``fmt_time``)."""
+    from ..core.units import fmt_time
+
     def pair(t: dict) -> str:
-        return f"{1e6 * t.get('framework_s', 0.0):.1f} µs per op + {100 * t.get('framework_share', 0.0):.1f}%"
+        return f"{fmt_time(t.get('framework_s', 0.0))} per op + {100 * t.get('framework_share', 0.0):.1f}%"
     own = "".join(f", {name} {pair(t)}" for name, t in sorted((cal.get("frontend") or {}).items()))
     return f"framework {pair(cal)}" + own

@@ -56,9 +56,10 @@ def search(
     output: Optional[int] = typer.Option(None, "--output", help="serve: generated tokens per request (default 256)"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
                                                           "(without: offline max throughput)"),
-    serve_engine: str = typer.Option("trtllm", "--serve-engine", help="serve: the serving framework whose kernels "
-                                     "and scheduler limits price every layout, as `serve --engine`: trtllm | vllm | "
-                                     "sglang"),
+    serve_engine: Optional[str] = typer.Option(None, "--serve-engine", help="serve: the serving framework whose "
+                                               "kernels and scheduler limits price every layout, as `serve "
+                                               "--engine`: trtllm | vllm | sglang (default: each device's, trtllm "
+                                               "on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
     engine: str = typer.Option("local", "--engine", help="where the search runs: local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
@@ -109,6 +110,15 @@ def _usd(x) -> str:
     return "-" if x is None else f"{x:,.3f}" if x < 10 else f"{x:,.1f}"
 
 
+def _framework(settings: dict) -> str:
+    """'vLLM', or 'TensorRT-LLM on h100, vLLM on mi300x' where the ranked devices ran their own defaults (a device
+    off a GPU: 'none', its own steps)."""
+    from ..models.serving.frameworks import NAMES
+    if settings["serve_engine"] != "per-device":
+        return NAMES[settings["serve_engine"]]
+    return ", ".join(f"{NAMES.get(e, 'none (its own steps)')} on {hw}" for hw, e in settings["serve_engines"].items())
+
+
 def _notes(res) -> list[str]:
     """Below a serving table: what the ranking is by, the prices used, and each device skipped and why; below a
     training table: the token dispatcher where it is not the default."""
@@ -116,9 +126,8 @@ def _notes(res) -> list[str]:
         d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
         return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
     s = res.setup
-    from ..models.serving.frameworks import NAMES
-    out = [f"serving framework: {NAMES[s['settings']['serve_engine']]} (--serve-engine; its kernels and scheduler "
-           f"limits)" if s.get("device_unit", "GPU") in ("GPU", "device") else
+    out = [f"serving framework: {_framework(s['settings'])} (--serve-engine; its kernels and scheduler limits)"
+           if s.get("device_unit", "GPU") in ("GPU", "device") else
            f"serving framework: none (a {s['device_unit']}'s steps are priced on its own calibration; --serve-engine "
            f"prices GPUs)"]
     if s.get("rank_by") == "usd-per-million-tokens":

@@ -22,7 +22,8 @@ def serve(
                                            "GPUs with FP8 only), or fp4 (NVFP4, Blackwell only) (default: --dtype; fp8 for 8- and 4-bit float models, as "
                                            "their checkpoints)"),
     page_tokens: Optional[int] = typer.Option(None, "--page-tokens", help="KV page size in tokens; 0 = no paging "
-                                              "(default: 32-token blocks on a GPU's engine, else 16)"),
+                                              "(on a GPU: the engine's own block, TensorRT-LLM 32, vLLM 16, SGLang "
+                                              "1; elsewhere default 16)"),
     max_seq: Optional[int] = typer.Option(None, "--max-seq", help="without paging: tokens reserved per sequence"),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="chunked prefill: prompt tokens per step"),
     tp: int = typer.Option(1, "--tp", help="tensor-parallel devices"),
@@ -60,8 +61,9 @@ def serve(
     plot: Optional[str] = typer.Option(None, "--plot", help="with --sweep-concurrency: draw it (.svg, .png)"),
     price: Optional[float] = typer.Option(None, "--price-per-gpu-hour", click_type=FLOAT, help="USD per GPU-hour (default: sourced)"),
     grid: Optional[float] = typer.Option(None, "--grid-gco2-per-kwh", click_type=FLOAT, help="gCO2/kWh (default 481, Ember 2023)"),
-    engine: str = typer.Option("trtllm", "--engine", help="serving framework: trtllm (NVIDIA GPUs only) | vllm | "
-                               "sglang (its kernels and its scheduler's defaults; default trtllm)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="serving framework: trtllm (NVIDIA GPUs only) | "
+                                         "vllm | sglang (its kernels and its scheduler's defaults; default: "
+                                         "trtllm on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
     release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "
                                           "its MoE layer too: 1.0 (default: the catalog's, TensorRT-LLM 1.3.0rc20)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),

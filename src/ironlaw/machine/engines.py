@@ -101,15 +101,51 @@ def check_engine(engine: str, flag: str = "--engine") -> str:
 # (NVIDIA/TensorRT-LLM README, "TensorRT-LLM ... on NVIDIA GPUs"); vLLM and SGLang build for ROCm (AMD) and
 # Gaudi (Intel, vLLM's HPU plugin)
 NOT_CUDA = ("AMD", "Intel")
+OFF_CUDA_DEFAULT = "vllm"              # the engine a serve on such a GPU runs when none is named
+
+
+def _maker_off_cuda(hw) -> str | None:
+    """The maker of ``hw`` when it is a GPU TensorRT-LLM does not run on ('AMD', 'Intel'), else None."""
+    maker = hw.title.split(" ", 1)[0]
+    return maker if hw.kind == "gpu" and maker in NOT_CUDA else None
+
+
+def default_for(hw) -> str:
+    """The engine a prediction on ``hw`` runs when none is named: vLLM on an AMD or Intel GPU (TensorRT-LLM runs
+    on NVIDIA GPUs only), else TensorRT-LLM (``DEFAULT``: the catalog's own [calibration] holds its kernels)."""
+    return OFF_CUDA_DEFAULT if _maker_off_cuda(hw) else DEFAULT
+
+
+def default_note(hw) -> str | None:
+    """Why the engine ``default_for(hw)`` is not TensorRT-LLM, in a few words; None where it is."""
+    maker = _maker_off_cuda(hw)
+    return (f"the default on {maker} GPUs: TensorRT-LLM runs on NVIDIA GPUs only") if maker else None
+
+
+def resolve(engine: str | None, hw, flag: str = "--engine") -> str:
+    """``engine`` (``default_for(hw)`` where None) if known and it runs on ``hw``, else one line; an engine named
+    for a device that is not a GPU (whose serving steps are priced on its own calibration, no framework's) too."""
+    if engine is None:
+        return default_for(hw)
+    check_engine(engine, flag)
+    if hw.kind != "gpu":
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} is modelled on GPUs; {hw.name} is kind '{hw.kind}', "
+                           f"whose serving steps are priced on its own calibration, no framework's: leave {flag} out")
+    return check_runs_on(engine, hw, flag)
+
+
+def named(engine: str, given: str | None, hw, flag: str = "--engine") -> str:
+    """How a refusal names the engine: as the user gave it ('--engine vllm'), or as the default it is."""
+    return f"{flag} {engine}" if given is not None else f"the default engine on {hw.name} ({NAMES[engine]})"
 
 
 def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:
     """``engine`` if it runs on ``hw``, else one line: TensorRT-LLM on an AMD or Intel GPU. A device the engine
     step model does not price (kind not 'gpu') passes: its steps are priced on its own calibration."""
-    maker = hw.title.split(" ", 1)[0]
-    if engine == "trtllm" and hw.kind == "gpu" and maker in NOT_CUDA:
-        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} (the default engine) runs on NVIDIA GPUs only, and "
-                           f"{hw.name} is an {hw.title}; use {flag} vllm or {flag} sglang")
+    if engine == "trtllm" and _maker_off_cuda(hw):
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} runs on NVIDIA GPUs only, and {hw.name} is an "
+                           f"{hw.title}; use {flag} vllm or {flag} sglang (leave {flag} out: "
+                           f"{NAMES[OFF_CUDA_DEFAULT]} is the default there)")
     return engine
 
 

@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 
 from ..core.errors import IronlawError
-from ..core.units import fmt, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 from . import svg
 from .text import element_label, headline
 
@@ -293,11 +293,11 @@ def footprint(est) -> str:
             continue
         pct = 100 * t["used_bytes"] / t["capacity_bytes"]
         rows.append(f'<tr><td class="l">{_e(t["name"])}</td><td class="l">{_e(t["role"])}</td>'
-                    f'{_num(t["capacity_bytes"], fmt(t["capacity_bytes"], "B"))}{_num(t["used_bytes"], fmt(t["used_bytes"], "B"))}'
+                    f'{_num(t["capacity_bytes"], fmt_size(t["capacity_bytes"]))}{_num(t["used_bytes"], fmt_size(t["used_bytes"]))}'
                     f'<td>{pct:.3g}%</td><td class="l">{svg.capacity_bar(t, width=360)}</td></tr>')
     state = ("fits in device memory" if fp["fits"] and fp["spilled_bytes"] == 0 else
              f"spills {fmt(fp['spilled_bytes'], 'B')} beyond device memory" if fp["fits"] else "does not fit")
-    caches = ", ".join(f"{t['name']} {fmt(t['capacity_bytes'], 'B')}" for t in fp["tiers"] if t["role"] == "cache")
+    caches = ", ".join(f"{t['name']} {fmt_size(t['capacity_bytes'])}" for t in fp["tiers"] if t["role"] == "cache")
     return (f'<section id="footprint"><h2>Footprint against the memory tiers</h2>'
             f'<p>{_e(fmt(fp["total_bytes"], "B"))} resident: <b>{_e(state)}</b>.</p><p class="legend">{legend}</p>'
             + _table(["tier", "role", "capacity", "holds", "used", "placement"], rows, tid="footprint-table",
@@ -318,7 +318,7 @@ def hardware_sources(hw) -> str:
                 f'<td class="src">{_e(hw.sources.get("vector", ""))}</td></tr>')
     for t in hw.memory:
         rows.append(f'<tr><td class="l">{_e(t.name)} ({_e(t.role)})</td><td>{_e(fmt(t.bw_Bps, "B/s"))}, '
-                    f'{_e(fmt(t.capacity_bytes, "B"))}</td><td class="src">{_e(t.source)}</td></tr>')
+                    f'{_e(fmt_size(t.capacity_bytes))}</td><td class="src">{_e(t.source)}</td></tr>')
     rows.append(f'<tr><td class="l">per-op latency</td>{_num(hw.op_latency_s, fmt_time(hw.op_latency_s))}'
                 f'<td class="src">{_e(hw.sources.get("latency", ""))}</td></tr>')
     eff = ", ".join(f"{k} {v:g}" for k, v in hw.efficiency.items())

@@ -13,7 +13,7 @@ Section ids: ``summary``, ``capacity``/``memory``, ``energy``, ``step-…``, ``r
 """
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 from . import html, svg
 from .frontier import section as frontier_section
 
@@ -30,7 +30,7 @@ def _key_table(rows: list[tuple[str, str, float, str, str]], tid: str) -> str:
 
 
 def _memory_bar(parts: list[tuple[str, float]], total: float, sid: str) -> str:
-    shown = [(n, b, MEMORY_COLOURS.get(n, "#495057"), f"{n}: {fmt(b, 'B')} ({100 * b / total:.1f}%)")
+    shown = [(n, b, MEMORY_COLOURS.get(n, "#495057"), f"{n}: {fmt_size(b)} ({100 * b / total:.1f}%)")
              for n, b in parts if b > 0]
     legend = "".join(f'<span><i style="background:{c}"></i>{_e(t)}</span>' for _, _, c, t in shown)
     return svg.share_bar(shown, sid=sid) + f'<p class="legend">{legend}</p>'
@@ -109,12 +109,12 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
                                ("KV free", kv_free)], cap["device_memory_bytes"], "capacity-bar")
                 + _key_table([
                     ("device memory", "capacity.device_memory_bytes", cap["device_memory_bytes"],
-                     fmt(cap["device_memory_bytes"], "B"), "B"),
-                    ("weights", "capacity.weights_bytes", cap["weights_bytes"], fmt(cap["weights_bytes"], "B"), "B"),
-                    ("runtime reserve", "capacity.reserve_bytes", cap["reserve_bytes"], fmt(cap["reserve_bytes"], "B"), "B"),
-                    ("KV budget", "capacity.kv_budget_bytes", cap["kv_budget_bytes"], fmt(cap["kv_budget_bytes"], "B"), "B"),
+                     fmt_size(cap["device_memory_bytes"]), "B"),
+                    ("weights", "capacity.weights_bytes", cap["weights_bytes"], fmt_size(cap["weights_bytes"]), "B"),
+                    ("runtime reserve", "capacity.reserve_bytes", cap["reserve_bytes"], fmt_size(cap["reserve_bytes"]), "B"),
+                    ("KV budget", "capacity.kv_budget_bytes", cap["kv_budget_bytes"], fmt_size(cap["kv_budget_bytes"]), "B"),
                     (f"KV per token ({doc['kv_dtype']})", "capacity.kv_bytes_per_token", cap["kv_bytes_per_token"],
-                     fmt(cap["kv_bytes_per_token"], "B"), "B"),
+                     fmt_size(cap["kv_bytes_per_token"]), "B"),
                     ("sequences that fit", "capacity.max_concurrency", cap["max_concurrency"],
                      f"{cap['max_concurrency']:,}", "1")], "capacity-table")
                 + f'<p class="note">Reserve: {_e(cap["reserve_source"])}. Each sequence holds '
@@ -174,7 +174,7 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
               + _memory_bar([("weights", m["weights_bytes"]), ("workspace", m["workspace_bytes"]),
                              ("reserve", m["reserve_bytes"]), ("KV in use", m["kv_budget_bytes"]),
                              ("not used", m["device_memory_bytes"] - used)], m["device_memory_bytes"], "memory-bar")
-              + _key_table([(k.replace("_bytes", "").replace("_", " "), f"memory_per_gpu.{k}", m[k], fmt(m[k], "B"), "B")
+              + _key_table([(k.replace("_bytes", "").replace("_", " "), f"memory_per_gpu.{k}", m[k], fmt_size(m[k]), "B")
                             for k in ("device_memory_bytes", "weights_bytes", "workspace_bytes", "kv_budget_bytes",
                                       "kv_bytes_per_token")], "memory-table") + "</section>")
     parts = [summary, memory, _energy(doc.get("energy"), "energy"), _steps_table(est)]

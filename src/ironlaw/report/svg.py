@@ -9,7 +9,7 @@ import math
 import re
 from html import escape
 
-from ..core.units import fmt, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 
 # colours of what binds an op (also used by the tables' bound badges in html.py)
 BOUND_COLOURS = {"compute": "#d9480f", "bandwidth": "#1c7ed6", "latency": "#7048e8", "network": "#2b8a3e",
@@ -176,12 +176,12 @@ def capacity_bar(tier: dict, width: int = 600, height: int = 22) -> str:
     out = [f'<svg class="bar tier-bar" data-tier="{_e(tier["name"])}" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" preserveAspectRatio="none">'
            f'<rect x="0" y="0" width="{width}" height="{height}" class="cap-bg">'
-           f'<title>{_e(tier["name"])}: {_e(fmt(cap, "B"))} capacity</title></rect>']
+           f'<title>{_e(tier["name"])}: {_e(fmt_size(cap))} capacity</title></rect>']
     x = 0.0
     for cls, b in tier["holds"].items():
         w = max(width * min(b / cap, 1.0), 1.0)                  # a sliver stays visible
         out.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{CLASS_COLOURS.get(cls, "#868e96")}">'
-                   f'<title>{_e(cls)}: {_e(fmt(b, "B"))} ({100 * b / cap:.2g}% of {_e(tier["name"])})</title></rect>')
+                   f'<title>{_e(cls)}: {_e(fmt_size(b))} ({100 * b / cap:.2g}% of {_e(tier["name"])})</title></rect>')
         x += w
     out.append('</svg>')
     return "".join(out)

@@ -9,7 +9,7 @@ shows an estimate (``terms``, ``roofline``, ``by-kind``, ``top-ops``), ``notes``
 """
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_time
+from ..core.units import fmt, fmt_size, fmt_time
 from . import html, svg
 
 _e = html.esc
@@ -52,7 +52,7 @@ def _summary(doc: dict) -> str:
             ("model FLOPs per step", "flops.model_per_step", doc["flops"]["model_per_step"],
              fmt(doc["flops"]["model_per_step"], "FLOP"), "FLOP"),
             ("memory per device", "memory_per_device.total_bytes", doc["memory_per_device"]["total_bytes"],
-             fmt(doc["memory_per_device"]["total_bytes"], "B"), "B")]
+             fmt_size(doc["memory_per_device"]["total_bytes"]), "B")]
     body = [f'<tr><td class="l">{_e(a)}</td>{html.key("step." + p, v, t, u)}</tr>' for a, p, v, t, u in rows]
     return (f'<section id="summary"><h2>One training step</h2><p class="headline">{_e(fmt_time(doc["step_s"]))} per '
             f'step · {_e(html.rate(doc["tokens_per_s_per_gpu"]))} tokens/s per GPU · MFU {100 * doc["mfu"]:.1f}%</p>'
@@ -107,9 +107,9 @@ def _memory(doc: dict, hw) -> str:
     t = hw.memory[hw.device_tier]
     holds = {k: mem[k] for k in ("weights", "gradients", "optimizer", "activations") if mem.get(k, 0) > 0}
     legend = "".join(f'<span><i style="background:{svg.CLASS_COLOURS.get(k, "#868e96")}"></i>{_e(k)} '
-                     f'{_e(fmt(v, "B"))}</span>' for k, v in holds.items())
-    return (f'<section id="memory"><h2>Memory per device</h2><p>{_e(fmt(mem["total_bytes"], "B"))} of '
-            f'{_e(t.name)}\'s {_e(fmt(t.capacity_bytes, "B"))} ({100 * mem["total_bytes"] / t.capacity_bytes:.0f}%)</p>'
+                     f'{_e(fmt_size(v))}</span>' for k, v in holds.items())
+    return (f'<section id="memory"><h2>Memory per device</h2><p>{_e(fmt_size(mem["total_bytes"]))} of '
+            f'{_e(t.name)}\'s {_e(fmt_size(t.capacity_bytes))} ({100 * mem["total_bytes"] / t.capacity_bytes:.0f}%)</p>'
             + svg.capacity_bar({"name": t.name, "capacity_bytes": t.capacity_bytes, "holds": holds}, width=860)
             + f'<p class="legend">{legend}</p></section>')
 

@@ -807,7 +807,8 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         cal["held_out"].append(f"{g.name} (odd rows)")
         timed = f"; {g.timed}" if g.timed else ""
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
-                                     "version": f"{origin}; {g.table.framework} {g.table.version}".strip(),
+                                     "version": "; ".join(x for x in (origin, f"{g.table.framework} "
+                                                                         f"{g.table.version}".strip()) if x),
                                      "license": license, "rows_fitted": int(len(fit_rows)),
                                      "rows_held_out": int(len(held)), "date": date, **form}
     linked_variants(cal, gs)
@@ -1702,7 +1703,7 @@ def origin_of(root) -> tuple[str, str]:
 
 
 def source(gs: list[Group], origin: str = PROVENANCE) -> str:
-    files = sorted({f"{g.table.path} ({g.table.framework} {g.table.version})" for g in gs})
+    files = sorted({f"{g.table.path} ({g.table.framework} {g.table.version})".replace(" ( )", "") for g in gs})
     return f"derived: {KERNEL_SOURCE} ({origin}: {'; '.join(files)})"
 
 

@@ -127,6 +127,14 @@ def files(root: str | Path, ops=tuple(COLUMNS), framework: str | None = None) ->
     return out
 
 
+def frameworks_in(root: str | Path, ops=tuple(COLUMNS)) -> tuple[str, ...]:
+    """The framework folders (``.../<framework>/<version>/``) the tables of ``ops`` under ``root`` lie in, sorted;
+    () for a user's own layout."""
+    root = Path(root)
+    return tuple(sorted({f for p in files(root, ops) for f in p.relative_to(root).parts[:-1] if f in FRAMEWORK_FOLDERS}
+                        if root.is_dir() else ()))
+
+
 def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework: str | None = None,
          release: str | None = None) -> list[KernelTable]:
     """Every table of ``ops`` under ``root`` (a folder in the wheel's layout, or one .parquet/.csv/.txt file),

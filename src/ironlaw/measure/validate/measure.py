@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ...core.errors import IronlawError
-from ...core.units import fmt
+from ...core.units import fmt_size
 
 HEADROOM = 1.25              # real runs need more than the footprint: allocator slack, the init's temporaries
 HEADROOM_BYTES = 256e6
@@ -45,10 +45,10 @@ def check_fits(name: str, footprint: dict, hw) -> dict:
     dev = hw.memory[hw.device_tier]
     limits[f"{hw.name} {dev.name} capacity"] = dev.capacity_bytes
     where, limit = min(limits.items(), key=lambda kv: kv[1])
-    parts = ", ".join(f"{k} {fmt(float(v), 'B')}" for k, v in footprint.items() if float(v) > 0)
+    parts = ", ".join(f"{k} {fmt_size(float(v))}" for k, v in footprint.items() if float(v) > 0)
     if want > limit:
-        raise IronlawError(f"validate: {name} needs {fmt(need, 'B')} ({parts}) plus headroom = {fmt(want, 'B')}, "
-                           f"more than {where} {fmt(limit, 'B')}; nothing was allocated — choose a smaller "
+        raise IronlawError(f"validate: {name} needs {fmt_size(need)} ({parts}) plus headroom = {fmt_size(want)}, "
+                           f"more than {where} {fmt_size(limit)}; nothing was allocated — choose a smaller "
                            "--batch/--seq or a smaller model")
     return {"footprint_bytes": need, "limit_bytes": limit, "limit": where}
 

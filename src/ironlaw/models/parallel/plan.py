@@ -86,7 +86,7 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     rc, zero, sp, imbalance = _options(o, tp, ep)
     if graph is not None and rc != "none" and "layers" not in graph.meta:
         raise IronlawError(_no_layers("--recompute", rc, graph))
-    red = _redundant(o, ep)
+    red = _redundant(o, ep, graph)
     if graph is not None:
         check_model(graph, tp, pp, v, ep, cp, red)
     off = o.get("offload_layers", 0)
@@ -113,13 +113,17 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
                 dispatcher.check(o.get("moe_dispatcher"), ep))
 
 
-def _redundant(o: dict, ep: int) -> int:
-    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72)."""
+def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72); a
+    model without routed experts (``graph``'s, where given) has none to replicate."""
     r = o.get("redundant_experts", 0)
     if isinstance(r, bool) or not isinstance(r, int) or r < 0:
         raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
+    if r and graph is not None and "layers" in graph.meta and not graph.meta.get("experts"):
+        raise IronlawError(f"--redundant-experts {r}: {graph.name} is dense (no routed experts to replicate); "
+                           f"leave it out")
     if r and ep == 1:
-        raise IronlawError("--redundant-experts spreads replicas of hot experts over the EP group; add --ep > 1")
+        raise IronlawError(f"--redundant-experts {r} spreads replicas of hot experts over the EP group; add --ep > 1")
     return r
 
 

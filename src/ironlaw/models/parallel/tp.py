@@ -253,11 +253,12 @@ def _tp_collectives(op: Op, tp: int, sp: bool, act_bytes, grp: tuple, dtype: str
 def shard_inference(g: Graph, hw, options: dict) -> Graph:
     """``ironlaw analyze … --phase prefill|decode --tp N``: the per-device graph of tensor-parallel inference."""
     gpus = options.get("gpus")
-    for flag in ("pp", "dp", "ep"):     # refused by what was typed, before any device arithmetic; 0 or less: the plan's check
-        value = options.get(flag)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
-            raise IronlawError(f"--{flag} {options[flag]}: inference ({g.phase}) models tensor parallelism only; "
-                               f"use --tp N with --gpus N (serve --max-throughput takes --pp and --ep)")
+    for flag, most in (("pp", 1), ("dp", 1), ("ep", 1), ("redundant_experts", 0)):   # refused by what was typed,
+        value = options.get(flag)         # before any device arithmetic; out of range: the plan's check
+        if isinstance(value, int) and not isinstance(value, bool) and value > most:
+            raise IronlawError(f"--{flag.replace('_', '-')} {options[flag]}: inference ({g.phase}) models tensor "
+                               f"parallelism only; use --tp N with --gpus N (serve --max-throughput takes --pp, "
+                               f"--ep and --redundant-experts)")
     tp, nodes = options.get("tp", 1), options.get("nodes")
     if gpus is None and isinstance(tp, int) and isinstance(nodes, int) and not isinstance(nodes, bool) \
             and nodes > 1 and tp % nodes:                  # no --gpus typed: name what was

@@ -399,16 +399,18 @@ def devices(on) -> list:
 
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
-           prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str = "trtllm"):
+           prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str | None = None):
     """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring),
-    priced under the serving framework ``engine``; each reported layout carries its ``energy`` per output token at
-    its device's price and ``cost``'s grid (``run_cost.RunInputs``)."""
-    from ...machine.engines import check_engine
+    priced under the serving framework ``engine`` (None: each device's default, ``machine.engines.default_for``);
+    each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
+    (``run_cost.RunInputs``)."""
+    from ...machine.engines import check_engine, resolve
     from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
     from ..serving import online as serving
     from ..serving.engine import whole_tokens
-    check_engine(engine, "--serve-engine")
+    if engine is not None:
+        check_engine(engine, "--serve-engine")
     prompt = whole_tokens(prompt, "--prompt")         # before the model is built on seq=prompt (named --seq there)
     from .. import workloads                          # a request longer than the model's context, named as serve
     from ..serving.engine import check_context        # names it (--prompt + --output), not as the build (--seq)
@@ -429,13 +431,15 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
             raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself; leave --{k} out")
     targets = serving.parse_slo(slo) if slo is not None else {}
     t0 = time.perf_counter()
-    entries, evaluated, skipped, g = [], 0, [], None
+    entries, evaluated, skipped, g, used = [], 0, [], None, {}
     for hw in hws:
         try:
             usd_h, src = price[hw.name]
             if rank == "usd-per-million-tokens" and usd_h is None:
                 raise IronlawError(f"--rank usd-per-million-tokens: {src}")
-            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, engine)
+            eng = resolve(engine, hw, "--serve-engine")
+            used[hw.name] = eng if hw.kind == "gpu" else "none"   # off a GPU: its own steps, no framework's
+            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, eng)
         except IronlawError as e:
             if len(hws) == 1:
                 raise
@@ -447,12 +451,22 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
         raise IronlawError(f"no device can serve {spec}: " + "; ".join(f"{s['hardware']}: {s['reason']}"
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
-    res.setup["settings"] = {"serve_engine": engine}
+    res.setup["settings"] = engine_settings(used, {e["hardware"] for e in entries})
     res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
         e["energy"] = _energy(e, price[e["hardware"]][0], grid)
     return res
+
+
+def engine_settings(used: dict, served: set) -> dict:
+    """The search's ``settings``: ``serve_engine``, the framework every ranked device ran ("none" off a GPU: its
+    own steps); where the devices' differ, ``"per-device"`` and ``serve_engines``, each ranked device's."""
+    per = {name: e for name, e in used.items() if name in served}
+    one = set(per.values())
+    if len(one) == 1:
+        return {"serve_engine": one.pop()}
+    return {"serve_engine": "per-device", "serve_engines": per}
 
 
 def _energy(e: dict, usd_h: float | None, grid: float | None) -> dict | None:

@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ...core.errors import IronlawError
-from ...machine.engines import DEFAULT, NAMES, check_engine, check_release, with_engine
+from ...machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, default_note, with_engine
 from .throughput import ThroughputEstimate
 
 MIB, GIB = 2.0**20, 2.0**30
@@ -154,7 +154,8 @@ class Engine:
 
     def lines(self, offline: bool) -> list[str]:
         default = self.scheduler is None and self.release is None
-        head = f"engine: {NAMES[self.name]}" + (" (default)" if default else "")
+        note = default_note(self.hw) if self.name == default_for(self.hw) else None
+        head = f"engine: {NAMES[self.name]}" + (" (default)" if default else f" ({note})" if note else "")
         out = [head + " — " + self.kernels.line()]
         if self.release is not None:
             dts = sorted({k.split(".", 1)[1] for k in self.kernels.moe})

@@ -78,17 +78,20 @@ def check(kv_dtype: str | None, hw) -> None:
 NEEDS_RATE = {"trtllm": ("fp8",)}
 
 
-def check_with_engine(kv_dtype: str | None, engine: str, hw) -> None:
+def check_with_engine(kv_dtype: str | None, engine: str, hw, named: str | None = None) -> None:
     """``--kv-dtype`` refused (one line, exit 2) where ``engine`` cannot store a cache in it on the GPU ``hw``,
     naming what works there: the engines that can and ``--kv-dtype bf16``. None, a device the engine step model
-    does not price (kind not 'gpu') and a dtype ``check`` refuses pass here."""
+    does not price (kind not 'gpu') and a dtype ``check`` refuses pass here. ``named``: how the refusal names the
+    engine (default ``--engine ENGINE``; ``machine.engines.named``)."""
     if kv_dtype is None or hw.kind != "gpu" or kv_dtype in hw.peak_flops:
         return
     if kv_dtype not in NEEDS_RATE.get(engine, ()):
         return
     can = [f"--engine {e} ({NAMES[e]})" for e in NAMES if kv_dtype not in NEEDS_RATE.get(e, ())]
     own = "bf16" if "bf16" in hw.peak_flops else "fp16"
-    raise IronlawError(f"--kv-dtype {kv_dtype} --engine {engine}: {NAMES[engine]} stores an {kv_dtype.upper()} KV "
+    who = named or f"--engine {engine}"
+    who = who if who.startswith("--") else "with " + who
+    raise IronlawError(f"--kv-dtype {kv_dtype} {who}: {NAMES[engine]} stores an {kv_dtype.upper()} KV "
                        f"cache only on a GPU with {kv_dtype.upper()} arithmetic (Ada, Hopper, Blackwell), which "
                        f"{hw.name} lacks; use {' or '.join(can)}, which store it and dequantise it in attention, "
                        f"or --kv-dtype {own}")

@@ -289,19 +289,23 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
                           page_tokens=PAGE_TOKENS if page_tokens is None else page_tokens, max_seq=max_seq, tp=tp,
                           weight_bytes=weight_bytes, reserve_fraction=reserve_fraction, composition=composition,
                           captured=captured)
-    _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured)
+    _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured, constants)
     return _on_engine(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype, tp=tp,
                       max_batch=max_batch, max_num_tokens=max_num_tokens, constants=constants,
                       kv_fraction=kv_fraction, budget_chunk=budget_chunk)
 
 
-def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured) -> None:
-    """The device step model's options are errors on the engine's, never ignored."""
+def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured,
+                    constants=None) -> None:
+    """The device step model's options are errors on the engine's, never ignored; ``--page-tokens`` is one unless
+    it is the engine's own KV block (``constants``': TensorRT-LLM's 32, vLLM's 16, SGLang's 1)."""
     from .engine import TOKENS_PER_BLOCK
     why = f"on {hw.name} (kind 'gpu') the serving engine's step model prices the steps"
-    if page_tokens is not None and page_tokens != TOKENS_PER_BLOCK:
-        raise IronlawError(f"--page-tokens {page_tokens}: {why}, and it pages the KV cache in blocks of "
-                           f"{TOKENS_PER_BLOCK} tokens (TensorRT-LLM's tokens_per_block)")
+    block = TOKENS_PER_BLOCK if constants is None else constants.block_tokens
+    if page_tokens is not None and page_tokens != block:
+        raise IronlawError(f"--page-tokens {page_tokens}: {why}, and its engine pages the KV cache in blocks of "
+                           f"{block} tokens (its own: TensorRT-LLM's tokens_per_block 32, vLLM's block_size 16, "
+                           f"SGLang's page_size 1)")
     for flag, used in (("--max-seq", max_seq is not None), ("a weight file size", weight_bytes is not None),
                        ("a runtime reserve fraction", reserve_fraction != RESERVE_FRACTION),
                        ("--serial", composition != "overlap"), ("per-op launches", not captured)):

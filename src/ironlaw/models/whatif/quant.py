@@ -28,17 +28,23 @@ TARGETS = ("weights", "activations", "kv")
 SCALE_BYTES = 2.0            # one fp16 scale per group
 
 
+class TargetSet(frozenset):
+    """The targets of one quant step, with ``given``: the text the user wrote for them ('all', 'kv_cache+weights'),
+    quoted as written in a refusal."""
+    given: str = "weights"
+
+
 class Targets:
-    """'weights', 'weights+activations', 'kv', 'all' … -> a frozenset of TARGETS."""
+    """'weights', 'weights+activations', 'kv', 'all' … -> a TargetSet of TARGETS."""
 
     def __call__(self, raw: str, what: str):
-        if raw == "all":
-            return frozenset(TARGETS)
-        parts = [p.strip() for p in raw.replace("kv_cache", "kv").split("+")]
+        parts = list(TARGETS) if raw == "all" else [p.strip() for p in raw.replace("kv_cache", "kv").split("+")]
         for p in parts:
             if p not in TARGETS:
                 raise unknown(f"{what} part", p, TARGETS + ("all",))
-        return frozenset(parts)
+        out = TargetSet(parts)
+        out.given = raw
+        return out
 
 
 @transform("quant", main="dtype", aliases=("quantize", "quantization"),
@@ -50,7 +56,7 @@ def quant(g: Graph, hw, dtype: str, target=frozenset({"weights"}), group: int = 
     scale = SCALE_BYTES / group if new_b < 2 and dtype not in BLOCK_SCALED else 0.0
     native = {"weights", "activations"} <= target
     if native:
-        _check_native(hw, dtype, g)
+        _check_native(hw, dtype, getattr(target, "given", "weights+activations"))
     ops, w_saving = [], 0.0
     for op in g.ops:
         op = copy_op(op)
@@ -107,8 +113,11 @@ def _check_narrower(new: str, old: str, what: str, op: str, source: str | None =
                            f"choose a dtype narrower than {old}{start}")
 
 
-def _check_native(hw, dtype: str, g: Graph) -> None:
+def _check_native(hw, dtype: str, given: str) -> None:
+    """Weights and activations both at ``dtype`` run the matrix ops at its rate: refused where ``hw`` has none,
+    quoting the target as the user gave it (``given``)."""
     if dtype not in hw.peak_flops:
         have = ", ".join(d for d in hw.peak_flops)
-        raise IronlawError(f"quant={dtype},target=weights+activations: {hw.name} has no {dtype} matrix unit "
-                           f"(it has: {have}); quantize weights only (target=weights) or choose another device")
+        raise IronlawError(f"quant={dtype},target={given}: {hw.name} has no {dtype} matrix unit, and target "
+                           f"{given} runs the matrix ops in {dtype} (weights and activations) (it has: {have}); "
+                           f"quantize weights only (target=weights) or choose another device")
