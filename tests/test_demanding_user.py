@@ -317,3 +317,19 @@ def test_calibrate_reads_an_amd_folder_without_framework():
     data = Path(__file__).parent / "data" / "aiter_kernels" / "mi355x"
     res = ironlaw.calibrate(str(data))
     assert res.framework == "aiter" and res.groups == ironlaw.calibrate(str(data), framework="aiter").groups
+
+
+# ------------------------------------------------------------------ compare against the device it already runs on
+def test_compare_refuses_vs_hardware_naming_the_same_device_without_a_what_if():
+    line = one_line_error(run_cli("compare", "llama3-8b", "--on", "h100", "--vs-hardware", "h100"))
+    assert "--vs-hardware h100" in line and "--on h100" in line and "--what-if" in line
+    r = run_cli("compare", "llama3-8b", "--on", "h100", "--vs-hardware", "h100", "--what-if", "quant=fp8")
+    assert r.rc == 0, r.err
+
+
+def test_the_engine_step_model_says_what_it_was_fitted_on_not_which_engine_it_is():
+    import ironlaw
+    line = ironlaw.serve("llama3-8b", on="mi300x").to_dict()
+    text = str(line)
+    assert "TensorRT-LLM-style engine" not in text
+    assert "fitted on TensorRT-LLM H100 runs" in text

@@ -122,6 +122,9 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         from ..models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
+    if vs_hardware is not None and not steps and device(vs_hardware).name == device(on).name:
+        raise IronlawError(f"--vs-hardware {vs_hardware} is the device --on {on} already names: the 'after' case would "
+                           f"be the 'before' one; name another device or add --what-if \"…\"")
     if vs_hardware is not None:
         from ..models.whatif import parse
         if any(st.transform.name == "hardware" for text in steps for st in parse(text)):
