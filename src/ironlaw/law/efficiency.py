@@ -429,12 +429,18 @@ def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None) -> np
     if not own:
         return 0.0
     m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    units = sequence_heads(cols, m, n, k)
     out = np.zeros(cols.flops.shape)
     for name, unit_s, launch in own:
         r = names == name
         out[r] = unit_s * (units[r] if launch is None else past_first_wave(units[r], sms, name))
     return out
+
+
+def sequence_heads(cols: Columns, m, n, k) -> np.ndarray:
+    """Per op (the shape of ``cols.flops``), an attention's sequences × KV heads: its ``grid_units`` (× 2, QKᵀ and PV)
+    over 2; the CTAs a decode launch runs one per sequence and KV head."""
+    return np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
 
 
 def past_first_wave(units: np.ndarray, sms: int | None, name: str) -> np.ndarray:
@@ -459,7 +465,7 @@ def swap_copy_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     if not own or cols.cache_writes is None:
         return 0.0
     m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    units = sequence_heads(cols, m, n, k)
     sequences = np.broadcast_to(cols.cache_writes, cols.flops.shape)
     rows = np.broadcast_to(m, cols.flops.shape)
     swapped = (sequences > 1.5) & (units > 1.5 * sequences) & (rows > 1.5)
@@ -513,7 +519,7 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     if not own:
         return 0.0
     m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
+    units = sequence_heads(cols, m, n, k)
     m, n, k = (np.broadcast_to(x, cols.flops.shape) for x in (m, n, k))
     out = np.zeros(cols.flops.shape)
     for name, p in own:
