@@ -23,8 +23,8 @@ choice, which a term could follow) and the rest; and tests one such term on the 
 best CUTLASS tile's whole waves over the device's SMs (threadblock tiles of CUTLASS's SM80 tensor-op BF16 generator,
 python/cutlass_library/generator.py ``GenerateSM80_TensorOp_16816``): its correlation with the held-out error; and
 another, the small-M kernel whose time follows K alone: in the L40S tables, at 2 ≤ M ≤ 16, 768 ≤ K ≤ 8,192 and
-M·N·K < 2²¹, cuBLASLt runs a kernel that walks all of K per CTA (gemm:2,64,6144 27 µs in every table, 4.4 µs at
-M = 1 and at M = 6): those rows priced at max(the law's time, K × the table's median time per K over the region's
+M·N·K < 2²¹, cuBLASLt runs a kernel that walks all of K per CTA (gemm:2,64,6144 27 µs in every table, 5.2 µs at
+M = 1, 4.4 µs at M = 6): those rows priced at max(the law's time, K × the table's median time per K over the region's
 rows not held out), and the held-out score with it.
 """
 from __future__ import annotations
