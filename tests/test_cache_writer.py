@@ -1,8 +1,9 @@
 """A prefill's cache writer, one CTA per token written (``write_s``, ``efficiency.cache_write_s``): the law adds
 write_s · tokens · min(KV heads · head dim, 512) / SMs, the op states the tokens it writes and the KV heads · head
 dim each one writes (on its GPU, under tensor parallelism too; an MLA prefill its one latent), the fitter recovers the
-cost on vLLM's prefill rows (one head per KV head and grouped-query) only, gives it to SGLang's H200 FP8-cache MLA
-prefill and to no other MLA class, and a calibration file's value is checked."""
+cost on vLLM's prefill rows (one head per KV head, grouped-query and sliding-window) only, gives it to SGLang's H200
+and TensorRT-LLM's RTX PRO 6000 FP8-cache MLA prefill and to no other MLA class, and a calibration file's value is
+checked."""
 from dataclasses import replace
 from pathlib import Path
 
@@ -187,4 +188,66 @@ def test_sglang_s_h200_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_
     plain = {k: v for k, v in table.items() if k != "write_s"}
     added = prob.times(_cal(fp8, table)) - prob.times(_cal(fp8, plain))
     tokens = (fp8.rows.batch_size * fp8.rows.isl).to_numpy(float)
+    assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)
+
+
+def _window_group(framework: str, gpu: str, kv_dtype: str):
+    """Windowed prefill rows (window 128, grouped and one-head) of ``framework``'s table on ``gpu``, as one class."""
+    pd = pytest.importorskip("pandas")
+    rows = pd.DataFrame([{"device": gpu, "batch_size": b, "isl": s, "num_heads": h, "num_key_value_heads": kv,
+                          "head_dim": 128, "window_size": 128, "attn_dtype": "bfloat16", "kv_cache_dtype": kv_dtype,
+                          "step": 0, "kernel_source": "vllm_flash_attn_fa3", "latency_s": 1e-3}
+                         for b in (1, 8, 64) for s in (256, 2048, 8192) for h, kv in ((4, 4), (16, 4), (32, 8))])
+    t = kerneltable.KernelTable("context_attention", gpu, gpu, framework, "0.24.0", "x.parquet", rows)
+    (g,) = kernelfit.groups([t])
+    return g
+
+
+def test_vllm_s_window_prefill_is_fitted_with_the_writer_sglang_s_and_tensorrt_llm_s_not():
+    """vLLM's collector times ``do_kv_cache_update`` for its windowed rows as for the others (``WRITE_CLASSES``)."""
+    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    assert names(_window_group("vllm", "h200", "bfloat16")) == ["eta_max", "write_s"]
+    assert names(_window_group("sglang", "h200", "bfloat16")) == ["eta_max"]
+    assert names(_window_group("trtllm", "h200", "bfloat16")) == ["eta_max"]
+
+
+@pytest.mark.parametrize("gpu, kv_dtype", [("h100", "fp8"), ("h200", "bfloat16"), ("h200", "fp8"),
+                                           ("l40s", "fp8"), ("rtx-pro-6000", "fp8")])
+def test_vllm_s_window_prefill_pays_its_writer_per_token_and_kv_head_element(gpu, kv_dtype):
+    """The engine file's window class states write_s, and the law adds write_s · tokens · min(KV heads · head dim,
+    512) / SMs to each windowed prefill op of it: the KV heads the op writes, not its query heads."""
+    from ironlaw.machine import engines
+    hw = hardware.get(gpu)
+    g = _window_group("vllm", gpu, kv_dtype)
+    table = engines.load(gpu, "vllm")
+    own = table["kernel"][g.key[1]]
+    assert 0.0 < own["write_s"] <= WRITE_S_MAX
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    cal = {**table, "fitted": [g.name], "kernel": {g.key[1]: own}}
+    plain = {**cal, "kernel": {g.key[1]: {k: v for k, v in own.items() if k != "write_s"}}}
+    added = prob.times(cal) - prob.times(plain)
+    assert np.allclose(added, own["write_s"] * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
+
+
+def test_tensorrt_llm_s_rtx_pro_6000_fp8_cache_mla_prefill_is_fitted_with_the_writer(h200_mla):
+    """``WRITE_CACHE_CLASSES`` gives TensorRT-LLM's FP8-cache context MLA class the writer on RTX PRO 6000 only."""
+    _, g, fp8 = h200_mla
+    trt = replace(fp8, table=replace(g.table, gpu="rtx-pro-6000"))
+    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    assert names(trt) == ["eta_max", "write_s"]
+    assert names(replace(trt, key=g.key)) == ["eta_max"]
+    assert names(replace(trt, table=g.table)) == ["eta_max"]
+
+
+def test_rtx_pro_6000_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_its_heads(h200_mla):
+    """The catalog's RTX PRO 6000 class states write_s; the law adds write_s · tokens · 512 / SMs to each op."""
+    _, g, fp8 = h200_mla
+    hw = hardware.get("rtx-pro-6000")
+    trt = replace(fp8, table=replace(g.table, gpu="rtx-pro-6000"))
+    table = hw.calibration.table()["kernel"][trt.key[1]]
+    assert 0.0 < table["write_s"] <= WRITE_S_MAX
+    prob = kernelfit.Problem(hw, kernelfit.observations(trt, trt.rows, hw), weighting="per_case")
+    plain = {k: v for k, v in table.items() if k != "write_s"}
+    added = prob.times(_cal(trt, table)) - prob.times(_cal(trt, plain))
+    tokens = (trt.rows.batch_size * trt.rows.isl).to_numpy(float)
     assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)

@@ -304,9 +304,12 @@ UNIT_S_START = 2e-8
 # tokens (H100, 128 tokens × 128 head dim, 512 sequence-heads: 8 × 64 heads 86 µs, 128 × 4 heads 197 µs on an FP8
 # cache); held out, docs/accuracy.md ("vLLM's prefill with one head per KV head: the cache writer's CTAs"). Its
 # grouped-query prefill (regimes '' and '_wide') times the same writer: H100 FP8 cache, 2 KV heads × 256 sequences
-# 0.78 ms, 8 sequences × 64 heads 0.30 ms (docs/accuracy.md, "the cache writer in the grouped-query classes")
+# 0.78 ms, 8 sequences × 64 heads 0.30 ms (docs/accuracy.md, "the cache writer in the grouped-query classes"); its
+# sliding-window prefill ('_window') too: H200 bf16 cache, window 128, 16 sequences × 4,096 tokens on 4 KV heads × 128,
+# 454 µs where the window's products take 17 µs at the bf16 peak (docs/accuracy.md, "vLLM's sliding-window prefill: the same
+# cache writer")
 WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
-                 ("vllm", "context_attention", "_wide"))
+                 ("vllm", "context_attention", "_wide"), ("vllm", "context_attention", "_window"))
 WRITE_S_START = 1e-9
 # FP8-cache prefill classes whose fit adds ``write_s`` too, per (framework, op, kernel class): the GPUs. SGLang's MLA
 # prefill saves the new tokens' latent into its cache pool inside the timed call (``MLATokenToKVPool``; on an FP8 cache
@@ -314,8 +317,12 @@ WRITE_S_START = 1e-9
 # ``layer(q, k, v, forward_batch, …)``). aiconfigurator-core 0.12.0's SGLang 0.5.14 H200 context MLA table: the
 # FP8-cache row less the bf16-cache row at the same shape is 5.3 µs at one token and ~2.0 ns per token beyond, the
 # same at 1 to 128 heads (128 sequences of 512 tokens, 2 heads: 0.29 → 0.44 ms); held out, docs/accuracy.md
-# ("SGLang's FP8-cache writer in the MLA prefill (H200)")
-WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",)}
+# ("SGLang's FP8-cache writer in the MLA prefill (H200)"). TensorRT-LLM 1.3.0rc20's RTX PRO 6000 FP8-cache context MLA:
+# at the same FLOPs its many-sequence rows run slower than its many-head ones (256 sequences × 256 tokens, 2 heads,
+# 317 µs; 2 × 256 tokens, 128 heads, 59 µs), a cost per token written whatever the heads (docs/accuracy.md, "TensorRT-
+# LLM's RTX PRO 6000 FP8-cache MLA prefill: a cost per token written")
+WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",),
+                       ("trtllm", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("rtx-pro-6000",)}
 # classes whose fit adds ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds where it copies the query
 # into its head-group rows and the output back (more than one sequence and more than one KV head,
 # ``efficiency.swap_copy_s``), from ``SWAP_S_START``: (framework, op, regime) whose rows run mostly on a kernel of
