@@ -58,6 +58,9 @@ def test_validate_counts_the_fresh_memory_of_each_run():
     line = fresh_memory_line(t, wide["hardware"]["probed"])
     assert "not a probe profile" in line and "`ironlaw probe`" in line and "again" not in line
     assert "run `ironlaw probe` again" in fresh_memory_line(t, probed=True)      # a probe profile without the rows
+    from ironlaw.cli.validate import origin_line         # and the report says whose prediction it is
+    assert "the run is measured on this machine, the prediction is" in origin_line(wide["hardware"])
+    assert origin_line({**wide["hardware"], "probed": True}) is None
     # priced with a probe row of 1 ns per byte (faults + giving back), a repredict recomputes it
     hw.extra["probe"] = {"pages": [{"bytes": 1e8, "time_s": 0.11, "warm_s": 0.01, "cv": 0.01}]}
     again = validate.repredict(wide, hw)["total"]

@@ -501,6 +501,8 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     if len(gpus) > 1:
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
     base = hardware.get(gpu if gpu is not None else gpus[0])
+    for t in tables:
+        kerneltable.check_gemm_unit(t, base)
     origin, license = kernelfit.origin_of(kernels)
     gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)
     if not gs and left_out:

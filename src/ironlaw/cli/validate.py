@@ -67,6 +67,15 @@ def fresh_memory_line(total: dict, probed: bool = True) -> str:
     return line
 
 
+def origin_line(hw: dict) -> str | None:
+    """Where the profile came from, when not from `ironlaw probe` (a catalog device, a hand-written file): the run
+    was measured here, the prediction is that profile's device's; None for a probe profile."""
+    if hw.get("probed", True):
+        return None
+    return (f"{hw['name']} is not a profile `ironlaw probe` wrote: the run is measured on this machine, the "
+            f"prediction is {hw['name']}'s (`ironlaw probe`, then --on local, predicts this machine)")
+
+
 def render(doc: dict, top: int = 10, console=None) -> None:
     from rich.table import Table
 
@@ -81,6 +90,8 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
             f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "
             f"({_pct(t['error'])}) · naive roofline {fmt_time(t['naive_s'])} ({_pct(t['naive_error'])})")
+    if origin_line(hw):
+        c.print(origin_line(hw))
     rng = t.get("predicted_range_s")
     if rng:
         inside = "inside" if rng[0] <= t["measured_s"] <= rng[1] else "outside"
