@@ -326,7 +326,8 @@ def check_gemm_unit(t: KernelTable, hw) -> None:
         m, n, k = (rows[c].astype(float) for c in ("m", "n", "k"))
         i = (m * n * k).idxmax()
         size = 1 if dt == "fp8" else 2
-        roof = max(2 * m[i] * n[i] * k[i] / hw.peak_flops[dt], size * (m[i] * k[i] + k[i] * n[i]) / bw + 2 * m[i] * n[i] / bw)
+        moved = size * (m[i] * k[i] + k[i] * n[i]) + 2 * m[i] * n[i]        # operands in, bf16 output out
+        roof = max(2 * m[i] * n[i] * k[i] / hw.peak_flops[dt], moved / bw)
         ratio = float(rows["latency_s"][i]) / roof
         if not UNIT_FASTER <= ratio <= UNIT_SLOWER:
             how = f"{ratio:,.0f}× slower than" if ratio > 1 else f"{1 / ratio:,.0f}× faster than"
