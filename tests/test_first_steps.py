@@ -116,3 +116,12 @@ def test_a_gemm_table_in_another_unit_than_its_column_is_refused(tmp_path, scale
     line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "h100"))
     assert line.startswith("ironlaw: error: gemm_perf.csv: its largest bfloat16 GEMM (4096×14336×4096) runs") and \
         how in line and "h100's roofline" in line and "'latency_us'" in line
+
+
+def test_fit_on_a_catalog_cpu_does_not_offer_a_save_it_would_refuse():
+    """`fit RUN.json --on xeon-8480` ended "(not saved; --save writes it into the profile)", and --save then
+    refused: a catalog device is not a probe profile."""
+    from ironlaw.cli.fit import saved_line
+    line = saved_line(None, "xeon-8480", "xeon-8480")
+    assert "--save writes it into the profile" not in line and "not a profile `ironlaw probe` wrote" in line
+    assert saved_line("/p.toml", "xeon-8480", "xeon-8480") == "; saved into /p.toml"

@@ -37,8 +37,7 @@ def fit_cmd(
         for r in rows:
             t.add_row(*row_cells(r))
         c.print(t)
-    c.print(f"calibration: {fitted_line(cal)}; {framework_line(cal)}"
-            + (f"; saved into {saved}" if saved else " (not saved; --save writes it into the profile)"))
+    c.print(f"calibration: {fitted_line(cal)}; {framework_line(cal)}" + saved_line(saved, on, res.hardware))
     if fmt == "md":
         c.emit()
 
@@ -48,6 +47,18 @@ def row_cells(r: dict) -> list[str]:
     from ..core.units import fmt_time
     return [r["case"], fmt_time(r["measured_s"]), f"{100 * r['cv']:.0f}%", fmt_time(r["predicted_s"]),
             f"{100 * r['error']:+.1f}%", f"{100 * r['naive_error']:+.1f}%", f"{100 * r['within_25pct_share']:.0f}%"]
+
+
+def saved_line(saved: str | None, on: str, name: str) -> str:
+    """Where the calibration went; unsaved, what --save would do with this profile: a profile `ironlaw probe` did
+    not write (a catalog device, a hand-written file) is one --save refuses."""
+    if saved:
+        return f"; saved into {saved}"
+    from ..machine import hardware
+    if "probe" in hardware.get(on).extra:
+        return " (not saved; --save writes it into the profile)"
+    return (f"; not saved: {name} is not a profile `ironlaw probe` wrote, the only kind --save writes into ("
+            f"`ironlaw probe`, then --on local)")
 
 
 def fitted_line(cal: dict) -> str:
