@@ -52,9 +52,15 @@ def test_validate_counts_the_fresh_memory_of_each_run():
     t = wide["total"]
     assert t["faulted_bytes_per_run"] >= 0.95 * 64 * 2**20          # its 64 MiB intermediate, every run
     assert tiny["total"]["faulted_bytes_per_run"] < 2**20            # a few KiB of activations: none
-    # this profile has no probe 'pages' rows: counted, not priced, and the line says how to get a price
-    assert t["fresh_memory_s"] is None
-    assert "run `ironlaw probe` again" in fresh_memory_line(t)
+    # this profile is a hand-written file, not a probe profile: counted, not priced, and the line says how to get
+    # a price without telling the user to run a probe "again" that never ran
+    assert t["fresh_memory_s"] is None and wide["hardware"]["probed"] is False
+    line = fresh_memory_line(t, wide["hardware"]["probed"])
+    assert "not a probe profile" in line and "`ironlaw probe`" in line and "again" not in line
+    assert "run `ironlaw probe` again" in fresh_memory_line(t, probed=True)      # a probe profile without the rows
+    from ironlaw.cli.validate import origin_line         # and the report says whose prediction it is
+    assert "the run is measured on this machine, the prediction is" in origin_line(wide["hardware"])
+    assert origin_line({**wide["hardware"], "probed": True}) is None
     # priced with a probe row of 1 ns per byte (faults + giving back), a repredict recomputes it
     hw.extra["probe"] = {"pages": [{"bytes": 1e8, "time_s": 0.11, "warm_s": 0.01, "cv": 0.01}]}
     again = validate.repredict(wide, hw)["total"]

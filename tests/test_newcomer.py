@@ -198,7 +198,7 @@ def test_probe_threads_zero_is_refused_not_the_default():
     pytest.importorskip("torch")
     from ironlaw.core.errors import IronlawError
     from ironlaw.measure import probe
-    with pytest.raises(IronlawError, match="--threads must be a positive number of threads, got 0"):
+    with pytest.raises(IronlawError, match="--threads must be a whole number of threads from 1 to 4,096, got 0"):
         probe.run(quick=True, threads=0)
 
 

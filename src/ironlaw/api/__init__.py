@@ -475,8 +475,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     :class:`KernelCalibration`. Each GEMM class takes the form, half-point or stream, that holds out better on its
     own rows (``kernelfit.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
     start from (needed where the tables name several GPUs, or one the catalog lacks). ``framework``: whose tables
-    to read where the folder holds several (None: trtllm's, else the one framework the folder holds); the result's ``framework`` is the one the tables name
-    (their framework column or ``<framework>/<version>/`` folder), else the one given, else "unstated"."""
+    to read where the folder holds several (None: trtllm's, else the one framework the folder holds); a table that
+    names none is refused with it (the framework's rules key on the table's own framework and version). The result's
+    ``framework`` is the one the tables name (their framework column or ``<framework>/<version>/`` folder), else
+    "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
     from ..machine.engines import check_profile_framework
@@ -485,13 +487,22 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     if out is not None and not out.endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
     if framework is not None and framework not in kernelfit.FRAMEWORKS:
-        raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'")
+        from ..core.errors import suggest
+        raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'"
+                           + suggest(framework, kernelfit.FRAMEWORKS))
     check_profile_framework(framework, out)
     tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework or _framework_of(kernels))
+    unnamed = [t for t in tables if not t.framework]
+    if framework is not None and unnamed:            # the option would change nothing of the fit: refused
+        raise IronlawError(f"--framework {framework}: {unnamed[0].path} names no framework (no framework and version "
+                           f"columns, no <framework>/<version>/ folder above it), so nothing of {framework}'s "
+                           f"applies to its fit; drop --framework, or add the columns")
     gpus = sorted({t.gpu for t in tables})
     if len(gpus) > 1:
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
     base = hardware.get(gpu if gpu is not None else gpus[0])
+    for t in tables:
+        kerneltable.check_gemm_unit(t, base)
     origin, license = kernelfit.origin_of(kernels)
     gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)
     if not gs and left_out:
@@ -513,5 +524,5 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         saved = str(copy_with_table(Path(base.path), Path(out), "calibration", table))
     from .results import KernelCalibration
     named = sorted({t.framework for t in tables if t.framework})
-    return KernelCalibration(base.name, ", ".join(named) or framework or "unstated", len(gs), scores, table, saved,
+    return KernelCalibration(base.name, ", ".join(named) or "unstated", len(gs), scores, table, saved,
                              kernelfit.form_choices(new), left_out)

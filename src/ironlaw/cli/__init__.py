@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 
 import typer
@@ -92,13 +93,18 @@ def _is_usage_error(e: Exception) -> bool:
 
 def _usage_message(e: Exception) -> str:
     """A usage error's message; a group called without its command (click's message is then the group's whole
-    help) names its commands instead."""
+    help) names its commands instead. A sentence said twice in a row is said once: click and typer each add
+    "Did you mean 'show'?" to a mistyped subcommand."""
     ctx = getattr(e, "ctx", None)
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
                 f"`{path} --help` says what each does")
-    return e.format_message()
+    said: list[str] = []
+    for sentence in re.split(r"(?<=[.?!])\s+", e.format_message().strip()):
+        if not said or sentence != said[-1]:
+            said.append(sentence)
+    return " ".join(said)
 
 
 def _reader_gone() -> None:

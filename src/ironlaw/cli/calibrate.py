@@ -21,7 +21,7 @@ def calibrate_cmd(
     framework: Optional[str] = typer.Option(None, "--framework",
                                              help="the framework whose kernels to fit: trtllm | sglang | vllm | "
                                              "aiter (AMD) (default: trtllm's, else the one framework the folder "
-                                             "holds; a table of your own that names none is labelled with it)"),
+                                             "holds; leave it out for tables of your own that name none, in a column or a folder)"),
     out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
                                       "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),

@@ -46,12 +46,16 @@ def _pct(x) -> str:
 FRESH_MEMORY_SHOWN = 0.02          # a share of the run in fresh memory worth a line
 
 
-def fresh_memory_line(total: dict) -> str:
-    """What a run paid for memory the OS had to fault in again (measured page faults)."""
+def fresh_memory_line(total: dict, probed: bool = True) -> str:
+    """What a run paid for memory the OS had to fault in again (measured page faults); ``probed``: whether the
+    profile was written by `ironlaw probe` (a catalog device or a hand-written file has no probe rows)."""
     from ..core.units import fmt_size, fmt_time
     b, s = total["faulted_bytes_per_run"], total.get("fresh_memory_s")
     line = f"page faults: {fmt_size(b)} of fresh memory per run"
     if s is None:
+        if not probed:
+            return line + (" (not priced: the profile is not a probe profile; `ironlaw probe` measures this "
+                           "machine's cost of it, then --on local)")
         return line + " (the profile has no probe 'pages' row to price it: run `ironlaw probe` again)"
     share = total.get("fresh_memory_share") or 0.0
     line += f" ≈ {fmt_time(s)} at this machine's measured cost, {100 * share:.0f}% of the run (not in the prediction"
@@ -61,6 +65,15 @@ def fresh_memory_line(total: dict) -> str:
         line += ("; the allocator gives memory back to the OS between runs — an allocator that keeps it (jemalloc, "
                  "tcmalloc, or glibc with MALLOC_TRIM_THRESHOLD_/MALLOC_MMAP_THRESHOLD_ raised) would save it")
     return line
+
+
+def origin_line(hw: dict) -> str | None:
+    """Where the profile came from, when not from `ironlaw probe` (a catalog device, a hand-written file): the run
+    was measured here, the prediction is that profile's device's; None for a probe profile."""
+    if hw.get("probed", True):
+        return None
+    return (f"{hw['name']} is not a profile `ironlaw probe` wrote: the run is measured on this machine, the "
+            f"prediction is {hw['name']}'s (`ironlaw probe`, then --on local, predicts this machine)")
 
 
 def render(doc: dict, top: int = 10, console=None) -> None:
@@ -77,6 +90,8 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
             f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "
             f"({_pct(t['error'])}) · naive roofline {fmt_time(t['naive_s'])} ({_pct(t['naive_error'])})")
+    if origin_line(hw):
+        c.print(origin_line(hw))
     rng = t.get("predicted_range_s")
     if rng:
         inside = "inside" if rng[0] <= t["measured_s"] <= rng[1] else "outside"
@@ -104,7 +119,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
                        fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
         c.print(to)
     if t.get("faulted_bytes_per_run"):
-        c.print(fresh_memory_line(t))
+        c.print(fresh_memory_line(t, hw.get("probed", True)))
     if hw["calibrated"]:
         c.print(f"calibration fitted on: {', '.join(hw['fitted']) or '—'}; held out: {', '.join(hw['held_out']) or '—'}")
     machine = doc["case"].get("machine") or {}

@@ -301,3 +301,37 @@ def _framework(rows, folders: tuple[str, ...]) -> tuple[str, str]:
         return "", ""
     i = at[-1]
     return folders[i], (folders[i + 1] if i + 1 < len(folders) else "")
+
+
+# A GEMM table's latency in the wrong unit (µs written under ``latency``, which reads ms) is 1000× off: its largest
+# GEMM then runs 1000× its roofline, or (seconds read as ms) far past the device's peak. Measured tables time their
+# largest GEMM at 1.05-6.0× its roofline (the 140 table × dtype pairs of aiconfigurator-core 0.12.0's and
+# aiconfigurator 0.8.0's GEMM tables and tests/data's, on the catalog's peaks and bandwidths).
+UNIT_SLOWER = 100.0          # the largest GEMM more than this many times its roofline: a unit slip, refused
+UNIT_FASTER = 0.5            # … or under half of it (faster than twice the peak and the bandwidth)
+UNIT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}    # whose peak is the device's own
+
+
+def check_gemm_unit(t: KernelTable, hw) -> None:
+    """Refuse a GEMM table whose largest GEMM of each checked dtype (``UNIT_DTYPES``) runs outside
+    [UNIT_FASTER, UNIT_SLOWER] × its roofline on ``hw`` (max of 2mnk / peak and its operands' and output's bytes /
+    device bandwidth): its latency is in another unit than its column says."""
+    if t.op != "gemm" or not hw.memory:
+        return
+    bw = max(x.bw_Bps for x in hw.memory if x.role == "device") if any(x.role == "device" for x in hw.memory) \
+        else hw.memory[-1].bw_Bps
+    for src, dt in UNIT_DTYPES.items():
+        rows = t.rows[t.rows["gemm_dtype"] == src]
+        if rows.empty or dt not in hw.peak_flops:
+            continue
+        m, n, k = (rows[c].astype(float) for c in ("m", "n", "k"))
+        i = (m * n * k).idxmax()
+        size = 1 if dt == "fp8" else 2
+        moved = size * (m[i] * k[i] + k[i] * n[i]) + 2 * m[i] * n[i]        # operands in, bf16 output out
+        roof = max(2 * m[i] * n[i] * k[i] / hw.peak_flops[dt], moved / bw)
+        ratio = float(rows["latency_s"][i]) / roof
+        if not UNIT_FASTER <= ratio <= UNIT_SLOWER:
+            how = f"{ratio:,.0f}× slower than" if ratio > 1 else f"{1 / ratio:,.0f}× faster than"
+            raise IronlawError(f"{t.path}: its largest {src} GEMM ({int(m[i])}×{int(n[i])}×{int(k[i])}) runs {how} "
+                               f"{hw.name}'s roofline: its latency is in another unit than its column names "
+                               f"('latency' reads ms; 'latency_us', 'latency_s' or a latency_unit column name another)")

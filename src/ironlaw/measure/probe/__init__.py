@@ -156,6 +156,7 @@ def gpu_levels(quick: bool, rt=None) -> dict[str, list[float]]:
 
 
 MAX_ROUNDS = 9
+MAX_THREADS = 4096                # a --threads past any machine torch runs on: a typo, refused
 
 
 def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, progress: Progress | None = None,
@@ -179,8 +180,8 @@ def run(quick: bool = False, threads: int | None = None, max_cv: float = 0.15, p
     device = device or ("cuda" if cuda.available() else "cpu")
     have = torch.get_num_threads()
     threads = have if threads is None else threads         # 0 is refused, not read as "the default"
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1 or threads > 4096:
-        raise IronlawError(f"--threads must be a positive number of threads, got {threads}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1 or threads > MAX_THREADS:
+        raise IronlawError(f"--threads must be a whole number of threads from 1 to {MAX_THREADS:,}, got {threads}")
     torch.set_num_threads(threads)
     budget = Budget(repeat_s=0.025 if quick else 0.03, repeats=5, max_cv=max_cv,
                     retries=1 if quick else 2)

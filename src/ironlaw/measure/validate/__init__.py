@@ -116,7 +116,7 @@ def reconcile(graph, hw, spread: dict, measured: list[dict], views: dict, head: 
     return {
         "schema": SCHEMA,
         **{k: v for k, v in head.items() if k not in ("case",)},
-        "hardware": {"name": hw.name, "path": hw.path, "calibrated": cal is not None,
+        "hardware": {"name": hw.name, "path": hw.path, "calibrated": cal is not None, "probed": "probe" in hw.extra,
                      "fitted": list(cal.fitted if cal else []), "held_out": list(cal.held_out if cal else [])},
         "case": {**head.get("case", {}), "stat": stat},
         "total": {"predicted_s": predicted, "predicted_range_s": timerange.time_range(est),

@@ -78,8 +78,8 @@ def step_model(hw, name: str | None = None) -> StepModel:
         raise IronlawError(f"the engine step model prices GPUs (kind 'gpu'); {hw.name} is kind '{hw.kind}'")
     if (name or (ENGINE if gpu else DEVICE)) == ENGINE:
         from .engine import FITTED
-        return StepModel(ENGINE, f"{hw.name} is a GPU: each step priced as --max-throughput prices it (the engine "
-                                 f"step model: its host and padding constants fitted on TensorRT-LLM H100 runs)",
+        return StepModel(ENGINE, f"{hw.name} is a GPU: each step priced as --max-throughput prices it, with the "
+                                 f"host and padding constants fitted on TensorRT-LLM H100 runs",
                          FITTED.source)
     cal = hw.calibration.source if hw.calibration is not None else "its datasheet efficiencies"
     why = (f"{hw.name} is kind '{hw.kind}', which the engine (fitted on TensorRT-LLM GPU runs) does not price"

@@ -6,6 +6,8 @@ filed in two registries; adding a workload touches nothing else.
 """
 from __future__ import annotations
 
+import re
+
 from ...core.errors import IronlawError, unknown
 from ...core.graph import PHASES, Graph
 from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, RUN_OPTIONS,  # noqa: F401
@@ -76,7 +78,23 @@ def _file_hint(spec: str) -> str | None:
     for ext, head, what in ((".json", "hf", "a Hugging Face config"), (".onnx", "onnx", "an ONNX model")):
         if low.endswith(ext):
             return f"for {what} give the spec prefix, {head}:{spec.strip()}"
+    from pathlib import Path
+    if Path(spec.strip()).is_dir() and (Path(spec.strip()) / "config.json").is_file():
+        return f"a folder; for its Hugging Face config give hf:{Path(spec.strip()) / 'config.json'}"
     return None
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")     # a Hugging Face Hub model id: owner/name
+
+
+def _hub_hint(spec: str) -> str:
+    """For a Hugging Face Hub id (``meta-llama/Llama-3.1-8B``) that is no file here: how to give the model, since
+    ironlaw reads no network; '' for anything else."""
+    from pathlib import Path
+    if not HUB_ID.fullmatch(spec) or Path(spec).exists():
+        return ""
+    return ("; a Hugging Face model id is not downloaded (ironlaw reads no network): save its config.json and give "
+            "hf:PATH/config.json")
 
 
 def resolve(req: Request) -> Graph:
@@ -121,7 +139,8 @@ def resolve(req: Request) -> Graph:
         check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
     else:
-        raise unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
+        err = unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
+        raise IronlawError(str(err) + _hub_hint(spec))
     g.meta.setdefault("spec", spec)
     return g
 
