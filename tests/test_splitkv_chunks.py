@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ironlaw.core.errors import IronlawError
-from ironlaw.core.splitkv import CHUNK_MIN_TOKENS, chunks_per_sequence
+from ironlaw.core.splitkv import CHUNK_MIN_TOKENS, CHUNK_OCCUPANCY, chunks_per_sequence
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
 from ironlaw.models.workloads import Request
@@ -83,3 +83,54 @@ def test_a_chunked_class_on_a_device_without_an_sm_count_is_refused():
     cal["kernel"][op.attrs["kernel"]] = {**_plain(cal, op.attrs["kernel"]), "split_kv": "chunks", "chunk_occupancy": 2}
     with pytest.raises(IronlawError, match="chunked decode attention's split-KV launch needs the device's SM count"):
         efficiency.split_blocks(calibration.Calibration.of(cal), g.columns(), hw)
+
+
+def _flashinfer_class(gpu: str, framework: str, key: str, triton_at=(192,)):
+    """The extract's H100 one-head decode rows standing as ``framework``'s class ``key`` on ``gpu``, FlashInfer's
+    decode at every head dim but ``triton_at`` (as vLLM's FP8 cache on L40S: Triton at 192)."""
+    from pathlib import Path
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    gs = kernelfit.groups(kerneltable.read(Path(__file__).parent / "data" / "kernel_tables" / "h100_sxm",
+                                           ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.key[1] == "attention_generation_bf16_kv_bf16_mha")
+    source = np.where(g.rows.head_dim.isin(triton_at), "vllm_triton_attn", "vllm_flashinfer_fidecode")
+    return replace(g, key=("kernel", key), table=replace(g.table, gpu=gpu, framework=framework),
+                   rows=g.rows.assign(kernel_source=source))
+
+
+def test_the_fit_launches_chunks_on_its_own_classes_only():
+    """vLLM's FP8-cache one-head class on L40S tries each occupancy, at FlashInfer's head dims (Triton's 192 unsplit),
+    and no plain launch; the same rows as its bf16-cache class, or on H100, try none."""
+    pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kernelfit
+    hw = hardware.get("l40s")
+    g = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha")
+    tries = kernelfit.chunk_launches_of(hw, g, g.rows)
+    assert [t["chunk_occupancy"] for t in tries] == list(CHUNK_OCCUPANCY)
+    assert all(t["split_kv"] == "chunks" and t["chunk_head_dims"] == [64, 128, 256] for t in tries)
+    every = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha", triton_at=())
+    assert all("chunk_head_dims" not in t for t in kernelfit.chunk_launches_of(hw, every, every.rows))
+    bf16 = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_mha")
+    assert kernelfit.chunk_launches_of(hw, bf16, bf16.rows) == ()
+    h100 = _flashinfer_class("h100", "vllm", "attention_generation_bf16_kv_fp8_mha")
+    assert kernelfit.chunk_launches_of(hardware.get("h100"), h100, h100.rows) == ()
+
+
+def test_vllms_fp8_one_head_decode_on_l40s_takes_a_latency_per_head_dim():
+    """``kernelfit.HEAD_DIM_LATENCY_CLASSES``: the class on L40S measures each head dim's fastest call over the class's
+    (3 µs added at head dim 256 reads back as at least 3 µs there); its bf16-cache class, and the class on H100, keep
+    one fixed latency."""
+    pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kernelfit
+    hw = hardware.get("l40s")
+    for gpu, key, own in (("l40s", "attention_generation_bf16_kv_fp8_mha", True),
+                          ("l40s", "attention_generation_bf16_kv_bf16_mha", False),
+                          ("h100", "attention_generation_bf16_kv_fp8_mha", False)):
+        g = _flashinfer_class(gpu, "vllm", key)
+        rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 256, 3e-6, 0.0))
+        got = kernelfit.head_dim_latency(replace(g, rows=rows), rows, hw)
+        if own:
+            at = dict(zip(got["latency_head_dims"], got["latency_head_dim_s"]))
+            assert at[256] >= 3e-6 - 1e-12
+        else:
+            assert got == {}
