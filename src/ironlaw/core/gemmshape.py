@@ -47,10 +47,13 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
-                "unit_launch")
+                "unit_launch", "chunk_occupancy", "chunk_head_dims")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
-# (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
-SPLIT_KV = ("history", "mmha")
+# (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
+# "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
+# at ``chunk_occupancy`` CTAs per SM, one of ``splitkv.CHUNK_OCCUPANCY``; with ``chunk_head_dims``, only at those head
+# dims, the ones the chunked kernel runs where another backend decodes the rest)
+SPLIT_KV = ("history", "mmha", "chunks")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal

@@ -23,8 +23,8 @@ from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
-from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, in_whole_waves, mmha_blocks_per_sequence,
-                            mmha_tokens_per_loop, mmha_tuned_launch)
+from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
+                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch)
 from ..machine.hardware import Hardware
 
 
@@ -352,6 +352,42 @@ def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) 
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
+    state the whole sequence) and ``chunk_split`` (FlashInfer's decode plan) together; None where no op is such."""
+    if not cal.kernel:
+        return None
+    by_history, by_chunks = history_split(cal, cols, hw), chunk_split(cal, cols, hw)
+    if by_history is None or by_chunks is None:
+        return by_chunks if by_history is None else by_history
+    return Split(by_history.blocks * by_chunks.blocks, by_history.fold, by_history.splits | by_chunks.splits)
+
+
+def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """How the ops of a kernel class that splits each sequence's keys into chunks (``split_kv = "chunks"``,
+    FlashInfer's decode plan) launch on ``hw``'s SMs: ``splitkv.chunks_per_sequence`` of the op's keys per sequence
+    and KV head at the class's ``chunk_occupancy`` CTAs per SM, at its ``chunk_head_dims`` only where it states them;
+    every other op 1 chunk. None where no op is such;
+    such an op on a device without an SM count is an error."""
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    own = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == "chunks"]).reshape(lead)
+    if not np.any(own):
+        return None
+    sms = getattr(hw, "sms", None)
+    if sms is None:
+        raise IronlawError(f"{getattr(hw, 'name', 'this device')}: a chunked decode attention's split-KV launch "
+                           f"needs the device's SM count ([vector] sms in its hardware file)")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    occupancy = _per_op(cal, names, "chunk_occupancy", 1.0, lead)
+    dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
+    for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
+        own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
+    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0, sms, occupancy), 1.0), units.shape)
+    return Split(chunks, np.ones(units.shape), chunks > 1.0)
+
+
+def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How the ops that state the whole sequence (``op.attrs['history']``, a windowed decode) of a kernel class that
     splits it launch (``Split``) on ``hw``'s SMs: ``split_kv = "history"``, TensorRT-LLM's XQA
     (``splitkv.blocks_per_sequence``, per sequence and KV head); ``"mmha"``, its MMHA kernel, one CTA per sequence
@@ -359,7 +395,7 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     class that states its kernel's CTAs per SM (``mmha_occupancy``), launched as ``splitkv.mmha_tuned_launch``. Every
     other op: 1 block, no fold; None where no op is such. Such an op on a device without an SM count is an error:
     its launch cannot be placed."""
-    if cols.history is None or not cal.kernel:
+    if cols.history is None:
         return None
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)

@@ -20,7 +20,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
-from ..core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
+from ..core.splitkv import CHUNK_OCCUPANCY, MMHA_OCCUPANCY, MMHA_THREADS
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
@@ -383,6 +383,16 @@ def _check_grid(p: dict, w: str) -> None:
                                   or p["mmha_occupancy"] not in MMHA_OCCUPANCY or isinstance(p["mmha_occupancy"], bool)):
         raise IronlawError(f"{w}.mmha_occupancy: an MMHA class's (split_kv = \"mmha\", no mmha_threads) 256-thread "
                            f"CTAs per SM, one of {', '.join(map(str, MMHA_OCCUPANCY))}; got {p['mmha_occupancy']!r}")
+    if "chunk_occupancy" in p and (p.get("split_kv") != "chunks" or p["chunk_occupancy"] not in CHUNK_OCCUPANCY
+                                   or isinstance(p["chunk_occupancy"], bool)):
+        raise IronlawError(f"{w}.chunk_occupancy: a chunked decode class's (split_kv = \"chunks\") CTAs per SM, one "
+                           f"of {', '.join(map(str, CHUNK_OCCUPANCY))}; got {p['chunk_occupancy']!r}")
+    if p.get("split_kv") == "chunks" and "chunk_occupancy" not in p:
+        raise IronlawError(f"{w}: a chunked decode class (split_kv = \"chunks\") needs its chunk_occupancy")
+    if "chunk_head_dims" in p and (p.get("split_kv") != "chunks" or not isinstance(p["chunk_head_dims"], list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in p["chunk_head_dims"])):
+        raise IronlawError(f"{w}.chunk_head_dims: a chunked decode class's (split_kv = \"chunks\") head dims, a list "
+                           f"of whole numbers > 0; got {p['chunk_head_dims']!r}")
     if "grid_nodes" not in p and "grid_log" not in p:
         return
     nodes, text = p.get("grid_nodes"), p.get("grid_log")

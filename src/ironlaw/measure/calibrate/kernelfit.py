@@ -38,7 +38,7 @@ from ...core.gemmshape import (CTA_S_MAX, GEMV_STREAM_MARGIN, GRID_LOG_MAX, KEY_
                                attention_kernel_parts, attention_regime, grid_nodes, grid_text, grid_weights)
 from ...core.graph import Graph
 from ...core.querytiles import ctas_per_sm
-from ...core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
+from ...core.splitkv import CHUNK_OCCUPANCY, MMHA_OCCUPANCY, MMHA_THREADS
 from ...law.efficiency import class_latency_s, kernel_coords, split_blocks
 from ...machine.calibration import SCHEMA, Calibration, check, without_calibration
 from ...models.workloads.hfconfig import MLA
@@ -448,6 +448,19 @@ SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},)
 # 17.8% / 13.5% (the loss chose 2, held out 2.8% / 18.7%; at 3, 4.1% / 14.5%, as on B300, the same SM 10.3 kernel);
 # B200, B300, GB200 chose 3 either way (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
 P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
+# (framework, kernel class) → GPUs of the decode classes whose rows run FlashInfer's CUDA-core decode kernel
+# (``CHUNK_SOURCES``), which its plan splits over chunks of each sequence's keys wherever the sequences × KV heads leave
+# the grid short (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``): fitted at each of ``CHUNK_OCCUPANCY`` CTAs
+# per SM in place of the plain launch (the kernel's plan splits wherever the grid is short; tried beside it, the plain
+# launch took the smaller loss on vLLM L40S's fitted rows, 0.0432 against 0.0485, and held out at 7.8% / 28.3% against
+# 5.7% / 17.5%: its grid fitted the split at the fitted rows' nodes, which the rows between them do not follow), the
+# smallest loss on the fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on
+# FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no FP8 cache): L40S, one head per KV head × 256, batch 1,
+# 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s from the L2, where one CTA per sequence would walk it
+# alone. SGLang 0.5.14's FlashInfer classes there (its default backend on SM 89 and SM 120) are not in: tried beside
+# the plain launch, L40S's FP8-cache one-head class kept the plain one by its loss (docs/accuracy.md)
+CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
+CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
@@ -477,6 +490,11 @@ HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "g
 # to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
 HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200"),
                          ("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
+# (framework, kernel class) → GPUs of the decode classes whose fixed latency is one per head dim there: vLLM 0.24.0's
+# FP8-cache one-head decode on FlashInfer (head dims 64, 128, 256) and Triton (192) on L40S and RTX PRO 6000. L40S,
+# batch 1, one cached token: 9.2, 9.7, 11.1 µs at head dims 64, 128, 256 (docs/accuracy.md, "FlashInfer's chunked
+# decode on L40S and RTX PRO 6000")
+HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -838,6 +856,8 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
     tries = tries + tuple({**extra, **waves} for extra in tries for waves in unit_waves_of(hw, g, rows))
+    chunked = chunk_launches_of(hw, g, rows)          # FlashInfer's plan splits: the plain launch is not its
+    tries = tuple({**extra, **chunks} for extra in tries for chunks in chunked) if chunked else tries
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
                    **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
@@ -858,6 +878,19 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     if (g.op, regime) in P90_CHOICE_CLASSES:
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]
+
+
+def chunk_launches_of(hw, g: Group, rows) -> tuple:
+    """The chunked launches (``split_kv = "chunks"`` at each of ``CHUNK_OCCUPANCY`` CTAs per SM) a class of
+    ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
+    the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
+    backend runs the class's other head dims); () for another."""
+    own = g.key[0] == "kernel" and g.table.gpu in CHUNK_CLASSES.get((g.table.framework, g.key[1]), ())
+    if not (own and getattr(hw, "sms", None) and main_kernel(rows) in CHUNK_SOURCES):
+        return ()
+    dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
+    by_dim = {"chunk_head_dims": dims} if set(dims) != set(int(d) for d in rows["head_dim"].unique()) else {}
+    return tuple({"split_kv": "chunks", "chunk_occupancy": c, **by_dim} for c in CHUNK_OCCUPANCY)
 
 
 def unit_waves_of(hw, g: Group, rows) -> tuple:
@@ -893,7 +926,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ())
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) or \
+        g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
     if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
