@@ -470,6 +470,22 @@ HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "g
 # to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
 HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200"),
                          ("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
+# (framework, kernel class) of the one-head prefill classes whose fixed latency is one per head dim on the GPUs named
+# (``head_dim_latency``): tables that time each head dim on one backend, each backend's call with launches of its own.
+# aiconfigurator-core 0.12.0: SGLang 0.5.14's bf16-math FP8-cache prefill on B200 … GB300, timed on FlashInfer at
+# head dim 128 and on Triton at 192 and 256 (``trtllm_mha``, the default there, quantizes the query to FP8 on an FP8
+# cache): B200, one head on one KV head, 1-64 tokens, 16.5-18.6 µs at 128 from batch 1 to 128, 15.2-20.7 µs at 192,
+# 11.6-12.5 µs at 256; the class's one fixed latency held the fastest head dim's and its grid's one-query-row node
+# the others', pricing FlashInfer's one-token rows at batch 32-128 54-308% too slow (held out). SGLang's Triton prefill
+# on L40S and RTX PRO 6000, head dim 192 (MiMo-V2, value head 128) 10.2-12.5 µs at 1-16 tokens where 64 takes 6.0-6.4
+# (FP8 class; L40S's bf16 class alike beside FlashInfer's 128 and 256). vLLM 0.24.0's FP8-cache prefill, head dim 192
+# on its Triton kernel (``vllm_triton_attn``) and the others on FlashInfer, which quantizes the query to FP8 on
+# B300 … GB300 (``QUERY_AS_CACHE``): B300, 16 tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head
+# prefill: a fixed latency per backend")
+HEAD_DIM_LATENCY_CLASSES = {("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
+                            ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
+                            ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -878,7 +894,7 @@ def key_blocks_of(g: Group, rows) -> tuple:
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
-    ``HEAD_DIM_LATENCY_GPUS`` on one of its GPUs, ``hw``): each head
+    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``): each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
@@ -886,7 +902,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ())
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) \
+        or g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
     if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
