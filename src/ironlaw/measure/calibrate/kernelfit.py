@@ -587,9 +587,15 @@ OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
 # python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``, sets
 # them (SM 9.x, head dim over 256: (32, 64)); the context classes whose rows time those head dims on it
 # (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``, ``query_tiles_of``)
-TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)})}
+# (SM 8.9, the L40S: its 100 KB tier, head dim up to 128 (64, 128), up to 256 (64, 64); 99 KB of shared memory a CTA,
+# the CUDA C++ Programming Guide's SM 8.9 limit, 100 KB an SM). ``TILE_GPU_REGIMES``: the regimes whose classes take a
+# GPU's tiles where not every one of ``TILE_REGIMES`` does: L40S's one-head classes (FP8 held out 6.9% / 26.4% →
+# 4.9% / 14.9% with them; docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)}),
+                "l40s": (100 * 1024, {64: (64, 128), 192: (64, 64)})}
 TRITON_KERNELS = {"sglang": "triton"}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
+TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 GRID_PASSES = {"context_attention": 2}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 # (op, GPUs) whose grids pull each node toward factor 1 a hundredfold harder (``grid_ridge``): vLLM's and SGLang's
@@ -972,8 +978,8 @@ def query_tiles_of(hw, g: Group) -> dict:
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
     regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
-    if g.op != "context_attention" or kernel is None or not tiles or regime not in TILE_REGIMES or \
-            "kernel_source" not in g.rows.columns:
+    if g.op != "context_attention" or kernel is None or not tiles or \
+            regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) or "kernel_source" not in g.rows.columns:
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
     return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
