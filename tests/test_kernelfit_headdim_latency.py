@@ -123,3 +123,37 @@ def test_sglang_s_one_head_decode_has_a_latency_per_head_dim_on_the_listed_gpus_
     after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
     assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
     assert kernelfit.head_dim_latency(on("h100"), rows) == {}
+
+
+def test_sglang_s_one_head_prefill_has_a_latency_per_head_dim_in_the_keyed_classes_only():
+    """The extract's one-head prefill rows with 6 µs added at their largest head dim, as SGLang's B200 table of the
+    bf16-math FP8-cache class (``HEAD_DIM_LATENCY_CLASSES``: FlashInfer at head dim 128, Triton at 192 and 256): the
+    class measures those seconds at that head dim; the same rows as H100's table, or as B200's bf16-cache class, keep
+    one fixed latency."""
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("context_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.name == "context attention bf16, KV bf16, one head per KV head")
+    top = int(g.rows.head_dim.max())
+    assert g.rows.head_dim.nunique() > 1
+    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    fp8 = ("kernel", "attention_context_bf16_kv_fp8_mha")
+    on = lambda gpu, key=fp8: replace(g, key=key, rows=rows,  # noqa: E731
+                                      table=replace(g.table, framework="sglang", gpu=gpu))
+    plain = kernelfit.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
+    own = kernelfit.head_dim_latency(on("b200"), rows)
+    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
+    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
+    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    assert kernelfit.head_dim_latency(on("h100"), rows) == {}
+    assert kernelfit.head_dim_latency(on("b200", g.key), rows) == {}
+    assert kernelfit.head_dim_latency(replace(on("b200"), table=replace(on("b200").table, framework="vllm")),
+                                      rows) == {}
+
+
+@pytest.mark.parametrize("gpu", ["b200", "b300", "gb200", "gb300"])
+def test_sglang_s_blackwell_one_head_fp8_cache_prefill_is_stored_with_flashinfer_s_and_triton_s_latency(gpu):
+    """The engine files hold the fitted seconds at FlashInfer's head dim 128 and Triton's 192 over Triton's 256, the
+    class's fastest (aiconfigurator-core 0.12.0's B200 table, 1-64 tokens: 16.5-18.6, 15.2-20.7, 11.6-12.5 µs)."""
+    from ironlaw.machine import engines
+    table = engines.load(gpu, "sglang")["kernel"]["attention_context_bf16_kv_fp8_mha"]
+    got = dict(zip(table["latency_head_dims"], table["latency_head_dim_s"]))
+    assert set(got) == {128, 192} and all(2e-6 < s < 1e-5 for s in got.values()), got

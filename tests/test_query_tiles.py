@@ -128,3 +128,21 @@ def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypa
     untiled = kernelfit.fit(hw, [g])
     assert "query_tiles" not in untiled["kernel"][g.key[1]]
     assert np.percentile(kernelfit.held_errors(hw, untiled, g), 90) > 0.05
+
+
+def _l40s_groups(heads: int) -> list:
+    rows = pd.DataFrame([dict(batch_size=b, isl=s, num_heads=heads, num_key_value_heads=1, head_dim=d, window_size=0,
+                              attn_dtype="fp8", kv_cache_dtype="fp8", step=0, kernel_source="triton",
+                              latency_s=1e-5 * s / 1024)
+                         for b in (1, 4) for s in (1024, 4096) for d in (64, 192)])
+    return kernelfit.groups([KernelTable("context_attention", "l40s", "x", "sglang", "0.5.14", "x.parquet", rows)])
+
+
+def test_l40s_one_head_classes_take_sm89_tiles_and_no_other_regime_does():
+    """SGLang's Triton prefill on SM 8.9 (100 KB of shared memory an SM): head dim 64 in tiles of 64 query rows
+    beside 128-key tiles, two CTAs an SM; head dim 192 (128 + 64 wide) 64 × 64, one. On the L40S only its one-head
+    classes take them (``TILE_GPU_REGIMES``); its grouped-query class keeps none."""
+    (one,) = _l40s_groups(1)
+    assert kernelfit.query_tiles_of(hardware.get("l40s"), one) == {"query_tiles": [[64, 64, 2], [192, 64, 1]]}
+    (grouped,) = _l40s_groups(4)
+    assert kernelfit.query_tiles_of(hardware.get("l40s"), grouped) == {}

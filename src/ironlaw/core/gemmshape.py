@@ -126,7 +126,8 @@ WRITE_S_MAX = 1e-7
 # 6000: 8.9 µs, 13.0-13.2 µs). At most SWAP_S_MAX (20 µs)
 SWAP_S_MAX = 2e-5
 WRITE_CTA_THREADS = 512
-# latency_head_dims, latency_head_dim_s: the head dims at which a decode class's call runs launches of its own, and the
+# latency_head_dims, latency_head_dim_s: the head dims at which a decode class's call (or a prefill class's, SGLang's
+# one-head prefill on an FP8 cache or on L40S and RTX PRO 6000, one backend per head dim) runs launches of its own, and the
 # seconds each adds to the class's fixed latency (``efficiency.head_dim_latency_s``). aiconfigurator-core 0.12.0's
 # SGLang 0.5.14 sliding-window decode tables time one model's attention call per head dim, each on the backend its
 # collector picks for that model (collector/cases/models/*_cases.yaml, ``sglang_backends``): H100, bf16 cache, batch 1,

@@ -490,11 +490,25 @@ HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "g
 # to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
 HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200"),
                          ("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
-# (framework, kernel class) → GPUs of the decode classes whose fixed latency is one per head dim there: vLLM 0.24.0's
-# FP8-cache one-head decode on FlashInfer (head dims 64, 128, 256) and Triton (192) on L40S and RTX PRO 6000. L40S,
-# batch 1, one cached token: 9.2, 9.7, 11.1 µs at head dims 64, 128, 256 (docs/accuracy.md, "FlashInfer's chunked
-# decode on L40S and RTX PRO 6000")
-HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
+# (framework, kernel class) → GPUs of the classes whose fixed latency is one per head dim there (``head_dim_latency``):
+# tables that time each head dim on one backend, each backend's call with launches of its own (aiconfigurator-core
+# 0.12.0). Decode: vLLM 0.24.0's FP8-cache one-head decode on FlashInfer (head dims 64, 128, 256) and Triton (192) on
+# L40S and RTX PRO 6000; L40S, batch 1, one cached token: 9.2, 9.7, 11.1 µs at head dims 64, 128, 256
+# (docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"). Prefill: SGLang 0.5.14's bf16-math
+# FP8-cache prefill on B200 … GB300, timed on FlashInfer at head dim 128 and on Triton at 192 and 256 (``trtllm_mha``,
+# the default there, quantizes the query to FP8 on an FP8 cache): B200, one head on one KV head, 1-64 tokens,
+# 16.5-18.6 µs at 128 from batch 1 to 128, 15.2-20.7 µs at 192, 11.6-12.5 µs at 256; the class's one fixed latency
+# held the fastest head dim's and its grid's one-query-row node the others', pricing FlashInfer's one-token rows at
+# batch 32-128 54-308% too slow (held out). SGLang's Triton prefill on L40S and RTX PRO 6000, head dim 192 (MiMo-V2,
+# value head 128) 10.2-12.5 µs at 1-16 tokens where 64 takes 6.0-6.4 (FP8 class; L40S's bf16 class alike beside
+# FlashInfer's 128 and 256). vLLM 0.24.0's FP8-cache prefill, head dim 192 on its Triton kernel (``vllm_triton_attn``)
+# and the others on FlashInfer, which quantizes the query to FP8 on B300 … GB300 (``QUERY_AS_CACHE``): B300, 16
+# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
+                            ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
+                            ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
@@ -596,9 +610,15 @@ OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
 # python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``, sets
 # them (SM 9.x, head dim over 256: (32, 64)); the context classes whose rows time those head dims on it
 # (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``, ``query_tiles_of``)
-TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)})}
+# (SM 8.9, the L40S: its 100 KB tier, head dim up to 128 (64, 128), up to 256 (64, 64); 99 KB of shared memory a CTA,
+# the CUDA C++ Programming Guide's SM 8.9 limit, 100 KB an SM). ``TILE_GPU_REGIMES``: the regimes whose classes take a
+# GPU's tiles where not every one of ``TILE_REGIMES`` does: L40S's one-head classes (FP8 held out 6.9% / 26.4% →
+# 4.9% / 14.9% with them; docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)}),
+                "l40s": (100 * 1024, {64: (64, 128), 192: (64, 64)})}
 TRITON_KERNELS = {"sglang": "triton"}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
+TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 GRID_PASSES = {"context_attention": 2}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 # (op, GPUs) whose grids pull each node toward factor 1 a hundredfold harder (``grid_ridge``): vLLM's and SGLang's
@@ -918,7 +938,7 @@ def key_blocks_of(g: Group, rows) -> tuple:
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
-    ``HEAD_DIM_LATENCY_GPUS`` on one of its GPUs, ``hw``): each head
+    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``): each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
@@ -926,8 +946,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if key in GROUP_LATENCY and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) or \
-        g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) \
+        or g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
     if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
@@ -996,8 +1016,8 @@ def query_tiles_of(hw, g: Group) -> dict:
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
     regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
-    if g.op != "context_attention" or kernel is None or not tiles or regime not in TILE_REGIMES or \
-            "kernel_source" not in g.rows.columns:
+    if g.op != "context_attention" or kernel is None or not tiles or \
+            regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) or "kernel_source" not in g.rows.columns:
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
     return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
