@@ -84,6 +84,7 @@ def test_mmha_splits_no_more_than_the_sms_over_its_ctas():
     assert [launch(h, 128) for h in (512.0, 1024.0, 32768.0)] == [(1, 1), (2, 2), (2, 2)]
     assert [launch(h, 64) for h in (1024.0, 2048.0)] == [(1, 2), (2, 3)]
 
+
 def test_an_mmha_op_launches_a_cta_per_query_head():
     """A one-head-per-KV-head windowed decode (MMHA): its grid coordinates are per CTA, one query row each, the
     FLOPs unchanged, and the law prices the split the class names."""

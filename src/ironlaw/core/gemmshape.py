@@ -49,8 +49,11 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
                 "unit_launch")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
-# (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``)
-SPLIT_KV = ("history", "mmha")
+# (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
+# "heads", a kernel that runs one CTA per sequence and query head and never splits: FlashAttention 2 with a sliding
+# window (``flash_api.cpp``, ``mha_varlen_fwd``: the grouped-query swap, ``seqlenq_ngroups_swapped``, needs no window,
+# and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")
+SPLIT_KV = ("history", "mmha", "heads")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
