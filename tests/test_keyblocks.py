@@ -114,3 +114,27 @@ def test_the_fitter_tries_one_cta_per_query_head_on_vllm_s_fa2_window_classes_on
         assert kernelfit.head_ctas_of(hw, g, fa2) == ()
         assert kernelfit.head_ctas_of(hw, vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa3")) == ()
     assert {t.get("split_kv") for t in kernelfit.HEAD_CTA_LAUNCHES} == {"heads", None}
+
+
+def _l40s_vllm_window_s(seq: int, batch: int = 2048, heads: int = 8, head_dim: int = 64) -> tuple[float, str]:
+    from ironlaw.law.law import predict
+    from ironlaw.models.workloads import Request
+    from ironlaw.models.workloads import transformer as T
+    hw, _ = engines.with_engine(hardware.get("l40s"), "vllm")
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, heads=heads, kv_heads=heads, head_dim=head_dim)
+    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
+    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    return float(np.asarray(predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0]), op.attrs["kernel"]
+
+
+def test_vllm_on_l40s_prices_fa2_s_second_block_of_keys():
+    """vLLM's L40S window decode on an MMHA-rule head group (one head per KV head) runs FlashAttention 2: at head dim 64
+    its window of 128 keys sits in one block of 256 keys up to 128 tokens, and from 256 on it reads 256 (the table:
+    8 heads on 8 KV heads, batch 2,048, 0.93 ms at 127 cached tokens, 1.65 ms at 255); the class names FA2's key
+    blocks and the law steps with them, within 30% of each row."""
+    (t127, kernel), (t255, _) = (_l40s_vllm_window_s(s) for s in (127, 255))
+    assert kernel.endswith("_window_mmha")
+    cal = engines.with_engine(hardware.get("l40s"), "vllm")[0].calibration.table()
+    assert cal["kernel"][kernel].get("key_blocks") == "fa2"
+    assert t255 > 1.3 * t127
+    assert t127 == pytest.approx(0.93e-3, rel=0.30) and t255 == pytest.approx(1.65e-3, rel=0.30)
