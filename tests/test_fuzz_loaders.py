@@ -47,6 +47,12 @@ def test_mutated_catalog_file(tmp_path, drop, edits):
     load_text(tmp_path, "\n".join(lines))
 
 
+def test_a_class_math_that_is_not_a_dtype_name_is_refused(tmp_path):
+    """A kernel class's ``math`` edited to a list (a case the mutation fuzz found) is a clean error, not a TypeError."""
+    assert 'math = "fp8"' in CATALOG_H100
+    assert load_text(tmp_path, CATALOG_H100.replace('math = "fp8"', "math = []", 1)) is None
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=10),
                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=4),

@@ -8,7 +8,7 @@ import pytest
 
 import ironlaw
 from ironlaw.core.errors import IronlawError
-from ironlaw.core.keyblocks import FA3_LOCAL_BLOCK_N, fa3_block_n, window_blocks
+from ironlaw.core.keyblocks import FA3_LOCAL_BLOCK_N, fa2_block_n, fa2_window_keys, fa3_block_n, window_blocks
 from ironlaw.machine import calibration, engines, hardware
 
 # aiconfigurator-core 0.12.0, vLLM 0.24.0, H200 (vllm_flash_attn_fa3), bf16 cache, window 128, 64 heads on 8 KV
@@ -56,8 +56,8 @@ def test_vllm_on_h200_prices_the_second_block_its_window_touches():
 def test_key_blocks_names_a_known_kernel():
     cal = engines.with_engine(hardware.get("h200"), "vllm")[0].calibration.table()
     name = next(n for n, p in cal["kernel"].items() if p.get("key_blocks"))
-    cal["kernel"][name] = {**cal["kernel"][name], "key_blocks": "fa2"}
-    with pytest.raises(IronlawError, match="key_blocks: must be one of fa3"):
+    cal["kernel"][name] = {**cal["kernel"][name], "key_blocks": "fa4"}
+    with pytest.raises(IronlawError, match="key_blocks: must be one of fa3, fa2"):
         calibration.check(cal, "calibration")
 
 
@@ -78,3 +78,63 @@ def test_the_fitter_tries_the_blocks_on_vllm_s_fa3_window_classes_only():
     assert kernelfit.key_blocks_of(vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa2")) == ()
     mixed = fa3.assign(kernel_source=np.where(np.arange(len(fa3)) % 2, "vllm_triton_attn", "vllm_flash_attn_fa3"))
     assert kernelfit.key_blocks_of(vllm, mixed) == ()
+
+
+def test_fa2_s_split_kv_block_n_per_head_dim():
+    assert list(fa2_block_n([32, 64, 96, 128, 192, 256])) == [256, 256, 128, 128, 64, 64]
+
+
+def test_fa2_reads_from_the_block_of_the_window_s_first_key():
+    """Head dim 64 (blocks of 256), window 128: 128 keys at 128 tokens, 256 from 256 on (the L40S table's step,
+    0.93 → 1.65 ms at batch 2,048); head dim 128 (blocks of 128): the window's 128 at every length; head dim 256
+    (blocks of 64), window 1,024: the window's keys, whole blocks of it."""
+    history = np.array([2.0, 128, 256, 512, 2048, 131072])
+    assert list(fa2_window_keys(history, np.minimum(history, 128), 64)) == [2, 128, 256, 256, 256, 256]
+    assert list(fa2_window_keys(history, np.minimum(history, 128), 128)) == [2, 128, 128, 128, 128, 128]
+    history = np.array([64.0, 512, 1024, 4096])
+    assert list(fa2_window_keys(history, np.minimum(history, 1024), 256)) == [64, 512, 1024, 1024]
+
+
+def test_the_fitter_tries_one_cta_per_query_head_on_vllm_s_fa2_window_classes_only():
+    """``kernelfit.head_ctas_of``: the extract's H100 window decode rows, as vLLM's FA2 rows of the MMHA-rule class,
+    try the launch of one CTA per query head with and without FA2's key blocks; as vLLM's FA3 rows, as TensorRT-LLM's,
+    or as vLLM's XQA-rule class, they do not."""
+    pytest.importorskip("pandas")
+    from pathlib import Path
+
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    data = Path(__file__).parent / "data" / "kernel_tables" / "h100_sxm"
+    hw = hardware.get("h100")
+    gs = kernelfit.groups(kerneltable.read(data, ops=("generation_attention",), framework="trtllm"))
+    for g in (x for x in gs if "sliding window" in x.name):
+        vllm = replace(g, table=replace(g.table, framework="vllm"))
+        fa2 = g.rows.assign(kernel_source="vllm_flash_attn_fa2")
+        mine = g.name.endswith("MMHA kernel")
+        assert kernelfit.head_ctas_of(hw, vllm, fa2) == (kernelfit.HEAD_CTA_LAUNCHES if mine else ())
+        assert kernelfit.head_ctas_of(hw, g, fa2) == ()
+        assert kernelfit.head_ctas_of(hw, vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa3")) == ()
+    assert {t.get("split_kv") for t in kernelfit.HEAD_CTA_LAUNCHES} == {"heads", None}
+
+
+def _l40s_vllm_window_s(seq: int, batch: int = 2048, heads: int = 8, head_dim: int = 64) -> tuple[float, str]:
+    from ironlaw.law.law import predict
+    from ironlaw.models.workloads import Request
+    from ironlaw.models.workloads import transformer as T
+    hw, _ = engines.with_engine(hardware.get("l40s"), "vllm")
+    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, heads=heads, kv_heads=heads, head_dim=head_dim)
+    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
+    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    return float(np.asarray(predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0]), op.attrs["kernel"]
+
+
+def test_vllm_on_l40s_prices_fa2_s_second_block_of_keys():
+    """vLLM's L40S window decode on an MMHA-rule head group (one head per KV head) runs FlashAttention 2: at head dim 64
+    its window of 128 keys sits in one block of 256 keys up to 128 tokens, and from 256 on it reads 256 (the table:
+    8 heads on 8 KV heads, batch 2,048, 0.93 ms at 127 cached tokens, 1.65 ms at 255); the class names FA2's key
+    blocks and the law steps with them, within 30% of each row."""
+    (t127, kernel), (t255, _) = (_l40s_vllm_window_s(s) for s in (127, 255))
+    assert kernel.endswith("_window_mmha")
+    cal = engines.with_engine(hardware.get("l40s"), "vllm")[0].calibration.table()
+    assert cal["kernel"][kernel].get("key_blocks") == "fa2"
+    assert t255 > 1.3 * t127
+    assert t127 == pytest.approx(0.93e-3, rel=0.30) and t255 == pytest.approx(1.65e-3, rel=0.30)

@@ -71,6 +71,20 @@ def test_mmha_tunes_its_block_to_the_idle_sms_and_runs_it_in_whole_waves():
     assert waves(512.0, 192) == (2, 1)                                   # 15.1 µs: unsplit, two waves
 
 
+
+def test_mmha_splits_no_more_than_the_sms_over_its_ctas():
+    """The attention op caps the split at ⌈SMs / CTAs⌉ (``getMaxNumSeqLenTile``): from one CTA per SM on, multi-block
+    mode is off whatever blocks per SM the tuned block leaves. aiconfigurator-core 0.12.0's B200 window-128 table,
+    64 heads on one KV head × 64, FP8 cache: batch 4 (256 CTAs) runs 11-13 µs at every length, unsplit; batch 2
+    (128 CTAs) 12.8 µs up to 511 cached tokens and 23.4 µs from 1,023 on, split in two; batch 1 in three from 2,047."""
+    def launch(hist, ctas):
+        slots, tiles = mmha_tuned_launch(hist, ctas, B200_SMS, 64, 4)
+        return float(slots * ctas / (B200_SMS * 4)), float(tiles)
+    assert [launch(h, 256) for h in (512.0, 1024.0, 32768.0)] == [(1, 1), (1, 1), (1, 1)]
+    assert [launch(h, 128) for h in (512.0, 1024.0, 32768.0)] == [(1, 1), (2, 2), (2, 2)]
+    assert [launch(h, 64) for h in (1024.0, 2048.0)] == [(1, 2), (2, 3)]
+
+
 def test_an_mmha_op_launches_a_cta_per_query_head():
     """A one-head-per-KV-head windowed decode (MMHA): its grid coordinates are per CTA, one query row each, the
     FLOPs unchanged, and the law prices the split the class names."""

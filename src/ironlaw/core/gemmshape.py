@@ -53,7 +53,10 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
 # at ``chunk_occupancy`` CTAs per SM, one of ``splitkv.CHUNK_OCCUPANCY``; with ``chunk_head_dims``, only at those head
 # dims, the ones the chunked kernel runs where another backend decodes the rest)
-SPLIT_KV = ("history", "mmha", "chunks")
+# "heads", a kernel that runs one CTA per sequence and query head and never splits: FlashAttention 2 with a sliding
+# window (``flash_api.cpp``, ``mha_varlen_fwd``: the grouped-query swap, ``seqlenq_ngroups_swapped``, needs no window,
+# and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")
+SPLIT_KV = ("history", "mmha", "chunks", "heads")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal

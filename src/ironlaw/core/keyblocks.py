@@ -1,5 +1,7 @@
 """The keys a tiled decode kernel reads over a sliding window: whole key blocks, not the window's keys.
 
+FlashAttention 2 (``fa2_window_keys``, below) reads from the block that holds the window's first key to the new token.
+
 A FlashAttention decode CTA walks the cache in blocks of BLOCK_N keys and computes every block it touches in full,
 masking the keys outside the window. FlashAttention 3 (Hopper) runs a local (sliding-window) pass over the blocks from
 the one holding the window's first key to the one holding the new token's (``hopper/block.h``,
@@ -32,8 +34,12 @@ import numpy as np
 
 # FlashAttention 3's BLOCK_N for a local pass, 16-bit operands, by head dim (at most): ``tile_size_fwd_sm90``
 FA3_LOCAL_BLOCK_N = ((64, 160), (96, 128), (128, 128), (192, 96), (256, 64))
+# FlashAttention 2's BLOCK_N for its split-KV kernel (the one a paged cache runs), by head dim (at most):
+# ``flash_fwd_launch_template.h``, ``run_mha_fwd_splitkv_dispatch``: 256 at ≤ 64, 128 at ≤ 128, 64 above
+FA2_SPLITKV_BLOCK_N = ((64, 256), (128, 128))
+FA2_SPLITKV_BLOCK_N_ABOVE = 64
 # the kernels whose key blocks a class may name (``key_blocks``, ``efficiency.kernel_coords``)
-KEY_BLOCK_KERNELS = ("fa3",)
+KEY_BLOCK_KERNELS = ("fa3", "fa2")
 
 
 def fa3_block_n(head_dim) -> np.ndarray:
@@ -44,6 +50,30 @@ def fa3_block_n(head_dim) -> np.ndarray:
     for dim, block in reversed(FA3_LOCAL_BLOCK_N):
         out = np.where(head_dim <= dim, float(block), out)
     return out
+
+
+def fa2_block_n(head_dim) -> np.ndarray:
+    """Per row, FlashAttention 2's split-KV BLOCK_N at ``head_dim`` (``FA2_SPLITKV_BLOCK_N``)."""
+    head_dim = np.asarray(head_dim, float)
+    out = np.full(head_dim.shape, float(FA2_SPLITKV_BLOCK_N_ABOVE))
+    for dim, block in reversed(FA2_SPLITKV_BLOCK_N):
+        out = np.where(head_dim <= dim, float(block), out)
+    return out
+
+
+def fa2_window_keys(history, keys, head_dim) -> np.ndarray:
+    """Per row, the keys FlashAttention 2 reads for a windowed decode: from the start of the block of BLOCK_N keys
+    (``fa2_block_n``) that holds the window's first key to the new token, the ``history``-th; the last block is read
+    only up to the sequence's end (its loads past it are predicated off). ``flash_fwd_kernel.h``,
+    ``compute_attn_1rowblock_splitkv``: n_block_min = ⌊(seqlen_k − seqlen_q − window_left) / BLOCK_N⌋, with vLLM's
+    window_left = w − 1 and one query, ⌊(history − w) / BLOCK_N⌋; the window's ``keys`` are min(history, w).
+    aiconfigurator-core 0.12.0's vLLM 0.24.0 L40S table (``vllm_flash_attn_fa2``), head dim 64 (BLOCK_N 256),
+    window 128, 8 heads on 8 KV heads, batch 2,048: 0.93 ms at 127 cached tokens (128 keys), 1.65 and 1.83 ms at 255
+    and 511 (256 keys each); head dim 128 (BLOCK_N 128), its 128 keys at every length, flat from 127 on."""
+    history = np.maximum(np.asarray(history, float), 1.0)
+    first = np.maximum(history - np.maximum(np.asarray(keys, float), 1.0), 0.0)
+    block_n = fa2_block_n(head_dim)
+    return history - np.floor(first / block_n) * block_n
 
 
 def window_blocks(history, keys, block_n) -> np.ndarray:

@@ -117,8 +117,10 @@ def mmha_tuned_launch(history, ctas, sms: int, head_dim, occupancy: int) -> tupl
     """Per row, (the SMs' 256-thread CTA slots over the waves a launch takes, per sequence and head; the blocks each
     sequence and head is split into) for TensorRT-LLM's MMHA kernel as ``mmha_launch_kernel_ex`` launches it, its
     256-thread kernel holding ``occupancy`` CTAs per SM: blocks of ``mmha_tuned_threads``, ⌊occupancy · 256 /
-    threads⌋ per SM, split (``multi_block_grid_setup``) into at most ⌈SMs · blocks per SM / CTAs⌉ blocks and at most
-    ⌈(history + 1) / keys per loop⌉ (``mmha_tokens_per_loop``); every block, split or not, in whole waves over the SMs.
+    threads⌋ per SM, split (``multi_block_grid_setup``) into at most ⌈SMs · blocks per SM / CTAs⌉ blocks, at most
+    ⌈(history + 1) / keys per loop⌉ (``mmha_tokens_per_loop``) and at most ⌈SMs / CTAs⌉, the attention op's
+    ``max_seq_len_tile`` (``attentionOp.cpp``, ``getMaxNumSeqLenTile``; no split at all from one CTA per SM on, where
+    it is 1: multi-block mode is off); every block, split or not, in whole waves over the SMs.
     aiconfigurator-core 0.12.0's B200 table (148 SMs), window 128, one KV head × 64, bf16 cache, at 3 CTAs per SM:
     64 heads at batch 1 (512 threads, one per SM) 8.7 µs unsplit, 12.8 µs at 511 cached tokens (2 blocks, one wave),
     17.9–19.0 µs from 1,023 on (3 blocks, two waves); 96 heads unsplit at batch 2, 4 and 8 (192 and 384 CTAs of 512
@@ -128,8 +130,8 @@ def mmha_tuned_launch(history, ctas, sms: int, head_dim, occupancy: int) -> tupl
     threads = mmha_tuned_threads(ctas, sms, occupancy)
     per_sm = np.floor(occupancy * MMHA_CTA_THREADS / threads)
     by_keys = np.ceil((history + 1.0) / mmha_tokens_per_loop(head_dim, threads))
-    tiles = np.where(ctas >= MMHA_TUNE_CTAS * sms, 1.0,
-                     np.maximum(np.minimum(np.ceil(sms * per_sm / ctas), by_keys), 1.0))
+    most = np.minimum(np.ceil(sms * per_sm / ctas), np.ceil(float(sms) / ctas))
+    tiles = np.where(ctas >= MMHA_TUNE_CTAS * sms, 1.0, np.maximum(np.minimum(most, by_keys), 1.0))
     waves = np.ceil(ctas * tiles / (sms * per_sm))
     return waves * sms * occupancy / ctas, tiles
 

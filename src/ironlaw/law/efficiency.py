@@ -21,7 +21,7 @@ from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm
                               xqa_blocks)
 from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
-from ..core.keyblocks import KEY_BLOCK_KERNELS, fa3_block_n, window_blocks
+from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
                             mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch)
@@ -311,8 +311,8 @@ def key_block_coords(cal: Calibration, cols: Columns, names: np.ndarray, n, k):
     """The grid's N of each windowed decode op (``op.attrs['history']``) of a kernel class that names its kernel's key
     blocks (``key_blocks = "fa3"``, ``core.keyblocks``): the keys of the whole blocks its window touches, which that
     kernel computes in full; ``n`` as given for every other op."""
-    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
-    return np.where(block_n > 0, blocks * block_n, n)
+    keys, tiled = window_key_blocks(cal, cols, names, n, k)
+    return np.where(tiled, keys, n)
 
 
 def key_block_share(cal: Calibration, cols: Columns) -> tuple:
@@ -324,11 +324,11 @@ def key_block_share(cal: Calibration, cols: Columns) -> tuple:
         return 1.0, 1.0
     names = _names(cols, "kernels")
     _, n, k = gemm_dims(cols)
-    blocks, block_n = window_key_blocks(cal, cols, names, n, k)
-    if not np.any(block_n > 0):
+    read, tiled = window_key_blocks(cal, cols, names, n, k)
+    if not np.any(tiled):
         return 1.0, 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        keys = np.where(block_n > 0, blocks * block_n / np.maximum(n, 1.0), 1.0)
+        keys = np.where(tiled, read / np.maximum(n, 1.0), 1.0)
         zero = np.zeros(cols.flops.shape)
         total = sum(cols.bytes.values(), zero)
         cache = cols.bytes.get("kv_cache", zero)
@@ -337,18 +337,22 @@ def key_block_share(cal: Calibration, cols: Columns) -> tuple:
 
 
 def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) -> tuple:
-    """(blocks, BLOCK_N) per op, shaped as ``n``: the key blocks a windowed decode (``op.attrs['history']``) of a class
-    naming its kernel's ``key_blocks`` touches (``keyblocks.window_blocks``) and that kernel's BLOCK_N at the op's head
-    dim (``k``, ``keyblocks.fa3_block_n``); 1 and 0 for every other op."""
+    """(keys, tiled) per op, shaped as ``n``: the keys a windowed decode (``op.attrs['history']``) of a class naming its
+    kernel's ``key_blocks`` computes — FlashAttention 3's whole blocks its window touches (``keyblocks.window_blocks``
+    × ``fa3_block_n`` at the op's head dim ``k``), FlashAttention 2's keys from the block of the window's first key on
+    (``keyblocks.fa2_window_keys``) — and whether it is such an op; ``n`` and False for every other op."""
     shape = np.shape(n)
-    tiled = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("key_blocks") in KEY_BLOCK_KERNELS])
-    if cols.history is None or not np.any(tiled):
-        return np.ones(shape), np.zeros(shape)
+    kinds = {kind: np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("key_blocks") == kind])
+             for kind in KEY_BLOCK_KERNELS}
+    if cols.history is None or not any(np.any(v) for v in kinds.values()):
+        return np.broadcast_to(n, shape), np.zeros(shape, bool)
     history = np.broadcast_to(cols.history, shape)
-    tiled = np.broadcast_to(tiled.reshape((-1,) + (1,) * len(cols.cfg_shape)), shape) & (history > 0)
-    block_n = np.where(tiled, fa3_block_n(np.broadcast_to(k, shape)), 0.0)
-    blocks = np.where(tiled, window_blocks(history, n, np.maximum(block_n, 1.0)), 1.0)
-    return blocks, block_n
+    k = np.broadcast_to(k, shape)
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    fa3, fa2 = (np.broadcast_to(kinds[kind].reshape(lead), shape) & (history > 0) for kind in ("fa3", "fa2"))
+    keys = np.where(fa3, window_blocks(history, n, fa3_block_n(k)) * fa3_block_n(k), n)
+    keys = np.where(fa2, fa2_window_keys(history, n, k), keys)
+    return keys, fa3 | fa2
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -392,7 +396,8 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     splits it launch (``Split``) on ``hw``'s SMs: ``split_kv = "history"``, TensorRT-LLM's XQA
     (``splitkv.blocks_per_sequence``, per sequence and KV head); ``"mmha"``, its MMHA kernel, one CTA per sequence
     and query head, split by ``splitkv.mmha_blocks_per_sequence`` (blocks of the class's ``mmha_threads``), or, for a
-    class that states its kernel's CTAs per SM (``mmha_occupancy``), launched as ``splitkv.mmha_tuned_launch``. Every
+    class that states its kernel's CTAs per SM (``mmha_occupancy``), launched as ``splitkv.mmha_tuned_launch``;
+    ``"heads"``, one CTA per sequence and query head, unsplit (FlashAttention 2 under a window). Every
     other op: 1 block, no fold; None where no op is such. Such an op on a device without an SM count is an error:
     its launch cannot be placed."""
     if cols.history is None:
@@ -401,7 +406,7 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     lead = (-1,) + (1,) * len(cols.cfg_shape)
     kinds = {kind: np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
              for kind in SPLIT_KV}
-    history = np.where(kinds["history"] | kinds["mmha"], cols.history, 0.0)
+    history = np.where(kinds["history"] | kinds["mmha"] | kinds["heads"], cols.history, 0.0)
     if not np.any(history > 0):
         return None
     sms = getattr(hw, "sms", None)
@@ -424,7 +429,8 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
         slots, tiles = (np.where(tuned, x, y) for x, y in zip(mmha_tuned_launch(history, heads, sms, k, int(c)),
                                                               (slots, tiles)))
     splits = np.where(mmha, tiles > 1.0, blocks > 1.0)
-    return Split(np.where(mmha, slots, blocks), np.where(mmha, np.maximum(m, 1.0), 1.0), splits)
+    fold = mmha | (np.broadcast_to(kinds["heads"], units.shape) & (history > 0))
+    return Split(np.where(mmha, slots, blocks), np.where(fold, np.maximum(m, 1.0), 1.0), splits)
 
 
 def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
@@ -452,20 +458,22 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     return out
 
 
-def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None) -> np.ndarray | float:
+def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None,
+                  split: Split | None = None) -> np.ndarray | float:
     """Per op, the seconds a decode kernel class's launch adds per sequence and KV head (``unit_s``, the grid's
     units over QKᵀ and PV, halved): each CTA's own work whatever its keys (the query loaded, the page table read, the
     output written), which the device runs its SMs' worth at a time, so that it adds like a latency growing with the
     batch; 0 for every other op. aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables at one
     cached token: 11-37 ns per sequence and KV head at batch 2048 on H100, B200, L40S and RTX PRO 6000, far above
     their bytes' time (``gemmshape.UNIT_S_MAX``). A class with ``unit_launch = "waves"`` pays it on the units past the
-    first wave of ``sms`` SMs, in whole waves (``past_first_wave``)."""
+    first wave of ``sms`` SMs, in whole waves (``past_first_wave``). A launch of one CTA per query head (``split``'s
+    ``fold``, ``split_blocks``) pays it per sequence and query head."""
     names = _names(cols, "kernels")
     own = [(name, float(p["unit_s"]), p.get("unit_launch")) for name, p in classes_with(cal, names, "unit_s")]
     if not own:
         return 0.0
     m, n, k = gemm_dims(cols)
-    units = sequence_heads(cols, m, n, k)
+    units = sequence_heads(cols, m, n, k) * (1.0 if split is None else np.broadcast_to(split.fold, cols.flops.shape))
     out = np.zeros(cols.flops.shape)
     for name, unit_s, launch in own:
         r = names == name
@@ -697,7 +705,7 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "expert_s": lambda cal, cols, sms, split: expert_setup_s(cal, cols),
     "touched_s": lambda cal, cols, sms, split: touched_setup_s(cal, cols),
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
-    "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms),
+    "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms, split),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),

@@ -253,7 +253,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _row_table(p, key, w)
     _check_grid(p, w)
     _check_variant(p, w)
-    if "math" in p and p["math"] not in DTYPE_BYTES:
+    if "math" in p and (not isinstance(p["math"], str) or p["math"] not in DTYPE_BYTES):
         raise IronlawError(f"{w}.math: must be a dtype ({', '.join(DTYPE_BYTES)}), got {p['math']!r}")
     if "math" in p and "key_ctas" in p:
         raise IronlawError(f"{w}: math and key_ctas exclude each other (a walk's bound is at the op's own peak)")

@@ -470,6 +470,17 @@ SPLIT_FRAMEWORK = "trtllm"
 # Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
 KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
 KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
+# (framework, op, regime) of the decode classes whose rows may run FlashAttention 2 under a sliding window, and the
+# launches their fit tries beside the plain one where every row times it (``kernel_source``, ``HEAD_CTA_SOURCES``):
+# one CTA per sequence and query head, unsplit (``split_kv = "heads"``: FA2's grouped-query swap and its split-KV
+# heuristic both need no window, ``flash_api.cpp``, ``mha_varlen_fwd``), with and without the keys it reads from the
+# window's first key block on (``key_blocks = "fa2"``, ``core.keyblocks.fa2_window_keys``). aiconfigurator-core
+# 0.12.0's vLLM 0.24.0 L40S table, window 128, head dim 64 and 128, one cached token, batch 512: the time follows the
+# query heads, not the KV heads (64 heads on 1 KV head and on 8: 1.04 ms both; 8 heads 137 µs, 32 heads 525 µs); the
+# vLLM window decode classes of the MMHA rule (one head per KV head, over 32) on L40S and RTX PRO 6000's bf16 cache
+HEAD_CTA_CLASSES = {("vllm", "generation_attention", "_window_mmha")}
+HEAD_CTA_SOURCES = ("vllm_flash_attn_fa2",)
+HEAD_CTA_LAUNCHES = ({"split_kv": "heads"}, {"split_kv": "heads", "key_blocks": "fa2"}, {"key_blocks": "fa2"})
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
 # 0.5.14's sliding-window decode. aiconfigurator's SGLang collector times one model's attention call per head dim
 # there (collector/cases/models/*_cases.yaml): gpt-oss's 64 (window 128, attention sinks), Llama 4's 128 (8,192-token
@@ -875,6 +886,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
+    tries = tries + head_ctas_of(hw, g, rows)
     tries = tries + tuple({**extra, **waves} for extra in tries for waves in unit_waves_of(hw, g, rows))
     chunked = chunk_launches_of(hw, g, rows)          # FlashInfer's plan splits: the plain launch is not its
     tries = tuple({**extra, **chunks} for extra in tries for chunks in chunked) if chunked else tries
@@ -934,6 +946,16 @@ def key_blocks_of(g: Group, rows) -> tuple:
     sources = set(rows["kernel_source"].unique())
     kernels = {KEY_BLOCK_SOURCES.get(s) for s in sources}
     return ({"key_blocks": kernels.pop()},) if len(kernels) == 1 and None not in kernels else ()
+
+
+def head_ctas_of(hw, g: Group, rows) -> tuple:
+    """``HEAD_CTA_LAUNCHES`` for a class of ``HEAD_CTA_CLASSES`` whose rows all time a kernel of ``HEAD_CTA_SOURCES``,
+    on a device that states its SMs (its fit tries each beside the plain launch); () for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (getattr(g.table, "framework", None), g.op, regime) not in HEAD_CTA_CLASSES or not getattr(hw, "sms", None) \
+            or "kernel_source" not in rows.columns:
+        return ()
+    return HEAD_CTA_LAUNCHES if set(rows["kernel_source"].unique()) <= set(HEAD_CTA_SOURCES) else ()
 
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
@@ -1237,7 +1259,7 @@ def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tu
     ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
     ``MERGE_S_START``) where that launch is XQA's ("history"); as given otherwise."""
     kind = (extra or {}).get("split_kv")
-    if not kind:
+    if not kind or kind == "heads":      # one CTA per query head, unsplit: nothing to reduce
         return bounds, starts
     bounds, starts = bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
     if kind != "history":
