@@ -119,7 +119,7 @@ def test_a_unit_launch_out_of_form_is_refused(h100_decode, bad):
         calibration.check(_cal(g, {**table, **bad}), "calibration")
 
 
-def test_only_vllm_s_flash_attention_decode_over_32_heads_tries_its_unit_cost_in_waves(h100_decode):
+def test_only_vllm_s_and_sglang_s_flash_attention_decode_over_32_heads_tries_its_unit_cost_in_waves(h100_decode):
     hw, g = h100_decode
     wide = replace(g, key=("kernel", g.key[1] + "_wide"), table=replace(g.table, framework="vllm"),
                    rows=g.rows.assign(kernel_source="vllm_flash_attn_fa2"))
@@ -128,4 +128,7 @@ def test_only_vllm_s_flash_attention_decode_over_32_heads_tries_its_unit_cost_in
     assert kernelfit.unit_waves_of(hw, wide, wide.rows.assign(kernel_source="flashinfer")) == ()
     assert kernelfit.unit_waves_of(hw, wide, wide.rows.assign(kernel_source="vllm_flash_attn_fa3")) == \
         ({"unit_launch": "split_waves"},)
+    sglang = replace(wide, table=replace(g.table, framework="sglang"), rows=g.rows.assign(kernel_source="fa3"))
+    assert kernelfit.unit_waves_of(hw, sglang, sglang.rows) == ({"unit_launch": "waves"},)
+    assert kernelfit.unit_waves_of(hw, replace(sglang, table=g.table), sglang.rows) == ()
     assert kernelfit.unit_waves_of(replace(hw, sms=None), wide, wide.rows) == ()
