@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
-from ironlaw.core.gemmshape import UNIT_S_MAX  # noqa: E402
+from ironlaw.core.gemmshape import SPLIT_KERNEL_TOKENS, UNIT_S_MAX  # noqa: E402
+from ironlaw.law import efficiency  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 
@@ -92,6 +93,24 @@ def test_unit_s_in_waves_is_paid_past_the_first_wave_of_the_sms(h100_decode):
         prob2.times(_cal(g, waves))
 
 
+def test_unit_s_in_flash_attention_3_s_waves_doubles_its_wave_past_its_split_kernel(h100_decode):
+    """``unit_launch = "split_waves"``: unit_s on the sequences × KV heads past the first wave, a wave the SMs' CTAs
+    up to ``SPLIT_KERNEL_TOKENS`` (512) tokens a call, twice that beyond (H100, one KV head: batch 512 pays 3 waves
+    of 132, batch 1,024 3 waves of 264: the same)."""
+    hw, g = h100_decode
+    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    table = hw.calibration.table()["kernel"][g.key[1]]
+    split = {**table, "unit_s": UNIT_S, "unit_launch": "split_waves"}
+    added = prob.times(_cal(g, split)) - prob.times(_cal(g, table))
+    units, batch = _units(g), g.rows.batch_size.to_numpy(float)
+    wave = np.where(batch <= SPLIT_KERNEL_TOKENS, hw.sms, 2 * hw.sms)
+    want = UNIT_S * wave * np.maximum(np.ceil(units / wave) - 1, 0)
+    assert (batch <= SPLIT_KERNEL_TOKENS).any() and (batch > SPLIT_KERNEL_TOKENS).any()
+    assert np.allclose(added, want, rtol=1e-9, atol=1e-15)
+    paid = efficiency.past_first_wave(np.array([512.0, 1024.0]), np.array([hw.sms, 2.0 * hw.sms]), "x")
+    assert np.allclose(paid, 3 * np.array([hw.sms, 2.0 * hw.sms]))
+
+
 @pytest.mark.parametrize("bad", [{"unit_launch": "tiles", "unit_s": UNIT_S}, {"unit_launch": "waves"}])
 def test_a_unit_launch_out_of_form_is_refused(h100_decode, bad):
     hw, g = h100_decode
@@ -100,11 +119,16 @@ def test_a_unit_launch_out_of_form_is_refused(h100_decode, bad):
         calibration.check(_cal(g, {**table, **bad}), "calibration")
 
 
-def test_only_vllm_s_flash_attention_2_decode_over_32_heads_tries_its_unit_cost_in_waves(h100_decode):
+def test_only_vllm_s_and_sglang_s_flash_attention_decode_over_32_heads_tries_its_unit_cost_in_waves(h100_decode):
     hw, g = h100_decode
     wide = replace(g, key=("kernel", g.key[1] + "_wide"), table=replace(g.table, framework="vllm"),
-                   rows=g.rows.assign(kernel_source=kernelfit.UNIT_WAVE_KERNELS[0]))
+                   rows=g.rows.assign(kernel_source="vllm_flash_attn_fa2"))
     assert kernelfit.unit_waves_of(hw, wide, wide.rows) == ({"unit_launch": "waves"},)
     assert kernelfit.unit_waves_of(hw, replace(wide, key=g.key), wide.rows) == ()
     assert kernelfit.unit_waves_of(hw, wide, wide.rows.assign(kernel_source="flashinfer")) == ()
+    assert kernelfit.unit_waves_of(hw, wide, wide.rows.assign(kernel_source="vllm_flash_attn_fa3")) == \
+        ({"unit_launch": "split_waves"},)
+    sglang = replace(wide, table=replace(g.table, framework="sglang"), rows=g.rows.assign(kernel_source="fa3"))
+    assert kernelfit.unit_waves_of(hw, sglang, sglang.rows) == ({"unit_launch": "waves"},)
+    assert kernelfit.unit_waves_of(hw, replace(sglang, table=g.table), sglang.rows) == ()
     assert kernelfit.unit_waves_of(replace(hw, sms=None), wide, wide.rows) == ()

@@ -109,7 +109,18 @@ UNIT_S_MAX = 1e-6
 # whole waves (``efficiency.unit_launch_s``): a launch of one CTA per sequence and KV head that fits one wave is as long
 # as one CTA, which the fixed latency holds. aiconfigurator-core 0.12.0's vLLM 0.24.0 L40S table (142 SMs), over 32 heads
 # on one KV head (FlashAttention 2), up to 15 cached tokens: 9.0-10.2 µs from batch 1 to 128, 15.0 µs at 256
-UNIT_LAUNCHES = ("waves",)
+# "split_waves": vLLM's FlashAttention 3 decode, in whole waves past the first as "waves", its waves of the SMs' CTAs
+# up to SPLIT_KERNEL_TOKENS tokens a call and of twice that beyond. vLLM passes FA3 num_splits = 32 (its
+# VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH) where a call's tokens are at most its largest CUDA-graph capture size
+# (vllm/v1/attention/backends/flash_attn.py, ``max_num_splits = self.max_num_splits``; the size min(2 · max_num_seqs,
+# 512) by default, vllm/config/vllm.py ``_set_cudagraph_sizes``), 0 beyond, FA3's own heuristic then taking one
+# split at a full grid (hopper/heuristics.h, ``num_splits_heuristic``): FA3's split kernel up to 512, its plain kernel
+# beyond. aiconfigurator-core 0.12.0's vLLM 0.24.0 H100 table (132 SMs), 64 heads on one KV head × 128, one cached
+# token: 15.8, 24.4, 46.8, 45.9, 94.7 µs at batch 128, 256, 512, 1,024, 2,048 (1, 2, 4, 4, 8 waves). That a wave of
+# the plain kernel holds twice the CTAs (or its CTA takes half the split kernel's time) is the tables' doubling
+# period, not read in the source
+UNIT_LAUNCHES = ("waves", "split_waves")
+SPLIT_KERNEL_TOKENS = 512
 # write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
 # each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:
 # ``dim3 grid(num_tokens)``, ``dim3 block(std::min(num_heads * head_size, 512))``), which aiconfigurator's vLLM collector

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..machine.cache import pack_limit_bytes
 from ..machine.calibration import SHAPE_KINDS, STREAMED, Calibration
-from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
+from ..core.gemmshape import (KEY_WALK_FREE, SPLIT_KERNEL_TOKENS, SPLIT_KV, gemm_dims, gemm_eta, gemm_serial, gemv_passes, grid_factor, grid_units,
                               is_gemv, kn_rows, row_factor, row_length, streamed_eta, WRITE_CTA_THREADS,
                               xqa_blocks)
 from ..core.errors import IronlawError
@@ -466,8 +466,9 @@ def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None,
     batch; 0 for every other op. aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables at one
     cached token: 11-37 ns per sequence and KV head at batch 2048 on H100, B200, L40S and RTX PRO 6000, far above
     their bytes' time (``gemmshape.UNIT_S_MAX``). A class with ``unit_launch = "waves"`` pays it on the units past the
-    first wave of ``sms`` SMs, in whole waves (``past_first_wave``). A launch of one CTA per query head (``split``'s
-    ``fold``, ``split_blocks``) pays it per sequence and query head."""
+    first wave of ``sms`` SMs, in whole waves (``past_first_wave``); with "split_waves", in waves of ``sms`` CTAs up to
+    ``SPLIT_KERNEL_TOKENS`` tokens a call and of twice that beyond (``split_wave_ctas``). A launch of one CTA per query
+    head (``split``'s ``fold``, ``split_blocks``) pays it per sequence and query head."""
     names = _names(cols, "kernels")
     own = [(name, float(p["unit_s"]), p.get("unit_launch")) for name, p in classes_with(cal, names, "unit_s")]
     if not own:
@@ -477,8 +478,20 @@ def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None,
     out = np.zeros(cols.flops.shape)
     for name, unit_s, launch in own:
         r = names == name
-        out[r] = unit_s * (units[r] if launch is None else past_first_wave(units[r], sms, name))
+        wave = sms if launch != "split_waves" else split_wave_ctas(cols, sms, name)[r]
+        out[r] = unit_s * (units[r] if launch is None else past_first_wave(units[r], wave, name))
     return out
+
+
+def split_wave_ctas(cols: Columns, sms: int | None, name: str) -> np.ndarray:
+    """Per op, the CTAs one wave of vLLM's FlashAttention 3 decode runs (``unit_launch = "split_waves"``): ``sms``
+    where its tokens (a decode's, one per sequence: the tokens it writes, ``op.attrs["cache_writes"]``) are at most
+    ``SPLIT_KERNEL_TOKENS`` (FA3's split kernel), twice that beyond (its plain kernel; ``gemmshape.UNIT_LAUNCHES``)."""
+    if not sms or cols.cache_writes is None:
+        raise IronlawError(f"kernel class {name} pays its unit_s in FlashAttention 3's waves (unit_launch = "
+                           f"split_waves): the op states no tokens (cache_writes) or the device no [vector] sms")
+    tokens = np.broadcast_to(cols.cache_writes, cols.flops.shape)
+    return np.where(tokens <= SPLIT_KERNEL_TOKENS + 1e-9, float(sms), 2.0 * float(sms))
 
 
 def sequence_heads(cols: Columns, m, n, k) -> np.ndarray:
@@ -487,13 +500,14 @@ def sequence_heads(cols: Columns, m, n, k) -> np.ndarray:
     return np.broadcast_to(grid_units(cols.flops, m, n, k) / 2.0, cols.flops.shape)
 
 
-def past_first_wave(units: np.ndarray, sms: int | None, name: str) -> np.ndarray:
-    """The CTAs (one per sequence and KV head) a launch runs past its first wave over ``sms`` SMs, in whole waves: a
-    class with ``unit_launch = "waves"`` pays ``unit_s`` on those (``gemmshape.UNIT_LAUNCHES``)."""
-    if not sms:
+def past_first_wave(units: np.ndarray, sms, name: str) -> np.ndarray:
+    """The CTAs (one per sequence and KV head) a launch runs past its first wave over ``sms`` SMs (or per op, the CTAs
+    of one wave), in whole waves: a class with ``unit_launch`` pays ``unit_s`` on those (``gemmshape.UNIT_LAUNCHES``)."""
+    if sms is None or not np.all(np.asarray(sms) > 0):
         raise IronlawError(f"kernel class {name} pays its unit_s in waves over the SMs (unit_launch): the device states "
                            f"no [vector] sms")
-    return float(sms) * np.maximum(np.ceil(units / float(sms) - 1e-9) - 1.0, 0.0)
+    wave = np.asarray(sms, float)
+    return wave * np.maximum(np.ceil(units / wave - 1e-9) - 1.0, 0.0)
 
 
 def swap_copy_s(cal: Calibration, cols: Columns) -> np.ndarray | float:

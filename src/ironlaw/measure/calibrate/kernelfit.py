@@ -338,8 +338,19 @@ SWAP_S_START = 3e-6
 # that states its SMs. vLLM 0.24.0's FlashAttention 2 decode over 32 heads per KV head, one CTA per sequence and KV head
 # (the head group is one 64-row tile): L40S (142 SMs), up to 15 cached tokens, 9.0-10.2 µs from batch 1 to 128, 15.0 µs
 # at 256, 24.3 µs at 512 (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
-UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"),)
-UNIT_WAVE_KERNELS = ("vllm_flash_attn_fa2",)
+# ``UNIT_WAVE_KERNELS`` maps each kernel to its launch (``gemmshape.UNIT_LAUNCHES``): vLLM's FlashAttention 3 on Hopper
+# "split_waves", FA3's split kernel up to 512 tokens a call (vLLM's num_splits under its CUDA-graph sizes; one wave the
+# SMs' CTAs) and its plain kernel beyond (twice that a wave). aiconfigurator-core 0.12.0's vLLM 0.24.0 H100 table,
+# 64 heads on one KV head × 64, one cached token: 19.6, 35.4, 38.5, 73.4 µs at batch 256, 512, 1,024, 2,048
+# (docs/accuracy.md, "vLLM's Hopper decode over 32 heads per KV head: FlashAttention 3's split kernel up to 512 tokens").
+# SGLang 0.5.14's decode over 32 heads per KV head on FA3 (Hopper; no num_splits passed, FA3's heuristic takes one
+# split once the CTAs fill its SMs) and on TRT-LLM-gen (``trtllm_mha``, Blackwell), one CTA per sequence and KV head
+# at a full grid, "waves": H200, 128 heads on 2 KV heads × 128, one cached token, 10.3, 13.7, 21.0, 35.5, 75.0,
+# 138.7 µs at 128 … 4,096 sequences × KV heads (3.4-4.3 µs per wave of 132 past the first); B200, 64 heads on one KV
+# head × 128, 10.5, 13.6, 18.7, 28.8, 47.3 µs at batch 128 … 2,048 (2.7-3.1 µs per wave of 148) (docs/accuracy.md,
+# "SGLang's decode over 32 heads per KV head: its cost per sequence and KV head in waves")
+UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide"))
+UNIT_WAVE_KERNELS = {"vllm_flash_attn_fa2": "waves", "vllm_flash_attn_fa3": "split_waves", "fa3": "waves", "trtllm_mha": "waves"}
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -926,13 +937,13 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
 
 
 def unit_waves_of(hw, g: Group, rows) -> tuple:
-    """``({"unit_launch": "waves"},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
-    ``UNIT_WAVE_KERNELS``, on a device that states its SMs (its fit tries its ``unit_s`` in waves beside it on every
-    sequence and KV head); () for another."""
+    """``({"unit_launch": launch},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
+    ``UNIT_WAVE_KERNELS`` (its launch), on a device that states its SMs (its fit tries its ``unit_s`` in waves beside
+    it on every sequence and KV head); () for another."""
     regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
     own = (getattr(g.table, "framework", None), g.op, regime) in UNIT_WAVE_CLASSES
-    return ({"unit_launch": "waves"},) if own and getattr(hw, "sms", None) and main_kernel(rows) in UNIT_WAVE_KERNELS \
-        else ()
+    launch = UNIT_WAVE_KERNELS.get(main_kernel(rows))
+    return ({"unit_launch": launch},) if own and getattr(hw, "sms", None) and launch else ()
 
 
 def key_blocks_of(g: Group, rows) -> tuple:
