@@ -374,13 +374,10 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     such an op on a device without an SM count is an error."""
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    own = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == "chunks"]).reshape(lead)
+    own = _split_kind(cal, names, "chunks", lead)
     if not np.any(own):
         return None
-    sms = getattr(hw, "sms", None)
-    if sms is None:
-        raise IronlawError(f"{getattr(hw, 'name', 'this device')}: a chunked decode attention's split-KV launch "
-                           f"needs the device's SM count ([vector] sms in its hardware file)")
+    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     occupancy = _per_op(cal, names, "chunk_occupancy", 1.0, lead)
@@ -404,15 +401,11 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
         return None
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    kinds = {kind: np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
-             for kind in SPLIT_KV}
+    kinds = {kind: _split_kind(cal, names, kind, lead) for kind in SPLIT_KV}
     history = np.where(kinds["history"] | kinds["mmha"] | kinds["heads"], cols.history, 0.0)
     if not np.any(history > 0):
         return None
-    sms = getattr(hw, "sms", None)
-    if sms is None:
-        raise IronlawError(f"{getattr(hw, 'name', 'this device')}: a sliding-window decode attention's split-KV "
-                           f"launch needs the device's SM count ([vector] sms in its hardware file)")
+    sms = _launch_sms(hw, "a sliding-window decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     history = np.broadcast_to(history, units.shape)
@@ -431,6 +424,20 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     splits = np.where(mmha, tiles > 1.0, blocks > 1.0)
     fold = mmha | (np.broadcast_to(kinds["heads"], units.shape) & (history > 0))
     return Split(np.where(mmha, slots, blocks), np.where(fold, np.maximum(m, 1.0), 1.0), splits)
+
+
+def _split_kind(cal: Calibration, names: np.ndarray, kind: str, lead: tuple) -> np.ndarray:
+    """(n_ops, 1…) whether each op's kernel class splits its keys as ``kind`` (its ``split_kv``)."""
+    return np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
+
+
+def _launch_sms(hw: Hardware | None, launch: str) -> int:
+    """``hw``'s SM count, which placing ``launch`` on the device needs; a device without one is an error."""
+    sms = getattr(hw, "sms", None)
+    if sms is None:
+        raise IronlawError(f"{getattr(hw, 'name', 'this device')}: {launch} needs the device's SM count ([vector] sms "
+                           f"in its hardware file)")
+    return sms
 
 
 def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
