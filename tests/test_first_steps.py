@@ -125,3 +125,20 @@ def test_fit_on_a_catalog_cpu_does_not_offer_a_save_it_would_refuse():
     line = saved_line(None, "xeon-8480", "xeon-8480")
     assert "--save writes it into the profile" not in line and "not a profile `ironlaw probe` wrote" in line
     assert saved_line("/p.toml", "xeon-8480", "xeon-8480") == "; saved into /p.toml"
+
+
+# ------------------------------------------------------------------ an option or a GPU name given where it has no place
+def test_serve_with_phase_says_where_a_phase_is_chosen():
+    """`serve SPEC --on h100 --phase decode` got click's "No such option '--phase'. (Did you mean one of: '--help',
+    ...)"; it now says serve runs both phases and which command takes one."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--phase", "decode"))
+    assert "serve takes no --phase" in line and "ironlaw analyze SPEC --on HW --phase decode" in line
+    assert "--help" not in line
+
+
+def test_calibrate_with_a_mistyped_gpu_names_the_nearest(tmp_path):
+    """`calibrate --kernels DIR --gpu h1000` said "no kernel table for GPU 'h1000'" as if the tables lacked it;
+    the name is no catalog GPU, and the nearest are named."""
+    folder = _own_gemm(tmp_path / "mine")
+    line = one_line_error(run_cli("calibrate", "--kernels", folder, "--gpu", "h1000"))
+    assert "unknown hardware 'h1000'" in line and "h100" in line.split("did you mean")[1]

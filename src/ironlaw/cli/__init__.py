@@ -91,11 +91,22 @@ def _is_usage_error(e: Exception) -> bool:
     return any(c.__name__ == "ClickException" for c in type(e).__mro__) and hasattr(e, "format_message")
 
 
+# (command, option) → where the option lives: an option another command takes, given to one that takes none
+OPTION_ELSEWHERE = {
+    ("serve", "--phase"): "serve runs a workload's prefill and decode together; one phase alone: "
+                          "ironlaw analyze SPEC --on HW --phase decode",
+}
+
+
 def _usage_message(e: Exception) -> str:
     """A usage error's message; a group called without its command (click's message is then the group's whole
     help) names its commands instead. A sentence said twice in a row is said once: click and typer each add
-    "Did you mean 'show'?" to a mistyped subcommand."""
+    "Did you mean 'show'?" to a mistyped subcommand. An option the command lacks that another takes says where
+    (``OPTION_ELSEWHERE``)."""
     ctx = getattr(e, "ctx", None)
+    elsewhere = OPTION_ELSEWHERE.get((getattr(ctx, "info_name", None), getattr(e, "option_name", None)))
+    if elsewhere:
+        return f"{ctx.info_name} takes no {e.option_name}: {elsewhere}"
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
