@@ -177,6 +177,16 @@ def test_the_writer_is_fitted_on_sglang_s_fp8_cache_mla_prefill_on_its_gpus_only
     assert names(replace(fp8, table=replace(fp8.table, gpu="h100"))) == ["eta_max"]
 
 
+def _assert_writer_per_token(hw, group, table):
+    """The seconds ``table``'s write_s adds to each of ``group``'s MLA prefill rows on ``hw``: write_s × tokens × the
+    latent's 512 writer threads / SMs, whatever the row's heads."""
+    prob = kernelfit.Problem(hw, kernelfit.observations(group, group.rows, hw), weighting="per_case")
+    plain = {k: v for k, v in table.items() if k != "write_s"}
+    added = prob.times(_cal(group, table)) - prob.times(_cal(group, plain))
+    tokens = (group.rows.batch_size * group.rows.isl).to_numpy(float)
+    assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)
+
+
 def test_sglang_s_h200_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_its_heads(h200_mla):
     """The engine file's class states write_s, and the law adds write_s · tokens · 512 / SMs to each of its ops: the
     same per token at 1 and at 16 heads."""
@@ -184,11 +194,7 @@ def test_sglang_s_h200_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_
     hw, _, fp8 = h200_mla
     table = engines.load("h200", "sglang")["kernel"][fp8.key[1]]
     assert 0.0 < table["write_s"] <= WRITE_S_MAX
-    prob = kernelfit.Problem(hw, kernelfit.observations(fp8, fp8.rows, hw), weighting="per_case")
-    plain = {k: v for k, v in table.items() if k != "write_s"}
-    added = prob.times(_cal(fp8, table)) - prob.times(_cal(fp8, plain))
-    tokens = (fp8.rows.batch_size * fp8.rows.isl).to_numpy(float)
-    assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)
+    _assert_writer_per_token(hw, fp8, table)
 
 
 def _window_group(framework: str, gpu: str, kv_dtype: str):
@@ -246,8 +252,4 @@ def test_rtx_pro_6000_fp8_cache_mla_prefill_pays_its_writer_per_token_whatever_i
     trt = replace(fp8, table=replace(g.table, gpu="rtx-pro-6000"))
     table = hw.calibration.table()["kernel"][trt.key[1]]
     assert 0.0 < table["write_s"] <= WRITE_S_MAX
-    prob = kernelfit.Problem(hw, kernelfit.observations(trt, trt.rows, hw), weighting="per_case")
-    plain = {k: v for k, v in table.items() if k != "write_s"}
-    added = prob.times(_cal(trt, table)) - prob.times(_cal(trt, plain))
-    tokens = (trt.rows.batch_size * trt.rows.isl).to_numpy(float)
-    assert np.allclose(added, table["write_s"] * tokens * WRITE_CTA_THREADS / hw.sms, rtol=1e-9, atol=1e-15)
+    _assert_writer_per_token(hw, trt, table)

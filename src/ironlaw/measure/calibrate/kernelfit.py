@@ -462,14 +462,11 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # (framework, kernel class) → GPUs of the decode classes whose rows run FlashInfer's CUDA-core decode kernel
 # (``CHUNK_SOURCES``), which its plan splits over chunks of each sequence's keys wherever the sequences × KV heads leave
 # the grid short (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``): fitted at each of ``CHUNK_OCCUPANCY`` CTAs
-# per SM in place of the plain launch (the kernel's plan splits wherever the grid is short; tried beside it, the plain
-# launch took the smaller loss on vLLM L40S's fitted rows, 0.0432 against 0.0485, and held out at 7.8% / 28.3% against
-# 5.7% / 17.5%: its grid fitted the split at the fitted rows' nodes, which the rows between them do not follow), the
-# smallest loss on the fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on
-# FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no FP8 cache): L40S, one head per KV head × 256, batch 1,
-# 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s from the L2, where one CTA per sequence would walk it
-# alone. SGLang 0.5.14's FlashInfer classes there (its default backend on SM 89 and SM 120) are not in: tried beside
-# the plain launch, L40S's FP8-cache one-head class kept the plain one by its loss (docs/accuracy.md)
+# per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
+# fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
+# FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
+# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch, and why SGLang's FlashInfer
+# classes on these GPUs are not keyed: docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"
 CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
