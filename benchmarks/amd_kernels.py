@@ -30,7 +30,7 @@ them. Each class's rows are sorted by shape; the even rows are fitted (``kernelf
 beside the datasheet-only prediction (the catalog without ``[calibration]``) on the same rows. ``--write`` stores
 the fitted terms in src/ironlaw/machine/catalog/<gpu>.toml's ``[calibration]``; ``--stored`` scores the stored ones.
 ``--gemm-fill`` is the GEMM classes' M term (``kernelfit.GEMM_FILLS``, as in benchmarks/kernel_tables.py): ``auto``
-fits "half" and "stream" and keeps per class the one whose held-out p90 is lower (``kernelfit.better_form``) and
+fits "half" and "stream" and keeps per class the one whose held-out p90 is lower (``kernelfit.forms.better_form``) and
 prints the choice and both scores.
 """
 from __future__ import annotations

@@ -4,13 +4,14 @@ band and bound labels.
     python benchmarks/gemm_fill.py [--data DIR] [--gpu NAME …] [--dtype bf16|fp8|fp4 …] [--form half|tile|stream …]
 
 Per GPU × GEMM dtype, the catalog's stored terms against the forms fitted here: "half" (η's M term M/(M+m_half),
-``gemmshape.gemm_eta``), "tile" (``kernelfit.fit(gemm_fill="tile")``: the rows' fill of whole tiles of ``kernelfit.GEMM_TILES``
-rows, the best kept, the streamed weights' η at most 1) and "stream" (``kernelfit.fit_stream``: the weights'
-streamed η growing with their tiles, streamed · N·K/(N·K + streamed_half), at most 1; a fitted serial share; the
-compute's M term 1 or a half-point, the better kept), each with its kernel grid, on the same held-out rows as
-``benchmarks/kernel_tables.py --op gemm`` (the odd rows of the shape-sorted class): median / p90 |error| over all of
-them and over M ≤ 16, 16 < M ≤ 256 and M > 256; then the bound label ``ironlaw analyze`` gives gemm:M,4096,4096 at M =
-1, 8, 64, 256, 4096 and Llama-3-8B decode at batch 1 and 1,024 tokens in that dtype, under each. Nothing is written.
+``gemmshape.gemm_eta``), "tile" (``kernelfit.fit(gemm_fill="tile")``: the rows' fill of whole tiles of
+``kernelfit.classfit.GEMM_TILES`` rows, the best kept, the streamed weights' η at most 1) and "stream"
+(``kernelfit.shapefit.fit_stream``: the weights' streamed η growing with their tiles, streamed · N·K/(N·K +
+streamed_half), at most 1; a fitted serial share; the compute's M term 1 or a half-point, the better kept), each with
+its kernel grid, on the same held-out rows as ``benchmarks/kernel_tables.py --op gemm`` (the odd rows of the
+shape-sorted class): median / p90 |error| over all of them and over M ≤ 16, 16 < M ≤ 256 and M > 256; then the bound
+label ``ironlaw analyze`` gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 and Llama-3-8B decode at batch 1 and 1,024
+tokens in that dtype, under each. Nothing is written.
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0; PyPI ``aiconfigurator-core==0.12.0``), its
 ``aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/<version>/gemm_perf.parquet``; ``--data`` names that folder.

@@ -24,16 +24,16 @@ communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collective
 benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
 says (``--write`` there stores them).
 
-``--gemm-fill tile`` fits each GEMM class's M term as the rows' fill of whole tiles (``kernelfit.GEMM_TILES``, the
-best kept) with the streamed weights' η at most 1, in place of M/(M+m_half) (``--gemm-fill half``, the default);
+``--gemm-fill tile`` fits each GEMM class's M term as the rows' fill of whole tiles (``kernelfit.classfit.GEMM_TILES``,
+the best kept) with the streamed weights' η at most 1, in place of M/(M+m_half) (``--gemm-fill half``, the default);
 ``--gemm-fill stream`` fits the weights' streamed η as growing with their tiles, streamed · N·K/(N·K +
 streamed_half) at most 1, with a serial share and the compute's M term as 1 or a half-point, the better kept
-(``kernelfit.fit_stream``; the form the catalog's H100, H200, B200, B300, GB200 and GB300 GEMM classes and A100 bf16
-hold, docs/accuracy.md); ``--gemm-fill auto`` fits both and keeps per class the one whose held-out p90 is lower
-(``kernelfit.better_form``, the rule that chose the catalog's forms; what ``ironlaw calibrate --kernels`` fits) and
-prints the choice and both scores; with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the streamed η and the
-bound label the law gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 (``fill_lines``). Nothing is written unless
-``--write``.
+(``kernelfit.shapefit.fit_stream``; the form the catalog's H100, H200, B200, B300, GB200 and GB300 GEMM classes and A100
+bf16 hold, docs/accuracy.md); ``--gemm-fill auto`` fits both and keeps per class the one whose held-out p90 is lower
+(``kernelfit.forms.better_form``, the rule that chose the catalog's forms; what ``ironlaw calibrate --kernels`` fits)
+and prints the choice and both scores; with GEMM classes, each GPU's lines then give, stored and fitted, the M term, the
+streamed η and the bound label the law gives gemm:M,4096,4096 at M = 1, 8, 64, 256, 4096 (``fill_lines``). Nothing is
+written unless ``--write``.
 
 ``--release 1.0`` fits the TensorRT-LLM 1.0 line instead (the release the perf-overview cells ran): DIR08 is
 aiconfigurator 0.8.0's ``aiconfigurator/systems/data`` (PyPI ``aiconfigurator==0.8.0``, NVIDIA, Apache-2.0), its
@@ -66,7 +66,7 @@ GPUS = {"a100_sxm": "a100", "h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": 
 # --release: the table versions and the package that ships them (the unpacked wheel has no dist-info to read)
 RELEASE_ORIGIN = {"1.0": ("aiconfigurator 0.8.0 (NVIDIA, PyPI)", "Apache-2.0")}
 RELEASE_GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
-# --release: kernel-grid node spacing replacing kernelfit.GRID_STEPS. The 1.0 line's generation kernels change with
+# --release: kernel-grid node spacing replacing kernelfit.grid.GRID_STEPS. The 1.0 line's generation kernels change with
 # the heads per KV head (B200 1.0.0rc6, GQA class: +41–48% at 12–16 heads per KV head, −58 to −68% at 24–32 with the
 # catalog's 32× step); every 2× in query rows per KV head takes B200's held-out GQA rows from 16.8% / 83.6% to
 # 7.2% / 25.7% (H100: 7.2% → 6.5%), so the release's generation grids step 2× in M
@@ -74,8 +74,8 @@ LABEL_M = (1, 8, 64, 256, 4096)       # --gemm-fill's bound labels: gemm:M,4096,
 LABEL_NK = (4096, 4096)
 RELEASE_GRID_STEPS = {"1.0": {"generation_attention": (2.0, 4.0, 2.0, 4.0)}}
 # per GPU, in place of those: H100's and H200's grouped-query classes are fitted on the rows XQA runs (1,099-1,147 of
-# 1,471-1,535 fit rows; the others run MMHA, kernelfit.DISPATCH), short of the 4 a node (kernelfit.GRID_ROWS_PER_NODE)
-# the 2× M, 4× units grid needs (1,440); 8× in units keeps the 2× M nodes (1,080)
+# 1,471-1,535 fit rows; the others run MMHA, kernelfit.rules.DISPATCH), short of the 4 a node
+# (kernelfit.grid.GRID_ROWS_PER_NODE) the 2× M, 4× units grid needs (1,440); 8× in units keeps the 2× M nodes (1,080)
 RELEASE_GRID_GPU_STEPS = {("1.0", gpu): {"generation_attention": (2.0, 4.0, 2.0, 8.0)} for gpu in ("h100", "h200")}
 # --release 1.0 --extract: (table folder, op, rows kept, every n-th shape-sorted row) of the tests' .txt extract
 RELEASE_EXTRACT = (("h100_sxm", "gemm", {"gemm_dtype": ("float16", "fp8")}, 40),
@@ -145,7 +145,7 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         print(f"{hw.name:<6} {c['group']:<10} {c['form']} form; held out, median / p90: " + ", ".join(
             f"{f} {100 * c[f]['median_abs_err']:.1f}% / {100 * c[f]['p90_abs_err']:.1f}%" for f in kernelfit.AUTO_FORMS),
             flush=True)
-    for name, p in new.get("provenance", {}).items():     # the GEMM classes' operands (kernelfit.fit_operands)
+    for name, p in new.get("provenance", {}).items():     # the GEMM classes' operands (kernelfit.forms.fit_operands)
         if "operands_from" in p:
             print(f"{hw.name:<6} {name:<10} operands from {p['operands_from']}", flush=True)
     if framework == "trtllm":
@@ -204,7 +204,7 @@ def chosen(gs: list, classes: tuple, skip: tuple = ()) -> list:
 
 def regridded(hw, table: dict, gs: list) -> dict:
     """``table`` (a stored calibration) with each group's kernel grid refitted on its fit rows
-    (``kernelfit.fit_grid``) over its stored shape terms, which stay as they are; a group the table lacks is left
+    (``kernelfit.grid.fit_grid``) over its stored shape terms, which stay as they are; a group the table lacks is left
     out."""
     from ironlaw.measure.calibrate import kernelfit
     from ironlaw.machine.calibration import check
@@ -214,7 +214,7 @@ def regridded(hw, table: dict, gs: list) -> dict:
         if p is None or "grid_of" in p:
             continue
         shape = {k: v for k, v in p.items() if k not in ("grid_nodes", "grid_log")}
-        out[g.key[0]][g.key[1]] = kernelfit.fit_grid(hw, g, kernelfit.split(g.rows, g.op)[0], shape)
+        out[g.key[0]][g.key[1]] = kernelfit.grid.fit_grid(hw, g, kernelfit.split(g.rows, g.op)[0], shape)
     return check(out, "calibration")
 
 
@@ -353,7 +353,8 @@ def main() -> int:
                     help="the GEMM classes' M term: half, M/(M+m_half) (default); tile, the rows' fill of whole "
                          "tiles with the streamed weights' η at most 1; stream, the weights' η growing with N·K "
                          "(streamed_half), a serial share, the compute's M term 1 or a half-point; auto, per class "
-                         "half or stream, whichever holds out better (kernelfit.better_form, as calibrate --kernels)")
+                         "half or stream, whichever holds out better (kernelfit.forms.better_form, as calibrate "
+                         "--kernels)")
     ap.add_argument("--framework", action="append", choices=("trtllm", "vllm", "sglang"),
                     help="whose kernels to fit (default: trtllm; vllm and sglang write the engine files, "
                          "src/ironlaw/machine/catalog/engine/<framework>/<gpu>.toml)")

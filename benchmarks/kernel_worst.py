@@ -13,8 +13,8 @@ are printed with their shape, measured and predicted µs, and the law's terms at
 latency, µs): which term binds, and what the worst rows share.
 
 ``--spikes`` (a GEMM class): the table's rows whose time is over ``SPIKE_RATIO`` times off both their neighbours in M
-at the same N and K, those two within ``SPIKE_AGREE`` of each other (``kernelfit.SPIKE_RATIO``, ``SPIKE_AGREE``): single
-timings, where a kernel switch would hold for the M after it; and the held-out score with and without them, so
+at the same N and K, those two within ``SPIKE_AGREE`` of each other (``kernelfit.rows.SPIKE_RATIO``, ``SPIKE_AGREE``):
+single timings, where a kernel switch would hold for the M after it; and the held-out score with and without them, so
 that a class's p90 that its spikes alone put over the goal reads as such (docs/accuracy.md, "GEMM grids one past the
 FP8 kernels' M switches"; the decode classes: "Decode classes and vLLM B300's MLA BMMs still out").
 """
@@ -38,10 +38,10 @@ def priced(hw, table: dict, g) -> tuple:
     """(held-out rows, measured s, predicted s, data s, compute s, latency s) of class ``g`` under ``table``."""
     from ironlaw.law import law
     from ironlaw.machine.calibration import Calibration
-    from ironlaw.measure.calibrate import kernelfit
-    g = kernelfit.timed_as(table, g)
+    from ironlaw.measure.calibrate import fitcore, kernelfit
+    g = kernelfit.collector.timed_as(table, g)
     rows = kernelfit.held_out(g)
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, rows, hw), weighting="per_case")
     est = law.timed(prob.placed, replace(prob.hw, calibration=Calibration.of(table)))
     flat = [np.asarray(x, float).reshape(-1) for x in (est.data_s, est.compute_s, est.latency_s)]
     return (rows, prob.meas, prob.times(table), *flat)
@@ -51,7 +51,7 @@ def worst_lines(g, rows, meas, pred, data, comp, lat, n: int) -> list[str]:
     """The ``n`` rows furthest off, one line each: shape, measured and predicted µs, error, the law's terms."""
     from ironlaw.measure.calibrate import kernelfit
     err = pred / meas - 1.0
-    cols = [c for c in kernelfit.SHAPE_COLUMNS[g.op] if c in rows.columns] + \
+    cols = [c for c in kernelfit.vocabulary.SHAPE_COLUMNS[g.op] if c in rows.columns] + \
         [c for c in ("kernel_source",) if c in rows.columns]
     out = [f"{g.table.gpu} {g.table.framework} {g.name}: {len(rows)} held-out rows, median "
            f"{100 * np.median(np.abs(err)):.1f}% / p90 {100 * np.percentile(np.abs(err), 90):.1f}%",
@@ -73,7 +73,7 @@ def spikes(rows) -> tuple:
     t = s["latency_s"].to_numpy()
     same = (s["n"].to_numpy()[:-2] == s["n"].to_numpy()[2:]) & (s["k"].to_numpy()[:-2] == s["k"].to_numpy()[2:])
     lo, hi = np.minimum(t[:-2], t[2:]), np.maximum(t[:-2], t[2:])
-    ratio, agree = kernelfit.SPIKE_RATIO, kernelfit.SPIKE_AGREE
+    ratio, agree = kernelfit.rows.SPIKE_RATIO, kernelfit.rows.SPIKE_AGREE
     slow = same & (hi <= agree * lo) & (t[1:-1] > ratio * hi)
     spike = slow | (same & (hi <= agree * lo) & (t[1:-1] < lo / ratio))
     return s.iloc[1:-1][spike], int(slow.sum())

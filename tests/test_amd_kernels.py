@@ -68,7 +68,7 @@ def _datasheet_median(hw, g) -> float:
                                         ("mi300x", "fp8")])
 def test_the_catalog_terms_reproduce_held_out_rows(monkeypatch, gpu, dtype):
     """150 held-out rows evenly spaced (every class's median on all of them is 3.4-6.7%, the datasheet's 22-42%)."""
-    monkeypatch.setattr(kernelfit, "SCORE_ROWS", 150)
+    monkeypatch.setattr(kernelfit.rows, "SCORE_ROWS", 150)
     hw = hardware.get(gpu)
     g = next(g for g in kernelfit.groups(tables(gpu), fp8_block_as="fp8") if g.name == f"gemm {dtype}")
     s = kernelfit.score(hw, hw.calibration.table(), [g])[0]

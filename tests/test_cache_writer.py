@@ -15,7 +15,8 @@ pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import WRITE_CTA_THREADS, WRITE_S_MAX  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate.kernelfit import shapefit  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 WRITE_S = 1e-9        # vLLM 0.24.0's H100 FP8-cache prefill: ~1 ns per writer thread per SM (docs/accuracy.md)
@@ -49,7 +50,7 @@ def _writer_threads(rows) -> np.ndarray:
 
 def test_write_s_adds_per_token_and_writer_thread(h100_mha):
     hw, g, _ = h100_mha
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     table = hw.calibration.table()["kernel"][g.key[1]]
     added = prob.times(_cal(g, {**table, "write_s": WRITE_S})) - prob.times(_cal(g, table))
     assert np.allclose(added, WRITE_S * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
@@ -66,7 +67,7 @@ def test_a_grouped_query_prefill_s_writer_has_one_thread_per_kv_head_element(h10
     op states (``cache_write_width``), not the query heads'."""
     hw, g, _ = h100_gqa
     assert (g.rows.num_heads > g.rows.num_key_value_heads).all()
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     table = hw.calibration.table()["kernel"][g.key[1]]
     added = prob.times(_cal(g, {**table, "write_s": WRITE_S})) - prob.times(_cal(g, table))
     assert np.allclose(added, WRITE_S * _writer_threads(g.rows) / hw.sms, rtol=1e-9, atol=1e-15)
@@ -75,8 +76,8 @@ def test_a_grouped_query_prefill_s_writer_has_one_thread_per_kv_head_element(h10
 def test_the_fit_recovers_the_writer_on_vllm_s_grouped_query_prefill(h100_gqa):
     hw, g, as_vllm = h100_gqa
     rows = g.rows.assign(latency_s=g.rows.latency_s + WRITE_S * _writer_threads(g.rows) / hw.sms)
-    table = kernelfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
-    plain = kernelfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
+    table = kernelfit.classfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
+    plain = kernelfit.classfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
     assert table["write_s"] - plain["write_s"] == pytest.approx(WRITE_S, rel=0.3)
 
 
@@ -93,12 +94,12 @@ def test_a_rank_writes_its_own_kv_heads():
 def test_a_prefill_states_the_tokens_it_writes_and_a_decode_one_per_sequence(h100_mha):
     _, g, _ = h100_mha
     r = next(g.rows.itertuples())
-    assert kernelfit.attention_op(r, g).attrs["cache_writes"] == r.batch_size * r.isl
-    assert kernelfit.attention_op(r, g).attrs["cache_write_width"] == r.num_key_value_heads * r.head_dim
+    assert kernelfit.ops.attention_op(r, g).attrs["cache_writes"] == r.batch_size * r.isl
+    assert kernelfit.ops.attention_op(r, g).attrs["cache_write_width"] == r.num_key_value_heads * r.head_dim
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
     d = gs[0]
     r = d.rows.iloc[len(d.rows) // 2]
-    attrs = kernelfit.attention_op(next(d.rows.iloc[[len(d.rows) // 2]].itertuples()), d).attrs
+    attrs = kernelfit.ops.attention_op(next(d.rows.iloc[[len(d.rows) // 2]].itertuples()), d).attrs
     assert attrs["cache_writes"] == r.batch_size and "cache_write_width" not in attrs
 
 
@@ -108,10 +109,10 @@ def test_the_fit_recovers_the_writer_on_vllm_s_one_head_prefill_not_tensorrt_llm
     write_s."""
     hw, g, as_vllm = h100_mha
     rows = g.rows.assign(latency_s=g.rows.latency_s + WRITE_S * _writer_threads(g.rows) / hw.sms)
-    table = kernelfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
-    plain = kernelfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
+    table = kernelfit.classfit.fit_class(hw, replace(as_vllm, rows=rows), kernelfit.split(rows, g.op)[0])
+    plain = kernelfit.classfit.fit_class(hw, as_vllm, kernelfit.split(g.rows, g.op)[0])
     assert table["write_s"] - plain["write_s"] == pytest.approx(WRITE_S, rel=0.3)
-    assert "write_s" not in kernelfit.fit_class(hw, replace(g, rows=rows), kernelfit.split(rows, g.op)[0])
+    assert "write_s" not in kernelfit.classfit.fit_class(hw, replace(g, rows=rows), kernelfit.split(rows, g.op)[0])
 
 
 @pytest.mark.parametrize("bad", [-1e-9, 2 * WRITE_S_MAX, "1ns", True])
@@ -124,7 +125,7 @@ def test_a_write_s_out_of_range_is_refused(h100_mha, bad):
 
 def test_a_device_without_sms_cannot_place_the_writer(h100_mha):
     hw, g, _ = h100_mha
-    prob = kernelfit.Problem(replace(hw, sms=None), kernelfit.observations(g, g.rows.iloc[:3], hw),
+    prob = fitcore.Problem(replace(hw, sms=None), kernelfit.observations(g, g.rows.iloc[:3], hw),
                              weighting="per_case")
     table = {**hw.calibration.table()["kernel"][g.key[1]], "write_s": WRITE_S}
     with pytest.raises(IronlawError, match="write_s"):
@@ -136,7 +137,7 @@ def test_a_step_s_share_of_a_prefill_writes_its_own_tokens(h100_gqa):
     tokens it writes scale with them."""
     from ironlaw.models.serving.step import scaled
     _, g, _ = h100_gqa
-    op = kernelfit.attention_op(next(g.rows.itertuples()), g)
+    op = kernelfit.ops.attention_op(next(g.rows.itertuples()), g)
     assert scaled(op, 0.25).attrs["cache_writes"] == pytest.approx(op.attrs["cache_writes"] * 0.25)
     assert scaled(op, 0.25).attrs["cache_write_width"] == op.attrs["cache_write_width"]
 
@@ -144,7 +145,7 @@ def test_a_step_s_share_of_a_prefill_writes_its_own_tokens(h100_gqa):
 @pytest.fixture(scope="module")
 def h200_mla():
     """H200's context MLA class (the extract's TensorRT-LLM rows), and the same rows standing in for SGLang's
-    FP8-cache class (``kernelfit.WRITE_CACHE_CLASSES``)."""
+    FP8-cache class (``kernelfit.rules.WRITE_CACHE_CLASSES``)."""
     hw = hardware.get("h200")
     gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("context_mla",), framework="trtllm"))
     g = next(x for x in gs if x.name == "context mla bf16, KV bf16")
@@ -159,18 +160,18 @@ def test_an_mla_prefill_writes_its_one_latent_whatever_its_heads(h200_mla):
     _, g, _ = h200_mla
     assert g.rows.num_heads.nunique() > 1
     for r in g.rows.itertuples():
-        attrs = kernelfit.mla_op(r, g).attrs
+        attrs = kernelfit.ops.mla_op(r, g).attrs
         assert attrs["cache_writes"] == r.batch_size * r.isl
-        assert attrs["cache_write_width"] == kernelfit.MLA_DIMS.kv_lora + kernelfit.MLA_DIMS.rope
+        assert attrs["cache_write_width"] == kernelfit.vocabulary.MLA_DIMS.kv_lora + kernelfit.vocabulary.MLA_DIMS.rope
     gs = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))
-    assert "cache_writes" not in kernelfit.mla_op(next(gs[0].rows.itertuples()), gs[0]).attrs
+    assert "cache_writes" not in kernelfit.ops.mla_op(next(gs[0].rows.itertuples()), gs[0]).attrs
 
 
 def test_the_writer_is_fitted_on_sglang_s_fp8_cache_mla_prefill_on_its_gpus_only(h200_mla):
     """``with_write_cost`` adds write_s to SGLang's H200 FP8-cache context MLA class, not to the bf16-cache one, not
     to TensorRT-LLM's, not on another GPU."""
     _, g, fp8 = h200_mla
-    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    names = lambda x: [n for n, _ in shapefit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
     assert names(fp8) == ["eta_max", "write_s"]
     assert names(replace(fp8, key=g.key)) == ["eta_max"]
     assert names(replace(fp8, table=g.table)) == ["eta_max"]
@@ -180,7 +181,7 @@ def test_the_writer_is_fitted_on_sglang_s_fp8_cache_mla_prefill_on_its_gpus_only
 def _assert_writer_per_token(hw, group, table):
     """The seconds ``table``'s write_s adds to each of ``group``'s MLA prefill rows on ``hw``: write_s × tokens × the
     latent's 512 writer threads / SMs, whatever the row's heads."""
-    prob = kernelfit.Problem(hw, kernelfit.observations(group, group.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(group, group.rows, hw), weighting="per_case")
     plain = {k: v for k, v in table.items() if k != "write_s"}
     added = prob.times(_cal(group, table)) - prob.times(_cal(group, plain))
     tokens = (group.rows.batch_size * group.rows.isl).to_numpy(float)
@@ -211,7 +212,7 @@ def _window_group(framework: str, gpu: str, kv_dtype: str):
 
 def test_vllm_s_window_prefill_is_fitted_with_the_writer_sglang_s_and_tensorrt_llm_s_not():
     """vLLM's collector times ``do_kv_cache_update`` for its windowed rows as for the others (``WRITE_CLASSES``)."""
-    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    names = lambda x: [n for n, _ in shapefit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
     assert names(_window_group("vllm", "h200", "bfloat16")) == ["eta_max", "write_s"]
     assert names(_window_group("sglang", "h200", "bfloat16")) == ["eta_max"]
     assert names(_window_group("trtllm", "h200", "bfloat16")) == ["eta_max"]
@@ -228,7 +229,7 @@ def test_vllm_s_window_prefill_pays_its_writer_per_token_and_kv_head_element(gpu
     table = engines.load(gpu, "vllm")
     own = table["kernel"][g.key[1]]
     assert 0.0 < own["write_s"] <= WRITE_S_MAX
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     cal = {**table, "fitted": [g.name], "kernel": {g.key[1]: own}}
     plain = {**cal, "kernel": {g.key[1]: {k: v for k, v in own.items() if k != "write_s"}}}
     added = prob.times(cal) - prob.times(plain)
@@ -239,7 +240,7 @@ def test_tensorrt_llm_s_rtx_pro_6000_fp8_cache_mla_prefill_is_fitted_with_the_wr
     """``WRITE_CACHE_CLASSES`` gives TensorRT-LLM's FP8-cache context MLA class the writer on RTX PRO 6000 only."""
     _, g, fp8 = h200_mla
     trt = replace(fp8, table=replace(g.table, gpu="rtx-pro-6000"))
-    names = lambda x: [n for n, _ in kernelfit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
+    names = lambda x: [n for n, _ in shapefit.with_write_cost(x, (("eta_max", 1.0),), [[0.5]])[0]]  # noqa: E731
     assert names(trt) == ["eta_max", "write_s"]
     assert names(replace(trt, key=g.key)) == ["eta_max"]
     assert names(replace(trt, table=g.table)) == ["eta_max"]

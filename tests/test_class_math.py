@@ -1,5 +1,5 @@
 """A kernel class that computes in another dtype than its ops (``math``): vLLM's prefill on TRT-LLM's kernels with an
-FP8 KV cache quantizes the query to the cache's dtype and computes in FP8 (``kernelfit.QUERY_AS_CACHE``,
+FP8 KV cache quantizes the query to the cache's dtype and computes in FP8 (``kernelfit.rules.QUERY_AS_CACHE``,
 ``efficiency.with_variants``), so its bf16 ops may run past bf16's peak, up to FP8's."""
 from dataclasses import replace
 
@@ -30,11 +30,11 @@ def _table(source: str, kv: str = "fp8", framework: str = "vllm") -> KernelTable
 
 def test_only_trtllm_kernels_on_another_dtypes_cache_compute_in_it():
     (fp8,) = kernelfit.groups([_table("vllm_flashinfer_trtllmprefill")])
-    assert kernelfit.math_of(fp8) == {"math": "fp8"}
+    assert kernelfit.launches.math_of(fp8) == {"math": "fp8"}
     (bf16,) = kernelfit.groups([_table("vllm_flashinfer_trtllmprefill", kv="bfloat16")])
-    assert kernelfit.math_of(bf16) == {}
+    assert kernelfit.launches.math_of(bf16) == {}
     (triton,) = kernelfit.groups([_table("vllm_triton_attn")])
-    assert kernelfit.math_of(triton) == {}
+    assert kernelfit.launches.math_of(triton) == {}
 
 
 def test_sglangs_trtllm_mla_prefill_on_an_fp8_cache_computes_in_fp8():
@@ -45,7 +45,7 @@ def test_sglangs_trtllm_mla_prefill_on_an_fp8_cache_computes_in_fp8():
                      kernel_source=source, latency_s=1e-5 * s / 1024)
                 for b in (1, 4) for s in (1024, 16384) for kv in ("bfloat16", "fp8")]
         t = KernelTable("context_mla", "b300", "NVIDIA B300", "sglang", "0.5.14", "x.parquet", pd.DataFrame(rows))
-        return [kernelfit.math_of(g) for g in kernelfit.groups([t])]
+        return [kernelfit.launches.math_of(g) for g in kernelfit.groups([t])]
     assert mla("trtllm_mla") == [{}, {"math": "fp8"}]
     assert mla("flash_attention") == [{}, {}]
 
@@ -66,7 +66,7 @@ def _op(tokens: int = 16384):
     """A bf16 prefill of ``tokens`` on an FP8 cache, as the fitter builds a row's op."""
     t = _table("x")
     g = kernelfit.Group("g", ("kernel", FP8_CACHE), "context_attention", t, None)
-    return kernelfit.attention_op(next(t.rows.assign(isl=tokens).head(1).itertuples()), g)
+    return kernelfit.ops.attention_op(next(t.rows.assign(isl=tokens).head(1).itertuples()), g)
 
 
 def _cal(p: dict) -> dict:
@@ -104,13 +104,13 @@ def test_vllms_triton_head_dim_keeps_the_models_math():
     t = _table("vllm_flashinfer_trtllmprefill")
     tri = t.rows.assign(head_dim=192, kernel_source="vllm_triton_attn")
     (g,) = kernelfit.groups([replace(t, rows=pd.concat([t.rows, tri, t.rows.assign(head_dim=64)]))])
-    assert kernelfit.math_of(g) == {"math": "fp8", "math_head_dims": [64, 128]}
+    assert kernelfit.launches.math_of(g) == {"math": "fp8", "math_head_dims": [64, 128]}
     (alone,) = kernelfit.groups([t])
-    assert "math_head_dims" not in kernelfit.math_of(alone)
+    assert "math_head_dims" not in kernelfit.launches.math_of(alone)
     hw = hardware.get("b300")
     p = {**SHAPE, "math": "fp8", "math_head_dims": [64, 128]}
     g128 = kernelfit.Group("g", ("kernel", FP8_CACHE), "context_attention", t, None)
-    ops = [kernelfit.attention_op(next(r.head(1).itertuples()), g128) for r in (t.rows, tri)]
+    ops = [kernelfit.ops.attention_op(next(r.head(1).itertuples()), g128) for r in (t.rows, tri)]
     cols = Graph("t", "prefill", "bf16", ops).columns()
     _, math = efficiency.with_variants(Calibration.of(_cal(p)), cols, hw)
     assert np.ravel(math).tolist() == [pytest.approx(hw.peak("fp8") / hw.peak("bf16")), 1.0]

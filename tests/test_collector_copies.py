@@ -1,7 +1,8 @@
-"""A GEMM kernel-table row is timed with the weights as its collector cycled them (``kernelfit.COLLECTOR_COPIES``,
-``as_collected``): distinct copies called in turn, so the weights stay in the last cache level between calls only
-where all the copies fit it together. That is the measurement's condition, set on the table's ops by the fitter; a
-prediction's GEMM reads its weights from device memory unless the whole workload fits (``law.resident_ops``)."""
+"""A GEMM kernel-table row is timed with the weights as its collector cycled them
+(``kernelfit.collector.COLLECTOR_COPIES``, ``as_collected``): distinct copies called in turn, so the weights stay in the
+last cache level between calls only where all the copies fit it together. That is the measurement's condition, set on
+the table's ops by the fitter; a prediction's GEMM reads its weights from device memory unless the whole workload fits
+(``law.resident_ops``)."""
 import numpy as np
 import pytest
 
@@ -27,18 +28,19 @@ def group(framework: str, version: str, dtype: str = "bf16", rows=None, operands
 
 
 def test_the_tensorrt_llm_collector_spans_the_l2_with_one_to_five_copies():
-    copies = kernelfit.COLLECTOR_COPIES["trtllm"]
+    copies = kernelfit.collector.COLLECTOR_COPIES["trtllm"]
     assert [copies("1.3.0rc20", "bf16", w * MiB, L40S_L2) for w in (200, 96, 72, 48, 32, 20, 16, 1)] == \
         [1, 1, 2, 2, 3, 5, 5, 5]
     assert copies("1.0.0rc3", "bf16", 96 * MiB, L40S_L2) == 5           # the 1.0 line's tables: five, always
 
 
 def test_the_vllm_and_sglang_collectors_cycle_six_copies():
-    assert kernelfit.COLLECTOR_COPIES["vllm"]("0.24.0", "bf16", 96 * MiB, L40S_L2) == 6
-    assert kernelfit.COLLECTOR_COPIES["vllm"]("0.24.0", "fp4", 96 * MiB, L40S_L2) == 1
-    assert kernelfit.COLLECTOR_COPIES["sglang"]("0.5.14", "fp8", 1 * MiB, L40S_L2) == 6
-    assert kernelfit.COLLECTOR_COPIES["sglang"]("0.5.6.post2", "fp8", 1 * MiB, L40S_L2) == 5
-    assert kernelfit.release("1.3.0rc20") == (1, 3, 0) and kernelfit.release("0.5.6.post2") == (0, 5, 6)
+    assert kernelfit.collector.COLLECTOR_COPIES["vllm"]("0.24.0", "bf16", 96 * MiB, L40S_L2) == 6
+    assert kernelfit.collector.COLLECTOR_COPIES["vllm"]("0.24.0", "fp4", 96 * MiB, L40S_L2) == 1
+    assert kernelfit.collector.COLLECTOR_COPIES["sglang"]("0.5.14", "fp8", 1 * MiB, L40S_L2) == 6
+    assert kernelfit.collector.COLLECTOR_COPIES["sglang"]("0.5.6.post2", "fp8", 1 * MiB, L40S_L2) == 5
+    release = kernelfit.vocabulary.release
+    assert release("1.3.0rc20") == (1, 3, 0) and release("0.5.6.post2") == (0, 5, 6)
 
 
 @pytest.mark.parametrize("framework, version, n, k, warm", [
@@ -51,7 +53,7 @@ def test_the_vllm_and_sglang_collectors_cycle_six_copies():
     ("sglang", "0.5.14", 4096, 2304, False),        # 18 MiB, six copies: 108 MiB
 ])
 def test_a_row_is_warm_where_all_its_copies_fit_the_l2(framework, version, n, k, warm):
-    assert kernelfit.warm_weights(group(framework, version), n * k, L40S_L2) is warm
+    assert kernelfit.collector.warm_weights(group(framework, version), n * k, L40S_L2) is warm
 
 
 def _rows(*shapes):
@@ -93,14 +95,14 @@ def test_a_workload_that_fits_half_the_l2_is_warm_in_prediction_too():
 
 
 def test_a_framework_without_a_known_collector_fits_memory_operands():
-    assert "aiter" in kernelfit.FRAMEWORKS and "aiter" not in kernelfit.COLLECTOR_COPIES
-    assert kernelfit.OPERANDS == ("memory", "copies")
-    assert np.all([kernelfit.COLLECTOR_WEIGHT_BYTES[d] > 0 for d in ("bf16", "fp8", "fp4")])
+    assert "aiter" in kernelfit.FRAMEWORKS and "aiter" not in kernelfit.collector.COLLECTOR_COPIES
+    assert kernelfit.vocabulary.OPERANDS == ("memory", "copies")
+    assert np.all([kernelfit.collector.COLLECTOR_WEIGHT_BYTES[d] > 0 for d in ("bf16", "fp8", "fp4")])
 
 
 def test_trtllm_and_vllm_reuse_one_input_and_sglang_builds_one_per_copy():
-    assert [kernelfit.COLLECTOR_INPUTS[f](6) for f in ("trtllm", "vllm", "sglang")] == [1, 1, 6]
-    assert 0.5 < kernelfit.COLLECTOR_OUTPUT_SHARE < 1.0
+    assert [kernelfit.collector.COLLECTOR_INPUTS[f](6) for f in ("trtllm", "vllm", "sglang")] == [1, 1, 6]
+    assert 0.5 < kernelfit.collector.COLLECTOR_OUTPUT_SHARE < 1.0
 
 
 @pytest.mark.parametrize("framework, version, shape, warm", [
@@ -113,7 +115,7 @@ def test_trtllm_and_vllm_reuse_one_input_and_sglang_builds_one_per_copy():
 ])
 def test_a_row_is_warm_through_where_its_collector_iteration_fits_the_l2(framework, version, shape, warm):
     rows = _rows(shape)
-    assert kernelfit.warm_cycle(group(framework, version), next(rows.itertuples()), L40S_L2) is warm
+    assert kernelfit.collector.warm_cycle(group(framework, version), next(rows.itertuples()), L40S_L2) is warm
 
 
 def test_the_table_row_reads_its_reused_input_from_the_l2_and_the_served_gemm_from_gddr6():
@@ -140,12 +142,12 @@ def test_an_mla_bmm_row_reads_its_input_and_output_from_the_l2_where_all_of_it_f
     from types import SimpleNamespace
     from ironlaw.models.workloads.attention import per_head
     hw = hardware.get("l40s")
-    assert "mla_bmm" in kernelfit.WARM_THROUGH_OPS
+    assert "mla_bmm" in kernelfit.rules.WARM_THROUGH_OPS
 
     def op(tokens):
         return per_head("attention.q_absorb", SimpleNamespace(heads=8, layers=1), tokens, 128, 512, "bf16")
 
-    fits, over = kernelfit.warm_through(kernelfit.cache_resident([op(6144), op(12288)], hw), hw)
+    fits, over = kernelfit.collector.warm_through(kernelfit.collector.cache_resident([op(6144), op(12288)], hw), hw)
     assert fits.attrs.get("warm_activations") and not over.attrs.get("warm_activations")
     assert fits.bytes["activations"] > repeated_limit_bytes(hw) / 2          # beyond what a served op keeps there
     assert _weight_tiers(hw, fits).get(DRAM, 0.0) == 0.0
@@ -160,7 +162,7 @@ def test_a_generation_mla_row_reads_its_query_and_output_from_the_l2_where_all_o
     first near its measured 54 µs; the same op in a served step reads its activations from device memory."""
     from types import SimpleNamespace
     hw = hardware.get("l40s")
-    assert "generation_mla" in kernelfit.WARM_THROUGH_OPS
+    assert "generation_mla" in kernelfit.rules.WARM_THROUGH_OPS
     table = KernelTable("generation_mla", "l40s", "NVIDIA L40S", "trtllm", "1.3.0rc20", "generation_mla_perf.parquet",
                         None)
     g = kernelfit.Group("generation mla bf16, KV bf16", ("kernel", "attention_generation_bf16_kv_bf16_mla"),
@@ -169,9 +171,10 @@ def test_a_generation_mla_row_reads_its_query_and_output_from_the_l2_where_all_o
     def op(batch, heads):
         row = SimpleNamespace(mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=heads, batch_size=batch,
                               step=7, isl=1)
-        return kernelfit.mla_op(row, g)
+        return kernelfit.ops.mla_op(row, g)
 
-    fits, over = kernelfit.warm_through(kernelfit.cache_resident([op(512, 64), op(1024, 128)], hw), hw)
+    collector = kernelfit.collector
+    fits, over = collector.warm_through(collector.cache_resident([op(512, 64), op(1024, 128)], hw), hw)
     assert fits.attrs.get("warm_activations") and not over.attrs.get("warm_activations")
     assert fits.bytes["activations"] > repeated_limit_bytes(hw) / 2          # beyond what a served op keeps there
     timed = law.predict(Graph("row", "decode", "bf16", [fits]), hw).time_s

@@ -1,9 +1,9 @@
 """vLLM's and SGLang's decode over 32 query heads per KV head: each sequence and KV head one CTA holding the G query
 rows, whose tile sets the launch's time at one wave (a fixed latency per head dim and head group, ``latency_groups``;
 on SGLang's TRT-LLM-gen decode of SM 10.x only where it splits the keys, ``latency_units_max``), and the query and
-output its collector rereads warm in the last cache level (``kernelfit.WARM_THROUGH_CLASSES``). The fitter measures
-them, the law adds them where the op's head dim, head group and sequences × KV heads match, and a served decode step
-builds the op they key on."""
+output its collector rereads warm in the last cache level (``kernelfit.rules.WARM_THROUGH_CLASSES``). The fitter
+measures them, the law adds them where the op's head dim, head group and sequences × KV heads match, and a served decode
+step builds the op they key on."""
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +14,7 @@ pd = pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.machine import calibration, engines, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
 from ironlaw.models.workloads import Request  # noqa: E402
 from ironlaw.models.workloads import transformer as T  # noqa: E402
 
@@ -53,7 +53,7 @@ def test_the_fit_measures_each_head_dim_and_group_s_median_call_at_one_wave():
                       _rows([64, 96], [128, 128], [20e-6, 30e-6], batch=512),
                       _rows([64], [64], [35e-6], batch=512),
                       _rows([64], [128], [14e-6], step=4095)])
-    got = kernelfit.group_latency(rows)
+    got = kernelfit.launches.group_latency(rows)
     assert "latency_units_max" not in got and 64 not in got["latency_head_dims"]
     at = {(d, q): s for d, q, s in zip(got["latency_head_dims"], got["latency_groups"], got["latency_head_dim_s"])}
     assert (128, 64) not in at                                            # the fastest pair
@@ -65,22 +65,22 @@ def test_a_splitting_kernel_s_seconds_are_its_median_call_at_few_ctas():
     rows = pd.concat([_rows([64] * 3, [128] * 3, [14.5e-6, 14.6e-6, 14.4e-6], batch=[1, 8, 64]),
                       _rows([64], [128], [11.6e-6], batch=2, step=2047),             # a longer sequence: left out
                       _rows([64], [128], [10.5e-6], batch=128)])                     # one CTA per KV head
-    got = kernelfit.group_latency(rows, most=74)
-    assert got["latency_units_max"] == 74 and got["latency_keys_max"] == kernelfit.GROUP_SPLIT_KEYS
+    got = kernelfit.launches.group_latency(rows, most=74)
+    assert got["latency_units_max"] == 74 and got["latency_keys_max"] == kernelfit.rules.GROUP_SPLIT_KEYS
     assert got["latency_groups"] == [64] and got["latency_head_dim_s"][0] == pytest.approx(4.0e-6)
 
 
 def test_the_split_is_sglang_s_on_sm_10_only(h100_wide):
     hw, g, sglang = h100_wide
-    assert kernelfit.group_split_units(hw, sglang) is None                # FA3 on H100: no split rule
+    assert kernelfit.launches.group_split_units(hw, sglang) is None                # FA3 on H100: no split rule
     b300 = hardware.get("b300")
-    assert kernelfit.group_split_units(b300, sglang) == b300.sms // 2
-    assert kernelfit.group_split_units(b300, replace(sglang, table=replace(g.table, framework="vllm"))) is None
+    assert kernelfit.launches.group_split_units(b300, sglang) == b300.sms // 2
+    assert kernelfit.launches.group_split_units(b300, replace(sglang, table=replace(g.table, framework="vllm"))) is None
 
 
 def test_the_law_adds_the_seconds_at_the_head_dim_group_and_units_named(h100_wide):
     hw, g, sglang = h100_wide
-    prob = kernelfit.Problem(hw, kernelfit.observations(sglang, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(sglang, g.rows, hw), weighting="per_case")
     table = _plain(hw, g)
     group = (g.rows.num_heads // g.rows.num_key_value_heads).to_numpy()
     units = (g.rows.batch_size * g.rows.num_key_value_heads).to_numpy()
@@ -104,9 +104,9 @@ def test_the_law_adds_the_seconds_at_the_head_dim_group_and_units_named(h100_wid
 
 def test_the_collector_s_query_and_output_are_warm_on_vllm_and_sglang_only(h100_wide):
     hw, g, sglang = h100_wide
-    assert kernelfit.warm_class(sglang) and kernelfit.warm_class(replace(sglang, table=replace(g.table,
+    assert kernelfit.rules.warm_class(sglang) and kernelfit.rules.warm_class(replace(sglang, table=replace(g.table,
                                                                                               framework="vllm")))
-    assert not kernelfit.warm_class(g)
+    assert not kernelfit.rules.warm_class(g)
     warm = [bool(o.op.attrs.get("warm_activations")) for o in kernelfit.observations(sglang, g.rows, hw)]
     assert any(warm) and not any(o.op.attrs.get("warm_activations") for o in kernelfit.observations(g, g.rows, hw))
 

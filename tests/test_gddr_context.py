@@ -5,7 +5,7 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-from ironlaw.machine import hardware  # noqa: E402
+from ironlaw.machine import calibration, hardware  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 from ironlaw.measure.calibrate.fitcore import Problem  # noqa: E402
 
@@ -45,7 +45,7 @@ def test_the_law_prices_the_l2_edge_as_a_jump():
     hw = hardware.get("rtx-pro-6000")
     g = _group("rtx-pro-6000", batches=(16, 32))
     p = Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
-    cal = {"schema": kernelfit.SCHEMA, "source": "test", "fitted": [g.name],
+    cal = {"schema": calibration.SCHEMA, "source": "test", "fitted": [g.name],
            g.key[0]: {g.key[1]: {"eta_max": 1.0, "m_half": 0.0, "nk_half": 0.0, "k_half": 0.0, "streamed": 1.0,
                                  "latency_s": 0.0}}}
     t16, t32 = p.times(cal)
@@ -59,9 +59,9 @@ def test_the_law_prices_the_l2_edge_as_a_jump():
 def test_the_gddr_prefill_grids_are_pulled_harder_but_their_windows():
     """``grid_ridge``: the hard pull for vLLM's and SGLang's prefill classes of the GDDR GPUs without a window; every
     other class, the sliding-window ones of those GPUs and TensorRT-LLM's included, keeps ``GRID_RIDGE``."""
-    assert kernelfit.grid_ridge(_group("rtx-pro-6000")) == kernelfit.GRID_RIDGE_HARD
-    assert kernelfit.grid_ridge(_group("l40s", framework="vllm")) == kernelfit.GRID_RIDGE_HARD
-    assert kernelfit.grid_ridge(_group("h100")) == kernelfit.GRID_RIDGE
-    assert kernelfit.grid_ridge(_group("l40s", window=128)) == kernelfit.GRID_RIDGE
-    assert kernelfit.grid_ridge(_group("l40s", framework="trtllm")) == kernelfit.GRID_RIDGE
-    assert kernelfit.GRID_RIDGE_HARD > kernelfit.GRID_RIDGE
+    assert kernelfit.grid.grid_ridge(_group("rtx-pro-6000")) == kernelfit.grid.GRID_RIDGE_HARD
+    assert kernelfit.grid.grid_ridge(_group("l40s", framework="vllm")) == kernelfit.grid.GRID_RIDGE_HARD
+    assert kernelfit.grid.grid_ridge(_group("h100")) == kernelfit.grid.GRID_RIDGE
+    assert kernelfit.grid.grid_ridge(_group("l40s", window=128)) == kernelfit.grid.GRID_RIDGE
+    assert kernelfit.grid.grid_ridge(_group("l40s", framework="trtllm")) == kernelfit.grid.GRID_RIDGE
+    assert kernelfit.grid.GRID_RIDGE_HARD > kernelfit.grid.GRID_RIDGE

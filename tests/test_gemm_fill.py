@@ -45,7 +45,7 @@ def _gemm(spec: str, dt: str = "bf16"):
 def test_tile_fill_fits_whole_tiles_and_streams_at_most_at_full_bandwidth(fits):
     hw, gs, half, tile = fits
     p = tile["matmul"]["bf16"]
-    assert p["m_tile"] in kernelfit.GEMM_TILES and p["streamed"] <= kernelfit.STREAMED_PHYSICAL
+    assert p["m_tile"] in kernelfit.classfit.GEMM_TILES and p["streamed"] <= kernelfit.shapefit.STREAMED_PHYSICAL
     assert "m_tile" not in half["matmul"]["bf16"]           # the default keeps the half-point form
     scores = kernelfit.score(hw, tile, gs)
     assert scores and all(s.median_abs_err <= GEMM_BOUND[0] and s.p90_abs_err <= GEMM_BOUND[1] for s in scores)
@@ -81,7 +81,7 @@ def test_an_unknown_fill_is_an_error(fits):
 def test_the_stream_form_streams_at_most_at_full_bandwidth_and_holds_out(fits, stream):
     hw, gs, _, _ = fits
     for dt, p in stream["matmul"].items():
-        assert p["streamed"] <= kernelfit.STREAMED_PHYSICAL and p["streamed_half"] > 0, dt
+        assert p["streamed"] <= kernelfit.shapefit.STREAMED_PHYSICAL and p["streamed_half"] > 0, dt
         assert 0.0 < p["serial"] <= 1.0 and "m_tile" not in p, dt
     scores = kernelfit.score(hw, stream, gs)
     assert scores and all(s.median_abs_err <= GEMM_BOUND[0] and s.p90_abs_err <= GEMM_BOUND[1] for s in scores)

@@ -15,11 +15,12 @@ def test_the_rule_keeps_the_lower_p90():
     """The catalog's own choices (docs/accuracy.md, the stream form's section; held-out median, p90 on the full
     tables): H100 bf16 took the stream form, L40S bf16 (p90 36.4% → 42.8%, median even) and RTX PRO 6000 bf16
     (median 7.4% → 7.1% but p90 27.2% → 29.8%) kept the half-point form."""
-    assert kernelfit.better_form({"half": (0.038, 0.123), "stream": (0.031, 0.102)}) == "stream"
-    assert kernelfit.better_form({"half": (0.092, 0.364), "stream": (0.092, 0.428)}) == "half"
-    assert kernelfit.better_form({"half": (0.074, 0.272), "stream": (0.071, 0.298)}) == "half"
-    assert kernelfit.better_form({"half": (0.05, 0.10), "stream": (0.04, 0.10)}) == "stream"   # median breaks a tie
-    assert kernelfit.better_form({"stream": (0.05, 0.10), "half": (0.05, 0.10)}) == "half"     # the simpler form
+    assert kernelfit.forms.better_form({"half": (0.038, 0.123), "stream": (0.031, 0.102)}) == "stream"
+    assert kernelfit.forms.better_form({"half": (0.092, 0.364), "stream": (0.092, 0.428)}) == "half"
+    assert kernelfit.forms.better_form({"half": (0.074, 0.272), "stream": (0.071, 0.298)}) == "half"
+    better_form = kernelfit.forms.better_form
+    assert better_form({"half": (0.05, 0.10), "stream": (0.04, 0.10)}) == "stream"   # median breaks a tie
+    assert kernelfit.forms.better_form({"stream": (0.05, 0.10), "half": (0.05, 0.10)}) == "half"     # the simpler form
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_auto_keeps_the_form_that_held_out_better_and_says_so(h100):
     hw, gs, auto, half = h100
     p = auto["provenance"]["gemm bf16"]
     held = {f: (p[f"held_out_{f}_median"], p[f"held_out_{f}_p90"]) for f in kernelfit.AUTO_FORMS}
-    assert p["gemm_form"] == kernelfit.better_form(held)
+    assert p["gemm_form"] == kernelfit.forms.better_form(held)
     assert held["half"] != held["stream"]                       # both forms were fitted and scored
     table = auto["matmul"]["bf16"]
     assert ("streamed_half" in table) == (p["gemm_form"] == "stream")

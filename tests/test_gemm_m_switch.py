@@ -1,6 +1,6 @@
 """The FP8 GEMM kernels vLLM and SGLang run on L40S (SM 8.9) switch their CUTLASS tile configuration at each power of
-two of M (``kernelfit.M_SWITCH_GEMMS``): their classes' grids take a node at every power of two of M, the others keep
-``GRID_STEPS``' 4×."""
+two of M (``kernelfit.rules.M_SWITCH_GEMMS``): their classes' grids take a node at every power of two of M, the others
+keep ``GRID_STEPS``' 4×."""
 import numpy as np
 import pytest
 
@@ -24,15 +24,15 @@ def group(framework: str, dtype: str, gpu: str = "l40s") -> kernelfit.Group:
     ("vllm", "fp8", "a100", False),             # no FP8 GEMM on SM 8.0
 ])
 def test_the_m_axis_steps_by_two_where_the_kernel_switches_at_powers_of_two(framework, dtype, gpu, switched):
-    steps = kernelfit.gemm_switch_steps(group(framework, dtype, gpu))
+    steps = kernelfit.grid.gemm_switch_steps(group(framework, dtype, gpu))
     if not switched:
         assert steps is None
         return
-    assert steps[0] == kernelfit.M_SWITCH_STEP == 2.0 and steps[1:] == kernelfit.GRID_STEPS["gemm"][1:]
+    assert steps[0] == kernelfit.grid.M_SWITCH_STEP == 2.0 and steps[1:] == kernelfit.grid.GRID_STEPS["gemm"][1:]
     coords = (np.geomspace(1, 8192, 4000), np.full(4000, 4096.0), np.full(4000, 4096.0), np.ones(4000))
-    m_nodes = kernelfit.fit_nodes("gemm", coords, 8000, steps)[0]
+    m_nodes = kernelfit.grid.fit_nodes("gemm", coords, 8000, steps)[0]
     assert {32.0, 64.0, 128.0, 256.0, 512.0} <= set(m_nodes)
-    plain = kernelfit.fit_nodes("gemm", coords, 8000)[0]
+    plain = kernelfit.grid.fit_nodes("gemm", coords, 8000)[0]
     assert 32.0 not in plain and 128.0 not in plain
 
 
@@ -48,15 +48,15 @@ def test_the_m_axis_takes_a_node_one_past_each_power_of_two_the_rows_hold(framew
                     float)
     m = np.resize(held, 8000)
     coords = (m, np.full(8000, 4096.0), np.full(8000, 4096.0), np.ones(8000))
-    nodes = kernelfit.fit_nodes("gemm", coords, 8000, kernelfit.gemm_switch_steps(g))
-    out = kernelfit.past_switch_nodes(g, nodes, coords, 8000)
+    nodes = kernelfit.grid.fit_nodes("gemm", coords, 8000, kernelfit.grid.gemm_switch_steps(g))
+    out = kernelfit.grid.past_switch_nodes(g, nodes, coords, 8000)
     if not past:
         assert out == nodes
         return
     assert {5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0, 513.0} <= set(out[0])
     assert 769.0 not in out[0] and 49.0 not in out[0]          # one past a power of two only
     assert {128.0, 256.0, 512.0} <= set(out[0]) and out[1:] == nodes[1:]
-    assert kernelfit.past_switch_nodes(g, nodes, coords, 10) == nodes     # too few rows for the added nodes
+    assert kernelfit.grid.past_switch_nodes(g, nodes, coords, 10) == nodes     # too few rows for the added nodes
 
 
 def test_a_grid_one_past_the_switch_follows_the_jump_and_the_fall_back():
@@ -68,10 +68,10 @@ def test_a_grid_one_past_the_switch_follows_the_jump_and_the_fall_back():
     coords = (m, np.full(m.size, 4096.0), np.full(m.size, 4096.0), np.ones(m.size))
     g = group("sglang", "fp8", "h200")
     pow2 = [[64.0, 128.0, 256.0, 512.0], [4096.0], [4096.0], [1.0]]
-    past = kernelfit.past_switch_nodes(g, pow2, coords, 1000)
+    past = kernelfit.grid.past_switch_nodes(g, pow2, coords, 1000)
     for nodes, worst in ((pow2, 0.3), (past, 0.1)):
         cols = np.arange(int(np.prod([len(a) for a in nodes])))
-        coef = kernelfit.grid_solve(nodes, coords, y, cols)
+        coef = kernelfit.grid.grid_solve(nodes, coords, y, cols)
         idx, w = grid_weights(nodes, coords)
         fit = (coef[idx] * w).sum(axis=1)
         assert (np.max(np.abs(fit - y)) > worst) == (nodes is pow2)

@@ -1,6 +1,6 @@
-"""A GEMM class of ``kernelfit.SPIKY_GEMMS`` is fitted without its fit rows' isolated spikes (``kernelfit.despiked``):
-a single timing far off both its neighbours in M at the same N and K goes; a kernel switch, which holds for the M
-after it, and every other class's rows stay."""
+"""A GEMM class of ``kernelfit.rules.SPIKY_GEMMS`` is fitted without its fit rows' isolated spikes
+(``kernelfit.rows.despiked``): a single timing far off both its neighbours in M at the same N and K goes; a kernel
+switch, which holds for the M after it, and every other class's rows stay."""
 import pytest
 
 pd = pytest.importorskip("pandas")
@@ -25,7 +25,7 @@ def rows() -> "pd.DataFrame":
 
 
 def test_the_isolated_spikes_go_and_the_switch_stays():
-    kept = kernelfit.despiked(group("vllm", "fp8", "b200"), rows())
+    kept = kernelfit.rows.despiked(group("vllm", "fp8", "b200"), rows())
     gone = set(rows()["m"][rows()["n"] == 64]) - set(kept["m"][kept["n"] == 64])
     assert gone == {7, 9}
     assert {257, 384, 512} <= set(kept["m"]) and len(kept[kept["n"] == 512]) == 3
@@ -34,4 +34,4 @@ def test_the_isolated_spikes_go_and_the_switch_stays():
 @pytest.mark.parametrize("framework, dtype, gpu", [("vllm", "fp8", "h100"), ("sglang", "fp8", "b200"),
                                                    ("vllm", "bf16", "b200")])
 def test_other_classes_keep_every_row(framework, dtype, gpu):
-    assert len(kernelfit.despiked(group(framework, dtype, gpu), rows())) == len(rows())
+    assert len(kernelfit.rows.despiked(group(framework, dtype, gpu), rows())) == len(rows())

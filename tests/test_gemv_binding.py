@@ -1,7 +1,7 @@
 """A GEMV streams its weights: on every catalog GPU whose GEMM classes carry fitted terms, and under every vLLM and
 SGLang engine file's GEMM classes (``engines.with_engine``), gemm:1,N,K whose weights exceed the last cache level (a
 decode step's projections) binds a memory tier, not the tensor cores, whatever form its class was fitted in
-(``kernelfit.gemvs_stream``, the small-M rule); and the fitter's rule itself, on the H100 extract of
+(``kernelfit.gemv.gemvs_stream``, the small-M rule); and the fitter's rule itself, on the H100 extract of
 aiconfigurator-core 0.12.0 (tests/data/kernel_tables)."""
 from pathlib import Path
 
@@ -100,10 +100,10 @@ def h100_half(h100_gemm_fit):
 def test_the_fitted_half_point_table_prices_the_gemvs_as_streaming(h100_half):
     from ironlaw.measure.calibrate import kernelfit
     hw, g, rows, table = h100_half
-    share = kernelfit.gemv_share(hw, g, rows, table)
+    share = kernelfit.gemv.gemv_share(hw, g, rows, table)
     assert share is not None and share <= 1.0
     # the same table with a half-point that carries a GEMV's time as compute (H100 bf16's L2-operand fit: 302)
-    assert kernelfit.gemv_share(hw, g, rows, {**table, "m_half": 3000.0}) > 1.0
+    assert kernelfit.gemv.gemv_share(hw, g, rows, {**table, "m_half": 3000.0}) > 1.0
 
 
 def test_a_half_point_past_the_rule_is_refitted_under_its_bound(h100_half):
@@ -115,10 +115,10 @@ def test_a_half_point_past_the_rule_is_refitted_under_its_bound(h100_half):
     def refit(top):                      # a refit that lands on its bound, as a fit the rows cannot pin would
         tops.append(top)
         return {**table, "m_half": top}
-    out = kernelfit.gemvs_stream(hw, g, rows, wide, refit)
+    out = kernelfit.gemv.gemvs_stream(hw, g, rows, wide, refit)
     assert tops and tops[0] < 3000.0 and out["m_half"] == tops[-1]
-    assert kernelfit.gemv_share(hw, g, rows, out) <= 1.0
-    assert kernelfit.gemvs_stream(hw, g, rows, table, refit) is table      # a table within the rule stays
+    assert kernelfit.gemv.gemv_share(hw, g, rows, out) <= 1.0
+    assert kernelfit.gemv.gemvs_stream(hw, g, rows, table, refit) is table      # a table within the rule stays
 
 
 def test_the_stream_form_refits_a_half_point_whose_gemvs_bind_compute_at_its_floor(h100_half):
@@ -127,10 +127,10 @@ def test_the_stream_form_refits_a_half_point_whose_gemvs_bind_compute_at_its_flo
     hw, g, rows, table = h100_half
     wide = {**table, "m_half": 3000.0}
     floor = {**table, "m_half": 0.01}
-    assert kernelfit.streaming_gemvs(hw, g, rows, [table, wide], lambda: [floor]) == [table, floor]
-    assert kernelfit.streaming_gemvs(hw, g, rows, [table], lambda: 1 / 0) == [table]    # nothing to refit
+    assert kernelfit.gemv.streaming_gemvs(hw, g, rows, [table, wide], lambda: [floor]) == [table, floor]
+    assert kernelfit.gemv.streaming_gemvs(hw, g, rows, [table], lambda: 1 / 0) == [table]    # nothing to refit
     with pytest.raises(IronlawError, match="compute-bound"):
-        kernelfit.streaming_gemvs(hw, g, rows, [wide], lambda: [wide])
+        kernelfit.gemv.streaming_gemvs(hw, g, rows, [wide], lambda: [wide])
 
 
 def test_the_rule_weighs_compute_and_memory_by_the_power_each_draws():
@@ -139,5 +139,5 @@ def test_the_rule_weighs_compute_and_memory_by_the_power_each_draws():
     from ironlaw.measure.calibrate import kernelfit
     h200 = hardware.get("h200")
     assert h200.memory_w is not None
-    assert kernelfit.power_ratio(h200) == pytest.approx((h200.tdp_w - h200.idle_w) / (h200.memory_w - h200.idle_w))
-    assert kernelfit.power_ratio(hardware.get("h100")) == 1.0
+    assert kernelfit.gemv.power_ratio(h200) == pytest.approx((h200.tdp_w - h200.idle_w) / (h200.memory_w - h200.idle_w))
+    assert kernelfit.gemv.power_ratio(hardware.get("h100")) == 1.0

@@ -166,18 +166,18 @@ def test_attention_grid_counts_the_nodes_its_rows_reach_and_keeps_every_head_dim
     k = rng.choice([64.0, 128.0, 256.0], 600)
     units = np.exp(rng.uniform(np.log(2.0), np.log(512.0), 600))
     coords = (2.0 * n, n, k, units)
-    nodes = kernelfit.fit_nodes("context_attention", coords, 600)
+    nodes = kernelfit.grid.fit_nodes("context_attention", coords, 600)
     assert nodes[2] == [64.0, 128.0, 256.0]                          # the head dim is never coarsened
     every = int(np.prod([len(a) for a in nodes]))
-    assert kernelfit.reached_count(nodes, coords) < every / 1.5            # much of the plane holds no row ...
-    folded = kernelfit.without_values("context_attention", nodes, coords)   # the head dims' nodes not counted
-    assert 600 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(*folded)
-    assert 600 < kernelfit.GRID_ROWS_PER_NODE * every                 # ... so counting every node coarsens
+    assert kernelfit.grid.reached_count(nodes, coords) < every / 1.5            # much of the plane holds no row ...
+    folded = kernelfit.grid.without_values("context_attention", nodes, coords)   # the head dims' nodes not counted
+    assert 600 >= kernelfit.grid.GRID_ROWS_PER_NODE * kernelfit.grid.reached_count(*folded)
+    assert 600 < kernelfit.grid.GRID_ROWS_PER_NODE * every                 # ... so counting every node coarsens
     # too few rows: the steps are squared, never the head dim's
-    few = kernelfit.fit_nodes("context_attention", tuple(c[:120] for c in coords), 120)
+    few = kernelfit.grid.fit_nodes("context_attention", tuple(c[:120] for c in coords), 120)
     assert few[2] == [64.0, 128.0, 256.0]
-    assert 120 >= kernelfit.GRID_ROWS_PER_NODE * kernelfit.reached_count(
-        *kernelfit.without_values("context_attention", few, tuple(c[:120] for c in coords)))
+    assert 120 >= kernelfit.grid.GRID_ROWS_PER_NODE * kernelfit.grid.reached_count(
+        *kernelfit.grid.without_values("context_attention", few, tuple(c[:120] for c in coords)))
     assert sum(len(a) for a in few) < sum(len(a) for a in nodes)
 
 
@@ -189,10 +189,10 @@ def test_attention_grid_reproduces_a_step_between_head_dims():
     k = rng.choice([64.0, 128.0, 256.0], rows)
     coords = (4.0 * n, n, k, np.full(rows, 8.0))
     y = np.where(k == 128.0, np.log(1.5), 0.0)                      # measured 1.5× the model at head dim 128 only
-    nodes = kernelfit.fit_nodes("context_attention", coords, rows)
-    cols = kernelfit.reached_nodes(nodes, coords)
+    nodes = kernelfit.grid.fit_nodes("context_attention", coords, rows)
+    cols = kernelfit.grid.reached_nodes(nodes, coords)
     coef = np.zeros(int(np.prod([len(a) for a in nodes])))
-    coef[cols] = kernelfit.grid_solve(nodes, coords, y, cols)
+    coef[cols] = kernelfit.grid.grid_solve(nodes, coords, y, cols)
     p = {"grid_nodes": nodes, "grid_log": " ".join(str(int(round(100 * c))) for c in coef)}
     from ironlaw.core.gemmshape import grid_factor
     f = grid_factor(p, *coords)
@@ -258,9 +258,9 @@ def test_generation_mla_split_holds_out_every_head_count_between_fitted_ones():
     rng = np.random.default_rng(1)
     coords = (m, np.exp(rng.uniform(0.0, np.log(131072.0), m.size)), np.full(m.size, 576.0),
               np.exp(rng.uniform(0.0, np.log(2048.0), m.size)))
-    nodes = kernelfit.fit_nodes("generation_mla", coords, 200)     # few rows: the other axes coarsen, heads do not
+    nodes = kernelfit.grid.fit_nodes("generation_mla", coords, 200)     # few rows: the other axes coarsen, heads do not
     assert list(nodes[0]) == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
-    assert len(nodes[1]) < len(kernelfit.fit_nodes("generation_mla", coords, 100_000)[1])
+    assert len(nodes[1]) < len(kernelfit.grid.fit_nodes("generation_mla", coords, 100_000)[1])
 
 
 def test_calibrate_prints_its_text_report(tmp_path):
@@ -287,7 +287,7 @@ def test_wide_prefill_tiles_each_query_head_on_its_own():
         row = types.SimpleNamespace(attn_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=heads,
                                     num_key_value_heads=1, batch_size=2, isl=512, step=512, head_dim=128,
                                     window_size=0)
-        op = kernelfit.attention_op(row, g)
+        op = kernelfit.ops.attention_op(row, g)
         m, n, k = op.attrs["mnk"]
         assert op.attrs["kernel"].endswith("_wide") == (heads > 32)
         assert m == m_want and k == 128.0
@@ -310,16 +310,16 @@ def test_decode_rows_on_the_collectors_k_only_pool_move_half_the_cache():
     both keys and values."""
     shape = [(16, 65535, 16, 8, 128)]
     old, new = (kernelfit.groups([decode_table(v, shape)])[0] for v in ("1.0.0", "1.3.0rc20"))
-    assert kernelfit.k_only_pool(old) and not kernelfit.k_only_pool(new)
+    assert kernelfit.rules.k_only_pool(old) and not kernelfit.rules.k_only_pool(new)
     mha = kernelfit.groups([decode_table("1.0.0", [(16, 65535, 8, 8, 128)])])[0]
-    assert mha.name.endswith("one head per KV head") and not kernelfit.k_only_pool(mha)
+    assert mha.name.endswith("one head per KV head") and not kernelfit.rules.k_only_pool(mha)
     kv = 16 * 65536 * 8 * 128 * 2 * 2                                      # keys and values, bf16
     (o_old,), (o_new,) = (kernelfit.observations(g, g.rows) for g in (old, new))
     assert o_new.op.bytes["kv_cache"] == pytest.approx(kv)
     assert o_old.op.bytes["kv_cache"] == pytest.approx(kv / 2)
     assert o_old.op.bytes["activations"] == o_new.op.bytes["activations"]
     mla = kernelfit.groups(kerneltable.read(DATA / "h200_sxm", ops=("generation_mla",), framework="trtllm"))[0]
-    assert not kernelfit.k_only_pool(replace_version(mla, "1.0.0"))
+    assert not kernelfit.rules.k_only_pool(replace_version(mla, "1.0.0"))
 
 
 def test_sm100_one_head_decode_rows_on_the_k_only_pool_move_half_the_cache_too():
@@ -330,7 +330,7 @@ def test_sm100_one_head_decode_rows_on_the_k_only_pool_move_half_the_cache_too()
     on = {(gpu, v): kernelfit.groups([decode_table(v, mha, gpu)])[0]
           for gpu in ("b200", "gb200", "h100", "h200") for v in ("1.0.0rc6", "1.3.0rc20")}
     assert all(g.name.endswith("one head per KV head") for g in on.values())
-    assert {k for k, g in on.items() if kernelfit.k_only_pool(g)} == {("b200", "1.0.0rc6"), ("gb200", "1.0.0rc6")}
+    assert {k for k, g in on.items() if kernelfit.rules.k_only_pool(g)} == {("b200", "1.0.0rc6"), ("gb200", "1.0.0rc6")}
     kv = 16 * 65536 * 8 * 128 * 2 * 2                                      # keys and values, bf16
     (o_old,), (o_new,) = (kernelfit.observations(g, g.rows) for g in (on["b200", "1.0.0rc6"], on["b200", "1.3.0rc20"]))
     assert o_old.op.bytes["kv_cache"] == pytest.approx(kv / 2) and o_new.op.bytes["kv_cache"] == pytest.approx(kv)
@@ -352,4 +352,4 @@ def test_a_decode_whose_kv_cache_is_the_l2s_size_is_read_from_there():
     at, twice = kernelfit.observations(g, g.rows, hw)
     assert at.op.bytes["kv_cache"] == limit < sum(at.op.bytes.values())
     assert at.op.attrs.get("resident") and not twice.op.attrs.get("resident")
-    assert kernelfit.reread_bytes(at.op) == limit
+    assert kernelfit.collector.reread_bytes(at.op) == limit

@@ -8,7 +8,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 
 from ironlaw.core.gemmshape import grid_factor  # noqa: E402
-from ironlaw.machine import hardware  # noqa: E402
+from ironlaw.machine import calibration, hardware  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 from ironlaw.measure.calibrate.fitcore import Problem  # noqa: E402
 
@@ -35,15 +35,15 @@ def test_a_shape_timed_by_two_backends_keeps_the_main_backends_row():
     main = _rows(head_dims=(64, 128, 256), latency=lambda r: 1e-3)
     alt = _rows(head_dims=(128,), sources=("flashinfer",), latency=lambda r: 2e-3)
     rows = pd.concat([main, alt], ignore_index=True)
-    kept = kernelfit.one_backend(rows, "context_attention")
+    kept = kernelfit.rows.one_backend(rows, "context_attention")
     assert len(kept) == len(main) and set(kept.kernel_source) == {"trtllm_mha"}
     t = kerneltable.KernelTable("context_attention", "b200", "NVIDIA B200", "sglang", "0.5.14", "x.parquet", rows)
     (g,) = kernelfit.groups([t])
-    key = list(kernelfit.SHAPE_COLUMNS["context_attention"])
+    key = list(kernelfit.vocabulary.SHAPE_COLUMNS["context_attention"])
     assert not g.rows.duplicated(key).any() and (g.rows.latency_s == 1e-3).all()
     # a shape only another backend times stays (head dim 192 runs on Triton alone)
     only = _rows(head_dims=(192,), sources=("triton",), latency=lambda r: 5e-3)
-    assert len(kernelfit.one_backend(pd.concat([main, only], ignore_index=True), "context_attention")) == \
+    assert len(kernelfit.rows.one_backend(pd.concat([main, only], ignore_index=True), "context_attention")) == \
         len(main) + len(only)
 
 
@@ -70,12 +70,12 @@ def test_each_head_dim_the_rows_hold_is_a_grid_node():
     k = rng.choice([64.0, 128.0, 192.0, 256.0, 512.0], 2000)
     n = np.exp(rng.uniform(0.0, np.log(8192.0), 2000))
     coords = (4.0 * n, n, k, np.exp(rng.uniform(np.log(2.0), np.log(512.0), 2000)))
-    nodes = kernelfit.fit_nodes("context_attention", coords, 2000)
+    nodes = kernelfit.grid.fit_nodes("context_attention", coords, 2000)
     assert nodes[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
     # decode alike: vLLM 0.24.0 runs head dim 192 on Triton with an FP8 cache (B200), SGLang 0.5.14 on Triton
     # everywhere; held out between nodes at 128 and 256, vLLM B200's FP8-cache rows at 192 came out 26% too fast
-    assert kernelfit.fit_nodes("generation_attention", coords, 2000)[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
-    assert kernelfit.fit_nodes("generation_mla", coords, 2000)[2] != [64.0, 128.0, 192.0, 256.0, 512.0]
+    assert kernelfit.grid.fit_nodes("generation_attention", coords, 2000)[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
+    assert kernelfit.grid.fit_nodes("generation_mla", coords, 2000)[2] != [64.0, 128.0, 192.0, 256.0, 512.0]
 
 
 def test_the_grid_reaches_a_slow_kernel_under_the_eta_bound():
@@ -88,7 +88,7 @@ def test_the_grid_reaches_a_slow_kernel_under_the_eta_bound():
     table = hw.calibration.table()["kernel"]["attention_context_bf16_kv_bf16"]
     shape = {k: v for k, v in table.items() if k not in ("grid_nodes", "grid_log")}
     shape["streamed"] = 1.5                     # the fit's bound: the bytes' η held at 1 by the law
-    cal = {"schema": kernelfit.SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {g.key[1]: shape}}
+    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {g.key[1]: shape}}
     prob = Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     slow = g.rows.head_dim.to_numpy() == 128
     lat = shape["latency_s"]                    # the grid scales the time beside the fixed latency
@@ -96,18 +96,18 @@ def test_the_grid_reaches_a_slow_kernel_under_the_eta_bound():
     g4 = kernelfit.Group(g.name, g.key, g.op, g.table, rows)
 
     def missed(passes):
-        before = dict(kernelfit.GRID_PASSES)
-        kernelfit.GRID_PASSES["context_attention"] = passes
+        before = dict(kernelfit.grid.GRID_PASSES)
+        kernelfit.grid.GRID_PASSES["context_attention"] = passes
         try:
-            fitted = kernelfit.fit_grid(hw, g4, rows, shape)
+            fitted = kernelfit.grid.fit_grid(hw, g4, rows, shape)
         finally:
-            kernelfit.GRID_PASSES.clear()
-            kernelfit.GRID_PASSES.update(before)
+            kernelfit.grid.GRID_PASSES.clear()
+            kernelfit.grid.GRID_PASSES.update(before)
         p = Problem(hw, kernelfit.observations(g4, rows, hw), weighting="per_case")
         err = p.times({**cal, "kernel": {g.key[1]: fitted}}) / p.meas - 1.0
         return float(np.median(np.abs(err[slow])))
 
-    assert kernelfit.GRID_PASSES["context_attention"] == 2
+    assert kernelfit.grid.GRID_PASSES["context_attention"] == 2
     assert missed(2) < 0.02 and missed(1) > 0.05     # (on this extract: 1.2% and 6.9%)
 
 
@@ -133,9 +133,9 @@ def test_one_token_context_rows_on_the_decode_kernel_are_left_out():
     (g,) = kernelfit.groups([t])
     assert len(g.rows) == len(rows) - one > 0 and (g.rows.isl > 1).all()
     assert g.timed == f"{one} one-token rows the framework runs on its decode kernel left out"
-    gen = kernelfit.own_kernel(rows.assign(step=7), "generation_attention")
+    gen = kernelfit.rows.own_kernel(rows.assign(step=7), "generation_attention")
     assert len(gen) == len(rows)
-    assert len(kernelfit.own_kernel(rows.drop(columns="kernel_source"), "context_attention")) == len(rows)
+    assert len(kernelfit.rows.own_kernel(rows.drop(columns="kernel_source"), "context_attention")) == len(rows)
 
 
 def test_the_benchmark_leaves_the_skipped_classes_out():
@@ -155,18 +155,18 @@ def test_the_benchmark_leaves_the_skipped_classes_out():
 
 def test_a_new_head_dim_does_not_coarsen_the_other_axes():
     """The head dims a class holds are kernels, not a resolution its rows must fill: with the same rows spread over
-    five head dims instead of one, the grid keeps the other axes' nodes (``kernelfit.without_values``; counted,
+    five head dims instead of one, the grid keeps the other axes' nodes (``kernelfit.grid.without_values``; counted,
     vLLM H100's one-head decode class had its key and unit steps squared when head dim 192 got its node)."""
     rng = np.random.default_rng(3)
     rows = 500
     n = np.exp(rng.uniform(0.0, np.log(16384.0), rows))
     units = np.exp(rng.uniform(0.0, np.log(2048.0), rows))
-    one = kernelfit.fit_nodes("generation_attention", (np.ones(rows), n, np.full(rows, 128.0), units), rows)
-    five = kernelfit.fit_nodes("generation_attention", (np.ones(rows), n, rng.choice(
+    one = kernelfit.grid.fit_nodes("generation_attention", (np.ones(rows), n, np.full(rows, 128.0), units), rows)
+    five = kernelfit.grid.fit_nodes("generation_attention", (np.ones(rows), n, rng.choice(
         [64.0, 128.0, 192.0, 256.0, 512.0], rows), units), rows)
     assert five[2] == [64.0, 128.0, 192.0, 256.0, 512.0]
     assert [five[i] for i in (0, 1, 3)] == [one[i] for i in (0, 1, 3)]
     # the rows still bound the other axes: a tenth of them squares their steps
-    few = kernelfit.fit_nodes("generation_attention", (np.ones(50), n[:50], np.full(50, 128.0), units[:50]), 50)
+    few = kernelfit.grid.fit_nodes("generation_attention", (np.ones(50), n[:50], np.full(50, 128.0), units[:50]), 50)
     assert len(few[1]) < len(one[1])
 

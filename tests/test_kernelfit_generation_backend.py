@@ -53,9 +53,9 @@ def test_a_context_table_and_a_one_backend_table_are_as_they_were():
     """The rule is generation attention's: a context table's rows and a table of one backend pass unchanged."""
     rows = pd.concat([_rows(256, 8, 2, "trtllm_mha", 3e-5), _rows(256, 6, 1, "triton", 2e-3)], ignore_index=True)
     rows = rows.assign(regime="")
-    assert len(kernelfit.one_backend_per_head_dim(rows, "context_attention")) == len(rows)
+    assert len(kernelfit.rows.one_backend_per_head_dim(rows, "context_attention")) == len(rows)
     single = rows[rows.kernel_source == "triton"]
-    assert len(kernelfit.one_backend_per_head_dim(single, "generation_attention")) == len(single)
+    assert len(kernelfit.rows.one_backend_per_head_dim(single, "generation_attention")) == len(single)
 
 
 def _class(rows, framework="sglang"):
@@ -70,18 +70,18 @@ def test_flashinfers_16_bit_decode_grid_steps_2x_in_heads_per_kv_head():
     keep ``GRID_STEPS``."""
     rows = pd.concat([_rows(128, h, 1, "flashinfer", 2e-5) for h in (2, 3, 4, 8)] + [_rows(64, 8, 1, "triton", 3e-5)],
                      ignore_index=True)
-    steps = kernelfit.GRID_STEPS["generation_attention"]
+    steps = kernelfit.grid.GRID_STEPS["generation_attention"]
     g = _class(rows)["generation attention bf16, KV bf16"]
-    assert kernelfit.group_switch_steps(g, "") == (kernelfit.GROUP_SWITCH_M_STEP,) + steps[1:]
-    assert kernelfit.GROUP_SWITCH_M_STEP < steps[0]
+    assert kernelfit.grid.group_switch_steps(g, "") == (kernelfit.grid.GROUP_SWITCH_M_STEP,) + steps[1:]
+    assert kernelfit.grid.GROUP_SWITCH_M_STEP < steps[0]
     fp8 = _class(rows.assign(kv_cache_dtype="fp8"))["generation attention bf16, KV fp8"]
-    assert kernelfit.group_switch_steps(fp8, "") is None
+    assert kernelfit.grid.group_switch_steps(fp8, "") is None
     fa3 = _class(rows.assign(kernel_source="fa3"))["generation attention bf16, KV bf16"]
-    assert kernelfit.group_switch_steps(fa3, "") is None
+    assert kernelfit.grid.group_switch_steps(fa3, "") is None
     vllm = _class(rows, framework="vllm")["generation attention bf16, KV bf16"]
-    assert kernelfit.group_switch_steps(vllm, "") is None
-    assert kernelfit.group_switch_steps(g, "_window") is None      # held out worse on it (docs/accuracy.md)
-    assert kernelfit.group_switch_steps(g, "_wide") is None        # over 32 heads per KV head: on tensor cores
+    assert kernelfit.grid.group_switch_steps(vllm, "") is None
+    assert kernelfit.grid.group_switch_steps(g, "_window") is None      # held out worse on it (docs/accuracy.md)
+    assert kernelfit.grid.group_switch_steps(g, "_wide") is None        # over 32 heads per KV head: on tensor cores
 
 
 def _context(head_dim, heads, kv_heads, source, latency_s, dtype="fp8", window=0):

@@ -12,7 +12,7 @@ pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import LATENCY_HEAD_DIM_S_MAX  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 ADDED_S = 6e-6        # SGLang 0.5.14's H100 window tables: MiMo-V2's head dim 192 on FA3 ~6 µs over gpt-oss's 64
@@ -38,7 +38,7 @@ def _plain(hw, g) -> dict:
 
 def test_the_law_adds_the_seconds_at_the_listed_head_dim_only(h100_window):
     hw, g = h100_window
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     table = _plain(hw, g)
     own = {**table, "latency_head_dims": [192], "latency_head_dim_s": [ADDED_S]}
     added = prob.times(_cal(g, own)) - prob.times(_cal(g, table))
@@ -56,19 +56,19 @@ def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_o
     hw, g = h100_window
     rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 192, ADDED_S, 0.0))
     sglang = replace(g, table=replace(g.table, framework="sglang"), rows=rows)
-    plain = kernelfit.head_dim_latency(replace(sglang, rows=g.rows), g.rows)
-    shifted = kernelfit.head_dim_latency(sglang, rows)
+    plain = kernelfit.launches.head_dim_latency(replace(sglang, rows=g.rows), g.rows)
+    shifted = kernelfit.launches.head_dim_latency(sglang, rows)
     before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
     after = dict(zip(shifted["latency_head_dims"], shifted["latency_head_dim_s"]))
     assert after[192] - before.get(192, 0.0) == pytest.approx(ADDED_S, rel=0.05)
-    assert kernelfit.head_dim_latency(replace(g, table=replace(g.table, gpu="b200"), rows=rows), rows) == {}
+    assert kernelfit.launches.head_dim_latency(replace(g, table=replace(g.table, gpu="b200"), rows=rows), rows) == {}
     fit_rows = kernelfit.split(rows, g.op)[0]
-    own = kernelfit.fit_class(hw, sglang, fit_rows)
+    own = kernelfit.classfit.fit_class(hw, sglang, fit_rows)
     assert own["latency_head_dims"] == shifted["latency_head_dims"]
-    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY_GPUS", {})
-    assert "latency_head_dims" not in kernelfit.fit_class(hw, replace(g, rows=rows), fit_rows)
-    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY", set())
-    one = kernelfit.fit_class(hw, sglang, fit_rows)
+    monkeypatch.setattr(kernelfit.launches, "HEAD_DIM_LATENCY_GPUS", {})
+    assert "latency_head_dims" not in kernelfit.classfit.fit_class(hw, replace(g, rows=rows), fit_rows)
+    monkeypatch.setattr(kernelfit.launches, "HEAD_DIM_LATENCY", set())
+    one = kernelfit.classfit.fit_class(hw, sglang, fit_rows)
     assert "latency_head_dims" not in one
     (s,), (s0,) = (kernelfit.score(hw, _cal(g, t), [sglang]) for t in (own, one))
     assert s.median_abs_err < s0.median_abs_err, (s, s0)
@@ -81,14 +81,14 @@ def test_tensorrt_llm_s_window_decode_takes_a_head_dim_s_latency_on_hopper_only(
     hw, g = h100_window
     fastest = g.rows.groupby("head_dim")["latency_s"].min()
     slower = {int(d): float(f"{x:.4g}") for d, x in (fastest - fastest.min()).items() if x > 0.0}
-    got = kernelfit.head_dim_latency(g, g.rows, hw)
+    got = kernelfit.launches.head_dim_latency(g, g.rows, hw)
     assert slower and dict(zip(got["latency_head_dims"], got["latency_head_dim_s"])) == slower
-    assert kernelfit.head_dim_latency(replace(g, table=replace(g.table, gpu="b200")), g.rows) == {}
+    assert kernelfit.launches.head_dim_latency(replace(g, table=replace(g.table, gpu="b200")), g.rows) == {}
     fit_rows = kernelfit.split(g.rows, g.op)[0]
-    assert kernelfit.fit_class(hw, g, fit_rows)["latency_head_dims"] == got["latency_head_dims"]
-    monkeypatch.setattr(kernelfit, "HEAD_DIM_LATENCY_GPUS", {})
-    assert kernelfit.head_dim_latency(g, g.rows, hw) == {}
-    assert "latency_head_dims" not in kernelfit.fit_class(hw, g, fit_rows)
+    assert kernelfit.classfit.fit_class(hw, g, fit_rows)["latency_head_dims"] == got["latency_head_dims"]
+    monkeypatch.setattr(kernelfit.launches, "HEAD_DIM_LATENCY_GPUS", {})
+    assert kernelfit.launches.head_dim_latency(g, g.rows, hw) == {}
+    assert "latency_head_dims" not in kernelfit.classfit.fit_class(hw, g, fit_rows)
 
 
 @pytest.mark.parametrize("bad", [
@@ -117,12 +117,12 @@ def test_sglang_s_one_head_decode_has_a_latency_per_head_dim_on_the_listed_gpus_
     assert g.rows.head_dim.nunique() > 1
     rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
     on = lambda gpu: replace(g, table=replace(g.table, framework="sglang", gpu=gpu), rows=rows)  # noqa: E731
-    plain = kernelfit.head_dim_latency(replace(on("l40s"), rows=g.rows), g.rows)
-    own = kernelfit.head_dim_latency(on("l40s"), rows)
+    plain = kernelfit.launches.head_dim_latency(replace(on("l40s"), rows=g.rows), g.rows)
+    own = kernelfit.launches.head_dim_latency(on("l40s"), rows)
     before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
     after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
     assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
-    assert kernelfit.head_dim_latency(on("h100"), rows) == {}
+    assert kernelfit.launches.head_dim_latency(on("h100"), rows) == {}
 
 
 def test_sglang_s_one_head_prefill_has_a_latency_per_head_dim_in_the_keyed_classes_only():
@@ -138,14 +138,14 @@ def test_sglang_s_one_head_prefill_has_a_latency_per_head_dim_in_the_keyed_class
     fp8 = ("kernel", "attention_context_bf16_kv_fp8_mha")
     on = lambda gpu, key=fp8: replace(g, key=key, rows=rows,  # noqa: E731
                                       table=replace(g.table, framework="sglang", gpu=gpu))
-    plain = kernelfit.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
-    own = kernelfit.head_dim_latency(on("b200"), rows)
+    plain = kernelfit.launches.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
+    own = kernelfit.launches.head_dim_latency(on("b200"), rows)
     before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
     after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
     assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
-    assert kernelfit.head_dim_latency(on("h100"), rows) == {}
-    assert kernelfit.head_dim_latency(on("b200", g.key), rows) == {}
-    assert kernelfit.head_dim_latency(replace(on("b200"), table=replace(on("b200").table, framework="vllm")),
+    assert kernelfit.launches.head_dim_latency(on("h100"), rows) == {}
+    assert kernelfit.launches.head_dim_latency(on("b200", g.key), rows) == {}
+    assert kernelfit.launches.head_dim_latency(replace(on("b200"), table=replace(on("b200").table, framework="vllm")),
                                       rows) == {}
 
 

@@ -12,7 +12,7 @@ pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import KEY_S_MAX, KEY_WALK_FREE  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 WALK_S = 78e-9        # L40S generation MLA at batch 1: 1.28 ms at 16,383 cached tokens, 5.10 ms at 65,535
@@ -31,7 +31,7 @@ def _cal(g, table: dict) -> dict:
 
 def test_the_walk_adds_key_s_per_key_beyond_the_first_ones(h200_mla):
     hw, g = h200_mla
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "key_s"}
     plain = prob.times(_cal(g, table))
     walked = prob.times(_cal(g, {**table, "key_s": WALK_S}))
@@ -48,11 +48,11 @@ def test_the_fit_recovers_a_walk_the_rows_hold(h200_mla):
     keys = g.rows.step.to_numpy() + 1.0
     rows = g.rows.assign(latency_s=g.rows.latency_s + WALK_S * np.maximum(keys - KEY_WALK_FREE, 0.0))
     walked = replace(g, rows=rows)
-    table = kernelfit.fit_class(hw, walked, kernelfit.split(rows, g.op)[0])
+    table = kernelfit.classfit.fit_class(hw, walked, kernelfit.split(rows, g.op)[0])
     assert table["key_s"] == pytest.approx(WALK_S, rel=0.25)
     (s,) = kernelfit.score(hw, _cal(g, table), [walked])
     assert s.median_abs_err <= 0.10, s
-    plain = kernelfit.fit_class(hw, g, kernelfit.split(g.rows, g.op)[0])
+    plain = kernelfit.classfit.fit_class(hw, g, kernelfit.split(g.rows, g.op)[0])
     assert plain["key_s"] < 0.1 * WALK_S
 
 
@@ -71,7 +71,7 @@ def _split_s_added(suffix: str):
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
     g = next(x for x in gs if x.name.endswith(suffix))
     table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k != "split_s"}
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     return hw, g, table, prob.times(_cal(g, {**table, "split_s": 4e-6})) - prob.times(_cal(g, table))
 
 
@@ -114,7 +114,7 @@ def test_a_split_xqa_launch_adds_merge_s_per_block_where_it_splits():
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
     g = next(x for x in gs if x.name.endswith("sliding window"))
     table = {k: v for k, v in hw.calibration.table()["kernel"][g.key[1]].items() if k not in ("split_s", "merge_s")}
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     added = prob.times(_cal(g, {**table, "split_s": 4e-6, "merge_s": 5e-8})) - prob.times(_cal(g, table))
     blocks = blocks_per_sequence(g.rows.step + 1.0, g.rows.batch_size * g.rows.num_key_value_heads, hw.sms)
     assert (blocks > 2).any()

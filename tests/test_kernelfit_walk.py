@@ -10,7 +10,7 @@ from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.graph import Graph  # noqa: E402
 from ironlaw.law.efficiency import grid_coords, kernel_coords  # noqa: E402
 from ironlaw.machine import engines, hardware  # noqa: E402
-from ironlaw.machine.calibration import Calibration, check  # noqa: E402
+from ironlaw.machine.calibration import SCHEMA, Calibration, check  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 from ironlaw.measure.calibrate.fitcore import Problem  # noqa: E402
 
@@ -42,7 +42,7 @@ def _group(framework: str):
 def _walking(hw, g, shape):
     """``g``'s rows timed as the shape model prices them at head dim 64, and at head dim 192 as a kernel whose
     masked blocks each cost a fifth of a computed one: (window keys + (causal keys - window keys) / 5) / window keys."""
-    cal = {"schema": kernelfit.SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {NAME: shape}}
+    cal = {"schema": SCHEMA, "source": "derived: test", "fitted": [g.name], "kernel": {NAME: shape}}
     prob = Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     s = g.rows.isl.to_numpy(float)
     causal, window = (s + 1.0) / 2.0, np.minimum((s + 1.0) / 2.0, float(WINDOW))
@@ -66,8 +66,8 @@ def test_a_walking_kernels_window_rows_are_fitted_over_the_whole_sequence():
     shape = {k: v for k, v in engines.load("b200", "sglang")["kernel"][NAME].items()
              if k not in ("grid_nodes", "grid_log", "grid_keys")}
     g, cal = _walking(hw, g, shape)
-    walked = kernelfit.fit_grid(hw, g, g.rows, shape)
-    plain = kernelfit.fit_grid(hw, g, g.rows, shape, walk=False)
+    walked = kernelfit.grid.fit_grid(hw, g, g.rows, shape)
+    plain = kernelfit.grid.fit_grid(hw, g, g.rows, shape, walk=False)
     assert walked["grid_keys"] == "sequence" and "grid_keys" not in plain
     long = g.rows.isl.to_numpy() >= 2048
     e_walk, e_plain = (np.abs(_errors(hw, g, cal, t)) for t in (walked, plain))
@@ -80,11 +80,11 @@ def test_every_frameworks_window_class_tries_the_sequence_and_a_global_class_kee
     """The rule is the context window classes' of ``WALK_FRAMEWORKS`` — vLLM's, SGLang's and TensorRT-LLM's (its L40S
     window prefill follows the sequence too; the fit chooses per class) — and a global class states no whole
     sequence."""
-    assert all(kernelfit.walks(_group(f)) for f in ("sglang", "vllm", "trtllm"))
-    assert not kernelfit.walks(_group("aiter"))
+    assert all(kernelfit.rules.walks(_group(f)) for f in ("sglang", "vllm", "trtllm"))
+    assert not kernelfit.rules.walks(_group("aiter"))
     g = _group("sglang")
     glob = kernelfit.Group(g.name, ("kernel", "attention_context_bf16_kv_bf16"), g.op, g.table, g.rows)
-    assert not kernelfit.walks(glob)
+    assert not kernelfit.rules.walks(glob)
 
 
 def test_the_law_reads_the_sequences_keys_only_for_a_walking_class():
@@ -97,7 +97,7 @@ def test_the_law_reads_the_sequences_keys_only_for_a_walking_class():
     ops = [o.op for o in kernelfit.observations(g, rows, hw)]
     assert ops[0].attrs["history"] == 4096.0
     cols = Graph("attention", "prefill", "bf16", ops).columns()
-    base = {"schema": kernelfit.SCHEMA, "source": "derived: test", "fitted": [g.name]}
+    base = {"schema": SCHEMA, "source": "derived: test", "fitted": [g.name]}
     shape = {"eta_max": 0.5, "latency_s": 1e-6}
     n_plain = kernel_coords(Calibration.of({**base, "kernel": {NAME: shape}}), cols)[1]
     n_walk = kernel_coords(Calibration.of({**base, "kernel": {NAME: {**shape, "grid_keys": "sequence"}}}), cols)[1]

@@ -62,8 +62,8 @@ def test_key_blocks_names_a_known_kernel():
 
 
 def test_the_fitter_tries_the_blocks_on_vllm_s_fa3_window_classes_only():
-    """``kernelfit.key_blocks_of``: the extract's H100 window decode rows, as vLLM's FA3 rows, try the blocks; as
-    TensorRT-LLM's, or timed on another kernel, or on two, they do not."""
+    """``kernelfit.launches.key_blocks_of``: the extract's H100 window decode rows, as vLLM's FA3 rows, try the blocks;
+    as TensorRT-LLM's, or timed on another kernel, or on two, they do not."""
     pytest.importorskip("pandas")
     from pathlib import Path
 
@@ -73,11 +73,11 @@ def test_the_fitter_tries_the_blocks_on_vllm_s_fa3_window_classes_only():
     g = next(x for x in gs if x.name.endswith("sliding window"))
     vllm = replace(g, table=replace(g.table, framework="vllm"))
     fa3 = g.rows.assign(kernel_source="vllm_flash_attn_fa3")
-    assert kernelfit.key_blocks_of(vllm, fa3) == ({"key_blocks": "fa3"},)
-    assert kernelfit.key_blocks_of(g, fa3) == ()
-    assert kernelfit.key_blocks_of(vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa2")) == ()
+    assert kernelfit.launches.key_blocks_of(vllm, fa3) == ({"key_blocks": "fa3"},)
+    assert kernelfit.launches.key_blocks_of(g, fa3) == ()
+    assert kernelfit.launches.key_blocks_of(vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa2")) == ()
     mixed = fa3.assign(kernel_source=np.where(np.arange(len(fa3)) % 2, "vllm_triton_attn", "vllm_flash_attn_fa3"))
-    assert kernelfit.key_blocks_of(vllm, mixed) == ()
+    assert kernelfit.launches.key_blocks_of(vllm, mixed) == ()
 
 
 def test_fa2_s_split_kv_block_n_per_head_dim():
@@ -96,9 +96,9 @@ def test_fa2_reads_from_the_block_of_the_window_s_first_key():
 
 
 def test_the_fitter_tries_one_cta_per_query_head_on_vllm_s_fa2_window_classes_only():
-    """``kernelfit.head_ctas_of``: the extract's H100 window decode rows, as vLLM's FA2 rows of the MMHA-rule class,
-    try the launch of one CTA per query head with and without FA2's key blocks; as vLLM's FA3 rows, as TensorRT-LLM's,
-    or as vLLM's XQA-rule class, they do not."""
+    """``kernelfit.launches.head_ctas_of``: the extract's H100 window decode rows, as vLLM's FA2 rows of the MMHA-rule
+    class, try the launch of one CTA per query head with and without FA2's key blocks; as vLLM's FA3 rows, as
+    TensorRT-LLM's, or as vLLM's XQA-rule class, they do not."""
     pytest.importorskip("pandas")
     from pathlib import Path
 
@@ -110,10 +110,10 @@ def test_the_fitter_tries_one_cta_per_query_head_on_vllm_s_fa2_window_classes_on
         vllm = replace(g, table=replace(g.table, framework="vllm"))
         fa2 = g.rows.assign(kernel_source="vllm_flash_attn_fa2")
         mine = g.name.endswith("MMHA kernel")
-        assert kernelfit.head_ctas_of(hw, vllm, fa2) == (kernelfit.HEAD_CTA_LAUNCHES if mine else ())
-        assert kernelfit.head_ctas_of(hw, g, fa2) == ()
-        assert kernelfit.head_ctas_of(hw, vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa3")) == ()
-    assert {t.get("split_kv") for t in kernelfit.HEAD_CTA_LAUNCHES} == {"heads", None}
+        assert kernelfit.launches.head_ctas_of(hw, vllm, fa2) == (kernelfit.rules.HEAD_CTA_LAUNCHES if mine else ())
+        assert kernelfit.launches.head_ctas_of(hw, g, fa2) == ()
+        assert kernelfit.launches.head_ctas_of(hw, vllm, g.rows.assign(kernel_source="vllm_flash_attn_fa3")) == ()
+    assert {t.get("split_kv") for t in kernelfit.rules.HEAD_CTA_LAUNCHES} == {"heads", None}
 
 
 def _l40s_vllm_window_s(seq: int, batch: int = 2048, heads: int = 8, head_dim: int = 64) -> tuple[float, str]:

@@ -1,7 +1,7 @@
 """TensorRT-LLM's decode on its MMHA kernel outside a sliding window: over 32 query heads per KV head and one, where
 XQA refuses the head group (``gemmshape.window_kernel``). The op states its whole sequence, the fit tries MMHA's
-launch for those classes (``kernelfit.SPLIT_CLASSES``), and a class fitted so prices the launch's waves, as a served
-step does."""
+launch for those classes (``kernelfit.rules.SPLIT_CLASSES``), and a class fitted so prices the launch's waves, as a
+served step does."""
 from dataclasses import replace
 
 import numpy as np
@@ -38,8 +38,8 @@ def test_an_xqa_decode_and_a_prefill_state_none(heads, kv_heads, phase):
 
 def test_the_wide_and_one_head_decode_classes_try_mmhas_launches():
     for regime in ("_wide", "_mha"):
-        tries = kernelfit.SPLIT_CLASSES[("generation_attention", regime)]
-        assert tries == kernelfit.SPLIT_CLASSES[("generation_attention", "_window_mmha")]
+        tries = kernelfit.rules.SPLIT_CLASSES[("generation_attention", regime)]
+        assert tries == kernelfit.rules.SPLIT_CLASSES[("generation_attention", "_window_mmha")]
         assert {t["split_kv"] for t in tries} == {"mmha"}
 
 

@@ -1,6 +1,6 @@
 """A causal prefill kernel that gives each CTA one tile of a query head's rows (SGLang's Triton prefill): its launch
 runs in waves, each as long as its longest tile's walk over the keys (``core.querytiles``, ``efficiency.query_waves``,
-``kernelfit.query_tiles_of``)."""
+``kernelfit.launches.query_tiles_of``)."""
 from dataclasses import replace
 
 import numpy as np
@@ -57,7 +57,7 @@ def _prefill(tokens: float, head_dim: int = 512, batch: int = 1):
                               window_size=0, attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0, latency_s=1e-4)])
     t = KernelTable("context_attention", "h100", "NVIDIA H100", "sglang", "0.5.14", "x.parquet", rows)
     g = kernelfit.Group("g", ("kernel", MHA), "context_attention", t, None)
-    return kernelfit.attention_op(next(rows.itertuples()), g)
+    return kernelfit.ops.attention_op(next(rows.itertuples()), g)
 
 
 def _eta(op, p: dict) -> float:
@@ -98,11 +98,11 @@ def test_sglangs_triton_rows_of_a_tiled_head_dim_take_its_tiles():
     """SGLang's Triton prefill on SM 9.x: head dim 512 in tiles of 32 query rows; not vLLM's rows, not another
     backend's, not a sliding window's, not a GPU the table does not name."""
     (g,) = _groups("sglang", "h100")
-    assert kernelfit.query_tiles_of(hardware.get("h100"), g) == {"query_tiles": [[512, 32, 1]]}
-    assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("vllm", "h100")[0]) == {}
-    assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", source="fa3")[0]) == {}
-    assert kernelfit.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", window=128)[0]) == {}
-    assert kernelfit.query_tiles_of(hardware.get("l40s"), _groups("sglang", "l40s")[0]) == {}
+    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), g) == {"query_tiles": [[512, 32, 1]]}
+    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("vllm", "h100")[0]) == {}
+    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", source="fa3")[0]) == {}
+    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", window=128)[0]) == {}
+    assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), _groups("sglang", "l40s")[0]) == {}
 
 
 def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypatch):
@@ -123,11 +123,11 @@ def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypa
     g = kernelfit.Group(g.name, g.key, g.op, g.table, timed)
     fitted = kernelfit.fit(hw, [g])
     assert fitted["kernel"][g.key[1]]["query_tiles"] == [[512, 32, 1]]
-    assert np.percentile(kernelfit.held_errors(hw, fitted, g), 90) < 0.02
-    monkeypatch.setattr(kernelfit, "TRITON_TILES", {})
+    assert np.percentile(kernelfit.scoring.held_errors(hw, fitted, g), 90) < 0.02
+    monkeypatch.setattr(kernelfit.launches, "TRITON_TILES", {})
     untiled = kernelfit.fit(hw, [g])
     assert "query_tiles" not in untiled["kernel"][g.key[1]]
-    assert np.percentile(kernelfit.held_errors(hw, untiled, g), 90) > 0.05
+    assert np.percentile(kernelfit.scoring.held_errors(hw, untiled, g), 90) > 0.05
 
 
 def _l40s_groups(heads: int) -> list:
@@ -143,6 +143,6 @@ def test_l40s_one_head_classes_take_sm89_tiles_and_no_other_regime_does():
     beside 128-key tiles, two CTAs an SM; head dim 192 (128 + 64 wide) 64 × 64, one. On the L40S only its one-head
     classes take them (``TILE_GPU_REGIMES``); its grouped-query class keeps none."""
     (one,) = _l40s_groups(1)
-    assert kernelfit.query_tiles_of(hardware.get("l40s"), one) == {"query_tiles": [[64, 64, 2], [192, 64, 1]]}
+    assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), one) == {"query_tiles": [[64, 64, 2], [192, 64, 1]]}
     (grouped,) = _l40s_groups(4)
-    assert kernelfit.query_tiles_of(hardware.get("l40s"), grouped) == {}
+    assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), grouped) == {}

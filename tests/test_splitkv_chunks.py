@@ -105,21 +105,21 @@ def test_the_fit_launches_chunks_on_its_own_classes_only():
     from ironlaw.measure.calibrate import kernelfit
     hw = hardware.get("l40s")
     g = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha")
-    tries = kernelfit.chunk_launches_of(hw, g, g.rows)
+    tries = kernelfit.launches.chunk_launches_of(hw, g, g.rows)
     assert [t["chunk_occupancy"] for t in tries] == list(CHUNK_OCCUPANCY)
     assert all(t["split_kv"] == "chunks" and t["chunk_head_dims"] == [64, 128, 256] for t in tries)
     every = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha", triton_at=())
-    assert all("chunk_head_dims" not in t for t in kernelfit.chunk_launches_of(hw, every, every.rows))
+    assert all("chunk_head_dims" not in t for t in kernelfit.launches.chunk_launches_of(hw, every, every.rows))
     bf16 = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_mha")
-    assert kernelfit.chunk_launches_of(hw, bf16, bf16.rows) == ()
+    assert kernelfit.launches.chunk_launches_of(hw, bf16, bf16.rows) == ()
     h100 = _flashinfer_class("h100", "vllm", "attention_generation_bf16_kv_fp8_mha")
-    assert kernelfit.chunk_launches_of(hardware.get("h100"), h100, h100.rows) == ()
+    assert kernelfit.launches.chunk_launches_of(hardware.get("h100"), h100, h100.rows) == ()
 
 
 def test_vllms_fp8_one_head_decode_on_l40s_takes_a_latency_per_head_dim():
-    """``kernelfit.HEAD_DIM_LATENCY_CLASSES``: the class on L40S measures each head dim's fastest call over the class's
-    (3 µs added at head dim 256 reads back as at least 3 µs there); its bf16-cache class, and the class on H100, keep
-    one fixed latency."""
+    """``kernelfit.rules.HEAD_DIM_LATENCY_CLASSES``: the class on L40S measures each head dim's fastest call over the
+    class's (3 µs added at head dim 256 reads back as at least 3 µs there); its bf16-cache class, and the class on H100,
+    keep one fixed latency."""
     pytest.importorskip("pandas")
     from ironlaw.measure.calibrate import kernelfit
     hw = hardware.get("l40s")
@@ -128,7 +128,7 @@ def test_vllms_fp8_one_head_decode_on_l40s_takes_a_latency_per_head_dim():
                           ("h100", "attention_generation_bf16_kv_fp8_mha", False)):
         g = _flashinfer_class(gpu, "vllm", key)
         rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 256, 3e-6, 0.0))
-        got = kernelfit.head_dim_latency(replace(g, rows=rows), rows, hw)
+        got = kernelfit.launches.head_dim_latency(replace(g, rows=rows), rows, hw)
         if own:
             at = dict(zip(got["latency_head_dims"], got["latency_head_dim_s"]))
             assert at[256] >= 3e-6 - 1e-12

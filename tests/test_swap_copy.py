@@ -14,11 +14,12 @@ pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import SWAP_S_MAX  # noqa: E402
 from ironlaw.machine import calibration, engines, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate.kernelfit import shapefit  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 SWAP_S = 4e-6          # L40S and RTX PRO 6000 vLLM bf16-cache decode: 8.9 µs at batch 1, 12.3-13.2 µs at 2-16 × 2-8 KV heads
-FA2 = kernelfit.SWAP_KERNELS[0]
+FA2 = kernelfit.rules.SWAP_KERNELS[0]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def _as_vllm_fa2(g, rows=None):
 
 def test_swap_s_adds_where_the_call_holds_several_sequences_and_kv_heads(h100_decode):
     hw, g = h100_decode
-    prob = kernelfit.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
     table = hw.calibration.table()["kernel"][g.key[1]]
     added = prob.times(_cal(g, {**table, "swap_s": SWAP_S})) - prob.times(_cal(g, table))
     want = np.where(_swapped(g.rows), SWAP_S, 0.0)
@@ -59,14 +60,14 @@ def test_the_fit_recovers_the_swap_on_vllm_s_flash_attention_2_rows_only(h100_de
     hw, g = h100_decode
     rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(_swapped(g.rows), SWAP_S, 0.0))
     fa2, plain = _as_vllm_fa2(g, rows), _as_vllm_fa2(g)
-    table = kernelfit.fit_class(hw, fa2, kernelfit.split(fa2.rows, g.op)[0])
-    base = kernelfit.fit_class(hw, plain, kernelfit.split(plain.rows, g.op)[0])
+    table = kernelfit.classfit.fit_class(hw, fa2, kernelfit.split(fa2.rows, g.op)[0])
+    base = kernelfit.classfit.fit_class(hw, plain, kernelfit.split(plain.rows, g.op)[0])
     assert table["swap_s"] - base["swap_s"] == pytest.approx(SWAP_S, rel=0.3)
     other = replace(fa2, rows=fa2.rows.assign(kernel_source="flashinfer"))
     sglang = replace(fa2, table=replace(fa2.table, framework="sglang"))
     for g2 in (other, sglang):
-        assert kernelfit.with_swap_cost(g2, g2.rows, (), [[]]) == ((), [[]])
-    assert kernelfit.with_swap_cost(fa2, fa2.rows, (), [[]]) == ((("swap_s", SWAP_S_MAX),), [[kernelfit.SWAP_S_START]])
+        assert shapefit.with_swap_cost(g2, g2.rows, (), [[]]) == ((), [[]])
+    assert shapefit.with_swap_cost(fa2, fa2.rows, (), [[]]) == ((("swap_s", SWAP_S_MAX),), [[shapefit.SWAP_S_START]])
 
 
 @pytest.mark.parametrize("gpu", ["l40s", "rtx-pro-6000"])

@@ -1,7 +1,7 @@
 """A kernel class whose softmax runs beside its tensor-core work (``vector = "overlap"``): a warp-specialized
 Blackwell FMHA (TRT-LLM's, as vLLM's FlashInfer backend and SGLang's ``trtllm_mha`` run it,
-``kernelfit.OVERLAP_KERNELS``) computes one tile's softmax while its MMA warp runs the next tile's products, so the op's
-compute is the longer of the two, not their sum (``efficiency.vector_overlap``, ``law.compute_term``)."""
+``kernelfit.rules.OVERLAP_KERNELS``) computes one tile's softmax while its MMA warp runs the next tile's products, so
+the op's compute is the longer of the two, not their sum (``efficiency.vector_overlap``, ``law.compute_term``)."""
 from dataclasses import replace
 
 import numpy as np
@@ -42,7 +42,7 @@ def _terms(t: KernelTable, p: dict, name: str = BF16_CACHE) -> tuple[float, floa
     """(matrix seconds, vector seconds, compute seconds) of the table's first row on B300 under the class ``p``."""
     hw = replace(hardware.get("b300"), calibration=Calibration.of(_cal(p, name)))
     g = kernelfit.Group("g", ("kernel", name), "context_attention", t, None)
-    op = kernelfit.attention_op(next(t.rows.assign(isl=16384).head(1).itertuples()), g)
+    op = kernelfit.ops.attention_op(next(t.rows.assign(isl=16384).head(1).itertuples()), g)
     placed = law.place(Graph("t", "prefill", "bf16", [op]), hw)
     eta = float(np.ravel(efficiency.evaluate(placed.cols, hw).compute_eta)[0])
     matrix_s = op.flops / (hw.peak("bf16") * eta)
@@ -73,10 +73,10 @@ def test_the_fitter_names_the_overlap_only_for_the_kernels_that_run_it():
     other prefill kernels do not."""
     for source in ("vllm_flashinfer_trtllmprefill", "trtllm_mha"):
         (trtllm,) = kernelfit.groups([_table(source)])
-        assert kernelfit.vector_of(trtllm) == {"vector": "overlap"}
+        assert kernelfit.launches.vector_of(trtllm) == {"vector": "overlap"}
     for source in ("vllm_flash_attn_fa3", "vllm_flashinfer_fiprefill", "vllm_triton_attn", "triton", "flashinfer"):
         (other,) = kernelfit.groups([_table(source)])
-        assert kernelfit.vector_of(other) == {}
+        assert kernelfit.launches.vector_of(other) == {}
 
 
 def test_a_class_that_runs_another_kernel_at_one_head_dim_overlaps_at_the_others_only():
@@ -84,7 +84,7 @@ def test_a_class_that_runs_another_kernel_at_one_head_dim_overlaps_at_the_others
     head dims of the overlap (``vector_head_dims``), and an op at 192 adds its softmax to its products."""
     rows = _rows("trtllm_mha") + _rows("trtllm_mha", head_dim=256)[:3] + _rows("triton", head_dim=192)[:3]
     (g,) = kernelfit.groups([_table("", framework="sglang", rows=rows)])
-    assert kernelfit.vector_of(g) == {"vector": "overlap", "vector_head_dims": [128, 256]}
+    assert kernelfit.launches.vector_of(g) == {"vector": "overlap", "vector_head_dims": [128, 256]}
     p = {**SHAPE, "vector": "overlap", "vector_head_dims": [128, 256]}
     for head_dim, overlaps in ((128, True), (192, False)):
         matrix_s, vector_s, compute_s = _terms(_table("x", head_dim=head_dim), p)

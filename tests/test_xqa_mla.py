@@ -1,5 +1,5 @@
 """TensorRT-LLM's XQA MLA decode kernel (SM 12.0, 128 heads on an FP8 cache) as a kernel class of its own: the fitter
-splits those rows off on the GPUs that run it (``kernelfit.XQA_MLA_GPUS``), the parent class names it as its
+splits those rows off on the GPUs that run it (``kernelfit.rules.XQA_MLA_GPUS``), the parent class names it as its
 ``variant`` at M = 128 (``efficiency.with_variants``), and a walking class's CTAs run in waves over the SMs
 (``key_ctas``, ``efficiency.walk_s``), its walk the op's time floor."""
 from collections import namedtuple
@@ -43,7 +43,7 @@ def test_the_128_head_fp8_rows_split_off_only_where_xqa_mla_runs():
 
 def _op(heads: int, batch: int = 1, step: int = 32767, group=None):
     g = group or kernelfit.Group("g", ("kernel", PARENT), "generation_mla", _table("rtx-pro-6000"), None)
-    return kernelfit.mla_op(Row(batch, heads, 128 // heads, step, "bfloat16", "fp8", 0.0), g)
+    return kernelfit.ops.mla_op(Row(batch, heads, 128 // heads, step, "bfloat16", "fp8", 0.0), g)
 
 
 def _cal(parent: dict, variant: dict) -> dict:
@@ -78,7 +78,7 @@ def test_the_walk_runs_in_waves_over_the_sms_and_floors_the_op():
     walk's seconds, waves · (cta_s + key_s · (keys − 64)), are the op's time where they exceed its data and math."""
     hw = hardware.get("rtx-pro-6000")
     walk = {**SHAPE, "eta_max": 1.0, "streamed": 1.0, "latency_s": 1e-6, "key_s": 2e-8, "cta_s": 1e-5,
-            "key_ctas": kernelfit.WALK_WAVES[("generation_mla", "_mla_xqa")][0]["key_ctas"]}
+            "key_ctas": kernelfit.rules.WALK_WAVES[("generation_mla", "_mla_xqa")][0]["key_ctas"]}
     cal = Calibration.of(_cal(SHAPE, walk))
     ops = [_op(128, batch=b, group=kernelfit.Group("g", ("kernel", VARIANT), "generation_mla", _table("rtx-pro-6000"),
                                                   None)) for b in (1, 47, 48, 94, 95)]

@@ -473,12 +473,12 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     (aiconfigurator-core's layout and columns, or a user's own in the same columns) on their even rows, score the
     held-out rows, and (``out``) write the calibrated hardware profile that ``on=out`` then uses; a
     :class:`KernelCalibration`. Each GEMM class takes the form, half-point or stream, that holds out better on its
-    own rows (``kernelfit.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores. ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to
-    start from (needed where the tables name several GPUs, or one the catalog lacks). ``framework``: whose tables
-    to read where the folder holds several (None: trtllm's, else the one framework the folder holds); a table that
-    names none is refused with it (the framework's rules key on the table's own framework and version). The result's
-    ``framework`` is the one the tables name (their framework column or ``<framework>/<version>/`` folder), else
-    "unstated"."""
+    own rows (``kernelfit.forms.chosen_form``); the profile's provenance and ``gemm_forms`` say which, with both scores.
+    ``gpu``: the catalog GPU or hardware .toml whose tables to fit and the profile to start from (needed where the
+    tables name several GPUs, or one the catalog lacks). ``framework``: whose tables to read where the folder holds
+    several (None: trtllm's, else the one framework the folder holds); a table that names none is refused with it (the
+    framework's rules key on the table's own framework and version). The result's ``framework`` is the one the tables
+    name (their framework column or ``<framework>/<version>/`` folder), else "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
     from ..machine.engines import check_profile_framework

@@ -174,26 +174,26 @@ XQA_MLA_HEADS = 128
 # variant_m_above, variant_blocks_below (in place of variant_m): the class's ops run ``variant`` where their M is above
 # the value, or where XQA would launch fewer CTAs than the value, XQA_HISTORY_BLOCK cached tokens to a CTA
 # (sequences × KV heads × max(1, ⌊keys / XQA_HISTORY_BLOCK⌋), ``xqa_blocks``): TensorRT-LLM 1.0's decode dispatch as
-# its kernel tables time it (``measure.calibrate.kernelfit``, ``dispatched``)
+# its kernel tables time it (``measure.calibrate.kernelfit.dispatch.dispatched``)
 XQA_HISTORY_BLOCK = 128
 VARIANT_RULES = ("variant_m", "variant_m_above", "variant_blocks_below")
 # math: the dtype a kernel class computes in where it is not its ops' own (``efficiency.with_variants``): the op's
 # compute η is multiplied by that dtype's peak over its own, so that its bound is that dtype's peak. TensorRT-LLM's
-# context kernels on an FP8 KV cache run FP8 math for a bf16 model (``kernelfit.FP8_CONTEXT``). vLLM's FlashInfer backend quantizes the query to the KV cache's
-# dtype wherever it runs TRT-LLM's kernels (vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``:
-# ``q_data_type`` is the cache's dtype when ``can_use_trtllm_attention`` and the query quantization is not disabled),
-# so with an FP8 cache its prefill on B200 … GB300 computes in FP8: aiconfigurator-core 0.12.0's vLLM 0.24.0 B300
-# table, 4,096 tokens and more, head dim 256: 1.66 PFLOP/s at the median on the FP8 cache (to 2.61, over the 2.25 of
-# bf16's peak), 1.32 on the bf16 cache, at the same shapes
-# math_head_dims: the head dims (the op's K) a ``math`` class's kernel computes in that dtype at; an op at another head
-# dim keeps its own peak. vLLM's FlashInfer backend takes head dims 64, 128 and 256 (vllm/v1/attention/backends/
-# flashinfer.py, ``FlashInferBackend.get_supported_head_sizes``; 0.24.0's tables time 512 on it too), so its head dim
-# 192 (MiMo-V2) runs on vLLM's Triton prefill (``vllm_triton_attn``), whose query stays in the model's dtype: B300,
-# FP8 cache, 8,193 tokens and more, head dim 192 priced at FP8's peak ran 59% too fast at the median (held out)
-# query_tiles: [[head dim, BLOCK_M, CTAs per SM], …] of a context class whose kernel gives each CTA one tile of BLOCK_M
-# rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a time), each as long
-# as its longest tile's causal walk, stretch the op's time (``efficiency.query_waves``, ``core.querytiles``; SGLang's
-# Triton prefill, ``kernelfit.TRITON_TILES``)
+# context kernels on an FP8 KV cache run FP8 math for a bf16 model (``kernelfit.rules.FP8_CONTEXT``). vLLM's FlashInfer
+# backend quantizes the query to the KV cache's dtype wherever it runs TRT-LLM's kernels
+# (vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``: ``q_data_type`` is the cache's dtype when
+# ``can_use_trtllm_attention`` and the query quantization is not disabled), so with an FP8 cache its prefill on B200 …
+# GB300 computes in FP8: aiconfigurator-core 0.12.0's vLLM 0.24.0 B300 table, 4,096 tokens and more, head dim 256: 1.66
+# PFLOP/s at the median on the FP8 cache (to 2.61, over the 2.25 of bf16's peak), 1.32 on the bf16 cache, at the same
+# shapes math_head_dims: the head dims (the op's K) a ``math`` class's kernel computes in that dtype at; an op at
+# another head dim keeps its own peak. vLLM's FlashInfer backend takes head dims 64, 128 and 256
+# (vllm/v1/attention/backends/ flashinfer.py, ``FlashInferBackend.get_supported_head_sizes``; 0.24.0's tables time 512
+# on it too), so its head dim 192 (MiMo-V2) runs on vLLM's Triton prefill (``vllm_triton_attn``), whose query stays in
+# the model's dtype: B300, FP8 cache, 8,193 tokens and more, head dim 192 priced at FP8's peak ran 59% too fast at the
+# median (held out) query_tiles: [[head dim, BLOCK_M, CTAs per SM], …] of a context class whose kernel gives each CTA
+# one tile of BLOCK_M rows of one query head, at the head dims it runs so: its launch's waves (CTAs per SM × SMs at a
+# time), each as long as its longest tile's causal walk, stretch the op's time (``efficiency.query_waves``,
+# ``core.querytiles``; SGLang's Triton prefill, ``kernelfit.rules.TRITON_TILES``)
 # vector: how a kernel class's vector work (an attention's softmax, ``op.vector_flops``) meets its matrix work
 # (``efficiency.vector_overlap``, ``law.compute_term``): "overlap", run beside it, the op's compute the longer of the
 # two, where the law otherwise adds them. A warp-specialized Blackwell FMHA computes one tile's softmax in its softmax

@@ -572,7 +572,7 @@ def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarra
 
 def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     """Per op, the seconds its kernel class's call (a decode's; a prefill's where the fitter keys it,
-    ``kernelfit.HEAD_DIM_LATENCY_CLASSES``) adds to the class's fixed latency at the op's head dim (its
+    ``kernelfit.rules.HEAD_DIM_LATENCY_CLASSES``) adds to the class's fixed latency at the op's head dim (its
     K, ``gemm_dims``): ``latency_head_dim_s`` at the matching one of ``latency_head_dims``, 0 at another head dim and
     for every other op. The call at that head dim runs launches of its own (another backend, attention sinks, a
     value head of another width), every one of its calls paying them (``gemmshape.LATENCY_HEAD_DIM_S_MAX``). With

@@ -37,10 +37,10 @@ TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "me
 # [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
 PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted": int, "rows_held_out": int,
                      "date": str}
-# a GEMM class whose form ``calibrate --kernels`` chose (``measure.calibrate.kernelfit.chosen_form``): the form kept
-# and each form's held-out median and p90 |error| (fractions)
+# a GEMM class whose form ``calibrate --kernels`` chose (``measure.calibrate.kernelfit.forms.chosen_form``): the form
+# kept and each form's held-out median and p90 |error| (fractions)
 FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")}}
-# a GEMM class's rows as its collector timed them (``measure.calibrate.kernelfit.fit_operands``): "cache", the
+# a GEMM class's rows as its collector timed them (``measure.calibrate.kernelfit.forms.fit_operands``): "cache", the
 # operands that fit the last cache level read from there on the repeated calls; "copies", the weights read from there
 # where all the collector's copies of them fit it together; "memory", from device memory unless the workload fits
 OPERANDS_FIELDS = {"operands_from": str}

@@ -1,0 +1,181 @@
+"""What a kernel class's fit tries or fixes beyond the shape model, per class: its split-KV, chunked, per-head
+and per-wave launches, its key blocks, its math and vector modes, its query tiles and its fixed latency per head
+dim or head group.
+"""
+from __future__ import annotations
+
+import re
+
+from ....core.gemmshape import attention_kernel_parts
+from ....core.querytiles import ctas_per_sm
+from ....core.splitkv import CHUNK_OCCUPANCY
+from .rows import main_kernel
+from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FP8_CONTEXT, FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK,
+                    FP8_CONTEXT_VERSIONS, GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP,
+                    GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
+                    HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
+                    OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
+                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS)
+from .vocabulary import Group
+
+
+def chunk_launches_of(hw, g: Group, rows) -> tuple:
+    """The chunked launches (``split_kv = "chunks"`` at each of ``CHUNK_OCCUPANCY`` CTAs per SM) a class of
+    ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
+    the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
+    backend runs the class's other head dims); () for another."""
+    own = g.key[0] == "kernel" and g.table.gpu in CHUNK_CLASSES.get((g.table.framework, g.key[1]), ())
+    if not (own and getattr(hw, "sms", None) and main_kernel(rows) in CHUNK_SOURCES):
+        return ()
+    dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
+    by_dim = {"chunk_head_dims": dims} if set(dims) != set(int(d) for d in rows["head_dim"].unique()) else {}
+    return tuple({"split_kv": "chunks", "chunk_occupancy": c, **by_dim} for c in CHUNK_OCCUPANCY)
+
+
+def unit_waves_of(hw, g: Group, rows) -> tuple:
+    """``({"unit_launch": launch},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
+    ``UNIT_WAVE_KERNELS`` (its launch), on a device that states its SMs (its fit tries its ``unit_s`` in waves beside
+    it on every sequence and KV head); () for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    own = (getattr(g.table, "framework", None), g.op, regime) in UNIT_WAVE_CLASSES
+    launch = UNIT_WAVE_KERNELS.get(main_kernel(rows))
+    return ({"unit_launch": launch},) if own and getattr(hw, "sms", None) and launch else ()
+
+
+def key_blocks_of(g: Group, rows) -> tuple:
+    """``({"key_blocks": kernel},)`` for a class of ``KEY_BLOCK_CLASSES`` whose rows all time that kernel
+    (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the law over the whole key blocks the window touches
+    (``core.keyblocks``, ``efficiency.key_block_share`` and ``kernel_coords``) beside the window's keys; () for
+    another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (g.table.framework, g.op, regime) not in KEY_BLOCK_CLASSES or "kernel_source" not in rows.columns:
+        return ()
+    sources = set(rows["kernel_source"].unique())
+    kernels = {KEY_BLOCK_SOURCES.get(s) for s in sources}
+    return ({"key_blocks": kernels.pop()},) if len(kernels) == 1 and None not in kernels else ()
+
+
+def head_ctas_of(hw, g: Group, rows) -> tuple:
+    """``HEAD_CTA_LAUNCHES`` for a class of ``HEAD_CTA_CLASSES`` whose rows all time a kernel of ``HEAD_CTA_SOURCES``,
+    on a device that states its SMs (its fit tries each beside the plain launch); () for another."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    if (getattr(g.table, "framework", None), g.op, regime) not in HEAD_CTA_CLASSES or not getattr(hw, "sms", None) \
+            or "kernel_source" not in rows.columns:
+        return ()
+    return HEAD_CTA_LAUNCHES if set(rows["kernel_source"].unique()) <= set(HEAD_CTA_SOURCES) else ()
+
+
+def head_dim_latency(g: Group, rows, hw=None) -> dict:
+    """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
+    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``): each head
+    dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
+    launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
+    or where no head dim is slower."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    key = (g.table.framework, g.op, regime)
+    if key in GROUP_LATENCY and len(rows):
+        return group_latency(rows, group_split_units(hw, g))
+    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) \
+        or g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
+    if not own or "head_dim" not in rows.columns or not len(rows):
+        return {}
+    fastest = rows.groupby("head_dim")["latency_s"].min()
+    extra = fastest - fastest.min()
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
+
+
+def group_split_units(hw, g: Group) -> int | None:
+    """The most sequences × KV heads at which ``g``'s decode kernel splits each sequence's keys (``GROUP_SPLIT``: half
+    ``hw``'s SMs, two CTAs per sequence and KV head), None where it names none."""
+    sms = getattr(hw, "sms", None)
+    gpus = GROUP_SPLIT.get(getattr(g.table, "framework", None), ())
+    return int(sms // 2) if sms and getattr(hw, "name", None) in gpus else None
+
+
+def group_latency(rows, most: int | None = None) -> dict:
+    """For a class of ``GROUP_LATENCY``: each (head dim, query heads per KV head) whose median call at one wave
+    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``GROUP_SPLIT_STEP`` cached tokens among ``rows``
+    is slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
+    ``latency_head_dim_s``); {} where none is. With ``most`` (``group_split_units``): its median call at that many
+    sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
+    (``latency_units_max``, ``latency_keys_max``)."""
+    group = rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1)
+    at = rows.assign(group=group, units=rows["batch_size"] * rows["num_key_value_heads"])
+    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= GROUP_SPLIT_STEP)]
+    median = at.groupby(["head_dim", "group"])["latency_s"].median()
+    extra = median - (median.min() if most is None else float(rows["latency_s"].min()))
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()],
+            **({"latency_units_max": most, "latency_keys_max": GROUP_SPLIT_KEYS} if most is not None else {})}
+
+
+def kernel_math(hw, g: Group) -> dict:
+    """``{"math": "fp8"}`` for a bf16-math FP8-cache context class whose kernel runs FP8 math on ``hw``
+    (``FP8_CONTEXT``: TensorRT-LLM's, of the versions named there); ``{}`` otherwise."""
+    fp8 = g.key[0] == "kernel" and g.key[1].startswith(FP8_CONTEXT_CLASS) and g.table.framework == FP8_CONTEXT_FRAMEWORK \
+        and hw.name in FP8_CONTEXT.get(g.op, ()) and str(g.table.version).startswith(FP8_CONTEXT_VERSIONS)
+    return {"math": "fp8"} if fp8 else {}
+
+
+def math_of(g: Group) -> dict:
+    """``{"math": the KV cache's dtype}`` for a context attention or MLA class (``MATH_OPS``) whose rows run mostly
+    on a kernel of ``QUERY_AS_CACHE`` with a cache in another dtype than the class's math (its ops compute in the
+    cache's dtype, ``efficiency.with_variants``); {} for any other class. aiconfigurator-core 0.12.0's vLLM 0.24.0 B300
+    table, 4,096 tokens and more: up to 2.61 PFLOP/s on the FP8 cache, over bf16's 2.25 peak; its SGLang 0.5.14 B300
+    MLA table, 16,384 tokens and more: the FP8 cache 1.55× faster than the bf16 one at the median (docs/accuracy.md)."""
+    if g.op not in MATH_OPS or g.key[0] != "kernel" or "kernel_source" not in g.rows.columns or \
+            not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in QUERY_AS_CACHE:
+        return {}
+    m = re.fullmatch(r"attention_context_([a-z0-9]+)_kv_([a-z0-9]+).*", g.key[1])
+    return {"math": m.group(2), **math_head_dims(g.rows)} if m and m.group(1) != m.group(2) else {}
+
+
+def query_tiles_of(hw, g: Group) -> dict:
+    """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
+    (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise.
+    aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
+    4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
+    kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
+    regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
+    if g.op != "context_attention" or kernel is None or not tiles or \
+            regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) or "kernel_source" not in g.rows.columns:
+        return {}
+    dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
+    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
+
+
+def vector_of(g: Group) -> dict:
+    """``{"vector": "overlap"}`` for a context attention class whose rows run mostly on a kernel of
+    ``OVERLAP_KERNELS`` (its softmax beside its matrix work, ``law.compute_term``), with ``vector_head_dims``, the
+    head dims its rows time on those kernels alone, where some other head dim runs another kernel and the class
+    names no ``math_head_dims`` (which the overlap then follows); {} for any other class."""
+    if g.op != "context_attention" or g.key[0] != "kernel" or "kernel_source" not in g.rows.columns or \
+            not len(g.rows) or g.rows["kernel_source"].value_counts().index[0] not in OVERLAP_KERNELS:
+        return {}
+    if "head_dim" not in g.rows.columns or math_head_dims(g.rows):
+        return {"vector": "overlap"}
+    on = g.rows["kernel_source"].isin(OVERLAP_KERNELS)
+    other = set(g.rows["head_dim"][~on])
+    dims = sorted(int(d) for d in set(g.rows["head_dim"][on]) - other)
+    return {"vector": "overlap", "vector_head_dims": dims} if other and dims else {"vector": "overlap"}
+
+
+def math_head_dims(rows) -> dict:
+    """``{"math_head_dims": [...]}``, the head dims ``rows`` time on a kernel of ``QUERY_AS_CACHE`` alone, where some
+    other head dim of theirs runs another kernel (vLLM 0.24.0's head dim 192 on its Triton prefill,
+    ``vllm_triton_attn``: ``gemmshape`` math_head_dims); {} where every head dim runs one (or rows without head
+    dims: MLA's)."""
+    if "head_dim" not in rows.columns:
+        return {}
+    on = rows["kernel_source"].isin(QUERY_AS_CACHE)
+    other = set(rows["head_dim"][~on])
+    dims = sorted(int(d) for d in set(rows["head_dim"][on]) - other)
+    return {"math_head_dims": dims} if other and dims else {}

@@ -1,0 +1,110 @@
+"""Rows as ironlaw ops: each table row built as the op ironlaw itself builds for it (GEMM, attention, MLA, MLA
+BMM), timed as its collector ran it (``observations``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ....core.graph import Graph
+from ..fitcore import Observation
+from .collector import as_collected, cache_resident, warm_through
+from .rules import CACHE_DECIDES_OPS, RESIDENT_OPS, WARM_THROUGH_OPS, k_only_pool, resident_context, warm_class
+from .vocabulary import ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, PHASES
+
+
+def observations(g: Group, rows, hw=None) -> list[Observation]:
+    """The rows as ironlaw ops with their measured seconds; with ``hw``, a generation row whose operands fit its
+    last cache level marked so (``cache_resident``)."""
+    build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else \
+        mla_bmm_op if g.op == "mla_bmm" else attention_op
+    ops = [build(r, g) for r in rows.itertuples()]
+    if k_only_pool(g):
+        ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
+    if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache" or resident_context(g)):
+        ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
+        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS or warm_class(g) or resident_context(g) else ops
+    elif hw is not None and g.operands == "copies":
+        ops = as_collected(ops, rows, g, hw)
+    return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+
+
+def gemm_op(r, g: Group):
+    from ....models.workloads.micro import gemm
+    from ....models.workloads.registry import Request
+    spec = f"{int(r.m)},{int(r.n)},{int(r.k)}"
+    return gemm(spec, Request(f"gemm:{spec}", phase="infer", dtype=g.key[1], device="cuda")).ops[0]
+
+
+@dataclass(frozen=True)
+class _Heads:
+    """The part of a model's architecture one attention op reads (``models.workloads.attention.attention_core``)."""
+    heads: int
+    kv_heads: int
+    local: str = "window"
+    sinks: bool = False
+    encoder: bool = False
+
+
+@dataclass(frozen=True)
+class _Shape:
+    b: float
+    s: float
+    phase: str
+
+    @property
+    def tokens(self) -> float:
+        return self.b if self.phase == "decode" else self.b * self.s
+
+
+def attention_op(r, g: Group):
+    """The analytic transformer's attention op of one row (window 0: global), its KV cache in the row's dtype."""
+    from ....models.serving.online import with_kv_dtype
+    from ....models.workloads.attention import attention_core
+    phase = "prefill" if g.op == "context_attention" else "decode"
+    dt, kv = _row_dtype(r.attn_dtype, g), _row_dtype(r.kv_cache_dtype, g)
+    a = _Heads(int(r.num_heads), int(r.num_key_value_heads))
+    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
+    geo = {"qk": d, "pv": d, "q": qd, "kv_new": 2 * kvd, "o": qd, "cache": 2 * kvd, "shape": f"{a.heads}/{a.kv_heads}x{d}"}
+    op = attention_core(a, sh, dt, int(r.window_size) or None, 1, 1, geo)
+    op = with_kv_dtype(Graph("attention", phase, dt, [op]), kv).ops[0]
+    if getattr(r, "as_class", False) is True:      # another class's row this class's kernel runs (``with_dispatched``)
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
+
+
+def mla_op(r, g: Group):
+    """The analytic transformer's MLA attention op of one row (DeepSeek-V3's dims, ``MLA_DIMS``; ``num_heads`` the
+    heads on one GPU), its cache in the row's KV dtype."""
+    from ....models.serving.online import with_kv_dtype
+    from ....models.workloads.attention import attention_core, mla_geometry
+    phase = PHASES[g.op]
+    xqa = g.key[1].endswith("_mla_xqa")          # the XQA MLA kernel's rows: its math in FP8 (``_mla_groups``)
+    dt, kv = "fp8" if xqa else _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
+    a = _Heads(int(r.num_heads), int(r.num_heads))
+    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    op = with_kv_dtype(Graph("attention", phase, dt, [attention_core(a, sh, dt, None, 1, 1,
+                                                                  mla_geometry(MLA_DIMS, a.heads, phase))]), kv).ops[0]
+    if xqa:                                      # the variant class's rows, named as ``efficiency.with_variants`` does
+        op.attrs = {**op.attrs, "kernel": g.key[1]}
+    return op
+
+
+def _row_dtype(x: str, g: Group) -> str:
+    """A row's attention dtype as ironlaw runs it (float16 as bf16 where the group stands for bf16)."""
+    return "bf16" if x == "float16" and g.timed.startswith("float16 rows, for bf16") else ATTENTION_DTYPES[x]
+
+
+def mla_bmm_op(r, g: Group):
+    """The analytic transformer's per-head product of one row (``attention.per_head``): ``num_heads`` heads over
+    ``num_tokens`` tokens, one layer, named its kernel class."""
+    from ....models.workloads.attention import per_head
+    name, k, n = MLA_BMM_PRODUCTS[r.op_name]
+    return per_head(name, _Layer(int(r.num_heads)), float(r.num_tokens), k, n, g.dtype)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """The part of a model's architecture a per-head product reads: its heads, one layer."""
+    heads: int
+    layers: int = 1

@@ -1,0 +1,288 @@
+"""A table's rows as kernel classes (``groups``), the rows a class keeps (one backend per shape or head dim, the
+framework's own kernel, without spikes) and their split into fitted and held-out rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....core.errors import IronlawError
+from ....core.gemmshape import XQA_MLA_HEADS, attention_kernel, attention_regime
+from ..kerneltable import KernelTable
+from .rules import (HEAD_DIM_BACKEND_CLASSES, HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
+                    TILE_REGIMES, XQA_MLA_GPUS, switches)
+from .vocabulary import (ATTENTION_DTYPES, DECODE_KERNELS, FIT_ROWS, GEMM_DTYPES, Group, MLA_BMM_AS_FP8,
+                         MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, PHASES, REGIMES, SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
+
+SPIKE_RATIO, SPIKE_AGREE = 1.5, 1.25
+# the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
+# the vLLM and SGLang tables hold blocks of two head dims per batch, sequence and heads, so the even/odd split fitted
+# one and held out the other (SGLang L40S, over 32 heads per KV head: 96% of head dim 128 held out, 65-74% median
+# |error|; vLLM B200: all of head dim 128 held out); TensorRT-LLM's tables put 21-79% of each head dim's rows on each
+# side and keep their split
+STRATA = {"context_attention": "head_dim"}
+ONE_SIDED = 0.9
+
+
+def skipped(tables: list[KernelTable], fp8_block_as: str | None = None) -> list[dict]:
+    """The GEMM rows ``groups`` leaves out (a dtype ironlaw does not run, ``SKIPPED``): per table and dtype,
+    how many rows and why, so that a fit can say what it did not use."""
+    out = []
+    for t in tables:
+        if t.op != "gemm":
+            continue
+        for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+            if src in SKIPPED and not (src == "fp8_block" and fp8_block_as):
+                out.append({"table": str(t.path), "gemm_dtype": src, "rows": len(rows), "why": SKIPPED[src]})
+    return out
+
+
+def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_as: str | None = None) -> list[Group]:
+    """The kernel classes of ``tables`` (one GPU's), with their rows; a dtype ironlaw does not run is left
+    out (``SKIPPED``), any other unknown dtype is an error. ``float16_as='bf16'`` fits float16 rows as the bf16
+    classes (aiconfigurator 0.8.0's 1.0-line tables time the 16-bit kernels in float16 only; FP16 and BF16 run at
+    one tensor-core peak on every catalog GPU the tables cover), and the provenance says so. ``fp8_block_as='fp8'``
+    fits 128-element block-scaled FP8 rows as the fp8 class, said so alike (AMD MI300X: its only public FP8 GEMM
+    timings are aiter's block-scaled ones, the kernels FP8 DeepSeek-V3 and Qwen3 checkpoints run)."""
+    if float16_as not in (None, "bf16"):
+        raise IronlawError(f"float16 rows can stand for bf16 only, not '{float16_as}'")
+    if fp8_block_as not in (None, "fp8"):
+        raise IronlawError(f"fp8_block rows can stand for fp8 only, not '{fp8_block_as}'")
+    half = {"float16": float16_as} if float16_as else {}
+    note = lambda srcs: f"float16 rows, for {float16_as}" if half and "float16" in srcs else ""  # noqa: E731
+    out = []
+    for t in tables:
+        if t.op == "gemm":
+            for src, rows in t.rows.groupby("gemm_dtype", sort=True):
+                if src == "fp8_block" and fp8_block_as:
+                    out.append(Group(f"gemm {fp8_block_as}", ("matmul", fp8_block_as), t.op, t,
+                                     sorted_rows(rows, t.op), f"fp8_block rows (1x128 / 128x128 scales), for "
+                                                              f"{fp8_block_as}", dtype=fp8_block_as))
+                    continue
+                if src in SKIPPED:
+                    continue
+                if src not in GEMM_DTYPES:
+                    raise IronlawError(f"{t.path}: unknown gemm_dtype '{src}' (known: "
+                                       f"{', '.join(list(GEMM_DTYPES) + list(SKIPPED))})")
+                dt = half.get(src, GEMM_DTYPES[src])
+                out.append(Group(f"gemm {dt}", ("matmul", dt), t.op, t, sorted_rows(rows, t.op), note((src,)),
+                                 dtype=dt))
+            continue
+        if t.op.endswith("_mla"):
+            out.extend(_mla_groups(t, half, note))
+            continue
+        if t.op == "mla_bmm":
+            out.extend(mla_bmm_groups(t, half))
+            continue
+        phase = PHASES[t.op]
+        regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
+                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
+        every = t.rows.assign(regime=regimes)
+        once = one_backend(every, t.op)
+        alone = one_backend_per_head_dim(once, t.op, t)
+        kept = own_kernel(alone, t.op)
+        for (a, kv, regime), rows in main_backend(kept, t.framework).groupby(["attn_dtype", "kv_cache_dtype", "regime"],
+                                                                             sort=True):
+            dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
+            name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}" + (f", {REGIMES[regime]}" if regime else "")
+            n = [int(((x.attn_dtype == a) & (x.kv_cache_dtype == kv) & (x.regime == regime)).sum())
+                 for x in (every, once, alone, kept)]
+            left, dims, decode, other = n[0] - n[1], n[1] - n[2], n[2] - n[3], n[3] - len(rows)
+            main = once.kernel_source.value_counts().index[0] if left or dims else ""
+            timed = "; ".join(x for x in (note((a, kv)), left and f"{left} rows of other backends at shapes "
+                                          f"{main} times left out",
+                                          dims and f"{dims} rows of other backends at head dims {main} times left "
+                                          f"out",
+                                          decode and f"{decode} one-token rows the framework runs on its decode "
+                                          f"kernel left out",
+                                          other and f"{other} rows of other attention backends left out") if x)
+            out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
+                             sorted_rows(rows, t.op), timed, dtype=dt))
+    return out
+
+
+def one_backend(rows, op: str):
+    """``rows`` with each shape timed once: where several attention backends (``kernel_source``) time the same shape
+    and dtypes, the row of the backend that times most of the table, the engine's default there. aiconfigurator-core
+    0.12.0's SGLang 0.5.14 tables of B200, B300, GB200 and GB300 time 3,876 context shapes twice — TRT-LLM's MHA
+    kernels (``trtllm_mha``, SGLang's default attention backend on SM100/SM103: python/sglang/srt/server_args.py,
+    ``ServerArgs._handle_attention_backend_compatibility``) and FlashInfer (head dim 128) or Triton (head dim 256)
+    as alternatives — the two 1.65× apart at the median, 6.1× at p90 (B200), which no single time per shape fits
+    (docs/accuracy.md). A table without the column, or with one backend per shape, is returned as it is."""
+    if "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+        return rows
+    key = list(SHAPE_COLUMNS[op]) + [c for c in ("attn_dtype", "mla_dtype", "kv_cache_dtype") if c in rows.columns]
+    key = list(dict.fromkeys(key))
+    main = rows["kernel_source"].value_counts().index[0]
+    twice = rows.duplicated(key, keep=False)
+    return rows[~twice | (rows["kernel_source"] == main)]
+
+
+def one_backend_per_head_dim(rows, op: str, table=None):
+    """``rows`` (with their ``regime``) with each kernel class's head dim timed by one backend: where the table's
+    main backend (the engine's default, ``one_backend``) times a head dim of a class, its rows there alone, for an op
+    of ``HEAD_DIM_BACKEND_OPS``; a head dim only other backends time keeps theirs (SGLang 0.5.14's head dim 192, on
+    Triton). aiconfigurator's SGLang collector runs each model on the backend SGLang picks for it (the
+    ``sglang_backends`` of its model cases, collector/cases/models/*_cases.yaml): Qwen3.5's head dim 256 on Triton on
+    SM100/103, beside ``trtllm_mha``'s 256 of the other models: at batch 1, 131,071 cached tokens and 1-2 KV heads,
+    2.0-2.2 ms on Triton, 47-60 µs on ``trtllm_mha`` (B200, bf16 cache), which one grid node per head dim cannot
+    hold both (docs/accuracy.md). ironlaw prices the engine's default backend; a table without the column is returned
+    as it is. The context rows of a class of ``HEAD_DIM_BACKEND_CLASSES`` (``table``'s framework and GPU, the rows'
+    dtypes; without a window, ``TILE_REGIMES``) alike, the others as they are."""
+    keyed = HEAD_DIM_BACKEND_CLASSES.get((getattr(table, "framework", None), op))
+    keyed = keyed if keyed and getattr(table, "gpu", None) in keyed[0] else None
+    if op not in HEAD_DIM_BACKEND_OPS and not keyed or "kernel_source" not in rows.columns or \
+            rows["kernel_source"].nunique() < 2:
+        return rows
+    rank = {k: i for i, k in enumerate(rows["kernel_source"].value_counts().index)}
+    order = rows["kernel_source"].map(rank)
+    best = order.groupby([rows[c] for c in HEAD_DIM_CLASS]).transform("min")
+    if op in HEAD_DIM_BACKEND_OPS:
+        return rows[order == best]
+    own = [(a, kv) in keyed[1] and r in TILE_REGIMES
+           for a, kv, r in zip(rows["attn_dtype"], rows["kv_cache_dtype"], rows["regime"])]
+    return rows[(order == best) | ~np.asarray(own, bool)]
+
+
+def own_kernel(rows, op: str):
+    """``rows`` without the context rows the framework runs on its decode kernel (``DECODE_KERNELS``): vLLM's
+    FlashInfer backend treats a request of at most ``reorder_batch_threshold`` = 1 query token as a decode
+    (vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``; ``split_decodes_and_prefills``), so its
+    context tables' one-token rows (``isl`` 1) time the decode kernel, whose whole time (B200, 9-10 µs at 40-64
+    heads on one KV head, batch 4) is about the prefill class's fixed latency: held out 25% too slow at the median
+    (B300, every head dim; docs/accuracy.md). A table without the column is returned as it is."""
+    if op != "context_attention" or "kernel_source" not in rows.columns:
+        return rows
+    return rows[~rows["kernel_source"].isin(DECODE_KERNELS)]
+
+
+def main_backend(rows, framework: str):
+    """``rows`` (with their ``regime``) without, in a class of ``MAIN_BACKEND_CLASSES``, the rows of any backend
+    (``kernel_source``) but the one that times most of the table, the framework's default: such a class names one
+    kernel of that backend (TensorRT-LLM's MMHA window class, not FlashInfer's trtllm-gen FMHA beside it). A table
+    without the column, or of another framework, is returned as it is."""
+    regimes = [r for f, r in MAIN_BACKEND_CLASSES if f == framework]
+    if not regimes or "kernel_source" not in rows.columns or rows["kernel_source"].nunique() < 2:
+        return rows
+    main = rows["kernel_source"].value_counts().index[0]
+    return rows[~rows["regime"].isin(regimes) | (rows["kernel_source"] == main)]
+
+
+def split(rows, op: str = "") -> tuple[object, object]:
+    """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group; for an op of ``STRATA``, where
+    that leaves some value of its column (a head dim) on one side alone (``one_sided``), the even and the odd rows of
+    each value's own rows, so that every head dim is both fitted and held out."""
+    idx = np.arange(len(rows))
+    odd = idx % 2 == 1
+    col = STRATA.get(op)
+    if col is not None and col in rows.columns and one_sided(rows[col].to_numpy(), odd):
+        odd = rows.groupby(col, sort=False).cumcount().to_numpy() % 2 == 1
+    return rows.iloc[~odd], rows.iloc[odd]
+
+
+def one_sided(values: np.ndarray, odd: np.ndarray) -> bool:
+    """Whether some value of ``values`` has more than ``ONE_SIDED`` of its rows on one side of the split ``odd``."""
+    for v in np.unique(values):
+        share = float(odd[values == v].mean())
+        if share > ONE_SIDED or share < 1.0 - ONE_SIDED:
+            return True
+    return False
+
+
+def main_kernel(rows) -> str:
+    """The kernel most of ``rows`` time (their ``kernel_source``); "" where they name none."""
+    if "kernel_source" not in rows.columns or not len(rows):
+        return ""
+    return str(rows["kernel_source"].value_counts().index[0])
+
+
+def despiked(g: Group, rows):
+    """``rows`` (a GEMM class's fit rows) without their isolated spikes where the class is one of ``SPIKY_GEMMS``: a
+    row whose time is over ``SPIKE_RATIO`` times, or under 1 / ``SPIKE_RATIO`` of, both its neighbours in M among
+    ``rows`` at the same N and K, those two within ``SPIKE_AGREE`` of each other; ``rows`` as given otherwise."""
+    if not switches(g, SPIKY_GEMMS):
+        return rows
+    s = rows.sort_values(["n", "k", "m"], kind="stable")
+    t = s["latency_s"].to_numpy()
+    same = (s["n"].to_numpy()[:-2] == s["n"].to_numpy()[2:]) & (s["k"].to_numpy()[:-2] == s["k"].to_numpy()[2:])
+    lo, hi = np.minimum(t[:-2], t[2:]), np.maximum(t[:-2], t[2:])
+    spike = same & (hi <= SPIKE_AGREE * lo) & ((t[1:-1] > SPIKE_RATIO * hi) | (t[1:-1] < lo / SPIKE_RATIO))
+    drop = s.index[1:-1][spike]
+    return rows.drop(index=drop)
+
+
+def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
+    """An MLA table's kernel classes: one per math and KV dtype (regime '_mla'); ``half`` as ``groups``. On a GPU
+    of ``XQA_MLA_GPUS`` the FP8-cache generation rows at ``XQA_MLA_HEADS`` heads are a class of their own (regime
+    '_mla_xqa'), TensorRT-LLM's XQA MLA kernel."""
+    out = []
+    for (a, kv), rows in t.rows.groupby(["mla_dtype", "kv_cache_dtype"], sort=True):
+        dt, kvd = (half.get(x) or _attention_dtype(x, t.path) for x in (a, kv))
+        name = f"{t.op.replace('_', ' ')} {dt}, KV {kvd}"
+        xqa = rows.num_heads == XQA_MLA_HEADS if xqa_mla(t, kvd) else np.zeros(len(rows), bool)
+        out.append(Group(name, ("kernel", attention_kernel(PHASES[t.op], dt, kvd, "_mla")), t.op, t,
+                         sorted_rows(rows[~xqa], t.op), note((a, kv)), dtype=dt))
+        if xqa.any():               # its math in FP8 (``supportConfigMLA``: an E4M3 query), whatever the model's
+            out.append(Group(f"{name}, {REGIMES['_mla_xqa']}", ("kernel", attention_kernel(PHASES[t.op], "fp8", kvd,
+                                                                                            "_mla_xqa")),
+                             t.op, t, sorted_rows(rows[xqa], t.op),
+                             "; ".join(x for x in (note((a, kv)), f"{a} model, the kernel's math in fp8") if x),
+                             dtype="fp8"))
+    return out
+
+
+def xqa_mla(t: KernelTable, kv_dtype: str) -> bool:
+    """Whether ``t``'s rows of a ``kv_dtype`` cache run TensorRT-LLM's XQA MLA kernel at ``XQA_MLA_HEADS`` heads:
+    a TensorRT-LLM generation MLA table of a GPU of ``XQA_MLA_GPUS``, on an FP8 cache."""
+    return t.op == "generation_mla" and t.framework == "trtllm" and t.gpu in XQA_MLA_GPUS and kv_dtype == "fp8"
+
+
+def _attention_dtype(x: str, where: str) -> str:
+    if x not in ATTENTION_DTYPES:
+        raise IronlawError(f"{where}: unknown attention dtype '{x}' (known: {', '.join(ATTENTION_DTYPES)})")
+    return ATTENTION_DTYPES[x]
+
+
+def sorted_rows(rows, op: str):
+    """A table's rows in shape order (the order the even/odd split follows)."""
+    return rows.sort_values(list(SHAPE_COLUMNS[op]), kind="stable").reset_index(drop=True)
+
+
+def held_out(g: Group):
+    """The rows ``score`` times for ``g``: at most ``SCORE_ROWS`` of its held-out side of ``split``, evenly spaced."""
+    return _spaced(split(g.rows, g.op)[1], SCORE_ROWS)
+
+
+def shape_rows(rows):
+    """The rows of a group's fit half its shape model is fitted on: at most ``FIT_ROWS``, evenly spaced."""
+    return _spaced(rows, FIT_ROWS)
+
+
+def _spaced(rows, n: int):
+    """At most ``n`` of ``rows``, evenly spaced."""
+    if len(rows) <= n:
+        return rows
+    return rows.iloc[np.linspace(0, len(rows) - 1, n).round().astype(int)]
+
+
+def mla_bmm_groups(t: KernelTable, half: dict | None = None) -> list[Group]:
+    """A mla_bmm table's kernel classes: one per dtype (``gemmshape.mla_bmm_kernel``), both products in it (the
+    grid's K axis, 128 or 512, tells them apart); ``half`` ({'float16': 'bf16'}, ``groups``' ``float16_as``) fits
+    the 1.0 line's float16 rows as the bf16 class, said so; any other dtype the catalog's ops do not run is an
+    error."""
+    from ....core.gemmshape import mla_bmm_kernel
+    unknown_names = sorted(set(t.rows.op_name) - set(MLA_BMM_PRODUCTS))
+    if unknown_names:
+        raise IronlawError(f"{t.path}: unknown op_name '{unknown_names[0]}' for a mla_bmm table (known: "
+                           f"{', '.join(MLA_BMM_PRODUCTS)})")
+    out = []
+    for src, rows in t.rows.groupby("bmm_dtype", sort=True):
+        dt = (half or {}).get(src) or MLA_BMM_DTYPES.get(src)
+        if dt is None:
+            raise IronlawError(f"{t.path}: unknown bmm_dtype '{src}' (known: {', '.join(MLA_BMM_DTYPES)})")
+        kernels = sorted(map(str, set(rows.kernel_source))) if "kernel_source" in rows.columns else []
+        runs = [f"{k}: {what}" for k in kernels for mark, what in MLA_BMM_AS_FP8.items() if mark in k]
+        timed = f"{src} rows on {'; '.join(runs)}, for {dt}" if runs else \
+            f"{src} rows, for {dt}" if src not in MLA_BMM_DTYPES else ""
+        out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed,
+                         dtype=dt))
+    return out

@@ -1,0 +1,468 @@
+"""The class-keyed rules of the kernel fitter, in one place: which GPU × framework × op × regime or kernel class
+takes which term, launch, grid or treatment, each table with the measurements that chose it, and the small
+predicates that read them by a group alone.
+"""
+from __future__ import annotations
+
+from ....core.gemmshape import XQA_MLA_CTAS, attention_kernel_parts
+from ....core.splitkv import MMHA_OCCUPANCY, MMHA_THREADS
+from .vocabulary import Group, MLA_DIMS, release
+
+# tables whose rows stream their operands once per call (a decode step's KV cache), so that where those fit the last
+# cache level the collector's repeated calls read them from there (``cache_resident``); a GEMM or context row that
+# fits is bound by its math or its launch, and those tables are fitted as measured
+RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
+# ops whose collector calls one kernel over and over on the same input and into the same output block (MLA's per-head
+# products: collector/{trtllm,vllm,sglang}/collect_mla_bmm.py, ``kernel_func``), so that a row whose whole footprint
+# fits the last cache level reads its activations from there too, whatever their size (``warm_through``): L40S bf16,
+# 8 heads, mla_gen_pre, 36 µs at 6,144 tokens (61 MiB in all), 211 µs at 12,288. Generation MLA likewise: its
+# collector captures one ``attn.forward`` in a CUDA graph and replays it on the same query, cache and output
+# (collector/trtllm/collect_mla.py, ``run_mla``): L40S bf16, 512 sequences of 64 heads at 1-15 cached tokens (68 MiB of
+# query and output) 54 µs, where the GDDR6's 864 GB/s would take 83 µs
+WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
+# (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
+# level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
+# query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
+# output (collector/sglang/collect_attn.py, ``run_iter``: ``layer(q, k, v, forward_batch)`` under a CUDA graph;
+# collector/vllm/collect_attn.py likewise), and at G query heads per KV head the query and output, 2·G·head dim
+# elements per sequence and KV head, outweigh the cache read at one cached token G-fold: aiconfigurator-core
+# 0.12.0's SGLang 0.5.14 L40S table (96 MiB L2, GDDR6 864 GB/s), 128 heads on one KV head × 256, batch 512, one
+# cached token: 67 MiB of query and output in 23.6 µs, 2.9 TB/s (docs/accuracy.md, "Decode over 32 heads per KV
+# head on vLLM and SGLang")
+WARM_THROUGH_CLASSES = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
+# (op, GPUs) of the prefill tables whose rows are resident where all their bytes fit the last cache level, their
+# query and output too where those fit with the output's share (``cache_resident``, ``warm_through``): the collector
+# calls one attention over and over on the same query, keys and values into the same output, and on a GDDR GPU the L2
+# serves those bytes several times faster than its device memory. RTX PRO 6000 (128 MiB L2, GDDR7 1.6 TB/s), SGLang
+# 0.5.14 (FlashInfer), 96 heads on one KV head × 128, 128 tokens per sequence: 16 sequences (97 MiB of query and
+# output) 44 µs, 32 sequences 140 µs (194 MiB at the GDDR7's rate: 127 µs); at 512 tokens, where the math binds, 4 and
+# 8 sequences take 106 and 208 µs
+# (vLLM's and SGLang's tables: TensorRT-LLM 1.3's context classes of these GPUs, refitted so, held out a little
+# worse, e.g. RTX PRO 6000 bf16 2.2% / 10.0% → 2.5% / 10.9%, and keep their fit)
+RESIDENT_CONTEXT = {"context_attention": ("l40s", "rtx-pro-6000")}
+RESIDENT_CONTEXT_FRAMEWORKS = ("vllm", "sglang")
+# of those, the tables whose rows' KV cache alone decides whether they are resident (``reread_bytes``): decode
+# attention; MLA's decode and its BMMs keep every byte of the op (their rows at the L2's size not examined)
+CACHE_DECIDES_OPS = ("generation_attention",)
+# the tables whose decode rows ran on a K-only cache pool (``k_only_pool``): TensorRT-LLM's attention decode before
+# the 1.3 line (A100's 1.0.0 table; aiconfigurator 0.8.0's 1.0.0rc3 / rc6 tables), its grouped-query class
+K_ONLY_OP, K_ONLY_FRAMEWORK, K_ONLY_BEFORE, K_ONLY_REGIMES = "generation_attention", "trtllm", (1, 3), ("",)
+# and, on the GPUs whose decode runs the trtllm-gen kernels for every head ratio (SM 100: TensorRT-LLM's
+# ``XqaDispatcher``, cpp/tensorrt_llm/kernels/xqaDispatcher.cpp, its trtllm-gen runner "for SM == 100"), the
+# one-head-per-KV-head class too: aiconfigurator 0.8.0's B200 and GB200 1.0.0rc6 tables read a cache of 1 GiB or more
+# at a median 1.45-1.48x HBM counted as keys and values in both classes (their 1.3.0rc20 rows: 0.88-0.91x), where
+# H100's and H200's 1.0.0rc3 one-head rows (MMHA) stream both (0.76-0.88x; grouped: 1.34-1.68x)
+K_ONLY_ALL_HEADS_GPUS, K_ONLY_ALL_HEADS_REGIMES = ("b200", "gb200"), ("", "_mha")
+# TensorRT-LLM 1.0's decode dispatch as aiconfigurator 0.8.0's 1.0-line tables time it (``dispatch_rule``): per GPU,
+# the regime of the class some of whose rows run another kernel, that kernel's class (regime), and which rows
+# (``gemmshape.VARIANT_RULES``; None: the GPU's SMs over XQA_MIN_BLOCK_FACTOR). H100 and H200 (1.0.0rc3): XQA runs a
+# grouped-query decode only where it would launch at least a quarter of the SMs' worth of CTAs (decoderXQARunner.cpp,
+# ``mayHavePerfGain``: ``kEnableMinBlockFactor`` 4, a CTA per ``kMinHistoryTokensPerBlock`` 128 cached tokens); the
+# others run MMHA, the one-head class's kernel: their FP8-cache rows take a median 1.64x the 1.3.0rc20 rows' time of
+# the same shape (XQA's rows 1.01x; bf16 cache 0.97x and 1.00x). B200 and GB200 (1.0.0rc6): 24 and 32 query heads per
+# KV head run the over-32 class's kernel, whose time follows the query heads: one cached token, 32 heads on 1 KV head
+# at 1,024 sequences, 64 on 1 at 512 and 128 on 2 at 256 take 0.386-0.388 ms, 16 on 1 at 2,048 0.048 ms (their
+# 1.3.0rc20 rows at 24-32 heads per KV head: over 2x faster in 67-75% of them)
+DISPATCH_BEFORE, XQA_MIN_BLOCK_FACTOR = (1, 3), 4.0
+DISPATCH = {"h100": ("", "_mha", "variant_blocks_below", None), "h200": ("", "_mha", "variant_blocks_below", None),
+            "b200": ("", "_wide", "variant_m_above", 16), "gb200": ("", "_wide", "variant_m_above", 16)}
+# catalog GPUs whose TensorRT-LLM decodes DeepSeek's MLA at XQA_MLA_HEADS heads per GPU on an FP8 cache with its XQA
+# MLA kernel (``decoderXQAImplJIT/kernelUtils.cpp``, ``supportConfigMLA``: SM 12.0 only; ``xqaParams.h``, ``isMLA``:
+# 128 query heads on one KV head): the RTX PRO 6000 Blackwell Server Edition (GB202, compute capability 12.0;
+# aiconfigurator-core 0.12.0's rtx_pro_6000_server.yaml, sm_version 120). Those rows are a class of their own
+# (``_mla_groups``, regime '_mla_xqa'), which the FP8-cache class names as its ``variant`` at M = XQA_MLA_HEADS
+# (``efficiency.with_variants``); the other GPUs' tables run those rows 1.0-1.7x as long as 64 heads, RTX PRO 6000's
+# 0.3x (batch 1, 16,383 cached tokens: 0.29 ms against 0.92 ms)
+XQA_MLA_GPUS = ("rtx-pro-6000",)
+# generation MLA's walk in waves (``gemmshape`` key_ctas, ``efficiency.walk_s``), fitted beside the plain walk and the
+# smaller loss on the fitted rows kept (``fit_class``; on a device that states its SMs, TensorRT-LLM's tables), its
+# per-CTA seconds ``cta_s`` from each of CTA_S_STARTS: the XQA MLA class's XQA_MLA_CTAS CTAs per sequence; the other
+# classes' one CTA per sequence (the kernel that walks each sequence's latent cache in one CTA: aiconfigurator-core
+# 0.12.0's RTX PRO 6000 table, FP8 cache, 16,383 cached tokens, 0.92 ms from 1 to 64 heads at batch 1). key_ctas counts
+# CTAs per grid unit: a decode op's units per sequence are (qk + pv) / qk of DeepSeek-V3's absorbed latent, 1088 / 576
+MLA_UNITS_PER_SEQUENCE = (2 * MLA_DIMS.kv_lora + MLA_DIMS.rope) / (MLA_DIMS.kv_lora + MLA_DIMS.rope)
+WALK_WAVES = {("generation_mla", "_mla_xqa"): ({"key_ctas": round(XQA_MLA_CTAS / MLA_UNITS_PER_SEQUENCE, 4)},),
+              ("generation_mla", "_mla"): ({"key_ctas": round(1.0 / MLA_UNITS_PER_SEQUENCE, 4)},)}
+# context kernels that run FP8 math on an FP8 KV cache whatever the model's dtype, per table op: the GPUs and the
+# TensorRT-LLM versions whose tables (their bf16-math FP8-cache classes, ``FP8_CONTEXT_CLASS``) are fitted with
+# ``math = "fp8"`` (``efficiency.with_variants``: the op's compute η bounded at the FP8 peak, not the bf16 one).
+# Context MLA: TensorRT-LLM sets its FP8 context MLA on SM 90, 100, 103 and 120 wherever the cache is FP8
+# (cpp/tensorrt_llm/thop/attentionOp.cpp, ``mFP8ContextMLA``): H100, H200, B200, B300, GB200, GB300, RTX PRO 6000.
+# Context attention: aiconfigurator-core 0.12.0's 1.3.0rc20 tables time a bf16-math FP8-cache row at its FP8-math
+# row's time on SM 90, 100 and 103 (B300, head dim 128, median ratio 1.01-1.07 from 16 to 16,384 tokens; against the
+# bf16-cache row 0.71 at 16,384: 4 sequences of 16,384 tokens, 20 heads on 4 KV heads, 2.78 ms, 2.79 ms FP8 math,
+# 4.31 ms bf16) and at its bf16 row's time on L40S (SM 8.9) and RTX PRO 6000 (SM 12.0), ratio 0.97-1.02: the FP8
+# FMHA TensorRT-LLM enables on an FP8 cache (thop/attentionOp.cpp, ``mFP8ContextFMHA``) where the device has it
+# (docs/accuracy.md, "Context kernels that run FP8 math on an FP8 cache")
+FP8_CONTEXT = {"context_attention": ("h100", "h200", "b200", "b300", "gb200", "gb300"),
+               "context_mla": ("h100", "h200", "b200", "b300", "gb200", "gb300", "rtx-pro-6000")}
+FP8_CONTEXT_CLASS = "attention_context_bf16_kv_fp8"
+FP8_CONTEXT_VERSIONS = ("1.3.",)
+FP8_CONTEXT_FRAMEWORK = "trtllm"
+# ops whose fixed latency_s the fit holds under the fastest fitted call (``latency_floor``): GEMMs, and the generation
+# attention and MLA classes (L40S bf16 decode, held out: 2.3% / 22.1% → 2.0% / 13.8%; docs/accuracy.md, "The fixed
+# latency of generation attention and MLA classes") but over 32 heads per KV head (``FLOOR_FREE_REGIMES``: its coarse
+# grid held out worse, B300 bf16 5.8% / 17.4% → 6.6% / 22.2%); and the context attention classes of the frameworks of
+# ``FLOOR_CONTEXT_FRAMEWORKS``, every regime: unbounded, each of vLLM's and SGLang's 149 context classes (aiconfigurator-
+# core 0.12.0) took a fixed latency over its fastest fitted call (SGLang B200 FP8 cache, one head per KV head: 20.6 µs
+# against 11.6 µs; Triton's head dim 256 at 12.4 µs held out 66-87% too slow), which the grid cannot take back
+# (docs/accuracy.md, "Context attention's fixed latency under the fastest call"). TensorRT-LLM's context classes keep
+# their fit (not refitted here)
+FLOOR_OPS = ("gemm", "generation_attention", "generation_mla", "mla_bmm")
+FLOOR_FREE_REGIMES = ("_wide",)
+FLOOR_CONTEXT_OPS = ("context_attention",)
+FLOOR_CONTEXT_FRAMEWORKS = ("vllm", "sglang")
+# and MLA's context classes, every framework's: unbounded, TensorRT-LLM 1.3.0rc20's RTX PRO 6000 class, bf16 on an FP8
+# cache, took 15.0 µs against its fastest call's 13.1 µs, and its batch-1 rows up to 16 tokens held out 19-25% too slow;
+# SGLang's H100 class on an FP8 cache 18.6 µs against 16.8 µs (docs/accuracy.md, "Context MLA's fixed latency under the
+# fastest call"). But for the classes whose rows run mostly on a kernel of FLOOR_FREE_KERNELS: SGLang 0.5.14's MLA
+# prefill on TRT-LLM's ragged kernel (B200 … GB300), which held out worse under it (B300 FP8 cache 5.5% / 17.6% → 6.7% /
+# 21.5%, B200 4.5% / 12.7% → 5.4% / 17.3%) and keeps its fit
+FLOOR_ANY_OPS = ("context_mla",)
+FLOOR_FREE_KERNELS = ("trtllm_mla",)
+# ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
+# (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
+# takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
+# "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
+KEY_WALK_OPS = ("generation_mla",)
+# classes whose fit adds ``unit_s``, the seconds a decode launch pays per sequence and KV head whatever its keys
+# (``efficiency.unit_launch_s``), from ``UNIT_S_START``: vLLM's and SGLang's generation attention. Their tables at one
+# cached token grow with the sequences × KV heads, 11-37 ns each at batch 2048 (H100 FA3, B200 TRT-LLM and FlashInfer
+# decode, L40S and RTX PRO 6000 FlashAttention 2, FlashInfer and Triton), which neither the fixed latency nor the
+# bytes price; held out, docs/accuracy.md ("Decode launches: a cost per sequence and KV head"). TensorRT-LLM's
+# classes keep their fit (another owner's, not refitted here)
+UNIT_OPS = ("generation_attention",)
+UNIT_FRAMEWORKS = ("vllm", "sglang")
+# classes whose fit adds ``write_s``, the seconds per thread its cache writer's CTAs hold an SM (one CTA per token
+# written, ``efficiency.cache_write_s``), from ``WRITE_S_START``: (framework, op, regime). vLLM's prefill with one query
+# head per KV head: aiconfigurator's vLLM collector times the cache writer with the attention (collector/vllm/
+# collect_attn.py), and at the same sequences × KV heads and tokens per sequence its tables' time grows with the
+# tokens (H100, 128 tokens × 128 head dim, 512 sequence-heads: 8 × 64 heads 86 µs, 128 × 4 heads 197 µs on an FP8
+# cache); held out, docs/accuracy.md ("vLLM's prefill with one head per KV head: the cache writer's CTAs"). Its
+# grouped-query prefill (regimes '' and '_wide') times the same writer: H100 FP8 cache, 2 KV heads × 256 sequences
+# 0.78 ms, 8 sequences × 64 heads 0.30 ms (docs/accuracy.md, "the cache writer in the grouped-query classes"); its
+# sliding-window prefill ('_window') too: H200 bf16 cache, window 128, 16 sequences × 4,096 tokens on 4 KV heads × 128,
+# 454 µs where the window's products take 17 µs at the bf16 peak (docs/accuracy.md, "vLLM's sliding-window prefill: the same
+# cache writer")
+WRITE_CLASSES = (("vllm", "context_attention", "_mha"), ("vllm", "context_attention", ""),
+                 ("vllm", "context_attention", "_wide"), ("vllm", "context_attention", "_window"))
+# FP8-cache prefill classes whose fit adds ``write_s`` too, per (framework, op, kernel class): the GPUs. SGLang's MLA
+# prefill saves the new tokens' latent into its cache pool inside the timed call (``MLATokenToKVPool``; on an FP8 cache
+# a cast and a scatter per token; aiconfigurator's collector/sglang/collect_mla.py, ``benchmark_layer``, times
+# ``layer(q, k, v, forward_batch, …)``). aiconfigurator-core 0.12.0's SGLang 0.5.14 H200 context MLA table: the
+# FP8-cache row less the bf16-cache row at the same shape is 5.3 µs at one token and ~2.0 ns per token beyond, the
+# same at 1 to 128 heads (128 sequences of 512 tokens, 2 heads: 0.29 → 0.44 ms); held out, docs/accuracy.md
+# ("SGLang's FP8-cache writer in the MLA prefill (H200)"). TensorRT-LLM 1.3.0rc20's RTX PRO 6000 FP8-cache context MLA:
+# at the same FLOPs its many-sequence rows run slower than its many-head ones (256 sequences × 256 tokens, 2 heads,
+# 317 µs; 2 × 256 tokens, 128 heads, 59 µs), a cost per token written whatever the heads (docs/accuracy.md, "TensorRT-
+# LLM's RTX PRO 6000 FP8-cache MLA prefill: a cost per token written")
+WRITE_CACHE_CLASSES = {("sglang", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("h200",),
+                       ("trtllm", "context_mla", "attention_context_bf16_kv_fp8_mla"): ("rtx-pro-6000",)}
+# classes whose fit adds ``swap_s``, the seconds FlashAttention 2's grouped-query swap adds where it copies the query
+# into its head-group rows and the output back (more than one sequence and more than one KV head,
+# ``efficiency.swap_copy_s``), from ``SWAP_S_START``: (framework, op, regime) whose rows run mostly on a kernel of
+# ``SWAP_KERNELS``. vLLM 0.24.0 decodes a bf16 cache on FlashAttention 2 on L40S and RTX PRO 6000; aiconfigurator-core
+# 0.12.0's tables there, up to 15 cached tokens: 8.9-9.0 µs at batch 1 or on one KV head, 12.3-13.2 µs at batch 2-16 on
+# 2-8 KV heads, whatever the heads per KV head (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+SWAP_CLASSES = (("vllm", "generation_attention", ""), ("vllm", "generation_attention", "_wide"))
+SWAP_KERNELS = ("vllm_flash_attn_fa2",)
+# classes whose fit also tries ``unit_launch = "waves"`` (``unit_s`` paid on the sequences × KV heads past the first
+# wave of the SMs, in whole waves: ``efficiency.past_first_wave``) beside ``unit_s`` on every one, the smaller loss on
+# the fitted rows kept: (framework, op, regime) whose rows run mostly on a kernel of ``UNIT_WAVE_KERNELS``, on a device
+# that states its SMs. vLLM 0.24.0's FlashAttention 2 decode over 32 heads per KV head, one CTA per sequence and KV head
+# (the head group is one 64-row tile): L40S (142 SMs), up to 15 cached tokens, 9.0-10.2 µs from batch 1 to 128, 15.0 µs
+# at 256, 24.3 µs at 512 (docs/accuracy.md, "FlashAttention 2's grouped-query swap")
+# ``UNIT_WAVE_KERNELS`` maps each kernel to its launch (``gemmshape.UNIT_LAUNCHES``): vLLM's FlashAttention 3 on Hopper
+# "split_waves", FA3's split kernel up to 512 tokens a call (vLLM's num_splits under its CUDA-graph sizes; one wave the
+# SMs' CTAs) and its plain kernel beyond (twice that a wave). aiconfigurator-core 0.12.0's vLLM 0.24.0 H100 table,
+# 64 heads on one KV head × 64, one cached token: 19.6, 35.4, 38.5, 73.4 µs at batch 256, 512, 1,024, 2,048
+# (docs/accuracy.md, "vLLM's Hopper decode over 32 heads per KV head: FlashAttention 3's split kernel up to 512 tokens").
+# SGLang 0.5.14's decode over 32 heads per KV head on FA3 (Hopper; no num_splits passed, FA3's heuristic takes one
+# split once the CTAs fill its SMs) and on TRT-LLM-gen (``trtllm_mha``, Blackwell), one CTA per sequence and KV head
+# at a full grid, "waves": H200, 128 heads on 2 KV heads × 128, one cached token, 10.3, 13.7, 21.0, 35.5, 75.0,
+# 138.7 µs at 128 … 4,096 sequences × KV heads (3.4-4.3 µs per wave of 132 past the first); B200, 64 heads on one KV
+# head × 128, 10.5, 13.6, 18.7, 28.8, 47.3 µs at batch 128 … 2,048 (2.7-3.1 µs per wave of 148) (docs/accuracy.md,
+# "SGLang's decode over 32 heads per KV head: its cost per sequence and KV head in waves")
+UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide"))
+UNIT_WAVE_KERNELS = {"vllm_flash_attn_fa2": "waves", "vllm_flash_attn_fa3": "split_waves", "fa3": "waves", "trtllm_mha": "waves"}
+# generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
+# window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
+# class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
+# 7.3% / 19.4% → 8.3% / 24.1%; docs/accuracy.md)
+COARSE = {("generation_attention", "_window"): (32.0, 4.0, 2.0, 4.0),
+          ("generation_attention", "_window_mmha"): (32.0, 4.0, 2.0, 4.0),
+          ("generation_attention", "_wide"): (32.0, 4.0, 2.0, 4.0)}
+# (framework, backend, KV dtype) of the grouped-query decode classes whose kernel switches with the query heads
+# per KV head: SGLang's FlashInfer backend decodes a 16-bit cache on tensor cores from 4 heads per KV head, on its CUDA-
+# core decode kernel below (python/sglang/srt/layers/attention/flashinfer_backend.py, ``should_use_tensor_core``; an
+# FP8 cache always on tensor cores), the default backend on L40S (SM89) and RTX PRO 6000 (SM120). Their grids step
+# ``GROUP_SWITCH_M_STEP`` in M, nodes at 2, 4, 8 … heads per KV head, where the generation grid's 8× put 2 and 16 only
+# (L40S bf16 cache, held out: 3.5% / 34.5% → 1.9% / 19.6%; the same 2× step on H100's FA3 class, which switches
+# nothing there, 3.2% / 13.0% → 3.7% / 18.4%; docs/accuracy.md)
+GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "float16")}
+# (framework, dtype) -> the GPUs (catalog names) on which that framework's GEMM kernel switches its CUTLASS tile
+# configuration at each power of two of M, so that its class's grid takes ``M_SWITCH_STEP`` in M, a node on each side
+# of every switch (``gemm_switch_steps``), where ``GRID_STEPS``' 4× put nodes at 16, 64 and 256 only. SM 8.9 (L40S):
+# vLLM's FP8 GEMM (csrc/quantization/cutlass_w8a8/scaled_mm_c2x_sm89_fp8_dispatch.cuh, ``cutlass_gemm_sm89_fp8_
+# dispatch``: one configuration for M up to 32, 64, 128, 256 and above) and SGLang's (sgl-kernel/csrc/gemm/
+# fp8_gemm_kernel.cu, ``sm89_fp8_dispatch_shape``: up to 64, 128, 256, 512 and above), each also by N
+# (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
+M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
+# (framework, dtype) -> the GPUs on which that framework's CUTLASS FP8 GEMM takes its next configuration from M one past
+# each power of two, so that its class's grid takes, beside the node at every power of two of M (``M_SWITCH_STEP``), a
+# node one past it where the rows hold that M (``past_switch_nodes``). vLLM's dispatches (csrc/quantization/cutlass_w8a8:
+# c3x/scaled_mm_sm90_fp8_dispatch.cuh ``cutlass_gemm_sm90_fp8_dispatch``, its sm100 and sm120 files alike, and the sm89
+# c2x one) and SGLang's (sgl-kernel/csrc/gemm/fp8_gemm_kernel.cu, ``sm90_fp8_dispatch_shape``, ``sm100_fp8_dispatch_
+# shape``, ``sm120_fp8_dispatch_shape``) pick tile and cluster by M's bucket (M or its next power of two), and the time
+# jumps one past a bucket's top and falls back as M fills the next: aiconfigurator-core 0.12.0's H200 SGLang 0.5.14 fp8
+# table, gemm:M,16384,8192, 43 µs at M = 128, 86 at 129, 57 at 256, 158 at 257, 104 at 512, 219 at 513 (vLLM 0.24.0's:
+# 44, 87, 54, 162, 94, 197), which nodes at the powers of two alone interpolate across. Every vLLM and SGLang FP8 class
+# held out better with them but SGLang's on L40S, 7.4% / 22.7% → 7.3% / 23.5%, which keeps the powers of two alone
+# (docs/accuracy.md, "GEMM grids one past the FP8 kernels' M switches")
+M_PAST_GEMMS = {("vllm", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "l40s", "rtx-pro-6000"),
+                ("sglang", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb300", "rtx-pro-6000")}
+# (framework, dtype) -> the GPUs whose GEMM class is fitted without its fit rows' isolated spikes (``despiked``): a row
+# over SPIKE_RATIO times off both its neighbours in M at the same N and K, which agree within SPIKE_AGREE. vLLM 0.24.0's
+# B200 fp8 table (aiconfigurator-core 0.12.0): 1,306 of its 35,742 rows, 935 slow and 371 fast, e.g. gemm:M,64,65536
+# 48 µs at M = 6, 8, 10, 286 at 7, 300 at 9; gemm:32768,512,K 220 µs at K = 64 … 1,024, 37 at 32: single timings, not a
+# kernel switch (which holds for the M after it, ``M_PAST_GEMMS``). Held out, every row scored: 5.7% / 22.4% fitted on
+# every fit row, 4.5% / 18.6% without their spikes (docs/accuracy.md, "GEMM grids one past the FP8 kernels' M switches")
+SPIKY_GEMMS = {("vllm", "fp8"): ("b200",)}
+# the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
+# FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
+# → 5.4% / 45.8%
+GROUP_SWITCH_REGIMES = ("",)
+# the frameworks whose sliding-window generation classes keep ``COARSE``'s steps: TensorRT-LLM's (the tables that chose
+# them). vLLM's and SGLang's, fitted with their cost per sequence and KV head (``unit_s``), take ``GRID_STEPS``: the
+# H100 SGLang window class (bf16 cache) held out 8.2% / 29.5% coarse, 5.0% / 25.6% on the finer grid (docs/accuracy.md)
+COARSE_WINDOW_FRAMEWORKS = ("trtllm",)
+# classes whose kernel may split the whole sequence, not the window, into blocks, and the launches the fit tries beside
+# the plain one (``fit_class``): TensorRT-LLM's XQA decode kernel per sequence and KV head (``core.splitkv``,
+# ``split_kv = "history"``); its MMHA kernel per sequence and query head, in blocks of each of ``MMHA_THREADS``
+# threads (``split_kv = "mmha"``: which block fits one per SM is the compiled kernel's register count, not in the
+# source; the tables step where each puts it, docs/accuracy.md), and as it tunes its block to the CTAs, split or not, for
+# each of ``MMHA_OCCUPANCY`` 256-thread CTAs per SM (``mmha_occupancy``, ``splitkv.mmha_tuned_launch``)
+MMHA_LAUNCHES = tuple({"split_kv": "mmha", "mmha_threads": t} for t in MMHA_THREADS) \
+    + tuple({"split_kv": "mmha", "mmha_occupancy": c} for c in MMHA_OCCUPANCY)
+# TensorRT-LLM decodes on MMHA too wherever XQA refuses the head group (``gemmshape.window_kernel``): over
+# ``WIDE_GQA`` query heads per KV head ('_wide') and one ('_mha'), each query head a CTA of its own that reads its KV
+# head's cache (``mmha_launch_kernel_ex``); aiconfigurator-core 0.12.0's 1.3.0rc20 RTX PRO 6000 table, over 32 heads
+# per KV head, one cached token, 96 heads × 64: 7.0, 10.8, 13.0, 10.9 µs at batch 1, 2, 4, 8, the tuned launch's
+# waves (docs/accuracy.md, "Decode over 32 heads per KV head, and one, on MMHA's launch")
+SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},),
+                 ("generation_attention", "_window_mmha"): MMHA_LAUNCHES,
+                 ("generation_attention", "_wide"): MMHA_LAUNCHES,
+                 ("generation_attention", "_mha"): MMHA_LAUNCHES}
+# the classes whose launch the fit keeps by the 90th percentile of its fitted rows' |error|, the goal's measure, not by
+# the loss: MMHA's window class, whose tuned launches (``mmha_occupancy``) differ in the waves its small launches take,
+# steps the loss trades against the grid. Blackwell's bf16-cache classes, fitted rows' p90 at 2 / 3 CTAs per SM: GB300
+# 17.8% / 13.5% (the loss chose 2, held out 2.8% / 18.7%; at 3, 4.1% / 14.5%, as on B300, the same SM 10.3 kernel);
+# B200, B300, GB200 chose 3 either way (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
+P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
+# (framework, kernel class) → GPUs of the decode classes whose rows run FlashInfer's CUDA-core decode kernel
+# (``CHUNK_SOURCES``), which its plan splits over chunks of each sequence's keys wherever the sequences × KV heads leave
+# the grid short (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``): fitted at each of ``CHUNK_OCCUPANCY`` CTAs
+# per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
+# fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
+# FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
+# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch, and why SGLang's FlashInfer
+# classes on these GPUs are not keyed: docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"
+CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
+CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
+# the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
+# decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
+SPLIT_FRAMEWORK = "trtllm"
+# decode classes whose kernel computes every key block its window touches in full (``core.keyblocks``): vLLM's
+# FlashAttention 3 on Hopper (its tables' ``kernel_source``), whose time steps with the blocks (H200, window 128, head
+# dim 64, batch 2,048: 310–366 µs up to 127 cached tokens, 702–705 µs from 255 on) where the window's keys stay 128.
+# Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
+KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
+KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
+# (framework, op, regime) of the decode classes whose rows may run FlashAttention 2 under a sliding window, and the
+# launches their fit tries beside the plain one where every row times it (``kernel_source``, ``HEAD_CTA_SOURCES``):
+# one CTA per sequence and query head, unsplit (``split_kv = "heads"``: FA2's grouped-query swap and its split-KV
+# heuristic both need no window, ``flash_api.cpp``, ``mha_varlen_fwd``), with and without the keys it reads from the
+# window's first key block on (``key_blocks = "fa2"``, ``core.keyblocks.fa2_window_keys``). aiconfigurator-core
+# 0.12.0's vLLM 0.24.0 L40S table, window 128, head dim 64 and 128, one cached token, batch 512: the time follows the
+# query heads, not the KV heads (64 heads on 1 KV head and on 8: 1.04 ms both; 8 heads 137 µs, 32 heads 525 µs); the
+# vLLM window decode classes of the MMHA rule (one head per KV head, over 32) on L40S and RTX PRO 6000's bf16 cache
+HEAD_CTA_CLASSES = {("vllm", "generation_attention", "_window_mmha")}
+HEAD_CTA_SOURCES = ("vllm_flash_attn_fa2",)
+HEAD_CTA_LAUNCHES = ({"split_kv": "heads"}, {"split_kv": "heads", "key_blocks": "fa2"}, {"key_blocks": "fa2"})
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim (``head_dim_latency``): SGLang
+# 0.5.14's sliding-window decode. aiconfigurator's SGLang collector times one model's attention call per head dim
+# there (collector/cases/models/*_cases.yaml): gpt-oss's 64 (window 128, attention sinks), Llama 4's 128 (8,192-token
+# chunks), MiMo-V2's 192 (value head 128, window 128, sinks), Gemma 4's 256 (window 1,024), each on the backend the
+# collector names for that model on the GPU (``sglang_backends``: FA3, Triton, trtllm_mha, FlashInfer), and each
+# call times its own launches around the attention kernel (RadixAttention's forward: the new token's K/V stored, the
+# decode kernel, its reduction). The class's one fixed latency held the fastest head dim's: H100's bf16 window
+# class, batch 1-8, head dim 192 36% too fast at the median (docs/accuracy.md)
+HEAD_DIM_LATENCY = {("sglang", "generation_attention", "_window"), ("sglang", "generation_attention", "_window_mmha")}
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim on the GPUs named
+# (``head_dim_latency``): TensorRT-LLM 1.3's sliding-window decode on XQA on Hopper, whose launch at head dim 64 takes
+# longer than at 128 and 192 whatever its keys. aiconfigurator-core 0.12.0's H100 1.3.0rc20 table, FP8 cache, 1 to 16
+# sequences × KV heads, 1 to 63 cached tokens: head dim 64 (window 128) 8.4-9.0 µs, 192 (window 128) 6.1-6.8 µs, 128
+# (window 8,192) 5.7-6.7 µs, the cache's bytes under 0.2 µs; the class's one fixed latency held the fastest head
+# dim's, and its unsplit small launches held out 16% too fast at the median (docs/accuracy.md, "XQA's sliding-window
+# decode on Hopper: a fixed latency per head dim"). SGLang 0.5.14's one-head decode on L40S and RTX PRO 6000,
+# FlashInfer's at head dims 64, 128 and 256 and Triton's alone at 192 (``one_backend_per_head_dim``), whose calls at up
+# to 15 cached tokens take 11.9-13.6 µs on Triton where FlashInfer's take 4-5 µs (L40S, bf16 cache)
+HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100", "h200"),
+                         ("sglang", "generation_attention", "_mha"): ("l40s", "rtx-pro-6000")}
+# (framework, kernel class) → GPUs of the classes whose fixed latency is one per head dim there (``head_dim_latency``):
+# tables that time each head dim on one backend, each backend's call with launches of its own (aiconfigurator-core
+# 0.12.0). Decode: vLLM 0.24.0's FP8-cache one-head decode on FlashInfer (head dims 64, 128, 256) and Triton (192) on
+# L40S and RTX PRO 6000; L40S, batch 1, one cached token: 9.2, 9.7, 11.1 µs at head dims 64, 128, 256
+# (docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"). Prefill: SGLang 0.5.14's bf16-math
+# FP8-cache prefill on B200 … GB300, timed on FlashInfer at head dim 128 and on Triton at 192 and 256 (``trtllm_mha``,
+# the default there, quantizes the query to FP8 on an FP8 cache): B200, one head on one KV head, 1-64 tokens,
+# 16.5-18.6 µs at 128 from batch 1 to 128, 15.2-20.7 µs at 192, 11.6-12.5 µs at 256; the class's one fixed latency
+# held the fastest head dim's and its grid's one-query-row node the others', pricing FlashInfer's one-token rows at
+# batch 32-128 54-308% too slow (held out). SGLang's Triton prefill on L40S and RTX PRO 6000, head dim 192 (MiMo-V2,
+# value head 128) 10.2-12.5 µs at 1-16 tokens where 64 takes 6.0-6.4 (FP8 class; L40S's bf16 class alike beside
+# FlashInfer's 128 and 256). vLLM 0.24.0's FP8-cache prefill, head dim 192 on its Triton kernel (``vllm_triton_attn``)
+# and the others on FlashInfer, which quantizes the query to FP8 on B300 … GB300 (``QUERY_AS_CACHE``): B300, 16
+# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
+                            ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
+                            ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
+# (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
+# per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
+# per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
+# (FlashAttention 3's one or two MMA warpgroups; SGLang 0.5.14 H100, bf16 cache, head dim 128: 9.4 µs at 48 and 64
+# heads per KV head, 10.9-11.1 µs at 96 and 128; TRT-LLM-gen on B300: 12.6, 14.5, 18.6, 20.7 µs at 48, 64, 96, 128)
+GROUP_LATENCY = {("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide")}
+# of those, (framework, GPUs) whose decode kernel pays that latency per head dim and head group only where at least
+# two CTAs per sequence and KV head fit the SMs (``latency_units_max``, half the GPU's SMs) and the sequence holds at
+# most GROUP_SPLIT_KEYS keys (``latency_keys_max``), another launch beyond either: SGLang 0.5.14's TRT-LLM-gen decode
+# on SM 10.x (its ``trtllm_mha`` backend; collector/sglang/collect_attn.py maps SM 100 and 103 to it; which launch
+# the kernel picks is FlashInfer's TRT-LLM-gen kernel selection, not read here, only its tables' steps). Its seconds
+# there are the median call's over the rows of at most GROUP_SPLIT_STEP cached tokens (one wave, flat in the batch),
+# not the fastest call's: B300, 64 heads on one KV head × 128, 14.5 µs at one to 255 cached tokens, 11.6-12.6 µs at
+# 511-4,095
+# the rows that measure a head dim and group's latency: at most GROUP_WAVE_UNITS sequences × KV heads (one CTA each,
+# fewer than any catalog GPU's SMs: one wave); a head dim and group without such rows takes none (vLLM 0.24.0's RTX
+# PRO 6000 FP8-cache table times head dim 128 at batch 1,024 only, whose fastest call, 35 µs, is no launch's latency)
+GROUP_WAVE_UNITS = 8
+GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
+GROUP_SPLIT_STEP = 127
+GROUP_SPLIT_KEYS = 256
+# classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
+# vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
+# the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every
+# key block up to each query tile and masks the ones outside it (sglang triton_ops/extend_attention.py, ``_fwd_kernel``:
+# ``SKIP_TILE`` skips a masked tile's math, not its step). aiconfigurator-core 0.12.0's SGLang 0.5.14 B200 table, head
+# dim 192 on Triton, window 128: priced over the window's keys, 62-86% too fast from 1,536 tokens on (held out); the
+# TRT-LLM-kernel rows of the same class within 4% at every length (docs/accuracy.md). TensorRT-LLM's own window classes
+# too, the fit choosing per class by its loss: aiconfigurator-core 0.12.0's 1.3.0rc20 L40S tables (SM 8.9), window 128,
+# head dim 64, priced over the window's keys 44-53% too fast at 12,288-16,384 tokens; fitted both ways, each of its
+# three window classes keeps the sequence's keys (held out, docs/accuracy.md, "Sliding-window prefill on L40S")
+WALK_CLASSES = (("context_attention", "_window"),)
+WALK_FRAMEWORKS = ("vllm", "sglang", "trtllm")
+# ops whose kernel classes keep one backend per head dim (``one_backend_per_head_dim``), and the columns that name a
+# class's head dim: generation attention (SGLang 0.5.14's tables: Qwen3.5's head dim 256 on Triton beside trtllm_mha on
+# B200 … GB300, Llama 4's 128 on Triton beside FlashInfer on RTX PRO 6000)
+HEAD_DIM_BACKEND_OPS = ("generation_attention",)
+HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
+# context classes that keep one backend per head dim alike, per (framework, op): the GPUs and the (attn_dtype,
+# kv_cache_dtype) of their rows. aiconfigurator-core 0.12.0's SGLang 0.5.14 FP8 context tables of B200 … GB300 time head
+# dim 256 on ``trtllm_mha`` (SGLang's default backend there) and, for Qwen3.5's 3 and 6 heads on one KV head, on Triton,
+# whose rows held out 60-84% too fast in the FP8 class (GB200: 8 sequences × 16,384 tokens, 6 heads, 23.6 ms measured,
+# 3.8 ms priced; ``trtllm_mha`` 2 × 16,384, 4 heads: 0.70 ms); docs/accuracy.md ("SGLang's Blackwell FP8 prefill:
+# one backend per head dim")
+HEAD_DIM_BACKEND_CLASSES = {("sglang", "context_attention"): (("b200", "b300", "gb200", "gb300"), (("fp8", "fp8"),))}
+# (framework, regime) of the kernel classes that name one kernel of the framework's default attention backend, whose
+# rows of any other backend are left out (``main_backend``): TensorRT-LLM's sliding-window decode on MMHA.
+# aiconfigurator-core 0.12.0's 1.3.0rc20 tables of B200, B300, GB200 and GB300 time head dim 256, window 1024, one
+# head on one KV head on TensorRT-LLM's FLASHINFER attention backend (``kernel_source`` 'torch_flow_flashinfer';
+# collector/trtllm/collect_attn.py, ``run_attention_torch``: the backend only Gemma4 routes to, pinned to FlashInfer's
+# trtllm-gen FMHA), not on MMHA: in the MMHA class they held out up to 91% too slow and pulled its launch fit off
+# MMHA's own steps
+# (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
+MAIN_BACKEND_CLASSES = (("trtllm", "_window_mmha"),)
+# the context kernels whose query the framework quantizes to the KV cache's dtype, so that they compute in it (a class's
+# ``math``, ``gemmshape.SHAPE_FIELDS``; ``math_of``): vLLM 0.24.0's FlashInfer backend on TRT-LLM's context kernels
+# (B200, B300, GB200, GB300; vllm/v1/attention/backends/flashinfer.py, ``FlashInferMetadataBuilder``), and SGLang
+# 0.5.14's MLA prefill on TRT-LLM's ragged kernel, which casts its query, keys and values to FP8 on an FP8 cache
+# (python/sglang/srt/layers/attention/trtllm_mla_backend.py, ``TRTLLMMLABackend.forward_extend``); the tables name
+# them 'vllm_flashinfer_trtllmprefill' and 'trtllm_mla'
+QUERY_AS_CACHE = ("vllm_flashinfer_trtllmprefill", "trtllm_mla")
+MATH_OPS = ("context_attention", "context_mla")
+# the context kernels that run their softmax beside their tensor-core work (a class's ``vector = "overlap"``,
+# ``gemmshape.VECTOR_MODES``; ``vector_of``): TRT-LLM's warp-specialized FMHA as vLLM 0.24.0's FlashInfer backend runs
+# it on B200 … GB300 ('vllm_flashinfer_trtllmprefill'), and SGLang 0.5.14's default there ('trtllm_mha', the same
+# kernels through flashinfer's ``trtllm_batch_context_with_kv_cache``). Each class whose rows run mostly on one of them
+# takes it; where some head dim of its rows runs another kernel (Triton), at the head dims they run on these alone
+# (``vector_head_dims``, a class without ``math_head_dims``)
+OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
+# SGLang's Triton prefill per GPU: its SMs' shared memory (bytes; CUDA C++ Programming Guide, the technical
+# specifications per compute capability: 228 KB on SM 9.0) and, per head dim, its (BLOCK_M, BLOCK_N) as
+# python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``, sets
+# them (SM 9.x, head dim over 256: (32, 64)); the context classes whose rows time those head dims on it
+# (``TRITON_KERNELS``) take them as ``query_tiles`` (``core.querytiles``, ``query_tiles_of``)
+# (SM 8.9, the L40S: its 100 KB tier, head dim up to 128 (64, 128), up to 256 (64, 64); 99 KB of shared memory a CTA,
+# the CUDA C++ Programming Guide's SM 8.9 limit, 100 KB an SM). ``TILE_GPU_REGIMES``: the regimes whose classes take a
+# GPU's tiles where not every one of ``TILE_REGIMES`` does: L40S's one-head classes (FP8 held out 6.9% / 26.4% →
+# 4.9% / 14.9% with them; docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)}),
+                "l40s": (100 * 1024, {64: (64, 128), 192: (64, 64)})}
+TRITON_KERNELS = {"sglang": "triton"}
+TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
+TILE_GPU_REGIMES = {"l40s": ("_mha",)}
+# (op, GPUs) whose grids pull each node toward factor 1 a hundredfold harder (``grid_ridge``): vLLM's and SGLang's
+# prefill tables of the GDDR GPUs, but their sliding-window classes. Their short prompts' time jumps where the query and output leave the
+# L2 (``RESIDENT_CONTEXT``), and at ``GRID_RIDGE`` the RTX PRO 6000 SGLang 0.5.14 class over 32 heads per KV head (593
+# fitted rows) set neighbouring nodes to +300 and -287, pricing held-out rows at 128 tokens at 4-11× their time
+# (7.2% / 85.7% held out); at this pull 4.7% / 18.7% (docs/accuracy.md)
+GRID_RIDGE_CLASSES = {"context_attention": ("l40s", "rtx-pro-6000")}
+
+
+def switches(g: Group, keyed: dict) -> bool:
+    """Whether GEMM class ``g``'s (framework, dtype) lists its GPU in ``keyed``."""
+    return g.op == "gemm" and g.table.gpu in keyed.get((g.table.framework, g.key[1]), ())
+
+
+def coarse_for(framework: str, regime: str) -> bool:
+    """Whether a generation class of ``regime`` fitted on ``framework``'s tables keeps ``COARSE``'s grid steps: over 32
+    heads per KV head, on every framework's; a sliding window, on ``COARSE_WINDOW_FRAMEWORKS``' only."""
+    return regime == "_wide" or framework in COARSE_WINDOW_FRAMEWORKS
+
+
+def walks(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WALK_CLASSES`` fitted on a framework's tables of ``WALK_FRAMEWORKS``."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (g.op, regime) in WALK_CLASSES and g.table.framework in WALK_FRAMEWORKS
+
+
+def resident_context(g: Group) -> bool:
+    """Whether ``g``'s rows are prefill rows of a GPU of ``RESIDENT_CONTEXT`` on a table of
+    ``RESIDENT_CONTEXT_FRAMEWORKS`` (resident where all their bytes fit)."""
+    return g.table.gpu in RESIDENT_CONTEXT.get(g.op, ()) and g.table.framework in RESIDENT_CONTEXT_FRAMEWORKS
+
+
+def warm_class(g: Group) -> bool:
+    """Whether ``g`` is a class of ``WARM_THROUGH_CLASSES`` (its rows' activations warm where everything fits)."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    return (getattr(g.table, "framework", None), g.op, regime) in WARM_THROUGH_CLASSES
+
+
+def k_only_pool(g: Group) -> bool:
+    """Whether ``g``'s decode rows read their values from the keys' lines: aiconfigurator's TensorRT-LLM collector
+    allocated its attention cache as ``CacheType.SELFKONLY`` (a K-only pool, as TensorRT-LLM serves MLA's latent
+    cache) until it moved to the 1.3.0rc20 line, which allocates ``CacheType.SELF`` as serving does
+    (collector/trtllm/collect_attn.py, ai-dynamo/aiconfigurator dec5f4cd2, "Regular GQA/MHA has separate K and V
+    tensors"). On such a pool the grouped-query decode class (2 to 32 query heads per KV head, ``K_ONLY_REGIMES``)
+    moves half the cache's bytes: A100's TensorRT-LLM 1.0.0 table reads a 4 GiB bf16 cache (batch 16, 65,535 tokens,
+    8 KV heads × 128) in 1.31 ms, 3.3 TB/s counted as keys and values on a 2.04 TB/s part (its rows over 16× the L2:
+    3.0-3.4 TB/s), 1.63 TB/s counted as keys alone; its one-head-per-KV-head rows (MMHA) stream both, 1.7 TB/s at the
+    same sizes (aiconfigurator 0.8.0's H100 1.0.0rc3 table alike: 5.1 TB/s and 2.9 TB/s on 3.35 TB/s). On SM 100
+    (``K_ONLY_ALL_HEADS_GPUS``) the one-head class runs the same trtllm-gen decode and reads half too: B200 1.0.0rc6,
+    batch 8, 16,383 tokens, 64 heads on 64 KV heads × 128, a 4 GiB bf16 cache in 0.363 ms, 11.8 TB/s counted as both
+    on an 8 TB/s part (H100 1.0.0rc3, the same row: 1.53 ms, 2.8 TB/s on 3.35 TB/s). Its rows are
+    the op as the collector ran it: its cache's bytes halved (``observations``); a served step reads both."""
+    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else None
+    regimes = K_ONLY_ALL_HEADS_REGIMES if g.table.gpu in K_ONLY_ALL_HEADS_GPUS else K_ONLY_REGIMES
+    return (g.op == K_ONLY_OP and regime in regimes and g.table.framework == K_ONLY_FRAMEWORK
+            and release(g.table.version) < K_ONLY_BEFORE)
