@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.gemmshape import attention_kernel_parts
 from ....machine.calibration import SCHEMA
 from ..fitcore import HALF_BOUNDS, Problem
 from .gemv import gemvs_stream, streaming_gemvs
@@ -14,7 +13,7 @@ from .launches import (chunk_launches_of, head_ctas_of, head_dim_latency, kernel
                        query_tiles_of, unit_waves_of, vector_of)
 from .ops import observations
 from .rows import shape_rows
-from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES
+from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds, regime_of
 from .shapefit import fit_one, fit_stream
 from .vocabulary import Group
 
@@ -30,7 +29,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     ``P90_CHOICE_CLASSES``, the smallest 90th percentile of their |error|); so is one of the "stream" form's
     two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
     spaced = shape_rows(rows)
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    regime = regime_of(g)
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
@@ -55,6 +54,6 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     prob = Problem(hw, observations(g, spaced, hw), weighting="per_case")
     cals = [{"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: t}}
             for t in tables]
-    if (g.op, regime) in P90_CHOICE_CLASSES:
+    if holds(P90_CHOICE_CLASSES, (g.op, regime)):
         return tables[int(np.argmin([np.percentile(np.abs(prob.times(c) / prob.meas - 1.0), 90) for c in cals]))]
     return tables[int(np.argmin([prob.loss(c) for c in cals]))]

@@ -7,14 +7,14 @@ import math
 
 import numpy as np
 
-from ....core.gemmshape import GRID_LOG_MAX, attention_kernel_parts, grid_nodes, grid_text, grid_weights
+from ....core.gemmshape import GRID_LOG_MAX, grid_nodes, grid_text, grid_weights
 from ....law.efficiency import kernel_coords, split_blocks
 from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem
 from .ops import observations
 from .rows import shape_rows
 from .rules import (COARSE, GRID_RIDGE_CLASSES, GROUP_SWITCH, GROUP_SWITCH_REGIMES, M_PAST_GEMMS, M_SWITCH_GEMMS,
-                    RESIDENT_CONTEXT_FRAMEWORKS, TILE_REGIMES, coarse_for, switches, walks)
+                    RESIDENT_CONTEXT_FRAMEWORKS, TILE_REGIMES, coarse_for, holds, regime_of, switches, walks)
 from .shapefit import fixed_seconds
 from .vocabulary import Group
 
@@ -74,7 +74,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: own}}
     prob = Problem(hw, observations(g, rows, hw), weighting="per_case")
     pred = prob.times(cal)
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    regime = regime_of(g)
     coarse = COARSE.get((g.op, regime)) if coarse_for(g.table.framework, regime) else None
     every = g.op == "gemm" or coarse is not None or steps is not None     # count and fit every node
     split = split_blocks(Calibration.of(cal), prob.cols, hw)
@@ -121,7 +121,7 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
     if g.op != "generation_attention" or regime not in GROUP_SWITCH_REGIMES or "kernel_source" not in g.rows.columns:
         return None
     held = set(zip(g.rows["kernel_source"], g.rows["kv_cache_dtype"].astype(str)))
-    if not any((g.table.framework, src, kv) in GROUP_SWITCH for src, kv in held):
+    if not any(holds(GROUP_SWITCH, (g.table.framework, src, kv)) for src, kv in held):
         return None
     return (GROUP_SWITCH_M_STEP,) + tuple(GRID_STEPS[g.op][1:])
 
@@ -203,8 +203,8 @@ def _axis_nodes(op: str, coords, steps: tuple) -> list[list[float]]:
 def grid_ridge(g: Group) -> float:
     """The ridge of ``g``'s grid: ``GRID_RIDGE_HARD`` for a class of ``GRID_RIDGE_CLASSES`` without a window
     (``TILE_REGIMES``) on a table of ``RESIDENT_CONTEXT_FRAMEWORKS``, else ``GRID_RIDGE``."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    hard = g.table.gpu in GRID_RIDGE_CLASSES.get(g.op, ()) and g.table.framework in RESIDENT_CONTEXT_FRAMEWORKS
+    regime = regime_of(g)
+    hard = holds(GRID_RIDGE_CLASSES, g.op, g.table.gpu) and g.table.framework in RESIDENT_CONTEXT_FRAMEWORKS
     return GRID_RIDGE_HARD if hard and regime in TILE_REGIMES else GRID_RIDGE
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-from ....core.gemmshape import attention_kernel_parts
 from ....core.querytiles import ctas_per_sm
 from ....core.splitkv import CHUNK_OCCUPANCY
 from .rows import main_kernel
@@ -15,7 +14,7 @@ from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FP8_CONTEXT, FP8_CONTEXT_CLASS
                     GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
                     HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
                     OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
-                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS)
+                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of)
 from .vocabulary import Group
 
 
@@ -24,7 +23,7 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
     ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
     the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
     backend runs the class's other head dims); () for another."""
-    own = g.key[0] == "kernel" and g.table.gpu in CHUNK_CLASSES.get((g.table.framework, g.key[1]), ())
+    own = g.key[0] == "kernel" and holds(CHUNK_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     if not (own and getattr(hw, "sms", None) and main_kernel(rows) in CHUNK_SOURCES):
         return ()
     dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
@@ -36,8 +35,8 @@ def unit_waves_of(hw, g: Group, rows) -> tuple:
     """``({"unit_launch": launch},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
     ``UNIT_WAVE_KERNELS`` (its launch), on a device that states its SMs (its fit tries its ``unit_s`` in waves beside
     it on every sequence and KV head); () for another."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    own = (getattr(g.table, "framework", None), g.op, regime) in UNIT_WAVE_CLASSES
+    regime = regime_of(g)
+    own = holds(UNIT_WAVE_CLASSES, (getattr(g.table, "framework", None), g.op, regime))
     launch = UNIT_WAVE_KERNELS.get(main_kernel(rows))
     return ({"unit_launch": launch},) if own and getattr(hw, "sms", None) and launch else ()
 
@@ -47,8 +46,8 @@ def key_blocks_of(g: Group, rows) -> tuple:
     (``kernel_source``, ``KEY_BLOCK_SOURCES``): its fit tries the law over the whole key blocks the window touches
     (``core.keyblocks``, ``efficiency.key_block_share`` and ``kernel_coords``) beside the window's keys; () for
     another."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (g.table.framework, g.op, regime) not in KEY_BLOCK_CLASSES or "kernel_source" not in rows.columns:
+    regime = regime_of(g)
+    if not holds(KEY_BLOCK_CLASSES, (g.table.framework, g.op, regime)) or "kernel_source" not in rows.columns:
         return ()
     sources = set(rows["kernel_source"].unique())
     kernels = {KEY_BLOCK_SOURCES.get(s) for s in sources}
@@ -58,8 +57,8 @@ def key_blocks_of(g: Group, rows) -> tuple:
 def head_ctas_of(hw, g: Group, rows) -> tuple:
     """``HEAD_CTA_LAUNCHES`` for a class of ``HEAD_CTA_CLASSES`` whose rows all time a kernel of ``HEAD_CTA_SOURCES``,
     on a device that states its SMs (its fit tries each beside the plain launch); () for another."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (getattr(g.table, "framework", None), g.op, regime) not in HEAD_CTA_CLASSES or not getattr(hw, "sms", None) \
+    key = (getattr(g.table, "framework", None), g.op, regime_of(g))
+    if not holds(HEAD_CTA_CLASSES, key) or not getattr(hw, "sms", None) \
             or "kernel_source" not in rows.columns:
         return ()
     return HEAD_CTA_LAUNCHES if set(rows["kernel_source"].unique()) <= set(HEAD_CTA_SOURCES) else ()
@@ -71,12 +70,12 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    regime = regime_of(g)
     key = (g.table.framework, g.op, regime)
-    if key in GROUP_LATENCY and len(rows):
+    if holds(GROUP_LATENCY, key) and len(rows):
         return group_latency(rows, group_split_units(hw, g))
-    own = key in HEAD_DIM_LATENCY or g.table.gpu in HEAD_DIM_LATENCY_GPUS.get(key, ()) \
-        or g.table.gpu in HEAD_DIM_LATENCY_CLASSES.get((g.table.framework, g.key[1]), ())
+    own = holds(HEAD_DIM_LATENCY, key) or holds(HEAD_DIM_LATENCY_GPUS, key, g.table.gpu) \
+        or holds(HEAD_DIM_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     if not own or "head_dim" not in rows.columns or not len(rows):
         return {}
     fastest = rows.groupby("head_dim")["latency_s"].min()
@@ -92,8 +91,8 @@ def group_split_units(hw, g: Group) -> int | None:
     """The most sequences × KV heads at which ``g``'s decode kernel splits each sequence's keys (``GROUP_SPLIT``: half
     ``hw``'s SMs, two CTAs per sequence and KV head), None where it names none."""
     sms = getattr(hw, "sms", None)
-    gpus = GROUP_SPLIT.get(getattr(g.table, "framework", None), ())
-    return int(sms // 2) if sms and getattr(hw, "name", None) in gpus else None
+    split = holds(GROUP_SPLIT, getattr(g.table, "framework", None), getattr(hw, "name", None))
+    return int(sms // 2) if sms and split else None
 
 
 def group_latency(rows, most: int | None = None) -> dict:
@@ -120,7 +119,7 @@ def kernel_math(hw, g: Group) -> dict:
     """``{"math": "fp8"}`` for a bf16-math FP8-cache context class whose kernel runs FP8 math on ``hw``
     (``FP8_CONTEXT``: TensorRT-LLM's, of the versions named there); ``{}`` otherwise."""
     fp8 = g.key[0] == "kernel" and g.key[1].startswith(FP8_CONTEXT_CLASS) and g.table.framework == FP8_CONTEXT_FRAMEWORK \
-        and hw.name in FP8_CONTEXT.get(g.op, ()) and str(g.table.version).startswith(FP8_CONTEXT_VERSIONS)
+        and holds(FP8_CONTEXT, g.op, hw.name) and str(g.table.version).startswith(FP8_CONTEXT_VERSIONS)
     return {"math": "fp8"} if fp8 else {}
 
 
@@ -144,7 +143,7 @@ def query_tiles_of(hw, g: Group) -> dict:
     aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
-    regime = (attention_kernel_parts(g.key[1]) or ("", None))[1] if g.key[0] == "kernel" else None
+    regime = regime_of(g, None)
     if g.op != "context_attention" or kernel is None or not tiles or \
             regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) or "kernel_source" not in g.rows.columns:
         return {}

@@ -9,7 +9,7 @@ from ....core.errors import IronlawError
 from ....core.gemmshape import XQA_MLA_HEADS, attention_kernel, attention_regime
 from ..kerneltable import KernelTable
 from .rules import (HEAD_DIM_BACKEND_CLASSES, HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
-                    TILE_REGIMES, XQA_MLA_GPUS, switches)
+                    TILE_REGIMES, XQA_MLA_GPUS, holds, switches)
 from .vocabulary import (ATTENTION_DTYPES, DECODE_KERNELS, FIT_ROWS, GEMM_DTYPES, Group, MLA_BMM_AS_FP8,
                          MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, PHASES, REGIMES, SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
 
@@ -233,7 +233,7 @@ def _mla_groups(t: KernelTable, half: dict, note) -> list[Group]:
 def xqa_mla(t: KernelTable, kv_dtype: str) -> bool:
     """Whether ``t``'s rows of a ``kv_dtype`` cache run TensorRT-LLM's XQA MLA kernel at ``XQA_MLA_HEADS`` heads:
     a TensorRT-LLM generation MLA table of a GPU of ``XQA_MLA_GPUS``, on an FP8 cache."""
-    return t.op == "generation_mla" and t.framework == "trtllm" and t.gpu in XQA_MLA_GPUS and kv_dtype == "fp8"
+    return t.op == "generation_mla" and t.framework == "trtllm" and holds(XQA_MLA_GPUS, t.gpu) and kv_dtype == "fp8"
 
 
 def _attention_dtype(x: str, where: str) -> str:

@@ -1,6 +1,9 @@
 """The class-keyed rules of the kernel fitter, in one place: which GPU × framework × op × regime or kernel class
 takes which term, launch, grid or treatment, each table with the measurements that chose it, and the small
-predicates that read them by a group alone.
+predicates that read them by a group alone. A rule keyed to classes or GPUs (a collection of keys, or a mapping of
+key -> the GPUs it holds on) is asked through ``holds(rule, key[, gpu])``, here and in the modules that apply it, a
+class's regime read by ``regime_of``; the plain lists of ops, frameworks or kernels a rule is limited to are read
+with ``in``, and a rule that maps a key to what the class takes (its launches, grid steps, tiles) with ``.get``.
 """
 from __future__ import annotations
 
@@ -419,9 +422,23 @@ TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 GRID_RIDGE_CLASSES = {"context_attention": ("l40s", "rtx-pro-6000")}
 
 
+
+def holds(rule, key, gpu: str | None = None) -> bool:
+    """Whether the keyed ``rule`` applies to ``key`` (a framework, op, regime, kernel class, dtype or a tuple of them,
+    as the rule's comment names): a collection of keys where it holds ``key``; a mapping of key -> GPUs where it lists
+    ``gpu`` under ``key``."""
+    return gpu in rule.get(key, ()) if isinstance(rule, dict) else key in rule
+
+
+def regime_of(g: Group, other: str | None = "") -> str | None:
+    """The regime of ``g``'s kernel class (``REGIMES``' keys, '' for the plain one), the key most rules read beside
+    the framework and op; ``other`` for a GEMM class or a class whose name ``attention_kernel_parts`` does not read."""
+    return (attention_kernel_parts(g.key[1]) or ("", other))[1] if g.key[0] == "kernel" else other
+
+
 def switches(g: Group, keyed: dict) -> bool:
     """Whether GEMM class ``g``'s (framework, dtype) lists its GPU in ``keyed``."""
-    return g.op == "gemm" and g.table.gpu in keyed.get((g.table.framework, g.key[1]), ())
+    return g.op == "gemm" and holds(keyed, (g.table.framework, g.key[1]), g.table.gpu)
 
 
 def coarse_for(framework: str, regime: str) -> bool:
@@ -432,20 +449,20 @@ def coarse_for(framework: str, regime: str) -> bool:
 
 def walks(g: Group) -> bool:
     """Whether ``g`` is a class of ``WALK_CLASSES`` fitted on a framework's tables of ``WALK_FRAMEWORKS``."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    return (g.op, regime) in WALK_CLASSES and g.table.framework in WALK_FRAMEWORKS
+    regime = regime_of(g)
+    return holds(WALK_CLASSES, (g.op, regime)) and g.table.framework in WALK_FRAMEWORKS
 
 
 def resident_context(g: Group) -> bool:
     """Whether ``g``'s rows are prefill rows of a GPU of ``RESIDENT_CONTEXT`` on a table of
     ``RESIDENT_CONTEXT_FRAMEWORKS`` (resident where all their bytes fit)."""
-    return g.table.gpu in RESIDENT_CONTEXT.get(g.op, ()) and g.table.framework in RESIDENT_CONTEXT_FRAMEWORKS
+    return holds(RESIDENT_CONTEXT, g.op, g.table.gpu) and g.table.framework in RESIDENT_CONTEXT_FRAMEWORKS
 
 
 def warm_class(g: Group) -> bool:
     """Whether ``g`` is a class of ``WARM_THROUGH_CLASSES`` (its rows' activations warm where everything fits)."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    return (getattr(g.table, "framework", None), g.op, regime) in WARM_THROUGH_CLASSES
+    regime = regime_of(g)
+    return holds(WARM_THROUGH_CLASSES, (getattr(g.table, "framework", None), g.op, regime))
 
 
 def k_only_pool(g: Group) -> bool:
@@ -462,7 +479,7 @@ def k_only_pool(g: Group) -> bool:
     batch 8, 16,383 tokens, 64 heads on 64 KV heads × 128, a 4 GiB bf16 cache in 0.363 ms, 11.8 TB/s counted as both
     on an 8 TB/s part (H100 1.0.0rc3, the same row: 1.53 ms, 2.8 TB/s on 3.35 TB/s). Its rows are
     the op as the collector ran it: its cache's bytes halved (``observations``); a served step reads both."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else None
-    regimes = K_ONLY_ALL_HEADS_REGIMES if g.table.gpu in K_ONLY_ALL_HEADS_GPUS else K_ONLY_REGIMES
+    regime = regime_of(g) if g.key[0] == "kernel" else None
+    regimes = K_ONLY_ALL_HEADS_REGIMES if holds(K_ONLY_ALL_HEADS_GPUS, g.table.gpu) else K_ONLY_REGIMES
     return (g.op == K_ONLY_OP and regime in regimes and g.table.framework == K_ONLY_FRAMEWORK
             and release(g.table.version) < K_ONLY_BEFORE)

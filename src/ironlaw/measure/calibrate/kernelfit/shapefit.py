@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, SWAP_S_MAX, UNIT_S_MAX, WRITE_S_MAX,
-                                attention_kernel_parts)
+from ....core.gemmshape import CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, SWAP_S_MAX, UNIT_S_MAX, WRITE_S_MAX
 from ....law.efficiency import class_latency_s
 from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem, fit_group, grid
@@ -14,7 +13,7 @@ from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
                     FLOOR_OPS, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
-                    WRITE_CACHE_CLASSES, WRITE_CLASSES)
+                    WRITE_CACHE_CLASSES, WRITE_CLASSES, holds, regime_of)
 from .vocabulary import Group, PHASES
 
 CTA_S_STARTS = (1e-6, 1e-5)
@@ -83,7 +82,7 @@ def latency_floor(g: Group, rows) -> float | None:
     time above it, could not bring the smallest shapes back down (aiconfigurator-core 0.12.0's A100 bf16 table: its
     smallest shapes 2.6-3.6 µs measured, 4.8 µs fitted; with ``fit_operands``, held out 5.7% / 23.9% → 5.0% / 15.4%,
     docs/accuracy.md)."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    regime = regime_of(g)
     context = g.op in FLOOR_CONTEXT_OPS and getattr(g.table, "framework", None) in FLOOR_CONTEXT_FRAMEWORKS \
         or g.op in FLOOR_ANY_OPS and main_kernel(rows) not in FLOOR_FREE_KERNELS
     if not context and (g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES) or not len(rows):
@@ -121,10 +120,10 @@ def with_unit_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
 def with_write_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``write_s`` (at most ``WRITE_S_MAX``, each start from ``WRITE_S_START``) for a
     class of ``WRITE_CLASSES``, or of ``WRITE_CACHE_CLASSES`` on one of its GPUs; as given for another."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
+    regime = regime_of(g)
     framework = getattr(g.table, "framework", None)
-    cache = getattr(g.table, "gpu", None) in WRITE_CACHE_CLASSES.get((framework, g.op, g.key[1]), ())
-    if (framework, g.op, regime) not in WRITE_CLASSES and not cache:
+    cache = holds(WRITE_CACHE_CLASSES, (framework, g.op, g.key[1]), getattr(g.table, "gpu", None))
+    if not holds(WRITE_CLASSES, (framework, g.op, regime)) and not cache:
         return bounds, starts
     return bounds + (("write_s", WRITE_S_MAX),), [list(st) + [WRITE_S_START] for st in starts]
 
@@ -133,8 +132,8 @@ def with_swap_cost(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, 
     """``bounds`` and ``starts`` with ``swap_s`` (at most ``SWAP_S_MAX``, each start from ``SWAP_S_START``) for a class
     of ``SWAP_CLASSES`` whose ``rows`` run mostly on a kernel of ``SWAP_KERNELS`` and hold calls that swap (``swaps``);
     as given for another (vLLM's tables time over 32 heads per KV head on one KV head only: nothing there to fit)."""
-    regime = (attention_kernel_parts(g.key[1]) or ("", ""))[1] if g.key[0] == "kernel" else ""
-    if (getattr(g.table, "framework", None), g.op, regime) not in SWAP_CLASSES or main_kernel(rows) not in SWAP_KERNELS \
+    key = (getattr(g.table, "framework", None), g.op, regime_of(g))
+    if not holds(SWAP_CLASSES, key) or main_kernel(rows) not in SWAP_KERNELS \
             or not swaps(rows).any():
         return bounds, starts
     return bounds + (("swap_s", SWAP_S_MAX),), [list(st) + [SWAP_S_START] for st in starts]
