@@ -9,7 +9,7 @@ from ....core.errors import IronlawError
 from ....core.gemmshape import XQA_MLA_HEADS, attention_kernel, attention_regime
 from ..kerneltable import KernelTable
 from .rules import (HEAD_DIM_BACKEND_CLASSES, HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
-                    TILE_REGIMES, XQA_MLA_GPUS, holds, switches)
+                    HEAD_DIM_BACKEND_GPU_CLASSES, TILE_REGIMES, XQA_MLA_GPUS, holds, switches)
 from .vocabulary import (ATTENTION_DTYPES, DECODE_KERNELS, FIT_ROWS, GEMM_DTYPES, Group, MLA_BMM_AS_FP8,
                          MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, PHASES, REGIMES, SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
 
@@ -126,10 +126,14 @@ def one_backend_per_head_dim(rows, op: str, table=None):
     SM100/103, beside ``trtllm_mha``'s 256 of the other models: at batch 1, 131,071 cached tokens and 1-2 KV heads,
     2.0-2.2 ms on Triton, 47-60 µs on ``trtllm_mha`` (B200, bf16 cache), which one grid node per head dim cannot
     hold both (docs/accuracy.md). ironlaw prices the engine's default backend; a table without the column is returned
-    as it is. The context rows of a class of ``HEAD_DIM_BACKEND_CLASSES`` (``table``'s framework and GPU, the rows'
-    dtypes; without a window, ``TILE_REGIMES``) alike, the others as they are."""
-    keyed = HEAD_DIM_BACKEND_CLASSES.get((getattr(table, "framework", None), op))
-    keyed = keyed if keyed and getattr(table, "gpu", None) in keyed[0] else None
+    as it is. The context rows of a class of ``HEAD_DIM_BACKEND_CLASSES`` or ``HEAD_DIM_BACKEND_GPU_CLASSES``
+    (``table``'s framework and GPU, the rows' dtypes; without a window, ``TILE_REGIMES``) alike, the others as they
+    are."""
+    framework, gpu = getattr(table, "framework", None), getattr(table, "gpu", None)
+    keyed = HEAD_DIM_BACKEND_CLASSES.get((framework, op))
+    keyed = keyed if keyed and gpu in keyed[0] else None
+    if keyed is None and (framework, op, gpu) in HEAD_DIM_BACKEND_GPU_CLASSES:
+        keyed = ((gpu,), HEAD_DIM_BACKEND_GPU_CLASSES[(framework, op, gpu)])
     if op not in HEAD_DIM_BACKEND_OPS and not keyed or "kernel_source" not in rows.columns or \
             rows["kernel_source"].nunique() < 2:
         return rows

@@ -376,6 +376,15 @@ HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
 # 3.8 ms priced; ``trtllm_mha`` 2 × 16,384, 4 heads: 0.70 ms); docs/accuracy.md ("SGLang's Blackwell FP8 prefill:
 # one backend per head dim")
 HEAD_DIM_BACKEND_CLASSES = {("sglang", "context_attention"): (("b200", "b300", "gb200", "gb300"), (("fp8", "fp8"),))}
+# the same per (framework, op, GPU): the (attn_dtype, kv_cache_dtype) of the classes. aiconfigurator's SGLang collector
+# runs Llama 4's attention (40 heads on 8 KV heads × 128, its 5 heads per KV head at every tensor-parallel size) on
+# Triton on SM 120 (collector/cases/models/Llama4ForConditionalGeneration_cases.yaml, ``sglang_backends``), the
+# other models' head dim 128 on FlashInfer, SGLang's default there: in aiconfigurator-core 0.12.0's RTX PRO 6000
+# bf16-math tables Triton's rows at one token are 2.9-10× FlashInfer's (256 sequences, 20 heads on 4 KV heads: 152 µs;
+# 16 on 4 on FlashInfer: 14.5 µs), and the grid they pulled up priced FlashInfer's one-token rows up to 10× their time
+# (docs/accuracy.md, "SGLang's RTX PRO 6000 prefill: FlashInfer's rows alone at head dim 128")
+HEAD_DIM_BACKEND_GPU_CLASSES = {("sglang", "context_attention", "rtx-pro-6000"): (("bfloat16", "bfloat16"),
+                                                                                  ("bfloat16", "fp8"))}
 # (framework, regime) of the kernel classes that name one kernel of the framework's default attention backend, whose
 # rows of any other backend are left out (``main_backend``): TensorRT-LLM's sliding-window decode on MMHA.
 # aiconfigurator-core 0.12.0's 1.3.0rc20 tables of B200, B300, GB200 and GB300 time head dim 256, window 1024, one
