@@ -114,3 +114,24 @@ def test_sglang_s_blackwell_fp8_prefill_keeps_the_main_backend_s_head_dims_alone
         {"triton"}
     for gs in (_context_groups(rows, gpu="h100"), _context_groups(rows, framework="vllm")):
         assert len(gs["context attention fp8, KV fp8"].rows) == len(rows)
+
+
+def test_sglang_s_rtx_pro_6000_bf16_prefill_keeps_flashinfer_s_head_dim_128_alone():
+    """SGLang's collector runs Llama 4 (5 heads per KV head × 128) on Triton on RTX PRO 6000, the other models' head
+    dim 128 on FlashInfer (``HEAD_DIM_BACKEND_GPU_CLASSES``): both bf16-math classes keep FlashInfer's rows there and
+    Triton's head dim 64, which FlashInfer does not time; the FP8-math class, L40S's table, B200's and vLLM's keep every
+    row."""
+    main = pd.concat([_context(128, h, 1, "flashinfer", 2e-5, dtype="bfloat16") for h in (4, 8)]
+                     + [_context(256, 8, 2, "flashinfer", 3e-5, dtype="bfloat16")])
+    llama4 = _context(128, 40, 8, "triton", 2e-4, dtype="bfloat16")
+    only = _context(64, 8, 1, "triton", 3e-5, dtype="bfloat16")
+    rows = pd.concat([main, llama4, only], ignore_index=True)
+    for kv, name in (("bfloat16", "bf16"), ("fp8", "fp8")):
+        g = _context_groups(rows.assign(kv_cache_dtype=kv), gpu="rtx-pro-6000")[f"context attention bf16, KV {name}"]
+        assert len(g.rows) == len(main) + len(only)
+        assert set(g.rows[g.rows.head_dim == 128].kernel_source) == {"flashinfer"}
+        assert f"{len(llama4)} rows of other backends at head dims flashinfer times left out" in g.timed
+    fp8 = _context_groups(rows.assign(attn_dtype="fp8"), gpu="rtx-pro-6000")["context attention fp8, KV fp8"]
+    assert len(fp8.rows) == len(rows)
+    for gpu, framework in (("l40s", "sglang"), ("b200", "sglang"), ("rtx-pro-6000", "vllm")):
+        assert len(_context_groups(rows, gpu, framework)["context attention bf16, KV fp8"].rows) == len(rows)
