@@ -123,6 +123,11 @@ FLOOR_CONTEXT_FRAMEWORKS = ("vllm", "sglang")
 # 21.5%, B200 4.5% / 12.7% → 5.4% / 17.3%) and keeps its fit
 FLOOR_ANY_OPS = ("context_mla",)
 FLOOR_FREE_KERNELS = ("trtllm_mla",)
+# and per (framework, kernel class) the GPUs of TensorRT-LLM context classes alike: L40S's FP8 prefill with one head per
+# KV head (``torch_flow`` rows, TensorRT-LLM 1.3.0rc20), unbounded, took 12.3 µs against its fastest call's 8.9 µs, its
+# rows up to 64 sequences of 16-32 tokens held out 42-48% too slow (docs/accuracy.md, "TensorRT-LLM's L40S FP8 prefill
+# with one head per KV head: the fixed latency under the fastest call")
+FLOOR_CONTEXT_CLASSES = {("trtllm", "attention_context_fp8_kv_fp8_mha"): ("l40s",)}
 # ops whose classes fit ``key_s``, the seconds per cached key of a kernel that walks each sequence's cache in one CTA
 # (``efficiency.key_walk_s``), from each of ``KEY_S_STARTS``: generation MLA, which on A100, L40S and RTX PRO 6000
 # takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
@@ -492,3 +497,10 @@ def k_only_pool(g: Group) -> bool:
     regimes = K_ONLY_ALL_HEADS_REGIMES if holds(K_ONLY_ALL_HEADS_GPUS, g.table.gpu) else K_ONLY_REGIMES
     return (g.op == K_ONLY_OP and regime in regimes and g.table.framework == K_ONLY_FRAMEWORK
             and release(g.table.version) < K_ONLY_BEFORE)
+
+
+def floor_class(g: Group) -> bool:
+    """Whether ``g`` is a class of ``FLOOR_CONTEXT_CLASSES`` on one of its GPUs (its ``latency_s`` bounded by its
+    fastest call, ``shapefit.latency_floor``)."""
+    return g.key[0] == "kernel" and holds(FLOOR_CONTEXT_CLASSES, (getattr(g.table, "framework", None), g.key[1]),
+                                          getattr(g.table, "gpu", None))

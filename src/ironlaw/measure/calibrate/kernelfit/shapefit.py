@@ -13,7 +13,7 @@ from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
                     FLOOR_OPS, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
-                    WRITE_CACHE_CLASSES, WRITE_CLASSES, holds, regime_of)
+                    WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of)
 from .vocabulary import Group, PHASES
 
 CTA_S_STARTS = (1e-6, 1e-5)
@@ -84,7 +84,7 @@ def latency_floor(g: Group, rows) -> float | None:
     docs/accuracy.md)."""
     regime = regime_of(g)
     context = g.op in FLOOR_CONTEXT_OPS and getattr(g.table, "framework", None) in FLOOR_CONTEXT_FRAMEWORKS \
-        or g.op in FLOOR_ANY_OPS and main_kernel(rows) not in FLOOR_FREE_KERNELS
+        or g.op in FLOOR_ANY_OPS and main_kernel(rows) not in FLOOR_FREE_KERNELS or floor_class(g)
     if not context and (g.op not in FLOOR_OPS or regime in FLOOR_FREE_REGIMES) or not len(rows):
         return None
     return float(np.min(rows.latency_s))
