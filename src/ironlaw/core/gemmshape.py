@@ -47,7 +47,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
-                "unit_launch", "chunk_occupancy", "chunk_head_dims")
+                "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -120,6 +120,13 @@ UNIT_S_MAX = 1e-6
 # the plain kernel holds twice the CTAs (or its CTA takes half the split kernel's time) is the tables' doubling
 # period, not read in the source
 UNIT_LAUNCHES = ("waves", "split_waves")
+# tile_s: seconds each wave of a query-tiled launch (``query_tiles``: one CTA per sequence, query head and tile of
+# BLOCK_M query rows, CTAs per SM × SMs at a time) adds past its first, whatever the keys its CTAs walk: a tile's own
+# work, its query loaded, its first key block's whole-tile products and its output stored (``efficiency.query_tile_s``).
+# aiconfigurator-core 0.12.0's SGLang 0.5.14 L40S FP8 table (Triton, 142 SMs), one token per sequence: head dim 64
+# 6.0-6.3 µs up to 128 sequences × heads, then 2.1 µs per 142 more (16,384: 239 µs); head dim 192 11.8 µs, then
+# 3.35 µs per 142 (16,384: 389 µs), where those calls' FLOPs take under 1 µs at the FP8 peak. At most TILE_S_MAX (100 µs)
+TILE_S_MAX = 1e-4
 SPLIT_KERNEL_TOKENS = 512
 # write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
 # each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:

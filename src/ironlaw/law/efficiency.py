@@ -265,6 +265,29 @@ def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndar
     return out
 
 
+def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a context class that states ``tile_s`` with its ``query_tiles``, at one of their head dims (K), the
+    seconds its launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s): its CTAs
+    one per sequence, query head and tile of BLOCK_M query rows (the sequences × query heads units / 2 × M / s, s =
+    2N − 1 at most M, as ``query_waves`` counts them), CTAs per SM × SMs of them a wave; 0 for every other op."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in classes_with(cal, names, "tile_s")]
+    if not own:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} pays tile_s per wave of its query tiles over the SMs: the device "
+                           f"states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        for dim, block_m, slots in p["query_tiles"]:
+            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
+            ctas = units[r] / 2.0 * m[r] / rows[r] * np.ceil(rows[r] / float(block_m))
+            out[r] = float(p["tile_s"]) * past_first_wave(ctas, float(sms) * slots, name) / (float(sms) * slots)
+    return out
+
+
 @dataclass(frozen=True)
 class Split:
     """How a split-KV decode kernel launches each op (``split_blocks``), arrays (n_ops, *cfg): ``blocks`` the blocks
@@ -730,6 +753,7 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
+    "tile_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),
 }
 
 

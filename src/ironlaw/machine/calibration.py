@@ -15,7 +15,7 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
-                              WRITE_S_MAX,
+                              WRITE_S_MAX, TILE_S_MAX,
                               UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
@@ -261,6 +261,9 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_head_dims(p, w)
     if "query_tiles" in p:
         _check_query_tiles(p["query_tiles"], w)
+    _num(p, "tile_s", w, TILE_S_MAX, zero_ok=True)
+    if "tile_s" in p and "query_tiles" not in p:
+        raise IronlawError(f"{w}: tile_s is a query-tiled launch's cost per wave: it needs query_tiles")
     if "unit_launch" in p and (p["unit_launch"] not in UNIT_LAUNCHES or "unit_s" not in p):
         raise IronlawError(f"{w}.unit_launch: must be one of {', '.join(UNIT_LAUNCHES)}, with the unit_s it pays, got "
                            f"{p['unit_launch']!r}")
