@@ -14,7 +14,7 @@ from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FP8_CONTEXT, FP8_CONTEXT_CLASS
                     GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
                     HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
                     OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
-                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of)
+                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
 from .vocabulary import Group
 
 
@@ -144,8 +144,8 @@ def query_tiles_of(hw, g: Group) -> dict:
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
     regime = regime_of(g, None)
-    if g.op != "context_attention" or kernel is None or not tiles or \
-            regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) or "kernel_source" not in g.rows.columns:
+    if g.op != "context_attention" or kernel is None or not tiles or "kernel_source" not in g.rows.columns or \
+            regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) and not tile_class(g):
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
     return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}

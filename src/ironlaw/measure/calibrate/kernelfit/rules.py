@@ -334,6 +334,7 @@ HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100",
 HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
                             ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
                             ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_context_fp8_kv_fp8"): ("l40s",),
                             ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
                             ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
@@ -428,6 +429,14 @@ TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512
 TRITON_KERNELS = {"sglang": "triton"}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 TILE_GPU_REGIMES = {"l40s": ("_mha",)}
+# classes, per (framework, kernel class): the GPUs, that take their GPU's ``TRITON_TILES`` whatever their regime and fit
+# ``tile_s`` beside them (``shapefit.TILE_S_START``): the seconds each wave of their query-tile CTAs past the first
+# adds whatever their keys (``efficiency.query_tile_s``). SGLang 0.5.14's L40S FP8 prefill, Triton alone (head dims 64
+# and 192): one token per sequence, 6.0-6.3 µs up to 128 sequences × heads at head dim 64, then 2.1 µs per 142 more,
+# and 11.8 µs at 192, then 3.35 µs per 142; without it the class's grid took the many short calls and priced head dim
+# 192's short prompts 2-6× their time (256 sequences × 64 tokens, 2 heads: 37 µs measured, 134 µs priced;
+# docs/accuracy.md, "SGLang's L40S FP8 prefill: its query tiles' waves")
+TILE_S_CLASSES = {("sglang", "attention_context_fp8_kv_fp8"): ("l40s",)}
 # (op, GPUs) whose grids pull each node toward factor 1 a hundredfold harder (``grid_ridge``): vLLM's and SGLang's
 # prefill tables of the GDDR GPUs, but their sliding-window classes. Their short prompts' time jumps where the query and output leave the
 # L2 (``RESIDENT_CONTEXT``), and at ``GRID_RIDGE`` the RTX PRO 6000 SGLang 0.5.14 class over 32 heads per KV head (593
@@ -503,4 +512,10 @@ def floor_class(g: Group) -> bool:
     """Whether ``g`` is a class of ``FLOOR_CONTEXT_CLASSES`` on one of its GPUs (its ``latency_s`` bounded by its
     fastest call, ``shapefit.latency_floor``)."""
     return g.key[0] == "kernel" and holds(FLOOR_CONTEXT_CLASSES, (getattr(g.table, "framework", None), g.key[1]),
+                                          getattr(g.table, "gpu", None))
+
+
+def tile_class(g: Group) -> bool:
+    """Whether ``g`` is a class of ``TILE_S_CLASSES`` on one of its GPUs (its GPU's query tiles, and ``tile_s``)."""
+    return g.key[0] == "kernel" and holds(TILE_S_CLASSES, (getattr(g.table, "framework", None), g.key[1]),
                                           getattr(g.table, "gpu", None))

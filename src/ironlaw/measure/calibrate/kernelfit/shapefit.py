@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.gemmshape import CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, SWAP_S_MAX, UNIT_S_MAX, WRITE_S_MAX
+from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, SWAP_S_MAX, TILE_S_MAX, UNIT_S_MAX,
+                                WRITE_S_MAX)
 from ....law.efficiency import class_latency_s
 from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem, fit_group, grid
@@ -13,7 +14,7 @@ from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
                     FLOOR_OPS, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
-                    WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of)
+                    WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of, tile_class)
 from .vocabulary import Group, PHASES
 
 CTA_S_STARTS = (1e-6, 1e-5)
@@ -27,6 +28,7 @@ KEY_S_STARTS = (1e-11, 5e-8)
 UNIT_S_START = 2e-8
 WRITE_S_START = 1e-9
 SWAP_S_START = 3e-6
+TILE_S_START = 2e-6
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -58,6 +60,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     bounds, starts = with_unit_cost(g, bounds, starts)
     bounds, starts = with_write_cost(g, bounds, starts)
     bounds, starts = with_swap_cost(g, rows, bounds, starts)
+    bounds, starts = with_tile_cost(g, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -204,3 +207,11 @@ def with_m_half_max(bounds: tuple, m_half_max: float | None) -> tuple:
     if m_half_max is None:
         return bounds
     return tuple((n, min(u, m_half_max) if n == "m_half" else u) for n, u in bounds)
+
+
+def with_tile_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``tile_s`` (at most ``TILE_S_MAX``, each start from ``TILE_S_START``) for a class
+    of ``rules.TILE_S_CLASSES`` on one of its GPUs; as given for another."""
+    if not tile_class(g):
+        return bounds, starts
+    return bounds + (("tile_s", TILE_S_MAX),), [list(st) + [TILE_S_START] for st in starts]
