@@ -140,9 +140,61 @@ def _l40s_groups(heads: int) -> list:
 
 def test_l40s_one_head_classes_take_sm89_tiles_and_no_other_regime_does():
     """SGLang's Triton prefill on SM 8.9 (100 KB of shared memory an SM): head dim 64 in tiles of 64 query rows
-    beside 128-key tiles, two CTAs an SM; head dim 192 (128 + 64 wide) 64 × 64, one. On the L40S only its one-head
-    classes take them (``TILE_GPU_REGIMES``); its grouped-query class keeps none."""
+    beside 128-key tiles, two CTAs an SM; head dim 192 (128 + 64 wide) 64 × 64, one. On the L40S its one-head
+    classes take them (``TILE_GPU_REGIMES``), and its FP8 grouped-query class (``TILE_S_CLASSES``), which fits
+    ``tile_s`` beside them; its bf16-math grouped-query class keeps none, nor fits ``tile_s``."""
     (one,) = _l40s_groups(1)
     assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), one) == {"query_tiles": [[64, 64, 2], [192, 64, 1]]}
+    assert not kernelfit.rules.tile_class(one)
     (grouped,) = _l40s_groups(4)
-    assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), grouped) == {}
+    assert kernelfit.rules.tile_class(grouped)
+    assert kernelfit.launches.query_tiles_of(hardware.get("l40s"), grouped) == \
+        {"query_tiles": [[64, 64, 2], [192, 64, 1]]}
+    bounds, starts = kernelfit.shapefit.with_tile_cost(grouped, (("eta_max", 1.0),), [[0.5]])
+    assert bounds[-1][0] == "tile_s" and starts == [[0.5, kernelfit.shapefit.TILE_S_START]]
+    rows = pd.concat([g.rows for g in _l40s_groups(4)]).assign(attn_dtype="bfloat16")
+    (bf16,) = kernelfit.groups([KernelTable("context_attention", "l40s", "x", "sglang", "0.5.14", "x.parquet", rows)])
+    assert not kernelfit.rules.tile_class(bf16) and kernelfit.launches.query_tiles_of(hardware.get("l40s"), bf16) == {}
+    assert kernelfit.shapefit.with_tile_cost(bf16, (("eta_max", 1.0),), [[0.5]]) == ((("eta_max", 1.0),), [[0.5]])
+
+
+GQA = attention_kernel("prefill", "fp8", "fp8", "")
+
+
+def _latency(batch: int, tokens: float, heads: int, p: dict, head_dim: int = 64) -> float:
+    """The fixed seconds (``Terms.latency_s``) the law gives one SGLang prefill op on L40S (142 SMs) under a
+    grouped-query FP8 class of fields ``p``."""
+    rows = pd.DataFrame([dict(batch_size=batch, isl=tokens, num_heads=heads, num_key_value_heads=heads // 2,
+                              head_dim=head_dim, window_size=0, attn_dtype="fp8", kv_cache_dtype="fp8", step=0,
+                              latency_s=1e-4)])
+    t = KernelTable("context_attention", "l40s", "NVIDIA L40S", "sglang", "0.5.14", "x.parquet", rows)
+    g = kernelfit.Group("g", ("kernel", GQA), "context_attention", t, None)
+    op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
+    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {GQA: p}}
+    hw = replace(hardware.get("l40s"), calibration=Calibration.of(cal))
+    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "fp8", [op]), hw).cols, hw)
+                          .latency_s)[0])
+
+
+def test_tile_s_is_paid_per_wave_of_query_tiles_past_the_first():
+    """L40S, one token per sequence, head dim 64 at two CTAs an SM (284 a wave): 128 sequences × 2 heads (256 CTAs)
+    one wave, nothing added; 256 × 64 heads (16,384 CTAs, 58 waves) 57 × tile_s; 2 sequences × 2 heads of 4,096
+    tokens, 64 tiles each (256 CTAs), one wave; a head dim the class does not tile, nothing."""
+    tiled = {**SHAPE, "latency_s": 6e-6, "query_tiles": [[64, 64, 2], [192, 64, 1]], "tile_s": 3e-6}
+    assert _latency(128, 1.0, 2, tiled) == pytest.approx(6e-6)
+    assert _latency(256, 1.0, 64, tiled) == pytest.approx(6e-6 + 57 * 3e-6)
+    assert _latency(2, 4096.0, 2, tiled) == pytest.approx(6e-6)
+    assert _latency(2, 4096.0, 4, tiled) == pytest.approx(6e-6 + 3e-6)
+    assert _latency(256, 1.0, 64, tiled, head_dim=128) == pytest.approx(6e-6)
+    assert _latency(256, 1.0, 64, {k: v for k, v in tiled.items() if k != "tile_s"}) == pytest.approx(6e-6)
+
+
+def test_tile_s_needs_query_tiles_and_is_bounded():
+    base = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"]}
+    with pytest.raises(IronlawError, match="tile_s"):
+        calibration.check({**base, "kernel": {GQA: {**SHAPE, "tile_s": 1e-6}}}, "calibration")
+    with pytest.raises(IronlawError, match="tile_s"):
+        calibration.check({**base, "kernel": {GQA: {**SHAPE, "query_tiles": [[64, 64, 2]], "tile_s": 1.0}}},
+                          "calibration")
+    calibration.check({**base, "kernel": {GQA: {**SHAPE, "query_tiles": [[64, 64, 2]], "tile_s": 3e-6}}},
+                      "calibration")
