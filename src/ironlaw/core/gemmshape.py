@@ -47,7 +47,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
-                "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s")
+                "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s",
+                "plan_split_s", "plan_head_dims", "plan_merge_s")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -127,6 +128,17 @@ UNIT_LAUNCHES = ("waves", "split_waves")
 # 6.0-6.3 µs up to 128 sequences × heads, then 2.1 µs per 142 more (16,384: 239 µs); head dim 192 11.8 µs, then
 # 3.35 µs per 142 (16,384: 389 µs), where those calls' FLOPs take under 1 µs at the FP8 peak. At most TILE_S_MAX (100 µs)
 TILE_S_MAX = 1e-4
+# plan_split_s: seconds a prefill on FlashInfer adds where its plan splits the keys (``core.splitkv``,
+# ``prefill_plan_splits``: the sequences × KV heads × query tiles at most the SMs), at ``plan_head_dims``, the head dims
+# it runs on FlashInfer (``efficiency.plan_split_s``). aiconfigurator-core 0.12.0's vLLM 0.24.0 FP8-cache sliding-window
+# tables (window 128, head dim 64, one KV head), 16,384 query rows × heads: L40S 65-77 µs where the plan splits (1 × 512
+# tokens × 32 heads, … 1 × 16,384 × 1), 9-21 µs where it does not (4 × 128 × 32 … 128 × 128 × 1); RTX PRO 6000 52-61
+# µs against 9-19 µs. At most PLAN_SPLIT_S_MAX (100 µs)
+PLAN_SPLIT_S_MAX = 1e-4
+# plan_merge_s: seconds the same split adds per query row and head it merges (its rows × heads, at any head dim: L40S,
+# head dim 64 and 128 alike, 48-61 µs at 12,288 and 57-77 µs at 16,384, 13-20 µs at 256-1,024). At most
+# PLAN_MERGE_S_MAX (100 ns)
+PLAN_MERGE_S_MAX = 1e-7
 SPLIT_KERNEL_TOKENS = 512
 # write_s: seconds an SM spends per thread of a cache writer that launches one CTA per token written to the KV cache,
 # each of min(KV heads · head dim, WRITE_CTA_THREADS) threads (vLLM's ``reshape_and_cache_flash``, csrc/cache_kernels.cu:

@@ -160,3 +160,36 @@ def chunks_per_sequence(keys, ctas, sms: int, occupancy) -> np.ndarray:
     per_sequence = np.maximum(np.floor(grid / ctas), 1.0)
     chunk = np.maximum(np.ceil(keys / per_sequence), CHUNK_MIN_TOKENS)
     return np.where(ctas >= grid, 1.0, np.maximum(np.ceil(keys / chunk), 1.0))
+
+
+# FlashInfer's prefill plan (include/flashinfer/attention/scheduler.cuh, ``PrefillPlan`` and
+# ``PrefillSplitQOKVIndptr``): one CTA per sequence, KV head and query tile of CTA_TILE_Q packed rows (a sequence's
+# query tokens × its query heads per KV head; ``FA2DetermineCtaTileQ``), its grid at most PLAN_BLOCKS_PER_SM × SMs
+# CTAs; where the tiles leave that grid half empty it splits each sequence's keys into chunks (at least
+# PLAN_MIN_CHUNK_TOKENS each, ``PrefillBinarySearchKVChunkSize``) and merges their partial outputs after
+PLAN_BLOCKS_PER_SM = 2               # ``PrefillPlan``: num_blocks_per_sm = 2, max_grid_size = 2 · SMs
+PLAN_MIN_CHUNK_TOKENS = 128          # min_kv_chunk_size = max(128 / page_size, 1) pages
+PLAN_PAGE_TOKENS = 64                # the KV cache's page: aiconfigurator's vLLM collector, block_size = 64
+                                     # (collector/vllm/collect_attn.py)
+
+
+def prefill_tile_rows(packed_rows, head_dim) -> np.ndarray:
+    """Per row, FlashInfer's prefill query tile (``FA2DetermineCtaTileQ``, SM 8.0 and newer, head dims to 256): 128
+    packed rows over 64 of them below head dim 256, 64 over 16, else 16."""
+    packed_rows, head_dim = np.asarray(packed_rows, float), np.asarray(head_dim, float)
+    return np.where((packed_rows > 64.0) & (head_dim < 256.0), 128.0, np.where(packed_rows > 16.0, 64.0, 16.0))
+
+
+def prefill_plan_splits(sequence_heads, packed_rows, tokens, head_dim, sms: int) -> np.ndarray:
+    """Per row, whether FlashInfer's prefill plan splits the keys: ``sequence_heads`` the sequences × KV heads,
+    ``packed_rows`` each one's query rows (tokens × query heads per KV head), ``tokens`` each sequence's keys (the
+    cache it reads, a prefill's own tokens), ``head_dim`` its head dim, ``sms`` the GPU's SMs. The binary search takes
+    the smallest chunk of at least ``PLAN_MIN_CHUNK_TOKENS`` whose tiles × chunks fit the grid over the KV heads; it
+    splits only where one chunk less than the whole fits, two chunks per tile: where the sequences × KV heads × query
+    tiles are at most the SMs and a sequence spans more pages than the smallest chunk. (A sliding window of at least
+    128 keys spans more than two pages alike, ``effective_kv_len_arr``.)"""
+    tiles = np.asarray(sequence_heads, float) * np.ceil(np.asarray(packed_rows, float) / prefill_tile_rows(
+        packed_rows, head_dim))
+    pages = np.ceil(np.asarray(tokens, float) / PLAN_PAGE_TOKENS)
+    grid = PLAN_BLOCKS_PER_SM * float(sms)
+    return (2.0 * tiles <= grid) & (pages > PLAN_MIN_CHUNK_TOKENS / PLAN_PAGE_TOKENS)

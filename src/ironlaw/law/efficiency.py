@@ -24,7 +24,7 @@ from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
-                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch)
+                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch, prefill_plan_splits)
 from ..machine.hardware import Hardware
 
 
@@ -285,6 +285,33 @@ def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray
             r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
             ctas = units[r] / 2.0 * m[r] / rows[r] * np.ceil(rows[r] / float(block_m))
             out[r] = float(p["tile_s"]) * past_first_wave(ctas, float(sms) * slots, name) / (float(sms) * slots)
+    return out
+
+
+def plan_split_s(cal: Calibration, cols: Columns, sms: int | None, field: str = "plan_split_s") -> np.ndarray | float:
+    """Per op of a prefill class that states ``plan_split_s`` (``field``; or ``plan_merge_s``, per query row and head
+    merged), at one of its ``plan_head_dims`` (K), the seconds FlashInfer's prefill plan adds where it splits the keys
+    (``splitkv.prefill_plan_splits``: its query tiles fill at most half its grid): the partial outputs written and
+    merged, a call's and its query rows × heads'; 0 for every other op. Its sequences × KV heads are the op's units
+    over 2, its packed rows M (its query rows × heads those × M), its tokens a windowed prefill's whole sequence
+    (``op.attrs["history"]``) or else a causal pass's 2N − 1."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in classes_with(cal, names, field)]
+    if not own:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} pays plan_split_s where FlashInfer's plan splits over the SMs: "
+                           f"the device states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    tokens = np.broadcast_to(cols.history, cols.flops.shape) if cols.history is not None else 2.0 * n - 1.0
+    tokens = np.where(np.isfinite(tokens) & (tokens > 0), tokens, 2.0 * n - 1.0)
+    splits = prefill_plan_splits(units / 2.0, m, tokens, k, sms)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.isin(k, np.asarray(p["plan_head_dims"],
+                                                                                               float))
+        per = 1.0 if field == "plan_split_s" else units[r] / 2.0 * m[r]
+        out[r] = np.where(splits[r], float(p[field]) * per, 0.0)
     return out
 
 
@@ -754,6 +781,8 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
     "tile_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),
+    "plan_split_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms),
+    "plan_merge_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms, "plan_merge_s"),
 }
 
 

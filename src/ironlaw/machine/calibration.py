@@ -15,7 +15,7 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
-                              WRITE_S_MAX, TILE_S_MAX,
+                              WRITE_S_MAX, TILE_S_MAX, PLAN_SPLIT_S_MAX, PLAN_MERGE_S_MAX,
                               UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
@@ -261,9 +261,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_head_dims(p, w)
     if "query_tiles" in p:
         _check_query_tiles(p["query_tiles"], w)
-    _num(p, "tile_s", w, TILE_S_MAX, zero_ok=True)
-    if "tile_s" in p and "query_tiles" not in p:
-        raise IronlawError(f"{w}: tile_s is a query-tiled launch's cost per wave: it needs query_tiles")
+    _check_prefill_launch(p, w)
     if "unit_launch" in p and (p["unit_launch"] not in UNIT_LAUNCHES or "unit_s" not in p):
         raise IronlawError(f"{w}.unit_launch: must be one of {', '.join(UNIT_LAUNCHES)}, with the unit_s it pays, got "
                            f"{p['unit_launch']!r}")
@@ -276,6 +274,23 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_head_dims(p, w, "vector_head_dims", "vector")
     if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
         raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
+
+
+def _check_prefill_launch(p: dict, w: str) -> None:
+    """A prefill class's launch costs: ``tile_s`` (per wave of its ``query_tiles``, which it needs) and FlashInfer's
+    plan's ``plan_split_s`` with its ``plan_head_dims`` (a non-empty list of whole numbers > 0) and ``plan_merge_s``."""
+    _num(p, "tile_s", w, TILE_S_MAX, zero_ok=True)
+    if "tile_s" in p and "query_tiles" not in p:
+        raise IronlawError(f"{w}: tile_s is a query-tiled launch's cost per wave: it needs query_tiles")
+    _num(p, "plan_split_s", w, PLAN_SPLIT_S_MAX, zero_ok=True)
+    _num(p, "plan_merge_s", w, PLAN_MERGE_S_MAX, zero_ok=True)
+    if "plan_merge_s" in p and "plan_split_s" not in p:
+        raise IronlawError(f"{w}: plan_merge_s is FlashInfer's split prefill's merge per query row: it needs plan_split_s")
+    if ("plan_split_s" in p) != ("plan_head_dims" in p) or "plan_head_dims" in p and (
+            not isinstance(p["plan_head_dims"], list) or not p["plan_head_dims"] or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in p["plan_head_dims"])):
+        raise IronlawError(f"{w}: plan_split_s and plan_head_dims go together, the seconds FlashInfer's prefill plan "
+                           f"adds where it splits and the head dims it runs (a list of whole numbers > 0)")
 
 
 def _check_query_tiles(tiles, w: str) -> None:

@@ -175,7 +175,7 @@ def floor(path: tuple) -> float:
     which the table's check rightly refuses)."""
     if "latency_s" in path:
         return LAT_BOUNDS[0]
-    if path[-1] in ("key_s", "split_s", "merge_s", "cta_s", "unit_s", "write_s", "swap_s", "tile_s"):
+    if path[-1] in ("key_s", "split_s", "merge_s", "cta_s", "unit_s", "write_s", "swap_s", "tile_s", "plan_split_s", "plan_merge_s"):
         return KEY_S_FLOOR
     if path[-1] in ("m_half", "nk_half", "m_half_nt", "k_half"):
         return HALF_BOUNDS[0]
