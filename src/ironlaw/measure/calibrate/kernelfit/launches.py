@@ -14,7 +14,8 @@ from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FP8_CONTEXT, FP8_CONTEXT_CLASS
                     GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
                     HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
                     OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
-                    UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
+                    PLAN_SOURCES, PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of,
+                    tile_class)
 from .vocabulary import Group
 
 
@@ -178,3 +179,15 @@ def math_head_dims(rows) -> dict:
     other = set(rows["head_dim"][~on])
     dims = sorted(int(d) for d in set(rows["head_dim"][on]) - other)
     return {"math_head_dims": dims} if other and dims else {}
+
+
+def plan_of(g: Group, rows) -> dict:
+    """``{"plan_head_dims": [...]}`` for a class of ``PLAN_SPLIT_CLASSES`` on one of its GPUs: the head dims its
+    ``rows`` time on a kernel of ``PLAN_SOURCES`` (its fit then adds ``plan_split_s`` and ``plan_merge_s``); {} for
+    another, or where none does."""
+    key = (getattr(g.table, "framework", None), g.key[1])
+    if g.key[0] != "kernel" or not holds(PLAN_SPLIT_CLASSES, key, getattr(g.table, "gpu", None)) or \
+            "kernel_source" not in rows.columns:
+        return {}
+    dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(PLAN_SOURCES), "head_dim"].unique())
+    return {"plan_head_dims": dims} if dims else {}

@@ -437,6 +437,15 @@ TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 # 192's short prompts 2-6× their time (256 sequences × 64 tokens, 2 heads: 37 µs measured, 134 µs priced;
 # docs/accuracy.md, "SGLang's L40S FP8 prefill: its query tiles' waves")
 TILE_S_CLASSES = {("sglang", "attention_context_fp8_kv_fp8"): ("l40s",)}
+# prefill classes whose fit adds ``plan_split_s`` and ``plan_merge_s`` (``shapefit.with_plan_cost``), the seconds
+# FlashInfer's prefill plan adds where it splits the keys, a call's and per query row and head merged
+# (``splitkv.prefill_plan_splits``, ``efficiency.plan_split_s``), at the head dims their rows time on ``PLAN_SOURCES``
+# (``plan_head_dims``), per (framework, kernel class): the GPUs. vLLM 0.24.0 runs an FP8 cache's sliding-window prefill
+# on FlashInfer on L40S and RTX PRO 6000 (head dim 192 on its Triton kernel); at the same 16,384 query rows × heads
+# (window 128, head dim 64, one KV head) its rows take 65-77 µs on L40S where the plan splits and 9-21 µs where it does
+# not (docs/accuracy.md, "vLLM's FP8-cache window prefill on the GDDR GPUs: FlashInfer's plan splits")
+PLAN_SPLIT_CLASSES = {("vllm", "attention_context_bf16_kv_fp8_window"): ("l40s", "rtx-pro-6000")}
+PLAN_SOURCES = ("vllm_flashinfer_fiprefill",)
 # (op, GPUs) whose grids pull each node toward factor 1 a hundredfold harder (``grid_ridge``): vLLM's and SGLang's
 # prefill tables of the GDDR GPUs, but their sliding-window classes. Their short prompts' time jumps where the query and output leave the
 # L2 (``RESIDENT_CONTEXT``), and at ``GRID_RIDGE`` the RTX PRO 6000 SGLang 0.5.14 class over 32 heads per KV head (593

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, SPLIT_S_MAX, SWAP_S_MAX, TILE_S_MAX, UNIT_S_MAX,
-                                WRITE_S_MAX)
+from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, PLAN_MERGE_S_MAX, PLAN_SPLIT_S_MAX, SPLIT_S_MAX,
+                                SWAP_S_MAX, TILE_S_MAX, UNIT_S_MAX, WRITE_S_MAX)
 from ....law.efficiency import class_latency_s
 from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem, fit_group, grid
@@ -29,6 +29,8 @@ UNIT_S_START = 2e-8
 WRITE_S_START = 1e-9
 SWAP_S_START = 3e-6
 TILE_S_START = 2e-6
+PLAN_SPLIT_S_START = 3e-5
+PLAN_MERGE_S_START = 3e-9
 # a split-KV launch's fit (``SPLIT_CLASSES``) also fits ``split_s``, the seconds its split adds (the partial results
 # written and reduced, ``efficiency.split_reduce_s``), from each of these starts
 SPLIT_S_STARTS = (1e-8, 3e-6)
@@ -61,6 +63,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     bounds, starts = with_write_cost(g, bounds, starts)
     bounds, starts = with_swap_cost(g, rows, bounds, starts)
     bounds, starts = with_tile_cost(g, bounds, starts)
+    bounds, starts = with_plan_cost(extra, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -215,3 +218,13 @@ def with_tile_cost(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     if not tile_class(g):
         return bounds, starts
     return bounds + (("tile_s", TILE_S_MAX),), [list(st) + [TILE_S_START] for st in starts]
+
+
+def with_plan_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``plan_split_s`` and ``plan_merge_s`` (at most ``PLAN_SPLIT_S_MAX`` and
+    ``PLAN_MERGE_S_MAX``, each start from ``PLAN_SPLIT_S_START`` and ``PLAN_MERGE_S_START``) where ``extra`` names the
+    head dims FlashInfer's plan runs (``plan_head_dims``, ``launches.plan_of``); as given otherwise."""
+    if not (extra or {}).get("plan_head_dims"):
+        return bounds, starts
+    return bounds + (("plan_split_s", PLAN_SPLIT_S_MAX), ("plan_merge_s", PLAN_MERGE_S_MAX)), \
+        [list(st) + [PLAN_SPLIT_S_START, PLAN_MERGE_S_START] for st in starts]
