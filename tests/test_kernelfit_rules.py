@@ -23,19 +23,23 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "P90_CHOICE_CLASSES": ("op", "regime"), "WALK_CLASSES": ("op", "regime"),
         "RESIDENT_CONTEXT": ("op",), "FP8_CONTEXT": ("op",), "GRID_RIDGE_CLASSES": ("op",),
         "GROUP_SPLIT": ("framework",), "MAIN_BACKEND_CLASSES": ("framework", "regime"),
-        "HEAD_DIM_BACKEND_CLASSES": ("framework", "op"),
+        "HEAD_DIM_BACKEND_CLASSES": ("framework", "op"), "HEAD_DIM_BACKEND_GPU_CLASSES": ("framework", "op", "gpu"),
+        "FLOOR_CONTEXT_CLASSES": ("framework", "kernel_class"), "TILE_S_CLASSES": ("framework", "kernel_class"),
+        "PLAN_SPLIT_CLASSES": ("framework", "kernel_class"),
         "M_SWITCH_GEMMS": ("framework", "dtype"), "M_PAST_GEMMS": ("framework", "dtype"),
         "SPIKY_GEMMS": ("framework", "dtype")}
 GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",
                "WRITE_CACHE_CLASSES", "CHUNK_CLASSES", "HEAD_DIM_LATENCY_CLASSES", "M_SWITCH_GEMMS", "M_PAST_GEMMS",
-               "SPIKY_GEMMS")
+               "SPIKY_GEMMS", "FLOOR_CONTEXT_CLASSES", "TILE_S_CLASSES", "PLAN_SPLIT_CLASSES")
 
 
 def _known(part: str, value) -> bool:
     if part == "kernel_class":
         return isinstance(value, str) and value.startswith("attention_")
+    if part == "gpu":
+        return value in hardware.names()
     if part == "dtype":
         return value in kernelfit.vocabulary.GEMM_DTYPES.values()
     return value in {"framework": FRAMEWORKS, "op": OPS, "regime": REGIMES}[part]

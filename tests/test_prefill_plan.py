@@ -1,6 +1,6 @@
 """FlashInfer's prefill plan splits the keys where its query tiles fill at most half its grid (``core.splitkv``,
 ``prefill_plan_splits``), and a class that states ``plan_split_s`` and ``plan_merge_s`` pays them there, at the head
-dims it runs on FlashInfer (``efficiency.plan_split_s``; ``kernelfit.PLAN_SPLIT_CLASSES``: vLLM's FP8-cache
+dims it runs on FlashInfer (``efficiency.plan_split_s``; ``kernelfit.rules.PLAN_SPLIT_CLASSES``: vLLM's FP8-cache
 sliding-window prefill on L40S and RTX PRO 6000)."""
 from dataclasses import replace
 
@@ -41,8 +41,8 @@ def _latency(batch: int, tokens: float, heads: int, kv_heads: int, p: dict, head
                               head_dim=head_dim, window_size=128, attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0,
                               latency_s=1e-4)])
     t = KernelTable("context_attention", "l40s", "NVIDIA L40S", "vllm", "0.24.0", "x.parquet", rows)
-    op = kernelfit.ops.attention_op(next(rows.itertuples()), kernelfit.Group("g", ("kernel", WINDOW), "context_attention",
-                                                                         t, None))
+    g = kernelfit.Group("g", ("kernel", WINDOW), "context_attention", t, None)
+    op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
     cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {WINDOW: p}}
     hw = replace(hardware.get("l40s"), calibration=Calibration.of(cal))
     return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "bf16", [op]), hw).cols, hw)
