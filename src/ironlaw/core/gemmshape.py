@@ -47,12 +47,15 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
-                "unit_launch", "chunk_occupancy", "chunk_head_dims")
+                "unit_launch", "chunk_occupancy", "chunk_head_dims", "chunk_plan")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
 # at ``chunk_occupancy`` CTAs per SM, one of ``splitkv.CHUNK_OCCUPANCY``; with ``chunk_head_dims``, only at those head
-# dims, the ones the chunked kernel runs where another backend decodes the rest)
+# dims, the ones the chunked kernel runs where another backend decodes the rest); with ``chunk_plan = "prefill"``
+# (``splitkv.CHUNK_PLANS``), FlashInfer's tensor-core decode planned as a prefill: each sequence and KV head's query
+# tiles (``splitkv.prefill_query_tiles``) are its CTAs before the chunks, and the launch's CTAs run in whole waves of
+# the SMs (``splitkv.sm_wave_factor``, ``efficiency.chunk_waves``)
 # "heads", a kernel that runs one CTA per sequence and query head and never splits: FlashAttention 2 with a sliding
 # window (``flash_api.cpp``, ``mha_varlen_fwd``: the grouped-query swap, ``seqlenq_ngroups_swapped``, needs no window,
 # and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")

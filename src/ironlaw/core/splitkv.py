@@ -160,3 +160,34 @@ def chunks_per_sequence(keys, ctas, sms: int, occupancy) -> np.ndarray:
     per_sequence = np.maximum(np.floor(grid / ctas), 1.0)
     chunk = np.maximum(np.ceil(keys / per_sequence), CHUNK_MIN_TOKENS)
     return np.where(ctas >= grid, 1.0, np.maximum(np.ceil(keys / chunk), 1.0))
+
+
+# FlashInfer's tensor-core decode (``BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True)``, which SGLang takes
+# over 4 query heads per KV head), planned as a prefill of one token per sequence (include/flashinfer/attention/
+# scheduler.cuh, ``PrefillPlanImpl`` and ``PrefillSplitQOKVIndptr``): the G query heads of a KV head packed as rows,
+# tiles of ``FA2DetermineCtaTileQ``'s rows (include/flashinfer/utils.cuh), a grid of ``PREFILL_PLAN_CTAS_PER_SM``
+# CTAs per SM (``num_blocks_per_sm = 2``) that ``PrefillBinarySearchKVChunkSize`` fills with chunks of each sequence's
+# keys, at least ``CHUNK_MIN_TOKENS`` (128 / page_size pages)
+CHUNK_PLANS = ("prefill",)
+PREFILL_PLAN_CTAS_PER_SM = 2
+
+
+def prefill_query_tiles(rows, head_dim) -> np.ndarray:
+    """Per element, the query tiles FlashInfer's prefill plan cuts ``rows`` packed query rows (a decode's heads per KV
+    head) into at ``head_dim``: ``FA2DetermineCtaTileQ``'s tile, 128 rows above 64 at a head dim under 256, 64 above
+    16, 16 below (the Ampere-and-later branch; head dims of 512 and more take 16 or 32, not modelled here)."""
+    rows = np.maximum(np.asarray(rows, float), 1.0)
+    head_dim = np.asarray(head_dim, float)
+    tile = np.where((rows > 64.0) & (head_dim < 256.0), 128.0, np.where(rows > 16.0, 64.0, 16.0))
+    return np.ceil(rows / tile)
+
+
+def sm_wave_factor(ctas, sms: int) -> np.ndarray:
+    """Per element, the SMs' whole waves of a launch of ``ctas`` CTAs over its balanced time: ⌈ctas / SMs⌉ · SMs /
+    ctas (≥ 1). A CTA of a tensor-core decode tile keeps its SM's tensor cores busy on its own, so a launch of fewer
+    CTAs than SMs computes at the rate of the SMs it holds: aiconfigurator-core 0.12.0's SGLang 0.5.14 L40S table
+    (142 SMs), bf16 cache, one KV head, batch 1, 1 to 127 cached tokens (one CTA per query tile, one chunk): 128 heads
+    × 256 (two tiles of 64 rows) 5.4, 6.3, 7.6, 10.1 µs at 1, 31, 63, 127 cached tokens, 4.6 µs over 128 keys where
+    the same FLOPs at the whole GPU's peak take 0.05; 64 heads × 128 (one tile) 5.3 → 7.1 µs."""
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    return np.ceil(ctas / float(sms) - 1e-9) * float(sms) / ctas

@@ -24,7 +24,8 @@ from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
 from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
-                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch)
+                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch, prefill_query_tiles,
+                            sm_wave_factor)
 from ..machine.hardware import Hardware
 
 
@@ -62,7 +63,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                      np.zeros(shape))
     cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
-    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw)
+    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw) * chunk_waves(cal, cols, hw, split)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
@@ -384,8 +385,35 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
     for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
         own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
-    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0, sms, occupancy), 1.0), units.shape)
+    ctas = units / 2.0 * plan_query_tiles(cal, names, m, k, lead)
+    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, ctas, sms, occupancy), 1.0), units.shape)
     return Split(chunks, np.ones(units.shape), chunks > 1.0)
+
+
+def plan_query_tiles(cal: Calibration, names: np.ndarray, m, k, lead: tuple) -> np.ndarray:
+    """Per op, the query tiles each sequence and KV head of a chunked class planned as a prefill (``chunk_plan =
+    "prefill"``) launches (``splitkv.prefill_query_tiles`` of its M rows at its head dim K); 1 for every other op."""
+    planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    return np.where(planned, prefill_query_tiles(m, k), 1.0)
+
+
+def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Split | None) -> np.ndarray | float:
+    """Per op of a chunked class planned as a prefill (``chunk_plan``), its launch's whole waves of the SMs over their
+    balanced time (``splitkv.sm_wave_factor`` of its sequences × KV heads × query tiles × chunks, ``split``), which
+    the law divides both η by as it does the grid's factor; 1 for every other op."""
+    if not cal.kernel or not any(p.get("chunk_plan") for p in cal.kernel.values()):
+        return 1.0
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    if not np.any(planned):
+        return 1.0
+    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    chunks = 1.0 if split is None else split.blocks
+    ctas = units / 2.0 * plan_query_tiles(cal, names, m, k, lead) * chunks
+    return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)
 
 
 def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:

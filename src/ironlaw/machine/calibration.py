@@ -20,7 +20,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
-from ..core.splitkv import CHUNK_OCCUPANCY, MMHA_OCCUPANCY, MMHA_THREADS
+from ..core.splitkv import CHUNK_OCCUPANCY, CHUNK_PLANS, MMHA_OCCUPANCY, MMHA_THREADS, PREFILL_PLAN_CTAS_PER_SM
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
@@ -389,6 +389,11 @@ def _check_grid(p: dict, w: str) -> None:
                            f"of {', '.join(map(str, CHUNK_OCCUPANCY))}; got {p['chunk_occupancy']!r}")
     if p.get("split_kv") == "chunks" and "chunk_occupancy" not in p:
         raise IronlawError(f"{w}: a chunked decode class (split_kv = \"chunks\") needs its chunk_occupancy")
+    if "chunk_plan" in p and (p.get("split_kv") != "chunks" or p["chunk_plan"] not in CHUNK_PLANS
+                              or p.get("chunk_occupancy") != PREFILL_PLAN_CTAS_PER_SM):
+        raise IronlawError(f"{w}.chunk_plan: a chunked decode class's (split_kv = \"chunks\") plan, one of "
+                           f"{', '.join(CHUNK_PLANS)}, its grid {PREFILL_PLAN_CTAS_PER_SM} CTAs per SM "
+                           f"(chunk_occupancy); got {p['chunk_plan']!r}")
     if "chunk_head_dims" in p and (p.get("split_kv") != "chunks" or not isinstance(p["chunk_head_dims"], list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in p["chunk_head_dims"])):
         raise IronlawError(f"{w}.chunk_head_dims: a chunked decode class's (split_kv = \"chunks\") head dims, a list "
