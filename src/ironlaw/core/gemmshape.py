@@ -47,7 +47,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "query_tiles", "touched_s", "vector", "latency_head_dims", "latency_head_dim_s",
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
-                "unit_launch", "chunk_occupancy", "chunk_head_dims", "chunk_plan")
+                "unit_launch", "chunk_occupancy", "chunk_head_dims", "chunk_plan", "latency_tile_keys",
+                "latency_tile_power")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -167,6 +168,15 @@ LATENCY_HEAD_DIM_S_MAX = 1e-4
 # head × 128: 14.5 µs from batch 1 to 64, 10.5 µs at 128; 96 heads on 2 KV heads, 14.6 µs at batch 32, 10.4 at 64;
 # 128 heads on one KV head × 256, 29 µs to batch 64, 10.4-11.7 at 128; and at batch 1-4 the 29 µs hold to 127
 # cached tokens, 16.6 µs from 511 (96 heads × 256: 24.8 µs, then 18.6 at 255 and 14.6 from 511)
+# latency_tile_keys, latency_tile_power: a class whose latency_head_dim_s is one CTA's walk over a KV tile of
+# latency_tile_keys key elements (keys × head dim), which its kernel splits over c = ⌈keys · head dim / tile⌉ CTAs
+# once a sequence spans more than one tile: the entry holds at c^(−latency_tile_power) of itself (and beyond
+# latency_keys_max too, which such a class does not state). TRT-LLM-gen's decode as SGLang 0.5.14 runs it on SM 10.x
+# (TensorRT-LLM's trtllmGenKernels/fmha/fmhaKernels.h, ``computeNumCtas``: ⌈keys / stepKv⌉ CTAs per sequence, at
+# most SMs / CTAs): aiconfigurator-core 0.12.0's B200 table, batch 1, one KV head, bf16 cache, over the class's
+# fastest call: 128 heads × 256 18.5 µs to 127 cached tokens, 12.3 at 255, 6.2 at 511 (c = 1, 2, 4); × 128 10.3 to
+# 255, 6.4 at 511, 4.2 at 1,023. At most LATENCY_TILE_POWER_MAX (``efficiency.head_dim_latency_s``)
+LATENCY_TILE_POWER_MAX = 2.0
 # variant, variant_m, variant_dtype: a kernel class whose ops at M (query rows per KV head) = variant_m run another
 # kernel, the class ``variant`` names, computing in variant_dtype (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
 # MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0

@@ -364,7 +364,8 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     by_history, by_chunks = history_split(cal, cols, hw), chunk_split(cal, cols, hw)
     if by_history is None or by_chunks is None:
         return by_chunks if by_history is None else by_history
-    return Split(by_history.blocks * by_chunks.blocks, by_history.fold, by_history.splits | by_chunks.splits)
+    return Split(by_history.blocks * by_chunks.blocks, by_history.fold * by_chunks.fold,
+                 by_history.splits | by_chunks.splits)
 
 
 def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -385,9 +386,10 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
     for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
         own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
-    ctas = units / 2.0 * plan_query_tiles(cal, names, m, k, lead)
-    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, ctas, sms, occupancy), 1.0), units.shape)
-    return Split(chunks, np.ones(units.shape), chunks > 1.0)
+    tiles = np.broadcast_to(np.where(own, plan_query_tiles(cal, names, m, k, lead), 1.0), units.shape)
+    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0 * tiles, sms, occupancy), 1.0),
+                             units.shape)
+    return Split(chunks, tiles, chunks > 1.0)
 
 
 def plan_query_tiles(cal: Calibration, names: np.ndarray, m, k, lead: tuple) -> np.ndarray:
@@ -411,8 +413,7 @@ def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Spl
     sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
-    chunks = 1.0 if split is None else split.blocks
-    ctas = units / 2.0 * plan_query_tiles(cal, names, m, k, lead) * chunks
+    ctas = units / 2.0 * (1.0 if split is None else split.blocks * split.fold)
     return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)
 
 
@@ -607,7 +608,8 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     ``latency_groups`` each entry holds at its head dim and its query rows per KV head (the op's M) together: one CTA's
     tile of G query rows, which at one wave sets the launch's time (``gemmshape``, latency_groups); with
     ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
-    fewer (a launch of its own there)."""
+    fewer (a launch of its own there); with ``latency_tile_keys``, at ⌈keys · head dim / latency_tile_keys⌉^(−
+    ``latency_tile_power``) of itself, the CTAs its kernel splits a sequence's KV tiles over (``gemmshape``)."""
     names = _names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
@@ -623,8 +625,18 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
             & (n[r] <= float(p.get("latency_keys_max", np.inf)) * (1.0 + 1e-9))
         for dim, group, secs in zip(p["latency_head_dims"], groups, p["latency_head_dim_s"]):
             at = (k[r] == float(dim)) & (True if group is None else np.isclose(m[r], float(group), rtol=1e-3)) & few
-            out[r] = np.where(at, float(secs), out[r])
+            out[r] = np.where(at, float(secs) * tile_share(p, n[r], k[r]), out[r])
     return out
+
+
+def tile_share(p: dict, n, k) -> np.ndarray | float:
+    """The share of a class's latency_head_dim_s an op of N keys at head dim K pays where its kernel splits the
+    sequence's KV tiles over CTAs (``latency_tile_keys``, ``latency_tile_power``): ⌈N · K / tile⌉^(−power); 1 for a
+    class that states no tile."""
+    if "latency_tile_keys" not in p:
+        return 1.0
+    tiles = np.maximum(np.ceil(np.asarray(n, float) * np.asarray(k, float) / float(p["latency_tile_keys"]) - 1e-9), 1.0)
+    return tiles ** -float(p["latency_tile_power"])
 
 
 def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:

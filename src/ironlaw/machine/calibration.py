@@ -16,7 +16,8 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
                               WRITE_S_MAX,
-                              UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
+                              UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX,
+                              LATENCY_TILE_POWER_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
@@ -267,7 +268,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
     if any(f in p for f in ("latency_head_dims", "latency_head_dim_s", "latency_groups", "latency_units_max",
-                            "latency_keys_max")):
+                            "latency_keys_max", "latency_tile_keys", "latency_tile_power")):
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_head_dims(p, w, "vector_head_dims", "vector")
@@ -317,10 +318,16 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
             num(g) and g > 0 for g in groups)):
         raise IronlawError(f"{w}.latency_groups: must be one number of query rows per KV head > 0 per head dim of "
                            f"latency_head_dims, got {groups!r}")
-    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query")):
+    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query"),
+                        ("latency_tile_keys", "key elements per KV tile")):
         most = p.get(field)
         if most is not None and not (num(most) and most >= 1):
             raise IronlawError(f"{w}.{field}: must be a number of {what} ≥ 1, got {most!r}")
+    power = p.get("latency_tile_power")
+    if ("latency_tile_keys" in p) != (power is not None) or \
+            power is not None and not (num(power) and 0.0 <= power <= LATENCY_TILE_POWER_MAX):
+        raise IronlawError(f"{w}: latency_tile_keys and latency_tile_power come together, the power in "
+                           f"[0, {LATENCY_TILE_POWER_MAX:g}]; got {p.get('latency_tile_keys')!r}, {power!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:
