@@ -60,7 +60,9 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 # "heads", a kernel that runs one CTA per sequence and query head and never splits: FlashAttention 2 with a sliding
 # window (``flash_api.cpp``, ``mha_varlen_fwd``: the grouped-query swap, ``seqlenq_ngroups_swapped``, needs no window,
 # and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")
-SPLIT_KV = ("history", "mmha", "chunks", "heads")
+# "fa2", FlashAttention 2's split-KV decode under its grouped-query swap (``splitkv.fa2_splits``: its heuristic's
+# splits of each sequence's key blocks while the CTAs fill under 80% of two per SM)
+SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
@@ -101,7 +103,12 @@ CTA_S_MAX = 1e-4
 # partial results written out and reduced after them (``efficiency.split_reduce_s``). At most SPLIT_S_MAX (100 µs)
 SPLIT_S_MAX = 1e-4
 # merge_s: seconds per block a split XQA launch ("history") adds beyond split_s: the last block of a sequence and KV
-# head merges the blocks' partial results one after another (``efficiency.split_reduce_s``). At most MERGE_S_MAX (1 µs)
+# head merges the blocks' partial results one after another (``efficiency.split_reduce_s``); and per split a
+# FlashAttention 2 split ("fa2") adds, its combine kernel reading every split's partial output, 4 query rows a CTA at
+# head dim 128 (csrc/flash_attn/src/flash_fwd_launch_template.h, ``grid_combine``: 16 CTAs for 64 heads on one KV
+# head at batch 1; flash_fwd_kernel.h, ``combine_attn_seqk_parallel``; aiconfigurator-core 0.12.0's vLLM 0.24.0
+# RTX PRO 6000 table, 64 heads on one KV head × 128, batch 1: 19.9, 25.3, 37.2 µs at 32, 64, 128 splits, 0.17-0.19 µs
+# a split). At most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
 # unit_s: seconds a decode launch adds per sequence and KV head (its CTAs' own work whatever the keys: the query loaded,
 # the page table read, the output written), on top of its fixed latency (``efficiency.unit_launch_s``).

@@ -191,3 +191,38 @@ def sm_wave_factor(ctas, sms: int) -> np.ndarray:
     the same FLOPs at the whole GPU's peak take 0.05; 64 heads × 128 (one tile) 5.3 → 7.1 µs."""
     ctas = np.maximum(np.asarray(ctas, float), 1.0)
     return np.ceil(ctas / float(sms) - 1e-9) * float(sms) / ctas
+
+
+# FlashAttention 2's split-KV decode (vllm-project/flash-attention, csrc/flash_attn/flash_api.cpp: ``mha_varlen_fwd``
+# under the grouped-query swap, ``set_params_splitkv`` with vLLM's num_splits 0, ``num_splits_heuristic``)
+FA2_SPLIT_THREADS_SLOTS = 2          # ``num_sm * 2``: "128 threads per block", two CTAs per SM
+FA2_SPLIT_FILL = 0.8                 # one split once the CTAs fill 80% of those slots
+FA2_SPLIT_KEEP = 0.85                # the fewest splits within 85% of the best wave efficiency
+FA2_MAX_SPLITS = 128
+FA2_SPLIT_BLOCK_M = 64               # the split kernel's kBlockM
+
+
+def fa2_block_n(head_dim) -> np.ndarray:
+    """Keys per block of FlashAttention 2's split kernel at ``head_dim``: 256 to 64, 128 to 128, 64 above."""
+    head_dim = np.asarray(head_dim, float)
+    return np.where(head_dim <= 64.0, 256.0, np.where(head_dim <= 128.0, 128.0, 64.0))
+
+
+def fa2_splits(keys, rows, kv_ctas, sms: int, head_dim) -> np.ndarray:
+    """Per element, the splits FlashAttention 2's heuristic takes for a swapped decode: ``rows`` the query rows of a
+    KV head (its heads per KV head, the swapped sequence length), ``kv_ctas`` the sequences × KV heads, ``keys`` each
+    sequence's keys. Its CTAs before the split, kv_ctas · ⌈rows / 64⌉, against 2 · SMs slots: one split from 80% of
+    them on; below, of the splits up to min(128, slots, key blocks) that change the blocks per split, the fewest whose
+    wave efficiency (w / ⌈w⌉, w = CTAs · splits / slots) is within 85% of the best."""
+    keys, rows, kv_ctas, head_dim = np.broadcast_arrays(*(np.asarray(x, float) for x in (keys, rows, kv_ctas, head_dim)))
+    slots = float(FA2_SPLIT_THREADS_SLOTS * sms)
+    ctas = np.maximum(kv_ctas, 1.0) * np.ceil(np.maximum(rows, 1.0) / FA2_SPLIT_BLOCK_M)
+    blocks = np.ceil(np.maximum(keys, 1.0) / fa2_block_n(head_dim))
+    most = np.minimum(min(FA2_MAX_SPLITS, slots), blocks)
+    split = np.arange(1.0, FA2_MAX_SPLITS + 1.0).reshape((-1,) + (1,) * keys.ndim)
+    eligible = (split <= most) & ((split == 1.0) | (np.ceil(blocks / split) != np.ceil(blocks / np.maximum(split - 1.0, 1.0))))
+    waves = ctas * split / slots
+    eff = np.where(eligible, waves / np.ceil(waves), 0.0)
+    best = eff.max(axis=0)
+    chosen = np.argmax(eligible & (eff >= FA2_SPLIT_KEEP * best), axis=0) + 1.0
+    return np.where(ctas >= FA2_SPLIT_FILL * slots, 1.0, chosen)

@@ -23,9 +23,9 @@ from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
-from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
-                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch, prefill_query_tiles,
-                            sm_wave_factor)
+from ..core.splitkv import (FA2_SPLIT_BLOCK_M, MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
+                            fa2_splits, mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch,
+                            prefill_query_tiles, sm_wave_factor)
 from ..machine.hardware import Hardware
 
 
@@ -361,11 +361,28 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     state the whole sequence) and ``chunk_split`` (FlashInfer's decode plan) together; None where no op is such."""
     if not cal.kernel:
         return None
-    by_history, by_chunks = history_split(cal, cols, hw), chunk_split(cal, cols, hw)
-    if by_history is None or by_chunks is None:
-        return by_chunks if by_history is None else by_history
-    return Split(by_history.blocks * by_chunks.blocks, by_history.fold * by_chunks.fold,
-                 by_history.splits | by_chunks.splits)
+    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw))
+              if x is not None]
+    if len(splits) < 2:
+        return splits[0] if splits else None
+    return Split(np.prod([x.blocks for x in splits], axis=0), np.prod([x.fold for x in splits], axis=0),
+                 np.any([x.splits for x in splits], axis=0))
+
+
+def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """How the ops of a kernel class on FlashAttention 2's split-KV decode (``split_kv = "fa2"``) launch on ``hw``'s
+    SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; every other
+    op 1 split. None where no op is such."""
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    own = _split_kind(cal, names, "fa2", lead)
+    if not np.any(own):
+        return None
+    sms = _launch_sms(hw, "FlashAttention 2's split-KV decode")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    splits = np.broadcast_to(np.where(own, fa2_splits(n, m, units / 2.0, sms, k), 1.0), units.shape)
+    return Split(splits, np.ones(units.shape), splits > 1.0)
 
 
 def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -400,20 +417,24 @@ def plan_query_tiles(cal: Calibration, names: np.ndarray, m, k, lead: tuple) -> 
 
 
 def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Split | None) -> np.ndarray | float:
-    """Per op of a chunked class planned as a prefill (``chunk_plan``), its launch's whole waves of the SMs over their
-    balanced time (``splitkv.sm_wave_factor`` of its sequences × KV heads × query tiles × chunks, ``split``), which
-    the law divides both η by as it does the grid's factor; 1 for every other op."""
-    if not cal.kernel or not any(p.get("chunk_plan") for p in cal.kernel.values()):
+    """Per op of a chunked class planned as a prefill (``chunk_plan``) or on FlashAttention 2's split (``split_kv =
+    "fa2"``), its launch's whole waves of the SMs over their balanced time (``splitkv.sm_wave_factor`` of its
+    sequences × KV heads × query tiles (FA2's blocks of 64 rows) × splits, ``split``), which the law divides both η
+    by as it does the grid's factor; 1 for every other op."""
+    if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
         return 1.0
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
+    fa2 = _split_kind(cal, names, "fa2", lead)
     planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    planned = planned | fa2
     if not np.any(planned):
         return 1.0
     sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
-    ctas = units / 2.0 * (1.0 if split is None else split.blocks * split.fold)
+    blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
+    ctas = units / 2.0 * blocks * (1.0 if split is None else split.blocks * split.fold)
     return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)
 
 

@@ -248,8 +248,9 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "split_s" in p and "split_kv" not in p:
         raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
     _num(p, "merge_s", w, MERGE_S_MAX, zero_ok=True)
-    if "merge_s" in p and p.get("split_kv") != "history":
-        raise IronlawError(f"{w}: merge_s is a split XQA launch's merge per block: it needs split_kv = \"history\"")
+    if "merge_s" in p and p.get("split_kv") not in ("history", "fa2"):
+        raise IronlawError(f"{w}: merge_s is a split XQA or FlashAttention 2 launch's merge per block: it needs "
+                           f"split_kv = \"history\" or \"fa2\"")
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
