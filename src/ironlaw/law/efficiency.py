@@ -358,7 +358,8 @@ def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
-    state the whole sequence) and ``chunk_split`` (FlashInfer's decode plan) together; None where no op is such."""
+    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan) and ``fa2_split`` (FlashAttention 2's
+    split) together; None where no op is such."""
     if not cal.kernel:
         return None
     splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw))
