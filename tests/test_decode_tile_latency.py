@@ -12,7 +12,7 @@ pd = pytest.importorskip("pandas")
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.law import efficiency  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
+from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 ADDED_S = 10e-6
@@ -48,7 +48,7 @@ def test_the_share_falls_with_the_tiles():
 def test_the_law_adds_the_latency_at_its_tiles_share(wide):
     hw, g = wide
     sglang = replace(g, table=replace(g.table, framework="sglang"))
-    prob = kernelfit.Problem(hw, kernelfit.observations(sglang, g.rows, hw), weighting="per_case")
+    prob = fitcore.Problem(hw, kernelfit.observations(sglang, g.rows, hw), weighting="per_case")
     table = _plain(hw, g)
     group = (g.rows.num_heads // g.rows.num_key_value_heads).to_numpy()
     own = {**table, "latency_head_dims": [64], "latency_groups": [96], "latency_head_dim_s": [ADDED_S],
@@ -64,21 +64,21 @@ def test_the_law_adds_the_latency_at_its_tiles_share(wide):
 def test_the_fit_tries_each_power_on_its_own_classes_only(wide):
     hw, g = wide
     extra = {"latency_head_dims": [128], "latency_head_dim_s": [ADDED_S], "latency_units_max": 74,
-             "latency_keys_max": kernelfit.GROUP_SPLIT_KEYS}
+             "latency_keys_max": kernelfit.rules.GROUP_SPLIT_KEYS}
     for gpu, key, own in (("b300", "attention_generation_bf16_kv_bf16_wide", True),
                           ("gb200", "attention_generation_bf16_kv_bf16_wide", False),
                           ("b300", "attention_generation_bf16_kv_fp8_wide", False)):
         mine = replace(g, key=("kernel", key), table=replace(g.table, gpu=gpu, framework="sglang"))
-        tries = kernelfit.tile_latencies_of(mine, extra)
+        tries = kernelfit.launches.tile_latencies_of(mine, extra)
         if own:
-            assert [t["latency_tile_power"] for t in tries] == list(kernelfit.GROUP_TILE_POWERS)
-            assert all("latency_keys_max" not in t and t["latency_tile_keys"] == kernelfit.GROUP_TILE_KEYS
+            assert [t["latency_tile_power"] for t in tries] == list(kernelfit.rules.GROUP_TILE_POWERS)
+            assert all("latency_keys_max" not in t and t["latency_tile_keys"] == kernelfit.rules.GROUP_TILE_KEYS
                        for t in tries)
         else:
             assert tries == (extra,)
     mine = replace(g, key=("kernel", "attention_generation_bf16_kv_bf16_wide"),
                    table=replace(g.table, gpu="b300", framework="sglang"))
-    assert kernelfit.tile_latencies_of(mine, {}) == ({},)
+    assert kernelfit.launches.tile_latencies_of(mine, {}) == ({},)
 
 
 @pytest.mark.parametrize("bad", [

@@ -86,4 +86,4 @@ def test_the_fit_splits_vllms_rtx_pro_6000_decode_over_32_heads_only():
                                      ("rtx-pro-6000", "sglang", "attention_generation_bf16_kv_bf16_wide", False),
                                      ("rtx-pro-6000", "vllm", "attention_generation_bf16_kv_bf16_mha", False)):
         g = replace(base, key=("kernel", key), table=replace(base.table, gpu=gpu, framework=framework))
-        assert kernelfit.fa2_launch_of(hardware.get(gpu), g) == ({"split_kv": "fa2"} if own else {})
+        assert kernelfit.launches.fa2_launch_of(hardware.get(gpu), g) == ({"split_kv": "fa2"} if own else {})

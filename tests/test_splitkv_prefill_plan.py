@@ -121,7 +121,7 @@ def test_the_fit_plans_sglangs_flashinfer_decode_over_32_heads_only():
             ("h100", "sglang", "attention_generation_bf16_kv_bf16_wide", False)):
         g = as_class(gpu, framework, key)
         hw = hardware.get(gpu)
-        tries = kernelfit.chunk_launches_of(hw, g, g.rows)
+        tries = kernelfit.launches.chunk_launches_of(hw, g, g.rows)
         if planned:
             assert [t.get("chunk_plan") for t in tries] == ["prefill"]
             assert tries[0]["chunk_occupancy"] == PREFILL_PLAN_CTAS_PER_SM
