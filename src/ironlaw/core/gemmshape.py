@@ -48,16 +48,22 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "vector_head_dims", "write_s",
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
                 "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s",
-                "plan_split_s", "plan_head_dims", "plan_merge_s")
+                "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
+                "latency_tile_power")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
 # at ``chunk_occupancy`` CTAs per SM, one of ``splitkv.CHUNK_OCCUPANCY``; with ``chunk_head_dims``, only at those head
-# dims, the ones the chunked kernel runs where another backend decodes the rest)
+# dims, the ones the chunked kernel runs where another backend decodes the rest); with ``chunk_plan = "prefill"``
+# (``splitkv.CHUNK_PLANS``), FlashInfer's tensor-core decode planned as a prefill: each sequence and KV head's query
+# tiles (``splitkv.prefill_query_tiles``) are its CTAs before the chunks, and the launch's CTAs run in whole waves of
+# the SMs (``splitkv.sm_wave_factor``, ``efficiency.chunk_waves``)
 # "heads", a kernel that runs one CTA per sequence and query head and never splits: FlashAttention 2 with a sliding
 # window (``flash_api.cpp``, ``mha_varlen_fwd``: the grouped-query swap, ``seqlenq_ngroups_swapped``, needs no window,
 # and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")
-SPLIT_KV = ("history", "mmha", "chunks", "heads")
+# "fa2", FlashAttention 2's split-KV decode under its grouped-query swap (``splitkv.fa2_splits``: its heuristic's
+# splits of each sequence's key blocks while the CTAs fill under 80% of two per SM)
+SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
@@ -98,7 +104,12 @@ CTA_S_MAX = 1e-4
 # partial results written out and reduced after them (``efficiency.split_reduce_s``). At most SPLIT_S_MAX (100 µs)
 SPLIT_S_MAX = 1e-4
 # merge_s: seconds per block a split XQA launch ("history") adds beyond split_s: the last block of a sequence and KV
-# head merges the blocks' partial results one after another (``efficiency.split_reduce_s``). At most MERGE_S_MAX (1 µs)
+# head merges the blocks' partial results one after another (``efficiency.split_reduce_s``); and per split a
+# FlashAttention 2 split ("fa2") adds, its combine kernel reading every split's partial output, 4 query rows a CTA at
+# head dim 128 (csrc/flash_attn/src/flash_fwd_launch_template.h, ``grid_combine``: 16 CTAs for 64 heads on one KV
+# head at batch 1; flash_fwd_kernel.h, ``combine_attn_seqk_parallel``; aiconfigurator-core 0.12.0's vLLM 0.24.0
+# RTX PRO 6000 table, 64 heads on one KV head × 128, batch 1: 19.9, 25.3, 37.2 µs at 32, 64, 128 splits, 0.17-0.19 µs
+# a split). At most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
 # unit_s: seconds a decode launch adds per sequence and KV head (its CTAs' own work whatever the keys: the query loaded,
 # the page table read, the output written), on top of its fixed latency (``efficiency.unit_launch_s``).
@@ -183,6 +194,15 @@ LATENCY_HEAD_DIM_S_MAX = 1e-4
 # head × 128: 14.5 µs from batch 1 to 64, 10.5 µs at 128; 96 heads on 2 KV heads, 14.6 µs at batch 32, 10.4 at 64;
 # 128 heads on one KV head × 256, 29 µs to batch 64, 10.4-11.7 at 128; and at batch 1-4 the 29 µs hold to 127
 # cached tokens, 16.6 µs from 511 (96 heads × 256: 24.8 µs, then 18.6 at 255 and 14.6 from 511)
+# latency_tile_keys, latency_tile_power: a class whose latency_head_dim_s is one CTA's walk over a KV tile of
+# latency_tile_keys key elements (keys × head dim), which its kernel splits over c = ⌈keys · head dim / tile⌉ CTAs
+# once a sequence spans more than one tile: the entry holds at c^(−latency_tile_power) of itself (and beyond
+# latency_keys_max too, which such a class does not state). TRT-LLM-gen's decode as SGLang 0.5.14 runs it on SM 10.x
+# (TensorRT-LLM's trtllmGenKernels/fmha/fmhaKernels.h, ``computeNumCtas``: ⌈keys / stepKv⌉ CTAs per sequence, at
+# most SMs / CTAs): aiconfigurator-core 0.12.0's B200 table, batch 1, one KV head, bf16 cache, over the class's
+# fastest call: 128 heads × 256 18.5 µs to 127 cached tokens, 12.3 at 255, 6.2 at 511 (c = 1, 2, 4); × 128 10.3 to
+# 255, 6.4 at 511, 4.2 at 1,023. At most LATENCY_TILE_POWER_MAX (``efficiency.head_dim_latency_s``)
+LATENCY_TILE_POWER_MAX = 2.0
 # variant, variant_m, variant_dtype: a kernel class whose ops at M (query rows per KV head) = variant_m run another
 # kernel, the class ``variant`` names, computing in variant_dtype (``efficiency.with_variants``): TensorRT-LLM's XQA MLA decode kernel, which runs only DeepSeek's
 # MLA shape (``xqaParams.h``, ``XQAParams::isMLA``: head size 576, XQA_MLA_HEADS query heads on one KV head) on SM 12.0

@@ -166,9 +166,8 @@ def chunks_per_sequence(keys, ctas, sms: int, occupancy) -> np.ndarray:
 # ``PrefillSplitQOKVIndptr``): one CTA per sequence, KV head and query tile of CTA_TILE_Q packed rows (a sequence's
 # query tokens × its query heads per KV head; ``FA2DetermineCtaTileQ``), its grid at most PLAN_BLOCKS_PER_SM × SMs
 # CTAs; where the tiles leave that grid half empty it splits each sequence's keys into chunks (at least
-# PLAN_MIN_CHUNK_TOKENS each, ``PrefillBinarySearchKVChunkSize``) and merges their partial outputs after
+# CHUNK_MIN_TOKENS each, ``PrefillBinarySearchKVChunkSize``) and merges their partial outputs after
 PLAN_BLOCKS_PER_SM = 2               # ``PrefillPlan``: num_blocks_per_sm = 2, max_grid_size = 2 · SMs
-PLAN_MIN_CHUNK_TOKENS = 128          # min_kv_chunk_size = max(128 / page_size, 1) pages
 PLAN_PAGE_TOKENS = 64                # the KV cache's page: aiconfigurator's vLLM collector, block_size = 64
                                      # (collector/vllm/collect_attn.py)
 
@@ -184,7 +183,7 @@ def prefill_plan_splits(sequence_heads, packed_rows, tokens, head_dim, sms: int)
     """Per row, whether FlashInfer's prefill plan splits the keys: ``sequence_heads`` the sequences × KV heads,
     ``packed_rows`` each one's query rows (tokens × query heads per KV head), ``tokens`` each sequence's keys (the
     cache it reads, a prefill's own tokens), ``head_dim`` its head dim, ``sms`` the GPU's SMs. The binary search takes
-    the smallest chunk of at least ``PLAN_MIN_CHUNK_TOKENS`` whose tiles × chunks fit the grid over the KV heads; it
+    the smallest chunk of at least ``CHUNK_MIN_TOKENS`` whose tiles × chunks fit the grid over the KV heads; it
     splits only where one chunk less than the whole fits, two chunks per tile: where the sequences × KV heads × query
     tiles are at most the SMs and a sequence spans more pages than the smallest chunk. (A sliding window of at least
     128 keys spans more than two pages alike, ``effective_kv_len_arr``.)"""
@@ -192,4 +191,66 @@ def prefill_plan_splits(sequence_heads, packed_rows, tokens, head_dim, sms: int)
         packed_rows, head_dim))
     pages = np.ceil(np.asarray(tokens, float) / PLAN_PAGE_TOKENS)
     grid = PLAN_BLOCKS_PER_SM * float(sms)
-    return (2.0 * tiles <= grid) & (pages > PLAN_MIN_CHUNK_TOKENS / PLAN_PAGE_TOKENS)
+    return (2.0 * tiles <= grid) & (pages > CHUNK_MIN_TOKENS / PLAN_PAGE_TOKENS)
+
+
+# FlashInfer's tensor-core decode (``BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True)``, which SGLang takes
+# over 4 query heads per KV head), planned as a prefill of one token per sequence (include/flashinfer/attention/
+# scheduler.cuh, ``PrefillPlanImpl`` and ``PrefillSplitQOKVIndptr``): the G query heads of a KV head packed as rows,
+# tiles of ``prefill_tile_rows`` (include/flashinfer/utils.cuh), a grid of ``PLAN_BLOCKS_PER_SM`` CTAs per SM
+# (``num_blocks_per_sm = 2``) that ``PrefillBinarySearchKVChunkSize`` fills with chunks of each sequence's keys, at
+# least ``CHUNK_MIN_TOKENS`` (128 / page_size pages)
+CHUNK_PLANS = ("prefill",)
+
+
+def prefill_query_tiles(rows, head_dim) -> np.ndarray:
+    """Per element, the query tiles FlashInfer's prefill plan cuts ``rows`` packed query rows (a decode's heads per KV
+    head) into at ``head_dim``: ``prefill_tile_rows``' tile (head dims of 512 and more take 16 or 32, not modelled here)."""
+    rows = np.maximum(np.asarray(rows, float), 1.0)
+    return np.ceil(rows / prefill_tile_rows(rows, head_dim))
+
+
+def sm_wave_factor(ctas, sms: int) -> np.ndarray:
+    """Per element, the SMs' whole waves of a launch of ``ctas`` CTAs over its balanced time: ⌈ctas / SMs⌉ · SMs /
+    ctas (≥ 1). A CTA of a tensor-core decode tile keeps its SM's tensor cores busy on its own, so a launch of fewer
+    CTAs than SMs computes at the rate of the SMs it holds: aiconfigurator-core 0.12.0's SGLang 0.5.14 L40S table
+    (142 SMs), bf16 cache, one KV head, batch 1, 1 to 127 cached tokens (one CTA per query tile, one chunk): 128 heads
+    × 256 (two tiles of 64 rows) 5.4, 6.3, 7.6, 10.1 µs at 1, 31, 63, 127 cached tokens, 4.6 µs over 128 keys where
+    the same FLOPs at the whole GPU's peak take 0.05; 64 heads × 128 (one tile) 5.3 → 7.1 µs."""
+    ctas = np.maximum(np.asarray(ctas, float), 1.0)
+    return np.ceil(ctas / float(sms) - 1e-9) * float(sms) / ctas
+
+
+# FlashAttention 2's split-KV decode (vllm-project/flash-attention, csrc/flash_attn/flash_api.cpp: ``mha_varlen_fwd``
+# under the grouped-query swap, ``set_params_splitkv`` with vLLM's num_splits 0, ``num_splits_heuristic``)
+FA2_SPLIT_THREADS_SLOTS = 2          # ``num_sm * 2``: "128 threads per block", two CTAs per SM
+FA2_SPLIT_FILL = 0.8                 # one split once the CTAs fill 80% of those slots
+FA2_SPLIT_KEEP = 0.85                # the fewest splits within 85% of the best wave efficiency
+FA2_MAX_SPLITS = 128
+FA2_SPLIT_BLOCK_M = 64               # the split kernel's kBlockM
+
+
+def fa2_block_n(head_dim) -> np.ndarray:
+    """Keys per block of FlashAttention 2's split kernel at ``head_dim``: 256 to 64, 128 to 128, 64 above."""
+    head_dim = np.asarray(head_dim, float)
+    return np.where(head_dim <= 64.0, 256.0, np.where(head_dim <= 128.0, 128.0, 64.0))
+
+
+def fa2_splits(keys, rows, kv_ctas, sms: int, head_dim) -> np.ndarray:
+    """Per element, the splits FlashAttention 2's heuristic takes for a swapped decode: ``rows`` the query rows of a
+    KV head (its heads per KV head, the swapped sequence length), ``kv_ctas`` the sequences × KV heads, ``keys`` each
+    sequence's keys. Its CTAs before the split, kv_ctas · ⌈rows / 64⌉, against 2 · SMs slots: one split from 80% of
+    them on; below, of the splits up to min(128, slots, key blocks) that change the blocks per split, the fewest whose
+    wave efficiency (w / ⌈w⌉, w = CTAs · splits / slots) is within 85% of the best."""
+    keys, rows, kv_ctas, head_dim = np.broadcast_arrays(*(np.asarray(x, float) for x in (keys, rows, kv_ctas, head_dim)))
+    slots = float(FA2_SPLIT_THREADS_SLOTS * sms)
+    ctas = np.maximum(kv_ctas, 1.0) * np.ceil(np.maximum(rows, 1.0) / FA2_SPLIT_BLOCK_M)
+    blocks = np.ceil(np.maximum(keys, 1.0) / fa2_block_n(head_dim))
+    most = np.minimum(min(FA2_MAX_SPLITS, slots), blocks)
+    split = np.arange(1.0, FA2_MAX_SPLITS + 1.0).reshape((-1,) + (1,) * keys.ndim)
+    eligible = (split <= most) & ((split == 1.0) | (np.ceil(blocks / split) != np.ceil(blocks / np.maximum(split - 1.0, 1.0))))
+    waves = ctas * split / slots
+    eff = np.where(eligible, waves / np.ceil(waves), 0.0)
+    best = eff.max(axis=0)
+    chosen = np.argmax(eligible & (eff >= FA2_SPLIT_KEEP * best), axis=0) + 1.0
+    return np.where(ctas >= FA2_SPLIT_FILL * slots, 1.0, chosen)

@@ -23,8 +23,9 @@ from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
-from ..core.splitkv import (MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
-                            mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch, prefill_plan_splits)
+from ..core.splitkv import (FA2_SPLIT_BLOCK_M, MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
+                            fa2_splits, mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch,
+                            prefill_plan_splits, prefill_query_tiles, sm_wave_factor)
 from ..machine.hardware import Hardware
 
 
@@ -62,7 +63,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                      np.zeros(shape))
     cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
-    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw)
+    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw) * chunk_waves(cal, cols, hw, split)
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
@@ -407,13 +408,32 @@ def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
-    state the whole sequence) and ``chunk_split`` (FlashInfer's decode plan) together; None where no op is such."""
+    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan) and ``fa2_split`` (FlashAttention 2's
+    split) together; None where no op is such."""
     if not cal.kernel:
         return None
-    by_history, by_chunks = history_split(cal, cols, hw), chunk_split(cal, cols, hw)
-    if by_history is None or by_chunks is None:
-        return by_chunks if by_history is None else by_history
-    return Split(by_history.blocks * by_chunks.blocks, by_history.fold, by_history.splits | by_chunks.splits)
+    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw))
+              if x is not None]
+    if len(splits) < 2:
+        return splits[0] if splits else None
+    return Split(np.prod([x.blocks for x in splits], axis=0), np.prod([x.fold for x in splits], axis=0),
+                 np.any([x.splits for x in splits], axis=0))
+
+
+def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """How the ops of a kernel class on FlashAttention 2's split-KV decode (``split_kv = "fa2"``) launch on ``hw``'s
+    SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; every other
+    op 1 split. None where no op is such."""
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    own = _split_kind(cal, names, "fa2", lead)
+    if not np.any(own):
+        return None
+    sms = _launch_sms(hw, "FlashAttention 2's split-KV decode")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    splits = np.broadcast_to(np.where(own, fa2_splits(n, m, units / 2.0, sms, k), 1.0), units.shape)
+    return Split(splits, np.ones(units.shape), splits > 1.0)
 
 
 def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -434,8 +454,39 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
     for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
         own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
-    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0, sms, occupancy), 1.0), units.shape)
-    return Split(chunks, np.ones(units.shape), chunks > 1.0)
+    tiles = np.broadcast_to(np.where(own, plan_query_tiles(cal, names, m, k, lead), 1.0), units.shape)
+    chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0 * tiles, sms, occupancy), 1.0),
+                             units.shape)
+    return Split(chunks, tiles, chunks > 1.0)
+
+
+def plan_query_tiles(cal: Calibration, names: np.ndarray, m, k, lead: tuple) -> np.ndarray:
+    """Per op, the query tiles each sequence and KV head of a chunked class planned as a prefill (``chunk_plan =
+    "prefill"``) launches (``splitkv.prefill_query_tiles`` of its M rows at its head dim K); 1 for every other op."""
+    planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    return np.where(planned, prefill_query_tiles(m, k), 1.0)
+
+
+def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Split | None) -> np.ndarray | float:
+    """Per op of a chunked class planned as a prefill (``chunk_plan``) or on FlashAttention 2's split (``split_kv =
+    "fa2"``), its launch's whole waves of the SMs over their balanced time (``splitkv.sm_wave_factor`` of its
+    sequences × KV heads × query tiles (FA2's blocks of 64 rows) × splits, ``split``), which the law divides both η
+    by as it does the grid's factor; 1 for every other op."""
+    if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
+        return 1.0
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    fa2 = _split_kind(cal, names, "fa2", lead)
+    planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    planned = planned | fa2
+    if not np.any(planned):
+        return 1.0
+    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
+    ctas = units / 2.0 * blocks * (1.0 if split is None else split.blocks * split.fold)
+    return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)
 
 
 def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -629,7 +680,8 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     ``latency_groups`` each entry holds at its head dim and its query rows per KV head (the op's M) together: one CTA's
     tile of G query rows, which at one wave sets the launch's time (``gemmshape``, latency_groups); with
     ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
-    fewer (a launch of its own there)."""
+    fewer (a launch of its own there); with ``latency_tile_keys``, at ⌈keys · head dim / latency_tile_keys⌉^(−
+    ``latency_tile_power``) of itself, the CTAs its kernel splits a sequence's KV tiles over (``gemmshape``)."""
     names = _names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
@@ -645,8 +697,18 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
             & (n[r] <= float(p.get("latency_keys_max", np.inf)) * (1.0 + 1e-9))
         for dim, group, secs in zip(p["latency_head_dims"], groups, p["latency_head_dim_s"]):
             at = (k[r] == float(dim)) & (True if group is None else np.isclose(m[r], float(group), rtol=1e-3)) & few
-            out[r] = np.where(at, float(secs), out[r])
+            out[r] = np.where(at, float(secs) * tile_share(p, n[r], k[r]), out[r])
     return out
+
+
+def tile_share(p: dict, n, k) -> np.ndarray | float:
+    """The share of a class's latency_head_dim_s an op of N keys at head dim K pays where its kernel splits the
+    sequence's KV tiles over CTAs (``latency_tile_keys``, ``latency_tile_power``): ⌈N · K / tile⌉^(−power); 1 for a
+    class that states no tile."""
+    if "latency_tile_keys" not in p:
+        return 1.0
+    tiles = np.maximum(np.ceil(np.asarray(n, float) * np.asarray(k, float) / float(p["latency_tile_keys"]) - 1e-9), 1.0)
+    return tiles ** -float(p["latency_tile_power"])
 
 
 def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:

@@ -16,11 +16,12 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
                               WRITE_S_MAX, TILE_S_MAX, PLAN_SPLIT_S_MAX, PLAN_MERGE_S_MAX,
-                              UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX)
+                              UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX,
+                              LATENCY_TILE_POWER_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
-from ..core.splitkv import CHUNK_OCCUPANCY, MMHA_OCCUPANCY, MMHA_THREADS
+from ..core.splitkv import CHUNK_OCCUPANCY, CHUNK_PLANS, MMHA_OCCUPANCY, MMHA_THREADS, PLAN_BLOCKS_PER_SM
 
 SCHEMA = "ironlaw.calibration/1"
 STREAMED = tuple(c for c in CLASSES if c != "activations")   # read once per pass: weights, KV, tables, …
@@ -247,8 +248,9 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "split_s" in p and "split_kv" not in p:
         raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
     _num(p, "merge_s", w, MERGE_S_MAX, zero_ok=True)
-    if "merge_s" in p and p.get("split_kv") != "history":
-        raise IronlawError(f"{w}: merge_s is a split XQA launch's merge per block: it needs split_kv = \"history\"")
+    if "merge_s" in p and p.get("split_kv") not in ("history", "fa2"):
+        raise IronlawError(f"{w}: merge_s is a split XQA or FlashAttention 2 launch's merge per block: it needs "
+                           f"split_kv = \"history\" or \"fa2\"")
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
@@ -268,7 +270,7 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "vector" in p and p["vector"] not in VECTOR_MODES:
         raise IronlawError(f"{w}.vector: must be one of {', '.join(VECTOR_MODES)}, got {p['vector']!r}")
     if any(f in p for f in ("latency_head_dims", "latency_head_dim_s", "latency_groups", "latency_units_max",
-                            "latency_keys_max")):
+                            "latency_keys_max", "latency_tile_keys", "latency_tile_power")):
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_head_dims(p, w, "vector_head_dims", "vector")
@@ -335,10 +337,16 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
             num(g) and g > 0 for g in groups)):
         raise IronlawError(f"{w}.latency_groups: must be one number of query rows per KV head > 0 per head dim of "
                            f"latency_head_dims, got {groups!r}")
-    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query")):
+    for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query"),
+                        ("latency_tile_keys", "key elements per KV tile")):
         most = p.get(field)
         if most is not None and not (num(most) and most >= 1):
             raise IronlawError(f"{w}.{field}: must be a number of {what} ≥ 1, got {most!r}")
+    power = p.get("latency_tile_power")
+    if ("latency_tile_keys" in p) != (power is not None) or \
+            power is not None and not (num(power) and 0.0 <= power <= LATENCY_TILE_POWER_MAX):
+        raise IronlawError(f"{w}: latency_tile_keys and latency_tile_power come together, the power in "
+                           f"[0, {LATENCY_TILE_POWER_MAX:g}]; got {p.get('latency_tile_keys')!r}, {power!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:
@@ -407,6 +415,11 @@ def _check_grid(p: dict, w: str) -> None:
                            f"of {', '.join(map(str, CHUNK_OCCUPANCY))}; got {p['chunk_occupancy']!r}")
     if p.get("split_kv") == "chunks" and "chunk_occupancy" not in p:
         raise IronlawError(f"{w}: a chunked decode class (split_kv = \"chunks\") needs its chunk_occupancy")
+    if "chunk_plan" in p and (p.get("split_kv") != "chunks" or p["chunk_plan"] not in CHUNK_PLANS
+                              or p.get("chunk_occupancy") != PLAN_BLOCKS_PER_SM):
+        raise IronlawError(f"{w}.chunk_plan: a chunked decode class's (split_kv = \"chunks\") plan, one of "
+                           f"{', '.join(CHUNK_PLANS)}, its grid {PLAN_BLOCKS_PER_SM} CTAs per SM "
+                           f"(chunk_occupancy); got {p['chunk_plan']!r}")
     if "chunk_head_dims" in p and (p.get("split_kv") != "chunks" or not isinstance(p["chunk_head_dims"], list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in p["chunk_head_dims"])):
         raise IronlawError(f"{w}.chunk_head_dims: a chunked decode class's (split_kv = \"chunks\") head dims, a list "

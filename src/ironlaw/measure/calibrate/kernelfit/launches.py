@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 
 from ....core.querytiles import ctas_per_sm
-from ....core.splitkv import CHUNK_OCCUPANCY
+from ....core.splitkv import CHUNK_OCCUPANCY, PLAN_BLOCKS_PER_SM
 from .rows import main_kernel
-from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FP8_CONTEXT, FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK,
+from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, GROUP_TILE_CLASSES, GROUP_TILE_KEYS,
+                    GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT, FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK,
                     FP8_CONTEXT_VERSIONS, GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP,
                     GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
                     HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
@@ -24,12 +25,34 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
     ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
     the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
     backend runs the class's other head dims); () for another."""
-    own = g.key[0] == "kernel" and holds(CHUNK_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
-    if not (own and getattr(hw, "sms", None) and main_kernel(rows) in CHUNK_SOURCES):
+    key = (g.table.framework, g.key[1])
+    own = g.key[0] == "kernel" and holds(CHUNK_CLASSES, key, g.table.gpu)
+    planned = g.key[0] == "kernel" and holds(PLAN_CHUNK_CLASSES, key, g.table.gpu)
+    if not ((own or planned) and getattr(hw, "sms", None) and main_kernel(rows) in CHUNK_SOURCES):
         return ()
     dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
     by_dim = {"chunk_head_dims": dims} if set(dims) != set(int(d) for d in rows["head_dim"].unique()) else {}
+    if planned:
+        return ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, "chunk_plan": "prefill", **by_dim},)
     return tuple({"split_kv": "chunks", "chunk_occupancy": c, **by_dim} for c in CHUNK_OCCUPANCY)
+
+
+def fa2_launch_of(hw, g: Group) -> dict:
+    """``{"split_kv": "fa2"}`` for a class of ``FA2_SPLIT_CLASSES`` on one of its GPUs, on a device that states its
+    SMs; {} for another."""
+    own = g.key[0] == "kernel" and holds(FA2_SPLIT_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
+    return {"split_kv": "fa2"} if own and getattr(hw, "sms", None) else {}
+
+
+def tile_latencies_of(g: Group, extra: dict) -> tuple:
+    """``extra`` with its latency shared by the CTAs of the KV tiles, once per GROUP_TILE_POWERS (``latency_tile_keys``
+    GROUP_TILE_KEYS, no ``latency_keys_max``), for a class of ``GROUP_TILE_CLASSES`` on one of its GPUs whose
+    ``extra`` holds a latency per head dim; (``extra``,) for another."""
+    own = g.key[0] == "kernel" and holds(GROUP_TILE_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
+    if not own or "latency_head_dims" not in extra:
+        return (extra,)
+    plain = {k: v for k, v in extra.items() if k != "latency_keys_max"}
+    return tuple({**plain, "latency_tile_keys": GROUP_TILE_KEYS, "latency_tile_power": p} for p in GROUP_TILE_POWERS)
 
 
 def unit_waves_of(hw, g: Group, rows) -> tuple:

@@ -277,6 +277,21 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # classes on these GPUs are not keyed: docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"
 CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
+# (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head whose rows run FlashInfer's
+# tensor-core decode, planned as a prefill (``chunk_plan = "prefill"``, ``splitkv.prefill_query_tiles``,
+# ``splitkv.sm_wave_factor``): SGLang 0.5.14 decodes on FlashInfer on SM 8.9 and 12.0 and takes its tensor cores over 4
+# query heads per KV head; vLLM 0.24.0's FP8 cache on L40S (``vllm_flashinfer_fidecode``). Fitted at the plan's own
+# grid (2 CTAs per SM) in place of the plain launch. The data that chose it: docs/accuracy.md, "FlashInfer's
+# tensor-core decode over 32 heads per KV head: its prefill plan"
+PLAN_CHUNK_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("l40s", "rtx-pro-6000"),
+                      ("sglang", "attention_generation_bf16_kv_fp8_wide"): ("l40s", "rtx-pro-6000"),
+                      ("vllm", "attention_generation_bf16_kv_fp8_wide"): ("l40s",)}
+# (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head on FlashAttention 2 (vLLM's bf16
+# cache on SM 12.0), fitted on its split-KV heuristic (``split_kv = "fa2"``, ``splitkv.fa2_splits``) in place of the
+# plain launch: vllm-project/flash-attention's ``mha_varlen_fwd`` swaps a decode's G query heads into rows and splits
+# each sequence's keys while the CTAs fill under 80% of two per SM (vLLM passes FA2 no num_splits). The data that chose
+# it: docs/accuracy.md, "vLLM's RTX PRO 6000 decode over 32 heads per KV head: FlashAttention 2's split"
+FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-pro-6000",)}
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
@@ -358,6 +373,16 @@ GROUP_WAVE_UNITS = 8
 GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
 GROUP_SPLIT_STEP = 127
 GROUP_SPLIT_KEYS = 256
+# (framework, kernel class) → GPUs of those whose latency falls with the CTAs TRT-LLM-gen splits a sequence's KV tiles
+# over (``latency_tile_keys``, ``latency_tile_power``, ``gemmshape``) in place of the cut at GROUP_SPLIT_KEYS keys:
+# SGLang's bf16-cache decode over 32 heads per KV head on B200, B300 and GB300. A tile of GROUP_TILE_KEYS key
+# elements, where the tables step (B200, 128 heads on one KV head, batch 1: × 256 28.9 µs to 127 cached tokens, 22.7
+# at 255, 16.6 at 511; × 128 20.7 to 127, 19.6 at 255, 16.8 at 511); each of GROUP_TILE_POWERS fitted in turn, the
+# smallest loss on the fitted rows kept. The data that chose it: docs/accuracy.md, "SGLang's Blackwell decode over 32
+# heads per KV head: its latency shared by the CTAs of its KV tiles"
+GROUP_TILE_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("b200", "b300", "gb300")}
+GROUP_TILE_KEYS = 32768
+GROUP_TILE_POWERS = (0.5, 0.7, 1.0)
 # classes whose grid may read the whole sequence's keys, not the window's (``walked_grid``; ``gemmshape.GRID_KEYS``):
 # vLLM's and SGLang's sliding-window prefill, whose rows run, per head dim, a kernel that skips the key blocks outside
 # the window (FlashAttention 3, FlashInfer, TRT-LLM's) or SGLang's and vLLM's Triton prefill, which loops over every

@@ -155,12 +155,13 @@ def swaps(rows) -> np.ndarray:
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
     ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
-    ``MERGE_S_START``) where that launch is XQA's ("history"); as given otherwise."""
+    ``MERGE_S_START``) where that launch is XQA's ("history") or FlashAttention 2's ("fa2", whose combine kernel
+    reads every split's partial output); as given otherwise."""
     kind = (extra or {}).get("split_kv")
     if not kind or kind == "heads":      # one CTA per query head, unsplit: nothing to reduce
         return bounds, starts
     bounds, starts = bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
-    if kind != "history":
+    if kind not in ("history", "fa2"):
         return bounds, starts
     return bounds + (("merge_s", MERGE_S_MAX),), [list(st) + [MERGE_S_START] for st in starts]
 
