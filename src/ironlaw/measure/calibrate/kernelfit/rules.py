@@ -349,6 +349,24 @@ GROUP_LATENCY = {("vllm", "generation_attention", "_wide"), ("sglang", "generati
 # fewer than any catalog GPU's SMs: one wave); a head dim and group without such rows takes none (vLLM 0.24.0's RTX
 # PRO 6000 FP8-cache table times head dim 128 at batch 1,024 only, whose fastest call, 35 µs, is no launch's latency)
 GROUP_WAVE_UNITS = 8
+# (framework, kernel class) → GPUs of the grouped-query decode classes whose fixed latency is one per head dim and head
+# group there too (``group_latency``), where the table times each head dim on one backend and FlashInfer's decode
+# switches kernels with the group (``GROUP_SWITCH``): SGLang 0.5.14's bf16-cache decode on RTX PRO 6000, FlashInfer at
+# head dims 128 and 256 (its CUDA-core decode kernel below 4 query heads per KV head, its tensor-core prefill kernel
+# from 4) and Triton at 64, 192 and 512 (``one_backend_per_head_dim``). aiconfigurator-core 0.12.0's table, 1 to 8
+# sequences × KV heads, up to 63 cached tokens: FlashInfer × 128 4.3 µs at 2-3 heads per KV head, 6.3 µs from 4; × 256
+# 4.7-5.3 and 8.4 µs; Triton × 64 6.3 µs, × 192 10.5-12.5 µs, × 512 8.4 µs (docs/accuracy.md, "SGLang RTX PRO 6000's
+# decode: a fixed latency per head dim and head group")
+GROUP_LATENCY_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16"): ("rtx-pro-6000",)}
+# the most cached tokens of the rows that measure such a class's latency per head dim and head group: FlashInfer's
+# decode at head dim 256 reads its keys from 15 cached tokens on (RTX PRO 6000, 2 heads on one KV head, batch 1: 4.3 µs
+# up to 7 cached tokens, 5.1 at 15, 8.4 at 63, 12.5 at 127)
+GROUP_LATENCY_STEP = 7
+# the least share of a row's measured time the grid reads as its time above the fixed latency for a class of
+# ``GROUP_LATENCY_CLASSES``, whose launch-bound rows take all their time in that latency (``grid.grid_floor``; every
+# other class's ``grid.GRID_FLOOR``, 0.1): at 0.1 the grid priced them 10% over it (RTX PRO 6000's SGLang class held
+# out at 4.2% / 18.8%, at 0.01 1.6% / 19.3%)
+GROUP_GRID_FLOOR = 0.01
 GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
 GROUP_SPLIT_STEP = 127
 GROUP_SPLIT_KEYS = 256
