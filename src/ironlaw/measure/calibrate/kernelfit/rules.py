@@ -268,9 +268,13 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
 # fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
 # FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
-# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch, and why SGLang's FlashInfer
-# classes on these GPUs are not keyed: docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"
-CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
+# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch: docs/accuracy.md,
+# "FlashInfer's chunked decode on L40S and RTX PRO 6000". SGLang 0.5.14's FP8-cache one-head decode on L40S, FlashInfer
+# at head dims 128 and 256 beside Triton at 64 and 192 (``chunk_head_dims``): one sequence of one KV head × 256, 14.2
+# µs at 2,047 cached tokens, 15.9 at 8,191 (docs/accuracy.md, "SGLang's L40S FP8-cache one-head decode on FlashInfer's
+# chunked launch")
+CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s",)}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
