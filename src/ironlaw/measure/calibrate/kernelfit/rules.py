@@ -329,8 +329,12 @@ HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100",
 # value head 128) 10.2-12.5 µs at 1-16 tokens where 64 takes 6.0-6.4 (FP8 class; L40S's bf16 class alike beside
 # FlashInfer's 128 and 256). vLLM 0.24.0's FP8-cache prefill, head dim 192 on its Triton kernel (``vllm_triton_attn``)
 # and the others on FlashInfer, which quantizes the query to FP8 on B300 … GB300 (``QUERY_AS_CACHE``): B300, 16
-# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend").
+# SGLang 0.5.14's FP8-cache one-head decode on B200, TRT-LLM-gen at head dims 64, 128, 256 and 512 and Triton at 192:
+# one sequence on one KV head × 64 takes 12.5-13.1 µs up to 15 cached tokens, no call at another head dim under
+# 14.5 µs (docs/accuracy.md, "SGLang's B200 FP8-cache one-head decode: a fixed latency per head dim")
 HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("b200",),
                             ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
                             ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
                             ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
