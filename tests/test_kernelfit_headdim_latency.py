@@ -157,3 +157,28 @@ def test_sglang_s_blackwell_one_head_fp8_cache_prefill_is_stored_with_flashinfer
     table = engines.load(gpu, "sglang")["kernel"]["attention_context_bf16_kv_fp8_mha"]
     got = dict(zip(table["latency_head_dims"], table["latency_head_dim_s"]))
     assert set(got) == {128, 192} and all(2e-6 < s < 1e-5 for s in got.values()), got
+
+
+def test_sglang_s_b200_fp8_cache_one_head_decode_has_a_latency_per_head_dim_there_only():
+    """The extract's one-head decode rows with 6 µs added at their largest head dim, as SGLang's B200 table of the
+    FP8-cache class (``HEAD_DIM_LATENCY_CLASSES``): the class measures those seconds there; as B300's table, or as
+    B200's bf16-cache class, it keeps one fixed latency. The B200 engine file holds each other head dim's seconds over
+    head dim 64's one-CTA call (12.5-13.1 µs against at least 14.5)."""
+    from ironlaw.machine import engines
+    gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
+    g = next(x for x in gs if x.key[1] == "attention_generation_bf16_kv_bf16_mha")
+    top = int(g.rows.head_dim.max())
+    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    fp8 = ("kernel", "attention_generation_bf16_kv_fp8_mha")
+    on = lambda gpu, key=fp8: replace(g, key=key, rows=rows,  # noqa: E731
+                                      table=replace(g.table, framework="sglang", gpu=gpu))
+    plain = kernelfit.launches.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
+    own = kernelfit.launches.head_dim_latency(on("b200"), rows)
+    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
+    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
+    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    assert kernelfit.launches.head_dim_latency(on("b300"), rows) == {}
+    assert kernelfit.launches.head_dim_latency(on("b200", g.key), rows) == {}
+    table = engines.load("b200", "sglang")["kernel"][fp8[1]]
+    got = dict(zip(table["latency_head_dims"], table["latency_head_dim_s"]))
+    assert 64 not in got and set(got) >= {128, 256} and all(1.5e-6 < s < 2.5e-6 for s in got.values()), got

@@ -134,3 +134,24 @@ def test_vllms_fp8_one_head_decode_on_l40s_takes_a_latency_per_head_dim():
             assert at[256] >= 3e-6 - 1e-12
         else:
             assert got == {}
+
+
+def test_sglangs_fp8_one_head_decode_on_l40s_launches_chunks_at_flashinfers_head_dims():
+    """SGLang's FP8-cache one-head class on L40S (FlashInfer at 128 and 256, Triton at 64 and 192) tries each occupancy
+    at FlashInfer's head dims only; on RTX PRO 6000 (within the goal on the plain launch) it tries none; and the L40S
+    engine file prices its class on the chunked launch."""
+    pytest.importorskip("pandas")
+    from ironlaw.machine import engines
+    from ironlaw.measure.calibrate import kernelfit
+    key = "attention_generation_bf16_kv_fp8_mha"
+    hw = hardware.get("l40s")
+    g = _flashinfer_class("l40s", "sglang", key, triton_at=(64, 192))
+    g = replace(g, rows=g.rows.assign(kernel_source=np.where(g.rows.head_dim.isin((64, 192)), "triton",
+                                                             "flashinfer")))
+    tries = kernelfit.launches.chunk_launches_of(hw, g, g.rows)
+    assert [t["chunk_occupancy"] for t in tries] == list(CHUNK_OCCUPANCY)
+    assert all(t["chunk_head_dims"] == [128, 256] for t in tries)
+    rtx = replace(g, table=replace(g.table, gpu="rtx-pro-6000"))
+    assert kernelfit.launches.chunk_launches_of(hardware.get("rtx-pro-6000"), rtx, rtx.rows) == ()
+    stored = engines.load("l40s", "sglang")["kernel"][key]
+    assert stored["split_kv"] == "chunks" and stored["chunk_head_dims"] == [128, 256]

@@ -17,8 +17,9 @@ from .vocabulary import GEMM_FILLS, Group, LICENSE
 def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, license: str = LICENSE,
         grid_steps: dict | None = None, gemm_fill: str = "half") -> dict:
     """A checked [calibration] table of every group's fitted terms, with its provenance: ``origin`` names the
-    tables' publisher and version, ``license`` their license; ``grid_steps`` (op -> steps) replaces
-    ``GRID_STEPS`` for the ops it names; ``gemm_fill`` the GEMM classes' M term (``GEMM_FILLS``)."""
+    tables' publisher and version, ``license`` their license; ``grid_steps`` (op or kernel class -> steps)
+    replaces ``GRID_STEPS`` for the ops it names, a class's own entry its op's; ``gemm_fill`` the GEMM classes' M
+    term (``GEMM_FILLS``)."""
     if not gs:
         raise IronlawError("calibrate --kernels: no GEMM or attention rows to fit")
     if gemm_fill not in GEMM_FILLS:
@@ -29,7 +30,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
-        steps, form = (grid_steps or {}).get(g.op), {}
+        steps, form = (grid_steps or {}).get(g.key[1], (grid_steps or {}).get(g.op)), {}
         if g.op == "gemm":
             fit_rows = despiked(g, fit_rows)
             g, table = fit_operands(hw, g, fit_rows, steps, "half" if gemm_fill == "auto" else gemm_fill)

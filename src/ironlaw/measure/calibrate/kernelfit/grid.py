@@ -13,7 +13,7 @@ from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem
 from .ops import observations
 from .rows import shape_rows
-from .rules import (COARSE, GRID_RIDGE_CLASSES, GROUP_SWITCH, GROUP_SWITCH_REGIMES, M_PAST_GEMMS, M_SWITCH_GEMMS,
+from .rules import (COARSE, GRID_RIDGE_CLASSES, GROUP_GRID_FLOOR, GROUP_LATENCY_CLASSES, GROUP_SWITCH, GROUP_SWITCH_REGIMES, M_PAST_GEMMS, M_SWITCH_GEMMS,
                     RESIDENT_CONTEXT_FRAMEWORKS, TILE_REGIMES, coarse_for, holds, regime_of, switches, walks)
 from .shapefit import fixed_seconds
 from .vocabulary import Group
@@ -47,6 +47,8 @@ VALUE_NODES = {"context_attention": (2,), "generation_attention": (2,), "mla_bmm
 GRID_PASSES = {"context_attention": 2}
 GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the rows' mean weight per node
 GRID_RIDGE_HARD = 1e-1
+# the least share of a row's measured time the grid reads as its time above the fixed latency (``grid_floor``)
+GRID_FLOOR = 0.1
 
 
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True,
@@ -89,7 +91,7 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
     coef = np.zeros(_size(nodes))
     for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
-        y = np.log(np.maximum(prob.meas - lat, 0.1 * prob.meas) / np.maximum(pred - lat, 1e-12))
+        y = np.log(np.maximum(prob.meas - lat, grid_floor(g) * prob.meas) / np.maximum(pred - lat, 1e-12))
         coef[cols] += grid_solve(nodes, coords, y, cols, grid_ridge(g))
         if not every:
             coef = held_at_the_rows(nodes, coef, cols)
@@ -97,6 +99,13 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
     return out
+
+
+def grid_floor(g: Group) -> float:
+    """The least share of a row's measured time ``fit_grid`` reads as its time above the fixed latency:
+    ``GRID_FLOOR``, or ``rules.GROUP_GRID_FLOOR`` for a class of ``GROUP_LATENCY_CLASSES`` on one of its GPUs."""
+    own = g.key[0] == "kernel" and holds(GROUP_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
+    return GROUP_GRID_FLOOR if own else GRID_FLOOR
 
 
 def tiled_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True) -> dict:

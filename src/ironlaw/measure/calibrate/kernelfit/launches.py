@@ -12,7 +12,7 @@ from .rows import main_kernel
 from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, GROUP_TILE_CLASSES, GROUP_TILE_KEYS,
                     GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT, FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK,
                     FP8_CONTEXT_VERSIONS, GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP,
-                    GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
+                    GROUP_LATENCY_CLASSES, GROUP_LATENCY_STEP, GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
                     HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
                     OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
                     PLAN_SOURCES, PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of,
@@ -90,7 +90,8 @@ def head_ctas_of(hw, g: Group, rows) -> tuple:
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
-    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``): each head
+    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``; per head dim and head group,
+    ``group_latency``, for one of ``GROUP_LATENCY`` or of ``GROUP_LATENCY_CLASSES`` on one of its GPUs): each head
     dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
     launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
     or where no head dim is slower."""
@@ -98,6 +99,8 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     key = (g.table.framework, g.op, regime)
     if holds(GROUP_LATENCY, key) and len(rows):
         return group_latency(rows, group_split_units(hw, g))
+    if holds(GROUP_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu) and len(rows):
+        return group_latency(rows, keys=GROUP_LATENCY_STEP)
     own = holds(HEAD_DIM_LATENCY, key) or holds(HEAD_DIM_LATENCY_GPUS, key, g.table.gpu) \
         or holds(HEAD_DIM_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     if not own or "head_dim" not in rows.columns or not len(rows):
@@ -119,16 +122,16 @@ def group_split_units(hw, g: Group) -> int | None:
     return int(sms // 2) if sms and split else None
 
 
-def group_latency(rows, most: int | None = None) -> dict:
+def group_latency(rows, most: int | None = None, keys: int = GROUP_SPLIT_STEP) -> dict:
     """For a class of ``GROUP_LATENCY``: each (head dim, query heads per KV head) whose median call at one wave
-    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``GROUP_SPLIT_STEP`` cached tokens among ``rows``
+    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``keys`` cached tokens among ``rows``
     is slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
     ``latency_head_dim_s``); {} where none is. With ``most`` (``group_split_units``): its median call at that many
     sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
     (``latency_units_max``, ``latency_keys_max``)."""
     group = rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1)
     at = rows.assign(group=group, units=rows["batch_size"] * rows["num_key_value_heads"])
-    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= GROUP_SPLIT_STEP)]
+    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= keys)]
     median = at.groupby(["head_dim", "group"])["latency_s"].median()
     extra = median - (median.min() if most is None else float(rows["latency_s"].min()))
     extra = extra[extra > 0.0]

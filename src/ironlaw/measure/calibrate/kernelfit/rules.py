@@ -273,9 +273,13 @@ P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
 # per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
 # fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
 # FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
-# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch, and why SGLang's FlashInfer
-# classes on these GPUs are not keyed: docs/accuracy.md, "FlashInfer's chunked decode on L40S and RTX PRO 6000"
-CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
+# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch: docs/accuracy.md,
+# "FlashInfer's chunked decode on L40S and RTX PRO 6000". SGLang 0.5.14's FP8-cache one-head decode on L40S, FlashInfer
+# at head dims 128 and 256 beside Triton at 64 and 192 (``chunk_head_dims``): one sequence of one KV head × 256, 14.2
+# µs at 2,047 cached tokens, 15.9 at 8,191 (docs/accuracy.md, "SGLang's L40S FP8-cache one-head decode on FlashInfer's
+# chunked launch")
+CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s",)}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head whose rows run FlashInfer's
 # tensor-core decode, planned as a prefill (``chunk_plan = "prefill"``, ``splitkv.prefill_query_tiles``,
@@ -345,8 +349,12 @@ HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100",
 # value head 128) 10.2-12.5 µs at 1-16 tokens where 64 takes 6.0-6.4 (FP8 class; L40S's bf16 class alike beside
 # FlashInfer's 128 and 256). vLLM 0.24.0's FP8-cache prefill, head dim 192 on its Triton kernel (``vllm_triton_attn``)
 # and the others on FlashInfer, which quantizes the query to FP8 on B300 … GB300 (``QUERY_AS_CACHE``): B300, 16
-# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend")
+# tokens, 7.0 µs at 192 against 8.9-10.9 µs (docs/accuracy.md, "One-head prefill: a fixed latency per backend").
+# SGLang 0.5.14's FP8-cache one-head decode on B200, TRT-LLM-gen at head dims 64, 128, 256 and 512 and Triton at 192:
+# one sequence on one KV head × 64 takes 12.5-13.1 µs up to 15 cached tokens, no call at another head dim under
+# 14.5 µs (docs/accuracy.md, "SGLang's B200 FP8-cache one-head decode: a fixed latency per head dim")
 HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
+                            ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("b200",),
                             ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
                             ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
                             ("sglang", "attention_context_fp8_kv_fp8"): ("l40s",),
@@ -370,6 +378,24 @@ GROUP_LATENCY = {("vllm", "generation_attention", "_wide"), ("sglang", "generati
 # fewer than any catalog GPU's SMs: one wave); a head dim and group without such rows takes none (vLLM 0.24.0's RTX
 # PRO 6000 FP8-cache table times head dim 128 at batch 1,024 only, whose fastest call, 35 µs, is no launch's latency)
 GROUP_WAVE_UNITS = 8
+# (framework, kernel class) → GPUs of the grouped-query decode classes whose fixed latency is one per head dim and head
+# group there too (``group_latency``), where the table times each head dim on one backend and FlashInfer's decode
+# switches kernels with the group (``GROUP_SWITCH``): SGLang 0.5.14's bf16-cache decode on RTX PRO 6000, FlashInfer at
+# head dims 128 and 256 (its CUDA-core decode kernel below 4 query heads per KV head, its tensor-core prefill kernel
+# from 4) and Triton at 64, 192 and 512 (``one_backend_per_head_dim``). aiconfigurator-core 0.12.0's table, 1 to 8
+# sequences × KV heads, up to 63 cached tokens: FlashInfer × 128 4.3 µs at 2-3 heads per KV head, 6.3 µs from 4; × 256
+# 4.7-5.3 and 8.4 µs; Triton × 64 6.3 µs, × 192 10.5-12.5 µs, × 512 8.4 µs (docs/accuracy.md, "SGLang RTX PRO 6000's
+# decode: a fixed latency per head dim and head group")
+GROUP_LATENCY_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16"): ("rtx-pro-6000",)}
+# the most cached tokens of the rows that measure such a class's latency per head dim and head group: FlashInfer's
+# decode at head dim 256 reads its keys from 15 cached tokens on (RTX PRO 6000, 2 heads on one KV head, batch 1: 4.3 µs
+# up to 7 cached tokens, 5.1 at 15, 8.4 at 63, 12.5 at 127)
+GROUP_LATENCY_STEP = 7
+# the least share of a row's measured time the grid reads as its time above the fixed latency for a class of
+# ``GROUP_LATENCY_CLASSES``, whose launch-bound rows take all their time in that latency (``grid.grid_floor``; every
+# other class's ``grid.GRID_FLOOR``, 0.1): at 0.1 the grid priced them 10% over it (RTX PRO 6000's SGLang class held
+# out at 4.2% / 18.8%, at 0.01 1.6% / 19.3%)
+GROUP_GRID_FLOOR = 0.01
 GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
 GROUP_SPLIT_STEP = 127
 GROUP_SPLIT_KEYS = 256
