@@ -19,8 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
-                      keywords_of, other_phase, run_inputs, scenario_options, strings, takes_step_options)
+from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, check_search_phase, composition,
+                      device, front_door, grid, keywords_of, other_phase, run_inputs, scenario_options, strings,
+                      takes_step_options)
 
 RESULTS = ("Fit", "KernelCalibration", "Probe", "Report", "Validation")   # ``results``' classes, read from here too
 
@@ -272,8 +273,9 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"``,
     ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)`` (None: each device's default, as ``serve``'s);
     ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
-    from ..core.errors import IronlawError, unknown
+    from ..core.errors import IronlawError
 
+    check_search_phase(phase)
     cost = run_inputs(dict(locals()), phase)
     from ..report import pages
     pages.check(html)
@@ -299,7 +301,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
                                       "moe_a2a_overlap")}
         res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
                          address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
-    elif phase == "serve":
+    else:
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
@@ -309,8 +311,6 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
-    else:
-        raise unknown("search phase", phase, ("train", "serve"))
     if html:
         pages.search(html, res)
     return res
@@ -333,8 +333,8 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
     from ..report import inputs
 
     out = page.check_output(html)                      # fail before any work
-    if top < 1:
-        raise IronlawError(f"--top must be at least 1, got {top}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise IronlawError(f"--top must be at least 1, got {top!r}")
     if compare and (what_if or vs_hardware):
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
     with progress.task(f"report of {spec}", total=3) as step:
@@ -435,6 +435,8 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
 
     def load(paths):
         return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
+    if not strings(runs or [], "runs"):
+        raise IronlawError("fit: no runs given; give one or more `ironlaw validate … --out RUN.json` files")
     fitted, held = load(runs), load(hold_out)          # the files the user named are read before the profile
     hw = hardware.get(on)
     if hw.kind != "cpu":                               # validate measures on this machine's CPU only
@@ -481,7 +483,7 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
-    from ..machine.engines import check_profile_framework
+    from ..machine.engines import check_kernels_run_on, check_profile_framework
     from ..measure.calibrate import kernelfit, kerneltable
 
     if out is not None and not out.endswith(".toml"):
@@ -504,6 +506,7 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
     base = hardware.get(gpu if gpu is not None else gpus[0])
     for t in tables:
+        check_kernels_run_on(t.framework, base, t.path, given=framework is not None)
         kerneltable.check_gemm_unit(t, base)
     origin, license = kernelfit.origin_of(kernels)
     gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)

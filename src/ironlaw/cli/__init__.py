@@ -95,18 +95,54 @@ def _is_usage_error(e: Exception) -> bool:
 OPTION_ELSEWHERE = {
     ("serve", "--phase"): "serve runs a workload's prefill and decode together; one phase alone: "
                           "ironlaw analyze SPEC --on HW --phase decode",
+    ("serve", "--gpus"): "its GPUs are its layout, --tp N (with --max-throughput also --pp and --ep); every "
+                         "layout of N GPUs ranked: ironlaw search SPEC --phase serve --on HW --gpus N",
+    ("serve", "--seq"): "a request's tokens are --prompt N and --output M",
+    ("serve", "--batch"): "sequences in flight are --concurrency N (with --max-throughput, the engine's "
+                          "--max-batch N)",
+    ("analyze", "--prompt"): "its sequence is --seq N (the prompt with --phase prefill, the tokens already in "
+                             "the KV cache with --phase decode); a request's prompt and output: "
+                             "ironlaw serve SPEC --on HW --prompt N --output M",
+    ("analyze", "--output"): "one phase of one graph has no output tokens; a request's prompt and output: "
+                             "ironlaw serve SPEC --on HW --prompt N --output M",
+    ("analyze", "--concurrency"): "it prices one batch, --batch N; requests in flight: "
+                                  "ironlaw serve SPEC --on HW --concurrency N",
+    ("analyze", "--engine"): "it prices with the device's catalog calibration (on NVIDIA GPUs fitted on "
+                             "TensorRT-LLM's kernels); a serving framework's kernels: "
+                             "ironlaw serve SPEC --on HW --engine vllm|sglang|trtllm",
+    ("sweep", "--engine"): "it sweeps analyze's estimate; a serving framework's frontier: "
+                           "ironlaw serve SPEC --on HW --engine vllm --sweep-concurrency",
+    ("report", "--format"): "it writes one HTML file (--html FILE.html); the same estimate as JSON or Markdown: "
+                            "ironlaw analyze SPEC --on HW --format json|md",
+    ("search", "--concurrency"): "the serving search ranks layouts at offline max throughput, or at the most "
+                                 "concurrency meeting --slo; one concurrency: ironlaw serve SPEC --on HW "
+                                 "--concurrency N",
+}
+
+# (command, option) → what the command expects: an option it cannot run without, left out
+OPTION_MISSING = {
+    ("report", "html"): "report writes one HTML file, named with --html (an option, not a second argument): "
+                        "ironlaw report SPEC --on HW --html FILE.html",
+    ("show", "name"): "hardware show takes a device's name: ironlaw hardware show h100 (every name: "
+                      "ironlaw hardware list)",
+    ("calibrate", "kernels"): "calibrate fits on measured kernel tables, named with --kernels: "
+                              "ironlaw calibrate --kernels DIR [--gpu NAME] [--out FILE.toml]",
 }
 
 
 def _usage_message(e: Exception) -> str:
     """A usage error's message; a group called without its command (click's message is then the group's whole
     help) names its commands instead. A sentence said twice in a row is said once: click and typer each add
-    "Did you mean 'show'?" to a mistyped subcommand. An option the command lacks that another takes says where
-    (``OPTION_ELSEWHERE``)."""
+    "Did you mean 'show'?" to a mistyped subcommand; one with no near name gets the group's commands. An option
+    the command lacks that another takes says where (``OPTION_ELSEWHERE``); an option it needs, left out, what
+    the command expects (``OPTION_MISSING``)."""
     ctx = getattr(e, "ctx", None)
     elsewhere = OPTION_ELSEWHERE.get((getattr(ctx, "info_name", None), getattr(e, "option_name", None)))
     if elsewhere:
         return f"{ctx.info_name} takes no {e.option_name}: {elsewhere}"
+    missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), getattr(getattr(e, "param", None), "name", None)))
+    if missing and type(e).__name__ == "MissingParameter":
+        return missing
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
@@ -115,7 +151,11 @@ def _usage_message(e: Exception) -> str:
     for sentence in re.split(r"(?<=[.?!])\s+", e.format_message().strip()):
         if not said or sentence != said[-1]:
             said.append(sentence)
-    return " ".join(said)
+    text = " ".join(said)
+    if text.startswith("No such command") and "Did you mean" not in text and hasattr(ctx, "command") \
+            and hasattr(ctx.command, "list_commands"):
+        text += f" {ctx.command_path} takes: {', '.join(ctx.command.list_commands(ctx))}"
+    return text
 
 
 def _reader_gone() -> None:

@@ -1,0 +1,167 @@
+"""What a new user who has read only the README and `--help` types wrong, and the one line each now gets. Each
+pinned by the test that failed before its fix."""
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ a phase search does not take
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_search_with_a_phase_of_one_graph_says_what_search_takes(phase):
+    """`search SPEC --phase decode` said "unknown search phase 'decode'; known: serve, train", as if decode were a
+    typo; it now names what search takes and which command prices one phase."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", phase, "--on", "h100"))
+    assert f"search --phase takes train | serve, got '{phase}'" in line
+    assert "--phase serve ranks serving layouts" in line and f"ironlaw analyze SPEC --on HW --phase {phase}" in line
+
+
+def test_search_with_a_mistyped_phase_names_the_nearest():
+    line = one_line_error(run_cli("search", "llama3-8b", "--phase", "trian"))
+    assert "unknown search phase 'trian'" in line and "train" in line.split("did you mean")[1]
+
+
+def test_the_library_search_refuses_a_phase_of_one_graph_as_the_command_does():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="ironlaw analyze SPEC --on HW --phase decode"):
+        ironlaw.search("llama3-8b", phase="decode")
+
+
+# ------------------------------------------------------------------ report's file given as an argument
+@pytest.mark.parametrize("args", [("llama3-8b", "out.html"), ("llama3-8b", "--on", "h100")])
+def test_report_without_html_says_what_report_expects(tmp_path, args):
+    """`report SPEC out.html` said "Missing option '--html'."; it now says the file is named with --html and shows
+    the command."""
+    r = run_cli("report", *args, cwd=str(tmp_path))
+    line = one_line_error(r)
+    assert "report writes one HTML file, named with --html" in line
+    assert "ironlaw report SPEC --on HW --html FILE.html" in line
+    assert not (tmp_path / "out.html").exists()
+
+
+def test_calibrate_without_kernels_says_what_calibrate_expects():
+    line = one_line_error(run_cli("calibrate", "--gpu", "h100"))
+    assert "calibrate fits on measured kernel tables, named with --kernels" in line
+
+
+# ------------------------------------------------------------------ a kernel framework on another maker's GPU
+GEMM_ROWS = ("device,gemm_dtype,m,n,k,latency\n" + "".join(
+    f"NVIDIA H100 80GB HBM3,bfloat16,{m},5120,4096,{0.006 + 2 * m * 5120 * 4096 / 6e11:.6f}\n"
+    for m in (256, 512, 1024, 2048)))
+
+
+def test_calibrate_refuses_aiter_on_an_nvidia_table(tmp_path):
+    """`calibrate --kernels MY.csv --framework aiter` on rows of an H100 fitted them and printed "(aiter)"; AITER
+    builds for AMD GPUs only: one line naming the table's GPU."""
+    pytest.importorskip("pandas")
+    table = tmp_path / "gemm_perf.csv"
+    table.write_text("framework,version," + GEMM_ROWS.replace("\nNVIDIA", "\naiter,1.0,NVIDIA"))
+    line = one_line_error(run_cli("calibrate", "--kernels", str(table), "--framework", "aiter"))
+    assert line == ("ironlaw: error: --framework aiter: AITER's kernels run on AMD GPUs only, and gemm_perf.csv "
+                    "is a table of h100 (NVIDIA H100 SXM5 80 GB)")
+
+
+def test_calibrate_refuses_a_folder_that_files_nvidia_rows_under_aiter(tmp_path):
+    pytest.importorskip("pandas")
+    folder = tmp_path / "h100_sxm" / "gemm" / "aiter" / "1.0"
+    folder.mkdir(parents=True)
+    (folder / "gemm_perf.csv").write_text(GEMM_ROWS)
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path)))
+    assert "h100_sxm/gemm/aiter/1.0/gemm_perf.csv: its framework is aiter" in line
+    assert "AMD GPUs only" in line and "h100 (NVIDIA H100 SXM5 80 GB)" in line
+
+
+def test_calibrate_refuses_an_amd_table_filed_as_tensorrt_llm(tmp_path):
+    pytest.importorskip("pandas")
+    from pathlib import Path
+    src = Path(__file__).parent / "data" / "aiter_kernels" / "mi300x" / "gemm" / "aiter" / "e4048607" / "gemm_perf.csv"
+    folder = tmp_path / "mi300x" / "gemm" / "trtllm" / "1.0"
+    folder.mkdir(parents=True)
+    (folder / "gemm_perf.csv").write_text(src.read_text())
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path)))
+    assert "its framework is trtllm" in line and "NVIDIA GPUs only" in line and "mi300x" in line
+
+
+def test_a_device_whose_title_names_no_maker_takes_any_framework():
+    from types import SimpleNamespace
+    from ironlaw.machine.engines import check_kernels_run_on
+    own = SimpleNamespace(kind="gpu", title="My accelerator", name="mine")
+    for fw in ("aiter", "trtllm", "vllm"):
+        check_kernels_run_on(fw, own, "gemm_perf.csv", given=True)
+
+
+# ------------------------------------------------------------------ an option of another command
+@pytest.mark.parametrize("args, says", [
+    (("serve", "llama3-8b", "--gpus", "8"), "ironlaw search SPEC --phase serve --on HW --gpus N"),
+    (("serve", "llama3-8b", "--seq", "2048"), "--prompt N and --output M"),
+    (("serve", "llama3-8b", "--batch", "32"), "--concurrency N"),
+    (("analyze", "llama3-8b", "--prompt", "1024"), "its sequence is --seq N"),
+    (("analyze", "llama3-8b", "--output", "256"), "ironlaw serve SPEC --on HW --prompt N --output M"),
+    (("analyze", "llama3-8b", "--concurrency", "8"), "ironlaw serve SPEC --on HW --concurrency N"),
+    (("analyze", "llama3-8b", "--engine", "vllm"), "ironlaw serve SPEC --on HW --engine vllm|sglang|trtllm"),
+    (("sweep", "llama3-8b", "--batch", "1,2", "--engine", "vllm"), "--engine vllm --sweep-concurrency"),
+    (("search", "llama3-8b", "--phase", "serve", "--concurrency", "8"), "ironlaw serve SPEC --on HW --concurrency N"),
+])
+def test_an_option_another_command_takes_says_where(args, says):
+    """Each got click's "No such option" (serve --gpus: "Did you mean one of: '--ep', '--pp', '--tp'?", analyze
+    --prompt: "'--opt', '--plot', '--recompute'?"); each now says what the command takes instead and which command
+    takes the option."""
+    line = one_line_error(run_cli(*args))
+    assert f"{args[0]} takes no {args[-2]}:" in line and says in line and "Did you mean" not in line
+
+
+# ------------------------------------------------------------------ a subcommand a group lacks
+def test_a_subcommand_with_no_near_name_gets_the_groups_commands():
+    """`workloads show llama3-8b` said only "No such command 'show'."; the group's commands follow."""
+    line = one_line_error(run_cli("workloads", "show", "llama3-8b"))
+    assert line == "ironlaw: error: No such command 'show'. ironlaw workloads takes: list"
+    assert one_line_error(run_cli("hardware", "lst")).endswith("Did you mean 'list'?")
+
+
+def test_hardware_show_without_a_name_says_where_the_names_are():
+    """`hardware show` said "Missing argument 'NAME'."."""
+    line = one_line_error(run_cli("hardware", "show"))
+    assert "ironlaw hardware show h100" in line and "ironlaw hardware list" in line
+
+
+# ------------------------------------------------------------------ the library, given what a keyword cannot hold
+def test_an_empty_batch_array_is_refused_as_a_bad_value():
+    """`analyze(..., batch=np.array([], dtype=int))` raised numpy's "ValueError: cannot reshape array of size 0"."""
+    import numpy as np
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="--batch: an empty array"):
+        ironlaw.analyze("llama3-8b", phase="decode", batch=np.array([], dtype=int))
+
+
+def test_report_with_a_top_that_is_no_number_is_refused(tmp_path):
+    """`ironlaw.api.report(..., top="5")` raised "TypeError: '<' not supported between instances of 'str' and
+    'int'"."""
+    from ironlaw.api import report
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="--top must be at least 1, got '5'"):
+        report("llama3-8b", str(tmp_path / "r.html"), top="5")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_fit_with_no_runs_says_so_not_that_no_profile_exists():
+    """`ironlaw.fit([])` said "no profile yet; run `ironlaw probe`", as if a probe would make it work."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="fit: no runs given"):
+        ironlaw.fit([])
+
+
+# ------------------------------------------------------------------ HTML asked of --format
+def test_report_with_format_says_what_report_writes(tmp_path):
+    """README: "Every command but `report` (HTML) takes --format json"; `report … --format json` got click's "No
+    such option '--format'.". It now says report writes one HTML file and which command prints JSON."""
+    r = run_cli("report", "llama3-8b", "--html", str(tmp_path / "r.html"), "--format", "json")
+    line = one_line_error(r)
+    assert "report takes no --format: it writes one HTML file" in line and "ironlaw analyze SPEC" in line
+    assert r.json()["schema"] == "ironlaw.error/1"
+
+
+def test_format_html_names_the_option_that_writes_html():
+    line = one_line_error(run_cli("serve", "llama3-8b", "--format", "html"))
+    assert "got 'html'; an HTML page is a file: --html FILE.html" in line
