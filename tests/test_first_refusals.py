@@ -165,3 +165,131 @@ def test_report_with_format_says_what_report_writes(tmp_path):
 def test_format_html_names_the_option_that_writes_html():
     line = one_line_error(run_cli("serve", "llama3-8b", "--format", "html"))
     assert "got 'html'; an HTML page is a file: --html FILE.html" in line
+
+
+# ------------------------------------------------------------------ validate, checked before it runs anything
+def test_validate_refuses_zero_repeats_before_it_builds_the_model():
+    """`validate gpt2 --phase decode --repeats 0` built and ran GPT-2 (and printed transformers' warning) before it
+    refused the count: three lines on stderr. The count is now checked first, with --warmup."""
+    r = run_cli("validate", "gpt2", "--phase", "decode", "--seq", "8", "--repeats", "0", timeout=60)
+    assert one_line_error(r) == "ironlaw: error: validate: --repeats must be a positive whole number, got 0"
+
+
+def test_validate_decode_passes_the_kv_cache_under_the_name_transformers_takes():
+    """A decode step passed its cache as `past_key_values`, which transformers 5.x renamed `cache` and warns
+    about ("FutureWarning: `past_key_values` is deprecated … Use `cache` instead") on every validate run."""
+    pytest.importorskip("transformers")
+    import warnings
+    from ironlaw.measure.validate import models
+    r = models.resolve("gpt2", 1, 8, "decode")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        step = r.real()
+        step.before()
+        step()
+
+
+# ------------------------------------------------------------------ kernel tables of one's own, written wrong
+def _table(folder, text):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gemm_perf.csv").write_text(text)
+    return str(folder)
+
+
+def test_an_infinite_latency_is_refused_as_the_other_bad_latencies_are(tmp_path):
+    """A row timed `inf` passed the check of positive latencies and ended as "internal error: TypeError:
+    argument of type 'NoneType' is not iterable" (exit 1) after a numpy warning."""
+    pytest.importorskip("pandas")
+    folder = _table(tmp_path / "t", GEMM_ROWS + "NVIDIA H100 80GB HBM3,bfloat16,4096,5120,4096,inf\n")
+    line = one_line_error(run_cli("calibrate", "--kernels", folder, "--gpu", "h100"))
+    assert line == "ironlaw: error: gemm_perf.csv: column latency must hold positive numbers (finite)"
+
+
+def test_a_table_of_a_header_alone_says_it_holds_no_rows(tmp_path):
+    """With --gpu, a header-only table said "no kernel table for GPU 'h100'", as if the rows were another GPU's."""
+    pytest.importorskip("pandas")
+    folder = _table(tmp_path / "t", GEMM_ROWS.splitlines()[0] + "\n")
+    line = one_line_error(run_cli("calibrate", "--kernels", folder, "--gpu", "h100"))
+    assert "the kernel tables hold no rows (gemm_perf.csv)" in line
+
+
+def test_a_gpu_the_tables_lack_names_the_gpus_they_hold(tmp_path):
+    pytest.importorskip("pandas")
+    folder = _table(tmp_path / "t", GEMM_ROWS.replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"))
+    line = one_line_error(run_cli("calibrate", "--kernels", folder, "--gpu", "h100"))
+    assert line.endswith("no kernel table for GPU 'h100' (the tables' GPUs: a100)")
+
+
+def test_an_empty_file_says_it_is_empty(tmp_path):
+    """An empty gemm_perf.csv said pandas' "cannot read the table: No columns to parse from file"."""
+    pytest.importorskip("pandas")
+    line = one_line_error(run_cli("calibrate", "--kernels", _table(tmp_path / "t", ""), "--gpu", "h100"))
+    assert line == "ironlaw: error: gemm_perf.csv: the file is empty (no header row, no rows)"
+
+
+def test_a_tab_separated_table_says_how_its_columns_are_split(tmp_path):
+    pytest.importorskip("pandas")
+    folder = _table(tmp_path / "t", GEMM_ROWS.replace(",", "\t"))
+    line = one_line_error(run_cli("calibrate", "--kernels", folder, "--gpu", "h100"))
+    assert "its columns are split by tabs, and a table's by commas" in line
+
+
+def test_gemm_rows_of_a_dtype_the_gpu_lacks_name_the_table_not_an_option_calibrate_lacks(tmp_path):
+    """fp8 rows on an A100 ended in "a100 has no fp8 tensor cores …; choose one with --dtype", and calibrate has
+    no --dtype: the line now names the table and its rows."""
+    pytest.importorskip("pandas")
+    folder = _table(tmp_path / "t", GEMM_ROWS.replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")
+                    .replace("bfloat16", "fp8"))
+    line = one_line_error(run_cli("calibrate", "--kernels", folder))
+    assert line.startswith("ironlaw: error: gemm_perf.csv: 4 rows of gemm fp8, but a100 has no fp8 tensor cores")
+    assert "--dtype" not in line
+
+
+def test_validate_train_says_a_training_step_is_predicted_not_measured():
+    """`validate SPEC --phase train` said "no profile yet; run `ironlaw probe`", and after a probe "unknown
+    validate phase 'train'", as if train were a typo. The phase is checked first, and the line says why."""
+    line = one_line_error(run_cli("validate", "gpt2", "--phase", "train"))
+    assert "validate times forward passes (infer, prefill, decode)" in line
+    assert "ironlaw analyze SPEC --on HW --phase train" in line
+
+
+def test_fit_without_runs_says_which_files_it_takes():
+    line = one_line_error(run_cli("fit"))
+    assert "fit takes the files validate wrote: ironlaw fit RUN.json" in line
+
+
+def test_a_model_too_big_for_one_gpu_online_suggests_only_options_serve_takes_there():
+    """`serve llama3-70b --on h100` said "use a larger --tp or --pp", and `--pp 2` then got "--pp belongs to the
+    offline scenario: add --max-throughput"."""
+    line = one_line_error(run_cli("serve", "llama3-70b", "--on", "h100"))
+    assert "use a larger --tp (or --pp, with --max-throughput)" in line
+
+
+# ------------------------------------------------------------------ --seq or --batch a captured model would ignore
+def test_a_factory_without_seq_refuses_seq_instead_of_ignoring_it():
+    """`analyze py:examples/resnet.py:resnet50 --seq 128` printed the batch-1 image estimate as if --seq were
+    used; so did validate. The factory's signature is named."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+    spec = f"py:{Path(__file__).parents[1] / 'examples' / 'resnet.py'}:resnet50"
+    for verb, on in (("analyze", "h100"), ("validate", "xeon-8480")):
+        line = one_line_error(run_cli(verb, spec, "--seq", "128", "--on", on))
+        assert "--seq 128 does not apply: resnet50(batch: int = 1, image_size: int = 224) takes no 'seq'" in line
+
+
+def test_a_factory_without_batch_refuses_a_batch(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "m.py").write_text("import torch\n\ndef model():\n"
+                                   "    return torch.nn.Linear(8, 8), (torch.zeros(2, 8),)\n")
+    line = one_line_error(run_cli("analyze", f"py:{tmp_path / 'm.py'}:model", "--batch", "4"))
+    assert "--batch 4 does not apply: model() takes no 'batch' parameter" in line
+    assert run_cli("analyze", f"py:{tmp_path / 'm.py'}:model").rc == 0
+
+
+def test_an_onnx_graph_refuses_seq(tmp_path):
+    """An ONNX graph's shapes are its own: `analyze onnx:m.onnx --seq 128` read the file and dropped --seq."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models.workloads.external import onnx_spec
+    from ironlaw.models.workloads.registry import Request
+    with pytest.raises(IronlawError, match="--seq 128 does not apply: an ONNX graph's shapes are its own"):
+        onnx_spec(str(tmp_path / "m.onnx"), Request(spec=f"onnx:{tmp_path / 'm.onnx'}", seq=128))

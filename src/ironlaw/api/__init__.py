@@ -514,6 +514,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         raise IronlawError(f"{kernels}: no rows to fit; left out " + "; ".join(
             f"{k['rows']} {k['gemm_dtype']} row{'s' if k['rows'] != 1 else ''} ({k['why']})" for k in left_out))
     for g in gs:                       # every class is fitted on its even rows and scored on its odd ones
+        if g.op == "gemm" and g.dtype and g.dtype not in base.peak_flops:
+            raise IronlawError(f"{g.table.path}: {len(g.rows)} rows of {g.name}, but "
+                               f"{base.lacks(g.dtype).split('; ')[0]}: drop them, or name the GPU they were timed "
+                               f"on with --gpu")
         if min(len(part) for part in kernelfit.split(g.rows, g.op)) == 0:
             raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
                                f"kernel class is fitted on its even rows and scored on its odd ones: give it at "

@@ -125,6 +125,8 @@ OPTION_MISSING = {
                         "ironlaw report SPEC --on HW --html FILE.html",
     ("show", "name"): "hardware show takes a device's name: ironlaw hardware show h100 (every name: "
                       "ironlaw hardware list)",
+    ("fit", "runs"): "fit takes the files validate wrote: ironlaw fit RUN.json … [--hold-out RUN.json …] "
+                     "(each from ironlaw validate SPEC --on local --out RUN.json)",
     ("calibrate", "kernels"): "calibrate fits on measured kernel tables, named with --kernels: "
                               "ironlaw calibrate --kernels DIR [--gpu NAME] [--out FILE.toml]",
 }
