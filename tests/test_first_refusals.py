@@ -293,3 +293,40 @@ def test_an_onnx_graph_refuses_seq(tmp_path):
     from ironlaw.models.workloads.registry import Request
     with pytest.raises(IronlawError, match="--seq 128 does not apply: an ONNX graph's shapes are its own"):
         onnx_spec(str(tmp_path / "m.onnx"), Request(spec=f"onnx:{tmp_path / 'm.onnx'}", seq=128))
+
+
+# ------------------------------------------------------------------ an option only other commands take
+@pytest.mark.parametrize("verb, says", [
+    ("sweep", "it draws its curves with --plot FILE.svg|.png"),
+    ("compare", "ironlaw report SPEC --on HW --html FILE.html --what-if"),
+    ("contract", "ironlaw report SPEC --on HW --html FILE.html"),
+])
+def test_html_on_a_command_without_a_page_says_which_command_draws_one(verb, says):
+    """README: "--html … also on analyze, serve"; `sweep … --html` got "No such option '--html'. Did you mean
+    '--help'?"."""
+    args = (verb,) if verb == "contract" else (verb, "llama3-8b")
+    line = one_line_error(run_cli(*args, "--html", "x.html"))
+    assert f"{verb} takes no --html: " in line and says in line and "--help'?" not in line
+
+
+def test_an_option_of_other_commands_names_them_instead_of_help():
+    """`workloads list --on h100` and `contract --what-if …` got "Did you mean '--help'?" or nothing; the line
+    names the commands that take the option. A mistyped --help keeps its suggestion."""
+    line = one_line_error(run_cli("contract", "--what-if", "fusion=elementwise"))
+    assert line.endswith("No such option '--what-if'. --what-if is an option of compare, sweep, report "
+                         "(`ironlaw COMMAND --help` lists each one's)")
+    assert "--kernels is an option of calibrate" in one_line_error(run_cli("sweep", "llama3-8b", "--kernels", "x"))
+    assert one_line_error(run_cli("contract", "--hepl")).endswith("Did you mean '--help'?")
+
+
+@pytest.mark.parametrize("verb", ["analyze", "serve", "search"])
+def test_a_command_without_its_workload_says_what_a_spec_is(verb):
+    """`ironlaw analyze` said "Missing argument 'SPEC'."; the line now says what a SPEC is and where the built-ins
+    are listed."""
+    line = one_line_error(run_cli(verb))
+    assert f"{verb} needs a workload: ironlaw {verb} SPEC" in line and "ironlaw workloads list" in line
+
+
+def test_an_option_without_its_value_gets_no_list_of_commands():
+    assert one_line_error(run_cli("analyze", "llama3-8b", "--on")) == \
+        "ironlaw: error: Option '--on' requires an argument."

@@ -114,12 +114,18 @@ OPTION_ELSEWHERE = {
                            "ironlaw serve SPEC --on HW --engine vllm --sweep-concurrency",
     ("report", "--format"): "it writes one HTML file (--html FILE.html); the same estimate as JSON or Markdown: "
                             "ironlaw analyze SPEC --on HW --format json|md",
+    ("compare", "--html"): "its page is report's what-if section: ironlaw report SPEC --on HW --html FILE.html "
+                           "--what-if … (or --vs-hardware HW)",
+    ("sweep", "--html"): "it draws its curves with --plot FILE.svg|.png; one point's page: "
+                         "ironlaw report SPEC --on HW --html FILE.html",
+    ("contract", "--html"): "one workload's page: ironlaw report SPEC --on HW --html FILE.html",
     ("search", "--concurrency"): "the serving search ranks layouts at offline max throughput, or at the most "
                                  "concurrency meeting --slo; one concurrency: ironlaw serve SPEC --on HW "
                                  "--concurrency N",
 }
 
-# (command, option) → what the command expects: an option it cannot run without, left out
+# (command, option) → what the command expects: an option or argument it cannot run without, left out ("*": any
+# command; COMMAND in the text stands for the command's name)
 OPTION_MISSING = {
     ("report", "html"): "report writes one HTML file, named with --html (an option, not a second argument): "
                         "ironlaw report SPEC --on HW --html FILE.html",
@@ -127,6 +133,8 @@ OPTION_MISSING = {
                       "ironlaw hardware list)",
     ("fit", "runs"): "fit takes the files validate wrote: ironlaw fit RUN.json … [--hold-out RUN.json …] "
                      "(each from ironlaw validate SPEC --on local --out RUN.json)",
+    ("*", "spec"): "COMMAND needs a workload: ironlaw COMMAND SPEC …, SPEC a built-in such as llama3-8b (every "
+                   "one: ironlaw workloads list), hf:PATH/config.json or py:FILE.py:FACTORY",
     ("calibrate", "kernels"): "calibrate fits on measured kernel tables, named with --kernels: "
                               "ironlaw calibrate --kernels DIR [--gpu NAME] [--out FILE.toml]",
 }
@@ -142,9 +150,10 @@ def _usage_message(e: Exception) -> str:
     elsewhere = OPTION_ELSEWHERE.get((getattr(ctx, "info_name", None), getattr(e, "option_name", None)))
     if elsewhere:
         return f"{ctx.info_name} takes no {e.option_name}: {elsewhere}"
-    missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), getattr(getattr(e, "param", None), "name", None)))
+    name = getattr(getattr(e, "param", None), "name", None)
+    missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), name)) or OPTION_MISSING.get(("*", name))
     if missing and type(e).__name__ == "MissingParameter":
-        return missing
+        return missing.replace("COMMAND", str(getattr(ctx, "info_name", "")))
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
@@ -154,10 +163,34 @@ def _usage_message(e: Exception) -> str:
         if not said or sentence != said[-1]:
             said.append(sentence)
     text = " ".join(said)
+    option = getattr(e, "option_name", None)
+    takers = _commands_taking(option) if type(e).__name__ == "NoSuchOption" and option \
+        and "Did you mean one of" not in text else []
+    if takers:                         # an option of other commands: say which, not click's "Did you mean '--help'?"
+        text = (text.replace(" Did you mean '--help'?", "")
+                + f" {option} is an option of {', '.join(takers)} (`ironlaw COMMAND --help` lists each one's)")
     if text.startswith("No such command") and "Did you mean" not in text and hasattr(ctx, "command") \
             and hasattr(ctx.command, "list_commands"):
         text += f" {ctx.command_path} takes: {', '.join(ctx.command.list_commands(ctx))}"
     return text
+
+
+def _commands_taking(option: str) -> list[str]:
+    """The commands (``hardware show`` for a subcommand) that take ``option``, in ``VERBS``' order."""
+    import typer.main
+    load()
+    out = []
+
+    def walk(cmd, path):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+        if any(option in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ())) for p in cmd.params):
+            out.append(path)
+    try:
+        walk(typer.main.get_command(common.app), "")
+    except Exception:                  # noqa: BLE001 (a hint only: the usage error is said without it)
+        return []
+    return out
 
 
 def _reader_gone() -> None:
