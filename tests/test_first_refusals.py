@@ -330,3 +330,21 @@ def test_a_command_without_its_workload_says_what_a_spec_is(verb):
 def test_an_option_without_its_value_gets_no_list_of_commands():
     assert one_line_error(run_cli("analyze", "llama3-8b", "--on")) == \
         "ironlaw: error: Option '--on' requires an argument."
+
+
+def test_a_negative_value_in_a_sweep_list_is_out_of_range_not_unreadable():
+    """`sweep … --batch 1,-2` said "cannot read '-2' as a whole number"; it is one, out of range."""
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--batch=1,-2"))
+    assert line == "ironlaw: error: --batch '1,-2': -2 is out of range (1 … 16,777,216)"
+
+
+def test_the_library_calibrate_refuses_values_of_the_wrong_kind():
+    """`ironlaw.calibrate(None)` raised TypeError, `out=5` AttributeError, `gpu=5` said "hardware: empty name"."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="--kernels takes a folder or a file of kernel tables, got None"):
+        ironlaw.calibrate(None)
+    with pytest.raises(IronlawError, match="--out 5: a hardware profile's file name must end in .toml"):
+        ironlaw.calibrate("tables", out=5)
+    with pytest.raises(IronlawError, match="a name or a .toml file is a text, got int 5"):
+        ironlaw.calibrate("tables", gpu=5)

@@ -486,7 +486,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     from ..machine.engines import check_kernels_run_on, check_profile_framework
     from ..measure.calibrate import kernelfit, kerneltable
 
-    if out is not None and not out.endswith(".toml"):
+    from os import PathLike
+    if not isinstance(kernels, (str, PathLike)) or not str(kernels).strip():
+        raise IronlawError(f"--kernels takes a folder or a file of kernel tables, got {kernels!r}")
+    if out is not None and not str(out).endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
     if framework is not None and framework not in kernelfit.FRAMEWORKS:
         from ..core.errors import suggest
