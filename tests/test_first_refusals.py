@@ -348,3 +348,28 @@ def test_the_library_calibrate_refuses_values_of_the_wrong_kind():
         ironlaw.calibrate("tables", out=5)
     with pytest.raises(IronlawError, match="a name or a .toml file is a text, got int 5"):
         ironlaw.calibrate("tables", gpu=5)
+
+
+# ------------------------------------------------------------------ an attention table of one's own, shaped wrong
+ATTN_HEAD = "device,batch_size,isl,num_heads,num_key_value_heads,head_dim,window_size,attn_dtype,kv_cache_dtype,step,latency"
+
+
+def _attention(folder, heads=32, kv=8, head_dim=128, window=0):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [f"NVIDIA H100 80GB HBM3,{b},{s},{heads},{kv},{head_dim},{window},bfloat16,bfloat16,0,"
+            f"{b * s * s * 32 * 128 * 4 / 4e14 * 1e3 + 0.01:.6f}" for b in (1, 2, 4, 8) for s in (1024, 2048, 4096)]
+    (folder / "context_attention_perf.csv").write_text("\n".join([ATTN_HEAD, *rows]) + "\n")
+    return str(folder)
+
+
+@pytest.mark.parametrize("shape, first", [
+    (dict(heads=-32), "num_heads=-32"),                 # was: internal error (TypeError), exit 1
+    (dict(head_dim=0), "head_dim=0"),                   # was: internal error (ZeroDivisionError), exit 1
+    (dict(window=-5), "window_size=-5"),                # was: no answer in 5 minutes
+    (dict(kv=5), "num_key_value_heads=5"),              # was: fitted, 32 query heads over 5 KV heads
+])
+def test_an_attention_table_with_an_impossible_shape_is_refused_naming_the_row(tmp_path, shape, first):
+    pytest.importorskip("pandas")
+    line = one_line_error(run_cli("calibrate", "--kernels", _attention(tmp_path / "t", **shape), "--gpu", "h100",
+                                  timeout=60))
+    assert line.startswith("ironlaw: error: context_attention_perf.csv: 12 of 12 rows break ") and first in line

@@ -510,6 +510,7 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     base = hardware.get(gpu if gpu is not None else gpus[0])
     for t in tables:
         check_kernels_run_on(t.framework, base, t.path, given=framework is not None)
+        kerneltable.check_attention_dims(t)
         kerneltable.check_gemm_unit(t, base)
     origin, license = kernelfit.origin_of(kernels)
     gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)

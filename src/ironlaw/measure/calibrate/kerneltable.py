@@ -294,6 +294,32 @@ def check_gemm_dims(df, where: str) -> None:
                            f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
 
 
+ATTENTION_OPS = ("context_attention", "generation_attention")
+POSITIVE_ATTENTION = ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim")   # ≥ 1
+NATURAL_ATTENTION = ("window_size", "step")                                                     # ≥ 0 (0: none)
+
+
+def check_attention_dims(t: KernelTable) -> None:
+    """An attention table's shape columns: whole numbers, ``POSITIVE_ATTENTION`` at least 1, ``NATURAL_ATTENTION``
+    at least 0, and each row's query heads a multiple of its KV heads (grouped-query attention shares each KV head
+    among a whole number of query heads); else one line naming the first bad row."""
+    if t.op not in ATTENTION_OPS:
+        return
+    import pandas as pd
+    cols = POSITIVE_ATTENTION + NATURAL_ATTENTION
+    dims = t.rows[list(cols)].apply(pd.to_numeric, errors="coerce")
+    bad = (dims.isna() | (dims != dims.round())).any(axis=1) | (dims[list(POSITIVE_ATTENTION)] < 1).any(axis=1) \
+        | (dims[list(NATURAL_ATTENTION)] < 0).any(axis=1)
+    why = "whole numbers, batch_size, isl and the head counts and head_dim 1 or more, window_size and step 0 or more"
+    if not bad.any():
+        bad = (dims.num_heads % dims.num_key_value_heads) != 0
+        why = "num_heads a multiple of num_key_value_heads (each KV head serves a whole number of query heads)"
+    if bad.any():
+        r = t.rows[bad].iloc[0]
+        raise IronlawError(f"{t.path}: {int(bad.sum())} of {len(t.rows)} rows break {why} (the first: "
+                           + ", ".join(f"{c}={r[c]}" for c in cols) + "); drop them or pass another table")
+
+
 def _folders(root: Path, path: Path) -> tuple[str, ...]:
     """The folders that place a table in the layout: those between ``root`` and the file, or a file read alone,
     its own folders."""
