@@ -373,3 +373,17 @@ def test_an_attention_table_with_an_impossible_shape_is_refused_naming_the_row(t
     line = one_line_error(run_cli("calibrate", "--kernels", _attention(tmp_path / "t", **shape), "--gpu", "h100",
                                   timeout=60))
     assert line.startswith("ironlaw: error: context_attention_perf.csv: 12 of 12 rows break ") and first in line
+
+
+def test_calibrate_refuses_aiter_for_an_nvidia_gpu_before_reading_tables(tmp_path):
+    """`calibrate --kernels DIR --framework aiter --gpu h100` searched the folder and said only that it held no
+    aiter table; the GPU is named first, and a folder without the framework's tables names those it holds."""
+    pytest.importorskip("pandas")
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--framework", "aiter", "--gpu", "h100"))
+    assert line == ("ironlaw: error: --framework aiter: AITER's kernels run on AMD GPUs only, and --gpu h100 is an "
+                    "NVIDIA H100 SXM5 80 GB")
+    folder = tmp_path / "h100_sxm" / "gemm" / "trtllm" / "1.3"
+    folder.mkdir(parents=True)
+    (folder / "gemm_perf.csv").write_text(GEMM_ROWS)
+    line = one_line_error(run_cli("calibrate", "--kernels", str(tmp_path), "--framework", "vllm"))
+    assert "for framework 'vllm' (its tables are trtllm's)" in line

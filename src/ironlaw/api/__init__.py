@@ -496,8 +496,8 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'"
                            + suggest(framework, kernelfit.FRAMEWORKS))
     check_profile_framework(framework, out)
-    if gpu is not None:
-        hardware.get(gpu)            # a name the catalog lacks is refused, with the nearest ones, before any table is read
+    if gpu is not None:              # a name the catalog lacks is refused, with the nearest ones, before any table is read
+        check_kernels_run_on(framework, hardware.get(gpu), None, given=True)
     tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework or _framework_of(kernels))
     unnamed = [t for t in tables if not t.framework]
     if framework is not None and unnamed:            # the option would change nothing of the fit: refused

@@ -148,8 +148,10 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
     paths = files(root, ops, framework)
     if not paths:
         want = ", ".join(f"{op}_perf" for op in ops)
+        held = frameworks_in(root, ops) if framework else ()
         raise IronlawError(f"{root}: no kernel table ({want} .parquet, .csv or .txt)"
-                           + (f" for framework '{framework}'" if framework else ""))
+                           + (f" for framework '{framework}'" if framework else "")
+                           + (f" (its tables are {', '.join(held)}'s)" if held else ""))
     out, others, seen = [], set(), set()
     for p in paths:
         for t in _read_file(Path(root), p, gpu, seen):
