@@ -277,7 +277,7 @@ BAD = [
     (["--gpus", "8", "--ep", "2"], "no experts"),
     (["--gpus", "8", "--global-batch", "7", "--dp", "2"], "global batch"),
     (["--gpus", "8", "--engine", "spark"], "unknown engine"),
-    (["--gpus", "8", "--phase", "infer"], "unknown search phase"),
+    (["--gpus", "8", "--phase", "infer"], "search --phase takes train | serve"),
 ]
 
 

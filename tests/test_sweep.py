@@ -26,7 +26,7 @@ def test_parse_list(text, expect):
     ("1,2,x", "cannot read 'x'"),
     ("1,,2", "cannot read ''"),
     ("0,1", "out of range"),
-    ("-4", "cannot read '-4'"),
+    ("-4", "-4 is out of range"),
     ("1.5", "cannot read '1.5'"),
     ("", "empty list"),
     ("1,...,8", "needs two values before it"),

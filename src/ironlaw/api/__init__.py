@@ -19,8 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, composition, device, front_door, grid,
-                      keywords_of, other_phase, run_inputs, scenario_options, strings, takes_step_options)
+from .options import (SEARCH_SERVE, SEARCH_TRAIN, StepOptions, builder, check_on, check_search_phase, composition,
+                      device, front_door, grid, keywords_of, other_phase, run_inputs, scenario_options, strings,
+                      takes_step_options)
 
 RESULTS = ("Fit", "KernelCalibration", "Probe", "Report", "Validation")   # ``results``' classes, read from here too
 
@@ -272,8 +273,9 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"``,
     ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)`` (None: each device's default, as ``serve``'s);
     ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
-    from ..core.errors import IronlawError, unknown
+    from ..core.errors import IronlawError
 
+    check_search_phase(phase)
     cost = run_inputs(dict(locals()), phase)
     from ..report import pages
     pages.check(html)
@@ -299,7 +301,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
                                       "moe_a2a_overlap")}
         res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
                          address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
-    elif phase == "serve":
+    else:
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
         other_phase(given, SEARCH_TRAIN, "training search (--phase train)")
@@ -309,8 +311,6 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
-    else:
-        raise unknown("search phase", phase, ("train", "serve"))
     if html:
         pages.search(html, res)
     return res
@@ -333,8 +333,8 @@ def report(spec: str, html: str, on="h100", *, batch=1, seq=None, phase: Optiona
     from ..report import inputs
 
     out = page.check_output(html)                      # fail before any work
-    if top < 1:
-        raise IronlawError(f"--top must be at least 1, got {top}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise IronlawError(f"--top must be at least 1, got {top!r}")
     if compare and (what_if or vs_hardware):
         raise IronlawError("give either --compare FILE or --what-if/--vs-hardware, not both")
     with progress.task(f"report of {spec}", total=3) as step:
@@ -435,6 +435,8 @@ def fit(runs: Union[str, Sequence[str]], *, hold_out: Union[str, Sequence[str], 
 
     def load(paths):
         return [c for p in strings(paths or [], "runs") for c in v.cases_of(read_json(p, "validate"), p)]
+    if not strings(runs or [], "runs"):
+        raise IronlawError("fit: no runs given; give one or more `ironlaw validate … --out RUN.json` files")
     fitted, held = load(runs), load(hold_out)          # the files the user named are read before the profile
     hw = hardware.get(on)
     if hw.kind != "cpu":                               # validate measures on this machine's CPU only
@@ -481,18 +483,21 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     name (their framework column or ``<framework>/<version>/`` folder), else "unstated"."""
     from ..core.errors import IronlawError
     from ..machine import hardware
-    from ..machine.engines import check_profile_framework
+    from ..machine.engines import check_kernels_run_on, check_profile_framework
     from ..measure.calibrate import kernelfit, kerneltable
 
-    if out is not None and not out.endswith(".toml"):
+    from os import PathLike
+    if not isinstance(kernels, (str, PathLike)) or not str(kernels).strip():
+        raise IronlawError(f"--kernels takes a folder or a file of kernel tables, got {kernels!r}")
+    if out is not None and not str(out).endswith(".toml"):
         raise IronlawError(f"--out {out}: a hardware profile's file name must end in .toml")
     if framework is not None and framework not in kernelfit.FRAMEWORKS:
         from ..core.errors import suggest
         raise IronlawError(f"--framework must be one of {', '.join(kernelfit.FRAMEWORKS)}, got '{framework}'"
                            + suggest(framework, kernelfit.FRAMEWORKS))
     check_profile_framework(framework, out)
-    if gpu is not None:
-        hardware.get(gpu)            # a name the catalog lacks is refused, with the nearest ones, before any table is read
+    if gpu is not None:              # a name the catalog lacks is refused, with the nearest ones, before any table is read
+        check_kernels_run_on(framework, hardware.get(gpu), None, given=True)
     tables = kerneltable.read(kernels, ops=kernelfit.OPS, gpu=gpu, framework=framework or _framework_of(kernels))
     unnamed = [t for t in tables if not t.framework]
     if framework is not None and unnamed:            # the option would change nothing of the fit: refused
@@ -504,6 +509,8 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         raise IronlawError(f"{kernels}: tables of {len(gpus)} GPUs ({', '.join(gpus)}); name one with --gpu")
     base = hardware.get(gpu if gpu is not None else gpus[0])
     for t in tables:
+        check_kernels_run_on(t.framework, base, t.path, given=framework is not None)
+        kerneltable.check_attention_dims(t)
         kerneltable.check_gemm_unit(t, base)
     origin, license = kernelfit.origin_of(kernels)
     gs, left_out = kernelfit.groups(tables), kernelfit.skipped(tables)
@@ -511,6 +518,10 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
         raise IronlawError(f"{kernels}: no rows to fit; left out " + "; ".join(
             f"{k['rows']} {k['gemm_dtype']} row{'s' if k['rows'] != 1 else ''} ({k['why']})" for k in left_out))
     for g in gs:                       # every class is fitted on its even rows and scored on its odd ones
+        if g.op == "gemm" and g.dtype and g.dtype not in base.peak_flops:
+            raise IronlawError(f"{g.table.path}: {len(g.rows)} rows of {g.name}, but "
+                               f"{base.lacks(g.dtype).split('; ')[0]}: drop them, or name the GPU they were timed "
+                               f"on with --gpu")
         if min(len(part) for part in kernelfit.split(g.rows, g.op)) == 0:
             raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
                                f"kernel class is fitted on its even rows and scored on its odd ones: give it at "

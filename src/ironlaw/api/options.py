@@ -40,6 +40,24 @@ SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-
                 "serve_engine": None}
 
 
+SEARCH_PHASES = ("train", "serve")
+
+
+def check_search_phase(phase) -> str:
+    """``phase`` if ``search`` takes it (``SEARCH_PHASES``), else one line: a phase of one graph (``prefill``,
+    ``decode``, ``infer``) says that the serving search ranks prefill and decode together and that ``analyze``
+    prices one phase of one layout; any other name, the nearest known."""
+    from ..core.errors import IronlawError, unknown
+    from ..core.graph import PHASES
+    if phase in SEARCH_PHASES:
+        return phase
+    if phase in PHASES:
+        raise IronlawError(f"search --phase takes {' | '.join(SEARCH_PHASES)}, got '{phase}': --phase serve ranks "
+                           f"serving layouts (prefill and decode together); one {phase} step of one layout: "
+                           f"ironlaw analyze SPEC --on HW --phase {phase}")
+    raise unknown("search phase", phase, SEARCH_PHASES)
+
+
 def other_phase(given: dict, options: dict, belongs: str) -> None:
     """One line for a search option of the other phase (it would be ignored)."""
     from ..core.errors import IronlawError

@@ -95,18 +95,65 @@ def _is_usage_error(e: Exception) -> bool:
 OPTION_ELSEWHERE = {
     ("serve", "--phase"): "serve runs a workload's prefill and decode together; one phase alone: "
                           "ironlaw analyze SPEC --on HW --phase decode",
+    ("serve", "--gpus"): "its GPUs are its layout, --tp N (with --max-throughput also --pp and --ep); every "
+                         "layout of N GPUs ranked: ironlaw search SPEC --phase serve --on HW --gpus N",
+    ("serve", "--seq"): "a request's tokens are --prompt N and --output M",
+    ("serve", "--batch"): "sequences in flight are --concurrency N (with --max-throughput, the engine's "
+                          "--max-batch N)",
+    ("analyze", "--prompt"): "its sequence is --seq N (the prompt with --phase prefill, the tokens already in "
+                             "the KV cache with --phase decode); a request's prompt and output: "
+                             "ironlaw serve SPEC --on HW --prompt N --output M",
+    ("analyze", "--output"): "one phase of one graph has no output tokens; a request's prompt and output: "
+                             "ironlaw serve SPEC --on HW --prompt N --output M",
+    ("analyze", "--concurrency"): "it prices one batch, --batch N; requests in flight: "
+                                  "ironlaw serve SPEC --on HW --concurrency N",
+    ("analyze", "--engine"): "it prices with the device's catalog calibration (on NVIDIA GPUs fitted on "
+                             "TensorRT-LLM's kernels); a serving framework's kernels: "
+                             "ironlaw serve SPEC --on HW --engine vllm|sglang|trtllm",
+    ("sweep", "--engine"): "it sweeps analyze's estimate; a serving framework's frontier: "
+                           "ironlaw serve SPEC --on HW --engine vllm --sweep-concurrency",
+    ("report", "--format"): "it writes one HTML file (--html FILE.html); the same estimate as JSON or Markdown: "
+                            "ironlaw analyze SPEC --on HW --format json|md",
+    ("compare", "--html"): "its page is report's what-if section: ironlaw report SPEC --on HW --html FILE.html "
+                           "--what-if … (or --vs-hardware HW)",
+    ("sweep", "--html"): "it draws its curves with --plot FILE.svg|.png; one point's page: "
+                         "ironlaw report SPEC --on HW --html FILE.html",
+    ("contract", "--html"): "one workload's page: ironlaw report SPEC --on HW --html FILE.html",
+    ("search", "--concurrency"): "the serving search ranks layouts at offline max throughput, or at the most "
+                                 "concurrency meeting --slo; one concurrency: ironlaw serve SPEC --on HW "
+                                 "--concurrency N",
+}
+
+# (command, option) → what the command expects: an option or argument it cannot run without, left out ("*": any
+# command; COMMAND in the text stands for the command's name)
+OPTION_MISSING = {
+    ("report", "html"): "report writes one HTML file, named with --html (an option, not a second argument): "
+                        "ironlaw report SPEC --on HW --html FILE.html",
+    ("show", "name"): "hardware show takes a device's name: ironlaw hardware show h100 (every name: "
+                      "ironlaw hardware list)",
+    ("fit", "runs"): "fit takes the files validate wrote: ironlaw fit RUN.json … [--hold-out RUN.json …] "
+                     "(each from ironlaw validate SPEC --on local --out RUN.json)",
+    ("*", "spec"): "COMMAND needs a workload: ironlaw COMMAND SPEC …, SPEC a built-in such as llama3-8b (every "
+                   "one: ironlaw workloads list), hf:PATH/config.json or py:FILE.py:FACTORY",
+    ("calibrate", "kernels"): "calibrate fits on measured kernel tables, named with --kernels: "
+                              "ironlaw calibrate --kernels DIR [--gpu NAME] [--out FILE.toml]",
 }
 
 
 def _usage_message(e: Exception) -> str:
     """A usage error's message; a group called without its command (click's message is then the group's whole
     help) names its commands instead. A sentence said twice in a row is said once: click and typer each add
-    "Did you mean 'show'?" to a mistyped subcommand. An option the command lacks that another takes says where
-    (``OPTION_ELSEWHERE``)."""
+    "Did you mean 'show'?" to a mistyped subcommand; one with no near name gets the group's commands. An option
+    the command lacks that another takes says where (``OPTION_ELSEWHERE``); an option it needs, left out, what
+    the command expects (``OPTION_MISSING``)."""
     ctx = getattr(e, "ctx", None)
     elsewhere = OPTION_ELSEWHERE.get((getattr(ctx, "info_name", None), getattr(e, "option_name", None)))
     if elsewhere:
         return f"{ctx.info_name} takes no {e.option_name}: {elsewhere}"
+    name = getattr(getattr(e, "param", None), "name", None)
+    missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), name)) or OPTION_MISSING.get(("*", name))
+    if missing and type(e).__name__ == "MissingParameter":
+        return missing.replace("COMMAND", str(getattr(ctx, "info_name", "")))
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
@@ -115,7 +162,35 @@ def _usage_message(e: Exception) -> str:
     for sentence in re.split(r"(?<=[.?!])\s+", e.format_message().strip()):
         if not said or sentence != said[-1]:
             said.append(sentence)
-    return " ".join(said)
+    text = " ".join(said)
+    option = getattr(e, "option_name", None)
+    takers = _commands_taking(option) if type(e).__name__ == "NoSuchOption" and option \
+        and "Did you mean one of" not in text else []
+    if takers:                         # an option of other commands: say which, not click's "Did you mean '--help'?"
+        text = (text.replace(" Did you mean '--help'?", "")
+                + f" {option} is an option of {', '.join(takers)} (`ironlaw COMMAND --help` lists each one's)")
+    if text.startswith("No such command") and "Did you mean" not in text and hasattr(ctx, "command") \
+            and hasattr(ctx.command, "list_commands"):
+        text += f" {ctx.command_path} takes: {', '.join(ctx.command.list_commands(ctx))}"
+    return text
+
+
+def _commands_taking(option: str) -> list[str]:
+    """The commands (``hardware show`` for a subcommand) that take ``option``, in ``VERBS``' order."""
+    import typer.main
+    load()
+    out = []
+
+    def walk(cmd, path):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+        if any(option in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ())) for p in cmd.params):
+            out.append(path)
+    try:
+        walk(typer.main.get_command(common.app), "")
+    except Exception:                  # noqa: BLE001 (a hint only: the usage error is said without it)
+        return []
+    return out
 
 
 def _reader_gone() -> None:

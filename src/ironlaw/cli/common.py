@@ -40,8 +40,11 @@ FORMATS = ("text", "json", "md")
 
 
 def check_format(fmt: str, allowed=FORMATS) -> str:
+    """``fmt`` if a command prints it; HTML is a file, and ``--format html`` says which option writes it."""
     if fmt not in allowed:
-        raise IronlawError(f"--format must be one of {', '.join(allowed)}, got '{fmt}'")
+        html = ("; an HTML page is a file: --html FILE.html on analyze, serve and search, or ironlaw report"
+                if fmt.lower() in ("html", "htm") else "")
+        raise IronlawError(f"--format must be one of {', '.join(allowed)}, got '{fmt}'{html}")
     return fmt
 
 

@@ -149,6 +149,28 @@ def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:
     return engine
 
 
+# kernel frameworks that build for one maker's GPUs only: AITER, "AI Tensor Engine for ROCm" (ROCm/aiter
+# README), for AMD Instinct GPUs; TensorRT-LLM for NVIDIA's (its README, "on NVIDIA GPUs")
+KERNEL_MAKERS = {"aiter": "AMD", "trtllm": "NVIDIA"}
+KERNEL_NAMES = {**NAMES, "aiter": "AITER"}
+
+
+def check_kernels_run_on(framework: str, hw, table: str | None, given: bool) -> None:
+    """``calibrate``: one line where a kernel table's framework (``given`` by --framework, else named by the
+    table) does not run on the table's GPU ``hw`` (``KERNEL_MAKERS``; no ``table``: on the GPU --gpu names): an
+    NVIDIA table fitted as AITER's, an AMD one as TensorRT-LLM's. A user's own device whose title starts with no
+    known maker passes."""
+    maker, title_maker = KERNEL_MAKERS.get(framework), hw.title.split(" ", 1)[0]
+    if maker is None or hw.kind != "gpu" or title_maker == maker or title_maker not in (*NOT_CUDA, "NVIDIA"):
+        return                         # a device of the framework's maker, or one whose title names no known maker
+    runs = f"{KERNEL_NAMES[framework]}'s kernels run on {maker} GPUs only"
+    if given:
+        what = f"{table} is a table of {hw.name} ({hw.title})" if table else f"--gpu {hw.name} is an {hw.title}"
+        raise IronlawError(f"--framework {framework}: {runs}, and {what}")
+    raise IronlawError(f"{table}: its framework is {framework}, but {runs} and its GPU is {hw.name} ({hw.title}); "
+                       f"correct its framework column or <framework>/ folder")
+
+
 def check_release(engine: str, release: str | None) -> str | None:
     """``release`` if ``engine`` has a kernel file for it (or None), else one line naming the known ones."""
     if release is None:

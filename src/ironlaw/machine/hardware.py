@@ -550,7 +550,10 @@ def names() -> list[str]:
 
 def get(spec: str) -> Hardware:
     """Resolve ``spec``: a catalog name or alias, ``local`` (newest probe profile), or a .toml path."""
-    if not isinstance(spec, str) or not spec.strip():
+    if not isinstance(spec, str):
+        raise IronlawError(f"hardware: a name or a .toml file is a text, got {type(spec).__name__} {spec!r}; see "
+                           f"`ironlaw hardware list`")
+    if not spec.strip():
         raise IronlawError("hardware: empty name; see `ironlaw hardware list`")
     if spec.endswith(".toml") or os.sep in spec:
         return load_file(spec)

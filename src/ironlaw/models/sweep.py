@@ -50,7 +50,7 @@ def parse_list(text: str, what: str, upper: int = 1 << 24) -> np.ndarray:
 
 
 def _int(p: str, text: str, what: str) -> int:
-    if not re.fullmatch(r"\d+", p):
+    if not re.fullmatch(r"-?\d+", p):              # a negative whole number is read, and refused as out of range
         raise IronlawError(f"--{what} '{text}': cannot read '{p}' as a whole number "
                            f"(expected a list like 1,2,4,...,1024)")
     return int(p)

@@ -24,6 +24,7 @@ Any problem — a missing column, an unknown unit, a GPU no catalog entry matche
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,11 +148,13 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
     paths = files(root, ops, framework)
     if not paths:
         want = ", ".join(f"{op}_perf" for op in ops)
+        held = frameworks_in(root, ops) if framework else ()
         raise IronlawError(f"{root}: no kernel table ({want} .parquet, .csv or .txt)"
-                           + (f" for framework '{framework}'" if framework else ""))
-    out, others = [], set()
+                           + (f" for framework '{framework}'" if framework else "")
+                           + (f" (its tables are {', '.join(held)}'s)" if held else ""))
+    out, others, seen = [], set(), set()
     for p in paths:
-        for t in _read_file(Path(root), p, gpu):
+        for t in _read_file(Path(root), p, gpu, seen):
             if framework and t.framework and t.framework != framework:
                 others.add(t.framework)                   # its rows name another framework
             else:
@@ -159,8 +162,8 @@ def read(root: str | Path, ops=tuple(COLUMNS), gpu: str | None = None, framework
     if others and not out:
         raise IronlawError(f"{root}: no kernel table for framework '{framework}': the tables' framework column "
                            f"names {', '.join(sorted(others))}; pass --framework {sorted(others)[0]}")
-    if gpu is not None and not out:
-        raise IronlawError(f"{root}: no kernel table for GPU '{gpu}'")
+    if gpu is not None and not out and seen:
+        raise IronlawError(f"{root}: no kernel table for GPU '{gpu}' (the tables' GPUs: {', '.join(sorted(seen))})")
     if not out:                                  # every table holds its header alone
         raise IronlawError(f"{root}: the kernel tables hold no rows ({', '.join(str(p.name) for p in paths[:3])}"
                            f"{', …' if len(paths) > 3 else ''})")
@@ -194,7 +197,8 @@ def _version_key(v: str) -> tuple:
     return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.findall(r"\d+|[a-z]+", v.lower()))
 
 
-def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
+def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None) -> list[KernelTable]:
+    """The file's tables, one per GPU (``gpu``'s alone where given); ``seen`` collects the GPUs its rows name."""
     try:
         import pandas as pd
     except ImportError:
@@ -205,6 +209,8 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except ImportError as e:
         raise IronlawError(f"{rel}: reading parquet needs pyarrow (pip install 'ironlaw[fit]'): {e}") from None
+    except pd.errors.EmptyDataError:
+        raise IronlawError(f"{rel}: the file is empty (no header row, no rows)") from None
     except Exception as e:                                 # noqa: BLE001 (a file pandas cannot parse)
         raise IronlawError(f"{rel}: cannot read the table: {str(e).splitlines()[0]}") from None
     op = _op_of_name(path)
@@ -217,6 +223,8 @@ def _read_file(root: Path, path: Path, gpu: str | None) -> list[KernelTable]:
                                f"{', '.join(COLUMNS)}) or give it one op_name of those")
         op = names[0]
     want = None if gpu is None else _catalog_name(gpu)
+    if seen is not None and "device" in df.columns:
+        seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())
     if want is not None and "device" in df.columns:       # another GPU's rows are not checked for this one's fit
         keep = [d for d in df["device"].unique() if match_gpu(str(d)) in (None, want)]
         if not keep:
@@ -252,8 +260,11 @@ def _checked(df, op: str, where: str):
     """``df`` with ``latency_s`` in seconds, after checking the op's columns and the latency's unit."""
     missing = [c for c in COLUMNS[op] if c not in df.columns]
     if missing:
+        sep = next((f" (its header reads as one column; its columns are split by {name}, and a table's by "
+                    f"commas)" for c, name in (("\t", "tabs"), (";", "semicolons")) if len(df.columns) == 1
+                    and c in str(df.columns[0])), "")
         raise IronlawError(f"{where}: missing column{'s' if len(missing) > 1 else ''} "
-                           f"{', '.join(missing)} for a {op} table")
+                           f"{', '.join(missing)} for a {op} table{sep}")
     lat = [c for c in LATENCY_COLUMNS if c in df.columns]
     if len(lat) != 1:
         found = ", ".join(lat) if lat else "none"
@@ -268,8 +279,8 @@ def _checked(df, op: str, where: str):
         unit = units[0]
     import pandas as pd
     t = pd.to_numeric(df[lat[0]], errors="coerce")
-    if t.isna().any() or (t <= 0).any():
-        raise IronlawError(f"{where}: column {lat[0]} must hold positive numbers")
+    if t.isna().any() or (t <= 0).any() or not t.map(math.isfinite).all():
+        raise IronlawError(f"{where}: column {lat[0]} must hold positive numbers (finite)")
     return df.assign(latency_s=t * UNITS_S[unit])
 
 
@@ -283,6 +294,32 @@ def check_gemm_dims(df, where: str) -> None:
         r = df[bad].iloc[0]
         raise IronlawError(f"{where}: {int(bad.sum())} of {len(df)} rows have m, n or k that is not a positive whole "
                            f"number (the first: m={r['m']}, n={r['n']}, k={r['k']}); drop them or pass another table")
+
+
+ATTENTION_OPS = ("context_attention", "generation_attention")
+POSITIVE_ATTENTION = ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim")   # ≥ 1
+NATURAL_ATTENTION = ("window_size", "step")                                                     # ≥ 0 (0: none)
+
+
+def check_attention_dims(t: KernelTable) -> None:
+    """An attention table's shape columns: whole numbers, ``POSITIVE_ATTENTION`` at least 1, ``NATURAL_ATTENTION``
+    at least 0, and each row's query heads a multiple of its KV heads (grouped-query attention shares each KV head
+    among a whole number of query heads); else one line naming the first bad row."""
+    if t.op not in ATTENTION_OPS:
+        return
+    import pandas as pd
+    cols = POSITIVE_ATTENTION + NATURAL_ATTENTION
+    dims = t.rows[list(cols)].apply(pd.to_numeric, errors="coerce")
+    bad = (dims.isna() | (dims != dims.round())).any(axis=1) | (dims[list(POSITIVE_ATTENTION)] < 1).any(axis=1) \
+        | (dims[list(NATURAL_ATTENTION)] < 0).any(axis=1)
+    why = "whole numbers, batch_size, isl and the head counts and head_dim 1 or more, window_size and step 0 or more"
+    if not bad.any():
+        bad = (dims.num_heads % dims.num_key_value_heads) != 0
+        why = "num_heads a multiple of num_key_value_heads (each KV head serves a whole number of query heads)"
+    if bad.any():
+        r = t.rows[bad].iloc[0]
+        raise IronlawError(f"{t.path}: {int(bad.sum())} of {len(t.rows)} rows break {why} (the first: "
+                           + ", ".join(f"{c}={r[c]}" for c in cols) + "); drop them or pass another table")
 
 
 def _folders(root: Path, path: Path) -> tuple[str, ...]:

@@ -53,6 +53,9 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
         raise IronlawError(f"validate: stat must be one of {', '.join(STATS)}, got {stat!r}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:     # before anything is captured
         raise IronlawError(f"validate: --warmup must be a whole number of runs, 0 or more, got {warmup!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise IronlawError(f"validate: --repeats must be a positive whole number, got {repeats!r}")
+    models.check_phase(phase)                          # before the profile: a phase no probe would make valid
     hw = hw or hardware.get(on)
     if hw.kind != "cpu":
         raise IronlawError(f"validate runs the model on this machine's CPU; '{on}' is a {hw.kind} ({hw.name}). "

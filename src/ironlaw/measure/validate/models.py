@@ -56,14 +56,22 @@ class Runnable:
     meta: dict = field(default_factory=dict)
 
 
+def check_phase(phase: str | None) -> None:
+    """A phase validate runs (``PHASES``) or None, else one line; train is predicted, not measured."""
+    if phase is not None and phase not in PHASES:
+        if phase == "train":
+            raise IronlawError(f"validate times forward passes ({', '.join(PHASES)}); a training step is predicted, "
+                               f"not measured: ironlaw analyze SPEC --on HW --phase train")
+        raise unknown("validate phase", phase, PHASES)
+
+
 def resolve(spec: str, batch: int, seq: int | None, phase: str | None) -> Runnable:
     if not isinstance(spec, str) or not spec.strip():
         raise IronlawError("validate: empty spec; give py:file.py:factory, hf:config.json or a built-in name")
     for what, v in (("batch", batch), ("seq", seq)):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > 1 << 20):
             raise IronlawError(f"validate: --{what} must be a positive whole number, got {v!r}")
-    if phase is not None and phase not in PHASES:
-        raise unknown("validate phase", phase, PHASES)
+    check_phase(phase)
     spec = spec.strip()
     head, _, arg = spec.partition(":")
     if head == "py" and arg:
@@ -100,19 +108,14 @@ def _capture_module(module, args, kwargs):
 
 
 def _py(name: str, arg: str, batch: int, seq: int | None, phase: str | None) -> Runnable:
-    import inspect
-
     import torch
 
-    from ...models.workloads.external import check_return, load_factory
+    from ...models.workloads.external import check_return, factory_kwargs, load_factory
 
     what = name if name.startswith("py:") else f"py:{arg}"
     phase = _infer_only(what, phase)
     fn = load_factory(arg)
-    params = inspect.signature(fn).parameters
-    kw = {"batch": batch} if "batch" in params else {}
-    if "seq" in params and seq is not None:
-        kw["seq"] = seq
+    kw = factory_kwargs(fn, batch, seq, what)
     try:                              # on meta only: nothing is allocated before the footprint is checked
         with torch.device("meta"):
             module, args, kwargs = check_return(fn(**kw), what)
@@ -190,6 +193,7 @@ def _hf(name: str, path: str, batch: int, seq: int | None, phase: str | None) ->
                            f"{limit} (max_position_embeddings); a real run would index past them — use --seq "
                            f"{limit - (1 if phase == 'decode' else 0)} or less")
     keep = {"logits_to_keep": 1} if hf.accepts(meta_model, "logits_to_keep") else {}
+    key = "cache" if hf.accepts(meta_model, "cache") else "past_key_values"      # renamed in transformers 5.x
 
     def calls(device: str, cache_factory):
         ids = (torch.zeros if device == "meta" else _random_ids(cfg.vocab_size))
@@ -202,10 +206,9 @@ def _hf(name: str, path: str, batch: int, seq: int | None, phase: str | None) ->
             return None, {"input_ids": ids(batch, seq, dtype=torch.long, device=device), "use_cache": True,
                           **keep}, None
         cache = cache_factory()
-        pre = {"input_ids": ids(batch, seq, dtype=torch.long, device=device), "past_key_values": cache,
-               "use_cache": True, **keep}
-        step = {"input_ids": ids(batch, 1, dtype=torch.long, device=device), "past_key_values": cache,
-                "use_cache": True, **keep}
+        pre = {"input_ids": ids(batch, seq, dtype=torch.long, device=device), key: cache, "use_cache": True,
+               **keep}
+        step = {"input_ids": ids(batch, 1, dtype=torch.long, device=device), key: cache, "use_cache": True, **keep}
         return pre, step, cache
 
     def fake():

@@ -303,7 +303,8 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
                            f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)} + workspace "
                            f"{fmt_size(workspace_bytes)} per GPU exceed its {fmt_size(cap)} by {fmt_size(-free)}; use "
-                           f"a larger --tp or --pp, or a smaller --dtype{_pooled(meta, lay, max_num_tokens)}")
+                           f"a larger --tp (or --pp, with --max-throughput), or a smaller --dtype"
+                           f"{_pooled(meta, lay, max_num_tokens)}")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)
     return {"device_memory_bytes": cap, "weights_bytes": weights, "workspace_bytes": workspace_bytes,

@@ -26,6 +26,12 @@ def _one_config(req: Request) -> None:
             raise IronlawError(f"a captured model records one configuration; give one --{what}, not an array")
 
 
+def _no_seq(req: Request, what: str, why: str) -> None:
+    """A model whose input shape takes no sequence length refuses --seq (the run would ignore it)."""
+    if req.seq is not None:
+        raise IronlawError(f"{what}: --seq {req.seq} does not apply: {why}; drop --seq")
+
+
 def _phase(req: Request, what: str) -> str:
     phase = req.phase or "infer"
     if phase not in CAPTURE_PHASES:
@@ -104,12 +110,7 @@ def load_factory(arg: str):
 
 def call_factory(fn, req: Request, what: str):
     """Call the factory on ``meta`` (nothing allocated), passing batch/seq when it takes them."""
-    params = inspect.signature(fn).parameters
-    kw = {}
-    if "batch" in params:
-        kw["batch"] = int(req.batch)
-    if "seq" in params and req.seq is not None:
-        kw["seq"] = int(req.seq)
+    kw = factory_kwargs(fn, req.batch, req.seq, what)
     notes = []
     try:
         with torch.device("meta"):
@@ -122,6 +123,19 @@ def call_factory(fn, req: Request, what: str):
             raise IronlawError(f"{what}: the factory raised {_one_line(e2)}") from None
         notes.append(f"built with real weights: the factory failed on meta ({meta_error})")
     return check_return(out, what), kw, notes
+
+
+def factory_kwargs(fn, batch, seq, what: str) -> dict:
+    """The keywords a ``py:`` factory is called with: ``batch`` and ``seq`` where it names them. A --batch other
+    than 1 or a --seq given to a factory without that parameter is refused: the capture would ignore it."""
+    params = inspect.signature(fn).parameters
+    for name, value, given in (("batch", batch, batch != 1), ("seq", seq, seq is not None)):
+        if given and name not in params:
+            raise IronlawError(f"{what}: --{name} {value} does not apply: {fn.__name__}{inspect.signature(fn)} "
+                               f"takes no '{name}' parameter, and ironlaw passes only batch= and seq= by name; "
+                               f"drop --{name}, or give the factory a {name} parameter")
+    return {**({"batch": int(batch)} if "batch" in params else {}),
+            **({"seq": int(seq)} if "seq" in params and seq is not None else {})}
 
 
 def check_return(out, what: str):
@@ -171,6 +185,7 @@ def torchvision_spec(arg: str, req: Request) -> Graph:
     what = f"torchvision:{arg}"
     _one_config(req)
     _phase(req, what)
+    _no_seq(req, what, "its input is batch × 3 × image_size² (--opt image_size=N)")
     tv = _import_optional("torchvision", what)
     names = tv.models.list_models()
     if arg not in names:
@@ -188,6 +203,7 @@ def timm_spec(arg: str, req: Request) -> Graph:
     what = f"timm:{arg}"
     _one_config(req)
     _phase(req, what)
+    _no_seq(req, what, "its input is batch × 3 × image_size² (--opt image_size=N)")
     timm = _import_optional("timm", what)
     if arg not in timm.list_models():
         from ...core.errors import unknown
@@ -205,6 +221,7 @@ def onnx_spec(arg: str, req: Request) -> Graph:
     _one_config(req)
     if (req.phase or "infer") != "infer":
         raise IronlawError(f"onnx:{arg}: an ONNX file is an inference graph; it has no phase '{req.phase}'")
+    _no_seq(req, f"onnx:{arg}", "an ONNX graph's shapes are its own (--batch sets a symbolic first dimension)")
     from ..capture import onnx as onnx_capture
     return onnx_capture.build(arg, req)
 

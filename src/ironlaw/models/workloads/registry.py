@@ -98,6 +98,8 @@ TORCH_PREFIXES = {
 
 def check_size(value: Num, what: str, upper: int) -> Num:
     a = np.asarray(value)
+    if a.size == 0:
+        raise IronlawError(f"--{what}: an empty array; give one value or more")
     if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.floor(a)):
         raise IronlawError(f"--{what} must be a positive whole number, got {value!r}")
     if np.any(a > upper):
