@@ -119,3 +119,20 @@ def test_vllms_gddr_fp8_window_decode_takes_a_latency_per_head_dim_and_group():
     h100 = _window_class("h100", "vllm", key, "vllm_flash_attn_fa3")
     assert "latency_groups" not in kernelfit.head_dim_latency(bf16, rows, hardware.get("l40s"))
     assert "latency_groups" not in kernelfit.head_dim_latency(h100, rows, hardware.get("h100"))
+
+
+def test_vllms_gddr_fp8_window_decode_on_the_mmha_rule_tries_its_unit_cost_in_waves():
+    """``kernelfit.UNIT_WAVE_GPU_CLASSES``: the MMHA-rule class on L40S and RTX PRO 6000, its rows on FlashInfer's
+    decode, tries ``unit_s`` in waves; timed on another kernel, as its bf16-cache class, or on H100, it does not."""
+    pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kernelfit
+    key = "attention_generation_bf16_kv_fp8_window_mmha"
+    for gpu in ("l40s", "rtx-pro-6000"):
+        g = _window_class(gpu, "vllm", key, "vllm_flashinfer_fidecode")
+        assert kernelfit.unit_waves_of(hardware.get(gpu), g, g.rows) == ({"unit_launch": "waves"},)
+    triton = _window_class("l40s", "vllm", key, "vllm_triton_attn")
+    bf16 = _window_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_window_mmha", "vllm_flashinfer_fidecode")
+    h100 = _window_class("h100", "vllm", key, "vllm_flashinfer_fidecode")
+    assert kernelfit.unit_waves_of(hardware.get("l40s"), triton, triton.rows) == ()
+    assert kernelfit.unit_waves_of(hardware.get("l40s"), bf16, bf16.rows) == ()
+    assert kernelfit.unit_waves_of(hardware.get("h100"), h100, h100.rows) == ()
