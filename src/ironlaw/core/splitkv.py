@@ -187,8 +187,9 @@ def fa3_dynamic_splits(history, sequences, kv_heads, groups, block_n, sms: int, 
     sequences. The splits before the window find no key of it and exit; the combine kernel (``flash_fwd_combine``)
     then runs once the call splits. aiconfigurator-core 0.12.0's vLLM 0.24.0 H100 table, one head on one KV head ×
     128, FP8 cache, window 128, batch 1: 12.7–13.2 µs up to 63 cached tokens, 18.3–19.0 µs from 255 on (2 blocks
-    of 128 and more, split), flat to 131,071; 8 heads on 8 KV heads × 64, batch 8: 14.5 µs at 255 (2 blocks, 1
-    split: 16 blocks on 132 SMs take 2 per SM), 16.1 µs from 511 on (4 blocks, 2 splits)."""
+    of 128 and more, split), flat to 131,071; 8 heads on 8 KV heads × 64, batch 8: 14.5 µs at 255 (2 blocks of 160
+    each, 128 over the batch and KV heads, × 1.1 on 132 SMs: 2 per SM, 1 split), 16.1 µs from 511 on (4 blocks, 3 per
+    SM, 2 splits)."""
     history = np.maximum(np.asarray(history, float), 1.0)
     sequences = np.maximum(np.asarray(sequences, float), 1.0)
     kv_heads = np.maximum(np.asarray(kv_heads, float), 1.0)
