@@ -1,5 +1,5 @@
 """vLLM's bf16-cache MMHA-rule window decode on RTX PRO 6000 (FlashAttention 2, one CTA per sequence and query head)
-walks its window's keys one block after another: its fit takes ``key_s`` (``kernelfit.KEY_WALK_CLASSES``), the law's
+walks its window's keys one block after another: its fit takes ``key_s`` (``kernelfit.rules.KEY_WALK_CLASSES``), the law's
 ``efficiency.key_walk_s``, and the class as stored prices a long window's walk at batch 1."""
 from dataclasses import replace
 from pathlib import Path
@@ -28,11 +28,11 @@ def test_the_fit_walks_the_keys_on_its_own_class_only():
     pytest.importorskip("pandas")
     from ironlaw.measure.calibrate import kernelfit
     bounds, starts = (("latency_s", 1e-4),), [[5e-6]]
-    own = kernelfit.with_key_walk(_group("rtx-pro-6000", KEY), bounds, starts)
-    assert own[0] == bounds + (("key_s", kernelfit.KEY_S_MAX),)
-    assert own[1] == [[5e-6, x] for x in kernelfit.KEY_S_STARTS]
+    own = kernelfit.shapefit.with_key_walk(_group("rtx-pro-6000", KEY), bounds, starts)
+    assert own[0] == bounds + (("key_s", kernelfit.shapefit.KEY_S_MAX),)
+    assert own[1] == [[5e-6, x] for x in kernelfit.shapefit.KEY_S_STARTS]
     for gpu, key in (("l40s", KEY), ("rtx-pro-6000", "attention_generation_bf16_kv_fp8_window_mmha")):
-        assert kernelfit.with_key_walk(_group(gpu, key), bounds, starts) == (bounds, starts)
+        assert kernelfit.shapefit.with_key_walk(_group(gpu, key), bounds, starts) == (bounds, starts)
 
 
 def _window_s(seq: int) -> float:

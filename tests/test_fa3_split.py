@@ -2,7 +2,7 @@
 (``splitkv.fa3_dynamic_splits``, ``split_kv = "fa3"``): the split count follows the scheduler's arithmetic, the law
 adds the class's ``split_s`` only where the call splits and keeps the op's window keys, and the fitter tries it on
 its own classes only; vLLM's FP8-cache window decode on L40S and RTX PRO 6000 takes a latency per head dim and head
-group (``kernelfit.GROUP_LATENCY_CLASSES``)."""
+group (``kernelfit.rules.GROUP_LATENCY_CLASSES``)."""
 from dataclasses import replace
 
 import numpy as np
@@ -90,17 +90,17 @@ def test_the_fitter_tries_fa3_s_split_on_its_own_classes_only():
     own = "attention_generation_bf16_kv_fp8_window_mmha"
     for gpu in ("h100", "h200"):
         g = _window_class(gpu, "vllm", own, "vllm_flash_attn_fa3")
-        assert kernelfit.fa3_splits_of(hardware.get(gpu), g, g.rows) == ({"split_kv": "fa3"},)
+        assert kernelfit.launches.fa3_splits_of(hardware.get(gpu), g, g.rows) == ({"split_kv": "fa3"},)
     other = _window_class("h100", "vllm", "attention_generation_bf16_kv_bf16_window_mmha", "vllm_flash_attn_fa3")
     b200 = _window_class("b200", "vllm", own, "vllm_flash_attn_fa3")
     fa2 = _window_class("h100", "vllm", own, "vllm_flash_attn_fa2")
-    assert kernelfit.fa3_splits_of(hardware.get("h100"), other, other.rows) == ()
-    assert kernelfit.fa3_splits_of(hardware.get("b200"), b200, b200.rows) == ()
-    assert kernelfit.fa3_splits_of(hardware.get("h100"), fa2, fa2.rows) == ()
+    assert kernelfit.launches.fa3_splits_of(hardware.get("h100"), other, other.rows) == ()
+    assert kernelfit.launches.fa3_splits_of(hardware.get("b200"), b200, b200.rows) == ()
+    assert kernelfit.launches.fa3_splits_of(hardware.get("h100"), fa2, fa2.rows) == ()
 
 
 def test_vllms_gddr_fp8_window_decode_takes_a_latency_per_head_dim_and_group():
-    """``kernelfit.GROUP_LATENCY_CLASSES``: the class on L40S measures each head dim and head group's fastest call at
+    """``kernelfit.rules.GROUP_LATENCY_CLASSES``: the class on L40S measures each head dim and head group's fastest call at
     one wave over the class's (3 µs added to every call of its slowest pair reads back there as at least 3 µs); a pair
     timed only past one wave takes none; the same rows as its bf16-cache class, or on H100, keep the class's one
     fixed latency."""
@@ -109,33 +109,33 @@ def test_vllms_gddr_fp8_window_decode_takes_a_latency_per_head_dim_and_group():
     key = "attention_generation_bf16_kv_fp8_window_mmha"
     g = _window_class("l40s", "vllm", key, "vllm_flashinfer_fidecode")
     rows = g.rows.assign(group=g.rows.num_heads // g.rows.num_key_value_heads)
-    wave = rows.batch_size * rows.num_key_value_heads <= kernelfit.GROUP_WAVE_UNITS
+    wave = rows.batch_size * rows.num_key_value_heads <= kernelfit.rules.GROUP_WAVE_UNITS
     dim, heads = rows[wave].groupby(["head_dim", "group"])["latency_s"].min().idxmax()
     far = set(rows[["head_dim", "group"]].itertuples(index=False, name=None)) \
         - set(rows[wave][["head_dim", "group"]].itertuples(index=False, name=None))
     assert far                                   # the extract times some pairs only past one wave
     rows.loc[(rows.head_dim == dim) & (rows.group == heads), "latency_s"] += 3e-6
-    terms = kernelfit.head_dim_latency(g, rows.drop(columns="group"), hardware.get("l40s"))
+    terms = kernelfit.launches.head_dim_latency(g, rows.drop(columns="group"), hardware.get("l40s"))
     got = dict(zip(zip(terms["latency_head_dims"], terms["latency_groups"]), terms["latency_head_dim_s"]))
     assert got[(dim, heads)] >= 3e-6 and not far & set(got)
     bf16 = _window_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_window_mmha", "vllm_flash_attn_fa2")
     h100 = _window_class("h100", "vllm", key, "vllm_flash_attn_fa3")
-    assert "latency_groups" not in kernelfit.head_dim_latency(bf16, bf16.rows, hardware.get("l40s"))
-    assert "latency_groups" not in kernelfit.head_dim_latency(h100, h100.rows, hardware.get("h100"))
+    assert "latency_groups" not in kernelfit.launches.head_dim_latency(bf16, bf16.rows, hardware.get("l40s"))
+    assert "latency_groups" not in kernelfit.launches.head_dim_latency(h100, h100.rows, hardware.get("h100"))
 
 
 def test_vllms_gddr_fp8_window_decode_on_the_mmha_rule_tries_its_unit_cost_in_waves():
-    """``kernelfit.UNIT_WAVE_GPU_CLASSES``: the MMHA-rule class on L40S and RTX PRO 6000, its rows on FlashInfer's
+    """``kernelfit.rules.UNIT_WAVE_GPU_CLASSES``: the MMHA-rule class on L40S and RTX PRO 6000, its rows on FlashInfer's
     decode, tries ``unit_s`` in waves; timed on another kernel, as its bf16-cache class, or on H100, it does not."""
     pytest.importorskip("pandas")
     from ironlaw.measure.calibrate import kernelfit
     key = "attention_generation_bf16_kv_fp8_window_mmha"
     for gpu in ("l40s", "rtx-pro-6000"):
         g = _window_class(gpu, "vllm", key, "vllm_flashinfer_fidecode")
-        assert kernelfit.unit_waves_of(hardware.get(gpu), g, g.rows) == ({"unit_launch": "waves"},)
+        assert kernelfit.launches.unit_waves_of(hardware.get(gpu), g, g.rows) == ({"unit_launch": "waves"},)
     triton = _window_class("l40s", "vllm", key, "vllm_triton_attn")
     bf16 = _window_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_window_mmha", "vllm_flashinfer_fidecode")
     h100 = _window_class("h100", "vllm", key, "vllm_flashinfer_fidecode")
-    assert kernelfit.unit_waves_of(hardware.get("l40s"), triton, triton.rows) == ()
-    assert kernelfit.unit_waves_of(hardware.get("l40s"), bf16, bf16.rows) == ()
-    assert kernelfit.unit_waves_of(hardware.get("h100"), h100, h100.rows) == ()
+    assert kernelfit.launches.unit_waves_of(hardware.get("l40s"), triton, triton.rows) == ()
+    assert kernelfit.launches.unit_waves_of(hardware.get("l40s"), bf16, bf16.rows) == ()
+    assert kernelfit.launches.unit_waves_of(hardware.get("h100"), h100, h100.rows) == ()
