@@ -19,6 +19,8 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "HEAD_DIM_LATENCY": BY_CLASS, "HEAD_DIM_LATENCY_GPUS": BY_CLASS, "GROUP_LATENCY": BY_CLASS,
         "WRITE_CACHE_CLASSES": ("framework", "op", "kernel_class"),
         "CHUNK_CLASSES": ("framework", "kernel_class"), "HEAD_DIM_LATENCY_CLASSES": ("framework", "kernel_class"),
+        "FA3_SPLIT_CLASSES": ("framework", "kernel_class"), "GROUP_FASTEST_CLASSES": ("framework", "kernel_class"),
+        "UNIT_WAVE_GPU_CLASSES": ("framework", "kernel_class"), "KEY_WALK_CLASSES": ("framework", "kernel_class"),
         "SPLIT_CLASSES": ("op", "regime"), "WALK_WAVES": ("op", "regime"), "COARSE": ("op", "regime"),
         "P90_CHOICE_CLASSES": ("op", "regime"), "WALK_CLASSES": ("op", "regime"),
         "RESIDENT_CONTEXT": ("op",), "FP8_CONTEXT": ("op",), "GRID_RIDGE_CLASSES": ("op",),
@@ -32,7 +34,8 @@ GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",
                "WRITE_CACHE_CLASSES", "CHUNK_CLASSES", "HEAD_DIM_LATENCY_CLASSES", "M_SWITCH_GEMMS", "M_PAST_GEMMS",
-               "SPIKY_GEMMS", "FLOOR_CONTEXT_CLASSES", "TILE_S_CLASSES", "PLAN_SPLIT_CLASSES")
+               "SPIKY_GEMMS", "FLOOR_CONTEXT_CLASSES", "TILE_S_CLASSES", "PLAN_SPLIT_CLASSES",
+               "FA3_SPLIT_CLASSES", "GROUP_FASTEST_CLASSES", "UNIT_WAVE_GPU_CLASSES", "KEY_WALK_CLASSES")
 
 
 def _known(part: str, value) -> bool:

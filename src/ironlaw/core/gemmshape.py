@@ -63,7 +63,10 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 # and its split-KV heuristic runs only under the swap, "Only apply split-k for decoding")
 # "fa2", FlashAttention 2's split-KV decode under its grouped-query swap (``splitkv.fa2_splits``: its heuristic's
 # splits of each sequence's key blocks while the CTAs fill under 80% of two per SM)
-SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2")
+# "fa3", FlashAttention 3's decode under vLLM, whose scheduler splits each sequence's whole cache, not its window, where
+# the batch leaves SMs idle (``splitkv.fa3_dynamic_splits``): the splits before the window exit at once, so the op keeps
+# its window's keys and CTAs and pays ``split_s`` where the call splits (``efficiency.fa3_split``)
+SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2", "fa3")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal

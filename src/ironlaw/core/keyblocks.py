@@ -34,6 +34,9 @@ import numpy as np
 
 # FlashAttention 3's BLOCK_N for a local pass, 16-bit operands, by head dim (at most): ``tile_size_fwd_sm90``
 FA3_LOCAL_BLOCK_N = ((64, 160), (96, 128), (128, 128), (192, 96), (256, 64))
+# the same with 8-bit operands (an FP8 cache, the query quantized to it), as vllm-project/flash-attention builds it
+# (two-level FP8 accumulation on): 128 at ≤ 96, 192 at ≤ 128, 96 at ≤ 192, 64 above (its local pass)
+FA3_LOCAL_BLOCK_N_FP8 = ((64, 128), (96, 128), (128, 192), (192, 96), (256, 64))
 # FlashAttention 2's BLOCK_N for its split-KV kernel (the one a paged cache runs), by head dim (at most):
 # ``flash_fwd_launch_template.h``, ``run_mha_fwd_splitkv_dispatch``: 256 at ≤ 64, 128 at ≤ 128, 64 above
 FA2_SPLITKV_BLOCK_N = ((64, 256), (128, 128))
@@ -42,13 +45,14 @@ FA2_SPLITKV_BLOCK_N_ABOVE = 64
 KEY_BLOCK_KERNELS = ("fa3", "fa2")
 
 
-def fa3_block_n(head_dim) -> np.ndarray:
-    """Per row, FlashAttention 3's BLOCK_N for a local pass at ``head_dim`` (``FA3_LOCAL_BLOCK_N``; above its largest
-    head dim, the largest's)."""
+def fa3_block_n(head_dim, fp8=False) -> np.ndarray:
+    """Per row, FlashAttention 3's BLOCK_N for a local pass at ``head_dim`` (``FA3_LOCAL_BLOCK_N``, or where ``fp8``
+    ``FA3_LOCAL_BLOCK_N_FP8``; above its largest head dim, the largest's)."""
     head_dim = np.asarray(head_dim, float)
+    fp8 = np.broadcast_to(np.asarray(fp8, bool), head_dim.shape)
     out = np.full(head_dim.shape, float(FA3_LOCAL_BLOCK_N[-1][1]))
-    for dim, block in reversed(FA3_LOCAL_BLOCK_N):
-        out = np.where(head_dim <= dim, float(block), out)
+    for (dim, block), (_, block8) in reversed(list(zip(FA3_LOCAL_BLOCK_N, FA3_LOCAL_BLOCK_N_FP8))):
+        out = np.where(head_dim <= dim, np.where(fp8, float(block8), float(block)), out)
     return out
 
 

@@ -254,3 +254,41 @@ def fa2_splits(keys, rows, kv_ctas, sms: int, head_dim) -> np.ndarray:
     best = eff.max(axis=0)
     chosen = np.argmax(eligible & (eff >= FA2_SPLIT_KEEP * best), axis=0) + 1.0
     return np.where(ctas >= FA2_SPLIT_FILL * slots, 1.0, chosen)
+
+
+# FlashAttention 3's decode under vLLM (vllm-project/flash-attention, hopper/): its scheduler splits each sequence's
+# whole cache, not the window, into blocks of BLOCK_N keys wherever a batch leaves the SMs idle, and merges the splits
+# in a combine kernel after the attention's
+FA3_SPLITS_MAX = 32                  # vLLM's num_splits (VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH) up to
+                                     # ``gemmshape.SPLIT_KERNEL_TOKENS`` tokens a call; beyond it 0, FA3's heuristic
+FA3_SPLIT_MARGIN = 1.1               # ``prepare_varlen_num_blocks_kernel``'s "10% margin" on the blocks per SM
+FA3_SPLIT_BATCH_MAX = 992            # PREPARE_VARLEN_MAX_BATCHES_1CTA: above it, no dynamic split (flash_api.cpp)
+FA3_BLOCK_M_MIN = 128                # the smallest kBlockM of a local pass (``tile_size_fwd_sm90``: 192 or 128)
+
+
+def fa3_dynamic_splits(history, sequences, kv_heads, groups, block_n, sms: int, static) -> np.ndarray:
+    """Per row, the splits FlashAttention 3's scheduler gives each sequence of a windowed decode: ``history`` the
+    sequence's whole length (its ``seqused_k``), ``sequences`` the batch, ``kv_heads`` its KV heads, ``groups`` the
+    query heads per KV head (packed into tiles of kBlockM rows with the split's PackGQA: ⌈groups / 128⌉, 128 the
+    smallest kBlockM, ``FA3_BLOCK_M_MIN``; one tile for every head group the tables time),
+    ``block_n`` the kernel's BLOCK_N, ``sms`` the GPU's SMs, ``static`` the upper bound the caller passes
+    (``FA3_SPLITS_MAX``; 1 where it passes none and FA3's own heuristic takes one split for a window of at most four
+    blocks, hopper/heuristics.h ``num_splits_heuristic``).
+
+    hopper/flash_prepare_scheduler.cu, ``prepare_varlen_num_blocks_kernel``: n = ⌈history / BLOCK_N⌉ blocks over the
+    whole sequence (the window does not enter), the batch's blocks Σ m-blocks · n, blocks per SM ⌈1.1 · Σ · KV heads
+    / SMs⌉, splits = ⌈n / blocks per SM⌉, at most ``static``, at least 1; one split above ``FA3_SPLIT_BATCH_MAX``
+    sequences. The splits before the window find no key of it and exit; the combine kernel (``flash_fwd_combine``)
+    then runs once the call splits. aiconfigurator-core 0.12.0's vLLM 0.24.0 H100 table, one head on one KV head ×
+    128, FP8 cache, window 128, batch 1: 12.7–13.2 µs up to 63 cached tokens, 18.3–19.0 µs from 255 on (2 blocks
+    of 128 and more, split), flat to 131,071; 8 heads on 8 KV heads × 64, batch 8: 14.5 µs at 255 (2 blocks of 160
+    each, 128 over the batch and KV heads, × 1.1 on 132 SMs: 2 per SM, 1 split), 16.1 µs from 511 on (4 blocks, 3 per
+    SM, 2 splits)."""
+    history = np.maximum(np.asarray(history, float), 1.0)
+    sequences = np.maximum(np.asarray(sequences, float), 1.0)
+    kv_heads = np.maximum(np.asarray(kv_heads, float), 1.0)
+    n_blocks = np.ceil(history / np.asarray(block_n, float))
+    m_blocks = np.ceil(np.maximum(np.asarray(groups, float), 1.0) / FA3_BLOCK_M_MIN)
+    per_sm = np.maximum(np.ceil(FA3_SPLIT_MARGIN * sequences * m_blocks * n_blocks * kv_heads / float(sms) - 1e-9), 1.0)
+    splits = np.clip(np.ceil(n_blocks / per_sm), 1.0, np.asarray(static, float))
+    return np.where(sequences > FA3_SPLIT_BATCH_MAX, 1.0, splits)

@@ -23,9 +23,10 @@ from ..core.errors import IronlawError
 from ..core.graph import KINDS, Columns, dtype_bytes
 from ..core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ..core.querytiles import wave_factor
-from ..core.splitkv import (FA2_SPLIT_BLOCK_M, MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, in_whole_waves,
-                            fa2_splits, mmha_blocks_per_sequence, mmha_tokens_per_loop, mmha_tuned_launch,
-                            prefill_plan_splits, prefill_query_tiles, sm_wave_factor)
+from ..core.splitkv import (FA2_SPLIT_BLOCK_M, FA3_SPLITS_MAX, MMHA_THREADS, blocks_per_sequence, chunks_per_sequence,
+                            fa2_splits, fa3_dynamic_splits, in_whole_waves, mmha_blocks_per_sequence,
+                            mmha_tokens_per_loop, mmha_tuned_launch, prefill_plan_splits, prefill_query_tiles,
+                            sm_wave_factor)
 from ..machine.hardware import Hardware
 
 
@@ -408,11 +409,12 @@ def window_key_blocks(cal: Calibration, cols: Columns, names: np.ndarray, n, k) 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
-    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan) and ``fa2_split`` (FlashAttention 2's
-    split) together; None where no op is such."""
+    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan), ``fa2_split`` (FlashAttention 2's
+    split) and ``fa3_split`` (FlashAttention 3's scheduler) together; None where no op is such."""
     if not cal.kernel:
         return None
-    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw))
+    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw),
+                                 fa3_split(cal, cols, hw))
               if x is not None]
     if len(splits) < 2:
         return splits[0] if splits else None
@@ -434,6 +436,37 @@ def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | N
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     splits = np.broadcast_to(np.where(own, fa2_splits(n, m, units / 2.0, sms, k), 1.0), units.shape)
     return Split(splits, np.ones(units.shape), splits > 1.0)
+
+
+def fa3_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+    """Whether the windowed decode ops (``op.attrs['history']``) of a kernel class that runs FlashAttention 3 under
+    vLLM (``split_kv = "fa3"``) split on ``hw``'s SMs (``splitkv.fa3_dynamic_splits``: its scheduler splits the whole
+    sequence's blocks of BLOCK_N keys, ``keyblocks.fa3_block_n`` at the op's head dim and cache dtype, up to
+    ``FA3_SPLITS_MAX`` where the call's tokens, one per sequence, are at most ``SPLIT_KERNEL_TOKENS``, and not
+    beyond). The splits before the window exit at once, so the op keeps its window's keys and its CTAs (1 block, no
+    fold) and only pays the split's reduction (``split_reduce_s``). None where no op is such; such an op on a device
+    without an SM count, or that states no sequences (``cache_writes``), is an error."""
+    if cols.history is None:
+        return None
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    own = _split_kind(cal, names, "fa3", lead) & (cols.history > 0)
+    if not np.any(own):
+        return None
+    sms = _launch_sms(hw, "FlashAttention 3's split-KV scheduler")
+    if cols.cache_writes is None:
+        raise IronlawError("a windowed decode on FlashAttention 3's split-KV scheduler (split_kv = \"fa3\") needs its "
+                           "sequences (op.attrs['cache_writes'])")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    sequences = np.maximum(np.broadcast_to(cols.cache_writes, units.shape), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):    # the cache's bytes per key element: 1 for an FP8 cache
+        per_element = cols.bytes.get("kv_cache", np.zeros(units.shape)) / (units * n * k)
+    static = np.where(sequences <= SPLIT_KERNEL_TOKENS + 1e-9, float(FA3_SPLITS_MAX), 1.0)
+    splits = fa3_dynamic_splits(np.broadcast_to(cols.history, units.shape), sequences, units / 2.0 / sequences, m,
+                                fa3_block_n(k, per_element < 1.5), sms, static)
+    ones = np.ones(units.shape)
+    return Split(ones, ones, np.broadcast_to(own, units.shape) & (splits > 1.0))
 
 
 def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:

@@ -9,8 +9,8 @@ from ....machine.calibration import SCHEMA
 from ..fitcore import HALF_BOUNDS, Problem
 from .gemv import gemvs_stream, streaming_gemvs
 from .grid import fit_grid
-from .launches import (chunk_launches_of, fa2_launch_of, head_ctas_of, head_dim_latency, kernel_math, key_blocks_of,
-                       math_of, plan_of, query_tiles_of, tile_latencies_of, unit_waves_of, vector_of)
+from .launches import (chunk_launches_of, fa2_launch_of, fa3_splits_of, head_ctas_of, head_dim_latency, kernel_math,
+                       key_blocks_of, math_of, plan_of, query_tiles_of, tile_latencies_of, unit_waves_of, vector_of)
 from .ops import observations
 from .rows import shape_rows
 from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds, regime_of
@@ -34,6 +34,7 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     tries = ({},) + (SPLIT_CLASSES.get((g.op, regime), ()) + WALK_WAVES.get((g.op, regime), ()) if splits else ())
     tries = tries + tuple({**extra, **blocks} for extra in tries for blocks in key_blocks_of(g, rows))
     tries = tries + head_ctas_of(hw, g, rows)
+    tries = tries + tuple({**extra, **fa3} for extra in tries for fa3 in fa3_splits_of(hw, g, rows))
     tries = tries + tuple({**extra, **waves} for extra in tries for waves in unit_waves_of(hw, g, rows))
     chunked = chunk_launches_of(hw, g, rows)          # FlashInfer's plan splits: the plain launch is not its
     tries = tuple({**extra, **chunks} for extra in tries for chunks in chunked) if chunked else tries

@@ -9,14 +9,15 @@ import re
 from ....core.querytiles import ctas_per_sm
 from ....core.splitkv import CHUNK_OCCUPANCY, PLAN_BLOCKS_PER_SM
 from .rows import main_kernel
-from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, GROUP_TILE_CLASSES, GROUP_TILE_KEYS,
-                    GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT, FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK,
-                    FP8_CONTEXT_VERSIONS, GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP,
-                    GROUP_LATENCY_CLASSES, GROUP_LATENCY_STEP, GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES, HEAD_DIM_LATENCY,
-                    HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES, KEY_BLOCK_SOURCES, MATH_OPS,
-                    OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES,
-                    PLAN_SOURCES, PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES, UNIT_WAVE_KERNELS, holds, regime_of,
-                    tile_class)
+from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
+                    GROUP_TILE_CLASSES, GROUP_TILE_KEYS, GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT,
+                    FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK, FP8_CONTEXT_VERSIONS, GROUP_FASTEST_CLASSES,
+                    GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP, GROUP_LATENCY_CLASSES,
+                    GROUP_LATENCY_STEP, GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES,
+                    HEAD_DIM_LATENCY, HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES,
+                    KEY_BLOCK_SOURCES, MATH_OPS, OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES,
+                    TRITON_KERNELS, TRITON_TILES, PLAN_SOURCES, PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES,
+                    UNIT_WAVE_GPU_CLASSES, UNIT_WAVE_GPU_KERNELS, UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
 from .vocabulary import Group
 
 
@@ -57,12 +58,15 @@ def tile_latencies_of(g: Group, extra: dict) -> tuple:
 
 def unit_waves_of(hw, g: Group, rows) -> tuple:
     """``({"unit_launch": launch},)`` for a class of ``UNIT_WAVE_CLASSES`` whose rows run mostly on a kernel of
-    ``UNIT_WAVE_KERNELS`` (its launch), on a device that states its SMs (its fit tries its ``unit_s`` in waves beside
+    ``UNIT_WAVE_KERNELS`` (its launch), or of ``UNIT_WAVE_GPU_CLASSES`` on one of its GPUs, on a kernel of
+    ``UNIT_WAVE_GPU_KERNELS``, on a device that states its SMs (its fit tries its ``unit_s`` in waves beside
     it on every sequence and KV head); () for another."""
-    regime = regime_of(g)
-    own = holds(UNIT_WAVE_CLASSES, (getattr(g.table, "framework", None), g.op, regime))
-    launch = UNIT_WAVE_KERNELS.get(main_kernel(rows))
-    return ({"unit_launch": launch},) if own and getattr(hw, "sms", None) and launch else ()
+    framework = getattr(g.table, "framework", None)
+    own = holds(UNIT_WAVE_CLASSES, (framework, g.op, regime_of(g)))
+    launch = UNIT_WAVE_KERNELS.get(main_kernel(rows)) if own else None
+    if g.key[0] == "kernel" and holds(UNIT_WAVE_GPU_CLASSES, (framework, g.key[1]), getattr(g.table, "gpu", None)):
+        launch = UNIT_WAVE_GPU_KERNELS.get(main_kernel(rows))
+    return ({"unit_launch": launch},) if getattr(hw, "sms", None) and launch else ()
 
 
 def key_blocks_of(g: Group, rows) -> tuple:
@@ -78,6 +82,16 @@ def key_blocks_of(g: Group, rows) -> tuple:
     return ({"key_blocks": kernels.pop()},) if len(kernels) == 1 and None not in kernels else ()
 
 
+def fa3_splits_of(hw, g: Group, rows) -> tuple:
+    """``({"split_kv": "fa3"},)`` for a class of ``FA3_SPLIT_CLASSES`` on one of its GPUs whose rows all time a kernel
+    of ``FA3_SPLIT_SOURCES``, on a device that states its SMs (its fit tries FlashAttention 3's split beside each
+    launch it tries without it); () for another."""
+    own = g.key[0] == "kernel" and holds(FA3_SPLIT_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
+    if not own or not getattr(hw, "sms", None) or "kernel_source" not in rows.columns:
+        return ()
+    return ({"split_kv": "fa3"},) if set(rows["kernel_source"].unique()) <= set(FA3_SPLIT_SOURCES) else ()
+
+
 def head_ctas_of(hw, g: Group, rows) -> tuple:
     """``HEAD_CTA_LAUNCHES`` for a class of ``HEAD_CTA_CLASSES`` whose rows all time a kernel of ``HEAD_CTA_SOURCES``,
     on a device that states its SMs (its fit tries each beside the plain launch); () for another."""
@@ -90,13 +104,16 @@ def head_ctas_of(hw, g: Group, rows) -> tuple:
 
 def head_dim_latency(g: Group, rows, hw=None) -> dict:
     """``{"latency_head_dims": [...], "latency_head_dim_s": [...]}`` for a class of ``HEAD_DIM_LATENCY`` (or of
-    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``; per head dim and head group,
-    ``group_latency``, for one of ``GROUP_LATENCY`` or of ``GROUP_LATENCY_CLASSES`` on one of its GPUs): each head
-    dim whose fastest call among ``rows`` is slower than the class's fastest, and by how much (the seconds its own
-    launches add, every call at that head dim paying them; ``efficiency.head_dim_latency_s``); {} for another class,
-    or where no head dim is slower."""
+    ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``; one per head dim and head
+    group for a class of ``GROUP_LATENCY``, ``group_latency``, of ``GROUP_LATENCY_CLASSES`` on one of its GPUs,
+    ``group_latency`` over its rows of few cached tokens, or of ``GROUP_FASTEST_CLASSES`` on one of its GPUs,
+    ``group_fastest``): each head dim whose fastest call among ``rows`` is slower than the class's fastest, and by
+    how much (the seconds its own launches add, every call at that head dim paying them;
+    ``efficiency.head_dim_latency_s``); {} for another class, or where no head dim is slower."""
     regime = regime_of(g)
     key = (g.table.framework, g.op, regime)
+    if holds(GROUP_FASTEST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu) and len(rows):
+        return group_fastest(rows)
     if holds(GROUP_LATENCY, key) and len(rows):
         return group_latency(rows, group_split_units(hw, g))
     if holds(GROUP_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu) and len(rows):
@@ -140,6 +157,25 @@ def group_latency(rows, most: int | None = None, keys: int = GROUP_SPLIT_STEP) -
     return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
             "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()],
             **({"latency_units_max": most, "latency_keys_max": GROUP_SPLIT_KEYS} if most is not None else {})}
+
+
+def group_fastest(rows) -> dict:
+    """For a class of ``GROUP_FASTEST_CLASSES``: each (head dim, query heads per KV head) whose fastest call at one
+    wave (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) among ``rows`` is slower than the class's fastest, and by
+    how much (``latency_head_dims``, ``latency_groups``, ``latency_head_dim_s``), as ``head_dim_latency`` measures a
+    head dim's; {} where none is. A pair without such rows takes none: its fastest call is no launch's (L40S, head
+    dim 128 at 48 and 64 heads on one KV head, timed from batch 1,024 on: 55 µs). The fastest call, not
+    ``group_latency``'s median: the median holds the pair's data and compute time too, which the law then adds again
+    (docs/accuracy.md, "vLLM's GDDR FP8-cache window decode: a latency per head dim and head group")."""
+    at = rows.assign(group=rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1),
+                     units=rows["batch_size"] * rows["num_key_value_heads"])
+    fastest = at[at.units <= GROUP_WAVE_UNITS].groupby(["head_dim", "group"])["latency_s"].min()
+    extra = fastest - fastest.min()
+    extra = extra[extra > 0.0]
+    if not len(extra):
+        return {}
+    return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
+            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
 
 
 def kernel_math(hw, g: Group) -> dict:

@@ -133,6 +133,13 @@ FLOOR_CONTEXT_CLASSES = {("trtllm", "attention_context_fp8_kv_fp8_mha"): ("l40s"
 # takes the same time at batch 1 from 1 to 128 heads, growing as the cached tokens (held out, docs/accuracy.md,
 # "Generation MLA's walk over the cache"); where the kernel splits the cache it fits a fraction of a ns
 KEY_WALK_OPS = ("generation_mla",)
+# (framework, kernel class) → GPUs of the decode classes that fit ``key_s`` too: vLLM 0.24.0's bf16-cache MMHA-rule
+# window decode on RTX PRO 6000, FlashAttention 2's one CTA per sequence and query head walking its window's key blocks
+# one after another (``flash_fwd_kernel.h``, ``compute_attn_1rowblock_splitkv``). aiconfigurator-core 0.12.0's table,
+# one head on one KV head × 256, window 1,024, batch 1 to 64 (one CTA each, one wave): 8.8 µs up to 63 cached tokens,
+# 10.9, 17.0, 25.2, 45.6 µs at 127, 255, 511, 1,023 and on, 33-36 ns per key past the first 64 (docs/accuracy.md,
+# "vLLM's RTX PRO 6000 bf16 window decode: FlashAttention 2's walk over the window")
+KEY_WALK_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_window_mmha"): ("rtx-pro-6000",)}
 # classes whose fit adds ``unit_s``, the seconds a decode launch pays per sequence and KV head whatever its keys
 # (``efficiency.unit_launch_s``), from ``UNIT_S_START``: vLLM's and SGLang's generation attention. Their tables at one
 # cached token grow with the sequences × KV heads, 11-37 ns each at batch 2048 (H100 FA3, B200 TRT-LLM and FlashInfer
@@ -193,6 +200,15 @@ SWAP_KERNELS = ("vllm_flash_attn_fa2",)
 # "SGLang's decode over 32 heads per KV head: its cost per sequence and KV head in waves")
 UNIT_WAVE_CLASSES = (("vllm", "generation_attention", "_wide"), ("sglang", "generation_attention", "_wide"))
 UNIT_WAVE_KERNELS = {"vllm_flash_attn_fa2": "waves", "vllm_flash_attn_fa3": "split_waves", "fa3": "waves", "trtllm_mha": "waves"}
+# (framework, kernel class) → GPUs of the classes that try the same, and the launch per kernel their rows run: vLLM
+# 0.24.0's FP8-cache window decode on L40S (and its MMHA-rule class on RTX PRO 6000), FlashInfer's tensor-core decode
+# (its prefill kernel, one CTA per sequence, KV head and tile of packed query rows, ``BatchPrefillWithPagedKVCacheKernel``)
+# in waves over the SMs. aiconfigurator-core 0.12.0's L40S table, one head on one KV head × 64, one cached token: 9.0 µs
+# up to batch 64, 17.1 µs at 512 (4 waves of 142), 41.1 µs at 2,048 (15): 2.2 µs per wave (docs/accuracy.md, "vLLM's
+# GDDR FP8-cache window decode: a latency per head dim and head group")
+UNIT_WAVE_GPU_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_window"): ("l40s",),
+                         ("vllm", "attention_generation_bf16_kv_fp8_window_mmha"): ("l40s", "rtx-pro-6000")}
+UNIT_WAVE_GPU_KERNELS = {"vllm_flashinfer_fidecode": "waves"}
 # generation classes whose grid keeps the coarser steps and counts every node: a sliding window's keys stop at the
 # window while its kernel's time follows the whole sequence (no key node sees that), and over 32 heads per KV head, a
 # class of a few rows; finer, they held out worse (B200 window 5.9% / 14.2% → 7.1% / 25.0%, over 32 heads per KV head
@@ -305,6 +321,15 @@ SPLIT_FRAMEWORK = "trtllm"
 # Fitted with and without the blocks' keys (priced, and the grid's N), the smaller loss on the fitted rows kept
 KEY_BLOCK_CLASSES = {("vllm", "generation_attention", "_window"), ("vllm", "generation_attention", "_window_mmha")}
 KEY_BLOCK_SOURCES = {"vllm_flash_attn_fa3": "fa3"}
+# (framework, kernel class) → GPUs of the windowed decode classes whose rows run vLLM's FlashAttention 3
+# (``FA3_SPLIT_SOURCES``), whose scheduler splits each sequence's whole cache where the batch leaves SMs idle and merges
+# the splits after (``split_kv = "fa3"``, ``splitkv.fa3_dynamic_splits``): fitted with it, and its ``split_s``, beside
+# each launch the class tries without it, the smaller loss on the fitted rows kept. aiconfigurator-core 0.12.0's vLLM
+# 0.24.0 H100 table, one head on one KV head × 128, FP8 cache, window 128, batch 1: 12.7–13.2 µs up to 63 cached
+# tokens, 18.3–19.0 µs from 255 on, flat to 131,071 (docs/accuracy.md, "vLLM's Hopper window decode, FP8 cache: FA3's
+# split over the whole sequence")
+FA3_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_window_mmha"): ("h100", "h200")}
+FA3_SPLIT_SOURCES = ("vllm_flash_attn_fa3",)
 # (framework, op, regime) of the decode classes whose rows may run FlashAttention 2 under a sliding window, and the
 # launches their fit tries beside the plain one where every row times it (``kernel_source``, ``HEAD_CTA_SOURCES``):
 # one CTA per sequence and query head, unsplit (``split_kv = "heads"``: FA2's grouped-query swap and its split-KV
@@ -396,6 +421,16 @@ GROUP_LATENCY_STEP = 7
 # other class's ``grid.GRID_FLOOR``, 0.1): at 0.1 the grid priced them 10% over it (RTX PRO 6000's SGLang class held
 # out at 4.2% / 18.8%, at 0.01 1.6% / 19.3%)
 GROUP_GRID_FLOOR = 0.01
+# (framework, kernel class) → GPUs of the classes that take a latency per head dim and head group, each pair's fastest
+# call at one wave over the class's (``group_fastest``): vLLM 0.24.0's FP8-cache window decode on L40S and RTX PRO 6000,
+# FlashInfer's decode run on its tensor-core (prefill) kernel (vllm/v1/attention/backends/flashinfer.py,
+# ``use_tensor_cores=True``), whose tile of packed query rows follows the head group
+# (include/flashinfer/attention/scheduler.cuh, ``FA2DetermineCtaTileQ``: 16 rows up to 16 query heads per KV head, 64
+# up to 64, 128 beyond). aiconfigurator-core 0.12.0's L40S table, window 128, head dim 128, batch 1, up to 127 cached
+# tokens: 9.6-10.6 µs at 1, 5 and 8 heads per KV head, 17.2-18.8 µs at 20-64; head dim 64, 40 heads per KV head
+# 10.1-10.5 µs (docs/accuracy.md, "vLLM's GDDR FP8-cache window decode: a latency per head dim and head group")
+GROUP_FASTEST_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_window"): ("l40s",),
+                         ("vllm", "attention_generation_bf16_kv_fp8_window_mmha"): ("l40s", "rtx-pro-6000")}
 GROUP_SPLIT = {"sglang": ("b200", "b300", "gb200", "gb300")}
 GROUP_SPLIT_STEP = 127
 GROUP_SPLIT_KEYS = 256

@@ -13,7 +13,7 @@ from ..fitcore import Problem, fit_group, grid
 from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
-                    FLOOR_OPS, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
+                    FLOOR_OPS, KEY_WALK_CLASSES, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
                     WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of, tile_class)
 from .vocabulary import Group, PHASES
 
@@ -109,8 +109,10 @@ def within_floor(g: Group, rows, bounds: tuple, starts: list) -> tuple[tuple, li
 
 def with_key_walk(g: Group, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``key_s`` (at most ``KEY_S_MAX``, each start from each of ``KEY_S_STARTS``)
-    for a class of ``KEY_WALK_OPS``; as given for another."""
-    if g.op not in KEY_WALK_OPS:
+    for a class of ``KEY_WALK_OPS``, or of ``KEY_WALK_CLASSES`` on one of its GPUs; as given for another."""
+    keyed = g.key[0] == "kernel" and holds(KEY_WALK_CLASSES, (getattr(g.table, "framework", None), g.key[1]),
+                                           getattr(g.table, "gpu", None))
+    if g.op not in KEY_WALK_OPS and not keyed:
         return bounds, starts
     return bounds + (("key_s", KEY_S_MAX),), [list(st) + [k] for st in starts for k in KEY_S_STARTS]
 
