@@ -10,7 +10,7 @@ from ..fitcore import HALF_BOUNDS, Problem
 from .gemv import gemvs_stream, streaming_gemvs
 from .grid import fit_grid
 from .launches import (chunk_launches_of, head_ctas_of, head_dim_latency, kernel_math, key_blocks_of, math_of,
-                       query_tiles_of, unit_waves_of, vector_of)
+                       query_tile_cost, query_tiles_of, unit_waves_of, vector_of)
 from .ops import observations
 from .rows import shape_rows
 from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds, regime_of
@@ -38,7 +38,8 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     chunked = chunk_launches_of(hw, g, rows)          # FlashInfer's plan splits: the plain launch is not its
     tries = tuple({**extra, **chunks} for extra in tries for chunks in chunked) if chunked else tries
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
-                   **vector_of(g), **head_dim_latency(g, rows, hw)} for extra in tries)
+                   **vector_of(g), **head_dim_latency(g, rows, hw),
+                   **query_tile_cost(g, rows, hw)} for extra in tries)
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731
