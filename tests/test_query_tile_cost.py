@@ -1,5 +1,5 @@
 """A context class's cost per CTA past the first wave, whatever the CTA's keys (``tile_head_dims``,
-``tile_head_dim_s``, ``tile_rows``; ``efficiency.query_tile_s``): the law adds it at the listed head dims only, one CTA
+``tile_head_dim_s``, ``tile_rows``; ``efficiency.head_dim_cta_s``): the law adds it at the listed head dims only, one CTA
 per sequence, query head and query tile; the fitter reads it off the calls whose keys fit one tile, on SGLang's
 Blackwell bf16-math FP8-cache prefill only (``kernelfit.rules.TILE_COST_CLASSES``); a calibration file's values are
 checked."""

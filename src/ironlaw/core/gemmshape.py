@@ -151,7 +151,7 @@ WRITE_CTA_THREADS = 512
 LATENCY_HEAD_DIM_S_MAX = 1e-4
 # tile_head_dims, tile_head_dim_s, tile_rows: the head dims at which a context class's launch pays a cost per CTA
 # whatever the CTA's keys, the seconds per CTA at each, and the query rows of one CTA's tile there (0: one CTA per
-# sequence and query head) (``efficiency.query_tile_s``). SGLang 0.5.14's Triton prefill gives each CTA one tile of
+# sequence and query head) (``efficiency.head_dim_cta_s``). SGLang 0.5.14's Triton prefill gives each CTA one tile of
 # BLOCK_M rows of one query head (64 on SM 10.x up to head dim 256, ``_get_block_sizes_for_extend_attention``) and
 # computes whole tiles under its masks: aiconfigurator-core 0.12.0's B200 table, bf16 on an FP8 cache, head dim 192, one
 # token a sequence, 21 µs at 128 sequences × query heads, 39 at 1,024, 99 at 4,096, about 20 ns per CTA; FlashInfer's

@@ -599,7 +599,7 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     return out
 
 
-def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+def head_dim_cta_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
     """Per op of a context class that states ``tile_head_dims``, the seconds its launch's CTAs past the first wave of
     ``sms`` SMs add at the op's head dim (its K, ``gemm_dims``) whatever their keys: ``tile_head_dim_s`` per CTA
     (``past_first_wave``), one CTA per sequence, query head and tile of ``tile_rows`` query rows at that head dim (0:
@@ -608,7 +608,11 @@ def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray
     (``gemmshape.TILE_HEAD_DIM_S_MAX``). Each CTA loads its query tile and its first key and value tiles and runs one
     tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not skips, them:
     python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose keys fit one
-    tile take time in their CTAs, not in their FLOPs."""
+    tile take time in their CTAs, not in their FLOPs. Not a query-tiled class's cost per wave of its tiles (``tile_s``
+    read with ``query_tiles``): this one holds its own seconds per head dim, the head dims of one class running
+    different backends (SGLang's Blackwell FP8-cache prefill: FlashInfer at 128, one CTA per sequence and query head;
+    Triton at 192 and 256), and puts no waves into the op's η (``query_tiles`` there priced a few CTAs' launch up to 6×
+    too slow, docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a cost per CTA")."""
     names = _names(cols, "kernels")
     own = classes_with(cal, names, "tile_head_dims")
     if not own:
@@ -755,7 +759,7 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
     "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms, split),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
-    "tile_head_dim_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),
+    "tile_head_dim_s": lambda cal, cols, sms, split: head_dim_cta_s(cal, cols, sms),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
 }
