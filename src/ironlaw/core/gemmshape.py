@@ -49,7 +49,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "latency_groups", "latency_units_max", "latency_keys_max", "key_blocks", "swap_s",
                 "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s",
                 "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
-                "latency_tile_power")
+                "latency_tile_power",
+                "tile_head_dims", "tile_head_dim_s", "tile_rows")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -182,6 +183,15 @@ WRITE_CTA_THREADS = 512
 # MiMo-V2's 192 (FA3, value head 128, sinks) 15.6-17.7, Gemma 4's 256 (Triton) 7.0-9.6. At most
 # LATENCY_HEAD_DIM_S_MAX (100 µs) each
 LATENCY_HEAD_DIM_S_MAX = 1e-4
+# tile_head_dims, tile_head_dim_s, tile_rows: the head dims at which a context class's launch pays a cost per CTA
+# whatever the CTA's keys, the seconds per CTA at each, and the query rows of one CTA's tile there (0: one CTA per
+# sequence and query head) (``efficiency.head_dim_cta_s``). SGLang 0.5.14's Triton prefill gives each CTA one tile of
+# BLOCK_M rows of one query head (64 on SM 10.x up to head dim 256, ``_get_block_sizes_for_extend_attention``) and
+# computes whole tiles under its masks: aiconfigurator-core 0.12.0's B200 table, bf16 on an FP8 cache, head dim 192, one
+# token a sequence, 21 µs at 128 sequences × query heads, 39 at 1,024, 99 at 4,096, about 20 ns per CTA; FlashInfer's
+# head dim 128 there about 42 ns per sequence and query head whatever the KV heads (64 heads on 2 or 8: 696 and 697 µs
+# at 256 sequences). At most TILE_HEAD_DIM_S_MAX (1 µs) each
+TILE_HEAD_DIM_S_MAX = 1e-6
 # latency_groups: beside latency_head_dims, one query-row count per KV head (the op's M: a decode step's heads per KV
 # head) each entry of latency_head_dim_s holds at, so that an entry prices one head dim at one head group. A decode
 # kernel that gives each sequence and KV head one CTA holding its G query rows runs, at one wave, as long as one such

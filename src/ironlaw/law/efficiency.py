@@ -744,6 +744,37 @@ def tile_share(p: dict, n, k) -> np.ndarray | float:
     return tiles ** -float(p["latency_tile_power"])
 
 
+def head_dim_cta_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a context class that states ``tile_head_dims``, the seconds its launch's CTAs past the first wave of
+    ``sms`` SMs add at the op's head dim (its K, ``gemm_dims``) whatever their keys: ``tile_head_dim_s`` per CTA
+    (``past_first_wave``), one CTA per sequence, query head and tile of ``tile_rows`` query rows at that head dim (0:
+    one per sequence and query head), a causal pass's rows s = 2N − 1 (N the keys per query), at most M; the sequences
+    × query heads units / 2 × M / s (``query_waves``'s count); 0 at another head dim and for every other op
+    (``gemmshape.TILE_HEAD_DIM_S_MAX``). Each CTA loads its query tile and its first key and value tiles and runs one
+    tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not skips, them:
+    python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose keys fit one
+    tile take time in their CTAs, not in their FLOPs. Not a query-tiled class's cost per wave of its tiles (``tile_s``
+    read with ``query_tiles``): this one holds its own seconds per head dim, the head dims of one class running
+    different backends (SGLang's Blackwell FP8-cache prefill: FlashInfer at 128, one CTA per sequence and query head;
+    Triton at 192 and 256), and puts no waves into the op's η (``query_tiles`` there priced a few CTAs' launch up to 6×
+    too slow, docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a cost per CTA")."""
+    names = _names(cols, "kernels")
+    own = classes_with(cal, names, "tile_head_dims")
+    if not own:
+        return 0.0
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
+    heads = units / 2.0 * m / rows
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.ones(cols.flops.shape, bool)
+        for dim, secs, tile in zip(p["tile_head_dims"], p["tile_head_dim_s"], p["tile_rows"]):
+            at = r & (k == float(dim))
+            ctas = heads[at] * (np.ceil(rows[at] / float(tile)) if tile else 1.0)
+            out[at] = float(secs) * past_first_wave(ctas, sms, name)
+    return out
+
+
 def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
     """Per op of a walking class in waves (``key_ctas``, ``gemmshape.SHAPE_FIELDS``), its CTAs' walk: ceil(units ·
     key_ctas / ``sms``) waves, each of cta_s + key_s · (keys − ``KEY_WALK_FREE``) (units and keys the op's grid
@@ -873,6 +904,7 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
     "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms, split),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
+    "tile_head_dim_s": lambda cal, cols, sms, split: head_dim_cta_s(cal, cols, sms),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
     "tile_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),

@@ -17,7 +17,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
                               WRITE_S_MAX, TILE_S_MAX, PLAN_SPLIT_S_MAX, PLAN_MERGE_S_MAX,
                               UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX,
-                              LATENCY_TILE_POWER_MAX)
+                              LATENCY_TILE_POWER_MAX, TILE_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
 from ..core.routing import M_BLOCKS
@@ -274,6 +274,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_head_dims(p, w, "vector_head_dims", "vector")
+    if any(f in p for f in ("tile_head_dims", "tile_head_dim_s", "tile_rows")):
+        _check_tile_head_dims(p, w)
     if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
         raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
 
@@ -347,6 +349,27 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
             power is not None and not (num(power) and 0.0 <= power <= LATENCY_TILE_POWER_MAX):
         raise IronlawError(f"{w}: latency_tile_keys and latency_tile_power come together, the power in "
                            f"[0, {LATENCY_TILE_POWER_MAX:g}]; got {p.get('latency_tile_keys')!r}, {power!r}")
+
+
+def _check_tile_head_dims(p: dict, w: str) -> None:
+    """``tile_head_dims`` (head dims > 0), ``tile_head_dim_s`` (seconds per CTA, each ≥ 0 and at most
+    ``TILE_HEAD_DIM_S_MAX``) and ``tile_rows`` (query rows per CTA, whole numbers ≥ 0) come together, one of each per
+    head dim."""
+    dims, secs, rows = p.get("tile_head_dims"), p.get("tile_head_dim_s"), p.get("tile_rows")
+    if dims is None or secs is None or rows is None:
+        raise IronlawError(f"{w}: tile_head_dims, tile_head_dim_s and tile_rows come together (the head dims, the "
+                           f"seconds per CTA at each and each CTA's query rows)")
+    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
+    if not isinstance(dims, list) or not dims or not all(num(d) and d > 0 for d in dims):
+        raise IronlawError(f"{w}.tile_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
+    if not isinstance(secs, list) or len(secs) != len(dims) or not all(
+            num(x) and 0.0 <= x <= TILE_HEAD_DIM_S_MAX for x in secs):
+        raise IronlawError(f"{w}.tile_head_dim_s: must be one number of seconds in [0, {TILE_HEAD_DIM_S_MAX:g}] per "
+                           f"head dim of tile_head_dims, got {secs!r}")
+    if not isinstance(rows, list) or len(rows) != len(dims) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
+        raise IronlawError(f"{w}.tile_rows: must be one whole number of query rows ≥ 0 per head dim of "
+                           f"tile_head_dims, got {rows!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:

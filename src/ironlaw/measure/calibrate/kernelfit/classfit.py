@@ -10,7 +10,8 @@ from ..fitcore import HALF_BOUNDS, Problem
 from .gemv import gemvs_stream, streaming_gemvs
 from .grid import fit_grid
 from .launches import (chunk_launches_of, fa2_launch_of, fa3_splits_of, head_ctas_of, head_dim_latency, kernel_math,
-                       key_blocks_of, math_of, plan_of, query_tiles_of, tile_latencies_of, unit_waves_of, vector_of)
+                       key_blocks_of, math_of, plan_of, query_tile_cost, query_tiles_of, tile_latencies_of,
+                       unit_waves_of, vector_of)
 from .ops import observations
 from .rows import shape_rows
 from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds, regime_of
@@ -40,7 +41,8 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     tries = tuple({**extra, **chunks} for extra in tries for chunks in chunked) if chunked else tries
     tries = tuple({**extra, **fa2_launch_of(hw, g)} for extra in tries)
     tries = tuple({**extra, **math_of(g), **kernel_math(hw, g), **query_tiles_of(hw, g),
-                   **vector_of(g), **head_dim_latency(g, rows, hw), **plan_of(g, rows)} for extra in tries)
+                   **vector_of(g), **head_dim_latency(g, rows, hw), **plan_of(g, rows),
+                   **query_tile_cost(g, rows, hw)} for extra in tries)
     tries = tuple(tiled for extra in tries for tiled in tile_latencies_of(g, extra))
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from ....core.gemmshape import TILE_HEAD_DIM_S_MAX
 from ....core.querytiles import ctas_per_sm
 from ....core.splitkv import CHUNK_OCCUPANCY, PLAN_BLOCKS_PER_SM
+from ....law.efficiency import past_first_wave
 from .rows import main_kernel
 from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
                     GROUP_TILE_CLASSES, GROUP_TILE_KEYS, GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT,
@@ -15,9 +19,10 @@ from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_C
                     GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP, GROUP_LATENCY_CLASSES,
                     GROUP_LATENCY_STEP, GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES,
                     HEAD_DIM_LATENCY, HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES,
-                    KEY_BLOCK_SOURCES, MATH_OPS, OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_GPU_REGIMES, TILE_REGIMES,
-                    TRITON_KERNELS, TRITON_TILES, PLAN_SOURCES, PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES,
-                    UNIT_WAVE_GPU_CLASSES, UNIT_WAVE_GPU_KERNELS, UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
+                    KEY_BLOCK_SOURCES, MATH_OPS, ONE_KEY_TILE, OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_COST_CLASSES,
+                    TILE_GPU_REGIMES, TILE_KERNEL_ROWS, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES, PLAN_SOURCES,
+                    PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES, UNIT_WAVE_GPU_CLASSES, UNIT_WAVE_GPU_KERNELS,
+                    UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
 from .vocabulary import Group
 
 
@@ -129,6 +134,32 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
         return {}
     return {"latency_head_dims": [int(d) for d in extra.index],
             "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
+
+
+def query_tile_cost(g: Group, rows, hw=None) -> dict:
+    """``{"tile_head_dims": [...], "tile_head_dim_s": [...], "tile_rows": [...]}`` for a class of ``TILE_COST_CLASSES``
+    on one of its GPUs, on a device that states its SMs (``hw``): per head dim whose ``rows`` time a kernel of
+    ``TILE_KERNEL_ROWS``, the seconds per CTA its calls of at most ``ONE_KEY_TILE`` tokens a sequence grow by past the
+    first wave (the slope of a least-squares line, relative errors, of their time on the CTAs past the first wave of
+    the SMs, ``efficiency.past_first_wave``, one CTA per sequence and query head, each one tile's work), and that
+    kernel's rows per CTA; {} for another class (``efficiency.head_dim_cta_s``)."""
+    own = g.key[0] == "kernel" and holds(TILE_COST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
+    sms = getattr(hw, "sms", None)
+    if not own or not sms or "kernel_source" not in rows.columns or not len(rows):
+        return {}
+    dims, secs, tiles = [], [], []
+    for dim, at in rows[rows.isl <= ONE_KEY_TILE].groupby("head_dim"):
+        kernel = main_kernel(at)
+        if kernel not in TILE_KERNEL_ROWS or len(at) < 3:
+            continue
+        past = past_first_wave((at.batch_size * at.num_heads).to_numpy(float), sms, g.name)
+        t = at.latency_s.to_numpy(float)
+        a = np.stack([np.ones_like(past), past], axis=1) / t[:, None]
+        slope = float(np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0][1])
+        dims.append(int(dim))
+        secs.append(float(f"{min(max(slope, 0.0), TILE_HEAD_DIM_S_MAX):.4g}"))
+        tiles.append(TILE_KERNEL_ROWS[kernel])
+    return {"tile_head_dims": dims, "tile_head_dim_s": secs, "tile_rows": tiles} if dims else {}
 
 
 def group_split_units(hw, g: Group) -> int | None:

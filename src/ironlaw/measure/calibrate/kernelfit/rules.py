@@ -378,13 +378,30 @@ HEAD_DIM_LATENCY_GPUS = {("trtllm", "generation_attention", "_window"): ("h100",
 # SGLang 0.5.14's FP8-cache one-head decode on B200, TRT-LLM-gen at head dims 64, 128, 256 and 512 and Triton at 192:
 # one sequence on one KV head × 64 takes 12.5-13.1 µs up to 15 cached tokens, no call at another head dim under
 # 14.5 µs (docs/accuracy.md, "SGLang's B200 FP8-cache one-head decode: a fixed latency per head dim")
+# SGLang's grouped-query class there alike, beside its cost per CTA (``TILE_COST_CLASSES``): B200, 1-64 tokens, the
+# fastest calls 16.5 µs at 128, 18.6 at 192, 12.4 at 256 (docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a
+# cost per CTA")
 HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
                             ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("b200",),
                             ("sglang", "attention_context_bf16_kv_fp8_mha"): ("b200", "b300", "gb200", "gb300"),
+                            ("sglang", "attention_context_bf16_kv_fp8"): ("b200", "b300", "gb200", "gb300"),
                             ("sglang", "attention_context_fp8_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
                             ("sglang", "attention_context_fp8_kv_fp8"): ("l40s",),
                             ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
                             ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
+# (framework, kernel class) → GPUs of the context classes whose launch pays a cost per CTA whatever its keys
+# (``query_tile_cost``, ``efficiency.head_dim_cta_s``): SGLang 0.5.14's bf16-math FP8-cache prefill on B200 … GB300, on
+# FlashInfer at head dim 128 and Triton at 192 and 256, both of whose times at one key tile grow with the CTAs, not the
+# FLOPs (B200, 1-64 tokens a sequence, fitted past the first wave: Triton 192 24 ns per CTA, 256 45 ns, FlashInfer 128
+# 44 ns per sequence and query head whatever its KV heads; held out 4.3% / 20.0% → 4.5% / 14.4% with the fixed latency
+# per head dim above; docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a cost per CTA"). TILE_KERNEL_ROWS:
+# each kernel's query rows per CTA there (Triton's BLOCK_M on SM 10.x up to head dim 256,
+# python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``; 0 for
+# FlashInfer, whose cost the tables show per sequence and query head); ONE_KEY_TILE: the most tokens a sequence's keys
+# hold in one of Triton's key tiles (BLOCK_N 64), the rows the cost is read off (each CTA one tile's work)
+TILE_COST_CLASSES = {("sglang", "attention_context_bf16_kv_fp8"): ("b200", "b300", "gb200", "gb300")}
+TILE_KERNEL_ROWS = {"triton": 64, "flashinfer": 0}
+ONE_KEY_TILE = 64
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
 # per KV head, each sequence and KV head one CTA of the G query rows, whose tile at one wave sets the launch's time
