@@ -426,14 +426,10 @@ def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | N
     """How the ops of a kernel class on FlashAttention 2's split-KV decode (``split_kv = "fa2"``) launch on ``hw``'s
     SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; every other
     op 1 split. None where no op is such."""
-    names = _names(cols, "kernels")
-    lead = (-1,) + (1,) * len(cols.cfg_shape)
-    own = _split_kind(cal, names, "fa2", lead)
-    if not np.any(own):
+    launch = _split_launch(cal, cols, hw, "fa2", "FlashAttention 2's split-KV decode")
+    if launch is None:
         return None
-    sms = _launch_sms(hw, "FlashAttention 2's split-KV decode")
-    m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    own, sms, (m, n, k), units = launch
     splits = np.broadcast_to(np.where(own, fa2_splits(n, m, units / 2.0, sms, k), 1.0), units.shape)
     return Split(splits, np.ones(units.shape), splits > 1.0)
 
@@ -448,17 +444,13 @@ def fa3_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | N
     without an SM count, or that states no sequences (``cache_writes``), is an error."""
     if cols.history is None:
         return None
-    names = _names(cols, "kernels")
-    lead = (-1,) + (1,) * len(cols.cfg_shape)
-    own = _split_kind(cal, names, "fa3", lead) & (cols.history > 0)
-    if not np.any(own):
+    launch = _split_launch(cal, cols, hw, "fa3", "FlashAttention 3's split-KV scheduler", cols.history > 0)
+    if launch is None:
         return None
-    sms = _launch_sms(hw, "FlashAttention 3's split-KV scheduler")
+    own, sms, (m, n, k), units = launch
     if cols.cache_writes is None:
         raise IronlawError("a windowed decode on FlashAttention 3's split-KV scheduler (split_kv = \"fa3\") needs its "
                            "sequences (op.attrs['cache_writes'])")
-    m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     sequences = np.maximum(np.broadcast_to(cols.cache_writes, units.shape), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):    # the cache's bytes per key element: 1 for an FP8 cache
         per_element = cols.bytes.get("kv_cache", np.zeros(units.shape)) / (units * n * k)
@@ -475,14 +467,12 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     and KV head at the class's ``chunk_occupancy`` CTAs per SM, at its ``chunk_head_dims`` only where it states them;
     every other op 1 chunk. None where no op is such;
     such an op on a device without an SM count is an error."""
+    launch = _split_launch(cal, cols, hw, "chunks", "a chunked decode attention's split-KV launch")
+    if launch is None:
+        return None
+    own, sms, (m, n, k), units = launch
     names = _names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    own = _split_kind(cal, names, "chunks", lead)
-    if not np.any(own):
-        return None
-    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
-    m, n, k = gemm_dims(cols)
-    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     occupancy = _per_op(cal, names, "chunk_occupancy", 1.0, lead)
     dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
     for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
@@ -558,6 +548,18 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     splits = np.where(mmha, tiles > 1.0, blocks > 1.0)
     fold = mmha | (np.broadcast_to(kinds["heads"], units.shape) & (history > 0))
     return Split(np.where(mmha, slots, blocks), np.where(fold, np.maximum(m, 1.0), 1.0), splits)
+
+
+def _split_launch(cal: Calibration, cols: Columns, hw: Hardware | None, kind: str, launch: str, where=True):
+    """For the split-KV launches: the ops whose kernel class splits as ``kind`` (and ``where``), ``hw``'s SM count
+    (``_launch_sms``, naming ``launch``), the ops' (M, N, K) and grid units; None where no op is such."""
+    names = _names(cols, "kernels")
+    own = _split_kind(cal, names, kind, (-1,) + (1,) * len(cols.cfg_shape)) & where
+    if not np.any(own):
+        return None
+    sms = _launch_sms(hw, launch)
+    m, n, k = gemm_dims(cols)
+    return own, sms, (m, n, k), np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
 
 
 def _split_kind(cal: Calibration, names: np.ndarray, kind: str, lead: tuple) -> np.ndarray:
