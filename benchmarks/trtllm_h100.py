@@ -67,7 +67,8 @@ NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "la
          "host_prompt_s", "expert_serial")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
-SCORED = ("reserve_bytes", "moe_tables")
+SCORED = ("reserve_bytes", "moe_tables", "pad_on_dummy")
+BOOLEAN = ("moe_tables", "pad_on_dummy")      # switches among them: 1 on, 0 off
 # … and one that is not an engine constant at all: the KV fraction of the attention-DP MoE cells (what-if; default
 # KV_FRACTION, the overview's 0.95; benchmarks/moe_implied_memory.py: what the Hopper MoE cells imply for it)
 MOE_KV = "moe_kv_fraction"
@@ -142,7 +143,8 @@ def release_arg(ap) -> None:
                                         "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
                                         "that moves the batches, which --fit then leaves where it put them); "
                                         "moe_tables=1: the routed experts on the device's measured MoE layer, not "
-                                        "on the expert η; moe_kv_fraction=F: the attention-DP MoE cells' KV "
+                                        "on the expert η; pad_on_dummy=1: a padded step's padding rows on the k "
+                                        "experts of TensorRT-LLM's one dummy request; moe_kv_fraction=F: the attention-DP MoE cells' KV "
                                         "fraction (default 0.95, the overview's)")
 
 
@@ -160,7 +162,7 @@ def constants_arg(text: str | None) -> None:
             if k.strip() not in NAMES + SCORED:
                 known = ", ".join(NAMES + SCORED + (MOE_KV,))
                 raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {known})")
-            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() == "moe_tables" else float(v)
+            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() in BOOLEAN else float(v)
 
 
 def use_release(name: str | None, classes: str = "all", routing: str | None = None) -> None:
