@@ -554,6 +554,9 @@ def main() -> int:
                                                         "per step and per request too (HOST)")
     ap.add_argument("--experts", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
                                                            "grouped-GEMM η too (EXPERTS)")
+    ap.add_argument("--experts-alone", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
+                                                                 "grouped-GEMM η alone, the engine's constants as "
+                                                                 "stored (EXPERTS without ENGINE)")
     ap.add_argument("--layer-scale", action="store_true", help="fit (and leave-one-model-out) the level constant "
                                                                "of the measured MoE layer too (LAYER; needs "
                                                                "--constants expert_layer_scale=K)")
@@ -562,6 +565,9 @@ def main() -> int:
     release_arg(ap)
     gemm_form_arg(ap)
     args = ap.parse_args()
+    if args.experts_alone and (args.host or args.experts or args.layer_scale or args.prompt_host):
+        ap.error("--experts-alone fits the experts' η and nothing else: drop --host, --experts, --layer-scale and "
+                 "--prompt-host")
     use_release(args.release, args.release_classes, args.routing)
     use_gemm_form(args.gemm_form, args.data)
     constants_arg(args.constants)
@@ -583,6 +589,8 @@ def main() -> int:
     const = {k: getattr(fitted(), k) for k in NAMES if getattr(fitted(), k) is not None}   # a level left off: none
     names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ()) + \
         (LAYER if args.layer_scale else ()) + (PROMPT if args.prompt_host else ())
+    if args.experts_alone:
+        names = EXPERTS
     if args.layer_scale and fitted().expert_layer_scale is None:
         raise SystemExit("--layer-scale: price the cells on the measured MoE layer first "
                          "(--constants expert_layer_scale=K)")

@@ -122,3 +122,20 @@ def test_the_published_h200_qwen3_trio_is_not_one_batch_and_b200s_is():
     got = {(r["model"], r["gpu"]): r for r in h200.batch_split(cells)}
     assert got[("qwen3-235b-a22b", "h200")]["ratio"] < got[("qwen3-235b-a22b", "h200")]["floor"]
     assert got[("qwen3-235b-a22b", "b200")]["ratio"] >= got[("qwen3-235b-a22b", "b200")]["floor"]
+
+
+def test_experts_alone_is_refused_beside_another_fitted_set(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["trtllm_h100.py", "--experts-alone", "--experts"])
+    with pytest.raises(SystemExit) as e:
+        h100.main()
+    assert e.value.code == 2
+    assert "--experts-alone fits the experts' η and nothing else" in capsys.readouterr().err
+
+
+def test_the_dummy_padding_switch_is_a_scored_switch():
+    h100.constants_arg("pad_on_dummy=1,moe_tables=0")
+    try:
+        assert h100.fitted().pad_on_dummy is True and h100.fitted().moe_tables is False
+    finally:
+        h100.defaults()
+    assert h100.fitted().pad_on_dummy is False
