@@ -302,7 +302,7 @@ def dummy_padding(meta: dict, lay, e: int, k: int) -> float:
         raise IronlawError("padding rows on the dummy request's experts are modelled for uniform routing without "
                            "redundant expert slots only")
     hosted = dummy_rank_experts(e, k, lay.ep)
-    return lay.dp * (real * k / lay.ep + (padded - real) * hosted) / (padded * k)
+    return (real * k / lay.ep + (padded - real) * hosted) * lay.ep / (padded * k)   # over the spread rows
 
 
 def shard_attention_dp(g: Graph, hw, lay, dummy_pad: bool = False) -> Graph:
