@@ -67,7 +67,8 @@ NAMES = ("gemm_eta", "gemm_m_half", "memory_eta", "attention_eta", "step_s", "la
          "host_prompt_s", "expert_serial")
 # constants ``--constants`` may set that no fit moves: they change what the engine holds (its batch), so each
 # takes a full re-prediction of the cells, not ``CellTerms``' fast re-timing
-SCORED = ("reserve_bytes", "moe_tables")
+SCORED = ("reserve_bytes", "moe_tables", "pad_on_dummy")
+BOOLEAN = ("moe_tables", "pad_on_dummy")      # switches among them: 1 on, 0 off
 # … and one that is not an engine constant at all: the KV fraction of the attention-DP MoE cells (what-if; default
 # KV_FRACTION, the overview's 0.95; benchmarks/moe_implied_memory.py: what the Hopper MoE cells imply for it)
 MOE_KV = "moe_kv_fraction"
@@ -142,7 +143,8 @@ def release_arg(ap) -> None:
                                         "reserve_bytes=B (runtime memory per GPU kept from the KV cache: a what-if "
                                         "that moves the batches, which --fit then leaves where it put them); "
                                         "moe_tables=1: the routed experts on the device's measured MoE layer, not "
-                                        "on the expert η; moe_kv_fraction=F: the attention-DP MoE cells' KV "
+                                        "on the expert η; pad_on_dummy=1: a padded step's padding rows on the k "
+                                        "experts of TensorRT-LLM's one dummy request; moe_kv_fraction=F: the attention-DP MoE cells' KV "
                                         "fraction (default 0.95, the overview's)")
 
 
@@ -160,7 +162,7 @@ def constants_arg(text: str | None) -> None:
             if k.strip() not in NAMES + SCORED:
                 known = ", ".join(NAMES + SCORED + (MOE_KV,))
                 raise SystemExit(f"--constants: unknown constant '{k.strip()}' (known: {known})")
-            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() == "moe_tables" else float(v)
+            RELEASE["constants"][k.strip()] = bool(float(v)) if k.strip() in BOOLEAN else float(v)
 
 
 def use_release(name: str | None, classes: str = "all", routing: str | None = None) -> None:
@@ -552,6 +554,9 @@ def main() -> int:
                                                         "per step and per request too (HOST)")
     ap.add_argument("--experts", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
                                                            "grouped-GEMM η too (EXPERTS)")
+    ap.add_argument("--experts-alone", action="store_true", help="fit (and leave-one-model-out) the routed experts' "
+                                                                 "grouped-GEMM η alone, the engine's constants as "
+                                                                 "stored (EXPERTS without ENGINE)")
     ap.add_argument("--layer-scale", action="store_true", help="fit (and leave-one-model-out) the level constant "
                                                                "of the measured MoE layer too (LAYER; needs "
                                                                "--constants expert_layer_scale=K)")
@@ -560,6 +565,9 @@ def main() -> int:
     release_arg(ap)
     gemm_form_arg(ap)
     args = ap.parse_args()
+    if args.experts_alone and (args.host or args.experts or args.layer_scale or args.prompt_host):
+        ap.error("--experts-alone fits the experts' η and nothing else: drop --host, --experts, --layer-scale and "
+                 "--prompt-host")
     use_release(args.release, args.release_classes, args.routing)
     use_gemm_form(args.gemm_form, args.data)
     constants_arg(args.constants)
@@ -581,6 +589,8 @@ def main() -> int:
     const = {k: getattr(fitted(), k) for k in NAMES if getattr(fitted(), k) is not None}   # a level left off: none
     names = ENGINE + (HOST if args.host else ()) + (EXPERTS if args.experts else ()) + \
         (LAYER if args.layer_scale else ()) + (PROMPT if args.prompt_host else ())
+    if args.experts_alone:
+        names = EXPERTS
     if args.layer_scale and fitted().expert_layer_scale is None:
         raise SystemExit("--layer-scale: price the cells on the measured MoE layer first "
                          "(--constants expert_layer_scale=K)")

@@ -203,6 +203,68 @@ def print_need(rows: list[dict]) -> None:
             print(f"  KV need {name:<14} {len(errs):2d} cells, signed median {statistics.median(errs):+6.1f}%")
 
 
+SPLIT_PAIR = ((1000, 1000), (500, 2000))   # one request count (3,000), one mean context (1,500): ``batch_split``
+SPLIT_THIRD = (128, 2048)                  # the same request count at a shorter mean context (1,152)
+BLACKWELL_CSV = h100.ROOT / "tests/data/trtllm_perf_overview_blackwell.csv"
+
+
+def batch_split(cells: list[dict]) -> list[dict]:
+    """What the published cells say about one batch, with no model: per model and GPU with the three cells of
+    ``SPLIT_PAIR`` and ``SPLIT_THIRD`` (the same $num_requests N, so at one batch if every request is in flight),
+    a run's seconds N·OSL / published read as T = OSL·X + N·ISL·P (X: the decode step at the run's mean context
+    ISL + OSL/2; P: the run's seconds per prompt token). The pair shares its mean context, so it fixes X and P;
+    the third cell then leaves its own decode step X3 = (T3 − N·ISL3·P) / OSL3. At one batch a decode step is a
+    fixed part and a part growing with the context the sequences read (decode attention), so X3 / X is at least
+    the ratio of the mean contexts (``floor``); below it the three runs did not hold one batch."""
+    from ironlaw.models.serving.engine import requests_for
+    by = {(c["model"], c.get("gpu"), c["isl"], c["osl"]): c for c in cells}
+    out = []
+    for (model, gpu) in dict.fromkeys((c["model"], c.get("gpu")) for c in cells):
+        trio = [by.get((model, gpu, i, o)) for i, o in (*SPLIT_PAIR, SPLIT_THIRD)]
+        if None in trio or len({requests_for(c["isl"], c["osl"]) for c in trio}) != 1:
+            continue
+        n = requests_for(trio[0]["isl"], trio[0]["osl"])
+        run = [n * c["osl"] / c["published"] for c in trio]
+        (i1, o1), (i2, o2) = ((c["isl"], c["osl"]) for c in trio[:2])
+        det = o1 * n * i2 - o2 * n * i1
+        x = (run[0] * n * i2 - run[1] * n * i1) / det
+        p = (o1 * run[1] - o2 * run[0]) / det
+        third = trio[2]
+        x3 = (run[2] - n * third["isl"] * p) / third["osl"]
+        context = [c["isl"] + c["osl"] / 2 for c in trio]
+        out.append({"model": model, "gpu": gpu, "requests": n, "decode_s": x, "prompt_token_s": p,
+                    "third_decode_s": x3, "ratio": x3 / x, "floor": context[2] / context[0]})
+    return out
+
+
+def set_by(model: str, gpu: str, cells: list[dict]) -> str:
+    """What sets the batch of each of the model's three ``batch_split`` cells on ``gpu``, as ironlaw predicts them
+    (``requests``: every request in flight; ``kv_memory``, ``max_batch``), pair first."""
+    by = {(c["model"], c.get("gpu"), c["isl"], c["osl"]): c for c in cells}
+    limits = []
+    for i, o in (*SPLIT_PAIR, SPLIT_THIRD):
+        c = by[(model, gpu, i, o)]
+        limits.append(h100.predict({**c, "spec": h100.spec_for(model)}, gpu).batch_limit)
+    return ", ".join(limits)
+
+
+def print_split() -> None:
+    """``batch_split`` on the H200 cells and on the B200 and GB200 cells of the MoE models (``--split``)."""
+    cells = [{**c, "gpu": "h200"} for c in h100.cells(CSV)] + h100.cells(BLACKWELL_CSV)
+    cells = [c for c in cells if c["model"] in h100.MOE]
+    print(f"\nOne batch or not, from the published cells alone: {SPLIT_PAIR[0][0]}/{SPLIT_PAIR[0][1]} and "
+          f"{SPLIT_PAIR[1][0]}/{SPLIT_PAIR[1][1]} give the decode step X and the seconds per prompt token P; "
+          f"{SPLIT_THIRD[0]}/{SPLIT_THIRD[1]} then its own decode step X3 (batch_split)")
+    w = (16, 6, 9, 8, 8, 8, 7, 7, 10, 34)
+    print(h100.table_row(("model", "gpu", "requests", "X ms", "P us", "X3 ms", "X3/X", "floor", "one batch",
+                          "ironlaw's batch set by (the three)"), w))
+    for r in batch_split(cells):
+        print(h100.table_row((r["model"], r["gpu"], r["requests"], f"{r['decode_s'] * 1e3:.1f}",
+                              f"{r['prompt_token_s'] * 1e6:.2f}", f"{r['third_decode_s'] * 1e3:.1f}",
+                              f"{r['ratio']:.3f}", f"{r['floor']:.3f}", "yes" if r["ratio"] >= r["floor"] else "NO",
+                              set_by(r["model"], r["gpu"], cells)), w))
+
+
 def main() -> int:
     from bench import print_table
     import argparse
@@ -213,6 +275,8 @@ def main() -> int:
                                                         "their batch, and the same-batch pairs (print_tail)")
     ap.add_argument("--rows", action="store_true", help="print each MoE cell's routed rows per expert against "
                                                         "the range the H100 cells exercised (print_rows)")
+    ap.add_argument("--split", action="store_true", help="print what the published cells alone say about one "
+                                                         "batch (batch_split), H200 and B200/GB200")
     a = ap.parse_args()
     h100.use_release(a.release, a.release_classes, a.routing)
     h100.constants_arg(a.constants)
@@ -231,6 +295,8 @@ def main() -> int:
         print_tail(rows)
     if a.rows:
         print_rows(rows)
+    if a.split:
+        print_split()
     return print_table([
         ("H200 dense cells, held out: median |error|", f"{s['dense'][0]:.1f}%", f"<= {GOAL_DENSE:.0f}%",
          s["dense"][0] <= GOAL_DENSE),

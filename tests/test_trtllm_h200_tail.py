@@ -88,3 +88,54 @@ def test_the_need_table_splits_the_request_bound_cells_at_need_split(capsys):
     assert [ln.split()[1] for ln in listed] == ["1000/2000", "128/2048", "500/2000"]
     assert re.search(r"below 0\.85\s+2 cells, signed median\s+-22\.7%", "\n".join(out))
     assert re.search(r"at or above 0\.85\s+1 cells, signed median\s+-3\.2%", "\n".join(out))
+
+
+def _runs(model, gpu, x, p, third_x=None, n=3000):
+    """The three ``batch_split`` cells of one batch: decode step x at the pair's mean context (1,500), the third
+    cell's (1,152) ``third_x``, p seconds per prompt token; published output tokens/s as N·OSL / run."""
+    out = []
+    for (i, o), step in zip((*h200.SPLIT_PAIR, h200.SPLIT_THIRD), (x, x, third_x if third_x is not None else x)):
+        out.append({"model": model, "gpu": gpu, "isl": i, "osl": o, "published": n * o / (o * step + n * i * p)})
+    return out
+
+
+def test_the_split_recovers_one_batchs_decode_step_and_prompt_cost():
+    cells = _runs("qwen3-235b-a22b", "b200", 0.046, 8e-6, third_x=0.044)
+    (r,) = h200.batch_split(cells)
+    assert r["requests"] == 3000
+    assert r["decode_s"] == pytest.approx(0.046) and r["prompt_token_s"] == pytest.approx(8e-6)
+    assert r["third_decode_s"] == pytest.approx(0.044)
+    assert r["floor"] == pytest.approx((128 + 1024) / (1000 + 500))
+    assert r["ratio"] >= r["floor"]
+
+
+def test_a_third_step_shorter_than_its_context_allows_is_not_one_batch():
+    cells = _runs("qwen3-235b-a22b", "h200", 0.1007, 8.5e-6, third_x=0.0685)
+    (r,) = h200.batch_split(cells)
+    assert r["ratio"] == pytest.approx(0.0685 / 0.1007)
+    assert r["ratio"] < r["floor"]
+    assert h200.batch_split(cells[:2]) == []              # no third cell: nothing to say
+
+
+def test_the_published_h200_qwen3_trio_is_not_one_batch_and_b200s_is():
+    cells = [{**c, "gpu": "h200"} for c in h100.cells(h200.CSV)] + h100.cells(h200.BLACKWELL_CSV)
+    got = {(r["model"], r["gpu"]): r for r in h200.batch_split(cells)}
+    assert got[("qwen3-235b-a22b", "h200")]["ratio"] < got[("qwen3-235b-a22b", "h200")]["floor"]
+    assert got[("qwen3-235b-a22b", "b200")]["ratio"] >= got[("qwen3-235b-a22b", "b200")]["floor"]
+
+
+def test_experts_alone_is_refused_beside_another_fitted_set(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["trtllm_h100.py", "--experts-alone", "--experts"])
+    with pytest.raises(SystemExit) as e:
+        h100.main()
+    assert e.value.code == 2
+    assert "--experts-alone fits the experts' η and nothing else" in capsys.readouterr().err
+
+
+def test_the_dummy_padding_switch_is_a_scored_switch():
+    h100.constants_arg("pad_on_dummy=1,moe_tables=0")
+    try:
+        assert h100.fitted().pad_on_dummy is True and h100.fitted().moe_tables is False
+    finally:
+        h100.defaults()
+    assert h100.fitted().pad_on_dummy is False

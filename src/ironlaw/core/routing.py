@@ -111,6 +111,29 @@ def slowest_rank(name: str, tokens: float, experts: int, k: int, ep: int) -> tup
     return rows, widest
 
 
+def dummy_rank_experts(experts: int, k: int, ep: int) -> float:
+    """How many of one token's ``k`` distinct experts the busiest of ``ep`` ranks hosts, expected over the token's
+    picks (uniform over the ``experts``, E/ep to a rank): exact, from the k-subsets whose every rank holds at most
+    m of them, the coefficient of x^k in (sum over j <= m of C(E/ep, j) x^j)^ep. Where every token of a group is the
+    same token (a CUDA-graph padded step's padding: one replicated request), the whole group lands on these k
+    experts, and the busiest rank computes all of its rows for this many of them."""
+    e, kk, n = int(experts), int(k), int(ep)
+    if n < 1 or e % n or not 1 <= kk <= e:
+        from .errors import IronlawError
+        raise IronlawError(f"expected experts a rank hosts: need 1 <= k <= experts and experts a multiple of the "
+                           f"ranks, got k={kk}, experts={e}, ranks={n}")
+    per = e // n
+
+    def subsets(m: int) -> int:          # k-subsets with at most m experts on every rank
+        poly = [1]
+        for _ in range(n):
+            poly = [sum(poly[i - j] * math.comb(per, j) for j in range(min(m, per, i) + 1) if i - j < len(poly))
+                    for i in range(min(len(poly) + per, kk + 1))]
+        return poly[kk] if len(poly) > kk else 0
+    total = math.comb(e, kk)
+    return float(sum(1.0 - subsets(m) / total for m in range(min(kk, per))))
+
+
 # TensorRT-LLM 1.0's renormalize router (tensorrt_llm/_torch/modules/fused_moe/routing.py,
 # ``RenormalizeMoeRoutingMethod.apply``, the router aiconfigurator 0.8.0's collector times the fused MoE with) runs
 # its own top-k kernel (``renorm_moe_routing_op``) up to 128 experts and top-8, and above either falls back to

@@ -287,13 +287,34 @@ def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
     return rows / (tokens * k), used / _touched(e, k, tokens)
 
 
-def shard_attention_dp(g: Graph, hw, lay) -> Graph:
-    """One rank's step: ``g`` is its step over its own tokens, unsharded (module docstring)."""
+def dummy_padding(meta: dict, lay, e: int, k: int) -> float:
+    """The busiest rank's routed rows in a CUDA-graph padded step when every padding row picks the same k experts,
+    over its rows with the padding spread like real tokens (1 in a step without padding). TensorRT-LLM pads a
+    decode batch with one dummy generation request replicated (tensorrt_llm/_torch/pyexecutor/model_engine.py,
+    ``_get_padded_batch``: ``[self.cuda_graph_dummy_request] * padding_size``; under attention DP every rank to the
+    size that rounds up the largest rank's batch), so the padding rows are one token's, and all of every rank's go
+    to that token's k experts: the rank hosting the most of them (``routing.dummy_rank_experts``) computes them."""
+    from ...core.routing import dummy_rank_experts
+    padded, real = float(meta["tokens"]), float(meta.get("decode_sequences") or 0.0)
+    if float(meta.get("prefill_tokens") or 0.0) > 0 or real < 1 or padded <= real:
+        return 1.0
+    if lay.routing is not None or lay.redundant_experts:
+        raise IronlawError("padding rows on the dummy request's experts are modelled for uniform routing without "
+                           "redundant expert slots only")
+    hosted = dummy_rank_experts(e, k, lay.ep)
+    return (real * k / lay.ep + (padded - real) * hosted) * lay.ep / (padded * k)   # over the spread rows
+
+
+def shard_attention_dp(g: Graph, hw, lay, dummy_pad: bool = False) -> Graph:
+    """One rank's step: ``g`` is its step over its own tokens, unsharded (module docstring); ``dummy_pad``: a
+    padded step's padding rows on the dummy request's k experts (``dummy_padding``), not spread like real tokens."""
     meta = g.meta
     e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), lay.ep
     tokens = float(meta["tokens"])
     _check_ll_tokens(lay, tokens)
     share, weight_scale = _busiest(lay, tokens, e, k)
+    if dummy_pad:
+        share *= dummy_padding(meta, lay, e, k)
     ops = []
     for op in g.ops:
         if op.module != "experts":

@@ -116,6 +116,9 @@ class ServingConstants:
     expert_serial: float = 1.0  # share of min(weights' streaming, FLOPs) the grouped GEMM pays on top of the larger
                                 # (1: the one after the other, FITTED's form; 0: overlapped, as a pipelined kernel
                                 # streams one tile's weights beside another's MMAs: ``efficiency.composed``)
+    pad_on_dummy: bool = False  # under attention DP, a CUDA-graph padded step's padding rows all on the k experts of
+                                # the one dummy request TensorRT-LLM pads with (``parallel.dummy_padding``), not
+                                # spread like real tokens: a what-if (FITTED's expert η were fitted without it)
     chunked_kv_whole: bool = True  # a chunked-attention layer (Llama 4) keeps the KV of every token of the request,
                                    # not of its chunk alone (TensorRT-LLM: ``engine.kv_sequence_bytes``); False:
                                    # of the chunk alone, as the analytic cache counts it (vLLM, SGLang: as before)
@@ -698,7 +701,7 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
     g.footprint = dict(run.footprint)
     if run.lay.attention_dp:
         from .parallel import shard_attention_dp
-        g = shard_attention_dp(g, run.hw, run.lay)
+        g = shard_attention_dp(g, run.hw, run.lay, run.constants.pad_on_dummy)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
     prompts = max(contexts, 1.0) if prefill_tokens > 0 else 0.0
