@@ -17,7 +17,7 @@ from .launches import cache_write_s, key_walk_s, swap_copy_s, unit_launch_s
 from .moe import expert_setup_s, token_setup_s, touched_setup_s
 from .shared import _gemm_kernels, _names, classes_with
 from .splits import split_reduce_s
-from .tiles import head_dim_cta_s, plan_split_s, query_tile_s, tile_share
+from .tiles import plan_split_s, tile_cost_s, tile_share
 
 
 def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -62,10 +62,9 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
     "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms, split),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
-    "tile_head_dim_s": lambda cal, cols, sms, split: head_dim_cta_s(cal, cols, sms),
+    "tile_s": lambda cal, cols, sms, split: tile_cost_s(cal, cols, sms),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
-    "tile_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),
     "plan_split_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms),
     "plan_merge_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms, "plan_merge_s"),
 }

@@ -142,7 +142,7 @@ def query_tile_cost(g: Group, rows, hw=None) -> dict:
     ``TILE_KERNEL_ROWS``, the seconds per CTA its calls of at most ``ONE_KEY_TILE`` tokens a sequence grow by past the
     first wave (the slope of a least-squares line, relative errors, of their time on the CTAs past the first wave of
     the SMs, ``efficiency.past_first_wave``, one CTA per sequence and query head, each one tile's work), and that
-    kernel's rows per CTA; {} for another class (``efficiency.head_dim_cta_s``)."""
+    kernel's rows per CTA; {} for another class (``efficiency.tile_cost_s``)."""
     own = g.key[0] == "kernel" and holds(TILE_COST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     sms = getattr(hw, "sms", None)
     if not own or not sms or "kernel_source" not in rows.columns or not len(rows):
