@@ -439,7 +439,7 @@ GROUP_LATENCY_STEP = 7
 # out at 4.2% / 18.8%, at 0.01 1.6% / 19.3%)
 GROUP_GRID_FLOOR = 0.01
 # (framework, kernel class) → GPUs of the classes that take a latency per head dim and head group, each pair's fastest
-# call at one wave over the class's (``group_fastest``): vLLM 0.24.0's FP8-cache window decode on L40S and RTX PRO 6000,
+# call at one wave over the class's (``group_latency``): vLLM 0.24.0's FP8-cache window decode on L40S and RTX PRO 6000,
 # FlashInfer's decode run on its tensor-core (prefill) kernel (vllm/v1/attention/backends/flashinfer.py,
 # ``use_tensor_cores=True``), whose tile of packed query rows follows the head group
 # (include/flashinfer/attention/scheduler.cuh, ``FA2DetermineCtaTileQ``: 16 rows up to 16 query heads per KV head, 64
