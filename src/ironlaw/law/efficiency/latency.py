@@ -11,11 +11,11 @@ from ...core.gemmshape import gemm_dims
 from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS
 from .coords import Split, sequence_heads
-from .eta import _scoped
+from .eta import scoped
 from .framework import framework_terms
 from .launches import cache_write_s, key_walk_s, swap_copy_s, unit_launch_s
 from .moe import expert_setup_s, token_setup_s, touched_setup_s
-from .shared import _gemm_kernels, _names, classes_with
+from .shared import classes_with, gemm_kernels, op_names
 from .splits import split_reduce_s
 from .tiles import plan_split_s, tile_cost_s, tile_share
 
@@ -31,7 +31,7 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
     fewer (a launch of its own there); with ``latency_tile_keys``, at ⌈keys · head dim / latency_tile_keys⌉^(−
     ``latency_tile_power``) of itself, the CTAs its kernel splits a sequence's KV tiles over (``gemmshape``)."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
         return 0.0
@@ -89,10 +89,10 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
         if kind != "default":
             out[kinds == kind] = value
     dts = np.array(cols.dtypes)
-    own = np.isin(_names(cols, "kernels"), [name for name, _ in _gemm_kernels(cal)])   # a kernel's own table
+    own = np.isin(op_names(cols, "kernels"), [name for name, _ in gemm_kernels(cal)])   # a kernel's own table
     for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
         for dt, p in cal.shapes.get(kind, {}).items():
             if "latency_s" in p:
                 out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
-    out = _scoped(cal, cols, out, "latency_s")
+    out = scoped(cal, cols, out, "latency_s")
     return out + framework_terms(cal, cols.frontend)[0]

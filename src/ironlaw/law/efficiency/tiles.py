@@ -16,7 +16,7 @@ from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_fact
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split, grid_coords, past_first_wave
-from .shared import _launch_sms, _names, _split_kind, classes_with
+from .shared import classes_with, launch_sms, op_names, split_kind
 
 
 def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
@@ -50,7 +50,7 @@ def _tiled_launch(cal: Calibration, cols: Columns, sms: int | None, fields: tupl
     without an SM count is an error (``pays``: what it pays over the SMs)."""
     if not cal.kernel or cols.kernels is None:
         return None
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = classes_with(cal, names, *fields)
     if not own:
         return None
@@ -87,16 +87,16 @@ def tile_costs(p: dict, sms: int) -> list[TileCost]:
 
 
 def tile_cost_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
-    """Per op of a context class that states a tile cost (``tile_costs``), at one of its head dims (K), the seconds
-    its launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s and
-    tile_head_dim_s): its ``seconds`` per ``per_ctas`` of the CTAs past the first wave, in whole waves
-    (``past_first_wave``), its CTAs one per sequence, query head and tile of ``rows`` query rows (one per sequence
-    and query head at rows 0), a causal pass's rows s = 2N − 1 (N the keys per query) at most M, the sequences ×
-    query heads units / 2 × M / s (``query_waves``' count); 0 at another head dim and for every other op. Each CTA loads its query tile and its first
-    key and value tiles and runs one tile's products however few of its rows and keys are real (SGLang's Triton
-    prefill masks, not skips, them: python/sglang/srt/layers/attention/triton_ops/extend_attention.py,
-    ``_fwd_kernel``), so calls whose keys fit one tile take time in their CTAs, not in their FLOPs (docs/accuracy.md,
-    "SGLang's Blackwell FP8-cache prefill: a cost per CTA")."""
+    """Per op of a context class that states a tile cost (``tile_costs``), at one of its head dims (K), the seconds its
+    launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s and tile_head_dim_s): its
+    ``seconds`` per ``per_ctas`` of the CTAs past the first wave, in whole waves (``past_first_wave``), its CTAs one per
+    sequence, query head and tile of ``rows`` query rows (one per sequence and query head at rows 0), a causal pass's
+    rows s = 2N − 1 (N the keys per query) at most M, the sequences × query heads units / 2 × M / s (``query_waves``'
+    count); 0 at another head dim and for every other op. Each CTA loads its query tile and its first key and value
+    tiles and runs one tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not
+    skips, them: python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose
+    keys fit one tile take time in their CTAs, not in their FLOPs (docs/accuracy.md, "SGLang's Blackwell FP8-cache
+    prefill: a cost per CTA")."""
     launch = _tiled_launch(cal, cols, sms, ("tile_s", "tile_head_dims"), "pays its tile cost per wave of its CTAs "
                            "(tile_s, tile_head_dim_s)")
     if launch is None:
@@ -154,14 +154,14 @@ def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Spl
     by as it does the grid's factor; 1 for every other op."""
     if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
         return 1.0
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    fa2 = _split_kind(cal, names, "fa2", lead)
+    fa2 = split_kind(cal, names, "fa2", lead)
     planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
     planned = planned | fa2
     if not np.any(planned):
         return 1.0
-    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
+    sms = launch_sms(hw, "a chunked decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
