@@ -79,3 +79,17 @@ def test_a_served_decode_pays_flashinfer_s_tensor_core_launch_from_four_heads_pe
     extra = at[(128, 4)] - at.get((128, 2), 0.0)
     assert 1.5e-6 < extra < 2.5e-6
     assert _decode_s(hw, 4, 1, 128) - _decode_s(hw, 2, 1, 128) == pytest.approx(extra, rel=0.25)
+
+
+def test_the_latency_read_at_the_fastest_call_takes_any_cached_tokens():
+    """``group_latency`` read "fastest" (``GROUP_FASTEST_CLASSES``' form): each pair's fastest call at one wave over
+    the fastest pair's, at any cached tokens, where the median reads the pair's median call; a pair timed only past
+    one wave takes none; a read it does not know is refused."""
+    rows = pd.concat([_rows([2, 4], [128, 128], [4.3e-6, 6.3e-6]), _rows([4], [128], [5.0e-6], step=127),
+                      _rows([8], [128], [3.0e-6], batch=16)])
+    fastest = kernelfit.launches.group_latency(rows, keys=None, read="fastest")
+    assert fastest["latency_head_dims"] == [128] and fastest["latency_groups"] == [4]
+    assert fastest["latency_head_dim_s"] == [pytest.approx(0.7e-6)]
+    assert kernelfit.launches.group_latency(rows, keys=None)["latency_head_dim_s"] == [pytest.approx(1.35e-6)]
+    with pytest.raises(ValueError, match="median or fastest"):
+        kernelfit.launches.group_latency(rows, read="mean")

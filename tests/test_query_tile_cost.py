@@ -1,5 +1,5 @@
 """A context class's cost per CTA past the first wave, whatever the CTA's keys (``tile_head_dims``,
-``tile_head_dim_s``, ``tile_rows``; ``efficiency.head_dim_cta_s``): the law adds it at the listed head dims only, one CTA
+``tile_head_dim_s``, ``tile_rows``; ``efficiency.tile_cost_s``): the law adds it at the listed head dims only, one CTA
 per sequence, query head and query tile; the fitter reads it off the calls whose keys fit one tile, on SGLang's
 Blackwell bf16-math FP8-cache prefill only (``kernelfit.rules.TILE_COST_CLASSES``); a calibration file's values are
 checked."""
@@ -80,8 +80,21 @@ def test_the_cost_on_a_device_without_an_sm_count_is_refused():
     op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
     cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {FP8: TILED}}
     hw = replace(hardware.get("b200"), calibration=Calibration.of(cal), sms=None)
-    with pytest.raises(IronlawError, match="sms"):
+    with pytest.raises(IronlawError, match=r"tile cost .*\(tile_s, tile_head_dim_s\).* states no \[vector\] sms"):
         efficiency.evaluate(law.place(Graph("t", "prefill", "bf16", [op]), hw).cols, hw)
+
+
+@pytest.mark.parametrize("batch, tokens, heads", [(256, 1, 16), (4, 1000, 2), (64, 64, 8), (1, 16, 2)])
+def test_tile_s_and_tile_head_dim_s_are_one_term(batch, tokens, heads):
+    """``tile_s`` per wave of query tiles at one CTA an SM and ``tile_head_dim_s``, that wave's seconds over the SMs
+    per CTA, are one cost read by one reader (``efficiency.tiles.tile_costs``): the same seconds on every call."""
+    wave = {**SHAPE, "query_tiles": [[192, 64, 1]], "tile_s": 148 * PER_CTA_S}
+    per_cta = {**SHAPE, "tile_head_dims": [192], "tile_head_dim_s": [PER_CTA_S], "tile_rows": [64]}
+    costs = efficiency.tiles.tile_costs({**wave, **per_cta}, hardware.get("b200").sms)
+    assert [(c.head_dim, c.rows, c.wave_ctas) for c in costs] == [(192.0, 64.0, 148.0)] * 2
+    assert costs[0].seconds / costs[0].per_ctas == pytest.approx(costs[1].seconds / costs[1].per_ctas, rel=1e-12)
+    shape = dict(batch=batch, tokens=tokens, heads=heads)
+    assert _latency_s("b200", wave, **shape) == pytest.approx(_latency_s("b200", per_cta, **shape), rel=1e-12)
 
 
 def _one_tile_rows(per_cta_s: float, floor_s: float = 2e-5, head_dim: int = 192) -> pd.DataFrame:

@@ -138,7 +138,7 @@ UNIT_S_MAX = 1e-6
 UNIT_LAUNCHES = ("waves", "split_waves")
 # tile_s: seconds each wave of a query-tiled launch (``query_tiles``: one CTA per sequence, query head and tile of
 # BLOCK_M query rows, CTAs per SM × SMs at a time) adds past its first, whatever the keys its CTAs walk: a tile's own
-# work, its query loaded, its first key block's whole-tile products and its output stored (``efficiency.query_tile_s``).
+# work, its query loaded, its first key block's whole-tile products and its output stored (``efficiency.tile_cost_s``).
 # aiconfigurator-core 0.12.0's SGLang 0.5.14 L40S FP8 table (Triton, 142 SMs), one token per sequence: head dim 64
 # 6.0-6.3 µs up to 128 sequences × heads, then 2.1 µs per 142 more (16,384: 239 µs); head dim 192 11.8 µs, then
 # 3.35 µs per 142 (16,384: 389 µs), where those calls' FLOPs take under 1 µs at the FP8 peak. At most TILE_S_MAX (100 µs)
@@ -185,7 +185,7 @@ WRITE_CTA_THREADS = 512
 LATENCY_HEAD_DIM_S_MAX = 1e-4
 # tile_head_dims, tile_head_dim_s, tile_rows: the head dims at which a context class's launch pays a cost per CTA
 # whatever the CTA's keys, the seconds per CTA at each, and the query rows of one CTA's tile there (0: one CTA per
-# sequence and query head) (``efficiency.head_dim_cta_s``). SGLang 0.5.14's Triton prefill gives each CTA one tile of
+# sequence and query head) (``efficiency.tile_cost_s``). SGLang 0.5.14's Triton prefill gives each CTA one tile of
 # BLOCK_M rows of one query head (64 on SM 10.x up to head dim 256, ``_get_block_sizes_for_extend_attention``) and
 # computes whole tiles under its masks: aiconfigurator-core 0.12.0's B200 table, bf16 on an FP8 cache, head dim 192, one
 # token a sequence, 21 µs at 128 sequences × query heads, 39 at 1,024, 99 at 4,096, about 20 ns per CTA; FlashInfer's

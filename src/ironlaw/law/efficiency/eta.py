@@ -10,7 +10,7 @@ from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS, STREAMED
 from .coords import grid_coords
 from .framework import with_framework_share
-from .shared import _names
+from .shared import op_names
 from .weights import streamed_table
 
 
@@ -42,7 +42,7 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0, spli
                 if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
                     out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
-    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "compute", split), grid), cols.frontend)
+    return with_framework_share(cal, within_peak(scoped(cal, cols, out, "compute", split), grid), cols.frontend)
 
 
 def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = True, grid=1.0) -> np.ndarray:
@@ -71,7 +71,7 @@ def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = Tru
             out = np.where(total > 0, total / (act / produced + other / streamed), produced)
     else:
         out = base.copy()
-    return with_framework_share(cal, within_peak(_scoped(cal, cols, out, "memory") if own else out, grid),
+    return with_framework_share(cal, within_peak(scoped(cal, cols, out, "memory") if own else out, grid),
                                 cols.frontend)
 
 
@@ -89,13 +89,13 @@ def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str, split=None) -> np.ndarray:
+def scoped(cal: Calibration, cols: Columns, out: np.ndarray, field: str, split=None) -> np.ndarray:
     """Per-kernel values, then per-op-name values (the most specific wins) over the per-kind ones; a kernel
     entry with ``eta_max`` is a GEMM shape table of its own (a grouped GEMM's η follows its M per group), at the
     keys and query rows per launched CTA where ``split`` (``split_blocks``) splits them."""
     for table, attr in ((cal.kernel, "kernels"), (cal.op, "names")):
         if table:
-            names = _names(cols, attr)
+            names = op_names(cols, attr)
             for name, p in table.items():
                 if field in p and name:
                     out[names == name] = p[field]

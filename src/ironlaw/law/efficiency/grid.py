@@ -11,7 +11,7 @@ from ...core.graph import Columns, KINDS
 from ...core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
 from ...machine.calibration import Calibration, SHAPE_KINDS
 from .coords import Split, grid_coords
-from .shared import _gemm_kernels, _names
+from .shared import gemm_kernels, op_names
 
 
 def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | float:
@@ -19,8 +19,8 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
     GEMM dtype's, or its kernel class's own or the one it names in ``grid_of`` — has a grid; 1 elsewhere, at the
     op's M, N, K and units as its kernel launches them (``grid_coords``, ``split``: a windowed decode's split-KV
     launch, ``split_blocks``). The law divides both of the op's η by it, each held at 1 (``within_peak``)."""
-    names = _names(cols, "kernels")
-    mine = _gemm_kernels(cal, names)
+    names = op_names(cols, "kernels")
+    mine = gemm_kernels(cal, names)
     tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
               if "grid_log" in p]
     kernels = [(name, cal.kernel[p["grid_of"]] if "grid_of" in p else p) for name, p in mine
@@ -50,7 +50,7 @@ def kernel_coords(cal: Calibration, cols: Columns, split: Split | None = None) -
     m, n, k, units = grid_coords(cols, split)
     if cols.history is None or not cal.kernel:
         return m, n, k, units
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
     n = key_block_coords(cal, cols, names, n, k)
     walks = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("grid_keys") == "sequence"]).reshape(lead)
@@ -75,7 +75,7 @@ def key_block_share(cal: Calibration, cols: Columns) -> tuple:
     its data η by the second: the kernel computes and reads the blocks' keys, whichever of them the window masks."""
     if cols.history is None or not cal.kernel:
         return 1.0, 1.0
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     _, n, k = gemm_dims(cols)
     read, tiled = window_key_blocks(cal, cols, names, n, k)
     if not np.any(tiled):

@@ -11,13 +11,13 @@ from ...core.gemmshape import gemm_dims
 from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS
 from .coords import Split, sequence_heads
-from .eta import _scoped
+from .eta import scoped
 from .framework import framework_terms
 from .launches import cache_write_s, key_walk_s, swap_copy_s, unit_launch_s
 from .moe import expert_setup_s, token_setup_s, touched_setup_s
-from .shared import _gemm_kernels, _names, classes_with
+from .shared import classes_with, gemm_kernels, op_names
 from .splits import split_reduce_s
-from .tiles import head_dim_cta_s, plan_split_s, query_tile_s, tile_share
+from .tiles import plan_split_s, tile_cost_s, tile_share
 
 
 def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -31,7 +31,7 @@ def head_dim_latency_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     ``latency_units_max`` and ``latency_keys_max``, only at that many sequences × KV heads and keys per query or
     fewer (a launch of its own there); with ``latency_tile_keys``, at ⌈keys · head dim / latency_tile_keys⌉^(−
     ``latency_tile_power``) of itself, the CTAs its kernel splits a sequence's KV tiles over (``gemmshape``)."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, p) for name, p in classes_with(cal, names, "latency_head_dims")]
     if not own:
         return 0.0
@@ -62,10 +62,9 @@ CLASS_LATENCY_TERMS: dict[str, Callable] = {
     "token_s": lambda cal, cols, sms, split: token_setup_s(cal, cols),
     "unit_s": lambda cal, cols, sms, split: unit_launch_s(cal, cols, sms, split),
     "head_dim_latency_s": lambda cal, cols, sms, split: head_dim_latency_s(cal, cols),
-    "tile_head_dim_s": lambda cal, cols, sms, split: head_dim_cta_s(cal, cols, sms),
+    "tile_s": lambda cal, cols, sms, split: tile_cost_s(cal, cols, sms),
     "write_s": lambda cal, cols, sms, split: cache_write_s(cal, cols, sms),
     "swap_s": lambda cal, cols, sms, split: swap_copy_s(cal, cols),
-    "tile_s": lambda cal, cols, sms, split: query_tile_s(cal, cols, sms),
     "plan_split_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms),
     "plan_merge_s": lambda cal, cols, sms, split: plan_split_s(cal, cols, sms, "plan_merge_s"),
 }
@@ -90,10 +89,10 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
         if kind != "default":
             out[kinds == kind] = value
     dts = np.array(cols.dtypes)
-    own = np.isin(_names(cols, "kernels"), [name for name, _ in _gemm_kernels(cal)])   # a kernel's own table
+    own = np.isin(op_names(cols, "kernels"), [name for name, _ in gemm_kernels(cal)])   # a kernel's own table
     for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
         for dt, p in cal.shapes.get(kind, {}).items():
             if "latency_s" in p:
                 out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
-    out = _scoped(cal, cols, out, "latency_s")
+    out = scoped(cal, cols, out, "latency_s")
     return out + framework_terms(cal, cols.frontend)[0]

@@ -12,7 +12,7 @@ from ...core.graph import Columns
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split, grid_coords, past_first_wave, sequence_heads
-from .shared import _names, classes_with
+from .shared import classes_with, op_names
 
 
 def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -22,7 +22,7 @@ def key_walk_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     like a latency. aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 generation MLA tables on A100, L40S and RTX
     PRO 6000: at batch 1 the time is the same from 1 to 128 heads and grows as the cached tokens (L40S: 1.28 ms at 16,383
     tokens, 5.10 ms at 65,535, 78 ns per key), far under any bandwidth (docs/accuracy.md)."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p["key_s"])) for name, p in classes_with(cal, names, "key_s") if "key_ctas" not in p]
     if not own:
         return 0.0
@@ -45,7 +45,7 @@ def unit_launch_s(cal: Calibration, cols: Columns, sms: int | None = None,
     first wave of ``sms`` SMs, in whole waves (``past_first_wave``); with "split_waves", in waves of ``sms`` CTAs up to
     ``SPLIT_KERNEL_TOKENS`` tokens a call and of twice that beyond (``split_wave_ctas``). A launch of one CTA per query
     head (``split``'s ``fold``, ``split_blocks``) pays it per sequence and query head."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p["unit_s"]), p.get("unit_launch")) for name, p in classes_with(cal, names, "unit_s")]
     if not own:
         return 0.0
@@ -78,7 +78,7 @@ def swap_copy_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     the reshape is a view; ``gemmshape.SWAP_S_MAX``). The sequences are the tokens a decode writes to the cache
     (``op.attrs["cache_writes"]``, one each), its KV heads its grid units (sequences × KV heads, ``grid_units``) over
     them, its query rows per KV head its M; 0 for every other op, and for an op that states no sequences."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p["swap_s"])) for name, p in classes_with(cal, names, "swap_s")]
     if not own or cols.cache_writes is None:
         return 0.0
@@ -101,7 +101,7 @@ def cache_write_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarra
     The KV heads · head dim a token writes are the op's ``cache_write_width`` (on its GPU) where it states one, else
     units · M · K / (2 · tokens), the units (``grid_units``: sequences × KV heads, × 2 for QKᵀ and PV) as the op is
     split over its GPUs: one query head per KV head, where M is a sequence's tokens."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p["write_s"])) for name, p in classes_with(cal, names, "write_s")]
     if not own or cols.cache_writes is None:
         return 0.0
@@ -127,7 +127,7 @@ def walk_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | flo
     """Per op of a walking class in waves (``key_ctas``, ``gemmshape.SHAPE_FIELDS``), its CTAs' walk: ceil(units ·
     key_ctas / ``sms``) waves, each of cta_s + key_s · (keys − ``KEY_WALK_FREE``) (units and keys the op's grid
     units and N, ``grid_coords``); 0 for every other op."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = classes_with(cal, names, "key_ctas")
     if not own:
         return 0.0

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...core.graph import Columns, dtype_bytes
 from ...machine.calibration import Calibration
-from .shared import _names, classes_with
+from .shared import classes_with, op_names
 
 
 def expert_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
@@ -26,7 +26,7 @@ def touched_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
     (``op.attrs["nk"]``, the elements at ``op.attrs["weight_elem_bytes"]`` or its dtype's size: the U the routing
     gives it); 0 for every other op. aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 CUTLASS MoE tables on
     Blackwell (``measure/calibrate/moefit``, ``fit``'s per_touched)."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     if cols.nk is None or not classes_with(cal, names, "touched_s"):
         return 0.0
     n_ops = len(cols.kind_idx)
@@ -54,7 +54,7 @@ def token_setup_s(cal: Calibration, cols: Columns) -> np.ndarray | float:
 def per_unit_s(cal: Calibration, cols: Columns, field: str, units: np.ndarray, shape: tuple) -> np.ndarray | float:
     """Per op (an array of ``shape``), its kernel class's seconds per unit ``field`` × the op's ``units``; 0 for an
     op whose class states no ``field``."""
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p[field])) for name, p in classes_with(cal, names, field)]
     if not own:
         return 0.0

@@ -7,7 +7,7 @@ import numpy as np
 from ...core.gemmshape import gemm_dims, gemm_serial, kn_rows
 from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS
-from .shared import _gemm_kernels, _names
+from .shared import gemm_kernels, op_names
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
@@ -50,7 +50,7 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
                 dims = dims or gemm_dims(cols)
                 kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
                 out[r] = gemm_serial(p, dims[0][r], kn[r])
-    names = _names(cols, "kernels")
-    for name, p in _gemm_kernels(cal, names):
+    names = op_names(cols, "kernels")
+    for name, p in gemm_kernels(cal, names):
         out[names == name] = float(p.get("serial", 0.0))
     return out

@@ -12,7 +12,9 @@ from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 
 
-def _names(cols: Columns, attr: str = "names") -> np.ndarray:
+def op_names(cols: Columns, attr: str = "names") -> np.ndarray:
+    """(n_ops,) each op's ``attr`` of ``cols`` (its name, or its kernel class: "kernels") as objects, '' for every op
+    where ``cols`` states none."""
     names = getattr(cols, attr, None)
     return np.array(names if names is not None else [""] * len(cols.kind_idx), dtype=object)
 
@@ -24,13 +26,13 @@ def classes_with(cal: Calibration, names: np.ndarray, *fields: str) -> list[tupl
             if name and any(p.get(f) for f in fields) and (names == name).any()]
 
 
-def _per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
+def per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead: tuple) -> np.ndarray:
     """(n_ops, 1…) each op's kernel class's ``field``, ``default`` where its class has none."""
     return np.array([float(cal.kernel.get(nm, {}).get(field, default)) if nm else default
                      for nm in names]).reshape(lead)
 
 
-def _gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
+def gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
     """The kernel entries that are GEMM shape tables of their own (``eta_max``; a grouped GEMM): their
     ``streamed`` is their weights' η, their ``serial`` their non-overlapped share, as a shape table's (only those
     some op names, where ``names``, the ops' kernels, is given)."""
@@ -39,12 +41,12 @@ def _gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:
             if name and "eta_max" in p and (present is None or name in present)]
 
 
-def _split_kind(cal: Calibration, names: np.ndarray, kind: str, lead: tuple) -> np.ndarray:
+def split_kind(cal: Calibration, names: np.ndarray, kind: str, lead: tuple) -> np.ndarray:
     """(n_ops, 1…) whether each op's kernel class splits its keys as ``kind`` (its ``split_kv``)."""
     return np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
 
 
-def _launch_sms(hw: Hardware | None, launch: str) -> int:
+def launch_sms(hw: Hardware | None, launch: str) -> int:
     """``hw``'s SM count, which placing ``launch`` on the device needs; a device without one is an error."""
     sms = getattr(hw, "sms", None)
     if sms is None:

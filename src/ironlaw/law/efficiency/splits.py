@@ -16,7 +16,7 @@ from ...core.splitkv import (FA3_SPLITS_MAX, MMHA_THREADS, blocks_per_sequence, 
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split
-from .shared import _launch_sms, _names, _per_op, _split_kind, classes_with
+from .shared import classes_with, launch_sms, op_names, per_op, split_kind
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -83,9 +83,9 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     if launch is None:
         return None
     own, sms, (m, n, k), units = launch
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    occupancy = _per_op(cal, names, "chunk_occupancy", 1.0, lead)
+    occupancy = per_op(cal, names, "chunk_occupancy", 1.0, lead)
     dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
     for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
         own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
@@ -113,13 +113,13 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     its launch cannot be placed."""
     if cols.history is None:
         return None
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    kinds = {kind: _split_kind(cal, names, kind, lead) for kind in SPLIT_KV}
+    kinds = {kind: split_kind(cal, names, kind, lead) for kind in SPLIT_KV}
     history = np.where(kinds["history"] | kinds["mmha"] | kinds["heads"], cols.history, 0.0)
     if not np.any(history > 0):
         return None
-    sms = _launch_sms(hw, "a sliding-window decode attention's split-KV launch")
+    sms = launch_sms(hw, "a sliding-window decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     history = np.broadcast_to(history, units.shape)
@@ -127,10 +127,10 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
     mmha = np.broadcast_to(kinds["mmha"], units.shape) & (history > 0)
     blocks = np.where(xqa, blocks_per_sequence(history, units / 2.0, sms), 1.0)
     heads = units / 2.0 * np.maximum(m, 1.0)           # sequences × KV heads × heads per KV head
-    threads = _per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead)
+    threads = per_op(cal, names, "mmha_threads", max(MMHA_THREADS), lead)
     tiles = mmha_blocks_per_sequence(history, heads, sms, mmha_tokens_per_loop(k, threads))
     slots = in_whole_waves(tiles, heads, sms, threads)
-    occupancy = np.broadcast_to(_per_op(cal, names, "mmha_occupancy", 0.0, lead), units.shape)
+    occupancy = np.broadcast_to(per_op(cal, names, "mmha_occupancy", 0.0, lead), units.shape)
     for c in np.unique(occupancy[mmha & (occupancy > 0)]):
         tuned = mmha & (occupancy == c)
         slots, tiles = (np.where(tuned, x, y) for x, y in zip(mmha_tuned_launch(history, heads, sms, k, int(c)),
@@ -142,12 +142,12 @@ def history_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split
 
 def _split_launch(cal: Calibration, cols: Columns, hw: Hardware | None, kind: str, launch: str, where=True):
     """For the split-KV launches: the ops whose kernel class splits as ``kind`` (and ``where``), ``hw``'s SM count
-    (``_launch_sms``, naming ``launch``), the ops' (M, N, K) and grid units; None where no op is such."""
-    names = _names(cols, "kernels")
-    own = _split_kind(cal, names, kind, (-1,) + (1,) * len(cols.cfg_shape)) & where
+    (``launch_sms``, naming ``launch``), the ops' (M, N, K) and grid units; None where no op is such."""
+    names = op_names(cols, "kernels")
+    own = split_kind(cal, names, kind, (-1,) + (1,) * len(cols.cfg_shape)) & where
     if not np.any(own):
         return None
-    sms = _launch_sms(hw, launch)
+    sms = launch_sms(hw, launch)
     m, n, k = gemm_dims(cols)
     return own, sms, (m, n, k), np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
 
@@ -163,7 +163,7 @@ def split_reduce_s(cal: Calibration, cols: Columns, split: Split | None) -> np.n
     131,071 (32, 64 and 90 blocks, one wave on 132 SMs, the window's keys the same)."""
     if split is None:
         return 0.0
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     own = [(name, float(p.get("split_s", 0.0)), float(p.get("merge_s", 0.0)))
            for name, p in classes_with(cal, names, "split_s", "merge_s")]
     if not own:

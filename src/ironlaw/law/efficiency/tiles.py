@@ -1,7 +1,10 @@
 """A launch's query tiles and CTAs in waves of the SMs: the waves of a query-tiled context class and of a chunked
-or FA2 launch (divided into η), and the seconds its tiles, CTAs and FlashInfer's prefill plan add per call.
+or FA2 launch (divided into η), and the seconds a context class's CTAs past the first wave (its tile cost, one term
+however its table states it) and FlashInfer's prefill plan add per call.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,7 +16,7 @@ from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_fact
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split, grid_coords, past_first_wave
-from .shared import _launch_sms, _names, _split_kind, classes_with
+from .shared import classes_with, launch_sms, op_names, split_kind
 
 
 def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
@@ -22,17 +25,12 @@ def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndar
     (``querytiles.wave_factor``, ≥ 1), which the law divides both η by as it does the grid's factor; 1 for every other
     op. A causal pass's query rows s = 2N − 1 (N the keys per query, ``gemm_dims``), at most M; the CTAs per tile the
     sequences × query heads, units / 2 × M / s. Such an op on a device without an SM count is an error."""
-    if not cal.kernel or cols.kernels is None:
-        return 1.0
-    names = _names(cols, "kernels")
-    own = classes_with(cal, names, "query_tiles")
-    if not own:
-        return 1.0
     sms = getattr(hw, "sms", None)
-    if not sms:
-        raise IronlawError(f"kernel class {own[0][0]} launches its query tiles in waves over the SMs (query_tiles): "
-                           f"{getattr(hw, 'name', 'the device')} states no [vector] sms")
-    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    launch = _tiled_launch(cal, cols, sms, ("query_tiles",), "launches its query tiles in waves (query_tiles)",
+                           getattr(hw, "name", "the device"))
+    if launch is None:
+        return 1.0
+    names, own, (m, n, k, units) = launch
     rows = np.minimum(2.0 * n - 1.0, m)
     out = np.ones(cols.flops.shape)
     for name, p in own:
@@ -44,26 +42,75 @@ def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndar
     return out
 
 
-def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
-    """Per op of a context class that states ``tile_s`` with its ``query_tiles``, at one of their head dims (K), the
-    seconds its launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s): its CTAs
-    one per sequence, query head and tile of BLOCK_M query rows (the sequences × query heads units / 2 × M / s, s =
-    2N − 1 at most M, as ``query_waves`` counts them), CTAs per SM × SMs of them a wave; 0 for every other op."""
-    names = _names(cols, "kernels")
-    own = [(name, p) for name, p in classes_with(cal, names, "tile_s")]
+def _tiled_launch(cal: Calibration, cols: Columns, sms: int | None, fields: tuple, pays: str,
+                  device: str = "the device") -> tuple | None:
+    """For the terms of a context class's CTAs over the SMs (its query tiles' waves, its tile cost, FlashInfer's
+    plan): the ops' kernel names, the classes that state one of ``fields`` and that an op names (with their tables),
+    and every op's (M, N, K, units), ``grid_coords``; None where no op's class states one. Such a class on a device
+    without an SM count is an error (``pays``: what it pays over the SMs)."""
+    if not cal.kernel or cols.kernels is None:
+        return None
+    names = op_names(cols, "kernels")
+    own = classes_with(cal, names, *fields)
     if not own:
-        return 0.0
+        return None
     if not sms:
-        raise IronlawError(f"kernel class {own[0][0]} pays tile_s per wave of its query tiles over the SMs: the device "
-                           f"states no [vector] sms")
-    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+        raise IronlawError(f"kernel class {own[0][0]} {pays} over the SMs: {device} states no [vector] sms")
+    return names, own, tuple(np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+
+
+@dataclass(frozen=True)
+class TileCost:
+    """What a context class's CTAs past the first wave of the SMs cost at one head dim (``tile_costs``): ``seconds``
+    per ``per_ctas`` of them (a wave's, or one)."""
+    head_dim: float
+    rows: float          # query rows per CTA, one CTA per sequence, query head and tile of them; 0: one CTA per
+                         # sequence and query head whatever its rows
+    wave_ctas: float     # the CTAs one wave runs: CTAs per SM × SMs
+    seconds: float       # the seconds ``per_ctas`` CTAs past the first wave add
+    per_ctas: float      # the CTAs ``seconds`` are per: a wave's (``tile_s``) or one (``tile_head_dim_s``)
+
+
+def tile_costs(p: dict, sms: int) -> list[TileCost]:
+    """A class's ``TileCost`` per head dim on ``sms`` SMs, as its table states them: ``tile_s``, seconds per wave of
+    its ``query_tiles`` ([head dim, BLOCK_M, CTAs per SM]: a query-tiled class, whose waves its η holds too,
+    ``query_waves``), and ``tile_head_dim_s``, seconds per CTA at each of ``tile_head_dims`` with its ``tile_rows``
+    (one CTA an SM a wave, no waves in its η: the head dims of one class run different backends)."""
+    out = []
+    if p.get("tile_s"):
+        out += [TileCost(float(dim), float(block_m), float(sms) * slots, float(p["tile_s"]), float(sms) * slots)
+                for dim, block_m, slots in p["query_tiles"]]
+    if p.get("tile_head_dims"):
+        out += [TileCost(float(dim), float(rows), float(sms), float(secs), 1.0)
+                for dim, secs, rows in zip(p["tile_head_dims"], p["tile_head_dim_s"], p["tile_rows"])]
+    return out
+
+
+def tile_cost_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a context class that states a tile cost (``tile_costs``), at one of its head dims (K), the seconds its
+    launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s and tile_head_dim_s): its
+    ``seconds`` per ``per_ctas`` of the CTAs past the first wave, in whole waves (``past_first_wave``), its CTAs one per
+    sequence, query head and tile of ``rows`` query rows (one per sequence and query head at rows 0), a causal pass's
+    rows s = 2N − 1 (N the keys per query) at most M, the sequences × query heads units / 2 × M / s (``query_waves``'
+    count); 0 at another head dim and for every other op. Each CTA loads its query tile and its first key and value
+    tiles and runs one tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not
+    skips, them: python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose
+    keys fit one tile take time in their CTAs, not in their FLOPs (docs/accuracy.md, "SGLang's Blackwell FP8-cache
+    prefill: a cost per CTA")."""
+    launch = _tiled_launch(cal, cols, sms, ("tile_s", "tile_head_dims"), "pays its tile cost per wave of its CTAs "
+                           "(tile_s, tile_head_dim_s)")
+    if launch is None:
+        return 0.0
+    names, own, (m, n, k, units) = launch
     rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
+    heads = units / 2.0 * m / rows
     out = np.zeros(cols.flops.shape)
     for name, p in own:
-        for dim, block_m, slots in p["query_tiles"]:
-            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
-            ctas = units[r] / 2.0 * m[r] / rows[r] * np.ceil(rows[r] / float(block_m))
-            out[r] = float(p["tile_s"]) * past_first_wave(ctas, float(sms) * slots, name) / (float(sms) * slots)
+        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.ones(cols.flops.shape, bool)
+        for c in tile_costs(p, sms):
+            at = r & (k == c.head_dim)
+            ctas = heads[at] * (np.ceil(rows[at] / c.rows) if c.rows else 1.0)
+            out[at] += c.seconds * past_first_wave(ctas, c.wave_ctas, name) / c.per_ctas
     return out
 
 
@@ -74,14 +121,10 @@ def plan_split_s(cal: Calibration, cols: Columns, sms: int | None, field: str = 
     merged, a call's and its query rows × heads'; 0 for every other op. Its sequences × KV heads are the op's units
     over 2, its packed rows M (its query rows × heads those × M), its tokens a windowed prefill's whole sequence
     (``op.attrs["history"]``) or else a causal pass's 2N − 1."""
-    names = _names(cols, "kernels")
-    own = [(name, p) for name, p in classes_with(cal, names, field)]
-    if not own:
+    launch = _tiled_launch(cal, cols, sms, (field,), f"pays {field} where FlashInfer's plan splits")
+    if launch is None:
         return 0.0
-    if not sms:
-        raise IronlawError(f"kernel class {own[0][0]} pays plan_split_s where FlashInfer's plan splits over the SMs: "
-                           f"the device states no [vector] sms")
-    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    names, own, (m, n, k, units) = launch
     tokens = np.broadcast_to(cols.history, cols.flops.shape) if cols.history is not None else 2.0 * n - 1.0
     tokens = np.where(np.isfinite(tokens) & (tokens > 0), tokens, 2.0 * n - 1.0)
     splits = prefill_plan_splits(units / 2.0, m, tokens, k, sms)
@@ -91,37 +134,6 @@ def plan_split_s(cal: Calibration, cols: Columns, sms: int | None, field: str = 
                                                                                                float))
         per = 1.0 if field == "plan_split_s" else units[r] / 2.0 * m[r]
         out[r] = np.where(splits[r], float(p[field]) * per, 0.0)
-    return out
-
-
-def head_dim_cta_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
-    """Per op of a context class that states ``tile_head_dims``, the seconds its launch's CTAs past the first wave of
-    ``sms`` SMs add at the op's head dim (its K, ``gemm_dims``) whatever their keys: ``tile_head_dim_s`` per CTA
-    (``past_first_wave``), one CTA per sequence, query head and tile of ``tile_rows`` query rows at that head dim (0:
-    one per sequence and query head), a causal pass's rows s = 2N − 1 (N the keys per query), at most M; the sequences
-    × query heads units / 2 × M / s (``query_waves``'s count); 0 at another head dim and for every other op
-    (``gemmshape.TILE_HEAD_DIM_S_MAX``). Each CTA loads its query tile and its first key and value tiles and runs one
-    tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not skips, them:
-    python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose keys fit one
-    tile take time in their CTAs, not in their FLOPs. Not a query-tiled class's cost per wave of its tiles (``tile_s``
-    read with ``query_tiles``): this one holds its own seconds per head dim, the head dims of one class running
-    different backends (SGLang's Blackwell FP8-cache prefill: FlashInfer at 128, one CTA per sequence and query head;
-    Triton at 192 and 256), and puts no waves into the op's η (``query_tiles`` there priced a few CTAs' launch up to 6×
-    too slow, docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a cost per CTA")."""
-    names = _names(cols, "kernels")
-    own = classes_with(cal, names, "tile_head_dims")
-    if not own:
-        return 0.0
-    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
-    rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
-    heads = units / 2.0 * m / rows
-    out = np.zeros(cols.flops.shape)
-    for name, p in own:
-        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.ones(cols.flops.shape, bool)
-        for dim, secs, tile in zip(p["tile_head_dims"], p["tile_head_dim_s"], p["tile_rows"]):
-            at = r & (k == float(dim))
-            ctas = heads[at] * (np.ceil(rows[at] / float(tile)) if tile else 1.0)
-            out[at] = float(secs) * past_first_wave(ctas, sms, name)
     return out
 
 
@@ -142,14 +154,14 @@ def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Spl
     by as it does the grid's factor; 1 for every other op."""
     if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
         return 1.0
-    names = _names(cols, "kernels")
+    names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    fa2 = _split_kind(cal, names, "fa2", lead)
+    fa2 = split_kind(cal, names, "fa2", lead)
     planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
     planned = planned | fa2
     if not np.any(planned):
         return 1.0
-    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
+    sms = launch_sms(hw, "a chunked decode attention's split-KV launch")
     m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)

@@ -8,7 +8,7 @@ import numpy as np
 from ...core.gemmshape import gemm_dims, gemv_passes, is_gemv, kn_rows, row_factor, row_length, streamed_eta
 from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS
-from .shared import _gemm_kernels, _names
+from .shared import gemm_kernels, op_names
 
 
 def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
@@ -34,8 +34,8 @@ def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
                 out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
             elif "streamed" in p:
                 out[r] = p["streamed"]
-    names = _names(cols, "kernels")
-    for name, p in _gemm_kernels(cal, names):
+    names = op_names(cols, "kernels")
+    for name, p in gemm_kernels(cal, names):
         r = names == name
         if "streamed" in p and r.any():
             out = np.full(cols.flops.shape, np.nan) if out is None else out

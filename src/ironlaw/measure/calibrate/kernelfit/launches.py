@@ -112,13 +112,13 @@ def head_dim_latency(g: Group, rows, hw=None) -> dict:
     ``HEAD_DIM_LATENCY_GPUS`` or ``HEAD_DIM_LATENCY_CLASSES`` on one of its GPUs, ``hw``; one per head dim and head
     group for a class of ``GROUP_LATENCY``, ``group_latency``, of ``GROUP_LATENCY_CLASSES`` on one of its GPUs,
     ``group_latency`` over its rows of few cached tokens, or of ``GROUP_FASTEST_CLASSES`` on one of its GPUs,
-    ``group_fastest``): each head dim whose fastest call among ``rows`` is slower than the class's fastest, and by
-    how much (the seconds its own launches add, every call at that head dim paying them;
-    ``efficiency.head_dim_latency_s``); {} for another class, or where no head dim is slower."""
+    ``group_latency`` read at each pair's fastest call): each head dim whose fastest call among ``rows`` is slower
+    than the class's fastest, and by how much (the seconds its own launches add, every call at that head dim paying
+    them; ``efficiency.head_dim_latency_s``); {} for another class, or where no head dim is slower."""
     regime = regime_of(g)
     key = (g.table.framework, g.op, regime)
     if holds(GROUP_FASTEST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu) and len(rows):
-        return group_fastest(rows)
+        return group_latency(rows, keys=None, read="fastest")
     if holds(GROUP_LATENCY, key) and len(rows):
         return group_latency(rows, group_split_units(hw, g))
     if holds(GROUP_LATENCY_CLASSES, (g.table.framework, g.key[1]), g.table.gpu) and len(rows):
@@ -142,7 +142,7 @@ def query_tile_cost(g: Group, rows, hw=None) -> dict:
     ``TILE_KERNEL_ROWS``, the seconds per CTA its calls of at most ``ONE_KEY_TILE`` tokens a sequence grow by past the
     first wave (the slope of a least-squares line, relative errors, of their time on the CTAs past the first wave of
     the SMs, ``efficiency.past_first_wave``, one CTA per sequence and query head, each one tile's work), and that
-    kernel's rows per CTA; {} for another class (``efficiency.head_dim_cta_s``)."""
+    kernel's rows per CTA; {} for another class (``efficiency.tile_cost_s``)."""
     own = g.key[0] == "kernel" and holds(TILE_COST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     sms = getattr(hw, "sms", None)
     if not own or not sms or "kernel_source" not in rows.columns or not len(rows):
@@ -170,43 +170,32 @@ def group_split_units(hw, g: Group) -> int | None:
     return int(sms // 2) if sms and split else None
 
 
-def group_latency(rows, most: int | None = None, keys: int = GROUP_SPLIT_STEP) -> dict:
-    """For a class of ``GROUP_LATENCY``: each (head dim, query heads per KV head) whose median call at one wave
-    (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``keys`` cached tokens among ``rows``
-    is slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
-    ``latency_head_dim_s``); {} where none is. With ``most`` (``group_split_units``): its median call at that many
-    sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
+def group_latency(rows, most: int | None = None, keys: int | None = GROUP_SPLIT_STEP, read: str = "median") -> dict:
+    """For a class of ``GROUP_LATENCY``, ``GROUP_LATENCY_CLASSES`` or ``GROUP_FASTEST_CLASSES``: each (head dim, query
+    heads per KV head) whose call at one wave (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) and at most ``keys``
+    cached tokens (None: any) among ``rows``, read as ``read`` ("median": the median call; "fastest": the fastest), is
+    slower than the fastest such pair's, and by how much (``latency_head_dims``, ``latency_groups``,
+    ``latency_head_dim_s``); {} where none is. A pair without such rows takes none (L40S, head dim 128 at 48 and 64
+    heads on one KV head, timed from batch 1,024 on: 55 µs, no launch's latency). The fastest call, where the median
+    would hold the pair's data and compute time too, which the law then adds again (docs/accuracy.md, "vLLM's GDDR
+    FP8-cache window decode: a latency per head dim and head group"). With ``most`` (``group_split_units``): its call at
+    that many sequences × KV heads or fewer, over the class's fastest call (the launch beyond), held there only
     (``latency_units_max``, ``latency_keys_max``)."""
+    if read not in ("median", "fastest"):
+        raise ValueError(f"group_latency reads a pair's median or fastest call, not {read!r}")
     group = rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1)
     at = rows.assign(group=group, units=rows["batch_size"] * rows["num_key_value_heads"])
-    at = at[(at.units <= (GROUP_WAVE_UNITS if most is None else most)) & (at.step <= keys)]
-    median = at.groupby(["head_dim", "group"])["latency_s"].median()
-    extra = median - (median.min() if most is None else float(rows["latency_s"].min()))
+    keep = at.units <= (GROUP_WAVE_UNITS if most is None else most)
+    at = at[keep & (at.step <= keys)] if keys is not None else at[keep]
+    calls = at.groupby(["head_dim", "group"])["latency_s"]
+    per = calls.median() if read == "median" else calls.min()
+    extra = per - (per.min() if most is None else float(rows["latency_s"].min()))
     extra = extra[extra > 0.0]
     if not len(extra):
         return {}
     return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
             "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()],
             **({"latency_units_max": most, "latency_keys_max": GROUP_SPLIT_KEYS} if most is not None else {})}
-
-
-def group_fastest(rows) -> dict:
-    """For a class of ``GROUP_FASTEST_CLASSES``: each (head dim, query heads per KV head) whose fastest call at one
-    wave (``GROUP_WAVE_UNITS`` sequences × KV heads or fewer) among ``rows`` is slower than the class's fastest, and by
-    how much (``latency_head_dims``, ``latency_groups``, ``latency_head_dim_s``), as ``head_dim_latency`` measures a
-    head dim's; {} where none is. A pair without such rows takes none: its fastest call is no launch's (L40S, head
-    dim 128 at 48 and 64 heads on one KV head, timed from batch 1,024 on: 55 µs). The fastest call, not
-    ``group_latency``'s median: the median holds the pair's data and compute time too, which the law then adds again
-    (docs/accuracy.md, "vLLM's GDDR FP8-cache window decode: a latency per head dim and head group")."""
-    at = rows.assign(group=rows["num_heads"] // rows["num_key_value_heads"].clip(lower=1),
-                     units=rows["batch_size"] * rows["num_key_value_heads"])
-    fastest = at[at.units <= GROUP_WAVE_UNITS].groupby(["head_dim", "group"])["latency_s"].min()
-    extra = fastest - fastest.min()
-    extra = extra[extra > 0.0]
-    if not len(extra):
-        return {}
-    return {"latency_head_dims": [int(d) for d, _ in extra.index], "latency_groups": [int(q) for _, q in extra.index],
-            "latency_head_dim_s": [float(f"{x:.4g}") for x in extra.to_numpy()]}
 
 
 def kernel_math(hw, g: Group) -> dict:

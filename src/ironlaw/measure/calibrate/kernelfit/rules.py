@@ -390,7 +390,7 @@ HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("
                             ("sglang", "attention_context_bf16_kv_bf16_mha"): ("l40s",),
                             ("vllm", "attention_context_bf16_kv_fp8_mha"): ("b300", "gb200", "gb300", "rtx-pro-6000")}
 # (framework, kernel class) → GPUs of the context classes whose launch pays a cost per CTA whatever its keys
-# (``query_tile_cost``, ``efficiency.head_dim_cta_s``): SGLang 0.5.14's bf16-math FP8-cache prefill on B200 … GB300, on
+# (``query_tile_cost``, ``efficiency.tile_cost_s``): SGLang 0.5.14's bf16-math FP8-cache prefill on B200 … GB300, on
 # FlashInfer at head dim 128 and Triton at 192 and 256, both of whose times at one key tile grow with the CTAs, not the
 # FLOPs (B200, 1-64 tokens a sequence, fitted past the first wave: Triton 192 24 ns per CTA, 256 45 ns, FlashInfer 128
 # 44 ns per sequence and query head whatever its KV heads; held out 4.3% / 20.0% → 4.5% / 14.4% with the fixed latency
@@ -439,7 +439,7 @@ GROUP_LATENCY_STEP = 7
 # out at 4.2% / 18.8%, at 0.01 1.6% / 19.3%)
 GROUP_GRID_FLOOR = 0.01
 # (framework, kernel class) → GPUs of the classes that take a latency per head dim and head group, each pair's fastest
-# call at one wave over the class's (``group_fastest``): vLLM 0.24.0's FP8-cache window decode on L40S and RTX PRO 6000,
+# call at one wave over the class's (``group_latency``): vLLM 0.24.0's FP8-cache window decode on L40S and RTX PRO 6000,
 # FlashInfer's decode run on its tensor-core (prefill) kernel (vllm/v1/attention/backends/flashinfer.py,
 # ``use_tensor_cores=True``), whose tile of packed query rows follows the head group
 # (include/flashinfer/attention/scheduler.cuh, ``FA2DetermineCtaTileQ``: 16 rows up to 16 query heads per KV head, 64
@@ -534,7 +534,7 @@ TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 # classes, per (framework, kernel class): the GPUs, that take their GPU's ``TRITON_TILES`` whatever their regime and fit
 # ``tile_s`` beside them (``shapefit.TILE_S_START``): the seconds each wave of their query-tile CTAs past the first
-# adds whatever their keys (``efficiency.query_tile_s``). SGLang 0.5.14's L40S FP8 prefill, Triton alone (head dims 64
+# adds whatever their keys (``efficiency.tile_cost_s``). SGLang 0.5.14's L40S FP8 prefill, Triton alone (head dims 64
 # and 192): one token per sequence, 6.0-6.3 µs up to 128 sequences × heads at head dim 64, then 2.1 µs per 142 more,
 # and 11.8 µs at 192, then 3.35 µs per 142; without it the class's grid took the many short calls and priced head dim
 # 192's short prompts 2-6× their time (256 sequences × 64 tokens, 2 heads: 37 µs measured, 134 µs priced;
