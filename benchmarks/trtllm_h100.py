@@ -544,8 +544,8 @@ def print_summary(terms, errs: list, lomo_err: dict, models) -> tuple[float, flo
     return med, am
 
 
-def main() -> int:
-    from ironlaw.models.serving import throughput as st
+def parse_args() -> argparse.Namespace:
+    """The command line: which constants to fit, and the release, GEMM form and constants to price with."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the H100 cells first")
     ap.add_argument("--host-scan", action="store_true", help="print the H100 cells' response to a host cost per "
@@ -568,6 +568,12 @@ def main() -> int:
     if args.experts_alone and (args.host or args.experts or args.layer_scale or args.prompt_host):
         ap.error("--experts-alone fits the experts' η and nothing else: drop --host, --experts, --layer-scale and "
                  "--prompt-host")
+    return args
+
+
+def main() -> int:
+    from ironlaw.models.serving import throughput as st
+    args = parse_args()
     use_release(args.release, args.release_classes, args.routing)
     use_gemm_form(args.gemm_form, args.data)
     constants_arg(args.constants)
