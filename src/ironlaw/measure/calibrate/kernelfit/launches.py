@@ -10,7 +10,7 @@ import numpy as np
 
 from ....core.gemmshape import TILE_HEAD_DIM_S_MAX
 from ....core.querytiles import ctas_per_sm
-from ....core.splitkv import CHUNK_OCCUPANCY, PLAN_BLOCKS_PER_SM
+from ....core.splitkv import PLAN_BLOCKS_PER_SM
 from ....law.efficiency import past_first_wave
 from .rows import main_kernel
 from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
@@ -27,10 +27,11 @@ from .vocabulary import Group
 
 
 def chunk_launches_of(hw, g: Group, rows) -> tuple:
-    """The chunked launches (``split_kv = "chunks"`` at each of ``CHUNK_OCCUPANCY`` CTAs per SM) a class of
-    ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
-    the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
-    backend runs the class's other head dims); () for another."""
+    """The chunked launch (``split_kv = "chunks"``) a class of ``CHUNK_CLASSES`` or ``PLAN_CHUNK_CLASSES`` on one of
+    its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, takes in place of the plain one, on a device that
+    states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another backend runs the class's
+    other head dims): FlashInfer's tensor-core decode at its prefill plan's ``PLAN_BLOCKS_PER_SM`` CTAs per SM, over 32
+    heads per KV head with that plan's query tiles and waves (``chunk_plan``); () for another."""
     key = (g.table.framework, g.key[1])
     own = g.key[0] == "kernel" and holds(CHUNK_CLASSES, key, g.table.gpu)
     planned = g.key[0] == "kernel" and holds(PLAN_CHUNK_CLASSES, key, g.table.gpu)
@@ -38,9 +39,8 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
         return ()
     dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
     by_dim = {"chunk_head_dims": dims} if set(dims) != set(int(d) for d in rows["head_dim"].unique()) else {}
-    if planned:
-        return ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, "chunk_plan": "prefill", **by_dim},)
-    return tuple({"split_kv": "chunks", "chunk_occupancy": c, **by_dim} for c in CHUNK_OCCUPANCY)
+    plan = {"chunk_plan": "prefill"} if planned else {}
+    return ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, **plan, **by_dim},)
 
 
 def fa2_launch_of(hw, g: Group) -> dict:

@@ -283,19 +283,27 @@ SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},)
 # 17.8% / 13.5% (the loss chose 2, held out 2.8% / 18.7%; at 3, 4.1% / 14.5%, as on B300, the same SM 10.3 kernel);
 # B200, B300, GB200 chose 3 either way (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
 P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
-# (framework, kernel class) → GPUs of the decode classes whose rows run FlashInfer's CUDA-core decode kernel
-# (``CHUNK_SOURCES``), which its plan splits over chunks of each sequence's keys wherever the sequences × KV heads leave
-# the grid short (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``): fitted at each of ``CHUNK_OCCUPANCY`` CTAs
-# per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
-# fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
-# FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
-# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch: docs/accuracy.md,
-# "FlashInfer's chunked decode on L40S and RTX PRO 6000". SGLang 0.5.14's FP8-cache one-head decode on L40S, FlashInfer
-# at head dims 128 and 256 beside Triton at 64 and 192 (``chunk_head_dims``): one sequence of one KV head × 256, 14.2
-# µs at 2,047 cached tokens, 15.9 at 8,191 (docs/accuracy.md, "SGLang's L40S FP8-cache one-head decode on FlashInfer's
-# chunked launch")
+# (framework, kernel class) → GPUs of the decode classes with one query head per KV head whose rows run FlashInfer's
+# tensor-core decode (``CHUNK_SOURCES``): vLLM 0.24.0 always (vllm/v1/attention/backends/flashinfer.py,
+# ``_get_decode_wrapper``: ``BatchDecodeWithPagedKVCacheWrapper(..., use_tensor_cores=True)``, its ``FIDecode`` path,
+# the tables' ``vllm_flashinfer_fidecode``: FlashAttention 2 has no FP8 cache, so an FP8 cache decodes there on L40S and
+# RTX PRO 6000), SGLang 0.5.14 on an FP8 cache (python/sglang/srt/layers/attention/flashinfer_backend.py,
+# ``should_use_tensor_core``: True for an FP8 cache whatever the head group, where FlashInfer has no
+# ``_grouped_size_compiled_for_decode_kernels``, which went after 0.1.6), FlashInfer at head dims 128 and 256 beside
+# Triton at 64 and 192 on L40S (``chunk_head_dims``). FlashInfer plans that decode as a prefill of one token per
+# sequence (include/flashinfer/attention/scheduler.cuh, ``PrefillPlan``): one query row per KV head is one tile
+# (``splitkv.prefill_query_tiles``), one CTA per sequence and KV head, whose keys ``PrefillBinarySearchKVChunkSize``
+# splits into chunks of at least 128 over a grid of ``PLAN_BLOCKS_PER_SM`` CTAs per SM (``num_blocks_per_sm = 2``): the
+# chunked launch (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``) at that occupancy, in place of the plain
+# launch. Not ``chunk_plan``'s whole waves of the SMs (both η divided by them, the tensor-core tiles of the classes over
+# 32 heads per KV head): these rows are the cache's bytes, and a lone CTA reads several times its 1/SMs share of the
+# bandwidth (SGLang's L40S table, one sequence on one KV head × 256: 10.1 µs at one cached token, 11.6 at 127, one
+# chunk and one CTA: 65 KB more in 1.5 µs, at least 43 GB/s, 7× its 1/142 share of 864 GB/s, which would take 10.7
+# µs); with them (``efficiency.chunk_waves``) the fitted classes held out at 6.7% / 18.8% (vLLM L40S), 6.7% / 21.7% (RTX
+# PRO 6000), 2.8% / 25.3% (SGLang L40S), against 5.7% / 17.5%, 5.7% / 20.4%, 3.0% / 16.4% without. The data:
+# docs/accuracy.md, "FlashInfer's tensor-core decode with one head per KV head: the prefill plan's grid"
 CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
-                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s",)}
+                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head whose rows run FlashInfer's
 # tensor-core decode, planned as a prefill (``chunk_plan = "prefill"``, ``splitkv.prefill_query_tiles``,
