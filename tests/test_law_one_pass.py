@@ -25,6 +25,8 @@ def _path(graph: Graph, hw) -> list[str]:
 
     def follow(frame, event, arg):
         mod = frame.f_globals.get("__name__", "")
+        if mod.startswith("ironlaw.law.efficiency."):       # the efficiency package's modules are one table
+            mod = "ironlaw.law.efficiency"
         if event == "call" and mod.startswith("ironlaw."):
             handed = frame.f_locals.values()
             if any(v is hw or (hw.calibration is not None and v is hw.calibration) for v in handed):

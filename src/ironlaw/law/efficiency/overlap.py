@@ -1,0 +1,56 @@
+"""How an op's data and compute time overlap: the epilogue's share, the serial share, their composition.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.gemmshape import gemm_dims, gemm_serial, kn_rows
+from ...core.graph import Columns, KINDS
+from ...machine.calibration import Calibration, SHAPE_KINDS
+from .shared import _gemm_kernels, _names
+
+
+def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
+    """(n_ops, *cfg) share of an op's data time that its kernel spends storing its output after the main
+    loop, not overlapped with compute: a GPU GEMM's epilogue (the written bytes' share of its traffic);
+    0 elsewhere (CPU GEMMs: see ``serial_share``). A CTA computes its output tile over the K loop, its
+    loads pipelined under the MMAs, then stores the tile; with one or two CTAs per SM launched in waves
+    the stores of a wave are not hidden. Negligible for a deep K (a 4096-deep projection: ~1%), it is
+    most of the time of a batched QKᵀ (K = 128 writing the s² scores)."""
+    if not isinstance(device_kind, str):      # a Hardware here would read as a non-GPU: zeros, silently
+        raise TypeError(f"epilogue_share takes the device's kind ('gpu', 'cpu' …), got {type(device_kind).__name__}")
+    out = np.zeros(cols.flops.shape)
+    if device_kind != "gpu" or cols.written is None:
+        return out
+    rows = np.array(KINDS)[cols.kind_idx] == "matmul"
+    total = sum(cols.bytes.values(), np.zeros(cols.flops.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, np.minimum(np.broadcast_to(cols.written, total.shape) / total, 1.0), 0.0)
+    out[rows] = share[rows]
+    return out
+
+
+def composed(data_s, compute_s, serial, written_s):
+    """An op's overlapped time: its reads overlap its compute but for the ``serial`` share of the shorter
+    of the two; the ``written_s`` part of its data time (the epilogue's stores) follows them."""
+    read = data_s - written_s
+    return np.maximum(read, compute_s) + serial * np.minimum(read, compute_s) + written_s
+
+
+def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
+    """Per op, the share of min(data, compute) not overlapped (``serial`` of the GEMM shape tables)."""
+    out = np.zeros(cols.flops.shape)
+    kinds = np.array(KINDS)[cols.kind_idx]
+    dts = np.array(cols.dtypes)
+    dims = None
+    for kind in ("matmul",) + SHAPE_KINDS:
+        for dt, p in cal.shapes.get(kind, {}).items():
+            r = (kinds == kind) & (dts == dt)
+            if "serial" in p and r.any():
+                dims = dims or gemm_dims(cols)
+                kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
+                out[r] = gemm_serial(p, dims[0][r], kn[r])
+    names = _names(cols, "kernels")
+    for name, p in _gemm_kernels(cal, names):
+        out[names == name] = float(p.get("serial", 0.0))
+    return out

@@ -1,0 +1,68 @@
+"""The one evaluated efficiency table of a graph on a device (``Terms``, ``evaluate``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.graph import Columns, KINDS
+from ...machine.cache import pack_limit_bytes
+from ...machine.hardware import Hardware
+from .eta import compute_eta, memory_eta
+from .framework import with_framework_share
+from .grid import kernel_grid, key_block_share
+from .latency import class_latency_s, op_latency
+from .launches import walk_eta
+from .overlap import epilogue_share, serial_share
+from .splits import split_blocks
+from .tiles import chunk_waves, query_waves
+from .variants import vector_overlap, with_variants
+from .weights import extra_weight_bytes
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Per op of one graph on one device: what the law divides and adds by (arrays over ops × configurations)."""
+    compute_eta: np.ndarray           # (n_ops, *cfg) fraction of the unit's peak each op reaches
+    memory_eta: np.ndarray            # (n_ops, 1… | *cfg) fraction of a tier's bandwidth each op's traffic reaches
+    memory_eta_base: np.ndarray | None   # the same without the ops' own values (kind, op class, kernel): the
+                                         # plain reuse patterns' η (``slow_tier_eta``); None uncalibrated
+    latency_s: np.ndarray             # (n_ops, 1…) fixed seconds per invocation (launch / dispatch, framework)
+    serial: np.ndarray                # (n_ops, *cfg) share of min(data, compute) not overlapped (0 = overlapped)
+    epilogue: np.ndarray              # (n_ops, *cfg) share of the data time stored after the main loop
+    vector_eta: float                 # η of the vector unit for an op's added vector work (what-ifs)
+    extra_bytes: np.ndarray           # (n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond
+                                      # its weights once (packed copies that spill, GEMV passes and rows)
+    vector_overlap: np.ndarray | bool = False   # (n_ops, 1…) whether an op's vector work runs beside its matrix
+
+
+def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
+    """The efficiency table of ``cols`` on ``hw``: the flat defaults, refined by ``hw.calibration`` where it
+    has one. ``resident`` (1 | n_ops, *cfg): ops whose weights stay in the last cache level (a GEMV's cost
+    per stored row applies only to weights read from device memory)."""
+    per_kind = np.array([hw.eta(k) for k in KINDS])          # the device, read once
+    eta_mem, lat_s, vector_eta, cal = hw.efficiency["memory"], hw.op_latency_s, hw.eta("elementwise"), hw.calibration
+    limit = pack_limit_bytes(hw) if cal is not None else None
+    lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
+    shape = cols.flops.shape
+    eta_c = per_kind[cols.kind_idx].reshape(lead)
+    eta_m, lat = np.full(lead, eta_mem), np.full(lead, lat_s)
+    epilogue = epilogue_share(hw.kind, cols)
+    if cal is None:
+        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
+                     np.zeros(shape))
+    cols, math = with_variants(cal, cols, hw)
+    split = split_blocks(cal, cols, hw)
+    grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw) * chunk_waves(cal, cols, hw, split)
+    eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
+    eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
+    keys_read, bytes_read = key_block_share(cal, cols)
+    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read, shape),
+                 memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
+                 memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
+                 latency_s=op_latency(cal, cols, lat) + class_latency_s(cal, cols, getattr(hw, "sms", None), split),
+                 serial=np.broadcast_to(serial_share(cal, cols), shape),
+                 epilogue=epilogue, vector_eta=vector_eta,
+                 extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
+                 vector_overlap=vector_overlap(cal, cols))

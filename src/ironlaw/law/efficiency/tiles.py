@@ -1,0 +1,157 @@
+"""A launch's query tiles and CTAs in waves of the SMs: the waves of a query-tiled context class and of a chunked
+or FA2 launch (divided into η), and the seconds its tiles, CTAs and FlashInfer's prefill plan add per call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.errors import IronlawError
+from ...core.gemmshape import gemm_dims, grid_units
+from ...core.graph import Columns
+from ...core.querytiles import wave_factor
+from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_factor
+from ...machine.calibration import Calibration
+from ...machine.hardware import Hardware
+from .coords import Split, grid_coords, past_first_wave
+from .shared import _launch_sms, _names, _split_kind, classes_with
+
+
+def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
+    """Per op of a context class that tiles each query head's rows (``query_tiles``: [[head dim, BLOCK_M, CTAs per
+    SM], …], ``gemmshape.SHAPE_FIELDS``) at its head dim (K), the waves of its launch over their balanced time
+    (``querytiles.wave_factor``, ≥ 1), which the law divides both η by as it does the grid's factor; 1 for every other
+    op. A causal pass's query rows s = 2N − 1 (N the keys per query, ``gemm_dims``), at most M; the CTAs per tile the
+    sequences × query heads, units / 2 × M / s. Such an op on a device without an SM count is an error."""
+    if not cal.kernel or cols.kernels is None:
+        return 1.0
+    names = _names(cols, "kernels")
+    own = classes_with(cal, names, "query_tiles")
+    if not own:
+        return 1.0
+    sms = getattr(hw, "sms", None)
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} launches its query tiles in waves over the SMs (query_tiles): "
+                           f"{getattr(hw, 'name', 'the device')} states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.minimum(2.0 * n - 1.0, m)
+    out = np.ones(cols.flops.shape)
+    for name, p in own:
+        for dim, block_m, slots in p["query_tiles"]:
+            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
+            if np.any(r):
+                per_tile = units[r] / 2.0 * m[r] / np.maximum(rows[r], 1.0)
+                out[r] = wave_factor(rows[r], per_tile, float(block_m), float(sms) * slots)
+    return out
+
+
+def query_tile_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a context class that states ``tile_s`` with its ``query_tiles``, at one of their head dims (K), the
+    seconds its launch's waves past the first add whatever the keys its CTAs walk (``gemmshape``, tile_s): its CTAs
+    one per sequence, query head and tile of BLOCK_M query rows (the sequences × query heads units / 2 × M / s, s =
+    2N − 1 at most M, as ``query_waves`` counts them), CTAs per SM × SMs of them a wave; 0 for every other op."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in classes_with(cal, names, "tile_s")]
+    if not own:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} pays tile_s per wave of its query tiles over the SMs: the device "
+                           f"states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        for dim, block_m, slots in p["query_tiles"]:
+            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
+            ctas = units[r] / 2.0 * m[r] / rows[r] * np.ceil(rows[r] / float(block_m))
+            out[r] = float(p["tile_s"]) * past_first_wave(ctas, float(sms) * slots, name) / (float(sms) * slots)
+    return out
+
+
+def plan_split_s(cal: Calibration, cols: Columns, sms: int | None, field: str = "plan_split_s") -> np.ndarray | float:
+    """Per op of a prefill class that states ``plan_split_s`` (``field``; or ``plan_merge_s``, per query row and head
+    merged), at one of its ``plan_head_dims`` (K), the seconds FlashInfer's prefill plan adds where it splits the keys
+    (``splitkv.prefill_plan_splits``: its query tiles fill at most half its grid): the partial outputs written and
+    merged, a call's and its query rows × heads'; 0 for every other op. Its sequences × KV heads are the op's units
+    over 2, its packed rows M (its query rows × heads those × M), its tokens a windowed prefill's whole sequence
+    (``op.attrs["history"]``) or else a causal pass's 2N − 1."""
+    names = _names(cols, "kernels")
+    own = [(name, p) for name, p in classes_with(cal, names, field)]
+    if not own:
+        return 0.0
+    if not sms:
+        raise IronlawError(f"kernel class {own[0][0]} pays plan_split_s where FlashInfer's plan splits over the SMs: "
+                           f"the device states no [vector] sms")
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    tokens = np.broadcast_to(cols.history, cols.flops.shape) if cols.history is not None else 2.0 * n - 1.0
+    tokens = np.where(np.isfinite(tokens) & (tokens > 0), tokens, 2.0 * n - 1.0)
+    splits = prefill_plan_splits(units / 2.0, m, tokens, k, sms)
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.isin(k, np.asarray(p["plan_head_dims"],
+                                                                                               float))
+        per = 1.0 if field == "plan_split_s" else units[r] / 2.0 * m[r]
+        out[r] = np.where(splits[r], float(p[field]) * per, 0.0)
+    return out
+
+
+def head_dim_cta_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray | float:
+    """Per op of a context class that states ``tile_head_dims``, the seconds its launch's CTAs past the first wave of
+    ``sms`` SMs add at the op's head dim (its K, ``gemm_dims``) whatever their keys: ``tile_head_dim_s`` per CTA
+    (``past_first_wave``), one CTA per sequence, query head and tile of ``tile_rows`` query rows at that head dim (0:
+    one per sequence and query head), a causal pass's rows s = 2N − 1 (N the keys per query), at most M; the sequences
+    × query heads units / 2 × M / s (``query_waves``'s count); 0 at another head dim and for every other op
+    (``gemmshape.TILE_HEAD_DIM_S_MAX``). Each CTA loads its query tile and its first key and value tiles and runs one
+    tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not skips, them:
+    python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose keys fit one
+    tile take time in their CTAs, not in their FLOPs. Not a query-tiled class's cost per wave of its tiles (``tile_s``
+    read with ``query_tiles``): this one holds its own seconds per head dim, the head dims of one class running
+    different backends (SGLang's Blackwell FP8-cache prefill: FlashInfer at 128, one CTA per sequence and query head;
+    Triton at 192 and 256), and puts no waves into the op's η (``query_tiles`` there priced a few CTAs' launch up to 6×
+    too slow, docs/accuracy.md, "SGLang's Blackwell FP8-cache prefill: a cost per CTA")."""
+    names = _names(cols, "kernels")
+    own = classes_with(cal, names, "tile_head_dims")
+    if not own:
+        return 0.0
+    m, n, k, units = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
+    heads = units / 2.0 * m / rows
+    out = np.zeros(cols.flops.shape)
+    for name, p in own:
+        r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.ones(cols.flops.shape, bool)
+        for dim, secs, tile in zip(p["tile_head_dims"], p["tile_head_dim_s"], p["tile_rows"]):
+            at = r & (k == float(dim))
+            ctas = heads[at] * (np.ceil(rows[at] / float(tile)) if tile else 1.0)
+            out[at] = float(secs) * past_first_wave(ctas, sms, name)
+    return out
+
+
+def tile_share(p: dict, n, k) -> np.ndarray | float:
+    """The share of a class's latency_head_dim_s an op of N keys at head dim K pays where its kernel splits the
+    sequence's KV tiles over CTAs (``latency_tile_keys``, ``latency_tile_power``): ⌈N · K / tile⌉^(−power); 1 for a
+    class that states no tile."""
+    if "latency_tile_keys" not in p:
+        return 1.0
+    tiles = np.maximum(np.ceil(np.asarray(n, float) * np.asarray(k, float) / float(p["latency_tile_keys"]) - 1e-9), 1.0)
+    return tiles ** -float(p["latency_tile_power"])
+
+
+def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Split | None) -> np.ndarray | float:
+    """Per op of a chunked class planned as a prefill (``chunk_plan``) or on FlashAttention 2's split (``split_kv =
+    "fa2"``), its launch's whole waves of the SMs over their balanced time (``splitkv.sm_wave_factor`` of its
+    sequences × KV heads × query tiles (FA2's blocks of 64 rows) × splits, ``split``), which the law divides both η
+    by as it does the grid's factor; 1 for every other op."""
+    if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
+        return 1.0
+    names = _names(cols, "kernels")
+    lead = (-1,) + (1,) * len(cols.cfg_shape)
+    fa2 = _split_kind(cal, names, "fa2", lead)
+    planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
+    planned = planned | fa2
+    if not np.any(planned):
+        return 1.0
+    sms = _launch_sms(hw, "a chunked decode attention's split-KV launch")
+    m, n, k = gemm_dims(cols)
+    units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
+    blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
+    ctas = units / 2.0 * blocks * (1.0 if split is None else split.blocks * split.fold)
+    return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)
