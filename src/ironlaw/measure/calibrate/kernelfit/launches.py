@@ -13,7 +13,7 @@ from ....core.querytiles import ctas_per_sm
 from ....core.splitkv import PLAN_BLOCKS_PER_SM
 from ....law.efficiency import past_first_wave
 from .rows import main_kernel
-from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
+from .rules import (CAUSAL_BLOCK_CLASSES, CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
                     GROUP_TILE_CLASSES, GROUP_TILE_KEYS, GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT,
                     FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK, FP8_CONTEXT_VERSIONS, GROUP_FASTEST_CLASSES,
                     GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP, GROUP_LATENCY_CLASSES,
@@ -233,7 +233,8 @@ def math_of(g: Group) -> dict:
 def query_tiles_of(hw, g: Group) -> dict:
     """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
     (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
-    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise.
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``), and for a class of
+    ``CAUSAL_BLOCK_CLASSES`` on one of its GPUs their BLOCK_N (``causal_blocks``); {} otherwise.
     aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
@@ -242,7 +243,11 @@ def query_tiles_of(hw, g: Group) -> dict:
             regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) and not tile_class(g):
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
-    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
+    if not dims:
+        return {}
+    causal = holds(CAUSAL_BLOCK_CLASSES, (g.table.framework, g.key[1]), hw.name) and g.key[0] == "kernel"
+    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims],
+            **({"causal_blocks": [[d, tiles[d][1]] for d in dims]} if causal else {})}
 
 
 def vector_of(g: Group) -> dict:

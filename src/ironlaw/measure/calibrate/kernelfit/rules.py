@@ -538,6 +538,16 @@ OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
 TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)}),
                 "l40s": (100 * 1024, {64: (64, 128), 192: (64, 64)})}
 TRITON_KERNELS = {"sglang": "triton"}
+# (framework, kernel class) → GPUs of the query-tiled context classes (``TRITON_TILES``) whose compute is their causal
+# pass's whole BLOCK_M × BLOCK_N tiles up to each query tile's last row (``causal_blocks``,
+# ``querytiles.causal_tile_share``, ``efficiency.causal_tiles``): SGLang's Triton prefill (extend_attention.py,
+# ``_fwd_kernel``: for a causal extend its key loop runs to min(s, (tile + 1) · BLOCK_M), a whole block of BLOCK_N keys
+# at a time, masked, not skipped). SGLang 0.5.14's bf16-math FP8-cache one-head prefill on H100 and H200, Triton alone
+# at head dim 512 (32 × 64 tiles): H100, one head, 128 tokens, batch 32 / 64 / 128: 36.0, 59.2, 117.9 µs, 0.92 µs a
+# sequence, where 512 tokens take 7.6 (batch 128: 968.7 µs): 1/8.3 the time for 1/16 the causal pairs; priced on
+# the causal pairs the class held out at 8.7% / 25.5% (H100), 7.0% / 21.6% (H200), its short sequences 29-49% too fast
+# (docs/accuracy.md, "SGLang's Hopper one-head prefill on Triton: its causal pass in whole tiles")
+CAUSAL_BLOCK_CLASSES = {("sglang", "attention_context_bf16_kv_fp8_mha"): ("h100", "h200")}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 # classes, per (framework, kernel class): the GPUs, that take their GPU's ``TRITON_TILES`` whatever their regime and fit
