@@ -546,8 +546,16 @@ TRITON_KERNELS = {"sglang": "triton"}
 # at head dim 512 (32 × 64 tiles): H100, one head, 128 tokens, batch 32 / 64 / 128: 36.0, 59.2, 117.9 µs, 0.92 µs a
 # sequence, where 512 tokens take 7.6 (batch 128: 968.7 µs): 1/8.3 the time for 1/16 the causal pairs; priced on
 # the causal pairs the class held out at 8.7% / 25.5% (H100), 7.0% / 21.6% (H200), its short sequences 29-49% too fast
-# (docs/accuracy.md, "SGLang's Hopper one-head prefill on Triton: its causal pass in whole tiles")
-CAUSAL_BLOCK_CLASSES = {("sglang", "attention_context_bf16_kv_fp8_mha"): ("h100", "h200")}
+# (docs/accuracy.md, "SGLang's Hopper one-head prefill on Triton: its causal pass in whole tiles"). Every H100 and H200
+# class that tiles Triton's head dim 512 takes them (the grouped-query FP8-cache class, Triton alone there too: 2.7% /
+# 11.7% → 1.9% / 5.2% on H100); L40S's tiled classes (head dims 64 and 192, 64 × 128 and 64 × 64) held out worse with
+# them (bf16-cache one-head 5.0% / 19.9% → 5.1% / 20.6%, FP8 one-head 4.9% / 14.9% → 5.6% / 15.1%) and keep without
+CAUSAL_BLOCK_CLASSES = {("sglang", "attention_context_bf16_kv_fp8_mha"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_fp8"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_bf16"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_bf16_mha"): ("h100", "h200"),
+                        ("sglang", "attention_context_fp8_kv_fp8"): ("h100", "h200"),
+                        ("sglang", "attention_context_fp8_kv_fp8_mha"): ("h100", "h200")}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 # classes, per (framework, kernel class): the GPUs, that take their GPU's ``TRITON_TILES`` whatever their regime and fit
