@@ -77,12 +77,15 @@ def _group(gpu: str, kv: str = "fp8"):
     return g
 
 
-def test_sglangs_hopper_fp8_cache_one_head_prefill_takes_its_blocks_and_the_engine_files_hold_them():
-    """``kernelfit.rules.CAUSAL_BLOCK_CLASSES``: the bf16-math FP8-cache one-head class on H100 and H200 takes its
-    Triton tiles' BLOCK_N (64 at head dim 512); its bf16-cache class keeps the tiles alone; the H100 and H200 engine
-    files price the class so."""
+def test_sglangs_hopper_prefill_takes_its_blocks_and_the_engine_files_hold_them():
+    """``kernelfit.rules.CAUSAL_BLOCK_CLASSES``: SGLang's classes that tile Triton's head dim 512 on H100 and H200 take
+    its BLOCK_N (64); the H100 and H200 engine files price the FP8-cache one-head class so; L40S's tiled classes keep
+    their tiles alone."""
     for gpu in ("h100", "h200"):
-        got = kernelfit.launches.query_tiles_of(hardware.get(gpu), _group(gpu))
-        assert got == {"query_tiles": [[512, 32, 1]], "causal_blocks": [[512, 64]]}
+        for kv in ("fp8", "bfloat16"):
+            got = kernelfit.launches.query_tiles_of(hardware.get(gpu), _group(gpu, kv))
+            assert got == {"query_tiles": [[512, 32, 1]], "causal_blocks": [[512, 64]]}
         assert engines.load(gpu, "sglang")["kernel"][MHA]["causal_blocks"] == [[512, 64]]
-    assert "causal_blocks" not in kernelfit.launches.query_tiles_of(hardware.get("h100"), _group("h100", "bfloat16"))
+    l40s = replace(_group("l40s", "bfloat16"), rows=_group("l40s", "bfloat16").rows.assign(head_dim=64))
+    got = kernelfit.launches.query_tiles_of(hardware.get("l40s"), l40s)
+    assert got["query_tiles"] and "causal_blocks" not in got
