@@ -98,7 +98,7 @@ def test_sglangs_triton_rows_of_a_tiled_head_dim_take_its_tiles():
     """SGLang's Triton prefill on SM 9.x: head dim 512 in tiles of 32 query rows; not vLLM's rows, not another
     backend's, not a sliding window's, not a GPU the table does not name."""
     (g,) = _groups("sglang", "h100")
-    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), g) == {"query_tiles": [[512, 32, 1]]}
+    assert kernelfit.launches.query_tiles_of(hardware.get("h100"), g)["query_tiles"] == [[512, 32, 1]]
     assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("vllm", "h100")[0]) == {}
     assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", source="fa3")[0]) == {}
     assert kernelfit.launches.query_tiles_of(hardware.get("h100"), _groups("sglang", "h100", window=128)[0]) == {}
@@ -111,6 +111,7 @@ def test_rows_that_run_in_waves_are_fitted_back_by_the_class_that_tiles(monkeypa
     more (the waves are what sets them)."""
     from ironlaw.measure.calibrate.fitcore import Problem
     hw = hardware.get("h100")
+    monkeypatch.setattr(kernelfit.launches, "CAUSAL_BLOCK_CLASSES", {})    # the waves alone (test_causal_tiles)
     truth = {**SHAPE, "eta_max": 0.1, "latency_s": 1.2e-5, "query_tiles": [[512, 32, 1]]}
     rows = pd.DataFrame([dict(batch_size=b, isl=s, num_heads=1, num_key_value_heads=1, head_dim=512, window_size=0,
                               attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0, kernel_source="triton",

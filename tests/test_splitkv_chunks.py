@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ironlaw.core.errors import IronlawError
-from ironlaw.core.splitkv import CHUNK_MIN_TOKENS, CHUNK_OCCUPANCY, chunks_per_sequence
+from ironlaw.core.splitkv import CHUNK_MIN_TOKENS, PLAN_BLOCKS_PER_SM, chunks_per_sequence
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
 from ironlaw.models.workloads import Request
@@ -99,15 +99,15 @@ def _flashinfer_class(gpu: str, framework: str, key: str, triton_at=(192,)):
 
 
 def test_the_fit_launches_chunks_on_its_own_classes_only():
-    """vLLM's FP8-cache one-head class on L40S tries each occupancy, at FlashInfer's head dims (Triton's 192 unsplit),
-    and no plain launch; the same rows as its bf16-cache class, or on H100, try none."""
+    """vLLM's FP8-cache one-head class on L40S (FlashInfer's tensor-core decode, ``use_tensor_cores=True``) takes its
+    prefill plan's grid, 2 CTAs per SM and no other occupancy, at FlashInfer's head dims (Triton's 192 unsplit), without
+    the plan's waves, and no plain launch; the same rows as its bf16-cache class, or on H100, try none."""
     pytest.importorskip("pandas")
     from ironlaw.measure.calibrate import kernelfit
     hw = hardware.get("l40s")
     g = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha")
     tries = kernelfit.launches.chunk_launches_of(hw, g, g.rows)
-    assert [t["chunk_occupancy"] for t in tries] == list(CHUNK_OCCUPANCY)
-    assert all(t["split_kv"] == "chunks" and t["chunk_head_dims"] == [64, 128, 256] for t in tries)
+    assert tries == ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, "chunk_head_dims": [64, 128, 256]},)
     every = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_fp8_mha", triton_at=())
     assert all("chunk_head_dims" not in t for t in kernelfit.launches.chunk_launches_of(hw, every, every.rows))
     bf16 = _flashinfer_class("l40s", "vllm", "attention_generation_bf16_kv_bf16_mha")
@@ -137,9 +137,9 @@ def test_vllms_fp8_one_head_decode_on_l40s_takes_a_latency_per_head_dim():
 
 
 def test_sglangs_fp8_one_head_decode_on_l40s_launches_chunks_at_flashinfers_head_dims():
-    """SGLang's FP8-cache one-head class on L40S (FlashInfer at 128 and 256, Triton at 64 and 192) tries each occupancy
-    at FlashInfer's head dims only; on RTX PRO 6000 (within the goal on the plain launch) it tries none; and the L40S
-    engine file prices its class on the chunked launch."""
+    """SGLang's FP8-cache one-head class on L40S (FlashInfer at 128 and 256, Triton at 64 and 192; an FP8 cache decodes
+    on FlashInfer's tensor cores, ``should_use_tensor_core``) takes the prefill plan's 2 CTAs per SM at FlashInfer's head
+    dims only; so does its class on RTX PRO 6000; and both engine files price the class on that launch."""
     pytest.importorskip("pandas")
     from ironlaw.machine import engines
     from ironlaw.measure.calibrate import kernelfit
@@ -148,10 +148,11 @@ def test_sglangs_fp8_one_head_decode_on_l40s_launches_chunks_at_flashinfers_head
     g = _flashinfer_class("l40s", "sglang", key, triton_at=(64, 192))
     g = replace(g, rows=g.rows.assign(kernel_source=np.where(g.rows.head_dim.isin((64, 192)), "triton",
                                                              "flashinfer")))
-    tries = kernelfit.launches.chunk_launches_of(hw, g, g.rows)
-    assert [t["chunk_occupancy"] for t in tries] == list(CHUNK_OCCUPANCY)
-    assert all(t["chunk_head_dims"] == [128, 256] for t in tries)
+    launch = ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, "chunk_head_dims": [128, 256]},)
+    assert kernelfit.launches.chunk_launches_of(hw, g, g.rows) == launch
     rtx = replace(g, table=replace(g.table, gpu="rtx-pro-6000"))
-    assert kernelfit.launches.chunk_launches_of(hardware.get("rtx-pro-6000"), rtx, rtx.rows) == ()
-    stored = engines.load("l40s", "sglang")["kernel"][key]
-    assert stored["split_kv"] == "chunks" and stored["chunk_head_dims"] == [128, 256]
+    assert kernelfit.launches.chunk_launches_of(hardware.get("rtx-pro-6000"), rtx, rtx.rows) == launch
+    for gpu in ("l40s", "rtx-pro-6000"):
+        stored = engines.load(gpu, "sglang")["kernel"][key]
+        assert stored["split_kv"] == "chunks" and stored["chunk_occupancy"] == PLAN_BLOCKS_PER_SM
+        assert stored["chunk_head_dims"] == [128, 256] and "chunk_plan" not in stored

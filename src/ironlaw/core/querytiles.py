@@ -71,3 +71,20 @@ def wave_factor(rows, per_tile, block_m, slots) -> np.ndarray:
     per = np.maximum(np.rint(np.asarray(per_tile, float)), 1.0)
     balanced = per * tiles * (tiles + 1.0) / 2.0 / np.asarray(slots, float)
     return np.where(rows > 0, wave_walk(per, tiles, slots) / balanced, 1.0)
+
+
+def causal_tile_share(rows, block_m, block_n) -> np.ndarray:
+    """Per element, the query-key pairs a causal pass of ``rows`` query rows (its keys the same rows) computes in whole
+    tiles over the pairs it keeps, s (s + 1) / 2: SGLang's Triton prefill (``_fwd_kernel`` of extend_attention.py)
+    walks, for the query tile of rows j · BLOCK_M … (j + 1) · BLOCK_M − 1, the key blocks of BLOCK_N keys up to its last
+    row, ⌈min(s, (j + 1) · BLOCK_M) / BLOCK_N⌉ of them, each BLOCK_M × BLOCK_N in full, the mask only zeroing the pairs
+    past the diagonal: Σ_j ⌈min(s, (j + 1) · BLOCK_M) / BLOCK_N⌉ · BLOCK_M · BLOCK_N pairs. At BLOCK_M 32, BLOCK_N 64
+    (H100, head dim 512): 1.49 at 128 rows, 1.02 at 3,072; 1 where a row is missing."""
+    s = np.maximum(np.rint(np.asarray(rows, float)), 0.0).astype(np.int64)
+    bm, bn = int(block_m), int(block_n)
+    tiles = -(-s // bm)
+    inner = floor_sum(np.maximum(tiles - 1, 0), bn, bm, bm + bn - 1)     # j = 0 … T−2: ⌈(j + 1)·BM / BN⌉
+    blocks = inner + np.where(s > 0, -(-s // bn), 0)                              # the last tile: ⌈s / BN⌉
+    kept = s * (s + 1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, blocks * float(bm * bn) / np.maximum(kept, 1.0), 1.0)

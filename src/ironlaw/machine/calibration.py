@@ -263,6 +263,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_head_dims(p, w)
     if "query_tiles" in p:
         _check_query_tiles(p["query_tiles"], w)
+    if "causal_blocks" in p:
+        _check_causal_blocks(p, w)
     _check_prefill_launch(p, w)
     if "unit_launch" in p and (p["unit_launch"] not in UNIT_LAUNCHES or "unit_s" not in p):
         raise IronlawError(f"{w}.unit_launch: must be one of {', '.join(UNIT_LAUNCHES)}, with the unit_s it pays, got "
@@ -306,6 +308,18 @@ def _check_query_tiles(tiles, w: str) -> None:
         raise IronlawError(f"{w}.query_tiles: must be a non-empty list of [head dim, BLOCK_M, CTAs per SM] whole "
                            f"numbers > 0, "
                            f"got {tiles!r}")
+
+
+def _check_causal_blocks(p: dict, w: str) -> None:
+    """``causal_blocks``: a non-empty list of [head dim, BLOCK_N], whole numbers > 0, at head dims the class's
+    ``query_tiles`` name (their BLOCK_M is the tile's rows)."""
+    blocks, tiled = p["causal_blocks"], {x[0] for x in p.get("query_tiles", []) if isinstance(x, list) and x}
+    ok = isinstance(blocks, list) and blocks and all(
+        isinstance(x, list) and len(x) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in x)
+        for x in blocks)
+    if not ok or not {x[0] for x in blocks} <= tiled:
+        raise IronlawError(f"{w}.causal_blocks: must be a non-empty list of [head dim, BLOCK_N] whole numbers > 0 at "
+                           f"head dims its query_tiles name, got {blocks!r}")
 
 
 def _check_head_dims(p: dict, w: str, field: str = "math_head_dims", needs: str = "math") -> None:

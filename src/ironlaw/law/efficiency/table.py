@@ -16,7 +16,7 @@ from .latency import class_latency_s, op_latency
 from .launches import walk_eta
 from .overlap import epilogue_share, serial_share
 from .splits import split_blocks
-from .tiles import chunk_waves, query_waves
+from .tiles import causal_tiles, chunk_waves, query_waves
 from .variants import vector_overlap, with_variants
 from .weights import extra_weight_bytes
 
@@ -58,7 +58,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
-    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read, shape),
+    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
                  latency_s=op_latency(cal, cols, lat) + class_latency_s(cal, cols, getattr(hw, "sms", None), split),

@@ -11,7 +11,7 @@ import numpy as np
 from ...core.errors import IronlawError
 from ...core.gemmshape import gemm_dims, grid_units
 from ...core.graph import Columns
-from ...core.querytiles import wave_factor
+from ...core.querytiles import causal_tile_share, wave_factor
 from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_factor
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
@@ -39,6 +39,29 @@ def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndar
             if np.any(r):
                 per_tile = units[r] / 2.0 * m[r] / np.maximum(rows[r], 1.0)
                 out[r] = wave_factor(rows[r], per_tile, float(block_m), float(sms) * slots)
+    return out
+
+
+def causal_tiles(cal: Calibration, cols: Columns) -> np.ndarray | float:
+    """Per op of a context class that names its causal pass's key blocks (``causal_blocks``: [[head dim, BLOCK_N], …]
+    beside its ``query_tiles``' BLOCK_M) at one of their head dims (K), the pairs its whole tiles compute over the
+    pairs the op counts (``querytiles.causal_tile_share`` of its query rows per head, s = 2N − 1 at most M, as
+    ``query_waves`` counts them), which the law divides the op's compute η by; 1 for every other op."""
+    if not cal.kernel or cols.kernels is None:
+        return 1.0
+    names = op_names(cols, "kernels")
+    own = classes_with(cal, names, "causal_blocks")
+    if not own:
+        return 1.0
+    m, n, k, _ = (np.broadcast_to(x, cols.flops.shape) for x in grid_coords(cols))
+    rows = np.minimum(2.0 * n - 1.0, m)
+    out = np.ones(cols.flops.shape)
+    for name, p in own:
+        tile_rows = {dim: block_m for dim, block_m, _ in p["query_tiles"]}
+        for dim, block_n in p["causal_blocks"]:
+            r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & (k == float(dim))
+            if np.any(r):
+                out[r] = causal_tile_share(rows[r], tile_rows[dim], block_n)
     return out
 
 

@@ -10,10 +10,10 @@ import numpy as np
 
 from ....core.gemmshape import TILE_HEAD_DIM_S_MAX
 from ....core.querytiles import ctas_per_sm
-from ....core.splitkv import CHUNK_OCCUPANCY, PLAN_BLOCKS_PER_SM
+from ....core.splitkv import PLAN_BLOCKS_PER_SM
 from ....law.efficiency import past_first_wave
 from .rows import main_kernel
-from .rules import (CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
+from .rules import (CAUSAL_BLOCK_CLASSES, CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
                     GROUP_TILE_CLASSES, GROUP_TILE_KEYS, GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT,
                     FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK, FP8_CONTEXT_VERSIONS, GROUP_FASTEST_CLASSES,
                     GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP, GROUP_LATENCY_CLASSES,
@@ -27,10 +27,11 @@ from .vocabulary import Group
 
 
 def chunk_launches_of(hw, g: Group, rows) -> tuple:
-    """The chunked launches (``split_kv = "chunks"`` at each of ``CHUNK_OCCUPANCY`` CTAs per SM) a class of
-    ``CHUNK_CLASSES`` on one of its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, tries in place of
-    the plain one, on a device that states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another
-    backend runs the class's other head dims); () for another."""
+    """The chunked launch (``split_kv = "chunks"``) a class of ``CHUNK_CLASSES`` or ``PLAN_CHUNK_CLASSES`` on one of
+    its GPUs, whose rows run mostly on a kernel of ``CHUNK_SOURCES``, takes in place of the plain one, on a device that
+    states its SMs, at the head dims that kernel runs (``chunk_head_dims``, where another backend runs the class's
+    other head dims): FlashInfer's tensor-core decode at its prefill plan's ``PLAN_BLOCKS_PER_SM`` CTAs per SM, over 32
+    heads per KV head with that plan's query tiles and waves (``chunk_plan``); () for another."""
     key = (g.table.framework, g.key[1])
     own = g.key[0] == "kernel" and holds(CHUNK_CLASSES, key, g.table.gpu)
     planned = g.key[0] == "kernel" and holds(PLAN_CHUNK_CLASSES, key, g.table.gpu)
@@ -38,9 +39,8 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
         return ()
     dims = sorted(int(d) for d in rows.loc[rows["kernel_source"].isin(CHUNK_SOURCES), "head_dim"].unique())
     by_dim = {"chunk_head_dims": dims} if set(dims) != set(int(d) for d in rows["head_dim"].unique()) else {}
-    if planned:
-        return ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, "chunk_plan": "prefill", **by_dim},)
-    return tuple({"split_kv": "chunks", "chunk_occupancy": c, **by_dim} for c in CHUNK_OCCUPANCY)
+    plan = {"chunk_plan": "prefill"} if planned else {}
+    return ({"split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, **plan, **by_dim},)
 
 
 def fa2_launch_of(hw, g: Group) -> dict:
@@ -222,7 +222,8 @@ def math_of(g: Group) -> dict:
 def query_tiles_of(hw, g: Group) -> dict:
     """``{"query_tiles": [[head dim, BLOCK_M, CTAs per SM], …]}`` for a context attention class without a window
     (``TILE_REGIMES``) of a framework of ``TRITON_KERNELS`` whose rows time a head dim of ``TRITON_TILES[hw.name]`` on
-    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``); {} otherwise.
+    that kernel, its CTAs per SM those its shared memory holds (``querytiles.ctas_per_sm``), and for a class of
+    ``CAUSAL_BLOCK_CLASSES`` on one of its GPUs their BLOCK_N (``causal_blocks``); {} otherwise.
     aiconfigurator-core 0.12.0's SGLang 0.5.14 H100 table, head dim 512, one head: 138 µs at 1,024 tokens, 555 µs at
     4,096, linear in the length under one wave of CTAs (docs/accuracy.md)."""
     kernel, (shared, tiles) = TRITON_KERNELS.get(g.table.framework), TRITON_TILES.get(hw.name, (0, {}))
@@ -231,7 +232,11 @@ def query_tiles_of(hw, g: Group) -> dict:
             regime not in TILE_GPU_REGIMES.get(hw.name, TILE_REGIMES) and not tile_class(g):
         return {}
     dims = sorted(int(d) for d in set(g.rows["head_dim"][g.rows["kernel_source"] == kernel]) if int(d) in tiles)
-    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims]} if dims else {}
+    if not dims:
+        return {}
+    causal = holds(CAUSAL_BLOCK_CLASSES, (g.table.framework, g.key[1]), hw.name) and g.key[0] == "kernel"
+    return {"query_tiles": [[d, tiles[d][0], ctas_per_sm(d, *tiles[d], shared)] for d in dims],
+            **({"causal_blocks": [[d, tiles[d][1]] for d in dims]} if causal else {})}
 
 
 def vector_of(g: Group) -> dict:

@@ -283,19 +283,27 @@ SPLIT_CLASSES = {("generation_attention", "_window"): ({"split_kv": "history"},)
 # 17.8% / 13.5% (the loss chose 2, held out 2.8% / 18.7%; at 3, 4.1% / 14.5%, as on B300, the same SM 10.3 kernel);
 # B200, B300, GB200 chose 3 either way (docs/accuracy.md, "Sliding-window generation on MMHA: one backend's rows")
 P90_CHOICE_CLASSES = (("generation_attention", "_window_mmha"),)
-# (framework, kernel class) → GPUs of the decode classes whose rows run FlashInfer's CUDA-core decode kernel
-# (``CHUNK_SOURCES``), which its plan splits over chunks of each sequence's keys wherever the sequences × KV heads leave
-# the grid short (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``): fitted at each of ``CHUNK_OCCUPANCY`` CTAs
-# per SM in place of the plain launch, since the kernel's plan always splits a short grid; the smallest loss on the
-# fitted rows kept. vLLM 0.24.0 decodes an FP8 cache on FlashInfer on L40S and RTX PRO 6000 (FlashAttention 2 has no
-# FP8 cache): L40S, one head per KV head × 256, batch 1, 131,071 cached tokens: 48 µs, the 67 MB cache at 1.4 TB/s
-# from the L2, where one CTA per sequence would walk it alone. Which data chose the launch: docs/accuracy.md,
-# "FlashInfer's chunked decode on L40S and RTX PRO 6000". SGLang 0.5.14's FP8-cache one-head decode on L40S, FlashInfer
-# at head dims 128 and 256 beside Triton at 64 and 192 (``chunk_head_dims``): one sequence of one KV head × 256, 14.2
-# µs at 2,047 cached tokens, 15.9 at 8,191 (docs/accuracy.md, "SGLang's L40S FP8-cache one-head decode on FlashInfer's
-# chunked launch")
+# (framework, kernel class) → GPUs of the decode classes with one query head per KV head whose rows run FlashInfer's
+# tensor-core decode (``CHUNK_SOURCES``): vLLM 0.24.0 always (vllm/v1/attention/backends/flashinfer.py,
+# ``_get_decode_wrapper``: ``BatchDecodeWithPagedKVCacheWrapper(..., use_tensor_cores=True)``, its ``FIDecode`` path,
+# the tables' ``vllm_flashinfer_fidecode``: FlashAttention 2 has no FP8 cache, so an FP8 cache decodes there on L40S and
+# RTX PRO 6000), SGLang 0.5.14 on an FP8 cache (python/sglang/srt/layers/attention/flashinfer_backend.py,
+# ``should_use_tensor_core``: True for an FP8 cache whatever the head group, where FlashInfer has no
+# ``_grouped_size_compiled_for_decode_kernels``, which went after 0.1.6), FlashInfer at head dims 128 and 256 beside
+# Triton at 64 and 192 on L40S (``chunk_head_dims``). FlashInfer plans that decode as a prefill of one token per
+# sequence (include/flashinfer/attention/scheduler.cuh, ``PrefillPlan``): one query row per KV head is one tile
+# (``splitkv.prefill_query_tiles``), one CTA per sequence and KV head, whose keys ``PrefillBinarySearchKVChunkSize``
+# splits into chunks of at least 128 over a grid of ``PLAN_BLOCKS_PER_SM`` CTAs per SM (``num_blocks_per_sm = 2``): the
+# chunked launch (``split_kv = "chunks"``, ``splitkv.chunks_per_sequence``) at that occupancy, in place of the plain
+# launch. Not ``chunk_plan``'s whole waves of the SMs (both η divided by them, the tensor-core tiles of the classes over
+# 32 heads per KV head): these rows are the cache's bytes, and a lone CTA reads several times its 1/SMs share of the
+# bandwidth (SGLang's L40S table, one sequence on one KV head × 256: 10.1 µs at one cached token, 11.6 at 127, one
+# chunk and one CTA: 65 KB more in 1.5 µs, at least 43 GB/s, 7× its 1/142 share of 864 GB/s, which would take 10.7
+# µs); with them (``efficiency.chunk_waves``) the fitted classes held out at 6.7% / 18.8% (vLLM L40S), 6.7% / 21.7% (RTX
+# PRO 6000), 2.8% / 25.3% (SGLang L40S), against 5.7% / 17.5%, 5.7% / 20.4%, 3.0% / 16.4% without. The data:
+# docs/accuracy.md, "FlashInfer's tensor-core decode with one head per KV head: the prefill plan's grid"
 CHUNK_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000"),
-                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s",)}
+                 ("sglang", "attention_generation_bf16_kv_fp8_mha"): ("l40s", "rtx-pro-6000")}
 CHUNK_SOURCES = ("vllm_flashinfer_fidecode", "flashinfer")
 # (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head whose rows run FlashInfer's
 # tensor-core decode, planned as a prefill (``chunk_plan = "prefill"``, ``splitkv.prefill_query_tiles``,
@@ -530,6 +538,24 @@ OVERLAP_KERNELS = ("vllm_flashinfer_trtllmprefill", "trtllm_mha")
 TRITON_TILES = {"h100": (228 * 1024, {512: (32, 64)}), "h200": (228 * 1024, {512: (32, 64)}),
                 "l40s": (100 * 1024, {64: (64, 128), 192: (64, 64)})}
 TRITON_KERNELS = {"sglang": "triton"}
+# (framework, kernel class) → GPUs of the query-tiled context classes (``TRITON_TILES``) whose compute is their causal
+# pass's whole BLOCK_M × BLOCK_N tiles up to each query tile's last row (``causal_blocks``,
+# ``querytiles.causal_tile_share``, ``efficiency.causal_tiles``): SGLang's Triton prefill (extend_attention.py,
+# ``_fwd_kernel``: for a causal extend its key loop runs to min(s, (tile + 1) · BLOCK_M), a whole block of BLOCK_N keys
+# at a time, masked, not skipped). SGLang 0.5.14's bf16-math FP8-cache one-head prefill on H100 and H200, Triton alone
+# at head dim 512 (32 × 64 tiles): H100, one head, 128 tokens, batch 32 / 64 / 128: 36.0, 59.2, 117.9 µs, 0.92 µs a
+# sequence, where 512 tokens take 7.6 (batch 128: 968.7 µs): 1/8.3 the time for 1/16 the causal pairs; priced on
+# the causal pairs the class held out at 8.7% / 25.5% (H100), 7.0% / 21.6% (H200), its short sequences 29-49% too fast
+# (docs/accuracy.md, "SGLang's Hopper one-head prefill on Triton: its causal pass in whole tiles"). Every H100 and H200
+# class that tiles Triton's head dim 512 takes them (the grouped-query FP8-cache class, Triton alone there too: 2.7% /
+# 11.7% → 1.9% / 5.2% on H100); L40S's tiled classes (head dims 64 and 192, 64 × 128 and 64 × 64) held out worse with
+# them (bf16-cache one-head 5.0% / 19.9% → 5.1% / 20.6%, FP8 one-head 4.9% / 14.9% → 5.6% / 15.1%) and keep without
+CAUSAL_BLOCK_CLASSES = {("sglang", "attention_context_bf16_kv_fp8_mha"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_fp8"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_bf16"): ("h100", "h200"),
+                        ("sglang", "attention_context_bf16_kv_bf16_mha"): ("h100", "h200"),
+                        ("sglang", "attention_context_fp8_kv_fp8"): ("h100", "h200"),
+                        ("sglang", "attention_context_fp8_kv_fp8_mha"): ("h100", "h200")}
 TILE_REGIMES = ("", "_mha", "_wide")      # the causal passes without a window
 TILE_GPU_REGIMES = {"l40s": ("_mha",)}
 # classes, per (framework, kernel class): the GPUs, that take their GPU's ``TRITON_TILES`` whatever their regime and fit
