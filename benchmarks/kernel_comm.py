@@ -16,7 +16,7 @@ Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out s
 Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
 2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's
 own choice between its custom kernels and NCCL), the same curve form on every other size, as the collective
-``allreduce-trtllm`` (the TensorRT-LLM engine's tensor-parallel all-reduce, models/serving/step.py); and the
+``allreduce-trtllm`` (the TensorRT-LLM engine's tensor-parallel all-reduce, models/serving/step/collectives.py); and the
 NCCL all-reduce curve against it.
 
     python benchmarks/kernel_comm.py            # fit, score, and check the catalog holds these curves

@@ -21,7 +21,7 @@ pooled token count (TensorRT-LLM 1.3.0rc20 CUTLASS, rank 0 of its EP group, bala
 interpolated in log tokens). With ``--release R``, ``on`` is the cell as ``serve --release R`` prices it: that
 release's GEMM, attention and fused-MoE terms (``off`` stays the catalog's with the stored constants). Nothing is
 fitted here. Goal: the ``on`` median |error| no worse than ``off``'s
-(where it is, the tables stay off: ``models/serving/step.py``).
+(where it is, the tables stay off: ``models/serving/step/``).
 """
 from __future__ import annotations
 

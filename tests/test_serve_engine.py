@@ -2,6 +2,8 @@
 on aiconfigurator-core 0.12.0's per-framework kernel tables) and its scheduler's defaults as its source sets them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ironlaw import api
@@ -105,7 +107,7 @@ def test_engine_in_text_and_json(cli):
 
 def test_a_step_that_does_not_mix_pays_its_prefill_and_decode_apart():
     run = throughput.engine_run(SPEC, "h100", 1000, 1000, 64, dtype="fp8").run
-    apart = step.EngineRun(**{**vars(run), "constants": step.replace(run.constants, mixed_steps=False)})
+    apart = step.EngineRun(**{**vars(run), "constants": replace(run.constants, mixed_steps=False)})
     pre = step.step_seconds(apart, 0, 500.0, 0.5, pad=False)[0]
     dec = step.step_seconds(apart, 64, 0.0, 0.0, pad=True)[0]
     assert step.step_seconds(apart, 64, 500.0, 0.5, pad=False)[0] == pytest.approx(pre + dec)

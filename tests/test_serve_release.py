@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_release_prices_routed_experts_on_its_moe_tables(release_dir):
     assert est.time_s == ref.time_s and est.constants.moe_tables
     # the slower expert weight streaming of the release's table is what moves the cell
     faster = throughput.max_throughput("qwen3-235b-a22b", hardware.get("h100"), 1000, 1000,
-                                       constants=step.replace(throughput.FITTED, moe_tables=True),
+                                       constants=replace(throughput.FITTED, moe_tables=True),
                                        **{k: v for k, v in MOE.items() if k not in ("prompt", "output")})
     assert est.time_s > faster.time_s
 

@@ -5,20 +5,18 @@ from typing import Optional
 
 import typer
 
+from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json
-from .options import FLOAT, Batch, DType, On, Opt, Phase, RunCost, Seq, Serial, Spec, parse_opts, with_run_cost
+from .options import FLOAT, On, Opt, RunCost, Spec, parse_opts, with_run_cost
 
 
 @app.command()
 @with_run_cost
+@with_case
 def analyze(
     spec: Spec,
     on: On = "h100",
-    batch: Batch = 1,
-    seq: Seq = None,
-    phase: Phase = None,
-    dtype: DType = None,
-    serial: Serial = False,
+    case: Case = Case(),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(10, "--top", help="rows in the top-ops table (text/md)"),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="devices in all (collectives, parallel training)"),
@@ -59,7 +57,8 @@ def analyze(
 
     check_format(fmt)
     check_top(top)
-    res = api.analyze(spec, on, options=parse_opts(opt), **keywords_for(api.analyze, locals()), **cost.api_kwargs())
+    res = api.analyze(spec, on, options=parse_opts(opt), **keywords_for(api.analyze, locals()), **case.api_kwargs(),
+                      **cost.api_kwargs())
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step

@@ -5,11 +5,13 @@ from typing import List, Optional
 
 import typer
 
+from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json
-from .options import Batch, DType, Opt, Phase, Seq, Serial, Spec, parse_opts
+from .options import Opt, Spec, parse_opts
 
 
 @app.command()
+@with_case
 def compare(
     spec: Spec,
     on: str = typer.Option("h100", "--on", help="hardware of the 'before' case"),
@@ -19,11 +21,7 @@ def compare(
                                            "\"fusion=elementwise\", \"flash-attention\", \"batch=64\", \"recompute=full\", "
                                            "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),
-    batch: Batch = 1,
-    seq: Seq = None,
-    phase: Phase = None,
-    dtype: DType = None,
-    serial: Serial = False,
+    case: Case = Case(),
     fmt: str = typer.Option("text", "--format", help="text | json | md"),
     top: int = typer.Option(6, "--top", help="ops shown on the critical path (text/md)"),
     opt: Opt = [],
@@ -33,8 +31,7 @@ def compare(
 
     check_format(fmt)
     check_top(top)
-    c = api.compare(spec, on, what_if=what_if, vs_hardware=vs_hardware, batch=batch, seq=seq, phase=phase,
-                    dtype=dtype, serial=serial, options=parse_opts(opt))
+    c = api.compare(spec, on, what_if=what_if, vs_hardware=vs_hardware, **case.api_kwargs(), options=parse_opts(opt))
     if fmt == "json":
         emit_json(c.to_dict())
     elif fmt == "md":

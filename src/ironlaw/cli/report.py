@@ -5,20 +5,18 @@ from typing import List, Optional
 
 import typer
 
+from .case import Case, with_case
 from .common import app
-from .options import Batch, DType, On, Phase, Seq, Serial, Spec
+from .options import On, Spec
 
 
 @app.command()
+@with_case
 def report(
     spec: Spec,
     html: str = typer.Option(..., "--html", help="write the report to this file (self-contained: no network fetches)"),
     on: On = "h100",
-    batch: Batch = 1,
-    seq: Seq = None,
-    phase: Phase = None,
-    dtype: DType = None,
-    serial: Serial = False,
+    case: Case = Case(),
     what_if: List[str] = typer.Option([], "--what-if", "-w", help="add a before/after section for these transforms "
                                       "(as `ironlaw compare --what-if`)"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="with the what-if section: predict 'after' on this device"),
@@ -34,9 +32,8 @@ def report(
     from .. import api
     from ..core.units import fmt, fmt_time
 
-    res = api.report(spec, html, on, batch=batch, seq=seq, phase=phase, dtype=dtype, serial=serial, what_if=what_if,
-                     vs_hardware=vs_hardware, compare=compare_file, validate=validate_file, frontier=frontier_file,
-                     top=top)
+    res = api.report(spec, html, on, **case.api_kwargs(), what_if=what_if, vs_hardware=vs_hardware,
+                     compare=compare_file, validate=validate_file, frontier=frontier_file, top=top)
     est, b = res.estimate, res.estimate.bottleneck()
     typer.echo(f"wrote {res.path} ({fmt(res.size_bytes, 'B')}): {est.graph.name} on {est.hw.name}, "
                f"{fmt_time(est.time_s)}, {b['resource']}{' (' + b['tier'] + ')' if b['tier'] else ''}-bound")

@@ -40,7 +40,7 @@ ENGINES = ("trtllm", "vllm", "sglang")
 NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 DEFAULT = "trtllm"                     # the catalog's own [calibration] is fitted on TensorRT-LLM's kernels
 ENGINE_DIR = Path(__file__).with_name("catalog") / "engine"
-MOE_CLASSES = ("moe_grouped_gemm.", "moe_rows.", "moe_router.")   # the fused-MoE layer's kernel classes (serving/step.py)
+MOE_CLASSES = ("moe_grouped_gemm.", "moe_rows.", "moe_router.")   # the fused-MoE layer's kernel classes (serving/step/moe.py)
 # engine -> releases with their own kernel file (catalog/engine/<engine>-<release>/), the table versions they hold
 RELEASES = {"trtllm": {"1.0": "TensorRT-LLM 1.0.0rc3 (H100, H200) / 1.0.0rc6 (B200, GB200), aiconfigurator 0.8.0"}}
 

@@ -24,7 +24,7 @@ least relative squares (reweighted against outliers, each η at most 1; 1.5 for 
 serve) on the fit half of the layer shapes; numpy only. The routed rows' FLOPs and their traffic both grow
 with R, and the tables cannot tell them apart: on every GPU and dtype η_c runs into its bound 1 and η_a
 (0.2–0.6, far below streaming: the permute gathers rows, the combine sums k of them per token) carries the
-per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serving/step.py):
+per-row cost. ``kernels`` gives the fit as the law's kernel classes (models/serving/step/moe.py):
 ``moe_grouped_gemm.<dtype>`` (η_c, η_w, not overlapped, L split over its two GEMMs) and ``moe_rows.<dtype>``
 (η_a for the permute, the routed activation and the combine; ``latency_s`` 0: the layer's fixed cost L is the
 grouped GEMMs', and a kernel class without its own latency would pay the device's default per op on top of it).
@@ -56,7 +56,7 @@ router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``tor
 (``core.routing.torch_router``), which the layer's time holds: T += [torch] · (L_r + D_r / (BW·η_r)), D_r the router
 logits' bytes as the law's ``moe_topk`` op moves them (t·E bf16 elements read and written). Stored as the kernel class
 ``moe_router.<dtype>`` (``latency_s`` L_r, ``memory`` η_r), which prices the ``moe_topk`` op of a layer that routes
-on PyTorch (models/serving/step.py ``on_router``).
+on PyTorch (models/serving/step/moe.py ``on_router``).
 """
 from __future__ import annotations
 

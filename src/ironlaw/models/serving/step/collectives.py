@@ -1,0 +1,57 @@
+"""A step's tensor-parallel collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces
+on TensorRT-LLM's own op where the device measures it (``trtllm_allreduce``), both (``engine_collectives``)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ....core.graph import Graph, dtype_bytes
+from .checkpoint import HALF
+
+
+TRTLLM_TABLE_HIDDEN = 8192             # widest hidden size TensorRT-LLM's all-reduce strategy table covers
+
+
+def half_collectives(g: Graph) -> Graph:
+    """TP all-reduces carry bf16 activations whatever the weights' dtype."""
+    by = dtype_bytes(g.dtype)
+    if by >= dtype_bytes(HALF):
+        return g
+    ops = [replace(op, network_bytes=op.network_bytes * dtype_bytes(HALF) / by)
+           if op.kind == "collective" and op.module == "tp" else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def trtllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as TensorRT-LLM's engine runs them: its own ``AllReduce`` op
+    (tensorrt_llm/_torch/distributed/ops.py, strategy AUTO), which picks its custom one-shot/two-shot kernels
+    over NVLink peer memory while the message fits the custom workspace and its strategy table names one, and
+    NCCL otherwise (cpp/tensorrt_llm/thop/allreduceOp.cpp ``AllreduceOp::selectImplementation`` and
+    ``ifFallbackToNCCL``; cpp/tensorrt_llm/common/customAllReduceUtils.h ``getMaxRequiredWorkspaceSize``,
+    ``selectStrategyLookUpTable``; NVIDIA/TensorRT-LLM, Apache-2.0). The device's measured curve of that op
+    (collective ``allreduce-trtllm``: its table holds TensorRT-LLM's AUTO choice as it ran, benchmarks/
+    kernel_comm.py) times a group on one node that it measures at that size; any other group keeps NCCL's.
+    The strategy table covers hidden sizes 128–8192 (``selectStrategyLookUpTable``: index log2(hidden) − 7 < 7);
+    a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
+    all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
+    ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
+    from ....machine.network.calibration import for_hardware
+    from ....machine.network.curves import TRTLLM_ALLREDUCE
+    if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
+        return g
+    curves = for_hardware(hw).curves
+    def own(op) -> bool:
+        return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
+                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+    if not any(own(op) for op in g.ops):
+        return g
+    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
+    return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                 uncounted_ops=dict(g.uncounted_ops))
+
+
+def engine_collectives(run, g: Graph) -> Graph:
+    """``g``'s TP collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces on
+    TensorRT-LLM's own op where the constants of ``run`` (an ``EngineRun``) say so (``trtllm_allreduce``)."""
+    g = half_collectives(g)
+    return trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g
