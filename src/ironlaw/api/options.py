@@ -13,11 +13,12 @@ from typing import Optional, Sequence, Union
 def front_door(fn):
     """``fn`` with a keyword it does not take refused as one line (``UnknownOption``: an IronlawError and a
     TypeError, as Python's own), naming the nearest it takes; a builder's keywords (``**builder_options``) are
-    checked by ``builder``."""
+    checked by ``builder``. A dtype, phase or engine name is read in any case (``spelled``)."""
     import inspect
     sig = inspect.signature(fn)
     takes = [n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY]
     open_ = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    switches = {n for n, p in sig.parameters.items() if isinstance(p.default, bool)}
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -27,8 +28,40 @@ def front_door(fn):
                 from ..core.errors import UnknownOption, suggest
                 raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
                                     f"{suggest(bad[0], takes)}")
-        return fn(*args, **kwargs)
+        check_switches(kwargs, switches)
+        return fn(*args, **spelled(kwargs))
     return call
+
+
+def check_switches(kwargs: dict, switches) -> None:
+    """A switch (a keyword whose default is True or False: ``serial``, ``max_throughput`` …) given anything but a
+    bool is one line: ``serial="no"`` would read as true."""
+    for k in switches:                 # numpy's bool is one too (its type is named bool_ or bool)
+        if k in kwargs and not isinstance(kwargs[k], bool) and type(kwargs[k]).__name__ not in ("bool_", "bool"):
+            from ..core.errors import IronlawError
+            raise IronlawError(f"{k}= is a switch, True or False, got {kwargs[k]!r}")
+
+
+# the keywords whose values are names users type in any case (FP8, Decode, VLLM), and the names each takes
+def _names() -> dict:
+    from ..core.graph import DTYPE_BYTES, PHASES
+    from ..machine.engines import ENGINES
+    dtypes, engines = tuple(DTYPE_BYTES), (*ENGINES, "local", "pool", "ray")
+    return {"dtype": dtypes, "kv_dtype": dtypes, "phase": (*PHASES, *SEARCH_PHASES), "engine": engines,
+            "serve_engine": engines}
+
+
+def spelled(kwargs: dict) -> dict:
+    """``kwargs`` with each dtype, phase and engine name that is a known one in lower case (surrounding spaces
+    dropped) in that spelling: ``dtype="FP8"`` is ``"fp8"``; a name known in no case stays as given, so that its
+    refusal quotes it as typed."""
+    names = None
+    for k, v in kwargs.items():
+        if isinstance(v, str) and k in ("dtype", "kv_dtype", "phase", "engine", "serve_engine"):
+            names = names or _names()
+            if v.strip().lower() in names[k] and v != v.strip().lower():
+                kwargs = {**kwargs, k: v.strip().lower()}
+    return kwargs
 
 
 # search: each phase's own options and their defaults (an option left None is not given)

@@ -77,6 +77,17 @@ def pause_collector(verbs: tuple[str, ...]) -> bool:
     return True
 
 
+def formats_spelled(argv: list[str]) -> list[str]:
+    """``argv`` with a ``--format`` value that names a format in another case (JSON, Md) in lower case."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--format" and i + 1 < len(out) and out[i + 1].lower() in FORMATS:
+            out[i + 1] = out[i + 1].lower()
+        elif a.startswith("--format=") and a[len("--format="):].lower() in FORMATS:
+            out[i] = a.lower()
+    return out
+
+
 def _wants_json(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
         if a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json":
@@ -208,7 +219,7 @@ def _reader_gone() -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    argv = [a for a in argv if a != "--debug"]
+    argv = formats_spelled([a for a in argv if a != "--debug"])
     as_json = _wants_json(argv)
 
     def fail(msg: str, code: int) -> None:

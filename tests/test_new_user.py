@@ -1,0 +1,163 @@
+"""A demanding new user, from the README onward: names typed in another case, shares typed as percentages, a step
+token budget no engine runs, the ranges of analyze and sweep, kernel tables that predate a column. Each pinned by
+the test that failed before its fix."""
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ dtype, phase and engine in any case
+def test_dtype_and_phase_are_read_in_any_case():
+    """`--dtype FP8` said "unknown dtype 'FP8' (did you mean: fp8 …)" and `--phase Decode` the same: the names
+    are read in any case, the estimate the lower-case one's."""
+    import ironlaw
+    typed = ironlaw.analyze("llama3-8b", on="h100", dtype="FP8", phase="Decode", seq=128)
+    lower = ironlaw.analyze("llama3-8b", on="h100", dtype="fp8", phase="decode", seq=128)
+    assert typed.time_s == lower.time_s and typed.graph.dtype == "fp8" and typed.graph.phase == "decode"
+
+
+def test_engine_and_kv_dtype_are_read_in_any_case():
+    import ironlaw
+    srv = ironlaw.serve("llama3-8b", on="h100", engine="VLLM", kv_dtype="FP8", dtype="FP8")
+    assert srv.engine.name == "vllm" and srv.to_dict()["kv_dtype"] == "fp8"
+
+
+def test_an_unknown_name_is_quoted_as_typed():
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--dtype", "FP9"))
+    assert "unknown dtype 'FP9'" in line and "fp8" in line
+
+
+def test_the_command_line_reads_the_names_in_any_case():
+    r = run_cli("analyze", "llama3-8b", "--on", "h100", "--dtype", "BF16", "--phase", "DECODE", "--seq", "128",
+                "--format", "json")
+    assert r.rc == 0, r.err
+    assert '"phase": "decode"' in r.out
+
+
+# ------------------------------------------------------------------ a share as a percentage
+def test_prefix_hit_takes_a_percentage():
+    """`serve --prefix-hit 50%` said "Invalid value for '--prefix-hit': '50%' is not a valid float."; 50% is 0.5,
+    and a value that is neither names both spellings."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "50%", "--format", "json")
+    assert r.rc == 0, r.err
+    import json
+    assert json.loads(r.out)["prefix"]["new_tokens"] == 512
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "half"))
+    assert "takes a fraction such as 0.5 or a percentage such as 50%, got 'half'" in line
+
+
+def test_a_percentage_out_of_range_is_refused_as_typed():
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "150%"))
+    assert line.endswith("got 150%")
+
+
+# ------------------------------------------------------------------ a step token budget no engine runs
+def test_a_budget_under_one_kv_block_is_refused_for_tensorrt_llm():
+    """`serve --max-throughput --max-num-tokens 1` printed a run of 395 sequences in flight at 6 tokens/s, each
+    step "0 decode + 1 prompt tokens": TensorRT-LLM chunks a prompt in whole KV blocks, so a budget under one
+    holds no chunk."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--max-num-tokens 1 holds no chunk of a 1024-token prompt: .*"
+                                           r"give --max-num-tokens 32 or more$"):
+        ironlaw.serve("llama3-8b", on="h100", max_throughput=True, max_num_tokens=1)
+
+
+def test_a_budget_under_vllms_max_num_seqs_is_refused():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--max-num-tokens 100 is fewer tokens than --max-batch 128: .*"
+                                           r"give --max-num-tokens 128 or more, or --max-batch 100 or less$"):
+        ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="vllm", max_num_tokens=100, max_batch=128)
+
+
+def test_the_command_line_refuses_the_budget_in_one_line():
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--max-num-tokens", "1"))
+    assert "--max-num-tokens 1 holds no chunk" in line
+
+
+# ------------------------------------------------------------------ analyze and sweep take one range
+def test_sweep_takes_the_sequence_range_analyze_takes():
+    """`sweep --seq 5000000` passed the list's range (1 … 16,777,216) and was refused by the model as
+    "--seq array([[5000000.]]) is absurd (limit 4,194,304)"; the list takes analyze's range, and a grid given as
+    an array names its entry."""
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--on", "h100", "--phase", "decode", "--seq", "5000000",
+                                  "--batch", "1"))
+    assert line == "ironlaw: error: --seq '5000000': 5000000 is out of range (1 … 4,194,304)"
+    import numpy as np
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--seq 5000000 is absurd \(limit 4,194,304\)$"):
+        ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=np.array([128, 5_000_000]))
+    with pytest.raises(IronlawError, match=r"^--batch must be a positive whole number, got 0$"):
+        ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=128, batch=np.array([1, 0, 3]))
+
+
+def test_a_series_past_the_range_names_its_last_value():
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--batch", "1,2,...,20000000"))
+    assert line == "ironlaw: error: --batch '1,2,...,20000000': 20000000 is out of range (1 … 16,777,216)"
+
+
+# ------------------------------------------------------------------ kernel tables that predate sliding windows
+def _windowless_table(root):
+    """A vLLM 0.14.0 context-attention table of the A100 without window_size, as aiconfigurator-core 0.12.0's."""
+    attn = root / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    attn.parent.mkdir(parents=True)
+    rows = ["device,batch_size,isl,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,step,latency"]
+    for b in (1, 2, 4, 8):
+        for s in (512, 1024, 2048, 4096):
+            t_ms = 0.01 + 4 * b * s * s * 32 * 128 / 2 / 200e12 * 1e3
+            rows.append(f"NVIDIA A100-SXM4-80GB,{b},{s},32,8,128,bfloat16,bfloat16,0,{t_ms:.6f}")
+    attn.write_text("\n".join(rows) + "\n")
+    return attn
+
+
+def test_an_attention_table_without_a_window_column_reads_as_global_attention(tmp_path):
+    """`calibrate --kernels DATA/a100_sxm --framework sglang` (or vllm) said "missing column window_size for a
+    context_attention table": aiconfigurator-core's A100 tables of SGLang 0.5.10 and vLLM 0.14.0 carry none, and
+    time global attention, window 0."""
+    pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kerneltable
+    _windowless_table(tmp_path)
+    (t,) = kerneltable.read(tmp_path, ops=("context_attention",), gpu="a100", framework="vllm")
+    assert len(t.rows) == 16 and set(t.rows["window_size"]) == {0}
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm", "--format", "json")
+    assert r.rc == 0, r.err
+    assert "context" in r.out
+
+
+# ------------------------------------------------------------------ the library's switches and file names
+@pytest.mark.parametrize("fn, kw", [("analyze", dict(serial="no")), ("serve", dict(max_throughput="no")),
+                                    ("compare", dict(serial="yes", what_if="fusion=elementwise"))])
+def test_a_switch_given_a_text_is_refused(fn, kw):
+    """`ironlaw.analyze(…, serial="no")` priced the serial composition ("no" is a true value) and
+    `serve(…, max_throughput="no")` ran the offline scenario: a switch takes True or False."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    (key, value), = [(k, v) for k, v in kw.items() if k != "what_if"]
+    with pytest.raises(IronlawError, match=rf"^{key}= is a switch, True or False, got '{value}'$"):
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **kw)
+
+
+def test_a_switch_takes_numpys_bool():
+    import numpy as np
+    import ironlaw
+    assert ironlaw.analyze("llama3-8b", on="h100", serial=np.bool_(True)).time_s > 0
+
+
+def test_a_plot_that_is_no_file_name_is_refused():
+    """`ironlaw.analyze(…, plot=5)` raised TypeError ("expected str, bytes or os.PathLike object")."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--plot takes a file name, got 5$"):
+        ironlaw.analyze("llama3-8b", on="h100", plot=5)
+
+
+# ------------------------------------------------------------------ --format in another case
+def test_format_is_read_in_any_case():
+    """`--format JSON` said "--format must be one of text, json, md, got 'JSON'" (and an error then printed no
+    JSON document)."""
+    r = run_cli("hardware", "show", "h100", "--format", "JSON")
+    assert r.rc == 0 and '"schema": "ironlaw.hardware/1"' in r.out, r.err
+    r = run_cli("analyze", "llama3-8b", "--on", "h1000", "--format=Json")
+    assert r.rc == 2 and '"schema": "ironlaw.error/1"' in r.out
