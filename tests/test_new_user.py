@@ -161,3 +161,13 @@ def test_format_is_read_in_any_case():
     assert r.rc == 0 and '"schema": "ironlaw.hardware/1"' in r.out, r.err
     r = run_cli("analyze", "llama3-8b", "--on", "h1000", "--format=Json")
     assert r.rc == 2 and '"schema": "ironlaw.error/1"' in r.out
+
+
+# ------------------------------------------------------------------ a list given to analyze's one batch
+def test_a_list_of_batches_to_analyze_names_the_sweep():
+    """`analyze llama3-8b --batch 1,2,4` said "Invalid value for '--batch': '1,2,4' is not a valid integer."."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--batch", "1,2,4"))
+    assert line == ("ironlaw: error: --batch 1,2,4: analyze takes one batch; a list is swept: ironlaw sweep SPEC "
+                    "--on HW --batch 1,2,4 (or ironlaw.analyze(…, batch=numpy array))")
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--batch", "1.5"))
+    assert "'1.5' is not a valid integer" in line

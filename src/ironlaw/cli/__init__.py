@@ -165,6 +165,9 @@ def _usage_message(e: Exception) -> str:
     missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), name)) or OPTION_MISSING.get(("*", name))
     if missing and type(e).__name__ == "MissingParameter":
         return missing.replace("COMMAND", str(getattr(ctx, "info_name", "")))
+    swept = _list_given(e, getattr(ctx, "info_name", None), name)
+    if swept:
+        return swept
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
@@ -184,6 +187,20 @@ def _usage_message(e: Exception) -> str:
             and hasattr(ctx.command, "list_commands"):
         text += f" {ctx.command_path} takes: {', '.join(ctx.command.list_commands(ctx))}"
     return text
+
+
+def _list_given(e: Exception, command, name) -> str:
+    """For a list of values given to a command's one --batch or --seq (``analyze … --batch 1,2,4``): that it takes
+    one, and the sweep that takes the list; '' otherwise."""
+    if type(e).__name__ != "BadParameter" or name not in ("batch", "seq") \
+            or command not in ("analyze", "compare", "report"):
+        return ""
+    given = re.search(r"'([^']*)' is not a valid integer", e.format_message())
+    if not given or "," not in given.group(1):
+        return ""
+    v = given.group(1)
+    return (f"--{name} {v}: {command} takes one {name}; a list is swept: ironlaw sweep SPEC --on HW --{name} {v} "
+            f"(or ironlaw.analyze(…, {name}=numpy array))")
 
 
 def _commands_taking(option: str) -> list[str]:

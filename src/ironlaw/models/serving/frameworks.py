@@ -263,8 +263,9 @@ def check_budget(eng: Engine, prompt: int, max_batch, max_num_tokens, block_toke
         seqs = eng.scheduler.max_num_seqs if max_batch is None else whole_tokens(max_batch, "--max-batch")
         if budget < seqs:
             given = f"--max-batch {max_batch}" if max_batch is not None else f"vLLM's max_num_seqs, {seqs}"
-            raise IronlawError(f"--max-num-tokens {max_num_tokens} is fewer tokens than {given}: a step carries a token of every running sequence, and vLLM refuses a "
-                               f"max_num_batched_tokens below max_num_seqs (SchedulerConfig); give --max-num-tokens "
+            raise IronlawError(f"--max-num-tokens {max_num_tokens} is fewer tokens than {given}: a step carries a "
+                               f"token of every running sequence, and vLLM refuses a max_num_batched_tokens below "
+                               f"max_num_seqs (SchedulerConfig); give --max-num-tokens "
                                f"{seqs} or more, or --max-batch {budget} or less")
     elif eng.scheduler is None and budget < min(prompt, block_tokens):
         raise IronlawError(f"--max-num-tokens {max_num_tokens} holds no chunk of a {prompt}-token prompt: "
