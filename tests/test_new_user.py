@@ -171,3 +171,22 @@ def test_a_list_of_batches_to_analyze_names_the_sweep():
                     "--on HW --batch 1,2,4 (or ironlaw.analyze(…, batch=numpy array))")
     line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--batch", "1.5"))
     assert "'1.5' is not a valid integer" in line
+
+
+def test_every_name_valued_keyword_is_read_in_any_case():
+    """`--recompute Full` said "--recompute must be one of none, selective, full, got 'Full'", `--rank
+    USD-per-million-tokens` "unknown --rank key", `calibrate --framework VLLM` "--framework must be one of …": each
+    name is read in any case; one that is no name in any case stays as typed."""
+    from ironlaw.api.options import spelled
+    given = {"recompute": "Full", "rank": "USD-per-million-tokens", "framework": "VLLM", "moe_dispatcher": "DeepEP",
+             "moe_routing": "Balanced", "stat": "Median", "dtype": "FP9", "kv_dtype": " fp8 ", "batch": "X"}
+    assert spelled(given) == {"recompute": "full", "rank": "usd-per-million-tokens", "framework": "vllm",
+                              "moe_dispatcher": "deepep", "moe_routing": "balanced", "stat": "median",
+                              "dtype": "FP9", "kv_dtype": "fp8", "batch": "X"}
+
+
+def test_calibrate_reads_its_framework_in_any_case(tmp_path):
+    pytest.importorskip("pandas")
+    _windowless_table(tmp_path)
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "VLLM", "--format", "json")
+    assert r.rc == 0, r.err

@@ -42,25 +42,66 @@ def check_switches(kwargs: dict, switches) -> None:
             raise IronlawError(f"{k}= is a switch, True or False, got {kwargs[k]!r}")
 
 
-# the keywords whose values are names users type in any case (FP8, Decode, VLLM), and the names each takes
-def _names() -> dict:
-    from ..core.graph import DTYPE_BYTES, PHASES
+# the keywords whose values are names users type in any case (FP8, Decode, VLLM, Full), each with the test of a
+# known name (its module imported only when the keyword is given)
+def _dtype(v: str) -> bool:
+    from ..core.graph import DTYPE_BYTES
+    return v in DTYPE_BYTES
+
+
+def _engine(v: str) -> bool:
     from ..machine.engines import ENGINES
-    dtypes, engines = tuple(DTYPE_BYTES), (*ENGINES, "local", "pool", "ray")
-    return {"dtype": dtypes, "kv_dtype": dtypes, "phase": (*PHASES, *SEARCH_PHASES), "engine": engines,
-            "serve_engine": engines}
+    return v in (*ENGINES, "local", "pool", "ray")
+
+
+def _phase(v: str) -> bool:
+    from ..core.graph import PHASES
+    return v in (*PHASES, *SEARCH_PHASES)
+
+
+def _dispatcher(v: str) -> bool:
+    from ..models.dispatcher import DISPATCHERS as TRAINING
+    from ..models.serving.parallel import DISPATCHERS as SERVING
+    return v in (*TRAINING, *SERVING)
+
+
+def _framework(v: str) -> bool:
+    from ..measure.calibrate.kernelfit.vocabulary import FRAMEWORKS
+    return v in FRAMEWORKS
+
+
+def _recompute(v: str) -> bool:
+    from ..models.search.space import RECOMPUTE
+    return v in RECOMPUTE
+
+
+def _routing(v: str) -> bool:
+    from ..core.routing import routing_of
+    return routing_of(v) is not None
+
+
+def _rank(v: str) -> bool:
+    from ..models.search.serve import RANKS
+    return v in RANKS
+
+
+def _stat(v: str) -> bool:
+    from ..measure.validate import STATS
+    return v in STATS
+
+
+NAMED = {"dtype": _dtype, "kv_dtype": _dtype, "phase": _phase, "engine": _engine, "serve_engine": _engine,
+         "moe_dispatcher": _dispatcher, "framework": _framework, "recompute": _recompute, "moe_routing": _routing,
+         "rank": _rank, "stat": _stat}
 
 
 def spelled(kwargs: dict) -> dict:
-    """``kwargs`` with each dtype, phase and engine name that is a known one in lower case (surrounding spaces
-    dropped) in that spelling: ``dtype="FP8"`` is ``"fp8"``; a name known in no case stays as given, so that its
-    refusal quotes it as typed."""
-    names = None
+    """``kwargs`` with each name-valued keyword (``NAMED``: dtype, phase, engine …) whose value is a known name in
+    another case (or with spaces around it) in lower case: ``dtype="FP8"`` is ``"fp8"``; a name known in no case
+    stays as given, so that its refusal quotes it as typed."""
     for k, v in kwargs.items():
-        if isinstance(v, str) and k in ("dtype", "kv_dtype", "phase", "engine", "serve_engine"):
-            names = names or _names()
-            if v.strip().lower() in names[k] and v != v.strip().lower():
-                kwargs = {**kwargs, k: v.strip().lower()}
+        if isinstance(v, str) and k in NAMED and v != v.strip().lower() and NAMED[k](v.strip().lower()):
+            kwargs = {**kwargs, k: v.strip().lower()}
     return kwargs
 
 
