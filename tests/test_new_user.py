@@ -190,3 +190,32 @@ def test_calibrate_reads_its_framework_in_any_case(tmp_path):
     _windowless_table(tmp_path)
     r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "VLLM", "--format", "json")
     assert r.rc == 0, r.err
+
+
+# ------------------------------------------------------------------ a probed CPU without a bf16 fast path
+def test_a_dtype_without_a_fast_path_names_the_fastest():
+    """`analyze resnet50 --on local` on a CPU profile whose probe found no bf16 fast path printed 204 s with no
+    word of why beyond "175 MFLOP/s bf16 peak"; the line names the device's fastest dtype and the option."""
+    from test_probe import fake_probe
+    import ironlaw
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import build
+    from ironlaw.report.text import slow_dtype_line
+    hw = hardware.parse_hardware(build.profile(fake_probe()), "probe")
+    slow = ironlaw.analyze("resnet50", on=hw, dtype="fp16")
+    line = slow_dtype_line(slow)
+    assert line.startswith(f"slow dtype: fp16 has no fast path on {hw.name} (") and line.endswith("--dtype bf16")
+    assert slow_dtype_line(ironlaw.analyze("resnet50", on=hw, dtype="bf16")) is None
+    assert slow_dtype_line(ironlaw.analyze("resnet50", on="h100")) is None
+    from ironlaw.report.markdown import render
+    assert "- slow dtype: fp16 has no fast path" in render(slow)
+
+
+def test_a_profile_saved_elsewhere_is_not_said_to_be_read_by_local(tmp_path, monkeypatch):
+    """`probe --out /tmp/p.toml` said "use it with `--on local`", and `--on local` then said "no profile yet"."""
+    from ironlaw.cli.probe import use_line
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path / "home"))
+    assert use_line(tmp_path / "p.toml") == (f"use it with `--on {tmp_path / 'p.toml'}`; `--on local` reads the "
+                                             f"newest profile in {tmp_path / 'home' / 'profiles'}")
+    inside = tmp_path / "home" / "profiles" / "x.toml"
+    assert use_line(inside) == f"use it with `--on local` or `--on {inside}`"
