@@ -219,3 +219,20 @@ def test_a_profile_saved_elsewhere_is_not_said_to_be_read_by_local(tmp_path, mon
                                              f"newest profile in {tmp_path / 'home' / 'profiles'}")
     inside = tmp_path / "home" / "profiles" / "x.toml"
     assert use_line(inside) == f"use it with `--on local` or `--on {inside}`"
+
+
+def test_a_dtypes_other_names_are_read_as_its_own():
+    """`--dtype bfloat16` (torch's name) and `--dtype nvfp4` (the help's "fp4 (NVFP4)") were unknown dtypes."""
+    from ironlaw.api.options import spelled
+    assert spelled({"dtype": "bfloat16", "kv_dtype": "Float16"}) == {"dtype": "bf16", "kv_dtype": "fp16"}
+    assert spelled({"dtype": "NVFP4", "phase": "float16"}) == {"dtype": "fp4", "phase": "float16"}
+
+
+def test_a_hardware_name_with_spaces_or_in_capitals_is_read(tmp_path, monkeypatch):
+    """`--on "h100 "` said "unknown hardware 'h100 '" and `--on Local` "unknown hardware 'Local'"."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.machine import hardware
+    assert hardware.get(" h100 ").name == "h100"
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
+    with pytest.raises(IronlawError, match="^no profile yet; run `ironlaw probe`"):
+        hardware.get("Local")

@@ -49,6 +49,12 @@ def _dtype(v: str) -> bool:
     return v in DTYPE_BYTES
 
 
+def dtype_aliases() -> dict:
+    """A dtype's other names, as users type them: torch's (bfloat16, float16, float32, float64) and NVIDIA's NVFP4."""
+    from ..core.graph import TORCH_NAMES
+    return {**{torch: ours for ours, torch in TORCH_NAMES.items()}, "nvfp4": "fp4"}
+
+
 def _engine(v: str) -> bool:
     from ..machine.engines import ENGINES
     return v in (*ENGINES, "local", "pool", "ray")
@@ -97,11 +103,17 @@ NAMED = {"dtype": _dtype, "kv_dtype": _dtype, "phase": _phase, "engine": _engine
 
 def spelled(kwargs: dict) -> dict:
     """``kwargs`` with each name-valued keyword (``NAMED``: dtype, phase, engine …) whose value is a known name in
-    another case (or with spaces around it) in lower case: ``dtype="FP8"`` is ``"fp8"``; a name known in no case
-    stays as given, so that its refusal quotes it as typed."""
+    another case (or with spaces around it) in lower case: ``dtype="FP8"`` is ``"fp8"``, a dtype's other name its
+    own (``dtype_aliases``: ``"bfloat16"`` is ``"bf16"``); a name known in no case stays as given, so that its
+    refusal quotes it as typed."""
     for k, v in kwargs.items():
-        if isinstance(v, str) and k in NAMED and v != v.strip().lower() and NAMED[k](v.strip().lower()):
-            kwargs = {**kwargs, k: v.strip().lower()}
+        if not isinstance(v, str) or k not in NAMED:
+            continue
+        name = v.strip().lower()
+        if k in ("dtype", "kv_dtype"):
+            name = dtype_aliases().get(name, name)
+        if v != name and NAMED[k](name):
+            kwargs = {**kwargs, k: name}
     return kwargs
 
 
