@@ -236,3 +236,17 @@ def test_a_hardware_name_with_spaces_or_in_capitals_is_read(tmp_path, monkeypatc
     monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
     with pytest.raises(IronlawError, match="^no profile yet; run `ironlaw probe`"):
         hardware.get("Local")
+
+
+# ------------------------------------------------------------------ a prefix hit that does not shorten the prefill
+def test_a_host_bound_cached_prefill_says_so():
+    """`serve llama3-8b --on h100 --prefix-hit 50%` printed "prefill 512 of 1024 tokens in 38.7 ms (was 38.7 ms)"
+    with its prefill_bottleneck "bandwidth": the eager prefill is bound by its host's launches, as many with the
+    cache as without; the document and the line say host."""
+    import ironlaw
+    d = ironlaw.serve("llama3-8b", on="h100", prefix_hit=0.5).to_dict()["prefix"]
+    assert d["prefill_s"] == d["baseline_prefill_s"] and d["prefill_bottleneck"] == "host"
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "0.5")
+    assert r.rc == 0 and "(was 38.7 ms; host-bound: the step launches as many kernels)" in r.out, r.out
+    longer = ironlaw.serve("llama3-8b", on="h100", prefix_hit=0.5, prompt=7000).to_dict()["prefix"]
+    assert longer["prefill_s"] < longer["baseline_prefill_s"] and longer["prefill_bottleneck"] != "host"
