@@ -250,3 +250,15 @@ def test_a_host_bound_cached_prefill_says_so():
     assert r.rc == 0 and "(was 38.7 ms; host-bound: the step launches as many kernels)" in r.out, r.out
     longer = ironlaw.serve("llama3-8b", on="h100", prefix_hit=0.5, prompt=7000).to_dict()["prefix"]
     assert longer["prefill_s"] < longer["baseline_prefill_s"] and longer["prefill_bottleneck"] != "host"
+
+
+# ------------------------------------------------------------------ the library's arguments by position
+def test_an_option_given_by_position_is_one_line():
+    """`ironlaw.analyze("llama3-8b", "h100", 8)` raised Python's bare "analyze() takes from 1 to 2 positional
+    arguments but 3 were given", no IronlawError; it now says what goes by position (still a TypeError)."""
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match=r"^analyze\(\): too many positional arguments; it takes spec, on "
+                                                   r"by position and every other option by its keyword \(batch=…\)$"):
+        ironlaw.analyze("llama3-8b", "h100", 8)
+    with pytest.raises(TypeError, match=r"^serve\(\): missing a required argument: 'spec'"):
+        ironlaw.serve(on="h100")

@@ -29,8 +29,24 @@ def front_door(fn):
                 raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
                                     f"{suggest(bad[0], takes)}")
         check_switches(kwargs, switches)
+        check_positions(fn.__name__, sig, args, kwargs)
         return fn(*args, **spelled(kwargs))
     return call
+
+
+def check_positions(name: str, sig, args: tuple, kwargs: dict) -> None:
+    """Arguments that do not bind to ``sig`` (too many by position, one required left out) as one line
+    (``UnknownOption``: an IronlawError and Python's TypeError), naming what goes by position and what by
+    keyword."""
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        from ..core.errors import UnknownOption
+        by_position = [n for n, p in sig.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        keyword = next((n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY), None)
+        takes = (f"it takes {', '.join(by_position)} by position and every other option by its keyword"
+                 if by_position else "it takes every option by its keyword")
+        raise UnknownOption(f"{name}(): {e}; {takes}" + (f" ({keyword}=…)" if keyword else "")) from None
 
 
 def check_switches(kwargs: dict, switches) -> None:
