@@ -262,3 +262,22 @@ def test_an_option_given_by_position_is_one_line():
         ironlaw.analyze("llama3-8b", "h100", 8)
     with pytest.raises(TypeError, match=r"^serve\(\): missing a required argument: 'spec'"):
         ironlaw.serve(on="h100")
+
+
+# ------------------------------------------------------------------ calibrate's text in 80 columns
+def test_calibrate_text_fits_80_columns_with_long_class_names(tmp_path):
+    """`calibrate` printed "context attention bf16, KV bf16, one head per KV head    612 rows    2.1% /" and wrapped
+    "9.0%" onto a line of its own at 80 columns: a long class name takes a line of its own."""
+    pytest.importorskip("pandas")
+    attn = _windowless_table(tmp_path)
+    head, *rows = attn.read_text().splitlines()
+    rows += [r.replace(",32,8,128,", ",8,8,128,") for r in rows]            # one head per KV head: a long name
+    attn.write_text("\n".join([head.replace("head_dim,", "head_dim,window_size,")]
+                              + [r.replace(",128,bfloat16,", ",128,0,bfloat16,") for r in rows]) + "\n")
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.out
+    i = next(i for i, line in enumerate(lines) if "one head per KV head" in line)
+    assert lines[i].strip() == "context attention bf16, KV bf16, one head per KV head", r.out
+    assert "8 rows" in lines[i + 1] and lines[i + 1].rstrip().endswith("%"), r.out
