@@ -307,7 +307,7 @@ def extract_release(data: Path, out: Path, release: str) -> None:
             rows = t.rows
             for col, vals in keep.items():
                 rows = rows[rows[col].isin(vals)]
-            added = set(kerneltable.OLD_LAYOUT_DEFAULTS.get(op, {})) | {"latency_s"}   # the reader's, not the file's
+            added = set(kerneltable.NO_WINDOW.get(op, {})) | {"latency_s"}   # the reader's, not the file's
             cols = [c for c in rows.columns if c not in added]
             if op in ("moe", "gemm"):
                 order = ["moe_ep_size", "hidden_size", "inter_size", "num_experts", "num_tokens"] if op == "moe" \

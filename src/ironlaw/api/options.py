@@ -13,11 +13,12 @@ from typing import Optional, Sequence, Union
 def front_door(fn):
     """``fn`` with a keyword it does not take refused as one line (``UnknownOption``: an IronlawError and a
     TypeError, as Python's own), naming the nearest it takes; a builder's keywords (``**builder_options``) are
-    checked by ``builder``."""
+    checked by ``builder``. A dtype, phase or engine name is read in any case (``spelled``)."""
     import inspect
     sig = inspect.signature(fn)
     takes = [n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY]
     open_ = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    switches = {n for n, p in sig.parameters.items() if isinstance(p.default, bool)}
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -27,8 +28,109 @@ def front_door(fn):
                 from ..core.errors import UnknownOption, suggest
                 raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
                                     f"{suggest(bad[0], takes)}")
-        return fn(*args, **kwargs)
+        check_switches(kwargs, switches)
+        check_positions(fn.__name__, sig, args, kwargs)
+        return fn(*args, **spelled(kwargs))
     return call
+
+
+def check_positions(name: str, sig, args: tuple, kwargs: dict) -> None:
+    """Arguments that do not bind to ``sig`` (too many by position, one required left out) as one line
+    (``UnknownOption``: an IronlawError and Python's TypeError), naming what goes by position and what by
+    keyword."""
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        from ..core.errors import UnknownOption
+        by_position = [n for n, p in sig.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        keyword = next((n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY), None)
+        takes = (f"it takes {', '.join(by_position)} by position and every other option by its keyword"
+                 if by_position else "it takes every option by its keyword")
+        raise UnknownOption(f"{name}(): {e}; {takes}" + (f" ({keyword}=…)" if keyword else "")) from None
+
+
+def check_switches(kwargs: dict, switches) -> None:
+    """A switch (a keyword whose default is True or False: ``serial``, ``max_throughput`` …) given anything but a
+    bool is one line: ``serial="no"`` would read as true."""
+    for k in switches:                 # numpy's bool is one too (its type is named bool_ or bool)
+        if k in kwargs and not isinstance(kwargs[k], bool) and type(kwargs[k]).__name__ not in ("bool_", "bool"):
+            from ..core.errors import IronlawError
+            raise IronlawError(f"{k}= is a switch, True or False, got {kwargs[k]!r}")
+
+
+# the keywords whose values are names users type in any case (FP8, Decode, VLLM, Full), each with the test of a
+# known name (its module imported only when the keyword is given)
+def _dtype(v: str) -> bool:
+    from ..core.graph import DTYPE_BYTES
+    return v in DTYPE_BYTES
+
+
+def dtype_aliases() -> dict:
+    """A dtype's other names, as users type them: torch's (bfloat16, float16, float32, float64) and NVIDIA's NVFP4."""
+    from ..core.graph import TORCH_NAMES
+    return {**{torch: ours for ours, torch in TORCH_NAMES.items()}, "nvfp4": "fp4"}
+
+
+def _engine(v: str) -> bool:
+    from ..machine.engines import ENGINES
+    return v in (*ENGINES, "local", "pool", "ray")
+
+
+def _phase(v: str) -> bool:
+    from ..core.graph import PHASES
+    return v in (*PHASES, *SEARCH_PHASES)
+
+
+def _dispatcher(v: str) -> bool:
+    from ..models.dispatcher import DISPATCHERS as TRAINING
+    from ..models.serving.parallel import DISPATCHERS as SERVING
+    return v in (*TRAINING, *SERVING)
+
+
+def _framework(v: str) -> bool:
+    from ..measure.calibrate.kernelfit.vocabulary import FRAMEWORKS
+    return v in FRAMEWORKS
+
+
+def _recompute(v: str) -> bool:
+    from ..models.search.space import RECOMPUTE
+    return v in RECOMPUTE
+
+
+def _routing(v: str) -> bool:
+    from ..core.routing import routing_of
+    return routing_of(v) is not None
+
+
+def _rank(v: str) -> bool:
+    from ..models.search.serve import RANKS
+    return v in RANKS
+
+
+def _stat(v: str) -> bool:
+    from ..measure.validate import STATS
+    return v in STATS
+
+
+NAMED = {"dtype": _dtype, "kv_dtype": _dtype, "phase": _phase, "engine": _engine, "serve_engine": _engine,
+         "moe_dispatcher": _dispatcher, "framework": _framework, "recompute": _recompute, "moe_routing": _routing,
+         "rank": _rank, "stat": _stat}
+
+
+def spelled(kwargs: dict) -> dict:
+    """``kwargs`` with each name-valued keyword (``NAMED``: dtype, phase, engine …) whose value is a known name in
+    another case (or with spaces around it) in lower case: ``dtype="FP8"`` is ``"fp8"``, a dtype's other name its
+    own (``dtype_aliases``: ``"bfloat16"`` is ``"bf16"``); a name known in no case stays as given, so that its
+    refusal quotes it as typed."""
+    for k, v in kwargs.items():
+        if not isinstance(v, str) or k not in NAMED:
+            continue
+        name = v.strip().lower()
+        if k in ("dtype", "kv_dtype"):
+            name = dtype_aliases().get(name, name)
+        if v != name and NAMED[k](name):
+            kwargs = {**kwargs, k: name}
+    return kwargs
 
 
 # search: each phase's own options and their defaults (an option left None is not given)

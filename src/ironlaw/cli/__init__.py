@@ -77,6 +77,17 @@ def pause_collector(verbs: tuple[str, ...]) -> bool:
     return True
 
 
+def formats_spelled(argv: list[str]) -> list[str]:
+    """``argv`` with a ``--format`` value that names a format in another case (JSON, Md) in lower case."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--format" and i + 1 < len(out) and out[i + 1].lower() in FORMATS:
+            out[i + 1] = out[i + 1].lower()
+        elif a.startswith("--format=") and a[len("--format="):].lower() in FORMATS:
+            out[i] = a.lower()
+    return out
+
+
 def _wants_json(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
         if a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json":
@@ -154,6 +165,9 @@ def _usage_message(e: Exception) -> str:
     missing = OPTION_MISSING.get((getattr(ctx, "info_name", None), name)) or OPTION_MISSING.get(("*", name))
     if missing and type(e).__name__ == "MissingParameter":
         return missing.replace("COMMAND", str(getattr(ctx, "info_name", "")))
+    swept = _list_given(e, getattr(ctx, "info_name", None), name)
+    if swept:
+        return swept
     if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None and hasattr(ctx.command, "list_commands"):
         path = ctx.command_path
         return (f"missing a command: {path} COMMAND, one of {', '.join(ctx.command.list_commands(ctx))}; "
@@ -173,6 +187,20 @@ def _usage_message(e: Exception) -> str:
             and hasattr(ctx.command, "list_commands"):
         text += f" {ctx.command_path} takes: {', '.join(ctx.command.list_commands(ctx))}"
     return text
+
+
+def _list_given(e: Exception, command, name) -> str:
+    """For a list of values given to a command's one --batch or --seq (``analyze … --batch 1,2,4``): that it takes
+    one, and the sweep that takes the list; '' otherwise."""
+    if type(e).__name__ != "BadParameter" or name not in ("batch", "seq") \
+            or command not in ("analyze", "compare", "report"):
+        return ""
+    given = re.search(r"'([^']*)' is not a valid integer", e.format_message())
+    if not given or "," not in given.group(1):
+        return ""
+    v = given.group(1)
+    return (f"--{name} {v}: {command} takes one {name}; a list is swept: ironlaw sweep SPEC --on HW --{name} {v} "
+            f"(or ironlaw.analyze(…, {name}=numpy array))")
 
 
 def _commands_taking(option: str) -> list[str]:
@@ -208,7 +236,7 @@ def _reader_gone() -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    argv = [a for a in argv if a != "--debug"]
+    argv = formats_spelled([a for a in argv if a != "--debug"])
     as_json = _wants_json(argv)
 
     def fail(msg: str, code: int) -> None:

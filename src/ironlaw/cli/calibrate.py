@@ -41,9 +41,10 @@ def calibrate_cmd(
     con.print(f"{res.hardware}: fitted on the even rows of {counted(res.groups, 'kernel class', 'kernel classes')} "
               f"({_framework(res)})")
     con.print("held-out rows, median / p90 |err|:")
-    for s in res.held_out:
-        con.print(f"  {s.group:<40} {s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
+    for s in res.held_out:              # a class name past the column (…, one head per KV head) on a line of its own
+        scores = (f"{s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
                   f"{100 * s.median_abs_err:5.1f}% / {100 * s.p90_abs_err:5.1f}%")
+        con.print(f"  {s.group:<40} {scores}" if len(s.group) <= 40 else f"  {s.group}\n  {'':<40} {scores}")
     for k in res.skipped:
         con.print(f"left out: {_skipped(k)}")
     if res.gemm_forms:

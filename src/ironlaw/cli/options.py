@@ -40,6 +40,26 @@ class _TypedFloat(click.types.FloatParamType):
 
 FLOAT = _TypedFloat()   # every float option's click_type
 
+
+class _Fraction(_TypedFloat):
+    """A share: ``0.5`` or ``50%`` (a percentage, divided by 100); its value prints as typed. Text that is
+    neither is refused naming both spellings."""
+    name = "fraction"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return super().convert(value, param, ctx)
+        text = value.strip()
+        number = text[:-1].strip() if text.endswith("%") else text
+        try:
+            v = float(number)
+        except ValueError:
+            self.fail(f"takes a fraction such as 0.5 or a percentage such as 50%, got {value!r}", param, ctx)
+        return AsTyped(value, v / 100.0 if text.endswith("%") else v)
+
+
+FRACTION = _Fraction()  # the click_type of an option that is a share of something
+
 Spec = Annotated[str, typer.Argument(help="workload: a built-in name (see `ironlaw workloads list`), hf:config.json, "
                                           "gemm:M,N,K, py:file.py:factory …")]
 On = Annotated[str, typer.Option("--on", help="hardware: a catalog name, a .toml file, or 'local' (newest probe profile)")]

@@ -117,7 +117,18 @@ def _render(doc: dict, path: str, c) -> None:
     line = range_line(doc, path)
     if line:
         c.print(line)
-    c.print(f"saved [bold]{path}[/bold]  (use it with `--on local` or `--on {path}`)")
+    c.print(f"saved [bold]{path}[/bold]  ({use_line(path)})")
+
+
+def use_line(path) -> str:
+    """How to predict on the saved profile: `--on local` reads the newest one in the profiles folder only, so a
+    profile saved elsewhere (``--out``) is named by its path."""
+    from pathlib import Path
+
+    from ..machine.home import profiles_dir
+    if Path(path).resolve().parent == profiles_dir().resolve():
+        return f"use it with `--on local` or `--on {path}`"
+    return f"use it with `--on {path}`; `--on local` reads the newest profile in {profiles_dir()}"
 
 
 def range_line(doc: dict, path: str) -> str | None:

@@ -7,7 +7,7 @@ import typer
 
 from .common import app, check_format, emit_json, emit_lines
 from .serve_throughput import expert_lines
-from .options import FLOAT
+from .options import FLOAT, FRACTION
 
 
 @app.command()
@@ -33,8 +33,8 @@ def serve(
     ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
-    kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FLOAT, help="max-throughput: share of free memory for KV "
-                                      "(0.95 as the published TensorRT-LLM runs; its own default is 0.90)"),
+    kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FRACTION, help="max-throughput: share of free memory "
+                                      "for KV (0.95 or 95%; 0.95 as the published TensorRT-LLM runs; its own default is 0.90)"),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: engine max batch size"),
     max_num_tokens: Optional[int] = typer.Option(None, "--max-num-tokens", help="max-throughput: tokens per step"),
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
@@ -54,7 +54,8 @@ def serve(
                                           "replicas of hot experts (EPLB), so that --ep divides experts + N "
                                           "(DeepSeek's 256 + 32 over 72)"),
     speculative: Optional[str] = typer.Option(None, "--speculative", help="method=draft,draft=M,tokens=K,acceptance=A"),
-    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FLOAT, help="share of prompt tokens served from cache"),
+    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", click_type=FRACTION,
+                                              help="share of prompt tokens served from cache (0.5 or 50%)"),
     disaggregate: Optional[str] = typer.Option(None, "--disaggregate", help="prefill=GPUS,decode=GPUS: two pools"),
     slo: Optional[str] = typer.Option(None, "--slo", help="ttft=2s,itl=50ms: the most concurrency meeting both"),
     sweep_concurrency: bool = typer.Option(False, "--sweep-concurrency", help="tokens/s per GPU vs per user"),

@@ -35,6 +35,8 @@ def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     the path is not a directory, and (if given) the name ends in one of ``suffixes``."""
     if path is None or str(path).strip() == "":
         raise IronlawError(f"{option}: empty output path; give a file name")
+    if not isinstance(path, (str, os.PathLike)):
+        raise IronlawError(f"{option} takes a file name, got {path!r}")
     p = Path(path)
     if p.is_dir():
         raise IronlawError(f"{option} {path}: is a directory; give a file name inside it")

@@ -555,12 +555,12 @@ def get(spec: str) -> Hardware:
                            f"`ironlaw hardware list`")
     if not spec.strip():
         raise IronlawError("hardware: empty name; see `ironlaw hardware list`")
-    if spec.endswith(".toml") or os.sep in spec:
-        return load_file(spec)
-    if spec == "local":
+    if spec.strip().endswith(".toml") or os.sep in spec:
+        return load_file(spec.strip())
+    key = spec.strip().lower()                # a name in any case, spaces around it dropped (H100, "h100 ", Local)
+    if key == "local":
         return load_file(newest())
     files = _catalog_files()
-    key = spec.lower()
     if key in files:
         return load_file(files[key])
     for stem, path in files.items():          # aliases: a cheap scan, then one full parse

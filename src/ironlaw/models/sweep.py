@@ -38,6 +38,8 @@ def parse_list(text: str, what: str, upper: int = 1 << 24) -> np.ndarray:
                 raise IronlawError(f"--{what} '{text}': '...' needs two values before it and one after "
                                    f"(e.g. 1,2,4,...,1024 or 128,256,...,2048)")
             last = _int(parts[i + 1], text, what)
+            if last > upper:                   # the number given, before a series of millions is spelt out
+                raise IronlawError(f"--{what} '{text}': {last} is out of range (1 … {upper:,})")
             vals += _extend(vals[-3:], last, text, what)
             i += 2
             continue
@@ -209,13 +211,15 @@ def _owned(name: str) -> str:
 
 
 def _vector(x, what: str) -> np.ndarray:
+    """The grid of ``what`` (batch or seq), each value in the range ``analyze`` takes (``workloads.check_size``)."""
+    from .workloads import MAX_BATCH, MAX_SEQ, check_size
+    upper = {"batch": MAX_BATCH, "seq": MAX_SEQ}[what]
     if isinstance(x, str):
-        return parse_list(x, what)
+        return parse_list(x, what, upper)
     a = np.atleast_1d(np.asarray(x, dtype=float))
     if a.ndim != 1 or a.size == 0:
         raise IronlawError(f"sweep: {what} must be a non-empty 1-D list")
-    if not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.floor(a)):
-        raise IronlawError(f"sweep: every {what} must be a positive whole number")
+    check_size(a, what, upper)
     return a
 
 

@@ -49,6 +49,18 @@ def time_range_line(est) -> str | None:
     return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range{wider})"
 
 
+def slow_dtype_line(est) -> str | None:
+    """On a probed profile, a graph in a dtype the probe found no fast path for (a CPU without bf16 or fp16
+    matrix units): its measured peak beside the device's fastest dtype, and the option that prices that one; else
+    None."""
+    hw, dt = est.hw, est.graph.dtype
+    if "NO FAST PATH" not in hw.sources.get(f"compute.{dt}", "") or dt not in hw.peak_flops:
+        return None
+    best = max(hw.peak_flops, key=hw.peak_flops.get)
+    return (f"slow dtype: {dt} has no fast path on {hw.name} ({fmt(hw.peak_flops[dt], 'FLOP/s')} measured by the "
+            f"probe); its fastest is {best} ({fmt(hw.peak_flops[best], 'FLOP/s')}): --dtype {best}")
+
+
 def fresh_memory_line(est) -> str | None:
     """"fresh memory: up to +12 ms per run …" on a probed CPU profile where it reaches ``FRESH_SHOWN`` of
     the time, else None."""
@@ -102,7 +114,8 @@ def render(est, top: int = 10, console=None) -> None:
     c = console or _console()
     b = est.bottleneck()
     c.print(f"[bold]{escape(headline(est))}[/bold]")          # a name such as "llama3-8b [tp 2]" is no markup
-    for extra in (expert_weights_line(est.graph), time_range_line(est), fresh_memory_line(est), coverage_line(est)):
+    for extra in (expert_weights_line(est.graph), time_range_line(est), slow_dtype_line(est), fresh_memory_line(est),
+                  coverage_line(est)):
         if extra:
             c.print(extra, markup=False)
     c.print(f"why: {b['why']}")

@@ -11,8 +11,9 @@ CSV, any folder depth — reads alike; a CSV may name its unit instead (``latenc
 
 aiconfigurator 0.8.0 (PyPI, NVIDIA, Apache-2.0) ships older TensorRT-LLM releases' tables in an older layout,
 read alike: ``<root>/<gpu dir>/trtllm/<version>/<op>_perf.txt`` — CSV text, the same columns, latency in ms. Its
-attention tables predate sliding windows and carry no ``window_size`` column: such a ``.txt`` table times
-global attention and reads as window 0 (``OLD_LAYOUT_DEFAULTS``); anywhere else the column is required.
+attention tables predate sliding windows and carry no ``window_size`` column, as do aiconfigurator-core 0.12.0's
+A100 tables of vLLM 0.14.0 and SGLang 0.5.10: an attention table without the column times global attention and
+reads as window 0 (``NO_WINDOW``).
 ``release="1.0"`` keeps the tables of one release line (1.0, 1.0.0rc3, 1.0.0rc6, …) before the newest is picked.
 
     tables = kerneltable.read(DIR, ops=("gemm",), gpu="h100", framework="trtllm")
@@ -74,9 +75,10 @@ DEVICES = {
 }
 PROVENANCE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
 SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <op>_perf.txt, CSV text
-# columns the older layout's .txt tables lack, and the value they stand for: the 1.0-line attention collector
-# timed global attention only (its tables have no window column; window 0 is global in the newer ones)
-OLD_LAYOUT_DEFAULTS = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
+# the column an attention table that predates sliding windows lacks, and the value it stands for: those collectors
+# (TensorRT-LLM's 1.0 line, the .txt layout; vLLM 0.14.0's and SGLang 0.5.10's on the A100) timed global attention
+# only, and window 0 is global in the newer tables
+NO_WINDOW = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
 # the layout's framework folders (``<family>/<framework>/<version>/``); a user's own folder names none of them
 FRAMEWORK_FOLDERS = ("trtllm", "sglang", "vllm", "aiter")
 
@@ -214,14 +216,13 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
     except Exception as e:                                 # noqa: BLE001 (a file pandas cannot parse)
         raise IronlawError(f"{rel}: cannot read the table: {str(e).splitlines()[0]}") from None
     op = _op_of_name(path)
-    if path.suffix == ".txt":
-        df = df.assign(**{c: v for c, v in OLD_LAYOUT_DEFAULTS.get(op, {}).items() if c not in df.columns})
     if op not in COLUMNS:
         names = sorted({str(x) for x in df["op_name"].unique()}) if "op_name" in df.columns else []
         if len(names) != 1 or names[0] not in COLUMNS:
             raise IronlawError(f"{rel}: cannot tell which kernels the table holds: name it <op>_perf.csv (op one of "
                                f"{', '.join(COLUMNS)}) or give it one op_name of those")
         op = names[0]
+    df = df.assign(**{c: v for c, v in NO_WINDOW.get(op, {}).items() if c not in df.columns})
     want = None if gpu is None else _catalog_name(gpu)
     if seen is not None and "device" in df.columns:
         seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())

@@ -247,6 +247,32 @@ def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, d
             "kv_fraction": 1.0}
 
 
+def check_budget(eng: Engine, prompt: int, max_batch, max_num_tokens, block_tokens: int) -> None:
+    """A step token budget given (``--max-num-tokens``) that ``eng`` cannot run, refused in one line naming it.
+    vLLM refuses a max_num_batched_tokens below max_num_seqs (vllm/config/scheduler.py,
+    ``SchedulerConfig._verify_args``: a step carries a token of every running sequence). TensorRT-LLM prefills a
+    prompt longer than the budget in chunks of whole KV-cache blocks (its long-sequence guide, "Chunked Context":
+    max_num_tokens a multiple of tokens_per_block), ``block_tokens`` each, so a budget under one block holds no
+    chunk. SGLang, whose chunks and pages are single tokens, runs any budget."""
+    if max_num_tokens is None:
+        return
+    from .engine import whole_tokens
+    budget = whole_tokens(max_num_tokens, "--max-num-tokens")
+    whole_tokens(prompt, "--prompt")
+    if eng.name == "vllm":
+        seqs = eng.scheduler.max_num_seqs if max_batch is None else whole_tokens(max_batch, "--max-batch")
+        if budget < seqs:
+            given = f"--max-batch {max_batch}" if max_batch is not None else f"vLLM's max_num_seqs, {seqs}"
+            raise IronlawError(f"--max-num-tokens {max_num_tokens} is fewer tokens than {given}: a step carries a "
+                               f"token of every running sequence, and vLLM refuses a max_num_batched_tokens below "
+                               f"max_num_seqs (SchedulerConfig); give --max-num-tokens "
+                               f"{seqs} or more, or --max-batch {budget} or less")
+    elif eng.scheduler is None and budget < min(prompt, block_tokens):
+        raise IronlawError(f"--max-num-tokens {max_num_tokens} holds no chunk of a {prompt}-token prompt: "
+                           f"TensorRT-LLM prefills it in chunks of whole KV-cache blocks ({block_tokens} tokens, "
+                           f"tokens_per_block); give --max-num-tokens {block_tokens} or more")
+
+
 def online_kwargs(eng: Engine, concurrency: int, chunk) -> dict:
     """``online.estimate``'s keywords under ``eng`` (a GPU: the engine step model): its scheduler's limits, CUDA
     graphs, mixing and memory fraction (``constants``), the KV cache all of what that fraction leaves, its chunked
@@ -340,6 +366,7 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
                 "--max-throughput prices trtllm-bench's offline run on the serving engine, modelled on GPUs "
                 "(without it, serve prices the device's own steps)")
         raise IronlawError(f"{what}; {model.rule}")
+    check_budget(eng, prompt, kw.get("max_batch"), kw.get("max_num_tokens"), throughput.FITTED.block_tokens)
     if eng.scheduler is None and eng.release is None:
         est = throughput.max_throughput(spec, on, prompt, output, **kw)
     elif eng.scheduler is None:

@@ -97,14 +97,26 @@ TORCH_PREFIXES = {
 
 
 def check_size(value: Num, what: str, upper: int) -> Num:
+    """``value`` (a number or an array of them, a sweep's grid) if every entry is a whole number from 1 to
+    ``upper``; else one line naming the first entry that is not, as given."""
     a = np.asarray(value)
     if a.size == 0:
         raise IronlawError(f"--{what}: an empty array; give one value or more")
     if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)) or np.any(a <= 0) or np.any(a != np.floor(a)):
-        raise IronlawError(f"--{what} must be a positive whole number, got {value!r}")
+        bad = value if a.ndim == 0 or a.dtype.kind not in "iuf" else \
+            a.flat[int(np.argmax(~np.isfinite(a) | (a <= 0) | (a != np.floor(a))))]
+        raise IronlawError(f"--{what} must be a positive whole number, got {_shown(bad)}")
     if np.any(a > upper):
-        raise IronlawError(f"--{what} {value!r} is absurd (limit {upper:,})")
+        raise IronlawError(f"--{what} {_shown(value if a.ndim == 0 else a.flat[int(np.argmax(a > upper))])} is "
+                           f"absurd (limit {upper:,})")
     return value
+
+
+def _shown(v) -> str:
+    """One entry as the user gave it: a whole float without its '.0' (a grid's entries are floats)."""
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and v == int(v):
+        return str(int(v))
+    return str(v.item()) if isinstance(v, np.generic) else repr(v) if isinstance(v, str) else str(v)
 
 
 def check_phase(req: Request, phases: tuple[str, ...], default: str, what: str) -> str:

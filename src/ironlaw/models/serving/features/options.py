@@ -110,7 +110,9 @@ def run(est, kw: dict, f: Features) -> Serving:
     if f.prefix_hit is not None:
         doc["prefix"] = d = prefix.estimate(est, f.prefix_hit, s, en)
         lines.append(f"prefix cache hit {f.prefix_hit:g}: prefill {d['new_tokens']} of {est.prompt} tokens in "
-                     f"{fmt_time(d['prefill_s'])} (was {fmt_time(d['baseline_prefill_s'])}) · TTFT "
+                     f"{fmt_time(d['prefill_s'])} (was {fmt_time(d['baseline_prefill_s'])}"
+                     f"{'; host-bound: the step launches as many kernels' if d['prefill_bottleneck'] == 'host' else ''}"
+                     f") · TTFT "
                      f"{fmt_time(d['ttft_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s (was {fmt_num(est.tokens_per_s)})"
                      f"{_joules(d, doc)}")
     at = _at(est, kw)

@@ -60,13 +60,23 @@ def estimate(base, hit: float, s: common.Setup, energy: dict | None = None) -> d
            "itl_s": cycle / out_tok, "tokens_per_s": b * out_tok / cycle, "baseline_tokens_per_s": base.tokens_per_s,
            "prefill_flops": float(g.flops), "baseline_prefill_flops": float(whole.flops),
            "projection_flops": proj, "baseline_projection_flops": base_proj,
-           "prefill_bottleneck": pre.bottleneck()["resource"],
+           "prefill_bottleneck": _bound(pre),
            "kv_bytes_per_sequence": base.capacity["kv_bytes_per_token"] * base.capacity["tokens_reserved_per_sequence"]}
     if energy is not None:
         from .energy import of_phases
         phases = [(base.decode, base.decode_step_s, out_tok), (pre, t_pre, b)]
         doc["energy"] = of_phases(base.hw, phases, cycle, b * out_tok, **energy)
     return doc
+
+
+def _bound(pre) -> str:
+    """The resource that binds the cached prefill: the host where an engine step's host work outlasts the device
+    (``step.bottleneck``: an eager prefill's launches do not shrink with the tokens the cache serves), else the
+    law's."""
+    if pre.graph.meta.get("host") is not None:
+        from ..step import bottleneck
+        return bottleneck(pre)["resource"]
+    return pre.bottleneck()["resource"]
 
 
 def _projections(g) -> float:

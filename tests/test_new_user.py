@@ -1,0 +1,283 @@
+"""A demanding new user, from the README onward: names typed in another case, shares typed as percentages, a step
+token budget no engine runs, the ranges of analyze and sweep, kernel tables that predate a column. Each pinned by
+the test that failed before its fix."""
+import pytest
+
+from conftest import one_line_error, run_cli
+
+
+# ------------------------------------------------------------------ dtype, phase and engine in any case
+def test_dtype_and_phase_are_read_in_any_case():
+    """`--dtype FP8` said "unknown dtype 'FP8' (did you mean: fp8 …)" and `--phase Decode` the same: the names
+    are read in any case, the estimate the lower-case one's."""
+    import ironlaw
+    typed = ironlaw.analyze("llama3-8b", on="h100", dtype="FP8", phase="Decode", seq=128)
+    lower = ironlaw.analyze("llama3-8b", on="h100", dtype="fp8", phase="decode", seq=128)
+    assert typed.time_s == lower.time_s and typed.graph.dtype == "fp8" and typed.graph.phase == "decode"
+
+
+def test_engine_and_kv_dtype_are_read_in_any_case():
+    import ironlaw
+    srv = ironlaw.serve("llama3-8b", on="h100", engine="VLLM", kv_dtype="FP8", dtype="FP8")
+    assert srv.engine.name == "vllm" and srv.to_dict()["kv_dtype"] == "fp8"
+
+
+def test_an_unknown_name_is_quoted_as_typed():
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--dtype", "FP9"))
+    assert "unknown dtype 'FP9'" in line and "fp8" in line
+
+
+def test_the_command_line_reads_the_names_in_any_case():
+    r = run_cli("analyze", "llama3-8b", "--on", "h100", "--dtype", "BF16", "--phase", "DECODE", "--seq", "128",
+                "--format", "json")
+    assert r.rc == 0, r.err
+    assert '"phase": "decode"' in r.out
+
+
+# ------------------------------------------------------------------ a share as a percentage
+def test_prefix_hit_takes_a_percentage():
+    """`serve --prefix-hit 50%` said "Invalid value for '--prefix-hit': '50%' is not a valid float."; 50% is 0.5,
+    and a value that is neither names both spellings."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "50%", "--format", "json")
+    assert r.rc == 0, r.err
+    import json
+    assert json.loads(r.out)["prefix"]["new_tokens"] == 512
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "half"))
+    assert "takes a fraction such as 0.5 or a percentage such as 50%, got 'half'" in line
+
+
+def test_a_percentage_out_of_range_is_refused_as_typed():
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "150%"))
+    assert line.endswith("got 150%")
+
+
+# ------------------------------------------------------------------ a step token budget no engine runs
+def test_a_budget_under_one_kv_block_is_refused_for_tensorrt_llm():
+    """`serve --max-throughput --max-num-tokens 1` printed a run of 395 sequences in flight at 6 tokens/s, each
+    step "0 decode + 1 prompt tokens": TensorRT-LLM chunks a prompt in whole KV blocks, so a budget under one
+    holds no chunk."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--max-num-tokens 1 holds no chunk of a 1024-token prompt: .*"
+                                           r"give --max-num-tokens 32 or more$"):
+        ironlaw.serve("llama3-8b", on="h100", max_throughput=True, max_num_tokens=1)
+
+
+def test_a_budget_under_vllms_max_num_seqs_is_refused():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--max-num-tokens 100 is fewer tokens than --max-batch 128: .*"
+                                           r"give --max-num-tokens 128 or more, or --max-batch 100 or less$"):
+        ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="vllm", max_num_tokens=100, max_batch=128)
+
+
+def test_the_command_line_refuses_the_budget_in_one_line():
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--max-num-tokens", "1"))
+    assert "--max-num-tokens 1 holds no chunk" in line
+
+
+# ------------------------------------------------------------------ analyze and sweep take one range
+def test_sweep_takes_the_sequence_range_analyze_takes():
+    """`sweep --seq 5000000` passed the list's range (1 … 16,777,216) and was refused by the model as
+    "--seq array([[5000000.]]) is absurd (limit 4,194,304)"; the list takes analyze's range, and a grid given as
+    an array names its entry."""
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--on", "h100", "--phase", "decode", "--seq", "5000000",
+                                  "--batch", "1"))
+    assert line == "ironlaw: error: --seq '5000000': 5000000 is out of range (1 … 4,194,304)"
+    import numpy as np
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--seq 5000000 is absurd \(limit 4,194,304\)$"):
+        ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=np.array([128, 5_000_000]))
+    with pytest.raises(IronlawError, match=r"^--batch must be a positive whole number, got 0$"):
+        ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=128, batch=np.array([1, 0, 3]))
+
+
+def test_a_series_past_the_range_names_its_last_value():
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--batch", "1,2,...,20000000"))
+    assert line == "ironlaw: error: --batch '1,2,...,20000000': 20000000 is out of range (1 … 16,777,216)"
+
+
+# ------------------------------------------------------------------ kernel tables that predate sliding windows
+def _windowless_table(root):
+    """A vLLM 0.14.0 context-attention table of the A100 without window_size, as aiconfigurator-core 0.12.0's."""
+    attn = root / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    attn.parent.mkdir(parents=True)
+    rows = ["device,batch_size,isl,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,step,latency"]
+    for b in (1, 2, 4, 8):
+        for s in (512, 1024, 2048, 4096):
+            t_ms = 0.01 + 4 * b * s * s * 32 * 128 / 2 / 200e12 * 1e3
+            rows.append(f"NVIDIA A100-SXM4-80GB,{b},{s},32,8,128,bfloat16,bfloat16,0,{t_ms:.6f}")
+    attn.write_text("\n".join(rows) + "\n")
+    return attn
+
+
+def test_an_attention_table_without_a_window_column_reads_as_global_attention(tmp_path):
+    """`calibrate --kernels DATA/a100_sxm --framework sglang` (or vllm) said "missing column window_size for a
+    context_attention table": aiconfigurator-core's A100 tables of SGLang 0.5.10 and vLLM 0.14.0 carry none, and
+    time global attention, window 0."""
+    pytest.importorskip("pandas")
+    from ironlaw.measure.calibrate import kerneltable
+    _windowless_table(tmp_path)
+    (t,) = kerneltable.read(tmp_path, ops=("context_attention",), gpu="a100", framework="vllm")
+    assert len(t.rows) == 16 and set(t.rows["window_size"]) == {0}
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm", "--format", "json")
+    assert r.rc == 0, r.err
+    assert "context" in r.out
+
+
+# ------------------------------------------------------------------ the library's switches and file names
+@pytest.mark.parametrize("fn, kw", [("analyze", dict(serial="no")), ("serve", dict(max_throughput="no")),
+                                    ("compare", dict(serial="yes", what_if="fusion=elementwise"))])
+def test_a_switch_given_a_text_is_refused(fn, kw):
+    """`ironlaw.analyze(…, serial="no")` priced the serial composition ("no" is a true value) and
+    `serve(…, max_throughput="no")` ran the offline scenario: a switch takes True or False."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    (key, value), = [(k, v) for k, v in kw.items() if k != "what_if"]
+    with pytest.raises(IronlawError, match=rf"^{key}= is a switch, True or False, got '{value}'$"):
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **kw)
+
+
+def test_a_switch_takes_numpys_bool():
+    import numpy as np
+    import ironlaw
+    assert ironlaw.analyze("llama3-8b", on="h100", serial=np.bool_(True)).time_s > 0
+
+
+def test_a_plot_that_is_no_file_name_is_refused():
+    """`ironlaw.analyze(…, plot=5)` raised TypeError ("expected str, bytes or os.PathLike object")."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"^--plot takes a file name, got 5$"):
+        ironlaw.analyze("llama3-8b", on="h100", plot=5)
+
+
+# ------------------------------------------------------------------ --format in another case
+def test_format_is_read_in_any_case():
+    """`--format JSON` said "--format must be one of text, json, md, got 'JSON'" (and an error then printed no
+    JSON document)."""
+    r = run_cli("hardware", "show", "h100", "--format", "JSON")
+    assert r.rc == 0 and '"schema": "ironlaw.hardware/1"' in r.out, r.err
+    r = run_cli("analyze", "llama3-8b", "--on", "h1000", "--format=Json")
+    assert r.rc == 2 and '"schema": "ironlaw.error/1"' in r.out
+
+
+# ------------------------------------------------------------------ a list given to analyze's one batch
+def test_a_list_of_batches_to_analyze_names_the_sweep():
+    """`analyze llama3-8b --batch 1,2,4` said "Invalid value for '--batch': '1,2,4' is not a valid integer."."""
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--batch", "1,2,4"))
+    assert line == ("ironlaw: error: --batch 1,2,4: analyze takes one batch; a list is swept: ironlaw sweep SPEC "
+                    "--on HW --batch 1,2,4 (or ironlaw.analyze(…, batch=numpy array))")
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--on", "h100", "--batch", "1.5"))
+    assert "'1.5' is not a valid integer" in line
+
+
+def test_every_name_valued_keyword_is_read_in_any_case():
+    """`--recompute Full` said "--recompute must be one of none, selective, full, got 'Full'", `--rank
+    USD-per-million-tokens` "unknown --rank key", `calibrate --framework VLLM` "--framework must be one of …": each
+    name is read in any case; one that is no name in any case stays as typed."""
+    from ironlaw.api.options import spelled
+    given = {"recompute": "Full", "rank": "USD-per-million-tokens", "framework": "VLLM", "moe_dispatcher": "DeepEP",
+             "moe_routing": "Balanced", "stat": "Median", "dtype": "FP9", "kv_dtype": " fp8 ", "batch": "X"}
+    assert spelled(given) == {"recompute": "full", "rank": "usd-per-million-tokens", "framework": "vllm",
+                              "moe_dispatcher": "deepep", "moe_routing": "balanced", "stat": "median",
+                              "dtype": "FP9", "kv_dtype": "fp8", "batch": "X"}
+
+
+def test_calibrate_reads_its_framework_in_any_case(tmp_path):
+    pytest.importorskip("pandas")
+    _windowless_table(tmp_path)
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "VLLM", "--format", "json")
+    assert r.rc == 0, r.err
+
+
+# ------------------------------------------------------------------ a probed CPU without a bf16 fast path
+def test_a_dtype_without_a_fast_path_names_the_fastest():
+    """`analyze resnet50 --on local` on a CPU profile whose probe found no bf16 fast path printed 204 s with no
+    word of why beyond "175 MFLOP/s bf16 peak"; the line names the device's fastest dtype and the option."""
+    from test_probe import fake_probe
+    import ironlaw
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import build
+    from ironlaw.report.text import slow_dtype_line
+    hw = hardware.parse_hardware(build.profile(fake_probe()), "probe")
+    slow = ironlaw.analyze("resnet50", on=hw, dtype="fp16")
+    line = slow_dtype_line(slow)
+    assert line.startswith(f"slow dtype: fp16 has no fast path on {hw.name} (") and line.endswith("--dtype bf16")
+    assert slow_dtype_line(ironlaw.analyze("resnet50", on=hw, dtype="bf16")) is None
+    assert slow_dtype_line(ironlaw.analyze("resnet50", on="h100")) is None
+    from ironlaw.report.markdown import render
+    assert "- slow dtype: fp16 has no fast path" in render(slow)
+
+
+def test_a_profile_saved_elsewhere_is_not_said_to_be_read_by_local(tmp_path, monkeypatch):
+    """`probe --out /tmp/p.toml` said "use it with `--on local`", and `--on local` then said "no profile yet"."""
+    from ironlaw.cli.probe import use_line
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path / "home"))
+    assert use_line(tmp_path / "p.toml") == (f"use it with `--on {tmp_path / 'p.toml'}`; `--on local` reads the "
+                                             f"newest profile in {tmp_path / 'home' / 'profiles'}")
+    inside = tmp_path / "home" / "profiles" / "x.toml"
+    assert use_line(inside) == f"use it with `--on local` or `--on {inside}`"
+
+
+def test_a_dtypes_other_names_are_read_as_its_own():
+    """`--dtype bfloat16` (torch's name) and `--dtype nvfp4` (the help's "fp4 (NVFP4)") were unknown dtypes."""
+    from ironlaw.api.options import spelled
+    assert spelled({"dtype": "bfloat16", "kv_dtype": "Float16"}) == {"dtype": "bf16", "kv_dtype": "fp16"}
+    assert spelled({"dtype": "NVFP4", "phase": "float16"}) == {"dtype": "fp4", "phase": "float16"}
+
+
+def test_a_hardware_name_with_spaces_or_in_capitals_is_read(tmp_path, monkeypatch):
+    """`--on "h100 "` said "unknown hardware 'h100 '" and `--on Local` "unknown hardware 'Local'"."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.machine import hardware
+    assert hardware.get(" h100 ").name == "h100"
+    monkeypatch.setenv("IRONLAW_HOME", str(tmp_path))
+    with pytest.raises(IronlawError, match="^no profile yet; run `ironlaw probe`"):
+        hardware.get("Local")
+
+
+# ------------------------------------------------------------------ a prefix hit that does not shorten the prefill
+def test_a_host_bound_cached_prefill_says_so():
+    """`serve llama3-8b --on h100 --prefix-hit 50%` printed "prefill 512 of 1024 tokens in 38.7 ms (was 38.7 ms)"
+    with its prefill_bottleneck "bandwidth": the eager prefill is bound by its host's launches, as many with the
+    cache as without; the document and the line say host."""
+    import ironlaw
+    d = ironlaw.serve("llama3-8b", on="h100", prefix_hit=0.5).to_dict()["prefix"]
+    assert d["prefill_s"] == d["baseline_prefill_s"] and d["prefill_bottleneck"] == "host"
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--prefix-hit", "0.5")
+    assert r.rc == 0 and "(was 38.7 ms; host-bound: the step launches as many kernels)" in r.out, r.out
+    longer = ironlaw.serve("llama3-8b", on="h100", prefix_hit=0.5, prompt=7000).to_dict()["prefix"]
+    assert longer["prefill_s"] < longer["baseline_prefill_s"] and longer["prefill_bottleneck"] != "host"
+
+
+# ------------------------------------------------------------------ the library's arguments by position
+def test_an_option_given_by_position_is_one_line():
+    """`ironlaw.analyze("llama3-8b", "h100", 8)` raised Python's bare "analyze() takes from 1 to 2 positional
+    arguments but 3 were given", no IronlawError; it now says what goes by position (still a TypeError)."""
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match=r"^analyze\(\): too many positional arguments; it takes spec, on "
+                                                   r"by position and every other option by its keyword \(batch=…\)$"):
+        ironlaw.analyze("llama3-8b", "h100", 8)
+    with pytest.raises(TypeError, match=r"^serve\(\): missing a required argument: 'spec'"):
+        ironlaw.serve(on="h100")
+
+
+# ------------------------------------------------------------------ calibrate's text in 80 columns
+def test_calibrate_text_fits_80_columns_with_long_class_names(tmp_path):
+    """`calibrate` printed "context attention bf16, KV bf16, one head per KV head    612 rows    2.1% /" and wrapped
+    "9.0%" onto a line of its own at 80 columns: a long class name takes a line of its own."""
+    pytest.importorskip("pandas")
+    attn = _windowless_table(tmp_path)
+    head, *rows = attn.read_text().splitlines()
+    rows += [r.replace(",32,8,128,", ",8,8,128,") for r in rows]            # one head per KV head: a long name
+    attn.write_text("\n".join([head.replace("head_dim,", "head_dim,window_size,")]
+                              + [r.replace(",128,bfloat16,", ",128,0,bfloat16,") for r in rows]) + "\n")
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.out
+    i = next(i for i, line in enumerate(lines) if "one head per KV head" in line)
+    assert lines[i].strip() == "context attention bf16, KV bf16, one head per KV head", r.out
+    assert "8 rows" in lines[i + 1] and lines[i + 1].rstrip().endswith("%"), r.out
