@@ -23,6 +23,19 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # (collector/trtllm/collect_mla.py, ``run_mla``): L40S bf16, 512 sequences of 64 heads at 1-15 cached tokens (68 MiB of
 # query and output) 54 µs, where the GDDR6's 864 GB/s would take 83 µs
 WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
+# of those, op -> the GPUs on which ``warm_through`` counts a row's written bytes once, as its bytes read: the collector
+# writes every call into one output it allocated beforehand (aiconfigurator's collector/*/collect_mla_bmm.py,
+# ``run_mla_gen_pre`` and ``run_mla_gen_post``: ``torch.bmm(..., out=out)``, TensorRT-LLM's ``bmm_out`` into a tensor
+# built once), where ``collector.COLLECTOR_OUTPUT_SHARE`` stands for a GEMM call's new output. On L40S (96 MiB L2,
+# GDDR6 864 GB/s) the rows run at the L2's rates up to about their bytes' size: TensorRT-LLM 1.3.0rc20's bf16 table,
+# ``mla_gen_pre`` rows of 0.84-1.0 of the L2 (67-79% of it output) at 1.24-1.35 TB/s, as those of 0.64-0.71
+# (1.28-1.59: the L2's write rate), which the output's share had priced from the GDDR6; from 1.26 of the L2 on, every
+# row at 0.54-0.63 TB/s. RTX PRO 6000 (128 MiB L2, GDDR7 1.79 TB/s) alike: ``mla_gen_pre`` at 0.95-1.0 of it
+# 1.59-1.77 TB/s, at 0.63-0.69 1.64-1.80, every row from 1.26 on 1.37-1.42. Not on A100, H100 and H200 (H100, 50 MiB:
+# ``mla_gen_post`` rows at 3.0-4.0 TB/s up to 0.72 of the L2, the output-heavy ``mla_gen_pre`` ones at 2.2-2.5 from
+# 0.61, every row at 1.9-3.0 from 0.76 on the 3.35 TB/s HBM3: the output's share held out better there)
+# (docs/accuracy.md, "MLA's per-head BMMs on the GDDR GPUs: one output, written in place")
+WRITTEN_ONCE_OPS = {"mla_bmm": ("l40s", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
 # query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
