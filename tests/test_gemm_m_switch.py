@@ -78,12 +78,13 @@ def test_a_grid_one_past_the_switch_follows_the_jump_and_the_fall_back():
 
 
 @pytest.mark.parametrize("framework, gpu, fine", [
-    ("trtllm", "l40s", True), ("vllm", "l40s", True), ("sglang", "l40s", True),
-    ("vllm", "h100", False), ("vllm", "rtx-pro-6000", False),
+    ("trtllm", "l40s", True), ("vllm", "l40s", True), ("sglang", "l40s", True), ("vllm", "rtx-pro-6000", True),
+    ("vllm", "h100", False), ("trtllm", "a100", False),
 ])
-def test_l40s_bf16_classes_take_a_node_every_2x_on_m_n_and_k(framework, gpu, fine):
-    """cuBLASLt picks L40S's bf16 kernels from (M, N, K), switching more often than 4× nodes follow
-    (``kernelfit.rules.FINE_GEMMS``): its classes' grids step 2× on every axis; the FP8 classes keep their M rule."""
+def test_gddr_bf16_classes_take_a_node_every_2x_on_m_n_and_k(framework, gpu, fine):
+    """cuBLASLt picks the bf16 kernels of L40S and RTX PRO 6000 from (M, N, K), switching more often than 4× nodes
+    follow (``kernelfit.rules.FINE_GEMMS``): their classes' grids step 2× on every axis; the FP8 classes keep their
+    M rule."""
     steps = kernelfit.grid.gemm_switch_steps(group(framework, "bf16", gpu))
     if not fine:
         assert steps is None

@@ -270,11 +270,13 @@ SPIKY_GEMMS = {("vllm", "fp8"): ("b200",)}
 # all three frameworks run bf16 as PyTorch's linear, whose kernel cuBLASLt picks from (M, N, K), and on L40S 60% of
 # TensorRT-LLM's and vLLM's jumps between neighbours in M repeat in the other table (docs/accuracy.md, "The L40S GEMM
 # scatter"), and the small-M kernel that walks K switches where N·K crosses 2^17-2^19. Held out, refitted on the same
-# rows with ``--gemm-fill auto``: vLLM 0.24.0 6.9% / 20.9% → 5.8% / 18.9%, TensorRT-LLM 1.3.0rc20 6.9% / 22.4% →
-# 5.6% / 20.3%, SGLang 0.5.14 7.9% / 24.8% → 7.2% / 22.5%. Not the FP8 classes, whose CUTLASS kernels switch by M and
-# N alone (sgl-kernel's ``sm89_fp8_dispatch_shape``): SGLang L40S fp8 7.4% / 22.7% → 6.9% / 23.2% with the same nodes
-# (docs/accuracy.md, "L40S's bf16 GEMMs on a grid every 2×")
-FINE_GEMMS = {("trtllm", "bf16"): ("l40s",), ("vllm", "bf16"): ("l40s",), ("sglang", "bf16"): ("l40s",)}
+# rows with ``--gemm-fill auto``: L40S, vLLM 0.24.0 6.9% / 20.9% → 5.8% / 18.9%, TensorRT-LLM 1.3.0rc20 6.9% / 22.4% →
+# 5.6% / 20.3%, SGLang 0.5.14 7.9% / 24.8% → 7.2% / 22.5%; RTX PRO 6000 5.5% / 17.3% → 4.2% / 14.0%, 5.3% / 16.6% →
+# 4.2% / 14.6%, 5.3% / 17.1% → 4.2% / 14.7%. Not the FP8 classes, whose CUTLASS kernels switch by M and N alone
+# (sgl-kernel's ``sm89_fp8_dispatch_shape``): SGLang L40S fp8 7.4% / 22.7% → 6.9% / 23.2% with the same nodes
+# (docs/accuracy.md, "The GDDR GPUs' bf16 GEMMs on a grid every 2×")
+FINE_GEMMS = {("trtllm", "bf16"): ("l40s", "rtx-pro-6000"), ("vllm", "bf16"): ("l40s", "rtx-pro-6000"),
+              ("sglang", "bf16"): ("l40s", "rtx-pro-6000")}
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
