@@ -181,3 +181,25 @@ def test_a_generation_mla_row_reads_its_query_and_output_from_the_l2_where_all_o
     assert 40e-6 < float(np.max(timed)) < 70e-6                                # measured 53.8 µs (held-out row)
     served = law.predict(Graph("row", "decode", "bf16", [op(512, 64)]), hw).time_s
     assert float(np.max(served)) > 1.3 * float(np.max(timed))
+
+
+def _mla_bmm_rows(gpu: str, device: str, rows: list) -> list:
+    """``kernelfit.observations`` of TensorRT-LLM 1.3.0rc20 bf16 MLA BMM rows (op_name, heads, tokens) on ``gpu``."""
+    frame = pd.DataFrame([{"op_name": o, "num_heads": h, "num_tokens": t, "latency_s": 1e-5} for o, h, t in rows])
+    table = KernelTable("mla_bmm", gpu, device, "trtllm", "1.3.0rc20", "mla_bmm_perf.parquet", frame)
+    g = kernelfit.Group("mla bmm bf16", ("kernel", "mla_bmm_bf16"), "mla_bmm", table, frame, dtype="bf16")
+    return kernelfit.observations(g, frame, hardware.get(gpu))
+
+
+def test_an_mla_bmm_row_counts_its_output_once_on_the_gddr_gpus():
+    """The MLA BMM collectors write every call into one output built beforehand (``WRITTEN_ONCE_OPS``): on L40S (96
+    MiB L2) mla_gen_pre at 8 heads × 8,192 tokens (81 MiB, 64 MiB of it output; measured 66.7 µs, 1.27 TB/s on 864
+    GB/s GDDR6) reads its activations from the L2, where the output's share of a GEMM call's would put it over; at 16
+    heads × 6,144 tokens (1.27 of the L2; 0.63 TB/s) it does not. On H100 (50 MiB, whose rows fall to the HBM's rate
+    from about 0.76 of it) the output keeps its share: 8 heads × 4,096 tokens (0.82 of the L2, 2.2 TB/s measured on
+    3.35 TB/s HBM3) is not marked."""
+    l40s = _mla_bmm_rows("l40s", "NVIDIA L40S", [("mla_gen_pre", 8, 8192), ("mla_gen_pre", 16, 6144)])
+    assert [bool(o.op.attrs.get("warm_activations")) for o in l40s] == [True, False]
+    h100 = _mla_bmm_rows("h100", "NVIDIA H100 80GB HBM3", [("mla_gen_pre", 8, 4096), ("mla_gen_pre", 8, 2048)])
+    assert [bool(o.op.attrs.get("warm_activations")) for o in h100] == [False, True]
+    assert kernelfit.rules.holds(kernelfit.rules.WRITTEN_ONCE_OPS, "mla_bmm", "l40s")

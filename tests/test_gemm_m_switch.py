@@ -18,7 +18,7 @@ def group(framework: str, dtype: str, gpu: str = "l40s") -> kernelfit.Group:
 @pytest.mark.parametrize("framework, dtype, gpu, switched", [
     ("vllm", "fp8", "l40s", True),
     ("sglang", "fp8", "l40s", True),
-    ("vllm", "bf16", "l40s", False),            # cuBLAS: no documented switch
+    ("vllm", "bf16", "h100", False),            # cuBLAS: no documented switch
     ("trtllm", "fp8", "l40s", False),
     ("vllm", "fp8", "h100", True),              # SM 9.0: its c3x dispatch, with the nodes one past (M_PAST_GEMMS)
     ("vllm", "fp8", "a100", False),             # no FP8 GEMM on SM 8.0
@@ -75,3 +75,25 @@ def test_a_grid_one_past_the_switch_follows_the_jump_and_the_fall_back():
         idx, w = grid_weights(nodes, coords)
         fit = (coef[idx] * w).sum(axis=1)
         assert (np.max(np.abs(fit - y)) > worst) == (nodes is pow2)
+
+
+@pytest.mark.parametrize("framework, gpu, fine", [
+    ("trtllm", "l40s", True), ("vllm", "l40s", True), ("sglang", "l40s", True), ("vllm", "rtx-pro-6000", True),
+    ("vllm", "h100", False), ("trtllm", "a100", False),
+])
+def test_gddr_bf16_classes_take_a_node_every_2x_on_m_n_and_k(framework, gpu, fine):
+    """cuBLASLt picks the bf16 kernels of L40S and RTX PRO 6000 from (M, N, K), switching more often than 4× nodes
+    follow (``kernelfit.rules.FINE_GEMMS``): their classes' grids step 2× on every axis; the FP8 classes keep their
+    M rule."""
+    steps = kernelfit.grid.gemm_switch_steps(group(framework, "bf16", gpu))
+    if not fine:
+        assert steps is None
+        return
+    assert steps[:3] == (kernelfit.grid.FINE_GEMM_STEP,) * 3 == (2.0, 2.0, 2.0)
+    n = np.geomspace(64, 65536, 4000)
+    coords = (np.full(4000, 64.0), n, n[::-1].copy(), np.ones(4000))
+    nodes = kernelfit.grid.fit_nodes("gemm", coords, 40000, steps)
+    assert {2048.0, 8192.0} <= set(nodes[1]) and {2048.0, 8192.0} <= set(nodes[2])
+    plain = kernelfit.grid.fit_nodes("gemm", coords, 40000)
+    assert 2048.0 not in plain[1] and 8192.0 not in plain[2]
+    assert kernelfit.grid.gemm_switch_steps(group(framework, "fp8", gpu)) != steps

@@ -92,23 +92,23 @@ def cache_resident(ops: list, hw, by_cache: bool = False) -> list:
             for op in ops]
 
 
-def warm_through(ops: list, hw) -> list:
-    """``ops`` with each whose bytes read, and its written bytes counted as ``COLLECTOR_OUTPUT_SHARE`` of the cache,
-    fit ``hw``'s last cache level marked ``attrs['warm_activations']`` too: the collector calls the one op over and
-    over on the same input and into the same output, so its activations are read from there whatever their size
+def warm_through(ops: list, hw, output_share: float = COLLECTOR_OUTPUT_SHARE) -> list:
+    """``ops`` with each whose bytes read, and its written bytes counted as ``output_share`` of the cache, fit
+    ``hw``'s last cache level marked ``attrs['warm_activations']`` too: the collector calls the one op over and over on
+    the same input and into the same output, so its activations are read from there whatever their size
     (``WARM_THROUGH_OPS``). Without a cache level, none is."""
     from ....machine.cache import repeated_limit_bytes
     limit = repeated_limit_bytes(hw)
     if limit is None:
         return ops
-    return [replace(op, attrs={**op.attrs, "warm_activations": True}) if fits_through(op, limit) else op
-            for op in ops]
+    return [replace(op, attrs={**op.attrs, "warm_activations": True}) if fits_through(op, limit, output_share)
+            else op for op in ops]
 
 
-def fits_through(op, cache_bytes: float) -> bool:
-    """Whether ``op``'s bytes read plus its written bytes over ``COLLECTOR_OUTPUT_SHARE`` fit ``cache_bytes``."""
+def fits_through(op, cache_bytes: float, output_share: float = COLLECTOR_OUTPUT_SHARE) -> bool:
+    """Whether ``op``'s bytes read plus its written bytes over ``output_share`` fit ``cache_bytes``."""
     written = float(np.max(op.bytes_written))
-    return sum(float(np.max(b)) for b in op.bytes.values()) - written + written / COLLECTOR_OUTPUT_SHARE <= cache_bytes
+    return sum(float(np.max(b)) for b in op.bytes.values()) - written + written / output_share <= cache_bytes
 
 
 def reread_bytes(op, by_cache: bool = True) -> float:

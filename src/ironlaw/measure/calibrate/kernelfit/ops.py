@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 
 from ....core.graph import Graph
 from ..fitcore import Observation
-from .collector import as_collected, cache_resident, warm_through
-from .rules import CACHE_DECIDES_OPS, RESIDENT_OPS, WARM_THROUGH_OPS, k_only_pool, resident_context, warm_class
+from .collector import COLLECTOR_OUTPUT_SHARE, as_collected, cache_resident, warm_through
+from .rules import (CACHE_DECIDES_OPS, RESIDENT_OPS, WARM_THROUGH_OPS, WRITTEN_ONCE_OPS, holds, k_only_pool,
+                    resident_context, warm_class)
 from .vocabulary import ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, PHASES
 
 
@@ -22,7 +23,8 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
         ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
     if hw is not None and (g.op in RESIDENT_OPS or g.operands == "cache" or resident_context(g)):
         ops = cache_resident(ops, hw, g.op in CACHE_DECIDES_OPS)
-        ops = warm_through(ops, hw) if g.op in WARM_THROUGH_OPS or warm_class(g) or resident_context(g) else ops
+        share = 1.0 if holds(WRITTEN_ONCE_OPS, g.op, g.table.gpu) else COLLECTOR_OUTPUT_SHARE
+        ops = warm_through(ops, hw, share) if g.op in WARM_THROUGH_OPS or warm_class(g) or resident_context(g) else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]

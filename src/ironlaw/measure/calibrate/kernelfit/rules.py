@@ -23,6 +23,19 @@ RESIDENT_OPS = ("generation_attention", "generation_mla", "mla_bmm")
 # (collector/trtllm/collect_mla.py, ``run_mla``): L40S bf16, 512 sequences of 64 heads at 1-15 cached tokens (68 MiB of
 # query and output) 54 µs, where the GDDR6's 864 GB/s would take 83 µs
 WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
+# of those, op -> the GPUs on which ``warm_through`` counts a row's written bytes once, as its bytes read: the collector
+# writes every call into one output it allocated beforehand (aiconfigurator's collector/*/collect_mla_bmm.py,
+# ``run_mla_gen_pre`` and ``run_mla_gen_post``: ``torch.bmm(..., out=out)``, TensorRT-LLM's ``bmm_out`` into a tensor
+# built once), where ``collector.COLLECTOR_OUTPUT_SHARE`` stands for a GEMM call's new output. On L40S (96 MiB L2,
+# GDDR6 864 GB/s) the rows run at the L2's rates up to about their bytes' size: TensorRT-LLM 1.3.0rc20's bf16 table,
+# ``mla_gen_pre`` rows of 0.84-1.0 of the L2 (67-79% of it output) at 1.24-1.35 TB/s, as those of 0.64-0.71
+# (1.28-1.59: the L2's write rate), which the output's share had priced from the GDDR6; from 1.26 of the L2 on, every
+# row at 0.54-0.63 TB/s. RTX PRO 6000 (128 MiB L2, GDDR7 1.79 TB/s) alike: ``mla_gen_pre`` at 0.95-1.0 of it
+# 1.59-1.77 TB/s, at 0.63-0.69 1.64-1.80, every row from 1.26 on 1.37-1.42. Not on A100, H100 and H200 (H100, 50 MiB:
+# ``mla_gen_post`` rows at 3.0-4.0 TB/s up to 0.72 of the L2, the output-heavy ``mla_gen_pre`` ones at 2.2-2.5 from
+# 0.61, every row at 1.9-3.0 from 0.76 on the 3.35 TB/s HBM3: the output's share held out better there)
+# (docs/accuracy.md, "MLA's per-head BMMs on the GDDR GPUs: one output, written in place")
+WRITTEN_ONCE_OPS = {"mla_bmm": ("l40s", "rtx-pro-6000")}
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
 # query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
@@ -252,6 +265,18 @@ M_PAST_GEMMS = {("vllm", "fp8"): ("h100", "h200", "b200", "b300", "gb200", "gb30
 # kernel switch (which holds for the M after it, ``M_PAST_GEMMS``). Held out, every row scored: 5.7% / 22.4% fitted on
 # every fit row, 4.5% / 18.6% without their spikes (docs/accuracy.md, "GEMM grids one past the FP8 kernels' M switches")
 SPIKY_GEMMS = {("vllm", "fp8"): ("b200",)}
+# (framework, dtype) -> the GPUs whose GEMM class's grid takes a node every ``FINE_GEMM_STEP`` on each of M, N and K
+# (``gemm_switch_steps``), where ``GRID_STEPS``' 4× interpolate across the kernel switches of cuBLASLt's heuristics:
+# all three frameworks run bf16 as PyTorch's linear, whose kernel cuBLASLt picks from (M, N, K), and on L40S 60% of
+# TensorRT-LLM's and vLLM's jumps between neighbours in M repeat in the other table (docs/accuracy.md, "The L40S GEMM
+# scatter"), and the small-M kernel that walks K switches where N·K crosses 2^17-2^19. Held out, refitted on the same
+# rows with ``--gemm-fill auto``: L40S, vLLM 0.24.0 6.9% / 20.9% → 5.8% / 18.9%, TensorRT-LLM 1.3.0rc20 6.9% / 22.4% →
+# 5.6% / 20.3%, SGLang 0.5.14 7.9% / 24.8% → 7.2% / 22.5%; RTX PRO 6000 5.5% / 17.3% → 4.2% / 14.0%, 5.3% / 16.6% →
+# 4.2% / 14.6%, 5.3% / 17.1% → 4.2% / 14.7%. Not the FP8 classes, whose CUTLASS kernels switch by M and N alone
+# (sgl-kernel's ``sm89_fp8_dispatch_shape``): SGLang L40S fp8 7.4% / 22.7% → 6.9% / 23.2% with the same nodes
+# (docs/accuracy.md, "The GDDR GPUs' bf16 GEMMs on a grid every 2×")
+FINE_GEMMS = {("trtllm", "bf16"): ("l40s", "rtx-pro-6000"), ("vllm", "bf16"): ("l40s", "rtx-pro-6000"),
+              ("sglang", "bf16"): ("l40s", "rtx-pro-6000")}
 # the regimes whose grids take that step: the grouped-query class. The sliding-window class's (L40S, bf16 cache:
 # FlashInfer at 1, 2 and 5 heads per KV head beside Triton's head dims 64 and 192) held out worse on it, 2.5% / 45.2%
 # → 5.4% / 45.8%
