@@ -215,6 +215,25 @@ def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
             + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7] + router)
 
 
+CASE = ("topk", "num_experts", "moe_tp_size", "moe_ep_size")     # what a layer shape fixes beyond its tuning key
+
+
+def shared_tuning(rows: dict) -> np.ndarray:
+    """Per row, whether another collected layer shape of the table shares its autotuner cache key (hidden, inter/TP,
+    local experts; the dtype is the table's) with it. aiconfigurator's collector tunes TensorRT-LLM's fused MoE once per (dtype, hidden, inter/TP, local
+    experts) and loads that tactic cache for every later case of the same key (collector/trtllm/collect_moe.py,
+    ``run_moe_torch``: ``cache_path``; the cases shuffled first), so of two shapes sharing a key one runs the
+    tactics tuned for the other's top-k and routed rows per expert."""
+    h = np.asarray(rows["hidden_size"])
+    i = np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"])
+    local = np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"])
+    keys = list(zip(h, i, local))
+    cases: dict = {}
+    for key, case in zip(keys, zip(*(np.asarray(rows[c]) for c in CASE))):
+        cases.setdefault(key, set()).add(case)
+    return np.array([len(cases[k]) > 1 for k in keys])
+
+
 def shape_split(rows: dict) -> np.ndarray:
     """The fit half: every other layer shape (all columns but num_tokens) in sorted order; the other shapes,
     every token count of them, are scored."""
