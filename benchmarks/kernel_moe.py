@@ -11,8 +11,9 @@ GPU's table times them with (Hopper: moe_torch_flow_cutlass; Blackwell: deepgemm
 (``w4a16_mxfp4``, gpt-oss's experts: ``moe_torch_flow``, gpt-oss's 13–14 layer shapes per GPU) as another.
 
 Fitted (ironlaw.measure.calibrate.moefit): per GPU and dtype L, η_w, η_c, η_a (and L_e per local expert slot,
-``PER_EXPERT``; L_t per token of the layer, ``PER_TOKEN``; with ``--touched``, L_u per expert the rows reach and
-L_t on the ``TOUCHED`` classes) on every other layer shape (all its token counts);
+``PER_EXPERT``; L_t per token of the layer, ``PER_TOKEN``; L_u per expert the rows reach and L_t on the
+``STORED_TOUCHED`` classes, and with ``--touched`` on the ``TOUCHED`` ones) on every other layer shape (all its token
+counts);
 scored: the other shapes. Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × dtype. Also printed,
 not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regime the serving engine runs).
 
