@@ -19,6 +19,10 @@ relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.f
     roof+waves     roof, the compute side gaining a cost per wave of output tiles (the tiles above over the SMs):
                    a cost per touched expert that scales with its GEMMs' N tiles (2i'/128 up, h/128 down)
     roof+waves+U   roof+waves and a cost per touched expert outside the roofline
+    U+t+pad        U+t, and the FLOPs of each touched expert's rows padded to whole 128-row M blocks (the padding
+                   rows' FLOPs at the matrix peak, their own coefficient: DeepGEMM's m-grouped GEMMs on SM100 run one
+                   layout, block M 128, csrc/jit_kernels/heuristics/sm100.hpp ``get_layout_candidates``); its η_w
+                   printed last (in the layer's sum the padded MMAs can stand in for the weights' stream they overlap)
 and, with ``--release 1.0`` (``RELEASE_FORMS``), the router's top-k on PyTorch where the layer routes on it
 (``core.routing.torch_router``: a fixed cost and its logits' bytes, moefit.terms' last two columns) alone (R), with
 U and t (U+t+R: ``kernel_moe.RELEASE_FORM``, stored) and with a cost per local expert slot (E+R)
@@ -57,7 +61,7 @@ import kernel_moe  # noqa: E402
 from kernel_rows import median_p90  # noqa: E402
 from kernel_tables import RELEASE_GPUS  # noqa: E402
 
-FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U")
+FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U", "U+t+pad")
 RELEASE_FORMS = ("R", "U+t+R", "E+R")     # --release: the forms with the router's PyTorch top-k
 TILE = 128.0          # rows and columns of one grouped-GEMM output tile
 SIGMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -68,7 +72,7 @@ MONOTONE_TOL = 0.10   # --tail: a row this far under the slowest row of fewer to
 
 def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe.ROUTING) -> dict:
     """Per row the candidate columns (seconds per unit at coefficient 1e-6: a fitted coefficient is µs per unit)."""
-    from ironlaw.core.routing import routing_of
+    from ironlaw.core.routing import padded_rows, routing_of
     from ironlaw.machine import hardware
     route = routing_of(routing)
     key = zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))
@@ -79,8 +83,9 @@ def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe
     i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
     m_tiles = np.maximum(u, 1) * np.ceil(r / np.maximum(u, 1) / TILE)
     tiles = m_tiles * (np.ceil(2 * i / TILE) + np.ceil(h / TILE)) / (hardware.get(gpu).sms or 132)
+    pad = np.where(r > 0, padded_rows(r, u, TILE) / np.maximum(r, 1.0) - 1.0, 0.0) * x[:, 2]
     return {"U": u * 1e-6, "t": x[:, 6] * 1e-6, "tiles": tiles * 1e-6, "waves": tiles * 1e-6, "E": x[:, 5] * 1e-6,
-            "R": x[:, 8:10]}
+            "R": x[:, 8:10], "pad": pad}
 
 
 def base(dtype: str) -> list[int]:
@@ -163,11 +168,12 @@ def scores(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) 
     f = kernel_moe.fitted(x[keep], t[keep], dtype)
     out = {"base": median_p90(np.abs(moefit.predict_s(f, x[~keep]) / t[~keep] - 1))}
     cols = extra_columns(gpu, rows, x, routing)
-    for form in FORMS[1:5] + (RELEASE_FORMS if release else ()):
+    for form in FORMS[1:5] + FORMS[8:] + (RELEASE_FORMS if release else ()):
         extra = np.column_stack([cols[n] for n in form.split("+")])
         c = fit_extra(x[keep], t[keep], extra[keep], dtype)
         pred = np.column_stack([x[~keep][:, base(dtype)], extra[~keep]]) @ c + x[~keep, 4]
         out[form] = median_p90(np.abs(pred / t[~keep] - 1))
+        out[f"{form} η_w"] = 1 / c[1]
     roof = {}
     none = np.zeros((len(t), 0))
     for form, inner, outer in (("roof", none, none), ("roof+waves", cols["waves"][:, None], none),
@@ -307,13 +313,13 @@ def main() -> int:
         return 0
     forms = FORMS + (RELEASE_FORMS if a.release else ())
     print("held-out median / p90 per form (benchmarks/kernel_moe.py's split); " + ", ".join(forms) +
-          "; then σ, η_c of roof+waves")
+          "; then σ, η_c of roof+waves, η_w of U+t+pad")
     print(f"{'GPU':14s} {'dtype':12s} " + " ".join(f"{f:>13s}" for f in forms))
     for gpu, dt, rows, routing in chosen_groups(a):
         s, roof = scores(gpu, dt, rows, routing)
         sigma, eta_c = roof["roof+waves"]
         print(f"{gpu:14s} {dt:12s} " + " ".join(f"{100 * s[f][0]:5.1f}/{100 * s[f][1]:5.1f}%" for f in forms) +
-              f"  {sigma:.2f} {eta_c:.2f}", flush=True)
+              f"  {sigma:.2f} {eta_c:.2f}" + (f"  {s['U+t+pad η_w']:.2f}" if "U+t+pad η_w" in s else ""), flush=True)
     return 0
 
 
