@@ -4,9 +4,9 @@ The classes of benchmarks/kernel_moe.py (aiconfigurator-core 0.12.0's TensorRT-L
 NVIDIA, Apache-2.0; balanced routing; fitted on every other layer shape, scored on the rest) — or, with
 ``--release 1.0``, the TensorRT-LLM 1.0 classes (aiconfigurator 0.8.0's tables, power_law_1.01 routing,
 ``kernel_moe.release_groups``) — with the law's base form (``kernel_moe.fitted`` without the costs per touched
-expert and per token that the Blackwell classes store, ``kernel_moe.TOUCHED``: what every class stored before them)
-and with one change each, fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweighted as
-moefit.fit) on the fit half (U+t is the form ``kernel_moe.TOUCHED`` stores):
+expert and per token that ``kernel_moe.STORED_TOUCHED``'s classes store) and with one change each, fitted by least
+relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half (U+t is the form
+``kernel_moe.STORED_TOUCHED``'s classes store, and ``--touched`` fits on ``kernel_moe.TOUCHED``):
 
     U      + a cost per touched expert (the local experts the step's rows reach, under the table's routing)
     t      + a cost per token the layer takes in (routed to the rank or not: the router's and the permute's work)
@@ -19,11 +19,15 @@ moefit.fit) on the fit half (U+t is the form ``kernel_moe.TOUCHED`` stores):
     roof+waves     roof, the compute side gaining a cost per wave of output tiles (the tiles above over the SMs):
                    a cost per touched expert that scales with its GEMMs' N tiles (2i'/128 up, h/128 down)
     roof+waves+U   roof+waves and a cost per touched expert outside the roofline
+    U+t+pad        U+t, and the FLOPs of each touched expert's rows padded to whole 128-row M blocks (the padding
+                   rows' FLOPs at the matrix peak, their own coefficient: DeepGEMM's m-grouped GEMMs on SM100 run one
+                   layout, block M 128, csrc/jit_kernels/heuristics/sm100.hpp ``get_layout_candidates``); its η_w
+                   printed last (in the layer's sum the padded MMAs can stand in for the weights' stream they overlap)
 and, with ``--release 1.0`` (``RELEASE_FORMS``), the router's top-k on PyTorch where the layer routes on it
 (``core.routing.torch_router``: a fixed cost and its logits' bytes, moefit.terms' last two columns) alone (R), with
 U and t (U+t+R: ``kernel_moe.RELEASE_FORM``, stored) and with a cost per local expert slot (E+R)
 
-    python benchmarks/moe_forms.py --data DIR [--only DTYPE] [--gpu GPU] [--tail]
+    python benchmarks/moe_forms.py --data DIR [--only DTYPE] [--gpu GPU] [--tail | --tuning]
     python benchmarks/moe_forms.py --data DIR08 --release 1.0 [--gpu GPU]
     (DIR: aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data; DIR08: aiconfigurator 0.8.0's
     aiconfigurator/systems/data)
@@ -36,6 +40,11 @@ at different local expert counts — the autotuner's cache key, TensorRT-LLM's t
 inter/TP, local experts), aiconfigurator collector/trtllm/collect_moe.py), with the |deviation| of each from its
 twins' median: the error no form without the local slots can go under, and the share of twin groups where
 more local slots run ≥ 20% faster (no cost per slot explains that either).
+
+``--tuning``: per class, the held-out rows whose autotuner cache key (dtype, hidden, inter/TP, local experts) another
+collected layer shape shares (``moefit.shared_tuning``: the collector tunes each key once and the later shapes of the
+key run the tactics tuned for the first), and ``TUNING_FORMS`` fitted on every fit row and on the fit rows of their
+own key alone, scored on all held-out rows and on the own-key ones.
 """
 from __future__ import annotations
 
@@ -52,7 +61,7 @@ import kernel_moe  # noqa: E402
 from kernel_rows import median_p90  # noqa: E402
 from kernel_tables import RELEASE_GPUS  # noqa: E402
 
-FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U")
+FORMS = ("base", "U", "t", "tiles", "U+t", "roof", "roof+waves", "roof+waves+U", "U+t+pad")
 RELEASE_FORMS = ("R", "U+t+R", "E+R")     # --release: the forms with the router's PyTorch top-k
 TILE = 128.0          # rows and columns of one grouped-GEMM output tile
 SIGMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -63,7 +72,7 @@ MONOTONE_TOL = 0.10   # --tail: a row this far under the slowest row of fewer to
 
 def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe.ROUTING) -> dict:
     """Per row the candidate columns (seconds per unit at coefficient 1e-6: a fitted coefficient is µs per unit)."""
-    from ironlaw.core.routing import routing_of
+    from ironlaw.core.routing import padded_rows, routing_of
     from ironlaw.machine import hardware
     route = routing_of(routing)
     key = zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))
@@ -74,8 +83,9 @@ def extra_columns(gpu: str, rows: dict, x: np.ndarray, routing: str = kernel_moe
     i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
     m_tiles = np.maximum(u, 1) * np.ceil(r / np.maximum(u, 1) / TILE)
     tiles = m_tiles * (np.ceil(2 * i / TILE) + np.ceil(h / TILE)) / (hardware.get(gpu).sms or 132)
+    pad = np.where(r > 0, padded_rows(r, u, TILE) / np.maximum(r, 1.0) - 1.0, 0.0) * x[:, 2]
     return {"U": u * 1e-6, "t": x[:, 6] * 1e-6, "tiles": tiles * 1e-6, "waves": tiles * 1e-6, "E": x[:, 5] * 1e-6,
-            "R": x[:, 8:10]}
+            "R": x[:, 8:10], "pad": pad}
 
 
 def base(dtype: str) -> list[int]:
@@ -158,11 +168,12 @@ def scores(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) 
     f = kernel_moe.fitted(x[keep], t[keep], dtype)
     out = {"base": median_p90(np.abs(moefit.predict_s(f, x[~keep]) / t[~keep] - 1))}
     cols = extra_columns(gpu, rows, x, routing)
-    for form in FORMS[1:5] + (RELEASE_FORMS if release else ()):
+    for form in FORMS[1:5] + FORMS[8:] + (RELEASE_FORMS if release else ()):
         extra = np.column_stack([cols[n] for n in form.split("+")])
         c = fit_extra(x[keep], t[keep], extra[keep], dtype)
         pred = np.column_stack([x[~keep][:, base(dtype)], extra[~keep]]) @ c + x[~keep, 4]
         out[form] = median_p90(np.abs(pred / t[~keep] - 1))
+        out[f"{form} η_w"] = 1 / c[1]
     roof = {}
     none = np.zeros((len(t), 0))
     for form, inner, outer in (("roof", none, none), ("roof+waves", cols["waves"][:, None], none),
@@ -238,6 +249,32 @@ def twins(rows: dict, routing: str = kernel_moe.ROUTING) -> tuple[np.ndarray, fl
     return dev, faster / multi if multi else 0.0
 
 
+TUNING_FORMS = ("base", "U+t")   # --tuning: the forms fitted on every fit row, then on the own-key fit rows only
+
+
+def tuning_line(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUTING) -> str:
+    """``--tuning``: the class's held-out rows split by whether their autotuner key is shared
+    (``moefit.shared_tuning``); per form of ``TUNING_FORMS``, fitted on every fit row and on the fit rows of their
+    own key alone, the held-out median / p90 of all rows and of the own-key rows, and the signed median error of the
+    shared-key rows (negative: measured slower than the form)."""
+    from ironlaw.measure.calibrate import moefit
+    x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
+    shared = moefit.shared_tuning(rows)
+    cols = extra_columns(gpu, rows, x, routing)
+    out = f"{gpu:13s} {dtype:9s} {100 * shared[~keep].mean():5.1f}%"
+    for form in TUNING_FORMS:
+        extra = (np.column_stack([cols[n] for n in form.split("+")]) if form != "base"
+                 else np.zeros((len(t), 0)))
+        for fit_rows in (keep, keep & ~shared):
+            c = fit_extra(x[fit_rows], t[fit_rows], extra[fit_rows], dtype)
+            err = (np.column_stack([x[:, base(dtype)], extra]) @ c + x[:, 4]) / t - 1
+            every, own = median_p90(np.abs(err[~keep])), median_p90(np.abs(err[~keep & ~shared]))
+            signed = float(np.median(err[~keep & shared])) if np.any(~keep & shared) else 0.0
+            out += (f" | {100 * every[0]:4.1f}/{100 * every[1]:5.1f} {100 * own[0]:4.1f}/{100 * own[1]:5.1f} "
+                    f"{100 * signed:+5.1f}%")
+    return out
+
+
 def chosen_groups(a) -> list[tuple]:
     """[(gpu, dtype, rows, routing)] of the classes asked for."""
     if a.release:
@@ -256,7 +293,16 @@ def main() -> int:
     ap.add_argument("--gpu", action="append", help="this GPU only (repeatable)")
     ap.add_argument("--release", choices=("1.0",), help="the TensorRT-LLM release's own MoE classes")
     ap.add_argument("--tail", action="store_true", help="the held-out rows of non-monotone shapes, per class")
+    ap.add_argument("--tuning", action="store_true", help="the held-out rows whose autotuner key another shape "
+                                                          "shares, per class (moefit.shared_tuning)")
     a = ap.parse_args()
+    if a.tuning:
+        print("held-out rows whose autotuner key (dtype, hidden, inter/TP, local experts) another layer shape shares; "
+              "per form (" + ", ".join(TUNING_FORMS) + "), fitted on every fit row, then on the own-key fit rows: "
+              "held-out median/p90 all rows, own-key rows, signed median of the shared-key rows")
+        for gpu, dt, rows, routing in chosen_groups(a):
+            print(tuning_line(gpu, dt, rows, routing), flush=True)
+        return 0
     if a.tail:
         print(f"held-out rows whose shape is non-monotone in tokens (≥ {MONOTONE_TOL:.0%} under a row of fewer "
               f"tokens); the base form's median / p90 without them, and with; twins (all rows): their share, "
@@ -267,13 +313,13 @@ def main() -> int:
         return 0
     forms = FORMS + (RELEASE_FORMS if a.release else ())
     print("held-out median / p90 per form (benchmarks/kernel_moe.py's split); " + ", ".join(forms) +
-          "; then σ, η_c of roof+waves")
+          "; then σ, η_c of roof+waves, η_w of U+t+pad")
     print(f"{'GPU':14s} {'dtype':12s} " + " ".join(f"{f:>13s}" for f in forms))
     for gpu, dt, rows, routing in chosen_groups(a):
         s, roof = scores(gpu, dt, rows, routing)
         sigma, eta_c = roof["roof+waves"]
         print(f"{gpu:14s} {dt:12s} " + " ".join(f"{100 * s[f][0]:5.1f}/{100 * s[f][1]:5.1f}%" for f in forms) +
-              f"  {sigma:.2f} {eta_c:.2f}", flush=True)
+              f"  {sigma:.2f} {eta_c:.2f}" + (f"  {s['U+t+pad η_w']:.2f}" if "U+t+pad η_w" in s else ""), flush=True)
     return 0
 
 

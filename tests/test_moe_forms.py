@@ -68,3 +68,15 @@ def test_twins_are_rows_the_laws_terms_cannot_tell_apart():
     np.testing.assert_allclose(dev[:3], [0.0, 0.4, 0.0])     # local slots 1, 2, 16; their median 100 µs
     assert np.isnan(dev[3])                                  # 8 tokens: no twin
     assert faster == 1.0                                     # 2 slots at 60 µs, 1 slot at 100 µs
+
+
+def test_the_padding_column_counts_each_expert_rows_up_to_a_128_row_block():
+    """``pad``: the FLOPs of the rows a touched expert's share is padded with to whole 128-row blocks, in units of
+    the layer's own FLOPs term (moefit.terms' third column)."""
+    rows = {"num_tokens": np.array([1, 128, 200]), "hidden_size": np.full(3, 4096), "inter_size": np.full(3, 1024),
+            "topk": np.full(3, 1), "num_experts": np.full(3, 1), "moe_tp_size": np.full(3, 1),
+            "moe_ep_size": np.full(3, 1)}
+    x = np.zeros((3, 10))
+    x[:, 2] = [1e-6, 2e-6, 3e-6]
+    pad = moe_forms.extra_columns("b200", rows, x)["pad"]
+    np.testing.assert_allclose(pad, [127 * 1e-6, 0.0, (256 / 200 - 1) * 3e-6], rtol=1e-12)   # one expert takes all

@@ -1,5 +1,6 @@
 """A cost per expert the routed rows reach (``touched_s``): fitted on TensorRT-LLM's CUTLASS MoE tables on Blackwell
-with ``benchmarks/kernel_moe.py --touched`` (aiconfigurator-core 0.12.0, ``TOUCHED``; no stored class holds it) and
+with ``benchmarks/kernel_moe.py`` (aiconfigurator-core 0.12.0; stored on ``STORED_TOUCHED``'s classes, the others of
+``TOUCHED`` with ``--touched``) and
 paid by each routed grouped GEMM × the experts whose weights it streams (``efficiency.touched_setup_s``)."""
 from __future__ import annotations
 
@@ -39,9 +40,39 @@ def with_touched(gpu: str, dtype: str, touched_s: float):
     return hardware.parse_hardware(data, f"{gpu}.toml")
 
 
-def test_no_stored_class_pays_it():
+def kernel_moe():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import kernel_moe
+    return kernel_moe
+
+
+def test_the_stored_classes_that_pay_it():
+    """Exactly ``kernel_moe.STORED_TOUCHED``'s classes hold a cost per touched expert (on both grouped GEMMs) and per
+    token (on the routed rows): Blackwell's block-scaled FP8 (DeepGEMM) and the CUTLASS classes that meet both goals
+    with it; the classes the published serving cells read (B200 and GB200 fp4, Hopper's) do not."""
+    stored = kernel_moe().STORED_TOUCHED
+    assert {("b200", "fp8_block"), ("gb300", "fp4")} <= stored and not {("b200", "fp4"), ("gb200", "fp4")} & stored
     for gpu in ("h100", "h200", "b200", "b300", "gb200", "gb300"):
-        assert not any("touched_s" in p for p in hardware.get(gpu).calibration.kernel.values())
+        kern = hardware.get(gpu).calibration.kernel
+        paying = {name.split(".", 1)[1] for name, p in kern.items() if "touched_s" in p}
+        assert paying == {dt for g, dt in stored if g == gpu}, gpu
+        for dt in paying:
+            assert kern[f"moe_grouped_gemm.{dt}"]["touched_s"] > 0 and kern[f"moe_rows.{dt}"]["token_s"] > 0
+
+
+def test_a_stored_class_is_fitted_with_it_unasked(monkeypatch):
+    """``fit_and_score`` fits a class of ``STORED_TOUCHED`` with the costs per touched expert and per token without
+    ``--touched``, and no other class."""
+    km = kernel_moe()
+    rows = next(r for g, dt, _, r in km.groups(km.DATA) if (g, dt) == ("b200", "fp8"))
+    plain, *_ = km.fit_and_score("b200", "fp8", rows)
+    assert "touched_s" not in plain["moe_grouped_gemm.fp8"]
+    monkeypatch.setattr(km, "STORED_TOUCHED", frozenset({("b200", "fp8")}))
+    stored, *_ = km.fit_and_score("b200", "fp8", rows)
+    asked, *_ = km.fit_and_score("b200", "fp8", rows, touched=True)
+    assert stored == asked and stored["moe_grouped_gemm.fp8"]["touched_s"] > 0
 
 
 def test_a_grouped_launch_pays_per_touched_expert():

@@ -49,7 +49,9 @@ by the combine, the op that states the layer's tokens (``efficiency.token_setup_
 
 A cost per expert the rows reach (``fit``'s ``per_touched``, T += L_u·U; stored as ``touched_s`` on the grouped GEMMs,
 ``efficiency.touched_setup_s``) and per token: on Blackwell's CUTLASS classes the two lower every class's held-out
-median and p90 (benchmarks/kernel_moe.py ``--touched``); the TensorRT-LLM 1.0 release files store them.
+median and p90 (benchmarks/kernel_moe.py ``--touched``), and the classes that meet the goal with them store them
+(``STORED_TOUCHED`` there: block-scaled FP8 on Blackwell, DeepGEMM's per-token copy and per-expert M blocks, and four
+CUTLASS classes); the TensorRT-LLM 1.0 release files store them.
 
 The router's top-k on PyTorch (``fit``'s ``per_router``, ``terms``' ``router_above``): TensorRT-LLM 1.0's renormalize
 router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``torch.topk`` and ``softmax`` above
@@ -213,6 +215,25 @@ def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
     router = f.router_s * x[:, 8] + x[:, 9] / f.router_eta if f.router_eta else 0.0     # (``terms``' last two)
     return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
             + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7] + router)
+
+
+CASE = ("topk", "num_experts", "moe_tp_size", "moe_ep_size")     # what a layer shape fixes beyond its tuning key
+
+
+def shared_tuning(rows: dict) -> np.ndarray:
+    """Per row, whether another collected layer shape of the table shares its autotuner cache key (hidden, inter/TP,
+    local experts; the dtype is the table's) with it. aiconfigurator's collector tunes TensorRT-LLM's fused MoE once per (dtype, hidden, inter/TP, local
+    experts) and loads that tactic cache for every later case of the same key (collector/trtllm/collect_moe.py,
+    ``run_moe_torch``: ``cache_path``; the cases shuffled first), so of two shapes sharing a key one runs the
+    tactics tuned for the other's top-k and routed rows per expert."""
+    h = np.asarray(rows["hidden_size"])
+    i = np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"])
+    local = np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"])
+    keys = list(zip(h, i, local))
+    cases: dict = {}
+    for key, case in zip(keys, zip(*(np.asarray(rows[c]) for c in CASE))):
+        cases.setdefault(key, set()).add(case)
+    return np.array([len(cases[k]) > 1 for k in keys])
 
 
 def shape_split(rows: dict) -> np.ndarray:
