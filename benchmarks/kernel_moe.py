@@ -342,7 +342,14 @@ def main() -> int:
     if a.release:
         return release_main(a, data)
     fits = []
-    chosen = [g for g in groups(data) if (not a.only or g[1] in a.only) and (not a.gpu or g[0] in a.gpu)]
+    every = groups(data)
+    chosen = [g for g in every if (not a.only or g[1] in a.only) and (not a.gpu or g[0] in a.gpu)]
+    if not chosen:
+        asked = " ".join([f"--gpu {x}" for x in a.gpu or ()] + [f"--only {x}" for x in a.only or ()])
+        print(f"kernel_moe.py: no MoE table matches {asked}: the tables hold GPUs "
+              f"{', '.join(sorted({g[0] for g in every}))} (ironlaw's names) and dtypes "
+              f"{', '.join(sorted({g[1] for g in every}))}", file=sys.stderr)
+        return 2
     for gpu, dt, path, rows in chosen:
         kern, err, n_fit = fit_and_score(gpu, dt, rows, touched=a.touched)
         fits.append((gpu, dt, path, kern, err, n_fit, len(err)))

@@ -126,3 +126,11 @@ def test_the_exact_bounded_solve_keeps_every_term_at_or_above_its_bound():
     assert np.all(got >= lower - 1e-12) and got[2] == 1.0
     clipped = np.maximum(np.linalg.lstsq(a, y, rcond=None)[0], lower)
     assert np.sum((a @ got - y) ** 2) < np.sum((a @ clipped - y) ** 2)
+
+
+def test_a_gpu_the_tables_lack_is_one_line_exit_2(monkeypatch, capsys):
+    # the table folder's name (rtx_pro_6000_server) where the benchmark takes ironlaw's (rtx-pro-6000)
+    monkeypatch.setattr(sys, "argv", ["kernel_moe.py", "--gpu", "rtx_pro_6000_server"])
+    assert kernel_moe.main() == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--gpu rtx_pro_6000_server" in err[0] and "b200" in err[0]
