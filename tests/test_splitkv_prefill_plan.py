@@ -86,6 +86,19 @@ def test_the_waves_slow_a_short_launch_and_leave_a_full_one():
     assert np.reshape(waves, (len(g.ops), -1))[i, 0] == pytest.approx(15 * 142 / 2048)
 
 
+def test_the_waves_hold_at_the_chunked_head_dims_only():
+    """A planned class that states ``chunk_head_dims`` runs its chunked launch at those head dims alone (the others
+    decode on another backend, unsplit, as ``chunk_split`` has them): the 127-token call above, head dim 256, counts
+    its 71× wave factor where the class names 256 and none where it names only 128."""
+    hw = hardware.get("l40s")
+    g, i, op = _decode(128, 1, 1, 127, 256)
+    cols = g.columns()
+    for dims, factor in (([128, 256], 71.0), ([128], 1.0)):
+        planned = _planned(hw, op, chunk_plan="prefill", chunk_head_dims=dims)
+        waves = efficiency.chunk_waves(planned, cols, hw, efficiency.split_blocks(planned, cols, hw))
+        assert np.reshape(np.broadcast_to(waves, cols.flops.shape), (len(g.ops), -1))[i, 0] == pytest.approx(factor)
+
+
 @pytest.mark.parametrize("bad, match", [
     ({"split_kv": "chunks", "chunk_occupancy": 2, "chunk_plan": "decode"}, "chunk_plan"),
     ({"split_kv": "chunks", "chunk_occupancy": 4, "chunk_plan": "prefill"}, "chunk_plan"),

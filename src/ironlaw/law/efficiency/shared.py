@@ -46,6 +46,17 @@ def split_kind(cal: Calibration, names: np.ndarray, kind: str, lead: tuple) -> n
     return np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("split_kv") == kind]).reshape(lead)
 
 
+def at_chunk_head_dims(cal: Calibration, names: np.ndarray, k, lead: tuple) -> np.ndarray:
+    """Per op, whether its chunked class decodes it on its chunked launch: at one of the class's
+    ``chunk_head_dims`` (K) where it states them (its other head dims decode on another backend), at any head dim
+    where it states none; True for every op of another class."""
+    out = np.ones(np.broadcast(names.reshape(lead), k).shape, bool)
+    for nm, p in cal.kernel.items():
+        if "chunk_head_dims" in p:
+            out = out & ((names.reshape(lead) != nm) | np.isin(k, p["chunk_head_dims"]))
+    return out
+
+
 def launch_sms(hw: Hardware | None, launch: str) -> int:
     """``hw``'s SM count, which placing ``launch`` on the device needs; a device without one is an error."""
     sms = getattr(hw, "sms", None)

@@ -16,7 +16,7 @@ from ...core.splitkv import (FA3_SPLITS_MAX, MMHA_THREADS, blocks_per_sequence, 
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split
-from .shared import classes_with, launch_sms, op_names, per_op, split_kind
+from .shared import at_chunk_head_dims, classes_with, launch_sms, op_names, per_op, split_kind
 
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
@@ -86,9 +86,7 @@ def chunk_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split |
     names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
     occupancy = per_op(cal, names, "chunk_occupancy", 1.0, lead)
-    dims = [(nm, p["chunk_head_dims"]) for nm, p in cal.kernel.items() if "chunk_head_dims" in p]
-    for nm, ds in dims:                       # a class's other head dims decode on another backend, unsplit
-        own = own & ((names.reshape(lead) != nm) | np.isin(k, ds))
+    own = own & at_chunk_head_dims(cal, names, k, lead)   # a class's other head dims: another backend, unsplit
     tiles = np.broadcast_to(np.where(own, plan_query_tiles(cal, names, m, k, lead), 1.0), units.shape)
     chunks = np.broadcast_to(np.where(own, chunks_per_sequence(n, units / 2.0 * tiles, sms, occupancy), 1.0),
                              units.shape)

@@ -16,7 +16,7 @@ from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_fact
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split, grid_coords, past_first_wave
-from .shared import classes_with, launch_sms, op_names, split_kind
+from .shared import at_chunk_head_dims, classes_with, launch_sms, op_names, split_kind
 
 
 def query_waves(cal: Calibration, cols: Columns, hw: Hardware | None) -> np.ndarray | float:
@@ -174,18 +174,19 @@ def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Spl
     """Per op of a chunked class planned as a prefill (``chunk_plan``) or on FlashAttention 2's split (``split_kv =
     "fa2"``), its launch's whole waves of the SMs over their balanced time (``splitkv.sm_wave_factor`` of its
     sequences × KV heads × query tiles (FA2's blocks of 64 rows) × splits, ``split``), which the law divides both η
-    by as it does the grid's factor; 1 for every other op."""
+    by as it does the grid's factor, at the class's ``chunk_head_dims`` only where it states them (as
+    ``splits.chunk_split``); 1 for every other op."""
     if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
         return 1.0
     names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
     fa2 = split_kind(cal, names, "fa2", lead)
+    m, n, k = gemm_dims(cols)
     planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
-    planned = planned | fa2
+    planned = (planned & at_chunk_head_dims(cal, names, k, lead)) | fa2    # its other head dims: another backend
     if not np.any(planned):
         return 1.0
     sms = launch_sms(hw, "a chunked decode attention's split-KV launch")
-    m, n, k = gemm_dims(cols)
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
     blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
     ctas = units / 2.0 * blocks * (1.0 if split is None else split.blocks * split.fold)
