@@ -173,6 +173,13 @@ def test_a_list_of_batches_to_analyze_names_the_sweep():
     assert "'1.5' is not a valid integer" in line
 
 
+def test_a_list_of_sequences_to_search_says_it_searches_one():
+    """`search llama3-8b --seq 1,2` said click's "Invalid value for '--seq': '1,2' is not a valid integer."."""
+    line = one_line_error(run_cli("search", "llama3-8b", "--on", "h100", "--seq", "1,2"))
+    assert line == ("ironlaw: error: --seq 1,2: search takes one seq and searches the layouts for it; run one search "
+                    "per value")
+
+
 def test_every_name_valued_keyword_is_read_in_any_case():
     """`--recompute Full` said "--recompute must be one of none, selective, full, got 'Full'", `--rank
     USD-per-million-tokens` "unknown --rank key", `calibrate --framework VLLM` "--framework must be one of …": each

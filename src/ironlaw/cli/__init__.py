@@ -191,14 +191,16 @@ def _usage_message(e: Exception) -> str:
 
 def _list_given(e: Exception, command, name) -> str:
     """For a list of values given to a command's one --batch or --seq (``analyze … --batch 1,2,4``): that it takes
-    one, and the sweep that takes the list; '' otherwise."""
+    one, and the sweep that takes the list (search: one search per value); '' otherwise."""
     if type(e).__name__ != "BadParameter" or name not in ("batch", "seq") \
-            or command not in ("analyze", "compare", "report"):
+            or command not in ("analyze", "compare", "report", "search"):
         return ""
     given = re.search(r"'([^']*)' is not a valid integer", e.format_message())
     if not given or "," not in given.group(1):
         return ""
     v = given.group(1)
+    if command == "search":
+        return f"--{name} {v}: search takes one {name} and searches the layouts for it; run one search per value"
     return (f"--{name} {v}: {command} takes one {name}; a list is swept: ironlaw sweep SPEC --on HW --{name} {v} "
             f"(or ironlaw.analyze(…, {name}=numpy array))")
 
