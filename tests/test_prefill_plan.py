@@ -2,8 +2,6 @@
 ``prefill_plan_splits``), and a class that states ``plan_split_s`` and ``plan_merge_s`` pays them there, at the head
 dims it runs on FlashInfer (``efficiency.plan_split_s``; ``kernelfit.rules.PLAN_SPLIT_CLASSES``: vLLM's FP8-cache
 sliding-window prefill on L40S and RTX PRO 6000)."""
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -11,13 +9,11 @@ pd = pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import attention_kernel  # noqa: E402
-from ironlaw.core.graph import Graph  # noqa: E402
 from ironlaw.core.splitkv import prefill_plan_splits, prefill_tile_rows  # noqa: E402
-from ironlaw.law import efficiency, law  # noqa: E402
-from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.machine.calibration import Calibration  # noqa: E402
+from ironlaw.machine import calibration  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
+from attention_cases import prefill_latency_s  # noqa: E402
 
 WINDOW = attention_kernel("prefill", "bf16", "fp8", "_window")
 SHAPE = {"eta_max": 0.3, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 1.0, "latency_s": 6e-6}
@@ -37,16 +33,9 @@ def test_the_tile_and_the_split_follow_the_plan():
 def _latency(batch: int, tokens: float, heads: int, kv_heads: int, p: dict, head_dim: int = 64) -> float:
     """The fixed seconds (``Terms.latency_s``) the law gives one vLLM window prefill (window 128) on L40S under a
     class of fields ``p``."""
-    rows = pd.DataFrame([dict(batch_size=batch, isl=tokens, num_heads=heads, num_key_value_heads=kv_heads,
-                              head_dim=head_dim, window_size=128, attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0,
-                              latency_s=1e-4)])
-    t = KernelTable("context_attention", "l40s", "NVIDIA L40S", "vllm", "0.24.0", "x.parquet", rows)
-    g = kernelfit.Group("g", ("kernel", WINDOW), "context_attention", t, None)
-    op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
-    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {WINDOW: p}}
-    hw = replace(hardware.get("l40s"), calibration=Calibration.of(cal))
-    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "bf16", [op]), hw).cols, hw)
-                          .latency_s)[0])
+    row = dict(batch_size=batch, isl=tokens, num_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+               window_size=128, attn_dtype="bfloat16", kv_cache_dtype="fp8")
+    return prefill_latency_s(row, ("NVIDIA L40S", "vllm", "0.24.0"), WINDOW, p, "l40s", "bf16")
 
 
 def test_a_split_call_pays_its_split_and_its_rows_merge():

@@ -17,6 +17,7 @@ from ironlaw.machine import calibration, hardware  # noqa: E402
 from ironlaw.machine.calibration import Calibration  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
+from attention_cases import prefill_latency_s  # noqa: E402
 
 MHA = attention_kernel("prefill", "bf16", "fp8", "_mha")
 SHAPE = {"eta_max": 0.2, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 1.0, "latency_s": 1e-6}
@@ -165,16 +166,9 @@ GQA = attention_kernel("prefill", "fp8", "fp8", "")
 def _latency(batch: int, tokens: float, heads: int, p: dict, head_dim: int = 64) -> float:
     """The fixed seconds (``Terms.latency_s``) the law gives one SGLang prefill op on L40S (142 SMs) under a
     grouped-query FP8 class of fields ``p``."""
-    rows = pd.DataFrame([dict(batch_size=batch, isl=tokens, num_heads=heads, num_key_value_heads=heads // 2,
-                              head_dim=head_dim, window_size=0, attn_dtype="fp8", kv_cache_dtype="fp8", step=0,
-                              latency_s=1e-4)])
-    t = KernelTable("context_attention", "l40s", "NVIDIA L40S", "sglang", "0.5.14", "x.parquet", rows)
-    g = kernelfit.Group("g", ("kernel", GQA), "context_attention", t, None)
-    op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
-    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {GQA: p}}
-    hw = replace(hardware.get("l40s"), calibration=Calibration.of(cal))
-    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "fp8", [op]), hw).cols, hw)
-                          .latency_s)[0])
+    row = dict(batch_size=batch, isl=tokens, num_heads=heads, num_key_value_heads=heads // 2, head_dim=head_dim,
+               window_size=0, attn_dtype="fp8", kv_cache_dtype="fp8")
+    return prefill_latency_s(row, ("NVIDIA L40S", "sglang", "0.5.14"), GQA, p, "l40s", "fp8")
 
 
 def test_tile_s_is_paid_per_wave_of_query_tiles_past_the_first():

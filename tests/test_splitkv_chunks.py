@@ -10,8 +10,7 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.core.splitkv import CHUNK_MIN_TOKENS, PLAN_BLOCKS_PER_SM, chunks_per_sequence
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
-from ironlaw.models.workloads import Request
-from ironlaw.models.workloads import transformer as T
+from attention_cases import decode_case, unsplit
 
 L40S_SMS = 142
 
@@ -29,17 +28,7 @@ def test_chunks_fill_the_grid_and_keep_at_least_128_keys_each():
 
 
 def _decode(kv_heads: int, batch: int, seq: int, head_dim: int):
-    arch = replace(T.builtin_arch("llama3-8b"), kv_heads=kv_heads, heads=kv_heads, head_dim=head_dim,
-                   hidden=kv_heads * head_dim)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
-    return g, i, op
-
-
-def _plain(cal: dict, name: str) -> dict:
-    """The catalog's class ``name`` without a split of its own."""
-    return {k: v for k, v in cal["kernel"][name].items()
-            if k not in ("split_kv", "split_s", "merge_s", "mmha_threads", "mmha_occupancy")}
+    return decode_case(kv_heads, kv_heads, batch, seq, head_dim)
 
 
 def test_a_chunked_class_launches_its_chunks_at_its_head_dims_only():
@@ -47,7 +36,7 @@ def test_a_chunked_class_launches_its_chunks_at_its_head_dims_only():
     g, i, op = _decode(8, 1, 131071, 128)
     name = op.attrs["kernel"]
     cal = hw.calibration.table()
-    cal["kernel"][name] = {**_plain(cal, name), "split_kv": "chunks", "chunk_occupancy": 2, "split_s": 3e-6}
+    cal["kernel"][name] = {**unsplit(cal, name), "split_kv": "chunks", "chunk_occupancy": 2, "split_s": 3e-6}
     c, cols = calibration.Calibration.of(calibration.check(cal, "calibration")), g.columns()
     split = efficiency.split_blocks(c, cols, hw)
     assert split.blocks.reshape(len(g.ops), -1)[i, 0] == 35        # ⌊284 / 8⌋ = 35 chunks per sequence and KV head
@@ -71,7 +60,7 @@ def test_a_chunked_class_launches_its_chunks_at_its_head_dims_only():
 def test_a_chunked_class_states_its_occupancy_and_whole_head_dims(bad, match):
     cal = hardware.get("l40s").calibration.table()
     name = "attention_generation_bf16_kv_bf16_mha"
-    cal["kernel"][name] = {**_plain(cal, name), **bad}
+    cal["kernel"][name] = {**unsplit(cal, name), **bad}
     with pytest.raises(IronlawError, match=match):
         calibration.check(cal, "calibration")
 
@@ -80,7 +69,7 @@ def test_a_chunked_class_on_a_device_without_an_sm_count_is_refused():
     hw = replace(hardware.get("l40s"), sms=None)
     g, i, op = _decode(8, 1, 4095, 128)
     cal = hw.calibration.table()
-    cal["kernel"][op.attrs["kernel"]] = {**_plain(cal, op.attrs["kernel"]), "split_kv": "chunks", "chunk_occupancy": 2}
+    cal["kernel"][op.attrs["kernel"]] = {**unsplit(cal, op.attrs["kernel"]), "split_kv": "chunks", "chunk_occupancy": 2}
     with pytest.raises(IronlawError, match="chunked decode attention's split-KV launch needs the device's SM count"):
         efficiency.split_blocks(calibration.Calibration.of(cal), g.columns(), hw)
 

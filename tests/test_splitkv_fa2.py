@@ -10,8 +10,7 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.core.splitkv import fa2_block_n, fa2_splits
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
-from ironlaw.models.workloads import Request
-from ironlaw.models.workloads import transformer as T
+from attention_cases import decode_case, relaunched
 
 RTX_SMS = 188
 
@@ -27,19 +26,11 @@ def test_the_heuristic_splits_a_short_grid_by_key_blocks():
 
 
 def _decode(heads: int, batch: int, seq: int, head_dim: int):
-    arch = replace(T.builtin_arch("llama3-8b"), kv_heads=1, heads=heads, head_dim=head_dim, hidden=heads * head_dim)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
-    return g, i, op
+    return decode_case(heads, 1, batch, seq, head_dim)
 
 
 def _fa2(hw, op, **extra) -> calibration.Calibration:
-    cal = hw.calibration.table()
-    name = op.attrs["kernel"]
-    plain = {k: v for k, v in cal["kernel"][name].items()
-             if k not in ("split_kv", "split_s", "merge_s", "mmha_threads", "mmha_occupancy")}
-    cal["kernel"][name] = {**plain, "split_kv": "fa2", **extra}
-    return calibration.Calibration.of(calibration.check(cal, "calibration"))
+    return relaunched(hw, op, split_kv="fa2", **extra)
 
 
 def test_a_split_pays_its_merge_per_split_and_its_launch_in_waves():

@@ -10,8 +10,7 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.core.splitkv import PLAN_BLOCKS_PER_SM, prefill_query_tiles, sm_wave_factor
 from ironlaw.law import efficiency
 from ironlaw.machine import calibration, hardware
-from ironlaw.models.workloads import Request
-from ironlaw.models.workloads import transformer as T
+from attention_cases import decode_case, relaunched
 
 L40S_SMS = 142
 
@@ -29,21 +28,8 @@ def test_a_launch_short_of_the_sms_runs_at_the_sms_it_holds():
     assert sm_wave_factor(256.0, L40S_SMS) == pytest.approx(284.0 / 256.0)
 
 
-def _decode(heads: int, kv_heads: int, batch: int, seq: int, head_dim: int):
-    arch = replace(T.builtin_arch("llama3-8b"), kv_heads=kv_heads, heads=heads, head_dim=head_dim,
-                   hidden=heads * head_dim)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
-    return g, i, op
-
-
 def _planned(hw, op, **extra) -> calibration.Calibration:
-    cal = hw.calibration.table()
-    name = op.attrs["kernel"]
-    plain = {k: v for k, v in cal["kernel"][name].items()
-             if k not in ("split_kv", "split_s", "merge_s", "mmha_threads", "mmha_occupancy")}
-    cal["kernel"][name] = {**plain, "split_kv": "chunks", "chunk_occupancy": PLAN_BLOCKS_PER_SM, **extra}
-    return calibration.Calibration.of(calibration.check(cal, "calibration"))
+    return relaunched(hw, op, split_kv="chunks", chunk_occupancy=PLAN_BLOCKS_PER_SM, **extra)
 
 
 def test_a_planned_class_splits_per_query_tile_and_counts_its_waves():
@@ -51,7 +37,7 @@ def test_a_planned_class_splits_per_query_tile_and_counts_its_waves():
     so 131,071 cached tokens split into ⌊284 / 2⌋ = 142 chunks per tile (284 CTAs, two per SM: one wave factor); 127 cached tokens run two CTAs unsplit, on 2 of the 142
     SMs (factor 71). The plain chunked plan counts one CTA per sequence and KV head (284 chunks)."""
     hw = hardware.get("l40s")
-    g, i, op = _decode(128, 1, 1, 131071, 256)
+    g, i, op = decode_case(128, 1, 1, 131071, 256)
     cols = g.columns()
     planned = _planned(hw, op, chunk_plan="prefill")
     split = efficiency.split_blocks(planned, cols, hw)
@@ -65,7 +51,7 @@ def test_a_planned_class_splits_per_query_tile_and_counts_its_waves():
     plain = _planned(hw, op)
     assert efficiency.split_blocks(plain, cols, hw).blocks.reshape(len(g.ops), -1)[i, 0] == 284
     assert efficiency.chunk_waves(plain, cols, hw, efficiency.split_blocks(plain, cols, hw)) == 1.0
-    g, i, op = _decode(128, 1, 1, 127, 256)
+    g, i, op = decode_case(128, 1, 1, 127, 256)
     cols = g.columns()
     split = efficiency.split_blocks(planned, cols, hw)
     assert np.reshape(efficiency.chunk_waves(planned, cols, hw, split), (len(g.ops), -1))[i, 0] == pytest.approx(71.0)
@@ -76,11 +62,11 @@ def test_the_waves_slow_a_short_launch_and_leave_a_full_one():
     (2,048 CTAs in 15 waves of 142) runs 4% over its balanced time."""
     from ironlaw.law import law
     hw = hardware.get("l40s")
-    g, i, op = _decode(128, 1, 1, 127, 256)
+    g, i, op = decode_case(128, 1, 1, 127, 256)
     times = [float(np.reshape(law.predict(g, replace(hw, calibration=cal)).op_time_s, (len(g.ops), -1))[i, 0])
              for cal in (_planned(hw, op), _planned(hw, op, chunk_plan="prefill"))]
     assert times[1] > times[0] * 1.2
-    g, i, op = _decode(128, 1, 1024, 127, 256)
+    g, i, op = decode_case(128, 1, 1024, 127, 256)
     cols, planned = g.columns(), _planned(hw, op, chunk_plan="prefill")
     waves = efficiency.chunk_waves(planned, cols, hw, efficiency.split_blocks(planned, cols, hw))
     assert np.reshape(waves, (len(g.ops), -1))[i, 0] == pytest.approx(15 * 142 / 2048)
@@ -91,7 +77,7 @@ def test_the_waves_hold_at_the_chunked_head_dims_only():
     decode on another backend, unsplit, as ``chunk_split`` has them): the 127-token call above, head dim 256, counts
     its 71× wave factor where the class names 256 and none where it names only 128."""
     hw = hardware.get("l40s")
-    g, i, op = _decode(128, 1, 1, 127, 256)
+    g, i, op = decode_case(128, 1, 1, 127, 256)
     cols = g.columns()
     for dims, factor in (([128, 256], 71.0), ([128], 1.0)):
         planned = _planned(hw, op, chunk_plan="prefill", chunk_head_dims=dims)
