@@ -40,6 +40,7 @@ def priced(hw, table: dict, g) -> tuple:
     from ironlaw.machine.calibration import Calibration
     from ironlaw.measure.calibrate import fitcore, kernelfit
     g = kernelfit.collector.timed_as(table, g)
+    hw = kernelfit.ops.replayed_hw(g, hw)
     rows = kernelfit.held_out(g)
     prob = fitcore.Problem(hw, kernelfit.observations(g, rows, hw), weighting="per_case")
     est = law.timed(prob.placed, replace(prob.hw, calibration=Calibration.of(table)))

@@ -58,11 +58,11 @@ def scored(data: Path, gpu: str) -> list[tuple[str, str, np.ndarray, np.ndarray]
     for g in kernelfit.groups(kerneltable.read(files[-1].parent, ops=("mla_bmm",))):
         if DTYPES_RUN.get(g.key[1]) not in hw.peak_flops:
             continue
-        held = kernelfit.held_out(g)
-        obs = kernelfit.observations(g, held, hw)
+        held, dev = kernelfit.held_out(g), kernelfit.ops.replayed_hw(g, hw)
+        obs = kernelfit.observations(g, held, dev)
         gemm = [replace(o, op=replace(o.op, attrs={k: v for k, v in o.op.attrs.items() if k != "kernel"}))
                 for o in obs]
-        errs = [Problem(hw, x, weighting="per_case").times(cal) / np.array([o.time_s for o in x]) - 1.0
+        errs = [Problem(dev, x, weighting="per_case").times(cal) / np.array([o.time_s for o in x]) - 1.0
                 for x in (gemm, obs)]
         for op_name in PRODUCTS:
             sel = (held.op_name == op_name).to_numpy()
@@ -85,8 +85,9 @@ def by_bytes(data: Path, gpu: str, framework: str = "trtllm") -> list[tuple[str,
     for g in kernelfit.groups(kerneltable.read(files[-1].parent, ops=("mla_bmm",), framework=framework)):
         if g.key[1] != "mla_bmm_bf16":
             continue
-        obs = kernelfit.observations(g, kernelfit.held_out(g), hw)
-        err = Problem(hw, obs, weighting="per_case").times(cal) / np.array([o.time_s for o in obs]) - 1.0
+        dev = kernelfit.ops.replayed_hw(g, hw)
+        obs = kernelfit.observations(g, kernelfit.held_out(g), dev)
+        err = Problem(dev, obs, weighting="per_case").times(cal) / np.array([o.time_s for o in obs]) - 1.0
         mib = np.array([sum(float(np.sum(b)) for b in o.op.bytes.values()) for o in obs]) / 2.0 ** 20
         for lo, hi in zip(BYTE_EDGES_MIB, BYTE_EDGES_MIB[1:]):
             e = err[(mib > lo) & (mib <= hi)]

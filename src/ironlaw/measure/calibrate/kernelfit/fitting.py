@@ -9,6 +9,7 @@ from ..kerneltable import PROVENANCE, check_gemm_dims
 from .classfit import fit_class
 from .dispatch import derived_generation, dispatch_rule, dispatched, linked_dispatch, linked_variants, with_dispatched
 from .forms import chosen_form, fit_operands
+from .ops import replayed_hw
 from .provenance import source
 from .rows import despiked, split
 from .vocabulary import GEMM_FILLS, Group, LICENSE
@@ -42,11 +43,12 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             rule = dispatch_rule(g, hw)           # rows another kernel runs: that class's, not fitted here
             fit_rows = fit_rows[~dispatched(g, fit_rows, rule)] if rule else fit_rows
             fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
-            table = fit_class(hw, g, fit_rows, steps, gemm_fill)
+            table = fit_class(replayed_hw(g, hw), g, fit_rows, steps, gemm_fill)
+            form = {"replayed": replayed_from(replayed_hw(g, hw), hw)}
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         cal["fitted"].append(f"{g.name} (even rows)")
         cal["held_out"].append(f"{g.name} (odd rows)")
-        timed = f"; {g.timed}" if g.timed else ""
+        timed = "".join(f"; {x}" for x in (g.timed, form.pop("replayed", "")) if x)
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": "; ".join(x for x in (origin, f"{g.table.framework} "
                                                                          f"{g.table.version}".strip()) if x),
@@ -56,3 +58,13 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
     linked_dispatch(hw, cal, gs)
     derived_generation(hw, cal)
     return check(cal, "calibration")
+
+
+def replayed_from(dev, hw) -> str:
+    """The provenance's note of the cache level a class was fitted through where its catalog file states none
+    (``ops.replayed_hw``: ``dev`` is not ``hw``); "" where it was not."""
+    if dev is hw:
+        return ""
+    t = dev.memory[0]
+    return (f"rows read through the {t.capacity_bytes / 1e6:g} MB L2 they replay out of at {t.bw_Bps / 1e12:g} TB/s "
+            f"(kernelfit.rules.REPLAY_L2)")

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from ....core.graph import Graph
 from ..fitcore import Observation
 from .collector import COLLECTOR_OUTPUT_SHARE, as_collected, cache_resident, warm_through
-from .rules import (CACHE_DECIDES_OPS, RESIDENT_OPS, WARM_THROUGH_OPS, WRITTEN_ONCE_OPS, holds, k_only_pool,
-                    resident_context, warm_class)
+from .rules import (CACHE_DECIDES_OPS, REPLAY_CACHE_OPS, REPLAY_L2, RESIDENT_OPS, WARM_THROUGH_OPS, WRITTEN_ONCE_OPS,
+                    holds, k_only_pool, resident_context, warm_class)
 from .vocabulary import ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, PHASES
 
 
@@ -28,6 +28,19 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
     return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+
+
+def replayed_hw(g: Group, hw):
+    """``hw`` with the cache level ``g``'s rows replay out of where its catalog file states none
+    (``REPLAY_CACHE_OPS``, ``REPLAY_L2``): the device a class of such a GPU is fitted and scored on, so that its rows
+    whose operands fit that level are read from there (``cache_resident``, ``warm_through``). Else ``hw`` itself."""
+    if hw is None or not holds(REPLAY_CACHE_OPS, g.op, g.table.gpu) or any(t.role == "cache" for t in hw.memory):
+        return hw
+    from ....machine.hardware import Tier
+    capacity, rate, latency = REPLAY_L2[g.table.gpu]
+    tier = Tier("l2", "cache", capacity, rate, "estimate: the L2 the collector's replayed operands stay in "
+                "(kernelfit.rules.REPLAY_L2)", latency)
+    return replace(hw, memory=(tier, *hw.memory))
 
 
 def gemm_op(r, g: Group):

@@ -36,6 +36,20 @@ WARM_THROUGH_OPS = ("mla_bmm", "generation_mla")
 # 0.61, every row at 1.9-3.0 from 0.76 on the 3.35 TB/s HBM3: the output's share held out better there)
 # (docs/accuracy.md, "MLA's per-head BMMs on the GDDR GPUs: one output, written in place")
 WRITTEN_ONCE_OPS = {"mla_bmm": ("l40s", "rtx-pro-6000")}
+# op -> the GPUs whose catalog file states no cache level but whose tables' rows replay out of one: the MLA BMM
+# collectors call one product over and over on the same input, weights and output (``WARM_THROUGH_OPS``), and on B200
+# the rows of 8-64 MiB of bf16 operands ran 10.5% faster than HBM prices them (TensorRT-LLM 1.3.0rc20, held out, 20 of
+# the class's 23 rows over 20% off). Their fit and their held-out score read those rows through ``REPLAY_L2``'s level
+# (``ops.replayed_hw``); nothing on the prediction path does, and the catalog file keeps no cache tier (an L2 tier there
+# moved other classes and the serving cells out: docs/accuracy.md, "Since tried: B200's and GB200's L2")
+REPLAY_CACHE_OPS = {"mla_bmm": ("b200",)}
+# GPU -> (capacity bytes, rate B/s, latency s) of that level. B200: NVIDIA's Blackwell Tuning Guide (CUDA 13.0,
+# "Increased L2 Capacity") gives the L2 as 126 MB, a device query 126.50 MB (pytorch/ao pull request #4002); about
+# 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling"). No measured rate
+# was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched for, not found"): the rate is the one of 8.5-20
+# TB/s at which the class's fit rows fit best (docs/accuracy.md, "B200's MLA BMMs read through the L2 they replay out
+# of"); held out, the class is within the goal at every rate of that scan
+REPLAY_L2 = {"b200": (126.5e6, 17.5e12, 150e-9)}
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
 # query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..fitcore import Problem
 from .collector import timed_as
-from .ops import observations
+from .ops import observations, replayed_hw
 from .rows import held_out
 from .vocabulary import Group, Score
 
@@ -27,5 +27,6 @@ def held_errors(hw, cal: dict, g: Group) -> np.ndarray:
     held = held_out(g)
     if not len(held):
         return np.zeros(0)
+    hw = replayed_hw(g, hw)
     prob = Problem(hw, observations(g, held, hw), weighting="per_case")
     return np.abs(prob.times(cal) / prob.meas - 1.0)

@@ -1,0 +1,69 @@
+"""B200's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
+(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level the B200 catalog file does
+not state: the fit's and the held-out score's device has it, the prediction path's does not."""
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas")
+import pandas as pd  # noqa: E402
+
+from ironlaw.core.graph import Graph  # noqa: E402
+from ironlaw.law import law  # noqa: E402
+from ironlaw.machine import hardware  # noqa: E402
+from ironlaw.measure.calibrate import kernelfit  # noqa: E402
+from ironlaw.measure.calibrate.fitcore import Problem  # noqa: E402
+from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
+
+B200 = "NVIDIA B200"
+# mla_gen_post at 128 heads × 160 tokens: 43 MB of bf16 input, weights and output (6.5 µs measured, TensorRT-LLM
+# 1.3.0rc20); at 64 heads × 1,536 tokens: 134 MB, past the 126.5 MB L2 (29.0 µs, 4.6 TB/s)
+ROWS = [("mla_gen_post", 128, 160), ("mla_gen_post", 64, 1536)]
+
+
+def _group(gpu: str, device: str, rows: list, latency_s=1e-5) -> kernelfit.Group:
+    frame = pd.DataFrame([{"op_name": o, "num_heads": h, "num_tokens": t, "latency_s": 1e-5} for o, h, t in rows])
+    frame["latency_s"] = latency_s
+    table = KernelTable("mla_bmm", gpu, device, "trtllm", "1.3.0rc20", "mla_bmm_perf.parquet", frame)
+    return kernelfit.Group("mla bmm bf16", ("kernel", "mla_bmm_bf16"), "mla_bmm", table, frame, dtype="bf16")
+
+
+def test_b200_mla_bmm_rows_read_what_fits_the_replayed_l2_from_there():
+    hw = hardware.get("b200")
+    g = _group("b200", B200, ROWS)
+    dev = kernelfit.ops.replayed_hw(g, hw)
+    cache = [t for t in dev.memory if t.role == "cache"]
+    capacity, rate, _ = kernelfit.rules.REPLAY_L2["b200"]
+    assert len(cache) == 1 and cache[0].capacity_bytes == capacity and cache[0].bw_Bps == rate
+    warm = [bool(o.op.attrs.get("warm_activations")) for o in kernelfit.observations(g, g.rows, dev)]
+    assert warm == [True, False]
+    assert not any(o.op.attrs.get("warm_activations") for o in kernelfit.observations(g, g.rows, hw))
+    fits = kernelfit.observations(g, g.rows.iloc[:1], dev)[0].op
+    replayed = float(np.max(law.predict(Graph("row", "decode", "bf16", [fits]), dev).time_s))
+    cold = float(np.max(law.predict(Graph("row", "decode", "bf16", [fits]), hw).time_s))
+    assert replayed < 0.8 * cold
+
+
+def test_the_catalog_and_every_other_class_keep_their_device():
+    b200 = hardware.get("b200")
+    assert not any(t.role == "cache" for t in b200.memory)          # the prediction path: no L2 tier
+    assert kernelfit.rules.holds(kernelfit.rules.REPLAY_CACHE_OPS, "mla_bmm", "b200")
+    gemm = kernelfit.Group("gemm bf16", ("matmul", "bf16"), "gemm", _group("b200", B200, ROWS).table, None)
+    assert kernelfit.ops.replayed_hw(gemm, b200) is b200
+    gb200 = hardware.get("gb200")
+    assert kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), gb200) is gb200
+    h100 = hardware.get("h100")                                      # states its own L2: kept
+    assert kernelfit.ops.replayed_hw(_group("h100", "NVIDIA H100 80GB HBM3", ROWS), h100) is h100
+
+
+def test_the_held_out_score_and_the_provenance_read_through_it():
+    hw = hardware.get("b200")
+    cal = hw.calibration.table()
+    rows = [(p, h, t) for p in ("mla_gen_pre", "mla_gen_post") for h in (32, 128) for t in (64, 160, 384, 1536)]
+    g = _group("b200", B200, rows)
+    dev = kernelfit.ops.replayed_hw(g, hw)
+    timed = Problem(dev, kernelfit.observations(g, g.rows, dev), weighting="per_case").times(cal)
+    g = _group("b200", B200, rows, latency_s=timed)                  # rows timed as the replayed device prices them
+    assert float(np.max(kernelfit.scoring.held_errors(hw, cal, g))) < 1e-9
+    note = kernelfit.fitting.replayed_from(dev, hw)
+    assert "126.5 MB L2" in note and "REPLAY_L2" in note
+    assert kernelfit.fitting.replayed_from(hw, hw) == ""
