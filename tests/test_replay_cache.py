@@ -67,3 +67,24 @@ def test_the_held_out_score_and_the_provenance_read_through_it():
     note = kernelfit.fitting.replayed_from(dev, hw)
     assert "126.5 MB L2" in note and "REPLAY_L2" in note
     assert kernelfit.fitting.replayed_from(hw, hw) == ""
+
+
+def test_the_rate_scan_keeps_the_least_fit_row_loss_and_restores_the_stated_level(monkeypatch, tmp_path):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import replay_rate
+    assert replay_rate.best([(8.5, 0.0297, []), (17.5, 0.0196, []), (20.0, 0.0198, [])]) == 17.5
+    stated = kernelfit.rules.REPLAY_L2["b200"]
+    assert [r[0] for r in replay_rate.scan(tmp_path, "b200_sxm", (10.0, 20.0))] == [10.0, 20.0]   # no table read
+    seen = []
+
+    def failing_fit(hw, gs):
+        seen.append(kernelfit.rules.REPLAY_L2["b200"][1])
+        raise RuntimeError("fit")
+    monkeypatch.setattr(kernelfit, "groups", lambda tables: ["a class"])
+    monkeypatch.setattr(kernelfit, "fit", failing_fit)
+    with pytest.raises(RuntimeError):
+        replay_rate.scan(tmp_path, "b200_sxm", (10.0,))
+    assert seen == [10e12]                                             # fitted at the scanned rate
+    assert kernelfit.rules.REPLAY_L2["b200"] == stated                 # and the stated level restored

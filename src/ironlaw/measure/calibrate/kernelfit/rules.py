@@ -46,9 +46,11 @@ REPLAY_CACHE_OPS = {"mla_bmm": ("b200",)}
 # GPU -> (capacity bytes, rate B/s, latency s) of that level. B200: NVIDIA's Blackwell Tuning Guide (CUDA 13.0,
 # "Increased L2 Capacity") gives the L2 as 126 MB, a device query 126.50 MB (pytorch/ao pull request #4002); about
 # 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling"). No measured rate
-# was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched for, not found"): the rate is the one of 8.5-20
-# TB/s at which the class's fit rows fit best (docs/accuracy.md, "B200's MLA BMMs read through the L2 they replay out
-# of"); held out, the class is within the goal at every rate of that scan
+# was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched for, not found"): the rate is fitted, the one of
+# an 8.5-30 TB/s scan at which B200's five MLA BMM classes (TensorRT-LLM 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14;
+# aiconfigurator-core 0.12.0), each refitted under it, fit their fit rows best (benchmarks/replay_rate.py: summed mean
+# squared log error 0.0196 at 17.5 TB/s, 0.0198 at 15 and 20, 0.0297 at 8.5); held out, TensorRT-LLM's bf16 class is
+# within the goal at every rate of the scan (docs/accuracy.md, "B200's MLA BMMs read through the L2 they replay out of")
 REPLAY_L2 = {"b200": (126.5e6, 17.5e12, 150e-9)}
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
