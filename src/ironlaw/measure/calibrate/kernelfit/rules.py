@@ -345,7 +345,7 @@ PLAN_CHUNK_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("l4
 # each sequence's keys while the CTAs fill under 80% of two per SM (vLLM passes FA2 no num_splits). The data that chose
 # it: docs/accuracy.md, "vLLM's RTX PRO 6000 decode over 32 heads per KV head: FlashAttention 2's split"
 # vLLM 0.14.0 decodes A100's bf16 cache on the same FlashAttention 2 (vllm-flash-attn): 64 heads on one KV head × 128,
-# batch 1, 13.8-14.0 µs up to 128 keys, 18.4-18.8 µs at 256 (two blocks of 128: split, and the combine kernel);
+# batch 1, 12.7-12.8 µs up to 128 keys, 18.7 µs at 256 (two blocks of 128: split, and the combine kernel);
 # held out 8.3% / 18.5% fitted plain (docs/accuracy.md, "A100's decode over 32 heads per KV head: the split-KV
 # heuristics")
 FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-pro-6000", "a100")}
