@@ -535,6 +535,18 @@ WALK_FRAMEWORKS = ("vllm", "sglang", "trtllm")
 # class's head dim: generation attention (SGLang 0.5.14's tables: Qwen3.5's head dim 256 on Triton beside trtllm_mha on
 # B200 … GB300, Llama 4's 128 on Triton beside FlashInfer on RTX PRO 6000)
 HEAD_DIM_BACKEND_OPS = ("generation_attention",)
+# (framework, op) → GPUs whose tables' rows at GLOBAL_WINDOW_SIZE on a kernel of GLOBAL_WINDOW_KERNELS time global
+# attention, and are left out of the window classes (``chunked_as_global``): aiconfigurator's SGLang collector times
+# Llama 4's chunked layers (attention_chunk_size 8192) as a window of 8192, which SGLang 0.5.14's ``trtllm_mha`` decode
+# on SM 10.x runs over the whole sequence. aiconfigurator-core 0.12.0's B200 table, the 144 such rows of 16,383 cached
+# tokens and more against the window-0 rows of the same shape: 0.999× their time at the median (p10 0.97, p90 1.03), where
+# the window's keys are a quarter of the sequence's; B300, GB200 and GB300 1.00× alike; H100's FA3 rows 0.46× (they
+# read the window). Priced over the window, B200's bf16 class held out at 3.1% / 21.2%, those rows up to 271% too
+# slow and 75% too fast (docs/accuracy.md, "SGLang's Blackwell decode: Llama 4's chunked layers run as global
+# attention")
+GLOBAL_WINDOW_ROWS = {("sglang", "generation_attention"): ("b200", "b300", "gb200", "gb300")}
+GLOBAL_WINDOW_KERNELS = ("trtllm_mha",)
+GLOBAL_WINDOW_SIZE = 8192
 HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
 # context classes that keep one backend per head dim alike, per (framework, op): the GPUs and the (attn_dtype,
 # kv_cache_dtype) of their rows. aiconfigurator-core 0.12.0's SGLang 0.5.14 FP8 context tables of B200 … GB300 time head
