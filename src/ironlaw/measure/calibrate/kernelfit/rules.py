@@ -346,8 +346,8 @@ PLAN_CHUNK_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("l4
 # it: docs/accuracy.md, "vLLM's RTX PRO 6000 decode over 32 heads per KV head: FlashAttention 2's split"
 # vLLM 0.14.0 decodes A100's bf16 cache on the same FlashAttention 2 (vllm-flash-attn): 64 heads on one KV head × 128,
 # batch 1, 12.7-12.8 µs up to 128 keys, 18.7 µs at 256 (two blocks of 128: split, and the combine kernel);
-# held out 8.3% / 18.5% fitted plain (docs/accuracy.md, "A100's decode over 32 heads per KV head: the split-KV
-# heuristics")
+# held out 8.3% / 18.5% fitted plain, 2.3% / 9.6% on it (docs/accuracy.md, "A100's decode over 32 heads per KV head:
+# the split-KV heuristics")
 FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-pro-6000", "a100")}
 # (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head on FlashAttention 3's SM 8.x path,
 # fitted on its own split heuristic (``split_kv = "fa3_sm8x"``, ``splitkv.fa3_sm8x_splits``) in place of the plain
@@ -356,8 +356,8 @@ FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-p
 # ``FlashAttentionBackend.forward_decode``: ``flash_attn_with_kvcache`` with no num_splits), the table's
 # 'flash_attention' rows. A100, 64 heads on one KV head × 128, batch 1: 14.2 µs up to 64 keys, 16.8 and 21.6 µs at 128
 # and 256 (2 and 3 blocks of 112, unsplit), 23.5 at 512 (split) and 29.2 at 4,096; held out 8.2% / 20.5% fitted
-# plain, 5.8% / 15.9% on FlashAttention 2's heuristic (docs/accuracy.md, "A100's decode over 32 heads per KV head:
-# the split-KV heuristics")
+# plain, 5.8% / 15.9% on FlashAttention 2's heuristic, 3.8% / 14.8% on FA3's (docs/accuracy.md, "A100's decode over
+# 32 heads per KV head: the split-KV heuristics")
 FA3_SM8X_SPLIT_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("a100",)}
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
@@ -450,11 +450,12 @@ HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("
 # 128 × 64 tiles, csrc/flash_attn/src/flash_fwd_launch_template.h, ``run_mha_fwd_hdim128``, the 128 × 32 and 64 × 64
 # tiles there are SM 8.6/8.9's): one CTA per sequence, query head and 128 query rows, each one tile's work however few
 # rows are real; aiconfigurator-core 0.12.0's table, 64 heads on one KV head × 128: 16, 32 and 64 tokens at batch 256
-# take 561, 583 and 618 µs, ~34 ns a CTA past the first wave, where the FLOPs grow 4× (held out 4.6% / 27.5%; docs/
-# accuracy.md, "vLLM's A100 prefill over 32 heads per KV head: a cost per CTA"). TILE_SWAP_KERNELS: the kernels whose
-# calls of one query token per sequence run FlashAttention 2's grouped-query swap (flash_api.cpp, ``mha_varlen_fwd``,
-# ``seqlenq_ngroups_swapped``: the G heads become one sequence and KV head's rows, ⌈G / rows⌉ CTAs; the same table, one
-# token at batch 256 × 64 heads: 24 µs), which the slope leaves out and the law counts so (``tile_swap``)
+# take 561, 583 and 618 µs, ~35 ns a CTA past the first wave, where the FLOPs grow 4× (held out 4.6% / 27.5% → 3.6%
+# / 18.3%; docs/accuracy.md, "vLLM's A100 prefill over 32 heads per KV head: a cost per CTA"). TILE_SWAP_KERNELS: the
+# kernels whose calls of one query token per sequence run FlashAttention 2's grouped-query swap (flash_api.cpp,
+# ``mha_varlen_fwd``, ``seqlenq_ngroups_swapped``: the G heads become one sequence and KV head's rows, ⌈G / rows⌉
+# CTAs; the same table, one token at batch 256 × 64 heads: 24 µs), which the slope leaves out and the law counts so
+# (``tile_swap``)
 TILE_COST_CLASSES = {("sglang", "attention_context_bf16_kv_fp8"): ("b200", "b300", "gb200", "gb300"),
                      ("vllm", "attention_context_bf16_kv_bf16_wide"): ("a100",)}
 TILE_KERNEL_ROWS = {"triton": 64, "flashinfer": 0, "vllm_flash_attn": 128}
