@@ -29,6 +29,8 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "FLOOR_CONTEXT_CLASSES": ("framework", "kernel_class"), "TILE_S_CLASSES": ("framework", "kernel_class"),
         "PLAN_SPLIT_CLASSES": ("framework", "kernel_class"), "CAUSAL_BLOCK_CLASSES": ("framework", "kernel_class"),
         "PLAN_CHUNK_CLASSES": ("framework", "kernel_class"), "FA2_SPLIT_CLASSES": ("framework", "kernel_class"),
+        "FA3_SM8X_SPLIT_CLASSES": ("framework", "kernel_class"), "TILE_COST_CLASSES": ("framework", "kernel_class"),
+        "GLOBAL_WINDOW_ROWS": ("framework", "op"),
         "M_SWITCH_GEMMS": ("framework", "dtype"), "M_PAST_GEMMS": ("framework", "dtype"),
         "SPIKY_GEMMS": ("framework", "dtype"), "WRITTEN_ONCE_OPS": ("op",),
         "FINE_GEMMS": ("framework", "dtype"), "REPLAY_CACHE_OPS": ("op",), "REPLAY_L2": ("gpu",)}
@@ -38,7 +40,8 @@ GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_S
                "WRITE_CACHE_CLASSES", "CHUNK_CLASSES", "HEAD_DIM_LATENCY_CLASSES", "M_SWITCH_GEMMS", "M_PAST_GEMMS",
                "SPIKY_GEMMS", "WRITTEN_ONCE_OPS", "FINE_GEMMS", "FLOOR_CONTEXT_CLASSES", "TILE_S_CLASSES",
                "PLAN_SPLIT_CLASSES", "FA3_SPLIT_CLASSES", "GROUP_FASTEST_CLASSES", "UNIT_WAVE_GPU_CLASSES",
-               "KEY_WALK_CLASSES", "CAUSAL_BLOCK_CLASSES", "PLAN_CHUNK_CLASSES", "FA2_SPLIT_CLASSES", "REPLAY_CACHE_OPS")
+               "KEY_WALK_CLASSES", "CAUSAL_BLOCK_CLASSES", "PLAN_CHUNK_CLASSES", "FA2_SPLIT_CLASSES", "REPLAY_CACHE_OPS",
+               "FA3_SM8X_SPLIT_CLASSES", "TILE_COST_CLASSES", "GLOBAL_WINDOW_ROWS")
 
 
 def _known(part: str, value) -> bool:

@@ -50,7 +50,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s",
                 "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
                 "latency_tile_power",
-                "tile_head_dims", "tile_head_dim_s", "tile_rows", "causal_blocks")
+                "tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap", "causal_blocks")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -67,7 +67,9 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
 # "fa3", FlashAttention 3's decode under vLLM, whose scheduler splits each sequence's whole cache, not its window, where
 # the batch leaves SMs idle (``splitkv.fa3_dynamic_splits``): the splits before the window exit at once, so the op keeps
 # its window's keys and CTAs and pays ``split_s`` where the call splits (``efficiency.fa3_split``)
-SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2", "fa3")
+# "fa3_sm8x", FlashAttention 3's decode on SM 8.x (SGLang's fa3 backend on A100): its own split heuristic over the
+# SMs with the query heads packed into tiles of 128 rows and no split up to 4 key blocks (``splitkv.fa3_sm8x_splits``)
+SPLIT_KV = ("history", "mmha", "chunks", "heads", "fa2", "fa3", "fa3_sm8x")
 # mmha_occupancy: an MMHA class's 256-thread CTAs per SM (``core.splitkv.MMHA_OCCUPANCY``), the launch then tuned to the
 # CTAs as TensorRT-LLM tunes it (``splitkv.mmha_tuned_launch``) in place of ``mmha_threads``' split alone
 # grid_keys: the keys a class's grid reads (``efficiency.kernel_coords``): "sequence", the keys per query of a causal
@@ -113,8 +115,10 @@ SPLIT_S_MAX = 1e-4
 # head dim 128 (csrc/flash_attn/src/flash_fwd_launch_template.h, ``grid_combine``: 16 CTAs for 64 heads on one KV
 # head at batch 1; flash_fwd_kernel.h, ``combine_attn_seqk_parallel``; aiconfigurator-core 0.12.0's vLLM 0.24.0
 # RTX PRO 6000 table, 64 heads on one KV head × 128, batch 1: 19.9, 25.3, 37.2 µs at 32, 64, 128 splits, 0.17-0.19 µs
-# a split). At most MERGE_S_MAX (1 µs)
+# a split; FlashAttention 3's SM 8.x split, "fa3_sm8x", likewise: hopper/flash_fwd_combine_launch_template.h). At
+# most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
+MERGE_KINDS = ("history", "fa2", "fa3_sm8x")     # the split_kv launches that pay merge_s
 # unit_s: seconds a decode launch adds per sequence and KV head (its CTAs' own work whatever the keys: the query loaded,
 # the page table read, the output written), on top of its fixed latency (``efficiency.unit_launch_s``).
 # aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables, one cached token, batch 2048: 11-37 ns
@@ -192,6 +196,10 @@ LATENCY_HEAD_DIM_S_MAX = 1e-4
 # head dim 128 there about 42 ns per sequence and query head whatever the KV heads (64 heads on 2 or 8: 696 and 697 µs
 # at 256 sequences). At most TILE_HEAD_DIM_S_MAX (1 µs) each
 TILE_HEAD_DIM_S_MAX = 1e-6
+# tile_swap: beside tile_head_dims, the class's kernel runs a call of one query row per sequence as FlashAttention 2's
+# grouped-query swap, each sequence and KV head's heads per KV head as its query rows, ⌈G / tile_rows⌉ CTAs
+# (flash_api.cpp, ``mha_varlen_fwd``: ``seqlenq_ngroups_swapped``); aiconfigurator-core 0.12.0's vLLM 0.14.0 A100
+# prefill table, 64 heads on one KV head × 128, batch 256: one token 24 µs, 16 tokens (16,384 CTAs) 561 µs
 # latency_groups: beside latency_head_dims, one query-row count per KV head (the op's M: a decode step's heads per KV
 # head) each entry of latency_head_dim_s holds at, so that an entry prices one head dim at one head group. A decode
 # kernel that gives each sequence and KV head one CTA holding its G query rows runs, at one wave, as long as one such

@@ -246,14 +246,53 @@ def fa2_splits(keys, rows, kv_ctas, sms: int, head_dim) -> np.ndarray:
     slots = float(FA2_SPLIT_THREADS_SLOTS * sms)
     ctas = np.maximum(kv_ctas, 1.0) * np.ceil(np.maximum(rows, 1.0) / FA2_SPLIT_BLOCK_M)
     blocks = np.ceil(np.maximum(keys, 1.0) / fa2_block_n(head_dim))
-    most = np.minimum(min(FA2_MAX_SPLITS, slots), blocks)
-    split = np.arange(1.0, FA2_MAX_SPLITS + 1.0).reshape((-1,) + (1,) * keys.ndim)
-    eligible = (split <= most) & ((split == 1.0) | (np.ceil(blocks / split) != np.ceil(blocks / np.maximum(split - 1.0, 1.0))))
+    chosen = efficient_splits(ctas, blocks, min(FA2_MAX_SPLITS, slots), slots)
+    return np.where(ctas >= FA2_SPLIT_FILL * slots, 1.0, chosen)
+
+
+def efficient_splits(ctas, blocks, most: float, slots: float) -> np.ndarray:
+    """Of the splits up to min(``most``, key ``blocks``) that change the blocks per split, the fewest whose wave
+    efficiency (w / ⌈w⌉, w = ``ctas`` · splits / ``slots``) is within 85% of the best (FlashAttention 2's and 3's
+    ``num_splits_heuristic``)."""
+    top = np.minimum(most, blocks)
+    split = np.arange(1.0, FA2_MAX_SPLITS + 1.0).reshape((-1,) + (1,) * np.ndim(blocks))
+    eligible = (split <= top) & ((split == 1.0) | (np.ceil(blocks / split) != np.ceil(blocks / np.maximum(split - 1.0, 1.0))))
     waves = ctas * split / slots
     eff = np.where(eligible, waves / np.ceil(waves), 0.0)
     best = eff.max(axis=0)
-    chosen = np.argmax(eligible & (eff >= FA2_SPLIT_KEEP * best), axis=0) + 1.0
-    return np.where(ctas >= FA2_SPLIT_FILL * slots, 1.0, chosen)
+    return np.argmax(eligible & (eff >= FA2_SPLIT_KEEP * best), axis=0) + 1.0
+
+
+# FlashAttention 3's own split heuristic on SM 8.x (hopper/heuristics.h, ``num_splits_heuristic``, called by
+# hopper/flash_api.cpp ``get_num_splits`` where the caller passes no num_splits): PackGQA packs a sequence's G query
+# heads per KV head into tiles of kBlockM rows, one split where those tiles fill 80% of the SMs (one CTA each), one
+# where a sequence holds at most ``FA3_SM8X_MIN_BLOCKS`` key blocks, else FlashAttention 2's efficiency search over the
+# SMs (``efficient_splits``); its tiles those of hopper/tile_size.h ``tile_size_fwd_sm8x`` for a 16-bit varlen call
+# (``varlen_and_split``: eight warps at head dim 128)
+FA3_SM8X_BLOCK_M = 128
+FA3_SM8X_MIN_BLOCKS = 4              # "If num_n_blocks is too small, use 1 split"
+FA3_SM8X_MAX_SPLITS = 128
+
+
+def fa3_sm8x_block_n(head_dim) -> np.ndarray:
+    """Keys per block of FlashAttention 3's SM 8.x forward kernel for a 16-bit varlen split call at ``head_dim``
+    (``tile_size_fwd_sm8x``, not local): 80 to 64, 48 to 96, 112 to 128, 64 to 192, 96 above (SM 8.0)."""
+    d = np.asarray(head_dim, float)
+    return np.where(d <= 64.0, 80.0, np.where(d <= 96.0, 48.0, np.where(d <= 128.0, 112.0,
+                                                                         np.where(d <= 192.0, 64.0, 96.0))))
+
+
+def fa3_sm8x_splits(keys, rows, kv_ctas, sms: int, head_dim) -> np.ndarray:
+    """Per element, the splits FlashAttention 3's heuristic takes for a decode on SM 8.x (``FA3_SM8X_BLOCK_M``):
+    ``rows`` the query heads per KV head (packed), ``kv_ctas`` the sequences × KV heads, ``keys`` each sequence's keys;
+    its CTAs kv_ctas · ⌈rows / 128⌉ against the SMs. aiconfigurator-core 0.12.0's SGLang 0.5.10 A100 table (fa3 backend),
+    64 heads on one KV head × 128, batch 1: 14.2 µs up to 64 keys, 16.8 and 21.6 at 128 and 256 (2 and 3 blocks of 112,
+    one CTA walks them), 23.5 at 512 (5 blocks: split), 29.2 at 4,096."""
+    keys, rows, kv_ctas, head_dim = np.broadcast_arrays(*(np.asarray(x, float) for x in (keys, rows, kv_ctas, head_dim)))
+    ctas = np.maximum(kv_ctas, 1.0) * np.ceil(np.maximum(rows, 1.0) / FA3_SM8X_BLOCK_M)
+    blocks = np.ceil(np.maximum(keys, 1.0) / fa3_sm8x_block_n(head_dim))
+    chosen = efficient_splits(ctas, blocks, min(FA3_SM8X_MAX_SPLITS, float(sms)), float(sms))
+    return np.where((ctas >= FA2_SPLIT_FILL * sms) | (blocks <= FA3_SM8X_MIN_BLOCKS), 1.0, chosen)
 
 
 # FlashAttention 3's decode under vLLM (vllm-project/flash-attention, hopper/): its scheduler splits each sequence's

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
-                              KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_S_MAX,
+                              KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_KINDS, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
                               WRITE_S_MAX, TILE_S_MAX, PLAN_SPLIT_S_MAX, PLAN_MERGE_S_MAX,
                               UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX,
@@ -248,9 +248,9 @@ def _check_shape_table(p: dict, w: str) -> None:
     if "split_s" in p and "split_kv" not in p:
         raise IronlawError(f"{w}: split_s is a split-KV class's cost of splitting: it needs split_kv")
     _num(p, "merge_s", w, MERGE_S_MAX, zero_ok=True)
-    if "merge_s" in p and p.get("split_kv") not in ("history", "fa2"):
-        raise IronlawError(f"{w}: merge_s is a split XQA or FlashAttention 2 launch's merge per block: it needs "
-                           f"split_kv = \"history\" or \"fa2\"")
+    if "merge_s" in p and p.get("split_kv") not in MERGE_KINDS:
+        raise IronlawError(f"{w}: merge_s is a split XQA or FlashAttention launch's merge per block: it needs "
+                           f"split_kv = {' or '.join(repr(x) for x in MERGE_KINDS)}")
     for key in ROW_FIELDS:
         _row_table(p, key, w)
     _check_grid(p, w)
@@ -276,7 +276,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_latency_head_dims(p, w)
     if "vector_head_dims" in p:
         _check_head_dims(p, w, "vector_head_dims", "vector")
-    if any(f in p for f in ("tile_head_dims", "tile_head_dim_s", "tile_rows")):
+    if any(f in p for f in ("tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap")):
         _check_tile_head_dims(p, w)
     if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
         raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
@@ -368,7 +368,7 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
 def _check_tile_head_dims(p: dict, w: str) -> None:
     """``tile_head_dims`` (head dims > 0), ``tile_head_dim_s`` (seconds per CTA, each ≥ 0 and at most
     ``TILE_HEAD_DIM_S_MAX``) and ``tile_rows`` (query rows per CTA, whole numbers ≥ 0) come together, one of each per
-    head dim."""
+    head dim; ``tile_swap``, with them, is true."""
     dims, secs, rows = p.get("tile_head_dims"), p.get("tile_head_dim_s"), p.get("tile_rows")
     if dims is None or secs is None or rows is None:
         raise IronlawError(f"{w}: tile_head_dims, tile_head_dim_s and tile_rows come together (the head dims, the "
@@ -384,6 +384,9 @@ def _check_tile_head_dims(p: dict, w: str) -> None:
             isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
         raise IronlawError(f"{w}.tile_rows: must be one whole number of query rows ≥ 0 per head dim of "
                            f"tile_head_dims, got {rows!r}")
+    if "tile_swap" in p and p["tile_swap"] is not True:
+        raise IronlawError(f"{w}.tile_swap: must be true where given (FlashAttention 2's grouped-query swap at one "
+                           f"query row), got {p['tile_swap']!r}")
 
 
 def _check_variant(p: dict, w: str) -> None:

@@ -11,6 +11,7 @@ from ...core.gemmshape import SPLIT_KERNEL_TOKENS, SPLIT_KV, gemm_dims, grid_uni
 from ...core.graph import Columns
 from ...core.keyblocks import fa3_block_n
 from ...core.splitkv import (FA3_SPLITS_MAX, MMHA_THREADS, blocks_per_sequence, chunks_per_sequence, fa2_splits,
+                             fa3_sm8x_splits,
                              fa3_dynamic_splits, in_whole_waves, mmha_blocks_per_sequence, mmha_tokens_per_loop,
                              mmha_tuned_launch, prefill_query_tiles)
 from ...machine.calibration import Calibration
@@ -26,7 +27,7 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
     if not cal.kernel:
         return None
     splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw),
-                                 fa3_split(cal, cols, hw))
+                                 fa2_split(cal, cols, hw, "fa3_sm8x"), fa3_split(cal, cols, hw))
               if x is not None]
     if len(splits) < 2:
         return splits[0] if splits else None
@@ -34,15 +35,18 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
                  np.any([x.splits for x in splits], axis=0))
 
 
-def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
+def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None, kind: str = "fa2") -> Split | None:
     """How the ops of a kernel class on FlashAttention 2's split-KV decode (``split_kv = "fa2"``) launch on ``hw``'s
-    SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; every other
+    SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; with ``kind``
+    "fa3_sm8x", FlashAttention 3's on SM 8.x (``splitkv.fa3_sm8x_splits``, its M the packed query rows); every other
     op 1 split. None where no op is such."""
-    launch = _split_launch(cal, cols, hw, "fa2", "FlashAttention 2's split-KV decode")
+    launch = _split_launch(cal, cols, hw, kind, "FlashAttention 2's split-KV decode" if kind == "fa2" else
+                           "FlashAttention 3's SM 8.x split-KV decode")
     if launch is None:
         return None
     own, sms, (m, n, k), units = launch
-    splits = np.broadcast_to(np.where(own, fa2_splits(n, m, units / 2.0, sms, k), 1.0), units.shape)
+    heuristic = fa2_splits if kind == "fa2" else fa3_sm8x_splits
+    splits = np.broadcast_to(np.where(own, heuristic(n, m, units / 2.0, sms, k), 1.0), units.shape)
     return Split(splits, np.ones(units.shape), splits > 1.0)
 
 

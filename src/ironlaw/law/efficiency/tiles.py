@@ -12,7 +12,7 @@ from ...core.errors import IronlawError
 from ...core.gemmshape import gemm_dims, grid_units
 from ...core.graph import Columns
 from ...core.querytiles import causal_tile_share, wave_factor
-from ...core.splitkv import FA2_SPLIT_BLOCK_M, prefill_plan_splits, sm_wave_factor
+from ...core.splitkv import FA2_SPLIT_BLOCK_M, FA3_SM8X_BLOCK_M, prefill_plan_splits, sm_wave_factor
 from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .coords import Split, grid_coords, past_first_wave
@@ -119,7 +119,9 @@ def tile_cost_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray 
     tiles and runs one tile's products however few of its rows and keys are real (SGLang's Triton prefill masks, not
     skips, them: python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_fwd_kernel``), so calls whose
     keys fit one tile take time in their CTAs, not in their FLOPs (docs/accuracy.md, "SGLang's Blackwell FP8-cache
-    prefill: a cost per CTA")."""
+    prefill: a cost per CTA"). A class that states ``tile_swap`` runs a call of one query row per sequence as
+    FlashAttention 2's grouped-query swap: each sequence and KV head's M query rows (its heads per KV head) in
+    ⌈M / rows⌉ CTAs (flash_api.cpp, ``mha_varlen_fwd``, ``seqlenq_ngroups_swapped``)."""
     launch = _tiled_launch(cal, cols, sms, ("tile_s", "tile_head_dims"), "pays its tile cost per wave of its CTAs "
                            "(tile_s, tile_head_dim_s)")
     if launch is None:
@@ -127,14 +129,29 @@ def tile_cost_s(cal: Calibration, cols: Columns, sms: int | None) -> np.ndarray 
     names, own, (m, n, k, units) = launch
     rows = np.maximum(np.minimum(2.0 * n - 1.0, m), 1.0)
     heads = units / 2.0 * m / rows
+    groups = swap_groups(cols, heads, k)
     out = np.zeros(cols.flops.shape)
     for name, p in own:
         r = (names.reshape((-1,) + (1,) * len(cols.cfg_shape)) == name) & np.ones(cols.flops.shape, bool)
         for c in tile_costs(p, sms):
             at = r & (k == c.head_dim)
             ctas = heads[at] * (np.ceil(rows[at] / c.rows) if c.rows else 1.0)
+            if p.get("tile_swap") and c.rows and groups is not None:
+                ctas = np.where(rows[at] <= 1.0, heads[at] / groups[at] * np.ceil(groups[at] / c.rows - 1e-9), ctas)
             out[at] += c.seconds * past_first_wave(ctas, c.wave_ctas, name) / c.per_ctas
     return out
+
+
+def swap_groups(cols: Columns, heads, k) -> np.ndarray | None:
+    """Per op, its query heads per KV head at one query token a sequence, where FlashAttention 2's grouped-query swap
+    takes them as one sequence and KV head's query rows: its sequences × query heads ``heads`` over its sequences × KV
+    heads, the tokens it writes to the cache (``op.attrs["cache_writes"]``, one a sequence) × its KV heads (their
+    ``cache_write_width`` over the head dim K); at least 1. None where the ops state no cache writes."""
+    if cols.cache_writes is None or cols.cache_write_width is None:
+        return None
+    kv = np.broadcast_to(cols.cache_writes * cols.cache_write_width, heads.shape) / np.maximum(k, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(kv > 0, np.maximum(heads / np.maximum(kv, 1e-30), 1.0), 1.0)
 
 
 def plan_split_s(cal: Calibration, cols: Columns, sms: int | None, field: str = "plan_split_s") -> np.ndarray | float:
@@ -172,15 +189,18 @@ def tile_share(p: dict, n, k) -> np.ndarray | float:
 
 def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Split | None) -> np.ndarray | float:
     """Per op of a chunked class planned as a prefill (``chunk_plan``) or on FlashAttention 2's split (``split_kv =
-    "fa2"``), its launch's whole waves of the SMs over their balanced time (``splitkv.sm_wave_factor`` of its
-    sequences × KV heads × query tiles (FA2's blocks of 64 rows) × splits, ``split``), which the law divides both η
-    by as it does the grid's factor, at the class's ``chunk_head_dims`` only where it states them (as
+    "fa2"``, or FlashAttention 3's on SM 8.x, "fa3_sm8x"), its launch's whole waves of the SMs over their balanced time
+    (``splitkv.sm_wave_factor`` of its sequences × KV heads × query tiles (FA2's blocks of 64 rows, FA3's of 128) ×
+    splits, ``split``), which the law divides both η by as it does the grid's factor, at the class's
+    ``chunk_head_dims`` only where it states them (as
     ``splits.chunk_split``); 1 for every other op."""
-    if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") == "fa2" for p in cal.kernel.values()):
+    if not cal.kernel or not any(p.get("chunk_plan") or p.get("split_kv") in ("fa2", "fa3_sm8x")
+                                 for p in cal.kernel.values()):
         return 1.0
     names = op_names(cols, "kernels")
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    fa2 = split_kind(cal, names, "fa2", lead)
+    fa3 = split_kind(cal, names, "fa3_sm8x", lead)
+    fa2 = split_kind(cal, names, "fa2", lead) | fa3
     m, n, k = gemm_dims(cols)
     planned = np.isin(names, [nm for nm, p in cal.kernel.items() if p.get("chunk_plan") == "prefill"]).reshape(lead)
     planned = (planned & at_chunk_head_dims(cal, names, k, lead)) | fa2    # its other head dims: another backend
@@ -188,6 +208,6 @@ def chunk_waves(cal: Calibration, cols: Columns, hw: Hardware | None, split: Spl
         return 1.0
     sms = launch_sms(hw, "a chunked decode attention's split-KV launch")
     units = np.broadcast_to(grid_units(cols.flops, m, n, k), cols.flops.shape)
-    blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / FA2_SPLIT_BLOCK_M), 1.0)
+    blocks = np.where(fa2, np.ceil(np.maximum(m, 1.0) / np.where(fa3, FA3_SM8X_BLOCK_M, FA2_SPLIT_BLOCK_M)), 1.0)
     ctas = units / 2.0 * blocks * (1.0 if split is None else split.blocks * split.fold)
     return np.broadcast_to(np.where(planned, sm_wave_factor(ctas, sms), 1.0), cols.flops.shape)

@@ -13,14 +13,16 @@ from ....core.querytiles import ctas_per_sm
 from ....core.splitkv import PLAN_BLOCKS_PER_SM
 from ....law.efficiency import past_first_wave
 from .rows import main_kernel
-from .rules import (CAUSAL_BLOCK_CLASSES, CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES, FA3_SPLIT_SOURCES,
+from .rules import (CAUSAL_BLOCK_CLASSES, CHUNK_CLASSES, CHUNK_SOURCES, FA2_SPLIT_CLASSES, FA3_SPLIT_CLASSES,
+                    FA3_SPLIT_SOURCES, FA3_SM8X_SPLIT_CLASSES,
                     GROUP_TILE_CLASSES, GROUP_TILE_KEYS, GROUP_TILE_POWERS, PLAN_CHUNK_CLASSES, FP8_CONTEXT,
                     FP8_CONTEXT_CLASS, FP8_CONTEXT_FRAMEWORK, FP8_CONTEXT_VERSIONS, GROUP_FASTEST_CLASSES,
                     GROUP_LATENCY, GROUP_SPLIT, GROUP_SPLIT_KEYS, GROUP_SPLIT_STEP, GROUP_LATENCY_CLASSES,
                     GROUP_LATENCY_STEP, GROUP_WAVE_UNITS, HEAD_CTA_CLASSES, HEAD_CTA_LAUNCHES, HEAD_CTA_SOURCES,
                     HEAD_DIM_LATENCY, HEAD_DIM_LATENCY_CLASSES, HEAD_DIM_LATENCY_GPUS, KEY_BLOCK_CLASSES,
                     KEY_BLOCK_SOURCES, MATH_OPS, ONE_KEY_TILE, OVERLAP_KERNELS, QUERY_AS_CACHE, TILE_COST_CLASSES,
-                    TILE_GPU_REGIMES, TILE_KERNEL_ROWS, TILE_REGIMES, TRITON_KERNELS, TRITON_TILES, PLAN_SOURCES,
+                    TILE_GPU_REGIMES, TILE_KERNEL_ROWS, TILE_REGIMES, TILE_SWAP_KERNELS, TRITON_KERNELS,
+                    TRITON_TILES, PLAN_SOURCES,
                     PLAN_SPLIT_CLASSES, UNIT_WAVE_CLASSES, UNIT_WAVE_GPU_CLASSES, UNIT_WAVE_GPU_KERNELS,
                     UNIT_WAVE_KERNELS, holds, regime_of, tile_class)
 from .vocabulary import Group
@@ -44,10 +46,13 @@ def chunk_launches_of(hw, g: Group, rows) -> tuple:
 
 
 def fa2_launch_of(hw, g: Group) -> dict:
-    """``{"split_kv": "fa2"}`` for a class of ``FA2_SPLIT_CLASSES`` on one of its GPUs, on a device that states its
-    SMs; {} for another."""
-    own = g.key[0] == "kernel" and holds(FA2_SPLIT_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
-    return {"split_kv": "fa2"} if own and getattr(hw, "sms", None) else {}
+    """``{"split_kv": "fa2"}`` for a class of ``FA2_SPLIT_CLASSES`` on one of its GPUs (``"fa3_sm8x"`` for one of
+    ``FA3_SM8X_SPLIT_CLASSES``), on a device that states its SMs; {} for another."""
+    key = (g.table.framework, g.key[1])
+    for kind, rule in (("fa2", FA2_SPLIT_CLASSES), ("fa3_sm8x", FA3_SM8X_SPLIT_CLASSES)):
+        if g.key[0] == "kernel" and holds(rule, key, g.table.gpu) and getattr(hw, "sms", None):
+            return {"split_kv": kind}
+    return {}
 
 
 def tile_latencies_of(g: Group, extra: dict) -> tuple:
@@ -142,16 +147,20 @@ def query_tile_cost(g: Group, rows, hw=None) -> dict:
     ``TILE_KERNEL_ROWS``, the seconds per CTA its calls of at most ``ONE_KEY_TILE`` tokens a sequence grow by past the
     first wave (the slope of a least-squares line, relative errors, of their time on the CTAs past the first wave of
     the SMs, ``efficiency.past_first_wave``, one CTA per sequence and query head, each one tile's work), and that
-    kernel's rows per CTA; {} for another class (``efficiency.tile_cost_s``)."""
+    kernel's rows per CTA; {} for another class (``efficiency.tile_cost_s``). On a kernel of ``TILE_SWAP_KERNELS`` the
+    calls of one token a sequence (FlashAttention 2's grouped-query swap, another grid) are left out of the slope and
+    the class states ``tile_swap``."""
     own = g.key[0] == "kernel" and holds(TILE_COST_CLASSES, (g.table.framework, g.key[1]), g.table.gpu)
     sms = getattr(hw, "sms", None)
     if not own or not sms or "kernel_source" not in rows.columns or not len(rows):
         return {}
-    dims, secs, tiles = [], [], []
+    dims, secs, tiles, swap = [], [], [], False
     for dim, at in rows[rows.isl <= ONE_KEY_TILE].groupby("head_dim"):
         kernel = main_kernel(at)
+        at = at[at.isl > 1] if kernel in TILE_SWAP_KERNELS else at
         if kernel not in TILE_KERNEL_ROWS or len(at) < 3:
             continue
+        swap = swap or kernel in TILE_SWAP_KERNELS
         past = past_first_wave((at.batch_size * at.num_heads).to_numpy(float), sms, g.name)
         t = at.latency_s.to_numpy(float)
         a = np.stack([np.ones_like(past), past], axis=1) / t[:, None]
@@ -159,7 +168,8 @@ def query_tile_cost(g: Group, rows, hw=None) -> dict:
         dims.append(int(dim))
         secs.append(float(f"{min(max(slope, 0.0), TILE_HEAD_DIM_S_MAX):.4g}"))
         tiles.append(TILE_KERNEL_ROWS[kernel])
-    return {"tile_head_dims": dims, "tile_head_dim_s": secs, "tile_rows": tiles} if dims else {}
+    return {"tile_head_dims": dims, "tile_head_dim_s": secs, "tile_rows": tiles,
+            **({"tile_swap": True} if swap else {})} if dims else {}
 
 
 def group_split_units(hw, g: Group) -> int | None:

@@ -8,7 +8,8 @@ import numpy as np
 from ....core.errors import IronlawError
 from ....core.gemmshape import XQA_MLA_HEADS, attention_kernel, attention_regime
 from ..kerneltable import KernelTable
-from .rules import (HEAD_DIM_BACKEND_CLASSES, HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
+from .rules import (GLOBAL_WINDOW_KERNELS, GLOBAL_WINDOW_ROWS, GLOBAL_WINDOW_SIZE, HEAD_DIM_BACKEND_CLASSES,
+                    HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
                     HEAD_DIM_BACKEND_GPU_CLASSES, TILE_REGIMES, XQA_MLA_GPUS, holds, switches)
 from .vocabulary import (ATTENTION_DTYPES, DECODE_KERNELS, FIT_ROWS, GEMM_DTYPES, Group, MLA_BMM_AS_FP8,
                          MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, PHASES, REGIMES, SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
@@ -80,10 +81,11 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
         if t.op == "mla_bmm":
             out.extend(mla_bmm_groups(t, half))
             continue
-        phase = PHASES[t.op]
+        phase, chunked = PHASES[t.op], chunked_as_global(t)
+        table = t.rows[~chunked]
         regimes = [attention_regime(w > 0, h, kv, d, phase == "decode") for w, h, kv, d in
-                   zip(t.rows.window_size, t.rows.num_heads, t.rows.num_key_value_heads, t.rows.head_dim)]
-        every = t.rows.assign(regime=regimes)
+                   zip(table.window_size, table.num_heads, table.num_key_value_heads, table.head_dim)]
+        every = table.assign(regime=regimes)
         once = one_backend(every, t.op)
         alone = one_backend_per_head_dim(once, t.op, t)
         kept = own_kernel(alone, t.op)
@@ -102,9 +104,24 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
                                           decode and f"{decode} one-token rows the framework runs on its decode "
                                           f"kernel left out",
                                           other and f"{other} rows of other attention backends left out") if x)
+            same = (t.rows.attn_dtype == a).to_numpy() & (t.rows.kv_cache_dtype == kv).to_numpy()
+            gone = int((chunked & same).sum()) if regime.startswith("_window") else 0
+            timed = "; ".join(x for x in (timed, gone and f"{gone} rows at window {GLOBAL_WINDOW_SIZE} its kernel "
+                                          f"times as global attention left out") if x)
             out.append(Group(name, ("kernel", attention_kernel(phase, dt, kvd, regime)), t.op, t,
                              sorted_rows(rows, t.op), timed, dtype=dt))
     return out
+
+
+def chunked_as_global(t: KernelTable):
+    """Per row of attention table ``t``, whether it is a row at ``GLOBAL_WINDOW_SIZE`` on a kernel of
+    ``GLOBAL_WINDOW_KERNELS`` that its framework runs as global attention on its GPU (``GLOBAL_WINDOW_ROWS``: Llama 4's
+    chunked layers on SGLang's Blackwell decode), left out of the window classes; none elsewhere, nor in a table
+    without the columns."""
+    rows = t.rows
+    if not holds(GLOBAL_WINDOW_ROWS, (t.framework, t.op), t.gpu) or "kernel_source" not in rows.columns:
+        return np.zeros(len(rows), bool) if rows is not None else np.zeros(0, bool)
+    return ((rows["window_size"] == GLOBAL_WINDOW_SIZE) & rows["kernel_source"].isin(GLOBAL_WINDOW_KERNELS)).to_numpy()
 
 
 def one_backend(rows, op: str):

@@ -360,7 +360,21 @@ PLAN_CHUNK_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("l4
 # plain launch: vllm-project/flash-attention's ``mha_varlen_fwd`` swaps a decode's G query heads into rows and splits
 # each sequence's keys while the CTAs fill under 80% of two per SM (vLLM passes FA2 no num_splits). The data that chose
 # it: docs/accuracy.md, "vLLM's RTX PRO 6000 decode over 32 heads per KV head: FlashAttention 2's split"
-FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-pro-6000",)}
+# vLLM 0.14.0 decodes A100's bf16 cache on the same FlashAttention 2 (vllm-flash-attn): 64 heads on one KV head × 128,
+# batch 1, 12.7-12.8 µs up to 128 keys, 18.7 µs at 256 (two blocks of 128: split, and the combine kernel);
+# held out 8.3% / 18.5% fitted plain, 2.3% / 9.6% on it (docs/accuracy.md, "A100's decode over 32 heads per KV head:
+# the split-KV heuristics")
+FA2_SPLIT_CLASSES = {("vllm", "attention_generation_bf16_kv_bf16_wide"): ("rtx-pro-6000", "a100")}
+# (framework, kernel class) → GPUs of the decode classes over 32 heads per KV head on FlashAttention 3's SM 8.x path,
+# fitted on its own split heuristic (``split_kv = "fa3_sm8x"``, ``splitkv.fa3_sm8x_splits``) in place of the plain
+# launch: SGLang 0.5.10's fa3 backend, which it runs on SM 8.x (python/sglang/srt/layers/attention/
+# attention_registry.py, ``create_flashattention_v3_backend``: SM 8.x without MLA, or 9.x; flashattention_backend.py,
+# ``FlashAttentionBackend.forward_decode``: ``flash_attn_with_kvcache`` with no num_splits), the table's
+# 'flash_attention' rows. A100, 64 heads on one KV head × 128, batch 1: 14.2 µs up to 64 keys, 16.8 and 21.6 µs at 128
+# and 256 (2 and 3 blocks of 112, unsplit), 23.5 at 512 (split) and 29.2 at 4,096; held out 8.2% / 20.5% fitted
+# plain, 5.8% / 15.9% on FlashAttention 2's heuristic, 3.8% / 14.8% on FA3's (docs/accuracy.md, "A100's decode over
+# 32 heads per KV head: the split-KV heuristics")
+FA3_SM8X_SPLIT_CLASSES = {("sglang", "attention_generation_bf16_kv_bf16_wide"): ("a100",)}
 # the splits are TensorRT-LLM's launch rules (XQA's, MMHA's): vLLM's and SGLang's window classes run their own
 # decode kernels (FlashInfer, FlashAttention, Triton), whose split heuristics are not modelled; fitted plain
 SPLIT_FRAMEWORK = "trtllm"
@@ -448,8 +462,20 @@ HEAD_DIM_LATENCY_CLASSES = {("vllm", "attention_generation_bf16_kv_fp8_mha"): ("
 # python/sglang/srt/layers/attention/triton_ops/extend_attention.py, ``_get_block_sizes_for_extend_attention``; 0 for
 # FlashInfer, whose cost the tables show per sequence and query head); ONE_KEY_TILE: the most tokens a sequence's keys
 # hold in one of Triton's key tiles (BLOCK_N 64), the rows the cost is read off (each CTA one tile's work)
-TILE_COST_CLASSES = {("sglang", "attention_context_bf16_kv_fp8"): ("b200", "b300", "gb200", "gb300")}
-TILE_KERNEL_ROWS = {"triton": 64, "flashinfer": 0}
+# vLLM 0.14.0's A100 prefill over 32 heads per KV head on FlashAttention 2 (vllm-flash-attn, SM 8.0, head dim 128:
+# 128 × 64 tiles, csrc/flash_attn/src/flash_fwd_launch_template.h, ``run_mha_fwd_hdim128``, the 128 × 32 and 64 × 64
+# tiles there are SM 8.6/8.9's): one CTA per sequence, query head and 128 query rows, each one tile's work however few
+# rows are real; aiconfigurator-core 0.12.0's table, 64 heads on one KV head × 128: 16, 32 and 64 tokens at batch 256
+# take 561, 583 and 618 µs, ~35 ns a CTA past the first wave, where the FLOPs grow 4× (held out 4.6% / 27.5% → 3.6%
+# / 18.3%; docs/accuracy.md, "vLLM's A100 prefill over 32 heads per KV head: a cost per CTA"). TILE_SWAP_KERNELS: the
+# kernels whose calls of one query token per sequence run FlashAttention 2's grouped-query swap (flash_api.cpp,
+# ``mha_varlen_fwd``, ``seqlenq_ngroups_swapped``: the G heads become one sequence and KV head's rows, ⌈G / rows⌉
+# CTAs; the same table, one token at batch 256 × 64 heads: 24 µs), which the slope leaves out and the law counts so
+# (``tile_swap``)
+TILE_COST_CLASSES = {("sglang", "attention_context_bf16_kv_fp8"): ("b200", "b300", "gb200", "gb300"),
+                     ("vllm", "attention_context_bf16_kv_bf16_wide"): ("a100",)}
+TILE_KERNEL_ROWS = {"triton": 64, "flashinfer": 0, "vllm_flash_attn": 128}
+TILE_SWAP_KERNELS = ("vllm_flash_attn",)
 ONE_KEY_TILE = 64
 # (framework, op, regime) of the decode classes whose fixed latency is one per head dim and head group (query heads
 # per KV head; ``head_dim_latency``, ``gemmshape`` latency_groups): vLLM's and SGLang's decode over ``WIDE_GQA`` heads
@@ -526,6 +552,18 @@ WALK_FRAMEWORKS = ("vllm", "sglang", "trtllm")
 # class's head dim: generation attention (SGLang 0.5.14's tables: Qwen3.5's head dim 256 on Triton beside trtllm_mha on
 # B200 … GB300, Llama 4's 128 on Triton beside FlashInfer on RTX PRO 6000)
 HEAD_DIM_BACKEND_OPS = ("generation_attention",)
+# (framework, op) → GPUs whose tables' rows at GLOBAL_WINDOW_SIZE on a kernel of GLOBAL_WINDOW_KERNELS time global
+# attention, and are left out of the window classes (``chunked_as_global``): aiconfigurator's SGLang collector times
+# Llama 4's chunked layers (attention_chunk_size 8192) as a window of 8192, which SGLang 0.5.14's ``trtllm_mha`` decode
+# on SM 10.x runs over the whole sequence. aiconfigurator-core 0.12.0's B200 table, the 144 such rows of 16,383 cached
+# tokens and more against the window-0 rows of the same shape: 0.999× their time at the median (p10 0.97, p90 1.03), where
+# the window's keys are a quarter of the sequence's; B300, GB200 and GB300 1.00× alike; H100's FA3 rows 0.46× (they
+# read the window). Priced over the window, B200's bf16 class held out at 3.1% / 21.2%, those rows up to 271% too
+# slow and 75% too fast (docs/accuracy.md, "SGLang's Blackwell decode: Llama 4's chunked layers run as global
+# attention")
+GLOBAL_WINDOW_ROWS = {("sglang", "generation_attention"): ("b200", "b300", "gb200", "gb300")}
+GLOBAL_WINDOW_KERNELS = ("trtllm_mha",)
+GLOBAL_WINDOW_SIZE = 8192
 HEAD_DIM_CLASS = ("attn_dtype", "kv_cache_dtype", "regime", "head_dim")
 # context classes that keep one backend per head dim alike, per (framework, op): the GPUs and the (attn_dtype,
 # kv_cache_dtype) of their rows. aiconfigurator-core 0.12.0's SGLang 0.5.14 FP8 context tables of B200 … GB300 time head

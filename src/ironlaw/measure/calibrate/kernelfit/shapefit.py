@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_S_MAX, PLAN_MERGE_S_MAX, PLAN_SPLIT_S_MAX, SPLIT_S_MAX,
-                                SWAP_S_MAX, TILE_S_MAX, UNIT_S_MAX, WRITE_S_MAX)
+from ....core.gemmshape import (CTA_S_MAX, KEY_S_MAX, MERGE_KINDS, MERGE_S_MAX, PLAN_MERGE_S_MAX, PLAN_SPLIT_S_MAX,
+                                SPLIT_S_MAX, SWAP_S_MAX, TILE_S_MAX, UNIT_S_MAX, WRITE_S_MAX)
 from ....law.efficiency import class_latency_s
 from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem, fit_group, grid
@@ -157,13 +157,13 @@ def swaps(rows) -> np.ndarray:
 def with_split_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tuple, list]:
     """``bounds`` and ``starts`` with ``split_s`` (at most ``SPLIT_S_MAX``, from each of ``SPLIT_S_STARTS``) where
     ``extra`` names a split-KV launch (``split_kv``), and ``merge_s`` (at most ``MERGE_S_MAX``, from
-    ``MERGE_S_START``) where that launch is XQA's ("history") or FlashAttention 2's ("fa2", whose combine kernel
-    reads every split's partial output); as given otherwise."""
+    ``MERGE_S_START``) where that launch is XQA's ("history") or FlashAttention's ("fa2", "fa3_sm8x", whose combine
+    kernel reads every split's partial output; ``gemmshape.MERGE_KINDS``); as given otherwise."""
     kind = (extra or {}).get("split_kv")
     if not kind or kind == "heads":      # one CTA per query head, unsplit: nothing to reduce
         return bounds, starts
     bounds, starts = bounds + (("split_s", SPLIT_S_MAX),), [list(st) + [x] for st in starts for x in SPLIT_S_STARTS]
-    if kind not in ("history", "fa2"):
+    if kind not in MERGE_KINDS:
         return bounds, starts
     return bounds + (("merge_s", MERGE_S_MAX),), [list(st) + [MERGE_S_START] for st in starts]
 
