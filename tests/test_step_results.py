@@ -26,7 +26,7 @@ def test_the_records_are_dataclasses_with_units_in_their_names(step):
     names = [f.name for f in dataclasses.fields(parallel.StepBreakdown)]
     assert all(n.endswith("_s") for n in names if n != "microbatches")
     assert all(f.name.endswith("_bytes") for f in dataclasses.fields(parallel.DeviceMemory)
-               if f.name != "params_per_device")
+               if f.name not in ("params_per_device", "optimizer_params"))
 
 
 def test_the_document_keeps_its_names_and_order(step):
@@ -40,6 +40,7 @@ def test_the_document_keeps_its_names_and_order(step):
                                         "params_per_device": m.params_per_device, "total_bytes": m.total_bytes}
     assert m.total_bytes == m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes
     assert "params_per_device" not in m.footprint()           # a count, not bytes: never in a graph's footprint
+    assert "optimizer_params" not in m.footprint() and "optimizer_params" not in doc["memory_per_device"]
     assert step.per_microbatch.graph.footprint == m.footprint()
 
 

@@ -60,8 +60,9 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     if np.any(offloaded):                    # the offloaded layers' share waits in host memory
         act_dev = act_dev * (1.0 - offloaded)
     weight_b = by + weight_copy_bytes(meta)
+    opt = np.where(zero >= 1, sharded, p_dev)
     return DeviceMemory(np.where(zero >= 3, sharded, p_dev) * weight_b, np.where(zero >= 2, sharded, p_dev) * grad_b,
-                        12.0 * np.where(zero >= 1, sharded, p_dev), act_dev, p_dev)
+                        12.0 * opt, act_dev, p_dev, opt)
 
 
 def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:

@@ -6,13 +6,13 @@ import numpy as np
 
 from ...core import passes
 from ...core.graph import Graph, Op
-from .plan import Plan
 
 
-def plan_optimizer_s(g: Graph, hw, plan: Plan, p_dev: float, composition: str) -> float:
-    """The optimizer step on the device's shard and the low-precision weight copies it leaves
-    (``param_quantize_s``)."""
-    shard = np.asarray([p_dev / (plan.dp * plan.cp if plan.zero >= 1 else 1)])
+def plan_optimizer_s(g: Graph, hw, p_dev: float, opt_params: float, composition: str) -> float:
+    """The optimizer step on the ``opt_params`` parameters the device steps (``DeviceMemory.optimizer_params``: with
+    ZeRO its shard, the experts' over the expert-data-parallel group) and the low-precision weight copies it leaves
+    (``param_quantize_s``) of the ``p_dev`` it holds."""
+    shard = np.asarray([opt_params], dtype=float)
     return float(optimizer_s(g, hw, shard, composition)[0]
                  + param_quantize_s(g, hw, np.asarray([p_dev]), shard, composition)[0])
 

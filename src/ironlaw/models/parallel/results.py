@@ -45,12 +45,14 @@ class StepBreakdown:
 @dataclass(frozen=True)
 class DeviceMemory:
     """Bytes per device of one plan (``memory_bytes``: floats, or arrays with one layout per element) and the
-    parameters the device holds (a count: what the optimizer step and the gradient reduction move)."""
+    parameters the device holds (a count: what the gradient reduction moves) and those its optimizer steps (with ZeRO
+    its shard: the dense parameters over dp·cp, the experts over the expert-data-parallel dp·cp/ep)."""
     weights_bytes: object
     gradients_bytes: object
     optimizer_bytes: object
     activations_bytes: object
     params_per_device: object
+    optimizer_params: object
 
     @property
     def total_bytes(self):

@@ -165,7 +165,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
             "counted on the critical path (not overlapped)"))
     bubble = float(bubble_s(plan.pp, v, t_mb))
     dp_s, exposed, gather_s = dp_grad_sync(sg, hw, plan, grp, mem.params_per_device, composition)
-    opt_s = plan_optimizer_s(g, hw, plan, mem.params_per_device, composition)
+    opt_s = plan_optimizer_s(g, hw, mem.params_per_device, mem.optimizer_params, composition)
     a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
     step = float(step_s(m, t_mb, bubble, p2p_s, exposed, gather_s, opt_s, a2a_alone))
     flops = step_flops(g, plan)

@@ -572,7 +572,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, p_dev, by)
-    shard = p_dev / np.where(c["zero"] >= 1, c["dp"] * c["cp"], 1)
+    shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(p_dev))
     opt_s = parallel.optimizer_s(g, ctx.hw, shard, ctx.composition) \
         + parallel.param_quantize_s(g, ctx.hw, p_dev * np.ones(np.shape(shard)), shard, ctx.composition)
     step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
