@@ -259,7 +259,7 @@ def tuning_line(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUT
     shared-key rows (negative: measured slower than the form)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
-    shared = moefit.shared_tuning(rows)
+    shared = np.asarray(rows["shared_key"], bool) if "shared_key" in rows else moefit.shared_tuning(rows)
     cols = extra_columns(gpu, rows, x, routing)
     out = f"{gpu:13s} {dtype:9s} {100 * shared[~keep].mean():5.1f}%"
     for form in TUNING_FORMS:
