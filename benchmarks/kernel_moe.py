@@ -83,11 +83,9 @@ TOUCHED = {(gpu, dt) for gpu in ("b200", "b300", "gb200", "gb300") for dt in ("b
 # finalize (masked_index_copy_group_quant_fp8, triton_masked_index_gather), per touched expert its rows padded to the
 # kernel's M block (masked_m): B200 6.5% / 21.2% → 5.4% / 15.9%, B300 6.4% / 21.3% → 5.6% / 15.9%, GB200 6.3% /
 # 20.4% → 5.5% / 15.6%, GB300 6.2% / 20.6% → 5.4% / 15.6% (Hopper's CUTLASS fp8_block rows: L_t fits to 0, the p90
-# within 0.2 point: kept). And the CUTLASS classes of TOUCHED that meet both goals with them: B300 fp4, GB200 fp8,
-# GB300 fp8 and fp4 (benchmarks/moe_forms.py "U+t"); B200 and GB200 fp4, which the published Blackwell serving cells
-# read, miss with them too (9.8% / 29.5%, 8.3% / 26.3%) and keep the base form
-STORED_TOUCHED = frozenset({(gpu, "fp8_block") for gpu in ("b200", "b300", "gb200", "gb300")} |
-                           {("b300", "fp4"), ("gb200", "fp8"), ("gb300", "fp8"), ("gb300", "fp4")})
+# within 0.2 point: kept). The CUTLASS classes that store the same two costs are fitted on their own-key rows
+# (OWN_KEY, below)
+STORED_TOUCHED = frozenset({(gpu, "fp8_block") for gpu in ("b200", "b300", "gb200", "gb300")})
 # the (GPU, class) fitted and scored on the rows of their own autotuner key (moefit.shared_tuning: no other collected
 # case writes or loads the cache file their layer shape is tuned into), with the costs per touched expert and per
 # token; the held-out rows of the other shapes are scored beside them, never fitted. aiconfigurator's collector tunes

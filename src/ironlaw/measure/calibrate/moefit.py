@@ -50,8 +50,9 @@ by the combine, the op that states the layer's tokens (``efficiency.token_setup_
 A cost per expert the rows reach (``fit``'s ``per_touched``, T += L_u·U; stored as ``touched_s`` on the grouped GEMMs,
 ``efficiency.touched_setup_s``) and per token: on Blackwell's CUTLASS classes the two lower every class's held-out
 median and p90 (benchmarks/kernel_moe.py ``--touched``), and the classes that meet the goal with them store them
-(``STORED_TOUCHED`` there: block-scaled FP8 on Blackwell, DeepGEMM's per-token copy and per-expert M blocks, and four
-CUTLASS classes); the TensorRT-LLM 1.0 release files store them.
+(``STORED_TOUCHED`` there: block-scaled FP8 on Blackwell, DeepGEMM's per-token copy and per-expert M blocks; and
+``OWN_KEY``: the CUTLASS classes that meet it on the rows of their own autotuner key, ``shared_tuning``); the
+TensorRT-LLM 1.0 release files store them.
 
 The router's top-k on PyTorch (``fit``'s ``per_router``, ``terms``' ``router_above``): TensorRT-LLM 1.0's renormalize
 router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``torch.topk`` and ``softmax`` above
