@@ -4,9 +4,9 @@ The classes of benchmarks/kernel_moe.py (aiconfigurator-core 0.12.0's TensorRT-L
 NVIDIA, Apache-2.0; balanced routing; fitted on every other layer shape, scored on the rest) — or, with
 ``--release 1.0``, the TensorRT-LLM 1.0 classes (aiconfigurator 0.8.0's tables, power_law_1.01 routing,
 ``kernel_moe.release_groups``) — with the law's base form (``kernel_moe.fitted`` without the costs per touched
-expert and per token that ``kernel_moe.STORED_TOUCHED``'s and ``OWN_KEY``'s classes store) and with one change each, fitted by least
-relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half (U+t is the form
-those classes store, and ``--touched`` fits on ``kernel_moe.TOUCHED``):
+expert and per token that ``kernel_moe.STORED_TOUCHED``'s and ``OWN_KEY``'s classes store) and with one change each,
+fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half
+(U+t is the form those classes store, and ``--touched`` fits on ``kernel_moe.TOUCHED``):
 
     U      + a cost per touched expert (the local experts the step's rows reach, under the table's routing)
     t      + a cost per token the layer takes in (routed to the rank or not: the router's and the permute's work)
@@ -43,8 +43,9 @@ more local slots run ≥ 20% faster (no cost per slot explains that either).
 
 ``--tuning``: per class, the held-out rows whose autotuner cache file (dtype, hidden, inter/TP, local experts) another
 collected case writes or loads (``kernel_moe.groups``' ``shared_key``, ``moefit.shared_tuning``: the collector tunes
-each file once and a later case of the file runs the tactics tuned for the first, or the fallback), and ``TUNING_FORMS`` fitted on every fit row and on the fit rows of their
-own key alone, scored on all held-out rows and on the own-key ones.
+each file once and a later case of the file runs the tactics tuned for the first, or the fallback), and
+``TUNING_FORMS`` fitted on every fit row and on the fit rows of their own key alone, scored on all held-out rows and
+on the own-key ones.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A cost per expert the routed rows reach (``touched_s``): fitted on TensorRT-LLM's CUTLASS MoE tables on Blackwell
 with ``benchmarks/kernel_moe.py`` (aiconfigurator-core 0.12.0; stored on ``STORED_TOUCHED``'s and ``OWN_KEY``'s
-classes, the others of ``TOUCHED`` with ``--touched``) and paid by each routed grouped GEMM × the experts whose weights it streams (``efficiency.touched_setup_s``)."""
+classes, the others of ``TOUCHED`` with ``--touched``) and paid by each routed grouped GEMM × the experts whose
+weights it streams (``efficiency.touched_setup_s``)."""
 from __future__ import annotations
 
 import dataclasses

@@ -242,7 +242,8 @@ def shared_tuning(rows: dict, table: dict | None = None) -> np.ndarray:
     tuned for another case, or the autotuner's fallback tactic where the file holds none for their runner."""
     table = rows if table is None else table
     cases: dict = {}
-    extra = [np.asarray(table[c]) for c in CASE] + [np.asarray(table.get("kernel_source", np.zeros(len(table["topk"]))))]
+    kernels = np.asarray(table.get("kernel_source", np.zeros(len(table["topk"]))))
+    extra = [np.asarray(table[c]) for c in CASE] + [kernels]
     for key, case in zip(tuning_keys(table), zip(*extra)):
         cases.setdefault(key, set()).add(case)
     by_width: dict = {}
