@@ -298,7 +298,7 @@ def main() -> int:
                                                           "case shares, per class (moefit.shared_tuning)")
     a = ap.parse_args()
     if a.tuning:
-        print("held-out rows whose autotuner key (dtype, hidden, inter/TP, local experts) another layer shape shares; "
+        print("held-out rows whose autotuner cache file (dtype, hidden, inter/TP, local experts) another case shares; "
               "per form (" + ", ".join(TUNING_FORMS) + "), fitted on every fit row, then on the own-key fit rows: "
               "held-out median/p90 all rows, own-key rows, signed median of the shared-key rows")
         for gpu, dt, rows, routing in chosen_groups(a):
