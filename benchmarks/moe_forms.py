@@ -4,9 +4,9 @@ The classes of benchmarks/kernel_moe.py (aiconfigurator-core 0.12.0's TensorRT-L
 NVIDIA, Apache-2.0; balanced routing; fitted on every other layer shape, scored on the rest) — or, with
 ``--release 1.0``, the TensorRT-LLM 1.0 classes (aiconfigurator 0.8.0's tables, power_law_1.01 routing,
 ``kernel_moe.release_groups``) — with the law's base form (``kernel_moe.fitted`` without the costs per touched
-expert and per token that ``kernel_moe.STORED_TOUCHED``'s classes store) and with one change each, fitted by least
-relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half (U+t is the form
-``kernel_moe.STORED_TOUCHED``'s classes store, and ``--touched`` fits on ``kernel_moe.TOUCHED``):
+expert and per token that ``kernel_moe.STORED_TOUCHED``'s and ``OWN_KEY``'s classes store) and with one change each,
+fitted by least relative squares within the bounds (moefit.bounded_lstsq, reweighted as moefit.fit) on the fit half
+(U+t is the form those classes store, and ``--touched`` fits on ``kernel_moe.TOUCHED``):
 
     U      + a cost per touched expert (the local experts the step's rows reach, under the table's routing)
     t      + a cost per token the layer takes in (routed to the rank or not: the router's and the permute's work)
@@ -41,10 +41,11 @@ inter/TP, local experts), aiconfigurator collector/trtllm/collect_moe.py), with 
 twins' median: the error no form without the local slots can go under, and the share of twin groups where
 more local slots run ≥ 20% faster (no cost per slot explains that either).
 
-``--tuning``: per class, the held-out rows whose autotuner cache key (dtype, hidden, inter/TP, local experts) another
-collected layer shape shares (``moefit.shared_tuning``: the collector tunes each key once and the later shapes of the
-key run the tactics tuned for the first), and ``TUNING_FORMS`` fitted on every fit row and on the fit rows of their
-own key alone, scored on all held-out rows and on the own-key ones.
+``--tuning``: per class, the held-out rows whose autotuner cache file (dtype, hidden, inter/TP, local experts) another
+collected case writes or loads (``kernel_moe.groups``' ``shared_key``, ``moefit.shared_tuning``: the collector tunes
+each file once and a later case of the file runs the tactics tuned for the first, or the fallback), and
+``TUNING_FORMS`` fitted on every fit row and on the fit rows of their own key alone, scored on all held-out rows and
+on the own-key ones.
 """
 from __future__ import annotations
 
@@ -259,7 +260,7 @@ def tuning_line(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUT
     shared-key rows (negative: measured slower than the form)."""
     from ironlaw.measure.calibrate import moefit
     x, t, keep = kernel_moe.layer_terms(gpu, dtype, rows, routing)
-    shared = moefit.shared_tuning(rows)
+    shared = np.asarray(rows["shared_key"], bool) if "shared_key" in rows else moefit.shared_tuning(rows)
     cols = extra_columns(gpu, rows, x, routing)
     out = f"{gpu:13s} {dtype:9s} {100 * shared[~keep].mean():5.1f}%"
     for form in TUNING_FORMS:
@@ -293,11 +294,11 @@ def main() -> int:
     ap.add_argument("--gpu", action="append", help="this GPU only (repeatable)")
     ap.add_argument("--release", choices=("1.0",), help="the TensorRT-LLM release's own MoE classes")
     ap.add_argument("--tail", action="store_true", help="the held-out rows of non-monotone shapes, per class")
-    ap.add_argument("--tuning", action="store_true", help="the held-out rows whose autotuner key another shape "
-                                                          "shares, per class (moefit.shared_tuning)")
+    ap.add_argument("--tuning", action="store_true", help="the held-out rows whose autotuner cache file another "
+                                                          "case shares, per class (moefit.shared_tuning)")
     a = ap.parse_args()
     if a.tuning:
-        print("held-out rows whose autotuner key (dtype, hidden, inter/TP, local experts) another layer shape shares; "
+        print("held-out rows whose autotuner cache file (dtype, hidden, inter/TP, local experts) another case shares; "
               "per form (" + ", ".join(TUNING_FORMS) + "), fitted on every fit row, then on the own-key fit rows: "
               "held-out median/p90 all rows, own-key rows, signed median of the shared-key rows")
         for gpu, dt, rows, routing in chosen_groups(a):

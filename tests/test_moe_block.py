@@ -17,6 +17,7 @@ import pytest
 
 from ironlaw import api
 from ironlaw.core.errors import IronlawError
+from ironlaw.core.weightonly import elem_bytes
 from ironlaw.law import efficiency
 from ironlaw.machine import hardware
 from ironlaw.measure.calibrate import moefit
@@ -68,13 +69,18 @@ def test_the_catalog_holds_the_block_scaled_fits():
 
 def test_routed_rows_pay_no_default_latency():
     """The layer's fixed cost is the grouped GEMMs' (moefit): the permute, activation and combine pay none of the
-    device's default 5 µs per op on top of it."""
+    device's default 5 µs per op on top of it; the combine pays the class's cost per token of the layer (``token_s``,
+    H200 fp8 fitted on its own-key rows) for the 64 tokens, and nothing else."""
     est = api.analyze("qwen3-30b-a3b", on="h200", batch=64, seq=4096, phase="decode", dtype="fp8")
     assert est.hw.op_latency_s > 0
     lat = {op.name: float(np.ravel(est.latency_s[i])[0]) for i, op in enumerate(est.graph.ops)}
-    assert lat["moe_permute"] == lat["mlp_act"] == lat["moe_combine"] == 0.0
+    assert lat["moe_permute"] == lat["mlp_act"] == 0.0
+    assert lat["moe_combine"] == pytest.approx(64 * est.hw.calibration.kernel["moe_rows.fp8"].get("token_s", 0.0))
     g = est.hw.calibration.kernel["moe_grouped_gemm.fp8"]
-    assert lat["mlp_up_proj"] == pytest.approx(g["latency_s"])
+    op = next(o for o in est.graph.ops if o.name == "mlp_up_proj" and o.module == "experts")
+    n, k = op.attrs["nk"]
+    touched = float(np.ravel(op.bytes["weights"])[0]) / (n * k * elem_bytes(op))     # the experts its rows reach
+    assert lat["mlp_up_proj"] == pytest.approx(g["latency_s"] + g.get("touched_s", 0.0) * touched)
 
 
 def test_a_grouped_launch_pays_per_local_expert_slot():

@@ -1,7 +1,7 @@
 """A cost per expert the routed rows reach (``touched_s``): fitted on TensorRT-LLM's CUTLASS MoE tables on Blackwell
-with ``benchmarks/kernel_moe.py`` (aiconfigurator-core 0.12.0; stored on ``STORED_TOUCHED``'s classes, the others of
-``TOUCHED`` with ``--touched``) and
-paid by each routed grouped GEMM × the experts whose weights it streams (``efficiency.touched_setup_s``)."""
+with ``benchmarks/kernel_moe.py`` (aiconfigurator-core 0.12.0; stored on ``STORED_TOUCHED``'s and ``OWN_KEY``'s
+classes, the others of ``TOUCHED`` with ``--touched``) and paid by each routed grouped GEMM × the experts whose
+weights it streams (``efficiency.touched_setup_s``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -49,11 +49,12 @@ def kernel_moe():
 
 
 def test_the_stored_classes_that_pay_it():
-    """Exactly ``kernel_moe.STORED_TOUCHED``'s classes hold a cost per touched expert (on both grouped GEMMs) and per
-    token (on the routed rows): Blackwell's block-scaled FP8 (DeepGEMM) and the CUTLASS classes that meet both goals
-    with it; the classes the published serving cells read (B200 and GB200 fp4, Hopper's) do not."""
-    stored = kernel_moe().STORED_TOUCHED
-    assert {("b200", "fp8_block"), ("gb300", "fp4")} <= stored and not {("b200", "fp4"), ("gb200", "fp4")} & stored
+    """Exactly ``kernel_moe.STORED_TOUCHED``'s and ``OWN_KEY``'s classes hold a cost per touched expert (on both grouped
+    GEMMs) and per token (on the routed rows): Blackwell's block-scaled FP8 (DeepGEMM) and the CUTLASS classes that
+    meet both goals with it, on every held-out row or on their own-key rows; H200 bf16, which meets neither, does not."""
+    km = kernel_moe()
+    stored = km.STORED_TOUCHED | km.OWN_KEY
+    assert {("b200", "fp8_block"), ("gb300", "fp4"), ("h100", "fp8")} <= stored and ("h200", "bf16") not in stored
     for gpu in ("h100", "h200", "b200", "b300", "gb200", "gb300"):
         kern = hardware.get(gpu).calibration.kernel
         paying = {name.split(".", 1)[1] for name, p in kern.items() if "touched_s" in p}
@@ -66,6 +67,7 @@ def test_a_stored_class_is_fitted_with_it_unasked(monkeypatch):
     """``fit_and_score`` fits a class of ``STORED_TOUCHED`` with the costs per touched expert and per token without
     ``--touched``, and no other class."""
     km = kernel_moe()
+    monkeypatch.setattr(km, "OWN_KEY", frozenset())
     rows = next(r for g, dt, _, r in km.groups(km.DATA) if (g, dt) == ("b200", "fp8"))
     plain, *_ = km.fit_and_score("b200", "fp8", rows)
     assert "touched_s" not in plain["moe_grouped_gemm.fp8"]
@@ -89,7 +91,8 @@ def test_a_grouped_launch_pays_per_touched_expert():
     assert paid[up] == pytest.approx(150e-9 * touched)
     routed = [i for i, o in enumerate(est.graph.ops) if o.attrs.get("kernel") == "moe_grouped_gemm.fp8"]
     assert np.count_nonzero(paid) == len(routed) and set(np.flatnonzero(paid)) == set(routed)
-    base, more = efficiency.evaluate(est.cols, est.hw), efficiency.evaluate(est.cols, hw)
+    plain = with_touched("b200", "fp8", 0.0)                 # the stored class without its own touched_s
+    base, more = efficiency.evaluate(est.cols, plain), efficiency.evaluate(est.cols, hw)
     gain = np.ravel(np.asarray(more.latency_s - base.latency_s, float))
     assert gain[up] == pytest.approx(150e-9 * touched)
     cols = dataclasses.replace(est.cols, nk=None)             # an op that states no expert shape pays none
@@ -103,13 +106,14 @@ def test_touched_s_is_checked():
         hardware.parse_hardware(data, "b200.toml")
 
 
-def test_the_extract_holds_out_better_with_it():
+def test_the_extract_holds_out_better_with_it(monkeypatch):
     """B200 fp8's extract shapes (every 8th of the table): held out with the costs per touched expert and per token
     (``--touched``) below the stored form in median and p90 (the full tables: 9.8% / 37.0% → 7.3% / 29.8%)."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import kernel_moe
+    monkeypatch.setattr(kernel_moe, "OWN_KEY", frozenset())    # the class on every row, without the costs unasked
     rows = next(r for g, dt, _, r in kernel_moe.groups(kernel_moe.DATA) if (g, dt) == ("b200", "fp8"))
     kern, plain, _ = kernel_moe.fit_and_score("b200", "fp8", rows)
     kern_u, with_u, _ = kernel_moe.fit_and_score("b200", "fp8", rows, touched=True)

@@ -26,3 +26,55 @@ def test_a_key_two_shapes_share_is_marked_on_both():
 
 def test_one_shape_alone_is_its_own():
     assert not moefit.shared_tuning(rows((2048, 768, 8, 128, 1, 1), (2048, 768, 8, 128, 1, 1))).any()
+
+
+def test_another_kernel_of_the_same_dtype_shares_the_file():
+    """The min-latency NVFP4 layer (SM 100) and the non-gated layer are cases of their own writing the same cache file
+    (the collector's ``cache_path`` names no kernel): the CUTLASS rows of that shape are marked."""
+    gated = rows((7168, 2048, 8, 256, 1, 8))
+    table = {**rows((7168, 2048, 8, 256, 1, 8), (7168, 2048, 8, 256, 1, 8)),
+             "kernel_source": np.array(["moe_torch_flow_cutlass", "moe_torch_flow_min_latency"])}
+    assert moefit.shared_tuning(gated, table).tolist() == [True]
+    alone = {**rows((7168, 2048, 8, 256, 1, 8)), "kernel_source": np.array(["moe_torch_flow_cutlass"])}
+    assert moefit.shared_tuning(gated, alone).tolist() == [False]
+
+
+def test_a_local_count_that_begins_another_loads_its_file():
+    """``glob.glob(f"{cache_path}*")`` of 1 local expert matches the file of 16 (and of 128): the 1-expert key is
+    marked, the 16-expert key (whose glob matches only its own) is not."""
+    got = moefit.shared_tuning(rows((4096, 1536, 8, 128, 1, 128),     # 1 local expert
+                                    (4096, 1536, 8, 128, 1, 8),       # 16 local experts
+                                    (4096, 1536, 8, 128, 1, 4)))      # 32: no other count begins with 3
+    assert got.tolist() == [True, False, False]
+
+
+def kernel_moe():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import kernel_moe as km
+    return km
+
+
+def test_an_own_key_class_is_fitted_and_scored_on_its_own_key_rows(monkeypatch):
+    """``kernel_moe.fit_and_score`` fits an ``OWN_KEY`` class on the fit rows of shapes of their own key and scores
+    the held-out rows of such shapes, exactly as on a table holding those rows alone; ``all_rows`` scores every
+    held-out row of the class with that fit. Another class is fitted and scored on every row."""
+    km = kernel_moe()
+    rows = next(r for g, dt, _, r in km.groups(km.DATA) if (g, dt) == ("b200", "fp8"))
+    keep = moefit.shape_split(rows)
+    shared = np.asarray(rows["hidden_size"]) == np.asarray(rows["hidden_size"])[0]     # a stand-in for a shared key
+    assert 0 < shared.sum() < len(shared)
+    marked = {**rows, "shared_key": shared}
+    monkeypatch.setattr(km, "OWN_KEY", frozenset({("b200", "fp8")}))
+    kern, err, n_fit = km.fit_and_score("b200", "fp8", marked)
+    assert n_fit == int((keep & ~shared).sum()) and len(err) == int((~keep & ~shared).sum())
+    x, t, _ = km.layer_terms("b200", "fp8", marked)
+    own = keep & ~shared
+    assert kern == moefit.kernels(km.fitted(x[own], t[own], "fp8", touched=True), "fp8")
+    held = ~keep & ~shared
+    assert np.allclose(err, np.abs(km.stored_predict(kern, "fp8", x[held]) / t[held] - 1))
+    assert len(km.all_rows("b200", "fp8", marked, kern)) == int((~keep).sum())
+    monkeypatch.setattr(km, "OWN_KEY", frozenset())
+    _, err_every, n_every = km.fit_and_score("b200", "fp8", marked)
+    assert n_every == int(keep.sum()) and len(err_every) == int((~keep).sum())

@@ -50,8 +50,9 @@ by the combine, the op that states the layer's tokens (``efficiency.token_setup_
 A cost per expert the rows reach (``fit``'s ``per_touched``, T += L_u·U; stored as ``touched_s`` on the grouped GEMMs,
 ``efficiency.touched_setup_s``) and per token: on Blackwell's CUTLASS classes the two lower every class's held-out
 median and p90 (benchmarks/kernel_moe.py ``--touched``), and the classes that meet the goal with them store them
-(``STORED_TOUCHED`` there: block-scaled FP8 on Blackwell, DeepGEMM's per-token copy and per-expert M blocks, and four
-CUTLASS classes); the TensorRT-LLM 1.0 release files store them.
+(``STORED_TOUCHED`` there: block-scaled FP8 on Blackwell, DeepGEMM's per-token copy and per-expert M blocks; and
+``OWN_KEY``: the CUTLASS classes that meet it on the rows of their own autotuner key, ``shared_tuning``); the
+TensorRT-LLM 1.0 release files store them.
 
 The router's top-k on PyTorch (``fit``'s ``per_router``, ``terms``' ``router_above``): TensorRT-LLM 1.0's renormalize
 router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``torch.topk`` and ``softmax`` above
@@ -220,20 +221,40 @@ def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
 CASE = ("topk", "num_experts", "moe_tp_size", "moe_ep_size")     # what a layer shape fixes beyond its tuning key
 
 
-def shared_tuning(rows: dict) -> np.ndarray:
-    """Per row, whether another collected layer shape of the table shares its autotuner cache key (hidden, inter/TP,
-    local experts; the dtype is the table's) with it. aiconfigurator's collector tunes TensorRT-LLM's fused MoE once per (dtype, hidden, inter/TP, local
-    experts) and loads that tactic cache for every later case of the same key (collector/trtllm/collect_moe.py,
-    ``run_moe_torch``: ``cache_path``; the cases shuffled first), so of two shapes sharing a key one runs the
-    tactics tuned for the other's top-k and routed rows per expert."""
+def tuning_keys(rows: dict) -> list[tuple]:
+    """Per row its autotuner cache key beyond the dtype: (hidden, inter/TP, local experts)."""
     h = np.asarray(rows["hidden_size"])
     i = np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"])
     local = np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"])
-    keys = list(zip(h, i, local))
+    return list(zip(h.tolist(), i.tolist(), local.tolist()))
+
+
+def shared_tuning(rows: dict, table: dict | None = None) -> np.ndarray:
+    """Per row of ``rows``, whether its autotuner cache file is one that another collected case of ``table`` (every
+    row of the same dtype, whatever its kernel or routing; None: ``rows``) writes or loads. aiconfigurator's collector
+    tunes TensorRT-LLM's fused MoE into one cache file per (dtype, hidden, inter/TP, local experts), and a case that
+    finds a file loads it instead of tuning (collector/trtllm/collect_moe.py, ``run_moe_torch``: ``cache_path``,
+    ``glob.glob(f"{cache_path}*")``; the cases shuffled first, run by one worker per GPU). So a key is shared where
+    the table holds another case of it — another top-k, expert count or TP/EP, the non-gated layer, or on SM 100 the
+    min-latency NVFP4 layer (``kernel_source`` moe_torch_flow_min_latency, another runner whose tactics the file holds
+    in place of the CUTLASS one's) — or where its local expert count's digits begin another key's of the same hidden
+    and inter/TP (the glob of 1 local expert matches the files of 16 and 128): of such cases all but one run tactics
+    tuned for another case, or the autotuner's fallback tactic where the file holds none for their runner."""
+    table = rows if table is None else table
     cases: dict = {}
-    for key, case in zip(keys, zip(*(np.asarray(rows[c]) for c in CASE))):
+    kernels = np.asarray(table.get("kernel_source", np.zeros(len(table["topk"]))))
+    extra = [np.asarray(table[c]) for c in CASE] + [kernels]
+    for key, case in zip(tuning_keys(table), zip(*extra)):
         cases.setdefault(key, set()).add(case)
-    return np.array([len(cases[k]) > 1 for k in keys])
+    by_width: dict = {}
+    for h, i, local in cases:
+        by_width.setdefault((h, i), []).append(str(local))
+    def shared(key):
+        h, i, local = key
+        return len(cases.get(key, ())) > 1 or any(o != str(local) and o.startswith(str(local))
+                                                  for o in by_width.get((h, i), ()))
+    memo: dict = {}
+    return np.array([memo.setdefault(k, shared(k)) for k in tuning_keys(rows)], bool)
 
 
 def shape_split(rows: dict) -> np.ndarray:
