@@ -7,6 +7,7 @@ import typer
 
 from ..core.units import counted
 from .common import app, check_format, check_top, console_for, emit_json
+from .options import Format
 
 
 @app.command()
@@ -20,7 +21,7 @@ def validate(
     repeats: int = typer.Option(5, "--repeats", help="timed end-to-end runs (median and spread are reported)"),
     warmup: int = typer.Option(2, "--warmup", help="untimed runs first"),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads (default: the profile's probe threads)"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     out: Optional[str] = typer.Option(None, "--out", help="also write the JSON document to this file"),
     top: int = typer.Option(10, "--top", help="per-op rows shown (text)"),
 ):

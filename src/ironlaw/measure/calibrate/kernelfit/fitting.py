@@ -10,7 +10,7 @@ from .classfit import fit_class
 from .dispatch import derived_generation, dispatch_rule, dispatched, linked_dispatch, linked_variants, with_dispatched
 from .forms import chosen_form, fit_operands
 from .provenance import source
-from .rows import despiked, split
+from .rows import despiked, split, split_names
 from .vocabulary import GEMM_FILLS, Group, LICENSE
 
 
@@ -44,8 +44,9 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
             table = fit_class(hw, g, fit_rows, steps, gemm_fill)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
-        cal["fitted"].append(f"{g.name} (even rows)")
-        cal["held_out"].append(f"{g.name} (odd rows)")
+        fitted_as, held_as = split_names(g.rows, g.op)
+        cal["fitted"].append(f"{g.name} ({fitted_as})")
+        cal["held_out"].append(f"{g.name} ({held_as})")
         timed = f"; {g.timed}" if g.timed else ""
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": "; ".join(x for x in (origin, f"{g.table.framework} "
