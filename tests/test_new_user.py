@@ -417,3 +417,17 @@ def test_the_scheduler_line_says_the_limits_given():
     assert s["engine"]["summary"][1].startswith("scheduler: max_num_seqs 2048, chunked_prefill_size 4096 (given), ")
     plain = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang").to_dict()["engine"]
     assert "(given)" not in plain["summary"][1] and plain["scheduler"]["max_num_batched_tokens"] == 8192
+
+
+# ------------------------------------------------------------------ validate's per-op table in 80 columns
+def test_validate_per_op_table_leaves_columns_out_rather_than_cutting_every_cell():
+    """At 80 columns `validate`'s per-op table printed "aten::…", "predic…", "compu…": every column cut. It leaves
+    out shapes (then CV, kind, #), says so, and shows whole op names and bounds."""
+    pytest.importorskip("torch")
+    r = run_cli("validate", "mlp", "--on", "epyc-9654", "--repeats", "1", "--warmup", "0", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.out
+    table = lines[next(i for i, line in enumerate(lines) if "by measured time" in line):]
+    assert "aten::addmm" in r.out and "predicted" in table[2] and "…" not in "".join(table[:14]), r.out
+    assert "(not shown at this width: shapes" in r.out.replace("\n", " ")

@@ -40,6 +40,10 @@ def validate(
         c.emit()
 
 
+# the per-op table's columns left out, in this order, until it fits the terminal (``report.table.print_fitted``)
+OPS_DROPPED = ("shapes", "CV", "kind", "#")
+
+
 def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:+.0f}%"
 
@@ -111,6 +115,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     c.print(f"per op: {100 * sc['ops_within_25pct_time_share']:.0f}% of measured op time is in ops predicted within "
             f"±25%; {100 * sc['ops_within_2x_count_share']:.0f}% of ops within 2×")
     if top > 0:
+        from ..report.table import print_fitted
         from ..report.text import top_ops_label
         to = Table(title=f"{top_ops_label(top, len(doc['ops']))} by measured time")
         for col in ("#", "op", "kind", "shapes", "predicted", "measured", "CV", "error", "bound"):
@@ -118,7 +123,7 @@ def render(doc: dict, top: int = 10, console=None) -> None:
         for r in sorted(doc["ops"], key=lambda r: -r["measured_s"])[:top]:
             to.add_row(str(r["index"]), r["name"][:40], r["kind"], r["shapes"][:34], fmt_time(r["predicted_s"]),
                        fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
-        c.print(to)
+        print_fitted(to, c, OPS_DROPPED)
     if t.get("faulted_bytes_per_run"):
         c.print(fresh_memory_line(t, hw.get("probed", True)))
     if hw["calibrated"]:
