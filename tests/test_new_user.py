@@ -431,3 +431,17 @@ def test_validate_per_op_table_leaves_columns_out_rather_than_cutting_every_cell
     table = lines[next(i for i, line in enumerate(lines) if "by measured time" in line):]
     assert "aten::addmm" in r.out and "predicted" in table[2] and "…" not in "".join(table[:14]), r.out
     assert "(not shown at this width: shapes" in r.out.replace("\n", " ")
+
+
+# ------------------------------------------------------------------ sweep names the sequence it ran at
+def test_a_sweep_without_seq_states_the_workloads_own():
+    """`sweep llama3-8b --batch 1,2` priced prefills of 1,024 tokens (analyze's header says "seq 1024") and wrote
+    "seq": null in every point and an empty CSV column: the points and the header state the sequence."""
+    import ironlaw
+    d = ironlaw.sweep("llama3-8b", on="h100", batch="1,2").to_dict()
+    assert [p["seq"] for p in d["points"]] == [1024, 1024] and d["seq"] is None
+    r = run_cli("sweep", "llama3-8b", "--on", "h100", "--batch", "1,2")
+    assert r.rc == 0 and r.out.splitlines()[0] == "llama3-8b · prefill · bf16 · seq 1024: 2 points", r.out
+    csv = run_cli("sweep", "llama3-8b", "--on", "h100", "--batch", "1,2", "--format", "csv").out.splitlines()
+    assert csv[1].startswith("h100,1,1024,"), csv
+    assert [p["seq"] for p in ironlaw.sweep("resnet50", on="h100", batch="1,2").to_dict()["points"]] == [None, None]
