@@ -445,3 +445,9 @@ def test_a_sweep_without_seq_states_the_workloads_own():
     csv = run_cli("sweep", "llama3-8b", "--on", "h100", "--batch", "1,2", "--format", "csv").out.splitlines()
     assert csv[1].startswith("h100,1,1024,"), csv
     assert [p["seq"] for p in ironlaw.sweep("resnet50", on="h100", batch="1,2").to_dict()["points"]] == [None, None]
+
+
+def test_one_request_in_flight_is_singular():
+    """`serve --disaggregate prefill=1,decode=1` said "a closed loop of 1 requests in flight"."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--disaggregate", "prefill=1,decode=1")
+    assert r.rc == 0 and "a closed loop of 1 request in flight" in r.out.replace("\n", " "), r.out
