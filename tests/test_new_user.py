@@ -451,3 +451,13 @@ def test_one_request_in_flight_is_singular():
     """`serve --disaggregate prefill=1,decode=1` said "a closed loop of 1 requests in flight"."""
     r = run_cli("serve", "llama3-8b", "--on", "h100", "--disaggregate", "prefill=1,decode=1")
     assert r.rc == 0 and "a closed loop of 1 request in flight" in r.out.replace("\n", " "), r.out
+
+
+def test_the_reports_count_one_in_the_singular(tmp_path):
+    """`serve llama3-8b --html` (concurrency 1, the default) headed its decode step "Decode step: 1 sequences", and a
+    one-GPU training report "1 GPUs"."""
+    import ironlaw
+    ironlaw.serve("llama3-8b", on="h100", html=str(tmp_path / "s.html"))
+    assert "Decode step: 1 sequence at the mean context" in (tmp_path / "s.html").read_text()
+    ironlaw.analyze("gpt2", on="h100", phase="train", gpus=1, global_batch=8, html=str(tmp_path / "t.html"))
+    assert "train · bf16 · 1 GPU: tp 1" in (tmp_path / "t.html").read_text()
