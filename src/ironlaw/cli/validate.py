@@ -117,13 +117,17 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     if top > 0:
         from ..report.table import print_fitted
         from ..report.text import top_ops_label
+        from .common import MarkdownConsole
         to = Table(title=f"{top_ops_label(top, len(doc['ops']))} by measured time")
         for col in ("#", "op", "kind", "shapes", "predicted", "measured", "CV", "error", "bound"):
             to.add_column(col, justify="left" if col in ("op", "kind", "shapes", "bound") else "right")
         for r in sorted(doc["ops"], key=lambda r: -r["measured_s"])[:top]:
             to.add_row(str(r["index"]), r["name"][:40], r["kind"], r["shapes"][:34], fmt_time(r["predicted_s"]),
                        fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
-        print_fitted(to, c, OPS_DROPPED)
+        if isinstance(c, MarkdownConsole):         # a pipe table has no width to fit
+            c.print(to)
+        else:
+            print_fitted(to, c, OPS_DROPPED)
     if t.get("faulted_bytes_per_run"):
         c.print(fresh_memory_line(t, hw.get("probed", True)))
     if hw["calibrated"]:
