@@ -378,7 +378,7 @@ def test_the_catalog_names_only_files_that_exist():
 def test_a_peak_from_small_gemms_only_says_it_is_a_floor():
     """A dtype without a fast path (or a quick probe's fp16) runs only GEMMs far too small to reach a peak; its
     source said "fastest of 1 large GEMM shapes: 128x128x128" and the probe's table said nothing."""
-    from ironlaw.cli.probe import _peak_note
+    from ironlaw.cli.probe import peak_note
     from ironlaw.measure.calibrate import build
     small = {"m": 128, "n": 128, "k": 128, "flops_per_s": 5e8, "cv": 0.001, "dtype": "bf16"}
     large = {"m": 1024, "n": 1024, "k": 1024, "flops_per_s": 5e10, "cv": 0.01, "dtype": "fp32"}
@@ -386,7 +386,7 @@ def test_a_peak_from_small_gemms_only_says_it_is_a_floor():
     bf16, fp32 = peaks["bf16"]["source"], peaks["fp32"]["source"]
     assert "small shapes only (each under 0.2 GFLOP): fastest of 1 GEMM shape, 128x128x128" in bf16
     assert "a floor under the peak, not the peak" in bf16 and "large" not in bf16
-    assert _peak_note(bf16) == "NO FAST PATH; floor: small shapes (128x128x128)" and _peak_note(fp32) == ""
+    assert peak_note(bf16) == "NO FAST PATH; floor: small shapes (128x128x128)" and peak_note(fp32) == ""
 
 
 # ------------------------------------------------------------------ no dead names

@@ -83,7 +83,7 @@ def _render(doc: dict, path: str, c) -> None:
     for col in ("dtype", "peak", "note"):
         t.add_column(col)
     for dt, v in doc["compute"].items():
-        note = _peak_note(v["source"])
+        note = peak_note(v["source"])
         t.add_row(dt, fmt(v["peak_flops"], "FLOP/s"), note)
     t.add_row("vector", fmt(doc["vector"]["peak_flops"], "FLOP/s"), "fastest elementwise op")
     c.print(t)
@@ -120,7 +120,7 @@ def _render(doc: dict, path: str, c) -> None:
     c.print(f"saved [bold]{path}[/bold]  ({use_line(path)})")
 
 
-def _peak_note(source: str) -> str:
+def peak_note(source: str) -> str:
     """The peak table's note: NO FAST PATH, and a peak taken from small shapes only (``build.SMALL_ONLY``): a
     floor under the peak, the largest shape measured named."""
     import re
