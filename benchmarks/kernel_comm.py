@@ -160,7 +160,7 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
         trt = (f"; collective {TRTLLM}: TensorRT-LLM 1.3.0rc20's own all-reduce op (strategy AUTO: its custom "
                f"one-/two-shot kernels up to its workspace, NCCL beyond) timed by {PACKAGE}, {table}, the same "
                f"lines fitted on every other message size ({k} rows): what TensorRT-LLM's engine runs a "
-               f"tensor-parallel all-reduce with (models/serving/step.py)")
+               f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
         trt_fit = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, even-ranked message sizes"'
         trt_held = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, odd-ranked message sizes"'
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "

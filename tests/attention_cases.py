@@ -18,14 +18,20 @@ from ironlaw.models.workloads import transformer as T
 SPLIT_FIELDS = ("split_kv", "split_s", "merge_s", "mmha_threads", "mmha_occupancy")
 
 
-def decode_case(heads: int, kv_heads: int, batch: int, seq: int, head_dim: int):
-    """A decode step of Llama 3 8B reshaped to ``heads`` query heads on ``kv_heads`` KV heads of ``head_dim``:
-    (graph, index of its attention op, the op)."""
+def decode_case(heads: int, kv_heads: int, batch: int, seq: int, head_dim: int, phase: str = "decode", **arch):
+    """A decode step (or ``phase``) of Llama 3 8B reshaped to ``heads`` query heads on ``kv_heads`` KV heads of
+    ``head_dim``, with the architecture's other ``arch`` fields (``sliding_window=128``): (graph, index of its
+    attention op, the op)."""
     arch = replace(T.builtin_arch("llama3-8b"), kv_heads=kv_heads, heads=heads, head_dim=head_dim,
-                   hidden=heads * head_dim)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
+                   hidden=heads * head_dim, **arch)
+    g = T.build(arch, Request("x", phase=phase, batch=batch, seq=seq), "x")
     (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
     return g, i, op
+
+
+def op_s(g, i: int, hw) -> float:
+    """The law's seconds for one call of ``g``'s op ``i`` on ``hw``."""
+    return float(np.asarray(law.predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0])
 
 
 def unsplit(cal: dict, name: str) -> dict:

@@ -31,3 +31,24 @@ def test_analyze_and_search_list_the_same_run_cost_flags():
     for verb in ("analyze", "search"):
         out = CliRunner().invoke(app, [verb, "--help"], terminal_width=200).output
         assert all(f in out for f in flags), verb
+
+
+def test_the_option_groups_share_one_grouping():
+    """``with_run_cost`` was a copy of ``groups.grouped``'s body: it is now ``grouped`` over ``RUN_COST``."""
+    import inspect
+    from ironlaw.cli import groups, options
+    assert "grouped(" in inspect.getsource(options.with_run_cost)
+    assert "inspect.Parameter" not in inspect.getsource(options)
+    assert groups.grouped.__module__ == "ironlaw.cli.groups"
+
+
+def test_format_is_one_option_definition():
+    """`--format text | json | md` was written out in a dozen commands: each takes ``options.Format`` (sweep, which
+    writes CSV too, and report, which writes HTML, keep their own)."""
+    from pathlib import Path
+    import ironlaw.cli
+    cli = Path(ironlaw.cli.__file__).parent
+    typed = {p.name for p in cli.glob("*.py") if '"--format", help="text | json | md"' in p.read_text()}
+    assert typed == {"options.py"}, typed
+    users = {p.name for p in cli.glob("*.py") if "fmt: Format" in p.read_text()}
+    assert {"analyze.py", "serve.py", "search.py", "hardware.py", "workloads.py", "validate.py"} <= users

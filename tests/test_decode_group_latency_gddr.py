@@ -5,15 +5,13 @@ file prices with them."""
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
 
+from attention_cases import decode_case, op_s  # noqa: E402
 from ironlaw.machine import engines, hardware  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
-from ironlaw.models.workloads import Request  # noqa: E402
-from ironlaw.models.workloads import transformer as T  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 MAIN = "attention_generation_bf16_kv_bf16"
@@ -61,12 +59,9 @@ def test_the_rule_keys_sglang_s_rtx_pro_6000_main_decode_class_only(h100_main):
 
 
 def _decode_s(hw, heads: int, kv_heads: int, head_dim: int) -> float:
-    from ironlaw.law.law import predict
-    arch = replace(T.builtin_arch("llama3-8b"), heads=heads, kv_heads=kv_heads, head_dim=head_dim)
-    graph = T.build(arch, Request("x", phase="decode", batch=1, seq=1), "x")
-    (i, op), = [(i, o) for i, o in enumerate(graph.ops) if o.kind == "attention"]
+    graph, i, op = decode_case(heads, kv_heads, 1, 1, head_dim)
     assert op.attrs["kernel"] == MAIN and op.attrs["mnk"][0] == heads / kv_heads
-    return float(np.asarray(predict(graph, hw).op_time_s).reshape(len(graph.ops), -1)[i, 0])
+    return op_s(graph, i, hw)
 
 
 def test_a_served_decode_pays_flashinfer_s_tensor_core_launch_from_four_heads_per_kv_head():

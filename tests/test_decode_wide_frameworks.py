@@ -12,11 +12,10 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
+from attention_cases import decode_case, op_s  # noqa: E402
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.machine import calibration, engines, hardware  # noqa: E402
 from ironlaw.measure.calibrate import fitcore, kernelfit, kerneltable  # noqa: E402
-from ironlaw.models.workloads import Request  # noqa: E402
-from ironlaw.models.workloads import transformer as T  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kernel_tables"
 ADDED_S = 1.5e-6      # SGLang 0.5.14's H100 table: head dim 128, 96 and 128 heads per KV head over 48 and 64
@@ -127,12 +126,9 @@ def test_a_group_latency_out_of_form_is_refused(h100_wide, bad):
 
 
 def _decode_s(hw, heads: int, kv_heads: int, head_dim: int, batch: int = 1) -> float:
-    from ironlaw.law.law import predict
-    arch = replace(T.builtin_arch("llama3-8b"), heads=heads, kv_heads=kv_heads, head_dim=head_dim)
-    graph = T.build(arch, Request("x", phase="decode", batch=batch, seq=1), "x")
-    (i, op), = [(i, o) for i, o in enumerate(graph.ops) if o.kind == "attention"]
+    graph, i, op = decode_case(heads, kv_heads, batch, 1, head_dim)
     assert op.attrs["mnk"][0] == heads / kv_heads and op.attrs["kernel"].endswith("_wide")
-    return float(np.asarray(predict(graph, hw).op_time_s).reshape(len(graph.ops), -1)[i, 0])       # one call
+    return op_s(graph, i, hw)                                              # one call
 
 
 def test_a_served_sglang_decode_on_h100_pays_its_head_group_s_tile():

@@ -8,12 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from attention_cases import decode_case, op_s
 from ironlaw.core.keyblocks import FA3_LOCAL_BLOCK_N_FP8, fa3_block_n
 from ironlaw.core.splitkv import FA3_SPLITS_MAX, fa3_dynamic_splits
-from ironlaw.law.law import predict
 from ironlaw.machine import calibration, engines, hardware
-from ironlaw.models.workloads import Request
-from ironlaw.models.workloads import transformer as T
 
 H100_SMS = 132
 
@@ -40,15 +38,12 @@ def _h100_window_s(seq: int, batch: int, kv_heads: int, split_s: float | None) -
     """vLLM's H100 terms, one query head per KV head × 128, window 128, its class given ``split_kv = "fa3"`` and
     ``split_s`` (None: as stored)."""
     hw, _ = engines.with_engine(hardware.get("h100"), "vllm")
-    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, heads=kv_heads, kv_heads=kv_heads, head_dim=128,
-                   hidden=kv_heads * 128)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
+    g, i, op = decode_case(kv_heads, kv_heads, batch, seq, 128, sliding_window=128)
     if split_s is not None:
         cal = hw.calibration.table()
         cal["kernel"][op.attrs["kernel"]] = {**cal["kernel"][op.attrs["kernel"]], "split_kv": "fa3", "split_s": split_s}
         hw = replace(hw, calibration=calibration.Calibration.of(cal))
-    return float(np.asarray(predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0])
+    return op_s(g, i, hw)
 
 
 def test_a_fa3_split_class_pays_its_split_only_where_the_scheduler_splits():

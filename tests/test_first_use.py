@@ -253,7 +253,7 @@ def test_one_micro_batch_and_one_request_are_said_in_the_singular():
     assert "(1 request, " in srv and "1 requests" not in srv
     # 'llama3-8b · decode · bf16: 1 points', 'max throughput, 1 requests of', '1 GPUs on 1 node(s)'
     assert run_cli("sweep", "llama3-8b", "--phase", "decode", "--batch", "1").out.startswith(
-        "llama3-8b · decode · bf16: 1 point\n")
+        "llama3-8b · decode · bf16 · seq 1024: 1 point\n")
     one = " ".join(run_cli("serve", "llama3-8b", "--max-throughput", "--requests", "1").out.split())
     assert "max throughput, 1 request of 1024 + 256 tokens" in one
     found = " ".join(run_cli("search", "gpt2", "--gpus", "1", "--global-batch", "8", "--seq", "1024").out.split())

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ironlaw
+from attention_cases import decode_case, op_s
 from ironlaw.core.errors import IronlawError
 from ironlaw.core.keyblocks import FA3_LOCAL_BLOCK_N, fa2_block_n, fa2_window_keys, fa3_block_n, window_blocks
 from ironlaw.machine import calibration, engines, hardware
@@ -117,14 +118,9 @@ def test_the_fitter_tries_one_cta_per_query_head_on_vllm_s_fa2_window_classes_on
 
 
 def _l40s_vllm_window_s(seq: int, batch: int = 2048, heads: int = 8, head_dim: int = 64) -> tuple[float, str]:
-    from ironlaw.law.law import predict
-    from ironlaw.models.workloads import Request
-    from ironlaw.models.workloads import transformer as T
     hw, _ = engines.with_engine(hardware.get("l40s"), "vllm")
-    arch = replace(T.builtin_arch("llama3-8b"), sliding_window=128, heads=heads, kv_heads=heads, head_dim=head_dim)
-    g = T.build(arch, Request("x", phase="decode", batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
-    return float(np.asarray(predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0]), op.attrs["kernel"]
+    g, i, op = decode_case(heads, heads, batch, seq, head_dim, sliding_window=128)
+    return op_s(g, i, hw), op.attrs["kernel"]
 
 
 def test_vllm_on_l40s_prices_fa2_s_second_block_of_keys():

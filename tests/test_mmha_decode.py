@@ -7,23 +7,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from attention_cases import decode_case, op_s, relaunched
 from ironlaw.law import efficiency
 from ironlaw.machine import hardware
 from ironlaw.measure.calibrate import kernelfit
-from ironlaw.models.workloads import Request
-from ironlaw.models.workloads import transformer as T
-
-
-def _attention(heads: int, kv_heads: int, batch: int = 4, seq: int = 1, phase: str = "decode", head_dim: int = 128):
-    arch = replace(T.builtin_arch("llama3-8b"), heads=heads, kv_heads=kv_heads, head_dim=head_dim)
-    g = T.build(arch, Request("x", phase=phase, batch=batch, seq=seq), "x")
-    (i, op), = [(i, o) for i, o in enumerate(g.ops) if o.kind == "attention"]
-    return g, i, op
 
 
 @pytest.mark.parametrize("heads, kv_heads, regime", [(96, 1, "_wide"), (128, 2, "_wide"), (32, 32, "_mha")])
 def test_a_decode_on_mmha_states_its_sequence(heads, kv_heads, regime):
-    _, _, op = _attention(heads, kv_heads, seq=4095)
+    _, _, op = decode_case(heads, kv_heads, 4, 4095, 128)
     assert op.attrs["kernel"].endswith(regime)
     assert op.attrs["history"] == 4096.0                                  # s cached, one new
     assert op.attrs["mnk"][1] == 4096.0                                   # its keys: the same sequence
@@ -32,7 +24,7 @@ def test_a_decode_on_mmha_states_its_sequence(heads, kv_heads, regime):
 @pytest.mark.parametrize("heads, kv_heads, phase", [(32, 8, "decode"), (64, 2, "decode"), (96, 1, "prefill")])
 def test_an_xqa_decode_and_a_prefill_state_none(heads, kv_heads, phase):
     """2 to 32 query heads per KV head run XQA (no history to split); a global prefill states none either."""
-    _, _, op = _attention(heads, kv_heads, seq=4095, phase=phase)
+    _, _, op = decode_case(heads, kv_heads, 4, 4095, 128, phase)
     assert "history" not in op.attrs
 
 
@@ -44,9 +36,8 @@ def test_the_wide_and_one_head_decode_classes_try_mmhas_launches():
 
 
 def _op_s(hw, heads: int, kv_heads: int, batch: int, seq: int, head_dim: int = 128) -> float:
-    from ironlaw.law.law import predict
-    g, i, _ = _attention(heads, kv_heads, batch, seq, head_dim=head_dim)
-    return float(np.asarray(predict(g, hw).op_time_s).reshape(len(g.ops), -1)[i, 0])       # one call
+    g, i, _ = decode_case(heads, kv_heads, batch, seq, head_dim)
+    return op_s(g, i, hw)                                                   # one call
 
 
 def test_rtx_pro_6000s_wide_decode_class_prices_mmhas_waves():
@@ -66,15 +57,10 @@ def test_rtx_pro_6000s_wide_decode_class_prices_mmhas_waves():
 def test_a_served_step_on_the_wide_class_pays_the_launch_the_table_was_fitted_on():
     """One model: a served decode step's attention op is the table's op, so the class's launch prices it too; without
     the class's split_kv the law launches it unsplit, per sequence and KV head."""
-    from ironlaw.machine import calibration
     hw = hardware.get("rtx-pro-6000")
-    cls = "attention_generation_bf16_kv_bf16_wide"
-    _, _, op = _attention(96, 1, 8, 1)
-    assert op.attrs["kernel"] == cls
-    cal = hw.calibration.table()
-    cal["kernel"][cls] = {k: v for k, v in cal["kernel"][cls].items()
-                          if k not in ("split_kv", "mmha_occupancy", "mmha_threads", "split_s")}
-    plain = replace(hw, calibration=calibration.Calibration.of(cal))
-    split = efficiency.split_blocks(hw.calibration, _attention(96, 1, 8, 1)[0].columns(), hw)
+    g, _, op = decode_case(96, 1, 8, 1, 128)
+    assert op.attrs["kernel"] == "attention_generation_bf16_kv_bf16_wide"
+    plain = replace(hw, calibration=relaunched(hw, op))
+    split = efficiency.split_blocks(hw.calibration, g.columns(), hw)
     assert split is not None and np.any(split.fold == 96.0)                # a CTA per query head
-    assert efficiency.split_blocks(plain.calibration, _attention(96, 1, 8, 1)[0].columns(), plain) is None
+    assert efficiency.split_blocks(plain.calibration, g.columns(), plain) is None

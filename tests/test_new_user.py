@@ -288,3 +288,176 @@ def test_calibrate_text_fits_80_columns_with_long_class_names(tmp_path):
     i = next(i for i, line in enumerate(lines) if "one head per KV head" in line)
     assert lines[i].strip() == "context attention bf16, KV bf16, one head per KV head", r.out
     assert "8 rows" in lines[i + 1] and lines[i + 1].rstrip().endswith("%"), r.out
+
+
+# ------------------------------------------------------------------ validate: the user's file before the profile
+def test_validate_names_a_missing_model_file_before_the_profile(tmp_path):
+    """`validate py:nothere.py:f` without a profile said "no profile yet; run `ironlaw probe`", and after a probe
+    that the file is missing: the spec is read first."""
+    line = one_line_error(run_cli("validate", "py:nothere.py:f", env={"IRONLAW_HOME": str(tmp_path)}))
+    assert "no such file 'nothere.py'" in line and "profile" not in line
+
+
+# ------------------------------------------------------------------ calibrate: what it assumed of a table
+def test_calibrate_names_the_window_it_assumed(tmp_path):
+    """A table without window_size was read as window 0 without a word: one line names the file and the
+    assumption, in the text and in the JSON document's ``assumed``."""
+    pytest.importorskip("pandas")
+    _windowless_table(tmp_path)
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm")
+    assert r.rc == 0, r.err
+    said = [line for line in r.out.splitlines() if "window_size" in line]
+    assert said == ["no window_size column in a100_sxm/attention/vllm/0.14.0/context_attention_perf.csv: read as "
+                    "window 0 (global attention)"], r.out
+    import ironlaw
+    assert ironlaw.calibrate(str(tmp_path), gpu="a100", framework="vllm").to_dict()["assumed"] == said
+    with_column = tmp_path / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    head, *rows = with_column.read_text().splitlines()
+    with_column.write_text("\n".join([head.replace("head_dim,", "head_dim,window_size,")]
+                                     + [r.replace(",128,bfloat16,", ",128,0,bfloat16,") for r in rows]) + "\n")
+    assert ironlaw.calibrate(str(tmp_path), gpu="a100", framework="vllm").to_dict()["assumed"] == []
+
+
+# ------------------------------------------------------------------ the provenance names the split it used
+def _two_head_dims(root):
+    """A vLLM context-attention table whose shape-sorted even rows are all head dim 64, its odd rows all 128."""
+    attn = root / "a100_sxm" / "attention" / "vllm" / "0.14.0" / "context_attention_perf.csv"
+    attn.parent.mkdir(parents=True)
+    rows = ["device,batch_size,isl,num_heads,num_key_value_heads,head_dim,window_size,attn_dtype,kv_cache_dtype,"
+            "step,latency"]
+    for b in (1, 2, 4, 8):
+        for s in (512, 1024, 2048, 4096):
+            for d in (64, 128):
+                t_ms = 0.01 + 4 * b * s * s * 32 * d / 2 / 200e12 * 1e3
+                rows.append(f"NVIDIA A100-SXM4-80GB,{b},{s},32,8,{d},0,bfloat16,bfloat16,0,{t_ms:.6f}")
+    attn.write_text("\n".join(rows) + "\n")
+
+
+def test_a_class_split_within_each_head_dim_says_so(tmp_path):
+    """The provenance said "(odd rows)" of a class whose split alternates within each head dim
+    (``kernelfit.rows.STRATA``), and a class fitted over the catalog's kept both entries."""
+    pytest.importorskip("pandas")
+    import ironlaw
+    _two_head_dims(tmp_path)
+    res = ironlaw.calibrate(str(tmp_path), gpu="a100", framework="vllm")
+    name = "context attention bf16, KV bf16"
+    assert [e for e in res.calibration["fitted"] if e.startswith(name + " (")] == [
+        f"{name} (even rows of each head dim)"]
+    assert [e for e in res.calibration["held_out"] if e.startswith(name + " (")] == [
+        f"{name} (odd rows of each head dim)"]
+    r = run_cli("calibrate", "--kernels", str(tmp_path), "--gpu", "a100", "--framework", "vllm")
+    assert r.rc == 0 and f"split within each head dim (the even/odd rows held most of one head dim out): {name}" \
+        in r.out.replace("\n", " "), r.out
+
+
+def test_the_stored_split_labels_match_the_stored_rows():
+    """The stored classes whose split alternates within each head dim (vLLM H100's one-head FP8-cache decode, its
+    rows_held_out those of that split) say so, as ``kernelfit.fit`` now writes it."""
+    from ironlaw.machine import engines
+    cal = engines.load("h100", "vllm")
+    name = "generation attention bf16, KV fp8, one head per KV head"
+    assert f"{name} (odd rows of each head dim)" in cal["held_out"]
+    assert f"{name} (odd rows)" not in cal["held_out"]
+
+
+def test_the_catalog_names_only_files_that_exist():
+    """The catalogs' provenance named models/serving/step.py after it became the package models/serving/step/."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    catalog = root / "src" / "ironlaw" / "machine" / "catalog"
+    named = {m for p in catalog.rglob("*.toml") for m in re.findall(r"\b((?:models|law|measure|machine|core)/[\w/]+\.py)",
+                                                                     p.read_text())}
+    assert named and all((root / "src" / "ironlaw" / m).is_file() for m in named), named
+    named = {m for p in catalog.rglob("*.toml") for m in re.findall(r"\b((?:benchmarks|tests)/[\w/]+\.py)",
+                                                                     p.read_text())}
+    assert all((root / m).is_file() for m in named), named
+
+
+# ------------------------------------------------------------------ probe: a peak from small shapes says so
+def test_a_peak_from_small_gemms_only_says_it_is_a_floor():
+    """A dtype without a fast path (or a quick probe's fp16) runs only GEMMs far too small to reach a peak; its
+    source said "fastest of 1 large GEMM shapes: 128x128x128" and the probe's table said nothing."""
+    from ironlaw.cli.probe import peak_note
+    from ironlaw.measure.calibrate import build
+    small = {"m": 128, "n": 128, "k": 128, "flops_per_s": 5e8, "cv": 0.001, "dtype": "bf16"}
+    large = {"m": 1024, "n": 1024, "k": 1024, "flops_per_s": 5e10, "cv": 0.01, "dtype": "fp32"}
+    peaks = build.compute_peaks({"gemm": [small, large], "date": "d", "host": "h", "torch": "t", "threads": 2})
+    bf16, fp32 = peaks["bf16"]["source"], peaks["fp32"]["source"]
+    assert "small shapes only (each under 0.2 GFLOP): fastest of 1 GEMM shape, 128x128x128" in bf16
+    assert "a floor under the peak, not the peak" in bf16 and "large" not in bf16
+    assert peak_note(bf16) == "NO FAST PATH; floor: small shapes (128x128x128)" and peak_note(fp32) == ""
+
+
+# ------------------------------------------------------------------ no dead names
+def test_every_name_the_serving_step_exports_is_read():
+    """``QUANTIZED_MATMUL_DTYPES`` was exported and read nowhere: each name ``models.serving.step`` re-exports is
+    read somewhere beyond its definition and the export."""
+    import re
+    from pathlib import Path
+    import ironlaw.models.serving.step as step
+    root = Path(__file__).resolve().parents[1]
+    texts = [p.read_text() for d in ("src", "benchmarks", "tests") for p in (root / d).rglob("*.py")
+             if p not in (root / "src/ironlaw/models/serving/step/__init__.py", Path(__file__).resolve())]
+    unread = [n for n in step.__all__ if sum(len(re.findall(rf"\b{n}\b", t)) for t in texts) < 2]
+    assert unread == []
+
+
+# ------------------------------------------------------------------ the scheduler line names the limits given
+def test_the_scheduler_line_says_the_limits_given():
+    """`serve --max-throughput --engine vllm --max-batch 64 --max-num-tokens 4096` printed "scheduler:
+    max_num_seqs 1024, max_num_batched_tokens 16384" above "engine limits max batch 64, max tokens/step 4,096
+    (given)": the scheduler line and its JSON say the values the run was given."""
+    import ironlaw
+    d = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="vllm", max_batch=64,
+                      max_num_tokens=4096).to_dict()["engine"]
+    assert d["summary"][1].startswith("scheduler: max_num_seqs 64 (given), max_num_batched_tokens 4096 (given), ")
+    assert d["scheduler"]["max_num_seqs"] == 64 and d["scheduler"]["sources"]["max_num_seqs"] == "given (--max-batch)"
+    s = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang", max_num_tokens=4096).to_dict()
+    assert s["engine"]["summary"][1].startswith("scheduler: max_num_seqs 2048, chunked_prefill_size 4096 (given), ")
+    plain = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang").to_dict()["engine"]
+    assert "(given)" not in plain["summary"][1] and plain["scheduler"]["max_num_batched_tokens"] == 8192
+
+
+# ------------------------------------------------------------------ validate's per-op table in 80 columns
+def test_validate_per_op_table_leaves_columns_out_rather_than_cutting_every_cell():
+    """At 80 columns `validate`'s per-op table printed "aten::…", "predic…", "compu…": every column cut. It leaves
+    out shapes (then CV, kind, #), says so, and shows whole op names and bounds."""
+    pytest.importorskip("torch")
+    r = run_cli("validate", "mlp", "--on", "epyc-9654", "--repeats", "1", "--warmup", "0", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert all(len(line) <= 80 for line in lines), r.out
+    table = lines[next(i for i, line in enumerate(lines) if "by measured time" in line):]
+    assert "aten::addmm" in r.out and "predicted" in table[2] and "…" not in "".join(table[:14]), r.out
+    assert "(not shown at this width: shapes" in r.out.replace("\n", " ")
+
+
+# ------------------------------------------------------------------ sweep names the sequence it ran at
+def test_a_sweep_without_seq_states_the_workloads_own():
+    """`sweep llama3-8b --batch 1,2` priced prefills of 1,024 tokens (analyze's header says "seq 1024") and wrote
+    "seq": null in every point and an empty CSV column: the points and the header state the sequence."""
+    import ironlaw
+    d = ironlaw.sweep("llama3-8b", on="h100", batch="1,2").to_dict()
+    assert [p["seq"] for p in d["points"]] == [1024, 1024] and d["seq"] is None
+    r = run_cli("sweep", "llama3-8b", "--on", "h100", "--batch", "1,2")
+    assert r.rc == 0 and r.out.splitlines()[0] == "llama3-8b · prefill · bf16 · seq 1024: 2 points", r.out
+    csv = run_cli("sweep", "llama3-8b", "--on", "h100", "--batch", "1,2", "--format", "csv").out.splitlines()
+    assert csv[1].startswith("h100,1,1024,"), csv
+    assert [p["seq"] for p in ironlaw.sweep("resnet50", on="h100", batch="1,2").to_dict()["points"]] == [None, None]
+
+
+def test_one_request_in_flight_is_singular():
+    """`serve --disaggregate prefill=1,decode=1` said "a closed loop of 1 requests in flight"."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--disaggregate", "prefill=1,decode=1")
+    assert r.rc == 0 and "a closed loop of 1 request in flight" in r.out.replace("\n", " "), r.out
+
+
+def test_the_reports_count_one_in_the_singular(tmp_path):
+    """`serve llama3-8b --html` (concurrency 1, the default) headed its decode step "Decode step: 1 sequences", and a
+    one-GPU training report "1 GPUs"."""
+    import ironlaw
+    ironlaw.serve("llama3-8b", on="h100", html=str(tmp_path / "s.html"))
+    assert "Decode step: 1 sequence at the mean context" in (tmp_path / "s.html").read_text()
+    ironlaw.analyze("gpt2", on="h100", phase="train", gpus=1, global_batch=8, html=str(tmp_path / "t.html"))
+    assert "train · bf16 · 1 GPU: tp 1" in (tmp_path / "t.html").read_text()

@@ -1,15 +1,13 @@
 """Sliding-window generation runs one of two TensorRT-LLM kernels, each its own kernel class: XQA for 2 to 32 query
 heads per KV head at a head dim its JIT kernels take (a multiple of 16 up to 256), the MMHA fallback otherwise (``gemmshape.window_kernel``); the fitter
 groups the tables' rows and the decode op names its class by the same rule."""
-from dataclasses import replace
 
 import pytest
 
+from attention_cases import decode_case
 from ironlaw.core.gemmshape import attention_kernel, attention_kernel_parts, attention_regime, window_kernel
 from ironlaw.machine import hardware
 from ironlaw.models import workloads
-from ironlaw.models.workloads import transformer as T
-from ironlaw.models.workloads import Request
 
 
 @pytest.mark.parametrize("heads, kv_heads, head_dim, kernel", [
@@ -53,20 +51,17 @@ def test_the_fitter_groups_window_rows_by_the_kernel_they_run():
     assert names["attention_generation_bf16_kv_bf16_window_mmha"].endswith("sliding window, MMHA kernel")
 
 
-def _window_op(arch, phase="decode"):
-    g = T.build(arch, Request("x", phase=phase, batch=8, seq=1023), "x")
-    (op,) = [o for o in g.ops if o.kind == "attention"]
-    return op
+def _window_op(kv_heads: int, phase="decode"):
+    """Llama 3 8B's 32 heads × 128 on ``kv_heads`` KV heads, window 128, 8 sequences of 1,023 tokens."""
+    return decode_case(32, kv_heads, 8, 1023, 128, phase, sliding_window=128)[2]
 
 
 def test_a_windowed_decode_names_the_kernel_the_runtime_picks():
-    llama = replace(T.builtin_arch("llama3-8b"), sliding_window=128)        # 32 heads on 8 KV heads x 128
-    assert _window_op(llama).attrs["kernel"] == "attention_generation_bf16_kv_bf16_window"
-    mha = replace(llama, kv_heads=32)                                        # one head per KV head
-    op = _window_op(mha)
+    assert _window_op(8).attrs["kernel"] == "attention_generation_bf16_kv_bf16_window"   # 32 heads on 8 KV heads
+    op = _window_op(32)                                                      # one head per KV head
     assert op.attrs["kernel"] == "attention_generation_bf16_kv_bf16_window_mmha"
     assert op.attrs["history"] == 1024.0                                     # MMHA's class may split, too
-    assert _window_op(mha, "prefill").attrs["kernel"] == "attention_context_bf16_kv_bf16_window"
+    assert _window_op(32, "prefill").attrs["kernel"] == "attention_context_bf16_kv_bf16_window"
     g = workloads.resolve(workloads.Request("gpt-oss-20b", phase="decode", batch=8, seq=1023, dtype="bf16",
                                             device="cuda"))
     kernels = {o.name: o.attrs["kernel"] for o in g.ops if o.kind == "attention"}

@@ -538,4 +538,4 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
     from .results import KernelCalibration
     named = sorted({t.framework for t in tables if t.framework})
     return KernelCalibration(base.name, ", ".join(named) or "unstated", len(gs), scores, table, saved,
-                             kernelfit.form_choices(new), left_out)
+                             kernelfit.form_choices(new), left_out, kerneltable.assumptions(tables))

@@ -75,11 +75,12 @@ class KernelCalibration:
     saved: Optional[str]
     gemm_forms: list = field(default_factory=list)   # per GEMM class: the form kept, each form's held-out errors
     skipped: list = field(default_factory=list)      # rows left out: table, gemm_dtype, rows, why (kernelfit.skipped)
+    assumed: list = field(default_factory=list)      # what reading the tables assumed (kerneltable.assumptions)
 
     def to_dict(self) -> dict:
         return {"schema": "ironlaw.calibrate-kernels/1", "hardware": self.hardware, "framework": self.framework,
                 "held_out": [s.__dict__ for s in self.held_out], "calibration": self.calibration,
-                "saved": self.saved, "gemm_forms": self.gemm_forms, "skipped": self.skipped}
+                "saved": self.saved, "gemm_forms": self.gemm_forms, "skipped": self.skipped, "assumed": self.assumed}
 
 
 @dataclass

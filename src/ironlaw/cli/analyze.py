@@ -7,7 +7,7 @@ import typer
 
 from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json
-from .options import FLOAT, On, Opt, RunCost, Spec, parse_opts, with_run_cost
+from .options import FLOAT, Format, On, Opt, RunCost, Spec, parse_opts, with_run_cost
 
 
 @app.command()
@@ -17,7 +17,7 @@ def analyze(
     spec: Spec,
     on: On = "h100",
     case: Case = Case(),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     top: int = typer.Option(10, "--top", help="rows in the top-ops table (text/md)"),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="devices in all (collectives, parallel training)"),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes the devices are spread over (default 1)"),

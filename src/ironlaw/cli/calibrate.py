@@ -9,6 +9,7 @@ import typer
 
 from ..core.units import counted
 from .common import app, check_format, console, emit_json
+from .options import Format
 
 
 @app.command("calibrate")
@@ -24,7 +25,7 @@ def calibrate_cmd(
                                              "holds; leave it out for tables of your own that name none, in a column or a folder)"),
     out: Optional[str] = typer.Option(None, "--out", help="write the calibrated hardware profile to this .toml "
                                       "(the default engine's kernels: --framework trtllm, or aiter on AMD)"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
 ):
     """Fit GEMM η per dtype and attention per phase and KV dtype on measured kernel latencies."""
     check_format(fmt)
@@ -45,6 +46,8 @@ def calibrate_cmd(
         scores = (f"{s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
                   f"{100 * s.median_abs_err:5.1f}% / {100 * s.p90_abs_err:5.1f}%")
         con.print(f"  {s.group:<40} {scores}" if len(s.group) <= 40 else f"  {s.group}\n  {'':<40} {scores}")
+    for line in _notes(res):
+        con.print(line)
     for k in res.skipped:
         con.print(f"left out: {_skipped(k)}")
     if res.gemm_forms:
@@ -76,10 +79,21 @@ def _markdown(res) -> str:
             f.add_row(c["group"], c["form"], *(f"{100 * c[k]['median_abs_err']:.1f}% / {100 * c[k]['p90_abs_err']:.1f}%"
                                                if k in c else "—" for k in ("half", "stream")))
         parts.append(markdown(f))
-    parts += [f"left out: {_skipped(k)}" for k in res.skipped]
+    parts += _notes(res) + [f"left out: {_skipped(k)}" for k in res.skipped]
     if res.saved:
         parts.append(f"wrote `{res.saved}` (use it with `--on {res.saved}`)")
     return "\n\n".join(parts)
+
+
+def _notes(res) -> list[str]:
+    """What the fit assumed of the tables (``KernelCalibration.assumed``) and the classes split within each head
+    dim (``kernelfit.rows.split_names``): one line each."""
+    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in res.calibration["held_out"]]
+    lines = list(res.assumed)
+    if within:
+        lines.append(f"split within each head dim (the even/odd rows held most of one head dim out): "
+                     f"{'; '.join(within)}")
+    return lines
 
 
 def _framework(res) -> str:

@@ -7,7 +7,7 @@ import typer
 
 from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json
-from .options import Opt, Spec, parse_opts
+from .options import Format, Opt, Spec, parse_opts
 
 
 @app.command()
@@ -22,7 +22,7 @@ def compare(
                                            "\"hardware=b200\", \"prefetch\", \"overlap-comm\"; repeat or join with ';'"),
     vs_hardware: Optional[str] = typer.Option(None, "--vs-hardware", help="predict the 'after' case on this device"),
     case: Case = Case(),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     top: int = typer.Option(6, "--top", help="ops shown on the critical path (text/md)"),
     opt: Opt = [],
 ):

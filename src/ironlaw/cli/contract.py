@@ -4,13 +4,13 @@ from __future__ import annotations
 import typer
 
 from .common import app, check_format, emit_json
-from .options import DType
+from .options import DType, Format
 
 
 @app.command()
 def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml file"),
              dtype: DType = None,
-             fmt: str = typer.Option("text", "--format", help="text | json | md")):
+             fmt: Format = "text"):
     """Which resource each of three classic workloads saturates first on one device."""
     from .. import api
 

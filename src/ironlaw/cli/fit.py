@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from .common import app, check_format, console_for, emit_json
+from .options import Format
 
 
 @app.command("fit")
@@ -16,7 +17,7 @@ def fit_cmd(
     on: str = typer.Option("local", "--on", help="the profile to calibrate: 'local' (newest probe profile) or a .toml"),
     stat: str = typer.Option("median", "--stat", help="median | min: the measured time fitted and scored"),
     save: bool = typer.Option(False, "--save", help="write the fitted [calibration] into the profile (atomic)"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
 ):
     """Fit efficiencies, bandwidth per reuse pattern and per-op overheads from validate runs."""
     from .. import api

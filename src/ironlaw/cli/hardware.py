@@ -4,10 +4,11 @@ from __future__ import annotations
 import typer
 
 from .common import check_format, console, emit_json, hardware_app
+from .options import Format
 
 
 @hardware_app.command("list")
-def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
+def list_(fmt: Format = "text"):
     """All devices in the catalog, with their headline numbers."""
     from ..machine import hardware
     from ..core.units import fmt as f, fmt_size
@@ -37,7 +38,7 @@ def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
 
 @hardware_app.command("show")
 def show(name: str = typer.Argument(..., help="catalog name, alias, 'local', or a .toml file"),
-         fmt: str = typer.Option("text", "--format", help="text | json | md")):
+         fmt: Format = "text"):
     """Every number of one device, with its source."""
     from ..machine import hardware
 

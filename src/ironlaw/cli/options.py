@@ -6,12 +6,13 @@ reader of ``--opt`` (``parse_opts``).
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Annotated, Callable, List, Optional
 
 import click
 import typer
+
+from .groups import grouped
 
 
 class AsTyped(float):
@@ -73,6 +74,7 @@ DType = Annotated[Optional[str], typer.Option("--dtype", help="fp32 | tf32 | bf1
 Serial = Annotated[bool, typer.Option("--serial/--overlap", help="compose data, compute and latency serially (sum) "
                                                                  "or overlapped (max + latency)")]
 Opt = Annotated[List[str], typer.Option("--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288")]
+Format = Annotated[str, typer.Option("--format", help="text | json | md")]
 
 
 def parse_opts(items: list[str]) -> dict:
@@ -132,18 +134,6 @@ class RunCost:
 
 def with_run_cost(command: Callable) -> Callable:
     """``command`` with its ``cost: RunCost`` parameter shown to typer as the six ``RUN_COST`` options (same
-    flags, help and place in ``--help``); typer calls it with them, ``command`` gets them as one ``RunCost``."""
-    sig = inspect.signature(command, eval_str=True)
-    params = []
-    for p in sig.parameters.values():
-        params += [inspect.Parameter(name, p.KEYWORD_ONLY, default=None, annotation=kind) for name, kind in RUN_COST] \
-            if p.name == "cost" else [p.replace(kind=p.KEYWORD_ONLY)]
-
-    def run(**kw):
-        cost = RunCost(**{name: kw.pop(name) for name, _ in RUN_COST})
-        return command(**kw, cost=cost)
-    run.__name__, run.__qualname__, run.__doc__ = command.__name__, command.__qualname__, command.__doc__
-    run.__module__ = command.__module__
-    run.__signature__ = sig.replace(parameters=params)
-    run.__annotations__ = {p.name: p.annotation for p in params}
-    return run
+    flags, help and place in ``--help``); typer calls it with them, ``command`` gets them as one ``RunCost``
+    (``groups.grouped``, as the workload case's options)."""
+    return grouped(command, "cost", tuple((name, kind, None) for name, kind in RUN_COST), RunCost)

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console_for, emit_json
-from .options import FLOAT
+from .options import FLOAT, Format
 
 
 @app.command()
@@ -27,7 +27,7 @@ def probe(
                                                         "copy's time does not grow with its size; "
                                                         "without it such a probe is saved marked unsteady and "
                                                         "every prediction on it carries the wider range"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
 ):
     """Micro-benchmark this machine (GEMM per dtype and shape, bandwidth per memory level, elementwise,
     reductions, dispatch latency; launch latency and host↔device copies on CUDA), time a few built-in
@@ -83,7 +83,7 @@ def _render(doc: dict, path: str, c) -> None:
     for col in ("dtype", "peak", "note"):
         t.add_column(col)
     for dt, v in doc["compute"].items():
-        note = "NO FAST PATH" if "NO FAST PATH" in v["source"] else ""
+        note = peak_note(v["source"])
         t.add_row(dt, fmt(v["peak_flops"], "FLOP/s"), note)
     t.add_row("vector", fmt(doc["vector"]["peak_flops"], "FLOP/s"), "fastest elementwise op")
     c.print(t)
@@ -118,6 +118,18 @@ def _render(doc: dict, path: str, c) -> None:
     if line:
         c.print(line)
     c.print(f"saved [bold]{path}[/bold]  ({use_line(path)})")
+
+
+def peak_note(source: str) -> str:
+    """The peak table's note: NO FAST PATH, and a peak taken from small shapes only (``build.SMALL_ONLY``): a
+    floor under the peak, the largest shape measured named."""
+    import re
+    from ..measure.calibrate.build import SMALL_ONLY
+    notes = ["NO FAST PATH"] if "NO FAST PATH" in source else []
+    if SMALL_ONLY in source:
+        shape = re.search(r"(\d+x\d+x\d+) at ", source)
+        notes.append(f"floor: small shapes ({shape.group(1)})" if shape else "floor: small shapes")
+    return "; ".join(notes)
 
 
 def use_line(path) -> str:

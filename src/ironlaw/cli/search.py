@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json
-from .options import FLOAT, On, RunCost, Spec, with_run_cost
+from .options import FLOAT, Format, On, RunCost, Spec, with_run_cost
 
 
 @app.command()
@@ -67,7 +67,7 @@ def search(
     prices: Optional[str] = typer.Option(None, "--price", "--prices", help="serve: USD per GPU-hour by device, e.g. "
                                          "h100=2.5,b200=5 (default: law.power's sourced rates)"),
     cost: RunCost = RunCost(),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the ranked layouts, why the best "
                                        "wins (one self-contained HTML file)"),
 ):

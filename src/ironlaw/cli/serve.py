@@ -7,7 +7,7 @@ import typer
 
 from .common import app, check_format, emit_json, emit_lines
 from .serve_throughput import expert_lines
-from .options import FLOAT, FRACTION
+from .options import FLOAT, FRACTION, Format
 
 
 @app.command()
@@ -67,7 +67,7 @@ def serve(
                                          "trtllm on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
     release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "
                                           "its MoE layer too: 1.0 (default: the catalog's, TensorRT-LLM 1.3.0rc20)"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
                                        "concurrency frontier (one self-contained HTML file)"),
 ):

@@ -57,7 +57,8 @@ def text(res, md: bool = False) -> None:
     from ..core.units import fmt_num, fmt_time
     from ..report.table import print_fitted
     con = console()
-    head = f"{res.spec} · {res.phase} · {res.dtype}: {counted(res.points, 'point')}"
+    seq = f" · seq {res.fixed_seq}" if res.fixed_seq is not None else ""
+    head = f"{res.spec} · {res.phase} · {res.dtype}{seq}: {counted(res.points, 'point')}"
     if md:
         print(f"**{head}**\n")
     else:

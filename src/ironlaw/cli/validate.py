@@ -7,6 +7,7 @@ import typer
 
 from ..core.units import counted
 from .common import app, check_format, check_top, console_for, emit_json
+from .options import Format
 
 
 @app.command()
@@ -20,7 +21,7 @@ def validate(
     repeats: int = typer.Option(5, "--repeats", help="timed end-to-end runs (median and spread are reported)"),
     warmup: int = typer.Option(2, "--warmup", help="untimed runs first"),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads (default: the profile's probe threads)"),
-    fmt: str = typer.Option("text", "--format", help="text | json | md"),
+    fmt: Format = "text",
     out: Optional[str] = typer.Option(None, "--out", help="also write the JSON document to this file"),
     top: int = typer.Option(10, "--top", help="per-op rows shown (text)"),
 ):
@@ -37,6 +38,10 @@ def validate(
     render(doc, top=top, console=c)
     if fmt == "md":
         c.emit()
+
+
+# the per-op table's columns left out, in this order, until it fits the terminal (``report.table.print_fitted``)
+OPS_DROPPED = ("shapes", "CV", "kind", "#")
 
 
 def _pct(x) -> str:
@@ -110,14 +115,19 @@ def render(doc: dict, top: int = 10, console=None) -> None:
     c.print(f"per op: {100 * sc['ops_within_25pct_time_share']:.0f}% of measured op time is in ops predicted within "
             f"±25%; {100 * sc['ops_within_2x_count_share']:.0f}% of ops within 2×")
     if top > 0:
+        from ..report.table import print_fitted
         from ..report.text import top_ops_label
+        from .common import MarkdownConsole
         to = Table(title=f"{top_ops_label(top, len(doc['ops']))} by measured time")
         for col in ("#", "op", "kind", "shapes", "predicted", "measured", "CV", "error", "bound"):
             to.add_column(col, justify="left" if col in ("op", "kind", "shapes", "bound") else "right")
         for r in sorted(doc["ops"], key=lambda r: -r["measured_s"])[:top]:
             to.add_row(str(r["index"]), r["name"][:40], r["kind"], r["shapes"][:34], fmt_time(r["predicted_s"]),
                        fmt_time(r["measured_s"]), f"{100 * r['measured_cv']:.0f}%", _pct(r["error"]), r["bound"])
-        c.print(to)
+        if isinstance(c, MarkdownConsole):         # a pipe table has no width to fit
+            c.print(to)
+        else:
+            print_fitted(to, c, OPS_DROPPED)
     if t.get("faulted_bytes_per_run"):
         c.print(fresh_memory_line(t, hw.get("probed", True)))
     if hw["calibrated"]:

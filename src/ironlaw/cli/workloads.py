@@ -1,13 +1,12 @@
 """`ironlaw workloads list`."""
 from __future__ import annotations
 
-import typer
-
 from .common import check_format, console, emit_json, workloads_app
+from .options import Format
 
 
 @workloads_app.command("list")
-def list_(fmt: str = typer.Option("text", "--format", help="text | json | md")):
+def list_(fmt: Format = "text"):
     """Built-in workloads and the spec prefixes that build others."""
     from ..models import workloads
 

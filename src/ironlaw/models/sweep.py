@@ -100,6 +100,7 @@ class Sweep:
     ridges: list[dict] = field(default_factory=list)
     energy: dict = field(default_factory=dict)      # name -> (H, B, S): power_w, joules_per_unit, … (power.py)
     energy_sources: dict = field(default_factory=dict)
+    fixed_seq: int | None = None       # the workload's own seq where none is swept and its graph states one
 
     @property
     def points(self) -> int:
@@ -112,7 +113,7 @@ class Sweep:
             for i, b in enumerate(self.batch):
                 for j, s in enumerate(seqs):
                     t = float(self.time_s[h, i, j])
-                    out.append({"hardware": hw, "batch": int(b), "seq": None if s is None else int(s),
+                    out.append({"hardware": hw, "batch": int(b), "seq": self.fixed_seq if s is None else int(s),
                                 "time_s": t if np.isfinite(t) else None,
                                 "throughput": float(self.throughput[h, i, j]), "bottleneck": str(self.bottleneck[h, i, j]),
                                 **{k: _finite(v[h, i, j]) for k, v in self.energy.items()}})
@@ -150,11 +151,13 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
     whatif = _check_whatif(whatif)
     times, thr, labs, ridges, energy, sources = [], [], [], [], [], {}
-    unit, g_phase, g_dtype = "samples/s", phase, dtype
+    unit, g_phase, g_dtype, fixed = "samples/s", phase, dtype, None
     for hw in hws:
         est = _predict(spec, hw, b[:, None], None if s is None else s[None, :], phase, dtype, whatif, composition)
         g = est.graph
         g_phase, g_dtype = g.phase, g.meta.get("precision", g.dtype)     # a lowered training step: its GEMMs'
+        if s is None and g.meta.get("seq") is not None and np.ndim(g.meta["seq"]) == 0:
+            fixed = int(g.meta["seq"])                                      # the workload's own, stated per point
         shape = (b.size, 1 if s is None else s.size)
         t = np.broadcast_to(est.total_s, shape)
         units, unit = _work_units(g, shape)
@@ -165,7 +168,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         if ridge:
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
-                 np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources)
+                 np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources, fixed)
 
 
 def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict) -> dict:

@@ -13,7 +13,7 @@ Section ids: ``summary``, ``capacity``/``memory``, ``energy``, ``step-…``, ``r
 """
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_size, fmt_time
+from ..core.units import counted, fmt, fmt_size, fmt_time
 from . import html, svg
 from .frontier import section as frontier_section
 
@@ -121,7 +121,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
                   f'{cap["tokens_reserved_per_sequence"]:,} tokens{" (paged)" if cap["paged"] else ""}.</p></section>')
     chunk = f", chunked prefill {doc['chunked_prefill_tokens']}" if doc.get("chunked_prefill_tokens") else ""
     parts = [summary, capacity, _energy(doc.get("energy"), "energy"),
-             step_section(est.decode, "step-decode", f"Decode step: {doc['concurrency']} sequences at the mean context",
+             step_section(est.decode, "step-decode", f"Decode step: {counted(doc['concurrency'], 'sequence')} at the mean context",
                           "One step of continuous batching: every sequence in flight adds one token, its context "
                           f"averaging prompt + output/2 = {doc['prompt_tokens'] + doc['output_tokens'] / 2:g} tokens. "
                           + _replay(doc.get("step_model"))),

@@ -1,7 +1,7 @@
 """The terminal report: summary sentence, three terms, bottleneck, top ops, footprint."""
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_num, fmt_size, fmt_time
+from ..core.units import counted, fmt, fmt_num, fmt_size, fmt_time
 from .table import print_fitted
 
 
@@ -23,7 +23,7 @@ def element_label(g) -> str:
         low = g.meta.get("precision", g.dtype)
         return g.dtype if low == g.dtype else f"{low} GEMMs, {g.dtype} elsewhere"
     nodes = g.meta.get("nodes", 1)
-    return f"{g.meta['gpus']} GPUs" + (f", {nodes} nodes" if nodes > 1 else "")
+    return counted(g.meta["gpus"], "GPU") + (f", {nodes} nodes" if nodes > 1 else "")
 
 
 def headline(est) -> str:

@@ -9,7 +9,7 @@ shows an estimate (``terms``, ``roofline``, ``by-kind``, ``top-ops``), ``notes``
 """
 from __future__ import annotations
 
-from ..core.units import fmt, fmt_size, fmt_time
+from ..core.units import counted, fmt, fmt_size, fmt_time
 from . import html, svg
 
 _e = html.esc
@@ -159,7 +159,7 @@ def render(step, doc: dict, hw, top: int = 30) -> str:
     parts.append(html.hardware_sources(hw))
     p = doc["plan"]
     name = est.graph.meta.get("spec", est.graph.name)
-    sub = (f"train · {_e(est.graph.meta.get('precision', est.graph.dtype))} · {p['gpus']} GPUs: tp {p['tp']} × pp "
+    sub = (f"train · {_e(est.graph.meta.get('precision', est.graph.dtype))} · {counted(p['gpus'], 'GPU')}: tp {p['tp']} × pp "
            f"{p['pp']} × cp {p['cp']} × dp {p['dp']}, global batch {p['global_batch']}")
     return html.document(f"ironlaw · training {name} on {hw.name}", f"Training {name} on {p['gpus']} × {hw.title}",
                          sub, parts, data={"schema": "ironlaw.train-report/1", "step": doc, "timeline": parts_t},

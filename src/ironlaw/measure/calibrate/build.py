@@ -39,6 +39,20 @@ def _peak_row(rows: list[dict]) -> tuple[float, dict, int]:
     return top["flops_per_s"], top, len(large)
 
 
+SMALL_ONLY = "small shapes only"     # a peak no shape large enough to reach one measured (``_peak_text``)
+
+
+def _peak_text(rows: list[dict], r: dict, n_top: int) -> str:
+    """Where a dtype's peak came from: the fastest of its large GEMM shapes, or, where none of its shapes does
+    ``LARGE_GEMM_FLOPS`` of work (a dtype without a fast path runs its small shapes only, ``probe.gemm.FastPathGate``;
+    a quick probe's fp16), the fastest small one, which says so: a floor under the peak, not the peak."""
+    rate = f"{r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s (spread {r['cv']:.1%})"
+    if any(2.0 * x["m"] * x["n"] * x["k"] >= LARGE_GEMM_FLOPS for x in rows):
+        return f"fastest of {n_top} large GEMM shapes ({len(rows)} measured): {rate}"
+    return (f"{SMALL_ONLY} (each under {LARGE_GEMM_FLOPS / 1e9:g} GFLOP): fastest of {len(rows)} GEMM "
+            f"shape{'s' if len(rows) != 1 else ''}, {rate}, a floor under the peak, not the peak")
+
+
 def compute_peaks(probe: dict) -> dict:
     by_dt: dict[str, list[dict]] = {}
     for r in probe.get("gemm", []):
@@ -47,9 +61,7 @@ def compute_peaks(probe: dict) -> dict:
     if not by_dt:
         raise IronlawError("probe: no GEMM measured; cannot write a profile")
     peaks = {dt: _peak_row(rows) for dt, rows in by_dt.items()}
-    texts = {dt: (f"fastest of {n_top} large GEMM shapes ({len(by_dt[dt])} measured): "
-                  f"{r['m']}x{r['n']}x{r['k']} at {r['flops_per_s'] / 1e9:.1f} GFLOP/s (spread {r['cv']:.1%})")
-             for dt, (_, r, n_top) in peaks.items()}
+    texts = {dt: _peak_text(by_dt[dt], r, n_top) for dt, (_, r, n_top) in peaks.items()}
     for dt in peaks:                  # another library's kernels (oneDNN convs on a CPU) may run faster
         convs = [r for r in probe.get("conv", []) if r["dtype"] == dt and r.get("groups", 1) == 1]
         c = max(convs, key=lambda r: r["flops_per_s"]) if convs else None

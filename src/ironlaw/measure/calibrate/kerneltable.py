@@ -93,6 +93,15 @@ class KernelTable:
     version: str
     path: str                # the file, relative to the root read
     rows: object             # pandas.DataFrame
+    assumed: tuple = ()      # the columns the file lacks, read as ``NO_WINDOW`` states them
+
+
+def assumptions(tables: list[KernelTable]) -> list[str]:
+    """One line naming what the reading assumed of ``tables`` (``NO_WINDOW``), or none."""
+    lacking = sorted({t.path for t in tables if "window_size" in t.assumed})
+    if not lacking:
+        return []
+    return [f"no window_size column in {', '.join(lacking)}: read as window 0 (global attention)"]
 
 
 def match_gpu(device: str) -> str | None:
@@ -222,7 +231,8 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
             raise IronlawError(f"{rel}: cannot tell which kernels the table holds: name it <op>_perf.csv (op one of "
                                f"{', '.join(COLUMNS)}) or give it one op_name of those")
         op = names[0]
-    df = df.assign(**{c: v for c, v in NO_WINDOW.get(op, {}).items() if c not in df.columns})
+    assumed = tuple(c for c in NO_WINDOW.get(op, {}) if c not in df.columns)
+    df = df.assign(**{c: NO_WINDOW[op][c] for c in assumed})
     want = None if gpu is None else _catalog_name(gpu)
     if seen is not None and "device" in df.columns:
         seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())
@@ -240,7 +250,7 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
         if want is not None and name is not None and name != want:
             continue
         fw, ver = _framework(rows, _folders(root, path))
-        out.append(KernelTable(op, name or gpu, str(device), fw, ver, rel, rows.reset_index(drop=True)))
+        out.append(KernelTable(op, name or gpu, str(device), fw, ver, rel, rows.reset_index(drop=True), assumed))
     return out
 
 

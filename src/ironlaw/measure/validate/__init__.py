@@ -56,12 +56,12 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise IronlawError(f"validate: --repeats must be a positive whole number, got {repeats!r}")
     models.check_phase(phase)                          # before the profile: a phase no probe would make valid
+    t_start = time.perf_counter()
+    r = models.resolve(spec, batch, seq, phase)        # before the profile: a model file the user mistyped
     hw = hw or hardware.get(on)
     if hw.kind != "cpu":
         raise IronlawError(f"validate runs the model on this machine's CPU; '{on}' is a {hw.kind} ({hw.name}). "
                            "Use --on local (the newest probe profile) or a CPU profile file")
-    t_start = time.perf_counter()
-    r = models.resolve(spec, batch, seq, phase)
     cap = r.fake()
     meta = {"batch": r.batch, **r.meta, "spec": spec}
     graph = to_graph(cap, r.name, r.phase, "fp32", meta)

@@ -74,11 +74,25 @@ class Scheduler:
     memory_fraction: float          # of device memory for weights and KV (and vLLM's activations)
     sources: dict                   # field -> where the framework sets it
 
+    def given(self, max_num_seqs=None, max_num_batched_tokens=None) -> "Scheduler":
+        """These limits where the run was given them (``serve --max-batch``, ``--max-num-tokens``), each source
+        saying so; the framework's defaults otherwise."""
+        out, sources = self, dict(self.sources)
+        for key, value, flag in (("max_num_seqs", max_num_seqs, "--max-batch"),
+                                 ("max_num_batched_tokens", max_num_batched_tokens, "--max-num-tokens")):
+            if value is not None:
+                out, sources[key] = replace(out, **{key: int(value)}), f"given ({flag})"
+        return replace(out, sources=sources)
+
     def line(self) -> str:
         vllm = self.engine == "vllm"
         mixing = "chunked prefill mixed into decode" if self.mixed_steps else "prefill batches apart from decode"
-        return (f"scheduler: max_num_seqs {self.max_num_seqs}, "
-                f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}, "
+
+        def given(key: str) -> str:
+            return " (given)" if self.sources[key].startswith("given") else ""
+        return (f"scheduler: max_num_seqs {self.max_num_seqs}{given('max_num_seqs')}, "
+                f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}"
+                f"{given('max_num_batched_tokens')}, "
                 f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
                 f"{self.block_tokens}, memory fraction {self.memory_fraction:g} "
                 f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
@@ -378,4 +392,5 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
         est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=constants(eng, throughput.FITTED),
                                         **kw2)
         est.limits = replace(est.limits, source=limits_source(eng, *given))
+        eng = replace(eng, scheduler=eng.scheduler.given(*given))
     return EngineThroughput(**{f.name: getattr(est, f.name) for f in fields(est)}, framework=eng)

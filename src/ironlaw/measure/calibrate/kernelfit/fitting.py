@@ -11,7 +11,7 @@ from .dispatch import derived_generation, dispatch_rule, dispatched, linked_disp
 from .forms import chosen_form, fit_operands
 from .ops import replayed_hw
 from .provenance import source
-from .rows import despiked, split
+from .rows import despiked, split, split_names
 from .vocabulary import GEMM_FILLS, Group, LICENSE
 
 
@@ -46,8 +46,9 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             table = fit_class(replayed_hw(g, hw), g, fit_rows, steps, gemm_fill)
             form = {"replayed": replayed_from(replayed_hw(g, hw), hw)}
         cal.setdefault(g.key[0], {})[g.key[1]] = table
-        cal["fitted"].append(f"{g.name} (even rows)")
-        cal["held_out"].append(f"{g.name} (odd rows)")
+        fitted_as, held_as = split_names(g.rows, g.op)
+        cal["fitted"].append(f"{g.name} ({fitted_as})")
+        cal["held_out"].append(f"{g.name} ({held_as})")
         timed = "".join(f"; {x}" for x in (g.timed, form.pop("replayed", "")) if x)
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": "; ".join(x for x in (origin, f"{g.table.framework} "

@@ -32,15 +32,19 @@ KERNEL_SOURCE = ("GEMM η(M, N, K) per dtype and attention per phase and KV dtyp
 
 def merged(base: dict | None, new: dict) -> dict:
     """``new`` over a device's existing calibration ``base``: its shape tables, kernel classes and
-    provenance replace base's of the same name; fitted, held_out and source add up."""
+    provenance replace base's of the same name, and so do its fitted and held_out entries of a class it fitted
+    (``"<class> (<rows>)"``); the other entries and the source add up."""
     if not base:
         return new
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
     for key in ("matmul", "kernel", "provenance"):
         if new.get(key):
             out[key] = {**out.get(key, {}), **new[key]}
-    for key in ("fitted", "held_out"):
-        out[key] = list(dict.fromkeys(list(base.get(key, [])) + list(new.get(key, []))))
+    for key in ("fitted", "held_out"):           # a class fitted again names its rows as ``new`` splits them
+        classes = tuple(f"{name} (" for name in new.get("provenance", {}))
+        again = tuple(c for c in classes if any(e.startswith(c) for e in new.get(key, [])))
+        kept = [e for e in base.get(key, []) if not e.startswith(again)] if again else list(base.get(key, []))
+        out[key] = list(dict.fromkeys(kept + list(new.get(key, []))))
     out["source"] = merged_source(base["source"], new["source"])
     return check(out, "calibration")
 

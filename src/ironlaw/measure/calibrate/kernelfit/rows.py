@@ -199,12 +199,26 @@ def split(rows, op: str = "") -> tuple[object, object]:
     """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group; for an op of ``STRATA``, where
     that leaves over ``ONE_SIDED`` of some value of its column (a head dim) on one side (``one_sided``), the even and
     the odd rows of each value's own rows, so that every head dim is fitted and held out alike."""
-    idx = np.arange(len(rows))
-    odd = idx % 2 == 1
-    col = STRATA.get(op)
-    if col is not None and col in rows.columns and one_sided(rows[col].to_numpy(), odd, ONE_SIDED[op]):
-        odd = rows.groupby(col, sort=False).cumcount().to_numpy() % 2 == 1
+    col = stratum(rows, op)
+    odd = (np.arange(len(rows)) if col is None else rows.groupby(col, sort=False).cumcount().to_numpy()) % 2 == 1
     return rows.iloc[~odd], rows.iloc[odd]
+
+
+def stratum(rows, op: str = "") -> str | None:
+    """The column within each of whose values ``split`` alternates (``STRATA``, where the plain even/odd split is
+    ``one_sided``), None where it alternates over the whole group."""
+    col = STRATA.get(op)
+    if col is None or col not in rows.columns:
+        return None
+    return col if one_sided(rows[col].to_numpy(), np.arange(len(rows)) % 2 == 1, ONE_SIDED[op]) else None
+
+
+def split_names(rows, op: str = "") -> tuple[str, str]:
+    """What ``split`` fits and holds out of ``rows``, as the provenance names them: ("even rows", "odd rows"), or
+    where it alternates within each head dim ("even rows of each head dim", "odd rows of each head dim")."""
+    col = stratum(rows, op)
+    each = "" if col is None else f" of each {col.replace('_', ' ')}"
+    return f"even rows{each}", f"odd rows{each}"
 
 
 def one_sided(values: np.ndarray, odd: np.ndarray, limit: float) -> bool:

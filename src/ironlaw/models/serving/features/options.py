@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....core.units import fmt_num, fmt_time
+from ....core.units import counted, fmt_num, fmt_time
 
 
 @dataclass
@@ -169,7 +169,7 @@ def _disaggregate(est, at, s, f: Features, slo) -> tuple[dict, list[str]]:
              f"{fmt_time(given['prefill_s'])} + KV {given['kv_bytes_per_prompt'] / 1e6:.1f} MB over {given['link']} "
              f"in {fmt_time(given['transfer_s'])}{_wait(given)}) · ITL {fmt_time(given['itl_s'])} · "
              f"{fmt_num(given['tokens_per_s'])} tokens/s ({given['bound']} binds; a closed loop of "
-             f"{given['sequences_in_flight']} requests in flight)"]
+             f"{counted(given['sequences_in_flight'], 'request')} in flight)"]
     if best["met"]:
         b = best["best"]
         lines.append(f"best split of {p + d} devices{' for the SLO' if slo else ''}: prefill={b['prefill_devices']}, "

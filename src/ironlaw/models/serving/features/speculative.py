@@ -209,13 +209,13 @@ def _why(t_ver: float, t_dec: float, k: int, e_tok: float, t_draft: float) -> st
 
 def _check_memory(base, sp: Speculation, draft: Graph, ctx: int) -> None:
     """The drafter's weights and KV cache must fit beside the target's sequences."""
-    from ....core.units import fmt_size
+    from ....core.units import counted, fmt_size
     cap = base.capacity
     d_kv_tok = float(draft.footprint.get("kv_cache", 0.0)) / (base.concurrency * ctx)
     d_w = float(draft.footprint.get("weights", 0.0))
     need = d_w + base.concurrency * cap["tokens_reserved_per_sequence"] * (cap["kv_bytes_per_token"] + d_kv_tok)
     if need > cap["kv_budget_bytes"]:
-        raise IronlawError(f"--speculative {sp.method}: {base.concurrency} sequences with the drafter need "
+        raise IronlawError(f"--speculative {sp.method}: {counted(base.concurrency, 'sequence')} with the drafter need "
                            f"{fmt_size(need)} (draft weights {fmt_size(d_w)}) but {fmt_size(cap['kv_budget_bytes'])} "
                            f"is left after the target; {fmt_size(need - cap['kv_budget_bytes'])} too much — lower "
                            f"--concurrency or use --tp")

@@ -45,9 +45,8 @@ its KV dtype), ``host`` (the host's launches and work, ``charged_s``), ``collect
 engine runs them) < ``constants`` (``ServingConstants``, ``engine_hw``, ``kernel_terms``) < ``checkpoint`` (the
 weights as the checkpoint stores them), ``moe`` (the routed experts on the fitted MoE kernel classes).
 """
-from .checkpoint import (BF16_ROLES, HALF, QUANTIZED_MATMUL_DTYPES, StoredExperts, checkpoint_experts,
-                         expert_weights, modelopt, routed_weight_bytes, stored_bytes_per_param, stored_weight_bytes,
-                         unquantized_weight_bytes)
+from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, modelopt,
+                         routed_weight_bytes, stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)
 from .collectives import TRTLLM_TABLE_HIDDEN, engine_collectives, half_collectives, trtllm_allreduce
 from .constants import CUDA_GRAPH_BATCHES, FIT_HOST_LINEAR_S, ServingConstants, engine_hw, kernel_terms
 from .graph import build, is_head, scale_class, scaled, step_graph, with_kv, with_kv_dtype
@@ -58,8 +57,8 @@ from .run import EngineRun, graph_seconds, padded, priced, step_seconds
 
 __all__ = [
     "BF16_ROLES", "CUDA_GRAPH_BATCHES", "EngineRun", "FIT_HOST_LINEAR_S", "GROUPED_GEMM", "HALF", "HostStep",
-    "MOE_ROUTER", "MOE_ROWS", "QUANTIZED_MATMUL_DTYPES", "ROUTED_ROLES", "ServingConstants", "StoredExperts",
-    "TRTLLM_TABLE_HIDDEN", "blocked_rows", "bottleneck", "build", "charged_s", "checkpoint_experts",
+    "MOE_ROUTER", "MOE_ROWS", "ROUTED_ROLES", "ServingConstants", "StoredExperts", "TRTLLM_TABLE_HIDDEN",
+    "blocked_rows", "bottleneck", "build", "charged_s", "checkpoint_experts",
     "engine_collectives", "engine_hw", "expert_weights", "fitted_moe", "graph_seconds", "grouped", "half_collectives",
     "host_floor_s", "host_launches", "host_step", "is_head", "kernel_terms", "launches", "modelopt", "moe_kernels",
     "on_router", "on_table_rows", "padded", "piecewise", "priced", "routed_weight_bytes", "scale_class", "scaled",

@@ -11,7 +11,6 @@ from ....core.graph import dtype_bytes
 
 BF16_ROLES = ("head", "embedding")     # the ops whose weights a ModelOpt checkpoint keeps in bf16
 HALF = "bf16"
-QUANTIZED_MATMUL_DTYPES = ("fp8", "fp4", "int8", "int4")
 
 
 @dataclass(frozen=True)
