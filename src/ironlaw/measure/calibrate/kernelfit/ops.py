@@ -38,8 +38,9 @@ def replayed_hw(g: Group, hw):
         return hw
     from ....machine.hardware import Tier
     capacity, rate, latency = REPLAY_L2[g.table.gpu]
-    tier = Tier("l2", "cache", capacity, rate, "estimate: the L2 the collector's replayed operands stay in "
-                "(kernelfit.rules.REPLAY_L2)", latency)
+    source = ("the L2 the collector's replayed operands stay in: size from NVIDIA's tuning guide, rate fitted on the "
+              "GPU's MLA BMM tables (kernelfit.rules.REPLAY_L2)")
+    tier = Tier("l2", "cache", capacity, rate, source, latency)
     return replace(hw, memory=(tier, *hw.memory))
 
 
