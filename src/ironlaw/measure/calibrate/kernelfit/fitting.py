@@ -31,7 +31,7 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
         if g.op == "gemm":
             check_gemm_dims(g.rows, g.table.path)
         fit_rows, held = split(g.rows, g.op)
-        steps, form = (grid_steps or {}).get(g.key[1], (grid_steps or {}).get(g.op)), {}
+        steps, form, replayed = (grid_steps or {}).get(g.key[1], (grid_steps or {}).get(g.op)), {}, ""
         if g.op == "gemm":
             fit_rows = despiked(g, fit_rows)
             g, table = fit_operands(hw, g, fit_rows, steps, "half" if gemm_fill == "auto" else gemm_fill)
@@ -43,13 +43,14 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             rule = dispatch_rule(g, hw)           # rows another kernel runs: that class's, not fitted here
             fit_rows = fit_rows[~dispatched(g, fit_rows, rule)] if rule else fit_rows
             fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
-            table = fit_class(replayed_hw(g, hw), g, fit_rows, steps, gemm_fill)
-            form = {"replayed": replayed_from(replayed_hw(g, hw), hw)}
+            dev = replayed_hw(g, hw)                       # the cache level its rows replay out of, if any
+            table = fit_class(dev, g, fit_rows, steps, gemm_fill)
+            replayed = replayed_from(dev, hw)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         fitted_as, held_as = split_names(g.rows, g.op)
         cal["fitted"].append(f"{g.name} ({fitted_as})")
         cal["held_out"].append(f"{g.name} ({held_as})")
-        timed = "".join(f"; {x}" for x in (g.timed, form.pop("replayed", "")) if x)
+        timed = "".join(f"; {x}" for x in (g.timed, replayed) if x)
         cal["provenance"][g.name] = {"table": f"{g.table.path} ({g.table.device}{timed})",
                                      "version": "; ".join(x for x in (origin, f"{g.table.framework} "
                                                                          f"{g.table.version}".strip()) if x),

@@ -119,8 +119,8 @@ def chunked_as_global(t: KernelTable):
     chunked layers on SGLang's Blackwell decode), left out of the window classes; none elsewhere, nor in a table
     without the columns."""
     rows = t.rows
-    if not holds(GLOBAL_WINDOW_ROWS, (t.framework, t.op), t.gpu) or "kernel_source" not in rows.columns:
-        return np.zeros(len(rows), bool) if rows is not None else np.zeros(0, bool)
+    if rows is None or not holds(GLOBAL_WINDOW_ROWS, (t.framework, t.op), t.gpu) or "kernel_source" not in rows.columns:
+        return np.zeros(0 if rows is None else len(rows), bool)
     return ((rows["window_size"] == GLOBAL_WINDOW_SIZE) & rows["kernel_source"].isin(GLOBAL_WINDOW_KERNELS)).to_numpy()
 
 
