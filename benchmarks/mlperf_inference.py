@@ -1,0 +1,139 @@
+"""MLPerf Inference v5.1 Llama-2-70B Offline against ironlaw: NVIDIA and AMD GPUs, scored through ``ironlaw.serve``.
+
+    python benchmarks/mlperf_inference.py            # per GPU: median / p90 |error|, signed median
+    python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
+
+Source: tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv (mlcommons/inference_results_v5.1; its header names the
+commit, which results were kept and where each number and setting comes from). Each row is one system's Offline run:
+LoadGen sends one query of samples_per_query OpenOrca samples, every sample at once, to gpus / tp engine instances
+(TensorRT-LLM on NVIDIA GPUs, AMD's vLLM harness on AMD GPUs); the published figure is the system's generated tokens
+per second, compared here per GPU.
+
+Each row is priced as one instance by ``ironlaw.serve(..., max_throughput=True)``: Llama-2-70B from its Hugging Face
+config (tests/data/llm_configs/llama2-70b.json), the dataset's mean prompt (222 tokens), the run's generated tokens per
+sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP, batch limit and step token budget,
+its requests (samples_per_query / instances) queued at once, on the engine the submission ran. TensorRT-LLM rows also
+carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction); vLLM rows run at vLLM's default memory fraction
+(0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw has one length per
+request, not the dataset's length distribution.
+
+Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw too fast).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CSV = ROOT / "tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv"
+MODEL = "tests/data/llm_configs/llama2-70b.json"
+PROMPT_TOKENS = 222       # mean tok_input_length of the 24,576 OpenOrca samples (222.33; the CSV's header)
+GPUS = ("h200", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
+
+
+def load(path: Path = CSV) -> list[dict]:
+    """The CSV's rows (``#`` lines are its header), numbers as numbers, with what the benchmark derives: generated
+    tokens per sample, engine instances, requests per instance and the published tokens/s per GPU."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    for r in rows:
+        for k in ("gpus", "tp", "max_batch", "max_num_tokens", "samples_per_query"):
+            r[k] = int(r[k])
+        for k in ("memory_fraction", "samples_s", "tokens_s"):
+            r[k] = float(r[k])
+        r["output"] = round(r["tokens_s"] / r["samples_s"])
+        r["instances"] = r["gpus"] // r["tp"]
+        r["requests"] = r["samples_per_query"] // r["instances"]
+        r["published"] = r["tokens_s"] / r["gpus"]
+    return rows
+
+
+def serve_kwargs(r: dict) -> dict:
+    """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
+    kw = {"prompt": PROMPT_TOKENS, "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
+          "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
+          "max_num_tokens": r["max_num_tokens"], "engine": r["engine"]}
+    if r["kv_dtype"] != "checkpoint":
+        kw["kv_dtype"] = r["kv_dtype"]
+    if r["engine"] == "trtllm":
+        kw["kv_fraction"] = r["memory_fraction"]
+    return kw
+
+
+def command(r: dict) -> str:
+    """The ``ironlaw serve`` command line that prices row ``r`` (one instance)."""
+    flags = {"on": r["gpu"], **serve_kwargs(r)}
+    parts = [f"ironlaw serve hf:{MODEL}"]
+    for k, v in flags.items():
+        flag = "--" + k.replace("_", "-")
+        parts.append(flag if v is True else f"{flag} {v}")
+    return " ".join(parts)
+
+
+def predict(r: dict) -> float:
+    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs."""
+    import ironlaw
+    est = ironlaw.serve("hf:" + str(ROOT / MODEL), r["gpu"], **serve_kwargs(r))
+    return r["requests"] * r["output"] / est.time_s / r["tp"]
+
+
+def scored(rows: list[dict] | None = None) -> list[dict]:
+    """Every row with ``pred`` (tokens/s per GPU), ``err`` (predicted / published - 1) and ``seconds``."""
+    out = []
+    for r in rows if rows is not None else load():
+        t0 = time.perf_counter()
+        pred = predict(r)
+        out.append(dict(r, pred=pred, err=pred / r["published"] - 1.0, seconds=time.perf_counter() - t0))
+    return out
+
+
+def p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+
+
+def summary(rows: list[dict]) -> list[tuple[str, int, float, float, float]]:
+    """(GPU, rows, median |err|, p90 |err|, signed median) per GPU, then over all rows."""
+    out = []
+    for label in (*GPUS, "all"):
+        errs = [r["err"] for r in rows if label in ("all", r["gpu"])]
+        if errs:
+            mag = [abs(e) for e in errs]
+            out.append((label, len(errs), statistics.median(mag), p90(mag), statistics.median(errs)))
+    return out
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"{'id':<9} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} {'batch':>5} "
+          f"{'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
+    for r in rows:
+        print(f"{r['id']:<9} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} {r['weights']:<5} "
+              f"{r['kv_dtype'][:5]:<5} {r['output']:>3} {r['max_batch']:>5} {r['max_num_tokens']:>6} "
+              f"{r['published']:>9.0f} {r['pred']:>8.0f} {100 * r['err']:>+6.1f}%")
+        print(f"    {command(r)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "src"))
+    rows = scored()
+    if args.rows:
+        print_rows(rows)
+    print(f"\n{len(rows)} MLPerf Inference v5.1 Llama-2-70B Offline results (tests/data/{CSV.name}); error = "
+          f"predicted / published generated tokens/s per GPU - 1; held out: nothing fitted on them")
+    print(f"{'gpu':<14} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
+    for label, n, med, hi, signed in summary(rows):
+        print(f"{label:<14} {n:>3} {100 * med:>11.1f}% {100 * hi:>9.1f}% {100 * signed:>+13.1f}%")
+    secs = [r["seconds"] for r in rows]
+    print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

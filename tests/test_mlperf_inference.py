@@ -1,0 +1,69 @@
+"""The MLPerf Inference v5.1 Llama-2-70B Offline extract (tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv,
+mlcommons/inference_results_v5.1) and the benchmark that scores it (benchmarks/mlperf_inference.py): the header names
+its origin, every row parses and its numbers agree with each other, and every row's printed ``ironlaw serve`` command
+is the library call the benchmark makes. No prediction is run here (the benchmark scores them)."""
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import mlperf_inference as bench  # noqa: E402
+
+COMMIT = "965182b03376a00fcae415c54e560e1c83937932"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return bench.load()
+
+
+def test_header_names_origin_commit_and_workload():
+    head = "".join(line for line in open(bench.CSV) if line.startswith("#"))
+    assert "mlcommons/inference_results_v5.1" in head and COMMIT in head
+    assert "mlperf_log_summary.txt" in head and "222.33" in head
+    assert "71007029fb5bced1d79808e7e64dc4c2af82ea55" in head          # the prompt lengths' source
+
+
+def test_every_row_parses_and_agrees_with_itself(rows):
+    from ironlaw.machine import hardware
+    assert len(rows) >= 30 and {r["gpu"] for r in rows} == set(bench.GPUS)
+    assert len({r["id"] for r in rows}) == len(rows)
+    for r in rows:
+        hardware.get(r["gpu"])                                           # a catalog name
+        assert r["id"].startswith("5.1-") and r["division"] in ("closed", "open")
+        assert r["results"].endswith("/llama2-70b-99/Offline") and r["submitter"] in r["results"]
+        assert r["engine"] == ("trtllm" if r["software"].startswith("TensorRT") else "vllm")
+        assert r["gpus"] % r["tp"] == 0 and r["instances"] * r["tp"] == r["gpus"]
+        assert 250 <= r["output"] <= 320                                 # generated tokens per sample
+        assert r["requests"] * r["instances"] <= r["samples_per_query"]
+        assert 0.85 <= r["memory_fraction"] <= 0.98 and r["max_num_tokens"] >= 1024
+
+
+def test_each_command_is_the_call_the_benchmark_makes(rows):
+    """The printed command, parsed by the CLI, gives ``ironlaw.serve`` the keywords the benchmark passes."""
+    import typer
+    from ironlaw.cli import app
+    serve = typer.main.get_command(app).commands["serve"]
+    for r in rows:
+        argv = shlex.split(bench.command(r))
+        assert argv[:3] == ["ironlaw", "serve", f"hf:{bench.MODEL}"]
+        params = serve.make_context("serve", argv[2:]).params
+        assert params["on"] == r["gpu"]
+        for k, v in bench.serve_kwargs(r).items():
+            assert params[k] == v, (r["id"], k)
+        assert ("kv_fraction" in bench.serve_kwargs(r)) == (r["engine"] == "trtllm")
+
+
+def test_llama2_70b_config_builds_with_the_published_parameter_count():
+    """Llama-2-70B from its Hugging Face config: 68,976,648,192 parameters (embeddings and head 2 x 32,000 x 8,192;
+    per layer q and o 8,192^2 each, k and v 8,192 x 1,024 each, the SwiGLU MLP 3 x 8,192 x 28,672, two norms; 80
+    layers; the final norm), the '69B' of its Hugging Face model page; GQA 64 query / 8 KV heads of 128."""
+    from ironlaw.models.workloads import Request, resolve
+    g = resolve(Request(f"hf:{ROOT / bench.MODEL}", phase="decode", seq=16, dtype="bf16"))
+    per_layer = 2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
+    assert g.meta["params"] == 2 * 32000 * 8192 + 80 * per_layer + 8192 == 68_976_648_192
