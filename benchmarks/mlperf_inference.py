@@ -2,6 +2,7 @@
 
     python benchmarks/mlperf_inference.py            # per GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
+    python benchmarks/mlperf_inference.py --what-if  # ... and two what-ifs on the AMD rows (nothing stored)
 
 Source: tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv (mlcommons/inference_results_v5.1; its header names the
 commit, which results were kept and where each number and setting comes from). Each row is one system's Offline run:
@@ -16,6 +17,13 @@ its requests (samples_per_query / instances) queued at once, on the engine the s
 carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction); vLLM rows run at vLLM's default memory fraction
 (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw has one length per
 request, not the dataset's length distribution.
+
+``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at each submission's own
+gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) the MI325X rows on the
+MI300X's kernel-table calibration carried to MI325X's datasheet (the gfx942 / 304-CU aiter rows, which do not say
+which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x); (3) the MI300X
+and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
+fitted η(M, N, K) form alone).
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw too fast).
 """
@@ -91,6 +99,54 @@ def scored(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
+def at_memory_fraction(r: dict) -> float:
+    """What-if: row ``r`` priced with vLLM's memory fraction at the submission's gpu_memory_utilization."""
+    from dataclasses import replace
+    from unittest import mock
+
+    from ironlaw.models.serving import frameworks
+    own = frameworks.vllm
+    with mock.patch.object(frameworks, "vllm", lambda hw, offline: replace(own(hw, offline),
+                                                                        memory_fraction=r["memory_fraction"])):
+        return predict(r)
+
+
+def gfx942_carried(r: dict, tmp: Path, grid: bool = True) -> float:
+    """What-if: an MI300X or MI325X row priced on its datasheet with the MI300X's ``[calibration]`` (``grid``: with
+    its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``)."""
+    catalog = ROOT / "src/ironlaw/machine/catalog"
+    own = (catalog / f"{r['gpu']}.toml").read_text().split("\n[calibration]\n", 1)[0]
+    cal = (catalog / "mi300x.toml").read_text().split("\n[calibration]\n", 1)[1]
+    if not grid:
+        cal = "\n".join(line for line in cal.splitlines() if not line.startswith(("grid_nodes", "grid_log")))
+    name = f"{r['gpu']}-gfx942{'' if grid else '-nogrid'}"
+    path = tmp / f"{name}.toml"
+    path.write_text(own.replace(f'name = "{r["gpu"]}"', f'name = "{name}"', 1) + "\n[calibration]\n" + cal)
+    return predict(dict(r, gpu=str(path)))
+
+
+def what_if(rows: list[dict]) -> None:
+    """``--what-if``: the AMD rows under each what-if (module docstring), per GPU."""
+    import tempfile
+    amd = [r for r in rows if r["engine"] == "vllm"]
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = (("vLLM at the submission's gpu_memory_utilization", at_memory_fraction, amd),
+                 ("MI325X on the MI300X's gfx942 kernel calibration", lambda r: gfx942_carried(r, Path(tmp)),
+                  [r for r in amd if r["gpu"] == "mi325x"]),
+                 ("MI300X and MI325X on that calibration without its grid",
+                  lambda r: gfx942_carried(r, Path(tmp), grid=False), [r for r in amd if r["gpu"] != "mi355x"]))
+        for label, price, sel in cases:
+            print(f"\nwhat-if: {label} (nothing stored)")
+            after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
+            for gpu in ("mi300x", "mi325x", "mi355x"):
+                b = [r["err"] for r in sel if r["gpu"] == gpu]
+                a = [r["err"] for r in after if r["gpu"] == gpu]
+                if a:
+                    print(f"  {gpu:<8} n {len(a)}: median |err| {100 * statistics.median(map(abs, b)):.1f}% -> "
+                          f"{100 * statistics.median(map(abs, a)):.1f}%, signed median "
+                          f"{100 * statistics.median(b):+.1f}% -> {100 * statistics.median(a):+.1f}%")
+
+
 def p90(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
@@ -120,6 +176,7 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
+    ap.add_argument("--what-if", action="store_true", help="the AMD rows under two what-ifs (nothing stored)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     rows = scored()
@@ -130,6 +187,8 @@ def main() -> int:
     print(f"{'gpu':<14} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
     for label, n, med, hi, signed in summary(rows):
         print(f"{label:<14} {n:>3} {100 * med:>11.1f}% {100 * hi:>9.1f}% {100 * signed:>+13.1f}%")
+    if args.what_if:
+        what_if(rows)
     secs = [r["seconds"] for r in rows]
     print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
     return 0

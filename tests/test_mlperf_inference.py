@@ -67,3 +67,19 @@ def test_llama2_70b_config_builds_with_the_published_parameter_count():
     g = resolve(Request(f"hf:{ROOT / bench.MODEL}", phase="decode", seq=16, dtype="bf16"))
     per_layer = 2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
     assert g.meta["params"] == 2 * 32000 * 8192 + 80 * per_layer + 8192 == 68_976_648_192
+
+
+@pytest.mark.parametrize("grid", [True, False])
+def test_what_if_carries_the_gfx942_calibration_onto_mi325x(rows, tmp_path, monkeypatch, grid):
+    """``--what-if``'s catalog copy: MI325X's datasheet (256 GiB, its name changed) under the MI300X's fitted fp8
+    GEMM terms, with or without their grid; the stored catalog holds no calibration for mi325x to overlay."""
+    from ironlaw.machine import hardware
+    monkeypatch.setattr(bench, "predict", lambda r: r["gpu"])          # the file it would price, not a price
+    assert hardware.get("mi325x").calibration is None
+    path = bench.gfx942_carried(next(r for r in rows if r["gpu"] == "mi325x"), tmp_path, grid=grid)
+    hw = hardware.get(path)
+    assert hw.name == "mi325x-gfx942" + ("" if grid else "-nogrid")
+    assert hw.memory[hw.device_tier].capacity_bytes == 256 * 2 ** 30
+    fp8 = hw.calibration.shapes["matmul"]["fp8"]
+    assert fp8["eta_max"] == hardware.get("mi300x").calibration.shapes["matmul"]["fp8"]["eta_max"]
+    assert ("grid_log" in fp8) == grid
