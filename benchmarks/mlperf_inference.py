@@ -1,18 +1,20 @@
-"""MLPerf Inference v5.1 Llama-2-70B Offline against ironlaw: NVIDIA and AMD GPUs, scored through ``ironlaw.serve``.
+"""MLPerf Inference v5.1 Llama-2-70B and Mixtral-8x7B Offline against ironlaw: NVIDIA and AMD GPUs, through ``serve``.
 
-    python benchmarks/mlperf_inference.py            # per GPU: median / p90 |error|, signed median
+    python benchmarks/mlperf_inference.py            # per benchmark and GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
+    python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b)
     python benchmarks/mlperf_inference.py --what-if  # ... and two what-ifs on the AMD rows (nothing stored)
 
-Source: tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv (mlcommons/inference_results_v5.1; its header names the
-commit, which results were kept and where each number and setting comes from). Each row is one system's Offline run:
-LoadGen sends one query of samples_per_query OpenOrca samples, every sample at once, to gpus / tp engine instances
+Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b}_offline.csv (mlcommons/inference_results_v5.1;
+each header names the commit, which results were kept and where each number and setting comes from). Each row is one
+system's Offline run: LoadGen sends one query of samples_per_query samples, every one at once, to gpus / tp instances
 (TensorRT-LLM on NVIDIA GPUs, AMD's vLLM harness on AMD GPUs); the published figure is the system's generated tokens
 per second, compared here per GPU.
 
 Each row is priced as one instance by ``ironlaw.serve(..., max_throughput=True)``: Llama-2-70B from its Hugging Face
-config (tests/data/llm_configs/llama2-70b.json), the dataset's mean prompt (222 tokens), the run's generated tokens per
-sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP, batch limit and step token budget,
+config (tests/data/llm_configs/llama2-70b.json) or the built-in mixtral-8x7b, the dataset's mean prompt (222 and 427
+tokens), the run's generated tokens per sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP,
+batch limit and step token budget,
 its requests (samples_per_query / instances) queued at once, on the engine the submission ran. TensorRT-LLM rows also
 carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction); vLLM rows run at vLLM's default memory fraction
 (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw has one length per
@@ -37,17 +39,24 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT / "tests/data/mlperf_inference_v5.1_llama2_70b_offline.csv"
-MODEL = "tests/data/llm_configs/llama2-70b.json"
-PROMPT_TOKENS = 222       # mean tok_input_length of the 24,576 OpenOrca samples (222.33; the CSV's header)
+DATA = ROOT / "tests/data"
+# benchmark: (extract, ironlaw's model spec, the dataset's mean prompt in tokens as the extract's header gives it)
+BENCHMARKS = {"llama2-70b": (DATA / "mlperf_inference_v5.1_llama2_70b_offline.csv",
+                             "hf:tests/data/llm_configs/llama2-70b.json", 222),     # 222.33 over 24,576 samples
+              "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427)}  # 427.39
 GPUS = ("h200", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
 
 
-def load(path: Path = CSV) -> list[dict]:
-    """The CSV's rows (``#`` lines are its header), numbers as numbers, with what the benchmark derives: generated
-    tokens per sample, engine instances, requests per instance and the published tokens/s per GPU."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
+    """The extracts' rows (``#`` lines are their headers), numbers as numbers, each with its ``benchmark``, ``spec``
+    and ``prompt`` and what the benchmark derives: generated tokens per sample, engine instances, requests per
+    instance and the published tokens/s per GPU."""
+    rows = []
+    for name in benchmarks:
+        path, spec, prompt = BENCHMARKS[name]
+        with open(path, newline="") as f:
+            rows += [dict(r, benchmark=name, spec=spec, prompt=prompt)
+                     for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     for r in rows:
         for k in ("gpus", "tp", "max_batch", "max_num_tokens", "samples_per_query"):
             r[k] = int(r[k])
@@ -62,7 +71,7 @@ def load(path: Path = CSV) -> list[dict]:
 
 def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
-    kw = {"prompt": PROMPT_TOKENS, "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
+    kw = {"prompt": r["prompt"], "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
           "max_num_tokens": r["max_num_tokens"], "engine": r["engine"]}
     if r["kv_dtype"] != "checkpoint":
@@ -75,7 +84,7 @@ def serve_kwargs(r: dict) -> dict:
 def command(r: dict) -> str:
     """The ``ironlaw serve`` command line that prices row ``r`` (one instance)."""
     flags = {"on": r["gpu"], **serve_kwargs(r)}
-    parts = [f"ironlaw serve hf:{MODEL}"]
+    parts = [f"ironlaw serve {r['spec']}"]
     for k, v in flags.items():
         flag = "--" + k.replace("_", "-")
         parts.append(flag if v is True else f"{flag} {v}")
@@ -85,7 +94,8 @@ def command(r: dict) -> str:
 def predict(r: dict) -> float:
     """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs."""
     import ironlaw
-    est = ironlaw.serve("hf:" + str(ROOT / MODEL), r["gpu"], **serve_kwargs(r))
+    spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
+    est = ironlaw.serve(spec, r["gpu"], **serve_kwargs(r))
     return r["requests"] * r["output"] / est.time_s / r["tp"]
 
 
@@ -138,13 +148,14 @@ def what_if(rows: list[dict]) -> None:
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
-            for gpu in ("mi300x", "mi325x", "mi355x"):
-                b = [r["err"] for r in sel if r["gpu"] == gpu]
-                a = [r["err"] for r in after if r["gpu"] == gpu]
-                if a:
-                    print(f"  {gpu:<8} n {len(a)}: median |err| {100 * statistics.median(map(abs, b)):.1f}% -> "
-                          f"{100 * statistics.median(map(abs, a)):.1f}%, signed median "
-                          f"{100 * statistics.median(b):+.1f}% -> {100 * statistics.median(a):+.1f}%")
+            for bench in BENCHMARKS:
+                for gpu in ("mi300x", "mi325x", "mi355x"):
+                    b = [r["err"] for r in sel if r["gpu"] == gpu and r["benchmark"] == bench]
+                    a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
+                    if a:
+                        print(f"  {bench:<12} {gpu:<8} n {len(a)}: median |err| "
+                              f"{100 * statistics.median(map(abs, b)):.1f}% -> {100 * statistics.median(map(abs, a)):.1f}%"
+                              f", signed median {100 * statistics.median(b):+.1f}% -> {100 * statistics.median(a):+.1f}%")
 
 
 def p90(xs: list[float]) -> float:
@@ -152,22 +163,24 @@ def p90(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
 
 
-def summary(rows: list[dict]) -> list[tuple[str, int, float, float, float]]:
-    """(GPU, rows, median |err|, p90 |err|, signed median) per GPU, then over all rows."""
+def summary(rows: list[dict]) -> list[tuple[str, str, int, float, float, float]]:
+    """(benchmark, GPU, rows, median |err|, p90 |err|, signed median) per benchmark and GPU, then over each
+    benchmark's rows."""
     out = []
-    for label in (*GPUS, "all"):
-        errs = [r["err"] for r in rows if label in ("all", r["gpu"])]
-        if errs:
-            mag = [abs(e) for e in errs]
-            out.append((label, len(errs), statistics.median(mag), p90(mag), statistics.median(errs)))
+    for bench in BENCHMARKS:
+        for label in (*GPUS, "all"):
+            errs = [r["err"] for r in rows if r["benchmark"] == bench and label in ("all", r["gpu"])]
+            if errs:
+                mag = [abs(e) for e in errs]
+                out.append((bench, label, len(errs), statistics.median(mag), p90(mag), statistics.median(errs)))
     return out
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"{'id':<9} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} {'batch':>5} "
+    print(f"{'id':<9} {'benchmark':<12} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} {'batch':>5} "
           f"{'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
     for r in rows:
-        print(f"{r['id']:<9} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} {r['weights']:<5} "
+        print(f"{r['id']:<9} {r['benchmark']:<12} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} {r['weights']:<5} "
               f"{r['kv_dtype'][:5]:<5} {r['output']:>3} {r['max_batch']:>5} {r['max_num_tokens']:>6} "
               f"{r['published']:>9.0f} {r['pred']:>8.0f} {100 * r['err']:>+6.1f}%")
         print(f"    {command(r)}")
@@ -176,17 +189,18 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD rows under two what-ifs (nothing stored)")
+    ap.add_argument("--what-if", action="store_true", help="the AMD rows under three what-ifs (nothing stored)")
+    ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    rows = scored()
+    rows = scored(load(args.benchmark or tuple(BENCHMARKS)))
     if args.rows:
         print_rows(rows)
-    print(f"\n{len(rows)} MLPerf Inference v5.1 Llama-2-70B Offline results (tests/data/{CSV.name}); error = "
-          f"predicted / published generated tokens/s per GPU - 1; held out: nothing fitted on them")
-    print(f"{'gpu':<14} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
-    for label, n, med, hi, signed in summary(rows):
-        print(f"{label:<14} {n:>3} {100 * med:>11.1f}% {100 * hi:>9.1f}% {100 * signed:>+13.1f}%")
+    print(f"\n{len(rows)} MLPerf Inference v5.1 Offline results (tests/data/mlperf_inference_v5.1_*_offline.csv); "
+          f"error = predicted / published generated tokens/s per GPU - 1; held out: nothing fitted on them")
+    print(f"{'benchmark':<13} {'gpu':<14} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
+    for bench, label, n, med, hi, signed in summary(rows):
+        print(f"{bench:<13} {label:<14} {n:>3} {100 * med:>11.1f}% {100 * hi:>9.1f}% {100 * signed:>+13.1f}%")
     if args.what_if:
         what_if(rows)
     secs = [r["seconds"] for r in rows]
