@@ -27,7 +27,8 @@ which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries
 and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
 fitted η(M, N, K) form alone).
 
-Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw too fast).
+Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
+too fast).
 """
 from __future__ import annotations
 
@@ -153,9 +154,10 @@ def what_if(rows: list[dict]) -> None:
                     b = [r["err"] for r in sel if r["gpu"] == gpu and r["benchmark"] == bench]
                     a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
                     if a:
-                        print(f"  {bench:<12} {gpu:<8} n {len(a)}: median |err| "
-                              f"{100 * statistics.median(map(abs, b)):.1f}% -> {100 * statistics.median(map(abs, a)):.1f}%"
-                              f", signed median {100 * statistics.median(b):+.1f}% -> {100 * statistics.median(a):+.1f}%")
+                        mag_b, mag_a = statistics.median(map(abs, b)), statistics.median(map(abs, a))
+                        print(f"  {bench:<12} {gpu:<8} n {len(a)}: median |err| {100 * mag_b:.1f}% -> "
+                              f"{100 * mag_a:.1f}%, signed median {100 * statistics.median(b):+.1f}% -> "
+                              f"{100 * statistics.median(a):+.1f}%")
 
 
 def p90(xs: list[float]) -> float:
@@ -177,11 +179,11 @@ def summary(rows: list[dict]) -> list[tuple[str, str, int, float, float, float]]
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"{'id':<9} {'benchmark':<12} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} {'batch':>5} "
-          f"{'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
+    print(f"{'id':<9} {'benchmark':<12} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} "
+          f"{'batch':>5} {'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
     for r in rows:
-        print(f"{r['id']:<9} {r['benchmark']:<12} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} {r['weights']:<5} "
-              f"{r['kv_dtype'][:5]:<5} {r['output']:>3} {r['max_batch']:>5} {r['max_num_tokens']:>6} "
+        print(f"{r['id']:<9} {r['benchmark']:<12} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} "
+              f"{r['weights']:<5} {r['kv_dtype'][:5]:<5} {r['output']:>3} {r['max_batch']:>5} {r['max_num_tokens']:>6} "
               f"{r['published']:>9.0f} {r['pred']:>8.0f} {100 * r['err']:>+6.1f}%")
         print(f"    {command(r)}")
 
