@@ -88,6 +88,8 @@ def shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
     from ...core.units import fmt
     out = []
     for what, key, fam, used in (("data-parallel gradient sync", "dp", "collective", plan.dp * plan.cp > 1),
+                                 ("expert-data-parallel gradient sync", "edp", "collective",
+                                  plan.ep > 1 and grp["edp"][0] > 1),
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):
