@@ -47,7 +47,8 @@ from .pipeline import bubble_s, first_stage, p2p_transfer_s, pipeline_p2p_s, pla
     with_recompute
 from .plan import MAX_IMBALANCE, RECOMPUTE, Plan, check_model, graph_scopes, make_plan
 from .results import MODEL_FLOPS, DeviceMemory, StepBreakdown, StepEstimate, StepFlops
-from .shards import ParamShards, expert_dp_ranks, expert_param, param_shards, params_split, shard_groups
+from .shards import (ParamShards, expert_dp_ranks, expert_param, experts_apart, param_shards, params_split,
+                     shard_groups)
 from .roles import base_name, compute_s_by_pass, is_backward, role, sublayer
 from .stages import stage_layers, stage_layers_of, uneven, uneven_note
 from .step import NO_HOST_NOTE, REDUNDANT_NOTE, lowered, microbatch_s, shard, step_s, train_step, training_graph
@@ -71,7 +72,8 @@ __all__ = [
     "with_recompute",
     "MAX_IMBALANCE", "RECOMPUTE", "Plan", "check_model", "graph_scopes", "make_plan",
     "MODEL_FLOPS", "DeviceMemory", "StepBreakdown", "StepEstimate", "StepFlops",
-    "ParamShards", "expert_dp_ranks", "expert_param", "param_shards", "params_split", "shard_groups",
+    "ParamShards", "expert_dp_ranks", "expert_param", "experts_apart", "param_shards", "params_split",
+    "shard_groups",
     "base_name", "compute_s_by_pass", "is_backward", "role", "sublayer",
     "stage_layers", "stage_layers_of", "uneven", "uneven_note",
     "NO_HOST_NOTE", "REDUNDANT_NOTE", "lowered", "microbatch_s", "shard", "step_s", "train_step", "training_graph",

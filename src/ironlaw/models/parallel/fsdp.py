@@ -25,7 +25,7 @@ def fsdp_exposed_s(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict], held:
     layers = max(op.count for op in sg.ops)
     by = dtype_bytes(sg.dtype)
     ag = rs = 0.0
-    for params, where in shard_groups(held, grp, plan.ep > 1):
+    for params, where in shard_groups(held, grp, plan.ep):
         if params > 0 and where[0] > 1:
             a, r = fsdp_comm_s(hw, where, params * by / layers, grad_bytes(sg, plan), by, layers)
             ag, rs = ag + a, rs + r

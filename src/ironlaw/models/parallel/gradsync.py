@@ -11,7 +11,7 @@ from ..precision import in_layers
 from .layout import group_shapes, group_topology
 from .memory import grad_bytes
 from .plan import Plan
-from .shards import ParamShards, expert_param, shard_groups
+from .shards import ParamShards, expert_param, experts_apart, shard_groups
 
 
 def _grads(sg: Graph, idx, expert: bool) -> float:
@@ -77,13 +77,13 @@ def dp_grad_sync(sg: Graph, hw, plan: Plan, grp: dict, held: ParamShards,
         return 0.0, 0.0, 0.0
     after = plan.zero == 2 or plan.param_gather_exposed
     kind = "reducescatter" if after else "allreduce"
-    split = plan.ep > 1                # EP 1: the experts' group is the data-parallel group, one collective
-    comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition,
-                                      grad_bytes(sg, plan) / dtype_bytes(sg.dtype), grp["edp"] if split else None)
+    scale = grad_bytes(sg, plan) / dtype_bytes(sg.dtype)
+    comm, exposed = grad_sync_exposed(sg, hw, kind, grp["dp"], composition, scale,
+                                      grp["edp"] if experts_apart(plan.ep) else None)
     gather = 0.0
     if after:                          # updated parameter shards gathered back after the step
         by = param_gather_bytes(sg.meta, dtype_bytes(sg.dtype)) if plan.param_gather_exposed else dtype_bytes(sg.dtype)
-        for params, where in shard_groups(held, grp, split):
+        for params, where in shard_groups(held, grp, plan.ep):
             if params > 0 and where[0] > 1:
                 a, b = collective_time("allgather", params * by, group_topology(hw, where))
                 gather += float(a + b)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...core.graph import Op
 from ...machine.network.topology import build as build_topology
 from .plan import Plan
-from .shards import expert_dp_ranks
+from .shards import expert_dp_ranks, experts_apart
 
 
 def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
@@ -89,7 +89,7 @@ def shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
     out = []
     for what, key, fam, used in (("data-parallel gradient sync", "dp", "collective", plan.dp * plan.cp > 1),
                                  ("expert-data-parallel gradient sync", "edp", "collective",
-                                  plan.ep > 1 and grp["edp"][0] > 1),
+                                  experts_apart(plan.ep) and grp["edp"][0] > 1),
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):

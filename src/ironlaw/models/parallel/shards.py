@@ -78,8 +78,14 @@ def expert_param(op) -> bool:
     return op.module == "experts"
 
 
-def shard_groups(held: ParamShards, grp: dict, split: bool) -> tuple:
+def experts_apart(ep: int) -> bool:
+    """Whether the experts' collectives run apart from the dense ones: with EP > 1 their group is not the
+    data-parallel group; at EP 1 (ETP = TP) it is the same ranks, and one collective carries both."""
+    return ep > 1
+
+
+def shard_groups(held: ParamShards, grp: dict, ep: int) -> tuple:
     """((parameters, group), ...) a device gathers or reduce-scatters: its dense parameters over the data-parallel
-    group and its experts over the expert-data-parallel group (``split``, EP > 1), or all of them over the
-    data-parallel group (EP 1: the same ranks)."""
-    return ((held.dense, grp["dp"]), (held.expert, grp["edp"])) if split else ((held.held, grp["dp"]),)
+    group and its experts over the expert-data-parallel group (``experts_apart``), or all of them over the
+    data-parallel group (EP 1)."""
+    return ((held.dense, grp["dp"]), (held.expert, grp["edp"])) if experts_apart(ep) else ((held.held, grp["dp"]),)

@@ -476,7 +476,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     their α+β adds to the reduction's."""
     kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
-    split = int(c["ep"][0]) > 1                              # EP 1: the experts' group is the data-parallel one
+    split = parallel.experts_apart(int(c["ep"][0]))
     lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     e_lay, e_rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     jobs = []
@@ -512,7 +512,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
 def _sharded_coll(ctx: Context, c: dict, kind: str, held: parallel.ParamShards, by: float) -> np.ndarray:
     """α+β per row of one collective of ``by`` bytes per parameter over each of ``parallel.shard_groups``: the
     dense parameters over the data-parallel group, the experts over the expert-data-parallel group (EP > 1)."""
-    if int(c["ep"][0]) == 1:
+    if not parallel.experts_apart(int(c["ep"][0])):
         return _dp_coll(ctx, c, kind, held.held * by)
     return _dp_coll(ctx, c, kind, held.dense * by) + _dp_coll(ctx, c, kind, held.expert * by, experts=True)
 
