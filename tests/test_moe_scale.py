@@ -44,9 +44,8 @@ def test_redundant_slots_hold_more_weights_and_share_the_rows():
     st = _step(g, **DSV3, redundant_experts=32)
     ref = _step(g, **{**DSV3, "ep": 64, "gpus": 256, "global_batch": 512})        # 4 experts per rank, no replicas
     # (256 + 32) / 72 = 4 slots per rank, as (256 + 0) / 64: the same expert weights per rank
-    dense, expert = parallel.params_per_device(g, st.plan)
-    dense0, expert0 = parallel.params_per_device(g, ref.plan)
-    assert expert == pytest.approx(expert0) and dense == pytest.approx(dense0)
+    held, held0 = parallel.plan_shards(g, st.plan), parallel.plan_shards(g, ref.plan)
+    assert held.expert == pytest.approx(held0.expert) and held.dense == pytest.approx(held0.dense)
     # each slot's kernel runs tokens · k · ep / (E + N) rows: 4096 · 8 · 72 / 288 = 8192, as 4096 · 8 · 64 / 256
     up = {s: next(op for op in x.per_microbatch.graph.ops if op.name == "mlp_up_proj" and op.module == "experts")
           for s, x in (("red", st), ("ref", ref))}

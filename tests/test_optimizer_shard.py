@@ -23,15 +23,15 @@ def gpt_oss():
 
 def test_the_optimizer_holds_the_experts_whole_when_ep_spans_the_data_parallel_group(gpt_oss):
     g, _, st = gpt_oss
-    dense, expert = parallel.params_per_device(g, st.plan)
+    held = parallel.plan_shards(g, st.plan)
     assert st.plan.dp == 64 and st.plan.ep == 64
-    assert st.memory.optimizer_params == pytest.approx(dense / 64 + expert)
+    assert st.memory.optimizer_params == pytest.approx(held.dense / 64 + held.expert)
     assert st.memory.optimizer_bytes == pytest.approx(12.0 * st.memory.optimizer_params)
 
 
 def test_the_step_time_covers_the_experts_the_rank_steps(gpt_oss):
     g, hw, st = gpt_oss
-    _, expert = parallel.params_per_device(g, st.plan)
+    expert = parallel.plan_shards(g, st.plan).expert
     experts_alone = float(parallel.optimizer_s(g, hw, np.asarray([expert]), "overlap")[0])
     assert experts_alone > 0.0
     assert st.breakdown.optimizer_s >= experts_alone

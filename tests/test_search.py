@@ -14,6 +14,7 @@ import pytest
 
 from ironlaw.machine import hardware
 from ironlaw.core.errors import IronlawError
+from ironlaw.machine.network.collectives import collective_time
 from ironlaw.machine.network.topology import nodes_for
 from ironlaw.models.search import engines, fast, space, train
 
@@ -302,3 +303,29 @@ def test_cli_nothing_fits_names_the_shortfall():
 def test_cli_serve_slo_out_of_reach():
     r = run_cli("search", "llama3-70b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--slo", "itl=1us")
     assert r.rc == 2 and "no serving layout meets --slo" in r.err, r.err
+
+
+def test_fast_path_reduces_the_experts_over_the_expert_data_parallel_group():
+    """Qwen3-30B-A3B on 8 GPUs: at EP 8 = DP each expert lives on one rank, so ZeRO-2's gather after the step
+    moves the dense parameters alone (``parallel.shards``); at EP 4 and 2 the experts' gradients and shards follow
+    over groups of 2 and 4. The fast path agrees with train_step on both, FSDP's gathers included."""
+    from ironlaw.models import parallel
+    c, ctx = _space("qwen3-30b-a3b", 8, 8, 512, tp=1, pp=1, cp=1, micro_batch=1, recompute="none")
+    res = _fast(c, ctx)
+    graphs: dict = {}
+    first = {}                                                  # one row of each (ep, zero)
+    for i in np.nonzero(res["fits"])[0]:
+        first.setdefault((int(c["ep"][i]), int(c["zero"][i])), int(i))
+    cases = ((8, 2), (4, 2), (8, 3), (2, 3))
+    assert set(first) >= set(cases)
+    for i in (first[k] for k in cases):
+        row = train.row_of(c, i)
+        st = train.exact(ctx, row, graphs)
+        assert res["time_s"][i] == pytest.approx(st.step_s, rel=REL), row
+        for k in ("dp_grad_exposed_s", "zero_param_gather_s", "fsdp_exposed_s", "optimizer_s"):
+            assert res[k][i] == pytest.approx(getattr(st.breakdown, k), rel=REL, abs=1e-15), (row, k)
+        if row["ep"] == 8 and row["zero"] == 2:
+            held = parallel.plan_shards(graphs[1], st.plan)
+            dp = parallel.group_topology(ctx.hw, parallel.groups(st.plan, 8)["dp"])
+            assert res["zero_param_gather_s"][i] == pytest.approx(
+                sum(collective_time("allgather", held.dense * 2.0, dp)), rel=REL)

@@ -12,6 +12,9 @@ knobs), one concept per module, each importing only the ones below it (pyproject
                 the stage-to-stage sends (1/tp of the activation per rank: Megatron's scatter/gather)
     flops       model FLOPs, hardware FLOPs, Megatron-LM's count
     memory      bytes per device (Korthikanti et al. 2022 for the activations) and the check that they fit
+    shards      who shares a parameter: the dense parameters' data-parallel group (dp·cp) and the routed
+                experts' expert-data-parallel group (dp·cp·tp/(ep·etp)), read by the memory, the optimizer
+                step, the gradient reduction and the parameter gathers
     kvheads     TP past the key/value heads: each rank one KV head, replicated over tp / kv_heads ranks
     tp          ``tp_shard``: each op split over the TP group by the rule of its role (``SHARDING``), the TP
                 collectives where Megatron puts them; ``shard_inference``
@@ -34,9 +37,9 @@ from .experts import expert_all_to_alls, expert_load, expert_slots
 from .flops import megatron_flops, recompute_flops, step_flops
 from .fsdp import fsdp_comm_s, fsdp_exposed, fsdp_exposed_s
 from .gradsync import dp_grad_sync, grad_sync_exposed
-from .layout import collective_op, group, group_shapes, group_topology, groups, pp_group, shared_network_notes
-from .memory import (ACT_SPLIT_FRACTION, check_fits, grad_bytes, memory_bytes, params_per_device, params_split,
-                     plan_memory)
+from .layout import (collective_op, expert_dp_group, group, group_shapes, group_topology, groups, pp_group,
+                     shared_network_notes)
+from .memory import ACT_SPLIT_FRACTION, check_fits, grad_bytes, memory_bytes, plan_memory, plan_shards
 from .optimizer import optimizer_s, param_quantize_s, plan_optimizer_s
 from .overlap import TP_OVERLAP, ep_overlap_hidden, ep_overlap_hidden_s, tp_overlap_add, tp_overlap_hidden, \
     tp_overlap_hidden_s
@@ -44,6 +47,8 @@ from .pipeline import bubble_s, first_stage, p2p_transfer_s, pipeline_p2p_s, pla
     with_recompute
 from .plan import MAX_IMBALANCE, RECOMPUTE, Plan, check_model, graph_scopes, make_plan
 from .results import MODEL_FLOPS, DeviceMemory, StepBreakdown, StepEstimate, StepFlops
+from .shards import (ParamShards, expert_dp_ranks, expert_param, experts_apart, param_shards, params_split,
+                     shard_groups)
 from .roles import base_name, compute_s_by_pass, is_backward, role, sublayer
 from .stages import stage_layers, stage_layers_of, uneven, uneven_note
 from .step import NO_HOST_NOTE, REDUNDANT_NOTE, lowered, microbatch_s, shard, step_s, train_step, training_graph
@@ -57,9 +62,9 @@ __all__ = [
     "megatron_flops", "recompute_flops", "step_flops",
     "fsdp_comm_s", "fsdp_exposed", "fsdp_exposed_s",
     "dp_grad_sync", "grad_sync_exposed",
-    "collective_op", "group", "group_shapes", "group_topology", "groups", "pp_group", "shared_network_notes",
-    "ACT_SPLIT_FRACTION", "check_fits", "grad_bytes", "memory_bytes", "params_per_device", "params_split",
-    "plan_memory",
+    "collective_op", "expert_dp_group", "group", "group_shapes", "group_topology", "groups", "pp_group",
+    "shared_network_notes",
+    "ACT_SPLIT_FRACTION", "check_fits", "grad_bytes", "memory_bytes", "plan_memory", "plan_shards",
     "optimizer_s", "param_quantize_s", "plan_optimizer_s",
     "TP_OVERLAP", "ep_overlap_hidden", "ep_overlap_hidden_s", "tp_overlap_add", "tp_overlap_hidden",
     "tp_overlap_hidden_s",
@@ -67,6 +72,8 @@ __all__ = [
     "with_recompute",
     "MAX_IMBALANCE", "RECOMPUTE", "Plan", "check_model", "graph_scopes", "make_plan",
     "MODEL_FLOPS", "DeviceMemory", "StepBreakdown", "StepEstimate", "StepFlops",
+    "ParamShards", "expert_dp_ranks", "expert_param", "experts_apart", "param_shards", "params_split",
+    "shard_groups",
     "base_name", "compute_s_by_pass", "is_backward", "role", "sublayer",
     "stage_layers", "stage_layers_of", "uneven", "uneven_note",
     "NO_HOST_NOTE", "REDUNDANT_NOTE", "lowered", "microbatch_s", "shard", "step_s", "train_step", "training_graph",

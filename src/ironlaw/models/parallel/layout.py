@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...core.graph import Op
 from ...machine.network.topology import build as build_topology
 from .plan import Plan
+from .shards import expert_dp_ranks, experts_apart
 
 
 def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
@@ -50,16 +51,24 @@ def group_topology(hw, grp: tuple):
 def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
     """The groups of each kind, ranks laid out as Megatron does (TP fastest, then CP, DP, PP:
     rank = t + tp·(c + cp·(d + dp·s))): ``dp`` is the data-parallel group gradients are reduced over, which
-    joins the CP ranks (dp·cp, stride tp); ``ep`` splits it (stride tp); ``pp`` the stage-to-stage pair."""
+    joins the CP ranks (dp·cp, stride tp); ``ep`` splits it (stride tp); ``edp`` the expert-data-parallel group
+    the routed experts' gradients are reduced over (``shards.expert_dp_ranks``: Megatron-Core's expert grid
+    tp-ep-dp puts its ranks tp·ep apart); ``pp`` the stage-to-stage pair."""
     G = gpus_per_node
     out = {"tp": group(1, plan.tp, G), "cp": group(plan.tp, plan.cp, G), "dp": group(plan.tp, plan.dp * plan.cp, G),
-           "ep": group(plan.tp, plan.ep, G)}
+           "ep": group(plan.tp, plan.ep, G), "edp": expert_dp_group(plan.tp, plan.ep, plan.dp * plan.cp, G)}
     # a rank of stage s sends to its peer in s + 1, tp·cp·dp ranks further: a pair spaced that far apart, across
     # nodes when a stage fills its nodes, and then every rank of the node sends at once (G pairs). Stages
     # smaller than a node still cross at a node's edge when there are several: the slowest boundary, where
     # the last stage of a node sends its tp·cp·dp ranks to the next node, sets the pipeline's pace
     out["pp"] = pp_group(plan.tp * plan.cp * plan.dp, plan.pp, G, nodes)
     return out
+
+
+def expert_dp_group(tp: int, ep: int, dp_ranks: int, gpus_per_node: int) -> tuple[int, int, int]:
+    """The expert-data-parallel group of a layout whose data-parallel group holds ``dp_ranks`` (dp·cp) ranks:
+    ``shards.expert_dp_ranks`` of them, tp·ep apart (ETP = TP)."""
+    return group(tp * ep, int(expert_dp_ranks(dp_ranks, 1, tp, ep)), gpus_per_node)
 
 
 def pp_group(stage: int, pp: int, gpus_per_node: int, nodes: int) -> tuple[int, int, int]:
@@ -79,6 +88,8 @@ def shared_network_notes(hw, plan: Plan, grp: dict) -> list[str]:
     from ...core.units import fmt
     out = []
     for what, key, fam, used in (("data-parallel gradient sync", "dp", "collective", plan.dp * plan.cp > 1),
+                                 ("expert-data-parallel gradient sync", "edp", "collective",
+                                  experts_apart(plan.ep) and grp["edp"][0] > 1),
                                  ("stage-to-stage send/recv", "pp", "p2p", plan.pp > 1),
                                  ("context-parallel K/V ring", "cp", "p2p", plan.cp > 1),
                                  ("expert all-to-all", "ep", "p2p", plan.ep > 1)):

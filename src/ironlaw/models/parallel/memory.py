@@ -12,25 +12,16 @@ from .. import offload
 from .experts import expert_slots
 from .plan import Plan
 from .results import DeviceMemory
+from .shards import ParamShards, param_shards
 
 
 ACT_SPLIT_FRACTION = 24.0 / 34.0                              # Korthikanti et al. 2022, Eq. 2
 
 
-def params_split(meta: dict) -> tuple[float, float]:
-    """(dense, expert) parameters of the whole model; expert weights inferred as (params − active)·E/(E − k)."""
-    params = float(meta["params"])
-    expert = 0.0
-    if meta.get("experts"):
-        e, k = meta["experts"], meta.get("experts_per_token", 1)
-        expert = (params - float(meta.get("active_params", params))) * e / max(e - k, 1)
-    return params - expert, expert
-
-
-def params_per_device(g: Graph, plan: Plan) -> tuple[float, float]:
-    """(dense, expert) parameters one device holds: dense over tp·pp, experts (their replicas too) over tp·pp·ep."""
-    dense, expert = params_split(g.meta)
-    return dense / (plan.tp * plan.pp), expert * expert_slots(g.meta, plan) / (plan.tp * plan.pp * plan.ep)
+def plan_shards(g: Graph, plan: Plan) -> ParamShards:
+    """``param_shards`` of one plan: the parameters a device holds, dense and expert (redundant slots included),
+    and the data-parallel group of each."""
+    return param_shards(g.meta, plan.tp, plan.pp, plan.dp, plan.cp, plan.ep, expert_slots(g.meta, plan))
 
 
 def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
@@ -38,17 +29,15 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
     gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
     weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
-    data-parallel group, which context parallelism joins (dp·cp ranks hold the same weights; experts over
-    dp·cp/ep); activations (``act``, one micro-batch's, already over cp; ``tokens`` per micro-batch) over tp
-    (with sequence parallelism ``sp``, else Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
+    data-parallel group of each parameter (``shards.param_shards``: the dense over dp·cp ranks, which context
+    parallelism joins, the experts over the expert-data-parallel dp·cp/ep); activations (``act``, one
+    micro-batch's, already over cp; ``tokens`` per micro-batch) over tp (with sequence parallelism ``sp``, else
+    Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
     each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
     Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep."""
     from ..precision import weight_copy_bytes
-    dense, expert = params_split(meta)
-    dense, expert = dense / (tp * pp), expert * slots / (tp * pp * ep)
-    p_dev = dense + expert
-    shards = dp * cp
-    sharded = dense / shards + expert / np.maximum(shards // ep, 1)     # one ZeRO shard of this device's params
+    held = param_shards(meta, tp, pp, dp, cp, ep, slots)
+    p_dev, sharded = held.held, held.shard                  # this device's params and one ZeRO shard of them
     a = ACT_SPLIT_FRACTION
     tp_factor = np.where(sp, 1.0 / tp, (1 - a) + a / tp)
     inflight = 1.0 + np.where(v > 1, (pp - 1) / (pp * v), 0.0)

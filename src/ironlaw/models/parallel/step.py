@@ -20,7 +20,7 @@ from .flops import step_flops
 from .fsdp import fsdp_exposed_s
 from .gradsync import dp_grad_sync
 from .layout import groups, shared_network_notes
-from .memory import ACT_SPLIT_FRACTION, check_fits, plan_memory
+from .memory import ACT_SPLIT_FRACTION, check_fits, plan_memory, plan_shards
 from .optimizer import plan_optimizer_s
 from .overlap import ep_overlap_hidden_s, tp_overlap_hidden_s
 from .pipeline import bubble_s, plan_pipeline_p2p_s, stage_ops
@@ -144,7 +144,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
-    fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, mem.params_per_device)
+    held = plan_shards(g, plan)
+    fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, held)
     hidden_tp = (tp_overlap_hidden_s(sg.ops, [r["time_s"] for r in rows]) if plan.tp_comm_overlap else 0.0) + \
         (ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0)
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph,
@@ -164,7 +165,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
             "overlapped with the next model chunk but for the warm-up and cool-down" if plan.overlap_p2p else
             "counted on the critical path (not overlapped)"))
     bubble = float(bubble_s(plan.pp, v, t_mb))
-    dp_s, exposed, gather_s = dp_grad_sync(sg, hw, plan, grp, mem.params_per_device, composition)
+    dp_s, exposed, gather_s = dp_grad_sync(sg, hw, plan, grp, held, composition)
     opt_s = plan_optimizer_s(g, hw, mem.params_per_device, mem.optimizer_params, composition)
     a2a_alone = ep_overlap_hidden_s(rows) if plan.moe_a2a_overlap else 0.0     # one micro-batch has no partner
     step = float(step_s(m, t_mb, bubble, p2p_s, exposed, gather_s, opt_s, a2a_alone))

@@ -23,6 +23,7 @@ from .kvheads import kv_head_replicas, replicated_kv_weight_bytes
 from .layout import collective_op, group
 from .plan import make_plan
 from .roles import base_name, is_backward, role, sublayer
+from .shards import expert_param
 
 
 def kv_cache_split(meta: dict, tp: int) -> int:
@@ -186,14 +187,14 @@ def tp_shard(g: Graph, tp: int, sp: bool = False, grp: tuple | None = None, ep: 
             raise IronlawError(f"op '{op.name}' of {g.name} has no tensor-parallel rule{where}: its role "
                                f"({role(op) or 'none'}) is unknown; tensor parallelism works on graphs of "
                                f"ironlaw's transformer builder and on captured models whose roles capture can tell")
-        if ep > 1 and op.module == "experts" and "weights" in new.bytes:
+        if ep > 1 and expert_param(op) and "weights" in new.bytes:
             new.bytes["weights"] = new.bytes["weights"] * slots_per_expert / ep      # (E + redundant) / E slots
             if "gradients" in new.bytes:
                 new.bytes["gradients"] = new.bytes["gradients"] * slots_per_expert / ep
         _parts_follow(op, new)
         ops.append(new)
         ops += _tp_collectives(op, tp, sp, act_bytes, grp, g.dtype) if tp > 1 and not _summed_first(op, g) else []
-        if ep > 1 and op.module == "experts" and role(op) in ("column", "row"):
+        if ep > 1 and expert_param(op) and role(op) in ("column", "row"):
             expert_all_to_alls(ops, op, tp, act_bytes * meta.get("experts_per_token", 1) / tp, ep_grp or (ep, 1),
                                 g.dtype)
     out = Graph(f"{g.name} [tp {tp}{', sp' if sp else ''}{f', ep {ep}' if ep > 1 else ''}]", g.phase, g.dtype, ops,

@@ -99,6 +99,7 @@ class Predicted:
     t: np.ndarray               # (n_ops, n_mb)
     collective: np.ndarray      # (n_ops,) bool: runs on the network stream (critical_path's rule)
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes each op writes (an embedding's grow with tokens)
+    expert: np.ndarray          # (n_ops,) bool: its gradients are routed experts' (``parallel.expert_param``)
     tokens: np.ndarray          # (n_mb,) tokens per rank per micro-batch (after context parallelism)
     keep: dict                  # recompute mode → (n_ops,) bool: the ops of that mode's one-stage list
 
@@ -135,7 +136,8 @@ def predicted(g: Graph, key: tuple, ctx: Context) -> Predicted:
         if "gradients" in op.bytes:
             grads[i] = op.bytes["gradients"]
     tokens = np.broadcast_to(np.asarray(sg.meta["tokens"], dtype=float), t.shape[1:])
-    return Predicted(sg, t, coll, grads, tokens, _recompute_keep(sg))
+    expert = np.array([parallel.expert_param(op) for op in sg.ops], dtype=bool)
+    return Predicted(sg, t, coll, grads, expert, tokens, _recompute_keep(sg))
 
 
 @dataclass
@@ -148,8 +150,10 @@ class Sync:
     segs: list                  # the block: ('c'|'n'|'G', [(op index, 1)])
     tail: list                  # [(repetitions, block)] after it: runs of ops sharing a count, as critical_path
                                 # expands them; a block is [('c'|'n', [(op index, 1)])]
-    layer_grads: np.ndarray     # (n_mb,) bytes reduced after each repetition
-    other_grads: np.ndarray     # (n_mb,) bytes reduced at the end
+    layer_grads: np.ndarray     # (n_mb,) dense bytes reduced after each repetition
+    other_grads: np.ndarray     # (n_mb,) dense bytes reduced at the end
+    layer_expert: np.ndarray    # (n_mb,) the routed experts' bytes reduced after each repetition
+    other_expert: np.ndarray    # (n_mb,) theirs at the end
     top: float                  # the largest count itself (the law charges the per-layer reduction top times,
                                 # the schedule int(top) times)
 
@@ -167,6 +171,7 @@ class StageTable:
     bwd: np.ndarray             # (n_ops,) bool: a backward op
     coll: np.ndarray            # (n_ops,) bool: on the network stream
     grads: np.ndarray           # (n_ops, n_mb) gradient bytes
+    expert: np.ndarray          # (n_ops,) bool: the routed experts' gradients
     sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
     attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
     L: int                      # the model's layers (the one-stage list holds them all)
@@ -213,7 +218,7 @@ def _sync(tab: StageTable, layers: int) -> Sync:
     lb = np.nonzero(lay & tab.bwd)[0]
     zero = np.zeros(tab.t.shape[1])
     if lb.size == 0:
-        return Sync(int(top), [], [], zero, zero, top)
+        return Sync(int(top), [], [], zero, zero, zero, zero, top)
     n, pos, whole = len(cnt), int(lb.max()), int(top)
     a, b = pos, pos + 1
     while a > 0 and reps[a - 1] == whole and whole > 1:
@@ -229,8 +234,11 @@ def _sync(tab: StageTable, layers: int) -> Sync:
             j += 1
         tail.append((int(reps[i]), _runs(tab.coll, range(i, j))))
         i = j
-    return Sync(whole, segs, tail, (tab.grads * cnt[:, None])[lay & tab.bwd].sum(axis=0) / top,
-                (tab.grads * cnt[:, None])[~lay & tab.bwd].sum(axis=0), top)
+    written = tab.grads * cnt[:, None]
+    on_layer, on_rest = lay & tab.bwd, ~lay & tab.bwd
+    return Sync(whole, segs, tail, written[on_layer & ~tab.expert].sum(axis=0) / top,
+                written[on_rest & ~tab.expert].sum(axis=0), written[on_layer & tab.expert].sum(axis=0) / top,
+                written[on_rest & tab.expert].sum(axis=0), top)
 
 
 def _sums(ops, t, count, layer, share) -> dict:
@@ -269,7 +277,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     marked = np.array([(1 if op.attrs["per_layer"] else 0) if "per_layer" in op.attrs else -1 for op in ops])
     bwd = np.array([passes.is_backward(op.name) for op in ops])
     attention = [(i, parallel.ring_passes(op)) for i, op in enumerate(ops) if op.kind == "attention"]
-    tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx],
+    tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx], ref.expert[idx],
                      _sums(ops, t, count, layer, share), attention, L)
     return tab
 
@@ -386,18 +394,20 @@ def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
 KINDS = ("allreduce", "reducescatter", "allgather")
 
 
-def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray) -> np.ndarray:
-    """α+β of each row's collective over its data-parallel group (stride tp, dp·cp ranks); 0 for one rank.
-    ``kind``: a name, or per row an index into KINDS."""
+def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray, experts: bool = False) -> np.ndarray:
+    """α+β of each row's collective over its data-parallel group (stride tp, dp·cp ranks), or with ``experts`` over
+    its expert-data-parallel group (``parallel.expert_dp_group``: stride tp·ep; no bytes, no collective); 0 for
+    one rank. ``kind``: a name, or per row an index into KINDS."""
     tp, G = int(c["tp"][0]), ctx.gpus_per_node
+    ep = int(c["ep"][0]) if experts else 1
     code = np.broadcast_to(np.asarray(KINDS.index(kind) if isinstance(kind, str) else kind), nbytes.shape)
     ranks = c["dp"] * c["cp"]
     out = np.zeros(nbytes.shape)
     for d in np.unique(ranks):
-        if d == 1:
+        grp = parallel.expert_dp_group(tp, ep, int(d), G) if experts else parallel.group(tp, int(d), G)
+        if grp[0] == 1:
             continue
-        grp = parallel.group(tp, int(d), G)
-        at = ranks == d
+        at = (ranks == d) & ((nbytes > 0) if experts else True)
         for k in np.unique(code[at]):
             m = at & (code == k)
             out[m] = _coll(ctx, KINDS[int(k)], nbytes[m], grp)
@@ -461,10 +471,14 @@ def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.nd
 
 def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
     """Exposed data-parallel gradient reduction per row (``parallel.grad_sync_exposed``; 0 for one data-parallel
-    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``."""
+    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``. With EP > 1 the routed
+    experts' gradients follow the dense ones over the expert-data-parallel group, on the same network stream:
+    their α+β adds to the reduction's."""
     kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
+    split = parallel.experts_apart(int(c["ep"][0]))
     lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
+    e_lay, e_rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     jobs = []
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
@@ -473,11 +487,16 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
                 rows = np.nonzero(sel & (R == layers))[0]
                 sy = tab.sync(int(layers))
                 lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
+                e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
                 jobs.append((tab, sy, rows))
+    if not split:
+        lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, 0.0 * e_lay, 0.0 * e_rest
     n = lay.shape[0]
-    c2 = {"tp": c["tp"], "dp": np.tile(c["dp"], 2), "cp": np.tile(c["cp"], 2)}
+    c2 = {k: np.tile(c[k], 2) for k in ("tp", "dp", "cp", "ep")}
     g2 = _dp_coll(ctx, c2, np.tile(kind, 2), grad_scale * np.concatenate([lay, rest]))
+    g2 = g2 + _dp_coll(ctx, c2, np.tile(kind, 2), grad_scale * np.concatenate([e_lay, e_rest]), experts=True)
     g_layer, g_rest = g2[:n], g2[n:]
+    rest = rest + e_rest
     out = np.zeros(n)
     for tab, sy, rows in jobs:
         if sy.segs:
@@ -490,16 +509,23 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     return out
 
 
-def _fsdp(ctx: Context, c: dict, p_dev, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
+def _sharded_coll(ctx: Context, c: dict, kind: str, held: parallel.ParamShards, by: float) -> np.ndarray:
+    """α+β per row of one collective of ``by`` bytes per parameter over each of ``parallel.shard_groups``: the
+    dense parameters over the data-parallel group, the experts over the expert-data-parallel group (EP > 1)."""
+    if not parallel.experts_apart(int(c["ep"][0])):
+        return _dp_coll(ctx, c, kind, held.held * by)
+    return _dp_coll(ctx, c, kind, held.dense * by) + _dp_coll(ctx, c, kind, held.expert * by, experts=True)
+
+
+def _fsdp(ctx: Context, c: dict, held: parallel.ParamShards, R, fwd, bwd, by: float, grad_b: float) -> np.ndarray:
     """``parallel.fsdp_exposed_s`` per row (ZeRO-3 over dp·cp > 1 ranks; 0 otherwise); ``R``: the largest op
     count on the row's stage (its layers)."""
     on = (c["zero"] >= 3) & (c["dp"] * c["cp"] > 1)
     out = np.zeros(R.shape)
     if not np.any(on):
         return out
-    per_layer = p_dev * by / R
-    ag = R * _dp_coll(ctx, c, "allgather", per_layer)
-    rs = R * _dp_coll(ctx, c, "reducescatter", per_layer * grad_b / by)
+    ag = R * _sharded_coll(ctx, c, "allgather", held, by / R)
+    rs = R * _sharded_coll(ctx, c, "reducescatter", held, grad_b / R)
     return np.where(on, parallel.fsdp_exposed(ag, rs, fwd, bwd, R), 0.0)
 
 
@@ -517,10 +543,10 @@ def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: 
     return parallel.pipeline_p2p_s(one, pp, v, m, t_mb, ctx.setting("overlap_p2p", True) & (v > 1))
 
 
-def _zero2_gather(ctx: Context, c: dict, p_dev, by: float) -> np.ndarray:
-    """ZeRO-2: the updated parameter shards gathered back after the step."""
+def _zero2_gather(ctx: Context, c: dict, held: parallel.ParamShards, by: float) -> np.ndarray:
+    """ZeRO-2: the updated parameter shards gathered back after the step, each over its group."""
     on = (c["zero"] == 2) & (c["dp"] * c["cp"] > 1)
-    return np.where(on, _dp_coll(ctx, c, "allgather", p_dev * by), 0.0) if np.any(on) else np.zeros(on.shape)
+    return np.where(on, _sharded_coll(ctx, c, "allgather", held, by), 0.0) if np.any(on) else np.zeros(on.shape)
 
 
 def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict:
@@ -563,7 +589,8 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     limit = resident_limit_bytes(ctx.hw)
     p = _times(ctx, key, g, c, mbi)
     p_dev = mem.params_per_device
-    fsdp = _fsdp(ctx, c, p_dev, p["top"], p["fwd"], p["bwd"], by, grad_b)
+    held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])
+    fsdp = _fsdp(ctx, c, held, p["top"], p["fwd"], p["bwd"], by, grad_b)
     _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"])
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
     v, pp = c["interleave"], c["pp"]
@@ -571,7 +598,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
-    gather = _zero2_gather(ctx, c, p_dev, by)
+    gather = _zero2_gather(ctx, c, held, by)
     shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(p_dev))
     opt_s = parallel.optimizer_s(g, ctx.hw, shard, ctx.composition) \
         + parallel.param_quantize_s(g, ctx.hw, p_dev * np.ones(np.shape(shard)), shard, ctx.composition)
