@@ -16,9 +16,10 @@ config (tests/data/llm_configs/llama2-70b.json) or the built-in mixtral-8x7b, th
 tokens), the run's generated tokens per sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP,
 batch limit and step token budget,
 its requests (samples_per_query / instances) queued at once, on the engine the submission ran. TensorRT-LLM rows also
-carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction); vLLM rows run at vLLM's default memory fraction
-(0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw has one length per
-request, not the dataset's length distribution.
+carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction) and run on the kernels of the TensorRT-LLM release
+the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables; vLLM rows run at vLLM's
+default memory fraction (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw
+has one length per request, not the dataset's length distribution.
 
 ``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at each submission's own
 gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) the MI325X rows on the
@@ -46,6 +47,12 @@ BENCHMARKS = {"llama2-70b": (DATA / "mlperf_inference_v5.1_llama2_70b_offline.cs
                              "hf:tests/data/llm_configs/llama2-70b.json", 222),     # 222.33 over 24,576 samples
               "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427)}  # 427.39
 GPUS = ("h200", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
+# the TensorRT-LLM release every TensorRT-LLM row ran: each submitter's Makefile.build pins TRTLLM_HASH to a commit of
+# NVIDIA's "1.0-mlpinf side branch" (270a6b24 of 7/21/25 or 18c0333e of 7/24/25, as its comment says); its kernels
+# price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
+# TensorRT-LLM 1.0.0rc3 / rc6), the catalog's 1.3.0rc20 elsewhere (RTX PRO 6000)
+TRTLLM_RELEASE = "1.0"
+RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
 def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
@@ -79,6 +86,8 @@ def serve_kwargs(r: dict) -> dict:
         kw["kv_dtype"] = r["kv_dtype"]
     if r["engine"] == "trtllm":
         kw["kv_fraction"] = r["memory_fraction"]
+        if r["gpu"] in RELEASE_GPUS:
+            kw["release"] = TRTLLM_RELEASE
     return kw
 
 

@@ -63,6 +63,16 @@ def test_each_command_is_the_call_the_benchmark_makes(rows):
         assert ("kv_fraction" in bench.serve_kwargs(r)) == (r["engine"] == "trtllm")
 
 
+def test_tensorrt_llm_rows_run_the_release_the_submissions_built(rows):
+    """Every TensorRT-LLM row is priced on TensorRT-LLM 1.0's kernels (the submissions' 1.0-mlpinf branch) where the
+    catalog holds that release's tables (H200, B200, GB200), on the catalog's 1.3.0rc20 kernels on RTX PRO 6000; no
+    vLLM row names a release."""
+    for r in rows:
+        want = "1.0" if r["engine"] == "trtllm" and r["gpu"] in ("h200", "b200", "gb200") else None
+        assert bench.serve_kwargs(r).get("release") == want, r["id"]
+    assert {"h200", "b200", "gb200"} <= bench.RELEASE_GPUS and "rtx-pro-6000" not in bench.RELEASE_GPUS
+
+
 def test_llama2_70b_config_builds_with_the_published_parameter_count():
     """Llama-2-70B from its Hugging Face config: 68,976,648,192 parameters (embeddings and head 2 x 32,000 x 8,192;
     per layer q and o 8,192^2 each, k and v 8,192 x 1,024 each, the SwiGLU MLP 3 x 8,192 x 28,672, two norms; 80

@@ -50,13 +50,17 @@ GRID_RIDGE = 1e-3        # pull of each node toward factor 1, relative to the ro
 GRID_RIDGE_HARD = 1e-1
 # the least share of a row's measured time the grid reads as its time above the fixed latency (``grid_floor``)
 GRID_FLOOR = 0.1
+# the farthest a row stands from a GEMM grid's node, in grid steps along each axis, and still covers it
+# (``covered_nodes``): past it the node is held at the nearest covered one (``fitted_nodes``)
+GRID_COVER = 0.75
 
 
 def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: bool = True,
              tiles: bool = True) -> dict:
     """``table`` with the kernel-choice grid (``gemmshape.grid_factor``) fitted on all of ``rows``: per node, the
     log of measured over modelled time without the fixed latency, least squares over the rows' multilinear weights,
-    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1); the steps of
+    each node pulled toward 0 by ``GRID_RIDGE`` (a node no row reaches stays at factor 1; a GEMM's node its
+    rows do not cover is held at the nearest covered one, ``fitted_nodes``); the steps of
     ``GRID_STEPS``, each squared (but those of ``GRID_KEEP``) while there are fewer than ``GRID_ROWS_PER_NODE`` rows
     per node (an attention's: per node some row reaches, ``reached_count``). Where even the coarsest grid has too many
     nodes for the rows, ``table`` stays without a grid. ``steps``: the node spacing in place of ``GRID_STEPS[g.op]``
@@ -89,13 +93,12 @@ def fit_grid(hw, g: Group, rows, table: dict, steps: tuple | None = None, walk: 
     if nodes is None:
         return own
     nodes = past_switch_nodes(g, nodes, coords, len(prob.meas))
-    cols = np.arange(_size(nodes)) if every else reached_nodes(nodes, coords)
+    cols, hold = fitted_nodes(g, nodes, coords, every)
     coef = np.zeros(_size(nodes))
     for _ in range(GRID_PASSES.get(g.op, 1)):         # each pass fits the residual the last one left
         y = np.log(np.maximum(prob.meas - lat, grid_floor(g) * prob.meas) / np.maximum(pred - lat, 1e-12))
-        coef[cols] += grid_solve(nodes, coords, y, cols, grid_ridge(g))
-        if not every:
-            coef = held_at_the_rows(nodes, coef, cols)
+        coef[cols] += grid_solve(nodes, coords, y, cols, grid_ridge(g), hold)
+        coef = held_at_the_rows(nodes, coef, cols)
         out = {**own, "grid_nodes": nodes,
                "grid_log": grid_text(np.clip(np.round(100.0 * coef), -GRID_LOG_MAX, GRID_LOG_MAX).astype(int))}
         pred = prob.times({**cal, g.key[0]: {g.key[1]: out}})
@@ -221,10 +224,67 @@ def grid_ridge(g: Group) -> float:
     return GRID_RIDGE_HARD if hard and regime in TILE_REGIMES else GRID_RIDGE
 
 
-def grid_solve(nodes, coords, y, cols: np.ndarray, ridge: float = GRID_RIDGE) -> np.ndarray:
+def fitted_nodes(g: Group, nodes, coords, every: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the flat indices of the nodes ``fit_grid`` solves for, per node the node whose value it takes or None): an
+    attention class's nodes the rows reach (``reached_nodes``), each other held at the nearest after the solve
+    (``held_at_the_rows``); with ``every``, every node, but a GEMM class's nodes its rows do not cover
+    (``covered_nodes``) each held at the nearest covered node in the solve too (``held_nodes``): the grid is not
+    carried past its rows' (N, K) by a corner their multilinear weights barely reach. ROCm/aiter's gfx942 FP8 rows
+    hold K ≥ 8192 at N 5120 only and N ≥ 8192 at K ≤ 5120 only; fitted free, the corner (N 16384, K 12800) they
+    reach at weights 0.16 and 0.20 took the grid at (N 8192, K 28672) from 830 TFLOP/s at M 1024 to 472 at M 16384,
+    where every measured row with N, K ≥ 4096 runs 634 → 824 TFLOP/s as M grows (docs/accuracy.md, MLPerf
+    Inference v5.1). A table whose rows stand near every node fits as before; the fitted rows of aiconfigurator-core
+    0.12.0's TensorRT-LLM GEMM tables leave one node per class uncovered (104 of 2,304 on L40S and RTX PRO 6000
+    bf16's finer grid), which the stored catalogs do not hold yet."""
+    if not every:
+        return reached_nodes(nodes, coords), None
+    if g.op != "gemm":
+        return np.arange(_size(nodes)), None
+    cols = covered_nodes(nodes, coords)
+    return cols, held_nodes(nodes, cols)
+
+
+def covered_nodes(nodes, coords) -> np.ndarray:
+    """The flat indices (sorted) of the grid nodes some row stands near on every axis: within ``GRID_COVER`` of a
+    grid step of the node (in log space; a row past an axis's end at its end node), its multilinear weight on the
+    node at least 1 − ``GRID_COVER`` along each axis. A corner the rows only reach from across the grid is not."""
+    covered = None
+    for nd, x in zip(nodes, coords):
+        ln = np.log(np.asarray(nd, float))
+        lx = np.clip(np.log(np.maximum(np.asarray(x, float).reshape(-1), 1e-30)), ln[0], ln[-1])
+        if len(ln) == 1:
+            near = np.ones((len(lx), 1), bool)
+        else:
+            step = np.diff(ln)
+            below = np.concatenate([step[:1], step])          # the step on each node's lower side (upper at 0)
+            above = np.concatenate([step, step[-1:]])
+            d = lx[:, None] - ln[None, :]
+            near = np.where(d < 0, -d <= GRID_COVER * below, d <= GRID_COVER * above)
+        covered = near if covered is None else (covered[:, :, None] & near[:, None, :]).reshape(len(lx), -1)
+    return np.flatnonzero(covered.any(axis=0))
+
+
+def held_nodes(nodes, cols: np.ndarray) -> np.ndarray:
+    """Per node (flat index), the node of ``cols`` its value is held at: itself where it is among them, else the
+    nearest of them in grid steps (L1), as ``held_at_the_rows`` fills it."""
+    size = _size(nodes)
+    out = np.arange(size)
+    if len(cols) == 0 or len(cols) == size:
+        return out
+    at = np.stack(np.unravel_index(out, [len(a) for a in nodes]), axis=1)
+    hole = np.setdiff1d(out, cols)
+    out[hole] = cols[np.abs(at[hole][:, None, :] - at[cols][None, :, :]).sum(axis=2).argmin(axis=1)]
+    return out
+
+
+def grid_solve(nodes, coords, y, cols: np.ndarray, ridge: float = GRID_RIDGE,
+               hold: np.ndarray | None = None) -> np.ndarray:
     """The grid's ln factors at the nodes ``cols`` (sorted flat indices; every node the rows reach among them),
-    least squares with the ``ridge`` per node."""
+    least squares with the ``ridge`` per node; ``hold`` (``held_nodes``): each row's weight on a node outside
+    ``cols`` counted on the node it is held at."""
     idx, w = grid_weights(nodes, coords)
+    if hold is not None:
+        idx = hold[idx]
     n = len(cols)
     a = np.zeros((len(idx), n))
     np.add.at(a, (np.arange(len(idx))[:, None], np.minimum(np.searchsorted(cols, idx), n - 1)), w)
@@ -237,12 +297,7 @@ def held_at_the_rows(nodes, coef: np.ndarray, cols: np.ndarray) -> np.ndarray:
     attention at 392 sequences of 1,150 cached tokens, beyond the table's 256 at 1,023: 0.82 → 0.86)."""
     if len(cols) == 0 or len(cols) == len(coef):
         return coef
-    at = np.stack(np.unravel_index(np.arange(len(coef)), [len(a) for a in nodes]), axis=1)
-    hole = np.setdiff1d(np.arange(len(coef)), cols)
-    near = np.abs(at[hole][:, None, :] - at[cols][None, :, :]).sum(axis=2).argmin(axis=1)
-    out = coef.copy()
-    out[hole] = coef[cols[near]]
-    return out
+    return coef[held_nodes(nodes, cols)]
 
 
 def reached_nodes(nodes, coords) -> np.ndarray:
