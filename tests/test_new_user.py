@@ -360,6 +360,26 @@ def test_the_stored_split_labels_match_the_stored_rows():
     assert f"{name} (odd rows)" not in cal["held_out"]
 
 
+def test_a_catalogs_source_claims_no_split_its_classes_do_not_name():
+    """The catalogs' kernel-fit source said "fitted to the even rows" where a class's own entries name another
+    split ("even rows of each head dim"): the source points to each class's entries, and no stored number moved
+    with it (the strings only)."""
+    import tomllib
+    from pathlib import Path
+    from ironlaw.measure.calibrate.kernelfit import KERNEL_SOURCE
+    catalog = Path(__file__).resolve().parents[1] / "src" / "ironlaw" / "machine" / "catalog"
+    seen = 0
+    for p in sorted(catalog.rglob("*.toml")):
+        cal = tomllib.loads(p.read_text()).get("calibration", {})
+        if KERNEL_SOURCE not in cal.get("source", ""):
+            continue
+        seen += 1
+        assert "fitted to the even rows of measured" not in cal["source"], p
+        splits = {e.rsplit(" (", 1)[1] for e in cal.get("fitted", []) if e.endswith(" rows)")}
+        assert splits and splits <= {"even rows)", "even rows of each head dim)"}, (p, splits)
+    assert seen >= 30
+
+
 def test_the_catalog_names_only_files_that_exist():
     """The catalogs' provenance named models/serving/step.py after it became the package models/serving/step/."""
     import re
