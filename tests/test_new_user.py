@@ -434,7 +434,8 @@ def test_the_scheduler_line_says_the_limits_given():
     assert d["summary"][1].startswith("scheduler: max_num_seqs 64 (given), max_num_batched_tokens 4096 (given), ")
     assert d["scheduler"]["max_num_seqs"] == 64 and d["scheduler"]["sources"]["max_num_seqs"] == "given (--max-batch)"
     s = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang", max_num_tokens=4096).to_dict()
-    assert s["engine"]["summary"][1].startswith("scheduler: max_num_seqs 2048, chunked_prefill_size 4096 (given), ")
+    assert s["engine"]["summary"][1].startswith("scheduler: max_running_requests 2048, chunked_prefill_size 4096 "
+                                                  "(given), ")
     plain = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang").to_dict()["engine"]
     assert "(given)" not in plain["summary"][1] and plain["scheduler"]["max_num_batched_tokens"] == 8192
 
@@ -481,3 +482,54 @@ def test_the_reports_count_one_in_the_singular(tmp_path):
     assert "Decode step: 1 sequence at the mean context" in (tmp_path / "s.html").read_text()
     ironlaw.analyze("gpt2", on="h100", phase="train", gpus=1, global_batch=8, html=str(tmp_path / "t.html"))
     assert "train · bf16 · 1 GPU: tp 1" in (tmp_path / "t.html").read_text()
+
+
+# ------------------------------------------------------------------ each engine's scheduler limits as it applies them
+def test_sglangs_token_budget_caps_its_prefill_batches_alone():
+    """SGLang's max_num_tokens (chunked_prefill_size) was charged with the decode tokens as vLLM's is, so a
+    budget of 1,024 held the run to 2.7 requests a step and 1,107 sequences "limited by max_num_tokens": SGLang
+    charges only a prefill batch's tokens to it (``PrefillAdder``; the decode batch only under
+    enable_mixed_chunk), vLLM's max_num_batched_tokens a step's decode and prompt tokens together."""
+    import ironlaw
+    kw = dict(on="h100", max_throughput=True, max_num_tokens=1024, prompt=128, output=256)
+    sgl = ironlaw.serve("llama3-8b", engine="sglang", **kw)
+    s = sgl.steady
+    assert sgl.batch_limit != "max_num_tokens" and s["decode_tokens_per_step"] > 1024
+    assert s["prompt_tokens_per_step"] <= 1024
+    vll = ironlaw.serve("llama3-8b", engine="vllm", **kw)
+    v = vll.steady
+    assert vll.batch_limit == "max_num_tokens"
+    assert v["decode_tokens_per_step"] + v["prompt_tokens_per_step"] <= 1024 + 1
+
+
+def test_a_one_wave_ramp_admits_sglangs_prefill_batches_whole():
+    from ironlaw.models.serving import throughput
+    assert throughput.ramp(128, 256, 20, 1024, mixed=False) == [(0, 8), (8, 8), (16, 4)]
+    assert throughput.ramp(128, 256, 20, 1024) == [(0, 8), (8, 7), (15, 5)]
+
+
+def test_a_given_max_batch_sets_vllms_cuda_graphs():
+    """`serve --engine vllm --max-batch 8` kept the CUDA graphs of vLLM's default 1,024 sequences (up to 512):
+    vLLM captures up to min(2 · max_num_seqs, 512, max_num_batched_tokens) (VllmConfig._set_cudagraph_sizes)."""
+    import ironlaw
+    est = ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_batch=8, prompt=32,
+                        output=32)
+    sched = est.to_dict()["engine"]["scheduler"]
+    assert sched["cuda_graph_batches"] == [1, 2, 4, 8, 16] and est.constants.cuda_graph_batches[-1] == 16
+    assert "from the limits given" in sched["sources"]["cuda_graph_batches"]
+    assert "CUDA graphs up to 16," in est.engine_lines()[1]
+
+
+def test_a_given_max_batch_out_of_range_is_refused_before_vllm_derives_its_graphs():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="--max-batch must be a whole number between 1 and"):
+        ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_batch=0)
+
+
+def test_attention_dp_with_another_ep_offers_the_layout_asked_for():
+    """`serve mixtral-8x7b --max-throughput --ep 2 --attention-dp` said "use --ep 1 with --tp 1", undoing the
+    --ep the user gave: EP equals TP under attention DP, so it offers --tp 2 --ep 2 first."""
+    line = one_line_error(run_cli("serve", "mixtral-8x7b", "--on", "h100", "--max-throughput", "--ep", "2",
+                                  "--attention-dp"))
+    assert line.endswith("so --ep equals --tp: use --tp 2 --ep 2"), line

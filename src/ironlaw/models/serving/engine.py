@@ -230,7 +230,8 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
                            f"add --attention-dp")
     if lay.attention_dp and lay.ep != lay.tp:
-        raise IronlawError(f"--attention-dp shards the experts over the TP group: use --ep {lay.tp} with --tp {lay.tp}")
+        raise IronlawError(f"--attention-dp shards the experts over the TP group, so --ep equals --tp: use --tp "
+                           f"{lay.ep} --ep {lay.ep}" + (f" or --tp {lay.tp} --ep {lay.tp}" if lay.tp > 1 else ""))
     if meta["layers"] % lay.pp:
         raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
 
