@@ -558,3 +558,16 @@ def test_format_given_to_the_library_names_to_dict(fn):
     args = () if fn == "contract" else ("llama3-8b",)
     with pytest.raises(IronlawError, match=r"'format' \(--format is the command line's: the result's \.to_dict\(\)"):
         getattr(ironlaw, fn)(*args, on="h100", format="json")
+
+
+def test_no_size_or_time_prints_an_exponent():
+    """`analyze deepseek-v3 --on tpu-v5e --phase prefill` said "exceeds all memory tiers together (1.01e+03
+    GiB)": a value that rounds to 1,000 or more of its largest prefix prints in whole units."""
+    from ironlaw.core.units import fmt, fmt_size, fmt_time
+    assert fmt_size(1010 * 2**30) == "1,010 GiB" and fmt_time(1500.0) == "1,500 s"
+    assert fmt(999.9e12, "FLOP/s") == "1,000 TFLOP/s" and fmt(3.35e12, "B/s") == "3.35 TB/s"
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError) as e:
+        ironlaw.analyze("deepseek-v3", on="tpu-v5e", phase="prefill", seq=512, dtype="bf16")
+    assert "e+03" not in str(e.value) and "(1,011 GiB)" in str(e.value), str(e.value)
