@@ -571,3 +571,12 @@ def test_no_size_or_time_prints_an_exponent():
     with pytest.raises(IronlawError) as e:
         ironlaw.analyze("deepseek-v3", on="tpu-v5e", phase="prefill", seq=512, dtype="bf16")
     assert "e+03" not in str(e.value) and "(1,011 GiB)" in str(e.value), str(e.value)
+
+
+def test_an_unknown_what_if_lists_every_transform():
+    """`--what-if bogus=1` listed twelve names, aliases among them, then "…": the transforms, all of them, as the
+    empty --what-if lists them."""
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "--on", "h100", "--what-if", "bogus=1"))
+    assert "…" not in line and line.endswith("; transforms: batch, dp, eager-attention, flash-attention, fusion, "
+                                             "hardware, network, overlap-comm, pp, prefetch, quant, recompute, seq, "
+                                             "sparsity, tp"), line
