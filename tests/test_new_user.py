@@ -580,3 +580,10 @@ def test_an_unknown_what_if_lists_every_transform():
     assert "…" not in line and line.endswith("; transforms: batch, dp, eager-attention, flash-attention, fusion, "
                                              "hardware, network, overlap-comm, pp, prefetch, quant, recompute, seq, "
                                              "sparsity, tp"), line
+
+
+def test_out_on_a_command_that_writes_html_names_html():
+    """`ironlaw report llama3-8b --on h100 --out r.html` said "No such option '--out'. (Did you mean one of: '--on',
+    '--top'?)": the page is --html FILE."""
+    line = one_line_error(run_cli("report", "llama3-8b", "--on", "h100", "--out", "r.html"))
+    assert line.endswith("report takes no --out: it writes its HTML page with --html FILE.html"), line

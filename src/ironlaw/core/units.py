@@ -83,7 +83,7 @@ def _figures(v: float, digits: int) -> str:
     """``v`` to ``digits`` significant figures, never an exponent: a value that reaches 10^digits once rounded
     (999.9 at 3 figures, 1,010 GiB below a TiB, a time past 1,000 s) in whole units with thousands separators."""
     text = f"{v:.{digits}g}"
-    return f"{round(v):,}" if "e" in text else text
+    return f"{round(v):,}" if "e+" in text else text
 
 
 def _scaled(x: float, unit: str, prefixes, digits: int) -> str:
