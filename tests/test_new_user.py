@@ -87,7 +87,7 @@ def test_sweep_takes_the_sequence_range_analyze_takes():
     import numpy as np
     import ironlaw
     from ironlaw.core.errors import IronlawError
-    with pytest.raises(IronlawError, match=r"^--seq 5000000 is absurd \(limit 4,194,304\)$"):
+    with pytest.raises(IronlawError, match=r"^--seq 5000000 is out of range \(1 … 4,194,304\)$"):
         ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=np.array([128, 5_000_000]))
     with pytest.raises(IronlawError, match=r"^--batch must be a positive whole number, got 0$"):
         ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=128, batch=np.array([1, 0, 3]))
@@ -587,3 +587,18 @@ def test_out_on_a_command_that_writes_html_names_html():
     '--top'?)": the page is --html FILE."""
     line = one_line_error(run_cli("report", "llama3-8b", "--on", "h100", "--out", "r.html"))
     assert line.endswith("report takes no --out: it writes its HTML page with --html FILE.html"), line
+
+
+def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does():
+    """`sweep … --what-if tp=2` priced each token's energy and cost on one H100 (2.35 J, $6.92/M) where
+    `analyze --tp 2 --gpus 2` prices the same step on two (4.70 J, $13.84/M), and its header and JSON did not
+    name the what-if."""
+    import ironlaw
+    s = ironlaw.sweep("llama3-8b", on="h100", phase="decode", batch="1", what_if="tp=2").to_dict()
+    a = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=1, tp=2, gpus=2).to_dict()
+    p = s["points"][0]
+    assert p["time_s"] == a["time_s"] and s["what_if"] == ["tp=2"] and s["devices"] == 2
+    assert p["joules_per_unit"] == pytest.approx(a["energy"]["joules_per_token"], rel=1e-12)
+    assert p["usd_per_million_units"] == pytest.approx(a["energy"]["usd_per_million_tokens"], rel=1e-12)
+    r = run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1", "--what-if", "tp=2")
+    assert r.rc == 0 and r.out.splitlines()[0].startswith("llama3-8b · decode · bf16 · seq 1024 · what-if tp=2: "), r.out
