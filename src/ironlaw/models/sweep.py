@@ -153,7 +153,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     if n > MAX_POINTS:
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
     whatif = _check_whatif(whatif)
-    from .analysis import devices
+    from ..law.power import devices_of
     times, thr, labs, ridges, energy, sources = [], [], [], [], [], {}
     unit, g_phase, g_dtype, fixed = "samples/s", phase, dtype, None
     for hw in hws:
@@ -168,7 +168,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         times.append(t)
         thr.append(np.where(np.isfinite(t), units / t, 0.0))
         labs.append(np.broadcast_to(explain.labels(est), shape))
-        n_dev = devices(g)
+        n_dev = devices_of(g)
         energy.append(_energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources, n_dev))
         if ridge:
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
@@ -179,7 +179,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
 
 def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict, devices: int = 1) -> dict:
     """Power (per device) and energy, cost and carbon per unit of work of every point on ``devices`` devices that
-    each run it (a what-if tp=N: ``analysis.devices``, as ``analyze --tp N`` counts them; nan where the device
+    each run it (a what-if tp=N: ``law.power.devices_of``, as ``analyze --tp N`` counts them; nan where the device
     states no power)."""
     from ..law import power
     nan = np.full(shape, np.nan)
