@@ -602,3 +602,11 @@ def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does():
     assert p["usd_per_million_units"] == pytest.approx(a["energy"]["usd_per_million_tokens"], rel=1e-12)
     r = run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1", "--what-if", "tp=2")
     assert r.rc == 0 and r.out.splitlines()[0].startswith("llama3-8b · decode · bf16 · seq 1024 · what-if tp=2: "), r.out
+
+
+def test_sglangs_engine_limits_name_a_prefill_batchs_tokens():
+    """SGLang's run printed "max tokens/step 8,192" for its chunked_prefill_size, which caps a prefill batch, not
+    a step (``throughput.budget_tokens``)."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--engine", "sglang", "--prompt", "128",
+                "--output", "128")
+    assert r.rc == 0 and "max prefill tokens/batch 8,192" in r.out and "max tokens/step" not in r.out, r.out
