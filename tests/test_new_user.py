@@ -610,3 +610,25 @@ def test_sglangs_engine_limits_name_a_prefill_batchs_tokens():
     r = run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--engine", "sglang", "--prompt", "128",
                 "--output", "128")
     assert r.rc == 0 and "max prefill tokens/batch 8,192" in r.out and "max tokens/step" not in r.out, r.out
+
+
+def test_sglangs_prefill_budget_does_not_cap_its_decode_graphs(monkeypatch):
+    """The largest CUDA-graph decode batch was min(max_batch_size, max_num_tokens) for every engine, so SGLang with
+    --max-num-tokens 64 padded its decode batches to 64 at most: SGLang's chunked_prefill_size caps prefill batches
+    alone, its decode graphs go up to cuda_graph_max_bs."""
+    import ironlaw
+    from ironlaw.models.serving import throughput
+    seen = []
+    real = throughput.step_seconds
+
+    def spy(run, *a, **k):
+        seen.append(run.max_batch)
+        return real(run, *a, **k)
+    monkeypatch.setattr(throughput, "step_seconds", spy)
+    ironlaw.serve("llama3-8b", on="h100", engine="sglang", max_throughput=True, max_num_tokens=64, prompt=32,
+                  output=32)
+    assert seen and set(seen) == {2048}
+    seen.clear()
+    ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_num_tokens=64, max_batch=64,
+                  prompt=32, output=32)
+    assert seen and set(seen) == {64}
