@@ -530,9 +530,10 @@ def test_a_given_max_batch_out_of_range_is_refused_before_vllm_derives_its_graph
 def test_attention_dp_with_another_ep_offers_the_layout_asked_for():
     """`serve mixtral-8x7b --max-throughput --ep 2 --attention-dp` said "use --ep 1 with --tp 1", undoing the
     --ep the user gave: EP equals TP under attention DP, so it offers --tp 2 --ep 2 first."""
-    line = one_line_error(run_cli("serve", "mixtral-8x7b", "--on", "h100", "--max-throughput", "--ep", "2",
-                                  "--attention-dp"))
-    assert line.endswith("so --ep equals --tp: use --tp 2 --ep 2"), line
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"so --ep equals --tp: use --tp 2 --ep 2$"):
+        ironlaw.serve("mixtral-8x7b", on="h100", max_throughput=True, ep=2, attention_dp=True)
 
 
 def test_the_kept_gemm_forms_scores_are_the_held_out_lines():
@@ -576,7 +577,11 @@ def test_no_size_or_time_prints_an_exponent():
 def test_an_unknown_what_if_lists_every_transform():
     """`--what-if bogus=1` listed twelve names, aliases among them, then "…": the transforms, all of them, as the
     empty --what-if lists them."""
-    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "--on", "h100", "--what-if", "bogus=1"))
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models import whatif
+    with pytest.raises(IronlawError) as e:
+        whatif.parse("bogus=1")
+    line = str(e.value)
     assert "…" not in line and line.endswith("; transforms: batch, dp, eager-attention, flash-attention, fusion, "
                                              "hardware, network, overlap-comm, pp, prefetch, quant, recompute, seq, "
                                              "sparsity, tp"), line
@@ -589,7 +594,7 @@ def test_out_on_a_command_that_writes_html_names_html():
     assert line.endswith("report takes no --out: it writes its HTML page with --html FILE.html"), line
 
 
-def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does():
+def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does(capsys):
     """`sweep … --what-if tp=2` priced each token's energy and cost on one H100 (2.35 J, $6.92/M) where
     `analyze --tp 2 --gpus 2` prices the same step on two (4.70 J, $13.84/M), and its header and JSON did not
     name the what-if."""
@@ -600,16 +605,21 @@ def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does():
     assert p["time_s"] == a["time_s"] and s["what_if"] == ["tp=2"] and s["devices"] == 2
     assert p["joules_per_unit"] == pytest.approx(a["energy"]["joules_per_token"], rel=1e-12)
     assert p["usd_per_million_units"] == pytest.approx(a["energy"]["usd_per_million_tokens"], rel=1e-12)
-    r = run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1", "--what-if", "tp=2")
-    assert r.rc == 0 and r.out.splitlines()[0].startswith("llama3-8b · decode · bf16 · seq 1024 · what-if tp=2: "), r.out
+    from ironlaw.cli.sweep import text
+    text(ironlaw.sweep("llama3-8b", on="h100", phase="decode", batch="1", what_if="tp=2"))
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("llama3-8b · decode · bf16 · seq 1024 · what-if tp=2: "), out
 
 
-def test_sglangs_engine_limits_name_a_prefill_batchs_tokens():
+def test_sglangs_engine_limits_name_a_prefill_batchs_tokens(capsys):
     """SGLang's run printed "max tokens/step 8,192" for its chunked_prefill_size, which caps a prefill batch, not
     a step (``throughput.budget_tokens``)."""
-    r = run_cli("serve", "llama3-8b", "--on", "h100", "--max-throughput", "--engine", "sglang", "--prompt", "128",
-                "--output", "128")
-    assert r.rc == 0 and "max prefill tokens/batch 8,192" in r.out and "max tokens/step" not in r.out, r.out
+    import ironlaw
+    from ironlaw.cli.serve_throughput import show
+    est = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang", prompt=128, output=128)
+    show(est, "llama3-8b", 128, 128, "md")
+    out = capsys.readouterr().out
+    assert "max prefill tokens/batch 8,192" in out and "max tokens/step" not in out, out
 
 
 def test_sglangs_prefill_budget_does_not_cap_its_decode_graphs(monkeypatch):
