@@ -642,3 +642,14 @@ def test_sglangs_prefill_budget_does_not_cap_its_decode_graphs(monkeypatch):
     ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_num_tokens=64, max_batch=64,
                   prompt=32, output=32)
     assert seen and set(seen) == {64}
+
+
+def test_a_serving_layouts_memory_counts_sglangs_workspace_once():
+    """`search llama3-8b --phase serve --on h100 --gpus 2 --serve-engine sglang` printed "mem/GPU 82 GiB" on an
+    80 GiB H100: SGLang's reserve (1 − mem_fraction_static) holds its activations, and the workspace was added
+    beside it."""
+    import ironlaw
+    from ironlaw.models.search.serve import held_bytes
+    for engine in ("sglang", "vllm"):
+        m = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine=engine, dtype="fp8").memory
+        assert held_bytes(m) == pytest.approx(80 * 2**30, rel=1e-9), engine
