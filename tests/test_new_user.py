@@ -563,10 +563,11 @@ def test_format_given_to_the_library_names_to_dict(fn):
 
 def test_no_size_or_time_prints_an_exponent():
     """`analyze deepseek-v3 --on tpu-v5e --phase prefill` said "exceeds all memory tiers together (1.01e+03
-    GiB)": a value that rounds to 1,000 or more of its largest prefix prints in whole units."""
+    GiB)": a value that rounds to 1,000 of a prefix takes the next one (999.9 TFLOP/s is 1 PFLOP/s), and past the
+    largest (GiB below a TiB, seconds) prints in whole units."""
     from ironlaw.core.units import fmt, fmt_size, fmt_time
     assert fmt_size(1010 * 2**30) == "1,010 GiB" and fmt_time(1500.0) == "1,500 s"
-    assert fmt(999.9e12, "FLOP/s") == "1,000 TFLOP/s" and fmt(3.35e12, "B/s") == "3.35 TB/s"
+    assert fmt(999.9e12, "FLOP/s") == "1 PFLOP/s" and fmt_time(0.9999) == "1 s" and fmt(3.35e12, "B/s") == "3.35 TB/s"
     import ironlaw
     from ironlaw.core.errors import IronlawError
     with pytest.raises(IronlawError) as e:

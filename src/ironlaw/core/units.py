@@ -90,7 +90,7 @@ def _scaled(x: float, unit: str, prefixes, digits: int) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g} {unit}"
     for p, s in prefixes:
-        if abs(x) >= s:
+        if abs(float(f"{x / s:.{digits}g}")) >= 1:         # 999.96 GB at 3 figures is 1 TB, not 1,000 GB
             return f"{_figures(x / s, digits)} {p}{unit}"
     return f"{_figures(x, digits)} {unit}"
 
@@ -106,7 +106,7 @@ def fmt_time(t: float, digits: int = 3) -> str:
     if t == 0 or not math.isfinite(t):
         return f"{t:g} s"
     for s, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(t) >= s:
+        if abs(float(f"{t / s:.{digits}g}")) >= 1:        # 0.99996 s at 3 figures is 1 s, not 1,000 ms
             return f"{_figures(t / s, digits)} {name}"
     return f"{_figures(t / 1e-9, digits)} ns"
 
