@@ -49,7 +49,8 @@ def _markdown(hw, results, dtype=None, refused=()) -> None:
                b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
         print("| " + " | ".join(row) + " |")
     for title, kw, why in refused:
-        print("| " + " | ".join([title, _config(kw), "—", "—", "—", "does not fit", "—", "capacity", why]) + " |")
+        cells = [title, _config(kw), "—", "—", "—", "does not fit", "—", "capacity", why]
+        print("| " + " | ".join(cells) + " |")
 
 
 def _text(hw, results, dtype=None, refused=()) -> None:
