@@ -49,8 +49,7 @@ def _markdown(hw, results, dtype=None, refused=()) -> None:
                b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
         print("| " + " | ".join(row) + " |")
     for title, kw, why in refused:
-        cells = [title, _config(kw), "—", "—", "—", "does not fit", "—", "capacity", why]
-        print("| " + " | ".join(cells) + " |")
+        print("| " + " | ".join([title, _config(kw), "—", "—", "—", "does not fit", "—", "capacity", why]) + " |")
 
 
 def _text(hw, results, dtype=None, refused=()) -> None:
