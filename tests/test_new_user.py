@@ -654,20 +654,3 @@ def test_a_serving_layouts_memory_counts_sglangs_workspace_once():
     for engine in ("sglang", "vllm"):
         m = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine=engine, dtype="fp8").memory
         assert held_bytes(m) == pytest.approx(80 * 2**30, rel=1e-9), engine
-
-
-def test_the_contract_on_a_small_machine_says_which_workload_does_not_fit(capsys):
-    """`ironlaw contract --on local` on a 23.5 GiB VM refused the whole contract ("dlrm-dcnv2 does not fit on
-    local"): the two that fit are priced, the third's row says it does not fit and why."""
-    import dataclasses
-    import ironlaw
-    from ironlaw.cli.contract import _text
-    from ironlaw.machine import hardware
-    h = hardware.get("h100")
-    alone = dataclasses.replace(h, name="h100-alone", memory=[t for t in h.memory if t.role in ("cache", "device")])
-    r = ironlaw.contract(on=alone)
-    assert [t for t, _, _ in r.results] == ["ResNet-50 training", "Llama-3-8B decode"]
-    assert r.to_dict()["refused"][0]["title"] == "DLRM-DCNv2 inference"
-    _text(r.hw, r.results, r.dtype, r.refused)
-    out = capsys.readouterr().out
-    assert "DLRM-DCNv2: dlrm-dcnv2 does not fit on h100-alone: footprint 97.4 GiB" in out, out

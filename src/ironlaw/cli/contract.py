@@ -21,9 +21,9 @@ def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml
         emit_json(res.to_dict())
         return
     if fmt == "md":
-        _markdown(hw, results, res.dtype, res.refused)
+        _markdown(hw, results, res.dtype)
         return
-    _text(hw, results, res.dtype, res.refused)
+    _text(hw, results, res.dtype)
 
 
 def _config(kw: dict) -> str:
@@ -34,7 +34,7 @@ def _in(dtype) -> str:
     return f", in {dtype}" if dtype else ""
 
 
-def _markdown(hw, results, dtype=None, refused=()) -> None:
+def _markdown(hw, results, dtype=None) -> None:
     from ..core.units import fmt_size, fmt_time
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     dev = hw.memory[hw.device_tier]
@@ -48,11 +48,9 @@ def _markdown(hw, results, dtype=None, refused=()) -> None:
                f"{fmt_size(e.footprint()['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
                b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
         print("| " + " | ".join(row) + " |")
-    for title, kw, why in refused:
-        print("| " + " | ".join([title, _config(kw), "—", "—", "—", "does not fit", "—", "capacity", why]) + " |")
 
 
-def _text(hw, results, dtype=None, refused=()) -> None:
+def _text(hw, results, dtype=None) -> None:
     """A table that fits 80 columns, then one line per workload saying why its resource binds."""
     from ..law.explain import brief
     from ..core.units import fmt_size, fmt_time
@@ -60,7 +58,6 @@ def _text(hw, results, dtype=None, refused=()) -> None:
     heads = ("workload", "config", "time", "data", "compute", "latency", "binds")
     rows = [(title, _config(kw), fmt_time(e.time_s), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
              fmt_time(e.term("latency_s")), e.bottleneck()["resource"]) for title, kw, e in results]
-    rows += [(title, _config(kw), "no fit", "—", "—", "—", "capacity") for title, kw, _ in refused]
     widths = [max(len(r[i]) for r in (heads, *rows)) for i in range(len(heads))]
 
     def line(cells) -> str:
@@ -72,5 +69,4 @@ def _text(hw, results, dtype=None, refused=()) -> None:
     out += [line(r) for r in rows]
     out.append("")
     out += [f"{title.split()[0]}: {brief(e)}" for title, _, e in results]
-    out += [f"{title.split()[0]}: {why}" for title, _, why in refused]
     print("\n".join(out))

@@ -2,7 +2,7 @@
 inferring) predicted on one device, to show which resource each saturates first."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 CASES = (
     ("ResNet-50 training", dict(spec="resnet50", phase="train", batch=256)),
@@ -14,34 +14,24 @@ CASES = (
 @dataclass
 class Contract:
     """``ironlaw contract``'s result: the device and, per case, its title, its request and its estimate; the dtype
-    asked for (None: each workload's own); ``refused``: (title, request, why) of a case that fits in none of the
-    device's memory tiers (a small machine's ``--on local``), its row saying so."""
+    asked for (None: each workload's own)."""
     hw: object
     results: list
     dtype: str | None = None
-    refused: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"schema": "ironlaw.contract/1", "hardware": self.hw.name,
-                "workloads": [{"title": t, **kw, "estimate": e.to_dict(top=5)} for t, kw, e in self.results],
-                "refused": [{"title": t, **kw, "why": why} for t, kw, why in self.refused]}
+                "workloads": [{"title": t, **kw, "estimate": e.to_dict(top=5)} for t, kw, e in self.results]}
 
 
 def run(hw, dtype: str | None = None) -> Contract:
     """The three cases on ``hw`` (a Hardware), each on the device kind's own builder, in ``dtype`` (None: each
     workload's own, bf16 for the two networks)."""
-    from ..core.errors import IronlawError
     from ..law import law
     from . import workloads
-    results, refused = [], []
+    results = []
     for title, kw in CASES:
         req = workloads.Request(kw["spec"], phase=kw["phase"], batch=kw["batch"], seq=kw.get("seq"),
                                 dtype=dtype, device="cuda" if hw.kind == "gpu" else "cpu")
-        est = law.predict(workloads.resolve(req), hw)
-        try:
-            results.append((title, kw, law.placed(est, hw)))
-        except IronlawError as e:                  # fits in no tier at all: the row says so, the others stand
-            if bool(est.placement.fits) or not results and len(refused) == len(CASES) - 1:
-                raise
-            refused.append((title, kw, str(e)))
-    return Contract(hw, results, dtype, refused)
+        results.append((title, kw, law.placed(law.predict(workloads.resolve(req), hw), hw)))
+    return Contract(hw, results, dtype)
