@@ -27,13 +27,13 @@ CASES = [
     (["analyze", "gemm:0,64,64", "--on", "h100"], "positive"),
     (["analyze", "gemm:-5,64,64", "--on", "h100"], "'-5,64,64': M must be a positive whole number, got -5"),
     (["analyze", "gemv:64,0", "--on", "h100"], "'64,0': K must be a positive whole number, got 0"),
-    (["analyze", "gemm:99999999999,64,64", "--on", "h100"], "absurd"),
+    (["analyze", "gemm:99999999999,64,64", "--on", "h100"], "out of range (1 … "),
     (["analyze", "gemv:64", "--on", "h100"], "M,K"),
     (["analyze", "allreduce:-64MB", "--on", "a100", "--gpus", "8"], "got -64MB"),
     (["analyze", "allreduce:0", "--on", "a100", "--gpus", "8"], "got 0"),
     (["analyze", "gemm:64,64,64", "--batch", "0"], "batch"),
     (["analyze", "gemm:64,64,64", "--batch", "-3"], "batch"),
-    (["analyze", "gemm:64,64,64", "--batch", "1000000000000"], "absurd"),
+    (["analyze", "gemm:64,64,64", "--batch", "1000000000000"], "out of range (1 … "),
     (["analyze", "gemm:64,64,64", "--batch", "nan"], "batch"),
     (["analyze", "gemm:64,64,64", "--batch", "two"], "batch"),
     (["analyze", "gemm:64,64,64", "--seq", "0"], "seq"),
@@ -169,7 +169,7 @@ def test_serve_tp_that_does_not_divide_the_heads_names_the_model(cli):
     for extra in ((), ("--max-throughput",)):
         r = cli("serve", "llama3-8b", "--on", "h100", "--tp", "3", *extra)
         assert r.rc == 2 and r.err.strip() == ("ironlaw: error: --tp 3 does not divide the 32 attention heads of "
-                                               "llama3-8b; use one of [1, 2, 4, 8, 16, 32]"), r.err
+                                               "llama3-8b; use 1, 2, 4, 8, 16 or 32"), r.err
 
 
 @pytest.mark.parametrize("args", [["analyze", "llama3-8b"], ["analyze", "llama3-8b", "--format", "json"],

@@ -87,7 +87,7 @@ def test_sweep_takes_the_sequence_range_analyze_takes():
     import numpy as np
     import ironlaw
     from ironlaw.core.errors import IronlawError
-    with pytest.raises(IronlawError, match=r"^--seq 5000000 is absurd \(limit 4,194,304\)$"):
+    with pytest.raises(IronlawError, match=r"^--seq 5000000 is out of range \(1 … 4,194,304\)$"):
         ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=np.array([128, 5_000_000]))
     with pytest.raises(IronlawError, match=r"^--batch must be a positive whole number, got 0$"):
         ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=128, batch=np.array([1, 0, 3]))
@@ -360,6 +360,26 @@ def test_the_stored_split_labels_match_the_stored_rows():
     assert f"{name} (odd rows)" not in cal["held_out"]
 
 
+def test_a_catalogs_source_claims_no_split_its_classes_do_not_name():
+    """The catalogs' kernel-fit source said "fitted to the even rows" where a class's own entries name another
+    split ("even rows of each head dim"): the source points to each class's entries, and no stored number moved
+    with it (the strings only)."""
+    import tomllib
+    from pathlib import Path
+    from ironlaw.measure.calibrate.kernelfit import KERNEL_SOURCE
+    catalog = Path(__file__).resolve().parents[1] / "src" / "ironlaw" / "machine" / "catalog"
+    seen = 0
+    for p in sorted(catalog.rglob("*.toml")):
+        cal = tomllib.loads(p.read_text()).get("calibration", {})
+        if KERNEL_SOURCE not in cal.get("source", ""):
+            continue
+        seen += 1
+        assert "fitted to the even rows of measured" not in cal["source"], p
+        splits = {e.rsplit(" (", 1)[1] for e in cal.get("fitted", []) if e.endswith(" rows)")}
+        assert splits and splits <= {"even rows)", "even rows of each head dim)"}, (p, splits)
+    assert seen >= 30
+
+
 def test_the_catalog_names_only_files_that_exist():
     """The catalogs' provenance named models/serving/step.py after it became the package models/serving/step/."""
     import re
@@ -414,7 +434,8 @@ def test_the_scheduler_line_says_the_limits_given():
     assert d["summary"][1].startswith("scheduler: max_num_seqs 64 (given), max_num_batched_tokens 4096 (given), ")
     assert d["scheduler"]["max_num_seqs"] == 64 and d["scheduler"]["sources"]["max_num_seqs"] == "given (--max-batch)"
     s = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang", max_num_tokens=4096).to_dict()
-    assert s["engine"]["summary"][1].startswith("scheduler: max_num_seqs 2048, chunked_prefill_size 4096 (given), ")
+    assert s["engine"]["summary"][1].startswith("scheduler: max_running_requests 2048, chunked_prefill_size 4096 "
+                                                  "(given), ")
     plain = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang").to_dict()["engine"]
     assert "(given)" not in plain["summary"][1] and plain["scheduler"]["max_num_batched_tokens"] == 8192
 
@@ -461,3 +482,175 @@ def test_the_reports_count_one_in_the_singular(tmp_path):
     assert "Decode step: 1 sequence at the mean context" in (tmp_path / "s.html").read_text()
     ironlaw.analyze("gpt2", on="h100", phase="train", gpus=1, global_batch=8, html=str(tmp_path / "t.html"))
     assert "train · bf16 · 1 GPU: tp 1" in (tmp_path / "t.html").read_text()
+
+
+# ------------------------------------------------------------------ each engine's scheduler limits as it applies them
+def test_sglangs_token_budget_caps_its_prefill_batches_alone():
+    """SGLang's max_num_tokens (chunked_prefill_size) was charged with the decode tokens as vLLM's is, so a
+    budget of 1,024 held the run to 2.7 requests a step and 1,107 sequences "limited by max_num_tokens": SGLang
+    charges only a prefill batch's tokens to it (``PrefillAdder``; the decode batch only under
+    enable_mixed_chunk), vLLM's max_num_batched_tokens a step's decode and prompt tokens together."""
+    import ironlaw
+    kw = dict(on="h100", max_throughput=True, max_num_tokens=1024, prompt=128, output=256)
+    sgl = ironlaw.serve("llama3-8b", engine="sglang", **kw)
+    s = sgl.steady
+    assert sgl.batch_limit != "max_num_tokens" and s["decode_tokens_per_step"] > 1024
+    assert s["prompt_tokens_per_step"] <= 1024
+    vll = ironlaw.serve("llama3-8b", engine="vllm", **kw)
+    v = vll.steady
+    assert vll.batch_limit == "max_num_tokens"
+    assert v["decode_tokens_per_step"] + v["prompt_tokens_per_step"] <= 1024 + 1
+
+
+def test_a_one_wave_ramp_admits_sglangs_prefill_batches_whole():
+    from ironlaw.models.serving import throughput
+    assert throughput.ramp(128, 256, 20, 1024, mixed=False) == [(0, 8), (8, 8), (16, 4)]
+    assert throughput.ramp(128, 256, 20, 1024) == [(0, 8), (8, 7), (15, 5)]
+
+
+def test_a_given_max_batch_sets_vllms_cuda_graphs():
+    """`serve --engine vllm --max-batch 8` kept the CUDA graphs of vLLM's default 1,024 sequences (up to 512):
+    vLLM captures up to min(2 · max_num_seqs, 512, max_num_batched_tokens) (VllmConfig._set_cudagraph_sizes)."""
+    import ironlaw
+    est = ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_batch=8, prompt=32,
+                        output=32)
+    sched = est.to_dict()["engine"]["scheduler"]
+    assert sched["cuda_graph_batches"] == [1, 2, 4, 8, 16] and est.constants.cuda_graph_batches[-1] == 16
+    assert "from the limits given" in sched["sources"]["cuda_graph_batches"]
+    assert "CUDA graphs up to 16," in est.engine_lines()[1]
+
+
+def test_a_given_max_batch_out_of_range_is_refused_before_vllm_derives_its_graphs():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match="--max-batch must be a whole number between 1 and"):
+        ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_batch=0)
+
+
+def test_attention_dp_with_another_ep_offers_the_layout_asked_for():
+    """`serve mixtral-8x7b --max-throughput --ep 2 --attention-dp` said "use --ep 1 with --tp 1", undoing the
+    --ep the user gave: EP equals TP under attention DP, so it offers --tp 2 --ep 2 first."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match=r"so --ep equals --tp: use --tp 2 --ep 2$"):
+        ironlaw.serve("mixtral-8x7b", on="h100", max_throughput=True, ep=2, attention_dp=True)
+
+
+def test_the_kept_gemm_forms_scores_are_the_held_out_lines():
+    """`calibrate --kernels` printed "gemm bf16 … 7.5% / 20.5%" on the held-out line and "half form (half 7.5% /
+    20.4% …)" below it for the same class: the form scores are stored rounded to 4 digits (0.2045), rounded again
+    for print; the kept form prints the held-out score itself."""
+    from types import SimpleNamespace
+    from ironlaw.cli.calibrate import form_scores
+    held = SimpleNamespace(group="gemm bf16", rows=114, median_abs_err=0.07476, p90_abs_err=0.20454)
+    choice = {"group": "gemm bf16", "form": "half", "half": {"median_abs_err": 0.0748, "p90_abs_err": 0.2045},
+              "stream": {"median_abs_err": 0.0767, "p90_abs_err": 0.2301}}
+    res = SimpleNamespace(held_out=[held], gemm_forms=[choice])
+    assert form_scores(res, choice, "half") == "7.5% / 20.5%"
+    assert form_scores(res, choice, "stream") == "7.7% / 23.0%"
+
+
+@pytest.mark.parametrize("fn", ["analyze", "serve", "contract"])
+def test_format_given_to_the_library_names_to_dict(fn):
+    """`ironlaw.analyze("llama3-8b", on="h100", format="json")` said "(the builder options of llama3-8b: none)":
+    --format has no keyword; the result's .to_dict() is the JSON document."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    args = () if fn == "contract" else ("llama3-8b",)
+    with pytest.raises(IronlawError, match=r"'format' \(--format is the command line's: the result's \.to_dict\(\)"):
+        getattr(ironlaw, fn)(*args, on="h100", format="json")
+
+
+def test_no_size_or_time_prints_an_exponent():
+    """`analyze deepseek-v3 --on tpu-v5e --phase prefill` said "exceeds all memory tiers together (1.01e+03
+    GiB)": a value that rounds to 1,000 of a prefix takes the next one (999.9 TFLOP/s is 1 PFLOP/s), and past the
+    largest (GiB below a TiB, seconds) prints in whole units."""
+    from ironlaw.core.units import fmt, fmt_size, fmt_time
+    assert fmt_size(1010 * 2**30) == "1,010 GiB" and fmt_time(1500.0) == "1,500 s"
+    assert fmt(999.9e12, "FLOP/s") == "1 PFLOP/s" and fmt_time(0.9999) == "1 s" and fmt(3.35e12, "B/s") == "3.35 TB/s"
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError) as e:
+        ironlaw.analyze("deepseek-v3", on="tpu-v5e", phase="prefill", seq=512, dtype="bf16")
+    assert "e+03" not in str(e.value) and "(1,011 GiB)" in str(e.value), str(e.value)
+
+
+def test_an_unknown_what_if_lists_every_transform():
+    """`--what-if bogus=1` listed twelve names, aliases among them, then "…": the transforms, all of them, as the
+    empty --what-if lists them."""
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.models import whatif
+    with pytest.raises(IronlawError) as e:
+        whatif.parse("bogus=1")
+    line = str(e.value)
+    assert "…" not in line and line.endswith("; transforms: batch, dp, eager-attention, flash-attention, fusion, "
+                                             "hardware, network, overlap-comm, pp, prefetch, quant, recompute, seq, "
+                                             "sparsity, tp"), line
+
+
+def test_out_on_a_command_that_writes_html_names_html():
+    """`ironlaw report llama3-8b --on h100 --out r.html` said "No such option '--out'. (Did you mean one of: '--on',
+    '--top'?)": the page is --html FILE."""
+    line = one_line_error(run_cli("report", "llama3-8b", "--on", "h100", "--out", "r.html"))
+    assert line.endswith("report takes no --out: it writes its HTML page with --html FILE.html"), line
+
+
+def test_a_tp_what_if_in_a_sweep_counts_every_device_as_analyze_does(capsys):
+    """`sweep … --what-if tp=2` priced each token's energy and cost on one H100 (2.35 J, $6.92/M) where
+    `analyze --tp 2 --gpus 2` prices the same step on two (4.70 J, $13.84/M), and its header and JSON did not
+    name the what-if."""
+    import ironlaw
+    s = ironlaw.sweep("llama3-8b", on="h100", phase="decode", batch="1", what_if="tp=2").to_dict()
+    a = ironlaw.analyze("llama3-8b", on="h100", phase="decode", batch=1, tp=2, gpus=2).to_dict()
+    p = s["points"][0]
+    assert p["time_s"] == a["time_s"] and s["what_if"] == ["tp=2"] and s["devices"] == 2
+    assert p["joules_per_unit"] == pytest.approx(a["energy"]["joules_per_token"], rel=1e-12)
+    assert p["usd_per_million_units"] == pytest.approx(a["energy"]["usd_per_million_tokens"], rel=1e-12)
+    from ironlaw.cli.sweep import text
+    text(ironlaw.sweep("llama3-8b", on="h100", phase="decode", batch="1", what_if="tp=2"))
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("llama3-8b · decode · bf16 · seq 1024 · what-if tp=2: "), out
+
+
+def test_sglangs_engine_limits_name_a_prefill_batchs_tokens(capsys):
+    """SGLang's run printed "max tokens/step 8,192" for its chunked_prefill_size, which caps a prefill batch, not
+    a step (``throughput.budget_tokens``)."""
+    import ironlaw
+    from ironlaw.cli.serve_throughput import show
+    est = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine="sglang", prompt=128, output=128)
+    show(est, "llama3-8b", 128, 128, "md")
+    out = capsys.readouterr().out
+    assert "max prefill tokens/batch 8,192" in out and "max tokens/step" not in out, out
+
+
+def test_sglangs_prefill_budget_does_not_cap_its_decode_graphs(monkeypatch):
+    """The largest CUDA-graph decode batch was min(max_batch_size, max_num_tokens) for every engine, so SGLang with
+    --max-num-tokens 64 padded its decode batches to 64 at most: SGLang's chunked_prefill_size caps prefill batches
+    alone, its decode graphs go up to cuda_graph_max_bs."""
+    import ironlaw
+    from ironlaw.models.serving import throughput
+    seen = []
+    real = throughput.step_seconds
+
+    def spy(run, *a, **k):
+        seen.append(run.max_batch)
+        return real(run, *a, **k)
+    monkeypatch.setattr(throughput, "step_seconds", spy)
+    ironlaw.serve("llama3-8b", on="h100", engine="sglang", max_throughput=True, max_num_tokens=64, prompt=32,
+                  output=32)
+    assert seen and set(seen) == {2048}
+    seen.clear()
+    ironlaw.serve("llama3-8b", on="h100", engine="vllm", max_throughput=True, max_num_tokens=64, max_batch=64,
+                  prompt=32, output=32)
+    assert seen and set(seen) == {64}
+
+
+def test_a_serving_layouts_memory_counts_sglangs_workspace_once():
+    """`search llama3-8b --phase serve --on h100 --gpus 2 --serve-engine sglang` printed "mem/GPU 82 GiB" on an
+    80 GiB H100: SGLang's reserve (1 − mem_fraction_static) holds its activations, and the workspace was added
+    beside it."""
+    import ironlaw
+    from ironlaw.models.search.serve import held_bytes
+    for engine in ("sglang", "vllm"):
+        m = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine=engine, dtype="fp8").memory
+        assert held_bytes(m) == pytest.approx(80 * 2**30, rel=1e-9), engine

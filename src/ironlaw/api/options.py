@@ -27,7 +27,7 @@ def front_door(fn):
             if bad:
                 from ..core.errors import UnknownOption, suggest
                 raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
-                                    f"{suggest(bad[0], takes)}")
+                                    f"{CLI_ONLY.get(bad[0]) or suggest(bad[0], takes)}")
         check_switches(kwargs, switches)
         check_positions(fn.__name__, sig, args, kwargs)
         return fn(*args, **spelled(kwargs))
@@ -348,6 +348,9 @@ def capture_option(spec, capture: bool) -> dict:
 
 # keywords a user brings from elsewhere, and the front door's name for the same thing (`--on h100` is on="h100")
 SYNONYMS = {"hardware": "on", "device": "on", "gpu": "on"}
+# command-line options with no keyword, and what the library gives instead
+CLI_ONLY = {"format": " (--format is the command line's: the result's .to_dict() is its --format json document)",
+            "fmt": " (--format is the command line's: the result's .to_dict() is its --format json document)"}
 
 
 def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:
@@ -362,7 +365,7 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: 
             takes = ", ".join(accepted) if accepted else "none"
             from ..core.errors import UnknownOption, suggest
             near = (f" (did you mean: {SYNONYMS[bad[0]]}?)" if SYNONYMS.get(bad[0]) in keywords else
-                    suggest(bad[0], [*accepted, *keywords]))
+                    CLI_ONLY.get(bad[0]) or suggest(bad[0], [*accepted, *keywords]))
             raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}'"
                                 + (near or f" (the builder options of {spec}: {takes})"))
         opts.update(named)

@@ -123,6 +123,10 @@ OPTION_ELSEWHERE = {
                              "ironlaw serve SPEC --on HW --engine vllm|sglang|trtllm",
     ("sweep", "--engine"): "it sweeps analyze's estimate; a serving framework's frontier: "
                            "ironlaw serve SPEC --on HW --engine vllm --sweep-concurrency",
+    ("report", "--out"): "it writes its HTML page with --html FILE.html",
+    ("analyze", "--out"): "its HTML page is --html FILE.html, its JSON --format json (to stdout)",
+    ("serve", "--out"): "its HTML page is --html FILE.html, its JSON --format json (to stdout)",
+    ("search", "--out"): "its HTML page is --html FILE.html, its JSON --format json (to stdout)",
     ("report", "--format"): "it writes one HTML file (--html FILE.html); the same estimate as JSON or Markdown: "
                             "ironlaw analyze SPEC --on HW --format json|md",
     ("compare", "--html"): "its page is report's what-if section: ironlaw report SPEC --on HW --html FILE.html "

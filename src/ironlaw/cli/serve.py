@@ -35,8 +35,13 @@ def serve(
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
     kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FRACTION, help="max-throughput: share of free memory "
                                       "for KV (0.95 or 95%; 0.95 as the published TensorRT-LLM runs; its own default is 0.90)"),
-    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: engine max batch size"),
-    max_num_tokens: Optional[int] = typer.Option(None, "--max-num-tokens", help="max-throughput: tokens per step"),
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: sequences in flight "
+                                            "(TensorRT-LLM max_batch_size, vLLM max_num_seqs, SGLang "
+                                            "max_running_requests)"),
+    max_num_tokens: Optional[int] = typer.Option(None, "--max-num-tokens", help="max-throughput: the step token "
+                                                 "budget (TensorRT-LLM max_num_tokens, vLLM max_num_batched_tokens: "
+                                                 "decode and prompt tokens together; SGLang chunked_prefill_size: "
+                                                 "a prefill batch's tokens)"),
     requests: Optional[int] = typer.Option(None, "--requests", help="max-throughput: requests queued"),
     expert_imbalance: float = typer.Option(1.0, "--expert-imbalance", click_type=FLOAT, help="max-throughput: busiest expert rank's "
                                            "load over the mean (1.0 = balanced)"),

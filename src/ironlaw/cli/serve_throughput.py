@@ -19,7 +19,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
             ("requests/s", fmt_num(d['requests_per_s'])),
             ("time for all requests", fmt_time(d["time_s"])),
             ("batch (sequences in flight)", f"{d['batch']:,} — set by {d['batch_limit'].replace('_', ' ')}"),
-            ("engine limits", f"max batch {d['engine']['max_batch_size']:,}, max tokens/step "
+            ("engine limits", f"max batch {d['engine']['max_batch_size']:,}, {_budget(d)} "
                               f"{d['engine']['max_num_tokens']:,} ({d['engine']['source']})"),
             ("memory per GPU", f"weights {fmt_size(m['weights_bytes'])}, workspace {fmt_size(m['workspace_bytes'])}"),
             ("KV cache per GPU", f"{fmt_size(m['kv_budget_bytes'])} ({_kv_share(d, m)}), "
@@ -114,3 +114,9 @@ def _energy_rows(e: dict | None, hw_name: str) -> list[tuple[str, str]]:
              else e["price_source"]),
             ("carbon per million output tokens", f"{fmt_num(e['gco2_per_million_output_tokens'])} g CO2 at "
                                                  f"{e['grid_gco2_per_kwh']:g} g/kWh")]
+
+
+def _budget(d: dict) -> str:
+    """What the engine's token budget caps: a step's tokens, or (SGLang's chunked_prefill_size) a prefill batch's
+    (``throughput.budget_tokens``)."""
+    return "max prefill tokens/batch" if d["engine"].get("name") == "sglang" else "max tokens/step"

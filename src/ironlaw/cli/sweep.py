@@ -58,7 +58,8 @@ def text(res, md: bool = False) -> None:
     from ..report.table import print_fitted
     con = console()
     seq = f" · seq {res.fixed_seq}" if res.fixed_seq is not None else ""
-    head = f"{res.spec} · {res.phase} · {res.dtype}{seq}: {counted(res.points, 'point')}"
+    whatif = f" · what-if {'; '.join(res.what_if)}" if res.what_if else ""
+    head = f"{res.spec} · {res.phase} · {res.dtype}{seq}{whatif}: {counted(res.points, 'point')}"
     if md:
         print(f"**{head}**\n")
     else:

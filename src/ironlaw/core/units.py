@@ -79,13 +79,20 @@ _DEC_PREFIXES = (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), 
 _BIN_PREFIXES = (("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10), ("", 1.0))
 
 
+def _figures(v: float, digits: int) -> str:
+    """``v`` to ``digits`` significant figures, never an exponent: a value that reaches 10^digits once rounded
+    (999.9 at 3 figures, 1,010 GiB below a TiB, a time past 1,000 s) in whole units with thousands separators."""
+    text = f"{v:.{digits}g}"
+    return f"{round(v):,}" if "e+" in text else text
+
+
 def _scaled(x: float, unit: str, prefixes, digits: int) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g} {unit}"
     for p, s in prefixes:
-        if abs(x) >= s:
-            return f"{x / s:.{digits}g} {p}{unit}"
-    return f"{x:.{digits}g} {unit}"
+        if abs(float(f"{x / s:.{digits}g}")) >= 1:         # 999.96 GB at 3 figures is 1 TB, not 1,000 GB
+            return f"{_figures(x / s, digits)} {p}{unit}"
+    return f"{_figures(x, digits)} {unit}"
 
 
 def fmt(x: float, unit: str, digits: int = 3) -> str:
@@ -99,9 +106,9 @@ def fmt_time(t: float, digits: int = 3) -> str:
     if t == 0 or not math.isfinite(t):
         return f"{t:g} s"
     for s, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(t) >= s:
-            return f"{t / s:.{digits}g} {name}"
-    return f"{t / 1e-9:.{digits}g} ns"
+        if abs(float(f"{t / s:.{digits}g}")) >= 1:        # 0.99996 s at 3 figures is 1 s, not 1,000 ms
+            return f"{_figures(t / s, digits)} {name}"
+    return f"{_figures(t / 1e-9, digits)} ns"
 
 
 def fmt_size(x: float, digits: int = 3) -> str:

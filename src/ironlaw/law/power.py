@@ -129,6 +129,12 @@ def grid(gco2_per_kwh: float | None) -> tuple[float, str]:
     return float(gco2_per_kwh) + 0.0, "given: --grid-gco2-per-kwh"                # + 0.0: -0 is 0
 
 
+def devices_of(graph) -> int:
+    """The devices one step of ``graph`` runs on, each doing the work the graph describes: the shards of
+    tensor-parallel inference (``tp``), the ranks of a collective (``gpus``), else one."""
+    return int(graph.meta.get("tp") or graph.meta.get("gpus") or 1)
+
+
 def step(est, devices: int = 1, time_s=None) -> dict:
     """Power and energy of one step of ``est`` on ``devices`` devices (single configuration)."""
     t = float(est.total_s if time_s is None else time_s)

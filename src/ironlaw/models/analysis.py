@@ -81,9 +81,9 @@ def analysis(est: Estimate, usd_per_device_hour: float | None = None,
 
 
 def devices(graph) -> int:
-    """The devices one step of ``graph`` runs on, each doing the work the graph describes: the shards of
-    tensor-parallel inference (``tp``), the ranks of a collective (``gpus``), else one."""
-    return int(graph.meta.get("tp") or graph.meta.get("gpus") or 1)
+    """The devices one step of ``graph`` runs on (``law.power.devices_of``)."""
+    from ..law.power import devices_of
+    return devices_of(graph)
 
 
 def __getattr__(name: str):

@@ -101,6 +101,8 @@ class Sweep:
     energy: dict = field(default_factory=dict)      # name -> (H, B, S): power_w, joules_per_unit, … (power.py)
     energy_sources: dict = field(default_factory=dict)
     fixed_seq: int | None = None       # the workload's own seq where none is swept and its graph states one
+    what_if: list = field(default_factory=list)     # the what-ifs applied to every point, as given
+    devices: int = 1                   # the devices each point runs on (a what-if tp=N: N), energy and cost over all
 
     @property
     def points(self) -> int:
@@ -124,7 +126,8 @@ class Sweep:
                 "hardware": list(self.hardware), "batch": self.batch.astype(int).tolist(),
                 "seq": None if self.seq is None else self.seq.astype(int).tolist(),
                 "throughput_unit": self.throughput_unit, "points": self.rows(), "ridge_points": self.ridges,
-                "energy_sources": self.energy_sources}
+                "energy_sources": self.energy_sources, "what_if": [str(w) for w in self.what_if],
+                "devices": self.devices}
 
 
 def _finite(x) -> float | None:
@@ -150,6 +153,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     if n > MAX_POINTS:
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
     whatif = _check_whatif(whatif)
+    from ..law.power import devices_of
     times, thr, labs, ridges, energy, sources = [], [], [], [], [], {}
     unit, g_phase, g_dtype, fixed = "samples/s", phase, dtype, None
     for hw in hws:
@@ -164,15 +168,19 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         times.append(t)
         thr.append(np.where(np.isfinite(t), units / t, 0.0))
         labs.append(np.broadcast_to(explain.labels(est), shape))
-        energy.append(_energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources))
+        n_dev = devices_of(g)
+        energy.append(_energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources, n_dev))
         if ridge:
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
-                 np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources, fixed)
+                 np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources, fixed,
+                 [p.text for p in whatif], n_dev)
 
 
-def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict) -> dict:
-    """Power and energy, cost and carbon per unit of work of every point (nan where the device states no power)."""
+def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict, devices: int = 1) -> dict:
+    """Power (per device) and energy, cost and carbon per unit of work of every point on ``devices`` devices that
+    each run it (a what-if tp=N: ``law.power.devices_of``, as ``analyze --tp N`` counts them; nan where the device
+    states no power)."""
     from ..law import power
     nan = np.full(shape, np.nan)
     usd, usd_src = power.price(hw, usd_h)
@@ -182,8 +190,8 @@ def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict) -> dict:
         return {"power_w": nan, "joules_per_unit": nan, "usd_per_million_units": nan, "gco2_per_million_units": nan}
     p = np.broadcast_to(power.of(est), shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        j = np.where(throughput > 0, p / throughput, np.nan)
-        per_h = np.where(throughput > 0, 1e6 / (3600.0 * throughput), np.nan)
+        j = np.where(throughput > 0, devices * p / throughput, np.nan)
+        per_h = np.where(throughput > 0, devices * 1e6 / (3600.0 * throughput), np.nan)
     return {"power_w": p, "joules_per_unit": j,
             "usd_per_million_units": nan if usd is None else usd * per_h,
             "gco2_per_million_units": j / power.J_PER_KWH * g * 1e6}

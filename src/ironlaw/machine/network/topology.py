@@ -101,7 +101,7 @@ def check_count(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
         raise IronlawError(f"{what} must be a positive whole number, got {value!r}")
     if value > MAX_DEVICES:
-        raise IronlawError(f"{what} {value!r} is absurd (limit {MAX_DEVICES:,})")
+        raise IronlawError(f"{what} {value!r} is out of range (1 … {MAX_DEVICES:,})")
     return int(value)
 
 

@@ -194,6 +194,12 @@ def _options(o: dict, tp: int, ep: int) -> tuple[str, int, bool, float]:
     return rc, zero, sp, float(f)
 
 
+def either(values: list[int]) -> str:
+    """``values`` as a message offers them: "8", "1 or 2", "1, 2, 4 or 8"."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 def check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redundant: int = 0) -> None:
     meta = g.meta
     if "layers" not in meta or "heads" not in meta:
@@ -207,12 +213,12 @@ def check_model(g: Graph, tp: int, pp: int, v: int, ep: int, cp: int = 1, redund
     L, heads, kv = meta["layers"], meta["heads"], meta.get("kv_heads", meta["heads"])
     model = meta.get("spec", g.name)       # the model the user named, not a step graph's name
     if heads % tp:
-        raise IronlawError(f"--tp {tp} does not divide the {heads} attention heads of {model}; use one of "
-                           f"{[t for t in kv_tp_choices(heads, kv) if g.phase != 'train' or kv % t == 0]}")
+        raise IronlawError(f"--tp {tp} does not divide the {heads} attention heads of {model}; use "
+                           f"{either([t for t in kv_tp_choices(heads, kv) if g.phase != 'train' or kv % t == 0])}")
     if kv % tp and (g.phase == "train" or not tp_fits_kv_heads(tp, kv)):
         raise IronlawError(f"--tp {tp} does not divide the {kv} key/value heads of {model}"
                            + (f"; use a divisor of {kv} (training splits them: Megatron-Core)" if g.phase == "train"
-                              else f" nor is a multiple of them; use one of {kv_tp_choices(heads, kv)}"))
+                              else f" nor is a multiple of them; use {either(kv_tp_choices(heads, kv))}"))
     if uneven(L, pp, v) and pp * v > L:
         raise IronlawError(f"--pp {pp}{f' × --interleave {v}' if v > 1 else ''} = {pp * v} model chunks cannot hold "
                            f"the {L} layers of {g.name}; use at most {L} chunks")

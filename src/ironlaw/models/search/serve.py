@@ -99,6 +99,14 @@ def _entry(est, tp: int, dtype: str | None) -> dict:
             **_stored_experts(est.decode.graph.meta, dtype)}
 
 
+def held_bytes(m: dict) -> float:
+    """What one GPU of a max-throughput run holds (``engine.memory``'s document): weights, KV cache, the runtime
+    reserve and the activation workspace, the workspace once (inside the reserve where the runtime's reserve holds
+    it: SGLang's mem_fraction_static)."""
+    workspace = 0.0 if m.get("reserve_holds_workspace") else m["workspace_bytes"]
+    return m["weights_bytes"] + workspace + m["reserve_bytes"] + m["kv_budget_bytes"]
+
+
 def _stored_experts(meta: dict, dtype: str) -> dict:
     """The routed experts' stored weight dtype where it differs from the layout's (gpt-oss's checkpoint: MXFP4)."""
     experts = meta.get("expert_weight_dtype", dtype)
@@ -118,7 +126,7 @@ def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
            "output_tokens_per_s": est.output_tokens_per_s, "tokens_per_s_per_gpu": est.output_tokens_per_s / g,
            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
-           "memory_per_gpu_bytes": m["weights_bytes"] + m["workspace_bytes"] + m["reserve_bytes"] + m["kv_budget_bytes"],
+           "memory_per_gpu_bytes": held_bytes(m),
            "_est": est, **_stored_experts(d, dtype)}
     if latency:
         from .serve_latency import latencies

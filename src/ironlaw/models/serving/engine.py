@@ -230,7 +230,8 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
                            f"add --attention-dp")
     if lay.attention_dp and lay.ep != lay.tp:
-        raise IronlawError(f"--attention-dp shards the experts over the TP group: use --ep {lay.tp} with --tp {lay.tp}")
+        raise IronlawError(f"--attention-dp shards the experts over the TP group, so --ep equals --tp: use --tp "
+                           f"{lay.ep} --ep {lay.ep}" + (f" or --tp {lay.tp} --ep {lay.tp}" if lay.tp > 1 else ""))
     if meta["layers"] % lay.pp:
         raise IronlawError(f"--pp {lay.pp} does not divide the {meta['layers']} layers of {spec}")
 
@@ -423,7 +424,17 @@ def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta
         from .expertcarry import carried, measured_layer, one_gpu_layer
         constants = carried(measured_layer(one_gpu_layer(constants, hw, dtype, lay), hw, dtype, lay), hw, dtype)
     return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
-                     min(limits.max_batch, limits.max_num_tokens), experts)
+                     graph_ceiling(limits, constants), experts)
+
+
+def graph_ceiling(limits, constants: ServingConstants) -> int:
+    """The largest decode batch a CUDA graph may be captured for (``EngineRun.max_batch``): min(max_batch_size,
+    max_num_tokens) where the token budget caps a step's decode tokens too (TensorRT-LLM, vLLM); max_batch_size
+    alone where it caps only the prefill batches (SGLang, ``ServingConstants.mixed_steps`` False:
+    ``throughput.budget_tokens``)."""
+    if not constants.mixed_steps:
+        return limits.max_batch
+    return min(limits.max_batch, limits.max_num_tokens)
 
 
 @dataclass

@@ -57,6 +57,7 @@ from .throughput import ThroughputEstimate
 
 MIB, GIB = 2.0**20, 2.0**30
 VLLM_SOURCE = "vllm-project/vllm at commit 99d7eb5 (v0.11 line)"
+VLLM_GRAPHS = "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (max_graph_size from max_num_seqs)"
 SGLANG_SOURCE = "sgl-project/sglang python/sglang/srt/server_args.py (v0.5 line)"
 CARRIED = ("per-step host constants (step_s, launch_s) and expert-GEMM terms carried from the TensorRT-LLM H100 fit "
            "(no {name} end-to-end results fitted)")
@@ -76,12 +77,16 @@ class Scheduler:
 
     def given(self, max_num_seqs=None, max_num_batched_tokens=None) -> "Scheduler":
         """These limits where the run was given them (``serve --max-batch``, ``--max-num-tokens``), each source
-        saying so; the framework's defaults otherwise."""
+        saying so; the framework's defaults otherwise. vLLM derives its CUDA-graph capture sizes from them
+        (``vllm_graph_sizes``), so given limits re-derive those too."""
         out, sources = self, dict(self.sources)
         for key, value, flag in (("max_num_seqs", max_num_seqs, "--max-batch"),
                                  ("max_num_batched_tokens", max_num_batched_tokens, "--max-num-tokens")):
             if value is not None:
                 out, sources[key] = replace(out, **{key: int(value)}), f"given ({flag})"
+        if self.engine == "vllm" and (max_num_seqs is not None or max_num_batched_tokens is not None):
+            out = replace(out, cuda_graph_batches=vllm_graph_sizes(out.max_num_seqs, out.max_num_batched_tokens))
+            sources["cuda_graph_batches"] = f"{VLLM_GRAPHS} from the limits given"
         return replace(out, sources=sources)
 
     def line(self) -> str:
@@ -90,7 +95,8 @@ class Scheduler:
 
         def given(key: str) -> str:
             return " (given)" if self.sources[key].startswith("given") else ""
-        return (f"scheduler: max_num_seqs {self.max_num_seqs}{given('max_num_seqs')}, "
+        return (f"scheduler: {'max_num_seqs' if vllm else 'max_running_requests'} {self.max_num_seqs}"
+                f"{given('max_num_seqs')}, "
                 f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}"
                 f"{given('max_num_batched_tokens')}, "
                 f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
@@ -102,19 +108,25 @@ class Scheduler:
                 for f in fields(self)}
 
 
+def vllm_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> tuple:
+    """The decode batches vLLM captures as CUDA graphs for these scheduler limits (``VLLM_GRAPHS``): 1, 2, 4, then
+    every 8 below 256 and every 16 from 256, up to min(2 · max_num_seqs, 512, max_num_batched_tokens)."""
+    top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
+    return tuple([b for b in (1, 2, 4) if b <= top] + list(range(8, min(top + 1, 256), 8))
+                 + list(range(256, top + 1, 16)))
+
+
 def vllm(hw, offline: bool) -> Scheduler:
     """vLLM's V1 defaults on ``hw`` (module docstring)."""
     big = hw.memory[hw.device_tier].capacity_bytes >= 70 * GIB and not hw.name.startswith("a100")
     tokens = (16384 if offline else 8192) if big else (8192 if offline else 2048)
     seqs = min(1024 if big else 256, tokens)
-    top = min(2 * seqs, 512, tokens)
-    sizes = [b for b in (1, 2, 4) if b <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
     where = "vllm/engine/arg_utils.py EngineArgs._set_default_args"
-    return Scheduler("vllm", seqs, tokens, True, tuple(sizes), 16, 0.9, {
+    return Scheduler("vllm", seqs, tokens, True, vllm_graph_sizes(seqs, tokens), 16, 0.9, {
         "max_num_seqs": f"{where} ({'LLM class' if offline else 'OpenAI server'}, "
                         f"{'≥ 70 GiB, not A100' if big else 'other GPUs'})",
         "max_num_batched_tokens": where, "mixed_steps": f"{where}: chunked prefill always on (V1)",
-        "cuda_graph_batches": "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes",
+        "cuda_graph_batches": VLLM_GRAPHS,
         "block_tokens": "vllm/platforms/cuda.py (block_size 16 when unset)",
         "memory_fraction": "vllm/config/cache.py CacheConfig.gpu_memory_utilization"})
 
@@ -388,9 +400,13 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
                                         **kw)
     else:
         given = (kw.get("max_batch"), kw.get("max_num_tokens"))
+        from .engine import whole_tokens
+        for value, flag in zip(given, ("--max-batch", "--max-num-tokens")):
+            if value is not None:                  # before the scheduler derives its CUDA graphs from them
+                whole_tokens(value, flag)
         kw2 = {**kw, **offline_kwargs(eng, *given, kw.get("kv_fraction", default_kv_fraction), default_kv_fraction)}
+        eng = replace(eng, scheduler=eng.scheduler.given(*given))    # its CUDA graphs as the limits given set them
         est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=constants(eng, throughput.FITTED),
                                         **kw2)
         est.limits = replace(est.limits, source=limits_source(eng, *given))
-        eng = replace(eng, scheduler=eng.scheduler.given(*given))
     return EngineThroughput(**{f.name: getattr(est, f.name) for f in fields(est)}, framework=eng)

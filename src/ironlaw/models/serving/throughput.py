@@ -9,7 +9,9 @@ shares: the two modes differ only in how batches form (waves of queued requests 
                    ⌈prompt / (max_num_tokens − d)⌉ chunks, ``context_steps``); with B sequences in flight
                    on an engine, r = B / S
                    requests finish per step (Little's law), fewer where the token budget binds:
-                   r · (prompt + output − 1) ≤ max_num_tokens. A step carries d = r·(output − 1) decode tokens,
+                   r · (prompt + output − 1) ≤ max_num_tokens where a step mixes decode and prompt tokens
+                   (TensorRT-LLM, vLLM), r · prompt ≤ max_num_tokens where the prompts run as prefill batches
+                   of their own (SGLang's chunked_prefill_size caps those alone: ``budget_tokens``). A step carries d = r·(output − 1) decode tokens,
                    each reading a context of prompt + output/2 on average, and r·prompt prompt tokens:
                        r·n_ctx ≥ 1   every step is mixed:  t = t_step(d, r·prompt)
                        r·n_ctx < 1   a share r·n_ctx / k of the steps carries k prompts at once (one chunk,
@@ -126,19 +128,33 @@ class Steady:
     parts: list                      # [(share of the steps, Estimate of that step)]
 
 
-def burst(prompt: int, n_ctx: int, decode: int, batch: int, max_num_tokens: int) -> int:
+def burst(prompt: int, n_ctx: int, decode: int, batch: int, max_num_tokens: int, mixed: bool = True) -> int:
     """Prompts one mixed step admits together (module docstring, k): as many whole prompts as the step's token
-    budget holds beside its ``decode`` tokens, at least one and at most ``batch``; a prompt longer than the
-    budget (``n_ctx`` > 1) runs one chunk a step."""
+    budget holds beside its ``decode`` tokens (``mixed`` False: the whole budget, ``budget_tokens``), at least
+    one and at most ``batch``; a prompt longer than the budget (``n_ctx`` > 1) runs one chunk a step."""
     if n_ctx > 1:
         return 1
-    return max(1, min(batch, (max_num_tokens - decode) // prompt))
+    return max(1, min(batch, (max_num_tokens - (decode if mixed else 0)) // prompt))
 
 
-def rate(prompt: int, output: int, batch: int, max_num_tokens: int, n_ctx: int) -> tuple[float, int]:
+def budget_tokens(prompt: int, output: int, mixed: bool = True) -> int:
+    """Tokens of one request that its engine charges to the step token budget (module docstring, steady state):
+    where a step mixes them (``mixed``: TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, which cap
+    a step's decode and prompt tokens together) its prompt and its output − 1 decode tokens; where the prompts
+    run as prefill batches of their own (SGLang) its prompt alone. SGLang caps only its prefill (extend) batch
+    with chunked_prefill_size: python/sglang/srt/managers/scheduler.py ``Scheduler.get_new_batch_prefill``
+    builds its ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py) with the decode batch's tokens
+    charged to that budget only under enable_mixed_chunk (``running_bs if self.is_mixed_chunk else 0``), and
+    ``PrefillAdder._update_prefill_budget`` charges each admitted request its extend tokens."""
+    return prompt + output - 1 if mixed else prompt
+
+
+def rate(prompt: int, output: int, batch: int, max_num_tokens: int, n_ctx: int,
+         mixed: bool = True) -> tuple[float, int]:
     """(requests finishing per step, decode tokens per step) of ``batch`` sequences whose prompts take ``n_ctx``
-    context steps (module docstring, steady state)."""
-    r = min(batch / (n_ctx + output - 1), max_num_tokens / (prompt + output - 1))
+    context steps (module docstring, steady state), the token budget charged as the engine charges it
+    (``budget_tokens``)."""
+    r = min(batch / (n_ctx + output - 1), max_num_tokens / budget_tokens(prompt, output, mixed))
     return r, int(round(r * (output - 1)))
 
 
@@ -162,16 +178,17 @@ def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mix
 
 def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
-    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, run.constants.mixed_steps)
+    mixed = run.constants.mixed_steps
+    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, mixed)
     S = n_ctx + run.output - 1
-    r, d = rate(run.prompt, run.output, batch, max_num_tokens, n_ctx)
+    r, d = rate(run.prompt, run.output, batch, max_num_tokens, n_ctx, mixed)
     q = r * n_ctx
     k = r                                # prompts a mixed step carries (on average where every step is mixed)
     if q >= 1.0:
         mixed_share = 1.0
         parts = [(1.0, step_seconds(run, d, r * run.prompt, r, pad=False))]
     else:                                # attention DP: the ranks admit their prompts in the same steps
-        k = burst(run.prompt, n_ctx, d, batch, max_num_tokens)
+        k = burst(run.prompt, n_ctx, d, batch, max_num_tokens, mixed)
         mixed_share = q / k
         parts = [(mixed_share, step_seconds(run, d, k * run.prompt / n_ctx, k / n_ctx, pad=False)),
                  (1.0 - mixed_share, step_seconds(run, max(d, 1), 0.0, 0.0, pad=True))]
@@ -189,15 +206,17 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
                   [(share, est) for share, (_, est) in parts])
 
 
-def ramp(prompt: int, output: int, requests: int, max_num_tokens: int) -> list[tuple[int, int]] | None:
+def ramp(prompt: int, output: int, requests: int, max_num_tokens: int,
+         mixed: bool = True) -> list[tuple[int, int]] | None:
     """[(decode tokens, prompts admitted)] of each step of the ramp that admits ``requests`` queued at once into
     an engine that holds them all (module docstring, one wave): each step takes as many whole prompts as its
     token budget holds beside the decode tokens of the requests admitted before it, k_i = ⌊(max_num_tokens −
-    admitted) / prompt⌋. None where a step admits none or the ramp outlasts a request's life (its first requests
-    would finish and free room during it: the steady state's case)."""
+    admitted) / prompt⌋ (``mixed`` False: beside none, its prefill batch a step apart: ``budget_tokens``). None
+    where a step admits none or the ramp outlasts a request's life (its first requests would finish and free
+    room during it: the steady state's case)."""
     admitted, steps = 0, []
     while admitted < requests:
-        k = min(requests - admitted, (max_num_tokens - admitted) // prompt)
+        k = min(requests - admitted, (max_num_tokens - (admitted if mixed else 0)) // prompt)
         if k < 1 or len(steps) >= output:
             return None
         steps.append((admitted, k))
@@ -226,7 +245,8 @@ def one_wave(run: EngineRun, full: Steady, requests: int, max_num_tokens: int) -
     the drain in ``DRAIN_SEGMENTS`` runs of steps at each run's mean (its batch falls from the whole wave to one
     cohort, and a step's time is convex in its batch: the CUDA graph's padding, the weights' read). None where
     ``ramp`` is None or the engine pipelines (pp > 1); ``full`` gets the wave's counts."""
-    steps = ramp(run.prompt, run.output, requests, max_num_tokens) if run.lay.pp == 1 else None
+    steps = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps) if run.lay.pp == 1
+             else None)
     if steps is None:
         return None
     parts, total = [], 0.0

@@ -29,7 +29,7 @@ def _dims(arg: str, n: int, usage: str) -> list[int]:
         if v < 1:
             raise IronlawError(f"'{arg}': {name} must be a positive whole number, got {v}")
         if v > MAX_DIM:
-            raise IronlawError(f"'{arg}': {name} {v} is absurd (limit {MAX_DIM:,})")
+            raise IronlawError(f"'{arg}': {name} {v} is out of range (1 … {MAX_DIM:,})")
     return vals
 
 

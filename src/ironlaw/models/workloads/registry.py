@@ -108,7 +108,7 @@ def check_size(value: Num, what: str, upper: int) -> Num:
         raise IronlawError(f"--{what} must be a positive whole number, got {_shown(bad)}")
     if np.any(a > upper):
         raise IronlawError(f"--{what} {_shown(value if a.ndim == 0 else a.flat[int(np.argmax(a > upper))])} is "
-                           f"absurd (limit {upper:,})")
+                           f"out of range (1 … {upper:,})")
     return value
 
 

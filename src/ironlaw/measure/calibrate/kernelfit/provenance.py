@@ -26,8 +26,9 @@ def source(gs: list[Group], origin: str = PROVENANCE) -> str:
     return f"derived: {KERNEL_SOURCE} ({origin}: {'; '.join(files)})"
 
 
-KERNEL_SOURCE = ("GEMM η(M, N, K) per dtype and attention per phase and KV dtype fitted to the even rows of measured "
-                 "kernel tables by `ironlaw calibrate --kernels`")
+KERNEL_SOURCE = ("GEMM η(M, N, K) per dtype and attention per phase and KV dtype fitted to measured kernel tables by "
+                 "`ironlaw calibrate --kernels`, each class on the rows its fitted entry names and scored on those its "
+                 "held_out entry names")
 
 
 def merged(base: dict | None, new: dict) -> dict:

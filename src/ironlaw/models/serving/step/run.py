@@ -39,7 +39,7 @@ class EngineRun:
     output: int
     footprint: dict                  # per engine, unsharded: weights, kv_cache, activations
     constants: ServingConstants
-    max_batch: int                   # the largest captured CUDA-graph batch: min(max_batch_size, max_num_tokens)
+    max_batch: int                   # the largest captured CUDA-graph batch (``engine.graph_ceiling``)
     experts: StoredExperts | None = None  # the routed experts as the checkpoint stores them (no --dtype given)
 
 
