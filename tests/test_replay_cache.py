@@ -1,5 +1,5 @@
-"""B200's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
-(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level the B200 catalog file does
+"""B200's and B300's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
+(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level their catalog files do
 not state: the fit's and the held-out score's device has it, the prediction path's does not."""
 import numpy as np
 import pytest
@@ -43,6 +43,25 @@ def test_b200_mla_bmm_rows_read_what_fits_the_replayed_l2_from_there():
     assert replayed < 0.8 * cold
 
 
+def test_b300_mla_bmm_rows_read_through_its_measured_l2():
+    # B300's L2 as a device query reads it, 132,644,864 B, at an L1-bypassing read's measured 17 TB/s
+    hw = hardware.get("b300")
+    g = _group("b300", "NVIDIA B300 SXM6 AC", ROWS)
+    dev = kernelfit.ops.replayed_hw(g, hw)
+    cache = [t for t in dev.memory if t.role == "cache"]
+    assert len(cache) == 1 and cache[0].capacity_bytes == 132_644_864 and cache[0].bw_Bps == 17e12
+    assert "QuickRunCUDA" in cache[0].source and "tuning guide" not in cache[0].source
+    warm = [bool(o.op.attrs.get("warm_activations")) for o in kernelfit.observations(g, g.rows, dev)]
+    assert warm == [True, False]
+    assert not any(t.role == "cache" for t in hw.memory)             # the prediction path: no L2 tier
+    assert "132.645 MB L2" in kernelfit.fitting.replayed_from(dev, hw)
+
+
+def test_every_replayed_level_names_its_source():
+    assert set(kernelfit.rules.REPLAY_L2) == set(kernelfit.rules.REPLAY_L2_SOURCE)
+    assert {g for gpus in kernelfit.rules.REPLAY_CACHE_OPS.values() for g in gpus} <= set(kernelfit.rules.REPLAY_L2)
+
+
 def test_the_catalog_and_every_other_class_keep_their_device():
     b200 = hardware.get("b200")
     assert not any(t.role == "cache" for t in b200.memory)          # the prediction path: no L2 tier
@@ -51,6 +70,8 @@ def test_the_catalog_and_every_other_class_keep_their_device():
     assert kernelfit.ops.replayed_hw(gemm, b200) is b200
     gb200 = hardware.get("gb200")
     assert kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), gb200) is gb200
+    gb300 = hardware.get("gb300")                                    # no L2 size stated for it: kept
+    assert kernelfit.ops.replayed_hw(_group("gb300", "NVIDIA GB300", ROWS), gb300) is gb300
     h100 = hardware.get("h100")                                      # states its own L2: kept
     assert kernelfit.ops.replayed_hw(_group("h100", "NVIDIA H100 80GB HBM3", ROWS), h100) is h100
 
