@@ -1,4 +1,4 @@
-"""B200's and B300's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
+"""B200's, B300's and GB300's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
 (``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level their catalog files do
 not state: the fit's and the held-out score's device has it, the prediction path's does not."""
 import numpy as np
@@ -43,10 +43,12 @@ def test_b200_mla_bmm_rows_read_what_fits_the_replayed_l2_from_there():
     assert replayed < 0.8 * cold
 
 
-def test_b300_mla_bmm_rows_read_through_its_measured_l2():
-    # B300's L2 as a device query reads it, 132,644,864 B, at an L1-bypassing read's measured 17 TB/s
-    hw = hardware.get("b300")
-    g = _group("b300", "NVIDIA B300 SXM6 AC", ROWS)
+@pytest.mark.parametrize("gpu, device", [("b300", "NVIDIA B300 SXM6 AC"), ("gb300", "NVIDIA GB300")])
+def test_blackwell_ultra_mla_bmm_rows_read_through_b300s_measured_l2(gpu, device):
+    # B300's L2 as a device query reads it, 132,644,864 B, at an L1-bypassing read's measured 17 TB/s; GB300's GPU the
+    # same part
+    hw = hardware.get(gpu)
+    g = _group(gpu, device, ROWS)
     dev = kernelfit.ops.replayed_hw(g, hw)
     cache = [t for t in dev.memory if t.role == "cache"]
     assert len(cache) == 1 and cache[0].capacity_bytes == 132_644_864 and cache[0].bw_Bps == 17e12
@@ -70,8 +72,6 @@ def test_the_catalog_and_every_other_class_keep_their_device():
     assert kernelfit.ops.replayed_hw(gemm, b200) is b200
     gb200 = hardware.get("gb200")
     assert kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), gb200) is gb200
-    gb300 = hardware.get("gb300")                                    # no L2 size stated for it: kept
-    assert kernelfit.ops.replayed_hw(_group("gb300", "NVIDIA GB300", ROWS), gb300) is gb300
     h100 = hardware.get("h100")                                      # states its own L2: kept
     assert kernelfit.ops.replayed_hw(_group("h100", "NVIDIA H100 80GB HBM3", ROWS), h100) is h100
 
