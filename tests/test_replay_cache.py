@@ -16,7 +16,7 @@ from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
 
 B200 = "NVIDIA B200"
 # mla_gen_post at 128 heads × 160 tokens: 43 MB of bf16 input, weights and output (6.5 µs measured, TensorRT-LLM
-# 1.3.0rc20); at 64 heads × 1,536 tokens: 134 MB, past the 126.5 MB L2 (29.0 µs, 4.6 TB/s)
+# 1.3.0rc20); at 64 heads × 1,536 tokens: 134 MB, past the 132.6 MB L2 (29.0 µs, 4.6 TB/s)
 ROWS = [("mla_gen_post", 128, 160), ("mla_gen_post", 64, 1536)]
 
 
@@ -86,7 +86,7 @@ def test_the_held_out_score_and_the_provenance_read_through_it():
     g = _group("b200", B200, rows, latency_s=timed)                  # rows timed as the replayed device prices them
     assert float(np.max(kernelfit.scoring.held_errors(hw, cal, g))) < 1e-9
     note = kernelfit.fitting.replayed_from(dev, hw)
-    assert "126.5 MB L2" in note and "REPLAY_L2" in note
+    assert "132.645 MB L2" in note and "REPLAY_L2" in note
     assert kernelfit.fitting.replayed_from(hw, hw) == ""
 
 

@@ -47,11 +47,11 @@ WRITTEN_ONCE_OPS = {"mla_bmm": ("l40s", "rtx-pro-6000")}
 REPLAY_CACHE_OPS = {"mla_bmm": ("b200", "b300", "gb300")}
 # GPU -> (capacity bytes, rate B/s, latency s) of that level, each with its source in ``REPLAY_L2_SOURCE``. B200:
 # NVIDIA's Blackwell Tuning Guide (CUDA 13.0, "Increased L2 Capacity") gives the L2 as 126 MB, a device query 126.50 MB
-# (pytorch/ao pull request #4002); about 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA
-# Juggernaut Rolling"). No measured B200 rate was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched
+# (pytorch/ao pull request #4002) in MiB, as its 178.35 GB of global memory are GiB: 132,644,864 B, B300's byte count;
+# about 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling"). No measured B200 rate was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched
 # for"): the rate is fitted, the one of an 8.5-30 TB/s scan at which B200's five MLA BMM classes (TensorRT-LLM
 # 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14; aiconfigurator-core 0.12.0), each refitted under it, fit their fit rows best
-# (benchmarks/replay_rate.py: summed mean squared log error 0.0196 at 17.5 TB/s, 0.0198 at 15 and 20, 0.0297 at 8.5);
+# (benchmarks/replay_rate.py: summed mean squared log error 0.0197 at 17.5 TB/s, 0.0198 at 15 and 20, 0.0298 at 8.5);
 # held out, TensorRT-LLM's bf16 class is within the goal at every rate of the scan (docs/accuracy.md, "B200's MLA BMMs
 # read through the L2 they replay out of"). B300: measured on an NVIDIA B300 SXM6 AC (ademeure/QuickRunCUDA,
 # b300_clean/B300_CANONICAL_REFERENCE.md §11, "L2 cache"): ``cudaDeviceProp.l2CacheSize`` 132,644,864 B (126.5 MiB), an
@@ -59,7 +59,7 @@ REPLAY_CACHE_OPS = {"mla_bmm": ("b200", "b300", "gb300")}
 # L1 reuse), a hit 300-310 cycles, 152-157 ns; its five classes' own scan (``replay_rate.py --gpu b300_sxm``) is flat
 # across those figures (0.0216 at 17 TB/s, 0.0215 at 15, 0.0217 at 13.3, 0.0218 at 23.85, 0.0340 at 8.5). GB300: the
 # same level, its GPU the same Blackwell Ultra part as B300's (NVIDIA's GB300 NVL72 and HGX B300 spec tables)
-REPLAY_L2 = {"b200": (126.5e6, 17.5e12, 150e-9), "b300": (132_644_864.0, 17e12, 155e-9),
+REPLAY_L2 = {"b200": (132_644_864.0, 17.5e12, 150e-9), "b300": (132_644_864.0, 17e12, 155e-9),
              "gb300": (132_644_864.0, 17e12, 155e-9)}
 REPLAY_L2_SOURCE = {
     "b200": "size from NVIDIA's tuning guide, rate fitted on the GPU's MLA BMM tables",
