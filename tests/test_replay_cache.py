@@ -1,4 +1,4 @@
-"""B200's, B300's and GB300's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
+"""The Blackwell GPUs' MLA BMM rows (B200, GB200, B300, GB300) are fitted and scored through the L2 their collector replays them out of
 (``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level their catalog files do
 not state: the fit's and the held-out score's device has it, the prediction path's does not."""
 import numpy as np
@@ -64,14 +64,20 @@ def test_every_replayed_level_names_its_source():
     assert {g for gpus in kernelfit.rules.REPLAY_CACHE_OPS.values() for g in gpus} <= set(kernelfit.rules.REPLAY_L2)
 
 
+def test_gb200_reads_through_b200s_level():
+    hw = hardware.get("gb200")
+    dev = kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), hw)
+    cache = [t for t in dev.memory if t.role == "cache"]
+    assert len(cache) == 1 and (cache[0].capacity_bytes, cache[0].bw_Bps) == kernelfit.rules.REPLAY_L2["b200"][:2]
+    assert "B200's" in cache[0].source and not any(t.role == "cache" for t in hw.memory)
+
+
 def test_the_catalog_and_every_other_class_keep_their_device():
     b200 = hardware.get("b200")
     assert not any(t.role == "cache" for t in b200.memory)          # the prediction path: no L2 tier
     assert kernelfit.rules.holds(kernelfit.rules.REPLAY_CACHE_OPS, "mla_bmm", "b200")
     gemm = kernelfit.Group("gemm bf16", ("matmul", "bf16"), "gemm", _group("b200", B200, ROWS).table, None)
     assert kernelfit.ops.replayed_hw(gemm, b200) is b200
-    gb200 = hardware.get("gb200")
-    assert kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), gb200) is gb200
     h100 = hardware.get("h100")                                      # states its own L2: kept
     assert kernelfit.ops.replayed_hw(_group("h100", "NVIDIA H100 80GB HBM3", ROWS), h100) is h100
 
