@@ -1,5 +1,5 @@
-"""B200's MLA BMM rows are fitted and scored through the L2 their collector replays them out of
-(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level the B200 catalog file does
+"""The Blackwell GPUs' MLA BMM rows (B200, GB200, B300, GB300) are fitted and scored through the L2 their collector replays them out of
+(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level their catalog files do
 not state: the fit's and the held-out score's device has it, the prediction path's does not."""
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
 
 B200 = "NVIDIA B200"
 # mla_gen_post at 128 heads × 160 tokens: 43 MB of bf16 input, weights and output (6.5 µs measured, TensorRT-LLM
-# 1.3.0rc20); at 64 heads × 1,536 tokens: 134 MB, past the 126.5 MB L2 (29.0 µs, 4.6 TB/s)
+# 1.3.0rc20); at 64 heads × 1,536 tokens: 134 MB, past the 132.6 MB L2 (29.0 µs, 4.6 TB/s)
 ROWS = [("mla_gen_post", 128, 160), ("mla_gen_post", 64, 1536)]
 
 
@@ -43,14 +43,41 @@ def test_b200_mla_bmm_rows_read_what_fits_the_replayed_l2_from_there():
     assert replayed < 0.8 * cold
 
 
+@pytest.mark.parametrize("gpu, device", [("b300", "NVIDIA B300 SXM6 AC"), ("gb300", "NVIDIA GB300")])
+def test_blackwell_ultra_mla_bmm_rows_read_through_b300s_measured_l2(gpu, device):
+    # B300's L2 as a device query reads it, 132,644,864 B, at an L1-bypassing read's measured 17 TB/s; GB300's GPU the
+    # same part
+    hw = hardware.get(gpu)
+    g = _group(gpu, device, ROWS)
+    dev = kernelfit.ops.replayed_hw(g, hw)
+    cache = [t for t in dev.memory if t.role == "cache"]
+    assert len(cache) == 1 and cache[0].capacity_bytes == 132_644_864 and cache[0].bw_Bps == 17e12
+    assert "QuickRunCUDA" in cache[0].source and "tuning guide" not in cache[0].source
+    warm = [bool(o.op.attrs.get("warm_activations")) for o in kernelfit.observations(g, g.rows, dev)]
+    assert warm == [True, False]
+    assert not any(t.role == "cache" for t in hw.memory)             # the prediction path: no L2 tier
+    assert "132.645 MB L2" in kernelfit.fitting.replayed_from(dev, hw)
+
+
+def test_every_replayed_level_names_its_source():
+    assert set(kernelfit.rules.REPLAY_L2) == set(kernelfit.rules.REPLAY_L2_SOURCE)
+    assert {g for gpus in kernelfit.rules.REPLAY_CACHE_OPS.values() for g in gpus} <= set(kernelfit.rules.REPLAY_L2)
+
+
+def test_gb200_reads_through_b200s_level():
+    hw = hardware.get("gb200")
+    dev = kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), hw)
+    cache = [t for t in dev.memory if t.role == "cache"]
+    assert len(cache) == 1 and (cache[0].capacity_bytes, cache[0].bw_Bps) == kernelfit.rules.REPLAY_L2["b200"][:2]
+    assert "B200's" in cache[0].source and not any(t.role == "cache" for t in hw.memory)
+
+
 def test_the_catalog_and_every_other_class_keep_their_device():
     b200 = hardware.get("b200")
     assert not any(t.role == "cache" for t in b200.memory)          # the prediction path: no L2 tier
     assert kernelfit.rules.holds(kernelfit.rules.REPLAY_CACHE_OPS, "mla_bmm", "b200")
     gemm = kernelfit.Group("gemm bf16", ("matmul", "bf16"), "gemm", _group("b200", B200, ROWS).table, None)
     assert kernelfit.ops.replayed_hw(gemm, b200) is b200
-    gb200 = hardware.get("gb200")
-    assert kernelfit.ops.replayed_hw(_group("gb200", "NVIDIA GB200", ROWS), gb200) is gb200
     h100 = hardware.get("h100")                                      # states its own L2: kept
     assert kernelfit.ops.replayed_hw(_group("h100", "NVIDIA H100 80GB HBM3", ROWS), h100) is h100
 
@@ -65,7 +92,7 @@ def test_the_held_out_score_and_the_provenance_read_through_it():
     g = _group("b200", B200, rows, latency_s=timed)                  # rows timed as the replayed device prices them
     assert float(np.max(kernelfit.scoring.held_errors(hw, cal, g))) < 1e-9
     note = kernelfit.fitting.replayed_from(dev, hw)
-    assert "126.5 MB L2" in note and "REPLAY_L2" in note
+    assert "132.645 MB L2" in note and "REPLAY_L2" in note
     assert kernelfit.fitting.replayed_from(hw, hw) == ""
 
 

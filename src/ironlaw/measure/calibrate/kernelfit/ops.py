@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from ....core.graph import Graph
 from ..fitcore import Observation
 from .collector import COLLECTOR_OUTPUT_SHARE, as_collected, cache_resident, warm_through
-from .rules import (CACHE_DECIDES_OPS, REPLAY_CACHE_OPS, REPLAY_L2, RESIDENT_OPS, WARM_THROUGH_OPS, WRITTEN_ONCE_OPS,
-                    holds, k_only_pool, resident_context, warm_class)
+from .rules import (CACHE_DECIDES_OPS, REPLAY_CACHE_OPS, REPLAY_L2, REPLAY_L2_SOURCE, RESIDENT_OPS, WARM_THROUGH_OPS,
+                    WRITTEN_ONCE_OPS, holds, k_only_pool, resident_context, warm_class)
 from .vocabulary import ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, PHASES
 
 
@@ -38,8 +38,8 @@ def replayed_hw(g: Group, hw):
         return hw
     from ....machine.hardware import Tier
     capacity, rate, latency = REPLAY_L2[g.table.gpu]
-    source = ("the L2 the collector's replayed operands stay in: size from NVIDIA's tuning guide, rate fitted on the "
-              "GPU's MLA BMM tables (kernelfit.rules.REPLAY_L2)")
+    source = (f"the L2 the collector's replayed operands stay in: {REPLAY_L2_SOURCE[g.table.gpu]} "
+              "(kernelfit.rules.REPLAY_L2)")
     tier = Tier("l2", "cache", capacity, rate, source, latency)
     return replace(hw, memory=(tier, *hw.memory))
 

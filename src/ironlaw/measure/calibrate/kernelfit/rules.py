@@ -39,19 +39,39 @@ WRITTEN_ONCE_OPS = {"mla_bmm": ("l40s", "rtx-pro-6000")}
 # op -> the GPUs whose catalog file states no cache level but whose tables' rows replay out of one: the MLA BMM
 # collectors call one product over and over on the same input, weights and output (``WARM_THROUGH_OPS``), and on B200
 # the rows of 8-64 MiB of bf16 operands ran 10.5% faster than HBM prices them (TensorRT-LLM 1.3.0rc20, held out, 20 of
-# the class's 23 rows over 20% off). Their fit and their held-out score read those rows through ``REPLAY_L2``'s level
-# (``ops.replayed_hw``); nothing on the prediction path does, and the catalog file keeps no cache tier (an L2 tier there
-# moved other classes and the serving cells out: docs/accuracy.md, "Since tried: B200's and GB200's L2")
-REPLAY_CACHE_OPS = {"mla_bmm": ("b200",)}
-# GPU -> (capacity bytes, rate B/s, latency s) of that level. B200: NVIDIA's Blackwell Tuning Guide (CUDA 13.0,
-# "Increased L2 Capacity") gives the L2 as 126 MB, a device query 126.50 MB (pytorch/ao pull request #4002); about
-# 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling"). No measured rate
-# was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched for, not found"): the rate is fitted, the one of
+# the class's 23 rows over 20% off); on B300 14.0% (vLLM 0.24.0, 35 of 110 rows over 20% off); GB200's and GB300's
+# tables come from the same collectors and replay alike (aiconfigurator's
+# collector/{trtllm,vllm,sglang}/collect_mla_bmm.py). Their fit and their held-out score read those rows through
+# ``REPLAY_L2``'s level (``ops.replayed_hw``); nothing on the prediction path does, and the catalog file keeps no cache
+# tier (an L2 tier there moved other classes and the serving cells out: docs/accuracy.md, "Since tried: B200's and
+# GB200's L2")
+REPLAY_CACHE_OPS = {"mla_bmm": ("b200", "gb200", "b300", "gb300")}
+# GPU -> (capacity bytes, rate B/s, latency s) of that level, each with its source in ``REPLAY_L2_SOURCE``. B200:
+# NVIDIA's Blackwell Tuning Guide (CUDA 13.0, "Increased L2 Capacity") gives the L2 as 126 MB, a device query 126.50 MB
+# (pytorch/ao pull request #4002) in MiB, as its 178.35 GB of global memory are GiB: 132,644,864 B, B300's byte count;
+# about 150 ns within a die's half (chipsandcheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling"). No measured
+# B200 rate was found (docs/accuracy.md, "An L2 rate for B200 and B300, searched for"): the rate is fitted, the one of
 # an 8.5-30 TB/s scan at which B200's five MLA BMM classes (TensorRT-LLM 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14;
 # aiconfigurator-core 0.12.0), each refitted under it, fit their fit rows best (benchmarks/replay_rate.py: summed mean
-# squared log error 0.0196 at 17.5 TB/s, 0.0198 at 15 and 20, 0.0297 at 8.5); held out, TensorRT-LLM's bf16 class is
-# within the goal at every rate of the scan (docs/accuracy.md, "B200's MLA BMMs read through the L2 they replay out of")
-REPLAY_L2 = {"b200": (126.5e6, 17.5e12, 150e-9)}
+# squared log error 0.0197 at 17.5 TB/s, 0.0198 at 15 and 20, 0.0298 at 8.5); held out, TensorRT-LLM's bf16 class is
+# within the goal at every rate of the scan (docs/accuracy.md, "B200's MLA BMMs read through the L2 they replay out
+# of"). B300: measured on an NVIDIA B300 SXM6 AC (ademeure/QuickRunCUDA, b300_clean/B300_CANONICAL_REFERENCE.md §11, "L2
+# cache"): ``cudaDeviceProp.l2CacheSize`` 132,644,864 B (126.5 MiB), an L1-bypassing (``.cg``) read of 8-128 MB working
+# sets about 17 TB/s (13.3 TB/s the L2 slices' own counter, 23.85 with L1 reuse), a hit 300-310 cycles, 152-157 ns; its
+# five classes' own scan (``replay_rate.py --gpu b300_sxm``) is flat across those figures (0.0216 at 17 TB/s, 0.0215 at
+# 15, 0.0217 at 13.3, 0.0218 at 23.85, 0.0340 at 8.5). GB300: the same level, its GPU the same Blackwell Ultra part as
+# B300's (NVIDIA's GB300 NVL72 and HGX B300 spec tables); GB200: B200's, its GPU the same Blackwell part
+REPLAY_L2 = {"b200": (132_644_864.0, 17.5e12, 150e-9), "gb200": (132_644_864.0, 17.5e12, 150e-9),
+             "b300": (132_644_864.0, 17e12, 155e-9), "gb300": (132_644_864.0, 17e12, 155e-9)}
+REPLAY_L2_SOURCE = {
+    "b200": "size from NVIDIA's tuning guide, rate fitted on the GPU's MLA BMM tables",
+    "gb200": "B200's: size from NVIDIA's tuning guide, rate fitted on B200's MLA BMM tables, GB200's GPU being the "
+             "same Blackwell part",
+    "b300": "size, rate (L1-bypassing reads of 8-128 MB) and latency measured on a B300 SXM6 AC "
+            "(ademeure/QuickRunCUDA, b300_clean/B300_CANONICAL_REFERENCE.md §11)",
+    "gb300": "B300's: size, rate (L1-bypassing reads of 8-128 MB) and latency measured on a B300 SXM6 AC "
+             "(ademeure/QuickRunCUDA, b300_clean/B300_CANONICAL_REFERENCE.md §11), GB300's GPU being the same "
+             "Blackwell Ultra part (NVIDIA's GB300 NVL72 and HGX B300 spec tables)"}
 # (framework, op, regime) of the decode classes whose rows' query and output are read and written in the last cache
 # level where everything the call touches fits it (``warm_through``): vLLM's and SGLang's decode over ``WIDE_GQA``
 # query heads per KV head. Their collectors call the attention layer over and over on one query tensor into one
