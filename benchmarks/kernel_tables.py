@@ -403,6 +403,9 @@ def main() -> int:
         rows.append((f"{gpu:<12} {cls}", f"{100 * statistics.median(err):4.1f}% / {100 * np.percentile(err, 90):5.1f}% "
                      f"({len(err)} rows)", "≤8% / ≤20%", ok))
         worst.append(statistics.median(err))
+    if not rows:
+        print("no kernel class was fitted: nothing to score (the lines above say why)", file=sys.stderr)
+        return 2
     misses = print_table(rows, "held-out kernel rows, median / p90 |error| (goal: median ≤ 8%, p90 ≤ 20%)")
     print(f"\nsummary: {len(rows)} GPU × kernel classes, median of medians {100 * statistics.median(worst):.1f}%, "
           f"{len(rows) - misses} within goal")

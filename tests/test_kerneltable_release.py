@@ -122,3 +122,19 @@ def test_release_moe_layer_fits_the_extract():
     assert prov["version"] == "aiconfigurator 0.8.0 (NVIDIA, PyPI); trtllm 1.0.0rc3" and prov["license"] == "Apache-2.0"
     stored = kernel_moe.release_stored(DATA, "h100_sxm", "1.0", table)
     assert stored[0][2] == pytest.approx(err, rel=0.02)          # as stored (rounded) ≈ as fitted
+
+
+def test_benchmark_with_no_table_of_the_release_says_so_and_exits_2(monkeypatch, capsys, tmp_path):
+    """benchmarks/kernel_tables.py on a GPU folder that holds only another release's tables (as aiconfigurator
+    0.8.0's gb300 does): the reason and exit 2, not a traceback from an empty table."""
+    import sys
+    root = Path(__file__).parents[1]
+    other = tmp_path / "gb300" / "trtllm" / "1.2.0rc6.post3"
+    other.mkdir(parents=True)
+    (other / "gemm_perf.txt").write_text("")
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import kernel_tables
+    monkeypatch.setattr(sys, "argv", ["kernel_tables.py", "--data", str(tmp_path),
+                                      "--release", "1.0", "--gpu", "gb300", "--op", "mla_bmm", "--stored"])
+    assert kernel_tables.main() == 2
+    assert "nothing to score" in capsys.readouterr().err
