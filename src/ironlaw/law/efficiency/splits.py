@@ -23,11 +23,13 @@ from .shared import at_chunk_head_dims, classes_with, launch_sms, op_names, per_
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
     state the whole sequence), ``chunk_split`` (FlashInfer's decode plan), ``heuristic_split`` (FlashAttention 2's
-    split, and FlashAttention 3's on SM 8.x) and ``fa3_split`` (FlashAttention 3's scheduler) together; None where no op is such."""
+    split, and FlashAttention 3's on SM 8.x) and ``fa3_split`` (FlashAttention 3's scheduler) together; None where
+    no op is such."""
     if not cal.kernel:
         return None
-    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), heuristic_split(cal, cols, hw, "fa2"),
-                                 heuristic_split(cal, cols, hw, "fa3_sm8x"), fa3_split(cal, cols, hw))
+    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw),
+                          heuristic_split(cal, cols, hw, "fa2"), heuristic_split(cal, cols, hw, "fa3_sm8x"),
+                          fa3_split(cal, cols, hw))
               if x is not None]
     if len(splits) < 2:
         return splits[0] if splits else None
