@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,21 @@ EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block")) 
 SHAPE = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
 
 
+@dataclass(frozen=True)
+class ClassFit:
+    """One MoE class's fit: its GPU (ironlaw's name) and ironlaw dtype, the table it was fitted on, its kernel entries
+    as stored, the |relative error| of its scored held-out rows (``fit_and_score``), the rows fitted and held out, and
+    (the balanced tables' classes) the |relative error| of every held-out row, its own key or not (``all_rows``)."""
+    gpu: str
+    dtype: str
+    path: str
+    kern: dict
+    err: np.ndarray
+    n_fit: int
+    n_held: int
+    every: np.ndarray | None = None
+
+
 def groups(data: Path) -> list[tuple]:
     """[(gpu, ironlaw dtype, table path, rows as a dict of arrays)] of every system and dtype found."""
     from ironlaw.measure.calibrate import moefit
@@ -154,21 +170,21 @@ def release_groups(data: Path, folder: str, release: str) -> list[tuple]:
     return out
 
 
-def release_fits(data: Path, folder: str, release: str) -> list[tuple]:
-    """[(gpu, dtype, path, kernel entries, held-out |errors|, rows fitted, rows held out)] of a release."""
+def release_fits(data: Path, folder: str, release: str) -> list[ClassFit]:
+    """The fits (``ClassFit``, without ``every``) of a release's MoE classes."""
     fits = []
     for gpu, dt, path, rows in release_groups(data, folder, release):
         kern, err, n_fit = fit_and_score(gpu, dt, rows, RELEASE_ROUTING, release=release)
-        fits.append((gpu, dt, path, kern, err, n_fit, len(err)))
+        fits.append(ClassFit(gpu, dt, path, kern, err, n_fit, len(err)))
     return fits
 
 
-def release_table(gpu: str, fits: list, release: str) -> dict | None:
+def release_table(gpu: str, fits: list[ClassFit], release: str) -> dict | None:
     """A release's MoE entries for ``gpu`` as a [calibration] table (None without MoE rows), its provenance
     the release's tables: aiconfigurator 0.8.0 (NVIDIA, PyPI, Apache-2.0)."""
-    if not any(f[0] == gpu for f in fits):
+    if not any(f.gpu == gpu for f in fits):
         return None
-    versions = sorted({Path(f[2]).parent.name for f in fits if f[0] == gpu})
+    versions = sorted({Path(f.path).parent.name for f in fits if f.gpu == gpu})
     cal = calibration_table(gpu, fits, package="aiconfigurator 0.8.0 (NVIDIA, PyPI)", version=", ".join(versions),
                             what=f"TensorRT-LLM {release} fused MoE ({RELEASE_KERNEL}), {RELEASE_ROUTING} routing")
     for name, p in cal["provenance"].items():
@@ -266,24 +282,25 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
                             q.get("memory", 0.0)), x)
 
 
-def calibration_table(gpu: str, fits: list, package: str = PACKAGE, version: str = VERSION,
+def calibration_table(gpu: str, fits: list[ClassFit], package: str = PACKAGE, version: str = VERSION,
                       what: str = "TensorRT-LLM CUTLASS fused MoE, balanced routing") -> dict:
     """The [calibration] entries of ``gpu``'s fits, with provenance, in kernelfit's form."""
     from ironlaw.machine.calibration import SCHEMA
     date = datetime.date.today().isoformat()
     cal = {"schema": SCHEMA, "source": "", "fitted": [], "held_out": [], "kernel": {}, "provenance": {}}
-    for g, dt, path, kern, _, n_fit, n_held, *_ in fits:
-        if g != gpu:
+    for f in fits:
+        if f.gpu != gpu:
             continue
+        dt = f.dtype
         name = f"moe {dt} ({what.replace('CUTLASS ', '') if dt in KERNELS else what})"   # its kernel: the table's
-        own = (g, dt) in OWN_KEY and package == PACKAGE
-        cal["kernel"].update(kern)
+        own = (f.gpu, dt) in OWN_KEY and package == PACKAGE
+        cal["kernel"].update(f.kern)
         cal["fitted"].append(f"{name}: even layer shapes")
         cal["held_out"].append(f"{name}: odd layer shapes")
         rows = (" (rows: the layer shapes no other collected case shares an autotuner cache file with, "
                 "moefit.shared_tuning)") if own else ""
-        cal["provenance"][f"moe {dt}"] = {"table": path + rows, "version": f"{package}; trtllm {version}",
-                                          "license": LICENSE, "rows_fitted": n_fit, "rows_held_out": n_held,
+        cal["provenance"][f"moe {dt}"] = {"table": f.path + rows, "version": f"{package}; trtllm {version}",
+                                          "license": LICENSE, "rows_fitted": f.n_fit, "rows_held_out": f.n_held,
                                           "date": date}
     cal["source"] = (f"derived: the MoE layer's L, η_w, η_c, η_a per weight dtype fitted to the even layer shapes "
                      f"of measured fused-MoE tables by benchmarks/kernel_moe.py (ironlaw.measure.calibrate.moefit; "
@@ -296,7 +313,7 @@ def goal_met(err: np.ndarray) -> bool:
     return med <= GOAL_MEDIAN and p90 <= GOAL_P90
 
 
-def write(gpu: str, fits: list) -> Path:
+def write(gpu: str, fits: list[ClassFit]) -> Path:
     """``gpu``'s catalog [calibration] with these kernel entries and provenance over what it holds."""
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
@@ -310,15 +327,15 @@ def write(gpu: str, fits: list) -> Path:
     return replace_table(Path(hw.path), "calibration", table)
 
 
-def catalog_matches(fits: list) -> list[str]:
+def catalog_matches(fits: list[ClassFit]) -> list[str]:
     """(gpu, dtype) whose catalog kernel entries differ from this fit (empty: the catalog holds them)."""
     from ironlaw.machine import hardware
     bad = []
-    for gpu, dt, _, kern, *_ in fits:
-        cal = hardware.get(gpu).calibration
+    for f in fits:
+        cal = hardware.get(f.gpu).calibration
         have = cal.kernel if cal is not None else {}
-        if any(have.get(k) != v for k, v in kern.items()):
-            bad.append(f"{gpu} {dt}")
+        if any(have.get(k) != v for k, v in f.kern.items()):
+            bad.append(f"{f.gpu} {f.dtype}")
     return bad
 
 
@@ -354,13 +371,14 @@ def release_main(a, data: Path) -> int:
           f"layer shape, scored on the rest; stored → this fit, median / p90")
     for folder in RELEASE_GPUS:
         fits = [f for f in release_fits(data, folder, a.release)
-                if (not a.only or f[1] in a.only) and (not a.gpu or f[0] in a.gpu)]
+                if (not a.only or f.dtype in a.only) and (not a.gpu or f.gpu in a.gpu)]
         if not fits:
             continue
-        gpu = fits[0][0]
+        gpu = fits[0].gpu
         table = engines.load(gpu, "trtllm", a.release) or {}
         stored = {dt: err for _, dt, err in release_stored(data, folder, a.release, table)} if table else {}
-        for _, dt, _, kern, err, _, _ in fits:
+        for f in fits:
+            dt, kern, err = f.dtype, f.kern, f.err
             was = "      —      " if dt not in stored else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(stored[dt])))
             med, p90 = median_p90(err)
             q = kern.get(f"moe_router.{dt}", {})
@@ -399,16 +417,17 @@ def main() -> int:
         return 2
     for gpu, dt, path, rows in chosen:
         kern, err, n_fit = fit_and_score(gpu, dt, rows, touched=a.touched)
-        fits.append((gpu, dt, path, kern, err, n_fit, len(err), all_rows(gpu, dt, rows, kern)))
+        fits.append(ClassFit(gpu, dt, path, kern, err, n_fit, len(err), all_rows(gpu, dt, rows, kern)))
     if a.write:
-        for gpu in sorted({f[0] for f in fits}):
+        for gpu in sorted({f.gpu for f in fits}):
             print(f"wrote {write(gpu, fits).relative_to(ROOT)}")
     print(f"MoE layer (TensorRT-LLM {VERSION} CUTLASS fused MoE, balanced routing), {PACKAGE}: fitted on every "
           f"other layer shape, scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
     print("(* scored on the class's own-key rows, OWN_KEY; all rows: every held-out row of the class, the same fit)")
     print(f"{'GPU':14s} {'dtype':9s} {'held-out':>9s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  L_e ns  "
           f"L_t ns  L_u ns  goal   all rows: n, median / p90")
-    for gpu, dt, _, kern, err, _, _, every in fits:
+    for f in fits:
+        gpu, dt, kern, err, every = f.gpu, f.dtype, f.kern, f.err, f.every
         g, r = kern[f"moe_grouped_gemm.{dt}"], kern[f"moe_rows.{dt}"]
         med, p90 = median_p90(err)
         ok = med <= GOAL_MEDIAN and p90 <= GOAL_P90
@@ -423,13 +442,13 @@ def main() -> int:
         e = serving_regime(gpu, dt, rows, a.touched)
         med, p90 = median_p90(e)
         print(f"{gpu:14s} {dt:9s} {len(e):8d} {100 * med:6.1f}% {100 * p90:5.1f}%")
-    for label, at in (("\nthe classes' scored held-out rows (own-key rows of OWN_KEY)", 4), ("all held-out rows", 7)):
-        allr = np.concatenate([f[at] for f in fits])
+    for label, parts in (("\nthe classes' scored held-out rows (own-key rows of OWN_KEY)", [f.err for f in fits]),
+                        ("all held-out rows", [f.every for f in fits])):
+        allr = np.concatenate(parts)
         med, p90 = median_p90(allr)
         print(f"{label}: {len(allr)}, median {100 * med:.1f}%, p90 {100 * p90:.1f}%")
-    met = sum(goal_met(f[4]) for f in fits)
-    print(f"classes within goal: {met} of {len(fits)} on their scored rows, {sum(goal_met(f[7]) for f in fits)} on all "
-          f"held-out rows")
+    met, met_all = sum(goal_met(f.err) for f in fits), sum(goal_met(f.every) for f in fits)
+    print(f"classes within goal: {met} of {len(fits)} on their scored rows, {met_all} on all held-out rows")
     if not a.data:
         print("catalog [calibration.kernel] MoE entries: fitted on the full tables; check them with --data DIR")
         return 0

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_process
 
 GOOD_TOML = (__import__("pathlib").Path(__import__("ironlaw.machine.hardware", fromlist=["x"]).CATALOG_DIR) / "h100.toml").read_text()
 
@@ -134,9 +134,27 @@ def files(tmp_path):
 
 @pytest.mark.parametrize("argv,keyword", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
 def test_bad_input_one_line_exit_2(files, argv, keyword):
+    refused_alone(run_cli, files, argv, keyword)
+
+
+# a name, a usage error (click's), a hardware file and an option's value, each in a process of its own
+FRESH = [c for c in CASES if c[0] in (["analyze", "gemm:64,64,64", "--on", "h10"], ["analyze", "gemm:64,64,64",
+                                      "--frobnicate"], ["analyze", "gemm:64,64,64", "--on", "{tmp}/garbage.toml"],
+                                      ["compare", "llama3-8b", "--what-if", "fusion=elementwise", "--top", "0"])]
+
+
+@pytest.mark.parametrize("argv,keyword", FRESH, ids=[" ".join(c[0])[:60] for c in FRESH])
+def test_bad_input_one_line_exit_2_from_its_own_process(files, argv, keyword):
+    """`python -m ironlaw` itself (the entry point, the interpreter's exit): the same refusal as in-process."""
+    refused_alone(run_process, files, argv, keyword)
+
+
+def refused_alone(run, files, argv, keyword):
+    """``argv`` run by ``run`` in ``files``: exit 2, one line on stderr naming ``keyword``, no traceback, nothing
+    written."""
     argv = [a.replace("{tmp}", str(files)) for a in argv]
     before = sorted(os.listdir(files))
-    r = run_cli(*argv, cwd=str(files))
+    r = run(*argv, cwd=str(files))
     assert r.rc == 2, (r.rc, r.out, r.err)
     lines = [l for l in r.err.splitlines() if l.strip()]
     assert len(lines) == 1, r.err

@@ -78,11 +78,11 @@ def test_every_verb_answers_from_its_own_module():
     """`ironlaw VERB …` imports VERB's module alone: each verb of ``cli.VERBS`` must be the name of the module
     that registers it, and `ironlaw --help` (every module) lists them all."""
     from ironlaw import cli
-    from conftest import run_cli
+    from conftest import run_process
     for verb in cli.VERBS:
-        r = run_cli(verb, "--help")
+        r = run_process(verb, "--help")
         assert r.rc == 0 and "Usage: ironlaw " + verb in r.out, (verb, r.err)
-    listed = run_cli("--help").out
+    listed = run_process("--help").out
     assert all(f" {v} " in listed for v in cli.VERBS)
 
 

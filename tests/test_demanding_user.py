@@ -192,7 +192,7 @@ def _user_gemm(folder, framework=None):
     return str(folder)
 
 
-def test_calibrate_labels_a_users_table_with_the_framework_it_names(tmp_path):
+def test_calibrate_labels_a_users_table_with_the_framework_it_names(tmp_path, shared_kernel_fits):
     """`calibrate --kernels MYDIR` printed "(trtllm)" over a table that names no framework, and its JSON said
     framework "trtllm"; a table whose rows name SGLang is labelled sglang (--framework on an unnamed one:
     tests/test_first_steps.py)."""
@@ -309,7 +309,7 @@ def test_page_tokens_takes_each_engines_own_block_and_the_help_says_which():
     assert "TensorRT-LLM 32, vLLM 16, SGLang 1" in helptext
 
 
-def test_calibrate_reads_an_amd_folder_without_framework():
+def test_calibrate_reads_an_amd_folder_without_framework(shared_kernel_fits):
     """`calibrate --kernels AMD_DIR` said "no kernel table … for framework 'trtllm'", a framework the user never
     named; a folder holding one framework's tables (aiter's) is read as that framework's."""
     pytest.importorskip("pandas")

@@ -217,7 +217,7 @@ def test_a_collectives_header_names_its_devices_not_a_dtype(argv, says):
     (["sweep", "llama3-8b", "--phase", "decode", "--batch", "1,64"],
      "| hardware | batch | time | tokens/s | bottleneck | J/token | $/M tokens |"),
 ])
-def test_listing_commands_write_markdown_tables(argv, header):
+def test_listing_commands_write_markdown_tables(argv, header, shared_kernel_fits):
     """`hardware list --format md` (and `workloads list`, `calibrate`, `hardware show`) said "--format must be one
     of text, json"; `sweep` "one of text, json, csv": the only commands without the Markdown others write.
     the only commands without the Markdown every other command writes."""

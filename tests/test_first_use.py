@@ -161,7 +161,7 @@ FP8_BLOCK_ROWS = ("NVIDIA H100 80GB HBM3,fp8_block,769,3584,768,0.0175\n"
                   "NVIDIA H100 80GB HBM3,fp8_block,4096,4096,4096,0.09\n")
 
 
-def test_calibrate_says_which_rows_it_left_out_and_counts_in_the_singular(tmp_path):
+def test_calibrate_says_which_rows_it_left_out_and_counts_in_the_singular(tmp_path, shared_kernel_fits):
     """Block-scaled FP8 rows vanished without a word ("fitted on ... 1 kernel classes", "1 rows"); now the
     result names them (text, md, json, library alike), and a table of nothing else is refused saying why."""
     pytest.importorskip("pandas")

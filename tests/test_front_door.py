@@ -275,7 +275,7 @@ def test_the_readme_max_throughput_number_is_what_the_command_prints():
     assert abs(got.to_dict()["output_tokens_per_s"] / 1e3 - shown_k) <= 0.05 + 1e-9
 
 
-def test_calibrate_from_the_library_gives_the_commands_document(tmp_path):
+def test_calibrate_from_the_library_gives_the_commands_document(tmp_path, shared_kernel_fits):
     pytest.importorskip("pandas")
     tables = str(ROOT / "tests/data/kernel_tables/h100_sxm/gemm")
     r = run_cli("calibrate", "--kernels", tables, "--gpu", "h100", "--format", "json")

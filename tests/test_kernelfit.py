@@ -98,7 +98,7 @@ def test_attention_ops_name_their_kernel_class():
     assert fp8.attrs["kernel"] == attention_kernel("decode", "bf16", "fp8")
 
 
-def test_calibrate_writes_a_profile_that_on_uses(tmp_path):
+def test_calibrate_writes_a_profile_that_on_uses(tmp_path, shared_kernel_fits):
     out = tmp_path / "h100-kernels.toml"
     r = run_cli("calibrate", "--kernels", str(DATA / "h100_sxm" / "gemm"), "--gpu", "h100", "--out", str(out),
                 "--format", "json", timeout=600)
@@ -263,7 +263,7 @@ def test_generation_mla_split_holds_out_every_head_count_between_fitted_ones():
     assert len(nodes[1]) < len(kernelfit.grid.fit_nodes("generation_mla", coords, 100_000)[1])
 
 
-def test_calibrate_prints_its_text_report(tmp_path):
+def test_calibrate_prints_its_text_report(tmp_path, shared_kernel_fits):
     out = tmp_path / "h100-kernels.toml"
     r = run_cli("calibrate", "--kernels", str(DATA / "h100_sxm" / "gemm"), "--gpu", "h100", "--out", str(out),
                 timeout=600)

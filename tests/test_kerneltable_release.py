@@ -113,9 +113,10 @@ def test_release_moe_layer_fits_the_extract():
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import kernel_moe
     fits = kernel_moe.release_fits(DATA, "h100_sxm", "1.0")
-    assert [(f[0], f[1]) for f in fits] == [("h100", "fp8")]
-    gpu, dt, path, kern, err, n_fit, n_held = fits[0]
-    assert path == "h100_sxm/trtllm/1.0.0rc3/moe_perf.txt" and n_fit > 0 and n_held > 0
+    assert [(f.gpu, f.dtype) for f in fits] == [("h100", "fp8")]
+    f = fits[0]
+    assert f.path == "h100_sxm/trtllm/1.0.0rc3/moe_perf.txt" and f.n_fit > 0 and f.n_held > 0 and f.every is None
+    err = f.err
     assert np.median(err) < 0.15                 # the extract's held-out shapes (the full tables: docs/accuracy.md)
     table = kernel_moe.release_table("h100", fits, "1.0")
     prov = table["provenance"]["moe fp8"]

@@ -299,7 +299,7 @@ def test_validate_names_a_missing_model_file_before_the_profile(tmp_path):
 
 
 # ------------------------------------------------------------------ calibrate: what it assumed of a table
-def test_calibrate_names_the_window_it_assumed(tmp_path):
+def test_calibrate_names_the_window_it_assumed(tmp_path, shared_kernel_fits):
     """A table without window_size was read as window 0 without a word: one line names the file and the
     assumption, in the text and in the JSON document's ``assumed``."""
     pytest.importorskip("pandas")

@@ -2,7 +2,7 @@
 misled, each pinned by the test that failed before its fix."""
 import pytest
 
-from conftest import one_line_error, run_cli
+from conftest import one_line_error, run_cli, run_process
 
 
 # ------------------------------------------------------------------ energy of a step on several devices
@@ -39,7 +39,7 @@ def _gemm_csv(path, framework=None):
     return path
 
 
-def test_calibrate_reads_a_users_folder_in_any_layout(tmp_path):
+def test_calibrate_reads_a_users_folder_in_any_layout(tmp_path, shared_kernel_fits):
     """README: `ironlaw calibrate --kernels DIR --gpu h100`; a DIR of the user's own (no <framework>/<version>
     folders) was refused as 'no kernel table … for framework trtllm'."""
     import ironlaw
@@ -193,8 +193,9 @@ def test_calibrate_refuses_to_save_another_engines_fit_as_the_profiles(tmp_path)
     (["workloads"], "list"),
 ])
 def test_a_group_without_its_command_names_the_commands_inone_line_error(argv, commands):
-    """`ironlaw` alone printed 'ironlaw: error: Usage: ironlaw [OPTIONS] …' — the whole help squashed into one line."""
-    line = one_line_error(run_cli(*argv))
+    """`ironlaw` alone printed 'ironlaw: error: Usage: ironlaw [OPTIONS] …' — the whole help squashed into one line.
+    (A process of its own: the commands' order is the order a fresh `ironlaw` registers them.)"""
+    line = one_line_error(run_process(*argv))
     assert line.startswith("ironlaw: error: missing a command: ") and commands in line and "Usage:" not in line, line
 
 

@@ -22,12 +22,14 @@ from .shared import at_chunk_head_dims, classes_with, launch_sms, op_names, per_
 
 def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split | None:
     """How each op of a split-KV kernel class launches (``Split``) on ``hw``'s SMs: ``history_split`` (the ops that
-    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan), ``fa2_split`` (FlashAttention 2's
-    split) and ``fa3_split`` (FlashAttention 3's scheduler) together; None where no op is such."""
+    state the whole sequence), ``chunk_split`` (FlashInfer's decode plan), ``heuristic_split`` (FlashAttention 2's
+    split, and FlashAttention 3's on SM 8.x) and ``fa3_split`` (FlashAttention 3's scheduler) together; None where
+    no op is such."""
     if not cal.kernel:
         return None
-    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw), fa2_split(cal, cols, hw),
-                                 fa2_split(cal, cols, hw, "fa3_sm8x"), fa3_split(cal, cols, hw))
+    splits = [x for x in (history_split(cal, cols, hw), chunk_split(cal, cols, hw),
+                          heuristic_split(cal, cols, hw, "fa2"), heuristic_split(cal, cols, hw, "fa3_sm8x"),
+                          fa3_split(cal, cols, hw))
               if x is not None]
     if len(splits) < 2:
         return splits[0] if splits else None
@@ -35,11 +37,11 @@ def split_blocks(cal: Calibration, cols: Columns, hw: Hardware | None) -> Split 
                  np.any([x.splits for x in splits], axis=0))
 
 
-def fa2_split(cal: Calibration, cols: Columns, hw: Hardware | None, kind: str = "fa2") -> Split | None:
-    """How the ops of a kernel class on FlashAttention 2's split-KV decode (``split_kv = "fa2"``) launch on ``hw``'s
-    SMs: ``splitkv.fa2_splits`` of the op's keys per sequence and KV head, its M the swapped query rows; with ``kind``
-    "fa3_sm8x", FlashAttention 3's on SM 8.x (``splitkv.fa3_sm8x_splits``, its M the packed query rows); every other
-    op 1 split. None where no op is such."""
+def heuristic_split(cal: Calibration, cols: Columns, hw: Hardware | None, kind: str) -> Split | None:
+    """How the ops of a kernel class whose split-KV decode picks its splits by its kernel's own heuristic launch on
+    ``hw``'s SMs, ``kind`` the class's ``split_kv``: "fa2", FlashAttention 2's (``splitkv.fa2_splits`` of the op's
+    keys per sequence and KV head, its M the swapped query rows); "fa3_sm8x", FlashAttention 3's on SM 8.x
+    (``splitkv.fa3_sm8x_splits``, its M the packed query rows); every other op 1 split. None where no op is such."""
     launch = _split_launch(cal, cols, hw, kind, "FlashAttention 2's split-KV decode" if kind == "fa2" else
                            "FlashAttention 3's SM 8.x split-KV decode")
     if launch is None:
