@@ -224,7 +224,8 @@ def _commands_taking(option: str) -> list[str]:
         walk(typer.main.get_command(common.app), "")
     except Exception:                  # noqa: BLE001 (a hint only: the usage error is said without it)
         return []
-    return out
+    rank = {verb: i for i, verb in enumerate(VERBS)}     # the app lists commands as their modules were imported
+    return sorted(out, key=lambda path: rank.get(path.split(" ")[0], len(VERBS)))
 
 
 def _reader_gone() -> None:
