@@ -1,6 +1,6 @@
-"""The Blackwell GPUs' MLA BMM rows (B200, GB200, B300, GB300) are fitted and scored through the L2 their collector replays them out of
-(``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level their catalog files do
-not state: the fit's and the held-out score's device has it, the prediction path's does not."""
+"""The Blackwell GPUs' MLA BMM rows (B200, GB200, B300, GB300) are fitted and scored through the L2 their collector
+replays them out of (``kernelfit.rules.REPLAY_CACHE_OPS``, ``REPLAY_L2``, ``kernelfit.ops.replayed_hw``), a level
+their catalog files do not state: the fit's and the held-out score's device has it, the prediction path's does not."""
 import numpy as np
 import pytest
 

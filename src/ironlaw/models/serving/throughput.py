@@ -11,7 +11,8 @@ shares: the two modes differ only in how batches form (waves of queued requests 
                    requests finish per step (Little's law), fewer where the token budget binds:
                    r · (prompt + output − 1) ≤ max_num_tokens where a step mixes decode and prompt tokens
                    (TensorRT-LLM, vLLM), r · prompt ≤ max_num_tokens where the prompts run as prefill batches
-                   of their own (SGLang's chunked_prefill_size caps those alone: ``budget_tokens``). A step carries d = r·(output − 1) decode tokens,
+                   of their own (SGLang's chunked_prefill_size caps those alone: ``budget_tokens``). A step
+                   carries d = r·(output − 1) decode tokens,
                    each reading a context of prompt + output/2 on average, and r·prompt prompt tokens:
                        r·n_ctx ≥ 1   every step is mixed:  t = t_step(d, r·prompt)
                        r·n_ctx < 1   a share r·n_ctx / k of the steps carries k prompts at once (one chunk,
