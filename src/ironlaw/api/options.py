@@ -349,8 +349,8 @@ def capture_option(spec, capture: bool) -> dict:
 # keywords a user brings from elsewhere, and the front door's name for the same thing (`--on h100` is on="h100")
 SYNONYMS = {"hardware": "on", "device": "on", "gpu": "on"}
 # command-line options with no keyword, and what the library gives instead
-CLI_ONLY = {"format": " (--format is the command line's: the result's .to_dict() is its --format json document)",
-            "fmt": " (--format is the command line's: the result's .to_dict() is its --format json document)"}
+FORMAT_HINT = " (--format is the command line's: the result's .to_dict() is its --format json document)"
+CLI_ONLY = {"format": FORMAT_HINT, "fmt": FORMAT_HINT}
 
 
 def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:

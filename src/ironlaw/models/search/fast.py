@@ -490,7 +490,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
                 e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
                 jobs.append((tab, sy, rows))
     if not split:
-        lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, 0.0 * e_lay, 0.0 * e_rest
+        lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, np.zeros_like(e_lay), np.zeros_like(e_rest)
     n = lay.shape[0]
     c2 = {k: np.tile(c[k], 2) for k in ("tp", "dp", "cp", "ep")}
     g2 = _dp_coll(ctx, c2, np.tile(kind, 2), grad_scale * np.concatenate([lay, rest]))
