@@ -1,0 +1,68 @@
+"""Training steps against MLPerf Training v5.0 / v5.1 Llama 3.1 pre-training results, held out.
+
+    python benchmarks/mlperf_training.py [--rows] [--gpu NAME]
+
+Prints, per GPU, the median and p90 |error| of ironlaw's tokens/s per GPU against the throughput derived from
+the submitters' logs (tests/data/mlperf_training_v5.0_v5.1_llama31.csv: training blocks only, no evaluation or
+init; tests/mlperf_train_ref.py: the layout rules, the same for every row), then over all rows. ``--rows``
+prints every row first: release, submitter, system, GPUs, layout, dtype, published and predicted tokens/s per
+GPU, the error, what binds the predicted step and the ``ironlaw analyze`` command. Nothing is fitted on these
+rows.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main() -> int:
+    import argparse
+    import numpy as np
+    from ironlaw.core.errors import IronlawError
+    from ironlaw.machine import hardware
+    from mlperf_train_ref import command, predict, table
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
+    ap.add_argument("--gpu", action="append", metavar="NAME", help="only the rows on this catalog GPU (repeatable)")
+    args = ap.parse_args()
+    rows = table()
+    known = sorted({r["gpu"] for r in rows})
+    for g in args.gpu or []:
+        if g not in known:
+            print(f"--gpu {g}: no row on it (rows are on {', '.join(known)})", file=sys.stderr)
+            return 2
+    rows = [r for r in rows if not args.gpu or r["gpu"] in args.gpu]
+    errs: dict[str, list[float]] = {}
+    if args.rows:
+        print(f"{'rel':>3} {'submitter':10s} {'system':28s} {'gpu':6s} {'GPUs':>5} {'model':5s} {'dtype':5s} "
+              f"{'TP':>2} {'PP':>2} {'VP':>2} {'CP':>2} {'MBS':>3} {'GBS':>5} {'published':>9} {'ironlaw':>8} "
+              f"{'error':>7}  binds")
+    for r in rows:
+        try:
+            st = predict(r, hardware.get(r["gpu"]))
+        except IronlawError as e:
+            print(f"{r['system']}: {e}")
+            continue
+        err = st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1
+        errs.setdefault(r["gpu"], []).append(err)
+        if args.rows:
+            print(f"{r['release']:>3} {r['submitter'][:10]:10s} {r['system'][:28]:28s} {r['gpu']:6s} {r['gpus']:5d} "
+                  f"{r['benchmark'].split('-')[1]:5s} {r['dtype'] + ('*' if r['note'] else ''):5s} {r['tp']:2d} "
+                  f"{r['pp']:2d} {r['vp']:2d} {r['cp']:2d} {r['micro_batch']:3d} {r['global_batch']:5d} "
+                  f"{r['tokens_per_s_per_gpu']:9.0f} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%}  "
+                  f"{st.bottleneck['resource']}")
+            print(f"    {command(r)}")
+    if args.rows:
+        print("* precision inferred (the extract's header)\n")
+    print(f"{'gpu':8s} {'rows':>4} {'median |err|':>12} {'p90 |err|':>9} {'median err':>10}")
+    for g, e in sorted(errs.items()) + [("all", [x for v in errs.values() for x in v])]:
+        a = np.abs(e)
+        print(f"{g:8s} {len(e):4d} {np.median(a):12.1%} {np.percentile(a, 90):9.1%} {np.median(e):+10.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""MLPerf Training v5.0 and v5.1 closed-division results (tests/data/mlperf_training_v5.0_v5.1_llama31.csv),
+held out: the rows, and the training step ironlaw predicts for one, shared by tests/test_mlperf_training.py
+(the extract parses, every row builds a valid command) and benchmarks/mlperf_training.py (the table).
+
+A row is one submitted system and benchmark (Llama 3.1 8B or 405B pre-training), with the layout its
+submitter's published config sets (TP, PP, VP, CP, micro-batch; DP = GPUs / (TP·PP·CP)), the global batch
+its logs print, and the throughput derived from its logs' training blocks (the CSV's header says how). What a
+config sets that a row does not print, the same for every row (the submitters' NeMo configs share
+config_common.sh): Megatron's distributed optimizer (ZeRO-1), sequence parallelism whenever TP > 1, the stage
+sends overlapped with interleaving, bf16 gradients (``nemo_ref``'s rule), no activation recomputation. A row's
+NVL72 job spreads over NVLink domains of ``nemo_ref.NVL_JOB_DOMAIN`` GPUs (64 of each rack's 72: 512 GPUs on
+8 racks, 2,560 on 40), as the Blackwell NeMo rows do. Not expressed: FP8 attention (``fp8_attention`` 1: the
+fused attention in FP8, priced in bf16), CUDA graphs (no host term for dense layers).
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ironlaw.models import parallel
+from ironlaw.models.analysis import training_graph
+
+DATA = Path(__file__).parent / "data"
+TABLE = DATA / "mlperf_training_v5.0_v5.1_llama31.csv"
+INT = ("gpus", "seq", "global_batch", "micro_batch", "tp", "pp", "vp", "cp", "tp_comm_overlap", "fp8_attention",
+       "runs")
+MODELS = {"llama3.1-8b": "llama3.1-8b", "llama3.1-405b": "llama3.1-405b"}
+NVL_JOB_DOMAIN = 64          # as nemo_ref.NVL_JOB_DOMAIN: GPUs of a job per NVL72 rack
+
+
+def table(path: Path = TABLE) -> list[dict]:
+    """The extract's rows, numbers as numbers."""
+    with path.open() as fh:
+        rows = list(csv.DictReader(l for l in fh if not l.startswith("#")))
+    for r in rows:
+        for k in INT:
+            r[k] = int(r[k])
+        r["samples_per_s"] = float(r["samples_per_s"])
+        r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
+    return rows
+
+
+def dp(row: dict) -> int:
+    """The data-parallel size the row's layout leaves."""
+    return row["gpus"] // (row["tp"] * row["pp"] * row["cp"])
+
+
+def options(row: dict) -> dict:
+    """The training plan's options of a row (the module docstring's rules)."""
+    tp, vp = row["tp"], row["vp"]
+    nodes = ({"nodes": -(-row["gpus"] // NVL_JOB_DOMAIN)}
+             if row["gpu"].startswith("gb") and row["gpus"] > 72 else {})
+    return dict(gpus=row["gpus"], **nodes, tp=tp, pp=row["pp"], cp=row["cp"], ep=1,
+                global_batch=row["global_batch"], micro_batch=row["micro_batch"], interleave=vp, zero=1,
+                sequence_parallel=tp > 1, tp_comm_overlap=bool(row["tp_comm_overlap"]), overlap_p2p=vp > 1,
+                grad_fp32=False, moe_a2a_overlap=False, param_gather_exposed=False)
+
+
+def command(row: dict) -> str:
+    """The ``ironlaw analyze`` line that predicts the row."""
+    o = options(row)
+    flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + [f"--gpus {o['gpus']}", f"--tp {o['tp']}",
+                                                                   f"--pp {o['pp']}"]
+    flags += [f"--{k} {o[k]}" for k in ("cp", "interleave") if o[k] > 1]
+    flags += ["--zero 1"]
+    flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]),
+                              ("--tp-comm-overlap", o["tp_comm_overlap"]), ("--overlap-p2p", o["overlap_p2p"])) if on]
+    return (f"ironlaw analyze {MODELS[row['benchmark']]} --phase train --on {row['gpu']} --dtype {row['dtype']} "
+            f"--seq {row['seq']} --global-batch {row['global_batch']} --micro-batch {row['micro_batch']} "
+            + " ".join(flags))
+
+
+def predict(row: dict, hw):
+    """ironlaw's training step (parallel.StepEstimate) of one row on ``hw``."""
+    opts = options(row)
+    g = training_graph(MODELS[row["benchmark"]], hw, row["seq"], row["dtype"], opts)
+    return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))

@@ -1,0 +1,46 @@
+"""The MLPerf Training extract (tests/data/mlperf_training_v5.0_v5.1_llama31.csv) parses and every row builds a
+valid training command; not an accuracy gate (benchmarks/mlperf_training.py scores the rows, docs/accuracy.md)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from mlperf_train_ref import MODELS, TABLE, command, dp, predict, table
+
+
+def test_the_extract_is_consistent():
+    """Each row's layout divides its GPUs and global batch; its throughput is its samples/s at its sequence
+    over its GPUs; its precision, GPU and model are ones ironlaw prices; the header names both origins."""
+    rows = table()
+    assert len(rows) == 46
+    head = "".join(l for l in TABLE.open() if l.startswith("#"))
+    assert "0fdc28f013256aea84fa36fdaf1e0fa46094b18c" in head and "441d65f4445cd59687466533fd9f55399136e7a4" in head
+    for r in rows:
+        d = dp(r)
+        assert d * r["tp"] * r["pp"] * r["cp"] == r["gpus"], r["system"]
+        assert r["global_batch"] % (d * r["micro_batch"]) == 0, r["system"]
+        assert r["tokens_per_s_per_gpu"] == pytest.approx(r["samples_per_s"] * r["seq"] / r["gpus"], rel=1e-4, abs=1)  # both rounded
+        assert r["dtype"] in ("fp8", "fp4") and r["benchmark"] in MODELS and r["runs"] >= 3
+        assert r["release"] in ("5.0", "5.1") and r["config"].startswith(r["submitter"] + "/benchmarks/")
+
+
+ANALYZE_FLAGS = {"--phase", "--on", "--dtype", "--seq", "--global-batch", "--micro-batch", "--nodes", "--gpus", "--tp",
+                 "--pp", "--cp", "--interleave", "--zero", "--sequence-parallel", "--tp-comm-overlap", "--overlap-p2p"}
+
+
+def test_each_row_builds_a_valid_command():
+    """Every row's command names only options the CLI takes; two of them (an 8B row with CP on one node, a
+    405B FP8 row over NVL72 domains with TP overlap) run through it (exit 0) and give the step the benchmark's builder gives."""
+    from ironlaw.machine import hardware
+    seen = {}
+    for r in table():
+        flags = {w for w in command(r).split() if w.startswith("--")}
+        assert flags <= ANALYZE_FLAGS, flags - ANALYZE_FLAGS
+        seen.setdefault((r["benchmark"], r["dtype"], r["cp"] > 1, "--nodes" in flags), r)
+    for r in (seen[("llama3.1-8b", "fp8", True, False)], seen[("llama3.1-405b", "fp8", True, True)]):
+        cmd = command(r).split()
+        assert cmd[:2] == ["ironlaw", "analyze"]
+        res = run_cli(*cmd[1:], "--format", "json")
+        assert res.rc == 0, (command(r), res.err)
+        st = predict(r, hardware.get(r["gpu"]))
+        assert res.json()["time_s"] == pytest.approx(st.time_s, rel=1e-6), command(r)
