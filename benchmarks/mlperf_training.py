@@ -8,6 +8,14 @@ init; tests/mlperf_train_ref.py: the layout rules, the same for every row), then
 prints every row first: release, submitter, system, GPUs, layout, dtype, published and predicted tokens/s per
 GPU, the error, what binds the predicted step and the ``ironlaw analyze`` command. Nothing is fitted on these
 rows.
+
+    python benchmarks/mlperf_training.py --steps
+
+prints instead, per Llama 3.1 8B row (no pipeline: the step is its micro-batches end to end), the step the
+published throughput implies beside ironlaw's and its parts (micro-batches, the DP gradient reduction and its
+exposed share, the host's exposed issue time), attention's share of the predicted step, and the throughput
+with attention at twice its priced rate (FP8's datasheet peak over bf16's, the rest unchanged): a bound for the
+rows that run their attention in FP8 (``fp8_attention`` 1), which ironlaw prices in bf16.
 """
 from __future__ import annotations
 
@@ -26,6 +34,8 @@ def main() -> int:
     from mlperf_train_ref import command, predict, table
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
+    ap.add_argument("--steps", action="store_true", help="diagnostic: the 8B rows' step parts and the FP8-attention "
+                                                             "bound (nothing is fitted)")
     ap.add_argument("--gpu", action="append", metavar="NAME", help="only the rows on this catalog GPU (repeatable)")
     args = ap.parse_args()
     rows = table()
@@ -35,6 +45,9 @@ def main() -> int:
             print(f"--gpu {g}: no row on it (rows are on {', '.join(known)})", file=sys.stderr)
             return 2
     rows = [r for r in rows if not args.gpu or r["gpu"] in args.gpu]
+    if args.steps:
+        steps(rows)
+        return 0
     errs: dict[str, list[float]] = {}
     if args.rows:
         print(f"{'rel':>3} {'submitter':10s} {'system':28s} {'gpu':6s} {'GPUs':>5} {'model':5s} {'dtype':5s} "
@@ -62,6 +75,32 @@ def main() -> int:
         a = np.abs(e)
         print(f"{g:8s} {len(e):4d} {np.median(a):12.1%} {np.percentile(a, 90):9.1%} {np.median(e):+10.1%}")
     return 0
+
+
+def steps(rows: list) -> None:
+    """Per Llama 3.1 8B row: published and predicted step, the predicted step's parts, attention's share of it
+    and the tokens/s per GPU with attention's time halved (``--steps`` in the module doc)."""
+    from ironlaw.machine import hardware
+    from mlperf_train_ref import predict
+    print("ms per step; attn: attention's share of the predicted step; FP8 attn: tokens/s/GPU with attention at "
+          "twice its priced rate")
+    print(f"{'system':26s} {'gpu':6s} {'dtype':5s} {'CP':>2} {'fp8 att':>7} {'tok/GPU':>7} {'published':>9} "
+          f"{'ironlaw':>7} {'mb x n':>8} {'DP red':>6} {'exposed':>7} {'host':>5} {'attn':>5} {'error':>7} "
+          f"{'FP8 attn':>8}")
+    for r in rows:
+        if r["pp"] != 1:
+            continue
+        st = predict(r, hardware.get(r["gpu"]))
+        b = st.breakdown
+        attn = b.microbatches * sum(x["time_s"] for x in st.per_microbatch.rows() if x["kind"] == "attention")
+        published = st.flops.tokens_per_step / (r["tokens_per_s_per_gpu"] * r["gpus"])
+        fast = st.tokens_per_s_per_gpu * b.step_s / (b.step_s - 0.5 * attn)
+        print(f"{r['system'][:26]:26s} {r['gpu']:6s} {r['dtype']:5s} {r['cp']:2d} {r['fp8_attention']:7d} "
+              f"{st.flops.tokens_per_step / r['gpus']:7.0f} {published * 1e3:9.1f} {b.step_s * 1e3:7.1f} "
+              f"{b.microbatches * b.microbatch_s * 1e3:8.1f} {b.dp_grad_comm_s * 1e3:6.1f} "
+              f"{b.dp_grad_exposed_s * 1e3:7.1f} {b.host_exposed_s * 1e3:5.1f} {attn / b.step_s:5.1%} "
+              f"{st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+7.1%} "
+              f"{fast / r['tokens_per_s_per_gpu'] - 1:+8.1%}")
 
 
 if __name__ == "__main__":
