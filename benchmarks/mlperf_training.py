@@ -16,6 +16,11 @@ published throughput implies beside ironlaw's and its parts (micro-batches, the 
 exposed share, the host's exposed issue time), attention's share of the predicted step, and the throughput
 with attention at twice its priced rate (FP8's datasheet peak over bf16's, the rest unchanged): a bound for the
 rows that run their attention in FP8 (``fp8_attention`` 1), which ironlaw prices in bf16.
+
+    python benchmarks/mlperf_training.py --derive 5.0=DIR --derive 5.1=DIR
+
+re-derives each row's samples/s from the result files of a clone of mlcommons/training_results_v5.0 and _v5.1
+(a work tree or a bare git directory; ``mlperf_train_ref.samples_per_s``) and prints it beside the extract's.
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ def main() -> int:
     ap.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
     ap.add_argument("--steps", action="store_true", help="diagnostic: the 8B rows' step parts and the FP8-attention "
                                                              "bound (nothing is fitted)")
+    ap.add_argument("--derive", action="append", metavar="RELEASE=DIR",
+                    help="re-derive the rows' throughput from a clone of mlcommons/training_results_v<RELEASE>")
     ap.add_argument("--gpu", action="append", metavar="NAME", help="only the rows on this catalog GPU (repeatable)")
     args = ap.parse_args()
     rows = table()
@@ -48,6 +55,8 @@ def main() -> int:
     if args.steps:
         steps(rows)
         return 0
+    if args.derive:
+        return derive(rows, args.derive)
     errs: dict[str, list[float]] = {}
     if args.rows:
         print(f"{'rel':>3} {'submitter':10s} {'system':28s} {'gpu':6s} {'GPUs':>5} {'model':5s} {'dtype':5s} "
@@ -101,6 +110,38 @@ def steps(rows: list) -> None:
               f"{b.dp_grad_exposed_s * 1e3:7.1f} {b.host_exposed_s * 1e3:5.1f} {attn / b.step_s:5.1%} "
               f"{st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+7.1%} "
               f"{fast / r['tokens_per_s_per_gpu'] - 1:+8.1%}")
+
+
+def derive(rows: list, clones: list) -> int:
+    """Each row's samples/s from its result files in the clones (``RELEASE=DIR``) beside the extract's; exit 2
+    on a malformed option or a clone that is not a git directory, 1 if a row differs by more than its rounding."""
+    import subprocess
+    from mlperf_train_ref import samples_per_s
+    dirs = dict(c.split("=", 1) for c in clones if "=" in c)
+    if len(dirs) != len(clones) or not set(dirs) <= {"5.0", "5.1"}:
+        print(f"--derive takes RELEASE=DIR with RELEASE 5.0 or 5.1, got {' '.join(clones)}", file=sys.stderr)
+        return 2
+
+    def git(d: str, *a: str) -> str:
+        out = subprocess.run(["git", "-C", d, *a], capture_output=True, text=True)
+        if out.returncode:
+            print(f"--derive: {d}: {out.stderr.strip().splitlines()[0]}", file=sys.stderr)
+            raise SystemExit(2)
+        return out.stdout
+    bad = 0
+    for r in rows:
+        d = dirs.get(r["release"])
+        if d is None:
+            continue
+        where = f"{r['submitter']}/results/{r['system']}/{r['benchmark'].replace('llama3.1-', 'llama31_')}/"
+        files = [f for f in git(d, "ls-tree", "--name-only", "HEAD", where).split() if "/result_" in f]
+        got = samples_per_s([git(d, "show", f"HEAD:{f}") for f in files])
+        same = abs(got / r["samples_per_s"] - 1) <= 1e-3
+        bad += not same
+        print(f"{r['release']} {r['system'][:34]:34s} {r['benchmark']:13s} {len(files):3d} files {got:10.3f} "
+              f"samples/s, extract {r['samples_per_s']:10.3f}{'' if same else '  DIFFERS'}")
+    print(f"{bad} rows differ")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

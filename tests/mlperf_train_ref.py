@@ -15,6 +15,8 @@ fused attention in FP8, priced in bf16), CUDA graphs (no host term for dense lay
 from __future__ import annotations
 
 import csv
+import json
+import statistics
 from pathlib import Path
 
 from ironlaw.models import parallel
@@ -75,3 +77,28 @@ def predict(row: dict, hw):
     opts = options(row)
     g = training_graph(MODELS[row["benchmark"]], hw, row["seq"], row["dtype"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
+
+
+def block_rates(log: str) -> list[float]:
+    """Samples per second of each training block of one mllog result file: the block's samples (the cumulative
+    ``samples_count`` of the ``eval_start`` after it, less that of the one before, 0 at the start) over its
+    ``block_start`` → ``block_stop`` seconds (``time_ms``); a block with no evaluation after it is left out.
+    An ``:::MLLOG`` line may carry a rank prefix."""
+    mark = ":::MLLOG "                  # after a rank prefix ("0: ") in some submitters' logs
+    events = [json.loads(line[line.index(mark) + len(mark):]) for line in log.splitlines() if mark in line]
+    blocks, start, counts = [], None, [0]
+    for e in events:
+        if e["key"] == "block_start":
+            start = e["time_ms"]
+        elif e["key"] == "block_stop" and start is not None:
+            blocks.append((start, e["time_ms"]))
+            start = None
+        elif e["key"] == "eval_start":
+            counts.append(e["metadata"]["samples_count"])
+    return [(counts[k + 1] - counts[k]) / ((b - a) / 1e3) for k, (a, b) in enumerate(blocks) if k + 1 < len(counts)]
+
+
+def samples_per_s(logs: list[str]) -> float:
+    """A row's throughput: the median over its result files of the median of their blocks' rates (a file with
+    no complete block, a run that stopped before its first evaluation, is left out)."""
+    return statistics.median(statistics.median(b) for b in map(block_rates, logs) if b)

@@ -2,10 +2,12 @@
 valid training command; not an accuracy gate (benchmarks/mlperf_training.py scores the rows, docs/accuracy.md)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import run_cli
-from mlperf_train_ref import MODELS, TABLE, command, dp, predict, table
+from mlperf_train_ref import MODELS, TABLE, block_rates, command, dp, predict, samples_per_s, table
 
 
 def test_the_extract_is_consistent():
@@ -44,3 +46,25 @@ def test_each_row_builds_a_valid_command():
         assert res.rc == 0, (command(r), res.err)
         st = predict(r, hardware.get(r["gpu"]))
         assert res.json()["time_s"] == pytest.approx(st.time_s, rel=1e-6), command(r)
+
+
+def _event(t_ms: int, key: str, samples: int | None = None) -> str:
+    meta = {"file": "logging.py", "lineno": 1} | ({"samples_count": samples} if samples is not None else {})
+    return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": t_ms, "event_type": "POINT_IN_TIME", "key": key,
+                                     "value": None, "metadata": meta})
+
+
+def test_throughput_counts_training_blocks_only():
+    """A block's rate is its samples over block_start → block_stop: the evaluation between blocks, the
+    initialization before the first and a block without an evaluation after it do not count, a rank prefix
+    before ``:::MLLOG`` does not hide a line; the row's rate
+    is the median over files of each file's median block."""
+    log = "\n".join([_event(0, "init_start"), _event(50_000, "run_start"),
+                     _event(60_000, "block_start", 1200), _event(70_000, "block_stop", 1200),
+                     _event(70_000, "eval_start", 1200), _event(90_000, "eval_stop", 1200),      # 20 s of eval
+                     "0: " + _event(90_000, "block_start", 1200), _event(102_000, "block_stop", 1200),
+                     _event(102_000, "eval_start", 2400), _event(103_000, "block_start", 2400),
+                     _event(104_000, "block_stop", 2400), "unrelated line"])
+    assert block_rates(log) == pytest.approx([120.0, 100.0])
+    other = log.replace('"time_ms": 102000', '"time_ms": 100000')        # its second block takes 10 s
+    assert samples_per_s([log, other, other]) == pytest.approx(120.0)
