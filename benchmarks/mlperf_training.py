@@ -38,11 +38,12 @@ def main() -> int:
     from ironlaw.machine import hardware
     from mlperf_train_ref import command, predict, table
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
-    ap.add_argument("--steps", action="store_true", help="diagnostic: the 8B rows' step parts and the FP8-attention "
-                                                             "bound (nothing is fitted)")
-    ap.add_argument("--derive", action="append", metavar="RELEASE=DIR",
-                    help="re-derive the rows' throughput from a clone of mlcommons/training_results_v<RELEASE>")
+    mode = ap.add_mutually_exclusive_group()             # one output each: a second is an error (exit 2)
+    mode.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
+    mode.add_argument("--steps", action="store_true", help="diagnostic: the 8B rows' step parts and the "
+                                                           "FP8-attention bound (nothing is fitted)")
+    mode.add_argument("--derive", action="append", metavar="RELEASE=DIR",
+                      help="re-derive the rows' throughput from a clone of mlcommons/training_results_v<RELEASE>")
     ap.add_argument("--gpu", action="append", metavar="NAME", help="only the rows on this catalog GPU (repeatable)")
     args = ap.parse_args()
     rows = table()
