@@ -145,7 +145,7 @@ def groups(data: Path) -> list[tuple]:
                 got["shared_key"] = moefit.shared_tuning(got, {c: every[c].to_numpy() for c in every.columns})
                 if rules.holds(rules.MOE_CROSS_CHECK, law_dt, t.gpu):
                     alone = every[every.kernel_source != MIN_LATENCY]
-                    got["shared_alone"] = moefit.shared_tuning(got, {c: alone[c].to_numpy() for c in alone.columns})
+                    got["shared_other"] = moefit.shared_tuning(got, {c: alone[c].to_numpy() for c in alone.columns})
                 out.append((t.gpu, law_dt, path + said, got))
     return cross_checked(out)
 
@@ -154,15 +154,17 @@ def cross_checked(out: list[tuple]) -> list[tuple]:
     """``groups`` with the ``shared_key`` of each class of ``kernelfit.rules.MOE_CROSS_CHECK`` read again: a layer shape
     whose cache file the min-latency NVFP4 layer alone shares is its own key where its rows run within
     ``MOE_CROSS_RATIO`` of the same shape's on ``MOE_CROSS_REFERENCE``'s GPU (``moefit.agrees``), shared where they
-    run slower or the reference's table is not there."""
+    run slower or the reference's table is not there. The class keeps its file's sharing as read before
+    (``shared_file``) beside ``shared_other``, the sharing by a case other than the min-latency layer."""
     from ironlaw.measure.calibrate import moefit
     by = {(gpu, dt): rows for gpu, dt, _, rows in out}
     for gpu, dt, _, rows in out:
-        if "shared_alone" in rows:
+        if "shared_other" in rows:
             ref = by.get((rules.MOE_CROSS_REFERENCE[gpu], dt))
             vouched = (moefit.agrees(rows, ref, rules.MOE_CROSS_RATIO) if ref is not None
                        else np.zeros(len(rows["num_tokens"]), bool))
-            rows["shared_key"] = rows.pop("shared_alone") | (rows["shared_key"] & ~vouched)
+            rows["shared_file"] = rows["shared_key"]
+            rows["shared_key"] = rows["shared_other"] | (rows["shared_key"] & ~vouched)
     return out
 
 

@@ -97,6 +97,7 @@ def test_a_shape_agrees_with_the_reference_by_its_median_ratio():
     ref = timed([(near, 1, 1e-4), (near, 2, 1e-4), (near, 4, 1e-4), (slow, 1, 1e-4), (slow, 2, 1e-4)])
     assert moefit.agrees(got, ref, 1.10).tolist() == [True, True, True, False, False, False]
     assert moefit.agrees(got, ref, 1.25).tolist() == [True, True, True, True, True, False]
+    assert np.allclose(moefit.shape_ratios(got, ref)[:5], [1.05, 1.05, 1.05, 1.2, 1.2])
 
 
 def test_a_shape_the_min_latency_layer_alone_shares_is_own_where_sm103_agrees():
@@ -108,10 +109,10 @@ def test_a_shape_the_min_latency_layer_alone_shares_is_own_where_sm103_agrees():
     assert rules.holds(rules.MOE_CROSS_CHECK, "fp4", "b200") and rules.MOE_CROSS_REFERENCE["b200"] == "b300"
     agree, slow, other = (4096, 1536, 8, 128, 1, 8), (2048, 768, 8, 128, 1, 1), (7168, 2048, 8, 256, 1, 8)
     b200 = {**timed([(agree, 1, 1.0e-4), (slow, 1, 1.5e-4), (other, 1, 1.0e-4)]),
-            "shared_key": np.array([True, True, True]), "shared_alone": np.array([False, False, True])}
+            "shared_key": np.array([True, True, True]), "shared_other": np.array([False, False, True])}
     b300 = timed([(agree, 1, 1e-4), (slow, 1, 1e-4), (other, 1, 1e-4)])
     got = km.cross_checked([("b200", "fp4", "", dict(b200)), ("b300", "fp4", "", b300)])
-    assert got[0][3]["shared_key"].tolist() == [False, True, True] and "shared_alone" not in got[0][3]
+    assert got[0][3]["shared_key"].tolist() == [False, True, True] and got[0][3]["shared_file"].all()
     alone = km.cross_checked([("b200", "fp4", "", dict(b200))])
     assert alone[0][3]["shared_key"].tolist() == [True, True, True]
     h100 = {**timed([(agree, 1, 1.0e-4)]), "shared_key": np.array([True])}
