@@ -44,11 +44,13 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernel_rows import arguments, held_out, median_p90, tables, write_extract  # noqa: E402
 from ironlaw.core.routing import TORCH_ROUTER_ABOVE  # noqa: E402
+from ironlaw.measure.calibrate.kernelfit import rules  # noqa: E402
 
 VERSION = "1.3.0rc20"          # rc23's moe table holds the DeepSeek-V4 shapes only (its reuse.yaml)
 SYSTEMS = ("h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "l40s", "rtx_pro_6000_server")
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4", "fp8_block": "fp8_block", "w4a16_mxfp4": "w4a16_mxfp4"}
 KERNEL, ROUTING = "moe_torch_flow_cutlass", "balanced"
+MIN_LATENCY = "moe_torch_flow_min_latency"     # Llama 4's min-latency NVFP4 layer (SM 100 tables only)
 # table dtype -> the gated kernels timing it (weight-only MXFP4: TensorRT-LLM's torch-flow MoE, gpt-oss's shapes)
 KERNELS = {"fp8_block": ("moe_torch_flow_cutlass", "deepgemm"), "w4a16_mxfp4": ("moe_torch_flow",)}
 # the classes fitted with a cost per local expert slot (moefit.fit per_expert): block-scaled FP8, where the rows
@@ -97,16 +99,15 @@ STORED_TOUCHED = frozenset({(gpu, "fp8_block") for gpu in ("b200", "b300", "gb20
 # at its max_num_tokens under autotune()). Held out with U + t, own-key rows (all rows), median / p90: fp8 H100 4.7%
 # / 15.1% (6.3% / 45.1%), H200 5.2% / 14.9% (6.8% / 56.7%), B200 5.6% / 15.8%, B300 5.5% / 15.8%, GB200 5.5% /
 # 15.3%, GB300 5.6% / 15.7%; bf16 H100 5.0% / 19.7%, B200 6.7% / 18.6%, B300 6.7% / 19.4%, GB200 6.5% / 18.6%,
-# GB300 6.4% / 18.4%; fp4 B300 5.5% / 15.5%, GB300 5.3% / 14.9% (docs/accuracy.md, the MoE layer). Not B200 and GB200
-# fp4: on SM 100 the min-latency NVFP4 layer shares every file up to 256 experts, which leaves 6% of their held-out
-# rows (432, two shapes beyond 256 experts) on a key of their own (4.4% / 14.0%, 4.7% / 14.5% there), and the rows
-# that share a file with that layer alone fall on both sides of the form (signed median +4.6%, +8.4%): no evidence
-# that they run another case's tactics, so they stay in the class on the base form. H200 bf16 misses on its own-key
+# GB300 6.4% / 18.4%; fp4 B300 5.5% / 15.5%, GB300 5.3% / 14.9% (docs/accuracy.md, the MoE layer). B200 and GB200
+# fp4: on SM 100 the min-latency NVFP4 layer shares every file up to 256 experts; a shape it alone shares is own where
+# its rows agree with SM 103's same shape (kernelfit.rules.MOE_CROSS_CHECK, ``cross_checked``): 6.0% / 16.3%, 5.4% /
+# 15.2% (every row 14.7% / 38.6%, 13.1% / 40.7% on the base form before). H200 bf16 misses on its own-key
 # rows (5.6% / 21.9%) and keeps the base form; L40S and RTX PRO 6000 keep their tail on own-key rows (it is not the
 # cache there)
 OWN_KEY = frozenset({(g, "fp8") for g in ("h100", "h200", "b200", "b300", "gb200", "gb300")} |
                     {(g, "bf16") for g in ("h100", "b200", "b300", "gb200", "gb300")} |
-                    {(g, "fp4") for g in ("b300", "gb300")})
+                    {(g, "fp4") for g in ("b200", "b300", "gb200", "gb300")})
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 PACKAGE, LICENSE = "aiconfigurator-core 0.12.0 (NVIDIA)", "Apache-2.0"
 EXTRACT = (("b200_sxm", "fp8"), ("h200_sxm", "fp8"), ("h200_sxm", "fp8_block"))  # (table folder, dtype): every 8th shape
@@ -141,7 +142,28 @@ def groups(data: Path) -> list[tuple]:
                 got = {c: r[c].to_numpy() for c in r.columns}
                 every = t.rows[t.rows.moe_dtype == dt]
                 got["shared_key"] = moefit.shared_tuning(got, {c: every[c].to_numpy() for c in every.columns})
+                if rules.holds(rules.MOE_CROSS_CHECK, law_dt, t.gpu):
+                    alone = every[every.kernel_source != MIN_LATENCY]
+                    got["shared_other"] = moefit.shared_tuning(got, {c: alone[c].to_numpy() for c in alone.columns})
                 out.append((t.gpu, law_dt, path + said, got))
+    return cross_checked(out)
+
+
+def cross_checked(out: list[tuple]) -> list[tuple]:
+    """``groups`` with the ``shared_key`` of each class of ``kernelfit.rules.MOE_CROSS_CHECK`` read again: a layer shape
+    whose cache file the min-latency NVFP4 layer alone shares is its own key where its rows run within
+    ``MOE_CROSS_RATIO`` of the same shape's on ``MOE_CROSS_REFERENCE``'s GPU (``moefit.agrees``), shared where they
+    run slower or the reference's table is not there. The class keeps its file's sharing as read before
+    (``shared_file``) beside ``shared_other``, the sharing by a case other than the min-latency layer."""
+    from ironlaw.measure.calibrate import moefit
+    by = {(gpu, dt): rows for gpu, dt, _, rows in out}
+    for gpu, dt, _, rows in out:
+        if "shared_other" in rows:
+            ref = by.get((rules.MOE_CROSS_REFERENCE[gpu], dt))
+            vouched = (moefit.agrees(rows, ref, rules.MOE_CROSS_RATIO) if ref is not None
+                       else np.zeros(len(rows["num_tokens"]), bool))
+            rows["shared_file"] = rows["shared_key"]
+            rows["shared_key"] = rows["shared_other"] | (rows["shared_key"] & ~vouched)
     return out
 
 
@@ -297,8 +319,11 @@ def calibration_table(gpu: str, fits: list[ClassFit], package: str = PACKAGE, ve
         cal["kernel"].update(f.kern)
         cal["fitted"].append(f"{name}: even layer shapes")
         cal["held_out"].append(f"{name}: odd layer shapes")
+        checked = (f"; or the min-latency layer alone, the shape's rows within {rules.MOE_CROSS_RATIO} of "
+                   f"{rules.MOE_CROSS_REFERENCE.get(f.gpu)}'s, kernelfit.rules.MOE_CROSS_CHECK"
+                   if rules.holds(rules.MOE_CROSS_CHECK, dt, f.gpu) else "")
         rows = (" (rows: the layer shapes no other collected case shares an autotuner cache file with, "
-                "moefit.shared_tuning)") if own else ""
+                f"moefit.shared_tuning{checked})") if own else ""
         cal["provenance"][f"moe {dt}"] = {"table": f.path + rows, "version": f"{package}; trtllm {version}",
                                           "license": LICENSE, "rows_fitted": f.n_fit, "rows_held_out": f.n_held,
                                           "date": date}

@@ -276,6 +276,49 @@ def tuning_line(gpu: str, dtype: str, rows: dict, routing: str = kernel_moe.ROUT
     return out
 
 
+CROSS_BINS = (1.05, 1.10, 1.20, 1.40)   # --cross-check: the shape ratios the held-out rows are split at
+CROSS_PAST = 1.15                        # --cross-check: the share of shapes past this ratio is printed
+
+
+def cross_check(groups: list[tuple], asked=lambda gpu, dtype: True) -> list[str]:
+    """``--cross-check``: per class of a GPU with an SM 103 reference (``kernelfit.rules.MOE_CROSS_REFERENCE``) and
+    dtype, the per-shape ratio of its rows to the reference's at the same shape (``moefit.shape_ratios``) over the
+    shapes whose cache file no other case shares and over those the min-latency layer alone shares (the classes of
+    ``MOE_CROSS_CHECK``): shapes, median, p90, largest, share past ``CROSS_PAST``; and for those classes the signed
+    median error of the held-out rows under the base form fitted on every row, by their shape's ratio."""
+    from ironlaw.measure.calibrate import moefit
+    from ironlaw.measure.calibrate.kernelfit import rules
+    by = {(g, dt): rows for g, dt, _, rows in groups}
+    out = []
+    for (gpu, dt), rows in by.items():
+        ref = by.get((rules.MOE_CROSS_REFERENCE.get(gpu), dt))
+        if ref is None or not asked(gpu, dt):
+            continue
+        ratio = moefit.shape_ratios(rows, ref)
+        shared = np.asarray(rows.get("shared_file", rows["shared_key"]), bool)
+        sets = [("own", ~shared)] + ([("min-latency alone", shared & ~np.asarray(rows["shared_other"], bool))]
+                                     if "shared_other" in rows else [])
+        for name, on in sets:
+            shapes = zip(*(np.asarray(rows[c]).tolist() for c in kernel_moe.SHAPE))
+            per_shape = np.array(list({k: r for k, r, o in zip(shapes, ratio, on) if o and not np.isnan(r)}.values()))
+            if len(per_shape):
+                out.append(f"{gpu:6s} {dt:11s} / {rules.MOE_CROSS_REFERENCE[gpu]:6s} {name:18s} {len(per_shape):4d} shapes: "
+                           f"median {np.median(per_shape):.3f}, p90 {np.percentile(per_shape, 90):.3f}, largest "
+                           f"{per_shape.max():.3f}, past {CROSS_PAST}: {100 * np.mean(per_shape > CROSS_PAST):4.1f}%")
+        if "shared_other" in rows:
+            x, t, keep = kernel_moe.layer_terms(gpu, dt, rows)
+            err = moefit.predict_s(kernel_moe.fitted(x[keep], t[keep], dt), x) / t - 1
+            edges = (0.0,) + CROSS_BINS + (np.inf,)
+            parts = []
+            for lo, hi in zip(edges, edges[1:]):
+                on = ~keep & (ratio > lo) & (ratio <= hi)
+                parts.append(f"({lo:.2f}, {hi:.2f}] {int(on.sum())} rows {100 * np.median(err[on]):+5.1f}%" if on.any()
+                             else f"({lo:.2f}, {hi:.2f}] 0 rows")
+            out.append(f"{gpu:6s} {dt:11s} held-out rows, base form on every row, signed median by shape ratio: "
+                       + "; ".join(parts))
+    return out
+
+
 def chosen_groups(a) -> list[tuple]:
     """[(gpu, dtype, rows, routing)] of the classes asked for."""
     if a.release:
@@ -296,7 +339,16 @@ def main() -> int:
     ap.add_argument("--tail", action="store_true", help="the held-out rows of non-monotone shapes, per class")
     ap.add_argument("--tuning", action="store_true", help="the held-out rows whose autotuner cache file another "
                                                           "case shares, per class (moefit.shared_tuning)")
+    ap.add_argument("--cross-check", action="store_true", help="the SM 100 classes' shapes against SM 103's same "
+                                                              "shapes (kernelfit.rules.MOE_CROSS_CHECK)")
     a = ap.parse_args()
+    if a.cross_check:
+        print("per-shape ratio of each class's rows to the SM 103 reference's at the same shape (median over the token "
+              "counts), over the shapes of their own key and those only the min-latency layer shares")
+        asked = lambda gpu, dt: (not a.only or dt in a.only) and (not a.gpu or gpu in a.gpu)  # noqa: E731
+        for line in cross_check(kernel_moe.groups(Path(a.data)), asked):
+            print(line, flush=True)
+        return 0
     if a.tuning:
         print("held-out rows whose autotuner cache file (dtype, hidden, inter/TP, local experts) another case shares; "
               "per form (" + ", ".join(TUNING_FORMS) + "), fitted on every fit row, then on the own-key fit rows: "

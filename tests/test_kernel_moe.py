@@ -19,6 +19,7 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.law.law import predict
 from ironlaw.machine import hardware
 from ironlaw.measure.calibrate import moefit
+from ironlaw.measure.calibrate.kernelfit import rules
 from ironlaw.models.serving import step as st
 from dataclasses import replace
 
@@ -64,6 +65,8 @@ def test_the_catalog_holds_the_fits_with_provenance():
             assert "moe_perf" in p["table"] and p["license"] == "Apache-2.0" and p["rows_fitted"] > 400
             own = (gpu, dt) in kernel_moe.OWN_KEY       # fitted on its own-key rows alone, and the table says so
             assert own == ("moefit.shared_tuning" in p["table"]), (gpu, dt)
+            checked = rules.holds(rules.MOE_CROSS_CHECK, dt, gpu)     # its min-latency-shared shapes cross-checked
+            assert checked == ("MOE_CROSS_CHECK" in p["table"]) and (not checked or own), (gpu, dt)
     assert not st.fitted_moe(hardware.get("mi300x"))
 
 

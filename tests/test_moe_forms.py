@@ -80,3 +80,20 @@ def test_the_padding_column_counts_each_expert_rows_up_to_a_128_row_block():
     x[:, 2] = [1e-6, 2e-6, 3e-6]
     pad = moe_forms.extra_columns("b200", rows, x)["pad"]
     np.testing.assert_allclose(pad, [127 * 1e-6, 0.0, (256 / 200 - 1) * 3e-6], rtol=1e-12)   # one expert takes all
+
+
+def test_cross_check_prints_each_sm100_class_against_its_sm103_shapes():
+    """``moe_forms.cross_check``: per SM 100 class with an SM 103 reference, the per-shape ratio over the shapes of
+    its own key (one line), none for a GPU without a reference or a class left out by ``asked``."""
+    cols = ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size")
+    def rows(latency, shared):
+        shapes = [(4096, 1536, 8, 128, 1, 8), (2048, 768, 8, 128, 1, 1)]
+        out = {c: np.array([s[j] for s in shapes for _ in (1, 2)]) for j, c in enumerate(cols)}
+        return {**out, "num_tokens": np.array([1, 2, 1, 2]), "latency_s": np.array(latency, float),
+                "shared_key": np.array(shared)}
+    b200 = rows([1.1e-4, 1.1e-4, 2e-4, 2e-4], [False, False, True, True])
+    b300 = rows([1e-4, 1e-4, 1e-4, 1e-4], [False] * 4)
+    groups = [("b200", "bf16", "", b200), ("b300", "bf16", "", b300), ("h100", "bf16", "", b300)]
+    lines = moe_forms.cross_check(groups)
+    assert len(lines) == 1 and lines[0].startswith("b200") and "1 shapes: median 1.100" in lines[0], lines
+    assert moe_forms.cross_check(groups, lambda gpu, dt: dt == "fp8") == []

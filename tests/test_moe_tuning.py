@@ -78,3 +78,42 @@ def test_an_own_key_class_is_fitted_and_scored_on_its_own_key_rows(monkeypatch):
     monkeypatch.setattr(km, "OWN_KEY", frozenset())
     _, err_every, n_every = km.fit_and_score("b200", "fp8", marked)
     assert n_every == int(keep.sum()) and len(err_every) == int((~keep).sum())
+
+
+def timed(shapes_tokens_s):
+    """Rows of (shape, tokens, seconds) in the tables' columns."""
+    out = rows(*(s for s, _, _ in shapes_tokens_s))
+    return {**out, "num_tokens": np.array([n for _, n, _ in shapes_tokens_s]),
+            "latency_s": np.array([s for _, _, s in shapes_tokens_s], float)}
+
+
+def test_a_shape_agrees_with_the_reference_by_its_median_ratio():
+    """``moefit.agrees``: a layer shape agrees where the median over the token counts both tables time of its rows'
+    time over the reference's is at most the ratio (one slower token count does not undo it), not where the median is
+    past it, nor where the reference does not time the shape."""
+    near, slow, lacking = (4096, 1536, 8, 128, 1, 8), (2048, 768, 8, 128, 1, 1), (5120, 8192, 1, 16, 1, 1)
+    got = timed([(near, 1, 1.05e-4), (near, 2, 1.0e-4), (near, 4, 3.0e-4),
+                 (slow, 1, 1.2e-4), (slow, 2, 1.2e-4), (lacking, 1, 1.0e-4)])
+    ref = timed([(near, 1, 1e-4), (near, 2, 1e-4), (near, 4, 1e-4), (slow, 1, 1e-4), (slow, 2, 1e-4)])
+    assert moefit.agrees(got, ref, 1.10).tolist() == [True, True, True, False, False, False]
+    assert moefit.agrees(got, ref, 1.25).tolist() == [True, True, True, True, True, False]
+    assert np.allclose(moefit.shape_ratios(got, ref)[:5], [1.05, 1.05, 1.05, 1.2, 1.2])
+
+
+def test_a_shape_the_min_latency_layer_alone_shares_is_own_where_sm103_agrees():
+    """``kernel_moe.cross_checked`` on a class of ``kernelfit.rules.MOE_CROSS_CHECK`` (B200 fp4, SM 103 reference B300):
+    a shape shared with the min-latency layer alone is its own key where its rows agree with B300's, shared where they
+    run slower; a shape another case shares stays shared whatever B300 says; without B300's table nothing is vouched."""
+    from ironlaw.measure.calibrate.kernelfit import rules
+    km = kernel_moe()
+    assert rules.holds(rules.MOE_CROSS_CHECK, "fp4", "b200") and rules.MOE_CROSS_REFERENCE["b200"] == "b300"
+    agree, slow, other = (4096, 1536, 8, 128, 1, 8), (2048, 768, 8, 128, 1, 1), (7168, 2048, 8, 256, 1, 8)
+    b200 = {**timed([(agree, 1, 1.0e-4), (slow, 1, 1.5e-4), (other, 1, 1.0e-4)]),
+            "shared_key": np.array([True, True, True]), "shared_other": np.array([False, False, True])}
+    b300 = timed([(agree, 1, 1e-4), (slow, 1, 1e-4), (other, 1, 1e-4)])
+    got = km.cross_checked([("b200", "fp4", "", dict(b200)), ("b300", "fp4", "", b300)])
+    assert got[0][3]["shared_key"].tolist() == [False, True, True] and got[0][3]["shared_file"].all()
+    alone = km.cross_checked([("b200", "fp4", "", dict(b200))])
+    assert alone[0][3]["shared_key"].tolist() == [True, True, True]
+    h100 = {**timed([(agree, 1, 1.0e-4)]), "shared_key": np.array([True])}
+    assert km.cross_checked([("h100", "fp8", "", h100)])[0][3]["shared_key"].tolist() == [True]

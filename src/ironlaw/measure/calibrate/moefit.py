@@ -257,6 +257,28 @@ def shared_tuning(rows: dict, table: dict | None = None) -> np.ndarray:
     return np.array([memo.setdefault(k, shared(k)) for k in tuning_keys(rows)], bool)
 
 
+def shape_ratios(rows: dict, reference: dict) -> np.ndarray:
+    """Per row of ``rows``, the median over the token counts both tables time of its layer shape's rows' time over
+    those of the same shape and tokens on ``reference`` (another GPU's table of the same kernel and dtype); NaN where
+    the reference does not time the shape."""
+    cols = ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "num_tokens")
+    ref = dict(zip(zip(*(np.asarray(reference[c]).tolist() for c in cols)),
+                   np.asarray(reference["latency_s"], float)))
+    ratios: dict = {}
+    for key, lat in zip(zip(*(np.asarray(rows[c]).tolist() for c in cols)), np.asarray(rows["latency_s"], float)):
+        if key in ref:
+            ratios.setdefault(key[:-1], []).append(lat / ref[key])
+    median = {shape: float(np.median(r)) for shape, r in ratios.items()}
+    return np.array([median.get(key, np.nan) for key in zip(*(np.asarray(rows[c]).tolist() for c in cols[:-1]))])
+
+
+def agrees(rows: dict, reference: dict, ratio: float) -> np.ndarray:
+    """Per row of ``rows``, whether its layer shape runs within ``ratio`` of the same shape on ``reference``
+    (``shape_ratios`` at most ``ratio``); a shape the reference does not time does not agree."""
+    r = shape_ratios(rows, reference)
+    return np.where(np.isnan(r), False, r <= ratio)
+
+
 def shape_split(rows: dict) -> np.ndarray:
     """The fit half: every other layer shape (all columns but num_tokens) in sorted order; the other shapes,
     every token count of them, are scored."""

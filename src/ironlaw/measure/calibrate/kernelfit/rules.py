@@ -680,6 +680,24 @@ PLAN_SOURCES = ("vllm_flashinfer_fiprefill",)
 # fitted rows) set neighbouring nodes to +300 and -287, pricing held-out rows at 128 tokens at 4-11× their time
 # (7.2% / 85.7% held out); at this pull 4.7% / 18.7% (docs/accuracy.md)
 GRID_RIDGE_CLASSES = {"context_attention": ("l40s", "rtx-pro-6000")}
+# fused-MoE classes, per ironlaw dtype: the GPUs whose rows of a layer shape that shares its autotuner cache file with
+# the min-latency NVFP4 layer alone (``moefit.shared_tuning``; collected on SM 100 only, B200 and GB200, for every
+# shape up to 256 experts) count as their own key where they run within ``MOE_CROSS_RATIO`` of the same shape's rows
+# on ``MOE_CROSS_REFERENCE``'s GPU (SM 103: the same CUTLASS kernels, no min-latency case, every such shape its own
+# key), and as another case's tactics where they run slower (``moefit.agrees``; benchmarks/kernel_moe.py
+# ``cross_checked``; benchmarks/moe_forms.py --cross-check prints the evidence).
+# The evidence, aiconfigurator-core 0.12.0's TensorRT-LLM 1.3.0rc20 tables, balanced routing, the median over each
+# layer shape's token counts of its rows' ratio to the reference GPU's: over the shapes whose file no other case
+# shares, B200 / B300 1.02 (largest 1.099 bf16, 1.073 fp8, 1.039 fp4), GB200 / GB300 1.00-1.01 (largest 1.060); over
+# the NVFP4 shapes the min-latency layer alone shares, B200 / B300 1.05 median, p90 1.45, 39% of them past 1.15 (GB200 /
+# GB300 1.01, 1.38, 21%). Under the form fitted on every row the held-out rows of shapes past 1.2 ran 15-32% slower
+# than it, those within 1.05 5-6% faster. Fitted and scored on the rows this keeps (with the costs per touched expert and per token of the other own-key
+# classes), B200 fp4 holds out at 6.0% / 16.3% (every row 14.7% / 38.6% before), GB200 fp4 at 5.4% / 15.2% (13.1% /
+# 40.7%); at a ratio of 1.05, 1.15, 1.20 or 1.30 instead, 5.9-6.6% / 16.0-17.7% and 5.4-6.0% / 15.2-17.1%
+# (docs/accuracy.md, "The MoE layer", the ‡ note)
+MOE_CROSS_CHECK = {"fp4": ("b200", "gb200")}
+MOE_CROSS_REFERENCE = {"b200": "b300", "gb200": "gb300"}
+MOE_CROSS_RATIO = 1.10     # above every own-key shape's ratio to its reference (1.099 at most, B200 bf16)
 
 
 
