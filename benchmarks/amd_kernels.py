@@ -8,7 +8,10 @@ Data: ROCm/aiter (AMD, MIT license; github.com/ROCm/aiter, commit ``COMMIT``), i
 architecture (``gfx``) and compute-unit count (``cu_num``), M, N, K, the weight dtype and ``us``, the measured
 microseconds of the fastest kernel it found. Matched to catalog GPUs by (gfx, CUs) (``GPUS``): gfx950 with 256 CUs is
 the MI350 series (MI350X and MI355X both have 256 CUs; the table does not say which), gfx942 with 304 CUs is MI300X
-(MI325X has the same die and CU count; the table does not say which, and nothing is carried to mi325x). Kept (``KEEP``):
+(MI325X has the same die and CU count; the tables fitted there were tuned on an MI300X, ROCm/aiter pull request #3324).
+MI325X has no rows of its own: ``--gpu mi325x --write`` stores the MI300X's stored GEMM terms carried to it at the
+ratio of AMD's measured max-achievable FP8 GEMM rates of the two (``kernelfit.rules.CARRIED_GEMM``,
+``kernelfit.carried``); ``--stored`` prints what it carries. Kept (``KEEP``):
 
 - gfx950/256 ``bfloat16`` rows (bf16 in, bf16 out, no bias) -> mi355x gemm bf16;
 - gfx950/256 ``float8_e4m3fn`` rows of the a8w8 tables (FP8 activations with per-token scales times FP8 weights with
@@ -59,6 +62,7 @@ KEEP = {("gfx950", "256", "torch.bfloat16"): "bfloat16", ("gfx950", "256", "torc
         ("gfx942", "304", "fp8_block"): "fp8_block"}
 # the block-scaled FP8 rows of gfx942/304 (23,414 shapes): every EVERY-th of the shape-sorted rows is extracted
 EVERY = {("mi300x", "fp8_block"): 8}
+from ironlaw.measure.calibrate.kernelfit.rules import CARRIED_GEMM as CARRIED  # noqa: E402
 MIN_FIT_ROWS = 100       # a class with fewer fitted rows is scored, never stored (the shape model and grid overfit)
 # the tuned tables whose rows are plain GEMMs: bf16 (``dtype`` column) and a8w8 per-token (``q_dtype_w``)
 # (a4w4_blockscale: MXFP4 times MXFP4, 32-element E8M0 scales, bf16 out; the kernels' names say per1x32Fp4)
@@ -139,6 +143,25 @@ def run_gpu(gpu: str, write: bool, stored: bool, gemm_fill: str = "half") -> lis
     return [(gpu, g.name, after.get(g.name), datasheet_score(hw, g)) for g in every]
 
 
+def carry_gpu(gpu: str, write: bool) -> None:
+    """Print (and with ``write`` store in ``gpu``'s catalog file) the GEMM terms ``gpu`` carries from its
+    ``kernelfit.rules.CARRIED_GEMM`` source's stored ``[calibration]``."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    from ironlaw.measure.calibrate.kernelfit import carried, rules
+    src = hardware.get(rules.CARRIED_GEMM[gpu][0])
+    if src.calibration is None:
+        raise SystemExit(f"{src.name} has no stored [calibration] to carry to {gpu}: run --gpu {src.name} --write")
+    table = carried.carried(src.calibration.table(), gpu)
+    for dt, t in table["matmul"].items():
+        print(f"{gpu} gemm {dt}: carried from {carried.carried_from(gpu)}: eta_max "
+              f"{src.calibration.table()['matmul'][dt]['eta_max']} -> {t['eta_max']}; no rows of its own to score")
+    if write:
+        hw = hardware.get(gpu)
+        replace_table(Path(hw.path), "calibration", table)
+        print(f"wrote {Path(hw.path).relative_to(ROOT)} [calibration]", flush=True)
+
+
 def datasheet_score(hw, g) -> tuple[int, float, float]:
     """(rows, median, p90 |error|) of the catalog's datasheet terms alone (no [calibration]) on ``g``'s held-out
     rows, the rows ``kernelfit.score`` runs."""
@@ -156,7 +179,7 @@ def datasheet_score(hw, g) -> tuple[int, float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gpu", action="append", choices=sorted(set(GPUS.values())))
+    ap.add_argument("--gpu", action="append", choices=sorted(set(GPUS.values()) | set(CARRIED)))
     ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog's [calibration]")
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fitting nothing")
     ap.add_argument("--extract", metavar="AITER_REPO", help="rewrite tests/data/aiter_kernels from an aiter clone")
@@ -170,7 +193,10 @@ def main() -> int:
         extract(Path(a.extract))
         return 0
     rows, table = [], []
-    for gpu in a.gpu or sorted(set(GPUS.values())):
+    named = a.gpu or sorted(set(GPUS.values()) | set(CARRIED))
+    if a.gemm_fill != "half" and all(g in CARRIED for g in named):
+        ap.error(f"--gemm-fill fits the GEMM classes: {', '.join(named)} carry another GPU's, fitting none")
+    for gpu in [g for g in named if g not in CARRIED]:
         for g, name, s, (n, bmed, bp90) in run_gpu(gpu, a.write, a.stored, a.gemm_fill):
             fitted = (f"{100 * s.median_abs_err:.1f}% / {100 * s.p90_abs_err:.1f}%" if s else
                       f"not fitted (under {MIN_FIT_ROWS} rows to fit)")
@@ -179,6 +205,10 @@ def main() -> int:
                          + (" | ".join(fitted.split(" / ")) if s else "- | -") + " |")
             rows.append((f"{g} {name}: held-out median / p90 (datasheet {100 * bmed:.1f}% / {100 * bp90:.1f}%)",
                          f"{fitted} ({n} rows)", f"<= {GOAL_MEDIAN:.0%} / {GOAL_P90:.0%}", ok))
+    for gpu in [g for g in named if g in CARRIED]:        # after the fits: a source written above is carried
+        carry_gpu(gpu, a.write)
+    if not rows:
+        return 0
     print("| GPU | kernel class | held-out rows | datasheet median | datasheet p90 | fitted median | fitted p90 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(table))
