@@ -696,8 +696,8 @@ GRID_RIDGE_CLASSES = {"context_attention": ("l40s", "rtx-pro-6000")}
 # uncarried, the serving constants' H100 η (0.69 of the FP8 peak, 1,670-1,710 TFLOP/s on Llama-2-70B's GEMMs) priced
 # them above the 1,519 TFLOP/s AMD measures as the most the device reaches (docs/accuracy.md, "MLPerf Inference v5.1")
 CARRIED_GEMM = {"mi325x": ("mi300x", 1519.0 / 1273.0)}
-CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,519 / MI300X 1,273 TFLOP/s (ROCm blogs, "
-                                 "'Measuring Max-Achievable FLOPs - Part 2')"}
+CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,519 / MI300X 1,273 TFLOP/s "
+                                 "(ROCm blogs, 'Measuring Max-Achievable FLOPs - Part 2')"}
 
 
 
