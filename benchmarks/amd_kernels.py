@@ -2,13 +2,17 @@
 
     python benchmarks/amd_kernels.py [--gpu NAME …] [--gemm-fill half|tile|stream|auto] [--write | --stored]
     python benchmarks/amd_kernels.py --extract AITER_REPO        # rewrite tests/data/aiter_kernels/ from aiter
+    python benchmarks/amd_kernels.py --gpu mi325x --hipblaslt FILE   # what-if: fitted on a hipBLASLt tuning file
 
 Data: ROCm/aiter (AMD, MIT license; github.com/ROCm/aiter, commit ``COMMIT``), its tuned-GEMM tables
 ``aiter/configs/**/*tuned_gemm*.csv``: one row per GEMM shape that AMD's tuner timed on a GPU, with the GPU's
 architecture (``gfx``) and compute-unit count (``cu_num``), M, N, K, the weight dtype and ``us``, the measured
 microseconds of the fastest kernel it found. Matched to catalog GPUs by (gfx, CUs) (``GPUS``): gfx950 with 256 CUs is
 the MI350 series (MI350X and MI355X both have 256 CUs; the table does not say which), gfx942 with 304 CUs is MI300X
-(MI325X has the same die and CU count; the table does not say which, and nothing is carried to mi325x). Kept (``KEEP``):
+(MI325X has the same die and CU count; the tables fitted there were tuned on an MI300X, ROCm/aiter pull request #3324).
+MI325X has no rows of its own: ``--gpu mi325x --write`` stores the MI300X's stored GEMM terms carried to it at the
+ratio of AMD's measured max-achievable FP8 GEMM rates of the two (``kernelfit.rules.CARRIED_GEMM``,
+``kernelfit.carried``); ``--stored`` prints what it carries. Kept (``KEEP``):
 
 - gfx950/256 ``bfloat16`` rows (bf16 in, bf16 out, no bias) -> mi355x gemm bf16;
 - gfx950/256 ``float8_e4m3fn`` rows of the a8w8 tables (FP8 activations with per-token scales times FP8 weights with
@@ -59,6 +63,7 @@ KEEP = {("gfx950", "256", "torch.bfloat16"): "bfloat16", ("gfx950", "256", "torc
         ("gfx942", "304", "fp8_block"): "fp8_block"}
 # the block-scaled FP8 rows of gfx942/304 (23,414 shapes): every EVERY-th of the shape-sorted rows is extracted
 EVERY = {("mi300x", "fp8_block"): 8}
+from ironlaw.measure.calibrate.kernelfit.rules import CARRIED_GEMM as CARRIED  # noqa: E402
 MIN_FIT_ROWS = 100       # a class with fewer fitted rows is scored, never stored (the shape model and grid overfit)
 # the tuned tables whose rows are plain GEMMs: bf16 (``dtype`` column) and a8w8 per-token (``q_dtype_w``)
 # (a4w4_blockscale: MXFP4 times MXFP4, 32-element E8M0 scales, bf16 out; the kernels' names say per1x32Fp4)
@@ -139,6 +144,95 @@ def run_gpu(gpu: str, write: bool, stored: bool, gemm_fill: str = "half") -> lis
     return [(gpu, g.name, after.get(g.name), datasheet_score(hw, g)) for g in every]
 
 
+def carry_gpu(gpu: str, write: bool) -> None:
+    """Print (and with ``write`` store in ``gpu``'s catalog file) the GEMM terms ``gpu`` carries from its
+    ``kernelfit.rules.CARRIED_GEMM`` source's stored ``[calibration]``."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    from ironlaw.measure.calibrate.kernelfit import carried, rules
+    src = hardware.get(rules.CARRIED_GEMM[gpu][0])
+    if src.calibration is None:
+        raise SystemExit(f"{src.name} has no stored [calibration] to carry to {gpu}: run --gpu {src.name} --write")
+    table = carried.carried(src.calibration.table(), gpu)
+    for dt, t in table["matmul"].items():
+        print(f"{gpu} gemm {dt}: carried from {carried.carried_from(gpu)}: eta_max "
+              f"{src.calibration.table()['matmul'][dt]['eta_max']} -> {t['eta_max']}; no rows of its own to score")
+    if write:
+        hw = hardware.get(gpu)
+        replace_table(Path(hw.path), "calibration", table)
+        print(f"wrote {Path(hw.path).relative_to(ROOT)} [calibration]", flush=True)
+
+
+# hipblaslt-bench's CSV line (a tuning override file's rows): the fields read, by position
+HIP_FIELDS = {"trans_a": 0, "m": 4, "n": 5, "k": 6, "a_type": 17, "us": 33, "cu_num": 36}
+HIP_DTYPES = {"f8_fnuz_r": "fp8", "f8_r": "fp8", "bf16_r": "bfloat16"}
+
+
+def hipblaslt_rows(path: Path) -> list[tuple]:
+    """[(gemm_dtype, M, N, K, µs)] of a hipBLASLt tuning file (AMD's ``HIPBLASLT_TUNING_OVERRIDE_FILE``: after a
+    'Git Version' line, one hipblaslt-bench CSV line per timed GEMM). hipBLASLt's m is the GEMM's output features
+    and its n the tokens (transA T: the weights transposed), so ironlaw's gemm:M,N,K is (n, m, k); one row per
+    shape, its fastest time."""
+    best: dict = {}
+    for line in Path(path).read_text().splitlines():
+        f = [x.strip() for x in line.split(",")]
+        if len(f) <= max(HIP_FIELDS.values()) or f[0] not in ("T", "N"):
+            continue
+        dtype = HIP_DTYPES.get(f[HIP_FIELDS["a_type"]])
+        if dtype is None or f[HIP_FIELDS["trans_a"]] != "T":
+            continue
+        key = (dtype, int(f[HIP_FIELDS["n"]]), int(f[HIP_FIELDS["m"]]), int(f[HIP_FIELDS["k"]]))
+        us = float(f[HIP_FIELDS["us"]])
+        if us > 0 and (key not in best or us < best[key]):
+            best[key] = us
+    return [(*k, us) for k, us in sorted(best.items())]
+
+
+def hipblaslt_what_if(path: Path, gpu: str) -> None:
+    """``--hipblaslt FILE``: ``gpu``'s GEMM classes fitted on a hipBLASLt tuning file's rows (even rows, the odd
+    held out), the stored terms scored on the same held-out rows, and the MLPerf v5.1 rows of ``gpu`` priced on
+    the fit. Nothing stored."""
+    import tempfile
+
+    import numpy as np
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    from ironlaw.measure.calibrate.fitcore import Problem
+    import mlperf_inference as mlperf
+    rows = hipblaslt_rows(path)
+    if not rows:
+        raise SystemExit(f"{path}: no hipblaslt-bench rows (transA T, an fp8 or bf16 input)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / gpu / "gemm" / "hipblaslt" / "tuning" / "gemm_perf.csv"
+        out.parent.mkdir(parents=True)
+        with out.open("w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["device", "gemm_dtype", "m", "n", "k", "latency_us"])
+            w.writerows([gpu, *r] for r in rows)
+        tables = [replace(t, path=f"{gpu}/{t.path}")
+                  for t in kerneltable.read(Path(tmp) / gpu, ops=("gemm",), gpu=gpu, framework="hipblaslt")]
+        hw, gs = hardware.get(gpu), kernelfit.groups(tables)
+        table = kernelfit.fit(replace(hw, calibration=None), gs, origin=f"hipBLASLt tuning rows ({Path(path).name})",
+                              license="unstated", gemm_fill="auto")
+        stored = hw.calibration.table() if hw.calibration is not None else None
+        for g in gs:
+            held = kernelfit.held_out(g)
+            for label, cal in (("fitted on the file's even rows", table), (f"stored {gpu} terms", stored)):
+                prob = Problem(hw, kernelfit.observations(g, held, hw), weighting="per_case")
+                err = prob.times(cal) / prob.meas - 1.0
+                print(f"{gpu} {g.name}, {len(held)} held-out rows, {label}: median |err| "
+                      f"{100 * np.median(np.abs(err)):.1f}%, p90 {100 * np.percentile(np.abs(err), 90):.1f}%, "
+                      f"signed median {100 * np.median(err):+.1f}%")
+        own = Path(hw.path).read_text().split("\n[calibration]\n", 1)[0]
+        cat = Path(tmp) / f"{gpu}-hipblaslt.toml"
+        cat.write_text(own.replace(f'name = "{gpu}"', f'name = "{gpu}-hipblaslt"', 1))
+        replace_table(cat, "calibration", table)
+        for r in [r for r in mlperf.load() if r["gpu"] == gpu]:
+            print(f"MLPerf {r['id']} {r['benchmark']}: stored {100 * (mlperf.predict(r) / r['published'] - 1):+.1f}%, "
+                  f"on the fit {100 * (mlperf.predict(dict(r, gpu=str(cat))) / r['published'] - 1):+.1f}%")
+
+
 def datasheet_score(hw, g) -> tuple[int, float, float]:
     """(rows, median, p90 |error|) of the catalog's datasheet terms alone (no [calibration]) on ``g``'s held-out
     rows, the rows ``kernelfit.score`` runs."""
@@ -156,10 +250,13 @@ def datasheet_score(hw, g) -> tuple[int, float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gpu", action="append", choices=sorted(set(GPUS.values())))
+    ap.add_argument("--gpu", action="append", choices=sorted(set(GPUS.values()) | set(CARRIED)))
     ap.add_argument("--write", action="store_true", help="store the fitted terms in the catalog's [calibration]")
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fitting nothing")
     ap.add_argument("--extract", metavar="AITER_REPO", help="rewrite tests/data/aiter_kernels from an aiter clone")
+    ap.add_argument("--hipblaslt", metavar="FILE", help="what-if, nothing stored: the --gpu GPU's GEMM classes fitted "
+                    "on a hipBLASLt tuning file (AMD's MLPerf v5.1 MI325X file: closed/AMD/code/llama2-70b-99/scripts/"
+                    "gemm_llama2-70b/aa0bda7b/tuning_spx_1700_formatted.txt), scored beside the stored terms")
     ap.add_argument("--gemm-fill", choices=("half", "tile", "stream", "auto"), default="half",
                     help="the GEMM classes' M term (kernelfit.GEMM_FILLS); auto keeps per class the form whose "
                          "held-out p90 is lower, as calibrate --kernels")
@@ -169,8 +266,19 @@ def main() -> int:
     if a.extract:
         extract(Path(a.extract))
         return 0
+    if a.hipblaslt:
+        if not a.gpu or len(a.gpu) != 1 or a.write or a.stored or a.gemm_fill != "half":
+            ap.error("--hipblaslt fits one GPU's rows as a what-if: give one --gpu, without --write, --stored or "
+                     "--gemm-fill (it fits --gemm-fill auto)")
+        if not Path(a.hipblaslt).is_file():
+            ap.error(f"--hipblaslt: no such file: {a.hipblaslt}")
+        hipblaslt_what_if(Path(a.hipblaslt), a.gpu[0])
+        return 0
     rows, table = [], []
-    for gpu in a.gpu or sorted(set(GPUS.values())):
+    named = a.gpu or sorted(set(GPUS.values()) | set(CARRIED))
+    if a.gemm_fill != "half" and all(g in CARRIED for g in named):
+        ap.error(f"--gemm-fill fits the GEMM classes: {', '.join(named)} carry another GPU's, fitting none")
+    for gpu in [g for g in named if g not in CARRIED]:
         for g, name, s, (n, bmed, bp90) in run_gpu(gpu, a.write, a.stored, a.gemm_fill):
             fitted = (f"{100 * s.median_abs_err:.1f}% / {100 * s.p90_abs_err:.1f}%" if s else
                       f"not fitted (under {MIN_FIT_ROWS} rows to fit)")
@@ -179,6 +287,10 @@ def main() -> int:
                          + (" | ".join(fitted.split(" / ")) if s else "- | -") + " |")
             rows.append((f"{g} {name}: held-out median / p90 (datasheet {100 * bmed:.1f}% / {100 * bp90:.1f}%)",
                          f"{fitted} ({n} rows)", f"<= {GOAL_MEDIAN:.0%} / {GOAL_P90:.0%}", ok))
+    for gpu in [g for g in named if g in CARRIED]:        # after the fits: a source written above is carried
+        carry_gpu(gpu, a.write)
+    if not rows:
+        return 0
     print("| GPU | kernel class | held-out rows | datasheet median | datasheet p90 | fitted median | fitted p90 |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(table))

@@ -3,7 +3,7 @@
     python benchmarks/mlperf_inference.py            # per benchmark and GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
     python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b)
-    python benchmarks/mlperf_inference.py --what-if  # ... and two what-ifs on the AMD rows (nothing stored)
+    python benchmarks/mlperf_inference.py --what-if  # ... and four what-ifs on the AMD rows (nothing stored)
 
 Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b}_offline.csv (mlcommons/inference_results_v5.1;
 each header names the commit, which results were kept and where each number and setting comes from). Each row is one
@@ -21,11 +21,12 @@ the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog hol
 default memory fraction (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw
 has one length per request, not the dataset's length distribution.
 
-``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at each submission's own
-gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) the MI325X rows on the
-MI300X's kernel-table calibration carried to MI325X's datasheet (the gfx942 / 304-CU aiter rows, which do not say
-which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x); (3) the MI300X
-and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
+``--what-if`` prices the AMD rows under four what-ifs, storing nothing: (1) vLLM at each submission's own
+gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) vLLM's V0 engine without
+chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0, enable_chunked_prefill False): prompt tokens in steps
+of their own (``mixed_steps`` False); (3) the MI325X rows on the MI300X's fitted gfx942 GEMM terms at factor 1, in
+place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured max-achievable FP8 GEMM rates of the two); (4) the
+MI300X and MI325X rows on those terms without their kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
 fitted η(M, N, K) form alone).
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
@@ -131,30 +132,55 @@ def at_memory_fraction(r: dict) -> float:
         return predict(r)
 
 
-def gfx942_carried(r: dict, tmp: Path, grid: bool = True) -> float:
-    """What-if: an MI300X or MI325X row priced on its datasheet with the MI300X's ``[calibration]`` (``grid``: with
-    its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``)."""
-    catalog = ROOT / "src/ironlaw/machine/catalog"
-    own = (catalog / f"{r['gpu']}.toml").read_text().split("\n[calibration]\n", 1)[0]
-    cal = (catalog / "mi300x.toml").read_text().split("\n[calibration]\n", 1)[1]
-    if not grid:
-        cal = "\n".join(line for line in cal.splitlines() if not line.startswith(("grid_nodes", "grid_log")))
-    name = f"{r['gpu']}-gfx942{'' if grid else '-nogrid'}"
+def unmixed(r: dict) -> float:
+    """What-if: row ``r`` priced with vLLM's prompt tokens in steps of their own (``mixed_steps`` False), as vLLM's
+    V0 engine runs them with chunked prefill off: the AMD submissions' VLLM_USE_V1 0 and enable_chunked_prefill
+    False (each harness's common/config.yaml and offline_<gpu>.yaml)."""
+    from dataclasses import replace
+    from unittest import mock
+
+    from ironlaw.models.serving import frameworks
+    own = frameworks.vllm
+    with mock.patch.object(frameworks, "vllm", lambda hw, offline: replace(own(hw, offline), mixed_steps=False)):
+        return predict(r)
+
+
+def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
+    """The catalog file (written under ``tmp``) of an MI300X or MI325X row's GPU on its datasheet with the MI300X's
+    fitted GEMM terms, carried to MI325X at ``kernelfit.rules.CARRIED_GEMM``'s factor (``factor``) or at 1 (the
+    MI300X's own rates), with or without their kernel-choice grid (``grid_nodes`` / ``grid_log``)."""
+    import copy
+
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    from ironlaw.measure.calibrate.kernelfit import carried
+    table = copy.deepcopy(hardware.get("mi300x").calibration.table())
+    if r["gpu"] == "mi325x" and factor:
+        table = carried.carried(table, "mi325x")
+    for t in table["matmul"].values() if not grid else ():
+        t.pop("grid_nodes", None)
+        t.pop("grid_log", None)
+    name = f"{r['gpu']}-gfx942{'' if factor else '-x1'}{'' if grid else '-nogrid'}"
+    own = (ROOT / f"src/ironlaw/machine/catalog/{r['gpu']}.toml").read_text().split("\n[calibration]\n", 1)[0]
     path = tmp / f"{name}.toml"
-    path.write_text(own.replace(f'name = "{r["gpu"]}"', f'name = "{name}"', 1) + "\n[calibration]\n" + cal)
-    return predict(dict(r, gpu=str(path)))
+    path.write_text(own.replace(f'name = "{r["gpu"]}"', f'name = "{name}"', 1))
+    replace_table(path, "calibration", table)
+    return str(path)
 
 
 def what_if(rows: list[dict]) -> None:
     """``--what-if``: the AMD rows under each what-if (module docstring), per GPU."""
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm"]
+    gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     with tempfile.TemporaryDirectory() as tmp:
+        def on(r, **kw):
+            return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
         cases = (("vLLM at the submission's gpu_memory_utilization", at_memory_fraction, amd),
-                 ("MI325X on the MI300X's gfx942 kernel calibration", lambda r: gfx942_carried(r, Path(tmp)),
-                  [r for r in amd if r["gpu"] == "mi325x"]),
-                 ("MI300X and MI325X on that calibration without its grid",
-                  lambda r: gfx942_carried(r, Path(tmp), grid=False), [r for r in amd if r["gpu"] != "mi355x"]))
+                 ("vLLM V0 without chunked prefill (prompts in steps of their own)", unmixed, amd),
+                 ("MI325X on the MI300X's gfx942 terms at factor 1 (not CARRIED_GEMM's 1.193)",
+                  lambda r: on(r, factor=False), [r for r in amd if r["gpu"] == "mi325x"]),
+                 ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
@@ -200,7 +226,7 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD rows under three what-ifs (nothing stored)")
+    ap.add_argument("--what-if", action="store_true", help="the AMD rows under four what-ifs (nothing stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))

@@ -85,9 +85,14 @@ def test_analyze_names_measured_and_datasheet_gemms_on_amd():
     bf16 = run_cli("analyze", "gemm:4096,8192,8192", "--on", "mi300x")     # no bf16 timings of the MI300X
     assert bf16.rc == 0, bf16.err
     assert "uncalibrated: matmul 100% of the predicted time (borrows [efficiency] defaults)" in bf16.out
-    # mi325x (same die, no tables of its own) stays datasheet-only
+    # mi325x (same die, no tables of its own) carries the MI300X's fp8 terms and says so; its bf16 GEMM borrows
+    carried = run_cli("analyze", "gemm:4096,8192,8192", "--on", "mi325x", "--dtype", "fp8", "--format", "json")
+    cov = carried.json()["calibration_coverage"]
+    assert cov["calibrated"] == ["matmul"] and [c["class"] for c in cov["carried"]] == ["gemm fp8"]
+    assert cov["carried"][0]["carried_from"].startswith("mi300x, compute x 1.193")
     other = run_cli("analyze", "gemm:4096,8192,8192", "--on", "mi325x")
-    assert "datasheet only" in other.out
+    assert "calibration: gemm fp8 carried from mi300x" in " ".join(other.out.split())
+    assert "matmul 100% of the predicted time (borrows [efficiency] defaults)" in " ".join(other.out.split())
 
 
 def test_calibrate_refuses_an_unknown_framework_in_one_line(tmp_path):

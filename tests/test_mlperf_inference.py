@@ -85,16 +85,29 @@ def test_llama2_70b_config_builds_with_the_published_parameter_count():
 
 
 @pytest.mark.parametrize("grid", [True, False])
-def test_what_if_carries_the_gfx942_calibration_onto_mi325x(rows, tmp_path, monkeypatch, grid):
+@pytest.mark.parametrize("factor", [True, False])
+def test_what_if_prices_mi325x_on_the_gfx942_terms_with_or_without_the_carry_factor(rows, tmp_path, grid, factor):
     """``--what-if``'s catalog copy: MI325X's datasheet (256 GiB, its name changed) under the MI300X's fitted fp8
-    GEMM terms, with or without their grid; the stored catalog holds no calibration for mi325x to overlay."""
+    GEMM terms at CARRIED_GEMM's factor (the stored mi325x terms) or at 1, with or without their grid."""
     from ironlaw.machine import hardware
-    monkeypatch.setattr(bench, "predict", lambda r: r["gpu"])          # the file it would price, not a price
-    assert hardware.get("mi325x").calibration is None
-    path = bench.gfx942_carried(next(r for r in rows if r["gpu"] == "mi325x"), tmp_path, grid=grid)
-    hw = hardware.get(path)
-    assert hw.name == "mi325x-gfx942" + ("" if grid else "-nogrid")
+    from ironlaw.measure.calibrate.kernelfit import rules
+    hw = hardware.get(bench.gfx942_terms(next(r for r in rows if r["gpu"] == "mi325x"), tmp_path, grid=grid,
+                                         factor=factor))
+    assert hw.name == "mi325x-gfx942" + ("" if factor else "-x1") + ("" if grid else "-nogrid")
     assert hw.memory[hw.device_tier].capacity_bytes == 256 * 2 ** 30
     fp8 = hw.calibration.shapes["matmul"]["fp8"]
-    assert fp8["eta_max"] == hardware.get("mi300x").calibration.shapes["matmul"]["fp8"]["eta_max"]
+    own = hardware.get("mi300x").calibration.shapes["matmul"]["fp8"]["eta_max"]
+    want = round(own * rules.CARRIED_GEMM["mi325x"][1], 4) if factor else own
+    assert fp8["eta_max"] == want
     assert ("grid_log" in fp8) == grid
+    if factor and grid:
+        assert fp8["eta_max"] == hardware.get("mi325x").calibration.shapes["matmul"]["fp8"]["eta_max"]
+
+
+def test_what_if_runs_vllm_without_mixed_steps(rows, monkeypatch):
+    """``--what-if``'s V0 case prices the row with vLLM's prompt tokens in steps of their own; outside it vLLM mixes."""
+    from ironlaw.machine import hardware
+    from ironlaw.models.serving import frameworks
+    monkeypatch.setattr(bench, "predict", lambda r: frameworks.vllm(hardware.get(r["gpu"]), True).mixed_steps)
+    r = next(r for r in rows if r["gpu"] == "mi355x")
+    assert bench.unmixed(r) is False and bench.predict(r) is True

@@ -8,7 +8,8 @@ and *borrows* them: a split conv the dense conv's (or what that borrows), a pool
 kind's, a kind without values the plain memory patterns fitted on copies (``copy``) or, without those,
 the hardware file's ``[efficiency]`` defaults. Collectives are calibrated where every one of them is timed by
 the hardware file's measured curves (a group on one node, ``[[network.curve]]``), else they borrow the α-β
-network model's numbers. ``coverage`` says which, with each borrower's share of the predicted time.
+network model's numbers. ``coverage`` says which, with each borrower's share of the predicted time, and which
+GEMM classes the calibration carries from another GPU's fit (``carried``: the provenance's ``carried_from``).
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ LINE_MIN_SHARE = 0.005     # the text line names borrowers from this share of th
 
 def coverage(est) -> dict:
     """{"calibrated": [class …], "borrowed": [{"class", "borrows", "share_of_time"} …]} over the op classes
-    of one configuration's estimate (borrowers by share, largest first); with no calibration, empty lists
-    and a ``note`` saying so."""
+    of one configuration's estimate (borrowers by share, largest first), and ``carried`` ([{"class",
+    "carried_from"} …]) where the calibration carries a GEMM class from another GPU's fit; with no calibration,
+    empty lists and a ``note`` saying so."""
     cal = est.hw.calibration
     shares, dtypes, kernels = _shares(est)
     if cal is None:
@@ -48,7 +50,10 @@ def coverage(est) -> dict:
     borrowed += [{"class": want, "borrows": used, "share_of_time": round(share, 4)}
                  for (want, used), share in _kernels_for(est).items()]
     borrowed += _gemm_priced_kernels(est, cal)
-    return {"calibrated": calibrated, "borrowed": sorted(borrowed, key=lambda b: -b["share_of_time"])}
+    out = {"calibrated": calibrated, "borrowed": sorted(borrowed, key=lambda b: -b["share_of_time"])}
+    carried = [{"class": g, "carried_from": p["carried_from"]} for g, p in cal.provenance.items()
+               if "carried_from" in p]
+    return {**out, "carried": carried} if carried else out
 
 
 # kernel classes fitted on their own measured tables whose ops, on a device whose calibration lacks the class, keep
@@ -121,14 +126,17 @@ def line(cov: dict) -> str | None:
     """One short line for a text report: the borrowers and their share, or None when every class is calibrated."""
     if cov.get("note"):
         return "uncalibrated: " + cov["note"]
+    carried = "; ".join(f"{c['class']} carried from {c['carried_from'].split(' (')[0]} (measured on that GPU)"
+                        for c in cov.get("carried", ()))
     shown = [b for b in cov["borrowed"] if b["share_of_time"] >= LINE_MIN_SHARE]
     if not shown:
-        return None
+        return f"calibration: {carried}" if carried else None
     parts = [f"{b['class']} {b['share_of_time']:.0%} of the predicted time (borrows "
              + (b["borrows"] if b["borrows"] == EFFICIENCY or b["class"] == "collective" else f"{b['borrows']}'s η")
              + ")" for b in shown]
     rest = len(cov["borrowed"]) - len(shown)
-    return "uncalibrated: " + "; ".join(parts) + (f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
+    return (f"calibration: {carried}; " if carried else "") + "uncalibrated: " + "; ".join(parts) + (
+        f"; {rest} more under {LINE_MIN_SHARE:.1%} each" if rest else "")
 
 
 def _own_kernels(cal: Calibration, kernels: set[str]) -> bool:

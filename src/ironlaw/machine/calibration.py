@@ -46,6 +46,9 @@ FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half",
 # where all the collector's copies of them fit it together; "memory", from device memory unless the workload fits
 OPERANDS_FIELDS = {"operands_from": str}
 OPERANDS_FROM = ("cache", "copies", "memory")
+# a GEMM class carried from another catalog GPU's fit (``measure.calibrate.kernelfit.carried``): the source GPU, the
+# factor on its compute rate and the factor's evidence
+CARRIED_FIELDS = {"carried_from": str}
 
 
 @dataclass(frozen=True)
@@ -509,15 +512,17 @@ def _check_op_tables(cal: dict, where: str) -> None:
 
 def _check_provenance(cal: dict, where: str) -> None:
     """[calibration.provenance."<group>"]: table, version, license, rows_fitted, rows_held_out, date; a GEMM class
-    whose form was chosen, ``FORM_FIELDS`` too; one fitted on measured GEMM kernels, ``OPERANDS_FIELDS``."""
+    whose form was chosen, ``FORM_FIELDS`` too; one fitted on measured GEMM kernels, ``OPERANDS_FIELDS``; one carried
+    from another GPU's fit, ``CARRIED_FIELDS``."""
     for name in _table(cal, "provenance", where):
         p = _table(cal["provenance"], name, f"{where}.provenance")
         w = f"{where}.provenance.{name}"
         for key in p:
-            if key not in PROVENANCE_FIELDS and key not in FORM_FIELDS and key not in OPERANDS_FIELDS:
-                raise unknown(f"field in {w}", key, {**PROVENANCE_FIELDS, **FORM_FIELDS, **OPERANDS_FIELDS})
-        for key in set(p) & (set(FORM_FIELDS) | set(OPERANDS_FIELDS)):
-            typ = {**FORM_FIELDS, **OPERANDS_FIELDS}[key]
+            if key not in PROVENANCE_FIELDS and key not in {**FORM_FIELDS, **OPERANDS_FIELDS, **CARRIED_FIELDS}:
+                raise unknown(f"field in {w}", key, {**PROVENANCE_FIELDS, **FORM_FIELDS, **OPERANDS_FIELDS,
+                                                     **CARRIED_FIELDS})
+        for key in set(p) & (set(FORM_FIELDS) | set(OPERANDS_FIELDS) | set(CARRIED_FIELDS)):
+            typ = {**FORM_FIELDS, **OPERANDS_FIELDS, **CARRIED_FIELDS}[key]
             if not isinstance(p[key], (int, float) if typ is float else typ) or isinstance(p[key], bool):
                 raise IronlawError(f"{w}.{key}: expected a {'number' if typ is float else 'string'}, got {p[key]!r}")
         if p.get("operands_from", OPERANDS_FROM[0]) not in OPERANDS_FROM:

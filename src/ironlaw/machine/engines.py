@@ -257,9 +257,13 @@ def with_engine(hw, engine: str, release: str | None = None):
 
 
 def _fitted_on(cal: Calibration, groups) -> str:
-    """'gemm fp8 fitted on aiter e4048607 tables': the classes ``groups`` of ``cal`` and the tables they came from."""
+    """'gemm fp8 fitted on aiter e4048607 tables': the classes ``groups`` of ``cal`` and the tables they came from,
+    and the GPU a class carried from another's fit came from (its provenance's ``carried_from``)."""
     vers = sorted({cal.provenance[g].get("version", "?").split("; ")[-1] for g in groups})
-    return f"{', '.join(groups)} fitted on {', '.join(vers)} tables; the rest on its catalog efficiency"
+    carried = sorted({cal.provenance[g]["carried_from"].split(" (")[0] for g in groups
+                      if "carried_from" in cal.provenance[g]})
+    how = f", carried from {'; '.join(carried)}" if carried else ""
+    return f"{', '.join(groups)} fitted on {', '.join(vers)} tables{how}; the rest on its catalog efficiency"
 
 
 def _with_release(hw, engine: str, release: str):

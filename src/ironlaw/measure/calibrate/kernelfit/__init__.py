@@ -27,15 +27,15 @@ One concept a module, each importing only those below it (pyproject.toml's impor
 kernelfit"): ``vocabulary`` (the tables' ops, dtypes, columns; ``Group``, ``Score``); ``rules`` (every class-keyed
 rule with its evidence, and the predicates that read them by a group alone), ``collector`` (how aiconfigurator's
 collectors ran each row), ``provenance`` (origin and merging); ``rows`` (groups, the rows a class keeps, the split),
-``ops`` (rows as ironlaw ops); ``shapefit`` (the shape model and its latency terms), ``launches`` (what a class's fit
-tries beyond it), ``gemv`` (the GEMV rule), ``scoring`` (held-out errors), ``dispatch`` (rows another kernel runs);
+``ops`` (rows as ironlaw ops), ``carried`` (a GPU's GEMM terms carried from another's, ``rules.CARRIED_GEMM``);
+``shapefit`` (the shape model and its latency terms), ``launches`` (what a class's fit tries beyond it), ``gemv`` (the GEMV rule), ``scoring`` (held-out errors), ``dispatch`` (rows another kernel runs);
 ``grid`` (the kernel-choice grid); ``classfit`` (one class's table); ``forms`` (a GEMM class's operands and form);
 ``fitting`` (``fit``, every class of one GPU's tables).
 """
 from __future__ import annotations
 
-from . import (classfit, collector, dispatch, fitting, forms, gemv, grid, launches, ops, provenance, rows, rules,
-               scoring, shapefit, vocabulary)
+from . import (carried, classfit, collector, dispatch, fitting, forms, gemv, grid, launches, ops, provenance, rows,
+               rules, scoring, shapefit, vocabulary)
 from .fitting import fit
 from .forms import form_choices
 from .ops import observations
@@ -47,5 +47,5 @@ from .vocabulary import AUTO_FORMS, FRAMEWORKS, GEMM_FILLS, LICENSE, OPS, Group,
 __all__ = ["AUTO_FORMS", "FRAMEWORKS", "GEMM_FILLS", "KERNEL_SOURCE", "LICENSE", "OPS", "Group", "Score", "fit",
            "form_choices", "groups", "held_out", "merged", "merged_source", "observations", "origin_of", "score",
            "skipped", "sorted_rows", "source", "split",
-           "classfit", "collector", "dispatch", "fitting", "forms", "gemv", "grid", "launches", "ops", "provenance",
-           "rows", "rules", "scoring", "shapefit", "vocabulary"]
+           "carried", "classfit", "collector", "dispatch", "fitting", "forms", "gemv", "grid", "launches", "ops",
+           "provenance", "rows", "rules", "scoring", "shapefit", "vocabulary"]

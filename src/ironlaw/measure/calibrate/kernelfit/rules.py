@@ -699,6 +699,25 @@ MOE_CROSS_CHECK = {"fp4": ("b200", "gb200")}
 MOE_CROSS_REFERENCE = {"b200": "b300", "gb200": "gb300"}
 MOE_CROSS_RATIO = 1.10     # above every own-key shape's ratio to its reference (1.099 at most, B200 bf16)
 
+# GPU -> (the catalog GPU whose fitted GEMM classes it carries, the factor on their compute rate, ``eta_max``): a GPU
+# without kernel tables of its own that shares a fitted GPU's die, compute units and datasheet peaks takes that GPU's
+# measured GEMM terms at the ratio of the two GPUs' measured dense-GEMM rates under one software build
+# (``carried.carried``; each carried class's provenance names its source, ``carried_from``, and the engine line and
+# ``law.coverage`` say so). The streamed bytes' η and the latency stay as fitted: the GPU's own memory prices those
+# bytes. MI325X: the MI300X's gfx942 die with 304 CUs (AMD's data sheets: 2,614.9 TFLOP/s FP8 and 1,307.4 BF16 dense
+# on both, 2,100 MHz peak engine clock) at 1,000 W against 750 W. AMD's max-achievable FLOPs, one hipBLASLt build, a
+# 4096 x 3648 x 32896 FP8 GEMM on normally distributed data, thermally settled (ROCm blogs, "Measuring Max-Achievable
+# FLOPs - Part 2", 2025-02-28, Table 1): MI325X 1,519 TFLOP/s at a median 1,464 MHz, MI300X 1,273 at 1,230 MHz (BF16 843
+# and 708, FP16 794 and 654): under a dense GEMM the clock is what the board's power holds, 1.19x the MI300X's on
+# MI325X. The MI300X's rows are the MI300X's: 2,693 of the 2,927 aiter rows fitted there come from the Qwen3-VL-235B,
+# Qwen3-VL-32B and Qwen3.6-27B block-scaled FP8 tables, tuned "on AMD MI300X (gfx942, 304 CUs)" (ROCm/aiter pull
+# request #3324). Carried at factor 1 the MI300X's own rates would price MI325X's GEMMs at the 750 W board's clock;
+# uncarried, the serving constants' H100 η (0.69 of the FP8 peak, 1,670-1,710 TFLOP/s on Llama-2-70B's GEMMs) priced
+# them above the 1,519 TFLOP/s AMD measures as the most the device reaches (docs/accuracy.md, "MLPerf Inference v5.1")
+CARRIED_GEMM = {"mi325x": ("mi300x", 1519.0 / 1273.0)}
+CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,519 / MI300X 1,273 TFLOP/s "
+                                 "(ROCm blogs, 'Measuring Max-Achievable FLOPs - Part 2')"}
+
 
 
 def holds(rule, key, gpu: str | None = None) -> bool:
