@@ -112,8 +112,9 @@ def aiter_rows(repo: Path) -> dict:
         for r in csv.DictReader(text.splitlines()):
             quant = tuple(r.get(c, "").removeprefix("torch.").removeprefix("QuantType.")
                           for c in ("q_dtype_a", "q_dtype_w", "q_type"))
+            gfx = GFX.get(r.get("cu_num", ""))
             if quant not in KEEP or r.get("act_type") != "ActivationType.Silu" or r.get("use_g1u1") != "1" \
-                    or r.get("dtype") != "torch.bfloat16" or r.get("gfx", GFX.get(r.get("cu_num"))) != GFX.get(r.get("cu_num")):
+                    or r.get("dtype") != "torch.bfloat16" or r.get("gfx", gfx) != gfx:
                 continue
             gpu = gpu_of(r.get("cu_num", ""), table, int(r["expert"]))
             us = float(r.get("us") or 0)
@@ -233,7 +234,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gpu", action="append", choices=("mi300x", "mi325x", "mi355x"))
     ap.add_argument("--write", action="store_true", help="store the fitted MoE classes in the catalog's [calibration]")
-    ap.add_argument("--extract", metavar="AITER_REPO", help="rewrite tests/data/aiter_kernels/*/moe from an aiter clone")
+    ap.add_argument("--extract", metavar="AITER_REPO",
+                    help="rewrite tests/data/aiter_kernels/*/moe from an aiter clone")
     a = ap.parse_args()
     if a.extract:
         if a.gpu or a.write:
@@ -244,7 +246,8 @@ def main() -> int:
     print(f"MoE layer (ROCm/aiter {COMMIT[:8]} tuned fused MoE, uniform routing): fitted on every other layer shape "
           f"(under {MIN_SHAPES} shapes: every other token count of each), "
           f"scored on the rest; goal median ≤ {GOAL_MEDIAN:.0%}, p90 ≤ {GOAL_P90:.0%}")
-    print(f"{'GPU':7s} {'class':22s} {'fit':>4s} {'held':>5s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  goal")
+    print(f"{'GPU':7s} {'class':22s} {'fit':>4s} {'held':>5s} {'median':>7s} {'p90':>6s}   L µs   η_w   η_c   η_a  "
+          "goal  split")
     for g, dt, src, kern, err, n_fit, split in fits:
         label = f"{dt} ({src} rows)" if src != dt else dt
         if kern is None:
