@@ -40,11 +40,13 @@ a8w8 blockscale GEMM + FMoE configs for DSv3.2 TP8": ``a8w8_blockscale_tuned_fmo
 name it (ca781d81 "update mi300x moe qwen bf16 configs"; ebc905b0, MiMo's rows, from the branch
 mimo_moe_mi300x_prefill) or name both (c5e37617, GLM-5.1's 32-expert rows: "for gfx942 (MI300X/MI325)").
 
-Fitted (``FP8_AS``): the gfx942 block-scaled FP8 rows as the GPU's ``fp8`` MoE class (the provenance says "fp8_block
-rows, for fp8"), as the GEMM extract fits them: the only FP8 fused-MoE timings of those GPUs at ``COMMIT`` (there is
-no per-tensor FP8 row on 304 CUs; MLPerf's per-tensor FP8 Mixtral runs another kernel of aiter's, the per-tensor
-``fmoe_bf16_pertokenFp8`` family or the CK 2-stage per-tensor pair, without the block scales' extra multiply).
-Each class is fitted by ``moefit`` in benchmarks/kernel_moe.py's form (``kernel_moe.fitted``: L, η_w, η_c, η_a) on
+Fitted per GPU and class (``DTYPES``); the gfx942 block-scaled FP8 rows also as the GPU's ``fp8`` MoE class
+(``FP8_AS``; the provenance says "fp8_block rows, for fp8"), as the GEMM extract fits them: the only FP8 fused-MoE
+timings of those GPUs at ``COMMIT`` (there is no per-tensor FP8 row on 304 CUs; MLPerf's per-tensor FP8 Mixtral runs
+another kernel of aiter's, the per-tensor ``fmoe_bf16_pertokenFp8`` family or the CK 2-stage per-tensor pair, without
+the block scales' extra multiply). Each class is fitted by ``moefit.fit`` in its base form (L, η_w, η_c, η_a: the
+form of benchmarks/kernel_moe.py's bf16 and fp8 classes; no cost per expert slot, which kernel_moe.py gives
+TensorRT-LLM's block-scaled CUTLASS layer for what the H200 rows show) on
 every other layer shape (sorted; all its token counts) and scored on the rest; a class of under ``MIN_SHAPES``
 shapes (the gfx942 classes and MI355X bf16: two shapes each) on every other token count of each shape
 (``token_split``), scored on the others — an interpolation between token counts, not a shape it has not seen.
@@ -82,7 +84,8 @@ KEEP = {("bfloat16", "bfloat16", "No"): "bfloat16", ("float8_e4m3fnuz", "float8_
 MI325X_ROWS = {("model_configs/a8w8_blockscale_tuned_fmoe_ds_v3.csv", None),
                ("model_configs/a8w8_blockscale_tuned_fmoe_glm5_1.csv", 257)}
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "mxfp4": "mxfp4"}   # -> ironlaw dtype
-FP8_AS = {("mi300x", "fp8_block"): "fp8", ("mi325x", "fp8_block"): "fp8"}   # block-scaled rows fitted as fp8
+# the block-scaled rows also fitted as the GPU's fp8 class (where it has no FP8 rows of another scaling)
+FP8_AS = {("mi300x", "fp8_block"): "fp8", ("mi325x", "fp8_block"): "fp8"}
 # a class of fewer layer shapes is split by token count within each shape (``token_split``): a shape split would
 # leave it one shape to fit, which cannot tell the rows' FLOPs from their traffic (docs/accuracy.md, the AMD MoE table)
 MIN_SHAPES = 4
@@ -152,8 +155,8 @@ def groups(gpus: list[str] | None) -> list[tuple]:
         for t in kerneltable.read(DATA / gpu, ops=("moe",), gpu=gpu, framework="aiter"):
             for src in sorted(set(t.rows.moe_dtype)):
                 r = t.rows[t.rows.moe_dtype == src]
-                dt = FP8_AS.get((gpu, src), DTYPES[src])
-                out.append((gpu, dt, src, {c: r[c].to_numpy() for c in r.columns}))
+                for dt in (DTYPES[src],) + ((FP8_AS[(gpu, src)],) if (gpu, src) in FP8_AS else ()):
+                    out.append((gpu, dt, src, {c: r[c].to_numpy() for c in r.columns}))
     return out
 
 
@@ -178,14 +181,14 @@ def fit_class(gpu: str, dtype: str, rows: dict) -> tuple[dict | None, np.ndarray
     shapes" or, under ``MIN_SHAPES`` shapes, "token counts of each layer shape"); no entries for a class of one
     layer shape and one token count."""
     from ironlaw.measure.calibrate import moefit
-    from kernel_moe import fitted, layer_terms, stored_predict
+    from kernel_moe import layer_terms, stored_predict
     x, t, keep = layer_terms(gpu, dtype, rows, moefit.UNIFORM)
     split = "layer shapes"
     if len(shapes(rows)) < MIN_SHAPES:
         keep, split = token_split(rows), "token counts of each layer shape"
     if keep.all() or not keep.any():
         return None, np.array([]), 0, split
-    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t, dtype), dtype),
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum()), split
 

@@ -24,7 +24,8 @@ has one length per request, not the dataset's length distribution.
 ``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at each submission's own
 gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) the MI325X rows on the
 MI300X's kernel-table calibration carried to MI325X's datasheet (the gfx942 / 304-CU aiter rows, which do not say
-which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x); (3) the MI300X
+which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x; the MI300X's
+MoE classes replace the MI325X's own there, benchmarks/amd_moe.py); (3) the MI300X
 and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
 fitted η(M, N, K) form alone).
 

@@ -54,13 +54,14 @@ def _stored_error(gpu: str, dtype: str, src: str) -> np.ndarray:
     kern = hw.calibration.kernel
     g, a = kern[f"moe_grouped_gemm.{dtype}"], kern[f"moe_rows.{dtype}"]
     fit = moefit.MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], a["memory"], 0)
-    x = moefit.terms({c: r[c].to_numpy() for c in r.columns}, dtype, hw.peak_flops[dtype],
+    x = moefit.terms({c: r[c].to_numpy() for c in r.columns}, dtype, hw.peak_flops[moefit.compute_dtype(dtype)],
                      hw.memory[hw.device_tier].bw_Bps, moefit.UNIFORM)
     return np.abs(moefit.predict_s(fit, x) / r.latency_s.to_numpy() - 1)
 
 
 @pytest.mark.parametrize("gpu, dtype, src", [("mi300x", "fp8", "fp8_block"), ("mi325x", "fp8", "fp8_block"),
-                                             ("mi300x", "bf16", "bfloat16")])
+                                             ("mi300x", "fp8_block", "fp8_block"),
+                                             ("mi325x", "fp8_block", "fp8_block"), ("mi300x", "bf16", "bfloat16")])
 def test_the_catalog_moe_classes_reproduce_the_rows(gpu, dtype, src):
     """Every row of the class (fitted and held out; benchmarks/amd_moe.py scores the held-out ones alone): the
     median |error| under 10%, and the provenance names aiter's commit, its license and the rows' format."""
