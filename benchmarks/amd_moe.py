@@ -33,12 +33,13 @@ keeps its fastest time (the tuner's pick at run time).
 
 GPUs (``gpu_of``): gfx950 with 256 CUs is attributed to the MI355X (as the GEMM extract: the MI350X has the same
 CU count). gfx942 with 304 CUs is both the MI300X and the MI325X (one die, one CU count; the tables do not say which),
-so the rows are attributed by the commits that added them (``MI325X_ROWS``): aiter 84493f0e ("gfx942 MI325X: tuned
-a8w8 blockscale GEMM + FMoE configs for DSv3.2 TP8": ``a8w8_blockscale_tuned_fmoe_ds_v3.csv``'s gfx942 rows) and
-1131e4da ("GLM-5.1 FP8 blockscale FSE FMoE tunings (E+1,K+1=257,9) for gfx942 (MI325)": the 257-expert rows of
-``a8w8_blockscale_tuned_fmoe_glm5_1.csv``) name the MI325X; the other gfx942 rows go to the MI300X, whose commits
-name it (ca781d81 "update mi300x moe qwen bf16 configs"; ebc905b0, MiMo's rows, from the branch
-mimo_moe_mi300x_prefill) or name both (c5e37617, GLM-5.1's 32-expert rows: "for gfx942 (MI300X/MI325)").
+so each row goes by the commit that last changed it (``git blame`` at ``COMMIT``; ``MI325X_ROWS``): to the MI325X
+where that commit names it — aiter 84493f0e ("gfx942 MI325X: tuned a8w8 blockscale GEMM + FMoE configs for DSv3.2
+TP8": DeepSeek-V3.2's 15 rows) and 6b831fb2 (GLM-5.1's tunings, "for gfx942 (MI300X/MI325)", whose 257-expert rows
+its message names "(MI325)": 8 rows) — and to the MI300X otherwise: commits that name it (ca781d81 "update mi300x
+moe qwen bf16 configs"; 11bf1082, "... on MI300X (304 CUs, E=257, topk=9)"; ebc905b0, MiMo's rows, from the branch
+mimo_moe_mi300x_prefill), that name both (6b831fb2's 32-expert rows) or neither (c16d44b9, "retune GLM-5 FP8 decode
+kernels": 4 of the 257-expert rows), as the GEMM extract takes gfx942 with 304 CUs for the MI300X.
 
 Fitted per GPU and class (``DTYPES``); the gfx942 block-scaled FP8 rows also as the GPU's ``fp8`` MoE class
 (``FP8_AS``; the provenance says "fp8_block rows, for fp8"), as the GEMM extract fits them: the only FP8 fused-MoE
@@ -48,7 +49,7 @@ the block scales' extra multiply). Each class is fitted by ``moefit.fit`` in its
 form of benchmarks/kernel_moe.py's bf16 and fp8 classes; no cost per expert slot, which kernel_moe.py gives
 TensorRT-LLM's block-scaled CUTLASS layer for what the H200 rows show) on
 every other layer shape (sorted; all its token counts) and scored on the rest; a class of under ``MIN_SHAPES``
-shapes (the gfx942 classes and MI355X bf16: two shapes each) on every other token count of each shape
+shapes (the gfx942 classes, two or three shapes each, and MI355X bf16, one) on every other token count of each shape
 (``token_split``), scored on the others — an interpolation between token counts, not a shape it has not seen.
 Goal as kernel_moe.py: median ≤ 8%, p90 ≤ 20%. ``--write`` stores the fitted classes
 (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) in src/ironlaw/machine/catalog/<gpu>.toml's ``[calibration]``,
@@ -80,9 +81,8 @@ KEEP = {("bfloat16", "bfloat16", "No"): "bfloat16", ("float8_e4m3fnuz", "float8_
         ("float8_e4m3fn", "float8_e4m3fn", "per_1x128"): "fp8_block",
         ("float8_e4m3fn", "float8_e4m3fn", "per_Token"): "fp8",
         ("float4_e2m1fn_x2", "float4_e2m1fn_x2", "per_1x32"): "mxfp4"}
-# the gfx942/304 rows whose commit names the MI325X: (aiter file, experts or None for every row of the file)
-MI325X_ROWS = {("model_configs/a8w8_blockscale_tuned_fmoe_ds_v3.csv", None),
-               ("model_configs/a8w8_blockscale_tuned_fmoe_glm5_1.csv", 257)}
+# the gfx942/304 rows whose last commit (git blame at COMMIT) names the MI325X: (commit, experts or None for all)
+MI325X_ROWS = {("84493f0e5b0", None), ("6b831fb287a", 257)}
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "mxfp4": "mxfp4"}   # -> ironlaw dtype
 # the block-scaled rows also fitted as the GPU's fp8 class (where it has no FP8 rows of another scaling)
 FP8_AS = {("mi300x", "fp8_block"): "fp8", ("mi325x", "fp8_block"): "fp8"}
@@ -94,13 +94,21 @@ COLUMNS = ["device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "to
            "moe_ep_size", "distribution", "latency_us", "kernel_source", "aiter_table"]
 
 
-def gpu_of(cu: str, table: str, experts: int) -> str | None:
-    """The catalog GPU a row of ``table`` (its path under aiter/configs) with ``cu`` CUs is attributed to."""
+def gpu_of(cu: str, commit: str, experts: int) -> str | None:
+    """The catalog GPU a row with ``cu`` CUs, last changed by ``commit``, is attributed to (module docstring)."""
     if cu == "256":
         return "mi355x"
     if cu != "304":
         return None
-    return "mi325x" if (table, None) in MI325X_ROWS or (table, experts) in MI325X_ROWS else "mi300x"
+    named = any(commit.startswith(c) and e in (None, experts) for c, e in MI325X_ROWS)
+    return "mi325x" if commit and named else "mi300x"
+
+
+def blame(git: list, name: str) -> list[str]:
+    """The commit that last changed each line of ``name`` at ``COMMIT`` (line 1, the header, first)."""
+    out = subprocess.run(git + ["blame", "-s", "-l", COMMIT, "--", name], check=True, capture_output=True,
+                         text=True).stdout
+    return [line.split()[0].lstrip("^") for line in out.splitlines()]
 
 
 def aiter_rows(repo: Path) -> dict:
@@ -112,14 +120,15 @@ def aiter_rows(repo: Path) -> dict:
     for name in sorted(n for n in names if TABLE.search(n)):
         text = subprocess.run(git + ["show", f"{COMMIT}:{name}"], check=True, capture_output=True, text=True).stdout
         table = name.removeprefix("aiter/configs/")
-        for r in csv.DictReader(text.splitlines()):
+        commits = blame(git, name) if re.search(r"(^|,)304,", text, re.M) else []     # gfx942 rows: by commit
+        for line, r in enumerate(csv.DictReader(text.splitlines()), start=1):
             quant = tuple(r.get(c, "").removeprefix("torch.").removeprefix("QuantType.")
                           for c in ("q_dtype_a", "q_dtype_w", "q_type"))
             gfx = GFX.get(r.get("cu_num", ""))
             if quant not in KEEP or r.get("act_type") != "ActivationType.Silu" or r.get("use_g1u1") != "1" \
                     or r.get("dtype") != "torch.bfloat16" or r.get("gfx", gfx) != gfx:
                 continue
-            gpu = gpu_of(r.get("cu_num", ""), table, int(r["expert"]))
+            gpu = gpu_of(r.get("cu_num", ""), commits[line] if commits else "", int(r["expert"]))
             us = float(r.get("us") or 0)
             if gpu is None or not 0 < us < float("inf"):
                 continue

@@ -82,3 +82,19 @@ def test_a_one_gpu_fp8_moe_layer_runs_on_the_measured_aiter_layer(gpu):
     hw = hardware.get(gpu)
     assert moe_kernels(hw, "fp8")[:2] == ("moe_grouped_gemm.fp8", "moe_rows.fp8")
     assert one_gpu_layer(FITTED, hw, "fp8", Layout(1)).moe_tables
+
+
+def test_a_gemm_refit_keeps_the_stored_moe_classes():
+    """benchmarks/amd_kernels.py --write replaces the GEMM classes and keeps the MoE ones (benchmarks/amd_moe.py's)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import amd_kernels
+    hw = hardware.get("mi300x")
+    base = hw.calibration.table()
+    gemm = {k: v for k, v in base.items() if k not in ("kernel",)}
+    gemm["provenance"] = {k: v for k, v in base["provenance"].items() if not k.startswith("moe ")}
+    gemm["fitted"] = [e for e in base["fitted"] if not e.startswith("moe ")]
+    gemm["held_out"] = [e for e in base["held_out"] if not e.startswith("moe ")]
+    out = amd_kernels.with_moe(hw, gemm)
+    assert out["kernel"] == base["kernel"] and out["provenance"].keys() == base["provenance"].keys()
+    assert sorted(out["fitted"]) == sorted(base["fitted"]) and out["matmul"] == base["matmul"]
