@@ -129,10 +129,10 @@ def test_predictions_import_neither_pandas_nor_pyarrow():
 
 
 def test_a_device_without_tables_says_its_numbers_are_the_datasheets(cli):
-    r = cli("analyze", "llama3-8b", "--phase", "decode", "--batch", "8", "--seq", "1024", "--on", "mi325x")
+    r = cli("analyze", "llama3-8b", "--phase", "decode", "--batch", "8", "--seq", "1024", "--on", "mi250x")
     assert r.rc == 0, r.err
-    assert "datasheet only: mi325x has no measured kernel tables" in " ".join(r.out.split())
-    j = cli("analyze", "gemm:4096,4096,4096", "--on", "mi325x", "--format", "json").json()
+    assert "datasheet only: mi250x has no measured kernel tables" in " ".join(r.out.split())
+    j = cli("analyze", "gemm:4096,4096,4096", "--on", "mi250x", "--format", "json").json()
     assert "no measured kernel tables" in j["calibration_coverage"]["note"]
 
 

@@ -147,7 +147,7 @@ def test_a_rocm_profile_keeps_its_infinity_cache_tier_and_runtime(monkeypatch):
 
 
 @pytest.mark.parametrize("hw, way", [
-    ("mi325x", "ironlaw probe on it with a ROCm build of torch"), ("mi250x", "ROCm build of torch"),
+    ("mi250x", "ironlaw probe on it with a ROCm build of torch"),
     ("tpu-v5p", "not on tpu-v5p"), ("gaudi3", "not on gaudi3"), ("trn2", "not on trn2"),
 ])
 def test_devices_without_tables_say_which_numbers_are_datasheet_only(cli, hw, way):

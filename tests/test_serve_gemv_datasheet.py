@@ -30,7 +30,7 @@ def _serve_and_analyze(on: str):
     return step, api.analyze("llama3-8b", on=on, phase="decode")
 
 
-@pytest.mark.parametrize("on", ["h20", "rtx-4090", "mi325x", "custom"])
+@pytest.mark.parametrize("on", ["h20", "rtx-4090", "mi250x", "custom"])
 def test_a_batch_one_decode_step_streams_its_weights_under_serve_as_under_analyze(on, tmp_path):
     if on == "custom":
         path = tmp_path / "lowridge.toml"
