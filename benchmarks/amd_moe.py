@@ -83,6 +83,8 @@ KEEP = {("bfloat16", "bfloat16", "No"): "bfloat16", ("float8_e4m3fnuz", "float8_
         ("float4_e2m1fn_x2", "float4_e2m1fn_x2", "per_1x32"): "mxfp4"}
 # the gfx942/304 rows whose last commit (git blame at COMMIT) names the MI325X: (commit, experts or None for all)
 MI325X_ROWS = {("84493f0e5b0", None), ("6b831fb287a", 257)}
+SCALES = {"bfloat16": "no scales", "fp8_block": "1x128 / 128x128 scales", "fp8": "per-token / per-channel scales",
+          "mxfp4": "one E8M0 scale per 32 values"}      # what each moe_dtype's rows scale by (the provenance says it)
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "mxfp4": "mxfp4"}   # -> ironlaw dtype
 # the block-scaled rows also fitted as the GPU's fp8 class (where it has no FP8 rows of another scaling)
 FP8_AS = {("mi300x", "fp8_block"): "fp8", ("mi325x", "fp8_block"): "fp8"}
@@ -210,8 +212,7 @@ def calibration_table(gpu: str, fits: list[tuple]) -> dict:
     for g, dt, src, kern, err, n_fit, split in fits:
         if g != gpu or kern is None:
             continue
-        said = f"{src} rows (1x128 / 128x128 scales), for {dt}" if src != {v: k for k, v in DTYPES.items()}.get(dt) \
-            else f"{src} rows"
+        said = f"{src} rows ({SCALES[src]})" + (f", for {dt}" if DTYPES[src] != dt else "")
         name = f"moe {dt} (aiter fused MoE, {said}, uniform routing)"
         cal["kernel"].update(kern)
         cal["fitted"].append(f"{name}: even {split}")
