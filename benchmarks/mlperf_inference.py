@@ -155,8 +155,13 @@ def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> 
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate.kernelfit import carried
     table = copy.deepcopy(hardware.get("mi300x").calibration.table())
-    if r["gpu"] == "mi325x" and factor:
-        table = carried.carried(table, "mi325x")
+    if r["gpu"] == "mi325x":        # the GEMM terms carried (at 1: the MI300X's own), the MI325X's own MoE classes
+        from amd_kernels import with_moe
+        gemm = carried.carried(table, "mi325x")
+        if not factor:
+            for dt, t in gemm["matmul"].items():
+                t["eta_max"] = table["matmul"][dt]["eta_max"]
+        table = with_moe(hardware.get("mi325x"), gemm)
     for t in table["matmul"].values() if not grid else ():
         t.pop("grid_nodes", None)
         t.pop("grid_log", None)

@@ -67,7 +67,7 @@ def test_the_catalog_holds_the_fits_with_provenance():
             assert own == ("moefit.shared_tuning" in p["table"]), (gpu, dt)
             checked = rules.holds(rules.MOE_CROSS_CHECK, dt, gpu)     # its min-latency-shared shapes cross-checked
             assert checked == ("MOE_CROSS_CHECK" in p["table"]) and (not checked or own), (gpu, dt)
-    assert not st.fitted_moe(hardware.get("mi300x"))
+    assert not st.fitted_moe(hardware.get("h20"))
 
 
 def test_serving_runs_the_routed_experts_on_the_fitted_kernels():
@@ -78,7 +78,7 @@ def test_serving_runs_the_routed_experts_on_the_fitted_kernels():
     assert kern["mlp_up_proj"] == kern["mlp_down_proj"] == "moe_grouped_gemm.fp8"
     assert kern["moe_permute"] == kern["mlp_act"] == kern["moe_combine"] == "moe_rows.fp8"
     assert "moe_grouped_gemm.fp8" in st.engine_hw(hw, TABLES).calibration.kernel
-    other = st.step_graph("qwen3-30b-a3b", hardware.get("mi300x"), "fp8", "fp8", moe_tables=True, **args)
+    other = st.step_graph("qwen3-30b-a3b", hardware.get("h20"), "fp8", "fp8", moe_tables=True, **args)
     assert {op.attrs.get("kernel") for op in other.ops if op.name.startswith("mlp_up")} == {st.GROUPED_GEMM}
     # the H100-fitted constants keep their own expert terms (fitted with them): the tables only on request
     plain = st.step_graph("qwen3-30b-a3b", hw, "fp8", "fp8", **args)

@@ -102,10 +102,10 @@ def test_power_law_routing_of_the_collector():
         assert (rows, used) == moefit.power_law_local(tokens, experts, k, ep, 1.01)         # seeded
     bal, skew = moefit.balanced_local(4096, 128, 8, 8), moefit.power_law_local(4096, 128, 8, 8, 1.01)
     assert skew[0] > 1.2 * bal[0]             # the heaviest rank of a power law carries more than the even share
-    assert moefit.routing_of("uniform") is None
-    with pytest.raises(IronlawError, match="unknown MoE routing 'uniform'"):
+    assert moefit.routing_of("uniform") is None       # aiter's tables' routing (moefit.UNIFORM): not a serving one
+    with pytest.raises(IronlawError, match="unknown MoE routing 'zipf'"):
         moefit.terms({"num_tokens": [1], "hidden_size": [1], "inter_size": [1], "topk": [1], "num_experts": [8],
-                      "moe_tp_size": [1], "moe_ep_size": [1]}, "fp8", 1e15, 3e12, "uniform")
+                      "moe_tp_size": [1], "moe_ep_size": [1]}, "fp8", 1e15, 3e12, "zipf")
 
 
 def test_release_moe_layer_fits_the_extract():

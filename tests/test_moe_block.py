@@ -136,16 +136,35 @@ def test_block_scaled_experts_on_a_gpu_without_their_classes_say_they_are_carrie
     assert not any(b["class"].endswith(".fp8_block") for b in coverage(h200)["borrowed"])
 
 
-def test_routed_experts_on_the_dense_gemm_name_the_moe_class_they_stand_in_for():
+def test_routed_experts_on_the_dense_gemm_name_the_moe_class_they_stand_in_for(tmp_path):
     """H100's measured MoE layer holds bf16, fp8 and fp8_block: fp16 experts run as one grouped launch on the dense
-    GEMM, and the coverage says which class that stands in for; MI300X has no measured MoE layer, so DeepSeek-V3's
-    block-scaled experts on its dense fp8 GEMM are named the same way. Per-tensor fp8 on H100 carries nothing."""
+    GEMM, and the coverage says which class that stands in for; the MI300X without its measured MoE classes (its
+    GEMMs alone), so DeepSeek-V3's block-scaled experts on its dense fp8 GEMM are named the same way. Per-tensor fp8
+    on H100, and DeepSeek-V3 on the MI300X's own fp8_block class (ROCm/aiter's rows), carry nothing."""
     from ironlaw.law.coverage import coverage
     kw = dict(batch=64, seq=4096, phase="decode")
     for spec, gpu, dtype, want, extra in (("qwen3-30b-a3b", "h100", "fp16", "moe_grouped_gemm.fp16", {}),
-                                          ("deepseek-v3", "mi300x", "fp8", "moe_grouped_gemm.fp8_block", {"tp": 8})):
+                                          ("deepseek-v3", _without_moe(tmp_path, "mi300x"), "fp8",
+                                           "moe_grouped_gemm.fp8_block", {"tp": 8})):
         cov = coverage(api.analyze(spec, on=gpu, dtype=dtype, **kw, **extra))
         got = [b for b in cov["borrowed"] if b["class"] == want]
         assert len(got) == 1 and got[0]["borrows"] == "matmul" and got[0]["share_of_time"] > 0.3, (gpu, cov)
-    cov = coverage(api.analyze("qwen3-30b-a3b", on="h100", dtype="fp8", **kw))
-    assert not any(b["class"].startswith("moe_") for b in cov["borrowed"])
+    for spec, gpu, extra in (("qwen3-30b-a3b", "h100", {}), ("deepseek-v3", "mi300x", {"tp": 8})):
+        cov = coverage(api.analyze(spec, on=gpu, dtype="fp8", **kw, **extra))
+        assert not any(b["class"].startswith("moe_") for b in cov["borrowed"]), (gpu, cov)
+
+
+def _without_moe(tmp_path, gpu: str) -> str:
+    """A copy of ``gpu``'s catalog file (renamed) whose [calibration] lacks its MoE classes and their provenance."""
+    from pathlib import Path
+
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    hw = hardware.get(gpu)
+    table = hw.calibration.table()
+    table["kernel"] = {k: v for k, v in table["kernel"].items() if not k.startswith("moe_")}
+    table["provenance"] = {k: v for k, v in table["provenance"].items() if not k.startswith("moe ")}
+    path = tmp_path / f"{gpu}-gemm-only.toml"
+    path.write_text(Path(hw.path).read_text().replace(f'name = "{gpu}"', f'name = "{gpu}-gemm-only"', 1))
+    replace_table(path, "calibration", table)
+    return str(path)

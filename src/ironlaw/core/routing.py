@@ -35,6 +35,15 @@ def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int
     return int(local.size), int(np.unique(local).size)
 
 
+def uniform_local(tokens: int, experts: int, k: int, ep: int) -> tuple[float, float]:
+    """(routed rows, distinct experts reached) on one of ``ep`` ranks, expected, when each token picks ``k`` distinct
+    experts uniformly at random (the top-k of i.i.d. random scores: ROCm/aiter's fused-MoE tuner,
+    csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py ``generate_data``, scores ``torch.randn``): t·k/ep rows, and
+    each of the rank's E/ep experts missed by all t tokens with probability (1 − k/E)^t."""
+    t, e, kk, n = float(tokens), float(experts), float(k), float(ep)
+    return t * kk / n, e / n * (1.0 - (1.0 - kk / e) ** t)
+
+
 def power_law_local(tokens: int, experts: int, k: int, ep: int, alpha: float, draws: int = DRAWS,
                     seed: int = 0) -> tuple[float, float]:
     """(routed rows, distinct experts with rows) on the busiest rank under the collector's power-law routing of

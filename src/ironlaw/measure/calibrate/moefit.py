@@ -69,12 +69,15 @@ import numpy as np
 
 from ...core.graph import dtype_bytes
 from ...core.routing import (DRAWS, balanced_local, block_m, padded_rows, power_law_local,  # noqa: F401
-                             routing_of, torch_router)
+                             routing_of, torch_router, uniform_local)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
 WEIGHT_BLOCK = 128 * 128  # weights per fp32 scale of the block-scaled format (weight_block_size [128, 128])
 W4A16_MXFP4 = "w4a16_mxfp4"   # MXFP4 weights, bf16 activations (the tables' moe_dtype; gpt-oss's checkpoint)
+# the routing of ROCm/aiter's fused-MoE tuner (each token's k experts uniform at random: core.routing.uniform_local);
+# a table's routing here, not a serving option (core.routing.ROUTINGS)
+UNIFORM = "uniform"
 COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
 STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
@@ -111,13 +114,14 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     per-touched terms) and, last, whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
     (``router_above``: the router kernel's largest experts and top-k, ``core.routing.torch_router``; None: 0) of
     arrays ``rows``
-    (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the table's distribution: balanced, or
-    power_law_<α>); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows padded to the
-    M block the kernel picks."""
-    route = routing_of(routing)
+    (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the
+    table's distribution: balanced, or power_law_<α>; ``UNIFORM``: aiter's tables, the expectation of
+    ``core.routing.uniform_local``); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows
+    padded to the M block the kernel picks."""
+    route = uniform_local if routing == UNIFORM else routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
-        raise IronlawError(f"unknown MoE routing '{routing}' (known: balanced, power_law_<alpha>)")
+        raise IronlawError(f"unknown MoE routing '{routing}' (known: balanced, power_law_<alpha>, {UNIFORM})")
     t, h = np.asarray(rows["num_tokens"], float), np.asarray(rows["hidden_size"], float)
     i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
     cache: dict = {}
