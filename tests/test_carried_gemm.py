@@ -39,7 +39,8 @@ def test_carried_refuses_a_gpu_without_a_rule_and_a_table_without_gemms():
 
 def test_the_catalog_mi325x_holds_the_mi300x_fp8_terms_carried_and_its_engine_line_says_so():
     mi300x, mi325x = hardware.get("mi300x").calibration, hardware.get("mi325x").calibration
-    assert mi325x.table() == carried.carried(mi300x.table(), "mi325x")       # regenerated: amd_kernels.py --write
+    regenerated = _amd_kernels().with_moe(hardware.get("mi325x"), carried.carried(mi300x.table(), "mi325x"))
+    assert mi325x.table() == regenerated        # amd_kernels.py --write: the carried GEMMs, its own MoE classes kept
     _, cov = engines.with_engine(hardware.get("mi325x"), "vllm")
     assert "gemm fp8 fitted on aiter e4048607 tables, carried from mi300x, compute x 1.193" in cov.source
 
