@@ -14,15 +14,16 @@ per second, compared here per GPU.
 Each row is priced as one instance by ``ironlaw.serve(..., max_throughput=True)``: Llama-2-70B from its Hugging Face
 config (tests/data/llm_configs/llama2-70b.json) or the built-in mixtral-8x7b, the dataset's mean prompt (222 and 427
 tokens), the run's generated tokens per sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP,
-batch limit and step token budget,
-its requests (samples_per_query / instances) queued at once, on the engine the submission ran. TensorRT-LLM rows also
-carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction) and run on the kernels of the TensorRT-LLM release
-the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables; vLLM rows run at vLLM's
-default memory fraction (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw
-has one length per request, not the dataset's length distribution.
+batch limit, step token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the
+KV cache's share of the memory free after weights and workspace; vLLM's gpu_memory_utilization, 0.93 - 0.98 where
+vLLM's default is 0.9), its requests (samples_per_query / instances) queued at once, on the engine the submission ran.
+TensorRT-LLM rows run on the kernels of the TensorRT-LLM release the submissions built (1.0, ``TRTLLM_RELEASE``:
+--release) where the catalog holds its tables. ironlaw has one length per request, not the dataset's length
+distribution.
 
-``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at each submission's own
-gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) the MI325X rows on the
+``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at its default
+gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
+carried it); (2) the MI325X rows on the
 MI300X's kernel-table calibration carried to MI325X's datasheet (the gfx942 / 304-CU aiter rows, which do not say
 which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x); (3) the MI300X
 and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
@@ -81,13 +82,11 @@ def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
     kw = {"prompt": r["prompt"], "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
-          "max_num_tokens": r["max_num_tokens"], "engine": r["engine"]}
+          "max_num_tokens": r["max_num_tokens"], "engine": r["engine"], "memory_fraction": r["memory_fraction"]}
     if r["kv_dtype"] != "checkpoint":
         kw["kv_dtype"] = r["kv_dtype"]
-    if r["engine"] == "trtllm":
-        kw["kv_fraction"] = r["memory_fraction"]
-        if r["gpu"] in RELEASE_GPUS:
-            kw["release"] = TRTLLM_RELEASE
+    if r["engine"] == "trtllm" and r["gpu"] in RELEASE_GPUS:
+        kw["release"] = TRTLLM_RELEASE
     return kw
 
 
@@ -101,11 +100,12 @@ def command(r: dict) -> str:
     return " ".join(parts)
 
 
-def predict(r: dict) -> float:
-    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs."""
+def predict(r: dict, **given) -> float:
+    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs (``given``: keywords in
+    place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
-    est = ironlaw.serve(spec, r["gpu"], **serve_kwargs(r))
+    est = ironlaw.serve(spec, r["gpu"], **{**serve_kwargs(r), **given})
     return r["requests"] * r["output"] / est.time_s / r["tp"]
 
 
@@ -119,16 +119,9 @@ def scored(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
-def at_memory_fraction(r: dict) -> float:
-    """What-if: row ``r`` priced with vLLM's memory fraction at the submission's gpu_memory_utilization."""
-    from dataclasses import replace
-    from unittest import mock
-
-    from ironlaw.models.serving import frameworks
-    own = frameworks.vllm
-    with mock.patch.object(frameworks, "vllm", lambda hw, offline: replace(own(hw, offline),
-                                                                        memory_fraction=r["memory_fraction"])):
-        return predict(r)
+def at_default_memory_fraction(r: dict) -> float:
+    """What-if: row ``r`` priced at its engine's default memory fraction, not the submission's."""
+    return predict(r, memory_fraction=None)
 
 
 def gfx942_carried(r: dict, tmp: Path, grid: bool = True) -> float:
@@ -150,7 +143,7 @@ def what_if(rows: list[dict]) -> None:
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm"]
     with tempfile.TemporaryDirectory() as tmp:
-        cases = (("vLLM at the submission's gpu_memory_utilization", at_memory_fraction, amd),
+        cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),
                  ("MI325X on the MI300X's gfx942 kernel calibration", lambda r: gfx942_carried(r, Path(tmp)),
                   [r for r in amd if r["gpu"] == "mi325x"]),
                  ("MI300X and MI325X on that calibration without its grid",

@@ -60,7 +60,8 @@ def test_each_command_is_the_call_the_benchmark_makes(rows):
         assert params["on"] == r["gpu"]
         for k, v in bench.serve_kwargs(r).items():
             assert params[k] == v, (r["id"], k)
-        assert ("kv_fraction" in bench.serve_kwargs(r)) == (r["engine"] == "trtllm")
+        kw = bench.serve_kwargs(r)          # the submission's memory knob, as --memory-fraction, on every engine
+        assert kw["memory_fraction"] == r["memory_fraction"] and "kv_fraction" not in kw, r["id"]
 
 
 def test_tensorrt_llm_rows_run_the_release_the_submissions_built(rows):

@@ -114,7 +114,7 @@ def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: i
     fit = int(kv_budget_bytes // kv_bytes_per_sequence)
     if fit < 1:
         raise IronlawError(f"the KV cache ({fmt_size(kv_budget_bytes)} left for it) cannot hold one request of "
-                           f"{prompt} + {output} tokens; use more --tp, a larger --kv-fraction or a shorter request")
+                           f"{prompt} + {output} tokens; use more --tp, a larger --memory-fraction or a shorter request")
     return (fit, "kv_memory") if fit < max_batch else (max_batch, "max_batch")
 
 
