@@ -3,7 +3,7 @@
     python benchmarks/mlperf_inference.py            # per benchmark and GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
     python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b)
-    python benchmarks/mlperf_inference.py --what-if  # ... and two what-ifs on the AMD rows (nothing stored)
+    python benchmarks/mlperf_inference.py --what-if  # ... and what-ifs on the AMD and H200 NVL rows (nothing stored)
 
 Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b}_offline.csv (mlcommons/inference_results_v5.1;
 each header names the commit, which results were kept and where each number and setting comes from). Each row is one
@@ -21,13 +21,15 @@ TensorRT-LLM rows run on the kernels of the TensorRT-LLM release the submissions
 --release) where the catalog holds its tables. ironlaw has one length per request, not the dataset's length
 distribution.
 
-``--what-if`` prices the AMD rows under three what-ifs, storing nothing: (1) vLLM at its default
+``--what-if`` prices the AMD and H200 NVL rows under four what-ifs, storing nothing: (1) vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
 carried it); (2) the MI325X rows on the
 MI300X's kernel-table calibration carried to MI325X's datasheet (the gfx942 / 304-CU aiter rows, which do not say
 which of the two same-die GPUs they timed; ``benchmarks/amd_kernels.py`` carries nothing to mi325x); (3) the MI300X
 and MI325X rows on that calibration without its kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
-fitted η(M, N, K) form alone).
+fitted η(M, N, K) form alone); (4) the H200 NVL rows (datasheet-only: the catalog carries no calibration to it) on the
+H200 SXM's kernel-table calibration carried to the NVL's datasheet (the same GH100 and 141 GB HBM3e at 4.8 TB/s, its
+Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried η are fractions of those peaks).
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -47,7 +49,7 @@ DATA = ROOT / "tests/data"
 BENCHMARKS = {"llama2-70b": (DATA / "mlperf_inference_v5.1_llama2_70b_offline.csv",
                              "hf:tests/data/llm_configs/llama2-70b.json", 222),     # 222.33 over 24,576 samples
               "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427)}  # 427.39
-GPUS = ("h200", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
+GPUS = ("h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
 # the TensorRT-LLM release every TensorRT-LLM row ran: each submitter's Makefile.build pins TRTLLM_HASH to a commit of
 # NVIDIA's "1.0-mlpinf side branch" (270a6b24 of 7/21/25 or 18c0333e of 7/24/25, as its comment says); its kernels
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
@@ -124,35 +126,39 @@ def at_default_memory_fraction(r: dict) -> float:
     return predict(r, memory_fraction=None)
 
 
-def gfx942_carried(r: dict, tmp: Path, grid: bool = True) -> float:
-    """What-if: an MI300X or MI325X row priced on its datasheet with the MI300X's ``[calibration]`` (``grid``: with
-    its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``)."""
+def gfx942_carried(r: dict, tmp: Path, grid: bool = True, donor: str = "mi300x", tag: str = "gfx942") -> float:
+    """What-if: a row priced on its GPU's datasheet with ``donor``'s ``[calibration]`` (the MI300X's for an MI300X or
+    MI325X row; ``grid``: with its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``), the copy named
+    after its GPU and ``tag``."""
     catalog = ROOT / "src/ironlaw/machine/catalog"
     own = (catalog / f"{r['gpu']}.toml").read_text().split("\n[calibration]\n", 1)[0]
-    cal = (catalog / "mi300x.toml").read_text().split("\n[calibration]\n", 1)[1]
+    cal = (catalog / f"{donor}.toml").read_text().split("\n[calibration]\n", 1)[1]
     if not grid:
         cal = "\n".join(line for line in cal.splitlines() if not line.startswith(("grid_nodes", "grid_log")))
-    name = f"{r['gpu']}-gfx942{'' if grid else '-nogrid'}"
+    name = f"{r['gpu']}-{tag}{'' if grid else '-nogrid'}"
     path = tmp / f"{name}.toml"
     path.write_text(own.replace(f'name = "{r["gpu"]}"', f'name = "{name}"', 1) + "\n[calibration]\n" + cal)
     return predict(dict(r, gpu=str(path)))
 
 
 def what_if(rows: list[dict]) -> None:
-    """``--what-if``: the AMD rows under each what-if (module docstring), per GPU."""
+    """``--what-if``: the AMD and H200 NVL rows under each what-if (module docstring), per GPU."""
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm"]
+    nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
     with tempfile.TemporaryDirectory() as tmp:
         cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),
                  ("MI325X on the MI300X's gfx942 kernel calibration", lambda r: gfx942_carried(r, Path(tmp)),
                   [r for r in amd if r["gpu"] == "mi325x"]),
                  ("MI300X and MI325X on that calibration without its grid",
-                  lambda r: gfx942_carried(r, Path(tmp), grid=False), [r for r in amd if r["gpu"] != "mi355x"]))
+                  lambda r: gfx942_carried(r, Path(tmp), grid=False), [r for r in amd if r["gpu"] != "mi355x"]),
+                 ("H200 NVL on the H200 SXM's kernel calibration", lambda r: gfx942_carried(r, Path(tmp), donor="h200", tag="h200"),
+                  nvl))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
             for bench in BENCHMARKS:
-                for gpu in ("mi300x", "mi325x", "mi355x"):
+                for gpu in GPUS:
                     b = [r["err"] for r in sel if r["gpu"] == gpu and r["benchmark"] == bench]
                     a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
                     if a:
@@ -193,7 +199,8 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD rows under three what-ifs (nothing stored)")
+    ap.add_argument("--what-if", action="store_true", help="the AMD and H200 NVL rows under four what-ifs (nothing "
+                                                           "stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
