@@ -1,7 +1,7 @@
 """The catalog devices MLPerf Inference v5.1 named and the catalog lacked: H200 NVL, H100 NVL, GH200 (96 GB HBM3 and
-144 GB HBM3e). Oracle: tests/data/datasheet_specs_gaps.csv, each NVIDIA datasheet figure as printed, converted here to
+144 GB HBM3e), Intel Arc Pro B60. Oracle: tests/data/datasheet_specs_gaps.csv, each NVIDIA datasheet figure as printed, converted here to
 the per-device dense SI value and compared within 2 %. Each is datasheet-only: no kernel calibration is carried from
-the SXM part it shares a die with (its coverage line says so)."""
+the SXM part it shares a die with, none fitted for the B60 (its coverage line says so)."""
 from __future__ import annotations
 
 import csv
@@ -12,7 +12,8 @@ import pytest
 from ironlaw.machine import hardware
 
 CSV = Path(__file__).parent / "data" / "datasheet_specs_gaps.csv"
-GAPS = ("h200-nvl", "h100-nvl", "gh200-96gb", "gh200-144gb")
+HOPPER = ("h200-nvl", "h100-nvl", "gh200-96gb", "gh200-144gb")
+GAPS = (*HOPPER, "b60")
 UNIT = {"TFLOPS": 1e12, "TOPS": 1e12, "GB": 2**30, "TB/s": 1e12, "GB/s": 1e9, "W": 1.0}
 
 
@@ -40,8 +41,8 @@ def test_every_gap_is_listed_checked_and_sourced():
     assert {r["device"] for r in rows} == set(GAPS)
     for name in GAPS:
         hw = hardware.get(name)
-        assert name in hardware.names() and hw.kind == "gpu" and hw.sms == 132
-        assert {r["quantity"] for r in rows if r["device"] == name} >= {"bf16", "fp8", "mem", "mem_bw", "tdp"}
+        assert name in hardware.names() and hw.kind == "gpu" and hw.calibration is None
+        assert {r["quantity"] for r in rows if r["device"] == name} >= {"mem", "mem_bw", "tdp"}
         for k, src in hw.sources.items():
             assert src.startswith(hardware.SOURCE_PREFIXES) and len(src) > 40, (name, k)
         for t in hw.memory:
@@ -78,3 +79,18 @@ def test_cli_names_them(cli):
     assert r.rc == 0 and set(GAPS) <= {d["name"] for d in r.json()["devices"]}
     r = cli("serve", "llama3-8b", "--on", "h200-nvl", "--concurrency", "8", "--format", "json")
     assert r.rc == 0, r.err
+
+
+def test_hopper_parts_carry_132_sms_and_fp8():
+    for name in HOPPER:
+        hw = hardware.get(name)
+        assert hw.sms == 132 and "fp8" in hw.peak_flops
+
+
+def test_b60_is_an_intel_gpu_without_fp8_served_by_vllm(cli):
+    from ironlaw.machine.engines import default_for
+    hw = hardware.get("arc-pro-b60")
+    assert hw.name == "b60" and default_for(hw) == "vllm" and "fp8" not in hw.peak_flops
+    assert hw.peak_flops["bf16"] == pytest.approx(hw.peak_flops["int8"] / 2, rel=0.01)
+    r = cli("analyze", "llama3-8b", "--on", "b60", "--dtype", "fp8")
+    assert r.rc == 2 and "fp8" in r.err and len(r.err.strip().splitlines()) == 1
