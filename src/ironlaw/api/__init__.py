@@ -186,7 +186,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
-    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``frameworks.MEMORY_KNOBS``)."""
+    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online

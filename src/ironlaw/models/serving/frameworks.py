@@ -34,9 +34,15 @@ source:
                       batch after it (``step.ServingConstants.mixed_steps``)
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
 
-``serve --memory-fraction F`` sets each engine's own memory knob (``MEMORY_KNOBS``): vLLM's gpu_memory_utilization,
-SGLang's mem_fraction_static (both the scheduler's ``memory_fraction``), TensorRT-LLM's free_gpu_memory_fraction
-(the KV fraction ``--kv-fraction`` also sets); F in (0, 1].
+``serve --memory-fraction F`` (F in (0, 1]) sets each engine's own memory knob in place of its default:
+    vLLM          gpu_memory_utilization, the share of device memory for weights, activations and KV
+                  (vllm/config/cache.py CacheConfig, default 0.9): the scheduler's ``memory_fraction``
+    SGLang        mem_fraction_static, the share of device memory for weights and the KV pool (server_args.py
+                  ServerArgs._handle_gpu_memory_settings: its default by device memory and TP, above)
+    TensorRT-LLM  free_gpu_memory_fraction, the KV cache's share of the memory free after weights and the
+                  activation workspace (tensorrt_llm/llmapi/llm_args.py KvCacheConfig, default 0.9; ironlaw's
+                  default 0.95, the published trtllm-bench runs' kv_cache_free_gpu_mem_fraction, which
+                  ``--kv-fraction`` also sets: ``trtllm_kv_fraction``)
 
 A release (``serve --engine trtllm --release 1.0``): the kernels of that TensorRT-LLM release
 (``machine.engines.RELEASES``; the published perf overview's cells ran the 1.0 line) in place of the catalog's
@@ -64,15 +70,6 @@ MIB, GIB = 2.0**20, 2.0**30
 VLLM_SOURCE = "vllm-project/vllm at commit 99d7eb5 (v0.11 line)"
 VLLM_GRAPHS = "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (max_graph_size from max_num_seqs)"
 SGLANG_SOURCE = "sgl-project/sglang python/sglang/srt/server_args.py (v0.5 line)"
-# each engine's memory knob (``serve --memory-fraction``) and where its default is set
-MEMORY_KNOBS = {
-    "vllm": "gpu_memory_utilization: the share of device memory for weights, activations and KV (vllm/config/cache.py "
-            "CacheConfig, default 0.9)",
-    "sglang": "mem_fraction_static: the share of device memory for weights and the KV pool (python/sglang/srt/"
-              "server_args.py ServerArgs._handle_gpu_memory_settings: its default by device memory and TP)",
-    "trtllm": "free_gpu_memory_fraction: the KV cache's share of the memory free after weights and the activation "
-              "workspace (tensorrt_llm/llmapi/llm_args.py KvCacheConfig, default 0.9; ironlaw's default 0.95, "
-              "the published trtllm-bench runs' kv_cache_free_gpu_mem_fraction)"}
 CARRIED = ("per-step host constants (step_s, launch_s) and expert-GEMM terms carried from the TensorRT-LLM H100 fit "
            "(no {name} end-to-end results fitted)")
 
@@ -248,7 +245,7 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
            memory_fraction: float | None = None) -> Engine:
     """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
     ``hw`` (a catalog name or Hardware); ``memory_fraction`` (vLLM, SGLang): its scheduler's memory knob given
-    (``MEMORY_KNOBS``; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``)."""
+    (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``)."""
     from ...machine import hardware
     check_engine(engine)
     check_release(engine, release)
