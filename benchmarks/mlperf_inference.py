@@ -126,19 +126,30 @@ def at_default_memory_fraction(r: dict) -> float:
     return predict(r, memory_fraction=None)
 
 
-def gfx942_carried(r: dict, tmp: Path, grid: bool = True, donor: str = "mi300x", tag: str = "gfx942") -> float:
-    """What-if: a row priced on its GPU's datasheet with ``donor``'s ``[calibration]`` (the MI300X's for an MI300X or
-    MI325X row; ``grid``: with its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``), the copy named
-    after its GPU and ``tag``."""
+def gfx942_carried(r: dict, tmp: Path, grid: bool = True) -> float:
+    """What-if: an MI300X or MI325X row priced on its datasheet with the MI300X's ``[calibration]`` (``grid``: with
+    its kernel-choice grid, else without ``grid_nodes`` and ``grid_log``)."""
     catalog = ROOT / "src/ironlaw/machine/catalog"
     own = (catalog / f"{r['gpu']}.toml").read_text().split("\n[calibration]\n", 1)[0]
-    cal = (catalog / f"{donor}.toml").read_text().split("\n[calibration]\n", 1)[1]
+    cal = (catalog / "mi300x.toml").read_text().split("\n[calibration]\n", 1)[1]
     if not grid:
         cal = "\n".join(line for line in cal.splitlines() if not line.startswith(("grid_nodes", "grid_log")))
-    name = f"{r['gpu']}-{tag}{'' if grid else '-nogrid'}"
+    name = f"{r['gpu']}-gfx942{'' if grid else '-nogrid'}"
     path = tmp / f"{name}.toml"
     path.write_text(own.replace(f'name = "{r["gpu"]}"', f'name = "{name}"', 1) + "\n[calibration]\n" + cal)
     return predict(dict(r, gpu=str(path)))
+
+
+def h200_carried(r: dict, tmp: Path) -> str:
+    """The catalog file (written under ``tmp``) of an H200 NVL row's GPU: the h200-nvl datasheet (its own peaks,
+    600 W) with the H200 SXM's ``[calibration]`` (the η it holds are fractions of those peaks)."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    path = tmp / "h200-nvl-h200.toml"
+    own = (ROOT / "src/ironlaw/machine/catalog/h200-nvl.toml").read_text()
+    path.write_text(own.replace('name = "h200-nvl"', 'name = "h200-nvl-h200"', 1))
+    replace_table(path, "calibration", hardware.get("h200").calibration.table())
+    return str(path)
 
 
 def what_if(rows: list[dict]) -> None:
@@ -152,8 +163,8 @@ def what_if(rows: list[dict]) -> None:
                   [r for r in amd if r["gpu"] == "mi325x"]),
                  ("MI300X and MI325X on that calibration without its grid",
                   lambda r: gfx942_carried(r, Path(tmp), grid=False), [r for r in amd if r["gpu"] != "mi355x"]),
-                 ("H200 NVL on the H200 SXM's kernel calibration", lambda r: gfx942_carried(r, Path(tmp), donor="h200", tag="h200"),
-                  nvl))
+                 ("H200 NVL on the H200 SXM's kernel calibration",
+                  lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]

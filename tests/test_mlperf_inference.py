@@ -101,8 +101,7 @@ def test_what_if_carries_the_gfx942_calibration_onto_mi325x(rows, tmp_path, monk
     assert ("grid_log" in fp8) == grid
 
 
-def test_h200_nvl_rows_are_priced_on_its_datasheet_and_what_if_carries_the_h200_calibration(rows, tmp_path,
-                                                                                            monkeypatch):
+def test_h200_nvl_rows_are_priced_on_its_datasheet_and_what_if_carries_the_h200_calibration(rows, tmp_path):
     """The H200 NVL rows (5.1-0005, -0023, -0080) run on the catalog's h200-nvl, which holds no calibration (no
     release tables either: the catalog's kernels); ``--what-if`` prices them on the H200 SXM's calibration laid on
     the NVL's datasheet (600 W, 0.844 of the SXM's Tensor Core peaks), storing nothing."""
@@ -111,8 +110,7 @@ def test_h200_nvl_rows_are_priced_on_its_datasheet_and_what_if_carries_the_h200_
     assert [r["id"] for r in nvl] == ["5.1-0005", "5.1-0023", "5.1-0080"]
     assert all("release" not in bench.serve_kwargs(r) and r["tp"] == 1 for r in nvl)
     assert hardware.get("h200-nvl").calibration is None
-    monkeypatch.setattr(bench, "predict", lambda r: r["gpu"])
-    hw = hardware.get(bench.gfx942_carried(nvl[0], tmp_path, donor="h200", tag="h200"))
+    hw = hardware.get(bench.h200_carried(nvl[0], tmp_path))
     assert hw.name == "h200-nvl-h200" and hw.tdp_w == 600
     assert hw.peak_flops["fp8"] == hardware.get("h200-nvl").peak_flops["fp8"]
     assert hw.calibration.shapes["matmul"]["fp8"] == hardware.get("h200").calibration.shapes["matmul"]["fp8"]
