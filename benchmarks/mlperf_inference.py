@@ -3,7 +3,7 @@
     python benchmarks/mlperf_inference.py            # per benchmark and GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
     python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b)
-    python benchmarks/mlperf_inference.py --what-if  # ... and four what-ifs on the AMD rows (nothing stored)
+    python benchmarks/mlperf_inference.py --what-if  # ... and what-ifs on the AMD and H200 NVL rows (nothing stored)
 
 Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b}_offline.csv (mlcommons/inference_results_v5.1;
 each header names the commit, which results were kept and where each number and setting comes from). Each row is one
@@ -14,20 +14,23 @@ per second, compared here per GPU.
 Each row is priced as one instance by ``ironlaw.serve(..., max_throughput=True)``: Llama-2-70B from its Hugging Face
 config (tests/data/llm_configs/llama2-70b.json) or the built-in mixtral-8x7b, the dataset's mean prompt (222 and 427
 tokens), the run's generated tokens per sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP,
-batch limit and step token budget,
-its requests (samples_per_query / instances) queued at once, on the engine the submission ran. TensorRT-LLM rows also
-carry the configuration's kvcache_free_gpu_mem_frac (--kv-fraction) and run on the kernels of the TensorRT-LLM release
-the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables; vLLM rows run at vLLM's
-default memory fraction (0.9): ironlaw takes no gpu_memory_utilization, and the submissions set 0.93 - 0.98. ironlaw
-has one length per request, not the dataset's length distribution.
+batch limit, step token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the
+KV cache's share of the memory free after weights and workspace; vLLM's gpu_memory_utilization, 0.93 - 0.98 where
+vLLM's default is 0.9), its requests (samples_per_query / instances) queued at once, on the engine the submission ran.
+TensorRT-LLM rows run on the kernels of the TensorRT-LLM release the submissions built (1.0, ``TRTLLM_RELEASE``:
+--release) where the catalog holds its tables. ironlaw has one length per request, not the dataset's length
+distribution.
 
-``--what-if`` prices the AMD rows under four what-ifs, storing nothing: (1) vLLM at each submission's own
-gpu_memory_utilization (the scheduler's memory fraction patched, ``frameworks.vllm``); (2) vLLM's V0 engine without
-chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0, enable_chunked_prefill False): prompt tokens in steps
-of their own (``mixed_steps`` False); (3) the MI325X rows on the MI300X's fitted gfx942 GEMM terms at factor 1, in
-place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured max-achievable FP8 GEMM rates of the two); (4) the
-MI300X and MI325X rows on those terms without their kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the
-fitted η(M, N, K) form alone).
+``--what-if`` prices the AMD and H200 NVL rows under five what-ifs, storing nothing: (1) vLLM at its default
+gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
+carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
+enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False); (3) the MI325X rows on the
+MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured
+max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their kernel-choice
+grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
+the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the NVL's datasheet
+(the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried
+η are fractions of those peaks).
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -47,7 +50,7 @@ DATA = ROOT / "tests/data"
 BENCHMARKS = {"llama2-70b": (DATA / "mlperf_inference_v5.1_llama2_70b_offline.csv",
                              "hf:tests/data/llm_configs/llama2-70b.json", 222),     # 222.33 over 24,576 samples
               "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427)}  # 427.39
-GPUS = ("h200", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
+GPUS = ("h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
 # the TensorRT-LLM release every TensorRT-LLM row ran: each submitter's Makefile.build pins TRTLLM_HASH to a commit of
 # NVIDIA's "1.0-mlpinf side branch" (270a6b24 of 7/21/25 or 18c0333e of 7/24/25, as its comment says); its kernels
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
@@ -82,13 +85,11 @@ def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
     kw = {"prompt": r["prompt"], "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
-          "max_num_tokens": r["max_num_tokens"], "engine": r["engine"]}
+          "max_num_tokens": r["max_num_tokens"], "engine": r["engine"], "memory_fraction": r["memory_fraction"]}
     if r["kv_dtype"] != "checkpoint":
         kw["kv_dtype"] = r["kv_dtype"]
-    if r["engine"] == "trtllm":
-        kw["kv_fraction"] = r["memory_fraction"]
-        if r["gpu"] in RELEASE_GPUS:
-            kw["release"] = TRTLLM_RELEASE
+    if r["engine"] == "trtllm" and r["gpu"] in RELEASE_GPUS:
+        kw["release"] = TRTLLM_RELEASE
     return kw
 
 
@@ -102,11 +103,12 @@ def command(r: dict) -> str:
     return " ".join(parts)
 
 
-def predict(r: dict) -> float:
-    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs."""
+def predict(r: dict, **given) -> float:
+    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs (``given``: keywords in
+    place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
-    est = ironlaw.serve(spec, r["gpu"], **serve_kwargs(r))
+    est = ironlaw.serve(spec, r["gpu"], **{**serve_kwargs(r), **given})
     return r["requests"] * r["output"] / est.time_s / r["tp"]
 
 
@@ -120,16 +122,9 @@ def scored(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
-def at_memory_fraction(r: dict) -> float:
-    """What-if: row ``r`` priced with vLLM's memory fraction at the submission's gpu_memory_utilization."""
-    from dataclasses import replace
-    from unittest import mock
-
-    from ironlaw.models.serving import frameworks
-    own = frameworks.vllm
-    with mock.patch.object(frameworks, "vllm", lambda hw, offline: replace(own(hw, offline),
-                                                                        memory_fraction=r["memory_fraction"])):
-        return predict(r)
+def at_default_memory_fraction(r: dict) -> float:
+    """What-if: row ``r`` priced at its engine's default memory fraction, not the submission's."""
+    return predict(r, memory_fraction=None)
 
 
 def unmixed(r: dict) -> float:
@@ -173,24 +168,39 @@ def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> 
     return str(path)
 
 
+def h200_carried(r: dict, tmp: Path) -> str:
+    """The catalog file (written under ``tmp``) of an H200 NVL row's GPU: the h200-nvl datasheet (its own peaks,
+    600 W) with the H200 SXM's ``[calibration]`` (the η it holds are fractions of those peaks)."""
+    from ironlaw.machine import hardware
+    from ironlaw.machine.profile import replace_table
+    path = tmp / "h200-nvl-h200.toml"
+    own = (ROOT / "src/ironlaw/machine/catalog/h200-nvl.toml").read_text()
+    path.write_text(own.replace('name = "h200-nvl"', 'name = "h200-nvl-h200"', 1))
+    replace_table(path, "calibration", hardware.get("h200").calibration.table())
+    return str(path)
+
+
 def what_if(rows: list[dict]) -> None:
-    """``--what-if``: the AMD rows under each what-if (module docstring), per GPU."""
+    """``--what-if``: the AMD and H200 NVL rows under each what-if (module docstring), per GPU."""
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm"]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
+    nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
     with tempfile.TemporaryDirectory() as tmp:
         def on(r, **kw):
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
-        cases = (("vLLM at the submission's gpu_memory_utilization", at_memory_fraction, amd),
+        cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),
                  ("vLLM V0 without chunked prefill (prompts in steps of their own)", unmixed, amd),
                  ("MI325X on the MI300X's gfx942 terms at factor 1 (not CARRIED_GEMM's 1.193)",
                   lambda r: on(r, factor=False), [r for r in amd if r["gpu"] == "mi325x"]),
-                 ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942))
+                 ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942),
+                 ("H200 NVL on the H200 SXM's kernel calibration",
+                  lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
             for bench in BENCHMARKS:
-                for gpu in ("mi300x", "mi325x", "mi355x"):
+                for gpu in GPUS:
                     b = [r["err"] for r in sel if r["gpu"] == gpu and r["benchmark"] == bench]
                     a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
                     if a:
@@ -231,7 +241,8 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD rows under four what-ifs (nothing stored)")
+    ap.add_argument("--what-if", action="store_true", help="the AMD and H200 NVL rows under five what-ifs (nothing "
+                                                           "stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))

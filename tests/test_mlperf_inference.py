@@ -60,7 +60,8 @@ def test_each_command_is_the_call_the_benchmark_makes(rows):
         assert params["on"] == r["gpu"]
         for k, v in bench.serve_kwargs(r).items():
             assert params[k] == v, (r["id"], k)
-        assert ("kv_fraction" in bench.serve_kwargs(r)) == (r["engine"] == "trtllm")
+        kw = bench.serve_kwargs(r)          # the submission's memory knob, as --memory-fraction, on every engine
+        assert kw["memory_fraction"] == r["memory_fraction"] and "kv_fraction" not in kw, r["id"]
 
 
 def test_tensorrt_llm_rows_run_the_release_the_submissions_built(rows):
@@ -111,3 +112,18 @@ def test_what_if_runs_vllm_without_mixed_steps(rows, monkeypatch):
     monkeypatch.setattr(bench, "predict", lambda r: frameworks.vllm(hardware.get(r["gpu"]), True).mixed_steps)
     r = next(r for r in rows if r["gpu"] == "mi355x")
     assert bench.unmixed(r) is False and bench.predict(r) is True
+
+
+def test_h200_nvl_rows_are_priced_on_its_datasheet_and_what_if_carries_the_h200_calibration(rows, tmp_path):
+    """The H200 NVL rows (5.1-0005, -0023, -0080) run on the catalog's h200-nvl, which holds no calibration (no
+    release tables either: the catalog's kernels); ``--what-if`` prices them on the H200 SXM's calibration laid on
+    the NVL's datasheet (600 W, 0.844 of the SXM's Tensor Core peaks), storing nothing."""
+    from ironlaw.machine import hardware
+    nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
+    assert [r["id"] for r in nvl] == ["5.1-0005", "5.1-0023", "5.1-0080"]
+    assert all("release" not in bench.serve_kwargs(r) and r["tp"] == 1 for r in nvl)
+    assert hardware.get("h200-nvl").calibration is None
+    hw = hardware.get(bench.h200_carried(nvl[0], tmp_path))
+    assert hw.name == "h200-nvl-h200" and hw.tdp_w == 600
+    assert hw.peak_flops["fp8"] == hardware.get("h200-nvl").peak_flops["fp8"]
+    assert hw.calibration.shapes["matmul"]["fp8"] == hardware.get("h200").calibration.shapes["matmul"]["fp8"]

@@ -171,7 +171,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
-          redundant_experts: int = 0):
+          redundant_experts: int = 0, memory_fraction: Optional[float] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -185,7 +185,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     overview's; default the catalog's, 1.3.0rc20; ``ironlaw.machine.engines.RELEASES``). ``moe_routing``
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
-    ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``)."""
+    ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
+    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
@@ -210,8 +211,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                   expert_imbalance=expert_imbalance, routing=moe_routing)
         from .options import wide_ep
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
-        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release),
-                                 price_per_gpu_hour, grid_gco2_per_kwh)
+        est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,
+                                                           memory_fraction), price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
         return est
@@ -219,11 +220,8 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=composition(serial))
-    eng = frameworks.select(engine, on, tp, release=release)
-    if eng.scheduler is not None:
-        kw.update(frameworks.online_kwargs(eng, concurrency, chunk))
-    elif eng.release is not None:
-        kw.update(frameworks.release_kwargs(eng))
+    eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk)
+    kw.update(given)
     own = eng.scheduler is not None or eng.release is not None
     est = online.estimate(spec, eng.hw if own else on, prompt, output, concurrency, **kw)
     if sweep_concurrency:

@@ -175,6 +175,8 @@ def scenario_options(g: dict) -> None:
     it, is refused in one line (it would be ignored); so is a concurrency with ``sweep_concurrency`` but no
     ``html`` (the sweep covers every concurrency; the report marks the given one)."""
     from ..core.errors import IronlawError
+    from ..models.serving.frameworks import check_memory_fraction
+    check_memory_fraction(g["memory_fraction"])        # both scenarios take it
     if g["max_throughput"]:
         online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
                   ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),

@@ -114,7 +114,7 @@ def settle_batch(kv_budget_bytes: float, kv_bytes_per_sequence: float, prompt: i
     fit = int(kv_budget_bytes // kv_bytes_per_sequence)
     if fit < 1:
         raise IronlawError(f"the KV cache ({fmt_size(kv_budget_bytes)} left for it) cannot hold one request of "
-                           f"{prompt} + {output} tokens; use more --tp, a larger --kv-fraction or a shorter request")
+                           f"{prompt} + {output} tokens; use more --tp, a larger --memory-fraction or a shorter request")
     return (fit, "kv_memory") if fit < max_batch else (max_batch, "max_batch")
 
 
@@ -301,10 +301,12 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     free = cap - weights - reserve_bytes - (0.0 if reserve_holds_workspace else workspace_bytes)
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
+        held = ("" if reserve_holds_workspace else f" + workspace {fmt_size(workspace_bytes)}") + (
+            f" + the {fmt_size(reserve_bytes)} the memory fraction holds back" if reserve_bytes > 0 else "")
         raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
-                           f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)} + workspace "
-                           f"{fmt_size(workspace_bytes)} per GPU exceed its {fmt_size(cap)} by {fmt_size(-free)}; use "
-                           f"a larger --tp (or --pp, with --max-throughput), or a smaller --dtype"
+                           f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)}{held} per GPU exceed its "
+                           f"{fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp (or --pp, with --max-throughput), "
+                           f"{'a larger --memory-fraction, ' if reserve_bytes > 0 else ''}or a smaller --dtype"
                            f"{_pooled(meta, lay, max_num_tokens)}")
     kv_seq = kv_sequence_bytes / (1 if lay.attention_dp else kv_cache_split(meta, lay.tp)) / lay.pp
     kv_tok = kv_seq / blocks_tokens(*seq, block)

@@ -34,6 +34,16 @@ source:
                       batch after it (``step.ServingConstants.mixed_steps``)
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
 
+``serve --memory-fraction F`` (F in (0, 1]) sets each engine's own memory knob in place of its default:
+    vLLM          gpu_memory_utilization, the share of device memory for weights, activations and KV
+                  (vllm/config/cache.py CacheConfig, default 0.9): the scheduler's ``memory_fraction``
+    SGLang        mem_fraction_static, the share of device memory for weights and the KV pool (server_args.py
+                  ServerArgs._handle_gpu_memory_settings: its default by device memory and TP, above)
+    TensorRT-LLM  free_gpu_memory_fraction, the KV cache's share of the memory free after weights and the
+                  activation workspace (tensorrt_llm/llmapi/llm_args.py KvCacheConfig, default 0.9; ironlaw's
+                  default 0.95, the published trtllm-bench runs' kv_cache_free_gpu_mem_fraction, which
+                  ``--kv-fraction`` also sets: ``trtllm_kv_fraction``)
+
 A release (``serve --engine trtllm --release 1.0``): the kernels of that TensorRT-LLM release
 (``machine.engines.RELEASES``; the published perf overview's cells ran the 1.0 line) in place of the catalog's
 (1.3.0rc20, the default). Where the release's tables carry the fused-MoE layer (``EngineKernels.moe``), the
@@ -49,6 +59,7 @@ fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields, replace
 
 from ...core.errors import IronlawError
@@ -75,15 +86,16 @@ class Scheduler:
     memory_fraction: float          # of device memory for weights and KV (and vLLM's activations)
     sources: dict                   # field -> where the framework sets it
 
-    def given(self, max_num_seqs=None, max_num_batched_tokens=None) -> "Scheduler":
-        """These limits where the run was given them (``serve --max-batch``, ``--max-num-tokens``), each source
-        saying so; the framework's defaults otherwise. vLLM derives its CUDA-graph capture sizes from them
-        (``vllm_graph_sizes``), so given limits re-derive those too."""
+    def given(self, max_num_seqs=None, max_num_batched_tokens=None, memory_fraction=None) -> "Scheduler":
+        """These limits where the run was given them (``serve --max-batch``, ``--max-num-tokens``,
+        ``--memory-fraction``), each source saying so; the framework's defaults otherwise. vLLM derives its
+        CUDA-graph capture sizes from the first two (``vllm_graph_sizes``), so given limits re-derive those too."""
         out, sources = self, dict(self.sources)
-        for key, value, flag in (("max_num_seqs", max_num_seqs, "--max-batch"),
-                                 ("max_num_batched_tokens", max_num_batched_tokens, "--max-num-tokens")):
+        for key, value, flag, kind in (("max_num_seqs", max_num_seqs, "--max-batch", int),
+                                       ("max_num_batched_tokens", max_num_batched_tokens, "--max-num-tokens", int),
+                                       ("memory_fraction", memory_fraction, "--memory-fraction", float)):
             if value is not None:
-                out, sources[key] = replace(out, **{key: int(value)}), f"given ({flag})"
+                out, sources[key] = replace(out, **{key: kind(value)}), f"given ({flag})"
         if self.engine == "vllm" and (max_num_seqs is not None or max_num_batched_tokens is not None):
             out = replace(out, cuda_graph_batches=vllm_graph_sizes(out.max_num_seqs, out.max_num_batched_tokens))
             sources["cuda_graph_batches"] = f"{VLLM_GRAPHS} from the limits given"
@@ -100,7 +112,7 @@ class Scheduler:
                 f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}"
                 f"{given('max_num_batched_tokens')}, "
                 f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
-                f"{self.block_tokens}, memory fraction {self.memory_fraction:g} "
+                f"{self.block_tokens}, memory fraction {self.memory_fraction:g}{given('memory_fraction')} "
                 f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
 
     def to_dict(self) -> dict:
@@ -206,9 +218,34 @@ class Engine:
         return d
 
 
-def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None) -> Engine:
+def check_memory_fraction(value) -> float | None:
+    """``serve --memory-fraction`` as a float in (0, 1] (None: the engine's default), else one line."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value <= 1.0:
+        raise IronlawError(f"--memory-fraction must be in (0, 1], got {value!r} (the engine's memory knob: vLLM "
+                           f"gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
+                           f"free_gpu_memory_fraction)")
+    return float(value)
+
+
+def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: float, default: float) -> float:
+    """TensorRT-LLM's free_gpu_memory_fraction for a run given ``memory_fraction`` (``--memory-fraction``) and
+    ``kv_fraction`` (``--kv-fraction``, the same knob by its trtllm-bench name): the one given; both given is
+    refused. On another engine ``kv_fraction`` as given (``offline_kwargs`` refuses it there)."""
+    if memory_fraction is None or engine != DEFAULT:
+        return kv_fraction
+    if kv_fraction != default:
+        raise IronlawError(f"--memory-fraction {memory_fraction:g} and --kv-fraction {kv_fraction:g} both set "
+                           f"TensorRT-LLM's free_gpu_memory_fraction: give one")
+    return memory_fraction
+
+
+def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None,
+           memory_fraction: float | None = None) -> Engine:
     """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
-    ``hw`` (a catalog name or Hardware)."""
+    ``hw`` (a catalog name or Hardware); ``memory_fraction`` (vLLM, SGLang): its scheduler's memory knob given
+    (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``)."""
     from ...machine import hardware
     check_engine(engine)
     check_release(engine, release)
@@ -219,7 +256,7 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
-    return Engine(engine, hw2, cov, sched)
+    return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction)))
 
 
 _ENGINE_HW: dict = {}
@@ -266,7 +303,8 @@ def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, d
     all of what the memory fraction leaves (``constants``)."""
     if kv_fraction != default_kv_fraction:
         raise IronlawError(f"--kv-fraction is TensorRT-LLM's kv_cache_free_gpu_mem_fraction; {NAMES[eng.name]} sizes "
-                           f"its KV cache from its memory fraction ({eng.scheduler.memory_fraction:g})")
+                           f"its KV cache from its memory fraction ({eng.scheduler.memory_fraction:g}): give "
+                           f"--memory-fraction")
     s = eng.scheduler
     return {"max_batch": s.max_num_seqs if max_batch is None else max_batch,
             "max_num_tokens": s.max_num_batched_tokens if max_num_tokens is None else max_num_tokens,
@@ -335,6 +373,33 @@ def mixed_chunk(eng: Engine, concurrency: int) -> int:
     return room
 
 
+def online_engine(engine: str, on, tp: int, release: str | None, memory_fraction: float | None, concurrency: int,
+                  chunk) -> tuple[Engine, dict]:
+    """``serve``'s online run: the framework (``select``) and ``online.estimate``'s keywords under it — its
+    scheduler's (``online_kwargs``), its release's (``release_kwargs``), the memory fraction given
+    (``memory_kwargs``)."""
+    eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction)
+    kw = memory_kwargs(eng, memory_fraction)
+    if eng.scheduler is not None:
+        kw.update(online_kwargs(eng, concurrency, chunk))
+    elif eng.release is not None:
+        kw.update(release_kwargs(eng))
+    return eng, kw
+
+
+def memory_kwargs(eng: Engine, memory_fraction: float | None) -> dict:
+    """``online.estimate``'s keywords for a memory fraction given (``--memory-fraction``): TensorRT-LLM's KV
+    fraction (vLLM's and SGLang's knob is their scheduler's: ``select``); a device the engine step model does not
+    price, whose steps no framework runs, refuses it in one line."""
+    if memory_fraction is None:
+        return {}
+    from .online import ENGINE, step_model
+    model = step_model(eng.hw)
+    if model.name != ENGINE:
+        raise IronlawError(f"--memory-fraction sets a serving engine's memory knob; {model.rule}")
+    return {"kv_fraction": memory_fraction} if eng.scheduler is None else {}
+
+
 def release_kwargs(eng: Engine) -> dict:
     """``online.estimate``'s keywords under TensorRT-LLM at a named release (a GPU: the engine step model): the
     release's constants (``Engine.constants``); a device the engine step model does not price is an error."""
@@ -375,16 +440,21 @@ class EngineThroughput(ThroughputEstimate):
 
 
 def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
-                   default_kv_fraction: float, release: str | None = None) -> EngineThroughput:
-    """``serve --max-throughput --engine [--release]``: TensorRT-LLM's path as it is (on the release's kernels
-    where one is named), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs,
-    mixing and memory fraction (module docstring)."""
+                   default_kv_fraction: float, release: str | None = None,
+                   memory_fraction: float | None = None) -> EngineThroughput:
+    """``serve --max-throughput --engine [--release] [--memory-fraction]``: TensorRT-LLM's path as it is (on the
+    release's kernels where one is named; ``memory_fraction`` its KV fraction), or ``throughput.max_throughput``
+    with the framework's kernels, limits, CUDA graphs, mixing and memory fraction (module docstring)."""
     from . import throughput
     from ...machine import hardware
     check_engine(engine)                           # before the device, as select checks them
     check_release(engine, release)
     on = hardware.get(on) if isinstance(on, str) else on      # read once: select and the run share it
-    eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release)
+    memory_fraction = check_memory_fraction(memory_fraction)
+    eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release,
+                 memory_fraction=memory_fraction)
+    kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, kw.get("kv_fraction", default_kv_fraction),
+                                                  default_kv_fraction)}
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
     model = step_model(eng.hw)
     if model.name != ENGINE:

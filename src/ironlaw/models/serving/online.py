@@ -381,8 +381,10 @@ def _reserve_source(m: dict) -> str:
                 f"(activations included)")
     if m.get("reserve_bytes", 0.0) > 0:
         return f"{work} and {fmt_size(m['reserve_bytes'])} the framework's memory fraction leaves to its runtime"
+    from .engine import KV_FRACTION
+    setting = "the published runs' setting" if m["kv_fraction"] == KV_FRACTION else "given"
     return (f"TensorRT-LLM: {work} and {1 - m['kv_fraction']:.2f} of the memory left after it "
-            f"(kv_cache_free_gpu_mem_fraction {m['kv_fraction']:g}, the published runs' setting)")
+            f"(kv_cache_free_gpu_mem_fraction {m['kv_fraction']:g}, {setting})")
 
 
 def _on_device(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
