@@ -588,6 +588,16 @@ def test_an_unknown_what_if_lists_every_transform():
                                              "sparsity, tp"), line
 
 
+def test_unknown_lists_the_callers_names_uncut_when_none_is_near():
+    """`core.errors.unknown` cut every list at 12 names and listed the choices it matched against (aliases among them),
+    so the what-if parser built its own message beside it: the names to list, when none is near, are the caller's."""
+    from ironlaw.core.errors import unknown
+    names = [f"name{i:02d}" for i in range(15)]
+    line = str(unknown("thing", "zzz", names + ["alias"], listed=names, listed_as="things"))
+    assert line == f"unknown thing 'zzz'; things: {', '.join(names)}", line
+    assert str(unknown("thing", "name1", names, listed=names)).startswith("unknown thing 'name1' (did you mean:")
+
+
 def test_out_on_a_command_that_writes_html_names_html():
     """`ironlaw report llama3-8b --on h100 --out r.html` said "No such option '--out'. (Did you mean one of: '--on',
     '--top'?)": the page is --html FILE."""
