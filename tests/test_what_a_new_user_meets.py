@@ -32,3 +32,34 @@ def test_a_chunked_serve_names_its_mixed_steps():
     assert "= 10 mixed steps of 42.2 ms (the decode batch and 512 prompt tokens) and 246 decode steps of 6.16 ms, " \
            "over 256 steps; the step: 5 sequences at the mean context 1,152 (prompt + output/2) in one replayed CUDA " \
            "graph padded to 8," in d["itl_why"], d["itl_why"]
+
+
+@pytest.fixture(scope="module")
+def bf16_without_a_fast_path(tmp_path_factory):
+    """A probed CPU profile (``test_probe.fake_probe``, its rows' own fit left out) whose bf16 GEMMs ran at fp16's
+    crawl: no fast path."""
+    from test_probe import PEAKS, fake_probe
+    from ironlaw.machine import profile
+    from ironlaw.measure.calibrate import build
+    rows = fake_probe()
+    rows["capacity"]["dram"] = 128 * 2**30                   # DLRM-DCNv2's 97 GiB of tables fit
+    scale = PEAKS["fp16"] / PEAKS["bf16"]
+    for r in rows["gemm"]:
+        if r["dtype"] == "bf16":
+            r["time_s"], r["flops_per_s"] = r["time_s"] / scale, r["flops_per_s"] * scale
+    return str(profile.save(build.profile(rows, calibrate_fit=False),
+                            tmp_path_factory.mktemp("probe") / "slowbf16.toml"))
+
+
+@pytest.mark.parametrize("fmt", ["text", "md"])
+def test_contract_on_a_cpu_without_bf16_names_the_fast_dtype(bf16_without_a_fast_path, fmt):
+    """`contract --on local` on a CPU whose probe found no bf16 fast path ran the three workloads in their own bf16
+    and said neither the dtype nor that fp32 runs them fast, where `analyze` says "slow dtype: … --dtype fp32"."""
+    path = bf16_without_a_fast_path
+    r = run_cli("contract", "--on", path, "--format", fmt)
+    assert r.rc == 0, r.err
+    out = " ".join(r.out.split())
+    assert "in bf16 (their own)" in out and "slow dtype: bf16 has no fast path on" in out, r.out
+    assert out.count("slow dtype:") == 1 and out.rstrip().endswith("--dtype fp32"), r.out
+    fast = " ".join(run_cli("contract", "--on", path, "--dtype", "fp32", "--format", fmt).out.split())
+    assert "slow dtype" not in fast and ", in fp32" in fast
