@@ -63,3 +63,27 @@ def test_contract_on_a_cpu_without_bf16_names_the_fast_dtype(bf16_without_a_fast
     assert out.count("slow dtype:") == 1 and out.rstrip().endswith("--dtype fp32"), r.out
     fast = " ".join(run_cli("contract", "--on", path, "--dtype", "fp32", "--format", fmt).out.split())
     assert "slow dtype" not in fast and ", in fp32" in fast
+
+
+@pytest.mark.parametrize("fmt", ["text", "md"])
+def test_a_captured_module_says_the_dtype_it_ran_in(fmt):
+    """`analyze py:examples/resnet.py:resnet50 --on h100` ran in fp32 (its parameters') where `analyze resnet50` runs
+    bf16, saying only "fp32" in the headline; and the capture's notes ("captured with cpu kernels: …"), in its
+    JSON, were never printed. Both are said, as notes."""
+    pytest.importorskip("torch")
+    import ironlaw
+    own = "captured in fp32, its parameters' dtype (the built-in workloads run bf16: --dtype bf16 to compare)"
+    assert own in ironlaw.analyze("py:examples/mlp.py:mlp", on="h100").graph.meta["notes"]
+    assert not any(n.startswith("captured in") for n in
+                   ironlaw.analyze("py:examples/mlp.py:mlp", on="h100", dtype="bf16").graph.meta.get("notes", []))
+    r = run_cli("analyze", "py:examples/mlp.py:mlp", "--on", "h100", "--format", fmt)
+    assert r.rc == 0 and f"note: {own}" in " ".join(r.out.split()), r.out
+
+
+def test_validate_names_the_dtype_it_ran():
+    """`validate py:examples/resnet.py:resnet18 --batch 8` said "… · infer · batch 8 on local" where analyze says
+    "… · infer · fp32 · batch 8": validate runs the model in fp32, and says so."""
+    from ironlaw.cli.validate import header
+    doc = {"workload": {"name": "py:examples/resnet.py:resnet18", "phase": "infer", "dtype": "fp32", "batch": 8},
+           "hardware": {"name": "local"}}
+    assert header(doc) == "py:examples/resnet.py:resnet18 · infer · fp32 · batch 8 on local"
