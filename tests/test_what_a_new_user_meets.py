@@ -87,3 +87,10 @@ def test_validate_names_the_dtype_it_ran():
     doc = {"workload": {"name": "py:examples/resnet.py:resnet18", "phase": "infer", "dtype": "fp32", "batch": 8},
            "hardware": {"name": "local"}}
     assert header(doc) == "py:examples/resnet.py:resnet18 · infer · fp32 · batch 8 on local"
+
+
+def test_a_message_size_out_of_range_names_the_bound_in_bytes():
+    """`analyze allreduce:-1MB --gpus 8` said "… and below 1.1259e+15, got -1MB": a number the user never wrote,
+    in no unit. The bound is 1 PiB."""
+    line = one_line_error(run_cli("analyze", "allreduce:-1MB", "--on", "h100", "--gpus", "8"))
+    assert line.endswith("allreduce message size must be a positive finite number and below 1 PiB, got -1MB"), line
