@@ -94,3 +94,19 @@ def test_a_message_size_out_of_range_names_the_bound_in_bytes():
     in no unit. The bound is 1 PiB."""
     line = one_line_error(run_cli("analyze", "allreduce:-1MB", "--on", "h100", "--gpus", "8"))
     assert line.endswith("allreduce message size must be a positive finite number and below 1 PiB, got -1MB"), line
+
+
+def test_the_smallest_footprint_names_every_degree_it_spreads_over():
+    """`search llama3-70b --on h100 --gpus 2 --global-batch 2` said "the smallest footprint (tp 1, pp 1, dp 1, …)
+    needs 529 GiB" on 2 GPUs: the layout was cp 2, left unsaid. The degrees named multiply to the GPUs."""
+    from types import SimpleNamespace
+    import numpy as np
+    from ironlaw.machine import hardware
+    from ironlaw.models.search import space, train
+    row = {"tp": 1, "pp": 1, "cp": 2, "dp": 1, "ep": 1, "micro_batch": 1, "interleave": 1, "recompute": 2,
+           "zero": 3, "sequence_parallel": 0}
+    c = {k: np.array([row[k]]) for k in space.COLUMNS}
+    ctx = SimpleNamespace(spec="llama3-70b", gpus=2, hw=hardware.get("h100"))
+    line = str(train._nothing_fits(ctx, c, {"memory_per_gpu_bytes": np.array([529.0 * 2**30])}))
+    assert "the smallest footprint (tp 1, pp 1, cp 2, dp 1, micro-batch 1, recompute full, ZeRO 3) needs 529 GiB" \
+        in line, line

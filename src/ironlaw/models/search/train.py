@@ -140,9 +140,10 @@ def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
     i = int(np.argmin(res["memory_per_gpu_bytes"]))
     r = row_of(c, i)
     need = float(res["memory_per_gpu_bytes"][i])
-    return IronlawError(
-        f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint (tp {r['tp']}, pp "
-        f"{r['pp']}, dp {r['dp']}, micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
+    degrees = ", ".join(f"{k} {r[k]}" for k in ("tp", "pp", "cp", "ep", "dp") if k in ("tp", "pp", "dp") or r[k] > 1)
+    return IronlawError(                  # every degree the layout spreads over, their product the GPUs
+        f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint ({degrees}, "
+        f"micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
         f"needs {fmt_size(need)} per GPU, {fmt_size(need - cap)} more than its {fmt_size(cap)}; "
         f"use more GPUs or a smaller --seq")
 
