@@ -110,3 +110,12 @@ def test_the_smallest_footprint_names_every_degree_it_spreads_over():
     line = str(train._nothing_fits(ctx, c, {"memory_per_gpu_bytes": np.array([529.0 * 2**30])}))
     assert "the smallest footprint (tp 1, pp 1, cp 2, dp 1, micro-batch 1, recompute full, ZeRO 3) needs 529 GiB" \
         in line, line
+
+
+def test_validate_without_torch_says_to_install_it(monkeypatch):
+    """`validate resnet18` in an install without PyTorch said "internal error: ModuleNotFoundError: No module named
+    'torch'" (exit 1), where probe and a py: spec name the wheel to install."""
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)                    # `import torch` raises ImportError
+    line = one_line_error(run_cli("validate", "resnet18"))
+    assert line.endswith("ironlaw validate runs the model in PyTorch; install it with `pip install torch==2.13.0`")
