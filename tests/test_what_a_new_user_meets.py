@@ -119,3 +119,30 @@ def test_validate_without_torch_says_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)                    # `import torch` raises ImportError
     line = one_line_error(run_cli("validate", "resnet18"))
     assert line.endswith("ironlaw validate runs the model in PyTorch; install it with `pip install torch==2.13.0`")
+
+
+@pytest.mark.parametrize("fn,kw,says", [
+    ("analyze", {"top": 3}, "(--top is the command line's: the rows its text prints; the result holds every op, an "
+                            "estimate's .top_ops(N) the N slowest)"),
+    ("analyze", {"overlap": False}, "(--overlap is the command line's default, --serial its other choice: "
+                                    "serial=True composes the terms serially)"),
+    ("sweep", {"overlap": True}, "serial=True composes the terms serially)"),
+])
+def test_a_command_line_option_given_to_the_library_names_the_keyword(fn, kw, says):
+    """`ironlaw.analyze("llama3-8b", on="h100", top=3)` said "(did you mean: tp, dtype?)" and `overlap=False`
+    "(did you mean: overlap_p2p, tp_comm_overlap, moe_a2a_overlap?)": options of the command line with no keyword
+    (--top prints rows; --overlap/--serial is serial=) are named as --format is."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError) as e:
+        getattr(ironlaw, fn)("llama3-8b", on="h100", **kw)
+    assert str(e.value).endswith(says), str(e.value)
+
+
+def test_a_hint_for_an_option_the_command_lacks_is_not_given():
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    for fn, args, kw in (("serve", ("llama3-8b",), {"top": 3}), ("contract", (), {"overlap": True})):
+        with pytest.raises(IronlawError) as e:
+            getattr(ironlaw, fn)(*args, on="h100", **kw)
+        assert "command line's" not in str(e.value), str(e.value)
