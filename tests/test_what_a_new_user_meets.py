@@ -146,3 +146,12 @@ def test_a_hint_for_an_option_the_command_lacks_is_not_given():
         with pytest.raises(IronlawError) as e:
             getattr(ironlaw, fn)(*args, on="h100", **kw)
         assert "command line's" not in str(e.value), str(e.value)
+
+
+def test_validate_names_the_workload_first_and_lists_every_one_it_runs():
+    """`validate nope` said "unknown workload to run (validate runs models that have a torch equivalent; …) 'nope';
+    known: bert-base, … llama3.1-70b, …": the name after a parenthesis, and the list cut before the ResNets its
+    help names first. The name comes first; every workload it runs is listed."""
+    line = one_line_error(run_cli("validate", "nope"))
+    assert line.startswith("ironlaw: error: unknown workload to run 'nope'; known: "), line
+    assert "resnet18" in line and "mlp" in line and "…" not in line, line
