@@ -82,8 +82,8 @@ def origin_line(hw: dict) -> str | None:
 
 
 def header(doc: dict) -> str:
-    """"resnet18 · infer · fp32 · batch 8 on local": what ran, in which dtype (validate runs the model in fp32 on this
-    machine's CPU; analyze's headline names its dtype alike)."""
+    """"resnet18 · infer · fp32 · batch 8 on local": what ran, in which dtype (validate runs the model in fp32 on
+    this machine's CPU; analyze's headline names its dtype alike)."""
     w = doc["workload"]
     shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)
     return f"{w['name']} · {w['phase']} · {w.get('dtype', 'fp32')} · {shape} on {doc['hardware']['name']}"
