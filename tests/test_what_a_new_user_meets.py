@@ -107,7 +107,7 @@ def test_the_smallest_footprint_names_every_degree_it_spreads_over():
            "zero": 3, "sequence_parallel": 0}
     c = {k: np.array([row[k]]) for k in space.COLUMNS}
     ctx = SimpleNamespace(spec="llama3-70b", gpus=2, hw=hardware.get("h100"))
-    line = str(train._nothing_fits(ctx, c, {"memory_per_gpu_bytes": np.array([529.0 * 2**30])}))
+    line = str(train.nothing_fits(ctx, c, {"memory_per_gpu_bytes": np.array([529.0 * 2**30])}))
     assert "the smallest footprint (tp 1, pp 1, cp 2, dp 1, micro-batch 1, recompute full, ZeRO 3) needs 529 GiB" \
         in line, line
 

@@ -134,7 +134,8 @@ def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
         res["mfu"][i] = st.mfu
 
 
-def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
+def nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
+    """The refusal where no candidate of ``c`` fits: the smallest footprint, every degree it spreads over."""
     from ...core.units import fmt_size
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     i = int(np.argmin(res["memory_per_gpu_bytes"]))
@@ -205,7 +206,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
     fits = res["fits"]
     if not np.any(fits):
-        raise _nothing_fits(ctx, c, res)
+        raise nothing_fits(ctx, c, res)
     graphs: dict = {}
     _fill_exact(ctx, c, res, graphs)
     idx = np.nonzero(fits)[0]
