@@ -536,20 +536,6 @@ def test_attention_dp_with_another_ep_offers_the_layout_asked_for():
         ironlaw.serve("mixtral-8x7b", on="h100", max_throughput=True, ep=2, attention_dp=True)
 
 
-def test_the_kept_gemm_forms_scores_are_the_held_out_lines():
-    """`calibrate --kernels` printed "gemm bf16 … 7.5% / 20.5%" on the held-out line and "half form (half 7.5% /
-    20.4% …)" below it for the same class: the form scores are stored rounded to 4 digits (0.2045), rounded again
-    for print; the kept form prints the held-out score itself."""
-    from types import SimpleNamespace
-    from ironlaw.cli.calibrate import form_scores
-    held = SimpleNamespace(group="gemm bf16", rows=114, median_abs_err=0.07476, p90_abs_err=0.20454)
-    choice = {"group": "gemm bf16", "form": "half", "half": {"median_abs_err": 0.0748, "p90_abs_err": 0.2045},
-              "stream": {"median_abs_err": 0.0767, "p90_abs_err": 0.2301}}
-    res = SimpleNamespace(held_out=[held], gemm_forms=[choice])
-    assert form_scores(res, choice, "half") == "7.5% / 20.5%"
-    assert form_scores(res, choice, "stream") == "7.7% / 23.0%"
-
-
 @pytest.mark.parametrize("fn", ["analyze", "serve", "contract"])
 def test_format_given_to_the_library_names_to_dict(fn):
     """`ironlaw.analyze("llama3-8b", on="h100", format="json")` said "(the builder options of llama3-8b: none)":
@@ -586,6 +572,16 @@ def test_an_unknown_what_if_lists_every_transform():
     assert "…" not in line and line.endswith("; transforms: batch, dp, eager-attention, flash-attention, fusion, "
                                              "hardware, network, overlap-comm, pp, prefetch, quant, recompute, seq, "
                                              "sparsity, tp"), line
+
+
+def test_unknown_lists_the_callers_names_uncut_when_none_is_near():
+    """`core.errors.unknown` cut every list at 12 names and listed the choices it matched against (aliases among them),
+    so the what-if parser built its own message beside it: the names to list, when none is near, are the caller's."""
+    from ironlaw.core.errors import unknown
+    names = [f"name{i:02d}" for i in range(15)]
+    line = str(unknown("thing", "zzz", names + ["alias"], listed=names, listed_as="things"))
+    assert line == f"unknown thing 'zzz'; things: {', '.join(names)}", line
+    assert str(unknown("thing", "name1", names, listed=names)).startswith("unknown thing 'name1' (did you mean:")
 
 
 def test_out_on_a_command_that_writes_html_names_html():

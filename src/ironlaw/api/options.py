@@ -27,7 +27,7 @@ def front_door(fn):
             if bad:
                 from ..core.errors import UnknownOption, suggest
                 raise UnknownOption(f"{fn.__name__}() got an unexpected keyword argument '{bad[0]}'"
-                                    f"{CLI_ONLY.get(bad[0]) or suggest(bad[0], takes)}")
+                                    f"{cli_only(bad[0], fn.__name__, takes) or suggest(bad[0], takes)}")
         check_switches(kwargs, switches)
         check_positions(fn.__name__, sig, args, kwargs)
         return fn(*args, **spelled(kwargs))
@@ -352,7 +352,19 @@ def capture_option(spec, capture: bool) -> dict:
 SYNONYMS = {"hardware": "on", "device": "on", "gpu": "on"}
 # command-line options with no keyword, and what the library gives instead
 FORMAT_HINT = " (--format is the command line's: the result's .to_dict() is its --format json document)"
-CLI_ONLY = {"format": FORMAT_HINT, "fmt": FORMAT_HINT}
+CLI_ONLY = {"format": FORMAT_HINT, "fmt": FORMAT_HINT,
+            "top": " (--top is the command line's: the rows its text prints; the result holds every op, an "
+                   "estimate's .top_ops(N) the N slowest)",
+            "overlap": " (--overlap is the command line's default, --serial its other choice: serial=True composes "
+                       "the terms serially)"}
+# where a CLI_ONLY hint holds: the functions whose command has the option (--top), or the keyword it points to
+CLI_ONLY_WHERE = {"top": ("analyze", "train", "compare", "validate"), "overlap": ("serial",)}
+
+
+def cli_only(name: str, fn: str, takes) -> str:
+    """The CLI_ONLY hint for the keyword ``name`` given to the function ``fn`` taking ``takes``, else ''."""
+    where = CLI_ONLY_WHERE.get(name)
+    return CLI_ONLY.get(name, "") if where is None or fn in where or set(where) & set(takes) else ""
 
 
 def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:
@@ -367,7 +379,7 @@ def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: 
             takes = ", ".join(accepted) if accepted else "none"
             from ..core.errors import UnknownOption, suggest
             near = (f" (did you mean: {SYNONYMS[bad[0]]}?)" if SYNONYMS.get(bad[0]) in keywords else
-                    CLI_ONLY.get(bad[0]) or suggest(bad[0], [*accepted, *keywords]))
+                    cli_only(bad[0], fn, keywords) or suggest(bad[0], [*accepted, *keywords]))
             raise UnknownOption(f"{fn}() got an unexpected keyword argument '{bad[0]}'"
                                 + (near or f" (the builder options of {spec}: {takes})"))
         opts.update(named)

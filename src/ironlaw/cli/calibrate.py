@@ -53,7 +53,7 @@ def calibrate_cmd(
     if res.gemm_forms:
         con.print("GEMM form per class (the lower held-out p90 kept), median / p90 |err|:")
     for c in res.gemm_forms:
-        scores = ", ".join(f"{f} {form_scores(res, c, f)}" for f in ("half", "stream") if f in c)
+        scores = ", ".join(f"{f} {_scores(c, f)}" for f in ("half", "stream") if f in c)
         con.print(f"  {c['group']}: {c['form']} form ({scores})")
     if res.saved:
         con.print(f"wrote {res.saved} (use it with --on {res.saved})")
@@ -75,7 +75,7 @@ def _markdown(res) -> str:
         for col in ("kernel class", "form", "half: median / p90", "stream: median / p90"):
             f.add_column(col)
         for c in res.gemm_forms:
-            f.add_row(c["group"], c["form"], *(form_scores(res, c, k) if k in c else "—" for k in ("half", "stream")))
+            f.add_row(c["group"], c["form"], *(_scores(c, k) if k in c else "—" for k in ("half", "stream")))
         parts.append(markdown(f))
     parts += _notes(res) + [f"left out: {_skipped(k)}" for k in res.skipped]
     if res.saved:
@@ -83,16 +83,10 @@ def _markdown(res) -> str:
     return "\n\n".join(parts)
 
 
-def form_scores(res, choice: dict, form: str) -> str:
-    """"median% / p90%" of one GEMM form of ``choice`` (an entry of ``res.gemm_forms``): the kept form's are the
-    class's held-out scores as the held-out lines print them (the stored form scores are rounded to 4 digits, and
-    a second rounding could print 20.4% beside the held-out line's 20.5%); the other form's as stored."""
-    held = next((s for s in res.held_out if s.group == choice["group"]), None)
-    if form == choice["form"] and held is not None:
-        med, p90 = held.median_abs_err, held.p90_abs_err
-    else:
-        med, p90 = choice[form]["median_abs_err"], choice[form]["p90_abs_err"]
-    return f"{100 * med:.1f}% / {100 * p90:.1f}%"
+def _scores(choice: dict, form: str) -> str:
+    """"median% / p90%" of one GEMM form of ``choice`` (an entry of ``res.gemm_forms``), as stored (to 0.1 %,
+    ``kernelfit.forms.FORM_SCORE_DIGITS``)."""
+    return f"{100 * choice[form]['median_abs_err']:.1f}% / {100 * choice[form]['p90_abs_err']:.1f}%"
 
 
 def _notes(res) -> list[str]:

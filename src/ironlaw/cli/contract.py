@@ -30,15 +30,27 @@ def _config(kw: dict) -> str:
     return f"b{kw['batch']}" + (f" ctx{kw['seq']}" if kw.get("seq") else "")
 
 
-def _in(dtype) -> str:
-    return f", in {dtype}" if dtype else ""
+def _in(dtype, results) -> str:
+    """", in fp8" as asked, else the dtype the workloads run in by default, said to be theirs."""
+    if dtype:
+        return f", in {dtype}"
+    own = sorted({e.graph.dtype for _, _, e in results})
+    return f", in {own[0]} (their own)" if len(own) == 1 else \
+        ", in each workload's own dtype (" + ", ".join(f"{t.split()[0]} {e.graph.dtype}" for t, _, e in results) + ")"
+
+
+def _slow(results) -> list[str]:
+    """``report.text.slow_dtype_line`` of each case (a probed profile whose probe found no fast path for the dtype
+    run), each line once."""
+    from ..report.text import slow_dtype_line
+    return list(dict.fromkeys(line for _, _, e in results if (line := slow_dtype_line(e))))
 
 
 def _markdown(hw, results, dtype=None) -> None:
     from ..core.units import fmt_size, fmt_time
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     dev = hw.memory[hw.device_tier]
-    print(f"### The silicon contract on {hw.name} ({hw.title}){_in(dtype)}\n")
+    print(f"### The silicon contract on {hw.name} ({hw.title}){_in(dtype, results)}\n")
     print("| " + " | ".join(heads) + " |")
     print("|" + "---|" * len(heads))
     for title, kw, e in results:
@@ -48,6 +60,8 @@ def _markdown(hw, results, dtype=None) -> None:
                f"{fmt_size(e.footprint()['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
                b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
         print("| " + " | ".join(row) + " |")
+    for line in _slow(results):
+        print(f"\n- {line}")
 
 
 def _text(hw, results, dtype=None) -> None:
@@ -64,9 +78,10 @@ def _text(hw, results, dtype=None) -> None:
         return "  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"The silicon contract on {hw.name} ({fmt_size(dev.capacity_bytes)} {dev.name}){_in(dtype)}", "",
+    out = [f"The silicon contract on {hw.name} ({fmt_size(dev.capacity_bytes)} {dev.name}){_in(dtype, results)}", "",
            line(heads), "  ".join("─" * w for w in widths)]
     out += [line(r) for r in rows]
     out.append("")
     out += [f"{title.split()[0]}: {brief(e)}" for title, _, e in results]
+    out += _slow(results)
     print("\n".join(out))

@@ -81,16 +81,23 @@ def origin_line(hw: dict) -> str | None:
             f"prediction is {hw['name']}'s (`ironlaw probe`, then --on local, predicts this machine)")
 
 
+def header(doc: dict) -> str:
+    """"resnet18 · infer · fp32 · batch 8 on local": what ran, in which dtype (validate runs the model in fp32 on
+    this machine's CPU; analyze's headline names its dtype alike)."""
+    w = doc["workload"]
+    shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)
+    return f"{w['name']} · {w['phase']} · {w.get('dtype', 'fp32')} · {shape} on {doc['hardware']['name']}"
+
+
 def render(doc: dict, top: int = 10, console=None) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from ..core.units import fmt_time
     from .common import console as make_console
     c = console or make_console()
     w, hw, t, s = doc["workload"], doc["hardware"], doc["total"], doc["spread"]
-    shape = ", ".join(f"{k} {w[k]}" for k in ("batch", "seq") if k in w)
-    cal = "calibrated" if hw["calibrated"] else "not calibrated"
-    c.print(f"[bold]{w['name']} · {w['phase']} · {shape} on {hw['name']}[/bold] ({cal}; "
+    c.print(f"[bold]{escape(header(doc))}[/bold] ({'calibrated' if hw['calibrated'] else 'not calibrated'}; "
             f"{counted(doc['case']['threads'], 'thread')}, {counted(doc['case']['repeats'], 'run')})")
     c.print(f"measured {fmt_time(t['measured_s'])} (median; IQR {fmt_time(s['spread_s'])}, CV {100 * s['cv']:.0f}%, "
             f"min {fmt_time(s['min_s'])}, max {fmt_time(s['max_s'])}) · predicted {fmt_time(t['predicted_s'])} "

@@ -67,10 +67,12 @@ def _scale(suffix: str, unit: str, what: str, raw: str) -> float:
     raise IronlawError(f"{what}: unit '{suffix}' in {raw!r} is not a unit of {unit}")
 
 
-def positive(x: float, what: str, upper: float = math.inf, given: str | None = None) -> float:
-    """Check 0 < x < upper (finite); return x. ``given``: the text the user wrote, named in the refusal."""
+def positive(x: float, what: str, upper: float = math.inf, given: str | None = None,
+             upper_text: str | None = None) -> float:
+    """Check 0 < x < upper (finite); return x. ``given``: the text the user wrote, named in the refusal;
+    ``upper_text``: the bound as the user would write it (in the unit, "1 PiB"), else ``upper`` as a number."""
     if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < upper):
-        bound = "" if upper == math.inf else f" and below {upper:g}"
+        bound = "" if upper == math.inf else f" and below {upper_text or f'{upper:g}'}"
         raise IronlawError(f"{what} must be a positive finite number{bound}, got {repr(x) if given is None else given}")
     return float(x)
 

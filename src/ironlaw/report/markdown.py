@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 from ..core.units import fmt, fmt_size, fmt_time
-from .text import (coverage_line, expert_weights_line, fresh_memory_line, headline, slow_dtype_line, time_range_line,
-                   top_ops_label)
+from .text import (coverage_line, expert_weights_line, fresh_memory_line, headline, note_lines, slow_dtype_line,
+                   time_range_line, top_ops_label)
 
 
 def render(est, top: int = 10) -> str:
     b = est.bottleneck()
     lines = [f"### {headline(est)}", ""]
     extras = [x for x in (expert_weights_line(est.graph), time_range_line(est), slow_dtype_line(est),
-                          fresh_memory_line(est), coverage_line(est)) if x]
+                          fresh_memory_line(est), coverage_line(est), *note_lines(est.graph)) if x]
     lines += [f"- {x}" for x in extras] + ([""] if extras else [])
     lines += [f"**Why:** {b['why']}", "", "| term | time |", "|---|---:|"]
     for k, label in (("data_s", "data D_vol/BW"), ("compute_s", "compute O/(R·η)"), ("latency_s", "latency L_lat"),

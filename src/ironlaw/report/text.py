@@ -49,6 +49,11 @@ def time_range_line(est) -> str | None:
     return f"time: {fmt_time(est.time_s)} ({lo}–{hi} on this machine's observed range{wider})"
 
 
+def note_lines(g) -> list[str]:
+    """The graph's notes (``meta["notes"]``: what a capture ran on, the dtype it defaulted to), "note: …" each."""
+    return [f"note: {n}" for n in g.meta.get("notes", [])]
+
+
 def slow_dtype_line(est) -> str | None:
     """On a probed profile, a graph in a dtype the probe found no fast path for (a CPU without bf16 or fp16
     matrix units): its measured peak beside the device's fastest dtype, and the option that prices that one; else
@@ -115,7 +120,7 @@ def render(est, top: int = 10, console=None) -> None:
     b = est.bottleneck()
     c.print(f"[bold]{escape(headline(est))}[/bold]")          # a name such as "llama3-8b [tp 2]" is no markup
     for extra in (expert_weights_line(est.graph), time_range_line(est), slow_dtype_line(est), fresh_memory_line(est),
-                  coverage_line(est)):
+                  coverage_line(est), *note_lines(est.graph)):
         if extra:
             c.print(extra, markup=False)
     c.print(f"why: {b['why']}")

@@ -56,6 +56,11 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise IronlawError(f"validate: --repeats must be a positive whole number, got {repeats!r}")
     models.check_phase(phase)                          # before the profile: a phase no probe would make valid
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise IronlawError("ironlaw validate runs the model in PyTorch; install it with "
+                           "`pip install torch==2.13.0`") from None
     t_start = time.perf_counter()
     r = models.resolve(spec, batch, seq, phase)        # before the profile: a model file the user mistyped
     hw = hw or hardware.get(on)

@@ -90,8 +90,8 @@ def resolve(spec: str, batch: int, seq: int | None, phase: str | None) -> Runnab
     if (CONFIG_DIR / f"{key}.json").is_file():
         return _hf(key, str(CONFIG_DIR / f"{key}.json"), batch, seq, phase)
     known = list(RESNETS) + ["mlp", "mobilenet"] + sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
-    raise unknown("workload to run (validate runs models that have a torch equivalent; use py:file.py:factory "
-                  "or hf:config.json for others)", spec, known)
+    raise IronlawError(f"{unknown('workload to run', spec, known, listed=known)}; validate runs these, which have a "
+                       f"torch equivalent, and py:file.py:factory or hf:config.json for others")
 
 
 # ---------------------------------------------------------------- plain torch modules

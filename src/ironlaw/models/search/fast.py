@@ -588,8 +588,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     limit = resident_limit_bytes(ctx.hw)
     p = _times(ctx, key, g, c, mbi)
-    p_dev = mem.params_per_device
-    held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])
+    held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])  # held.held: mem.params_per_device
     fsdp = _fsdp(ctx, c, held, p["top"], p["fwd"], p["bwd"], by, grad_b)
     _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"])
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
@@ -599,9 +598,9 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
     gather = _zero2_gather(ctx, c, held, by)
-    shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(p_dev))
+    shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(held.held))
     opt_s = parallel.optimizer_s(g, ctx.hw, shard, ctx.composition) \
-        + parallel.param_quantize_s(g, ctx.hw, p_dev * np.ones(np.shape(shard)), shard, ctx.composition)
+        + parallel.param_quantize_s(g, ctx.hw, held.held * np.ones(np.shape(shard)), shard, ctx.composition)
     step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))

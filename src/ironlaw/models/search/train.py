@@ -134,15 +134,17 @@ def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
         res["mfu"][i] = st.mfu
 
 
-def _nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
+def nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
+    """The refusal where no candidate of ``c`` fits: the smallest footprint, every degree it spreads over."""
     from ...core.units import fmt_size
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     i = int(np.argmin(res["memory_per_gpu_bytes"]))
     r = row_of(c, i)
     need = float(res["memory_per_gpu_bytes"][i])
-    return IronlawError(
-        f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint (tp {r['tp']}, pp "
-        f"{r['pp']}, dp {r['dp']}, micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
+    degrees = ", ".join(f"{k} {r[k]}" for k in ("tp", "pp", "cp", "ep", "dp") if k in ("tp", "pp", "dp") or r[k] > 1)
+    return IronlawError(                  # every degree the layout spreads over, their product the GPUs
+        f"no layout of {ctx.spec} fits on {ctx.gpus} × {ctx.hw.name}: the smallest footprint ({degrees}, "
+        f"micro-batch {r['micro_batch']}, recompute {r['recompute']}, ZeRO {r['zero']}) "
         f"needs {fmt_size(need)} per GPU, {fmt_size(need - cap)} more than its {fmt_size(cap)}; "
         f"use more GPUs or a smaller --seq")
 
@@ -204,7 +206,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
     fits = res["fits"]
     if not np.any(fits):
-        raise _nothing_fits(ctx, c, res)
+        raise nothing_fits(ctx, c, res)
     graphs: dict = {}
     _fill_exact(ctx, c, res, graphs)
     idx = np.nonzero(fits)[0]

@@ -155,7 +155,7 @@ class ServeEstimate:
              "capacity": self.capacity,
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
-             **expert_weights(self.decode.graph.meta)}
+             "itl_why": itl_why(self), **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)
             if "host" in self.prefill.graph.meta:
@@ -164,6 +164,38 @@ class ServeEstimate:
             d["step_model"]["engine"] = {"max_batch_size": lim.max_batch, "max_num_tokens": lim.max_num_tokens,
                                          "source": lim.source, "constants": dict(vars(self.engine.run.constants))}
         return d
+
+
+def itl_why(est: ServeEstimate) -> str:
+    """What the inter-token latency adds up from (``steady_cycle``) and what its decode step is that ``analyze
+    --phase decode`` (one step at the context asked, each kernel launched eagerly with its fixed latency L_lat) is
+    not: the mean context of the steady state, and one replayed graph per step."""
+    from ...core.units import fmt_num, fmt_time
+    t = fmt_time
+    if est.chunk is None:
+        new = "a new prompt's prefill" if est.concurrency == 1 else f"{fmt_num(est.concurrency)} new prompts' prefills"
+        parts = (f"decode step {t(est.decode_step_s)} + {new} ({t(est.prefill_s)}"
+                 f"{' each' if est.concurrency > 1 else ''}) over the {fmt_num(est.output)} output tokens")
+    else:
+        n_mixed = math.ceil(est.concurrency * est.prompt / est.chunk)
+        steps = max(est.output, n_mixed)
+        parts = (f"{fmt_num(n_mixed)} mixed step{'s' if n_mixed != 1 else ''} of {t(est.mixed_step_s)} (the decode "
+                 f"batch and {fmt_num(min(est.chunk, est.prompt))} prompt tokens) and {fmt_num(steps - n_mixed)} "
+                 f"decode steps of {t(est.decode_step_s)}, over {fmt_num(steps)} steps")
+    ctx = est.prompt + est.output // 2
+    seqs = f"{fmt_num(est.concurrency)} sequence{'s' if est.concurrency != 1 else ''}"
+    if est.engine is not None:
+        from .step import padded
+        run = est.engine.run
+        pad = padded(est.concurrency, run.max_batch, run.constants.cuda_graph_batches)
+        graph = (f"in one replayed CUDA graph{f' padded to {fmt_num(pad)}' if pad != est.concurrency else ''}, no "
+                 f"per-kernel launch latency")
+    elif getattr(est.pricer, "captured", False):
+        graph = "in one captured graph, the fixed per-op latency once per step"
+    else:
+        graph = "each op launched with its fixed latency"
+    return (f"inter-token {t(est.itl_s)} = {parts}; the step: {seqs} at the mean context {fmt_num(ctx)} (prompt + "
+            f"output/2) {graph} (`analyze --phase decode` prices each kernel eagerly with its own)")
 
 
 def _host(est) -> dict:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from ...core.errors import IronlawError, suggest
+from ...core.errors import IronlawError, suggest, unknown
 from ...core.graph import Graph
 from .base import (STAGES, TRANSFORMS, ALIASES, Choice, Flag, Number, Step, Text, Transform, copy_op, has,  # noqa: F401
                    is_backward, transform, weight_dtype)
@@ -61,9 +61,8 @@ def _parse_step(text: str) -> Step:
     head = head.strip().lower()
     key = ALIASES.get(head, head)
     if key not in TRANSFORMS:                 # the nearest name (an alias too), else every transform, none cut
-        near = suggest(head, list(TRANSFORMS) + list(ALIASES))
-        raise IronlawError(f"unknown what-if transform '{head}'"
-                           + (near or f"; transforms: {', '.join(sorted(TRANSFORMS))}"))
+        raise unknown("what-if transform", head, list(TRANSFORMS) + list(ALIASES), listed=TRANSFORMS,
+                      listed_as="transforms")
     t = TRANSFORMS[key]
     given: dict[str, str] = {}
     if value.strip() or "=" in parts[0]:

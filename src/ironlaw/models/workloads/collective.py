@@ -25,7 +25,7 @@ def _parse(kind: str, arg: str, req: Request) -> tuple[str, float, int, int]:
     if len(parts) != 1 or not parts[0]:
         raise IronlawError(f"'{kind}:{arg}': expected {kind}:BYTES, e.g. {kind}:64MB")
     nbytes = units.positive(units.parse(parts[0], "bytes", f"{kind} message size"), f"{kind} message size", MAX_BYTES,
-                            parts[0])
+                            parts[0], units.fmt_size(MAX_BYTES))
     if abs(nbytes - round(nbytes)) > 1e-9 * nbytes:       # 0.1KB reads as 100.00000000000001
         raise IronlawError(f"{kind} message size must be a whole number of bytes, got {parts[0]} "
                            f"({nbytes:.6g} bytes)")

@@ -67,6 +67,9 @@ def capture_graph(name: str, module, args, kwargs, req: Request, meta: dict, not
     dtype = req.dtype or default
     if dtype not in DTYPE_BYTES:
         dtype = "fp32"
+    if req.dtype is None and dtype != "bf16":      # the built-ins run bf16: a module's own other dtype is said
+        own = "its parameters' dtype" if p is not None else "the default of a module without parameters"
+        cap.notes.append(f"captured in {dtype}, {own} (the built-in workloads run bf16: --dtype bf16 to compare)")
     return cgraph.to_graph(cap, name, phase, dtype, meta)
 
 

@@ -16,6 +16,10 @@ from .rows import shape_rows
 from .scoring import held_errors
 from .vocabulary import AUTO_FORMS, Group, OPERANDS
 
+# the digits each form's held-out |error| is stored with: the 0.1 % every output prints it at, so the kept form's
+# stored score prints as the class's held-out line does (a 4-digit 0.2045 printed "20.4%" beside "20.5%" of 0.20454)
+FORM_SCORE_DIGITS = 3
+
 
 def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> tuple[Group, dict]:
     """A GEMM group timed as its collector ran it (``OPERANDS``), and its table (``fit_class``): fitted with the rows
@@ -40,7 +44,8 @@ def fit_operands(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str 
 def chosen_form(hw, g: Group, rows, steps: tuple | None = None) -> tuple[dict, dict]:
     """A GEMM group's table in the form of ``AUTO_FORMS`` that holds out better (``better_form``): each fitted on
     ``rows`` (``fit_class``) and scored on the group's held-out rows (``held_out``) over ``hw``'s own calibration, as
-    ``score`` scores them; and the provenance fields (``FORM_FIELDS``) that say which form and both scores."""
+    ``score`` scores them; and the provenance fields (``FORM_FIELDS``) that say which form and both scores, rounded
+    to ``FORM_SCORE_DIGITS``."""
     tables = {f: fit_class(hw, g, rows, steps, f) for f in AUTO_FORMS}
     base = hw.calibration.table() if getattr(hw, "calibration", None) is not None else {}
     held = {}
@@ -52,7 +57,8 @@ def chosen_form(hw, g: Group, rows, steps: tuple | None = None) -> tuple[dict, d
     form = better_form(held)
     fields = {"gemm_form": form}
     for f, (med, p90) in held.items():
-        fields[f"held_out_{f}_median"], fields[f"held_out_{f}_p90"] = round(med, 4), round(p90, 4)
+        fields[f"held_out_{f}_median"], fields[f"held_out_{f}_p90"] = (round(med, FORM_SCORE_DIGITS),
+                                                                        round(p90, FORM_SCORE_DIGITS))
     return tables[form], fields
 
 
