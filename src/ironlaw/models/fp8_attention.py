@@ -22,15 +22,17 @@ The rate: ironlaw's training attention runs at the device's attention η on the 
 time is that time over the speedup of the FP8 context attention class over the bf16 one (``CLASSES``:
 aiconfigurator-core's TensorRT-LLM context_attention tables, fitted into the catalog's ``[calibration]``) at
 the step's micro-batch and sequence, the same model's heads and head dim (``speedup``; the op keeps its bf16
-dtype and FLOPs, ``Op.eta_scale`` carries the speedup): what FP8 math buys the FMHA on that device, measured, where the datasheet
-doubles the peak. No FP8 backward is tabled; the backward takes the forward's speedup. A device without an FP8
-matrix peak, or whose catalog entry has no FP8 context attention class to price it from, is refused.
+dtype and FLOPs, ``Op.eta_scale`` carries the speedup): what FP8 math buys the FMHA on that device, measured,
+where the datasheet doubles the peak. No FP8 backward is tabled; the backward takes the forward's speedup. A
+device without an FP8 matrix peak, or whose catalog entry has no FP8 context attention class to price it from,
+is refused.
 Not modelled: the saved Q, K, V kept in FP8 instead of bf16 (a smaller footprint), and the attention's traffic,
 kept at bf16's (the products bind it).
 """
 from __future__ import annotations
 
 import copy
+
 from ..core.errors import IronlawError
 from ..core.graph import Graph, Op
 from .precision import CAST_READ_BYTES
@@ -106,7 +108,6 @@ def lower(g: Graph, hw_catalog, micro_batch: int) -> Graph:
         new = copy.copy(op)
         new.eta_scale = op.eta_scale * rate
         new.shapes = f"{op.shapes}, FP8 math (Transformer Engine fp8_dpa)"
-        new.attrs = dict(op.attrs)
         ops += [casts(op, g.meta, op.name.endswith(".backward")), new]
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta, fp8_attention=rate),
                  uncounted_ops=dict(g.uncounted_ops))

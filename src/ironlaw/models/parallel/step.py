@@ -90,8 +90,8 @@ def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
 REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
                   "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
                   "is not timed")
-FP8_ATTENTION_NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): its products at {rate:.2f}× "
-                      "the bf16 attention's rate, the speedup of {hw}'s FP8 context attention kernels over its bf16 "
+FP8_ATTENTION_NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): at {rate:.2f}× the bf16 "
+                      "attention's rate, the speedup of {hw}'s FP8 context attention kernels over its bf16 "
                       "ones at this micro-batch and sequence (the backward at the forward's), after a quantize of Q, "
                       "K, V (forward) and of dO (backward)")
 NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
