@@ -13,9 +13,10 @@ rows.
 
 prints instead, per Llama 3.1 8B row (no pipeline: the step is its micro-batches end to end), the step the
 published throughput implies beside ironlaw's and its parts (micro-batches, the DP gradient reduction and its
-exposed share, the host's exposed issue time), attention's share of the predicted step, and the throughput
-with attention at twice its priced rate (FP8's datasheet peak over bf16's, the rest unchanged): a bound for the
-rows that run their attention in FP8 (``fp8_attention`` 1), which ironlaw prices in bf16.
+exposed share, the host's exposed issue time), attention's share of the predicted step, and for a row that runs
+its attention in FP8 (``fp8_attention`` 1) either the speedup ``--fp8-attention`` prices it at (``x1.18``) or,
+where the device's catalog entry cannot price it (MI355X), the throughput with attention at twice its bf16
+rate (FP8's datasheet peak over bf16's, the rest unchanged): a bound.
 
     python benchmarks/mlperf_training.py --derive 5.0=DIR --derive 5.1=DIR
 
@@ -92,8 +93,8 @@ def steps(rows: list) -> None:
     and the tokens/s per GPU with attention's time halved (``--steps`` in the module doc)."""
     from ironlaw.machine import hardware
     from mlperf_train_ref import predict
-    print("ms per step; attn: attention's share of the predicted step; FP8 attn: tokens/s/GPU with attention at "
-          "twice its priced rate")
+    print("ms per step; attn: attention's share of the predicted step; FP8 attn: --fp8-attention's speedup (x), "
+          "or the error with attention at twice its bf16 rate where the device cannot price it")
     print(f"{'system':26s} {'gpu':6s} {'dtype':5s} {'CP':>2} {'fp8 att':>7} {'tok/GPU':>7} {'published':>9} "
           f"{'ironlaw':>7} {'mb x n':>8} {'DP red':>6} {'exposed':>7} {'host':>5} {'attn':>5} {'error':>7} "
           f"{'FP8 attn':>8}")
@@ -105,12 +106,24 @@ def steps(rows: list) -> None:
         attn = b.microbatches * sum(x["time_s"] for x in st.per_microbatch.rows() if x["kind"] == "attention")
         published = st.flops.tokens_per_step / (r["tokens_per_s_per_gpu"] * r["gpus"])
         fast = st.tokens_per_s_per_gpu * b.step_s / (b.step_s - 0.5 * attn)
+        rate = st.plan.fp8_attention and f"x{predict_graph_rate(r):.2f}"
+        bound = rate or (f"{fast / r['tokens_per_s_per_gpu'] - 1:+8.1%}" if r["fp8_attention"] else "")
         print(f"{r['system'][:26]:26s} {r['gpu']:6s} {r['dtype']:5s} {r['cp']:2d} {r['fp8_attention']:7d} "
               f"{st.flops.tokens_per_step / r['gpus']:7.0f} {published * 1e3:9.1f} {b.step_s * 1e3:7.1f} "
               f"{b.microbatches * b.microbatch_s * 1e3:8.1f} {b.dp_grad_comm_s * 1e3:6.1f} "
               f"{b.dp_grad_exposed_s * 1e3:7.1f} {b.host_exposed_s * 1e3:5.1f} {attn / b.step_s:5.1%} "
-              f"{st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+7.1%} "
-              f"{fast / r['tokens_per_s_per_gpu'] - 1:+8.1%}")
+              f"{st.tokens_per_s_per_gpu / r['tokens_per_s_per_gpu'] - 1:+7.1%} {bound:>8s}")
+
+
+def predict_graph_rate(row: dict) -> float:
+    """The speedup ``--fp8-attention`` prices a row's attention at (``fp8_attention.speedup``)."""
+    from ironlaw.machine import hardware
+    from ironlaw.models.fp8_attention import speedup
+    from mlperf_train_ref import MODELS
+    from ironlaw.models.analysis import training_graph
+    hw = hardware.get(row["gpu"])
+    g = training_graph(MODELS[row["benchmark"]], hw, row["seq"], row["dtype"], {"micro_batch": row["micro_batch"]})
+    return speedup(g.meta, hw, row["micro_batch"])
 
 
 def derive(rows: list, clones: list) -> int:

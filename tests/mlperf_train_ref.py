@@ -9,8 +9,9 @@ config sets that a row does not print, the same for every row (the submitters' N
 config_common.sh): Megatron's distributed optimizer (ZeRO-1), sequence parallelism whenever TP > 1, the stage
 sends overlapped with interleaving, bf16 gradients (``nemo_ref``'s rule), no activation recomputation. A row's
 NVL72 job spreads over NVLink domains of ``nemo_ref.NVL_JOB_DOMAIN`` GPUs (64 of each rack's 72: 512 GPUs on
-8 racks, 2,560 on 40), as the Blackwell NeMo rows do. Not expressed: FP8 attention (``fp8_attention`` 1: the
-fused attention in FP8, priced in bf16), CUDA graphs (no host term for dense layers).
+8 racks, 2,560 on 40), as the Blackwell NeMo rows do. A row with ``fp8_attention`` 1 runs ``--fp8-attention``
+where its device's catalog entry can price it (``fp8_attention.unpriced``: not MI355X, which has no FP8 context
+attention class; its rows keep bf16 attention); a row ``GRAPHS`` lists runs ``--cuda-graph`` with its scope.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from ironlaw.models.analysis import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "mlperf_training_v5.0_v5.1_llama31.csv"
+GRAPHS = DATA / "mlperf_training_cuda_graphs.csv"       # (release, system, benchmark) → Megatron-Core graph scope
 INT = ("gpus", "seq", "global_batch", "micro_batch", "tp", "pp", "vp", "cp", "tp_comm_overlap", "fp8_attention",
        "runs")
 MODELS = {"llama3.1-8b": "llama3.1-8b", "llama3.1-405b": "llama3.1-405b"}
@@ -42,6 +44,20 @@ def table(path: Path = TABLE) -> list[dict]:
     return rows
 
 
+def graphs(path: Path = GRAPHS) -> dict:
+    """The CUDA graph scope of each row its configs capture: (release, system, benchmark) → scope."""
+    with path.open() as fh:
+        return {(r["release"], r["system"], r["benchmark"]): r["cuda_graph"]
+                for r in csv.DictReader(l for l in fh if not l.startswith("#"))}
+
+
+def fp8_attention(row: dict) -> bool:
+    """Whether the row's step runs ``--fp8-attention``: its config's FP8 attention, where the device prices it."""
+    from ironlaw.machine import hardware
+    from ironlaw.models.fp8_attention import unpriced
+    return bool(row["fp8_attention"]) and not unpriced(hardware.get(row["gpu"]))
+
+
 def dp(row: dict) -> int:
     """The data-parallel size the row's layout leaves."""
     return row["gpus"] // (row["tp"] * row["pp"] * row["cp"])
@@ -55,7 +71,9 @@ def options(row: dict) -> dict:
     return dict(gpus=row["gpus"], **nodes, tp=tp, pp=row["pp"], cp=row["cp"], ep=1,
                 global_batch=row["global_batch"], micro_batch=row["micro_batch"], interleave=vp, zero=1,
                 sequence_parallel=tp > 1, tp_comm_overlap=bool(row["tp_comm_overlap"]), overlap_p2p=vp > 1,
-                grad_fp32=False, moe_a2a_overlap=False, param_gather_exposed=False)
+                grad_fp32=False, moe_a2a_overlap=False, param_gather_exposed=False,
+                cuda_graph=graphs().get((row["release"], row["system"], row["benchmark"])),
+                fp8_attention=fp8_attention(row))
 
 
 def command(row: dict) -> str:
@@ -66,7 +84,9 @@ def command(row: dict) -> str:
     flags += [f"--{k} {o[k]}" for k in ("cp", "interleave") if o[k] > 1]
     flags += ["--zero 1"]
     flags += [f for f, on in (("--sequence-parallel", o["sequence_parallel"]),
-                              ("--tp-comm-overlap", o["tp_comm_overlap"]), ("--overlap-p2p", o["overlap_p2p"])) if on]
+                              ("--tp-comm-overlap", o["tp_comm_overlap"]), ("--overlap-p2p", o["overlap_p2p"]),
+                              ("--fp8-attention", o["fp8_attention"])) if on]
+    flags += [f"--cuda-graph {o['cuda_graph']}"] if o["cuda_graph"] else []
     return (f"ironlaw analyze {MODELS[row['benchmark']]} --phase train --on {row['gpu']} --dtype {row['dtype']} "
             f"--seq {row['seq']} --global-batch {row['global_batch']} --micro-batch {row['micro_batch']} "
             + " ".join(flags))

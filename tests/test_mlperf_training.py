@@ -28,15 +28,16 @@ def test_the_extract_is_consistent():
 
 
 def test_each_row_builds_a_valid_command():
-    """Two rows' commands (an 8B row with CP in one NVL72 domain, a 405B FP8 row over NVL72 domains with TP
-    overlap) run through the CLI (exit 0) and give the step the benchmark's builder gives; together they use
-    every option any row's command uses."""
+    """Three rows' commands (an 8B row with CP in one NVL72 domain and its whole step in a CUDA graph, a 405B FP8
+    row over NVL72 domains with TP overlap, an 8B row with FP8 attention) run through the CLI (exit 0) and give
+    the step the benchmark's builder gives; together they use every option any row's command uses."""
     from ironlaw.machine import hardware
     rows, seen = table(), {}
     for r in rows:
         seen.setdefault((r["benchmark"], r["dtype"], r["cp"] > 1, "--nodes" in command(r)), r)
+    fp8_attention = next(r for r in rows if "--fp8-attention" in command(r))
     ran: set = set()
-    for r in (seen[("llama3.1-8b", "fp8", True, False)], seen[("llama3.1-405b", "fp8", True, True)]):
+    for r in (seen[("llama3.1-8b", "fp8", True, False)], seen[("llama3.1-405b", "fp8", True, True)], fp8_attention):
         cmd = command(r).split()
         assert cmd[:2] == ["ironlaw", "analyze"]
         res = run_cli(*cmd[1:], "--format", "json")

@@ -272,6 +272,7 @@ class StepOptions:
     sequence_parallel: bool = False
     param_gather_exposed: bool = False
     moe_dispatcher: Optional[str] = None
+    fp8_attention: bool = False
     capture: bool = False
     network: Optional[str] = None
     options: Optional[dict] = None

@@ -38,7 +38,17 @@ from ..core.registry import registrar
 
 VERSION = ("Megatron-Core core_v0.15.0 (Megatron-LM 0d8e0714, pinned by Megatron-Bridge v0.2.0, the NeMo 25.11 "
            "container) with Transformer Engine modules")
-SCOPES = ("attn", "moe_router", "moe_preprocess")       # Megatron-Core's cuda_graph_scope values modelled here
+SCOPES = ("attn", "moe_router", "moe_preprocess", "full", "full_iteration")   # Megatron-Core's cuda_graph_scope
+# values modelled here. "full": each transformer layer's forward and backward captured whole (the graphs
+# ``transformer/cuda_graphs.py`` ``CudaGraphManager`` records per TransformerLayer), replayed as one launch per
+# layer and pass. "full_iteration": the forward and backward of every micro-batch captured as one graph
+# (``full_cuda_graph.py`` ``FullCudaGraphWrapper``, cuda_graph_impl "local": "1 CUDA graph for whole iteration
+# excluding optimizer", ``transformer_config.py``), replayed once per step: no launch inside the step is the
+# host's; what stays outside is the optimizer step (timed on the device) and each micro-batch's inputs copied
+# into the graph's static buffers before the replay (``StaticBufferLoader``), issued while the device runs the
+# previous step's optimizer. Neither captures a layer whose host waits on the device (a dropless MoE layer's
+# split sizes): ``LAYER_SCOPES`` are refused on models with routed experts (``parallel.plan``).
+LAYER_SCOPES = ("full", "full_iteration")
 BACKWARD_PARTS = frozenset({"bwd", "wgrad"})   # name parts of the backward's collectives (``parallel.experts``, ``tp``)
 
 
@@ -131,6 +141,9 @@ QUANTIZE_KERNELS = {"fp8": 4.0, "mxfp8": 1.0, "fp4": 2.0}
 #   the final cat (6); backward the two products, the negation, the chunk's cat, the sum of the two paths and the
 #   slice's zeros and copy (7)
 UNFUSED_ROPE = Calls(fwd=2 * 12 - 2, bwd=2 * 7 - 2)
+# FP8 dot-product attention (``fp8_attention``): a current-scaling quantize of Q, K and V in the forward and of
+# dO in the backward (Transformer Engine v2.8 ``FusedAttnFunc``), ``QUANTIZE_KERNELS["fp8"]`` kernels each
+FP8_ATTENTION = Calls(fwd=QUANTIZE_KERNELS["fp8"], bwd=QUANTIZE_KERNELS["fp8"])
 TP_SP = Calls(fwd=4, bwd=6)
 TP_AR = Calls(fwd=2, bwd=2)
 
@@ -160,6 +173,13 @@ def seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
             b * cpu.op_s + c.streamed_bwd * gemm + c.modules * cpu.module_s, f + b)
 
 
+def _attention(meta: dict, graphed: tuple) -> Calls:
+    """A layer's attention part: its kernels, the unfused rotary's, FP8 attention's quantizes; one launch per pass
+    where it is captured."""
+    c = ATTENTION + _rope(meta) + (FP8_ATTENTION if meta.get("fp8_attention") else Calls())
+    return _graphed(c, "attn" in graphed)
+
+
 def _rope(meta: dict) -> Calls:
     """The unfused rotary's extra kernels where Megatron-Core runs it unfused (a YaRN factor other than 1)."""
     return UNFUSED_ROPE if abs(meta.get("rope_mscale", 1.0) - 1.0) > 1e-9 else Calls()
@@ -176,7 +196,7 @@ def moe_parts(meta: dict, tp: int = 1, sp: bool = False, ep: int = 1, precision:
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
     local = meta.get("expert_slots", experts) / ep                  # with redundant slots (EPLB): (E + N) / ep
     padded = dispatcher in ("alltoall", "deepep") and ep > 1 and precision is not None   # flex (HybridEP) pads in its kernel
-    return [("attention", False, _graphed(ATTENTION + _rope(meta), "attn" in graphed) + tpc.scaled(0.5)),
+    return [("attention", False, _attention(meta, graphed) + tpc.scaled(0.5)),
             ("router", False, _graphed(ROUTER, "moe_router" in graphed)),
             ("preprocess", False, _graphed(PREPROCESS, "moe_preprocess" in graphed)),
             ("dispatch", True, DISPATCH + tpc.scaled(0.5)),
@@ -191,7 +211,7 @@ def layers(meta: dict, cpu, tp: int = 1, sp: bool = False, ep: int = 1, precisio
            graphed: tuple = (), dispatcher: str = "alltoall") -> tuple[LayerHost, LayerHost]:
     """(a dense layer, an MoE layer) of the model ``meta`` describes, on ``cpu`` (``machine.hostcpu.HostCPU``)."""
     tpc = (TP_SP if sp else TP_AR) if tp > 1 else Calls()
-    dense = _graphed(ATTENTION + _rope(meta), "attn" in graphed) + MLP + tpc
+    dense = _graphed(_attention(meta, graphed) + MLP + tpc, "full" in graphed)
     fd, bd, kd = seconds(dense, cpu, precision)
     dense_h = LayerHost(fd, 0.0, bd, kd, 0.0)
     parts = moe_parts(meta, tp, sp, ep, precision, graphed, dispatcher)
@@ -281,8 +301,12 @@ class HostTerm:
     issue_s: float             # host seconds to issue the micro-batch's kernels
     kernels: float             # kernels issued per micro-batch
     syncs: float               # device→host synchronisations per micro-batch
+    captured: bool = False     # the whole step replays as one CUDA graph ("full_iteration")
 
     def why(self) -> str:
+        if self.captured:
+            return (f"the step's forward and backward replay as one CUDA graph (--cuda-graph full_iteration): the "
+                    f"host ({self.cpu}) issues no kernel inside it and the device does not wait for it")
         wait = (f", {self.syncs:.0f} device→host syncs (Megatron-Core's dropless MoE dispatcher waits for the "
                 f"split sizes every MoE layer)" if self.syncs else "")
         return (f"the host ({self.cpu}) issues {self.kernels:,.0f} kernels per micro-batch in "
@@ -297,6 +321,8 @@ def step_term(sg, rows: list[dict], hw, tp: int, sp: bool, ep: int, graphed: tup
     cpu = of(hw)
     if cpu is None or "layers" not in sg.meta:
         return None
+    if "full_iteration" in graphed:
+        return HostTerm(cpu.cpu, 0.0, 0.0, 0.0, 0.0, captured=True)
     dense, moe = layers(sg.meta, cpu, tp, sp, ep, sg.meta.get("precision"), graphed, dispatcher)
     R = max(op.count for op in sg.ops)
     n_moe = moe_layers(sg.ops)

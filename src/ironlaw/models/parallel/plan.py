@@ -50,6 +50,7 @@ class Plan:
     param_gather_exposed: bool = False         # ZeRO-1's parameter all-gather after the step, not overlapped with
                                                # the next forward (Megatron's overlap_param_gather off)
     moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
+    fp8_attention: bool = False                # attention's products in FP8 (``fp8_attention``: TE's fp8_dpa)
 
     @property
     def microbatches(self) -> int:
@@ -109,8 +110,8 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
         raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
                            f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
-                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ())), red, off, exposed,
-                dispatcher.check(o.get("moe_dispatcher"), ep))
+                bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ()), graph), red, off, exposed,
+                dispatcher.check(o.get("moe_dispatcher"), ep), bool(o.get("fp8_attention", False)))
 
 
 def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
@@ -127,13 +128,20 @@ def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
     return r
 
 
-def graph_scopes(value) -> tuple:
-    """``--cuda-graph attn,moe_router,moe_preprocess`` (or a sequence): the parts captured in CUDA graphs."""
-    from ..host import SCOPES
+def graph_scopes(value, graph: Graph | None = None) -> tuple:
+    """``--cuda-graph attn,moe_router,moe_preprocess,full,full_iteration`` (or a sequence): the parts captured in
+    CUDA graphs; a whole layer or step (``host.LAYER_SCOPES``) not on a model with routed experts (``graph``'s,
+    where given), whose dropless layers wait on the host."""
+    from ..host import LAYER_SCOPES, SCOPES
     items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
     bad = [x for x in items if x not in SCOPES]
     if bad:
         raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+    whole = [x for x in items if x in LAYER_SCOPES]
+    if whole and graph is not None and graph.meta.get("experts"):
+        raise IronlawError(f"--cuda-graph {whole[0]} captures whole layers; {graph.name}'s dropless MoE layers wait "
+                           f"on the host for each expert's token count, which a CUDA graph cannot hold: capture "
+                           f"attn, moe_router, moe_preprocess instead")
     return tuple(x for x in SCOPES if x in items)
 
 

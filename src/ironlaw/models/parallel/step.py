@@ -12,7 +12,7 @@ import numpy as np
 from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...machine.network.topology import build as build_topology
-from .. import dispatcher, grouped_mlp, host, nvfp4, offload, rope_unfused
+from .. import dispatcher, fp8_attention, grouped_mlp, host, nvfp4, offload, rope_unfused
 from ..gemm_rows import with_kernel_rows
 from .cp import cp_ring_exposed, cp_shard
 from .experts import expert_load
@@ -90,6 +90,10 @@ def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
 REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
                   "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
                   "is not timed")
+FP8_ATTENTION_NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): at {rate:.2f}× the bf16 "
+                      "attention's rate, the speedup of {hw}'s FP8 context attention kernels over its bf16 "
+                      "ones at this micro-batch and sequence (the backward at the forward's), after a quantize of Q, "
+                      "K, V (forward) and of dO (backward)")
 NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
                 "framework are not timed, and a step they bind runs slower than this")
 
@@ -124,8 +128,10 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     from ...machine.calibration import for_training
     if g.phase != "train":
         raise IronlawError(f"a training step needs --phase train (got '{g.phase}')")
-    hw = for_training(hw)                                      # no serving-kernel tables in a training step
+    catalog, hw = hw, for_training(hw)                         # no serving-kernel tables in a training step
     g = lowered(g, hw)
+    if plan.fp8_attention:                                     # priced from the catalog's attention classes
+        g = fp8_attention.lower(g, catalog, plan.micro_batch)
     if plan.redundant_experts:
         g = Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
                   meta=dict(g.meta, expert_slots=g.meta["experts"] + plan.redundant_experts))
@@ -138,6 +144,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
         e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
         if plan.redundant_experts else [])
+    if plan.fp8_attention:
+        notes.append(FP8_ATTENTION_NOTE.format(rate=g.meta["fp8_attention"], hw=catalog.name))
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = stage_ops(g, plan)
