@@ -151,7 +151,7 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
         stream_max: float = STREAM_MAX) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (``stream_max`` for the weights' stream: an expert re-read from L2 may beat HBM, 1 where the
-    rows' weights cannot come from a cache, ``kernelfit.rules.ROTATED_MOE``); ``per_expert``: also
+    rows' weights cannot come from a cache, ``kernelfit.rules.ROTATED_MOE_FRAMEWORKS``); ``per_expert``: also
     L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
     layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0; ``per_touched``: also L_u, seconds per expert the
     rank's rows reach (T gains L_u·U), ≥ 0; ``per_router``: also L_r and 1/η_r of the router's PyTorch top-k (T gains
