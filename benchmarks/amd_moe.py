@@ -47,7 +47,9 @@ timings of those GPUs at ``COMMIT`` (there is no per-tensor FP8 row on 304 CUs; 
 another kernel of aiter's, the per-tensor ``fmoe_bf16_pertokenFp8`` family or the CK 2-stage per-tensor pair, without
 the block scales' extra multiply). Each class is fitted by ``moefit.fit`` in its base form (L, η_w, η_c, η_a: the
 form of benchmarks/kernel_moe.py's bf16 and fp8 classes; no cost per expert slot, which kernel_moe.py gives
-TensorRT-LLM's block-scaled CUTLASS layer for what the H200 rows show) on
+TensorRT-LLM's block-scaled CUTLASS layer for what the H200 rows show), every η at most 1, the weights' η_w too (the
+tuner's ``run_perftest`` cycles its calls through copies of the weights far past the 256 MB Infinity Cache, so they
+stream from HBM: ``kernelfit.rules.ROTATED_MOE_FRAMEWORKS``), solved within those bounds (``moefit.fit`` exact), on
 every other layer shape (sorted; all its token counts) and scored on the rest; a class of under ``MIN_SHAPES``
 shapes (the gfx942 classes, two or three shapes each, and MI355X bf16, one) on every other token count of each shape
 (``token_split``), scored on the others — an interpolation between token counts, not a shape it has not seen.
@@ -199,9 +201,18 @@ def fit_class(gpu: str, dtype: str, rows: dict) -> tuple[dict | None, np.ndarray
         keep, split = token_split(rows), "token counts of each layer shape"
     if keep.all() or not keep.any():
         return None, np.array([]), 0, split
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t), dtype),
+    kern, err = held_out(lambda x, t: moefit.kernels(fitted(x, t), dtype),
                          lambda kern, x: stored_predict(kern, dtype, x), x, t, keep)
     return kern, err, int(keep.sum()), split
+
+
+def fitted(x: np.ndarray, t: np.ndarray):
+    """moefit.fit in the base form, the weights' η_w at most 1 and solved within the bounds: aiter's tuner times a
+    fresh copy of the weights at every call, so they stream from HBM (``kernelfit.rules.ROTATED_MOE_FRAMEWORKS``)."""
+    from ironlaw.measure.calibrate import moefit
+    from ironlaw.measure.calibrate.kernelfit import rules
+    rotated = rules.holds(rules.ROTATED_MOE_FRAMEWORKS, "aiter")
+    return moefit.fit(x, t, exact=rotated, stream_max=1.0 if rotated else moefit.STREAM_MAX)
 
 
 def calibration_table(gpu: str, fits: list[tuple]) -> dict:

@@ -98,3 +98,33 @@ def test_a_gemm_refit_keeps_the_stored_moe_classes():
     out = amd_kernels.with_moe(hw, gemm)
     assert out["kernel"] == base["kernel"] and out["provenance"].keys() == base["provenance"].keys()
     assert sorted(out["fitted"]) == sorted(base["fitted"]) and out["matmul"] == base["matmul"]
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "mi325x", "mi355x"])
+def test_the_stored_moe_classes_read_their_weights_no_faster_than_hbm(gpu):
+    """aiter's tuner times a fresh copy of the weights at every call (kernelfit.rules.ROTATED_MOE_FRAMEWORKS): every
+    stored MoE class's η — the weights' stream, the FLOPs and the routed rows — within the law's η ≤ 1 bound."""
+    kern = hardware.get(gpu).calibration.kernel
+    moe = {k: v for k, v in kern.items() if k.startswith(("moe_grouped_gemm.", "moe_rows."))}
+    assert moe
+    for name, k in moe.items():
+        for eta in ("streamed", "eta_max", "memory"):
+            assert 0 < k.get(eta, 1.0) <= 1.0, (gpu, name, eta, k.get(eta))
+
+
+def test_the_aiter_fit_bounds_the_weights_stream_at_hbm():
+    """Rows whose weights stream 1.2x faster than HBM: moefit's default bound (1.5) fits η_w 1.2, aiter's fit holds
+    it at 1 and solves the other terms within their bounds."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import amd_moe
+    rng = np.random.default_rng(0)
+    n = 24
+    x = np.zeros((n, 10))
+    x[:, 0], x[:, 1], x[:, 2], x[:, 3] = 1.0, rng.uniform(5e-5, 4e-4, n), rng.uniform(1e-5, 3e-4, n), \
+        rng.uniform(1e-6, 2e-5, n)
+    t = 2e-5 + x[:, 1] / 1.2 + x[:, 2] / 0.5 + x[:, 3] / 0.8
+    assert moefit.fit(x, t).eta_stream == pytest.approx(1.2, rel=1e-3)
+    f = amd_moe.fitted(x, t)
+    assert f.eta_stream == pytest.approx(1.0) and f.eta_compute <= 1.0 and f.eta_rows <= 1.0
+    assert moefit.fit(x, t, stream_max=1.0, exact=True) == f

@@ -35,7 +35,8 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "SPIKY_GEMMS": ("framework", "dtype"), "WRITTEN_ONCE_OPS": ("op",),
         "FINE_GEMMS": ("framework", "dtype"), "REPLAY_CACHE_OPS": ("op",), "REPLAY_L2": ("gpu",),
         "REPLAY_L2_SOURCE": ("gpu",), "MOE_CROSS_CHECK": ("dtype",), "MOE_CROSS_REFERENCE": ("gpu",),
-        "CARRIED_GEMM": ("gpu",), "CARRIED_GEMM_SOURCE": ("gpu",)}
+        "CARRIED_GEMM": ("gpu",), "CARRIED_GEMM_SOURCE": ("gpu",),
+        "ROTATED_MOE_FRAMEWORKS": ("framework",)}
 GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",

@@ -78,6 +78,9 @@ W4A16_MXFP4 = "w4a16_mxfp4"   # MXFP4 weights, bf16 activations (the tables' moe
 # the routing of ROCm/aiter's fused-MoE tuner (each token's k experts uniform at random: core.routing.uniform_local);
 # a table's routing here, not a serving option (core.routing.ROUTINGS)
 UNIFORM = "uniform"
+# the weights' stream bound η_w of a table whose collector replays the same experts' weights call after call
+# (aiconfigurator's MoE collectors): an expert re-read from the L2 may beat HBM
+STREAM_MAX = 1.5
 COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
 STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
@@ -144,9 +147,11 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
-        exact: bool = False, per_token: bool = False, per_touched: bool = False, per_router: bool = False) -> MoeFit:
+        exact: bool = False, per_token: bool = False, per_touched: bool = False, per_router: bool = False,
+        stream_max: float = STREAM_MAX) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
-    the η at most 1 (1.5 for the weights' stream: an expert re-read from L2 may beat HBM); ``per_expert``: also
+    the η at most 1 (``stream_max`` for the weights' stream: an expert re-read from L2 may beat HBM, 1 where the
+    rows' weights cannot come from a cache, ``kernelfit.rules.ROTATED_MOE_FRAMEWORKS``); ``per_expert``: also
     L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
     layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0; ``per_touched``: also L_u, seconds per expert the
     rank's rows reach (T gains L_u·U), ≥ 0; ``per_router``: also L_r and 1/η_r of the router's PyTorch top-k (T gains
@@ -155,7 +160,7 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
     t = np.asarray(time_s, float)
     cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else []) + ([7] if per_touched else []) \
         + ([8, 9] if per_router else [])
-    lower = [0.0, 1 / 1.5, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched) + [0.0, 1.0] * per_router
+    lower = [0.0, 1 / stream_max, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched) + [0.0, 1.0] * per_router
     X = x[:, cols]
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t

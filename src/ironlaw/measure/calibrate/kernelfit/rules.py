@@ -717,6 +717,20 @@ MOE_CROSS_RATIO = 1.10     # above every own-key shape's ratio to its reference 
 CARRIED_GEMM = {"mi325x": ("mi300x", 1519.0 / 1273.0)}
 CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,519 / MI300X 1,273 TFLOP/s "
                                  "(ROCm blogs, 'Measuring Max-Achievable FLOPs - Part 2')"}
+# the frameworks whose MoE-layer tables time a fresh copy of the layer's weights at every call, so a row's weights stream
+# from HBM and never from a cache the calls share: their MoE classes are fitted with the weights' η_w at most 1
+# (``moefit.fit`` stream_max, against the 1.5 of the NVIDIA collectors, which replay one copy), solved within the
+# bounds (``exact``). ROCm/aiter's fused-MoE tuner (e4048607, csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py,
+# ``FmoeTuner``) hands each candidate's tensors, weights included, to aiter/utility/mp_tuner.py ``worker``, which calls
+# aiter/test_common.py ``run_perftest(func, *args)`` with no keywords: 101 timed calls, ``num_rotate_args`` 0, so
+# ``perftest`` makes ⌈min(L2_cache_size·64·128, 0.9 of the free memory) / the arguments' bytes⌉ deep copies of every
+# argument (32 GiB of copies at the 4 MiB L2 per XCD of gfx942 and gfx950; at most 101) and the calls cycle through
+# them (``run_iters_rotate``). Every kept layer holds 0.3-5.2 GB of weights, so a copy is called once or, between two calls
+# on it, at least 30 GB of other copies pass the 256 MB Infinity Cache (the catalogs' cache tier; AMD's CDNA 3 / CDNA 4 white papers).
+# The rows agree: no bf16, FP8 or block-scaled FP8 row reads its touched experts' weights faster than HBM's datasheet
+# rate (at most 0.85 of it, MI300X); the 1.09 and 1.33 that the unbounded fit gave MI325X's and MI355X's FP8 classes
+# traded the weights' stream against a fixed latency of 50-60 µs (docs/accuracy.md, "AMD Instinct MoE layers")
+ROTATED_MOE_FRAMEWORKS = ("aiter",)
 
 
 
