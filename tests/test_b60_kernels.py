@@ -57,3 +57,11 @@ def test_gemm_rows_of_a_dtype_the_device_lacks_are_left_out_with_a_line(capsys):
     assert [g.name for g in kernel_tables.runnable(hardware.get("b60"), gs)] == ["gemm bf16"]
     assert "b60 has no fp8 matrix unit" in capsys.readouterr().out
     assert len(kernel_tables.runnable(hardware.get("h100"), gs)) == 2
+
+
+def test_analyze_on_b60_points_at_the_engine_tables_serve_reads(cli):
+    r = cli("analyze", "gemm:1,4096,4096", "--on", "b60")
+    text = " ".join(r.out.split())
+    assert r.rc == 0 and "b60's measured kernel tables are vLLM's" in text and "has no measured kernel" not in text
+    assert "datasheet only: mi250x has no measured kernel tables" in " ".join(
+        cli("analyze", "gemm:1,4096,4096", "--on", "mi250x").out.split())
