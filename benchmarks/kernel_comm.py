@@ -53,7 +53,7 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
     curves: dict = {}
     meta: dict = {}
     for path in newest_tables(root):
-        for t in kerneltable.read(path, ops=("nccl",)):
+        for t in kerneltable.read(path, ops=("nccl", "oneccl")):
             meta[t.gpu] = (str(path.relative_to(root)), t.version)
             for (op, dt, p), rows in t.rows.groupby(["op_name", "nccl_dtype", "num_gpus"]):
                 med = rows.groupby("message_size")["latency_s"].median()
@@ -70,16 +70,29 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
     return curves, meta
 
 
+# a system without NCCL tables: its oneCCL table (Intel GPUs; the same columns, kerneltable's "oneccl" op), the
+# version named here. b60: 2021.15.9 times 2, 4 and 8 GPUs (315 rows); the newer 2021.17.2 times 2 and 4 only
+ONECCL = {"b60": "2021.15.9"}
+
+
 def newest_tables(data: Path) -> list[Path]:
-    """Per system folder of ``data``, its newest comm/nccl/<version>/nccl_perf table (older ones lack columns)."""
+    """Per system folder of ``data``, its newest comm/nccl/<version>/nccl_perf table (older ones lack columns), or
+    where it has none, its comm/oneccl/<version>/oneccl_perf table of the version ``ONECCL`` names."""
     def version(p: Path) -> tuple:
         return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
     out = []
     for system in sorted(d for d in data.iterdir() if d.is_dir()):
         found = sorted(system.glob("comm/nccl/*/nccl_perf.*"), key=version)
+        if not found and system.name in ONECCL:
+            found = sorted(system.glob(f"comm/oneccl/{ONECCL[system.name]}/oneccl_perf.*"))
         if found:
             out.append(found[-1])
     return out
+
+
+def library(where: str) -> tuple[str, str]:
+    """(library, its table's stem) of a comm table's path: NCCL's nccl_perf, or oneCCL's oneccl_perf."""
+    return ("oneCCL", "oneccl_perf") if "oneccl" in Path(where).parts else ("NCCL", "nccl_perf")
 
 
 def extract(data: Path, out: Path) -> None:
@@ -88,7 +101,7 @@ def extract(data: Path, out: Path) -> None:
     from ironlaw.measure.calibrate import kerneltable
     keys = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype", "num_gpus", "message_size"]
     for path in newest_tables(data):
-        for t in kerneltable.read(path, ops=("nccl",)):
+        for t in kerneltable.read(path, ops=("nccl", "oneccl")):
             rows = t.rows.groupby(keys, as_index=False, sort=True)["latency"].median()
             dest = out / path.relative_to(data).with_suffix(".csv")
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -150,6 +163,8 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
     """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
     where, version, *custom = meta[gpu]
     system = Path(where).parts[0]
+    lib, stem = library(where)
+    name = f"{lib.lower()} {version} {stem}"
     where = f"systems/data/{Path(where).with_suffix('.parquet')}"
     base = BASE.get(gpu, "default")
     rows = sum(k for (g, c, _), (_, k) in fits.items() if g == gpu and c != TRTLLM)
@@ -170,13 +185,13 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
               "ports add up (the sourced estimates)" if base == "a100-vidur"
               else "groups across nodes: the sourced α-β estimates")
     out = ["[network]", f'calibration = "{base}"',
-           f'source = "measured: NCCL {version} nccl_perf table of {PACKAGE}, {where}: one curve per collective '
+           f'source = "measured: {lib} {version} {stem} table of {PACKAGE}, {where}: one curve per collective '
            f'and GPU count on one node, NCCL\'s latency-plus-bandwidth lines min(α_i + f(p)·n/B_i) fitted by '
            f'benchmarks/kernel_comm.py (ironlaw.measure.calibrate.commfit) on the half-precision rows, every other '
            f'message size ({rows} rows){trt}; {beyond}"',
-           f'fitted = ["{PACKAGE} {system} nccl {version} nccl_perf: half, even-ranked message sizes"{trt_fit}]',
-           f'held_out = ["{PACKAGE} {system} nccl {version} nccl_perf: half, odd-ranked message sizes", '
-           f'"{PACKAGE} {system} nccl {version} nccl_perf: int8, all message sizes"{trt_held}]']
+           f'fitted = ["{PACKAGE} {system} {name}: half, even-ranked message sizes"{trt_fit}]',
+           f'held_out = ["{PACKAGE} {system} {name}: half, odd-ranked message sizes", '
+           f'"{PACKAGE} {system} {name}: int8, all message sizes"{trt_held}]']
     for (g, coll, p), (lines, k) in sorted(fits.items()):
         if g != gpu:
             continue

@@ -82,7 +82,13 @@ def coverage_line(est) -> str | None:
     """The op classes priced with another class's numbers, on a calibrated device (None where all are its own);
     on a device without a calibration, that its numbers are the datasheet's (no measured kernel tables)."""
     from ..law.coverage import DATASHEET_NUMBERS, coverage, line, remedy
+    from ..machine import engines
     if est.hw.calibration is None and not est.hw.extra.get("probe"):
+        served = [e for e in engines.ENGINES if e != engines.DEFAULT and engines.path(est.hw.name, e).is_file()]
+        if served:                  # its tables are a serving engine's alone (the B60's vLLM): serve reads them
+            return (f"datasheet only here: {est.hw.name}'s measured kernel tables are "
+                    f"{' and '.join(engines.NAMES[e] for e in served)}'s, which `ironlaw serve --engine {served[0]}` "
+                    f"reads; analyze prices its kernels from the datasheet peaks and [efficiency] defaults")
         return (f"datasheet only: {est.hw.name} has no measured kernel tables; its {DATASHEET_NUMBERS} price every "
                 f"op ({remedy(est.hw)})")
     return line(coverage(est))

@@ -45,6 +45,8 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     # mla_gen_post ([t,512]x[512,128]), num_heads per GPU
     "mla_bmm": ("device", "op_name", "bmm_dtype", "num_tokens", "num_heads"),
     "nccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),        # message_size: elements
+    # Intel's oneCCL collectives (aiconfigurator-core's comm/oneccl/<version>/oneccl_perf, Arc Pro B60): NCCL's columns
+    "oneccl": ("device", "op_name", "nccl_dtype", "num_gpus", "message_size"),
     "moe": ("device", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution"),
     "custom_allreduce": ("device", "op_name", "allreduce_dtype", "num_gpus", "message_size"),  # elements
@@ -72,6 +74,10 @@ DEVICES = {
     "NVIDIA GB300": "gb300",
     "NVIDIA L40S": "l40s",
     "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
+    # torch.xpu.get_device_name on the Intel Arc Pro B60; the older driver's oneCCL 2021.17.2 table in the same
+    # b60/ folder names it by its PCI device id, 0xe211 (BMG-G21, Arc Pro B60)
+    "Intel(R) Arc(TM) Pro B60 Graphics": "b60",
+    "Intel(R) Graphics [0xe211]": "b60",
 }
 PROVENANCE = "aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0)"
 SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <op>_perf.txt, CSV text
