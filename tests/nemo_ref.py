@@ -72,9 +72,11 @@ RECIPE = {"gpt-oss-120b": {"micro_batch": 1}, "qwen3-30b-a3b": {"micro_batch": 1
 # scopes (cuda_graph_impl "transformer_engine"), the expert all-to-all overlap (moe_a2a_overlap) and the
 # recomputed modules. The dispatcher is the same in every config of a system and model (all precisions, every
 # GB200/GB300 Qwen3 and DeepSeek-V3 config sets HybridEP, no gpt-oss config does), so each held-out row runs
-# its config's (``options``); the other settings only where the config's layout is the printed one
-# (``config_matches``: else the row ran another configuration), and even there they are not applied
-# (docs/accuracy.md, Blackwell: what they would change).
+# its config's (``options``). So are the CUDA-graph scopes (``recipe_graph``, ``--cuda-graph``): each system and
+# model's configs set the same ones in every precision (DeepSeek-V3 one config for all; gpt-oss one BF16 config), but
+# GB200 Qwen3-30B-A3B, whose FP8-MX config (the row's precision, and its layout is the printed one) leaves out "attn".
+# The other settings only where the config's layout is the printed one (``config_matches``: else the row ran another
+# configuration), and even there they are not applied (docs/accuracy.md, Blackwell: what they would change).
 HELD_CONFIG = {
     ("gb300", "qwen3-30b-a3b"): dict(gpus=8, ep=8, global_batch=512, micro_batch=8, dispatcher="flex",
                                      cuda_graph=("moe_router", "moe_preprocess")),
@@ -99,6 +101,28 @@ HELD_CONFIG = {
                                    recompute=("layernorm", "moe_act")),
 }
 CONFIG_LAYOUT = dict(gpus=1, tp=1, pp=1, vp=1, ep=1, global_batch=1, micro_batch=1)       # WorkloadBaseConfig
+# The CUDA graphs of the dense held-out rows' recipes, by (system, model): Megatron-Bridge
+# scripts/performance/configs/llama/llama3_workload_base_configs.py at the table's commit 00b7660b sets
+# cuda_graph_impl "local", cuda_graph_scope "full_iteration" (Megatron-Core's FullCudaGraphWrapper, the forward and
+# backward of every micro-batch one graph: ``--cuda-graph full_iteration``) in every Llama 3 8B pre-training config
+# of DGX-GB300, GB200 and B200 (BF16, FP8-CS, and FP8-MX, which is the FP8-CS config), at the lines given. GB300's
+# FP8-CS config runs MBS 4 where the print says 2; the scope is the same in every config of the system and model,
+# so it is the row's (as the dispatcher, ``HELD_CONFIG``). No other scored row's config sets a graph: not the
+# Llama 3 70B and Llama 3.1 405B ones (llama3_/llama31_workload_base_configs.py: the FP8-CS, FP8-MX and B200 configs
+# set none, WorkloadBaseConfig's None keeps the recipe's "none"), not a DGX-H100 one (the 8B, 70B, 405B, gpt-oss and
+# the Qwen3-30B-A3B FP8-CS configs set none; the table's Qwen3 row is FP8), not the 26.02 NVFP4 rows and their
+# MXFP8/FP8 siblings (v0.3.0, 21b02e0c: llama3_workload_base_configs.py:225-230, 256-264 LLAMA3_70B_*_NVFP4_V2 set
+# cuda_graph_impl "none", the FP8_MX_V2 ones none; llama31_workload_base_configs.py:108-117 and 245-250 set "none"
+# for 405B NVFP4, the FP8_CS_V2 and FP8_MX_V2 configs none).
+DENSE_GRAPH = {("gb300", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:150-155, 158-163, 165"),
+               ("gb200", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:174-179, 182-187, 189"),
+               ("b200", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:199-204, 207-212, 215")}
+# FP8 attention: no scored row's recipe sets it. Megatron-Bridge's MixedPrecisionConfig defaults
+# fp8_dot_product_attention and fp8_multi_head_attention to False (src/megatron/bridge/training/mixed_precision.py:53-54
+# at 00b7660b and at v0.3.0), no precision preset, performance config or override (scripts/performance at both
+# commits: no fp8_dot_product_attention, fp8_multi_head_attention, NVTE_FP8_DPA or fp8_dpa) turns either on, so
+# every row runs its attention in bf16 (``options``: fp8_attention False).
+FP8_ATTENTION = False
 # the MXFP8 recipes that turn the distributed optimizer's parameter all-gather overlap off ("keeping this enabled
 # causes NaN grad norm": Megatron-Bridge v0.2.0 scripts/performance/configs, llama3_70b_{gb300,gb200,b200},
 # llama31_405b_{gb300,gb200,b200}, deepseek_v3_{gb300,gb200}, qwen3_235b_a22b_b200 _config): the gather runs
@@ -140,12 +164,19 @@ def tuned() -> dict:
     return {k: (v if k in ("model", "precision") else float(v) if "." in v else int(v)) for k, v in r.items()}
 
 
+# the tuned run's CUDA graphs: Transformer Engine's, scopes moe_router and moe_preprocess (Megatron-Bridge
+# src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py:213-214, qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config, at the
+# PR's merge d398aaca2; its perf_recipes wrapper keeps them); no FP8 attention (BF16)
+TUNED_GRAPH = ("moe_router", "moe_preprocess")
+
+
 def predict_tuned(hw):
     """ironlaw's step of the tuned run, its layout as the file gives it."""
     r = tuned()
     opts = dict(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], zero=1, moe_a2a_overlap=bool(r["moe_a2a_overlap"]),
-                moe_dispatcher="flex")                 # the file's HybridEP dispatcher (ironlaw.models.dispatcher)
+                moe_dispatcher="flex",                 # the file's HybridEP dispatcher (ironlaw.models.dispatcher)
+                cuda_graph=TUNED_GRAPH)
     g = training_graph(SPECS[r["model"]], hw, r["seq"], r["precision"], opts)
     return parallel.train_step(g, hw, parallel.make_plan(opts, g, hw))
 
@@ -172,6 +203,16 @@ def config_matches(row: dict) -> bool:
     return c is not None and all(c[k] == (o["interleave"] if k == "vp" else o[k]) for k in CONFIG_LAYOUT)
 
 
+def recipe_graph(row: dict) -> tuple:
+    """The CUDA-graph scopes the row's recipe captures: a dense held-out row's (``DENSE_GRAPH``), a held-out MoE
+    row's config's (``HELD_CONFIG``), () for every other row (eager)."""
+    dense = DENSE_GRAPH.get((row.get("system"), row["model"]))
+    if dense:
+        return (dense[0],)
+    c = held_config(row)
+    return tuple(c["cuda_graph"]) if c else ()
+
+
 def recipe(row: dict) -> dict:
     """The row with the layout its 25.11 recipe runs (``RECIPE``; the printed one for the dense rows)."""
     return {**row, **RECIPE.get(row["model"], {})}
@@ -189,12 +230,14 @@ def options(row: dict, printed: bool = False) -> dict:
     nodes.update({"offload_layers": off} if off else {})
     nodes.update({"moe_dispatcher": "flex"} if (HELD_CONFIG.get((r.get("system"), r["model"])) or {}).get(
         "dispatcher") == "flex" else {})
-    return dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
+    o = dict(gpus=r["gpus"], **nodes, tp=tp, pp=r["pp"], cp=r["cp"], ep=r["ep"], global_batch=r["global_batch"],
                 micro_batch=r["micro_batch"], interleave=vp, zero=3 if r["fsdp"] else 1,
                 sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, overlap_p2p=vp > 1, grad_fp32=False,
                 moe_a2a_overlap="system" not in row and bool(recipe(row).get("moe_a2a_overlap", False)),
                 param_gather_exposed=(r["precision"] == "mxfp8" and not r["fsdp"]
-                                      and (r.get("system"), r["model"]) in PARAM_GATHER_EXPOSED))
+                                      and (r.get("system"), r["model"]) in PARAM_GATHER_EXPOSED),
+                fp8_attention=FP8_ATTENTION)
+    return {**o, "cuda_graph": recipe_graph(row)}
 
 
 def command(row: dict, printed: bool = False) -> str:
@@ -210,6 +253,8 @@ def command(row: dict, printed: bool = False) -> str:
     flags = ([f"--nodes {o['nodes']}"] if "nodes" in o else []) + flags
     flags += [f"--offload-activations {o['offload_layers']}"] if "offload_layers" in o else []
     flags += [f"--moe-dispatcher {o['moe_dispatcher']}"] if "moe_dispatcher" in o else []
+    flags += [f"--cuda-graph {','.join(o['cuda_graph'])}"] if o["cuda_graph"] else []
+    flags += ["--fp8-attention"] if o["fp8_attention"] else []
     return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} "
             f"--seq {row['seq']} --global-batch {o['global_batch']} --micro-batch {o['micro_batch']} "
             + " ".join(flags))
