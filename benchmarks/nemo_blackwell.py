@@ -5,8 +5,9 @@
 Prints, per row of tests/data/nemo_megatron_bridge_25.11_blackwell.csv (DGX-GB300, DGX-GB200, DGX-B200), the
 published tokens/s per GPU, ironlaw's prediction with the layout the table prints on the catalog entry of the
 row's system (tests/nemo_ref.py: datasheets and kernel-table calibration; nothing is fitted on these rows or per
-row; the one layout its recipe contradicts, nemo_ref.HELD_RECIPE, runs the recipe's), the error and what binds
-the predicted step. Then, for the MoE rows, per layer and micro-batch on a stage: the milliseconds the published
+row; the one layout its recipe contradicts, nemo_ref.HELD_RECIPE, runs the recipe's; each row the CUDA graphs
+its recipe sets, nemo_ref.recipe_graph, and bf16 attention, as no recipe sets FP8 attention), the error and what
+binds the predicted step. Then, for the MoE rows, per layer and micro-batch on a stage: the milliseconds the published
 throughput implies (step ÷ (micro-batches + (pp − 1)/vp) ÷ layers per stage), those the 25.09 token-drop run of
 the same layout implies where there is one (tests/data/nemo_megatron_bridge_25.09_tokendrop.csv: experts padded
 to capacity, no device→host sync, whole layers CUDA-graph-capturable), ironlaw's, and ironlaw's parts (summed op
