@@ -241,16 +241,8 @@ def calibration_table(gpu: str, fits: list[tuple]) -> dict:
 
 def write(gpu: str, fits: list[tuple]) -> Path:
     """``gpu``'s catalog [calibration] with these MoE classes and provenance merged over what it holds."""
-    from ironlaw.machine import hardware
-    from ironlaw.machine.profile import replace_table
-    from ironlaw.measure.calibrate.kernelfit import merged
-    hw = hardware.get(gpu)
-    new = calibration_table(gpu, fits)
-    base = hw.calibration.table() if hw.calibration is not None else None
-    table = merged(base, new)
-    if base and new["source"][len("derived: "):] in base["source"]:     # a rerun: the source says it once
-        table["source"] = base["source"]
-    return replace_table(Path(hw.path), "calibration", table)
+    from kernel_moe import store
+    return store(gpu, calibration_table(gpu, fits))
 
 
 def main() -> int:

@@ -340,11 +340,15 @@ def goal_met(err: np.ndarray) -> bool:
 
 def write(gpu: str, fits: list[ClassFit]) -> Path:
     """``gpu``'s catalog [calibration] with these kernel entries and provenance over what it holds."""
+    return store(gpu, calibration_table(gpu, fits))
+
+
+def store(gpu: str, new: dict) -> Path:
+    """``gpu``'s catalog [calibration] with ``new``'s kernel entries and provenance merged over what it holds."""
     from ironlaw.machine import hardware
     from ironlaw.machine.profile import replace_table
     from ironlaw.measure.calibrate.kernelfit import merged
     hw = hardware.get(gpu)
-    new = calibration_table(gpu, fits)
     base = hw.calibration.table() if hw.calibration is not None else None
     table = merged(base, new)
     if base and new["source"][len("derived: "):] in base["source"]:     # a rerun: the source says it once
