@@ -101,7 +101,7 @@ NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and
 def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_batch=None) -> Graph:
     """The training graph of one micro-batch (``micro_batch``, else ``opts["micro_batch"]``, else 1; an array
     gives one graph over every size); ``dtype`` fp8|mxfp8 builds it in bf16 and lowers its linear GEMMs
-    (``ironlaw.models.precision``)."""
+    (``ironlaw.models.precision``); ``opts["lora_rank"]`` fine-tunes it with LoRA adapters (``ironlaw.models.lora``)."""
     from .. import precision, workloads
     opts = opts or {}
     low = dtype if dtype is not None and precision.is_low(dtype) else None
@@ -109,7 +109,11 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_ba
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=batch, seq=seq,
                                                 dtype=precision.WIDE if low else dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+    graph = precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+    if opts.get("lora_rank") is not None:                      # LoRA: base frozen, adapters trained (``lora``)
+        from ..lora import adapt
+        graph = adapt(graph, opts["lora_rank"])
+    return graph
 
 
 def lowered(g: Graph, hw) -> Graph:

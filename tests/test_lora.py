@@ -1,0 +1,85 @@
+"""LoRA fine-tuning (``ironlaw.models.lora``, ``--lora-rank``): the adapters' GEMMs, the frozen base's backward, the
+adapter-only gradients, optimizer state and memory, and the refusals."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from ironlaw.core import passes
+from ironlaw.machine import hardware
+
+# llama3-8b: hidden 4096, 8 KV heads of 128 (QKV out 4096 + 2·1024 = 6144), 32 layers
+T, R, L = 2048, 16, 32
+QKV_K, QKV_N, O_K, O_N = 4096, 6144, 4096, 4096
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    from ironlaw.models.parallel.step import training_graph
+    hw = hardware.get("h100")
+    return (training_graph("llama3-8b", hw, T, "bf16", {"micro_batch": 1}),
+            training_graph("llama3-8b", hw, T, "bf16", {"micro_batch": 1, "lora_rank": R}))
+
+
+def _op(g, name):
+    return next(op for op in g.ops if op.name == name)
+
+
+def test_one_lora_layer_costs_its_hand_arithmetic(graphs):
+    """The QKV adapter: A [4096,16] and B [16,6144] on 2,048 tokens, 2·T·(k+n)·R FLOPs forward (FLOPs, not MACs),
+    twice that backward (both products' input and weight gradients); one per layer."""
+    _, g = graphs
+    fwd = _op(g, "attn_pre_proj_lora_a").flops + _op(g, "attn_pre_proj_lora_b").flops
+    assert fwd == 2 * T * (QKV_K + QKV_N) * R == 671_088_640
+    bwd = _op(g, "attn_pre_proj_lora_a.backward").flops + _op(g, "attn_pre_proj_lora_b.backward").flops
+    assert bwd == 2 * fwd
+    assert _op(g, "attn_pre_proj_lora_a").count == L
+
+
+def test_the_frozen_base_computes_input_gradients_only(graphs):
+    """A frozen linear's backward is its dgrad (its forward's FLOPs, half of full training's) and writes no weight
+    gradient; the embedding has no backward; the attention backward is unchanged."""
+    full, g = graphs
+    for name in ("attn_pre_proj", "mlp_up_proj", "mlp_down_proj", "lm_head"):
+        assert _op(g, passes.backward_of(name)).flops == _op(g, name).flops == _op(full, passes.backward_of(name)).flops / 2
+        assert "gradients" not in _op(g, passes.backward_of(name)).bytes
+    assert not any(op.name == "embedding.backward" for op in g.ops)
+    assert _op(g, "attention.backward").flops == _op(full, "attention.backward").flops
+
+
+def test_gradients_and_optimizer_are_the_adapters_only(graphs):
+    """The gradient bytes a LoRA step writes (and the data-parallel reduction reads) are the adapters' in bf16:
+    R·(k+n) parameters per target per layer, 9,437,184 in all; the AdamW step covers those only."""
+    _, g = graphs
+    trainable = R * (QKV_K + QKV_N + O_K + O_N) * L
+    assert trainable == 9_437_184 == g.meta["trainable_params"]
+    grads = sum(op.bytes.get("gradients", 0.0) * op.count for op in g.ops if passes.is_backward(op.name))
+    assert grads == 2.0 * trainable
+    assert _op(g, "optimizer.adamw").flops == 12.0 * trainable
+
+
+def test_a_lora_step_holds_no_base_gradients_or_optimizer_state():
+    """On one device without ZeRO: gradients 2 bytes and optimizer state 12 bytes per adapter parameter, the base
+    weights once in bf16; the step is faster than full training's."""
+    import ironlaw
+    kw = dict(on="h100", gpus=1, seq=T, global_batch=1, micro_batch=1)
+    lora = ironlaw.train("llama3-8b", lora_rank=R, **kw)
+    full = ironlaw.train("llama3-8b", gpus=8, dp=8, global_batch=8, on="h100", seq=T, micro_batch=1, zero=1)
+    m = lora.memory
+    assert m.gradients_bytes == pytest.approx(2.0 * 9_437_184)
+    assert m.optimizer_bytes == pytest.approx(12.0 * 9_437_184)
+    assert m.weights_bytes == pytest.approx(2.0 * lora.graph.meta["params"])
+    assert lora.breakdown.microbatch_s < full.breakdown.microbatch_s
+
+
+@pytest.mark.parametrize("args, says", [
+    (["llama3-8b", "--phase", "train", "--gpus", "1", "--lora-rank", "0"], "--lora-rank takes the adapters' rank"),
+    (["llama3-8b", "--phase", "decode", "--lora-rank", "16"], "--lora-rank shapes a training step"),
+    (["mixtral-8x7b", "--phase", "train", "--gpus", "8", "--tp", "8", "--lora-rank", "16"],
+     "LoRA on a mixture-of-experts model"),
+])
+def test_lora_refusals(args, says):
+    """Rank ≤ 0, an inference phase and an MoE model: one line, exit 2."""
+    res = run_cli("analyze", *args, "--on", "h100")
+    assert res.rc == 2, res.out
+    assert says in res.err and len(res.err.strip().splitlines()) == 1, res.err
