@@ -83,3 +83,34 @@ def test_lora_refusals(args, says):
     res = run_cli("analyze", *args, "--on", "h100")
     assert res.rc == 2, res.out
     assert says in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_lora_targets_choose_the_adapted_linears():
+    """``lora_targets`` with all four of NeMo's linears: the MLP's adapters join (R·(k+n) each: up 4,096 → 28,672,
+    down 14,336 → 4,096); the step's notes say what trains."""
+    import ironlaw
+    st = ironlaw.train("llama3-8b", on="h100", gpus=1, seq=T, global_batch=1, micro_batch=1, lora_rank=R,
+                       lora_targets="linear_qkv,linear_proj,linear_fc1,linear_fc2")
+    per_layer = (QKV_K + QKV_N) + (O_K + O_N) + (4096 + 28672) + (14336 + 4096)
+    assert st.graph.meta["trainable_params"] == R * per_layer * L
+    assert any(n.startswith("LoRA rank 16 on linear_qkv, linear_proj, linear_fc1, linear_fc2") for n in st.notes)
+
+
+def test_fp8_lora_holds_one_frozen_fp8_copy_and_transposes_it_for_dgrad():
+    """FP8 on H100 (whose FP8 GEMMs take one layout): the frozen weights are one FP8 byte per parameter, and each
+    frozen linear's dgrad reads W, writes and reads its transpose (3 weight passes), with no weight gradient."""
+    import ironlaw
+    st = ironlaw.train("llama3-8b", on="h100", gpus=1, seq=T, global_batch=1, micro_batch=1, lora_rank=R,
+                       dtype="fp8")
+    assert st.memory.weights_bytes == pytest.approx(1.0 * st.graph.meta["params"])
+    up, dgrad = _op(st.graph, "mlp_up_proj"), _op(st.graph, "mlp_up_proj.backward")
+    assert dgrad.bytes["weights"] == pytest.approx(3.0 * up.bytes["weights"]) and "gradients" not in dgrad.bytes
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--lora-rank", "16", "--lora-targets", "q_proj"], "--lora-targets takes linear_qkv, linear_proj"),
+    (["--lora-targets", "linear_qkv"], "add --lora-rank R"),
+])
+def test_lora_target_refusals(args, says):
+    res = run_cli("analyze", "llama3-8b", "--phase", "train", "--gpus", "1", "--on", "h100", *args)
+    assert res.rc == 2 and says in res.err and len(res.err.strip().splitlines()) == 1, res.err

@@ -33,8 +33,22 @@ TARGETS = {"linear_qkv": "attn_pre_proj", "linear_proj": "attn_post_proj", "line
 DEFAULT_TARGETS = ("linear_qkv", "linear_proj")          # MLPerf's llama2_70b_lora reference
 
 
+def targets(names) -> tuple[str, ...]:
+    """``--lora-targets``: NeMo's names of the linears to adapt (comma-separated, or a sequence), each one of
+    ``TARGETS``; None gives ``DEFAULT_TARGETS``."""
+    if names is None:
+        return DEFAULT_TARGETS
+    given = tuple(n.strip() for n in (names.split(",") if isinstance(names, str) else names))
+    bad = [n for n in given if n not in TARGETS]
+    if bad or not given:
+        raise IronlawError(f"--lora-targets takes {', '.join(TARGETS)} (comma-separated), got {names!r}")
+    return tuple(dict.fromkeys(given))
+
+
 def check_rank(rank) -> int:
-    """``--lora-rank``: a whole number ≥ 1."""
+    """``--lora-rank``: a whole number ≥ 1 (``--lora-targets`` alone asks for it)."""
+    if rank is None:
+        raise IronlawError("--lora-targets names the linears LoRA adapts; add --lora-rank R (MLPerf's: 16)")
     if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
         raise IronlawError(f"--lora-rank takes the adapters' rank, a whole number >= 1, got {rank!r}")
     return int(rank)
@@ -81,6 +95,14 @@ def adapt(g: Graph, rank: int, targets: tuple[str, ...] = DEFAULT_TARGETS) -> Gr
                 model_flops=work)
     return Graph(g.name + f" · LoRA r{rank}", g.phase, g.dtype, ops, footprint=fp, meta=meta,
                  uncounted_ops=dict(g.uncounted_ops))
+
+
+def note(meta: dict) -> str:
+    """The training step's line about its LoRA adapters."""
+    return (f"LoRA rank {meta['lora_rank']} on {', '.join(meta['lora_targets'])}: "
+            f"{meta['trainable_params'] / 1e6:,.1f} M trainable parameters of {meta['params'] / 1e9:,.1f} B; the base "
+            f"is frozen (its linears' backward is dgrad only), gradients, their reduction and the optimizer are the "
+            f"adapters'")
 
 
 def saved_delta(g: Graph, fwd: dict, tokens, rank: int):

@@ -110,9 +110,9 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_ba
                                                 dtype=precision.WIDE if low else dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
     graph = precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
-    if opts.get("lora_rank") is not None:                      # LoRA: base frozen, adapters trained (``lora``)
-        from ..lora import adapt
-        graph = adapt(graph, opts["lora_rank"])
+    if opts.get("lora_rank") is not None or opts.get("lora_targets") is not None:    # LoRA (``lora``)
+        from ..lora import adapt, targets
+        graph = adapt(graph, opts.get("lora_rank"), targets(opts.get("lora_targets")))
     return graph
 
 
@@ -148,6 +148,9 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
         e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
         if plan.redundant_experts else [])
+    if "lora_rank" in g.meta:
+        from ..lora import note
+        notes.append(note(g.meta))
     if plan.fp8_attention:
         notes.append(FP8_ATTENTION_NOTE.format(rate=g.meta["fp8_attention"], hw=catalog.name))
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
