@@ -27,13 +27,16 @@ def _op(g, name):
 
 def test_one_lora_layer_costs_its_hand_arithmetic(graphs):
     """The QKV adapter: A [4096,16] and B [16,6144] on 2,048 tokens, 2·T·(k+n)·R FLOPs forward (FLOPs, not MACs),
-    twice that backward (both products' input and weight gradients); one per layer."""
+    twice that backward (both products' input and weight gradients); one per layer; its input dropout reads x and
+    writes the masked copy in bf16, its backward the same (the mask drawn again, not stored)."""
     _, g = graphs
     fwd = _op(g, "attn_pre_proj_lora_a").flops + _op(g, "attn_pre_proj_lora_b").flops
     assert fwd == 2 * T * (QKV_K + QKV_N) * R == 671_088_640
     bwd = _op(g, "attn_pre_proj_lora_a.backward").flops + _op(g, "attn_pre_proj_lora_b.backward").flops
     assert bwd == 2 * fwd
     assert _op(g, "attn_pre_proj_lora_a").count == L
+    drop, back = _op(g, "attn_pre_proj_lora_dropout"), _op(g, "attn_pre_proj_lora_dropout.backward")
+    assert drop.bytes["activations"] == back.bytes["activations"] == 2 * T * QKV_K * 2   # x read, masked x written
 
 
 def test_the_frozen_base_computes_input_gradients_only(graphs):

@@ -25,12 +25,16 @@ import numpy as np
 from ..core import passes
 from ..core.errors import IronlawError
 from ..core.graph import Graph, Op, dtype_bytes
-from .workloads.common import backward, linear, optimizer_step
+from .workloads.common import backward, elementwise, linear, optimizer_step
+from .workloads.transformer import DROPOUT_FLOPS
 
 # NeMo's target module names → ironlaw's transformer builder op names
 TARGETS = {"linear_qkv": "attn_pre_proj", "linear_proj": "attn_post_proj", "linear_fc1": "mlp_up_proj",
            "linear_fc2": "mlp_down_proj"}
 DEFAULT_TARGETS = ("linear_qkv", "linear_proj")          # MLPerf's llama2_70b_lora reference
+# NeMo's LoRA(dropout=0.1, dropout_position="pre") in the reference: on x, before A; the configs' thunder dropout
+# (NEMO_LORA_USE_THUNDER_DROPOUT=1) draws the keep mask again in the backward from the RNG state, storing none
+DROPOUT = 0.1
 
 
 def targets(names) -> tuple[str, ...]:
@@ -76,13 +80,13 @@ def adapt(g: Graph, rank: int, targets: tuple[str, ...] = DEFAULT_TARGETS) -> Gr
         if passes.is_backward(op.name):
             name = passes.forward_of(op.name)
             if name in fwd:
-                ops += backward(adapters(fwd[name], tokens, rank, g.dtype))
+                drop, a, b = adapters(fwd[name], tokens, rank, g.dtype)
+                ops += backward([a, b]) + [dropout_backward(drop)]
             ops.append(frozen_backward(op, _forward(g, name), g.meta.get("fp8_any_layout", True)))
             continue
         ops.append(op)
         if op.name in fwd:
-            a, b = adapters(op, tokens, rank, g.dtype)
-            ops += [a, b]
+            ops += list(adapters(op, tokens, rank, g.dtype))
             n, k = op.attrs["nk"]
             trainable += rank * (k + n) * op.count
     ops.append(optimizer_step(trainable, g.dtype))
@@ -109,22 +113,34 @@ def saved_delta(g: Graph, fwd: dict, tokens, rank: int):
     """Bytes the saved activations change by: each adapter keeps A·x [T,R] for B's weight gradient; a frozen linear
     keeps no input (autograd saves a linear's input for its weight gradient only; Transformer Engine's linears
     skip it for a weight that does not require one), the copy ``precision.lower`` left (FP8) or its wide input."""
-    keep = sum(float(np.max(tokens)) * rank * dtype_bytes(g.dtype) * op.count for op in fwd.values())
+    keep = sum(float(np.max(tokens)) * rank * dtype_bytes(g.dtype) * op.count for op in fwd.values())   # A·x
     frozen = [op for op in g.ops if op.kind == "matmul" and "nk" in op.attrs and op.name not in fwd
               and not passes.is_backward(op.name) and op.attrs.get("role") in ("column", "row", "head")]
     return keep - sum((op.bytes["activations"] - op.bytes_written) * op.count for op in frozen)
 
 
-def adapters(op: Op, tokens, rank: int, dtype: str) -> tuple[Op, Op]:
-    """The two GEMMs of the adapter on linear ``op`` ([T,k]x[k,n]): A [k,R] then B [R,n]; split over TP as the
-    activation is (role ``activation``), in the repeated layers as ``op``."""
+def adapters(op: Op, tokens, rank: int, dtype: str) -> tuple[Op, Op, Op]:
+    """The adapter on linear ``op`` ([T,k]x[k,n]): the dropout on its input (``DROPOUT``: a random draw, a compare
+    and a scale per element, reading x and writing its masked copy), then the two GEMMs A [k,R] and B [R,n],
+    split over TP as the activation is (role ``activation``); in the repeated layers as ``op``."""
     n, k = op.attrs["nk"]
-    out = []
+    drop = elementwise(f"{op.name}_lora_dropout", tokens * k, dtype, DROPOUT_FLOPS, count=op.count, module=op.module,
+                       role="dropout")
+    out = [drop]
     for part, (kk, nn) in (("lora_a", (k, rank)), ("lora_b", (rank, n))):
-        a = linear(f"{op.name}_{part}", tokens, kk, nn, dtype, op.count, module=op.module, role="activation")
-        a.attrs.update({x: op.attrs[x] for x in ("per_layer",) if x in op.attrs})
-        out.append(a)
-    return out[0], out[1]
+        out.append(linear(f"{op.name}_{part}", tokens, kk, nn, dtype, op.count, module=op.module, role="activation"))
+    for o in out:
+        o.attrs.update({x: op.attrs[x] for x in ("per_layer",) if x in op.attrs})
+    return out[0], out[1], out[2]
+
+
+def dropout_backward(drop: Op) -> Op:
+    """The adapter dropout's backward: the mask drawn again (``DROPOUT``), dy·mask/(1−p), reading dy and writing
+    dx: the forward's FLOPs and traffic."""
+    new = copy.copy(drop)
+    new.name, new.bytes = passes.backward_of(drop.name), dict(drop.bytes)
+    new.attrs = dict(drop.attrs)
+    return new
 
 
 def _forward(g: Graph, name: str) -> Op | None:
