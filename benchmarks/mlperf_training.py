@@ -1,10 +1,12 @@
-"""Training steps against MLPerf Training v5.0 / v5.1 Llama 3.1 pre-training results, held out.
+"""Training steps against MLPerf Training v5.0 / v5.1 Llama 3.1 pre-training and Llama 2 70B LoRA results, held out.
 
     python benchmarks/mlperf_training.py [--rows] [--gpu NAME]
 
 Prints, per GPU, the median and p90 |error| of ironlaw's tokens/s per GPU against the throughput derived from
 the submitters' logs (tests/data/mlperf_training_v5.0_v5.1_llama31.csv: training blocks only, no evaluation or
-init; tests/mlperf_train_ref.py: the layout rules, the same for every row), then over all rows. ``--rows``
+init; tests/mlperf_train_ref.py: the layout rules, the same for every row), then over all rows; the same again
+for the Llama 2 70B LoRA fine-tuning rows (tests/data/mlperf_training_v5.0_v5.1_llama2_70b_lora.csv,
+``--lora-rank 16``). ``--rows``
 prints every row first: release, submitter, system, GPUs, layout, dtype, published and predicted tokens/s per
 GPU, the error, what binds the predicted step and the ``ironlaw analyze`` command. Nothing is fitted on these
 rows.
@@ -37,7 +39,7 @@ def main() -> int:
     import numpy as np
     from ironlaw.core.errors import IronlawError
     from ironlaw.machine import hardware
-    from mlperf_train_ref import command, predict, table
+    from mlperf_train_ref import LORA_TABLE, command, predict, table
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group()             # one output each: a second is an error (exit 2)
     mode.add_argument("--rows", action="store_true", help="print every row and its command before the summary")
@@ -47,7 +49,7 @@ def main() -> int:
                       help="re-derive the rows' throughput from a clone of mlcommons/training_results_v<RELEASE>")
     ap.add_argument("--gpu", action="append", metavar="NAME", help="only the rows on this catalog GPU (repeatable)")
     args = ap.parse_args()
-    rows = table()
+    rows = table() + table(LORA_TABLE)
     known = sorted({r["gpu"] for r in rows})
     for g in args.gpu or []:
         if g not in known:
@@ -59,7 +61,7 @@ def main() -> int:
         return 0
     if args.derive:
         return derive(rows, args.derive)
-    errs: dict[str, list[float]] = {}
+    errs: dict[tuple, list[float]] = {}
     if args.rows:
         print(f"{'rel':>3} {'submitter':10s} {'system':28s} {'gpu':6s} {'GPUs':>5} {'model':5s} {'dtype':5s} "
               f"{'TP':>2} {'PP':>2} {'VP':>2} {'CP':>2} {'MBS':>3} {'GBS':>5} {'published':>9} {'ironlaw':>8} "
@@ -71,21 +73,31 @@ def main() -> int:
             print(f"{r['system']}: {e}")
             continue
         err = st.tokens_per_s_per_gpu / r["tokens_per_s_per_gpu"] - 1
-        errs.setdefault(r["gpu"], []).append(err)
+        errs.setdefault((family(r), r["gpu"]), []).append(err)
         if args.rows:
             print(f"{r['release']:>3} {r['submitter'][:10]:10s} {r['system'][:28]:28s} {r['gpu']:6s} {r['gpus']:5d} "
-                  f"{r['benchmark'].split('-')[1]:5s} {r['dtype'] + ('*' if r['note'] else ''):5s} {r['tp']:2d} "
+                  f"{r['benchmark'].split('-')[1][:5]:5s} {r['dtype'] + ('*' if r['note'] else ''):5s} {r['tp']:2d} "
                   f"{r['pp']:2d} {r['vp']:2d} {r['cp']:2d} {r['micro_batch']:3d} {r['global_batch']:5d} "
                   f"{r['tokens_per_s_per_gpu']:9.0f} {st.tokens_per_s_per_gpu:8.0f} {err:+7.1%}  "
                   f"{st.bottleneck['resource']}")
             print(f"    {command(r)}")
     if args.rows:
         print("* precision inferred (the extract's header)\n")
-    print(f"{'gpu':8s} {'rows':>4} {'median |err|':>12} {'p90 |err|':>9} {'median err':>10}")
-    for g, e in sorted(errs.items()) + [("all", [x for v in errs.values() for x in v])]:
-        a = np.abs(e)
-        print(f"{g:8s} {len(e):4d} {np.median(a):12.1%} {np.percentile(a, 90):9.1%} {np.median(e):+10.1%}")
+    for fam in sorted({f for f, _ in errs}, reverse=True):
+        mine = {g: e for (f, g), e in errs.items() if f == fam}
+        print(f"{fam}\n{'gpu':8s} {'rows':>4} {'median |err|':>12} {'p90 |err|':>9} {'median err':>10}")
+        for g, e in sorted(mine.items()) + [("all", [x for v in mine.values() for x in v])]:
+            a = np.abs(e)
+            print(f"{g:8s} {len(e):4d} {np.median(a):12.1%} {np.percentile(a, 90):9.1%} {np.median(e):+10.1%}")
     return 0
+
+
+def family(row: dict) -> str:
+    """The summary a row joins: Llama 3.1 pre-training or Llama 2 70B LoRA fine-tuning."""
+    return "Llama 2 70B LoRA" if row["benchmark"].endswith("-lora") else "Llama 3.1 pre-training"
+
+
+RESULT_DIRS = {"llama3.1-8b": "llama31_8b", "llama3.1-405b": "llama31_405b", "llama2-70b-lora": "llama2_70b_lora"}
 
 
 def steps(rows: list) -> None:
@@ -147,7 +159,7 @@ def derive(rows: list, clones: list) -> int:
         d = dirs.get(r["release"])
         if d is None:
             continue
-        where = f"{r['submitter']}/results/{r['system']}/{r['benchmark'].replace('llama3.1-', 'llama31_')}/"
+        where = f"{r['submitter']}/results/{r['system']}/{RESULT_DIRS[r['benchmark']]}/"
         files = [f for f in git(d, "ls-tree", "--name-only", "HEAD", where).split() if "/result_" in f]
         got = samples_per_s([git(d, "show", f"HEAD:{f}") for f in files])
         same = abs(got / r["samples_per_s"] - 1) <= 1e-3

@@ -12,6 +12,8 @@ NVL72 job spreads over NVLink domains of ``nemo_ref.NVL_JOB_DOMAIN`` GPUs (64 of
 8 racks, 2,560 on 40), as the Blackwell NeMo rows do. A row with ``fp8_attention`` 1 runs ``--fp8-attention``
 where its device's catalog entry can price it (``fp8_attention.unpriced``: not MI355X, which has no FP8 context
 attention class; its rows keep bf16 attention); a row ``GRAPHS`` lists runs ``--cuda-graph`` with its scope.
+The Llama 2 70B LoRA rows (``LORA_TABLE``, ``table(LORA_TABLE)``) fine-tune with ``--lora-rank`` ``LORA_RANK`` on
+NeMo's default targets (``ironlaw.models.lora``), the rest as above.
 """
 from __future__ import annotations
 
@@ -25,10 +27,12 @@ from ironlaw.models.analysis import training_graph
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "mlperf_training_v5.0_v5.1_llama31.csv"
+LORA_TABLE = DATA / "mlperf_training_v5.0_v5.1_llama2_70b_lora.csv"
 GRAPHS = DATA / "mlperf_training_cuda_graphs.csv"       # (release, system, benchmark) → Megatron-Core graph scope
 INT = ("gpus", "seq", "global_batch", "micro_batch", "tp", "pp", "vp", "cp", "tp_comm_overlap", "fp8_attention",
        "runs")
-MODELS = {"llama3.1-8b": "llama3.1-8b", "llama3.1-405b": "llama3.1-405b"}
+MODELS = {"llama3.1-8b": "llama3.1-8b", "llama3.1-405b": "llama3.1-405b", "llama2-70b-lora": "llama2-70b"}
+LORA_RANK = {"llama2-70b-lora": 16}      # every run's log: lora_rank 16 (lora_alpha 32)
 NVL_JOB_DOMAIN = 64          # as nemo_ref.NVL_JOB_DOMAIN: GPUs of a job per NVL72 rack
 
 
@@ -73,7 +77,7 @@ def options(row: dict) -> dict:
                 sequence_parallel=tp > 1, tp_comm_overlap=bool(row["tp_comm_overlap"]), overlap_p2p=vp > 1,
                 grad_fp32=False, moe_a2a_overlap=False, param_gather_exposed=False,
                 cuda_graph=graphs().get((row["release"], row["system"], row["benchmark"])),
-                fp8_attention=fp8_attention(row))
+                fp8_attention=fp8_attention(row), lora_rank=LORA_RANK.get(row["benchmark"]))
 
 
 def command(row: dict) -> str:
@@ -87,6 +91,7 @@ def command(row: dict) -> str:
                               ("--tp-comm-overlap", o["tp_comm_overlap"]), ("--overlap-p2p", o["overlap_p2p"]),
                               ("--fp8-attention", o["fp8_attention"])) if on]
     flags += [f"--cuda-graph {o['cuda_graph']}"] if o["cuda_graph"] else []
+    flags += [f"--lora-rank {o['lora_rank']}"] if o["lora_rank"] else []
     return (f"ironlaw analyze {MODELS[row['benchmark']]} --phase train --on {row['gpu']} --dtype {row['dtype']} "
             f"--seq {row['seq']} --global-batch {row['global_batch']} --micro-batch {row['micro_batch']} "
             + " ".join(flags))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from mlperf_train_ref import MODELS, TABLE, block_rates, command, dp, predict, samples_per_s, table
+from mlperf_train_ref import LORA_TABLE, MODELS, TABLE, block_rates, command, dp, predict, samples_per_s, table
 
 
 def test_the_extract_is_consistent():
@@ -47,6 +47,26 @@ def test_each_row_builds_a_valid_command():
         ran |= {w for w in cmd if w.startswith("--")}
     used = {w for r in rows for w in command(r).split() if w.startswith("--")}
     assert used <= ran, used - ran
+
+
+def test_the_lora_extract_is_consistent_and_its_rows_run():
+    """The Llama 2 70B LoRA rows: the same checks as the pre-training extract's (FP8 throughout, 8,192 tokens per
+    sample); a row's command runs ``--lora-rank 16`` through the CLI (exit 0) to the step its builder gives."""
+    from ironlaw.machine import hardware
+    rows = table(LORA_TABLE)
+    assert len(rows) == 45
+    for r in rows:
+        assert dp(r) * r["tp"] * r["pp"] * r["cp"] == r["gpus"], r["system"]
+        assert r["global_batch"] % (dp(r) * r["micro_batch"]) == 0, r["system"]
+        assert r["tokens_per_s_per_gpu"] == pytest.approx(r["samples_per_s"] * r["seq"] / r["gpus"], rel=1e-4, abs=1)
+        assert (r["benchmark"], r["dtype"], r["seq"]) == ("llama2-70b-lora", "fp8", 8192) and r["runs"] >= 3
+        assert r["config"].startswith(r["submitter"] + "/benchmarks/llama2_70b_lora/")
+    r = next(r for r in rows if r["system"] == "nyx_n1_ngc25.04_nemo")
+    cmd = command(r).split()
+    assert "--lora-rank" in cmd and "--fp8-attention" in cmd
+    res = run_cli(*cmd[1:], "--format", "json")
+    assert res.rc == 0, res.err
+    assert res.json()["time_s"] == pytest.approx(predict(r, hardware.get(r["gpu"])).time_s, rel=1e-6)
 
 
 def _event(t_ms: int, key: str, samples: int | None = None) -> str:

@@ -273,6 +273,8 @@ class StepOptions:
     param_gather_exposed: bool = False
     moe_dispatcher: Optional[str] = None
     fp8_attention: bool = False
+    lora_rank: Optional[int] = None
+    lora_targets: Optional[str] = None
     capture: bool = False
     network: Optional[str] = None
     options: Optional[dict] = None

@@ -40,6 +40,8 @@ def analyze(
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (HybridEP: permute, exchange and sort fused) | deepep (flex on DeepEP: its measured dispatch/combine kernels)"),
     cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts captured in CUDA graphs: attn, moe_router, moe_preprocess, full (each whole layer), full_iteration (the whole forward-backward step) (comma-separated; default none: eager)"),
     fp8_attention: bool = typer.Option(False, "--fp8-attention", help="attention's products in FP8 with Q, K, V and dO quantized (Transformer Engine's fp8_dpa; Megatron's fp8_dot_product_attention)"),
+    lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="fine-tune with LoRA adapters of this rank on attention's QKV and output projections (NeMo's LoRA, MLPerf's llama2_70b_lora): base weights frozen, only the adapters trained (--phase train)"),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="the linears --lora-rank adapts, NeMo's names, comma-separated: linear_qkv, linear_proj, linear_fc1, linear_fc2 (default linear_qkv,linear_proj)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),

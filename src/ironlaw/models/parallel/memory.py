@@ -34,8 +34,9 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     micro-batch's, already over cp; ``tokens`` per micro-batch) over tp (with sequence parallelism ``sp``, else
     Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
     each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
-    Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep."""
-    from ..precision import weight_copy_bytes
+    Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep. A LoRA
+    graph's gradients and optimizer state are its adapters' (``trainable_share``)."""
+    from ..precision import copies, weight_copy_bytes
     held = param_shards(meta, tp, pp, dp, cp, ep, slots)
     p_dev, sharded = held.held, held.shard                  # this device's params and one ZeRO shard of them
     a = ACT_SPLIT_FRACTION
@@ -48,10 +49,19 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
         act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
     if np.any(offloaded):                    # the offloaded layers' share waits in host memory
         act_dev = act_dev * (1.0 - offloaded)
-    weight_b = by + weight_copy_bytes(meta)
-    opt = np.where(zero >= 1, sharded, p_dev)
-    return DeviceMemory(np.where(zero >= 3, sharded, p_dev) * weight_b, np.where(zero >= 2, sharded, p_dev) * grad_b,
-                        12.0 * opt, act_dev, p_dev, opt)
+    weight_b, f = by + weight_copy_bytes(meta), trainable_share(meta)
+    if "trainable_params" in meta and weight_copy_bytes(meta):   # LoRA: frozen base weights held as one FP8
+        weight_b = weight_copy_bytes(meta) / copies(meta["precision"], meta.get("fp8_any_layout", False))
+        #                                                          copy alone (NeMo's fp8_params; ``lora``)
+    opt = np.where(zero >= 1, sharded, p_dev) * f
+    return DeviceMemory(np.where(zero >= 3, sharded, p_dev) * weight_b,
+                        np.where(zero >= 2, sharded, p_dev) * f * grad_b, 12.0 * opt, act_dev, p_dev, opt)
+
+
+def trainable_share(meta: dict) -> float:
+    """The share of the parameters that train: the LoRA adapters' (``lora``: ``meta["trainable_params"]``, spread
+    over the layers as the base weights are), else all of them."""
+    return float(meta["trainable_params"]) / float(meta["params"]) if "trainable_params" in meta else 1.0
 
 
 def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:

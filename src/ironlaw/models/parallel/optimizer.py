@@ -13,6 +13,8 @@ def plan_optimizer_s(g: Graph, hw, p_dev: float, opt_params: float, composition:
     ZeRO its shard, the experts' over the expert-data-parallel group) and the low-precision weight copies it leaves
     (``param_quantize_s``) of the ``p_dev`` it holds."""
     shard = np.asarray([opt_params], dtype=float)
+    if "trainable_params" in g.meta:                 # LoRA: the frozen base weights' FP8 copies are never redone
+        return float(optimizer_s(g, hw, shard, composition)[0])
     return float(optimizer_s(g, hw, shard, composition)[0]
                  + param_quantize_s(g, hw, np.asarray([p_dev]), shard, composition)[0])
 

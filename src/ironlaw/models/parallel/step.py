@@ -101,7 +101,7 @@ NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and
 def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_batch=None) -> Graph:
     """The training graph of one micro-batch (``micro_batch``, else ``opts["micro_batch"]``, else 1; an array
     gives one graph over every size); ``dtype`` fp8|mxfp8 builds it in bf16 and lowers its linear GEMMs
-    (``ironlaw.models.precision``)."""
+    (``ironlaw.models.precision``); ``opts["lora_rank"]`` fine-tunes it with LoRA adapters (``ironlaw.models.lora``)."""
     from .. import precision, workloads
     opts = opts or {}
     low = dtype if dtype is not None and precision.is_low(dtype) else None
@@ -109,7 +109,11 @@ def training_graph(spec: str, hw, seq, dtype, opts: dict | None = None, micro_ba
     graph = workloads.resolve(workloads.Request(spec, phase="train", batch=batch, seq=seq,
                                                 dtype=precision.WIDE if low else dtype,
                                                 device="cuda" if hw.kind == "gpu" else "cpu", options=opts))
-    return precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+    graph = precision.lower(graph, low, hw.features.get("fp8_any_layout", False)) if low else graph
+    if opts.get("lora_rank") is not None or opts.get("lora_targets") is not None:    # LoRA (``lora``)
+        from ..lora import adapt, targets
+        graph = adapt(graph, opts.get("lora_rank"), targets(opts.get("lora_targets")))
+    return graph
 
 
 def lowered(g: Graph, hw) -> Graph:
@@ -144,6 +148,9 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
         e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
         if plan.redundant_experts else [])
+    if "lora_rank" in g.meta:
+        from ..lora import note
+        notes.append(note(g.meta))
     if plan.fp8_attention:
         notes.append(FP8_ATTENTION_NOTE.format(rate=g.meta["fp8_attention"], hw=catalog.name))
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):

@@ -41,7 +41,8 @@ class Builtin:
 RUN_OPTIONS = ("capture", "gpus", "nodes", "tp", "pp", "dp", "ep", "global_batch", "micro_batch", "interleave",
                "recompute", "zero", "sequence_parallel", "cp", "fsdp", "expert_imbalance", "tp_comm_overlap",
                "overlap_p2p", "grad_fp32", "moe_a2a_overlap", "cuda_graph", "redundant_experts",
-               "offload_layers", "param_gather_exposed", "moe_dispatcher", "fp8_attention")
+               "offload_layers", "param_gather_exposed", "moe_dispatcher", "fp8_attention", "lora_rank",
+               "lora_targets")
 
 
 BUILTINS: dict[str, Builtin] = {}

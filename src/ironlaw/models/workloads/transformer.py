@@ -81,6 +81,7 @@ ACT_FLOPS = {"silu": flopcount.SILU, "gelu_new": flopcount.GELU_TANH, "gelu": fl
 BUILTIN_NAMES = {"gpt2": "GPT-2 124M (learned positions, tied embeddings, GELU-tanh)",
                  "bert-base": "BERT-base uncased encoder with pooler (110M)",
                  "bert-large": "BERT-large uncased encoder with pooler (335M)",
+                 "llama2-70b": "Llama-2-70B (GQA 64/8 heads, RoPE, SwiGLU, 4K context; MLPerf's LoRA base)",
                  "llama3-8b": "Llama-3-8B (GQA 32/8 heads, RoPE, SwiGLU)",
                  "llama3-70b": "Llama-3-70B (GQA 64/8 heads, RoPE, SwiGLU)",
                  "mixtral-8x7b": "Mixtral-8x7B (8 SwiGLU experts, top-2; 46.7B total, 12.9B active)",
