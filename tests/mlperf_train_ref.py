@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ironlaw.models import parallel
 from ironlaw.models.analysis import training_graph
+from nemo_ref import NVL_JOB_DOMAIN          # GPUs of a job per NVL72 rack, as the NeMo rows place them
 
 DATA = Path(__file__).parent / "data"
 TABLE = DATA / "mlperf_training_v5.0_v5.1_llama31.csv"
@@ -33,7 +34,6 @@ INT = ("gpus", "seq", "global_batch", "micro_batch", "tp", "pp", "vp", "cp", "tp
        "runs")
 MODELS = {"llama3.1-8b": "llama3.1-8b", "llama3.1-405b": "llama3.1-405b", "llama2-70b-lora": "llama2-70b"}
 LORA_RANK = {"llama2-70b-lora": 16}      # every run's log: lora_rank 16 (lora_alpha 32)
-NVL_JOB_DOMAIN = 64          # as nemo_ref.NVL_JOB_DOMAIN: GPUs of a job per NVL72 rack
 
 
 def table(path: Path = TABLE) -> list[dict]:
