@@ -45,6 +45,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
     if fmt == "md":
         print("\n| part | time |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_time(v)} |" for k, v in rows))
         print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_size(v)} |" for k, v in mrows))
+        print("".join(f"\nnote: {n}\n" for n in step.notes), end="")
     else:
         from rich.table import Table
         c = console()

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, emit_json, emit_lines
+from .common import app, check_format, emit_json, emit_lines, say_written
 from .serve_throughput import expert_lines
 from .options import FLOAT, FRACTION, Format
 
@@ -90,14 +90,16 @@ def serve(
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
     if fmt == "json":
-        return emit_json(res.to_dict())
-    if max_throughput:
+        emit_json(res.to_dict())
+    elif max_throughput:
         from .serve_throughput import show
-        return show(res, spec, prompt, output, fmt)
-    if sweep_concurrency:
+        show(res, spec, prompt, output, fmt)
+    elif sweep_concurrency:
         head, *rest = res.lines(md=fmt == "md")
-        return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
-    emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
+        emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
+    else:
+        emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
+    say_written(fmt, plot=plot, html=html)
 
 
 

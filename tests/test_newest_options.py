@@ -1,0 +1,93 @@
+"""What a new user meets in the newest options: a file written without a word, stacked what-ifs of which only the
+last counted, ``--cuda-graph none`` (the default, as its help names it) refused, the notes of a training step
+missing from its Markdown. Each pinned by the test that failed before its fix."""
+import json
+import os
+
+import pytest
+
+from conftest import one_line_error, run_cli
+
+TRAIN = ("analyze", "llama3-8b", "--phase", "train", "--on", "h100", "--gpus", "8", "--tp", "2", "--global-batch", "16")
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "gemm:64,64,64", "--on", "h100", "--html", "{d}/a.html"),
+    TRAIN + ("--html", "{d}/t.html"),
+    ("serve", "llama3-8b", "--on", "h100", "--html", "{d}/s.html", "--format", "md"),
+    ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "1", "--html", "{d}/q.html"),
+], ids=["analyze", "analyze-train", "serve-md", "search"])
+def test_html_says_what_it_wrote(args, tmp_path):
+    """`analyze/serve/search --html F` wrote F in silence, where report and calibrate print "wrote …": the same
+    line now ends the output, with the file's size and the option that wrote it."""
+    r = run_cli(*(a.format(d=tmp_path) for a in args))
+    path = args[args.index("--html") + 1].format(d=tmp_path)
+    assert r.rc == 0 and os.path.exists(path), r.err
+    assert r.out.rstrip().splitlines()[-1].startswith(f"wrote {path} ("), r.out[-300:]
+    assert r.out.rstrip().endswith(", --html)")
+
+
+def test_plot_says_what_it_wrote_and_json_and_csv_stay_documents(tmp_path):
+    """`--plot F` on analyze, sweep and serve: "wrote F (…, --plot)"; with --format json or csv the line goes to
+    stderr, so that stdout stays one document."""
+    pytest.importorskip("matplotlib")
+    a = run_cli("analyze", "gemm:64,64,64", "--on", "h100", "--plot", str(tmp_path / "a.svg"))
+    assert a.rc == 0 and f"wrote {tmp_path / 'a.svg'} (" in a.out, a.out[-300:]
+    s = run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1,2", "--plot",
+                str(tmp_path / "s.svg"), "--format", "csv")
+    assert s.rc == 0 and "wrote" not in s.out and f"wrote {tmp_path / 's.svg'} (" in s.err, (s.out, s.err)
+    v = run_cli("serve", "llama3-8b", "--on", "h100", "--sweep-concurrency", "--plot", str(tmp_path / "v.svg"),
+                "--format", "json")
+    assert v.rc == 0 and json.loads(v.out)["schema"] == "ironlaw.serve-frontier/1"
+    assert f"wrote {tmp_path / 'v.svg'} (" in v.err, v.err
+
+
+@pytest.mark.parametrize("what_if, named", [
+    (("quant=int8;quant=fp8",), "'quant=int8' and 'quant=fp8' both set the weights dtype (quant)"),
+    (("quant=int8", "quant=fp8"), "'quant=int8' and 'quant=fp8' both set the weights dtype (quant)"),
+    (("quant=int8,target=all;quant=fp8,target=kv",), "both set the kv dtype (quant)"),
+    (("flash-attention;eager-attention",), "both set the attention's form"),
+    (("fusion=elementwise;fusion=elementwise",), "both set fusion"),
+])
+def test_stacked_what_ifs_that_replace_each_other_are_refused(what_if, named):
+    """`--what-if "quant=int8;quant=fp8"` ran, and equalled quant=fp8 alone: now one line naming both steps and
+    what they both set, and which transforms do compose; the same over two --what-if options."""
+    args = [a for w in what_if for a in ("--what-if", w)]
+    line = one_line_error(run_cli("compare", "llama3-8b", "--phase", "decode", "--on", "h100", *args))
+    assert named in line and "quant composes over disjoint targets" in line, line
+    line = one_line_error(run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1,2",
+                                  *args))
+    assert named in line, line
+
+
+def test_what_ifs_that_compose_still_run():
+    """Different transforms, and quant over disjoint targets, compose: each step counts."""
+    import ironlaw
+    both = ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=fp8,target=weights;quant=fp8,target=kv")
+    one = ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=fp8,target=weights")
+    kv = ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=fp8,target=kv")
+    assert both.after.time_s not in (pytest.approx(one.after.time_s), pytest.approx(kv.after.time_s))
+    assert ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=int8;fusion=elementwise").after
+
+
+def test_cuda_graph_none_is_the_default_its_help_names():
+    """`--cuda-graph none`: the help says "default none: eager", and 'none' was refused; now it is the default
+    step, and 'none' with a part, or a part named twice, is one line."""
+    import ironlaw
+    kw = dict(on="h100", phase="train", gpus=8, tp=2, global_batch=16)
+    none = ironlaw.analyze("llama3-8b", cuda_graph="none", **kw).to_dict()
+    assert list(none["plan"]["cuda_graph"]) == [] and none["time_s"] == ironlaw.analyze("llama3-8b", **kw).to_dict()["time_s"]
+    line = one_line_error(run_cli(*TRAIN, "--cuda-graph", "none,full"))
+    assert "--cuda-graph none captures nothing" in line, line
+    line = one_line_error(run_cli(*TRAIN, "--cuda-graph", "full,full"))
+    assert "--cuda-graph names 'full' twice" in line, line
+
+
+def test_a_training_steps_markdown_keeps_its_notes():
+    """`analyze --phase train --fp8-attention --format md` dropped the notes the text prints (the FP8 attention's
+    speedup, the host's launches): the Markdown keeps them."""
+    text = run_cli(*TRAIN, "--fp8-attention")
+    md = run_cli(*TRAIN, "--fp8-attention", "--format", "md")
+    assert text.rc == md.rc == 0, md.err
+    assert "note: attention in FP8 (--fp8-attention" in md.out, md.out[-500:]
+    assert md.out.count("note: ") == " ".join(text.out.split()).count("note: ")
