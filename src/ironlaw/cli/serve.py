@@ -89,6 +89,13 @@ def serve(
 
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
+    _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency)
+    say_written(fmt, plot=plot, html=html)
+
+
+def _show(res, fmt: str, spec: str, tp: int, prompt: int, output: int, concurrency: int, max_throughput: bool,
+          sweep_concurrency: bool) -> None:
+    """Print the serve result: its document (json), the offline table, the frontier, or the online lines."""
     if fmt == "json":
         emit_json(res.to_dict())
     elif max_throughput:
@@ -99,8 +106,6 @@ def serve(
         emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
     else:
         emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
-    say_written(fmt, plot=plot, html=html)
-
 
 
 def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int) -> list[str]:
