@@ -81,6 +81,8 @@ def test_cuda_graph_none_is_the_default_its_help_names():
     assert "--cuda-graph none captures nothing" in line, line
     line = one_line_error(run_cli(*TRAIN, "--cuda-graph", "full,full"))
     assert "--cuda-graph names 'full' twice" in line, line
+    with pytest.raises(ironlaw.IronlawError, match="--cuda-graph takes part names.*got 5"):   # was a TypeError
+        ironlaw.analyze("llama3-8b", cuda_graph=5, **kw)
 
 
 def test_a_training_steps_markdown_keeps_its_notes():
@@ -91,3 +93,20 @@ def test_a_training_steps_markdown_keeps_its_notes():
     assert text.rc == md.rc == 0, md.err
     assert "note: attention in FP8 (--fp8-attention" in md.out, md.out[-500:]
     assert md.out.count("note: ") == " ".join(text.out.split()).count("note: ")
+
+
+@pytest.mark.parametrize("args, where", [
+    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--fp8-attention"), "ironlaw analyze SPEC --phase train"),
+    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--cuda-graph", "full"), "--cuda-graph PARTS"),
+    (("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--memory-fraction", "0.5"),
+     "ironlaw serve SPEC --on HW --tp N --memory-fraction F"),
+    (("analyze", "llama3-8b", "--memory-fraction", "0.5"), "ironlaw serve SPEC --on HW --memory-fraction F"),
+    (("sweep", "llama3-8b", "--memory-fraction", "0.5"), "--memory-fraction F --sweep-concurrency"),
+    (("serve", "llama3-8b", "--fp8-attention"), "--kv-dtype"),
+])
+def test_a_newest_option_on_a_verb_without_it_says_why_and_where(args, where):
+    """`search --fp8-attention` (or --cuda-graph, --memory-fraction) said only "No such option": now why the verb
+    has none (what it assumes instead) and the command that takes it."""
+    line = one_line_error(run_cli(*args))
+    assert line.startswith(f"ironlaw: error: {args[0]} takes no {args[-1] if args[-1].startswith('--') else args[-2]}: "), line
+    assert where in line, line

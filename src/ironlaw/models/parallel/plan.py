@@ -133,6 +133,9 @@ def graph_scopes(value, graph: Graph | None = None) -> tuple:
     default): the parts captured in CUDA graphs; a whole layer or step (``host.LAYER_SCOPES``) not on a model with routed experts (``graph``'s,
     where given), whose dropless layers wait on the host."""
     from ..host import LAYER_SCOPES, SCOPES
+    if not isinstance(value, str) and not (isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)):
+        raise IronlawError(f"--cuda-graph takes part names, comma-separated ('attn,moe_router') or a list of them, "
+                           f"got {value!r}")
     items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
     if items == ["none"]:                           # the default, named: eager, nothing captured
         return ()
