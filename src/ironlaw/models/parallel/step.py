@@ -90,10 +90,6 @@ def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
 REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
                   "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
                   "is not timed")
-FP8_ATTENTION_NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): at {rate:.2f}× the bf16 "
-                      "attention's rate, the speedup of {hw}'s FP8 context attention kernels over its bf16 "
-                      "ones at this micro-batch and sequence (the backward at the forward's), after a quantize of Q, "
-                      "K, V (forward) and of dO (backward)")
 NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
                 "framework are not timed, and a step they bind runs slower than this")
 
@@ -144,13 +140,13 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     notes = shared_network_notes(hw, plan, grp) + ([REDUNDANT_NOTE.format(
         e=g.meta["experts"], r=plan.redundant_experts, ep=plan.ep, per=g.meta["expert_slots"] // plan.ep)]
         if plan.redundant_experts else [])
-    if plan.fp8_attention:
-        notes.append(FP8_ATTENTION_NOTE.format(rate=g.meta["fp8_attention"], hw=catalog.name))
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
+    if plan.fp8_attention:
+        notes.append(fp8_attention.note(g.meta["fp8_attention"], catalog.name, rows, composition))
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     held = plan_shards(g, plan)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, held)
