@@ -127,3 +127,12 @@ def test_fp8_attention_says_what_it_saves_and_costs_per_micro_batch():
     assert m, note
     per_mb = (fp8.breakdown.step_s - bf16.breakdown.step_s) / fp8.breakdown.microbatches
     assert per_mb > 0 and m.group(3) == fmt_time(per_mb), (m.group(3), per_mb)
+
+
+def test_a_training_steps_plan_line_names_fp8_attention_and_cuda_graphs():
+    """The plan line (text and Markdown) named tp, pp, dp, recompute and ZeRO but neither --fp8-attention nor
+    --cuda-graph, which the JSON plan holds: it names both now."""
+    for fmt in ("text", "md"):
+        r = run_cli(*TRAIN, "--fp8-attention", "--cuda-graph", "attn,full", "--format", fmt)
+        plan = next(line for line in r.out.split("\n\n" if fmt == "md" else "\nstep:") if "plan: tp 2" in line)
+        assert "; FP8 attention; CUDA graphs: attn, full" in " ".join(plan.split()), plan
