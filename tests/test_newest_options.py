@@ -136,3 +136,14 @@ def test_a_training_steps_plan_line_names_fp8_attention_and_cuda_graphs():
         r = run_cli(*TRAIN, "--fp8-attention", "--cuda-graph", "attn,full", "--format", fmt)
         plan = next(line for line in r.out.split("\n\n" if fmt == "md" else "\nstep:") if "plan: tp 2" in line)
         assert "; FP8 attention; CUDA graphs: attn, full" in " ".join(plan.split()), plan
+
+
+def test_cuda_graph_on_a_device_without_a_host_says_it_changes_nothing():
+    """`--cuda-graph full` on mi325x (no [host]: launches untimed) gave the eager step's time in silence: the note
+    now says the option changes nothing there, and why."""
+    import ironlaw
+    kw = dict(on="mi325x", phase="train", gpus=8, global_batch=16)
+    eager, graphed = ironlaw.analyze("llama3-8b", **kw), ironlaw.analyze("llama3-8b", cuda_graph="full", **kw)
+    assert graphed.time_s == eager.time_s
+    assert any("so --cuda-graph full changes nothing here" in n for n in graphed.notes), graphed.notes
+    assert not any("--cuda-graph" in n for n in eager.notes)

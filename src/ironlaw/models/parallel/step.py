@@ -119,6 +119,14 @@ def lowered(g: Graph, hw) -> Graph:
     return g
 
 
+def no_host_note(hw_name: str, graphed: tuple) -> str:
+    """``NO_HOST_NOTE``; with ``--cuda-graph`` parts, that they change nothing here: the launches they remove are
+    the host's, which this step does not time."""
+    return NO_HOST_NOTE.format(hw=hw_name) + (
+        f"; so --cuda-graph {','.join(graphed)} changes nothing here (it removes host launches, which are not timed)"
+        if graphed else "")
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
     from ...machine.calibration import for_training
@@ -155,7 +163,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph,
                             plan.moe_dispatcher)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
-    notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    notes += [host_t.why()] if host_t is not None else [no_host_note(hw.name, plan.cuda_graph)]
     notes += dispatcher.notes(rows) + dispatcher.exchange_note(sg, hw, plan.moe_dispatcher)
     off_mb = _offload_s(g, hw, plan, rows, notes)
     t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
