@@ -11,6 +11,9 @@ A what-if is a string of steps separated by ';'. A step is the transform's name,
 Order: steps that rebuild the workload (batch=, seq=) run first, then hardware= picks the
 device, then the graph transforms run in the order given (so that a transform that depends on
 the device, such as 2:4 sparsity or int8 compute, checks the device the graph will run on).
+Two steps that set the same thing (one transform twice, flash- and eager-attention, quant on a shared
+target) are refused: the later would replace the earlier (``check_stack``); quant composes over disjoint
+targets (``quant=int8,target=weights; quant=fp8,target=kv``).
 
 Adding a transform is one decorated function in a module of this package::
 
