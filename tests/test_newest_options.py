@@ -147,3 +147,13 @@ def test_cuda_graph_on_a_device_without_a_host_says_it_changes_nothing():
     assert graphed.time_s == eager.time_s
     assert any("so --cuda-graph full changes nothing here" in n for n in graphed.notes), graphed.notes
     assert not any("--cuda-graph" in n for n in eager.notes)
+
+
+def test_serve_says_what_a_given_memory_fraction_reserved():
+    """`serve --memory-fraction 0.5` on the default engine (TensorRT-LLM) printed "reserve 32.8 GiB" and nowhere the
+    0.5 given (its JSON's capacity.reserve_source says it): the text now says what the reserve holds."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--memory-fraction", "0.5")
+    text = " ".join(r.out.split())
+    assert r.rc == 0 and "reserve: TensorRT-LLM: the activation workspace of one max_num_tokens step (2,048 tokens) " \
+        "and 0.50 of the memory left after it (kv_cache_free_gpu_mem_fraction 0.5, given)" in text, text
+    assert "reserve: " not in " ".join(run_cli("serve", "llama3-8b", "--on", "h100").out.split())

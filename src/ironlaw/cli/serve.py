@@ -89,12 +89,12 @@ def serve(
 
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
-    _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency)
+    _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency, memory_fraction)
     say_written(fmt, plot=plot, html=html)
 
 
 def _show(res, fmt: str, spec: str, tp: int, prompt: int, output: int, concurrency: int, max_throughput: bool,
-          sweep_concurrency: bool) -> None:
+          sweep_concurrency: bool, memory_fraction=None) -> None:
     """Print the serve result: its document (json), the offline table, the frontier, or the online lines."""
     if fmt == "json":
         emit_json(res.to_dict())
@@ -105,11 +105,13 @@ def _show(res, fmt: str, spec: str, tp: int, prompt: int, output: int, concurren
         head, *rest = res.lines(md=fmt == "md")
         emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
     else:
-        emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
+        emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency, memory_fraction), fmt)
 
 
-def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int) -> list[str]:
-    """The online serve's text: the step model, TTFT and inter-token latency, the bottlenecks, the KV capacity."""
+def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int,
+                  memory_fraction=None) -> list[str]:
+    """The online serve's text: the step model, TTFT and inter-token latency, the bottlenecks, the KV capacity (with
+    a given ``memory_fraction``, what its reserve holds)."""
     from ..core.units import fmt_num, fmt_size, fmt_time
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
@@ -128,7 +130,8 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
              f"capacity: {fmt_size(cap['device_memory_bytes'])} − weights {fmt_size(cap['weights_bytes'])} − reserve "
              f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
              f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "
-             f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}"] + more
+             f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}",
+             *([f"reserve: {cap['reserve_source']}"] if memory_fraction is not None else [])] + more
     return lines
 
 def _engine_lines(d: dict) -> list[str]:
