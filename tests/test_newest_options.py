@@ -157,3 +157,11 @@ def test_serve_says_what_a_given_memory_fraction_reserved():
     assert r.rc == 0 and "reserve: TensorRT-LLM: the activation workspace of one max_num_tokens step (2,048 tokens) " \
         "and 0.50 of the memory left after it (kv_cache_free_gpu_mem_fraction 0.5, given)" in text, text
     assert "reserve: " not in " ".join(run_cli("serve", "llama3-8b", "--on", "h100").out.split())
+
+
+def test_a_concurrency_frontier_says_where_it_ends():
+    """`serve --memory-fraction 0.5 --sweep-concurrency` stopped at concurrency 206 (392 without it) and said
+    nothing of why: the last line says it is the most sequences the KV cache and scheduler hold."""
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--memory-fraction", "0.5", "--sweep-concurrency")
+    assert r.rc == 0 and "the frontier ends at concurrency 206: the most sequences in flight the KV cache and the " \
+        "scheduler hold" in " ".join(r.out.split()), r.out[-400:]
