@@ -11,13 +11,28 @@ from conftest import one_line_error, run_cli
 TRAIN = ("analyze", "llama3-8b", "--phase", "train", "--on", "h100", "--gpus", "8", "--tp", "2", "--global-batch", "16")
 
 
+@pytest.fixture
+def quick_writers(monkeypatch):
+    """The page and plot writers replaced by one that writes a few bytes to the path: what is tested is the line
+    that names the file, not the page (test_report_pages, test_plot draw those)."""
+    from pathlib import Path
+    from ironlaw.report import frontier, pages, plot, sweep
+
+    def write(path, *_a, **_k):
+        Path(path).write_text("<svg/>")
+    for name in ("estimate", "train_step", "serve_online", "serve_offline", "search"):
+        monkeypatch.setattr(pages, name, write)
+    for mod in (plot, sweep, frontier):
+        monkeypatch.setattr(mod, "save", lambda res, path: write(path))
+
+
 @pytest.mark.parametrize("args", [
     ("analyze", "gemm:64,64,64", "--on", "h100", "--html", "{d}/a.html"),
     TRAIN + ("--html", "{d}/t.html"),
     ("serve", "llama3-8b", "--on", "h100", "--html", "{d}/s.html", "--format", "md"),
     ("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "1", "--html", "{d}/q.html"),
 ], ids=["analyze", "analyze-train", "serve-md", "search"])
-def test_html_says_what_it_wrote(args, tmp_path):
+def test_html_says_what_it_wrote(args, tmp_path, quick_writers):
     """`analyze/serve/search --html F` wrote F in silence, where report and calibrate print "wrote …": the same
     line now ends the output, with the file's size and the option that wrote it."""
     r = run_cli(*(a.format(d=tmp_path) for a in args))
@@ -27,10 +42,10 @@ def test_html_says_what_it_wrote(args, tmp_path):
     assert r.out.rstrip().endswith(", --html)")
 
 
-def test_plot_says_what_it_wrote_and_json_and_csv_stay_documents(tmp_path):
+def test_plot_says_what_it_wrote_and_json_and_csv_stay_documents(tmp_path, quick_writers):
     """`--plot F` on analyze, sweep and serve: "wrote F (…, --plot)"; with --format json or csv the line goes to
     stderr, so that stdout stays one document."""
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib")                 # --plot checks for it before any work
     a = run_cli("analyze", "gemm:64,64,64", "--on", "h100", "--plot", str(tmp_path / "a.svg"))
     assert a.rc == 0 and f"wrote {tmp_path / 'a.svg'} (" in a.out, a.out[-300:]
     s = run_cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100", "--batch", "1,2", "--plot",
