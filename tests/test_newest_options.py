@@ -180,3 +180,20 @@ def test_a_concurrency_frontier_says_where_it_ends():
     r = run_cli("serve", "llama3-8b", "--on", "h100", "--memory-fraction", "0.5", "--sweep-concurrency")
     assert r.rc == 0 and "the frontier ends at concurrency 206: the most sequences in flight the KV cache and the " \
         "scheduler hold" in " ".join(r.out.split()), r.out[-400:]
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--max-throughput", "--memory-fraction", "0.5", "--kv-fraction", "0.95"),
+     "--memory-fraction 0.5 and --kv-fraction 0.95 both set TensorRT-LLM's free_gpu_memory_fraction: give one"),
+    (("--max-throughput", "--engine", "vllm", "--kv-fraction", "0.95"), "--kv-fraction is TensorRT-LLM's"),
+    (("--kv-fraction", "0.95"), "--kv-fraction belongs to the offline scenario"),
+])
+def test_a_kv_fraction_given_at_its_default_value_is_still_given(args, said):
+    """`--kv-fraction 0.95` (its default's value) beside `--memory-fraction 0.5` ran at 0.5 in silence, and online
+    or on vLLM it was ignored: a given --kv-fraction is now told from an absent one, and refused where it would be
+    ignored or overridden."""
+    line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", *args))
+    assert said in line, line
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match="both set TensorRT-LLM's free_gpu_memory_fraction"):
+        ironlaw.serve("llama3-8b", on="h100", max_throughput=True, memory_fraction=0.5, kv_fraction=0.95)

@@ -40,7 +40,7 @@ def serve(
     ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
-    kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
+    kv_fraction: Optional[float] = typer.Option(None, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
     memory_fraction: Optional[float] = typer.Option(None, "--memory-fraction", click_type=FRACTION, help=MEMORY_HELP),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: sequences in flight "
                                             "(TensorRT-LLM max_batch_size, vLLM max_num_seqs, SGLang "
