@@ -179,7 +179,7 @@ def test_sparsity_and_quant_compose_in_either_order():
     assert a.ops[0].bytes["weights"] == pytest.approx(b.ops[0].bytes["weights"])
     assert a.ops[0].vector_flops == pytest.approx(b.ops[0].vector_flops)
     assert a.meta["whatif"] == ["sparsity=0.5", "quant=int8"]
-    with pytest.raises(IronlawError, match="already sparse"):
+    with pytest.raises(IronlawError, match="both set sparsity"):
         whatif.apply(g, hw, ["sparsity=0.5; sparsity=0.5"])
 
 

@@ -196,7 +196,7 @@ def scenario_options(g: dict) -> None:
     for flag, used in (("--ep", g["ep"] != 1), ("--attention-dp", g["attention_dp"]), ("--pp", g["pp"] != 1),
                        ("--max-batch", g["max_batch"] is not None), ("--max-num-tokens", g["max_num_tokens"] is not None),
                        ("--requests", g["requests"] is not None), ("--expert-imbalance", g["expert_imbalance"] != 1.0),
-                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] != 0.95),
+                       ("--moe-routing", g["moe_routing"] is not None), ("--kv-fraction", g["kv_fraction"] is not None),
                        ("--moe-dispatcher", g["moe_dispatcher"] is not None),
                        ("--redundant-experts", g["redundant_experts"] != 0)):
         if used:

@@ -134,6 +134,22 @@ OPTION_ELSEWHERE = {
     ("sweep", "--html"): "it draws its curves with --plot FILE.svg|.png; one point's page: "
                          "ironlaw report SPEC --on HW --html FILE.html",
     ("contract", "--html"): "one workload's page: ironlaw report SPEC --on HW --html FILE.html",
+    ("search", "--fp8-attention"): "it ranks layouts with attention in the step's own dtype, not FP8; one layout "
+                                   "with FP8 attention: ironlaw analyze SPEC --phase train --on HW --gpus N --tp … "
+                                   "--fp8-attention",
+    ("search", "--cuda-graph"): "it ranks layouts run eagerly (no part captured in CUDA graphs); one layout with "
+                                "them: ironlaw analyze SPEC --phase train --on HW --gpus N --tp … --cuda-graph PARTS",
+    ("search", "--memory-fraction"): "it ranks each engine at its default memory fraction; one layout at another: "
+                                     "ironlaw serve SPEC --on HW --tp N --memory-fraction F",
+    ("analyze", "--memory-fraction"): "it checks the workload's own footprint against the device's memory, with "
+                                      "no serving engine's share; an engine's: ironlaw serve SPEC --on HW "
+                                      "--memory-fraction F",
+    ("sweep", "--memory-fraction"): "it sweeps analyze's estimate, with no serving engine's memory share; an "
+                                    "engine's frontier: ironlaw serve SPEC --on HW --memory-fraction F "
+                                    "--sweep-concurrency",
+    ("serve", "--fp8-attention"): "its attention reads the KV cache in --kv-dtype (fp8: the engine's FP8 "
+                                  "attention kernels); --fp8-attention is a training step's: ironlaw analyze SPEC "
+                                  "--phase train --on HW --gpus N --fp8-attention",
     ("search", "--concurrency"): "the serving search ranks layouts at offline max throughput, or at the most "
                                  "concurrency meeting --slo; one concurrency: ironlaw serve SPEC --on HW "
                                  "--concurrency N",

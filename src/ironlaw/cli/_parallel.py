@@ -22,7 +22,8 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{f' (ep {p.ep}, {p.moe_dispatcher} dispatcher)' if p.ep > 1 else ''}; "
              f"global batch {p.global_batch} = {b.microbatches} micro-batch{'es' if b.microbatches != 1 else ''} "
              f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
-             f"{'; sequence parallel' if p.sequence_parallel else ''}"
+             f"{'; sequence parallel' if p.sequence_parallel else ''}{'; FP8 attention' if p.fp8_attention else ''}"
+             f"{'; CUDA graphs: ' + ', '.join(p.cuda_graph) if p.cuda_graph else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",
              f"step: {fmt_time(step.step_s)} — {step.bottleneck['resource']}-bound ({step.bottleneck['why']})",
              f"throughput: {fmt_num(step.tokens_per_s_per_gpu)} tokens/s per device",
@@ -45,6 +46,7 @@ def show_train_step(step, fmt: str, top: int) -> None:
     if fmt == "md":
         print("\n| part | time |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_time(v)} |" for k, v in rows))
         print("\n| memory per device | bytes |\n|---|---|\n" + "\n".join(f"| {k} | {fmt_size(v)} |" for k, v in mrows))
+        print("".join(f"\nnote: {n}\n" for n in step.notes), end="")
     else:
         from rich.table import Table
         c = console()

@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .case import Case, with_case
-from .common import app, check_format, check_top, console, emit_json
+from .common import app, check_format, check_top, console, emit_json, say_written
 from .options import FLOAT, Format, On, Opt, RunCost, Spec, parse_opts, with_run_cost
 
 
@@ -65,7 +65,8 @@ def analyze(
     from ..models.analysis import Analysis
     if not isinstance(res, Analysis):              # one training step on many devices (models.training.Training)
         from ._parallel import show_train_step
-        return show_train_step(res, fmt, top)
+        show_train_step(res, fmt, top)
+        return say_written(fmt, html=html)
     from ..law import power
     cost = power.line(res.energy, res.hw.name)
     if res.run is not None:
@@ -80,3 +81,4 @@ def analyze(
         from ..report.text import render
         render(res, top=top)
         console().print(cost, markup=False)
+    say_written(fmt, plot=plot, html=html)

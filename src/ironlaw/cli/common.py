@@ -71,6 +71,21 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def say_written(fmt: str, plot=None, html=None) -> None:
+    """"wrote FILE (SIZE, --plot)" for each file a command's ``--plot`` / ``--html`` wrote, after its result, as
+    report and calibrate say theirs: on stdout for text and md, on stderr for json and csv (stdout holds the
+    document)."""
+    import os
+    from ..core.units import fmt as f
+    for flag, path in (("--plot", plot), ("--html", html)):
+        if path:
+            line = f"wrote {path} ({f(os.path.getsize(path), 'B')}, {flag})"
+            if fmt in ("json", "csv"):
+                print(line, file=sys.stderr)
+            else:
+                print(("\n" if fmt == "md" else "") + line)
+
+
 def emit_lines(lines: list[str], fmt: str) -> None:
     """Print summary lines: Markdown paragraphs for ``md``, rich console lines otherwise."""
     if fmt == "md":

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json, say_written
 from .options import FLOAT, Format, On, RunCost, Spec, with_run_cost
 
 
@@ -80,6 +80,7 @@ def search(
         emit_json(res.to_dict())
     else:
         show(res, fmt)
+    say_written(fmt, html=html)
 
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:

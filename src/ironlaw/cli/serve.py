@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import app, check_format, emit_json, emit_lines
+from .common import app, check_format, emit_json, emit_lines, say_written
 from .serve_throughput import expert_lines
 from .options import FLOAT, FRACTION, Format
 
@@ -40,7 +40,7 @@ def serve(
     ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
-    kv_fraction: float = typer.Option(0.95, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
+    kv_fraction: Optional[float] = typer.Option(None, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
     memory_fraction: Optional[float] = typer.Option(None, "--memory-fraction", click_type=FRACTION, help=MEMORY_HELP),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: sequences in flight "
                                             "(TensorRT-LLM max_batch_size, vLLM max_num_seqs, SGLang "
@@ -89,20 +89,29 @@ def serve(
 
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
+    _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency, memory_fraction)
+    say_written(fmt, plot=plot, html=html)
+
+
+def _show(res, fmt: str, spec: str, tp: int, prompt: int, output: int, concurrency: int, max_throughput: bool,
+          sweep_concurrency: bool, memory_fraction=None) -> None:
+    """Print the serve result: its document (json), the offline table, the frontier, or the online lines."""
     if fmt == "json":
-        return emit_json(res.to_dict())
-    if max_throughput:
+        emit_json(res.to_dict())
+    elif max_throughput:
         from .serve_throughput import show
-        return show(res, spec, prompt, output, fmt)
-    if sweep_concurrency:
+        show(res, spec, prompt, output, fmt)
+    elif sweep_concurrency:
         head, *rest = res.lines(md=fmt == "md")
-        return emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
-    emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency), fmt)
+        emit_lines([head] + _engine_lines(res.doc) + rest, fmt)
+    else:
+        emit_lines(_online_lines(res, spec, tp, prompt, output, concurrency, memory_fraction), fmt)
 
 
-
-def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int) -> list[str]:
-    """The online serve's text: the step model, TTFT and inter-token latency, the bottlenecks, the KV capacity."""
+def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency: int,
+                  memory_fraction=None) -> list[str]:
+    """The online serve's text: the step model, TTFT and inter-token latency, the bottlenecks, the KV capacity (with
+    a given ``memory_fraction``, what its reserve holds)."""
     from ..core.units import fmt_num, fmt_size, fmt_time
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
@@ -121,7 +130,8 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
              f"capacity: {fmt_size(cap['device_memory_bytes'])} − weights {fmt_size(cap['weights_bytes'])} − reserve "
              f"{fmt_size(cap['reserve_bytes'])} = KV {fmt_size(cap['kv_budget_bytes'])} at "
              f"{fmt_size(cap['kv_bytes_per_token'])}/token → {fmt_num(cap['max_concurrency'])} sequences of "
-             f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}"] + more
+             f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}",
+             *([f"reserve: {cap['reserve_source']}"] if memory_fraction is not None else [])] + more
     return lines
 
 def _engine_lines(d: dict) -> list[str]:

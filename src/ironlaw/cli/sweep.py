@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from ..core.units import counted
-from .common import app, check_format, console, emit_json
+from .common import app, check_format, console, emit_json, say_written
 from .options import FLOAT, DType, Phase, Serial
 
 
@@ -48,6 +48,7 @@ def sweep(
                         res.throughput_unit, r["bottleneck"]] + ["" if r[k] is None else f"{r[k]:.6g}" for k in extra])
     else:
         text(res, md=fmt == "md")
+    say_written(fmt, plot=plot)
 
 
 def text(res, md: bool = False) -> None:

@@ -111,3 +111,26 @@ def lower(g: Graph, hw_catalog, micro_batch: int) -> Graph:
         ops += [casts(op, g.meta, op.name.endswith(".backward")), new]
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta, fp8_attention=rate),
                  uncounted_ops=dict(g.uncounted_ops))
+
+
+NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): at {rate:.2f}× the bf16 attention's rate, "
+        "the speedup of {hw}'s FP8 context attention kernels over its bf16 ones at this micro-batch and sequence (the "
+        "backward at the forward's), after a quantize of Q, K, V (forward) and of dO (backward); per micro-batch the "
+        "faster products save {saved} and the quantizes take {casts}: {net}")
+
+
+def note(rate: float, hw_name: str, rows: list[dict], composition: str) -> str:
+    """What ``--fp8-attention`` did to one micro-batch, from its priced ``rows`` (``lower``'s ops): the attention
+    ops' time saved against their bf16 rate (their compute ``rate`` times longer; ``composition`` as the law's:
+    overlap, the longer of data and compute; serial, their sum) and the quantizes' time."""
+    from ..core.units import fmt_time
+    saved = 0.0
+    for r in rows:
+        if r["kind"] == "attention":
+            c, d = r["compute_s"], r["data_s"]
+            saved += c * (rate - 1.0) if composition == "serial" else max(d, c * rate) - max(d, c)
+    casts = sum(r["time_s"] for r in rows if r["name"].startswith("fp8_cast.attention"))
+    net = (f"the step {'gains' if saved > casts else 'loses'} {fmt_time(abs(saved - casts))} per micro-batch"
+           + ("" if saved > casts else " (at this sequence the quantizes outweigh the faster products)"))
+    return NOTE.format(rate=rate, hw=hw_name, saved=fmt_time(saved), casts=fmt_time(casts), net=net)
+

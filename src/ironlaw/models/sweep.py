@@ -203,6 +203,7 @@ def _check_whatif(steps) -> list:
         return []
     from . import whatif as wi
     parsed = [p for s in steps for p in (wi.parse(s) if isinstance(s, str) else [s])]
+    wi.check_stack(parsed)
     for p in parsed:
         if p.transform.stage != "graph":
             raise IronlawError(f"sweep: what-if '{p.text}' {_owned(p.transform.name)}")

@@ -129,14 +129,25 @@ def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
 
 
 def graph_scopes(value, graph: Graph | None = None) -> tuple:
-    """``--cuda-graph attn,moe_router,moe_preprocess,full,full_iteration`` (or a sequence): the parts captured in
-    CUDA graphs; a whole layer or step (``host.LAYER_SCOPES``) not on a model with routed experts (``graph``'s,
+    """``--cuda-graph attn,moe_router,moe_preprocess,full,full_iteration`` (or a sequence; ``none``: eager, the
+    default): the parts captured in CUDA graphs; a whole layer or step (``host.LAYER_SCOPES``) not on a model with routed experts (``graph``'s,
     where given), whose dropless layers wait on the host."""
     from ..host import LAYER_SCOPES, SCOPES
+    if not isinstance(value, str) and not (isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)):
+        raise IronlawError(f"--cuda-graph takes part names, comma-separated ('attn,moe_router') or a list of them, "
+                           f"got {value!r}")
     items = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    if items == ["none"]:                           # the default, named: eager, nothing captured
+        return ()
+    if "none" in items:
+        raise IronlawError(f"--cuda-graph none captures nothing; it does not combine with other parts, got "
+                           f"'{','.join(map(str, items))}'")
+    twice = [x for i, x in enumerate(items) if x in items[:i]]
+    if twice:
+        raise IronlawError(f"--cuda-graph names '{twice[0]}' twice")
     bad = [x for x in items if x not in SCOPES]
     if bad:
-        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated), got '{bad[0]}'")
+        raise IronlawError(f"--cuda-graph takes {', '.join(SCOPES)} (comma-separated) or none, got '{bad[0]}'")
     whole = [x for x in items if x in LAYER_SCOPES]
     if whole and graph is not None and graph.meta.get("experts"):
         raise IronlawError(f"--cuda-graph {whole[0]} captures whole layers; {graph.name}'s dropless MoE layers wait "

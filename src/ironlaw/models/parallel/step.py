@@ -90,10 +90,6 @@ def _bottleneck(est, step: float, shares: dict, host_why: str = "") -> dict:
 REDUNDANT_NOTE = ("{e} experts in {e} + {r} slots, {per} per rank over EP {ep}: the slots share the load evenly and "
                   "hold the replicas' weights and optimizer state; the replicas' gradient reduction among themselves "
                   "is not timed")
-FP8_ATTENTION_NOTE = ("attention in FP8 (--fp8-attention, Transformer Engine's fp8_dpa): at {rate:.2f}× the bf16 "
-                      "attention's rate, the speedup of {hw}'s FP8 context attention kernels over its bf16 "
-                      "ones at this micro-batch and sequence (the backward at the forward's), after a quantize of Q, "
-                      "K, V (forward) and of dO (backward)")
 NO_HOST_NOTE = ("{hw} names no host CPU ([host]): the host's kernel launches and device→host syncs of an eager "
                 "framework are not timed, and a step they bind runs slower than this")
 
@@ -127,6 +123,14 @@ def lowered(g: Graph, hw) -> Graph:
     return g
 
 
+def no_host_note(hw_name: str, graphed: tuple) -> str:
+    """``NO_HOST_NOTE``; with ``--cuda-graph`` parts, that they change nothing here: the launches they remove are
+    the host's, which this step does not time."""
+    return NO_HOST_NOTE.format(hw=hw_name) + (
+        f"; so --cuda-graph {','.join(graphed)} changes nothing here (it removes host launches, which are not timed)"
+        if graphed else "")
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
     from ...machine.calibration import for_training
@@ -151,13 +155,13 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     if "lora_rank" in g.meta:
         from ..lora import note
         notes.append(note(g.meta))
-    if plan.fp8_attention:
-        notes.append(FP8_ATTENTION_NOTE.format(rate=g.meta["fp8_attention"], hw=catalog.name))
     if "layers" in g.meta and uneven(g.meta["layers"], plan.pp, plan.interleave):
         notes.append(uneven_note(g.meta["layers"], plan.pp * plan.interleave))
     stages, _ = stage_ops(g, plan)
     est, sg = _stage_estimates(g, hw, plan, stages, mem, grp, composition)
     rows = est.rows()
+    if plan.fp8_attention:
+        notes.append(fp8_attention.note(g.meta["fp8_attention"], catalog.name, rows, composition))
     ring_s, ring_exposed = cp_ring_exposed(sg, hw, plan, grp, rows)
     held = plan_shards(g, plan)
     fsdp_s, fsdp_exposed = fsdp_exposed_s(sg, hw, plan, grp, rows, held)
@@ -166,7 +170,7 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     host_t = host.step_term(sg, rows, hw, plan.tp, plan.sequence_parallel, plan.ep, plan.cuda_graph,
                             plan.moe_dispatcher)
     host_mb = host_t.exposed_s if host_t is not None else 0.0
-    notes += [host_t.why()] if host_t is not None else [NO_HOST_NOTE.format(hw=hw.name)]
+    notes += [host_t.why()] if host_t is not None else [no_host_note(hw.name, plan.cuda_graph)]
     notes += dispatcher.notes(rows) + dispatcher.exchange_note(sg, hw, plan.moe_dispatcher)
     off_mb = _offload_s(g, hw, plan, rows, notes)
     t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,

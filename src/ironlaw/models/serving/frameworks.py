@@ -229,13 +229,15 @@ def check_memory_fraction(value) -> float | None:
     return float(value)
 
 
-def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: float, default: float) -> float:
+def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: float | None,
+                       default: float) -> float:
     """TensorRT-LLM's free_gpu_memory_fraction for a run given ``memory_fraction`` (``--memory-fraction``) and
-    ``kv_fraction`` (``--kv-fraction``, the same knob by its trtllm-bench name): the one given; both given is
-    refused. On another engine ``kv_fraction`` as given (``offline_kwargs`` refuses it there)."""
+    ``kv_fraction`` (``--kv-fraction``, the same knob by its trtllm-bench name; None: not given, ``default``): the
+    one given; both given is refused, the default's value too. On another engine ``kv_fraction`` as given
+    (``offline_kwargs`` refuses it there)."""
     if memory_fraction is None or engine != DEFAULT:
-        return kv_fraction
-    if kv_fraction != default:
+        return default if kv_fraction is None else kv_fraction
+    if kv_fraction is not None:
         raise IronlawError(f"--memory-fraction {memory_fraction:g} and --kv-fraction {kv_fraction:g} both set "
                            f"TensorRT-LLM's free_gpu_memory_fraction: give one")
     return memory_fraction
@@ -298,10 +300,10 @@ def constants(eng: Engine, base):
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 
-def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float, default_kv_fraction: float) -> dict:
+def offline_kwargs(eng: Engine, max_batch, max_num_tokens, kv_fraction: float | None) -> dict:
     """``throughput.max_throughput``'s keywords under ``eng``: the scheduler's limits unless given, the KV cache
-    all of what the memory fraction leaves (``constants``)."""
-    if kv_fraction != default_kv_fraction:
+    all of what the memory fraction leaves (``constants``); ``kv_fraction`` given (not None) is refused."""
+    if kv_fraction is not None:
         raise IronlawError(f"--kv-fraction is TensorRT-LLM's kv_cache_free_gpu_mem_fraction; {NAMES[eng.name]} sizes "
                            f"its KV cache from its memory fraction ({eng.scheduler.memory_fraction:g}): give "
                            f"--memory-fraction")
@@ -453,8 +455,8 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
     memory_fraction = check_memory_fraction(memory_fraction)
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release,
                  memory_fraction=memory_fraction)
-    kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, kw.get("kv_fraction", default_kv_fraction),
-                                                  default_kv_fraction)}
+    given_kv = kw.get("kv_fraction")               # absent: not given
+    kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, given_kv, default_kv_fraction)}
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
     model = step_model(eng.hw)
     if model.name != ENGINE:
@@ -474,7 +476,7 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
         for value, flag in zip(given, ("--max-batch", "--max-num-tokens")):
             if value is not None:                  # before the scheduler derives its CUDA graphs from them
                 whole_tokens(value, flag)
-        kw2 = {**kw, **offline_kwargs(eng, *given, kw.get("kv_fraction", default_kv_fraction), default_kv_fraction)}
+        kw2 = {**kw, **offline_kwargs(eng, *given, given_kv)}
         eng = replace(eng, scheduler=eng.scheduler.given(*given))    # its CUDA graphs as the limits given set them
         est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=constants(eng, throughput.FITTED),
                                         **kw2)

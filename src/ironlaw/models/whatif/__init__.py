@@ -11,6 +11,9 @@ A what-if is a string of steps separated by ';'. A step is the transform's name,
 Order: steps that rebuild the workload (batch=, seq=) run first, then hardware= picks the
 device, then the graph transforms run in the order given (so that a transform that depends on
 the device, such as 2:4 sparsity or int8 compute, checks the device the graph will run on).
+Two steps that set the same thing (one transform twice, flash- and eager-attention, quant on a shared
+target) are refused: the later would replace the earlier (``check_stack``); quant composes over disjoint
+targets (``quant=int8,target=weights; quant=fp8,target=kv``).
 
 Adding a transform is one decorated function in a module of this package::
 
@@ -94,11 +97,39 @@ def _parse_step(text: str) -> Step:
     return Step(t, params, text)
 
 
+# transforms that set the same thing of the workload: a later one replaces an earlier one
+SETS = {"flash-attention": "the attention's form", "eager-attention": "the attention's form"}
+COMPOSE = ("different transforms compose (quant=int8;fusion=elementwise), and quant composes over disjoint targets "
+           "(quant=int8,target=weights;quant=fp8,target=kv)")
+
+
+def _slots(s: Step) -> list[str]:
+    """What step ``s`` sets: its transform's name (or the thing in ``SETS``); for quant, one per target."""
+    name = s.transform.name
+    if name == "quant":
+        return [f"the {t} dtype (quant)" for t in sorted(s.params["target"])]
+    return [SETS.get(name, name)]
+
+
+def check_stack(steps: Iterable[Step]) -> None:
+    """Refuse two steps that set the same thing, where the later would silently replace the earlier (``COMPOSE``
+    says which steps compose)."""
+    seen: dict[str, Step] = {}
+    for s in steps:
+        for slot in _slots(s):
+            if slot in seen:
+                raise IronlawError(f"--what-if: '{seen[slot].text}' and '{s.text}' both set {slot}; the later would "
+                                   f"replace the earlier: give one ({COMPOSE})")
+            seen[slot] = s
+
+
 def apply(graph: Graph, hw, steps: Iterable[str | Step]):
-    """Apply what-if steps; returns (graph, hardware). Strings are parsed first."""
+    """Apply what-if steps; returns (graph, hardware). Strings are parsed first; two steps that set the same thing
+    are refused (``check_stack``)."""
     parsed: list[Step] = []
     for s in steps:
         parsed += parse(s) if isinstance(s, str) else [s]
+    check_stack(parsed)
     for stage in STAGES:
         for s in (p for p in parsed if p.transform.stage == stage):
             if stage == "hardware":
@@ -119,5 +150,5 @@ def _record(g: Graph, s: Step) -> Graph:
     return replace(g, meta=meta)
 
 
-__all__ = ["transform", "parse", "apply", "names", "catalog", "TRANSFORMS", "Step", "Choice", "Number", "Text",
+__all__ = ["transform", "parse", "apply", "check_stack", "names", "catalog", "TRANSFORMS", "Step", "Choice", "Number", "Text",
            "Flag", "copy_op"]

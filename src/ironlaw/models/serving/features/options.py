@@ -221,6 +221,10 @@ def frontier_lines(doc: dict, md: bool = False) -> list[str]:
         width = [11, 15, 13, 9, 9] + ([8] if energy else [])
         lines += [" ".join(c.rjust(w) for c, w in zip(r, width)) + (f" {r[-1]}" if slo and r[-1] else "")
                   for r in [head] + rows]
+    cmax = doc.get("max_concurrency")
+    if doc["points"] and doc["points"][-1]["concurrency"] == cmax:
+        lines.append(f"the frontier ends at concurrency {fmt_num(cmax)}: the most sequences in flight the KV cache and "
+                     f"the scheduler hold (`serve --concurrency {cmax}` prints the capacity line)")
     if "goodput" in doc:
         lines.append(_goodput_line(doc["goodput"]))
     return lines
