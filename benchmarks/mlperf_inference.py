@@ -1,25 +1,27 @@
-"""MLPerf Inference v5.1 Llama-2-70B and Mixtral-8x7B Offline against ironlaw: NVIDIA and AMD GPUs, through ``serve``.
+"""MLPerf Inference v5.1 LLM Offline results against ironlaw: NVIDIA and AMD GPUs, through ``serve``.
 
     python benchmarks/mlperf_inference.py            # per benchmark and GPU: median / p90 |error|, signed median
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
-    python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b)
+    python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b,
+                                                                    # llama3.1-8b, llama3.1-405b, deepseek-r1)
     python benchmarks/mlperf_inference.py --what-if  # ... and what-ifs on the AMD and H200 NVL rows (nothing stored)
 
-Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b}_offline.csv (mlcommons/inference_results_v5.1;
-each header names the commit, which results were kept and where each number and setting comes from). Each row is one
-system's Offline run: LoadGen sends one query of samples_per_query samples, every one at once, to gpus / tp instances
-(TensorRT-LLM on NVIDIA GPUs, AMD's vLLM harness on AMD GPUs); the published figure is the system's generated tokens
-per second, compared here per GPU.
+Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b,llama3.1_8b,llama3.1_405b,deepseek_r1}_offline.csv
+(mlcommons/inference_results_v5.1; each header names the commit, which results were kept, which were left out and why,
+and where each number and setting comes from). Each row is one system's Offline run: LoadGen sends one query of
+samples_per_query samples, every one at once, to gpus / (tp x pp) instances (TensorRT-LLM on NVIDIA GPUs, AMD's vLLM
+harness on AMD GPUs, RedHat's vLLM harness on H100 and L40S); the published figure is the system's generated tokens per
+second, compared here per GPU.
 
 Each row is priced as one instance by ``ironlaw.serve(..., max_throughput=True)``: Llama-2-70B from its Hugging Face
-config (tests/data/llm_configs/llama2-70b.json) or the built-in mixtral-8x7b, the dataset's mean prompt (222 and 427
-tokens), the run's generated tokens per sample (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP,
-batch limit, step token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the
-KV cache's share of the memory free after weights and workspace; vLLM's gpu_memory_utilization, 0.93 - 0.98 where
-vLLM's default is 0.9), its requests (samples_per_query / instances) queued at once, on the engine the submission ran.
-TensorRT-LLM rows run on the kernels of the TensorRT-LLM release the submissions built (1.0, ``TRTLLM_RELEASE``:
---release) where the catalog holds its tables. ironlaw has one length per request, not the dataset's length
-distribution.
+config (tests/data/llm_configs/llama2-70b.json), the others the catalog's (mixtral-8x7b, llama3.1-8b, llama3.1-405b,
+deepseek-r1), the dataset's mean prompt (222, 427, 871, 9,429 and 804 tokens), the run's generated tokens per sample
+(tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP, PP, EP and attention DP, batch limit, step
+token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the KV cache's share of
+the memory free after weights and workspace; vLLM's gpu_memory_utilization), its requests (samples_per_query /
+instances) queued at once, on the engine the submission ran. TensorRT-LLM rows run on the kernels of the TensorRT-LLM
+release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables. ironlaw has one
+length per request, not the dataset's length distribution.
 
 ``--what-if`` prices the AMD and H200 NVL rows under five what-ifs, storing nothing: (1) vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
@@ -49,8 +51,12 @@ DATA = ROOT / "tests/data"
 # benchmark: (extract, ironlaw's model spec, the dataset's mean prompt in tokens as the extract's header gives it)
 BENCHMARKS = {"llama2-70b": (DATA / "mlperf_inference_v5.1_llama2_70b_offline.csv",
                              "hf:tests/data/llm_configs/llama2-70b.json", 222),     # 222.33 over 24,576 samples
-              "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427)}  # 427.39
-GPUS = ("h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "mi300x", "mi325x", "mi355x")
+              "mixtral-8x7b": (DATA / "mlperf_inference_v5.1_mixtral_8x7b_offline.csv", "mixtral-8x7b", 427),  # 427.39
+              "llama3.1-8b": (DATA / "mlperf_inference_v5.1_llama3.1_8b_offline.csv", "llama3.1-8b", 871),     # 870.73
+              "llama3.1-405b": (DATA / "mlperf_inference_v5.1_llama3.1_405b_offline.csv", "llama3.1-405b",
+                                9429),                                                                    # 9428.64
+              "deepseek-r1": (DATA / "mlperf_inference_v5.1_deepseek_r1_offline.csv", "deepseek-r1", 804)}    # 803.79
+GPUS = ("h100", "h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "l40s", "mi300x", "mi325x", "mi355x")
 # the TensorRT-LLM release every TensorRT-LLM row ran: each submitter's Makefile.build pins TRTLLM_HASH to a commit of
 # NVIDIA's "1.0-mlpinf side branch" (270a6b24 of 7/21/25 or 18c0333e of 7/24/25, as its comment says); its kernels
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
@@ -70,12 +76,16 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
             rows += [dict(r, benchmark=name, spec=spec, prompt=prompt)
                      for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     for r in rows:
-        for k in ("gpus", "tp", "max_batch", "max_num_tokens", "samples_per_query"):
+        for k in ("pp", "ep"):              # the Llama-2-70B and Mixtral extracts: every submission at PP 1, no EP
+            r.setdefault(k, "1")
+        r.setdefault("attention_dp", "false")
+        for k in ("gpus", "tp", "pp", "ep", "max_batch", "max_num_tokens", "samples_per_query"):
             r[k] = int(r[k])
         for k in ("memory_fraction", "samples_s", "tokens_s"):
             r[k] = float(r[k])
+        r["attention_dp"] = {"true": True, "false": False}[r["attention_dp"]]
         r["output"] = round(r["tokens_s"] / r["samples_s"])
-        r["instances"] = r["gpus"] // r["tp"]
+        r["instances"] = r["gpus"] // (r["tp"] * r["pp"])
         r["requests"] = r["samples_per_query"] // r["instances"]
         r["published"] = r["tokens_s"] / r["gpus"]
     return rows
@@ -88,6 +98,11 @@ def serve_kwargs(r: dict) -> dict:
           "max_num_tokens": r["max_num_tokens"], "engine": r["engine"], "memory_fraction": r["memory_fraction"]}
     if r["kv_dtype"] != "checkpoint":
         kw["kv_dtype"] = r["kv_dtype"]
+    for k in ("pp", "ep"):
+        if r[k] > 1:
+            kw[k] = r[k]
+    if r["attention_dp"]:
+        kw["attention_dp"] = True
     if r["engine"] == "trtllm" and r["gpu"] in RELEASE_GPUS:
         kw["release"] = TRTLLM_RELEASE
     return kw
@@ -104,12 +119,12 @@ def command(r: dict) -> str:
 
 
 def predict(r: dict, **given) -> float:
-    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP GPUs (``given``: keywords in
-    place of the row's)."""
+    """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP x PP GPUs (``given``: keywords
+    in place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
     est = ironlaw.serve(spec, r["gpu"], **{**serve_kwargs(r), **given})
-    return r["requests"] * r["output"] / est.time_s / r["tp"]
+    return r["requests"] * r["output"] / est.time_s / (r["tp"] * r["pp"])
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -205,7 +220,7 @@ def what_if(rows: list[dict]) -> None:
                     a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
                     if a:
                         mag_b, mag_a = statistics.median(map(abs, b)), statistics.median(map(abs, a))
-                        print(f"  {bench:<12} {gpu:<8} n {len(a)}: median |err| {100 * mag_b:.1f}% -> "
+                        print(f"  {bench:<13} {gpu:<8} n {len(a)}: median |err| {100 * mag_b:.1f}% -> "
                               f"{100 * mag_a:.1f}%, signed median {100 * statistics.median(b):+.1f}% -> "
                               f"{100 * statistics.median(a):+.1f}%")
 
@@ -229,12 +244,13 @@ def summary(rows: list[dict]) -> list[tuple[str, str, int, float, float, float]]
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"{'id':<9} {'benchmark':<12} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'OSL':>3} "
-          f"{'batch':>5} {'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
+    print(f"{'id':<9} {'benchmark':<13} {'submitter':<14} {'gpu':<12} {'engine':<6} {'w':<5} {'kv':<5} {'par':<9} "
+          f"{'OSL':>4} {'batch':>5} {'tokens':>6} {'published':>9} {'ironlaw':>8} {'error':>7}")
     for r in rows:
-        print(f"{r['id']:<9} {r['benchmark']:<12} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} "
-              f"{r['weights']:<5} {r['kv_dtype'][:5]:<5} {r['output']:>3} {r['max_batch']:>5} {r['max_num_tokens']:>6} "
-              f"{r['published']:>9.0f} {r['pred']:>8.0f} {100 * r['err']:>+6.1f}%")
+        par = f"{r['tp']}x{r['pp']}" + (f"/ep{r['ep']}" if r["ep"] > 1 else "") + ("+adp" if r["attention_dp"] else "")
+        print(f"{r['id']:<9} {r['benchmark']:<13} {r['submitter'][:14]:<14} {r['gpu']:<12} {r['engine']:<6} "
+              f"{r['weights']:<5} {r['kv_dtype'][:5]:<5} {par:<9} {r['output']:>4} {r['max_batch']:>5} "
+              f"{r['max_num_tokens']:>6} {r['published']:>9.0f} {r['pred']:>8.0f} {100 * r['err']:>+6.1f}%")
         print(f"    {command(r)}")
 
 
