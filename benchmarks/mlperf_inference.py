@@ -4,7 +4,7 @@
     python benchmarks/mlperf_inference.py --rows     # ... and every row with the command that prices it
     python benchmarks/mlperf_inference.py --benchmark llama2-70b    # one of them (llama2-70b, mixtral-8x7b,
                                                                     # llama3.1-8b, llama3.1-405b, deepseek-r1)
-    python benchmarks/mlperf_inference.py --what-if  # ... and what-ifs on the AMD and H200 NVL rows (nothing stored)
+    python benchmarks/mlperf_inference.py --what-if  # ... and what-ifs (nothing stored)
 
 Sources: tests/data/mlperf_inference_v5.1_{llama2_70b,mixtral_8x7b,llama3.1_8b,llama3.1_405b,deepseek_r1}_offline.csv
 (mlcommons/inference_results_v5.1; each header names the commit, which results were kept, which were left out and why,
@@ -23,7 +23,8 @@ instances) queued at once, on the engine the submission ran. TensorRT-LLM rows r
 release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables. ironlaw has one
 length per request, not the dataset's length distribution.
 
-``--what-if`` prices the AMD and H200 NVL rows under five what-ifs, storing nothing: (1) vLLM at its default
+``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under seven what-ifs, storing nothing: (1)
+vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
 carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
 enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False); (3) the MI325X rows on the
@@ -32,7 +33,14 @@ max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on tho
 grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
 the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the NVL's datasheet
 (the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried
-η are fractions of those peaks).
+η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral without the host's eager
+kernel launches (``step.host.host_launches`` 0): NVIDIA's harness runs those benchmarks on TensorRT engines through
+TensorRT-LLM's C++ executor (closed/NVIDIA/code/<benchmark>/tensorrt/__init__.py: ``DEFAULT_CORE_TYPE =
+CoreType.TRTLLM_EXECUTOR``, tensorrt_llm.bindings.executor), where ironlaw prices TensorRT-LLM's PyTorch executor,
+whose steps with prompt tokens launch every kernel from Python (DeepSeek-R1 runs that PyTorch backend:
+``CoreType.TRTLLM_ENDPOINT``, llmlib/config.py ``trtllm_backend`` 'pytorch'); (7) the DeepSeek-R1 rows at the
+dataset's decode context: a request's output of 2 (A + B · output - prompt) tokens, so that one length's mean decode
+context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``).
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -62,6 +70,12 @@ GPUS = ("h100", "h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "l40s", "mi
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
 # TensorRT-LLM 1.0.0rc3 / rc6), the catalog's 1.3.0rc20 elsewhere (RTX PRO 6000)
 TRTLLM_RELEASE = "1.0"
+# benchmark: (A, B) of its dataset's decode context, token-weighted over the samples' (prompt p, output o) lengths:
+# sum(o (p + o / 2)) / sum(o) = A + B * mean(o), A = sum(o p) / sum(o) (the output-weighted prompt), B = sum(o^2) /
+# (2 sum(o) mean(o)); from openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv at commit
+# 71007029fb5bced1d79808e7e64dc4c2af82ea55 (4,388 samples, the reference outputs' lengths: mean 4,043.4, decode context
+# 5,826 tokens where one length per request gives 803.8 + 4,043.4 / 2 = 2,826)
+DECODE_CONTEXT = {"deepseek-r1": (632.2, 1.2845)}
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -155,6 +169,23 @@ def unmixed(r: dict) -> float:
         return predict(r)
 
 
+def without_launches(r: dict) -> float:
+    """What-if: row ``r`` priced with no eager kernel launches on the host (``step.host.host_launches`` 0), as a
+    TensorRT engine's step runs under TensorRT-LLM's C++ executor."""
+    from unittest import mock
+
+    from ironlaw.models.serving.step import host
+    with mock.patch.object(host, "host_launches", lambda g, constants, eager: 0):
+        return predict(r)
+
+
+def at_decode_context(r: dict) -> float:
+    """What-if: row ``r`` priced with the output that gives one length per request the dataset's token-weighted
+    decode context (``DECODE_CONTEXT``); tokens/s per GPU of that output."""
+    a, b = DECODE_CONTEXT[r["benchmark"]]
+    return predict(dict(r, output=round(2 * (a + b * r["output"] - r["prompt"]))))
+
+
 def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
     """The catalog file (written under ``tmp``) of an MI300X or MI325X row's GPU on its datasheet with the MI300X's
     fitted GEMM terms, carried to MI325X at ``kernelfit.rules.CARRIED_GEMM``'s factor (``factor``) or at 1 (the
@@ -196,9 +227,10 @@ def h200_carried(r: dict, tmp: Path) -> str:
 
 
 def what_if(rows: list[dict]) -> None:
-    """``--what-if``: the AMD and H200 NVL rows under each what-if (module docstring), per GPU."""
+    """``--what-if``: the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under each what-if (module docstring),
+    per benchmark and GPU."""
     import tempfile
-    amd = [r for r in rows if r["engine"] == "vllm"]
+    amd = [r for r in rows if r["engine"] == "vllm" and r["gpu"].startswith("mi")]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -210,7 +242,11 @@ def what_if(rows: list[dict]) -> None:
                   lambda r: on(r, factor=False), [r for r in amd if r["gpu"] == "mi325x"]),
                  ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942),
                  ("H200 NVL on the H200 SXM's kernel calibration",
-                  lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl))
+                  lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl),
+                 ("TensorRT-LLM's C++ executor: no eager kernel launches on the host", without_launches,
+                  [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] not in DECODE_CONTEXT]),
+                 ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
+                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
@@ -220,7 +256,7 @@ def what_if(rows: list[dict]) -> None:
                     a = [r["err"] for r in after if r["gpu"] == gpu and r["benchmark"] == bench]
                     if a:
                         mag_b, mag_a = statistics.median(map(abs, b)), statistics.median(map(abs, a))
-                        print(f"  {bench:<13} {gpu:<8} n {len(a)}: median |err| {100 * mag_b:.1f}% -> "
+                        print(f"  {bench:<13} {gpu:<12} n {len(a):>2}: median |err| {100 * mag_b:.1f}% -> "
                               f"{100 * mag_a:.1f}%, signed median {100 * statistics.median(b):+.1f}% -> "
                               f"{100 * statistics.median(a):+.1f}%")
 
@@ -257,8 +293,8 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD and H200 NVL rows under five what-ifs (nothing "
-                                                           "stored)")
+    ap.add_argument("--what-if", action="store_true", help="the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows "
+                                                           "under seven what-ifs (nothing stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
