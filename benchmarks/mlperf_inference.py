@@ -73,9 +73,10 @@ TRTLLM_RELEASE = "1.0"
 # benchmark: (A, B) of its dataset's decode context, token-weighted over the samples' (prompt p, output o) lengths:
 # sum(o (p + o / 2)) / sum(o) = A + B * mean(o), A = sum(o p) / sum(o) (the output-weighted prompt), B = sum(o^2) /
 # (2 sum(o) mean(o)); from openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv at commit
-# 71007029fb5bced1d79808e7e64dc4c2af82ea55 (4,388 samples, the reference outputs' lengths: mean 4,043.4, decode context
-# 5,826 tokens where one length per request gives 803.8 + 4,043.4 / 2 = 2,826)
-DECODE_CONTEXT = {"deepseek-r1": (632.2, 1.2845)}
+# 71007029fb5bced1d79808e7e64dc4c2af82ea55 (4,388 samples' reference output lengths, capped at the runs'
+# max_output_len 20,000, closed/NVIDIA/code/deepseek-r1/tensorrt/generation_config.json: mean 3,886.2, decode context
+# 4,979 tokens where one length per request gives 803.8 + 3,886.2 / 2 = 2,747)
+DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 

@@ -186,8 +186,8 @@ def test_one_row_of_each_new_benchmark_and_engine_is_priced(rows):
 
 def test_what_if_prices_without_launches_and_at_the_decode_context(rows, monkeypatch):
     """``--what-if``'s C++-executor case prices with no eager launches (and leaves them on outside it); its DeepSeek-R1
-    case prices an output of 2 (A + B * output - prompt) tokens (``DECODE_CONTEXT``: 632.2 + 1.2845 * 3,650 = 5,321
-    tokens of decode context for Dell's 3,650-token outputs: 9,033 tokens)."""
+    case prices an output of 2 (A + B * output - prompt) tokens (``DECODE_CONTEXT``: 625.2 + 1.1204 * 3,650 = 4,715
+    tokens of decode context for Dell's 3,650-token outputs: 7,821 tokens)."""
     from ironlaw.models.serving.step import host
     monkeypatch.setattr(bench, "predict", lambda r: (host.host_launches(None, None, True), r["output"]))
     monkeypatch.setattr(host, "launches", lambda g: 355)
@@ -195,4 +195,4 @@ def test_what_if_prices_without_launches_and_at_the_decode_context(rows, monkeyp
     r = next(r for r in rows if r["benchmark"] == "llama3.1-8b" and r["gpu"] == "h200")
     assert bench.without_launches(r)[0] == 0 and bench.predict(r)[0] == 355
     dell = next(r for r in rows if r["benchmark"] == "deepseek-r1" and r["id"] == "5.1-0024")
-    assert dell["output"] == 3650 and bench.at_decode_context(dell)[1] == 9033
+    assert dell["output"] == 3650 and bench.at_decode_context(dell)[1] == 7821
