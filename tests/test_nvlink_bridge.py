@@ -26,9 +26,10 @@ def _flat(tmp_path, name: str = "h100-nvl", bridge: int | None = None):
     """The catalog file of ``name`` with its links' ``max_devices`` removed (one NVLink domain over any number of
     cards), or with the NVLink bridge joining ``bridge`` cards."""
     text = (hardware.CATALOG_DIR / f"{name}.toml").read_text()
-    lines = [ln for ln in text.splitlines() if not ln.startswith("max_devices")] if bridge is None else \
-        text.replace('kind = "nvlink"\n', 'kind = "nvlink"\n', 1).splitlines()
-    if bridge is not None:
+    lines = text.splitlines()
+    if bridge is None:
+        lines = [ln for ln in lines if not ln.startswith("max_devices")]
+    else:
         i = next(i for i, ln in enumerate(lines) if ln == 'kind = "nvlink"')
         j = next(j for j in range(i, len(lines)) if lines[j].startswith("max_devices"))
         lines[j] = f"max_devices = {bridge}"
@@ -109,7 +110,7 @@ def test_analyze_prices_tp_past_the_bridge_on_pcie(cli, tmp_path):
 
 def test_search_prices_tp_past_the_bridge_on_pcie(cli, tmp_path):
     """The serving search's TP 8 layout on H100 NVL pays PCIe all-reduces: well under the tokens/s of one NVLink
-    domain, the network binding; TP 2 (one pair) is the same on both."""
+    domain, the network binding."""
     def best(on, tp):
         r = cli("search", "llama3-8b", "--phase", "serve", "--on", str(on), "--gpus", "8", "--tp", str(tp),
                 "--format", "json")
@@ -119,4 +120,31 @@ def test_search_prices_tp_past_the_bridge_on_pcie(cli, tmp_path):
     nvl8, one8 = best("h100-nvl", 8), best(flat, 8)
     assert nvl8["tokens_per_s_per_gpu"] < 0.7 * one8["tokens_per_s_per_gpu"]
     assert nvl8["bottleneck"]["resource"] == "network"
-    assert best("h100-nvl", 2)["tokens_per_s_per_gpu"] == pytest.approx(best(flat, 2)["tokens_per_s_per_gpu"])
+
+
+def test_gh200_is_an_nvl2_node():
+    """A GH200's NVLink reaches one other superchip in NVIDIA's GH200 NVL2 node; past it a group crosses nodes,
+    and the catalog entry names no network link: one line, never a 450 GB/s NVLink domain over 8."""
+    for name in ("gh200-96gb", "gh200-144gb"):
+        hw = hardware.get(name)
+        assert node_size(hw) == 2 and build(hw, 2, 1).intra.kind == "nvlink"
+        with pytest.raises(IronlawError, match="joins at most 2 devices"):
+            build(hw, 8, 1)
+        with pytest.raises(IronlawError, match=r"no network link.*at most 2 devices \(one node\)"):
+            build(hw, 8, 4)
+
+
+def test_disaggregated_pools_past_the_bridge_move_the_cache_over_pcie(cli):
+    """Prefill 2 + decode 2 on H100 NVL: two pairs of one server, the KV cache crosses PCIe (it was refused)."""
+    r = cli("serve", "llama3-8b", "--on", "h100-nvl", "--disaggregate", "prefill=2,decode=2", "--concurrency", "8",
+            "--format", "json")
+    assert r.rc == 0, r.err
+    given = r.json()["disaggregate"]["given"]
+    assert given["link"] == "pcie5" and given["link_bw_Bps"] == hardware.get("h100-nvl").link("pcie").bw_Bps
+
+
+def test_hardware_show_names_the_bridge(cli):
+    r = cli("hardware", "show", "h100-nvl", "--format", "text")
+    assert r.rc == 0, r.err
+    flat = " ".join(r.out.split())
+    assert "≤ 2 devices per bridge" in flat and "≤ 8 devices per node" in flat

@@ -169,8 +169,9 @@ def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None
                            f"use --gpus {nodes} (one device per node) or a hardware file that has one")
     inter = _pick(hw, INTER_KINDS) if nodes > 1 else None
     if nodes > 1 and inter is None:
+        one = f"at most {cap} devices (one node)" if cap is not None and gpus > cap else "--nodes 1"
         raise IronlawError(f"{hw.name} lists no network link ({', '.join(INTER_KINDS)}) in its [[links]]; "
-                           f"use --nodes 1 or a hardware file with an infiniband/ethernet link")
+                           f"use {one} or a hardware file with an infiniband/ethernet link")
     if nics_per_node is not None:
         nics = check_count(nics_per_node, "nics per node")
     else:
