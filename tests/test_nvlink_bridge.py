@@ -68,6 +68,15 @@ def test_which_ranks_share_a_bridge():
     assert link("h100", 4, 2) == "nvlink" and link("h100", 3, 2) == "nvlink"
 
 
+def test_a_pipeline_over_several_bridges_sends_over_pcie():
+    """PP 2 on one H100 NVL pair sends on the bridge; PP 4 (TP 1) spans two pairs, and its slowest boundary, between
+    them, crosses PCIe; PP 2 under TP 2 too. On an NVSwitch board every boundary is NVLink."""
+    def link(name, stage, pp):
+        return parallel.group_topology(hardware.get(name), parallel.pp_group(stage, pp, 8, 1)).intra.kind
+    assert [link("h100-nvl", s, p) for s, p in ((1, 2), (1, 4), (2, 2))] == ["nvlink", "pcie", "pcie"]
+    assert link("h100", 1, 8) == "nvlink"
+
+
 def test_a_server_of_bridged_cards():
     """The node is the server (8 cards), not the bridge: 8 fit on one node, 16 are refused naming the PCIe link."""
     hw = hardware.get("h100-nvl")

@@ -204,7 +204,7 @@ def op_terms(graph, hw, cols):
 
     Used by ``ironlaw.law.law``: α goes to the op's latency term, β to its network term. An op with network
     bytes but no known collective, or a group the hardware cannot form, is an error, never a zero.
-    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node[, rank stride]:
+    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node[, block of devices]:
     ironlaw.models.parallel.group);
     a group of a larger layout may fill its last node partly (``topology.build``'s ``uneven``).
     """
@@ -218,7 +218,7 @@ def op_terms(graph, hw, cols):
                                f"(one of {', '.join(COLLECTIVES)})")
         ranks, nodes, *more = op.group
         topo = build(hw, int(ranks), int(nodes), concurrent=int(more[0]) if more else 1, uneven=True,
-                     stride=int(more[1]) if len(more) > 1 else 1)
+                     block=int(more[1]) if len(more) > 1 else None)
         a, b = collective_time(op.collective, cols.network_bytes[i], topo)
         lat[i], net[i] = a, b
     return lat, net

@@ -30,9 +30,10 @@ server's on the PCIe link (8: the datasheets' NVIDIA-Certified systems with up t
 largest of them (``node_size``); a group whose ranks on a node all sit inside one bridge runs over NVLink, any
 other goes over PCIe (``intra_link``): a ring through the cards of several bridges crosses PCIe at every bridge's
 edge, and its slowest stretch paces it, as NCCL's rings run inside a node (no hierarchical all-reduce inside a
-node). Which ranks share a bridge follows from the rank layout: a group of ``q`` ranks on a node spaced
-``stride`` apart (DP under TP 2: stride 2) fills a block of ``stride·q`` consecutive devices, aligned as bridges
-are, so it sits inside one bridge of ``b`` devices where ``stride·q`` divides ``b``.
+node). Which ranks share a bridge follows from the rank layout: the ``block`` of consecutive devices a group's
+ranks on a node lie in, aligned as bridges are (``q`` ranks spaced ``stride`` apart: ``stride·q``; DP 2 under
+TP 2: 4; the stage-to-stage send of a pipeline: its stages' whole block, where its slowest boundary lies), sits
+inside one bridge of ``b`` devices where ``block`` divides ``b``.
 """
 from __future__ import annotations
 
@@ -99,18 +100,19 @@ def node_size(hw: Hardware) -> int | None:
     return max(l.max_devices for l in links if l.max_devices is not None)
 
 
-def intra_link(hw: Hardware, per_node: int, stride: int = 1) -> tuple[Link | None, Link | None]:
-    """(the link a group of ``per_node`` ranks on a node, ``stride`` apart, runs over; the faster link whose domain
-    it spills past, else None). The fastest in-node link whose domain holds the group: one that joins the whole node
-    (no ``max_devices``, or at least the node's), or a bridge of ``b`` devices where ``stride·per_node`` divides
-    ``b`` (module docstring); else the next, slower one."""
+def intra_link(hw: Hardware, per_node: int, block: int | None = None) -> tuple[Link | None, Link | None]:
+    """(the link a group of ``per_node`` ranks on a node, within ``block`` consecutive devices (None: ``per_node``),
+    runs over; the faster link whose domain it spills past, else None). The fastest in-node link whose domain holds
+    the group: one that joins the whole node (no ``max_devices``, or at least the node's), or a bridge of ``b``
+    devices where ``block`` divides ``b`` (module docstring); else the next, slower one."""
     if per_node <= 1:
         return None, None
     links = _in_node(hw)
     cap = node_size(hw)
+    block = max(block or per_node, per_node)
     for i, link in enumerate(links):
         b = link.max_devices
-        if b is None or cap is None or b >= cap or b % (stride * per_node) == 0:
+        if b is None or cap is None or b >= cap or b % block == 0:
             return link, next((l for l in links[:i] if l.max_devices), None)
     return None, None
 
@@ -142,15 +144,15 @@ def check_count(value, what: str) -> int:
 
 
 def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None = None,
-          concurrent: int = 1, uneven: bool = False, stride: int = 1) -> Topology:
+          concurrent: int = 1, uneven: bool = False, block: int | None = None) -> Topology:
     """The topology of ``gpus`` devices of ``hw`` spread evenly over ``nodes`` nodes, one of ``concurrent``
     such groups that run the same collective on the same nodes at once (see the module docstring).
 
     ``uneven``: the group of a larger layout whose ranks fill some nodes and part of the last (a data-parallel group
     of 78 ranks, 16 on each node of 64: 16 + 16 + 16 + 16 + 14); its fullest node paces it (``gpus_per_node``).
     Without it, devices that do not divide evenly over the nodes are an error naming the numbers given.
-    ``stride``: how far apart the group's ranks sit in the layout (1: consecutive devices), which says whether
-    they share an NVLink bridge (``intra_link``)."""
+    ``block``: the consecutive devices the group's ranks on a node lie in (None: as many as they are), which says
+    whether they share an NVLink bridge (``intra_link``)."""
     gpus, nodes = check_count(gpus, "--gpus"), check_count(nodes, "--nodes")
     concurrent = check_count(concurrent, "concurrent groups per node")
     if nodes > gpus:
@@ -158,7 +160,7 @@ def build(hw: Hardware, gpus: int = 1, nodes: int = 1, nics_per_node: int | None
     if gpus % nodes and not uneven:
         raise IronlawError(f"--gpus {gpus} does not divide evenly over --nodes {nodes}; use a multiple of {nodes}")
     per_node = -(-gpus // nodes)
-    intra, bridge = intra_link(hw, per_node, check_count(stride, "a group's rank stride"))
+    intra, bridge = intra_link(hw, per_node, None if block is None else check_count(block, "a group's block"))
     cap = node_size(hw)
     if cap is not None and per_node > cap:
         widest = max((l for l in _in_node(hw) if l.max_devices), key=lambda l: l.max_devices)
