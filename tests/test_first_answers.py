@@ -114,9 +114,9 @@ def test_a_group_filling_its_last_node_partly():
     from ironlaw.machine import hardware
     from ironlaw.models import parallel
     # dp·cp = 78 ranks spaced tp = 4 apart on nodes of 64: 16 per node on four nodes, 14 on a fifth
-    assert parallel.group(4, 78, 64) == (78, 5, 4)
-    assert parallel.group(8, 16, 8) == (16, 16, 8)      # as before: one rank per node, 8 groups on each
-    assert parallel.group(4, 32, 64) == (32, 2, 4)
+    assert parallel.group(4, 78, 64) == (78, 5, 4, 64)
+    assert parallel.group(8, 16, 8) == (16, 16, 8, 8)     # as before: one rank per node, 8 groups on each
+    assert parallel.group(4, 32, 64) == (32, 2, 4, 64)
     topo = parallel.group_topology(hardware.get("gb200"), (78, 5, 4))
     assert topo.gpus_per_node == 16 and "at most 16" in topo.describe()
 

@@ -147,7 +147,8 @@ def test_node_size_from_the_catalog():
         nodes_for(hw, 12)
     with pytest.raises(IronlawError, match=r"at most 8 devices.*--nodes 8"):
         build(hw, 64, 4)
-    assert node_size(hardware.get("a100-pcie")) is None and nodes_for(hardware.get("a100-pcie"), 16) == 1
+    assert node_size(hardware.get("l4")) is None and nodes_for(hardware.get("l4"), 16) == 1
+    assert node_size(hardware.get("a100-pcie")) == 8 and nodes_for(hardware.get("a100-pcie"), 8) == 1  # PCIe server
     assert hardware.get("h100").to_dict()["links"][0]["max_devices"] == 8
 
 

@@ -175,12 +175,12 @@ def test_gpt3_decode_allreduce_against_nccl_measured_at_that_size(tmp_path):
 
 # ---------------------------------------------------------------------- groups that share a node's network
 def test_rank_layout_groups_and_their_concurrency():
-    """Megatron layout (TP fastest, then DP, then PP), 8 GPUs per node: (ranks, nodes, groups per node)."""
-    assert parallel.group(1, 8, 8) == (8, 1, 1)          # TP 8 fills a node
-    assert parallel.group(1, 16, 8) == (16, 2, 1)        # TP 16 fills two: alone on them
-    assert parallel.group(8, 2, 8) == (2, 2, 8)          # DP under TP 8: one rank per node, 8 groups at once
-    assert parallel.group(2, 8, 8) == (8, 2, 2)          # DP 8 under TP 2: 4 ranks per node, 2 groups
-    assert parallel.group(2, 4, 8) == (4, 1, 2)          # inside a node (NVSwitch: not shared)
+    """Megatron layout (TP fastest, then DP, then PP), 8 GPUs per node: (ranks, nodes, groups per node, block of devices)."""
+    assert parallel.group(1, 8, 8) == (8, 1, 1, 8)        # TP 8 fills a node
+    assert parallel.group(1, 16, 8) == (16, 2, 1, 8)      # TP 16 fills two: alone on them
+    assert parallel.group(8, 2, 8) == (2, 2, 8, 8)        # DP under TP 8: one rank per node, 8 groups at once
+    assert parallel.group(2, 8, 8) == (8, 2, 2, 8)        # DP 8 under TP 2: 4 ranks per node, 2 groups
+    assert parallel.group(2, 4, 8) == (4, 1, 2, 8)        # inside a node (NVSwitch: not shared)
 
 
 def _forced_concurrency(monkeypatch, c):
@@ -189,8 +189,8 @@ def _forced_concurrency(monkeypatch, c):
     real = layout.group
 
     def forced(stride, size, gpus_per_node):
-        ranks, nodes, _ = real(stride, size, gpus_per_node)
-        return ranks, nodes, c
+        ranks, nodes, _, apart = real(stride, size, gpus_per_node)
+        return ranks, nodes, c, apart
     monkeypatch.setattr(layout, "group", forced)           # where ``groups`` and ``pp_group`` read it
 
 

@@ -63,6 +63,7 @@ def _parts(d) -> list:
     from rich.table import Table
     from rich.text import Text
     from ..core.units import fmt as f, fmt_size, fmt_time
+    from ..machine.network.topology import node_size
     T = Text                                    # sources may hold [brackets] ("the [calibration] table")
     parts: list = [f"{d.name} — {d.title} ({d.kind})  {d.path}"]
     t = Table(title="compute (dense)", show_lines=False)
@@ -82,9 +83,11 @@ def _parts(d) -> list:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
             t.add_column(col, no_wrap=col in ("bandwidth", "latency"))
+        node = node_size(d)
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \
-                (f", ≤ {l.max_devices} devices per node" if l.max_devices else "")
+                (f", ≤ {l.max_devices} devices per {'node' if l.max_devices >= node else 'bridge'}"
+                 if l.max_devices else "")
             t.add_row(l.name, kind, f(l.bw_Bps, "B/s"), fmt_time(l.latency_s), T(l.source))
         net = d.network_calibration()
         parts += [t, f"collectives: calibration '{net['calibration']}' — {net['source']}"]

@@ -36,7 +36,9 @@ File format (``schema = "ironlaw.hardware/1"``)::
     max_devices = 8                    # links inside a node only, optional: the most devices the fabric
                                        # joins in one node (DGX A100's NVSwitch: 8; an NVLink bridge: 2).
                                        # A "node" is the scale-up domain: a GB200 NVL72 rack is one node
-                                       # of 72 GPUs (NVLink Switch trays), a TPU v6e pod one of 256 chips
+                                       # of 72 GPUs (NVLink Switch trays), a TPU v6e pod one of 256 chips.
+                                       # A slower in-node link stating more makes two levels: bridged
+                                       # PCIe cards (nvlink 2, pcie 8: a server of 4 pairs; network.topology)
     [power]                            # optional
     tdp_w = 700
     source = "…"

@@ -204,7 +204,8 @@ def op_terms(graph, hw, cols):
 
     Used by ``ironlaw.law.law``: α goes to the op's latency term, β to its network term. An op with network
     bytes but no known collective, or a group the hardware cannot form, is an error, never a zero.
-    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node: ironlaw.models.parallel.group);
+    ``op.group`` is (ranks, nodes) or (ranks, nodes, concurrent groups per node[, block of devices]:
+    ironlaw.models.parallel.group);
     a group of a larger layout may fill its last node partly (``topology.build``'s ``uneven``).
     """
     lat = np.zeros(cols.network_bytes.shape)
@@ -215,8 +216,9 @@ def op_terms(graph, hw, cols):
         if op.collective not in COLLECTIVES:
             raise IronlawError(f"op '{op.name}' puts bytes on the network but names no collective "
                                f"(one of {', '.join(COLLECTIVES)})")
-        ranks, nodes, *concurrent = op.group
-        topo = build(hw, int(ranks), int(nodes), concurrent=int(concurrent[0]) if concurrent else 1, uneven=True)
+        ranks, nodes, *more = op.group
+        topo = build(hw, int(ranks), int(nodes), concurrent=int(more[0]) if more else 1, uneven=True,
+                     block=int(more[1]) if len(more) > 1 else None)
         a, b = collective_time(op.collective, cols.network_bytes[i], topo)
         lat[i], net[i] = a, b
     return lat, net

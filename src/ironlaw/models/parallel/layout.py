@@ -13,20 +13,24 @@ from .plan import Plan
 from .shards import expert_dp_ranks, experts_apart
 
 
-def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int]:
-    """(ranks, nodes, concurrent) of a group of ``size`` ranks spaced ``stride`` apart.
+def group(stride: int, size: int, gpus_per_node: int) -> tuple[int, int, int, int]:
+    """(ranks, nodes, concurrent, block) of a group of ``size`` ranks spaced ``stride`` apart.
 
     ``concurrent``: the groups of this kind with ranks on one node, all running the collective at once —
     every rank of a node is in one, so ``gpus_per_node / (ranks of one group per node)``. TP (stride 1)
     spanning nodes fills them: 1. DP and EP (stride tp): tp ≥ G puts one rank of a group per node, G
     groups (tp 8 on DGX: 8 DP groups share each node's 8 ports and its ceiling); tp < G, tp of them. A group
     that fills its nodes but part of the last (dp·cp = 78 ranks of stride 4 on nodes of 64: 16 on each of four
-    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``)."""
+    nodes, 14 on a fifth) spans ⌈ranks / ranks per node⌉ nodes, paced by its fullest one (``topology.build``).
+    ``block``: the consecutive devices its ranks on a node lie in, stride · ranks per node (at most the node): on a
+    node of bridged PCIe cards it says whether they share a bridge (``topology.intra_link``: DP 2 under TP 2 lies in
+    a block of 4, two H100 NVL pairs, PCIe between them)."""
     if size == 1 or stride * size <= gpus_per_node:
         nodes = 1
     else:
         nodes = size if stride >= gpus_per_node else -(-size // max(gpus_per_node // stride, 1))
-    return size, nodes, max(gpus_per_node // -(-size // nodes), 1)
+    per_node = -(-size // nodes)
+    return size, nodes, max(gpus_per_node // per_node, 1), min(stride * per_node, gpus_per_node)
 
 
 def group_shapes(grp: tuple) -> str:
@@ -44,8 +48,9 @@ def collective_op(name: str, kind: str, nbytes, grp: tuple, of: Op, dtype: str, 
 
 
 def group_topology(hw, grp: tuple):
-    """The topology of one group (ranks, nodes[, concurrent]) of ``group``."""
-    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True)
+    """The topology of one group (ranks, nodes[, concurrent[, block]]) of ``group``."""
+    return build_topology(hw, grp[0], grp[1], concurrent=grp[2] if len(grp) > 2 else 1, uneven=True,
+                          block=grp[3] if len(grp) > 3 else None)
 
 
 def groups(plan: Plan, gpus_per_node: int, nodes: int = 1) -> dict[str, tuple]:
@@ -73,10 +78,13 @@ def expert_dp_group(tp: int, ep: int, dp_ranks: int, gpus_per_node: int) -> tupl
 
 def pp_group(stage: int, pp: int, gpus_per_node: int, nodes: int) -> tuple[int, int, int]:
     """The stage-to-stage pair of ``group``: a rank of stage s sends to its peer in s + 1, ``stage`` = tp·cp·dp
-    ranks further."""
+    ranks further. On one node its block is the stages' whole (``stage·pp``, at most the node): the slowest
+    boundary among them paces the pipeline, an NVLink bridge's edge where the stages span several bridges."""
     grp = group(stage, 2, gpus_per_node)
     if pp > 1 and nodes > 1 and grp[1] == 1:
-        grp = (2, 2, min(stage, gpus_per_node))
+        grp = (2, 2, min(stage, gpus_per_node), gpus_per_node)
+    elif grp[1] == 1:
+        grp = grp[:3] + (min(max(stage * pp, grp[3]), gpus_per_node),)
     return grp
 
 

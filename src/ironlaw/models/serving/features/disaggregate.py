@@ -3,7 +3,8 @@
     prefill pool   N_p / tp instances, each prefilling one prompt at a time: μ_p = 1 / T_prefill requests/s each
     transfer       the prompt's KV cache (kv bytes/token · prompt, a tp-th of it per device) goes from a prefill
                    device to a decode device over one link: NVLink when both pools fit one NVLink domain (the
-                   nvlink link's max_devices), else the scale-out network (its per-device share of the node's
+                   nvlink link's max_devices), PCIe when they fit one server of bridged PCIe cards past the bridge
+                   (the pcie link's max_devices), else the scale-out network (its per-device share of the node's
                    ports_per_node ports):  T_xfer = bytes / (tp · bw) + link latency
     decode pool    N_d / tp instances, each decoding ``concurrency`` sequences with no prefill stalls:
                    ITL = T_decode(concurrency), a request holds its decode slot D = output · ITL
@@ -48,6 +49,10 @@ def link(hw, devices: int) -> tuple[object, float, str]:
     nv = [l for l in hw.links if l.kind == "nvlink" and l.max_devices]
     if nv and devices <= nv[0].max_devices:
         return nv[0], nv[0].bw_Bps, f"{nv[0].name}: both pools in one NVLink domain of {nv[0].max_devices}"
+    pcie = [l for l in hw.links if l.kind == "pcie" and l.max_devices and devices <= l.max_devices]
+    if nv and pcie:              # bridged PCIe cards (topology.py): past the bridge, through the host's PCIe
+        return pcie[0], pcie[0].bw_Bps, (f"{pcie[0].name}: both pools in one server of {pcie[0].max_devices}, "
+                                         f"past the {nv[0].max_devices}-device {nv[0].name}")
     net = [l for l in hw.links if l.kind in NETWORK_KINDS]
     if not net:
         raise IronlawError(f"{hw.name} has no scale-out network link to move the KV cache between {devices} devices "

@@ -44,7 +44,8 @@ class EngineRun:
 
 
 def _stage(g: Graph, lay) -> Graph:
-    """One pipeline stage: the layers' ops at layers/pp, plus the send of the step's activations onward."""
+    """One pipeline stage: the layers' ops at layers/pp, plus the send of the step's activations onward (the pair
+    within the stages' block of tp·pp devices: its slowest boundary, ``network.topology.intra_link``)."""
     if lay.pp == 1:
         return g
     from ....core.graph import Op
@@ -52,7 +53,7 @@ def _stage(g: Graph, lay) -> Graph:
     ops = [replace(op, count=L // lay.pp) if op.count == L else op for op in g.ops]
     nbytes = float(g.meta["tokens"]) * g.meta["hidden"] * dtype_bytes("bf16") / (lay.tp if lay.tp > 1 else 1)
     ops.append(Op("pp.send", "collective", network_bytes=nbytes, dtype=g.dtype, module="pp",
-                  collective="sendrecv", group=(2, 1), shapes="stage to stage"))
+                  collective="sendrecv", group=(2, 1, 1, lay.tp * lay.pp), shapes="stage to stage"))
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                  uncounted_ops=dict(g.uncounted_ops))
 
