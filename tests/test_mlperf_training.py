@@ -89,3 +89,41 @@ def test_throughput_counts_training_blocks_only():
     assert block_rates(log) == pytest.approx([120.0, 100.0])
     other = log.replace('"time_ms": 102000', '"time_ms": 100000')        # its second block takes 10 s
     assert samples_per_s([log, other, other]) == pytest.approx(120.0)
+
+
+def _benchmark():
+    """benchmarks/mlperf_training.py as a module."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import mlperf_training
+    return mlperf_training
+
+
+def test_the_cp_send_rate_what_if_floors_the_rings_sends():
+    """``--steps --cp-send-rate R``: the 512-GPU GB200 8B row (TP 2 · CP 4, one micro-batch) sends K and V of
+    2,048 tokens, 2 · 512 · 2,048 · 2 B = 4 MiB, in 3 steps per attention, once forward and twice backward over
+    32 layers: at 1 GB/s every send outlasts its attention and the step grows by 3 · 96 · 4 MiB / 1 GB/s less
+    3/4 of the attention's time; at the link's rate it does not grow, and between the two it grows as R falls."""
+    from ironlaw.machine import hardware
+    bench = _benchmark()
+    row = next(r for r in table() if r["system"] == "tyche_ngpu512_ngc25.09_nemo" and r["benchmark"] == "llama3.1-8b")
+    assert (row["tp"], row["cp"], row["micro_batch"], row["seq"]) == (2, 4, 1, 8192) and bench.capped(row)
+    st = predict(row, hardware.get(row["gpu"]))
+    assert st.breakdown.microbatches == 1 and st.breakdown.pipeline_bubble_s == 0.0
+    attention = sum(x["time_s"] for x in st.per_microbatch.rows() if x["kind"] == "attention")
+    assert bench.ring_slower_s(row, st, 1.0) == pytest.approx(3 * 96 * 4 * 2 ** 20 / 1e9 - 0.75 * attention, rel=1e-9)
+    assert bench.ring_slower_s(row, st, 1e4) == 0.0
+    assert 0.0 < bench.ring_slower_s(row, st, 50.0) < bench.ring_slower_s(row, st, 25.0)
+    assert bench.error_at(row, st, 25.0) < st.tokens_per_s_per_gpu / row["tokens_per_s_per_gpu"] - 1
+
+
+def test_the_cp_send_rate_what_if_is_refused_alone_and_at_a_bad_rate(monkeypatch, capsys):
+    """``--cp-send-rate`` is a what-if of ``--steps`` at a rate > 0: one line and exit 2 otherwise."""
+    bench = _benchmark()
+    for argv, says in ((["--cp-send-rate", "25"], "add --steps"), (["--steps", "--cp-send-rate", "0"], "> 0"),
+                       (["--steps", "--cp-send-rate", "nan"], "> 0")):
+        monkeypatch.setattr("sys.argv", ["mlperf_training.py", *argv])
+        assert bench.main() == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1

@@ -32,7 +32,8 @@ The names below are the package's front: callers may import them from here or fr
 """
 from __future__ import annotations
 
-from .cp import CP_MERGE_BYTES, cp_merge, cp_ring_exposed, cp_ring_send_s, cp_ring_step_exposed, cp_shard, ring_passes
+from .cp import (CP_MERGE_BYTES, cp_merge, cp_ring_exposed, cp_ring_send_bytes, cp_ring_send_s, cp_ring_step_exposed,
+                 cp_shard, ring_passes)
 from .experts import expert_all_to_alls, expert_load, expert_slots
 from .flops import megatron_flops, recompute_flops, step_flops
 from .fsdp import fsdp_comm_s, fsdp_exposed, fsdp_exposed_s
@@ -56,8 +57,8 @@ from .kvheads import kv_head_replicas, kv_tp_choices, replicated_kv_weight_bytes
 from .tp import COLUMN_ROLES, SHARDING, TpSplit, kv_cache_split, shard_inference, sharding, tp_shard
 
 __all__ = [
-    "CP_MERGE_BYTES", "cp_merge", "cp_ring_exposed", "cp_ring_send_s", "cp_ring_step_exposed", "cp_shard",
-    "ring_passes",
+    "CP_MERGE_BYTES", "cp_merge", "cp_ring_exposed", "cp_ring_send_bytes", "cp_ring_send_s", "cp_ring_step_exposed",
+    "cp_shard", "ring_passes",
     "expert_all_to_alls", "expert_load", "expert_slots",
     "megatron_flops", "recompute_flops", "step_flops",
     "fsdp_comm_s", "fsdp_exposed", "fsdp_exposed_s",

@@ -84,11 +84,16 @@ def cp_ring_exposed(sg: Graph, hw, plan: Plan, grp: dict, rows: list[dict]) -> t
 
 
 def cp_ring_send_s(hw, meta: dict, tp: int, tokens, by: float, cp_grp: tuple):
-    """One step of the ring: a rank sends its K and V chunk (2·kv_dim/tp × ``tokens`` on the rank) to the next."""
+    """One step of the ring: a rank sends its K and V chunk (``cp_ring_send_bytes``) to the next."""
     from ...machine.network.collectives import collective_time
-    kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
-    a, b = collective_time("sendrecv", 2.0 * kv_dim * tokens * by, group_topology(hw, cp_grp))
+    a, b = collective_time("sendrecv", cp_ring_send_bytes(meta, tp, tokens, by), group_topology(hw, cp_grp))
     return a + b
+
+
+def cp_ring_send_bytes(meta: dict, tp: int, tokens, by: float):
+    """Bytes of one ring send: a rank's K and V chunk, 2·kv_dim/tp × ``tokens`` on the rank at ``by`` bytes."""
+    kv_dim = max(meta.get("kv_heads", meta["heads"]) // tp, 1) * meta["head_dim"]
+    return 2.0 * kv_dim * tokens * by
 
 
 def ring_passes(op: Op) -> float:
