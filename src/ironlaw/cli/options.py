@@ -79,7 +79,7 @@ Format = Annotated[str, typer.Option("--format", help="text | json | md")]
 # a training step's options, analyze's and search's (search: applied to every layout it ranks)
 OffloadActivations = Annotated[Optional[int], typer.Option(
     "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's "
-                                  "cpu_offloading)")]
+                                  "cpu_offloading; search: on the layouts whose stages hold that many)")]
 CudaGraph = Annotated[Optional[str], typer.Option(
     "--cuda-graph", help="parts captured in CUDA graphs: attn, moe_router, moe_preprocess, full (each whole layer), "
                          "full_iteration (the whole forward-backward step) (comma-separated; default none: eager)")]
@@ -95,7 +95,8 @@ LoraTargets = Annotated[Optional[str], typer.Option(
                            "linear_fc1, linear_fc2 (default linear_qkv,linear_proj)")]
 ParamGatherExposed = Annotated[bool, typer.Option(
     "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step "
-                                   "instead of under the next forward (Megatron's overlap_param_gather off)")]
+                                   "instead of under the next forward (Megatron's overlap_param_gather off; "
+                                   "search: on its ZeRO-1 layouts)")]
 Network = Annotated[Optional[str], typer.Option(
     "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to "
                       "vidur's NCCL runs); default: the hardware file's [network]")]
