@@ -111,17 +111,20 @@ def test_a_training_steps_markdown_keeps_its_notes():
 
 
 @pytest.mark.parametrize("args, where", [
-    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--fp8-attention"), "ironlaw analyze SPEC --phase train"),
-    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--cuda-graph", "full"), "--cuda-graph PARTS"),
-    (("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--memory-fraction", "0.5"),
-     "ironlaw serve SPEC --on HW --tp N --memory-fraction F"),
+    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--redundant-experts", "8"),
+     "ironlaw analyze SPEC --phase train --on HW --gpus N --ep E --redundant-experts R"),
+    (("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--kv-fraction", "0.5"),
+     "--memory-fraction"),
+    (("compare", "llama3-8b", "--what-if", "fusion=elementwise", "--fp8-attention"),
+     "ironlaw analyze SPEC --phase train --on HW --gpus N … --fp8-attention … --format json"),
     (("analyze", "llama3-8b", "--memory-fraction", "0.5"), "ironlaw serve SPEC --on HW --memory-fraction F"),
     (("sweep", "llama3-8b", "--memory-fraction", "0.5"), "--memory-fraction F --sweep-concurrency"),
     (("serve", "llama3-8b", "--fp8-attention"), "--kv-dtype"),
 ])
 def test_a_newest_option_on_a_verb_without_it_says_why_and_where(args, where):
-    """`search --fp8-attention` (or --cuda-graph, --memory-fraction) said only "No such option": now why the verb
-    has none (what it assumes instead) and the command that takes it."""
+    """A newest option on a verb without it (search --redundant-experts, --kv-fraction; compare --fp8-attention;
+    analyze and sweep --memory-fraction; serve --fp8-attention) said only "No such option": now why the verb has
+    none (what it assumes instead) and the command that takes it."""
     line = one_line_error(run_cli(*args))
     assert line.startswith(f"ironlaw: error: {args[0]} takes no {args[-1] if args[-1].startswith('--') else args[-2]}: "), line
     assert where in line, line

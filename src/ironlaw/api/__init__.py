@@ -258,7 +258,11 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            prices: Union[str, dict, None] = None, price_per_gpu_hour: Optional[float] = None,
            grid_gco2_per_kwh: Optional[float] = None, train_tokens: Union[str, float, None] = None,
            mtbf_gpu_hours: Optional[float] = None, checkpoint_s: Optional[float] = None,
-           restart_s: Optional[float] = None, html: Optional[str] = None):
+           restart_s: Optional[float] = None, html: Optional[str] = None, serial: bool = False,
+           cuda_graph: Optional[str] = None, fp8_attention: bool = False, lora_rank: Optional[int] = None,
+           lora_targets: Optional[str] = None, offload_activations: Optional[int] = None,
+           param_gather_exposed: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
+           memory_fraction: Optional[float] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
     :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
     Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``.
@@ -271,7 +275,11 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     ``output`` 256, ``slo``, ``rank``, ``prices``, ``serve_engine``; None takes the default named).
     ``serve_engine`` (serving): the framework whose kernels and scheduler limits price every layout, ``"trtllm"``,
     ``"vllm"`` or ``"sglang"``, as ``serve(engine=…)`` (None: each device's default, as ``serve``'s);
-    ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``."""
+    ``engine`` is where the search runs: ``"local"``, ``"pool"`` or ``"ray"``. ``analyze``'s step options price
+    every training layout as ``analyze`` prices one: ``serial``, ``cuda_graph``, ``fp8_attention``, ``lora_rank``
+    and ``lora_targets`` (LoRA fine-tuning), ``offload_activations`` (on the layouts whose stages hold that many
+    layers), ``param_gather_exposed`` (on the ZeRO-1 layouts), ``network`` and the builder's ``options``;
+    ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share."""
     from ..core.errors import IronlawError
 
     check_search_phase(phase)
@@ -294,12 +302,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         if isinstance(on, (list, tuple)) or (isinstance(on, str) and "," in on):
             raise IronlawError(f"--on {on}: the training search takes one device; several are searched in one "
                                f"ranking with --phase serve")
-        from ..models.search import train as run
-        d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
-        settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
-                                      "moe_a2a_overlap")}
-        res = run.search(spec, on, gpus, d["global_batch"], d["seq"], dtype, nodes, top, fixed, engine, workers,
-                         address, quiet=quiet, settings={**settings, "moe_dispatcher": moe_dispatcher}, cost=cost)
+        res = _search_train(spec, given, fixed, cost)
     else:
         if engine != "local" or workers or address:
             raise IronlawError("--engine/--workers/--address: the serving search runs in one process")
@@ -309,10 +312,28 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
-                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine)
+                         prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine,
+                         memory_fraction=memory_fraction)
     if html:
         pages.search(html, res)
     return res
+
+
+def _search_train(spec: str, given: dict, fixed: dict, cost):
+    """``search``'s training search, its keywords ``given``: the defaults of those left out (``SEARCH_TRAIN``),
+    the overlap, gradient, expert and step options as the search's settings, LoRA and the builder's options as
+    the model's build, the network calibration on the device."""
+    from ..models.search import train as run
+    d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
+    settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
+                                  "moe_a2a_overlap", "cuda_graph", "fp8_attention", "param_gather_exposed")}
+    settings.update(moe_dispatcher=given["moe_dispatcher"], offload_layers=given["offload_activations"])
+    build = {**builder("search", spec, given["options"], {}),
+             **{k: given[k] for k in ("lora_rank", "lora_targets") if given[k] is not None}}
+    on = given["on"] if given["network"] is None else device(given["on"], given["network"])
+    return run.search(spec, on, given["gpus"], d["global_batch"], d["seq"], given["dtype"], given["nodes"],
+                      given["top"], fixed, given["engine"], given["workers"], given["address"], quiet=given["quiet"],
+                      settings=settings, cost=cost, composition=composition(given["serial"]), options=build)
 
 
 @front_door

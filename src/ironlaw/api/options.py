@@ -137,9 +137,15 @@ def spelled(kwargs: dict) -> dict:
 SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False,
                 "moe_a2a_overlap": False, "expert_imbalance": 1.0, "moe_dispatcher": None, "nodes": None,
                 "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
-                "sequence_parallel": None}
+                "sequence_parallel": None, "cuda_graph": None, "fp8_attention": False, "lora_rank": None,
+                "lora_targets": None, "offload_activations": None, "param_gather_exposed": False, "serial": False,
+                "network": None, "options": None}
 SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
-                "serve_engine": None}
+                "serve_engine": None, "memory_fraction": None}
+# search's switches whose default is off: False is not given
+SEARCH_SWITCHES = ("fp8_attention", "param_gather_exposed", "serial")
+# search's keywords whose flag is not --KEYWORD
+SEARCH_FLAGS = {"prices": "--price", "options": "--opt", "offload_activations": "--offload-activations"}
 
 
 SEARCH_PHASES = ("train", "serve")
@@ -165,8 +171,9 @@ def other_phase(given: dict, options: dict, belongs: str) -> None:
     from ..core.errors import IronlawError
     for k, default in options.items():
         v = given[k]
-        if v is not None and not (k == "rank" and v == default):
-            flag = {"prices": "--price"}.get(k, "--" + k.replace("_", "-"))
+        if v is not None and not (k == "rank" and v == default) and not (k in SEARCH_SWITCHES and v is False) \
+                and not (k == "options" and not v):
+            flag = SEARCH_FLAGS.get(k, "--" + k.replace("_", "-"))
             raise IronlawError(f"{flag} belongs to the {belongs}")
 
 

@@ -134,13 +134,28 @@ OPTION_ELSEWHERE = {
     ("sweep", "--html"): "it draws its curves with --plot FILE.svg|.png; one point's page: "
                          "ironlaw report SPEC --on HW --html FILE.html",
     ("contract", "--html"): "one workload's page: ironlaw report SPEC --on HW --html FILE.html",
-    ("search", "--fp8-attention"): "it ranks layouts with attention in the step's own dtype, not FP8; one layout "
-                                   "with FP8 attention: ironlaw analyze SPEC --phase train --on HW --gpus N --tp … "
-                                   "--fp8-attention",
-    ("search", "--cuda-graph"): "it ranks layouts run eagerly (no part captured in CUDA graphs); one layout with "
-                                "them: ironlaw analyze SPEC --phase train --on HW --gpus N --tp … --cuda-graph PARTS",
-    ("search", "--memory-fraction"): "it ranks each engine at its default memory fraction; one layout at another: "
-                                     "ironlaw serve SPEC --on HW --tp N --memory-fraction F",
+    ("search", "--fsdp"): "FSDP is ZeRO stage 3, one of the stages it ranks: --zero 3 fixes it",
+    ("search", "--batch"): "a training layout's sequences per micro-batch are --micro-batch N (it ranks every one "
+                           "unless fixed), per optimizer step --global-batch N; serving: ranked by the search",
+    ("search", "--plot"): "its page is --html FILE.html (the ranked layouts, why the best wins); one layout's "
+                          "roofline: ironlaw analyze SPEC --on HW --plot FILE.svg",
+    ("search", "--capture"): "it splits the layers and heads of the transformer ironlaw builds from the config; a "
+                             "captured graph has only the ops torch ran: ironlaw analyze hf:config.json --capture",
+    ("search", "--redundant-experts"): "its expert-parallel degrees divide the experts, with no replica slots; one "
+                                       "layout with EPLB's replicas: ironlaw analyze SPEC --phase train --on HW "
+                                       "--gpus N --ep E --redundant-experts R (serving: ironlaw serve SPEC "
+                                       "--max-throughput --ep E --redundant-experts R)",
+    ("search", "--kv-fraction"): "its engines' memory knob is --memory-fraction (TensorRT-LLM's "
+                                 "free_gpu_memory_fraction, the KV cache's share, as serve's --kv-fraction)",
+    ("search", "--kv-dtype"): "it ranks each weight dtype with the KV cache dtype its checkpoints store (--dtype "
+                              "fixes the dtype); one layout with another: ironlaw serve SPEC --on HW --tp N "
+                              "--kv-dtype D",
+    ("search", "--release"): "it prices each device's catalog kernels (--serve-engine names the framework); one "
+                             "layout on a release's: ironlaw serve SPEC --on HW --tp N --release R",
+    ("search", "--max-throughput"): "--phase serve without --slo ranks the layouts at offline max throughput "
+                                    "already; with --slo, at the most concurrency meeting the targets",
+    ("search", "--attention-dp"): "it ranks the attention data-parallel layouts of a MoE model beside the others "
+                                  "(adp in the layout column)",
     ("analyze", "--memory-fraction"): "it checks the workload's own footprint against the device's memory, with "
                                       "no serving engine's share; an engine's: ironlaw serve SPEC --on HW "
                                       "--memory-fraction F",
@@ -154,6 +169,36 @@ OPTION_ELSEWHERE = {
                                  "concurrency meeting --slo; one concurrency: ironlaw serve SPEC --on HW "
                                  "--concurrency N",
 }
+
+# compare weighs one device's estimate of one graph before and after: the options of a training step on many devices
+# (a plan's, ``plan_options.OPTION_NAMES``) and of a whole run's cost are analyze's, refused naming why
+COMPARE_PLAN = ("it weighs one device's estimate of one graph before and after (--what-if, --vs-hardware); {flag} "
+                "plans a training step on many devices: predict each case with ironlaw analyze SPEC --phase train "
+                "--on HW --gpus N … {flag} … --format json")
+COMPARE_COST = ("its verdict is the step's time; energy, cost and a whole run's: ironlaw analyze SPEC --on HW {flag} "
+                "…, once per case")
+COMPARE_OTHER = {"--capture": "it weighs the graph ironlaw builds from the config; a captured one: "
+                              "ironlaw analyze hf:config.json --capture, once per case",
+                 "--network": "one device's graph runs no collectives of a plan; a plan's on another calibration: "
+                              "ironlaw analyze SPEC --phase train --gpus N --tp … --network NAME, once per case",
+                 "--plot": "its page is report's what-if section: ironlaw report SPEC --on HW --html FILE.html "
+                           "--what-if …"}
+
+
+def _compare_elsewhere(command, option) -> str:
+    """Why ``compare`` takes no ``option`` of analyze's (``COMPARE_PLAN``, ``COMPARE_COST``, ``COMPARE_OTHER``);
+    '' for another command or option."""
+    if command != "compare" or not option:
+        return ""
+    from ..models.plan_options import OPTION_NAMES, flag
+    from .options import RUN_COST
+    if option in {flag(k) for k in OPTION_NAMES}:
+        return COMPARE_PLAN.format(flag=option)
+    cost = {"--price-per-gpu-hour", "--grid-gco2-per-kwh", *("--" + k.replace("_", "-") for k, _ in RUN_COST[2:])}
+    if option in cost:
+        return COMPARE_COST.format(flag=option)
+    return COMPARE_OTHER.get(option, "")
+
 
 # (command, option) → what the command expects: an option or argument it cannot run without, left out ("*": any
 # command; COMMAND in the text stands for the command's name)
@@ -178,7 +223,9 @@ def _usage_message(e: Exception) -> str:
     the command lacks that another takes says where (``OPTION_ELSEWHERE``); an option it needs, left out, what
     the command expects (``OPTION_MISSING``)."""
     ctx = getattr(e, "ctx", None)
-    elsewhere = OPTION_ELSEWHERE.get((getattr(ctx, "info_name", None), getattr(e, "option_name", None)))
+    command, option = getattr(ctx, "info_name", None), getattr(e, "option_name", None)
+    elsewhere = OPTION_ELSEWHERE.get((command, option)) or (
+        _compare_elsewhere(command, option) if type(e).__name__ == "NoSuchOption" else "")
     if elsewhere:
         return f"{ctx.info_name} takes no {e.option_name}: {elsewhere}"
     name = getattr(getattr(e, "param", None), "name", None)

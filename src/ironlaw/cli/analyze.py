@@ -7,7 +7,8 @@ import typer
 
 from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json, say_written
-from .options import FLOAT, Format, On, Opt, RunCost, Spec, parse_opts, with_run_cost
+from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, Network, OffloadActivations, On,
+                      Opt, ParamGatherExposed, RunCost, Spec, parse_opts, with_run_cost)
 
 
 @app.command()
@@ -36,19 +37,19 @@ def analyze(
     grad_fp32: bool = typer.Option(False, "--grad-fp32", help="accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
     moe_a2a_overlap: bool = typer.Option(False, "--moe-a2a-overlap", help="run the expert all-to-alls beside another micro-batch's compute (needs --ep > 1)"),
     redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="extra expert slots for replicas of hot experts, so that --ep divides experts + N (DeepSeek's 256 + 32 over 72)"),
-    offload_activations: Optional[int] = typer.Option(None, "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's cpu_offloading)"),
+    offload_activations: OffloadActivations = None,
     moe_dispatcher: Optional[str] = typer.Option(None, "--moe-dispatcher", help="Megatron-Core's token dispatcher: alltoall (NCCL all-to-all, chunks sorted by local expert; default) | flex (HybridEP: permute, exchange and sort fused) | deepep (flex on DeepEP: its measured dispatch/combine kernels)"),
-    cuda_graph: Optional[str] = typer.Option(None, "--cuda-graph", help="parts captured in CUDA graphs: attn, moe_router, moe_preprocess, full (each whole layer), full_iteration (the whole forward-backward step) (comma-separated; default none: eager)"),
-    fp8_attention: bool = typer.Option(False, "--fp8-attention", help="attention's products in FP8 with Q, K, V and dO quantized (Transformer Engine's fp8_dpa; Megatron's fp8_dot_product_attention)"),
-    lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="fine-tune with LoRA adapters of this rank on attention's QKV and output projections (NeMo's LoRA, MLPerf's llama2_70b_lora): base weights frozen, only the adapters trained (--phase train)"),
-    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="the linears --lora-rank adapts, NeMo's names, comma-separated: linear_qkv, linear_proj, linear_fc1, linear_fc2 (default linear_qkv,linear_proj)"),
+    cuda_graph: CudaGraph = None,
+    fp8_attention: FP8Attention = False,
+    lora_rank: LoraRank = None,
+    lora_targets: LoraTargets = None,
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
-    param_gather_exposed: bool = typer.Option(False, "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step instead of under the next forward (Megatron's overlap_param_gather off)"),
+    param_gather_exposed: ParamGatherExposed = False,
     plot: Optional[str] = typer.Option(None, "--plot", help="also draw the roofline and the terms per op kind to FILE (.svg or .png)"),
     capture: bool = typer.Option(False, "--capture", help="hf: specs: capture the model through transformers + torch instead of the analytic builder"),
-    network: Optional[str] = typer.Option(None, "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to vidur's NCCL runs); default: the hardware file's [network]"),
+    network: Network = None,
     opt: Opt = [],
     cost: RunCost = RunCost(),
     html: Optional[str] = typer.Option(None, "--html", help="also write a report (one self-contained HTML file); "

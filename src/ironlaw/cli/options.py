@@ -76,6 +76,36 @@ Serial = Annotated[bool, typer.Option("--serial/--overlap", help="compose data, 
 Opt = Annotated[List[str], typer.Option("--opt", help="builder option KEY=VALUE (repeatable), e.g. image=288")]
 Format = Annotated[str, typer.Option("--format", help="text | json | md")]
 
+# a training step's options, analyze's and search's (search: applied to every layout it ranks)
+OffloadActivations = Annotated[Optional[int], typer.Option(
+    "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's "
+                                  "cpu_offloading; search: on the layouts whose stages hold that many)")]
+CudaGraph = Annotated[Optional[str], typer.Option(
+    "--cuda-graph", help="parts captured in CUDA graphs: attn, moe_router, moe_preprocess, full (each whole layer), "
+                         "full_iteration (the whole forward-backward step) (comma-separated; default none: eager)")]
+FP8Attention = Annotated[bool, typer.Option(
+    "--fp8-attention", help="attention's products in FP8 with Q, K, V and dO quantized (Transformer Engine's "
+                            "fp8_dpa; Megatron's fp8_dot_product_attention)")]
+LoraRank = Annotated[Optional[int], typer.Option(
+    "--lora-rank", help="fine-tune with LoRA adapters of this rank on attention's QKV and output projections (NeMo's "
+                        "LoRA, MLPerf's llama2_70b_lora): base weights frozen, only the adapters trained (--phase "
+                        "train)")]
+LoraTargets = Annotated[Optional[str], typer.Option(
+    "--lora-targets", help="the linears --lora-rank adapts, NeMo's names, comma-separated: linear_qkv, linear_proj, "
+                           "linear_fc1, linear_fc2 (default linear_qkv,linear_proj)")]
+ParamGatherExposed = Annotated[bool, typer.Option(
+    "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step "
+                                   "instead of under the next forward (Megatron's overlap_param_gather off; "
+                                   "search: on its ZeRO-1 layouts)")]
+Network = Annotated[Optional[str], typer.Option(
+    "--network", help="collectives' calibration: default (sourced estimates, ports add up) | a100-vidur (fitted to "
+                      "vidur's NCCL runs); default: the hardware file's [network]")]
+
+MEMORY_HELP = ("the engine's memory knob, 0.9 or 90%: vLLM gpu_memory_utilization (default 0.9), SGLang "
+               "mem_fraction_static (default: its rule by memory and TP), TensorRT-LLM free_gpu_memory_fraction, the "
+               "KV cache's share of the memory free after weights (default 0.95, as the published runs; --kv-fraction)")
+MemoryFraction = Annotated[Optional[float], typer.Option("--memory-fraction", click_type=FRACTION, help=MEMORY_HELP)]
+
 
 def parse_opts(items: list[str]) -> dict:
     """``--opt`` (``Opt``): its KEY=VALUE pairs; values that read as numbers become numbers."""

@@ -6,7 +6,9 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, console, emit_json, say_written
-from .options import FLOAT, Format, On, RunCost, Spec, with_run_cost
+from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, MemoryFraction, Network,
+                      OffloadActivations, On, Opt, ParamGatherExposed, RunCost, Serial, Spec, parse_opts,
+                      with_run_cost)
 
 
 @app.command()
@@ -52,6 +54,10 @@ def search(
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
                                                  "(HybridEP: permute, exchange and sort fused) | deepep (flex on "
                                                  "DeepEP: its measured dispatch/combine)"),
+    cuda_graph: CudaGraph = None, fp8_attention: FP8Attention = False,          # analyze's step options
+    lora_rank: LoraRank = None, lora_targets: LoraTargets = None,
+    offload_activations: OffloadActivations = None, param_gather_exposed: ParamGatherExposed = False,
+    serial: Serial = False, network: Network = None, opt: Opt = [],
     prompt: Optional[int] = typer.Option(None, "--prompt", help="serve: prompt tokens per request (default 1024)"),
     output: Optional[int] = typer.Option(None, "--output", help="serve: generated tokens per request (default 256)"),
     slo: Optional[str] = typer.Option(None, "--slo", help="serve: latency targets, e.g. 'ttft=2s,itl=50ms' "
@@ -60,6 +66,7 @@ def search(
                                                "kernels and scheduler limits price every layout, as `serve "
                                                "--engine`: trtllm | vllm | sglang (default: each device's, trtllm "
                                                "on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
+    memory_fraction: MemoryFraction = None,
     engine: str = typer.Option("local", "--engine", help="where the search runs: local | pool | ray"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (a local pool; Ray CPUs)"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray)"),
@@ -71,11 +78,15 @@ def search(
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the ranked layouts, why the best "
                                        "wins (one self-contained HTML file)"),
 ):
-    """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each."""
+    """Every valid layout that fits, predicted and ranked by tokens/s per GPU, with what binds each. A training
+    step's options (--cuda-graph, --fp8-attention, --lora-rank, --offload-activations, --param-gather-exposed,
+    --serial, --network, --opt) price every layout as analyze prices one; --memory-fraction every serving layout's
+    engine as serve's."""
     from .. import api
     from ..api.options import keywords_for
     check_format(fmt)
-    res = api.search(spec, quiet=fmt == "json", **keywords_for(api.search, locals()), **cost.api_kwargs())
+    res = api.search(spec, quiet=fmt == "json", options=parse_opts(opt) or None,
+                     **keywords_for(api.search, locals()), **cost.api_kwargs())
     if fmt == "json":
         emit_json(res.to_dict())
     else:
@@ -122,15 +133,19 @@ def _framework(settings: dict) -> str:
 
 def _notes(res) -> list[str]:
     """Below a serving table: what the ranking is by, the prices used, and each device skipped and why; below a
-    training table: the token dispatcher where it is not the default."""
+    training table: the token dispatcher where it is not the default and the step options given."""
     if res.phase != "serve":
         d = res.setup.get("settings", {}).get("moe_dispatcher", "alltoall")
-        return [] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]
+        return ([] if d == "alltoall" else [f"token dispatcher: {d} (DeepEP/HybridEP) on the layouts with EP > 1"]) \
+            + list(res.setup.get("step_options", []))
     s = res.setup
     out = [f"serving framework: {_framework(s['settings'])} (--serve-engine; its kernels and scheduler limits)"
            if s.get("device_unit", "GPU") in ("GPU", "device") else
            f"serving framework: none (a {s['device_unit']}'s steps are priced on its own calibration; --serve-engine "
            f"prices GPUs)"]
+    if s["settings"].get("memory_fraction") is not None:
+        out.append(f"memory fraction: {s['settings']['memory_fraction']:g} on every layout's engine "
+                   f"(--memory-fraction)")
     if s.get("rank_by") == "usd-per-million-tokens":
         out.append("ranked by USD per million output tokens ($/Mtok, lowest first)")
     seen = {}

@@ -7,14 +7,11 @@ import typer
 
 from .common import app, check_format, emit_json, emit_lines, say_written
 from .serve_throughput import expert_lines
-from .options import FLOAT, FRACTION, Format
+from .options import FLOAT, FRACTION, Format, MemoryFraction
 
 
 KV_HELP = ("max-throughput: share of free memory for KV (0.95 or 95%; 0.95 as the published TensorRT-LLM runs; its own "
            "default is 0.90)")
-MEMORY_HELP = ("the engine's memory knob, 0.9 or 90%: vLLM gpu_memory_utilization (default 0.9), SGLang "
-               "mem_fraction_static (default: its rule by memory and TP), TensorRT-LLM free_gpu_memory_fraction, the "
-               "KV cache's share of the memory free after weights (default 0.95, as the published runs; --kv-fraction)")
 
 
 @app.command()
@@ -41,7 +38,7 @@ def serve(
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
     kv_fraction: Optional[float] = typer.Option(None, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
-    memory_fraction: Optional[float] = typer.Option(None, "--memory-fraction", click_type=FRACTION, help=MEMORY_HELP),
+    memory_fraction: MemoryFraction = None,
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="max-throughput: sequences in flight "
                                             "(TensorRT-LLM max_batch_size, vLLM max_num_seqs, SGLang "
                                             "max_running_requests)"),

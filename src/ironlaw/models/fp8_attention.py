@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from ..core.errors import IronlawError
 from ..core.graph import Graph, Op
 from .precision import CAST_READ_BYTES
@@ -66,7 +68,7 @@ def require(hw) -> None:
 def speedup(meta: dict, hw, micro_batch: int) -> float:
     """The FP8 context attention class's speedup over the bf16 one on ``hw`` (its full catalog entry): the
     law's time of the same model's prefill attention at ``micro_batch`` sequences of the graph's sequence, bf16
-    over FP8."""
+    over FP8 (an array of micro-batches gives one speedup each)."""
     from ..law import law
     from . import workloads
     t = {}
@@ -74,8 +76,9 @@ def speedup(meta: dict, hw, micro_batch: int) -> float:
         pg = workloads.resolve(workloads.Request(meta["spec"], phase="prefill", batch=micro_batch, seq=meta["seq"],
                                                  dtype=dt, device="cuda"))
         att = [op for op in pg.ops if op.kind == "attention"]
-        t[dt] = float(law.predict(Graph(pg.name, "prefill", dt, att, meta=dict(pg.meta)), hw).time_s)
-    return t["bf16"] / t[DTYPE]
+        t[dt] = np.asarray(law.predict(Graph(pg.name, "prefill", dt, att, meta=dict(pg.meta)), hw).time_s, dtype=float)
+    rate = t["bf16"] / t[DTYPE]
+    return float(rate) if rate.ndim == 0 else rate
 
 
 def casts(att: Op, meta: dict, bwd: bool) -> Op:

@@ -176,7 +176,7 @@ def seconds(c: Calls, cpu, precision: str | None) -> tuple[float, float, float]:
 def _attention(meta: dict, graphed: tuple) -> Calls:
     """A layer's attention part: its kernels, the unfused rotary's, FP8 attention's quantizes; one launch per pass
     where it is captured."""
-    c = ATTENTION + _rope(meta) + (FP8_ATTENTION if meta.get("fp8_attention") else Calls())
+    c = ATTENTION + _rope(meta) + (FP8_ATTENTION if meta.get("fp8_attention") is not None else Calls())
     return _graphed(c, "attn" in graphed)
 
 

@@ -110,10 +110,12 @@ def note(meta: dict) -> str:
 
 
 def saved_delta(g: Graph, fwd: dict, tokens, rank: int):
-    """Bytes the saved activations change by: each adapter keeps A·x [T,R] for B's weight gradient; a frozen linear
+    """Bytes the saved activations change by (A·x of each adapter at ``tokens``, per micro-batch where the graph holds
+    several): each adapter keeps A·x [T,R] for B's weight gradient; a frozen linear
     keeps no input (autograd saves a linear's input for its weight gradient only; Transformer Engine's linears
     skip it for a weight that does not require one), the copy ``precision.lower`` left (FP8) or its wide input."""
-    keep = sum(float(np.max(tokens)) * rank * dtype_bytes(g.dtype) * op.count for op in fwd.values())   # A·x
+    t = np.asarray(tokens, dtype=float)                  # one graph over many micro-batches: one size each
+    keep = sum((float(t) if t.ndim == 0 else t) * rank * dtype_bytes(g.dtype) * op.count for op in fwd.values())
     frozen = [op for op in g.ops if op.kind == "matmul" and "nk" in op.attrs and op.name not in fwd
               and not passes.is_backward(op.name) and op.attrs.get("role") in ("column", "row", "head")]
     return keep - sum((op.bytes["activations"] - op.bytes_written) * op.count for op in frozen)

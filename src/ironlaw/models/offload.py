@@ -15,6 +15,8 @@ stream of their own, Transformer Engine's CPU offload context).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.errors import IronlawError
 
 
@@ -37,13 +39,15 @@ def host_tier(hw):
 
 
 def fraction(n: int, layers: int, pp: int) -> float:
-    """The share of a stage's activations the N offloaded layers hold (its L/pp layers hold them all)."""
-    return min(n * pp / layers, 1.0)
+    """The share of a stage's activations the N offloaded layers hold (its L/pp layers hold them all; ``pp`` an
+    array gives one share per element)."""
+    return np.minimum(n * pp / layers, 1.0)
 
 
 def exposed_s(n: int, bytes_per_layer: float, fwd_s: float, bwd_s: float, layers_on_stage: float, bw_Bps: float):
     """(copied, exposed) seconds per micro-batch: N layers' activations out in the forward and back in the
-    backward, each copy beside its layer's compute (``fwd_s``, ``bwd_s``: the stage's passes)."""
+    backward, each copy beside its layer's compute (``fwd_s``, ``bwd_s``: the stage's passes; arrays give one
+    layout per element)."""
     copy = bytes_per_layer / bw_Bps
     per_f, per_b = fwd_s / layers_on_stage, bwd_s / layers_on_stage
-    return 2.0 * n * copy, n * (max(copy - per_f, 0.0) + max(copy - per_b, 0.0))
+    return 2.0 * n * copy, n * (np.maximum(copy - per_f, 0.0) + np.maximum(copy - per_b, 0.0))

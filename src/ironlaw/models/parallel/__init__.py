@@ -41,7 +41,7 @@ from .gradsync import dp_grad_sync, grad_sync_exposed
 from .layout import (collective_op, expert_dp_group, group, group_shapes, group_topology, groups, pp_group,
                      shared_network_notes)
 from .memory import ACT_SPLIT_FRACTION, check_fits, grad_bytes, memory_bytes, plan_memory, plan_shards
-from .optimizer import optimizer_s, param_quantize_s, plan_optimizer_s
+from .optimizer import optimizer_s, param_quantize_s, plan_optimizer_s, step_optimizer_s
 from .overlap import TP_OVERLAP, ep_overlap_hidden, ep_overlap_hidden_s, tp_overlap_add, tp_overlap_hidden, \
     tp_overlap_hidden_s
 from .pipeline import bubble_s, first_stage, p2p_transfer_s, pipeline_p2p_s, plan_pipeline_p2p_s, stage_ops, \
@@ -66,7 +66,7 @@ __all__ = [
     "collective_op", "expert_dp_group", "group", "group_shapes", "group_topology", "groups", "pp_group",
     "shared_network_notes",
     "ACT_SPLIT_FRACTION", "check_fits", "grad_bytes", "memory_bytes", "plan_memory", "plan_shards",
-    "optimizer_s", "param_quantize_s", "plan_optimizer_s",
+    "optimizer_s", "param_quantize_s", "plan_optimizer_s", "step_optimizer_s",
     "TP_OVERLAP", "ep_overlap_hidden", "ep_overlap_hidden_s", "tp_overlap_add", "tp_overlap_hidden",
     "tp_overlap_hidden_s",
     "bubble_s", "first_stage", "p2p_transfer_s", "pipeline_p2p_s", "plan_pipeline_p2p_s", "stage_ops",

@@ -12,11 +12,16 @@ def plan_optimizer_s(g: Graph, hw, p_dev: float, opt_params: float, composition:
     """The optimizer step on the ``opt_params`` parameters the device steps (``DeviceMemory.optimizer_params``: with
     ZeRO its shard, the experts' over the expert-data-parallel group) and the low-precision weight copies it leaves
     (``param_quantize_s``) of the ``p_dev`` it holds."""
-    shard = np.asarray([opt_params], dtype=float)
+    return float(step_optimizer_s(g, hw, np.asarray([p_dev], dtype=float), np.asarray([opt_params], dtype=float),
+                                  composition)[0])
+
+
+def step_optimizer_s(g: Graph, hw, p_dev: np.ndarray, shard: np.ndarray, composition: str) -> np.ndarray:
+    """``plan_optimizer_s`` of each device holding ``p_dev`` parameters, ``shard`` of them its optimizer's (arrays:
+    one layout per element)."""
     if "trainable_params" in g.meta:                 # LoRA: the frozen base weights' FP8 copies are never redone
-        return float(optimizer_s(g, hw, shard, composition)[0])
-    return float(optimizer_s(g, hw, shard, composition)[0]
-                 + param_quantize_s(g, hw, np.asarray([p_dev]), shard, composition)[0])
+        return optimizer_s(g, hw, shard, composition)
+    return optimizer_s(g, hw, shard, composition) + param_quantize_s(g, hw, p_dev, shard, composition)
 
 
 def param_quantize_s(g: Graph, hw, p_dev: np.ndarray, shard: np.ndarray, composition: str) -> np.ndarray:

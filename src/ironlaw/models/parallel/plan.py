@@ -105,13 +105,19 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     if a2a and ep == 1:
         raise IronlawError("--moe-a2a-overlap overlaps the expert all-to-alls with another micro-batch's compute; "
                            "add --ep > 1")
-    exposed = bool(o.get("param_gather_exposed", False))
-    if exposed and zero != 1:
-        raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
-                           f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
+    exposed = check_param_gather(bool(o.get("param_gather_exposed", False)), zero)
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
                 bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ()), graph), red, off, exposed,
                 dispatcher.check(o.get("moe_dispatcher"), ep), bool(o.get("fp8_attention", False)))
+
+
+def check_param_gather(exposed: bool, zero: int | None) -> bool:
+    """``--param-gather-exposed``: the distributed optimizer's (ZeRO-1) gather, refused with another ZeRO stage
+    (None: not fixed)."""
+    if exposed and zero is not None and zero != 1:
+        raise IronlawError(f"--param-gather-exposed is the distributed optimizer's (--zero 1) parameter all-gather "
+                           f"left after the step; --zero {zero} has {'none' if zero == 0 else 'its own gathers'}")
+    return exposed
 
 
 def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:

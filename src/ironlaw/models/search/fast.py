@@ -54,9 +54,12 @@ class Context:
     dtype: str | None
     composition: str = "overlap"
     settings: dict = field(default_factory=dict)   # search.train.SETTINGS
+    graph_options: dict = field(default_factory=dict)   # the model's build: LoRA, the builder's options
+    catalog: object = None                         # ``hw`` as given (its kernel classes price --fp8-attention)
 
     def __post_init__(self):
         from ...machine.calibration import for_training
+        self.catalog = self.hw if self.catalog is None else self.catalog
         self.hw = for_training(self.hw)           # as parallel.train_step prices a training step
 
     @property
@@ -68,10 +71,21 @@ class Context:
 
 
 def training_graph(ctx: Context, mbs: np.ndarray) -> Graph:
-    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step runs
-    it (``parallel.training_graph``, ``parallel.lowered``)."""
-    g = parallel.training_graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, micro_batch=mbs.astype(float))
+    """The training graph of one micro-batch (every micro-batch of ``mbs`` on an array axis), as train_step takes
+    it (``parallel.training_graph`` with the build's options — LoRA adapters, the builder's —, ``parallel.lowered``)."""
+    g = parallel.training_graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, ctx.graph_options,
+                                micro_batch=mbs.astype(float))
     return parallel.lowered(g, ctx.hw)
+
+
+def step_graph(ctx: Context, mbs: np.ndarray) -> Graph:
+    """``training_graph`` as train_step runs it: with ``fp8_attention`` set, its attention at the FP8 kernels'
+    speedup at each micro-batch (``fp8_attention.lower``, on the catalog entry's kernel classes)."""
+    g = training_graph(ctx, mbs)
+    if ctx.setting("fp8_attention", False):
+        from .. import fp8_attention
+        g = fp8_attention.lower(g, ctx.catalog, mbs.astype(float))
+    return g
 
 
 def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
@@ -375,15 +389,36 @@ def exposed_replayed(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: n
     return np.maximum(tc, tn) - no_grads
 
 
-def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool) -> parallel.DeviceMemory:
-    """``parallel.memory_bytes`` per row: weights, gradients, optimizer state and activations per device."""
+def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, offloaded=0.0) -> parallel.DeviceMemory:
+    """``parallel.memory_bytes`` per row: weights, gradients, optimizer state and activations per device
+    (``offloaded``: the share of the activations in host memory, ``offload.fraction``)."""
     by = dtype_bytes(g.dtype)
     n_mb = int(mbi.max()) + 1
     act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / c["cp"]
     tokens = np.broadcast_to(np.asarray(g.meta["tokens"], dtype=float), (n_mb,))[mbi]
     return parallel.memory_bytes(g.meta, by, 4.0 if grad_fp32 else by, act, tokens, c["tp"], c["pp"], c["dp"],
                                  c["ep"], c["cp"], c["interleave"], c["zero"],
-                                 c["recompute"] == RECOMPUTE.index("full"), sp)
+                                 c["recompute"] == RECOMPUTE.index("full"), sp, offloaded=offloaded)
+
+
+def _offload(ctx: Context, g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, p: dict):
+    """``--offload-activations N`` per row (``parallel.step``'s ``_offload_s``): (the device memory with the N
+    layers' share in host memory, the copies' exposed seconds per micro-batch, whether the row can offload them:
+    N within its stage's L/pp layers and the share within the host tier)."""
+    from .. import offload
+    n = ctx.setting("offload_layers", 0)
+    if not n:
+        return memory(g, c, mbi, sp, grad_fp32), np.zeros(mbi.shape), np.ones(mbi.shape, dtype=bool)
+    L = g.meta["layers"]
+    tier = offload.host_tier(ctx.hw)
+    share = offload.fraction(n, L, c["pp"])
+    held = memory(g, c, mbi, sp, grad_fp32).activations_bytes * share
+    n_mb = int(mbi.max()) + 1
+    act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi]
+    a = parallel.ACT_SPLIT_FRACTION
+    per_layer = act / c["cp"] / L * (1.0 / c["tp"] if sp else (1 - a) + a / c["tp"])
+    _, exposed = offload.exposed_s(n, per_layer, p["fwd"], p["bwd"], L / c["pp"], tier.bw_Bps)
+    return memory(g, c, mbi, sp, grad_fp32, share), exposed, (n <= L / c["pp"]) & (held <= tier.capacity_bytes)
 
 
 def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
@@ -474,7 +509,7 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``. With EP > 1 the routed
     experts' gradients follow the dense ones over the expert-data-parallel group, on the same network stream:
     their α+β adds to the reduction's."""
-    kind = (c["zero"] >= 2).astype(np.int8)                  # allreduce, or reducescatter with ZeRO-2
+    kind = ((c["zero"] >= 2) | _after_step(ctx, c)).astype(np.int8)   # allreduce, or reducescatter (ZeRO-2)
     on = (c["dp"] * c["cp"] > 1) & (c["zero"] < 3)
     split = parallel.experts_apart(int(c["ep"][0]))
     lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
@@ -543,10 +578,22 @@ def _p2p(ctx: Context, c: dict, tokens: np.ndarray, hidden: int, by: float, sp: 
     return parallel.pipeline_p2p_s(one, pp, v, m, t_mb, ctx.setting("overlap_p2p", True) & (v > 1))
 
 
-def _zero2_gather(ctx: Context, c: dict, held: parallel.ParamShards, by: float) -> np.ndarray:
-    """ZeRO-2: the updated parameter shards gathered back after the step, each over its group."""
-    on = (c["zero"] == 2) & (c["dp"] * c["cp"] > 1)
-    return np.where(on, _sharded_coll(ctx, c, "allgather", held, by), 0.0) if np.any(on) else np.zeros(on.shape)
+def _after_step(ctx: Context, c: dict) -> np.ndarray:
+    """Per row: the updated parameter shards are gathered after the step (``parallel.dp_grad_sync``'s ``after``):
+    ZeRO-2, and ZeRO-1 with ``param_gather_exposed``."""
+    return (c["zero"] == 2) | ((c["zero"] == 1) & bool(ctx.setting("param_gather_exposed", False)))
+
+
+def _zero2_gather(ctx: Context, c: dict, held: parallel.ParamShards, meta: dict, by: float) -> np.ndarray:
+    """ZeRO-2 (and ZeRO-1 with ``param_gather_exposed``, at the precision's bytes per parameter,
+    ``precision.param_gather_bytes``): the updated parameter shards gathered back after the step, each over its
+    group."""
+    from ..precision import param_gather_bytes
+    on = _after_step(ctx, c) & (c["dp"] * c["cp"] > 1)
+    if not np.any(on):
+        return np.zeros(on.shape)
+    per = np.where(c["zero"] == 1, param_gather_bytes(meta, by), by)
+    return np.where(on, _sharded_coll(ctx, c, "allgather", held, per), 0.0)
 
 
 def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict:
@@ -579,35 +626,35 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     from ...law.law import resident_limit_bytes
     mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
     mbi = mbi.reshape(-1)
-    g = training_graph(ctx, mbs)
+    g = step_graph(ctx, mbs)
     meta, by = g.meta, dtype_bytes(g.dtype)
     grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
-    mem = memory(g, c, mbi, bool(key[1]), grad_fp32)
-    need = mem.total_bytes
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     limit = resident_limit_bytes(ctx.hw)
     p = _times(ctx, key, g, c, mbi)
+    mem, off, offloads = _offload(ctx, g, c, mbi, bool(key[1]), grad_fp32, p)
+    need = mem.total_bytes
     held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])  # held.held: mem.params_per_device
     fsdp = _fsdp(ctx, c, held, p["top"], p["fwd"], p["bwd"], by, grad_b)
-    _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"])
+    _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"], off)
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])
     v, pp = c["interleave"], c["pp"]
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = parallel.bubble_s(pp, v, t_mb)
     exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
-    gather = _zero2_gather(ctx, c, held, by)
+    gather = _zero2_gather(ctx, c, held, meta, by)
     shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(held.held))
-    opt_s = parallel.optimizer_s(g, ctx.hw, shard, ctx.composition) \
-        + parallel.param_quantize_s(g, ctx.hw, held.held * np.ones(np.shape(shard)), shard, ctx.composition)
+    opt_s = parallel.step_optimizer_s(g, ctx.hw, held.held * np.ones(np.shape(shard)), shard, ctx.composition)
     step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))
-    return {"time_s": step, "memory_per_gpu_bytes": need, "fits": need <= cap,
+    return {"time_s": step, "memory_per_gpu_bytes": need, "fits": (need <= cap) & offloads,
             "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
             "mfu": model_flops / (step * peak * ctx.gpus),
             "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),
             "microbatch_s": t_mb, "pipeline_bubble_s": bubble, "pipeline_p2p_s": p2p, "dp_grad_exposed_s": exposed,
             "zero_param_gather_s": gather + m * fsdp, "cp_ring_exposed_s": m * p["ring"],
-            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s, "host_exposed_s": m * p["host"]}
+            "fsdp_exposed_s": m * fsdp, "optimizer_s": opt_s, "host_exposed_s": m * p["host"],
+            "offload_exposed_s": m * off}

@@ -144,13 +144,15 @@ def _grid(gpus: int, meta: dict, tps, eps, fixed: dict) -> list[tuple[int, int, 
     return out
 
 
-def _offline(spec, hw, prompt: int, output: int, engine: str, kw: dict):
-    """One offline max-throughput run under the serving framework ``engine`` (TensorRT-LLM: its own path)."""
+def _offline(spec, hw, prompt: int, output: int, engine: str, kw: dict, memory_fraction: float | None = None):
+    """One offline max-throughput run under the serving framework ``engine`` (TensorRT-LLM: its own path, its KV
+    fraction ``memory_fraction`` where one is given, as ``frameworks.trtllm_kv_fraction`` reads it)."""
     from ..serving import frameworks, throughput as st
     if engine == frameworks.DEFAULT:
-        return st.max_throughput(spec, hw, prompt, output, **kw)
+        kv = frameworks.trtllm_kv_fraction(engine, memory_fraction, None, None)
+        return st.max_throughput(spec, hw, prompt, output, **kw, **({} if kv is None else {"kv_fraction": kv}))
     with _serve_engine_flag(engine):
-        return frameworks.max_throughput(spec, hw, prompt, output, engine, kw, 0.95)
+        return frameworks.max_throughput(spec, hw, prompt, output, engine, kw, 0.95, memory_fraction=memory_fraction)
 
 
 @contextlib.contextmanager
@@ -165,7 +167,7 @@ def _serve_engine_flag(engine: str):
 
 
 def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False,
-                    engine: str = "trtllm"):
+                    engine: str = "trtllm", memory_fraction: float | None = None):
     """Offline max-throughput (``serving_throughput``) over the layouts × dtype: (entries, the first error,
     candidates evaluated, the options of each entry); with ``latency`` the entries carry TTFT and ITL."""
     out, kws, why, evaluated = [], [], None, 0
@@ -174,7 +176,7 @@ def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, late
             kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt)
             evaluated += 1
             try:
-                est = _offline(spec, hw, prompt, output, engine, kw)
+                est = _offline(spec, hw, prompt, output, engine, kw, memory_fraction)
             except IronlawError as e:
                 why = why or str(e)
                 continue
@@ -184,7 +186,8 @@ def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, late
     return out, why, evaluated, kws
 
 
-def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int, engine: str = "trtllm"):
+def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int, engine: str = "trtllm",
+            memory_fraction: float | None = None):
     """Each layout at the largest batch of the concurrency grid whose TTFT and ITL meet ``targets`` (found by
     bisection: latencies grow with the batch), taken from the best layout at its full batch down; a layout whose
     full batch cannot enter the ``top`` (tokens/s per GPU grow with the batch) is not searched further.
@@ -205,7 +208,8 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
             mid = (lo + hi) // 2
             one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
             got = _max_entry(_offline(spec, hw, prompt, output, engine,
-                                      {**kw, "max_batch": grid[mid], "requests": one_wave}), kw["dtype"], True)
+                                      {**kw, "max_batch": grid[mid], "requests": one_wave}, memory_fraction),
+                             kw["dtype"], True)
             evaluated += 1
             best = {k: min(v, got[k]) for k, v in best.items()}
             lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)
@@ -213,12 +217,13 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
     return ok, evaluated, best
 
 
-def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine: str = "trtllm"):
+def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine: str = "trtllm",
+              memory_fraction: float | None = None):
     """Continuous batching (``serving.estimate``) over tp × dtype × concurrency."""
     entries, evaluated, shortest = [], 0, None
     for tp in tps:
         for dt in dts:
-            got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"), engine)
+            got, why = _layouts(spec, hw, prompt, output, tp, dt, fixed.get("concurrency"), engine, memory_fraction)
             evaluated += len(got) + (why is not None)
             shortest = shortest or why
             entries += got
@@ -226,24 +231,27 @@ def _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine: str = "tr
     return entries, evaluated, shortest
 
 
-def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "trtllm"):
-    """Estimates of one (tp, dtype) over the concurrencies (vLLM, SGLang: up to their running-request limit);
-    (entries, the error when none fits)."""
+def _layouts(spec, hw, prompt, output, tp, dtype, concurrency, engine: str = "trtllm",
+             memory_fraction: float | None = None):
+    """Estimates of one (tp, dtype) over the concurrencies (vLLM, SGLang: up to their running-request limit; each
+    at ``memory_fraction`` where one is given, ``frameworks.memory_kwargs``); (entries, the error when none fits)."""
     from ..serving import frameworks, online as serving
-    eng = None if engine == frameworks.DEFAULT else frameworks.select(engine, hw, tp)
+    eng = None if engine == frameworks.DEFAULT and memory_fraction is None else \
+        frameworks.select(engine, hw, tp, memory_fraction=memory_fraction)
+    mem = {} if eng is None else frameworks.memory_kwargs(eng, memory_fraction)
 
     def at(c: int):
-        if eng is None:
-            return serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp)
+        if eng is None or eng.scheduler is None:
+            return serving.estimate(spec, hw, prompt, output, c, dtype=dtype, tp=tp, **mem)
         with _serve_engine_flag(engine):
             return serving.estimate(spec, eng.hw, prompt, output, c, dtype=dtype, tp=tp,
-                                    **frameworks.online_kwargs(eng, c, None))
+                                    **frameworks.online_kwargs(eng, c, None), **mem)
     try:
         one = at(1)
     except IronlawError as e:
         return [], str(e)
     max_conc = one.capacity["max_concurrency"]
-    if eng is not None:
+    if eng is not None and eng.scheduler is not None:
         max_conc = min(max_conc, eng.scheduler.max_num_seqs)
     concs = [concurrency] if concurrency else serving.concurrency_grid(max_conc)
     out = []
@@ -271,7 +279,7 @@ def _engine_device(hw, slo, engine: str) -> None:
 
 
 def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top,
-            engine: str = "trtllm") -> tuple[list, int, object]:
+            engine: str = "trtllm", memory_fraction: float | None = None) -> tuple[list, int, object]:
     """(candidates that meet the targets, candidates evaluated, the model's graph) on ``hw``; an IronlawError
     naming why when none does."""
     from ...core import progress
@@ -295,14 +303,15 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
         layouts = _grid(gpus, m, tps, eps, fixed)
         with progress.task(f"serving layouts on {hw.name}", total=len(layouts), quiet=quiet) as step:
             entries, shortest, evaluated, kws = _max_throughput(spec, hw, prompt, output, layouts, dts, step,
-                                                                slo is not None, engine)
+                                                                slo is not None, engine, memory_fraction)
     else:
         with progress.task(f"serving layouts on {hw.name}", total=len(tps) * len(dts), quiet=quiet) as step:
-            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine)
+            entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine,
+                                                     memory_fraction)
     if not entries:
         raise IronlawError(shortest or f"{spec} does not fit on {hw.name} with any tensor-parallel degree up to {gpus}")
     if slo is not None and experts:
-        ok, more, best = _within(spec, hw, prompt, output, entries, kws, targets, top, engine)
+        ok, more, best = _within(spec, hw, prompt, output, entries, kws, targets, top, engine, memory_fraction)
         evaluated += more
     else:
         ok = [e for e in entries if all(e[k] <= v for k, v in targets.items())]
@@ -407,11 +416,13 @@ def devices(on) -> list:
 
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
-           prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str | None = None):
+           prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str | None = None,
+           memory_fraction: float | None = None):
     """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring),
     priced under the serving framework ``engine`` (None: each device's default, ``machine.engines.default_for``);
     each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
-    (``run_cost.RunInputs``)."""
+    (``run_cost.RunInputs``). ``memory_fraction``: ``serve --memory-fraction``, every layout's engine at that share
+    of the device's memory (``serving.frameworks``)."""
     from ...machine.engines import check_engine, resolve
     from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
@@ -419,6 +430,8 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     from ..serving.engine import whole_tokens
     if engine is not None:
         check_engine(engine, "--serve-engine")
+    from ..serving.frameworks import check_memory_fraction
+    memory_fraction = check_memory_fraction(memory_fraction)
     prompt = whole_tokens(prompt, "--prompt")         # before the model is built on seq=prompt (named --seq there)
     from .. import workloads                          # a request longer than the model's context, named as serve
     from ..serving.engine import check_context        # names it (--prompt + --output), not as the build (--seq)
@@ -447,7 +460,8 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
                 raise IronlawError(f"--rank usd-per-million-tokens: {src}")
             eng = resolve(engine, hw, "--serve-engine")
             used[hw.name] = eng if hw.kind == "gpu" else "none"   # off a GPU: its own steps, no framework's
-            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, eng)
+            got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, eng,
+                                 memory_fraction)
         except IronlawError as e:
             if len(hws) == 1:
                 raise
@@ -460,6 +474,8 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
                                                                         for s in skipped))
     res = _ranked(spec, names, g, gpus, prompt, output, slo, targets, rank, entries, evaluated, skipped, top, t0)
     res.setup["settings"] = engine_settings(used, {e["hardware"] for e in entries})
+    if memory_fraction is not None:
+        res.setup["settings"]["memory_fraction"] = memory_fraction
     res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:

@@ -21,17 +21,22 @@ MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints t
 
 
 SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
-            "moe_a2a_overlap": False, "moe_dispatcher": dispatcher.DEFAULT}
+            "moe_a2a_overlap": False, "moe_dispatcher": dispatcher.DEFAULT, "cuda_graph": (), "fp8_attention": False,
+            "offload_layers": 0, "param_gather_exposed": False}
+# the step options of ``analyze`` the search applies to every layout, under ``settings``' names
+STEP_SETTINGS = ("cuda_graph", "fp8_attention", "offload_layers", "param_gather_exposed")
 
 
-def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1):
-    """The training graph train_step takes (``--dtype fp8|mxfp8``: built in bf16, its GEMMs lowered)."""
-    return fast.training_graph(fast.Context(spec, hw, 1, 1, 1, seq, dtype), np.asarray(micro_batch, dtype=float))
+def graph(spec: str, hw, seq: int, dtype: str | None, micro_batch=1, options: dict | None = None):
+    """The training graph train_step takes (``--dtype fp8|mxfp8``: built in bf16, its GEMMs lowered; ``options``:
+    the build's, LoRA's and the builder's)."""
+    ctx = fast.Context(spec, hw, 1, 1, 1, seq, dtype, graph_options=dict(options or {}))
+    return fast.training_graph(ctx, np.asarray(micro_batch, dtype=float))
 
 
-def training_model(spec: str, hw, seq: int, dtype: str | None):
+def training_model(spec: str, hw, seq: int, dtype: str | None, options: dict | None = None):
     try:
-        g = graph(spec, hw, seq, dtype)
+        g = graph(spec, hw, seq, dtype, options=options)
     except IronlawError:
         _check_transformer(spec, workloads.resolve(workloads.Request(spec)).meta)   # the reason, not --seq's
         raise
@@ -61,7 +66,57 @@ def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: 
             "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
             "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0,
             "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1),
-            "moe_dispatcher": fast.dispatcher_of(settings, row["ep"])}
+            "moe_dispatcher": fast.dispatcher_of(settings, row["ep"]), "cuda_graph": settings["cuda_graph"],
+            "fp8_attention": bool(settings["fp8_attention"]), "offload_layers": settings["offload_layers"],
+            "param_gather_exposed": bool(settings["param_gather_exposed"] and row["zero"] == 1)}
+
+
+def check_step_settings(settings: dict, g, hw, fixed: dict) -> dict:
+    """``settings`` with the step options ``analyze`` takes (``STEP_SETTINGS``) checked by the functions that check
+    them there, before any layout is priced: ``--cuda-graph`` (``parallel.graph_scopes``, read as a tuple),
+    ``--fp8-attention`` (``fp8_attention.lower``: the device's FP8 attention classes, the model's attention),
+    ``--offload-activations`` (``offload.check`` against the layers of a stage of the largest pipeline the search
+    may pick, ``offload.host_tier``), ``--param-gather-exposed`` (the distributed optimizer's: ZeRO-1 layouts,
+    so not with another ZeRO stage fixed). Each applies where it can: FP8 attention and CUDA graphs to every
+    layout, the offload to the layouts whose stages hold N layers, the exposed gather to the ZeRO-1 layouts."""
+    from .. import fp8_attention, offload, parallel
+    from ..parallel.plan import check_param_gather
+    out = dict(settings, cuda_graph=parallel.graph_scopes(settings["cuda_graph"] or (), g))
+    if out["fp8_attention"]:
+        fp8_attention.lower(g, hw, 1)
+    if out["offload_layers"]:
+        offload.check(out["offload_layers"], g.meta["layers"] / fixed.get("pp", 1))
+        offload.host_tier(hw)
+    check_param_gather(bool(out["param_gather_exposed"]), fixed.get("zero"))
+    return out
+
+
+def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
+    """One line for each step option that prices every layout (none for the defaults): the LoRA adapters
+    (``lora.note``), FP8 attention, CUDA graphs (on a device naming no host CPU: that they change nothing,
+    ``no_host_note``), the activation offload, the exposed parameter gather, serial composition."""
+    from ...machine.hostcpu import of
+    from ..parallel.step import no_host_note
+    out = []
+    if "lora_rank" in g.meta:
+        from ..lora import note
+        out.append(note(g.meta))
+    if settings["fp8_attention"]:
+        out.append("attention in FP8 on every layout (--fp8-attention, Transformer Engine's fp8_dpa), at the "
+                   f"speedup of {hw.name}'s FP8 context attention kernels at each micro-batch")
+    if settings["cuda_graph"]:
+        parts = ",".join(settings["cuda_graph"])
+        out.append(f"CUDA graphs on every layout: {parts} (--cuda-graph)" if of(hw) is not None else
+                   no_host_note(hw.name, settings["cuda_graph"]))
+    if settings["offload_layers"]:
+        out.append(f"activations of {settings['offload_layers']} layers per stage offloaded to host memory "
+                   f"(--offload-activations) on every layout; layouts whose stages hold fewer layers are left out")
+    if settings["param_gather_exposed"]:
+        out.append("the distributed optimizer's parameter all-gather after the step on the ZeRO-1 layouts "
+                   "(--param-gather-exposed)")
+    if composition == "serial":
+        out.append("data, compute and latency composed serially (--serial)")
+    return out
 
 
 def check_dispatcher(settings: dict, spec: str, experts: int, fixed_ep: int | None) -> None:
@@ -94,11 +149,11 @@ def exact(ctx: fast.Context, row: dict, graphs: dict):
     from .. import parallel
     mb = row["micro_batch"]
     if mb not in graphs:
-        graphs[mb] = graph(ctx.spec, ctx.hw, ctx.seq, ctx.dtype, mb)
+        graphs[mb] = fast.training_graph(ctx, np.asarray(mb, dtype=float))
     g = graphs[mb]
     plan = parallel.make_plan(plan_options(row, ctx.gpus, ctx.nodes, ctx.global_batch, {**SETTINGS, **ctx.settings}),
                               g, ctx.hw)
-    return parallel.train_step(g, ctx.hw, plan, ctx.composition)
+    return parallel.train_step(g, ctx.catalog, plan, ctx.composition)
 
 
 def _tasks(c: dict) -> tuple[list, list]:
@@ -161,7 +216,7 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
 def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | None = None,
            nodes: int | None = None, top: int = 5, fixed: dict | None = None, engine: str = "local",
            workers: int | None = None, address: str | None = None, quiet: bool = True, settings: dict | None = None,
-           cost=None):
+           cost=None, composition: str = "overlap", options: dict | None = None):
     """Rank every valid training layout of ``spec`` on ``gpus`` devices of ``on`` by tokens/s per GPU.
 
     ``settings`` (``SETTINGS``, Megatron-Bridge's performance recipes by default): TP communication overlap
@@ -169,8 +224,12 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     kept and reduced in bf16 (the recipes' grad_reduce_in_fp32 = False), the experts' load imbalance (1:
     balanced), the expert all-to-alls beside another micro-batch's compute (off; Qwen3's H100 recipes set
     it: ``moe_a2a_overlap``) and Megatron-Core's token dispatcher (``moe_dispatcher``: alltoall, or flex — HybridEP
-    or DeepEP — on the layouts with EP > 1, ``check_dispatcher``). Each reported layout carries its step's ``energy`` and, with ``cost.tokens``
-    (``run_cost.RunInputs``), the whole training ``run`` (``ironlaw.models.run_cost``)."""
+    or DeepEP — on the layouts with EP > 1, ``check_dispatcher``); ``analyze``'s step options ``STEP_SETTINGS``
+    (``check_step_settings``: CUDA graphs, FP8 attention, the activation offload, the exposed parameter gather).
+    ``options``: the model's build (``lora_rank``/``lora_targets``: LoRA adapters, ``ironlaw.models.lora``; the
+    builder's own); ``composition``: the law's, "overlap" or "serial". Each reported layout carries its step's
+    ``energy`` and, with ``cost.tokens`` (``run_cost.RunInputs``), the whole training ``run``
+    (``ironlaw.models.run_cost``)."""
     from ...machine import hardware
     from .. import parallel, run_cost
     from ...machine.network.topology import build as build_topology, check_count, nodes_for
@@ -183,7 +242,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     engines.check(engine, workers, address)
     nodes = nodes_for(hw, gpus, nodes)
     build_topology(hw, gpus, nodes)                              # devices per node the fabric can join
-    g = training_model(spec, hw, seq, dtype)
+    g = training_model(spec, hw, seq, dtype, options)
     m = g.meta
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
                      int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},
@@ -201,8 +260,10 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     check_dispatcher(settings, spec, int(m.get("experts", 0) or 0), sp.fixed.get("ep"))
     dispatcher.check_device(settings["moe_dispatcher"], hw)
     check_expert_settings(settings, spec, int(m.get("experts", 0) or 0))
+    settings = check_step_settings(settings, g, hw, sp.fixed)
     precision = g.meta.get("precision", g.dtype)
-    ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, settings=settings)
+    ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, composition, settings,
+                       dict(options or {}))
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
     fits = res["fits"]
     if not np.any(fits):
@@ -225,6 +286,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     used = "pool" if engine == "local" and (workers or 1) > 1 else engine
     setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
     setup["settings"] = settings
+    setup["step_options"] = step_notes(settings, g, hw, composition)
     setup["device_unit"] = UNIT_NAMES[hw.kind]
     return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
                         search_s, {"rows": len(entries), "max_rel_diff": worst}, columns=c, results=res)
