@@ -21,7 +21,9 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
              f"{f' (ep {p.ep}, {p.moe_dispatcher} dispatcher)' if p.ep > 1 else ''}; "
              f"global batch {p.global_batch} = {b.microbatches} micro-batch{'es' if b.microbatches != 1 else ''} "
-             f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
+             f"of {p.micro_batch} × dp; recompute {p.recompute}"
+             f"{f' ({p.recompute_layers} layers per chunk, {p.recompute_method})' if p.recompute_layers is not None else ''}"
+             f"; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
              f"{'; sequence parallel' if p.sequence_parallel else ''}{'; FP8 attention' if p.fp8_attention else ''}"
              f"{'; CUDA graphs: ' + ', '.join(p.cuda_graph) if p.cuda_graph else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",

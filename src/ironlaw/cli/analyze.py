@@ -43,6 +43,8 @@ def analyze(
     lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="fine-tune with LoRA adapters of this rank on attention's QKV and output projections (NeMo's LoRA, MLPerf's llama2_70b_lora): base weights frozen, only the adapters trained (--phase train)"),
     lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="the linears --lora-rank adapts, NeMo's names, comma-separated: linear_qkv, linear_proj, linear_fc1, linear_fc2 (default linear_qkv,linear_proj)"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
+    recompute_layers: Optional[int] = typer.Option(None, "--recompute-layers", help="with --recompute full: N layers per pipeline stage (per virtual stage with --interleave) recompute their forward, the rest keep their activations (Megatron's recompute_num_layers)"),
+    recompute_method: Optional[str] = typer.Option(None, "--recompute-method", help="which layers --recompute-layers N recomputes: block (the first N of each stage; default) | uniform (every layer, in groups of N)"),
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
     param_gather_exposed: bool = typer.Option(False, "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step instead of under the next forward (Megatron's overlap_param_gather off)"),

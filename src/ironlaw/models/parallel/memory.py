@@ -11,6 +11,7 @@ from ...core.graph import Graph, dtype_bytes
 from .. import offload
 from .experts import expert_slots
 from .plan import Plan
+from .recompute import FULL, Recompute
 from .results import DeviceMemory
 from .shards import ParamShards, param_shards
 
@@ -25,15 +26,18 @@ def plan_shards(g: Graph, plan: Plan) -> ParamShards:
 
 
 def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
-                 slots=1.0, offloaded=0.0) -> DeviceMemory:
+                 slots=1.0, offloaded=0.0, partial: Recompute = FULL) -> DeviceMemory:
     """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
     gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
     weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
     data-parallel group of each parameter (``shards.param_shards``: the dense over dp·cp ranks, which context
     parallelism joins, the experts over the expert-data-parallel dp·cp/ep); activations (``act``, one
     micro-batch's, already over cp; ``tokens`` per micro-batch) over tp (with sequence parallelism ``sp``, else
-    Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
-    each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
+    Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps each layer's input only, plus one
+    layer's activations rebuilt in the backward — of the ``partial`` share of the layers it recomputes
+    (``recompute``: Megatron's block keeps the other layers' activations whole, uniform keeps one input per
+    group of N and rebuilds N layers at once); ``offloaded``: the share of the activations waiting in host
+    memory (``offload``).
     Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep. A LoRA
     graph's gradients and optimizer state are its adapters' (``trainable_share``)."""
     from ..precision import copies, weight_copy_bytes
@@ -46,7 +50,9 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     if np.any(full):
         L = meta["layers"]
         inputs = L * tokens / cp * meta["hidden"] * by
-        act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+        kept = inputs * partial.inputs * np.where(sp, 1.0 / tp, 1.0) * inflight
+        whole = act * (1.0 - partial.share) * tp_factor * inflight        # the layers not recomputed
+        act_dev = np.where(full, kept + whole + act * partial.working_layers / L * tp_factor, act_dev)
     if np.any(offloaded):                    # the offloaded layers' share waits in host memory
         act_dev = act_dev * (1.0 - offloaded)
     weight_b, f = by + weight_copy_bytes(meta), trainable_share(meta)
@@ -65,14 +71,16 @@ def trainable_share(meta: dict) -> float:
 
 
 def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:
-    """``memory_bytes`` of one plan, as floats."""
+    """``memory_bytes`` of one plan, as floats; ``recompute`` "full" other than the plan's recomputes every
+    layer."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
     slots = expert_slots(g.meta, plan)                                  # replicas held on the EP group
     off = offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp) if plan.offload_layers else 0.0
     mem = memory_bytes(g.meta, dtype_bytes(g.dtype), grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
                        plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
-                       off)
+                       off, plan.recomputed(g.meta["layers"] / (plan.pp * plan.interleave))
+                       if recompute == "full" == plan.recompute else FULL)
     return mem.as_floats()
 
 
