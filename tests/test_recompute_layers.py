@@ -96,3 +96,15 @@ def test_bad_recompute_layers_are_refused_in_one_line(extra, says):
     cmd = (CMD[:4] if "prefill" in extra else (*CMD[:-2], "--global-batch", "16") if "--interleave" in extra
            else CMD)
     assert says in one_line_error(run_cli(*cmd, *extra))
+
+
+def test_the_library_takes_recompute_layers_as_keywords():
+    """``api.analyze(..., recompute="full", recompute_layers=N, recompute_method=...)``: the CLI's plan; a bad N is
+    an IronlawError."""
+    from ironlaw import api
+    from ironlaw.core.errors import IronlawError
+    kw = dict(phase="train", seq=2048, gpus=8, pp=2, global_batch=8, recompute="full")
+    st = api.analyze("llama3-8b", "h100", **kw, recompute_layers=4, recompute_method="uniform")
+    assert (st.plan.recompute_layers, st.plan.recompute_method) == (4, "uniform")
+    with pytest.raises(IronlawError, match="more than the 16 layers"):
+        api.analyze("llama3-8b", "h100", **kw, recompute_layers=17)
