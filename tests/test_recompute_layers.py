@@ -108,3 +108,18 @@ def test_the_library_takes_recompute_layers_as_keywords():
     assert (st.plan.recompute_layers, st.plan.recompute_method) == (4, "uniform")
     with pytest.raises(IronlawError, match="more than the 16 layers"):
         api.analyze("llama3-8b", "h100", **kw, recompute_layers=17)
+
+
+def test_a_plan_that_does_not_fit_is_told_what_every_layer_recomputed_needs():
+    """A partial recomputation that does not fit: the most-sharded plan quoted is full recomputation of every
+    layer (the same bytes as --recompute full alone), and the advice names dropping --recompute-layers."""
+    big = ("analyze", "llama3-70b", "--phase", "train", "--on", "h100", "--gpus", "8", "--tp", "8", "--global-batch",
+           "8", "--seq", "8192", "--zero", "3", "--recompute", "full")
+    alone, partial = (one_line_error(run_cli(*big, *x)) for x in ((), ("--recompute-layers", "0")))
+    assert "even fully sharded" in alone and alone.split("): ")[1] == partial.split("): ")[1]
+    assert "(--zero 3 --recompute full without --recompute-layers)" in partial
+    fits_full = ("analyze", "llama3-70b", "--phase", "train", "--on", "h100", "--gpus", "16", "--tp", "8", "--pp",
+                 "2", "--global-batch", "8", "--seq", "4096", "--zero", "3", "--recompute", "full",
+                 "--recompute-layers", "0")
+    assert one_line_error(run_cli(*fits_full)).endswith(
+        "try --zero 3, --recompute full without --recompute-layers, or larger --tp/--pp/--cp")

@@ -4,6 +4,8 @@ that they fit. Activation memory follows Korthikanti et al. 2022 ("Reducing acti
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...core.errors import IronlawError
@@ -97,7 +99,11 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
         return
     layered = "tokens" in g.meta and "layers" in g.meta         # full recompute keeps a transformer layer's input
     most = "--zero 3 --recompute full" if layered else "--zero 3"
-    need_full = plan_memory(g, plan, 3, "full" if layered else "none").total_bytes
+    tries = most.replace(" --", ", --")
+    if layered and plan.recompute_layers is not None:          # a partial recomputation: every layer is the most
+        most, tries = most + " without --recompute-layers", tries + " without --recompute-layers"
+    every = replace(plan, recompute_layers=None, recompute_method="block")
+    need_full = plan_memory(g, every, 3, "full" if layered else "none").total_bytes
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
                            f"({most}): {fmt_size(need_full)} per device exceeds "
@@ -106,5 +112,5 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
     raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
                        f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
                        f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "
-                       f"{fmt_size(mem.activations_bytes)}); try {most.replace(' --', ', --')}"
+                       f"{fmt_size(mem.activations_bytes)}); try {tries}"
                        + (", or larger --tp/--pp/--cp" if layered else " (or more devices)"))
