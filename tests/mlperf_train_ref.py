@@ -8,7 +8,7 @@ its logs print, and the throughput derived from its logs' training blocks (the C
 config sets that a row does not print, the same for every row (the submitters' NeMo configs share
 config_common.sh): Megatron's distributed optimizer (ZeRO-1), sequence parallelism whenever TP > 1, the stage
 sends overlapped with interleaving, bf16 gradients (``nemo_ref``'s rule), no activation recomputation (no Llama
-3.1 config sets ACT_CKPT_*; a LoRA row's ``recompute_layers`` N > 0 runs ``--recompute full --recompute-layers
+3.1 config sets ACT_CKPT_* or ACG; a LoRA row's ``recompute_layers`` N > 0 runs ``--recompute full --recompute-layers
 N``: its config's ACG=full, ACM=block, ACL=N, the extract's header). A row's
 NVL72 job spreads over NVLink domains of ``nemo_ref.NVL_JOB_DOMAIN`` GPUs (64 of each rack's 72: 512 GPUs on
 8 racks, 2,560 on 40), as the Blackwell NeMo rows do. A row with ``fp8_attention`` 1 runs ``--fp8-attention``
