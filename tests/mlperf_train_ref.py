@@ -7,7 +7,9 @@ submitter's published config sets (TP, PP, VP, CP, micro-batch; DP = GPUs / (TPÂ
 its logs print, and the throughput derived from its logs' training blocks (the CSV's header says how). What a
 config sets that a row does not print, the same for every row (the submitters' NeMo configs share
 config_common.sh): Megatron's distributed optimizer (ZeRO-1), sequence parallelism whenever TP > 1, the stage
-sends overlapped with interleaving, bf16 gradients (``nemo_ref``'s rule), no activation recomputation. A row's
+sends overlapped with interleaving, bf16 gradients (``nemo_ref``'s rule), no activation recomputation (no Llama
+3.1 config sets ACT_CKPT_* or ACG; a LoRA row's ``recompute_layers`` N > 0 runs ``--recompute full --recompute-layers
+N``: its config's ACG=full, ACM=block, ACL=N, the extract's header). A row's
 NVL72 job spreads over NVLink domains of ``nemo_ref.NVL_JOB_DOMAIN`` GPUs (64 of each rack's 72: 512 GPUs on
 8 racks, 2,560 on 40), as the Blackwell NeMo rows do. A row with ``fp8_attention`` 1 runs ``--fp8-attention``
 where its device's catalog entry can price it (``fp8_attention.unpriced``: not MI355X, which has no FP8 context
@@ -37,12 +39,13 @@ LORA_RANK = {"llama2-70b-lora": 16}      # every run's log: lora_rank 16 (lora_a
 
 
 def table(path: Path = TABLE) -> list[dict]:
-    """The extract's rows, numbers as numbers."""
+    """The extract's rows, numbers as numbers (``recompute_layers`` 0 where the extract has no such column)."""
     with path.open() as fh:
         rows = list(csv.DictReader(l for l in fh if not l.startswith("#")))
     for r in rows:
         for k in INT:
             r[k] = int(r[k])
+        r["recompute_layers"] = int(r.get("recompute_layers") or 0)
         r["samples_per_s"] = float(r["samples_per_s"])
         r["tokens_per_s_per_gpu"] = float(r["tokens_per_s_per_gpu"])
     return rows
@@ -77,7 +80,8 @@ def options(row: dict) -> dict:
                 sequence_parallel=tp > 1, tp_comm_overlap=bool(row["tp_comm_overlap"]), overlap_p2p=vp > 1,
                 grad_fp32=False, moe_a2a_overlap=False, param_gather_exposed=False,
                 cuda_graph=graphs().get((row["release"], row["system"], row["benchmark"])),
-                fp8_attention=fp8_attention(row), lora_rank=LORA_RANK.get(row["benchmark"]))
+                fp8_attention=fp8_attention(row), lora_rank=LORA_RANK.get(row["benchmark"]),
+                **(dict(recompute="full", recompute_layers=row["recompute_layers"]) if row["recompute_layers"] else {}))
 
 
 def command(row: dict) -> str:
@@ -92,6 +96,7 @@ def command(row: dict) -> str:
                               ("--fp8-attention", o["fp8_attention"])) if on]
     flags += [f"--cuda-graph {o['cuda_graph']}"] if o["cuda_graph"] else []
     flags += [f"--lora-rank {o['lora_rank']}"] if o["lora_rank"] else []
+    flags += [f"--recompute full --recompute-layers {o['recompute_layers']}"] if "recompute_layers" in o else []
     return (f"ironlaw analyze {MODELS[row['benchmark']]} --phase train --on {row['gpu']} --dtype {row['dtype']} "
             f"--seq {row['seq']} --global-batch {row['global_batch']} --micro-batch {row['micro_batch']} "
             + " ".join(flags))

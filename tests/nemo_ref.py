@@ -117,6 +117,15 @@ CONFIG_LAYOUT = dict(gpus=1, tp=1, pp=1, vp=1, ep=1, global_batch=1, micro_batch
 DENSE_GRAPH = {("gb300", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:150-155, 158-163, 165"),
                ("gb200", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:174-179, 182-187, 189"),
                ("b200", "llama3-8b"): ("full_iteration", "llama3_workload_base_configs.py:199-204, 207-212, 215")}
+# Partial activation recomputation (``--recompute full --recompute-layers N``, Megatron-Core's block method): the
+# layers per pipeline stage the row's recipe recomputes, by (system, model, precision). Megatron-Bridge
+# scripts/performance/configs/llama/llama3_workload_base_configs.py:229-233 at the table's commit 00b7660b (and
+# configs/llama3/workload_base_configs.py:229-233 at v0.2.0): LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG sets
+# recompute_num_layers=5, which utils/overrides.py _set_recompute_overrides turns into recompute_granularity "full",
+# recompute_method "block". No other scored row's config sets it at 00b7660b (the 70B H100 LoRA config is not a
+# pre-training row), nor the 26.02 rows' V2 configs at v0.3.0 (llama31_workload_base_configs.py:283-288:
+# LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2 sets recompute_num_layers=None over its V1's 1).
+RECOMPUTE_LAYERS = {("h100", "llama3-8b", "fp8"): 5}
 # FP8 attention: no scored row's recipe sets it. Megatron-Bridge's MixedPrecisionConfig defaults
 # fp8_dot_product_attention and fp8_multi_head_attention to False (src/megatron/bridge/training/mixed_precision.py:53-54
 # at 00b7660b and at v0.3.0), no precision preset, performance config or override (scripts/performance at both
@@ -237,6 +246,8 @@ def options(row: dict, printed: bool = False) -> dict:
                 param_gather_exposed=(r["precision"] == "mxfp8" and not r["fsdp"]
                                       and (r.get("system"), r["model"]) in PARAM_GATHER_EXPOSED),
                 fp8_attention=FP8_ATTENTION)
+    n = RECOMPUTE_LAYERS.get((r.get("system", "h100"), r["model"], r["precision"]))
+    o.update(dict(recompute="full", recompute_layers=n) if n else {})
     return {**o, "cuda_graph": recipe_graph(row)}
 
 
@@ -255,6 +266,7 @@ def command(row: dict, printed: bool = False) -> str:
     flags += [f"--moe-dispatcher {o['moe_dispatcher']}"] if "moe_dispatcher" in o else []
     flags += [f"--cuda-graph {','.join(o['cuda_graph'])}"] if o["cuda_graph"] else []
     flags += ["--fp8-attention"] if o["fp8_attention"] else []
+    flags += [f"--recompute full --recompute-layers {o['recompute_layers']}"] if "recompute_layers" in o else []
     return (f"ironlaw analyze {spec} --phase train --on {row.get('system', 'h100')} --dtype {row['precision']} "
             f"--seq {row['seq']} --global-batch {o['global_batch']} --micro-batch {o['micro_batch']} "
             + " ".join(flags))

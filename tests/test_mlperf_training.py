@@ -69,6 +69,34 @@ def test_the_lora_extract_is_consistent_and_its_rows_run():
     assert res.json()["time_s"] == pytest.approx(predict(r, hardware.get(r["gpu"])).time_s, rel=1e-6)
 
 
+def test_the_lora_rows_whose_configs_recompute_21_layers_run_it():
+    """The rows whose config sets ACG=full ACM=block ACL=21 (every MI300X row, MangoBoost's two-node MI325X) run
+    ``--recompute full --recompute-layers 21``; the rest recompute nothing. One such row's command runs through
+    the CLI to its builder's step, slower than the same row without the recomputation."""
+    from dataclasses import replace
+    from ironlaw.machine import hardware
+    from ironlaw.models import parallel
+    from ironlaw.models.analysis import training_graph
+    from mlperf_train_ref import options
+    rows = table(LORA_TABLE)
+    again = [r for r in rows if r["recompute_layers"]]
+    assert {r["recompute_layers"] for r in again} == {21} and len(again) == 11
+    assert {r["system"] for r in again if r["gpu"] != "mi300x"} == {"MI325X-LLMBoost-GPUBoost-2node"}
+    assert all(r["recompute_layers"] for r in rows if r["gpu"] == "mi300x")
+    r = next(r for r in again if r["system"] == "MI300X_EPYC_9575F_pytorch")
+    cmd = command(r).split()
+    assert cmd[cmd.index("--recompute-layers") - 2:cmd.index("--recompute-layers") + 2] == [
+        "--recompute", "full", "--recompute-layers", "21"]
+    res = run_cli(*cmd[1:], "--format", "json")
+    assert res.rc == 0, res.err
+    hw = hardware.get(r["gpu"])
+    st = predict(r, hw)
+    assert res.json()["time_s"] == pytest.approx(st.time_s, rel=1e-6)
+    g = training_graph(MODELS[r["benchmark"]], hw, r["seq"], r["dtype"], options(r))
+    plain = parallel.train_step(g, hw, replace(st.plan, recompute="none", recompute_layers=None))
+    assert st.time_s > plain.time_s
+
+
 def _event(t_ms: int, key: str, samples: int | None = None) -> str:
     meta = {"file": "logging.py", "lineno": 1} | ({"samples_count": samples} if samples is not None else {})
     return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": t_ms, "event_type": "POINT_IN_TIME", "key": key,

@@ -47,6 +47,15 @@ def test_model_flops_per_token_match_nvidias(predicted):
         assert ours == pytest.approx(theirs, rel=0.02), name
 
 
+def test_the_8b_fp8_recipe_recomputes_5_layers(predicted):
+    """Llama 3 8B FP8's H100 recipe sets recompute_num_layers 5 (``nemo_ref.RECOMPUTE_LAYERS``): its step
+    recomputes 5 of the 32 layers' forward (block), no other row recomputes."""
+    for name, (r, st) in predicted.items():
+        p = st.plan
+        want = ("full", 5) if name == "llama3-8b" else ("none", None)
+        assert (p.recompute, p.recompute_layers, p.recompute_method) == (*want, "block"), name
+
+
 def test_throughput_against_nemo_h100(predicted):
     """The dense rows (Llama 3 8B with FSDP, 70B with TP 4 × PP 8 × VP 5, Llama 3.1 405B with CP 2 on 1024
     GPUs). The MoE rows are printed by benchmarks/nemo_h100.py once their models are built in."""

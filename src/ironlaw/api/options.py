@@ -266,6 +266,8 @@ class StepOptions:
     micro_batch: Optional[int] = None
     interleave: Optional[int] = None
     recompute: Optional[str] = None
+    recompute_layers: Optional[int] = None
+    recompute_method: Optional[str] = None
     zero: Optional[int] = None
     fsdp: bool = False
     expert_imbalance: Optional[float] = None

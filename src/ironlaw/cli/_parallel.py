@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 
+def _recomputed_layers(p) -> str:
+    """`` (N layers per stage, block)`` where --recompute-layers N is given; per virtual stage with --interleave."""
+    if p.recompute_layers is None:
+        return ""
+    return f" ({p.recompute_layers} layers per {'virtual ' if p.interleave > 1 else ''}stage, {p.recompute_method})"
+
+
 def show_train_step(step, fmt: str, top: int) -> None:
     """Print a Training (``ironlaw.models.analysis``): its document, or its summary, parts and memory."""
     from ..core.units import fmt as f, fmt_num, fmt_size, fmt_time
@@ -21,7 +28,8 @@ def show_train_step(step, fmt: str, top: int) -> None:
              f"{f' × cp {p.cp}' if p.cp > 1 else ''} × dp {p.dp}"
              f"{f' (ep {p.ep}, {p.moe_dispatcher} dispatcher)' if p.ep > 1 else ''}; "
              f"global batch {p.global_batch} = {b.microbatches} micro-batch{'es' if b.microbatches != 1 else ''} "
-             f"of {p.micro_batch} × dp; recompute {p.recompute}; ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
+             f"of {p.micro_batch} × dp; recompute {p.recompute}{_recomputed_layers(p)}; "
+             f"ZeRO {p.zero}{' (FSDP)' if p.zero == 3 else ''}"
              f"{'; sequence parallel' if p.sequence_parallel else ''}{'; FP8 attention' if p.fp8_attention else ''}"
              f"{'; CUDA graphs: ' + ', '.join(p.cuda_graph) if p.cuda_graph else ''}"
              f"{f'; hottest expert {p.expert_imbalance:g}× the mean' if p.expert_imbalance > 1 else ''}",

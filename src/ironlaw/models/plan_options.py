@@ -4,15 +4,16 @@ parallel model."""
 from __future__ import annotations
 
 OPTION_NAMES = ("gpus", "nodes", "tp", "pp", "dp", "ep", "cp", "global_batch", "micro_batch", "interleave",
-                "sequence_parallel", "recompute", "zero", "fsdp", "expert_imbalance", "tp_comm_overlap", "overlap_p2p",
-                "grad_fp32", "moe_a2a_overlap", "cuda_graph", "moe_dispatcher",
-                "redundant_experts", "offload_layers", "param_gather_exposed", "fp8_attention", "lora_rank",
-                "lora_targets")
+                "sequence_parallel", "recompute", "recompute_layers", "recompute_method", "zero", "fsdp",
+                "expert_imbalance", "tp_comm_overlap", "overlap_p2p", "grad_fp32", "moe_a2a_overlap", "cuda_graph",
+                "moe_dispatcher", "redundant_experts", "offload_layers", "param_gather_exposed", "fp8_attention",
+                "lora_rank", "lora_targets")
 
 
 # the options only a training step reads: one device's inference, and tensor-parallel inference, never do
-TRAINING_ONLY = ("cp", "global_batch", "recompute", "zero", "fsdp", "grad_fp32", "offload_layers", "cuda_graph",
-                 "param_gather_exposed", "fp8_attention", "lora_rank", "lora_targets")
+TRAINING_ONLY = ("cp", "global_batch", "recompute", "recompute_layers", "recompute_method", "zero", "fsdp",
+                 "grad_fp32", "offload_layers", "cuda_graph", "param_gather_exposed", "fp8_attention", "lora_rank",
+                 "lora_targets")
 # the options a single collective reads
 COLLECTIVE = ("gpus", "nodes")
 

@@ -27,6 +27,7 @@ knobs), one concept per module, each importing only the ones below it (pyproject
     plan        ``Plan`` and ``make_plan``: the options and their checks; gpus = tp × pp × cp × dp
     stages      how the layers split over the pipeline's model chunks (``stage_layers``)
     roles       what an op is to parallelism: its role, pass and sublayer
+    recompute   partial recomputation: the share of a stage's layers re-run (Megatron's block / uniform)
 
 The names below are the package's front: callers may import them from here or from their modules.
 """

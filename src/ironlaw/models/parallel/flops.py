@@ -19,10 +19,11 @@ def megatron_flops(batch: float, seq: float, layers: int, hidden: int, vocab: in
     return 96.0 * batch * seq * layers * hidden ** 2 * (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
 
 
-def recompute_flops(g: Graph, recompute: str):
-    """FLOPs the backward re-runs: every layer's forward (full) or the attention core (selective)."""
+def recompute_flops(g: Graph, recompute: str, share: float = 1.0):
+    """FLOPs the backward re-runs: the forward of ``share`` of the layers (full: every layer's by default; a
+    partial recomputation's share, ``Plan.recomputed``) or the attention core (selective)."""
     L = g.meta.get("layers")
-    return sum((op.flops * op.count for op in g.ops
+    return (share if recompute == "full" else 1.0) * sum((op.flops * op.count for op in g.ops
                 if in_layers(op, L) and not passes.is_backward(op.name) and not passes.is_optimizer(op.name)
                 and (recompute == "full" or (recompute == "selective" and op.kind == "attention"))), 0.0) \
         if recompute != "none" else 0.0
@@ -32,6 +33,8 @@ def step_flops(g: Graph, plan: Plan) -> StepFlops:
     """Model FLOPs (``MODEL_FLOPS``), hardware FLOPs (with recomputation) and tokens of one step."""
     m = plan.microbatches
     tokens_mb = float(np.max(g.meta.get("tokens", g.meta.get("batch", 1))))
-    hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute)))
+    L = g.meta.get("layers") or 1
+    share = plan.recomputed(L / (plan.pp * plan.interleave)).share
+    hw_flops = float(np.max(g.flops)) + float(np.max(recompute_flops(g, plan.recompute, share)))
     return StepFlops(model_per_step=float(np.max(g.meta["model_flops"])) * m * plan.dp,
                      hardware_per_step=hw_flops * m * plan.dp, tokens_per_step=tokens_mb * m * plan.dp)

@@ -4,6 +4,8 @@ that they fit. Activation memory follows Korthikanti et al. 2022 ("Reducing acti
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...core.errors import IronlawError
@@ -11,6 +13,7 @@ from ...core.graph import Graph, dtype_bytes
 from .. import offload
 from .experts import expert_slots
 from .plan import Plan
+from .recompute import FULL, Recompute
 from .results import DeviceMemory
 from .shards import ParamShards, param_shards
 
@@ -25,15 +28,18 @@ def plan_shards(g: Graph, plan: Plan) -> ParamShards:
 
 
 def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, ep, cp, v, zero, full, sp,
-                 slots=1.0, offloaded=0.0) -> DeviceMemory:
+                 slots=1.0, offloaded=0.0, partial: Recompute = FULL) -> DeviceMemory:
     """Bytes per device of the layouts given (scalars, or arrays with one layout per element): weights and
     gradients in bf16 (``grad_b`` bytes per gradient: fp32 with ``grad_fp32``; plus the FP8 copies of the
     weights in FP8 training), fp32 master weights and Adam moments; ZeRO (``zero``) shards them over the
     data-parallel group of each parameter (``shards.param_shards``: the dense over dp·cp ranks, which context
     parallelism joins, the experts over the expert-data-parallel dp·cp/ep); activations (``act``, one
     micro-batch's, already over cp; ``tokens`` per micro-batch) over tp (with sequence parallelism ``sp``, else
-    Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps
-    each layer's input only; ``offloaded``: the share of the activations waiting in host memory (``offload``).
+    Korthikanti's 24 of 34) and cp; ``full``: full recomputation keeps each layer's input only, plus one
+    layer's activations rebuilt in the backward — of the ``partial`` share of the layers it recomputes
+    (``recompute``: Megatron's block keeps the other layers' activations whole, uniform keeps one input per
+    group of N and rebuilds N layers at once); ``offloaded``: the share of the activations waiting in host
+    memory (``offload``).
     Dense parameters over tp·pp, experts (``slots`` slots per expert: redundant replicas) over tp·pp·ep. A LoRA
     graph's gradients and optimizer state are its adapters' (``trainable_share``)."""
     from ..precision import copies, weight_copy_bytes
@@ -46,7 +52,9 @@ def memory_bytes(meta: dict, by: float, grad_b: float, act, tokens, tp, pp, dp, 
     if np.any(full):
         L = meta["layers"]
         inputs = L * tokens / cp * meta["hidden"] * by
-        act_dev = np.where(full, inputs * np.where(sp, 1.0 / tp, 1.0) * inflight + act / L * tp_factor, act_dev)
+        kept = inputs * partial.inputs * np.where(sp, 1.0 / tp, 1.0) * inflight
+        whole = act * (1.0 - partial.share) * tp_factor * inflight        # the layers not recomputed
+        act_dev = np.where(full, kept + whole + act * partial.working_layers / L * tp_factor, act_dev)
     if np.any(offloaded):                    # the offloaded layers' share waits in host memory
         act_dev = act_dev * (1.0 - offloaded)
     weight_b, f = by + weight_copy_bytes(meta), trainable_share(meta)
@@ -65,14 +73,16 @@ def trainable_share(meta: dict) -> float:
 
 
 def plan_memory(g: Graph, plan: Plan, zero: int, recompute: str) -> DeviceMemory:
-    """``memory_bytes`` of one plan, as floats."""
+    """``memory_bytes`` of one plan, as floats; ``recompute`` "full" other than the plan's recomputes every
+    layer."""
     act = float(np.max(g.footprint.get("activations", 0.0))) / plan.cp
     tokens = float(np.max(g.meta["tokens"])) if recompute == "full" else 0.0
     slots = expert_slots(g.meta, plan)                                  # replicas held on the EP group
     off = offload.fraction(plan.offload_layers, g.meta["layers"], plan.pp) if plan.offload_layers else 0.0
     mem = memory_bytes(g.meta, dtype_bytes(g.dtype), grad_bytes(g, plan), act, tokens, plan.tp, plan.pp, plan.dp,
                        plan.ep, plan.cp, plan.interleave, zero, recompute == "full", plan.sequence_parallel, slots,
-                       off)
+                       off, plan.recomputed(g.meta["layers"] / (plan.pp * plan.interleave))
+                       if recompute == "full" == plan.recompute else FULL)
     return mem.as_floats()
 
 
@@ -89,7 +99,11 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
         return
     layered = "tokens" in g.meta and "layers" in g.meta         # full recompute keeps a transformer layer's input
     most = "--zero 3 --recompute full" if layered else "--zero 3"
-    need_full = plan_memory(g, plan, 3, "full" if layered else "none").total_bytes
+    tries = most.replace(" --", ", --")
+    if layered and plan.recompute_layers is not None:          # a partial recomputation: every layer is the most
+        most, tries = most + " without --recompute-layers", tries + " without --recompute-layers"
+    every = replace(plan, recompute_layers=None, recompute_method="block")
+    need_full = plan_memory(g, every, 3, "full" if layered else "none").total_bytes
     if need_full > cap:
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
                            f"({most}): {fmt_size(need_full)} per device exceeds "
@@ -98,5 +112,5 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
     raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
                        f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
                        f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "
-                       f"{fmt_size(mem.activations_bytes)}); try {most.replace(' --', ', --')}"
+                       f"{fmt_size(mem.activations_bytes)}); try {tries}"
                        + (", or larger --tp/--pp/--cp" if layered else " (or more devices)"))

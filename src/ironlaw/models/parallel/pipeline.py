@@ -23,14 +23,17 @@ def stage_ops(g: Graph, plan: Plan) -> tuple[list[list[Op]], Op | None]:
     L = g.meta.get("layers", -1)
     opt = next((op for op in g.ops if passes.is_optimizer(op.name)), None)
     ops = [op for op in g.ops if not passes.is_optimizer(op.name)]
+
+    def staged(stage: list[Op], n: int) -> list[Op]:        # a stage of n layers, v model chunks of n/v each
+        return with_recompute(stage, L, n, plan.recompute, plan.recomputed(n / plan.interleave).share)
     if plan.pp == 1:
-        return [with_recompute(ops, L, L, plan.recompute)], opt
+        return [staged(ops, L)], opt
     middle, n_first, n_last = stage_layers(L, plan.pp, plan.interleave)
     first = [op for op in ops if in_layers(op, L) or first_stage(op)]
     last = [op for op in ops if in_layers(op, L) or not first_stage(op)]
-    stages = [with_recompute(first, L, n_first, plan.recompute), with_recompute(last, L, n_last, plan.recompute)]
+    stages = [staged(first, n_first), staged(last, n_last)]
     if middle != n_first:
-        stages.insert(1, with_recompute([op for op in ops if in_layers(op, L)], L, middle, plan.recompute))
+        stages.insert(1, staged([op for op in ops if in_layers(op, L)], middle))
     return stages, opt
 
 
@@ -40,9 +43,10 @@ def first_stage(op: Op) -> bool:
     return op.attrs.get("stage") == "first"
 
 
-def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[Op]:
+def with_recompute(ops: list[Op], L: int, layers: int, recompute: str, share: float = 1.0) -> list[Op]:
     """The stage's ops with its ``layers`` of the ``L`` layers (an op of some layers only, in proportion),
-    the recomputed forward ops at the start of the backward."""
+    the recomputed forward ops at the start of the backward: with ``full``, the forward of ``share`` of the
+    stage's layers (``recompute``: Megatron's block method re-runs N of a chunk's layers)."""
     out, rc = [], []
     for op in ops:
         layer = L > 0 and in_layers(op, L)
@@ -51,9 +55,11 @@ def with_recompute(ops: list[Op], L: int, layers: int, recompute: str) -> list[O
             op.count = op.count * layers / L
         out.append(op)
         fwd = not passes.is_backward(op.name)
-        if layer and fwd and (recompute == "full" or (recompute == "selective" and op.kind == "attention")):
+        again = (recompute == "full" and share > 0) or (recompute == "selective" and op.kind == "attention")
+        if layer and fwd and again:
             r = copy.copy(op)
             r.name = passes.recompute_of(op.name)
+            r.count = op.count * (share if recompute == "full" else 1.0)
             rc.append(r)
     i = next((j for j, op in enumerate(out) if passes.is_backward(op.name)), len(out))
     return out[:i] + rc + out[i:]

@@ -2,7 +2,8 @@
 checks each against the others and, given the model, against its layers, heads, experts and sequence.
 
     --gpus --nodes --tp --pp --cp --dp --ep --global-batch --micro-batch --interleave
-    --sequence-parallel --recompute none|selective|full --zero 0|1|2|3 (--fsdp = --zero 3)
+    --sequence-parallel --recompute none|selective|full [--recompute-layers N --recompute-method block|uniform]
+    --zero 0|1|2|3 (--fsdp = --zero 3)
     --expert-imbalance --tp-comm-overlap --overlap-p2p --grad-fp32 --moe-a2a-overlap;
     gpus = tp × pp × cp × dp
 """
@@ -16,6 +17,7 @@ from ...core.errors import IronlawError
 from ...core.graph import Graph
 from ...machine.network.topology import check_count, nodes_for
 from .. import dispatcher, offload
+from . import recompute as partial
 from .kvheads import kv_tp_choices, tp_fits_kv_heads
 from .stages import uneven
 
@@ -51,10 +53,16 @@ class Plan:
                                                # the next forward (Megatron's overlap_param_gather off)
     moe_dispatcher: str = "alltoall"           # Megatron-Core's token dispatcher (``dispatcher``)
     fp8_attention: bool = False                # attention's products in FP8 (``fp8_attention``: TE's fp8_dpa)
+    recompute_layers: int | None = None        # with recompute "full": N layers per model chunk (``recompute``)
+    recompute_method: str = "block"            # which N: the chunk's first N (block) or groups of N (uniform)
 
     @property
     def microbatches(self) -> int:
         return self.global_batch // (self.micro_batch * self.dp)
+
+    def recomputed(self, chunk_layers: float) -> partial.Recompute:
+        """What full recomputation keeps and re-runs on a model chunk of ``chunk_layers`` layers."""
+        return partial.of(self.recompute_layers, self.recompute_method, chunk_layers)
 
 
 def _no_layers(flag: str, value, graph: Graph) -> str:
@@ -90,6 +98,7 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     red = _redundant(o, ep, graph)
     if graph is not None:
         check_model(graph, tp, pp, v, ep, cp, red)
+    rc_layers, rc_method = partial.check(o, rc, graph, pp, v)
     off = o.get("offload_layers", 0)
     if off and (graph is None or "layers" not in graph.meta):
         raise IronlawError("--offload-activations needs a transformer built by ironlaw (layers known)")
@@ -108,7 +117,8 @@ def make_plan(options: dict, graph: Graph | None = None, hw=None) -> Plan:
     exposed = check_param_gather(bool(o.get("param_gather_exposed", False)), zero)
     return Plan(gpus, nodes, tp, pp, dp, ep, gb, mb, v, sp, rc, zero, cp, imbalance, overlap, p2p,
                 bool(o.get("grad_fp32", False)), a2a, graph_scopes(o.get("cuda_graph", ()), graph), red, off, exposed,
-                dispatcher.check(o.get("moe_dispatcher"), ep), bool(o.get("fp8_attention", False)))
+                dispatcher.check(o.get("moe_dispatcher"), ep), bool(o.get("fp8_attention", False)), rc_layers,
+                rc_method)
 
 
 def check_param_gather(exposed: bool, zero: int | None) -> bool:

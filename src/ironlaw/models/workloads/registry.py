@@ -39,7 +39,7 @@ class Builtin:
 
 # options read by the run around the builder (parallelism, capture), valid for every spec
 RUN_OPTIONS = ("capture", "gpus", "nodes", "tp", "pp", "dp", "ep", "global_batch", "micro_batch", "interleave",
-               "recompute", "zero", "sequence_parallel", "cp", "fsdp", "expert_imbalance", "tp_comm_overlap",
+               "recompute", "recompute_layers", "recompute_method", "zero", "sequence_parallel", "cp", "fsdp", "expert_imbalance", "tp_comm_overlap",
                "overlap_p2p", "grad_fp32", "moe_a2a_overlap", "cuda_graph", "redundant_experts",
                "offload_layers", "param_gather_exposed", "moe_dispatcher", "fp8_attention", "lora_rank",
                "lora_targets")
