@@ -187,25 +187,21 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
     ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``).
-    ``runtime`` (TensorRT-LLM only): the executor whose host launches the kernels, ``"pytorch"`` (None: the
-    default, the PyTorch executor the engine constants were fitted on) or ``"cpp"`` (the C++ executor over a
-    TensorRT engine, no CUDA graphs, a measured C++ launch per kernel: ``ironlaw.models.serving.step.runtime``)."""
+    ``runtime``: TensorRT-LLM's executor, "pytorch" (None) or "cpp" (``ironlaw.models.serving.step.runtime``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
-
     pages.check(html)
     if engine is not None:
         check_release(check_engine(engine), release)
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
-    from .options import engine_on
+    from .options import engine_on, runtime_on
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
-    from ..models.serving.step.runtime import DEFAULT_RUNTIME, check_runtime
-    runtime = check_runtime(DEFAULT_RUNTIME if runtime is None else runtime, engine)
+    runtime = runtime_on(runtime, engine)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -218,8 +214,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         from .options import wide_ep
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,
-                                                           memory_fraction, runtime), price_per_gpu_hour,
-                                 grid_gco2_per_kwh)
+                                                           memory_fraction, runtime), price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
         return est

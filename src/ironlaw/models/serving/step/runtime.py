@@ -46,9 +46,9 @@ def check_runtime(runtime: str, engine: str, flag: str = "--runtime") -> str:
     if runtime not in RUNTIMES:
         raise IronlawError(f"{flag} {runtime!r}: unknown (known: {', '.join(RUNTIMES)})")
     if runtime != DEFAULT_RUNTIME and engine != "trtllm":
-        raise IronlawError(f"{flag} {runtime}: TensorRT-LLM's C++ executor runs TensorRT engines; the engine here is "
-                           f"{engine}, whose steps its own Python runtime launches: leave {flag} out or use "
-                           f"--engine trtllm")
+        raise IronlawError(f"{flag} {runtime}: TensorRT-LLM's C++ executor runs TensorRT engines, and the engine "
+                           f"here is {engine}, whose own runtime launches its kernels; {flag} is TensorRT-LLM's "
+                           f"(--engine trtllm, NVIDIA GPUs): leave it out")
     return runtime
 
 
