@@ -70,7 +70,8 @@ class HostStep:
     on TensorRT-LLM's H100 throughput cells (``engine.FITTED``), not a measured launch. On a short prompt it is most
     of the TTFT: Llama-3.1-8B's 355 kernels × 109 µs = 38.7 ms. This project's own H200 run of Llama-3.1-8B's shapes
     in eager PyTorch (tests/data/h200_llama8b_measured.json) took 26–40 ms per decode step against 7.6–26 ms
-    replayed as one graph: an eager host of that order.
+    replayed as one graph: an eager host of that order. Under TensorRT-LLM's C++ executor (``runtime``: ``cpp``)
+    ``launch_s`` is a measured C++ launch instead and every step is eager (no CUDA graphs); the line names it.
     """
     cpu: str                  # the host CPU the device's hardware file names
     launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
