@@ -12,9 +12,11 @@ each (``with_runtime``).
               TensorRT runtime launches from C++). Its CUDA graphs are off unless
               ``ExtendedRuntimePerfKnobConfig(cudaGraphMode=true)`` is passed (cpp/include/tensorrt_llm/executor/
               executor.h: ``cudaGraphMode = false``); NVIDIA's MLPerf Inference v5.1 harness passes none
-              (closed/NVIDIA/code/llmlib/cores/trtllm_executor_core.py, ``TrtllmExecutorCore.__init__``: its
-              ``ExecutorConfig`` sets no ``extended_runtime_perf_knob_config``; llmlib/config.py,
-              ``_generate_extra_config_yaml``: "CUDA Graphs are not supported in TRT/C++ backend yet"), so every
+              (closed/NVIDIA/code/llmlib/cores/trtllm_executor_core.py:74-102, ``TrtllmExecutorCore.__init__``:
+              its ``ExecutorConfig`` sets no ``extended_runtime_perf_knob_config``; llmlib/config.py:527-528,
+              ``_generate_extra_config_yaml``: "CUDA Graphs are not supported in TRT/C++ backend yet"; the
+              ``use_graphs: True`` and ``cuda_graph_padding_enabled`` of the B200 Llama-3.1-8B Offline config,
+              configs/B200-SXM-180GBx8/Offline/llama3_1-8b.py:40,57, reach only the PyTorch path's YAML), so every
               step, decode-only ones too, runs eagerly on its own batch, unpadded (``cuda_graphs`` False). Each
               kernel costs the host ``CPP_LAUNCH_S``. The kernels priced are the kernel tables' (the same count as
               the PyTorch step's: a TensorRT engine's own fusions are not modelled). No public figure of the C++
