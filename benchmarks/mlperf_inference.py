@@ -20,7 +20,9 @@ deepseek-r1), the dataset's mean prompt (222, 427, 871, 9,429 and 804 tokens), t
 token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the KV cache's share of
 the memory free after weights and workspace; vLLM's gpu_memory_utilization), its requests (samples_per_query /
 instances) queued at once, on the engine the submission ran. TensorRT-LLM rows run on the kernels of the TensorRT-LLM
-release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables. ironlaw has one
+release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables, and, where the
+harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtime (``CPP_EXECUTOR``: --runtime cpp,
+every step eager with no CUDA graph, a measured C++ launch per kernel). ironlaw has one
 length per request, not the dataset's length distribution.
 
 ``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under seven what-ifs, storing nothing: (1)
@@ -33,12 +35,10 @@ max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on tho
 grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
 the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the NVL's datasheet
 (the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried
-η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral without the host's eager
-kernel launches (``step.host.host_launches`` 0): NVIDIA's harness runs those benchmarks on TensorRT engines through
-TensorRT-LLM's C++ executor (closed/NVIDIA/code/<benchmark>/tensorrt/__init__.py: ``DEFAULT_CORE_TYPE =
-CoreType.TRTLLM_EXECUTOR``, tensorrt_llm.bindings.executor), where ironlaw prices TensorRT-LLM's PyTorch executor,
-whose steps with prompt tokens launch every kernel from Python (DeepSeek-R1 runs that PyTorch backend:
-``CoreType.TRTLLM_ENDPOINT``, llmlib/config.py ``trtllm_backend`` 'pytorch'); (7) the DeepSeek-R1 rows at the
+η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which ran TensorRT
+engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its PyTorch
+executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at the fitted
+launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the DeepSeek-R1 rows at the
 dataset's decode context: a request's output of 2 (A + B · output - prompt) tokens, so that one length's mean decode
 context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``).
 
@@ -77,6 +77,13 @@ TRTLLM_RELEASE = "1.0"
 # max_output_len 20,000, closed/NVIDIA/code/deepseek-r1/tensorrt/generation_config.json: mean 3,886.2, decode context
 # 4,979 tokens where one length per request gives 803.8 + 3,886.2 / 2 = 2,747)
 DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
+# the benchmarks whose TensorRT-LLM rows ran TensorRT engines through TensorRT-LLM's C++ executor: every submitter's
+# closed/<submitter>/code/<benchmark>/tensorrt/__init__.py sets ``DEFAULT_CORE_TYPE = CoreType.TRTLLM_EXECUTOR``
+# (code/llmlib/cores/trtllm_executor_core.py: ``trtllm.Executor`` over the engine directory, its ``ExecutorConfig``
+# with no CUDA-graph knob), and no Offline configuration names another core; DeepSeek-R1's is
+# ``CoreType.TRTLLM_ENDPOINT``, trtllm-serve on the PyTorch backend (llmlib/config.py ``trtllm_backend`` 'pytorch').
+# Those rows run with ``runtime="cpp"`` (``serve --runtime cpp``: ironlaw.models.serving.step.runtime)
+CPP_EXECUTOR = frozenset({"llama2-70b", "mixtral-8x7b", "llama3.1-8b", "llama3.1-405b"})
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -120,6 +127,8 @@ def serve_kwargs(r: dict) -> dict:
         kw["attention_dp"] = True
     if r["engine"] == "trtllm" and r["gpu"] in RELEASE_GPUS:
         kw["release"] = TRTLLM_RELEASE
+    if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR:
+        kw["runtime"] = "cpp"
     return kw
 
 
@@ -170,14 +179,11 @@ def unmixed(r: dict) -> float:
         return predict(r)
 
 
-def without_launches(r: dict) -> float:
-    """What-if: row ``r`` priced with no eager kernel launches on the host (``step.host.host_launches`` 0), as a
-    TensorRT engine's step runs under TensorRT-LLM's C++ executor."""
-    from unittest import mock
-
-    from ironlaw.models.serving.step import host
-    with mock.patch.object(host, "host_launches", lambda g, constants, eager: 0):
-        return predict(r)
+def on_pytorch_executor(r: dict) -> float:
+    """What-if: a C++-executor row ``r`` priced on TensorRT-LLM's PyTorch executor (``runtime="pytorch"``: Python's
+    fitted launch per kernel of a step with prompt tokens, decode steps replayed as padded CUDA graphs), as every
+    TensorRT-LLM row was priced before ``CPP_EXECUTOR``."""
+    return predict(r, runtime="pytorch")
 
 
 def at_decode_context(r: dict) -> float:
@@ -244,8 +250,8 @@ def what_if(rows: list[dict]) -> None:
                  ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942),
                  ("H200 NVL on the H200 SXM's kernel calibration",
                   lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl),
-                 ("TensorRT-LLM's C++ executor: no eager kernel launches on the host", without_launches,
-                  [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] not in DECODE_CONTEXT]),
+                 ("the C++-executor rows on TensorRT-LLM's PyTorch executor (--runtime pytorch)",
+                  on_pytorch_executor, [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR]),
                  ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
                   [r for r in rows if r["benchmark"] in DECODE_CONTEXT]))
         for label, price, sel in cases:

@@ -184,15 +184,23 @@ def test_one_row_of_each_new_benchmark_and_engine_is_priced(rows):
         assert 0.5 < bench.predict(r) / r["published"] < 2.0, key
 
 
-def test_what_if_prices_without_launches_and_at_the_decode_context(rows, monkeypatch):
-    """``--what-if``'s C++-executor case prices with no eager launches (and leaves them on outside it); its DeepSeek-R1
-    case prices an output of 2 (A + B * output - prompt) tokens (``DECODE_CONTEXT``: 625.2 + 1.1204 * 3,650 = 4,715
-    tokens of decode context for Dell's 3,650-token outputs: 7,821 tokens)."""
-    from ironlaw.models.serving.step import host
-    monkeypatch.setattr(bench, "predict", lambda r: (host.host_launches(None, None, True), r["output"]))
-    monkeypatch.setattr(host, "launches", lambda g: 355)
-    monkeypatch.setattr(host, "piecewise", lambda g, c: False)
+def test_what_if_prices_on_the_pytorch_executor_and_at_the_decode_context(rows, monkeypatch):
+    """``--what-if``'s PyTorch-executor case prices a C++-executor row with ``runtime="pytorch"`` (the row itself
+    runs ``cpp``); its DeepSeek-R1 case prices an output of 2 (A + B * output - prompt) tokens (``DECODE_CONTEXT``:
+    625.2 + 1.1204 * 3,650 = 4,715 tokens of decode context for Dell's 3,650-token outputs: 7,821 tokens)."""
+    monkeypatch.setattr(bench, "predict", lambda r, **given: ({**bench.serve_kwargs(r), **given}.get("runtime"),
+                                                              r["output"]))
     r = next(r for r in rows if r["benchmark"] == "llama3.1-8b" and r["gpu"] == "h200")
-    assert bench.without_launches(r)[0] == 0 and bench.predict(r)[0] == 355
+    assert bench.on_pytorch_executor(r)[0] == "pytorch" and bench.predict(r)[0] == "cpp"
     dell = next(r for r in rows if r["benchmark"] == "deepseek-r1" and r["id"] == "5.1-0024")
     assert dell["output"] == 3650 and bench.at_decode_context(dell)[1] == 7821
+
+
+def test_cpp_executor_rows_run_the_cpp_runtime(rows):
+    """The TensorRT-LLM rows of Llama-2-70B, Mixtral, Llama-3.1-8B and 405B (NVIDIA's harness: the C++ executor over
+    TensorRT engines) are priced with ``runtime="cpp"``; DeepSeek-R1's (trtllm-serve, PyTorch backend) and the vLLM
+    rows name no runtime (the default)."""
+    for r in rows:
+        cpp = r["engine"] == "trtllm" and r["benchmark"] != "deepseek-r1"
+        assert bench.serve_kwargs(r).get("runtime") == ("cpp" if cpp else None), r["id"]
+        assert ("--runtime cpp" in bench.command(r)) == cpp

@@ -171,7 +171,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
-          redundant_experts: int = 0, memory_fraction: Optional[float] = None):
+          redundant_experts: int = 0, memory_fraction: Optional[float] = None, runtime: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -186,21 +186,22 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
-    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``)."""
+    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``).
+    ``runtime``: TensorRT-LLM's executor, "pytorch" (None) or "cpp" (``ironlaw.models.serving.step.runtime``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
     from ..models.serving import frameworks, online
     from ..models.serving.features import options as feat
     from ..report import pages
-
     pages.check(html)
     if engine is not None:
         check_release(check_engine(engine), release)
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
-    from .options import engine_on
+    from .options import engine_on, runtime_on
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
+    runtime = runtime_on(runtime, engine)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
     if max_throughput:
@@ -213,7 +214,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
         from .options import wide_ep
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,
-                                                           memory_fraction), price_per_gpu_hour, grid_gco2_per_kwh)
+                                                           memory_fraction, runtime), price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
         return est
@@ -221,7 +222,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=composition(serial))
-    eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk)
+    eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk, runtime)
     kw.update(given)
     own = eng.scheduler is not None or eng.release is not None
     est = online.estimate(spec, eng.hw if own else on, prompt, output, concurrency, **kw)

@@ -226,6 +226,13 @@ def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: O
     return engine, named(engine, given, device)
 
 
+def runtime_on(runtime: Optional[str], engine: str) -> str:
+    """``serve``'s TensorRT-LLM executor (``models.serving.step.runtime``): the one given, or the default (the PyTorch
+    executor) where None; an unknown one, or one given with another engine, refused in one line."""
+    from ..models.serving.step.runtime import DEFAULT_RUNTIME, check_runtime
+    return check_runtime(DEFAULT_RUNTIME if runtime is None else runtime, engine)
+
+
 def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int, named: Optional[str] = None) -> dict:
     """``serve --max-throughput``'s wide-EP options as the offline run takes them: ``moe_dispatcher``, TensorRT-LLM's
     strategy for the expert exchange under attention DP with EP — ``"deepep"`` (DeepEP's high-throughput kernels),

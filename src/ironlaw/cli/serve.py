@@ -76,6 +76,10 @@ def serve(
                                          "trtllm on NVIDIA GPUs, vllm on AMD and Intel GPUs)"),
     release: Optional[str] = typer.Option(None, "--release", help="engine release whose kernels price the steps, "
                                           "its MoE layer too: 1.0 (default: the catalog's, TensorRT-LLM 1.3.0rc20)"),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="TensorRT-LLM's executor, whose host launches the "
+                                          "kernels: pytorch (default; the engine constants' fit) | cpp (the C++ "
+                                          "executor over a TensorRT engine, as NVIDIA's MLPerf harness runs it: no "
+                                          "CUDA graphs, a measured C++ launch per kernel); --engine trtllm only"),
     fmt: Format = "text",
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
                                        "concurrency frontier (one self-contained HTML file)"),
@@ -135,7 +139,7 @@ def _engine_lines(d: dict) -> list[str]:
     """The engine's lines under the head: none for the default (TensorRT-LLM at the catalog's release), else whose
     kernels and limits."""
     e = d.get("engine") or {}
-    if e.get("name", "trtllm") == "trtllm" and "release" not in e:
+    if e.get("name", "trtllm") == "trtllm" and "release" not in e and "runtime" not in e:
         return []
     from ..models.serving.frameworks import lines_of
     return lines_of(d["engine"])

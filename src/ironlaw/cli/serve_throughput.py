@@ -34,7 +34,7 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     rows += _energy_rows(d["energy"], est.hw.name)
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
             f"{counted(est.requests, 'request')} of {prompt} + {output} tokens")
-    own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"]
+    own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"] or "runtime" in d["engine"]
     extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]] + expert_lines(d)
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
@@ -90,7 +90,8 @@ def _host_row(s: dict) -> str:
     from ..core.units import fmt_time
     speed = f"{s['host_speed']:.2f}× the fit host's time" if s["host_speed_stated"] else "no speed stated"
     binds = (f"binds in {100 * s['host_bound_share']:.0f}% of steps" if s["host_bound_share"] > 0 else "hidden")
-    return (f"{fmt_time(s['host_s'])} vs device {fmt_time(s['device_s'])}: {binds} (overlap scheduler); "
+    runtime = " C++ executor (TensorRT engine)," if s.get("host_runtime", "pytorch") != "pytorch" else ""
+    return (f"{fmt_time(s['host_s'])} vs device {fmt_time(s['device_s'])}: {binds} (overlap scheduler);{runtime} "
             f"{s['host_cpu']}, {speed}")
 
 

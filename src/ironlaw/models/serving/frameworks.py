@@ -171,6 +171,7 @@ class Engine:
     hw: object                       # the device with the framework's kernel terms
     kernels: object                  # machine.engines.EngineKernels
     scheduler: Scheduler | None
+    runtime: str = "pytorch"         # TensorRT-LLM's executor (``step.runtime.RUNTIMES``): who launches the kernels
 
     @property
     def release(self) -> str | None:
@@ -179,7 +180,12 @@ class Engine:
 
     def constants(self, base):
         """``base`` (the TensorRT-LLM-fitted ServingConstants) with the routed experts on the release's fused-MoE
-        tables where it carries them (module docstring); else ``base``."""
+        tables where it carries them (module docstring), under the engine's runtime (``step.runtime``)."""
+        from .step.runtime import with_runtime
+        return with_runtime(self._release_constants(base), self.runtime)
+
+    def _release_constants(self, base):
+        """``base`` with the routed experts on the release's fused-MoE tables where it carries them."""
         if not self.kernels.moe:
             return base
         key = (id(base), self.release, self.kernels.source)
@@ -191,7 +197,7 @@ class Engine:
         return hit[1]
 
     def lines(self, offline: bool) -> list[str]:
-        default = self.scheduler is None and self.release is None
+        default = self.scheduler is None and self.release is None and self.runtime == "pytorch"
         note = default_note(self.hw) if self.name == default_for(self.hw) else None
         head = f"engine: {NAMES[self.name]}" + (" (default)" if default else f" ({note})" if note else "")
         out = [head + " — " + self.kernels.line()]
@@ -201,6 +207,10 @@ class Engine:
                        f"on the H100-fitted expert constants" if dts else
                        f"routed experts: on the H100-fitted expert constants ({self.release}'s tables have no "
                        f"MoE layer here)")
+        if self.runtime != "pytorch":
+            from .step.runtime import CPP_LAUNCH_SOURCE, NAMES as RUNTIME_NAMES
+            out.append(f"runtime: {RUNTIME_NAMES[self.runtime]} prices the host: every step eager, no CUDA graphs "
+                       f"(NVIDIA's MLPerf harness's executor config), each kernel at the {CPP_LAUNCH_SOURCE}")
         if self.scheduler:
             out.append(self.scheduler.line())
             if offline:
@@ -215,6 +225,8 @@ class Engine:
         if self.release is not None:           # the default's document stays as it was
             d.update(release=self.release, versions=list(self.kernels.versions),
                      routed_experts=("moe tables" if self.kernels.moe else "fitted expert constants"))
+        if self.runtime != "pytorch":
+            d["runtime"] = self.runtime
         return d
 
 
@@ -244,19 +256,22 @@ def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: 
 
 
 def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None,
-           memory_fraction: float | None = None) -> Engine:
+           memory_fraction: float | None = None, runtime: str = "pytorch") -> Engine:
     """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
     ``hw`` (a catalog name or Hardware); ``memory_fraction`` (vLLM, SGLang): its scheduler's memory knob given
-    (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``)."""
+    (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``); ``runtime`` (TensorRT-LLM):
+    the executor that launches its kernels (``step.runtime``)."""
     from ...machine import hardware
+    from .step.runtime import check_runtime
     check_engine(engine)
     check_release(engine, release)
+    check_runtime(runtime, engine)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     hw2, cov = _with_engine(hw, engine, release)
     if release is not None and not cov.own:
         raise no_release_tables(hw.name, engine, release)
     if engine == DEFAULT:
-        return Engine(engine, hw2, cov, None)
+        return Engine(engine, hw2, cov, None, runtime)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
     return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction)))
 
@@ -376,15 +391,15 @@ def mixed_chunk(eng: Engine, concurrency: int) -> int:
 
 
 def online_engine(engine: str, on, tp: int, release: str | None, memory_fraction: float | None, concurrency: int,
-                  chunk) -> tuple[Engine, dict]:
+                  chunk, runtime: str = "pytorch") -> tuple[Engine, dict]:
     """``serve``'s online run: the framework (``select``) and ``online.estimate``'s keywords under it — its
-    scheduler's (``online_kwargs``), its release's (``release_kwargs``), the memory fraction given
+    scheduler's (``online_kwargs``), its release's and runtime's (``release_kwargs``), the memory fraction given
     (``memory_kwargs``)."""
-    eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction)
+    eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction, runtime=runtime)
     kw = memory_kwargs(eng, memory_fraction)
     if eng.scheduler is not None:
         kw.update(online_kwargs(eng, concurrency, chunk))
-    elif eng.release is not None:
+    elif eng.release is not None or eng.runtime != "pytorch":
         kw.update(release_kwargs(eng))
     return eng, kw
 
@@ -403,13 +418,14 @@ def memory_kwargs(eng: Engine, memory_fraction: float | None) -> dict:
 
 
 def release_kwargs(eng: Engine) -> dict:
-    """``online.estimate``'s keywords under TensorRT-LLM at a named release (a GPU: the engine step model): the
-    release's constants (``Engine.constants``); a device the engine step model does not price is an error."""
+    """``online.estimate``'s keywords under TensorRT-LLM at a named release or runtime (a GPU: the engine step
+    model): their constants (``Engine.constants``); a device the engine step model does not price is an error."""
     from .engine import FITTED
     from .online import ENGINE, step_model
     model = step_model(eng.hw)
     if model.name != ENGINE:
-        raise IronlawError(f"--release {eng.release}: TensorRT-LLM is modelled on GPUs; {model.rule}")
+        what = f"--release {eng.release}" if eng.release is not None else f"--runtime {eng.runtime}"
+        raise IronlawError(f"{what}: TensorRT-LLM is modelled on GPUs; {model.rule}")
     return {"constants": eng.constants(FITTED)}
 
 
@@ -443,18 +459,21 @@ class EngineThroughput(ThroughputEstimate):
 
 def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
                    default_kv_fraction: float, release: str | None = None,
-                   memory_fraction: float | None = None) -> EngineThroughput:
-    """``serve --max-throughput --engine [--release] [--memory-fraction]``: TensorRT-LLM's path as it is (on the
-    release's kernels where one is named; ``memory_fraction`` its KV fraction), or ``throughput.max_throughput``
-    with the framework's kernels, limits, CUDA graphs, mixing and memory fraction (module docstring)."""
+                   memory_fraction: float | None = None, runtime: str = "pytorch") -> EngineThroughput:
+    """``serve --max-throughput --engine [--release] [--runtime] [--memory-fraction]``: TensorRT-LLM's path as it
+    is (on the release's kernels where one is named, its host under the runtime named; ``memory_fraction`` its KV
+    fraction), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs, mixing and
+    memory fraction (module docstring)."""
     from . import throughput
     from ...machine import hardware
+    from .step.runtime import check_runtime
     check_engine(engine)                           # before the device, as select checks them
     check_release(engine, release)
+    check_runtime(runtime, engine)
     on = hardware.get(on) if isinstance(on, str) else on      # read once: select and the run share it
     memory_fraction = check_memory_fraction(memory_fraction)
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release,
-                 memory_fraction=memory_fraction)
+                 memory_fraction=memory_fraction, runtime=runtime)
     given_kv = kw.get("kv_fraction")               # absent: not given
     kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, given_kv, default_kv_fraction)}
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
@@ -465,11 +484,11 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
                 "(without it, serve prices the device's own steps)")
         raise IronlawError(f"{what}; {model.rule}")
     check_budget(eng, prompt, kw.get("max_batch"), kw.get("max_num_tokens"), throughput.FITTED.block_tokens)
-    if eng.scheduler is None and eng.release is None:
+    if eng.scheduler is None and eng.release is None and eng.runtime == "pytorch":
         est = throughput.max_throughput(spec, on, prompt, output, **kw)
     elif eng.scheduler is None:
-        est = throughput.max_throughput(spec, eng.hw, prompt, output, constants=eng.constants(throughput.FITTED),
-                                        **kw)
+        est = throughput.max_throughput(spec, on if eng.release is None else eng.hw, prompt, output,
+                                        constants=eng.constants(throughput.FITTED), **kw)
     else:
         given = (kw.get("max_batch"), kw.get("max_num_tokens"))
         from .engine import whole_tokens

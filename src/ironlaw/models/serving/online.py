@@ -189,7 +189,8 @@ def itl_why(est: ServeEstimate) -> str:
         run = est.engine.run
         pad = padded(est.concurrency, run.max_batch, run.constants.cuda_graph_batches)
         graph = (f"in one replayed CUDA graph{f' padded to {fmt_num(pad)}' if pad != est.concurrency else ''}, no "
-                 f"per-kernel launch latency")
+                 f"per-kernel launch latency" if run.constants.cuda_graphs else
+                 "eagerly, no CUDA graph (TensorRT-LLM's C++ executor), its kernels launched from C++")
     elif getattr(est.pricer, "captured", False):
         graph = "in one captured graph, the fixed per-op latency once per step"
     else:
@@ -204,7 +205,7 @@ def _host(est) -> dict:
     return {"cpu": host.cpu, "host_s": host.time_s, "device_s": float(est.time_s), "sequences": host.sequences,
             "speed": host.speed, "speed_stated": host.stated, "eager": host.eager, "launch_s": host.launch_s,
             "kernels": host.kernels, "launch_s_per_kernel": host.per_launch_s, "piecewise": host.piecewise,
-            "executor_s": host.python_s, "why": host.why(float(est.time_s))}
+            "executor_s": host.python_s, "runtime": host.runtime, "why": host.why(float(est.time_s))}
 
 
 # ---------------------------------------------------------------------- graph transforms

@@ -42,7 +42,7 @@ TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduc
 One concept a module, each importing only those below it (the "inside step" import contract): ``run`` (the engine
 run: ``EngineRun``, ``padded``, ``step_seconds``, ``priced``, ``graph_seconds``) < ``graph`` (the step's graph and
 its KV dtype), ``host`` (the host's launches and work, ``charged_s``), ``collectives`` (the TP collectives as the
-engine runs them) < ``constants`` (``ServingConstants``, ``engine_hw``, ``kernel_terms``) < ``checkpoint`` (the
+engine runs them), ``runtime`` (TensorRT-LLM's executor: the constants under its C++ runtime) < ``constants`` (``ServingConstants``, ``engine_hw``, ``kernel_terms``) < ``checkpoint`` (the
 weights as the checkpoint stores them), ``moe`` (the routed experts on the fitted MoE kernel classes).
 """
 from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, modelopt,

@@ -69,6 +69,11 @@ class ServingConstants:
     chunked_kv_whole: bool = True  # a chunked-attention layer (Llama 4) keeps the KV of every token of the request,
                                    # not of its chunk alone (TensorRT-LLM: ``engine.kv_sequence_bytes``); False:
                                    # of the chunk alone, as the analytic cache counts it (vLLM, SGLang: as before)
+    cuda_graphs: bool = True    # a decode-only step replays a captured CUDA graph (padded to ``cuda_graph_batches``);
+                                # False: every step runs eagerly on its own batch (TensorRT-LLM's C++ executor as
+                                # NVIDIA's MLPerf harness runs it: ``runtime``)
+    runtime: str = "pytorch"    # the executor that launches the step's kernels (``runtime.RUNTIMES``): its
+                                # host cost per kernel is ``launch_s``
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the

@@ -70,7 +70,8 @@ class HostStep:
     on TensorRT-LLM's H100 throughput cells (``engine.FITTED``), not a measured launch. On a short prompt it is most
     of the TTFT: Llama-3.1-8B's 355 kernels × 109 µs = 38.7 ms. This project's own H200 run of Llama-3.1-8B's shapes
     in eager PyTorch (tests/data/h200_llama8b_measured.json) took 26–40 ms per decode step against 7.6–26 ms
-    replayed as one graph: an eager host of that order.
+    replayed as one graph: an eager host of that order. Under TensorRT-LLM's C++ executor (``runtime``: ``cpp``)
+    ``launch_s`` is a measured C++ launch instead and every step is eager (no CUDA graphs); the line names it.
     """
     cpu: str                  # the host CPU the device's hardware file names
     launch_s: float           # the eager step's kernel launches (0 for a replayed CUDA graph)
@@ -83,6 +84,7 @@ class HostStep:
     kernels: int = 0          # the kernels an eager step launches (piecewise: its attention kernels and graphs)
     per_launch_s: float = 0.0  # host seconds per launch (``ServingConstants.launch_s``)
     piecewise: bool = False   # the step replays piecewise graphs around its attention (vLLM V1)
+    runtime: str = "pytorch"  # the executor launching the kernels (``runtime.RUNTIMES``): whose ``per_launch_s``
 
     @property
     def time_s(self) -> float:
@@ -95,10 +97,12 @@ class HostStep:
                  "no linear_s stated: the fit host's speed carried")
         who = "the host binds" if self.time_s > device_s else "hidden under the device's"
         how = ("piecewise CUDA graphs around attention: attention kernels and graphs" if self.piecewise else
-               "eager, as a step with prompt tokens runs: kernels")
+               "eager, as a step with prompt tokens runs: kernels" if self.runtime == "pytorch" else
+               "TensorRT-LLM's C++ executor, no CUDA graphs: kernels")
+        per = ("launch_s fitted on TensorRT-LLM's H100 throughput cells" if self.runtime == "pytorch" else
+               "a C++ launch, measured: step.runtime.CPP_LAUNCH_S")
         launches = (f"launches {fmt_time(self.launch_s)} ({how}, {self.kernels:,} × {fmt_time(self.per_launch_s)}, "
-                    f"launch_s fitted on TensorRT-LLM's H100 throughput cells)" if self.eager else
-                    "launches 0 s (one replayed CUDA graph)")
+                    f"{per})" if self.eager else "launches 0 s (one replayed CUDA graph)")
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
                 f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
                 f"the device: {who} (overlap scheduler)")
@@ -116,7 +120,7 @@ def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0
     python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
     n = host_launches(g, c, eager)
     return HostStep(name, n * c.launch_s, python, float(sequences), speed, stated, float(prompts), eager, n,
-                    c.launch_s if eager else 0.0, eager and piecewise(g, c))
+                    c.launch_s if eager else 0.0, eager and piecewise(g, c), c.runtime)
 
 
 def charged_s(est, constants: ServingConstants) -> float:

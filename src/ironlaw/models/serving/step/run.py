@@ -60,8 +60,9 @@ def _stage(g: Graph, lay) -> Graph:
 
 def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
     """(seconds, Estimate) of one engine step: ``decode`` sequences generating, ``prefill_tokens`` prompt tokens,
-    ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph; any
-    other runs eagerly and lasts at least the host's launches of its kernels (``host_floor_s``). An engine that
+    ``contexts`` prompts finishing their prefill in it. A padded (decode-only) step replays a CUDA graph where the
+    runtime captures them (``ServingConstants.cuda_graphs``); any other runs eagerly and lasts at least the host's
+    launches of its kernels (``host_floor_s``). An engine that
     does not mix (``ServingConstants.mixed_steps`` False) runs the prompt tokens as a step of their own, then the
     decode batch: the two steps' seconds add up. The one pricing of a step under both ``serve`` modes: the online
     steady state and the max-throughput waves."""
@@ -74,6 +75,7 @@ def step_seconds(run: EngineRun, decode: int, prefill_tokens: float, contexts: f
 def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: float, pad: bool):
     """(seconds, Estimate) of one step carrying all of ``decode`` and ``prefill_tokens`` (``step_seconds``)."""
     from ... import parallel
+    pad = pad and run.constants.cuda_graphs          # without CUDA graphs a decode step runs eagerly, unpadded
     gemm = padded(decode, run.max_batch, run.constants.cuda_graph_batches) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
                    context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
