@@ -35,7 +35,8 @@ def b60_decode():
 
 
 def test_a_class_floor_is_overlapped_by_the_work_not_added_to_it(b60_decode):
-    """The op's law time t without a floor: a floor under t prices t + share · floor, one over it floor + share · t."""
+    """The op's law time t without a floor: a floor under t prices t + share · floor, one over it floor + share · t.
+    """
     hw, g, i, op = b60_decode
     plain = op_s(g, i, replace(hw, calibration=relaunched(hw, op, floor_s=0.0)))
     for floor in (0.5 * plain, 3.0 * plain):
@@ -98,3 +99,16 @@ def test_a_floor_out_of_range_or_a_share_without_one_is_refused(b60_decode, fiel
     cal["kernel"][op.attrs["kernel"]] = {k: v for k, v in table.items() if v is not None}
     with pytest.raises(IronlawError, match="floor_s"):
         calibration.check(cal, "calibration")
+
+
+
+def test_the_range_prices_the_floor_as_the_law_does(b60_decode):
+    """A probe whose every rate held steady (factor 1 at both ends): the range's ends are the law's time, floor
+    included (the range recomposes each op from its terms)."""
+    from ironlaw.law import timerange
+    hw, g, i, op = b60_decode
+    steady = replace(hw, calibration=relaunched(hw, op, floor_s=1e-2, floor_share=SHARE),
+                     extra={**hw.extra, "probe": {"checks": {}}})
+    est = law.predict(g, steady)
+    assert timerange.time_range(est) == pytest.approx([float(est.time_s)] * 2, rel=1e-9)
+    assert float(est.time_s) > 1e-2 * sum(int(o.count) for o in g.ops if o.kind == "attention")

@@ -129,7 +129,8 @@ def _total(est, f: dict, end: int) -> float:
         op = composed(data_s, compute_s, est.terms.serial, data_s * est.terms.epilogue)
     else:
         op = data_s + compute_s
-    total = float((floored(op + latency_s + est.network_s, est.terms.floor_s, est.terms.floor_share) * est.cols.count).sum())
+    op = floored(op + latency_s + est.network_s, est.terms.floor_s, est.terms.floor_share)
+    total = float((op * est.cols.count).sum())
     return total if bool(np.all(est.placement.fits)) else float("inf")
 
 

@@ -31,7 +31,7 @@ from .weights import extra_weight_bytes, slow_tier_eta, streamed_table
 
 __all__ = [
     "Terms", "chunk_waves", "class_latency_s", "composed", "compute_eta", "evaluate", "expert_setup_s",
-    "extra_weight_bytes", "floored", "framework_terms", "grid_coords", "kernel_coords", "kernel_grid", "memory_eta", "op_latency",
-    "past_first_wave", "slow_tier_eta", "split_blocks", "split_reduce_s", "streamed_table", "tile_share",
+    "extra_weight_bytes", "floored", "framework_terms", "grid_coords", "kernel_coords", "kernel_grid", "memory_eta",
+    "op_latency", "past_first_wave", "slow_tier_eta", "split_blocks", "split_reduce_s", "streamed_table", "tile_share",
     "touched_setup_s", "walk_s", "with_framework_share", "with_variants", "within_peak",
 ]

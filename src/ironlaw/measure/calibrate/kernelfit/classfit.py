@@ -30,8 +30,9 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     (``SPLIT_FRAMEWORK``), as each split-KV launch its kernel may make over the whole sequence (``split_kv``,
     ``core.splitkv``); the one with the smallest loss on the fitted rows is kept (for a class of
     ``P90_CHOICE_CLASSES``, the smallest 90th percentile of their |error|); a class of ``rules.OVERLAP_FLOOR`` is
-    fitted in each of those forms and with a floor its work overlaps (``floor_s``), the better kept alike; so is one of the "stream" form's
-    two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
+    fitted in each of those forms and with a floor its work overlaps (``floor_s``), the better kept alike; so is one
+    of the "stream" form's two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M
+    term (``GEMM_FILLS``)."""
     spaced = shape_rows(rows)
     regime = regime_of(g)
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK

@@ -13,7 +13,8 @@ from ..fitcore import Problem, fit_group, grid
 from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
-                    FLOOR_OPS, KEY_WALK_CLASSES, OVERLAP_FLOOR, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
+                    FLOOR_OPS, KEY_WALK_CLASSES, KEY_WALK_OPS, OVERLAP_FLOOR, SWAP_CLASSES, SWAP_KERNELS,
+                    UNIT_FRAMEWORKS, UNIT_OPS,
                     WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of, tile_class)
 from .vocabulary import Group, PHASES
 
