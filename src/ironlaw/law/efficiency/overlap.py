@@ -57,7 +57,6 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
     return out
 
 
-
 def overlap_floor_s(cal: Calibration, cols: Columns) -> tuple[np.ndarray | float, np.ndarray | float]:
     """(n_ops, 1…) per op, the seconds its kernel class's call takes at least whatever its work (``floor_s``) and the
     share of the shorter of floor and work that the two do not overlap (``floor_share``); 0 and 0 for an op whose

@@ -739,10 +739,10 @@ ROTATED_MOE_FRAMEWORKS = ("aiter",)
 # between two XPU events (collector/vllm/collect_attn_xpu.py, ``run_attention_torch``: warm-up 3, runs 6), so a call
 # whose kernels run shorter than the host's submission of the next waits for it, and a longer one hides it; the run
 # pays its first submission and its last call's work once more, 1/6 of the shorter of the two per call
-# (``floor_share``). aiconfigurator-core
-# 0.12.0's B60 vLLM 0.26.0 decode table: no row under 57.6 µs; 256 sequences × 63 cached tokens, 64 heads on 4 KV
-# heads × 64 (16.8 MB of cache) 62 µs, where the plain form adds its fitted 59 µs to 47 µs of streaming
-# (docs/accuracy.md, "Intel Arc Pro B60 on vLLM's XPU kernels")
+# (``floor_share``). aiconfigurator-core 0.12.0's B60 vLLM 0.26.0 decode table: no row under 57.6 µs; 256 sequences
+# × 63 cached tokens, 64 heads on 4 KV heads × 64 (16.8 MB of cache) 62 µs, where the plain form adds its fitted 59 µs
+# to 47 µs of streaming. Kept on every decode class (held out, medians 7.8-27.2% → 3.7-23.6%) and on one context class
+# of six (docs/accuracy.md, "Intel Arc Pro B60 on vLLM's XPU kernels")
 OVERLAP_FLOOR = {("vllm", "generation_attention"): ("b60",), ("vllm", "context_attention"): ("b60",)}
 OVERLAP_FLOOR_RUNS = 6
 
