@@ -5,7 +5,9 @@ classes store it (aiconfigurator-core 0.12.0's eager XPU timings: docs/accuracy.
 kernels"); a calibration file's values are checked."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +18,9 @@ from ironlaw.core.errors import IronlawError
 from ironlaw.law import critical_path, efficiency, law
 from ironlaw.machine import calibration, engines, hardware
 from ironlaw.measure.calibrate.kernelfit import rules, shapefit
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+import kernel_versions  # noqa: E402
 
 SHARE = 1.0 / 6.0
 
@@ -112,3 +117,11 @@ def test_the_range_prices_the_floor_as_the_law_does(b60_decode):
     est = law.predict(g, steady)
     assert timerange.time_range(est) == pytest.approx([float(est.time_s)] * 2, rel=1e-9)
     assert float(est.time_s) > 1e-2 * sum(int(o.count) for o in g.ops if o.kind == "attention")
+
+
+def test_kernel_versions_refuses_a_table_version_it_cannot_find_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sys, "argv", ["kernel_versions.py", "--data", str(tmp_path), "--gpu", "b60", "--op",
+                                      "generation_attention", "--version", "0.20.0"])
+    assert kernel_versions.main() == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kernel_versions: no table") and "\n" not in err
