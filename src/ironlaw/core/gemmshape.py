@@ -50,7 +50,8 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "unit_launch", "chunk_occupancy", "chunk_head_dims", "tile_s",
                 "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
                 "latency_tile_power",
-                "tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap", "causal_blocks")
+                "tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap", "causal_blocks", "floor_s",
+                "floor_share")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -119,6 +120,11 @@ SPLIT_S_MAX = 1e-4
 # most MERGE_S_MAX (1 µs)
 MERGE_S_MAX = 1e-6
 MERGE_KINDS = ("history", "fa2", "fa3_sm8x")     # the split_kv launches that pay merge_s
+# floor_s: seconds a call takes at least, overlapping its kernel's work rather than adding to it: the call's time is
+# max(floor_s, its law time), the critical path of a host that submits each call while the device runs the one
+# before (``efficiency.floored``; kernelfit.rules.OVERLAP_FLOOR). At most MAX_LATENCY_S (machine.calibration)
+# floor_share: the share of the shorter of floor_s and the law time that does not overlap (a timed run's first
+# submission and last call, once per run of n calls: 1/n), in [0, 1]
 # unit_s: seconds a decode launch adds per sequence and KV head (its CTAs' own work whatever the keys: the query loaded,
 # the page table read, the output written), on top of its fixed latency (``efficiency.unit_launch_s``).
 # aiconfigurator-core 0.12.0's vLLM 0.24.0 and SGLang 0.5.14 generation tables, one cached token, batch 2048: 11-37 ns

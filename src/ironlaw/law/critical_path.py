@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .efficiency import composed
+from .efficiency import composed, floored
 from ..core import passes
 from ..core.errors import IronlawError
 from ..core.units import fmt_time
@@ -55,6 +55,8 @@ class Task:
     repeat: int = 0
     serial: float = 0.0         # share of min(data, compute) not overlapped (a calibrated CPU GEMM)
     epilogue: float = 0.0       # share of the data stored after the compute (a GPU GEMM's epilogue)
+    floor_s: float = 0.0        # seconds the call takes at least, its work overlapping them (``efficiency.floored``)
+    floor_share: float = 0.0    # share of the shorter of floor and work not overlapped
 
 
 @dataclass
@@ -159,6 +161,8 @@ def tasks_from_estimate(est) -> list[Task]:
     first_bwd = next((i for i, op in enumerate(g.ops) if passes.is_backward(op.name)), len(g.ops))
     serial = np.asarray(est.terms.serial, float).reshape(len(g.ops), -1)[:, 0]
     epilogue = np.asarray(est.terms.epilogue, float).reshape(len(g.ops), -1)[:, 0]
+    floor, share = (np.broadcast_to(np.asarray(x, float).reshape(-1, 1) if np.ndim(x) else float(x),
+                                    (len(g.ops), 1))[:, 0] for x in (est.terms.floor_s, est.terms.floor_share))
     proto = []
     for i, op in enumerate(g.ops):
         coll = op.kind == "collective" or float(est.network_s[i]) > 0
@@ -166,7 +170,8 @@ def tasks_from_estimate(est) -> list[Task]:
                           float(est.latency_s[i]), float(est.network_s[i]), coll,
                           grad_sync=coll and (bool(op.attrs.get("grad_sync")) or (g.phase == "train" and i > first_bwd)),
                           waits_for_grads="optimizer" in op.bytes, serial=float(serial[i]),
-                          epilogue=float(epilogue[i])))
+                          epilogue=float(epilogue[i]), floor_s=float(floor[i]),
+                          floor_share=float(share[i])))
     tasks = []
     for a, b, n in _blocks(counts):
         for r in range(n):
@@ -257,8 +262,9 @@ def schedule(tasks: list[Task], composition: str = "overlap", prefetch_depth: in
 
 def _op_time(t: Task, data_s: float, composition: str) -> float:
     if composition == "overlap":
-        return float(composed(data_s, t.compute_s, t.serial, t.epilogue * t.local_s)) + t.latency_s + t.network_s
-    return data_s + t.compute_s + t.latency_s + t.network_s
+        return float(floored(float(composed(data_s, t.compute_s, t.serial, t.epilogue * t.local_s)) + t.latency_s
+                             + t.network_s, t.floor_s, t.floor_share))
+    return float(floored(data_s + t.compute_s + t.latency_s + t.network_s, t.floor_s, t.floor_share))
 
 
 def _walk(nodes: list[_Node], idx: int | None) -> list[Segment]:

@@ -100,7 +100,8 @@ def timed(p: Placed, hw: Hardware, composition: str = "overlap") -> Estimate:
     data_s = data_tier_s.sum(axis=0)
     compute_s = compute_term(p.cols, hw, p.peak, terms)
     latency_s, network_s = latency_and_network(p.graph, hw, p.cols, data_s.shape, terms)
-    op_time = composed(composition, terms, data_s, compute_s) + latency_s + network_s
+    op_time = efficiency.floored(composed(composition, terms, data_s, compute_s) + latency_s + network_s,
+                                 terms.floor_s, terms.floor_share)
     return Estimate(graph=p.graph, hw=hw, composition=composition, cols=p.cols, placement=p.placement,
                     traffic_bytes=traffic, data_tier_s=data_tier_s, data_s=data_s, compute_s=compute_s,
                     latency_s=latency_s, network_s=network_s, op_time_s=op_time, terms=terms)

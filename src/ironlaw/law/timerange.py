@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from .efficiency import composed
+from .efficiency import composed, floored
 from ..core.graph import KINDS
 
 MIN_FACTOR = 0.2           # a rate factor's floor: a cv near 1 says the row is noise, not that the rate is 0
@@ -129,7 +129,8 @@ def _total(est, f: dict, end: int) -> float:
         op = composed(data_s, compute_s, est.terms.serial, data_s * est.terms.epilogue)
     else:
         op = data_s + compute_s
-    total = float(((op + latency_s + est.network_s) * est.cols.count).sum())
+    op = floored(op + latency_s + est.network_s, est.terms.floor_s, est.terms.floor_share)
+    total = float((op * est.cols.count).sum())
     return total if bool(np.all(est.placement.fits)) else float("inf")
 
 

@@ -233,6 +233,10 @@ def _check_shape_table(p: dict, w: str) -> None:
     _num(p, "latency_s", w, MAX_LATENCY_S, zero_ok=True)
     _num(p, "key_s", w, KEY_S_MAX, zero_ok=True)
     _num(p, "unit_s", w, UNIT_S_MAX, zero_ok=True)
+    _num(p, "floor_s", w, MAX_LATENCY_S, zero_ok=True)
+    _num(p, "floor_share", w, 1.0, zero_ok=True)
+    if "floor_share" in p and "floor_s" not in p:
+        raise IronlawError(f"{w}: floor_share needs the floor_s it shares")
     _num(p, "swap_s", w, SWAP_S_MAX, zero_ok=True)
     _num(p, "write_s", w, WRITE_S_MAX, zero_ok=True)
     _num(p, "cta_s", w, CTA_S_MAX, zero_ok=True)

@@ -22,7 +22,7 @@ from .grid import kernel_coords, kernel_grid
 from .latency import class_latency_s, op_latency
 from .launches import walk_s
 from .moe import expert_setup_s, touched_setup_s
-from .overlap import composed
+from .overlap import composed, floored
 from .splits import split_blocks, split_reduce_s
 from .table import Terms, evaluate
 from .tiles import chunk_waves, tile_share
@@ -31,7 +31,7 @@ from .weights import extra_weight_bytes, slow_tier_eta, streamed_table
 
 __all__ = [
     "Terms", "chunk_waves", "class_latency_s", "composed", "compute_eta", "evaluate", "expert_setup_s",
-    "extra_weight_bytes", "framework_terms", "grid_coords", "kernel_coords", "kernel_grid", "memory_eta", "op_latency",
-    "past_first_wave", "slow_tier_eta", "split_blocks", "split_reduce_s", "streamed_table", "tile_share",
+    "extra_weight_bytes", "floored", "framework_terms", "grid_coords", "kernel_coords", "kernel_grid", "memory_eta",
+    "op_latency", "past_first_wave", "slow_tier_eta", "split_blocks", "split_reduce_s", "streamed_table", "tile_share",
     "touched_setup_s", "walk_s", "with_framework_share", "with_variants", "within_peak",
 ]

@@ -1,4 +1,5 @@
-"""How an op's data and compute time overlap: the epilogue's share, the serial share, their composition.
+"""How an op's data and compute time overlap: the epilogue's share, the serial share, their composition, and the
+floor a call's work overlaps (``overlap_floor_s``, ``floored``).
 """
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from ...core.gemmshape import gemm_dims, gemm_serial, kn_rows
 from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS
-from .shared import gemm_kernels, op_names
+from .shared import classes_with, gemm_kernels, op_names
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
@@ -54,3 +55,27 @@ def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
     for name, p in gemm_kernels(cal, names):
         out[names == name] = float(p.get("serial", 0.0))
     return out
+
+
+def overlap_floor_s(cal: Calibration, cols: Columns) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """(n_ops, 1…) per op, the seconds its kernel class's call takes at least whatever its work (``floor_s``) and the
+    share of the shorter of floor and work that the two do not overlap (``floor_share``); 0 and 0 for an op whose
+    class states no floor: a floor the work overlaps, not one it adds to (``floored``)."""
+    names = op_names(cols, "kernels")
+    own = classes_with(cal, names, "floor_s")
+    if not own:
+        return 0.0, 0.0
+    floor, share = np.zeros(len(names)), np.zeros(len(names))
+    for name, p in own:
+        floor[names == name], share[names == name] = float(p["floor_s"]), float(p.get("floor_share", 0.0))
+    lead = (len(names),) + (1,) * len(cols.cfg_shape)
+    return floor.reshape(lead), share.reshape(lead)
+
+
+def floored(op_s, floor_s, share=0.0):
+    """An op's time over its floor: the longer of ``op_s`` (its data, compute and latency as the law composes them)
+    and ``floor_s``, and ``share`` of the shorter (``overlap_floor_s``). Wall time is the critical path: where the
+    host submits each call while the device runs the one before, a call as short as its submission waits for it, and
+    one longer hides it; a timed run of n calls from an idle device pays the first submission and the last call's
+    work once more, 1/n of the shorter per call (``kernelfit.rules.OVERLAP_FLOOR``)."""
+    return np.maximum(op_s, floor_s) + share * np.minimum(op_s, floor_s)

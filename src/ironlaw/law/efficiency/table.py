@@ -14,7 +14,7 @@ from .framework import with_framework_share
 from .grid import kernel_grid, key_block_share
 from .latency import class_latency_s, op_latency
 from .launches import walk_eta
-from .overlap import epilogue_share, serial_share
+from .overlap import epilogue_share, overlap_floor_s, serial_share
 from .splits import split_blocks
 from .tiles import causal_tiles, chunk_waves, query_waves
 from .variants import vector_overlap, with_variants
@@ -35,6 +35,8 @@ class Terms:
     extra_bytes: np.ndarray           # (n_ops, *cfg) device-memory bytes a calibrated CPU GEMM reads beyond
                                       # its weights once (packed copies that spill, GEMV passes and rows)
     vector_overlap: np.ndarray | bool = False   # (n_ops, 1…) whether an op's vector work runs beside its matrix
+    floor_s: np.ndarray | float = 0.0   # (n_ops, 1…) seconds a call takes at least, its work overlapping them
+    floor_share: np.ndarray | float = 0.0   # (n_ops, 1…) share of the shorter of floor and work not overlapped
 
 
 def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
@@ -58,6 +60,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_walk = with_framework_share(cal, walk_eta(cal, cols, hw), cols.frontend)
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
+    floor_s, floor_share = overlap_floor_s(cal, cols)
     return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape),
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
@@ -65,4 +68,4 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
                  serial=np.broadcast_to(serial_share(cal, cols), shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
-                 vector_overlap=vector_overlap(cal, cols))
+                 vector_overlap=vector_overlap(cal, cols), floor_s=floor_s, floor_share=floor_share)

@@ -14,11 +14,13 @@ from .launches import (chunk_launches_of, fa2_launch_of, fa3_splits_of, head_cta
                        unit_waves_of, vector_of)
 from .ops import observations
 from .rows import shape_rows
-from .rules import P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds, regime_of
-from .shapefit import fit_one, fit_stream
+from .rules import (OVERLAP_FLOOR_RUNS, P90_CHOICE_CLASSES, SPLIT_CLASSES, SPLIT_FRAMEWORK, WALK_WAVES, holds,
+                    regime_of)
+from .shapefit import fit_one, fit_stream, overlap_floored
 from .vocabulary import Group
 
 GEMM_TILES = (16.0, 64.0, 128.0, 256.0)
+OVERLAP_FLOOR_MARK = 1e-6    # the floored form's floor_s before its fit (``shapefit.with_overlap_floor`` fits it)
 
 
 def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "half") -> dict:
@@ -27,8 +29,10 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
     SMs is fitted as the kernel that launches one CTA per sequence and KV head and, for TensorRT-LLM's tables
     (``SPLIT_FRAMEWORK``), as each split-KV launch its kernel may make over the whole sequence (``split_kv``,
     ``core.splitkv``); the one with the smallest loss on the fitted rows is kept (for a class of
-    ``P90_CHOICE_CLASSES``, the smallest 90th percentile of their |error|); so is one of the "stream" form's
-    two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M term (``GEMM_FILLS``)."""
+    ``P90_CHOICE_CLASSES``, the smallest 90th percentile of their |error|); a class of ``rules.OVERLAP_FLOOR`` is
+    fitted in each of those forms and with a floor its work overlaps (``floor_s``), the better kept alike; so is one
+    of the "stream" form's two shape tables (``fit_stream``), each with its grid. ``gemm_fill``: a GEMM class's M
+    term (``GEMM_FILLS``)."""
     spaced = shape_rows(rows)
     regime = regime_of(g)
     splits = getattr(hw, "sms", None) and g.table.framework == SPLIT_FRAMEWORK
@@ -44,6 +48,8 @@ def fit_class(hw, g: Group, rows, steps: tuple | None = None, gemm_fill: str = "
                    **vector_of(g), **head_dim_latency(g, rows, hw), **plan_of(g, rows),
                    **query_tile_cost(g, rows, hw)} for extra in tries)
     tries = tuple(tiled for extra in tries for tiled in tile_latencies_of(g, extra))
+    floor = {"floor_s": OVERLAP_FLOOR_MARK, "floor_share": round(1.0 / OVERLAP_FLOOR_RUNS, 4)}
+    tries = tries + (tuple({**extra, **floor} for extra in tries) if overlap_floored(g) else ())
     tiles = GEMM_TILES if g.op == "gemm" and gemm_fill == "tile" else None
     shapes = fit_stream if g.op == "gemm" and gemm_fill == "stream" else \
         (lambda *a: [fit_one(*a)])  # noqa: E731

@@ -731,6 +731,20 @@ CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,
 # rate (at most 0.85 of it, MI300X); the 1.09 and 1.33 that the unbounded fit gave MI325X's and MI355X's FP8 classes
 # traded the weights' stream against a fixed latency of 50-60 µs (docs/accuracy.md, "AMD Instinct MoE layers")
 ROTATED_MOE_FRAMEWORKS = ("aiter",)
+# (framework, op) -> the GPUs whose classes of that op are fitted with a floor their work overlaps (``floor_s``,
+# ``efficiency.floored``: a call takes max(floor_s, its law time)) beside the plain form (its fixed latency added to
+# its work), the one with the smaller loss on the fitted rows kept. The tables time eager calls: aiconfigurator's
+# collector captures a graph only where ``torch.cuda.is_available()`` (collector/helper.py, ``benchmark_with_power``);
+# on Intel XPU every row is ``OVERLAP_FLOOR_RUNS`` back-to-back ``impl.forward`` calls of vLLM's attention backend
+# between two XPU events (collector/vllm/collect_attn_xpu.py, ``run_attention_torch``: warm-up 3, runs 6), so a call
+# whose kernels run shorter than the host's submission of the next waits for it, and a longer one hides it; the run
+# pays its first submission and its last call's work once more, 1/6 of the shorter of the two per call
+# (``floor_share``). aiconfigurator-core 0.12.0's B60 vLLM 0.26.0 decode table: no row under 57.6 µs; 256 sequences
+# × 63 cached tokens, 64 heads on 4 KV heads × 64 (16.8 MB of cache) 62 µs, where the plain form adds its fitted 59 µs
+# to 47 µs of streaming. Kept on every decode class (held out, medians 7.8-27.2% → 3.7-23.6%) and on one context class
+# of six (docs/accuracy.md, "Intel Arc Pro B60 on vLLM's XPU kernels")
+OVERLAP_FLOOR = {("vllm", "generation_attention"): ("b60",), ("vllm", "context_attention"): ("b60",)}
+OVERLAP_FLOOR_RUNS = 6
 
 
 

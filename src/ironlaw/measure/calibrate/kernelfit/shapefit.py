@@ -13,7 +13,8 @@ from ..fitcore import Problem, fit_group, grid
 from .ops import observations
 from .rows import main_kernel
 from .rules import (FLOOR_ANY_OPS, FLOOR_CONTEXT_FRAMEWORKS, FLOOR_CONTEXT_OPS, FLOOR_FREE_KERNELS, FLOOR_FREE_REGIMES,
-                    FLOOR_OPS, KEY_WALK_CLASSES, KEY_WALK_OPS, SWAP_CLASSES, SWAP_KERNELS, UNIT_FRAMEWORKS, UNIT_OPS,
+                    FLOOR_OPS, KEY_WALK_CLASSES, KEY_WALK_OPS, OVERLAP_FLOOR, SWAP_CLASSES, SWAP_KERNELS,
+                    UNIT_FRAMEWORKS, UNIT_OPS,
                     WRITE_CACHE_CLASSES, WRITE_CLASSES, floor_class, holds, regime_of, tile_class)
 from .vocabulary import Group, PHASES
 
@@ -64,6 +65,7 @@ def fit_one(hw, g: Group, rows, extra: dict | None = None, tiles: tuple | None =
     bounds, starts = with_swap_cost(g, rows, bounds, starts)
     bounds, starts = with_tile_cost(g, bounds, starts)
     bounds, starts = with_plan_cost(extra, bounds, starts)
+    bounds, starts = with_overlap_floor(extra, rows, bounds, starts)
     for tile in tiles or (None,) + (M_TILES if PHASES.get(g.op) == "decode" else ()):
         s0 = dict(start, m_half=0.0, m_tile=tile) if tile else start
         cal = {"schema": SCHEMA, "source": "derived: fitting", "fitted": [g.name], g.key[0]: {g.key[1]: s0}}
@@ -231,3 +233,23 @@ def with_plan_cost(extra: dict | None, bounds: tuple, starts: list) -> tuple[tup
         return bounds, starts
     return bounds + (("plan_split_s", PLAN_SPLIT_S_MAX), ("plan_merge_s", PLAN_MERGE_S_MAX)), \
         [list(st) + [PLAN_SPLIT_S_START, PLAN_MERGE_S_START] for st in starts]
+
+
+# an overlapped floor's start (``with_overlap_floor``), as a share of the class's fastest fitted call
+OVERLAP_FLOOR_START = 0.95
+
+
+def overlap_floored(g: Group) -> bool:
+    """Whether class ``g`` is fitted with an overlapped floor too (``rules.OVERLAP_FLOOR``, its framework and op on
+    its GPU)."""
+    return holds(OVERLAP_FLOOR, (getattr(g.table, "framework", None), g.op), getattr(g.table, "gpu", None))
+
+
+def with_overlap_floor(extra: dict | None, rows, bounds: tuple, starts: list) -> tuple[tuple, list]:
+    """``bounds`` and ``starts`` with ``floor_s`` (at most the fastest of ``rows``: every call takes it; from
+    ``OVERLAP_FLOOR_START`` of that) where ``extra`` names the floored form (``floor_s``, ``classfit.fit_class``); as
+    given otherwise."""
+    if "floor_s" not in (extra or {}) or not len(rows):
+        return bounds, starts
+    fastest = float(np.min(rows.latency_s))
+    return bounds + (("floor_s", fastest),), [list(st) + [OVERLAP_FLOOR_START * fastest] for st in starts]
