@@ -91,12 +91,18 @@ def _scores(choice: dict, form: str) -> str:
 
 def _notes(res) -> list[str]:
     """What the fit assumed of the tables (``KernelCalibration.assumed``) and the classes split within each head
-    dim (``kernelfit.rows.split_names``): one line each."""
-    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in res.calibration["held_out"]]
+    dim, or each M, N or K (``kernelfit.rows.split_names``): one line each."""
+    held = res.calibration["held_out"]
+    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in held]
     lines = list(res.assumed)
     if within:
         lines.append(f"split within each head dim (the even/odd rows held most of one head dim out): "
                      f"{'; '.join(within)}")
+    for col in ("m", "n", "k"):             # a GEMM class's (``kernelfit.rows.SPREAD_OPS``)
+        spread = [s.group for s in res.held_out if f"{s.group} (odd rows of each {col})" in held]
+        if spread:
+            lines.append(f"split within each {col.upper()} (the even rows held one {col.upper()} alone): "
+                         f"{'; '.join(spread)}")
     return lines
 
 
