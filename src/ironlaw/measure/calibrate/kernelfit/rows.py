@@ -224,11 +224,12 @@ def stratum(rows, op: str = "") -> str | None:
 
 
 def single_valued(rows, op: str) -> str | None:
-    """The first shape column of ``op`` of which the even rows of ``rows`` hold one value and ``rows`` several;
-    None where the even rows vary every column the rows vary."""
+    """The first shape column of ``op`` of which the even rows of ``rows`` hold one value and ``rows`` several, each
+    value in two rows at least (so that each has one on either side); None where the even rows vary every column the
+    rows vary."""
     even = rows.iloc[::2]
     return next((c for c in SHAPE_COLUMNS[op] if c in rows.columns and even[c].nunique() == 1
-                 and rows[c].nunique() > 1), None)
+                 and rows[c].nunique() > 1 and rows.groupby(c).size().min() >= 2), None)
 
 
 def split_names(rows, op: str = "") -> tuple[str, str]:
