@@ -70,6 +70,21 @@ def test_an_unknown_gpu_is_named_with_gpu(tmp_path):
     assert t.gpu == "h100" and t.device == "ACME X1"
 
 
+def test_a_table_without_a_device_column_is_the_gpu_named(tmp_path):
+    """A user's own table need not name its GPU in a column: --gpu names it; without --gpu the refusal says so."""
+    t = kerneltable.read(_csv(tmp_path, device=None), gpu="h100")[0]
+    assert t.gpu == "h100" and len(t.rows) == 2
+    with pytest.raises(IronlawError, match=r"missing column device for a gemm table \(or name the table's GPU "
+                                           r"with --gpu NAME\)"):
+        kerneltable.read(_csv(tmp_path, device=None))
+
+
+def test_ironlaws_own_dtype_names_read_as_the_tables(tmp_path):
+    """bf16 and fp16, as ironlaw's --dtype spells them, are the tables' bfloat16 and float16."""
+    t = kerneltable.read(_csv(tmp_path, gemm_dtype=["bf16", "fp16"]))[0]
+    assert t.rows.gemm_dtype.tolist() == ["bfloat16", "float16"]
+
+
 def test_no_table(tmp_path):
     with pytest.raises(IronlawError, match="no kernel table"):
         kerneltable.read(tmp_path)

@@ -84,6 +84,9 @@ SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <
 # the column an attention table that predates sliding windows lacks, and the value it stands for: those collectors
 # (TensorRT-LLM's 1.0 line, the .txt layout; vLLM 0.14.0's and SGLang 0.5.10's on the A100) timed global attention
 # only, and window 0 is global in the newer tables
+# ironlaw's own names of the 16-bit dtypes (--dtype bf16) in a user's table -> the tables' (torch's) names
+TABLE_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+DTYPE_COLUMNS = ("gemm_dtype", "attn_dtype", "kv_cache_dtype", "mla_dtype", "bmm_dtype")
 NO_WINDOW = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
 # the layout's framework folders (``<family>/<framework>/<version>/``); a user's own folder names none of them
 FRAMEWORK_FOLDERS = ("trtllm", "sglang", "vllm", "aiter")
@@ -240,6 +243,8 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
     assumed = tuple(c for c in NO_WINDOW.get(op, {}) if c not in df.columns)
     df = df.assign(**{c: NO_WINDOW[op][c] for c in assumed})
     want = None if gpu is None else _catalog_name(gpu)
+    if gpu is not None and "device" not in df.columns:   # a user's own table that names no GPU: --gpu names it
+        df = df.assign(device=gpu)
     if seen is not None and "device" in df.columns:
         seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())
     if want is not None and "device" in df.columns:       # another GPU's rows are not checked for this one's fit
@@ -248,6 +253,7 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
             return []
         df = df[df["device"].isin(keep)]
     df = _checked(df, op, rel)
+    df = df.assign(**{c: df[c].replace(TABLE_DTYPES) for c in DTYPE_COLUMNS if c in df.columns})
     out = []
     for device, rows in df.groupby("device", sort=True):
         name = match_gpu(str(device))
@@ -280,8 +286,9 @@ def _checked(df, op: str, where: str):
         sep = next((f" (its header reads as one column; its columns are split by {name}, and a table's by "
                     f"commas)" for c, name in (("\t", "tabs"), (";", "semicolons")) if len(df.columns) == 1
                     and c in str(df.columns[0])), "")
+        gpu = " (or name the table's GPU with --gpu NAME)" if "device" in missing else ""
         raise IronlawError(f"{where}: missing column{'s' if len(missing) > 1 else ''} "
-                           f"{', '.join(missing)} for a {op} table{sep}")
+                           f"{', '.join(missing)} for a {op} table{sep or gpu}")
     lat = [c for c in LATENCY_COLUMNS if c in df.columns]
     if len(lat) != 1:
         found = ", ".join(lat) if lat else "none"
