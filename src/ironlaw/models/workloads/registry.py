@@ -113,6 +113,18 @@ def check_size(value: Num, what: str, upper: int) -> Num:
     return value
 
 
+def check_grid(batch: Num, seq: Num) -> None:
+    """Batch and seq arrays that numpy can broadcast into one grid; else one line with both shapes and the usual
+    fix (a column of one against a row of the other)."""
+    b, s = np.shape(batch), np.shape(seq)
+    try:
+        np.broadcast_shapes(b, s)
+    except ValueError:
+        raise IronlawError(f"batch (shape {b}) and seq (shape {s}) do not broadcast into one grid; give one of them "
+                           f"as a column for every pair (seq=np.array([...])[:, None]), or arrays of one shape for "
+                           f"pairs") from None
+
+
 def _shown(v) -> str:
     """One entry as the user gave it: a whole float without its '.0' (a grid's entries are floats)."""
     if isinstance(v, (float, np.floating)) and np.isfinite(v) and v == int(v):

@@ -1,0 +1,15 @@
+"""What a new user meets through the library and the command line: each a wrong or raw answer before."""
+import numpy as np
+import pytest
+
+import ironlaw
+from ironlaw.core.errors import IronlawError
+
+
+def test_batch_and_seq_arrays_that_do_not_broadcast_are_one_line():
+    """batch of 3 sizes against seq of 2 raised numpy's "operands could not be broadcast together" from deep in the
+    attention builder; a column against a row is the grid, arrays of one shape the pairs."""
+    with pytest.raises(IronlawError, match=r"batch \(shape \(3,\)\) and seq \(shape \(2,\)\) do not broadcast"):
+        ironlaw.analyze("llama3-8b", phase="decode", batch=np.array([1, 2, 4]), seq=np.array([128, 256]))
+    grid = ironlaw.analyze("llama3-8b", phase="decode", batch=np.array([1, 2, 4]), seq=np.array([[128], [256]]))
+    assert np.shape(grid.time_s) == (2, 3)
