@@ -13,3 +13,13 @@ def test_batch_and_seq_arrays_that_do_not_broadcast_are_one_line():
         ironlaw.analyze("llama3-8b", phase="decode", batch=np.array([1, 2, 4]), seq=np.array([128, 256]))
     grid = ironlaw.analyze("llama3-8b", phase="decode", batch=np.array([1, 2, 4]), seq=np.array([[128], [256]]))
     assert np.shape(grid.time_s) == (2, 3)
+
+
+def test_builder_options_not_a_dict_and_the_cli_name_opt_are_one_line():
+    """options=["image=288"] (as --opt is typed) raised Python's "dictionary update sequence element #0 has length
+    9"; opt= was suggested options= without saying what it takes."""
+    with pytest.raises(IronlawError, match=r"options= takes a dict of builder options, \{'image': 288\}.*got list"):
+        ironlaw.analyze("resnet50", options=["image=288"])
+    with pytest.raises(IronlawError, match="--opt KEY=VALUE is the command line's: here a builder option is a "
+                                           "keyword of its own, image=288"):
+        ironlaw.analyze("resnet50", opt=["image=288"])
