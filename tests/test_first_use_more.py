@@ -23,3 +23,18 @@ def test_builder_options_not_a_dict_and_the_cli_name_opt_are_one_line():
     with pytest.raises(IronlawError, match="--opt KEY=VALUE is the command line's: here a builder option is a "
                                            "keyword of its own, image=288"):
         ironlaw.analyze("resnet50", opt=["image=288"])
+
+
+def test_a_hardware_files_efficiency_names_every_missing_field_at_once(tmp_path):
+    """[efficiency] without other and memory named 'other', and only after it was added, 'memory'."""
+    from ironlaw.machine import hardware
+    path = tmp_path / "mygpu.toml"
+    path.write_text('schema = "ironlaw.hardware/1"\nname = "mygpu"\ntitle = "Mine"\nkind = "gpu"\n'
+                    '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: mine"\n'
+                    '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "80 GiB"\nbw_Bps = "3 TB/s"\n'
+                    'latency_s = "600 ns"\nsource = "estimate: mine"\n'
+                    '[vector]\npeak_flops = "40 TFLOP/s"\nsource = "estimate: mine"\n'
+                    '[latency]\nop_s = "5 us"\nsource = "estimate: mine"\n'
+                    '[efficiency]\nmatmul = 0.7\nsource = "estimate: mine"\n')
+    with pytest.raises(IronlawError, match=r"\.efficiency: missing required fields 'other', 'memory'$"):
+        hardware.load_file(str(path))
