@@ -85,6 +85,23 @@ def test_ironlaws_own_dtype_names_read_as_the_tables(tmp_path):
     assert t.rows.gemm_dtype.tolist() == ["bfloat16", "float16"]
 
 
+def test_an_attention_table_may_leave_out_the_column_its_phase_fixes(tmp_path):
+    """A user's context table without step (always 0 there) and generation table without isl (always 1) were refused
+    as missing a column; they read as those values, and the reading says so."""
+    cols = "device,batch_size,{},num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,latency\n"
+    row = "NVIDIA H100 80GB HBM3,1,{},32,8,128,bfloat16,bfloat16,0.05\n"
+    (tmp_path / "context_attention_perf.csv").write_text(cols.format("isl") + row.format(1024) + row.format(2048))
+    (tmp_path / "generation_attention_perf.csv").write_text(cols.format("step") + row.format(1023) + row.format(2047))
+    tables = {t.op: t for t in kerneltable.read(tmp_path, ops=("context_attention", "generation_attention"))}
+    assert tables["context_attention"].rows.step.tolist() == [0, 0]
+    assert tables["generation_attention"].rows.isl.tolist() == [1, 1]
+    said = kerneltable.assumptions(list(tables.values()))
+    assert "no step column in context_attention_perf.csv: read as step 0 (a context kernel caches no tokens before " \
+           "its prompt)" in said
+    assert "no isl column in generation_attention_perf.csv: read as isl 1 (a generation kernel takes one query " \
+           "token per sequence)" in said
+
+
 def test_no_table(tmp_path):
     with pytest.raises(IronlawError, match="no kernel table"):
         kerneltable.read(tmp_path)
