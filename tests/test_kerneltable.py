@@ -118,6 +118,7 @@ def test_matching_and_versions():
     assert kerneltable.match_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition") == "rtx-pro-6000"
     assert kerneltable.match_gpu("L40S") == "l40s"                      # a catalog name as written
     assert kerneltable.match_gpu("Intel(R) Arc(TM) Pro B60 Graphics") == "b60"     # its XPU device name
+    assert kerneltable.match_gpu("AMD Instinct MI300X") == "mi300x"     # ROCm's torch.cuda.get_device_name
     tabs = [kerneltable.KernelTable("gemm", "b200", "NVIDIA B200", "vllm", v, v, None)
             for v in ("0.22.0", "0.24.0", "0.9.1")]
     assert [t.version for t in kerneltable.newest(tabs)] == ["0.24.0"]

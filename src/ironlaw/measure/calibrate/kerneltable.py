@@ -124,11 +124,12 @@ def assumptions(tables: list[KernelTable]) -> list[str]:
 
 def match_gpu(device: str) -> str | None:
     """The catalog name of a table's ``device`` string, or None: the known strings first, then the string
-    itself (lower case, 'NVIDIA ' dropped, spaces as '-') as a catalog name or alias."""
+    itself (lower case, 'NVIDIA ' or 'AMD ' dropped, spaces as '-') as a catalog name or alias: ROCm's
+    torch.cuda.get_device_name 'AMD Instinct MI300X' is the alias instinct-mi300x."""
     if device in DEVICES:
         return DEVICES[device]
     from ...machine import hardware
-    key = re.sub(r"[\s_]+", "-", re.sub(r"^nvidia\s+", "", device.strip().lower()))
+    key = re.sub(r"[\s_]+", "-", re.sub(r"^(nvidia|amd)\s+", "", device.strip().lower()))
     try:
         return hardware.get(key).name
     except IronlawError:
