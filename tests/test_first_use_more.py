@@ -38,3 +38,24 @@ def test_a_hardware_files_efficiency_names_every_missing_field_at_once(tmp_path)
                     '[efficiency]\nmatmul = 0.7\nsource = "estimate: mine"\n')
     with pytest.raises(IronlawError, match=r"\.efficiency: missing required fields 'other', 'memory'$"):
         hardware.load_file(str(path))
+
+
+def test_online_serve_names_the_dtype_it_serves_in(tmp_path):
+    """`serve --dtype fp8 --kv-dtype bf16` printed "KV bf16" alone and its JSON no dtype: fp8 weights were not said
+    anywhere; a frontier of bf16 serving went into an fp8 report without a word."""
+    from conftest import run_cli
+    srv = ironlaw.serve("llama3-8b", on="h100", dtype="fp8", kv_dtype="bf16")
+    assert srv.to_dict()["dtype"] == "fp8" and srv.to_dict()["kv_dtype"] == "bf16"
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--dtype", "fp8", "--kv-dtype", "bf16")
+    assert r.out.splitlines()[0].endswith("concurrency 1, fp8, KV bf16"), r.out
+    frontier = tmp_path / "frontier.json"
+    frontier.write_text(__import__("json").dumps({"schema": "ironlaw.serve-frontier/1", "workload": "llama3-8b",
+                                                  "hardware": "h100", "devices": 1, "dtype": "bf16",
+                                                  "kv_dtype": "bf16", "prompt_tokens": 1024, "output_tokens": 256,
+                                                  "slo": None, "max_concurrency": 1,
+                                                  "points": [{"concurrency": 1, "tokens_per_s_per_device": 169.0,
+                                                              "tokens_per_s_per_user": 169.0, "ttft_s": 0.044,
+                                                              "itl_s": 0.0059}]}))
+    r = run_cli("report", "llama3-8b", "--on", "h100", "--phase", "decode", "--dtype", "fp8", "--html",
+                str(tmp_path / "r.html"), "--frontier", str(frontier))
+    assert r.rc == 2 and "serves the model in bf16, but the report is in fp8; give --dtype bf16" in r.err, r.err
