@@ -5,7 +5,7 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-from ironlaw.cli.calibrate import _notes  # noqa: E402
+from ironlaw.cli.calibrate import fit_notes  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit, kerneltable  # noqa: E402
 
 
@@ -41,4 +41,4 @@ def test_a_grid_whose_even_rows_vary_every_column_keeps_the_even_odd_split():
 def test_calibrate_names_the_classes_split_within_each_k():
     held = SimpleNamespace(group="gemm bf16")
     res = SimpleNamespace(assumed=(), held_out=[held], calibration={"held_out": ["gemm bf16 (odd rows of each k)"]})
-    assert _notes(res) == ["split within each K (the even rows held one K alone): gemm bf16"]
+    assert fit_notes(res) == ["split within each K (the even rows held one K alone): gemm bf16"]

@@ -254,8 +254,8 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
     assumed = tuple(c for c in fill if c not in df.columns)
     df = df.assign(**{c: fill[c] for c in assumed})
     want = None if gpu is None else _catalog_name(gpu)
-    if gpu is not None and "device" not in df.columns:   # a user's own table that names no GPU: --gpu names it
-        df = df.assign(device=gpu)
+    if gpu is not None and "device" not in df.columns and len(df.columns) > 1:   # a user's own table that names no
+        df = df.assign(device=gpu)                                                   # GPU: --gpu names it
     if seen is not None and "device" in df.columns:
         seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())
     if want is not None and "device" in df.columns:       # another GPU's rows are not checked for this one's fit
