@@ -59,3 +59,28 @@ def test_online_serve_names_the_dtype_it_serves_in(tmp_path):
     r = run_cli("report", "llama3-8b", "--on", "h100", "--phase", "decode", "--dtype", "fp8", "--html",
                 str(tmp_path / "r.html"), "--frontier", str(frontier))
     assert r.rc == 2 and "serves the model in bf16, but the report is in fp8; give --dtype bf16" in r.err, r.err
+
+
+MY_GPU = ('schema = "ironlaw.hardware/1"\nname = "mygpu"\ntitle = "Mine"\nkind = "gpu"\n'
+          '[compute.bf16]\npeak_flops = "400 TFLOP/s"\nsource = "estimate: mine"\n'
+          '[[memory]]\nname = "hbm"\nrole = "device"\ncapacity_bytes = "48 GiB"\nbw_Bps = "1.5 TB/s"\n'
+          'latency_s = "600 ns"\nsource = "estimate: mine"\n'
+          '[vector]\npeak_flops = "40 TFLOP/s"\nsource = "estimate: mine"\n'
+          '[latency]\nop_s = "5 us"\nsource = "estimate: mine"\n'
+          '[efficiency]\nmatmul = 0.7\nother = 0.5\nmemory = 0.8\nsource = "estimate: mine"\n')
+
+
+def test_contract_on_a_device_one_case_does_not_fit_keeps_the_others(tmp_path):
+    """A device whose memory holds no DLRM-DCNv2 (a probed CPU's DRAM alone, 23.5 GiB; here a 48 GiB card without
+    host memory) refused the whole contract; the case's row says it does not fit, the other two stand."""
+    from conftest import run_cli
+    path = tmp_path / "mygpu.toml"
+    path.write_text(MY_GPU)
+    doc = ironlaw.contract(on=str(path)).to_dict()
+    fits = {w["title"]: ("estimate" in w, w.get("does_not_fit", "")) for w in doc["workloads"]}
+    assert fits["ResNet-50 training"][0] and fits["Llama-3-8B decode"][0]
+    dlrm = fits["DLRM-DCNv2 inference"]
+    assert not dlrm[0] and "exceeds all memory tiers together" in dlrm[1]
+    r = run_cli("contract", "--on", str(path))
+    assert r.rc == 0, r.err
+    assert "DLRM-DCNv2: does not fit, footprint" in r.out and "ResNet-50: " in r.out
