@@ -84,3 +84,10 @@ def test_contract_on_a_device_one_case_does_not_fit_keeps_the_others(tmp_path):
     r = run_cli("contract", "--on", str(path))
     assert r.rc == 0, r.err
     assert "DLRM-DCNv2: does not fit, footprint" in r.out and "ResNet-50: " in r.out
+
+
+def test_a_batch_past_64_bits_is_out_of_range_not_no_whole_number():
+    """--batch 99999999999999999999999 said "must be a positive whole number": numpy held it as an object."""
+    from conftest import one_line_error, run_cli
+    line = one_line_error(run_cli("analyze", "llama3-8b", "--batch", "99999999999999999999999"))
+    assert line.endswith("--batch 99999999999999999999999 is out of range (1 … 16,777,216)")

@@ -100,6 +100,8 @@ TORCH_PREFIXES = {
 def check_size(value: Num, what: str, upper: int) -> Num:
     """``value`` (a number or an array of them, a sweep's grid) if every entry is a whole number from 1 to
     ``upper``; else one line naming the first entry that is not, as given."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > upper:   # past int64: numpy's object
+        raise IronlawError(f"--{what} {value} is out of range (1 … {upper:,})")
     a = np.asarray(value)
     if a.size == 0:
         raise IronlawError(f"--{what}: an empty array; give one value or more")
