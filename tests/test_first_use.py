@@ -63,7 +63,9 @@ def test_a_hardware_file_names_every_missing_table_at_once(tmp_path):
     assert line.endswith("missing required fields 'title', 'vector', 'latency', 'efficiency'")
 
 
-def test_contract_refuses_a_device_that_holds_a_case_nowhere_as_analyze_does(tmp_path):
+def test_contract_says_a_case_fits_nowhere_as_analyze_refuses_it(tmp_path):
+    """The contract was refused whole (a probed CPU's 23.5 GiB holds no DLRM-DCNv2); the case's row now says it does
+    not fit, in analyze's words, in the text and in the JSON document (no 'inf s' row), the other cases standing."""
     path = tmp_path / "small.toml"      # 40 GiB and no host tier: DLRM-DCNv2's 97 GiB fits nowhere
     path.write_text('schema = "ironlaw.hardware/1"\nname = "small"\ntitle = "A small GPU"\nkind = "gpu"\n'
                     '[compute.bf16]\npeak_flops = "500 TFLOP/s"\nsource = "estimate: a test device"\n'
@@ -72,8 +74,11 @@ def test_contract_refuses_a_device_that_holds_a_case_nowhere_as_analyze_does(tmp
                     'source = "estimate: a test device"\n[latency]\nop_s = "5 us"\nsource = "estimate: a test device"\n'
                     '[efficiency]\nother = 0.8\nmemory = 0.85\nsource = "estimate: a test device"\n')
     want = one_line_error(run_cli("analyze", "dlrm-dcnv2", "--batch", "2048", "--on", str(path)))
-    for fmt in ("text", "json"):
-        assert one_line_error(run_cli("contract", "--on", str(path), "--format", fmt)) == want
+    assert want.startswith("ironlaw: error: dlrm-dcnv2 does not fit on small: ")
+    text = run_cli("contract", "--on", str(path))
+    assert text.rc == 0 and f"DLRM-DCNv2: does not fit, {want.split(': ', 3)[-1]}" in text.out, text.out
+    doc = run_cli("contract", "--on", str(path), "--format", "json").json()
+    assert [w.get("does_not_fit") for w in doc["workloads"]] == [None, None, want.removeprefix("ironlaw: error: ")]
 
 
 # ------------------------------------------------------------------ report --frontier from another case

@@ -70,6 +70,38 @@ def test_an_unknown_gpu_is_named_with_gpu(tmp_path):
     assert t.gpu == "h100" and t.device == "ACME X1"
 
 
+def test_a_table_without_a_device_column_is_the_gpu_named(tmp_path):
+    """A user's own table need not name its GPU in a column: --gpu names it; without --gpu the refusal says so."""
+    t = kerneltable.read(_csv(tmp_path, device=None), gpu="h100")[0]
+    assert t.gpu == "h100" and len(t.rows) == 2
+    with pytest.raises(IronlawError, match=r"missing column device for a gemm table \(or name the table's GPU "
+                                           r"with --gpu NAME\)"):
+        kerneltable.read(_csv(tmp_path, device=None))
+
+
+def test_ironlaws_own_dtype_names_read_as_the_tables(tmp_path):
+    """bf16 and fp16, as ironlaw's --dtype spells them, are the tables' bfloat16 and float16."""
+    t = kerneltable.read(_csv(tmp_path, gemm_dtype=["bf16", "fp16"]))[0]
+    assert t.rows.gemm_dtype.tolist() == ["bfloat16", "float16"]
+
+
+def test_an_attention_table_may_leave_out_the_column_its_phase_fixes(tmp_path):
+    """A user's context table without step (always 0 there) and generation table without isl (always 1) were refused
+    as missing a column; they read as those values, and the reading says so."""
+    cols = "device,batch_size,{},num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,latency\n"
+    row = "NVIDIA H100 80GB HBM3,1,{},32,8,128,bfloat16,bfloat16,0.05\n"
+    (tmp_path / "context_attention_perf.csv").write_text(cols.format("isl") + row.format(1024) + row.format(2048))
+    (tmp_path / "generation_attention_perf.csv").write_text(cols.format("step") + row.format(1023) + row.format(2047))
+    tables = {t.op: t for t in kerneltable.read(tmp_path, ops=("context_attention", "generation_attention"))}
+    assert tables["context_attention"].rows.step.tolist() == [0, 0]
+    assert tables["generation_attention"].rows.isl.tolist() == [1, 1]
+    said = kerneltable.assumptions(list(tables.values()))
+    assert "no step column in context_attention_perf.csv: read as step 0 (a context kernel caches no tokens before " \
+           "its prompt)" in said
+    assert "no isl column in generation_attention_perf.csv: read as isl 1 (a generation kernel takes one query " \
+           "token per sequence)" in said
+
+
 def test_no_table(tmp_path):
     with pytest.raises(IronlawError, match="no kernel table"):
         kerneltable.read(tmp_path)
@@ -86,6 +118,7 @@ def test_matching_and_versions():
     assert kerneltable.match_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition") == "rtx-pro-6000"
     assert kerneltable.match_gpu("L40S") == "l40s"                      # a catalog name as written
     assert kerneltable.match_gpu("Intel(R) Arc(TM) Pro B60 Graphics") == "b60"     # its XPU device name
+    assert kerneltable.match_gpu("AMD Instinct MI300X") == "mi300x"     # ROCm's torch.cuda.get_device_name
     tabs = [kerneltable.KernelTable("gemm", "b200", "NVIDIA B200", "vllm", v, v, None)
             for v in ("0.22.0", "0.24.0", "0.9.1")]
     assert [t.version for t in kerneltable.newest(tabs)] == ["0.24.0"]

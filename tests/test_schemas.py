@@ -88,6 +88,19 @@ def test_an_unknown_schema_id_is_one_clear_error():
         schemas.path("ironlaw.estimates/1")
 
 
+def test_validate_without_jsonschema_or_a_schema_field_is_one_clear_error(monkeypatch):
+    """jsonschema ships with [test] only: a user's plain install gets the package to install, not an ImportError;
+    a document naming no schema gets what validate takes, not a KeyError."""
+    from ironlaw.core.errors import IronlawError
+    with pytest.raises(IronlawError, match='with a "schema" field naming its schema, got dict without one'):
+        schemas.validate({"time_s": 1.0})
+    with pytest.raises(IronlawError, match="got str"):
+        schemas.validate("ironlaw.estimate/1")
+    monkeypatch.setitem(__import__("sys").modules, "jsonschema", None)
+    with pytest.raises(IronlawError, match="needs the jsonschema package: pip install jsonschema"):
+        schemas.validate({"schema": "ironlaw.error/1", "error": "x", "exit_code": 2})
+
+
 @pytest.mark.torch
 def test_validate_and_fit_outputs_match_their_schemas(tmp_path, capsys):
     pytest.importorskip("torch")

@@ -375,9 +375,11 @@ CLI_ONLY = {"format": FORMAT_HINT, "fmt": FORMAT_HINT,
             "top": " (--top is the command line's: the rows its text prints; the result holds every op, an "
                    "estimate's .top_ops(N) the N slowest)",
             "overlap": " (--overlap is the command line's default, --serial its other choice: serial=True composes "
-                       "the terms serially)"}
+                       "the terms serially)",
+            "opt": " (--opt KEY=VALUE is the command line's: here a builder option is a keyword of its own, "
+                   "image=288, or options={'image': 288})"}
 # where a CLI_ONLY hint holds: the functions whose command has the option (--top), or the keyword it points to
-CLI_ONLY_WHERE = {"top": ("analyze", "train", "compare", "validate"), "overlap": ("serial",)}
+CLI_ONLY_WHERE = {"top": ("analyze", "train", "compare", "validate"), "overlap": ("serial",), "opt": ("options",)}
 
 
 def cli_only(name: str, fn: str, takes) -> str:
@@ -389,6 +391,10 @@ def cli_only(name: str, fn: str, takes) -> str:
 def builder(fn: str, spec: str, options: Optional[dict], named: dict, keywords: Sequence[str] = ()) -> dict:
     """The builder options: ``options`` and the named keywords, these checked against the builder's own (a
     misspelt one named with the nearest of the builder's and ``keywords``, the function's own)."""
+    if options is not None and not isinstance(options, dict):
+        from ..core.errors import IronlawError
+        raise IronlawError(f"{fn}(): options= takes a dict of builder options, {{'image': 288}} (the command line's "
+                           f"--opt image=288), got {type(options).__name__} {options!r}")
     opts = dict(options or {})
     if named:
         from ..models import workloads

@@ -46,7 +46,7 @@ def calibrate_cmd(
         scores = (f"{s.rows:>6} row{'s' if s.rows != 1 else ' '}  "
                   f"{100 * s.median_abs_err:5.1f}% / {100 * s.p90_abs_err:5.1f}%")
         con.print(f"  {s.group:<40} {scores}" if len(s.group) <= 40 else f"  {s.group}\n  {'':<40} {scores}")
-    for line in _notes(res):
+    for line in fit_notes(res):
         con.print(line)
     for k in res.skipped:
         con.print(f"left out: {_skipped(k)}")
@@ -77,7 +77,7 @@ def _markdown(res) -> str:
         for c in res.gemm_forms:
             f.add_row(c["group"], c["form"], *(_scores(c, k) if k in c else "—" for k in ("half", "stream")))
         parts.append(markdown(f))
-    parts += _notes(res) + [f"left out: {_skipped(k)}" for k in res.skipped]
+    parts += fit_notes(res) + [f"left out: {_skipped(k)}" for k in res.skipped]
     if res.saved:
         parts.append(f"wrote `{res.saved}` (use it with `--on {res.saved}`)")
     return "\n\n".join(parts)
@@ -89,14 +89,20 @@ def _scores(choice: dict, form: str) -> str:
     return f"{100 * choice[form]['median_abs_err']:.1f}% / {100 * choice[form]['p90_abs_err']:.1f}%"
 
 
-def _notes(res) -> list[str]:
+def fit_notes(res) -> list[str]:
     """What the fit assumed of the tables (``KernelCalibration.assumed``) and the classes split within each head
-    dim (``kernelfit.rows.split_names``): one line each."""
-    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in res.calibration["held_out"]]
+    dim, or each M, N or K (``kernelfit.rows.split_names``): one line each."""
+    held = res.calibration["held_out"]
+    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in held]
     lines = list(res.assumed)
     if within:
         lines.append(f"split within each head dim (the even/odd rows held most of one head dim out): "
                      f"{'; '.join(within)}")
+    for col in ("m", "n", "k"):             # a GEMM class's (``kernelfit.rows.SPREAD_OPS``)
+        spread = [s.group for s in res.held_out if f"{s.group} (odd rows of each {col})" in held]
+        if spread:
+            lines.append(f"split within each {col.upper()} (the even rows held one {col.upper()} alone): "
+                         f"{'; '.join(spread)}")
     return lines
 
 

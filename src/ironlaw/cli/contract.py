@@ -21,9 +21,9 @@ def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml
         emit_json(res.to_dict())
         return
     if fmt == "md":
-        _markdown(hw, results, res.dtype)
+        _markdown(hw, results, res.dtype, res.unfit)
         return
-    _text(hw, results, res.dtype)
+    _text(hw, results, res.dtype, res.unfit)
 
 
 def _config(kw: dict) -> str:
@@ -46,7 +46,7 @@ def _slow(results) -> list[str]:
     return list(dict.fromkeys(line for _, _, e in results if (line := slow_dtype_line(e))))
 
 
-def _markdown(hw, results, dtype=None) -> None:
+def _markdown(hw, results, dtype=None, unfit=None) -> None:
     from ..core.units import fmt_size, fmt_time
     heads = ("workload", "config", "data", "compute", "latency", "time", "footprint / device", "binds", "why")
     dev = hw.memory[hw.device_tier]
@@ -54,23 +54,31 @@ def _markdown(hw, results, dtype=None) -> None:
     print("| " + " | ".join(heads) + " |")
     print("|" + "---|" * len(heads))
     for title, kw, e in results:
+        if title in (unfit or {}):
+            fp = f"{fmt_size(e.footprint()['total_bytes'])} / {fmt_size(dev.capacity_bytes)}"
+            print("| " + " | ".join([title, _config(kw), "—", "—", "—", "does not fit", fp, "capacity",
+                                     unfit[title]]) + " |")
+            continue
         b = e.bottleneck()
         row = [title, _config(kw), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
                fmt_time(e.term("latency_s")), fmt_time(e.time_s),
                f"{fmt_size(e.footprint()['total_bytes'])} / {fmt_size(dev.capacity_bytes)}",
                b["resource"] + (f" ({b['tier']})" if b["tier"] else ""), b["why"]]
         print("| " + " | ".join(row) + " |")
-    for line in _slow(results):
+    for line in _slow([r for r in results if r[0] not in (unfit or {})]):
         print(f"\n- {line}")
 
 
-def _text(hw, results, dtype=None) -> None:
-    """A table that fits 80 columns, then one line per workload saying why its resource binds."""
+def _text(hw, results, dtype=None, unfit=None) -> None:
+    """A table that fits 80 columns, then one line per workload saying why its resource binds (or that it fits no
+    memory tier: ``unfit``)."""
     from ..law.explain import brief
     from ..core.units import fmt_size, fmt_time
     dev = hw.memory[hw.device_tier]
     heads = ("workload", "config", "time", "data", "compute", "latency", "binds")
-    rows = [(title, _config(kw), fmt_time(e.time_s), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
+    unfit = unfit or {}
+    rows = [(title, _config(kw), "no fit", "—", "—", "—", "capacity") if title in unfit else
+            (title, _config(kw), fmt_time(e.time_s), fmt_time(e.term("data_s")), fmt_time(e.term("compute_s")),
              fmt_time(e.term("latency_s")), e.bottleneck()["resource"]) for title, kw, e in results]
     widths = [max(len(r[i]) for r in (heads, *rows)) for i in range(len(heads))]
 
@@ -82,6 +90,7 @@ def _text(hw, results, dtype=None) -> None:
            line(heads), "  ".join("─" * w for w in widths)]
     out += [line(r) for r in rows]
     out.append("")
-    out += [f"{title.split()[0]}: {brief(e)}" for title, _, e in results]
-    out += _slow(results)
+    out += [f"{title.split()[0]}: " + (f"does not fit, {unfit[title].split(': ', 1)[-1]}" if title in unfit else
+                                       brief(e)) for title, _, e in results]
+    out += _slow([r for r in results if r[0] not in unfit])
     print("\n".join(out))

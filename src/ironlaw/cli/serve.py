@@ -117,7 +117,7 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
     lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
-             f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
+             f"{output}, concurrency {concurrency}, {d['dtype']}, KV {est.kv_dtype}"
              f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "

@@ -414,9 +414,10 @@ def _efficiency(top: _Table, where: str, sources: dict) -> dict[str, float]:
         if k == "source":
             continue
         eff[k] = units.positive(units.parse(x, "1", f"{where}.efficiency.{k}"), f"{where}.efficiency.{k}", 1.0 + 1e-9)
-    for req in ("other", "memory"):
-        if req not in eff:
-            raise IronlawError(f"{where}.efficiency: missing required field '{req}'")
+    missing = [req for req in ("other", "memory") if req not in eff]
+    if missing:
+        raise IronlawError(f"{where}.efficiency: missing required field{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(repr(k) for k in missing)}")
     sources["efficiency"] = e.source()
     return eff
 

@@ -222,4 +222,8 @@ def check_frontier(doc: dict, where: str, est) -> dict:
     if hw is not None and hw != est.hw.name:
         raise IronlawError(f"{where}: is on hardware '{hw}', but the report is on '{est.hw.name}'; give --on {hw} or "
                            f"the matching file")
+    dt = doc.get("dtype")
+    if isinstance(dt, str) and dt != est.graph.dtype:
+        raise IronlawError(f"{where}: serves the model in {dt}, but the report is in {est.graph.dtype}; give --dtype "
+                           f"{dt} or the matching file")
     return doc

@@ -132,7 +132,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
         parts.append(frontier_section(frontier_doc) + _goodput(frontier_doc))
     parts.append(html.hardware_sources(est.hw))
     sub = (f"serve · prompt {doc['prompt_tokens']:,}, output {doc['output_tokens']:,}, concurrency "
-           f"{doc['concurrency']:,} · KV {doc['kv_dtype']}{chunk}{f' · tensor parallel {tp}' if tp > 1 else ''}")
+           f"{doc['concurrency']:,} · {doc['dtype']}, KV {doc['kv_dtype']}{chunk}{f' · tensor parallel {tp}' if tp > 1 else ''}")
     return html.document(f"ironlaw · serving {doc['workload']} on {doc['hardware']}",
                          f"Serving {doc['workload']} on {est.hw.title}", _e(sub), [p for p in parts if p],
                          data={"schema": "ironlaw.serve-report/1", "estimate": doc, "frontier": frontier_doc}, nav=True)

@@ -35,9 +35,17 @@ def load(schema_id: str) -> dict:
 
 
 def validate(doc: dict) -> None:
-    """Raise jsonschema.ValidationError unless ``doc`` matches the schema its ``"schema"`` field names."""
-    import jsonschema
-    from referencing import Registry, Resource
+    """Raise jsonschema.ValidationError unless ``doc`` matches the schema its ``"schema"`` field names; an
+    IronlawError (one line) where ``doc`` names no schema or jsonschema is not installed."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
+        raise IronlawError(f"validate takes a JSON document (a dict) with a \"schema\" field naming its schema, "
+                           f"got {type(doc).__name__}" + (" without one" if isinstance(doc, dict) else ""))
+    try:
+        import jsonschema
+        from referencing import Registry, Resource
+    except ImportError:
+        raise IronlawError("checking a document against its schema needs the jsonschema package: "
+                           "pip install jsonschema") from None
 
     registry = Registry().with_resources((f"urn:{sid}", Resource.from_contents(load(sid))) for sid in names())
     jsonschema.Draft202012Validator(load(doc["schema"]), registry=registry).validate(doc)

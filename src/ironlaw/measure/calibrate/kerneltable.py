@@ -13,7 +13,8 @@ aiconfigurator 0.8.0 (PyPI, NVIDIA, Apache-2.0) ships older TensorRT-LLM release
 read alike: ``<root>/<gpu dir>/trtllm/<version>/<op>_perf.txt`` — CSV text, the same columns, latency in ms. Its
 attention tables predate sliding windows and carry no ``window_size`` column, as do aiconfigurator-core 0.12.0's
 A100 tables of vLLM 0.14.0 and SGLang 0.5.10: an attention table without the column times global attention and
-reads as window 0 (``NO_WINDOW``).
+reads as window 0 (``NO_WINDOW``). A user's own context table without a ``step`` column reads as step 0, a
+generation table without ``isl`` as isl 1, the values those phases fix (``PHASE_FIXED``).
 ``release="1.0"`` keeps the tables of one release line (1.0, 1.0.0rc3, 1.0.0rc6, …) before the newest is picked.
 
     tables = kerneltable.read(DIR, ops=("gemm",), gpu="h100", framework="trtllm")
@@ -85,6 +86,13 @@ SUFFIXES = (".parquet", ".csv", ".txt")        # .txt: aiconfigurator <= 0.8's <
 # (TensorRT-LLM's 1.0 line, the .txt layout; vLLM 0.14.0's and SGLang 0.5.10's on the A100) timed global attention
 # only, and window 0 is global in the newer tables
 NO_WINDOW = {"context_attention": {"window_size": 0}, "generation_attention": {"window_size": 0}}
+# the column whose value the phase fixes, read so where a user's own attention table leaves it out: a context kernel
+# caches no tokens before its prompt (step 0 on every row of aiconfigurator-core 0.12.0's context tables), a
+# generation kernel takes one query token per sequence (isl 1 on every row of its generation tables)
+PHASE_FIXED = {"context_attention": {"step": 0}, "generation_attention": {"isl": 1}}
+# ironlaw's own names of the 16-bit dtypes (--dtype bf16) in a user's table -> the tables' (torch's) names
+TABLE_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+DTYPE_COLUMNS = ("gemm_dtype", "attn_dtype", "kv_cache_dtype", "mla_dtype", "bmm_dtype")
 # the layout's framework folders (``<family>/<framework>/<version>/``); a user's own folder names none of them
 FRAMEWORK_FOLDERS = ("trtllm", "sglang", "vllm", "aiter")
 
@@ -99,24 +107,29 @@ class KernelTable:
     version: str
     path: str                # the file, relative to the root read
     rows: object             # pandas.DataFrame
-    assumed: tuple = ()      # the columns the file lacks, read as ``NO_WINDOW`` states them
+    assumed: tuple = ()      # the columns the file lacks, read as ``NO_WINDOW`` and ``PHASE_FIXED`` state them
 
 
 def assumptions(tables: list[KernelTable]) -> list[str]:
-    """One line naming what the reading assumed of ``tables`` (``NO_WINDOW``), or none."""
-    lacking = sorted({t.path for t in tables if "window_size" in t.assumed})
-    if not lacking:
-        return []
-    return [f"no window_size column in {', '.join(lacking)}: read as window 0 (global attention)"]
+    """One line per column the reading assumed of ``tables`` (``NO_WINDOW``, ``PHASE_FIXED``), or none."""
+    out = []
+    for col, reads in (("window_size", "window 0 (global attention)"),
+                       ("step", "step 0 (a context kernel caches no tokens before its prompt)"),
+                       ("isl", "isl 1 (a generation kernel takes one query token per sequence)")):
+        lacking = sorted({t.path for t in tables if col in t.assumed})
+        if lacking:
+            out.append(f"no {col} column in {', '.join(lacking)}: read as {reads}")
+    return out
 
 
 def match_gpu(device: str) -> str | None:
     """The catalog name of a table's ``device`` string, or None: the known strings first, then the string
-    itself (lower case, 'NVIDIA ' dropped, spaces as '-') as a catalog name or alias."""
+    itself (lower case, 'NVIDIA ' or 'AMD ' dropped, spaces as '-') as a catalog name or alias: ROCm's
+    torch.cuda.get_device_name 'AMD Instinct MI300X' is the alias instinct-mi300x."""
     if device in DEVICES:
         return DEVICES[device]
     from ...machine import hardware
-    key = re.sub(r"[\s_]+", "-", re.sub(r"^nvidia\s+", "", device.strip().lower()))
+    key = re.sub(r"[\s_]+", "-", re.sub(r"^(nvidia|amd)\s+", "", device.strip().lower()))
     try:
         return hardware.get(key).name
     except IronlawError:
@@ -237,9 +250,12 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
             raise IronlawError(f"{rel}: cannot tell which kernels the table holds: name it <op>_perf.csv (op one of "
                                f"{', '.join(COLUMNS)}) or give it one op_name of those")
         op = names[0]
-    assumed = tuple(c for c in NO_WINDOW.get(op, {}) if c not in df.columns)
-    df = df.assign(**{c: NO_WINDOW[op][c] for c in assumed})
+    fill = {**NO_WINDOW.get(op, {}), **PHASE_FIXED.get(op, {})}
+    assumed = tuple(c for c in fill if c not in df.columns)
+    df = df.assign(**{c: fill[c] for c in assumed})
     want = None if gpu is None else _catalog_name(gpu)
+    if gpu is not None and "device" not in df.columns and len(df.columns) > 1:   # a user's own table that names no
+        df = df.assign(device=gpu)                                                   # GPU: --gpu names it
     if seen is not None and "device" in df.columns:
         seen.update(match_gpu(str(d)) or str(d) for d in df["device"].unique())
     if want is not None and "device" in df.columns:       # another GPU's rows are not checked for this one's fit
@@ -248,6 +264,7 @@ def _read_file(root: Path, path: Path, gpu: str | None, seen: set | None = None)
             return []
         df = df[df["device"].isin(keep)]
     df = _checked(df, op, rel)
+    df = df.assign(**{c: df[c].replace(TABLE_DTYPES) for c in DTYPE_COLUMNS if c in df.columns})
     out = []
     for device, rows in df.groupby("device", sort=True):
         name = match_gpu(str(device))
@@ -280,8 +297,9 @@ def _checked(df, op: str, where: str):
         sep = next((f" (its header reads as one column; its columns are split by {name}, and a table's by "
                     f"commas)" for c, name in (("\t", "tabs"), (";", "semicolons")) if len(df.columns) == 1
                     and c in str(df.columns[0])), "")
+        gpu = " (or name the table's GPU with --gpu NAME)" if "device" in missing else ""
         raise IronlawError(f"{where}: missing column{'s' if len(missing) > 1 else ''} "
-                           f"{', '.join(missing)} for a {op} table{sep}")
+                           f"{', '.join(missing)} for a {op} table{sep or gpu}")
     lat = [c for c in LATENCY_COLUMNS if c in df.columns]
     if len(lat) != 1:
         found = ", ".join(lat) if lat else "none"

@@ -147,7 +147,7 @@ class ServeEstimate:
         b = bottleneck(self.decode) if self.engine is not None else self.decode.bottleneck()
         d = {"schema": "ironlaw.serve/1", "workload": self.spec, "hardware": self.hw.name,
              "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
-             "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
+             "dtype": self.decode.graph.dtype, "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
              "ttft_s": self.ttft_s, "itl_s": self.itl_s, "tokens_per_s": self.tokens_per_s,
              "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
              "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,

@@ -11,7 +11,8 @@ import re
 from ...core.errors import IronlawError, unknown
 from ...core.graph import PHASES, Graph
 from .registry import (BUILTINS, MAX_BATCH, MAX_SEQ, PREFIX_OPTIONS, PREFIXES, RUN_OPTIONS,  # noqa: F401
-                       TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_phase, check_size, prefix)
+                       TORCH_PREFIXES, Builtin, Request, check_options, builtin, check_grid, check_phase, check_size,
+                       prefix)
 
 
 # the modules that file builders in the registries, in the order they are imported: a spec's module is found by
@@ -109,6 +110,7 @@ def resolve(req: Request) -> Graph:
     check_size(req.batch, "batch", MAX_BATCH)
     if req.seq is not None:
         check_size(req.seq, "seq", MAX_SEQ)
+        check_grid(req.batch, req.seq)
     if req.phase is not None and req.phase not in PHASES:
         raise unknown("phase", req.phase, PHASES)
     if req.dtype is not None:

@@ -100,6 +100,8 @@ TORCH_PREFIXES = {
 def check_size(value: Num, what: str, upper: int) -> Num:
     """``value`` (a number or an array of them, a sweep's grid) if every entry is a whole number from 1 to
     ``upper``; else one line naming the first entry that is not, as given."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > upper:   # past int64: numpy's object
+        raise IronlawError(f"--{what} {value} is out of range (1 … {upper:,})")
     a = np.asarray(value)
     if a.size == 0:
         raise IronlawError(f"--{what}: an empty array; give one value or more")
@@ -111,6 +113,18 @@ def check_size(value: Num, what: str, upper: int) -> Num:
         raise IronlawError(f"--{what} {_shown(value if a.ndim == 0 else a.flat[int(np.argmax(a > upper))])} is "
                            f"out of range (1 … {upper:,})")
     return value
+
+
+def check_grid(batch: Num, seq: Num) -> None:
+    """Batch and seq arrays that numpy can broadcast into one grid; else one line with both shapes and the usual
+    fix (a column of one against a row of the other)."""
+    b, s = np.shape(batch), np.shape(seq)
+    try:
+        np.broadcast_shapes(b, s)
+    except ValueError:
+        raise IronlawError(f"batch (shape {b}) and seq (shape {s}) do not broadcast into one grid; give one of them "
+                           f"as a column for every pair (seq=np.array([...])[:, None]), or arrays of one shape for "
+                           f"pairs") from None
 
 
 def _shown(v) -> str:

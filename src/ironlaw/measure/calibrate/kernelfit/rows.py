@@ -29,6 +29,12 @@ STRATA = {"context_attention": "head_dim", "generation_attention": "head_dim"}
 # dim's; every other generation class of the three table sets holds 38-62% of each head dim out
 # (docs/accuracy.md, "A held-out split by head dim for generation attention")
 ONE_SIDED = {"context_attention": 0.9, "generation_attention": 2.0 / 3.0}
+# ops whose split alternates within each value of the first shape column its even rows hold one value of, where the
+# class holds several (``single_valued``): a GEMM table timing every M and N at an even count of K values (a user's
+# own, K = 1024 and 4096) puts every even row at one K and every odd row at the other, so the shape model never sees
+# K vary and the held-out rows score its extrapolation alone. Every GEMM class of aiconfigurator-core 0.12.0's and
+# 0.8.0's tables fits several values of M, N and K and keeps the plain split
+SPREAD_OPS = ("gemm",)
 
 
 def skipped(tables: list[KernelTable], fp8_block_as: str | None = None) -> list[dict]:
@@ -198,7 +204,8 @@ def main_backend(rows, framework: str):
 def split(rows, op: str = "") -> tuple[object, object]:
     """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group; for an op of ``STRATA``, where
     that leaves over ``ONE_SIDED`` of some value of its column (a head dim) on one side (``one_sided``), the even and
-    the odd rows of each value's own rows, so that every head dim is fitted and held out alike."""
+    the odd rows of each value's own rows, so that every head dim is fitted and held out alike; for an op of
+    ``SPREAD_OPS`` whose even rows hold one value of a shape column (``single_valued``), alike within that column."""
     col = stratum(rows, op)
     odd = (np.arange(len(rows)) if col is None else rows.groupby(col, sort=False).cumcount().to_numpy()) % 2 == 1
     return rows.iloc[~odd], rows.iloc[odd]
@@ -206,16 +213,28 @@ def split(rows, op: str = "") -> tuple[object, object]:
 
 def stratum(rows, op: str = "") -> str | None:
     """The column within each of whose values ``split`` alternates (``STRATA``, where the plain even/odd split is
-    ``one_sided``), None where it alternates over the whole group."""
+    ``one_sided``; ``SPREAD_OPS``, where it fits one value of a column: ``single_valued``), None where it alternates
+    over the whole group."""
     col = STRATA.get(op)
+    if col is None and op in SPREAD_OPS:
+        return single_valued(rows, op)
     if col is None or col not in rows.columns:
         return None
     return col if one_sided(rows[col].to_numpy(), np.arange(len(rows)) % 2 == 1, ONE_SIDED[op]) else None
 
 
+def single_valued(rows, op: str) -> str | None:
+    """The first shape column of ``op`` of which the even rows of ``rows`` hold one value and ``rows`` several, each
+    value in two rows at least (so that each has one on either side); None where the even rows vary every column the
+    rows vary."""
+    even = rows.iloc[::2]
+    return next((c for c in SHAPE_COLUMNS[op] if c in rows.columns and even[c].nunique() == 1
+                 and rows[c].nunique() > 1 and rows.groupby(c).size().min() >= 2), None)
+
+
 def split_names(rows, op: str = "") -> tuple[str, str]:
     """What ``split`` fits and holds out of ``rows``, as the provenance names them: ("even rows", "odd rows"), or
-    where it alternates within each head dim ("even rows of each head dim", "odd rows of each head dim")."""
+    where it alternates within each value of a column ("even rows of each head dim", "odd rows of each k")."""
     col = stratum(rows, op)
     each = "" if col is None else f" of each {col.replace('_', ' ')}"
     return f"even rows{each}", f"odd rows{each}"

@@ -83,5 +83,6 @@ def frontier(estimate_at, devices: int = 1, slo: dict | None = None, energy: dic
         rows.append(r)
     e1 = estimate_at(1)
     return {"schema": "ironlaw.serve-frontier/1", "workload": e1.spec, "hardware": e1.hw.name, "devices": devices,
+            "dtype": e1.decode.graph.dtype, "kv_dtype": e1.kv_dtype,
             "prompt_tokens": e1.prompt, "output_tokens": e1.output, "slo": slo, "max_concurrency": cmax,
             "points": rows}
