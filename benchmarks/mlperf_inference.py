@@ -84,6 +84,24 @@ DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
 # ``CoreType.TRTLLM_ENDPOINT``, trtllm-serve on the PyTorch backend (llmlib/config.py ``trtllm_backend`` 'pytorch').
 # Those rows run with ``runtime="cpp"`` (``serve --runtime cpp``: ironlaw.models.serving.step.runtime)
 CPP_EXECUTOR = frozenset({"llama2-70b", "mixtral-8x7b", "llama3.1-8b", "llama3.1-405b"})
+# Mixtral's TensorRT-LLM checkpoint: ModelOpt ``mtq.auto_quantize`` over FP8 and unquantized (bf16, 16 bits) at
+# effective_bits 8.75, lm_head excluded (closed/<submitter>/code/mixtral-8x7b/modelopt/quantize.py ``quantize``;
+# each config's trtllm_checkpoint_flags). ModelOpt's ``_AutoQuantizeBaseSearcher.quant_grouping_rules``
+# (modelopt/torch/quantization/algorithms.py, its "mixtral experts" rule) makes one choice per layer for all 8
+# experts' w1/w2/w3 (8 x 3 x 4,096 x 14,336 = 1.409e9 weights), one for q/k/v and one for o (41.9e6 together). Of
+# the searched 32 x 1.451e9 = 46.4e9 weights, 8.75 bits allow at most 0.75 / 8 of them (4.35e9) in bf16: at most 3
+# layers' experts (4 would be 5.64e9). Which groups the search kept is not published; two placements that fill 96%
+# and 97% of the budget bound it: placement: (share of the routed-expert layers in bf16, share of the attention
+# projections in bf16, bf16 weights)
+AUTO_QUANTIZE = {"3 layers' experts": (3 / 32, 0.0, 3 * 8 * 3 * 4096 * 14336),
+                 "2 layers' experts + every attention projection": (2 / 32, 1.0, 2 * 8 * 3 * 4096 * 14336
+                                                                    + 32 * 4096 * (6144 + 4096))}
+EXPERT_OPS = ("mlp_up_proj", "mlp_down_proj", "mlp_act", "moe_permute", "moe_combine")   # the fused MoE layer's
+ATTENTION_PROJECTIONS = ("attn_pre_proj", "attn_post_proj")
+# Mixtral's dataset: (A, B) of its token-weighted decode context as ``DECODE_CONTEXT`` defines them, from the same
+# repository's mlperf-data/summaries/mixtral-8x7b.csv (15,000 samples' input and reference output lengths: A =
+# 438.61, B = 0.8028; at the runs' 146 tokens 555.8 tokens where one length per request gives 427 + 146 / 2 = 500)
+MIXTRAL_CONTEXT = (438.61, 0.8028)
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -193,6 +211,51 @@ def at_decode_context(r: dict) -> float:
     return predict(dict(r, output=round(2 * (a + b * r["output"] - r["prompt"]))))
 
 
+def auto_quantized(r: dict, placement: str) -> float:
+    """What-if: Mixtral row ``r`` with ``AUTO_QUANTIZE[placement]``'s layers in bf16: each step's expert-layer and
+    attention-projection ops at their bf16 time for that share of the layers (the step priced whole in fp8 and in
+    bf16, the same tokens), the extra weight bytes taken from the KV cache's free memory."""
+    from dataclasses import replace
+    from unittest import mock
+
+    import ironlaw
+    from ironlaw.models.serving import throughput
+    experts, attention, weights = AUTO_QUANTIZE[placement]
+    own = throughput.step_seconds
+
+    def share(name: str) -> float:
+        role = name.split(".")[-1]
+        return experts if role in EXPERT_OPS else attention if role in ATTENTION_PROJECTIONS else 0.0
+
+    def mixed(run, decode, prefill_tokens, contexts, pad):
+        t, est = own(run, decode, prefill_tokens, contexts, pad)
+        half = own(replace(run, dtype="bf16"), decode, prefill_tokens, contexts, pad)[1]
+        bf16 = {op.name: float(half.op_total_s[i]) for i, op in enumerate(half.graph.ops)}
+        return t + sum(share(op.name) * (bf16[op.name] - float(est.op_total_s[i]))
+                       for i, op in enumerate(est.graph.ops)), est
+
+    mem = ironlaw.serve(r["spec"], r["gpu"], **serve_kwargs(r)).memory
+    fraction = r["memory_fraction"] * (mem["free_bytes"] - weights) / mem["free_bytes"]   # weights: +1 byte each
+    with mock.patch.object(throughput, "step_seconds", mixed):
+        return predict(r, memory_fraction=fraction)
+
+
+def at_weighted_context(r: dict) -> float:
+    """What-if: Mixtral row ``r`` with every step's attention at the dataset's token-weighted decode context
+    (``MIXTRAL_CONTEXT``) in place of one length's prompt + output / 2; lengths and token budget unchanged."""
+    from unittest import mock
+
+    from ironlaw.models.serving.step import run as step_run
+    a, b = MIXTRAL_CONTEXT
+    own = step_run.step_graph
+
+    def weighted(*args, **kw):
+        return own(*args, **dict(kw, context=round(a + b * r["output"])))
+
+    with mock.patch.object(step_run, "step_graph", weighted):
+        return predict(r)
+
+
 def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
     """The catalog file (written under ``tmp``) of an MI300X or MI325X row's GPU on its datasheet with the MI300X's
     fitted GEMM terms, carried to MI325X at ``kernelfit.rules.CARRIED_GEMM``'s factor (``factor``) or at 1 (the
@@ -240,6 +303,7 @@ def what_if(rows: list[dict]) -> None:
     amd = [r for r in rows if r["engine"] == "vllm" and r["gpu"].startswith("mi")]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
+    mixtral = [r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["engine"] == "trtllm"]
     with tempfile.TemporaryDirectory() as tmp:
         def on(r, **kw):
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
@@ -253,7 +317,10 @@ def what_if(rows: list[dict]) -> None:
                  ("the C++-executor rows on TensorRT-LLM's PyTorch executor (--runtime pytorch)",
                   on_pytorch_executor, [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR]),
                  ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
-                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]))
+                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]),
+                 *((f"Mixtral's auto_quantize checkpoint with {p} in bf16", lambda r, p=p: auto_quantized(r, p),
+                    mixtral) for p in AUTO_QUANTIZE),
+                 ("Mixtral's attention at the dataset's token-weighted decode context", at_weighted_context, mixtral))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
