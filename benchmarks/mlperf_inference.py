@@ -25,7 +25,7 @@ harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtim
 every step eager with no CUDA graph, a measured C++ launch per kernel). ironlaw has one
 length per request, not the dataset's length distribution.
 
-``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under eleven what-ifs, storing nothing: (1)
+``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under twelve what-ifs, storing nothing: (1)
 vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
 carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
@@ -45,7 +45,8 @@ TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the lay
 two placements that fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each
 step's tokens (``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured
 1.0 / 1.3 ratio (``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted
-decode context (``MIXTRAL_CONTEXT``), lengths unchanged.
+decode context (``MIXTRAL_CONTEXT``), lengths unchanged; (12) their prompts' attention in bf16 on the fp8 cache,
+as the builder's use_fp8_context_fmha disabled runs it.
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -295,6 +296,25 @@ def at_weighted_context(r: dict) -> float:
         return predict(r)
 
 
+def bf16_context_fmha(r: dict) -> float:
+    """What-if: TensorRT-LLM row ``r`` with its prompts' attention in bf16 on the fp8 cache (the builder's
+    ``use_fp8_context_fmha`` disabled, as every Mixtral config's trtllm_build_flags set it), not fp8."""
+    from unittest import mock
+
+    from ironlaw.models.serving.step import graph as step_graph_mod
+    from ironlaw.models.serving.step import run as step_run
+    own = step_run.step_graph
+
+    def bf16_context(*args, **kw):
+        g = own(*args, **kw)
+        g.ops = [step_graph_mod._with_dtype(op, "bf16", op.attrs["kv_dtype"])
+                 if op.kind == "attention" and op.name.endswith("prefill") else op for op in g.ops]
+        return g
+
+    with mock.patch.object(step_run, "step_graph", bf16_context):
+        return predict(r)
+
+
 def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
     """The catalog file (written under ``tmp``) of an MI300X or MI325X row's GPU on its datasheet with the MI300X's
     fitted GEMM terms, carried to MI325X at ``kernelfit.rules.CARRIED_GEMM``'s factor (``factor``) or at 1 (the
@@ -364,7 +384,8 @@ def what_if(rows: list[dict]) -> None:
                  *((f"Mixtral's RTX PRO 6000 MoE layers at its 1.3 rows x the H200's 1.0 / 1.3 ratio"
                     f"{', ' + p + ' in bf16' if p else ''}", lambda r, p=p: auto_quantized(r, p, release_10(r)),
                     [r for r in mixtral if r["gpu"] == "rtx-pro-6000"]) for p in (None, *AUTO_QUANTIZE)),
-                 ("Mixtral's attention at the dataset's token-weighted decode context", at_weighted_context, mixtral))
+                 ("Mixtral's attention at the dataset's token-weighted decode context", at_weighted_context, mixtral),
+                 ("Mixtral's prompts' attention in bf16 (use_fp8_context_fmha disabled)", bf16_context_fmha, mixtral))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
@@ -412,7 +433,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
     ap.add_argument("--what-if", action="store_true", help="the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows "
-                                                           "under eleven what-ifs (nothing stored)")
+                                                           "under twelve what-ifs (nothing stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))

@@ -210,7 +210,8 @@ def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_r
     """Each ``AUTO_QUANTIZE`` placement keeps Mixtral's searched weights (every linear but lm_head, from the
     catalog model's shapes) within effective_bits 8.75 (fp8 8 bits, bf16 16) and fills most of it; its what-if
     prices the KV-bound RTX PRO 6000 row slower (bf16 expert GEMMs, the weights' extra bytes taken from the KV
-    cache); so does its attention at the dataset's token-weighted decode context; ``MOE_ROWS`` moves its MoE
+    cache); so do its attention at the dataset's token-weighted decode context and its prompts' attention in
+    bf16 (use_fp8_context_fmha disabled); ``MOE_ROWS`` moves its MoE
     layers onto the measured rows."""
     from ironlaw.models import workloads
     meta = workloads.resolve(workloads.Request("mixtral-8x7b", phase="decode", batch=1, seq=1)).meta
@@ -226,6 +227,7 @@ def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_r
     base, placement = bench.predict(r), next(iter(bench.AUTO_QUANTIZE))
     assert bench.auto_quantized(r, placement) < 0.97 * base
     assert bench.at_weighted_context(r) < base
+    assert bench.bf16_context_fmha(r) < base                      # bf16 context attention, slower than fp8's
     # on its 1.3 fused-MoE rows (slower than the law there: 6.1 ms a layer at the step's 5,553 tokens, the law 6.4)
     # the row speeds up; times the H200's measured 1.0 / 1.3 ratio it slows
     assert bench.auto_quantized(r, None, bench.MOE_ROWS["rtx-pro-6000"]) > base
