@@ -211,8 +211,7 @@ def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_r
     catalog model's shapes) within effective_bits 8.75 (fp8 8 bits, bf16 16) and fills most of it; its what-if
     prices the KV-bound RTX PRO 6000 row slower (bf16 expert GEMMs, the weights' extra bytes taken from the KV
     cache); so do its attention at the dataset's token-weighted decode context and its prompts' attention in
-    bf16 (use_fp8_context_fmha disabled); ``MOE_ROWS`` moves its MoE
-    layers onto the measured rows."""
+    bf16 (use_fp8_context_fmha disabled); ``MOE_ROWS`` moves its MoE layers onto the measured rows."""
     from ironlaw.models import workloads
     meta = workloads.resolve(workloads.Request("mixtral-8x7b", phase="decode", batch=1, seq=1)).meta
     h, n, layers = meta["hidden"], meta["experts"], meta["layers"]
