@@ -299,16 +299,22 @@ def at_weighted_context(r: dict) -> float:
 def bf16_context_fmha(r: dict) -> float:
     """What-if: TensorRT-LLM row ``r`` with its prompts' attention in bf16 on the fp8 cache (the builder's
     ``use_fp8_context_fmha`` disabled, as every Mixtral config's trtllm_build_flags set it), not fp8."""
+    import copy
     from unittest import mock
 
-    from ironlaw.models.serving.step import graph as step_graph_mod
+    from ironlaw.core.gemmshape import attention_kernel, attention_kernel_parts
     from ironlaw.models.serving.step import run as step_run
     own = step_run.step_graph
 
+    def in_bf16(op):
+        o = copy.copy(op)
+        phase, regime = attention_kernel_parts(op.attrs["kernel"])
+        o.dtype, o.attrs = "bf16", {**op.attrs, "kernel": attention_kernel(phase, "bf16", op.attrs["kv_dtype"], regime)}
+        return o
+
     def bf16_context(*args, **kw):
         g = own(*args, **kw)
-        g.ops = [step_graph_mod._with_dtype(op, "bf16", op.attrs["kv_dtype"])
-                 if op.kind == "attention" and op.name.endswith("prefill") else op for op in g.ops]
+        g.ops = [in_bf16(op) if op.kind == "attention" and op.name.endswith("prefill") else op for op in g.ops]
         return g
 
     with mock.patch.object(step_run, "step_graph", bf16_context):
