@@ -25,7 +25,7 @@ harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtim
 every step eager with no CUDA graph, a measured C++ launch per kernel). ironlaw has one
 length per request, not the dataset's length distribution.
 
-``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under seven what-ifs, storing nothing: (1)
+``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under twelve what-ifs, storing nothing: (1)
 vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
 carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
@@ -40,7 +40,13 @@ engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``run
 executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at the fitted
 launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the DeepSeek-R1 rows at the
 dataset's decode context: a request's output of 2 (A + B · output - prompt) tokens, so that one length's mean decode
-context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``).
+context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``); (8) Mixtral's
+TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``:
+two placements that fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each
+step's tokens (``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured
+1.0 / 1.3 ratio (``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted
+decode context (``MIXTRAL_CONTEXT``), lengths unchanged; (12) their prompts' attention in bf16 on the fp8 cache,
+as the builder's use_fp8_context_fmha disabled runs it.
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -84,6 +90,37 @@ DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
 # ``CoreType.TRTLLM_ENDPOINT``, trtllm-serve on the PyTorch backend (llmlib/config.py ``trtllm_backend`` 'pytorch').
 # Those rows run with ``runtime="cpp"`` (``serve --runtime cpp``: ironlaw.models.serving.step.runtime)
 CPP_EXECUTOR = frozenset({"llama2-70b", "mixtral-8x7b", "llama3.1-8b", "llama3.1-405b"})
+# Mixtral's TensorRT-LLM checkpoint: ModelOpt ``mtq.auto_quantize`` over FP8 and unquantized (bf16, 16 bits) at
+# effective_bits 8.75, lm_head excluded (closed/<submitter>/code/mixtral-8x7b/modelopt/quantize.py ``quantize``;
+# each config's trtllm_checkpoint_flags). ModelOpt's ``_AutoQuantizeBaseSearcher.quant_grouping_rules``
+# (modelopt/torch/quantization/algorithms.py, its "mixtral experts" rule) makes one choice per layer for all 8
+# experts' w1/w2/w3 (8 x 3 x 4,096 x 14,336 = 1.409e9 weights), one for q/k/v and one for o (41.9e6 together). Of
+# the searched 32 x 1.451e9 = 46.4e9 weights, 8.75 bits allow at most 0.75 / 8 of them (4.35e9) in bf16: at most 3
+# layers' experts (4 would be 5.64e9). Which groups the search kept is not published; two placements that fill 96%
+# and 97% of the budget bound it: placement: (share of the routed-expert layers in bf16, share of the attention
+# projections in bf16, bf16 weights)
+AUTO_QUANTIZE = {"3 layers' experts": (3 / 32, 0.0, 3 * 8 * 3 * 4096 * 14336),
+                 "2 layers' experts + every attention projection": (2 / 32, 1.0, 2 * 8 * 3 * 4096 * 14336
+                                                                    + 32 * 4096 * (6144 + 4096))}
+EXPERT_OPS = ("mlp_up_proj", "mlp_down_proj", "mlp_act", "moe_permute", "moe_combine")   # the fused MoE layer's
+ATTENTION_PROJECTIONS = ("attn_pre_proj", "attn_post_proj")
+# The fused-MoE layer at Mixtral's shape (hidden 4,096, inter 14,336, 8 experts, top 2, EP 1, power_law_1.01; fp8,
+# and bf16 for the bf16 layers) where the TensorRT-LLM rows' steps fall (H200 9,216 tokens, RTX PRO 6000 5,553):
+# gpu: dtype: ((tokens, seconds), (tokens, seconds)) of the two rows around them. H200: TensorRT-LLM 1.0.0rc3, the
+# submissions' release (aiconfigurator 0.8.0 systems/data/h200_sxm/trtllm/1.0.0rc3/moe_perf.txt, fp8 and float16);
+# RTX PRO 6000: 1.3.0rc20, the only release measured on it (aiconfigurator-core 0.12.0 systems/data/
+# rtx_pro_6000_server/moe/trtllm/1.3.0rc20/moe_perf.parquet, kernel_source moe_torch_flow_cutlass, fp8 and bfloat16)
+MOE_ROWS = {"h200": {"fp8": ((8192, 5.1753e-3), (12288, 7.9335e-3)), "bf16": ((8192, 9.4170e-3), (12288, 14.9267e-3))},
+            "rtx-pro-6000": {"fp8": ((4096, 4.6427e-3), (8192, 8.7089e-3)),
+                             "bf16": ((4096, 10.3094e-3), (8192, 18.6633e-3))}}
+# The H200's 1.0.0rc3 over 1.3.0rc20 layer time at 8,192 tokens (the rows above over aiconfigurator-core 0.12.0's
+# h200_sxm 1.3.0rc20 moe_torch_flow_cutlass rows, power_law_1.01: fp8 4.0915 ms, bfloat16 7.7145 ms): carried to
+# the RTX PRO 6000's 1.3 rows only as a what-if (no 1.0 table on it; nothing stored)
+RELEASE_10_OVER_13 = {"fp8": 5.1753 / 4.0915, "bf16": 9.4170 / 7.7145}
+# Mixtral's dataset: (A, B) of its token-weighted decode context as ``DECODE_CONTEXT`` defines them, from the same
+# repository's mlperf-data/summaries/mixtral-8x7b.csv (15,000 samples' input and reference output lengths: A =
+# 438.61, B = 0.8028; at the runs' 146 tokens 555.8 tokens where one length per request gives 427 + 146 / 2 = 500)
+MIXTRAL_CONTEXT = (438.61, 0.8028)
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -193,6 +230,97 @@ def at_decode_context(r: dict) -> float:
     return predict(dict(r, output=round(2 * (a + b * r["output"] - r["prompt"]))))
 
 
+def expert_layer_s(est, moe_rows: dict | None, dtype: str, tokens: float) -> float:
+    """Seconds the step ``est`` (every layer) gives its routed-expert ops less what ``moe_rows[dtype]`` (one GPU's
+    ``MOE_ROWS``) interpolated at ``tokens`` gives them (0 without rows): what moves the step onto the rows."""
+    law = sum(float(est.op_total_s[i]) for i, op in enumerate(est.graph.ops)
+              if op.name.split(".")[-1] in EXPERT_OPS)
+    if moe_rows is None:
+        return 0.0
+    (t0, s0), (t1, s1) = moe_rows[dtype]
+    return law - est.graph.meta["moe_layers"] * (s0 + (s1 - s0) * (tokens - t0) / (t1 - t0))
+
+
+def release_10(r: dict) -> dict:
+    """Row ``r``'s GPU's ``MOE_ROWS`` times ``RELEASE_10_OVER_13`` (what-if: 1.0's layer where only 1.3's is
+    measured)."""
+    return {dt: tuple((t, s * RELEASE_10_OVER_13[dt]) for t, s in rows) for dt, rows in MOE_ROWS[r["gpu"]].items()}
+
+
+def auto_quantized(r: dict, placement: str | None, moe_rows: dict | None = None) -> float:
+    """What-if: Mixtral row ``r`` with ``AUTO_QUANTIZE[placement]``'s layers in bf16 (None: none): each step's
+    expert-layer and attention-projection ops at their bf16 time for that share of the layers (the step priced
+    whole in fp8 and in bf16, the same tokens), the extra weight bytes taken from the KV cache's free memory;
+    ``moe_rows``: the expert ops of each dtype at those measured layer times (one GPU's ``MOE_ROWS``)."""
+    from dataclasses import replace
+    from unittest import mock
+
+    import ironlaw
+    from ironlaw.models.serving import throughput
+    experts, attention, weights = AUTO_QUANTIZE[placement] if placement else (0.0, 0.0, 0)
+    own = throughput.step_seconds
+
+    def share(name: str) -> float:
+        role = name.split(".")[-1]
+        return experts if role in EXPERT_OPS else attention if role in ATTENTION_PROJECTIONS else 0.0
+
+    def mixed(run, decode, prefill_tokens, contexts, pad):
+        t, est = own(run, decode, prefill_tokens, contexts, pad)
+        half = own(replace(run, dtype="bf16"), decode, prefill_tokens, contexts, pad)[1]
+        bf16 = {op.name: float(half.op_total_s[i]) for i, op in enumerate(half.graph.ops)}
+        tokens = decode + prefill_tokens
+        return (t + sum(share(op.name) * (bf16[op.name] - float(est.op_total_s[i]))
+                        for i, op in enumerate(est.graph.ops))
+                - (1 - experts) * expert_layer_s(est, moe_rows, "fp8", tokens)
+                - experts * expert_layer_s(half, moe_rows, "bf16", tokens)), est
+
+    mem = ironlaw.serve(r["spec"], r["gpu"], **serve_kwargs(r)).memory
+    fraction = r["memory_fraction"] * (mem["free_bytes"] - weights) / mem["free_bytes"]   # weights: +1 byte each
+    with mock.patch.object(throughput, "step_seconds", mixed):
+        return predict(r, memory_fraction=fraction)
+
+
+def at_weighted_context(r: dict) -> float:
+    """What-if: Mixtral row ``r`` with every step's attention at the dataset's token-weighted decode context
+    (``MIXTRAL_CONTEXT``) in place of one length's prompt + output / 2; lengths and token budget unchanged."""
+    from unittest import mock
+
+    from ironlaw.models.serving.step import run as step_run
+    a, b = MIXTRAL_CONTEXT
+    own = step_run.step_graph
+
+    def weighted(*args, **kw):
+        return own(*args, **dict(kw, context=round(a + b * r["output"])))
+
+    with mock.patch.object(step_run, "step_graph", weighted):
+        return predict(r)
+
+
+def bf16_context_fmha(r: dict) -> float:
+    """What-if: TensorRT-LLM row ``r`` with its prompts' attention in bf16 on the fp8 cache (the builder's
+    ``use_fp8_context_fmha`` disabled, as every Mixtral config's trtllm_build_flags set it), not fp8."""
+    import copy
+    from unittest import mock
+
+    from ironlaw.core.gemmshape import attention_kernel, attention_kernel_parts
+    from ironlaw.models.serving.step import run as step_run
+    own = step_run.step_graph
+
+    def in_bf16(op):
+        o = copy.copy(op)
+        phase, regime = attention_kernel_parts(op.attrs["kernel"])
+        o.dtype, o.attrs = "bf16", {**op.attrs, "kernel": attention_kernel(phase, "bf16", op.attrs["kv_dtype"], regime)}
+        return o
+
+    def bf16_context(*args, **kw):
+        g = own(*args, **kw)
+        g.ops = [in_bf16(op) if op.kind == "attention" and op.name.endswith("prefill") else op for op in g.ops]
+        return g
+
+    with mock.patch.object(step_run, "step_graph", bf16_context):
+        return predict(r)
+
+
 def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
     """The catalog file (written under ``tmp``) of an MI300X or MI325X row's GPU on its datasheet with the MI300X's
     fitted GEMM terms, carried to MI325X at ``kernelfit.rules.CARRIED_GEMM``'s factor (``factor``) or at 1 (the
@@ -240,6 +368,7 @@ def what_if(rows: list[dict]) -> None:
     amd = [r for r in rows if r["engine"] == "vllm" and r["gpu"].startswith("mi")]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
+    mixtral = [r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["engine"] == "trtllm"]
     with tempfile.TemporaryDirectory() as tmp:
         def on(r, **kw):
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
@@ -253,7 +382,16 @@ def what_if(rows: list[dict]) -> None:
                  ("the C++-executor rows on TensorRT-LLM's PyTorch executor (--runtime pytorch)",
                   on_pytorch_executor, [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR]),
                  ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
-                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]))
+                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]),
+                 *((f"Mixtral's auto_quantize checkpoint with {p} in bf16", lambda r, p=p: auto_quantized(r, p),
+                    mixtral) for p in AUTO_QUANTIZE),
+                 *((f"Mixtral's MoE layers at the table's rows{', ' + p + ' in bf16' if p else ''}",
+                    lambda r, p=p: auto_quantized(r, p, MOE_ROWS[r["gpu"]]), mixtral) for p in (None, *AUTO_QUANTIZE)),
+                 *((f"Mixtral's RTX PRO 6000 MoE layers at its 1.3 rows x the H200's 1.0 / 1.3 ratio"
+                    f"{', ' + p + ' in bf16' if p else ''}", lambda r, p=p: auto_quantized(r, p, release_10(r)),
+                    [r for r in mixtral if r["gpu"] == "rtx-pro-6000"]) for p in (None, *AUTO_QUANTIZE)),
+                 ("Mixtral's attention at the dataset's token-weighted decode context", at_weighted_context, mixtral),
+                 ("Mixtral's prompts' attention in bf16 (use_fp8_context_fmha disabled)", bf16_context_fmha, mixtral))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]
@@ -301,7 +439,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
     ap.add_argument("--what-if", action="store_true", help="the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows "
-                                                           "under seven what-ifs (nothing stored)")
+                                                           "under twelve what-ifs (nothing stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))

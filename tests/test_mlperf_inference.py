@@ -204,3 +204,30 @@ def test_cpp_executor_rows_run_the_cpp_runtime(rows):
         cpp = r["engine"] == "trtllm" and r["benchmark"] != "deepseek-r1"
         assert bench.serve_kwargs(r).get("runtime") == ("cpp" if cpp else None), r["id"]
         assert ("--runtime cpp" in bench.command(r)) == cpp
+
+
+def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_rows(rows):
+    """Each ``AUTO_QUANTIZE`` placement keeps Mixtral's searched weights (every linear but lm_head, from the
+    catalog model's shapes) within effective_bits 8.75 (fp8 8 bits, bf16 16) and fills most of it; its what-if
+    prices the KV-bound RTX PRO 6000 row slower (bf16 expert GEMMs, the weights' extra bytes taken from the KV
+    cache); so do its attention at the dataset's token-weighted decode context and its prompts' attention in
+    bf16 (use_fp8_context_fmha disabled); ``MOE_ROWS`` moves its MoE layers onto the measured rows."""
+    from ironlaw.models import workloads
+    meta = workloads.resolve(workloads.Request("mixtral-8x7b", phase="decode", batch=1, seq=1)).meta
+    h, n, layers = meta["hidden"], meta["experts"], meta["layers"]
+    searched = meta["params"] - 2 * meta["vocab"] * h              # all but the embedding and lm_head (and norms)
+    attention = h * (meta["heads"] + 2 * meta["kv_heads"]) * meta["head_dim"] + meta["heads"] * meta["head_dim"] * h
+    experts_per_layer = searched // layers - attention - h * n    # the router's h x n
+    assert abs(experts_per_layer - 8 * 3 * 4096 * 14336) < 3 * h     # the norms' few thousand weights
+    for experts, attn, bf16 in bench.AUTO_QUANTIZE.values():
+        assert abs(bf16 - layers * (experts * experts_per_layer + attn * attention)) < layers * 3 * h
+        assert 0.9 * 0.75 / 8 < bf16 / searched <= 0.75 / 8
+    r = next(r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["gpu"] == "rtx-pro-6000")
+    base, placement = bench.predict(r), next(iter(bench.AUTO_QUANTIZE))
+    assert bench.auto_quantized(r, placement) < 0.97 * base
+    assert bench.at_weighted_context(r) < base
+    assert bench.bf16_context_fmha(r) < base                      # bf16 context attention, slower than fp8's
+    # on its 1.3 fused-MoE rows (slower than the law there: 6.1 ms a layer at the step's 5,553 tokens, the law 6.4)
+    # the row speeds up; times the H200's measured 1.0 / 1.3 ratio it slows
+    assert bench.auto_quantized(r, None, bench.MOE_ROWS["rtx-pro-6000"]) > base
+    assert bench.auto_quantized(r, None, bench.release_10(r)) < 0.9 * base
