@@ -16,13 +16,19 @@ MEMORY_HELP = ("the engine's memory knob, 0.9 or 90%: vLLM gpu_memory_utilizatio
                "mem_fraction_static (default: its rule by memory and TP), TensorRT-LLM free_gpu_memory_fraction, the "
                "KV cache's share of the memory free after weights (default 0.95, as the published runs; --kv-fraction)")
 
+LENGTHS_HELP = ("max-throughput: a file of per-request lengths in place of --prompt/--output: a CSV whose header names "
+                "the columns prompt and output (tokens; other columns read past, # lines comments) or JSON Lines of "
+                "{\"prompt\": P, \"output\": O}; --requests cycles them. Priced at the mix's token-weighted decode "
+                "context, its prompts' attention pairs, KV reserved per request by its own length")
+
 
 @app.command()
 def serve(
     spec: str = typer.Argument(..., help="a decoder LLM: llama3-8b, mixtral-8x7b, hf:config.json …"),
     on: str = typer.Option("h100", "--on", help="hardware: a catalog name or a .toml file"),
-    prompt: int = typer.Option(1024, "--prompt", help="prompt tokens per request"),
-    output: int = typer.Option(256, "--output", help="generated tokens per request"),
+    prompt: Optional[int] = typer.Option(None, "--prompt", help="prompt tokens per request (default 1024)"),
+    output: Optional[int] = typer.Option(None, "--output", help="generated tokens per request (default 256)"),
+    lengths: Optional[str] = typer.Option(None, "--lengths", help=LENGTHS_HELP),
     concurrency: int = typer.Option(1, "--concurrency", help="sequences in flight (continuous batching)"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16, fp16, fp8 (TensorRT-LLM: "
@@ -89,6 +95,7 @@ def serve(
 
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
+    prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)   # api.serve's
     _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency, memory_fraction)
     say_written(fmt, plot=plot, html=html)
 

@@ -95,10 +95,12 @@ class ThroughputEstimate:
     steady_parts: list = field(default_factory=list)  # [(share of the steps, Estimate)] of the steady state at
                                                       # the batch: what a stream of requests meets (latencies)
     moe: dict | None = None          # an MoE model's experts per rank and expert exchange (``moe_plan``)
+    lengths: dict | None = None      # a mix of request lengths read from a file (``serving.lengths``: what was read)
+    output_total: int | None = None  # … its output tokens, all requests (None: requests · output)
 
     @property
     def output_tokens_per_s(self) -> float:
-        return self.requests * self.output / self.time_s
+        return (self.output_total or self.requests * self.output) / self.time_s
 
     def to_dict(self) -> dict:
         g = self.layout.gpus
@@ -118,6 +120,7 @@ class ThroughputEstimate:
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
                 "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy, "moe": self.moe,
+                "lengths": self.lengths,
                 **expert_weights(self.steps[0][1].graph.meta)}
 
 
@@ -295,8 +298,10 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
                    max_num_tokens: int | None = None, requests: int | None = None,
                    constants: ServingConstants = FITTED, routing: str | None = None, dispatcher: str | None = None,
-                   redundant_experts: int = 0) -> ThroughputEstimate:
-    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``routing``: the busiest expert
+                   redundant_experts: int = 0, lengths=None) -> ThroughputEstimate:
+    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``lengths``: a mix of request
+    lengths (``serving.lengths.Lengths``, ``prompt`` and ``output`` its means, ``requests`` its count) priced as
+    ``mixed`` prices it; ``routing``: the busiest expert
     rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
     ``expert_imbalance``); ``dispatcher``, ``redundant_experts``: the expert exchange and EPLB's extra slots
     (``serving.parallel``)."""
@@ -313,10 +318,10 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     experts = checkpoint_experts(spec, hw, dtype)           # no --dtype: the experts as the checkpoint stores them
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                 max_num_tokens, constants, experts)
+                                 max_num_tokens, constants, experts, lengths)
     from .parallel import check_dispatcher
     check_dispatcher(hw, meta, lay, dtype, limits.max_num_tokens)
-    n = requests or eng.requests_for(prompt, output)
+    n = requests or (lengths.requests if lengths is not None else eng.requests_for(prompt, output))
     fit, reason = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output,
                                    limits.max_batch * lay.pp)
     per_engine = max(min(fit // lay.pp, math.ceil(n / (lay.dp * lay.pp))), 1)
@@ -324,6 +329,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
         reason = "requests"
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants,
                     experts)
+    if lengths is not None:
+        run = mixed(run, lengths)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
@@ -331,7 +338,17 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0, steady_parts=full.parts,
-                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype))
+                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype),
+                              lengths=None if lengths is None else lengths.stats(),
+                              output_total=None if lengths is None else sum(lengths.outputs))
+
+
+def mixed(run: EngineRun, lengths) -> EngineRun:
+    """The engine run of a mix of request lengths (``serving.lengths``): its steps' decode tokens read the mix's
+    token-weighted context and its prompt tokens carry the mix's causal pairs per token; the rates stay those of
+    its mean prompt and output (``run.prompt``, ``run.output``)."""
+    from dataclasses import replace
+    return replace(run, decode_context=lengths.decode_context, prefill_prompt=lengths.prefill_prompt)
 
 
 def moe_plan(hw, meta: dict, lay: Layout, dtype: str) -> dict | None:
