@@ -20,8 +20,9 @@ deepseek-r1), the dataset's mean prompt (222, 427, 871, 9,429 and 804 tokens), t
 token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the KV cache's share of
 the memory free after weights and workspace; vLLM's gpu_memory_utilization), its requests (samples_per_query /
 instances) queued at once, on the engine the submission ran. TensorRT-LLM rows run on the kernels of the TensorRT-LLM
-release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables. ironlaw has one
-length per request, not the dataset's length distribution.
+release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables. DeepSeek-R1's rows
+run its dataset's own per-request lengths (``LENGTHS``: ``serve --lengths``, the samples cycled to the query's size,
+their outputs the reference answers' lengths capped at the runs' max_output_len); the others one length per request.
 
 ``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under seven what-ifs, storing nothing: (1)
 vLLM at its default
@@ -38,9 +39,8 @@ kernel launches (``step.host.host_launches`` 0): NVIDIA's harness runs those ben
 TensorRT-LLM's C++ executor (closed/NVIDIA/code/<benchmark>/tensorrt/__init__.py: ``DEFAULT_CORE_TYPE =
 CoreType.TRTLLM_EXECUTOR``, tensorrt_llm.bindings.executor), where ironlaw prices TensorRT-LLM's PyTorch executor,
 whose steps with prompt tokens launch every kernel from Python (DeepSeek-R1 runs that PyTorch backend:
-``CoreType.TRTLLM_ENDPOINT``, llmlib/config.py ``trtllm_backend`` 'pytorch'); (7) the DeepSeek-R1 rows at the
-dataset's decode context: a request's output of 2 (A + B · output - prompt) tokens, so that one length's mean decode
-context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``).
+``CoreType.TRTLLM_ENDPOINT``, llmlib/config.py ``trtllm_backend`` 'pytorch'); (7) the DeepSeek-R1 rows at one length
+per request (the dataset's mean prompt, the run's generated tokens per sample) in place of the dataset's lengths.
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -70,13 +70,10 @@ GPUS = ("h100", "h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "l40s", "mi
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
 # TensorRT-LLM 1.0.0rc3 / rc6), the catalog's 1.3.0rc20 elsewhere (RTX PRO 6000)
 TRTLLM_RELEASE = "1.0"
-# benchmark: (A, B) of its dataset's decode context, token-weighted over the samples' (prompt p, output o) lengths:
-# sum(o (p + o / 2)) / sum(o) = A + B * mean(o), A = sum(o p) / sum(o) (the output-weighted prompt), B = sum(o^2) /
-# (2 sum(o) mean(o)); from openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv at commit
-# 71007029fb5bced1d79808e7e64dc4c2af82ea55 (4,388 samples' reference output lengths, capped at the runs'
-# max_output_len 20,000, closed/NVIDIA/code/deepseek-r1/tensorrt/generation_config.json: mean 3,886.2, decode context
-# 4,979 tokens where one length per request gives 803.8 + 3,886.2 / 2 = 2,747)
-DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
+# benchmark: its dataset's per-request (prompt, output) lengths, priced through ``serve --lengths`` in place of one length
+# per request (the header names the source: openshift-psap/performance-dashboard's summary of the 4,388 samples, outputs
+# capped at the runs' max_output_len 20,000)
+LENGTHS = {"deepseek-r1": Path("tests/data/mlperf_deepseek_r1_lengths.csv")}
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -108,7 +105,9 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
 
 def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
-    kw = {"prompt": r["prompt"], "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
+    lengths = {"lengths": LENGTHS[r["benchmark"]]} if r["benchmark"] in LENGTHS and not r.get("one_length") else \
+        {"prompt": r["prompt"], "output": r["output"]}
+    kw = {**lengths, "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
           "max_num_tokens": r["max_num_tokens"], "engine": r["engine"], "memory_fraction": r["memory_fraction"]}
     if r["kv_dtype"] != "checkpoint":
@@ -138,8 +137,11 @@ def predict(r: dict, **given) -> float:
     in place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
-    est = ironlaw.serve(spec, r["gpu"], **{**serve_kwargs(r), **given})
-    return r["requests"] * r["output"] / est.time_s / (r["tp"] * r["pp"])
+    kw = {**serve_kwargs(r), **given}
+    if "lengths" in kw:
+        kw["lengths"] = str(ROOT / kw["lengths"])
+    est = ironlaw.serve(spec, r["gpu"], **kw)
+    return est.output_tokens_per_s / (r["tp"] * r["pp"])
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -180,11 +182,10 @@ def without_launches(r: dict) -> float:
         return predict(r)
 
 
-def at_decode_context(r: dict) -> float:
-    """What-if: row ``r`` priced with the output that gives one length per request the dataset's token-weighted
-    decode context (``DECODE_CONTEXT``); tokens/s per GPU of that output."""
-    a, b = DECODE_CONTEXT[r["benchmark"]]
-    return predict(dict(r, output=round(2 * (a + b * r["output"] - r["prompt"]))))
+def at_one_length(r: dict) -> float:
+    """What-if: row ``r`` of a benchmark priced through its dataset's lengths (``LENGTHS``) priced instead at one
+    length per request: the dataset's mean prompt and the run's generated tokens per sample."""
+    return predict(dict(r, one_length=True))
 
 
 def gfx942_terms(r: dict, tmp: Path, grid: bool = True, factor: bool = True) -> str:
@@ -245,9 +246,9 @@ def what_if(rows: list[dict]) -> None:
                  ("H200 NVL on the H200 SXM's kernel calibration",
                   lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl),
                  ("TensorRT-LLM's C++ executor: no eager kernel launches on the host", without_launches,
-                  [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] not in DECODE_CONTEXT]),
-                 ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
-                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]))
+                  [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] not in LENGTHS]),
+                 ("DeepSeek-R1 at one length per request (not its dataset's lengths)", at_one_length,
+                  [r for r in rows if r["benchmark"] in LENGTHS]))
         for label, price, sel in cases:
             print(f"\nwhat-if: {label} (nothing stored)")
             after = [dict(r, err=price(r) / r["published"] - 1.0) for r in sel]

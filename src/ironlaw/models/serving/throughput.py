@@ -292,6 +292,46 @@ def waves(run: EngineRun, full: Steady, batch: int, requests: int, max_num_token
     return total, parts
 
 
+def drained(run: EngineRun, full: Steady, batch: int, requests: int, max_num_tokens: int,
+            lengths) -> tuple[float, list]:
+    """(seconds, [(steps, Estimate)]) of one rank's ``requests`` of a mix of lengths (``serving.drain``): where
+    they all fit the batch at once, the ramp that admits them (``one_wave``'s, at the mean prompt), then each
+    decodes its own output; else the steady state's requests / r steps, less the drain's work W at the full batch
+    (W / B decode-only steps at B), plus the drain's steps at their own batch. ``full`` gets the counts."""
+    from dataclasses import replace
+    from .drain import profile, segments as bands
+    n_ctx = int(full.stats["context_steps"])
+    wave = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps)
+            if requests <= batch else None)
+    parts, total = [], 0.0
+    if wave is not None:
+        for n, (d, k) in segments(wave, 1):
+            t, est = step_seconds(run, int(round(d)), k * run.prompt, k, pad=False)
+            parts.append((n, est))
+            total += n * t
+        left, ctx = profile(lengths.prompts, lengths.outputs, 0, 0.0, stream=False)
+        b, moved = left * requests / lengths.requests, 0.0        # this rank's share of the mix
+    else:
+        r = full.stats["requests_per_step"]
+        held = r * (sum(lengths.outputs) / lengths.requests + n_ctx - 1)     # the batch, Little's law
+        b, ctx = profile(lengths.prompts, lengths.outputs, n_ctx, held, stream=True)
+        parts = [(requests / r * w, e) for w, e in full.parts]
+        total = requests / r * full.stats["step_s"]
+        moved = float(b.sum()) / held                              # the drain's work, in steps at the batch
+        t, est = step_seconds(run, max(int(round(held)), 1), 0.0, 0.0, pad=True)
+        parts.append((-moved, est))
+        total -= moved * t
+    for n, mean_batch, context in bands(b, ctx):
+        t, est = step_seconds(replace(run, decode_context=max(int(round(context)), 1)),
+                              max(int(round(mean_batch)), 1), 0.0, 0.0, pad=True)
+        parts.append((n, est))
+        total += n * t
+    full.stats.update(waves=0 if wave is None else 1, wave_steps=0.0 if wave is not None else requests / r,
+                      tail_requests=0, tail_steps=0.0, drain_steps=len(b), drain_work_steps=moved,
+                      drain_mean_batch=float(b.mean()) if len(b) else 0.0)
+    return total, parts
+
+
 # ---------------------------------------------------------------------- the estimate
 def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: int = 1, ep: int = 1,
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
@@ -334,7 +374,10 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
-    total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
+    if lengths is not None and not lengths.uniform and lay.pp == 1:
+        total, steps = drained(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens, lengths)
+    else:
+        total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0, steady_parts=full.parts,
