@@ -161,8 +161,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
 
 
 @front_door
-def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optional[int] = None,
-          lengths: Optional[str] = None, concurrency: int = 1,
+def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optional[int] = None, concurrency: int = 1,
           dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
           max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
@@ -172,12 +171,12 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
-          redundant_experts: int = 0, memory_fraction: Optional[float] = None):
+          redundant_experts: int = 0, memory_fraction: Optional[float] = None, lengths: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
-    with ``max_throughput=True`` the offline scenario's
-    :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
+    with ``max_throughput=True`` the offline scenario's :class:`~ironlaw.models.serving.frameworks.EngineThroughput`
+    (``lengths``: per-request lengths from a file, ``models.serving.lengths``); with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
     steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm, vllm or sglang
     — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``); None: TensorRT-LLM on an
@@ -187,13 +186,10 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     (max-throughput): the router's load on the busiest expert rank, per step (``ironlaw.core.routing``: balanced,
     power_law_<alpha>; default uniform rows, times ``expert_imbalance``). ``moe_dispatcher``,
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
-    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``).
-    ``prompt``, ``output``: every request's tokens (None: 1024 and 256); ``lengths`` (max-throughput): a CSV or JSON
-    Lines file of per-request ``prompt`` and ``output`` tokens in their place, ``requests`` cycling them
-    (``ironlaw.models.serving.lengths``)."""
+    ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``)."""
     from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
-    from ..models.serving import frameworks, online
+    from ..models.serving import frameworks, lengths as mixes, online
     from ..models.serving.features import options as feat
     from ..report import pages
 
@@ -207,20 +203,14 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
-    mix = None
-    if lengths is not None:
-        from ..models.serving.lengths import given
-        mix = given(lengths, prompt, output, max_throughput, requests)
-        prompt, output, requests = mix.prompt, mix.output, mix.requests
-    prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)
+    prompt, output, requests, mix = mixes.given(lengths, prompt, output, max_throughput, requests)
     if max_throughput:
         from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-                  expert_imbalance=expert_imbalance, routing=moe_routing)
+                  expert_imbalance=expert_imbalance, routing=moe_routing, **mix)
         kw.update({} if kv_fraction is None else {"kv_fraction": kv_fraction})   # absent: 0.95, not given
-        kw.update({} if mix is None else {"lengths": mix})
         from .options import wide_ep
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,

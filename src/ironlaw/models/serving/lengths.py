@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,9 +184,13 @@ def check_context(lengths: Lengths, spec: str, context_tokens: int | None) -> No
                                f"engine refuses such a request")
 
 
-def given(path, prompt, output, max_throughput: bool, requests) -> Lengths:
-    """``serve --lengths FILE``'s requests, refused in one line beside ``--prompt``/``--output`` (the file gives
-    both) or without ``--max-throughput``; ``--requests`` cycles them (``Lengths.cycled``)."""
+def given(path, prompt, output, max_throughput: bool, requests) -> tuple:
+    """``serve``'s (prompt, output, requests, {"lengths": Lengths} or {}): ``prompt`` and ``output`` (None: 1024 and
+    256) where no file is given, else the file's means, its requests (``--requests`` cycles them:
+    ``Lengths.cycled``) and its Lengths. The file beside ``--prompt``/``--output`` (it gives both) or without
+    ``--max-throughput`` is refused in one line."""
+    if path is None:
+        return (1024 if prompt is None else prompt), (256 if output is None else output), requests, {}
     if prompt is not None or output is not None:
         both = " and ".join(f for f, v in (("--prompt", prompt), ("--output", output)) if v is not None)
         raise IronlawError(f"--lengths {path} gives every request's prompt and output tokens; drop {both}")
@@ -193,7 +198,8 @@ def given(path, prompt, output, max_throughput: bool, requests) -> Lengths:
         raise IronlawError(f"--lengths {path} prices the offline scenario: add --max-throughput (the online "
                            f"scenario takes one --prompt and --output)")
     mix = read(path)
-    if requests is None:
-        return mix
-    from .engine import whole_tokens
-    return mix.cycled(whole_tokens(requests, "--requests"))
+    if requests is not None:
+        if isinstance(requests, bool) or not isinstance(requests, numbers.Integral) or requests < 1:
+            raise IronlawError(f"--requests must be a whole number of at least 1, got {requests!r}")
+        mix = mix.cycled(int(requests))
+    return mix.prompt, mix.output, mix.requests, {"lengths": mix}
