@@ -116,6 +116,24 @@ def test_lengths_beside_prompt_or_output_is_refused(tmp_path, extra, says):
     assert says in line
 
 
-def test_lengths_without_max_throughput_is_refused(tmp_path):
+def test_online_identical_file_prices_as_prompt_and_output_and_a_tail_costs(tmp_path):
+    """The online steady state (``--concurrency``) of a file: identical requests as --prompt/--output; a long tail
+    at the same mean reads longer contexts, so each step is slower."""
+    import ironlaw
+    one = ironlaw.serve(SPEC, ON, dtype="fp8", prompt=1024, output=256, concurrency=8)
+    same = ironlaw.serve(SPEC, ON, dtype="fp8", lengths=_csv(tmp_path / "s.csv", [(1024, 256)] * 4), concurrency=8)
+    tail = ironlaw.serve(SPEC, ON, dtype="fp8", concurrency=8,
+                         lengths=_csv(tmp_path / "t.csv", [(1024, 64)] * 3 + [(1024, 832)]))
+    a, b, c = (x.to_dict() for x in (one, same, tail))
+    for k in ("ttft_s", "itl_s", "tokens_per_s"):
+        assert b[k] == pytest.approx(a[k], rel=1e-12)
+    assert c["tokens_per_s"] < a["tokens_per_s"] and c["itl_s"] > a["itl_s"]
+    assert c["lengths"]["decode_context"] == 1368 and "token-weighted over the --lengths mix" in c["itl_why"]
+    assert c["capacity"]["tokens_reserved_per_sequence"] > a["capacity"]["tokens_reserved_per_sequence"]
+
+
+@pytest.mark.parametrize("extra,says", [(("--slo", "ttft=1s"), "--slo prices its steps at one"),
+                                        (("--on", "xeon-8480"), "serving engine's steps")])
+def test_online_lengths_refuse_what_would_price_one_length(tmp_path, extra, says):
     f = _csv(tmp_path / "m.csv", [(10, 10)])
-    assert "add --max-throughput" in one_line_error(run_cli("serve", SPEC, "--lengths", f))
+    assert says in one_line_error(run_cli("serve", SPEC, "--lengths", f, *extra))

@@ -203,7 +203,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
-    prompt, output, requests, mix = mixes.given(lengths, prompt, output, max_throughput, requests)
+    prompt, output, requests, mix = mixes.given(lengths, prompt, output, requests)
     if max_throughput:
         from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
@@ -221,7 +221,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
-              composition=composition(serial))
+              composition=composition(serial), **mix)
     eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk)
     kw.update(given)
     own = eng.scheduler is not None or eng.release is not None

@@ -177,6 +177,7 @@ def scenario_options(g: dict) -> None:
     from ..core.errors import IronlawError
     from ..models.serving.frameworks import check_memory_fraction
     check_memory_fraction(g["memory_fraction"])        # both scenarios take it
+    _lengths_alone(g)
     if g["max_throughput"]:
         online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
                   ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),
@@ -201,6 +202,21 @@ def scenario_options(g: dict) -> None:
                        ("--redundant-experts", g["redundant_experts"] != 0)):
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
+def _lengths_alone(g: dict) -> None:
+    """``serve --lengths`` online: the plain steady state prices the mix (``models.serving.lengths``); a feature that
+    prices its own steps at one length (speculative decoding, prefix hits, disaggregation, an SLO search, the
+    concurrency sweep) is refused beside it in one line."""
+    if g["lengths"] is None or g["max_throughput"]:
+        return
+    from ..core.errors import IronlawError
+    for flag, used in (("--speculative", g["speculative"] is not None), ("--prefix-hit", g["prefix_hit"] is not None),
+                       ("--disaggregate", g["disaggregate"] is not None), ("--slo", g["slo"] is not None),
+                       ("--sweep-concurrency", g["sweep_concurrency"])):
+        if used:
+            raise IronlawError(f"{flag} prices its steps at one --prompt/--output; --lengths runs the plain online "
+                               f"steady state or --max-throughput")
 
 
 def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: Optional[str]) -> tuple[str, str]:

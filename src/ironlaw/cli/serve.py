@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, emit_json, emit_lines, say_written
-from .serve_throughput import expert_lines
+from .serve_throughput import expert_lines, lengths_lines
 from .options import FLOAT, FRACTION, Format
 
 
@@ -16,7 +16,7 @@ MEMORY_HELP = ("the engine's memory knob, 0.9 or 90%: vLLM gpu_memory_utilizatio
                "mem_fraction_static (default: its rule by memory and TP), TensorRT-LLM free_gpu_memory_fraction, the "
                "KV cache's share of the memory free after weights (default 0.95, as the published runs; --kv-fraction)")
 
-LENGTHS_HELP = ("max-throughput: a file of per-request lengths in place of --prompt/--output: a CSV whose header names "
+LENGTHS_HELP = ("a file of per-request lengths in place of --prompt/--output: a CSV whose header names "
                 "the columns prompt and output (tokens; other columns read past, # lines comments) or JSON Lines of "
                 "{\"prompt\": P, \"output\": O}; --requests cycles them. Priced at the mix's token-weighted decode "
                 "context, its prompts' attention pairs, KV reserved per request by its own length")
@@ -122,9 +122,11 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
     from ..core.units import fmt_num, fmt_size, fmt_time
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
-    lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
-             f"{output}, concurrency {concurrency}, KV {est.kv_dtype}"
-             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + expert_lines(d) + [
+    sizes = f"prompt {prompt}, output {output}" if d.get("lengths") is None else \
+        f"prompt {est.prompt}, output {est.output} (the means of {d['lengths']['source']})"
+    lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: {sizes}, concurrency "
+             f"{concurrency}, KV {est.kv_dtype}{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + \
+        lengths_lines(d.get("lengths")) + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",

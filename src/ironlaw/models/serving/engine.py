@@ -477,7 +477,7 @@ class Engine:
 
 def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
                kv_dtype: str | None = None, kv_fraction: float = KV_FRACTION, max_batch: int | None = None,
-               max_num_tokens: int | None = None, constants: ServingConstants = FITTED) -> Engine:
+               max_num_tokens: int | None = None, constants: ServingConstants = FITTED, lengths=None) -> Engine:
     """The Engine (``--tp``, no PP, dense attention) holding ``batch`` sequences of ``prompt`` + ``output``
     tokens, with the limits and memory ``max_throughput`` derives for the same inputs: what the online mode's
     steps are priced on. More sequences than the KV cache holds is an error naming the limit."""
@@ -492,7 +492,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     experts = checkpoint_experts(spec, hw, dtype)
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                max_num_tokens, constants, experts)
+                                max_num_tokens, constants, experts, lengths)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
     if batch > fit:
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
@@ -511,7 +511,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
                            f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); {fixes}")
     limits = _holding(limits, batch, max_batch)
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants, experts)
-    return Engine(run, limits, mem, fit)
+    return Engine(run if lengths is None else lengths.on(run), limits, mem, fit)
 
 
 def _holding(limits: Limits, batch: int, max_batch: int | None) -> Limits:

@@ -79,6 +79,12 @@ class Lengths:
         return Lengths(self.source, tuple(self.prompts[i] for i in idx), tuple(self.outputs[i] for i in idx),
                        tuple(self.lines[i] for i in idx))
 
+    def on(self, run):
+        """The engine run ``run`` (``step.EngineRun``, at the mean prompt and output) with its steps' decode tokens
+        reading the mix's token-weighted context and its prompt tokens carrying the mix's causal pairs."""
+        from dataclasses import replace
+        return replace(run, decode_context=self.decode_context, prefill_prompt=self.prefill_prompt)
+
     def weighted(self, per_request, block: int) -> float:
         """The mean of ``per_request(tokens)`` over the sequences in flight (module docstring, KV per sequence):
         each request's whole blocks of prompt + output, weighted by its output; evaluated once per distinct
@@ -184,19 +190,16 @@ def check_context(lengths: Lengths, spec: str, context_tokens: int | None) -> No
                                f"engine refuses such a request")
 
 
-def given(path, prompt, output, max_throughput: bool, requests) -> tuple:
+def given(path, prompt, output, requests) -> tuple:
     """``serve``'s (prompt, output, requests, {"lengths": Lengths} or {}): ``prompt`` and ``output`` (None: 1024 and
     256) where no file is given, else the file's means, its requests (``--requests`` cycles them:
-    ``Lengths.cycled``) and its Lengths. The file beside ``--prompt``/``--output`` (it gives both) or without
-    ``--max-throughput`` is refused in one line."""
+    ``Lengths.cycled``) and its Lengths. The file beside ``--prompt``/``--output`` (it gives both) is refused in one
+    line."""
     if path is None:
         return (1024 if prompt is None else prompt), (256 if output is None else output), requests, {}
     if prompt is not None or output is not None:
         both = " and ".join(f for f, v in (("--prompt", prompt), ("--output", output)) if v is not None)
         raise IronlawError(f"--lengths {path} gives every request's prompt and output tokens; drop {both}")
-    if not max_throughput:
-        raise IronlawError(f"--lengths {path} prices the offline scenario: add --max-throughput (the online "
-                           f"scenario takes one --prompt and --output)")
     mix = read(path)
     if requests is not None:
         if isinstance(requests, bool) or not isinstance(requests, numbers.Integral) or requests < 1:

@@ -340,8 +340,8 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                    constants: ServingConstants = FITTED, routing: str | None = None, dispatcher: str | None = None,
                    redundant_experts: int = 0, lengths=None) -> ThroughputEstimate:
     """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``lengths``: a mix of request
-    lengths (``serving.lengths.Lengths``, ``prompt`` and ``output`` its means, ``requests`` its count) priced as
-    ``mixed`` prices it; ``routing``: the busiest expert
+    lengths (``serving.lengths.Lengths``, ``prompt`` and ``output`` its means, ``requests`` its count): its steps
+    at its contexts (``Lengths.on``), its drain request by request (``drained``); ``routing``: the busiest expert
     rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
     ``expert_imbalance``); ``dispatcher``, ``redundant_experts``: the expert exchange and EPLB's extra slots
     (``serving.parallel``)."""
@@ -370,7 +370,7 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants,
                     experts)
     if lengths is not None:
-        run = mixed(run, lengths)
+        run = lengths.on(run)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
@@ -384,14 +384,6 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
                               notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype),
                               lengths=None if lengths is None else lengths.stats(),
                               output_total=None if lengths is None else sum(lengths.outputs))
-
-
-def mixed(run: EngineRun, lengths) -> EngineRun:
-    """The engine run of a mix of request lengths (``serving.lengths``): its steps' decode tokens read the mix's
-    token-weighted context and its prompt tokens carry the mix's causal pairs per token; the rates stay those of
-    its mean prompt and output (``run.prompt``, ``run.output``)."""
-    from dataclasses import replace
-    return replace(run, decode_context=lengths.decode_context, prefill_prompt=lengths.prefill_prompt)
 
 
 def moe_plan(hw, meta: dict, lay: Layout, dtype: str) -> dict | None:
