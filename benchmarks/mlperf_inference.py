@@ -105,7 +105,7 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
 
 def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
-    lengths = {"lengths": LENGTHS[r["benchmark"]]} if r["benchmark"] in LENGTHS and not r.get("one_length") else \
+    lengths = {"lengths": str(LENGTHS[r["benchmark"]])} if r["benchmark"] in LENGTHS and not r.get("one_length") else \
         {"prompt": r["prompt"], "output": r["output"]}
     kw = {**lengths, "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
