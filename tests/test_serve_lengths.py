@@ -137,3 +137,13 @@ def test_online_identical_file_prices_as_prompt_and_output_and_a_tail_costs(tmp_
 def test_online_lengths_refuse_what_would_price_one_length(tmp_path, extra, says):
     f = _csv(tmp_path / "m.csv", [(10, 10)])
     assert says in one_line_error(run_cli("serve", SPEC, "--lengths", f, *extra))
+
+
+def test_trtllm_bench_budget_holds_the_longest_prompt_of_a_mix(tmp_path):
+    """trtllm-bench's unchunked budget (``engine.unchunked``) is its max_isl plus the max batch: a mix's longest
+    prompt, not its mean."""
+    from ironlaw.models.serving import engine as eng
+    lim = eng.engine_limits(8.03e9, 1.0, 65536.0, 80 * eng.GIB, 1, 1, 128, 128, 0.95, longest_prompt=20000)
+    assert (lim.max_batch, lim.max_num_tokens) == (4096, 20000 + 4096)
+    mix = _serve(lengths=_csv(tmp_path / "m.csv", [(500, 100)] * 7 + [(12000, 100)]))
+    assert mix.limits.max_num_tokens >= 12000 + mix.limits.max_batch

@@ -93,7 +93,8 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
     raw_bs = min(kv_requests, BATCH_CAP) / pp
     raw_tok = min(raw_bs * (1 + prompt / output), TOKENS_CAP)
     batch = max_batch if max_batch is not None else _round_batch(raw_bs)
-    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok), longest_prompt or prompt, batch)
+    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok),
+                                                                         longest_prompt or prompt, batch)
     return Limits(batch, tokens, "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
 
 
