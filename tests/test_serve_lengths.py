@@ -132,11 +132,23 @@ def test_online_identical_file_prices_as_prompt_and_output_and_a_tail_costs(tmp_
     assert c["capacity"]["tokens_reserved_per_sequence"] > a["capacity"]["tokens_reserved_per_sequence"]
 
 
-@pytest.mark.parametrize("extra,says", [(("--slo", "ttft=1s"), "--slo prices its steps at one"),
+@pytest.mark.parametrize("extra,says", [(("--speculative", "method=ngram,tokens=3,acceptance=0.6"),
+                                         "--speculative prices its own steps at one"),
+                                        (("--prefix-hit", "0.5"), "--prefix-hit prices its own steps at one"),
                                         (("--on", "xeon-8480"), "serving engine's steps")])
 def test_online_lengths_refuse_what_would_price_one_length(tmp_path, extra, says):
     f = _csv(tmp_path / "m.csv", [(10, 10)])
     assert says in one_line_error(run_cli("serve", SPEC, "--lengths", f, *extra))
+
+
+def test_the_concurrency_sweep_prices_every_point_at_the_mix(tmp_path):
+    import ironlaw
+    f = _csv(tmp_path / "t.csv", [(1024, 64)] * 3 + [(1024, 832)])
+    mix = ironlaw.serve(SPEC, ON, dtype="fp8", lengths=f, sweep_concurrency=True).to_dict()
+    at4 = next(p for p in mix["points"] if p["concurrency"] == 4)
+    assert mix["lengths"]["source"] == f
+    assert at4["itl_s"] == pytest.approx(ironlaw.serve(SPEC, ON, dtype="fp8", lengths=f, concurrency=4).estimate.itl_s)
+    assert at4["itl_s"] > ironlaw.serve(SPEC, ON, dtype="fp8", prompt=1024, output=256, concurrency=4).estimate.itl_s
 
 
 def test_trtllm_bench_budget_holds_the_longest_prompt_of_a_mix(tmp_path):

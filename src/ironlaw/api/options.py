@@ -205,18 +205,17 @@ def scenario_options(g: dict) -> None:
 
 
 def _lengths_alone(g: dict) -> None:
-    """``serve --lengths`` online: the plain steady state prices the mix (``models.serving.lengths``); a feature that
-    prices its own steps at one length (speculative decoding, prefix hits, disaggregation, an SLO search, the
-    concurrency sweep) is refused beside it in one line."""
+    """``serve --lengths`` online: the steady state prices the mix at every concurrency (``models.serving.lengths``:
+    the plain estimate, --slo's goodput, --sweep-concurrency's frontier); a feature that builds its own steps at one
+    length (speculative decoding, prefix hits, disaggregation) is refused beside it in one line."""
     if g["lengths"] is None or g["max_throughput"]:
         return
     from ..core.errors import IronlawError
     for flag, used in (("--speculative", g["speculative"] is not None), ("--prefix-hit", g["prefix_hit"] is not None),
-                       ("--disaggregate", g["disaggregate"] is not None), ("--slo", g["slo"] is not None),
-                       ("--sweep-concurrency", g["sweep_concurrency"])):
+                       ("--disaggregate", g["disaggregate"] is not None)):
         if used:
-            raise IronlawError(f"{flag} prices its steps at one --prompt/--output; --lengths runs the plain online "
-                               f"steady state or --max-throughput")
+            raise IronlawError(f"{flag} prices its own steps at one --prompt/--output; --lengths runs the online "
+                               f"steady state (with --slo, --sweep-concurrency) or --max-throughput")
 
 
 def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: Optional[str]) -> tuple[str, str]:
