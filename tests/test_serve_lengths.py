@@ -159,3 +159,12 @@ def test_trtllm_bench_budget_holds_the_longest_prompt_of_a_mix(tmp_path):
     assert (lim.max_batch, lim.max_num_tokens) == (4096, 20000 + 4096)
     mix = _serve(lengths=_csv(tmp_path / "m.csv", [(500, 100)] * 7 + [(12000, 100)]))
     assert mix.limits.max_num_tokens >= 12000 + mix.limits.max_batch
+
+
+def test_energy_per_token_counts_the_files_own_outputs(tmp_path):
+    """A mix's mean output is rounded to whole tokens for the steady state; its energy per output token divides by
+    the file's own output tokens (100 · 108.5 here, not 100 · 108), as its tokens/s does."""
+    est = _serve(lengths=_csv(tmp_path / "m.csv", [(1000, 100)] * 50 + [(1000, 117)] * 50))
+    assert est.output == 108 and est.output_total == 10850
+    joules = est.energy["joules_per_output_token"] * 10850
+    assert joules == pytest.approx(est.energy["mean_power_w_per_device"] * est.time_s, rel=1e-9)
