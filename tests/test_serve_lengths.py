@@ -168,3 +168,12 @@ def test_energy_per_token_counts_the_files_own_outputs(tmp_path):
     assert est.output == 108 and est.output_total == 10850
     joules = est.energy["joules_per_output_token"] * 10850
     assert joules == pytest.approx(est.energy["mean_power_w_per_device"] * est.time_s, rel=1e-9)
+
+
+def test_a_spreadsheets_csv_reads(tmp_path):
+    """A byte-order mark, CRLF line ends, quoted cells and extra columns, as a spreadsheet writes them."""
+    from ironlaw.models.serving.lengths import read
+    f = tmp_path / "sheet.csv"
+    f.write_bytes(b'\xef\xbb\xbfid,prompt,output\r\n"a","12","7"\r\nb,30,9\r\n')
+    mix = read(str(f))
+    assert (mix.prompts, mix.outputs, mix.lines) == ((12, 30), (7, 9), (2, 3))

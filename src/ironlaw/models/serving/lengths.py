@@ -1,7 +1,8 @@
 """A distribution of request lengths (``serve --lengths FILE``): per-request (prompt, output) token pairs.
 
 The file is a CSV with a header naming the columns ``prompt`` and ``output`` (other columns are read past; lines
-starting with ``#`` are comments), or JSON Lines, one object per request with the keys ``prompt`` and ``output``.
+starting with ``#`` are comments), or JSON Lines, one object per request with the keys ``prompt`` and ``output``
+(other keys read past).
 Every length is a whole number of tokens, at least 1. What the serving scenarios take of the mix:
 
     requests          the file's, in order (``cycled`` repeats them to ``--requests``)
@@ -13,6 +14,8 @@ Every length is a whole number of tokens, at least 1. What the serving scenarios
                       tokens has p²/2 pairs)
     KV per sequence   each request reserves the whole blocks of its own prompt + output; the sequences in flight
                       are each request in proportion to the steps it holds its KV, its output (``weighted``)
+    the run's end     where the requests differ, each finishes at its own length (``throughput.drained``,
+                      ``serving.drain``)
 """
 from __future__ import annotations
 
@@ -119,7 +122,7 @@ def read(path) -> Lengths:
     if not p.is_file():
         raise IronlawError(f"--lengths {path}: no such file")
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")         # a spreadsheet's byte-order mark is no column name
     except (OSError, UnicodeDecodeError) as e:
         raise IronlawError(f"--lengths {path}: cannot be read ({e.__class__.__name__})") from None
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1)
