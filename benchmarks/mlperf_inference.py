@@ -22,8 +22,9 @@ the memory free after weights and workspace; vLLM's gpu_memory_utilization), its
 instances) queued at once, on the engine the submission ran. TensorRT-LLM rows run on the kernels of the TensorRT-LLM
 release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables, and, where the
 harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtime (``CPP_EXECUTOR``: --runtime cpp,
-every step eager with no CUDA graph, a measured C++ launch per kernel). ironlaw has one
-length per request, not the dataset's length distribution.
+every step eager with no CUDA graph, a measured C++ launch per kernel). DeepSeek-R1's rows run its dataset's own
+per-request lengths (``LENGTHS``: ``serve --lengths``, the samples cycled to the query's size, their outputs the
+reference answers' lengths capped at the runs' max_output_len); the others one length per request.
 
 ``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under twelve what-ifs, storing nothing: (1)
 vLLM at its default
@@ -38,10 +39,9 @@ the catalog carries no calibration to it) on the H200 SXM's kernel-table calibra
 η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which ran TensorRT
 engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its PyTorch
 executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at the fitted
-launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the DeepSeek-R1 rows at the
-dataset's decode context: a request's output of 2 (A + B · output - prompt) tokens, so that one length's mean decode
-context equals the token-weighted one of the dataset's lengths, A + B · output (``DECODE_CONTEXT``); (8) Mixtral's
-TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``:
+launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the DeepSeek-R1 rows at one
+length per request (the dataset's mean prompt, the run's generated tokens per sample) in place of the dataset's
+lengths; (8) Mixtral's TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``:
 two placements that fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each
 step's tokens (``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured
 1.0 / 1.3 ratio (``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted
@@ -76,13 +76,10 @@ GPUS = ("h100", "h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "l40s", "mi
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
 # TensorRT-LLM 1.0.0rc3 / rc6), the catalog's 1.3.0rc20 elsewhere (RTX PRO 6000)
 TRTLLM_RELEASE = "1.0"
-# benchmark: (A, B) of its dataset's decode context, token-weighted over the samples' (prompt p, output o) lengths:
-# sum(o (p + o / 2)) / sum(o) = A + B * mean(o), A = sum(o p) / sum(o) (the output-weighted prompt), B = sum(o^2) /
-# (2 sum(o) mean(o)); from openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv at commit
-# 71007029fb5bced1d79808e7e64dc4c2af82ea55 (4,388 samples' reference output lengths, capped at the runs'
-# max_output_len 20,000, closed/NVIDIA/code/deepseek-r1/tensorrt/generation_config.json: mean 3,886.2, decode context
-# 4,979 tokens where one length per request gives 803.8 + 3,886.2 / 2 = 2,747)
-DECODE_CONTEXT = {"deepseek-r1": (625.2, 1.1204)}
+# benchmark: its dataset's per-request (prompt, output) lengths, priced through ``serve --lengths`` in place of one length
+# per request (the header names the source: openshift-psap/performance-dashboard's summary of the 4,388 samples, outputs
+# capped at the runs' max_output_len 20,000)
+LENGTHS = {"deepseek-r1": Path("tests/data/mlperf_deepseek_r1_lengths.csv")}
 # the benchmarks whose TensorRT-LLM rows ran TensorRT engines through TensorRT-LLM's C++ executor: every submitter's
 # closed/<submitter>/code/<benchmark>/tensorrt/__init__.py sets ``DEFAULT_CORE_TYPE = CoreType.TRTLLM_EXECUTOR``
 # (code/llmlib/cores/trtllm_executor_core.py: ``trtllm.Executor`` over the engine directory, its ``ExecutorConfig``
@@ -117,8 +114,9 @@ MOE_ROWS = {"h200": {"fp8": ((8192, 5.1753e-3), (12288, 7.9335e-3)), "bf16": ((8
 # h200_sxm 1.3.0rc20 moe_torch_flow_cutlass rows, power_law_1.01: fp8 4.0915 ms, bfloat16 7.7145 ms): carried to
 # the RTX PRO 6000's 1.3 rows only as a what-if (no 1.0 table on it; nothing stored)
 RELEASE_10_OVER_13 = {"fp8": 5.1753 / 4.0915, "bf16": 9.4170 / 7.7145}
-# Mixtral's dataset: (A, B) of its token-weighted decode context as ``DECODE_CONTEXT`` defines them, from the same
-# repository's mlperf-data/summaries/mixtral-8x7b.csv (15,000 samples' input and reference output lengths: A =
+# Mixtral's dataset: (A, B) of its token-weighted decode context over the samples' (prompt p, output o) lengths,
+# sum(o (p + o / 2)) / sum(o) = A + B * mean(o), A = sum(o p) / sum(o) (the output-weighted prompt), B = sum(o^2) /
+# (2 sum(o) mean(o)), from openshift-psap/performance-dashboard (commit 71007029) mlperf-data/summaries/mixtral-8x7b.csv (15,000 samples' input and reference output lengths: A =
 # 438.61, B = 0.8028; at the runs' 146 tokens 555.8 tokens where one length per request gives 427 + 146 / 2 = 500)
 MIXTRAL_CONTEXT = (438.61, 0.8028)
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
@@ -152,7 +150,9 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
 
 def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
-    kw = {"prompt": r["prompt"], "output": r["output"], "dtype": r["weights"], "tp": r["tp"],
+    lengths = {"lengths": str(LENGTHS[r["benchmark"]])} if r["benchmark"] in LENGTHS and not r.get("one_length") else \
+        {"prompt": r["prompt"], "output": r["output"]}
+    kw = {**lengths, "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
           "max_num_tokens": r["max_num_tokens"], "engine": r["engine"], "memory_fraction": r["memory_fraction"]}
     if r["kv_dtype"] != "checkpoint":
@@ -184,8 +184,11 @@ def predict(r: dict, **given) -> float:
     in place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
-    est = ironlaw.serve(spec, r["gpu"], **{**serve_kwargs(r), **given})
-    return r["requests"] * r["output"] / est.time_s / (r["tp"] * r["pp"])
+    kw = {**serve_kwargs(r), **given}
+    if "lengths" in kw:
+        kw["lengths"] = str(ROOT / kw["lengths"])
+    est = ironlaw.serve(spec, r["gpu"], **kw)
+    return est.output_tokens_per_s / (r["tp"] * r["pp"])
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -223,11 +226,10 @@ def on_pytorch_executor(r: dict) -> float:
     return predict(r, runtime="pytorch")
 
 
-def at_decode_context(r: dict) -> float:
-    """What-if: row ``r`` priced with the output that gives one length per request the dataset's token-weighted
-    decode context (``DECODE_CONTEXT``); tokens/s per GPU of that output."""
-    a, b = DECODE_CONTEXT[r["benchmark"]]
-    return predict(dict(r, output=round(2 * (a + b * r["output"] - r["prompt"]))))
+def at_one_length(r: dict) -> float:
+    """What-if: row ``r`` of a benchmark priced through its dataset's lengths (``LENGTHS``) priced instead at one
+    length per request: the dataset's mean prompt and the run's generated tokens per sample."""
+    return predict(dict(r, one_length=True))
 
 
 def expert_layer_s(est, moe_rows: dict | None, dtype: str, tokens: float) -> float:
@@ -381,8 +383,8 @@ def what_if(rows: list[dict]) -> None:
                   lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl),
                  ("the C++-executor rows on TensorRT-LLM's PyTorch executor (--runtime pytorch)",
                   on_pytorch_executor, [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR]),
-                 ("DeepSeek-R1 at the dataset's token-weighted decode context", at_decode_context,
-                  [r for r in rows if r["benchmark"] in DECODE_CONTEXT]),
+                 ("DeepSeek-R1 at one length per request (not its dataset's lengths)", at_one_length,
+                  [r for r in rows if r["benchmark"] in LENGTHS]),
                  *((f"Mixtral's auto_quantize checkpoint with {p} in bf16", lambda r, p=p: auto_quantized(r, p),
                     mixtral) for p in AUTO_QUANTIZE),
                  *((f"Mixtral's MoE layers at the table's rows{', ' + p + ' in bf16' if p else ''}",

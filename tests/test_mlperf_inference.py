@@ -159,12 +159,13 @@ def test_parallel_layout_reaches_serve_and_the_per_gpu_figure(rows, monkeypatch)
     instance's tokens/s by its TP x PP GPUs."""
     import ironlaw
     got = []
-    monkeypatch.setattr(ironlaw, "serve", lambda spec, gpu, **kw: got.append(kw) or type("E", (), {"time_s": 2.0}))
+    monkeypatch.setattr(ironlaw, "serve",
+                        lambda spec, gpu, **kw: got.append(kw) or type("E", (), {"output_tokens_per_s": 2000.0}))
     big = [r for r in rows if r["benchmark"] == "llama3.1-405b"]
     assert {(r["gpu"], r["tp"], r["pp"]) for r in big} == {("b200", 2, 2), ("gb200", 2, 2), ("h200", 4, 2)}
     for r in big:
         assert r["instances"] == r["gpus"] // (r["tp"] * r["pp"])
-        assert bench.predict(r) == r["requests"] * r["output"] / 2.0 / (r["tp"] * r["pp"])
+        assert bench.predict(r) == 2000.0 / (r["tp"] * r["pp"])
         assert got[-1]["pp"] == r["pp"] and "ep" not in got[-1] and "attention_dp" not in got[-1]
     for r in (r for r in rows if r["benchmark"] == "deepseek-r1"):
         bench.predict(r)
@@ -184,16 +185,18 @@ def test_one_row_of_each_new_benchmark_and_engine_is_priced(rows):
         assert 0.5 < bench.predict(r) / r["published"] < 2.0, key
 
 
-def test_what_if_prices_on_the_pytorch_executor_and_at_the_decode_context(rows, monkeypatch):
+def test_what_if_prices_on_the_pytorch_executor_and_at_one_length(rows, monkeypatch):
     """``--what-if``'s PyTorch-executor case prices a C++-executor row with ``runtime="pytorch"`` (the row itself
-    runs ``cpp``); its DeepSeek-R1 case prices an output of 2 (A + B * output - prompt) tokens (``DECODE_CONTEXT``:
-    625.2 + 1.1204 * 3,650 = 4,715 tokens of decode context for Dell's 3,650-token outputs: 7,821 tokens)."""
+    runs ``cpp``); its DeepSeek-R1 case prices one length per request (the dataset's mean prompt, the run's generated
+    tokens) where the rows run the dataset's lengths (``LENGTHS``: ``serve --lengths``)."""
     monkeypatch.setattr(bench, "predict", lambda r, **given: ({**bench.serve_kwargs(r), **given}.get("runtime"),
-                                                              r["output"]))
+                                                              bench.serve_kwargs(r)))
     r = next(r for r in rows if r["benchmark"] == "llama3.1-8b" and r["gpu"] == "h200")
     assert bench.on_pytorch_executor(r)[0] == "pytorch" and bench.predict(r)[0] == "cpp"
     dell = next(r for r in rows if r["benchmark"] == "deepseek-r1" and r["id"] == "5.1-0024")
-    assert dell["output"] == 3650 and bench.at_decode_context(dell)[1] == 7821
+    assert bench.predict(dell)[1]["lengths"] == "tests/data/mlperf_deepseek_r1_lengths.csv"
+    one = bench.at_one_length(dell)[1]
+    assert (one["prompt"], one["output"]) == (804, 3650) and "lengths" not in one
 
 
 def test_cpp_executor_rows_run_the_cpp_runtime(rows):
@@ -231,3 +234,18 @@ def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_r
     # the row speeds up; times the H200's measured 1.0 / 1.3 ratio it slows
     assert bench.auto_quantized(r, None, bench.MOE_ROWS["rtx-pro-6000"]) > base
     assert bench.auto_quantized(r, None, bench.release_10(r)) < 0.9 * base
+
+
+def test_deepseek_r1_lengths_are_the_datasets():
+    """The extract of the DeepSeek-R1 set's per-sample lengths (tests/data/mlperf_deepseek_r1_lengths.csv) names its
+    origin and license, holds the 4,388 samples with the extract's mean prompt (803.79: ``BENCHMARKS``), outputs
+    capped at the runs' max_output_len 20,000, and the mix's decode context, 4,979 tokens (one length: 2,747)."""
+    from ironlaw.models.serving.lengths import read
+    path = ROOT / bench.LENGTHS["deepseek-r1"]
+    head = path.read_text()[:1200]
+    assert "openshift-psap/performance-dashboard" in head and "71007029fb5bced1d79808e7e64dc4c2af82ea55" in head
+    assert "Apache License 2.0" in head
+    mix = read(path)
+    assert mix.requests == 4388 and round(sum(mix.prompts) / 4388, 2) == 803.79 == round(803.7912, 2)
+    assert mix.prompt == bench.BENCHMARKS["deepseek-r1"][2] and max(mix.outputs) == 20000
+    assert round(sum(mix.outputs) / 4388, 2) == 3886.23 and mix.decode_context == 4979

@@ -161,7 +161,7 @@ def sweep(spec: str, on: Union[str, Sequence[str]] = "h100", *, batch: Union[str
 
 
 @front_door
-def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concurrency: int = 1,
+def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optional[int] = None, concurrency: int = 1,
           dtype: Optional[str] = None, kv_dtype: Optional[str] = None, page_tokens: Optional[int] = None,
           max_seq: Optional[int] = None, chunk: Optional[int] = None, tp: int = 1, serial: bool = False,
           max_throughput: bool = False, ep: int = 1, attention_dp: bool = False, pp: int = 1,
@@ -171,12 +171,13 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
           sweep_concurrency: bool = False, plot: Optional[str] = None, price_per_gpu_hour: Optional[float] = None,
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
-          redundant_experts: int = 0, memory_fraction: Optional[float] = None, runtime: Optional[str] = None):
+          redundant_experts: int = 0, memory_fraction: Optional[float] = None, runtime: Optional[str] = None,
+          lengths: Optional[str] = None):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
-    with ``max_throughput=True`` the offline scenario's
-    :class:`~ironlaw.models.serving.frameworks.EngineThroughput`; with ``sweep_concurrency=True`` a
+    with ``max_throughput=True`` the offline scenario's :class:`~ironlaw.models.serving.frameworks.EngineThroughput`
+    (``lengths``: per-request lengths from a file, ``models.serving.lengths``); with ``sweep_concurrency=True`` a
     :class:`~ironlaw.models.serving.features.options.Frontier`. ``html``: also write its report to that file (the
     steps, their rooflines, the concurrency frontier). ``engine``: the serving framework, trtllm, vllm or sglang
     — its kernels and its scheduler's defaults (``ironlaw.models.serving.frameworks``); None: TensorRT-LLM on an
@@ -188,10 +189,9 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
     ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``).
     ``runtime``: TensorRT-LLM's executor, "pytorch" (None) or "cpp" (``ironlaw.models.serving.step.runtime``)."""
-    from ..core.errors import IronlawError
     from ..machine.engines import check_engine, check_release
-    from ..models.serving import frameworks, online
-    from ..models.serving.features import options as feat
+    from ..models.serving import frameworks, lengths as mixes, online
+    from ..models.serving.features import energy, options as feat
     from ..report import pages
     pages.check(html)
     if engine is not None:
@@ -199,19 +199,18 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     check_on(on)
     scenario_options(dict(locals()))
     from ..machine import hardware
-    from .options import engine_on, runtime_on
+    from .options import engine_on, runtime_on, wide_ep
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     runtime = runtime_on(runtime, engine)
     from ..models import workloads
     workloads.check_serves(spec, "serve")
+    prompt, output, requests, mix = mixes.given(lengths, prompt, output, requests)
     if max_throughput:
-        from ..models.serving.features import energy
         energy.check(price_per_gpu_hour, grid_gco2_per_kwh)
         kw = dict(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, dtype=dtype, kv_dtype=kv_dtype,
                   max_batch=max_batch, max_num_tokens=max_num_tokens, requests=requests,
-                  expert_imbalance=expert_imbalance, routing=moe_routing)
+                  expert_imbalance=expert_imbalance, routing=moe_routing, **mix)
         kw.update({} if kv_fraction is None else {"kv_fraction": kv_fraction})   # absent: 0.95, not given
-        from .options import wide_ep
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,
                                                            memory_fraction, runtime), price_per_gpu_hour, grid_gco2_per_kwh)
@@ -221,7 +220,7 @@ def serve(spec: str, on="h100", *, prompt: int = 1024, output: int = 256, concur
     feats = feat.checked(speculative, prefix_hit, disaggregate, slo, sweep_concurrency, plot, price_per_gpu_hour,
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
-              composition=composition(serial))
+              composition=composition(serial), **mix)
     eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk, runtime)
     kw.update(given)
     own = eng.scheduler is not None or eng.release is not None

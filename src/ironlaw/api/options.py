@@ -184,6 +184,7 @@ def scenario_options(g: dict) -> None:
     from ..core.errors import IronlawError
     from ..models.serving.frameworks import check_memory_fraction
     check_memory_fraction(g["memory_fraction"])        # both scenarios take it
+    _lengths_alone(g)
     if g["max_throughput"]:
         online = (("--concurrency", g["concurrency"] != 1, " (the offline batch is --max-batch)"),
                   ("--chunk", g["chunk"] is not None, " (the offline step's tokens are --max-num-tokens)"),
@@ -208,6 +209,20 @@ def scenario_options(g: dict) -> None:
                        ("--redundant-experts", g["redundant_experts"] != 0)):
         if used:
             raise IronlawError(f"{flag} belongs to the offline scenario: add --max-throughput")
+
+
+def _lengths_alone(g: dict) -> None:
+    """``serve --lengths`` online: the steady state prices the mix at every concurrency (``models.serving.lengths``:
+    the plain estimate, --slo's goodput, --sweep-concurrency's frontier); a feature that builds its own steps at one
+    length (speculative decoding, prefix hits, disaggregation) is refused beside it in one line."""
+    if g["lengths"] is None or g["max_throughput"]:
+        return
+    from ..core.errors import IronlawError
+    for flag, used in (("--speculative", g["speculative"] is not None), ("--prefix-hit", g["prefix_hit"] is not None),
+                       ("--disaggregate", g["disaggregate"] is not None)):
+        if used:
+            raise IronlawError(f"{flag} prices its own steps at one --prompt/--output; --lengths runs the online "
+                               f"steady state (with --slo, --sweep-concurrency) or --max-throughput")
 
 
 def engine_on(engine: Optional[str], release: Optional[str], device, kv_dtype: Optional[str]) -> tuple[str, str]:

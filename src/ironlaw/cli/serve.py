@@ -6,20 +6,26 @@ from typing import Optional
 import typer
 
 from .common import app, check_format, emit_json, emit_lines, say_written
-from .serve_throughput import expert_lines
+from .serve_throughput import expert_lines, lengths_lines
 from .options import FLOAT, FRACTION, Format, MemoryFraction
 
 
 KV_HELP = ("max-throughput: share of free memory for KV (0.95 or 95%; 0.95 as the published TensorRT-LLM runs; its own "
            "default is 0.90)")
 
+LENGTHS_HELP = ("a file of per-request lengths in place of --prompt/--output: a CSV whose header names "
+                "the columns prompt and output (tokens; other columns read past, # lines comments) or JSON Lines of "
+                "{\"prompt\": P, \"output\": O}; --requests cycles them. Priced at the mix's token-weighted decode "
+                "context, its prompts' attention pairs, KV reserved per request by its own length")
+
 
 @app.command()
 def serve(
     spec: str = typer.Argument(..., help="a decoder LLM: llama3-8b, mixtral-8x7b, hf:config.json …"),
     on: str = typer.Option("h100", "--on", help="hardware: a catalog name or a .toml file"),
-    prompt: int = typer.Option(1024, "--prompt", help="prompt tokens per request"),
-    output: int = typer.Option(256, "--output", help="generated tokens per request"),
+    prompt: Optional[int] = typer.Option(None, "--prompt", help="prompt tokens per request (default 1024)"),
+    output: Optional[int] = typer.Option(None, "--output", help="generated tokens per request (default 256)"),
+    lengths: Optional[str] = typer.Option(None, "--lengths", help=LENGTHS_HELP),
     concurrency: int = typer.Option(1, "--concurrency", help="sequences in flight (continuous batching)"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="weights and compute dtype (default: the model's)"),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16, fp16, fp8 (TensorRT-LLM: "
@@ -90,6 +96,7 @@ def serve(
 
     check_format(fmt)
     res = api.serve(spec, on, price_per_gpu_hour=price, grid_gco2_per_kwh=grid, **keywords_for(api.serve, locals()))
+    prompt, output = (1024 if prompt is None else prompt), (256 if output is None else output)   # api.serve's
     _show(res, fmt, spec, tp, prompt, output, concurrency, max_throughput, sweep_concurrency, memory_fraction)
     say_written(fmt, plot=plot, html=html)
 
@@ -116,9 +123,11 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
     from ..core.units import fmt_num, fmt_size, fmt_time
     est, d, more = res.estimate, res.to_dict(), res.lines
     cap = d["capacity"]
-    lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: prompt {prompt}, output "
-             f"{output}, concurrency {concurrency}, {d['dtype']}, KV {est.kv_dtype}"
-             f"{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + _engine_lines(d) + expert_lines(d) + [
+    sizes = f"prompt {prompt}, output {output}" if d.get("lengths") is None else \
+        f"prompt {est.prompt}, output {est.output} (the means of {d['lengths']['source']})"
+    lines = [f"{spec} on {est.hw.name}{f' × {tp} (tensor parallel)' if tp > 1 else ''}: {sizes}, concurrency "
+             f"{concurrency}, {d['dtype']}, KV {est.kv_dtype}{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + \
+        lengths_lines(d.get("lengths")) + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",

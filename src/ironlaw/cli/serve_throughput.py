@@ -32,10 +32,13 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
                                f"{' (' + d['step_bottleneck']['tier'] + ')' if d['step_bottleneck'].get('tier') else ''}")]
     rows += _moe_rows(d.get("moe"))
     rows += _energy_rows(d["energy"], est.hw.name)
+    sizes = (f"of {prompt} + {output} tokens" if d.get("lengths") is None else
+             f"from {d['lengths']['source']}")
     head = (f"{spec} on {where}{f' ({par})' if par else ''}, {est.dtype}, KV {est.kv_dtype}: max throughput, "
-            f"{counted(est.requests, 'request')} of {prompt} + {output} tokens")
+            f"{counted(est.requests, 'request')} {sizes}")
     own = d["engine"].get("name", "trtllm") != "trtllm" or "release" in d["engine"] or "runtime" in d["engine"]
-    extra = (d["engine"]["summary"] if own else []) + [f"note: {n}" for n in d["notes"]] + expert_lines(d)
+    extra = (d["engine"]["summary"] if own else []) + lengths_lines(d.get("lengths")) + [
+        f"note: {n}" for n in d["notes"]] + expert_lines(d)
     if fmt == "md":
         emit_lines([head] + extra + ["| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)], fmt)
         return
@@ -51,6 +54,18 @@ def show(est, spec: str, prompt: int, output: int, fmt: str) -> None:
     for line in extra:
         c.print(line, markup=False)
     c.print(t)
+
+
+def lengths_lines(mix: dict | None) -> list[str]:
+    """What a --lengths file gave: its requests, the mean, p50 and p99 of their prompts and outputs, and the
+    contexts the steps are priced at (``serving.lengths``)."""
+    if mix is None:
+        return []
+    p, o = mix["prompt"], mix["output"]
+    return [f"lengths: {mix['requests']:,} requests read from {mix['source']}: prompt mean {p['mean']:,.1f} (p50 "
+            f"{p['p50']:,}, p99 {p['p99']:,}), output mean {o['mean']:,.1f} (p50 {o['p50']:,}, p99 {o['p99']:,}); "
+            f"decode context {mix['decode_context']:,} tokens, token-weighted (one length: "
+            f"{round(p['mean'] + o['mean'] / 2):,}), prefill pairs of a {mix['prefill_prompt']:,}-token prompt"]
 
 
 def expert_lines(d: dict) -> list[str]:

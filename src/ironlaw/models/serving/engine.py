@@ -80,8 +80,11 @@ def _round_tokens(raw: float) -> int:
 
 def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_token_all_heads: float,
                   memory_bytes: float, gpus: int, pp: int, prompt: int, output: int, kv_fraction: float,
-                  max_batch: int | None = None, max_num_tokens: int | None = None) -> Limits:
-    """max_batch_size and max_num_tokens as trtllm-bench sets them (module docstring) unless given."""
+                  max_batch: int | None = None, max_num_tokens: int | None = None,
+                  longest_prompt: int | None = None) -> Limits:
+    """max_batch_size and max_num_tokens as trtllm-bench sets them (module docstring) unless given; a mix of
+    lengths gives its mean ``prompt`` and ``output`` and its ``longest_prompt`` (trtllm-bench's avg_isl, avg_osl
+    and max_isl)."""
     if max_batch is not None and max_num_tokens is not None:
         return Limits(max_batch, max_num_tokens, "given")
     engine = params * weight_bytes_per_param / GIB
@@ -90,7 +93,8 @@ def engine_limits(params: float, weight_bytes_per_param: float, kv_bytes_per_tok
     raw_bs = min(kv_requests, BATCH_CAP) / pp
     raw_tok = min(raw_bs * (1 + prompt / output), TOKENS_CAP)
     batch = max_batch if max_batch is not None else _round_batch(raw_bs)
-    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok), prompt, batch)
+    tokens = max_num_tokens if max_num_tokens is not None else unchunked(_round_tokens(raw_tok),
+                                                                         longest_prompt or prompt, batch)
     return Limits(batch, tokens, "given" if max_batch is not None or max_num_tokens is not None else "trtllm-bench")
 
 
@@ -394,22 +398,46 @@ def kv_sequence_bytes(spec: str, hw, meta: dict, dtype: str, kv_dtype: str, toke
 
 # ---------------------------------------------------------------------- the engine one step is priced on
 def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction, max_batch, max_num_tokens,
-            constants: ServingConstants, experts: StoredExperts | None = None):
+            constants: ServingConstants, experts: StoredExperts | None = None, lengths=None):
     """(meta, limits, memory) after every check that needs the model, its routed experts' weights stored as
-    ``experts`` says where given (``step.StoredExperts``)."""
+    ``experts`` says where given (``step.StoredExperts``). ``lengths`` (``serving.lengths.Lengths``, its mean
+    ``prompt`` and ``output`` given): every request checked against the context, the KV a sequence in flight
+    reserves its mix's (``Lengths.weighted``), trtllm-bench's unchunked budget its longest prompt's."""
     meta = build(spec, "decode", 1, 1, dtype, kv_dtype, hw, experts).meta
-    check_context(spec, meta, prompt, output)
+    if lengths is None:
+        check_context(spec, meta, prompt, output)
+    else:
+        from .lengths import check_context as check_each
+        check_each(lengths, spec, meta.get("context_tokens"))
     _check_layout(spec, meta, lay)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes
     limits = engine_limits(float(meta["params"]), stored_bytes_per_param(meta, dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
-                           output, kv_fraction, max_batch, max_num_tokens)
+                           output, kv_fraction, max_batch, max_num_tokens,
+                           None if lengths is None else max(lengths.prompts))
     ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens
-    kv_seq = kv_sequence_bytes(spec, hw, meta, dtype, kv_dtype, blocks_tokens(prompt, output, block), constants)
+
+    def kv_of(tokens: int) -> float:
+        return kv_sequence_bytes(spec, hw, meta, dtype, kv_dtype, tokens, constants)
+    kv_seq = kv_of(blocks_tokens(prompt, output, block)) if lengths is None else lengths.weighted(kv_of, block)
     mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
                  (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
+    if lengths is not None:
+        mem["kv_bytes_per_token"] = mem["kv_bytes_per_sequence"] / lengths.weighted(float, block)
+        _check_longest(lengths, kv_of, mem, kv_seq, block)
     return meta, limits, mem
+
+
+def _check_longest(lengths, kv_of, mem: dict, kv_seq: float, block: int) -> None:
+    """The longest request of ``lengths`` fits the KV cache on its own (one line naming its line of the file);
+    ``kv_seq``: the mix's KV per sequence before ``memory`` split it over the GPUs."""
+    i = lengths.longest()
+    need = kv_of(blocks_tokens(lengths.prompts[i], lengths.outputs[i], block)) * mem["kv_bytes_per_sequence"] / kv_seq
+    if need > mem["kv_budget_bytes"]:
+        raise IronlawError(f"{lengths.where(i)}: the KV cache ({fmt_size(mem['kv_budget_bytes'])} left for it) "
+                           f"cannot hold this request of {lengths.prompts[i]} + {lengths.outputs[i]} tokens "
+                           f"({fmt_size(need)}); use more --tp, a larger --memory-fraction or shorter requests")
 
 
 def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta: dict, limits, mem: dict,
@@ -450,7 +478,7 @@ class Engine:
 
 def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int = 1, dtype: str | None = None,
                kv_dtype: str | None = None, kv_fraction: float = KV_FRACTION, max_batch: int | None = None,
-               max_num_tokens: int | None = None, constants: ServingConstants = FITTED) -> Engine:
+               max_num_tokens: int | None = None, constants: ServingConstants = FITTED, lengths=None) -> Engine:
     """The Engine (``--tp``, no PP, dense attention) holding ``batch`` sequences of ``prompt`` + ``output``
     tokens, with the limits and memory ``max_throughput`` derives for the same inputs: what the online mode's
     steps are priced on. More sequences than the KV cache holds is an error naming the limit."""
@@ -465,7 +493,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
     experts = checkpoint_experts(spec, hw, dtype)
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                max_num_tokens, constants, experts)
+                                max_num_tokens, constants, experts, lengths)
     fit, _ = settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output, MAX_TOKENS)
     if batch > fit:
         where = f"{hw.name}{f' (per device of --tp {tp})' if tp > 1 else ''}"
@@ -484,7 +512,7 @@ def engine_run(spec: str, hw, prompt: int, output: int, batch: int, *, tp: int =
                            f"{fmt_size(mem['kv_bytes_per_token'])}/token in {kv_dtype}); {fixes}")
     limits = _holding(limits, batch, max_batch)
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, batch, constants, experts)
-    return Engine(run, limits, mem, fit)
+    return Engine(run if lengths is None else lengths.on(run), limits, mem, fit)
 
 
 def _holding(limits: Limits, batch: int, max_batch: int | None) -> Limits:

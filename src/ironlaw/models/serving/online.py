@@ -132,6 +132,7 @@ class ServeEstimate:
     pricer: object = None   # DevicePricer | EnginePricer: what priced the steps (the features price theirs on it)
     mixed_step_s: float | None = None
     engine: object = None   # engine.Engine (limits, memory, the EngineRun) on the engine step model, else None
+    lengths: dict | None = None   # a mix of request lengths read from a file (``serving.lengths``: what was read)
 
     @property
     def request_latency_s(self) -> float:
@@ -155,7 +156,7 @@ class ServeEstimate:
              "capacity": self.capacity,
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
-             "itl_why": itl_why(self), **expert_weights(self.decode.graph.meta)}
+             "itl_why": itl_why(self), "lengths": self.lengths, **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)
             if "host" in self.prefill.graph.meta:
@@ -182,7 +183,9 @@ def itl_why(est: ServeEstimate) -> str:
         parts = (f"{fmt_num(n_mixed)} mixed step{'s' if n_mixed != 1 else ''} of {t(est.mixed_step_s)} (the decode "
                  f"batch and {fmt_num(min(est.chunk, est.prompt))} prompt tokens) and {fmt_num(steps - n_mixed)} "
                  f"decode steps of {t(est.decode_step_s)}, over {fmt_num(steps)} steps")
-    ctx = est.prompt + est.output // 2
+    ctx, how = est.prompt + est.output // 2, "prompt + output/2"
+    if est.engine is not None and est.engine.run.decode_context:
+        ctx, how = est.engine.run.decode_context, "token-weighted over the --lengths mix"
     seqs = f"{fmt_num(est.concurrency)} sequence{'s' if est.concurrency != 1 else ''}"
     if est.engine is not None:
         from .step import padded
@@ -195,8 +198,8 @@ def itl_why(est: ServeEstimate) -> str:
         graph = "in one captured graph, the fixed per-op latency once per step"
     else:
         graph = "each op launched with its fixed latency"
-    return (f"inter-token {t(est.itl_s)} = {parts}; the step: {seqs} at the mean context {fmt_num(ctx)} (prompt + "
-            f"output/2) {graph} (`analyze --phase decode` prices each kernel eagerly with its own)")
+    return (f"inter-token {t(est.itl_s)} = {parts}; the step: {seqs} at the mean context {fmt_num(ctx)} ({how}) "
+            f"{graph} (`analyze --phase decode` prices each kernel eagerly with its own)")
 
 
 def _host(est) -> dict:
@@ -297,13 +300,15 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
              weight_bytes: float | None = None, reserve_fraction: float = RESERVE_FRACTION,
              composition: str = "overlap", captured: bool = True, steps: str | None = None,
              max_batch: int | None = None, max_num_tokens: int | None = None, constants=None,
-             kv_fraction: float | None = None, budget_chunk: bool = False) -> ServeEstimate:
+             kv_fraction: float | None = None, budget_chunk: bool = False, lengths=None) -> ServeEstimate:
     """The online steady state of ``concurrency`` sequences (module docstring), its steps priced by
     ``step_model(hw, steps)``: the engine on a GPU, the device's own calibration elsewhere. ``max_batch``,
     ``max_num_tokens``, ``constants`` (a ``step.ServingConstants``; default the TensorRT-LLM fit) and
     ``kv_fraction`` (of the memory left after weights and workspace; default TensorRT-LLM's) set the engine
     (the engine step model only: ``serve --engine`` passes its framework's). ``budget_chunk`` (with no ``chunk``):
-    the prompt chunk is what the decode tokens leave of ``max_num_tokens`` (vLLM's scheduler)."""
+    the prompt chunk is what the decode tokens leave of ``max_num_tokens`` (vLLM's scheduler). ``lengths`` (a
+    ``serving.lengths.Lengths``, ``prompt`` and ``output`` its means; the engine step model only): the steady state
+    of its mean lengths, its steps at the mix's contexts and KV (``Lengths.on``, ``engine.prepare``)."""
     from ...machine import hardware
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     prompt, output = check_tokens(prompt, "--prompt"), check_tokens(output, "--output")
@@ -319,6 +324,8 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
         if max_batch is not None or max_num_tokens is not None or constants is not None or kv_fraction is not None \
                 or budget_chunk:
             raise IronlawError(f"--max-batch, --max-num-tokens and --engine set the serving engine; {model.rule}")
+        if lengths is not None:
+            raise IronlawError(f"--lengths prices a mix of lengths on the serving engine's steps; {model.rule}")
         return _on_device(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype,
                           page_tokens=PAGE_TOKENS if page_tokens is None else page_tokens, max_seq=max_seq, tp=tp,
                           weight_bytes=weight_bytes, reserve_fraction=reserve_fraction, composition=composition,
@@ -326,7 +333,7 @@ def estimate(spec: str, hw, prompt: int = 1024, output: int = 256, concurrency: 
     _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured, constants)
     return _on_engine(spec, hw, prompt, output, concurrency, chunk, model, dtype=dtype, kv_dtype=kv_dtype, tp=tp,
                       max_batch=max_batch, max_num_tokens=max_num_tokens, constants=constants,
-                      kv_fraction=kv_fraction, budget_chunk=budget_chunk)
+                      kv_fraction=kv_fraction, budget_chunk=budget_chunk, lengths=lengths)
 
 
 def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, composition, captured,
@@ -349,14 +356,15 @@ def _engine_options(hw, page_tokens, max_seq, weight_bytes, reserve_fraction, co
 
 def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk: int | None, model: StepModel, *,
                dtype, kv_dtype, tp, max_batch, max_num_tokens, constants, kv_fraction,
-               budget_chunk=False) -> ServeEstimate:
-    """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run``."""
+               budget_chunk=False, lengths=None) -> ServeEstimate:
+    """The steady state with every step priced by ``step.step_seconds`` on ``engine.engine_run`` (a mix of
+    ``lengths``: at its contexts and KV)."""
     from .engine import FITTED, KV_FRACTION, engine_run
     from .step import step_seconds
     eng = engine_run(spec, hw, prompt, output, concurrency, tp=tp, dtype=dtype,
                      kv_dtype=kv_dtype, max_batch=max_batch, max_num_tokens=max_num_tokens,
                      constants=FITTED if constants is None else constants,
-                     kv_fraction=KV_FRACTION if kv_fraction is None else kv_fraction)
+                     kv_fraction=KV_FRACTION if kv_fraction is None else kv_fraction, lengths=lengths)
     run = eng.run
     t_dec, e_dec = step_seconds(run, concurrency, 0.0, 0.0, pad=True)
     t_pre, e_pre = step_seconds(run, 0, float(prompt), 1.0, pad=False)
@@ -369,7 +377,8 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
         t_mix = step_seconds(run, concurrency, float(c), c / prompt, pad=False)[0]
     ttft, itl, rate = steady_cycle(t_dec, t_pre, t_mix, prompt, output, concurrency, chunk)
     return ServeEstimate(spec, hw, prompt, output, concurrency, run.kv_dtype, chunk, ttft, itl, rate, t_dec, t_pre,
-                         engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng)
+                         engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng,
+                         None if lengths is None else lengths.stats())
 
 
 def check_chunk(chunk: int, tokens: int, concurrency: int, max_num_tokens: int, mixed: bool) -> None:
@@ -399,7 +408,8 @@ def engine_capacity(eng) -> dict:
     return {"device_memory_bytes": cap, "weights_bytes": m["weights_bytes"],
             "reserve_bytes": cap - m["weights_bytes"] - budget, "kv_budget_bytes": budget,
             "kv_bytes_per_token": m["kv_bytes_per_token"],
-            "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output, run.constants.block_tokens),
+            "tokens_reserved_per_sequence": blocks_tokens(run.prompt, run.output, run.constants.block_tokens)
+            if run.decode_context is None else round(m["kv_bytes_per_sequence"] / m["kv_bytes_per_token"]),
             "paged": True, "page_tokens": run.constants.block_tokens, "max_concurrency": eng.max_sequences,
             "workspace_bytes": m["workspace_bytes"], "kv_fraction": m["kv_fraction"],
             "reserve_source": _reserve_source(m)}

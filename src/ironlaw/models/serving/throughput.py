@@ -95,10 +95,12 @@ class ThroughputEstimate:
     steady_parts: list = field(default_factory=list)  # [(share of the steps, Estimate)] of the steady state at
                                                       # the batch: what a stream of requests meets (latencies)
     moe: dict | None = None          # an MoE model's experts per rank and expert exchange (``moe_plan``)
+    lengths: dict | None = None      # a mix of request lengths read from a file (``serving.lengths``: what was read)
+    output_total: int | None = None  # … its output tokens, all requests (None: requests · output)
 
     @property
     def output_tokens_per_s(self) -> float:
-        return self.requests * self.output / self.time_s
+        return (self.output_total or self.requests * self.output) / self.time_s
 
     def to_dict(self) -> dict:
         g = self.layout.gpus
@@ -118,6 +120,7 @@ class ThroughputEstimate:
                            "source": self.limits.source},
                 "memory_per_gpu": self.memory, "steady_state": self.steady, "step_bottleneck": b,
                 "constants": dict(vars(self.constants)), "notes": self.notes, "energy": self.energy, "moe": self.moe,
+                "lengths": self.lengths,
                 **expert_weights(self.steps[0][1].graph.meta)}
 
 
@@ -289,14 +292,56 @@ def waves(run: EngineRun, full: Steady, batch: int, requests: int, max_num_token
     return total, parts
 
 
+def drained(run: EngineRun, full: Steady, batch: int, requests: int, max_num_tokens: int,
+            lengths) -> tuple[float, list]:
+    """(seconds, [(steps, Estimate)]) of one rank's ``requests`` of a mix of lengths (``serving.drain``): where
+    they all fit the batch at once, the ramp that admits them (``one_wave``'s, at the mean prompt), then each
+    decodes its own output; else the steady state's requests / r steps, less the drain's work W at the full batch
+    (W / B decode-only steps at B), plus the drain's steps at their own batch. ``full`` gets the counts."""
+    from dataclasses import replace
+    from .drain import profile, segments as bands
+    n_ctx = int(full.stats["context_steps"])
+    wave = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps)
+            if requests <= batch else None)
+    parts, total = [], 0.0
+    if wave is not None:
+        for n, (d, k) in segments(wave, 1):
+            t, est = step_seconds(run, int(round(d)), k * run.prompt, k, pad=False)
+            parts.append((n, est))
+            total += n * t
+        left, ctx = profile(lengths.prompts, lengths.outputs, 0, 0.0, stream=False)
+        b, moved = left * requests / lengths.requests, 0.0        # this rank's share of the mix
+    else:
+        r = full.stats["requests_per_step"]
+        held = r * (sum(lengths.outputs) / lengths.requests + n_ctx - 1)     # the batch, Little's law
+        b, ctx = profile(lengths.prompts, lengths.outputs, n_ctx, held, stream=True)
+        parts = [(requests / r * w, e) for w, e in full.parts]
+        total = requests / r * full.stats["step_s"]
+        moved = float(b.sum()) / held                              # the drain's work, in steps at the batch
+        t, est = step_seconds(run, max(int(round(held)), 1), 0.0, 0.0, pad=True)
+        parts.append((-moved, est))
+        total -= moved * t
+    for n, mean_batch, context in bands(b, ctx):
+        t, est = step_seconds(replace(run, decode_context=max(int(round(context)), 1)),
+                              max(int(round(mean_batch)), 1), 0.0, 0.0, pad=True)
+        parts.append((n, est))
+        total += n * t
+    full.stats.update(waves=0 if wave is None else 1, wave_steps=0.0 if wave is not None else requests / r,
+                      tail_requests=0, tail_steps=0.0, drain_steps=len(b), drain_work_steps=moved,
+                      drain_mean_batch=float(b.mean()) if len(b) else 0.0)
+    return total, parts
+
+
 # ---------------------------------------------------------------------- the estimate
 def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: int = 1, ep: int = 1,
                    attention_dp: bool = False, expert_imbalance: float = 1.0, dtype: str | None = None,
                    kv_dtype: str | None = None, kv_fraction: float = eng.KV_FRACTION, max_batch: int | None = None,
                    max_num_tokens: int | None = None, requests: int | None = None,
                    constants: ServingConstants = FITTED, routing: str | None = None, dispatcher: str | None = None,
-                   redundant_experts: int = 0) -> ThroughputEstimate:
-    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``routing``: the busiest expert
+                   redundant_experts: int = 0, lengths=None) -> ThroughputEstimate:
+    """Offline max-throughput serving of ``spec`` on ``hw`` (module docstring); ``lengths``: a mix of request
+    lengths (``serving.lengths.Lengths``, ``prompt`` and ``output`` its means, ``requests`` its count): its steps
+    at its contexts (``Lengths.on``), its drain request by request (``drained``); ``routing``: the busiest expert
     rank's load per step under that router (``core.routing``: balanced, power_law_<α>; None: uniform, times
     ``expert_imbalance``); ``dispatcher``, ``redundant_experts``: the expert exchange and EPLB's extra slots
     (``serving.parallel``)."""
@@ -313,10 +358,10 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     experts = checkpoint_experts(spec, hw, dtype)           # no --dtype: the experts as the checkpoint stores them
     dtype, kv_dtype = dtypes(hw, dtype, kv_dtype, spec)   # a dtype the device lacks is an error, not a fallback
     meta, limits, mem = prepare(spec, hw, lay, dtype, kv_dtype, prompt, output, kv_fraction, max_batch,
-                                 max_num_tokens, constants, experts)
+                                 max_num_tokens, constants, experts, lengths)
     from .parallel import check_dispatcher
     check_dispatcher(hw, meta, lay, dtype, limits.max_num_tokens)
-    n = requests or eng.requests_for(prompt, output)
+    n = requests or (lengths.requests if lengths is not None else eng.requests_for(prompt, output))
     fit, reason = eng.settle_batch(mem["kv_budget_bytes"], mem["kv_bytes_per_sequence"], prompt, output,
                                    limits.max_batch * lay.pp)
     per_engine = max(min(fit // lay.pp, math.ceil(n / (lay.dp * lay.pp))), 1)
@@ -324,14 +369,21 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
         reason = "requests"
     run = engine_of(spec, hw, lay, dtype, kv_dtype, (prompt, output), meta, limits, mem, per_engine, constants,
                     experts)
+    if lengths is not None:
+        run = lengths.on(run)
     full = steady(run, per_engine, limits.max_num_tokens)
     if full.stats["requests_per_step"] * full.stats["steps_per_request"] < per_engine - 0.5:
         reason = "max_num_tokens"
-    total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
+    if lengths is not None and not lengths.uniform and lay.pp == 1:
+        total, steps = drained(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens, lengths)
+    else:
+        total, steps = waves(run, full, per_engine, math.ceil(n / lay.dp), limits.max_num_tokens)
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0, steady_parts=full.parts,
-                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype))
+                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype),
+                              lengths=None if lengths is None else lengths.stats(),
+                              output_total=None if lengths is None else sum(lengths.outputs))
 
 
 def moe_plan(hw, meta: dict, lay: Layout, dtype: str) -> dict | None:

@@ -53,8 +53,8 @@ def of_throughput(est, usd_per_device_hour: float | None = None, gco2_per_kwh: f
     if not power.has_power(est.hw):
         return None
     phases = [(e, float(e.time_s), n) for n, e in est.steps]
-    return of_phases(est.hw, phases, est.time_s, est.requests * est.output, est.layout.gpus, usd_per_device_hour,
-                     gco2_per_kwh)
+    tokens = getattr(est, "output_total", None) or est.requests * est.output     # a --lengths mix: its own outputs
+    return of_phases(est.hw, phases, est.time_s, tokens, est.layout.gpus, usd_per_device_hour, gco2_per_kwh)
 
 
 def with_energy(est, usd_per_device_hour: float | None = None, gco2_per_kwh: float | None = None):

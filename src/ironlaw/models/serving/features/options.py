@@ -195,6 +195,8 @@ def frontier(est, kw: dict, f: Features) -> Frontier:
     doc = goodput.frontier(at, tp, slo, _energy(est, f, tp))
     if slo:
         doc["goodput"] = goodput.goodput(at, slo, tp)
+    if est.lengths is not None:                  # every point priced at a --lengths file's mix
+        doc["lengths"] = est.lengths
     return Frontier(doc)
 
 
@@ -202,8 +204,9 @@ def frontier_lines(doc: dict, md: bool = False) -> list[str]:
     """The frontier as text lines: a head, the table (padded columns; ``md``: one Markdown table, its rows joined
     by newlines so that paragraphs do not split it), the goodput."""
     dtypes = f", {doc['dtype']}, KV {doc['kv_dtype']}" if "dtype" in doc else ""
+    mix = f", the means of {doc['lengths']['source']}" if doc.get("lengths") else ""
     lines = [f"{doc['workload']} on {doc['hardware']}: concurrency frontier (prompt {doc['prompt_tokens']}, output "
-             f"{doc['output_tokens']}{dtypes}; tokens/s per device against tokens/s per user)"]
+             f"{doc['output_tokens']}{mix}{dtypes}; tokens/s per device against tokens/s per user)"]
     energy = any("joules_per_output_token" in p for p in doc["points"])
     slo = any("meets_slo" in p for p in doc["points"])
     head = (["concurrency", "tokens/s/device", "tokens/s/user", "TTFT", "ITL"] + (["J/token"] if energy else [])

@@ -41,6 +41,9 @@ class EngineRun:
     constants: ServingConstants
     max_batch: int                   # the largest captured CUDA-graph batch (``engine.graph_ceiling``)
     experts: StoredExperts | None = None  # the routed experts as the checkpoint stores them (no --dtype given)
+    decode_context: int | None = None     # a decode token's mean context (None: prompt + output // 2; a mix of
+                                          # lengths: its token-weighted one, ``serving.lengths``)
+    prefill_prompt: int | None = None     # the prompt whose causal pairs a prompt token carries (None: prompt)
 
 
 def _stage(g: Graph, lay) -> Graph:
@@ -78,7 +81,8 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
     pad = pad and run.constants.cuda_graphs          # without CUDA graphs a decode step runs eagerly, unpadded
     gemm = padded(decode, run.max_batch, run.constants.cuda_graph_batches) if pad else decode + prefill_tokens
     g = step_graph(run.spec, run.hw, run.dtype, run.kv_dtype, gemm_tokens=gemm, decode=decode,
-                   context=run.prompt + run.output // 2, prompt=run.prompt, prefill_tokens=prefill_tokens,
+                   context=run.decode_context or run.prompt + run.output // 2,
+                   prompt=run.prefill_prompt or run.prompt, prefill_tokens=prefill_tokens,
                    head_tokens=(gemm if pad else decode + contexts), moe_tables=run.constants.moe_tables,
                    experts=run.experts)
     g.footprint = dict(run.footprint)
