@@ -2,6 +2,32 @@
 step's parts) carries the same numbers and says what each is. Each pinned by the test that failed before its fix."""
 import pytest
 
+from conftest import run_cli
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_serve_says_what_its_ttft_adds_up_from():
+    """`serve llama3-8b --on h100` printed TTFT 44.4 ms beside a prefill of 38.7 ms and `analyze --phase prefill`'s
+    24.6 ms, not saying what the TTFT adds up from: the prompt's prefill alone in its step plus the decode step in
+    flight (with chunked prefill, its mixed steps); text and JSON say so."""
+    import ironlaw
+    from ironlaw.core import schemas
+    d = ironlaw.serve("llama3-8b", on="h100", concurrency=1).to_dict()
+    assert d["ttft_s"] == pytest.approx(d["prefill_s"] + d["decode_step_s"])
+    assert d["ttft_why"] == ("TTFT 44.4 ms = the prompt's prefill 38.7 ms (its 1,024 tokens alone in one step) + the "
+                             "decode step in flight 5.77 ms, which the new request waits for"), d["ttft_why"]
+    schemas.validate(d)
+    c = ironlaw.serve("llama3-8b", on="h100", concurrency=5, chunk=512).to_dict()
+    assert c["ttft_s"] == pytest.approx(2 * c["mixed_step_s"])
+    assert c["ttft_why"].startswith("TTFT 84.3 ms = 2 mixed steps of 42.2 ms, the prompt's 1,024 tokens 512 per "
+                                    "step"), c["ttft_why"]
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "1")
+    assert r.rc == 0 and d["ttft_why"] in _flat(r.out), r.out
+
+
 def test_a_tp_overlap_that_hides_every_collective_leaves_zero_seconds_not_round_off():
     """With --tp-comm-overlap hiding every TP collective the step's table printed 'of which TP/EP collectives
     4.44e-07 ns' (4.4e-16 s, the difference of two equal sums) for the layout `search` ranks first."""

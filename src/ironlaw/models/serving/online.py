@@ -155,7 +155,7 @@ class ServeEstimate:
              "capacity": self.capacity,
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
-             "itl_why": itl_why(self), **expert_weights(self.decode.graph.meta)}
+             "itl_why": itl_why(self), "ttft_why": ttft_why(self), **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)
             if "host" in self.prefill.graph.meta:
@@ -196,6 +196,20 @@ def itl_why(est: ServeEstimate) -> str:
         graph = "each op launched with its fixed latency"
     return (f"inter-token {t(est.itl_s)} = {parts}; the step: {seqs} at the mean context {fmt_num(ctx)} (prompt + "
             f"output/2) {graph} (`analyze --phase decode` prices each kernel eagerly with its own)")
+
+
+def ttft_why(est: ServeEstimate) -> str:
+    """What the time to first token adds up from (``steady_cycle``): without chunking the new prompt's prefill,
+    alone in its step, plus the decode step in flight it waits for; with chunking its ⌈prompt / C⌉ mixed steps."""
+    from ...core.units import fmt_num, fmt_time as t
+    if est.chunk is None:
+        return (f"TTFT {t(est.ttft_s)} = the prompt's prefill {t(est.prefill_s)} (its {fmt_num(est.prompt)} tokens "
+                f"alone in one step) + the decode step in flight {t(est.decode_step_s)}, which the new request waits "
+                f"for")
+    n = math.ceil(est.prompt / est.chunk)
+    return (f"TTFT {t(est.ttft_s)} = {fmt_num(n)} mixed step{'s' if n != 1 else ''} of {t(est.mixed_step_s)}, the "
+            f"prompt's {fmt_num(est.prompt)} tokens {fmt_num(min(est.chunk, est.prompt))} per step beside the decode "
+            f"batch")
 
 
 def _host(est) -> dict:
