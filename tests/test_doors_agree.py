@@ -28,6 +28,20 @@ def test_serve_says_what_its_ttft_adds_up_from():
     assert r.rc == 0 and d["ttft_why"] in _flat(r.out), r.out
 
 
+def test_online_serve_on_several_devices_says_its_tokens_per_s_are_theirs_together():
+    """`serve llama3-8b --tp 2 --concurrency 4` printed 976 tokens/s where `--sweep-concurrency` printed 488
+    tokens/s per device at the same concurrency, with no label saying the first is both devices together; the
+    text, the JSON and the HTML say which."""
+    import ironlaw
+    res = ironlaw.serve("llama3-8b", on="h100", tp=2, concurrency=4)
+    d = res.to_dict()
+    assert d["devices"] == 2 and d["tokens_per_s_per_device"] == pytest.approx(d["tokens_per_s"] / 2)
+    r = run_cli("serve", "llama3-8b", "--on", "h100", "--tp", "2", "--concurrency", "4")
+    assert r.rc == 0 and "976 tokens/s (all 2 devices; 488 per device, 244 per sequence)" in _flat(r.out), r.out
+    one = ironlaw.serve("llama3-8b", on="h100", concurrency=4).to_dict()
+    assert one["devices"] == 1 and one["tokens_per_s_per_device"] == one["tokens_per_s"]
+
+
 def test_a_tp_overlap_that_hides_every_collective_leaves_zero_seconds_not_round_off():
     """With --tp-comm-overlap hiding every TP collective the step's table printed 'of which TP/EP collectives
     4.44e-07 ns' (4.4e-16 s, the difference of two equal sums) for the layout `search` ranks first."""

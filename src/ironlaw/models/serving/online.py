@@ -134,6 +134,11 @@ class ServeEstimate:
     engine: object = None   # engine.Engine (limits, memory, the EngineRun) on the engine step model, else None
 
     @property
+    def devices(self) -> int:
+        """The devices one replica runs on (its tensor-parallel group); tokens_per_s is theirs together."""
+        return int(self.decode.graph.meta.get("tp", 1))
+
+    @property
     def request_latency_s(self) -> float:
         return self.ttft_s + self.output * self.itl_s
 
@@ -149,7 +154,8 @@ class ServeEstimate:
              "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
              "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
              "ttft_s": self.ttft_s, "itl_s": self.itl_s, "tokens_per_s": self.tokens_per_s,
-             "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
+             "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency, "devices": self.devices,
+             "tokens_per_s_per_device": self.tokens_per_s / self.devices,
              "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
              "prefill_s": self.prefill_s, "mixed_step_s": self.mixed_step_s, "decode_bottleneck": b,
              "capacity": self.capacity,
