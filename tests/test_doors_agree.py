@@ -42,6 +42,22 @@ def test_online_serve_on_several_devices_says_its_tokens_per_s_are_theirs_togeth
     assert one["devices"] == 1 and one["tokens_per_s_per_device"] == one["tokens_per_s"]
 
 
+def test_serve_html_says_the_host_binds_the_prefill_and_prints_numbers_as_the_text_does():
+    """The HTML's prefill section said 31.4 ms, compute-bound, where the text says prefill 45.6 ms, host-bound;
+    its energy table printed 1.28e+03 gCO2 where the text prints 1,285; its tokens/s did not say they are both
+    devices' together. (The page itself: ``test_new_user.test_the_reports_count_one_in_the_singular``.)"""
+    import ironlaw
+    from ironlaw.report import serve_report
+    doc = ironlaw.serve("llama3-8b", on="h100", tp=2, concurrency=4).to_dict()
+    assert serve_report.host_note(doc, "prefill").startswith(
+        "The step takes 45.6 ms, host-bound: 45.6 ms of host work per step")
+    assert serve_report.host_note(doc, "decode") == ""                # the graph's launches hide under the device
+    labels = {row[0]: row[3] for row in serve_report.key_rows(doc, 2)}
+    assert labels["output tokens/s (all 2 devices)"] == "976" and labels["output tokens/s per device"] == "488"
+    energy = serve_report._energy(dict(doc["energy"], gco2_per_million_output_tokens=1284.6), "energy")
+    assert "1,285" in energy and "e+0" not in energy, energy
+
+
 def test_a_tp_overlap_that_hides_every_collective_leaves_zero_seconds_not_round_off():
     """With --tp-comm-overlap hiding every TP collective the step's table printed 'of which TP/EP collectives
     4.44e-07 ns' (4.4e-16 s, the difference of two equal sums) for the layout `search` ranks first."""
