@@ -54,7 +54,7 @@ def test_serve_html_says_the_host_binds_the_prefill_and_prints_numbers_as_the_te
     assert serve_report.host_note(doc, "decode") == ""                # the graph's launches hide under the device
     labels = {row[0]: row[3] for row in serve_report.key_rows(doc, 2)}
     assert labels["output tokens/s (all 2 devices)"] == "976" and labels["output tokens/s per device"] == "488"
-    energy = serve_report._energy(dict(doc["energy"], gco2_per_million_output_tokens=1284.6), "energy")
+    energy = serve_report.energy_section(dict(doc["energy"], gco2_per_million_output_tokens=1284.6), "energy")
     assert "1,285" in energy and "e+0" not in energy, energy
 
 
@@ -67,3 +67,16 @@ def test_a_tp_overlap_that_hides_every_collective_leaves_zero_seconds_not_round_
     assert d["breakdown"]["tp_ep_network_s"] == 0.0
     d = ironlaw.analyze("llama3-8b", on="h100", phase="train", gpus=2, tp=2, global_batch=1, seq=4096).to_dict()
     assert d["breakdown"]["tp_ep_network_s"] > 1e-6            # without the overlap the collectives stay
+
+
+def test_markdown_carries_the_work_line_and_the_uncounted_ops_the_text_prints():
+    """`analyze … --format md` left out the text's "work: 15.6 GFLOP, traffic 15.2 GB, 355 op invocations (14
+    distinct rows)" and its warning that some ops have no formula (priced at nothing)."""
+    import ironlaw
+    from ironlaw.report import markdown
+    r = run_cli("analyze", "llama3-8b", "--phase", "decode", "--seq", "1024", "--on", "h100", "--format", "md")
+    assert r.rc == 0 and "work: 15.6 GFLOP, traffic 15.2 GB, 355 op invocations (14 distinct rows)" in r.out, r.out
+    est = ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024)
+    est.graph.uncounted_ops = {"aten::cumsum": 2}
+    assert "**uncounted ops (no formula): aten::cumsum×2**" in markdown.render(est)
+

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..core.units import fmt, fmt_size, fmt_time
-from .text import (coverage_line, expert_weights_line, fresh_memory_line, headline, note_lines, slow_dtype_line,
-                   time_range_line, top_ops_label)
+from .text import (coverage_line, expert_weights_line, fresh_memory_line, headline, no_role_line, note_lines,
+                   slow_dtype_line, time_range_line, top_ops_label, uncounted_line, work_line)
 
 
 def render(est, top: int = 10) -> str:
@@ -17,6 +17,12 @@ def render(est, top: int = 10) -> str:
                      ("network_s", "network")):
         lines.append(f"| {label} | {fmt_time(est.term(k))} |")
     lines.append(f"| **critical path ({est.composition})** | **{fmt_time(est.time_s)}** |")
+    lines += ["", work_line(est)]
+    if est.graph.uncounted_ops:
+        lines += ["", f"**{uncounted_line(est.graph)}**"]
+    no_role = no_role_line(est.graph)
+    if no_role:
+        lines += ["", no_role.replace("[yellow]", "**").replace("[/yellow]", "**")]
     lines += ["", f"{top_ops_label(top, len(est.graph.ops)).capitalize()}:", "",
               "| op | kind | × | FLOPs | bytes | tier | data | compute | latency | time | bound |",
               "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]

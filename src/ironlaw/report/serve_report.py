@@ -55,7 +55,8 @@ def roofline_section(est, name: str, title: str) -> str:
     return svg.suffix_ids(html.roofline(est, title), f"-{name}")
 
 
-def _energy(e: dict | None, path: str) -> str:
+def energy_section(e: dict | None, path: str) -> str:
+    """The energy, cost and carbon table of a serve page, its numbers printed as the text prints them."""
     if not e:
         return ""
     rows = [("energy per output token", f"{path}.joules_per_output_token", e["joules_per_output_token"],
@@ -138,7 +139,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
                 + f'<p class="note">Reserve: {_e(cap["reserve_source"])}. Each sequence holds '
                   f'{cap["tokens_reserved_per_sequence"]:,} tokens{" (paged)" if cap["paged"] else ""}.</p></section>')
     chunk = f", chunked prefill {doc['chunked_prefill_tokens']}" if doc.get("chunked_prefill_tokens") else ""
-    parts = [summary, capacity, _energy(doc.get("energy"), "energy"),
+    parts = [summary, capacity, energy_section(doc.get("energy"), "energy"),
              step_section(est.decode, "step-decode", f"Decode step: {counted(doc['concurrency'], 'sequence')} at the mean context",
                           "One step of continuous batching: every sequence in flight adds one token, its context "
                           f"averaging prompt + output/2 = {doc['prompt_tokens'] + doc['output_tokens'] / 2:g} tokens. "
@@ -196,7 +197,7 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
               + _key_table([(k.replace("_bytes", "").replace("_", " "), f"memory_per_gpu.{k}", m[k], fmt_size(m[k]), "B")
                             for k in ("device_memory_bytes", "weights_bytes", "workspace_bytes", "kv_budget_bytes",
                                       "kv_bytes_per_token")], "memory-table") + "</section>")
-    parts = [summary, memory, _energy(doc.get("energy"), "energy"), _steps_table(est)]
+    parts = [summary, memory, energy_section(doc.get("energy"), "energy"), _steps_table(est)]
     for i, (n, e) in enumerate(_distinct_steps(est), 1):
         host = e.graph.meta.get("host")
         how = ("piecewise CUDA graphs around attention" if getattr(host, "piecewise", False) else

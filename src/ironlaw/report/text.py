@@ -105,6 +105,19 @@ def expert_weights_line(g) -> str | None:
     return f"routed experts' weights: {dt}{how} (from {src})"
 
 
+def work_line(est) -> str:
+    """The work and traffic the terms price, in all: FLOPs, bytes, op invocations and distinct rows."""
+    tot = est.to_dict(top=0)["totals"]
+    return (f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
+            f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
+            f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
+
+
+def uncounted_line(g) -> str:
+    """The ops of ``g`` no formula counts (priced at nothing): each name × its count."""
+    return "uncounted ops (no formula): " + ", ".join(f"{k}×{v}" for k, v in g.uncounted_ops.items())
+
+
 def no_role_line(g) -> str | None:
     """The ops of a captured graph that capture could not give a parallel role, else None (``capture.roles``:
     only a captured graph's ops can lack one, so a built-in model's report does not import it)."""
@@ -141,13 +154,9 @@ def render(est, top: int = 10, console=None) -> None:
         t.add_row(labels[k], fmt_time(v), f"{100 * v / s:.0f}%")
     t.add_row("[bold]critical path[/bold]", f"[bold]{fmt_time(est.time_s)}[/bold]", est.composition)
     c.print(t)
-    tot = est.to_dict(top=0)["totals"]
-    c.print(f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
-            f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
-            f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
+    c.print(work_line(est))
     if est.graph.uncounted_ops:
-        c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
-                + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
+        c.print(f"[yellow]{escape(uncounted_line(est.graph))}[/yellow]")
     no_role = no_role_line(est.graph)
     if no_role:
         c.print(no_role, markup=True)
