@@ -80,3 +80,11 @@ def test_markdown_carries_the_work_line_and_the_uncounted_ops_the_text_prints():
     est.graph.uncounted_ops = {"aten::cumsum": 2}
     assert "**uncounted ops (no formula): aten::cumsum×2**" in markdown.render(est)
 
+
+def test_a_serving_search_names_the_default_price_it_used_as_the_layouts_own_source():
+    """`search llama3-8b --phase serve --on h100` priced each layout's energy at the catalog's AWS rate, and said
+    so in the layout's price_source, while its energy block said "given: --price-per-gpu-hour" (never given)."""
+    import ironlaw
+    top = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, top=1).to_dict()["top"][0]
+    assert top["energy"]["price_source"] == top["price_source"]
+    assert top["price_source"].startswith("vendor: AWS EC2")
