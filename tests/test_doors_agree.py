@@ -88,3 +88,22 @@ def test_a_serving_search_names_the_default_price_it_used_as_the_layouts_own_sou
     top = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, top=1).to_dict()["top"][0]
     assert top["energy"]["price_source"] == top["price_source"]
     assert top["price_source"].startswith("vendor: AWS EC2")
+
+
+def test_a_sharded_analyze_says_its_work_and_footprint_are_one_devices():
+    """`analyze llama3-70b --tp 4 --gpus 4` printed "work: 284 GFLOP" and "footprint 33.5 GiB" (one device's
+    share: the model's 1.13 TFLOP and 131 GiB over 4) beside an energy line for all 4 devices, no label saying
+    which; the HTML printed the footprint in decimal GB (35.3 GB of weights) where the text says GiB."""
+    import ironlaw
+    from ironlaw.report import html, markdown
+    est = ironlaw.analyze("llama3-70b", on="h100", phase="decode", seq=1024, batch=8, tp=4, gpus=4)
+    md = markdown.render(est)
+    assert "work per device (tp 4): 284 GFLOP, traffic 35.6 GB" in md and "Footprint 33.5 GiB per device (tp 4):" in md
+    assert "of work per device (tp 4)" in html.summary(est)
+    page = html.footprint(est)
+    assert "33.5 GiB resident per device (tp 4)" in page and "weights 32.9 GiB" in page and " GB<" not in page
+    r = run_cli("analyze", "llama3-70b", "--phase", "decode", "--seq", "1024", "--batch", "8", "--on", "h100",
+                "--tp", "4", "--gpus", "4")
+    assert r.rc == 0 and "footprint 33.5 GiB per device (tp 4) against" in _flat(r.out), r.out
+    one = markdown.render(ironlaw.analyze("llama3-8b", on="h100", phase="decode", seq=1024))
+    assert "work: 15.6 GFLOP" in one and "per device" not in one

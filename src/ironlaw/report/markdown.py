@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..core.units import fmt, fmt_size, fmt_time
 from .text import (coverage_line, expert_weights_line, fresh_memory_line, headline, no_role_line, note_lines,
-                   slow_dtype_line, time_range_line, top_ops_label, uncounted_line, work_line)
+                   per_device, slow_dtype_line, time_range_line, top_ops_label, uncounted_line, work_line)
 
 
 def render(est, top: int = 10) -> str:
@@ -31,7 +31,7 @@ def render(est, top: int = 10) -> str:
                      f"{r['tier'] or '—'} | {fmt_time(r['data_s'])} | {fmt_time(r['compute_s'])} | "
                      f"{fmt_time(r['latency_s'])} | {fmt_time(r['time_s'])} | {r['bound']} |")
     fp = est.footprint()
-    lines += ["", f"Footprint {fmt_size(fp['total_bytes'])}:", "", "| tier | capacity | holds |", "|---|---:|---|"]
+    lines += ["", f"Footprint {fmt_size(fp['total_bytes'])}{per_device(est.graph)}:", "", "| tier | capacity | holds |", "|---|---:|---|"]
     for t in fp["tiers"]:
         if t["role"] != "cache":
             holds = ", ".join(f"{k} {fmt_size(v)}" for k, v in t["holds"].items()) or "—"

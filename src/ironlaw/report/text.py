@@ -105,10 +105,17 @@ def expert_weights_line(g) -> str | None:
     return f"routed experts' weights: {dt}{how} (from {src})"
 
 
+def per_device(g) -> str:
+    """" per device (tp 4)" where the graph is one device's share of a sharded model (its totals and footprint
+    are that device's; energy counts every device), else ""."""
+    split = ", ".join(f"{k} {g.meta[k]}" for k in ("tp", "ep", "pp", "cp") if int(g.meta.get(k, 1) or 1) > 1)
+    return f" per device ({split})" if split else ""
+
+
 def work_line(est) -> str:
     """The work and traffic the terms price, in all: FLOPs, bytes, op invocations and distinct rows."""
     tot = est.to_dict(top=0)["totals"]
-    return (f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
+    return (f"work{per_device(est.graph)}: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
             f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
             f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
 
@@ -170,7 +177,7 @@ def render(est, top: int = 10, console=None) -> None:
                   fmt_time(r["time_s"]), r["bound"])
     print_fitted(t, c, OPS_DROPPED)
     fp = est.footprint()
-    t = Table(title=f"footprint {fmt_size(fp['total_bytes'])} against the memory tiers")
+    t = Table(title=f"footprint {fmt_size(fp['total_bytes'])}{per_device(est.graph)} against the memory tiers")
     for col in ("tier", "role", "capacity", "holds"):
         t.add_column(col, no_wrap=col != "holds")
     for tier in fp["tiers"]:
