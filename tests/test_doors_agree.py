@@ -123,3 +123,21 @@ def test_a_batch_what_if_says_what_it_does_per_sample_as_two_analyze_runs_do():
                                    "sample 43.1× faster (166 µs a sample for 7.14 ms): "), c["verdict"]
     same = ironlaw.compare("llama3-8b", on="h100", phase="decode", what_if="quant=int8,target=weights").to_dict()
     assert same["speedup_per_sample"] == same["speedup"] and "per sample" not in same["verdict"]
+
+
+def test_a_training_step_says_what_its_micro_batch_estimate_is_to_the_step():
+    """`analyze … --phase train --tp 2 --tp-comm-overlap` printed the step's micro-batch row and then a
+    per-micro-batch estimate of another time (the law's, op by op, before the overlap hides the TP collectives)
+    without a word linking the two; a line says what each is and what the overlap hid."""
+    import ironlaw
+    from ironlaw.core.units import fmt_time
+    kw = dict(on="h100", phase="train", gpus=2, tp=2, sequence_parallel=True, tp_comm_overlap=True,
+              global_batch=2, seq=4096)
+    step = ironlaw.analyze("llama3-8b", **kw)
+    law_s, counted = float(step.per_microbatch.time_s), step.breakdown.compute_and_tp_s / 2
+    assert counted < law_s
+    r = run_cli("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--gpus", "2", "--tp", "2",
+                "--sequence-parallel", "--tp-comm-overlap", "--global-batch", "2", "--seq", "4096")
+    assert r.rc == 0 and (f"one micro-batch on the slowest stage, below: {fmt_time(law_s)} by the law, op by op; "
+                          f"the step counts {fmt_time(counted)} for each of its 2 ({fmt_time(law_s - counted)} of "
+                          f"TP/EP collectives hidden under their GEMMs)") in _flat(r.out), r.out
