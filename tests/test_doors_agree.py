@@ -141,3 +141,13 @@ def test_a_training_step_says_what_its_micro_batch_estimate_is_to_the_step():
     assert r.rc == 0 and (f"one micro-batch on the slowest stage, below: {fmt_time(law_s)} by the law, op by op; "
                           f"the step counts {fmt_time(counted)} for each of its 2 ({fmt_time(law_s - counted)} of "
                           f"TP/EP collectives hidden under their GEMMs)") in _flat(r.out), r.out
+
+
+def test_compare_markdown_names_the_workload_as_the_text_does():
+    """`compare … --format md` headed its page "### llama3-8b: batch=8", dropping the phase, dtype, batch and
+    sequence the text's head names."""
+    head = "llama3-8b · decode · bf16 · batch 1, seq 1024: batch=8"
+    args = ("compare", "llama3-8b", "--phase", "decode", "--on", "h100", "-w", "batch=8")
+    md, text = run_cli(*args, "--format", "md"), run_cli(*args)
+    assert md.rc == 0 and md.out.startswith(f"### {head}\n"), md.out[:200]
+    assert text.rc == 0 and text.out.startswith(head), text.out[:200]
