@@ -151,3 +151,20 @@ def test_compare_markdown_names_the_workload_as_the_text_does():
     md, text = run_cli(*args, "--format", "md"), run_cli(*args)
     assert md.rc == 0 and md.out.startswith(f"### {head}\n"), md.out[:200]
     assert text.rc == 0 and text.out.startswith(head), text.out[:200]
+
+
+def test_one_devices_training_step_is_the_same_through_either_door():
+    """`analyze llama3-8b --phase train --batch 1 --seq 2048 --on b200` said 113 ms and the same step through
+    `--global-batch 1` (the training step) 123 ms: the first priced the GEMMs on the serving kernels' tables, which a
+    training step leaves out (``calibration.for_training``), and without their kernel rows. Both doors, and
+    `compare`'s and `sweep`'s training graphs, price them as the step does."""
+    import ironlaw
+    kw = dict(on="b200", phase="train", seq=2048)
+    one = ironlaw.analyze("llama3-8b", batch=1, **kw).time_s
+    step = ironlaw.analyze("llama3-8b", global_batch=1, **kw).time_s
+    assert one == pytest.approx(step, rel=1e-3)
+    swp = ironlaw.sweep("llama3-8b", batch="1", **kw).to_dict()["points"][0]["time_s"]
+    cmp = ironlaw.compare("llama3-8b", what_if="recompute=full", **kw).to_dict()
+    full = ironlaw.analyze("llama3-8b", global_batch=1, recompute="full", **kw).time_s
+    assert swp == pytest.approx(one) and cmp["time_before_s"] == pytest.approx(one)
+    assert cmp["time_after_s"] == pytest.approx(full, rel=1e-3)

@@ -155,7 +155,7 @@ def _sparse_on_vector(est) -> bool:
 def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None, prepare=None) -> Comparison:
     """Compare a single-configuration Estimate with the same workload after ``steps``. ``graph``: the workload as
     built, before any device-specific pricing ``before.graph`` carries (default ``before.graph``); ``prepare(graph,
-    hw)`` gives the 'after' graph that pricing on the 'after' device (``analysis.on_device``'s routed experts)."""
+    hw)`` gives the 'after' graph and device as the 'after' device prices them (``models.priced``)."""
     from . import apply
     steps = list(steps)
     if vs_hardware:
@@ -163,7 +163,8 @@ def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None
     if not steps:
         raise IronlawError("compare needs at least one --what-if or --vs-hardware")
     g, hw = apply(before.graph if graph is None else graph, before.hw, steps)
-    after = law.predict(g if prepare is None else prepare(g, hw), hw, before.composition)
+    g, hw = (g, hw) if prepare is None else prepare(g, hw)
+    after = law.predict(g, hw, before.composition)
     if not bool(after.placement.fits):
         fp = after.footprint()
         raise IronlawError(f"after {'; '.join(steps)}: {g.name} does not fit on {hw.name} "
