@@ -480,6 +480,7 @@ def test_the_reports_count_one_in_the_singular(tmp_path):
     import ironlaw
     ironlaw.serve("llama3-8b", on="h100", html=str(tmp_path / "s.html"))
     assert "Decode step: 1 sequence at the mean context" in (tmp_path / "s.html").read_text()
+    assert "The step takes 38.7 ms, host-bound: 38.7 ms of host work" in (tmp_path / "s.html").read_text()
     ironlaw.analyze("gpt2", on="h100", phase="train", gpus=1, global_batch=8, html=str(tmp_path / "t.html"))
     assert "train · bf16 · 1 GPU: tp 1" in (tmp_path / "t.html").read_text()
 

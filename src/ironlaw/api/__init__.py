@@ -131,11 +131,11 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         if any(st.transform.name == "hardware" for text in steps for st in parse(text)):
             raise IronlawError(f"--vs-hardware {vs_hardware} and the what-if hardware= both name the 'after' device; "
                                f"give one of them")
-    from ..models.routed import routed_experts
     hw = device(on)
     graph = analysis.graph_of(spec, hw, batch, seq, phase, dtype, opts)
     before = analysis.on_device(graph, hw, composition(serial))
-    return run(before, steps, vs_hardware, graph=graph, prepare=routed_experts)
+    from ..models.priced import priced
+    return run(before, steps, vs_hardware, graph=graph, prepare=priced)
 
 
 @front_door

@@ -73,5 +73,19 @@ def show_train_step(step, fmt: str, top: int) -> None:
         c.print(t)
         for n in step.notes:
             c.print(f"note: {n}", markup=False)
+        c.print(microbatch_line(step), markup=False)
         from ..report.text import render
         render(step.per_microbatch, top=top, console=c)
+
+
+def microbatch_line(step) -> str:
+    """What the per-micro-batch estimate printed after the step's tables is to the step's first row: the law's
+    time op by op, and what the step counts for it once TP/EP overlap hides collectives under their GEMMs."""
+    from ..core.units import fmt_time
+    b, law_s = step.breakdown, float(step.per_microbatch.time_s)
+    counted = b.compute_and_tp_s / b.microbatches
+    hidden = law_s - counted
+    return (f"one micro-batch on the slowest stage, below: {fmt_time(law_s)} by the law, op by op; the step counts "
+            f"{fmt_time(counted)} for each of its {b.microbatches:,}"
+            + (f" ({fmt_time(hidden)} of TP/EP collectives hidden under their GEMMs)" if hidden > 1e-9 * law_s
+               else ""))

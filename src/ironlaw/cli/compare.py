@@ -65,14 +65,19 @@ def _ratio(b: float, a: float) -> str:
     return f"×{fmt_num(a / b)}" if b > 0 else "—"
 
 
-def text(c, top: int) -> None:
-    from rich.table import Table
-    con = console()
+def _head(c) -> str:
+    """The workload before, as analyze's headline names it, and the what-ifs (text and md alike)."""
+    from ..report.text import element_label
     g = c.before.graph
     meta = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
-    from ..report.text import element_label
-    con.print(f"[bold]{g.name} · {g.phase} · {element_label(g)}{' · ' + meta if meta else ''}: "
-              f"{'; '.join(c.steps)}[/bold]")
+    return f"{g.name} · {g.phase} · {element_label(g)}{' · ' + meta if meta else ''}: {'; '.join(c.steps)}"
+
+
+def text(c, top: int) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    con = console()
+    con.print(f"[bold]{escape(_head(c))}[/bold]")
     con.print(f"verdict: {c.verdict()}")
     t = Table(title=f"before ({c.before.hw.name}) vs after ({c.after.hw.name})")
     for col in ("", "before", "after", "after/before"):
@@ -85,7 +90,7 @@ def text(c, top: int) -> None:
 
 
 def markdown(c, top: int) -> str:
-    lines = [f"### {c.before.graph.name}: {'; '.join(c.steps)}", "", f"**Verdict:** {c.verdict()}", "",
+    lines = [f"### {_head(c)}", "", f"**Verdict:** {c.verdict()}", "",
              f"| | before ({c.before.hw.name}) | after ({c.after.hw.name}) | after/before |", "|---|---:|---:|---:|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in _rows(c)]
     lines += ["", "```", "before " + c.cp_before.text(top), "after  " + c.cp_after.text(top), "```"]

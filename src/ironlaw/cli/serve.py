@@ -130,8 +130,9 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
         lengths_lines(d.get("lengths")) + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
-             f"({fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request {fmt_time(d['request_latency_s'])}",
-             d["itl_why"],
+             f"({_per_device(d)}{fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request "
+             f"{fmt_time(d['request_latency_s'])}",
+             d["ttft_why"], d["itl_why"],
              f"decode step {fmt_time(d['decode_step_s'])}: {d['decode_bottleneck']['resource']}-bound — "
              f"{d['decode_bottleneck']['why']}",
              *([f"decode step, host: {d['decode_host']['why']}"] if "decode_host" in d else []),
@@ -143,6 +144,14 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
              f"{fmt_num(cap['tokens_reserved_per_sequence'])} tokens{' (paged)' if cap['paged'] else ''}",
              *([f"reserve: {cap['reserve_source']}"] if memory_fraction is not None else [])] + more
     return lines
+
+
+def _per_device(d: dict) -> str:
+    """On several devices, that tokens/s is theirs together and what one device serves."""
+    from ..core.units import fmt_num
+    n = d["devices"]
+    return "" if n == 1 else f"all {n} devices; {fmt_num(d['tokens_per_s_per_device'])} per device, "
+
 
 def _engine_lines(d: dict) -> list[str]:
     """The engine's lines under the head: none for the default (TensorRT-LLM at the catalog's release), else whose

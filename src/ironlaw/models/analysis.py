@@ -59,12 +59,13 @@ def graph_of(spec: str, hw, batch=1, seq=None, phase: str | None = None, dtype: 
 
 
 def on_device(graph, hw, composition: str = "overlap") -> Estimate:
-    """``graph`` predicted on ``hw``, its routed experts on the device's own MoE kernels (``routed.routed_experts``);
-    a single configuration that fits in no memory tier at all is refused."""
+    """``graph`` predicted on ``hw`` as ``priced`` prices it; a single configuration that fits in no memory tier at
+    all is refused."""
     from ..law import law
-    from .routed import routed_experts
+    from .priced import priced
 
-    return law.placed(law.predict(routed_experts(graph, hw), hw, composition), hw)
+    g, h = priced(graph, hw)
+    return law.placed(law.predict(g, h, composition), h)
 
 
 def analysis(est: Estimate, usd_per_device_hour: float | None = None,

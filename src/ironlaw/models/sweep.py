@@ -249,8 +249,8 @@ def _predict(spec, hw, batch, seq, phase, dtype, whatif, composition):
     if whatif:
         from ..models import whatif as wi
         g, hw = wi.apply(g, hw, list(whatif))
-    from .routed import routed_experts
-    return law.predict(routed_experts(g, hw), hw, composition)
+    from .priced import priced
+    return law.predict(*priced(g, hw), composition)
 
 
 def _work_units(g, shape) -> tuple[np.ndarray, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..core.errors import IronlawError
 from ..core.units import fmt, fmt_size, fmt_time
 from . import svg
-from .text import element_label, headline
+from .text import element_label, headline, per_device
 
 MPL_MAX_OPS = 1000         # above this, matplotlib's SVG (~0.9 kB per point) would crowd the 2 MB: svg.roofline (~0.25 kB)
 TERMS = (("data_s", "data", "D_vol / BW"), ("compute_s", "compute", "O / (R_peak · η)"),
@@ -137,7 +137,7 @@ def summary(est) -> str:
     g = est.graph
     return (f'<section id="summary"><p class="headline">{_e(headline(est))}</p>'
             f'<p class="why">{_badge(b["resource"])} <b>Why:</b> {_e(b["why"])}</p>'
-            f'<p class="sub">{_e(fmt(float(g.flops), "FLOP"))} of work, {_e(fmt(float(g.bytes), "B"))} of traffic, '
+            f'<p class="sub">{_e(fmt(float(g.flops), "FLOP"))} of work{_e(per_device(g))}, {_e(fmt(float(g.bytes), "B"))} of traffic, '
             f'{int(est.cols.count.sum())} op invocations ({len(g.ops)} rows); '
             f'{est.composition} composition.</p>{_uncounted(est)}</section>')
 
@@ -286,7 +286,7 @@ def footprint(est) -> str:
     fp = est.footprint()
     classes = list(fp["by_class"])
     legend = "".join(f'<span><i style="background:{svg.CLASS_COLOURS.get(c, "#868e96")}"></i>{_e(c.replace("_", " "))} '
-                     f'{_e(fmt(fp["by_class"][c], "B"))}</span>' for c in classes)
+                     f'{_e(fmt_size(fp["by_class"][c]))}</span>' for c in classes)
     rows = []
     for t in fp["tiers"]:
         if t["role"] == "cache":
@@ -296,10 +296,10 @@ def footprint(est) -> str:
                     f'{_num(t["capacity_bytes"], fmt_size(t["capacity_bytes"]))}{_num(t["used_bytes"], fmt_size(t["used_bytes"]))}'
                     f'<td>{pct:.3g}%</td><td class="l">{svg.capacity_bar(t, width=360)}</td></tr>')
     state = ("fits in device memory" if fp["fits"] and fp["spilled_bytes"] == 0 else
-             f"spills {fmt(fp['spilled_bytes'], 'B')} beyond device memory" if fp["fits"] else "does not fit")
+             f"spills {fmt_size(fp['spilled_bytes'])} beyond device memory" if fp["fits"] else "does not fit")
     caches = ", ".join(f"{t['name']} {fmt_size(t['capacity_bytes'])}" for t in fp["tiers"] if t["role"] == "cache")
     return (f'<section id="footprint"><h2>Footprint against the memory tiers</h2>'
-            f'<p>{_e(fmt(fp["total_bytes"], "B"))} resident: <b>{_e(state)}</b>.</p><p class="legend">{legend}</p>'
+            f'<p>{_e(fmt_size(fp["total_bytes"]))} resident{_e(per_device(est.graph))}: <b>{_e(state)}</b>.</p><p class="legend">{legend}</p>'
             + _table(["tier", "role", "capacity", "holds", "used", "placement"], rows, tid="footprint-table",
                      left=(0, 1, 5))
             + (f'<p class="note">Caches ({_e(caches)}) hold no footprint; activations an op just produced are read '

@@ -13,7 +13,7 @@ Section ids: ``summary``, ``capacity``/``memory``, ``energy``, ``step-…``, ``r
 """
 from __future__ import annotations
 
-from ..core.units import counted, fmt, fmt_size, fmt_time
+from ..core.units import counted, fmt, fmt_num, fmt_size, fmt_time
 from . import html, svg
 from .frontier import section as frontier_section
 
@@ -55,18 +55,19 @@ def roofline_section(est, name: str, title: str) -> str:
     return svg.suffix_ids(html.roofline(est, title), f"-{name}")
 
 
-def _energy(e: dict | None, path: str) -> str:
+def energy_section(e: dict | None, path: str) -> str:
+    """The energy, cost and carbon table of a serve page, its numbers printed as the text prints them."""
     if not e:
         return ""
     rows = [("energy per output token", f"{path}.joules_per_output_token", e["joules_per_output_token"],
-             f"{e['joules_per_output_token']:.3g} J", "1"),
+             f"{fmt_num(e['joules_per_output_token'])} J", "1"),
             ("mean power per device", f"{path}.mean_power_w_per_device", e["mean_power_w_per_device"],
              f"{e['mean_power_w_per_device']:.0f} W", "1"),
             ("gCO2 per million output tokens", f"{path}.gco2_per_million_output_tokens",
-             e["gco2_per_million_output_tokens"], f"{e['gco2_per_million_output_tokens']:.3g}", "1")]
+             e["gco2_per_million_output_tokens"], fmt_num(e["gco2_per_million_output_tokens"]), "1")]
     if e.get("usd_per_million_output_tokens") is not None:
         rows.insert(2, ("USD per million output tokens", f"{path}.usd_per_million_output_tokens",
-                        e["usd_per_million_output_tokens"], f"${e['usd_per_million_output_tokens']:.3g}", "1"))
+                        e["usd_per_million_output_tokens"], f"${fmt_num(e['usd_per_million_output_tokens'])}", "1"))
     src = e.get("price_source") or ""
     return ('<section id="energy"><h2>Energy, cost and carbon</h2>' + _key_table(rows, "energy-table")
             + (f'<p class="note">{_e(src)}</p>' if src else "") + "</section>")
@@ -85,18 +86,36 @@ def _replay(sm: dict | None) -> str:
             "the terms.")
 
 
-def online(est, doc: dict, frontier_doc: dict | None) -> str:
-    """The page of an online serving estimate (module docstring)."""
-    cap = doc["capacity"]
-    tp = est.decode.graph.meta.get("tp", 1)
-    keys = [("time to first token (TTFT)", "ttft_s", doc["ttft_s"], fmt_time(doc["ttft_s"]), "s"),
+def key_rows(doc: dict, tp: int) -> list[tuple]:
+    """The key numbers of an online estimate's document, on ``tp`` devices: tokens/s labelled as theirs together
+    and per device, as the text says them."""
+    return [("time to first token (TTFT)", "ttft_s", doc["ttft_s"], fmt_time(doc["ttft_s"]), "s"),
             ("inter-token latency (ITL)", "itl_s", doc["itl_s"], fmt_time(doc["itl_s"]), "s"),
-            ("output tokens/s", "tokens_per_s", doc["tokens_per_s"], html.rate(doc["tokens_per_s"]), "1"),
+            (f"output tokens/s{f' (all {tp} devices)' if tp > 1 else ''}", "tokens_per_s", doc["tokens_per_s"],
+             html.rate(doc["tokens_per_s"]), "1"),
+            *([("output tokens/s per device", "tokens_per_s_per_device", doc["tokens_per_s_per_device"],
+                html.rate(doc["tokens_per_s_per_device"]), "1")] if tp > 1 else []),
             ("tokens/s per sequence", "tokens_per_s_per_sequence", doc["tokens_per_s_per_sequence"],
              html.rate(doc["tokens_per_s_per_sequence"]), "1"),
             ("request latency", "request_latency_s", doc["request_latency_s"], fmt_time(doc["request_latency_s"]), "s"),
             ("decode step", "decode_step_s", doc["decode_step_s"], fmt_time(doc["decode_step_s"]), "s"),
             ("prefill of one prompt", "prefill_s", doc["prefill_s"], fmt_time(doc["prefill_s"]), "s")]
+
+
+def host_note(doc: dict, step: str) -> str:
+    """Where the host's work outlasts the device's (``serving.step.HostStep``), the step's time is the host's:
+    said beside the law's device time, as the text output says it."""
+    h = doc.get(f"{step}_host")
+    if not h or h["host_s"] <= h["device_s"]:
+        return ""
+    return f"The step takes {fmt_time(doc[f'{step}_s'])}, host-bound: {h['why']}."
+
+
+def online(est, doc: dict, frontier_doc: dict | None) -> str:
+    """The page of an online serving estimate (module docstring)."""
+    cap = doc["capacity"]
+    tp = est.decode.graph.meta.get("tp", 1)
+    keys = key_rows(doc, tp)
     b = doc["decode_bottleneck"]
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">TTFT {_e(fmt_time(doc["ttft_s"]))} · '
                f'ITL {_e(fmt_time(doc["itl_s"]))} · {_e(html.rate(doc["tokens_per_s"]))} tokens/s</p>'
@@ -120,12 +139,13 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
                 + f'<p class="note">Reserve: {_e(cap["reserve_source"])}. Each sequence holds '
                   f'{cap["tokens_reserved_per_sequence"]:,} tokens{" (paged)" if cap["paged"] else ""}.</p></section>')
     chunk = f", chunked prefill {doc['chunked_prefill_tokens']}" if doc.get("chunked_prefill_tokens") else ""
-    parts = [summary, capacity, _energy(doc.get("energy"), "energy"),
+    parts = [summary, capacity, energy_section(doc.get("energy"), "energy"),
              step_section(est.decode, "step-decode", f"Decode step: {counted(doc['concurrency'], 'sequence')} at the mean context",
                           "One step of continuous batching: every sequence in flight adds one token, its context "
                           f"averaging prompt + output/2 = {doc['prompt_tokens'] + doc['output_tokens'] / 2:g} tokens. "
                           + _replay(doc.get("step_model"))),
-             step_section(est.prefill, "step-prefill", f"Prefill step: one prompt of {doc['prompt_tokens']:,} tokens"),
+             step_section(est.prefill, "step-prefill", f"Prefill step: one prompt of {doc['prompt_tokens']:,} tokens",
+                          host_note(doc, "prefill")),
              roofline_section(est.decode, "decode", "Roofline: the decode step"),
              roofline_section(est.prefill, "prefill", "Roofline: the prefill step")]
     if frontier_doc is not None:
@@ -177,7 +197,7 @@ def offline(est, doc: dict, frontier_doc: dict | None) -> str:
               + _key_table([(k.replace("_bytes", "").replace("_", " "), f"memory_per_gpu.{k}", m[k], fmt_size(m[k]), "B")
                             for k in ("device_memory_bytes", "weights_bytes", "workspace_bytes", "kv_budget_bytes",
                                       "kv_bytes_per_token")], "memory-table") + "</section>")
-    parts = [summary, memory, _energy(doc.get("energy"), "energy"), _steps_table(est)]
+    parts = [summary, memory, energy_section(doc.get("energy"), "energy"), _steps_table(est)]
     for i, (n, e) in enumerate(_distinct_steps(est), 1):
         host = e.graph.meta.get("host")
         how = ("piecewise CUDA graphs around attention" if getattr(host, "piecewise", False) else

@@ -105,6 +105,26 @@ def expert_weights_line(g) -> str | None:
     return f"routed experts' weights: {dt}{how} (from {src})"
 
 
+def per_device(g) -> str:
+    """" per device (tp 4)" where the graph is one device's share of a sharded model (its totals and footprint
+    are that device's; energy counts every device), else ""."""
+    split = ", ".join(f"{k} {g.meta[k]}" for k in ("tp", "ep", "pp", "cp") if int(g.meta.get(k, 1) or 1) > 1)
+    return f" per device ({split})" if split else ""
+
+
+def work_line(est) -> str:
+    """The work and traffic the terms price, in all: FLOPs, bytes, op invocations and distinct rows."""
+    tot = est.to_dict(top=0)["totals"]
+    return (f"work{per_device(est.graph)}: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
+            f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
+            f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
+
+
+def uncounted_line(g) -> str:
+    """The ops of ``g`` no formula counts (priced at nothing): each name × its count."""
+    return "uncounted ops (no formula): " + ", ".join(f"{k}×{v}" for k, v in g.uncounted_ops.items())
+
+
 def no_role_line(g) -> str | None:
     """The ops of a captured graph that capture could not give a parallel role, else None (``capture.roles``:
     only a captured graph's ops can lack one, so a built-in model's report does not import it)."""
@@ -141,13 +161,9 @@ def render(est, top: int = 10, console=None) -> None:
         t.add_row(labels[k], fmt_time(v), f"{100 * v / s:.0f}%")
     t.add_row("[bold]critical path[/bold]", f"[bold]{fmt_time(est.time_s)}[/bold]", est.composition)
     c.print(t)
-    tot = est.to_dict(top=0)["totals"]
-    c.print(f"work: {fmt(tot['flops'], 'FLOP')}, traffic {fmt(tot['bytes'], 'B')}, "
-            f"{fmt_num(tot['op_invocations'])} op invocation{'' if tot['op_invocations'] == 1 else 's'} "
-            f"({tot['ops']} distinct row{'' if tot['ops'] == 1 else 's'})")
+    c.print(work_line(est))
     if est.graph.uncounted_ops:
-        c.print(f"[yellow]uncounted ops (no formula):[/yellow] "
-                + ", ".join(f"{k}×{v}" for k, v in est.graph.uncounted_ops.items()))
+        c.print(f"[yellow]{escape(uncounted_line(est.graph))}[/yellow]")
     no_role = no_role_line(est.graph)
     if no_role:
         c.print(no_role, markup=True)
@@ -161,7 +177,7 @@ def render(est, top: int = 10, console=None) -> None:
                   fmt_time(r["time_s"]), r["bound"])
     print_fitted(t, c, OPS_DROPPED)
     fp = est.footprint()
-    t = Table(title=f"footprint {fmt_size(fp['total_bytes'])} against the memory tiers")
+    t = Table(title=f"footprint {fmt_size(fp['total_bytes'])}{per_device(est.graph)} against the memory tiers")
     for col in ("tier", "role", "capacity", "holds"):
         t.add_column(col, no_wrap=col != "holds")
     for tier in fp["tiers"]:

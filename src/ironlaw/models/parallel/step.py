@@ -131,6 +131,13 @@ def no_host_note(hw_name: str, graphed: tuple) -> str:
         if graphed else "")
 
 
+def exposed_after(total_s: float, hidden_s: float) -> float:
+    """``total_s − hidden_s``, the collectives' seconds left on the path; 0 where the overlap hides them all (the
+    difference of two equal sums is float round-off, ~1e-16 s, not time)."""
+    left = total_s - hidden_s
+    return 0.0 if left <= 1e-9 * total_s else left
+
+
 def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEstimate:
     """One optimizer step of ``g`` (a training graph of ONE micro-batch on one device) under ``plan``."""
     from ...machine.calibration import for_training
@@ -176,8 +183,8 @@ def train_step(g: Graph, hw, plan: Plan, composition: str = "overlap") -> StepEs
     t_est, t_mb = (float(x) for x in microbatch_s(float(est.time_s), hidden_tp, ring_exposed, fsdp_exposed, host_mb,
                                                    off_mb))
     m, v = plan.microbatches, plan.interleave
-    net_mb = float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows if r["kind"] == "collective")) \
-        - hidden_tp
+    net_mb = exposed_after(float(est.term("network_s")) + float(sum(r["latency_s"] for r in rows
+                                                                     if r["kind"] == "collective")), hidden_tp)
     p2p_s = plan_pipeline_p2p_s(g, hw, plan, grp, t_mb)
     if p2p_s:
         notes.append("stage-to-stage send/recv (1/tp per rank, scatter/gather) " + (

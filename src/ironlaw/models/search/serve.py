@@ -479,7 +479,10 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
     res.setup["device_unit"] = unit_name(h.kind for h in hws)
     grid = cost.gco2_per_kwh if cost is not None else None
     for e in res.top:
-        e["energy"] = _energy(e, price[e["hardware"]][0], grid)
+        usd_h, src = price[e["hardware"]]
+        e["energy"] = _energy(e, usd_h, grid)
+        if e["energy"] is not None:               # the price's own source, not "given", where it is a default
+            e["energy"]["price_source"] = src
     return res
 
 

@@ -135,6 +135,11 @@ class ServeEstimate:
     lengths: dict | None = None   # a mix of request lengths read from a file (``serving.lengths``: what was read)
 
     @property
+    def devices(self) -> int:
+        """The devices one replica runs on (its tensor-parallel group); tokens_per_s is theirs together."""
+        return int(self.decode.graph.meta.get("tp", 1))
+
+    @property
     def request_latency_s(self) -> float:
         return self.ttft_s + self.output * self.itl_s
 
@@ -150,13 +155,15 @@ class ServeEstimate:
              "prompt_tokens": self.prompt, "output_tokens": self.output, "concurrency": self.concurrency,
              "dtype": self.decode.graph.dtype, "kv_dtype": self.kv_dtype, "chunked_prefill_tokens": self.chunk,
              "ttft_s": self.ttft_s, "itl_s": self.itl_s, "tokens_per_s": self.tokens_per_s,
-             "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency,
+             "tokens_per_s_per_sequence": self.tokens_per_s / self.concurrency, "devices": self.devices,
+             "tokens_per_s_per_device": self.tokens_per_s / self.devices,
              "request_latency_s": self.request_latency_s, "decode_step_s": self.decode_step_s,
              "prefill_s": self.prefill_s, "mixed_step_s": self.mixed_step_s, "decode_bottleneck": b,
              "capacity": self.capacity,
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
-             "itl_why": itl_why(self), "lengths": self.lengths, **expert_weights(self.decode.graph.meta)}
+             "itl_why": itl_why(self), "ttft_why": ttft_why(self), "lengths": self.lengths,
+             **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)
             if "host" in self.prefill.graph.meta:
@@ -200,6 +207,20 @@ def itl_why(est: ServeEstimate) -> str:
         graph = "each op launched with its fixed latency"
     return (f"inter-token {t(est.itl_s)} = {parts}; the step: {seqs} at the mean context {fmt_num(ctx)} ({how}) "
             f"{graph} (`analyze --phase decode` prices each kernel eagerly with its own)")
+
+
+def ttft_why(est: ServeEstimate) -> str:
+    """What the time to first token adds up from (``steady_cycle``): without chunking the new prompt's prefill,
+    alone in its step, plus the decode step in flight it waits for; with chunking its ⌈prompt / C⌉ mixed steps."""
+    from ...core.units import fmt_num, fmt_time as t
+    if est.chunk is None:
+        return (f"TTFT {t(est.ttft_s)} = the prompt's prefill {t(est.prefill_s)} (its {fmt_num(est.prompt)} tokens "
+                f"alone in one step) + the decode step in flight {t(est.decode_step_s)}, which the new request waits "
+                f"for")
+    n = math.ceil(est.prompt / est.chunk)
+    return (f"TTFT {t(est.ttft_s)} = {fmt_num(n)} mixed step{'s' if n != 1 else ''} of {t(est.mixed_step_s)}, the "
+            f"prompt's {fmt_num(est.prompt)} tokens {fmt_num(min(est.chunk, est.prompt))} per step beside the decode "
+            f"batch")
 
 
 def _host(est) -> dict:

@@ -57,6 +57,7 @@ class Comparison:
             head = f"lengthens the critical path by {100.0 * (1.0 / s - 1.0):.0f}% ({1.0 / s:.2f}× slower)"
         else:
             head = "no gain"
+        head += self._per_sample()
         bb, ba = label(self.before), label(self.after)
         if self.before.hw.name != self.after.hw.name:
             where = f" on {self.after.hw.name} instead of {self.before.hw.name}"
@@ -68,6 +69,22 @@ class Comparison:
         else:
             bound = f"{bb} was binding, now {ba} binds{where}"
         return f"{head}: {bound}; {self._changes()}"
+
+    @property
+    def speedup_per_sample(self) -> float:
+        """The speedup of one sample (sequence, image): the step's, times the batch after over the batch before
+        (a ``batch=`` what-if changes the work a step does, not only its time)."""
+        nb, na = self.before.graph.meta.get("batch") or 1, self.after.graph.meta.get("batch") or 1
+        return self.speedup * na / nb
+
+    def _per_sample(self) -> str:
+        """Where the batch changed: what the step's change is per sample."""
+        nb, na = self.before.graph.meta.get("batch") or 1, self.after.graph.meta.get("batch") or 1
+        if na == nb:
+            return ""
+        r = self.speedup_per_sample
+        return (f" per step, batch {na:,} for {nb:,}; per sample {r:.3g}× {'faster' if r >= 1 else 'slower'} "
+                f"({fmt_time(self.cp_after.time_s / na)} a sample for {fmt_time(self.cp_before.time_s / nb)})")
 
     def _changes(self) -> str:
         v = self.volumes()
@@ -118,7 +135,7 @@ class Comparison:
             "before": bd, "after": ad,
             "critical_path_before": self.cp_before.to_dict(), "critical_path_after": self.cp_after.to_dict(),
             "time_before_s": self.cp_before.time_s, "time_after_s": self.cp_after.time_s,
-            "speedup": self.speedup,
+            "speedup": self.speedup, "speedup_per_sample": self.speedup_per_sample,
             "bottleneck_before": bd["bottleneck"], "bottleneck_after": ad["bottleneck"],
             "shortens_critical_path": self.shortens_critical_path,
             "terms": terms, "volumes": vols,
@@ -138,7 +155,7 @@ def _sparse_on_vector(est) -> bool:
 def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None, prepare=None) -> Comparison:
     """Compare a single-configuration Estimate with the same workload after ``steps``. ``graph``: the workload as
     built, before any device-specific pricing ``before.graph`` carries (default ``before.graph``); ``prepare(graph,
-    hw)`` gives the 'after' graph that pricing on the 'after' device (``analysis.on_device``'s routed experts)."""
+    hw)`` gives the 'after' graph and device as the 'after' device prices them (``models.priced``)."""
     from . import apply
     steps = list(steps)
     if vs_hardware:
@@ -146,7 +163,8 @@ def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None
     if not steps:
         raise IronlawError("compare needs at least one --what-if or --vs-hardware")
     g, hw = apply(before.graph if graph is None else graph, before.hw, steps)
-    after = law.predict(g if prepare is None else prepare(g, hw), hw, before.composition)
+    g, hw = (g, hw) if prepare is None else prepare(g, hw)
+    after = law.predict(g, hw, before.composition)
     if not bool(after.placement.fits):
         fp = after.footprint()
         raise IronlawError(f"after {'; '.join(steps)}: {g.name} does not fit on {hw.name} "
