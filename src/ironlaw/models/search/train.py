@@ -192,13 +192,17 @@ def _tasks(c: dict) -> tuple[list, list]:
 
 def evaluate_all(ctx: fast.Context, c: dict, engine: str = "local", workers: int | None = None,
                  address: str | None = None, quiet: bool = True) -> dict[str, np.ndarray]:
-    """The fast path over every candidate on ``engine``; columns in candidate order."""
+    """The fast path over every candidate on ``engine``; columns in candidate order. The layers each row's full
+    recomputation re-runs, which the fast path chooses, join ``c`` as its column ``recompute_layers``
+    (``row_of``)."""
     from ...core import progress
     tasks, rows = _tasks(c)
     n = len(c["tp"])
     with progress.task(f"evaluating {n:,} layouts", total=n, quiet=quiet) as step:
         results = engines.run(ctx, tasks, engine, workers, address, step)
-    return engines.assemble(n, rows, results)
+    out = engines.assemble(n, rows, results)
+    c["recompute_layers"] = out["recompute_layers"]
+    return out
 
 
 def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
@@ -295,7 +299,6 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, composition, settings,
                        dict(options or {}))
     res = evaluate_all(ctx, c, engine, workers, address, quiet)
-    c["recompute_layers"] = res["recompute_layers"]
     fits = res["fits"]
     if not np.any(fits):
         raise nothing_fits(ctx, c, res)
