@@ -33,8 +33,7 @@ def search(
     ep: Optional[int] = typer.Option(None, "--ep", help="fix the expert-parallel degree"),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="fix the micro-batch"),
     interleave: Optional[int] = typer.Option(None, "--interleave", help="fix the virtual pipeline stages"),
-    recompute: Optional[str] = typer.Option(None, "--recompute", help="fix recomputation: none | selective | full "
-                                            "(full: of the fewest layers per chunk that fit, --recompute-layers)"),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="fix recomputation: none | selective | full"),
     recompute_layers: RecomputeLayers = None, recompute_method: RecomputeMethod = None,
     zero: Optional[int] = typer.Option(None, "--zero", help="fix the ZeRO stage 0 | 1 | 2 | 3"),
     sequence_parallel: Optional[bool] = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
