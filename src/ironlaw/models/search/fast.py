@@ -192,6 +192,7 @@ class StageTable:
     L: int                      # the model's layers (the one-stage list holds them all)
     rc: np.ndarray              # (n_ops,) bool: in the recomputed forward (the block before the first backward op)
     _syncs: dict = field(default_factory=dict)
+    _alike: dict = field(default_factory=dict)
 
     def counts(self, layers, share: float = 1.0) -> np.ndarray:
         """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``), the recomputed
@@ -201,10 +202,19 @@ class StageTable:
         return np.where(self.rc, out * share, out) if share != 1.0 else out
 
     def sync(self, layers: int, share: float = 1.0) -> Sync:
-        """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
-        if (layers, share) not in self._syncs:
-            self._syncs[(layers, share)] = _sync(self, layers, share)
-        return self._syncs[(layers, share)]
+        """The reduction's schedule when the stage holds ``layers`` layers, ``share`` of them recomputed
+        (memoised; one object for the shares whose recomputed ops write no gradients and sit in the repeated
+        block alike — ``_sync`` reads the ops from that block on, and the gradients written)."""
+        key = (layers, share)
+        if key not in self._syncs:
+            alike = key
+            if share != 1.0 and not np.any(self.grads[self.rc]):      # the block repeats ops of the top count
+                cnt = self.counts(layers, share)
+                alike = (layers, (cnt[self.rc].astype(int) == int(cnt.max())).tobytes())
+            if alike not in self._alike:
+                self._alike[alike] = _sync(self, layers, share)
+            self._syncs[key] = self._alike[alike]
+        return self._syncs[key]
 
     def max_count(self, layers) -> np.ndarray:
         """The largest op count on a stage of ``layers`` layers (FSDP's layers)."""
@@ -607,16 +617,19 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, W, grad_scal
     split = parallel.experts_apart(int(c["ep"][0]))
     lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     e_lay, e_rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
-    jobs = []
+    by_sync: dict = {}                         # one schedule, its rows
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
             sel = (stage == code) & (c["recompute"] == r) & on
-            for layers, w in np.unique(np.stack([R[sel], W[sel]], axis=1), axis=0):
-                rows = np.nonzero(sel & (R == layers) & (W == w))[0]
-                sy = tab.sync(int(layers), float(w))
-                lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
-                e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
-                jobs.append((tab, sy, rows))
+            for layers in np.unique(R[sel]):
+                at = sel & (R == layers)
+                for w in np.unique(W[at]):
+                    rows = np.nonzero(at & (W == w))[0]
+                    sy = tab.sync(int(layers), float(w))
+                    lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
+                    e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
+                    by_sync.setdefault(id(sy), (tab, sy, []))[2].append(rows)
+    jobs = [(tab, sy, np.concatenate(rows)) for tab, sy, rows in by_sync.values()]
     if not split:
         lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, np.zeros_like(e_lay), np.zeros_like(e_rest)
     n = lay.shape[0]
