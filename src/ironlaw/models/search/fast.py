@@ -606,6 +606,17 @@ def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.nd
     return host.exposed_s(dense, moe, cpu.sync_s, R - n_moe, n_moe, part["h_after"], part["h_rest"], part["h_bwd"])
 
 
+def _by_pair(idx: np.ndarray, R: np.ndarray, W: np.ndarray) -> list:
+    """The rows ``idx`` split by their (layers, recomputed share), each part in row order."""
+    if idx.size == 0:
+        return []
+    _, ri = np.unique(R[idx], return_inverse=True)
+    _, wi = np.unique(W[idx], return_inverse=True)
+    pair = ri.reshape(-1) * (int(wi.max()) + 1) + wi.reshape(-1)
+    order = np.argsort(pair, kind="stable")
+    return np.split(idx[order], np.nonzero(np.diff(pair[order]))[0] + 1)
+
+
 def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, W, grad_scale: float) -> np.ndarray:
     """Exposed data-parallel gradient reduction per row (``parallel.grad_sync_exposed``; 0 for one data-parallel
     rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``, ``W`` the share of the stage's
@@ -620,15 +631,11 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, W, grad_scal
     by_sync: dict = {}                         # one schedule, its rows
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
-            sel = (stage == code) & (c["recompute"] == r) & on
-            for layers in np.unique(R[sel]):
-                at = sel & (R == layers)
-                for w in np.unique(W[at]):
-                    rows = np.nonzero(at & (W == w))[0]
-                    sy = tab.sync(int(layers), float(w))
-                    lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
-                    e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
-                    by_sync.setdefault(id(sy), (tab, sy, []))[2].append(rows)
+            for rows in _by_pair(np.nonzero((stage == code) & (c["recompute"] == r) & on)[0], R, W):
+                sy = tab.sync(int(R[rows[0]]), float(W[rows[0]]))
+                lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
+                e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
+                by_sync.setdefault(id(sy), (tab, sy, []))[2].append(rows)
     jobs = [(tab, sy, np.concatenate(rows)) for tab, sy, rows in by_sync.values()]
     if not split:
         lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, np.zeros_like(e_lay), np.zeros_like(e_rest)
