@@ -98,8 +98,11 @@ def test_refusals_are_analyzes(extra):
 
 
 def test_recompute_layers_needs_full_fixed_and_belongs_to_training():
-    """--recompute-layers without --recompute full fixed, or in a serving search, is refused in one line."""
+    """--recompute-layers without --recompute full fixed, more than any layout's chunk holds, or in a serving
+    search, is refused in one line."""
     r = run_cli(*ARGS, "--recompute-layers", "4")
     assert r.rc == 2 and "add --recompute full" in one_line_error(r)
+    deep = run_cli(*ARGS, "--tp", "1", "--cp", "1", "--dp", "2", "--recompute", "full", "--recompute-layers", "9")
+    assert "more than the 8 layers of the largest model chunk" in one_line_error(deep)          # pp 4 left
     s = run_cli("search", "llama3-8b", "--phase", "serve", "--recompute-layers", "4")
     assert s.rc == 2 and "--recompute-layers belongs to the training search" in one_line_error(s)

@@ -108,6 +108,17 @@ def check_recompute_layers(settings: dict, g, fixed: dict) -> None:
                     fixed.get("recompute") or "none", g, fixed.get("pp", 1), fixed.get("interleave", 1))
 
 
+def _check_chunks(n: int | None, c: dict, L: int) -> None:
+    """``--recompute-layers N`` that no candidate's model chunk holds (the degrees fixed leave only pipelines too
+    deep for it): one line naming the most, not a search that finds nothing to fit."""
+    if n is None:
+        return
+    most = int(np.max(np.ceil(L / (c["pp"] * c["interleave"]))))
+    if n > most:
+        raise IronlawError(f"--recompute-layers {n} is more than the {most} layers of the largest model chunk of "
+                           f"any layout these options leave; use at most {most}")
+
+
 def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
     """One line for each step option that prices every layout (none for the defaults): the LoRA adapters
     (``lora.note``), FP8 attention, CUDA graphs (on a device naming no host CPU: that they change nothing,
@@ -295,6 +306,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     dispatcher.check_device(settings["moe_dispatcher"], hw)
     check_expert_settings(settings, spec, int(m.get("experts", 0) or 0))
     settings = check_step_settings(settings, g, hw, sp.fixed)
+    _check_chunks(settings["recompute_layers"], c, int(m["layers"]))
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, composition, settings,
                        dict(options or {}))
