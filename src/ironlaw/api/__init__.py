@@ -262,7 +262,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            cuda_graph: Optional[str] = None, fp8_attention: bool = False, lora_rank: Optional[int] = None,
            lora_targets: Optional[str] = None, offload_activations: Optional[int] = None,
            param_gather_exposed: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
-           memory_fraction: Optional[float] = None):
+           memory_fraction: Optional[float] = None, recompute_layers: Optional[int] = None,
+           recompute_method: Optional[str] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
     :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
     Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``.
@@ -279,6 +280,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     every training layout as ``analyze`` prices one: ``serial``, ``cuda_graph``, ``fp8_attention``, ``lora_rank``
     and ``lora_targets`` (LoRA fine-tuning), ``offload_activations`` (on the layouts whose stages hold that many
     layers), ``param_gather_exposed`` (on the ZeRO-1 layouts), ``network`` and the builder's ``options``;
+    ``recompute_layers`` (with ``recompute="full"``; else the fewest of each layout's that fit, block method) and
+    ``recompute_method`` as ``analyze``'s;
     ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share."""
     from ..core.errors import IronlawError
 
@@ -327,7 +330,8 @@ def _search_train(spec: str, given: dict, fixed: dict, cost):
     d = {k: v if given[k] is None else given[k] for k, v in SEARCH_TRAIN.items()}
     settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
                                   "moe_a2a_overlap", "cuda_graph", "fp8_attention", "param_gather_exposed")}
-    settings.update(moe_dispatcher=given["moe_dispatcher"], offload_layers=given["offload_activations"])
+    settings.update(moe_dispatcher=given["moe_dispatcher"], offload_layers=given["offload_activations"],
+                    recompute_layers=given["recompute_layers"], recompute_method=given["recompute_method"])
     build = {**builder("search", spec, given["options"], {}),
              **{k: given[k] for k in ("lora_rank", "lora_targets") if given[k] is not None}}
     on = given["on"] if given["network"] is None else device(given["on"], given["network"])

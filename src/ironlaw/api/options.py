@@ -139,7 +139,7 @@ SEARCH_TRAIN = {"global_batch": 1024, "seq": 4096, "tp_comm_overlap": True, "ove
                 "micro_batch": None, "interleave": None, "recompute": None, "zero": None,
                 "sequence_parallel": None, "cuda_graph": None, "fp8_attention": False, "lora_rank": None,
                 "lora_targets": None, "offload_activations": None, "param_gather_exposed": False, "serial": False,
-                "network": None, "options": None}
+                "network": None, "options": None, "recompute_layers": None, "recompute_method": None}
 SEARCH_SERVE = {"prompt": 1024, "output": 256, "slo": None, "rank": "tokens-per-gpu", "prices": None,
                 "serve_engine": None, "memory_fraction": None}
 # search's switches whose default is off: False is not given

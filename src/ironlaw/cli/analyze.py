@@ -8,7 +8,8 @@ import typer
 from .case import Case, with_case
 from .common import app, check_format, check_top, console, emit_json, say_written
 from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, Network, OffloadActivations, On,
-                      Opt, ParamGatherExposed, RunCost, Spec, parse_opts, with_run_cost)
+                      Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod, RunCost, Spec, parse_opts,
+                      with_run_cost)
 
 
 @app.command()
@@ -44,8 +45,8 @@ def analyze(
     lora_rank: LoraRank = None,
     lora_targets: LoraTargets = None,
     recompute: Optional[str] = typer.Option(None, "--recompute", help="activation recomputation: none | selective | full"),
-    recompute_layers: Optional[int] = typer.Option(None, "--recompute-layers", help="with --recompute full: N layers per pipeline stage (per virtual stage with --interleave) recompute their forward, the rest keep their activations (Megatron's recompute_num_layers)"),
-    recompute_method: Optional[str] = typer.Option(None, "--recompute-method", help="which layers --recompute-layers N recomputes: block (the first N of each stage; default) | uniform (every layer, in groups of N)"),
+    recompute_layers: RecomputeLayers = None,
+    recompute_method: RecomputeMethod = None,
     zero: Optional[int] = typer.Option(None, "--zero", help="ZeRO stage 0 | 1 | 2 | 3 (3 = FSDP)"),
     fsdp: bool = typer.Option(False, "--fsdp", help="fully sharded data parallel (= --zero 3)"),
     param_gather_exposed: ParamGatherExposed = False,

@@ -93,6 +93,14 @@ LoraRank = Annotated[Optional[int], typer.Option(
 LoraTargets = Annotated[Optional[str], typer.Option(
     "--lora-targets", help="the linears --lora-rank adapts, NeMo's names, comma-separated: linear_qkv, linear_proj, "
                            "linear_fc1, linear_fc2 (default linear_qkv,linear_proj)")]
+RecomputeLayers = Annotated[Optional[int], typer.Option(
+    "--recompute-layers", help="with --recompute full: N layers per pipeline stage (per virtual stage with "
+                               "--interleave) recompute their forward, the rest keep their activations (Megatron's "
+                               "recompute_num_layers; search: fixed on every layout, else chosen per layout: the "
+                               "fewest that fit)")]
+RecomputeMethod = Annotated[Optional[str], typer.Option(
+    "--recompute-method", help="which layers --recompute-layers N recomputes: block (the first N of each stage; "
+                               "default) | uniform (every layer, in groups of N)")]
 ParamGatherExposed = Annotated[bool, typer.Option(
     "--param-gather-exposed", help="the distributed optimizer's (--zero 1) parameter all-gather runs after the step "
                                    "instead of under the next forward (Megatron's overlap_param_gather off; "

@@ -7,8 +7,8 @@ import typer
 
 from .common import app, check_format, console, emit_json, say_written
 from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, MemoryFraction, Network,
-                      OffloadActivations, On, Opt, ParamGatherExposed, RunCost, Serial, Spec, parse_opts,
-                      with_run_cost)
+                      OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod, RunCost,
+                      Serial, Spec, parse_opts, with_run_cost)
 
 
 @app.command()
@@ -34,6 +34,7 @@ def search(
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="fix the micro-batch"),
     interleave: Optional[int] = typer.Option(None, "--interleave", help="fix the virtual pipeline stages"),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="fix recomputation: none | selective | full"),
+    recompute_layers: RecomputeLayers = None, recompute_method: RecomputeMethod = None,
     zero: Optional[int] = typer.Option(None, "--zero", help="fix the ZeRO stage 0 | 1 | 2 | 3"),
     sequence_parallel: Optional[bool] = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                                      help="fix sequence parallelism on or off"),
@@ -96,7 +97,7 @@ def search(
 
 def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt_num, fmt_size, fmt_time
-    from ..report.search_report import layout
+    from ..report.search_report import layout, recompute_zero
     train = res.phase == "train"
     offline = res.setup.get("scenario") == "max-throughput"        # no latencies: MFU and the time for all requests
     several = len(res.setup.get("devices", ())) > 1                 # one table over devices: name each row's
@@ -108,7 +109,7 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
          "step" if train else "all reqs" if offline else "TTFT"] + (["$/Mtok"] if usd else [f"mem/{unit}", "binds"])
     rows = []
     for e in res.top:
-        extra = [f"{ {'none': '-', 'selective': 'sel', 'full': 'full'}[e['recompute']]}/{e['zero']}"] if train else []
+        extra = [recompute_zero(e)] if train else []
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
         cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
@@ -221,7 +222,8 @@ def legend(train: bool, ep: bool, adp: bool = False) -> str:
     if train:
         return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
                 "cp context-parallel · dp data-parallel" + (" · ep expert-parallel" if ep else "")
-                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full) / ZeRO stage")
+                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full N/c: N of a chunk's c layers) "
+                  "/ ZeRO stage")
     return ("layout: tp tensor-parallel · pp pipeline stages" + (" · ep expert-parallel" if ep else "")
             + (" · adp attention data-parallel over the tp GPUs" if adp else "")
             + " · weight dtype · ×N sequences in flight per replica")

@@ -26,6 +26,15 @@ LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "attention_dp", "micro_
                "sequence_parallel", "dtype", "concurrency")
 
 
+def recompute_zero(e: dict) -> str:
+    """A training layout's recomputation and ZeRO stage: '-/1', 'sel/1', 'full/1', or with N of a chunk's c layers
+    recomputed 'full 5/16/1'."""
+    rc = {"none": "-", "selective": "sel", "full": "full"}[e["recompute"]]
+    if e["recompute"] == "full" and e.get("recompute_layers") is not None and e.get("chunk_layers"):
+        rc += f" {e['recompute_layers']}/{e['chunk_layers']}" + ("u" if e.get("recompute_method") == "uniform" else "")
+    return f"{rc}/{e['zero']}"
+
+
 def layout(e: dict) -> str:
     """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 adp fp8 ×256' (serving), as
     ``ironlaw search`` prints it."""
@@ -64,8 +73,7 @@ def _ranked(doc: dict) -> str:
     keys = ["rank", "layout"] + (["rcz"] if train else []) + [k for k, _, _ in cols] + ["binds"]
     rows = []
     for i, e in enumerate(doc["top"]):
-        rc = ([f'<td class="l">{ {"none": "-", "selective": "sel", "full": "full"}[e["recompute"]]}/{e["zero"]}</td>']
-              if train else [])
+        rc = [f'<td class="l">{_e(recompute_zero(e))}</td>'] if train else []
         cells = "".join(html.key(f"top.{i}.{k}", e[k], _text(e[k], u), u) for k, _, u in cols)
         rows.append(f'<tr id="rank-{e["rank"]}">{html.num(e["rank"], str(e["rank"]))}<td class="l">'
                     f'{_e(layout(e))}</td>{"".join(rc)}{cells}<td class="l">{html.badge(e["bottleneck"]["resource"])}'

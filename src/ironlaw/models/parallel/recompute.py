@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...core.errors import IronlawError
 
 METHODS = ("block", "uniform")
@@ -45,9 +47,24 @@ def of(layers: int | None, method: str, chunk_layers: float) -> Recompute:
     return Recompute(1.0, math.ceil(chunk_layers / n) / chunk_layers, n)
 
 
+def of_rows(layers: np.ndarray, method: str, chunk_layers) -> Recompute:
+    """``of`` over arrays, one layout per element (``layers`` ≥ 1 for uniform): the same shares, as arrays."""
+    chunk = np.asarray(chunk_layers, dtype=float)
+    n = np.minimum(np.asarray(layers, dtype=float), chunk)
+    if method == "block":
+        return Recompute(n / chunk, n / chunk, np.where(n > 0, 1.0, 0.0))
+    n = np.maximum(n, 1e-30)
+    return Recompute(np.ones(n.shape), np.ceil(chunk / n) / chunk, n)
+
+
 def chunk_layers(L: int, pp: int, v: int) -> float:
     """Layers of one model chunk (a stage's, or a virtual stage's with interleaving), on average."""
     return L / (pp * v)
+
+
+def chunk_most(L: int, pp: int, v: int) -> int:
+    """The most layers N can name: those of the largest model chunk, ⌈L/(pp·v)⌉."""
+    return math.ceil(chunk_layers(L, pp, v))
 
 
 def check(o: dict, rc: str, graph, pp: int, v: int) -> tuple[int | None, str]:
@@ -71,7 +88,7 @@ def check(o: dict, rc: str, graph, pp: int, v: int) -> tuple[int | None, str]:
         raise IronlawError("--recompute-method uniform checkpoints groups of N layers; --recompute-layers must be "
                            "≥ 1")
     if graph is not None and "layers" in graph.meta:
-        most = math.ceil(chunk_layers(graph.meta["layers"], pp, v))
+        most = chunk_most(graph.meta["layers"], pp, v)
         if n > most:
             where = "virtual pipeline stage (--interleave)" if v > 1 else "pipeline stage"
             raise IronlawError(f"--recompute-layers {n} is more than the {most} layers of a {where} of "

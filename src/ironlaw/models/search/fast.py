@@ -33,6 +33,7 @@ import numpy as np
 
 from ...law import law
 from .. import dispatcher, host, parallel
+from ..parallel.recompute import FULL, of_rows
 from ..precision import in_layers
 from ...core import passes
 from ...core.graph import Graph, dtype_bytes
@@ -189,18 +190,31 @@ class StageTable:
     sums: dict                  # name → (n_mb,): lay, rest, fwd_lay, fwd_rest, bwd_lay, bwd_rest, hid
     attention: list             # [(op index, K/V passes of its ring: 1 or 2)]
     L: int                      # the model's layers (the one-stage list holds them all)
+    rc: np.ndarray              # (n_ops,) bool: in the recomputed forward (the block before the first backward op)
     _syncs: dict = field(default_factory=dict)
+    _alike: dict = field(default_factory=dict)
 
-    def counts(self, layers) -> np.ndarray:
-        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``)."""
+    def counts(self, layers, share: float = 1.0) -> np.ndarray:
+        """(n_ops,) each op's count on a stage of ``layers`` layers (``parallel.with_recompute``), the recomputed
+        forward's at ``share`` of them (``Plan.recomputed``: a partial recomputation)."""
         L = self.L
-        return np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
+        out = np.where(self.layer, self.count * layers / L if layers != L else self.count, self.count)
+        return np.where(self.rc, out * share, out) if share != 1.0 else out
 
-    def sync(self, layers: int) -> Sync:
-        """The reduction's schedule when the stage holds ``layers`` layers (memoised)."""
-        if layers not in self._syncs:
-            self._syncs[layers] = _sync(self, layers)
-        return self._syncs[layers]
+    def sync(self, layers: int, share: float = 1.0) -> Sync:
+        """The reduction's schedule when the stage holds ``layers`` layers, ``share`` of them recomputed
+        (memoised; one object for the shares whose recomputed ops write no gradients and sit in the repeated
+        block alike — ``_sync`` reads the ops from that block on, and the gradients written)."""
+        key = (layers, share)
+        if key not in self._syncs:
+            alike = key
+            if share != 1.0 and not np.any(self.grads[self.rc]):      # the block repeats ops of the top count
+                cnt = self.counts(layers, share)
+                alike = (layers, (cnt[self.rc].astype(int) == int(cnt.max())).tobytes())
+            if alike not in self._alike:
+                self._alike[alike] = _sync(self, layers, share)
+            self._syncs[key] = self._alike[alike]
+        return self._syncs[key]
 
     def max_count(self, layers) -> np.ndarray:
         """The largest op count on a stage of ``layers`` layers (FSDP's layers)."""
@@ -224,8 +238,8 @@ def _runs(kinds, idx) -> list:
     return out
 
 
-def _sync(tab: StageTable, layers: int) -> Sync:
-    cnt = tab.counts(layers)
+def _sync(tab: StageTable, layers: int, share: float = 1.0) -> Sync:
+    cnt = tab.counts(layers, share)
     top = float(cnt.max())
     lay = (tab.marked == 1) | ((tab.marked == -1) & (cnt == top))        # precision.in_layers(op, top)
     reps = cnt.astype(int)                                                # critical_path: int(op.count)
@@ -292,7 +306,7 @@ def _table(ref: Predicted, keep: np.ndarray, L: int) -> StageTable:
     bwd = np.array([passes.is_backward(op.name) for op in ops])
     attention = [(i, parallel.ring_passes(op)) for i, op in enumerate(ops) if op.kind == "attention"]
     tab = StageTable(t, count, layer, share, marked, bwd, ref.collective[idx], ref.grads[idx], ref.expert[idx],
-                     _sums(ops, t, count, layer, share), attention, L)
+                     _sums(ops, t, count, layer, share), attention, L, (ref.keep["full"] & ~ref.keep["none"])[idx])
     return tab
 
 
@@ -389,36 +403,84 @@ def exposed_replayed(sy: Sync, t_ops: np.ndarray, g_layer: np.ndarray, g_rest: n
     return np.maximum(tc, tn) - no_grads
 
 
-def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, offloaded=0.0) -> parallel.DeviceMemory:
+def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, offloaded=0.0,
+           partial=FULL) -> parallel.DeviceMemory:
     """``parallel.memory_bytes`` per row: weights, gradients, optimizer state and activations per device
-    (``offloaded``: the share of the activations in host memory, ``offload.fraction``)."""
+    (``offloaded``: the share of the activations in host memory, ``offload.fraction``; ``partial``: the full
+    recomputation's shares per row, ``recompute.of_rows``)."""
     by = dtype_bytes(g.dtype)
     n_mb = int(mbi.max()) + 1
     act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi] / c["cp"]
     tokens = np.broadcast_to(np.asarray(g.meta["tokens"], dtype=float), (n_mb,))[mbi]
     return parallel.memory_bytes(g.meta, by, 4.0 if grad_fp32 else by, act, tokens, c["tp"], c["pp"], c["dp"],
                                  c["ep"], c["cp"], c["interleave"], c["zero"],
-                                 c["recompute"] == RECOMPUTE.index("full"), sp, offloaded=offloaded)
+                                 c["recompute"] == RECOMPUTE.index("full"), sp, offloaded=offloaded, partial=partial)
 
 
-def _offload(ctx: Context, g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, p: dict):
+def _offload(ctx: Context, g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, p: dict | None,
+             partial=FULL):
     """``--offload-activations N`` per row (``parallel.step``'s ``_offload_s``): (the device memory with the N
-    layers' share in host memory, the copies' exposed seconds per micro-batch, whether the row can offload them:
-    N within its stage's L/pp layers and the share within the host tier)."""
+    layers' share in host memory, the copies' exposed seconds per micro-batch — with ``p`` None, none —, whether
+    the row can offload them: N within its stage's L/pp layers and the share within the host tier)."""
     from .. import offload
     n = ctx.setting("offload_layers", 0)
     if not n:
-        return memory(g, c, mbi, sp, grad_fp32), np.zeros(mbi.shape), np.ones(mbi.shape, dtype=bool)
+        return memory(g, c, mbi, sp, grad_fp32, 0.0, partial), np.zeros(mbi.shape), np.ones(mbi.shape, dtype=bool)
     L = g.meta["layers"]
     tier = offload.host_tier(ctx.hw)
     share = offload.fraction(n, L, c["pp"])
-    held = memory(g, c, mbi, sp, grad_fp32).activations_bytes * share
+    held = memory(g, c, mbi, sp, grad_fp32, 0.0, partial).activations_bytes * share
     n_mb = int(mbi.max()) + 1
     act = np.broadcast_to(np.asarray(g.footprint.get("activations", 0.0), dtype=float), (n_mb,))[mbi]
     a = parallel.ACT_SPLIT_FRACTION
     per_layer = act / c["cp"] / L * (1.0 / c["tp"] if sp else (1 - a) + a / c["tp"])
-    _, exposed = offload.exposed_s(n, per_layer, p["fwd"], p["bwd"], L / c["pp"], tier.bw_Bps)
-    return memory(g, c, mbi, sp, grad_fp32, share), exposed, (n <= L / c["pp"]) & (held <= tier.capacity_bytes)
+    exposed = np.zeros(mbi.shape) if p is None else \
+        offload.exposed_s(n, per_layer, p["fwd"], p["bwd"], L / c["pp"], tier.bw_Bps)[1]
+    return memory(g, c, mbi, sp, grad_fp32, share, partial), exposed, \
+        (n <= L / c["pp"]) & (held <= tier.capacity_bytes)
+
+
+def chunk_of(g: Graph, c: dict) -> np.ndarray:
+    """Per row: the layers of a model chunk, L/(pp·v) (``recompute.chunk_layers``)."""
+    return g.meta["layers"] / (c["pp"] * c["interleave"])
+
+
+def partial_of(ctx: Context, g: Graph, c: dict, n: np.ndarray):
+    """The full recomputation's shares per row with N = ``n`` (``recompute.of_rows``)."""
+    return of_rows(n, ctx.setting("recompute_method", None) or "block", chunk_of(g, c))
+
+
+def recompute_layers(ctx: Context, g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool):
+    """(N per row, whether the row can take it): 0 without full recomputation; ``recompute_layers`` where given
+    (rows whose chunks hold fewer layers cannot); else the fewest layers ≥ 1 of the block method whose memory
+    fits. For N ≥ 1 a row's memory is affine in n = min(N, c) (``memory_bytes``: the kept inputs n/c of every
+    layer's, the whole activations of the other 1 − n/c, one layer rebuilt), so from its memory at n = 1 and
+    n = c, N = ⌈1 + (memory(1) − capacity)·(c − 1)/(memory(1) − memory(c))⌉, then checked at N and N − 1
+    against rounding; a row that fits at N = 1 takes 1, one that fits at no N takes ⌈c⌉ (and does not fit), one
+    that fits at N = 0 is left out where the space holds it without recomputation."""
+    full = c["recompute"] == RECOMPUTE.index("full")
+    chunk = chunk_of(g, c)
+    most = np.ceil(chunk).astype(np.int64)
+    fixed = ctx.setting("recompute_layers", None)
+    if fixed is not None:
+        return np.where(full, fixed, 0), ~full | (fixed <= most)
+    if not np.any(full):
+        return np.zeros(full.shape, dtype=np.int64), np.ones(full.shape, dtype=bool)
+
+    def need(n):
+        return _offload(ctx, g, c, mbi, sp, grad_fp32, None, of_rows(n, "block", chunk))[0].total_bytes
+    cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
+    m1, mc = need(np.ones(full.shape)), need(most)
+    drop = m1 - mc                                                      # bytes saved by layers 2 … c
+    x = np.where(drop > 0, 1.0 + (m1 - cap) * (chunk - 1.0) / np.where(drop > 0, drop, 1.0),
+                 np.where(m1 <= cap, 1.0, most))
+    n = np.clip(np.ceil(x), 1, most).astype(np.int64)
+    n = np.where((need(n) > cap) & (n < most), n + 1, n)
+    n = np.where((n > 1) & (need(np.maximum(n - 1, 1)) <= cap), n - 1, n)
+    # a layout that fits without recomputation keeps none: its row without it is among these (the space lists
+    # every recompute mode of a layout unless --recompute is fixed)
+    same = full & (need(np.zeros(full.shape)) <= cap) if np.any(c["recompute"] == 0) else np.zeros(full.shape, bool)
+    return np.where(full, n, 0), ~same
 
 
 def _coll(ctx: Context, kind: str, nbytes, grp: tuple) -> np.ndarray:
@@ -449,17 +511,26 @@ def _dp_coll(ctx: Context, c: dict, kind, nbytes: np.ndarray, experts: bool = Fa
     return out
 
 
-def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
+def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int, base: dict | None = None):
     """(stage code, its layers) per row: the slowest stage by its law time, the earlier one on a tie (as
-    ``parallel.train_step`` keeps the first maximum over first, middle, last)."""
+    ``parallel.train_step`` keeps the first maximum over first, middle, last). ``base`` (the tables without
+    recomputation): the rows recompute ``c["recompute_layers"]`` N of each chunk's layers, a stage of n layers
+    min(N·v, n) of them (``recompute_share``)."""
     mid, first, last = parallel.stage_layers_of(L, c["pp"], c["interleave"])
     stage = np.zeros(mbi.shape, dtype=np.int8)                # 'P'
     R = np.full(mbi.shape, L)
     many = c["pp"] > 1
     if np.any(many):
         i, f, la, md = mbi[many], first[many], last[many], mid[many]
-        t = {s: n * tabs[s].sums["lay"][i] + tabs[s].sums["rest"][i] for s, n in (("F", f), ("L", la))}
-        tm = np.where(md != f, md * tabs["M"].sums["lay"][i], -np.inf)
+        v, n_rc = c["interleave"][many], c["recompute_layers"][many] if base is not None else None
+
+        def lay(s, n):                                        # a stage of n layers: Σ per layer, times n
+            if base is None:
+                return n * tabs[s].sums["lay"][i]
+            w = recompute_share(n_rc, v, n)
+            return n * (base[s].sums["lay"][i] + w * (tabs[s].sums["lay"][i] - base[s].sums["lay"][i]))
+        t = {s: lay(s, n) + tabs[s].sums["rest"][i] for s, n in (("F", f), ("L", la))}
+        tm = np.where(md != f, lay("M", md), -np.inf)
         best, code, lay = t["F"], np.full(f.shape, 1, dtype=np.int8), f.copy()
         code, lay, best = np.where(tm > best, 2, code), np.where(tm > best, md, lay), np.maximum(best, tm)
         code, lay = np.where(t["L"] > best, 3, code), np.where(t["L"] > best, la, lay)
@@ -467,25 +538,56 @@ def _slowest(tabs: dict, c: dict, mbi: np.ndarray, L: int):
     return stage, R
 
 
-def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray) -> dict:
-    """Per row on this stage: the law's time of a micro-batch, TP overlap hidden, CP ring exposed, FSDP window."""
-    tp, sp, cp, ep = key
-    s = tab.sums
-    out = {"est": R * s["lay"][i] + s["rest"][i], "fwd": R * s["fwd_lay"][i] + s["fwd_rest"][i],
-           "bwd": R * s["bwd_lay"][i] + s["bwd_rest"][i]}
-    tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
-    out["hidden"] = R * s["hid"][i] if tco else np.zeros(i.shape)
-    out["a2a"] = np.zeros(i.shape)
-    if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
-        out["a2a"] = parallel.ep_overlap_hidden(R * s["a2a_lay"][i] + s["a2a_rest"][i], out["fwd"] + out["bwd"])
-    out["host"] = _host(ctx, key, s, mdl["meta"], i, R)
-    out["ring"] = np.zeros(i.shape)
+def recompute_share(n: np.ndarray, v: np.ndarray, layers) -> np.ndarray:
+    """Per row: the share of a stage's ``layers`` whose forward re-runs with N = ``n`` of each of its v chunks'
+    layers (``Plan.recomputed(layers / v).share``, as ``parallel.stage_ops`` takes it)."""
+    return of_rows(n, "block", layers / v).share
+
+
+def _row_sums(tab: StageTable, i: np.ndarray, base: StageTable | None, w) -> dict:
+    """The stage's sums at each row's micro-batch; with ``base`` (the stage without recomputation), its layer
+    sums with ``w`` of the recomputed forward per row (``recompute_share``: every sum is a sum over ops of
+    count × time; the non-layer parts are the same in both)."""
+    def one(k, j=None):
+        x = tab.sums[k] if j is None else tab.sums[k][j]
+        if base is None:
+            return x[i]
+        b = base.sums[k] if j is None else base.sums[k][j]
+        return b[i] + w * (x[i] - b[i])
+    return {k: tuple(one(k, j) for j in range(len(v))) if isinstance(v, tuple) else one(k)
+            for k, v in tab.sums.items()}
+
+
+def _ring(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``parallel.cp_ring_exposed`` per row: each attention op's count × (cp − 1) ring steps exposed."""
+    tp, _, cp, _ = key
+    out = np.zeros(i.shape)
     if cp > 1 and tab.attention:
         send = parallel.cp_ring_send_s(ctx.hw, mdl["meta"], tp, mdl["tokens_cp"][i], mdl["by"],
                                        parallel.group(tp, cp, ctx.gpus_per_node))
-        for j, f in tab.attention:                        # parallel.cp_ring_exposed: count × (cp − 1) steps
+        for j, f in tab.attention:
             n = R * tab.share[j] if tab.layer[j] else tab.count[j]
-            out["ring"] = out["ring"] + n * parallel.cp_ring_step_exposed(send, f, tab.t[j, i], cp)
+            out = out + n * parallel.cp_ring_step_exposed(send, f, tab.t[j, i], cp)
+    return out
+
+
+def _on_stage(ctx: Context, key: tuple, tab: StageTable, mdl: dict, i: np.ndarray, R: np.ndarray,
+              base: StageTable | None = None, w=None) -> dict:
+    """Per row on this stage: the law's time of a micro-batch, TP overlap hidden, CP ring exposed, FSDP window;
+    with ``base`` (this stage without recomputation) ``w`` of its layers' forward recomputed per row."""
+    tp, sp, cp, ep = key
+    s = _row_sums(tab, i, base, w)
+    out = {"est": R * s["lay"] + s["rest"], "fwd": R * s["fwd_lay"] + s["fwd_rest"],
+           "bwd": R * s["bwd_lay"] + s["bwd_rest"]}
+    tco = ctx.setting("tp_comm_overlap", True) and bool(sp)
+    out["hidden"] = R * s["hid"] if tco else np.zeros(i.shape)
+    out["a2a"] = np.zeros(i.shape)
+    if ep > 1 and ctx.setting("moe_a2a_overlap", False):      # parallel.ep_overlap_hidden_s
+        out["a2a"] = parallel.ep_overlap_hidden(R * s["a2a_lay"] + s["a2a_rest"], out["fwd"] + out["bwd"])
+    out["host"] = _host(ctx, key, s, mdl["meta"], i, R)
+    out["ring"] = _ring(ctx, key, tab, mdl, i, R)
+    if base is not None:                                    # linear in the recomputed ops' count
+        out["ring"] = (1.0 - w) * _ring(ctx, key, base, mdl, i, R) + w * out["ring"]
     return out
 
 
@@ -500,13 +602,25 @@ def _host(ctx: Context, key: tuple, s: dict, meta: dict, i: np.ndarray, R: np.nd
     dense, moe = host.layers(meta, cpu, tp, bool(sp), ep, meta.get("precision"),
                              parallel.graph_scopes(ctx.setting("cuda_graph", ())), dispatcher_of(ctx.settings, ep))
     n_moe = R * meta.get("moe_layers", 0) / meta["layers"] if meta.get("experts") else np.zeros(R.shape)
-    part = {k: R * s[k][0][i] + s[k][1][i] for k in ("h_after", "h_rest", "h_bwd")}
+    part = {k: R * s[k][0] + s[k][1] for k in ("h_after", "h_rest", "h_bwd")}
     return host.exposed_s(dense, moe, cpu.sync_s, R - n_moe, n_moe, part["h_after"], part["h_rest"], part["h_bwd"])
 
 
-def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: float) -> np.ndarray:
+def _by_pair(idx: np.ndarray, R: np.ndarray, W: np.ndarray) -> list:
+    """The rows ``idx`` split by their (layers, recomputed share), each part in row order."""
+    if idx.size == 0:
+        return []
+    _, ri = np.unique(R[idx], return_inverse=True)
+    _, wi = np.unique(W[idx], return_inverse=True)
+    pair = ri.reshape(-1) * (int(wi.max()) + 1) + wi.reshape(-1)
+    order = np.argsort(pair, kind="stable")
+    return np.split(idx[order], np.nonzero(np.diff(pair[order]))[0] + 1)
+
+
+def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, W, grad_scale: float) -> np.ndarray:
     """Exposed data-parallel gradient reduction per row (``parallel.grad_sync_exposed``; 0 for one data-parallel
-    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``. With EP > 1 the routed
+    rank and for FSDP, which reduces per layer); ``tabs[recompute][stage code]``, ``W`` the share of the stage's
+    layers recomputed (``StageTable.sync``: the recomputed ops' counts). With EP > 1 the routed
     experts' gradients follow the dense ones over the expert-data-parallel group, on the same network stream:
     their α+β adds to the reduction's."""
     kind = ((c["zero"] >= 2) | _after_step(ctx, c)).astype(np.int8)   # allreduce, or reducescatter (ZeRO-2)
@@ -514,16 +628,15 @@ def _grad_exposed(ctx: Context, tabs: dict, c: dict, mbi, stage, R, grad_scale: 
     split = parallel.experts_apart(int(c["ep"][0]))
     lay, rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
     e_lay, e_rest = np.zeros(mbi.shape), np.zeros(mbi.shape)
-    jobs = []
+    by_sync: dict = {}                         # one schedule, its rows
     for r, by_stage in tabs.items():
         for code, tab in by_stage.items():
-            sel = (stage == code) & (c["recompute"] == r) & on
-            for layers in np.unique(R[sel]):
-                rows = np.nonzero(sel & (R == layers))[0]
-                sy = tab.sync(int(layers))
+            for rows in _by_pair(np.nonzero((stage == code) & (c["recompute"] == r) & on)[0], R, W):
+                sy = tab.sync(int(R[rows[0]]), float(W[rows[0]]))
                 lay[rows], rest[rows] = sy.layer_grads[mbi[rows]], sy.other_grads[mbi[rows]]
                 e_lay[rows], e_rest[rows] = sy.layer_expert[mbi[rows]], sy.other_expert[mbi[rows]]
-                jobs.append((tab, sy, rows))
+                by_sync.setdefault(id(sy), (tab, sy, []))[2].append(rows)
+    jobs = [(tab, sy, np.concatenate(rows)) for tab, sy, rows in by_sync.values()]
     if not split:
         lay, rest, e_lay, e_rest = lay + e_lay, rest + e_rest, np.zeros_like(e_lay), np.zeros_like(e_rest)
     n = lay.shape[0]
@@ -603,20 +716,31 @@ def _times(ctx: Context, key: tuple, g: Graph, c: dict, mbi: np.ndarray) -> dict
     mdl = {"meta": g.meta, "tokens_cp": ref.tokens, "by": dtype_bytes(g.dtype)}
     n = mbi.shape[0]
     out = {k: np.zeros(n) for k in ("est", "fwd", "bwd", "hidden", "a2a", "ring", "top", "host")}
-    stage, R, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), {}
+    stage, R, W, tabs = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), np.ones(n), {}
+    pipes, built = bool(np.any(c["pp"] > 1)), {}
+
+    def of_mode(name: str) -> dict:
+        if name not in built:
+            built[name] = tables(g, key, name, ctx, pipes, ref)
+        return built[name]
+    block = (ctx.setting("recompute_method", None) or "block") == "block"     # uniform re-runs every layer
     for r in np.unique(c["recompute"]):
         rows = np.nonzero(c["recompute"] == r)[0]
         sub = {k: v[rows] for k, v in c.items()}
-        by_name = tables(g, key, RECOMPUTE[int(r)], ctx, bool(np.any(sub["pp"] > 1)), ref)
+        by_name = of_mode(RECOMPUTE[int(r)])
+        base = of_mode("none") if RECOMPUTE[int(r)] == "full" and block else None
         tabs[r] = {STAGES.index(s): t for s, t in by_name.items()}
-        stage[rows], R[rows] = _slowest(by_name, sub, mbi[rows], L)
+        stage[rows], R[rows] = _slowest(by_name, sub, mbi[rows], L, base)
+        if base is not None:                               # N of each chunk's layers: a share of the stage's
+            W[rows] = recompute_share(sub["recompute_layers"], sub["interleave"], R[rows])
         for code, tab in tabs[r].items():
             m = rows[stage[rows] == code]
             if m.size:
-                for k, v in _on_stage(ctx, key, tab, mdl, mbi[m], R[m]).items():
+                b = None if base is None else base[STAGES[code]]
+                for k, v in _on_stage(ctx, key, tab, mdl, mbi[m], R[m], b, W[m]).items():
                     out[k][m] = v
                 out["top"][m] = tab.max_count(R[m])
-    return {**out, "stage": stage, "R": R, "tabs": tabs}
+    return {**out, "stage": stage, "R": R, "W": W, "tabs": tabs}
 
 
 def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
@@ -632,8 +756,11 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     grad_b = 4.0 if grad_fp32 else by
     cap = ctx.hw.memory[ctx.hw.device_tier].capacity_bytes
     limit = resident_limit_bytes(ctx.hw)
+    n_rc, takes = recompute_layers(ctx, g, c, mbi, bool(key[1]), grad_fp32)
+    c = {**c, "recompute_layers": n_rc}
     p = _times(ctx, key, g, c, mbi)
-    mem, off, offloads = _offload(ctx, g, c, mbi, bool(key[1]), grad_fp32, p)
+    mem, off, offloads = _offload(ctx, g, c, mbi, bool(key[1]), grad_fp32, p,
+                                  partial_of(ctx, g, c, np.maximum(n_rc, 1)))
     need = mem.total_bytes
     held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])  # held.held: mem.params_per_device
     fsdp = _fsdp(ctx, c, held, p["top"], p["fwd"], p["bwd"], by, grad_b)
@@ -643,14 +770,15 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     tokens_mb = np.broadcast_to(np.asarray(meta["tokens"], dtype=float), mbs.shape)[mbi]
     p2p = _p2p(ctx, c, tokens_mb, meta["hidden"], by, bool(key[1]), t_mb, m)
     bubble = parallel.bubble_s(pp, v, t_mb)
-    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], grad_b / by)
+    exposed = _grad_exposed(ctx, p["tabs"], c, mbi, p["stage"], p["R"], p["W"], grad_b / by)
     gather = _zero2_gather(ctx, c, held, meta, by)
     shard = np.asarray(mem.optimizer_params, dtype=float) * np.ones(np.shape(held.held))
     opt_s = parallel.step_optimizer_s(g, ctx.hw, held.held * np.ones(np.shape(shard)), shard, ctx.composition)
     step = parallel.step_s(m, t_mb, bubble, p2p, exposed, gather, opt_s, p["a2a"])
     model_flops = np.broadcast_to(np.asarray(meta["model_flops"], dtype=float), mbs.shape)[mbi] * m * c["dp"]
     peak = ctx.hw.peak(meta.get("precision", g.dtype))
-    return {"time_s": step, "memory_per_gpu_bytes": need, "fits": (need <= cap) & offloads,
+    return {"time_s": step, "memory_per_gpu_bytes": need, "fits": (need <= cap) & offloads & takes,
+            "recompute_layers": n_rc,
             "tokens_per_s_per_gpu": tokens_mb * m * c["dp"] / (step * ctx.gpus),
             "mfu": model_flops / (step * peak * ctx.gpus),
             "exact": (need <= limit) if limit is not None else np.zeros(need.shape, dtype=bool),

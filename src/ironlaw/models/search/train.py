@@ -14,6 +14,7 @@ import numpy as np
 from ...core.errors import IronlawError
 from ...machine.hardware import UNIT_NAMES
 from .. import dispatcher, workloads
+from ..parallel import recompute
 from . import engines, fast, space
 
 AGREE_REL = 1e-6         # fast path vs train_step on the reported rows; the same arithmetic, reordered
@@ -22,7 +23,7 @@ MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints t
 
 SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
             "moe_a2a_overlap": False, "moe_dispatcher": dispatcher.DEFAULT, "cuda_graph": (), "fp8_attention": False,
-            "offload_layers": 0, "param_gather_exposed": False}
+            "offload_layers": 0, "param_gather_exposed": False, "recompute_layers": None, "recompute_method": None}
 # the step options of ``analyze`` the search applies to every layout, under ``settings``' names
 STEP_SETTINGS = ("cuda_graph", "fp8_attention", "offload_layers", "param_gather_exposed")
 
@@ -61,7 +62,9 @@ def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: 
     sp, v = row["sequence_parallel"], row["interleave"]
     return {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "tp": row["tp"], "pp": row["pp"],
             "cp": row["cp"], "dp": row["dp"], "ep": row["ep"], "micro_batch": row["micro_batch"], "interleave": v,
-            "recompute": row["recompute"], "zero": row["zero"], "sequence_parallel": sp,
+            "recompute": row["recompute"], "recompute_layers": row.get("recompute_layers"),
+            "recompute_method": settings["recompute_method"] if row.get("recompute_layers") else None,
+            "zero": row["zero"], "sequence_parallel": sp,
             "tp_comm_overlap": bool(settings["tp_comm_overlap"] and sp),
             "overlap_p2p": bool(settings["overlap_p2p"] and v > 1), "grad_fp32": bool(settings["grad_fp32"]),
             "expert_imbalance": settings["expert_imbalance"] if row["ep"] > 1 else 1.0,
@@ -88,7 +91,32 @@ def check_step_settings(settings: dict, g, hw, fixed: dict) -> dict:
         offload.check(out["offload_layers"], g.meta["layers"] / fixed.get("pp", 1))
         offload.host_tier(hw)
     check_param_gather(bool(out["param_gather_exposed"]), fixed.get("zero"))
+    check_recompute_layers(out, g, fixed)
     return out
+
+
+def check_recompute_layers(settings: dict, g, fixed: dict) -> None:
+    """``--recompute-layers N`` and ``--recompute-method`` as ``recompute.check`` checks them for ``analyze``,
+    with ``--recompute full`` fixed: N at most the layers of the largest model chunk a layout may have (the
+    fixed pp and interleave's; layouts whose chunks hold fewer are left out). Without N the search chooses it per
+    layout (the block method), so a method alone is refused as there."""
+    n = settings["recompute_layers"]
+    if n is not None and fixed.get("recompute") is None:
+        raise IronlawError(f"--recompute-layers {n} fixes how many layers full recomputation re-runs; add "
+                           f"--recompute full (without --recompute-layers the search chooses them per layout)")
+    recompute.check({"recompute_layers": n, "recompute_method": settings["recompute_method"]},
+                    fixed.get("recompute") or "none", g, fixed.get("pp", 1), fixed.get("interleave", 1))
+
+
+def _check_chunks(n: int | None, c: dict, L: int) -> None:
+    """``--recompute-layers N`` that no candidate's model chunk holds (the degrees fixed leave only pipelines too
+    deep for it): one line naming the most, not a search that finds nothing to fit."""
+    if n is None:
+        return
+    most = int(np.max(np.ceil(L / (c["pp"] * c["interleave"]))))
+    if n > most:
+        raise IronlawError(f"--recompute-layers {n} is more than the {most} layers of the largest model chunk of "
+                           f"any layout these options leave; use at most {most}")
 
 
 def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
@@ -114,6 +142,10 @@ def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
     if settings["param_gather_exposed"]:
         out.append("the distributed optimizer's parameter all-gather after the step on the ZeRO-1 layouts "
                    "(--param-gather-exposed)")
+    if settings["recompute_layers"] is not None:
+        out.append(f"full recomputation of {settings['recompute_layers']} layers per model chunk "
+                   f"({settings['recompute_method'] or 'block'}, --recompute-layers) on every layout; layouts whose "
+                   f"chunks hold fewer layers are left out")
     if composition == "serial":
         out.append("data, compute and latency composed serially (--serial)")
     return out
@@ -138,9 +170,13 @@ def check_expert_settings(settings: dict, spec: str, experts: int) -> None:
 
 
 def row_of(c: dict, i: int) -> dict:
+    """Candidate ``i`` of the columns ``c``; with the fast path's ``recompute_layers`` column, the layers of each
+    chunk its full recomputation re-runs (None without full recomputation)."""
     r = {k: int(c[k][i]) for k in space.COLUMNS}
     r["recompute"] = space.RECOMPUTE[r["recompute"]]
     r["sequence_parallel"] = bool(r["sequence_parallel"])
+    if "recompute_layers" in c:
+        r["recompute_layers"] = int(c["recompute_layers"][i]) if r["recompute"] == "full" else None
     return r
 
 
@@ -167,13 +203,17 @@ def _tasks(c: dict) -> tuple[list, list]:
 
 def evaluate_all(ctx: fast.Context, c: dict, engine: str = "local", workers: int | None = None,
                  address: str | None = None, quiet: bool = True) -> dict[str, np.ndarray]:
-    """The fast path over every candidate on ``engine``; columns in candidate order."""
+    """The fast path over every candidate on ``engine``; columns in candidate order. The layers each row's full
+    recomputation re-runs, which the fast path chooses, join ``c`` as its column ``recompute_layers``
+    (``row_of``)."""
     from ...core import progress
     tasks, rows = _tasks(c)
     n = len(c["tp"])
     with progress.task(f"evaluating {n:,} layouts", total=n, quiet=quiet) as step:
         results = engines.run(ctx, tasks, engine, workers, address, step)
-    return engines.assemble(n, rows, results)
+    out = engines.assemble(n, rows, results)
+    c["recompute_layers"] = out["recompute_layers"]
+    return out
 
 
 def _fill_exact(ctx: fast.Context, c: dict, res: dict, graphs: dict) -> None:
@@ -204,9 +244,14 @@ def nothing_fits(ctx: fast.Context, c: dict, res: dict) -> IronlawError:
         f"use more GPUs or a smaller --seq")
 
 
-def _entry(rank: int, row: dict, st, ctx: fast.Context) -> dict:
+def _entry(rank: int, row: dict, st, ctx: fast.Context, L: int) -> dict:
+    """A reported layout: its columns, with full recomputation the layers of a model chunk (``chunk_layers``,
+    the most ``recompute_layers`` can be) and the method; train_step's numbers."""
     p = st.plan
-    return {"rank": rank, **row, "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
+    full = row["recompute"] == "full"
+    return {"rank": rank, **row, "recompute_method": p.recompute_method if full else None,
+            "chunk_layers": recompute.chunk_most(L, p.pp, p.interleave) if full else None,
+            "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
             "moe_dispatcher": p.moe_dispatcher if p.ep > 1 else None, "time_s": st.step_s,
             "tokens_per_s_per_gpu": st.flops.tokens_per_step / (st.step_s * ctx.gpus), "mfu": st.mfu,
             "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory.total_bytes,
@@ -261,6 +306,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     dispatcher.check_device(settings["moe_dispatcher"], hw)
     check_expert_settings(settings, spec, int(m.get("experts", 0) or 0))
     settings = check_step_settings(settings, g, hw, sp.fixed)
+    _check_chunks(settings["recompute_layers"], c, int(m["layers"]))
     precision = g.meta.get("precision", g.dtype)
     ctx = fast.Context(spec, hw, gpus, nodes, global_batch, seq, precision, composition, settings,
                        dict(options or {}))
@@ -278,7 +324,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
         row = row_of(c, int(i))
         st = exact(ctx, row, graphs)
         worst = max(worst, abs(st.step_s - float(res["time_s"][i])) / st.step_s)
-        entries.append(_entry(rank, row, st, ctx))
+        entries.append(_entry(rank, row, st, ctx, int(m["layers"])))
         entries[-1].update(run_cost.of_train_step(st, cost or run_cost.RunInputs()))
     if worst > AGREE_REL:
         raise RuntimeError(f"search: the fast path and train_step disagree by {worst:.2e} (relative) on the "
