@@ -56,7 +56,8 @@ class EngineKernels:
     versions: tuple            # the engine's table versions ('vllm 0.24.0', …)
     source: str                # the engine file, or why there is none
     release: str | None = None  # a TensorRT-LLM release with its own kernel file ('1.0'), else None
-    moe: tuple = ()            # the release's MoE-layer kernel classes ('moe_grouped_gemm.fp8', 'moe_rows.fp8', …)
+    moe: tuple = ()            # the release's (or vLLM's, SGLang's) MoE-layer kernel classes ('moe_grouped_gemm.fp8', …)
+    moe_borrowed: tuple = ()   # vLLM, SGLang: the MoE dtypes priced on the device's TensorRT-LLM fit ('fp4', …)
 
     def line(self) -> str:
         """One line: whose kernels price the step."""
@@ -71,7 +72,16 @@ class EngineKernels:
                 f"fitted on its tables)")
         if self.borrowed:
             text += (f"; TensorRT-LLM's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})")
-        return text
+        return text + self._moe_clause(name)
+
+    def _moe_clause(self, name: str) -> str:
+        """vLLM, SGLang: whose fused-MoE fit prices the routed experts, per dtype (never silent)."""
+        own = moe_dtypes(self.moe)
+        mine = f"{name}'s fused-MoE fit ({', '.join(own)}, {self.source})" if own else ""
+        theirs = f"the device's TensorRT-LLM fused-MoE fit ({', '.join(self.moe_borrowed)})" if self.moe_borrowed else ""
+        if not (mine or theirs):
+            return ""
+        return "; routed experts: " + (f"{mine}, other dtypes on {theirs}" if mine and theirs else mine or theirs)
 
     def _release_line(self, name: str) -> str:
         if not self.own:
@@ -87,6 +97,8 @@ class EngineKernels:
              "versions": list(self.versions), "source": self.source}
         if self.release is not None:           # the default's document stays as it was
             d.update(release=self.release, moe=list(self.moe))
+        elif self.engine != DEFAULT:
+            d.update(moe=list(self.moe), moe_borrowed=list(self.moe_borrowed))
         return d
 
 
@@ -249,10 +261,13 @@ def with_engine(hw, engine: str, release: str | None = None):
         why = f"the catalog's kernel terms stay ({_fitted_on(base, trt)})" if trt else \
             "its datasheet and own calibration stay"
         return hw, EngineKernels(engine, hw.name, (), tuple(trt), (), f"no {where}; {why}")
-    own = tuple(table.get("provenance", {}))
+    own = tuple(g for g in table.get("provenance", {}) if not g.startswith("moe "))
     merged = _merged(base.table() if base is not None else None, table)
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
-    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where)
+    moe = moe_classes(table)
+    catalog = moe_dtypes(moe_classes(base.table())) if base is not None else ()
+    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where, None, moe,
+                        tuple(d for d in catalog if d not in moe_dtypes(moe)))
     return replace(hw, calibration=Calibration.of(merged)), cov
 
 
@@ -285,6 +300,11 @@ def _with_release(hw, engine: str, release: str):
 def moe_classes(table: dict) -> tuple:
     """The MoE-layer kernel classes (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) of a [calibration] table."""
     return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(MOE_CLASSES)))
+
+
+def moe_dtypes(classes) -> tuple:
+    """The dtypes of MoE-layer kernel classes: those of their grouped GEMMs ('moe_grouped_gemm.fp8' -> 'fp8')."""
+    return tuple(sorted({c.split(".", 1)[1] for c in classes if c.startswith(MOE_CLASSES[0])}))
 
 
 def over_catalog(hw, table: dict, catalog_moe: bool = True):
