@@ -30,30 +30,23 @@ def test_vllm_prices_the_routed_experts_on_its_own_fused_moe_fit():
     assert not any(g.startswith("moe ") for g in eng.kernels.own)
 
 
-def test_the_vllm_serving_step_reads_the_engine_files_moe_fit(monkeypatch):
-    """A one-GPU MoE layer (expertcarry.one_gpu_layer) is priced on the engine file's fit: without its MoE classes
-    (the device's TensorRT-LLM fit in their place) the same vLLM run is priced otherwise."""
+def test_the_vllm_serving_step_reads_the_engine_files_moe_fit(tmp_path, monkeypatch):
+    """A one-GPU MoE layer (expertcarry.one_gpu_layer) is priced on the engine file's fit: the same vLLM run on a copy
+    of the file without its MoE classes (the device's TensorRT-LLM fit in their place) is priced otherwise."""
     kw = dict(max_throughput=True, engine="vllm", prompt=512, output=128, dtype="bf16", requests=64)
     own = api.serve(MOE, "h200", **kw).time_s
-    load = engines.load
-
-    def without_moe(gpu, engine, release=None):
-        t = load(gpu, engine, release)
-        if t is None or engine == "trtllm":
-            return t
-        return {**t, "kernel": {k: v for k, v in t["kernel"].items() if not k.startswith(engines.MOE_CLASSES)},
-                "provenance": {k: v for k, v in t["provenance"].items() if not k.startswith("moe ")}}
-    monkeypatch.setattr(engines, "load", without_moe)
-    frameworks._ENGINE_HW.clear()
-    try:
-        eng = frameworks.select("vllm", "h200")
-        assert eng.hw.calibration.kernel["moe_grouped_gemm.bf16"] == \
-            hardware.get("h200").calibration.kernel["moe_grouped_gemm.bf16"]
-        line = eng.kernels.line()
-        assert "routed experts: the device's TensorRT-LLM fused-MoE fit (" in line and "bf16" in line
-        assert api.serve(MOE, "h200", **kw).time_s != own
-    finally:
-        frameworks._ENGINE_HW.clear()
+    t = engines.load("h200", "vllm")
+    t = {**t, "kernel": {k: v for k, v in t["kernel"].items() if not k.startswith(engines.MOE_CLASSES)},
+         "provenance": {k: v for k, v in t["provenance"].items() if not k.startswith("moe ")},
+         **{key: [x for x in t[key] if not x.startswith("moe ")] for key in ("fitted", "held_out")}}
+    monkeypatch.setattr(engines, "ENGINE_DIR", tmp_path / "src" / "ironlaw" / "machine" / "catalog" / "engine")
+    engines.write("h200", "vllm", t)
+    eng = frameworks.select("vllm", "h200")
+    assert eng.hw.calibration.kernel["moe_grouped_gemm.bf16"] == \
+        hardware.get("h200").calibration.kernel["moe_grouped_gemm.bf16"]
+    line = eng.kernels.line()
+    assert "routed experts: the device's TensorRT-LLM fused-MoE fit (" in line and "bf16" in line
+    assert api.serve(MOE, "h200", **kw).time_s != own
 
 
 @pytest.mark.parametrize("engine,gpu", [("vllm", "b200"), ("sglang", "h200"), ("vllm", "b60")])

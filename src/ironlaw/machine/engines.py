@@ -13,7 +13,9 @@ prediction asks for that framework (``serve --engine vllm``), so no other comman
 The framework's GEMM dtypes and attention kernel classes replace the TensorRT-LLM ones of the same name
 (their provenance too); a class the framework's tables lack keeps TensorRT-LLM's terms, and ``EngineKernels``
 names each such class, never silently. A GPU without the framework's tables keeps its catalog calibration and
-says so.
+says so. The framework's own fused-MoE layer (``moe_grouped_gemm.<dtype>`` / ``moe_rows.<dtype>``, fitted on its
+moe_perf tables by benchmarks/kernel_moe.py --framework) replaces the catalog's TensorRT-LLM fit of the same dtype;
+``EngineKernels.moe`` and ``moe_borrowed`` name, per dtype, whose fit prices the routed experts.
 
 A TensorRT-LLM release other than the one the catalog is fitted on (1.3.0rc20) has its own file: the GEMM,
 attention, MLA and fused-MoE terms fitted on that release's kernel tables (``RELEASES``; benchmarks/kernel_tables.py
