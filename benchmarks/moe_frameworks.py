@@ -24,6 +24,7 @@ touched experts' M blocks. Fitted on every other layer shape, scored on the rest
 from __future__ import annotations
 
 import datetime
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -127,7 +128,8 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
           f"held out, median / p90: the device's TensorRT-LLM fit (what serving priced) → {name}'s own")
     got = groups(data, a.framework, a.gpu, a.only)
     if not got:
-        print(f"kernel_moe.py: no {name} MoE table matches the GPUs and dtypes asked", flush=True)
+        print(f"kernel_moe.py: no {name} MoE table under {data} matches the GPUs and dtypes asked (--gpu, --only)",
+              file=sys.stderr)
         return 2
     by_gpu: dict = {}
     for gpu, dt, path, routing, version, rows in got:

@@ -67,3 +67,19 @@ def test_a_document_names_the_routed_experts_fit():
     d = frameworks.select("sglang", "h200").kernels.to_dict()
     assert "moe_grouped_gemm.bf16" in d["moe"] and isinstance(d["moe_borrowed"], list)
     assert "moe" not in frameworks.select("trtllm", "h200").kernels.to_dict()
+
+
+def test_a_refit_of_the_gemm_and_attention_classes_keeps_the_moe_layer():
+    """benchmarks/kernel_tables.py --framework --write merges a full refit over the file's MoE part alone."""
+    table = engines.load("h200", "vllm")
+    part = engines.moe_part(table)
+    assert set(part["kernel"]) == set(engines.moe_classes(table)) and part["kernel"]
+    assert set(part["provenance"]) == {k for k in table["provenance"] if k.startswith("moe ")}
+    assert all(x.startswith("moe ") for x in part["fitted"] + part["held_out"]) and part["fitted"]
+    assert engines.moe_part(None) is None
+    from ironlaw.measure.calibrate.kernelfit import merged
+    refit = {**table, "kernel": {k: v for k, v in table["kernel"].items() if k not in part["kernel"]},
+             "provenance": {k: v for k, v in table["provenance"].items() if k not in part["provenance"]},
+             **{key: [x for x in table[key] if not x.startswith("moe ")] for key in ("fitted", "held_out")}}
+    out = merged(part, refit)
+    assert out["kernel"] == table["kernel"] and set(out["provenance"]) == set(table["provenance"])

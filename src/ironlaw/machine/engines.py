@@ -304,6 +304,20 @@ def moe_classes(table: dict) -> tuple:
     return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(MOE_CLASSES)))
 
 
+def moe_part(table: dict | None) -> dict | None:
+    """The fused-MoE layer of a framework's kernel file (its ``MOE_CLASSES`` entries, their provenance, fitted and
+    held-out entries), None where it holds none: what a refit of the file's GEMM and attention classes keeps
+    (benchmarks/kernel_tables.py --framework --write; the layer is benchmarks/kernel_moe.py --framework's)."""
+    if not table or not moe_classes(table):
+        return None
+    moe = [k for k in table.get("provenance", {}) if k.startswith("moe ")]
+    return {"schema": table["schema"], "kernel": {k: table["kernel"][k] for k in moe_classes(table)},
+            "provenance": {k: table["provenance"][k] for k in moe},
+            **{key: [x for x in table.get(key, []) if x.startswith("moe ")] for key in ("fitted", "held_out")},
+            "source": "derived: the fused-MoE layer fitted to the framework's moe_perf tables by "
+                      "benchmarks/kernel_moe.py --framework"}
+
+
 def moe_dtypes(classes) -> tuple:
     """The dtypes of MoE-layer kernel classes: those of their grouped GEMMs ('moe_grouped_gemm.fp8' -> 'fp8')."""
     return tuple(sorted({c.split(".", 1)[1] for c in classes if c.startswith(MOE_CLASSES[0])}))
