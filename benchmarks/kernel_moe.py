@@ -20,6 +20,8 @@ not stored: the same form fitted and scored on the MoE TP 1 rows alone (the regi
     python benchmarks/kernel_moe.py [--data DIR] [--write] [--only DTYPE] [--gpu GPU] [--touched]
     # --write: into the catalog's [calibration] (--only, --gpu: those classes); --touched: ``TOUCHED`` below
     python benchmarks/kernel_moe.py --data DIR --extract tests/data/kernel_tables
+    python benchmarks/kernel_moe.py --data DIR --framework vllm|sglang [--gpu GPU] [--only DTYPE] [--write]
+    # vLLM's or SGLang's own fused-MoE tables, into their engine files (benchmarks/moe_frameworks.py)
 
 A TensorRT-LLM release's own MoE layer (``release_fits``: aiconfigurator 0.8.0's 1.0-line ``moe_perf.txt``,
 ``kernel_source`` moe_torch_flow, ``distribution`` power_law_1.01 — the only routing those tables hold, its rows
@@ -177,6 +179,7 @@ RELEASE_KERNEL, RELEASE_ROUTING = "moe_torch_flow", "power_law_1.01"
 # p90 23.2–38.5% to 4.3–6.5% / 11.4–18.6% (docs/accuracy.md, "Kernel tables of the v1.0 release")
 RELEASE_FORM = {"per_touched": True, "per_token": True, "per_router": True, "exact": True}
 RELEASE_ROUTER = {"1.0": TORCH_ROUTER_ABOVE}
+FRAMEWORKS = ("vllm", "sglang")     # --framework: their own fused-MoE tables (benchmarks/moe_frameworks.py)
 
 
 def release_groups(data: Path, folder: str, release: str) -> list[tuple]:
@@ -429,7 +432,18 @@ def main() -> int:
                         flags={"touched": "the TOUCHED classes with a cost per touched expert and per token"},
                         choices={"release": ("a TensorRT-LLM release's own MoE classes (--data: aiconfigurator 0.8.0's "
                                              "systems/data); --write merges them into its kernel files",
-                                             tuple(RELEASE_ROUTER))})
+                                             tuple(RELEASE_ROUTER)),
+                                 "framework": ("fit vLLM's or SGLang's own fused-MoE tables (benchmarks/moe_frameworks.py; "
+                                               "--data: the wheel's systems/data); --write merges them into the "
+                                               "framework's engine files", FRAMEWORKS)})
+    if a.framework:
+        import moe_frameworks
+        clash = [f for f, on in (("--release", a.release), ("--touched", a.touched), ("--extract", a.extract)) if on]
+        if clash or not a.data:
+            why = f"{', '.join(clash)} apply to TensorRT-LLM's tables" if clash else "give --data DIR (the wheel's systems/data)"
+            print(f"kernel_moe.py: --framework {a.framework}: {why}", file=sys.stderr)
+            return 2
+        return moe_frameworks.main(a, data, (GOAL_MEDIAN, GOAL_P90))
     if a.extract:
         extract(data, Path(a.extract))
         return 0

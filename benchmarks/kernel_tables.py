@@ -159,8 +159,9 @@ def run_gpu(data: Path, folder: str, write: bool, framework: str = "trtllm", sto
         table = kernelfit.merged(base, new)
         for line in fill_lines(hw, base, table, gs):
             print(line, flush=True)
-    else:                     # the engine file stands alone, but for the classes --op leaves as they are
-        table = kernelfit.merged(engines.load(hw.name, framework), new) if ops or classes or skip else new
+    else:                     # the engine file stands alone, but for the classes --op leaves as they are and its
+        old = engines.load(hw.name, framework)      # fused-MoE layer (benchmarks/kernel_moe.py --framework)
+        table = kernelfit.merged(old if ops or classes or skip else engines.moe_part(old), new)
     scores = kernelfit.score(hw, table, gs)
     print(f"{hw.name} {framework}: {len(gs)} kernel classes fitted in {time.perf_counter() - t0:.0f} s", flush=True)
     if write and framework == "trtllm":

@@ -13,7 +13,9 @@ prediction asks for that framework (``serve --engine vllm``), so no other comman
 The framework's GEMM dtypes and attention kernel classes replace the TensorRT-LLM ones of the same name
 (their provenance too); a class the framework's tables lack keeps TensorRT-LLM's terms, and ``EngineKernels``
 names each such class, never silently. A GPU without the framework's tables keeps its catalog calibration and
-says so.
+says so. The framework's own fused-MoE layer (``moe_grouped_gemm.<dtype>`` / ``moe_rows.<dtype>``, fitted on its
+moe_perf tables by benchmarks/kernel_moe.py --framework) replaces the catalog's TensorRT-LLM fit of the same dtype;
+``EngineKernels.moe`` and ``moe_borrowed`` name, per dtype, whose fit prices the routed experts.
 
 A TensorRT-LLM release other than the one the catalog is fitted on (1.3.0rc20) has its own file: the GEMM,
 attention, MLA and fused-MoE terms fitted on that release's kernel tables (``RELEASES``; benchmarks/kernel_tables.py
@@ -56,7 +58,8 @@ class EngineKernels:
     versions: tuple            # the engine's table versions ('vllm 0.24.0', …)
     source: str                # the engine file, or why there is none
     release: str | None = None  # a TensorRT-LLM release with its own kernel file ('1.0'), else None
-    moe: tuple = ()            # the release's MoE-layer kernel classes ('moe_grouped_gemm.fp8', 'moe_rows.fp8', …)
+    moe: tuple = ()            # the release's (or vLLM's, SGLang's) MoE-layer kernel classes ('moe_grouped_gemm.fp8', …)
+    moe_borrowed: tuple = ()   # vLLM, SGLang: the MoE dtypes priced on the device's TensorRT-LLM fit ('fp4', …)
 
     def line(self) -> str:
         """One line: whose kernels price the step."""
@@ -71,7 +74,16 @@ class EngineKernels:
                 f"fitted on its tables)")
         if self.borrowed:
             text += (f"; TensorRT-LLM's for the {len(self.borrowed)} its tables lack ({'; '.join(self.borrowed)})")
-        return text
+        return text + self._moe_clause(name)
+
+    def _moe_clause(self, name: str) -> str:
+        """vLLM, SGLang: whose fused-MoE fit prices the routed experts, per dtype (never silent)."""
+        own = moe_dtypes(self.moe)
+        mine = f"{name}'s fused-MoE fit ({', '.join(own)}, {self.source})" if own else ""
+        theirs = f"the device's TensorRT-LLM fused-MoE fit ({', '.join(self.moe_borrowed)})" if self.moe_borrowed else ""
+        if not (mine or theirs):
+            return ""
+        return "; routed experts: " + (f"{mine}, other dtypes on {theirs}" if mine and theirs else mine or theirs)
 
     def _release_line(self, name: str) -> str:
         if not self.own:
@@ -87,6 +99,8 @@ class EngineKernels:
              "versions": list(self.versions), "source": self.source}
         if self.release is not None:           # the default's document stays as it was
             d.update(release=self.release, moe=list(self.moe))
+        elif self.engine != DEFAULT:
+            d.update(moe=list(self.moe), moe_borrowed=list(self.moe_borrowed))
         return d
 
 
@@ -249,10 +263,13 @@ def with_engine(hw, engine: str, release: str | None = None):
         why = f"the catalog's kernel terms stay ({_fitted_on(base, trt)})" if trt else \
             "its datasheet and own calibration stay"
         return hw, EngineKernels(engine, hw.name, (), tuple(trt), (), f"no {where}; {why}")
-    own = tuple(table.get("provenance", {}))
+    own = tuple(g for g in table.get("provenance", {}) if not g.startswith("moe "))
     merged = _merged(base.table() if base is not None else None, table)
     versions = tuple(sorted({p["version"].split("; ")[-1] for p in table["provenance"].values()}))
-    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where)
+    moe = moe_classes(table)
+    catalog = moe_dtypes(moe_classes(base.table())) if base is not None else ()
+    cov = EngineKernels(engine, hw.name, own, tuple(g for g in trt if g not in own), versions, where, None, moe,
+                        tuple(d for d in catalog if d not in moe_dtypes(moe)))
     return replace(hw, calibration=Calibration.of(merged)), cov
 
 
@@ -285,6 +302,25 @@ def _with_release(hw, engine: str, release: str):
 def moe_classes(table: dict) -> tuple:
     """The MoE-layer kernel classes (``moe_grouped_gemm.<dtype>``, ``moe_rows.<dtype>``) of a [calibration] table."""
     return tuple(sorted(k for k in table.get("kernel", {}) if k.startswith(MOE_CLASSES)))
+
+
+def moe_part(table: dict | None) -> dict | None:
+    """The fused-MoE layer of a framework's kernel file (its ``MOE_CLASSES`` entries, their provenance, fitted and
+    held-out entries), None where it holds none: what a refit of the file's GEMM and attention classes keeps
+    (benchmarks/kernel_tables.py --framework --write; the layer is benchmarks/kernel_moe.py --framework's)."""
+    if not table or not moe_classes(table):
+        return None
+    moe = [k for k in table.get("provenance", {}) if k.startswith("moe ")]
+    return {"schema": table["schema"], "kernel": {k: table["kernel"][k] for k in moe_classes(table)},
+            "provenance": {k: table["provenance"][k] for k in moe},
+            **{key: [x for x in table.get(key, []) if x.startswith("moe ")] for key in ("fitted", "held_out")},
+            "source": "derived: the fused-MoE layer fitted to the framework's moe_perf tables by "
+                      "benchmarks/kernel_moe.py --framework"}
+
+
+def moe_dtypes(classes) -> tuple:
+    """The dtypes of MoE-layer kernel classes: those of their grouped GEMMs ('moe_grouped_gemm.fp8' -> 'fp8')."""
+    return tuple(sorted({c.split(".", 1)[1] for c in classes if c.startswith(MOE_CLASSES[0])}))
 
 
 def over_catalog(hw, table: dict, catalog_moe: bool = True):

@@ -745,6 +745,12 @@ ROTATED_MOE_FRAMEWORKS = ("aiter",)
 # of six (docs/accuracy.md, "Intel Arc Pro B60 on vLLM's XPU kernels")
 OVERLAP_FLOOR = {("vllm", "generation_attention"): ("b60",), ("vllm", "context_attention"): ("b60",)}
 OVERLAP_FLOOR_RUNS = 6
+# (framework, ironlaw dtype) -> the GPUs whose fused-MoE rows of that dtype are weight-only, refused by
+# benchmarks/kernel_moe.py --framework (no ironlaw MoE class prices FP8 weights on bf16 math). aiconfigurator-core
+# 0.12.0's B60 vLLM 0.26.0 moe_perf: its fp8 rows are kernel_source vllm_xpu_moe, vLLM's XPU fused MoE, which
+# dequantizes the FP8 weights to bf16 (the B60 has no FP8 matrix unit; its GEMM table's fp8 rows are weight-only
+# too and refused the same way)
+MOE_WEIGHT_ONLY = {("vllm", "fp8"): ("b60",)}
 
 
 
