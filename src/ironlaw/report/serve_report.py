@@ -119,6 +119,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
     b = doc["decode_bottleneck"]
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">TTFT {_e(fmt_time(doc["ttft_s"]))} · '
                f'ITL {_e(fmt_time(doc["itl_s"]))} · {_e(html.rate(doc["tokens_per_s"]))} tokens/s</p>'
+               f'<p class="why"><b>TTFT:</b> {_e(doc["ttft_why"])}</p><p class="why"><b>ITL:</b> {_e(doc["itl_why"])}</p>'
                f'<p class="why">{html.badge(b["resource"])} <b>Decode binds:</b> {_e(b["why"])}</p>'
                + _step_model(doc.get("step_model")) + _key_table(keys, "key-table") + "</section>")
     c = doc["concurrency"] * cap["tokens_reserved_per_sequence"] * cap["kv_bytes_per_token"]
