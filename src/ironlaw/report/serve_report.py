@@ -1,7 +1,8 @@
 """The HTML report of ``ironlaw serve --html FILE``: one self-contained page per serving estimate.
 
     online(est, doc, frontier_doc)    the online estimate (``serving.online.ServeEstimate``; ``doc`` its JSON
-                                      document as ``serve --format json`` prints it): key numbers, KV capacity,
+                                      document as ``serve --format json`` prints it): key numbers with what
+                                      the TTFT and ITL add up from (``ttft_why``, ``itl_why``), KV capacity,
                                       energy, the prefill and decode steps (Iron Law terms per op kind), the
                                       roofline of each, the concurrency frontier, the hardware's sources
     offline(est, doc, frontier_doc)   the max-throughput run (``serving.throughput.ThroughputEstimate``): key
