@@ -116,6 +116,14 @@ def test_page_is_complete_and_its_numbers_are_the_json_documents(pages, name):
     _references_resolve(text)
 
 
+def test_serve_page_says_what_ttft_and_itl_add_up_from(pages):
+    """`serve --html` showed neither account the text and the JSON carry (``ttft_why``, ``itl_why``)."""
+    text, doc, _ = pages["serve"]
+    shown = re.sub(r"<script.*?</script>", "", text, flags=re.S)             # the page, not its embedded document
+    assert doc["ttft_why"].startswith("TTFT ") and doc["itl_why"].startswith("inter-token ")
+    assert htmllib.escape(doc["ttft_why"]) in shown and htmllib.escape(doc["itl_why"]) in shown
+
+
 def test_serve_frontier_is_the_sweeps(pages):
     """The online report's frontier is `serve --sweep-concurrency`'s document; the current point is on it."""
     emb = _embedded(pages["serve"][0])

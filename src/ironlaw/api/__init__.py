@@ -74,6 +74,12 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
     if o.network is not None and not any(op.kind == "collective" for op in est.graph.ops):
         raise IronlawError(f"--network {o.network} calibrates collectives; {est.graph.name} {est.graph.phase} on one "
                            f"device runs none: add --tp N --gpus N (or a collective spec) or drop --network")
+    if _train_spills(est, batch):            # the step `--micro-batch B --global-batch B` takes: refused or alike
+        step = analyze(spec, on, phase="train", **{**keywords, "micro_batch": int(batch), "global_batch": int(batch)})
+        if plot:
+            raise IronlawError(f"--plot draws one device's estimate; {spec}'s training step does not fit "
+                               f"{hw.name}'s memory, so it is the parallel step's (--micro-batch {int(batch)})")
+        return step
     if plot:
         from ..report.plot import save
         save(est, plot)
@@ -81,6 +87,18 @@ def analyze(spec: str, on="h100", *, batch=1, phase: Optional[str] = None, plot:
     if o.html:
         pages.estimate(o.html, res)
     return res
+
+
+def _train_spills(est, batch) -> bool:
+    """A transformer's training step on one device (a scalar ``batch``) whose footprint exceeds the device's memory.
+    Frameworks do not page a transformer's weights, gradients, optimizer state or activations to host memory by
+    themselves (that is ``--offload-activations``, on the parallel step), so the one-device door answers as
+    ``--micro-batch B --global-batch B`` does: the fit check's refusal with its hint, or that step where its
+    memory plan (recomputation, sharding) fits. A recommender's tables stay priced in host memory."""
+    import numpy as np
+    meta = est.graph.meta
+    return (est.graph.phase == "train" and np.ndim(batch) == 0 and "tokens" in meta and "layers" in meta
+            and bool(np.any(est.capacity_bound)))
 
 
 @front_door
@@ -317,6 +335,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine,
                          memory_fraction=memory_fraction)
+    from ..models.search import rerun
+    res.rerun = rerun.command(res, given)
     if html:
         pages.search(html, res)
     return res

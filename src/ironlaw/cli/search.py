@@ -119,6 +119,29 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def rerun_lines(command: str, width: int) -> list[str]:
+    """'re-run: ironlaw analyze …' in lines of at most ``width`` columns, each but the last ending in ' \\' (a
+    shell's continuation: the lines paste as one command); a flag stays with its value, and one longer than a
+    line keeps a line of its own."""
+    import shlex
+    if not command:
+        return []
+    units: list[str] = []
+    for word in (shlex.quote(w) for w in shlex.split(command)):
+        if word.startswith("--") or not units:
+            units.append(word)
+        else:
+            units[-1] += " " + word
+    lines, cur = [], "re-run:"
+    for unit in units:
+        if len(cur) + 1 + len(unit) + 2 > width and cur != "re-run:":
+            lines.append(cur + " \\")
+            cur = "  " + unit
+        else:
+            cur = f"{cur} {unit}"
+    return lines + [cur]
+
+
 def _usd(x) -> str:
     return "-" if x is None else f"{x:,.3f}" if x < 10 else f"{x:,.1f}"
 
@@ -175,7 +198,7 @@ def show(res, fmt: str) -> None:
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
-        print("\n" + "\n".join(_cost_lines(res)))
+        print("\n" + "\n".join(_cost_lines(res) + ([f"re-run: `{res.rerun}`"] if res.rerun else [])))
         notes = _notes(res)
         if notes:
             print("\n" + "\n".join(f"- {n}" for n in notes))
@@ -195,6 +218,8 @@ def show(res, fmt: str) -> None:
                    any(e.get("attention_dp") for e in res.top)), markup=False)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
+    for line in rerun_lines(res.rerun, c.width):
+        c.print(line, markup=False, soft_wrap=True)
 
     for line in _cost_lines(res) + _notes(res):
         c.print(line, markup=False)

@@ -25,13 +25,13 @@ def rate_Bps(est, tier: int, moved: float) -> float:
 
 
 def moved_at(est, tier: int, moved: float) -> str:
-    """'82.4 GB in 37.3 ms, 2.21 TB/s: 46% of its 4.8 TB/s': the bytes from a tier, their data time and the rate
-    the ops reach, against the tier's bandwidth (a line that quotes the bandwidth alone would contradict the time
-    of ops that reach a fraction of it)."""
+    """'its 82.4 GB take 37.3 ms at 2.21 TB/s, 46% of its 4.8 TB/s': the bytes from a tier, their whole data time
+    (overlapped or not) and the rate the ops reach, against the tier's bandwidth (a line that quotes the bandwidth
+    alone would contradict the time of ops that reach a fraction of it)."""
     bw = est.hw.memory[tier].bw_Bps
     rate = rate_Bps(est, tier, moved)
-    return (f"{fmt(moved, 'B')} in {fmt_time(moved / rate)}, {fmt(rate, 'B/s')}: {100.0 * rate / bw:.0f}% of its "
-            f"{fmt(bw, 'B/s')}")
+    return (f"its {fmt(moved, 'B')} take {fmt_time(moved / rate)} at {fmt(rate, 'B/s')}, {100.0 * rate / bw:.0f}% "
+            f"of its {fmt(bw, 'B/s')}")
 
 
 def spilled(est) -> list:
@@ -47,7 +47,8 @@ def why(est) -> dict:
     shares = est.workload_shares_s
     res, tier = est.resources[int(est.bottleneck_idx)]
     sum_s = float(shares.sum())
-    pct = 100.0 * float(shares[int(est.bottleneck_idx)]) / sum_s if sum_s > 0 else 0.0
+    share_s = float(shares[int(est.bottleneck_idx)])               # the binding resource's part of the path
+    pct = 100.0 * share_s / sum_s if sum_s > 0 else 0.0
     dev = hw.memory[hw.device_tier]
 
     if bool(est.capacity_bound):
@@ -75,7 +76,7 @@ def why(est) -> dict:
         dt = est.graph.meta.get("precision", est.graph.dtype)        # FP8 training: the GEMMs' dtype
         mixed = f" for its GEMMs, {est.graph.dtype} elsewhere" if dt != est.graph.dtype else ""
         return {"resource": "compute", "tier": None,
-                "why": f"compute owns {pct:.0f}% of the critical path: {fmt(flops, 'FLOP')} at "
+                "why": f"compute owns {pct:.0f}% of the critical path ({fmt_time(share_s)}): {fmt(flops, 'FLOP')} at "
                        f"{fmt(hw.peak_flops.get(dt, hw.vector_flops), 'FLOP/s')} {dt} peak{mixed}; "
                        f"moving the data would take {fmt_time(float(est.term('data_s')))}"}
     if res == "bandwidth":
@@ -89,7 +90,7 @@ def why(est) -> dict:
                 f"movement (the kernels load, then compute)" if on_path_s > 0.01 * compute_s > 0 else
                 f"compute would take only {fmt_time(compute_s)}")
         return {"resource": "bandwidth", "tier": tier,
-                "why": f"moving data from {tier} owns {pct:.0f}% of the critical path: about "
+                "why": f"moving data from {tier} owns {pct:.0f}% of the critical path ({fmt_time(share_s)}): "
                        f"{moved_at(est, i, moved)}; {tail}"}
     if res == "latency":
         return {"resource": "latency", "tier": None,

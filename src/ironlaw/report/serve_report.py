@@ -1,7 +1,8 @@
 """The HTML report of ``ironlaw serve --html FILE``: one self-contained page per serving estimate.
 
     online(est, doc, frontier_doc)    the online estimate (``serving.online.ServeEstimate``; ``doc`` its JSON
-                                      document as ``serve --format json`` prints it): key numbers, KV capacity,
+                                      document as ``serve --format json`` prints it): key numbers with what
+                                      the TTFT and ITL add up from (``ttft_why``, ``itl_why``), KV capacity,
                                       energy, the prefill and decode steps (Iron Law terms per op kind), the
                                       roofline of each, the concurrency frontier, the hardware's sources
     offline(est, doc, frontier_doc)   the max-throughput run (``serving.throughput.ThroughputEstimate``): key
@@ -119,6 +120,7 @@ def online(est, doc: dict, frontier_doc: dict | None) -> str:
     b = doc["decode_bottleneck"]
     summary = (f'<section id="summary"><h2>Key numbers</h2><p class="headline">TTFT {_e(fmt_time(doc["ttft_s"]))} · '
                f'ITL {_e(fmt_time(doc["itl_s"]))} · {_e(html.rate(doc["tokens_per_s"]))} tokens/s</p>'
+               f'<p class="why"><b>TTFT:</b> {_e(doc["ttft_why"])}</p><p class="why"><b>ITL:</b> {_e(doc["itl_why"])}</p>'
                f'<p class="why">{html.badge(b["resource"])} <b>Decode binds:</b> {_e(b["why"])}</p>'
                + _step_model(doc.get("step_model")) + _key_table(keys, "key-table") + "</section>")
     c = doc["concurrency"] * cap["tokens_reserved_per_sequence"] * cap["kv_bytes_per_token"]

@@ -6,6 +6,7 @@
     serve   ``search.serve.search``: by output tokens/s per GPU — tp × pp × ep × dtype in the offline
             max-throughput scenario (``serving_throughput``), or tp × dtype × concurrency within latency
             targets (``serving.estimate``)
+    rerun   ``search.rerun.command``: the ``ironlaw analyze``/``serve`` command that re-runs the #1 layout
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class SearchResult:
     check: dict = field(default_factory=dict)
     columns: dict | None = field(default=None, repr=False)     # every candidate (numpy columns), for callers
     results: dict | None = field(default=None, repr=False)
+    rerun: str = ""                  # the command that re-runs the #1 layout alone (``rerun.command``)
 
     @property
     def time_s(self) -> float | None:
@@ -42,4 +44,4 @@ class SearchResult:
         return {"schema": SCHEMA, "phase": self.phase, "workload": self.spec, "hardware": self.hardware,
                 "dtype": self.dtype, **self.setup, "engine": self.engine,
                 "candidates_evaluated": self.candidates_evaluated, "fits": self.fits, "search_s": self.search_s,
-                **wall, "top": self.top, "check": self.check}
+                **wall, "top": self.top, "check": self.check, **({"rerun": self.rerun} if self.rerun else {})}
