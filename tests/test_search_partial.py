@@ -41,7 +41,7 @@ def test_the_search_recomputes_the_fewest_layers_that_fit():
     with pytest.raises(IronlawError, match="more than the 80 GiB"):
         _analyze(recompute="full", recompute_layers=4)
     text = run_cli(*ARGS[:-2], *_flags(**ONE), "--recompute", "full")
-    assert text.rc == 0 and "full 5/32/3" in text.out
+    assert text.rc == 0 and "f5:32/3" in text.out
 
 
 def test_a_layout_that_fits_without_recomputation_keeps_none():

@@ -207,7 +207,7 @@ def show(res, fmt: str) -> None:
     from rich.table import Table
     c = console()
     c.print(title)
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     for h in head:
         t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", s.get("device_unit", "GPU")) else "right",
                      no_wrap=True)
@@ -247,7 +247,7 @@ def legend(train: bool, ep: bool, adp: bool = False) -> str:
     if train:
         return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
                 "cp context-parallel · dp data-parallel" + (" · ep expert-parallel" if ep else "")
-                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full N/c: N of a chunk's c layers) "
+                + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full, fN:c: N of a chunk's c layers in full) "
                   "/ ZeRO stage")
     return ("layout: tp tensor-parallel · pp pipeline stages" + (" · ep expert-parallel" if ep else "")
             + (" · adp attention data-parallel over the tp GPUs" if adp else "")

@@ -28,10 +28,10 @@ LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "attention_dp", "micro_
 
 def recompute_zero(e: dict) -> str:
     """A training layout's recomputation and ZeRO stage: '-/1', 'sel/1', 'full/1', or with N of a chunk's c layers
-    recomputed 'full 5/16/1'."""
+    recomputed in full 'f5:16/1' ('f5:16u/1' by the uniform method)."""
     rc = {"none": "-", "selective": "sel", "full": "full"}[e["recompute"]]
     if e["recompute"] == "full" and e.get("recompute_layers") is not None and e.get("chunk_layers"):
-        rc += f" {e['recompute_layers']}/{e['chunk_layers']}" + ("u" if e.get("recompute_method") == "uniform" else "")
+        rc = f"f{e['recompute_layers']}:{e['chunk_layers']}" + ("u" if e.get("recompute_method") == "uniform" else "")
     return f"{rc}/{e['zero']}"
 
 
