@@ -43,8 +43,9 @@ def test_roofline_draws_roofs_ops_and_the_workload(est):
 def test_bad_paths(est, tmp_path):
     with pytest.raises(IronlawError, match=r"\.svg or \.png"):
         plot.save(est, tmp_path / "r.pdf")
-    with pytest.raises(IronlawError, match="does not exist"):
-        plot.save(est, tmp_path / "missing" / "r.svg")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(IronlawError, match="is not a directory"):
+        plot.save(est, tmp_path / "afile" / "r.svg")
     ro = tmp_path / "ro"
     ro.mkdir()
     os.chmod(ro, 0o500)
