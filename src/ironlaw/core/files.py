@@ -1,9 +1,9 @@
 """The user's files: read with one-line errors (``read_text``); written, checked before any work, atomically.
 
 Every output (plots, HTML reports, profiles, validate runs) goes through here: its missing folders
-created, a temporary file in the target folder, fsync, then ``os.replace``. On any failure — a full disk, Ctrl-C — the temporary
-file is removed and an existing file at the path is left as it was. Problems are IronlawErrors that
-name the option and the path.
+created, a temporary file in the target folder, fsync, then ``os.replace``. On any failure — a full
+disk, Ctrl-C — the temporary file is removed and an existing file at the path is left as it was.
+Problems are IronlawErrors that name the option and the path.
 """
 from __future__ import annotations
 
