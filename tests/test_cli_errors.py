@@ -96,7 +96,7 @@ CASES = [
     (["sweep", "llama3-8b", "--batch", "1,2,x"], "batch"),
     # outputs
     (["analyze", "gemm:64,64,64", "--plot", "{tmp}/plots.svg"], "directory"),
-    (["analyze", "gemm:64,64,64", "--plot", "{tmp}/nowhere/p.svg"], "does not exist"),
+    (["analyze", "gemm:64,64,64", "--plot", "{tmp}/afile/p.svg"], "is not a directory"),
     (["report", "gemm:64,64,64", "--html", "{tmp}/dir.toml"], "directory"),
     # an output file whose name says another format than the option writes
     (["analyze", "gemm:64,64,64", "--html", "{tmp}/x.svg"], "x.svg: the file name must end in .html or .htm"),
@@ -114,6 +114,7 @@ CASES = [
 def files(tmp_path):
     (tmp_path / "dir.toml").mkdir()
     (tmp_path / "plots.svg").mkdir()
+    (tmp_path / "afile").write_text("x")
     (tmp_path / "bad.json").write_text('{"model_type": "llama", "hidden_size": 64,')
     (tmp_path / "noheads.json").write_text('{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
                                            '"num_hidden_layers": 2, "vocab_size": 100}')

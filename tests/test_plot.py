@@ -36,6 +36,10 @@ def test_roofline_draws_roofs_ops_and_the_workload(est):
     x, y = hbm.get_data()
     assert y[0] == pytest.approx(3.35e12 * x[0])
     assert fig.axes[0].get_xscale() == "log"
+    # the diagonals rise to the workload's dtype's peak (gpt2 runs bf16), not the fp8 one above it
+    for t in est.hw.memory:
+        line = [line for line in ax.get_lines() if line.get_label().startswith(t.name + " ")][0]
+        assert max(line.get_data()[1]) == pytest.approx(est.hw.peak_flops["bf16"])
     bars = plot.terms_by_kind(est)
     assert bars.axes[0].get_legend() is not None
 
@@ -43,8 +47,9 @@ def test_roofline_draws_roofs_ops_and_the_workload(est):
 def test_bad_paths(est, tmp_path):
     with pytest.raises(IronlawError, match=r"\.svg or \.png"):
         plot.save(est, tmp_path / "r.pdf")
-    with pytest.raises(IronlawError, match="does not exist"):
-        plot.save(est, tmp_path / "missing" / "r.svg")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(IronlawError, match="is not a directory"):
+        plot.save(est, tmp_path / "afile" / "r.svg")
     ro = tmp_path / "ro"
     ro.mkdir()
     os.chmod(ro, 0o500)
@@ -68,7 +73,8 @@ def test_cli_plot(cli, tmp_path):
     out = tmp_path / "gemm.svg"
     r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(out))
     assert r.rc == 0 and out.stat().st_size > 1000
-    r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(tmp_path / "nope" / "x.png"))
+    (tmp_path / "afile").write_text("x")
+    r = cli("analyze", "gemm:4096,4096,4096", "--on", "h100", "--plot", str(tmp_path / "afile" / "x.png"))
     assert r.rc == 2 and r.err.count("\n") == 1 and "--plot" in r.err
 
 
@@ -94,3 +100,19 @@ def test_roof_labels_read_in_si_units_not_exponents():
               .get_legend().get_texts()]
     assert "fp8 1.98 PFLOP/s" in labels and "bf16 989 TFLOP/s" in labels and "l2 5.5 TB/s" in labels, labels
     assert not any("e+" in s for s in labels), labels
+
+
+def test_frontier_labels_of_bunched_points_do_not_overlap():
+    """`serve --sweep-concurrency --plot`: where throughput saturates, concurrency 256 and 392 sat on one spot and
+    their labels overwrote each other; the highest keeps its label, the point and its tooltip stay."""
+    from ironlaw.report import frontier
+    conc = [1, 8, 64, 256, 392]
+    dev = [150.0, 1100.0, 6500.0, 14100.0, 14250.0]
+    user = [150.0, 137.0, 101.0, 55.1, 36.4]
+    assert frontier.labelled(user, dev) == [True, True, True, True, True]
+    user[3] = 37.0                                     # 256 beside 392
+    assert frontier.labelled(user, dev) == [True, True, True, False, True]
+    doc = {"schema": frontier.SCHEMA, "points": [{"concurrency": c, "tokens_per_s_per_device": d,
+                                                  "tokens_per_s_per_user": u} for c, d, u in zip(conc, dev, user)]}
+    out = frontier.svg(doc)
+    assert ">392</text>" in out and ">256</text>" not in out and "concurrency 256:" in out

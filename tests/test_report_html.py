@@ -277,7 +277,7 @@ def test_validation_file_must_be_the_same_case(tmp_path):
 
 @pytest.mark.parametrize("target,needle", [
     ("{tmp}", "is a directory"),
-    ("{tmp}/missing/r.html", "does not exist"),
+    ("{tmp}/afile/deeper/r.html", "is not a directory"),
     ("{tmp}/afile/r.html", "is not a directory"),
     ("", "empty output path"),
 ])
@@ -454,3 +454,13 @@ def test_whatif_in_process(tmp_path):
     r = run_cli("report", "llama3-8b", "--phase", "decode", "--html", str(out), "--compare", str(saved))
     assert r.rc == 0, r.err
     assert f"From {saved}" in out.read_text()
+
+
+def test_html_and_plot_create_a_missing_folder_as_out_does(tmp_path):
+    """One rule for every written file (``core.files``): a missing folder is made, and the command says what it
+    wrote, as ``calibrate --out`` / ``probe --out`` do."""
+    r = run_cli("report", "gemm:64,64,64", "--html", str(tmp_path / "new" / "deeper" / "r.html"))
+    assert r.rc == 0 and (tmp_path / "new" / "deeper" / "r.html").is_file()
+    assert f"wrote {tmp_path / 'new' / 'deeper' / 'r.html'}" in r.out
+    from ironlaw.core.files import check_plot
+    assert check_plot(tmp_path / "plots" / "p.svg", (".svg",)) == tmp_path / "plots" / "p.svg"  # --plot's check

@@ -204,12 +204,13 @@ def test_plain_analyze_writes_the_analyze_report(tmp_path):
 
 @pytest.mark.parametrize("args", [PAGES["serve"][0], PAGES["serve-max"][0], TRAIN, PAGES["search-train"][0]],
                          ids=["serve", "serve-max", "train", "search"])
-@pytest.mark.parametrize("target,needle", [("{tmp}/missing/r.html", "does not exist"), ("{tmp}", "is a directory")])
+@pytest.mark.parametrize("target,needle", [("{tmp}/afile/r.html", "is not a directory"), ("{tmp}", "is a directory")])
 def test_unwritable_html_is_one_line_exit_2_before_any_work(tmp_path, args, target, needle):
+    (tmp_path / "afile").write_text("x")
     r = run_cli(*args, "--html", target.format(tmp=tmp_path))
     assert r.rc == 2 and r.out == ""                          # refused before anything was predicted or printed
     assert r.err.count("\n") == 1 and needle in r.err and "--html" in r.err and "Traceback" not in r.err
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]
 
 
 # ------------------------------------------------------------------------------------ in a real browser
@@ -252,5 +253,6 @@ def test_the_python_api_writes_the_same_pages(tmp_path):
     step = ironlaw.train("llama3-8b", on="h100", gpus=16, tp=2, pp=2, seq=4096, global_batch=64, html=tmp_path / "t.html")
     emb = _embedded((tmp_path / "t.html").read_text())
     assert emb["step"] == json.loads(json.dumps(step.to_dict()))
-    with pytest.raises(ironlaw.IronlawError, match="does not exist"):
-        ironlaw.serve("llama3-8b", on="h100", html=tmp_path / "missing" / "s.html")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ironlaw.IronlawError, match="is not a directory"):
+        ironlaw.serve("llama3-8b", on="h100", html=tmp_path / "afile" / "s.html")

@@ -172,3 +172,25 @@ def test_vllms_own_chunk_is_what_each_concurrency_leaves_of_the_budget():
         assert online.estimate("llama3.1-8b", eng.hw, 8192, 128, c, **kw).chunk == 8192 - c
     front = api.serve("llama3.1-8b", "h100", engine="vllm", prompt=8192, output=128, sweep_concurrency=True).to_dict()
     assert front["points"][-1]["concurrency"] > 1
+
+
+def _own_gpu(tmp_path, vendor: str | None) -> str:
+    """The MI300X's catalog file as a user's own: a title that names no maker, and ``vendor`` if given."""
+    text = hardware.CATALOG_DIR.joinpath("mi300x.toml").read_text()
+    text = text.replace('name = "mi300x"', 'name = "my-gpu"').replace("AMD Instinct MI300X 192 GB", "My MI300X box")
+    text = text.replace('kind = "gpu"', 'kind = "gpu"' + (f'\nvendor = "{vendor}"' if vendor else ""))
+    path = tmp_path / f"my-gpu-{vendor}.toml"
+    path.write_text("\n".join(l for l in text.splitlines() if not l.startswith("aliases")))
+    return str(path)
+
+
+def test_a_users_gpu_file_names_its_vendor_and_gets_that_makers_default_engine(cli, tmp_path):
+    """A hand-written TOML follows the catalog's rule (the maker picks the default engine) through its vendor field:
+    vLLM on an AMD GPU, and --engine trtllm refused in one line; no vendor and a title naming none: NVIDIA's."""
+    amd = _own_gpu(tmp_path, "AMD")
+    assert engines.default_for(hardware.load_file(amd)) == "vllm"
+    assert engines.default_for(hardware.load_file(_own_gpu(tmp_path, "NVIDIA"))) == "trtllm"
+    assert engines.default_for(hardware.load_file(_own_gpu(tmp_path, None))) == "trtllm"
+    r = cli("serve", "llama3-8b", "--on", amd, "--engine", "trtllm")
+    assert r.rc == 2 and r.err.count("\n") == 1 and "runs on NVIDIA GPUs only" in r.err and "AMD's" in r.err
+    assert hardware.load_file(amd).to_dict()["vendor"] == "AMD"

@@ -512,6 +512,25 @@ def _framework_of(kernels: str) -> str:
     return have[0]
 
 
+def _check_floor(base, gs, kernels) -> None:
+    """One line, before any fit, where the tables' rows run faster than the law's floor on ``base`` allows
+    (``kernelfit.floor``): timed on another GPU, or ``base``'s file states too low a peak."""
+    from ..core.errors import IronlawError
+    from ..core.units import fmt
+    from ..measure.calibrate.kernelfit.floor import FLOOR_MARGIN, below_floor
+    from ..measure.calibrate.kerneltable import check_gemm_dims
+    for g in gs:                     # a zero-size GEMM is refused as such (as the fit does) before it is priced
+        if g.op == "gemm":
+            check_gemm_dims(g.rows, g.table.path)
+    b = below_floor(base, gs)
+    if b is not None:
+        raise IronlawError(
+            f"{kernels}: {b.rows} of {b.of_rows} rows ran faster than {base.name} can (its peak FLOP/s and bandwidth "
+            f"at η = 1) by over {FLOOR_MARGIN:g}x; worst {b.worst_row} of {b.worst_class}: measured "
+            f"{fmt(b.worst_measured_s, 's')}, floor {fmt(b.worst_floor_s, 's')} ({b.worst_ratio:.1f}x): were they "
+            f"timed on another GPU? name it with --gpu, or correct {base.name}'s peaks")
+
+
 @front_door
 def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[str] = None,
               out: Optional[str] = None):
@@ -570,6 +589,7 @@ def calibrate(kernels: str, *, gpu: Optional[str] = None, framework: Optional[st
             raise IronlawError(f"{g.table.path}: {g.name} has {len(g.rows)} row{'s' if len(g.rows) != 1 else ''}; a "
                                f"kernel class is fitted on its even rows and scored on its odd ones: give it at "
                                f"least 2 rows, or drop it")
+    _check_floor(base, gs, kernels)
     new = kernelfit.fit(base, gs, origin=origin, license=license, gemm_fill="auto")
     table = kernelfit.merged(base.calibration.table() if base.calibration is not None else None, new)
     scores = kernelfit.score(base, table, gs)

@@ -1,9 +1,9 @@
 """The user's files: read with one-line errors (``read_text``); written, checked before any work, atomically.
 
-Every output (plots, HTML reports, profiles, validate runs) goes through here: a temporary file in
-the target folder, fsync, then ``os.replace``. On any failure — a full disk, Ctrl-C — the temporary
-file is removed and an existing file at the path is left as it was. Problems are IronlawErrors that
-name the option and the path.
+Every output (plots, HTML reports, profiles, validate runs) goes through here: its missing folders
+created, a temporary file in the target folder, fsync, then ``os.replace``. On any failure — a full
+disk, Ctrl-C — the temporary file is removed and an existing file at the path is left as it was.
+Problems are IronlawErrors that name the option and the path.
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def read_text(path, what: str, hint: str = "", max_bytes: int | None = None) -> 
 
 
 def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
-    """The file ``option`` will write, checked before any work: folder exists and is writable,
-    the path is not a directory, and (if given) the name ends in one of ``suffixes``."""
+    """The file ``option`` will write, checked before any work: its folder, or the nearest one above it that
+    exists (``write_atomic`` creates the missing ones, as every ``--out``, ``--plot`` and ``--html`` does), is a
+    writable directory, the path is not a directory, and (if given) the name ends in one of ``suffixes``."""
     if path is None or str(path).strip() == "":
         raise IronlawError(f"{option}: empty output path; give a file name")
     if not isinstance(path, (str, os.PathLike)):
@@ -43,9 +44,7 @@ def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     if suffixes and p.suffix.lower() not in suffixes:
         names = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
         raise IronlawError(f"{option} {path}: the file name must end in {names}")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.exists():
-        raise IronlawError(f"{option} {path}: folder '{folder}' does not exist; create it or choose another path")
+    folder = _nearest_folder(p)
     if not folder.is_dir():
         raise IronlawError(f"{option} {path}: '{folder}' is not a directory")
     if p.exists() and not p.is_file():
@@ -53,6 +52,14 @@ def check_output(path, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise IronlawError(f"{option} {path}: not writable; choose another path")
     return p
+
+
+def _nearest_folder(p: Path) -> Path:
+    """The folder ``p`` is written into, or the nearest existing one above it (a missing folder is created)."""
+    folder = p.parent if str(p.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
 
 
 def check_plot(path, suffixes: tuple[str, ...]) -> Path:
@@ -73,6 +80,7 @@ def write_atomic(path, payload: Payload, option: str = "output") -> Path:
     folder = p.parent if str(p.parent) else Path(".")
     tmp = None
     try:
+        folder.mkdir(parents=True, exist_ok=True)   # one rule for every output: a missing folder is created
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(folder))
         with os.fdopen(fd, "wb") as f:
             if callable(payload):
@@ -99,6 +107,6 @@ def write_atomic(path, payload: Payload, option: str = "output") -> Path:
 
 
 def write_json(path, doc: dict, option: str = "--out") -> Path:
-    """``doc`` as JSON at ``path`` (checked as ``check_output`` checks it; the folder must exist), atomically."""
+    """``doc`` as JSON at ``path`` (checked as ``check_output`` checks it; a missing folder is created), atomically."""
     import json
     return write_atomic(check_output(path, option), json.dumps(doc, indent=1, allow_nan=False), option)

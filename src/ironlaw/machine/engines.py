@@ -111,17 +111,20 @@ def check_engine(engine: str, flag: str = "--engine") -> str:
     return engine
 
 
-# A GPU whose maker is one of these (its catalog title's first word) runs no TensorRT-LLM: its kernels are CUDA's
-# (NVIDIA/TensorRT-LLM README, "TensorRT-LLM ... on NVIDIA GPUs"); vLLM and SGLang build for ROCm (AMD) and
-# Gaudi (Intel, vLLM's HPU plugin)
+# A GPU whose maker is one of these (``Hardware.maker``: its file's vendor, else its title's first word) runs no
+# TensorRT-LLM: its kernels are CUDA's (NVIDIA/TensorRT-LLM README, "TensorRT-LLM ... on NVIDIA GPUs"); vLLM and
+# SGLang build for ROCm (AMD) and Gaudi (Intel, vLLM's HPU plugin). A file that states a vendor other than NVIDIA
+# is off CUDA too, whoever makes it.
 NOT_CUDA = ("AMD", "Intel")
 OFF_CUDA_DEFAULT = "vllm"              # the engine a serve on such a GPU runs when none is named
 
 
 def _maker_off_cuda(hw) -> str | None:
-    """The maker of ``hw`` when it is a GPU TensorRT-LLM does not run on ('AMD', 'Intel'), else None."""
-    maker = hw.title.split(" ", 1)[0]
-    return maker if hw.kind == "gpu" and maker in NOT_CUDA else None
+    """The maker of ``hw`` when it is a GPU TensorRT-LLM does not run on ('AMD', 'Intel', a stated vendor other
+    than NVIDIA), else None."""
+    maker = hw.maker
+    off = maker.lower() in (m.lower() for m in NOT_CUDA) or (hw.vendor and maker.lower() != "nvidia")
+    return maker if hw.kind == "gpu" and off else None
 
 
 def default_for(hw) -> str:
@@ -156,9 +159,10 @@ def named(engine: str, given: str | None, hw, flag: str = "--engine") -> str:
 def check_runs_on(engine: str, hw, flag: str = "--engine") -> str:
     """``engine`` if it runs on ``hw``, else one line: TensorRT-LLM on an AMD or Intel GPU. A device the engine
     step model does not price (kind not 'gpu') passes: its steps are priced on its own calibration."""
-    if engine == "trtllm" and _maker_off_cuda(hw):
-        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} runs on NVIDIA GPUs only, and {hw.name} is an "
-                           f"{hw.title}; use {flag} vllm or {flag} sglang (leave {flag} out: "
+    maker = _maker_off_cuda(hw)
+    if engine == "trtllm" and maker:
+        raise IronlawError(f"{flag} {engine}: {NAMES[engine]} runs on NVIDIA GPUs only, and {hw.name} "
+                           f"({hw.title}) is {maker}'s; use {flag} vllm or {flag} sglang (leave {flag} out: "
                            f"{NAMES[OFF_CUDA_DEFAULT]} is the default there)")
     return engine
 

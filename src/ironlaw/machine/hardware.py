@@ -148,6 +148,13 @@ class Hardware:
         return f"Hardware({self.name!r}, {self.title!r}, kind={self.kind!r})"
     calibration: Calibration | None = None       # [calibration]: refines [efficiency] per op (ironlaw.law.efficiency)
     sms: int | None = None                # [vector] sms: streaming multiprocessors (a split-KV kernel's grid, core.splitkv)
+    vendor: str = ""                      # who makes it, where the file says so ('AMD'); else ``maker`` reads the title
+
+    @property
+    def maker(self) -> str:
+        """Who makes the device: the file's ``vendor`` where it states one, else its title's first word, as the
+        catalog's titles all begin ('NVIDIA H100 SXM5 80 GB', 'AMD Instinct MI300X 192 GB')."""
+        return self.vendor or self.title.split(" ", 1)[0]
 
     def peak(self, dtype: str) -> float:
         """Dense matrix-unit FLOP/s for ``dtype``; an error when the device lacks it or no such dtype exists."""
@@ -160,7 +167,7 @@ class Hardware:
     def lacks(self, dtype: str) -> str:
         """The one line that refuses ``dtype`` on this device, with what it has and what to do instead."""
         have = ", ".join(d for d in DTYPES if d in self.peak_flops)
-        unit = next((u for v, u in MATRIX_UNIT.items() if self.title.startswith(v)), "matrix unit")
+        unit = next((u for v, u in MATRIX_UNIT.items() if self.maker.lower() == v.lower()), "matrix unit")
         hint = "choose one with --dtype"
         if dtype in MX_DTYPES:
             wide = next((d for d in ("bf16", "fp16", "fp8") if d in self.peak_flops), None)
@@ -200,6 +207,7 @@ class Hardware:
             "name": self.name,
             "title": self.title,
             "kind": self.kind,
+            **({"vendor": self.vendor} if self.vendor else {}),
             "aliases": list(self.aliases),
             "compute": {d: {"peak_flops": self.peak_flops[d], "source": self.sources[f"compute.{d}"]}
                         for d in DTYPES if d in self.peak_flops},
@@ -300,7 +308,7 @@ REQUIRED = ("schema", "name", "title", "kind", "compute", "vector", "memory", "l
 
 def parse_hardware(data: dict, where: str) -> Hardware:
     """A checked Hardware from a TOML document (catalog entry or measured profile)."""
-    top = _Table(data, where, ("schema", "name", "title", "kind", "aliases", "compute", "vector", "memory",
+    top = _Table(data, where, ("schema", "name", "title", "kind", "vendor", "aliases", "compute", "vector", "memory",
                                "latency", "links", "power", "efficiency", "features", "probe", "calibration",
                                "network", "host"))
     missing = [k for k in REQUIRED if k not in data]            # all at once: a hand-written file lacks several
@@ -322,7 +330,7 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
                     links=tuple(links), tdp_w=tdp, idle_w=idle, memory_w=memory_w, features=feats, aliases=tuple(aliases), path=where,
-                    extra=extra, calibration=cal, sms=sms)
+                    extra=extra, calibration=cal, sms=sms, vendor=top.text("vendor") if "vendor" in data else "")
 
 
 MAX_SMS = 4096

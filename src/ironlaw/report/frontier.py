@@ -35,6 +35,25 @@ def _colour(p: dict) -> str:
     return PLAIN if "meets_slo" not in p else (MEET if p["meets_slo"] else MISS)
 
 
+LABEL_GAP = 0.06         # a point's label is left out within this share of the axes' span of a labelled point
+
+
+def labelled(xs: list, ys: list, gap: float = LABEL_GAP) -> list[bool]:
+    """Which points of a frontier get their concurrency written beside them: from the highest concurrency down,
+    each at least ``gap`` of the axes' span (each axis from 0 to its largest value) from every one already labelled,
+    so that the labels of points bunched where throughput saturates (256 and 392) do not overwrite each other; the
+    table and each point's tooltip still name every one."""
+    xmax, ymax = max(xs) or 1.0, max(ys) or 1.0
+    kept: list[tuple[float, float]] = []
+    out = [False] * len(xs)
+    for i in reversed(range(len(xs))):
+        at = (xs[i] / xmax, ys[i] / ymax)
+        if all(max(abs(at[0] - k[0]), abs(at[1] - k[1])) >= gap for k in kept):
+            kept.append(at)
+            out[i] = True
+    return out
+
+
 def svg(doc: dict, width: int = 860, height: int = 420) -> str:
     pts = doc["points"]
     x0, y0, x1, y1 = 70, 20, width - 20, height - 50
@@ -58,10 +77,11 @@ def svg(doc: dict, width: int = 860, height: int = 420) -> str:
                    f'</title></line>')
     path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
     out.append(f'<polyline points="{path}" fill="none" stroke="#495057" stroke-width="1.2"/>')
-    for p, x, y in zip(pts, xs, ys):
+    for p, x, y, named in zip(pts, xs, ys, labelled(xs, ys)):
         out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{_colour(p)}"><title>concurrency '
                    f'{p["concurrency"]}: {y:,.1f} tokens/s per device, {x:,.1f} tokens/s per user</title></circle>'
-                   f'<text class="tick" x="{sx(x) + 7:.1f}" y="{sy(y) - 6:.1f}">{p["concurrency"]}</text>')
+                   + (f'<text class="tick" x="{sx(x) + 7:.1f}" y="{sy(y) - 6:.1f}">{p["concurrency"]}</text>'
+                      if named else ""))
     out.append(f'<text class="axis" x="{(x0 + x1) / 2}" y="{height - 12}" text-anchor="middle">tokens/s per user '
                f'(1 / ITL)</text><text class="axis" transform="translate(16,{(y0 + y1) / 2}) rotate(-90)" '
                f'text-anchor="middle">tokens/s per device</text></svg>')
@@ -99,8 +119,9 @@ def save(doc: dict, path) -> None:
     xs, ys = [q["tokens_per_s_per_user"] for q in pts], [q["tokens_per_s_per_device"] for q in pts]
     ax.plot(xs, ys, color="#495057", lw=1)
     ax.scatter(xs, ys, c=[_colour(q) for q in pts], zorder=3)
-    for q, x, y in zip(pts, xs, ys):
-        ax.annotate(str(q["concurrency"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
+    for q, x, y, named in zip(pts, xs, ys, labelled(xs, ys)):
+        if named:
+            ax.annotate(str(q["concurrency"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
     itl = (doc.get("slo") or {}).get("itl_s")
     if itl:
         ax.axvline(1.0 / itl, color="#c92a2a", ls="--", lw=1, label=f"ITL target {1e3 * itl:g} ms")

@@ -77,11 +77,13 @@ def roofline(est, ax=None):
     x_hi = max(ais + [top / min(t.bw_Bps for t in hw.memory)]) * 10 if ais else 1e4
     x = [x_lo * (x_hi / x_lo) ** (k / 200) for k in range(201)]
 
-    # roofs: one diagonal per memory tier, one horizontal per compute dtype (+ the vector unit)
+    # roofs: one diagonal per memory tier, rising to the workload's own dtypes' peak (not a faster dtype's it does
+    # not run in), one horizontal per compute dtype (+ the vector unit)
+    dtypes = [d for d in peaks if any(op.dtype == d for op in est.graph.ops)] or list(peaks)[:1]
+    cap = max([peaks[d] for d in dtypes] + [hw.vector_flops])
     for t in hw.memory:
         style = dict(lw=2.2 if t.role == "device" else 1.0, color=_tier_colour(hw, t.name))
-        ax.plot(x, [min(top, t.bw_Bps * v) for v in x], **style, label=f"{t.name} {fmt(t.bw_Bps, 'B/s')}")
-    dtypes = [d for d in peaks if any(op.dtype == d for op in est.graph.ops)] or list(peaks)[:1]
+        ax.plot(x, [min(cap, t.bw_Bps * v) for v in x], **style, label=f"{t.name} {fmt(t.bw_Bps, 'B/s')}")
     for k, d in enumerate(sorted(peaks, key=lambda d: -peaks[d])):
         main = d in dtypes
         ax.axhline(peaks[d], color="#212529" if main else "#adb5bd", lw=1.6 if main else 0.8,

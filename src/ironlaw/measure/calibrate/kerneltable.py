@@ -380,7 +380,8 @@ def _framework(rows, folders: tuple[str, ...]) -> tuple[str, str]:
 # largest GEMM at 1.05-6.0× its roofline (the 140 table × dtype pairs of aiconfigurator-core 0.12.0's and
 # aiconfigurator 0.8.0's GEMM tables and tests/data's, on the catalog's peaks and bandwidths).
 UNIT_SLOWER = 100.0          # the largest GEMM more than this many times its roofline: a unit slip, refused
-UNIT_FASTER = 0.5            # … or under half of it (faster than twice the peak and the bandwidth)
+UNIT_FASTER = 0.01           # … or under a hundredth of it (seconds read as ms); a table faster than the roofline by
+                             # less is another GPU's or fitted on too low a peak: refused as such (kernelfit.floor)
 UNIT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}    # whose peak is the device's own
 
 

@@ -28,14 +28,15 @@ kernelfit"): ``vocabulary`` (the tables' ops, dtypes, columns; ``Group``, ``Scor
 rule with its evidence, and the predicates that read them by a group alone), ``collector`` (how aiconfigurator's
 collectors ran each row), ``provenance`` (origin and merging); ``rows`` (groups, the rows a class keeps, the split),
 ``ops`` (rows as ironlaw ops), ``carried`` (a GPU's GEMM terms carried from another's, ``rules.CARRIED_GEMM``);
-``shapefit`` (the shape model and its latency terms), ``launches`` (what a class's fit tries beyond it), ``gemv`` (the GEMV rule), ``scoring`` (held-out errors), ``dispatch`` (rows another kernel runs);
+``shapefit`` (the shape model and its latency terms), ``launches`` (what a class's fit tries beyond it), ``gemv`` (the GEMV rule), ``scoring`` (held-out errors), ``dispatch`` (rows another kernel runs),
+``floor`` (rows timed below the law's floor);
 ``grid`` (the kernel-choice grid); ``classfit`` (one class's table); ``forms`` (a GEMM class's operands and form);
 ``fitting`` (``fit``, every class of one GPU's tables).
 """
 from __future__ import annotations
 
-from . import (carried, classfit, collector, dispatch, fitting, forms, gemv, grid, launches, ops, provenance, rows,
-               rules, scoring, shapefit, vocabulary)
+from . import (carried, classfit, collector, dispatch, fitting, floor, forms, gemv, grid, launches, ops, provenance,
+               rows, rules, scoring, shapefit, vocabulary)
 from .fitting import fit
 from .forms import form_choices
 from .ops import observations
@@ -47,5 +48,5 @@ from .vocabulary import AUTO_FORMS, FRAMEWORKS, GEMM_FILLS, LICENSE, OPS, Group,
 __all__ = ["AUTO_FORMS", "FRAMEWORKS", "GEMM_FILLS", "KERNEL_SOURCE", "LICENSE", "OPS", "Group", "Score", "fit",
            "form_choices", "groups", "held_out", "merged", "merged_source", "observations", "origin_of", "score",
            "skipped", "sorted_rows", "source", "split",
-           "carried", "classfit", "collector", "dispatch", "fitting", "forms", "gemv", "grid", "launches", "ops",
+           "carried", "classfit", "collector", "dispatch", "fitting", "floor", "forms", "gemv", "grid", "launches", "ops",
            "provenance", "rows", "rules", "scoring", "shapefit", "vocabulary"]
