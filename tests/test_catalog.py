@@ -439,3 +439,31 @@ def test_a_host_tier_may_be_smaller_than_the_device_but_storage_not(tmp_path):
     p.write_text(text.replace('capacity_bytes = "3.84 TB"', 'capacity_bytes = "100 GB"'))
     with pytest.raises(IronlawError, match="larger than the slower 'nvme'"):
         hardware.load_file(p)
+
+
+def _memory_tiers():
+    """Every [[memory]] tier of the catalog as written: (device, tier name, capacity text, source)."""
+    import tomllib
+    for path in sorted(hardware.CATALOG_DIR.glob("*.toml")):
+        for m in tomllib.loads(path.read_text()).get("memory", []):
+            yield path.stem, m["name"], m["capacity_bytes"], m["source"]
+
+
+def test_every_capacity_source_names_the_unit_stored():
+    """A capacity is stored in the unit its source states or as measured, and the source says which: the stored
+    text ("80 GiB", "3.84 TB", "81559 MiB") appears in the source (thousands separators aside), so a datasheet's
+    "80 GB" stored as 80 GiB must say why (JEDEC's binary giga for memory, or the driver's measured total)."""
+    missing = []
+    for dev, tier, cap, source in _memory_tiers():
+        assert isinstance(cap, str) and re.fullmatch(r"[\d.]+ [KMGTP]i?B", cap), f"{dev}.{tier}: {cap!r} names no unit"
+        if cap not in source.replace(",", ""):
+            missing.append(f"{dev}.{tier}: {cap}")
+    assert not missing, "sources that do not name the stored capacity: " + "; ".join(missing)
+
+
+def test_cli_hardware_show_prints_each_capacity_in_its_source_unit_first(cli):
+    r = cli("hardware", "show", "h100")
+    assert r.rc == 0, r.err
+    assert "80 GiB (85.9 GB)" in r.out              # HBM's binary GB
+    assert "50 MiB (52.4 MB)" in r.out              # on-die SRAM, binary
+    assert "3.84 TB (3.49 TiB)" in r.out            # a drive's decimal TB
