@@ -160,9 +160,9 @@ def test_aliases_do_not_collide_and_resolve():
 
 
 @pytest.mark.parametrize("name,title_words,capacity_bytes,bw_Bps", [
-    ("h100", ("H100", "SXM"), 80 * 2**30, 3.35e12),
+    ("h100", ("H100", "SXM"), 81559 * 2**20, 3.35e12),     # nvidia-smi totals, see the tiers' sources
     ("a100", ("A100", "SXM"), 80 * 2**30, 2.039e12),
-    ("h200", ("H200", "SXM"), 141 * 2**30, 4.8e12),
+    ("h200", ("H200", "SXM"), 143771 * 2**20, 4.8e12),
 ])
 def test_headline_names_are_the_sxm_parts(name, title_words, capacity_bytes, bw_Bps):
     hw = hardware.get(name)
@@ -340,7 +340,8 @@ def test_machine_balance_tiers_latency_power_are_physical():
 
 def test_device_tier_is_the_datasheet_memory():
     # vendor memory sizes (GB read as GiB), independent of the csv copy
-    gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 80, "h100-pcie": 80, "h200": 141, "b200": 180,
+    gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 81559 / 1024, "h100-pcie": 80,
+           "h200": 143771 / 1024, "b200": 180,                         # H100, H200: the nvidia-smi totals in MiB
            "mi300x": 192, "mi250x": 128, "l4": 24, "t4": 16, "rtx-4090": 24, "tpu-v4": 32, "tpu-v5e": 16,
            "tpu-v5p": 95, "jetson-agx-orin": 64, "apple-m2": 24, "apple-m2-ultra": 192, "apple-m3-max": 128,
            "gb10": 128}
@@ -461,9 +462,18 @@ def test_every_capacity_source_names_the_unit_stored():
     assert not missing, "sources that do not name the stored capacity: " + "; ".join(missing)
 
 
+def test_measured_capacities_cite_the_driver_total():
+    """H100 and H200 hold the total nvidia-smi reports, below the binary size of the datasheet's figure."""
+    for name, mib, sheet_gib in (("h100", 81559, 80), ("h200", 143771, 141)):
+        hw = hardware.get(name)
+        dev = hw.memory[hw.device_tier]
+        assert dev.capacity_bytes == mib * 2**20 < sheet_gib * 2**30
+        assert f"{mib:,} MiB" in dev.source and "nvidia-smi" in dev.source and dev.source.startswith("measured")
+
+
 def test_cli_hardware_show_prints_each_capacity_in_its_source_unit_first(cli):
     r = cli("hardware", "show", "h100")
     assert r.rc == 0, r.err
-    assert "80 GiB (85.9 GB)" in r.out              # HBM's binary GB
+    assert "79.6 GiB (85.5 GB)" in r.out            # measured in MiB: binary first
     assert "50 MiB (52.4 MB)" in r.out              # on-die SRAM, binary
     assert "3.84 TB (3.49 TiB)" in r.out            # a drive's decimal TB
